@@ -1,0 +1,33 @@
+# Quick start: `make demo`, then `make test`.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+
+.PHONY: demo test test-slow audit bench reproduce reproduce-quick accuracy clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[all]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m dpdbscan.demo --out demo_output
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+audit: $(STAMP)
+	$(BIN)/python -m pytest -q -m audit
+
+accuracy: $(STAMP)
+	$(BIN)/python experiments/accuracy.py
+
+clean:
+	rm -rf $(VENV) demo_output .pytest_cache

@@ -1,0 +1,55 @@
+"""In-memory counting with numpy: cell keys, then sort and run-length counts.
+
+Measured on this project's machines, ``np.sort`` plus run-length counting beats
+hash group-bys for int64 keys; when the padded key space is small compared
+with the number of points, ``np.bincount`` is faster still.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import CellCounts
+
+_BINCOUNT_MAX = 1 << 26  # keys below this use a dense bincount
+
+
+def run_length(sorted_keys: np.ndarray):
+    """Unique keys and their multiplicities of an already sorted array."""
+    n = sorted_keys.size
+    if n == 0:
+        return sorted_keys[:0], np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+    counts = np.diff(np.append(starts, n))
+    return sorted_keys[starts], counts.astype(np.int64)
+
+
+def count_keys(keys: np.ndarray, key_space: int | None = None) -> CellCounts:
+    """Exact counts of int64 or packed keys."""
+    if keys.dtype == np.int64 and key_space is not None and keys.size and (
+        key_space <= _BINCOUNT_MAX and key_space <= 8 * keys.size
+    ):
+        counts = np.bincount(keys, minlength=key_space)
+        occupied = np.flatnonzero(counts)
+        return CellCounts(occupied.astype(np.int64), counts[occupied].astype(np.int64))
+    k, c = run_length(np.sort(keys, kind="stable" if keys.dtype.kind == "V" else None))
+    return CellCounts(k, c)
+
+
+class NumpyBackend:
+    """Counts cells of an in-memory (n, d) float array."""
+
+    name = "numpy"
+
+    def count(self, grid, X: np.ndarray) -> CellCounts:
+        keys = grid.keys_of_points(X)
+        return count_keys(keys, None if grid.wide else grid.key_space)
+
+    def dense_counts(self, grid, X: np.ndarray) -> np.ndarray:
+        """Counts of every cell as an array of ``grid.shape`` (small universes)."""
+        idx = np.zeros(X.shape[0], dtype=np.int64)
+        stride = 1
+        for i in range(grid.d - 1, -1, -1):
+            idx += grid._axis_coords(X[:, i], i) * stride
+            stride *= grid.shape[i]
+        return np.bincount(idx, minlength=grid.n_cells).reshape(grid.shape)

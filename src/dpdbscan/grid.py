@@ -1,0 +1,297 @@
+"""The grid of cells, cell keys and the alpha-neighbourhood NB(X).
+
+The grid covers the public box ``[lower, upper]`` with cubic cells of width
+``w = eta * alpha / (4 * sqrt(d))`` anchored at ``lower``; ``eta = 4`` gives the
+paper's default ``w = alpha / sqrt(d)``. Cell coordinates are integer vectors
+``c`` with ``0 <= c[i] < shape[i]``.
+
+Keys
+----
+Cells are identified by one sortable key per cell. When the padded universe fits
+in an int64 the key is a mixed-radix integer whose radix in each dimension is
+``shape[i] + reach``: the ``reach`` spare slots per dimension make every
+neighbour offset a constant key difference that never aliases onto a real
+cell of another row, so neighbour sums become lookups of contiguous key runs.
+When the universe does not fit (say d = 12 with a fine grid), keys are the
+coordinate rows themselves, packed big-endian into fixed-width byte strings
+(numpy ``void``) whose byte order equals the lexicographic order of the
+coordinates: every operation used here (sort, searchsorted, equality) still
+works, only slower. Overflow is never silent.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+INT64_SAFE = 1 << 62  # head-room for negative offsets and sentinels
+
+
+MAX_KAPPA = 2_000_000  # beyond this NB is counted but not enumerated
+
+
+def _radius2(d: int, eta: float) -> float:
+    r = 4.0 * math.sqrt(d) / eta
+    return r * r
+
+
+def _gap2_limit(d: int, eta: float) -> int:
+    """Largest integer sum of squared gaps that is still < (alpha/w)^2."""
+    r2 = _radius2(d, eta)
+    lim = int(math.floor(r2))
+    if lim >= r2 - 1e-12 * max(r2, 1.0):  # strict inequality, robust to rounding
+        lim -= 1
+    return lim
+
+
+def count_neighbours(d: int, eta: float) -> int:
+    """kappa = |NB(X)| without enumerating the offsets (exact, any d)."""
+    lim = _gap2_limit(d, eta)
+    reach = int(math.isqrt(lim)) + 1 if lim >= 0 else 0
+    # multiplicity of each squared gap in one dimension
+    per_dim = {0: 3 if reach >= 1 else 1}
+    for g in range(1, reach):
+        per_dim[g * g] = 2
+    ways = [0] * (lim + 1)
+    ways[0] = 1
+    for _ in range(d):
+        new = [0] * (lim + 1)
+        for s, c in enumerate(ways):
+            if c:
+                for g2, mult in per_dim.items():
+                    if s + g2 <= lim:
+                        new[s + g2] += c * mult
+        ways = new
+    return sum(ways)
+
+
+def neighbour_offsets(d: int, eta: float) -> np.ndarray:
+    """Integer offsets o whose cell has minimum distance < alpha to cell 0.
+
+    In units of the cell width, alpha is ``4 sqrt(d) / eta``. Two cells at
+    offset o are at minimum distance ``sqrt(sum(max(|o_i| - 1, 0)^2))``. The
+    strict inequality follows the paper (kappa = 21 for d = 2, 117 for d = 3 at
+    eta = 4). Returns an array of shape (kappa, d), sorted lexicographically.
+    """
+    kappa = count_neighbours(d, eta)
+    if kappa > MAX_KAPPA:
+        raise ValueError(
+            f"the alpha-neighbourhood has kappa={kappa} cells in d={d} at eta={eta}; "
+            f"more than {MAX_KAPPA} cannot be enumerated (and the noise margin would "
+            "swamp any cluster): use fewer dimensions or a larger eta"
+        )
+    lim = _gap2_limit(d, eta)
+    reach = int(math.isqrt(lim)) + 1 if lim >= 0 else 0
+    gaps = np.arange(-reach, reach + 1)
+    g2 = np.maximum(np.abs(gaps) - 1, 0) ** 2
+    # Build dimension by dimension, pruning partial sums that already exceed r^2.
+    rows = np.zeros((1, 0), dtype=np.int64)
+    acc = np.zeros(1)
+    for _ in range(d):
+        new_acc = (acc[:, None] + g2[None, :]).ravel()
+        new_rows = np.concatenate(
+            [np.repeat(rows, gaps.size, axis=0), np.tile(gaps, rows.shape[0])[:, None]], axis=1
+        )
+        keep = new_acc <= lim
+        rows, acc = new_rows[keep], new_acc[keep]
+    return rows.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A public grid over the box ``[lower, upper]``.
+
+    Parameters
+    ----------
+    lower, upper : array of shape (d,)
+        Public bounds of the data domain.
+    alpha : float
+        DBSCAN radius (``eps`` in scikit-learn).
+    eta : float, default 4.0
+        Grid parameter in (0, 4]; cell width ``w = eta * alpha / (4 sqrt(d))``.
+        The approximation ratio is ``rho = 3 + eta``.
+
+    Attributes
+    ----------
+    width : float
+        Cell width ``w``.
+    shape : tuple of int
+        Number of cells per dimension.
+    n_cells : int
+        ``|X|``, the number of cells (a Python int; it may exceed 2**63).
+    offsets : ndarray of shape (kappa, d)
+        The alpha-neighbourhood ``NB`` as integer offsets.
+    kappa : int
+        ``|NB(X)|``.
+    wide : bool
+        True when keys are packed coordinate rows instead of int64.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    alpha: float
+    eta: float = 4.0
+    width: float = field(init=False)
+    shape: tuple = field(init=False)
+    reach: int = field(init=False)
+    wide: bool = field(init=False)
+    _radix: tuple = field(init=False, repr=False)
+    _strides: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        lower = np.asarray(self.lower, dtype=np.float64).ravel()
+        upper = np.asarray(self.upper, dtype=np.float64).ravel()
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+        d = lower.size
+        w = self.eta * self.alpha / (4.0 * math.sqrt(d))
+        shape = tuple(max(1, int(math.ceil((u - l) / w))) for l, u in zip(lower, upper))
+        lim = _gap2_limit(d, self.eta)
+        reach = int(math.isqrt(lim)) + 1 if lim >= 0 else 0
+        radix = tuple(s + reach for s in shape)
+        total = 1
+        for r in radix:
+            total *= r
+        wide = total >= INT64_SAFE
+        strides = np.ones(d, dtype=np.int64)
+        if not wide:
+            for i in range(d - 2, -1, -1):
+                strides[i] = strides[i + 1] * radix[i + 1]
+        for name, val in [
+            ("width", w), ("shape", shape), ("reach", reach),
+            ("wide", wide), ("_radix", radix), ("_strides", strides),
+        ]:
+            object.__setattr__(self, name, val)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def d(self) -> int:
+        return self.lower.size
+
+    @functools.cached_property
+    def offsets(self) -> np.ndarray:
+        """NB as integer offsets, shape (kappa, d)."""
+        return neighbour_offsets(self.d, self.eta)
+
+    @functools.cached_property
+    def kappa(self) -> int:
+        return count_neighbours(self.d, self.eta)
+
+    @property
+    def n_cells(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def key_space(self) -> int:
+        """Number of int64 keys of real and padding cells (int64 keys only)."""
+        return math.prod(self._radix)
+
+    @property
+    def rho(self) -> float:
+        return 3.0 + self.eta
+
+    # ------------------------------------------------------------ coordinates
+    def coords(self, X: np.ndarray) -> np.ndarray:
+        """Cell coordinates of points already inside the box (int64, (n, d))."""
+        out = np.empty(X.shape, dtype=np.int64)
+        for i in range(self.d):
+            out[:, i] = self._axis_coords(X[:, i], i)
+        return out
+
+    def _axis_coords(self, x: np.ndarray, i: int) -> np.ndarray:
+        c = np.floor((x - self.lower[i]) / self.width)
+        # The top face of the box belongs to the last cell.
+        return np.clip(c, 0, self.shape[i] - 1).astype(np.int64)
+
+    def keys_of_points(self, X: np.ndarray) -> np.ndarray:
+        """Keys of the cells holding points ``X`` (points must be inside the box)."""
+        if self.wide:
+            return self.encode(self.coords(X))
+        key = self._axis_coords(X[:, 0], 0) * self._strides[0]
+        for i in range(1, self.d):
+            key += self._axis_coords(X[:, i], i) * self._strides[i]
+        return key
+
+    def inside(self, X: np.ndarray) -> np.ndarray:
+        """Rows of ``X`` that are finite and inside the closed box."""
+        return np.all((X >= self.lower) & (X <= self.upper), axis=1)
+
+    def cell_lower(self, coords: np.ndarray) -> np.ndarray:
+        """Lower corner of each cell (float, (m, d))."""
+        return self.lower + np.asarray(coords, dtype=np.float64) * self.width
+
+    def cell_centres(self, coords: np.ndarray) -> np.ndarray:
+        return self.cell_lower(coords) + self.width / 2
+
+    # ------------------------------------------------------------------- keys
+    @property
+    def key_dtype(self):
+        return np.dtype(("V", 8 * self.d)) if self.wide else np.dtype(np.int64)
+
+    def encode(self, coords: np.ndarray) -> np.ndarray:
+        """Keys of integer coordinate rows (which may lie in the padding)."""
+        coords = np.asarray(coords, dtype=np.int64).reshape(-1, self.d)
+        if not self.wide:
+            return coords @ self._strides if coords.shape[0] else np.empty(0, np.int64)
+        # Bias by reach so padding coordinates stay non-negative, then pack
+        # big-endian so byte order = numeric order.
+        biased = (coords + self.reach).astype(">i8")
+        return np.ascontiguousarray(biased).view(self.key_dtype).ravel()
+
+    def decode(self, keys: np.ndarray) -> np.ndarray:
+        """Coordinates of keys (inverse of :meth:`encode`)."""
+        if self.wide:
+            raw = np.ascontiguousarray(keys).view(">i8").reshape(-1, self.d)
+            return raw.astype(np.int64) - self.reach
+        keys = np.asarray(keys, dtype=np.int64)
+        out = np.empty((keys.size, self.d), dtype=np.int64)
+        rem = keys.copy()
+        for i in range(self.d):
+            out[:, i], rem = np.divmod(rem, self._strides[i])
+        return out
+
+    def valid(self, coords: np.ndarray) -> np.ndarray:
+        return np.all((coords >= 0) & (coords < np.asarray(self.shape)), axis=1)
+
+    def offset_runs(self):
+        """NB grouped into runs contiguous in the last dimension.
+
+        Yields ``(prefix, lo, hi)``: offsets ``prefix + (j,)`` for ``lo <= j <= hi``
+        all belong to NB. Used for prefix-sum neighbour sums.
+        """
+        off = self.offsets
+        if self.d == 1:
+            yield (np.zeros(0, np.int64), int(off[:, 0].min()), int(off[:, 0].max()))
+            return
+        order = np.lexsort(off.T[::-1])
+        off = off[order]
+        prefixes, start = np.unique(off[:, :-1], axis=0, return_index=True)
+        ends = list(start[1:]) + [off.shape[0]]
+        for p, s, e in zip(prefixes, start, ends):
+            last = off[s:e, -1]
+            yield p, int(last.min()), int(last.max())
+
+    def key_delta(self, offset) -> int:
+        """Key difference of an integer offset (int64 keys only)."""
+        return int(np.dot(np.asarray(offset, dtype=np.int64), self._strides))
+
+    def all_coords(self) -> np.ndarray:
+        """Every cell of the universe, row-major (only for small universes)."""
+        axes = [np.arange(s) for s in self.shape]
+        return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, self.d)
+
+    def to_dict(self) -> dict:
+        return {
+            "lower": self.lower.tolist(), "upper": self.upper.tolist(),
+            "alpha": self.alpha, "eta": self.eta, "width": self.width,
+            "shape": list(self.shape), "kappa": self.kappa, "n_cells": str(self.n_cells),
+        }
+
+
+def iter_cells(shape):
+    """Row-major iteration over all cell coordinates (tests and tiny grids)."""
+    return itertools.product(*[range(s) for s in shape])

@@ -1,0 +1,22 @@
+"""The naive Laplace histogram: independent noise on every one of the |X| cells.
+
+epsilon-DP under add/remove-one-point: the count vector has l1-sensitivity 1
+(Theorem "Laplace histogram"; with integer noise, the geometric mechanism).
+O(|X|) time and memory, so it is only used for small universes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import NoisyHistogram
+
+
+def dense_histogram(grid, counts: np.ndarray, noise, source) -> NoisyHistogram:
+    """Release ``counts`` (array of ``grid.shape``) plus noise on every cell."""
+    z = noise.sample(source, counts.size).reshape(counts.shape)
+    values = counts + z if noise.integer else counts.astype(np.float64) + z
+    return NoisyHistogram(
+        grid=grid, kind="dense", values=values, theta=-np.inf,
+        noise=noise.name, epsilon=noise.epsilon,
+    )

@@ -1,0 +1,104 @@
+"""The DP-DBSCAN mechanism: counts -> noisy histogram -> core cells -> spans.
+
+This is the one place where epsilon is spent: the noisy histogram of cell
+counts. Everything after :func:`release_histogram` is post-processing of its
+output and never reads the points again. Every choice that shapes the
+mechanism (grid, theta, dense or sparse) is a function of public inputs only:
+bounds, alpha, eta, epsilon, delta, beta and the caps below.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import bounds as _bounds
+from .backends import get_backend
+from .grid import Grid
+from .histograms import (
+    NoisyHistogram, default_theta, dense_histogram, make_noise, sparse_histogram,
+    stability_histogram,
+)
+from .spans import SpanModel, spans_from_histogram
+
+HISTOGRAMS = ("auto", "dense", "sparse", "stability")
+DENSE_MAX_CELLS = 1 << 23  # "auto" uses the naive histogram up to this |X|
+MAX_EMPTY_CELLS = 1 << 20  # default cap on the expected number of released empty cells
+
+
+@dataclass(frozen=True)
+class MechanismConfig:
+    """Public parameters of one release."""
+
+    epsilon: float
+    delta: float = 0.0
+    histogram: str = "auto"
+    noise: str = "discrete"
+    beta: float = 0.5
+    theta: float | None = None
+    max_empty_cells: float = MAX_EMPTY_CELLS
+    dense_max_cells: int = DENSE_MAX_CELLS
+
+    def choose_histogram(self, grid: Grid) -> str:
+        """Dense or sparse from |X| alone (public); stability when asked."""
+        if self.histogram != "auto":
+            return self.histogram
+        return "dense" if grid.n_cells <= self.dense_max_cells else "sparse"
+
+    def theta_for(self, grid: Grid, noise) -> float:
+        if self.theta is not None:
+            return float(self.theta)
+        return default_theta(grid.n_cells, noise, self.max_empty_cells)
+
+
+def clean_points(grid: Grid, X: np.ndarray) -> np.ndarray:
+    """The documented per-record rule: drop rows with NaN/inf, clip the rest
+    into the public box. Each record's fate depends on that record alone, so
+    neighbouring datasets stay neighbouring (or become equal)."""
+    finite = np.all(np.isfinite(X), axis=1)
+    if not finite.all():
+        X = X[finite]
+    return np.clip(X, grid.lower, grid.upper)
+
+
+def release_histogram(grid: Grid, X, config: MechanismConfig, source, backend=None) -> NoisyHistogram:
+    """The epsilon-DP (or (epsilon, delta)-DP) histogram of cell counts."""
+    backend = get_backend(backend)
+    noise = make_noise(config.noise, config.epsilon)
+    kind = config.choose_histogram(grid)
+    if isinstance(X, np.ndarray):
+        X = clean_points(grid, X)
+    if kind == "dense":
+        if hasattr(backend, "dense_counts"):
+            counts = backend.dense_counts(grid, X)
+        else:
+            cells = backend.count(grid, X)
+            counts = np.zeros(grid.shape, dtype=np.int64)
+            if len(cells):
+                counts[tuple(grid.decode(cells.keys).T)] = cells.counts
+        return dense_histogram(grid, counts, noise, source)
+    cells = backend.count(grid, X)
+    if kind == "sparse":
+        theta = config.theta_for(grid, noise)
+        return sparse_histogram(grid, cells, noise, source, theta)
+    if kind == "stability":
+        return stability_histogram(grid, cells, noise, source, config.delta)
+    raise ValueError(f"histogram must be one of {HISTOGRAMS}, got {kind!r}")
+
+
+def margin(grid: Grid, hist: NoisyHistogram, config: MechanismConfig) -> float:
+    """Gamma for this release (public: depends on the histogram kind and theta)."""
+    eps = math.inf if hist.noise == "none" else config.epsilon
+    theta = hist.theta if hist.kind != "dense" else 0.0
+    return _bounds.gamma(eps, grid.kappa, grid.n_cells, config.beta, theta)
+
+
+def fit_spans(X, grid: Grid, min_samples: int, config: MechanismConfig, source,
+              *, raise_min_samples: bool = True, backend=None) -> SpanModel:
+    """Run the whole mechanism and return the released span model."""
+    hist = release_histogram(grid, X, config, source, backend)
+    g = margin(grid, hist, config)
+    return spans_from_histogram(hist, min_samples, g, config.beta,
+                                raise_min_samples=raise_min_samples, delta=config.delta)
