@@ -26,8 +26,17 @@ test-slow: $(STAMP)
 audit: $(STAMP)
 	$(BIN)/python -m pytest -q -m audit
 
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
 accuracy: $(STAMP)
 	$(BIN)/python experiments/accuracy.py
+
+reproduce: $(STAMP)
+	$(BIN)/python experiments/reproduce.py --out results
+
+reproduce-quick: $(STAMP)
+	$(BIN)/python experiments/reproduce.py --quick --out results
 
 clean:
 	rm -rf $(VENV) demo_output .pytest_cache
