@@ -1,0 +1,75 @@
+"""Slow, obviously-correct reference implementations used by the tests."""
+
+import itertools
+import math
+
+import numpy as np
+
+
+def cell_min_distance(grid, a, b) -> float:
+    """Minimum distance between two cells given by integer coordinates (floats)."""
+    gaps = [max(abs(int(x) - int(y)) - 1, 0) for x, y in zip(a, b)]
+    return grid.width * math.sqrt(sum(g * g for g in gaps))
+
+
+def grid_dbscan(grid, counts: dict, min_samples: float):
+    """The non-private grid procedure: UB(X) = sum of counts over cells within
+    min distance < alpha; core iff UB >= min_samples; merge core cells at min
+    distance < alpha. Returns {cell: span representative} over core cells."""
+    cells = list(itertools.product(*[range(s) for s in grid.shape]))
+    occupied = list(counts)
+    core = []
+    for c in cells:
+        ub = sum(v for o, v in counts.items() if cell_min_distance(grid, c, o) < grid.alpha)
+        if ub >= min_samples:
+            core.append(c)
+    parent = {c: c for c in core}
+
+    def find(c):
+        while parent[c] != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    for a, b in itertools.combinations(core, 2):
+        if cell_min_distance(grid, a, b) < grid.alpha:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[ra] = rb
+    del occupied
+    return {c: find(c) for c in core}
+
+
+def exact_dbscan_core(X: np.ndarray, alpha: float, min_samples: float):
+    """Core points and their cluster ids (strict < alpha, a point counts itself)."""
+    D = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    close = D < alpha
+    core = close.sum(1) >= min_samples
+    idx = np.flatnonzero(core)
+    lab = -np.ones(X.shape[0], dtype=int)
+    k = 0
+    for i in idx:
+        if lab[i] >= 0:
+            continue
+        stack = [i]
+        lab[i] = k
+        while stack:
+            j = stack.pop()
+            for t in np.flatnonzero(close[j] & core):
+                if lab[t] < 0:
+                    lab[t] = k
+                    stack.append(t)
+        k += 1
+    return core, lab
+
+
+def same_partition(a: dict, b: dict) -> bool:
+    """Two {item: group} maps describe the same partition of the same items."""
+    if set(a) != set(b):
+        return False
+    fwd, bwd = {}, {}
+    for item in a:
+        x, y = a[item], b[item]
+        if fwd.setdefault(x, y) != y or bwd.setdefault(y, x) != x:
+            return False
+    return True

@@ -1,0 +1,113 @@
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from dpdbscan.backends.numpy_backend import NumpyBackend
+from dpdbscan.grid import Grid, count_neighbours, neighbour_offsets
+
+
+def _min_cell_distance(offset):
+    """Minimum Euclidean distance between unit cell 0 and the cell at ``offset``."""
+    return math.sqrt(sum(max(abs(o) - 1, 0) ** 2 for o in offset))
+
+
+@pytest.mark.parametrize("d,eta,kappa", [(1, 4, 3), (2, 4, 21), (3, 4, 117)])
+def test_kappa_matches_paper(d, eta, kappa):
+    assert count_neighbours(d, eta) == kappa
+    assert neighbour_offsets(d, eta).shape == (kappa, d)
+
+
+@pytest.mark.parametrize("d,eta", [(1, 1.0), (2, 1.0), (2, 2.0), (2, 3.0), (3, 2.0), (2, 0.5), (4, 4.0)])
+def test_offsets_equal_brute_force_geometry(d, eta):
+    # alpha in units of the cell width
+    r = 4 * math.sqrt(d) / eta
+    reach = math.ceil(r) + 1
+    expected = {
+        o for o in itertools.product(range(-reach, reach + 1), repeat=d)
+        if _min_cell_distance(o) < r
+    }
+    got = {tuple(o) for o in neighbour_offsets(d, eta)}
+    assert got == expected
+    assert count_neighbours(d, eta) == len(expected)
+
+
+def test_offsets_are_symmetric_and_sorted():
+    off = neighbour_offsets(3, 4.0)
+    as_set = {tuple(o) for o in off}
+    assert all(tuple(-o) in as_set for o in off)
+    assert [tuple(o) for o in off] == sorted(as_set)
+
+
+def test_too_many_neighbours_is_a_clear_error():
+    with pytest.raises(ValueError, match="kappa="):
+        neighbour_offsets(12, 4.0)
+
+
+def test_width_shape_and_cells():
+    g = Grid([0.0, 0.0], [1.0, 2.0], alpha=0.1)
+    assert g.width == pytest.approx(0.1 / math.sqrt(2))
+    assert g.shape == (math.ceil(1 / g.width), math.ceil(2 / g.width))
+    assert g.n_cells == g.shape[0] * g.shape[1]
+    assert g.rho == 7.0
+    g2 = Grid([0.0], [1.0], alpha=0.1, eta=2.0)
+    assert g2.width == pytest.approx(0.05)
+
+
+def test_point_on_upper_face_belongs_to_last_cell():
+    g = Grid([0.0, 0.0], [1.0, 1.0], alpha=0.3)
+    c = g.coords(np.array([[1.0, 1.0], [0.0, 0.0], [0.5, 1.0]]))
+    assert c[0].tolist() == [g.shape[0] - 1, g.shape[1] - 1]
+    assert c[1].tolist() == [0, 0]
+    assert c[2, 1] == g.shape[1] - 1
+
+
+def test_keys_roundtrip_and_order_int64():
+    g = Grid([0, 0, 0], [1, 1, 1], alpha=0.05)
+    assert not g.wide
+    rng = np.random.default_rng(0)
+    coords = np.stack([rng.integers(0, s, 500) for s in g.shape], axis=1)
+    keys = g.encode(coords)
+    assert np.array_equal(g.decode(keys), coords)
+    # key order is the lexicographic order of coordinates
+    order = np.argsort(keys, kind="stable")
+    lex = np.lexsort(coords.T[::-1])
+    assert np.array_equal(coords[order], coords[lex])
+    X = rng.random((1000, 3))
+    assert np.array_equal(g.keys_of_points(X), g.encode(g.coords(X)))
+
+
+def test_neighbour_offsets_never_alias_onto_real_cells():
+    g = Grid([0, 0], [1, 1], alpha=0.2)
+    all_c = g.all_coords()
+    real = set(g.encode(all_c).tolist())
+    for c in all_c[:: max(1, len(all_c) // 50)]:
+        for o in g.offsets:
+            t = c + o
+            k = int(g.encode(t[None])[0])
+            if g.valid(t[None])[0]:
+                assert k in real
+            else:
+                assert k not in real
+
+
+def test_wide_keys_when_universe_exceeds_int64():
+    g = Grid(np.zeros(12), np.ones(12), alpha=1e-3)
+    assert g.wide
+    assert g.n_cells > 2**63
+    rng = np.random.default_rng(1)
+    coords = np.stack([rng.integers(0, s, 300) for s in g.shape], axis=1)
+    keys = g.encode(coords)
+    assert keys.dtype.kind == "V"
+    assert np.array_equal(g.decode(keys), coords)
+    order = np.argsort(keys, kind="stable")
+    lex = np.lexsort(coords.T[::-1])
+    assert np.array_equal(coords[order], coords[lex])
+    # counting works with packed keys
+    X = rng.random((200, 12))
+    X = np.vstack([X, X[:50]])
+    cells = NumpyBackend().count(g, X)
+    assert cells.counts.sum() == 250
+    assert np.all(np.diff(g.decode(cells.keys)[:, 0]) >= 0)
+    assert sorted(cells.counts.tolist(), reverse=True)[:50] == [2] * 50
