@@ -1,10 +1,25 @@
 """Figures in the style of the paper: noisy histogram, neighbour sums, spans,
 and labels of given points. Needs matplotlib (``pip install 'dpdbscan[plot]'``).
+
+The histogram, sums and spans pictures are post-processing of the release and
+may be published with it. A picture that draws points (``points=`` in
+:func:`plot_spans`, or :func:`plot_labels`) shows private data and is not.
+
+``transform`` maps (m, 2) grid coordinates to display coordinates, e.g. km
+back to lon/lat with :meth:`dpdbscan.geo.Equirectangular.inverse`. Image plots
+(histogram, sums) transform only the corners of the box, which is exact for
+the axis-aligned affine maps used here. ``aspect`` is matplotlib's (use
+``Equirectangular.aspect`` for lon/lat axes).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+#: Largest image drawn cell for cell; bigger grids are shown in blocks.
+MAX_PIXELS = 4_000_000
 
 
 def _plt():
@@ -23,51 +38,121 @@ def _check_2d(grid):
         raise ValueError(f"plots are drawn for 2-D grids, this one is {grid.d}-D")
 
 
-def _extent(grid):
-    return [grid.lower[0], grid.lower[0] + grid.shape[0] * grid.width,
-            grid.lower[1], grid.lower[1] + grid.shape[1] * grid.width]
+def _corners(grid, factor: int = 1, shape=None):
+    shape = np.asarray(grid.shape if shape is None else shape)
+    lo = grid.lower
+    hi = grid.lower + shape * factor * grid.width
+    return np.array([lo, hi], dtype=np.float64)
 
 
-def _cell_image(grid, keys, values, fill=np.nan):
-    img = np.full(grid.shape, fill, dtype=np.float64)
-    if keys is not None and len(keys):
-        c = grid.decode(keys)
-        img[c[:, 0], c[:, 1]] = values
-    return img
+def _extent(grid, transform=None, factor: int = 1, shape=None):
+    box = _corners(grid, factor, shape)
+    if transform is not None:
+        box = np.asarray(transform(box), dtype=np.float64)
+    return [box[0, 0], box[1, 0], box[0, 1], box[1, 1]]
 
 
-def plot_histogram(hist, ax=None, title="noisy histogram", cmap="viridis"):
-    """The released noisy counts per cell."""
-    plt = _plt()
-    _check_2d(hist.grid)
-    ax = ax or plt.subplots(figsize=(6, 6))[1]
-    if hist.kind == "dense":
-        img = hist.values.astype(np.float64)
-    else:
-        img = _cell_image(hist.grid, hist.keys, hist.values, fill=0.0)
-    im = ax.imshow(img.T, origin="lower", extent=_extent(hist.grid), cmap=cmap, aspect="equal")
+def _block_factor(grid, max_pixels: int) -> int:
+    """Cells per image pixel along each axis, so the image stays drawable."""
+    return max(1, math.ceil(math.sqrt(grid.n_cells / max_pixels)))
+
+
+def _cell_image(grid, keys, values, fill=np.nan, factor: int = 1, reduce: str = "sum"):
+    """Image of per-cell values, summed (or averaged) over factor x factor blocks."""
+    shape = tuple(math.ceil(s / factor) for s in grid.shape)
+    img = np.full(shape, fill, dtype=np.float64)
+    if keys is None or not len(keys):
+        return img
+    c = grid.decode(keys) // factor
+    flat = c[:, 0] * shape[1] + c[:, 1]
+    total = np.bincount(flat, weights=np.asarray(values, dtype=np.float64), minlength=img.size)
+    seen = np.bincount(flat, minlength=img.size)
+    if reduce == "mean":
+        total = np.divide(total, seen, out=np.zeros_like(total), where=seen > 0)
+    img = img.ravel()
+    img[seen > 0] = total[seen > 0]
+    return img.reshape(shape)
+
+
+def paper_cmap():
+    """Green for negative, red for positive counts; opacity grows with |value|
+    (the paper's "cell transparency represents frequency")."""
+    from matplotlib.colors import LinearSegmentedColormap
+
+    green, red = (0.0, 0.55, 0.0), (0.85, 0.0, 0.0)
+    return LinearSegmentedColormap.from_list(
+        "dpdbscan_counts", [(0.0, (*green, 1.0)), (0.5, (*green, 0.0)), (0.5, (*red, 0.0)),
+                            (1.0, (*red, 1.0))])
+
+
+def _finish_image(ax, im, title, aspect):
     ax.figure.colorbar(im, ax=ax, shrink=0.8)
+    ax.set_aspect(aspect)
     ax.set_title(title)
     return ax
 
 
-def plot_neighbour_sums(hist, ax=None, title="noisy neighbour sums", cmap="magma"):
-    """sum over NB(X) of the noisy counts, per cell."""
+def plot_histogram(hist, ax=None, title="noisy histogram", cmap=None, *, transform=None,
+                   aspect="equal", max_pixels: int = MAX_PIXELS):
+    """The released noisy counts per cell.
+
+    With ``cmap=None`` positive counts are red and negative ones green, more
+    opaque the larger they are, as in the paper; the scale saturates at the
+    99th percentile of |count| so that a few dense cells do not wash out the
+    rest. Grids with more than ``max_pixels`` cells are drawn in blocks
+    (sums of counts).
+    """
+    from matplotlib.colors import Normalize
+
+    plt = _plt()
+    grid = hist.grid
+    _check_2d(grid)
+    ax = ax or plt.subplots(figsize=(6, 6))[1]
+    f = _block_factor(grid, max_pixels)
+    if hist.kind == "dense" and f == 1:
+        img = hist.values.astype(np.float64)
+    else:
+        keys, vals = hist.sparse()
+        img = _cell_image(grid, keys, vals, fill=0.0, factor=f)
+    nz = np.abs(img[img != 0])
+    vmax = float(np.percentile(nz, 99)) if nz.size else 1.0
+    vmax = vmax if vmax > 0 else 1.0
+    im = ax.imshow(img.T, origin="lower", extent=_extent(grid, transform, f, img.shape),
+                   cmap=cmap or paper_cmap(), norm=Normalize(-vmax, vmax), interpolation="nearest")
+    if f > 1:
+        title = f"{title} ({f}x{f} cells per pixel)"
+    return _finish_image(ax, im, title, aspect)
+
+
+def plot_neighbour_sums(hist, ax=None, title="noisy neighbour sums", cmap="magma", *,
+                        transform=None, aspect="equal", max_pixels: int = MAX_PIXELS):
+    """The sum of the noisy counts over NB(X), per cell (what the core test
+    compares with the threshold). Cells with no released neighbour are blank;
+    big grids are drawn in blocks (mean of the sums)."""
     from .core import neighbour_sums
 
     plt = _plt()
-    _check_2d(hist.grid)
+    grid = hist.grid
+    _check_2d(grid)
     ax = ax or plt.subplots(figsize=(6, 6))[1]
+    f = _block_factor(grid, max_pixels)
     keys, sums = neighbour_sums(hist)
-    img = _cell_image(hist.grid, keys, sums, fill=0.0)
-    im = ax.imshow(img.T, origin="lower", extent=_extent(hist.grid), cmap=cmap, aspect="equal")
-    ax.figure.colorbar(im, ax=ax, shrink=0.8)
-    ax.set_title(title)
-    return ax
+    img = _cell_image(grid, keys, sums, fill=np.nan, factor=f, reduce="mean")
+    im = ax.imshow(np.ma.masked_invalid(img.T), origin="lower",
+                   extent=_extent(grid, transform, f, img.shape), cmap=cmap, interpolation="nearest")
+    if f > 1:
+        title = f"{title} ({f}x{f} cells per pixel)"
+    return _finish_image(ax, im, title, aspect)
 
 
-def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap="tab20"):
-    """Spans as filled cell unions (optionally over a light scatter of points)."""
+def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap="tab20", *,
+               aspect="equal", max_points: int | None = 200_000):
+    """Spans as filled cell unions, optionally over a light scatter of points.
+
+    ``points`` are in the model's grid coordinates (they are transformed like
+    the spans) and are private: such a picture is not part of the release.
+    At most ``max_points`` of them are drawn (a fixed-seed subsample).
+    """
     plt = _plt()
     from matplotlib.patches import PathPatch
     from matplotlib.path import Path as MPath
@@ -78,7 +163,7 @@ def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap="ta
     _check_2d(grid)
     ax = ax or plt.subplots(figsize=(6, 6))[1]
     if points is not None and len(points):
-        P = np.asarray(points, dtype=np.float64)
+        P = _subsample(np.asarray(points, dtype=np.float64), max_points)
         if transform is not None:
             P = transform(P)
         ax.scatter(P[:, 0], P[:, 1], s=1, c="0.75", lw=0, rasterized=True)
@@ -92,37 +177,61 @@ def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap="ta
                     xy = transform(xy)
                 verts.extend(xy.tolist())
                 codes.extend([MPath.MOVETO] + [MPath.LINETO] * (len(xy) - 2) + [MPath.CLOSEPOLY])
-            patch = PathPatch(MPath(verts, codes), facecolor=colours(s % 20), edgecolor="k",
+            patch = PathPatch(MPath(verts, codes), facecolor=colours(s % colours.N), edgecolor="k",
                               lw=0.3, alpha=0.6)
             ax.add_patch(patch)
-    lo = grid.lower
-    hi = grid.lower + np.asarray(grid.shape) * grid.width
-    box = np.array([lo, hi])
-    if transform is not None:
-        box = transform(box)
-    ax.set_xlim(box[0, 0], box[1, 0])
-    ax.set_ylim(box[0, 1], box[1, 1])
-    ax.set_aspect("equal")
+    ext = _extent(grid, transform)
+    ax.set_xlim(ext[0], ext[1])
+    ax.set_ylim(ext[2], ext[3])
+    ax.set_aspect(aspect)
     ax.set_title(title or f"{model.n_spans} DP span(s), epsilon={model.epsilon:g}")
     return ax
 
 
-def plot_labels(X, labels, ax=None, title="labels", cmap="tab20"):
-    """Points coloured by label; -1 (noise) in grey."""
+def plot_labels(X, labels, ax=None, title="labels", cmap="tab20", *, aspect="equal",
+                max_points: int | None = 200_000):
+    """Points coloured by label; -1 (noise) in grey. The points are private.
+
+    At most ``max_points`` are drawn (a fixed-seed subsample keeps big files
+    quick to draw and the picture reproducible).
+    """
     plt = _plt()
     X = np.asarray(X, dtype=np.float64)
-    ax = ax or plt.subplots(figsize=(6, 6))[1]
     labels = np.asarray(labels)
+    if X.ndim != 2 or X.shape[1] < 2:
+        raise ValueError(f"plot_labels needs points with 2 columns, got shape {X.shape}")
+    if labels.shape != (X.shape[0],):
+        raise ValueError(f"labels must have one entry per point ({X.shape[0]}), got shape {labels.shape}")
+    idx = _subsample_index(X.shape[0], max_points)
+    X, labels = X[idx], labels[idx]
+    ax = ax or plt.subplots(figsize=(6, 6))[1]
     noise = labels < 0
     ax.scatter(X[noise, 0], X[noise, 1], s=2, c="0.7", lw=0, rasterized=True)
     ax.scatter(X[~noise, 0], X[~noise, 1], s=2, c=labels[~noise] % 20, cmap=cmap,
                vmin=0, vmax=19, lw=0, rasterized=True)
-    ax.set_aspect("equal")
+    ax.set_aspect(aspect)
     ax.set_title(title)
     return ax
 
 
+def _subsample_index(n: int, max_points: int | None) -> np.ndarray:
+    if max_points is None or n <= max_points:
+        return np.arange(n)
+    # Display only: a fixed seed makes the same file give the same picture.
+    return np.sort(np.random.default_rng(0).choice(n, size=max_points, replace=False))
+
+
+def _subsample(P: np.ndarray, max_points: int | None) -> np.ndarray:
+    return P[_subsample_index(P.shape[0], max_points)]
+
+
 def save(ax, path, dpi=150):
+    """Write the figure of ``ax`` to ``path`` and close it."""
     ax.figure.tight_layout()
     ax.figure.savefig(path, dpi=dpi)
     _plt().close(ax.figure)
+
+
+__all__ = [
+    "plot_histogram", "plot_neighbour_sums", "plot_spans", "plot_labels", "save", "paper_cmap",
+]
