@@ -40,12 +40,61 @@ def core_cells(hist: NoisyHistogram, threshold: float):
         # A sum of kappa non-negative values reaches the threshold only if one
         # of them reaches threshold / kappa: candidates lie around those.
         heavy = keys[vals * grid.kappa >= threshold]
+        if heavy.size * grid.kappa > _BUCKET_PRUNE_ABOVE:
+            heavy = heavy[_in_live_buckets(grid, keys, vals, heavy, threshold)]
     else:
         heavy = keys
     cand = neighbourhood(grid, heavy)
     sums = sparse_neighbour_sums(grid, keys, vals, cand)
     mask = sums >= threshold
     return cand[mask], sums[mask]
+
+
+_BUCKET_PRUNE_ABOVE = 4_000_000
+
+
+def _in_live_buckets(grid, keys, vals, heavy, threshold) -> np.ndarray:
+    """Mask of ``heavy`` cells that can still contribute to a core cell.
+
+    Coarse buckets of side ``reach`` contain NB(X) within the 3^d block of
+    buckets around X's bucket. So X can be core only if that block's released
+    values sum to >= threshold ("live" block); a released cell matters only if
+    it lies in a block around some live bucket. With kappa in the thousands
+    (d >= 5) and a million released empty cells this turns kappa * 10^5
+    candidates into a handful.
+    """
+    side = max(grid.reach, 1)
+    d = grid.d
+    bkt = grid.decode(keys) // side
+    order = np.lexsort(bkt.T[::-1])
+    bkt_sorted = np.ascontiguousarray(bkt[order]).view([("", np.int64)] * d).ravel()
+    starts = np.flatnonzero(np.concatenate(([True], bkt_sorted[1:] != bkt_sorted[:-1])))
+    bkeys = bkt_sorted[starts]
+    bsums = np.add.reduceat(vals[order].astype(np.float64), starts)
+    block = [np.array(o) for o in np.ndindex(*(3,) * d)]
+    block = [o - 1 for o in block]
+    # buckets whose block can reach the threshold need a member bucket >= threshold / 3^d
+    rich = bkeys[bsums * len(block) >= threshold]
+    if rich.size == 0:
+        return np.zeros(heavy.size, dtype=bool)
+    rich_c = rich.view(np.int64).reshape(-1, d)
+    cand = np.unique(np.concatenate([rich_c + o for o in block]), axis=0)
+    cand_v = np.ascontiguousarray(cand).view([("", np.int64)] * d).ravel()
+    total = np.zeros(cand.shape[0])
+    for o in block:
+        q = np.ascontiguousarray(cand + o).view([("", np.int64)] * d).ravel()
+        idx = np.minimum(np.searchsorted(bkeys, q), bkeys.size - 1)
+        hit = bkeys[idx] == q
+        total[hit] += bsums[idx[hit]]
+    live = cand[total >= threshold]
+    if live.size == 0:
+        return np.zeros(heavy.size, dtype=bool)
+    near = np.unique(np.concatenate([live + o for o in block]), axis=0)
+    near_v = np.ascontiguousarray(near).view([("", np.int64)] * d).ravel()
+    hb = np.ascontiguousarray(grid.decode(heavy) // side).view([("", np.int64)] * d).ravel()
+    idx = np.minimum(np.searchsorted(near_v, hb), near_v.size - 1)
+    del cand_v
+    return near_v[idx] == hb
 
 
 def neighbour_sums(hist: NoisyHistogram):

@@ -1,0 +1,142 @@
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpdbscan._random import SeededSource
+from dpdbscan.backends.numpy_backend import NumpyBackend, run_length
+from dpdbscan.bounds import gamma, gamma_laplace, tau
+from dpdbscan.grid import Grid
+from dpdbscan.histograms import (
+    DiscreteLaplace, dense_histogram, dense_neighbour_sums, sparse_histogram,
+    sparse_neighbour_sums, stability_histogram, stability_theta,
+)
+from dpdbscan.histograms.sparse import default_theta
+
+# Distribution checks below use a per-test false-failure rate of at most 1e-6.
+P_FAIL = 1e-6
+
+
+def _grid(alpha=0.1):
+    return Grid([0.0, 0.0], [1.0, 1.0], alpha)
+
+
+def test_run_length():
+    k, c = run_length(np.array([1, 1, 2, 5, 5, 5]))
+    assert k.tolist() == [1, 2, 5] and c.tolist() == [2, 1, 3]
+
+
+def test_counts_bincount_and_sort_paths_agree():
+    g = _grid(0.02)
+    X = np.random.default_rng(0).random((5000, 2))
+    backend = NumpyBackend()
+    cells = backend.count(g, X)
+    dense = backend.dense_counts(g, X)
+    assert dense.sum() == 5000 == cells.counts.sum()
+    coords = g.decode(cells.keys)
+    assert np.array_equal(dense[coords[:, 0], coords[:, 1]], cells.counts)
+    keys = np.sort(g.keys_of_points(X))
+    k, c = run_length(keys)
+    assert np.array_equal(k, cells.keys) and np.array_equal(c, cells.counts)
+
+
+def test_dense_histogram_adds_one_noise_per_cell():
+    g = _grid()
+    counts = np.zeros(g.shape, dtype=np.int64)
+    counts[3, 4] = 50
+    h = dense_histogram(g, counts, DiscreteLaplace(1.0), SeededSource(0))
+    assert h.values.shape == g.shape and h.values.dtype == np.int64
+    z = (h.values - counts).ravel()
+    # mean of n discrete Laplace(eps=1) draws: variance 2q/(1-q)^2 each; 5 sigma
+    var = 2 * math.exp(-1) / (1 - math.exp(-1)) ** 2
+    assert abs(z.mean()) < 5.5 * math.sqrt(var / z.size)
+
+
+def test_dense_neighbour_sums_equal_direct_sum():
+    g = Grid([0, 0, 0], [1, 1, 1], 0.3)
+    vals = np.random.default_rng(1).integers(-3, 10, g.shape)
+    S = dense_neighbour_sums(g, vals)
+    for c in [(0, 0, 0), (1, 2, 3), tuple(s - 1 for s in g.shape), (2, 0, 4)]:
+        direct = 0
+        for o in g.offsets:
+            t = np.array(c) + o
+            if np.all(t >= 0) and np.all(t < g.shape):
+                direct += vals[tuple(t)]
+        assert S[c] == direct
+
+
+def test_sparse_neighbour_sums_equal_dense():
+    g = _grid(0.05)
+    rng = np.random.default_rng(2)
+    vals = np.where(rng.random(g.shape) < 0.3, rng.integers(1, 20, g.shape), 0)
+    S = dense_neighbour_sums(g, vals)
+    coords = np.argwhere(vals != 0)
+    keys = g.encode(coords)
+    q = g.encode(g.all_coords())
+    s = sparse_neighbour_sums(g, keys, vals[vals != 0], q)
+    assert np.array_equal(s, S.ravel())
+
+
+def test_sparse_histogram_releases_above_theta_and_empty_cells():
+    g = Grid([0, 0], [1, 1], 0.002)  # 500k cells
+    X = np.random.default_rng(3).random((2000, 2)) * 0.1
+    cells = NumpyBackend().count(g, X)
+    noise = DiscreteLaplace(1.0)
+    theta = 5.0
+    h = sparse_histogram(g, cells, noise, SeededSource(4), theta)
+    assert h.kind == "sparse"
+    assert np.all(h.values >= theta)
+    assert np.all(np.diff(h.keys) > 0)  # sorted, unique
+    occupied = np.isin(h.keys, cells.keys)
+    m = int((~occupied).sum())
+    M = g.n_cells - len(cells)
+    p = noise.tail(theta)
+    lo, hi = stats.binom.ppf([P_FAIL / 2, 1 - P_FAIL / 2], M, p)
+    assert lo <= m <= hi
+    # empty cells' values: theta + Geometric(1 - e^-eps): mean theta + q/(1-q)
+    q = math.exp(-1.0)
+    ev = h.values[~occupied] - theta
+    assert ev.min() >= 0
+    sd = math.sqrt(q) / (1 - q)
+    assert abs(ev.mean() - q / (1 - q)) < 5.5 * sd / math.sqrt(max(m, 1))
+
+
+def test_default_theta_depends_on_public_inputs_only():
+    noise = DiscreteLaplace(1.0)
+    t = default_theta(10**9, noise, 2**20)
+    assert 10**9 * noise.tail(t) <= 2**20 < 10**9 * noise.tail(t - 1)
+    assert default_theta(10**30, noise, 2**20) > t
+
+
+def test_stability_histogram_threshold():
+    noise = DiscreteLaplace(1.0)
+    th = stability_theta(noise, 1e-6)
+    assert noise.tail(th - 1) <= 1e-6 < noise.tail(th - 2)
+    g = _grid()
+    X = np.array([[0.5, 0.5]] * 100 + [[0.1, 0.1]])
+    cells = NumpyBackend().count(g, X)
+    h = stability_histogram(g, cells, noise, SeededSource(0), 1e-6)
+    assert h.kind == "stability" and np.all(h.values >= th)
+    assert h.keys.size <= 2
+    with pytest.raises(ValueError, match="delta"):
+        stability_theta(noise, 0.0)
+
+
+def test_gamma_formula_matches_paper_example():
+    # Paper, Section "Tighter Upper Bound": eps=1, beta=1/3, kappa=21, |X|=1000 -> 38.2
+    assert gamma_laplace(1.0, 21, 1000, 1 / 3) == pytest.approx(38.2, abs=0.05)
+    assert gamma(1.0, 21, 1000, 1 / 3, theta=2.0) == pytest.approx(42 + 38.2, abs=0.05)
+    assert tau(10.0) == 20.0
+
+
+def test_gamma_bounds_discrete_noise_sums():
+    """P(|sum of kappa discrete Laplace| > Gamma_Lap(beta/|X|-scaled)) <= beta/|X|,
+    checked empirically for |X| = 1 at beta = 0.05 (1e-6 false failure)."""
+    src = SeededSource(5)
+    noise = DiscreteLaplace(1.0)
+    n = 20000
+    z = noise.sample(src, 21 * n).reshape(n, 21).sum(1)
+    G = gamma_laplace(1.0, 21, 1, 0.05)
+    exceed = int((np.abs(z) > G).sum())
+    assert exceed <= stats.binom.ppf(1 - P_FAIL, n, 0.05)

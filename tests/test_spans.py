@@ -1,0 +1,156 @@
+import json
+
+import numpy as np
+import pytest
+
+from dpdbscan import DPDBSCAN, SpanModel
+from dpdbscan._random import SeededSource
+from dpdbscan.grid import Grid
+from dpdbscan.mechanism import MechanismConfig, fit_spans, release_histogram
+from dpdbscan.merge import canonical_labels, merge_cells
+from dpdbscan.spans import spans_from_histogram
+
+
+def _two_blobs(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.vstack([[0.25, 0.25] + 0.03 * rng.standard_normal((n, 2)),
+                      [0.75, 0.7] + 0.03 * rng.standard_normal((n, 2))])
+
+
+def _model(seed=0, **kw):
+    X = _two_blobs()
+    return DPDBSCAN(eps=0.05, min_samples=5, epsilon=1.0, bounds=(0, 1), random_state=seed, **kw).fit(X), X
+
+
+def test_merge_joins_cells_within_alpha_only():
+    g = Grid([0, 0], [1, 1], 0.1)  # NB reaches 2 cells except diagonal corners
+    cells = np.array([[0, 0], [2, 0], [5, 5], [7, 7], [10, 10], [11, 11]])
+    keys = g.encode(cells)
+    order = np.argsort(keys)
+    lab = merge_cells(g, keys[order])
+    by_cell = {tuple(c): l for c, l in zip(cells[order], lab)}
+    assert by_cell[(0, 0)] == by_cell[(2, 0)]  # offset (2, 0): distance w < alpha
+    assert by_cell[(5, 5)] != by_cell[(7, 7)]  # offset (2, 2): distance sqrt(2) w = alpha, not <
+    assert by_cell[(10, 10)] == by_cell[(11, 11)]
+    assert len(set(lab.tolist())) == 4
+    assert lab[0] == 0  # canonical: the span of the smallest key is 0
+
+
+def test_canonical_labels_follow_first_occurrence():
+    assert canonical_labels(np.array([4, 4, 1, 0, 1])).tolist() == [0, 0, 1, 2, 1]
+
+
+def test_predict_uses_span_cells_only():
+    m, X = _model()
+    spans = m.spans_
+    assert spans.n_spans == 2
+    lab = m.predict(X)
+    assert set(lab[:400].tolist()) == {0} or set(lab[:400].tolist()) <= {0, -1}
+    assert lab[:400].tolist().count(0) > 380 and lab[400:].tolist().count(1) > 380
+    # a point in a core cell gets that span; far points, NaN and out-of-box are noise
+    centre = spans.grid.cell_centres(spans.span_cells(1)[:1])
+    q = np.vstack([centre, [[0.0, 1.0]], [[np.nan, 0.5]], [[5.0, 5.0]], [[-1, 0.25]]])
+    assert m.predict(q).tolist() == [1, -1, -1, -1, -1]
+
+
+def test_predict_errors():
+    m, _ = _model()
+    with pytest.raises(ValueError, match="3 features"):
+        m.predict(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="2-D"):
+        m.predict(np.zeros(4))
+
+
+def test_json_roundtrip(tmp_path):
+    m, X = _model()
+    path = tmp_path / "spans.json"
+    m.spans_.save(path)
+    data = json.loads(path.read_text())
+    for key in ("privacy", "params", "bounds", "grid", "guarantee", "spans", "histogram"):
+        assert key in data
+    assert data["privacy"]["epsilon"] == 1.0 and data["params"]["alpha"] == 0.05
+    assert data["params"]["min_samples"] == 5 and data["tau"] == pytest.approx(m.tau_)
+    loaded = SpanModel.load(path)
+    assert np.array_equal(loaded.predict(X), m.predict(X))
+    assert np.array_equal(loaded.histogram.values, m.histogram_.values)
+    assert loaded.with_min_samples(3).n_spans == m.spans_.with_min_samples(3).n_spans
+    # without histogram
+    m.spans_.save(tmp_path / "small.json", include_histogram=False)
+    small = SpanModel.load(tmp_path / "small.json")
+    assert np.array_equal(small.predict(X), m.predict(X))
+    with pytest.raises(ValueError, match="re-threshold"):
+        small.with_min_samples(3)
+
+
+@pytest.mark.parametrize("content", ['{"format": "other"}', "not json", '{"format": "dpdbscan.spans", "version": 1}'])
+def test_load_rejects_non_models(tmp_path, content):
+    p = tmp_path / "bad.json"
+    p.write_text(content)
+    with pytest.raises(ValueError, match="dpdbscan"):
+        SpanModel.load(p)
+
+
+def test_sparse_histogram_model_roundtrip(tmp_path):
+    m, X = _model(histogram="sparse")
+    m.spans_.save(tmp_path / "s.json")
+    loaded = SpanModel.load(tmp_path / "s.json")
+    assert loaded.histogram.kind == "sparse"
+    assert np.array_equal(loaded.histogram.keys, m.histogram_.keys)
+    assert np.array_equal(loaded.predict(X), m.predict(X))
+
+
+def test_rethreshold_equals_post_processing_of_the_same_release():
+    X = _two_blobs()
+    g = Grid([0, 0], [1, 1], 0.05)
+    cfg = MechanismConfig(epsilon=1.0)
+    hist = release_histogram(g, X, cfg, SeededSource(1))
+    a = spans_from_histogram(hist, 5, 40.0, 0.5)
+    b = spans_from_histogram(hist, 30, 40.0, 0.5)
+    assert np.array_equal(a.with_min_samples(30).core_keys, b.core_keys)
+    assert np.array_equal(a.with_min_samples(30).labels, b.labels)
+    assert b.n_core_cells <= a.n_core_cells
+
+
+def test_geojson_polygons_cover_span_cells():
+    m, _ = _model()
+    gj = m.spans_.to_geojson()
+    assert gj["type"] == "FeatureCollection" and len(gj["features"]) == m.spans_.n_spans
+    g = m.spans_.grid
+    for f in gj["features"]:
+        s = f["properties"]["span"]
+        assert f["geometry"]["type"] == "MultiPolygon"
+        # shoelace area of exteriors minus holes equals the cells' area
+        area = 0.0
+        for poly in f["geometry"]["coordinates"]:
+            for k, ring in enumerate(poly):
+                r = np.asarray(ring)
+                assert np.allclose(r[0], r[-1])
+                a = 0.5 * np.sum(r[:-1, 0] * r[1:, 1] - r[1:, 0] * r[:-1, 1])
+                assert (a > 0) if k == 0 else (a < 0)
+                area += a
+        assert area == pytest.approx(len(m.spans_.span_cells(s)) * g.width**2)
+
+
+def test_geojson_requires_2d():
+    X = np.random.default_rng(0).random((50, 3))
+    m = DPDBSCAN(eps=0.3, min_samples=3, bounds=(0, 1), random_state=0).fit(X)
+    with pytest.raises(ValueError, match="2-D"):
+        m.spans_.to_geojson()
+
+
+def test_wide_universe_end_to_end():
+    """d = 5 with a fine grid: keys do not fit int64, the pipeline still works.
+
+    kappa = 3903 and theta ~ 19 make Gamma ~ 75,000, so only a very dense
+    cluster survives: that is the method's cost in high dimension, not a bug.
+    """
+    rng = np.random.default_rng(0)
+    X = np.vstack([0.5 + 1e-5 * rng.random((100_000, 5)), rng.random((50, 5))])
+    g = Grid(np.zeros(5), np.ones(5), 1e-4)
+    assert g.wide and g.n_cells > 10**21
+    cfg = MechanismConfig(epsilon=2.0, histogram="sparse")
+    model = fit_spans(X, g, 5, cfg, SeededSource(0))
+    assert model.histogram.kind == "sparse" and model.histogram.n_released > 10_000
+    assert model.n_spans == 1
+    pred = model.predict(X)
+    assert (pred[:100_000] == 0).all() and (pred[100_000:] == -1).all()
