@@ -1,0 +1,153 @@
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+
+from dpdbscan import DPDBSCAN, InsecureRandomnessWarning, PrivacyLeakWarning, SpanModel
+
+X2 = np.random.default_rng(0).random((200, 2))
+
+
+def fit(**kw):
+    params = dict(eps=0.1, min_samples=5, epsilon=1.0, bounds=(0, 1), random_state=0)
+    params.update(kw)
+    return DPDBSCAN(**params).fit(X2)
+
+
+@pytest.mark.parametrize("kw,exc,match", [
+    ({"epsilon": 0}, ValueError, "epsilon=0"),
+    ({"epsilon": -1.0}, ValueError, "epsilon=-1.0"),
+    ({"epsilon": float("nan")}, ValueError, "epsilon=nan"),
+    ({"epsilon": float("inf")}, ValueError, "epsilon=inf"),
+    ({"epsilon": "1"}, TypeError, "epsilon='1'"),
+    ({"eps": 0}, ValueError, "eps=0"),
+    ({"eps": -0.5}, ValueError, "eps=-0.5"),
+    ({"min_samples": 0}, ValueError, "min_samples=0"),
+    ({"min_samples": 2.5}, TypeError, "min_samples=2.5"),
+    ({"min_samples": "5"}, TypeError, "min_samples='5'"),
+    ({"bounds": (1, 0)}, ValueError, "lower"),
+    ({"bounds": (0, 0)}, ValueError, "lower"),
+    ({"bounds": ([0, 0, 0], [1, 1, 1])}, ValueError, "one value per feature"),
+    ({"bounds": (0, np.inf)}, ValueError, "finite"),
+    ({"bounds": (np.nan, 1)}, ValueError, "finite"),
+    ({"bounds": 5}, ValueError, "pair"),
+    ({"eta": 5}, ValueError, "eta"),
+    ({"eta": 0}, ValueError, "eta"),
+    ({"beta": 1.0}, ValueError, "beta"),
+    ({"delta": 1.5}, ValueError, "delta"),
+    ({"histogram": "magic"}, ValueError, "histogram"),
+    ({"histogram": "stability"}, ValueError, "delta"),
+    ({"noise": "gauss"}, ValueError, "noise"),
+    ({"random_state": "seed"}, TypeError, "random_state"),
+])
+def test_invalid_parameters_name_parameter_and_value(kw, exc, match):
+    with pytest.raises(exc, match=match):
+        fit(**kw)
+
+
+@pytest.mark.parametrize("X,match", [
+    (np.zeros(5), "2-D"),
+    (np.zeros((2, 2, 2)), "2-D"),
+    (np.array([["a", "b"], ["c", "d"]]), "numeric"),
+    ([[1, 2], [3]], "2-D"),
+])
+def test_bad_X(X, match):
+    with pytest.raises(ValueError, match=match):
+        DPDBSCAN(eps=0.1, bounds=(0, 1), random_state=0).fit(X)
+
+
+def test_predict_before_fit_and_wrong_dimension():
+    with pytest.raises(NotFittedError):
+        DPDBSCAN(eps=0.1, bounds=(0, 1)).predict(X2)
+    m = fit()
+    with pytest.raises(ValueError, match="features"):
+        m.predict(np.zeros((3, 5)))
+
+
+def test_contract_and_fitted_attributes():
+    m = DPDBSCAN(eps=0.1, min_samples=5, epsilon=1.0, bounds=(0, 1), random_state=None)
+    assert m.fit(X2) is m
+    assert isinstance(m.spans_, SpanModel)
+    lab = m.predict(X2)
+    assert lab.dtype.kind == "i" and lab.shape == (200,) and lab.min() >= -1
+    assert m.kappa_ == 21 and m.rho_ == 7.0 and m.beta_ == 0.5
+    assert m.tau_ == pytest.approx(2 * m.gamma_)
+    assert m.n_cells_ == m.spans_.grid.n_cells
+    assert m.budget_spent_ == (1.0, 0.0)
+    for key in ("rho", "tau", "beta", "kappa", "n_cells", "epsilon", "delta"):
+        assert key in m.guarantee_
+    assert m.n_features_in_ == 2
+    assert np.array_equal(clone(m).get_params()["bounds"], (0, 1))
+
+
+def test_seeded_mode_warns_and_is_reproducible():
+    with pytest.warns(InsecureRandomnessWarning):
+        a = DPDBSCAN(eps=0.1, bounds=(0, 1), random_state=3).fit(X2)
+    with pytest.warns(InsecureRandomnessWarning):
+        b = DPDBSCAN(eps=0.1, bounds=(0, 1), random_state=3).fit(X2)
+    assert np.array_equal(a.histogram_.values, b.histogram_.values)
+
+
+def test_secure_mode_does_not_warn_and_differs_between_runs():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = DPDBSCAN(eps=0.1, bounds=(0, 1)).fit(X2)
+        b = DPDBSCAN(eps=0.1, bounds=(0, 1)).fit(X2)
+    assert not np.array_equal(a.histogram_.values, b.histogram_.values)
+
+
+def test_missing_bounds_warn_loudly():
+    with pytest.warns(PrivacyLeakWarning, match="bounds"):
+        m = DPDBSCAN(eps=0.1, random_state=None).fit(X2)
+    assert np.allclose(m.spans_.grid.lower, X2.min(0))
+
+
+def test_scalar_and_sequence_bounds_agree():
+    a = fit(bounds=(0, 1))
+    b = fit(bounds=([0, 0], [1, 1]))
+    assert a.spans_.grid.shape == b.spans_.grid.shape
+    assert np.array_equal(a.histogram_.values, b.histogram_.values)
+
+
+def test_out_of_bounds_points_are_clipped_and_nan_rows_dropped():
+    X = np.array([[0.5, 0.5]] * 60 + [[5.0, 5.0]] * 60 + [[np.nan, 0.2], [np.inf, 1.0]])
+    m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0,
+                 noise="discrete").fit(X)
+    g = m.spans_.grid
+    counts = m.histogram_.values
+    # grid was not widened by the outliers
+    assert np.allclose(g.lower, 0) and np.allclose(g.upper, 1)
+    # 60 clipped points land in the top-right cell: its noisy count is near 60
+    top = counts[g.shape[0] - 1, g.shape[1] - 1]
+    assert abs(top - 60) < 25
+    assert np.isfinite(counts).all()
+
+
+def test_empty_input_and_single_point():
+    m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0).fit(np.zeros((0, 2)))
+    assert m.spans_.n_spans == 0
+    assert m.predict(np.zeros((0, 2))).shape == (0,)
+    m = DPDBSCAN(eps=0.1, min_samples=1, bounds=(0, 1), random_state=0).fit(np.array([[0.5, 0.5]]))
+    assert m.predict(np.array([[0.5, 0.5]])).shape == (1,)
+
+
+def test_fit_predict_equals_fit_then_predict():
+    m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=1)
+    a = m.fit_predict(X2)
+    assert np.array_equal(a, m.predict(X2))
+
+
+def test_histogram_choice_uses_public_size_only():
+    small = DPDBSCAN(eps=0.1, bounds=(0, 1), random_state=0).fit(X2)
+    assert small.histogram_.kind == "dense"
+    big = DPDBSCAN(eps=1e-4, bounds=(0, 1), random_state=0).fit(X2)
+    assert big.histogram_.kind == "sparse" and big.n_cells_ > 2**23
+    # the same choice and theta for a dataset of a different size
+    big2 = DPDBSCAN(eps=1e-4, bounds=(0, 1), random_state=0).fit(X2[:10])
+    assert big2.histogram_.kind == "sparse" and big2.theta_ == big.theta_
+    stab = DPDBSCAN(eps=1e-4, bounds=(0, 1), delta=1e-6, random_state=0).fit(X2)
+    assert stab.histogram_.kind == "stability" and stab.budget_spent_ == (1.0, 1e-6)
+    assert math.isfinite(stab.gamma_)
