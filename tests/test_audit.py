@@ -418,8 +418,6 @@ def test_end_to_end_estimator():
 # a privacy bug found by the audit
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (reported): sparse histogram with theta < 0 uses "
-                   "theta + Geometric for the empty-cell tail, which is not Z | Z >= theta")
 def test_sparse_histogram_negative_theta_is_refused_or_private():
     """DPDBSCAN(histogram="sparse", theta=-1) is accepted. The empty cells'
     values come from DiscreteLaplace.sample_tail = ceil(theta) + Geometric,

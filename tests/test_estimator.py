@@ -151,3 +151,14 @@ def test_histogram_choice_uses_public_size_only():
     stab = DPDBSCAN(eps=1e-4, bounds=(0, 1), delta=1e-6, random_state=0).fit(X2)
     assert stab.histogram_.kind == "stability" and stab.budget_spent_ == (1.0, 1e-6)
     assert math.isfinite(stab.gamma_)
+
+
+@pytest.mark.parametrize("theta", [-1.0, float("nan"), float("inf")])
+def test_theta_must_be_non_negative_and_finite(theta):
+    with pytest.raises(ValueError, match="theta"):
+        fit(histogram="sparse", theta=theta)
+
+
+def test_theta_that_would_flood_the_release_is_refused():
+    with pytest.raises(ValueError, match="empty cells"):
+        DPDBSCAN(eps=1e-5, bounds=(0, 1), histogram="sparse", theta=0.0, random_state=0).fit(X2)

@@ -121,8 +121,10 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         if self.noise not in ("discrete", "laplace"):
             raise ValueError(f"noise must be 'discrete' or 'laplace', got noise={self.noise!r}")
         beta = check_positive("beta", self.beta, upper=1.0, upper_inclusive=False)
-        if self.theta is not None and not (isinstance(self.theta, numbers.Real) and np.isfinite(self.theta)):
-            raise ValueError(f"theta must be a finite number or None, got theta={self.theta!r}")
+        if self.theta is not None and not (
+            isinstance(self.theta, numbers.Real) and np.isfinite(self.theta) and self.theta >= 0
+        ):
+            raise ValueError(f"theta must be a finite number >= 0 or None, got theta={self.theta!r}")
         max_empty = check_positive("max_empty_cells", self.max_empty_cells)
         histogram = self.histogram
         if histogram == "stability" and delta == 0:

@@ -26,6 +26,7 @@ from .spans import SpanModel, spans_from_histogram
 HISTOGRAMS = ("auto", "dense", "sparse", "stability")
 DENSE_MAX_CELLS = 1 << 23  # "auto" uses the naive histogram up to this |X|
 MAX_EMPTY_CELLS = 1 << 20  # default cap on the expected number of released empty cells
+MAX_EXPECTED_EMPTY = 1e8  # refuse an explicit theta that would release more
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,21 @@ class MechanismConfig:
         return "dense" if grid.n_cells <= self.dense_max_cells else "sparse"
 
     def theta_for(self, grid: Grid, noise) -> float:
-        if self.theta is not None:
-            return float(self.theta)
-        return default_theta(grid.n_cells, noise, self.max_empty_cells)
+        """theta of the sparse histogram: given, or from the public cap."""
+        if self.theta is None:
+            return default_theta(grid.n_cells, noise, self.max_empty_cells)
+        theta = float(self.theta)
+        # Below 0 the tail sampler (theta + geometric) is not Z | Z >= theta, and
+        # the release would hold about half of the universe anyway.
+        if not theta >= 0:
+            raise ValueError(f"theta must be >= 0 for the sparse histogram, got theta={self.theta!r}")
+        expected = grid.n_cells * noise.tail(theta)
+        if expected > MAX_EXPECTED_EMPTY:
+            raise ValueError(
+                f"theta={self.theta!r} would release about {expected:.3g} empty cells of the "
+                f"{grid.n_cells} in the universe; raise theta or leave it to the default"
+            )
+        return theta
 
 
 def clean_points(grid: Grid, X: np.ndarray) -> np.ndarray:
