@@ -17,6 +17,7 @@ arrays: each round advances every sample that is still running.
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from fractions import Fraction
@@ -116,65 +117,168 @@ def randbelow(source, m) -> np.ndarray:
     return out.reshape(shape)
 
 
-def bernoulli_exp_neg(source, num, den: int) -> np.ndarray:
-    """Exact Bernoulli(exp(-num/den)) for integer arrays ``0 <= num <= den``.
+def _cks_parity(source, num: np.ndarray, den: int, k0: np.ndarray) -> np.ndarray:
+    """Finish CKS Algorithm 1 from trial ``k0``: 1 iff the first failure is odd.
 
-    CKS Algorithm 1 (case gamma <= 1): draw Bernoulli(gamma/k) for k = 1, 2, ...
-    until the first failure; the result is 1 iff that k is odd.
+    For each element the trials ``1 .. k0 - 1`` are known to have succeeded;
+    draw Bernoulli(num / (den * k)) for ``k = k0, k0 + 1, ...`` until the first
+    failure ``K`` and return ``K`` odd. Each trial is one exact uniform integer.
     """
     num = np.asarray(num, dtype=np.uint64).ravel()
-    n = num.size
-    out = np.zeros(n, dtype=bool)
-    idx = np.arange(n)
-    k = np.ones(n, dtype=np.uint64)
-    nm = num
+    out = np.zeros(num.size, dtype=bool)
+    idx = np.arange(num.size)
+    k = np.asarray(k0, dtype=np.uint64).ravel().copy()
     den = np.uint64(den)
     while idx.size:
-        a = randbelow(source, den * k) < nm
+        a = randbelow(source, den * k) < num
         stop = ~a
         out[idx[stop]] = (k[stop] & np.uint64(1)) == 1
-        keep = a
-        idx, k, nm = idx[keep], k[keep] + np.uint64(1), nm[keep]
+        idx, k, num = idx[a], k[a] + np.uint64(1), num[a]
     return out
 
 
-_KMAX = 64
-# Bernoulli(1/k) from a 32-bit word w: accept w < floor(2**32/k), reject (redraw)
-# when w >= k * floor(2**32/k), so that the success probability is exactly 1/k.
-_INV_K = np.array([0] + [(1 << 32) // k for k in range(1, _KMAX + 1)], dtype=np.uint64)
-_INV_K_LIMIT = np.array([0] + [k * ((1 << 32) // k) for k in range(1, _KMAX + 1)], dtype=np.uint64)
+def _inversion_depth(den: int, extra: int = 1) -> int:
+    """Largest k with extra * den**k * k! <= 2**61 (at least 1 for den, extra <= 2**20)."""
+    k, size = 0, extra
+    while size * den * (k + 1) <= 1 << 61:
+        k += 1
+        size *= den * k
+    return k
 
 
-def _raw32(source, n: int) -> np.ndarray:
-    return source.raw((n + 1) // 2).view(np.uint32)[:n].astype(np.uint64)
+def _uniform_words(source, n: int, bound: int) -> tuple[np.ndarray, int]:
+    """Words ``w`` uniform on ``[0, mult * bound)``, ``mult = (2**64 - 1) // bound``.
+
+    ``w // mult`` is then uniform on ``[0, bound)`` (exact rejection). Keeping
+    ``mult * bound < 2**64`` keeps every threshold below it representable.
+    """
+    mult = ((1 << 64) - 1) // bound
+    limit = np.uint64(mult * bound)
+    w = source.raw(n)
+    bad = np.flatnonzero(w >= limit)
+    while bad.size:
+        w[bad] = source.raw(bad.size)
+        bad = bad[w[bad] >= limit]
+    return w, mult
+
+
+def _exp_neg_by_inversion(source, w, mult: int, num, den: int, kmax: int) -> np.ndarray:
+    """Bernoulli(exp(-num/den)) from words ``w`` uniform on ``[0, mult * den**kmax kmax!)``.
+
+    CKS Algorithm 1 (gamma = num/den <= 1) draws Bernoulli(gamma/k) for
+    k = 1, 2, ... until the first failure K and returns K odd. P(K > k) =
+    num**k / (den**k k!) is rational, so for k <= kmax
+    ``K > k  <=>  w < mult * num**k den**(kmax-k) kmax!/k!`` decides the first
+    kmax trials at once; samples with ``K > kmax`` continue trial by trial.
+    """
+    fact = math.factorial(kmax)
+    # k = 1 on the full arrays; then only the (few) samples still running.
+    alive = w < num * np.uint64(mult * den ** (kmax - 1) * fact)
+    out = ~alive  # K = 1 (odd) where the first trial failed
+    run = np.flatnonzero(alive)
+    w_run, num_run = w[run], num[run]
+    num_pow = num_run.copy()
+    for k in range(2, kmax + 1):
+        if not run.size:
+            return out
+        num_pow *= num_run
+        alive = w_run < num_pow * np.uint64(mult * den ** (kmax - k) * (fact // math.factorial(k)))
+        if k % 2 == 1:
+            out[run[~alive]] = True  # K = k is odd
+        run, w_run, num_run, num_pow = run[alive], w_run[alive], num_run[alive], num_pow[alive]
+    if run.size:  # K > kmax: finish trial by trial
+        out[run] = _cks_parity(source, num_run, den, np.full(run.size, kmax + 1))
+    return out
+
+
+def bernoulli_exp_neg(source, num, den: int) -> np.ndarray:
+    """Exact Bernoulli(exp(-num/den)) for integer arrays ``0 <= num <= den``.
+
+    One 64-bit word per sample decides the first trials of CKS Algorithm 1
+    by inversion (:func:`_exp_neg_by_inversion`).
+    """
+    num = np.asarray(num, dtype=np.uint64).ravel()
+    den = int(den)
+    kmax = _inversion_depth(den)
+    w, mult = _uniform_words(source, num.size, den**kmax * math.factorial(kmax))
+    return _exp_neg_by_inversion(source, w, mult, num, den, kmax)
+
+
+def _uniform_accept_exp_neg(source, n: int, t: int):
+    """``U`` uniform on [0, t) and ``B ~ Bernoulli(exp(-U/t))``, from one word each.
+
+    With ``size = t**kmax kmax!`` and ``w`` uniform on ``[0, mult * t * size)``,
+    ``U = w // (mult * size)`` and ``w - U * mult * size`` are independent and
+    uniform on [0, t) and [0, mult * size): the second feeds the inversion.
+    """
+    kmax = _inversion_depth(t, extra=t)
+    size = t**kmax * math.factorial(kmax)
+    w, mult = _uniform_words(source, n, t * size)
+    block = np.uint64(mult * size)
+    u = w // block
+    w -= u * block
+    return u, _exp_neg_by_inversion(source, w, mult, u, t, kmax)
+
+
+# Bernoulli(exp(-1)) from one 16-bit word (CKS Algorithm 1 with gamma = 1): the
+# first failed trial K has P(K > k) = 1/k!, so with w uniform on [0, 13 * 7!)
+# K > k iff w < 13 * 7!/k! for k <= 7. Codes: 0 = K even (failure), 1 = K odd
+# (success), 2 = w >= 13 * 7! (reject, redraw), 3 = K > 7 (finish by _cks_parity).
+_EXP1_DEPTH = 7
+_EXP1_MULT = (1 << 16) // math.factorial(_EXP1_DEPTH)
+_EXP1_LIMIT = _EXP1_MULT * math.factorial(_EXP1_DEPTH)
+
+
+def _exp1_table() -> np.ndarray:
+    w = np.arange(1 << 16, dtype=np.int64)
+    count = np.zeros(w.size, dtype=np.int64)
+    for k in range(1, _EXP1_DEPTH + 1):
+        count += w < _EXP1_LIMIT // math.factorial(k)
+    code = np.where(count % 2 == 1, 0, 1).astype(np.uint8)
+    code[count == _EXP1_DEPTH] = 3
+    code[w >= _EXP1_LIMIT] = 2
+    return code
+
+
+_EXP1_CODE = _exp1_table()
+
+
+def _raw16(source, n: int) -> np.ndarray:
+    return source.raw((n + 3) // 4).view(np.uint16)[:n]
+
+
+def _raw_bits(source, n: int) -> np.ndarray:
+    """``n`` independent fair bits (bool), 64 per raw word."""
+    words = source.raw((n + 63) // 64)
+    return np.unpackbits(words.view(np.uint8), count=n).view(bool)
+
+
+def _exp1_codes(source, n: int) -> np.ndarray:
+    """One Bernoulli(exp(-1)) trial per element: 0 = failure, 1 = success, 2 = redraw."""
+    code = _EXP1_CODE[_raw16(source, n)]
+    deep = np.flatnonzero(code == 3)
+    if deep.size:
+        ones = np.ones(deep.size, dtype=np.uint64)
+        odd = _cks_parity(source, ones, 1, np.full(deep.size, _EXP1_DEPTH + 1))
+        code[deep] = odd
+    return code
 
 
 def geometric_exp_neg1(source, n: int) -> np.ndarray:
     """``V`` with P(V >= v) = exp(-v): count Bernoulli(exp(-1)) successes.
 
-    One flat loop over the Bernoulli(1/k) trials that make up each
-    Bernoulli(exp(-1)) (CKS Algorithm 1 with gamma = 1). ``k`` beyond 64 has
-    probability below 1/64! and is handled by the general :func:`randbelow`.
+    Each round decides one Bernoulli(exp(-1)) for every sample still running,
+    from one 16-bit word through :data:`_EXP1_CODE`; the rare words that
+    need more than seven CKS trials are finished exactly by :func:`_cks_parity`.
+    Only about 37% of the samples survive each round.
     """
-    v = np.zeros(n, dtype=np.int64)
-    idx = np.arange(n)
-    k = np.ones(n, dtype=np.int64)
+    code = _exp1_codes(source, n)
+    v = (code == 1).astype(np.int64)
+    idx = np.flatnonzero(code)
     while idx.size:
-        m = idx.size
-        if k.max() <= _KMAX:
-            w = _raw32(source, m)
-            valid = w < _INV_K_LIMIT[k]
-            a = w < _INV_K[k]
-        else:  # astronomically rare: fall back to exact general sampling
-            valid = np.ones(m, dtype=bool)
-            a = randbelow(source, k.astype(np.uint64)) == 0
-        ended = valid & ~a
-        odd = (k & 1) == 1
-        v[idx[ended & odd]] += 1
-        k = np.where(valid & a, k + 1, np.where(ended, 1, k))
-        keep = ~(ended & ~odd)
-        if keep.sum() < m:
-            idx, k = idx[keep], k[keep]
+        code = _exp1_codes(source, idx.size)
+        v[idx] += code == 1
+        idx = idx[code != 0]
     return v
 
 
@@ -194,37 +298,39 @@ def rational_epsilon(epsilon: float, max_den: int = 1 << 20) -> Fraction:
 
 def _one_sided(source, n: int, s: int, t: int) -> np.ndarray:
     """Y >= 0 with P(Y = y) proportional to exp(-y * s / t), exactly (CKS Alg. 2)."""
-    out = np.empty(n, dtype=np.int64)
-    todo = np.arange(n)
-    while todo.size:
-        m = todo.size
-        if t == 1:
-            u = np.zeros(m, dtype=np.uint64)
-            ok = np.ones(m, dtype=bool)
-        else:
-            u = randbelow(source, np.full(m, t, dtype=np.uint64))
-            ok = bernoulli_exp_neg(source, u, t)
-        cnt = int(ok.sum())
-        v = geometric_exp_neg1(source, cnt)
-        x = u[ok].astype(np.int64) + t * v
-        out[todo[ok]] = x // s
-        todo = todo[~ok]
-    return out
+    if t == 1:  # U is always 0 and always accepted: Y = V // s
+        v = geometric_exp_neg1(source, n)
+        return v if s == 1 else v // s
+    # U uniform on [0, t), kept with probability exp(-U/t); a rejected U is
+    # drawn again for that sample alone.
+    u, ok = _uniform_accept_exp_neg(source, n, t)
+    bad = np.flatnonzero(~ok)
+    while bad.size:
+        u[bad], ok_bad = _uniform_accept_exp_neg(source, bad.size, t)
+        bad = bad[~ok_bad]
+    x = geometric_exp_neg1(source, n)
+    x *= t
+    x += u.view(np.int64)  # u < t <= 2**20
+    x //= s
+    return x
 
 
 def discrete_laplace(source, n: int, epsilon: Fraction) -> np.ndarray:
-    """``n`` exact samples with P(Z = z) proportional to exp(-epsilon |z|)."""
+    """``n`` exact samples with P(Z = z) proportional to exp(-epsilon |z|).
+
+    Z = +-Y with a fair sign, where a draw of "-0" is rejected (so that 0 is
+    not counted twice) and that sample alone is drawn again.
+    """
     s, t = epsilon.numerator, epsilon.denominator
-    out = np.empty(n, dtype=np.int64)
-    todo = np.arange(n)
-    while todo.size:
-        m = todo.size
-        y = _one_sided(source, m, s, t)
-        neg = (source.raw(m) & np.uint64(1)) == 1
-        ok = ~(neg & (y == 0))  # reject "-0" so that 0 is not counted twice
-        out[todo[ok]] = np.where(neg[ok], -y[ok], y[ok])
-        todo = todo[~ok]
-    return out
+    y = _one_sided(source, n, s, t)
+    neg = _raw_bits(source, n)
+    bad = np.flatnonzero(neg & (y == 0))
+    while bad.size:
+        y[bad] = _one_sided(source, bad.size, s, t)
+        neg[bad] = _raw_bits(source, bad.size)
+        bad = bad[neg[bad] & (y[bad] == 0)]
+    np.negative(y, out=y, where=neg)
+    return y
 
 
 def discrete_geometric(source, n: int, epsilon: Fraction) -> np.ndarray:
