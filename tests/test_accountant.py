@@ -1,0 +1,193 @@
+"""The privacy budget: our accountant, diffprivlib's, and what the estimator spends.
+
+Deterministic tests (no statistics): a spend either happens or it does not.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpdbscan import BudgetAccountant, BudgetExceeded, DPDBSCAN
+
+BOUNDS = (0.0, 10.0)
+
+
+def _data(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.vstack([rng.normal(3, 0.3, size=(n, 2)), rng.normal(7, 0.3, size=(n, 2))])
+
+
+def _est(**kw):
+    params = dict(eps=0.5, min_samples=5, epsilon=1.0, bounds=BOUNDS, random_state=0)
+    params.update(kw)
+    return DPDBSCAN(**params)
+
+
+# --------------------------------------------------------------------------- #
+# our BudgetAccountant
+
+
+def test_accountant_check_spend_total_remaining():
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-5)
+    assert acc.check(1.5, 1e-5) is True
+    assert acc.spent_budget == []  # check does not spend
+    acc.spend(1.5, 0.0)
+    assert acc.total() == (1.5, 0.0)
+    assert acc.remaining() == (0.5, 1e-5)
+    with pytest.raises(BudgetExceeded, match="exceed"):
+        acc.check(0.6, 0.0)
+    with pytest.raises(BudgetExceeded):
+        acc.spend(0.0, 2e-5)  # delta alone can run out
+    assert acc.spent_budget == [(1.5, 0.0)]  # a refused spend leaves no trace
+    acc.spend(0.5, 1e-5)  # exactly the rest is allowed
+    assert acc.remaining() == (0.0, 0.0)
+    assert issubclass(BudgetExceeded, ValueError)
+
+
+def test_accountant_defaults_are_unlimited():
+    acc = BudgetAccountant()
+    for _ in range(100):
+        acc.spend(10.0, 0.0)
+    assert acc.total()[0] == 1000.0
+
+
+# --------------------------------------------------------------------------- #
+# the estimator and the accountant
+
+
+def test_fit_records_and_spends_budget():
+    acc = BudgetAccountant(epsilon=3.0)
+    est = _est(epsilon=0.75, accountant=acc).fit(_data())
+    assert est.budget_spent_ == (0.75, 0.0)
+    assert acc.spent_budget == [(0.75, 0.0)]
+    assert est.spans_.epsilon <= 0.75  # the release is at least as private as charged
+
+
+def test_budget_runs_out_and_the_refused_fit_releases_nothing():
+    acc = BudgetAccountant(epsilon=2.5)
+    X = _data()
+    _est(accountant=acc).fit(X)
+    _est(accountant=acc).fit(X)
+    refused = _est(accountant=acc)
+    with pytest.raises(BudgetExceeded):
+        refused.fit(X)
+    assert not hasattr(refused, "spans_") and not hasattr(refused, "budget_spent_")
+    assert acc.total() == (2.0, 0.0)
+    # a smaller release still fits in what is left
+    _est(epsilon=0.5, accountant=acc).fit(X)
+    assert acc.total() == (2.5, 0.0)
+
+
+def test_several_alphas_compose():
+    """One release per alpha; basic composition adds their epsilons."""
+    acc = BudgetAccountant(epsilon=10.0)
+    X = _data()
+    alphas = [0.3, 0.5, 1.0]
+    for a in alphas:
+        _est(eps=a, epsilon=0.4, accountant=acc).fit(X)
+    assert acc.total()[0] == pytest.approx(0.4 * len(alphas))
+    assert len(acc.spent_budget) == len(alphas)
+
+
+def test_rethresholding_min_samples_is_free():
+    """with_min_samples reads only the released histogram: it equals a fresh
+    fit at the new MinPts on the same noise (the histogram does not depend on
+    MinPts), and spends nothing."""
+    acc = BudgetAccountant(epsilon=1.0)
+    X = _data()
+    model = _est(min_samples=5, random_state=7, accountant=acc).fit(X).spans_
+    assert acc.total() == (1.0, 0.0)
+    for m in (2, 10, 40):
+        again = model.with_min_samples(m)
+        fresh = _est(min_samples=m, random_state=7).fit(X).spans_
+        assert np.array_equal(again.core_keys, fresh.core_keys)
+        assert np.array_equal(again.labels, fresh.labels)
+    assert acc.total() == (1.0, 0.0)
+    # and it did not need the data: the model carries no points
+    assert not any(isinstance(v, np.ndarray) and v.shape == X.shape for v in vars(model).values())
+
+
+@pytest.mark.parametrize("histogram,delta,spent_delta", [
+    ("stability", 1e-6, 1e-6),  # delta is spent only by the stability histogram
+    ("sparse", 1e-6, 0.0),
+    ("dense", 1e-6, 0.0),
+    ("auto", 1e-6, 0.0),  # small grid: auto picks the dense histogram, pure DP
+])
+def test_delta_is_charged_only_when_spent(histogram, delta, spent_delta):
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
+    est = _est(histogram=histogram, delta=delta, accountant=acc).fit(_data())
+    assert est.budget_spent_ == (1.0, spent_delta)
+    assert acc.total() == (1.0, spent_delta)
+
+
+def test_auto_with_delta_on_a_huge_grid_uses_stability_and_charges_delta():
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
+    est = _est(eps=1e-4, delta=1e-7, accountant=acc, histogram="auto").fit(_data())
+    assert est.n_cells_ > 1 << 23 and est.histogram_.kind == "stability"
+    assert acc.total() == (1.0, 1e-7)
+
+
+def test_pure_accountant_refuses_delta():
+    acc = BudgetAccountant(epsilon=5.0, delta=0.0)
+    with pytest.raises(BudgetExceeded):
+        _est(histogram="stability", delta=1e-6, accountant=acc).fit(_data())
+    assert acc.spent_budget == []
+
+
+def test_failed_argument_check_spends_nothing():
+    acc = BudgetAccountant(epsilon=1.0)
+    with pytest.raises(ValueError):
+        _est(histogram="bogus", accountant=acc).fit(_data())
+    with pytest.raises(ValueError):
+        _est(epsilon=-1.0, accountant=acc).fit(_data())
+    assert acc.spent_budget == []
+
+
+# --------------------------------------------------------------------------- #
+# diffprivlib's own BudgetAccountant
+
+
+def _diffprivlib():
+    return pytest.importorskip("diffprivlib.accountant", reason="diffprivlib (experiments extra)")
+
+
+def test_diffprivlib_accountant_is_accepted_and_spent():
+    dpl = _diffprivlib()
+    acc = dpl.BudgetAccountant(epsilon=2.0, delta=0.0)
+    est = _est(epsilon=0.8, accountant=acc).fit(_data())
+    assert acc.spent_budget == [(0.8, 0.0)]
+    eps_spent, delta_spent = acc.total()
+    assert eps_spent == pytest.approx(0.8) and delta_spent == 0.0
+    assert est.budget_spent_ == (0.8, 0.0)
+
+
+def test_diffprivlib_budget_runs_out():
+    dpl = _diffprivlib()
+    from diffprivlib.utils import BudgetError
+
+    acc = dpl.BudgetAccountant(epsilon=1.5)
+    X = _data()
+    _est(accountant=acc).fit(X)
+    refused = _est(accountant=acc)
+    with pytest.raises(BudgetError):
+        refused.fit(X)
+    assert not hasattr(refused, "spans_")
+    assert acc.spent_budget == [(1.0, 0.0)]
+    assert acc.remaining()[0] == pytest.approx(0.5)
+
+
+def test_diffprivlib_accountant_with_delta():
+    dpl = _diffprivlib()
+    from diffprivlib.utils import BudgetError
+
+    acc = dpl.BudgetAccountant(epsilon=3.0, delta=1e-6)
+    _est(histogram="stability", delta=1e-6, accountant=acc).fit(_data())
+    assert acc.spent_budget == [(1.0, 1e-6)]
+    with pytest.raises(BudgetError):  # delta is used up
+        _est(histogram="stability", delta=1e-6, accountant=acc).fit(_data())
+    _est(histogram="sparse", accountant=acc).fit(_data())  # pure DP still fits
+    eps_spent, delta_spent = acc.total()
+    assert math.isclose(eps_spent, 2.0) and delta_spent == pytest.approx(1e-6)
