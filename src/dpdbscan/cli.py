@@ -292,8 +292,8 @@ def _dask_backend(args, columns):
         raise ImportError(
             f"--backend dask needs the dask extra: pip install 'dpdbscan[dask]' ({_one_line(exc)})"
         ) from None
-    cols = None if columns is None else [int(c) if c.isdigit() else c for c in columns]
-    return DaskBackend(scheduler=args.scheduler, columns=cols)
+    # Dask reads the files itself, so --columns are passed on as names.
+    return DaskBackend(scheduler=args.scheduler, columns=columns)
 
 
 def fit_from_args(args, sink, min_samples: int):
@@ -619,8 +619,9 @@ def cmd_info(args, sink) -> int:
 def _add_input_options(p):
     g = p.add_argument_group("reading points")
     g.add_argument("--columns", nargs="+", metavar="COL",
-                   help="columns to use, by name or 0-based index (default: every numeric column "
-                        "except 'label'; with --geo, columns named lon/lat if present)")
+                   help="columns to use, by name or 0-based index (default: every column except "
+                        "'label', all numeric; with --geo, columns named lon/lat if present; "
+                        "with --backend dask, names only)")
     g.add_argument("--delimiter", default=None, help="CSV separator (default ',', tab for .tsv)")
     g.add_argument("--no-header", action="store_true", help="the CSV has no header row")
 

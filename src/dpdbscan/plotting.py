@@ -82,7 +82,8 @@ def paper_cmap():
     green, red = (0.0, 0.55, 0.0), (0.85, 0.0, 0.0)
     return LinearSegmentedColormap.from_list(
         "dpdbscan_counts", [(0.0, (*green, 1.0)), (0.5, (*green, 0.0)), (0.5, (*red, 0.0)),
-                            (1.0, (*red, 1.0))])
+                            (1.0, (*red, 1.0))],
+        N=255)  # odd, so that a count of exactly 0 falls on the transparent middle
 
 
 def _finish_image(ax, im, title, aspect):
@@ -177,7 +178,7 @@ def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap="ta
                     xy = transform(xy)
                 verts.extend(xy.tolist())
                 codes.extend([MPath.MOVETO] + [MPath.LINETO] * (len(xy) - 2) + [MPath.CLOSEPOLY])
-            patch = PathPatch(MPath(verts, codes), facecolor=colours(s % colours.N), edgecolor="k",
+            patch = PathPatch(MPath(verts, codes), facecolor=colours(s % 20), edgecolor="k",
                               lw=0.3, alpha=0.6)
             ax.add_patch(patch)
     ext = _extent(grid, transform)

@@ -1,0 +1,502 @@
+import io
+import json
+import shlex
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from dpdbscan.cli import build_parser, main
+from dpdbscan.geo import Equirectangular
+from dpdbscan.progress import Progress, progress_wanted
+from dpdbscan.spans import SpanModel
+
+PNG = b"\x89PNG\r\n\x1a\n"
+SF = ["-122.48", "37.72", "-122.38", "37.82"]
+HOTSPOTS = np.array([[-122.41, 37.79], [-122.44, 37.76]])
+
+
+def run(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def blob_points(seed=0):
+    rng = np.random.default_rng(seed)
+    return np.vstack([rng.normal([2, 2], 0.3, (1500, 2)), rng.normal([7, 6], 0.4, (1500, 2))])
+
+
+@pytest.fixture
+def blobs_csv(tmp_path):
+    X = blob_points()
+    path = tmp_path / "blobs.csv"
+    lines = ["x,y,label"] + [f"{float(a)!r},{float(b)!r},{int(a > 5)}" for a, b in X]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def geo_points(seed=0, n=2000):
+    """Two pick-up hot spots in San Francisco, about 50 m across."""
+    rng = np.random.default_rng(seed)
+    return np.vstack([rng.normal(c, [0.0004, 0.0003], (n, 2)) for c in HOTSPOTS])
+
+
+def write_geo_csv(path, P):
+    # latitude first and a text id column: --geo must pick lon/lat by name
+    lines = ["id,latitude,longitude"] + [f"cab{i},{float(lat)!r},{float(lon)!r}" for i, (lon, lat) in enumerate(P)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def geo_csv(tmp_path):
+    return write_geo_csv(tmp_path / "trips.csv", geo_points())
+
+
+def fit_blobs(capsys, blobs_csv, out, *extra):
+    return run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
+               "--seed", "0", "--out-dir", out, *extra)
+
+
+# --------------------------------------------------------------------------- fit
+
+
+def test_fit_writes_model_geojson_png_and_summary(capsys, blobs_csv, tmp_path):
+    rc, out, err = fit_blobs(capsys, blobs_csv, tmp_path / "out")
+    assert rc == 0, err
+    assert "2 span(s)" in out and "guarantee" in out and "rho=7" in out
+    assert "blobs.spans.json" in out
+    model = SpanModel.load(tmp_path / "out" / "blobs.spans.json")
+    assert model.n_spans == 2 and model.min_samples == 20 and model.grid.alpha == 0.5
+    assert model.metadata["columns"] == ["x", "y"]  # "label" left out
+    assert model.metadata["bounds_source"].startswith("public")
+    assert model.metadata["randomness"].startswith("seeded")
+    gj = json.loads((tmp_path / "out" / "blobs.spans.geojson").read_text())
+    assert len(gj["features"]) == 2
+    assert (tmp_path / "out" / "blobs.spans.png").read_bytes()[:8] == PNG
+    # the two blobs fall in different spans, a far corner is noise
+    labels = model.predict([[2, 2], [7, 6], [9.9, 0.1]])
+    assert labels[0] >= 0 and labels[1] >= 0 and labels[0] != labels[1] and labels[2] == -1
+    # stderr: local notes and the seed warning, never the release
+    assert "read 3,000 rows" in err and "--seed" in err
+
+
+def test_fit_explicit_paths_and_skips(capsys, blobs_csv, tmp_path):
+    rc, out, err = fit_blobs(capsys, blobs_csv, tmp_path, "--json", tmp_path / "a" / "m.json",
+                             "--no-png", "--geojson", tmp_path / "g.geojson")
+    assert rc == 0, err
+    assert (tmp_path / "a" / "m.json").is_file() and (tmp_path / "g.geojson").is_file()
+    assert not list(tmp_path.glob("*.png"))
+
+
+def test_fit_is_reproducible_with_a_seed_only(capsys, blobs_csv, tmp_path):
+    for name in ("a", "b"):
+        assert fit_blobs(capsys, blobs_csv, tmp_path, "--name", name, "--no-png")[0] == 0
+    a, b = (SpanModel.load(tmp_path / f"{n}.spans.json") for n in "ab")
+    np.testing.assert_array_equal(a.histogram.values, b.histogram.values)
+    rc, _, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "20", "--bounds",
+                     "0", "10", "--out-dir", tmp_path, "--name", "c", "--no-png")
+    assert rc == 0 and "--seed" not in err
+    c = SpanModel.load(tmp_path / "c.spans.json")
+    assert c.metadata["randomness"] == "secure"
+    assert "seed" not in json.dumps(c.metadata).replace("seed not stored", "")
+
+
+def test_fit_bounds_from_data_warns_once_and_marks_the_model(capsys, blobs_csv, tmp_path):
+    rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "20",
+                       "--bounds-from-data", "--out-dir", tmp_path, "--no-png")
+    assert rc == 0, err
+    assert err.count("PRIVACY WARNING") == 1
+    assert "NO differential privacy guarantee" in out
+    model = SpanModel.load(tmp_path / "blobs.spans.json")
+    assert model.metadata["bounds_source"].startswith("data")
+
+
+def test_fit_options_reach_the_estimator(capsys, blobs_csv, tmp_path):
+    rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "150", "--bounds",
+                       "0", "10", "--seed", "0", "--out-dir", tmp_path, "--epsilon", "2", "--eta", "2",
+                       "--beta", "0.1", "--histogram", "sparse", "--noise", "laplace", "--no-png",
+                       "--theoretical-threshold", "--columns", "y", "x")
+    assert rc == 0, err
+    m = SpanModel.load(tmp_path / "blobs.spans.json")
+    assert (m.epsilon, m.grid.eta, m.beta, m.histogram_kind, m.noise) == (2.0, 2.0, 0.1, "sparse", "laplace")
+    assert m.raise_min_samples is False and m.metadata["columns"] == ["y", "x"]
+    assert m.predict([[6, 7]])[0] >= 0 and m.predict([[7, 6]])[0] == -1  # columns swapped
+
+
+def test_clipping_note_points_at_wrong_bounds(capsys, blobs_csv, tmp_path):
+    rc, _, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "20", "--bounds",
+                     "100", "200", "--out-dir", tmp_path, "--no-png", "--seed", "0")
+    assert rc == 0
+    assert "3,000 point(s) (100.0%) lie outside the bounds" in err and "check --bounds" in err
+
+
+# --------------------------------------------------------------------------- geo
+
+
+def test_geo_fit_projects_around_the_public_box(capsys, geo_csv, tmp_path):
+    rc, out, err = run(capsys, "fit", geo_csv, "--geo", "--bounds", *SF, "--eps", "50m",
+                       "--min-samples", "100", "--seed", "0", "--out-dir", tmp_path)
+    assert rc == 0, err
+    assert "alpha = 50 m" in out
+    m = SpanModel.load(tmp_path / "trips.spans.json")
+    assert m.grid.alpha == pytest.approx(0.05)
+    assert m.metadata["columns"] == ["longitude", "latitude"]
+    proj = Equirectangular.from_dict(m.metadata["projection"])
+    assert proj == Equirectangular.from_bounds((-122.48, 37.72), (-122.38, 37.82))
+    lo, hi = proj.project_bounds((-122.48, 37.72), (-122.38, 37.82))
+    np.testing.assert_allclose(m.grid.lower, lo)
+    assert m.n_spans == 2
+    # GeoJSON in lon/lat, each span around one hot spot
+    gj = json.loads((tmp_path / "trips.spans.geojson").read_text())
+    for feat in gj["features"]:
+        ring = np.asarray(feat["geometry"]["coordinates"][0][0])
+        assert np.min(np.linalg.norm(HOTSPOTS - ring.mean(axis=0), axis=1)) < 0.002
+    assert (tmp_path / "trips.spans.png").read_bytes()[:8] == PNG
+
+
+def test_geo_projection_never_depends_on_the_data(capsys, tmp_path):
+    """Two different datasets with the same public bounds get the same grid
+    and projection (the origin and ref_lat are not taken from the points)."""
+    a = write_geo_csv(tmp_path / "a.csv", geo_points(1))
+    b = write_geo_csv(tmp_path / "b.csv", geo_points(2)[:500] + [0.02, -0.03])
+    for path in (a, b):
+        assert run(capsys, "fit", path, "--geo", "--bounds", *SF, "--eps", "0.05", "--min-samples",
+                   "50", "--out-dir", tmp_path, "--no-png", "--no-geojson")[0] == 0
+    ma, mb = (SpanModel.load(tmp_path / f"{n}.spans.json") for n in "ab")
+    assert ma.metadata["projection"] == mb.metadata["projection"]
+    assert ma.grid.to_dict() == mb.grid.to_dict()
+
+
+def test_geo_predict_takes_lon_lat(capsys, geo_csv, tmp_path):
+    run(capsys, "fit", geo_csv, "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "100",
+        "--seed", "0", "--out-dir", tmp_path, "--no-png")
+    pts = tmp_path / "q.csv"
+    pts.write_text("lon,lat\n-122.41,37.79\n-122.44,37.76\n-122.47,37.73\n-121,37\n")
+    rc, out, err = run(capsys, "predict", tmp_path / "trips.spans.json", pts)
+    assert rc == 0, err
+    labels = [int(v) for v in out.split()[1:]]
+    assert out.split()[0] == "label"
+    assert labels[0] >= 0 and labels[1] >= 0 and labels[0] != labels[1] and labels[2:] == [-1, -1]
+
+
+# --------------------------------------------------------------------------- other commands
+
+
+@pytest.fixture
+def blobs_model(capsys, blobs_csv, tmp_path):
+    assert fit_blobs(capsys, blobs_csv, tmp_path, "--no-png")[0] == 0
+    return tmp_path / "blobs.spans.json"
+
+
+def test_predict_matches_the_model(capsys, blobs_model, tmp_path):
+    X = blob_points(5)
+    np.save(tmp_path / "new.npy", X)
+    out_csv = tmp_path / "labels.csv"
+    rc, out, err = run(capsys, "predict", blobs_model, tmp_path / "new.npy", "-o", out_csv, "--with-points")
+    assert rc == 0, err and out == ""
+    table = np.loadtxt(out_csv, delimiter=",", skiprows=1)
+    assert out_csv.read_text().splitlines()[0] == "0,1,label"
+    np.testing.assert_array_equal(table[:, :2], X)
+    np.testing.assert_array_equal(table[:, 2], SpanModel.load(blobs_model).predict(X))
+    assert "labelled 3,000 point(s)" in err
+
+
+def test_sweep_from_data_shares_one_release(capsys, blobs_csv, tmp_path):
+    rc, out, err = run(capsys, "sweep", blobs_csv, "--eps", "0.5", "--min-samples", "50", "10", "200",
+                       "--bounds", "0", "10", "--seed", "0", "--out-dir", tmp_path, "--no-png")
+    assert rc == 0, err
+    models = [SpanModel.load(tmp_path / f"blobs.m{m}.spans.json") for m in (10, 50, 200)]
+    for m in models[1:]:
+        np.testing.assert_array_equal(m.histogram.values, models[0].histogram.values)
+        assert m.gamma == models[0].gamma
+    assert [m.min_samples for m in models] == [10, 50, 200]
+    cores = [m.n_core_cells for m in models]
+    assert cores == sorted(cores, reverse=True) and cores[0] > cores[-1]
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(r[0]) for r in rows] == [10, 50, 200]
+    assert [int(r[3]) for r in rows] == cores
+    assert "costs no budget" in out
+
+
+def test_sweep_from_model_equals_with_min_samples(capsys, blobs_model, tmp_path):
+    rc, out, err = run(capsys, "sweep", "--model", blobs_model, "--min-samples", "40", "--out-dir",
+                       tmp_path / "sw", "--no-png", "--no-geojson")
+    assert rc == 0, err
+    got = SpanModel.load(tmp_path / "sw" / "blobs.m40.spans.json")
+    want = SpanModel.load(blobs_model).with_min_samples(40)
+    np.testing.assert_array_equal(got.core_keys, want.core_keys)
+    np.testing.assert_array_equal(got.labels, want.labels)
+
+
+@pytest.mark.parametrize("kind", ["histogram", "sums", "spans", "labels"])
+def test_plot_kinds(capsys, blobs_model, blobs_csv, tmp_path, kind):
+    png = tmp_path / f"{kind}.png"
+    extra = ["--points", blobs_csv] if kind == "labels" else []
+    rc, out, err = run(capsys, "plot", blobs_model, "--kind", kind, "-o", png, *extra)
+    assert rc == 0, err
+    assert png.read_bytes()[:8] == PNG and f"wrote {png}" in out
+    assert ("not a DP release" in err) == (kind == "labels")
+
+
+def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
+    rc, out, err = run(capsys, "info", blobs_model)
+    assert rc == 0, err
+    for key in ("epsilon", "delta", "alpha", "MinPts", "rho", "tau", "beta", "kappa", "|X|", "guarantee"):
+        assert any(line.split(":")[0].strip() == key for line in out.splitlines()), key
+    rc, out, _ = run(capsys, "info", blobs_model, "--json")
+    info = json.loads(out)
+    m = SpanModel.load(blobs_model)
+    assert info["tau"] == pytest.approx(m.tau) and info["kappa"] == 21 and info["n_cells"] == m.n_cells
+    assert (info["epsilon"], info["alpha"], info["min_samples"], info["rho"]) == (1.0, 0.5, 20, 7.0)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def _not_a_model(d):
+    (d / "other.json").write_text('{"type": "FeatureCollection", "features": []}')
+    return d / "other.json"
+
+
+def _binary_model(d):
+    (d / "bin.json").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe" * 20)
+    return d / "bin.json"
+
+
+def _malformed_model(d):
+    (d / "mal.json").write_text('{"format": "dpdbscan.spans", "version": 1, "params": {}}')
+    return d / "mal.json"
+
+
+def _junk_csv(d):
+    (d / "junk.csv").write_bytes(bytes(range(256)) * 4)
+    return d / "junk.csv"
+
+
+def _text_csv(d):
+    (d / "text.csv").write_text("name,city\nann,paris\nbob,rome\n")
+    return d / "text.csv"
+
+
+def _abc(d):
+    (d / "abc.csv").write_text("a,b,c\n1,2,3\n4,5,6\n")
+    return d / "abc.csv"
+
+
+def _three_cols(d):
+    (d / "xyz.csv").write_text("x,y,z\n1,2,3\n4,5,6\n")
+    return d / "xyz.csv"
+
+
+FIT = ["--eps", "0.5", "--min-samples", "5", "--bounds", "0", "10"]
+
+BAD = [
+    ("missing file", lambda d, b, m: ["fit", d / "nope.csv", *FIT], "input file not found"),
+    ("unreadable csv", lambda d, b, m: ["fit", _junk_csv(d), *FIT], "cannot read as CSV"),
+    ("non-numeric csv", lambda d, b, m: ["fit", _text_csv(d), *FIT], "not numeric"),
+    ("missing column", lambda d, b, m: ["fit", b, *FIT, "--columns", "x", "q"], "no column 'q'"),
+    ("column index", lambda d, b, m: ["fit", b, *FIT, "--columns", "0", "7"], "out of range"),
+    ("bounds length", lambda d, b, m: ["fit", b, "--eps", "1", "--min-samples", "5", "--bounds", "0", "1", "2"],
+     "--bounds needs 2 numbers"),
+    ("geo bounds length", lambda d, b, m: ["fit", b, "--geo", "--eps", "50m", "--min-samples", "5",
+                                           "--bounds", "0", "1"], "needs 4 numbers"),
+    ("bounds not numbers", lambda d, b, m: ["fit", b, "--eps", "1", "--min-samples", "5", "--bounds", "a", "b"],
+     "--bounds must be numbers"),
+    ("bounds inverted", lambda d, b, m: ["fit", b, "--eps", "1", "--min-samples", "5", "--bounds", "5", "1"],
+     "lower < upper"),
+    ("geo box swapped", lambda d, b, m: ["fit", b, "--geo", "--columns", "x", "y", "--eps", "50m", "--min-samples",
+                                         "5", "--bounds", "37.72", "-122.48", "37.82", "-122.38"], "lat_min"),
+    ("no bounds", lambda d, b, m: ["fit", b, "--eps", "1", "--min-samples", "5"], "--bounds is required"),
+    ("epsilon zero", lambda d, b, m: ["fit", b, *FIT, "--epsilon", "0"], "epsilon must be positive"),
+    ("epsilon text", lambda d, b, m: ["fit", b, *FIT, "--epsilon", "lots"], "invalid float value"),
+    ("eps negative", lambda d, b, m: ["fit", b, "--eps", "-1", "--min-samples", "5", "--bounds", "0", "1"],
+     "eps must be positive"),
+    ("eps unit without geo", lambda d, b, m: ["fit", b, "--eps", "50m", "--min-samples", "5", "--bounds", "0", "1"],
+     "only makes sense with --geo"),
+    ("min samples zero", lambda d, b, m: ["fit", b, "--eps", "1", "--min-samples", "0", "--bounds", "0", "1"],
+     "min_samples must be an integer >= 1"),
+    ("eta too big", lambda d, b, m: ["fit", b, *FIT, "--eta", "5"], "eta must be <= 4"),
+    ("beta one", lambda d, b, m: ["fit", b, *FIT, "--beta", "1"], "beta must be < 1"),
+    ("stability without delta", lambda d, b, m: ["fit", b, *FIT, "--histogram", "stability"], "needs --delta > 0"),
+    ("unknown noise", lambda d, b, m: ["fit", b, *FIT, "--noise", "gaussian"], "invalid choice"),
+    ("geo needs two columns", lambda d, b, m: ["fit", _three_cols(d), "--geo", "--eps", "50m", "--min-samples",
+                                               "5", "--bounds", *SF], "exactly two columns"),
+    ("scheduler without dask", lambda d, b, m: ["fit", b, *FIT, "--scheduler", "tcp://h:1"], "needs --backend dask"),
+    ("png for 3-D", lambda d, b, m: ["fit", _three_cols(d), *FIT, "--png", d / "x.png"], "--png needs 2-D"),
+    ("not a model", lambda d, b, m: ["info", _not_a_model(d)], "not a dpdbscan span model"),
+    ("binary model", lambda d, b, m: ["predict", _binary_model(d), b], "not a dpdbscan span model"),
+    ("malformed model", lambda d, b, m: ["plot", _malformed_model(d)], "malformed dpdbscan span model"),
+    ("missing model", lambda d, b, m: ["info", d / "none.json"], "model file not found"),
+    ("predict columns", lambda d, b, m: ["predict", m, _abc(d)], "model has 2"),
+    ("labels need points", lambda d, b, m: ["plot", m, "--kind", "labels"], "needs --points"),
+    ("sweep needs a source", lambda d, b, m: ["sweep", "--min-samples", "5"], "either an input"),
+    ("no command", lambda d, b, m: [], "required"),
+]
+
+
+@pytest.mark.parametrize("make", [c[1] for c in BAD], ids=[c[0] for c in BAD])
+def test_bad_input_gives_one_line_and_status_2(capsys, tmp_path, blobs_csv, make):
+    expected = dict((id(c[1]), c[2]) for c in BAD)[id(make)]
+    m = tmp_path / "m" / "blobs.spans.json"
+    assert fit_blobs(capsys, blobs_csv, tmp_path / "m", "--no-png", "--no-geojson")[0] == 0
+    rc, out, err = run(capsys, *make(tmp_path, blobs_csv, m))
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("dpdbscan") and "error:" in lines[0]
+    assert expected in lines[0]
+    assert "Traceback" not in err and out == ""
+
+
+def test_dask_backend_missing_names_the_extra(capsys, blobs_csv, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "dpdbscan.backends.dask_backend", None)
+    rc, out, err = run(capsys, "fit", blobs_csv, *FIT, "--backend", "dask", "--columns", "x", "y",
+                       "--out-dir", tmp_path)
+    assert rc == 2 and err.count("\n") == 1
+    assert "pip install 'dpdbscan[dask]'" in err
+
+
+def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, monkeypatch, tmp_path):
+    """The CLI does not read the file itself: it hands the path to the backend."""
+    from dpdbscan.backends import NumpyBackend
+    from dpdbscan.io import read_points
+
+    seen = {}
+
+    class FakeDask:
+        name = "dask"
+
+        def __init__(self, scheduler=None, columns=None):
+            seen.update(scheduler=scheduler, columns=columns)
+
+        def count(self, grid, X):
+            seen["X"] = X
+            from dpdbscan.mechanism import clean_points
+
+            return NumpyBackend().count(grid, clean_points(grid, read_points(X, self_columns())[0]))
+
+    def self_columns():
+        return seen["columns"]
+
+    fake = types.ModuleType("dpdbscan.backends.dask_backend")
+    fake.DaskBackend = FakeDask
+    monkeypatch.setitem(sys.modules, "dpdbscan.backends.dask_backend", fake)
+    rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
+                       "--backend", "dask", "--scheduler", "tcp://10.0.0.5:8786", "--columns", "x,y",
+                       "--out-dir", tmp_path, "--no-png", "--seed", "0")
+    assert rc == 0, err
+    assert seen == {"scheduler": "tcp://10.0.0.5:8786", "columns": ["x", "y"], "X": str(blobs_csv)}
+    assert "2 span(s)" in out and "read " not in err
+
+
+# --------------------------------------------------------------------------- help and progress
+
+
+@pytest.mark.parametrize("command", ["fit", "predict", "sweep", "plot", "info"])
+def test_help_shows_a_real_example(capsys, command):
+    rc, out, _ = run(capsys, command, "--help")
+    assert rc == 0
+    assert "examples:" in out
+    example = [line for line in out.splitlines() if line.strip().startswith(f"dpdbscan {command} ")]
+    assert example
+    # every example parses with the real parser
+    parser = build_parser()
+    for line in example:
+        parser.parse_args(shlex.split(line.split(" > ")[0])[1:])
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_only_on_a_terminal(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("DPDBSCAN_NO_PROGRESS", raising=False)
+    assert progress_wanted(FakeTTY()) and not progress_wanted(io.StringIO())
+    monkeypatch.setenv("CI", "true")
+    assert not progress_wanted(FakeTTY())
+    quiet = io.StringIO()
+    with Progress("x", total=10, stream=quiet) as bar:
+        bar.update(5, force=True)
+    assert quiet.getvalue() == ""
+
+
+def test_progress_bar_and_spinner_draw():
+    s = FakeTTY()
+    with Progress("reading", total=200, stream=s, enabled=True) as bar:
+        bar.update(100, force=True)
+    assert "[############............]  50%" in s.getvalue() and s.getvalue().endswith("\n")
+    s = FakeTTY()
+    bar = Progress("counting", stream=s, enabled=True, interval=0.01).spin()
+    import time
+
+    deadline = time.monotonic() + 5
+    while "counting " not in s.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    bar.close()
+    assert "counting: done in" in s.getvalue()
+    assert bar._thread is None
+
+
+def test_fit_shows_progress_on_a_terminal_only(capsys, monkeypatch, blobs_csv, tmp_path):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("DPDBSCAN_NO_PROGRESS", raising=False)
+    tty = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert fit_blobs(capsys, blobs_csv, tmp_path, "--no-png")[0] == 0
+    assert "reading blobs.csv" in tty.getvalue() and "fitting" in tty.getvalue()
+    tty2 = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty2)
+    main(["--no-progress", "fit", str(blobs_csv), *FIT, "--out-dir", str(tmp_path), "--no-png"])
+    assert "\r" not in tty2.getvalue()
+
+
+# --------------------------------------------------------------------------- as a subprocess
+
+
+def sh(*argv, cwd=None):
+    return subprocess.run([sys.executable, "-m", "dpdbscan", *map(str, argv)], capture_output=True,
+                          text=True, cwd=cwd, timeout=300)
+
+
+def test_subprocess_fit_info_predict(blobs_csv, tmp_path):
+    r = sh("fit", blobs_csv, "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
+           "--out-dir", tmp_path, "--no-png")
+    assert r.returncode == 0, r.stderr
+    assert "2 span(s)" in r.stdout and "\r" not in r.stderr  # a pipe: no progress bar
+    r = sh("predict", tmp_path / "blobs.spans.json", blobs_csv)
+    assert r.returncode == 0, r.stderr
+    labels = np.array(r.stdout.split()[1:], dtype=int)
+    assert labels.size == 3000 and set(np.unique(labels)) <= {-1, 0, 1}
+    assert (labels[:1500] >= 0).mean() > 0.8
+
+
+def test_subprocess_bad_input_has_no_traceback(tmp_path):
+    for argv in (["info", _not_a_model(tmp_path)], ["fit", "x.csv", "--eps"]):
+        r = sh(*argv)
+        assert r.returncode == 2
+        assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "Traceback" not in r.stderr
+
+
+# --------------------------------------------------------------------------- the paper's example
+
+
+def test_cabs_tiny_as_in_the_paper(capsys, shared_data, tmp_path):
+    """Cabs-tiny, alpha = 50 m, MinPts = 1000, epsilon = 1 (the paper reports
+    38 spans; the count varies by a span or two with the noise)."""
+    rc, out, err = run(capsys, "fit", shared_data / "cabs_tiny.csv.gz", "--geo", "--bounds", *SF,
+                       "--eps", "50m", "--min-samples", "1000", "--seed", "0", "--out-dir", tmp_path,
+                       "--no-png")
+    assert rc == 0, err
+    assert "read 845,685 rows" in err
+    m = SpanModel.load(tmp_path / "cabs_tiny.spans.json")
+    assert 30 <= m.n_spans <= 46
+    proj = Equirectangular.from_dict(m.metadata["projection"])
+    downtown = m.predict(proj.forward([[-122.41, 37.79]]))[0]
+    assert downtown >= 0 and int((m.labels == downtown).sum()) == max(np.bincount(m.labels))

@@ -1,0 +1,140 @@
+import math
+
+import numpy as np
+import pytest
+
+from dpdbscan.geo import (
+    KM_PER_DEGREE, Equirectangular, check_lonlat_box, default_geo_columns, format_km, parse_length,
+)
+
+SF_LOWER, SF_UPPER = (-122.48, 37.72), (-122.38, 37.82)
+
+
+def haversine_km(a, b, radius=6371.0088):
+    lon1, lat1, lon2, lat2 = map(np.radians, (a[:, 0], a[:, 1], b[:, 0], b[:, 1]))
+    h = np.sin((lat2 - lat1) / 2) ** 2 + np.cos(lat1) * np.cos(lat2) * np.sin((lon2 - lon1) / 2) ** 2
+    return 2 * radius * np.arcsin(np.sqrt(h))
+
+
+@pytest.mark.parametrize("text, geo, expected", [
+    ("50m", True, 0.05), ("50 m", True, 0.05), ("0.05km", True, 0.05), ("0.05KM", True, 0.05),
+    ("0.05", True, 0.05), ("2", True, 2.0), ("1e3m", True, 1.0), ("12", False, 12.0),
+    ("0.5", False, 0.5), (3.0, False, 3.0),
+])
+def test_parse_length(text, geo, expected):
+    assert parse_length(text, geo=geo) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text, geo, match", [
+    ("50m", False, "only makes sense with --geo"),
+    ("50ft", True, "unknown unit 'ft'"),
+    ("fifty", True, "must be a number"),
+    ("", True, "must be a number"),
+    ("5 0m", True, "must be a number"),
+])
+def test_parse_length_rejects(text, geo, match):
+    with pytest.raises(ValueError, match=match):
+        parse_length(text, geo=geo)
+
+
+def test_format_km():
+    assert format_km(0.05) == "50 m"
+    assert format_km(2.5) == "2.5 km"
+
+
+def test_one_degree_of_latitude_is_km_per_degree():
+    p = Equirectangular(0.0, 0.0, 45.0)
+    xy = p.forward([[0.0, 0.0], [0.0, 1.0]])
+    assert xy[1, 1] - xy[0, 1] == pytest.approx(KM_PER_DEGREE)
+    # and matches the great-circle length of one degree on the mean sphere
+    assert KM_PER_DEGREE == pytest.approx(2 * math.pi * 6371.0088 / 360, abs=1e-3)
+
+
+def test_forward_inverse_roundtrip():
+    rng = np.random.default_rng(1)
+    P = np.column_stack([rng.uniform(-122.5, -122.3, 1000), rng.uniform(37.7, 37.9, 1000)])
+    proj = Equirectangular.from_bounds(SF_LOWER, SF_UPPER)
+    np.testing.assert_allclose(proj.inverse(proj.forward(P)), P, rtol=0, atol=1e-10)
+
+
+def test_distances_match_great_circle_within_a_city():
+    """Inside the Cabs-tiny box the projected distance is within 0.1 % of the
+    haversine distance (the box spans only 0.1 degree of latitude)."""
+    rng = np.random.default_rng(2)
+    A = np.column_stack([rng.uniform(SF_LOWER[0], SF_UPPER[0], 2000), rng.uniform(SF_LOWER[1], SF_UPPER[1], 2000)])
+    B = np.column_stack([rng.uniform(SF_LOWER[0], SF_UPPER[0], 2000), rng.uniform(SF_LOWER[1], SF_UPPER[1], 2000)])
+    proj = Equirectangular.from_bounds(SF_LOWER, SF_UPPER)
+    d_proj = np.linalg.norm(proj.forward(A) - proj.forward(B), axis=1)
+    d_true = haversine_km(A, B)
+    keep = d_true > 0.05
+    assert np.max(np.abs(d_proj[keep] / d_true[keep] - 1)) < 1e-3
+
+
+def test_from_bounds_uses_the_box_only():
+    proj = Equirectangular.from_bounds(SF_LOWER, SF_UPPER)
+    assert proj.lon0 == pytest.approx(-122.43)
+    assert proj.lat0 == pytest.approx(37.77)
+    assert proj.ref_lat == pytest.approx(37.77)
+    assert Equirectangular.from_bounds(SF_LOWER, SF_UPPER, ref_lat=37.8).ref_lat == 37.8
+    lo, hi = proj.project_bounds(SF_LOWER, SF_UPPER)
+    # centred box: symmetric around the origin, 11.12 km tall
+    np.testing.assert_allclose(lo, -hi)
+    assert hi[1] - lo[1] == pytest.approx(0.1 * KM_PER_DEGREE)
+    assert hi[0] - lo[0] == pytest.approx(0.1 * KM_PER_DEGREE * math.cos(math.radians(37.77)))
+
+
+def test_aspect_and_scale_error():
+    proj = Equirectangular.from_bounds(SF_LOWER, SF_UPPER)
+    assert proj.aspect == pytest.approx(1 / math.cos(math.radians(37.77)))
+    assert proj.max_scale_error(SF_LOWER, SF_UPPER) < 0.002
+    wide = Equirectangular.from_bounds((-10, 30), (10, 60))
+    assert wide.max_scale_error((-10, 30), (10, 60)) > 0.2
+
+
+@pytest.mark.parametrize("lower, upper, match", [
+    ((-122.38, 37.72), (-122.48, 37.82), "lon_min < lon_max"),
+    ((-122.48, 37.82), (-122.38, 37.72), "lat_min < lat_max"),
+    ((0, -95), (1, 10), "-90 <= lat_min"),
+    ((37.72, -122.48), (37.82, -122.38), "lat_min < lat_max"),  # lat/lon swapped
+    ((-200, 0), (0, 1), "-180 <= lon_min"),
+])
+def test_check_lonlat_box(lower, upper, match):
+    with pytest.raises(ValueError, match=match):
+        check_lonlat_box(lower, upper)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(lon0=0.0, lat0=0.0, ref_lat=90.0), "ref_lat must be within"),
+    (dict(lon0=float("nan"), lat0=0.0, ref_lat=0.0), "lon0 must be a finite"),
+    (dict(lon0="x", lat0=0.0, ref_lat=0.0), "lon0 must be a finite"),
+])
+def test_projection_rejects_bad_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Equirectangular(**kwargs)
+
+
+def test_dict_roundtrip_and_bad_dicts():
+    proj = Equirectangular(-122.43, 37.77, 37.8)
+    assert Equirectangular.from_dict(proj.to_dict()) == proj
+    with pytest.raises(ValueError, match="unknown projection"):
+        Equirectangular.from_dict({"kind": "mercator"})
+    with pytest.raises(ValueError, match="malformed projection"):
+        Equirectangular.from_dict({"kind": "equirectangular", "lon0": 1.0})
+    with pytest.raises(ValueError, match="km_per_degree"):
+        Equirectangular.from_dict({**proj.to_dict(), "km_per_degree": 111.32})
+
+
+def test_forward_needs_two_columns():
+    with pytest.raises(ValueError, match=r"\(n, 2\) lon/lat"):
+        Equirectangular(0.0, 0.0, 0.0).forward(np.zeros((3, 3)))
+
+
+@pytest.mark.parametrize("names, expected", [
+    (["id", "Latitude", "Longitude"], ["Longitude", "Latitude"]),
+    (["lat", "lon", "label"], ["lon", "lat"]),
+    (["lng", "lat"], ["lng", "lat"]),
+    (["x", "y"], None),
+    (["lon", "height"], None),
+])
+def test_default_geo_columns(names, expected):
+    assert default_geo_columns(names) == expected
