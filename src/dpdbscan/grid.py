@@ -32,6 +32,7 @@ INT64_SAFE = 1 << 62  # head-room for negative offsets and sentinels
 
 
 MAX_KAPPA = 2_000_000  # beyond this NB is counted but not enumerated
+_BLOCK = 1 << 15  # rows per block when computing keys (two float buffers stay in cache)
 
 
 def _radius2(d: int, eta: float) -> float:
@@ -203,18 +204,60 @@ class Grid:
         return out
 
     def _axis_coords(self, x: np.ndarray, i: int) -> np.ndarray:
-        c = np.floor((x - self.lower[i]) / self.width)
-        # The top face of the box belongs to the last cell.
-        return np.clip(c, 0, self.shape[i] - 1).astype(np.int64)
+        c = np.empty(x.shape, dtype=np.float64)
+        return self._axis_cells(x, i, c).astype(np.int64)
+
+    def _axis_cells(self, x: np.ndarray, i: int, out: np.ndarray) -> np.ndarray:
+        """Cell coordinate along axis ``i`` as whole floats, written to ``out``.
+
+        ``floor((x - lower) / w)`` clamped to ``[0, shape - 1]``: clamping
+        first and truncating after gives the same integers (the top face of the
+        box belongs to the last cell), with in-place ufuncs only.
+        """
+        np.subtract(x, self.lower[i], out=out)
+        out /= self.width
+        np.maximum(out, 0.0, out=out)
+        np.minimum(out, float(self.shape[i] - 1), out=out)
+        return np.trunc(out, out=out)
+
+    def linear_index(self, X: np.ndarray, strides) -> np.ndarray:
+        """``sum_i coord_i(X) * strides[i]`` as int64, for points in the box.
+
+        Works through the points in cache-sized blocks with two float buffers
+        (exact while the largest index is below 2**53), so an (n, d) input
+        costs one int64 output and no full-size temporaries.
+        """
+        n = X.shape[0]
+        out = np.empty(n, dtype=np.int64)
+        strides = [int(s) for s in strides]
+        top = sum((s - 1) * st for s, st in zip(self.shape, strides))
+        if n == 0:
+            return out
+        if top >= 1 << 53:  # float sums would round: integer accumulation
+            out[:] = 0
+            for i in range(self.d):
+                out += self._axis_coords(X[:, i], i) * strides[i]
+            return out
+        block = min(n, _BLOCK)
+        acc, tmp = np.empty(block), np.empty(block)
+        for start in range(0, n, block):
+            stop = min(n, start + block)
+            a, t = acc[: stop - start], tmp[: stop - start]
+            for i in range(self.d):
+                dst = a if i == 0 else t
+                self._axis_cells(X[start:stop, i], i, dst)
+                if strides[i] != 1:
+                    dst *= float(strides[i])
+                if i:
+                    a += t
+            out[start:stop] = a
+        return out
 
     def keys_of_points(self, X: np.ndarray) -> np.ndarray:
         """Keys of the cells holding points ``X`` (points must be inside the box)."""
         if self.wide:
             return self.encode(self.coords(X))
-        key = self._axis_coords(X[:, 0], 0) * self._strides[0]
-        for i in range(1, self.d):
-            key += self._axis_coords(X[:, i], i) * self._strides[i]
-        return key
+        return self.linear_index(X, self._strides)
 
     def inside(self, X: np.ndarray) -> np.ndarray:
         """Rows of ``X`` that are finite and inside the closed box."""

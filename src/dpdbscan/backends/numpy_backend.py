@@ -47,9 +47,6 @@ class NumpyBackend:
 
     def dense_counts(self, grid, X: np.ndarray) -> np.ndarray:
         """Counts of every cell as an array of ``grid.shape`` (small universes)."""
-        idx = np.zeros(X.shape[0], dtype=np.int64)
-        stride = 1
-        for i in range(grid.d - 1, -1, -1):
-            idx += grid._axis_coords(X[:, i], i) * stride
-            stride *= grid.shape[i]
+        strides = np.cumprod((grid.shape[1:] + (1,))[::-1])[::-1]  # row-major
+        idx = grid.linear_index(X, strides)
         return np.bincount(idx, minlength=grid.n_cells).reshape(grid.shape)
