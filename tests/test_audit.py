@@ -415,15 +415,16 @@ def test_end_to_end_estimator():
 
 
 # --------------------------------------------------------------------------- #
-# a privacy bug found by the audit
+# a privacy bug found by the audit (fixed in 62bcb51: theta < 0 is refused)
 
 
 def test_sparse_histogram_negative_theta_is_refused_or_private():
-    """DPDBSCAN(histogram="sparse", theta=-1) is accepted. The empty cells'
-    values come from DiscreteLaplace.sample_tail = ceil(theta) + Geometric,
-    which is the law of Z given Z >= theta only for theta >= 0. An empty cell
-    then shows value -1 with probability p (1 - q) ~ 0.57 against
-    (1 - q) q^2 / (1 + q) ~ 0.06 for a cell with one point: ln ratio 2.2 > 1."""
+    """Regression. DPDBSCAN(histogram="sparse", theta=-1) used to be accepted.
+    The empty cells' values come from DiscreteLaplace.sample_tail =
+    ceil(theta) + Geometric, which is the law of Z given Z >= theta only for
+    theta >= 0. An empty cell then showed value -1 with probability
+    p (1 - q) ~ 0.57 against (1 - q) q^2 / (1 + q) ~ 0.06 for a cell with one
+    point: ln ratio 2.2 > 1 (measured eps_lower 2.13). Refusing is the fix."""
     n, epsilon = N_QUICK // 2, 1.0
     config = MechanismConfig(epsilon=epsilon, histogram="sparse", theta=-1.0)
     try:
