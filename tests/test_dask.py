@@ -1,0 +1,358 @@
+"""The Dask backend against the in-memory reference, on a real LocalCluster.
+
+The contract: ``DaskBackend.count(grid, X)`` equals
+``NumpyBackend().count(grid, clean_points(grid, X_in_memory))`` exactly, so a
+fit with the same seed releases the same spans and noisy histogram with
+either backend.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+pytest.importorskip("pyarrow")
+import dask.array as da  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+import distributed  # noqa: E402
+import pandas as pd  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from dpdbscan import DPDBSCAN, Grid  # noqa: E402
+from dpdbscan.backends import NumpyBackend  # noqa: E402
+from dpdbscan.backends.dask_backend import (  # noqa: E402
+    DaskBackend, count_block, file_format, merge_counts,
+)
+from dpdbscan.backends.numpy_backend import count_keys  # noqa: E402
+from dpdbscan.mechanism import clean_points  # noqa: E402
+
+LOWER, UPPER = np.zeros(2), np.full(2, 10.0)
+BOUNDS = (LOWER.tolist(), UPPER.tolist())
+EPS = 0.5  # 29 x 29 cells: small enough for the dense histogram
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A real two-worker LocalCluster (worker processes, so data is pickled)."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as lc:
+        yield lc
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    with distributed.Client(cluster, set_as_default=False) as c:
+        yield c
+
+
+def make_points(n=20_000, seed=0):
+    """Three blobs plus background, with NaN/inf rows and points outside the box."""
+    rng = np.random.default_rng(seed)
+    centres = np.array([[2.0, 2.0], [7.0, 3.0], [5.0, 8.0]])
+    X = centres[rng.integers(0, 3, n)] + rng.normal(scale=0.6, size=(n, 2))
+    X[: n // 10] = rng.uniform(-1, 11, size=(n // 10, 2))  # some fall outside [0, 10]
+    X[5::211, 0] = np.nan
+    X[7::307, 1] = np.inf
+    X[11::401, 0] = -np.inf
+    rng.shuffle(X)
+    return X
+
+
+def frame(X, label=True):
+    df = pd.DataFrame({"x": X[:, 0], "y": X[:, 1]})
+    if label:
+        df["label"] = np.arange(len(X)) % 3
+    return df
+
+
+def write_parquet(X, directory, parts=5, label=True):
+    directory.mkdir()
+    for i, chunk in enumerate(np.array_split(X, parts)):
+        frame(chunk, label).to_parquet(directory / f"part-{i}.parquet", index=False)
+    return directory
+
+
+def write_csv(X, directory, parts=4, label=True, suffix=".csv"):
+    directory.mkdir()
+    for i, chunk in enumerate(np.array_split(X, parts)):
+        # %.17g round-trips float64 exactly; NaN and inf are written as text
+        frame(chunk, label).to_csv(directory / f"part-{i}{suffix}", index=False,
+                                   float_format="%.17g")
+    return directory
+
+
+def reference(grid, X):
+    return NumpyBackend().count(grid, clean_points(grid, X))
+
+
+def assert_same_counts(got, want):
+    assert got.keys.dtype == want.keys.dtype
+    assert got.counts.dtype == np.int64
+    np.testing.assert_array_equal(got.keys, want.keys)
+    np.testing.assert_array_equal(got.counts, want.counts)
+
+
+@pytest.fixture(scope="module")
+def X():
+    return make_points()
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return Grid(LOWER, UPPER, EPS)
+
+
+# ------------------------------------------------------------ exact counts
+def test_points_exercise_the_cleaning_rule(X):
+    """The data must contain what the rule handles, or the tests below prove less."""
+    assert (~np.isfinite(X)).any(axis=1).sum() > 50
+    finite = X[np.isfinite(X).all(axis=1)]
+    assert ((finite < 0) | (finite > 10)).any(axis=1).sum() > 50
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "csv.gz"])
+def test_count_from_files_equals_reference(client, grid, X, tmp_path, fmt):
+    if fmt == "parquet":
+        d = write_parquet(X, tmp_path / "pq")
+        sources = [str(d), str(d / "*.parquet"), sorted(d.glob("*.parquet"))]
+    else:
+        suffix = ".csv" if fmt == "csv" else ".csv.gz"
+        d = write_csv(X, tmp_path / "csv", suffix=suffix)
+        sources = [str(d / f"*{suffix}"), sorted(d.glob(f"*{suffix}"))]
+    want = reference(grid, X)
+    backend = DaskBackend(client=client)
+    for source in sources:
+        assert_same_counts(backend.count(grid, source), want)
+
+
+def test_count_of_dask_collections_equals_reference(client, grid, X):
+    backend = DaskBackend(client=client)
+    want = reference(grid, X)
+    ddf = dd.from_pandas(frame(X), npartitions=6)
+    assert_same_counts(backend.count(grid, ddf), want)
+    # chunks split the feature axis too: the backend must rechunk whole rows
+    arr = da.from_array(X, chunks=(3_001, 1))
+    assert_same_counts(backend.count(grid, arr), want)
+
+
+def test_in_memory_input_is_counted_like_the_reference(grid, X):
+    backend = DaskBackend(client=None)  # no cluster needed for driver-side data
+    want = reference(grid, X)
+    assert_same_counts(backend.count(grid, X), want)
+    assert_same_counts(backend.count(grid, frame(X)), want)
+
+
+def test_wide_keys_equal_reference(client, tmp_path):
+    d = 6
+    wide = Grid(np.zeros(d), np.full(d, 1e6), 1e-3)
+    assert wide.wide
+    rng = np.random.default_rng(1)
+    X = np.round(rng.uniform(-10, 1e6 + 10, size=(4_000, d)) / 1e5) * 1e5  # repeats cells
+    X[::97, 3] = np.nan
+    path = tmp_path / "wide.parquet"
+    pd.DataFrame(X, columns=[f"c{i}" for i in range(d)]).to_parquet(path)
+    want = reference(wide, X)
+    assert want.counts.max() > 1
+    got = DaskBackend(client=client, split_every=2).count(wide, str(path))
+    assert_same_counts(got, want)
+
+
+def test_partitions_that_are_all_dropped(client, grid):
+    X = np.full((50, 2), np.nan)
+    ddf = dd.from_pandas(frame(X, label=False), npartitions=3)
+    got = DaskBackend(client=client).count(grid, ddf)
+    assert len(got) == 0 and got.keys.dtype == np.int64
+
+
+# -------------------------------------------------------- same release
+def fit(X, backend, histogram):
+    est = DPDBSCAN(eps=EPS, min_samples=20, epsilon=1.0, bounds=BOUNDS, random_state=0,
+                   histogram=histogram, theta=3.0 if histogram == "sparse" else None,
+                   backend=backend)
+    return est.fit(X)
+
+
+def assert_same_release(a, b):
+    np.testing.assert_array_equal(a.spans_.core_keys, b.spans_.core_keys)
+    np.testing.assert_array_equal(a.spans_.labels, b.spans_.labels)
+    ha, hb = a.histogram_, b.histogram_
+    assert ha.kind == hb.kind
+    np.testing.assert_array_equal(ha.values, hb.values)
+    if ha.keys is not None:
+        np.testing.assert_array_equal(ha.keys, hb.keys)
+    assert a.gamma_ == b.gamma_
+
+
+@pytest.mark.parametrize("histogram", ["dense", "sparse"])
+@pytest.mark.parametrize("source", ["parquet", "csv", "dask_dataframe", "dask_array"])
+def test_same_release_as_in_memory(client, X, tmp_path, histogram, source):
+    if source == "parquet":
+        data = str(write_parquet(X, tmp_path / "pq", label=False))
+    elif source == "csv":
+        data = str(write_csv(X, tmp_path / "csv", label=False) / "*.csv")
+    elif source == "dask_dataframe":
+        data = dd.from_pandas(frame(X, label=False), npartitions=4)
+    else:
+        data = da.from_array(X, chunks=(4_000, 2))
+    want = fit(X, "numpy", histogram)
+    got = fit(data, DaskBackend(client=client), histogram)
+    assert want.spans_.core_keys.size > 0, "a release with no core cells proves little"
+    assert_same_release(got, want)
+
+
+# ------------------------------------------------------------- columns
+def test_default_columns_skip_label_and_non_numeric(client, grid, X, tmp_path):
+    df = frame(X).assign(name="a")[["label", "x", "name", "y"]]
+    path = tmp_path / "t.parquet"
+    df.to_parquet(path, index=False)
+    backend = DaskBackend(client=client)
+    assert backend.n_features(str(path)) == 2
+    assert_same_counts(backend.count(grid, str(path)), reference(grid, X))
+
+
+def test_explicit_columns_in_their_order(client, grid, X, tmp_path):
+    path = tmp_path / "t.parquet"
+    frame(X).rename(columns={"x": "lon", "y": "lat"}).to_parquet(path, index=False)
+    got = DaskBackend(client=client, columns=["lat", "lon"]).count(grid, str(path))
+    assert_same_counts(got, reference(grid, X[:, ::-1]))
+
+
+def test_missing_column_is_a_clear_error(client, grid, X, tmp_path):
+    path = tmp_path / "t.parquet"
+    frame(X).to_parquet(path, index=False)
+    with pytest.raises(ValueError, match=r"columns \['z'\] not found.*'x', 'y', 'label'"):
+        DaskBackend(client=client, columns=["x", "z"]).count(grid, str(path))
+
+
+def test_column_count_must_match_bounds(client, X, tmp_path):
+    path = tmp_path / "t.parquet"
+    frame(X).to_parquet(path, index=False)
+    grid3 = Grid(np.zeros(3), np.full(3, 10.0), EPS)
+    with pytest.raises(ValueError, match=r"d=3 dimensions.*2 coordinate columns.*columns="):
+        DaskBackend(client=client).count(grid3, str(path))
+
+
+@pytest.mark.parametrize("paths, fmt", [
+    (["a.parquet", "b.PQ"], "parquet"),
+    (["s3://bucket/data/*.csv.gz"], "csv"),
+    (["gs://bucket/dataset"], "parquet"),
+])
+def test_file_format_from_suffix(paths, fmt):
+    assert file_format(paths) == fmt
+
+
+def test_mixed_or_unknown_formats_are_errors(tmp_path):
+    with pytest.raises(ValueError, match="mix Parquet and CSV"):
+        file_format(["a.parquet", "b.csv"])
+    odd = tmp_path / "points.dat"
+    odd.write_text("x,y\n1,2\n")
+    with pytest.raises(ValueError, match="file_format='parquet' or 'csv'"):
+        file_format([str(odd)])
+    assert file_format([str(odd)], "csv") == "csv"
+
+
+def test_unsupported_input_type(grid):
+    with pytest.raises(TypeError, match="dask DataFrames, dask arrays"):
+        DaskBackend(client=None).count(grid, {"x": [1.0]})
+
+
+# --------------------------------------------------- reduction by key
+keys_strategy = st.lists(st.integers(0, 40), min_size=0, max_size=200)
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys=keys_strategy, cuts=st.lists(st.integers(0, 200), max_size=6))
+def test_merge_counts_equals_counting_everything(keys, cuts):
+    keys = np.asarray(keys, dtype=np.int64)
+    pieces = np.split(keys, sorted(c for c in cuts if c <= keys.size))
+    parts = [(c.keys, c.counts) for c in (count_keys(p) for p in pieces)]
+    got_k, got_c = merge_counts(*parts)
+    want = count_keys(keys)
+    np.testing.assert_array_equal(got_k, want.keys)
+    np.testing.assert_array_equal(got_c, want.counts)
+
+
+def test_merge_counts_wide_keys():
+    wide = Grid(np.zeros(6), np.full(6, 1e6), 1e-3)
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 3, size=(500, 6)).astype(float)
+    parts = [count_block(wide, p) for p in np.array_split(X, 4)]
+    got_k, got_c = merge_counts(*parts)
+    want = reference(wide, X)
+    np.testing.assert_array_equal(got_k, want.keys)
+    np.testing.assert_array_equal(got_c, want.counts)
+
+
+# ------------------------------------------------------ client lifecycle
+def test_scheduler_address_connects_to_running_cluster(cluster, grid, X):
+    backend = DaskBackend(scheduler=cluster.scheduler_address)
+    ddf = dd.from_pandas(frame(X), npartitions=3)
+    assert_same_counts(backend.count(grid, ddf), reference(grid, X))
+
+
+class _Recording(distributed.LocalCluster):
+    started: list = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _Recording.started.append(self)
+
+
+@pytest.fixture
+def recording(monkeypatch):
+    _Recording.started = []
+    monkeypatch.setattr(distributed, "LocalCluster", _Recording)
+    return _Recording.started
+
+
+def test_own_local_cluster_is_started_and_closed(recording, grid, X):
+    ddf = dd.from_pandas(frame(X), npartitions=2)
+    backend = DaskBackend(processes=False)
+    assert_same_counts(backend.count(grid, ddf), reference(grid, X))
+    assert len(recording) == 1
+    assert recording[0].status.name == "closed"
+
+
+def test_context_manager_reuses_one_cluster(recording, grid, X):
+    ddf = dd.from_pandas(frame(X), npartitions=2)
+    with DaskBackend(processes=False, n_workers=2) as backend:
+        for _ in range(2):
+            assert_same_counts(backend.count(grid, ddf), reference(grid, X))
+        assert len(recording) == 1
+        assert recording[0].status.name == "running"
+    assert recording[0].status.name == "closed"
+
+
+def test_given_client_is_left_open(client, grid, X):
+    ddf = dd.from_pandas(frame(X), npartitions=2)
+    with DaskBackend(client=client) as backend:
+        backend.count(grid, ddf)
+    assert client.status == "running"
+
+
+# ----------------------------------------------------------- arguments
+def test_scheduler_and_client_are_exclusive(client):
+    with pytest.raises(ValueError, match="either scheduler or client"):
+        DaskBackend(scheduler="tcp://127.0.0.1:8786", client=client)
+
+
+@pytest.mark.parametrize("bad", [1, 0, 2.5, "8"])
+def test_split_every_is_checked(bad):
+    with pytest.raises(ValueError, match=f"split_every={bad!r}"):
+        DaskBackend(split_every=bad)
+
+
+def test_missing_extra_names_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(ImportError, match=r"pip install 'dpdbscan\[dask\]'"):
+        DaskBackend()
+
+
+def test_get_backend_builds_the_dask_backend():
+    from dpdbscan.backends import get_backend
+
+    assert isinstance(get_backend("dask"), DaskBackend)
