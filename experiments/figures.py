@@ -1,0 +1,147 @@
+"""Experiment-specific figures (the library's own plots are dpdbscan.plotting).
+
+Each function draws one figure of the paper's Experiments section into a PNG
+and returns nothing; the numbers behind the figures are computed elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpdbscan import plotting
+
+DPI = 110  # keeps every committed PNG well under 400 KB
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path, dpi=DPI):
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    _plt().close(fig)
+
+
+def moons_pipeline(ds, model, dbscan_labels, dp_labels, path, seed=0):
+    """Five panels: DBSCAN, noisy histogram, neighbour sums, spans, labels."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, 5, figsize=(22, 4.6))
+    plotting.plot_labels(ds.X, dbscan_labels, ax=axes[0],
+                         title=f"(a) DBSCAN (α={ds.alpha:g}, MinPts={ds.min_samples})")
+    plotting.plot_histogram(model.histogram_, ax=axes[1],
+                            title=f"(b) noisy histogram, ε={model.epsilon:g}")
+    plotting.plot_neighbour_sums(model.histogram_, ax=axes[2],
+                                 title=f"(c) neighbour sums (κ={model.kappa_})")
+    plotting.plot_spans(model.spans_, ax=axes[3], points=ds.X,
+                        title=f"(d) {model.spans_.n_spans} approx. span(s)")
+    plotting.plot_labels(ds.X, dp_labels, ax=axes[4], title="(e) extracted labels")
+    lo, hi = ds.bounds
+    for ax in (axes[0], axes[4]):
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+    fig.suptitle(f"DP-DBSCAN on Moons (seed {seed}, public box [{lo[0]:g}, {hi[0]:g}]²)")
+    _save(fig, path)
+
+
+def voronoi(ax, centers, bounds, title, resolution=300):
+    """DP-KMeans output: its centres and their Voronoi cells over the box."""
+    lo, hi = bounds
+    gx = np.linspace(lo[0], hi[0], resolution)
+    gy = np.linspace(lo[1], hi[1], resolution)
+    mx, my = np.meshgrid(gx, gy)
+    pts = np.column_stack([mx.ravel(), my.ravel()])
+    d2 = ((pts[:, None, :] - centers[None, :, :2]) ** 2).sum(axis=-1)
+    cell = d2.argmin(axis=1).reshape(mx.shape)
+    ax.imshow(cell, origin="lower", extent=[lo[0], hi[0], lo[1], hi[1]], cmap="tab20",
+              vmin=0, vmax=19, alpha=0.45, aspect="equal", interpolation="nearest")
+    ax.scatter(centers[:, 0], centers[:, 1], marker="x", c="k", s=60)
+    ax.set_title(title)
+
+
+def cluto_comparison(p, path):
+    """One data set, five panels: DBSCAN, DP-DBSCAN spans, DP-KMeans Voronoi
+    cells, DP-DBSCAN labels, DP-KMeans labels.
+
+    ``p``: dict with ds, dbscan_labels, dp_model, dp_labels, km_centers, km_labels.
+    """
+    plt = _plt()
+    ds = p["ds"]
+    lo, hi = ds.bounds
+    aspect = (hi[1] - lo[1]) / (hi[0] - lo[0])
+    fig, axes = plt.subplots(1, 5, figsize=(24, 1.3 + 4.8 * aspect))
+    plotting.plot_labels(ds.X, p["dbscan_labels"], ax=axes[0], title=f"DBSCAN ({ds.title})")
+    plotting.plot_spans(p["dp_model"].spans_, ax=axes[1], points=ds.X,
+                        title=f"DP-DBSCAN: {p['dp_model'].spans_.n_spans} spans")
+    voronoi(axes[2], p["km_centers"], ds.bounds, f"DP-KMeans centres, k = {ds.k}")
+    plotting.plot_labels(ds.X, p["dp_labels"], ax=axes[3], title="DP-DBSCAN labels")
+    plotting.plot_labels(ds.X, p["km_labels"], ax=axes[4], title="DP-KMeans labels")
+    for ax in axes:
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+    fig.suptitle(f"{ds.title}: DBSCAN vs DP-DBSCAN vs DP-KMeans (ε = 1, seed 0, public box)")
+    _save(fig, path, dpi=72)  # five scatter panels: keep the PNG < 400 KB
+
+
+def sweep(panels, path, suptitle, ncols=2):
+    """Line plots with ±1 std bands.
+
+    ``panels``: list of dicts with title, xlabel, ylabel, x (list),
+    series {label: (means, stds)} and refs {label: value} (horizontal lines),
+    optional xscale.
+    """
+    plt = _plt()
+    nrows = math.ceil(len(panels) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.2 * ncols, 4.4 * nrows), squeeze=False)
+    for ax, p in zip(axes.ravel(), panels):
+        x = np.asarray(p["x"], dtype=np.float64)
+        for label, (means, stds) in p["series"].items():
+            means, stds = np.asarray(means), np.asarray(stds)
+            line, = ax.plot(x, means, marker="o", label=label)
+            ax.fill_between(x, means - stds, means + stds, color=line.get_color(), alpha=0.2)
+        for k, (label, value) in enumerate(p.get("refs", {}).items()):
+            ax.axhline(value, ls=["--", ":", "-."][k % 3], c="0.4", label=label)
+        ax.set_xscale(p.get("xscale", "linear"))
+        if p.get("xscale") == "log":
+            from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+            ax.set_xticks(x)
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(p["xlabel"])
+        ax.set_ylabel(p["ylabel"])
+        ax.set_ylim(-0.1, 1.05)
+        ax.set_title(p["title"])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in axes.ravel()[len(panels):]:
+        ax.set_visible(False)
+    fig.suptitle(suptitle)
+    _save(fig, path)
+
+
+def geo_spans(panels, path, max_points=150_000):
+    """DP spans over a grey sample of the points, in lon/lat.
+
+    ``panels``: list of dicts with title, ds, model.
+    """
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 6.8), squeeze=False)
+    rng = np.random.default_rng(0)  # which points are drawn in grey: cosmetic only
+    for ax, p in zip(axes.ravel(), panels):
+        ds = p["ds"]
+        idx = rng.choice(ds.n, size=min(max_points, ds.n), replace=False)
+        plotting.plot_spans(p["model"].spans_, ax=ax, points=ds.X[idx], transform=ds.to_lonlat,
+                            title=p["title"])
+        ax.set_aspect(1.0 / math.cos(math.radians(37.8)))  # lon/lat look like km
+        ax.set_xlabel("longitude")
+        ax.set_ylabel("latitude")
+    fig.suptitle("DP-DBSCAN spans on geographic data (ε = 1)")
+    _save(fig, path)
