@@ -204,6 +204,7 @@ def _axes_labels(ax, model):
     if _geo.projection_of(model) is not None:
         ax.set_xlabel("longitude (degrees)")
         ax.set_ylabel("latitude (degrees)")
+        ax.locator_params(axis="x", nbins=5)  # long tick labels such as -122.44 collide
         return
     cols = model.metadata.get("columns") or []
     if len(cols) == 2:
@@ -591,10 +592,10 @@ def cmd_info(args, sink) -> int:
         ("|X|", f"{model.n_cells:,} cells ({' x '.join(map(str, g.shape))}), width {length(g.width)}"),
         ("guarantee", f"with probability >= {1 - model.beta:g}: every "
                       f"({length(gu['covers_clusters_at']['alpha'])}, "
-                      f"{gu['covers_clusters_at']['min_samples']:.0f})-cluster lies in one span, and "
+                      f"{gu['covers_clusters_at']['min_samples']:.1f})-cluster lies in one span, and "
                       f"every span lies in the span of one "
                       f"({length(gu['within_clusters_at']['alpha'])}, "
-                      f"{gu['within_clusters_at']['min_samples']:.0f})-cluster"),
+                      f"{gu['within_clusters_at']['min_samples']:.1f})-cluster"),
     ]
     if proj is not None:
         b = meta.get("bounds_degrees", {})
