@@ -14,8 +14,11 @@ TOLERANCE = 0.05  # |ours - paper| above this gets a note
 
 
 def table(head, rows) -> str:
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    """A markdown table; pipes inside cells (as in |X|) are escaped."""
+    def line(cells):
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    out = [line(head), "|" + "---|" * len(head)] + [line(r) for r in rows]
     return "\n".join(out) + "\n"
 
 
