@@ -188,3 +188,20 @@ def test_reads_the_full_cabs_file(shared_data):
     assert X.shape == (10_995_626, 2) and names == ["x", "y"]
     assert np.all((X[:, 0] >= -122.6) & (X[:, 0] <= -122.3))
     assert np.all((X[:, 1] >= 37.55) & (X[:, 1] <= 37.85))
+
+
+def test_read_model_roundtrip_and_refusals(tmp_path):
+    from dpdbscan import DPDBSCAN
+    from dpdbscan.io import read_model
+
+    m = DPDBSCAN(eps=1.0, min_samples=2, bounds=(-10.0, 10.0), random_state=0).fit(POINTS).spans_
+    m.save(tmp_path / "m.json")
+    back = read_model(tmp_path / "m.json")
+    np.testing.assert_array_equal(back.histogram.values, m.histogram.values)
+    (tmp_path / "g.json").write_text('{"type": "FeatureCollection"}')
+    (tmp_path / "b.json").write_bytes(b"\xff\xfe\x00" * 10)
+    (tmp_path / "p.json").write_text(m.to_json().replace('"metadata": {}', '"metadata": {"projection": {"kind": "utm"}}'))
+    for name, match in [("g.json", "g.json: not a dpdbscan span model"), ("b.json", "not a text file"),
+                        ("p.json", "unknown projection"), ("none.json", "model file not found")]:
+        with pytest.raises((ValueError, FileNotFoundError), match=match):
+            read_model(tmp_path / name)

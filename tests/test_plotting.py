@@ -8,6 +8,7 @@ from dpdbscan import plotting  # noqa: E402
 from dpdbscan.core import neighbour_sums  # noqa: E402
 from dpdbscan.geo import Equirectangular  # noqa: E402
 from dpdbscan.geometry import cells_to_polygons  # noqa: E402
+from dpdbscan.spans import SpanModel  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -33,7 +34,7 @@ def _close(ax):
 def test_histogram_image_is_the_released_histogram(model):
     ax = plotting.plot_histogram(model.histogram)
     img = np.asarray(ax.images[0].get_array(), dtype=np.float64)
-    grid = model.grid
+    grid = model.histogram.grid
     expected = np.zeros(grid.shape)
     keys, vals = model.histogram.sparse()
     c = grid.decode(keys)
@@ -64,11 +65,12 @@ def test_neighbour_sums_image(model):
     ax = plotting.plot_neighbour_sums(model.histogram)
     img = np.ma.filled(ax.images[0].get_array().astype(np.float64), np.nan)
     keys, sums = neighbour_sums(model.histogram)
-    c = model.grid.decode(keys)
+    grid = model.histogram.grid
+    c = grid.decode(keys)
     np.testing.assert_allclose(img.T[c[:, 0], c[:, 1]], sums)
     # the two blob centres are the brightest places
     top = np.unravel_index(np.nanargmax(img.T), img.T.shape)
-    centre = model.grid.lower + (np.asarray(top) + 0.5) * model.grid.width
+    centre = grid.lower + (np.asarray(top) + 0.5) * grid.width
     assert min(np.linalg.norm(centre - [2, 2]), np.linalg.norm(centre - [7, 6])) < 1.0
     _close(ax)
 
@@ -132,3 +134,34 @@ def test_plots_refuse_other_dimensions():
             f(m.histogram)
     with pytest.raises(ValueError, match="2-D grids"):
         plotting.plot_spans(m)
+
+
+def test_plot_model_draws_geographic_models_over_lon_lat():
+    proj = Equirectangular.from_bounds((-122.48, 37.72), (-122.38, 37.82))
+    lo, hi = proj.project_bounds((-122.48, 37.72), (-122.38, 37.82))
+    rng = np.random.default_rng(4)
+    P = np.column_stack([rng.normal(-122.41, 0.0008, 3000), rng.normal(37.79, 0.0008, 3000)])
+    m = DPDBSCAN(eps=0.05, min_samples=50, bounds=(lo, hi), random_state=1).fit(proj.forward(P)).spans_
+    m.metadata["projection"] = proj.to_dict()
+    for kind in plotting.KINDS:
+        ax = plotting.plot_model(m, kind, points=P if kind == "labels" else None)
+        assert ax.get_xlabel() == "longitude (degrees)" and ax.get_aspect() == pytest.approx(proj.aspect)
+        x0, x1 = ax.get_xlim()
+        assert -122.49 < x0 < x1 < -122.37
+        if kind != "labels":  # the whole public box, not only where the points are
+            assert x0 < -122.47 and x1 > -122.39
+        _close(ax)
+    ax = plotting.plot_model(m, "labels", points=P)
+    offsets = np.vstack([c.get_offsets() for c in ax.collections])
+    assert np.all(np.abs(offsets[:, 0] + 122.41) < 0.01)  # drawn in degrees, not km
+    _close(ax)
+
+
+def test_plot_model_rejects_bad_requests(model):
+    with pytest.raises(ValueError, match="kind must be one of"):
+        plotting.plot_model(model, "pie")
+    with pytest.raises(ValueError, match="needs points"):
+        plotting.plot_model(model, "labels")
+    bare = SpanModel.from_dict(model.to_dict(include_histogram=False))
+    with pytest.raises(ValueError, match="without its noisy histogram"):
+        plotting.plot_model(bare, "sums")

@@ -25,6 +25,7 @@ from ._validation import (
     PrivacyLeakWarning, bounds_from_data, check_bounds, check_delta, check_epsilon,
     check_min_samples, check_positive,
 )
+from .io import read_model as load_model
 from .progress import Progress
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -157,24 +158,6 @@ def _one_line(exc: BaseException) -> str:
 # models, points and pictures
 
 
-def load_model(path):
-    """Load a span model with a one-line error for anything that is not one."""
-    from .spans import SpanModel
-
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"model file not found: {p}")
-    try:
-        model = SpanModel.load(p)
-        _geo.projection_of(model)  # validate the metadata now, not mid-plot
-    except UnicodeDecodeError:
-        raise ValueError(f"{p}: not a dpdbscan span model (not a text file)") from None
-    except (ValueError, RecursionError) as exc:
-        msg = _one_line(exc)
-        raise ValueError(msg if msg.startswith(str(p)) else f"{p}: {msg}") from None
-    return model
-
-
 def _read(path, columns, args, *, model=None, geo=False):
     """Points of ``path`` in display coordinates (lon/lat for geo) and names."""
     from .io import read_points
@@ -200,30 +183,10 @@ def _progress_flag(args):
     return False if getattr(args, "no_progress", False) else None
 
 
-def _axes_labels(ax, model):
-    if _geo.projection_of(model) is not None:
-        ax.set_xlabel("longitude (degrees)")
-        ax.set_ylabel("latitude (degrees)")
-        ax.locator_params(axis="x", nbins=5)  # long tick labels such as -122.44 collide
-        return
-    cols = model.metadata.get("columns") or []
-    if len(cols) == 2:
-        ax.set_xlabel(cols[0])
-        ax.set_ylabel(cols[1])
-
-
-def _draw_spans_png(model, path, *, dpi=120, points_km=None):
+def _draw_spans_png(model, path, *, dpi=120):
     from . import plotting
 
-    proj = _geo.projection_of(model)
-    alpha = _alpha_text(model)
-    title = f"{model.n_spans} DP span(s)  epsilon={model.epsilon:g}, alpha={alpha}, MinPts={model.min_samples}"
-    ax = plotting.plot_spans(model, title=title, points=points_km,
-                             transform=None if proj is None else proj.inverse,
-                             aspect="equal" if proj is None else proj.aspect)
-    ax.title.set_fontsize(9)
-    _axes_labels(ax, model)
-    plotting.save(ax, path, dpi=dpi)
+    plotting.save(plotting.plot_model(model, "spans"), path, dpi=dpi)
 
 
 def _alpha_text(model) -> str:
@@ -371,6 +334,7 @@ def fit_from_args(args, sink, min_samples: int):
         bar.spin()
         est.backend = (_ReportingDense if hasattr(backend, "dense_counts") else _Reporting)(backend, bar)
         est.fit(X)
+        bar.label = "fitting"  # so the line ends "fitting: done in ..."
     sink.flush()
     model = est.spans_
     model.metadata.update(meta)
@@ -518,35 +482,21 @@ def cmd_plot(args, sink) -> int:
     from . import plotting
 
     model = load_model(args.model)
-    if model.grid.d != 2:
-        raise ValueError(f"plots need a 2-D model, this one is {model.grid.d}-D")
     if args.kind == "labels" and args.points is None:
         raise ValueError("--kind labels needs --points FILE (the points to label)")
+    if model.grid.d != 2:
+        raise ValueError(f"plots need a 2-D model, this one is {model.grid.d}-D")
     if args.kind in ("histogram", "sums") and model.histogram is None:
         raise ValueError(f"{args.model}: saved without its noisy histogram; cannot plot {args.kind}")
     out = Path(args.output) if args.output else Path(args.model).with_suffix(f".{args.kind}.png")
     out.parent.mkdir(parents=True, exist_ok=True)
-    proj = _geo.projection_of(model)
-    geo_kw = {} if proj is None else {"transform": proj.inverse, "aspect": proj.aspect}
-    if args.kind == "spans":
-        pts = None if args.points is None else _points_for(model, args.points, args)[0]
-        if pts is not None:
-            print("note: this picture shows the points themselves: it is not a DP release",
-                  file=sys.stderr)
-        _draw_spans_png(model, out, dpi=args.dpi, points_km=pts)
-    else:
-        if args.kind == "histogram":
-            ax = plotting.plot_histogram(model.histogram, **geo_kw)
-        elif args.kind == "sums":
-            ax = plotting.plot_neighbour_sums(model.histogram, **geo_kw)
-        else:
-            Xm, X, _ = _points_for(model, args.points, args)
-            ax = plotting.plot_labels(X, model.predict(Xm), title="labels from the DP spans",
-                                      aspect=geo_kw.get("aspect", "equal"), max_points=args.max_points)
-            print("note: this picture shows the points themselves: it is not a DP release",
-                  file=sys.stderr)
-        _axes_labels(ax, model)
-        plotting.save(ax, out, dpi=args.dpi)
+    points = None
+    if args.points is not None and args.kind in ("spans", "labels"):
+        points = _points_for(model, args.points, args)[1]
+        print("note: this picture shows the points themselves: it is not a DP release",
+              file=sys.stderr)
+    ax = plotting.plot_model(model, args.kind, points, max_points=args.max_points)
+    plotting.save(ax, out, dpi=args.dpi)
     print(f"wrote {out}")
     return EXIT_OK
 
@@ -576,6 +526,8 @@ def cmd_info(args, sink) -> int:
         print(json.dumps(info, indent=2, default=str))
         return EXIT_OK
     g, proj = model.grid, _geo.projection_of(model)
+    # The histogram's grid; spans may sit on a finer sub-cell grid (newer models).
+    hg = getattr(model, "histogram_grid", g)
     length = _geo.format_km if proj is not None else (lambda v: f"{v:g}")
     gu = model.guarantee()
     meta = model.metadata
@@ -587,9 +539,9 @@ def cmd_info(args, sink) -> int:
         ("alpha", length(g.alpha)), ("MinPts", f"{model.min_samples}"),
         ("core rule", f"UB~ >= {model.threshold:.1f}"
                       + (" (MinPts + tau)" if model.raise_min_samples else " (MinPts)")),
-        ("rho", f"{model.rho:g} (eta = {g.eta:g})"), ("tau", f"{model.tau:.2f} (= 2 Gamma)"),
+        ("rho", f"{model.rho:g} (eta = {hg.eta:g})"), ("tau", f"{model.tau:.2f} (= 2 Gamma)"),
         ("beta", f"{model.beta:g}"), ("kappa", f"{model.kappa}"),
-        ("|X|", f"{model.n_cells:,} cells ({' x '.join(map(str, g.shape))}), width {length(g.width)}"),
+        ("|X|", f"{model.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}"),
         ("guarantee", f"with probability >= {1 - model.beta:g}: every "
                       f"({length(gu['covers_clusters_at']['alpha'])}, "
                       f"{gu['covers_clusters_at']['min_samples']:.1f})-cluster lies in one span, and "
@@ -606,6 +558,8 @@ def cmd_info(args, sink) -> int:
     for key in ("columns", "bounds_source", "randomness"):
         if meta.get(key):
             rows.append((key.replace("_", " "), str(meta[key])))
+    if getattr(model, "subcells", 1) > 1:
+        rows.append(("sub-cells", f"{model.subcells} per cell and dimension (width {length(g.width)})"))
     if model.histogram is None:
         rows.append(("histogram", "not saved (cannot re-threshold or plot it)"))
     for k, v in rows:

@@ -8,6 +8,8 @@ Formats, told apart by content where possible:
 * NumPy ``.npy`` holding a 2-D (or 1-D) numeric array; its columns are
   named ``"0"``, ``"1"``, ...
 
+Span models are read with :func:`read_model`.
+
 CSV and Parquet are read with pyarrow (``pip install 'dpdbscan[io]'``), in
 batches so that a progress bar can follow the bytes consumed; the 11-million
 row Cabs file reads in about two seconds. Without pyarrow, plain CSV falls back
@@ -332,6 +334,26 @@ def _read_csv_numpy(path, columns, choose, delim, no_header, gz):
     return X, [names[i] for i in idx]
 
 
+def read_model(path):
+    """Load a :class:`~dpdbscan.spans.SpanModel`, with a one-line error naming
+    the file for anything that is not one (missing, binary, other JSON)."""
+    from .geo import projection_of
+    from .spans import SpanModel
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"model file not found: {p}")
+    try:
+        model = SpanModel.load(p)
+        projection_of(model)  # validate the metadata now, not halfway through a plot
+    except UnicodeDecodeError:
+        raise ValueError(f"{p}: not a dpdbscan span model (not a text file)") from None
+    except (ValueError, RecursionError) as exc:
+        msg = _clean(exc, limit=300)
+        raise ValueError(msg if msg.startswith(str(p)) else f"{p}: {msg}") from None
+    return model
+
+
 # --------------------------------------------------------------------------- #
 # writing
 
@@ -368,6 +390,6 @@ def write_labels(path, labels, points=None, names=None) -> None:
 
 
 __all__ = [
-    "read_points", "resolve_columns", "file_kind", "write_labels",
+    "read_points", "read_model", "resolve_columns", "file_kind", "write_labels",
     "LABEL_COLUMN",
 ]

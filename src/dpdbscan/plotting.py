@@ -5,7 +5,8 @@ The histogram, sums and spans pictures are post-processing of the release and
 may be published with it. A picture that draws points (``points=`` in
 :func:`plot_spans`, or :func:`plot_labels`) shows private data and is not.
 
-``transform`` maps (m, 2) grid coordinates to display coordinates, e.g. km
+:func:`plot_model` draws any of the four from a saved model, over lon/lat when
+the model is geographic. ``transform`` maps (m, 2) grid coordinates to display coordinates, e.g. km
 back to lon/lat with :meth:`dpdbscan.geo.Equirectangular.inverse`. Image plots
 (histogram, sums) transform only the corners of the box, which is exact for
 the axis-aligned affine maps used here. ``aspect`` is matplotlib's (use
@@ -226,6 +227,64 @@ def _subsample(P: np.ndarray, max_points: int | None) -> np.ndarray:
     return P[_subsample_index(P.shape[0], max_points)]
 
 
+KINDS = ("histogram", "sums", "spans", "labels")
+
+
+def plot_model(model, kind: str = "spans", points=None, ax=None, *, max_points: int | None = 200_000):
+    """One of the paper's pictures of a span model, with the axes it needs.
+
+    A model with a projection in its metadata (``dpdbscan fit --geo``) is
+    drawn over longitude and latitude, and ``points`` are then lon/lat.
+
+    Parameters
+    ----------
+    model : SpanModel
+    kind : {"histogram", "sums", "spans", "labels"}
+        The released noisy histogram, its neighbour sums, the spans, or
+        ``points`` coloured by the span they fall in.
+    points : array of shape (n, 2), optional
+        Needed for "labels"; drawn under the spans for "spans". Such pictures
+        show private points and are not part of the release.
+    """
+    from .geo import format_km, projection_of
+
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")
+    _check_2d(model.grid)
+    proj = projection_of(model)
+    transform = None if proj is None else proj.inverse
+    aspect = "equal" if proj is None else proj.aspect
+    if kind in ("histogram", "sums") and model.histogram is None:
+        raise ValueError(f"this model was saved without its noisy histogram; cannot plot {kind}")
+    if kind == "labels" and points is None:
+        raise ValueError("kind='labels' needs points to label")
+    P = None if points is None else np.asarray(points, dtype=np.float64)
+    P_model = None if P is None or proj is None else proj.forward(P)
+    P_model = P if P_model is None else P_model
+    if kind == "histogram":
+        ax = plot_histogram(model.histogram, ax, transform=transform, aspect=aspect)
+    elif kind == "sums":
+        ax = plot_neighbour_sums(model.histogram, ax, transform=transform, aspect=aspect)
+    elif kind == "spans":
+        alpha = format_km(model.grid.alpha) if proj is not None else f"{model.grid.alpha:g}"
+        title = (f"{model.n_spans} DP span(s)  epsilon={model.epsilon:g}, alpha={alpha}, "
+                 f"MinPts={model.min_samples}")
+        ax = plot_spans(model, ax, title=title, points=P_model, transform=transform, aspect=aspect,
+                        max_points=max_points)
+        ax.title.set_fontsize(9)
+    else:
+        ax = plot_labels(P, model.predict(P_model), ax, title="labels from the DP spans",
+                         aspect=aspect, max_points=max_points)
+    if proj is not None:
+        ax.set_xlabel("longitude (degrees)")
+        ax.set_ylabel("latitude (degrees)")
+        ax.locator_params(axis="x", nbins=5)  # long tick labels such as -122.44 collide
+    elif len(model.metadata.get("columns") or []) == 2:
+        ax.set_xlabel(model.metadata["columns"][0])
+        ax.set_ylabel(model.metadata["columns"][1])
+    return ax
+
+
 def save(ax, path, dpi=150):
     """Write the figure of ``ax`` to ``path`` and close it."""
     ax.figure.tight_layout()
@@ -234,5 +293,6 @@ def save(ax, path, dpi=150):
 
 
 __all__ = [
-    "plot_histogram", "plot_neighbour_sums", "plot_spans", "plot_labels", "save", "paper_cmap",
+    "plot_histogram", "plot_neighbour_sums", "plot_spans", "plot_labels", "plot_model", "save",
+    "paper_cmap", "KINDS",
 ]
