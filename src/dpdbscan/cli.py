@@ -10,7 +10,6 @@ one line ``dpdbscan: error: ...`` on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import warnings
@@ -117,7 +116,8 @@ def _floats(values, option: str) -> list[float]:
 
 
 def _column_tokens(values):
-    toks = _tokens(values)
+    """Column names may contain spaces, so only commas split an argument."""
+    toks = [t.strip() for v in values or [] for t in str(v).split(",") if t.strip()]
     return toks or None
 
 
@@ -532,7 +532,8 @@ def cmd_info(args, sink) -> int:
     gu = model.guarantee()
     meta = model.metadata
     rows = [
-        ("model", f"{args.model} (dpdbscan.spans, {model.n_spans} span(s), {model.n_core_cells} core cell(s))"),
+        ("model", f"{args.model} (dpdbscan.spans, {model.n_spans} span(s), "
+                  f"{model.n_core_cells} core cell(s))"),
         ("epsilon", f"{model.epsilon:g}"), ("delta", f"{model.delta:g}"),
         ("noise", f"{model.noise} Laplace, {model.histogram_kind} histogram"
                   + ("" if model.histogram_kind == "dense" else f", theta = {model.theta:g}")),
@@ -552,7 +553,8 @@ def cmd_info(args, sink) -> int:
     if proj is not None:
         b = meta.get("bounds_degrees", {})
         rows.append(("projection", f"equirectangular, origin ({proj.lon0:.5f}, {proj.lat0:.5f}), "
-                                   f"ref_lat {proj.ref_lat:.5f}; bounds (deg) {b.get('lower')} .. {b.get('upper')}"))
+                                   f"ref_lat {proj.ref_lat:.5f}; bounds (deg) {b.get('lower')} .. "
+                                   f"{b.get('upper')}"))
     else:
         rows.append(("bounds", f"{g.lower.tolist()} .. {g.upper.tolist()}"))
     for key in ("columns", "bounds_source", "randomness"):
@@ -588,7 +590,8 @@ def _add_fit_options(p, *, sweep: bool):
     g.add_argument("--min-samples", "--minpts", type=int, required=True, nargs="+" if sweep else None,
                    metavar="MINPTS", help="MinPts (a point counts itself)" + (
                        "; several values" if sweep else ""))
-    g.add_argument("--eta", type=float, default=4.0, help="grid parameter in (0, 4]; rho = 3 + eta (default 4)")
+    g.add_argument("--eta", type=float, default=4.0,
+                   help="grid parameter in (0, 4]; rho = 3 + eta (default 4)")
     g.add_argument("--theoretical-threshold", action="store_true",
                    help="core iff UB~ >= MinPts (default: the paper's practical MinPts + tau)")
     b = p.add_argument_group("domain (public)")
@@ -604,7 +607,8 @@ def _add_fit_options(p, *, sweep: bool):
     q = p.add_argument_group("privacy")
     q.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
     q.add_argument("--delta", type=float, default=0.0, help="delta, for the stability histogram (default 0)")
-    q.add_argument("--beta", type=float, default=0.5, help="failure probability of the guarantee (default 0.5)")
+    q.add_argument("--beta", type=float, default=0.5,
+                   help="failure probability of the guarantee (default 0.5)")
     q.add_argument("--histogram", choices=["auto", "dense", "sparse", "stability"], default="auto")
     q.add_argument("--noise", choices=["discrete", "laplace"], default="discrete")
     q.add_argument("--theta", type=float, default=None, help="threshold of the sparse histogram")
@@ -642,7 +646,8 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     p = add("fit", "release DP spans of a data file; write JSON, GeoJSON and PNG", cmd_fit)
-    p.add_argument("input", help="CSV (optionally gzipped), Parquet or .npy; with --backend dask a path or glob")
+    p.add_argument("input", help="CSV (optionally gzipped), Parquet or .npy; "
+                                 "with --backend dask a path or glob")
     _add_input_options(p)
     _add_fit_options(p, sweep=False)
 
