@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from experiments import accuracy, baselines, datasets, paper, report, timing  # noqa: E402
+from experiments import accuracy, baselines, datasets, notes, paper, tables, timing  # noqa: E402
 
 
 # ------------------------------------------------------------------ datasets
@@ -303,16 +303,16 @@ def _row(name, dp_ari, n_spans):
 def test_accuracy_notes_flag_only_real_differences():
     close = _row("blobs", [0.80, 0.82], [3, 3])  # paper 0.81 / 0.83
     far = _row("moons", [0.0, 1.0, 1.0], [1, 2, 2])  # paper 0.99
-    notes = report.accuracy_notes([close, far], quick=False)
-    assert len(notes) == 1
-    assert "Moons" in notes[0] and "1 of 3 seeds" in notes[0]
+    found = notes.accuracy_notes([close, far], quick=False)
+    assert len(found) == 1
+    assert "Moons" in found[0] and "1 of 3 seeds" in found[0]
 
 
 def test_timing_table_shows_paper_numbers():
     row = {"dataset": "moons", "title": "Moons", "n": 2000, "d": 2, "n_cells": 1849,
            "cols": {"DP-DBSCAN naive": {"median": 0.004, "times": [0.004] * 5},
                     "DBSCAN": {"skipped": "because"}}}
-    txt = report.timing_table([row])
+    txt = tables.timing_table([row])
     assert "4 ms (×5) (69.9 ms)" in txt
     assert "skipped (5.62 ms)" in txt
     assert "KMeans" in txt
