@@ -309,6 +309,8 @@ def run(cfg: Config, out: Path, command: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     figdir = out / "figures"
     figdir.mkdir(exist_ok=True)
+    for old in figdir.glob("*.png"):  # from scratch: no figure of an earlier run survives
+        old.unlink()
     missing: dict = {}
     res = {"command": command, "missing": missing, "git": report.git_state()}
     log("accuracy table")
