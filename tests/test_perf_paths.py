@@ -303,3 +303,94 @@ def test_dense_counts_match_reference(case):
     cells = NumpyBackend().count(g, X)
     assert np.array_equal(cells.counts, ref[tuple(g.decode(cells.keys).T)])
     assert cells.counts.sum() == X.shape[0]
+
+
+# --------------------------------------------------------------------------- #
+# sparse histogram helpers
+
+
+@pytest.mark.parametrize("bound", [1, 2, 7, 1000, (1 << 63) - 25, 1 << 63])
+def test_uniform_below(bound):
+    n = 200_000
+    u = R.uniform_below(R.SeededSource(bound % 1000), n, bound)
+    assert u.dtype == np.int64 and u.min() >= 0 and u.max() < bound
+    if bound == 1:
+        return
+    bins = min(bound, 16)
+    counts = np.bincount((u.astype(object) * bins // bound).astype(np.int64), minlength=bins)
+    edges = [(j * bound + bins - 1) // bins for j in range(bins + 1)]  # first u in each bin
+    probs = np.diff(np.array(edges, dtype=float)) / bound
+    p, ok = _chi2_ok(counts, probs)
+    assert ok, p
+
+
+def test_uniform_cells_cover_the_universe_uniformly():
+    from dpdbscan.histograms.sparse import _uniform_cells
+
+    g = Grid(np.zeros(3), np.array([3.0, 5.0, 2.0]), math.sqrt(3.0))
+    assert g.shape == (3, 5, 2)
+    keys = _uniform_cells(g, 300_000, R.SeededSource(3))
+    coords = g.decode(keys)
+    assert g.valid(coords).all()
+    flat = np.ravel_multi_index(tuple(coords.T), g.shape)
+    p, ok = _chi2_ok(np.bincount(flat, minlength=30), np.full(30, 1 / 30))
+    assert ok, p
+
+
+def test_merge_sorted():
+    from dpdbscan.histograms.sparse import _merge_sorted
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        allk = rng.choice(1000, size=rng.integers(0, 60), replace=False)
+        split = rng.random(allk.size) < 0.5
+        a, b = np.sort(allk[split]), np.sort(allk[~split])
+        assert np.array_equal(_merge_sorted(a, b), np.sort(allk))
+
+
+# --------------------------------------------------------------------------- #
+# bucket pruning
+
+
+def _random_release(rng, trial):
+    from dpdbscan.grid import Grid as G
+
+    if trial % 5:
+        d = int(rng.integers(1, 5))
+        g = G(np.zeros(d), np.ones(d), rng.uniform(0.03, 0.3))
+        n = int(rng.integers(1, 3000))
+    else:  # a universe whose keys do not fit in int64 (packed rows)
+        d = 2
+        g = G(np.zeros(d), np.full(d, 1e16), 1.0)
+        assert g.wide
+        n = int(rng.integers(1, 300))
+    coords = np.stack([rng.integers(0, s, n) for s in g.shape], 1)
+    if trial % 2:  # a blob
+        c0 = np.array([rng.integers(0, s) for s in g.shape])
+        blob = np.clip(c0 + rng.integers(-3, 4, (500, d)), 0, np.array(g.shape) - 1)
+        coords = np.concatenate([coords, blob])
+    keys = np.unique(g.encode(coords))
+    vals = rng.integers(1, 60, keys.size)
+    return g, keys, vals
+
+
+@pytest.mark.parametrize("trial", range(20))
+def test_live_cells_keep_every_core_cell_and_its_neighbours(trial):
+    """Brute force: every core cell and every released cell in NB of a core
+    cell passes the bucket filter."""
+    from dpdbscan.histograms.base import neighbourhood, sparse_neighbour_sums
+    from dpdbscan.histograms.pruning import live_cells
+
+    rng = np.random.default_rng(100 + trial)
+    g, keys, vals = _random_release(rng, trial)
+    thr = float(rng.uniform(50, 1500))
+    cand = neighbourhood(g, keys)
+    sums = sparse_neighbour_sums(g, keys, vals, cand)
+    core_keys = cand[sums >= thr]
+    assert live_cells(g, keys, vals, core_keys, thr).all()
+    if core_keys.size:
+        near = neighbourhood(g, core_keys)
+        rel = keys[np.isin(keys, near)]
+        assert live_cells(g, keys, vals, rel, thr).all()
+    # and it does prune: far from everything nothing is live at a huge threshold
+    assert not live_cells(g, keys, vals, keys, float(vals.sum()) + 1).any()

@@ -191,6 +191,12 @@ def _exp_neg_by_inversion(source, w, mult: int, num, den: int, kmax: int) -> np.
     return out
 
 
+def uniform_below(source, n: int, bound: int) -> np.ndarray:
+    """``n`` exact uniform integers in ``[0, bound)`` (int64; 1 <= bound <= 2**63)."""
+    w, mult = _uniform_words(source, n, int(bound))
+    return (w // np.uint64(mult)).view(np.int64)
+
+
 def bernoulli_exp_neg(source, num, den: int) -> np.ndarray:
     """Exact Bernoulli(exp(-num/den)) for integer arrays ``0 <= num <= den``.
 

@@ -52,34 +52,60 @@ def sample_count(source, M: int, p: float) -> int:
 def sample_empty_cells(grid, occupied_keys: np.ndarray, m: int, source) -> np.ndarray:
     """``m`` distinct cells, uniform without replacement among the empty ones.
 
-    Coordinates are drawn uniformly per dimension (exact), then duplicates and
-    occupied cells are rejected and redrawn; the accepted set is uniform over
-    m-subsets of the empty cells.
+    Cells are drawn i.i.d. uniformly from the universe (one exact uniform
+    integer below |X| per cell, or one per coordinate when |X| >= 2**63) and
+    the first ``m`` distinct empty cells of that stream are kept; that set is
+    uniform over the m-subsets of the empty cells. The stream is drawn in
+    batches of exactly the number still missing, so a batch never yields more
+    than are needed and every new distinct empty cell of it is kept. Returned
+    sorted by key.
     """
-    if m == 0:
-        return np.empty(0, dtype=grid.key_dtype)
     chosen = np.empty(0, dtype=grid.key_dtype)
-    shape = np.asarray(grid.shape, dtype=np.uint64)
     while chosen.size < m:
-        need = m - chosen.size
-        draw = max(16, int(need * 1.1) + 8)
-        coords = np.stack(
-            [_random.randbelow(source, np.full(draw, s, dtype=np.uint64)) for s in shape], axis=1
-        ).astype(np.int64)
-        cand = grid.encode(coords)
-        # reject occupied cells
-        if occupied_keys.size:
-            idx = np.minimum(np.searchsorted(occupied_keys, cand), occupied_keys.size - 1)
-            cand = cand[occupied_keys[idx] != cand]
-        # keep first occurrences in draw order, then drop ones already chosen
-        _, first = np.unique(cand, return_index=True)
-        cand = cand[np.sort(first)]
-        if chosen.size:
-            cs = np.sort(chosen)
-            idx = np.minimum(np.searchsorted(cs, cand), cs.size - 1)
-            cand = cand[cs[idx] != cand]
-        chosen = np.concatenate([chosen, cand[:need]])
+        s = np.sort(_uniform_cells(grid, m - chosen.size, source))
+        new = np.ones(s.size, dtype=bool)
+        new[1:] = s[1:] != s[:-1]
+        new &= ~_is_in(occupied_keys, s) & ~_is_in(chosen, s)
+        chosen = _merge_sorted(chosen, s[new])
     return chosen
+
+
+def _uniform_cells(grid, n: int, source) -> np.ndarray:
+    """Keys of ``n`` i.i.d. uniform cells of the universe (exact)."""
+    if grid.n_cells < 1 << 63 and not grid.wide:
+        flat = _random.uniform_below(source, n, grid.n_cells)
+        key = np.zeros(n, dtype=np.int64)
+        for i in range(grid.d - 1, -1, -1):  # row-major: the last axis varies fastest
+            flat, c = np.divmod(flat, grid.shape[i])
+            key += c * grid._strides[i]
+        return key
+    shape = np.asarray(grid.shape, dtype=np.uint64)
+    coords = np.stack(
+        [_random.randbelow(source, np.full(n, s, dtype=np.uint64)) for s in shape], axis=1
+    ).astype(np.int64)
+    return grid.encode(coords)
+
+
+def _is_in(sorted_keys: np.ndarray, query: np.ndarray) -> np.ndarray:
+    if sorted_keys.size == 0:
+        return np.zeros(query.size, dtype=bool)
+    idx = np.minimum(np.searchsorted(sorted_keys, query), sorted_keys.size - 1)
+    return sorted_keys[idx] == query
+
+
+def _merge_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Merge two sorted key arrays with no key in common."""
+    if a.size == 0:
+        return b
+    if b.size == 0:
+        return a
+    pos = np.searchsorted(a, b) + np.arange(b.size)
+    out = np.empty(a.size + b.size, dtype=a.dtype)
+    from_b = np.zeros(out.size, dtype=bool)
+    from_b[pos] = True
+    out[pos] = b
+    out[~from_b] = a
+    return out
 
 
 def sparse_histogram(grid, cells, noise, source, theta: float) -> NoisyHistogram:
@@ -98,10 +124,15 @@ def sparse_histogram(grid, cells, noise, source, theta: float) -> NoisyHistogram
     if not noise.integer:
         empty_vals = empty_vals.astype(np.float64)
 
-    all_keys = np.concatenate([rel_keys, empty_keys])
-    all_vals = np.concatenate([rel_vals, empty_vals.astype(rel_vals.dtype)])
-    order = np.argsort(all_keys, kind="stable")  # canonical order reveals nothing
+    # canonical (sorted) order reveals nothing: merge the two sorted parts
+    pos = np.searchsorted(rel_keys, empty_keys) + np.arange(m)
+    all_keys = np.empty(rel_keys.size + m, dtype=keys.dtype)
+    all_vals = np.empty(rel_keys.size + m, dtype=rel_vals.dtype)
+    from_empty = np.zeros(all_keys.size, dtype=bool)
+    from_empty[pos] = True
+    all_keys[pos], all_vals[pos] = empty_keys, empty_vals
+    all_keys[~from_empty], all_vals[~from_empty] = rel_keys, rel_vals
     return NoisyHistogram(
-        grid=grid, kind="sparse", values=all_vals[order], keys=all_keys[order],
+        grid=grid, kind="sparse", values=all_vals, keys=all_keys,
         theta=float(theta), noise=noise.name, epsilon=noise.epsilon,
     )
