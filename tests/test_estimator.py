@@ -73,9 +73,10 @@ def test_contract_and_fitted_attributes():
     assert isinstance(m.spans_, SpanModel)
     lab = m.predict(X2)
     assert lab.dtype.kind == "i" and lab.shape == (200,) and lab.min() >= -1
-    assert m.kappa_ == 21 and m.rho_ == 7.0 and m.beta_ == 0.5
+    assert m.kappa_ == 21 and m.rho_ == 6.0 and m.beta_ == 0.1
+    assert DPDBSCAN(eps=0.1, bounds=(0, 1), subcells=1).fit(X2).rho_ == 7.0
     assert m.tau_ == pytest.approx(2 * m.gamma_)
-    assert m.n_cells_ == m.spans_.grid.n_cells
+    assert m.n_cells_ == m.spans_.n_cells == m.histogram_.grid.n_cells
     assert m.budget_spent_ == (1.0, 0.0)
     for key in ("rho", "tau", "beta", "kappa", "n_cells", "epsilon", "delta"):
         assert key in m.guarantee_
@@ -116,7 +117,7 @@ def test_out_of_bounds_points_are_clipped_and_nan_rows_dropped():
     X = np.array([[0.5, 0.5]] * 60 + [[5.0, 5.0]] * 60 + [[np.nan, 0.2], [np.inf, 1.0]])
     m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0,
                  noise="discrete").fit(X)
-    g = m.spans_.grid
+    g = m.histogram_.grid
     counts = m.histogram_.values
     # grid was not widened by the outliers
     assert np.allclose(g.lower, 0) and np.allclose(g.upper, 1)

@@ -20,6 +20,7 @@ Gamma = kappa theta + Gamma_Lap there.
 
 from __future__ import annotations
 
+import functools
 import math
 
 
@@ -40,3 +41,64 @@ def gamma(epsilon: float, kappa: int, n_cells: int, beta: float, theta: float = 
 def tau(gamma_value: float) -> float:
     """Additive error of the sandwich guarantee: tau = 2 Gamma."""
     return 2.0 * gamma_value
+
+
+# --------------------------------------------------------------------------- #
+# Chernoff bound with the exact moment generating function of the noise
+
+
+def _log_mgf(noise: str, epsilon: float, lam: float) -> float:
+    """log E[exp(lam Z)] for one noise term, 0 <= lam < epsilon."""
+    if noise == "discrete":
+        q = math.exp(-epsilon)
+        return 2.0 * math.log1p(-q) - math.log((1.0 - q) ** 2 - 2.0 * q * (math.cosh(lam) - 1.0))
+    return -math.log1p(-((lam / epsilon) ** 2))
+
+
+@functools.lru_cache(maxsize=256)
+def gamma_chernoff(noise: str, epsilon: float, kappa: int, n_events: int, beta: float) -> float:
+    """Smallest g with P(|sum of kappa noise terms| > g) <= beta / n_events by
+    the Chernoff bound 2 min_lam exp(-lam g) M(lam)^kappa, M the exact MGF of
+    the discrete (or continuous) Laplace noise.
+
+    Rigorous like the paper's Gamma_Lap (which is a looser bound of the same
+    kind) and about 20-25% smaller at the paper's parameters.
+    """
+    if math.isinf(epsilon):
+        return 0.0
+    from scipy.optimize import minimize_scalar
+
+    target = math.log(beta) - math.log(n_events) - math.log(2.0)
+
+    def log_tail(g: float) -> float:
+        res = minimize_scalar(
+            lambda lam: -lam * g + kappa * _log_mgf(noise, epsilon, lam),
+            bounds=(1e-12 * epsilon, epsilon * (1 - 1e-9)), method="bounded",
+            options={"xatol": 1e-10 * epsilon},
+        )
+        return min(res.fun, 0.0)
+
+    hi = gamma_laplace(epsilon, kappa, n_events, beta)  # always sufficient
+    lo = 0.0
+    if log_tail(hi) > target:  # numerical safety: never exceed the paper's bound
+        return hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if log_tail(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+MARGINS = ("chernoff", "paper")
+
+
+def noise_margin(method: str, noise: str, epsilon: float, kappa: int, n_events: int,
+                 beta: float) -> float:
+    """Margin for the noise alone (no truncation) by the chosen bound."""
+    if method == "paper":
+        return gamma_laplace(epsilon, kappa, n_events, beta)
+    if method == "chernoff":
+        return gamma_chernoff(noise, epsilon, kappa, n_events, beta)
+    raise ValueError(f"margin must be one of {MARGINS}, got margin={method!r}")

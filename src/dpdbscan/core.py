@@ -22,11 +22,34 @@ def sum_threshold(min_samples: float, gamma: float, raise_min_samples: bool = Tr
     return min_samples + gamma if raise_min_samples else min_samples - gamma
 
 
-def core_cells(hist: NoisyHistogram, threshold: float):
-    """Sorted keys of core cells and their noisy neighbour sums."""
+def core_cells(hist: NoisyHistogram, threshold: float, layout=None):
+    """Sorted keys of core cells and their noisy neighbour sums.
+
+    With a :class:`~dpdbscan.subcells.SubcellLayout` of ``k > 1`` the keys
+    are of core *sub-cells* in ``layout.fine``.
+    """
+    if layout is None or layout.k == 1:
+        return _core_cells(hist, threshold, None, hist.grid.kappa)
+    keys, sums = [], []
+    for pos, offsets in layout.positions:
+        ck, cs = _core_cells(hist, threshold, offsets, layout.kappa)
+        fk = layout.fine_keys(ck, pos)
+        # fine_keys drops sub-cells outside the box: keep sums aligned
+        if fk.size != ck.size:
+            c = hist.grid.decode(ck) * layout.k + np.asarray(pos)
+            cs = cs[np.all(c < np.asarray(layout.fine.shape), axis=1)]
+        keys.append(fk)
+        sums.append(cs)
+    keys = np.concatenate(keys)
+    sums = np.concatenate(sums)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], sums[order]
+
+
+def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
     grid = hist.grid
     if hist.kind == "dense":
-        S = dense_neighbour_sums(grid, hist.values)
+        S = dense_neighbour_sums(grid, hist.values, offsets)
         mask = S >= threshold
         coords = np.argwhere(mask)
         return grid.encode(coords), S[mask]  # row-major order == key order
@@ -39,13 +62,13 @@ def core_cells(hist: NoisyHistogram, threshold: float):
     if vals.size and vals.min() >= 0:
         # A sum of kappa non-negative values reaches the threshold only if one
         # of them reaches threshold / kappa: candidates lie around those.
-        heavy = keys[vals * grid.kappa >= threshold]
+        heavy = keys[vals * kappa >= threshold]
         if heavy.size * grid.kappa > _BUCKET_PRUNE_ABOVE:
             heavy = heavy[_in_live_buckets(grid, keys, vals, heavy, threshold)]
     else:
         heavy = keys
     cand = neighbourhood(grid, heavy)
-    sums = sparse_neighbour_sums(grid, keys, vals, cand)
+    sums = sparse_neighbour_sums(grid, keys, vals, cand, offsets)
     mask = sums >= threshold
     return cand[mask], sums[mask]
 

@@ -41,6 +41,9 @@ class MechanismConfig:
     theta: float | None = None
     max_empty_cells: float = MAX_EMPTY_CELLS
     dense_max_cells: int = DENSE_MAX_CELLS
+    subcells: int = 1
+    margin: str = "paper"
+    border: float = 0.0
 
     def choose_histogram(self, grid: Grid) -> str:
         """Dense or sparse from |X| alone (public); stability when asked."""
@@ -102,10 +105,22 @@ def release_histogram(grid: Grid, X, config: MechanismConfig, source, backend=No
 
 
 def margin(grid: Grid, hist: NoisyHistogram, config: MechanismConfig) -> float:
-    """Gamma for this release (public: depends on the histogram kind and theta)."""
-    eps = math.inf if hist.noise == "none" else config.epsilon
+    """Gamma for this release: public (histogram kind, theta, kappa, |X|, beta).
+
+    The noise part bounds a sum of ``kappa`` noise terms with a union bound over
+    every (sub-)cell; truncating histograms add ``kappa * theta``.
+    """
+    from .subcells import SubcellLayout
+
+    layout = SubcellLayout(grid, config.subcells)
+    if hist.noise == "none":
+        noise_part = 0.0
+    else:
+        # hist.epsilon is the epsilon the noise was drawn with (rounded down)
+        noise_part = _bounds.noise_margin(config.margin, hist.noise, hist.epsilon,
+                                          layout.kappa, layout.n_events, config.beta)
     theta = hist.theta if hist.kind != "dense" else 0.0
-    return _bounds.gamma(eps, grid.kappa, grid.n_cells, config.beta, theta)
+    return noise_part + layout.kappa * max(theta, 0.0)
 
 
 def fit_spans(X, grid: Grid, min_samples: int, config: MechanismConfig, source,
@@ -114,4 +129,6 @@ def fit_spans(X, grid: Grid, min_samples: int, config: MechanismConfig, source,
     hist = release_histogram(grid, X, config, source, backend)
     g = margin(grid, hist, config)
     return spans_from_histogram(hist, min_samples, g, config.beta,
-                                raise_min_samples=raise_min_samples, delta=config.delta)
+                                raise_min_samples=raise_min_samples, delta=config.delta,
+                                subcells=config.subcells, border=config.border,
+                                margin=config.margin)

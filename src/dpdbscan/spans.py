@@ -9,6 +9,7 @@ sharing and querying it costs no privacy.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
 import zlib
@@ -35,8 +36,10 @@ class SpanModel:
     Attributes
     ----------
     grid : Grid
+        The grid the spans are made of: the histogram's grid, or its sub-cells
+        when ``subcells > 1``.
     core_keys : ndarray
-        Sorted keys of the core cells.
+        Sorted keys (in ``grid``) of the core cells.
     labels : ndarray
         Span id of each core cell (0..n_spans-1, numbered by smallest cell).
     min_samples : int
@@ -49,7 +52,28 @@ class SpanModel:
         Privacy parameters of the release.
     histogram : NoisyHistogram or None
         The released noisy histogram (enables re-thresholding).
+    subcells : int
+        Sub-cells per histogram cell and dimension (1 = the paper's cells).
+    border : float
+        ``predict`` also assigns a point within this distance of a span's
+        cells to the nearest such span (0 = cell membership only).
+    margin : str
+        How Gamma was bounded: "chernoff" (exact MGF) or "paper".
+    eta : float
+        Grid parameter of the histogram grid.
     """
+
+    def __post_init__(self):
+        if self.eta is None:
+            self.eta = self.grid.eta * self.subcells
+
+    @property
+    def histogram_grid(self) -> Grid:
+        """The grid of the noisy histogram (cell width eta alpha / (4 sqrt d))."""
+        if self.subcells == 1:
+            return self.grid
+        return Grid(self.grid.lower, self.grid.upper, self.grid.alpha, self.eta)
+
 
     grid: Grid
     core_keys: np.ndarray
@@ -65,6 +89,10 @@ class SpanModel:
     theta: float = 0.0
     histogram: NoisyHistogram | None = field(default=None, repr=False)
     metadata: dict = field(default_factory=dict)
+    subcells: int = 1
+    border: float = 0.0
+    margin: str = "paper"
+    eta: float | None = None
 
     # ----------------------------------------------------------- guarantees
     @property
@@ -78,15 +106,20 @@ class SpanModel:
 
     @property
     def rho(self) -> float:
-        return self.grid.rho
+        k, eta = self.subcells, self.eta
+        return 3.0 + eta / 2 + eta / (2 * k) if k > 1 else 3.0 + eta
 
     @property
     def kappa(self) -> int:
-        return self.grid.kappa
+        """|NB(X)| of the histogram grid."""
+        from .grid import count_neighbours
+
+        return count_neighbours(self.grid.d, self.eta)
 
     @property
     def n_cells(self) -> int:
-        return self.grid.n_cells
+        """|X|, the number of cells of the histogram's universe."""
+        return self.histogram_grid.n_cells
 
     @property
     def n_spans(self) -> int:
@@ -108,6 +141,7 @@ class SpanModel:
         return {
             "rho": self.rho, "tau": self.tau, "beta": self.beta, "gamma": self.gamma,
             "kappa": self.kappa, "n_cells": self.n_cells, "theta": self.theta,
+            "subcells": self.subcells, "margin": self.margin,
             "covers_clusters_at": {"alpha": self.grid.alpha, "min_samples": upper},
             "within_clusters_at": {"alpha": self.rho * self.grid.alpha, "min_samples": upper - self.tau},
             "epsilon": self.epsilon, "delta": self.delta,
@@ -126,13 +160,45 @@ class SpanModel:
             return out
         with np.errstate(invalid="ignore"):
             inside = self.grid.inside(X)
-        keys = self.grid.keys_of_points(X[inside])
+        P = X[inside]
+        keys = self.grid.keys_of_points(P)
         idx = np.minimum(np.searchsorted(self.core_keys, keys), self.core_keys.size - 1)
         hit = self.core_keys[idx] == keys
         lab = np.full(keys.size, -1, dtype=np.int64)
         lab[hit] = self.labels[idx[hit]]
+        if self.border > 0 and not hit.all():
+            miss = np.flatnonzero(~hit)
+            lab[miss] = self._border_labels(P[miss])
         out[inside] = lab
         return out
+
+    def _border_labels(self, P: np.ndarray) -> np.ndarray:
+        """Span of the nearest core cell within ``border`` of each point, else -1.
+
+        Ties go to the smaller span id. Uses only the released cells.
+        """
+        g = self.grid
+        c = g.coords(P)
+        best = np.full(P.shape[0], np.inf)
+        lab = np.full(P.shape[0], -1, dtype=np.int64)
+        for o in _ball_offsets(g.d, self.border / g.width):
+            t = c + o
+            ok = np.flatnonzero(g.valid(t))
+            if ok.size == 0:
+                continue
+            k = g.encode(t[ok])
+            idx = np.minimum(np.searchsorted(self.core_keys, k), self.core_keys.size - 1)
+            hit = self.core_keys[idx] == k
+            rows = ok[hit]
+            lo = g.cell_lower(t[rows])
+            gap = np.maximum(np.maximum(lo - P[rows], P[rows] - (lo + g.width)), 0.0)
+            dist = np.sqrt((gap * gap).sum(axis=1))
+            span = self.labels[idx[hit]]
+            better = (dist < self.border) & (
+                (dist < best[rows]) | ((dist == best[rows]) & (span < lab[rows])))
+            best[rows[better]] = dist[better]
+            lab[rows[better]] = span[better]
+        return lab
 
     def span_cells(self, span_id: int | None = None) -> np.ndarray:
         """Integer coordinates of the cells of one span (or of all core cells)."""
@@ -149,6 +215,7 @@ class SpanModel:
         return spans_from_histogram(
             self.histogram, m, self.gamma, self.beta,
             raise_min_samples=self.raise_min_samples, delta=self.delta, metadata=dict(self.metadata),
+            subcells=self.subcells, border=self.border, margin=self.margin,
         )
 
     # -------------------------------------------------------------- summary
@@ -160,8 +227,10 @@ class SpanModel:
             f"{self.histogram_kind} histogram)",
             f"  DBSCAN  : alpha={g.alpha:g}, min_samples={self.min_samples}, threshold "
             f"UB~ >= {self.threshold:.1f}",
-            f"  grid    : d={g.d}, cell width w={g.width:.4g}, |X|={self.n_cells}, kappa={self.kappa}",
-            f"  margin  : Gamma={self.gamma:.2f}, theta={self.theta:g}",
+            f"  grid    : d={g.d}, cell width w={self.histogram_grid.width:.4g}, "
+            f"|X|={self.n_cells}, kappa={self.kappa}, sub-cells {self.subcells}^{g.d}",
+            f"  margin  : Gamma={self.gamma:.2f} ({self.margin}), theta={self.theta:g}, "
+            f"border={self.border:.4g}",
             f"  guarantee: (rho={self.rho:g}, tau={self.tau:.1f}) with probability >= {1 - self.beta:g}",
         ]
         return "\n".join(lines)
@@ -178,10 +247,12 @@ class SpanModel:
             "privacy": {"epsilon": self.epsilon, "delta": self.delta, "noise": self.noise,
                         "histogram": self.histogram_kind},
             "params": {"alpha": self.grid.alpha, "min_samples": self.min_samples,
-                       "eta": self.grid.eta, "beta": self.beta,
-                       "raise_min_samples": self.raise_min_samples},
+                       "eta": self.eta, "beta": self.beta,
+                       "raise_min_samples": self.raise_min_samples,
+                       "subcells": self.subcells, "border": self.border, "margin": self.margin},
             "bounds": {"lower": self.grid.lower.tolist(), "upper": self.grid.upper.tolist()},
-            "grid": self.grid.to_dict(),
+            "grid": self.histogram_grid.to_dict(),
+            "span_grid": {"width": self.grid.width, "shape": list(self.grid.shape)},
             "guarantee": _jsonable(self.guarantee()),
             "tau": self.tau, "beta": self.beta, "gamma": self.gamma, "theta": _num(self.theta),
             "spans": spans,
@@ -205,7 +276,9 @@ class SpanModel:
             raise ValueError(f"unsupported dpdbscan model version {data.get('version')!r}")
         try:
             p = data["params"]
-            grid = Grid(data["bounds"]["lower"], data["bounds"]["upper"], float(p["alpha"]), float(p["eta"]))
+            k = int(p.get("subcells", 1))
+            hgrid = Grid(data["bounds"]["lower"], data["bounds"]["upper"], float(p["alpha"]), float(p["eta"]))
+            grid = hgrid if k == 1 else Grid(hgrid.lower, hgrid.upper, hgrid.alpha, hgrid.eta / k)
             cells, labels = [], []
             for s in data["spans"]:
                 c = np.asarray(s["cells"], dtype=np.int64).reshape(-1, grid.d)
@@ -215,7 +288,7 @@ class SpanModel:
             lab = np.concatenate(labels) if labels else np.zeros(0, np.int64)
             keys = grid.encode(coords)
             order = np.argsort(keys, kind="stable")
-            hist = _histogram_from_dict(grid, data["histogram"]) if "histogram" in data else None
+            hist = _histogram_from_dict(hgrid, data["histogram"]) if "histogram" in data else None
             priv = data["privacy"]
             return cls(
                 grid=grid, core_keys=keys[order], labels=lab[order],
@@ -223,10 +296,12 @@ class SpanModel:
                 beta=float(p["beta"]), epsilon=float(priv["epsilon"]), delta=float(priv["delta"]),
                 raise_min_samples=bool(p.get("raise_min_samples", True)),
                 histogram_kind=priv["histogram"], noise=priv["noise"],
-                theta=float(data.get("theta", 0.0)), histogram=hist,
-                metadata=dict(data.get("metadata", {})),
+                theta=float(data.get("theta") if data.get("theta") is not None else "nan"),
+                histogram=hist, metadata=dict(data.get("metadata", {})), subcells=k,
+                border=float(p.get("border", 0.0)), margin=str(p.get("margin", "paper")),
+                eta=float(p["eta"]),
             )
-        except (KeyError, TypeError, IndexError) as exc:
+        except (KeyError, TypeError, IndexError, AttributeError) as exc:
             raise ValueError(f"malformed dpdbscan span model: {exc!r}") from None
 
     @classmethod
@@ -279,17 +354,38 @@ class SpanModel:
 
 def spans_from_histogram(hist: NoisyHistogram, min_samples: int, gamma: float, beta: float,
                          *, raise_min_samples: bool = True, delta: float = 0.0,
-                         metadata: dict | None = None) -> SpanModel:
-    """Core cells and spans from a released histogram (post-processing)."""
+                         metadata: dict | None = None, subcells: int = 1, border: float = 0.0,
+                         margin: str = "paper") -> SpanModel:
+    """Core cells (or sub-cells) and spans from a released histogram.
+
+    Post-processing only: reads nothing but ``hist`` and public parameters.
+    """
+    from .subcells import SubcellLayout
+
+    layout = SubcellLayout(hist.grid, subcells)
     thr = sum_threshold(min_samples, gamma, raise_min_samples)
-    keys, _ = core_cells(hist, thr)
-    labels = merge_cells(hist.grid, keys)
+    keys, _ = core_cells(hist, thr, layout)
+    labels = merge_cells(layout.fine, keys)
     return SpanModel(
-        grid=hist.grid, core_keys=keys, labels=labels, min_samples=min_samples,
+        grid=layout.fine, core_keys=keys, labels=labels, min_samples=min_samples,
         gamma=gamma, beta=beta, epsilon=hist.epsilon, delta=delta,
         raise_min_samples=raise_min_samples, histogram_kind=hist.kind, noise=hist.noise,
-        theta=hist.theta, histogram=hist, metadata=metadata or {},
+        theta=hist.theta, histogram=hist, metadata=metadata or {}, subcells=layout.k,
+        border=float(border), margin=margin, eta=hist.grid.eta,
     )
+
+
+@functools.lru_cache(maxsize=32)
+def _ball_offsets(d: int, radius_cells: float):
+    """Integer offsets of cells at minimum distance < radius (in cell widths)."""
+    import itertools
+
+    R = int(math.ceil(radius_cells))
+    steps = range(-R, R + 1)
+    offs = [o for o in itertools.product(steps, repeat=d)
+            if sum(max(abs(x) - 1, 0) ** 2 for x in o) < radius_cells**2]
+    offs.sort(key=lambda o: sum(x * x for x in o))
+    return tuple(np.array(o, dtype=np.int64) for o in offs)
 
 
 # --------------------------------------------------------------------------- #

@@ -70,13 +70,41 @@ def lookup(sorted_keys, values, query):
 # neighbour sums
 
 
-def dense_neighbour_sums(grid: Grid, values: np.ndarray) -> np.ndarray:
+def offset_runs(offsets: np.ndarray):
+    """Group integer offsets into runs contiguous in the last dimension.
+
+    Yields ``(prefix, lo, hi)`` such that the offsets are exactly the
+    ``prefix + (j,)`` with ``lo <= j <= hi`` over all runs. Offsets sets that
+    are not contiguous per prefix are split into several runs.
+    """
+    off = np.asarray(offsets, dtype=np.int64)
+    off = off[np.lexsort(off.T[::-1])]
+    if off.shape[1] == 1:
+        prefixes = np.zeros((off.shape[0], 0), dtype=np.int64)
+    else:
+        prefixes = off[:, :-1]
+    last = off[:, -1]
+    n = off.shape[0]
+    k = 0
+    while k < n:
+        j = k
+        while (j + 1 < n and np.array_equal(prefixes[j + 1], prefixes[k])
+               and last[j + 1] == last[j] + 1):
+            j += 1
+        yield prefixes[k], int(last[k]), int(last[j])
+        k = j + 1
+
+
+def dense_neighbour_sums(grid: Grid, values: np.ndarray, offsets=None) -> np.ndarray:
     """sum over NB(X) of ``values`` for every cell, on the dense array.
 
     Prefix sums along the last axis turn each run of offsets that is
-    contiguous in the last dimension into one difference.
+    contiguous in the last dimension into one difference. ``offsets``
+    replaces NB by another offset set (sub-cell neighbourhoods).
     """
-    R = grid.reach
+    runs = list(grid.offset_runs()) if offsets is None else list(offset_runs(offsets))
+    R = grid.reach if offsets is None else max(
+        grid.reach, int(np.abs(np.asarray(offsets)).max()) if len(offsets) else 0)
     d = grid.d
     shape = grid.shape
     acc_dtype = np.int64 if values.dtype.kind in "iub" else np.float64
@@ -86,7 +114,7 @@ def dense_neighbour_sums(grid: Grid, values: np.ndarray) -> np.ndarray:
     np.cumsum(P, axis=-1, out=C[..., 1:])
     out = np.zeros(shape, dtype=acc_dtype)
     L = shape[-1]
-    for prefix, lo, hi in grid.offset_runs():
+    for prefix, lo, hi in runs:
         sl = tuple(slice(R + int(p), R + int(p) + shape[i]) for i, p in enumerate(prefix))
         out += C[sl + (slice(R + hi + 1, R + hi + 1 + L),)]
         out -= C[sl + (slice(R + lo, R + lo + L),)]
@@ -94,7 +122,7 @@ def dense_neighbour_sums(grid: Grid, values: np.ndarray) -> np.ndarray:
     return out
 
 
-def sparse_neighbour_sums(grid: Grid, keys, values, query) -> np.ndarray:
+def sparse_neighbour_sums(grid: Grid, keys, values, query, offsets=None) -> np.ndarray:
     """sum over NB(q) of the released values, for each query key ``q``.
 
     ``keys`` must be sorted. With int64 keys each run of NB contiguous in the
@@ -107,12 +135,13 @@ def sparse_neighbour_sums(grid: Grid, keys, values, query) -> np.ndarray:
         return out
     if grid.wide:
         qc = grid.decode(query)
-        for o in grid.offsets:
+        for o in (grid.offsets if offsets is None else offsets):
             out += lookup(keys, values, grid.encode(qc + o))
         return out
     cs = np.zeros(values.size + 1, dtype=acc_dtype)
     np.cumsum(values, out=cs[1:])
-    for prefix, lo, hi in grid.offset_runs():
+    runs = grid.offset_runs() if offsets is None else offset_runs(offsets)
+    for prefix, lo, hi in runs:
         base = grid.key_delta(np.append(prefix, 0))
         a = np.searchsorted(keys, query + (base + lo), side="left")
         b = np.searchsorted(keys, query + (base + hi), side="right")
