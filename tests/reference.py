@@ -73,3 +73,44 @@ def same_partition(a: dict, b: dict) -> bool:
         if fwd.setdefault(x, y) != y or bwd.setdefault(y, x) != x:
             return False
     return True
+
+
+def subcell_grid_dbscan(grid, counts: dict, min_samples: float, k: int):
+    """The non-private sub-cell procedure: sub-cell q of cell X (width w/k) is
+    core iff the counts of cells at minimum distance < alpha from q reach
+    min_samples; core sub-cells at minimum distance < alpha are merged.
+    Returns {fine cell: representative}."""
+    w, d = grid.width, grid.d
+    fine_shape = [math.ceil(round((u - l) / (w / k), 9)) for l, u in zip(grid.lower, grid.upper)]
+
+    def box_gap(a_lo, a_hi, b_lo, b_hi):
+        return math.sqrt(sum(max(bl - ah, al - bh, 0.0) ** 2
+                             for al, ah, bl, bh in zip(a_lo, a_hi, b_lo, b_hi)))
+
+    core = []
+    for f in itertools.product(*[range(s) for s in fine_shape]):
+        q_lo = [x * w / k for x in f]
+        q_hi = [(x + 1) * w / k for x in f]
+        ub = 0
+        for c, v in counts.items():
+            c_lo = [x * w for x in c]
+            c_hi = [(x + 1) * w for x in c]
+            if box_gap(q_lo, q_hi, c_lo, c_hi) < grid.alpha * (1 - 1e-12):
+                ub += v
+        if ub >= min_samples:
+            core.append(f)
+    parent = {c: c for c in core}
+
+    def find(c):
+        while parent[c] != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    for a, b in itertools.combinations(core, 2):
+        gaps = [max(abs(x - y) - 1, 0) for x, y in zip(a, b)]
+        if (w / k) * math.sqrt(sum(g * g for g in gaps)) < grid.alpha * (1 - 1e-12):
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[ra] = rb
+    return {c: find(c) for c in core}

@@ -9,7 +9,7 @@ from dpdbscan.grid import Grid
 from dpdbscan.mechanism import MechanismConfig, release_histogram
 from dpdbscan.spans import spans_from_histogram
 
-from reference import grid_dbscan, same_partition
+from reference import grid_dbscan, same_partition, subcell_grid_dbscan
 
 
 def _instance(d, seed):
@@ -43,3 +43,23 @@ def test_noiseless_pipeline_equals_grid_procedure(histogram, d, alpha, min_sampl
     assert set(got) == set(expected)
     assert same_partition(got, expected)
     assert model.n_spans == len(set(expected.values()))
+
+
+@pytest.mark.parametrize("histogram", ["dense", "sparse"])
+@pytest.mark.parametrize("d,alpha,min_samples,k", [
+    (1, 0.05, 5, 2), (2, 0.1, 8, 2), (2, 0.12, 12, 3), (3, 0.3, 10, 2),
+])
+def test_noiseless_subcell_pipeline_equals_reference(histogram, d, alpha, min_samples, k):
+    X = _instance(d, 3)
+    grid = Grid(np.zeros(d), np.ones(d), alpha)
+    config = MechanismConfig(epsilon=1.0, histogram=histogram, noise="none")
+    hist = release_histogram(grid, X, config, SeededSource(0))
+    model = spans_from_histogram(hist, min_samples, gamma=0.0, beta=0.5, subcells=k)
+    coords = grid.coords(X)
+    counts = {}
+    for c in map(tuple, coords):
+        counts[c] = counts.get(c, 0) + 1
+    expected = subcell_grid_dbscan(grid, counts, min_samples, k)
+    got = dict(zip([tuple(c) for c in model.grid.decode(model.core_keys)], model.labels.tolist()))
+    assert set(got) == set(expected)
+    assert same_partition(got, expected)

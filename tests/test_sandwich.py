@@ -23,6 +23,7 @@ from dpdbscan.backends.numpy_backend import NumpyBackend
 from dpdbscan.grid import Grid
 from dpdbscan.histograms.base import dense_neighbour_sums
 from dpdbscan.mechanism import MechanismConfig, fit_spans
+from dpdbscan.subcells import SubcellLayout
 
 from reference import exact_dbscan_core
 
@@ -41,7 +42,7 @@ def _cell_corners(grid, coords):
     return np.stack([lo, lo + [w, 0], lo + [0, w], lo + [w, w]], axis=1)  # (m, 4, 2)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=80, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
@@ -54,12 +55,15 @@ def _cell_corners(grid, coords):
     epsilon=st.sampled_from([2.0, 5.0, 20.0]),
     eta=st.sampled_from([4.0, 2.0]),
     practical=st.booleans(),
+    subcells=st.sampled_from([1, 2, 3]),
+    margin=st.sampled_from(["chernoff", "paper"]),
 )
 def test_sandwich_guarantee(seed, n_clusters, n_per, spread, n_noise, alpha, min_samples,
-                            epsilon, eta, practical):
+                            epsilon, eta, practical, subcells, margin):
     X = _points(seed, n_clusters, n_per, spread, n_noise)
     grid = Grid([0.0, 0.0], [1.0, 1.0], alpha, eta)
-    config = MechanismConfig(epsilon=epsilon, histogram="dense", beta=0.1)
+    config = MechanismConfig(epsilon=epsilon, histogram="dense", beta=0.1,
+                             subcells=subcells, margin=margin)
     model = fit_spans(X, grid, min_samples, config, SeededSource(seed),
                       raise_min_samples=practical)
     tau = model.tau
@@ -67,13 +71,17 @@ def test_sandwich_guarantee(seed, n_clusters, n_per, spread, n_noise, alpha, min
     lower_minpts = upper_minpts - tau
     assume(lower_minpts > 0)
 
-    # the accuracy event: all noisy neighbour sums within Gamma of the truth
+    # the accuracy event: every (sub-)cell's noisy neighbour sum within Gamma
     counts = NumpyBackend().dense_counts(grid, X)
-    noise_sums = dense_neighbour_sums(grid, model.histogram.values - counts)
-    assume(np.abs(noise_sums).max() <= model.gamma)
+    noise = model.histogram.values - counts
+    layout = SubcellLayout(grid, subcells)
+    for _, offsets in layout.positions:
+        sums = dense_neighbour_sums(grid, noise, offsets)
+        assume(np.abs(sums).max() <= model.gamma)
 
+    assert model.rho == (grid.rho if subcells == 1 else 3 + eta / 2 + eta / (2 * subcells))
     assert covers_clusters(model, X, alpha, upper_minpts)
-    assert within_relaxed_clusters(model, X, grid.rho * alpha, lower_minpts)
+    assert within_relaxed_clusters(model, X, model.rho * alpha, lower_minpts)
     STATS["checked"] += 1
     STATS["spans"] += model.n_spans
 

@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -154,3 +155,26 @@ def test_wide_universe_end_to_end():
     assert model.n_spans == 1
     pred = model.predict(X)
     assert (pred[:100_000] == 0).all() and (pred[100_000:] == -1).all()
+
+
+def test_border_labels_points_near_span_cells():
+    g = Grid([0, 0], [1, 1], 0.1)
+    cells = np.array([[5, 5], [9, 5]])
+    keys = g.encode(cells)
+    from dpdbscan.spans import SpanModel as SM
+
+    m = SM(grid=g, core_keys=keys, labels=np.array([0, 1]), min_samples=5, gamma=1.0,
+           beta=0.1, epsilon=1.0, border=0.5 * g.width)
+    w = g.width
+    inside = g.cell_centres(cells[:1])[0]
+    just_right = g.cell_lower(cells[:1])[0] + [w + 0.4 * w, 0.5 * w]   # 0.4 w from cell (5,5)
+    too_far = g.cell_lower(cells[:1])[0] + [w + 0.6 * w, 0.5 * w]      # 0.6 w away
+    middle = g.cell_lower(np.array([[7, 5]]))[0] + [0.5 * w, 0.5 * w]  # 1.5 w from both
+    pts = np.array([inside, just_right, too_far, middle])
+    assert m.predict(pts).tolist() == [0, 0, -1, -1]
+    m0 = replace(m, border=0.0)
+    assert m0.predict(pts).tolist() == [0, -1, -1, -1]
+    # with a wider border the middle point joins one of the two spans
+    m2 = replace(m, border=2.0 * w)
+    assert m2.predict(pts[3:]).tolist()[0] in (0, 1)
+    assert m2.predict(pts[:3]).tolist() == [0, 0, 0]
