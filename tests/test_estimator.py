@@ -94,7 +94,8 @@ def test_seeded_mode_warns_and_is_reproducible():
 
 def test_secure_mode_does_not_warn_and_differs_between_runs():
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error", InsecureRandomnessWarning)
+        warnings.simplefilter("error", PrivacyLeakWarning)
         a = DPDBSCAN(eps=0.1, bounds=(0, 1)).fit(X2)
         b = DPDBSCAN(eps=0.1, bounds=(0, 1)).fit(X2)
     assert not np.array_equal(a.histogram_.values, b.histogram_.values)
@@ -163,3 +164,18 @@ def test_theta_must_be_non_negative_and_finite(theta):
 def test_theta_that_would_flood_the_release_is_refused():
     with pytest.raises(ValueError, match="empty cells"):
         DPDBSCAN(eps=1e-5, bounds=(0, 1), histogram="sparse", theta=0.0, random_state=0).fit(X2)
+
+
+def test_small_data_is_not_silently_empty():
+    from dpdbscan import UtilityWarning
+
+    rng = np.random.default_rng(0)
+    few = 0.5 + 0.05 * rng.standard_normal((12, 2))
+    with pytest.warns(UtilityWarning, match="no span"):
+        m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0).fit(few)
+    assert m.spans_.n_spans == 0
+    many = 0.5 + 0.05 * rng.standard_normal((3000, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UtilityWarning)
+        m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0).fit(many)
+    assert m.spans_.n_spans >= 1

@@ -4,7 +4,7 @@ Implements Qiu and Yi, "Approximate DBSCAN under Differential Privacy".
 """
 
 from ._random import InsecureRandomnessWarning
-from ._validation import PrivacyLeakWarning
+from ._validation import PrivacyLeakWarning, UtilityWarning
 from .accountant import BudgetAccountant, BudgetExceeded
 from .estimator import DPDBSCAN
 from .grid import Grid, neighbour_offsets
@@ -14,5 +14,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DPDBSCAN", "SpanModel", "Grid", "neighbour_offsets", "BudgetAccountant",
-    "BudgetExceeded", "PrivacyLeakWarning", "InsecureRandomnessWarning", "__version__",
+    "BudgetExceeded", "PrivacyLeakWarning", "UtilityWarning", "InsecureRandomnessWarning", "__version__",
 ]

@@ -13,6 +13,10 @@ class PrivacyLeakWarning(UserWarning):
     """Something computed from the private data would steer the mechanism."""
 
 
+class UtilityWarning(UserWarning):
+    """The release carries little information (e.g. no span at all)."""
+
+
 def check_epsilon(epsilon) -> float:
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
         raise TypeError(f"epsilon must be a positive real number, got epsilon={epsilon!r}")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from . import _random
 from ._validation import (
-    bounds_from_data, check_array, check_bounds, check_delta, check_epsilon, check_min_samples,
+    UtilityWarning, bounds_from_data, check_array, check_bounds, check_delta, check_epsilon, check_min_samples,
     check_positive,
 )
 from .grid import Grid
@@ -213,6 +214,16 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         if self.accountant is not None:
             self.accountant.spend(epsilon, spent_delta)
 
+        if spans.n_spans == 0:
+            # Post-processing of the release only: safe to say.
+            warnings.warn(
+                f"the release has no span: a cell is core only when about "
+                f"{min_samples + spans.gamma:.0f} noisy points (min_samples={min_samples} plus "
+                f"the margin Gamma={spans.gamma:.1f} for epsilon={epsilon:g}) lie within eps of it. "
+                "Small or sparse data need a larger eps, a larger epsilon or fewer dimensions; "
+                "see docs/accuracy.md on small data sets.",
+                UtilityWarning, stacklevel=2,
+            )
         self.spans_ = spans
         self.histogram_ = spans.histogram
         self.gamma_ = spans.gamma
