@@ -229,8 +229,9 @@ class SpanModel:
             f"UB~ >= {self.threshold:.1f}",
             f"  grid    : d={g.d}, cell width w={self.histogram_grid.width:.4g}, "
             f"|X|={self.n_cells}, kappa={self.kappa}, sub-cells {self.subcells}^{g.d}",
-            f"  margin  : Gamma={self.gamma:.2f} ({self.margin}), theta={self.theta:g}, "
-            f"border={self.border:.4g}",
+            f"  margin  : Gamma={self.gamma:.2f} ({self.margin})"
+            + (f", theta={self.theta:g}" if self.histogram_kind != "dense" else "")
+            + f", border={self.border:.4g}",
             f"  guarantee: (rho={self.rho:g}, tau={self.tau:.1f}) with probability >= {1 - self.beta:g}",
         ]
         return "\n".join(lines)
