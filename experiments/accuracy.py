@@ -3,7 +3,9 @@
 Settings: epsilon = 1, the paper's (alpha, MinPts), fixed public bounds per
 data set (experiments/datasets.py), library defaults otherwise. Score: mean +-
 std over seeds of ARI and AMI of the labels from ``predict`` (noise -1 kept as
-its own class), beside the paper's numbers and non-private DBSCAN.
+its own class), beside the paper's numbers and non-private DBSCAN. The column
+"DP-DBSCAN paper proc." runs the same library with the paper's procedure
+(``paper.PROCEDURE``) for comparison.
 
 Examples::
 
@@ -32,13 +34,16 @@ if __package__ in (None, ""):  # run as a script: make the package importable
 from experiments import baselines, datasets, paper  # noqa: E402
 
 DEFAULT_DATASETS = datasets.SYNTHETIC + datasets.CLUTO
-METHODS = ("DP-DBSCAN", "DP-KMeans", "DBSCAN", "DBSCAN core-only", "KMeans")
+PAPER_DP = "DP-DBSCAN paper proc."  # the library run with paper.PROCEDURE
+METHODS = ("DP-DBSCAN", PAPER_DP, "DP-KMeans", "DBSCAN", "DBSCAN core-only", "KMeans")
+DP_METHODS = ("DP-DBSCAN", PAPER_DP)
 DETERMINISTIC = ("DBSCAN", "DBSCAN core-only")
 # Which paper column each of our methods is compared with. The paper's DBSCAN
 # column used core-only labels (its code marks border points as noise).
-PAPER_COLUMN = {"DP-DBSCAN": "DP-DBSCAN", "DP-KMeans": "DP-KMeans",
+PAPER_COLUMN = {"DP-DBSCAN": "DP-DBSCAN", PAPER_DP: "DP-DBSCAN", "DP-KMeans": "DP-KMeans",
                 "DBSCAN core-only": "DBSCAN", "KMeans": "KMeans"}
-METHOD_KEYS = {"dpdbscan": "DP-DBSCAN", "dpkmeans": "DP-KMeans", "dbscan": "DBSCAN",
+METHOD_KEYS = {"dpdbscan": "DP-DBSCAN", "dpdbscan-paper": PAPER_DP,
+               "dpkmeans": "DP-KMeans", "dbscan": "DBSCAN",
                "dbscan-core": "DBSCAN core-only", "kmeans": "KMeans"}
 
 
@@ -54,12 +59,14 @@ def evaluate(names=DEFAULT_DATASETS, seeds=range(10), methods=("DP-DBSCAN", "DBS
     """Score each method on each data set; one dict per data set.
 
     ``dp_kwargs`` go to :class:`dpdbscan.DPDBSCAN` unchanged (eta, beta,
-    histogram, ...). Randomised methods are run once per seed (DP-DBSCAN and
-    DP-KMeans with ``random_state=seed``, KMeans too); DBSCAN once.
+    histogram, ...); the paper-procedure column overrides them with
+    ``paper.PROCEDURE``. Randomised methods are run once per seed (DP-DBSCAN
+    and DP-KMeans with ``random_state=seed``, KMeans too); DBSCAN once.
     ``max_rows`` subsamples large sets (quick runs only).
 
     Row keys: dataset, title, n, alpha, min_samples, seeds, scores
-    (method -> {"ARI": [...], "AMI": [...]}), n_spans (per seed), seconds.
+    (method -> {"ARI": [...], "AMI": [...]}), n_spans (DP method -> per-seed
+    span counts), seconds.
     """
     seeds = list(seeds)
     unknown = set(methods) - set(METHODS)
@@ -72,17 +79,18 @@ def evaluate(names=DEFAULT_DATASETS, seeds=range(10), methods=("DP-DBSCAN", "DBS
             raise ValueError(f"{name} has no ground truth labels to score against")
         t0 = time.perf_counter()
         sc = {m: {"ARI": [], "AMI": []} for m in methods}
-        n_spans = []
+        n_spans = {m: [] for m in DP_METHODS if m in methods}
+        settings = {"DP-DBSCAN": dp_kwargs, PAPER_DP: {**dp_kwargs, **paper.PROCEDURE}}
 
         def add(method, labels):
             for key, val in scores(ds.y, labels).items():
                 sc[method][key].append(val)
 
         for seed in seeds:
-            if "DP-DBSCAN" in methods:
-                model = baselines.dp_dbscan(ds, seed, epsilon=epsilon, **dp_kwargs)
-                n_spans.append(model.spans_.n_spans)
-                add("DP-DBSCAN", model.predict(ds.X))
+            for m in n_spans:
+                model = baselines.dp_dbscan(ds, seed, epsilon=epsilon, **settings[m])
+                n_spans[m].append(model.spans_.n_spans)
+                add(m, model.predict(ds.X))
             if "DP-KMeans" in methods:
                 add("DP-KMeans", baselines.dp_kmeans(ds.X, ds.k, ds.bounds, epsilon, seed).labels_)
             if "KMeans" in methods:
@@ -129,9 +137,10 @@ def markdown(rows, metrics=("ARI", "AMI"), with_paper=True) -> str:
         head = ["Dataset", "(α, MinPts)"]
         for m in methods:
             head.append(m)
-            if with_paper and m in PAPER_COLUMN:
+            if with_paper and _paper_after(m, methods):
                 head.append(f"paper {PAPER_COLUMN[m]}")
-        head.append("spans (mean)")
+        dps = [m for m in DP_METHODS if m in methods]
+        head += [f"spans {m}" for m in dps]
         out.append(f"**{metric}** (mean ± std over seeds "
                    f"{_seed_text(rows[0]['seeds']) if rows else ''})\n")
         out.append("| " + " | ".join(head) + " |")
@@ -140,13 +149,23 @@ def markdown(rows, metrics=("ARI", "AMI"), with_paper=True) -> str:
             cells = [r["title"], f"({r['alpha']:.3g}, {r['min_samples']})"]
             for m in methods:
                 cells.append(fmt(r["scores"][m][metric]))
-                if with_paper and m in PAPER_COLUMN:
+                if with_paper and _paper_after(m, methods):
                     pv = paper_value(m, r["dataset"], metric)
                     cells.append("-" if pv is None else f"{pv:.2f}")
-            cells.append(f"{np.mean(r['n_spans']):.1f}" if r["n_spans"] else "-")
+            cells += [f"{np.mean(r['n_spans'][m]):.1f}" for m in dps]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)
+
+
+def _paper_after(method, methods) -> bool:
+    """Whether the paper's column goes right after ``method``: once per paper
+    column, after the last of our methods compared with it."""
+    col = PAPER_COLUMN.get(method)
+    if col is None:
+        return False
+    later = methods[list(methods).index(method) + 1:]
+    return not any(PAPER_COLUMN.get(m) == col for m in later)
 
 
 def _seed_text(seeds):
@@ -200,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="'0-9' (default), '0,1,2' or a count")
     ap.add_argument("--datasets", default=",".join(DEFAULT_DATASETS),
                     help="comma-separated names or aliases (t4, t5, t7, chest)")
-    ap.add_argument("--methods", default="dpdbscan,dbscan,dbscan-core",
+    ap.add_argument("--methods", default="dpdbscan,dpdbscan-paper,dbscan,dbscan-core",
                     help=f"comma-separated from {', '.join(METHOD_KEYS)}")
     ap.add_argument("--epsilon", type=float, default=1.0)
     for name, typ in [("eta", float), ("beta", float), ("histogram", str), ("noise", str),

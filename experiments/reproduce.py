@@ -119,9 +119,10 @@ def section_accuracy(cfg, missing):
 
 
 def section_diagnostic(cfg):
-    """DP-DBSCAN under the paper code's protocol: data min/max as bounds (NOT
-    DP: it is how the paper's code ran, reproduced only to explain gaps),
-    continuous Laplace noise, and the code's Circles settings (0.2, 7, eta 3.2)."""
+    """DP-DBSCAN under the paper code's protocol: the paper's procedure, data
+    min/max as bounds (NOT DP: it is how the paper's code ran, reproduced only
+    to explain gaps), continuous Laplace noise, and the code's Circles
+    settings (0.2, 7, eta 3.2)."""
     from dpdbscan import DPDBSCAN, InsecureRandomnessWarning
     import warnings
 
@@ -135,7 +136,7 @@ def section_diagnostic(cfg):
         for s in cfg.seeds:
             est = DPDBSCAN(eps=ds.alpha, min_samples=m, epsilon=1.0,
                            bounds=(ds.X.min(axis=0), ds.X.max(axis=0)), random_state=s,
-                           noise="laplace", eta=eta)
+                           noise="laplace", eta=eta, **paper.PROCEDURE)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", InsecureRandomnessWarning)
                 labels = est.fit(ds.X).predict(ds.X)
@@ -185,7 +186,7 @@ def section_sweeps(cfg, figdir):
     t4 = datasets.load("cluto_t4")
     a = sweeps.vary_alpha(t4, cfg.alphas, cfg.sweep_seeds)
     m = sweeps.vary_min_samples(t4, cfg.min_samples, cfg.sweep_seeds)
-    meths = ("DP-DBSCAN", "DBSCAN", "DBSCAN core-only")
+    meths = tuple(sweeps.VARIANTS) + ("DBSCAN", "DBSCAN core-only")
     panels = [_panel(f"Cluto-t4, MinPts = {t4.min_samples}, α varied", "α", a["x"], a, meths, k)
               for k in ("ARI", "AMI")]
     panels += [_panel(f"Cluto-t4, α = {t4.alpha:g}, MinPts varied", "MinPts", m["x"], m, meths, k)
@@ -204,13 +205,14 @@ def section_sweeps(cfg, figdir):
         ref = {"DBSCAN": accuracy.scores(ds.y, db.labels_)}
         for k in ("ARI", "AMI"):
             eta_panels.append(_panel(f"{ds.title}, varying η", "η (cell width η α / (4√d))",
-                                     e["x"], e, ("DP-DBSCAN",), k, {"DBSCAN": ref["DBSCAN"][k]}))
+                                     e["x"], e, tuple(sweeps.VARIANTS), k,
+                                     {"DBSCAN": ref["DBSCAN"][k]}))
         p = sweeps.vary_epsilon(ds, cfg.epsilons, cfg.sweep_seeds)
         eps_res[ds.title] = p
         km = [accuracy.scores(ds.y, baselines.kmeans(ds.X, ds.k, s).labels_) for s in cfg.sweep_seeds]
         for k in ("ARI", "AMI"):
             eps_panels.append(_panel(
-                f"{ds.title}, varying ε", "ε", p["x"], p, ("DP-DBSCAN", "DP-KMeans"), k,
+                f"{ds.title}, varying ε", "ε", p["x"], p, tuple(sweeps.VARIANTS) + ("DP-KMeans",), k,
                 {"DBSCAN (ε = ∞)": ref["DBSCAN"][k],
                  "KMeans (ε = ∞)": float(np.mean([s[k] for s in km]))}, xscale="log"))
     if eta_panels:

@@ -1,9 +1,10 @@
 """Section "Varying Parameters": accuracy against (alpha, MinPts), eta and epsilon.
 
 Every function returns plain data: per x value and method, the per-seed ARI
-and AMI lists. The MinPts sweep refits nothing: for a fixed alpha the released
-histogram serves every MinPts (``SpanModel.with_min_samples``), which is the
-paper's point that MinPts costs no extra privacy.
+and AMI lists. DP-DBSCAN runs in each of ``VARIANTS``: the library's defaults
+and the paper's procedure. The MinPts sweep refits nothing: for a fixed alpha
+the released histogram serves every MinPts (``SpanModel.with_min_samples``),
+which is the paper's point that MinPts costs no extra privacy.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from experiments import baselines
-from experiments.accuracy import scores
+from experiments import baselines, paper
+from experiments.accuracy import PAPER_DP, scores
+
+VARIANTS = {"DP-DBSCAN": {}, PAPER_DP: paper.PROCEDURE}
 
 
 def _empty(methods, xs):
@@ -25,41 +28,47 @@ def _add(res, method, i, y, labels):
         res[method][k][i].append(v)
 
 
+def _add_dbscan(res, i, ds, alpha, min_samples):
+    db = baselines.dbscan(ds.X, alpha, min_samples)
+    _add(res, "DBSCAN", i, ds.y, db.labels_)
+    _add(res, "DBSCAN core-only", i, ds.y, baselines.core_only_labels(db))
+
+
 def vary_alpha(ds, alphas, seeds):
     """DP-DBSCAN and DBSCAN at MinPts = ds.min_samples, alpha varied."""
-    res = _empty(("DP-DBSCAN", "DBSCAN", "DBSCAN core-only"), alphas)
+    res = _empty(tuple(VARIANTS) + ("DBSCAN", "DBSCAN core-only"), alphas)
     for i, a in enumerate(alphas):
         d = replace(ds, alpha=float(a))
-        db = baselines.dbscan(d.X, d.alpha, d.min_samples)
-        _add(res, "DBSCAN", i, d.y, db.labels_)
-        _add(res, "DBSCAN core-only", i, d.y, baselines.core_only_labels(db))
-        for s in seeds:
-            _add(res, "DP-DBSCAN", i, d.y, baselines.dp_dbscan(d, s).predict(d.X))
+        _add_dbscan(res, i, d, d.alpha, d.min_samples)
+        for name, kw in VARIANTS.items():
+            for s in seeds:
+                _add(res, name, i, d.y, baselines.dp_dbscan(d, s, **kw).predict(d.X))
     return {"x": list(alphas), "results": res}
 
 
 def vary_min_samples(ds, min_samples_list, seeds):
     """MinPts varied at alpha = ds.alpha: one DP fit per seed, re-thresholded."""
-    res = _empty(("DP-DBSCAN", "DBSCAN", "DBSCAN core-only"), min_samples_list)
-    models = [baselines.dp_dbscan(ds, s) for s in seeds]
+    res = _empty(tuple(VARIANTS) + ("DBSCAN", "DBSCAN core-only"), min_samples_list)
+    models = {name: [baselines.dp_dbscan(ds, s, **kw) for s in seeds]
+              for name, kw in VARIANTS.items()}
     for i, m in enumerate(min_samples_list):
-        db = baselines.dbscan(ds.X, ds.alpha, int(m))
-        _add(res, "DBSCAN", i, ds.y, db.labels_)
-        _add(res, "DBSCAN core-only", i, ds.y, baselines.core_only_labels(db))
-        for model in models:
-            spans = model.spans_.with_min_samples(int(m))  # post-processing only
-            _add(res, "DP-DBSCAN", i, ds.y, spans.predict(ds.X))
+        _add_dbscan(res, i, ds, ds.alpha, int(m))
+        for name, fitted in models.items():
+            for model in fitted:
+                spans = model.spans_.with_min_samples(int(m))  # post-processing only
+                _add(res, name, i, ds.y, spans.predict(ds.X))
     return {"x": list(min_samples_list), "results": res}
 
 
 def vary_eta(ds, etas, seeds):
     """DP-DBSCAN with cell width eta alpha / (4 sqrt d); also reports kappa."""
-    res = _empty(("DP-DBSCAN",), etas)
+    res = _empty(tuple(VARIANTS), etas)
     kappas = []
     for i, eta in enumerate(etas):
-        for s in seeds:
-            model = baselines.dp_dbscan(ds, s, eta=float(eta))
-            _add(res, "DP-DBSCAN", i, ds.y, model.predict(ds.X))
+        for name, kw in VARIANTS.items():
+            for s in seeds:
+                model = baselines.dp_dbscan(ds, s, **{**kw, "eta": float(eta)})
+                _add(res, name, i, ds.y, model.predict(ds.X))
         kappas.append(int(model.kappa_))
     return {"x": list(etas), "results": res, "kappa": kappas}
 
@@ -67,17 +76,18 @@ def vary_eta(ds, etas, seeds):
 def vary_epsilon(ds, epsilons, seeds):
     """DP-DBSCAN and DP-KMeans as epsilon varies; also the fraction of points
     DP-DBSCAN labels noise (the paper: all noise on t4 at epsilon = 0.5) and
-    the number of spans."""
-    res = _empty(("DP-DBSCAN", "DP-KMeans"), epsilons)
-    noise_frac = [[] for _ in epsilons]
-    spans = [[] for _ in epsilons]
+    the number of spans, per DP-DBSCAN variant."""
+    res = _empty(tuple(VARIANTS) + ("DP-KMeans",), epsilons)
+    noise_frac = {name: [[] for _ in epsilons] for name in VARIANTS}
+    spans = {name: [[] for _ in epsilons] for name in VARIANTS}
     for i, eps in enumerate(epsilons):
         for s in seeds:
-            model = baselines.dp_dbscan(ds, s, epsilon=float(eps))
-            labels = model.predict(ds.X)
-            spans[i].append(model.spans_.n_spans)
-            noise_frac[i].append(float(np.mean(labels < 0)))
-            _add(res, "DP-DBSCAN", i, ds.y, labels)
+            for name, kw in VARIANTS.items():
+                model = baselines.dp_dbscan(ds, s, **{**kw, "epsilon": float(eps)})
+                labels = model.predict(ds.X)
+                spans[name][i].append(model.spans_.n_spans)
+                noise_frac[name][i].append(float(np.mean(labels < 0)))
+                _add(res, name, i, ds.y, labels)
             km = baselines.dp_kmeans(ds.X, ds.k, ds.bounds, float(eps), s)
             _add(res, "DP-KMeans", i, ds.y, km.labels_)
     return {"x": list(epsilons), "results": res, "noise_fraction": noise_frac, "spans": spans}

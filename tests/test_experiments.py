@@ -142,7 +142,7 @@ def test_evaluate_returns_scores_per_seed():
     for r in rows:
         assert len(r["scores"]["DP-DBSCAN"]["ARI"]) == 2
         assert len(r["scores"]["DBSCAN"]["AMI"]) == 1  # deterministic: run once
-        assert len(r["n_spans"]) == 2
+        assert len(r["n_spans"]["DP-DBSCAN"]) == 2
         for m in r["scores"].values():
             for v in m["ARI"] + m["AMI"]:
                 assert -0.5 <= v <= 1.0
@@ -296,7 +296,7 @@ def test_median_time_runs_the_function_reps_times():
 
 def _row(name, dp_ari, n_spans):
     return {"dataset": name, "title": datasets.TITLES[name], "seeds": list(range(len(dp_ari))),
-            "n_spans": n_spans, "alpha": 0.2, "min_samples": 7,
+            "n_spans": {"DP-DBSCAN": n_spans}, "alpha": 0.2, "min_samples": 7,
             "scores": {"DP-DBSCAN": {"ARI": dp_ari, "AMI": dp_ari}}}
 
 
