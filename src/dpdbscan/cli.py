@@ -325,7 +325,8 @@ def fit_from_args(args, sink, min_samples: int):
     est = DPDBSCAN(eps=eps, min_samples=min_samples, epsilon=args.epsilon, bounds=(lower, upper),
                    random_state=args.seed, eta=args.eta, beta=args.beta, histogram=args.histogram,
                    delta=args.delta, noise=args.noise, theta=args.theta,
-                   raise_min_samples=not args.theoretical_threshold)
+                   raise_min_samples=not args.theoretical_threshold, subcells=args.subcells,
+                   margin=args.margin, border=_border_arg(args.border, geo=bool(args.geo)))
     if args.seed is not None:
         print("dpdbscan: warning: --seed makes the noise reproducible and NOT cryptographically "
               "secure: for research only, do not publish this release", file=sys.stderr)
@@ -389,6 +390,17 @@ def _write_outputs(model, paths) -> list[str]:
     return written
 
 
+def _border_arg(text, *, geo: bool):
+    """--border: 'auto', a number (data units, km with --geo) or a length like 10m."""
+    if text is None or str(text) == "auto":
+        return "auto"
+    try:
+        return _geo.parse_length(str(text), geo=geo)
+    except ValueError:
+        raise ValueError(f"--border must be 'auto', a number >= 0 or (with --geo) a length "
+                         f"like 10m, got {text!r}") from None
+
+
 def summary(model) -> str:
     """The release's summary, with lengths in m/km for geographic models."""
     lines = [model.summary()]
@@ -396,6 +408,7 @@ def summary(model) -> str:
     if proj is not None:
         lines.append(f"  geo     : lon/lat in km around {proj.ref_lat:.4f} deg N (equirectangular); "
                      f"alpha = {_geo.format_km(model.grid.alpha)}, cell width = "
+                     f"{_geo.format_km(model.histogram_grid.width)}, span cells "
                      f"{_geo.format_km(model.grid.width)}")
     source = model.metadata.get("bounds_source", "")
     if source.startswith("data"):
@@ -591,7 +604,15 @@ def _add_fit_options(p, *, sweep: bool):
                    metavar="MINPTS", help="MinPts (a point counts itself)" + (
                        "; several values" if sweep else ""))
     g.add_argument("--eta", type=float, default=4.0,
-                   help="grid parameter in (0, 4]; rho = 3 + eta (default 4)")
+                   help="grid parameter in (0, 4]; cell width eta*eps/(4 sqrt d) (default 4)")
+    g.add_argument("--subcells", type=int, default=2,
+                   help="decide core cells and merge on sub-cells of width w/SUBCELLS "
+                        "(default 2; 1 = the paper's procedure); no privacy cost")
+    g.add_argument("--margin", choices=["chernoff", "paper"], default="chernoff",
+                   help="bound for Gamma: Chernoff with the exact MGF (default) or the paper's")
+    g.add_argument("--border", default="auto",
+                   help="predict: points within this distance of a span join it ('auto' = half a "
+                        "sub-cell diameter; 0 = cell membership only; with --geo a length like 10m)")
     g.add_argument("--theoretical-threshold", action="store_true",
                    help="core iff UB~ >= MinPts (default: the paper's practical MinPts + tau)")
     b = p.add_argument_group("domain (public)")
@@ -607,8 +628,8 @@ def _add_fit_options(p, *, sweep: bool):
     q = p.add_argument_group("privacy")
     q.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
     q.add_argument("--delta", type=float, default=0.0, help="delta, for the stability histogram (default 0)")
-    q.add_argument("--beta", type=float, default=0.5,
-                   help="failure probability of the guarantee (default 0.5)")
+    q.add_argument("--beta", type=float, default=0.1,
+                   help="failure probability of the guarantee (default 0.1; the paper's code used 0.5)")
     q.add_argument("--histogram", choices=["auto", "dense", "sparse", "stability"], default="auto")
     q.add_argument("--noise", choices=["discrete", "laplace"], default="discrete")
     q.add_argument("--theta", type=float, default=None, help="threshold of the sparse histogram")
