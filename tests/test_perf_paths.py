@@ -394,3 +394,94 @@ def test_live_cells_keep_every_core_cell_and_its_neighbours(trial):
         assert live_cells(g, keys, vals, rel, thr).all()
     # and it does prune: far from everything nothing is live at a huge threshold
     assert not live_cells(g, keys, vals, keys, float(vals.sum()) + 1).any()
+
+
+# --------------------------------------------------------------------------- #
+# sub-cell core cells: candidates first, then sums at the candidates only
+
+
+def _core_subcells_reference(hist, threshold, layout):
+    """The per-position loop over the whole universe (before the speed-up)."""
+    from dpdbscan import core
+
+    keys, sums = [], []
+    for pos, offsets in layout.positions:
+        if hist.kind == "dense":
+            from dpdbscan.histograms.base import dense_neighbour_sums
+
+            S = dense_neighbour_sums(hist.grid, hist.values, offsets)
+            mask = S >= threshold
+            ck, cs = hist.grid.encode(np.argwhere(mask)), S[mask]
+        else:
+            ck, cs = core._core_cells(hist, threshold, offsets, layout.kappa)
+        fk = layout.fine_keys(ck, pos)
+        if fk.size != ck.size:
+            c = hist.grid.decode(ck) * layout.k + np.asarray(pos)
+            cs = cs[np.all(c < np.asarray(layout.fine.shape), axis=1)]
+        keys.append(fk)
+        sums.append(cs)
+    keys, sums = np.concatenate(keys), np.concatenate(sums)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], sums[order]
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["dense-int", "dense-float", "sparse"])
+@pytest.mark.parametrize("k", [2, 3])
+def test_subcell_core_cells_match_full_evaluation(d, kind, k):
+    from dpdbscan import core
+    from dpdbscan.histograms.base import NoisyHistogram
+    from dpdbscan.subcells import SubcellLayout
+
+    rng = np.random.default_rng(d * 10 + k)
+    g = Grid(np.zeros(d), np.full(d, 1.0), {1: 0.01, 2: 0.04, 3: 0.2}[d])
+    layout = SubcellLayout(g, k)
+    counts = np.zeros(g.shape, dtype=np.int64)
+    for _ in range(4):  # blobs
+        c = rng.uniform(0, 1, d)
+        pts = c + rng.normal(0, 0.05, (3000, d))
+        coords = np.clip(((pts - g.lower) / g.width).astype(int), 0, np.array(g.shape) - 1)
+        np.add.at(counts, tuple(coords.T), 1)
+    if kind == "sparse":
+        vals = counts + rng.integers(0, 3, g.shape)
+        keys = g.encode(np.argwhere(vals >= 2))
+        hist = NoisyHistogram(grid=g, kind="sparse", values=vals[vals >= 2], keys=keys, theta=2.0)
+    else:
+        noise = rng.laplace(0, 2, g.shape)
+        vals = counts + (noise if kind == "dense-float" else np.round(noise).astype(np.int64))
+        hist = NoisyHistogram(grid=g, kind="dense", values=vals)
+    for thr in (20.0, 60.0, 150.0):
+        k0, s0 = _core_subcells_reference(hist, thr, layout)
+        k1, s1 = core.core_cells(hist, thr, layout)
+        assert np.array_equal(k0, k1) and np.array_equal(s0, s1), (thr, k0.size, k1.size)
+
+
+# --------------------------------------------------------------------------- #
+# merging by key runs
+
+
+@pytest.mark.parametrize("trial", range(24))
+def test_merge_by_runs_matches_one_lookup_per_offset(trial):
+    from dpdbscan.merge import _merge_by_offsets, merge_cells
+
+    rng = np.random.default_rng(300 + trial)
+    d = trial % 4 + 1
+    eta = [4.0, 2.0, 1.0][trial % 3]
+    g = Grid(np.zeros(d), np.ones(d), {1: 0.01, 2: 0.05, 3: 0.2, 4: 0.5}[d], eta)
+    density = rng.uniform(0.01, 0.4)
+    coords = np.argwhere(rng.random(g.shape) < density) if g.n_cells < 2e5 else \
+        np.unique(np.stack([rng.integers(0, s, 5000) for s in g.shape], 1), axis=0)
+    keys = np.sort(g.encode(coords))
+    assert np.array_equal(merge_cells(g, keys), _merge_by_offsets(g, keys))
+
+
+def test_merge_by_runs_edge_cases():
+    from dpdbscan.merge import merge_cells
+
+    g = Grid(np.zeros(2), np.ones(2), 0.1)
+    assert merge_cells(g, np.zeros(0, np.int64)).size == 0
+    one = g.encode(np.array([[3, 3]]))
+    assert merge_cells(g, one).tolist() == [0]
+    # two cells in the same row just out of reach, and on opposite row ends
+    far = np.sort(g.encode(np.array([[0, 0], [0, g.reach + 1], [1, g.shape[1] - 1]])))
+    assert merge_cells(g, far).tolist() == [0, 1, 2]

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from .histograms.base import (
-    NoisyHistogram, dense_neighbour_sums, neighbourhood, sparse_neighbour_sums,
+    NoisyHistogram, SumsAt, dense_neighbour_sums, neighbourhood, sparse_neighbour_sums,
 )
+from .histograms.pruning import live_cells
 
 
 def sum_threshold(min_samples: float, gamma: float, raise_min_samples: bool = True) -> float:
@@ -30,9 +31,15 @@ def core_cells(hist: NoisyHistogram, threshold: float, layout=None):
     """
     if layout is None or layout.k == 1:
         return _core_cells(hist, threshold, None, hist.grid.kappa)
+    # Each NB(q) is a subset of NB(X), so a sub-cell sum is at most the cell's
+    # full sum plus the dropped terms' negative part: only cells whose full
+    # sum reaches threshold - slack can hold a core sub-cell (speed only).
+    cand = _cells_within_slack(hist, threshold, layout)
+    sums_at = SumsAt(hist)
     keys, sums = [], []
     for pos, offsets in layout.positions:
-        ck, cs = _core_cells(hist, threshold, offsets, layout.kappa)
+        cs = sums_at(cand, offsets)
+        ck, cs = cand[cs >= threshold], cs[cs >= threshold]
         fk = layout.fine_keys(ck, pos)
         # fine_keys drops sub-cells outside the box: keep sums aligned
         if fk.size != ck.size:
@@ -44,6 +51,28 @@ def core_cells(hist: NoisyHistogram, threshold: float, layout=None):
     sums = np.concatenate(sums)
     order = np.argsort(keys, kind="stable")
     return keys[order], sums[order]
+
+
+def _cells_within_slack(hist: NoisyHistogram, threshold: float, layout) -> np.ndarray:
+    grid, vals = hist.grid, hist.values
+    nb = np.ascontiguousarray(grid.offsets).view([("", np.int64)] * grid.d).ravel()
+    dropped = 0
+    for _, offsets in layout.positions:
+        sub = np.ascontiguousarray(offsets).view([("", np.int64)] * grid.d).ravel()
+        if not np.isin(sub, nb).all():  # not a subset: every cell is a candidate
+            return _all_keys(hist)
+        dropped = max(dropped, nb.size - sub.size)
+    slack = dropped * max(0.0, -float(vals.min())) if vals.size else 0.0
+    if vals.dtype.kind == "f":  # room for the rounding of prefix sums
+        slack += 1e-9 * (1.0 + float(np.abs(vals).sum()))
+    return _core_cells(hist, threshold - slack, None, grid.kappa)[0]
+
+
+def _all_keys(hist: NoisyHistogram) -> np.ndarray:
+    grid = hist.grid
+    if hist.kind == "dense":
+        return grid.encode(grid.all_coords())
+    return neighbourhood(grid, hist.keys)
 
 
 def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
@@ -64,7 +93,7 @@ def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
         # of them reaches threshold / kappa: candidates lie around those.
         heavy = keys[vals * kappa >= threshold]
         if heavy.size * grid.kappa > _BUCKET_PRUNE_ABOVE:
-            heavy = heavy[_in_live_buckets(grid, keys, vals, heavy, threshold)]
+            heavy = heavy[live_cells(grid, keys, vals, heavy, threshold)]
     else:
         heavy = keys
     cand = neighbourhood(grid, heavy)
@@ -74,50 +103,6 @@ def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
 
 
 _BUCKET_PRUNE_ABOVE = 4_000_000
-
-
-def _in_live_buckets(grid, keys, vals, heavy, threshold) -> np.ndarray:
-    """Mask of ``heavy`` cells that can still contribute to a core cell.
-
-    Coarse buckets of side ``reach`` contain NB(X) within the 3^d block of
-    buckets around X's bucket. So X can be core only if that block's released
-    values sum to >= threshold ("live" block); a released cell matters only if
-    it lies in a block around some live bucket. With kappa in the thousands
-    (d >= 5) and a million released empty cells this turns kappa * 10^5
-    candidates into a handful.
-    """
-    side = max(grid.reach, 1)
-    d = grid.d
-    bkt = grid.decode(keys) // side
-    order = np.lexsort(bkt.T[::-1])
-    bkt_sorted = np.ascontiguousarray(bkt[order]).view([("", np.int64)] * d).ravel()
-    starts = np.flatnonzero(np.concatenate(([True], bkt_sorted[1:] != bkt_sorted[:-1])))
-    bkeys = bkt_sorted[starts]
-    bsums = np.add.reduceat(vals[order].astype(np.float64), starts)
-    block = [np.array(o) for o in np.ndindex(*(3,) * d)]
-    block = [o - 1 for o in block]
-    # buckets whose block can reach the threshold need a member bucket >= threshold / 3^d
-    rich = bkeys[bsums * len(block) >= threshold]
-    if rich.size == 0:
-        return np.zeros(heavy.size, dtype=bool)
-    rich_c = rich.view(np.int64).reshape(-1, d)
-    cand = np.unique(np.concatenate([rich_c + o for o in block]), axis=0)
-    cand_v = np.ascontiguousarray(cand).view([("", np.int64)] * d).ravel()
-    total = np.zeros(cand.shape[0])
-    for o in block:
-        q = np.ascontiguousarray(cand + o).view([("", np.int64)] * d).ravel()
-        idx = np.minimum(np.searchsorted(bkeys, q), bkeys.size - 1)
-        hit = bkeys[idx] == q
-        total[hit] += bsums[idx[hit]]
-    live = cand[total >= threshold]
-    if live.size == 0:
-        return np.zeros(heavy.size, dtype=bool)
-    near = np.unique(np.concatenate([live + o for o in block]), axis=0)
-    near_v = np.ascontiguousarray(near).view([("", np.int64)] * d).ravel()
-    hb = np.ascontiguousarray(grid.decode(heavy) // side).view([("", np.int64)] * d).ravel()
-    idx = np.minimum(np.searchsorted(near_v, hb), near_v.size - 1)
-    del cand_v
-    return near_v[idx] == hb
 
 
 def neighbour_sums(hist: NoisyHistogram):

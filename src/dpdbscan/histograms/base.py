@@ -164,3 +164,50 @@ def neighbourhood(grid: Grid, keys: np.ndarray) -> np.ndarray:
         keep = np.concatenate(([True], cand[1:] != cand[:-1]))
         cand = cand[keep]
     return cand
+
+
+class SumsAt:
+    """Sums of the released values over an offset set, at chosen cells only.
+
+    For sub-cells every position has its own offset set, all within NB; this
+    evaluates them at a short list of candidate cells instead of over the whole
+    universe. Dense: the same prefix sums and the same order of additions as
+    :func:`dense_neighbour_sums`, so the results are identical (also in
+    floating point). Sparse: :func:`sparse_neighbour_sums` at the cells.
+    """
+
+    def __init__(self, hist: NoisyHistogram):
+        self.hist = hist
+        grid = hist.grid
+        if hist.kind != "dense":
+            return
+        R = grid.reach
+        shape = grid.shape
+        values = hist.values
+        acc_dtype = np.int64 if values.dtype.kind in "iub" else np.float64
+        P = np.zeros(tuple(s + 2 * R for s in shape), dtype=acc_dtype)
+        P[tuple(slice(R, R + s) for s in shape)] = values
+        C = np.zeros(P.shape[:-1] + (P.shape[-1] + 1,), dtype=acc_dtype)
+        np.cumsum(P, axis=-1, out=C[..., 1:])
+        del P
+        self._R = R
+        self._C = C.ravel()
+        self._strides = np.array(C.strides, dtype=np.int64) // C.itemsize
+
+    def __call__(self, keys: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        hist, grid = self.hist, self.hist.grid
+        if hist.kind != "dense":
+            return sparse_neighbour_sums(grid, hist.keys, hist.values, keys, offsets)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        if offsets.size and np.abs(offsets).max() > self._R:
+            raise ValueError("offsets reach beyond the padding of the dense histogram")
+        out = np.zeros(keys.size, dtype=self._C.dtype)
+        if keys.size == 0:
+            return out
+        base = (grid.decode(keys) + self._R) @ self._strides
+        st = self._strides
+        for prefix, lo, hi in offset_runs(offsets):
+            shift = int(np.dot(prefix, st[:-1])) if prefix.size else 0
+            out += self._C[base + (shift + hi + 1)]
+            out -= self._C[base + (shift + lo)]
+        return out
