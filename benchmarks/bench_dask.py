@@ -11,7 +11,8 @@ round by round so that machine noise hits them alike:
   directory on an already running ``LocalCluster(n_workers=2,
   threads_per_worker=1)`` (worker processes, or threads in this process).
 * ``dask cold (backend="dask")``: each fit starts and closes its own
-  process-based LocalCluster, as ``backend="dask"`` does.
+  LocalCluster, as ``backend="dask"`` does (threads, the default), and
+  ``dask cold, processes``: the same with worker processes.
 
 Prints medians (and min, max) of ``--repeats`` runs and ratios against both
 numpy variants, measured in the same run. Every variant uses
@@ -116,6 +117,7 @@ def main(argv=None) -> None:
                 "dask warm, processes": lambda c: fit(tmp, procs, c),
                 "dask warm, threads": lambda c: fit(tmp, threads, c),
                 'dask cold (backend="dask")': lambda c: fit(tmp, "dask", c),
+                "dask cold, processes": lambda c: fit(tmp, DaskBackend(processes=True), c),
             }
             for name in args.configs:
                 run_config(name, CONFIGS[name], variants, args.repeats)

@@ -172,8 +172,11 @@ class DaskBackend:
         ``columns`` to make the choice independent of the data.
     client : distributed.Client, default=None
         An existing client to use (never closed by this backend).
-    n_workers, threads_per_worker, processes :
+    n_workers, threads_per_worker, processes : default 2, 1, False
         Shape of the ``LocalCluster`` started when no scheduler is given.
+        Threads, not processes, by measurement (docs/dask.md): on one
+        machine the work is numpy and pyarrow, which release the GIL, and a
+        thread cluster starts in milliseconds instead of seconds.
     file_format : {"parquet", "csv"}, default=None
         Format of the files; by default from their suffix.
     split_every : int, default=8
@@ -194,7 +197,7 @@ class DaskBackend:
     name = "dask"
 
     def __init__(self, scheduler=None, columns=None, client=None, *, n_workers=2,
-                 threads_per_worker=1, processes=True, file_format=None, split_every=8,
+                 threads_per_worker=1, processes=False, file_format=None, split_every=8,
                  blocksize="64MiB", storage_options=None):
         _require_dask()
         if scheduler is not None and client is not None:
