@@ -205,9 +205,6 @@ def test_discrete_laplace_sample_tail_is_conditional_law(eps, theta, kind):
     _assert_pmf(x, support, (1 - q) * q ** (support - k))
 
 
-@pytest.mark.xfail(strict=True, reason="latent (reported): sample_tail is k + Geometric, the law "
-                   "of Z | Z >= k only for k >= 0; the mechanism refuses theta < 0 since 62bcb51, "
-                   "the sampler itself should too (as ContinuousLaplace does)")
 def test_discrete_laplace_sample_tail_negative_theta():
     noise = DiscreteLaplace(1.0)
     q = math.exp(-noise.epsilon)

@@ -95,13 +95,25 @@ def release_histogram(grid: Grid, X, config: MechanismConfig, source, backend=No
             if len(cells):
                 counts[tuple(grid.decode(cells.keys).T)] = cells.counts
         return dense_histogram(grid, counts, noise, source)
-    cells = backend.count(grid, X)
+    cells = _sorted(backend.count(grid, X))
     if kind == "sparse":
         theta = config.theta_for(grid, noise)
         return sparse_histogram(grid, cells, noise, source, theta)
     if kind == "stability":
         return stability_histogram(grid, cells, noise, source, config.delta)
     raise ValueError(f"histogram must be one of {HISTOGRAMS}, got {kind!r}")
+
+
+def _sorted(cells):
+    """Backends promise sorted unique keys; a custom one that does not would
+    break empty-cell sampling and the canonical output order, so enforce it."""
+    k = cells.keys
+    if k.size > 1 and not np.all(k[1:] > k[:-1]):
+        order = np.argsort(k, kind="stable")
+        cells.keys, cells.counts = k[order], cells.counts[order]
+        if np.any(cells.keys[1:] == cells.keys[:-1]):
+            raise ValueError("the backend returned duplicate cell keys")
+    return cells
 
 
 def margin(grid: Grid, hist: NoisyHistogram, config: MechanismConfig) -> float:

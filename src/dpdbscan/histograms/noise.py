@@ -41,8 +41,11 @@ class DiscreteLaplace:
         return q**k / (1.0 + q)
 
     def sample_tail(self, source, n: int, theta: float) -> np.ndarray:
-        """Z conditioned on Z >= theta (theta >= 1): theta + Geometric, exactly."""
+        """Z conditioned on Z >= theta (theta >= 0): theta + Geometric, exactly."""
         k = math.ceil(theta)
+        if k < 0:
+            # below 0 the conditional law is not theta + Geometric
+            raise ValueError(f"the discrete tail sampler needs theta >= 0, got theta={theta!r}")
         return k + _random.discrete_geometric(source, int(n), self.fraction)
 
 
