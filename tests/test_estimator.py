@@ -179,3 +179,28 @@ def test_small_data_is_not_silently_empty():
         warnings.simplefilter("error", UtilityWarning)
         m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0).fit(many)
     assert m.spans_.n_spans >= 1
+
+
+def test_custom_backend_keys_are_put_in_canonical_order():
+    from dpdbscan.backends import CellCounts, NumpyBackend
+
+    class Shuffled:
+        def count(self, grid, X):
+            c = NumpyBackend().count(grid, X)
+            order = np.random.default_rng(0).permutation(c.keys.size)
+            return CellCounts(c.keys[order], c.counts[order])
+
+    class Duplicated(Shuffled):
+        def count(self, grid, X):
+            c = NumpyBackend().count(grid, X)
+            return CellCounts(np.concatenate([c.keys, c.keys[:1]]), np.concatenate([c.counts, [1]]))
+
+    X = np.random.default_rng(1).random((500, 2))
+    ref = DPDBSCAN(eps=1e-4, bounds=(0, 1), random_state=0, histogram="sparse", max_empty_cells=1000).fit(X)
+    got = DPDBSCAN(eps=1e-4, bounds=(0, 1), random_state=0, histogram="sparse", max_empty_cells=1000,
+                   backend=Shuffled()).fit(X)
+    assert np.array_equal(ref.histogram_.keys, got.histogram_.keys)
+    assert np.array_equal(ref.histogram_.values, got.histogram_.values)
+    with pytest.raises(ValueError, match="duplicate"):
+        DPDBSCAN(eps=1e-4, bounds=(0, 1), random_state=0, histogram="sparse", max_empty_cells=1000,
+                 backend=Duplicated()).fit(X)
