@@ -21,15 +21,20 @@ def dp_dbscan(ds, seed, **kwargs):
     """Fitted :class:`dpdbscan.DPDBSCAN` on ``ds`` (epsilon defaults to 1).
 
     ``seed=None`` uses the library's secure randomness; an int gives a
-    reproducible (insecure) run, whose warning is expected here.
+    reproducible (insecure) run, whose warning is expected here. A release
+    without spans (the library's UtilityWarning) is a measured outcome in the
+    sweeps, scored like any other, so that warning is silenced too.
     """
-    from dpdbscan import DPDBSCAN, InsecureRandomnessWarning
+    import dpdbscan
 
     kwargs.setdefault("epsilon", 1.0)
-    est = DPDBSCAN(eps=ds.alpha, min_samples=ds.min_samples, bounds=ds.bounds,
-                   random_state=seed, **kwargs)
+    est = dpdbscan.DPDBSCAN(eps=ds.alpha, min_samples=ds.min_samples, bounds=ds.bounds,
+                            random_state=seed, **kwargs)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InsecureRandomnessWarning)
+        warnings.simplefilter("ignore", dpdbscan.InsecureRandomnessWarning)
+        utility = getattr(dpdbscan, "UtilityWarning", None)
+        if utility is not None:
+            warnings.simplefilter("ignore", utility)
         return est.fit(ds.X)
 
 
