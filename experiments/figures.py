@@ -145,7 +145,9 @@ def geo_spans(panels, path, max_points=150_000):
     ``panels``: list of dicts with title, ds, model.
     """
     plt = _plt()
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 6.8), squeeze=False)
+    ncol = min(2, len(panels))
+    nrow = math.ceil(len(panels) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(7.0 * ncol, 7.0 * nrow), squeeze=False)
     rng = np.random.default_rng(0)  # which points are drawn in grey: cosmetic only
     for ax, p in zip(axes.ravel(), panels):
         ds = p["ds"]
@@ -155,5 +157,7 @@ def geo_spans(panels, path, max_points=150_000):
         ax.set_aspect(1.0 / math.cos(math.radians(37.8)))  # lon/lat look like km
         ax.set_xlabel("longitude")
         ax.set_ylabel("latitude")
+    for ax in axes.ravel()[len(panels):]:
+        ax.set_visible(False)
     fig.suptitle("DP-DBSCAN spans on geographic data (ε = 1)")
     _save(fig, path)

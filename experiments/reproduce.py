@@ -230,13 +230,14 @@ def section_geo(cfg, figdir, missing):
         ds = load(name, cfg, missing)
         if ds is None:
             continue
-        for kind, label in (("sparse", "linear"), ("dense", "naive")):
-            model = baselines.dp_dbscan(ds, 0, histogram=kind)
-            panels.append({"title": f"{ds.title} / {label} ({model.spans_.n_spans} spans)",
-                           "ds": ds, "model": model})
-            rows.append({"dataset": name, "title": ds.title, "kind": label, "n": ds.n,
-                         "n_cells": model.n_cells_, "gamma": model.gamma_,
-                         "n_spans": model.spans_.n_spans})
+        for variant, kw in sweeps.VARIANTS.items():
+            for kind, label in (("sparse", "linear"), ("dense", "naive")):
+                model = baselines.dp_dbscan(ds, 0, histogram=kind, **kw)
+                panels.append({"title": f"{ds.title} / {label}, {variant}: "
+                                        f"{model.spans_.n_spans} spans", "ds": ds, "model": model})
+                rows.append({"dataset": name, "title": ds.title, "variant": variant,
+                             "kind": label, "n": ds.n, "n_cells": model.n_cells_,
+                             "gamma": model.gamma_, "n_spans": model.spans_.n_spans})
     paths = []
     for name in cfg.geo_sets:
         mine = [p for p in panels if p["ds"].name == name]

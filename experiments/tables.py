@@ -26,10 +26,10 @@ def geo_table(geo) -> str:
     rows = []
     for g in geo:
         pv = paper.GEO_SPANS.get(g["dataset"], {}).get(g["kind"])
-        rows.append([g["title"], g["kind"], f"{g['n']:,}", f"{g['n_cells']:,}",
+        rows.append([g["title"], g["variant"], g["kind"], f"{g['n']:,}", f"{g['n_cells']:,}",
                      f"{g['gamma']:.1f}", g["n_spans"], "-" if pv is None else pv])
-    return table(["Dataset", "histogram", "n", "|X|", "Γ", "spans (ours)", "spans (paper)"],
-                 rows)
+    return table(["Dataset", "DP-DBSCAN", "histogram", "n", "|X|", "Γ", "spans (ours)",
+                  "spans (paper)"], rows)
 
 
 def timing_table(rows) -> str:

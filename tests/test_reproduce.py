@@ -144,7 +144,8 @@ def test_label_publishing_baseline_is_one_cluster(quick_run):
 def test_geographic_section_reports_spans(quick_run):
     _, text = quick_run
     head, rows = tables_after(text, "### 4.6 Geographic spans")
-    assert [r[1] for r in rows] == ["linear", "naive"]
+    assert [r[head.index("histogram")] for r in rows] == ["linear", "naive"] * 2
+    assert {r[head.index("DP-DBSCAN")] for r in rows} == {"DP-DBSCAN", "DP-DBSCAN paper proc."}
     for r in rows:
         assert r[0] == "Cabs-tiny" and int(r[head.index("spans (ours)")]) > 0
         assert r[head.index("spans (paper)")] == "38"
