@@ -17,13 +17,17 @@ def grid_dbscan(grid, counts: dict, min_samples: float):
     min distance < alpha; core iff UB >= min_samples; merge core cells at min
     distance < alpha. Returns {cell: span representative} over core cells."""
     cells = list(itertools.product(*[range(s) for s in grid.shape]))
-    occupied = list(counts)
     core = []
     for c in cells:
         ub = sum(v for o, v in counts.items() if cell_min_distance(grid, c, o) < grid.alpha)
         if ub >= min_samples:
             core.append(c)
-    parent = {c: c for c in core}
+    return components(core, lambda a, b: cell_min_distance(grid, a, b) < grid.alpha)
+
+
+def components(items, linked):
+    """{item: representative} of the connected components of ``linked`` (all pairs)."""
+    parent = {c: c for c in items}
 
     def find(c):
         while parent[c] != c:
@@ -31,13 +35,12 @@ def grid_dbscan(grid, counts: dict, min_samples: float):
             c = parent[c]
         return c
 
-    for a, b in itertools.combinations(core, 2):
-        if cell_min_distance(grid, a, b) < grid.alpha:
+    for a, b in itertools.combinations(items, 2):
+        if linked(a, b):
             ra, rb = find(a), find(b)
             if ra != rb:
                 parent[ra] = rb
-    del occupied
-    return {c: find(c) for c in core}
+    return {c: find(c) for c in items}
 
 
 def exact_dbscan_core(X: np.ndarray, alpha: float, min_samples: float):
@@ -99,18 +102,9 @@ def subcell_grid_dbscan(grid, counts: dict, min_samples: float, k: int):
                 ub += v
         if ub >= min_samples:
             core.append(f)
-    parent = {c: c for c in core}
 
-    def find(c):
-        while parent[c] != c:
-            parent[c] = parent[parent[c]]
-            c = parent[c]
-        return c
-
-    for a, b in itertools.combinations(core, 2):
+    def linked(a, b):
         gaps = [max(abs(x - y) - 1, 0) for x, y in zip(a, b)]
-        if (w / k) * math.sqrt(sum(g * g for g in gaps)) < grid.alpha * (1 - 1e-12):
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                parent[ra] = rb
-    return {c: find(c) for c in core}
+        return (w / k) * math.sqrt(sum(g * g for g in gaps)) < grid.alpha * (1 - 1e-12)
+
+    return components(core, linked)
