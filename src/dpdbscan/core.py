@@ -10,6 +10,8 @@ MinPts - Gamma.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .histograms.base import (
@@ -31,10 +33,10 @@ def core_cells(hist: NoisyHistogram, threshold: float, layout=None):
     """
     if layout is None or layout.k == 1:
         return _core_cells(hist, threshold, None, hist.grid.kappa)
-    # Each NB(q) is a subset of NB(X), so a sub-cell sum is at most the cell's
-    # full sum plus the dropped terms' negative part: only cells whose full
-    # sum reaches threshold - slack can hold a core sub-cell (speed only).
-    cand = _cells_within_slack(hist, threshold, layout)
+    # Each NB(q) is a subset of NB(X), so a sub-cell's sum is at most the sum
+    # of the positive values over NB(X): only cells where that reaches the
+    # threshold can hold a core sub-cell (speed only; tests/test_perf_paths.py).
+    cand = _candidate_cells(hist, threshold, layout)
     sums_at = SumsAt(hist)
     keys, sums = [], []
     for pos, offsets in layout.positions:
@@ -53,19 +55,20 @@ def core_cells(hist: NoisyHistogram, threshold: float, layout=None):
     return keys[order], sums[order]
 
 
-def _cells_within_slack(hist: NoisyHistogram, threshold: float, layout) -> np.ndarray:
+def _candidate_cells(hist: NoisyHistogram, threshold: float, layout) -> np.ndarray:
+    """Cells X whose positive neighbour sum sum_{NB(X)} max(x~, 0) reaches the
+    threshold: a superset of the cells holding a core sub-cell."""
     grid, vals = hist.grid, hist.values
     nb = np.ascontiguousarray(grid.offsets).view([("", np.int64)] * grid.d).ravel()
-    dropped = 0
     for _, offsets in layout.positions:
         sub = np.ascontiguousarray(offsets).view([("", np.int64)] * grid.d).ravel()
         if not np.isin(sub, nb).all():  # not a subset: every cell is a candidate
             return _all_keys(hist)
-        dropped = max(dropped, nb.size - sub.size)
-    slack = dropped * max(0.0, -float(vals.min())) if vals.size else 0.0
-    if vals.dtype.kind == "f":  # room for the rounding of prefix sums
-        slack += 1e-9 * (1.0 + float(np.abs(vals).sum()))
-    return _core_cells(hist, threshold - slack, None, grid.kappa)[0]
+    if vals.size and vals.min() < 0:
+        hist = replace(hist, values=np.maximum(vals, 0))
+    if vals.dtype.kind == "f" and threshold > 0:  # room for the rounding of prefix sums
+        threshold = max(threshold - 1e-9 * (1.0 + float(np.abs(vals).sum())), threshold / 2)
+    return _core_cells(hist, threshold, None, grid.kappa)[0]
 
 
 def _all_keys(hist: NoisyHistogram) -> np.ndarray:
