@@ -204,6 +204,20 @@ def test_same_release_as_in_memory(client, X, tmp_path, histogram, source):
     assert_same_release(got, want)
 
 
+def test_same_release_with_wide_keys(client):
+    """A grid too fine for int64 keys: packed keys all the way to the spans."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([0.5 + 2e-6 * rng.random((30_000, 3)), rng.random((50, 3))])
+    X[::501, 2] = np.nan
+    kw = dict(eps=1e-6, min_samples=5, epsilon=2.0, bounds=([0.0] * 3, [1.0] * 3),
+              random_state=0, histogram="sparse")
+    want = DPDBSCAN(**kw).fit(X)
+    got = DPDBSCAN(**kw, backend=DaskBackend(client=client)).fit(da.from_array(X, chunks=8_000))
+    assert want.histogram_.keys.dtype.kind == "V"
+    assert want.spans_.core_keys.size > 0
+    assert_same_release(got, want)
+
+
 # ------------------------------------------------------------- columns
 def test_default_columns_skip_label_and_non_numeric(client, grid, X, tmp_path):
     df = frame(X).assign(name="a")[["label", "x", "name", "y"]]
