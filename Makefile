@@ -36,7 +36,7 @@ reproduce: $(STAMP)
 	$(BIN)/python experiments/reproduce.py --out results
 
 reproduce-quick: $(STAMP)
-	$(BIN)/python experiments/reproduce.py --quick --out results
+	$(BIN)/python experiments/reproduce.py --quick --out results/quick
 
 clean:
 	rm -rf $(VENV) demo_output .pytest_cache
