@@ -42,6 +42,12 @@ def fit(**kw):
     ({"histogram": "stability"}, ValueError, "delta"),
     ({"noise": "gauss"}, ValueError, "noise"),
     ({"random_state": "seed"}, TypeError, "random_state"),
+    ({"subcells": 0}, ValueError, "subcells=0"),
+    ({"subcells": "many"}, ValueError, "subcells='many'"),
+    ({"subcells": 1.5}, ValueError, "subcells=1.5"),
+    ({"margin": "tight"}, ValueError, "margin='tight'"),
+    ({"border": -0.1}, ValueError, "border=-0.1"),
+    ({"border": "wide"}, ValueError, "border='wide'"),
 ])
 def test_invalid_parameters_name_parameter_and_value(kw, exc, match):
     with pytest.raises(exc, match=match):
@@ -204,3 +210,12 @@ def test_custom_backend_keys_are_put_in_canonical_order():
     with pytest.raises(ValueError, match="duplicate"):
         DPDBSCAN(eps=1e-4, bounds=(0, 1), random_state=0, histogram="sparse", max_empty_cells=1000,
                  backend=Duplicated()).fit(X)
+
+
+def test_subcells_auto_depends_on_dimension_only():
+    m2 = fit()
+    assert m2.spans_.subcells == 2 and m2.rho_ == 6.0
+    X4 = np.random.default_rng(0).random((100, 4))
+    m4 = DPDBSCAN(eps=0.5, bounds=(0, 1), random_state=0).fit(X4)
+    assert m4.spans_.subcells == 1 and m4.rho_ == 7.0
+    assert m2.spans_.border == pytest.approx(4 * 0.1 / 16)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 import warnings
 
 import numpy as np
@@ -67,12 +68,13 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     raise_min_samples : bool, default=True
         The paper's practical rule (core iff UB~ >= MinPts + tau). False gives
         the theoretical rule (UB~ >= MinPts).
-    subcells : int, default=2
+    subcells : "auto" or int, default="auto"
         Core-ness and merging are decided on sub-cells of width w / subcells
         (each with its own, smaller neighbourhood), the histogram stays on
         cells of width w. Post-processing: no privacy cost; the sandwich
         guarantee holds with rho = 3 + eta/2 + eta/(2 subcells).
-        1 is the paper's procedure.
+        1 is the paper's procedure. "auto" is 2 for d <= 3 and 1 above, where
+        the 2^d sub-cells per cell would cost more time than they give.
     margin : {"chernoff", "paper"}, default="chernoff"
         How Gamma is bounded: Chernoff with the exact moment generating
         function of the noise (rigorous, about 20% smaller) or the paper's
@@ -119,7 +121,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
 
     def __init__(self, eps=0.5, min_samples=5, epsilon=1.0, bounds=None, random_state=None, *,
                  eta=4.0, beta=0.1, histogram="auto", delta=0.0, noise="discrete", theta=None,
-                 max_empty_cells=2**20, raise_min_samples=True, subcells=2, margin="chernoff",
+                 max_empty_cells=2**20, raise_min_samples=True, subcells="auto", margin="chernoff",
                  border="auto", accountant=None, backend="numpy"):
         self.eps = eps
         self.min_samples = min_samples
@@ -154,22 +156,28 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         histogram = self.histogram
         if histogram == "stability" and delta == 0:
             raise ValueError("histogram='stability' needs delta > 0, got delta=0.0")
-        if isinstance(self.subcells, bool) or not isinstance(self.subcells, numbers.Integral) \
-                or self.subcells < 1:
-            raise ValueError(f"subcells must be an integer >= 1, got subcells={self.subcells!r}")
+        if not (self.subcells == "auto" if isinstance(self.subcells, str) else (
+                isinstance(self.subcells, numbers.Integral) and not isinstance(self.subcells, bool)
+                and self.subcells >= 1)):
+            raise ValueError(f"subcells must be 'auto' or an integer >= 1, got subcells={self.subcells!r}")
         if self.margin not in ("chernoff", "paper"):
             raise ValueError(f"margin must be 'chernoff' or 'paper', got margin={self.margin!r}")
         return MechanismConfig(
             epsilon=epsilon, delta=delta, histogram=histogram, noise=self.noise, beta=beta,
             theta=None if self.theta is None else float(self.theta), max_empty_cells=max_empty,
-            subcells=int(self.subcells), margin=self.margin,
+            margin=self.margin,
         )
 
-    def _border(self, alpha: float, eta: float) -> float:
+    def _subcells(self, d: int) -> int:
+        if isinstance(self.subcells, str):  # "auto": public, from the dimension only
+            return 2 if d <= 3 else 1
+        return int(self.subcells)
+
+    def _border(self, alpha: float, eta: float, k: int) -> float:
         if isinstance(self.border, str):
             if self.border != "auto":
                 raise ValueError(f"border must be 'auto' or a number >= 0, got border={self.border!r}")
-            return eta * alpha / (8.0 * int(self.subcells))
+            return eta * alpha / (8.0 * k)
         if isinstance(self.border, bool) or not isinstance(self.border, numbers.Real) \
                 or not (np.isfinite(self.border) and self.border >= 0):
             raise ValueError(f"border must be 'auto' or a number >= 0, got border={self.border!r}")
@@ -183,16 +191,21 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         min_samples = check_min_samples(self.min_samples)
         eta = check_positive("eta", self.eta, upper=4.0)
         config = self._config(epsilon, delta)
-        config = MechanismConfig(**{**config.__dict__, "border": self._border(alpha, eta)})
         if not isinstance(self.raise_min_samples, (bool, np.bool_)):
             raise TypeError(f"raise_min_samples must be a bool, got {self.raise_min_samples!r}")
 
         local = self.backend in (None, "numpy")
-        if local or isinstance(X, np.ndarray) or isinstance(X, (list, tuple)):
+        paths = isinstance(X, (str, os.PathLike)) or (
+            isinstance(X, (list, tuple)) and len(X) > 0
+            and all(isinstance(p, (str, os.PathLike)) for p in X))
+        if local or isinstance(X, np.ndarray) or (isinstance(X, (list, tuple)) and not paths):
             X = check_array(X)
             n_features = X.shape[1]
         else:
-            n_features = _n_features_of(X, self.bounds)
+            from .backends import get_backend
+
+            backend = get_backend(self.backend)
+            n_features = _n_features_of(X, self.bounds, backend)
         if self.bounds is None:
             if not isinstance(X, np.ndarray):
                 raise ValueError("bounds are required with a distributed backend")
@@ -201,6 +214,9 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             lower, upper = check_bounds(self.bounds, n_features)
 
         grid = Grid(lower, upper, alpha, eta)
+        k = self._subcells(grid.d)
+        config = MechanismConfig(**{**config.__dict__, "subcells": k,
+                                    "border": self._border(alpha, eta, k)})
         kind = config.choose_histogram(grid)
         if config.histogram == "auto" and delta > 0 and kind == "sparse":
             config = MechanismConfig(**{**config.__dict__, "histogram": "stability"})
@@ -253,7 +269,14 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         return self.fit(X).predict(X)
 
 
-def _n_features_of(X, bounds):
+def _n_features_of(X, bounds, backend=None):
+    """Number of coordinates of non-numpy X: the backend's column rule first
+    (it knows which columns it will read), then shape, columns or bounds."""
+    counter = getattr(backend, "n_features", None)
+    if callable(counter):
+        n = counter(X)
+        if isinstance(n, numbers.Integral):
+            return int(n)
     shape = getattr(X, "shape", None)
     if shape is not None and len(shape) == 2 and isinstance(shape[1], numbers.Integral):
         return int(shape[1])
