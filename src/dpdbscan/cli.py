@@ -390,6 +390,10 @@ def _write_outputs(model, paths) -> list[str]:
     return written
 
 
+def _subcells_arg(text: str):
+    return "auto" if text == "auto" else int(text)
+
+
 def _border_arg(text, *, geo: bool):
     """--border: 'auto', a number (data units, km with --geo) or a length like 10m."""
     if text is None or str(text) == "auto":
@@ -605,9 +609,9 @@ def _add_fit_options(p, *, sweep: bool):
                        "; several values" if sweep else ""))
     g.add_argument("--eta", type=float, default=4.0,
                    help="grid parameter in (0, 4]; cell width eta*eps/(4 sqrt d) (default 4)")
-    g.add_argument("--subcells", type=int, default=2,
+    g.add_argument("--subcells", type=_subcells_arg, default="auto",
                    help="decide core cells and merge on sub-cells of width w/SUBCELLS "
-                        "(default 2; 1 = the paper's procedure); no privacy cost")
+                        "('auto' = 2 for d <= 3, else 1; 1 = the paper's procedure); no privacy cost")
     g.add_argument("--margin", choices=["chernoff", "paper"], default="chernoff",
                    help="bound for Gamma: Chernoff with the exact MGF (default) or the paper's")
     g.add_argument("--border", default="auto",
