@@ -259,14 +259,22 @@ def _raw_bits(source, n: int) -> np.ndarray:
     return np.unpackbits(words.view(np.uint8), count=n).view(bool)
 
 
-def _exp1_codes(source, n: int) -> np.ndarray:
-    """One Bernoulli(exp(-1)) trial per element: 0 = failure, 1 = success, 2 = redraw."""
+def _exp1_codes(source, n: int, decided: bool = False) -> np.ndarray:
+    """One Bernoulli(exp(-1)) trial per element: 0 = failure, 1 = success, 2 = redraw.
+
+    With ``decided`` the redraws are made here, so every code is 0 or 1.
+    """
     code = _EXP1_CODE[_raw16(source, n)]
     deep = np.flatnonzero(code == 3)
     if deep.size:
         ones = np.ones(deep.size, dtype=np.uint64)
         odd = _cks_parity(source, ones, 1, np.full(deep.size, _EXP1_DEPTH + 1))
         code[deep] = odd
+    if decided:
+        again = np.flatnonzero(code == 2)
+        while again.size:  # the rejected word is skipped, exactly
+            code[again] = _exp1_codes(source, again.size)
+            again = again[code[again] == 2]
     return code
 
 
@@ -278,7 +286,11 @@ def geometric_exp_neg1(source, n: int) -> np.ndarray:
     need more than seven CKS trials are finished exactly by :func:`_cks_parity`.
     Only about 37% of the samples survive each round.
     """
-    code = _exp1_codes(source, n)
+    return _geometric_from_first(source, _exp1_codes(source, n))
+
+
+def _geometric_from_first(source, code: np.ndarray) -> np.ndarray:
+    """Finish the count of ``geometric_exp_neg1`` given its first-round codes."""
     v = (code == 1).astype(np.int64)
     idx = np.flatnonzero(code)
     while idx.size:
@@ -328,14 +340,30 @@ def discrete_laplace(source, n: int, epsilon: Fraction) -> np.ndarray:
     not counted twice) and that sample alone is drawn again.
     """
     s, t = epsilon.numerator, epsilon.denominator
-    y = _one_sided(source, n, s, t)
-    neg = _raw_bits(source, n)
-    bad = np.flatnonzero(neg & (y == 0))
-    while bad.size:
-        y[bad] = _one_sided(source, bad.size, s, t)
-        neg[bad] = _raw_bits(source, bad.size)
-        bad = bad[neg[bad] & (y[bad] == 0)]
-    np.negative(y, out=y, where=neg)
+    if s == 1 and t == 1:
+        # Y = V and Y = 0 exactly when the first trial of V fails, so a
+        # rejected "-0" needs a new sign and a new first trial only.
+        code = _exp1_codes(source, n, decided=True)
+        neg = _raw_bits(source, n)
+        bad = np.flatnonzero(neg & (code == 0))
+        while bad.size:
+            code[bad] = _exp1_codes(source, bad.size, decided=True)
+            neg[bad] = _raw_bits(source, bad.size)
+            bad = bad[neg[bad] & (code[bad] == 0)]
+        y = _geometric_from_first(source, code)
+    else:
+        y = _one_sided(source, n, s, t)
+        neg = _raw_bits(source, n)
+        bad = np.flatnonzero(neg & (y == 0))
+        while bad.size:
+            y[bad] = _one_sided(source, bad.size, s, t)
+            neg[bad] = _raw_bits(source, bad.size)
+            bad = bad[neg[bad] & (y[bad] == 0)]
+    # y -> -y where neg, in two's complement: (y ^ -1) + 1
+    m = neg.view(np.int8).astype(np.int64)
+    np.negative(m, out=m)
+    y ^= m
+    y -= m
     return y
 
 
