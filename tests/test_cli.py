@@ -388,10 +388,10 @@ def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, mon
     fake.DaskBackend = FakeDask
     monkeypatch.setitem(sys.modules, "dpdbscan.backends.dask_backend", fake)
     rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
-                       "--backend", "dask", "--scheduler", "tcp://10.0.0.5:8786", "--columns", "x,y",
+                       "--backend", "dask", "--scheduler", "tcp://scheduler.example.org:8786", "--columns", "x,y",
                        "--out-dir", tmp_path, "--no-png", "--seed", "0")
     assert rc == 0, err
-    assert seen == {"scheduler": "tcp://10.0.0.5:8786", "columns": ["x", "y"], "X": str(blobs_csv)}
+    assert seen == {"scheduler": "tcp://scheduler.example.org:8786", "columns": ["x", "y"], "X": str(blobs_csv)}
     assert "2 span(s)" in out and "read " not in err
 
 

@@ -161,7 +161,7 @@ class DaskBackend:
     Parameters
     ----------
     scheduler : str, default=None
-        Address of a running scheduler, e.g. ``"tcp://10.0.0.5:8786"``. With
+        Address of a running scheduler, e.g. ``"tcp://scheduler.example.org:8786"``. With
         neither ``scheduler`` nor ``client``, each :meth:`count` starts a
         ``LocalCluster`` and closes it afterwards; use the backend as a context
         manager to keep one cluster for several fits.
