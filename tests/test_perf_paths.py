@@ -485,3 +485,49 @@ def test_merge_by_runs_edge_cases():
     # two cells in the same row just out of reach, and on opposite row ends
     far = np.sort(g.encode(np.array([[0, 0], [0, g.reach + 1], [1, g.shape[1] - 1]])))
     assert merge_cells(g, far).tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["int", "float"])
+def test_dense_core_cells_from_candidates_match_full_sums(d, kind):
+    """k = 1 on a dense histogram: candidates around heavy cells give exactly
+    the cells and sums of the full evaluation."""
+    from dpdbscan import core
+    from dpdbscan.histograms.base import NoisyHistogram, dense_candidates, dense_neighbour_sums
+
+    rng = np.random.default_rng(40 + d)
+    alpha, sigma, thresholds = {1: (0.0005, 0.01, (300.0, 1000.0, 2000.0)),
+                                2: (0.005, 0.01, (100.0, 300.0, 1000.0)),
+                                3: (0.03, 0.02, (1000.0, 3000.0, 6000.0))}[d]
+    g = Grid(np.zeros(d), np.ones(d), alpha)
+    counts = np.zeros(g.shape, dtype=np.int64)
+    for _ in range(3):
+        pts = rng.uniform(0.2, 0.8, d) + rng.normal(0, sigma, (20000, d))
+        coords = np.clip(((pts - g.lower) / g.width).astype(int), 0, np.array(g.shape) - 1)
+        np.add.at(counts, tuple(coords.T), 1)
+    noise = rng.laplace(0, 1.5, g.shape)
+    vals = counts + (noise if kind == "float" else np.round(noise).astype(np.int64))
+    hist = NoisyHistogram(grid=g, kind="dense", values=vals)
+    S = dense_neighbour_sums(g, vals)
+    used = 0
+    for thr in thresholds + (-5.0,):
+        used += dense_candidates(g, vals, thr, g.kappa) is not None
+        keys, sums = core.core_cells(hist, thr)
+        expect = np.argwhere(S >= thr)
+        assert np.array_equal(g.decode(keys), expect)
+        assert np.array_equal(sums, S[S >= thr])
+    assert used >= 1  # the candidate path was taken
+
+
+def test_dense_candidates_boundaries():
+    from dpdbscan.histograms.base import dense_candidates
+
+    g = Grid(np.zeros(2), np.ones(2), 0.1)
+    vals = np.zeros(g.shape, dtype=np.int64)
+    vals[0, 0] = 50  # a corner: its NB is clipped by the box
+    cand = dense_candidates(g, vals, 100.0, 2)  # cut = 50
+    nb = g.offsets
+    expect = np.array([o for o in nb if (o >= 0).all() and (o < g.shape).all()])
+    assert np.array_equal(g.decode(cand), expect[np.lexsort(expect.T[::-1])])
+    assert dense_candidates(g, vals, 101.0, 2).size == 0  # 50 * 2 < 101
+    assert dense_candidates(g, vals, 0.0, 2) is None

@@ -15,7 +15,8 @@ from dataclasses import replace
 import numpy as np
 
 from .histograms.base import (
-    NoisyHistogram, SumsAt, dense_neighbour_sums, neighbourhood, sparse_neighbour_sums,
+    NoisyHistogram, SumsAt, dense_candidates, dense_neighbour_sums, neighbourhood,
+    sparse_neighbour_sums,
 )
 from .histograms.pruning import live_cells
 
@@ -64,6 +65,11 @@ def _candidate_cells(hist: NoisyHistogram, threshold: float, layout) -> np.ndarr
         sub = np.ascontiguousarray(offsets).view([("", np.int64)] * grid.d).ravel()
         if not np.isin(sub, nb).all():  # not a subset: every cell is a candidate
             return _all_keys(hist)
+    if hist.kind == "dense":
+        n_terms = max(len(o) for _, o in layout.positions)
+        cand = dense_candidates(grid, vals, threshold, n_terms)
+        if cand is not None:
+            return cand
     if vals.size and vals.min() < 0:
         hist = replace(hist, values=np.maximum(vals, 0))
     if vals.dtype.kind == "f" and threshold > 0:  # room for the rounding of prefix sums
@@ -81,6 +87,13 @@ def _all_keys(hist: NoisyHistogram) -> np.ndarray:
 def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
     grid = hist.grid
     if hist.kind == "dense":
+        # cells near a heavy enough cell, when few: same sums, fewer cells
+        n_terms = grid.kappa if offsets is None else len(offsets)
+        cand = dense_candidates(grid, hist.values, threshold, n_terms)
+        if cand is not None:
+            sums = SumsAt(hist)(cand, grid.offsets if offsets is None else offsets)
+            mask = sums >= threshold
+            return cand[mask], sums[mask]
         S = dense_neighbour_sums(grid, hist.values, offsets)
         mask = S >= threshold
         coords = np.argwhere(mask)

@@ -6,6 +6,7 @@ never sees the points.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -211,3 +212,40 @@ class SumsAt:
             out += self._C[base + (shift + hi + 1)]
             out -= self._C[base + (shift + lo)]
         return out
+
+
+def dense_candidates(grid: Grid, values: np.ndarray, threshold: float, n_terms: int):
+    """Sorted keys of the cells within NB of a cell holding ``>= threshold / n_terms``.
+
+    A sum of at most ``n_terms`` values over a subset of NB(X) reaches a
+    threshold > 0 only if one of its terms does reach ``threshold / n_terms``,
+    so these cells are a superset of the ones where it can. Returns None when
+    that is not worth it (threshold <= 0, or the candidates would cover much
+    of the universe): evaluate every cell then.
+    """
+    if threshold <= 0 or n_terms < 1:
+        return None
+    cut = threshold / n_terms
+    if values.dtype.kind in "iub":
+        cut = math.ceil(cut)
+        while (cut - 1) * n_terms >= threshold:  # exact for integers, whatever the rounding
+            cut -= 1
+        while cut * n_terms < threshold:
+            cut += 1
+    else:
+        cut = cut * (1 - 1e-9) - 1e-12  # a superset is all that is needed
+    heavy = np.flatnonzero(values.ravel() >= cut)
+    offsets = grid.offsets
+    if heavy.size * offsets.shape[0] > values.size // 4:
+        return None
+    R = grid.reach
+    shape = grid.shape
+    mask = np.zeros(tuple(s + 2 * R for s in shape), dtype=bool)
+    pstrides = np.array(mask.strides, dtype=np.int64)  # itemsize 1
+    base = (np.stack(np.unravel_index(heavy, shape), axis=1) + R) @ pstrides
+    flat = mask.ravel()
+    for delta in offsets @ pstrides:
+        flat[base + delta] = True
+    inner = mask[tuple(slice(R, R + s) for s in shape)]
+    idx = np.flatnonzero(inner)  # row-major, so sorted by key
+    return grid.encode(np.stack(np.unravel_index(idx, shape), axis=1))
