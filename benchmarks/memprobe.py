@@ -1,0 +1,86 @@
+"""Peak memory of one fit, measured in a fresh process (called by run.py).
+
+Loads the data set (and resamples it if ``--n`` is given), then resets the
+kernel's peak-RSS counter (``/proc/self/clear_refs``), fits once and reports
+``VmHWM - VmRSS(before the fit)``: the extra resident memory the fit needed
+on top of the input array and the interpreter. ``tracemalloc`` (which sees
+numpy's allocations) gives a second, allocation-level figure in a second fit.
+Prints one JSON line.
+
+    python benchmarks/memprobe.py cabs [--n 1000000] [--histogram auto]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import re
+import sys
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_data  # noqa: E402
+
+
+def _status(field: str) -> int:
+    text = Path("/proc/self/status").read_text()
+    return int(re.search(field + r":\s+(\d+) kB", text).group(1)) * 1024
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dataset")
+    ap.add_argument("--n", type=int, default=None)
+    ap.add_argument("--histogram", default="auto")
+    ap.add_argument("--no-tracemalloc", action="store_true")
+    args = ap.parse_args(argv)
+
+    from dpdbscan import DPDBSCAN
+
+    ds = bench_data.load(args.dataset)
+    X = ds.X if args.n is None else bench_data.resample(ds.X, args.n, seed=args.n)
+    del ds.X
+    # warm the imports and code paths on a tiny sample, outside the measurement
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        DPDBSCAN(ds.alpha, ds.min_samples, 1.0, bounds=ds.bounds).fit(X[:1000])
+    gc.collect()
+
+    def make():
+        return DPDBSCAN(ds.alpha, ds.min_samples, 1.0, bounds=ds.bounds, histogram=args.histogram)
+
+    reset = True
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        reset = False
+    rss0 = _status("VmRSS")
+    hwm0 = _status("VmHWM")
+    t0 = time.perf_counter()
+    make().fit(X)
+    seconds = time.perf_counter() - t0
+    hwm = _status("VmHWM")
+    out = {
+        "dataset": args.dataset, "n": int(X.shape[0]), "histogram": args.histogram,
+        "input_bytes": int(X.nbytes), "rss_before": rss0, "hwm_before": hwm0, "hwm": hwm,
+        "peak_reset": reset, "rss_delta": hwm - rss0, "seconds": seconds,
+    }
+    if not args.no_tracemalloc:
+        gc.collect()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tracemalloc.start()
+            make().fit(X)
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+        out["tracemalloc_peak"] = peak
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

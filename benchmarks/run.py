@@ -1,0 +1,409 @@
+"""The benchmark suite of issue 4 ("speed at scale"): `make bench`.
+
+Prints a table of medians and ratios, each ratio between medians measured in
+the same run (interleaved, so that both sides see the same machine load):
+
+* floor    — ours against the bare floor: ``grid.keys_of_points`` + ``np.sort``
+             + run-length counts of the same points on the same grid
+             (Cabs 11M; the 1.86M Crash-sized stand-in).            target <= 3x
+* sklearn  — ours against scikit-learn's exact DBSCAN at the same (alpha,
+             MinPts) on 1e6 2-D points (timed once or twice).       target >= 50x
+* chest    — the 3-D chest accelerometer set (104k points).         target <= 0.5 s
+* memory   — peak RSS of a fit on Cabs above the input array, in a fresh
+             process (benchmarks/memprobe.py).                      target <= 1.5 GB
+* scaling  — fit time and peak memory for n = 1e5 ... 1e7 points resampled
+             from Cabs (the default histogram and the linear-time sparse one).
+* naive    — ours against the naive Laplace histogram (noise on all |X| cells,
+             ``histogram="dense"``) and the linear-time one (``"sparse"``).
+* cli      — cold runs of ``python -m dpdbscan fit`` in fresh interpreters
+             (imports, reading the .npy, fit, writing the JSON all counted).
+
+Every fit uses the library defaults and the secure default noise
+(``random_state=None``); one warm-up fit per configuration is not counted.
+
+    .venv/bin/python benchmarks/run.py [--quick] [--repeats 5] [--only floor,chest]
+                                       [--json results.json] [--md results.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_data  # noqa: E402
+from dpdbscan import DPDBSCAN  # noqa: E402
+from dpdbscan.backends.numpy_backend import run_length  # noqa: E402
+from dpdbscan.grid import Grid  # noqa: E402
+
+SECTIONS = ("floor", "sklearn", "chest", "memory", "scaling", "naive", "cli")
+GB = 1e9
+
+
+# --------------------------------------------------------------------------- #
+# timing helpers
+
+
+def _fit_seconds(ds, X=None, **kw) -> float:
+    est = DPDBSCAN(ds.alpha, ds.min_samples, 1.0, bounds=ds.bounds, **kw)
+    X = ds.X if X is None else X
+    gc.collect()
+    t0 = time.perf_counter()
+    est.fit(X)
+    return time.perf_counter() - t0
+
+
+def _floor_seconds(ds, X=None) -> float:
+    """Cell keys, sort, run-length counts: the least any exact counting does."""
+    grid = Grid(*ds.bounds, ds.alpha)
+    X = ds.X if X is None else X
+    gc.collect()
+    t0 = time.perf_counter()
+    keys = grid.keys_of_points(X)
+    keys = np.sort(keys)
+    run_length(keys)
+    return time.perf_counter() - t0
+
+
+def interleaved(fns: dict, repeats: int, warm: bool = True) -> dict:
+    """Run each function once to warm up, then ``repeats`` rounds in turn."""
+    for f in fns.values() if warm else ():
+        f()
+    times = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():
+            times[k].append(f())
+    return times
+
+
+def med(xs) -> float:
+    return float(statistics.median(xs))
+
+
+# --------------------------------------------------------------------------- #
+# sections
+
+
+def floor_section(args, out):
+    names = ["crash"] if args.quick else ["cabs", "crash"]
+    for name in names:
+        ds = bench_data.load(name)
+        t = interleaved({"ours": lambda: _fit_seconds(ds), "floor": lambda: _floor_seconds(ds)},
+                        args.repeats)
+        ratio = med(t["ours"]) / med(t["floor"])
+        grid = Grid(*ds.bounds, ds.alpha)
+        out["targets"].append({
+            "target": f"{name}: fit <= 3x floor", "dataset": ds.note, "n": ds.n,
+            "n_cells": grid.n_cells, "measured_s": med(t["ours"]), "baseline": "floor",
+            "baseline_s": med(t["floor"]), "ratio": ratio, "limit": 3.0, "pass": ratio <= 3.0,
+            "runs_ours": t["ours"], "runs_baseline": t["floor"],
+        })
+        _progress(out["targets"][-1])
+
+
+def sklearn_section(args, out):
+    from sklearn.cluster import DBSCAN
+
+    names = ["city_1e6"] + (["cabs_tiny"] if args.sklearn_cabs_tiny else [])
+    for name in names:
+        ds = bench_data.load(name)
+        if args.quick:
+            X = bench_data.resample(ds.X, 200_000, seed=3)
+            label = f"{name} resampled to 2e5 (--quick)"
+        else:
+            X, label = ds.X, name
+        ours = [_fit_seconds(ds, X) for _ in range(args.repeats + 1)][1:]
+        sk_runs = []
+        for _ in range(1 if args.quick or name != "city_1e6" else 2):
+            gc.collect()
+            t0 = time.perf_counter()
+            DBSCAN(eps=ds.alpha, min_samples=ds.min_samples).fit(X)
+            sk_runs.append(time.perf_counter() - t0)
+        ratio = med(sk_runs) / med(ours)
+        out["targets"].append({
+            "target": f"{label}: >= 50x faster than sklearn DBSCAN", "dataset": ds.note,
+            "n": int(X.shape[0]), "measured_s": med(ours), "baseline": "sklearn DBSCAN",
+            "baseline_s": med(sk_runs), "ratio": ratio, "limit": 50.0,
+            "pass": ratio >= 50.0, "runs_ours": ours, "runs_baseline": sk_runs,
+        })
+        _progress(out["targets"][-1])
+
+
+def chest_section(args, out):
+    ds = bench_data.load("chest")
+    t = interleaved({"ours": lambda: _fit_seconds(ds), "floor": lambda: _floor_seconds(ds)},
+                    max(args.repeats, 5))
+    grid = Grid(*ds.bounds, ds.alpha)
+    out["targets"].append({
+        "target": "chest 3-D: fit <= 0.5 s", "dataset": ds.note, "n": ds.n,
+        "n_cells": grid.n_cells, "measured_s": med(t["ours"]), "baseline": "floor",
+        "baseline_s": med(t["floor"]), "ratio": med(t["ours"]) / med(t["floor"]),
+        "limit": 0.5, "pass": med(t["ours"]) <= 0.5,
+        "runs_ours": t["ours"], "runs_baseline": t["floor"],
+    })
+    _progress(out["targets"][-1])
+
+
+def _memprobe(name, n=None, histogram="auto", tracemalloc=False) -> dict:
+    cmd = [sys.executable, str(HERE / "memprobe.py"), name, "--histogram", histogram]
+    if n is not None:
+        cmd += ["--n", str(n)]
+    if not tracemalloc:
+        cmd.append("--no-tracemalloc")
+    res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def memory_section(args, out):
+    name = "crash" if args.quick else "cabs"
+    runs = [_memprobe(name, tracemalloc=(i == 0)) for i in range(1 if args.quick else 2)]
+    delta = med([r["rss_delta"] for r in runs])
+    out["targets"].append({
+        "target": f"{name}: peak memory of a fit <= 1.5 GB above the input",
+        "n": runs[0]["n"], "measured_s": None, "measured_bytes": delta,
+        "baseline": "input array", "baseline_bytes": runs[0]["input_bytes"],
+        "ratio": delta / runs[0]["input_bytes"], "limit_bytes": 1.5 * GB,
+        "pass": delta <= 1.5 * GB, "probe": runs,
+    })
+    _progress(out["targets"][-1])
+
+
+def scaling_section(args, out):
+    ds = bench_data.load("cabs")
+    sizes = [100_000, 1_000_000, 3_000_000] if args.quick else \
+        [100_000, 300_000, 1_000_000, 3_000_000, 10_000_000]
+    rows = []
+    for n in sizes:
+        X = bench_data.resample(ds.X, n, seed=n)
+        reps = max(3, args.repeats if n >= 1_000_000 else 2 * args.repeats)
+        t = interleaved({
+            "auto": lambda: _fit_seconds(ds, X),
+            "sparse": lambda: _fit_seconds(ds, X, histogram="sparse"),
+            "floor": lambda: _floor_seconds(ds, X),
+        }, reps)
+        del X
+        # peak of numpy's allocations during the fit (tracemalloc): RSS deltas
+        # of small fits hide in memory the allocator kept from the warm-up
+        mem = _memprobe("cabs", n=n, tracemalloc=True)
+        mem_sparse = _memprobe("cabs", n=n, histogram="sparse", tracemalloc=True)
+        rows.append({
+            "n": n, "auto_s": med(t["auto"]), "sparse_s": med(t["sparse"]),
+            "floor_s": med(t["floor"]), "auto_over_floor": med(t["auto"]) / med(t["floor"]),
+            "mem_auto": mem["tracemalloc_peak"], "mem_sparse": mem_sparse["tracemalloc_peak"],
+            "rss_auto": mem["rss_delta"], "rss_sparse": mem_sparse["rss_delta"],
+            "input_bytes": mem["input_bytes"],
+        })
+        print(f"  scaling n={n:>10,}: auto {rows[-1]['auto_s']:.3f} s, sparse "
+              f"{rows[-1]['sparse_s']:.3f} s, floor {rows[-1]['floor_s']:.3f} s, "
+              f"peak alloc {rows[-1]['mem_auto'] / 1e6:.0f} / {rows[-1]['mem_sparse'] / 1e6:.0f} MB",
+              flush=True)
+    out["scaling"] = rows
+    out["scaling_fit"] = {k: _linear_fit([r["n"] for r in rows], [r[k] for r in rows])
+                          for k in ("auto_s", "sparse_s", "floor_s", "mem_auto", "mem_sparse")}
+
+
+def _linear_fit(n, y) -> dict:
+    """Least squares y = a + b n, and the largest relative residual."""
+    n, y = np.asarray(n, float), np.asarray(y, float)
+    b, a = np.polyfit(n, y, 1)
+    resid = np.abs(y - (a + b * n)) / np.maximum(np.abs(y), 1e-12)
+    return {"intercept": float(a), "slope_per_point": float(b),
+            "max_rel_residual": float(resid.max())}
+
+
+def naive_section(args, out):
+    rows = []
+    names = ["crash", "chest"] if args.quick else ["cabs", "crash", "chest"]
+    for name in names:
+        ds = bench_data.load(name)
+        grid = Grid(*ds.bounds, ds.alpha)
+        fns = {"auto": lambda: _fit_seconds(ds),
+               "sparse": lambda: _fit_seconds(ds, histogram="sparse")}
+        dense_ok = grid.n_cells <= (1 << 27) and not (args.quick and grid.n_cells > 1 << 23)
+        if dense_ok:
+            fns["dense"] = lambda: _fit_seconds(ds, histogram="dense")
+        big = grid.n_cells > 1 << 23  # the naive histogram takes seconds and GBs here: once
+        t = interleaved(fns, 1 if big else args.repeats, warm=not big)
+        row = {"dataset": name, "n": ds.n, "n_cells": grid.n_cells,
+               **{k + "_s": med(v) for k, v in t.items()}}
+        if dense_ok:
+            row["naive_over_ours"] = row["dense_s"] / row["auto_s"]
+        rows.append(row)
+        print(f"  naive {name}: " + ", ".join(f"{k} {med(v):.3f} s" for k, v in t.items()),
+              flush=True)
+    out["naive"] = rows
+
+
+def cli_section(args, out):
+    """Cold runs: a fresh interpreter per run, nothing cached between runs but
+    the operating system's file cache (the .npy is read once beforehand)."""
+    rows = []
+    cases = ["chest"] if args.quick else ["cabs", "chest"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in cases:
+            ds = bench_data.load(name)
+            path = Path(tmp) / f"{name}.npy"
+            np.save(path, ds.X)
+            lo, hi = ds.bounds
+            cmd = [sys.executable, "-m", "dpdbscan", "fit", str(path),
+                   "--eps", repr(ds.alpha), "--min-samples", str(ds.min_samples),
+                   "--bounds", *map(repr, lo.tolist()), *map(repr, hi.tolist()),
+                   "--out-dir", tmp, "--no-geojson", "--no-png"]
+            runs = []
+            for _ in range(max(3, args.repeats)):
+                t0 = time.perf_counter()
+                subprocess.run(cmd, check=True, capture_output=True)
+                runs.append(time.perf_counter() - t0)
+            imp = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, "-c", "import dpdbscan, dpdbscan.cli"], check=True)
+                imp.append(time.perf_counter() - t0)
+            warm = [_fit_seconds(ds) for _ in range(args.repeats + 1)][1:]
+            floor = [_floor_seconds(ds) for _ in range(args.repeats + 1)][1:]
+            rows.append({"dataset": name, "n": ds.n, "cold_cli_s": med(runs), "runs": runs,
+                         "import_s": med(imp), "warm_fit_s": med(warm), "floor_s": med(floor),
+                         "cold_over_floor": med(runs) / med(floor)})
+            print(f"  cli {name}: cold {med(runs):.3f} s (import {med(imp):.3f} s), warm fit "
+                  f"{med(warm):.3f} s, floor {med(floor):.3f} s", flush=True)
+    out["cli"] = rows
+
+
+# --------------------------------------------------------------------------- #
+# report
+
+
+def machine() -> dict:
+    info = {"python": platform.python_version(), "numpy": np.__version__,
+            "platform": platform.platform(), "cpus": os.cpu_count()}
+    try:
+        cpu = Path("/proc/cpuinfo").read_text()
+        info["cpu"] = next(line.split(":", 1)[1].strip() for line in cpu.splitlines()
+                           if line.startswith("model name"))
+        mem = Path("/proc/meminfo").read_text().splitlines()[0].split()[1]
+        info["memory_gb"] = round(int(mem) / 1024**2, 1)
+        info["load_avg_at_start"] = os.getloadavg()
+    except (OSError, StopIteration):
+        pass
+    try:
+        import sklearn
+
+        info["sklearn"] = sklearn.__version__
+    except ImportError:
+        pass
+    return info
+
+
+def _progress(row):
+    meas = (f"{row['measured_s']:.3f} s" if row.get("measured_s") is not None
+            else f"{row['measured_bytes'] / GB:.2f} GB")
+    base = (f"{row['baseline_s']:.3f} s" if row.get("baseline_s") is not None
+            else f"{row['baseline_bytes'] / GB:.2f} GB")
+    print(f"  {row['target']}: {meas} vs {row['baseline']} {base} "
+          f"(ratio {row['ratio']:.2f}) -> {'PASS' if row['pass'] else 'FAIL'}", flush=True)
+
+
+def markdown(out) -> str:
+    lines = ["| target | ours | baseline | ratio | limit | result |",
+             "|---|---|---|---|---|---|"]
+    for r in out["targets"]:
+        if r.get("measured_s") is not None:
+            ours = f"{r['measured_s']:.3f} s"
+            base = f"{r['baseline']}: {r['baseline_s']:.3f} s"
+            limit = f"{r['limit']:g} s" if r["target"].endswith(" s") else f"{r['limit']:g}x"
+        else:
+            ours = f"{r['measured_bytes'] / GB:.2f} GB"
+            base = f"{r['baseline']}: {r['baseline_bytes'] / GB:.2f} GB"
+            limit = f"{r['limit_bytes'] / GB:g} GB"
+        lines.append(f"| {r['target']} | {ours} | {base} | {r['ratio']:.2f} | {limit} | "
+                     f"{'pass' if r['pass'] else 'FAIL'} |")
+    if out.get("scaling"):
+        lines += ["", "| n | fit (auto) | fit (sparse) | floor | auto / floor | "
+                  "peak alloc auto | peak alloc sparse | input |", "|---|---|---|---|---|---|---|---|"]
+        for r in out["scaling"]:
+            lines.append(
+                f"| {r['n']:,} | {r['auto_s']:.3f} s | {r['sparse_s']:.3f} s | {r['floor_s']:.3f} s"
+                f" | {r['auto_over_floor']:.2f} | {r['mem_auto'] / 1e6:.0f} MB | "
+                f"{r['mem_sparse'] / 1e6:.0f} MB | {r['input_bytes'] / 1e6:.0f} MB |")
+        f = out["scaling_fit"]
+        lines.append("")
+        lines.append(
+            "Least-squares lines t = a + b n: auto b = "
+            f"{f['auto_s']['slope_per_point'] * 1e9:.0f} ns/point (a = {f['auto_s']['intercept']:.3f} s), "
+            f"sparse b = {f['sparse_s']['slope_per_point'] * 1e9:.0f} ns/point "
+            f"(a = {f['sparse_s']['intercept']:.3f} s), floor b = "
+            f"{f['floor_s']['slope_per_point'] * 1e9:.0f} ns/point; memory auto "
+            f"{f['mem_auto']['slope_per_point']:.0f} B/point, sparse "
+            f"{f['mem_sparse']['slope_per_point']:.0f} B/point. Largest relative residual of "
+            "the time lines: "
+            f"{max(f[k]['max_rel_residual'] for k in ('auto_s', 'sparse_s', 'floor_s')):.2f}.")
+    if out.get("naive"):
+        lines += ["", "| data | n | \\|X\\| | ours (auto) | naive (dense) | linear (sparse) | "
+                  "naive / ours |", "|---|---|---|---|---|---|---|"]
+        for r in out["naive"]:
+            dense = f"{r['dense_s']:.3f} s" if "dense_s" in r else "not run"
+            ratio = f"{r['naive_over_ours']:.2f}" if "naive_over_ours" in r else "-"
+            lines.append(f"| {r['dataset']} | {r['n']:,} | {r['n_cells']:,} | {r['auto_s']:.3f} s | "
+                         f"{dense} | {r['sparse_s']:.3f} s | {ratio} |")
+    if out.get("cli"):
+        lines += ["", "| data | cold CLI run | of which import | warm fit | floor | cold / floor |",
+                  "|---|---|---|---|---|---|"]
+        for r in out["cli"]:
+            lines.append(f"| {r['dataset']} | {r['cold_cli_s']:.3f} s | {r['import_s']:.3f} s | "
+                         f"{r['warm_fit_s']:.3f} s | {r['floor_s']:.3f} s | "
+                         f"{r['cold_over_floor']:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="smaller and fewer runs (minutes); not the targets' setting")
+    ap.add_argument("--repeats", type=int, default=None, help="timed runs per median")
+    ap.add_argument("--only", default=",".join(SECTIONS),
+                    help=f"comma-separated sections of {','.join(SECTIONS)}")
+    ap.add_argument("--sklearn-cabs-tiny", action="store_true",
+                    help="also time sklearn on Cabs-tiny (about 90 s and 7.5 GB here)")
+    ap.add_argument("--json", type=Path, default=None, help="write all measurements here")
+    ap.add_argument("--md", type=Path, default=None, help="write the markdown tables here")
+    args = ap.parse_args(argv)
+    if args.repeats is None:
+        args.repeats = 3 if args.quick else 5
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    bad = sorted(set(only) - set(SECTIONS))
+    if bad:
+        ap.error(f"unknown sections {bad}; choose from {SECTIONS}")
+
+    out = {"machine": machine(), "quick": args.quick, "repeats": args.repeats, "targets": []}
+    started = time.perf_counter()
+    for name in SECTIONS:
+        if name in only:
+            print(f"[{name}]", flush=True)
+            globals()[f"{name}_section"](args, out)
+    out["wall_s"] = time.perf_counter() - started
+    md = markdown(out)
+    print()
+    print(md)
+    print(f"\n{time.perf_counter() - started:.0f} s; machine: {out['machine']}")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1, default=float))
+    if args.md:
+        args.md.write_text(md + "\n")
+    return 0 if all(r["pass"] for r in out["targets"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
