@@ -270,7 +270,8 @@ def cli_section(args, out):
             imp = []
             for _ in range(3):
                 t0 = time.perf_counter()
-                subprocess.run([sys.executable, "-c", "import dpdbscan, dpdbscan.cli"], check=True)
+                subprocess.run([sys.executable, "-c", "import dpdbscan.cli; dpdbscan.DPDBSCAN"],
+                               check=True)
                 imp.append(time.perf_counter() - t0)
             warm = [_fit_seconds(ds) for _ in range(args.repeats + 1)][1:]
             floor = [_floor_seconds(ds) for _ in range(args.repeats + 1)][1:]
@@ -347,9 +348,12 @@ def markdown(out) -> str:
             f"(a = {f['sparse_s']['intercept']:.3f} s), floor b = "
             f"{f['floor_s']['slope_per_point'] * 1e9:.0f} ns/point; memory auto "
             f"{f['mem_auto']['slope_per_point']:.0f} B/point, sparse "
-            f"{f['mem_sparse']['slope_per_point']:.0f} B/point. Largest relative residual of "
-            "the time lines: "
-            f"{max(f[k]['max_rel_residual'] for k in ('auto_s', 'sparse_s', 'floor_s')):.2f}.")
+            f"{f['mem_sparse']['slope_per_point']:.0f} B/point.")
+        rows = out["scaling"]
+        for key, label in (("auto_s", "auto"), ("sparse_s", "sparse"), ("floor_s", "floor")):
+            steps = [(b[key] - a[key]) / (b["n"] - a["n"]) * 1e9 for a, b in zip(rows, rows[1:])]
+            lines.append(f"Marginal time per point between consecutive n, {label}: "
+                         + ", ".join(f"{x:.0f}" for x in steps) + " ns.")
     if out.get("naive"):
         lines += ["", "| data | n | \\|X\\| | ours (auto) | naive (dense) | linear (sparse) | "
                   "naive / ours |", "|---|---|---|---|---|---|---|"]
@@ -359,7 +363,7 @@ def markdown(out) -> str:
             lines.append(f"| {r['dataset']} | {r['n']:,} | {r['n_cells']:,} | {r['auto_s']:.3f} s | "
                          f"{dense} | {r['sparse_s']:.3f} s | {ratio} |")
     if out.get("cli"):
-        lines += ["", "| data | cold CLI run | of which import | warm fit | floor | cold / floor |",
+        lines += ["", "| data | cold CLI run | of which imports | warm fit | floor | cold / floor |",
                   "|---|---|---|---|---|---|"]
         for r in out["cli"]:
             lines.append(f"| {r['dataset']} | {r['cold_cli_s']:.3f} s | {r['import_s']:.3f} s | "

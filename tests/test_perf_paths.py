@@ -531,3 +531,21 @@ def test_dense_candidates_boundaries():
     assert np.array_equal(g.decode(cand), expect[np.lexsort(expect.T[::-1])])
     assert dense_candidates(g, vals, 101.0, 2).size == 0  # 50 * 2 < 101
     assert dense_candidates(g, vals, 0.0, 2) is None
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_cells_of_points_outside_the_box_are_the_cells_of_the_clipped_points(case):
+    """The numpy backend's cells already clip: the cell of x equals the cell of
+    clip(x, lower, upper) for any finite x (floor is monotone, the cell of
+    ``lower`` is 0 and the cell of ``upper`` is >= shape - 1)."""
+    g, X = _grids_and_points()[case]
+    rng = np.random.default_rng(case)
+    span = g.upper - g.lower
+    far = g.lower + rng.uniform(-3, 4, X.shape) * span
+    far[:10] = 1e300
+    far[10:20] = -1e300
+    clipped = np.clip(far, g.lower, g.upper)
+    assert np.array_equal(g.keys_of_points(far), g.keys_of_points(clipped))
+    if g.n_cells <= 1 << 22:
+        counts = NumpyBackend().dense_counts(g, far)
+        assert np.array_equal(counts, NumpyBackend().dense_counts(g, clipped))
