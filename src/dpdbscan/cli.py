@@ -345,13 +345,23 @@ def fit_from_args(args, sink, min_samples: int):
 def _note_clipping(X, lower, upper):
     """Tell the data owner (stderr only) how many rows the per-record rule
     will drop or clip: a wrong column order or box shows up here."""
-    finite = np.all(np.isfinite(X), axis=1)
-    n_bad = int((~finite).sum())
-    outside = int((~np.all((X[finite] >= lower) & (X[finite] <= upper), axis=1)).sum())
+    if X.shape[0] == 0:
+        return
+    if np.isfinite(X).all():  # common case: no copy of a large input
+        n_bad = 0
+        if np.all(X.min(axis=0) >= lower) and np.all(X.max(axis=0) <= upper):
+            return
+        outside = int((~np.all((X >= lower) & (X <= upper), axis=1)).sum())
+        n_ok = X.shape[0]
+    else:
+        finite = np.all(np.isfinite(X), axis=1)
+        n_bad = int((~finite).sum())
+        outside = int((~np.all((X[finite] >= lower) & (X[finite] <= upper), axis=1)).sum())
+        n_ok = int(finite.sum())
     if n_bad:
         print(f"note: {n_bad:,} row(s) with missing or non-finite values are dropped", file=sys.stderr)
     if outside:
-        share = outside / max(int(finite.sum()), 1)
+        share = outside / max(n_ok, 1)
         hint = "; check --bounds and the column order" if share > 0.5 else ""
         print(f"note: {outside:,} point(s) ({share:.1%}) lie outside the bounds and are clipped "
               f"onto the box{hint}", file=sys.stderr)

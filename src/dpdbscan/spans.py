@@ -413,13 +413,17 @@ def _jsonable(d: dict) -> dict:
 
 def _pack(arr: np.ndarray) -> dict:
     arr = np.ascontiguousarray(arr)
+    # noisy counts and cell coordinates nearly always fit in int32: half the bytes
+    if arr.dtype == np.int64 and arr.size and -(2**31) <= arr.min() and arr.max() < 2**31:
+        arr = arr.astype(np.int32)
     return {"dtype": arr.dtype.str, "shape": list(arr.shape),
-            "zlib_base64": base64.b64encode(zlib.compress(arr.tobytes(), 6)).decode("ascii")}
+            "zlib_base64": base64.b64encode(zlib.compress(arr.tobytes(), 1)).decode("ascii")}
 
 
 def _unpack(d: dict) -> np.ndarray:
     raw = zlib.decompress(base64.b64decode(d["zlib_base64"]))
-    return np.frombuffer(raw, dtype=np.dtype(d["dtype"])).reshape(d["shape"]).copy()
+    arr = np.frombuffer(raw, dtype=np.dtype(d["dtype"])).reshape(d["shape"])
+    return arr.astype(np.int64) if arr.dtype.kind in "iu" else arr.copy()
 
 
 def _histogram_to_dict(h: NoisyHistogram) -> dict:
