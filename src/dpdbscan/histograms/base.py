@@ -96,6 +96,18 @@ def offset_runs(offsets: np.ndarray):
         k = j + 1
 
 
+def padded_prefix_sums(values: np.ndarray, R: int) -> np.ndarray:
+    """``values`` padded by ``R`` zeros on every side, then prefix-summed along
+    the last axis with a leading 0: a run of offsets contiguous in the last
+    dimension sums as one difference of two entries."""
+    acc_dtype = np.int64 if values.dtype.kind in "iub" else np.float64
+    P = np.zeros(tuple(s + 2 * R for s in values.shape), dtype=acc_dtype)
+    P[tuple(slice(R, R + s) for s in values.shape)] = values
+    C = np.zeros(P.shape[:-1] + (P.shape[-1] + 1,), dtype=acc_dtype)
+    np.cumsum(P, axis=-1, out=C[..., 1:])
+    return C
+
+
 def dense_neighbour_sums(grid: Grid, values: np.ndarray, offsets=None) -> np.ndarray:
     """sum over NB(X) of ``values`` for every cell, on the dense array.
 
@@ -108,12 +120,8 @@ def dense_neighbour_sums(grid: Grid, values: np.ndarray, offsets=None) -> np.nda
         grid.reach, int(np.abs(np.asarray(offsets)).max()) if len(offsets) else 0)
     d = grid.d
     shape = grid.shape
-    acc_dtype = np.int64 if values.dtype.kind in "iub" else np.float64
-    P = np.zeros(tuple(s + 2 * R for s in shape), dtype=acc_dtype)
-    P[tuple(slice(R, R + s) for s in shape)] = values
-    C = np.zeros(P.shape[:-1] + (P.shape[-1] + 1,), dtype=acc_dtype)
-    np.cumsum(P, axis=-1, out=C[..., 1:])
-    out = np.zeros(shape, dtype=acc_dtype)
+    C = padded_prefix_sums(values, R)
+    out = np.zeros(shape, dtype=C.dtype)
     L = shape[-1]
     for prefix, lo, hi in runs:
         sl = tuple(slice(R + int(p), R + int(p) + shape[i]) for i, p in enumerate(prefix))
@@ -183,14 +191,7 @@ class SumsAt:
         if hist.kind != "dense":
             return
         R = grid.reach
-        shape = grid.shape
-        values = hist.values
-        acc_dtype = np.int64 if values.dtype.kind in "iub" else np.float64
-        P = np.zeros(tuple(s + 2 * R for s in shape), dtype=acc_dtype)
-        P[tuple(slice(R, R + s) for s in shape)] = values
-        C = np.zeros(P.shape[:-1] + (P.shape[-1] + 1,), dtype=acc_dtype)
-        np.cumsum(P, axis=-1, out=C[..., 1:])
-        del P
+        C = padded_prefix_sums(hist.values, R)
         self._R = R
         self._C = C.ravel()
         self._strides = np.array(C.strides, dtype=np.int64) // C.itemsize
