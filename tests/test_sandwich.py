@@ -89,6 +89,28 @@ def test_sandwich_guarantee(seed, n_clusters, n_per, spread, n_noise, alpha, min
 STATS = {"checked": 0, "spans": 0}
 
 
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(
+    seed=st.integers(0, 10_000),
+    n_clusters=st.integers(1, 3),
+    n_per=st.integers(20, 90),
+    spread=st.floats(0.01, 0.06),
+    n_noise=st.integers(0, 30),
+    alpha=st.floats(0.04, 0.12),
+    min_samples=st.integers(2, 12),
+    epsilon=st.sampled_from([2.0, 5.0, 20.0]),
+    eta=st.sampled_from([4.0, 2.0]),
+    practical=st.booleans(),
+    subcells=st.sampled_from([1, 2, 3]),
+    margin=st.sampled_from(["chernoff", "paper"]),
+)
+def test_sandwich_guarantee_long(**kw):
+    """The same property on many more instances (make test-slow)."""
+    test_sandwich_guarantee.hypothesis.inner_test(**kw)
+
+
 def covers_clusters(model, X, alpha, minpts) -> bool:
     """Condition 1: the core points of each (alpha, minpts)-cluster share one span."""
     core, lab = exact_dbscan_core(X, alpha, minpts)
