@@ -9,7 +9,6 @@ bounds, alpha, eta, epsilon, delta, beta and the caps below.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np

@@ -13,7 +13,7 @@ import functools
 import json
 import math
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ import numpy as np
 from . import bounds as _bounds
 from .core import core_cells, sum_threshold
 from .grid import Grid
-from .histograms.base import NoisyHistogram, lookup
+from .histograms.base import NoisyHistogram
 from .merge import merge_cells
 from ._validation import check_array, check_min_samples
 
@@ -447,4 +447,4 @@ def _histogram_from_dict(grid: Grid, d: dict) -> NoisyHistogram:
                           noise=d["noise"], epsilon=float(d["epsilon"]), delta=float(d.get("delta", 0.0)))
 
 
-__all__ = ["SpanModel", "spans_from_histogram", "replace"]
+__all__ = ["SpanModel", "spans_from_histogram"]
