@@ -42,9 +42,8 @@ def _cell_corners(grid, coords):
     return np.stack([lo, lo + [w, 0], lo + [0, w], lo + [w, w]], axis=1)  # (m, 4, 2)
 
 
-@settings(max_examples=80, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(
+# small random instances: clusters, noise and parameters of the mechanism
+INSTANCES = dict(
     seed=st.integers(0, 10_000),
     n_clusters=st.integers(1, 3),
     n_per=st.integers(20, 90),
@@ -58,6 +57,11 @@ def _cell_corners(grid, coords):
     subcells=st.sampled_from([1, 2, 3]),
     margin=st.sampled_from(["chernoff", "paper"]),
 )
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(**INSTANCES)
 def test_sandwich_guarantee(seed, n_clusters, n_per, spread, n_noise, alpha, min_samples,
                             epsilon, eta, practical, subcells, margin):
     X = _points(seed, n_clusters, n_per, spread, n_noise)
@@ -92,20 +96,7 @@ STATS = {"checked": 0, "spans": 0}
 @pytest.mark.slow
 @settings(max_examples=1500, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(
-    seed=st.integers(0, 10_000),
-    n_clusters=st.integers(1, 3),
-    n_per=st.integers(20, 90),
-    spread=st.floats(0.01, 0.06),
-    n_noise=st.integers(0, 30),
-    alpha=st.floats(0.04, 0.12),
-    min_samples=st.integers(2, 12),
-    epsilon=st.sampled_from([2.0, 5.0, 20.0]),
-    eta=st.sampled_from([4.0, 2.0]),
-    practical=st.booleans(),
-    subcells=st.sampled_from([1, 2, 3]),
-    margin=st.sampled_from(["chernoff", "paper"]),
-)
+@given(**INSTANCES)
 def test_sandwich_guarantee_long(**kw):
     """The same property on many more instances (make test-slow)."""
     test_sandwich_guarantee.hypothesis.inner_test(**kw)
