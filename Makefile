@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[all]'
+	$(BIN)/python -m pip install -q -e '.[all,experiments,dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)

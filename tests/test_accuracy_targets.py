@@ -6,7 +6,6 @@ change to the defaults that loses accuracy fails here)."""
 import sys
 
 import numpy as np
-import pytest
 
 from conftest import REPO
 

@@ -4,7 +4,7 @@ Neighbouring datasets D and D' (D' = D plus one point) go through the
 mechanism many times; for events on the released histogram and on the spans
 ("this cell is released", "this cell is core", "this location is in a span",
 a point outside the bounds) Clopper-Pearson bounds give an empirical lower
-bound on epsilon (:mod:`dpdbscan.audit`), which must not exceed the epsilon the
+bound on epsilon (``tests/stats.py``), which must not exceed the epsilon the
 release claims.
 
 Two kinds of runs:
@@ -24,7 +24,7 @@ Two kinds of runs:
 
 Statistics: each call of :func:`_check` has a false-failure budget of
 ``RATE`` = 2.5e-8, shared by its events through a union bound (an event uses 4
-one-sided Clopper-Pearson bounds, :data:`dpdbscan.audit.BOUNDS_PER_EVENT`).
+one-sided Clopper-Pearson bounds, ``stats.BOUNDS_PER_EVENT``).
 The tightness and power checks add at most 2e-9 each, computed from the exact
 binomial laws (see :func:`_worst_case_lower`). The quick run makes fewer than
 30 such checks, so its overall false-failure rate is below 1e-6.
@@ -43,7 +43,7 @@ from scipy.stats import binom
 
 from dpdbscan import DPDBSCAN
 from dpdbscan._random import SecureSource, SeededSource
-from dpdbscan.audit import (
+from stats import (
     BOUNDS_PER_EVENT, EventAudit, clopper_pearson, cp_lower, cp_upper, epsilon_lower_bound,
 )
 from dpdbscan.grid import Grid

@@ -28,7 +28,7 @@ from dpdbscan.backends.dask_backend import (  # noqa: E402
     DaskBackend, count_block, file_format, merge_counts,
 )
 from dpdbscan.backends.numpy_backend import count_keys  # noqa: E402
-from dpdbscan.mechanism import clean_points  # noqa: E402
+from dpdbscan.points import clean_points  # noqa: E402
 
 LOWER, UPPER = np.zeros(2), np.full(2, 10.0)
 BOUNDS = (LOWER.tolist(), UPPER.tolist())

@@ -9,10 +9,10 @@ from dpdbscan.backends.numpy_backend import NumpyBackend, run_length
 from dpdbscan.bounds import gamma, gamma_laplace, tau
 from dpdbscan.grid import Grid
 from dpdbscan.histograms import (
-    DiscreteLaplace, dense_histogram, dense_neighbour_sums, sparse_histogram,
-    sparse_neighbour_sums, stability_histogram, stability_theta,
+    DiscreteLaplace, dense_histogram, sparse_histogram, stability_histogram, stability_theta,
 )
 from dpdbscan.histograms.sparse import default_theta
+from stats import chi2_ok
 
 # Distribution checks below use a per-test false-failure rate of at most 1e-6.
 P_FAIL = 1e-6
@@ -51,31 +51,6 @@ def test_dense_histogram_adds_one_noise_per_cell():
     # mean of n discrete Laplace(eps=1) draws: variance 2q/(1-q)^2 each; 5 sigma
     var = 2 * math.exp(-1) / (1 - math.exp(-1)) ** 2
     assert abs(z.mean()) < 5.5 * math.sqrt(var / z.size)
-
-
-def test_dense_neighbour_sums_equal_direct_sum():
-    g = Grid([0, 0, 0], [1, 1, 1], 0.3)
-    vals = np.random.default_rng(1).integers(-3, 10, g.shape)
-    S = dense_neighbour_sums(g, vals)
-    for c in [(0, 0, 0), (1, 2, 3), tuple(s - 1 for s in g.shape), (2, 0, 4)]:
-        direct = 0
-        for o in g.offsets:
-            t = np.array(c) + o
-            if np.all(t >= 0) and np.all(t < g.shape):
-                direct += vals[tuple(t)]
-        assert S[c] == direct
-
-
-def test_sparse_neighbour_sums_equal_dense():
-    g = _grid(0.05)
-    rng = np.random.default_rng(2)
-    vals = np.where(rng.random(g.shape) < 0.3, rng.integers(1, 20, g.shape), 0)
-    S = dense_neighbour_sums(g, vals)
-    coords = np.argwhere(vals != 0)
-    keys = g.encode(coords)
-    q = g.encode(g.all_coords())
-    s = sparse_neighbour_sums(g, keys, vals[vals != 0], q)
-    assert np.array_equal(s, S.ravel())
 
 
 def test_sparse_histogram_releases_above_theta_and_empty_cells():
@@ -161,3 +136,29 @@ def test_chernoff_margin_is_valid_and_tighter(noise):
     assert int((np.abs(S) > G).sum()) <= stats.binom.ppf(1 - P_FAIL, n, 0.05)
     # and it is not vacuous: a margin 30% smaller is exceeded more often than beta
     assert int((np.abs(S) > 0.5 * G).sum()) > stats.binom.ppf(1 - P_FAIL, n, 0.05)
+
+
+def test_uniform_cells_cover_the_universe_uniformly():
+    from dpdbscan.histograms.sparse import _uniform_cells
+
+    g = Grid(np.zeros(3), np.array([3.0, 5.0, 2.0]), math.sqrt(3.0))
+    assert g.shape == (3, 5, 2)
+    keys = _uniform_cells(g, 300_000, SeededSource(3))
+    coords = g.decode(keys)
+    assert g.valid(coords).all()
+    flat = np.ravel_multi_index(tuple(coords.T), g.shape)
+    p, ok = chi2_ok(np.bincount(flat, minlength=30), np.full(30, 1 / 30))
+    assert ok, p
+
+
+def test_merge_sorted():
+    from dpdbscan.histograms.sparse import _merge_sorted
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        allk = rng.choice(1000, size=rng.integers(0, 60), replace=False)
+        split = rng.random(allk.size) < 0.5
+        a, b = np.sort(allk[split]), np.sort(allk[~split])
+        assert np.array_equal(_merge_sorted(a, b), np.sort(allk))
+
+

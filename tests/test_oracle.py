@@ -7,7 +7,7 @@ import pytest
 from dpdbscan._random import SeededSource
 from dpdbscan.grid import Grid
 from dpdbscan.mechanism import MechanismConfig, release_histogram
-from dpdbscan.spans import spans_from_histogram
+from dpdbscan.model import spans_from_histogram
 
 from reference import grid_dbscan, same_partition, subcell_grid_dbscan
 

@@ -5,10 +5,10 @@ pytest.importorskip("matplotlib")
 
 from dpdbscan import DPDBSCAN  # noqa: E402
 from dpdbscan import plotting  # noqa: E402
-from dpdbscan.core import neighbour_sums  # noqa: E402
+from dpdbscan.post.core import neighbour_sums  # noqa: E402
 from dpdbscan.geo import Equirectangular  # noqa: E402
 from dpdbscan.geometry import cells_to_polygons  # noqa: E402
-from dpdbscan.spans import SpanModel  # noqa: E402
+from dpdbscan.model import SpanModel  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

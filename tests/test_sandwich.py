@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from dpdbscan._random import SeededSource
 from dpdbscan.backends.numpy_backend import NumpyBackend
 from dpdbscan.grid import Grid
-from dpdbscan.histograms.base import dense_neighbour_sums
+from dpdbscan.post.sums import dense_neighbour_sums
 from dpdbscan.mechanism import MechanismConfig, fit_spans
-from dpdbscan.subcells import SubcellLayout
+from dpdbscan.post.subcells import SubcellLayout
 
 from reference import exact_dbscan_core
 

@@ -8,8 +8,8 @@ from dpdbscan import DPDBSCAN, SpanModel
 from dpdbscan._random import SeededSource
 from dpdbscan.grid import Grid
 from dpdbscan.mechanism import MechanismConfig, fit_spans, release_histogram
-from dpdbscan.merge import canonical_labels, merge_cells
-from dpdbscan.spans import spans_from_histogram
+from dpdbscan.post.merge import canonical_labels, merge_cells
+from dpdbscan.model import spans_from_histogram
 
 
 def _two_blobs(n=400, seed=0):
@@ -161,7 +161,7 @@ def test_border_labels_points_near_span_cells():
     g = Grid([0, 0], [1, 1], 0.1)
     cells = np.array([[5, 5], [9, 5]])
     keys = g.encode(cells)
-    from dpdbscan.spans import SpanModel as SM
+    from dpdbscan.model import SpanModel as SM
 
     m = SM(grid=g, core_keys=keys, labels=np.array([0, 1]), min_samples=5, gamma=1.0,
            beta=0.1, epsilon=1.0, border=0.5 * g.width)

@@ -2,15 +2,19 @@
 
 Implements Qiu and Yi, "Approximate DBSCAN under Differential Privacy".
 The estimator (which imports scikit-learn) is loaded on first use, so the
-command line's ``info``/``predict``/``plot`` start quickly.
+command line starts quickly. docs/architecture.md maps the modules.
 """
 
-from ._random import InsecureRandomnessWarning
-from ._validation import PrivacyLeakWarning, UtilityWarning
-from .accountant import BudgetAccountant, BudgetExceeded
-from .grid import Grid, neighbour_offsets
-from .spans import SpanModel
+from __future__ import annotations
 
+from typing import Any
+
+from .accountant import BudgetAccountant
+from .exceptions import BudgetExceeded, InsecureRandomnessWarning, PrivacyLeakWarning, UtilityWarning
+from .grid import Grid, neighbour_offsets
+from .model import SpanModel
+
+#: The one version source (pyproject.toml reads it from here).
 __version__ = "0.1.0"
 
 __all__ = [
@@ -20,8 +24,9 @@ __all__ = [
 ]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name == "DPDBSCAN":
+        # lazy: scikit-learn takes about a second to import; the CLI never needs it
         from .estimator import DPDBSCAN
 
         return DPDBSCAN

@@ -24,6 +24,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from .exceptions import InsecureRandomnessWarning
+
 _TWO63 = np.uint64(1 << 63)
 
 
@@ -64,10 +66,6 @@ class SeededSource:
 
     def numpy_generator(self) -> np.random.Generator:
         return self._gen
-
-
-class InsecureRandomnessWarning(UserWarning):
-    """A seeded, reproducible random source was used for a DP release."""
 
 
 def make_source(random_state, *, warn: bool = True):

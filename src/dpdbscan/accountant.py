@@ -6,12 +6,12 @@ including diffprivlib's own accountant.
 
 from __future__ import annotations
 
-
-class BudgetExceeded(ValueError):
-    """The requested spend would exceed the accountant's budget."""
+from .exceptions import BudgetExceeded
 
 
 class BudgetAccountant:
+    """Tracks (epsilon, delta) spent under basic composition against a budget."""
+
     def __init__(self, epsilon: float = float("inf"), delta: float = 1.0):
         self.epsilon = float(epsilon)
         self.delta = float(delta)

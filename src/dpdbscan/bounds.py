@@ -32,15 +32,28 @@ def gamma_laplace(epsilon: float, kappa: int, n_cells: int, beta: float) -> floa
     return 2.0 * math.sqrt(2.0) / epsilon * max(math.sqrt(kappa * log_term), log_term)
 
 
-def gamma(epsilon: float, kappa: int, n_cells: int, beta: float, theta: float = 0.0) -> float:
-    """Gamma for a histogram that truncates noisy counts below ``theta``."""
+def gamma(epsilon: float, kappa: int, n_events: int, beta: float, theta: float = 0.0, *,
+          method: str = "paper", noise: str = "laplace") -> float:
+    """Gamma for sums of ``kappa`` noisy counts, union bound over ``n_events``
+    sums, for a histogram that truncates noisy counts below ``theta`` (the
+    sparse and stability ones; ``theta <= 0`` for the dense one).
+
+    ``method`` is "paper" (Chan-Shi-Song, :func:`gamma_laplace`) or "chernoff"
+    (:func:`gamma_chernoff` with the exact MGF of ``noise``).
+    """
     trunc = kappa * max(theta, 0.0) if math.isfinite(theta) else 0.0
-    return trunc + gamma_laplace(epsilon, kappa, n_cells, beta)
+    return trunc + noise_margin(method, noise, epsilon, kappa, n_events, beta)
 
 
 def tau(gamma_value: float) -> float:
     """Additive error of the sandwich guarantee: tau = 2 Gamma."""
     return 2.0 * gamma_value
+
+
+def approximation_ratio(eta: float, subcells: int = 1) -> float:
+    """rho of the sandwich guarantee: 3 + eta/2 + eta/(2k) for k sub-cells per
+    cell and dimension; k = 1 gives the paper's 3 + eta (docs/accuracy.md)."""
+    return 3.0 + eta / 2 + eta / (2 * subcells)
 
 
 # --------------------------------------------------------------------------- #

@@ -5,17 +5,15 @@ from __future__ import annotations
 import numbers
 import os
 import warnings
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from . import _random
-from ._validation import (
-    UtilityWarning, bounds_from_data, check_array, check_bounds, check_delta, check_epsilon, check_min_samples,
-    check_positive,
-)
-from .grid import Grid
-from .mechanism import HISTOGRAMS, MechanismConfig, fit_spans
+from .backends import NumpyBackend, resolve_backend
+from .mechanism import release
+from .params import PARAMETERS, bounds_from_data, check_array, check_bounds, validate
 
 
 class DPDBSCAN(ClusterMixin, BaseEstimator):
@@ -119,10 +117,13 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     Qiu and Yi, "Approximate DBSCAN under Differential Privacy".
     """
 
-    def __init__(self, eps=0.5, min_samples=5, epsilon=1.0, bounds=None, random_state=None, *,
-                 eta=4.0, beta=0.1, histogram="auto", delta=0.0, noise="discrete", theta=None,
-                 max_empty_cells=2**20, raise_min_samples=True, subcells="auto", margin="chernoff",
-                 border="auto", accountant=None, backend="numpy"):
+    def __init__(self, eps: float = 0.5, *, min_samples: int = 5, epsilon: float = 1.0,
+                 bounds=None, random_state=None, eta: float = 4.0, beta: float = 0.1,
+                 histogram: str = "auto", delta: float = 0.0, noise: str = "discrete",
+                 theta: float | None = None, max_empty_cells: float = 2**20,
+                 raise_min_samples: bool = True, subcells: int | str = "auto",
+                 margin: str = "chernoff", border: float | str = "auto", accountant=None,
+                 backend="numpy"):
         self.eps = eps
         self.min_samples = min_samples
         self.epsilon = epsilon
@@ -142,69 +143,29 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.accountant = accountant
         self.backend = backend
 
-    def _config(self, epsilon, delta) -> MechanismConfig:
-        if self.histogram not in HISTOGRAMS:
-            raise ValueError(f"histogram must be one of {HISTOGRAMS}, got histogram={self.histogram!r}")
-        if self.noise not in ("discrete", "laplace"):
-            raise ValueError(f"noise must be 'discrete' or 'laplace', got noise={self.noise!r}")
-        beta = check_positive("beta", self.beta, upper=1.0, upper_inclusive=False)
-        if self.theta is not None and not (
-            isinstance(self.theta, numbers.Real) and np.isfinite(self.theta) and self.theta >= 0
-        ):
-            raise ValueError(f"theta must be a finite number >= 0 or None, got theta={self.theta!r}")
-        max_empty = check_positive("max_empty_cells", self.max_empty_cells)
-        histogram = self.histogram
-        if histogram == "stability" and delta == 0:
-            raise ValueError("histogram='stability' needs delta > 0, got delta=0.0")
-        if not (self.subcells == "auto" if isinstance(self.subcells, str) else (
-                isinstance(self.subcells, numbers.Integral) and not isinstance(self.subcells, bool)
-                and self.subcells >= 1)):
-            raise ValueError(f"subcells must be 'auto' or an integer >= 1, got subcells={self.subcells!r}")
-        if self.margin not in ("chernoff", "paper"):
-            raise ValueError(f"margin must be 'chernoff' or 'paper', got margin={self.margin!r}")
-        return MechanismConfig(
-            epsilon=epsilon, delta=delta, histogram=histogram, noise=self.noise, beta=beta,
-            theta=None if self.theta is None else float(self.theta), max_empty_cells=max_empty,
-            margin=self.margin,
-        )
+    def _validated(self) -> dict[str, Any]:
+        """Every parameter checked against the one table (dpdbscan.params)."""
+        names = [n for n in PARAMETERS if n != "bounds"]
+        return validate({n: getattr(self, n) for n in names})
 
-    def _subcells(self, d: int) -> int:
-        if isinstance(self.subcells, str):  # "auto": public, from the dimension only
-            return 2 if d <= 3 else 1
-        return int(self.subcells)
+    def fit(self, X, y=None) -> DPDBSCAN:
+        """Release DP spans of ``X``. Returns self.
 
-    def _border(self, alpha: float, eta: float, k: int) -> float:
-        if isinstance(self.border, str):
-            if self.border != "auto":
-                raise ValueError(f"border must be 'auto' or a number >= 0, got border={self.border!r}")
-            return eta * alpha / (8.0 * k)
-        if isinstance(self.border, bool) or not isinstance(self.border, numbers.Real) \
-                or not (np.isfinite(self.border) and self.border >= 0):
-            raise ValueError(f"border must be 'auto' or a number >= 0, got border={self.border!r}")
-        return float(self.border)
-
-    def fit(self, X, y=None):
-        """Release DP spans of ``X``. Returns self."""
-        epsilon = check_epsilon(self.epsilon)
-        delta = check_delta(self.delta)
-        alpha = check_positive("eps", self.eps)
-        min_samples = check_min_samples(self.min_samples)
-        eta = check_positive("eta", self.eta, upper=4.0)
-        config = self._config(epsilon, delta)
-        if not isinstance(self.raise_min_samples, (bool, np.bool_)):
-            raise TypeError(f"raise_min_samples must be a bool, got {self.raise_min_samples!r}")
-
-        local = self.backend in (None, "numpy")
-        paths = isinstance(X, (str, os.PathLike)) or (
-            isinstance(X, (list, tuple)) and len(X) > 0
-            and all(isinstance(p, (str, os.PathLike)) for p in X))
-        if local or isinstance(X, np.ndarray) or (isinstance(X, (list, tuple)) and not paths):
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or files/dask objects
+            The private points. With a distributed backend: paths or globs of
+            Parquet/CSV files, dask DataFrames or arrays.
+        y : ignored
+        """
+        p = self._validated()
+        epsilon = p["epsilon"]
+        backend = resolve_backend(p["backend"])
+        if isinstance(backend, NumpyBackend) or isinstance(X, np.ndarray) or (
+                isinstance(X, (list, tuple)) and not _are_paths(X)):
             X = check_array(X)
             n_features = X.shape[1]
         else:
-            from .backends import get_backend
-
-            backend = get_backend(self.backend)
             n_features = _n_features_of(X, self.bounds, backend)
         if self.bounds is None:
             if not isinstance(X, np.ndarray):
@@ -213,54 +174,29 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         else:
             lower, upper = check_bounds(self.bounds, n_features)
 
-        grid = Grid(lower, upper, alpha, eta)
-        k = self._subcells(grid.d)
-        config = MechanismConfig(**{**config.__dict__, "subcells": k,
-                                    "border": self._border(alpha, eta, k)})
-        kind = config.choose_histogram(grid)
-        if config.histogram == "auto" and delta > 0 and kind == "sparse":
-            config = MechanismConfig(**{**config.__dict__, "histogram": "stability"})
-        spent_delta = delta if config.choose_histogram(grid) == "stability" else 0.0
-        if self.accountant is not None:
-            self.accountant.check(epsilon, spent_delta)
-        source = _random.make_source(self.random_state)
-        spans = fit_spans(X, grid, min_samples, config, source,
-                          raise_min_samples=bool(self.raise_min_samples), backend=self.backend)
-        spans.delta = spent_delta
-        if self.accountant is not None:
-            self.accountant.spend(epsilon, spent_delta)
-
-        if spans.n_spans == 0:
-            # Post-processing of the release only: safe to say.
-            warnings.warn(
-                f"the release has no span: a cell is core only when about "
-                f"{min_samples + spans.gamma:.0f} noisy points (min_samples={min_samples} plus "
-                f"the margin Gamma={spans.gamma:.1f} for epsilon={epsilon:g}) lie within eps of it. "
-                "Small or sparse data need a larger eps, a larger epsilon or fewer dimensions; "
-                "see docs/accuracy.md on small data sets.",
-                UtilityWarning, stacklevel=2,
-            )
+        spans = release(X, lower, upper, p, backend=backend, accountant=self.accountant,
+                        stacklevel=2)
         self.spans_ = spans
         self.histogram_ = spans.histogram
         self.gamma_ = spans.gamma
         self.tau_ = spans.tau
-        self.kappa_ = grid.kappa
+        self.kappa_ = spans.histogram_grid.kappa
         self.theta_ = spans.theta
-        self.n_cells_ = grid.n_cells
+        self.n_cells_ = spans.n_cells
         self.rho_ = spans.rho
         self.beta_ = spans.beta
         self.guarantee_ = spans.guarantee()
-        self.budget_spent_ = (epsilon, spent_delta)
+        self.budget_spent_ = (epsilon, spans.delta)
         self.n_features_in_ = n_features
         return self
 
-    def predict(self, X):
+    def predict(self, X) -> np.ndarray:
         """Span id of each point of ``X`` (-1 = noise), from the spans alone."""
         if not hasattr(self, "spans_"):
             raise _not_fitted()
         return self.spans_.predict(X)
 
-    def fit_predict(self, X, y=None):
+    def fit_predict(self, X, y=None) -> np.ndarray:
         """Fit, then label ``X`` with the released spans.
 
         These labels are post-processing of the release applied to the user's
@@ -269,7 +205,13 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         return self.fit(X).predict(X)
 
 
-def _n_features_of(X, bounds, backend=None):
+def _are_paths(X) -> bool:
+    return isinstance(X, (str, os.PathLike)) or (
+        isinstance(X, (list, tuple)) and len(X) > 0
+        and all(isinstance(p, (str, os.PathLike)) for p in X))
+
+
+def _n_features_of(X, bounds, backend=None) -> int:
     """Number of coordinates of non-numpy X: the backend's column rule first
     (it knows which columns it will read), then shape, columns or bounds."""
     counter = getattr(backend, "n_features", None)
@@ -289,7 +231,7 @@ def _n_features_of(X, bounds, backend=None):
     raise ValueError("cannot tell the number of features of X; pass bounds")
 
 
-def _not_fitted():
+def _not_fitted() -> Exception:
     from sklearn.exceptions import NotFittedError
 
     return NotFittedError(

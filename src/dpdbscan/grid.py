@@ -22,11 +22,12 @@ works, only slower. Overflow is never silent.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from .bounds import approximation_ratio
 
 INT64_SAFE = 1 << 62  # head-room for negative offsets and sentinels
 
@@ -193,7 +194,8 @@ class Grid:
 
     @property
     def rho(self) -> float:
-        return 3.0 + self.eta
+        """The paper's approximation ratio 3 + eta for this grid's cells."""
+        return approximation_ratio(self.eta)
 
     # ------------------------------------------------------------ coordinates
     def coords(self, X: np.ndarray) -> np.ndarray:
@@ -214,8 +216,12 @@ class Grid:
         first and truncating after gives the same integers (the top face of the
         box belongs to the last cell), with in-place ufuncs only.
         """
-        np.subtract(x, self.lower[i], out=out)
-        out /= self.width
+        # Finite coordinates far outside the box (1e308) overflow to inf here;
+        # the clamp below maps them to the border cell, so the overflow is
+        # expected and must not surface as a data-dependent warning.
+        with np.errstate(over="ignore"):
+            np.subtract(x, self.lower[i], out=out)
+            out /= self.width
         np.maximum(out, 0.0, out=out)
         np.minimum(out, float(self.shape[i] - 1), out=out)
         return np.trunc(out, out=out)
@@ -300,24 +306,6 @@ class Grid:
     def valid(self, coords: np.ndarray) -> np.ndarray:
         return np.all((coords >= 0) & (coords < np.asarray(self.shape)), axis=1)
 
-    def offset_runs(self):
-        """NB grouped into runs contiguous in the last dimension.
-
-        Yields ``(prefix, lo, hi)``: offsets ``prefix + (j,)`` for ``lo <= j <= hi``
-        all belong to NB. Used for prefix-sum neighbour sums.
-        """
-        off = self.offsets
-        if self.d == 1:
-            yield (np.zeros(0, np.int64), int(off[:, 0].min()), int(off[:, 0].max()))
-            return
-        order = np.lexsort(off.T[::-1])
-        off = off[order]
-        prefixes, start = np.unique(off[:, :-1], axis=0, return_index=True)
-        ends = list(start[1:]) + [off.shape[0]]
-        for p, s, e in zip(prefixes, start, ends):
-            last = off[s:e, -1]
-            yield p, int(last.min()), int(last.max())
-
     def key_delta(self, offset) -> int:
         """Key difference of an integer offset (int64 keys only)."""
         return int(np.dot(np.asarray(offset, dtype=np.int64), self._strides))
@@ -335,6 +323,49 @@ class Grid:
         }
 
 
-def iter_cells(shape):
-    """Row-major iteration over all cell coordinates (tests and tiny grids)."""
-    return itertools.product(*[range(s) for s in shape])
+def offset_runs(offsets: np.ndarray):
+    """Group integer offsets into runs contiguous in the last dimension.
+
+    Yields ``(prefix, lo, hi)`` such that the offsets are exactly the
+    ``prefix + (j,)`` with ``lo <= j <= hi`` over all runs, in lexicographic
+    order. A set that is not contiguous for some prefix is split into several
+    runs. Prefix sums along the last axis turn each run into one difference,
+    and with int64 keys each run is one interval of keys.
+    """
+    off = np.asarray(offsets, dtype=np.int64)
+    off = off[np.lexsort(off.T[::-1])]
+    prefixes = off[:, :-1]
+    last = off[:, -1]
+    n = off.shape[0]
+    k = 0
+    while k < n:
+        j = k
+        while (j + 1 < n and np.array_equal(prefixes[j + 1], prefixes[k])
+               and last[j + 1] == last[j] + 1):
+            j += 1
+        yield prefixes[k], int(last[k]), int(last[j])
+        k = j + 1
+
+
+def search_keys(sorted_keys: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each query key sits in ``sorted_keys``: ``(idx, hit)``.
+
+    ``hit[i]`` is True when ``sorted_keys[idx[i]] == query[i]``; ``idx`` is
+    clipped into range so it can always be used as an index. Works for int64
+    and packed (void) keys. The one sorted-key lookup of the package.
+    """
+    query = np.asarray(query)
+    if sorted_keys.size == 0:
+        return np.zeros(query.shape, dtype=np.intp), np.zeros(query.shape, dtype=bool)
+    idx = np.minimum(np.searchsorted(sorted_keys, query), sorted_keys.size - 1)
+    return idx, sorted_keys[idx] == query
+
+
+def lookup(sorted_keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``values[sorted_keys == q]`` for each query key ``q``, 0 where absent."""
+    out = np.zeros(np.asarray(query).size, dtype=values.dtype if values.size else np.int64)
+    if query.size == 0:
+        return out
+    idx, hit = search_keys(sorted_keys, query)
+    out[hit] = values[idx[hit]]
+    return out

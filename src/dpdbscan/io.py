@@ -32,7 +32,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .progress import Progress
+from .geo import projection_of
+from .model import SpanModel
+from .progress import progress as progress_bar
 
 #: Column excluded from the default selection (ground truth in benchmark files).
 LABEL_COLUMN = "label"
@@ -251,12 +253,12 @@ def _read_csv_arrow(path, columns, choose, delim, no_header, gz, progress):
     parts = []
     raw, stream = _open_csv_stream(path, gz)
     try:
-        with Progress(f"reading {path.name}", total=size, enabled=progress) as bar:
+        with progress_bar(f"reading {path.name}", total=size, enabled=progress) as bar:
             reader = pacsv.open_csv(stream, read_options=pacsv.ReadOptions(block_size=_BATCH, **read_opts),
                                     parse_options=parse, convert_options=convert)
             for batch in reader:
                 parts.append(_batch_to_numpy(batch, arrow_names))
-                bar.update(raw.tell())
+                bar.update(raw.tell() - bar.n)
     except (pa.ArrowException, OSError, EOFError) as exc:
         raise _arrow_error(path, exc) from None
     finally:
@@ -290,13 +292,12 @@ def _read_parquet(path, columns, choose, progress):
     names = [schema.names[i] for i in idx]
     parts = []
     try:
-        with Progress(f"reading {path.name}", total=pf.metadata.num_rows, enabled=progress) as bar:
-            done = 0
+        with progress_bar(f"reading {path.name}", total=pf.metadata.num_rows, enabled=progress,
+                          unit="rows") as bar:
             for batch in pf.iter_batches(batch_size=1 << 20, columns=names):
                 cols = [pc.cast(batch.column(n), pa.float64()).to_numpy(zero_copy_only=False) for n in names]
                 parts.append(np.column_stack(cols) if cols else np.zeros((batch.num_rows, 0)))
-                done += batch.num_rows
-                bar.update(done)
+                bar.update(batch.num_rows)
     except (pa.ArrowException, OSError) as exc:
         raise ValueError(f"{path}: cannot read as Parquet: {_clean(exc)}") from None
     X = np.concatenate(parts) if parts else np.zeros((0, len(idx)))
@@ -337,8 +338,6 @@ def _read_csv_numpy(path, columns, choose, delim, no_header, gz):
 def read_model(path):
     """Load a :class:`~dpdbscan.spans.SpanModel`, with a one-line error naming
     the file for anything that is not one (missing, binary, other JSON)."""
-    from .geo import projection_of
-    from .spans import SpanModel
 
     p = Path(path)
     if not p.is_file():

@@ -1,36 +1,50 @@
 """The DP-DBSCAN mechanism: counts -> noisy histogram -> core cells -> spans.
 
-This is the one place where epsilon is spent: the noisy histogram of cell
-counts. Everything after :func:`release_histogram` is post-processing of its
-output and never reads the points again. Every choice that shapes the
-mechanism (grid, theta, dense or sparse) is a function of public inputs only:
-bounds, alpha, eta, epsilon, delta, beta and the caps below.
+This is the one place where epsilon is spent: :func:`release_histogram`, the
+noisy histogram of cell counts. Everything after it is post-processing of its
+output (:mod:`dpdbscan.post`) and never reads the points again. Every choice
+that shapes the mechanism (grid, theta, dense or sparse) is a function of
+public inputs only: bounds, alpha, eta, epsilon, delta, beta and the caps
+below.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
-from . import bounds as _bounds
-from .backends import get_backend
+from . import _random
+from .backends import Backend, resolve_backend
+from .backends.base import CellCounts, DenseBackend
 from .grid import Grid
+from .histogram import NoisyHistogram
 from .histograms import (
-    NoisyHistogram, default_theta, dense_histogram, make_noise, sparse_histogram,
-    stability_histogram,
+    default_theta, dense_histogram, make_noise, sparse_histogram, stability_histogram,
 )
-from .spans import SpanModel, spans_from_histogram
+from .exceptions import UtilityWarning
+from .model import SpanModel
+from .points import clean_points
+from .post.spans import SpanParams, build_spans
 
 HISTOGRAMS = ("auto", "dense", "sparse", "stability")
 DENSE_MAX_CELLS = 1 << 23  # "auto" uses the naive histogram up to this |X|
 MAX_EMPTY_CELLS = 1 << 20  # default cap on the expected number of released empty cells
 MAX_EXPECTED_EMPTY = 1e8  # refuse an explicit theta that would release more
 
+__all__ = ["MechanismConfig", "release_histogram", "fit_spans", "release", "configure",
+           "clean_points", "HISTOGRAMS"]
+
 
 @dataclass(frozen=True)
 class MechanismConfig:
-    """Public parameters of one release."""
+    """Public parameters of one release (histogram) and of its spans.
+
+    ``epsilon`` ... ``dense_max_cells`` shape the release; ``beta``,
+    ``subcells``, ``margin`` and ``border`` only the post-processing.
+    """
 
     epsilon: float
     delta: float = 0.0
@@ -67,88 +81,116 @@ class MechanismConfig:
             )
         return theta
 
+    def span_params(self, min_samples: int, raise_min_samples: bool = True) -> SpanParams:
+        return SpanParams(min_samples=min_samples, beta=self.beta, subcells=self.subcells,
+                          margin=self.margin, border=self.border,
+                          raise_min_samples=raise_min_samples)
 
-def clean_points(grid: Grid, X: np.ndarray, *, clip: bool = True) -> np.ndarray:
-    """The documented per-record rule: drop rows with NaN/inf, clip the rest
-    into the public box. Each record's fate depends on that record alone, so
-    neighbouring datasets stay neighbouring (or become equal).
 
-    ``clip=False`` skips the copy for backends whose cell keys already clip
-    coordinates into the box (the numpy backend: ``Grid.keys_of_points``).
+def release_histogram(grid: Grid, X, config: MechanismConfig, source,
+                      backend: Backend | str | None = None) -> NoisyHistogram:
+    """The epsilon-DP (or (epsilon, delta)-DP) histogram of cell counts.
+
+    The backend counts the points after the per-record rule (its contract);
+    the counts are checked for duplicate keys before any noise is drawn, on
+    every path: a duplicate would let one point change a count by more than 1.
     """
-    if not np.isfinite(X).all():
-        X = X[np.isfinite(X).all(axis=1)]
-    return np.clip(X, grid.lower, grid.upper) if clip else X
-
-
-def release_histogram(grid: Grid, X, config: MechanismConfig, source, backend=None) -> NoisyHistogram:
-    """The epsilon-DP (or (epsilon, delta)-DP) histogram of cell counts."""
-    backend = get_backend(backend)
+    backend = resolve_backend(backend)
     noise = make_noise(config.noise, config.epsilon)
     kind = config.choose_histogram(grid)
-    if isinstance(X, np.ndarray):
-        from .backends.numpy_backend import NumpyBackend
-
-        # the numpy backend's keys clip into the box (tested), so skip the copy
-        X = clean_points(grid, X, clip=not isinstance(backend, NumpyBackend))
+    if kind not in HISTOGRAMS[1:]:
+        raise ValueError(f"histogram must be one of {HISTOGRAMS}, got {kind!r}")
     if kind == "dense":
-        if hasattr(backend, "dense_counts"):
+        if isinstance(backend, DenseBackend):
             counts = backend.dense_counts(grid, X)
+            if counts.shape != grid.shape:
+                raise ValueError(f"the backend returned dense counts of shape {counts.shape}, "
+                                 f"expected {grid.shape}")
         else:
-            cells = backend.count(grid, X)
+            cells = _canonical(backend.count(grid, X))
             counts = np.zeros(grid.shape, dtype=np.int64)
             if len(cells):
                 counts[tuple(grid.decode(cells.keys).T)] = cells.counts
         return dense_histogram(grid, counts, noise, source)
-    cells = _sorted(backend.count(grid, X))
+    cells = _canonical(backend.count(grid, X))
     if kind == "sparse":
-        theta = config.theta_for(grid, noise)
-        return sparse_histogram(grid, cells, noise, source, theta)
-    if kind == "stability":
-        return stability_histogram(grid, cells, noise, source, config.delta)
-    raise ValueError(f"histogram must be one of {HISTOGRAMS}, got {kind!r}")
+        return sparse_histogram(grid, cells, noise, source, config.theta_for(grid, noise))
+    return stability_histogram(grid, cells, noise, source, config.delta)
 
 
-def _sorted(cells):
-    """Backends promise sorted unique keys; a custom one that does not would
-    break empty-cell sampling and the canonical output order, so enforce it."""
+def _canonical(cells: CellCounts) -> CellCounts:
+    """Backends promise sorted unique keys. A custom one that does not would
+    break empty-cell sampling and the canonical output order (so sort), or
+    let one point count twice (so refuse duplicates)."""
     k = cells.keys
     if k.size < 2:
         return cells
     # void (wide) keys support argsort and ==, not <: compare through argsort
     order = np.argsort(k, kind="stable")
     if not np.array_equal(order, np.arange(k.size)):
-        cells.keys, cells.counts = k[order], cells.counts[order]
+        cells = CellCounts(k[order], cells.counts[order])
     if np.any(cells.keys[1:] == cells.keys[:-1]):
-        raise ValueError("the backend returned duplicate cell keys")
+        raise ValueError("the backend returned duplicate cell keys; a backend must return "
+                         "each occupied cell once with its total count")
     return cells
 
 
-def margin(grid: Grid, hist: NoisyHistogram, config: MechanismConfig) -> float:
-    """Gamma for this release: public (histogram kind, theta, kappa, |X|, beta).
-
-    The noise part bounds a sum of ``kappa`` noise terms with a union bound over
-    every (sub-)cell; truncating histograms add ``kappa * theta``.
-    """
-    from .subcells import SubcellLayout
-
-    layout = SubcellLayout(grid, config.subcells)
-    if hist.noise == "none":
-        noise_part = 0.0
-    else:
-        # hist.epsilon is the epsilon the noise was drawn with (rounded down)
-        noise_part = _bounds.noise_margin(config.margin, hist.noise, hist.epsilon,
-                                          layout.kappa, layout.n_events, config.beta)
-    theta = hist.theta if hist.kind != "dense" else 0.0
-    return noise_part + layout.kappa * max(theta, 0.0)
-
-
 def fit_spans(X, grid: Grid, min_samples: int, config: MechanismConfig, source,
-              *, raise_min_samples: bool = True, backend=None) -> SpanModel:
-    """Run the whole mechanism and return the released span model."""
+              *, raise_min_samples: bool = True, backend: Backend | str | None = None) -> SpanModel:
+    """Run the whole mechanism: release the histogram (epsilon is spent here),
+    then post-process it into the span model."""
     hist = release_histogram(grid, X, config, source, backend)
-    g = margin(grid, hist, config)
-    return spans_from_histogram(hist, min_samples, g, config.beta,
-                                raise_min_samples=raise_min_samples, delta=config.delta,
-                                subcells=config.subcells, border=config.border,
-                                margin=config.margin)
+    params = config.span_params(min_samples, raise_min_samples)
+    return SpanModel.from_spans(hist, build_spans(hist, params), params, delta=config.delta)
+
+
+def configure(p: dict[str, Any], grid: Grid) -> tuple[MechanismConfig, float]:
+    """The mechanism's configuration for validated parameters ``p`` (see
+    :func:`dpdbscan.params.validate`) on the public ``grid``, and the delta the
+    release will spend. Every choice reads public inputs only: "auto" sub-cells
+    from the dimension, the "auto" border from alpha and eta, the histogram
+    from |X|."""
+    alpha, eta = grid.alpha, grid.eta
+    k = p.get("subcells", "auto")
+    k = (2 if grid.d <= 3 else 1) if k == "auto" else int(k)
+    border = p.get("border", "auto")
+    border = eta * alpha / (8.0 * k) if border == "auto" else float(border)
+    delta = p.get("delta", 0.0)
+    config = MechanismConfig(
+        epsilon=p["epsilon"], delta=delta, histogram=p.get("histogram", "auto"),
+        noise=p.get("noise", "discrete"), beta=p.get("beta", 0.1), theta=p.get("theta"),
+        max_empty_cells=p.get("max_empty_cells", MAX_EMPTY_CELLS), subcells=k,
+        margin=p.get("margin", "chernoff"), border=border,
+    )
+    if config.histogram == "auto" and delta > 0 and config.choose_histogram(grid) == "sparse":
+        config = replace(config, histogram="stability")
+    spent_delta = delta if config.choose_histogram(grid) == "stability" else 0.0
+    return config, spent_delta
+
+
+def release(X, lower, upper, p: dict[str, Any], *, backend: Backend, accountant=None,
+            stacklevel: int = 2) -> SpanModel:
+    """Release DP spans of ``X`` inside the public box ``[lower, upper]`` with
+    validated parameters ``p``: the one entry point of the estimator and the
+    command line. Checks the accountant before and charges it after."""
+    grid = Grid(lower, upper, p["eps"], p["eta"])
+    config, spent_delta = configure(p, grid)
+    if accountant is not None:
+        accountant.check(config.epsilon, spent_delta)
+    source = _random.make_source(p.get("random_state"))
+    model = fit_spans(X, grid, p["min_samples"], config, source,
+                      raise_min_samples=p.get("raise_min_samples", True), backend=backend)
+    model.delta = spent_delta
+    if accountant is not None:
+        accountant.spend(config.epsilon, spent_delta)
+    if model.n_spans == 0:
+        # Post-processing of the release only: safe to say.
+        warnings.warn(
+            f"the release has no span: a cell is core only when about "
+            f"{p['min_samples'] + model.gamma:.0f} noisy points (min_samples={p['min_samples']} "
+            f"plus the margin Gamma={model.gamma:.1f} for epsilon={config.epsilon:g}) lie within "
+            "eps of it. Small or sparse data need a larger eps, a larger epsilon or fewer "
+            "dimensions; see docs/accuracy.md on small data sets.",
+            UtilityWarning, stacklevel=stacklevel + 1,
+        )
+    return model

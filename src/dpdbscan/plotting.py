@@ -19,19 +19,19 @@ import math
 
 import numpy as np
 
+from ._optional import require
+from .geo import format_km, projection_of
+from .geometry import cells_to_polygons
+from .post.core import neighbour_sums
+
 #: Largest image drawn cell for cell; bigger grids are shown in blocks.
 MAX_PIXELS = 4_000_000
 
 
 def _plt():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the extra
-        raise ImportError("plotting needs matplotlib: pip install 'dpdbscan[plot]'") from exc
-    return plt
+    matplotlib = require("matplotlib", "plotting")
+    matplotlib.use("Agg", force=False)
+    return require("matplotlib.pyplot", "plotting")
 
 
 def _check_2d(grid):
@@ -131,8 +131,6 @@ def plot_neighbour_sums(hist, ax=None, title="noisy neighbour sums", cmap="magma
     """The sum of the noisy counts over NB(X), per cell (what the core test
     compares with the threshold). Cells with no released neighbour are blank;
     big grids are drawn in blocks (mean of the sums)."""
-    from .core import neighbour_sums
-
     plt = _plt()
     grid = hist.grid
     _check_2d(grid)
@@ -158,8 +156,6 @@ def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap="ta
     plt = _plt()
     from matplotlib.patches import PathPatch
     from matplotlib.path import Path as MPath
-
-    from .geometry import cells_to_polygons
 
     grid = model.grid
     _check_2d(grid)
@@ -246,8 +242,6 @@ def plot_model(model, kind: str = "spans", points=None, ax=None, *, max_points: 
         Needed for "labels"; drawn under the spans for "spans". Such pictures
         show private points and are not part of the release.
     """
-    from .geo import format_km, projection_of
-
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")
     _check_2d(model.grid)

@@ -1,10 +1,19 @@
-"""The backend interface: exact per-cell counts of points."""
+"""The backend interface: exact per-cell counts of points.
+
+Counting points per cell is the only stage that reads the raw points and the
+only one linear in their number; everything after it (noise, neighbour sums,
+merging) runs on cells, on the driver. A backend is anything that satisfies
+:class:`Backend`; the numpy backend is the reference.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from ..grid import Grid
 
 
 @dataclass
@@ -18,20 +27,30 @@ class CellCounts:
         return int(self.keys.size)
 
 
-def get_backend(backend):
-    """Resolve ``backend`` ("numpy", "dask", or an object with ``count``)."""
-    if backend is None or backend == "numpy":
-        from .numpy_backend import NumpyBackend
+@runtime_checkable
+class Backend(Protocol):
+    """Counts the points of ``X`` per cell of ``grid``.
 
-        return NumpyBackend()
-    if backend == "dask":
-        try:
-            from .dask_backend import DaskBackend
-        except ImportError as exc:  # pragma: no cover - depends on the extra
-            raise ImportError(
-                "backend='dask' needs the dask extra: pip install 'dpdbscan[dask]'"
-            ) from exc
-        return DaskBackend()
-    if hasattr(backend, "count"):
-        return backend
-    raise ValueError(f"backend must be 'numpy', 'dask' or an object with count(), got {backend!r}")
+    Contract: ``count(grid, X)`` equals the counts of
+    ``clean_points(grid, X)`` (:mod:`dpdbscan.points`: rows with NaN/inf
+    dropped, the rest clipped into the box), as sorted unique keys with their
+    counts. The mechanism checks the keys are unique (a duplicate would change
+    a count's sensitivity) and puts them in order.
+
+    A backend that also has ``dense_counts`` is a :class:`DenseBackend`.
+    """
+
+    def count(self, grid: Grid, X: Any) -> CellCounts:
+        ...
+
+
+@runtime_checkable
+class DenseBackend(Backend, Protocol):
+    """A backend that can also return the counts of every cell as an array of
+    ``grid.shape`` (faster for small universes than keys and counts)."""
+
+    def dense_counts(self, grid: Grid, X: Any) -> np.ndarray:
+        ...
+
+
+__all__ = ["Backend", "DenseBackend", "CellCounts"]

@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 
+from .._optional import require
 from .base import CellCounts
 from .numpy_backend import NumpyBackend
 
@@ -29,16 +30,12 @@ _CSV_SUFFIXES = (".csv", ".tsv", ".txt")
 # Compressed text cannot be split into byte ranges: one partition per file.
 _COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zip")
 LABEL_COLUMN = "label"
-_EXTRA_MESSAGE = "the dask backend needs the dask extra: pip install 'dpdbscan[dask]'"
 
 
 def _require_dask():
     """Import dask's dataframe and distributed parts, naming the extra if absent."""
-    try:
-        import dask.dataframe  # noqa: F401
-        import distributed  # noqa: F401
-    except ImportError as exc:
-        raise ImportError(f"{_EXTRA_MESSAGE} ({exc})") from exc
+    require("dask.dataframe", "the dask backend")
+    require("distributed", "the dask backend")
 
 
 # --------------------------------------------------------------- partitions
@@ -49,14 +46,12 @@ def count_block(grid, block) -> tuple[np.ndarray, np.ndarray]:
     each record's fate depends on that record alone, so applying it partition
     by partition gives the same multiset of cleaned points as applying it once.
     """
-    from ..mechanism import clean_points  # mechanism imports backends: import late
-
     X = np.asarray(block, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != grid.d:
         raise ValueError(
             f"a partition has shape {X.shape}, expected (n, {grid.d}) for a {grid.d}-D grid"
         )
-    cells = NumpyBackend().count(grid, clean_points(grid, X))
+    cells = NumpyBackend().count(grid, X)  # applies clean_points
     return cells.keys, cells.counts
 
 
@@ -273,7 +268,7 @@ class DaskBackend:
         """Exact counts of the occupied cells of ``X`` (keys sorted ascending)."""
         local = self._local_block(grid, X)
         if local is not None:
-            return NumpyBackend().count(grid, _clean(grid, local))
+            return NumpyBackend().count(grid, local)
         tasks = self._partition_tasks(grid, X)
         if not tasks:
             return CellCounts(np.empty(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64))
@@ -378,9 +373,3 @@ class DaskBackend:
     def __repr__(self) -> str:
         where = self.scheduler or ("client" if self.client is not None else "LocalCluster")
         return f"DaskBackend({where!r}, columns={self.columns!r})"
-
-
-def _clean(grid, X):
-    from ..mechanism import clean_points
-
-    return clean_points(grid, X)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..grid import Grid
+from ..points import clean_points
 from .base import CellCounts
 
 _BINCOUNT_MAX = 1 << 26  # keys below this use a dense bincount
@@ -37,16 +39,21 @@ def count_keys(keys: np.ndarray, key_space: int | None = None) -> CellCounts:
 
 
 class NumpyBackend:
-    """Counts cells of an in-memory (n, d) float array."""
+    """Counts cells of an in-memory (n, d) float array (the reference backend).
+
+    Applies :func:`~dpdbscan.points.clean_points` without copying the points
+    to clip them: the cell keys clip coordinates into the box
+    (:meth:`Grid.keys_of_points`, tested against clipping first).
+    """
 
     name = "numpy"
 
-    def count(self, grid, X: np.ndarray) -> CellCounts:
-        keys = grid.keys_of_points(X)
+    def count(self, grid: Grid, X: np.ndarray) -> CellCounts:
+        keys = grid.keys_of_points(clean_points(grid, X, clip=False))
         return count_keys(keys, None if grid.wide else grid.key_space)
 
-    def dense_counts(self, grid, X: np.ndarray) -> np.ndarray:
+    def dense_counts(self, grid: Grid, X: np.ndarray) -> np.ndarray:
         """Counts of every cell as an array of ``grid.shape`` (small universes)."""
         strides = np.cumprod((grid.shape[1:] + (1,))[::-1])[::-1]  # row-major
-        idx = grid.linear_index(X, strides)
+        idx = grid.linear_index(clean_points(grid, X, clip=False), strides)
         return np.bincount(idx, minlength=grid.n_cells).reshape(grid.shape)

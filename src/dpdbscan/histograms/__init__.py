@@ -1,14 +1,17 @@
-"""DP histograms over grid cells: naive (dense), linear-time sparse, stability."""
+"""DP histograms over grid cells, where epsilon is spent: the naive (dense)
+Laplace histogram, the linear-time sparse one (the paper's Algorithm 2), the
+(epsilon, delta) stability histogram, and the noise they draw.
 
-from .base import NoisyHistogram, dense_neighbour_sums, lookup, neighbourhood, sparse_neighbour_sums
+Only :mod:`dpdbscan.mechanism` calls these; post-processing reads their
+output, :class:`~dpdbscan.histogram.NoisyHistogram`, and never imports them.
+"""
+
 from .dense import dense_histogram
 from .noise import ContinuousLaplace, DiscreteLaplace, NoNoise, make_noise
 from .sparse import default_theta, sparse_histogram
 from .stability import stability_histogram, stability_theta
 
 __all__ = [
-    "NoisyHistogram", "dense_histogram", "sparse_histogram", "stability_histogram",
-    "default_theta", "stability_theta", "make_noise", "DiscreteLaplace",
-    "ContinuousLaplace", "NoNoise", "dense_neighbour_sums", "sparse_neighbour_sums",
-    "lookup", "neighbourhood",
+    "dense_histogram", "sparse_histogram", "stability_histogram", "default_theta",
+    "stability_theta", "make_noise", "DiscreteLaplace", "ContinuousLaplace", "NoNoise",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import NoisyHistogram
+from ..histogram import NoisyHistogram
 
 
 def dense_histogram(grid, counts: np.ndarray, noise, source) -> NoisyHistogram:

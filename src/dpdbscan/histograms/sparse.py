@@ -21,7 +21,8 @@ import math
 import numpy as np
 
 from .. import _random
-from .base import NoisyHistogram
+from ..grid import search_keys
+from ..histogram import NoisyHistogram
 
 _BINOMIAL_MAX = 1 << 62
 
@@ -87,10 +88,7 @@ def _uniform_cells(grid, n: int, source) -> np.ndarray:
 
 
 def _is_in(sorted_keys: np.ndarray, query: np.ndarray) -> np.ndarray:
-    if sorted_keys.size == 0:
-        return np.zeros(query.size, dtype=bool)
-    idx = np.minimum(np.searchsorted(sorted_keys, query), sorted_keys.size - 1)
-    return sorted_keys[idx] == query
+    return search_keys(sorted_keys, query)[1]
 
 
 def _merge_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .base import NoisyHistogram
+from ..histogram import NoisyHistogram
 
 
 def stability_theta(noise, delta: float) -> float:

@@ -1,5 +1,17 @@
-"""Statistics for empirical privacy audits: Clopper-Pearson bounds and an
-empirical lower bound on epsilon.
+"""Statistics for the tests: the one place that turns a false-failure rate
+into a test, and the empirical privacy audit's Clopper-Pearson bounds.
+
+False failures. A randomised test states the probability that it fails when
+the code is correct. The convention of the suite is :data:`P_FAIL` = 1e-6 per
+test (a test that makes several checks splits it by a union bound), using:
+
+* :func:`chi2_ok` (goodness of fit, bins merged to expected counts >= 20) and
+  :func:`binom_ok` (an exact binomial test) for distributions;
+* :func:`z_limit` for the mean of many independent draws (a normal quantile,
+  with the variance the test knows exactly);
+* :func:`cp_lower` / :func:`cp_upper` for rates (exact Clopper-Pearson).
+
+The privacy audit:
 
 An audit runs a mechanism many times on two neighbouring datasets D and D'
 and counts how often an event E happens (say "cell 7 is released"). If the
@@ -36,7 +48,46 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+from scipy import stats as _stats
 from scipy.stats import beta as _beta
+
+#: The false-failure rate of one randomised test (see the module docstring).
+P_FAIL = 1e-6
+
+
+def chi2_ok(counts, probs, alpha: float = P_FAIL, min_expected: float = 20.0):
+    """Chi-square goodness of fit at level ``alpha``; tail bins are merged
+    (from the right) until each expects ``min_expected``. Returns (p, ok)."""
+    counts = np.asarray(counts, dtype=float)
+    probs = np.asarray(probs, dtype=float)
+    exp = probs * counts.sum()
+    c, e = [], []
+    acc_c = acc_e = 0.0
+    for ci, ei in zip(counts[::-1], exp[::-1]):
+        acc_c += ci
+        acc_e += ei
+        if acc_e >= min_expected:
+            c.append(acc_c)
+            e.append(acc_e)
+            acc_c = acc_e = 0.0
+    if acc_e and c:
+        c[-1] += acc_c
+        e[-1] += acc_e
+    ca, ea = np.array(c[::-1]), np.array(e[::-1])
+    ea *= ca.sum() / ea.sum()
+    p = float(_stats.chisquare(ca, ea).pvalue)
+    return p, p > alpha
+
+
+def binom_ok(successes: int, n: int, p: float, alpha: float = P_FAIL) -> bool:
+    """Exact two-sided binomial test of ``successes`` in ``n`` at level ``alpha``."""
+    return _stats.binomtest(int(successes), int(n), float(p)).pvalue > alpha
+
+
+def z_limit(alpha: float = P_FAIL) -> float:
+    """Two-sided normal quantile: |mean - mu| > z_limit * sd has probability alpha."""
+    return float(_stats.norm.isf(alpha / 2))
 
 #: One-sided bounds per event used by :func:`epsilon_lower_bound`.
 BOUNDS_PER_EVENT = 4

@@ -14,11 +14,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from .histograms.base import (
-    NoisyHistogram, SumsAt, dense_candidates, dense_neighbour_sums, neighbourhood,
-    sparse_neighbour_sums,
+from ..histogram import NoisyHistogram
+from .pruning import live_cells
+from .sums import (
+    SumsAt, dense_candidates, dense_neighbour_sums, neighbourhood, sparse_neighbour_sums,
 )
-from .histograms.pruning import live_cells
 
 
 def sum_threshold(min_samples: float, gamma: float, raise_min_samples: bool = True) -> float:

@@ -18,6 +18,8 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from ..grid import offset_runs, search_keys
+
 
 def merge_cells(grid, core_keys: np.ndarray) -> np.ndarray:
     """Span label of each core cell (``core_keys`` sorted, unique)."""
@@ -30,7 +32,7 @@ def merge_cells(grid, core_keys: np.ndarray) -> np.ndarray:
     # they find every edge once.
     src, dst = [], []
     chain = np.zeros(m + 1, dtype=np.int64)  # difference array over links j -> j+1
-    for prefix, lo, hi in grid.offset_runs():
+    for prefix, lo, hi in offset_runs(grid.offsets):
         nz = np.flatnonzero(prefix)
         if nz.size and prefix[nz[0]] < 0:
             continue
@@ -68,12 +70,9 @@ def _merge_by_offsets(grid, core_keys: np.ndarray) -> np.ndarray:
     rows, cols = [], []
     coords = grid.decode(core_keys)
     for o in positive:
-        target = grid.encode(coords + o)
-        idx = np.searchsorted(core_keys, target)
-        idx_c = np.minimum(idx, m - 1)
-        hit = core_keys[idx_c] == target
+        idx, hit = search_keys(core_keys, grid.encode(coords + o))
         rows.append(np.flatnonzero(hit))
-        cols.append(idx_c[hit])
+        cols.append(idx[hit])
     r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     c = np.concatenate(cols) if cols else np.zeros(0, np.int64)
     graph = coo_matrix((np.ones(r.size, dtype=np.int8), (r, c)), shape=(m, m))

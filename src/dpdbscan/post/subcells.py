@@ -30,7 +30,8 @@ import math
 
 import numpy as np
 
-from .grid import Grid, count_neighbours
+from ..bounds import approximation_ratio
+from ..grid import Grid
 
 
 @functools.lru_cache(maxsize=64)
@@ -101,8 +102,7 @@ class SubcellLayout:
 
     @property
     def rho(self) -> float:
-        eta = self.grid.eta
-        return 3.0 + eta / 2 + eta / (2 * self.k) if self.k > 1 else 3.0 + eta
+        return approximation_ratio(self.grid.eta, self.k)
 
     def fine_keys(self, coarse_keys: np.ndarray, pos) -> np.ndarray:
         """Keys (in ``fine``) of sub-cell ``pos`` of the given cells, inside the box."""
@@ -111,6 +111,3 @@ class SubcellLayout:
         c = self.grid.decode(coarse_keys) * self.k + np.asarray(pos, dtype=np.int64)
         c = c[np.all(c < np.asarray(self.fine.shape), axis=1)]
         return self.fine.encode(c)
-
-    def fine_kappa(self) -> int:
-        return count_neighbours(self.grid.d, self.grid.eta / self.k)

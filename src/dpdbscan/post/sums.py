@@ -1,99 +1,17 @@
-"""The released noisy histogram and the neighbour sums computed from it.
+"""Neighbour sums of a released histogram: sum over an offset set (NB(X) by
+default) of the noisy counts, on the dense array or at chosen cells.
 
-Everything in this module is post-processing of the released histogram: it
-never sees the points.
+Post-processing: reads the released histogram only, never the points.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..grid import Grid
-
-
-@dataclass
-class NoisyHistogram:
-    """A DP release of per-cell counts.
-
-    ``kind == "dense"``: ``values`` has ``grid.shape`` and covers every cell.
-    Otherwise (``"sparse"``, ``"stability"``): only cells with a noisy count
-    ``>= theta`` are released, as sorted ``keys`` with ``values``; every other
-    cell reads as 0.
-    """
-
-    grid: Grid
-    kind: str
-    values: np.ndarray
-    keys: np.ndarray | None = None
-    theta: float = 0.0
-    noise: str = "discrete"
-    epsilon: float = 1.0
-    delta: float = 0.0
-    meta: dict = field(default_factory=dict)
-
-    @property
-    def n_released(self) -> int:
-        return int(self.values.size)
-
-    def sparse(self):
-        """(sorted keys, values) of the cells with a non-zero noisy value."""
-        if self.kind != "dense":
-            return self.keys, self.values
-        flat = self.values.ravel()
-        nz = np.flatnonzero(flat)
-        coords = np.stack(np.unravel_index(nz, self.grid.shape), axis=1)
-        keys = self.grid.encode(coords)
-        order = np.argsort(keys, kind="stable")
-        return keys[order], flat[nz][order]
-
-    def value_at(self, keys: np.ndarray) -> np.ndarray:
-        """Noisy value of the cells with the given keys (0 if not released)."""
-        k, v = self.sparse()
-        return lookup(k, v, keys)
-
-
-def lookup(sorted_keys, values, query):
-    """values[sorted_keys == q] for each q, 0 where absent."""
-    out = np.zeros(query.size, dtype=values.dtype if values.size else np.int64)
-    if sorted_keys.size == 0 or query.size == 0:
-        return out
-    idx = np.searchsorted(sorted_keys, query)
-    idx = np.minimum(idx, sorted_keys.size - 1)
-    hit = sorted_keys[idx] == query
-    out[hit] = values[idx[hit]]
-    return out
-
-
-# --------------------------------------------------------------------------- #
-# neighbour sums
-
-
-def offset_runs(offsets: np.ndarray):
-    """Group integer offsets into runs contiguous in the last dimension.
-
-    Yields ``(prefix, lo, hi)`` such that the offsets are exactly the
-    ``prefix + (j,)`` with ``lo <= j <= hi`` over all runs. Offsets sets that
-    are not contiguous per prefix are split into several runs.
-    """
-    off = np.asarray(offsets, dtype=np.int64)
-    off = off[np.lexsort(off.T[::-1])]
-    if off.shape[1] == 1:
-        prefixes = np.zeros((off.shape[0], 0), dtype=np.int64)
-    else:
-        prefixes = off[:, :-1]
-    last = off[:, -1]
-    n = off.shape[0]
-    k = 0
-    while k < n:
-        j = k
-        while (j + 1 < n and np.array_equal(prefixes[j + 1], prefixes[k])
-               and last[j + 1] == last[j] + 1):
-            j += 1
-        yield prefixes[k], int(last[k]), int(last[j])
-        k = j + 1
+from ..grid import Grid, lookup, offset_runs
+from ..histogram import NoisyHistogram
 
 
 def padded_prefix_sums(values: np.ndarray, R: int) -> np.ndarray:
@@ -115,7 +33,7 @@ def dense_neighbour_sums(grid: Grid, values: np.ndarray, offsets=None) -> np.nda
     contiguous in the last dimension into one difference. ``offsets``
     replaces NB by another offset set (sub-cell neighbourhoods).
     """
-    runs = list(grid.offset_runs()) if offsets is None else list(offset_runs(offsets))
+    runs = list(offset_runs(grid.offsets if offsets is None else offsets))
     R = grid.reach if offsets is None else max(
         grid.reach, int(np.abs(np.asarray(offsets)).max()) if len(offsets) else 0)
     d = grid.d
@@ -149,7 +67,7 @@ def sparse_neighbour_sums(grid: Grid, keys, values, query, offsets=None) -> np.n
         return out
     cs = np.zeros(values.size + 1, dtype=acc_dtype)
     np.cumsum(values, out=cs[1:])
-    runs = grid.offset_runs() if offsets is None else offset_runs(offsets)
+    runs = offset_runs(grid.offsets if offsets is None else offsets)
     for prefix, lo, hi in runs:
         base = grid.key_delta(np.append(prefix, 0))
         a = np.searchsorted(keys, query + (base + lo), side="left")

@@ -1,0 +1,160 @@
+"""Helpers shared by the commands: parsing option values, reading points,
+printing warnings once.
+
+Conventions of the command line: standard output carries only the release
+(summaries, tables, labels a user asked for); standard error carries progress
+and local notes for the data owner, some of which are computed from the
+private data (how many rows were read or clipped) and are therefore not part
+of the release. Bad input gives one line ``dpdbscan: error: ...`` on stderr
+and exit status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .. import geo as _geo
+from .. import plotting
+from ..exceptions import PrivacyLeakWarning
+from ..io import read_points
+from ..params import check_bounds
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+class _Warnings:
+    """Collect warnings and print each distinct one once, as one line."""
+
+    def __init__(self, err):
+        self.err, self.seen, self._cm, self._log = err, set(), None, None
+
+    def __enter__(self):
+        self._cm = warnings.catch_warnings(record=True)
+        self._log = self._cm.__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def flush(self):
+        for w in self._log:
+            text = " ".join(str(w.message).split())
+            if text in self.seen:
+                continue
+            self.seen.add(text)
+            loud = issubclass(w.category, PrivacyLeakWarning)
+            print(f"dpdbscan: {'PRIVACY WARNING' if loud else 'warning'}: {text}", file=self.err)
+        self._log.clear()
+
+    def __exit__(self, *exc):
+        self.flush()
+        self._cm.__exit__(*exc)
+
+
+
+# --------------------------------------------------------------------------- #
+# parsing helpers
+
+
+def _tokens(values) -> list[str]:
+    """``["1,2", "3"]`` -> ``["1", "2", "3"]`` (commas or spaces both work)."""
+    return [t for v in values or [] for t in str(v).replace(",", " ").split()]
+
+
+def _floats(values, option: str) -> list[float]:
+    out = []
+    for t in _tokens(values):
+        try:
+            out.append(float(t))
+        except ValueError:
+            raise ValueError(f"{option} must be numbers, got {t!r}") from None
+    return out
+
+
+def _column_tokens(values):
+    """Column names may contain spaces, so only commas split an argument."""
+    toks = [t.strip() for v in values or [] for t in str(v).split(",") if t.strip()]
+    return toks or None
+
+
+def _split_bounds(values: list[float], d: int, geo: bool):
+    """``lower_1..lower_d upper_1..upper_d`` (or one lower and one upper)."""
+    if geo and len(values) != 4:
+        raise ValueError(
+            f"--bounds with --geo needs 4 numbers in degrees: lon_min lat_min lon_max lat_max, "
+            f"got {len(values)}"
+        )
+    if len(values) == 2:
+        return check_bounds((values[0], values[1]), d)
+    if len(values) != 2 * d:
+        raise ValueError(
+            f"--bounds needs 2 numbers (one lower and one upper for every column) or "
+            f"2*d = {2 * d} numbers (lower_1 .. lower_{d} upper_1 .. upper_{d}), got {len(values)}"
+        )
+    return check_bounds((values[:d], values[d:]), d)
+
+
+def _stem(path: str) -> str:
+    if any(c in path for c in "*?["):
+        return "spans"
+    name = Path(path).name
+    for suffix in (".gz", ".csv", ".tsv", ".txt", ".parquet", ".pq", ".npy"):
+        name = name[: -len(suffix)] if name.lower().endswith(suffix) else name
+    return name or "spans"
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}"
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+# --------------------------------------------------------------------------- #
+# models, points and pictures
+
+
+def _read(path, columns, args, *, model=None, geo=False):
+    """Points of ``path`` in display coordinates (lon/lat for geo) and names."""
+    preferred = (model.metadata.get("columns") if model is not None else None) or None
+
+    def choose(names, numeric):
+        if preferred and all(c in names for c in preferred):
+            return list(preferred)
+        return _geo.default_geo_columns(names) if geo else None
+
+    return read_points(path, columns, choose=choose, delimiter=args.delimiter,
+                       no_header=args.no_header, progress=_progress_flag(args))
+
+
+def _say_read(path, X, names):
+    # After the checks that may still fail, so that bad input gets one line.
+    print(f"read {X.shape[0]:,} rows x {X.shape[1]} column(s) ({', '.join(names)}) from {path}",
+          file=sys.stderr)
+
+
+def _progress_flag(args):
+    return False if getattr(args, "no_progress", False) else None
+
+
+def _draw_spans_png(model, path, *, dpi=120):
+    plotting.save(plotting.plot_model(model, "spans"), path, dpi=dpi)
+
+
+def _alpha_text(model) -> str:
+    a = model.grid.alpha
+    return _geo.format_km(a) if _geo.projection_of(model) is not None else f"{a:g}"
+
+
+def _points_for(model, path, args):
+    """Points of ``path`` in the model's coordinates (km for geo) and as read."""
+    proj = _geo.projection_of(model)
+    X, names = _read(path, _column_tokens(args.columns), args, model=model, geo=proj is not None)
+    if X.shape[1] != model.grid.d:
+        raise ValueError(f"{path}: {X.shape[1]} column(s) selected ({', '.join(names)}), but the "
+                         f"model has {model.grid.d}; choose them with --columns")
+    return (X if proj is None else proj.forward(X)), X, names
+
+

@@ -1,0 +1,97 @@
+"""``dpdbscan predict``, ``plot`` and ``info``: use a saved release (no budget)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .. import geo as _geo
+from .. import plotting
+from ..io import read_model as load_model
+from ..io import write_labels
+from .common import EXIT_OK, _column_tokens, _points_for
+
+
+def cmd_predict(args, sink) -> int:
+    model = load_model(args.model)
+    Xm, X, names = _points_for(model, args.points, args)
+    labels = model.predict(Xm)
+    write_labels(args.output, labels, X if args.with_points else None, names)
+    n_noise = int((labels < 0).sum())
+    print(f"labelled {labels.size:,} point(s) of {args.points}: {labels.size - n_noise:,} in spans, "
+          f"{n_noise:,} noise"
+          + ("" if args.output == "-" else f"; wrote {args.output}"), file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_plot(args, sink) -> int:
+    model = load_model(args.model)
+    if args.kind == "labels" and args.points is None:
+        raise ValueError("--kind labels needs --points FILE (the points to label)")
+    if model.grid.d != 2:
+        raise ValueError(f"plots need a 2-D model, this one is {model.grid.d}-D")
+    if args.kind in ("histogram", "sums") and model.histogram is None:
+        raise ValueError(f"{args.model}: saved without its noisy histogram; cannot plot {args.kind}")
+    out = Path(args.output) if args.output else Path(args.model).with_suffix(f".{args.kind}.png")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    points = None
+    if args.points is not None and args.kind in ("spans", "labels"):
+        points = _points_for(model, args.points, args)[1]
+        print("note: this picture shows the points themselves: it is not a DP release",
+              file=sys.stderr)
+    ax = plotting.plot_model(model, args.kind, points, max_points=args.max_points)
+    plotting.save(ax, out, dpi=args.dpi)
+    print(f"wrote {out}")
+    return EXIT_OK
+
+
+def cmd_info(args, sink) -> int:
+    model = load_model(args.model)
+    if args.json:
+        print(json.dumps(model.describe(), indent=2, default=str))
+        return EXIT_OK
+    g, proj = model.grid, _geo.projection_of(model)
+    # The histogram's grid; spans may sit on a finer sub-cell grid (newer models).
+    hg = getattr(model, "histogram_grid", g)
+    length = _geo.format_km if proj is not None else (lambda v: f"{v:g}")
+    gu = model.guarantee()
+    meta = model.metadata
+    rows = [
+        ("model", f"{args.model} (dpdbscan.spans, {model.n_spans} span(s), "
+                  f"{model.n_core_cells} core cell(s))"),
+        ("epsilon", f"{model.epsilon:g}"), ("delta", f"{model.delta:g}"),
+        ("noise", f"{model.noise} Laplace, {model.histogram_kind} histogram"
+                  + ("" if model.histogram_kind == "dense" else f", theta = {model.theta:g}")),
+        ("alpha", length(g.alpha)), ("MinPts", f"{model.min_samples}"),
+        ("core rule", f"UB~ >= {model.threshold:.1f}"
+                      + (" (MinPts + tau)" if model.raise_min_samples else " (MinPts)")),
+        ("rho", f"{model.rho:g} (eta = {hg.eta:g})"), ("tau", f"{model.tau:.2f} (= 2 Gamma)"),
+        ("beta", f"{model.beta:g}"), ("kappa", f"{model.kappa}"),
+        ("|X|", f"{model.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}"),
+        ("guarantee", f"with probability >= {1 - model.beta:g}: every "
+                      f"({length(gu['covers_clusters_at']['alpha'])}, "
+                      f"{gu['covers_clusters_at']['min_samples']:.1f})-cluster lies in one span, and "
+                      f"every span lies in the span of one "
+                      f"({length(gu['within_clusters_at']['alpha'])}, "
+                      f"{gu['within_clusters_at']['min_samples']:.1f})-cluster"),
+    ]
+    if proj is not None:
+        b = meta.get("bounds_degrees", {})
+        rows.append(("projection", f"equirectangular, origin ({proj.lon0:.5f}, {proj.lat0:.5f}), "
+                                   f"ref_lat {proj.ref_lat:.5f}; bounds (deg) {b.get('lower')} .. "
+                                   f"{b.get('upper')}"))
+    else:
+        rows.append(("bounds", f"{g.lower.tolist()} .. {g.upper.tolist()}"))
+    for key in ("columns", "bounds_source", "randomness"):
+        if meta.get(key):
+            rows.append((key.replace("_", " "), str(meta[key])))
+    if getattr(model, "subcells", 1) > 1:
+        rows.append(("sub-cells", f"{model.subcells} per cell and dimension (width {length(g.width)})"))
+    if model.histogram is None:
+        rows.append(("histogram", "not saved (cannot re-threshold or plot it)"))
+    for k, v in rows:
+        print(f"{k:>13} : {v}")
+    return EXIT_OK
+
+

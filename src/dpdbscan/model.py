@@ -1,0 +1,278 @@
+"""The released span model: unions of grid cells that classify any point.
+
+A :class:`SpanModel` holds only public parameters and post-processing of the
+noisy histogram: the grid, the core cells grouped into spans and (optionally)
+the noisy histogram itself. It never holds training points, so saving,
+sharing and querying it costs no privacy. It serves the release: labels
+(:mod:`dpdbscan.predict`), JSON and GeoJSON (:mod:`dpdbscan.serialize`), a
+description, and spans for other parameters re-computed from the released
+histogram by the post-processing (:mod:`dpdbscan.post`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from . import bounds as _bounds
+from . import serialize
+from .grid import Grid
+from .histogram import NoisyHistogram
+from .params import check_array, check_min_samples
+from .post.spans import SpanParams, Spans, build_spans
+from .post.subcells import SubcellLayout
+from .predict import predict_spans
+
+
+@dataclass
+class SpanModel:
+    """DP cluster spans (the release).
+
+    Attributes
+    ----------
+    grid : Grid
+        The grid the spans are made of: the histogram's grid, or its sub-cells
+        when ``subcells > 1``.
+    core_keys : ndarray
+        Sorted keys (in ``grid``) of the core cells.
+    labels : ndarray
+        Span id of each core cell (0..n_spans-1, numbered by smallest cell).
+    min_samples : int
+        The user's (non-private) MinPts.
+    gamma, beta : float
+        Margin Gamma and failure probability; tau = 2 Gamma.
+    epsilon, delta : float
+        Privacy parameters of the release.
+    histogram : NoisyHistogram or None
+        The released noisy histogram (enables re-thresholding).
+    subcells : int
+        Sub-cells per histogram cell and dimension (1 = the paper's cells).
+    border : float
+        ``predict`` also assigns a point within this distance of a span's cells
+        to the nearest such span (0 = cell membership only).
+    margin : str
+        How Gamma was bounded: "chernoff" (exact MGF) or "paper".
+    eta : float
+        Grid parameter of the histogram grid.
+    kappa : int
+        Number of noisy terms in each neighbour sum that Gamma bounds
+        (max |NB(q)| over sub-cells q; |NB(X)| with the paper's cells).
+    n_events : int
+        Number of sums Gamma's union bound covers (k^d |X|).
+    """
+
+    grid: Grid
+    core_keys: np.ndarray
+    labels: np.ndarray
+    min_samples: int
+    gamma: float
+    beta: float
+    epsilon: float
+    delta: float = 0.0
+    raise_min_samples: bool = True
+    histogram_kind: str = "dense"
+    noise: str = "discrete"
+    theta: float = 0.0
+    histogram: NoisyHistogram | None = field(default=None, repr=False)
+    metadata: dict = field(default_factory=dict)
+    subcells: int = 1
+    border: float = 0.0
+    margin: str = "paper"
+    eta: float | None = None
+    kappa: int | None = None
+    n_events: int | None = None
+
+    def __post_init__(self):
+        if self.eta is None:
+            self.eta = self.grid.eta * self.subcells
+        if self.kappa is None or self.n_events is None:
+            # A model saved before these were stored: recompute what Gamma used.
+            layout = SubcellLayout(self.histogram_grid, self.subcells)
+            self.kappa, self.n_events = int(layout.kappa), int(layout.n_events)
+
+    @classmethod
+    def from_spans(cls, hist: NoisyHistogram, spans: Spans, params: SpanParams, *,
+                   delta: float = 0.0, metadata: dict | None = None) -> "SpanModel":
+        """The model of ``spans`` built from the release ``hist``."""
+        return cls(
+            grid=spans.grid, core_keys=spans.core_keys, labels=spans.labels,
+            min_samples=params.min_samples, gamma=spans.gamma, beta=params.beta,
+            epsilon=hist.epsilon, delta=delta, raise_min_samples=params.raise_min_samples,
+            histogram_kind=hist.kind, noise=hist.noise, theta=hist.theta, histogram=hist,
+            metadata=metadata or {}, subcells=params.subcells, border=float(params.border),
+            margin=params.margin, eta=hist.grid.eta, kappa=spans.kappa, n_events=spans.n_events,
+        )
+
+    @property
+    def histogram_grid(self) -> Grid:
+        """The grid of the noisy histogram (cell width eta alpha / (4 sqrt d))."""
+        if self.subcells == 1:
+            return self.grid
+        return Grid(self.grid.lower, self.grid.upper, self.grid.alpha, self.eta)
+
+    @property
+    def params(self) -> SpanParams:
+        """The post-processing parameters of these spans."""
+        return SpanParams(min_samples=self.min_samples, beta=self.beta, subcells=self.subcells,
+                          margin=self.margin, border=self.border,
+                          raise_min_samples=self.raise_min_samples)
+
+    # ----------------------------------------------------------- guarantees
+    @property
+    def tau(self) -> float:
+        return _bounds.tau(self.gamma)
+
+    @property
+    def threshold(self) -> float:
+        """Core threshold on UB~(X) = sum + Gamma."""
+        return self.min_samples + (self.tau if self.raise_min_samples else 0.0)
+
+    @property
+    def rho(self) -> float:
+        return _bounds.approximation_ratio(self.eta, self.subcells)
+
+    @property
+    def n_cells(self) -> int:
+        """|X|, the number of cells of the histogram's universe."""
+        return self.histogram_grid.n_cells
+
+    @property
+    def n_spans(self) -> int:
+        return int(self.labels.max()) + 1 if self.labels.size else 0
+
+    @property
+    def n_core_cells(self) -> int:
+        return int(self.core_keys.size)
+
+    def guarantee(self) -> dict:
+        """The sandwich guarantee, in the paper's terms.
+
+        With probability >= 1 - beta every (alpha, MinPts')-cluster lies in one
+        span and every span lies in the span of one (rho alpha, MinPts' - tau)
+        cluster, where MinPts' = min_samples + tau with the practical rule and
+        min_samples with the theoretical one. ``kappa`` and ``n_events`` are the
+        ones Gamma was computed with.
+        """
+        upper = self.min_samples + (self.tau if self.raise_min_samples else 0.0)
+        return {
+            "rho": self.rho, "tau": self.tau, "beta": self.beta, "gamma": self.gamma,
+            "kappa": self.kappa, "n_events": self.n_events, "n_cells": self.n_cells,
+            "theta": self.theta, "subcells": self.subcells, "margin": self.margin,
+            "covers_clusters_at": {"alpha": self.grid.alpha, "min_samples": upper},
+            "within_clusters_at": {"alpha": self.rho * self.grid.alpha, "min_samples": upper - self.tau},
+            "epsilon": self.epsilon, "delta": self.delta,
+        }
+
+    # -------------------------------------------------------------- predict
+    def predict(self, X) -> np.ndarray:
+        """Span id of each point, -1 for noise (outside every span or the box)."""
+        X = check_array(X)
+        if X.shape[1] != self.grid.d:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but the model was fitted with {self.grid.d}"
+            )
+        return predict_spans(self.grid, self.core_keys, self.labels, X, self.border)
+
+    def span_cells(self, span_id: int | None = None) -> np.ndarray:
+        """Integer coordinates of the cells of one span (or of all core cells)."""
+        keys = self.core_keys if span_id is None else self.core_keys[self.labels == span_id]
+        return self.grid.decode(keys)
+
+    # -------------------------------------------------------- re-threshold
+    def with_min_samples(self, min_samples: int) -> "SpanModel":
+        """Spans for another MinPts at the same alpha, from the released
+        histogram: post-processing, no extra privacy cost."""
+        if self.histogram is None:
+            raise ValueError("this model was saved without its noisy histogram; cannot re-threshold")
+        m = check_min_samples(min_samples)
+        params = SpanParams(**{**self.params.__dict__, "min_samples": m})
+        spans = build_spans(self.histogram, params, gamma=self.gamma)
+        return SpanModel.from_spans(self.histogram, spans, params, delta=self.delta,
+                                    metadata=dict(self.metadata))
+
+    # ---------------------------------------------------------- description
+    def describe(self) -> dict:
+        """The parameters and guarantees of the release as a JSON-safe dict."""
+        g = self.grid
+        info = {
+            "epsilon": self.epsilon, "delta": self.delta, "noise": self.noise,
+            "histogram": self.histogram_kind, "alpha": g.alpha, "min_samples": self.min_samples,
+            "threshold": self.threshold, "rho": self.rho, "tau": self.tau, "beta": self.beta,
+            "gamma": self.gamma, "kappa": self.kappa, "n_events": self.n_events,
+            "n_cells": self.n_cells, "theta": self.theta,
+            "eta": g.eta, "cell_width": g.width, "shape": list(g.shape), "d": g.d,
+            "n_spans": self.n_spans, "n_core_cells": self.n_core_cells,
+            "bounds": {"lower": g.lower.tolist(), "upper": g.upper.tolist()},
+            "has_histogram": self.histogram is not None, "metadata": self.metadata,
+        }
+        if self.metadata.get("projection") is not None:
+            info["units"] = "km"
+        return info
+
+    def summary(self) -> str:
+        g = self.grid
+        lines = [
+            f"DP-DBSCAN spans: {self.n_spans} span(s) from {self.n_core_cells} core cell(s)",
+            f"  privacy : epsilon={self.epsilon:g}, delta={self.delta:g} ({self.noise} noise, "
+            f"{self.histogram_kind} histogram)",
+            f"  DBSCAN  : alpha={g.alpha:g}, min_samples={self.min_samples}, threshold "
+            f"UB~ >= {self.threshold:.1f}",
+            f"  grid    : d={g.d}, cell width w={self.histogram_grid.width:.4g}, "
+            f"|X|={self.n_cells}, kappa={self.kappa}, sub-cells {self.subcells}^{g.d}",
+            f"  margin  : Gamma={self.gamma:.2f} ({self.margin})"
+            + (f", theta={self.theta:g}" if self.histogram_kind != "dense" else "")
+            + f", border={self.border:.4g}",
+            f"  guarantee: (rho={self.rho:g}, tau={self.tau:.1f}) with probability >= {1 - self.beta:g}",
+        ]
+        return "\n".join(lines)
+
+    # ------------------------------------------------------ serialisation
+    def to_dict(self, include_histogram: bool = True) -> dict:
+        return serialize.model_to_dict(self, include_histogram)
+
+    def to_json(self, include_histogram: bool = True) -> str:
+        return json.dumps(self.to_dict(include_histogram))
+
+    def save(self, path, include_histogram: bool = True) -> None:
+        Path(path).write_text(self.to_json(include_histogram))
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "SpanModel":
+        return cls(**serialize.model_kwargs(data))
+
+    @classmethod
+    def load(cls, path) -> "SpanModel":
+        text = Path(path).read_text()
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            raise ValueError(f"{path}: not a dpdbscan span model (not JSON)") from None
+        return cls.from_dict(data)
+
+    def to_geojson(self, transform: Callable[[np.ndarray], np.ndarray] | None = None) -> dict:
+        """Spans as GeoJSON MultiPolygons (2-D only); see :func:`serialize.model_to_geojson`."""
+        return serialize.model_to_geojson(self, transform)
+
+    def save_geojson(self, path, transform=None) -> None:
+        Path(path).write_text(json.dumps(self.to_geojson(transform)))
+
+
+def spans_from_histogram(hist: NoisyHistogram, min_samples: int, gamma: float | None, beta: float,
+                         *, raise_min_samples: bool = True, delta: float = 0.0,
+                         metadata: dict | None = None, subcells: int = 1, border: float = 0.0,
+                         margin: str = "paper") -> SpanModel:
+    """The span model of a released histogram (post-processing only).
+
+    ``gamma=None`` computes the margin of the release; a number overrides it.
+    """
+    params = SpanParams(min_samples=min_samples, beta=beta, subcells=subcells, margin=margin,
+                        border=float(border), raise_min_samples=raise_min_samples)
+    spans = build_spans(hist, params, gamma=gamma)
+    return SpanModel.from_spans(hist, spans, params, delta=delta, metadata=metadata)
+
+
+__all__ = ["SpanModel", "spans_from_histogram"]

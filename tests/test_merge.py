@@ -1,0 +1,37 @@
+"""Merging core cells by key runs equals one lookup per offset."""
+
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+from dpdbscan.grid import Grid
+
+@pytest.mark.parametrize("trial", range(24))
+def test_merge_by_runs_matches_one_lookup_per_offset(trial):
+    from dpdbscan.post.merge import _merge_by_offsets, merge_cells
+
+    rng = np.random.default_rng(300 + trial)
+    d = trial % 4 + 1
+    eta = [4.0, 2.0, 1.0][trial % 3]
+    g = Grid(np.zeros(d), np.ones(d), {1: 0.01, 2: 0.05, 3: 0.2, 4: 0.5}[d], eta)
+    density = rng.uniform(0.01, 0.4)
+    coords = np.argwhere(rng.random(g.shape) < density) if g.n_cells < 2e5 else \
+        np.unique(np.stack([rng.integers(0, s, 5000) for s in g.shape], 1), axis=0)
+    keys = np.sort(g.encode(coords))
+    assert np.array_equal(merge_cells(g, keys), _merge_by_offsets(g, keys))
+
+
+def test_merge_by_runs_edge_cases():
+    from dpdbscan.post.merge import merge_cells
+
+    g = Grid(np.zeros(2), np.ones(2), 0.1)
+    assert merge_cells(g, np.zeros(0, np.int64)).size == 0
+    one = g.encode(np.array([[3, 3]]))
+    assert merge_cells(g, one).tolist() == [0]
+    # two cells in the same row just out of reach, and on opposite row ends
+    far = np.sort(g.encode(np.array([[0, 0], [0, g.reach + 1], [1, g.shape[1] - 1]])))
+    assert merge_cells(g, far).tolist() == [0, 1, 2]
+
+

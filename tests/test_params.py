@@ -1,0 +1,99 @@
+"""One table of bad parameter values, through the API and the command line.
+
+Every public parameter is checked by ``dpdbscan.params`` before any data are
+read: the estimator raises with ``name=value`` in the message, the CLI prints
+one ``dpdbscan: error:`` line naming the option, exits 2, and has not read the
+input (the input path does not even exist here).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpdbscan import DPDBSCAN
+from dpdbscan.cli import main
+from dpdbscan.params import PARAMETERS, check_param, validate
+
+X = np.random.default_rng(0).random((50, 2))
+BASE = dict(eps=0.1, min_samples=5, epsilon=1.0, bounds=(0, 1), random_state=None)
+CLI_BASE = ["--eps", "0.1", "--min-samples", "5", "--bounds", "0", "1"]
+
+# (parameter, value for the API, value for the CLI or None, exception of the API)
+BAD = [
+    ("epsilon", 0, "0", ValueError),
+    ("epsilon", -1.0, "-1", ValueError),
+    ("epsilon", math.nan, "nan", ValueError),
+    ("epsilon", math.inf, "inf", ValueError),
+    ("epsilon", "1", None, TypeError),
+    ("eps", 0, "0", ValueError),
+    ("eps", -0.5, "-0.5", ValueError),
+    ("min_samples", 0, "0", ValueError),
+    ("min_samples", 2.5, None, TypeError),
+    ("min_samples", "5", None, TypeError),
+    ("eta", 5, "5", ValueError),
+    ("eta", 0, "0", ValueError),
+    ("beta", 1.0, "1", ValueError),
+    ("beta", 0, "0", ValueError),
+    ("delta", 1.5, "1.5", ValueError),
+    ("delta", -0.1, "-0.1", ValueError),
+    ("histogram", "magic", "magic", ValueError),
+    ("noise", "gauss", "gauss", ValueError),
+    ("random_state", "seed", None, TypeError),
+    ("subcells", 0, "0", ValueError),
+    ("subcells", "many", "many", ValueError),
+    ("subcells", 1.5, "1.5", ValueError),
+    ("margin", "tight", "tight", ValueError),
+    ("border", -0.1, "-0.1", ValueError),
+    ("border", "wide", "wide", ValueError),
+    ("theta", -1.0, "-1", ValueError),
+    ("theta", math.inf, "inf", ValueError),
+    ("max_empty_cells", 0, None, ValueError),
+    ("raise_min_samples", "yes", None, ValueError),
+    ("accountant", "mine", None, ValueError),
+    ("backend", "spark", "spark", ValueError),
+]
+IDS = [f"{name}={value!r}" for name, value, _, _ in BAD]
+
+
+@pytest.mark.parametrize("name,value,cli_value,exc", BAD, ids=IDS)
+def test_api_names_parameter_and_value(name, value, cli_value, exc):
+    with pytest.raises(exc) as info:
+        DPDBSCAN(**{**BASE, name: value}).fit(X)
+    assert f"{name}={value!r}" in str(info.value)
+
+
+@pytest.mark.parametrize("name,value,cli_value,exc", [b for b in BAD if b[2] is not None],
+                         ids=[i for i, b in zip(IDS, BAD) if b[2] is not None])
+def test_cli_names_option_and_refuses_before_reading(capsys, tmp_path, name, value, cli_value, exc):
+    option = PARAMETERS[name].cli
+    missing = tmp_path / "never-read.csv"
+    rc = main(["fit", str(missing), *CLI_BASE, option, cli_value, "--out-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dpdbscan: error:"), err
+    assert option in lines[0], lines[0]
+    assert "not found" not in lines[0]  # refused before the file was looked at
+
+
+def test_every_parameter_of_the_estimator_is_in_the_table():
+    sig = set(DPDBSCAN().get_params())
+    assert sig == set(PARAMETERS)
+
+
+@pytest.mark.parametrize("values,match", [
+    ({"histogram": "stability", "delta": 0.0}, "needs delta > 0"),
+])
+def test_rules_that_tie_parameters(values, match):
+    with pytest.raises(ValueError, match=match):
+        validate(values)
+
+
+def test_good_values_are_normalised():
+    assert check_param("min_samples", 20.0) == 20 and isinstance(check_param("min_samples", 20.0), int)
+    assert check_param("subcells", "auto") == "auto"
+    assert check_param("epsilon", np.float64(2)) == 2.0
+    assert check_param("backend", None) is None
