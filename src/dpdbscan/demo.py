@@ -10,6 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
+from . import plotting
+from .estimator import DPDBSCAN
+
 
 def demo_data(seed: int = 30):
     """Two moons and a blob, 6,000 points in [-3, 3]^2 (built in, no files)."""
@@ -22,9 +25,6 @@ def demo_data(seed: int = 30):
 
 
 def main(argv=None) -> int:
-    from . import DPDBSCAN
-    from . import plotting
-
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="demo_output", help="output folder")
     ap.add_argument("--epsilon", type=float, default=1.0)

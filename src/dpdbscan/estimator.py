@@ -106,6 +106,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
 
     Notes
     -----
+    Why no ``labels_``: scikit-learn's clusterers label the training points
+    after ``fit``. Here those labels are not part of the release: the paper
+    proves that no useful DP algorithm can publish them, so the release is the
+    spans (``spans_``), which label any point with ``predict``.
+
     Time O(n log n) for counting (sort) or O(n) (bincount on small grids),
     then O(|X|) for the dense histogram or O(n) for the sparse one; kappa
     neighbour sums per candidate cell. With probability >= 1 - beta the spans
@@ -190,10 +195,24 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.n_features_in_ = n_features
         return self
 
+    @property
+    def labels_(self):
+        """Not available: see the class docstring ("Why no labels_")."""
+        raise AttributeError(
+            "DPDBSCAN has no labels_: labels of the training points are not part of the DP "
+            "release (no useful DP algorithm can publish them; Qiu and Yi prove it). The release "
+            "is spans_; label any points with predict(X), or fit_predict(X), knowing that the "
+            "labels of private points are not covered by the privacy guarantee if published."
+        )
+
     def predict(self, X) -> np.ndarray:
         """Span id of each point of ``X`` (-1 = noise), from the spans alone."""
         if not hasattr(self, "spans_"):
             raise _not_fitted()
+        X = check_array(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but DPDBSCAN is expecting "
+                             f"{self.n_features_in_} features as input.")
         return self.spans_.predict(X)
 
     def fit_predict(self, X, y=None) -> np.ndarray:

@@ -254,7 +254,7 @@ def check_array(X, name: str = "X") -> np.ndarray:
     """A 2-D float64 array of real numbers (NaN/inf allowed here; the
     mechanism drops such rows). Refuses sparse matrices, complex and
     non-numeric data with messages in scikit-learn's words."""
-    if isinstance(X, np.ndarray) and X.dtype.kind in "iuf" and X.ndim == 2:
+    if isinstance(X, np.ndarray) and X.dtype.kind in "iuf" and X.ndim == 2 and X.shape[1]:
         return np.asarray(X, dtype=np.float64)
     if hasattr(X, "toarray") or hasattr(X, "tocsr") or type(X).__module__.startswith("scipy.sparse"):
         raise TypeError(
@@ -268,10 +268,15 @@ def check_array(X, name: str = "X") -> np.ndarray:
     if arr.dtype.kind == "c":
         raise ValueError(f"Complex data not supported: {name} must hold real numbers")
     if arr.dtype.kind == "O":
+        # numpy's messages quote the offending value; ours name only its type
         try:
             arr = arr.astype(np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be numeric, got dtype object") from None
+        except TypeError:
+            raise TypeError(f"{name} must be numeric: float() argument must be a string or a "
+                            "real number, and an entry of X is neither") from None
+        except ValueError:
+            raise ValueError(f"{name} must be numeric: an entry of dtype object could not be "
+                             "converted to a number") from None
     elif arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
         raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
     if arr.ndim != 2:
@@ -282,7 +287,8 @@ def check_array(X, name: str = "X") -> np.ndarray:
             f"{arr.shape}.{hint}"
         )
     if arr.shape[1] == 0:
-        raise ValueError(f"{name} has 0 features (shape {arr.shape}); at least one is required")
+        raise ValueError(f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 "
+                         "is required.")
     return np.asarray(arr, dtype=np.float64)
 
 

@@ -32,11 +32,16 @@ def core_cells(hist: NoisyHistogram, threshold: float, layout=None):
     With a :class:`~dpdbscan.subcells.SubcellLayout` of ``k > 1`` the keys
     are of core *sub-cells* in ``layout.fine``.
     """
+    if threshold > 0 and _below_all_sums(hist, threshold):
+        # No sum over any subset of cells can reach the threshold (in high
+        # dimension the margin alone can exceed all the released mass).
+        fine = hist.grid if layout is None else layout.fine
+        return np.empty(0, dtype=fine.key_dtype), np.zeros(0, dtype=hist.values.dtype)
     if layout is None or layout.k == 1:
         return _core_cells(hist, threshold, None, hist.grid.kappa)
     # Each NB(q) is a subset of NB(X), so a sub-cell's sum is at most the sum
     # of the positive values over NB(X): only cells where that reaches the
-    # threshold can hold a core sub-cell (speed only; tests/test_perf_paths.py).
+    # threshold can hold a core sub-cell (speed only; tests/test_core.py).
     cand = _candidate_cells(hist, threshold, layout)
     sums_at = SumsAt(hist)
     keys, sums = [], []
@@ -54,6 +59,16 @@ def core_cells(hist: NoisyHistogram, threshold: float, layout=None):
     sums = np.concatenate(sums)
     order = np.argsort(keys, kind="stable")
     return keys[order], sums[order]
+
+
+def _below_all_sums(hist: NoisyHistogram, threshold: float) -> bool:
+    """True when the positive released values together stay below the
+    threshold, so that no neighbour sum can reach it."""
+    v = hist.values
+    mass = v[v > 0].sum()  # exact for integer counts
+    if v.dtype.kind == "f":  # room for the rounding of float sums
+        return float(mass) * (1 + 1e-9) + 1e-9 < threshold
+    return int(mass) < threshold
 
 
 def _candidate_cells(hist: NoisyHistogram, threshold: float, layout) -> np.ndarray:

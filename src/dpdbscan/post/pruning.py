@@ -44,6 +44,8 @@ class _Buckets:
         if not self.packed:
             for i in range(d - 2, -1, -1):
                 self.strides[i] = self.strides[i + 1] * nb[i + 1]
+        # int64 keys: a shift of the bucket coordinates is a constant key difference
+        self.deltas = None if self.packed else self.block @ self.strides
 
     def _key(self, coords: np.ndarray) -> np.ndarray:
         if self.packed:
@@ -64,11 +66,16 @@ class _Buckets:
         """Bucket key of each cell."""
         return self._key(self.grid.decode(cell_keys) // self.side)
 
-    def shifted(self, bkeys: np.ndarray, offset: np.ndarray) -> np.ndarray:
-        return self._key(self._coords(bkeys) + offset)
+    def shifted(self, bkeys: np.ndarray, j: int) -> np.ndarray:
+        """Keys of the buckets at offset ``block[j]`` from ``bkeys``."""
+        if self.deltas is not None:
+            return bkeys + self.deltas[j]
+        return self._key(self._coords(bkeys) + self.block[j])
 
     def around(self, bkeys: np.ndarray) -> np.ndarray:
         """Sorted unique keys of the 3^d blocks around the given buckets."""
+        if self.deltas is not None:
+            return np.unique((bkeys[:, None] + self.deltas).ravel())
         c = self._coords(bkeys)
         return np.unique(np.concatenate([self._key(c + o) for o in self.block]))
 
@@ -92,8 +99,8 @@ def live_cells(grid, keys: np.ndarray, vals: np.ndarray, query: np.ndarray,
         return np.zeros(query.size, dtype=bool)
     cand = space.around(rich)
     total = np.zeros(cand.size)
-    for o in space.block:
-        idx, hit = search_keys(bkeys, space.shifted(cand, o))
+    for j in range(len(space.block)):
+        idx, hit = search_keys(bkeys, space.shifted(cand, j))
         total[hit] += bsums[idx[hit]]
     live = cand[total >= threshold]
     if live.size == 0:

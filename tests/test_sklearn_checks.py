@@ -1,0 +1,39 @@
+"""scikit-learn's own estimator checks on DPDBSCAN.
+
+Every check runs. The only expected failures are the ones differential
+privacy requires, each with its reason; any other failure is a bug.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from dpdbscan import DPDBSCAN
+
+# check name -> why DP-DBSCAN must differ from scikit-learn's expectation
+DP_EXCEPTIONS = {
+    "check_estimators_nan_inf": (
+        "rows with NaN/inf are dropped by the documented per-record rule, not refused: whether a "
+        "release happens must not hinge on one record"),
+    "check_clustering": (
+        "there is no labels_: labels of the training points are not a DP release (the paper "
+        "proves no useful DP algorithm can publish them); use predict or fit_predict"),
+}
+
+
+def _expected(estimator):
+    return {k: v for k, v in DP_EXCEPTIONS.items() if v is not None}
+
+
+def _as_list(mark):
+    # parametrize_with_checks hands pytest a generator, which pytest 9 deprecates
+    names, values = mark.args
+    return pytest.mark.parametrize(names, list(values), **mark.kwargs)
+
+
+@pytest.mark.filterwarnings("ignore::dpdbscan.PrivacyLeakWarning")
+@pytest.mark.filterwarnings("ignore::dpdbscan.InsecureRandomnessWarning")
+@_as_list(parametrize_with_checks([DPDBSCAN()], expected_failed_checks=_expected))
+def test_scikit_learn_checks(estimator, check):
+    check(estimator)
