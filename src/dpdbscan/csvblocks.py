@@ -170,6 +170,28 @@ def looks_like_data(fields) -> bool:
         is_number(f) for f in fields)
 
 
+def read_header(line: bytes, *, delimiter: str | None = None, header: bool | None = None,
+                default_delimiter: str = ",") -> tuple[str, list[str], bool]:
+    """``(delimiter, names, first_line_is_data)`` from a file's first line.
+
+    ``delimiter`` None: sniffed from the line, unless ``header`` is False
+    (then the line is a record, and no record may decide it). ``header``
+    None: the line is a header unless it looks like data
+    (:func:`looks_like_data`); names of a file without a header are
+    ``"0"``, ``"1"``, ... Raises ValueError (quoting nothing) for a first
+    line holding control bytes, the sign of a binary file.
+    """
+    if header is not False and any(b < 32 and b != 9 for b in line[:4096]):
+        raise ValueError("cannot read as CSV: its first line holds control bytes (not a text file)")
+    if delimiter is None and header is not False:
+        delimiter = sniff_delimiter(line)
+    delimiter = delimiter or default_delimiter
+    fields = header_fields(line, delimiter)
+    first_is_data = header is False or (header is None and looks_like_data(fields))
+    names = [str(i) for i in range(len(fields))] if first_is_data else fields
+    return delimiter, names, first_is_data
+
+
 # ---------------------------------------------------------------- the blocks
 def parse_block(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
     """The selected columns of a block of whole lines as an (n, d) float array.
@@ -343,6 +365,6 @@ def _middle_line_end(data: bytes) -> int:
 
 __all__ = [
     "NULL_VALUES", "DELIMITERS", "NUMBER_PATTERN", "BlockCounts", "CsvLayout", "parse_block",
-    "coerce_binary", "header_fields", "sniff_delimiter", "looks_like_data", "is_number",
+    "coerce_binary", "header_fields", "sniff_delimiter", "looks_like_data", "is_number", "read_header",
     "split_first_line", "last_line_end",
 ]

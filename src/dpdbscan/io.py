@@ -446,24 +446,19 @@ def _read_csv(source: _Source, where: str, columns, choose, delimiter, header, p
     try:
         with Progress(f"reading {source.label}", total=source.total, enabled=progress) as bar:
             first = b""
-            while True:  # up to the end of the first line
+            while True:  # up to the end of the first non-empty line
                 chunk = source.read(1 << 16)
-                first += chunk
+                first = (first + chunk).lstrip(b"\r\n")
                 if not chunk or cb.last_line_end(first):
                     break
             if not first.strip(b"\r\n"):
                 raise ValueError(f"{where}: empty CSV file (no header line)")
             line, rest = cb.split_first_line(first)
-            if header is not False and any(b < 32 and b != 9 for b in line[:4096]):
-                # The header is the schema; control bytes mean a binary file.
-                raise ValueError(f"{where}: cannot read as CSV: its first line holds control bytes "
-                                 "(not a text file)")
-            if delimiter is None and header is not False:
-                delimiter = cb.sniff_delimiter(line)
-            delimiter = delimiter or default_delimiter
-            fields = cb.header_fields(line, delimiter)
-            first_is_data = header is False or (header is None and cb.looks_like_data(fields))
-            names = [str(i) for i in range(len(fields))] if first_is_data else fields
+            try:
+                delimiter, names, first_is_data = cb.read_header(
+                    line, delimiter=delimiter, header=header, default_delimiter=default_delimiter)
+            except ValueError as exc:
+                raise ValueError(f"{where}: {exc}") from None
             idx = resolve_columns(names, [True] * len(names), columns, choose, where=where)
             layout = cb.CsvLayout(delimiter, len(names), tuple(idx))
             X, counts = _parse_blocks(source, first if first_is_data else rest, layout, bar)
