@@ -324,6 +324,9 @@ def test_huge_int64_in_parquet_is_cast_not_echoed(tmp_path):
     ("1.5,2\n3,4\n", None, ["0", "1"], [[1.5, 2], [3, 4]], True),
     ("1.5,\n3,4\n", None, ["0", "1"], [[1.5, NAN], [3, 4]], True),
     ("-1e3;inf\n3;4\n", None, ["0", "1"], [[-1000, np.inf], [3, 4]], True),
+    ("\ufeff1.5,2\n3,4\n", None, ["0", "1"], [[1.5, 2], [3, 4]], True),  # byte order mark
+    ("\ufeffx,y\n3,4\n", None, ["x", "y"], [[3, 4]], False),
+    ("\n\nx,y\n3,4\n", None, ["x", "y"], [[3, 4]], False),  # empty lines before the header
     ("x,y\n3,4\n", None, ["x", "y"], [[3, 4]], False),
     ("x,2\n3,4\n", None, ["x", "2"], [[3, 4]], False),
     ("10,20\n3,4\n", True, ["10", "20"], [[3, 4]], False),

@@ -201,9 +201,9 @@ def resolve_columns(names: Sequence[str], numeric: Sequence[bool], requested=Non
     return out
 
 
-def _skipped(names, idx, columns, choose_used: bool) -> list[str]:
+def _skipped(names, idx, columns) -> list[str]:
     """Index columns the default selection left out (for a note)."""
-    if columns is not None or choose_used:
+    if columns is not None:
         return []
     return [str(n) for i, n in enumerate(names) if i not in idx and is_index_column(n)]
 
@@ -366,8 +366,7 @@ def _read_parquet(path, columns, choose, progress):
     except (pa.ArrowException, OSError) as exc:
         raise _io_error(str(path), "Parquet", exc) from None
     X = np.concatenate(parts) if parts else np.zeros((0, len(idx)))
-    return InputPoints(X, names, skipped_columns=_skipped(schema.names, idx, columns,
-                                                          choose is not None and columns is None))
+    return InputPoints(X, names, skipped_columns=_skipped(schema.names, idx, columns))
 
 
 # --------------------------------------------------------------------------- #
@@ -449,6 +448,8 @@ def _read_csv(source: _Source, where: str, columns, choose, delimiter, header, p
             while True:  # up to the end of the first non-empty line
                 chunk = source.read(1 << 16)
                 first = (first + chunk).lstrip(b"\r\n")
+                if first.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
+                    first = first[3:].lstrip(b"\r\n")
                 if not chunk or cb.last_line_end(first):
                     break
             if not first.strip(b"\r\n"):
@@ -469,7 +470,7 @@ def _read_csv(source: _Source, where: str, columns, choose, delimiter, header, p
     return InputPoints(
         X, [names[i] for i in idx], n_unparseable=counts.unparseable,
         n_malformed=counts.malformed, first_line_is_data=first_is_data and header is None,
-        skipped_columns=_skipped(names, idx, columns, choose is not None and columns is None),
+        skipped_columns=_skipped(names, idx, columns),
         delimiter=delimiter,
     )
 
