@@ -583,3 +583,23 @@ def _check_same_as_fast_path(text):
         assert not unparseable[0], text
         np.testing.assert_array_equal(values[0], fast)
         assert is_number(text) or text in NULL_VALUES
+
+
+def test_slow_path_over_many_runs():
+    """Runs of values are cast in one go; only the run holding a bad value is
+    checked value by value, and every value reads as it would alone."""
+    import pyarrow as pa
+
+    from dpdbscan.csvblocks import _RUN, coerce_binary
+
+    n = 2 * _RUN + 7
+    texts = [f"{i / 8!r}" for i in range(n)]
+    texts[5] = " 5.0 "  # needs trimming, in a run without a bad value
+    texts[_RUN + 3] = "bob@example.com"
+    texts[_RUN + 4] = None  # missing, not unparseable
+    values, bad = coerce_binary(pa.array(texts, pa.string()))
+    want = np.arange(n) / 8
+    want[5] = 5.0
+    want[[_RUN + 3, _RUN + 4]] = np.nan
+    np.testing.assert_array_equal(values, want)
+    assert np.flatnonzero(bad).tolist() == [_RUN + 3]

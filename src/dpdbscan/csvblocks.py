@@ -298,9 +298,11 @@ def coerce_binary(col) -> tuple[np.ndarray, np.ndarray]:
     """Float64 values of a binary/string Arrow column, and a mask of the
     values that are present but not numbers (those become NaN).
 
-    Null entries stay missing (NaN, not counted). The regular expression
-    accepts exactly what the cast accepts, so a value reads the same here as
-    in a block that parsed in one go.
+    Null entries stay missing (NaN, not counted). Runs of values are cast in
+    one go; only a run that holds a value the cast refuses is checked value
+    by value, with a pattern that accepts exactly what the cast accepts after
+    trimming, so a value reads the same here as in a block that parsed in one
+    go.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -308,6 +310,25 @@ def coerce_binary(col) -> tuple[np.ndarray, np.ndarray]:
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
         arr = arr.cast(pa.binary())
+    values = np.empty(len(arr))
+    unparseable = np.zeros(len(arr), dtype=bool)
+    for start in range(0, len(arr), _RUN):
+        run = arr.slice(start, _RUN)
+        stop = start + len(run)
+        try:
+            values[start:stop] = pc.cast(run, pa.float64()).to_numpy(zero_copy_only=False)
+        except pa.ArrowInvalid:
+            values[start:stop], unparseable[start:stop] = _coerce_run(run)
+    return values, unparseable
+
+
+_RUN = 1 << 14  # values cast at once; a failing run is checked value by value
+
+
+def _coerce_run(arr) -> tuple[np.ndarray, np.ndarray]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     trimmed = pc.replace_substring_regex(arr, _TRIM, b"")
     ok = pc.fill_null(pc.match_substring_regex(trimmed, NUMBER_PATTERN), False)
     candidates = pc.if_else(ok, trimmed, pa.scalar(None, type=arr.type))
