@@ -22,9 +22,10 @@ no message quotes a value.
 
 Speed: a block whose selected columns all parse is read by one pyarrow call
 with float64 columns. Only a block that fails is read again with its columns
-as bytes and converted by vectorised Arrow kernels (a regular expression
-mask, then a cast), and only a block that contains a quote character is
-checked for quoted fields running over a line end.
+as bytes, cast in runs of 16384 values; only a run that fails is converted
+value by value (a regular expression mask, then a cast: vectorised Arrow
+kernels). Only a block that contains a quote character is checked for quoted
+fields running over a line end.
 """
 
 from __future__ import annotations
@@ -159,7 +160,8 @@ def sniff_delimiter(line: bytes) -> str | None:
 
 def is_number(text: str) -> bool:
     """True if ``text`` reads as a number under the rules above."""
-    return _NUMBER.match(text.strip(" \t")) is not None
+    # fullmatch: Python's "$" would also match before a final newline
+    return _NUMBER.fullmatch(text.strip(" \t")) is not None
 
 
 def looks_like_data(fields) -> bool:
