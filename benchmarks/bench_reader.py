@@ -1,7 +1,9 @@
 """The CSV reader alone against pyarrow alone (issues #14 and #15).
 
 Times, interleaved in one process (so every variant sees the same machine
-load), with one untimed warm-up round, then medians and same-run ratios:
+load), with one untimed warm-up round, then medians and same-run ratios of
+the wall time, and the median CPU time (user + system, all threads: the work
+done, which a busy shared machine distorts less than the wall time):
 
 * ``pyarrow``   — ``pyarrow.csv.read_csv(path)``: pyarrow's own threaded read
                   with type inference, the reference of issue #15;
@@ -24,6 +26,7 @@ import argparse
 import gc
 import gzip
 import importlib
+import resource
 import shutil
 import statistics
 import sys
@@ -85,26 +88,32 @@ def main(argv=None) -> int:
             dirty = _dirty_copy(args.file, args.dirty, tmp)
             variants["dirty"] = lambda: read_input(dirty).X.shape[0]
         times = {k: [] for k in variants}
+        cpu = {k: [] for k in variants}
         rows = {k: f() for k, f in variants.items()}  # warm-up: page cache, imports
         names = list(variants)
         for r in range(args.repeats):
             for k in names[r % len(names):] + names[: r % len(names)]:  # rotate the order
                 gc.collect()
-                t0 = time.perf_counter()
+                r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
                 variants[k]()
-                times[k].append(time.perf_counter() - t0)
+                r1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+                times[k].append(t1 - t0)
+                cpu[k].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     base = statistics.median(times["pyarrow"])
+    base_cpu = statistics.median(cpu["pyarrow"])
     print(f"file {args.file} ({args.file.stat().st_size / 2**20:.1f} MiB); pyarrow "
           f"{pyarrow.__version__}; dpdbscan from {Path(dpdbscan.__file__).parent}; "
           f"{args.repeats} interleaved repeats after one warm-up")
-    print(f"{'variant':<11} {'rows':>11} {'median s':>9} {'x pyarrow':>9}  runs (s)")
+    print(f"{'variant':<11} {'rows':>11} {'wall s':>7} {'x pyarrow':>9} {'cpu s':>6} "
+          f"{'x pyarrow':>9}  wall runs (s)")
     for k in names:
-        med = statistics.median(times[k])
+        med, med_cpu = statistics.median(times[k]), statistics.median(cpu[k])
         runs = ", ".join(f"{t:.2f}" for t in times[k])
-        print(f"{k:<11} {rows[k]:>11,} {med:>9.3f} {med / base:>9.2f}  {runs}")
+        print(f"{k:<11} {rows[k]:>11,} {med:>7.3f} {med / base:>9.2f} {med_cpu:>6.2f} "
+              f"{med_cpu / base_cpu:>9.2f}  {runs}")
     return 0
 
 
