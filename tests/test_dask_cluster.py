@@ -244,7 +244,7 @@ def test_fit_through_a_scheduler_address_equals_in_memory(start_cluster, parquet
 
 def test_killing_a_worker_mid_fit_gives_the_same_release_or_one_clear_error(
         start_cluster, parquet_dir, points):
-    cluster = start_cluster(delay=0.4)
+    cluster = start_cluster(delay=0.8)
     victim, survivor = cluster.workers
     want = fit(points, "numpy")
     job = Background(fit, str(parquet_dir), DaskBackend(scheduler=cluster.address))
