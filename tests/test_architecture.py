@@ -28,7 +28,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "dpdbscan"
 # Layers, lowest first, and the layers each may import (besides itself).
 LAYERS = {
     "base": {"exceptions", "_optional", "_random", "bounds", "geo", "geometry", "accountant",
-             "params", "progress"},
+             "params", "progress", "csvblocks"},
     "grid": {"grid"},
     "release": {"histogram"},
     "private": {"points", "backends", "histograms"},

@@ -301,7 +301,6 @@ FIT = ["--eps", "0.5", "--min-samples", "5", "--bounds", "0", "10"]
 BAD = [
     ("missing file", lambda d, b, m: ["fit", d / "nope.csv", *FIT], "input file not found"),
     ("unreadable csv", lambda d, b, m: ["fit", _junk_csv(d), *FIT], "cannot read as CSV"),
-    ("non-numeric csv", lambda d, b, m: ["fit", _text_csv(d), *FIT], "not numeric"),
     ("missing column", lambda d, b, m: ["fit", b, *FIT, "--columns", "x", "q"], "no column 'q'"),
     ("column index", lambda d, b, m: ["fit", b, *FIT, "--columns", "0", "7"], "out of range"),
     ("bounds length", lambda d, b, m: ["fit", b, "--eps", "1", "--min-samples", "5", "--bounds", "0", "1", "2"],
@@ -346,6 +345,16 @@ def test_bad_input_gives_one_line_and_status_2(capsys, tmp_path, blobs_csv, make
     assert lines[0].startswith("dpdbscan") and "error:" in lines[0]
     assert expected in lines[0]
     assert "Traceback" not in err and out == ""
+
+
+def test_text_columns_read_as_missing_and_are_never_echoed(capsys, tmp_path):
+    """No row decides whether a release exists (issue #14): a CSV whose values
+    are all text releases (pure noise), says so privately and quotes nothing."""
+    rc, out, err = run(capsys, "fit", _text_csv(tmp_path), *FIT, "--out-dir", tmp_path / "o",
+                       "--no-png", "--no-geojson")
+    assert rc == 0
+    assert "2 row(s) with missing or non-finite values are dropped" in err
+    assert not any(v in out + err for v in ("ann", "paris", "bob", "rome"))
 
 
 def test_dask_backend_missing_names_the_extra(capsys, blobs_csv, monkeypatch, tmp_path):

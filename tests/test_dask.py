@@ -8,6 +8,7 @@ either backend.
 
 from __future__ import annotations
 
+import gzip
 import sys
 
 import numpy as np
@@ -370,3 +371,125 @@ def test_get_backend_builds_the_dask_backend():
     from dpdbscan.backends import get_backend
 
     assert isinstance(get_backend("dask"), DaskBackend)
+
+
+# ------------------------------------------- one record at a time (issue #14)
+def _csv_text(X, header="x,y", bad=None):
+    """CSV text of X with %.17g values; ``bad`` maps a row index to a raw line."""
+    lines = [header] + ["%.17g,%.17g" % (a, b) for a, b in X]
+    for i, line in (bad or {}).items():
+        lines[i + 1] = line
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_late_unparseable_row_is_dropped_not_fatal(client, grid, X, tmp_path, gz, capfd):
+    d = tmp_path / "csv"
+    d.mkdir()
+    parts = np.array_split(X, 3)
+    bad_row = len(parts[2]) - 5  # late in the last file, far beyond the first block
+    for i, part in enumerate(parts):
+        text = _csv_text(part, bad={bad_row: "0.3,bob@example.com"} if i == 2 else None)
+        name = d / f"part-{i}.csv{'.gz' if gz else ''}"
+        name.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    backend = DaskBackend(client=client, blocksize=50_000)
+    got = backend.count(grid, str(d / ("*.csv.gz" if gz else "*.csv")))
+    want_X = np.vstack([parts[0], parts[1], np.delete(parts[2], bad_row, axis=0)])
+    assert_same_counts(got, reference(grid, want_X))
+    assert backend.input_counts.unparseable == 1 and backend.input_counts.rows == len(X)
+    out, err = capfd.readouterr()
+    assert "bob@example.com" not in out + err
+
+
+def test_fit_with_a_bad_row_releases_like_numpy_without_it(client, X, tmp_path, caplog):
+    path = tmp_path / "p.csv"
+    path.write_text(_csv_text(X, bad={len(X) - 3: "0.3,bob@example.com"}))
+    want = fit(np.delete(X, len(X) - 3, axis=0), "numpy", "dense")
+    got = fit(str(path), DaskBackend(client=client, blocksize=100_000), "dense")
+    assert want.spans_.core_keys.size > 0
+    assert_same_release(got, want)
+    assert "bob@example.com" not in caplog.text
+
+
+def test_csv_columns_come_from_the_header_not_the_values(client, grid, X, tmp_path):
+    """A column whose first rows are text is still a coordinate: the header
+    says so. (dask's dtype inference would have dropped it, changing d.)"""
+    rows = {i: "%.17g,n/a-%d" % (X[i, 0], i) for i in range(200)}
+    path = tmp_path / "t.csv"
+    path.write_text(_csv_text(X, bad=rows))
+    backend = DaskBackend(client=client, blocksize=100_000)
+    assert backend.n_features(str(path)) == 2
+    got = backend.count(grid, str(path))
+    assert_same_counts(got, reference(grid, X[200:]))
+    assert backend.input_counts.unparseable == 200
+
+
+@pytest.mark.parametrize("header, first", [(",x,y,label", "{i}"), ("Unnamed: 0;x;y", "{i}")])
+def test_csv_index_columns_and_delimiter(client, grid, X, tmp_path, header, first):
+    sep = ";" if ";" in header else ","
+    extra = ",0" if header.endswith("label") else ""
+    lines = [header] + [sep.join([first.format(i=i), "%.17g" % a, "%.17g" % b]) + extra
+                        for i, (a, b) in enumerate(X)]
+    path = tmp_path / "i.csv"
+    path.write_text("\n".join(lines) + "\n")
+    assert_same_counts(DaskBackend(client=client).count(grid, str(path)), reference(grid, X))
+
+
+def test_csv_without_header_reads_its_first_line_as_data(client, grid, X, tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_text(_csv_text(X)[len("x,y\n"):])
+    assert_same_counts(DaskBackend(client=client).count(grid, str(path)), reference(grid, X))
+    # header=True would have taken the first row for names
+    got = DaskBackend(client=client, header=True, columns=None).count(grid, str(path))
+    assert_same_counts(got, reference(grid, X[1:]))
+
+
+def test_csv_files_must_share_the_header(client, grid, X, tmp_path):
+    d = tmp_path / "csv"
+    d.mkdir()
+    (d / "a.csv").write_text(_csv_text(X[:10]))
+    (d / "b.csv").write_text(_csv_text(X[10:20], header="y,x"))
+    with pytest.raises(ValueError, match=r"b.csv: its header differs from the first file's \(x, y\)"):
+        DaskBackend(client=client).count(grid, str(d / "*.csv"))
+
+
+def test_text_column_of_a_dataframe_is_read_value_by_value(client, grid, X):
+    df = frame(X, label=False)
+    text = df["y"].map(lambda v: "%.17g" % v).astype(object)
+    text.iloc[7] = "bob@example.com"
+    text.iloc[9] = None
+    df["y"] = text
+    want = reference(grid, np.delete(X, [7, 9], axis=0))
+    backend = DaskBackend(client=client, columns=["x", "y"])
+    assert_same_counts(backend.count(grid, dd.from_pandas(df, npartitions=3)), want)
+    assert backend.input_counts.unparseable == 1
+    assert_same_counts(backend.count(grid, df), want)  # in memory too
+    assert backend.input_counts.unparseable == 1
+
+
+def test_parquet_text_column_is_a_schema_error(client, grid, X, tmp_path):
+    path = tmp_path / "t.parquet"
+    frame(X).assign(name="a").to_parquet(path, index=False)
+    with pytest.raises(ValueError, match="column 'name' is not numeric in the Parquet schema"):
+        DaskBackend(client=client, columns=["x", "name"]).count(grid, str(path))
+
+
+# --------------------------------------------------- no partial counts
+def test_a_lost_partition_is_refused(client, grid, X, monkeypatch):
+    """If the reduce ever merged fewer partitions than planned, the count is
+    refused, not released."""
+    original = DaskBackend._tree
+
+    def lossy(self, tasks):
+        return original(self, tasks[1:])
+
+    monkeypatch.setattr(DaskBackend, "_tree", lossy)
+    ddf = dd.from_pandas(frame(X), npartitions=4)
+    with pytest.raises(RuntimeError, match="merged 3 partition result.*for 4 partition"):
+        DaskBackend(client=client).count(grid, ddf)
+
+
+@pytest.mark.parametrize("bad", [0, -1, "10", float("nan"), True])
+def test_timeout_is_checked(bad):
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        DaskBackend(timeout=bad)

@@ -2,36 +2,59 @@
 
 Formats, told apart by content where possible:
 
-* CSV with a header row, plain or gzip-compressed (detected by its magic
-  bytes, whatever the name); ``.tsv``/``.tab`` are tab-separated.
+* CSV, plain or gzip-compressed (detected by its magic bytes, whatever the
+  name). The path ``-`` reads CSV from standard input.
 * Parquet (``.parquet``, ``.pq`` or the ``PAR1`` magic).
 * NumPy ``.npy`` holding a 2-D (or 1-D) numeric array; its columns are
   named ``"0"``, ``"1"``, ...
 
 Span models are read with :func:`read_model`.
 
-CSV and Parquet are read with pyarrow (``pip install 'dpdbscan[io]'``), in
-batches so that a progress bar can follow the bytes consumed; the 11-million
-row Cabs file reads in about two seconds. Without pyarrow, plain CSV falls back
-to ``numpy.loadtxt``, which is slower but needs nothing extra.
+CSV and Parquet are read with pyarrow (``pip install 'dpdbscan[io]'``).
+
+What is public and what is private. The header line of a CSV file (its
+column names and delimiter) and a Parquet file's declared schema are the
+file's *schema*, treated as public: they may decide which columns are read
+and may appear in messages. The rows are private: no row decides the
+columns, no message quotes a value, and a bad value never stops the read.
+CSV values are read one record at a time (:mod:`dpdbscan.csvblocks`): a
+value that is not a number reads as NaN and a malformed line as a row of
+NaN, so the mechanism's per-record rule drops those rows; only their counts
+are reported (:class:`InputPoints`), as notes for the data owner.
+
+The CSV header. The delimiter is sniffed from the first line (comma,
+semicolon, tab or pipe; the candidate that splits it into most fields) unless
+given. With ``header=None`` the first line is the header unless every field
+of it is a number (or empty), as in a file without a header; then it is read
+as a row and :attr:`InputPoints.first_line_is_data` says so (``header=True``
+or ``False`` decides instead). For a file without a header, pass
+``header=False`` and a ``delimiter``: then no record can ever be taken for
+column names.
 
 Column selection: by default every column except one named ``label`` (the
-benchmark files carry ground truth there), and all of them must be numeric;
-otherwise names or 0-based indices. The column names are the file's schema, which is treated as public.
+benchmark files carry ground truth there) and unnamed index columns (an
+empty name, ``Unnamed: 0`` or ``__index_level_0__``, as pandas writes them);
+otherwise names or 0-based indices.
 """
 
 from __future__ import annotations
 
+import collections
 import csv
 import gzip
+from concurrent.futures import ThreadPoolExecutor
 import io as _io
 import os
+import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
+from . import csvblocks as cb
+from .csvblocks import BlockCounts, is_index_column, last_line_end, parse_block
 from .geo import projection_of
 from .model import SpanModel
 from .progress import progress as progress_bar
@@ -39,10 +62,61 @@ from .progress import progress as progress_bar
 #: Column excluded from the default selection (ground truth in benchmark files).
 LABEL_COLUMN = "label"
 _BATCH = 1 << 24  # bytes per CSV block: big enough to be fast, small enough to report
-_NULLS = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None"]
+_DEFAULT_DELIMITER = ","
 
 
 ColumnChooser = Callable[[Sequence[str], Sequence[bool]], "list[str] | None"]
+
+
+@dataclass
+class InputPoints:
+    """Points read from a file, and what the data owner should know.
+
+    Everything but ``names`` and ``delimiter`` is private: print it only as
+    a local note (standard error), never in the release.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, d)
+        One row per record; missing, unparseable and malformed ones are NaN
+        (the mechanism drops rows with NaN or inf).
+    names : list of str
+        The selected columns' names.
+    n_unparseable : int
+        Rows with a value that is neither a number nor missing (CSV).
+    n_malformed : int
+        CSV lines with a wrong number of fields (all NaN).
+    first_line_is_data : bool
+        The CSV's first line looked like numbers and was read as a row.
+    skipped_columns : list of str
+        Unnamed index columns left out of the default selection.
+    delimiter : str or None
+        The CSV delimiter used (None for other formats).
+    """
+
+    X: np.ndarray
+    names: list[str]
+    n_unparseable: int = 0
+    n_malformed: int = 0
+    first_line_is_data: bool = False
+    skipped_columns: list[str] = field(default_factory=list)
+    delimiter: str | None = None
+
+    def notes(self) -> list[str]:
+        """One line per thing the data owner should know (private notes)."""
+        out = []
+        if self.first_line_is_data:
+            out.append("the first line looks like data (all numbers): read as a row; "
+                       "pass --header or --no-header to decide")
+        if self.skipped_columns:
+            shown = ", ".join(repr(c) for c in self.skipped_columns)
+            out.append(f"skipped unnamed index column(s) {shown}; name them with --columns to use them")
+        if self.n_unparseable:
+            out.append(f"{self.n_unparseable:,} row(s) with values that are not numbers read as "
+                       "missing")
+        if self.n_malformed:
+            out.append(f"{self.n_malformed:,} line(s) with the wrong number of fields read as missing")
+        return out
 
 
 def _need_pyarrow(what: str):
@@ -57,12 +131,9 @@ def file_kind(path) -> str:
     path = Path(path)
     with open(path, "rb") as fh:
         head = fh.read(6)
-    if head.startswith(b"\x93NUMPY"):
-        return "npy"
-    if head.startswith(b"PAR1"):
-        return "parquet"
-    if head.startswith(b"\x1f\x8b"):
-        return "csv.gz"
+    kind = _kind_of_head(head)
+    if kind != "csv":
+        return kind
     suffix = path.suffix.lower()
     if suffix in (".npy", ".parquet", ".pq"):
         # The name promises a binary format that the bytes do not hold.
@@ -70,13 +141,14 @@ def file_kind(path) -> str:
     return "csv"
 
 
-def _delimiter(path, delimiter: str | None) -> str:
-    if delimiter:
-        if len(delimiter) != 1:
-            raise ValueError(f"delimiter must be one character, got delimiter={delimiter!r}")
-        return delimiter
-    name = Path(path).name.lower().removesuffix(".gz")
-    return "\t" if name.endswith((".tsv", ".tab")) else ","
+def _kind_of_head(head: bytes) -> str:
+    if head.startswith(b"\x93NUMPY"):
+        return "npy"
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith(b"\x1f\x8b"):
+        return "csv.gz"
+    return "csv"
 
 
 def resolve_columns(names: Sequence[str], numeric: Sequence[bool], requested=None,
@@ -85,15 +157,17 @@ def resolve_columns(names: Sequence[str], numeric: Sequence[bool], requested=Non
 
     ``requested`` holds names or 0-based indices (ints or digit strings; a
     name that exists wins over an index). Without it, ``choose(names, numeric)``
-    may pick names, else every column except ``label``, which must all be
-    numeric.
+    may pick names, else every column except ``label`` and unnamed index
+    columns, which must all be numeric. ``numeric`` is the declared schema
+    (Parquet, .npy); for CSV it is all True: no row may decide the columns.
     """
     names = [str(n) for n in names]
-    listing = ", ".join(names) if len(names) <= 12 else ", ".join(names[:12]) + ", ..."
+    listing = ", ".join(repr(n) for n in names[:12]) + (", ..." if len(names) > 12 else "")
     if requested is None:
         picked = choose(names, numeric) if choose is not None else None
         if picked is None:
-            idx = [i for i, n in enumerate(names) if n.lower() != LABEL_COLUMN]
+            idx = [i for i, n in enumerate(names)
+                   if n.lower() != LABEL_COLUMN and not is_index_column(n)]
             bad = [names[i] for i in idx if not numeric[i]]
             if bad or not idx:
                 # Skipping a non-numeric column would silently cluster in fewer
@@ -126,41 +200,82 @@ def resolve_columns(names: Sequence[str], numeric: Sequence[bool], requested=Non
     return out
 
 
+def _skipped(names, idx, columns) -> list[str]:
+    """Index columns the default selection left out (for a note)."""
+    if columns is not None:
+        return []
+    return [str(n) for i, n in enumerate(names) if i not in idx and is_index_column(n)]
+
+
 # --------------------------------------------------------------------------- #
 # readers
 
 
 def read_points(path, columns=None, *, choose: ColumnChooser | None = None,
-                delimiter: str | None = None, no_header: bool = False,
-                progress: bool | None = None) -> tuple[np.ndarray, list[str]]:
+                delimiter: str | None = None, header: bool | None = None,
+                no_header: bool = False, progress: bool | None = None
+                ) -> tuple[np.ndarray, list[str]]:
     """Read an (n, d) float64 array of points and the names of its columns.
+
+    ``(X, names)`` of :func:`read_input`, which takes the same arguments and
+    also reports what was dropped or guessed.
+    """
+    got = read_input(path, columns, choose=choose, delimiter=delimiter, header=header,
+                     no_header=no_header, progress=progress)
+    return got.X, got.names
+
+
+def read_input(path, columns=None, *, choose: ColumnChooser | None = None,
+               delimiter: str | None = None, header: bool | None = None,
+               no_header: bool = False, progress: bool | None = None) -> InputPoints:
+    """Read points from CSV (a path, or ``"-"`` for standard input), Parquet or .npy.
 
     Parameters
     ----------
     path : str or Path
+        A file, or ``"-"``: CSV (plain or gzip) from standard input.
     columns : sequence of str or int, optional
-        Names or 0-based indices; default: every column except ``label``.
+        Names or 0-based indices; default: every column except ``label`` and
+        unnamed index columns.
     choose : callable, optional
         ``choose(names, numeric) -> names or None`` for the default selection
         (used for lon/lat detection and for a model's own columns).
     delimiter : str, optional
-        CSV separator; default ``,`` (tab for ``.tsv``).
+        CSV separator; default: sniffed from the header line (``,`` ``;``
+        tab ``|``), else ``,`` (tab for ``.tsv``/``.tab``).
+    header : bool, optional
+        Whether the CSV's first line is a header. None (default): it is,
+        unless all its fields are numbers. False: columns are named ``"0"``,
+        ``"1"``, ... and the delimiter is not sniffed (no row decides it).
     no_header : bool, default False
-        The CSV has no header row: columns are named ``"0"``, ``"1"``, ...
+        Same as ``header=False`` (kept for callers of the old signature).
     progress : bool, optional
         Draw a progress bar on stderr (default: only on a terminal).
 
     Returns
     -------
-    X : ndarray of shape (n, d)
-        Missing values read as NaN (the mechanism drops such rows).
-    names : list of str
+    InputPoints
+        The points (missing, unparseable and malformed rows as NaN), their
+        column names and counts for the data owner's notes.
 
     Raises
     ------
     FileNotFoundError, ValueError, ImportError
-        With a one-line message naming the file.
+        With a one-line message naming the file; never quoting a value.
     """
+    if no_header:
+        if header is True:
+            raise ValueError("header=True contradicts no_header=True")
+        header = False
+    if header not in (None, True, False):
+        raise ValueError(f"header must be True, False or None, got header={header!r}")
+    if delimiter is not None and (len(delimiter) != 1 or delimiter in "\r\n\""):
+        raise ValueError(f"delimiter must be one character other than a quote or line break, "
+                         f"got delimiter={delimiter!r}")
+    if str(path) == "-":
+        _need_pyarrow("CSV")
+        return _read_csv(_Source.stdin(), "standard input", columns, choose, delimiter, header,
+                         progress)
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"input file not found: {path}")
@@ -172,19 +287,19 @@ def read_points(path, columns=None, *, choose: ColumnChooser | None = None,
     if kind == "parquet":
         _need_pyarrow("Parquet")
         return _read_parquet(path, columns, choose, progress)
-    delim = _delimiter(path, delimiter)
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        return _read_csv_numpy(path, columns, choose, delim, no_header, kind == "csv.gz")
-    return _read_csv_arrow(path, columns, choose, delim, no_header, kind == "csv.gz", progress)
+    _need_pyarrow("CSV")
+    name = path.name.lower().removesuffix(".gz")
+    default = "\t" if name.endswith((".tsv", ".tab")) else _DEFAULT_DELIMITER
+    return _read_csv(_Source.file(path, kind == "csv.gz"), str(path), columns, choose,
+                     delimiter, header, progress, default_delimiter=default)
 
 
 def _read_npy(path, columns, choose):
     try:
         arr = np.load(path, allow_pickle=False, mmap_mode="r")
-    except ValueError as exc:
-        raise ValueError(f"{path}: cannot read as a numeric .npy array: {_clean(exc)}") from None
+    except (ValueError, OSError, EOFError):
+        raise ValueError(f"{path}: cannot read as a numeric .npy array (numpy could not read "
+                         "its header)") from None
     if arr.dtype.kind not in "iuf" or arr.dtype.names:
         raise ValueError(f"{path}: .npy array must be numeric, got dtype {arr.dtype}")
     if arr.ndim == 1:
@@ -193,7 +308,7 @@ def _read_npy(path, columns, choose):
         raise ValueError(f"{path}: .npy array must be 2-D (n_samples, n_features), got shape {arr.shape}")
     names = [str(i) for i in range(arr.shape[1])]
     idx = resolve_columns(names, [True] * len(names), columns, choose, where=str(path))
-    return np.asarray(arr[:, idx], dtype=np.float64), [names[i] for i in idx]
+    return InputPoints(np.asarray(arr[:, idx], dtype=np.float64), [names[i] for i in idx])
 
 
 def _is_numeric(t) -> bool:
@@ -202,76 +317,21 @@ def _is_numeric(t) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_null(t)
 
 
-def _arrow_error(path, exc) -> ValueError:
-    return ValueError(f"{path}: cannot read as CSV of numbers: {_clean(exc)}")
-
-
 def _clean(exc, limit: int = 160) -> str:
-    """First line of an error, printable and short (a binary file's bytes
-    would otherwise end up on the terminal)."""
+    """First line of an error, printable and short. Only for messages that
+    cannot hold a data value (span models are public; OS errors)."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     text = "".join(c if c.isprintable() and ord(c) < 0xFFFD else "?" for c in text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _open_csv_stream(path, gz: bool):
-    import pyarrow as pa
-
-    raw = open(path, "rb")
-    stream = pa.PythonFile(raw, mode="r")
-    if gz:
-        stream = pa.CompressedInputStream(stream, "gzip")
-    return raw, stream
-
-
-def _read_csv_arrow(path, columns, choose, delim, no_header, gz, progress):
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    read_opts = dict(autogenerate_column_names=no_header)
-    parse = pacsv.ParseOptions(delimiter=delim)
-    raw, stream = _open_csv_stream(path, gz)
-    try:  # peek: header and the types inferred from the first block
-        reader = pacsv.open_csv(stream, read_options=pacsv.ReadOptions(block_size=1 << 20, **read_opts),
-                                parse_options=parse,
-                                convert_options=pacsv.ConvertOptions(null_values=_NULLS))
-        schema = reader.schema
-    except (pa.ArrowException, OSError, EOFError) as exc:
-        raise _arrow_error(path, exc) from None
-    finally:
-        raw.close()
-    names = list(schema.names)
-    if no_header:
-        names = [str(i) for i in range(len(names))]
-    idx = resolve_columns(names, [_is_numeric(f.type) for f in schema], columns, choose, where=str(path))
-    arrow_names = [schema.names[i] for i in idx]
-    convert = pacsv.ConvertOptions(
-        include_columns=arrow_names, column_types={n: pa.float64() for n in arrow_names},
-        null_values=_NULLS, strings_can_be_null=True,
-    )
-    size = os.path.getsize(path)
-    parts = []
-    raw, stream = _open_csv_stream(path, gz)
-    try:
-        with progress_bar(f"reading {path.name}", total=size, enabled=progress) as bar:
-            reader = pacsv.open_csv(stream, read_options=pacsv.ReadOptions(block_size=_BATCH, **read_opts),
-                                    parse_options=parse, convert_options=convert)
-            for batch in reader:
-                parts.append(_batch_to_numpy(batch, arrow_names))
-                bar.update(raw.tell() - bar.n)
-    except (pa.ArrowException, OSError, EOFError) as exc:
-        raise _arrow_error(path, exc) from None
-    finally:
-        raw.close()
-    X = np.concatenate(parts) if parts else np.zeros((0, len(idx)))
-    return X, [names[i] for i in idx]
-
-
-def _batch_to_numpy(batch, names) -> np.ndarray:
-    out = np.empty((batch.num_rows, len(names)), dtype=np.float64)
-    for j, n in enumerate(names):
-        out[:, j] = batch.column(n).to_numpy(zero_copy_only=False)
-    return out
+def _io_error(where: str, what: str, exc) -> ValueError:
+    """A ValueError for a failed read that never quotes the data: pyarrow's
+    and zlib's messages may hold bytes of the file, so only an OS error's
+    own text (permission denied, ...) is passed on."""
+    if isinstance(exc, OSError) and exc.strerror and not type(exc).__module__.startswith("pyarrow"):
+        return ValueError(f"{where}: cannot read as {what}: {exc.strerror}")
+    return ValueError(f"{where}: cannot read as {what} (the file is damaged or not {what})")
 
 
 def _read_parquet(path, columns, choose, progress):
@@ -282,7 +342,7 @@ def _read_parquet(path, columns, choose, progress):
     try:
         pf = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
-        raise ValueError(f"{path}: cannot read as Parquet: {_clean(exc)}") from None
+        raise _io_error(str(path), "Parquet", exc) from None
     schema = pf.schema_arrow
     numeric = [_is_numeric(f.type) for f in schema]
     idx = resolve_columns(schema.names, numeric, columns, choose, where=str(path))
@@ -295,44 +355,166 @@ def _read_parquet(path, columns, choose, progress):
         with progress_bar(f"reading {path.name}", total=pf.metadata.num_rows, enabled=progress,
                           unit="rows") as bar:
             for batch in pf.iter_batches(batch_size=1 << 20, columns=names):
-                cols = [pc.cast(batch.column(n), pa.float64()).to_numpy(zero_copy_only=False) for n in names]
+                # safe=False: a huge int64 becomes the nearest double instead of
+                # an error that would quote it.
+                cols = [pc.cast(batch.column(n), pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+                        for n in names]
                 parts.append(np.column_stack(cols) if cols else np.zeros((batch.num_rows, 0)))
                 bar.update(batch.num_rows)
     except (pa.ArrowException, OSError) as exc:
-        raise ValueError(f"{path}: cannot read as Parquet: {_clean(exc)}") from None
+        raise _io_error(str(path), "Parquet", exc) from None
     X = np.concatenate(parts) if parts else np.zeros((0, len(idx)))
-    return X, names
+    return InputPoints(X, names, skipped_columns=_skipped(schema.names, idx, columns))
 
 
-def _read_csv_numpy(path, columns, choose, delim, no_header, gz):
-    """Fallback without pyarrow: header and first row decide the columns."""
-    opener = gzip.open if gz else open
+# --------------------------------------------------------------------------- #
+# CSV
+
+
+class _Prepend(_io.RawIOBase):
+    """A byte stream that first returns ``head``, then reads ``rest``."""
+
+    def __init__(self, head: bytes, rest):
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+class _Source:
+    """Decompressed bytes of a CSV file in chunks, and how far the raw bytes
+    have been consumed (for the progress bar)."""
+
+    def __init__(self, stream, raw=None, total=None, label="standard input"):
+        self.stream, self.raw, self.total, self.label = stream, raw, total, label
+
+    @classmethod
+    def file(cls, path: Path, gz: bool):
+        import pyarrow as pa
+
+        raw = pa.OSFile(str(path))
+        stream = pa.CompressedInputStream(raw, "gzip") if gz else raw
+        return cls(stream, raw, os.path.getsize(path), path.name)
+
+    @classmethod
+    def stdin(cls):
+        buf = sys.stdin.buffer
+        head = buf.read(6)
+        kind = _kind_of_head(head)
+        if kind in ("npy", "parquet"):
+            raise ValueError("standard input: only CSV can be read from '-'; pass the path of a "
+                             f"{'.npy' if kind == 'npy' else 'Parquet'} file")
+        stream = _io.BufferedReader(_Prepend(head, buf), buffer_size=1 << 20)
+        if kind == "csv.gz":
+            stream = gzip.GzipFile(fileobj=stream, mode="rb")
+        return cls(stream)
+
+    def read(self, n: int) -> bytes:
+        return self.stream.read(n)
+
+    def done(self) -> int | None:
+        return self.raw.tell() if self.raw is not None else None
+
+    def close(self) -> None:
+        for s in (self.stream, self.raw):
+            if s is not None:
+                s.close()
+
+
+def _read_csv(source: _Source, where: str, columns, choose, delimiter, header, progress,
+              *, default_delimiter: str = _DEFAULT_DELIMITER) -> InputPoints:
+    import pyarrow as pa
+
+    what = "CSV"
     try:
-        with opener(path, "rt", newline="") as fh:
-            rows = csv.reader(fh, delimiter=delim)
-            header = next(rows, None)
-            first = next(rows, None) if not no_header else header
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read as CSV: {_clean(exc)}") from None
-    if header is None:
-        raise ValueError(f"{path}: empty CSV file")
-    names = [str(i) for i in range(len(header))] if no_header else [h.strip() for h in header]
+        with progress_bar(f"reading {source.label}", total=source.total, enabled=progress) as bar:
+            first = b""
+            while True:  # up to the end of the first non-empty line
+                chunk = source.read(1 << 16)
+                first = (first + chunk).lstrip(b"\r\n")
+                if first.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
+                    first = first[3:].lstrip(b"\r\n")
+                if not chunk or cb.last_line_end(first):
+                    break
+            if not first.strip(b"\r\n"):
+                raise ValueError(f"{where}: empty CSV file (no header line)")
+            line, rest = cb.split_first_line(first)
+            try:
+                delimiter, names, first_is_data = cb.read_header(
+                    line, delimiter=delimiter, header=header, default_delimiter=default_delimiter)
+            except ValueError as exc:
+                raise ValueError(f"{where}: {exc}") from None
+            idx = resolve_columns(names, [True] * len(names), columns, choose, where=where)
+            layout = cb.CsvLayout(delimiter, len(names), tuple(idx))
+            X, counts = _parse_blocks(source, first if first_is_data else rest, layout, bar)
+    except (OSError, EOFError, pa.ArrowException) as exc:
+        raise _io_error(where, what, exc) from None
+    finally:
+        source.close()
+    return InputPoints(
+        X, [names[i] for i in idx], n_unparseable=counts.unparseable,
+        n_malformed=counts.malformed, first_line_is_data=first_is_data and header is None,
+        skipped_columns=_skipped(names, idx, columns),
+        delimiter=delimiter,
+    )
 
-    def numeric(v):
+
+def _blocks(source: _Source, head: bytes):
+    """Blocks of whole lines: ``head`` and then what ``source`` reads."""
+    rest = head
+    while True:
+        chunk = source.read(_BATCH)
+        if not chunk:
+            break
+        cut = last_line_end(chunk)
+        if cut == 0:  # a line longer than a chunk
+            rest += chunk
+            continue
+        yield b"".join((rest, memoryview(chunk)[:cut])) if rest else (
+            chunk if cut == len(chunk) else chunk[:cut])
+        rest = chunk[cut:]
+    if rest.strip(b"\r\n"):
+        yield rest
+
+
+def _parse_blocks(source: _Source, head: bytes, layout, bar):
+    """Parse blocks on a few threads (pyarrow releases the GIL) while this
+    thread reads and decompresses the next ones; results stay in file order."""
+    workers = max(1, min(4, os.cpu_count() or 1))
+    parts, counts = [], BlockCounts()
+    pending: collections.deque = collections.deque()
+
+    def collect():
+        X, c = pending.popleft().result()
+        parts.append(X)
+        counts.add(c)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         try:
-            float(v)
-            return True
-        except ValueError:
-            return v.strip() in _NULLS
-
-    flags = [numeric(v) for v in first] if first else [True] * len(names)
-    idx = resolve_columns(names, flags, columns, choose, where=str(path))
-    try:
-        X = np.loadtxt(path, delimiter=delim, skiprows=0 if no_header else 1, usecols=idx,
-                       ndmin=2, dtype=np.float64, encoding="utf-8")
-    except ValueError as exc:
-        raise ValueError(f"{path}: cannot read as CSV of numbers: {_clean(exc)}") from None
-    return X, [names[i] for i in idx]
+            for block in _blocks(source, head):
+                pending.append(pool.submit(parse_block, block, layout))
+                while len(pending) > workers:  # bounded memory
+                    collect()
+                done = source.done()
+                if done is not None:
+                    bar.update(done - bar.n)
+            while pending:
+                collect()
+        finally:
+            for f in pending:
+                f.cancel()
+    X = np.concatenate(parts) if parts else np.zeros((0, len(layout.usecols)))
+    return X, counts
 
 
 def read_model(path):
@@ -389,6 +571,6 @@ def write_labels(path, labels, points=None, names=None) -> None:
 
 
 __all__ = [
-    "read_points", "read_model", "resolve_columns", "file_kind", "write_labels",
-    "LABEL_COLUMN",
+    "read_points", "read_input", "InputPoints", "read_model", "resolve_columns", "file_kind",
+    "is_index_column", "write_labels", "LABEL_COLUMN",
 ]

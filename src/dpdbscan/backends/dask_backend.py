@@ -12,6 +12,13 @@ added once, after the global reduce.
 
 Nothing here steers the mechanism: the grid comes from public parameters, and
 partitioning only changes where records are counted, not the counts.
+
+Files are read by the same per-record rules as the command line
+(:mod:`dpdbscan.csvblocks`): the coordinate columns come from the header or
+Parquet schema (or ``columns=``), never from values; a CSV value that is not
+a number reads as NaN and its row is dropped; no error quotes a value. Every
+partition's result carries a tally, and the driver refuses a reduce that did
+not merge every partition exactly once.
 """
 
 from __future__ import annotations
@@ -22,6 +29,10 @@ import os
 import numpy as np
 
 from .._optional import require
+from ..csvblocks import (
+    BlockCounts, CsvLayout, coerce_binary, header_fields, is_index_column, parse_block, read_header,
+    split_first_line,
+)
 from .base import CellCounts
 from .numpy_backend import NumpyBackend
 
@@ -57,8 +68,32 @@ def count_block(grid, block) -> tuple[np.ndarray, np.ndarray]:
 
 def count_frame(grid, frame, columns) -> tuple[np.ndarray, np.ndarray]:
     """:func:`count_block` of the coordinate ``columns`` of a pandas partition."""
-    X = frame[list(columns)].to_numpy(dtype=np.float64, na_value=np.nan)
+    X, _ = frame_points(frame, columns)
     return count_block(grid, X)
+
+
+def frame_points(frame, columns) -> tuple[np.ndarray, int]:
+    """The ``columns`` of a pandas frame as floats, and how many rows had a
+    value that is not a number. Numeric columns convert directly; others
+    (text, objects) value by value, a value that is not a number becoming
+    NaN: a conversion error would stop the count and quote the value."""
+    import pandas as pd
+
+    X = np.empty((len(frame), len(columns)))
+    bad = np.zeros(len(frame), dtype=bool)
+    for j, c in enumerate(columns):
+        s = frame[c]
+        if pd.api.types.is_numeric_dtype(s.dtype):
+            X[:, j] = s.to_numpy(dtype=np.float64, na_value=np.nan)
+            continue
+        import pyarrow as pa
+
+        missing = s.isna().to_numpy(dtype=bool)
+        texts = s.astype(str).to_numpy(dtype=object)
+        texts[missing] = None
+        X[:, j], unparseable = coerce_binary(pa.array(texts, type=pa.string()))
+        bad |= unparseable
+    return X, int(bad.sum())
 
 
 def merge_counts(*parts) -> tuple[np.ndarray, np.ndarray]:
@@ -78,14 +113,49 @@ def merge_counts(*parts) -> tuple[np.ndarray, np.ndarray]:
     return keys[starts], np.add.reduceat(counts, starts)
 
 
-# ------------------------------------------------------------------ columns
-def coordinate_columns(names, dtypes, columns, d: int | None) -> list:
-    """The coordinate columns of a table: ``columns`` if given, else every
-    numeric column except one named ``"label"``; their number must be ``d``
-    (not checked when ``d`` is None)."""
-    import pandas as pd
+# A partition's result is (keys, counts, tally); the tally is
+# [partitions, rows read, rows with unparseable values, malformed lines],
+# summed by the merges, so the driver can check that every partition was
+# merged exactly once.
+def _tally(rows: int, unparseable: int = 0, malformed: int = 0) -> np.ndarray:
+    return np.array([1, rows, unparseable, malformed], dtype=np.int64)
 
+
+def _frame_part(grid, frame, columns):
+    X, bad = frame_points(frame, columns)
+    return (*count_block(grid, X), _tally(len(X), bad))
+
+
+def _array_part(grid, block):
+    return (*count_block(grid, block), _tally(len(block)))
+
+
+def _csv_part(grid, data: bytes, layout: CsvLayout, header: list | None, where: str):
+    """Count one block of CSV text; ``header`` (the expected names) marks
+    the first block of a file, whose first line is checked and dropped."""
+    if header is not None and data.strip(b"\r\n"):
+        line, data = split_first_line(data.lstrip(b"\r\n"))
+        if header_fields(line, layout.delimiter) != header:
+            raise ValueError(f"{where}: its header differs from the first file's "
+                             f"({', '.join(header)}); count such files separately")
+    X, counts = parse_block(data, layout)
+    return (*count_block(grid, X), _tally(counts.rows, counts.unparseable, counts.malformed))
+
+
+def _merge_parts(*parts):
+    keys, counts = merge_counts(*[(k, c) for k, c, _ in parts])
+    return keys, counts, np.sum([t for _, _, t in parts], axis=0)
+
+
+# ------------------------------------------------------------------ columns
+def coordinate_columns(names, numeric, columns, d: int | None) -> list:
+    """The coordinate columns of a table: ``columns`` if given, else every
+    column except one named ``"label"`` and unnamed index columns that is
+    declared numeric (``numeric``: one flag per name, from the schema; None
+    for CSV, whose header declares no types: every column counts). Their
+    number must be ``d`` (not checked when ``d`` is None)."""
     names = list(names)
+    numeric = [True] * len(names) if numeric is None else list(numeric)
     if columns is not None:
         columns = [columns] if isinstance(columns, str) else list(columns)
         missing = [c for c in columns if c not in names]
@@ -93,17 +163,22 @@ def coordinate_columns(names, dtypes, columns, d: int | None) -> list:
             raise ValueError(f"columns {missing} not found; the data has columns {names}")
         chosen = columns
     else:
-        chosen = [
-            c for c in names
-            if c != LABEL_COLUMN and pd.api.types.is_numeric_dtype(dtypes[c])
-            and not pd.api.types.is_bool_dtype(dtypes[c])
-        ]
+        chosen = [c for c, num in zip(names, numeric)
+                  if str(c).lower() != LABEL_COLUMN and not is_index_column(c) and num]
     if d is not None and len(chosen) != d:
         raise ValueError(
             f"the grid has d={d} dimensions (from bounds) but {len(chosen)} coordinate "
             f"columns were selected: {chosen} (data columns: {names}); pass columns=[...]"
         )
     return chosen
+
+
+def _numeric_flags(dtypes, names) -> list[bool]:
+    """Declared-numeric flags of a dataframe's schema (bool is not a coordinate)."""
+    import pandas as pd
+
+    return [pd.api.types.is_numeric_dtype(dtypes[c]) and not pd.api.types.is_bool_dtype(dtypes[c])
+            for c in names]
 
 
 # -------------------------------------------------------------------- files
@@ -161,10 +236,11 @@ class DaskBackend:
         ``LocalCluster`` and closes it afterwards; use the backend as a context
         manager to keep one cluster for several fits.
     columns : list of str, default=None
-        Coordinate columns of files and dataframes. By default every numeric
-        column except one named ``"label"``, in file order. For CSV the
-        numeric test uses dask's dtype inference on the first block; pass
-        ``columns`` to make the choice independent of the data.
+        Coordinate columns of files and dataframes. By default every column
+        except one named ``"label"`` and unnamed index columns, in file
+        order: for CSV every such column of the header, for Parquet and
+        dataframes every such column whose declared type is numeric. Never
+        decided by the values.
     client : distributed.Client, default=None
         An existing client to use (never closed by this backend).
     n_workers, threads_per_worker, processes : default 2, 1, False
@@ -180,6 +256,21 @@ class DaskBackend:
         Partition size for uncompressed CSV (compressed files: one per file).
     storage_options : dict, default=None
         Passed to fsspec (credentials and the like for ``s3://``, ``gs://``...).
+    delimiter : str, default=None
+        CSV delimiter; by default sniffed from the first file's header line.
+    header : bool, default=None
+        Whether CSV files start with a header line; by default they do unless
+        the first file's first line is all numbers (as in :mod:`dpdbscan.io`).
+    timeout : float, default=10
+        Seconds to wait for the ``scheduler`` to answer before giving up with
+        a ``ConnectionError`` (a stopped scheduler must not hang the fit).
+
+    Attributes
+    ----------
+    input_counts : BlockCounts or None
+        After a count of files or dask collections: rows read, rows with a
+        value that is not a number, malformed CSV lines (all dropped by the
+        per-record rule). Private: for the data owner's notes only.
 
     Notes
     -----
@@ -193,12 +284,21 @@ class DaskBackend:
 
     def __init__(self, scheduler=None, columns=None, client=None, *, n_workers=2,
                  threads_per_worker=1, processes=False, file_format=None, split_every=8,
-                 blocksize="64MiB", storage_options=None):
+                 blocksize="64MiB", storage_options=None, delimiter=None, header=None,
+                 timeout=10.0):
         _require_dask()
         if scheduler is not None and client is not None:
             raise ValueError("pass either scheduler or client, not both")
         if not isinstance(split_every, int) or split_every < 2:
             raise ValueError(f"split_every must be an integer >= 2, got split_every={split_every!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got timeout={timeout!r}")
+        if header not in (None, True, False):
+            raise ValueError(f"header must be True, False or None, got header={header!r}")
+        if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1
+                                      or delimiter in "\r\n\""):
+            raise ValueError("delimiter must be one character other than a quote or line break, "
+                             f"got delimiter={delimiter!r}")
         self.scheduler = scheduler
         self.columns = columns
         self.client = client
@@ -209,6 +309,10 @@ class DaskBackend:
         self.split_every = split_every
         self.blocksize = blocksize
         self.storage_options = storage_options
+        self.delimiter = delimiter
+        self.header = header
+        self.timeout = timeout
+        self.input_counts = None
         self._session_client = None
         self._session_cluster = None
 
@@ -218,7 +322,14 @@ class DaskBackend:
         from distributed import Client, LocalCluster
 
         if self.scheduler is not None:
-            return Client(self.scheduler, set_as_default=False), None
+            try:
+                return Client(self.scheduler, set_as_default=False, timeout=self.timeout), None
+            except (OSError, TimeoutError) as exc:
+                raise ConnectionError(
+                    f"cannot reach the Dask scheduler at {self.scheduler} within "
+                    f"{self.timeout:g} s ({type(exc).__name__}); is it running, and is the "
+                    "address right? (DaskBackend(timeout=...) waits longer)"
+                ) from None
         # The scheduler's HTTP server on a free port: 8787 may be taken by
         # another cluster on the machine, and the fallback warns.
         cluster = LocalCluster(
@@ -266,15 +377,20 @@ class DaskBackend:
     # -------------------------------------------------------------- counting
     def count(self, grid, X) -> CellCounts:
         """Exact counts of the occupied cells of ``X`` (keys sorted ascending)."""
+        self.input_counts = None
         local = self._local_block(grid, X)
         if local is not None:
             return NumpyBackend().count(grid, local)
         tasks = self._partition_tasks(grid, X)
         if not tasks:
+            self.input_counts = BlockCounts()
             return CellCounts(np.empty(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64))
         final = self._tree(tasks)
         with self._client() as client:
-            keys, counts = client.compute(final, sync=True)
+            keys, counts, tally = client.compute(final, sync=True)
+        check_tally(tally, len(tasks))
+        self.input_counts = BlockCounts(rows=int(tally[1]), unparseable=int(tally[2]),
+                                        malformed=int(tally[3]))
         return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
 
     def _local_block(self, grid, X):
@@ -282,59 +398,95 @@ class DaskBackend:
         import pandas as pd
 
         if isinstance(X, pd.DataFrame):
-            cols = coordinate_columns(X.columns, X.dtypes, self.columns, grid.d)
-            return X[cols].to_numpy(dtype=np.float64, na_value=np.nan)
+            cols = coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns,
+                                      grid.d)
+            points, bad = frame_points(X, cols)
+            self.input_counts = BlockCounts(rows=len(points), unparseable=bad)
+            return points
         if isinstance(X, np.ndarray):
             return np.asarray(X, dtype=np.float64)
         return None
 
     def _partition_tasks(self, grid, X) -> list:
-        """One delayed ``(keys, counts)`` per partition of ``X``."""
+        """One delayed ``(keys, counts, tally)`` per partition of ``X``."""
         import dask
         import dask.array as da
         import dask.dataframe as dd
 
-        count = dask.delayed(count_frame)
         paths = _as_paths(X)
         if paths is not None:
-            X = self._read(paths, grid.d)
+            if file_format(paths, self.file_format) == "csv":
+                return self._csv_tasks(grid, paths)
+            X = self._read_parquet(paths, grid.d)
         if isinstance(X, dd.DataFrame):
-            cols = coordinate_columns(X.columns, X.dtypes, self.columns, grid.d)
-            return [count(grid, part, cols) for part in X[cols].to_delayed()]
+            cols = coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns,
+                                      grid.d)
+            part = dask.delayed(_frame_part)
+            return [part(grid, p, cols) for p in X[cols].to_delayed()]
         if isinstance(X, da.Array):
             if X.ndim != 2 or X.shape[1] != grid.d:
                 raise ValueError(f"X must have shape (n, {grid.d}), got a dask array of shape {X.shape}")
             # A block must hold whole rows, so keep all features in one chunk.
             blocks = X.rechunk({1: -1}).to_delayed().ravel().tolist()
-            return [dask.delayed(count_block)(grid, b) for b in blocks]
+            return [dask.delayed(_array_part)(grid, b) for b in blocks]
         raise TypeError(
             "the dask backend counts paths or globs of Parquet/CSV files (any fsspec URL), "
             f"dask DataFrames, dask arrays, numpy arrays or pandas DataFrames; got {type(X).__name__}"
         )
 
-    def _read(self, paths, d):
-        """Lazy dask DataFrame of the coordinate columns of the files."""
+    # ----------------------------------------------------------------- files
+    def _read_parquet(self, paths, d):
+        """Lazy dask DataFrame of the coordinate columns of Parquet files."""
         import dask.dataframe as dd
 
-        fmt = file_format(paths, self.file_format)
-        schema = self._schema(paths, fmt)
-        cols = coordinate_columns(schema.columns, schema.dtypes, self.columns, d)
-        if fmt == "parquet":
-            return dd.read_parquet(paths, columns=cols, storage_options=self.storage_options)
-        # Read coordinates as float64 whatever the first block looked like,
-        # so a part whose first rows are integers cannot change the dtype.
-        return dd.read_csv(paths, usecols=cols, dtype={c: "float64" for c in cols},
-                           blocksize=self._csv_blocksize(paths),
-                           storage_options=self.storage_options)
+        schema = self._parquet_schema(paths)
+        numeric = _numeric_flags(schema.dtypes, schema.columns)
+        cols = coordinate_columns(schema.columns, numeric, self.columns, d)
+        for c in cols:
+            if not numeric[list(schema.columns).index(c)]:
+                raise ValueError(f"column {c!r} is not numeric in the Parquet schema "
+                                 f"(type {schema.dtypes[c]}); choose numeric columns")
+        return dd.read_parquet(paths, columns=cols, storage_options=self.storage_options)
 
-    def _schema(self, paths, fmt):
-        """Lazy dataframe whose columns and dtypes describe the files."""
+    def _parquet_schema(self, paths):
         import dask.dataframe as dd
 
-        if fmt == "parquet":
-            return dd.read_parquet(paths, storage_options=self.storage_options)
-        return dd.read_csv(paths, blocksize=self._csv_blocksize(paths),
-                           storage_options=self.storage_options)
+        return dd.read_parquet(paths, storage_options=self.storage_options)
+
+    def _csv_plan(self, paths):
+        """The CSV files' layout from the first file's header line:
+        ``(delimiter, names, first_line_is_data, files, blocks)``."""
+        from dask.bytes import read_bytes
+
+        try:
+            sample, blocks, files = read_bytes(
+                paths, delimiter=b"\n", blocksize=self._csv_blocksize(paths), sample="64 kiB",
+                compression="infer", include_path=True, **(self.storage_options or {}))
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, FileNotFoundError) or "no files" in str(exc):
+                raise FileNotFoundError(f"no CSV files found at {paths}") from None
+            raise
+        line, _ = split_first_line(sample.lstrip(b"\r\n"))
+        if not line.strip():
+            raise ValueError(f"{files[0]}: empty CSV file (no header line)")
+        try:
+            delimiter, names, first_is_data = read_header(line, delimiter=self.delimiter,
+                                                          header=self.header)
+        except ValueError as exc:
+            raise ValueError(f"{files[0]}: {exc}") from None
+        return delimiter, names, first_is_data, files, blocks
+
+    def _csv_tasks(self, grid, paths) -> list:
+        import dask
+
+        delimiter, names, first_is_data, files, blocks = self._csv_plan(paths)
+        cols = coordinate_columns(names, None, self.columns, grid.d)
+        layout = CsvLayout(delimiter, len(names), tuple(names.index(c) for c in cols))
+        header = None if first_is_data else names
+        part = dask.delayed(_csv_part)
+        return [part(grid, block, layout, header if i == 0 else None, where)
+                for where, file_blocks in zip(files, blocks)
+                for i, block in enumerate(file_blocks)]
 
     def _csv_blocksize(self, paths):
         compressed = any(p.lower().endswith(_COMPRESSION_SUFFIXES) for p in paths)
@@ -343,17 +495,22 @@ class DaskBackend:
     def n_features(self, X) -> int | None:
         """Number of coordinates of ``X`` by the column rule (None if unknown).
 
-        For files this reads their schema (column names and types), never
-        their rows; the estimator can use it when ``bounds`` are scalars.
+        For files this reads their schema (a CSV header line, Parquet
+        footers), never their rows; the estimator can use it when ``bounds``
+        are scalars.
         """
         import dask.dataframe as dd
         import pandas as pd
 
         paths = _as_paths(X)
         if paths is not None:
-            X = self._schema(paths, file_format(paths, self.file_format))
+            if file_format(paths, self.file_format) == "csv":
+                names = self._csv_plan(paths)[1]
+                return len(coordinate_columns(names, None, self.columns, None))
+            X = self._parquet_schema(paths)
         if isinstance(X, (dd.DataFrame, pd.DataFrame)):
-            return len(coordinate_columns(X.columns, X.dtypes, self.columns, None))
+            return len(coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns),
+                                          self.columns, None))
         shape = getattr(X, "shape", None)
         if shape is not None and len(shape) == 2:
             return int(shape[1])
@@ -363,7 +520,7 @@ class DaskBackend:
         """Merge per-partition results ``split_every`` at a time."""
         import dask
 
-        merge = dask.delayed(merge_counts)
+        merge = dask.delayed(_merge_parts)
         level = tasks
         while len(level) > 1:
             level = [merge(*level[i:i + self.split_every])
@@ -373,3 +530,15 @@ class DaskBackend:
     def __repr__(self) -> str:
         where = self.scheduler or ("client" if self.client is not None else "LocalCluster")
         return f"DaskBackend({where!r}, columns={self.columns!r})"
+
+
+def check_tally(tally, n_partitions: int) -> None:
+    """Refuse a reduce that did not merge every partition exactly once: a
+    partial count would be released as if it were the whole data."""
+    merged = int(np.asarray(tally)[0])
+    if merged != n_partitions:
+        raise RuntimeError(
+            f"the Dask reduce merged {merged} partition result(s) for {n_partitions} "
+            "partition(s); refusing to release a partial or doubled count"
+        )
+
