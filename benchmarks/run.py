@@ -45,6 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_data  # noqa: E402
+
 from dpdbscan import DPDBSCAN  # noqa: E402
 from dpdbscan.backends.numpy_backend import run_length  # noqa: E402
 from dpdbscan.grid import Grid  # noqa: E402

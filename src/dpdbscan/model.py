@@ -12,9 +12,10 @@ histogram by the post-processing (:mod:`dpdbscan.post`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +97,7 @@ class SpanModel:
 
     @classmethod
     def from_spans(cls, hist: NoisyHistogram, spans: Spans, params: SpanParams, *,
-                   delta: float = 0.0, metadata: dict | None = None) -> "SpanModel":
+                   delta: float = 0.0, metadata: dict | None = None) -> SpanModel:
         """The model of ``spans`` built from the release ``hist``."""
         return cls(
             grid=spans.grid, core_keys=spans.core_keys, labels=spans.labels,
@@ -108,11 +109,17 @@ class SpanModel:
         )
 
     @property
+    def _eta(self) -> float:
+        """eta of the histogram grid (set by __post_init__ when not given)."""
+        assert self.eta is not None
+        return float(self.eta)
+
+    @property
     def histogram_grid(self) -> Grid:
         """The grid of the noisy histogram (cell width eta alpha / (4 sqrt d))."""
         if self.subcells == 1:
             return self.grid
-        return Grid(self.grid.lower, self.grid.upper, self.grid.alpha, self.eta)
+        return Grid(self.grid.lower, self.grid.upper, self.grid.alpha, self._eta)
 
     @property
     def params(self) -> SpanParams:
@@ -133,7 +140,7 @@ class SpanModel:
 
     @property
     def rho(self) -> float:
-        return _bounds.approximation_ratio(self.eta, self.subcells)
+        return _bounds.approximation_ratio(self._eta, self.subcells)
 
     @property
     def n_cells(self) -> int:
@@ -183,7 +190,7 @@ class SpanModel:
         return self.grid.decode(keys)
 
     # -------------------------------------------------------- re-threshold
-    def with_min_samples(self, min_samples: int) -> "SpanModel":
+    def with_min_samples(self, min_samples: int) -> SpanModel:
         """Spans for another MinPts at the same alpha, from the released
         histogram: post-processing, no extra privacy cost."""
         if self.histogram is None:
@@ -241,11 +248,11 @@ class SpanModel:
         Path(path).write_text(self.to_json(include_histogram))
 
     @classmethod
-    def from_dict(cls, data: Any) -> "SpanModel":
+    def from_dict(cls, data: Any) -> SpanModel:
         return cls(**serialize.model_kwargs(data))
 
     @classmethod
-    def load(cls, path) -> "SpanModel":
+    def load(cls, path) -> SpanModel:
         text = Path(path).read_text()
         try:
             data = json.loads(text)

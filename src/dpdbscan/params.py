@@ -15,7 +15,7 @@ import math
 import numbers
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

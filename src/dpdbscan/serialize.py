@@ -12,7 +12,8 @@ from __future__ import annotations
 import base64
 import math
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def model_kwargs(data: Any) -> dict:
             beta=float(p["beta"]), epsilon=float(priv["epsilon"]), delta=float(priv["delta"]),
             raise_min_samples=bool(p.get("raise_min_samples", True)),
             histogram_kind=priv["histogram"], noise=priv["noise"],
-            theta=float(data.get("theta") if data.get("theta") is not None else "nan"),
+            theta=_theta(data.get("theta")),
             histogram=hist, metadata=dict(data.get("metadata", {})), subcells=k,
             border=float(p.get("border", 0.0)), margin=str(p.get("margin", "paper")),
             eta=float(p["eta"]),
@@ -176,13 +177,18 @@ def histogram_to_dict(h: NoisyHistogram) -> dict:
     out = {"kind": h.kind, "theta": json_number(h.theta), "noise": h.noise,
            "epsilon": h.epsilon, "delta": h.delta, "values": pack(h.values)}
     if h.kind != "dense":
-        out["cells"] = pack(h.grid.decode(h.keys))
+        keys, _ = h.sparse()
+        out["cells"] = pack(h.grid.decode(keys))
     return out
 
 
+def _theta(value) -> float:
+    """theta as saved: a number, "-inf" (dense) or null (unknown)."""
+    return float("nan") if value is None else float(value)
+
+
 def histogram_from_dict(grid: Grid, d: dict) -> NoisyHistogram:
-    theta = d.get("theta")
-    theta = float(theta) if theta is not None else float("nan")
+    theta = _theta(d.get("theta"))
     values = unpack(d["values"])
     keys = None
     if d["kind"] != "dense":

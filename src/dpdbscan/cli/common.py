@@ -15,8 +15,6 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 from .. import geo as _geo
 from .. import plotting
 from ..exceptions import PrivacyLeakWarning
@@ -30,11 +28,12 @@ class _Warnings:
     """Collect warnings and print each distinct one once, as one line."""
 
     def __init__(self, err):
-        self.err, self.seen, self._cm, self._log = err, set(), None, None
+        self.err, self.seen = err, set()
+        self._cm = warnings.catch_warnings(record=True)
+        self._log: list = []
 
     def __enter__(self):
-        self._cm = warnings.catch_warnings(record=True)
-        self._log = self._cm.__enter__()
+        self._log = self._cm.__enter__() or []
         warnings.simplefilter("always")
         return self
 

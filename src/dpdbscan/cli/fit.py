@@ -5,21 +5,30 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .. import __version__
 from .. import geo as _geo
-from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
-from ..io import read_model as load_model
 from .._optional import require
 from ..backends import Backend, NumpyBackend
+from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
+from ..io import read_model as load_model
 from ..mechanism import release
 from ..params import bounds_from_data, check_param, validate
 from ..progress import progress
 from .common import (
-    EXIT_OK, _alpha_text, _column_tokens, _draw_spans_png, _floats, _progress_flag, _read,
-    _say_read, _split_bounds, _stem,
+    EXIT_OK,
+    _alpha_text,
+    _column_tokens,
+    _draw_spans_png,
+    _floats,
+    _progress_flag,
+    _read,
+    _say_read,
+    _split_bounds,
+    _stem,
 )
 
 
@@ -67,7 +76,7 @@ def fit_from_args(args, sink, p: dict, min_samples: int):
     """Run one release with the validated parameters ``p``; returns the SpanModel."""
     bounds_in = None if args.bounds is None else _floats(args.bounds, "--bounds")
     columns = _column_tokens(args.columns)
-    meta = {"tool": f"dpdbscan {__version__}", "eps_text": str(args.eps),
+    meta: dict[str, Any] = {"tool": f"dpdbscan {__version__}", "eps_text": str(args.eps),
             "randomness": "secure" if args.seed is None else "seeded (insecure; seed not stored)"}
     dask = args.backend == "dask"
     backend: Backend
@@ -77,7 +86,8 @@ def fit_from_args(args, sink, p: dict, min_samples: int):
                              "file's own coordinates, so project lon/lat to km first")
         if args.bounds_from_data:
             raise ValueError("--backend dask needs public --bounds (it never scans the data for them)")
-        d = len(columns) if columns else (len(bounds_in) // 2 if len(bounds_in) > 2 else None)
+        d = len(columns) if columns else (
+            len(bounds_in) // 2 if bounds_in is not None and len(bounds_in) > 2 else None)
         if d is None:
             raise ValueError("with --backend dask give --columns, or --bounds with one lower and one "
                              "upper value per column")

@@ -10,7 +10,7 @@ from .. import geo as _geo
 from .. import plotting
 from ..io import read_model as load_model
 from ..io import write_labels
-from .common import EXIT_OK, _column_tokens, _points_for
+from .common import EXIT_OK, _points_for
 
 
 def cmd_predict(args, sink) -> int:

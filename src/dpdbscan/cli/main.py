@@ -12,7 +12,7 @@ import sys
 
 from .. import __version__
 from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings
-from .fit import _border_arg, _subcells_arg, cmd_fit, cmd_sweep
+from .fit import _subcells_arg, cmd_fit, cmd_sweep
 from .inspect import cmd_info, cmd_plot, cmd_predict
 
 DATA = "../shared/data/cabs_tiny.csv.gz"
