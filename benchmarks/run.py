@@ -59,7 +59,7 @@ GB = 1e9
 
 
 def _fit_seconds(ds, X=None, **kw) -> float:
-    est = DPDBSCAN(ds.alpha, ds.min_samples, 1.0, bounds=ds.bounds, **kw)
+    est = DPDBSCAN(ds.alpha, min_samples=ds.min_samples, epsilon=1.0, bounds=ds.bounds, **kw)
     X = ds.X if X is None else X
     gc.collect()
     t0 = time.perf_counter()
