@@ -22,18 +22,18 @@ from .common import (
     EXIT_OK,
     EXIT_PARTIAL,
     Notes,
-    _one_line,
-    atomic_write,
-    check_writable,
     _alpha_text,
     _column_tokens,
     _draw_spans_png,
     _floats,
+    _one_line,
     _progress_flag,
     _read,
     _say_read,
     _split_bounds,
     _stem,
+    atomic_write,
+    check_writable,
 )
 
 
