@@ -204,7 +204,8 @@ def _write_outputs(model, paths, notes: Notes) -> tuple[list[str], list[str]]:
     Returns (written, failed). A failed GeoJSON or picture does not lose the
     release: the JSON is kept and the failure is reported.
     """
-    written, failed = [], []
+    written: list[str] = []
+    failed: list[str] = []
     atomic_write(paths["json"], model.save)
     written.append(str(paths["json"]))
     if model.grid.d != 2:
