@@ -81,7 +81,7 @@ def _add_input_options(p, *, dask: bool = False):
     h.add_argument("--no-header", action="store_true", help="the CSV has no header row")
 
 
-def _common_options() -> "_Parser":
+def _common_options() -> _Parser:
     """Options every command takes, before or after its name."""
     c = _Parser(add_help=False)
     c.add_argument("--no-progress", action="store_true", default=argparse.SUPPRESS,
