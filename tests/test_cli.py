@@ -199,7 +199,7 @@ def test_predict_matches_the_model(capsys, blobs_model, tmp_path):
     np.save(tmp_path / "new.npy", X)
     out_csv = tmp_path / "labels.csv"
     rc, out, err = run(capsys, "predict", blobs_model, tmp_path / "new.npy", "-o", out_csv, "--with-points")
-    assert rc == 0, err and out == ""
+    assert rc == 0 and out == "", err  # (issue 14: the second condition used to sit in the message)
     table = np.loadtxt(out_csv, delimiter=",", skiprows=1)
     assert out_csv.read_text().splitlines()[0] == "0,1,label"
     np.testing.assert_array_equal(table[:, :2], X)

@@ -203,22 +203,29 @@ class SpanModel:
 
     # ---------------------------------------------------------- description
     def describe(self) -> dict:
-        """The parameters and guarantees of the release as a JSON-safe dict."""
-        g = self.grid
+        """The parameters and guarantees of the release as a JSON-safe dict
+        (what ``dpdbscan info`` shows; ``--json`` prints exactly this).
+
+        ``eta``, ``cell_width`` and ``shape`` are the histogram grid's (the
+        cells that were counted); ``span_cell_width`` and ``span_shape`` the
+        grid the spans are made of (sub-cells when ``subcells > 1``).
+        """
+        g, hg = self.grid, self.histogram_grid
         info = {
             "epsilon": self.epsilon, "delta": self.delta, "noise": self.noise,
             "histogram": self.histogram_kind, "alpha": g.alpha, "min_samples": self.min_samples,
             "threshold": self.threshold, "rho": self.rho, "tau": self.tau, "beta": self.beta,
-            "gamma": self.gamma, "kappa": self.kappa, "n_events": self.n_events,
-            "n_cells": self.n_cells, "theta": self.theta,
-            "eta": g.eta, "cell_width": g.width, "shape": list(g.shape), "d": g.d,
-            "n_spans": self.n_spans, "n_core_cells": self.n_core_cells,
+            "gamma": self.gamma, "margin": self.margin, "kappa": self.kappa,
+            "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
+            "eta": self._eta, "cell_width": hg.width, "shape": list(hg.shape), "d": g.d,
+            "subcells": self.subcells, "span_cell_width": g.width, "span_shape": list(g.shape),
+            "border": self.border, "n_spans": self.n_spans, "n_core_cells": self.n_core_cells,
             "bounds": {"lower": g.lower.tolist(), "upper": g.upper.tolist()},
             "has_histogram": self.histogram is not None, "metadata": self.metadata,
         }
         if self.metadata.get("projection") is not None:
             info["units"] = "km"
-        return info
+        return serialize.jsonable(info)
 
     def summary(self) -> str:
         g = self.grid

@@ -49,7 +49,7 @@ def cmd_plot(args, sink) -> int:
 def cmd_info(args, sink) -> int:
     model = load_model(args.model)
     if args.json:
-        print(json.dumps(model.describe(), indent=2, default=str))
+        print(json.dumps(model.describe(), indent=2, allow_nan=False))
         return EXIT_OK
     g, proj = model.grid, _geo.projection_of(model)
     # The histogram's grid; spans may sit on a finer sub-cell grid (newer models).
