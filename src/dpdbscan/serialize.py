@@ -136,7 +136,7 @@ def _model_kwargs(data: dict) -> dict:
     eta = _real(p["eta"], "params.eta", 0, 4, low_open=True)
     k = _int(p.get("subcells", 1), "params.subcells", 1)
     _need(k ** len(lower) <= 4096, f"params.subcells={k} is too large for d={len(lower)}")
-    hgrid = Grid(lower, upper, alpha, eta)
+    hgrid = Grid(np.asarray(lower), np.asarray(upper), alpha, eta)
     grid = hgrid if k == 1 else Grid(hgrid.lower, hgrid.upper, alpha, eta / k)
     kind = _choice(priv["histogram"], "privacy.histogram", ("dense", "sparse", "stability"))
     spans = data["spans"]
