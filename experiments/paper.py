@@ -61,4 +61,4 @@ MACHINE = "Intel i7-13700KF 3.4 GHz, 64 GB (paper)"
 # defaults"): decide core cells and merge on the histogram's own cells, the
 # paper's Laplace concentration margin, labels by cell membership, and the
 # paper code's beta = 0.5. Public bounds and discrete noise stay ours.
-PROCEDURE = {"subcells": 1, "margin": "paper", "border": 0, "beta": 0.5}
+PROCEDURE = {"subcells": 1, "margin": "paper", "border": 0, "beta": 0.5, "core": "bound"}

@@ -120,7 +120,7 @@ def test_fit_options_reach_the_estimator(capsys, blobs_csv, tmp_path):
     rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "150", "--bounds",
                        "0", "10", "--seed", "0", "--out-dir", tmp_path, "--epsilon", "2", "--eta", "2",
                        "--beta", "0.1", "--histogram", "sparse", "--noise", "laplace", "--no-png",
-                       "--theoretical-threshold", "--columns", "y", "x")
+                       "--theoretical-threshold", "--core", "bound", "--columns", "y", "x")
     assert rc == 0, err
     m = SpanModel.load(tmp_path / "blobs.spans.json")
     assert (m.epsilon, m.histogram.grid.eta, m.beta, m.histogram_kind, m.noise) == (
@@ -214,7 +214,8 @@ def test_sweep_from_data_shares_one_release(capsys, blobs_csv, tmp_path):
     models = [SpanModel.load(tmp_path / f"blobs.m{m}.spans.json") for m in (10, 50, 200)]
     for m in models[1:]:
         np.testing.assert_array_equal(m.histogram.values, models[0].histogram.values)
-        assert m.gamma == models[0].gamma
+        # the density margin's empty-space guard depends on MinPts: compare the rule
+        assert m.margin == models[0].margin and m.core == models[0].core
     assert [m.min_samples for m in models] == [10, 50, 200]
     cores = [m.n_core_cells for m in models]
     assert cores == sorted(cores, reverse=True) and cores[0] > cores[-1]
@@ -252,7 +253,8 @@ def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
     rc, out, _ = run(capsys, "info", blobs_model, "--json")
     info = json.loads(out)
     m = SpanModel.load(blobs_model)
-    assert info["tau"] == pytest.approx(m.tau) and info["kappa"] == m.kappa and info["n_cells"] == m.n_cells
+    assert info["kappa"] == m.kappa and info["n_cells"] == m.n_cells and info["core"] == m.core
+    assert info["guarantee"]["probability"] == pytest.approx(0.9)
     assert (info["epsilon"], info["alpha"], info["min_samples"], info["rho"]) == (1.0, 0.5, 20, m.rho)
 
 
@@ -491,7 +493,7 @@ def test_cabs_tiny_as_in_the_paper(capsys, shared_data, tmp_path):
     the library (finer sub-cells) split a few more, hence the loose range."""
     rc, out, err = run(capsys, "fit", shared_data / "cabs_tiny.csv.gz", "--geo", "--bounds", *SF,
                        "--eps", "50m", "--min-samples", "1000", "--seed", "0", "--out-dir", tmp_path,
-                       "--no-png")
+                       "--no-png", "--core", "bound")
     assert rc == 0, err
     assert "read 845,685 rows" in err
     m = SpanModel.load(tmp_path / "cabs_tiny.spans.json")

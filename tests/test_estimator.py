@@ -58,7 +58,9 @@ def test_contract_and_fitted_attributes():
     assert lab.dtype.kind == "i" and lab.shape == (200,) and lab.min() >= -1
     assert m.kappa_ == 21 and m.rho_ == 6.0 and m.beta_ == 0.1
     assert DPDBSCAN(eps=0.1, bounds=(0, 1), subcells=1).fit(X2).rho_ == 7.0
-    assert m.tau_ == pytest.approx(2 * m.gamma_)
+    assert m.tau_ is None  # the density test's guarantee has no tau
+    b = DPDBSCAN(eps=0.1, bounds=(0, 1), core="bound").fit(X2)
+    assert b.tau_ == pytest.approx(2 * b.gamma_)
     assert m.n_cells_ == m.spans_.n_cells == m.histogram_.grid.n_cells
     assert m.budget_spent_ == (1.0, 0.0)
     for key in ("rho", "tau", "beta", "kappa", "n_cells", "epsilon", "delta"):
@@ -157,11 +159,15 @@ def test_small_data_is_not_silently_empty():
     with pytest.warns(UtilityWarning, match="no span"):
         m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0).fit(few)
     assert m.spans_.n_spans == 0
-    many = 0.5 + 0.05 * rng.standard_normal((3000, 2))
+    # two clusters, enough points: no warning (one cluster would warn "single span")
+    many = np.vstack([0.3 + 0.05 * rng.standard_normal((3000, 2)),
+                      0.7 + 0.05 * rng.standard_normal((3000, 2))])
+    with pytest.warns(UtilityWarning, match="single span"):
+        DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0).fit(many[:3000])
     with warnings.catch_warnings():
         warnings.simplefilter("error", UtilityWarning)
         m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0).fit(many)
-    assert m.spans_.n_spans >= 1
+    assert m.spans_.n_spans == 2
 
 
 def test_custom_backend_keys_are_put_in_canonical_order():
@@ -195,4 +201,6 @@ def test_subcells_auto_depends_on_dimension_only():
     X4 = np.random.default_rng(0).random((100, 4))
     m4 = DPDBSCAN(eps=0.5, bounds=(0, 1), random_state=0).fit(X4)
     assert m4.spans_.subcells == 1 and m4.rho_ == 7.0
-    assert m2.spans_.border == pytest.approx(4 * 0.1 / 16)
+    # border "auto": eps around core sub-cell centres (density), half a sub-cell diameter (bound)
+    assert m2.spans_.border == pytest.approx(0.1)
+    assert fit(core="bound").spans_.border == pytest.approx(4 * 0.1 / 16)

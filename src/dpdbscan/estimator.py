@@ -27,8 +27,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         DBSCAN radius alpha.
     min_samples : int, default=5
         The user's non-private MinPts (a point counts itself, as in
-        scikit-learn). With ``raise_min_samples=True`` the mechanism uses
-        MinPts + tau, as in the paper's experiments.
+        scikit-learn).
     epsilon : float, default=1.0
         Privacy budget.
     bounds : tuple (lower, upper), default=None
@@ -39,20 +38,28 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     random_state : None, int or numpy Generator, default=None
         None uses the operating system's CSPRNG. A seed gives reproducible,
         insecure noise for research and warns.
+    core : {"density", "bound"}, default="density"
+        The core test, applied to the same DP release (docs/accuracy.md).
+        "density": a sub-cell is core when its estimated eps-neighbourhood
+        count (a weighted sum of the noisy cell counts) reaches MinPts plus a
+        margin of about one standard deviation of its noise, in a cell that
+        reads as occupied; core sub-cells whose centres are within eps form a
+        span, and ``predict`` labels a point with the span of the nearest core
+        centre within eps, as DBSCAN labels border points. One-sided
+        guarantee: no span reaches beyond the clusters. "bound": the paper's
+        noisy upper bound with its two-sided (rho, tau) sandwich guarantee.
     eta : float, default=4.0
-        Grid parameter in (0, 4]: cell width ``eta * eps / (4 sqrt(d))``;
-        approximation ratio rho = 3 + eta.
+        Grid parameter in (0, 4]: cell width ``eta * eps / (4 sqrt(d))``.
     beta : float, default=0.1
-        Failure probability of the accuracy guarantee: with probability
-        >= 1 - beta the spans are (rho, tau)-approximate. The paper's code
-        used 0.5; 0.1 gives a meaningful guarantee and a larger margin.
+        Failure probability of the guarantee. The paper's code used 0.5.
     histogram : {"auto", "dense", "sparse", "stability"}, default="auto"
         Naive Laplace histogram over all cells, the linear-time sparse one
         (Algorithm 2) or the (epsilon, delta) stability histogram. "auto"
         picks from public quantities only: dense when |X| <= 2**23 cells,
         otherwise sparse (stability if ``delta > 0``).
     delta : float, default=0.0
-        Used only by the stability histogram.
+        Used only by the stability histogram (and "auto", which may pick it);
+        must be below 0.01.
     noise : {"discrete", "laplace"}, default="discrete"
         Exact discrete Laplace (integer arithmetic) or the paper's continuous
         Laplace in floating point.
@@ -62,27 +69,30 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     max_empty_cells : float, default=2**20
         Public cap used to choose theta.
     raise_min_samples : bool, default=True
-        The paper's practical rule (core iff UB~ >= MinPts + tau). False gives
-        the theoretical rule (UB~ >= MinPts).
+        Bound test only: the paper's practical rule (core iff UB~ >= MinPts +
+        tau). False gives the theoretical rule (UB~ >= MinPts).
     subcells : "auto" or int, default="auto"
-        Core-ness and merging are decided on sub-cells of width w / subcells
-        (each with its own, smaller neighbourhood), the histogram stays on
-        cells of width w. Post-processing: no privacy cost; the sandwich
-        guarantee holds with rho = 3 + eta/2 + eta/(2 subcells).
-        1 is the paper's procedure. "auto" is 2 for d <= 3 and 1 above, where
-        the 2^d sub-cells per cell would cost more time than they give.
-    margin : {"chernoff", "paper"}, default="chernoff"
-        How Gamma is bounded: Chernoff with the exact moment generating
-        function of the noise (rigorous, about 20% smaller) or the paper's
-        Laplace concentration bound.
+        Core-ness and merging are decided on sub-cells of width w / subcells;
+        the histogram stays on cells of width w. Post-processing: no privacy
+        cost. "auto" is 2 for d <= 3 and 1 above, where the 2^d sub-cells per
+        cell would cost more time than they give. 1 is the paper's procedure.
+    margin : "auto", "chernoff", "paper", "pointwise" or float, default="auto"
+        Density test: the number c of the margin c sigma(q) ("auto" = 1), raised
+        where needed so that, with probability >= 1 - beta, no sub-cell with no
+        point in reach is core ("chernoff"/"pointwise": union or pointwise
+        Chernoff bounds, for study). Bound test: how Gamma is bounded,
+        Chernoff with the exact noise MGF ("auto") or the paper's Laplace
+        concentration bound ("paper").
     border : "auto" or float, default="auto"
-        ``predict`` also gives a point within this distance of a span's cells
-        that span (the nearest), like DBSCAN's border points. "auto" is half
-        the diameter of a span cell, ``eta * eps / (8 * subcells)``; 0 is the
-        paper's cell membership. Labels only: the spans are unchanged.
-    paper defaults:
-        ``subcells=1, margin="paper", border=0`` reproduce the paper's
-        procedure exactly (docs/accuracy.md compares both).
+        ``predict`` also gives a point within this distance the span of the
+        nearest core sub-cell centre (density test; "auto" = eps, DBSCAN's
+        border rule) or core sub-cell (bound test; "auto" = half a sub-cell's
+        diameter, ``eta * eps / (8 * subcells)``; 0 is the paper's cell
+        membership). Labels only: the spans are unchanged.
+    paper procedure:
+        ``core="bound", subcells=1, margin="paper", border=0, beta=0.5``
+        (add ``noise="laplace"`` for its floating-point noise);
+        docs/accuracy.md compares it with the defaults.
     accountant : object with ``check`` and ``spend``, default=None
         A budget accountant (ours or diffprivlib's).
     backend : "numpy", "dask" or an object with ``count``, default="numpy"
@@ -95,10 +105,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     histogram_ : NoisyHistogram
         The released noisy histogram (part of the release).
     gamma_, tau_, kappa_, theta_, n_cells_, rho_, beta_ :
-        Margin Gamma, additive error tau = 2 Gamma, |NB(X)|, sparse threshold,
-        |X|, approximation ratio and failure probability.
+        Margin (Gamma of the bound test, the largest m(q) of the density test),
+        additive error tau = 2 Gamma (bound test; None for density), kappa,
+        sparse threshold, |X|, approximation ratio and failure probability.
     guarantee_ : dict
-        The (rho, tau, beta) sandwich guarantee and privacy parameters.
+        The guarantee of the core test and the privacy parameters.
     budget_spent_ : tuple (epsilon, delta)
     n_features_in_ : int
 
@@ -111,8 +122,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
 
     Time O(n log n) for counting (sort) or O(n) (bincount on small grids),
     then O(|X|) for the dense histogram or O(n) for the sparse one; kappa
-    neighbour sums per candidate cell. With probability >= 1 - beta the spans
-    are (rho, tau)-approximate (Definition "Sandwich Quality Guarantee for
+    neighbour sums per candidate cell. Bound test: with probability
+    >= 1 - beta the spans are (rho, tau)-approximate (Definition "Sandwich Quality Guarantee for
     Spans").
 
     References
@@ -125,8 +136,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
                  histogram: str = "auto", delta: float = 0.0, noise: str = "discrete",
                  theta: float | None = None, max_empty_cells: float = 2**20,
                  raise_min_samples: bool = True, subcells: int | str = "auto",
-                 margin: str = "chernoff", border: float | str = "auto", accountant=None,
-                 backend="numpy"):
+                 margin: str | float = "auto", border: float | str = "auto",
+                 core: str = "density", accountant=None, backend="numpy"):
         self.eps = eps
         self.min_samples = min_samples
         self.epsilon = epsilon
@@ -143,6 +154,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.subcells = subcells
         self.margin = margin
         self.border = border
+        self.core = core
         self.accountant = accountant
         self.backend = backend
 
@@ -182,7 +194,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.spans_ = spans
         self.histogram_ = spans.histogram
         self.gamma_ = spans.gamma
-        self.tau_ = spans.tau
+        self.tau_ = spans.tau if spans.core == "bound" else None
         self.kappa_ = spans.histogram_grid.kappa
         self.theta_ = spans.theta
         self.n_cells_ = spans.n_cells

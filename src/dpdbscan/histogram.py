@@ -51,6 +51,13 @@ class NoisyHistogram:
     delta: float = 0.0
 
     @property
+    def released_keys(self) -> np.ndarray:
+        """Sorted keys of the released cells of a sparse or stability release."""
+        if self.keys is None:
+            raise ValueError("a dense histogram covers every cell: it has no list of released keys")
+        return self.keys
+
+    @property
     def n_released(self) -> int:
         return int(self.values.size)
 

@@ -31,12 +31,14 @@ from .histograms import (
 )
 from .model import SpanModel
 from .points import clean_points
+from .post.density import utility_note
 from .post.spans import SpanParams, build_spans
 
 HISTOGRAMS = ("auto", "dense", "sparse", "stability")
 DENSE_MAX_CELLS = 1 << 23  # "auto" uses the naive histogram up to this |X|
 MAX_EMPTY_CELLS = 1 << 20  # default cap on the expected number of released empty cells
 MAX_EXPECTED_EMPTY = 1e8  # refuse an explicit theta that would release more
+DENSITY_MAX_KAPPA = 50_000  # the density test weighs every cell of NB (d <= 6 at eta = 4)
 
 __all__ = ["MechanismConfig", "release_histogram", "fit_spans", "release", "configure",
            "clean_points", "HISTOGRAMS"]
@@ -59,8 +61,9 @@ class MechanismConfig:
     max_empty_cells: float = MAX_EMPTY_CELLS
     dense_max_cells: int = DENSE_MAX_CELLS
     subcells: int = 1
-    margin: str = "paper"
+    margin: str | float = "paper"
     border: float = 0.0
+    core: str = "bound"
 
     def choose_histogram(self, grid: Grid) -> str:
         """Dense or sparse from |X| alone (public); stability when asked."""
@@ -88,7 +91,7 @@ class MechanismConfig:
     def span_params(self, min_samples: int, raise_min_samples: bool = True) -> SpanParams:
         return SpanParams(min_samples=min_samples, beta=self.beta, subcells=self.subcells,
                           margin=self.margin, border=self.border,
-                          raise_min_samples=raise_min_samples)
+                          raise_min_samples=raise_min_samples, core=self.core)
 
 
 def release_histogram(grid: Grid, X, config: MechanismConfig, source,
@@ -155,16 +158,35 @@ def configure(p: dict[str, Any], grid: Grid) -> tuple[MechanismConfig, float]:
     from the dimension, the "auto" border from alpha and eta, the histogram
     from |X|."""
     alpha, eta = grid.alpha, grid.eta
+    core = p.get("core", "density")
+    if core == "density" and grid.kappa > DENSITY_MAX_KAPPA:
+        # public (d, eta): the density test's weights cover every cell of an
+        # eps-neighbourhood, which is far too many here; the bound test is
+        # evaluated without enumerating them
+        warnings.warn(
+            f"in d={grid.d} at eta={eta:g} an eps-neighbourhood has {grid.kappa:,} cells, more "
+            f"than the density test can weigh ({DENSITY_MAX_KAPPA:,}): the release uses "
+            "core='bound', whose margin grows with that count and will likely swamp any "
+            "cluster. Use fewer dimensions.", UtilityWarning, stacklevel=3)
+        core = "bound"
+        rule = p.get("margin", "auto")
+        p = {**p, "margin": rule if rule in ("auto", "chernoff", "paper") else "auto"}
     k = p.get("subcells", "auto")
     k = (2 if grid.d <= 3 else 1) if k == "auto" else int(k)
     border = p.get("border", "auto")
-    border = eta * alpha / (8.0 * k) if border == "auto" else float(border)
+    if border == "auto":
+        # density: DBSCAN's border rule, alpha around core centres; bound: half
+        # a sub-cell's diagonal around core sub-cells
+        border = alpha if core == "density" else eta * alpha / (8.0 * k)
+    rule = p.get("margin", "auto")
+    if rule == "auto":
+        rule = 1.0 if core == "density" else "chernoff"
     delta = p.get("delta", 0.0)
     config = MechanismConfig(
         epsilon=p["epsilon"], delta=delta, histogram=p.get("histogram", "auto"),
         noise=p.get("noise", "discrete"), beta=p.get("beta", 0.1), theta=p.get("theta"),
         max_empty_cells=p.get("max_empty_cells", MAX_EMPTY_CELLS), subcells=k,
-        margin=p.get("margin", "chernoff"), border=border,
+        margin=rule, border=float(border), core=core,
     )
     if config.histogram == "auto" and delta > 0 and config.choose_histogram(grid) == "sparse":
         config = replace(config, histogram="stability")
@@ -187,7 +209,14 @@ def release(X, lower, upper, p: dict[str, Any], *, backend: Backend, accountant=
     model.delta = spent_delta
     if accountant is not None:
         accountant.spend(config.epsilon, spent_delta)
-    if model.n_spans == 0:
+    if model.core == "density":
+        # public parameters and the release only (post-processing): safe to say
+        assert model.histogram is not None
+        note = utility_note(model.histogram, model.core_keys, model.subcells, model.n_spans,
+                            p["min_samples"], model.gamma)
+        if note:
+            warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
+    elif model.n_spans == 0:
         # Post-processing of the release only: safe to say.
         warnings.warn(
             f"the release has no span: a cell is core only when about "

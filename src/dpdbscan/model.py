@@ -12,6 +12,7 @@ histogram by the post-processing (:mod:`dpdbscan.post`).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from . import serialize
 from .grid import Grid
 from .histogram import NoisyHistogram
 from .params import check_array, check_min_samples
-from .post.spans import SpanParams, Spans, build_spans
+from .post.spans import SpanParams, Spans, build_spans, density_guarantee
 from .post.subcells import SubcellLayout
 from .predict import predict_spans
 
@@ -64,6 +65,16 @@ class SpanModel:
         (max |NB(q)| over sub-cells q; |NB(X)| with the paper's cells).
     n_events : int
         Number of sums Gamma's union bound covers (k^d |X|).
+    core : {"density", "bound"}
+        The core test that made the spans. "density": an estimate of the
+        alpha-ball count, spans join sub-cells whose centres are within alpha,
+        ``predict`` uses the nearest core centre within ``border``; ``gamma``
+        is the largest margin m(q). "bound": the paper's noisy upper bound
+        with its sandwich guarantee.
+    extra : dict
+        Density test: the numbers of its one-sided guarantee
+        (``accuracy_margin``, ``m_star``, ``probability``), recomputed from
+        public values when a model is loaded.
     """
 
     grid: Grid
@@ -82,10 +93,12 @@ class SpanModel:
     metadata: dict = field(default_factory=dict)
     subcells: int = 1
     border: float = 0.0
-    margin: str = "paper"
+    margin: str | float = "paper"
     eta: float | None = None
     kappa: int | None = None
     n_events: int | None = None
+    core: str = "bound"
+    extra: dict | None = None
 
     def __post_init__(self):
         if self.eta is None:
@@ -94,6 +107,13 @@ class SpanModel:
             # A model saved before these were stored: recompute what Gamma used.
             layout = SubcellLayout(self.histogram_grid, self.subcells)
             self.kappa, self.n_events = int(layout.kappa), int(layout.n_events)
+        if self.core == "density" and self.extra is None:
+            # loaded from a file: the guarantee's numbers from public values
+            gamma, self.extra = density_guarantee(self.histogram_grid, self.histogram_kind,
+                                                  self.noise, self.epsilon, self.theta, self.params)
+            if not math.isclose(gamma, self.gamma, rel_tol=1e-6, abs_tol=1e-9):
+                raise ValueError(f"malformed dpdbscan span model: gamma={self.gamma:g} is not the "
+                                 f"margin {gamma:g} of its parameters")
 
     @classmethod
     def from_spans(cls, hist: NoisyHistogram, spans: Spans, params: SpanParams, *,
@@ -106,6 +126,7 @@ class SpanModel:
             histogram_kind=hist.kind, noise=hist.noise, theta=hist.theta, histogram=hist,
             metadata=metadata or {}, subcells=params.subcells, border=float(params.border),
             margin=params.margin, eta=hist.grid.eta, kappa=spans.kappa, n_events=spans.n_events,
+            core=params.core, extra=spans.extra,
         )
 
     @property
@@ -126,7 +147,7 @@ class SpanModel:
         """The post-processing parameters of these spans."""
         return SpanParams(min_samples=self.min_samples, beta=self.beta, subcells=self.subcells,
                           margin=self.margin, border=self.border,
-                          raise_min_samples=self.raise_min_samples)
+                          raise_min_samples=self.raise_min_samples, core=self.core)
 
     # ----------------------------------------------------------- guarantees
     @property
@@ -135,7 +156,10 @@ class SpanModel:
 
     @property
     def threshold(self) -> float:
-        """Core threshold on UB~(X) = sum + Gamma."""
+        """Core threshold: on UB~(X) = sum + Gamma (bound test), or the largest
+        MinPts + m(q) on the estimate E~(q) (density test)."""
+        if self.core == "density":
+            return self.min_samples + self.gamma
         return self.min_samples + (self.tau if self.raise_min_samples else 0.0)
 
     @property
@@ -156,6 +180,30 @@ class SpanModel:
         return int(self.core_keys.size)
 
     def guarantee(self) -> dict:
+        """The guarantee of the release, in the paper's terms (see
+        docs/accuracy.md: two-sided for the bound test, one-sided for the
+        density test)."""
+        if self.core == "density":
+            return self._density_guarantee()
+        return self._bound_guarantee()
+
+    def _density_guarantee(self) -> dict:
+        """One-sided: with probability >= ``probability`` every span lies in
+        the span of one (rho alpha, M*)-cluster; no covering statement."""
+        extra = self.extra or {}
+        return {
+            "core": "density", "rho": self.rho, "tau": None, "beta": self.beta,
+            "gamma": self.gamma, "margin": self.margin, "kappa": self.kappa,
+            "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
+            "subcells": self.subcells, "accuracy_margin": extra.get("accuracy_margin"),
+            "probability": extra.get("probability"),
+            "covers_clusters_at": None,
+            "within_clusters_at": {"alpha": self.rho * self.grid.alpha,
+                                   "min_samples": extra.get("m_star")},
+            "epsilon": self.epsilon, "delta": self.delta,
+        }
+
+    def _bound_guarantee(self) -> dict:
         """The sandwich guarantee, in the paper's terms.
 
         With probability >= 1 - beta every (alpha, MinPts')-cluster lies in one
@@ -166,6 +214,7 @@ class SpanModel:
         """
         upper = self.min_samples + (self.tau if self.raise_min_samples else 0.0)
         return {
+            "core": "bound", "probability": 1.0 - self.beta,
             "rho": self.rho, "tau": self.tau, "beta": self.beta, "gamma": self.gamma,
             "kappa": self.kappa, "n_events": self.n_events, "n_cells": self.n_cells,
             "theta": self.theta, "subcells": self.subcells, "margin": self.margin,
@@ -182,7 +231,8 @@ class SpanModel:
             raise ValueError(
                 f"X has {X.shape[1]} features, but the model was fitted with {self.grid.d}"
             )
-        return predict_spans(self.grid, self.core_keys, self.labels, X, self.border)
+        to = "centres" if self.core == "density" else "cells"
+        return predict_spans(self.grid, self.core_keys, self.labels, X, self.border, to)
 
     def span_cells(self, span_id: int | None = None) -> np.ndarray:
         """Integer coordinates of the cells of one span (or of all core cells)."""
@@ -197,7 +247,8 @@ class SpanModel:
             raise ValueError("this model was saved without its noisy histogram; cannot re-threshold")
         m = check_min_samples(min_samples)
         params = SpanParams(**{**self.params.__dict__, "min_samples": m})
-        spans = build_spans(self.histogram, params, gamma=self.gamma)
+        spans = build_spans(self.histogram, params,
+                            gamma=self.gamma if self.core == "bound" else None)
         return SpanModel.from_spans(self.histogram, spans, params, delta=self.delta,
                                     metadata=dict(self.metadata))
 
@@ -214,10 +265,12 @@ class SpanModel:
         info = {
             "epsilon": self.epsilon, "delta": self.delta, "noise": self.noise,
             "histogram": self.histogram_kind, "alpha": g.alpha, "min_samples": self.min_samples,
-            "threshold": self.threshold, "rho": self.rho, "tau": self.tau, "beta": self.beta,
+            "threshold": self.threshold, "rho": self.rho,
+            "tau": self.tau if self.core == "bound" else None, "beta": self.beta,
             "gamma": self.gamma, "margin": self.margin, "kappa": self.kappa,
             "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
-            "eta": self._eta, "cell_width": hg.width, "shape": list(hg.shape), "d": g.d,
+            "core": self.core, "guarantee": self.guarantee(), "eta": self._eta,
+            "cell_width": hg.width, "shape": list(hg.shape), "d": g.d,
             "subcells": self.subcells, "span_cell_width": g.width, "span_shape": list(g.shape),
             "border": self.border, "n_spans": self.n_spans, "n_core_cells": self.n_core_cells,
             "bounds": {"lower": g.lower.tolist(), "upper": g.upper.tolist()},
@@ -234,15 +287,26 @@ class SpanModel:
             f"  privacy : epsilon={self.epsilon:g}, delta={self.delta:g} ({self.noise} noise, "
             f"{self.histogram_kind} histogram)",
             f"  DBSCAN  : alpha={g.alpha:g}, min_samples={self.min_samples}, threshold "
-            f"UB~ >= {self.threshold:.1f}",
+            + (f"E~ >= {self.threshold:.1f} (estimated eps-neighbourhood count)"
+               if self.core == "density" else f"UB~ >= {self.threshold:.1f}"),
             f"  grid    : d={g.d}, cell width w={self.histogram_grid.width:.4g}, "
             f"|X|={self.n_cells}, kappa={self.kappa}, sub-cells {self.subcells}^{g.d}",
-            f"  margin  : Gamma={self.gamma:.2f} ({self.margin})"
+            (f"  margin  : m(q) <= {self.gamma:.2f} ({self.margin} sigma with the empty-space guard)"
+             if self.core == "density" else f"  margin  : Gamma={self.gamma:.2f} ({self.margin})")
             + (f", theta={self.theta:g}" if self.histogram_kind != "dense" else "")
             + f", border={self.border:.4g}",
-            f"  guarantee: (rho={self.rho:g}, tau={self.tau:.1f}) with probability >= {1 - self.beta:g}",
+            self._guarantee_line(),
         ]
         return "\n".join(lines)
+
+    def _guarantee_line(self) -> str:
+        if self.core == "density":
+            g = self.guarantee()
+            return (f"  guarantee: every span within one (rho={self.rho:g}, "
+                    f"MinPts={g['within_clusters_at']['min_samples']})-cluster with probability "
+                    f">= {g['probability']:g} (one-sided; core test: density)")
+        return (f"  guarantee: (rho={self.rho:g}, tau={self.tau:.1f}) with probability "
+                f">= {1 - self.beta:g} (core test: bound)")
 
     # ------------------------------------------------------ serialisation
     def to_dict(self, include_histogram: bool = True) -> dict:
@@ -278,13 +342,14 @@ class SpanModel:
 def spans_from_histogram(hist: NoisyHistogram, min_samples: int, gamma: float | None, beta: float,
                          *, raise_min_samples: bool = True, delta: float = 0.0,
                          metadata: dict | None = None, subcells: int = 1, border: float = 0.0,
-                         margin: str = "paper") -> SpanModel:
+                         margin: str | float = "paper", core: str = "bound") -> SpanModel:
     """The span model of a released histogram (post-processing only).
 
-    ``gamma=None`` computes the margin of the release; a number overrides it.
+    ``gamma=None`` computes the margin of the release; a number overrides it
+    (bound test only).
     """
     params = SpanParams(min_samples=min_samples, beta=beta, subcells=subcells, margin=margin,
-                        border=float(border), raise_min_samples=raise_min_samples)
+                        border=float(border), raise_min_samples=raise_min_samples, core=core)
     spans = build_spans(hist, params, gamma=gamma)
     return SpanModel.from_spans(hist, spans, params, delta=delta, metadata=metadata)
 

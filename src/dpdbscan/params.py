@@ -180,7 +180,8 @@ PARAMETERS: dict[str, Param] = {
     "max_empty_cells": Param((Real(0, low_open=True),), None),
     "raise_min_samples": Param((Boolean(),), None, False),
     "subcells": Param((Options("auto"), Integer(1)), "--subcells", False),
-    "margin": Param((Options("chernoff", "paper"),), "--margin", False),
+    "margin": Param((Options("auto", "chernoff", "paper", "pointwise"), Real(0)), "--margin", False),
+    "core": Param((Options("density", "bound"),), "--core", False),
     "border": Param((Options("auto"), Real(0)), "--border", False),
     "accountant": Param((NoneValue(), HasMethods("check", "spend", what="an accountant with "
                                                  "check() and spend()")), None, False),
@@ -231,6 +232,18 @@ def validate(values: dict[str, Any], *, cli: bool = False) -> dict[str, Any]:
             f"picks it for large grids); the {hist} histogram is pure epsilon-DP: drop "
             f"{opt('delta')} or choose the stability histogram"
         )
+    core, rule = out.get("core", "density"), out.get("margin", "auto")
+    if core == "bound" and rule not in ("auto", "chernoff", "paper"):
+        raise ValueError(f"{opt('margin')} {rule!r} is a rule of the density test; the bound test "
+                         "takes 'auto', 'chernoff' or 'paper'")
+    if core == "density" and rule == "paper":
+        raise ValueError(f"{opt('margin')} 'paper' is the bound test's Gamma; with the density test "
+                         "use 'auto' (1 sigma) or a number c of sigmas")
+    if core == "density" and out.get("raise_min_samples") is False:
+        what = "--theoretical-threshold" if cli else "raise_min_samples=False"
+        other = "--core bound" if cli else "core='bound'"
+        raise ValueError(f"{what} is the bound test's theoretical rule; the density test has no "
+                         f"such rule: drop it or choose {other}")
     if out.get("theta") is not None and hist in ("dense", "stability"):
         raise ValueError(f"{opt('theta')} is used only by the sparse histogram, not by the {hist} one")
     return out

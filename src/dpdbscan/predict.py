@@ -4,8 +4,11 @@ Needs only the spans (a grid, the sorted keys of the core cells and their
 span ids), never the training data, so labelling any point costs no privacy.
 A point is labelled with the span of the core cell it lies in; with
 ``border > 0`` a point in no core cell takes the span of the nearest core cell
-within ``border`` (DBSCAN's border points). Points outside the box, or with
-NaN/inf coordinates, are noise (-1).
+within ``border`` (DBSCAN's border points). The distance to a core cell is
+measured to the cell itself (``to="cells"``, the bound test) or to its centre
+(``to="centres"``, the density test, where the centres stand in for DBSCAN's
+core points). Points outside the box, or with NaN/inf coordinates, are noise
+(-1).
 """
 
 from __future__ import annotations
@@ -20,8 +23,15 @@ from .grid import Grid, search_keys
 
 
 def predict_spans(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, X: np.ndarray,
-                  border: float = 0.0) -> np.ndarray:
-    """Span id of each row of the float array ``X`` (n, d), -1 for noise."""
+                  border: float = 0.0, to: str = "cells") -> np.ndarray:
+    """Span id of each row of the float array ``X`` (n, d), -1 for noise.
+
+    With ``to="centres"`` the shortcut for a point inside a core cell (its own
+    span) is exactly the nearest-centre rule when the border radius is at
+    least half a cell's diagonal and the diagonal is below alpha: a closer
+    centre of another core cell is within one diagonal of the own centre,
+    hence joined to it and in the same span.
+    """
     out = np.full(X.shape[0], -1, dtype=np.int64)
     if X.shape[0] == 0 or core_keys.size == 0:
         return out
@@ -33,7 +43,7 @@ def predict_spans(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, X: np.n
     lab[hit] = labels[idx[hit]]
     if border > 0 and not hit.all():
         miss = np.flatnonzero(~hit)
-        lab[miss] = border_labels(grid, core_keys, labels, P[miss], border)
+        lab[miss] = border_labels(grid, core_keys, labels, P[miss], border, to)
     out[inside] = lab
     return out
 
@@ -44,8 +54,9 @@ TIE_TOLERANCE = 1e-9
 
 
 def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, P: np.ndarray,
-                  border: float) -> np.ndarray:
-    """Span of the nearest core cell within ``border`` of each point, else -1.
+                  border: float, to: str = "cells") -> np.ndarray:
+    """Span of the nearest core cell (``to="cells"``) or core cell centre
+    (``to="centres"``) within ``border`` of each point, else -1.
 
     Ties (distances equal up to :data:`TIE_TOLERANCE`) go to the smaller span
     id. Distances are measured in cell widths from the point's position in
@@ -58,7 +69,8 @@ def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, P: np.n
     radius = border / grid.width
     best = np.full(P.shape[0], np.inf)
     lab = np.full(P.shape[0], -1, dtype=np.int64)
-    for o in ball_offsets(grid.d, radius):
+    offsets = ball_offsets(grid.d, radius) if to == "cells" else centre_probe_offsets(grid.d, radius)
+    for o in offsets:
         t = c + o
         ok = np.flatnonzero(grid.valid(t))
         if ok.size == 0:
@@ -66,13 +78,17 @@ def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, P: np.n
         idx, hit = search_keys(core_keys, grid.encode(t[ok]))
         rows = ok[hit]
         tr, ur = t[rows].astype(np.float64), u[rows]
-        gap = np.maximum(np.maximum(tr - ur, ur - (tr + 1.0)), 0.0)
+        if to == "cells":
+            gap = np.maximum(np.maximum(tr - ur, ur - (tr + 1.0)), 0.0)
+        else:
+            gap = np.abs(ur - (tr + 0.5))
         # sorted squares: the sum does not depend on which axis is which
         dist = np.sqrt(np.sort(gap * gap, axis=1).sum(axis=1))
         span = labels[idx[hit]]
         b = best[rows]
         tie = np.isfinite(b) & (np.abs(dist - b) <= TIE_TOLERANCE * np.maximum(b, 1.0))
-        better = (dist < radius) & (((dist < b) & ~tie) | (tie & (span < lab[rows])))
+        inside = dist < radius if to == "cells" else dist <= radius * (1 + TIE_TOLERANCE)
+        better = inside & (((dist < b) & ~tie) | (tie & (span < lab[rows])))
         best[rows[better]] = np.minimum(dist[better], best[rows[better]])
         lab[rows[better]] = span[better]
     return lab
@@ -90,4 +106,16 @@ def ball_offsets(d: int, radius_cells: float) -> tuple[np.ndarray, ...]:
     return tuple(np.array(o, dtype=np.int64) for o in offs)
 
 
-__all__ = ["predict_spans", "border_labels", "ball_offsets"]
+@functools.lru_cache(maxsize=32)
+def centre_probe_offsets(d: int, radius_cells: float) -> tuple[np.ndarray, ...]:
+    """Offsets of cells whose centre can be within ``radius_cells`` (in cell
+    widths) of some point of cell 0, nearest first."""
+    R = int(math.floor(radius_cells + 0.5)) + 1
+    lim = radius_cells * radius_cells * (1 + TIE_TOLERANCE)
+    offs = [o for o in itertools.product(range(-R, R + 1), repeat=d)
+            if sum(max(abs(x) - 0.5, 0.0) ** 2 for x in o) <= lim]
+    offs.sort(key=lambda o: sum(x * x for x in o))
+    return tuple(np.array(o, dtype=np.int64) for o in offs)
+
+
+__all__ = ["predict_spans", "border_labels", "ball_offsets", "centre_probe_offsets"]

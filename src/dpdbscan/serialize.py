@@ -45,12 +45,14 @@ def model_to_dict(model, include_histogram: bool = True) -> dict:
         "params": {"alpha": model.grid.alpha, "min_samples": model.min_samples,
                    "eta": model.eta, "beta": model.beta,
                    "raise_min_samples": model.raise_min_samples,
-                   "subcells": model.subcells, "border": model.border, "margin": model.margin},
+                   "subcells": model.subcells, "border": model.border, "margin": model.margin,
+                   "core": model.core},
         "bounds": {"lower": model.grid.lower.tolist(), "upper": model.grid.upper.tolist()},
         "grid": model.histogram_grid.to_dict(),
         "span_grid": {"width": model.grid.width, "shape": list(model.grid.shape)},
         "guarantee": jsonable(model.guarantee()),
-        "tau": model.tau, "beta": model.beta, "gamma": model.gamma, "theta": json_number(model.theta),
+        "tau": model.tau if model.core == "bound" else None, "beta": model.beta,
+        "gamma": model.gamma, "theta": json_number(model.theta),
         "spans": spans,
         "metadata": model.metadata,
     }
@@ -178,11 +180,17 @@ def _model_kwargs(data: dict) -> dict:
         theta=_theta(data.get("theta")),
         histogram=hist, metadata=data.get("metadata", {}), subcells=k,
         border=_real(p.get("border", 0.0), "params.border", 0),
-        margin=_choice(p.get("margin", "paper"), "params.margin", ("chernoff", "paper")),
+        margin=p.get("margin", "paper") if p.get("core") == "density" else
+        _choice(p.get("margin", "paper"), "params.margin", ("chernoff", "paper")),
         eta=eta,
         kappa=used.get("kappa"), n_events=used.get("n_events"),
     )
     _need(isinstance(out["raise_min_samples"], bool), "params.raise_min_samples must be true or false")
+    out["core"] = _choice(p.get("core", "bound"), "params.core", ("density", "bound"))
+    rule = p.get("margin", "paper")
+    if out["core"] == "density":
+        out["margin"] = (_real(rule, "params.margin", 0) if not isinstance(rule, str)
+                         else _choice(rule, "params.margin", ("chernoff", "pointwise")))
     _need(isinstance(out["metadata"], dict), "metadata must be an object")
     return out
 

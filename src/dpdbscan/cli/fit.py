@@ -45,7 +45,7 @@ def check_fit_params(args) -> dict:
         eps=_geo.parse_length(args.eps, geo=args.geo), min_samples=_min_samples_list(args)[0],
         epsilon=args.epsilon, delta=args.delta, eta=args.eta, beta=args.beta,
         histogram=args.histogram, noise=args.noise, theta=args.theta, subcells=args.subcells,
-        margin=args.margin, border=_border_arg(args.border, geo=bool(args.geo)),
+        margin=args.margin, core=args.core, border=_border_arg(args.border, geo=bool(args.geo)),
         random_state=args.seed, backend=args.backend,
         raise_min_samples=not args.theoretical_threshold,
     )
@@ -228,15 +228,18 @@ def _write_outputs(model, paths, notes: Notes) -> tuple[list[str], list[str]]:
     return written, failed
 
 
-def _subcells_arg(text: str):
-    """--subcells: 'auto' or a number; anything else is left for the parameter
-    table to refuse with its one message."""
+def _number_or_text(text: str):
+    """An option that takes a name or a number: the number when it parses, the
+    text otherwise (the parameter table refuses what it does not accept)."""
     for convert in (int, float):
         try:
             return convert(text)
         except ValueError:
             pass
     return text
+
+
+_subcells_arg = _number_or_text
 
 
 def _border_arg(text, *, geo: bool):
@@ -289,7 +292,7 @@ def cmd_fit(args, sink) -> int:
 
 # options that shape a release: meaningless when sweep re-thresholds a saved one
 _FIT_ONLY = ("epsilon", "delta", "beta", "eta", "histogram", "noise", "theta", "seed", "subcells",
-             "margin", "border", "bounds", "bounds_from_data", "geo", "ref_lat", "backend",
+             "margin", "core", "border", "bounds", "bounds_from_data", "geo", "ref_lat", "backend",
              "scheduler", "theoretical_threshold", "eps")
 
 

@@ -46,6 +46,28 @@ def cmd_plot(args, sink) -> int:
     return EXIT_OK
 
 
+def _core_rule(model) -> str:
+    if model.core == "density":
+        return (f"density: estimated eps-neighbourhood count E~ >= MinPts + m(q), up to "
+                f"{model.threshold:.1f} (margin {model.margin} sigma with the empty-space guard), "
+                "in an occupied cell; spans join core centres within eps")
+    return (f"bound: UB~ >= {model.threshold:.1f}"
+            + (" (MinPts + tau)" if model.raise_min_samples else " (MinPts)"))
+
+
+def _guarantee_text(model, length) -> str:
+    gu = model.guarantee()
+    within = gu["within_clusters_at"]
+    if model.core == "density":
+        return (f"with probability >= {gu['probability']:g}: every span lies in the span of one "
+                f"({length(within['alpha'])}, {within['min_samples']})-cluster (one-sided: no "
+                "span reaches beyond the clusters; no covering statement)")
+    covers = gu["covers_clusters_at"]
+    return (f"with probability >= {1 - model.beta:g}: every ({length(covers['alpha'])}, "
+            f"{covers['min_samples']:.1f})-cluster lies in one span, and every span lies in the "
+            f"span of one ({length(within['alpha'])}, {within['min_samples']:.1f})-cluster")
+
+
 def cmd_info(args, sink) -> int:
     model = load_model(args.model)
     if args.json:
@@ -55,7 +77,6 @@ def cmd_info(args, sink) -> int:
     # The histogram's grid; spans may sit on a finer sub-cell grid (newer models).
     hg = getattr(model, "histogram_grid", g)
     length = _geo.format_km if proj is not None else (lambda v: f"{v:g}")
-    gu = model.guarantee()
     meta = model.metadata
     rows = [
         ("model", f"{args.model} (dpdbscan.spans, {model.n_spans} span(s), "
@@ -64,17 +85,13 @@ def cmd_info(args, sink) -> int:
         ("noise", f"{model.noise} Laplace, {model.histogram_kind} histogram"
                   + ("" if model.histogram_kind == "dense" else f", theta = {model.theta:g}")),
         ("alpha", length(g.alpha)), ("MinPts", f"{model.min_samples}"),
-        ("core rule", f"UB~ >= {model.threshold:.1f}"
-                      + (" (MinPts + tau)" if model.raise_min_samples else " (MinPts)")),
-        ("rho", f"{model.rho:g} (eta = {hg.eta:g})"), ("tau", f"{model.tau:.2f} (= 2 Gamma)"),
+        ("core test", _core_rule(model)),
+        ("rho", f"{model.rho:g} (eta = {hg.eta:g})"),
+        ("tau", f"{model.tau:.2f} (= 2 Gamma)" if model.core == "bound"
+         else "none (the density test's guarantee is one-sided)"),
         ("beta", f"{model.beta:g}"), ("kappa", f"{model.kappa}"),
         ("|X|", f"{model.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}"),
-        ("guarantee", f"with probability >= {1 - model.beta:g}: every "
-                      f"({length(gu['covers_clusters_at']['alpha'])}, "
-                      f"{gu['covers_clusters_at']['min_samples']:.1f})-cluster lies in one span, and "
-                      f"every span lies in the span of one "
-                      f"({length(gu['within_clusters_at']['alpha'])}, "
-                      f"{gu['within_clusters_at']['min_samples']:.1f})-cluster"),
+        ("guarantee", _guarantee_text(model, length)),
     ]
     if proj is not None:
         b = meta.get("bounds_degrees", {})

@@ -12,7 +12,7 @@ import sys
 
 from .. import __version__
 from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings
-from .fit import _subcells_arg, cmd_fit, cmd_sweep
+from .fit import _number_or_text, _subcells_arg, cmd_fit, cmd_sweep
 from .inspect import cmd_info, cmd_plot, cmd_predict
 
 STREAMS = ("Standard output carries only the release (summaries, tables, labels you ask for). "
@@ -103,13 +103,22 @@ def _add_fit_options(p, *, sweep: bool):
     g.add_argument("--subcells", type=_subcells_arg, default="auto",
                    help="decide core cells and merge on sub-cells of width w/SUBCELLS "
                         "('auto' = 2 for d <= 3, else 1; 1 = the paper's procedure); no privacy cost")
-    g.add_argument("--margin", default="chernoff", metavar="{chernoff,paper}",
-                   help="bound for Gamma: Chernoff with the exact MGF (default) or the paper's")
+    g.add_argument("--core", default="density", metavar="{density,bound}",
+                   help="core test: 'density' (default) estimates each sub-cell's "
+                        "eps-neighbourhood count and labels like DBSCAN (one-sided guarantee: no "
+                        "span reaches beyond the clusters); 'bound' is the paper's noisy upper "
+                        "bound with its two-sided sandwich guarantee")
+    g.add_argument("--margin", default="auto", type=_number_or_text, metavar="MARGIN",
+                   help="density test: c of the margin c sigma ('auto' = 1); bound test: Gamma by "
+                        "'chernoff' (exact MGF; 'auto') or 'paper'")
     g.add_argument("--border", default="auto",
-                   help="predict: points within this distance of a span join it ('auto' = half a "
-                        "sub-cell diameter; 0 = cell membership only; with --geo a length like 10m)")
+                   help="predict: a point within this distance of a core sub-cell centre (density) "
+                        "or core sub-cell (bound) joins its span ('auto' = eps for density, half a "
+                        "sub-cell diameter for bound; 0 = cell membership only; with --geo a length "
+                        "like 10m)")
     g.add_argument("--theoretical-threshold", action="store_true",
-                   help="core iff UB~ >= MinPts (default: the paper's practical MinPts + tau)")
+                   help="bound test: core iff UB~ >= MinPts (default: the paper's practical "
+                        "MinPts + tau)")
     b = p.add_argument_group("domain (public)")
     b.add_argument("--bounds", nargs="+", metavar="B",
                    help="public bounds: lower_1 .. lower_d upper_1 .. upper_d, or one lower and one "

@@ -1,45 +1,49 @@
-"""Merging core cells into spans: connected components of the graph joining
-core cells at minimum distance < alpha (offsets in NB).
+"""Merging core cells into spans: connected components of the graph that
+joins two core cells when their offset lies in a symmetric offset set.
+
+* The bound test joins cells at minimum distance < alpha: the offsets of NB.
+* The density test joins sub-cells whose *centres* are < alpha apart
+  (DBSCAN joins core points within eps): :func:`centre_offsets`.
 
 Spans are numbered canonically: by the smallest cell key they contain.
 
-With int64 keys, the offsets of NB that are contiguous in the last dimension
-form one key interval per run, and the core cells a cell reaches through one
-run are consecutive in the sorted keys. Joining the cell to the first of them
-and each of them to the next gives the same components as joining it to all
-of them (they are all its neighbours), with two binary searches per run
-instead of one per offset, and about ``runs * m`` edges instead of
-``kappa * m / 2``.
+With int64 keys, the offsets that are contiguous in the last dimension form
+one key interval per run, and the core cells a cell reaches through one run
+are consecutive in the sorted keys. Joining the cell to the first of them and
+each of them to the next gives the same components as joining it to all of
+them (they are all its neighbours), with two binary searches per run instead
+of one per offset, and about ``runs * m`` edges instead of ``kappa * m / 2``.
 """
 
 from __future__ import annotations
+
+import functools
+import itertools
+import math
 
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..grid import offset_runs, search_keys
+from ..grid import Grid, offset_runs, search_keys
+
+_TOL = 1e-9  # relative slack on lattice distances: they are exact up to rounding
 
 
-def merge_cells(grid, core_keys: np.ndarray) -> np.ndarray:
-    """Span label of each core cell (``core_keys`` sorted, unique)."""
+def merge_cells(grid: Grid, core_keys: np.ndarray, offsets: np.ndarray | None = None) -> np.ndarray:
+    """Span label of each core cell (``core_keys`` sorted, unique), joining
+    cells whose offset is in ``offsets`` (symmetric; NB by default)."""
     m = core_keys.size
     if m == 0:
         return np.zeros(0, dtype=np.int64)
-    if grid.wide:
-        return _merge_by_offsets(grid, core_keys)
-    # Runs of positive offsets (lexicographically > 0): NB is symmetric, so
-    # they find every edge once.
+    offsets = grid.offsets if offsets is None else np.asarray(offsets, dtype=np.int64)
+    # NB is symmetric: the offsets lexicographically > 0 find every edge once
+    positive = offsets[[tuple(o) > (0,) * grid.d for o in offsets.tolist()]]
+    if grid.wide or positive.size == 0:
+        return _merge_by_offsets(grid, core_keys, positive)
     src, dst = [], []
     chain = np.zeros(m + 1, dtype=np.int64)  # difference array over links j -> j+1
-    for prefix, lo, hi in offset_runs(grid.offsets):
-        nz = np.flatnonzero(prefix)
-        if nz.size and prefix[nz[0]] < 0:
-            continue
-        if not nz.size:
-            lo = max(lo, 1)
-            if lo > hi:
-                continue
+    for prefix, lo, hi in offset_runs(positive):
         base = grid.key_delta(np.append(prefix, 0))
         a = np.searchsorted(core_keys, core_keys + (base + lo), side="left")
         b = np.searchsorted(core_keys, core_keys + (base + hi), side="right")
@@ -62,11 +66,9 @@ def merge_cells(grid, core_keys: np.ndarray) -> np.ndarray:
     return canonical_labels(labels[group])
 
 
-def _merge_by_offsets(grid, core_keys: np.ndarray) -> np.ndarray:
+def _merge_by_offsets(grid: Grid, core_keys: np.ndarray, positive: np.ndarray) -> np.ndarray:
     """One lookup per positive offset (packed keys of huge universes)."""
     m = core_keys.size
-    offsets = grid.offsets
-    positive = [o for o in offsets if tuple(o) > (0,) * grid.d]
     rows, cols = [], []
     coords = grid.decode(core_keys)
     for o in positive:
@@ -82,12 +84,50 @@ def _merge_by_offsets(grid, core_keys: np.ndarray) -> np.ndarray:
 
 def canonical_labels(labels: np.ndarray) -> np.ndarray:
     """Renumber so that span ids follow the first (smallest-key) cell of each span."""
-    _, first = np.unique(labels, return_index=True)
-    order = np.argsort(first, kind="stable")
-    remap = np.empty(order.size, dtype=np.int64)
-    remap[order] = np.arange(order.size)
-    # labels of connected_components are 0..k-1
-    uniq = np.unique(labels)
-    lut = np.empty(uniq.max() + 1, dtype=np.int64)
-    lut[uniq] = remap
-    return lut[labels]
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inverse.ravel()]
+
+
+# --------------------------------------------------------------------------- #
+# the density test: centres within alpha
+
+
+def radius_cells2(grid: Grid, radius: float) -> float:
+    """(radius / width)^2 of ``grid``; exact for radius = alpha."""
+    if radius == grid.alpha:
+        return 16.0 * grid.d / grid.eta**2
+    return (radius / grid.width) ** 2
+
+
+@functools.lru_cache(maxsize=64)
+def centre_offsets(d: int, r2: float, strict: bool = True) -> np.ndarray:
+    """Integer offsets n != 0 with sum n_i^2 < r2 (``strict``) or <= r2: the
+    sub-cells whose centre is within sqrt(r2) cell widths of a centre.
+
+    Centres lie on the lattice of the sub-cell width, so "centres within
+    alpha" is this integer test with r2 = (alpha / w)^2 = 16 d / eta^2 (no
+    square roots). Strict, as the paper's "< alpha": on the lattice "<="
+    would join centres exactly alpha apart.
+    """
+    R = int(math.floor(math.sqrt(r2 * (1 + _TOL))))
+    if strict:
+        offs = [o for o in itertools.product(range(-R, R + 1), repeat=d)
+                if 0 < sum(x * x for x in o) < r2 * (1 - _TOL)]
+    else:
+        offs = [o for o in itertools.product(range(-R, R + 1), repeat=d)
+                if 0 < sum(x * x for x in o) <= r2 * (1 + _TOL)]
+    out = np.array(offs, dtype=np.int64).reshape(-1, d)
+    out.setflags(write=False)
+    return out
+
+
+def merge_centres(fine: Grid, keys: np.ndarray, radius: float | None = None) -> np.ndarray:
+    """Span label of each core sub-cell: components of "centres < radius
+    apart" (alpha by default), numbered by their smallest key."""
+    r2 = radius_cells2(fine, fine.alpha if radius is None else radius)
+    return merge_cells(fine, keys, centre_offsets(fine.d, r2))
+
+
+__all__ = ["merge_cells", "merge_centres", "centre_offsets", "canonical_labels", "radius_cells2"]

@@ -10,18 +10,21 @@ computed here once and carried in the result; the model reports what was used.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .. import bounds
 from ..grid import Grid
 from ..histogram import NoisyHistogram
+from . import density
 from .core import core_cells, sum_threshold
-from .merge import merge_cells
+from .merge import merge_cells, merge_centres
 from .subcells import SubcellLayout
 
-MARGINS = bounds.MARGINS
+CORE_TESTS = ("density", "bound")
 
 
 @dataclass(frozen=True)
@@ -36,20 +39,26 @@ class SpanParams:
         Failure probability of the guarantee (Gamma's union bound).
     subcells : int
         Sub-cells per cell and dimension (1 = the paper's cells).
-    margin : {"chernoff", "paper"}
-        How Gamma bounds the noise of a neighbour sum.
+    margin : str or float
+        Bound test: how Gamma bounds the noise of a neighbour sum, "chernoff"
+        or "paper". Density test: the number c of the margin c sigma(q) (with
+        the empty-space guard), or "pointwise"/"chernoff" (study only).
     border : float
         Border radius used by ``predict`` (labels only).
     raise_min_samples : bool
-        The paper's practical rule: core iff UB~ >= MinPts + tau.
+        Bound test only: the paper's practical rule, core iff UB~ >= MinPts + tau.
+    core : {"density", "bound"}
+        The core test: an estimate of the alpha-ball count (:mod:`.density`) or
+        the paper's noisy upper bound (:mod:`.core`).
     """
 
     min_samples: int
     beta: float = 0.5
     subcells: int = 1
-    margin: str = "paper"
+    margin: str | float = "paper"
     border: float = 0.0
     raise_min_samples: bool = True
+    core: str = "bound"
 
 
 @dataclass
@@ -65,13 +74,20 @@ class Spans:
     labels : ndarray
         Span id of each core cell, numbered by smallest cell.
     gamma : float
-        The margin Gamma used by the core test.
+        The margin used by the core test: Gamma (bound test) or the largest
+        m(q) (density test).
     kappa : int
         Number of noisy terms in each neighbour sum (max |NB(q)| with sub-cells).
     n_events : int
-        Number of sums Gamma's union bound covers (k^d |X|).
+        Number of sums the union bounds cover (k^d |X|).
     rho : float
-        Approximation ratio of the sandwich guarantee.
+        Approximation ratio of the guarantee.
+    threshold : float
+        The (largest) core threshold: on UB~ for the bound test (MinPts + tau
+        with the practical rule), on the estimate E~ for the density test.
+    extra : dict
+        Density test: ``accuracy_margin`` (G), ``m_star`` (M*) and
+        ``probability`` of its one-sided guarantee.
     """
 
     grid: Grid
@@ -81,6 +97,8 @@ class Spans:
     kappa: int
     n_events: int
     rho: float
+    threshold: float = math.nan
+    extra: dict[str, Any] | None = None
 
 
 def margin(hist: NoisyHistogram, layout: SubcellLayout, method: str, beta: float) -> float:
@@ -102,14 +120,62 @@ def build_spans(hist: NoisyHistogram, params: SpanParams, gamma: float | None = 
     ``gamma`` overrides the margin (tests use 0 for the noiseless oracle); by
     default it is :func:`margin` of the release.
     """
+    if params.core not in CORE_TESTS:
+        raise ValueError(f"core must be one of {CORE_TESTS}, got core={params.core!r}")
     layout = SubcellLayout(hist.grid, params.subcells)
+    if params.core == "density":
+        return _density_spans(hist, params, layout)
     if gamma is None:
-        gamma = margin(hist, layout, params.margin, params.beta)
+        gamma = margin(hist, layout, str(params.margin), params.beta)
     thr = sum_threshold(params.min_samples, gamma, params.raise_min_samples)
     keys, _ = core_cells(hist, thr, layout)
+    upper = params.min_samples + (bounds.tau(gamma) if params.raise_min_samples else 0.0)
     return Spans(grid=layout.fine, core_keys=keys, labels=merge_cells(layout.fine, keys),
                  gamma=float(gamma), kappa=int(layout.kappa), n_events=int(layout.n_events),
-                 rho=layout.rho)
+                 rho=layout.rho, threshold=float(upper))
 
 
-__all__ = ["SpanParams", "Spans", "build_spans", "margin", "MARGINS"]
+def _density_spans(hist: NoisyHistogram, params: SpanParams, layout: SubcellLayout) -> Spans:
+    """The density test: core sub-cells whose estimated alpha-ball count
+    reaches MinPts + m(q) in an occupied cell, joined when their centres are
+    within alpha; and the quantities of its one-sided guarantee."""
+    dc = density.density_core(hist, params.min_samples, subcells=layout.k,
+                              margin_rule=params.margin, beta=params.beta)
+    gamma, extra = density_guarantee(hist.grid, hist.kind, hist.noise, hist.epsilon, hist.theta,
+                                     params)
+    return Spans(grid=dc.fine, core_keys=dc.keys, labels=merge_centres(dc.fine, dc.keys),
+                 gamma=gamma, kappa=int(layout.kappa), n_events=int(layout.n_events),
+                 rho=layout.rho, threshold=float(params.min_samples + gamma), extra=extra)
+
+
+def density_guarantee(grid: Grid, kind: str, noise: str, epsilon: float, theta: float,
+                      params: SpanParams) -> tuple[float, dict[str, Any]]:
+    """The one-sided guarantee of a density release (docs/density-notes.md).
+
+    Let G(q) bound the weighted noise of every sub-cell at once (exact
+    quantiles, union over the k^d |X| sub-cells at beta). On that event a core
+    sub-cell has UB(q) >= E(q) > MinPts + m(q) - G(q), so every span lies in
+    the span of one (rho alpha, M*)-cluster with M* = floor(MinPts +
+    min_q (m(q) - G(q))) + 1, and M* >= 1 by the empty-space guard (for a
+    truncating release that is a second event: probability >= 1 - 2 beta).
+    There is no covering statement.
+
+    Returns the largest margin m(q) and a dict of ``accuracy_margin`` (the
+    largest G(q)), ``m_star`` and ``probability``. Reads public values only
+    (the release's grid, kind, noise, epsilon and theta), so a saved model
+    recomputes exactly what its spans were made with.
+    """
+    weights = density.ball_weights(grid.d, float(grid.eta), params.subcells)
+    m = density.margin(params.margin, weights, noise, epsilon, params.beta, grid.n_cells,
+                       min_samples=params.min_samples,
+                       truncation=density.empty_truncation(kind, theta))
+    G = density.accuracy_margin(weights, noise, epsilon, params.beta, grid.n_cells, kind)
+    from_accuracy = math.floor(params.min_samples + float((m.values - G).min())) + 1
+    guarded = bool(np.any(m.empty > 0)) or kind == "stability"
+    m_star = max(from_accuracy, 1) if guarded else from_accuracy
+    two_events = kind == "sparse" and from_accuracy < 1 and guarded
+    return float(m.values.max()), {"accuracy_margin": float(G.max()), "m_star": int(m_star),
+                                   "probability": 1.0 - (2 if two_events else 1) * params.beta}
+
+
+__all__ = ["SpanParams", "Spans", "build_spans", "margin", "density_guarantee", "CORE_TESTS"]

@@ -1,0 +1,481 @@
+"""The density core test: ball weights, weighted sums, margins, the noiseless
+oracle, centre merging and the nearest-centre border rule."""
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+
+from dpdbscan import DPDBSCAN, SpanModel
+from dpdbscan._random import SeededSource
+from dpdbscan.post.merge import centre_offsets, merge_centres, radius_cells2
+from dpdbscan.predict import predict_spans
+from dpdbscan.post.density import (
+    accuracy_margin, ball_weights, dense_weighted_sums, density_core, margin, noise_variance,
+    weighted_quantile, weighted_sums_at, weighted_tail_bound,
+)
+from dpdbscan.grid import Grid
+from dpdbscan.histogram import NoisyHistogram
+from dpdbscan.mechanism import MechanismConfig, release_histogram
+
+from reference import components, same_partition
+
+# --------------------------------------------------------------------------- #
+# weights
+
+
+def test_weights_in_one_dimension_are_exact():
+    # eta = 4, d = 1: alpha = 1 cell. Own cell: |y - p| < 1 always; neighbours: 1/2.
+    bw = ball_weights(1, 4.0, 1)
+    assert bw.offsets.ravel().tolist() == [-1, 0, 1]
+    np.testing.assert_allclose(bw.W[0], [0.5, 1.0, 0.5], atol=1e-15)
+    # k = 2, left half-cell q = [0, 1/2]: P(|y - p| < 1) for y in [-1, 0] is 3/4, for y in [1, 2] 1/4
+    bw2 = ball_weights(1, 4.0, 2)
+    np.testing.assert_allclose(bw2.W[0], [0.75, 1.0, 0.25], atol=1e-15)
+
+
+@pytest.mark.parametrize("d,k,eta", [(1, 1, 3.0), (2, 1, 4.0), (2, 2, 4.0), (2, 3, 4.0),
+                                     (2, 2, 2.0), (3, 1, 4.0), (3, 2, 4.0), (4, 1, 4.0),
+                                     (5, 1, 4.0), (6, 1, 4.0)])
+def test_rows_sum_to_the_ball_volume(d, k, eta):
+    """sum_Y W(q, Y) = V_d (alpha/w)^d: every point of space lies in one cell."""
+    bw = ball_weights(d, eta, k)
+    np.testing.assert_allclose(bw.sums, bw.ball_volume, rtol=5e-6)
+    assert bw.W.min() >= 0 and bw.W.max() <= 1
+
+
+@pytest.mark.parametrize("d,k", [(2, 2), (2, 3), (3, 2)])
+def test_weights_are_symmetric(d, k):
+    """Reflecting an axis (sub-position s -> k-1-s, offset o -> -o) and permuting
+    axes leave the weights unchanged."""
+    bw = ball_weights(d, 4.0, k)
+    pos_index = {p: i for i, p in enumerate(bw.positions)}
+    off_index = {tuple(o): j for j, o in enumerate(bw.offsets.tolist())}
+    for i, p in enumerate(bw.positions):
+        for j, o in enumerate(bw.offsets.tolist()):
+            for axis in range(d):
+                p2 = list(p)
+                o2 = list(o)
+                p2[axis], o2[axis] = k - 1 - p[axis], -o[axis]
+                assert bw.W[pos_index[tuple(p2)], off_index[tuple(o2)]] == pytest.approx(
+                    bw.W[i, j], abs=1e-9)
+            for perm in itertools.permutations(range(d)):
+                p3 = tuple(p[a] for a in perm)
+                o3 = tuple(o[a] for a in perm)
+                assert bw.W[pos_index[p3], off_index[o3]] == pytest.approx(bw.W[i, j], abs=1e-9)
+
+
+@pytest.mark.parametrize("d,k", [(2, 1), (2, 2), (3, 2)])
+def test_support_is_nb_of_the_subcell_and_full_cells_weigh_one(d, k):
+    bw = ball_weights(d, 4.0, k)
+    a2 = (4.0 * math.sqrt(d) / 4.0) ** 2
+    for i, p in enumerate(bw.positions):
+        lo = np.asarray(p) / k
+        hi = (np.asarray(p) + 1) / k
+        for j, o in enumerate(bw.offsets):
+            gap = np.maximum(np.maximum(o - hi, lo - (o + 1)), 0.0)
+            far = np.maximum(np.abs(o + 1 - lo), np.abs(hi - o))  # largest axis distance
+            if (gap**2).sum() >= a2:
+                assert bw.W[i, j] == 0
+            else:
+                assert bw.W[i, j] > 0
+            if (far**2).sum() < a2:
+                assert bw.W[i, j] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_finer_integration_agrees():
+    coarse = ball_weights(3, 4.0, 2, bins=1 << 11)
+    fine = ball_weights(3, 4.0, 2, bins=1 << 14)
+    assert np.abs(coarse.W - fine.W).max() < 2e-5
+
+
+@pytest.mark.parametrize("estimate", ["average", "centre"])
+@pytest.mark.parametrize("d,k", [(2, 2), (3, 2)])
+def test_weights_match_monte_carlo(d, k, estimate):
+    """Brute force: draw p in q (or q's centre) and y in Y uniformly and count
+    |p - y| < alpha. 4-sigma binomial tolerance per weight (false failure
+    rate below 1e-4 over the ~20 weights checked)."""
+    bw = ball_weights(d, 4.0, k, estimate)
+    a = 4.0 * math.sqrt(d) / 4.0
+    rng = np.random.default_rng(12)
+    n = 200_000
+    for i in (0, len(bw.positions) - 1):
+        pos = np.asarray(bw.positions[i])
+        for j in range(0, bw.offsets.shape[0], max(1, bw.offsets.shape[0] // 10)):
+            o = bw.offsets[j]
+            if estimate == "centre":
+                p = np.broadcast_to((pos + 0.5) / k, (n, d))
+            else:
+                p = (pos + rng.random((n, d))) / k
+            y = o + rng.random((n, d))
+            hit = (((p - y) ** 2).sum(axis=1) < a * a).mean()
+            w = bw.W[i, j]
+            tol = 4 * math.sqrt(max(w * (1 - w), 1e-6) / n) + 1e-6
+            assert abs(hit - w) <= tol, (i, o.tolist(), hit, w)
+
+
+def test_bad_weight_arguments():
+    with pytest.raises(ValueError, match="estimate"):
+        ball_weights(2, 4.0, 2, "median")
+    with pytest.raises(ValueError, match="subcells"):
+        ball_weights(2, 4.0, 0)
+    with pytest.raises(ValueError, match="sub-cells per cell"):
+        ball_weights(13, 4.0, 2)
+
+
+# --------------------------------------------------------------------------- #
+# weighted sums
+
+
+def _random_hist(kind, seed=0, d=2, shape_side=1.0, alpha=0.1, theta=0.0, noise_vals=True):
+    rng = np.random.default_rng(seed)
+    grid = Grid(np.zeros(d), np.full(d, shape_side), alpha)
+    vals = rng.poisson(3.0, size=grid.shape).astype(np.int64)
+    vals[rng.random(grid.shape) < 0.5] = 0
+    if noise_vals:
+        vals -= rng.poisson(1.0, size=grid.shape)
+    if kind == "dense":
+        return NoisyHistogram(grid, "dense", vals)
+    coords = grid.all_coords()
+    flat = vals.ravel()
+    keep = flat >= theta if theta > 0 else flat != 0
+    keys = grid.encode(coords[keep])
+    order = np.argsort(keys)
+    return NoisyHistogram(grid, kind, flat[keep][order], keys=keys[order], theta=theta)
+
+
+def _brute_estimate(grid, values, bw, coord, r):
+    """E~ of sub-position r of cell ``coord``, cell by cell over the universe."""
+    total = 0.0
+    for j, o in enumerate(bw.offsets):
+        c = np.asarray(coord) + o
+        if np.all(c >= 0) and np.all(c < np.asarray(grid.shape)):
+            total += bw.W[r, j] * values[tuple(c)]
+    return total
+
+
+@pytest.mark.parametrize("d,k", [(1, 2), (2, 1), (2, 2), (3, 2)])
+def test_dense_sums_match_brute_force_and_the_fast_path(d, k):
+    hist = _random_hist("dense", seed=d + k, d=d, alpha=0.25 if d == 3 else 0.1)
+    grid = hist.grid
+    bw = ball_weights(d, 4.0, k)
+    full = dense_weighted_sums(grid, hist.values, bw)
+    keys = grid.encode(grid.all_coords())
+    fast = weighted_sums_at(hist, bw, keys)
+    np.testing.assert_allclose(fast, full.reshape(len(bw.positions), -1).T, atol=1e-9)
+    rng = np.random.default_rng(0)
+    for flat in rng.choice(keys.size, size=10, replace=False):
+        coord = grid.all_coords()[flat]
+        for r in range(len(bw.positions)):
+            assert fast[flat, r] == pytest.approx(_brute_estimate(grid, hist.values, bw, coord, r))
+
+
+@pytest.mark.parametrize("d,k", [(1, 2), (2, 2), (3, 2)])
+def test_sparse_sums_equal_dense_sums_of_the_same_release(d, k):
+    """A sparse release reads 0 where nothing is released: its sums equal the
+    dense sums of the array with those cells zeroed."""
+    hist = _random_hist("sparse", seed=7, d=d, alpha=0.25 if d == 3 else 0.1, theta=2.0,
+                        noise_vals=False)
+    grid = hist.grid
+    dense_vals = np.zeros(grid.shape, dtype=np.int64)
+    dense_vals[tuple(grid.decode(hist.keys).T)] = hist.values
+    dense = NoisyHistogram(grid, "dense", dense_vals)
+    bw = ball_weights(d, 4.0, k)
+    keys = grid.encode(grid.all_coords())
+    np.testing.assert_allclose(weighted_sums_at(hist, bw, keys), weighted_sums_at(dense, bw, keys),
+                               atol=1e-9)
+
+
+# --------------------------------------------------------------------------- #
+# noise, quantiles and margins
+
+
+@pytest.mark.parametrize("noise,eps", [("discrete", 1.0), ("discrete", 0.5), ("laplace", 1.0)])
+def test_noise_variance(noise, eps):
+    from dpdbscan.histograms import make_noise
+
+    z = make_noise(noise, eps).sample(SeededSource(3), 400_000).astype(np.float64)
+    v = noise_variance(noise, eps)
+    # the sample variance of 4e5 Laplace draws has relative sd ~ sqrt(5/n); 5 sd
+    assert abs(z.var() - v) <= 5 * math.sqrt(5.0 / z.size) * v
+    assert noise_variance("none", 1.0) == 0.0
+
+
+@pytest.mark.parametrize("noise", ["discrete", "laplace"])
+@pytest.mark.parametrize("truncation", [None, 2.0, "positive"])
+def test_weighted_quantile_bounds_the_tail(noise, truncation):
+    """P(N >= g) <= level, checked on 4e5 draws with a one-sided Clopper-Pearson
+    bound at 1e-6 (false failure rate 1e-6); and g is not loose (the tail
+    just below g - 0.3 is above the level)."""
+    from scipy.stats import beta as beta_dist
+
+    from dpdbscan.histograms import make_noise
+
+    W = ball_weights(2, 4.0, 2).W[0]
+    W = W[W > 0]
+    level = 0.01
+    g = weighted_quantile(noise, 1.0, tuple(W), level, truncation)
+    n = 400_000
+    Z = make_noise(noise, 1.0).sample(SeededSource(5), n * W.size).reshape(n, W.size)
+    Z = Z.astype(np.float64)
+    if truncation == "positive":
+        Z = np.maximum(Z, 0)
+    elif truncation is not None:
+        Z = np.where(Z >= truncation, Z, 0.0)
+    N = Z @ W
+    k = int((N >= g).sum())
+    lower = beta_dist.ppf(1e-6, k, n - k + 1) if k else 0.0
+    assert lower <= level
+    k2 = int((N >= g - 0.3).sum())
+    assert beta_dist.ppf(1 - 1e-6, k2 + 1, n - k2) >= level  # not far above the quantile
+
+
+def test_chernoff_is_above_the_exact_quantile():
+    W = ball_weights(2, 4.0, 2).W[0]
+    W = tuple(W[W > 0])
+    for level in (1e-2, 1e-6):
+        assert weighted_tail_bound("discrete", 1.0, W, math.log(level)) >= \
+            weighted_quantile("discrete", 1.0, W, level)
+
+
+def test_margin_rules():
+    bw = ball_weights(2, 4.0, 2)
+    m = margin(1.0, bw, "discrete", 1.0, 0.1, 10_000)
+    np.testing.assert_allclose(m.values, m.sigma)
+    np.testing.assert_allclose(m.sigma, np.sqrt(noise_variance("discrete", 1.0)
+                                                * bw.sums_of_squares))
+    # the guard: threshold at least the empty-neighbourhood quantile
+    g = margin(1.0, bw, "discrete", 1.0, 0.1, 10_000, min_samples=3)
+    assert np.all(3 + g.values >= g.empty) and np.all(g.empty > 3 + g.sigma)
+    g2 = margin(1.0, bw, "discrete", 1.0, 0.1, 10_000, min_samples=100)
+    np.testing.assert_allclose(g2.values, g2.sigma)
+    # stability releases never show an empty cell: no guard needed
+    z = margin(1.0, bw, "discrete", 1.0, 0.1, 10_000, min_samples=3, truncation="zero")
+    np.testing.assert_allclose(z.values, z.sigma)
+    with pytest.raises(ValueError, match="density margin"):
+        margin("paper", bw, "discrete", 1.0, 0.1, 100)
+    with pytest.raises(ValueError, match="numeric density margin"):
+        margin(-1.0, bw, "discrete", 1.0, 0.1, 100)
+    # the accuracy bound of a truncating release (Z^+) is above the dense one
+    assert np.all(accuracy_margin(bw, "discrete", 1.0, 0.1, 1000, "sparse")
+                  > accuracy_margin(bw, "discrete", 1.0, 0.1, 1000, "dense"))
+
+
+# --------------------------------------------------------------------------- #
+# the noiseless oracle
+
+
+def _instance(d, seed, n_per=80):
+    rng = np.random.default_rng(seed)
+    centres = 0.2 + 0.6 * rng.random((3, d))
+    X = np.vstack([c + 0.05 * rng.standard_normal((n_per, d)) for c in centres])
+    X = np.vstack([X, rng.random((30, d))])
+    return np.clip(X, 0, 1)
+
+
+def _brute_density_spans(grid, counts, min_samples, k, gamma, estimate="average"):
+    """Core sub-cells and spans of the noiseless density test, cell by cell:
+    E(q) = sum over every cell Y of W(q, Y) x_Y with W from the weights table,
+    core iff E(q) >= min_samples and X is occupied; spans join core
+    sub-cells whose centres are at distance < alpha (checked in floats)."""
+    bw = ball_weights(grid.d, grid.eta, k, estimate)
+    fine_w = grid.width / k
+    core = []
+    for X in itertools.product(*[range(s) for s in grid.shape]):
+        for r, pos in enumerate(bw.positions):
+            f = tuple(x * k + p for x, p in zip(X, pos))
+            if any(fi * fine_w >= u - l - 1e-12 for fi, l, u in zip(f, grid.lower, grid.upper)):
+                continue  # sub-cell outside the box
+            E = 0.0
+            for j, o in enumerate(bw.offsets):
+                Y = tuple(x + oi for x, oi in zip(X, o))
+                E += bw.W[r, j] * counts.get(Y, 0)
+            own = counts.get(X, 0)  # without noise: occupied iff own > 0 or own >= gamma E / S
+            if E >= min_samples and (own > 0 or own >= gamma * E / bw.sums[r]):
+                core.append(f)
+
+    def linked(a, b):
+        c = np.asarray(a, float) - np.asarray(b, float)
+        return math.sqrt((c * c).sum()) * fine_w < grid.alpha * (1 - 1e-9)
+
+    return components(core, linked)
+
+
+@pytest.mark.parametrize("histogram", ["dense", "sparse"])
+@pytest.mark.parametrize("d,alpha,min_samples,k,eta", [
+    (1, 0.05, 5, 2, 4.0), (2, 0.1, 8, 2, 4.0), (2, 0.12, 12, 1, 4.0), (2, 0.1, 8, 3, 4.0),
+    (2, 0.12, 10, 2, 2.0), (3, 0.3, 10, 2, 4.0),
+])
+def test_noiseless_density_pipeline_equals_brute_force(histogram, d, alpha, min_samples, k, eta):
+    X = _instance(d, 4)
+    grid = Grid(np.zeros(d), np.ones(d), alpha, eta)
+    hist = release_histogram(grid, X, MechanismConfig(epsilon=1.0, histogram=histogram,
+                                                      noise="none"), SeededSource(0))
+    dc = density_core(hist, min_samples, subcells=k, margin_rule=0.0)
+    labels = merge_centres(dc.fine, dc.keys)
+    counts = {}
+    for c in map(tuple, grid.coords(X)):
+        counts[c] = counts.get(c, 0) + 1
+    expected = _brute_density_spans(grid, counts, min_samples, k, dc.occupancy)
+    got = dict(zip(map(tuple, dc.fine.decode(dc.keys).tolist()), labels.tolist()))
+    assert set(got) == set(expected)
+    assert same_partition(got, expected)
+    assert len(expected) > 0
+
+
+def test_occupancy_removes_the_gap_between_two_dense_clusters():
+    """Two dense clusters 1.6 alpha apart: the empty cells between them have
+    MinPts points within alpha but hold no point. Without the occupancy
+    condition they join the clusters; with it the clusters stay apart."""
+    rng = np.random.default_rng(1)
+    alpha = 0.05
+    X = np.vstack([[0.4, 0.5] + 0.01 * rng.standard_normal((600, 2)),
+                   [0.4 + 0.08 + 0.02, 0.5] + 0.01 * rng.standard_normal((600, 2))])
+    X = X[np.abs(X[:, 0] - 0.45) > 0.04]  # an empty band 0.08 = 1.6 alpha wide
+    grid = Grid([0, 0], [1, 1], alpha)
+    hist = release_histogram(grid, X, MechanismConfig(epsilon=1.0, histogram="dense",
+                                                      noise="none"), SeededSource(0))
+    for gamma, want in [(0.0, 1), (0.5, 2)]:
+        dc = density_core(hist, 20, subcells=2, margin_rule=0.0, occupancy=gamma)
+        assert merge_centres(dc.fine, dc.keys).max() + 1 == want
+
+
+# --------------------------------------------------------------------------- #
+# centres: merging and the border rule
+
+
+def test_centre_merging_uses_strict_distances():
+    fine = Grid([0, 0], [1, 1], 0.1, 2.0)  # width alpha/(2 sqrt 2): (alpha/w)^2 = 8
+    assert radius_cells2(fine, 0.1) == 8.0
+    offs = {tuple(o) for o in centre_offsets(2, 8.0).tolist()}
+    assert (2, 1) in offs and (2, 2) not in offs and (0, 2) in offs and (3, 0) not in offs
+    cells = np.array([[0, 0], [2, 2], [5, 5], [7, 6], [10, 10], [13, 10]])
+    keys = fine.encode(cells)
+    order = np.argsort(keys)
+    lab = merge_centres(fine, keys[order])
+    by = dict(zip(map(tuple, cells[order].tolist()), lab.tolist()))
+    assert by[(0, 0)] != by[(2, 2)]  # distance exactly alpha: not joined
+    assert by[(5, 5)] == by[(7, 6)]
+    assert by[(10, 10)] != by[(13, 10)]
+    assert lab[0] == 0
+
+
+def test_centre_merging_equals_all_pairs():
+    rng = np.random.default_rng(2)
+    fine = Grid([0, 0, 0], [1, 1, 1], 0.2, 2.0)
+    coords = np.unique(rng.integers(0, fine.shape[0], size=(300, 3)), axis=0)
+    keys = fine.encode(coords)
+    order = np.argsort(keys)
+    lab = merge_centres(fine, keys[order])
+    expected = components([tuple(c) for c in coords[order].tolist()],
+                          lambda a, b: fine.width * math.dist(a, b) < 0.2 * (1 - 1e-9))
+    got = dict(zip(map(tuple, coords[order].tolist()), lab.tolist()))
+    assert same_partition(got, expected)
+
+
+def test_nearest_centre_border_rule_against_brute_force():
+    rng = np.random.default_rng(3)
+    fine = Grid([0, 0], [1, 1], 0.1, 2.0)
+    coords = np.unique(rng.integers(0, fine.shape[0], size=(40, 2)), axis=0)
+    keys = fine.encode(coords)
+    order = np.argsort(keys)
+    keys, coords = keys[order], coords[order]
+    labels = merge_centres(fine, keys)
+    X = rng.random((3000, 2))
+    got = predict_spans(fine, keys, labels, X, 0.1, "centres")
+    centres = fine.cell_centres(coords)
+    own = fine.encode(fine.coords(X))
+    for x, g, ok in zip(X, got, own):
+        hit = np.flatnonzero(keys == ok)
+        if hit.size:
+            assert g == labels[hit[0]]
+            continue
+        dist = np.sqrt(((centres - x) ** 2).sum(axis=1))
+        inside = dist <= 0.1
+        if not inside.any():
+            assert g == -1
+        else:
+            best = dist[inside].min()
+            cand = labels[inside][np.isclose(dist[inside], best, rtol=0, atol=1e-12)]
+            assert g == cand.min()
+    assert (got >= 0).any() and (got == -1).any()
+
+
+# --------------------------------------------------------------------------- #
+# the estimator and the saved model
+
+
+def _blobs(seed=0):
+    rng = np.random.default_rng(seed)
+    return np.vstack([[0.3, 0.3] + 0.03 * rng.standard_normal((3000, 2)),
+                      [0.7, 0.65] + 0.03 * rng.standard_normal((3000, 2))])
+
+
+def test_estimator_density_release_round_trips_through_json():
+    X = _blobs()
+    est = DPDBSCAN(eps=0.03, min_samples=20, epsilon=1.0, bounds=(0, 1), random_state=0).fit(X)
+    spans = est.spans_
+    assert spans.core == "density" and spans.n_spans == 2
+    again = SpanModel.from_dict(json.loads(spans.to_json()))
+    assert again.core == "density" and again.margin == spans.margin
+    np.testing.assert_array_equal(again.predict(X), est.predict(X))
+    re = spans.with_min_samples(20)
+    assert re.core == "density"
+    np.testing.assert_array_equal(re.core_keys, spans.core_keys)
+    g = spans.guarantee()
+    assert g["core"] == "density" and g["covers_clusters_at"] is None
+    assert g["within_clusters_at"]["min_samples"] >= 1
+
+
+def test_bound_release_is_unchanged_by_the_option():
+    X = _blobs(1)
+    kw = dict(eps=0.03, min_samples=20, epsilon=1.0, bounds=(0, 1), random_state=0)
+    a = DPDBSCAN(core="bound", **kw).fit(X)
+    b = DPDBSCAN(core="bound", margin="chernoff", **kw).fit(X)
+    assert a.spans_.core == "bound" and a.spans_.margin == "chernoff"
+    np.testing.assert_array_equal(a.spans_.core_keys, b.spans_.core_keys)
+    assert SpanModel.from_dict(json.loads(a.spans_.to_json())).core == "bound"
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(core="upper"), "core must be"),
+    (dict(core="bound", margin="pointwise"), "rule of the density test"),
+    (dict(core="density", margin="paper"), "bound test's Gamma"),
+    (dict(core="density", margin=-1.0), "margin must be"),
+])
+def test_bad_core_options(kw, match):
+    with pytest.raises(ValueError, match=match):
+        DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), **kw).fit(np.zeros((3, 2)))
+
+
+def test_a_dense_blob_is_one_span():
+    """The edge cells of a dense cluster hold few points next to a full ball;
+    they read as occupied (above the noise level), so the edge does not break
+    off as extra spans."""
+    rng = np.random.default_rng(0)
+    X = 0.3 + 0.05 * rng.standard_normal((3000, 2))
+    for seed in range(5):
+        est = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=seed)
+        with pytest.warns(Warning):  # "single span" (and the seed warning)
+            est.fit(X)
+        assert est.spans_.n_spans == 1
+
+
+@pytest.mark.parametrize("histogram", ["dense", "sparse"])
+def test_noiseless_pipeline_without_occupancy(histogram):
+    """occupancy=0 (no occupancy condition, its own candidate search) also
+    equals the brute force."""
+    X = _instance(2, 5)
+    grid = Grid(np.zeros(2), np.ones(2), 0.1)
+    hist = release_histogram(grid, X, MechanismConfig(epsilon=1.0, histogram=histogram,
+                                                      noise="none"), SeededSource(0))
+    dc = density_core(hist, 8, subcells=2, margin_rule=0.0, occupancy=0.0)
+    counts = {}
+    for c in map(tuple, grid.coords(X)):
+        counts[c] = counts.get(c, 0) + 1
+    expected = _brute_density_spans(grid, counts, 8, 2, 0.0)
+    got = dict(zip(map(tuple, dc.fine.decode(dc.keys).tolist()),
+                   merge_centres(dc.fine, dc.keys).tolist()))
+    assert set(got) == set(expected) and same_partition(got, expected)
