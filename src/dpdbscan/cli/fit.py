@@ -17,6 +17,7 @@ from ..backends import Backend, NumpyBackend
 from ..mechanism import release
 from ..params import bounds_from_data, check_param, validate
 from ..progress import progress
+from .maps import picture_options
 from .common import (
     EXIT_OK, _alpha_text, _column_tokens, _draw_spans_png, _floats, _progress_flag, _read,
     _say_read, _split_bounds, _stem,
@@ -174,7 +175,7 @@ def _out_paths(args, name: str):
     return paths
 
 
-def _write_outputs(model, paths) -> list[str]:
+def _write_outputs(model, paths, picture: dict | None = None) -> list[str]:
     written = []
     model.save(paths["json"])
     written.append(str(paths["json"]))
@@ -184,7 +185,7 @@ def _write_outputs(model, paths) -> list[str]:
             model.save_geojson(paths["geojson"], transform=None if proj is None else proj.inverse)
             written.append(str(paths["geojson"]))
         if paths["png"] is not None:
-            _draw_spans_png(model, paths["png"])
+            _draw_spans_png(model, paths["png"], **(picture or {}))
             written.append(str(paths["png"]))
     elif paths["geojson"] is not None or paths["png"] is not None:
         print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D", file=sys.stderr)
@@ -232,11 +233,12 @@ def summary(model) -> str:
 
 
 def cmd_fit(args, sink) -> int:
-    args.png_requested, args.geojson_requested = bool(args.png), bool(args.geojson)
+    picture = picture_options(args)
+    args.png_requested, args.geojson_requested = bool(args.png or picture), bool(args.geojson)
     p = check_fit_params(args)
     paths = _out_paths(args, args.name or _stem(args.input))
     model = fit_from_args(args, sink, p, p["min_samples"])
-    written = _write_outputs(model, paths)
+    written = _write_outputs(model, paths, picture)
     print(summary(model))
     print("wrote " + ", ".join(written))
     return EXIT_OK
@@ -246,6 +248,7 @@ def cmd_sweep(args, sink) -> int:
     if (args.input is None) == (args.model is None):
         raise ValueError("sweep needs either an input data file or --model MODEL.json (not both)")
     values = sorted({check_param("min_samples", m, cli=True) for m in args.min_samples})
+    picture = picture_options(args)
     if args.model is not None:
         base = load_model(args.model)
         name = args.name or Path(args.model).name.removesuffix(".json").removesuffix(".spans")
@@ -263,7 +266,7 @@ def cmd_sweep(args, sink) -> int:
     for m in values:
         model = base if m == base.min_samples else base.with_min_samples(m)
         paths = _out_paths(args, f"{name}.m{m}")
-        written = _write_outputs(model, paths)
+        written = _write_outputs(model, paths, picture)
         rows.append((m, model.threshold, model.n_spans, model.n_core_cells, written[0]))
     print(f"spans for {len(values)} MinPts from one release (epsilon={base.epsilon:g}, "
           f"delta={base.delta:g}, alpha={_alpha_text(base)}); re-thresholding costs no budget")
