@@ -60,9 +60,11 @@ def map_html(model, *, title: str | None = None) -> str:
     }
     heat_svg, heat_note = _heat_layer(model)
     title = title or f"DP spans: {model.n_spans} span(s), epsilon={model.epsilon:g}"
-    facts = (f"{model.n_spans} span(s) from {model.n_core_cells:,} cell(s) · ε = {model.epsilon:g}"
-             + (f", δ = {model.delta:g}" if model.delta else "")
-             + f" · α = {alpha} · MinPts = {model.min_samples}")
+    items = [f"{model.n_spans} span(s) from {model.n_core_cells:,} cell(s)",
+             f"ε = {model.epsilon:g}" + (f", δ = {model.delta:g}" if model.delta else ""),
+             f"α = {alpha}", f"MinPts = {model.min_samples}"]
+    # no line breaks inside an item such as "α = 50 m"
+    facts = " · ".join(i.replace(" ", "\u00a0") for i in items)
     values = {
         "TITLE": html.escape(title),
         "FACTS": html.escape(facts),
