@@ -46,7 +46,7 @@ def span_neighbours(cells: np.ndarray, labels: np.ndarray, radius: int) -> list[
     key = occ[:, 0] * ny + occ[:, 1]
     order = np.argsort(key, kind="stable")
     key, lab = key[order], occ[order, 2]
-    pairs = set()
+    pairs: set[tuple[int, int]] = set()
     for dx in (-1, 0, 1):
         for dy in (-1, 0, 1):
             target = key + dx * ny + dy

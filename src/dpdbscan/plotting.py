@@ -19,14 +19,12 @@ import math
 
 import numpy as np
 
+from . import spanplot
 from ._optional import require
 from .geo import format_km, projection_of
 from .geometry import cells_to_polygons
-from .mapstyle import (
-    PALETTE, fit_aspect, heat_rgba, heat_scale, histogram_window, nice_length, noise_floor,
-    span_colours, span_extent, span_neighbours,
-)
 from .post.core import neighbour_sums
+from .spanplot import add_scale_bar, check_extent
 from .spanstats import span_stats
 
 #: Largest image drawn cell for cell; bigger grids are shown in blocks.
@@ -168,9 +166,9 @@ def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap=Non
         The view, in model coordinates: around all spans (widened to the
         axes' shape), the whole grid box, or the given box.
     heat : bool
-        Draw the released noisy histogram under the spans (grey, square-root
-        scale, saturating at :func:`dpdbscan.mapstyle.heat_scale` of the cells
-        in view). It is part of the release, so this costs nothing.
+        Draw the released noisy histogram under the spans (grey, log scale
+        above the noise floor, saturating at :func:`dpdbscan.mapstyle.heat_scale`
+        of the cells in view). It is part of the release, so this costs nothing.
     n_labels : int
         Label the ``n_labels`` largest spans in view with their ids (labels
         that would overlap one already drawn are left out).
@@ -181,9 +179,10 @@ def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap=Non
 
     Notes
     -----
-    Every span gets an outline of constant width, and spans smaller than a
-    few pixels also a ring, so that small spans next to a dominant one stay
-    visible.
+    Every span gets an outline of constant width, and spans drawn smaller
+    than a few pixels, far from other spans, also a ring, so that small spans
+    next to a dominant one stay visible. The parts are in
+    :mod:`dpdbscan.spanplot`; docs/maps.md describes the picture.
     """
     plt = _plt()
     from matplotlib.patches import PathPatch
@@ -194,17 +193,17 @@ def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap=Non
     ax = ax or plt.subplots(figsize=(6, 6))[1]
     T = (lambda xy: np.asarray(xy, dtype=np.float64)) if transform is None else transform
     stats = span_stats(model)
-    y_scale = _y_scale(T, aspect)
-    lo, hi = _view(model, stats, ax, extent, y_scale)
-    px_per_unit = _axes_pixels(ax)[0] / max(hi[0] - lo[0], 1e-300)
+    y_scale = spanplot.y_scale(T, aspect)
+    lo, hi = spanplot.view(model, stats, ax, extent, y_scale)
+    px_per_unit = spanplot.axes_pixels(ax)[0] / max(hi[0] - lo[0], 1e-300)
 
     if points is not None and len(points):
         P = T(_subsample(np.asarray(points, dtype=np.float64), max_points))
         ax.scatter(P[:, 0], P[:, 1], s=1, c="0.75", lw=0, rasterized=True, zorder=1)
     if heat and model.histogram is not None:
-        _draw_heat(ax, model.histogram, lo, hi, T)
+        spanplot.draw_heat(ax, model.histogram, lo, hi, T)
 
-    colours = _span_palette(model, cmap)
+    colours = spanplot.span_palette(model, cmap)
     in_view = np.all((stats.upper > lo) & (stats.lower < hi), axis=1)
     for s in np.flatnonzero(in_view):
         colour = colours[s]
@@ -215,15 +214,15 @@ def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap=Non
                 verts.extend(xy.tolist())
                 codes.extend([MPath.MOVETO] + [MPath.LINETO] * (len(xy) - 2) + [MPath.CLOSEPOLY])
             ax.add_patch(PathPatch(MPath(verts, codes), facecolor=(*colour, 0.45),
-                                   edgecolor=_darker(colour), lw=0.9, zorder=2))
-    small = _isolated_small_spans(model, stats, in_view, px_per_unit)
+                                   edgecolor=spanplot.darker(colour), lw=0.9, zorder=2))
+    small = spanplot.isolated_small_spans(model, stats, in_view, px_per_unit)
     if small.any():
         A = T(stats.anchor[small])
         ax.scatter(A[:, 0], A[:, 1], s=40, facecolors="none",
-                   edgecolors=[_darker(colours[s]) for s in np.flatnonzero(small)], lw=1.0,
+                   edgecolors=[spanplot.darker(colours[s]) for s in np.flatnonzero(small)], lw=1.0,
                    zorder=3, gid="small-spans")
     inside = np.all((stats.anchor >= lo) & (stats.anchor <= hi), axis=1)
-    _label_spans(ax, stats, in_view & inside, n_labels, T, px_per_unit)
+    spanplot.label_spans(ax, stats, in_view & inside, n_labels, T, px_per_unit)
 
     (x0, y0), (x1, y1) = T(np.array([lo, hi]))
     ax.set_xlim(x0, x1)
@@ -231,143 +230,6 @@ def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap=Non
     ax.set_aspect(aspect)
     ax.set_title(title or f"{model.n_spans} DP span(s), epsilon={model.epsilon:g}")
     return ax
-
-
-#: A span drawn smaller than this many pixels, with no other span within
-#: about this distance, gets a ring so that it can be found.
-SMALL_SPAN_PX = 6.0
-
-
-def _isolated_small_spans(model, stats, in_view, px_per_unit) -> np.ndarray:
-    """Spans in view that are drawn tiny and far from every other span. Tiny
-    spans in a crowd are left without a ring: their outlines show, and rings
-    there would only add clutter."""
-    small = in_view & (np.max(stats.upper - stats.lower, axis=1) * px_per_unit < SMALL_SPAN_PX)
-    if not small.any():
-        return small
-    cells_per_px = 1.0 / (px_per_unit * model.grid.width)
-    radius = max(1, int(round(2 * SMALL_SPAN_PX * cells_per_px)))
-    crowded = np.zeros(model.n_spans, dtype=bool)
-    for a, b in span_neighbours(model.grid.decode(model.core_keys), model.labels, radius):
-        crowded[a] = crowded[b] = True
-    return small & ~crowded
-
-
-def _y_scale(T, aspect) -> float:
-    """Length on screen of one model y unit relative to one model x unit."""
-    o, ex, ey = T(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
-    a, c = ex[0] - o[0], ey[1] - o[1]
-    return (1.0 if aspect in ("equal", "auto") else float(aspect)) * c / a
-
-
-def _axes_pixels(ax) -> tuple[float, float]:
-    fig = ax.figure
-    pos = ax.get_position()
-    w, h = fig.get_size_inches() * fig.dpi
-    return pos.width * w, pos.height * h
-
-
-def _view(model, stats, ax, extent, y_scale):
-    if isinstance(extent, str):
-        if extent == "box":
-            hg = model.histogram_grid
-            return hg.lower.copy(), hg.lower + np.asarray(hg.shape) * hg.width
-        if extent != "spans":
-            raise ValueError(f"extent must be 'spans', 'box' or (xmin, ymin, xmax, ymax), got {extent!r}")
-        lo, hi = span_extent(model, stats)
-        w, h = _axes_pixels(ax)
-        return fit_aspect(lo, hi, w / h, y_scale)
-    e = check_extent(extent)
-    return e[:2], e[2:]
-
-
-def check_extent(extent) -> np.ndarray:
-    """``(xmin, ymin, xmax, ymax)`` as a float array, refusing empty boxes."""
-    e = np.asarray(extent, dtype=np.float64).ravel()
-    if e.size != 4 or not np.all(np.isfinite(e)):
-        raise ValueError("extent must be 4 finite numbers: xmin ymin xmax ymax")
-    if not (e[0] < e[2] and e[1] < e[3]):
-        raise ValueError("extent must be xmin ymin xmax ymax with xmin < xmax and ymin < ymax")
-    return e
-
-
-def _draw_heat(ax, hist, lo, hi, T):
-    hg = hist.grid
-    c_lo = np.floor((lo - hg.lower) / hg.width).astype(np.int64)
-    c_hi = np.ceil((hi - hg.lower) / hg.width).astype(np.int64)
-    w, h = _axes_pixels(ax)
-    # About one block per pixel: block sums keep thin roads that a finer
-    # image would lose when resampled to the screen.
-    img, f, first = histogram_window(hist, c_lo, c_hi, max_pixels=int(min(MAX_PIXELS, w * h)))
-    floor = noise_floor(hist, f)
-    if img.size == 0 or not np.any(img > floor):
-        return None
-    vmax = heat_scale(img, floor)
-    box = hg.lower + np.array([first, first + np.asarray(img.shape) * f]) * hg.width
-    (x0, y0), (x1, y1) = T(box)
-    per = "cell" if f == 1 else f"{f}x{f} cells"
-    ax.imshow(np.transpose(heat_rgba(img, vmax, floor), (1, 0, 2)), origin="lower",
-              extent=[x0, x1, y0, y1], interpolation="nearest", zorder=0, gid="heat",
-              label=f"noisy histogram (grey, log scale, darkest at >= {vmax:,.0f} per {per})")
-
-
-def _span_palette(model, cmap):
-    from matplotlib.colors import to_rgb
-
-    idx = span_colours(model)
-    if cmap is None:
-        base = [to_rgb(c) for c in PALETTE]
-    else:
-        cm = _plt().get_cmap(cmap)
-        base = [tuple(cm(i % cm.N)[:3]) for i in range(len(PALETTE))]
-    return [base[i % len(base)] for i in idx]
-
-
-def _darker(rgb, k: float = 0.7):
-    return tuple(float(v) * k for v in rgb)
-
-
-def _label_spans(ax, stats, candidates, n_labels, T, px_per_unit):
-    """Ids of the largest ``candidates`` spans, at a point inside each,
-    skipping any label that would sit on one already drawn."""
-    import matplotlib.patheffects as pe
-
-    cand = np.flatnonzero(candidates)
-    cand = cand[np.lexsort((cand, -stats.n_cells[cand]))]
-    placed: list[np.ndarray] = []
-    for s in cand:
-        if len(placed) >= n_labels:
-            break
-        p = stats.anchor[s]
-        if any(np.max(np.abs(p - q)) * px_per_unit < LABEL_GAP_PX for q in placed):
-            continue
-        placed.append(p)
-        x, y = T(p[None, :])[0]
-        ax.text(x, y, str(int(s)), fontsize=8, fontweight="bold", ha="center", va="center",
-                zorder=4, gid=f"span-label-{int(s)}", clip_on=True,
-                path_effects=[pe.withStroke(linewidth=2.5, foreground="white")])
-
-
-#: Smallest distance between two span labels, in pixels.
-LABEL_GAP_PX = 18.0
-
-
-def add_scale_bar(ax, km_per_x_unit: float, fraction: float = 0.2):
-    """A scale bar in m or km in the lower right corner: a round length near
-    ``fraction`` of the axes' width, for axes whose x unit is
-    ``km_per_x_unit`` kilometres (at the reference latitude for lon/lat)."""
-    from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
-
-    x0, x1 = ax.get_xlim()
-    km = nice_length(abs(x1 - x0) * km_per_x_unit * fraction)
-    bar = AnchoredSizeBar(ax.transData, km / km_per_x_unit, format_km(km), "lower right",
-                          pad=0.4, borderpad=0.8, sep=3, frameon=True, size_vertical=0,
-                          fontproperties={"size": 8})
-    bar.patch.set_alpha(0.8)
-    bar.set_gid("scale-bar")
-    bar.scale_km = km
-    ax.add_artist(bar)
-    return bar
 
 
 def plot_labels(X, labels, ax=None, title="labels", cmap="tab20", *, aspect="equal",
@@ -466,7 +328,7 @@ def plot_model(model, kind: str = "spans", points=None, ax=None, *, max_points: 
         ax = plot_neighbour_sums(model.histogram, ax, transform=transform, aspect=aspect)
     elif kind == "spans":
         alpha = format_km(model.grid.alpha) if proj is not None else f"{model.grid.alpha:g}"
-        view = "spans"
+        view: str | np.ndarray = "spans"
         if shown is not None:
             corners = shown.reshape(2, 2) if proj is None else proj.forward(shown.reshape(2, 2))
             view = corners.ravel()

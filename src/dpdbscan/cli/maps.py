@@ -6,6 +6,7 @@ Both read only the saved release, so they cost no privacy budget.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -53,16 +54,12 @@ def picture_options(args) -> dict:
         out["size"] = size_arg(args.size)
     if getattr(args, "extent", None) is not None:
         x0, y0, x1, y1 = args.extent
-        if not all(map(_finite, args.extent)) or not (x0 < x1 and y0 < y1):
+        if not all(map(math.isfinite, args.extent)) or not (x0 < x1 and y0 < y1):
             raise ValueError("--extent must be XMIN YMIN XMAX YMAX with XMIN < XMAX and YMIN < YMAX")
         out["extent"] = (x0, y0, x1, y1)
     if out and getattr(args, "no_png", False):
         raise ValueError("--size and --extent shape the PNG; they cannot go with --no-png")
     return out
-
-
-def _finite(v: float) -> bool:
-    return v == v and abs(v) != float("inf")
 
 
 def cmd_map(args, sink) -> int:
