@@ -258,6 +258,30 @@ def test_size_and_extent_options(tmp_path, capsys):
         assert msg in capsys.readouterr().err
 
 
+def test_fit_and_sweep_take_size_and_extent(tmp_path, capsys):
+    rng = np.random.default_rng(6)
+    X = np.vstack([rng.normal([2, 2], 0.2, (1500, 2)), rng.normal([7, 7], 0.2, (1500, 2))])
+    csv = tmp_path / "p.csv"
+    np.savetxt(csv, X, delimiter=",", header="x,y", comments="")
+    fit = ["fit", str(csv), "--bounds", "0", "10", "--eps", "0.5", "--min-samples", "30",
+           "--seed", "1", "--out-dir", str(tmp_path), "--no-geojson"]
+    assert main([*fit, "--size", "400x300", "--extent", "1", "1", "3", "3"]) == 0
+    head = (tmp_path / "p.spans.png").read_bytes()[:24]
+    assert (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")) == (400, 300)
+    capsys.readouterr()
+    # refused before the data is read: nothing is spent on a typo
+    for bad, msg in [(["--size", "400x"], "WIDTHxHEIGHT"), (["--size", "400x300", "--no-png"], "--no-png")]:
+        assert main([*fit, "--name", "q", *bad]) == 2
+        err = capsys.readouterr().err
+        assert msg in err and "read " not in err
+        assert not list(tmp_path.glob("q.*"))
+    assert main(["sweep", "--model", str(tmp_path / "p.spans.json"), "--min-samples", "40",
+                 "--out-dir", str(tmp_path / "sw"), "--size", "320x240", "--no-geojson"]) == 0
+    (png,) = (tmp_path / "sw").glob("*.png")
+    head = png.read_bytes()[:24]
+    assert (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")) == (320, 240)
+
+
 # --------------------------------------------------------------------------- #
 # in a real browser
 
