@@ -370,3 +370,19 @@ def test_tiny_isolated_spans_get_a_ring_and_crowded_ones_do_not():
     stats = span_stats(m)
     np.testing.assert_allclose(rings.get_offsets(), stats.anchor[[1]])
     _close(ax)
+
+
+def test_the_default_view_stays_in_the_box_and_the_picture_follows_the_spans(tmp_path):
+    # wide spans along the bottom edge of a 100 x 100 box
+    m = hand_model([square(5, 0, 3), square(80, 1, 4)], shape=(100, 100))
+    ax = plotting.plot_model(m, "spans")
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    assert 0 <= x0 and x1 <= 100 and 0 <= y0 and y1 <= 100
+    assert y0 == 0  # moved up into the box rather than showing what lies below it
+    w, h = ax.figure.get_size_inches() * ax.figure.dpi
+    assert w == pytest.approx(900) and 500 <= h < 700  # a wide picture for wide spans
+    _close(ax)
+    lo, hi = mapstyle.keep_in_box([-5, 2], [5, 300], [0, 0], [10, 100])
+    assert lo.tolist() == [0, 0] and hi.tolist() == [10, 100]
+    lo, hi = mapstyle.keep_in_box([8, 10], [12, 20], [0, 0], [10, 100])
+    assert lo.tolist() == [6, 10] and hi.tolist() == [10, 20]

@@ -65,6 +65,7 @@ def test_areas_read_in_m2_or_km2():
     assert format_area(2.5, geo=True) == "2.5 km²"
     assert format_area(1234.0, geo=True) == "1,234 km²"
     assert format_area(12.0, geo=False) == "12 (data units)²"
+    assert format_area(31840.0, geo=False) == "31,840 (data units)²"
 
 
 # --------------------------------------------------------------------------- #

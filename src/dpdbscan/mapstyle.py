@@ -212,6 +212,21 @@ def fit_aspect(lo, hi, ratio: float, y_scale: float = 1.0) -> tuple[np.ndarray, 
     return lo, hi
 
 
+def keep_in_box(lo, hi, box_lo, box_hi) -> tuple[np.ndarray, np.ndarray]:
+    """Move the view ``[lo, hi]`` into the box along each axis where it fits,
+    and clip it to the box where it does not."""
+    lo, hi = np.asarray(lo, dtype=np.float64).copy(), np.asarray(hi, dtype=np.float64).copy()
+    box_lo, box_hi = np.asarray(box_lo, dtype=np.float64), np.asarray(box_hi, dtype=np.float64)
+    for i in range(lo.size):
+        if hi[i] - lo[i] >= box_hi[i] - box_lo[i]:
+            lo[i], hi[i] = box_lo[i], box_hi[i]
+        elif lo[i] < box_lo[i]:
+            lo[i], hi[i] = box_lo[i], hi[i] + box_lo[i] - lo[i]
+        elif hi[i] > box_hi[i]:
+            lo[i], hi[i] = lo[i] - (hi[i] - box_hi[i]), box_hi[i]
+    return lo, hi
+
+
 def nice_length(target: float) -> float:
     """The largest of 1, 2, 5 times a power of ten that is <= ``target`` (> 0)."""
     if not target > 0:
@@ -225,4 +240,5 @@ def nice_length(target: float) -> float:
 
 __all__ = ["PALETTE", "MAX_HEAT_PIXELS", "span_neighbours", "greedy_colouring", "span_colours",
            "histogram_window", "noise_floor", "heat_scale", "heat_rgba", "span_extent", "fit_aspect",
+           "keep_in_box",
            "nice_length"]

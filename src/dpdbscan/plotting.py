@@ -300,8 +300,10 @@ def plot_model(model, kind: str = "spans", points=None, ax=None, *, max_points: 
         By default "spans" is cropped to the spans and the other kinds show
         the whole box.
     size : (width, height), optional
-        Size of a new figure in pixels at ``dpi`` (default :data:`DEFAULT_SIZE`);
-        ignored when ``ax`` is given.
+        Size of a new figure in pixels at ``dpi``; ignored when ``ax`` is
+        given. By default :data:`DEFAULT_SIZE`, except that the spans picture
+        cropped to the spans is as high as their box needs (500 to 1200
+        pixels for a width of 900).
     n_labels : int
         How many of the largest spans get their id written on them ("spans").
     """
@@ -317,7 +319,9 @@ def plot_model(model, kind: str = "spans", points=None, ax=None, *, max_points: 
         raise ValueError("kind='labels' needs points to label")
     shown = None if extent is None else check_extent(extent)
     if ax is None:
-        w, h = _check_size(DEFAULT_SIZE if size is None else size)
+        if size is None:
+            size = spanplot.default_size(model, DEFAULT_SIZE[0]) if kind == "spans" else DEFAULT_SIZE
+        w, h = _check_size(size)
         ax = _plt().subplots(figsize=(w / dpi, h / dpi), dpi=dpi)[1]
     P = None if points is None else np.asarray(points, dtype=np.float64)
     P_model = None if P is None or proj is None else proj.forward(P)

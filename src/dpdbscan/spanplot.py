@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from .geo import format_km
+from .spanstats import span_stats
 from .mapstyle import (
-    MAX_HEAT_PIXELS, PALETTE, fit_aspect, heat_rgba, heat_scale, histogram_window, nice_length,
-    noise_floor, span_colours, span_extent, span_neighbours,
+    MAX_HEAT_PIXELS, PALETTE, fit_aspect, heat_rgba, heat_scale, histogram_window, keep_in_box,
+    nice_length, noise_floor, span_colours, span_extent, span_neighbours,
 )
 
 
@@ -62,9 +63,22 @@ def view(model, stats, ax, extent, y_ratio: float):
                 f"extent must be 'spans', 'box' or (xmin, ymin, xmax, ymax), got {extent!r}")
         lo, hi = span_extent(model, stats)
         w, h = axes_pixels(ax)
-        return fit_aspect(lo, hi, w / h, y_ratio)
+        hg = model.histogram_grid
+        return keep_in_box(*fit_aspect(lo, hi, w / h, y_ratio), hg.lower,
+                           hg.lower + np.asarray(hg.shape) * hg.width)
     e = check_extent(extent)
     return e[:2], e[2:]
+
+
+def default_size(model, width: int, min_height: int = 500, max_height: int = 1200) -> tuple[int, int]:
+    """A picture ``width`` pixels wide whose height follows the shape of the
+    spans' box (within the limits), so that a wide or tall set of spans does
+    not sit in a square of white space. Geographic and plain models alike
+    are drawn with equal x and y scales, so the box's own shape is the one."""
+    lo, hi = span_extent(model, span_stats(model))
+    ratio = float((hi[1] - lo[1]) / max(hi[0] - lo[0], 1e-300))
+    # about 110 pixels of the height go to the title and the x axis
+    return width, int(round(min(max(0.8 * width * ratio + 110, min_height), max_height)))
 
 
 def check_extent(extent) -> np.ndarray:
@@ -160,6 +174,6 @@ def add_scale_bar(ax, km_per_x_unit: float, fraction: float = 0.2):
     return bar
 
 
-__all__ = ["check_extent", "add_scale_bar", "view", "draw_heat", "span_palette", "darker",
+__all__ = ["check_extent", "default_size", "add_scale_bar", "view", "draw_heat", "span_palette", "darker",
            "isolated_small_spans", "label_spans", "y_scale", "axes_pixels", "SMALL_SPAN_PX",
            "LABEL_GAP_PX"]

@@ -119,7 +119,8 @@ def format_area(value: float, *, geo: bool) -> str:
     """An area for people: ``"0.031 km²"``/``"3,125 m²"`` for geo (value in
     km²), else the number in squared data units."""
     if not geo:
-        return f"{value:.4g} (data units)²"
+        text = f"{value:,.0f}" if 1e4 <= abs(value) < 1e15 else f"{value:.4g}"
+        return f"{text} (data units)²"
     if value < 0.1:
         return f"{value * 1e6:,.0f} m²"
     return f"{value:.3g} km²" if value < 100 else f"{value:,.0f} km²"

@@ -40,7 +40,8 @@ def size_arg(text: str) -> tuple[int, int]:
 def add_picture_options(group) -> None:
     """--size and --extent for the commands that draw the spans picture."""
     group.add_argument("--size", metavar="WxH",
-                       help="picture size in pixels, such as 1200x900 (default 900x900)")
+                       help="picture size in pixels, such as 1200x900 (default: 900 wide, as high "
+                            "as the spans need)")
     group.add_argument("--extent", nargs=4, type=float, metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
                        help="show only this box (lon_min lat_min lon_max lat_max for --geo "
                             "models; default: around the spans)")
