@@ -155,7 +155,7 @@ def test_the_page_holds_one_polygon_per_span_with_its_figures():
         assert re.fullmatch(r"(M-?\d+ -?\d+([HV]-?\d+)+Z)+", a["d"])
     # span 0 is 10 x 10 sub-cells of 25 m: 62,500 m²; its histogram cells (8..12, 8..12)
     assert html.unescape(dict(re.findall(r'([\w-]+)="([^"]*)"', paths[0]))["data-area"]) == "62,500 m²"
-    cfg = json.loads(re.search(r'id="dpdbscan-config">(.*?)</script>', page, re.S).group(1))
+    cfg = json.loads(re.search(r'id="dpdbscan-config">(.*?)</script>', page, re.DOTALL).group(1))
     assert cfg["geo"] is not None and cfg["n_spans"] == 4
 
 
@@ -204,7 +204,7 @@ def test_plain_models_get_data_axes_and_no_projection():
     m = hand_model([square(3, 3, 2)], shape=(10, 10))
     m.metadata["columns"] = ["east", "north"]
     page = map_html(m)
-    cfg = json.loads(re.search(r'id="dpdbscan-config">(.*?)</script>', page, re.S).group(1))
+    cfg = json.loads(re.search(r'id="dpdbscan-config">(.*?)</script>', page, re.DOTALL).group(1))
     assert cfg["geo"] is None and cfg["axes"] == ["east", "north"]
     assert "(data units)²" in html.unescape(page)
 
@@ -213,6 +213,17 @@ def test_models_without_histogram_or_spans_still_make_a_page():
     page = map_html(hand_model([square(3, 3, 2)], shape=(10, 10), histogram=False))
     assert 'id="heat"' not in page and "without its noisy histogram" in page
     assert 'data-mass="not saved"' in page
+
+
+def test_a_release_without_spans_maps_its_histogram():
+    m = DPDBSCAN(eps=0.5, min_samples=10**6, bounds=(0.0, 10.0), random_state=0).fit(
+        np.random.default_rng(0).uniform(0, 10, (500, 2))).spans_
+    assert m.n_spans == 0
+    page = map_html(m)
+    assert 'class="span"' not in page and 'id="heat"' in page
+    cfg = json.loads(re.search(r'id="dpdbscan-config">(.*?)</script>', page, re.DOTALL).group(1))
+    assert cfg["view"] == cfg["box"]  # nothing to crop to: the whole box
+    assert m.to_geojson()["features"] == []
 
 
 def test_maps_need_two_dimensions():
