@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test test-slow test-browser audit bench reproduce reproduce-quick accuracy clean
+.PHONY: demo test lint test-slow test-browser audit bench reproduce reproduce-quick accuracy clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -17,8 +17,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/python -m dpdbscan.demo --out demo_output
 
-test: $(STAMP)
+test: lint
 	$(BIN)/python -m pytest -q
+
+# ruff (lint) and mypy on the library; part of `make test`
+lint: $(STAMP)
+	$(BIN)/ruff check src
+	$(BIN)/mypy
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

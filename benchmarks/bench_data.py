@@ -29,8 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from dpdbscan.geo import Equirectangular
+
 REPO = Path(__file__).resolve().parents[1]
-KM_PER_DEG_LAT = 111.195
 
 
 def data_dir() -> Path:
@@ -72,18 +73,17 @@ _CRASH_BOX = (-75.0, 40.0, -73.0, 41.0)  # the paper's Crash filter box
 _CRASH_REF_LAT = 40.5
 
 
+def _projection(box, ref_lat) -> Equirectangular:
+    """The library's projection, origin at the box's south-west corner."""
+    return Equirectangular(float(box[0]), float(box[1]), float(ref_lat))
+
+
 def _km_box(box, ref_lat):
-    lon0, lat0, lon1, lat1 = box
-    kx = KM_PER_DEG_LAT * math.cos(math.radians(ref_lat))
-    return (0.0, 0.0), ((lon1 - lon0) * kx, (lat1 - lat0) * KM_PER_DEG_LAT)
+    return _projection(box, ref_lat).project_bounds(box[:2], box[2:])
 
 
 def _project(lon, lat, box, ref_lat):
-    kx = KM_PER_DEG_LAT * math.cos(math.radians(ref_lat))
-    X = np.empty((lon.size, 2))
-    X[:, 0] = (lon - box[0]) * kx
-    X[:, 1] = (lat - box[1]) * KM_PER_DEG_LAT
-    return X
+    return _projection(box, ref_lat).forward(np.column_stack([lon, lat]))
 
 
 def _geo(name: str) -> np.ndarray:

@@ -22,8 +22,7 @@ import warnings
 
 import numpy as np
 
-from dpdbscan import DPDBSCAN, InsecureRandomnessWarning, UtilityWarning
-from dpdbscan import _random
+from dpdbscan import DPDBSCAN, InsecureRandomnessWarning, UtilityWarning, _random
 from dpdbscan.grid import Grid
 from dpdbscan.histograms import DiscreteLaplace
 

@@ -48,11 +48,11 @@ def main(argv=None) -> None:
     # warm the imports and code paths on a tiny sample, outside the measurement
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        DPDBSCAN(ds.alpha, ds.min_samples, 1.0, bounds=ds.bounds).fit(X[:1000])
+        DPDBSCAN(ds.alpha, min_samples=ds.min_samples, epsilon=1.0, bounds=ds.bounds).fit(X[:1000])
     gc.collect()
 
     def make():
-        return DPDBSCAN(ds.alpha, ds.min_samples, 1.0, bounds=ds.bounds, histogram=args.histogram)
+        return DPDBSCAN(ds.alpha, min_samples=ds.min_samples, epsilon=1.0, bounds=ds.bounds, histogram=args.histogram)
 
     reset = True
     try:

@@ -45,6 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_data  # noqa: E402
+
 from dpdbscan import DPDBSCAN  # noqa: E402
 from dpdbscan.backends.numpy_backend import run_length  # noqa: E402
 from dpdbscan.grid import Grid  # noqa: E402
@@ -58,7 +59,7 @@ GB = 1e9
 
 
 def _fit_seconds(ds, X=None, **kw) -> float:
-    est = DPDBSCAN(ds.alpha, ds.min_samples, 1.0, bounds=ds.bounds, **kw)
+    est = DPDBSCAN(ds.alpha, min_samples=ds.min_samples, epsilon=1.0, bounds=ds.bounds, **kw)
     X = ds.X if X is None else X
     gc.collect()
     t0 = time.perf_counter()

@@ -34,15 +34,16 @@ from typing import Callable
 
 import numpy as np
 
+from dpdbscan.geo import Equirectangular
+
 from . import paper
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Projection of the geographic sets (as in the paper): km per degree of
-# latitude, longitude scaled by cos(37.8 deg) for San Francisco.
-KM_PER_DEG_LAT = 111.195
+# Projection of the geographic sets (as in the paper): the library's
+# equirectangular projection with km per degree of latitude, longitude scaled
+# by cos(37.8 deg) for San Francisco, origin at a box's south-west corner.
 SF_LATITUDE = 37.8
-KM_PER_DEG_LON_SF = KM_PER_DEG_LAT * math.cos(math.radians(SF_LATITUDE))
 
 # Public lon/lat boxes (lon_min, lat_min, lon_max, lat_max) from MANIFEST.md.
 GEO_BOXES = {
@@ -51,9 +52,14 @@ GEO_BOXES = {
 }
 
 
+def projection(box) -> Equirectangular:
+    """lon/lat -> km with the public box's south-west corner as origin."""
+    return Equirectangular(float(box[0]), float(box[1]), SF_LATITUDE)
+
+
 def _geo_bounds_km(box):
-    lon0, lat0, lon1, lat1 = box
-    return (0.0, 0.0), ((lon1 - lon0) * KM_PER_DEG_LON_SF, (lat1 - lat0) * KM_PER_DEG_LAT)
+    lower, upper = projection(box).project_bounds(box[:2], box[2:])
+    return tuple(map(float, lower)), tuple(map(float, upper))
 
 
 # name -> (lower, upper), fixed before running anything (see module docstring).
@@ -247,18 +253,8 @@ def _labelled_csv(name: str):
 def _geographic(name: str):
     """lon/lat -> km with the public box's south-west corner as origin."""
     df = _read_csv(data_path(name), ("x", "y"))
-    lon0, lat0 = GEO_BOXES[name][:2]
-    X = np.empty((len(df), 2))
-    X[:, 0] = (df["x"].to_numpy() - lon0) * KM_PER_DEG_LON_SF
-    X[:, 1] = (df["y"].to_numpy() - lat0) * KM_PER_DEG_LAT
-    return X
+    return projection(GEO_BOXES[name]).forward(df[["x", "y"]].to_numpy(dtype=np.float64))
 
 
 def _lonlat_transform(box):
-    lon0, lat0 = box[:2]
-
-    def to_lonlat(P):
-        P = np.asarray(P, dtype=np.float64)
-        return np.column_stack([lon0 + P[:, 0] / KM_PER_DEG_LON_SF, lat0 + P[:, 1] / KM_PER_DEG_LAT])
-
-    return to_lonlat
+    return projection(box).inverse

@@ -11,6 +11,9 @@ import math
 import numpy as np
 
 from dpdbscan import plotting
+from dpdbscan.geo import Equirectangular
+
+from .datasets import SF_LATITUDE
 
 DPI = 110  # keeps every committed PNG well under 400 KB
 
@@ -159,7 +162,7 @@ def geo_spans(panels, path, max_points=150_000):
         idx = rng.choice(ds.n, size=min(max_points, ds.n), replace=False)
         plotting.plot_spans(p["model"].spans_, ax=ax, points=ds.X[idx], transform=ds.to_lonlat,
                             title=p["title"], **PAPER_SPANS)
-        ax.set_aspect(1.0 / math.cos(math.radians(37.8)))  # lon/lat look like km
+        ax.set_aspect(Equirectangular(0.0, 0.0, SF_LATITUDE).aspect)  # lon/lat look like km
         ax.set_xlabel("longitude")
         ax.set_ylabel("latitude")
     for ax in axes.ravel()[len(panels):]:

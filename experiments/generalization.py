@@ -74,7 +74,7 @@ def run(seeds):
             for s in seeds:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    m = DPDBSCAN(alpha, minpts, eps, bounds=(-4, 4), random_state=s, **kw).fit(X)
+                    m = DPDBSCAN(alpha, min_samples=minpts, epsilon=eps, bounds=(-4, 4), random_state=s, **kw).fit(X)
                 lab = m.predict(X)
                 ari.append(adjusted_rand_score(y, lab))
                 ami.append(adjusted_mutual_info_score(y, lab))

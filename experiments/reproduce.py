@@ -27,7 +27,14 @@ if __package__ in (None, ""):  # run as a script: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from experiments import (  # noqa: E402
-    accuracy, baselines, datasets, figures, paper, report, sweeps, timing,
+    accuracy,
+    baselines,
+    datasets,
+    figures,
+    paper,
+    report,
+    sweeps,
+    timing,
 )
 
 

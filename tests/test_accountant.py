@@ -112,8 +112,6 @@ def test_rethresholding_min_samples_is_free():
 
 @pytest.mark.parametrize("histogram,delta,spent_delta", [
     ("stability", 1e-6, 1e-6),  # delta is spent only by the stability histogram
-    ("sparse", 1e-6, 0.0),
-    ("dense", 1e-6, 0.0),
     ("auto", 1e-6, 0.0),  # small grid: auto picks the dense histogram, pure DP
 ])
 def test_delta_is_charged_only_when_spent(histogram, delta, spent_delta):
@@ -121,6 +119,15 @@ def test_delta_is_charged_only_when_spent(histogram, delta, spent_delta):
     est = _est(histogram=histogram, delta=delta, accountant=acc).fit(_data())
     assert est.budget_spent_ == (1.0, spent_delta)
     assert acc.total() == (1.0, spent_delta)
+
+
+@pytest.mark.parametrize("histogram", ["sparse", "dense"])
+def test_delta_with_a_pure_histogram_is_refused_before_spending(histogram):
+    # issue 15: a delta that the chosen histogram would silently ignore
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
+    with pytest.raises(ValueError, match="only by the stability histogram"):
+        _est(histogram=histogram, delta=1e-6, accountant=acc).fit(_data())
+    assert acc.total() == (0.0, 0.0)
 
 
 def test_auto_with_delta_on_a_huge_grid_uses_stability_and_charges_delta():

@@ -83,3 +83,34 @@ def test_cells_of_points_outside_the_box_are_the_cells_of_the_clipped_points(cas
         counts = NumpyBackend().dense_counts(g, far)
         assert np.array_equal(counts, NumpyBackend().dense_counts(g, clipped))
 
+
+
+def test_no_data_dependent_warning_for_huge_coordinates():
+    """Issue 14: a row such as [1e308, 0.5] overflowed in the cell-key division
+    (before the clamp) and numpy warned; pytest turns any warning into an error."""
+    from dpdbscan import DPDBSCAN
+
+    X = np.array([[1e308, 0.5], [-1e308, 0.5], [0.5, 1.7e308], [0.5, 0.5]] * 5)
+    g = Grid(np.zeros(2), np.ones(2), 0.01)
+    assert np.array_equal(g.keys_of_points(X), g.keys_of_points(np.clip(X, 0, 1)))
+    DPDBSCAN(0.1, min_samples=3, bounds=(0, 1), random_state=0).fit(X)
+    DPDBSCAN(0.1, min_samples=3, bounds=(0, 1), random_state=0, histogram="sparse").fit(X)
+
+
+@pytest.mark.parametrize("histogram", ["dense", "sparse", "stability"])
+def test_duplicate_keys_from_a_backend_are_refused_on_every_path(histogram):
+    """Issue 14: the dense path assigned partial counts of a repeated key
+    instead of adding them (a silently wrong count, sensitivity above 1)."""
+    from dpdbscan import DPDBSCAN
+    from dpdbscan.backends import CellCounts
+
+    class PerPartition:  # one partial count per "partition": a contract violation
+        def count(self, grid, X):
+            a, b = NumpyBackend().count(grid, X[::2]), NumpyBackend().count(grid, X[1::2])
+            return CellCounts(np.concatenate([a.keys, b.keys]), np.concatenate([a.counts, b.counts]))
+
+    X = np.random.default_rng(0).random((400, 2)) * 0.2
+    kw = dict(min_samples=3, bounds=(0, 1), random_state=0, histogram=histogram,
+              delta=1e-6 if histogram == "stability" else 0.0)
+    with pytest.raises(ValueError, match="duplicate"):
+        DPDBSCAN(0.1, backend=PerPartition(), **kw).fit(X)

@@ -199,7 +199,7 @@ def test_predict_matches_the_model(capsys, blobs_model, tmp_path):
     np.save(tmp_path / "new.npy", X)
     out_csv = tmp_path / "labels.csv"
     rc, out, err = run(capsys, "predict", blobs_model, tmp_path / "new.npy", "-o", out_csv, "--with-points")
-    assert rc == 0, err and out == ""
+    assert rc == 0 and out == "", err  # (issue 14: the second condition used to sit in the message)
     table = np.loadtxt(out_csv, delimiter=",", skiprows=1)
     assert out_csv.read_text().splitlines()[0] == "0,1,label"
     np.testing.assert_array_equal(table[:, :2], X)
@@ -499,3 +499,96 @@ def test_cabs_tiny_as_in_the_paper(capsys, shared_data, tmp_path):
     proj = Equirectangular.from_dict(m.metadata["projection"])
     downtown = m.predict(proj.forward([[-122.41, 37.79]]))[0]
     assert downtown >= 0 and int((m.labels == downtown).sum()) == max(np.bincount(m.labels))
+
+
+# --------------------------------------------------------------------------- issue 15: no budget lost
+
+
+def test_unwritable_output_is_refused_before_the_input_is_read(capsys, tmp_path):
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("x")
+    never_read = tmp_path / "does-not-exist.csv"
+    rc, out, err = run(capsys, "fit", never_read, *FIT, "--out-dir", blocked / "sub")
+    assert rc == 2 and "not found" not in err  # the output was checked first
+    assert out == ""
+
+
+def test_outputs_are_written_atomically(capsys, blobs_csv, tmp_path):
+    assert fit_blobs(capsys, blobs_csv, tmp_path / "o")[0] == 0
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
+        "blobs.spans.geojson", "blobs.spans.json", "blobs.spans.png"]  # no temporary left
+
+
+def test_a_failed_picture_keeps_the_release(capsys, blobs_csv, tmp_path, monkeypatch):
+    from dpdbscan.cli import fit as fit_cmd
+
+    def broken(model, path):
+        raise RuntimeError("no fonts")
+
+    monkeypatch.setattr(fit_cmd, "_draw_spans_png", broken)
+    rc, out, err = fit_blobs(capsys, blobs_csv, tmp_path)
+    assert rc == 1
+    assert SpanModel.load(tmp_path / "blobs.spans.json").n_spans == 2
+    assert "could not write" in err and "no fonts" in err and "blobs.spans.json" in err
+    assert not (tmp_path / "blobs.spans.png").exists()
+
+
+def test_quiet_and_no_progress_after_the_command(capsys, blobs_csv, tmp_path, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("DPDBSCAN_NO_PROGRESS", raising=False)
+    tty = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    rc = main(["fit", str(blobs_csv), *FIT, "--out-dir", str(tmp_path), "--no-png", "--no-progress",
+               "--quiet"])
+    assert rc == 0 and "\r" not in tty.getvalue() and "private:" not in tty.getvalue()
+
+
+def test_private_notes_are_marked(capsys, blobs_csv, tmp_path):
+    rc, out, err = run(capsys, "fit", blobs_csv, *FIT, "--out-dir", tmp_path, "--no-png")
+    assert "private: read 3,000 rows" in err and "3,000" not in out
+
+
+def test_sweep_from_a_model_refuses_options_it_would_ignore(capsys, blobs_model, tmp_path):
+    for extra in (["--eps", "30"], ["--epsilon", "5"], ["--beta", "0.3"]):
+        rc, out, err = run(capsys, "sweep", "--model", blobs_model, "--min-samples", "9",
+                           "--out-dir", tmp_path, *extra)
+        assert rc == 2 and extra[0] in err and "shape" in err, err
+
+
+def test_clipping_notes_name_the_column_and_bound(capsys, blobs_csv, tmp_path):
+    rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "5",
+                       "--bounds", "0", "0", "10", "4", "--out-dir", tmp_path, "--no-png")
+    assert rc == 0
+    assert "column 'y'" in err and "above its upper bound 4" in err and "private:" in err
+
+
+def test_swapped_bounds_are_spotted(capsys, blobs_csv, tmp_path):
+    # xmin xmax ymin ymax instead of xmin ymin xmax ymax
+    rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "5",
+                       "--bounds", "0", "10", "0.5", "9", "--out-dir", tmp_path, "--no-png")
+    assert "look like xmin xmax ymin ymax" in err and "0 0.5 10 9" in err
+
+
+def test_fit_reads_standard_input(capsys, blobs_csv, tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", types.SimpleNamespace(buffer=io.BytesIO(blobs_csv.read_bytes())))
+    rc, out, err = run(capsys, "fit", "-", *FIT, "--out-dir", tmp_path, "--no-png")
+    assert rc == 0 and (tmp_path / "stdin.spans.json").exists()
+    assert "from standard input" in err
+
+
+def test_header_option_reads_a_numeric_first_line_as_names(capsys, tmp_path):
+    p = tmp_path / "num.csv"
+    rows = ["1,2"] + [f"{x:.3f},{y:.3f}" for x, y in blob_points()]
+    p.write_text("\n".join(rows) + "\n")
+    rc, out, err = run(capsys, "fit", p, *FIT, "--out-dir", tmp_path, "--no-png", "--no-geojson")
+    assert rc == 0 and "first line looks like data" in err and "3,001 rows" in err
+    rc, out, err = run(capsys, "fit", p, *FIT, "--out-dir", tmp_path, "--no-png", "--no-geojson",
+                       "--header")
+    assert rc == 0 and "3,000 rows" in err and "(1, 2)" in err
+
+
+def test_huge_epsilon_does_not_overflow(capsys, blobs_csv, tmp_path):
+    rc, out, err = run(capsys, "fit", blobs_csv, *FIT, "--epsilon", "1000", "--out-dir", tmp_path,
+                       "--no-png")
+    assert rc == 0, err
+    assert "epsilon=1000" in out

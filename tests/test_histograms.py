@@ -12,7 +12,7 @@ from dpdbscan.histograms import (
     DiscreteLaplace, dense_histogram, sparse_histogram, stability_histogram, stability_theta,
 )
 from dpdbscan.histograms.sparse import default_theta
-from stats import chi2_ok
+from stats import binom_ok, chi2_ok
 
 # Distribution checks below use a per-test false-failure rate of at most 1e-6.
 P_FAIL = 1e-6
@@ -92,10 +92,31 @@ def test_stability_histogram_threshold():
     X = np.array([[0.5, 0.5]] * 100 + [[0.1, 0.1]])
     cells = NumpyBackend().count(g, X)
     h = stability_histogram(g, cells, noise, SeededSource(0), 1e-6)
-    assert h.kind == "stability" and np.all(h.values >= th)
-    assert h.keys.size <= 2
+    assert h.kind == "stability" and h.theta == th
     with pytest.raises(ValueError, match="delta"):
         stability_theta(noise, 0.0)
+
+
+@pytest.mark.parametrize("count", [1, 3, 6])
+def test_stability_histogram_releases_a_cell_with_the_right_probability(count):
+    """A cell holding ``count`` points is released iff count + Z >= theta:
+    checked against P(Z >= theta - count) with an exact binomial test, and the
+    released values are the noisy counts (issue 14: the old test asserted only
+    values >= theta, which holds by construction)."""
+    noise = DiscreteLaplace(1.0)
+    delta = 1e-2
+    th = stability_theta(noise, delta)
+    g = Grid([0.0], [1.0], 1e-5)  # a long strip: one cell per point
+    n = 50_000
+    from dpdbscan.backends.base import CellCounts
+
+    cells = CellCounts(g.encode(np.arange(n).reshape(-1, 1)), np.full(n, count, dtype=np.int64))
+    h = stability_histogram(g, cells, noise, SeededSource(count), delta)
+    p = noise.tail(th - count)
+    assert binom_ok(h.keys.size, n, p)
+    assert np.all(h.values >= th) and h.values.dtype.kind == "i"
+    if count == 1:
+        assert p <= delta  # a single record is published with probability <= delta
 
 
 def test_gamma_formula_matches_paper_example():

@@ -38,7 +38,9 @@ BAD = [
     ("beta", 1.0, "1", ValueError),
     ("beta", 0, "0", ValueError),
     ("delta", 1.5, "1.5", ValueError),
+    ("delta", 0.5, "0.5", ValueError),  # issue 15: accepted without comment before
     ("delta", -0.1, "-0.1", ValueError),
+    ("epsilon", 1e5, "1e5", ValueError),
     ("histogram", "magic", "magic", ValueError),
     ("noise", "gauss", "gauss", ValueError),
     ("random_state", "seed", None, TypeError),
@@ -86,6 +88,9 @@ def test_every_parameter_of_the_estimator_is_in_the_table():
 
 @pytest.mark.parametrize("values,match", [
     ({"histogram": "stability", "delta": 0.0}, "needs delta > 0"),
+    ({"histogram": "dense", "delta": 1e-6}, "only by the stability histogram"),
+    ({"histogram": "sparse", "delta": 1e-6}, "only by the stability histogram"),
+    ({"histogram": "dense", "theta": 3.0}, "only by the sparse histogram"),
 ])
 def test_rules_that_tie_parameters(values, match):
     with pytest.raises(ValueError, match=match):

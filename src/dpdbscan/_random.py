@@ -126,9 +126,9 @@ def _cks_parity(source, num: np.ndarray, den: int, k0: np.ndarray) -> np.ndarray
     out = np.zeros(num.size, dtype=bool)
     idx = np.arange(num.size)
     k = np.asarray(k0, dtype=np.uint64).ravel().copy()
-    den = np.uint64(den)
+    den64 = np.uint64(den)
     while idx.size:
-        a = randbelow(source, den * k) < num
+        a = randbelow(source, den64 * k) < num
         stop = ~a
         out[idx[stop]] = (k[stop] & np.uint64(1)) == 1
         idx, k, num = idx[a], k[a] + np.uint64(1), num[a]

@@ -35,7 +35,7 @@ class BudgetAccountant:
             )
         return True
 
-    def spend(self, epsilon: float, delta: float) -> "BudgetAccountant":
+    def spend(self, epsilon: float, delta: float) -> BudgetAccountant:
         self.check(epsilon, delta)
         self.spent_budget.append((float(epsilon), float(delta)))
         return self

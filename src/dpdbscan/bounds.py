@@ -63,8 +63,10 @@ def approximation_ratio(eta: float, subcells: int = 1) -> float:
 def _log_mgf(noise: str, epsilon: float, lam: float) -> float:
     """log E[exp(lam Z)] for one noise term, 0 <= lam < epsilon."""
     if noise == "discrete":
-        q = math.exp(-epsilon)
-        return 2.0 * math.log1p(-q) - math.log((1.0 - q) ** 2 - 2.0 * q * (math.cosh(lam) - 1.0))
+        # M = (1-q)^2 / ((1 - q e^lam)(1 - q e^-lam)), q = e^-epsilon: in logs,
+        # so that no term overflows for large epsilon
+        return (2.0 * math.log1p(-math.exp(-epsilon)) - math.log1p(-math.exp(lam - epsilon))
+                - math.log1p(-math.exp(-lam - epsilon)))
     return -math.log1p(-((lam / epsilon) ** 2))
 
 

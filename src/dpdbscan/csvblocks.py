@@ -81,7 +81,7 @@ class BlockCounts:
     unparseable: int = 0
     malformed: int = 0
 
-    def add(self, other: "BlockCounts") -> "BlockCounts":
+    def add(self, other: BlockCounts) -> BlockCounts:
         self.rows += other.rows
         self.unparseable += other.unparseable
         self.malformed += other.malformed
@@ -222,7 +222,7 @@ def parse_block(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts
     except pa.ArrowInvalid:
         # A line pyarrow cannot parse at all (a malformed line that is not
         # UTF-8 never reaches the row handler): find it by halving.
-        X, counts, joined = None, None, True
+        joined = True
     if not joined:
         return X, counts
     cut = _middle_line_end(data)
@@ -246,11 +246,12 @@ def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
         bad = np.zeros(table.num_rows, dtype=bool)
     n = table.num_rows + len(invalid)
     X = np.empty((n, len(layout.usecols)))
-    rows = slice(None)
+    rows: slice | np.ndarray = slice(None)
     if invalid:
-        rows = np.ones(n, dtype=bool)
-        rows[np.asarray(invalid, dtype=np.int64) - 1] = False  # row numbers are 1-based
-        X[~rows] = np.nan
+        valid = np.ones(n, dtype=bool)
+        valid[np.asarray(invalid, dtype=np.int64) - 1] = False  # row numbers are 1-based
+        X[~valid] = np.nan
+        rows = valid
     for j in range(len(layout.usecols)):
         col = table.column(j)
         if bad is None:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import numbers
 import os
-import warnings
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from . import _random
 from .backends import NumpyBackend, resolve_backend
 from .mechanism import release
 from .params import PARAMETERS, bounds_from_data, check_array, check_bounds, validate

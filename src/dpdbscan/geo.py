@@ -113,7 +113,7 @@ class Equirectangular:
             )
 
     @classmethod
-    def from_bounds(cls, lower, upper, ref_lat: float | None = None) -> "Equirectangular":
+    def from_bounds(cls, lower, upper, ref_lat: float | None = None) -> Equirectangular:
         """Centred on the public box ``[lower, upper]`` = (lon, lat) corners."""
         check_lonlat_box(lower, upper)
         lon0 = (float(lower[0]) + float(upper[0])) / 2
@@ -166,7 +166,7 @@ class Equirectangular:
                 "ref_lat": self.ref_lat, "km_per_degree": KM_PER_DEGREE, "units": "km"}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Equirectangular":
+    def from_dict(cls, d: dict) -> Equirectangular:
         if not isinstance(d, dict) or d.get("kind") != "equirectangular":
             raise ValueError(f"unknown projection in model metadata: {d!r}")
         if d.get("km_per_degree", KM_PER_DEGREE) != KM_PER_DEGREE:

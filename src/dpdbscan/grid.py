@@ -151,7 +151,7 @@ class Grid:
         object.__setattr__(self, "upper", upper)
         d = lower.size
         w = self.eta * self.alpha / (4.0 * math.sqrt(d))
-        shape = tuple(max(1, int(math.ceil((u - l) / w))) for l, u in zip(lower, upper))
+        shape = tuple(max(1, int(math.ceil((hi - lo) / w))) for lo, hi in zip(lower, upper))
         lim = _gap2_limit(d, self.eta)
         reach = int(math.isqrt(lim)) + 1 if lim >= 0 else 0
         radix = tuple(s + reach for s in shape)

@@ -42,14 +42,13 @@ from __future__ import annotations
 import collections
 import csv
 import gzip
-from concurrent.futures import ThreadPoolExecutor
 import io as _io
 import os
-import re
 import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -414,10 +413,8 @@ class _Source:
         if kind in ("npy", "parquet"):
             raise ValueError("standard input: only CSV can be read from '-'; pass the path of a "
                              f"{'.npy' if kind == 'npy' else 'Parquet'} file")
-        stream = _io.BufferedReader(_Prepend(head, buf), buffer_size=1 << 20)
-        if kind == "csv.gz":
-            stream = gzip.GzipFile(fileobj=stream, mode="rb")
-        return cls(stream)
+        plain = _io.BufferedReader(_Prepend(head, buf), buffer_size=1 << 20)
+        return cls(gzip.GzipFile(fileobj=plain, mode="rb") if kind == "csv.gz" else plain)
 
     def read(self, n: int) -> bytes:
         return self.stream.read(n)

@@ -19,12 +19,16 @@ import numpy as np
 from . import _random
 from .backends import Backend, resolve_backend
 from .backends.base import CellCounts, DenseBackend
+from .exceptions import UtilityWarning
 from .grid import Grid
 from .histogram import NoisyHistogram
 from .histograms import (
-    default_theta, dense_histogram, make_noise, sparse_histogram, stability_histogram,
+    default_theta,
+    dense_histogram,
+    make_noise,
+    sparse_histogram,
+    stability_histogram,
 )
-from .exceptions import UtilityWarning
 from .model import SpanModel
 from .points import clean_points
 from .post.spans import SpanParams, build_spans

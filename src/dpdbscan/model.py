@@ -12,9 +12,10 @@ histogram by the post-processing (:mod:`dpdbscan.post`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +97,7 @@ class SpanModel:
 
     @classmethod
     def from_spans(cls, hist: NoisyHistogram, spans: Spans, params: SpanParams, *,
-                   delta: float = 0.0, metadata: dict | None = None) -> "SpanModel":
+                   delta: float = 0.0, metadata: dict | None = None) -> SpanModel:
         """The model of ``spans`` built from the release ``hist``."""
         return cls(
             grid=spans.grid, core_keys=spans.core_keys, labels=spans.labels,
@@ -108,11 +109,17 @@ class SpanModel:
         )
 
     @property
+    def _eta(self) -> float:
+        """eta of the histogram grid (set by __post_init__ when not given)."""
+        assert self.eta is not None
+        return float(self.eta)
+
+    @property
     def histogram_grid(self) -> Grid:
         """The grid of the noisy histogram (cell width eta alpha / (4 sqrt d))."""
         if self.subcells == 1:
             return self.grid
-        return Grid(self.grid.lower, self.grid.upper, self.grid.alpha, self.eta)
+        return Grid(self.grid.lower, self.grid.upper, self.grid.alpha, self._eta)
 
     @property
     def params(self) -> SpanParams:
@@ -133,7 +140,7 @@ class SpanModel:
 
     @property
     def rho(self) -> float:
-        return _bounds.approximation_ratio(self.eta, self.subcells)
+        return _bounds.approximation_ratio(self._eta, self.subcells)
 
     @property
     def n_cells(self) -> int:
@@ -183,7 +190,7 @@ class SpanModel:
         return self.grid.decode(keys)
 
     # -------------------------------------------------------- re-threshold
-    def with_min_samples(self, min_samples: int) -> "SpanModel":
+    def with_min_samples(self, min_samples: int) -> SpanModel:
         """Spans for another MinPts at the same alpha, from the released
         histogram: post-processing, no extra privacy cost."""
         if self.histogram is None:
@@ -196,22 +203,29 @@ class SpanModel:
 
     # ---------------------------------------------------------- description
     def describe(self) -> dict:
-        """The parameters and guarantees of the release as a JSON-safe dict."""
-        g = self.grid
+        """The parameters and guarantees of the release as a JSON-safe dict
+        (what ``dpdbscan info`` shows; ``--json`` prints exactly this).
+
+        ``eta``, ``cell_width`` and ``shape`` are the histogram grid's (the
+        cells that were counted); ``span_cell_width`` and ``span_shape`` the
+        grid the spans are made of (sub-cells when ``subcells > 1``).
+        """
+        g, hg = self.grid, self.histogram_grid
         info = {
             "epsilon": self.epsilon, "delta": self.delta, "noise": self.noise,
             "histogram": self.histogram_kind, "alpha": g.alpha, "min_samples": self.min_samples,
             "threshold": self.threshold, "rho": self.rho, "tau": self.tau, "beta": self.beta,
-            "gamma": self.gamma, "kappa": self.kappa, "n_events": self.n_events,
-            "n_cells": self.n_cells, "theta": self.theta,
-            "eta": g.eta, "cell_width": g.width, "shape": list(g.shape), "d": g.d,
-            "n_spans": self.n_spans, "n_core_cells": self.n_core_cells,
+            "gamma": self.gamma, "margin": self.margin, "kappa": self.kappa,
+            "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
+            "eta": self._eta, "cell_width": hg.width, "shape": list(hg.shape), "d": g.d,
+            "subcells": self.subcells, "span_cell_width": g.width, "span_shape": list(g.shape),
+            "border": self.border, "n_spans": self.n_spans, "n_core_cells": self.n_core_cells,
             "bounds": {"lower": g.lower.tolist(), "upper": g.upper.tolist()},
             "has_histogram": self.histogram is not None, "metadata": self.metadata,
         }
         if self.metadata.get("projection") is not None:
             info["units"] = "km"
-        return info
+        return serialize.jsonable(info)
 
     def summary(self) -> str:
         g = self.grid
@@ -241,11 +255,11 @@ class SpanModel:
         Path(path).write_text(self.to_json(include_histogram))
 
     @classmethod
-    def from_dict(cls, data: Any) -> "SpanModel":
+    def from_dict(cls, data: Any) -> SpanModel:
         return cls(**serialize.model_kwargs(data))
 
     @classmethod
-    def load(cls, path) -> "SpanModel":
+    def load(cls, path) -> SpanModel:
         text = Path(path).read_text()
         try:
             data = json.loads(text)

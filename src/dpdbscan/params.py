@@ -15,16 +15,19 @@ import math
 import numbers
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from .exceptions import PrivacyLeakWarning, UtilityWarning
 
-#: Largest epsilon accepted (none yet).
-MAX_EPSILON = None
-#: delta must be below this.
-MAX_DELTA = 1.0
+#: Largest epsilon accepted. Far beyond it already the discrete Laplace noise
+#: is 0 with probability 1 - 2 exp(-epsilon): no privacy is left to account for.
+MAX_EPSILON = 1e4
+#: delta must be below this. delta is the probability that the stability
+#: histogram publishes a cell holding a single record; useful values are far
+#: below 1/n (say 1e-6 to 1e-9), and 0.01 is already a leak, not a parameter.
+MAX_DELTA = 0.01
 
 
 # --------------------------------------------------------------------------- #
@@ -222,6 +225,14 @@ def validate(values: dict[str, Any], *, cli: bool = False) -> dict[str, Any]:
     hist, delta = out.get("histogram"), out.get("delta", 0.0)
     if hist == "stability" and not delta:
         raise ValueError(f"{opt('histogram')} stability needs {opt('delta')} > 0, got delta=0")
+    if hist in ("dense", "sparse") and delta:
+        raise ValueError(
+            f"{opt('delta')} is used only by the stability histogram (or by histogram 'auto', which "
+            f"picks it for large grids); the {hist} histogram is pure epsilon-DP: drop "
+            f"{opt('delta')} or choose the stability histogram"
+        )
+    if out.get("theta") is not None and hist in ("dense", "stability"):
+        raise ValueError(f"{opt('theta')} is used only by the sparse histogram, not by the {hist} one")
     return out
 
 

@@ -38,29 +38,42 @@ def predict_spans(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, X: np.n
     return out
 
 
+#: Distances within this relative tolerance count as equal (a tie), so that
+#: the rule "ties go to the smaller span id" survives floating-point rounding.
+TIE_TOLERANCE = 1e-9
+
+
 def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, P: np.ndarray,
                   border: float) -> np.ndarray:
     """Span of the nearest core cell within ``border`` of each point, else -1.
 
-    Ties go to the smaller span id. Uses only the released cells.
+    Ties (distances equal up to :data:`TIE_TOLERANCE`) go to the smaller span
+    id. Distances are measured in cell widths from the point's position in
+    the grid, computed once per point, so that two cells at the same true
+    distance get the same computed distance up to rounding. Uses only the
+    released cells.
     """
     c = grid.coords(P)
+    u = (P - grid.lower) / grid.width  # the point in cell units
+    radius = border / grid.width
     best = np.full(P.shape[0], np.inf)
     lab = np.full(P.shape[0], -1, dtype=np.int64)
-    for o in ball_offsets(grid.d, border / grid.width):
+    for o in ball_offsets(grid.d, radius):
         t = c + o
         ok = np.flatnonzero(grid.valid(t))
         if ok.size == 0:
             continue
         idx, hit = search_keys(core_keys, grid.encode(t[ok]))
         rows = ok[hit]
-        lo = grid.cell_lower(t[rows])
-        gap = np.maximum(np.maximum(lo - P[rows], P[rows] - (lo + grid.width)), 0.0)
-        dist = np.sqrt((gap * gap).sum(axis=1))
+        tr, ur = t[rows].astype(np.float64), u[rows]
+        gap = np.maximum(np.maximum(tr - ur, ur - (tr + 1.0)), 0.0)
+        # sorted squares: the sum does not depend on which axis is which
+        dist = np.sqrt(np.sort(gap * gap, axis=1).sum(axis=1))
         span = labels[idx[hit]]
-        better = (dist < border) & (
-            (dist < best[rows]) | ((dist == best[rows]) & (span < lab[rows])))
-        best[rows[better]] = dist[better]
+        b = best[rows]
+        tie = np.isfinite(b) & (np.abs(dist - b) <= TIE_TOLERANCE * np.maximum(b, 1.0))
+        better = (dist < radius) & (((dist < b) & ~tie) | (tie & (span < lab[rows])))
+        best[rows[better]] = np.minimum(dist[better], best[rows[better]])
         lab[rows[better]] = span[better]
     return lab
 

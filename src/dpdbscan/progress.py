@@ -28,7 +28,7 @@ def progress_wanted(stream=None) -> bool:
 class _Silent:
     """The part of tqdm's interface the package uses, doing nothing."""
 
-    n = 0
+    n: float = 0
 
     def update(self, n: float = 1) -> None:
         self.n += n

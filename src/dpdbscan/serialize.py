@@ -10,15 +10,18 @@ and build the keyword arguments of a new one; they never see training data.
 from __future__ import annotations
 
 import base64
+import binascii
 import math
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from .geometry import cells_to_polygons
 from .grid import Grid
 from .histogram import NoisyHistogram
+from .post.subcells import SubcellLayout
 from .spanstats import is_geographic, span_stats
 
 FORMAT = "dpdbscan.spans"
@@ -57,44 +60,132 @@ def model_to_dict(model, include_histogram: bool = True) -> dict:
     return out
 
 
+class MalformedModel(ValueError):
+    """A model file that is JSON of the right format but not a valid model."""
+
+
+def _need(cond: bool, what: str) -> None:
+    if not cond:
+        raise MalformedModel(f"malformed dpdbscan span model: {what}")
+
+
+def _real(value, name: str, low=None, high=None, *, low_open=False, high_open=False) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    _need(ok, f"{name} must be a finite number"
+          + (f" {'>' if low_open else '>='} {low}" if low is not None else "")
+          + (f" and {'<' if high_open else '<='} {high}" if high is not None else "")
+          + f", got {value!r}")
+    return float(value)
+
+
+def _int(value, name: str, low: int = 0) -> int:
+    _need(isinstance(value, int) and not isinstance(value, bool) and value >= low,
+          f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def _choice(value, name: str, options) -> str:
+    _need(isinstance(value, str) and value in options, f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+def _cells(raw, d: int, shape, name: str) -> np.ndarray:
+    """An (m, d) int64 array of cell coordinates inside ``shape``."""
+    c = np.asarray(raw)
+    _need(c.dtype.kind in "iu" or c.size == 0, f"{name} must hold integer cell coordinates")
+    c = c.astype(np.int64).reshape(-1, d) if c.size else np.zeros((0, d), np.int64)
+    _need(c.ndim == 2 and c.shape[1] == d, f"{name} must be rows of {d} coordinates")
+    _need(bool(np.all((c >= 0) & (c < np.asarray(shape)))), f"{name} lie outside the grid")
+    return c
+
+
 def model_kwargs(data: Any) -> dict:
-    """Keyword arguments of a SpanModel from its JSON document (validated)."""
+    """Keyword arguments of a SpanModel from its JSON document.
+
+    Everything is checked: a corrupted or hand-edited file gives one clear
+    ValueError, never a traceback or a silently wrong model.
+    """
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError("not a dpdbscan span model (missing format 'dpdbscan.spans')")
     if data.get("version") != VERSION:
         raise ValueError(f"unsupported dpdbscan model version {data.get('version')!r}")
     try:
-        p = data["params"]
-        k = int(p.get("subcells", 1))
-        hgrid = Grid(data["bounds"]["lower"], data["bounds"]["upper"], float(p["alpha"]), float(p["eta"]))
-        grid = hgrid if k == 1 else Grid(hgrid.lower, hgrid.upper, hgrid.alpha, hgrid.eta / k)
-        cells, labels = [], []
-        for s in data["spans"]:
-            c = np.asarray(s["cells"], dtype=np.int64).reshape(-1, grid.d)
-            cells.append(c)
-            labels.append(np.full(c.shape[0], int(s["id"]), dtype=np.int64))
-        coords = np.concatenate(cells) if cells else np.zeros((0, grid.d), np.int64)
-        lab = np.concatenate(labels) if labels else np.zeros(0, np.int64)
-        keys = grid.encode(coords)
-        order = np.argsort(keys, kind="stable")
-        hist = histogram_from_dict(hgrid, data["histogram"]) if "histogram" in data else None
-        priv = data["privacy"]
-        used = data.get("guarantee", {})
-        return dict(
-            grid=grid, core_keys=keys[order], labels=lab[order],
-            min_samples=int(p["min_samples"]), gamma=float(data["gamma"]),
-            beta=float(p["beta"]), epsilon=float(priv["epsilon"]), delta=float(priv["delta"]),
-            raise_min_samples=bool(p.get("raise_min_samples", True)),
-            histogram_kind=priv["histogram"], noise=priv["noise"],
-            theta=float(data.get("theta") if data.get("theta") is not None else "nan"),
-            histogram=hist, metadata=dict(data.get("metadata", {})), subcells=k,
-            border=float(p.get("border", 0.0)), margin=str(p.get("margin", "paper")),
-            eta=float(p["eta"]),
-            kappa=int(used["kappa"]) if "n_events" in used else None,
-            n_events=int(used["n_events"]) if "n_events" in used else None,
-        )
-    except (KeyError, TypeError, IndexError, AttributeError) as exc:
-        raise ValueError(f"malformed dpdbscan span model: {exc!r}") from None
+        return _model_kwargs(data)
+    except MalformedModel:
+        raise
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError, OverflowError,
+            ZeroDivisionError, MemoryError, zlib.error, binascii.Error) as exc:
+        text = f"missing {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+        raise MalformedModel(f"malformed dpdbscan span model: {text}"[:300]) from None
+
+
+def _model_kwargs(data: dict) -> dict:
+    p, priv, box = data["params"], data["privacy"], data["bounds"]
+    for name, part in (("params", p), ("privacy", priv), ("bounds", box)):
+        _need(isinstance(part, dict), f"{name} must be an object")
+    lower, upper = box["lower"], box["upper"]
+    _need(isinstance(lower, list) and isinstance(upper, list) and 1 <= len(lower) == len(upper),
+          "bounds must be two lists of the same length >= 1")
+    lower = [_real(v, "bounds.lower") for v in lower]
+    upper = [_real(v, "bounds.upper") for v in upper]
+    _need(all(lo < hi for lo, hi in zip(lower, upper)), "bounds must have lower < upper")
+    alpha = _real(p["alpha"], "params.alpha", 0, low_open=True)
+    eta = _real(p["eta"], "params.eta", 0, 4, low_open=True)
+    k = _int(p.get("subcells", 1), "params.subcells", 1)
+    _need(k ** len(lower) <= 4096, f"params.subcells={k} is too large for d={len(lower)}")
+    hgrid = Grid(np.asarray(lower), np.asarray(upper), alpha, eta)
+    grid = hgrid if k == 1 else Grid(hgrid.lower, hgrid.upper, alpha, eta / k)
+    kind = _choice(priv["histogram"], "privacy.histogram", ("dense", "sparse", "stability"))
+    spans = data["spans"]
+    _need(isinstance(spans, list), "spans must be a list")
+    cells, labels = [], []
+    for i, span in enumerate(spans):
+        _need(isinstance(span, dict) and span.get("id") == i,
+              f"spans must be numbered 0, 1, ... in order (span {i})")
+        c = _cells(span["cells"], grid.d, grid.shape, f"the cells of span {i}")
+        _need(c.shape[0] > 0, f"span {i} has no cells")
+        cells.append(c)
+        labels.append(np.full(c.shape[0], i, dtype=np.int64))
+    coords = np.concatenate(cells) if cells else np.zeros((0, grid.d), np.int64)
+    lab = np.concatenate(labels) if labels else np.zeros(0, np.int64)
+    keys = grid.encode(coords)
+    order = np.argsort(keys, kind="stable")
+    keys, lab = keys[order], lab[order]
+    _need(bool(np.all(keys[1:] != keys[:-1])) if keys.size > 1 else True,
+          "a cell belongs to more than one span, or twice to one")
+    hist = histogram_from_dict(hgrid, data["histogram"]) if "histogram" in data else None
+    _need(hist is None or hist.kind == kind, "histogram.kind differs from privacy.histogram")
+    used = data.get("guarantee", {})
+    _need(isinstance(used, dict), "guarantee must be an object")
+    if "n_events" in used:  # what Gamma was computed with must be what the spans need
+        layout = SubcellLayout(hgrid, k)
+        _need(used.get("kappa") == layout.kappa and str(used["n_events"]) == str(layout.n_events),
+              "guarantee.kappa / n_events do not match the grid and sub-cells")
+        used = {"kappa": layout.kappa, "n_events": layout.n_events}
+    out = dict(
+        grid=grid, core_keys=keys, labels=lab,
+        min_samples=_int(p["min_samples"], "params.min_samples", 1),
+        gamma=_real(data["gamma"], "gamma", 0),
+        beta=_real(p["beta"], "params.beta", 0, 1, low_open=True, high_open=True),
+        epsilon=_real(priv["epsilon"], "privacy.epsilon", 0, low_open=True),
+        delta=_real(priv["delta"], "privacy.delta", 0, 1, high_open=True),
+        raise_min_samples=p.get("raise_min_samples", True),
+        histogram_kind=kind, noise=_choice(priv["noise"], "privacy.noise",
+                                           ("discrete", "laplace", "none")),
+        theta=_theta(data.get("theta")),
+        histogram=hist, metadata=data.get("metadata", {}), subcells=k,
+        border=_real(p.get("border", 0.0), "params.border", 0),
+        margin=_choice(p.get("margin", "paper"), "params.margin", ("chernoff", "paper")),
+        eta=eta,
+        kappa=used.get("kappa"), n_events=used.get("n_events"),
+    )
+    _need(isinstance(out["raise_min_samples"], bool), "params.raise_min_samples must be true or false")
+    _need(isinstance(out["metadata"], dict), "metadata must be an object")
+    return out
 
 
 # --------------------------------------------------------------------------- #
@@ -188,8 +279,12 @@ def pack(arr: np.ndarray) -> dict:
 
 
 def unpack(d: dict) -> np.ndarray:
-    raw = zlib.decompress(base64.b64decode(d["zlib_base64"]))
-    arr = np.frombuffer(raw, dtype=np.dtype(d["dtype"])).reshape(d["shape"])
+    _need(isinstance(d, dict) and isinstance(d.get("dtype"), str) and isinstance(d.get("shape"), list),
+          "a packed array needs dtype, shape and zlib_base64")
+    dtype = np.dtype(d["dtype"])
+    _need(dtype.kind in "iuf" and dtype.itemsize <= 8, f"packed arrays hold numbers, not {dtype}")
+    raw = zlib.decompress(base64.b64decode(d["zlib_base64"], validate=True))
+    arr = np.frombuffer(raw, dtype=dtype).reshape(d["shape"])
     return arr.astype(np.int64) if arr.dtype.kind in "iu" else arr.copy()
 
 
@@ -197,21 +292,44 @@ def histogram_to_dict(h: NoisyHistogram) -> dict:
     out = {"kind": h.kind, "theta": json_number(h.theta), "noise": h.noise,
            "epsilon": h.epsilon, "delta": h.delta, "values": pack(h.values)}
     if h.kind != "dense":
-        out["cells"] = pack(h.grid.decode(h.keys))
+        keys, _ = h.sparse()
+        out["cells"] = pack(h.grid.decode(keys))
     return out
 
 
+def _theta(value) -> float:
+    """theta as saved: a number, "-inf" (dense) or null (unknown)."""
+    if value is None:
+        return float("nan")
+    _need(value in ("-inf", "inf") or (isinstance(value, (int, float)) and not isinstance(value, bool)),
+          f"theta must be a number or null, got {value!r}")
+    return float(value)
+
+
 def histogram_from_dict(grid: Grid, d: dict) -> NoisyHistogram:
-    theta = d.get("theta")
-    theta = float(theta) if theta is not None else float("nan")
+    """The released histogram of a model file, checked against its grid."""
+    _need(isinstance(d, dict), "histogram must be an object")
+    kind = _choice(d["kind"], "histogram.kind", ("dense", "sparse", "stability"))
+    theta = _theta(d.get("theta"))
     values = unpack(d["values"])
+    _need(values.dtype.kind in "iuf" and bool(np.all(np.isfinite(values))),
+          "histogram values must be finite numbers")
     keys = None
-    if d["kind"] != "dense":
-        keys = grid.encode(unpack(d["cells"]).reshape(-1, grid.d))
-    elif tuple(values.shape) != tuple(grid.shape):
-        raise ValueError("malformed dpdbscan span model: histogram shape does not match the grid")
-    return NoisyHistogram(grid=grid, kind=d["kind"], values=values, keys=keys, theta=theta,
-                          noise=d["noise"], epsilon=float(d["epsilon"]), delta=float(d.get("delta", 0.0)))
+    if kind != "dense":
+        _need(values.ndim == 1, "histogram values must be a list")
+        c = _cells(unpack(d["cells"]), grid.d, grid.shape, "histogram cells")
+        _need(c.shape[0] == values.size, "histogram cells and values differ in number")
+        keys = grid.encode(c)
+        order = np.argsort(keys, kind="stable")
+        keys, values = keys[order], values[order]
+        _need(bool(np.all(keys[1:] != keys[:-1])) if keys.size > 1 else True,
+              "histogram cells repeat")
+    else:
+        _need(tuple(values.shape) == tuple(grid.shape), "histogram shape does not match the grid")
+    return NoisyHistogram(grid=grid, kind=kind, values=values, keys=keys, theta=theta,
+                          noise=_choice(d["noise"], "histogram.noise", ("discrete", "laplace", "none")),
+                          epsilon=_real(d["epsilon"], "histogram.epsilon", 0, low_open=True),
+                          delta=_real(d.get("delta", 0.0), "histogram.delta", 0, 1, high_open=True))
 
 
 __all__ = ["FORMAT", "VERSION", "model_to_dict", "model_kwargs", "model_to_geojson",

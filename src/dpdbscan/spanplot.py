@@ -10,12 +10,21 @@ from __future__ import annotations
 import numpy as np
 
 from .geo import format_km
-from .spanstats import span_stats
 from .mapstyle import (
-    MAX_HEAT_PIXELS, PALETTE, fit_aspect, heat_rgba, heat_scale, histogram_window, keep_in_box,
-    nice_length, noise_floor, span_colours, span_extent, span_neighbours,
+    MAX_HEAT_PIXELS,
+    PALETTE,
+    fit_aspect,
+    heat_rgba,
+    heat_scale,
+    histogram_window,
+    keep_in_box,
+    nice_length,
+    noise_floor,
+    span_colours,
+    span_extent,
+    span_neighbours,
 )
-
+from .spanstats import span_stats
 
 #: A span drawn smaller than this many pixels, with no other span within
 #: about this distance, gets a ring so that it can be found.
@@ -118,7 +127,7 @@ def span_palette(model, cmap):
 
     idx = span_colours(model)
     if cmap is None:
-        base = [to_rgb(c) for c in PALETTE]
+        base: list[tuple[float, ...]] = [to_rgb(c) for c in PALETTE]
     else:
         from matplotlib import colormaps
 

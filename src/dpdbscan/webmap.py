@@ -28,7 +28,13 @@ import numpy as np
 from .geo import KM_PER_DEGREE, format_km, projection_of
 from .geometry import cells_to_polygons
 from .mapstyle import (
-    PALETTE, heat_rgba, heat_scale, histogram_window, noise_floor, span_colours, span_extent,
+    PALETTE,
+    heat_rgba,
+    heat_scale,
+    histogram_window,
+    noise_floor,
+    span_colours,
+    span_extent,
 )
 from .spanstats import format_area, span_stats
 

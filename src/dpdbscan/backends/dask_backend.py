@@ -30,7 +30,13 @@ import numpy as np
 
 from .._optional import require
 from ..csvblocks import (
-    BlockCounts, CsvLayout, coerce_binary, header_fields, is_index_column, parse_block, read_header,
+    BlockCounts,
+    CsvLayout,
+    coerce_binary,
+    header_fields,
+    is_index_column,
+    parse_block,
+    read_header,
     split_first_line,
 )
 from .base import CellCounts

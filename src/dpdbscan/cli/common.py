@@ -11,30 +11,90 @@ and exit status 2.
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 from .. import geo as _geo
 from .. import plotting
 from ..exceptions import PrivacyLeakWarning
-from ..io import read_points
+from ..io import read_input
 from ..params import check_bounds
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class Notes:
+    """Private notes for the data owner on standard error.
+
+    They describe the private input (how many rows were read, dropped or
+    clipped, which column looks wrong) and must never be published: each line
+    starts with "private:". ``--quiet`` silences them; warnings about public
+    things (a leaking option, seeded noise) are printed anyway.
+    """
+
+    def __init__(self, quiet: bool = False, stream=None):
+        self.quiet = quiet
+        self.stream = stream
+
+    def __call__(self, message: str) -> None:
+        if not self.quiet:
+            print(f"private: {message}", file=self.stream or sys.stderr)
+
+
+def atomic_write(path: Path, write) -> None:
+    """``write(tmp_path)``, then rename onto ``path``: readers never see a
+    half-written file, and a failure leaves any older file in place."""
+    path = Path(path)
+    # same folder (rename is atomic there), same suffix (matplotlib reads it)
+    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def check_writable(paths, source: str | None = None) -> None:
+    """Fail now, before any budget is spent, if an output cannot be written:
+    its folder cannot be made or written to, it is a folder, or it is the
+    input file."""
+    src = None
+    if source and source != "-" and not any(c in source for c in "*?["):
+        src = Path(source).resolve()
+    for p in paths:
+        if p is None:
+            continue
+        p = Path(p)
+        if src is not None and p.resolve() == src:
+            raise ValueError(f"output {p} would overwrite the input file")
+        if p.is_dir():
+            raise ValueError(f"output {p} is a folder, not a file")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        probe = p.parent / f".{p.name}.probe-{os.getpid()}"
+        try:
+            probe.write_bytes(b"")
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot write outputs to {p.parent} ({exc.strerror})") from None
+        finally:
+            if probe.exists():
+                probe.unlink()
+        if p.exists() and not os.access(p, os.W_OK):
+            raise ValueError(f"output {p} exists and is not writable")
 
 
 class _Warnings:
     """Collect warnings and print each distinct one once, as one line."""
 
     def __init__(self, err):
-        self.err, self.seen, self._cm, self._log = err, set(), None, None
+        self.err, self.seen = err, set()
+        self._cm = warnings.catch_warnings(record=True)
+        self._log: list = []
 
     def __enter__(self):
-        self._cm = warnings.catch_warnings(record=True)
-        self._log = self._cm.__enter__()
+        self._log = self._cm.__enter__() or []
         warnings.simplefilter("always")
         return self
 
@@ -93,10 +153,21 @@ def _split_bounds(values: list[float], d: int, geo: bool):
             f"--bounds needs 2 numbers (one lower and one upper for every column) or "
             f"2*d = {2 * d} numbers (lower_1 .. lower_{d} upper_1 .. upper_{d}), got {len(values)}"
         )
-    return check_bounds((values[:d], values[d:]), d)
+    try:
+        return check_bounds((values[:d], values[d:]), d)
+    except ValueError as exc:
+        pairs = values[0::2], values[1::2]  # read as min_1 max_1 min_2 max_2 ...
+        if all(lo < hi for lo, hi in zip(*pairs)):
+            order = " ".join(f"{v:g}" for v in list(pairs[0]) + list(pairs[1]))
+            raise ValueError(
+                f"{exc}. The values look like xmin xmax ymin ymax; --bounds wants all lower "
+                f"bounds first (xmin ymin xmax ymax): {order}") from None
+        raise
 
 
 def _stem(path: str) -> str:
+    if path == "-":
+        return "stdin"
     if any(c in path for c in "*?["):
         return "spans"
     name = Path(path).name
@@ -116,8 +187,9 @@ def _one_line(exc: BaseException) -> str:
 # models, points and pictures
 
 
-def _read(path, columns, args, *, model=None, geo=False):
-    """Points of ``path`` in display coordinates (lon/lat for geo) and names."""
+def _read(path, columns, args, *, model=None, geo=False, notes: Notes | None = None):
+    """Points of ``path`` in display coordinates (lon/lat for geo) and names;
+    what the reader dropped or guessed goes to ``notes`` (private)."""
     preferred = (model.metadata.get("columns") if model is not None else None) or None
 
     def choose(names, numeric):
@@ -125,14 +197,18 @@ def _read(path, columns, args, *, model=None, geo=False):
             return list(preferred)
         return _geo.default_geo_columns(names) if geo else None
 
-    return read_points(path, columns, choose=choose, delimiter=args.delimiter,
-                       no_header=args.no_header, progress=_progress_flag(args))
+    header = True if getattr(args, "header", False) else (False if args.no_header else None)
+    got = read_input(path, columns, choose=choose, delimiter=args.delimiter, header=header,
+                     progress=_progress_flag(args))
+    for line in got.notes():
+        (notes or Notes(getattr(args, "quiet", False)))(line)
+    return got.X, got.names
 
 
-def _say_read(path, X, names):
+def _say_read(path, X, names, notes: Notes):
     # After the checks that may still fail, so that bad input gets one line.
-    print(f"read {X.shape[0]:,} rows x {X.shape[1]} column(s) ({', '.join(names)}) from {path}",
-          file=sys.stderr)
+    where = "standard input" if str(path) == "-" else path
+    notes(f"read {X.shape[0]:,} rows x {X.shape[1]} column(s) ({', '.join(names)}) from {where}")
 
 
 def _progress_flag(args):

@@ -5,23 +5,37 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .. import __version__
 from .. import geo as _geo
-from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
-from ..io import read_model as load_model
 from .._optional import require
 from ..backends import Backend, NumpyBackend
+from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
+from ..io import read_model as load_model
 from ..mechanism import release
 from ..params import bounds_from_data, check_param, validate
 from ..progress import progress
-from .maps import picture_options
 from .common import (
-    EXIT_OK, _alpha_text, _column_tokens, _draw_spans_png, _floats, _progress_flag, _read,
-    _say_read, _split_bounds, _stem,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    Notes,
+    _alpha_text,
+    _column_tokens,
+    _draw_spans_png,
+    _floats,
+    _one_line,
+    _progress_flag,
+    _read,
+    _say_read,
+    _split_bounds,
+    _stem,
+    atomic_write,
+    check_writable,
 )
+from .maps import picture_options
 
 
 def check_fit_params(args) -> dict:
@@ -64,11 +78,11 @@ def _dask_backend(args, columns):
     return dask_backend.DaskBackend(scheduler=args.scheduler, columns=columns)
 
 
-def fit_from_args(args, sink, p: dict, min_samples: int):
+def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
     """Run one release with the validated parameters ``p``; returns the SpanModel."""
     bounds_in = None if args.bounds is None else _floats(args.bounds, "--bounds")
     columns = _column_tokens(args.columns)
-    meta = {"tool": f"dpdbscan {__version__}", "eps_text": str(args.eps),
+    meta: dict[str, Any] = {"tool": f"dpdbscan {__version__}", "eps_text": str(args.eps),
             "randomness": "secure" if args.seed is None else "seeded (insecure; seed not stored)"}
     dask = args.backend == "dask"
     backend: Backend
@@ -78,14 +92,15 @@ def fit_from_args(args, sink, p: dict, min_samples: int):
                              "file's own coordinates, so project lon/lat to km first")
         if args.bounds_from_data:
             raise ValueError("--backend dask needs public --bounds (it never scans the data for them)")
-        d = len(columns) if columns else (len(bounds_in) // 2 if len(bounds_in) > 2 else None)
+        d = len(columns) if columns else (
+            len(bounds_in) // 2 if bounds_in is not None and len(bounds_in) > 2 else None)
         if d is None:
             raise ValueError("with --backend dask give --columns, or --bounds with one lower and one "
                              "upper value per column")
         X, names = args.input, columns
         backend = _dask_backend(args, columns)
     else:
-        X, names = _read(args.input, columns, args, geo=args.geo)
+        X, names = _read(args.input, columns, args, geo=args.geo, notes=notes)
         d = X.shape[1]
         backend = NumpyBackend()
     if args.geo and d != 2:
@@ -120,8 +135,8 @@ def fit_from_args(args, sink, p: dict, min_samples: int):
         X = proj.forward(X)
     meta["columns"] = list(names) if names else None
     if not dask:
-        _say_read(args.input, X, names)
-        _note_clipping(X, lower, upper)
+        _say_read(args.input, X, names, notes)
+        _note_clipping(X, lower, upper, names, notes, bounds_in)
 
     if args.seed is not None:
         print("dpdbscan: warning: --seed makes the noise reproducible and NOT cryptographically "
@@ -134,62 +149,86 @@ def fit_from_args(args, sink, p: dict, min_samples: int):
     return model
 
 
-def _note_clipping(X, lower, upper):
-    """Tell the data owner (stderr only) how many rows the per-record rule
-    will drop or clip: a wrong column order or box shows up here."""
+def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None) -> None:
+    """Tell the data owner (private notes) how many rows the per-record rule
+    drops or clips, per column and bound: a wrong bound or column order must
+    be hard to miss. What is released does not depend on any of this."""
     if X.shape[0] == 0:
         return
-    if np.isfinite(X).all():  # common case: no copy of a large input
-        n_bad = 0
-        if np.all(X.min(axis=0) >= lower) and np.all(X.max(axis=0) <= upper):
-            return
-        outside = int((~np.all((X >= lower) & (X <= upper), axis=1)).sum())
-        n_ok = X.shape[0]
-    else:
-        finite = np.all(np.isfinite(X), axis=1)
-        n_bad = int((~finite).sum())
-        outside = int((~np.all((X[finite] >= lower) & (X[finite] <= upper), axis=1)).sum())
-        n_ok = int(finite.sum())
+    finite = np.isfinite(X).all(axis=1)
+    n_bad = int(X.shape[0] - finite.sum())
     if n_bad:
-        print(f"note: {n_bad:,} row(s) with missing or non-finite values are dropped", file=sys.stderr)
-    if outside:
-        share = outside / max(n_ok, 1)
-        hint = "; check --bounds and the column order" if share > 0.5 else ""
-        print(f"note: {outside:,} point(s) ({share:.1%}) lie outside the bounds and are clipped "
-              f"onto the box{hint}", file=sys.stderr)
+        notes(f"{n_bad:,} row(s) with missing or non-finite values are dropped")
+    F = X[finite] if n_bad else X
+    n_ok = max(F.shape[0], 1)
+    if F.shape[0] and np.all(F.min(axis=0) >= lower) and np.all(F.max(axis=0) <= upper):
+        return
+    outside = int((~np.all((F >= lower) & (F <= upper), axis=1)).sum())
+    notes(f"{outside:,} point(s) ({outside / n_ok:.1%}) lie outside the bounds and are clipped "
+          "onto the box")
+    for j, name in enumerate(names or [str(j) for j in range(X.shape[1])]):
+        below = int((F[:, j] < lower[j]).sum())
+        above = int((F[:, j] > upper[j]).sum())
+        for count, side, value in ((below, "below its lower", lower[j]), (above, "above its upper",
+                                                                          upper[j])):
+            if count / n_ok >= 0.01:
+                notes(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound "
+                      f"{value:g}")
+    if outside / n_ok > 0.5:
+        hint = "check --bounds (lower_1 .. lower_d upper_1 .. upper_d) and --columns"
+        if bounds_in is not None and len(bounds_in) == 4 and X.shape[1] == 2:
+            v = bounds_in
+            alt_lo, alt_hi = np.array([v[0], v[2]]), np.array([v[1], v[3]])
+            if np.all(alt_lo < alt_hi):
+                inside_alt = np.all((F >= alt_lo) & (F <= alt_hi), axis=1).mean()
+                if inside_alt > 0.9:
+                    hint = ("the bounds look like xmin xmax ymin ymax: --bounds wants "
+                            f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}")
+        notes(f"most points are outside the bounds: {hint}")
 
 
-def _out_paths(args, name: str):
+def _out_paths(args, name: str) -> dict:
+    """Output paths by kind (None when not wanted), checked writable now,
+    before the input is read or any budget spent."""
     out_dir = Path(args.out_dir)
     paths = {}
     for kind, skip in (("json", False), ("geojson", args.no_geojson), ("png", args.no_png)):
         explicit = getattr(args, kind, None)
         paths[kind] = None if skip else Path(explicit) if explicit else out_dir / f"{name}.spans.{kind}"
-
-    src = Path(args.input).resolve() if args.input and not any(c in args.input for c in "*?[") else None
-    for p in paths.values():
-        if p is not None:
-            if src is not None and p.resolve() == src:
-                raise ValueError(f"output {p} would overwrite the input file")
-            p.parent.mkdir(parents=True, exist_ok=True)
+    check_writable(paths.values(), args.input)
     return paths
 
 
-def _write_outputs(model, paths, picture: dict | None = None) -> list[str]:
-    written = []
-    model.save(paths["json"])
+def _write_outputs(model, paths, notes: Notes,
+                   picture: dict | None = None) -> tuple[list[str], list[str]]:
+    """Write the release (JSON) first, then GeoJSON and PNG, each atomically.
+
+    ``picture`` holds the PNG's ``size`` and ``extent`` (cli/maps.py).
+    Returns (written, failed). A failed GeoJSON or picture does not lose the
+    release: the JSON is kept and the failure is reported.
+    """
+    written: list[str] = []
+    failed: list[str] = []
+    atomic_write(paths["json"], model.save)
     written.append(str(paths["json"]))
-    if model.grid.d == 2:
-        proj = _geo.projection_of(model)
-        if paths["geojson"] is not None:
-            model.save_geojson(paths["geojson"], transform=None if proj is None else proj.inverse)
-            written.append(str(paths["geojson"]))
-        if paths["png"] is not None:
-            _draw_spans_png(model, paths["png"], **(picture or {}))
-            written.append(str(paths["png"]))
-    elif paths["geojson"] is not None or paths["png"] is not None:
-        print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D", file=sys.stderr)
-    return written
+    if model.grid.d != 2:
+        if paths["geojson"] is not None or paths["png"] is not None:
+            print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D",
+                  file=sys.stderr)
+        return written, failed
+    proj = _geo.projection_of(model)
+    extras = (("geojson", lambda t: model.save_geojson(t, transform=None if proj is None
+                                                       else proj.inverse)),
+              ("png", lambda t: _draw_spans_png(model, t, **(picture or {}))))
+    for kind, write in extras:
+        if paths[kind] is None:
+            continue
+        try:
+            atomic_write(paths[kind], write)
+            written.append(str(paths[kind]))
+        except Exception as exc:  # the release is safe on disk: report, do not lose it
+            failed.append(f"{paths[kind]} ({_one_line(exc)})")
+    return written, failed
 
 
 def _subcells_arg(text: str):
@@ -232,16 +271,30 @@ def summary(model) -> str:
     return "\n".join(lines)
 
 
+def _report(written, failed) -> int:
+    print("wrote " + ", ".join(written))
+    for f in failed:
+        print(f"dpdbscan: error: could not write {f}; the release itself was written to "
+              f"{written[0]}", file=sys.stderr)
+    return EXIT_PARTIAL if failed else EXIT_OK
+
+
 def cmd_fit(args, sink) -> int:
     picture = picture_options(args)
     args.png_requested, args.geojson_requested = bool(args.png or picture), bool(args.geojson)
     p = check_fit_params(args)
+    notes = Notes(args.quiet)
     paths = _out_paths(args, args.name or _stem(args.input))
-    model = fit_from_args(args, sink, p, p["min_samples"])
-    written = _write_outputs(model, paths, picture)
+    model = fit_from_args(args, sink, p, p["min_samples"], notes)
+    written, failed = _write_outputs(model, paths, notes, picture)
     print(summary(model))
-    print("wrote " + ", ".join(written))
-    return EXIT_OK
+    return _report(written, failed)
+
+
+# options that shape a release: meaningless when sweep re-thresholds a saved one
+_FIT_ONLY = ("epsilon", "delta", "beta", "eta", "histogram", "noise", "theta", "seed", "subcells",
+             "margin", "border", "bounds", "bounds_from_data", "geo", "ref_lat", "backend",
+             "scheduler", "theoretical_threshold", "eps")
 
 
 def cmd_sweep(args, sink) -> int:
@@ -249,30 +302,42 @@ def cmd_sweep(args, sink) -> int:
         raise ValueError("sweep needs either an input data file or --model MODEL.json (not both)")
     values = sorted({check_param("min_samples", m, cli=True) for m in args.min_samples})
     picture = picture_options(args)
+    notes = Notes(args.quiet)
     if args.model is not None:
+        defaults = args.option_defaults
+        given = [k for k in _FIT_ONLY if getattr(args, k, None) != defaults.get(k)]
+        if given:
+            opts = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise ValueError(f"{opts} shape(s) a new release; with --model the saved release is "
+                             "re-thresholded as it is: drop them, or fit the data file instead")
         base = load_model(args.model)
         name = args.name or Path(args.model).name.removesuffix(".json").removesuffix(".spans")
         if base.histogram is None:
             raise ValueError(f"{args.model}: saved without its noisy histogram, cannot re-threshold")
+        for m in values:
+            _out_paths(args, f"{name}.m{m}")
     else:
         if args.eps is None:
             raise ValueError("--eps is required when sweep fits a data file")
         args.png_requested = args.geojson_requested = False
         p = check_fit_params(args)
         name = args.name or _stem(args.input)
-        _out_paths(args, name)  # fail on unwritable outputs before spending budget
-        base = fit_from_args(args, sink, p, values[0])
-    rows = []
+        for m in values:  # fail on unwritable outputs before spending budget
+            _out_paths(args, f"{name}.m{m}")
+        base = fit_from_args(args, sink, p, values[0], notes)
+    rows, failed_all = [], []
     for m in values:
         model = base if m == base.min_samples else base.with_min_samples(m)
-        paths = _out_paths(args, f"{name}.m{m}")
-        written = _write_outputs(model, paths, picture)
+        written, failed = _write_outputs(model, _out_paths(args, f"{name}.m{m}"), notes,
+                                         picture)
+        failed_all += failed
         rows.append((m, model.threshold, model.n_spans, model.n_core_cells, written[0]))
     print(f"spans for {len(values)} MinPts from one release (epsilon={base.epsilon:g}, "
           f"delta={base.delta:g}, alpha={_alpha_text(base)}); re-thresholding costs no budget")
     print(f"{'min_samples':>11}  {'threshold':>10}  {'spans':>6}  {'core_cells':>10}  model")
     for m, thr, n, c, path in rows:
         print(f"{m:>11}  {thr:>10.1f}  {n:>6}  {c:>10}  {path}")
-    return EXIT_OK
-
+    for f in failed_all:
+        print(f"dpdbscan: error: could not write {f}", file=sys.stderr)
+    return EXIT_PARTIAL if failed_all else EXIT_OK
 

@@ -10,7 +10,7 @@ from .. import geo as _geo
 from .. import plotting
 from ..io import read_model as load_model
 from ..io import write_labels
-from .common import EXIT_OK, _column_tokens, _points_for
+from .common import EXIT_OK, _points_for
 from .maps import picture_options
 
 
@@ -52,7 +52,7 @@ def cmd_plot(args, sink) -> int:
 def cmd_info(args, sink) -> int:
     model = load_model(args.model)
     if args.json:
-        print(json.dumps(model.describe(), indent=2, default=str))
+        print(json.dumps(model.describe(), indent=2, allow_nan=False))
         return EXIT_OK
     g, proj = model.grid, _geo.projection_of(model)
     # The histogram's grid; spans may sit on a finer sub-cell grid (newer models).

@@ -12,9 +12,16 @@ import sys
 
 from .. import __version__
 from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings
-from .fit import _border_arg, _subcells_arg, cmd_fit, cmd_sweep
+from .fit import _subcells_arg, cmd_fit, cmd_sweep
 from .inspect import cmd_info, cmd_plot, cmd_predict
-from .maps import EXAMPLES as MAP_EXAMPLES, add_picture_options, register as register_map
+from .maps import EXAMPLES as MAP_EXAMPLES
+from .maps import add_picture_options
+from .maps import register as register_map
+
+STREAMS = ("Standard output carries only the release (summaries, tables, labels you ask for). "
+           "Standard error carries progress and private notes about the input, such as how many "
+           "rows were read, dropped or clipped: they describe the private data, so never publish "
+           "them (--quiet turns them off).")
 
 DATA = "../shared/data/cabs_tiny.csv.gz"
 BOX = "-122.48 37.72 -122.38 37.82"
@@ -64,14 +71,29 @@ class _Parser(argparse.ArgumentParser):
 # the parser
 
 
-def _add_input_options(p):
+def _add_input_options(p, *, dask: bool = False):
     g = p.add_argument_group("reading points")
     g.add_argument("--columns", nargs="+", metavar="COL",
                    help="columns to use, by name or 0-based index (default: every column except "
-                        "'label', all numeric; with --geo, columns named lon/lat if present; "
-                        "with --backend dask, names only)")
-    g.add_argument("--delimiter", default=None, help="CSV separator (default ',', tab for .tsv)")
-    g.add_argument("--no-header", action="store_true", help="the CSV has no header row")
+                        "'label' and unnamed index columns; with --geo, columns named lon/lat if "
+                        "present" + ("; with --backend dask, names only)" if dask else ")"))
+    g.add_argument("--delimiter", default=None,
+                   help="CSV separator (default: sniffed from the header line among , ; tab |)")
+    h = g.add_mutually_exclusive_group()
+    h.add_argument("--header", action="store_true",
+                   help="the CSV's first line is a header (default: a first line of numbers only "
+                        "is read as data)")
+    h.add_argument("--no-header", action="store_true", help="the CSV has no header row")
+
+
+def _common_options() -> _Parser:
+    """Options every command takes, before or after its name."""
+    c = _Parser(add_help=False)
+    c.add_argument("--no-progress", action="store_true", default=argparse.SUPPRESS,
+                   help="no progress bars (they only show on a terminal anyway)")
+    c.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                   help="no private notes on standard error (row counts and the like)")
+    return c
 
 
 def _add_fit_options(p, *, sweep: bool):
@@ -136,25 +158,25 @@ def _add_fit_options(p, *, sweep: bool):
 
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
-    parser = _Parser(prog="dpdbscan", formatter_class=fmt,
+    common = _common_options()
+    parser = _Parser(prog="dpdbscan", formatter_class=fmt, parents=[common],
                      description="Differentially private DBSCAN that publishes cluster spans "
-                                 "(Qiu and Yi, 'Approximate DBSCAN under Differential Privacy').",
+                                 "(Qiu and Yi, 'Approximate DBSCAN under Differential Privacy').\n\n"
+                                 + STREAMS,
                      epilog=EXAMPLES["fit"] + "\nsee 'dpdbscan COMMAND --help' for each command")
     parser.add_argument("--version", action="version", version=f"dpdbscan {__version__}")
-    parser.add_argument("--no-progress", action="store_true",
-                        help="no progress bars (they only show on a terminal anyway)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name, help_, func):
-        p = sub.add_parser(name, help=help_, description=help_, epilog=EXAMPLES[name],
-                           formatter_class=fmt)
+        p = sub.add_parser(name, help=help_, description=help_ + "\n\n" + STREAMS,
+                           epilog=EXAMPLES[name], formatter_class=fmt, parents=[common])
         p.set_defaults(func=func)
         return p
 
     p = add("fit", "release DP spans of a data file; write JSON, GeoJSON and PNG", cmd_fit)
-    p.add_argument("input", help="CSV (optionally gzipped), Parquet or .npy; "
+    p.add_argument("input", help="CSV (optionally gzipped; - reads standard input), Parquet or .npy; "
                                  "with --backend dask a path or glob")
-    _add_input_options(p)
+    _add_input_options(p, dask=True)
     _add_fit_options(p, sweep=False)
 
     p = add("predict", "label points with a saved model (-1 = noise); CSV out", cmd_predict)
@@ -167,19 +189,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("sweep", "spans for several MinPts from one release, at no extra budget", cmd_sweep)
     p.add_argument("input", nargs="?", help="data file to fit once (or use --model)")
     p.add_argument("--model", help="re-threshold this saved model instead of fitting")
-    _add_input_options(p)
+    _add_input_options(p, dask=True)
     _add_fit_options(p, sweep=True)
     # With --model the DBSCAN radius comes from the model.
     for a in p._actions:
         if a.dest == "eps":
             a.required = False
+    # so that sweep --model can refuse options that would shape a new release
+    p.set_defaults(option_defaults={a.dest: a.default for a in p._actions})
 
     p = add("plot", "draw the noisy histogram, neighbour sums, spans or labels", cmd_plot)
     p.add_argument("model", help="span model JSON")
-    p.add_argument("--kind", choices=["histogram", "sums", "spans", "labels"], default="spans")
+    p.add_argument("--kind", choices=["histogram", "sums", "spans", "labels"], default="spans",
+                   help="what to draw: the noisy histogram, its neighbour sums, the spans "
+                        "(default) or the labels of --points; all but 'labels' (and spans over "
+                        "--points) are part of the release")
     p.add_argument("--points", help="points to label (--kind labels) or to draw under the spans")
     p.add_argument("-o", "--output", help="PNG path (default: MODEL.KIND.png)")
-    p.add_argument("--dpi", type=int, default=120)
+    p.add_argument("--dpi", type=int, default=120, help="resolution of the PNG (default 120)")
     p.add_argument("--max-points", type=int, default=200_000, help="subsample big point files for drawing")
     add_picture_options(p)
     _add_input_options(p)
@@ -199,6 +226,9 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
+    # given before or after the command name (or not at all)
+    args.no_progress = getattr(args, "no_progress", False)
+    args.quiet = getattr(args, "quiet", False)
     try:
         with _Warnings(sys.stderr) as sink:
             return args.func(args, sink)

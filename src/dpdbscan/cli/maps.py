@@ -7,13 +7,12 @@ Both read only the saved release, so they cost no privacy budget.
 from __future__ import annotations
 
 import math
-import os
 import re
 from pathlib import Path
 
 from ..io import read_model as load_model
 from ..webmap import map_html
-from .common import EXIT_OK
+from .common import EXIT_OK, atomic_write, check_writable
 
 EXAMPLES = """examples:
   # one self-contained HTML file: pan, zoom, hover a span for its numbers
@@ -69,27 +68,11 @@ def cmd_map(args, sink) -> int:
     if model.grid.d != 2:
         raise ValueError(f"the map needs a 2-D model, {args.model} is {model.grid.d}-D")
     out = Path(args.output) if args.output else Path(args.model).with_suffix(".html")
-    if out.resolve() == Path(args.model).resolve():
-        raise ValueError(f"output {out} would overwrite the model")
+    check_writable([out], source=args.model)
     text = map_html(model, title=args.title)
-    _write_atomically(out, text)
+    atomic_write(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
     print(f"wrote {out}")
     return EXIT_OK
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path``, then rename it into place,
-    so that a failure never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Not mkstemp: its 0600 mode would make a map meant for sharing private.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def register(sub, add) -> None:

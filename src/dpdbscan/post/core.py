@@ -17,7 +17,11 @@ import numpy as np
 from ..histogram import NoisyHistogram
 from .pruning import live_cells
 from .sums import (
-    SumsAt, dense_candidates, dense_neighbour_sums, neighbourhood, sparse_neighbour_sums,
+    SumsAt,
+    dense_candidates,
+    dense_neighbour_sums,
+    neighbourhood,
+    sparse_neighbour_sums,
 )
 
 
@@ -55,10 +59,9 @@ def core_cells(hist: NoisyHistogram, threshold: float, layout=None):
             cs = cs[np.all(c < np.asarray(layout.fine.shape), axis=1)]
         keys.append(fk)
         sums.append(cs)
-    keys = np.concatenate(keys)
-    sums = np.concatenate(sums)
-    order = np.argsort(keys, kind="stable")
-    return keys[order], sums[order]
+    all_keys, all_sums = np.concatenate(keys), np.concatenate(sums)
+    order = np.argsort(all_keys, kind="stable")
+    return all_keys[order], all_sums[order]
 
 
 def _below_all_sums(hist: NoisyHistogram, threshold: float) -> bool:
@@ -96,7 +99,7 @@ def _all_keys(hist: NoisyHistogram) -> np.ndarray:
     grid = hist.grid
     if hist.kind == "dense":
         return grid.encode(grid.all_coords())
-    return neighbourhood(grid, hist.keys)
+    return neighbourhood(grid, hist.sparse()[0])
 
 
 def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
@@ -113,7 +116,7 @@ def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
         mask = S >= threshold
         coords = np.argwhere(mask)
         return grid.encode(coords), S[mask]  # row-major order == key order
-    keys, vals = hist.keys, hist.values
+    keys, vals = hist.sparse()
     if threshold <= 0:
         raise ValueError(
             f"the core threshold on neighbour sums is {threshold:.3g} <= 0, so every cell "
@@ -145,5 +148,6 @@ def neighbour_sums(hist: NoisyHistogram):
     if hist.kind == "dense":
         S = dense_neighbour_sums(grid, hist.values)
         return grid.encode(grid.all_coords()), S.ravel()
-    cand = neighbourhood(grid, hist.keys)
-    return cand, sparse_neighbour_sums(grid, hist.keys, hist.values, cand)
+    keys, vals = hist.sparse()
+    cand = neighbourhood(grid, keys)
+    return cand, sparse_neighbour_sums(grid, keys, vals, cand)

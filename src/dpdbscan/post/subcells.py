@@ -87,7 +87,7 @@ class SubcellLayout:
         self.k = int(k)
         if self.k == 1:
             self.fine = grid
-            self.positions = [((0,) * grid.d, None)]
+            self.positions: list[tuple[tuple, np.ndarray | None]] = [((0,) * grid.d, None)]
             self.kappa = grid.kappa
         else:
             if self.k**grid.d > 4096:
@@ -97,7 +97,7 @@ class SubcellLayout:
                 )
             self.fine = Grid(grid.lower, grid.upper, grid.alpha, grid.eta / self.k)
             self.positions = list(_sub_offsets(grid.d, float(grid.eta), self.k))
-            self.kappa = max(len(o) for _, o in self.positions)
+            self.kappa = max(len(o) for _, o in self.positions if o is not None)
         self.n_events = grid.n_cells * self.k**grid.d
 
     @property

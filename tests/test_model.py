@@ -178,3 +178,138 @@ def test_border_labels_points_near_span_cells():
     m2 = replace(m, border=2.0 * w)
     assert m2.predict(pts[3:]).tolist()[0] in (0, 1)
     assert m2.predict(pts[:3]).tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("kw", [
+    dict(subcells=2), dict(subcells=1), dict(subcells=3, margin="paper"),
+    dict(subcells=2, histogram="sparse", eps=1e-3),
+    dict(subcells=2, histogram="stability", eps=1e-3, delta=1e-6),
+])
+def test_reported_guarantee_recomputes_gamma(kw):
+    """Issue 14: Gamma was computed with kappa_q = 15 over 4|X| events while
+    guarantee() reported 21 and |X|. Now Gamma recomputed from what
+    guarantee() reports equals the Gamma that was used."""
+    from dpdbscan import DPDBSCAN
+    from dpdbscan.bounds import gamma
+
+    params = {**dict(eps=0.05, min_samples=5, bounds=(0, 1), random_state=0), **kw}
+    m = DPDBSCAN(**params).fit(np.random.default_rng(0).random((300, 2))).spans_
+    g = m.guarantee()
+    theta = g["theta"] if m.histogram_kind != "dense" else 0.0
+    again = gamma(g["epsilon"], g["kappa"], g["n_events"], g["beta"], theta, method=g["margin"],
+                  noise=m.noise)
+    assert again == pytest.approx(m.gamma, rel=1e-12)
+    assert g["n_events"] == m.n_cells * m.subcells**2
+    info = m.describe()
+    assert info["eta"] == m.histogram.grid.eta and info["shape"] == list(m.histogram.grid.shape)
+    assert info["kappa"] == g["kappa"] and info["n_events"] == g["n_events"]
+    json.dumps(info, allow_nan=False)  # valid JSON (issue 15: info --json printed -Infinity)
+
+
+# --------------------------------------------------------------------------- issue 14: bad model files
+
+import copy  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _valid_doc(histogram="dense"):
+    X = np.random.default_rng(3).normal(0.5, 0.05, (400, 2))
+    kw = dict(histogram=histogram) if histogram != "dense" else {}
+    m = DPDBSCAN(0.1, min_samples=5, bounds=(0, 1), random_state=0, **kw).fit(X).spans_
+    assert m.n_spans >= 1
+    return json.loads(m.to_json())
+
+
+DOCS = {"dense": _valid_doc(), "sparse": _valid_doc("sparse")}
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
+    | st.text(max_size=8) | st.sampled_from(["-inf", "inf", "dense", "sparse", "chernoff", ""]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8)
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(node, list) and len(node) <= 3:
+        for i, v in enumerate(node):
+            yield from _paths(v, prefix + (i,))
+
+
+def _check_consistent(m):
+    """What a loaded model must satisfy to be usable and not silently wrong."""
+    assert m.core_keys.size == m.labels.size
+    if m.core_keys.size:
+        assert np.all(m.core_keys[1:] != m.core_keys[:-1])
+        assert sorted(set(m.labels.tolist())) == list(range(m.n_spans))
+        assert m.grid.valid(m.grid.decode(m.core_keys)).all()
+    P = np.random.default_rng(0).random((50, m.grid.d))
+    assert m.predict(P).shape == (50,)
+    again = SpanModel.from_dict(json.loads(m.to_json()))
+    assert np.array_equal(again.core_keys, m.core_keys) and again.gamma == m.gamma
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_corrupted_model_gives_one_clear_error_or_a_consistent_model(data):
+    doc = copy.deepcopy(DOCS[data.draw(st.sampled_from(sorted(DOCS)))])
+    path = data.draw(st.sampled_from([p for p in _paths(doc) if p]))
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    if data.draw(st.booleans()) and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = data.draw(JSON_VALUES)
+    try:
+        m = SpanModel.from_dict(doc)
+    except ValueError as exc:
+        assert "\n" not in str(exc)
+        return
+    _check_consistent(m)
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda d: d["spans"][0].__setitem__("cells", [[10**6, 0]]), "outside the grid"),
+    (lambda d: d["spans"][0].__setitem__("id", 5), "numbered"),
+    (lambda d: d["params"].__setitem__("eta", 9), "params.eta"),
+    (lambda d: d["privacy"].__setitem__("epsilon", -1), "privacy.epsilon"),
+    (lambda d: d["bounds"].__setitem__("lower", []), "bounds"),
+    (lambda d: d["params"].__setitem__("subcells", 100), "subcells"),
+    (lambda d: d["guarantee"].__setitem__("kappa", 21), "do not match"),
+    (lambda d: d["histogram"]["values"].__setitem__("shape", [3, 3]), "histogram|reshape"),
+    (lambda d: d["spans"].append(copy.deepcopy(d["spans"][0]) | {"id": len(d["spans"])}), "more than one span"),
+])
+def test_hand_edited_models_are_refused(edit, match):
+    doc = copy.deepcopy(DOCS["dense"])
+    edit(doc)
+    with pytest.raises(ValueError, match=match):
+        SpanModel.from_dict(doc)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_border_ties_go_to_the_smaller_span_id(seed):
+    """Issue 14: a point halfway between core cells of two spans must take the
+    smaller span id whatever the float rounding of the grid's coordinates."""
+    from dpdbscan.predict import border_labels
+
+    rng = np.random.default_rng(seed)
+    lower = rng.uniform(-1000, 1000, 2)
+    g = Grid(lower, lower + rng.uniform(5, 50, 2), rng.uniform(0.05, 0.5))
+    c = np.array([rng.integers(2, s - 2) for s in g.shape])
+    axis = seed % 2
+    step = np.zeros(2, dtype=np.int64)
+    step[axis] = 1
+    left, right = c - step, c + step
+    P = g.cell_lower(c[None]) + g.width / 2  # the centre of the cell in between
+    keys = g.encode(np.stack([left, right]))
+    order = np.argsort(keys)
+    for small_side in (0, 1):
+        ids = np.array([0, 1]) if small_side == 0 else np.array([1, 0])
+        lab = border_labels(g, keys[order], ids[order], P, border=g.width)
+        assert lab[0] == 0
