@@ -243,8 +243,12 @@ def test_map_command(tmp_path, capsys):
                  "--title", "Cabs"]) == 0
     text = (tmp_path / "sub" / "x.html").read_text()
     assert "<title>Cabs</title>" in text
-    assert not list((tmp_path / "sub").glob(".*tmp"))  # no temporary file left behind
+    assert [f.name for f in (tmp_path / "sub").iterdir()] == ["x.html"]  # no temporary file left
     assert (tmp_path / "sub" / "x.html").stat().st_mode & 0o044  # readable by others, like any output
+    before = (tmp_path / "m.spans.json").read_bytes()
+    assert main(["map", str(tmp_path / "m.spans.json"), "-o", str(tmp_path / "m.spans.json")]) == 2
+    assert "overwrite" in capsys.readouterr().err
+    assert (tmp_path / "m.spans.json").read_bytes() == before
 
 
 def test_map_command_refuses_3d_models_in_one_line(tmp_path, capsys):
