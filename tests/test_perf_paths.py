@@ -374,12 +374,17 @@ def _random_release(rng, trial):
     return g, keys, vals
 
 
+@pytest.mark.parametrize("regions", ["buckets", "supercells"])
 @pytest.mark.parametrize("trial", range(20))
-def test_live_cells_keep_every_core_cell_and_its_neighbours(trial):
+def test_live_cells_keep_every_core_cell_and_its_neighbours(trial, regions, monkeypatch):
     """Brute force: every core cell and every released cell in NB of a core
-    cell passes the bucket filter."""
+    cell passes the filter, by dense buckets and by shifted super-cells."""
+    from dpdbscan.histograms import pruning
     from dpdbscan.histograms.base import neighbourhood, sparse_neighbour_sums
     from dpdbscan.histograms.pruning import live_cells
+
+    if regions == "supercells":
+        monkeypatch.setattr(pruning, "DENSE_BUCKETS", 0)
 
     rng = np.random.default_rng(100 + trial)
     g, keys, vals = _random_release(rng, trial)
@@ -394,6 +399,31 @@ def test_live_cells_keep_every_core_cell_and_its_neighbours(trial):
         assert live_cells(g, keys, vals, rel, thr).all()
     # and it does prune: far from everything nothing is live at a huge threshold
     assert not live_cells(g, keys, vals, keys, float(vals.sum()) + 1).any()
+
+
+@pytest.mark.parametrize("mode", ["buckets", "bucket-neighbourhood", "supercells"])
+@pytest.mark.parametrize("trial", range(12))
+def test_core_candidates_contain_every_core_cell(trial, mode, monkeypatch):
+    """Brute force: the candidates of pruning.core_candidates are sorted,
+    distinct and contain every core cell, whichever region type and whichever
+    way of listing them (cells of live buckets or NB of the heavy cells)."""
+    from dpdbscan.histograms import pruning
+    from dpdbscan.histograms.base import neighbourhood, sparse_neighbour_sums
+
+    if mode == "supercells":
+        monkeypatch.setattr(pruning, "DENSE_BUCKETS", 0)
+    if mode == "bucket-neighbourhood":
+        monkeypatch.setattr(pruning._Buckets, "live_bucket_cells", lambda self, limit: None)
+    rng = np.random.default_rng(300 + trial)
+    g, keys, vals = _random_release(rng, trial)
+    allc = neighbourhood(g, keys)
+    sums = sparse_neighbour_sums(g, keys, vals, allc)
+    for thr in (float(rng.uniform(20, 200)), float(rng.uniform(200, 1500))):
+        core_keys = allc[sums >= thr]
+        heavy = keys[vals * g.kappa >= thr]
+        cand = pruning.core_candidates(g, keys, vals, heavy, thr)
+        assert np.array_equal(cand, np.unique(cand))
+        assert np.isin(core_keys, cand).all()
 
 
 # --------------------------------------------------------------------------- #

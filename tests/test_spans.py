@@ -178,3 +178,32 @@ def test_border_labels_points_near_span_cells():
     m2 = replace(m, border=2.0 * w)
     assert m2.predict(pts[3:]).tolist()[0] in (0, 1)
     assert m2.predict(pts[:3]).tolist() == [0, 0, 0]
+
+
+def test_two_margins_drive_the_threshold_roundtrip_and_old_models_load(tmp_path):
+    """A sparse release has Gamma_low != Gamma_up; the practical rule keeps
+    cells whose noisy sum reaches MinPts + Gamma_up, tau is their sum, and
+    both survive JSON. A model saved before gamma_upper existed still loads,
+    with gamma_upper None and the old tau = 2 Gamma."""
+    m, X = _model(histogram="sparse", theta=0.0)
+    s = m.spans_
+    assert s.gamma_upper is not None and s.gamma_upper > s.gamma
+    g = s.guarantee()
+    assert g["gamma_lower"] == s.gamma and g["gamma_upper"] == s.gamma_upper
+    assert g["tau"] == pytest.approx(s.gamma + s.gamma_upper) and s.tau == g["tau"]
+    assert s.threshold == 5 + s.tau and m.gamma_upper_ == s.gamma_upper
+    assert g["within_clusters_at"]["min_samples"] == 5
+    # the same release thresholded at MinPts + Gamma_up by the symmetric rule
+    same = spans_from_histogram(s.histogram, 5, s.gamma_upper, s.beta, subcells=s.subcells)
+    assert np.array_equal(same.core_keys, s.core_keys)
+    path = tmp_path / "m.json"
+    s.save(path)
+    loaded = SpanModel.load(path)
+    assert loaded.gamma_upper == s.gamma_upper and loaded.tau == s.tau
+    assert np.array_equal(loaded.with_min_samples(3).core_keys, s.with_min_samples(3).core_keys)
+    data = json.loads(path.read_text())
+    del data["gamma_upper"]
+    old = SpanModel.from_dict(data)
+    assert old.gamma_upper is None and old.tau == 2 * old.gamma
+    assert old.guarantee()["gamma_upper"] is None
+    assert np.array_equal(old.predict(X), s.predict(X))

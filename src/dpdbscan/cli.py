@@ -535,7 +535,7 @@ def model_info(model) -> dict:
         "epsilon": model.epsilon, "delta": model.delta, "noise": model.noise,
         "histogram": model.histogram_kind, "alpha": g.alpha, "min_samples": model.min_samples,
         "threshold": model.threshold, "rho": model.rho, "tau": model.tau, "beta": model.beta,
-        "gamma": model.gamma, "kappa": model.kappa, "n_cells": model.n_cells, "theta": model.theta,
+        "gamma": model.gamma, "gamma_upper": model.gamma_upper, "kappa": model.kappa, "n_cells": model.n_cells, "theta": model.theta,
         "eta": g.eta, "cell_width": g.width, "shape": list(g.shape), "d": g.d,
         "n_spans": model.n_spans, "n_core_cells": model.n_core_cells,
         "bounds": {"lower": g.lower.tolist(), "upper": g.upper.tolist()},
@@ -567,7 +567,7 @@ def cmd_info(args, sink) -> int:
         ("alpha", length(g.alpha)), ("MinPts", f"{model.min_samples}"),
         ("core rule", f"UB~ >= {model.threshold:.1f}"
                       + (" (MinPts + tau)" if model.raise_min_samples else " (MinPts)")),
-        ("rho", f"{model.rho:g} (eta = {hg.eta:g})"), ("tau", f"{model.tau:.2f} (= 2 Gamma)"),
+        ("rho", f"{model.rho:g} (eta = {hg.eta:g})"), ("tau", f"{model.tau:.2f} (= Gamma_low + Gamma_up)"),
         ("beta", f"{model.beta:g}"), ("kappa", f"{model.kappa}"),
         ("|X|", f"{model.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}"),
         ("guarantee", f"with probability >= {1 - model.beta:g}: every "

@@ -98,9 +98,10 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         The DP release.
     histogram_ : NoisyHistogram
         The released noisy histogram (part of the release).
-    gamma_, tau_, kappa_, theta_, n_cells_, rho_, beta_ :
-        Margin Gamma, additive error tau = 2 Gamma, |NB(X)|, sparse threshold,
-        |X|, approximation ratio and failure probability.
+    gamma_, gamma_upper_, tau_, kappa_, theta_, n_cells_, rho_, beta_ :
+        Lower and upper margins Gamma_low and Gamma_up, additive error
+        tau = Gamma_low + Gamma_up, |NB(X)|, sparse threshold, |X|,
+        approximation ratio and failure probability.
     guarantee_ : dict
         The (rho, tau, beta) sandwich guarantee and privacy parameters.
     budget_spent_ : tuple (epsilon, delta)
@@ -234,8 +235,10 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             # Post-processing of the release only: safe to say.
             warnings.warn(
                 f"the release has no span: a cell is core only when about "
-                f"{min_samples + spans.gamma:.0f} noisy points (min_samples={min_samples} plus "
-                f"the margin Gamma={spans.gamma:.1f} for epsilon={epsilon:g}) lie within eps of it. "
+                f"{spans.threshold - spans.gamma:.0f} noisy points (min_samples={min_samples} "
+                f"{'plus' if spans.raise_min_samples else 'minus'} the margin "
+                f"{(spans.tau - spans.gamma) if spans.raise_min_samples else spans.gamma:.1f} "
+                f"for epsilon={epsilon:g}) lie within eps of it. "
                 "Small or sparse data need a larger eps, a larger epsilon or fewer dimensions; "
                 "see docs/accuracy.md on small data sets.",
                 UtilityWarning, stacklevel=2,
@@ -243,6 +246,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.spans_ = spans
         self.histogram_ = spans.histogram
         self.gamma_ = spans.gamma
+        self.gamma_upper_ = spans.gamma_upper
         self.tau_ = spans.tau
         self.kappa_ = grid.kappa
         self.theta_ = spans.theta

@@ -124,31 +124,29 @@ def _sorted(cells):
     return cells
 
 
-def margin(grid: Grid, hist: NoisyHistogram, config: MechanismConfig) -> float:
-    """Gamma for this release: public (histogram kind, theta, kappa, |X|, beta).
+def margin(grid: Grid, hist: NoisyHistogram, config: MechanismConfig) -> tuple[float, float]:
+    """(Gamma_low, Gamma_up) for this release: public (histogram kind, theta,
+    kappa, |X|, beta); :func:`bounds.margins`.
 
-    The noise part bounds a sum of ``kappa`` noise terms with a union bound over
-    every (sub-)cell; truncating histograms add ``kappa * theta``.
+    Both bound sums of ``kappa`` per-cell errors with a union bound over every
+    (sub-)cell; truncating histograms have a lower margin with ``kappa`` times
+    the truncation loss and a separate upper margin.
     """
     from .subcells import SubcellLayout
 
     layout = SubcellLayout(grid, config.subcells)
-    if hist.noise == "none":
-        noise_part = 0.0
-    else:
-        # hist.epsilon is the epsilon the noise was drawn with (rounded down)
-        noise_part = _bounds.noise_margin(config.margin, hist.noise, hist.epsilon,
-                                          layout.kappa, layout.n_events, config.beta)
     theta = hist.theta if hist.kind != "dense" else 0.0
-    return noise_part + layout.kappa * max(theta, 0.0)
+    # hist.epsilon is the epsilon the noise was drawn with (rounded down)
+    return _bounds.margins(config.margin, hist.kind, hist.noise, hist.epsilon,
+                           layout.kappa, layout.n_events, config.beta, theta)
 
 
 def fit_spans(X, grid: Grid, min_samples: int, config: MechanismConfig, source,
               *, raise_min_samples: bool = True, backend=None) -> SpanModel:
     """Run the whole mechanism and return the released span model."""
     hist = release_histogram(grid, X, config, source, backend)
-    g = margin(grid, hist, config)
-    return spans_from_histogram(hist, min_samples, g, config.beta,
+    g_low, g_up = margin(grid, hist, config)
+    return spans_from_histogram(hist, min_samples, g_low, config.beta, gamma_upper=g_up,
                                 raise_min_samples=raise_min_samples, delta=config.delta,
                                 subcells=config.subcells, border=config.border,
                                 margin=config.margin)

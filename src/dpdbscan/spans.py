@@ -44,8 +44,14 @@ class SpanModel:
         Span id of each core cell (0..n_spans-1, numbered by smallest cell).
     min_samples : int
         The user's (non-private) MinPts.
-    gamma, tau, beta : float
-        Margin Gamma, additive error tau = 2 Gamma and failure probability.
+    gamma, gamma_upper : float
+        The lower margin Gamma_low (UB~ = noisy sum + Gamma_low bounds the true
+        sum from above) and the upper margin Gamma_up (the noisy sum exceeds
+        the true one by at most Gamma_up), both with probability >= 1 - beta
+        together. ``gamma_upper`` is None in models saved before it was
+        recorded: their tau is the old 2 Gamma, valid for dense histograms only.
+    tau, beta : float
+        Additive error tau = Gamma_low + Gamma_up and failure probability.
     threshold : float
         Core threshold on the noisy upper bound UB~ (MinPts + tau by default).
     epsilon, delta : float
@@ -93,11 +99,12 @@ class SpanModel:
     border: float = 0.0
     margin: str = "paper"
     eta: float | None = None
+    gamma_upper: float | None = None
 
     # ----------------------------------------------------------- guarantees
     @property
     def tau(self) -> float:
-        return _bounds.tau(self.gamma)
+        return _bounds.tau(self.gamma, self.gamma_upper)
 
     @property
     def threshold(self) -> float:
@@ -135,11 +142,14 @@ class SpanModel:
         With probability >= 1 - beta every (alpha, MinPts')-cluster lies in one
         span and every span lies in the span of one (rho alpha, MinPts' - tau)
         cluster, where MinPts' = min_samples + tau with the practical rule and
-        min_samples with the theoretical one.
+        min_samples with the theoretical one. tau = gamma_lower + gamma_upper:
+        the lower margin keeps every true core cell, the upper one bounds how
+        far the noisy sums of the other cells can exceed their true sums.
         """
         upper = self.min_samples + (self.tau if self.raise_min_samples else 0.0)
         return {
             "rho": self.rho, "tau": self.tau, "beta": self.beta, "gamma": self.gamma,
+            "gamma_lower": self.gamma, "gamma_upper": self.gamma_upper,
             "kappa": self.kappa, "n_cells": self.n_cells, "theta": self.theta,
             "subcells": self.subcells, "margin": self.margin,
             "covers_clusters_at": {"alpha": self.grid.alpha, "min_samples": upper},
@@ -216,6 +226,7 @@ class SpanModel:
             self.histogram, m, self.gamma, self.beta,
             raise_min_samples=self.raise_min_samples, delta=self.delta, metadata=dict(self.metadata),
             subcells=self.subcells, border=self.border, margin=self.margin,
+            gamma_upper=self.gamma_upper,
         )
 
     # -------------------------------------------------------------- summary
@@ -229,7 +240,9 @@ class SpanModel:
             f"UB~ >= {self.threshold:.1f}",
             f"  grid    : d={g.d}, cell width w={self.histogram_grid.width:.4g}, "
             f"|X|={self.n_cells}, kappa={self.kappa}, sub-cells {self.subcells}^{g.d}",
-            f"  margin  : Gamma={self.gamma:.2f} ({self.margin})"
+            f"  margin  : Gamma={self.gamma:.2f}"
+            + ("" if self.gamma_upper is None or self.gamma_upper == self.gamma
+               else f" (lower), {self.gamma_upper:.2f} (upper)") + f" ({self.margin})"
             + (f", theta={self.theta:g}" if self.histogram_kind != "dense" else "")
             + f", border={self.border:.4g}",
             f"  guarantee: (rho={self.rho:g}, tau={self.tau:.1f}) with probability >= {1 - self.beta:g}",
@@ -256,6 +269,7 @@ class SpanModel:
             "span_grid": {"width": self.grid.width, "shape": list(self.grid.shape)},
             "guarantee": _jsonable(self.guarantee()),
             "tau": self.tau, "beta": self.beta, "gamma": self.gamma, "theta": _num(self.theta),
+            "gamma_upper": self.gamma_upper,
             "spans": spans,
             "metadata": self.metadata,
         }
@@ -301,6 +315,7 @@ class SpanModel:
                 histogram=hist, metadata=dict(data.get("metadata", {})), subcells=k,
                 border=float(p.get("border", 0.0)), margin=str(p.get("margin", "paper")),
                 eta=float(p["eta"]),
+                gamma_upper=None if data.get("gamma_upper") is None else float(data["gamma_upper"]),
             )
         except (KeyError, TypeError, IndexError, AttributeError) as exc:
             raise ValueError(f"malformed dpdbscan span model: {exc!r}") from None
@@ -356,15 +371,17 @@ class SpanModel:
 def spans_from_histogram(hist: NoisyHistogram, min_samples: int, gamma: float, beta: float,
                          *, raise_min_samples: bool = True, delta: float = 0.0,
                          metadata: dict | None = None, subcells: int = 1, border: float = 0.0,
-                         margin: str = "paper") -> SpanModel:
+                         margin: str = "paper", gamma_upper: float | None = None) -> SpanModel:
     """Core cells (or sub-cells) and spans from a released histogram.
 
+    ``gamma`` is the lower margin Gamma_low and ``gamma_upper`` the upper one
+    (default: the same, as for the dense histogram; see bounds.margins).
     Post-processing only: reads nothing but ``hist`` and public parameters.
     """
     from .subcells import SubcellLayout
 
     layout = SubcellLayout(hist.grid, subcells)
-    thr = sum_threshold(min_samples, gamma, raise_min_samples)
+    thr = sum_threshold(min_samples, gamma, raise_min_samples, gamma_upper)
     keys, _ = core_cells(hist, thr, layout)
     labels = merge_cells(layout.fine, keys)
     return SpanModel(
@@ -372,7 +389,7 @@ def spans_from_histogram(hist: NoisyHistogram, min_samples: int, gamma: float, b
         gamma=gamma, beta=beta, epsilon=hist.epsilon, delta=delta,
         raise_min_samples=raise_min_samples, histogram_kind=hist.kind, noise=hist.noise,
         theta=hist.theta, histogram=hist, metadata=metadata or {}, subcells=layout.k,
-        border=float(border), margin=margin, eta=hist.grid.eta,
+        border=float(border), margin=margin, eta=hist.grid.eta, gamma_upper=gamma_upper,
     )
 
 
