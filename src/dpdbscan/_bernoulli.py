@@ -367,7 +367,9 @@ def geometric(source, n: int, tail: TailProbability, limit: int = 1 << 62):
     beyond = h >= h_cap
     live = np.flatnonzero(~beyond)
     digits = [(lay.o_top, h[live])]
-    digits += [(o, _get_digit(tail, o, w, False).sample(source, live.size)) for o, w in lay.chunks]
+    if live.size:  # the low digits' tables are built only when needed
+        digits += [(o, _get_digit(tail, o, w, False).sample(source, live.size))
+                   for o, w in lay.chunks]
     small = limit <= 1 << 62
     if small:
         g = np.full(n, limit, dtype=np.int64)
