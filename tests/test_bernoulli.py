@@ -208,7 +208,7 @@ def test_bernoulli_positions_blocks_are_binomial_and_independent(name, batch, mo
     per40 = hit.reshape(-1, 40).sum(axis=1)
     assert_fits(np.bincount(per40, minlength=41), stats.binom.pmf(np.arange(41), 40, p))
     pattern = hit.reshape(-1, 4) @ np.array([8, 4, 2, 1])
-    k = np.array([bin(i).count("1") for i in range(16)])
+    k = np.array([i.bit_count() for i in range(16)])
     assert_fits(np.bincount(pattern, minlength=16), p**k * (1 - p) ** (4 - k))
 
 

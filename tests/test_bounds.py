@@ -58,14 +58,14 @@ def test_upper_mgf_is_the_supremum_over_counts(eps, theta):
     """exp(_log_mgf_upper) is at least E[exp(lam e_x)] for every count x, and
     equal to the largest of them up to the tiny tail allowance."""
     for lam in (0.05 * eps, 0.4 * eps, 0.9 * eps):
-        direct = [_direct_mgf_discrete(eps, lam, math.ceil(theta), x) for x in range(0, 300)]
+        direct = [_direct_mgf_discrete(eps, lam, math.ceil(theta), x) for x in range(300)]
         bound = math.exp(bounds._log_mgf_upper("discrete", eps, lam, theta, "sparse"))
         assert bound >= max(direct) * (1 - 1e-12)
         assert bound <= max(direct) * (1 + 1e-9)
         # stability: an empty cell is never released, its error is 0
         stab = math.exp(bounds._log_mgf_upper("discrete", eps, lam, theta, "stability"))
         assert stab >= max(max(direct[1:]), 1.0) * (1 - 1e-12)
-        direct_c = [_direct_mgf_laplace(eps, lam, theta, x) for x in range(0, 80)]
+        direct_c = [_direct_mgf_laplace(eps, lam, theta, x) for x in range(80)]
         bound_c = math.exp(bounds._log_mgf_upper("laplace", eps, lam, theta, "sparse"))
         assert bound_c >= max(direct_c) * (1 - 1e-9)
         assert bound_c <= max(direct_c) * (1 + 1e-6)

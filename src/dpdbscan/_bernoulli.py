@@ -76,13 +76,13 @@ class TailProbability:
             raise ValueError("the tail probability needs a, b >= 0")
 
     @classmethod
-    def discrete(cls, epsilon: Fraction, theta: float) -> "TailProbability":
+    def discrete(cls, epsilon: Fraction, theta: float) -> TailProbability:
         """P(Z >= theta) = q^k / (1 + q), q = exp(-epsilon), k = ceil(theta) >= 0."""
         k = max(math.ceil(theta), 0)
         return cls(k * Fraction(epsilon), Fraction(epsilon))
 
     @classmethod
-    def continuous(cls, epsilon: float, theta: float) -> "TailProbability":
+    def continuous(cls, epsilon: float, theta: float) -> TailProbability:
         """P(Z >= theta) = exp(-epsilon theta) / 2 for Laplace(1/epsilon), theta >= 0."""
         return cls(Fraction(epsilon) * Fraction(max(theta, 0.0)), 0)
 
@@ -100,9 +100,6 @@ class TailProbability:
     def digits_of_inverse(self) -> int:
         """About log10(1/p): how many decimal digits of 1 - p are all 9s."""
         return max(0, math.ceil((float(self.a) + math.log1p(math.exp(-float(self.b)))) / math.log(10)))
-
-    def key(self):
-        return (self.a, self.b)
 
 
 # --------------------------------------------------------------------------- #
@@ -202,7 +199,7 @@ class _Digit:
         """Intervals of F(l) for each l in ``ls`` (sorted), at ``prec`` digits."""
         iv = _Iv(prec)
         log_r = iv.scale(_log_rho(self.tail, iv), 1 << self.offset)
-        need = sorted(set(int(l) + 1 for l in ls) | ({self.m} if not self.top else set()))
+        need = sorted({int(l) + 1 for l in ls} | ({self.m} if not self.top else set()))
         # powers r^j by exp(j ln r) when few are needed, else by a chain of products
         pw = {}
         if len(need) <= 8:
@@ -281,15 +278,17 @@ class _Digit:
         while lo < hi:
             prefix = (prefix << 64) | int(source.raw(1)[0])
             K += 64
-            lo = self._bisect(lo, hi, K, lambda t: t < prefix)
-            hi = self._bisect(lo, hi, K, lambda t: t <= prefix)
+            lo = self._bisect(lo, hi, K, prefix, strict=True)
+            hi = self._bisect(lo, hi, K, prefix, strict=False)
         return lo
 
-    def _bisect(self, lo: int, hi: int, K: int, below) -> int:
-        """First l in [lo, hi) whose floor(F(l) 2^K) is not ``below`` (else hi)."""
+    def _bisect(self, lo: int, hi: int, K: int, prefix: int, strict: bool) -> int:
+        """First l in [lo, hi) with floor(F(l) 2^K) >= prefix (``strict``) or
+        > prefix (else hi)."""
         while lo < hi:
             mid = (lo + hi) // 2
-            if below(self.exact_floor(mid, K)):
+            t = self.exact_floor(mid, K)
+            if (t < prefix) if strict else (t <= prefix):
                 lo = mid + 1
             else:
                 hi = mid

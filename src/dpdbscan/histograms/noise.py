@@ -105,9 +105,8 @@ class NoNoise:
     def tail(self, theta: float) -> float:
         return 0.0 if theta > 0 else 1.0
 
-    def exact_tail(self, theta: float):
+    def exact_tail(self, theta: float) -> None:
         """None: without noise every empty cell or none is released."""
-        return None
 
     def sample_tail(self, source, n: int, theta: float) -> np.ndarray:
         if n:
