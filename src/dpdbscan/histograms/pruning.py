@@ -5,12 +5,14 @@ When every released value is non-negative (sparse and stability histograms),
 S(X) is at most the sum of the released values in any region containing
 NB(X). Two kinds of region are used (:func:`regions`):
 
-* buckets of ``side`` cells per axis, the smallest multiple of ``reach`` whose
-  bucket grid fits a dense array: NB(X) lies in the 3^d block of buckets
-  around X's bucket, so X can be core only if that block's values sum to
-  >= T (X's bucket is "live"), and a released cell in NB of a core cell lies
-  in the block around a live bucket. Block sums are box filters on the dense
-  bucket array: linear in the number of buckets.
+* buckets of ``side`` cells per axis (side >= reach): NB(X) lies in the 3^d
+  block of buckets around X's bucket, so X can be core only if that block's
+  values sum to >= T (X's bucket is "live"), and a released cell in NB of a
+  core cell lies in the block around a live bucket. Block sums are box
+  filters on a dense bucket array, linear in the number of buckets. Buckets
+  of side reach prune best; when their grid is large, buckets of side
+  k reach come first and the side-reach block sums are looked up only inside
+  the live coarse buckets (:func:`regions`).
 * shifted super-cells, on universes too large for that: with super-cells of
   side L = (d + 1)(2 reach + 1) in d + 1 grids shifted by i (2 reach + 1)
   cells (i = 0..d), every NB(X) lies inside one super-cell of at least one
@@ -36,6 +38,8 @@ from .base import neighbourhood
 
 _BIAS = 2  # bucket coordinates are shifted so that +-2 buckets stay in range
 DENSE_BUCKETS = 1 << 24  # largest bucket grid held as a dense array
+COARSE_BUCKETS = 1 << 21  # a first, coarser grid is cheap below this
+SPARSE_BUCKETS = 1 << 22  # most fine buckets whose block sums are looked up
 
 
 def live_cells(grid, keys: np.ndarray, vals: np.ndarray, query: np.ndarray,
@@ -69,18 +73,40 @@ def core_candidates(grid, keys: np.ndarray, vals: np.ndarray, heavy: np.ndarray,
 
 
 def regions(grid, keys, vals, threshold):
-    """Live buckets (dense) where the bucket grid is small enough, else rich
-    super-cells; see the module docstring."""
+    """Live buckets where a bucket grid fits a dense array, else rich
+    super-cells; see the module docstring.
+
+    Buckets of side ``reach`` prune best. When their grid is too large for a
+    cheap dense array, a coarser dense grid (side k reach) comes first: a core
+    cell lies in a live coarse bucket, so side-``reach`` block sums are then
+    evaluated only at the k^d fine buckets of each live coarse bucket, from
+    the sorted list of non-empty fine buckets.
+    """
     thr = _superset_threshold(vals, threshold)
     reach = max(grid.reach, 1)
-    side = reach
+    n_fine = _n_buckets(grid.shape, reach)
+    if n_fine <= COARSE_BUCKETS:
+        return _Buckets(grid, keys, vals, thr, reach)
+    side = 2 * reach
     # a block of 3^d buckets no larger than a super-cell, else super-cells
     while 3 * side <= (grid.d + 1) * (2 * reach + 1):
-        nb = tuple(-(-s // side) + 2 * _BIAS for s in grid.shape)
-        if math.prod(nb) <= DENSE_BUCKETS:
-            return _Buckets(grid, keys, vals, thr, side, nb)
+        if _n_buckets(grid.shape, side) <= COARSE_BUCKETS:
+            coarse = _Buckets(grid, keys, vals, thr, side)
+            live = np.argwhere(coarse.live) - _BIAS
+            k = side // reach
+            if live.shape[0] * k**grid.d > SPARSE_BUCKETS:
+                return coarse
+            steps = np.array(list(itertools.product(range(k), repeat=grid.d)), dtype=np.int64)
+            fine = (live[:, None, :] * k + steps[None, :, :]).reshape(-1, grid.d)
+            return _SparseBuckets(grid, keys, vals, thr, reach, fine)
         side += reach
+    if n_fine <= DENSE_BUCKETS:
+        return _Buckets(grid, keys, vals, thr, reach)
     return _SuperCells(grid, keys, vals, thr)
+
+
+def _n_buckets(shape, side) -> int:
+    return math.prod(-(-n // side) + 2 * _BIAS for n in shape)
 
 
 def _superset_threshold(vals: np.ndarray, threshold: float) -> float:
@@ -93,9 +119,10 @@ def _superset_threshold(vals: np.ndarray, threshold: float) -> float:
 
 def _box3(a: np.ndarray, logical: bool = False) -> np.ndarray:
     """Sum (or any) over the 3^d block around each entry. Only entries at
-    least one step from every border are filled; the border reads 0."""
+    least one step from every border are right; the border reads 0."""
+    out = np.zeros_like(a)
+    a = a.copy()
     for ax in range(a.ndim):
-        out = np.zeros_like(a)
         mid = [slice(None)] * a.ndim
         lo, hi = list(mid), list(mid)
         mid[ax], lo[ax], hi[ax] = slice(1, -1), slice(None, -2), slice(2, None)
@@ -107,29 +134,37 @@ def _box3(a: np.ndarray, logical: bool = False) -> np.ndarray:
         else:
             o += a[tuple(mid)]
             o += a[tuple(hi)]
-        a = out
+        a, out = out, a  # ping-pong: the old input becomes the next output
+        edge = [slice(None)] * a.ndim
+        for e in (0, -1):
+            edge[ax] = e
+            a[tuple(edge)] = 0
     return a
 
 
 class _Buckets:
-    def __init__(self, grid, keys, vals, thr, side, nb):
-        self.grid, self.side, self.nb = grid, side, nb
+    """Buckets of ``side`` cells, all of them in a dense array."""
+
+    def __init__(self, grid, keys, vals, thr, side):
+        self.grid, self.side = grid, side
+        self.nb = tuple(-(-n // side) + 2 * _BIAS for n in grid.shape)
         b = self._index(keys)
         order = np.argsort(b, kind="stable")
         sb = b[order]
-        starts = np.flatnonzero(np.concatenate(([True], sb[1:] != sb[:-1]))) if sb.size else sb
         integer = vals.dtype.kind in "iub"
-        sums = np.add.reduceat(vals[order].astype(np.int64 if integer else np.float64), starts) \
-            if sb.size else np.zeros(0)
-        total = float(np.abs(sums).sum()) if sums.size else 0.0
-        dtype = np.int32 if integer and total < 2**31 else (np.int64 if integer else np.float64)
-        mass = np.zeros(math.prod(nb), dtype=dtype)
-        mass[sb[starts]] = sums
-        self.live = _box3(mass.reshape(nb)) >= thr
+        mass = np.zeros(math.prod(self.nb), dtype=np.int64 if integer else np.float64)
+        if sb.size:
+            starts = np.flatnonzero(np.concatenate(([True], sb[1:] != sb[:-1])))
+            sums = np.add.reduceat(vals[order].astype(mass.dtype), starts)
+            if integer and float(np.abs(sums).sum()) < 2**31:
+                mass = mass.astype(np.int32)  # half the memory traffic
+            mass[sb[starts]] = sums
+        self.live = _box3(mass.reshape(self.nb)) >= thr
         self._near = None
 
     def _index(self, k):
-        return np.ravel_multi_index(tuple((self.grid.decode(k) // self.side + _BIAS).T), self.nb)
+        b = self.grid.decode(k) // self.side + _BIAS
+        return np.ravel_multi_index(tuple(b.T), self.nb)
 
     def near(self, query):
         if self._near is None:
@@ -141,15 +176,75 @@ class _Buckets:
 
     def live_bucket_cells(self, limit):
         """Every valid cell of a live bucket (sorted keys), or None if more than ``limit``."""
-        live = np.argwhere(self.live)
-        d = self.grid.d
-        if live.shape[0] * self.side**d > limit:
+        return _bucket_cells(self.grid, np.argwhere(self.live) - _BIAS, self.side, limit)
+
+
+def _bucket_cells(grid, buckets, side, limit):
+    d = grid.d
+    if buckets.shape[0] * side**d > limit:
+        return None
+    steps = np.array(list(itertools.product(range(side), repeat=d)), dtype=np.int64)
+    coords = (buckets[:, None, :] * side + steps[None, :, :]).reshape(-1, d)
+    coords = coords[grid.valid(coords)]
+    return np.sort(grid.encode(coords))
+
+
+class _SparseBuckets:
+    """Buckets of ``side`` cells whose block sums are evaluated only at the
+    buckets ``cand`` (coordinates), from the sorted non-empty buckets. Every
+    bucket outside ``cand`` counts as not live."""
+
+    def __init__(self, grid, keys, vals, thr, side, cand):
+        self.grid, self.side = grid, side
+        nb = [-(-n // side) + 2 * _BIAS for n in grid.shape]
+        self.strides = np.ones(grid.d, dtype=np.int64)
+        for i in range(grid.d - 2, -1, -1):
+            self.strides[i] = self.strides[i + 1] * nb[i + 1]
+        bk = self._key(grid.decode(keys) // side)
+        order = np.argsort(bk, kind="stable")
+        sk = bk[order]
+        integer = vals.dtype.kind in "iub"
+        v = vals[order].astype(np.int64 if integer else np.float64)
+        starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1]))) if sk.size else sk
+        bkeys = sk[starts]
+        bsums = np.add.reduceat(v, starts) if sk.size else v
+        self.deltas = np.array([int(np.dot(o, self.strides))
+                                for o in itertools.product((-1, 0, 1), repeat=grid.d)])
+        ck = np.unique(self._key(cand))
+        total = np.zeros(ck.size, dtype=v.dtype)
+        if bkeys.size:
+            for dk in self.deltas:
+                q = ck + dk
+                idx = np.minimum(np.searchsorted(bkeys, q), bkeys.size - 1)
+                hit = bkeys[idx] == q
+                total[hit] += bsums[idx[hit]]
+        self.live = ck[total >= thr]
+        self.near_keys = np.unique((self.live[:, None] + self.deltas).ravel())
+
+    def _key(self, bucket_coords):
+        return (bucket_coords + _BIAS) @ self.strides
+
+    @staticmethod
+    def _member(sorted_keys, q):
+        if sorted_keys.size == 0:
+            return np.zeros(q.size, dtype=bool)
+        idx = np.minimum(np.searchsorted(sorted_keys, q), sorted_keys.size - 1)
+        return sorted_keys[idx] == q
+
+    def near(self, query):
+        return self._member(self.near_keys, self._key(self.grid.decode(query) // self.side))
+
+    def may_be_core(self, query):
+        return self._member(self.live, self._key(self.grid.decode(query) // self.side))
+
+    def live_bucket_cells(self, limit):
+        if self.live.size * self.side**self.grid.d > limit:
             return None
-        base = (live - _BIAS) * self.side
-        steps = np.array(list(itertools.product(range(self.side), repeat=d)), dtype=np.int64)
-        coords = (base[:, None, :] + steps[None, :, :]).reshape(-1, d)
-        coords = coords[self.grid.valid(coords)]
-        return np.sort(self.grid.encode(coords))
+        coords = np.empty((self.live.size, self.grid.d), dtype=np.int64)
+        rest = self.live.copy()
+        for i in range(self.grid.d):
+            coords[:, i], rest = np.divmod(rest, self.strides[i])
+        return _bucket_cells(self.grid, coords - _BIAS, self.side, limit)
 
 
 def _row_keys(rows: np.ndarray, extent) -> np.ndarray:
