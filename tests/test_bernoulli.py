@@ -265,3 +265,33 @@ def test_geometric_pmf_long(name, monkeypatch):
     g, _ = B.geometric(SecureSource(), 100_000, tail)
     edges = quantile_edges(p, 40) if p < 0.05 else list(range(int(40 / p)))
     assert_fits(*geometric_bins(g, p, edges))
+
+
+class _Words:
+    """A source that returns given 64-bit words (then fresh seeded ones)."""
+
+    def __init__(self, words):
+        self.words = list(np.asarray(words, dtype=np.uint64))
+        self.rest = SeededSource(0)
+
+    def raw(self, n):
+        out = [self.words.pop(0) for _ in range(min(n, len(self.words)))]
+        return np.concatenate([np.array(out, dtype=np.uint64), self.rest.raw(n - len(out))])
+
+
+@pytest.mark.parametrize("top", [True, False])
+def test_inversion_counts_thresholds_below_the_word(top):
+    """Deterministic check of the fast path: each outcome is the number of
+    thresholds T_l below the 32-bit word (guide table plus stepping), on
+    words spread over [0, 2^32) including ones just around thresholds."""
+    dig = B._get_digit(TAILS["discrete eps=1 theta=5"], 0, 11, top)
+    T = dig.fast.astype(np.int64)
+    rng = np.random.default_rng(0)
+    R = np.concatenate([rng.integers(0, 1 << 32, 5000), T[::37] - 1, T[::41] + 1,
+                        [0, (1 << 32) - 1]]).astype(np.int64)
+    R = R[(R >= 0) & (R < 1 << 32) & ~np.isin(R, T)]  # no ties: those take the slow path
+    if R.size % 2:
+        R = R[:-1]
+    words = R.astype(np.uint32).view(np.uint64)  # the sampler views raw words as uint32 pairs
+    out = dig.sample(_Words(words), R.size)
+    assert np.array_equal(out, np.searchsorted(T, R, side="left"))

@@ -189,6 +189,10 @@ class _Digit:
         self._exact: dict[tuple[int, int], int] = {}
         self.fast_bits = FAST_BITS
         self.fast = self._fast_table()
+        # guide table (Chen and Asau): guide[i] = #{l : T_l < i 2^shift}
+        self.shift = max(self.fast_bits - _WIDTH, 0)
+        starts = np.arange(1 << (self.fast_bits - self.shift), dtype=np.uint64) << np.uint64(self.shift)
+        self.guide = np.searchsorted(self.fast, starts, side="left").astype(np.int64)
 
     def _prec0(self) -> int:
         # 1 - r^j is about j 2^offset p: keep ~25 digits beyond its leading zeros
@@ -255,9 +259,17 @@ class _Digit:
         words = source.raw((n + 1) // 2).view(np.uint32)[:n].astype(np.uint64)
         R = words >> np.uint64(32 - self.fast_bits)
         T = self.fast
-        D = np.searchsorted(T, R, side="left").astype(np.int64)
+        # D = #{l : T_l < R}: start from the guide (all l below it qualify),
+        # then step over the few thresholds left in R's guide interval
+        D = self.guide[R >> np.uint64(self.shift)]
+        last = T.size - 1
+        step = np.flatnonzero((D <= last) & (T[np.minimum(D, last)] < R))
+        while step.size:
+            D[step] += 1
+            d = D[step]
+            step = step[(d <= last) & (T[np.minimum(d, last)] < R[step])]
         if T.size:
-            tie = np.flatnonzero(T[np.minimum(D, T.size - 1)] == R)
+            tie = np.flatnonzero(T[np.minimum(D, last)] == R)
             for i in tie:
                 D[i] = self._resolve(source, int(R[i]), int(D[i]))
         return D
