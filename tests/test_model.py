@@ -192,15 +192,17 @@ def test_reported_guarantee_recomputes_gamma(kw):
     guarantee() reported 21 and |X|. Now Gamma recomputed from what
     guarantee() reports equals the Gamma that was used."""
     from dpdbscan import DPDBSCAN
-    from dpdbscan.bounds import gamma
+    from dpdbscan.bounds import margins
 
     params = {**dict(eps=0.05, min_samples=5, bounds=(0, 1), random_state=0), **kw}
     m = DPDBSCAN(**params).fit(np.random.default_rng(0).random((300, 2))).spans_
     g = m.guarantee()
     theta = g["theta"] if m.histogram_kind != "dense" else 0.0
-    again = gamma(g["epsilon"], g["kappa"], g["n_events"], g["beta"], theta, method=g["margin"],
-                  noise=m.noise)
-    assert again == pytest.approx(m.gamma, rel=1e-12)
+    low, up = margins(g["margin"], m.histogram_kind, m.noise, g["epsilon"], g["kappa"],
+                      g["n_events"], g["beta"], theta)
+    assert (low, up) == (pytest.approx(g["gamma_lower"], rel=1e-12),
+                         pytest.approx(g["gamma_upper"], rel=1e-12))
+    assert g["tau"] == pytest.approx(low + up)
     assert g["n_events"] == m.n_cells * m.subcells**2
     info = m.describe()
     assert info["eta"] == m.histogram.grid.eta and info["shape"] == list(m.histogram.grid.shape)
@@ -315,3 +317,32 @@ def test_border_ties_go_to_the_smaller_span_id(seed):
         ids = np.array([0, 1]) if small_side == 0 else np.array([1, 0])
         lab = border_labels(g, keys[order], ids[order], P, border=g.width)
         assert lab[0] == 0
+
+
+def test_two_margins_drive_the_threshold_roundtrip_and_old_models_load(tmp_path):
+    """A sparse release has Gamma_low != Gamma_up; the practical rule keeps
+    cells whose noisy sum reaches MinPts + Gamma_up, tau is their sum, and
+    both survive JSON. A model saved before gamma_upper existed still loads,
+    with gamma_upper None and the old tau = 2 Gamma."""
+    m, X = _model(histogram="sparse", theta=0.0, core="bound")
+    s = m.spans_
+    assert s.gamma_upper is not None and s.gamma_upper > s.gamma
+    g = s.guarantee()
+    assert g["gamma_lower"] == s.gamma and g["gamma_upper"] == s.gamma_upper
+    assert g["tau"] == pytest.approx(s.gamma + s.gamma_upper) and s.tau == g["tau"]
+    assert s.threshold == 5 + s.tau and m.gamma_upper_ == s.gamma_upper
+    assert g["within_clusters_at"]["min_samples"] == 5
+    # the same release thresholded at MinPts + Gamma_up by the symmetric rule
+    same = spans_from_histogram(s.histogram, 5, s.gamma_upper, s.beta, subcells=s.subcells, core="bound")
+    assert np.array_equal(same.core_keys, s.core_keys)
+    path = tmp_path / "m.json"
+    s.save(path)
+    loaded = SpanModel.load(path)
+    assert loaded.gamma_upper == s.gamma_upper and loaded.tau == s.tau
+    assert np.array_equal(loaded.with_min_samples(3).core_keys, s.with_min_samples(3).core_keys)
+    data = json.loads(path.read_text())
+    del data["gamma_upper"]
+    old = SpanModel.from_dict(data)
+    assert old.gamma_upper is None and old.tau == 2 * old.gamma
+    assert old.guarantee()["gamma_upper"] is None
+    assert np.array_equal(old.predict(X), s.predict(X))

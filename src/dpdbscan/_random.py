@@ -39,14 +39,6 @@ class SecureSource:
             return np.empty(0, dtype=np.uint64)
         return np.frombuffer(os.urandom(8 * int(n)), dtype=np.uint64).copy()
 
-    def numpy_generator(self) -> np.random.Generator:
-        """A numpy generator seeded with 256 fresh bits from the OS CSPRNG.
-
-        Only used where we document a floating-point approximation (the
-        Binomial count of released empty cells, continuous Laplace noise).
-        """
-        return np.random.default_rng(int.from_bytes(os.urandom(32), "little"))
-
 
 class SeededSource:
     """Reproducible 64-bit words from numpy's PCG64. Not secure."""
@@ -63,9 +55,6 @@ class SeededSource:
         if n <= 0:
             return np.empty(0, dtype=np.uint64)
         return self._gen.bit_generator.random_raw(int(n)).astype(np.uint64, copy=False)
-
-    def numpy_generator(self) -> np.random.Generator:
-        return self._gen
 
 
 def make_source(random_state, *, warn: bool = True):

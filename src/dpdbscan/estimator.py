@@ -104,10 +104,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         The DP release.
     histogram_ : NoisyHistogram
         The released noisy histogram (part of the release).
-    gamma_, tau_, kappa_, theta_, n_cells_, rho_, beta_ :
-        Margin (Gamma of the bound test, the largest m(q) of the density test),
-        additive error tau = 2 Gamma (bound test; None for density), kappa,
-        sparse threshold, |X|, approximation ratio and failure probability.
+    gamma_, gamma_upper_, tau_, kappa_, theta_, n_cells_, rho_, beta_ :
+        Margins (bound test: Gamma_low and Gamma_up; density test: the largest
+        m(q) and None), additive error tau = Gamma_low + Gamma_up (bound test;
+        None for density), kappa, sparse threshold, |X|, approximation ratio and
+        failure probability.
     guarantee_ : dict
         The guarantee of the core test and the privacy parameters.
     budget_spent_ : tuple (epsilon, delta)
@@ -194,6 +195,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.spans_ = spans
         self.histogram_ = spans.histogram
         self.gamma_ = spans.gamma
+        self.gamma_upper_ = spans.gamma_upper
         self.tau_ = spans.tau if spans.core == "bound" else None
         self.kappa_ = spans.histogram_grid.kappa
         self.theta_ = spans.theta

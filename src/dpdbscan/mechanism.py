@@ -20,7 +20,7 @@ from . import _random
 from .backends import Backend, resolve_backend
 from .backends.base import CellCounts, DenseBackend
 from .exceptions import UtilityWarning
-from .grid import Grid
+from .grid import MAX_KAPPA, Grid
 from .histogram import NoisyHistogram
 from .histograms import (
     default_theta,
@@ -159,15 +159,21 @@ def configure(p: dict[str, Any], grid: Grid) -> tuple[MechanismConfig, float]:
     from |X|."""
     alpha, eta = grid.alpha, grid.eta
     core = p.get("core", "density")
-    if core == "density" and grid.kappa > DENSITY_MAX_KAPPA:
-        # public (d, eta): the density test's weights cover every cell of an
-        # eps-neighbourhood, which is far too many here; the bound test is
-        # evaluated without enumerating them
+    if grid.kappa > MAX_KAPPA:
+        warnings.warn(
+            f"in d={grid.d} at eta={eta:g} an eps-neighbourhood has {grid.kappa:,} cells, more than "
+            f"any core test can evaluate ({MAX_KAPPA:,}): the release will have no span. "
+            "DP-DBSCAN cannot resolve clusters in this many dimensions; use fewer dimensions.",
+            UtilityWarning, stacklevel=3)
+    elif core == "density" and grid.kappa > DENSITY_MAX_KAPPA:
         warnings.warn(
             f"in d={grid.d} at eta={eta:g} an eps-neighbourhood has {grid.kappa:,} cells, more "
             f"than the density test can weigh ({DENSITY_MAX_KAPPA:,}): the release uses "
             "core='bound', whose margin grows with that count and will likely swamp any "
             "cluster. Use fewer dimensions.", UtilityWarning, stacklevel=3)
+    if core == "density" and grid.kappa > DENSITY_MAX_KAPPA:
+        # public (d, eta): the density test's weights cover every cell of an
+        # eps-neighbourhood, far too many here; the bound test never enumerates them
         core = "bound"
         rule = p.get("margin", "auto")
         p = {**p, "margin": rule if rule in ("auto", "chernoff", "paper") else "auto"}

@@ -46,7 +46,14 @@ class SpanModel:
     min_samples : int
         The user's (non-private) MinPts.
     gamma, beta : float
-        Margin Gamma and failure probability; tau = 2 Gamma.
+        Margin and failure probability. Bound test: Gamma_low (UB~ = noisy sum
+        + Gamma_low bounds the true sum from above); density test: the largest
+        margin m(q).
+    gamma_upper : float or None
+        Bound test: the upper margin Gamma_up (a noisy sum exceeds the true one
+        by at most Gamma_up); tau = Gamma_low + Gamma_up. None in models saved
+        before it was recorded: their sandwich guarantee is established only
+        for the dense histogram (docs/privacy.md).
     epsilon, delta : float
         Privacy parameters of the release.
     histogram : NoisyHistogram or None
@@ -99,6 +106,7 @@ class SpanModel:
     n_events: int | None = None
     core: str = "bound"
     extra: dict | None = None
+    gamma_upper: float | None = None
 
     def __post_init__(self):
         if self.eta is None:
@@ -126,7 +134,7 @@ class SpanModel:
             histogram_kind=hist.kind, noise=hist.noise, theta=hist.theta, histogram=hist,
             metadata=metadata or {}, subcells=params.subcells, border=float(params.border),
             margin=params.margin, eta=hist.grid.eta, kappa=spans.kappa, n_events=spans.n_events,
-            core=params.core, extra=spans.extra,
+            core=params.core, extra=spans.extra, gamma_upper=spans.gamma_upper,
         )
 
     @property
@@ -152,7 +160,8 @@ class SpanModel:
     # ----------------------------------------------------------- guarantees
     @property
     def tau(self) -> float:
-        return _bounds.tau(self.gamma)
+        """Bound test: tau = Gamma_low + Gamma_up (2 Gamma for the dense histogram)."""
+        return _bounds.tau(self.gamma, self.gamma_upper)
 
     @property
     def threshold(self) -> float:
@@ -193,8 +202,8 @@ class SpanModel:
         extra = self.extra or {}
         return {
             "core": "density", "rho": self.rho, "tau": None, "beta": self.beta,
-            "gamma": self.gamma, "margin": self.margin, "kappa": self.kappa,
-            "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
+            "gamma": self.gamma, "gamma_upper": self.gamma_upper, "margin": self.margin,
+            "kappa": self.kappa, "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
             "subcells": self.subcells, "accuracy_margin": extra.get("accuracy_margin"),
             "probability": extra.get("probability"),
             "covers_clusters_at": None,
@@ -213,8 +222,12 @@ class SpanModel:
         ones Gamma was computed with.
         """
         upper = self.min_samples + (self.tau if self.raise_min_samples else 0.0)
+        legacy = self.gamma_upper is None and self.histogram_kind != "dense"
         return {
-            "core": "bound", "probability": 1.0 - self.beta,
+            "core": "bound", "probability": None if legacy else 1.0 - self.beta,
+            "gamma_lower": self.gamma,
+            "gamma_upper": self.gamma if self.histogram_kind == "dense" and self.gamma_upper is None
+            else self.gamma_upper,
             "rho": self.rho, "tau": self.tau, "beta": self.beta, "gamma": self.gamma,
             "kappa": self.kappa, "n_events": self.n_events, "n_cells": self.n_cells,
             "theta": self.theta, "subcells": self.subcells, "margin": self.margin,
@@ -247,8 +260,9 @@ class SpanModel:
             raise ValueError("this model was saved without its noisy histogram; cannot re-threshold")
         m = check_min_samples(min_samples)
         params = SpanParams(**{**self.params.__dict__, "min_samples": m})
-        spans = build_spans(self.histogram, params,
-                            gamma=self.gamma if self.core == "bound" else None)
+        bound = self.core == "bound"
+        spans = build_spans(self.histogram, params, gamma=self.gamma if bound else None,
+                            gamma_upper=self.gamma_upper if bound else None)
         return SpanModel.from_spans(self.histogram, spans, params, delta=self.delta,
                                     metadata=dict(self.metadata))
 
@@ -267,8 +281,8 @@ class SpanModel:
             "histogram": self.histogram_kind, "alpha": g.alpha, "min_samples": self.min_samples,
             "threshold": self.threshold, "rho": self.rho,
             "tau": self.tau if self.core == "bound" else None, "beta": self.beta,
-            "gamma": self.gamma, "margin": self.margin, "kappa": self.kappa,
-            "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
+            "gamma": self.gamma, "gamma_upper": self.gamma_upper, "margin": self.margin,
+            "kappa": self.kappa, "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
             "core": self.core, "guarantee": self.guarantee(), "eta": self._eta,
             "cell_width": hg.width, "shape": list(hg.shape), "d": g.d,
             "subcells": self.subcells, "span_cell_width": g.width, "span_shape": list(g.shape),
@@ -292,7 +306,9 @@ class SpanModel:
             f"  grid    : d={g.d}, cell width w={self.histogram_grid.width:.4g}, "
             f"|X|={self.n_cells}, kappa={self.kappa}, sub-cells {self.subcells}^{g.d}",
             (f"  margin  : m(q) <= {self.gamma:.2f} ({self.margin} sigma with the empty-space guard)"
-             if self.core == "density" else f"  margin  : Gamma={self.gamma:.2f} ({self.margin})")
+             if self.core == "density" else f"  margin  : Gamma={self.gamma:.2f}"
+             + ("" if self.gamma_upper is None or self.gamma_upper == self.gamma
+                else f" (lower), {self.gamma_upper:.2f} (upper)") + f" ({self.margin})")
             + (f", theta={self.theta:g}" if self.histogram_kind != "dense" else "")
             + f", border={self.border:.4g}",
             self._guarantee_line(),

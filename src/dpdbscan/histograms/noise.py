@@ -2,8 +2,9 @@
 (the paper's variant) or none (only for the oracle test of the pipeline).
 
 Each class answers the questions the histograms ask of a noise distribution Z:
-draw ``n`` samples, the tail ``P(Z >= theta)``, and draws of ``Z`` conditioned on
-``Z >= theta``.
+draw ``n`` samples, the tail ``P(Z >= theta)`` (as a float, and as the exact
+real number the empty-cell sampler of the sparse histogram needs), and draws
+of ``Z`` conditioned on ``Z >= theta``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 import numpy as np
 
 from .. import _random
+from .._bernoulli import TailProbability
 
 
 class DiscreteLaplace:
@@ -39,6 +41,13 @@ class DiscreteLaplace:
         if k <= 0:
             return 1.0 - (q ** (-k + 1)) / (1.0 + q) if k < 0 else 1.0 / (1.0 + q)
         return q**k / (1.0 + q)
+
+    def exact_tail(self, theta: float) -> TailProbability:
+        """P(Z >= theta) = q^k / (1 + q) exactly, k = ceil(theta), for theta >= 0
+        (epsilon is the rounded-down fraction the noise is drawn with)."""
+        if not theta >= 0:
+            raise ValueError(f"the exact tail needs theta >= 0, got theta={theta!r}")
+        return TailProbability.discrete(self.fraction, theta)
 
     def sample_tail(self, source, n: int, theta: float) -> np.ndarray:
         """Z conditioned on Z >= theta (theta >= 0): theta + Geometric, exactly."""
@@ -69,6 +78,13 @@ class ContinuousLaplace:
             return 0.5 * math.exp(-self.epsilon * theta)
         return 1.0 - 0.5 * math.exp(self.epsilon * theta)
 
+    def exact_tail(self, theta: float) -> TailProbability:
+        """P(Z >= theta) = exp(-epsilon theta) / 2 as a real number (theta >= 0):
+        which empty cells are released is then exact; their values are not."""
+        if not theta >= 0:
+            raise ValueError(f"the exact tail needs theta >= 0, got theta={theta!r}")
+        return TailProbability.continuous(self.epsilon, theta)
+
     def sample_tail(self, source, n: int, theta: float) -> np.ndarray:
         if theta < 0:
             raise ValueError("the continuous tail sampler needs theta >= 0")
@@ -88,6 +104,9 @@ class NoNoise:
 
     def tail(self, theta: float) -> float:
         return 0.0 if theta > 0 else 1.0
+
+    def exact_tail(self, theta: float) -> None:
+        """None: without noise every empty cell or none is released."""
 
     def sample_tail(self, source, n: int, theta: float) -> np.ndarray:
         if n:
