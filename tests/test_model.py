@@ -130,7 +130,9 @@ def test_geojson_polygons_cover_span_cells():
                 a = 0.5 * np.sum(r[:-1, 0] * r[1:, 1] - r[1:, 0] * r[:-1, 1])
                 assert (a > 0) if k == 0 else (a < 0)
                 area += a
-        assert area == pytest.approx(len(m.spans_.span_cells(s)) * g.width**2)
+        # the polygons draw the region predict uses: core and border cells
+        assert area == pytest.approx(len(m.spans_.span_region(s)) * g.width**2)
+        assert len(m.spans_.span_region(s)) >= len(m.spans_.span_cells(s))
 
 
 def test_geojson_requires_2d():
@@ -167,12 +169,16 @@ def test_border_labels_points_near_span_cells():
     m = SM(grid=g, core_keys=keys, labels=np.array([0, 1]), min_samples=5, gamma=1.0,
            beta=0.1, epsilon=1.0, border=0.5 * g.width)
     w = g.width
+    # the border is measured from the centre of the point's cell: cell (6, 5)
+    # has its centre 0.5 w from cell (5, 5), cell (7, 5) 1.5 w from both
     inside = g.cell_centres(cells[:1])[0]
-    just_right = g.cell_lower(cells[:1])[0] + [w + 0.4 * w, 0.5 * w]   # 0.4 w from cell (5,5)
-    too_far = g.cell_lower(cells[:1])[0] + [w + 0.6 * w, 0.5 * w]      # 0.6 w away
+    next_cell = g.cell_lower(cells[:1])[0] + [w + 0.9 * w, 0.1 * w]    # in cell (6, 5)
+    too_far = g.cell_lower(cells[:1])[0] + [2 * w + 0.1 * w, 0.5 * w]  # in cell (7, 5)
     middle = g.cell_lower(np.array([[7, 5]]))[0] + [0.5 * w, 0.5 * w]  # 1.5 w from both
-    pts = np.array([inside, just_right, too_far, middle])
+    pts = np.array([inside, next_cell, too_far, middle])
+    m = replace(m, border=0.6 * w)
     assert m.predict(pts).tolist() == [0, 0, -1, -1]
+    assert replace(m, border=0.5 * w).predict(pts).tolist() == [0, -1, -1, -1]  # "< border"
     m0 = replace(m, border=0.0)
     assert m0.predict(pts).tolist() == [0, -1, -1, -1]
     # with a wider border the middle point joins one of the two spans
@@ -297,10 +303,13 @@ def test_hand_edited_models_are_refused(edit, match):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_border_ties_go_to_the_smaller_span_id(seed):
-    """Issue 14: a point halfway between core cells of two spans must take the
-    smaller span id whatever the float rounding of the grid's coordinates."""
-    from dpdbscan.predict import border_labels
+@pytest.mark.parametrize("to", ["cells", "centres"])
+def test_border_ties_go_to_the_smaller_span_id(seed, to):
+    """Issue 14: a cell halfway between core cells of two spans must take the
+    smaller span id whatever the float rounding of the grid's coordinates
+    (the old rule measured from the point in absolute coordinates and failed
+    in 26 of 80 such cases)."""
+    from dpdbscan.predict import border_labels, span_regions
 
     rng = np.random.default_rng(seed)
     lower = rng.uniform(-1000, 1000, 2)
@@ -309,14 +318,12 @@ def test_border_ties_go_to_the_smaller_span_id(seed):
     axis = seed % 2
     step = np.zeros(2, dtype=np.int64)
     step[axis] = 1
-    left, right = c - step, c + step
-    P = g.cell_lower(c[None]) + g.width / 2  # the centre of the cell in between
-    keys = g.encode(np.stack([left, right]))
+    keys = g.encode(np.stack([c - step, c + step]))
     order = np.argsort(keys)
-    for small_side in (0, 1):
-        ids = np.array([0, 1]) if small_side == 0 else np.array([1, 0])
-        lab = border_labels(g, keys[order], ids[order], P, border=g.width)
-        assert lab[0] == 0
+    for ids in (np.array([0, 1]), np.array([1, 0])):
+        assert border_labels(g, keys[order], ids[order], c[None], 1.01 * g.width, to)[0] == 0
+        rk, rl = span_regions(g, keys[order], ids[order], 1.01 * g.width, to)
+        assert rl[np.searchsorted(rk, g.encode(c[None]))[0]] == 0
 
 
 def test_two_margins_drive_the_threshold_roundtrip_and_old_models_load(tmp_path):

@@ -27,7 +27,7 @@ from .histogram import NoisyHistogram
 from .params import check_array, check_min_samples
 from .post.spans import SpanParams, Spans, build_spans, density_guarantee
 from .post.subcells import SubcellLayout
-from .predict import predict_spans
+from .predict import predict_spans, span_regions
 
 
 @dataclass
@@ -244,13 +244,32 @@ class SpanModel:
             raise ValueError(
                 f"X has {X.shape[1]} features, but the model was fitted with {self.grid.d}"
             )
-        to = "centres" if self.core == "density" else "cells"
-        return predict_spans(self.grid, self.core_keys, self.labels, X, self.border, to)
+        keys, labels = self.regions()
+        return predict_spans(self.grid, keys, labels, X)
+
+    def regions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted keys of every span-grid cell ``predict`` maps to a span (core
+        cells and border cells), with that span: computed once from the
+        released spans (:func:`dpdbscan.predict.span_regions`)."""
+        cached = self.__dict__.get("_regions")
+        key = (self.border, self.core, self.core_keys.size)
+        if cached is None or cached[0] != key:
+            to = "centres" if self.core == "density" else "cells"
+            cached = (key, span_regions(self.grid, self.core_keys, self.labels, self.border, to))
+            self.__dict__["_regions"] = cached
+        return cached[1]
 
     def span_cells(self, span_id: int | None = None) -> np.ndarray:
-        """Integer coordinates of the cells of one span (or of all core cells)."""
+        """Integer coordinates of the core cells of one span (or of all)."""
         keys = self.core_keys if span_id is None else self.core_keys[self.labels == span_id]
         return self.grid.decode(keys)
+
+    def span_region(self, span_id: int) -> np.ndarray:
+        """Integer coordinates of every cell ``predict`` maps to span
+        ``span_id``: its core cells and its border cells (what the GeoJSON and
+        the pictures draw)."""
+        keys, labels = self.regions()
+        return self.grid.decode(keys[labels == span_id])
 
     # -------------------------------------------------------- re-threshold
     def with_min_samples(self, min_samples: int) -> SpanModel:

@@ -235,7 +235,7 @@ def model_to_geojson(model, transform: Callable[[np.ndarray], np.ndarray] | None
     features = []
     for s in range(model.n_spans):
         mp = []
-        for rings in cells_to_polygons(model.span_cells(s)):
+        for rings in cells_to_polygons(model.span_region(s)):
             out_rings = []
             for ring in rings:
                 xy = grid.lower + np.asarray(ring, dtype=np.float64) * grid.width
