@@ -31,6 +31,12 @@ def _close(ax):
     plt.close(ax.figure)
 
 
+def _spans(ax):
+    """The one collection that draws the spans (one path per span in view)."""
+    (coll,) = [c for c in ax.collections if c.get_gid() == "spans"]
+    return coll
+
+
 def test_histogram_image_is_the_released_histogram(model):
     ax = plotting.plot_histogram(model.histogram)
     img = np.asarray(ax.images[0].get_array(), dtype=np.float64)
@@ -75,14 +81,21 @@ def test_neighbour_sums_image(model):
     _close(ax)
 
 
-def test_spans_patches_follow_the_cells(model):
+def test_spans_paths_follow_the_cells(model):
     ax = plotting.plot_spans(model)
-    n_polys = sum(len(cells_to_polygons(model.span_region(s))) for s in range(model.n_spans))
     assert model.n_spans == 2
-    assert len(ax.patches) == n_polys
-    for patch in ax.patches:
-        v = patch.get_path().vertices
-        assert np.all(v >= model.grid.lower - 1e-9) and np.all(v <= 10 + model.grid.width)
+    paths = _spans(ax).get_paths()
+    assert len(paths) == model.n_spans
+    g = model.grid
+    for s, path in enumerate(paths):
+        v = path.vertices
+        assert np.all(v >= g.lower - 1e-9) and np.all(v <= 10 + g.width)
+        # the path holds exactly the span's outline rings, in model units
+        rings = [r for poly in cells_to_polygons(model.span_region(s)) for r in poly]
+        np.testing.assert_allclose(v, g.lower + np.concatenate(rings) * g.width)
+        # and fills exactly the region's cells (holes stay empty)
+        centres = g.lower + (model.span_region(s) + 0.5) * g.width
+        assert path.contains_points(centres).all()
     assert ax.get_title() == "2 DP span(s), epsilon=1"
     _close(ax)
 
@@ -95,7 +108,7 @@ def test_transform_maps_images_and_spans_to_lon_lat():
     X = proj.forward(np.column_stack([rng.normal(-122.41, 0.001, 3000), rng.normal(37.79, 0.001, 3000)]))
     m = DPDBSCAN(eps=0.05, min_samples=50, bounds=(lo, hi), random_state=1).fit(X).spans_
     ax = plotting.plot_spans(m, transform=proj.inverse, aspect=proj.aspect)
-    verts = np.vstack([p.get_path().vertices for p in ax.patches])
+    verts = np.vstack([p.vertices for p in _spans(ax).get_paths()])
     assert np.all(np.abs(verts[:, 0] + 122.41) < 0.01) and np.all(np.abs(verts[:, 1] - 37.79) < 0.01)
     assert ax.get_aspect() == pytest.approx(proj.aspect)
     _close(ax)
@@ -212,7 +225,7 @@ def test_spans_picture_honours_a_given_extent():
     ax = plotting.plot_spans(m, extent=(40, 50, 90, 70))
     assert ax.get_xlim() == pytest.approx((40, 90)) and ax.get_ylim() == pytest.approx((50, 70))
     # only the span in view is drawn and labelled
-    assert len(ax.patches) == 1 and set(_labels(ax).values()) == {"0"}
+    assert len(_spans(ax).get_paths()) == 1 and set(_labels(ax).values()) == {"0"}
     _close(ax)
     with pytest.raises(ValueError, match="xmin < xmax"):
         plotting.plot_spans(m, extent=(90, 50, 40, 70))
@@ -325,7 +338,7 @@ def test_touching_spans_get_different_colours_in_the_picture():
     colours = mapstyle.span_colours(m)
     assert all(colours[i] != colours[i + 1] for i in range(11))
     ax = plotting.plot_spans(m)
-    faces = [tuple(np.round(p.get_facecolor(), 6)) for p in ax.patches]
+    faces = [tuple(np.round(f, 6)) for f in _spans(ax).get_facecolor()]
     assert len(faces) == 12 and all(faces[i] != faces[i + 1] for i in range(11))
     assert len(set(faces)) >= 3
     _close(ax)
@@ -339,7 +352,7 @@ def test_heat_layer_draws_the_noisy_histogram_under_the_spans():
     m = hand_model([square(6, 6, 3)], shape=(30, 30), values=values)
     ax = plotting.plot_spans(m, extent="box")
     (im,) = [i for i in ax.images if i.get_gid() == "heat"]
-    assert im.get_zorder() < min(p.get_zorder() for p in ax.patches)
+    assert im.get_zorder() < _spans(ax).get_zorder()
     rgba = np.asarray(im.get_array())  # [y, x, channel], origin lower
     assert im.get_extent() == pytest.approx([0, 30, 0, 30])
     alpha = rgba[..., 3].T

@@ -255,13 +255,34 @@ def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
     for j in range(len(layout.usecols)):
         col = table.column(j)
         if bad is None:
-            X[rows, j] = col.to_numpy()
+            X[rows, j] = float_values(col)
         else:
             values, unparseable = coerce_binary(col)
             X[rows, j] = values
             bad |= unparseable
     return X, BlockCounts(rows=n, unparseable=0 if bad is None else int(bad.sum()),
                           malformed=len(invalid))
+
+
+def float_values(col) -> np.ndarray:
+    """The values of an Arrow float64 array or chunked array, NaN where null.
+
+    Read straight from the Arrow buffers: pyarrow's own ``to_numpy`` imports
+    pandas, which costs a cold start of the command line about 0.2 s.
+    """
+    chunks = col.chunks if hasattr(col, "chunks") else [col]
+    parts = []
+    for arr in chunks:
+        n, off = len(arr), arr.offset
+        validity, data = arr.buffers()[:2]
+        values = np.frombuffer(data, dtype=np.float64, count=n, offset=off * 8) if n else np.empty(0)
+        if arr.null_count:
+            bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+            values = np.where(bits[off:off + n].view(bool), values, np.nan)
+        parts.append(values)
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.empty(0)
 
 
 def _arrow_read(data: bytes, layout: CsvLayout, dtype):
@@ -328,7 +349,7 @@ def coerce_binary(col) -> tuple[np.ndarray, np.ndarray]:
         run = arr.slice(start, _RUN)
         stop = start + len(run)
         try:
-            values[start:stop] = pc.cast(run, pa.float64()).to_numpy(zero_copy_only=False)
+            values[start:stop] = float_values(pc.cast(run, pa.float64()))
         except pa.ArrowInvalid:
             values[start:stop], unparseable[start:stop] = _coerce_run(run)
     return values, unparseable
@@ -398,6 +419,6 @@ def _middle_line_end(data: bytes) -> int:
 
 __all__ = [
     "NULL_VALUES", "DELIMITERS", "NUMBER_PATTERN", "BlockCounts", "CsvLayout", "parse_block",
-    "coerce_binary", "header_fields", "sniff_delimiter", "looks_like_data", "is_number", "read_header",
-    "split_first_line", "last_line_end",
+    "coerce_binary", "float_values", "header_fields", "sniff_delimiter", "looks_like_data",
+    "is_number", "read_header", "split_first_line", "last_line_end",
 ]

@@ -130,14 +130,20 @@ class Equirectangular:
         """Axis aspect for lon/lat plots that look right at ``ref_lat``."""
         return 1.0 / math.cos(math.radians(self.ref_lat))
 
-    def forward(self, lonlat) -> np.ndarray:
-        """(n, 2) lon/lat in degrees -> (n, 2) x/y in km."""
+    def forward(self, lonlat, out: np.ndarray | None = None) -> np.ndarray:
+        """(n, 2) lon/lat in degrees -> (n, 2) x/y in km.
+
+        ``out`` (optional, float64 of the same shape, may be ``lonlat``
+        itself) receives the result, so a big array can be projected in place.
+        """
         P = np.asarray(lonlat, dtype=np.float64)
         if P.ndim != 2 or P.shape[1] != 2:
             raise ValueError(f"geographic points must be (n, 2) lon/lat columns, got shape {P.shape}")
-        out = np.empty_like(P)
-        out[:, 0] = (P[:, 0] - self.lon0) * self.kx
-        out[:, 1] = (P[:, 1] - self.lat0) * KM_PER_DEGREE
+        if out is None:
+            out = np.empty_like(P)
+        # row-wise broadcasting: contiguous passes, same arithmetic per value
+        np.subtract(P, np.array([self.lon0, self.lat0]), out=out)
+        np.multiply(out, np.array([self.kx, KM_PER_DEGREE]), out=out)
         return out
 
     def inverse(self, xy) -> np.ndarray:

@@ -285,7 +285,11 @@ class Grid:
         """Keys of integer coordinate rows (which may lie in the padding)."""
         coords = np.asarray(coords, dtype=np.int64).reshape(-1, self.d)
         if not self.wide:
-            return coords @ self._strides if coords.shape[0] else np.empty(0, np.int64)
+            # a sum of columns times strides (int64 matmul has no fast kernel)
+            key = coords[:, -1].copy()
+            for i in range(self.d - 1):
+                key += coords[:, i] * int(self._strides[i])
+            return key
         # Bias by reach so padding coordinates stay non-negative, then pack
         # big-endian so byte order = numeric order.
         biased = (coords + self.reach).astype(">i8")
@@ -304,7 +308,13 @@ class Grid:
         return out
 
     def valid(self, coords: np.ndarray) -> np.ndarray:
-        return np.all((coords >= 0) & (coords < np.asarray(self.shape)), axis=1)
+        """Rows of integer coordinates that name a cell of the grid."""
+        coords = np.asarray(coords, dtype=np.int64).reshape(-1, self.d)
+        ok = np.ones(coords.shape[0], dtype=bool)
+        for i, s in enumerate(self.shape):
+            # one unsigned comparison per axis: negatives wrap to huge values
+            ok &= coords[:, i].view(np.uint64) < np.uint64(s)
+        return ok
 
     def key_delta(self, offset) -> int:
         """Key difference of an integer offset (int64 keys only)."""

@@ -41,7 +41,13 @@ def span_neighbours(cells: np.ndarray, labels: np.ndarray, radius: int) -> list[
         return []
     r = max(1, int(radius))
     blocks = cells[:, :2] // r + 1  # +1 keeps block - 1 >= 0
-    occ = np.unique(np.column_stack([blocks, labels]), axis=0)
+    occ = np.column_stack([blocks, labels])
+    # distinct (block, span) rows: sorted, first of each run (np.unique with
+    # axis=0 sorts rows as opaque bytes, many times slower)
+    occ = occ[np.lexsort(occ.T[::-1])]
+    first = np.ones(occ.shape[0], dtype=bool)
+    first[1:] = np.any(occ[1:] != occ[:-1], axis=1)
+    occ = occ[first]
     ny = int(occ[:, 1].max()) + 2
     key = occ[:, 0] * ny + occ[:, 1]
     order = np.argsort(key, kind="stable")

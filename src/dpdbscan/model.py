@@ -22,6 +22,7 @@ import numpy as np
 
 from . import bounds as _bounds
 from . import serialize
+from .geometry import Outlines, outlines
 from .grid import Grid
 from .histogram import NoisyHistogram
 from .params import check_array, check_min_samples
@@ -259,6 +260,20 @@ class SpanModel:
             self.__dict__["_regions"] = cached
         return cached[1]
 
+    def outlines(self) -> Outlines:
+        """The polygons of every span's region (2-D), in cell units of
+        ``grid``, computed once for all spans: group ``s`` of the result
+        (:meth:`dpdbscan.geometry.Outlines.polygons`) is span ``s``. The
+        GeoJSON, the picture and the HTML map draw these."""
+        if self.grid.d != 2:
+            raise ValueError(f"outlines need 2-D spans, these are {self.grid.d}-D")
+        keys, labels = self.regions()
+        cached = self.__dict__.get("_outlines")
+        if cached is None or cached[0] is not keys:
+            cached = (keys, outlines(self.grid.decode(keys), labels, self.n_spans))
+            self.__dict__["_outlines"] = cached
+        return cached[1]
+
     def span_cells(self, span_id: int | None = None) -> np.ndarray:
         """Integer coordinates of the core cells of one span (or of all)."""
         keys = self.core_keys if span_id is None else self.core_keys[self.labels == span_id]
@@ -366,12 +381,13 @@ class SpanModel:
             raise ValueError(f"{path}: not a dpdbscan span model (not JSON)") from None
         return cls.from_dict(data)
 
-    def to_geojson(self, transform: Callable[[np.ndarray], np.ndarray] | None = None) -> dict:
+    def to_geojson(self, transform: Callable[[np.ndarray], np.ndarray] | None = None,
+                   precision: int | str | None = "auto") -> dict:
         """Spans as GeoJSON MultiPolygons (2-D only); see :func:`serialize.model_to_geojson`."""
-        return serialize.model_to_geojson(self, transform)
+        return serialize.model_to_geojson(self, transform, precision)
 
-    def save_geojson(self, path, transform=None) -> None:
-        Path(path).write_text(json.dumps(self.to_geojson(transform)))
+    def save_geojson(self, path, transform=None, precision: int | str | None = "auto") -> None:
+        Path(path).write_text(json.dumps(self.to_geojson(transform, precision)))
 
 
 def spans_from_histogram(hist: NoisyHistogram, min_samples: int, gamma: float | None, beta: float,

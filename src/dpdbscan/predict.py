@@ -37,20 +37,51 @@ def span_regions(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: 
         return core_keys, labels
     offsets = np.array(region_offsets(grid.d, border / grid.width, to), dtype=np.int64)
     coords = grid.decode(core_keys)
+    core_mark = _bitmap(grid, core_keys)
+    cand = _near_keys(grid, coords, offsets)
+    if core_mark is not None:
+        hit = core_mark[cand]
+        idx = np.searchsorted(core_keys, cand)
+    else:
+        idx, hit = search_keys(core_keys, cand)
+    lab = np.full(cand.size, -1, dtype=np.int64)
+    lab[hit] = labels[idx[hit]]
+    miss = np.flatnonzero(~hit)
+    if miss.size:
+        lab[miss] = border_labels(grid, core_keys, labels, grid.decode(cand[miss]), border, to,
+                                  core_mark=core_mark)
+    keep = lab >= 0
+    return cand[keep], lab[keep]
+
+
+#: Grids with int64 keys up to this many keys mark cells in a bitmap (one
+#: byte a key, 64 MB at most) instead of sorting and searching key lists.
+BITMAP_KEYS = 1 << 26
+
+
+def _bitmap(grid: Grid, keys: np.ndarray) -> np.ndarray | None:
+    """A boolean array over the key space, True at ``keys`` (None when too big)."""
+    if grid.wide or grid.key_space > BITMAP_KEYS:
+        return None
+    mark = np.zeros(grid.key_space, dtype=bool)
+    mark[keys] = True
+    return mark
+
+
+def _near_keys(grid: Grid, coords: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Sorted unique keys of the valid cells ``coords + offset``, over all offsets."""
+    if not grid.wide and grid.key_space <= BITMAP_KEYS:
+        mark = np.zeros(grid.key_space, dtype=bool)
+        for o in offsets:
+            c = coords + o
+            mark[grid.encode(c[grid.valid(c)])] = True
+        return np.flatnonzero(mark).astype(np.int64)
     parts = []
     step = max(1, (1 << 22) // max(len(offsets), 1))  # bounded memory per block of core cells
     for a in range(0, coords.shape[0], step):
         c = (coords[a:a + step, None, :] + offsets[None, :, :]).reshape(-1, grid.d)
         parts.append(grid.encode(c[grid.valid(c)]))
-    cand = np.unique(np.concatenate(parts))
-    idx, hit = search_keys(core_keys, cand)
-    lab = np.full(cand.size, -1, dtype=np.int64)
-    lab[hit] = labels[idx[hit]]
-    miss = np.flatnonzero(~hit)
-    if miss.size:
-        lab[miss] = border_labels(grid, core_keys, labels, grid.decode(cand[miss]), border, to)
-    keep = lab >= 0
-    return cand[keep], lab[keep]
+    return np.unique(np.concatenate(parts))
 
 
 @functools.lru_cache(maxsize=32)
@@ -91,7 +122,8 @@ TIE_TOLERANCE = 1e-9
 
 
 def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, cells: np.ndarray,
-                  border: float, to: str = "cells") -> np.ndarray:
+                  border: float, to: str = "cells", *, core_mark: np.ndarray | None = None
+                  ) -> np.ndarray:
     """Span of the nearest core cell (``to="cells"``) or core cell centre
     (``to="centres"``) within ``border`` of the centre of each of the given
     cells (integer coordinates), else -1.
@@ -99,6 +131,8 @@ def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, cells: 
     Ties (distances equal up to :data:`TIE_TOLERANCE`) go to the smaller span
     id. Distances are measured in cell widths between lattice points (cell
     centres are at half-integers), so equal distances compute equal.
+    ``core_mark`` (optional) is a boolean array over the key space, True at
+    ``core_keys``: a quicker test of which neighbours are core cells.
     """
     cells = np.asarray(cells, dtype=np.int64).reshape(-1, grid.d)
     u = cells + 0.5  # the centres, in cell units
@@ -110,8 +144,17 @@ def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, cells: 
         ok = np.flatnonzero(grid.valid(t))
         if ok.size == 0:
             continue
-        idx, hit = search_keys(core_keys, grid.encode(t[ok]))
-        rows = ok[hit]
+        keys = grid.encode(t[ok])
+        if core_mark is not None:
+            hit = core_mark[keys]
+            rows = ok[hit]
+            idx = np.searchsorted(core_keys, keys[hit])
+        else:
+            idx, hit = search_keys(core_keys, keys)
+            rows = ok[hit]
+            idx = idx[hit]
+        if rows.size == 0:
+            continue
         tr, ur = t[rows].astype(np.float64), u[rows]
         if to == "cells":
             gap = np.maximum(np.maximum(tr - ur, ur - (tr + 1.0)), 0.0)
@@ -119,7 +162,7 @@ def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, cells: 
             gap = np.abs(ur - (tr + 0.5))
         # sorted squares: the sum does not depend on which axis is which
         dist = np.sqrt(np.sort(gap * gap, axis=1).sum(axis=1))
-        span = labels[idx[hit]]
+        span = labels[idx]
         b = best[rows]
         tie = np.isfinite(b) & (np.abs(dist - b) <= TIE_TOLERANCE * np.maximum(b, 1.0))
         # the density test's border includes its radius (DBSCAN: within eps);

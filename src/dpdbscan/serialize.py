@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from . import bounds
-from .geometry import cells_to_polygons
 from .grid import Grid
 from .histogram import NoisyHistogram
 from .post.subcells import SubcellLayout
@@ -35,11 +34,12 @@ VERSION = 1
 
 def model_to_dict(model, include_histogram: bool = True) -> dict:
     """The JSON document of a :class:`~dpdbscan.model.SpanModel`."""
-    spans = []
-    coords = model.grid.decode(model.core_keys)
-    for s in range(model.n_spans):
-        sel = model.labels == s
-        spans.append({"id": s, "n_cells": int(sel.sum()), "cells": coords[sel].tolist()})
+    # cells grouped by span, each span's in key order (a stable sort by span)
+    order = np.argsort(model.labels, kind="stable")
+    cells = model.grid.decode(model.core_keys[order]).tolist()
+    ends = np.cumsum(np.bincount(model.labels, minlength=model.n_spans)).tolist()
+    spans = [{"id": s, "n_cells": b - a, "cells": cells[a:b]}
+             for s, (a, b) in enumerate(zip([0] + ends[:-1], ends))]
     out = {
         "format": FORMAT, "version": VERSION,
         "privacy": {"epsilon": model.epsilon, "delta": model.delta, "noise": model.noise,
@@ -213,11 +213,21 @@ def _model_kwargs(data: dict) -> dict:
 # GeoJSON
 
 
-def model_to_geojson(model, transform: Callable[[np.ndarray], np.ndarray] | None = None) -> dict:
+def model_to_geojson(model, transform: Callable[[np.ndarray], np.ndarray] | None = None,
+                     precision: int | str | None = "auto") -> dict:
     """Spans as GeoJSON MultiPolygons (2-D only).
 
     ``transform`` maps an (m, 2) array of grid-space coordinates to output
     coordinates (e.g. km back to lon/lat); identity by default.
+
+    The polygons are the outlines of the spans' regions
+    (:meth:`~dpdbscan.model.SpanModel.outlines`): exterior rings
+    counter-clockwise, holes clockwise, every ring simple (RFC 7946).
+    ``precision`` is the number of decimals coordinates are rounded to: with
+    "auto" (default), 7 for a geographic model drawn through a ``transform``
+    (degrees: 1e-7 degree is about 1 cm, far below a cell) and none (full
+    float precision) otherwise. The collection's ``properties`` record it as
+    ``coordinate_decimals`` (null when not rounded).
 
     Each feature's properties are free post-processing of the release (see
     :mod:`dpdbscan.spanstats` for the definitions): ``span`` (id),
@@ -231,18 +241,26 @@ def model_to_geojson(model, transform: Callable[[np.ndarray], np.ndarray] | None
         raise ValueError(f"GeoJSON export needs 2-D spans, these are {grid.d}-D")
     stats = span_stats(model)
     geo = is_geographic(model)
+    if precision == "auto":
+        precision = GEO_DECIMALS if geo and transform is not None else None
+    if precision is not None and (isinstance(precision, bool) or not isinstance(precision, int)
+                                  or not 0 <= precision <= 15):
+        raise ValueError(f"precision must be 'auto', None or an int in 0..15, got {precision!r}")
     integer_mass = model.histogram is not None and model.histogram.values.dtype.kind in "iu"
+    out = model.outlines()
+    # every vertex at once: scale, transform, round
+    xy = grid.lower + out.vertices.astype(np.float64) * grid.width
+    if transform is not None and xy.shape[0]:
+        xy = np.asarray(transform(xy), dtype=np.float64)
+    if precision is not None:
+        xy = np.round(xy, precision)
+    points = xy.tolist()
+    ro, po, go = (out.ring_offsets.tolist(), out.polygon_offsets.tolist(),
+                  out.group_offsets.tolist())
     features = []
     for s in range(model.n_spans):
-        mp = []
-        for rings in cells_to_polygons(model.span_region(s)):
-            out_rings = []
-            for ring in rings:
-                xy = grid.lower + np.asarray(ring, dtype=np.float64) * grid.width
-                if transform is not None:
-                    xy = np.asarray(transform(xy), dtype=np.float64)
-                out_rings.append(xy.tolist())
-            mp.append(out_rings)
+        mp = [[points[ro[r]:ro[r + 1]] for r in range(po[p], po[p + 1])]
+              for p in range(go[s], go[s + 1])]
         props: dict[str, Any] = {"span": s, "n_cells": int(stats.n_cells[s])}
         if geo:
             props["area_m2"] = float(stats.area[s]) * 1e6  # km^2 -> m^2
@@ -261,9 +279,14 @@ def model_to_geojson(model, transform: Callable[[np.ndarray], np.ndarray] | None
     return {
         "type": "FeatureCollection",
         "properties": {"epsilon": model.epsilon, "delta": model.delta,
-                       "alpha": grid.alpha, "min_samples": model.min_samples},
+                       "alpha": grid.alpha, "min_samples": model.min_samples,
+                       "coordinate_decimals": precision},
         "features": features,
     }
+
+
+#: Decimals of lon/lat in GeoJSON: 1e-7 degree is about 1.1 cm (latitude).
+GEO_DECIMALS = 7
 
 
 # --------------------------------------------------------------------------- #

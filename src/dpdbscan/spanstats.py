@@ -68,7 +68,18 @@ class SpanStats:
 
 
 def span_stats(model) -> SpanStats:
-    """The :class:`SpanStats` of a :class:`~dpdbscan.model.SpanModel`."""
+    """The :class:`SpanStats` of a :class:`~dpdbscan.model.SpanModel`
+    (computed once per model: the GeoJSON and the picture both ask)."""
+    rkeys = model.regions()[0]
+    cached = model.__dict__.get("_span_stats")
+    if cached is not None and cached[0] is rkeys and cached[1] is model.histogram:
+        return cached[2]
+    stats = _span_stats(model)
+    model.__dict__["_span_stats"] = (rkeys, model.histogram, stats)
+    return stats
+
+
+def _span_stats(model) -> SpanStats:
     grid = model.grid
     n = model.n_spans
     d = grid.d
@@ -108,7 +119,12 @@ def _noisy_mass(model, labels: np.ndarray, coords: np.ndarray, n: int) -> np.nda
     k = int(model.subcells)
     # A sub-cell c lies in histogram cell c // k: both grids start at `lower`
     # and the sub-cell width is the histogram width / k.
-    pairs = np.unique(np.column_stack([labels, coords // k]), axis=0)
+    pairs = np.column_stack([labels, coords // k])
+    # distinct (span, histogram cell) rows: sort them, keep the first of each run
+    pairs = pairs[np.lexsort(pairs.T[::-1])]
+    first = np.ones(pairs.shape[0], dtype=bool)
+    first[1:] = np.any(pairs[1:] != pairs[:-1], axis=1)
+    pairs = pairs[first]
     hc = pairs[:, 1:]
     if hist.kind == "dense":
         values = hist.values[tuple(hc.T)]

@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 
 from .geo import KM_PER_DEGREE, format_km, projection_of
-from .geometry import cells_to_polygons
 from .mapstyle import (
     PALETTE,
     heat_rgba,
@@ -109,9 +108,9 @@ def _spans_svg(model, stats, geo: bool) -> str:
     colours = span_colours(model)
     integer = model.histogram is not None and model.histogram.values.dtype.kind in "iu"
     out = []
+    outlines = model.outlines()
     for s in range(model.n_spans):
-        d = "".join(_ring_path(ring) for rings in cells_to_polygons(model.span_region(s))
-                    for ring in rings)
+        d = "".join(_ring_path(ring) for rings in outlines.polygons(s) for ring in rings)
         if stats.noisy_mass is None:
             mass = "not saved"
         else:

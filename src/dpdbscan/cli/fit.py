@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, plotting
 from .. import geo as _geo
 from .._optional import require
 from ..backends import Backend, NumpyBackend
@@ -138,7 +139,8 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
         meta["projection"] = proj.to_dict()
         meta["bounds_degrees"] = {"lower": list(map(float, lower)), "upper": list(map(float, upper))}
         lower, upper = proj.project_bounds(lower, upper)
-        X = proj.forward(X)
+        # in place: X is this command's own copy of the file's values
+        X = proj.forward(X, out=X) if X.flags.writeable else proj.forward(X)
     meta["columns"] = list(names) if names else None
     if not dask:
         _say_read(args.input, X, names, notes)
@@ -155,28 +157,60 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
     return model
 
 
+_SCAN_ROWS = 1 << 16  # rows per block of the clipping scan: stays in the CPU's cache
+
+
+def _rows_all(mask: np.ndarray) -> np.ndarray:
+    """``mask.all(axis=1)``, column by column (quicker for a few columns)."""
+    out = mask[:, 0].copy()
+    for j in range(1, mask.shape[1]):
+        out &= mask[:, j]
+    return out
+
+
+def clipping_counts(X, lower, upper) -> dict:
+    """What the per-record rule will do to the rows of ``X`` (private counts):
+    ``n_bad`` rows with a missing or non-finite value (dropped), and among
+    the others ``n_ok``, ``outside`` (clipped onto the box) and, per column,
+    ``below`` and ``above`` its bound. One pass in cache-sized blocks."""
+    d = X.shape[1]
+    lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+    n_bad = outside = 0
+    below, above = np.zeros(d, dtype=np.int64), np.zeros(d, dtype=np.int64)
+    for a in range(0, X.shape[0], _SCAN_ROWS):
+        B = X[a:a + _SCAN_ROWS]
+        inside = _rows_all((B >= lower) & (B <= upper))  # NaN compares False
+        if inside.all():
+            continue
+        finite = _rows_all(np.isfinite(B))
+        n_bad += int(finite.size - np.count_nonzero(finite))
+        out = finite & ~inside
+        if out.any():
+            outside += int(np.count_nonzero(out))
+            F = B[out]
+            below += np.count_nonzero(F < lower, axis=0)
+            above += np.count_nonzero(F > upper, axis=0)
+    return {"n_bad": n_bad, "n_ok": X.shape[0] - n_bad, "outside": outside,
+            "below": below, "above": above}
+
+
 def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None) -> None:
     """Tell the data owner (private notes) how many rows the per-record rule
     drops or clips, per column and bound: a wrong bound or column order must
     be hard to miss. What is released does not depend on any of this."""
     if X.shape[0] == 0:
         return
-    finite = np.isfinite(X).all(axis=1)
-    n_bad = int(X.shape[0] - finite.sum())
-    if n_bad:
-        notes(f"{n_bad:,} row(s) with missing or non-finite values are dropped")
-    F = X[finite] if n_bad else X
-    n_ok = max(F.shape[0], 1)
-    if F.shape[0] and np.all(F.min(axis=0) >= lower) and np.all(F.max(axis=0) <= upper):
+    c = clipping_counts(X, lower, upper)
+    if c["n_bad"]:
+        notes(f"{c['n_bad']:,} row(s) with missing or non-finite values are dropped")
+    outside, n_ok = c["outside"], max(c["n_ok"], 1)
+    if not outside:
         return
-    outside = int((~np.all((F >= lower) & (F <= upper), axis=1)).sum())
     notes(f"{outside:,} point(s) ({outside / n_ok:.1%}) lie outside the bounds and are clipped "
           "onto the box")
     for j, name in enumerate(names or [str(j) for j in range(X.shape[1])]):
-        below = int((F[:, j] < lower[j]).sum())
-        above = int((F[:, j] > upper[j]).sum())
-        for count, side, value in ((below, "below its lower", lower[j]), (above, "above its upper",
-                                                                          upper[j])):
+        for count, side, value in ((int(c["below"][j]), "below its lower", lower[j]),
+                                   (int(c["above"][j]), "above its upper", upper[j])):
             if count / n_ok >= 0.01:
                 notes(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound "
                       f"{value:g}")
@@ -186,6 +220,7 @@ def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None) -> None
             v = bounds_in
             alt_lo, alt_hi = np.array([v[0], v[2]]), np.array([v[1], v[3]])
             if np.all(alt_lo < alt_hi):
+                F = X[_rows_all(np.isfinite(X))]
                 inside_alt = np.all((F >= alt_lo) & (F <= alt_hi), axis=1).mean()
                 if inside_alt > 0.9:
                     hint = ("the bounds look like xmin xmax ymin ymax: --bounds wants "
@@ -288,12 +323,33 @@ def _report(written, failed) -> int:
     return EXIT_PARTIAL if failed else EXIT_OK
 
 
+def preload_matplotlib() -> threading.Thread:
+    """Import matplotlib on a background thread while the input is read.
+
+    Its import takes about 0.4 s of a cold start and the picture is drawn
+    only after the fit; reading and parsing run mostly outside the GIL, so
+    the import overlaps with them. A failed import is left for the picture
+    to report (the release is written first either way).
+    """
+    def load():
+        try:
+            plotting._plt()
+        except Exception:  # noqa: BLE001 - reported when the picture is drawn
+            pass
+
+    thread = threading.Thread(target=load, name="dpdbscan-preload", daemon=True)
+    thread.start()
+    return thread
+
+
 def cmd_fit(args, sink) -> int:
     picture = picture_options(args)
     args.png_requested, args.geojson_requested = bool(args.png or picture), bool(args.geojson)
     p = check_fit_params(args)
     notes = Notes(args.quiet)
     paths = _out_paths(args, args.name or _stem(args.input))
+    if paths["png"] is not None:
+        preload_matplotlib()
     model = fit_from_args(args, sink, p, p["min_samples"], notes)
     written, failed = _write_outputs(model, paths, notes, picture)
     print(summary(model))

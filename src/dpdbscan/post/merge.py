@@ -22,9 +22,8 @@ import itertools
 import math
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
+from ..components import connected_components
 from ..grid import Grid, offset_runs, search_keys
 
 _TOL = 1e-9  # relative slack on lattice distances: they are exact up to rounding
@@ -59,10 +58,7 @@ def merge_cells(grid: Grid, core_keys: np.ndarray, offsets: np.ndarray | None = 
     r = group[np.concatenate(src)] if src else np.zeros(0, np.int64)
     c = group[np.concatenate(dst)] if dst else np.zeros(0, np.int64)
     keep = r != c
-    n_groups = int(group[-1]) + 1
-    graph = coo_matrix((np.ones(int(keep.sum()), dtype=np.int8), (r[keep], c[keep])),
-                       shape=(n_groups, n_groups))
-    _, labels = connected_components(graph, directed=False)
+    labels = connected_components(int(group[-1]) + 1, r[keep], c[keep])
     return canonical_labels(labels[group])
 
 
@@ -77,9 +73,7 @@ def _merge_by_offsets(grid: Grid, core_keys: np.ndarray, positive: np.ndarray) -
         cols.append(idx[hit])
     r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     c = np.concatenate(cols) if cols else np.zeros(0, np.int64)
-    graph = coo_matrix((np.ones(r.size, dtype=np.int8), (r, c)), shape=(m, m))
-    _, labels = connected_components(graph, directed=False)
-    return canonical_labels(labels)
+    return canonical_labels(connected_components(m, r, c))
 
 
 def canonical_labels(labels: np.ndarray) -> np.ndarray:
