@@ -394,16 +394,25 @@ class _Source:
     """Decompressed bytes of a CSV file in chunks, and how far the raw bytes
     have been consumed (for the progress bar)."""
 
-    def __init__(self, stream, raw=None, total=None, label="standard input"):
+    def __init__(self, stream, raw=None, total=None, label="standard input", text_bytes=None):
         self.stream, self.raw, self.total, self.label = stream, raw, total, label
+        self.text_bytes = text_bytes  # about how many bytes of text follow (None: unknown)
 
     @classmethod
     def file(cls, path: Path, gz: bool):
         import pyarrow as pa
 
+        size = os.path.getsize(path)
+        text = size
+        if gz and size >= 18:
+            # gzip's trailer holds the text's length modulo 2**32 (of the last
+            # member only): a hint for sizing the result, never trusted
+            with open(path, "rb") as fh:
+                fh.seek(-4, os.SEEK_END)
+                text = int.from_bytes(fh.read(4), "little")
         raw = pa.OSFile(str(path))
         stream = pa.CompressedInputStream(raw, "gzip") if gz else raw
-        return cls(stream, raw, os.path.getsize(path), path.name)
+        return cls(stream, raw, size, path.name, text)
 
     @classmethod
     def stdin(cls):
@@ -484,22 +493,54 @@ def _blocks(source: _Source, head: bytes):
         yield rest
 
 
+class _Rows:
+    """The parsed blocks, copied in file order into one growing array.
+
+    Sized from the first block's bytes per row and the text's expected
+    length, so that the blocks need not be kept and concatenated (which
+    would hold the points twice); pages past the end are never touched.
+    """
+
+    def __init__(self, d: int, text_bytes: int | None):
+        self.d, self.text_bytes, self.n = d, text_bytes, 0
+        self.X: np.ndarray | None = None
+
+    def add(self, part: np.ndarray, block_bytes: int) -> None:
+        k = part.shape[0]
+        if self.X is None or self.n + k > self.X.shape[0]:
+            need = self.n + k
+            guess = 0
+            if self.X is None and self.text_bytes and k:
+                guess = int(self.text_bytes / max(block_bytes / k, 1.0) * 1.02) + 1024
+            cap = max(need, guess, 2 * (0 if self.X is None else self.X.shape[0]), 1024)
+            grown = np.empty((cap, self.d))
+            if self.X is not None:
+                grown[: self.n] = self.X[: self.n]
+            self.X = grown
+        self.X[self.n:self.n + k] = part
+        self.n += k
+
+    def result(self) -> np.ndarray:
+        return np.zeros((0, self.d)) if self.X is None else self.X[: self.n]
+
+
 def _parse_blocks(source: _Source, head: bytes, layout, bar):
     """Parse blocks on a few threads (pyarrow releases the GIL) while this
     thread reads and decompresses the next ones; results stay in file order."""
     workers = max(1, min(4, os.cpu_count() or 1))
-    parts, counts = [], BlockCounts()
+    rows, counts = _Rows(len(layout.usecols), source.text_bytes), BlockCounts()
     pending: collections.deque = collections.deque()
 
     def collect():
-        X, c = pending.popleft().result()
-        parts.append(X)
+        future, size = pending.popleft()
+        X, c = future.result()
+        rows.add(X, size)
         counts.add(c)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         try:
             for block in _blocks(source, head):
-                pending.append(pool.submit(parse_block, block, layout))
+                pending.append((pool.submit(parse_block, block, layout), len(block)))
                 while len(pending) > workers:  # bounded memory
                     collect()
                 done = source.done()
@@ -508,10 +549,9 @@ def _parse_blocks(source: _Source, head: bytes, layout, bar):
             while pending:
                 collect()
         finally:
-            for f in pending:
+            for f, _ in pending:
                 f.cancel()
-    X = np.concatenate(parts) if parts else np.zeros((0, len(layout.usecols)))
-    return X, counts
+    return rows.result(), counts
 
 
 def read_model(path):

@@ -35,6 +35,8 @@ def span_regions(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: 
     """
     if border <= 0 or core_keys.size == 0:
         return core_keys, labels
+    if not grid.wide and grid.key_space <= RASTER_KEYS and labels.max() < np.iinfo(np.int32).max:
+        return _regions_by_shells(grid, core_keys, labels, border, to)
     offsets = np.array(region_offsets(grid.d, border / grid.width, to), dtype=np.int64)
     coords = grid.decode(core_keys)
     core_mark = _bitmap(grid, core_keys)
@@ -57,6 +59,67 @@ def span_regions(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: 
 #: Grids with int64 keys up to this many keys mark cells in a bitmap (one
 #: byte a key, 64 MB at most) instead of sorting and searching key lists.
 BITMAP_KEYS = 1 << 26
+
+#: Grids with int64 keys up to this many keys find regions on a raster of
+#: span ids (4 bytes a key, 128 MB at most).
+RASTER_KEYS = 1 << 25
+
+
+def offset_distances(d: int, radius_cells: float, to: str) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets of :func:`region_offsets` and the distance, in cell widths,
+    from a cell's centre to the core cell (``to="cells"``) or core centre
+    (``"centres"``) at that offset: computed as :func:`border_labels` does,
+    so the two agree to the last bit."""
+    offs = np.array(region_offsets(d, radius_cells, to), dtype=np.int64).reshape(-1, d)
+    o = offs.astype(np.float64)
+    gap = np.maximum(np.abs(o) - 0.5, 0.0) if to == "cells" else np.abs(o)
+    return offs, np.sqrt(np.sort(gap * gap, axis=1).sum(axis=1))
+
+
+def _regions_by_shells(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: float,
+                       to: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`span_regions` on a raster of span ids over the key space.
+
+    The border rule gives a cell the span of the nearest core cell (or
+    centre) within ``border``, ties to the smaller id. The distance to the
+    core cell at offset ``o`` depends on ``o`` alone, so the offsets are
+    taken in shells of equal distance, nearest first: a cell not yet
+    labelled takes the smallest span id among the core cells of the first
+    shell that reaches it. Equal to :func:`border_labels` cell for cell.
+    """
+    radius = border / grid.width
+    offs, dist = offset_distances(grid.d, radius, to)
+    inside = (dist <= radius * (1 + TIE_TOLERANCE) if to == "centres"
+              else dist < radius * (1 - TIE_TOLERANCE))
+    offs, dist = offs[inside], dist[inside]
+    order = np.argsort(dist, kind="stable")
+    offs, dist = offs[order], dist[order]
+    free = np.iinfo(np.int32).max
+    raster = np.full(grid.key_space, free, dtype=np.int32)
+    raster[core_keys] = labels
+    coords = grid.decode(core_keys)
+    lab32 = labels.astype(np.int32)
+    a = 0
+    while a < offs.shape[0]:
+        # a shell: distances equal up to the tie tolerance of border_labels
+        b = a + 1
+        while b < offs.shape[0] and dist[b] - dist[a] <= TIE_TOLERANCE * max(dist[a], 1.0):
+            b += 1
+        keys, labs = [], []
+        for o in offs[a:b]:
+            if not o.any():
+                continue  # the core cells themselves
+            c = coords + o
+            ok = grid.valid(c)
+            k = core_keys[ok] + grid.key_delta(o)
+            new = raster[k] == free  # not labelled by a nearer shell
+            keys.append(k[new])
+            labs.append(lab32[ok][new])
+        if keys:
+            np.minimum.at(raster, np.concatenate(keys), np.concatenate(labs))
+        a = b
+    region = np.flatnonzero(raster != free).astype(np.int64)
+    return region, raster[region].astype(np.int64)
 
 
 def _bitmap(grid: Grid, keys: np.ndarray) -> np.ndarray | None:

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from .. import __version__
-from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings
+from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings, keep_freed_memory
 from .fit import _number_or_text, _subcells_arg, cmd_fit, cmd_sweep
 from .inspect import cmd_info, cmd_plot, cmd_predict
 from .maps import EXAMPLES as MAP_EXAMPLES
@@ -229,7 +229,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``dpdbscan`` command; returns the exit status."""
+    """Entry point of the ``dpdbscan`` command; returns the exit status.
+
+    ``argv=None`` (the command itself: the console script or ``python -m
+    dpdbscan``) reads ``sys.argv`` and also tunes the allocator for a
+    short-lived process (:func:`.common.keep_freed_memory`).
+    """
+    if argv is None:
+        keep_freed_memory()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
