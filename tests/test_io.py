@@ -603,3 +603,50 @@ def test_slow_path_over_many_runs():
     want[[_RUN + 3, _RUN + 4]] = np.nan
     np.testing.assert_array_equal(values, want)
     assert np.flatnonzero(bad).tolist() == [_RUN + 3]
+
+
+# --------------------------------------------------------------------------- #
+# gzip: ISA-L (isal) when installed, pyarrow's / Python's zlib otherwise
+
+
+@pytest.fixture(params=["isal", "zlib"])
+def gzip_path(request, monkeypatch):
+    """Run a test with the ISA-L reader and again with the fallback."""
+    import dpdbscan.io as dio
+
+    if request.param == "isal":
+        if dio._igzip() is None:
+            pytest.skip("isal is not installed")
+    else:
+        monkeypatch.setattr(dio, "_igzip", lambda: None)
+    return request.param
+
+
+def test_both_gzip_readers_read_the_same(gzip_path, tmp_path, monkeypatch):
+    rng = np.random.default_rng(7)
+    rows = "".join(f"{a!r},{b!r}\n" for a, b in rng.random((5000, 2)).tolist())
+    text = ("x,y\n" + rows + "oops,1\n\n1,2,3\n").encode()
+    # two gzip members (as `cat a.gz b.gz` makes): both are read
+    half = text.index(b"\n", len(text) // 2) + 1
+    path = put(tmp_path / "m.csv.gz", gzip.compress(text[:half]) + gzip.compress(text[half:]))
+    got = read_input(path)
+    assert got.X.shape == (5002, 2) and got.n_unparseable == 1 and got.n_malformed == 1
+    np.testing.assert_array_equal(got.X[:5000], rng.__class__(np.random.PCG64(7)).random((5000, 2)))
+    monkeypatch.setattr(sys, "stdin", _Stdin(path.read_bytes()))
+    np.testing.assert_array_equal(read_input("-").X, got.X)
+
+
+@pytest.mark.parametrize("cut", [30, 1000])
+def test_both_gzip_readers_refuse_damaged_files_in_one_line(gzip_path, tmp_path, cut):
+    rows = np.random.default_rng(8).random((5000, 2)).tolist()
+    data = gzip.compress(("x,y\n1.25,2\n" + "".join(f"{a},{b}\n" for a, b in rows)).encode())
+    path = put(tmp_path / "t.csv.gz", data[:-cut])
+    with pytest.raises(ValueError, match=r"t.csv.gz: cannot read as CSV \(the file is damaged") as info:
+        read_points(path)
+    assert "1.25" not in str(info.value)
+    corrupt = bytearray(data)
+    corrupt[400:420] = b"\xff" * 20
+    path = put(tmp_path / "c.csv.gz", bytes(corrupt))
+    with pytest.raises(ValueError, match="c.csv.gz: cannot read as CSV") as info:
+        read_points(path)
+    assert "1.25" not in str(info.value)

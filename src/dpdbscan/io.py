@@ -60,7 +60,7 @@ from .progress import progress as progress_bar
 
 #: Column excluded from the default selection (ground truth in benchmark files).
 LABEL_COLUMN = "label"
-_BATCH = 1 << 24  # bytes per CSV block: big enough to be fast, small enough to report
+_BATCH = 1 << 22  # bytes per CSV block: big enough to be fast, small enough to overlap well
 _DEFAULT_DELIMITER = ","
 
 
@@ -410,6 +410,9 @@ class _Source:
             with open(path, "rb") as fh:
                 fh.seek(-4, os.SEEK_END)
                 text = int.from_bytes(fh.read(4), "little")
+        if gz and _igzip() is not None:
+            fh = open(path, "rb")  # noqa: SIM115 - closed by close()
+            return cls(_igzip().IGzipFile(fileobj=fh, mode="rb"), fh, size, path.name, text)
         raw = pa.OSFile(str(path))
         stream = pa.CompressedInputStream(raw, "gzip") if gz else raw
         return cls(stream, raw, size, path.name, text)
@@ -423,7 +426,11 @@ class _Source:
             raise ValueError("standard input: only CSV can be read from '-'; pass the path of a "
                              f"{'.npy' if kind == 'npy' else 'Parquet'} file")
         plain = _io.BufferedReader(_Prepend(head, buf), buffer_size=1 << 20)
-        return cls(gzip.GzipFile(fileobj=plain, mode="rb") if kind == "csv.gz" else plain)
+        if kind != "csv.gz":
+            return cls(plain)
+        igzip = _igzip()
+        return cls(igzip.IGzipFile(fileobj=plain, mode="rb") if igzip is not None
+                   else gzip.GzipFile(fileobj=plain, mode="rb"))
 
     def read(self, n: int) -> bytes:
         return self.stream.read(n)
@@ -435,6 +442,26 @@ class _Source:
         for s in (self.stream, self.raw):
             if s is not None:
                 s.close()
+
+
+def _igzip():
+    """``isal.igzip`` when installed (``pip install 'dpdbscan[io]'``), else None.
+
+    ISA-L inflates gzip about 2.5 times faster than zlib (0.17 s against
+    0.48 s for the 52 MB Cabs file here) and releases the GIL while it does,
+    so the parsing threads keep up. Reading a gzip file is otherwise the
+    slowest serial step of ``dpdbscan fit``.
+    """
+    try:
+        from isal import igzip
+    except ImportError:
+        return None
+    return igzip
+
+
+def _gzip_errors() -> tuple:
+    igzip = _igzip()
+    return () if igzip is None else (igzip.isal_zlib.error,)
 
 
 def _read_csv(source: _Source, where: str, columns, choose, delimiter, header, progress,
@@ -463,7 +490,7 @@ def _read_csv(source: _Source, where: str, columns, choose, delimiter, header, p
             idx = resolve_columns(names, [True] * len(names), columns, choose, where=where)
             layout = cb.CsvLayout(delimiter, len(names), tuple(idx))
             X, counts = _parse_blocks(source, first if first_is_data else rest, layout, bar)
-    except (OSError, EOFError, pa.ArrowException) as exc:
+    except (OSError, EOFError, pa.ArrowException, *_gzip_errors()) as exc:
         raise _io_error(where, what, exc) from None
     finally:
         source.close()
