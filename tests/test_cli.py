@@ -535,6 +535,45 @@ def test_a_failed_picture_keeps_the_release(capsys, blobs_csv, tmp_path, monkeyp
     assert not (tmp_path / "blobs.spans.png").exists()
 
 
+def test_a_failed_release_leaves_no_picture_or_geojson(capsys, blobs_csv, tmp_path, monkeypatch):
+    """The JSON is written on its own thread while the GeoJSON and picture
+    are drawn; they are renamed into place only after the release is safe."""
+    def broken(self, path, include_histogram=True):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(SpanModel, "save", broken)
+    rc, out, err = fit_blobs(capsys, blobs_csv, tmp_path / "o")
+    assert rc == 2 and "No space left" in err
+    assert list((tmp_path / "o").iterdir()) == []
+
+
+def test_prepared_blocks_equal_the_whole_array(tmp_path):
+    """fit projects and counts clipped rows block by block on the reading
+    threads; the result is the same array and the same counts."""
+    from dpdbscan.cli.fit import BlockPrep, clipping_counts
+    from dpdbscan.io import read_input
+
+    rng = np.random.default_rng(3)
+    P = np.column_stack([rng.uniform(-122.7, -122.2, 300_000), rng.uniform(37.5, 37.9, 300_000)])
+    P[::997] = np.nan
+    path = tmp_path / "p.csv"
+    path.write_text("lon,lat\n" + "".join(f"{a!r},{b!r}\n" for a, b in P.tolist()))
+    bounds = [-122.6, 37.55, -122.3, 37.85]
+    prep = BlockPrep(bounds, True, None)
+    got = read_input(path, block_hook=prep).X
+    proj = Equirectangular.from_bounds(bounds[:2], bounds[2:])
+    lo, hi = proj.project_bounds(bounds[:2], bounds[2:])
+    want = proj.forward(read_input(path).X)
+    np.testing.assert_array_equal(got, want)
+    c, w = prep.result(got.shape[0]), clipping_counts(want, lo, hi)
+    assert c["n_bad"] == w["n_bad"] == 301 and c["outside"] == w["outside"] > 0
+    assert np.array_equal(c["below"], w["below"]) and np.array_equal(c["above"], w["above"])
+    # bounds that do not fit: the blocks are left alone for the usual checks
+    prep = BlockPrep([0, 1], True, None)
+    np.testing.assert_array_equal(read_input(path, block_hook=prep).X, read_input(path).X)
+    assert prep.result(got.shape[0]) is None
+
+
 def test_quiet_and_no_progress_after_the_command(capsys, blobs_csv, tmp_path, monkeypatch):
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("DPDBSCAN_NO_PROGRESS", raising=False)

@@ -226,7 +226,8 @@ def read_points(path, columns=None, *, choose: ColumnChooser | None = None,
 
 def read_input(path, columns=None, *, choose: ColumnChooser | None = None,
                delimiter: str | None = None, header: bool | None = None,
-               no_header: bool = False, progress: bool | None = None) -> InputPoints:
+               no_header: bool = False, progress: bool | None = None,
+               block_hook: Callable[[np.ndarray], None] | None = None) -> InputPoints:
     """Read points from CSV (a path, or ``"-"`` for standard input), Parquet or .npy.
 
     Parameters
@@ -250,6 +251,12 @@ def read_input(path, columns=None, *, choose: ColumnChooser | None = None,
         Same as ``header=False`` (kept for callers of the old signature).
     progress : bool, optional
         Draw a progress bar on stderr (default: only on a terminal).
+    block_hook : callable, optional
+        Called once on every block of rows, ``block_hook(X_block)``, before
+        the block is copied into the result; it may change the block in place
+        (the command line projects lon/lat there and counts rows outside the
+        bounds). CSV blocks are handed to it on the parsing threads, so it
+        must be thread-safe; other formats call it once on all rows.
 
     Returns
     -------
@@ -274,23 +281,27 @@ def read_input(path, columns=None, *, choose: ColumnChooser | None = None,
     if str(path) == "-":
         _need_pyarrow("CSV")
         return _read_csv(_Source.stdin(), "standard input", columns, choose, delimiter, header,
-                         progress)
+                         progress, block_hook=block_hook)
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"input file not found: {path}")
     if path.is_dir():
         raise IsADirectoryError(f"input is a directory, not a file: {path}")
     kind = file_kind(path)
-    if kind == "npy":
-        return _read_npy(path, columns, choose)
-    if kind == "parquet":
-        _need_pyarrow("Parquet")
-        return _read_parquet(path, columns, choose, progress)
+    if kind in ("npy", "parquet"):
+        if kind == "parquet":
+            _need_pyarrow("Parquet")
+        got = (_read_npy(path, columns, choose) if kind == "npy"
+               else _read_parquet(path, columns, choose, progress))
+        if block_hook is not None:
+            block_hook(got.X)
+        return got
     _need_pyarrow("CSV")
     name = path.name.lower().removesuffix(".gz")
     default = "\t" if name.endswith((".tsv", ".tab")) else _DEFAULT_DELIMITER
     return _read_csv(_Source.file(path, kind == "csv.gz"), str(path), columns, choose,
-                     delimiter, header, progress, default_delimiter=default)
+                     delimiter, header, progress, default_delimiter=default,
+                     block_hook=block_hook)
 
 
 def _read_npy(path, columns, choose):
@@ -465,7 +476,7 @@ def _gzip_errors() -> tuple:
 
 
 def _read_csv(source: _Source, where: str, columns, choose, delimiter, header, progress,
-              *, default_delimiter: str = _DEFAULT_DELIMITER) -> InputPoints:
+              *, default_delimiter: str = _DEFAULT_DELIMITER, block_hook=None) -> InputPoints:
     import pyarrow as pa
 
     what = "CSV"
@@ -489,7 +500,8 @@ def _read_csv(source: _Source, where: str, columns, choose, delimiter, header, p
                 raise ValueError(f"{where}: {exc}") from None
             idx = resolve_columns(names, [True] * len(names), columns, choose, where=where)
             layout = cb.CsvLayout(delimiter, len(names), tuple(idx))
-            X, counts = _parse_blocks(source, first if first_is_data else rest, layout, bar)
+            X, counts = _parse_blocks(source, first if first_is_data else rest, layout, bar,
+                                      block_hook)
     except (OSError, EOFError, pa.ArrowException, *_gzip_errors()) as exc:
         raise _io_error(where, what, exc) from None
     finally:
@@ -551,9 +563,16 @@ class _Rows:
         return np.zeros((0, self.d)) if self.X is None else self.X[: self.n]
 
 
-def _parse_blocks(source: _Source, head: bytes, layout, bar):
+def _parse_hooked(block: bytes, layout, hook):
+    X, counts = parse_block(block, layout)
+    hook(X)
+    return X, counts
+
+
+def _parse_blocks(source: _Source, head: bytes, layout, bar, hook=None):
     """Parse blocks on a few threads (pyarrow releases the GIL) while this
-    thread reads and decompresses the next ones; results stay in file order."""
+    thread reads and decompresses the next ones; results stay in file order.
+    ``hook`` runs on each parsed block on its thread."""
     workers = max(1, min(4, os.cpu_count() or 1))
     rows, counts = _Rows(len(layout.usecols), source.text_bytes), BlockCounts()
     pending: collections.deque = collections.deque()
@@ -567,7 +586,9 @@ def _parse_blocks(source: _Source, head: bytes, layout, bar):
     with ThreadPoolExecutor(max_workers=workers) as pool:
         try:
             for block in _blocks(source, head):
-                pending.append((pool.submit(parse_block, block, layout), len(block)))
+                job = (pool.submit(parse_block, block, layout) if hook is None
+                       else pool.submit(_parse_hooked, block, layout, hook))
+                pending.append((job, len(block)))
                 while len(pending) > workers:  # bounded memory
                     collect()
                 done = source.done()

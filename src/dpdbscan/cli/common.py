@@ -75,15 +75,27 @@ class Notes:
 def atomic_write(path: Path, write) -> None:
     """``write(tmp_path)``, then rename onto ``path``: readers never see a
     half-written file, and a failure leaves any older file in place."""
+    tmp = write_temp(path, write)
+    try:
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_temp(path: Path, write) -> Path:
+    """``write(tmp_path)`` to a temporary file beside ``path`` and return it,
+    for a rename onto ``path`` later (``os.replace``); removed on failure."""
     path = Path(path)
     # same folder (rename is atomic there), same suffix (matplotlib reads it)
     tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
     try:
         write(tmp)
-        os.replace(tmp, path)
-    finally:
+    except BaseException:
         if tmp.exists():
             tmp.unlink()
+        raise
+    return tmp
 
 
 def check_writable(paths, source: str | None = None) -> None:
@@ -216,9 +228,11 @@ def _one_line(exc: BaseException) -> str:
 # models, points and pictures
 
 
-def _read(path, columns, args, *, model=None, geo=False, notes: Notes | None = None):
+def _read(path, columns, args, *, model=None, geo=False, notes: Notes | None = None,
+          block_hook=None):
     """Points of ``path`` in display coordinates (lon/lat for geo) and names;
-    what the reader dropped or guessed goes to ``notes`` (private)."""
+    what the reader dropped or guessed goes to ``notes`` (private).
+    ``block_hook`` is :func:`dpdbscan.io.read_input`'s."""
     preferred = (model.metadata.get("columns") if model is not None else None) or None
 
     def choose(names, numeric):
@@ -228,7 +242,7 @@ def _read(path, columns, args, *, model=None, geo=False, notes: Notes | None = N
 
     header = True if getattr(args, "header", False) else (False if args.no_header else None)
     got = read_input(path, columns, choose=choose, delimiter=args.delimiter, header=header,
-                     progress=_progress_flag(args))
+                     progress=_progress_flag(args), block_hook=block_hook)
     for line in got.notes():
         (notes or Notes(getattr(args, "quiet", False)))(line)
     return got.X, got.names

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import warnings
@@ -36,6 +37,7 @@ from .common import (
     _stem,
     atomic_write,
     check_writable,
+    write_temp,
 )
 from .maps import picture_options
 
@@ -87,6 +89,7 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
     meta: dict[str, Any] = {"tool": f"dpdbscan {__version__}", "eps_text": str(args.eps),
             "randomness": "secure" if args.seed is None else "seeded (insecure; seed not stored)"}
     dask = args.backend == "dask"
+    prep: BlockPrep | None = None
     backend: Backend
     if dask:
         if args.geo:
@@ -102,7 +105,8 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
         X, names = args.input, columns
         backend = _dask_backend(args, columns)
     else:
-        X, names = _read(args.input, columns, args, geo=args.geo, notes=notes)
+        prep = None if bounds_in is None else BlockPrep(bounds_in, args.geo, args.ref_lat)
+        X, names = _read(args.input, columns, args, geo=args.geo, notes=notes, block_hook=prep)
         d = X.shape[1]
         backend = NumpyBackend()
     if count_neighbours(d, p["eta"]) > MAX_KAPPA:  # public: d and eta
@@ -139,12 +143,14 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
         meta["projection"] = proj.to_dict()
         meta["bounds_degrees"] = {"lower": list(map(float, lower)), "upper": list(map(float, upper))}
         lower, upper = proj.project_bounds(lower, upper)
+    counts = None if dask or prep is None else prep.result(X.shape[0])
+    if args.geo and counts is None:
         # in place: X is this command's own copy of the file's values
         X = proj.forward(X, out=X) if X.flags.writeable else proj.forward(X)
     meta["columns"] = list(names) if names else None
     if not dask:
         _say_read(args.input, X, names, notes)
-        _note_clipping(X, lower, upper, names, notes, bounds_in)
+        _note_clipping(X, lower, upper, names, notes, bounds_in, counts)
 
     if args.seed is not None:
         print("dpdbscan: warning: --seed makes the noise reproducible and NOT cryptographically "
@@ -155,6 +161,71 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
     sink.flush()
     model.metadata.update(meta)
     return model
+
+
+class BlockPrep:
+    """What ``fit`` does to each block of rows while the file is still being
+    read (:func:`dpdbscan.io.read_input`'s ``block_hook``, on the parsing
+    threads): with ``--geo``, project lon/lat to km in place; then count
+    what the per-record rule will drop or clip (:func:`clipping_counts`,
+    for the private notes). Both are per row, so doing them block by block
+    gives the same array and the same counts as doing them afterwards.
+
+    It sets itself up from the public ``--bounds`` and the number of columns
+    of the first block; where that fails (wrong number of bounds, a bad
+    lon/lat box, --geo on other than two columns) it does nothing and the
+    command's own checks after the read report the problem as usual.
+    """
+
+    def __init__(self, bounds_in, geo: bool, ref_lat):
+        self.bounds_in, self.geo, self.ref_lat = bounds_in, geo, ref_lat
+        self._lock = threading.Lock()
+        self._setup: dict[int, Any] = {}
+        self._counts: list[dict] = []
+        self._rows = 0
+
+    def _prepare(self, d: int):
+        with self._lock:
+            if d not in self._setup:
+                try:
+                    if self.geo and d != 2:
+                        raise ValueError("--geo needs two columns")
+                    lower, upper = _split_bounds(self.bounds_in, d, self.geo)
+                    proj = None
+                    if self.geo:
+                        proj = _geo.Equirectangular.from_bounds(lower, upper, self.ref_lat)
+                        lower, upper = proj.project_bounds(lower, upper)
+                    self._setup[d] = (proj, lower, upper)
+                except ValueError:
+                    self._setup[d] = None  # reported by the checks after the read
+            return self._setup[d]
+
+    def __call__(self, X: np.ndarray) -> None:
+        setup = self._prepare(X.shape[1])
+        if setup is None:
+            return
+        proj, lower, upper = setup
+        if proj is not None:
+            proj.forward(X, out=X)
+        counts = clipping_counts(X, lower, upper)
+        with self._lock:
+            self._counts.append(counts)
+            self._rows += X.shape[0]
+
+    def result(self, n_rows: int) -> dict | None:
+        """The summed clipping counts, or None if the blocks were left as
+        read (then the caller projects and counts itself)."""
+        if not self._counts:
+            return None
+        if self._rows != n_rows:  # pragma: no cover - every block passes through the hook
+            raise RuntimeError("some blocks of the input were not prepared")
+        total = self._counts[0].copy()
+        for c in self._counts[1:]:
+            for k in ("n_bad", "n_ok", "outside"):
+                total[k] += c[k]
+            total["below"] = total["below"] + c["below"]
+            total["above"] = total["above"] + c["above"]
+        return total
 
 
 _SCAN_ROWS = 1 << 16  # rows per block of the clipping scan: stays in the CPU's cache
@@ -194,13 +265,15 @@ def clipping_counts(X, lower, upper) -> dict:
             "below": below, "above": above}
 
 
-def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None) -> None:
+def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None,
+                   counts: dict | None = None) -> None:
     """Tell the data owner (private notes) how many rows the per-record rule
     drops or clips, per column and bound: a wrong bound or column order must
-    be hard to miss. What is released does not depend on any of this."""
+    be hard to miss. What is released does not depend on any of this.
+    ``counts``: :func:`clipping_counts` of ``X`` when already made."""
     if X.shape[0] == 0:
         return
-    c = clipping_counts(X, lower, upper)
+    c = clipping_counts(X, lower, upper) if counts is None else counts
     if c["n_bad"]:
         notes(f"{c['n_bad']:,} row(s) with missing or non-finite values are dropped")
     outside, n_ok = c["outside"], max(c["n_ok"], 1)
@@ -242,33 +315,60 @@ def _out_paths(args, name: str) -> dict:
 
 def _write_outputs(model, paths, notes: Notes,
                    picture: dict | None = None) -> tuple[list[str], list[str]]:
-    """Write the release (JSON) first, then GeoJSON and PNG, each atomically.
+    """Write the release (JSON), GeoJSON and PNG, each atomically.
 
+    The JSON is written on a second thread (compressing the noisy histogram
+    runs outside the GIL) while GeoJSON and PNG are drawn into temporary
+    files; they are renamed into place only once the JSON is safe on disk,
+    so a failed release leaves no GeoJSON or picture of it behind.
     ``picture`` holds the PNG's ``size`` and ``extent`` (cli/maps.py).
     Returns (written, failed). A failed GeoJSON or picture does not lose the
     release: the JSON is kept and the failure is reported.
     """
     written: list[str] = []
     failed: list[str] = []
-    atomic_write(paths["json"], model.save)
-    written.append(str(paths["json"]))
-    if model.grid.d != 2:
-        if paths["geojson"] is not None or paths["png"] is not None:
-            print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D",
-                  file=sys.stderr)
-        return written, failed
-    proj = _geo.projection_of(model)
-    extras = (("geojson", lambda t: model.save_geojson(t, transform=None if proj is None
-                                                       else proj.inverse)),
-              ("png", lambda t: _draw_spans_png(model, t, **(picture or {}))))
-    for kind, write in extras:
-        if paths[kind] is None:
-            continue
+    errors: list[BaseException] = []
+
+    def save_json():
         try:
-            atomic_write(paths[kind], write)
-            written.append(str(paths[kind]))
-        except Exception as exc:  # the release is safe on disk: report, do not lose it
-            failed.append(f"{paths[kind]} ({_one_line(exc)})")
+            atomic_write(paths["json"], model.save)
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
+            errors.append(exc)
+
+    saver = threading.Thread(target=save_json, name="dpdbscan-json")
+    saver.start()
+    staged: list[tuple[str, Path]] = []
+    try:
+        if model.grid.d != 2:
+            if paths["geojson"] is not None or paths["png"] is not None:
+                print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D",
+                      file=sys.stderr)
+        else:
+            proj = _geo.projection_of(model)
+            extras = (("geojson", lambda t: model.save_geojson(
+                          t, transform=None if proj is None else proj.inverse)),
+                      ("png", lambda t: _draw_spans_png(model, t, **(picture or {}))))
+            for kind, write in extras:
+                if paths[kind] is None:
+                    continue
+                try:
+                    staged.append((kind, write_temp(paths[kind], write)))
+                except Exception as exc:  # the release is safe: report, do not lose it
+                    failed.append(f"{paths[kind]} ({_one_line(exc)})")
+    except BaseException:
+        saver.join()
+        for _, tmp in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    saver.join()
+    if errors:
+        for _, tmp in staged:
+            tmp.unlink(missing_ok=True)
+        raise errors[0]
+    written.append(str(paths["json"]))
+    for kind, tmp in staged:
+        os.replace(tmp, paths[kind])
+        written.append(str(paths[kind]))
     return written, failed
 
 
