@@ -650,3 +650,39 @@ def test_both_gzip_readers_refuse_damaged_files_in_one_line(gzip_path, tmp_path,
     with pytest.raises(ValueError, match="c.csv.gz: cannot read as CSV") as info:
         read_points(path)
     assert "1.25" not in str(info.value)
+
+
+# --------------------------------------------------------------------------- #
+# blocks are written into place: their records are counted before parsing
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["1,2", "", " ", "x,y", '"a,b",3', '"open,4', "5,6,7", "8"]),
+                max_size=12),
+       st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=12, max_size=12),
+       st.booleans())
+def test_records_are_counted_as_parse_block_returns_them(lines, ends, last_end):
+    from dpdbscan.csvblocks import CsvLayout, parse_block
+    from dpdbscan.io import _records
+
+    text = "".join(line + end for line, end in zip(lines, ends))
+    if lines and not last_end:
+        text = text[: -len(ends[len(lines) - 1])]
+    block = text.encode()
+    if not block.strip(b"\r\n"):
+        return
+    X, _ = parse_block(block, CsvLayout(",", 2, (0, 1)))
+    assert _records(block) == X.shape[0]
+
+
+def test_result_grows_when_the_size_guess_is_short(monkeypatch, tmp_path):
+    import dpdbscan.io as dio
+
+    monkeypatch.setattr(dio, "_BATCH", 64)
+    rows = ["1.0000000000000000000000000000001,2.0000000000000000000000000000002"] * 3
+    rows += [f"{i},{-i}" for i in range(3000)] + ["", "7,8\r\n9,10"]
+    path = put(tmp_path / "g.csv", ("x,y\n" + "\n".join(rows) + "\n").encode())
+    X = read_input(path).X
+    assert X.shape == (3005, 2)
+    np.testing.assert_array_equal(X[3:3003], np.column_stack([np.arange(3000), -np.arange(3000)]))
+    np.testing.assert_array_equal(X[-2:], [[7, 8], [9, 10]])

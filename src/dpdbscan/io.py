@@ -533,71 +533,87 @@ def _blocks(source: _Source, head: bytes):
 
 
 class _Rows:
-    """The parsed blocks, copied in file order into one growing array.
+    """The rows of all blocks, in file order, in one growing array.
 
-    Sized from the first block's bytes per row and the text's expected
-    length, so that the blocks need not be kept and concatenated (which
-    would hold the points twice); pages past the end are never touched.
+    Each block's place is reserved when it is handed to a parsing thread
+    (its records are counted first), so that the thread writes its rows
+    straight into place: the blocks are neither kept nor concatenated
+    (which would hold the points twice), and the copying is spread over
+    the threads. Sized from the first block's bytes per record and the
+    text's expected length; pages past the end are never touched.
     """
 
     def __init__(self, d: int, text_bytes: int | None):
         self.d, self.text_bytes, self.n = d, text_bytes, 0
         self.X: np.ndarray | None = None
 
-    def add(self, part: np.ndarray, block_bytes: int) -> None:
-        k = part.shape[0]
+    def reserve(self, k: int, block_bytes: int, drain) -> np.ndarray:
+        """The rows ``n .. n + k`` of the result, for the next block.
+        ``drain()`` waits for the blocks in flight before the array moves."""
         if self.X is None or self.n + k > self.X.shape[0]:
-            need = self.n + k
             guess = 0
             if self.X is None and self.text_bytes and k:
                 guess = int(self.text_bytes / max(block_bytes / k, 1.0) * 1.02) + 1024
-            cap = max(need, guess, 2 * (0 if self.X is None else self.X.shape[0]), 1024)
+            cap = max(self.n + k, guess, 2 * (0 if self.X is None else self.X.shape[0]), 1024)
+            drain()
             grown = np.empty((cap, self.d))
             if self.X is not None:
                 grown[: self.n] = self.X[: self.n]
             self.X = grown
-        self.X[self.n:self.n + k] = part
+        dest = self.X[self.n:self.n + k]
         self.n += k
+        return dest
 
     def result(self) -> np.ndarray:
         return np.zeros((0, self.d)) if self.X is None else self.X[: self.n]
 
 
-def _parse_hooked(block: bytes, layout, hook):
+def _records(block: bytes) -> int:
+    """The number of records (non-empty lines) of a block, as parse_block
+    returns them; a quick count when no line is empty."""
+    if b"\r" not in block and b"\n\n" not in block and not block.startswith(b"\n"):
+        return block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+    return cb._count_lines(block)
+
+
+def _parse_into(block: bytes, layout, hook, dest: np.ndarray) -> BlockCounts:
     X, counts = parse_block(block, layout)
-    hook(X)
-    return X, counts
+    if X.shape[0] != dest.shape[0]:  # pragma: no cover - parse_block returns one row a record
+        raise RuntimeError("a CSV block held a different number of records than counted")
+    if hook is not None:
+        hook(X)
+    dest[...] = X
+    return counts
 
 
 def _parse_blocks(source: _Source, head: bytes, layout, bar, hook=None):
     """Parse blocks on a few threads (pyarrow releases the GIL) while this
-    thread reads and decompresses the next ones; results stay in file order.
-    ``hook`` runs on each parsed block on its thread."""
+    thread reads and decompresses the next ones; each thread writes its rows
+    into place in the result. ``hook`` runs on each parsed block first."""
     workers = max(1, min(4, os.cpu_count() or 1))
     rows, counts = _Rows(len(layout.usecols), source.text_bytes), BlockCounts()
     pending: collections.deque = collections.deque()
 
     def collect():
-        future, size = pending.popleft()
-        X, c = future.result()
-        rows.add(X, size)
-        counts.add(c)
+        counts.add(pending.popleft().result())
+
+    def drain():
+        while pending:
+            collect()
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         try:
             for block in _blocks(source, head):
-                job = (pool.submit(parse_block, block, layout) if hook is None
-                       else pool.submit(_parse_hooked, block, layout, hook))
-                pending.append((job, len(block)))
+                dest = rows.reserve(_records(block), len(block), drain)
+                pending.append(pool.submit(_parse_into, block, layout, hook, dest))
                 while len(pending) > workers:  # bounded memory
                     collect()
                 done = source.done()
                 if done is not None:
                     bar.update(done - bar.n)
-            while pending:
-                collect()
+            drain()
         finally:
-            for f, _ in pending:
+            for f in pending:
                 f.cancel()
     return rows.result(), counts
 
