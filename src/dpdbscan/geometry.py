@@ -120,8 +120,9 @@ def outlines(cells, groups=None, n_groups: int | None = None) -> Outlines:
         return Outlines(np.zeros((0, 2), dtype=np.int64), z, z.copy(), np.zeros(n_groups + 1, np.int64))
     cx, w = _compact(cells[:, 0])
     cy, h = _compact(cells[:, 1])
-    present, inverse = np.unique(groups, return_inverse=True)
-    g = inverse.ravel().astype(np.int64)
+    used = np.bincount(groups, minlength=n_groups) > 0
+    present = np.flatnonzero(used)
+    g = (np.cumsum(used) - 1)[groups]  # dense ids of the groups with cells
     if w * h >= _KEY_LIMIT:
         raise ValueError("cells span too large a range to outline")
     per_chunk = _KEY_LIMIT // (w * h)  # groups per chunk: keys (group, x, y) fit in int64
@@ -245,11 +246,16 @@ def _trace(cells, g, cx, cy, w: int, h: int):
     area = np.add.reduceat(cross, rstart) if R else np.zeros(0)
     hole = area < 0
 
-    # the 4-connected piece of each ring's cells (the cell left of its start edge)
-    a = np.concatenate([np.flatnonzero(nb_hit[1]), np.flatnonzero(nb_hit[2])])
-    b = np.concatenate([nb_idx[1][nb_hit[1]], nb_idx[2][nb_hit[2]]])
-    piece = connected_components(n, a, b)[cell[starts[rorder]]]
-    ring_group = g[cell[starts[rorder]]]
+    # the 4-connected piece of each ring's cells (the cell left of its start
+    # edge); without holes every exterior ring is a polygon of its own
+    first_cell = cell[starts[rorder]]
+    if hole.any():
+        a = np.concatenate([np.flatnonzero(nb_hit[1]), np.flatnonzero(nb_hit[2])])
+        b = np.concatenate([nb_idx[1][nb_hit[1]], nb_idx[2][nb_hit[2]]])
+        piece = connected_components(n, a, b)[first_cell]
+    else:
+        piece = first_cell
+    ring_group = g[first_cell]
     return verts, rlen, ring_group, hole, piece
 
 

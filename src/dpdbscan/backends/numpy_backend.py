@@ -14,6 +14,7 @@ from ..points import clean_points
 from .base import CellCounts
 
 _BINCOUNT_MAX = 1 << 26  # keys below this use a dense bincount
+_DENSE_BLOCK = 1 << 21  # rows per block of dense counting
 
 
 def run_length(sorted_keys: np.ndarray):
@@ -53,7 +54,21 @@ class NumpyBackend:
         return count_keys(keys, None if grid.wide else grid.key_space)
 
     def dense_counts(self, grid: Grid, X: np.ndarray) -> np.ndarray:
-        """Counts of every cell as an array of ``grid.shape`` (small universes)."""
+        """Counts of every cell as an array of ``grid.shape`` (small universes).
+
+        The points go through in blocks of rows (the per-record rule applies
+        row by row, so block by block is the same), so that no index array
+        as long as the input is ever held: on full Cabs that is 88 MB less
+        memory touched, which costs more time than the counting itself.
+        """
         strides = np.cumprod((grid.shape[1:] + (1,))[::-1])[::-1]  # row-major
-        idx = grid.linear_index(clean_points(grid, X, clip=False), strides)
-        return np.bincount(idx, minlength=grid.n_cells).reshape(grid.shape)
+        X = np.asarray(X)
+        n = X.shape[0]
+        if n <= _DENSE_BLOCK:
+            idx = grid.linear_index(clean_points(grid, X, clip=False), strides)
+            return np.bincount(idx, minlength=grid.n_cells).reshape(grid.shape)
+        counts = np.zeros(grid.n_cells, dtype=np.int64)
+        for a in range(0, n, _DENSE_BLOCK):
+            idx = grid.linear_index(clean_points(grid, X[a:a + _DENSE_BLOCK], clip=False), strides)
+            counts += np.bincount(idx, minlength=grid.n_cells)
+        return counts.reshape(grid.shape)

@@ -281,15 +281,17 @@ def utility_note(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_spans: i
     elif n_spans == 1:
         problems.append("the release has a single span (one cluster, or clusters that merged, "
                         "or only one dense enough to pass)")
-    mass = np.maximum(np.asarray(hist.values, dtype=np.float64), 0.0)
-    total = float(mass.sum())
+    values = np.asarray(hist.values)
+    # the positive mass, without a float copy of a dense histogram
+    total = float(np.sum(values, where=values > 0, dtype=np.float64))
     if total > 0 and n_spans > 0:
         grid = hist.grid
         keys = np.unique(grid.encode(fine_grid(grid, k).decode(core_keys) // k))
         if hist.kind == "dense":
-            covered = float(mass[tuple(grid.decode(keys).T)].sum())
+            inside = values[tuple(grid.decode(keys).T)]
         else:
-            covered = float(lookup(hist.released_keys, mass, keys).sum())
+            inside = lookup(hist.released_keys, values, keys)
+        covered = float(np.maximum(inside, 0).sum(dtype=np.float64))
         if covered < 0.5 * total:
             problems.append("less than half of the noisy counts lie in cells of the spans, so "
                             "most points will be labelled noise")
