@@ -17,6 +17,12 @@ the same run (interleaved, so that both sides see the same machine load):
              ``histogram="dense"``) and the linear-time one (``"sparse"``).
 * cli      — cold runs of ``python -m dpdbscan fit`` in fresh interpreters
              (imports, reading the .npy, fit, writing the JSON all counted).
+* csv      — the whole ``dpdbscan fit`` on the gzipped Cabs CSV (11M rows;
+             read, fit, write JSON, GeoJSON and PNG) in a fresh process,
+             against pyarrow alone reading the same file, interleaved; also
+             JSON only and JSON + GeoJSON, the peak RSS of the whole process,
+             and a stage-by-stage split (benchmarks/cli_stages.py).
+                                                                    target <= 2x
 
 Every fit uses the library defaults and the secure default noise
 (``random_state=None``); one warm-up fit per configuration is not counted.
@@ -50,7 +56,7 @@ from dpdbscan import DPDBSCAN  # noqa: E402
 from dpdbscan.backends.numpy_backend import run_length  # noqa: E402
 from dpdbscan.grid import Grid  # noqa: E402
 
-SECTIONS = ("floor", "sklearn", "chest", "memory", "scaling", "naive", "cli")
+SECTIONS = ("floor", "sklearn", "chest", "memory", "scaling", "naive", "cli", "csv")
 GB = 1e9
 
 
@@ -271,8 +277,9 @@ def cli_section(args, out):
             imp = []
             for _ in range(3):
                 t0 = time.perf_counter()
-                subprocess.run([sys.executable, "-c", "import dpdbscan.cli; dpdbscan.DPDBSCAN"],
-                               check=True)
+                # what the command imports (the estimator, and scikit-learn
+                # with it, is not on its path)
+                subprocess.run([sys.executable, "-c", "import dpdbscan.cli.main"], check=True)
                 imp.append(time.perf_counter() - t0)
             warm = [_fit_seconds(ds) for _ in range(args.repeats + 1)][1:]
             floor = [_floor_seconds(ds) for _ in range(args.repeats + 1)][1:]
@@ -282,6 +289,84 @@ def cli_section(args, out):
             print(f"  cli {name}: cold {med(runs):.3f} s (import {med(imp):.3f} s), warm fit "
                   f"{med(warm):.3f} s, floor {med(floor):.3f} s", flush=True)
     out["cli"] = rows
+
+
+#: pyarrow alone reading the file, timed inside the process (import excluded).
+PYARROW_READ = """
+import sys, time
+import pyarrow.csv as pacsv
+t0 = time.perf_counter()
+table = pacsv.read_csv(sys.argv[1])
+print(time.perf_counter() - t0, table.num_rows)
+"""
+
+
+def _child(cmd, env=None) -> dict:
+    """Wall time, CPU time and peak RSS of one fresh process, and its stdout."""
+    with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=so, stderr=se, env=env)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        so.seek(0)
+        se.seek(0)
+        if p.returncode != 0:
+            raise RuntimeError(f"{cmd[:4]} failed: {se.read().decode()[-1000:]}")
+        return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
+                "peak_rss_bytes": ru.ru_maxrss * 1024, "stdout": so.read().decode()}
+
+
+def csv_section(args, out):
+    """The command a user runs on the gzipped CSV, against pyarrow reading it."""
+    if args.quick:
+        name, box, eps, minpts = "cabs_tiny.csv.gz", ["-122.48", "37.72", "-122.38", "37.82"], \
+            "50m", "1000"
+    else:
+        name, box, eps, minpts = "cabs_sf.csv.gz", ["-122.6", "37.55", "-122.3", "37.85"], "20m", "500"
+    path = bench_data.data_dir() / name
+    fit_args = [str(path), "--geo", "--bounds", *box, "--eps", eps, "--min-samples", minpts]
+    variants = {"json": ["--no-geojson", "--no-png"], "json+geojson": ["--no-png"], "all": []}
+    runs: dict = {k: [] for k in ("pyarrow", *variants, "stages")}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(max(3, args.repeats)):
+            r = _child([sys.executable, "-c", PYARROW_READ, str(path)])
+            r["read_s"] = float(r.pop("stdout").split()[0])
+            runs["pyarrow"].append(r)
+            for k, extra in variants.items():
+                r = _child([sys.executable, "-m", "dpdbscan", "fit", *fit_args, *extra,
+                            "--out-dir", tmp, "--quiet", "--no-progress"])
+                r.pop("stdout")
+                runs[k].append(r)
+            r = _child([sys.executable, str(HERE / "cli_stages.py"), *fit_args])
+            runs["stages"].append(json.loads(r["stdout"].strip().splitlines()[-1]))
+    pa_read = med([r["read_s"] for r in runs["pyarrow"]])
+    full = med([r["wall_s"] for r in runs["all"]])
+    stages = {k: med([r[k] for r in runs["stages"] if k in r])
+              for k in ("import", "read", "fit", "json", "geojson", "png", "total")}
+    row = {
+        "file": name, "n_rows_note": "10,995,626 rows" if not args.quick else "845,685 rows",
+        "pyarrow_read_s": pa_read,
+        "pyarrow_process_s": med([r["wall_s"] for r in runs["pyarrow"]]),
+        "pyarrow_peak_rss_bytes": med([r["peak_rss_bytes"] for r in runs["pyarrow"]]),
+        **{f"{k}_s": med([r["wall_s"] for r in runs[k]]) for k in variants},
+        **{f"{k}_cpu_s": med([r["cpu_s"] for r in runs[k]]) for k in variants},
+        **{f"{k}_peak_rss_bytes": med([r["peak_rss_bytes"] for r in runs[k]]) for k in variants},
+        "stages_s": stages, "stages_peak_rss_bytes": med([r["peak_rss_bytes"] for r in runs["stages"]]),
+        "runs": runs,
+    }
+    out["csv"] = row
+    out["targets"].append({
+        "target": f"{name}: whole `dpdbscan fit` (JSON, GeoJSON, PNG) <= 2x pyarrow reading it",
+        "n": None, "measured_s": full, "baseline": "pyarrow read_csv", "baseline_s": pa_read,
+        "ratio": full / pa_read, "limit": 2.0, "pass": full / pa_read <= 2.0,
+        "runs_ours": [r["wall_s"] for r in runs["all"]],
+        "runs_baseline": [r["read_s"] for r in runs["pyarrow"]],
+    })
+    _progress(out["targets"][-1])
+    print(f"  csv {name}: JSON only {row['json_s']:.2f} s, +GeoJSON {row['json+geojson_s']:.2f} s, "
+          f"+PNG {row['all_s']:.2f} s; peak RSS {row['all_peak_rss_bytes'] / GB:.2f} GB; pyarrow "
+          f"read {pa_read:.2f} s (its process {row['pyarrow_process_s']:.2f} s)", flush=True)
 
 
 # --------------------------------------------------------------------------- #
@@ -363,6 +448,23 @@ def markdown(out) -> str:
             ratio = f"{r['naive_over_ours']:.2f}" if "naive_over_ours" in r else "-"
             lines.append(f"| {r['dataset']} | {r['n']:,} | {r['n_cells']:,} | {r['auto_s']:.3f} s | "
                          f"{dense} | {r['sparse_s']:.3f} s | {ratio} |")
+    if out.get("csv"):
+        r = out["csv"]
+        lines += ["", f"`dpdbscan fit {r['file']} --geo ...` in a fresh process ({r['n_rows_note']}), "
+                  "medians of interleaved runs:", "",
+                  "| run | wall | CPU | peak RSS | / pyarrow read |", "|---|---|---|---|---|"]
+        base = r["pyarrow_read_s"]
+        lines.append(f"| pyarrow `read_csv` alone (in its process; whole process "
+                     f"{r['pyarrow_process_s']:.2f} s) | {base:.2f} s | - | "
+                     f"{r['pyarrow_peak_rss_bytes'] / GB:.2f} GB | 1.00 |")
+        for k, label in (("json", "fit, JSON only"), ("json+geojson", "fit, JSON + GeoJSON"),
+                         ("all", "fit, JSON + GeoJSON + PNG (default)")):
+            lines.append(f"| {label} | {r[k + '_s']:.2f} s | {r[k + '_cpu_s']:.2f} s | "
+                         f"{r[k + '_peak_rss_bytes'] / GB:.2f} GB | {r[k + '_s'] / base:.2f} |")
+        st = r["stages_s"]
+        lines += ["", "| stage (one after another, benchmarks/cli_stages.py) | time |", "|---|---|"]
+        for k in ("import", "read", "fit", "json", "geojson", "png", "total"):
+            lines.append(f"| {k} | {st[k]:.2f} s |")
     if out.get("cli"):
         lines += ["", "| data | cold CLI run | of which imports | warm fit | floor | cold / floor |",
                   "|---|---|---|---|---|---|"]
