@@ -21,12 +21,21 @@ import math
 import os
 import warnings
 from fractions import Fraction
+from typing import Protocol
 
 import numpy as np
 
 from .exceptions import InsecureRandomnessWarning
 
 _TWO63 = np.uint64(1 << 63)
+
+
+class Source(Protocol):
+    """Where random bits come from: ``raw(n)`` gives ``n`` uniform 64-bit words."""
+
+    secure: bool
+
+    def raw(self, n: int) -> np.ndarray: ...
 
 
 class SecureSource:

@@ -10,7 +10,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from .backends import NumpyBackend, resolve_backend
+from .geo import Equirectangular, parse_length
 from .mechanism import release
+from .model import SpanModel
 from .params import PARAMETERS, bounds_from_data, check_array, check_bounds, validate
 
 
@@ -234,6 +236,53 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         own data; publishing them is not covered by the DP guarantee.
         """
         return self.fit(X).predict(X)
+
+
+def fit_lonlat(lonlat, *, bounds, eps, min_samples: int = 5, epsilon: float = 1.0,
+               ref_lat: float | None = None, **kwargs) -> SpanModel:
+    """Release DP spans of longitude/latitude points, the Python side of
+    ``dpdbscan fit --geo``.
+
+    Parameters
+    ----------
+    lonlat : array of shape (n, 2)
+        Longitude and latitude in degrees (private).
+    bounds : (lon_min, lat_min, lon_max, lat_max)
+        The public box in degrees (the GeoJSON bbox order).
+    eps : float or str
+        The DBSCAN radius: a length such as ``"50m"`` or ``"0.05km"``, or a
+        number of km.
+    min_samples, epsilon, **kwargs
+        As for :class:`DPDBSCAN` (``random_state``, ``core``, ...).
+    ref_lat : float, optional
+        The public latitude where the projection is exact (default: the box's
+        centre).
+
+    Returns
+    -------
+    SpanModel
+        With the projection and the degree bounds in its metadata, so that its
+        GeoJSON and pictures are in lon/lat, ``predict_lonlat`` takes degrees,
+        and ``dpdbscan info``/``predict``/``plot``/``map`` treat it as a
+        geographic model. The projection's origin is the centre of the public
+        box, never of the data.
+    """
+    if not (isinstance(bounds, (tuple, list)) and len(bounds) == 4):
+        raise ValueError(f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, "
+                         f"got bounds={bounds!r}")
+    lower, upper = [float(v) for v in bounds[:2]], [float(v) for v in bounds[2:]]
+    proj = Equirectangular.from_bounds(lower, upper, ref_lat)
+    X = check_array(lonlat)
+    if X.shape[1] != 2:
+        raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")
+    km = parse_length(eps, geo=True)
+    est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon,
+                   bounds=proj.project_bounds(lower, upper), **kwargs)
+    spans = est.fit(proj.forward(X)).spans_
+    spans.metadata.update({"projection": proj.to_dict(),
+                           "bounds_degrees": {"lower": lower, "upper": upper},
+                           "bounds_source": "public (fit_lonlat bounds)", "eps_text": str(eps)})
+    return spans
 
 
 def _are_paths(X) -> bool:

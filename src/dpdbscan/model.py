@@ -22,6 +22,7 @@ import numpy as np
 
 from . import bounds as _bounds
 from . import serialize
+from .geo import projection_of
 from .geometry import Outlines, outlines
 from .grid import Grid
 from .histogram import NoisyHistogram
@@ -383,8 +384,27 @@ class SpanModel:
 
     def to_geojson(self, transform: Callable[[np.ndarray], np.ndarray] | None = None,
                    precision: int | str | None = "auto") -> dict:
-        """Spans as GeoJSON MultiPolygons (2-D only); see :func:`serialize.model_to_geojson`."""
+        """Spans as GeoJSON MultiPolygons (2-D only); see :func:`serialize.model_to_geojson`.
+
+        A geographic model (one with a projection in its metadata, such as
+        :func:`dpdbscan.fit_lonlat` and ``dpdbscan fit --geo`` make) is written
+        in longitude/latitude unless ``transform`` says otherwise; ``precision``
+        ("auto": 7 decimals for longitude/latitude) rounds the coordinates.
+        """
+        if transform is None:
+            proj = projection_of(self)
+            transform = None if proj is None else proj.inverse
         return serialize.model_to_geojson(self, transform, precision)
+
+    def predict_lonlat(self, lonlat) -> np.ndarray:
+        """Span id of each (longitude, latitude) point in degrees, for a
+        geographic model: the points go through the model's own (public)
+        projection first."""
+        proj = projection_of(self)
+        if proj is None:
+            raise ValueError("predict_lonlat needs a geographic model (fitted with fit_lonlat or "
+                             "'dpdbscan fit --geo'); use predict for data coordinates")
+        return self.predict(proj.forward(check_array(lonlat)))
 
     def save_geojson(self, path, transform=None, precision: int | str | None = "auto") -> None:
         Path(path).write_text(json.dumps(self.to_geojson(transform, precision)))

@@ -17,7 +17,7 @@ _BINCOUNT_MAX = 1 << 26  # keys below this use a dense bincount
 _DENSE_BLOCK = 1 << 21  # rows per block of dense counting
 
 
-def run_length(sorted_keys: np.ndarray):
+def run_length(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unique keys and their multiplicities of an already sorted array."""
     n = sorted_keys.size
     if n == 0:

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _random
 from .._bernoulli import TailProbability
+from .._random import Source
 
 
 class DiscreteLaplace:
@@ -31,7 +32,7 @@ class DiscreteLaplace:
         self.fraction = _random.rational_epsilon(epsilon)
         self.epsilon = float(self.fraction)
 
-    def sample(self, source, n: int) -> np.ndarray:
+    def sample(self, source: Source, n: int) -> np.ndarray:
         return _random.discrete_laplace(source, int(n), self.fraction)
 
     def tail(self, theta: float) -> float:
@@ -49,7 +50,7 @@ class DiscreteLaplace:
             raise ValueError(f"the exact tail needs theta >= 0, got theta={theta!r}")
         return TailProbability.discrete(self.fraction, theta)
 
-    def sample_tail(self, source, n: int, theta: float) -> np.ndarray:
+    def sample_tail(self, source: Source, n: int, theta: float) -> np.ndarray:
         """Z conditioned on Z >= theta (theta >= 0): theta + Geometric, exactly."""
         k = math.ceil(theta)
         if k < 0:
@@ -67,7 +68,7 @@ class ContinuousLaplace:
     def __init__(self, epsilon: float):
         self.epsilon = float(epsilon)
 
-    def sample(self, source, n: int) -> np.ndarray:
+    def sample(self, source: Source, n: int) -> np.ndarray:
         u = _random.uniform01(source, int(n)) - 0.5
         # inverse CDF; u = -0.5 exactly has probability 2^-53 and maps to -inf, so nudge
         u = np.where(u == -0.5, -0.5 + 2.0**-54, u)
@@ -85,7 +86,7 @@ class ContinuousLaplace:
             raise ValueError(f"the exact tail needs theta >= 0, got theta={theta!r}")
         return TailProbability.continuous(self.epsilon, theta)
 
-    def sample_tail(self, source, n: int, theta: float) -> np.ndarray:
+    def sample_tail(self, source: Source, n: int, theta: float) -> np.ndarray:
         if theta < 0:
             raise ValueError("the continuous tail sampler needs theta >= 0")
         u = _random.uniform01(source, int(n))
@@ -99,7 +100,7 @@ class NoNoise:
     integer = True
     epsilon = math.inf
 
-    def sample(self, source, n: int) -> np.ndarray:
+    def sample(self, source: Source, n: int) -> np.ndarray:
         return np.zeros(int(n), dtype=np.int64)
 
     def tail(self, theta: float) -> float:
@@ -108,7 +109,7 @@ class NoNoise:
     def exact_tail(self, theta: float) -> None:
         """None: without noise every empty cell or none is released."""
 
-    def sample_tail(self, source, n: int, theta: float) -> np.ndarray:
+    def sample_tail(self, source: Source, n: int, theta: float) -> np.ndarray:
         if n:
             raise AssertionError("no empty cell is released without noise")
         return np.zeros(0, dtype=np.int64)
@@ -117,7 +118,10 @@ class NoNoise:
 NOISES = {"discrete": DiscreteLaplace, "laplace": ContinuousLaplace, "none": NoNoise}
 
 
-def make_noise(kind: str, epsilon: float):
+Noise = DiscreteLaplace | ContinuousLaplace | NoNoise
+
+
+def make_noise(kind: str, epsilon: float) -> Noise:
     try:
         cls = NOISES[kind]
     except KeyError:

@@ -27,17 +27,21 @@ linear in the output.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
 from .. import _bernoulli
-from ..grid import search_keys
+from .._random import Source
+from ..backends.base import CellCounts
+from ..grid import Grid, search_keys
 from ..histogram import NoisyHistogram
+from .noise import Noise
 
 _INT_SAFE = 1 << 62
 
 
-def default_theta(n_cells: int, noise, max_empty: float) -> float:
+def default_theta(n_cells: int, noise: Noise, max_empty: float) -> float:
     """Smallest theta (>= 1) whose expected number of released empty cells,
     ``n_cells * P(Z >= theta)``, is at most ``max_empty``. Public inputs only."""
     eps = noise.epsilon
@@ -50,7 +54,7 @@ def default_theta(n_cells: int, noise, max_empty: float) -> float:
     return theta
 
 
-def linear_to_coords(shape, positions) -> np.ndarray:
+def linear_to_coords(shape: tuple[int, ...], positions: Sequence[int] | np.ndarray) -> np.ndarray:
     """Row-major coordinates (int64, (m, d)) of linear indices of a grid of ``shape``.
 
     ``positions`` is an int64 array (universe below 2**62) or a sequence of
@@ -83,8 +87,8 @@ def linear_to_coords(shape, positions) -> np.ndarray:
     return out
 
 
-def released_empty_cells(grid, occupied_keys: np.ndarray, noise, theta: float,
-                         source) -> np.ndarray:
+def released_empty_cells(grid: Grid, occupied_keys: np.ndarray, noise: Noise, theta: float,
+                         source: Source) -> np.ndarray:
     """Sorted keys of the empty cells released above ``theta``: each empty
     cell independently with probability P(Z >= theta), exactly.
 
@@ -125,7 +129,8 @@ def _merge_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def sparse_histogram(grid, cells, noise, source, theta: float) -> NoisyHistogram:
+def sparse_histogram(grid: Grid, cells: CellCounts, noise: Noise, source: Source,
+                     theta: float) -> NoisyHistogram:
     """Algorithm 2 on exact cell counts ``cells`` (a CellCounts, sorted keys)."""
     keys, counts = cells.keys, cells.counts
     z = noise.sample(source, keys.size)
