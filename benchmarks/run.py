@@ -302,19 +302,19 @@ print(time.perf_counter() - t0, table.num_rows)
 
 
 def _child(cmd, env=None) -> dict:
-    """Wall time, CPU time and peak RSS of one fresh process, and its stdout."""
-    with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=so, stderr=se, env=env)
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
-        so.seek(0)
-        se.seek(0)
-        if p.returncode != 0:
-            raise RuntimeError(f"{cmd[:4]} failed: {se.read().decode()[-1000:]}")
-        return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
-                "peak_rss_bytes": ru.ru_maxrss * 1024, "stdout": so.read().decode()}
+    """Wall time, CPU time and peak RSS of one fresh process, and its stdout.
+
+    Started through benchmarks/peakrss.py: a child forked straight from this
+    (large) process would report this process's peak RSS as its own.
+    """
+    res = subprocess.run([sys.executable, str(HERE / "peakrss.py"), *cmd], env=env,
+                         capture_output=True, text=True)
+    lines = res.stdout.rstrip("\n").split("\n")
+    m = json.loads(lines[-1])
+    if m["exit"] != 0:
+        raise RuntimeError(f"{cmd[:4]} failed: {res.stderr[-1000:]}")
+    return {"wall_s": m["wall_s"], "cpu_s": m["cpu_s"], "peak_rss_bytes": m["peak_rss_bytes"],
+            "stdout": "\n".join(lines[:-1])}
 
 
 def csv_section(args, out):

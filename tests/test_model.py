@@ -353,3 +353,29 @@ def test_two_margins_drive_the_threshold_roundtrip_and_old_models_load(tmp_path)
     assert old.gamma_upper is None and old.tau == 2 * old.gamma
     assert old.guarantee()["gamma_upper"] is None
     assert np.array_equal(old.predict(X), s.predict(X))
+
+
+def test_packed_arrays_are_plain_zlib_with_or_without_isal(monkeypatch):
+    """Histograms are deflated by ISA-L when it is installed; the stream is
+    standard zlib either way, so files read back everywhere."""
+    import base64
+    import builtins
+    import zlib
+
+    from dpdbscan.serialize import pack, unpack
+
+    arr = np.random.default_rng(2).integers(-5, 40_000, size=(300, 200))
+    real_import = builtins.__import__
+
+    def no_isal(name, *args, **kwargs):
+        if name.startswith("isal"):
+            raise ImportError("isal hidden for this test")
+        return real_import(name, *args, **kwargs)
+
+    packed = [pack(arr)]
+    monkeypatch.setattr(builtins, "__import__", no_isal)
+    packed.append(pack(arr))
+    for d in packed:
+        raw = zlib.decompress(base64.b64decode(d["zlib_base64"]))
+        assert np.array_equal(np.frombuffer(raw, dtype=d["dtype"]).reshape(d["shape"]), arr)
+        assert np.array_equal(unpack(d), arr)

@@ -1,0 +1,38 @@
+"""Run a command; print its wall time, CPU time and peak RSS as a last JSON line.
+
+    python benchmarks/peakrss.py CMD [ARG ...]
+
+Linux keeps a process's peak RSS across ``exec`` (``ru_maxrss`` remembers
+the address space it replaced), so a command started straight from a big
+process reports that process's size. This small process forks and execs
+the command itself: its child starts from a few MB, and ``wait4`` then gives
+the command's own peak. The command's standard output and error pass through.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def main(cmd: list[str]) -> int:
+    sys.stdout.flush()
+    t0 = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # the child becomes the command
+        try:
+            os.execvp(cmd[0], cmd)
+        finally:
+            os._exit(127)
+    _, status, ru = os.wait4(pid, 0)
+    wall = time.perf_counter() - t0
+    print(json.dumps({"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
+                      "peak_rss_bytes": ru.ru_maxrss * 1024,
+                      "exit": os.waitstatus_to_exitcode(status)}), flush=True)
+    return os.waitstatus_to_exitcode(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
