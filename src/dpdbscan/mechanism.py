@@ -31,14 +31,14 @@ from .histograms import (
 )
 from .model import SpanModel
 from .points import clean_points
-from .post.density import utility_note
+from .post.density import MAX_KAPPA, utility_note
 from .post.spans import SpanParams, build_spans
 
 HISTOGRAMS = ("auto", "dense", "sparse", "stability")
 DENSE_MAX_CELLS = 1 << 23  # "auto" uses the naive histogram up to this |X|
 MAX_EMPTY_CELLS = 1 << 20  # default cap on the expected number of released empty cells
 MAX_EXPECTED_EMPTY = 1e8  # refuse an explicit theta that would release more
-DENSITY_MAX_KAPPA = 50_000  # the density test weighs every cell of NB (d <= 6 at eta = 4)
+DENSITY_MAX_KAPPA = MAX_KAPPA  # the density test weighs every cell of NB (d <= 6 at eta = 4)
 
 __all__ = ["MechanismConfig", "release_histogram", "fit_spans", "release", "configure",
            "clean_points", "HISTOGRAMS"]

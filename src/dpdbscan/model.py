@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,8 @@ from . import bounds as _bounds
 from . import serialize
 from .grid import Grid
 from .histogram import NoisyHistogram
-from .params import check_array, check_min_samples
+from .params import check_array, check_min_samples, check_param
+from .post.density import MAX_KAPPA
 from .post.spans import SpanParams, Spans, build_spans, density_guarantee
 from .post.subcells import SubcellLayout
 from .predict import predict_spans
@@ -75,6 +76,16 @@ class SpanModel:
         Density test: the numbers of its one-sided guarantee
         (``accuracy_margin``, ``m_star``, ``probability``), recomputed from
         public values when a model is loaded.
+    hist_grid : Grid
+        The grid of the noisy histogram (set from ``histogram``, or from
+        ``grid`` and ``eta``, when not given).
+    release : dict
+        The parameters of the fit that spent the budget (``eps``, ``eta``,
+        ``min_samples``): the spans' own ``alpha`` and ``min_samples`` differ
+        from them after :meth:`with_params`.
+    auto : dict or None
+        How the automatic mode chose ``alpha`` and ``min_samples`` from the
+        release (the criterion, its score and the candidates), or None.
     """
 
     grid: Grid
@@ -99,10 +110,20 @@ class SpanModel:
     n_events: int | None = None
     core: str = "bound"
     extra: dict | None = None
+    hist_grid: Grid | None = field(default=None, repr=False)
+    release: dict | None = None
+    auto: dict | None = None
 
     def __post_init__(self):
         if self.eta is None:
             self.eta = self.grid.eta * self.subcells
+        if self.histogram is not None:
+            self.hist_grid = self.histogram.grid
+        elif self.hist_grid is None:
+            self.hist_grid = Grid(self.grid.lower, self.grid.upper, self.grid.alpha, self._eta)
+        if self.release is None:
+            self.release = {"eps": float(self.grid.alpha), "eta": float(self._eta),
+                            "min_samples": int(self.min_samples)}
         if self.kappa is None or self.n_events is None:
             # A model saved before these were stored: recompute what Gamma used.
             layout = SubcellLayout(self.histogram_grid, self.subcells)
@@ -138,9 +159,8 @@ class SpanModel:
     @property
     def histogram_grid(self) -> Grid:
         """The grid of the noisy histogram (cell width eta alpha / (4 sqrt d))."""
-        if self.subcells == 1:
-            return self.grid
-        return Grid(self.grid.lower, self.grid.upper, self.grid.alpha, self._eta)
+        assert self.hist_grid is not None
+        return self.hist_grid
 
     @property
     def params(self) -> SpanParams:
@@ -239,18 +259,72 @@ class SpanModel:
         keys = self.core_keys if span_id is None else self.core_keys[self.labels == span_id]
         return self.grid.decode(keys)
 
-    # -------------------------------------------------------- re-threshold
-    def with_min_samples(self, min_samples: int) -> SpanModel:
-        """Spans for another MinPts at the same alpha, from the released
-        histogram: post-processing, no extra privacy cost."""
+    # ---------------------------------------------------- re-parameterise
+    @property
+    def finest_eps(self) -> float:
+        """The smallest eps this release resolves: the diagonal of its cells
+        (eta = 4 against that radius), which is the release's own eps at the
+        default eta = 4."""
+        hg = self.histogram_grid
+        return hg.eta * hg.alpha / 4.0
+
+    def with_params(self, eps: float | None = None, min_samples: int | None = None) -> SpanModel:
+        """Spans for another (eps, MinPts) from the released histogram alone:
+        post-processing, no extra privacy cost.
+
+        The cells stay the release's; an eps-ball is measured over them (the
+        grid at eta' = eta * alpha / eps, :meth:`Grid.at_alpha`), the core test
+        and its margins are recomputed for that ball, core sub-cells are joined
+        when their centres are within eps, and the border radius of the density
+        test scales with eps (the bound test's is a cell size and stays).
+
+        Parameters
+        ----------
+        eps : float, optional
+            The new radius; at least :attr:`finest_eps` (the release's eps at
+            eta = 4). Default: unchanged.
+        min_samples : int, optional
+            The new MinPts. Default: unchanged.
+        """
         if self.histogram is None:
-            raise ValueError("this model was saved without its noisy histogram; cannot re-threshold")
-        m = check_min_samples(min_samples)
-        params = SpanParams(**{**self.params.__dict__, "min_samples": m})
-        spans = build_spans(self.histogram, params,
-                            gamma=self.gamma if self.core == "bound" else None)
-        return SpanModel.from_spans(self.histogram, spans, params, delta=self.delta,
-                                    metadata=dict(self.metadata))
+            raise ValueError("this model was saved without its noisy histogram; cannot "
+                             "re-threshold or re-parameterise it")
+        m = self.min_samples if min_samples is None else check_min_samples(min_samples)
+        hist = self.histogram
+        alpha = hist.grid.alpha if eps is None else check_param("eps", eps)
+        border = self.border
+        if alpha != hist.grid.alpha:
+            finest = self.finest_eps
+            if alpha < finest * (1 - 1e-12):
+                raise ValueError(
+                    f"eps={alpha:g} is finer than this release can resolve: its cells have "
+                    f"diagonal {finest:g}, the smallest eps it supports (it was made at "
+                    f"eps={self.release_eps:g}); a smaller eps needs a new release")
+            grid = hist.grid.at_alpha(alpha)
+            if self.core == "density" and grid.kappa > MAX_KAPPA:
+                raise ValueError(
+                    f"eps={alpha:g} is too large for this release's cells: an eps-neighbourhood "
+                    f"would hold {grid.kappa:,} of them, more than the density test weighs "
+                    f"({MAX_KAPPA:,}); use a smaller eps or a new release at a coarser eps")
+            hist = hist.on_grid(grid)
+            if self.core == "density":
+                border = self.border * alpha / self.grid.alpha
+        params = replace(self.params, min_samples=m, border=float(border))
+        same_sums = self.core == "bound" and hist is self.histogram
+        spans = build_spans(hist, params, gamma=self.gamma if same_sums else None)
+        model = SpanModel.from_spans(hist, spans, params, delta=self.delta,
+                                     metadata=dict(self.metadata))
+        model.release = dict(self.release or {})
+        return model
+
+    def with_min_samples(self, min_samples: int) -> SpanModel:
+        """Spans for another MinPts at the same alpha (:meth:`with_params`)."""
+        return self.with_params(min_samples=min_samples)
+
+    @property
+    def release_eps(self) -> float:
+        """The eps of the fit that spent the budget."""
+        return float((self.release or {}).get("eps", self.grid.alpha))
 
     # ---------------------------------------------------------- description
     def describe(self) -> dict:

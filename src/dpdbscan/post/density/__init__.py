@@ -39,6 +39,7 @@ Facts used by the guarantee (docs/density-notes.md)
 """
 
 from .core import (  # noqa: F401
+    MAX_KAPPA,
     OCCUPANCY,
     OCCUPANCY_SIGMAS,
     DensityCore,

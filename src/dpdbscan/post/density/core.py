@@ -49,8 +49,13 @@ class DensityCore:
 
 def fine_grid(grid: Grid, k: int) -> Grid:
     """The grid of sub-cells of width w / k (the histogram grid for k = 1)."""
-    return grid if k == 1 else Grid(grid.lower, grid.upper, grid.alpha, grid.eta / k)
+    return grid.subdivided(k)
 
+
+#: The density test weighs every cell of an eps-neighbourhood; beyond this many
+#: cells (d > 6 at eta = 4, or an eps far above a release's resolution) it is
+#: not attempted.
+MAX_KAPPA = 50_000
 
 OCCUPANCY = 0.5  # gamma: a core sub-cell's cell holds >= gamma x the ball's mean count per cell
 OCCUPANCY_SIGMAS = 2.0  # ... or at least this many standard deviations of one cell's noise
