@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: demo test lint test-slow audit bench reproduce reproduce-quick accuracy clean
+.PHONY: demo test lint test-slow test-browser audit bench reproduce reproduce-quick accuracy clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -27,6 +27,11 @@ lint: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# The map in headless Chromium; fails (instead of skipping) when Chromium is
+# missing. Install it with: apt-get install -y chromium (docs/maps.md).
+test-browser: $(STAMP)
+	DPDBSCAN_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q -m browser
 
 audit: $(STAMP)
 	$(BIN)/python -m pytest -q -m audit

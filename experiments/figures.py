@@ -43,6 +43,11 @@ def _save(fig, path, dpi=DPI):
         img.convert("RGB").quantize(colors=256).save(path, format="PNG", optimize=True)
 
 
+#: The paper's spans panels: spans over the (grey) points in the whole box,
+#: without the analyst's heat layer and span ids of ``dpdbscan plot``.
+PAPER_SPANS = {"heat": False, "n_labels": 0, "extent": "box"}
+
+
 def moons_pipeline(ds, model, dbscan_labels, dp_labels, path, seed=0):
     """Five panels: DBSCAN, noisy histogram, neighbour sums, spans, labels."""
     plt = _plt()
@@ -53,7 +58,7 @@ def moons_pipeline(ds, model, dbscan_labels, dp_labels, path, seed=0):
                             title=f"(b) noisy histogram, ε={model.epsilon:g}")
     plotting.plot_neighbour_sums(model.histogram_, ax=axes[2],
                                  title=f"(c) neighbour sums (κ={model.kappa_})")
-    plotting.plot_spans(model.spans_, ax=axes[3], points=ds.X,
+    plotting.plot_spans(model.spans_, ax=axes[3], points=ds.X, **PAPER_SPANS,
                         title=f"(d) {model.spans_.n_spans} approx. span(s)")
     plotting.plot_labels(ds.X, dp_labels, ax=axes[4], title="(e) extracted labels")
     lo, hi = ds.bounds
@@ -93,7 +98,7 @@ def cluto_comparison(p, path):
     axes = axes.ravel()
     plotting.plot_labels(ds.X, ds.y, ax=axes[0], title=f"ground truth ({ds.title})")
     plotting.plot_labels(ds.X, p["dbscan_labels"], ax=axes[1], title="DBSCAN")
-    plotting.plot_spans(p["dp_model"].spans_, ax=axes[2], points=ds.X,
+    plotting.plot_spans(p["dp_model"].spans_, ax=axes[2], points=ds.X, **PAPER_SPANS,
                         title=f"DP-DBSCAN: {p['dp_model'].spans_.n_spans} spans")
     voronoi(axes[3], p["km_centers"], ds.bounds, f"DP-KMeans centres, k = {ds.k}")
     plotting.plot_labels(ds.X, p["dp_labels"], ax=axes[4], title="DP-DBSCAN labels")
@@ -156,7 +161,7 @@ def geo_spans(panels, path, max_points=150_000):
         ds = p["ds"]
         idx = rng.choice(ds.n, size=min(max_points, ds.n), replace=False)
         plotting.plot_spans(p["model"].spans_, ax=ax, points=ds.X[idx], transform=ds.to_lonlat,
-                            title=p["title"])
+                            title=p["title"], **PAPER_SPANS)
         ax.set_aspect(Equirectangular(0.0, 0.0, SF_LATITUDE).aspect)  # lon/lat look like km
         ax.set_xlabel("longitude")
         ax.set_ylabel("latitude")

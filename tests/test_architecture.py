@@ -33,9 +33,9 @@ LAYERS = {
     "release": {"histogram"},
     "private": {"points", "backends", "histograms"},
     "post": {"post"},
-    "model": {"predict", "serialize", "model"},
+    "model": {"predict", "serialize", "spanstats", "model"},
     "mechanism": {"mechanism"},
-    "api": {"estimator", "io", "plotting"},
+    "api": {"estimator", "io", "plotting", "spanplot", "mapstyle", "webmap"},
     "apps": {"cli", "demo", "__init__", "__main__"},
 }
 MAY_IMPORT = {

@@ -148,8 +148,10 @@ def test_plot_model_draws_geographic_models_over_lon_lat():
         assert ax.get_xlabel() == "longitude (degrees)" and ax.get_aspect() == pytest.approx(proj.aspect)
         x0, x1 = ax.get_xlim()
         assert -122.49 < x0 < x1 < -122.37
-        if kind != "labels":  # the whole public box, not only where the points are
+        if kind in ("histogram", "sums"):  # the whole public box, not only where the points are
             assert x0 < -122.47 and x1 > -122.39
+        if kind == "spans":  # cropped to the spans (tests/test_plotting.py::test_spans_crop...)
+            assert x0 > -122.43 and x1 < -122.39
         _close(ax)
     ax = plotting.plot_model(m, "labels", points=P)
     offsets = np.vstack([c.get_offsets() for c in ax.collections])
@@ -165,3 +167,222 @@ def test_plot_model_rejects_bad_requests(model):
     bare = SpanModel.from_dict(model.to_dict(include_histogram=False))
     with pytest.raises(ValueError, match="without its noisy histogram"):
         plotting.plot_model(bare, "sums")
+
+
+# --------------------------------------------------------------------------- #
+# the spans picture an analyst reads (issue 15): crop, size, scale bar, ids,
+# colours, heat layer
+
+
+from spanmodels import hand_model, square  # noqa: E402
+
+from dpdbscan import mapstyle  # noqa: E402
+from dpdbscan.spanstats import span_stats  # noqa: E402
+
+
+def _png_size(path):
+    head = path.read_bytes()[:24]
+    assert head[:8] == PNG
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def _labels(ax):
+    return {t.get_gid(): t.get_text() for t in ax.texts if (t.get_gid() or "").startswith("span-label-")}
+
+
+def test_spans_picture_is_cropped_to_the_spans_by_default():
+    m = hand_model([square(50, 60, 4), square(70, 65, 3)], shape=(200, 200))
+    ax = plotting.plot_spans(m)
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    # every span cell is in view, with a margin ...
+    assert x0 < 50 and x1 > 73 and y0 < 60 and y1 > 68
+    # ... and the view is far smaller than the 200 x 200 box
+    assert x1 - x0 < 40 and y1 - y0 < 40
+    # widened to the shape of the axes, so the picture has no empty bands
+    pos, (fw, fh) = ax.get_position(), ax.figure.get_size_inches()
+    assert (x1 - x0) / (y1 - y0) == pytest.approx(pos.width * fw / (pos.height * fh), rel=1e-6)
+    _close(ax)
+    ax = plotting.plot_spans(m, extent="box")
+    assert ax.get_xlim() == pytest.approx((0, 200)) and ax.get_ylim() == pytest.approx((0, 200))
+    _close(ax)
+
+
+def test_spans_picture_honours_a_given_extent():
+    m = hand_model([square(50, 60, 4), square(120, 20, 3)], shape=(200, 200))
+    ax = plotting.plot_spans(m, extent=(40, 50, 90, 70))
+    assert ax.get_xlim() == pytest.approx((40, 90)) and ax.get_ylim() == pytest.approx((50, 70))
+    # only the span in view is drawn and labelled
+    assert len(ax.patches) == 1 and set(_labels(ax).values()) == {"0"}
+    _close(ax)
+    with pytest.raises(ValueError, match="xmin < xmax"):
+        plotting.plot_spans(m, extent=(90, 50, 40, 70))
+
+
+def test_geo_extent_is_lon_lat_and_size_is_in_pixels(tmp_path):
+    m = hand_model([square(3, 4, 2), square(6, 6, 1)], shape=(10, 12), geo=True)
+    box = (-122.46, 37.74, -122.42, 37.78)
+    ax = plotting.plot_model(m, "spans", extent=box, size=(640, 480), dpi=100)
+    assert ax.get_xlim() == pytest.approx(box[0::2]) and ax.get_ylim() == pytest.approx(box[1::2])
+    plotting.save(ax, tmp_path / "s.png", dpi=100)
+    assert _png_size(tmp_path / "s.png") == (640, 480)
+    ax = plotting.plot_model(m, "histogram", extent=box, size=(300, 200), dpi=50)
+    assert ax.get_xlim() == pytest.approx(box[0::2])
+    plotting.save(ax, tmp_path / "h.png", dpi=50)
+    assert _png_size(tmp_path / "h.png") == (300, 200)
+    with pytest.raises(ValueError, match="size"):
+        plotting.plot_model(m, "spans", size=(5, 5))
+
+
+def _scale_bars(ax):
+    return [a for a in ax.artists if a.get_gid() == "scale-bar"]
+
+
+@pytest.mark.parametrize("width,side,unit", [(0.01, 20, "m"), (1.0, 40, "km")])
+def test_geo_pictures_have_a_scale_bar_in_m_or_km(width, side, unit):
+    # one square span of side * width km: the default view is a little wider
+    m = hand_model([square(5, 5, side)], shape=(60, 60), width=width, geo=True)
+    ax = plotting.plot_model(m, "spans")
+    (bar,) = _scale_bars(ax)
+    texts = {t.get_text() for t in bar.findobj(lambda a: hasattr(a, "get_text"))}
+    km = bar.scale_km
+    mantissa = km / 10 ** np.floor(np.log10(km))
+    assert min(abs(mantissa - v) for v in (1, 2, 5)) < 1e-9  # a round length
+    number = km * 1000 if unit == "m" else km
+    assert f"{number:g} {unit}" in texts
+    x0, x1 = ax.get_xlim()
+    km_per_degree = Equirectangular.from_bounds((-122.48, 37.72), (-122.38, 37.82)).kx
+    view_km = (x1 - x0) * km_per_degree
+    assert 0.08 * view_km <= km <= 0.2 * view_km + 1e-9
+    # the bar is as long as it says, in degrees of longitude
+    assert bar.size_bar.get_children()[0].get_width() * km_per_degree == pytest.approx(km)
+    _close(ax)
+
+
+def test_plain_models_have_no_scale_bar():
+    ax = plotting.plot_model(hand_model([square(5, 5, 2)]), "spans")
+    assert _scale_bars(ax) == []
+    _close(ax)
+
+
+def test_the_largest_spans_are_labelled_with_their_ids():
+    # 14 square spans of different sizes, far enough apart that no label is skipped
+    sides = [1, 5, 2, 7, 3, 1, 6, 2, 4, 8, 1, 3, 2, 5]
+    spans = [square(12 * (i % 7), 14 * (i // 7), s) for i, s in enumerate(sides)]
+    m = hand_model(spans, shape=(90, 30))
+    ax = plotting.plot_spans(m, extent="box")
+    ids = {int(v) for v in _labels(ax).values()}
+    order = sorted(range(len(sides)), key=lambda i: (-sides[i], i))
+    assert ids == set(order[:10])
+    # each label sits inside its span
+    stats = span_stats(m)
+    for t in ax.texts:
+        s = int(t.get_text())
+        assert np.all(stats.lower[s] <= t.get_position()) and np.all(t.get_position() <= stats.upper[s])
+    _close(ax)
+    ax = plotting.plot_spans(m, extent="box", n_labels=3)
+    assert {int(v) for v in _labels(ax).values()} == set(order[:3])
+    _close(ax)
+
+
+def test_labels_that_would_overlap_are_left_out():
+    m = hand_model([square(10, 10, 1), square(12, 10, 1), square(60, 60, 1)], shape=(200, 200))
+    ax = plotting.plot_spans(m, extent="box")  # cells 2 apart are < 1 pixel apart here
+    assert len(_labels(ax)) == 2
+    _close(ax)
+
+
+def test_span_neighbours_are_spans_within_the_radius():
+    cells = np.array([[0, 0], [1, 0], [3, 0], [20, 0], [0, 9]])
+    labels = np.array([0, 0, 1, 2, 3])
+    # span 1 is 2 cells from span 0; span 2 and 3 are far from everything
+    assert mapstyle.span_neighbours(cells, labels, radius=2) == [(0, 1)]
+    # the guarantee: within `radius` always; beyond 2 * radius never
+    assert (0, 3) in mapstyle.span_neighbours(cells, labels, radius=9)
+    assert mapstyle.span_neighbours(cells, labels, radius=1) in ([], [(0, 1)])
+    assert (0, 2) not in mapstyle.span_neighbours(cells, labels, radius=9)
+
+
+def test_greedy_colouring_separates_neighbours():
+    n = len(mapstyle.PALETTE)
+    clique = [(a, b) for a in range(n) for b in range(a + 1, n)]
+    c = mapstyle.greedy_colouring(n, clique, n)
+    assert sorted(c.tolist()) == list(range(n))  # a clique as large as the palette: all differ
+    ring = [(i, (i + 1) % 50) for i in range(50)]
+    c = mapstyle.greedy_colouring(50, ring, n)
+    assert all(c[a] != c[b] for a, b in ring)
+    # isolated nodes spread over the palette rather than all taking colour 0
+    assert len(set(mapstyle.greedy_colouring(n, [], n).tolist())) == n
+    # too few colours: no error, and only the unavoidable clashes
+    big = [(a, b) for a in range(n + 1) for b in range(a + 1, n + 1)]
+    c = mapstyle.greedy_colouring(n + 1, big, n)
+    assert sum(c[a] == c[b] for a, b in big) == 1
+
+
+def test_touching_spans_get_different_colours_in_the_picture():
+    # a row of 12 spans, each touching the next (more spans than colours)
+    spans = [[(3 * i + j, 5) for j in range(3)] for i in range(12)]
+    m = hand_model(spans, shape=(40, 12))
+    colours = mapstyle.span_colours(m)
+    assert all(colours[i] != colours[i + 1] for i in range(11))
+    ax = plotting.plot_spans(m)
+    faces = [tuple(np.round(p.get_facecolor(), 6)) for p in ax.patches]
+    assert len(faces) == 12 and all(faces[i] != faces[i + 1] for i in range(11))
+    assert len(set(faces)) >= 3
+    _close(ax)
+
+
+def test_heat_layer_draws_the_noisy_histogram_under_the_spans():
+    values = np.zeros((30, 30), dtype=np.int64)
+    values[5:10, 5:10] = 400
+    values[20, 20] = 2  # below the noise floor (3 sqrt(2) / epsilon): drawn as empty
+    values[22, 22] = 60
+    m = hand_model([square(6, 6, 3)], shape=(30, 30), values=values)
+    ax = plotting.plot_spans(m, extent="box")
+    (im,) = [i for i in ax.images if i.get_gid() == "heat"]
+    assert im.get_zorder() < min(p.get_zorder() for p in ax.patches)
+    rgba = np.asarray(im.get_array())  # [y, x, channel], origin lower
+    assert im.get_extent() == pytest.approx([0, 30, 0, 30])
+    alpha = rgba[..., 3].T
+    assert alpha[0, 0] == 0 and alpha[20, 20] == 0
+    assert 0 < alpha[22, 22] < alpha[7, 7]
+    assert rgba[7, 7, 0] < rgba[22, 22, 0]  # more points: darker
+    assert "noisy histogram" in im.get_label()
+    _close(ax)
+    ax = plotting.plot_spans(m, extent="box", heat=False)
+    assert not ax.images
+    _close(ax)
+
+
+def test_heat_colours_rise_with_the_count():
+    img = np.array([[-5.0, 0.0, 3.0, 10.0, 100.0, 1000.0, 5000.0]])
+    rgba = mapstyle.heat_rgba(img, vmax=1000.0, floor=3.0)
+    alpha, grey = rgba[0, :, 3].astype(int), rgba[0, :, 0].astype(int)
+    assert alpha[:3].tolist() == [0, 0, 0]
+    assert np.all(np.diff(alpha[2:6]) > 0) and alpha[5] == alpha[6]
+    assert np.all(np.diff(grey[3:6]) < 0)
+
+
+def test_tiny_isolated_spans_get_a_ring_and_crowded_ones_do_not():
+    spans = [square(100, 100, 60), [(20, 20)], [(300, 300)], [(301, 302)]]
+    m = hand_model(spans, shape=(400, 400))
+    ax = plotting.plot_spans(m, extent="box")
+    (rings,) = [c for c in ax.collections if c.get_gid() == "small-spans"]
+    stats = span_stats(m)
+    np.testing.assert_allclose(rings.get_offsets(), stats.anchor[[1]])
+    _close(ax)
+
+
+def test_the_default_view_stays_in_the_box_and_the_picture_follows_the_spans(tmp_path):
+    # wide spans along the bottom edge of a 100 x 100 box
+    m = hand_model([square(5, 0, 3), square(80, 1, 4)], shape=(100, 100))
+    ax = plotting.plot_model(m, "spans")
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    assert 0 <= x0 and x1 <= 100 and 0 <= y0 and y1 <= 100
+    assert y0 == 0  # moved up into the box rather than showing what lies below it
+    w, h = ax.figure.get_size_inches() * ax.figure.dpi
+    assert w == pytest.approx(900) and 500 <= h < 700  # a wide picture for wide spans
+    _close(ax)
+    lo, hi = mapstyle.keep_in_box([-5, 2], [5, 300], [0, 0], [10, 100])
+    assert lo.tolist() == [0, 0] and hi.tolist() == [10, 100]
+    lo, hi = mapstyle.keep_in_box([8, 10], [12, 20], [0, 0], [10, 100])
+    assert lo.tolist() == [6, 10] and hi.tolist() == [10, 20]

@@ -19,10 +19,13 @@ import math
 
 import numpy as np
 
+from . import spanplot
 from ._optional import require
 from .geo import format_km, projection_of
 from .geometry import cells_to_polygons
 from .post.core import neighbour_sums
+from .spanplot import add_scale_bar, check_extent
+from .spanstats import span_stats
 
 #: Largest image drawn cell for cell; bigger grids are shown in blocks.
 MAX_PIXELS = 4_000_000
@@ -145,13 +148,41 @@ def plot_neighbour_sums(hist, ax=None, title="noisy neighbour sums", cmap="magma
     return _finish_image(ax, im, title, aspect)
 
 
-def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap="tab20", *,
-               aspect="equal", max_points: int | None = 200_000):
-    """Spans as filled cell unions, optionally over a light scatter of points.
+def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap=None, *,
+               aspect="equal", max_points: int | None = 200_000, extent="spans",
+               heat: bool = True, n_labels: int = 10):
+    """Spans as outlined cell unions over the noisy histogram, cropped to the spans.
 
-    ``points`` are in the model's grid coordinates (they are transformed like
-    the spans) and are private: such a picture is not part of the release.
-    At most ``max_points`` of them are drawn (a fixed-seed subsample).
+    Parameters
+    ----------
+    model : SpanModel
+    transform : callable, optional
+        Model coordinates -> display coordinates (axis-aligned affine).
+    cmap : str, optional
+        A matplotlib colormap to take the span colours from; by default the
+        qualitative :data:`dpdbscan.mapstyle.PALETTE`. Either way spans close
+        together get different colours (:func:`dpdbscan.mapstyle.span_colours`).
+    extent : "spans", "box" or (xmin, ymin, xmax, ymax)
+        The view, in model coordinates: around all spans (widened to the
+        axes' shape), the whole grid box, or the given box.
+    heat : bool
+        Draw the released noisy histogram under the spans (grey, log scale
+        above the noise floor, saturating at :func:`dpdbscan.mapstyle.heat_scale`
+        of the cells in view). It is part of the release, so this costs nothing.
+    n_labels : int
+        Label the ``n_labels`` largest spans in view with their ids (labels
+        that would overlap one already drawn are left out).
+    points : array of shape (n, 2), optional
+        In the model's grid coordinates (they are transformed like the
+        spans). They are private: such a picture is not part of the release.
+        At most ``max_points`` of them are drawn (a fixed-seed subsample).
+
+    Notes
+    -----
+    Every span gets an outline of constant width, and spans drawn smaller
+    than a few pixels, far from other spans, also a ring, so that small spans
+    next to a dominant one stay visible. The parts are in
+    :mod:`dpdbscan.spanplot`; docs/maps.md describes the picture.
     """
     plt = _plt()
     from matplotlib.patches import PathPatch
@@ -160,27 +191,42 @@ def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap="ta
     grid = model.grid
     _check_2d(grid)
     ax = ax or plt.subplots(figsize=(6, 6))[1]
+    T = (lambda xy: np.asarray(xy, dtype=np.float64)) if transform is None else transform
+    stats = span_stats(model)
+    y_scale = spanplot.y_scale(T, aspect)
+    lo, hi = spanplot.view(model, stats, ax, extent, y_scale)
+    px_per_unit = spanplot.axes_pixels(ax)[0] / max(hi[0] - lo[0], 1e-300)
+
     if points is not None and len(points):
-        P = _subsample(np.asarray(points, dtype=np.float64), max_points)
-        if transform is not None:
-            P = transform(P)
-        ax.scatter(P[:, 0], P[:, 1], s=1, c="0.75", lw=0, rasterized=True)
-    colours = plt.get_cmap(cmap)
-    for s in range(model.n_spans):
+        P = T(_subsample(np.asarray(points, dtype=np.float64), max_points))
+        ax.scatter(P[:, 0], P[:, 1], s=1, c="0.75", lw=0, rasterized=True, zorder=1)
+    if heat and model.histogram is not None:
+        spanplot.draw_heat(ax, model.histogram, lo, hi, T)
+
+    colours = spanplot.span_palette(model, cmap)
+    in_view = np.all((stats.upper > lo) & (stats.lower < hi), axis=1)
+    for s in np.flatnonzero(in_view):
+        colour = colours[s]
         for rings in cells_to_polygons(model.span_cells(s)):
             verts, codes = [], []
             for ring in rings:
-                xy = grid.lower + np.asarray(ring, dtype=np.float64) * grid.width
-                if transform is not None:
-                    xy = transform(xy)
+                xy = T(grid.lower + np.asarray(ring, dtype=np.float64) * grid.width)
                 verts.extend(xy.tolist())
                 codes.extend([MPath.MOVETO] + [MPath.LINETO] * (len(xy) - 2) + [MPath.CLOSEPOLY])
-            patch = PathPatch(MPath(verts, codes), facecolor=colours(s % 20), edgecolor="k",
-                              lw=0.3, alpha=0.6)
-            ax.add_patch(patch)
-    ext = _extent(grid, transform)
-    ax.set_xlim(ext[0], ext[1])
-    ax.set_ylim(ext[2], ext[3])
+            ax.add_patch(PathPatch(MPath(verts, codes), facecolor=(*colour, 0.45),
+                                   edgecolor=spanplot.darker(colour), lw=0.9, zorder=2))
+    small = spanplot.isolated_small_spans(model, stats, in_view, px_per_unit)
+    if small.any():
+        A = T(stats.anchor[small])
+        ax.scatter(A[:, 0], A[:, 1], s=40, facecolors="none",
+                   edgecolors=[spanplot.darker(colours[s]) for s in np.flatnonzero(small)], lw=1.0,
+                   zorder=3, gid="small-spans")
+    inside = np.all((stats.anchor >= lo) & (stats.anchor <= hi), axis=1)
+    spanplot.label_spans(ax, stats, in_view & inside, n_labels, T, px_per_unit)
+
+    (x0, y0), (x1, y1) = T(np.array([lo, hi]))
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
     ax.set_aspect(aspect)
     ax.set_title(title or f"{model.n_spans} DP span(s), epsilon={model.epsilon:g}")
     return ax
@@ -226,21 +272,40 @@ def _subsample(P: np.ndarray, max_points: int | None) -> np.ndarray:
 KINDS = ("histogram", "sums", "spans", "labels")
 
 
-def plot_model(model, kind: str = "spans", points=None, ax=None, *, max_points: int | None = 200_000):
+#: Default picture size in pixels (width, height).
+DEFAULT_SIZE = (900, 900)
+
+
+def plot_model(model, kind: str = "spans", points=None, ax=None, *, max_points: int | None = 200_000,
+               extent=None, size: tuple[int, int] | None = None, dpi: float = 120,
+               n_labels: int = 10):
     """One of the paper's pictures of a span model, with the axes it needs.
 
     A model with a projection in its metadata (``dpdbscan fit --geo``) is
-    drawn over longitude and latitude, and ``points`` are then lon/lat.
+    drawn over longitude and latitude with a scale bar, and ``points`` and
+    ``extent`` are then lon/lat.
 
     Parameters
     ----------
     model : SpanModel
     kind : {"histogram", "sums", "spans", "labels"}
-        The released noisy histogram, its neighbour sums, the spans, or
-        ``points`` coloured by the span they fall in.
+        The released noisy histogram, its neighbour sums, the spans (over the
+        noisy histogram, see :func:`plot_spans`), or ``points`` coloured by
+        the span they fall in.
     points : array of shape (n, 2), optional
         Needed for "labels"; drawn under the spans for "spans". Such pictures
         show private points and are not part of the release.
+    extent : (xmin, ymin, xmax, ymax), optional
+        The part to show, in display coordinates (lon/lat for geo models).
+        By default "spans" is cropped to the spans and the other kinds show
+        the whole box.
+    size : (width, height), optional
+        Size of a new figure in pixels at ``dpi``; ignored when ``ax`` is
+        given. By default :data:`DEFAULT_SIZE`, except that the spans picture
+        cropped to the spans is as high as their box needs (500 to 1200
+        pixels for a width of 900).
+    n_labels : int
+        How many of the largest spans get their id written on them ("spans").
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")
@@ -252,6 +317,12 @@ def plot_model(model, kind: str = "spans", points=None, ax=None, *, max_points: 
         raise ValueError(f"this model was saved without its noisy histogram; cannot plot {kind}")
     if kind == "labels" and points is None:
         raise ValueError("kind='labels' needs points to label")
+    shown = None if extent is None else check_extent(extent)
+    if ax is None:
+        if size is None:
+            size = spanplot.default_size(model, DEFAULT_SIZE[0]) if kind == "spans" else DEFAULT_SIZE
+        w, h = _check_size(size)
+        ax = _plt().subplots(figsize=(w / dpi, h / dpi), dpi=dpi)[1]
     P = None if points is None else np.asarray(points, dtype=np.float64)
     P_model = None if P is None or proj is None else proj.forward(P)
     P_model = P if P_model is None else P_model
@@ -261,22 +332,43 @@ def plot_model(model, kind: str = "spans", points=None, ax=None, *, max_points: 
         ax = plot_neighbour_sums(model.histogram, ax, transform=transform, aspect=aspect)
     elif kind == "spans":
         alpha = format_km(model.grid.alpha) if proj is not None else f"{model.grid.alpha:g}"
+        view: str | np.ndarray = "spans"
+        if shown is not None:
+            corners = shown.reshape(2, 2) if proj is None else proj.forward(shown.reshape(2, 2))
+            view = corners.ravel()
+        ax = plot_spans(model, ax, points=P_model, transform=transform, aspect=aspect,
+                        max_points=max_points, extent=view, n_labels=n_labels)
         title = (f"{model.n_spans} DP span(s)  epsilon={model.epsilon:g}, alpha={alpha}, "
                  f"MinPts={model.min_samples}")
-        ax = plot_spans(model, ax, title=title, points=P_model, transform=transform, aspect=aspect,
-                        max_points=max_points)
-        ax.title.set_fontsize(9)
+        heat = [im for im in ax.images if im.get_gid() == "heat"]
+        if heat:
+            title += "\nover the " + heat[0].get_label()
+        ax.set_title(title, fontsize=9)
     else:
         ax = plot_labels(P, model.predict(P_model), ax, title="labels from the DP spans",
                          aspect=aspect, max_points=max_points)
+    if shown is not None and kind != "spans":
+        ax.set_xlim(shown[0], shown[2])
+        ax.set_ylim(shown[1], shown[3])
     if proj is not None:
         ax.set_xlabel("longitude (degrees)")
         ax.set_ylabel("latitude (degrees)")
         ax.locator_params(axis="x", nbins=5)  # long tick labels such as -122.44 collide
+        add_scale_bar(ax, proj.kx)
     elif len(model.metadata.get("columns") or []) == 2:
         ax.set_xlabel(model.metadata["columns"][0])
         ax.set_ylabel(model.metadata["columns"][1])
     return ax
+
+
+def _check_size(size) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in size)
+    except (TypeError, ValueError):
+        raise ValueError("size must be (width, height) in pixels") from None
+    if not (16 <= w <= 20_000 and 16 <= h <= 20_000):
+        raise ValueError("size must be between 16 and 20000 pixels on each side")
+    return w, h
 
 
 def save(ax, path, dpi=150):
@@ -288,5 +380,5 @@ def save(ax, path, dpi=150):
 
 __all__ = [
     "plot_histogram", "plot_neighbour_sums", "plot_spans", "plot_labels", "plot_model", "save",
-    "paper_cmap", "KINDS",
+    "paper_cmap", "add_scale_bar", "check_extent", "KINDS", "DEFAULT_SIZE",
 ]

@@ -22,6 +22,7 @@ from .geometry import cells_to_polygons
 from .grid import Grid
 from .histogram import NoisyHistogram
 from .post.subcells import SubcellLayout
+from .spanstats import is_geographic, span_stats
 
 FORMAT = "dpdbscan.spans"
 VERSION = 1
@@ -234,10 +235,20 @@ def model_to_geojson(model, transform: Callable[[np.ndarray], np.ndarray] | None
 
     ``transform`` maps an (m, 2) array of grid-space coordinates to output
     coordinates (e.g. km back to lon/lat); identity by default.
+
+    Each feature's properties are free post-processing of the release (see
+    :mod:`dpdbscan.spanstats` for the definitions): ``span`` (id),
+    ``n_cells``, ``area_m2`` for geographic models (in the local projection)
+    or ``area`` in squared data units otherwise, and ``noisy_mass`` (the sum
+    of the released noisy counts of the histogram cells the span touches;
+    null when the model has no histogram).
     """
     grid = model.grid
     if grid.d != 2:
         raise ValueError(f"GeoJSON export needs 2-D spans, these are {grid.d}-D")
+    stats = span_stats(model)
+    geo = is_geographic(model)
+    integer_mass = model.histogram is not None and model.histogram.values.dtype.kind in "iu"
     features = []
     for s in range(model.n_spans):
         mp = []
@@ -249,9 +260,19 @@ def model_to_geojson(model, transform: Callable[[np.ndarray], np.ndarray] | None
                     xy = np.asarray(transform(xy), dtype=np.float64)
                 out_rings.append(xy.tolist())
             mp.append(out_rings)
+        props: dict[str, Any] = {"span": s, "n_cells": int(stats.n_cells[s])}
+        if geo:
+            props["area_m2"] = float(stats.area[s]) * 1e6  # km^2 -> m^2
+        else:
+            props["area"] = float(stats.area[s])
+        if stats.noisy_mass is None:
+            props["noisy_mass"] = None
+        else:
+            mass = float(stats.noisy_mass[s])
+            props["noisy_mass"] = int(round(mass)) if integer_mass else mass
         features.append({
             "type": "Feature",
-            "properties": {"span": s, "n_cells": int((model.labels == s).sum())},
+            "properties": props,
             "geometry": {"type": "MultiPolygon", "coordinates": mp},
         })
     return {

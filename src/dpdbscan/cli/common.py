@@ -215,8 +215,9 @@ def _progress_flag(args):
     return False if getattr(args, "no_progress", False) else None
 
 
-def _draw_spans_png(model, path, *, dpi=120):
-    plotting.save(plotting.plot_model(model, "spans"), path, dpi=dpi)
+def _draw_spans_png(model, path, *, dpi=120, size=None, extent=None):
+    ax = plotting.plot_model(model, "spans", size=size, extent=extent, dpi=dpi)
+    plotting.save(ax, path, dpi=dpi)
 
 
 def _alpha_text(model) -> str:

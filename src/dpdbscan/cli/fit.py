@@ -35,6 +35,7 @@ from .common import (
     atomic_write,
     check_writable,
 )
+from .maps import picture_options
 
 
 def check_fit_params(args) -> dict:
@@ -198,9 +199,11 @@ def _out_paths(args, name: str) -> dict:
     return paths
 
 
-def _write_outputs(model, paths, notes: Notes) -> tuple[list[str], list[str]]:
+def _write_outputs(model, paths, notes: Notes,
+                   picture: dict | None = None) -> tuple[list[str], list[str]]:
     """Write the release (JSON) first, then GeoJSON and PNG, each atomically.
 
+    ``picture`` holds the PNG's ``size`` and ``extent`` (cli/maps.py).
     Returns (written, failed). A failed GeoJSON or picture does not lose the
     release: the JSON is kept and the failure is reported.
     """
@@ -216,7 +219,7 @@ def _write_outputs(model, paths, notes: Notes) -> tuple[list[str], list[str]]:
     proj = _geo.projection_of(model)
     extras = (("geojson", lambda t: model.save_geojson(t, transform=None if proj is None
                                                        else proj.inverse)),
-              ("png", lambda t: _draw_spans_png(model, t)))
+              ("png", lambda t: _draw_spans_png(model, t, **(picture or {}))))
     for kind, write in extras:
         if paths[kind] is None:
             continue
@@ -280,12 +283,13 @@ def _report(written, failed) -> int:
 
 
 def cmd_fit(args, sink) -> int:
-    args.png_requested, args.geojson_requested = bool(args.png), bool(args.geojson)
+    picture = picture_options(args)
+    args.png_requested, args.geojson_requested = bool(args.png or picture), bool(args.geojson)
     p = check_fit_params(args)
     notes = Notes(args.quiet)
     paths = _out_paths(args, args.name or _stem(args.input))
     model = fit_from_args(args, sink, p, p["min_samples"], notes)
-    written, failed = _write_outputs(model, paths, notes)
+    written, failed = _write_outputs(model, paths, notes, picture)
     print(summary(model))
     return _report(written, failed)
 
@@ -300,6 +304,7 @@ def cmd_sweep(args, sink) -> int:
     if (args.input is None) == (args.model is None):
         raise ValueError("sweep needs either an input data file or --model MODEL.json (not both)")
     values = sorted({check_param("min_samples", m, cli=True) for m in args.min_samples})
+    picture = picture_options(args)
     notes = Notes(args.quiet)
     if args.model is not None:
         defaults = args.option_defaults
@@ -326,7 +331,8 @@ def cmd_sweep(args, sink) -> int:
     rows, failed_all = [], []
     for m in values:
         model = base if m == base.min_samples else base.with_min_samples(m)
-        written, failed = _write_outputs(model, _out_paths(args, f"{name}.m{m}"), notes)
+        written, failed = _write_outputs(model, _out_paths(args, f"{name}.m{m}"), notes,
+                                         picture)
         failed_all += failed
         rows.append((m, model.threshold, model.n_spans, model.n_core_cells, written[0]))
     print(f"spans for {len(values)} MinPts from one release (epsilon={base.epsilon:g}, "

@@ -11,6 +11,7 @@ from .. import plotting
 from ..io import read_model as load_model
 from ..io import write_labels
 from .common import EXIT_OK, _points_for
+from .maps import picture_options
 
 
 def cmd_predict(args, sink) -> int:
@@ -26,6 +27,7 @@ def cmd_predict(args, sink) -> int:
 
 
 def cmd_plot(args, sink) -> int:
+    picture = picture_options(args)
     model = load_model(args.model)
     if args.kind == "labels" and args.points is None:
         raise ValueError("--kind labels needs --points FILE (the points to label)")
@@ -40,7 +42,8 @@ def cmd_plot(args, sink) -> int:
         points = _points_for(model, args.points, args)[1]
         print("note: this picture shows the points themselves: it is not a DP release",
               file=sys.stderr)
-    ax = plotting.plot_model(model, args.kind, points, max_points=args.max_points)
+    ax = plotting.plot_model(model, args.kind, points, max_points=args.max_points, dpi=args.dpi,
+                             **picture)
     plotting.save(ax, out, dpi=args.dpi)
     print(f"wrote {out}")
     return EXIT_OK

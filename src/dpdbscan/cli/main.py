@@ -1,4 +1,4 @@
-"""The ``dpdbscan`` command: fit, sweep, predict, plot, info.
+"""The ``dpdbscan`` command: fit, sweep, predict, plot, info, map.
 
 This module wires argparse; the commands live in :mod:`.fit` (fit, sweep) and
 :mod:`.inspect` (predict, plot, info). See :mod:`.common` for the conventions
@@ -14,6 +14,9 @@ from .. import __version__
 from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings
 from .fit import _number_or_text, _subcells_arg, cmd_fit, cmd_sweep
 from .inspect import cmd_info, cmd_plot, cmd_predict
+from .maps import EXAMPLES as MAP_EXAMPLES
+from .maps import add_picture_options
+from .maps import register as register_map
 
 STREAMS = ("Standard output carries only the release (summaries, tables, labels you ask for). "
            "Standard error carries progress and private notes about the input, such as how many "
@@ -46,11 +49,13 @@ EXAMPLES = {
   dpdbscan plot out/cabs_tiny.spans.json --kind histogram -o hist.png
   dpdbscan plot out/cabs_tiny.spans.json --kind sums
   dpdbscan plot out/cabs_tiny.spans.json --kind labels --points {DATA} -o labels.png
+  dpdbscan plot out/cabs_tiny.spans.json --extent -122.42 37.78 -122.39 37.81 --size 1200x900
 """,
     "info": """examples:
   dpdbscan info out/cabs_tiny.spans.json
   dpdbscan info out/cabs_tiny.spans.json --json
 """,
+    "map": MAP_EXAMPLES,
 }
 
 
@@ -157,6 +162,7 @@ def _add_fit_options(p, *, sweep: bool):
         o.add_argument("--png", help="path of the picture (default OUT_DIR/NAME.spans.png)")
     o.add_argument("--no-geojson", action="store_true", help="do not write GeoJSON")
     o.add_argument("--no-png", action="store_true", help="do not draw the picture")
+    add_picture_options(o)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -211,11 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="PNG path (default: MODEL.KIND.png)")
     p.add_argument("--dpi", type=int, default=120, help="resolution of the PNG (default 120)")
     p.add_argument("--max-points", type=int, default=200_000, help="subsample big point files for drawing")
+    add_picture_options(p)
     _add_input_options(p)
 
     p = add("info", "print a model's parameters and guarantees", cmd_info)
     p.add_argument("model", help="span model JSON")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    register_map(sub, add)
     return parser
 
 

@@ -1,0 +1,87 @@
+"""``dpdbscan map`` (the interactive HTML map) and the picture options
+``--size`` and ``--extent`` of ``fit``, ``sweep`` and ``plot``.
+
+Both read only the saved release, so they cost no privacy budget.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from ..io import read_model as load_model
+from ..webmap import map_html
+from .common import EXIT_OK, atomic_write, check_writable
+
+EXAMPLES = """examples:
+  # one self-contained HTML file: pan, zoom, hover a span for its numbers
+  dpdbscan map out/cabs_tiny.spans.json -o spans.html
+
+  # default output: next to the model (out/cabs_tiny.spans.html)
+  dpdbscan map out/cabs_tiny.spans.json --title "Cabs-tiny, epsilon = 1"
+"""
+
+_SIZE = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
+
+
+def size_arg(text: str) -> tuple[int, int]:
+    """``--size 1200x900`` -> (1200, 900)."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise ValueError(f"--size must be WIDTHxHEIGHT in pixels, such as 1200x900, got {text!r}")
+    w, h = int(m.group(1)), int(m.group(2))
+    if not (16 <= w <= 20_000 and 16 <= h <= 20_000):
+        raise ValueError(f"--size must be between 16 and 20000 pixels on each side, got {text!r}")
+    return w, h
+
+
+def add_picture_options(group) -> None:
+    """--size and --extent for the commands that draw the spans picture."""
+    group.add_argument("--size", metavar="WxH",
+                       help="picture size in pixels, such as 1200x900 (default: 900 wide, as high "
+                            "as the spans need)")
+    group.add_argument("--extent", nargs=4, type=float, metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
+                       help="show only this box (lon_min lat_min lon_max lat_max for --geo "
+                            "models; default: around the spans)")
+
+
+def picture_options(args) -> dict:
+    """Validated ``size`` and ``extent`` keyword arguments for the picture
+    (checked before any data is read); empty when neither was given."""
+    out: dict = {}
+    if getattr(args, "size", None) is not None:
+        out["size"] = size_arg(args.size)
+    if getattr(args, "extent", None) is not None:
+        x0, y0, x1, y1 = args.extent
+        if not all(map(math.isfinite, args.extent)) or not (x0 < x1 and y0 < y1):
+            raise ValueError("--extent must be XMIN YMIN XMAX YMAX with XMIN < XMAX and YMIN < YMAX")
+        out["extent"] = (x0, y0, x1, y1)
+    if out and getattr(args, "no_png", False):
+        raise ValueError("--size and --extent shape the PNG; they cannot go with --no-png")
+    return out
+
+
+def cmd_map(args, sink) -> int:
+    """Write the interactive map of a saved model."""
+    model = load_model(args.model)
+    if model.grid.d != 2:
+        raise ValueError(f"the map needs a 2-D model, {args.model} is {model.grid.d}-D")
+    out = Path(args.output) if args.output else Path(args.model).with_suffix(".html")
+    check_writable([out], source=args.model)
+    text = map_html(model, title=args.title)
+    atomic_write(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    print(f"wrote {out}")
+    return EXIT_OK
+
+
+def register(sub, add) -> None:
+    """Add the ``map`` subcommand (``add`` is main's helper for subparsers)."""
+    p = add("map", "write an interactive HTML map of a saved model (self-contained, offline)",
+            cmd_map)
+    p.add_argument("model", help="span model JSON written by 'dpdbscan fit' (2-D)")
+    p.add_argument("-o", "--output", help="HTML path (default: MODEL with .html)")
+    p.add_argument("--title", help="title of the page (default: number of spans and epsilon)")
+
+
+__all__ = ["EXAMPLES", "add_picture_options", "picture_options", "size_arg", "cmd_map", "register"]

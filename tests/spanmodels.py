@@ -1,0 +1,66 @@
+"""Span models built by hand, for tests of pictures, maps and span figures.
+
+A real fit decides the spans from noise; these tests need spans placed
+exactly (touching, far apart, tiny, of known size), so they assemble a
+:class:`~dpdbscan.model.SpanModel` from given cells and a given histogram.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpdbscan.geo import Equirectangular
+from dpdbscan.grid import Grid
+from dpdbscan.histogram import NoisyHistogram
+from dpdbscan.model import SpanModel
+
+SF_BOX = ((-122.48, 37.72), (-122.38, 37.82))
+
+
+def hand_model(spans, *, shape=(40, 40), width=1.0, subcells=1, values=None, geo=False,
+               histogram=True, sparse=False, noise="discrete", epsilon=1.0):
+    """A 2-D model whose span ``i`` is the list of cells ``spans[i]``.
+
+    Cells are integer coordinates of the span grid (sub-cells of width
+    ``width / subcells`` when ``subcells > 1``). The histogram grid has cell
+    width ``width`` and ``shape`` cells from the origin (from the projected
+    San Francisco box with ``geo=True``, width then in km); ``values`` are its
+    noisy counts (default: 0). ``sparse=True`` releases only the non-zero ones.
+    """
+    proj = Equirectangular.from_bounds(*SF_BOX) if geo else None
+    if geo:
+        lower, _ = proj.project_bounds(*SF_BOX)
+    else:
+        lower = np.zeros(2)
+    upper = lower + np.asarray(shape, dtype=np.float64) * width - 1e-9 * width
+    alpha = width * math.sqrt(2.0)  # eta = 4: w = alpha / sqrt(d)
+    hgrid = Grid(lower, upper, alpha, 4.0)
+    assert hgrid.shape == tuple(shape)
+    grid = hgrid if subcells == 1 else Grid(lower, upper, alpha, 4.0 / subcells)
+    cells = np.concatenate([np.asarray(c, dtype=np.int64).reshape(-1, 2) for c in spans])
+    labels = np.concatenate([np.full(len(c), i, dtype=np.int64) for i, c in enumerate(spans)])
+    keys = grid.encode(cells)
+    order = np.argsort(keys, kind="stable")
+    hist = None
+    if histogram:
+        v = np.zeros(shape, dtype=np.int64) if values is None else np.asarray(values)
+        if sparse:
+            nz = np.argwhere(v != 0)
+            hk = hgrid.encode(nz)
+            o = np.argsort(hk)
+            hist = NoisyHistogram(hgrid, "sparse", v[tuple(nz.T)][o], keys=hk[o], theta=1.0,
+                                  noise=noise, epsilon=epsilon)
+        else:
+            hist = NoisyHistogram(hgrid, "dense", v, noise=noise, epsilon=epsilon)
+    meta = {"projection": proj.to_dict()} if geo else {}
+    return SpanModel(grid=grid, core_keys=keys[order], labels=labels[order], min_samples=10,
+                     gamma=5.0, beta=0.1, epsilon=epsilon, histogram=hist, metadata=meta,
+                     subcells=subcells, histogram_kind="sparse" if sparse else "dense",
+                     noise=noise)
+
+
+def square(x0, y0, side):
+    """The ``side x side`` block of cells with corner (x0, y0)."""
+    return [(x0 + i, y0 + j) for i in range(side) for j in range(side)]
