@@ -1,6 +1,6 @@
 """The ``dpdbscan`` command: fit, sweep, predict, plot, info, map.
 
-This module wires argparse; the commands live in :mod:`.fit` (fit, sweep) and
+This module wires argparse; the commands live in :mod:`.fit` (fit), :mod:`.sweep` and
 :mod:`.inspect` (predict, plot, info). See :mod:`.common` for the conventions
 on standard output (the release) and standard error (private notes).
 """
@@ -12,8 +12,9 @@ import sys
 
 from .. import __version__
 from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings
-from .fit import _number_or_text, _subcells_arg, cmd_fit, cmd_sweep
+from .fit import _number_or_text, _subcells_arg, cmd_fit
 from .inspect import cmd_info, cmd_plot, cmd_predict
+from .sweep import cmd_sweep
 from .maps import EXAMPLES as MAP_EXAMPLES
 from .maps import add_picture_options
 from .maps import register as register_map
@@ -42,8 +43,11 @@ EXAMPLES = {
   # one release, spans for three MinPts (no extra privacy budget)
   dpdbscan sweep {DATA} --geo --bounds {BOX} --eps 50m --min-samples 500 1000 2000 --out-dir sweep
 
-  # re-threshold a saved model
-  dpdbscan sweep --model out/cabs_tiny.spans.json --min-samples 1500 3000 --out-dir sweep
+  # every pair of three eps and two MinPts, from one release made at 50 m
+  dpdbscan sweep {DATA} --geo --bounds {BOX} --eps 50m 75m 100m --min-samples 1000 2000 --out-dir sweep
+
+  # re-parameterise a saved model
+  dpdbscan sweep --model out/cabs_tiny.spans.json --eps 50m 100m --min-samples 1500 3000 --out-dir sweep
 """,
     "plot": f"""examples:
   dpdbscan plot out/cabs_tiny.spans.json --kind histogram -o hist.png
@@ -98,8 +102,10 @@ def _common_options() -> _Parser:
 
 def _add_fit_options(p, *, sweep: bool):
     g = p.add_argument_group("DBSCAN")
-    g.add_argument("--eps", "--alpha", required=True, metavar="ALPHA",
-                   help="radius alpha; with --geo a length such as 50m or 0.05km (plain = km)")
+    g.add_argument("--eps", "--alpha", required=True, metavar="ALPHA", nargs="+" if sweep else None,
+                   help="radius alpha; with --geo a length such as 50m or 0.05km (plain = km)" + (
+                       "; several values: one release at the smallest, the others re-parameterise "
+                       "it (with --model: any eps >= the model's release eps)" if sweep else ""))
     g.add_argument("--min-samples", "--minpts", type=int, required=True, nargs="+" if sweep else None,
                    metavar="MINPTS", help="MinPts (a point counts itself)" + (
                        "; several values" if sweep else ""))
@@ -195,12 +201,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--with-points", action="store_true", help="write the point columns before the label")
     _add_input_options(p)
 
-    p = add("sweep", "spans for several MinPts from one release, at no extra budget", cmd_sweep)
+    p = add("sweep", "spans for several eps and MinPts from one release, at no extra budget",
+            cmd_sweep)
     p.add_argument("input", nargs="?", help="data file to fit once (or use --model)")
-    p.add_argument("--model", help="re-threshold this saved model instead of fitting")
+    p.add_argument("--model", help="re-parameterise this saved model instead of fitting")
     _add_input_options(p, dask=True)
     _add_fit_options(p, sweep=True)
-    # With --model the DBSCAN radius comes from the model.
+    # With --model the DBSCAN radius defaults to the model's.
     for a in p._actions:
         if a.dest == "eps":
             a.required = False

@@ -89,6 +89,76 @@ def density_core(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2,
     (T the smallest threshold), so only those cells are evaluated; with
     gamma = 0, the cells within reach of a cell holding >= T / max S.
     """
+    field = density_field(hist, min_samples, subcells=subcells, margin_rule=margin_rule,
+                          beta=beta, estimate=estimate, occupancy=occupancy,
+                          occupancy_sigmas=occupancy_sigmas, guard=guard)
+    return field.core(min_samples)
+
+
+@dataclass(frozen=True)
+class DensityField:
+    """E~(q) of every occupied sub-cell that can be core at any MinPts >= the
+    one the field was built for: one weighted-sum pass serves every MinPts.
+
+    Attributes
+    ----------
+    hist : NoisyHistogram
+    fine : Grid
+    keys : ndarray
+        Sorted keys (in ``fine``) of the occupied candidate sub-cells.
+    estimates : ndarray
+        E~(q) of each.
+    position : ndarray
+        Index of each one's sub-position (row of ``weights.W``).
+    weights : BallWeights
+    margin_rule, beta, guard, occupancy :
+        The public rule of the margin and the occupancy condition.
+    """
+
+    hist: NoisyHistogram
+    fine: Grid
+    keys: np.ndarray
+    estimates: np.ndarray
+    position: np.ndarray
+    weights: BallWeights
+    margin_rule: object
+    beta: float
+    guard: bool
+    occupancy: float
+    min_samples: float
+
+    def margin(self, min_samples: float) -> Margin:
+        """m(q) per sub-position at this MinPts (public quantities only)."""
+        h = self.hist
+        return margin(self.margin_rule, self.weights, h.noise, h.epsilon, self.beta,
+                      h.grid.n_cells, min_samples=min_samples,
+                      truncation=empty_truncation(h.kind, h.theta), guard=self.guard)
+
+    def thresholds(self, min_samples: float) -> np.ndarray:
+        """MinPts + m(q) per sub-position."""
+        return min_samples + self.margin(min_samples).values
+
+    def core_mask(self, min_samples: float) -> np.ndarray:
+        """Which of ``keys`` are core at this MinPts."""
+        if min_samples < self.min_samples:
+            raise ValueError(f"this field was built for min_samples >= {self.min_samples:g}, "
+                             f"got {min_samples:g}")
+        return self.estimates >= self.thresholds(min_samples)[self.position]
+
+    def core(self, min_samples: float) -> DensityCore:
+        """The core sub-cells at this MinPts."""
+        sel = self.core_mask(min_samples)
+        return DensityCore(self.fine, self.keys[sel], self.estimates[sel],
+                           self.margin(min_samples), self.weights, float(min_samples),
+                           self.occupancy)
+
+
+def density_field(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2,
+                  margin_rule=1.0, beta: float = 0.1, estimate: str = "average",
+                  occupancy: float = OCCUPANCY, occupancy_sigmas: float = OCCUPANCY_SIGMAS,
+                  guard: bool = True) -> DensityField:
+    """The :class:`DensityField` of a release for every MinPts >= ``min_samples``
+    (see :func:`density_core` for the test). Post-processing only."""
     grid = hist.grid
     k = int(subcells)
     gamma = float(occupancy)
@@ -106,6 +176,8 @@ def density_core(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2,
         raise ValueError(
             f"the density threshold is {tmin:.3g} <= 0, so every sub-cell of the universe "
             "would be core; raise min_samples")
+    # the thresholds only grow with MinPts (m(q) = max(c sigma, G_0 - MinPts) with
+    # the guard), so cells that fail the smallest fail every larger MinPts
     S = weights.sums
     if gamma > 0:
         # (own > c sigma_Z or own >= gamma E/S) and E >= T imply own >= min(c sigma_Z, gamma T/S)
@@ -127,20 +199,22 @@ def density_core(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2,
         cand = _candidates(hist, weights, tmin)
         own = None
     E = weighted_sums_at(hist, weights, cand)
-    core = E >= thresholds[None, :]
+    live = E >= thresholds[None, :]
     if own is not None:
         occupied = own[:, None] >= gamma * E / S[None, :]
         if occupancy_sigmas >= 0:
             occupied |= (own > occ_abs)[:, None]
-        core &= occupied
-    rows, cols = np.nonzero(core)
+        live &= occupied
+    rows, cols = np.nonzero(live)
     pos = np.asarray(weights.positions, dtype=np.int64).reshape(-1, grid.d)
     fc = grid.decode(cand[rows]) * k + pos[cols]
     inside = np.all(fc < np.asarray(fine.shape), axis=1)
     fkeys = fine.encode(fc[inside])
     est = E[rows, cols][inside]
+    position = cols[inside]
     order = np.argsort(fkeys, kind="stable")
-    return DensityCore(fine, fkeys[order], est[order], m, weights, float(min_samples), gamma)
+    return DensityField(hist, fine, fkeys[order], est[order], position[order], weights,
+                        margin_rule, float(beta), bool(guard), gamma, float(min_samples))
 
 
 def _reachable(hist: NoisyHistogram, cand: np.ndarray, threshold: float) -> np.ndarray:

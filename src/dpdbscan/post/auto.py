@@ -1,0 +1,114 @@
+"""Choosing (alpha, MinPts) from one release, without labels.
+
+At a fixed alpha the core sub-cells at increasing MinPts are nested (the
+threshold MinPts + m(q) only grows with MinPts), so the spans over a
+geometric ladder of MinPts form a tree of density level sets, as in
+HDBSCAN: a span at one level lies in exactly one span of the level below.
+Following HDBSCAN (Campello, Moulavi and Sander, 2013):
+
+* a span is *significant* when its noisy mass reaches MinPts (a DBSCAN
+  cluster holds at least MinPts points); the others are noise falling out
+  of their parent;
+* a cluster is born at the level where its parent splits into two or more
+  significant spans (or at the lowest level), and lives while it has one
+  significant descendant per level;
+* its *stability* is the integral of its mass over its life in log MinPts,
+  sum_levels mass x d(log MinPts): massive clusters that persist over a wide
+  range of densities score high, noise fragments and short-lived splits low.
+
+The choice is a flat cut, since the release is one (alpha, MinPts): at each
+grid point, the score is the total stability of the clusters alive there,
+counted only when at least two are (a single cluster is what every
+clustering shows at a low enough level; HDBSCAN excludes the root by default
+for the same reason). The grid point with the highest score wins, and ties
+go to the larger alpha and then the smaller MinPts. Everything is
+post-processing of the release and public parameters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .sweep import Partition
+
+
+def level_scores(levels: Sequence[Partition]) -> tuple[list[float], list[int]]:
+    """Flat-cut scores and the number of significant clusters at each level of
+    one alpha's MinPts ladder (``levels`` sorted by MinPts, nested)."""
+    n = len(levels)
+    if n == 0:
+        return [], []
+    logm = [math.log(p.min_samples) for p in levels]
+    width = [logm[j + 1] - logm[j] for j in range(n - 1)]
+    width.append(width[-1] if width else 1.0)
+    # cluster id of each significant span per level, and the stability integrals
+    stab: list[float] = []
+    alive: list[list[int]] = []  # cluster ids alive at each level
+    prev_cluster = None  # span id at previous level -> cluster id (or -1)
+    prev = None
+    for j, p in enumerate(levels):
+        masses = p.span_masses()
+        sig = masses >= p.min_samples
+        cluster = np.full(p.n_spans, -1, dtype=np.int64)
+        if prev is None or prev_cluster is None:
+            for s in np.flatnonzero(sig):
+                cluster[s] = len(stab)
+                stab.append(0.0)
+        else:
+            parent = _parents(prev, p)
+            for par in np.unique(parent[sig]) if sig.any() else []:
+                kids = np.flatnonzero(sig & (parent == par))
+                if kids.size == 1 and prev_cluster[par] >= 0:
+                    cluster[kids[0]] = prev_cluster[par]
+                else:
+                    for s in kids:
+                        cluster[s] = len(stab)
+                        stab.append(0.0)
+        for s in np.flatnonzero(sig):
+            stab[cluster[s]] += float(masses[s]) * width[j]
+        alive.append([int(c) for c in cluster[sig]])
+        prev, prev_cluster = p, cluster
+    scores = [sum(stab[c] for c in ids) if len(ids) >= 2 else 0.0 for ids in alive]
+    return scores, [len(ids) for ids in alive]
+
+
+def _parents(lower: Partition, upper: Partition) -> np.ndarray:
+    """Span of ``lower`` holding each span of ``upper`` (core sets nested)."""
+    if upper.n_spans == 0:
+        return np.zeros(0, dtype=np.int64)
+    idx = np.searchsorted(lower.keys, upper.keys)
+    idx = np.minimum(idx, max(lower.keys.size - 1, 0))
+    if lower.keys.size == 0 or not np.array_equal(lower.keys[idx], upper.keys):
+        raise ValueError("level sets are not nested: the core sub-cells of a larger MinPts "
+                         "must be core at a smaller one")
+    first = np.full(upper.n_spans, -1, dtype=np.int64)
+    # any cell of a span names its parent (a span lies in one span below)
+    first[upper.labels[::-1]] = lower.labels[idx][::-1]
+    return first
+
+
+def choose(table: dict[tuple[float, int], Partition]) -> dict:
+    """The (alpha, MinPts) with the highest flat-cut score, and the scores.
+
+    Returns a dict with ``alpha``, ``min_samples``, ``score``, ``clusters``
+    (significant clusters alive there) and ``scores``: a list of
+    [alpha, MinPts, score, clusters] for every grid point. When no grid point
+    has two significant clusters, the one with the largest core mass wins
+    (``score`` 0).
+    """
+    rows = []
+    for alpha in sorted({a for a, _ in table}):
+        levels = [table[(a, m)] for a, m in sorted(table) if a == alpha]
+        scores, counts = level_scores(levels)
+        rows += [[alpha, p.min_samples, s, c] for p, s, c in zip(levels, scores, counts)]
+    best = max(rows, key=lambda r: (r[2], r[0], -r[1]))
+    if best[2] <= 0:
+        best = max(rows, key=lambda r: (table[(r[0], r[1])].core_mass, r[0], -r[1]))
+    return {"alpha": float(best[0]), "min_samples": int(best[1]), "score": float(best[2]),
+            "clusters": int(best[3]), "scores": rows}
+
+
+__all__ = ["level_scores", "choose"]
