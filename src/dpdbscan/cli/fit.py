@@ -14,7 +14,6 @@ from .. import geo as _geo
 from .._optional import require
 from ..backends import Backend, NumpyBackend
 from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
-from ..io import read_model as load_model
 from ..mechanism import release
 from ..params import bounds_from_data, check_param, validate
 from ..progress import progress
@@ -22,7 +21,6 @@ from .common import (
     EXIT_OK,
     EXIT_PARTIAL,
     Notes,
-    _alpha_text,
     _column_tokens,
     _draw_spans_png,
     _floats,

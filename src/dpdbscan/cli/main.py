@@ -14,10 +14,10 @@ from .. import __version__
 from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings
 from .fit import _number_or_text, _subcells_arg, cmd_fit
 from .inspect import cmd_info, cmd_plot, cmd_predict
-from .sweep import cmd_sweep
 from .maps import EXAMPLES as MAP_EXAMPLES
 from .maps import add_picture_options
 from .maps import register as register_map
+from .sweep import cmd_sweep
 
 STREAMS = ("Standard output carries only the release (summaries, tables, labels you ask for). "
            "Standard error carries progress and private notes about the input, such as how many "

@@ -106,7 +106,7 @@ def choose(table: dict[tuple[float, int], Partition]) -> dict:
         rows += [[alpha, p.min_samples, s, c] for p, s, c in zip(levels, scores, counts)]
     best = max(rows, key=lambda r: (r[2], r[0], -r[1]))
     if best[2] <= 0:
-        best = max(rows, key=lambda r: (table[(r[0], r[1])].core_mass, r[0], -r[1]))
+        best = max(rows, key=lambda r: (table[(r[0], int(r[1]))].core_mass, r[0], -r[1]))
     return {"alpha": float(best[0]), "min_samples": int(best[1]), "score": float(best[2]),
             "clusters": int(best[3]), "scores": rows}
 
