@@ -29,6 +29,22 @@ from dpdbscan.post import auto, sweep  # noqa: E402
 from dpdbscan.predict import predict_spans  # noqa: E402
 
 
+def _labels(grid, p, P, radius):
+    """predict's nearest-centre rule via a k-d tree (ties aside; study only)."""
+    from scipy.spatial import cKDTree
+
+    if p.keys.size == 0:
+        return np.full(P.shape[0], -1)
+    centres = grid.cell_centres(grid.decode(p.keys))
+    dist, idx = cKDTree(centres).query(P, k=1, distance_upper_bound=radius * (1 + 1e-9))
+    out = np.full(P.shape[0], -1)
+    ok = np.isfinite(dist)
+    out[ok] = p.labels[idx[ok]]
+    # a point inside a core sub-cell takes that sub-cell's span (predict's shortcut)
+    inside = predict_spans(grid, p.keys, p.labels, P, border=0.0, to="centres")
+    return np.where(inside >= 0, inside, out)
+
+
 def base_alpha(lower, upper, per_diag: float) -> float:
     return math.dist(lower, upper) / per_diag
 
@@ -54,8 +70,9 @@ def run(ds, seed, per_diag, factors, ms, epsilon=1.0, n_score=5000):
     # labels of a fixed random subsample (ARI to about +-0.01; study only)
     pick = np.random.default_rng(12345).choice(ds.X.shape[0], min(ds.X.shape[0], n_score),
                                                replace=False)
+    P = ds.X[pick]
     for (a, m), p in sorted(table.items()):
-        lab = predict_spans(common, p.keys, p.labels, ds.X[pick], border=a, to="centres")
+        lab = _labels(common, p, P, a)
         sc = scores(ds.y[pick], lab)
         masses = p.span_masses()
         rows.append({"alpha": a, "factor": a / a0, "m": m, "ARI": sc["ARI"], "AMI": sc["AMI"],
@@ -64,9 +81,18 @@ def run(ds, seed, per_diag, factors, ms, epsilon=1.0, n_score=5000):
                      "masses": sorted(masses.tolist(), reverse=True)[:30],
                      "threshold": p.threshold, "stability": stab[(a, m)],
                      "flat": score_of[(a, m)][0], "flat_clusters": score_of[(a, m)][1]})
+    # the level trees: per alpha, per MinPts level, every span's mass and parent
+    trees = {}
+    for alpha in alphas:
+        levels = [table[(x, m)] for x, m in sorted(table) if x == alpha]
+        tree = []
+        for j, p in enumerate(levels):
+            par = auto._parents(levels[j - 1], p).tolist() if j else [-1] * p.n_spans
+            tree.append({"m": p.min_samples, "mass": p.span_masses().tolist(), "parent": par})
+        trees[repr(alpha / a0)] = tree
     total = float(np.maximum(hist.values, 0).sum())
     return {"name": ds.name, "seed": seed, "alpha0": a0, "alpha_hand": ds.alpha,
-            "m_hand": ds.min_samples, "total_mass": total, "rows": rows,
+            "m_hand": ds.min_samples, "total_mass": total, "rows": rows, "trees": trees,
             "t_sweep": t_sweep, "choice": [choice["alpha"], choice["min_samples"]]}
 
 
