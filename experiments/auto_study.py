@@ -45,20 +45,26 @@ def _labels(grid, p, P, radius):
     return np.where(inside >= 0, inside, out)
 
 
-def base_alpha(lower, upper, per_diag: float) -> float:
-    return math.dist(lower, upper) / per_diag
+def base_alpha(lower, upper, per_diag: float, max_cells: int = auto.MAX_CELLS) -> float:
+    old = auto.BASE_PER_DIAGONAL
+    auto.BASE_PER_DIAGONAL = per_diag
+    try:
+        return auto.base_eps(lower, upper, 4.0, max_cells)
+    finally:
+        auto.BASE_PER_DIAGONAL = old
 
 
-def run(ds, seed, per_diag, factors, ms, epsilon=1.0, n_score=5000):
+def run(ds, seed, per_diag, factors, ms, epsilon=1.0, n_score=5000, max_cells=auto.MAX_CELLS):
     lo, hi = ds.bounds
-    a0 = base_alpha(lo, hi, per_diag)
+    a0 = base_alpha(lo, hi, per_diag, max_cells)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = DPDBSCAN(a0, min_samples=ms[0], epsilon=epsilon, bounds=ds.bounds,
                        random_state=seed).fit(ds.X)
     model = est.spans_
     hist = model.histogram
-    alphas = [a0 * f for f in factors]
+    alphas = [a0 * f for f in factors
+              if hist.grid.at_alpha(a0 * f).kappa <= 20_000]
     t0 = time.perf_counter()
     table = sweep.sweep(hist, model.params, alphas, ms)
     t_sweep = time.perf_counter() - t0
@@ -102,6 +108,7 @@ def main(argv=None):
     ap.add_argument("--seeds", default="0-4")
     ap.add_argument("--sets", default=None)
     ap.add_argument("--factors", default="1,1.41,2,2.83,4,5.66,8,11.3,16")
+    ap.add_argument("--max-cells", type=int, default=auto.MAX_CELLS)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     a, _, b = args.seeds.partition("-")
@@ -112,8 +119,9 @@ def main(argv=None):
     out = []
     for ds in sets:
         for seed in seeds:
+            args.out.write_text(json.dumps(out))
             t0 = time.perf_counter()
-            r = run(ds, seed, args.base, factors, ms)
+            r = run(ds, seed, args.base, factors, ms, max_cells=args.max_cells)
             best = max(r["rows"], key=lambda x: x["ARI"])
             ch = next(x for x in r["rows"] if (x["alpha"], x["m"]) == tuple(r["choice"]))
             print(f"{ds.name} seed {seed}: best ARI {best['ARI']:.2f} at f={best['factor']:.2f} "

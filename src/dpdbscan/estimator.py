@@ -10,8 +10,16 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from .backends import NumpyBackend, resolve_backend
+from .mechanism import forecast as _forecast
 from .mechanism import release
-from .params import PARAMETERS, bounds_from_data, check_array, check_bounds, validate
+from .params import (
+    PARAMETERS,
+    bounds_from_data,
+    check_array,
+    check_bounds,
+    check_positive,
+    validate,
+)
 
 
 class DPDBSCAN(ClusterMixin, BaseEstimator):
@@ -23,11 +31,13 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    eps : float, default=0.5
-        DBSCAN radius alpha.
-    min_samples : int, default=5
+    eps : float or "auto", default=0.5
+        DBSCAN radius alpha. "auto": one release at a base resolution chosen
+        from public inputs (the bounds, ``max_cells``), then eps chosen from
+        it without labels (docs/parameters.md); no extra budget.
+    min_samples : int or "auto", default=5
         The user's non-private MinPts (a point counts itself, as in
-        scikit-learn).
+        scikit-learn). "auto": chosen from the release (with ``eps``).
     epsilon : float, default=1.0
         Privacy budget.
     bounds : tuple (lower, upper), default=None
@@ -68,6 +78,10 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         releases at most ``max_empty_cells`` empty cells in expectation.
     max_empty_cells : float, default=2**20
         Public cap used to choose theta.
+    max_cells : int, default=2**20
+        Automatic mode only: public cap on the cells of its one release (the
+        base resolution is the box's diagonal / 256, or coarser to respect
+        the cap). Raise it for large data (finer spans, more time).
     raise_min_samples : bool, default=True
         Bound test only: the paper's practical rule (core iff UB~ >= MinPts +
         tau). False gives the theoretical rule (UB~ >= MinPts).
@@ -135,6 +149,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
                  bounds=None, random_state=None, eta: float = 4.0, beta: float = 0.1,
                  histogram: str = "auto", delta: float = 0.0, noise: str = "discrete",
                  theta: float | None = None, max_empty_cells: float = 2**20,
+                 max_cells: int = 2**20,
                  raise_min_samples: bool = True, subcells: int | str = "auto",
                  margin: str | float = "auto", border: float | str = "auto",
                  core: str = "density", accountant=None, backend="numpy"):
@@ -150,6 +165,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.noise = noise
         self.theta = theta
         self.max_empty_cells = max_empty_cells
+        self.max_cells = max_cells
         self.raise_min_samples = raise_min_samples
         self.subcells = subcells
         self.margin = margin
@@ -204,6 +220,27 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.budget_spent_ = (epsilon, spans.delta)
         self.n_features_in_ = n_features
         return self
+
+    def forecast(self, n_expected: float | None = None, *, n_features: int | None = None):
+        """What a fit with these parameters would detect, before any budget
+        is spent: the margin, the noise of one neighbourhood estimate, the
+        smallest neighbourhood count a core sub-cell needs, and a sentence on
+        which cluster densities are detectable (a
+        :class:`dpdbscan.post.forecast.Forecast`).
+
+        Public inputs only: ``bounds`` are required, and ``n_expected`` is
+        your own guess of the number of points (the library never measures
+        it). ``n_features`` is needed only when the bounds are two scalars.
+        With ``eps="auto"`` the forecast is for the base release;
+        ``min_samples="auto"`` is forecast at its smallest candidate.
+        """
+        p = self._validated()
+        if self.bounds is None:
+            raise ValueError("forecast needs public bounds=(lower, upper): it reads no data")
+        if n_expected is not None:
+            n_expected = check_positive("n_expected", n_expected)
+        lower, upper = check_bounds(self.bounds, n_features)
+        return _forecast(p, lower, upper, n_expected=n_expected)
 
     @property
     def labels_(self):

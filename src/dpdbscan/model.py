@@ -292,6 +292,8 @@ class SpanModel:
         m = self.min_samples if min_samples is None else check_min_samples(min_samples)
         hist = self.histogram
         alpha = hist.grid.alpha if eps is None else check_param("eps", eps)
+        if alpha == "auto":
+            raise ValueError("eps='auto' chooses eps when fitting; with_params needs a number")
         border = self.border
         if alpha != hist.grid.alpha:
             finest = self.finest_eps
@@ -349,6 +351,7 @@ class SpanModel:
             "border": self.border, "n_spans": self.n_spans, "n_core_cells": self.n_core_cells,
             "bounds": {"lower": g.lower.tolist(), "upper": g.upper.tolist()},
             "has_histogram": self.histogram is not None, "metadata": self.metadata,
+            "release": self.release, "auto": self.auto,
         }
         if self.metadata.get("projection") is not None:
             info["units"] = "km"
@@ -371,7 +374,24 @@ class SpanModel:
             + f", border={self.border:.4g}",
             self._guarantee_line(),
         ]
+        lines += self._origin_lines()
         return "\n".join(lines)
+
+    def _origin_lines(self) -> list[str]:
+        """Where the parameters came from: the automatic mode's choice, or a
+        re-parameterised release."""
+        r = self.release or {}
+        if self.auto is not None:
+            a = self.auto
+            chosen = " and ".join(a.get("chosen", [])) or "nothing"
+            return [f"  auto    : {chosen} chosen from the release without labels "
+                    f"(eps={self.grid.alpha:g}, min_samples={self.min_samples}; {a.get('criterion')},"
+                    f" score {a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base release "
+                    f"at eps={a.get('base_eps', r.get('eps', 0)):g}, no extra budget"]
+        if r and (r.get("eps") != self.grid.alpha or r.get("min_samples") != self.min_samples):
+            return [f"  release : made at eps={r.get('eps'):g}, min_samples={r.get('min_samples')}; "
+                    "these spans re-parameterise it (no extra budget)"]
+        return []
 
     def _guarantee_line(self) -> str:
         if self.core == "density":

@@ -41,14 +41,18 @@ def check_fit_params(args, eps=None) -> dict:
     possibly huge file; returns them normalised (``min_samples`` is the first
     of a sweep's list, ``eps`` overrides ``args.eps``)."""
     eps = args.eps if eps is None else eps
+    if not (isinstance(eps, str) and eps.strip().lower() == "auto"):
+        eps = _geo.parse_length(eps, geo=args.geo)
     values = dict(
-        eps=_geo.parse_length(eps, geo=args.geo), min_samples=_min_samples_list(args)[0],
+        eps=eps if not isinstance(eps, str) else "auto", min_samples=_min_samples_list(args)[0],
         epsilon=args.epsilon, delta=args.delta, eta=args.eta, beta=args.beta,
         histogram=args.histogram, noise=args.noise, theta=args.theta, subcells=args.subcells,
         margin=args.margin, core=args.core, border=_border_arg(args.border, geo=bool(args.geo)),
         random_state=args.seed, backend=args.backend,
         raise_min_samples=not args.theoretical_threshold,
     )
+    if getattr(args, "max_cells", None) is not None:
+        values["max_cells"] = args.max_cells
     p = validate(values, cli=True)
     for m in _min_samples_list(args):
         check_param("min_samples", m, cli=True)

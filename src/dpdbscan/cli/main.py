@@ -13,6 +13,9 @@ import sys
 from .. import __version__
 from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings
 from .fit import _number_or_text, _subcells_arg, cmd_fit
+from .forecast import EXAMPLES as FORECAST_EXAMPLES
+from .forecast import add_arguments as add_forecast_arguments
+from .forecast import cmd_forecast
 from .inspect import cmd_info, cmd_plot, cmd_predict
 from .maps import EXAMPLES as MAP_EXAMPLES
 from .maps import add_picture_options
@@ -60,6 +63,7 @@ EXAMPLES = {
   dpdbscan info out/cabs_tiny.spans.json --json
 """,
     "map": MAP_EXAMPLES,
+    "forecast": FORECAST_EXAMPLES,
 }
 
 
@@ -105,10 +109,18 @@ def _add_fit_options(p, *, sweep: bool):
     g.add_argument("--eps", "--alpha", required=True, metavar="ALPHA", nargs="+" if sweep else None,
                    help="radius alpha; with --geo a length such as 50m or 0.05km (plain = km)" + (
                        "; several values: one release at the smallest, the others re-parameterise "
-                       "it (with --model: any eps >= the model's release eps)" if sweep else ""))
-    g.add_argument("--min-samples", "--minpts", type=int, required=True, nargs="+" if sweep else None,
-                   metavar="MINPTS", help="MinPts (a point counts itself)" + (
-                       "; several values" if sweep else ""))
+                       "it (with --model: any eps >= the model's release eps)" if sweep else
+                       "; 'auto': one release at a base resolution from public inputs, then eps "
+                       "chosen from it without labels"))
+    if not sweep:
+        g.add_argument("--max-cells", type=_number_or_text, default=2**20, metavar="N",
+                       help="--eps auto: public cap on the cells of its one release (default "
+                            "2^20; raise it for large data)")
+    g.add_argument("--min-samples", "--minpts", type=int if sweep else _number_or_text,
+                   required=True, nargs="+" if sweep else None, metavar="MINPTS",
+                   help="MinPts (a point counts itself)" + (
+                       "; several values" if sweep else "; 'auto' with --eps auto chooses both "
+                       "from one release (docs/parameters.md)"))
     g.add_argument("--eta", type=float, default=4.0,
                    help="grid parameter in (0, 4]; cell width eta*eps/(4 sqrt d) (default 4)")
     g.add_argument("--subcells", type=_subcells_arg, default="auto",
@@ -232,6 +244,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     register_map(sub, add)
+
+    p = add("forecast", "what a release would detect, before any budget is spent (reads no data)",
+            cmd_forecast)
+    add_forecast_arguments(p)
     return parser
 
 

@@ -29,10 +29,103 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from .sweep import Partition
+from ..grid import Grid
+from ..histogram import NoisyHistogram
+from .spans import SpanParams
+from .sweep import Partition, sweep
+
+#: The criterion's name, recorded in the model.
+CRITERION = "flat-cut stability of density level sets (HDBSCAN-like)"
+#: eps candidates: the base resolution times sqrt(2)^i
+EPS_STEPS = 7
+#: MinPts candidates: MIN_SAMPLES_LOW * sqrt(2)^i up to a share of the released mass
+MIN_SAMPLES_LOW = 5
+MASS_SHARE = 0.25
+#: the base release: eps = (diagonal of the box) / BASE_PER_DIAGONAL, unless the
+#: public cap on cells asks for a coarser one
+BASE_PER_DIAGONAL = 256.0
+MAX_CELLS = 1 << 20
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The automatic mode's public choices: the base release's eps and the
+    candidates for eps (MinPts candidates depend on the release's total mass,
+    a post-processing quantity: :func:`min_samples_ladder`).
+
+    Attributes
+    ----------
+    base_eps : float
+        The eps of the one release (eta as given).
+    eps : tuple of float
+        Candidate eps (just the given one when eps is fixed).
+    min_samples : int or None
+        The fixed MinPts, or None to choose it.
+    """
+
+    base_eps: float
+    eps: tuple
+    min_samples: int | None
+
+
+def base_eps(lower, upper, eta: float, max_cells: int = MAX_CELLS) -> float:
+    """The base resolution from public inputs only: the box's diagonal /
+    BASE_PER_DIAGONAL, made coarser (in steps of 1%) until the grid has at
+    most ``max_cells`` cells."""
+    lower = np.asarray(lower, dtype=np.float64)
+    upper = np.asarray(upper, dtype=np.float64)
+    eps = math.dist(lower.tolist(), upper.tolist()) / BASE_PER_DIAGONAL
+    d = lower.size
+    # n_cells ~ prod(L_i / w) with w = eta eps / (4 sqrt d): start near the cap
+    w_cap = (float(np.prod(upper - lower)) / max_cells) ** (1.0 / d)
+    eps = max(eps, 4.0 * math.sqrt(d) * w_cap / eta * 0.9)
+    while Grid(lower, upper, eps, eta).n_cells > max_cells:
+        eps *= 1.01
+    return float(eps)
+
+
+def plan(lower, upper, eta: float, eps, min_samples, max_cells: int = MAX_CELLS) -> Plan:
+    """The public plan of an automatic fit (``eps`` and/or ``min_samples``
+    "auto")."""
+    if eps == "auto":
+        b = base_eps(lower, upper, eta, max_cells)
+        cands = tuple(b * 2 ** (i / 2) for i in range(EPS_STEPS))
+    else:
+        b = float(eps)
+        cands = (b,)
+    return Plan(b, cands, None if min_samples == "auto" else int(min_samples))
+
+
+def min_samples_ladder(total_mass: float, low: int = MIN_SAMPLES_LOW) -> list[int]:
+    """MinPts candidates low * sqrt(2)^i up to MASS_SHARE of the released
+    (positive) mass: a DBSCAN cluster holds at least MinPts points."""
+    top = max(low, MASS_SHARE * total_mass)
+    out, i = [], 0
+    while True:
+        m = int(round(low * 2 ** (i / 2)))
+        if m > top:
+            break
+        out.append(m)
+        i += 1
+    return out or [low]
+
+
+def choose_params(hist: NoisyHistogram, params: SpanParams, p: Plan) -> dict:
+    """(eps, MinPts) chosen from the release ``hist`` (made at ``p.base_eps``)
+    by :func:`choose` over the plan's grid. Post-processing only."""
+    if p.min_samples is not None:
+        ms = [p.min_samples]
+    else:
+        ms = min_samples_ladder(float(np.maximum(hist.values, 0).sum()))
+    table = sweep(hist, params, p.eps, ms)
+    out = choose(table)
+    out.update({"base_eps": p.base_eps, "eps_candidates": list(p.eps),
+                "min_samples_candidates": ms})
+    return out
 
 
 def level_scores(levels: Sequence[Partition]) -> tuple[list[float], list[int]]:
@@ -111,4 +204,5 @@ def choose(table: dict[tuple[float, int], Partition]) -> dict:
             "clusters": int(best[3]), "scores": rows}
 
 
-__all__ = ["level_scores", "choose"]
+__all__ = ["level_scores", "choose", "choose_params", "plan", "Plan", "base_eps",
+           "min_samples_ladder"]

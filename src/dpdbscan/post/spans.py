@@ -109,9 +109,16 @@ def margin(hist: NoisyHistogram, layout: SubcellLayout, method: str, beta: float
     bound over every (sub-)cell; truncating histograms add ``kappa * theta``.
     ``hist.epsilon`` is the epsilon the noise was drawn with (rounded down).
     """
-    theta = hist.theta if hist.kind != "dense" else 0.0
-    return bounds.gamma(hist.epsilon, layout.kappa, layout.n_events, beta, theta,
-                        method=method, noise=hist.noise)
+    return bound_gamma(hist.kind, hist.theta, hist.noise, hist.epsilon, layout, method, beta)
+
+
+def bound_gamma(kind: str, theta: float, noise: str, epsilon: float, layout: SubcellLayout,
+                method: str, beta: float) -> float:
+    """Gamma from the public fields of a release (:func:`margin`); the
+    forecast calls it before any release."""
+    theta = theta if kind != "dense" else 0.0
+    return bounds.gamma(epsilon, layout.kappa, layout.n_events, beta, theta,
+                        method=method, noise=noise)
 
 
 def build_spans(hist: NoisyHistogram, params: SpanParams, gamma: float | None = None) -> Spans:
@@ -178,4 +185,5 @@ def density_guarantee(grid: Grid, kind: str, noise: str, epsilon: float, theta: 
                                    "probability": 1.0 - (2 if two_events else 1) * params.beta}
 
 
-__all__ = ["SpanParams", "Spans", "build_spans", "margin", "density_guarantee", "CORE_TESTS"]
+__all__ = ["SpanParams", "Spans", "build_spans", "margin", "bound_gamma", "density_guarantee",
+           "CORE_TESTS"]

@@ -344,7 +344,8 @@ def _sparse_near(grid: Grid, heavy: np.ndarray, offsets: np.ndarray) -> np.ndarr
 
 
 def utility_note(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_spans: int,
-                 min_samples: float, margin_value: float) -> str | None:
+                 min_samples: float, margin_value: float,
+                 noise_std: float | None = None) -> str | None:
     """A warning text when the release says little, or None.
 
     Reads public parameters and the release only, and quotes no released
@@ -377,8 +378,11 @@ def utility_note(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_spans: i
     threshold = min_samples + margin_value
     cause = (f"A sub-cell is core only when its estimated eps-neighbourhood holds about "
              f"{threshold:.0f} points: min_samples={min_samples:g} plus the noise margin "
-             f"{margin_value:.1f} at epsilon={hist.epsilon:g}")
+             f"{margin_value:.1f} at epsilon={hist.epsilon:g}"
+             + ("" if noise_std is None else
+                f" (one estimate's noise has standard deviation {noise_std:.1f})"))
     if margin_value >= min_samples:
         cause += " (the margin dominates: the data are small or sparse for this epsilon)"
     return ("; ".join(problems) + ". " + cause + ". Small or sparse data need a larger eps or a "
-            "larger epsilon; see docs/density-notes.md on small data.")
+            "larger epsilon; 'dpdbscan forecast' shows what a release can detect before it is "
+            "made (docs/parameters.md).")
