@@ -64,7 +64,7 @@ def run(ds, seed, per_diag, factors, ms, epsilon=1.0, n_score=5000, max_cells=au
     model = est.spans_
     hist = model.histogram
     alphas = [a0 * f for f in factors
-              if hist.grid.at_alpha(a0 * f).kappa <= 20_000]
+              if hist.grid.at_alpha(a0 * f).kappa <= 2_000]
     t0 = time.perf_counter()
     table = sweep.sweep(hist, model.params, alphas, ms)
     t_sweep = time.perf_counter() - t0

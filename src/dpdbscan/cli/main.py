@@ -1,4 +1,4 @@
-"""The ``dpdbscan`` command: fit, sweep, predict, plot, info, map.
+"""The ``dpdbscan`` command: fit, sweep, predict, plot, info, map, explore, forecast.
 
 This module wires argparse; the commands live in :mod:`.fit` (fit), :mod:`.sweep` and
 :mod:`.inspect` (predict, plot, info). See :mod:`.common` for the conventions
@@ -12,6 +12,9 @@ import sys
 
 from .. import __version__
 from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings
+from .explore import EXAMPLES as EXPLORE_EXAMPLES
+from .explore import add_arguments as add_explore_arguments
+from .explore import cmd_explore
 from .fit import _number_or_text, _subcells_arg, cmd_fit
 from .forecast import EXAMPLES as FORECAST_EXAMPLES
 from .forecast import add_arguments as add_forecast_arguments
@@ -64,6 +67,7 @@ EXAMPLES = {
 """,
     "map": MAP_EXAMPLES,
     "forecast": FORECAST_EXAMPLES,
+    "explore": EXPLORE_EXAMPLES,
 }
 
 
@@ -244,6 +248,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     register_map(sub, add)
+
+    p = add("explore", "spans over a grid of (eps, MinPts) from a saved release: figure and table "
+                       "(no budget)", cmd_explore)
+    add_explore_arguments(p)
 
     p = add("forecast", "what a release would detect, before any budget is spent (reads no data)",
             cmd_forecast)

@@ -114,45 +114,36 @@ def sweep(hist: NoisyHistogram, params: SpanParams, alphas: Sequence[float],
 
 
 def agreement(a: Partition, b: Partition) -> float:
-    """Mass-weighted adjusted Rand index of two span partitions of the
-    sub-cells that are core in either (non-core sub-cells form one class).
+    """How alike two span partitions group the sub-cells that are core in
+    both: the adjusted Rand index of their span labels there, each sub-cell
+    weighted by its noisy mass.
 
-    1 for the same spans, about 0 for unrelated ones. Both on the release's
-    sub-cells; the weights are the noisy masses. Two empty partitions agree.
+    1 when the shared core sub-cells fall into spans the same way (spans that
+    only grow or shrink), lower when spans split or merge, about 0 for
+    unrelated groupings. Coverage (how much is core at all) is a separate
+    number, the core mass. With no shared sub-cell, or one span on both
+    sides, it is 1 when both partitions have the same number of spans, 0
+    otherwise.
     """
-    keys = np.union1d(a.keys, b.keys)
+    keys, ia, ib = np.intersect1d(a.keys, b.keys, assume_unique=True, return_indices=True)
     if keys.size == 0:
-        return 1.0
-    la, lb = _labels_on(a, keys), _labels_on(b, keys)
-    w = np.maximum(_mass_on(a, keys), _mass_on(b, keys))
+        return 1.0 if a.n_spans == b.n_spans else 0.0
+    w = a.mass[ia]
     N = float(w.sum())
+    la, lb = a.labels[ia], b.labels[ib]
+    _, ra = np.unique(la, return_inverse=True)
+    _, rb = np.unique(lb, return_inverse=True)
+    nij = np.bincount(ra * (rb.max() + 1) + rb, weights=w)
+    ai = np.bincount(ra, weights=w)
+    bj = np.bincount(rb, weights=w)
+    sij, sa, sb = float((nij**2).sum()), float((ai**2).sum()), float((bj**2).sum())
     if N <= 0:
         return 1.0
-    _, ia = np.unique(la, return_inverse=True)
-    _, ib = np.unique(lb, return_inverse=True)
-    nij = np.bincount(ia * (ib.max() + 1) + ib, weights=w)
-    ai = np.bincount(ia, weights=w)
-    bj = np.bincount(ib, weights=w)
-    sij, sa, sb = float((nij**2).sum()), float((ai**2).sum()), float((bj**2).sum())
     expected = sa * sb / N**2
     top = 0.5 * (sa + sb) - expected
-    if top <= 1e-12 * N**2:  # one class on both sides
-        return 1.0
-    return (sij - expected) / top
-
-
-def _labels_on(p: Partition, keys: np.ndarray) -> np.ndarray:
-    idx = np.searchsorted(p.keys, keys)
-    idx = np.minimum(idx, max(p.keys.size - 1, 0))
-    hit = (p.keys[idx] == keys) if p.keys.size else np.zeros(keys.size, dtype=bool)
-    return np.where(hit, p.labels[idx] if p.keys.size else -1, -1)
-
-
-def _mass_on(p: Partition, keys: np.ndarray) -> np.ndarray:
-    if p.keys.size == 0:
-        return np.zeros(keys.size)
-    idx = np.minimum(np.searchsorted(p.keys, keys), p.keys.size - 1)
-    return np.where(p.keys[idx] == keys, p.mass[idx], 0.0)
+    if top <= 1e-12 * N**2:  # one span on both sides of the shared cells
+        return 1.0 if ra.max() == rb.max() else 0.0
+    return float((sij - expected) / top)
 
 
 def stability(table: dict[tuple[float, int], Partition]) -> dict[tuple[float, int], float]:
