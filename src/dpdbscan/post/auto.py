@@ -1,10 +1,11 @@
 """Choosing (alpha, MinPts) from one release, without labels.
 
 At a fixed alpha the core sub-cells at increasing MinPts are nested (the
-threshold MinPts + m(q) only grows with MinPts), so the spans over a
+threshold T = MinPts + m(q) only grows with MinPts), so the spans over a
 geometric ladder of MinPts form a tree of density level sets, as in
 HDBSCAN: a span at one level lies in exactly one span of the level below.
-Following HDBSCAN (Campello, Moulavi and Sander, 2013):
+Following HDBSCAN (Campello, Moulavi and Sander, 2013), with the level
+measured by the threshold T on the estimated eps-neighbourhood count:
 
 * a span is *significant* when its noisy mass reaches MinPts (a DBSCAN
   cluster holds at least MinPts points); the others are noise falling out
@@ -12,28 +13,34 @@ Following HDBSCAN (Campello, Moulavi and Sander, 2013):
 * a cluster is born at the level where its parent splits into two or more
   significant spans (or at the lowest level), and lives while it has one
   significant descendant per level;
-* its *stability* is the integral of its mass over its life in log MinPts,
-  sum_levels mass x d(log MinPts): massive clusters that persist over a wide
-  range of densities score high, noise fragments and short-lived splits low.
+* its *stability* is the integral of its mass over its life in log T,
+  sum_levels mass x (log T_next - log T): massive clusters that persist
+  over a wide range of densities score high, noise fragments and
+  short-lived splits low. Log T makes the score scale-free, and levels
+  whose threshold the empty-space guard holds at the same T (small MinPts)
+  add nothing.
 
 The choice is a flat cut, since the release is one (alpha, MinPts): at each
-grid point, the score is the total stability of the clusters alive there,
+grid point the score is the total stability of the clusters alive there,
 counted only when at least two are (a single cluster is what every
 clustering shows at a low enough level; HDBSCAN excludes the root by default
-for the same reason). The grid point with the highest score wins, and ties
-go to the larger alpha and then the smaller MinPts. Everything is
-post-processing of the release and public parameters.
+for the same reason). The grid point with the highest score wins. Within one
+alpha the clusters alive on a plateau of levels have the same score, and the
+lowest level of the plateau is taken: there each cluster has its largest
+extent, as HDBSCAN labels a selected cluster by its extent at birth. Across
+alphas ties go to the larger alpha. Everything is post-processing of the
+release and public parameters.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..grid import Grid
+from ..grid import Grid, count_neighbours
 from ..histogram import NoisyHistogram
 from .spans import SpanParams
 from .sweep import Partition, sweep
@@ -45,6 +52,11 @@ EPS_STEPS = 7
 #: MinPts candidates: MIN_SAMPLES_LOW * sqrt(2)^i up to a share of the released mass
 MIN_SAMPLES_LOW = 5
 MASS_SHARE = 0.25
+#: eps candidates stop where an eps-neighbourhood would hold more cells than this
+#: (public: d and eta); in 3-D that is eps <= 2.8 x the base
+MAX_CANDIDATE_KAPPA = 2_000
+#: the selection decides on cells (k = 1), the final spans use the sub-cells
+SELECTION_SUBCELLS = 1
 #: the base release: eps = (diagonal of the box) / BASE_PER_DIAGONAL, unless the
 #: public cap on cells asks for a coarser one
 BASE_PER_DIAGONAL = 256.0
@@ -93,7 +105,9 @@ def plan(lower, upper, eta: float, eps, min_samples, max_cells: int = MAX_CELLS)
     "auto")."""
     if eps == "auto":
         b = base_eps(lower, upper, eta, max_cells)
-        cands = tuple(b * 2 ** (i / 2) for i in range(EPS_STEPS))
+        d = np.asarray(lower).size
+        cands = tuple(b * 2 ** (i / 2) for i in range(EPS_STEPS)
+                      if i == 0 or count_neighbours(d, eta / 2 ** (i / 2)) <= MAX_CANDIDATE_KAPPA)
     else:
         b = float(eps)
         cands = (b,)
@@ -121,7 +135,8 @@ def choose_params(hist: NoisyHistogram, params: SpanParams, p: Plan) -> dict:
         ms = [p.min_samples]
     else:
         ms = min_samples_ladder(float(np.maximum(hist.values, 0).sum()))
-    table = sweep(hist, params, p.eps, ms)
+    k = min(int(params.subcells), SELECTION_SUBCELLS)
+    table = sweep(hist, replace(params, subcells=k), p.eps, ms)
     out = choose(table)
     out.update({"base_eps": p.base_eps, "eps_candidates": list(p.eps),
                 "min_samples_candidates": ms})
@@ -134,13 +149,12 @@ def level_scores(levels: Sequence[Partition]) -> tuple[list[float], list[int]]:
     n = len(levels)
     if n == 0:
         return [], []
-    logm = [math.log(p.min_samples) for p in levels]
-    width = [logm[j + 1] - logm[j] for j in range(n - 1)]
-    width.append(width[-1] if width else 1.0)
-    # cluster id of each significant span per level, and the stability integrals
+    lam = [math.log(max(p.threshold, 1e-300)) for p in levels]
+    # level j stands for [lam_j, lam_j+1); the top one's width is unknown: 0
+    width = [lam[j + 1] - lam[j] for j in range(n - 1)] + [0.0]
     stab: list[float] = []
     alive: list[list[int]] = []  # cluster ids alive at each level
-    prev_cluster = None  # span id at previous level -> cluster id (or -1)
+    prev_cluster = None  # cluster id of each span of the previous level (-1: none)
     prev = None
     for j, p in enumerate(levels):
         masses = p.span_masses()
@@ -152,7 +166,7 @@ def level_scores(levels: Sequence[Partition]) -> tuple[list[float], list[int]]:
                 stab.append(0.0)
         else:
             parent = _parents(prev, p)
-            for par in np.unique(parent[sig]) if sig.any() else []:
+            for par in np.unique(parent[sig]):
                 kids = np.flatnonzero(sig & (parent == par))
                 if kids.size == 1 and prev_cluster[par] >= 0:
                     cluster[kids[0]] = prev_cluster[par]
@@ -177,10 +191,10 @@ def _parents(lower: Partition, upper: Partition) -> np.ndarray:
     if lower.keys.size == 0 or not np.array_equal(lower.keys[idx], upper.keys):
         raise ValueError("level sets are not nested: the core sub-cells of a larger MinPts "
                          "must be core at a smaller one")
-    first = np.full(upper.n_spans, -1, dtype=np.int64)
+    parent = np.full(upper.n_spans, -1, dtype=np.int64)
     # any cell of a span names its parent (a span lies in one span below)
-    first[upper.labels[::-1]] = lower.labels[idx][::-1]
-    return first
+    parent[upper.labels[::-1]] = lower.labels[idx][::-1]
+    return parent
 
 
 def choose(table: dict[tuple[float, int], Partition]) -> dict:
@@ -196,12 +210,16 @@ def choose(table: dict[tuple[float, int], Partition]) -> dict:
     for alpha in sorted({a for a, _ in table}):
         levels = [table[(a, m)] for a, m in sorted(table) if a == alpha]
         scores, counts = level_scores(levels)
-        rows += [[alpha, p.min_samples, s, c] for p, s, c in zip(levels, scores, counts)]
-    best = max(rows, key=lambda r: (r[2], r[0], -r[1]))
+        rows += [[alpha, p.min_samples, s, c, p.threshold]
+                 for p, s, c in zip(levels, scores, counts)]
+    # the best score; then the larger alpha; then the lowest threshold (a
+    # plateau's lowest level); then, among MinPts the guard holds at one
+    # threshold, the largest (the one that says what the threshold is)
+    best = max(rows, key=lambda r: (r[2], r[0], -r[4], r[1]))
     if best[2] <= 0:
-        best = max(rows, key=lambda r: (table[(r[0], int(r[1]))].core_mass, r[0], -r[1]))
+        best = max(rows, key=lambda r: (table[(r[0], int(r[1]))].core_mass, r[0], -r[4], r[1]))
     return {"alpha": float(best[0]), "min_samples": int(best[1]), "score": float(best[2]),
-            "clusters": int(best[3]), "scores": rows}
+            "clusters": int(best[3]), "scores": [r[:4] for r in rows]}
 
 
 __all__ = ["level_scores", "choose", "choose_params", "plan", "Plan", "base_eps",

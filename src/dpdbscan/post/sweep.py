@@ -101,7 +101,9 @@ def sweep(hist: NoisyHistogram, params: SpanParams, alphas: Sequence[float],
             mass_all = sub_cell_mass(hist, common, keys_all, k)
             for m in ms:
                 sel = field.core_mask(m)
-                labels = merge_centres(field.fine, field.keys[sel])
+                # nested: once nothing is core, nothing is at a larger MinPts
+                labels = merge_centres(field.fine, field.keys[sel]) if sel.any() else \
+                    np.zeros(0, dtype=np.int64)
                 thr = float(field.thresholds(m).max())
                 out[(alpha, m)] = Partition(alpha, m, keys_all[sel], labels, mass_all[sel], thr)
         else:
