@@ -120,11 +120,18 @@ def main(argv=None):
     ap.add_argument("--sets", default=None)
     ap.add_argument("--seeds", default="0-4")
     ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--base-per-diagonal", type=float, default=None,
+                    help="study only: override the base resolution (diagonal / this)")
+    ap.add_argument("--no-kmeans", action="store_true")
     args = ap.parse_args(argv)
+    if args.base_per_diagonal:
+        from dpdbscan.post import auto
+
+        auto.BASE_PER_DIAGONAL = args.base_per_diagonal
     sets = load(args.suite, args.sets.split(",") if args.sets else None)
     seeds = _range(args.seeds)
     t0 = time.perf_counter()
-    rows = evaluate(sets, seeds, args.epsilon)
+    rows = evaluate(sets, seeds, args.epsilon, kmeans=not args.no_kmeans)
     print(f"automatic mode, {args.suite} sets, epsilon = {args.epsilon:g}, seeds {args.seeds}, "
           "ARI of predict labels (noise its own class)\n")
     print(markdown(rows, sets))
