@@ -22,11 +22,9 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from dpdbscan import DPDBSCAN  # noqa: E402
 from experiments import baselines, devsuite  # noqa: E402
 from experiments.accuracy import scores  # noqa: E402
-
-from dpdbscan import DPDBSCAN  # noqa: E402
-
 
 EPSILON: dict[str, float] = {}  # per-set budgets (the generalization cases)
 
@@ -47,14 +45,15 @@ def fixed_fit(ds, seed, epsilon=1.0):
                         random_state=seed).fit(ds.X).spans_
 
 
-def evaluate(sets, seeds, epsilon=1.0, kmeans=True):
+def evaluate(sets, seeds, epsilon=1.0, kmeans=True, guess_n=False):
     rows = []
     for ds in sets:
         r = {"name": ds.name, "auto": [], "fixed": [], "kmeans": [], "chosen": [], "seconds": []}
         epsilon_ds = EPSILON.get(ds.name, epsilon)
         for seed in seeds:
             epsilon = epsilon_ds
-            model, sec = auto_fit(ds, seed, epsilon)
+            extra = {"n_expected": float(ds.X.shape[0])} if guess_n else {}
+            model, sec = auto_fit(ds, seed, epsilon, **extra)
             r["auto"].append(scores(ds.y, model.predict(ds.X))["ARI"])
             r["chosen"].append((model.grid.alpha, model.min_samples, model.n_spans))
             r["seconds"].append(sec)
@@ -120,20 +119,24 @@ def main(argv=None):
     ap.add_argument("--sets", default=None)
     ap.add_argument("--seeds", default="0-4")
     ap.add_argument("--epsilon", type=float, default=1.0)
-    ap.add_argument("--base-per-diagonal", type=float, default=None,
-                    help="study only: override the base resolution (diagonal / this)")
+    ap.add_argument("--points-per-cell", type=float, default=None,
+                    help="study only: override auto.POINTS_PER_CELL")
     ap.add_argument("--no-kmeans", action="store_true")
+    ap.add_argument("--guess-n", action="store_true",
+                    help="pass the set's size as the user's public guess n_expected")
     args = ap.parse_args(argv)
-    if args.base_per_diagonal:
+    if args.points_per_cell:
         from dpdbscan.post import auto
 
-        auto.BASE_PER_DIAGONAL = args.base_per_diagonal
+        auto.POINTS_PER_CELL = args.points_per_cell
     sets = load(args.suite, args.sets.split(",") if args.sets else None)
     seeds = _range(args.seeds)
     t0 = time.perf_counter()
-    rows = evaluate(sets, seeds, args.epsilon, kmeans=not args.no_kmeans)
+    rows = evaluate(sets, seeds, args.epsilon, kmeans=not args.no_kmeans, guess_n=args.guess_n)
     print(f"automatic mode, {args.suite} sets, epsilon = {args.epsilon:g}, seeds {args.seeds}, "
-          "ARI of predict labels (noise its own class)\n")
+          "ARI of predict labels (noise its own class)"
+          + (", n_expected = the set's size" if args.guess_n else ", given only bounds and epsilon")
+          + "\n")
     print(markdown(rows, sets))
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 

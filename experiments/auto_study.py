@@ -21,12 +21,11 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from experiments import devsuite  # noqa: E402
-from experiments.accuracy import scores  # noqa: E402
-
 from dpdbscan import DPDBSCAN  # noqa: E402
 from dpdbscan.post import auto, sweep  # noqa: E402
 from dpdbscan.predict import predict_spans  # noqa: E402
+from experiments import devsuite  # noqa: E402
+from experiments.accuracy import scores  # noqa: E402
 
 
 def _labels(grid, p, P, radius):
@@ -46,12 +45,8 @@ def _labels(grid, p, P, radius):
 
 
 def base_alpha(lower, upper, per_diag: float, max_cells: int = auto.MAX_CELLS) -> float:
-    old = auto.BASE_PER_DIAGONAL
-    auto.BASE_PER_DIAGONAL = per_diag
-    try:
-        return auto.base_eps(lower, upper, 4.0, max_cells)
-    finally:
-        auto.BASE_PER_DIAGONAL = old
+    """The study's base: diagonal / per_diag, coarser if the cap asks for it."""
+    return max(math.dist(lower, upper) / per_diag, auto.base_eps(lower, upper, 4.0, max_cells))
 
 
 def run(ds, seed, per_diag, factors, ms, epsilon=1.0, n_score=5000, max_cells=auto.MAX_CELLS):

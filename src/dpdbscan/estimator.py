@@ -79,9 +79,13 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     max_empty_cells : float, default=2**20
         Public cap used to choose theta.
     max_cells : int, default=2**20
-        Automatic mode only: public cap on the cells of its one release (the
-        base resolution is the box's diagonal / 256, or coarser to respect
-        the cap). Raise it for large data (finer spans, more time).
+        Automatic mode only: public cap on the cells of its one release.
+    n_expected : float, default=None
+        Your own public guess of the number of points (the library never
+        measures it). The automatic mode sizes its base release to it (about
+        ``n_expected * epsilon / 0.3`` cells, at most ``max_cells``; 20,000
+        points are assumed when it is None), and :meth:`forecast` reports
+        which cluster densities it can detect. Nothing else uses it.
     raise_min_samples : bool, default=True
         Bound test only: the paper's practical rule (core iff UB~ >= MinPts +
         tau). False gives the theoretical rule (UB~ >= MinPts).
@@ -149,7 +153,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
                  bounds=None, random_state=None, eta: float = 4.0, beta: float = 0.1,
                  histogram: str = "auto", delta: float = 0.0, noise: str = "discrete",
                  theta: float | None = None, max_empty_cells: float = 2**20,
-                 max_cells: int = 2**20,
+                 max_cells: int = 2**20, n_expected: float | None = None,
                  raise_min_samples: bool = True, subcells: int | str = "auto",
                  margin: str | float = "auto", border: float | str = "auto",
                  core: str = "density", accountant=None, backend="numpy"):
@@ -166,6 +170,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.theta = theta
         self.max_empty_cells = max_empty_cells
         self.max_cells = max_cells
+        self.n_expected = n_expected
         self.raise_min_samples = raise_min_samples
         self.subcells = subcells
         self.margin = margin
@@ -239,6 +244,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             raise ValueError("forecast needs public bounds=(lower, upper): it reads no data")
         if n_expected is not None:
             n_expected = check_positive("n_expected", n_expected)
+        else:
+            n_expected = p.get("n_expected")
         lower, upper = check_bounds(self.bounds, n_features)
         return _forecast(p, lower, upper, n_expected=n_expected)
 

@@ -232,10 +232,12 @@ def forecast(p: dict[str, Any], lower, upper, *, n_expected: float | None = None
     configuration :func:`configure` chooses, then its margins. Public inputs
     only; ``n_expected`` is the user's guess of the number of points. With
     ``eps="auto"`` it is the base release's forecast (``min_samples="auto"``
-    at its smallest candidate)."""
+    at its smallest candidate). ``n_expected`` defaults to ``p["n_expected"]``."""
+    if n_expected is None:
+        n_expected = p.get("n_expected")
     if "auto" in (p["eps"], p["min_samples"]):
-        pl = auto.plan(lower, upper, p["eta"], p["eps"], p["min_samples"],
-                       p.get("max_cells", auto.MAX_CELLS))
+        pl = auto.plan(lower, upper, p["eta"], p["eps"], p["min_samples"], p["epsilon"],
+                       p.get("max_cells", auto.MAX_CELLS), n_expected)
         p = {**p, "eps": pl.base_eps, "min_samples": pl.min_samples or auto.MIN_SAMPLES_LOW}
     grid = Grid(lower, upper, p["eps"], p["eta"])
     config, _ = configure(p, grid)
@@ -264,8 +266,8 @@ def release(X, lower, upper, p: dict[str, Any], *, backend: Backend, accountant=
     auto_mode = "auto" in (p["eps"], p["min_samples"])
     plan = None
     if auto_mode:
-        plan = auto.plan(lower, upper, p["eta"], p["eps"], p["min_samples"],
-                         p.get("max_cells", auto.MAX_CELLS))
+        plan = auto.plan(lower, upper, p["eta"], p["eps"], p["min_samples"], p["epsilon"],
+                         p.get("max_cells", auto.MAX_CELLS), p.get("n_expected"))
         p = {**p, "eps": plan.base_eps,
              "min_samples": plan.min_samples or auto.MIN_SAMPLES_LOW}
     grid = Grid(lower, upper, p["eps"], p["eta"])

@@ -182,6 +182,7 @@ PARAMETERS: dict[str, Param] = {
     "theta": Param((NoneValue(), Real(0)), "--theta"),
     "max_empty_cells": Param((Real(0, low_open=True),), None),
     "max_cells": Param((Integer(MIN_AUTO_CELLS, MAX_AUTO_CELLS),), "--max-cells"),
+    "n_expected": Param((NoneValue(), Real(0, low_open=True)), "--n-expected"),
     "raise_min_samples": Param((Boolean(),), None, False),
     "subcells": Param((Options("auto"), Integer(1)), "--subcells", False),
     "margin": Param((Options("auto", "chernoff", "paper", "pointwise"), Real(0)), "--margin", False),

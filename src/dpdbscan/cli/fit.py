@@ -53,6 +53,8 @@ def check_fit_params(args, eps=None) -> dict:
     )
     if getattr(args, "max_cells", None) is not None:
         values["max_cells"] = args.max_cells
+    if getattr(args, "n_expected", None) is not None:
+        values["n_expected"] = args.n_expected
     p = validate(values, cli=True)
     for m in _min_samples_list(args):
         check_param("min_samples", m, cli=True)

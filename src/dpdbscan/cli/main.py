@@ -119,7 +119,10 @@ def _add_fit_options(p, *, sweep: bool):
     if not sweep:
         g.add_argument("--max-cells", type=_number_or_text, default=2**20, metavar="N",
                        help="--eps auto: public cap on the cells of its one release (default "
-                            "2^20; raise it for large data)")
+                            "2^20)")
+        g.add_argument("--n-expected", type=_number_or_text, default=None, metavar="N",
+                       help="your public guess of the number of points: --eps auto sizes its "
+                            "release to it (about N epsilon / 0.3 cells; 20,000 assumed)")
     g.add_argument("--min-samples", "--minpts", type=int if sweep else _number_or_text,
                    required=True, nargs="+" if sweep else None, metavar="MINPTS",
                    help="MinPts (a point counts itself)" + (

@@ -57,9 +57,14 @@ MASS_SHARE = 0.25
 MAX_CANDIDATE_KAPPA = 2_000
 #: the selection decides on cells (k = 1), the final spans use the sub-cells
 SELECTION_SUBCELLS = 1
-#: the base release: eps = (diagonal of the box) / BASE_PER_DIAGONAL, unless the
-#: public cap on cells asks for a coarser one
-BASE_PER_DIAGONAL = 256.0
+#: The base release has about n epsilon / POINTS_PER_CELL cells (capped by
+#: max_cells): re-measuring it at eps = f x base sums ~ f^d cells of noise per
+#: neighbourhood, so the signal-to-noise ratio of a candidate depends on the
+#: points per cell times epsilon. n is the user's public guess n_expected, or
+#: ASSUMED_N (the size at which DP clustering at epsilon ~ 1 makes sense).
+POINTS_PER_CELL = 0.3
+ASSUMED_N = 20_000
+MIN_BASE_CELLS = 1 << 10
 MAX_CELLS = 1 << 20
 
 
@@ -84,27 +89,37 @@ class Plan:
     min_samples: int | None
 
 
-def base_eps(lower, upper, eta: float, max_cells: int = MAX_CELLS) -> float:
-    """The base resolution from public inputs only: the box's diagonal /
-    BASE_PER_DIAGONAL, made coarser (in steps of 1%) until the grid has at
-    most ``max_cells`` cells."""
+def base_cells(epsilon: float, n_expected: float | None = None,
+               max_cells: int = MAX_CELLS) -> int:
+    """How many cells the base release may have: n epsilon / POINTS_PER_CELL
+    (n = ``n_expected`` or ASSUMED_N), between MIN_BASE_CELLS and
+    ``max_cells``. Public inputs only."""
+    n = ASSUMED_N if n_expected is None else float(n_expected)
+    target = n * float(epsilon) / POINTS_PER_CELL
+    return int(max(MIN_BASE_CELLS, min(float(max_cells), target)))
+
+
+def base_eps(lower, upper, eta: float, cells: int) -> float:
+    """The smallest eps (at this eta) whose grid over the public box has at
+    most ``cells`` cells, to 1%."""
     lower = np.asarray(lower, dtype=np.float64)
     upper = np.asarray(upper, dtype=np.float64)
-    eps = math.dist(lower.tolist(), upper.tolist()) / BASE_PER_DIAGONAL
     d = lower.size
-    # n_cells ~ prod(L_i / w) with w = eta eps / (4 sqrt d): start near the cap
-    w_cap = (float(np.prod(upper - lower)) / max_cells) ** (1.0 / d)
-    eps = max(eps, 4.0 * math.sqrt(d) * w_cap / eta * 0.9)
-    while Grid(lower, upper, eps, eta).n_cells > max_cells:
+    # n_cells ~ prod(L_i / w) with w = eta eps / (4 sqrt d): start just below
+    w = (float(np.prod(upper - lower)) / cells) ** (1.0 / d)
+    eps = 4.0 * math.sqrt(d) * w / eta * 0.9
+    while Grid(lower, upper, eps, eta).n_cells > cells:
         eps *= 1.01
     return float(eps)
 
 
-def plan(lower, upper, eta: float, eps, min_samples, max_cells: int = MAX_CELLS) -> Plan:
+def plan(lower, upper, eta: float, eps, min_samples, epsilon: float = 1.0,
+         max_cells: int = MAX_CELLS, n_expected: float | None = None) -> Plan:
     """The public plan of an automatic fit (``eps`` and/or ``min_samples``
-    "auto")."""
+    "auto"): the base eps from the box, epsilon, the cap and the user's
+    guess ``n_expected`` (:func:`base_cells`), and the eps candidates."""
     if eps == "auto":
-        b = base_eps(lower, upper, eta, max_cells)
+        b = base_eps(lower, upper, eta, base_cells(epsilon, n_expected, max_cells))
         d = np.asarray(lower).size
         cands = tuple(b * 2 ** (i / 2) for i in range(EPS_STEPS)
                       if i == 0 or count_neighbours(d, eta / 2 ** (i / 2)) <= MAX_CANDIDATE_KAPPA)
