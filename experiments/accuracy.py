@@ -4,8 +4,9 @@ Settings: epsilon = 1, the paper's (alpha, MinPts), fixed public bounds per
 data set (experiments/datasets.py), library defaults otherwise. Score: mean +-
 std over seeds of ARI and AMI of the labels from ``predict`` (noise -1 kept as
 its own class), beside the paper's numbers and non-private DBSCAN. The column
-"DP-DBSCAN paper proc." runs the same library with the paper's procedure
-(``paper.PROCEDURE``) for comparison.
+"DP-DBSCAN core=bound" runs the library with the paper's upper-bound core test
+(``core="bound"``) and its other defaults, "DP-DBSCAN paper proc." with the
+paper's whole procedure (``paper.PROCEDURE``), for comparison.
 
 Examples::
 
@@ -35,14 +36,15 @@ from experiments import baselines, datasets, paper  # noqa: E402
 
 DEFAULT_DATASETS = datasets.SYNTHETIC + datasets.CLUTO
 PAPER_DP = "DP-DBSCAN paper proc."  # the library run with paper.PROCEDURE
-METHODS = ("DP-DBSCAN", PAPER_DP, "DP-KMeans", "DBSCAN", "DBSCAN core-only", "KMeans")
-DP_METHODS = ("DP-DBSCAN", PAPER_DP)
+BOUND_DP = "DP-DBSCAN core=bound"  # the library run with core="bound"
+METHODS = ("DP-DBSCAN", BOUND_DP, PAPER_DP, "DP-KMeans", "DBSCAN", "DBSCAN core-only", "KMeans")
+DP_METHODS = ("DP-DBSCAN", BOUND_DP, PAPER_DP)
 DETERMINISTIC = ("DBSCAN", "DBSCAN core-only")
 # Which paper column each of our methods is compared with. The paper's DBSCAN
 # column used core-only labels (its code marks border points as noise).
-PAPER_COLUMN = {"DP-DBSCAN": "DP-DBSCAN", PAPER_DP: "DP-DBSCAN", "DP-KMeans": "DP-KMeans",
+PAPER_COLUMN = {"DP-DBSCAN": "DP-DBSCAN", BOUND_DP: "DP-DBSCAN", PAPER_DP: "DP-DBSCAN", "DP-KMeans": "DP-KMeans",
                 "DBSCAN core-only": "DBSCAN", "KMeans": "KMeans"}
-METHOD_KEYS = {"dpdbscan": "DP-DBSCAN", "dpdbscan-paper": PAPER_DP,
+METHOD_KEYS = {"dpdbscan": "DP-DBSCAN", "dpdbscan-bound": BOUND_DP, "dpdbscan-paper": PAPER_DP,
                "dpkmeans": "DP-KMeans", "dbscan": "DBSCAN",
                "dbscan-core": "DBSCAN core-only", "kmeans": "KMeans"}
 
@@ -80,7 +82,8 @@ def evaluate(names=DEFAULT_DATASETS, seeds=range(10), methods=("DP-DBSCAN", "DBS
         t0 = time.perf_counter()
         sc = {m: {"ARI": [], "AMI": []} for m in methods}
         n_spans = {m: [] for m in DP_METHODS if m in methods}
-        settings = {"DP-DBSCAN": dp_kwargs, PAPER_DP: {**dp_kwargs, **paper.PROCEDURE}}
+        settings = {"DP-DBSCAN": dp_kwargs, BOUND_DP: {**dp_kwargs, "core": "bound"},
+                    PAPER_DP: {**dp_kwargs, **paper.PROCEDURE}}
 
         def add(method, labels):
             for key, val in scores(ds.y, labels).items():
@@ -219,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="'0-9' (default), '0,1,2' or a count")
     ap.add_argument("--datasets", default=",".join(DEFAULT_DATASETS),
                     help="comma-separated names or aliases (t4, t5, t7, chest)")
-    ap.add_argument("--methods", default="dpdbscan,dpdbscan-paper,dbscan,dbscan-core",
+    ap.add_argument("--methods", default="dpdbscan,dpdbscan-bound,dpdbscan-paper,dbscan,dbscan-core",
                     help=f"comma-separated from {', '.join(METHOD_KEYS)}")
     ap.add_argument("--epsilon", type=float, default=1.0)
     for name, typ in [("eta", float), ("beta", float), ("histogram", str), ("noise", str),

@@ -80,8 +80,9 @@ def _why(method, row, quick) -> str:
         if method == "DP-DBSCAN":
             other = sc.get(accuracy.PAPER_DP)
             alt = f" (that column: ARI {mean_std(other['ARI'])[0]:.2f})" if other else ""
-            parts.append("this column uses the library's defaults, which refine the paper's "
-                         "procedure (sub-cells, Chernoff margin, border labels, β = 0.1); the "
+            parts.append("this column uses the library's defaults: the density core test "
+                         "(an estimate of the α-ball count instead of the paper's upper bound), "
+                         "sub-cells, border labels, β = 0.1; the "
                          f"'{accuracy.PAPER_DP}' column runs the paper's procedure{alt}")
         if name == "circles":
             parts.append("the paper's code runs Circles with MinPts = 7 and cell width "

@@ -27,7 +27,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "dpdbscan"
 
 # Layers, lowest first, and the layers each may import (besides itself).
 LAYERS = {
-    "base": {"exceptions", "_optional", "_random", "bounds", "geo", "geometry", "accountant",
+    "base": {"exceptions", "_optional", "_random", "_bernoulli", "bounds", "geo", "geometry", "accountant",
              "params", "progress", "csvblocks"},
     "grid": {"grid"},
     "release": {"histogram"},

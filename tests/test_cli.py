@@ -596,3 +596,12 @@ def test_huge_epsilon_does_not_overflow(capsys, blobs_csv, tmp_path):
                        "--no-png")
     assert rc == 0, err
     assert "epsilon=1000" in out
+
+
+def test_too_many_dimensions_are_refused_before_spending(capsys, tmp_path):
+    X = np.random.default_rng(0).random((50, 10))
+    np.save(tmp_path / "ten.npy", X)
+    rc, out, err = run(capsys, "fit", tmp_path / "ten.npy", "--eps", "0.5", "--min-samples", "5",
+                       "--bounds", "0", "1", "--out-dir", tmp_path)
+    assert rc == 2 and "d=10" in err and "no budget is spent" in err
+    assert not (tmp_path / "ten.spans.json").exists()

@@ -204,3 +204,27 @@ def test_subcells_auto_depends_on_dimension_only():
     # border "auto": eps around core sub-cell centres (density), half a sub-cell diameter (bound)
     assert m2.spans_.border == pytest.approx(0.1)
     assert fit(core="bound").spans_.border == pytest.approx(4 * 0.1 / 16)
+
+
+def test_fit_lonlat_is_the_python_side_of_fit_geo(tmp_path):
+    """Issue 15: the geo workflow in Python took six lines of projection code and
+    gave a model whose info showed 'bounds (deg) None .. None'."""
+    from dpdbscan import fit_lonlat
+    from dpdbscan.cli import main
+
+    rng = np.random.default_rng(0)
+    hot = np.array([[-122.41, 37.79], [-122.44, 37.76]])
+    lonlat = np.vstack([rng.normal(c, [0.0004, 0.0003], (2000, 2)) for c in hot])
+    box = (-122.48, 37.72, -122.38, 37.82)
+    m = fit_lonlat(lonlat, bounds=box, eps="50m", min_samples=20, random_state=0)
+    assert m.grid.alpha == pytest.approx(0.05) and m.n_spans == 2
+    assert sorted(m.predict_lonlat(hot).tolist()) == [0, 1]
+    assert m.metadata["bounds_degrees"] == {"lower": [-122.48, 37.72], "upper": [-122.38, 37.82]}
+    ring = np.asarray(m.to_geojson()["features"][0]["geometry"]["coordinates"][0][0])
+    assert np.all((ring[:, 0] > -122.48) & (ring[:, 0] < -122.38))  # GeoJSON in lon/lat
+    m.save(tmp_path / "m.json")
+    assert main(["info", str(tmp_path / "m.json")]) == 0
+    with pytest.raises(ValueError, match="geographic model"):
+        fit(core="bound").spans_.predict_lonlat(hot)
+    with pytest.raises(ValueError, match="lon_min, lat_min, lon_max, lat_max"):
+        fit_lonlat(lonlat, bounds=(0, 1), eps="50m")

@@ -176,6 +176,9 @@ def test_main_prints_markdown_with_paper_columns(capsys):
     out = capsys.readouterr().out
     assert "| Moons | (0.2, 7) |" in out and "| Circles | (0.2, 10) |" in out
     assert "paper DP-DBSCAN" in out and "DBSCAN core-only" in out
+    header = next(line for line in out.splitlines() if line.startswith("| Dataset"))
+    assert header.index("| DP-DBSCAN |") < header.index("| DP-DBSCAN core=bound |") \
+        < header.index("| DP-DBSCAN paper proc. |")
     assert "0.99" in out  # the paper's Moons DP-DBSCAN ARI / AMI
     assert "mean ± std over seeds 0, 1" in out
 

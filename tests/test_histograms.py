@@ -159,17 +159,21 @@ def test_chernoff_margin_is_valid_and_tighter(noise):
     assert int((np.abs(S) > 0.5 * G).sum()) > stats.binom.ppf(1 - P_FAIL, n, 0.05)
 
 
-def test_uniform_cells_cover_the_universe_uniformly():
-    from dpdbscan.histograms.sparse import _uniform_cells
+def test_linear_to_coords_is_row_major_and_exact():
+    """Linear indices to coordinates: numpy's unravel_index on a small grid,
+    and exact Python-int arithmetic on a universe beyond 2**62 (d = 10)."""
+    from dpdbscan.histograms.sparse import linear_to_coords
 
-    g = Grid(np.zeros(3), np.array([3.0, 5.0, 2.0]), math.sqrt(3.0))
-    assert g.shape == (3, 5, 2)
-    keys = _uniform_cells(g, 300_000, SeededSource(3))
-    coords = g.decode(keys)
-    assert g.valid(coords).all()
-    flat = np.ravel_multi_index(tuple(coords.T), g.shape)
-    p, ok = chi2_ok(np.bincount(flat, minlength=30), np.full(30, 1 / 30))
-    assert ok, p
+    shape = (3, 5, 2)
+    flat = np.arange(30, dtype=np.int64)
+    assert np.array_equal(linear_to_coords(shape, flat), np.stack(np.unravel_index(flat, shape), 1))
+    shape = (1000,) * 10
+    rng = np.random.default_rng(4)
+    coords = rng.integers(0, 1000, size=(200, 10))
+    coords[0], coords[1] = 0, 999
+    lin = [int("".join(f"{c:03d}" for c in row)) for row in coords]  # base 1000 digits
+    assert np.array_equal(linear_to_coords(shape, lin), coords)
+    assert linear_to_coords(shape, []).shape == (0, 10)
 
 
 def test_merge_sorted():

@@ -130,7 +130,9 @@ def test_geojson_polygons_cover_span_cells():
                 a = 0.5 * np.sum(r[:-1, 0] * r[1:, 1] - r[1:, 0] * r[:-1, 1])
                 assert (a > 0) if k == 0 else (a < 0)
                 area += a
-        assert area == pytest.approx(len(m.spans_.span_cells(s)) * g.width**2)
+        # the polygons draw the region predict uses: core and border cells
+        assert area == pytest.approx(len(m.spans_.span_region(s)) * g.width**2)
+        assert len(m.spans_.span_region(s)) >= len(m.spans_.span_cells(s))
 
 
 def test_geojson_requires_2d():
@@ -167,12 +169,16 @@ def test_border_labels_points_near_span_cells():
     m = SM(grid=g, core_keys=keys, labels=np.array([0, 1]), min_samples=5, gamma=1.0,
            beta=0.1, epsilon=1.0, border=0.5 * g.width)
     w = g.width
+    # the border is measured from the centre of the point's cell: cell (6, 5)
+    # has its centre 0.5 w from cell (5, 5), cell (7, 5) 1.5 w from both
     inside = g.cell_centres(cells[:1])[0]
-    just_right = g.cell_lower(cells[:1])[0] + [w + 0.4 * w, 0.5 * w]   # 0.4 w from cell (5,5)
-    too_far = g.cell_lower(cells[:1])[0] + [w + 0.6 * w, 0.5 * w]      # 0.6 w away
+    next_cell = g.cell_lower(cells[:1])[0] + [w + 0.9 * w, 0.1 * w]    # in cell (6, 5)
+    too_far = g.cell_lower(cells[:1])[0] + [2 * w + 0.1 * w, 0.5 * w]  # in cell (7, 5)
     middle = g.cell_lower(np.array([[7, 5]]))[0] + [0.5 * w, 0.5 * w]  # 1.5 w from both
-    pts = np.array([inside, just_right, too_far, middle])
+    pts = np.array([inside, next_cell, too_far, middle])
+    m = replace(m, border=0.6 * w)
     assert m.predict(pts).tolist() == [0, 0, -1, -1]
+    assert replace(m, border=0.5 * w).predict(pts).tolist() == [0, -1, -1, -1]  # "< border"
     m0 = replace(m, border=0.0)
     assert m0.predict(pts).tolist() == [0, -1, -1, -1]
     # with a wider border the middle point joins one of the two spans
@@ -192,15 +198,17 @@ def test_reported_guarantee_recomputes_gamma(kw):
     guarantee() reported 21 and |X|. Now Gamma recomputed from what
     guarantee() reports equals the Gamma that was used."""
     from dpdbscan import DPDBSCAN
-    from dpdbscan.bounds import gamma
+    from dpdbscan.bounds import margins
 
     params = {**dict(eps=0.05, min_samples=5, bounds=(0, 1), random_state=0), **kw}
     m = DPDBSCAN(**params).fit(np.random.default_rng(0).random((300, 2))).spans_
     g = m.guarantee()
     theta = g["theta"] if m.histogram_kind != "dense" else 0.0
-    again = gamma(g["epsilon"], g["kappa"], g["n_events"], g["beta"], theta, method=g["margin"],
-                  noise=m.noise)
-    assert again == pytest.approx(m.gamma, rel=1e-12)
+    low, up = margins(g["margin"], m.histogram_kind, m.noise, g["epsilon"], g["kappa"],
+                      g["n_events"], g["beta"], theta)
+    assert (low, up) == (pytest.approx(g["gamma_lower"], rel=1e-12),
+                         pytest.approx(g["gamma_upper"], rel=1e-12))
+    assert g["tau"] == pytest.approx(low + up)
     assert g["n_events"] == m.n_cells * m.subcells**2
     info = m.describe()
     assert info["eta"] == m.histogram.grid.eta and info["shape"] == list(m.histogram.grid.shape)
@@ -295,10 +303,13 @@ def test_hand_edited_models_are_refused(edit, match):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_border_ties_go_to_the_smaller_span_id(seed):
-    """Issue 14: a point halfway between core cells of two spans must take the
-    smaller span id whatever the float rounding of the grid's coordinates."""
-    from dpdbscan.predict import border_labels
+@pytest.mark.parametrize("to", ["cells", "centres"])
+def test_border_ties_go_to_the_smaller_span_id(seed, to):
+    """Issue 14: a cell halfway between core cells of two spans must take the
+    smaller span id whatever the float rounding of the grid's coordinates
+    (the old rule measured from the point in absolute coordinates and failed
+    in 26 of 80 such cases)."""
+    from dpdbscan.predict import border_labels, span_regions
 
     rng = np.random.default_rng(seed)
     lower = rng.uniform(-1000, 1000, 2)
@@ -307,11 +318,38 @@ def test_border_ties_go_to_the_smaller_span_id(seed):
     axis = seed % 2
     step = np.zeros(2, dtype=np.int64)
     step[axis] = 1
-    left, right = c - step, c + step
-    P = g.cell_lower(c[None]) + g.width / 2  # the centre of the cell in between
-    keys = g.encode(np.stack([left, right]))
+    keys = g.encode(np.stack([c - step, c + step]))
     order = np.argsort(keys)
-    for small_side in (0, 1):
-        ids = np.array([0, 1]) if small_side == 0 else np.array([1, 0])
-        lab = border_labels(g, keys[order], ids[order], P, border=g.width)
-        assert lab[0] == 0
+    for ids in (np.array([0, 1]), np.array([1, 0])):
+        assert border_labels(g, keys[order], ids[order], c[None], 1.01 * g.width, to)[0] == 0
+        rk, rl = span_regions(g, keys[order], ids[order], 1.01 * g.width, to)
+        assert rl[np.searchsorted(rk, g.encode(c[None]))[0]] == 0
+
+
+def test_two_margins_drive_the_threshold_roundtrip_and_old_models_load(tmp_path):
+    """A sparse release has Gamma_low != Gamma_up; the practical rule keeps
+    cells whose noisy sum reaches MinPts + Gamma_up, tau is their sum, and
+    both survive JSON. A model saved before gamma_upper existed still loads,
+    with gamma_upper None and the old tau = 2 Gamma."""
+    m, X = _model(histogram="sparse", theta=0.0, core="bound")
+    s = m.spans_
+    assert s.gamma_upper is not None and s.gamma_upper > s.gamma
+    g = s.guarantee()
+    assert g["gamma_lower"] == s.gamma and g["gamma_upper"] == s.gamma_upper
+    assert g["tau"] == pytest.approx(s.gamma + s.gamma_upper) and s.tau == g["tau"]
+    assert s.threshold == 5 + s.tau and m.gamma_upper_ == s.gamma_upper
+    assert g["within_clusters_at"]["min_samples"] == 5
+    # the same release thresholded at MinPts + Gamma_up by the symmetric rule
+    same = spans_from_histogram(s.histogram, 5, s.gamma_upper, s.beta, subcells=s.subcells, core="bound")
+    assert np.array_equal(same.core_keys, s.core_keys)
+    path = tmp_path / "m.json"
+    s.save(path)
+    loaded = SpanModel.load(path)
+    assert loaded.gamma_upper == s.gamma_upper and loaded.tau == s.tau
+    assert np.array_equal(loaded.with_min_samples(3).core_keys, s.with_min_samples(3).core_keys)
+    data = json.loads(path.read_text())
+    del data["gamma_upper"]
+    old = SpanModel.from_dict(data)
+    assert old.gamma_upper is None and old.tau == 2 * old.gamma
+    assert old.guarantee()["gamma_upper"] is None
+    assert np.array_equal(old.predict(X), s.predict(X))

@@ -28,7 +28,7 @@ from dpdbscan import _random
 from dpdbscan._random import SecureSource, SeededSource
 from dpdbscan.grid import Grid
 from dpdbscan.histograms import ContinuousLaplace, DiscreteLaplace, sparse_histogram
-from dpdbscan.histograms.sparse import sample_count, sample_empty_cells
+from dpdbscan.histograms.sparse import released_empty_cells
 from dpdbscan.backends.base import CellCounts
 
 RATE = 1e-7
@@ -292,48 +292,78 @@ def _grid2(side: int) -> Grid:
     return g
 
 
+def _line(n_cells: int) -> Grid:
+    """A 1-D grid of ``n_cells`` unit cells (keys = linear indices)."""
+    g = Grid([0.0], [n_cells - 0.5], 1.0)
+    assert g.shape == (n_cells,)
+    return g
+
+
+PATTERN = np.array([0, 1, 3, 0, 2, 0])  # true counts of one block of 6 cells
+
+
 @pytest.mark.parametrize("kind", SOURCES)
-def test_empty_cells_uniform_over_subsets(kind):
-    """m = 2 of the 20 empty cells of a 5 x 5 grid: each of the 190 subsets
-    equally likely; never an occupied cell, never a duplicate."""
-    grid = _grid2(5)
-    occupied = np.sort(grid.encode(np.array([[0, 0], [1, 2], [2, 2], [4, 4], [3, 0]])))
-    empty = np.setdiff1d(grid.encode(grid.all_coords()), occupied)
-    assert empty.size == 20
-    src = _source(kind, 10)
-    runs = 9_500
-    pair_ids = np.empty(runs, dtype=np.int64)
-    for r in range(runs):
-        keys = sample_empty_cells(grid, occupied, 2, src)
-        assert keys.size == 2 and keys[0] != keys[1]
-        pos = np.searchsorted(empty, keys)
-        assert np.all(empty[np.minimum(pos, 19)] == keys), "an occupied or invalid cell"
-        a, b = sorted(pos.tolist())
-        pair_ids[r] = a * 20 + b
-    support = np.array([a * 20 + b for a in range(20) for b in range(a + 1, 20)])
-    _assert_pmf(pair_ids, support, np.full(support.size, 1 / support.size))
+@pytest.mark.parametrize("eps,theta", [(1.0, 2.0), (0.5, 0.0)])
+def test_sparse_histogram_equals_truncated_dense_histogram(eps, theta, kind):
+    """End to end on a tiny universe: the sparse histogram of a block of 6
+    cells with counts (0, 1, 3, 0, 2, 0) has the law of the naive histogram
+    truncated below theta: cell c reads x_c + Z_c if that is >= theta and 0
+    (not released) otherwise, independently. The grid repeats the block
+    20,000 times; cells are independent, so one release gives 20,000 i.i.d.
+    draws of the block. Checked: every cell's law (not released, theta ..
+    theta + 6, above; 6 calls) and the joint release pattern of the block
+    (64 outcomes, the product of the per-cell release probabilities)."""
+    reps = 20_000
+    grid = _line(PATTERN.size * reps)
+    counts = np.tile(PATTERN, reps)
+    occ = np.flatnonzero(counts)
+    cells = CellCounts(occ.astype(np.int64), counts[occ].astype(np.int64))
+    noise = DiscreteLaplace(eps)
+    hist = sparse_histogram(grid, cells, noise, _source(kind, 21), theta)
+    assert np.array_equal(hist.keys, np.unique(hist.keys)) and np.all(hist.values >= theta)
+    value = np.zeros(grid.n_cells, dtype=np.int64)
+    released = np.zeros(grid.n_cells, dtype=bool)
+    value[hist.keys], released[hist.keys] = hist.values, True
+    value, released = value.reshape(reps, -1), released.reshape(reps, -1)
+
+    q = math.exp(-noise.epsilon)
+    def pmf(z):  # P(Z = z), exact discrete Laplace at the rounded epsilon
+        return (1 - q) / (1 + q) * q ** np.abs(z)
+
+    k = math.ceil(theta)
+    p_rel = []
+    for c, x in enumerate(PATTERN):
+        v = np.arange(k, k + 7)
+        probs_v = pmf(v - x)
+        p_release = sum(pmf(z) for z in range(k - x, k - x + 4000))
+        p_rel.append(p_release)
+        obs = np.where(released[:, c], np.minimum(value[:, c], k + 7) - k + 1, 0)
+        probs = np.concatenate([[1 - p_release], probs_v, [p_release - probs_v.sum()]])
+        _assert_pmf(obs, np.arange(9), probs)
+    pattern = released @ (1 << np.arange(PATTERN.size))
+    bits = (np.arange(64)[:, None] >> np.arange(PATTERN.size)) & 1
+    joint = np.prod(np.where(bits == 1, p_rel, 1 - np.array(p_rel)), axis=1)
+    _assert_pmf(pattern, np.arange(64), joint)
 
 
-def test_empty_cells_with_most_cells_occupied():
-    """90 of 100 cells occupied, m = 8: heavy rejection; each empty cell is
-    included with probability 8/10 (exact binomial bounds at RATE)."""
-    grid = Grid([0.0], [99.5], 1.0)
-    assert grid.shape == (100,)
+def test_released_empty_cells_never_occupied_and_sorted():
+    """Heavy occupancy (90 of 100 cells): only empty cells are released, in
+    key order, and with p near 1 (theta = 0, epsilon = 5) nearly all of them."""
+    grid = _line(100)
     rng = np.random.default_rng(0)
     occupied = np.sort(rng.choice(100, size=90, replace=False).astype(np.int64))
     empty = np.setdiff1d(np.arange(100), occupied)
-    src = SecureSource()
-    runs = 2_000
+    noise = DiscreteLaplace(5.0)
     incl = np.zeros(10, dtype=np.int64)
+    runs = 2_000
+    src = SecureSource()
     for _ in range(runs):
-        keys = sample_empty_cells(grid, occupied, 8, src)
-        assert np.unique(keys).size == 8 and np.all(np.isin(keys, empty))
+        keys = released_empty_cells(grid, occupied, noise, 0.0, src)
+        assert np.all(np.diff(keys) > 0) and np.all(np.isin(keys, empty))
         incl += np.isin(empty, keys)
-    lo = stats.binom.ppf(RATE / 20, runs, 0.8)
-    hi = stats.binom.isf(RATE / 20, runs, 0.8)
+    p = noise.tail(0.0)
+    lo, hi = stats.binom.ppf(RATE / 20, runs, p), stats.binom.isf(RATE / 20, runs, p)
     assert np.all((incl >= lo) & (incl <= hi)), incl
-    # all ten empty cells: exactly the empty set
-    assert np.array_equal(np.sort(sample_empty_cells(grid, occupied, 10, src)), empty)
 
 
 def _grid10() -> Grid:
@@ -343,55 +373,31 @@ def _grid10() -> Grid:
     return g
 
 
-def test_empty_cells_astronomical_universe():
-    grid = _grid10()
-    rng = np.random.default_rng(1)
-    occ_coords = rng.integers(0, 1000, size=(2000, 10))
-    occupied = np.unique(grid.encode(occ_coords))
-    keys = sample_empty_cells(grid, occupied, 100_000, SecureSource())
-    assert keys.size == 100_000 and np.unique(keys).size == 100_000
-    pos = np.minimum(np.searchsorted(occupied, keys), occupied.size - 1)
-    assert not np.any(occupied[pos] == keys)
-    coords = grid.decode(keys)
-    assert grid.valid(coords).all()
-    # each coordinate uniform over 0..999: ten deciles per dimension (10 calls -> RATE each)
-    for i in range(10):
-        _assert_pmf(coords[:, i] // 100, np.arange(10), np.full(10, 0.1))
-
-
-def test_sparse_histogram_astronomical_universe_count():
-    """|X| = 1e30 >= 2**62: the number of released empty cells is Poisson(M p)
-    (documented approximation); it must lie in Poisson's exact RATE bounds,
-    the values must all be >= theta, and occupied cells are handled too."""
+def test_sparse_histogram_astronomical_universe():
+    """|X| = 1e30 (wide keys): each empty cell is released with probability
+    p = P(Z >= 58) exactly, so their number is Binomial(M, p), checked with
+    Poisson(Mp) bounds at RATE (the two laws are within total variation p <
+    1e-26). Released empty cells are never occupied ones; keys are sorted and
+    distinct; each coordinate of the released empty cells is uniform over
+    0..999 (ten deciles per dimension, 10 calls); occupied cells are handled."""
     grid = _grid10()
     noise = DiscreteLaplace(1.0)
-    theta = 60.0
+    theta = 58.0
     rng = np.random.default_rng(2)
     occ = np.unique(grid.encode(rng.integers(0, 1000, size=(500, 10))))
     cells = CellCounts(occ, np.full(occ.size, 200, dtype=np.int64))
     hist = sparse_histogram(grid, cells, noise, SeededSource(11), theta)
     assert np.all(hist.values >= theta)
-    n_empty = int((~np.isin(hist.keys, occ)).sum())
+    empty = ~np.isin(hist.keys, occ)
     lam = (grid.n_cells - occ.size) * noise.tail(theta)
-    assert 1e3 < lam < 1e5
+    assert 1e4 < lam < 1e6
     lo, hi = stats.poisson.ppf(RATE / 2, lam), stats.poisson.isf(RATE / 2, lam)
-    assert lo <= n_empty <= hi, (n_empty, lam)
-    # every occupied cell has count 200 >> theta: released unless noise < -136 (prob ~ e^-136)
+    assert lo <= int(empty.sum()) <= hi, (int(empty.sum()), lam)
+    # every occupied cell has count 200 >> theta: released unless noise < -142 (prob ~ e^-142)
     assert np.isin(occ, hist.keys).all()
-    # canonical order (sorted keys, no duplicates), so the order reveals nothing
     assert np.array_equal(hist.keys, np.sort(hist.keys))
     assert np.unique(hist.keys).size == hist.keys.size
-
-
-@pytest.mark.parametrize("kind", SOURCES)
-def test_sample_count_binomial_and_poisson(kind):
-    src = _source(kind, 12)
-    draws = np.array([sample_count(src, 40, 0.3) for _ in range(10_000)])
-    support = np.arange(41)
-    _assert_pmf(draws, support, stats.binom.pmf(support, 40, 0.3))
-    assert sample_count(src, 0, 0.5) == 0 and sample_count(src, 10, 0.0) == 0
-    # M >= 2**62: Poisson(M p); the sum of 100 draws is Poisson(100 M p)
-    M, p = 1 << 63, 1e-16
-    total = sum(sample_count(src, M, p) for _ in range(100))
-    lam = 100 * M * p
-    assert stats.poisson.ppf(RATE / 2, lam) <= total <= stats.poisson.isf(RATE / 2, lam)
+    coords = grid.decode(hist.keys[empty])
+    assert grid.valid(coords).all()
+    for i in range(10):
+        _assert_pmf(coords[:, i] // 100, np.arange(10), np.full(10, 0.1))

@@ -77,7 +77,7 @@ def test_neighbour_sums_image(model):
 
 def test_spans_patches_follow_the_cells(model):
     ax = plotting.plot_spans(model)
-    n_polys = sum(len(cells_to_polygons(model.span_cells(s))) for s in range(model.n_spans))
+    n_polys = sum(len(cells_to_polygons(model.span_region(s))) for s in range(model.n_spans))
     assert model.n_spans == 2
     assert len(ax.patches) == n_polys
     for patch in ax.patches:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpdbscan.grid import Grid
+
 
 
 def _random_release(rng, trial):
@@ -30,15 +32,32 @@ def _random_release(rng, trial):
     return g, keys, vals
 
 
+def _force_regions(monkeypatch, regions, g):
+    """Make pruning.regions pick one kind of region on grid ``g``."""
+    from dpdbscan.post import pruning
+
+    if regions == "supercells":
+        monkeypatch.setattr(pruning, "COARSE_BUCKETS", 0)
+        monkeypatch.setattr(pruning, "DENSE_BUCKETS", 0)
+    elif regions == "two-level":  # side-2 reach buckets fit, side-reach ones do not
+        r = max(g.reach, 1)
+        n2 = pruning._n_buckets(g.shape, 2 * r)
+        if n2 < pruning._n_buckets(g.shape, r) and n2 <= 1 << 20:
+            monkeypatch.setattr(pruning, "COARSE_BUCKETS", n2)
+
+
+@pytest.mark.parametrize("regions", ["buckets", "two-level", "supercells"])
 @pytest.mark.parametrize("trial", range(20))
-def test_live_cells_keep_every_core_cell_and_its_neighbours(trial):
+def test_live_cells_keep_every_core_cell_and_its_neighbours(trial, regions, monkeypatch):
     """Brute force: every core cell and every released cell in NB of a core
-    cell passes the bucket filter."""
+    cell passes the filter, by dense buckets (in one or two levels) and by
+    shifted super-cells."""
     from dpdbscan.post.sums import neighbourhood, sparse_neighbour_sums
     from dpdbscan.post.pruning import live_cells
 
     rng = np.random.default_rng(100 + trial)
     g, keys, vals = _random_release(rng, trial)
+    _force_regions(monkeypatch, regions, g)
     thr = float(rng.uniform(50, 1500))
     cand = neighbourhood(g, keys)
     sums = sparse_neighbour_sums(g, keys, vals, cand)
@@ -52,3 +71,57 @@ def test_live_cells_keep_every_core_cell_and_its_neighbours(trial):
     assert not live_cells(g, keys, vals, keys, float(vals.sum()) + 1).any()
 
 
+@pytest.mark.parametrize("mode", ["buckets", "two-level", "bucket-neighbourhood", "supercells"])
+@pytest.mark.parametrize("trial", range(12))
+def test_core_candidates_contain_every_core_cell(trial, mode, monkeypatch):
+    """Brute force: the candidates of pruning.core_candidates are sorted,
+    distinct and contain every core cell, whichever region type and whichever
+    way of listing them (cells of live buckets or NB of the heavy cells)."""
+    from dpdbscan.post import pruning
+    from dpdbscan.post.sums import neighbourhood, sparse_neighbour_sums
+
+    if mode == "bucket-neighbourhood":
+        monkeypatch.setattr(pruning._Buckets, "live_bucket_cells", lambda self, limit: None)
+    rng = np.random.default_rng(300 + trial)
+    g, keys, vals = _random_release(rng, trial)
+    _force_regions(monkeypatch, mode, g)
+    allc = neighbourhood(g, keys)
+    sums = sparse_neighbour_sums(g, keys, vals, allc)
+    for thr in (float(rng.uniform(20, 200)), float(rng.uniform(200, 1500))):
+        core_keys = allc[sums >= thr]
+        heavy = keys[vals * g.kappa >= thr]
+        cand = pruning.core_candidates(g, keys, vals, heavy, thr)
+        assert np.array_equal(cand, np.unique(cand))
+        assert np.isin(core_keys, cand).all()
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_two_level_buckets_refine_inside_live_coarse_buckets(d, monkeypatch):
+    """A dense blob in one corner and small values scattered everywhere: the
+    coarse buckets (side 2 reach) are live only near the blob, side-reach
+    block sums are then looked up there only, and still every core cell and
+    every released cell in NB of one passes (brute force)."""
+    from dpdbscan.post import pruning
+    from dpdbscan.post.sums import neighbourhood, sparse_neighbour_sums
+
+    g = Grid(np.zeros(d), np.ones(d), 0.02 if d == 2 else 0.06)
+    r = g.reach
+    monkeypatch.setattr(pruning, "COARSE_BUCKETS", pruning._n_buckets(g.shape, 2 * r))
+    rng = np.random.default_rng(d)
+    scatter = np.stack([rng.integers(0, s, 3000) for s in g.shape], 1)
+    blob = np.clip(np.array(g.shape) // 5 + rng.integers(-4, 5, (400, d)), 0, None)
+    keys, idx = np.unique(g.encode(np.concatenate([scatter, blob])), return_index=True)
+    vals = np.where(idx >= 3000, rng.integers(5, 40, keys.size), rng.integers(1, 4, keys.size))
+    allc = neighbourhood(g, keys)
+    sums = sparse_neighbour_sums(g, keys, vals, allc)
+    thr = float(np.quantile(sums[sums > 0], 0.995))
+    reg = pruning.regions(g, keys, vals, thr)
+    assert isinstance(reg, pruning._SparseBuckets) and reg.side == r
+    core_keys = allc[sums >= thr]
+    assert core_keys.size > 0
+    assert reg.may_be_core(core_keys).all() and reg.near(core_keys).all()
+    rel = keys[np.isin(keys, neighbourhood(g, core_keys))]
+    assert reg.near(rel).all()
+    assert reg.may_be_core(allc).sum() < allc.size / 4  # and it prunes
+    cand = pruning.core_candidates(g, keys, vals, keys, thr)
+    assert np.isin(core_keys, cand).all()

@@ -18,16 +18,16 @@ from .model import SpanModel
 __version__ = "0.1.0"
 
 __all__ = [
-    "DPDBSCAN", "SpanModel", "Grid", "neighbour_offsets", "BudgetAccountant",
+    "DPDBSCAN", "fit_lonlat", "SpanModel", "Grid", "neighbour_offsets", "BudgetAccountant",
     "BudgetExceeded", "PrivacyLeakWarning", "UtilityWarning", "InsecureRandomnessWarning",
     "__version__",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "DPDBSCAN":
+    if name in ("DPDBSCAN", "fit_lonlat"):
         # lazy: scikit-learn takes about a second to import; the CLI never needs it
-        from .estimator import DPDBSCAN
+        from . import estimator
 
-        return DPDBSCAN
+        return getattr(estimator, name)
     raise AttributeError(f"module 'dpdbscan' has no attribute {name!r}")

@@ -21,12 +21,21 @@ import math
 import os
 import warnings
 from fractions import Fraction
+from typing import Protocol
 
 import numpy as np
 
 from .exceptions import InsecureRandomnessWarning
 
 _TWO63 = np.uint64(1 << 63)
+
+
+class Source(Protocol):
+    """Where random bits come from: ``raw(n)`` gives ``n`` uniform 64-bit words."""
+
+    secure: bool
+
+    def raw(self, n: int) -> np.ndarray: ...
 
 
 class SecureSource:
@@ -38,14 +47,6 @@ class SecureSource:
         if n <= 0:
             return np.empty(0, dtype=np.uint64)
         return np.frombuffer(os.urandom(8 * int(n)), dtype=np.uint64).copy()
-
-    def numpy_generator(self) -> np.random.Generator:
-        """A numpy generator seeded with 256 fresh bits from the OS CSPRNG.
-
-        Only used where we document a floating-point approximation (the
-        Binomial count of released empty cells, continuous Laplace noise).
-        """
-        return np.random.default_rng(int.from_bytes(os.urandom(32), "little"))
 
 
 class SeededSource:
@@ -63,9 +64,6 @@ class SeededSource:
         if n <= 0:
             return np.empty(0, dtype=np.uint64)
         return self._gen.bit_generator.random_raw(int(n)).astype(np.uint64, copy=False)
-
-    def numpy_generator(self) -> np.random.Generator:
-        return self._gen
 
 
 def make_source(random_state, *, warn: bool = True):

@@ -31,7 +31,9 @@ fields running over a line end.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -173,7 +175,7 @@ def is_number(text: str) -> bool:
     return _NUMBER.fullmatch(text.strip(" \t")) is not None
 
 
-def looks_like_data(fields) -> bool:
+def looks_like_data(fields: Sequence[str]) -> bool:
     """True if every field is a number or missing, and at least one is a
     number: such a first line is a record, not a header."""
     fields = list(fields)
@@ -306,7 +308,7 @@ def _is_utf8(data: bytes) -> bool:
     return True
 
 
-def coerce_binary(col) -> tuple[np.ndarray, np.ndarray]:
+def coerce_binary(col: Any) -> tuple[np.ndarray, np.ndarray]:
     """Float64 values of a binary/string Arrow column, and a mask of the
     values that are present but not numbers (those become NaN).
 

@@ -10,8 +10,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from .backends import NumpyBackend, resolve_backend
+from .geo import Equirectangular, parse_length
 from .mechanism import forecast as _forecast
 from .mechanism import release
+from .model import SpanModel
 from .params import (
     PARAMETERS,
     bounds_from_data,
@@ -122,10 +124,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         The DP release.
     histogram_ : NoisyHistogram
         The released noisy histogram (part of the release).
-    gamma_, tau_, kappa_, theta_, n_cells_, rho_, beta_ :
-        Margin (Gamma of the bound test, the largest m(q) of the density test),
-        additive error tau = 2 Gamma (bound test; None for density), kappa,
-        sparse threshold, |X|, approximation ratio and failure probability.
+    gamma_, gamma_upper_, tau_, kappa_, theta_, n_cells_, rho_, beta_ :
+        Margins (bound test: Gamma_low and Gamma_up; density test: the largest
+        m(q) and None), additive error tau = Gamma_low + Gamma_up (bound test;
+        None for density), kappa, sparse threshold, |X|, approximation ratio and
+        failure probability.
     guarantee_ : dict
         The guarantee of the core test and the privacy parameters.
     budget_spent_ : tuple (epsilon, delta)
@@ -215,6 +218,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.spans_ = spans
         self.histogram_ = spans.histogram
         self.gamma_ = spans.gamma
+        self.gamma_upper_ = spans.gamma_upper
         self.tau_ = spans.tau if spans.core == "bound" else None
         self.kappa_ = spans.histogram_grid.kappa
         self.theta_ = spans.theta
@@ -276,6 +280,53 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         own data; publishing them is not covered by the DP guarantee.
         """
         return self.fit(X).predict(X)
+
+
+def fit_lonlat(lonlat, *, bounds, eps, min_samples: int = 5, epsilon: float = 1.0,
+               ref_lat: float | None = None, **kwargs) -> SpanModel:
+    """Release DP spans of longitude/latitude points, the Python side of
+    ``dpdbscan fit --geo``.
+
+    Parameters
+    ----------
+    lonlat : array of shape (n, 2)
+        Longitude and latitude in degrees (private).
+    bounds : (lon_min, lat_min, lon_max, lat_max)
+        The public box in degrees (the GeoJSON bbox order).
+    eps : float or str
+        The DBSCAN radius: a length such as ``"50m"`` or ``"0.05km"``, a
+        number of km, or "auto".
+    min_samples, epsilon, **kwargs
+        As for :class:`DPDBSCAN` (``random_state``, ``core``, ...).
+    ref_lat : float, optional
+        The public latitude where the projection is exact (default: the box's
+        centre).
+
+    Returns
+    -------
+    SpanModel
+        With the projection and the degree bounds in its metadata, so that its
+        GeoJSON and pictures are in lon/lat, ``predict_lonlat`` takes degrees,
+        and ``dpdbscan info``/``predict``/``plot``/``map`` treat it as a
+        geographic model. The projection's origin is the centre of the public
+        box, never of the data.
+    """
+    if not (isinstance(bounds, (tuple, list)) and len(bounds) == 4):
+        raise ValueError(f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, "
+                         f"got bounds={bounds!r}")
+    lower, upper = [float(v) for v in bounds[:2]], [float(v) for v in bounds[2:]]
+    proj = Equirectangular.from_bounds(lower, upper, ref_lat)
+    X = check_array(lonlat)
+    if X.shape[1] != 2:
+        raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")
+    km = "auto" if eps == "auto" else parse_length(eps, geo=True)
+    est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon,
+                   bounds=proj.project_bounds(lower, upper), **kwargs)
+    spans = est.fit(proj.forward(X)).spans_
+    spans.metadata.update({"projection": proj.to_dict(),
+                           "bounds_degrees": {"lower": lower, "upper": upper},
+                           "bounds_source": "public (fit_lonlat bounds)", "eps_text": str(eps)})
+    return spans
 
 
 def _are_paths(X) -> bool:

@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 #: Kilometres per degree of a great circle on the mean Earth sphere
 #: (radius 6371.0088 km): 2 * pi * 6371.0088 / 360.
+#: A 1-D sequence of numbers (a list, a tuple or an array).
+Vector = Sequence[float] | np.ndarray
+
 KM_PER_DEGREE = 111.195
 
 #: Column names recognised as longitude and latitude (lower case).
@@ -40,7 +44,7 @@ _LENGTH = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zA-
 _TO_KM = {"m": 1e-3, "km": 1.0}
 
 
-def parse_length(text, *, geo: bool) -> float:
+def parse_length(text: str | float, *, geo: bool) -> float:
     """A length such as ``"50m"``, ``"0.05km"`` or ``"0.05"``.
 
     With ``geo=True`` the result is in km and a plain number means km. Without
@@ -70,7 +74,7 @@ def format_km(km: float) -> str:
     return f"{km * 1000:g} m" if km < 1 else f"{km:g} km"
 
 
-def check_lonlat_box(lower, upper) -> None:
+def check_lonlat_box(lower: Vector, upper: Vector) -> None:
     """Refuse a degree box that cannot be (lon_min, lat_min, lon_max, lat_max)."""
     (lon_lo, lat_lo), (lon_hi, lat_hi) = lower, upper
     if not (-90 <= lat_lo < lat_hi <= 90):
@@ -113,7 +117,8 @@ class Equirectangular:
             )
 
     @classmethod
-    def from_bounds(cls, lower, upper, ref_lat: float | None = None) -> Equirectangular:
+    def from_bounds(cls, lower: Vector, upper: Vector,
+                    ref_lat: float | None = None) -> Equirectangular:
         """Centred on the public box ``[lower, upper]`` = (lon, lat) corners."""
         check_lonlat_box(lower, upper)
         lon0 = (float(lower[0]) + float(upper[0])) / 2
@@ -130,7 +135,7 @@ class Equirectangular:
         """Axis aspect for lon/lat plots that look right at ``ref_lat``."""
         return 1.0 / math.cos(math.radians(self.ref_lat))
 
-    def forward(self, lonlat) -> np.ndarray:
+    def forward(self, lonlat: Vector) -> np.ndarray:
         """(n, 2) lon/lat in degrees -> (n, 2) x/y in km."""
         P = np.asarray(lonlat, dtype=np.float64)
         if P.ndim != 2 or P.shape[1] != 2:
@@ -140,7 +145,7 @@ class Equirectangular:
         out[:, 1] = (P[:, 1] - self.lat0) * KM_PER_DEGREE
         return out
 
-    def inverse(self, xy) -> np.ndarray:
+    def inverse(self, xy: Vector) -> np.ndarray:
         """(n, 2) x/y in km -> (n, 2) lon/lat in degrees."""
         P = np.asarray(xy, dtype=np.float64)
         out = np.empty_like(P)
@@ -148,12 +153,12 @@ class Equirectangular:
         out[..., 1] = P[..., 1] / KM_PER_DEGREE + self.lat0
         return out
 
-    def project_bounds(self, lower, upper):
+    def project_bounds(self, lower: Vector, upper: Vector) -> tuple[np.ndarray, np.ndarray]:
         """Degree box -> km box (exact: the projection is axis-aligned affine)."""
         km = self.forward(np.array([lower, upper], dtype=np.float64))
         return km[0], km[1]
 
-    def max_scale_error(self, lower, upper) -> float:
+    def max_scale_error(self, lower: Vector, upper: Vector) -> float:
         """Largest relative error of east-west distances inside the degree box."""
         c0 = math.cos(math.radians(self.ref_lat))
         errs = [abs(math.cos(math.radians(lat)) / c0 - 1) for lat in (lower[1], upper[1])]
@@ -180,13 +185,13 @@ class Equirectangular:
             raise ValueError(f"malformed projection in model metadata: {exc!r}") from None
 
 
-def projection_of(model) -> Equirectangular | None:
+def projection_of(model: object) -> Equirectangular | None:
     """The projection stored in a span model's metadata, if any."""
     d = getattr(model, "metadata", {}).get("projection")
     return None if d is None else Equirectangular.from_dict(d)
 
 
-def default_geo_columns(names) -> list[str] | None:
+def default_geo_columns(names: Sequence[str]) -> list[str] | None:
     """(lon, lat) column names when the header names them, else None."""
     lower = {str(n).lower(): n for n in names}
     lon = next((lower[n] for n in LON_NAMES if n in lower), None)

@@ -23,11 +23,15 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
 from .bounds import approximation_ratio
+
+#: A 1-D sequence of numbers (a list, a tuple or an array).
+Vector = Sequence[float] | np.ndarray
 
 INT64_SAFE = 1 << 62  # head-room for negative offsets and sentinels
 
@@ -259,7 +263,7 @@ class Grid:
         np.minimum(out, float(self.shape[i] - 1), out=out)
         return np.trunc(out, out=out)
 
-    def linear_index(self, X: np.ndarray, strides) -> np.ndarray:
+    def linear_index(self, X: np.ndarray, strides: Vector) -> np.ndarray:
         """``sum_i coord_i(X) * strides[i]`` as int64, for points in the box.
 
         Works through the points in cache-sized blocks with two float buffers
@@ -268,14 +272,14 @@ class Grid:
         """
         n = X.shape[0]
         out = np.empty(n, dtype=np.int64)
-        strides = [int(s) for s in strides]
-        top = sum((s - 1) * st for s, st in zip(self.shape, strides))
+        istrides = [int(s) for s in strides]
+        top = sum((s - 1) * st for s, st in zip(self.shape, istrides))
         if n == 0:
             return out
         if top >= 1 << 53:  # float sums would round: integer accumulation
             out[:] = 0
             for i in range(self.d):
-                out += self._axis_coords(X[:, i], i) * strides[i]
+                out += self._axis_coords(X[:, i], i) * istrides[i]
             return out
         block = min(n, _BLOCK)
         acc, tmp = np.empty(block), np.empty(block)
@@ -285,8 +289,8 @@ class Grid:
             for i in range(self.d):
                 dst = a if i == 0 else t
                 self._axis_cells(X[start:stop, i], i, dst)
-                if strides[i] != 1:
-                    dst *= float(strides[i])
+                if istrides[i] != 1:
+                    dst *= float(istrides[i])
                 if i:
                     a += t
             out[start:stop] = a
@@ -311,7 +315,7 @@ class Grid:
 
     # ------------------------------------------------------------------- keys
     @property
-    def key_dtype(self):
+    def key_dtype(self) -> np.dtype:
         return np.dtype(("V", 8 * self.d)) if self.wide else np.dtype(np.int64)
 
     def encode(self, coords: np.ndarray) -> np.ndarray:
@@ -339,7 +343,7 @@ class Grid:
     def valid(self, coords: np.ndarray) -> np.ndarray:
         return np.all((coords >= 0) & (coords < np.asarray(self.shape)), axis=1)
 
-    def key_delta(self, offset) -> int:
+    def key_delta(self, offset: Vector) -> int:
         """Key difference of an integer offset (int64 keys only)."""
         return int(np.dot(np.asarray(offset, dtype=np.int64), self._strides))
 
@@ -356,7 +360,7 @@ class Grid:
         }
 
 
-def offset_runs(offsets: np.ndarray):
+def offset_runs(offsets: np.ndarray) -> Iterator[tuple[np.ndarray, int, int]]:
     """Group integer offsets into runs contiguous in the last dimension.
 
     Yields ``(prefix, lo, hi)`` such that the offsets are exactly the

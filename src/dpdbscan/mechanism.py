@@ -20,7 +20,7 @@ from . import _random
 from .backends import Backend, resolve_backend
 from .backends.base import CellCounts, DenseBackend
 from .exceptions import UtilityWarning
-from .grid import Grid
+from .grid import MAX_KAPPA, Grid
 from .histogram import NoisyHistogram
 from .histograms import (
     default_theta,
@@ -33,7 +33,8 @@ from .histograms import (
 from .model import SpanModel
 from .points import clean_points
 from .post import auto
-from .post.density import MAX_KAPPA, utility_note
+from .post.density import MAX_KAPPA as DENSITY_MAX_KAPPA
+from .post.density import utility_note
 from .post.forecast import Forecast
 from .post.forecast import forecast as _forecast
 from .post.spans import SpanParams, build_spans
@@ -42,7 +43,7 @@ HISTOGRAMS = ("auto", "dense", "sparse", "stability")
 DENSE_MAX_CELLS = 1 << 23  # "auto" uses the naive histogram up to this |X|
 MAX_EMPTY_CELLS = 1 << 20  # default cap on the expected number of released empty cells
 MAX_EXPECTED_EMPTY = 1e8  # refuse an explicit theta that would release more
-DENSITY_MAX_KAPPA = MAX_KAPPA  # the density test weighs every cell of NB (d <= 6 at eta = 4)
+# DENSITY_MAX_KAPPA: the density test weighs every cell of NB (d <= 6 at eta = 4)
 
 __all__ = ["MechanismConfig", "release_histogram", "fit_spans", "release", "configure",
            "forecast", "clean_points", "HISTOGRAMS"]
@@ -173,15 +174,21 @@ def configure(p: dict[str, Any], grid: Grid) -> tuple[MechanismConfig, float]:
     from |X|."""
     alpha, eta = grid.alpha, grid.eta
     core = p.get("core", "density")
-    if core == "density" and grid.kappa > DENSITY_MAX_KAPPA:
-        # public (d, eta): the density test's weights cover every cell of an
-        # eps-neighbourhood, which is far too many here; the bound test is
-        # evaluated without enumerating them
+    if grid.kappa > MAX_KAPPA:
+        warnings.warn(
+            f"in d={grid.d} at eta={eta:g} an eps-neighbourhood has {grid.kappa:,} cells, more than "
+            f"any core test can evaluate ({MAX_KAPPA:,}): the release will have no span. "
+            "DP-DBSCAN cannot resolve clusters in this many dimensions; use fewer dimensions.",
+            UtilityWarning, stacklevel=3)
+    elif core == "density" and grid.kappa > DENSITY_MAX_KAPPA:
         warnings.warn(
             f"in d={grid.d} at eta={eta:g} an eps-neighbourhood has {grid.kappa:,} cells, more "
             f"than the density test can weigh ({DENSITY_MAX_KAPPA:,}): the release uses "
             "core='bound', whose margin grows with that count and will likely swamp any "
             "cluster. Use fewer dimensions.", UtilityWarning, stacklevel=3)
+    if core == "density" and grid.kappa > DENSITY_MAX_KAPPA:
+        # public (d, eta): the density test's weights cover every cell of an
+        # eps-neighbourhood, far too many here; the bound test never enumerates them
         core = "bound"
         rule = p.get("margin", "auto")
         p = {**p, "margin": rule if rule in ("auto", "chernoff", "paper") else "auto"}

@@ -22,13 +22,14 @@ import numpy as np
 
 from . import bounds as _bounds
 from . import serialize
+from .geo import projection_of
 from .grid import Grid
 from .histogram import NoisyHistogram
 from .params import check_array, check_min_samples, check_param
 from .post.density import MAX_KAPPA
 from .post.spans import SpanParams, Spans, build_spans, density_guarantee
 from .post.subcells import SubcellLayout
-from .predict import predict_spans
+from .predict import predict_spans, span_regions
 
 
 @dataclass
@@ -47,7 +48,14 @@ class SpanModel:
     min_samples : int
         The user's (non-private) MinPts.
     gamma, beta : float
-        Margin Gamma and failure probability; tau = 2 Gamma.
+        Margin and failure probability. Bound test: Gamma_low (UB~ = noisy sum
+        + Gamma_low bounds the true sum from above); density test: the largest
+        margin m(q).
+    gamma_upper : float or None
+        Bound test: the upper margin Gamma_up (a noisy sum exceeds the true one
+        by at most Gamma_up); tau = Gamma_low + Gamma_up. None in models saved
+        before it was recorded: their sandwich guarantee is established only
+        for the dense histogram (docs/privacy.md).
     epsilon, delta : float
         Privacy parameters of the release.
     histogram : NoisyHistogram or None
@@ -110,6 +118,7 @@ class SpanModel:
     n_events: int | None = None
     core: str = "bound"
     extra: dict | None = None
+    gamma_upper: float | None = None
     hist_grid: Grid | None = field(default=None, repr=False)
     release: dict | None = None
     auto: dict | None = None
@@ -147,7 +156,7 @@ class SpanModel:
             histogram_kind=hist.kind, noise=hist.noise, theta=hist.theta, histogram=hist,
             metadata=metadata or {}, subcells=params.subcells, border=float(params.border),
             margin=params.margin, eta=hist.grid.eta, kappa=spans.kappa, n_events=spans.n_events,
-            core=params.core, extra=spans.extra,
+            core=params.core, extra=spans.extra, gamma_upper=spans.gamma_upper,
         )
 
     @property
@@ -172,7 +181,8 @@ class SpanModel:
     # ----------------------------------------------------------- guarantees
     @property
     def tau(self) -> float:
-        return _bounds.tau(self.gamma)
+        """Bound test: tau = Gamma_low + Gamma_up (2 Gamma for the dense histogram)."""
+        return _bounds.tau(self.gamma, self.gamma_upper)
 
     @property
     def threshold(self) -> float:
@@ -213,8 +223,8 @@ class SpanModel:
         extra = self.extra or {}
         return {
             "core": "density", "rho": self.rho, "tau": None, "beta": self.beta,
-            "gamma": self.gamma, "margin": self.margin, "kappa": self.kappa,
-            "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
+            "gamma": self.gamma, "gamma_upper": self.gamma_upper, "margin": self.margin,
+            "kappa": self.kappa, "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
             "subcells": self.subcells, "accuracy_margin": extra.get("accuracy_margin"),
             "probability": extra.get("probability"),
             "covers_clusters_at": None,
@@ -233,8 +243,12 @@ class SpanModel:
         ones Gamma was computed with.
         """
         upper = self.min_samples + (self.tau if self.raise_min_samples else 0.0)
+        legacy = self.gamma_upper is None and self.histogram_kind != "dense"
         return {
-            "core": "bound", "probability": 1.0 - self.beta,
+            "core": "bound", "probability": None if legacy else 1.0 - self.beta,
+            "gamma_lower": self.gamma,
+            "gamma_upper": self.gamma if self.histogram_kind == "dense" and self.gamma_upper is None
+            else self.gamma_upper,
             "rho": self.rho, "tau": self.tau, "beta": self.beta, "gamma": self.gamma,
             "kappa": self.kappa, "n_events": self.n_events, "n_cells": self.n_cells,
             "theta": self.theta, "subcells": self.subcells, "margin": self.margin,
@@ -251,13 +265,32 @@ class SpanModel:
             raise ValueError(
                 f"X has {X.shape[1]} features, but the model was fitted with {self.grid.d}"
             )
-        to = "centres" if self.core == "density" else "cells"
-        return predict_spans(self.grid, self.core_keys, self.labels, X, self.border, to)
+        keys, labels = self.regions()
+        return predict_spans(self.grid, keys, labels, X)
+
+    def regions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted keys of every span-grid cell ``predict`` maps to a span (core
+        cells and border cells), with that span: computed once from the
+        released spans (:func:`dpdbscan.predict.span_regions`)."""
+        cached = self.__dict__.get("_regions")
+        key = (self.border, self.core, self.core_keys.size)
+        if cached is None or cached[0] != key:
+            to = "centres" if self.core == "density" else "cells"
+            cached = (key, span_regions(self.grid, self.core_keys, self.labels, self.border, to))
+            self.__dict__["_regions"] = cached
+        return cached[1]
 
     def span_cells(self, span_id: int | None = None) -> np.ndarray:
-        """Integer coordinates of the cells of one span (or of all core cells)."""
+        """Integer coordinates of the core cells of one span (or of all)."""
         keys = self.core_keys if span_id is None else self.core_keys[self.labels == span_id]
         return self.grid.decode(keys)
+
+    def span_region(self, span_id: int) -> np.ndarray:
+        """Integer coordinates of every cell ``predict`` maps to span
+        ``span_id``: its core cells and its border cells (what the GeoJSON and
+        the pictures draw)."""
+        keys, labels = self.regions()
+        return self.grid.decode(keys[labels == span_id])
 
     # ---------------------------------------------------- re-parameterise
     @property
@@ -312,8 +345,10 @@ class SpanModel:
             if self.core == "density":
                 border = self.border * alpha / self.grid.alpha
         params = replace(self.params, min_samples=m, border=float(border))
-        same_sums = self.core == "bound" and hist is self.histogram
-        spans = build_spans(hist, params, gamma=self.gamma if same_sums else None)
+        # the bound test's margins depend on the cells and alpha only: kept at the same alpha
+        same = self.core == "bound" and hist is self.histogram
+        spans = build_spans(hist, params, gamma=self.gamma if same else None,
+                            gamma_upper=self.gamma_upper if same else None)
         model = SpanModel.from_spans(hist, spans, params, delta=self.delta,
                                      metadata=dict(self.metadata))
         model.release = dict(self.release or {})
@@ -343,8 +378,8 @@ class SpanModel:
             "histogram": self.histogram_kind, "alpha": g.alpha, "min_samples": self.min_samples,
             "threshold": self.threshold, "rho": self.rho,
             "tau": self.tau if self.core == "bound" else None, "beta": self.beta,
-            "gamma": self.gamma, "margin": self.margin, "kappa": self.kappa,
-            "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
+            "gamma": self.gamma, "gamma_upper": self.gamma_upper, "margin": self.margin,
+            "kappa": self.kappa, "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
             "core": self.core, "guarantee": self.guarantee(), "eta": self._eta,
             "cell_width": hg.width, "shape": list(hg.shape), "d": g.d,
             "subcells": self.subcells, "span_cell_width": g.width, "span_shape": list(g.shape),
@@ -369,7 +404,9 @@ class SpanModel:
             f"  grid    : d={g.d}, cell width w={self.histogram_grid.width:.4g}, "
             f"|X|={self.n_cells}, kappa={self.kappa}, sub-cells {self.subcells}^{g.d}",
             (f"  margin  : m(q) <= {self.gamma:.2f} ({self.margin} sigma with the empty-space guard)"
-             if self.core == "density" else f"  margin  : Gamma={self.gamma:.2f} ({self.margin})")
+             if self.core == "density" else f"  margin  : Gamma={self.gamma:.2f}"
+             + ("" if self.gamma_upper is None or self.gamma_upper == self.gamma
+                else f" (lower), {self.gamma_upper:.2f} (upper)") + f" ({self.margin})")
             + (f", theta={self.theta:g}" if self.histogram_kind != "dense" else "")
             + f", border={self.border:.4g}",
             self._guarantee_line(),
@@ -426,8 +463,26 @@ class SpanModel:
         return cls.from_dict(data)
 
     def to_geojson(self, transform: Callable[[np.ndarray], np.ndarray] | None = None) -> dict:
-        """Spans as GeoJSON MultiPolygons (2-D only); see :func:`serialize.model_to_geojson`."""
+        """Spans as GeoJSON MultiPolygons (2-D only); see :func:`serialize.model_to_geojson`.
+
+        A geographic model (one with a projection in its metadata, such as
+        :func:`dpdbscan.fit_lonlat` and ``dpdbscan fit --geo`` make) is written
+        in longitude/latitude unless ``transform`` says otherwise.
+        """
+        if transform is None:
+            proj = projection_of(self)
+            transform = None if proj is None else proj.inverse
         return serialize.model_to_geojson(self, transform)
+
+    def predict_lonlat(self, lonlat) -> np.ndarray:
+        """Span id of each (longitude, latitude) point in degrees, for a
+        geographic model: the points go through the model's own (public)
+        projection first."""
+        proj = projection_of(self)
+        if proj is None:
+            raise ValueError("predict_lonlat needs a geographic model (fitted with fit_lonlat or "
+                             "'dpdbscan fit --geo'); use predict for data coordinates")
+        return self.predict(proj.forward(check_array(lonlat)))
 
     def save_geojson(self, path, transform=None) -> None:
         Path(path).write_text(json.dumps(self.to_geojson(transform)))

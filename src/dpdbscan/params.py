@@ -42,21 +42,22 @@ class Constraint:
 
     text = ""
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value: Any) -> bool:
         raise NotImplementedError
 
-    def type_ok(self, value) -> bool:
+    def type_ok(self, value: Any) -> bool:
         """The value has the right type, whatever its range."""
         return self.accepts(value)
 
-    def normalise(self, value):
+    def normalise(self, value: Any) -> Any:
         return value
 
 
 class Real(Constraint):
     """A finite real number in an interval (``bool`` and strings refused)."""
 
-    def __init__(self, low=None, high=None, *, low_open=False, high_open=False):
+    def __init__(self, low: float | None = None, high: float | None = None, *,
+                 low_open: bool = False, high_open: bool = False):
         self.low, self.high, self.low_open, self.high_open = low, high, low_open, high_open
         parts = []
         if low is not None:
@@ -65,10 +66,10 @@ class Real(Constraint):
             parts.append(f"{'<' if high_open else '<='} {high:g}")
         self.text = "a finite number" + (" " + " and ".join(parts) if parts else "")
 
-    def type_ok(self, value) -> bool:
+    def type_ok(self, value: Any) -> bool:
         return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value: Any) -> bool:
         if not self.type_ok(value):
             return False
         v = float(value)
@@ -78,31 +79,31 @@ class Real(Constraint):
             return False
         return not (self.high is not None and (v >= self.high if self.high_open else v > self.high))
 
-    def normalise(self, value):
+    def normalise(self, value: Any) -> Any:
         return float(value)
 
 
 class Integer(Constraint):
     """An integer (or an integral float such as 20.0) in an interval."""
 
-    def __init__(self, low=None, high=None):
+    def __init__(self, low: int | None = None, high: int | None = None):
         self.low, self.high = low, high
         parts = ([f">= {low}"] if low is not None else []) + ([f"<= {high}"] if high is not None else [])
         self.text = "an integer" + (" " + " and ".join(parts) if parts else "")
 
-    def type_ok(self, value) -> bool:
+    def type_ok(self, value: Any) -> bool:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             return False
         return isinstance(value, numbers.Integral) or (
             math.isfinite(float(value)) and float(value).is_integer())
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value: Any) -> bool:
         if not self.type_ok(value):
             return False
         v = int(value)
         return (self.low is None or v >= self.low) and (self.high is None or v <= self.high)
 
-    def normalise(self, value):
+    def normalise(self, value: Any) -> Any:
         return int(value)
 
 
@@ -113,24 +114,24 @@ class Options(Constraint):
         self.values = values
         self.text = "one of " + ", ".join(repr(v) for v in values)
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value: Any) -> bool:
         return isinstance(value, str) and value in self.values
 
 
 class Boolean(Constraint):
     text = "True or False"
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value: Any) -> bool:
         return isinstance(value, (bool, np.bool_))
 
-    def normalise(self, value):
+    def normalise(self, value: Any) -> Any:
         return bool(value)
 
 
 class NoneValue(Constraint):
     text = "None"
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value: Any) -> bool:
         return value is None
 
 
@@ -141,7 +142,7 @@ class HasMethods(Constraint):
         self.methods = methods
         self.text = what
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value: Any) -> bool:
         # a str has a count() method too, and is never an interface
         return not isinstance(value, (str, bytes)) and all(
             callable(getattr(value, m, None)) for m in self.methods)
@@ -150,7 +151,7 @@ class HasMethods(Constraint):
 class RandomState(Constraint):
     text = "an int or a numpy Generator"
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value: Any) -> bool:
         return isinstance(value, (int, np.integer, np.random.Generator)) and not isinstance(value, bool)
 
 
@@ -199,7 +200,7 @@ def _describe(name: str, param: Param) -> str:
     return " or ".join(c.text for c in param.constraints)
 
 
-def check_param(name: str, value, *, cli: bool = False):
+def check_param(name: str, value: Any, *, cli: bool = False) -> Any:
     """``value`` normalised if :data:`PARAMETERS` accepts it for ``name``.
 
     Raises TypeError (wrong type for a number) or ValueError naming the
@@ -261,15 +262,15 @@ def validate(values: dict[str, Any], *, cli: bool = False) -> dict[str, Any]:
 # the individual checks the rest of the package uses
 
 
-def check_epsilon(epsilon) -> float:
+def check_epsilon(epsilon: Any) -> float:
     return check_param("epsilon", epsilon)
 
 
-def check_delta(delta) -> float:
+def check_delta(delta: Any) -> float:
     return check_param("delta", delta)
 
 
-def check_min_samples(min_samples) -> int:
+def check_min_samples(min_samples: Any) -> int:
     """MinPts as a number (an integer >= 1; "auto" is the estimator's, not a value)."""
     value = check_param("min_samples", min_samples)
     if value == "auto":
@@ -277,7 +278,8 @@ def check_min_samples(min_samples) -> int:
     return value
 
 
-def check_positive(name: str, value, *, upper=None, upper_inclusive=True) -> float:
+def check_positive(name: str, value: Any, *, upper: float | None = None,
+                   upper_inclusive: bool = True) -> float:
     """A positive finite real number (optionally with an upper bound)."""
     c = Real(0, upper, low_open=True, high_open=not upper_inclusive)
     if c.accepts(value):
@@ -286,7 +288,7 @@ def check_positive(name: str, value, *, upper=None, upper_inclusive=True) -> flo
     raise exc(f"{name} must be {c.text}, got {name}={_plain(value, True)}")
 
 
-def check_array(X, name: str = "X") -> np.ndarray:
+def check_array(X: Any, name: str = "X") -> np.ndarray:
     """A 2-D float64 array of real numbers (NaN/inf allowed here; the
     mechanism drops such rows). Refuses sparse matrices, complex and
     non-numeric data with messages in scikit-learn's words."""
@@ -328,7 +330,7 @@ def check_array(X, name: str = "X") -> np.ndarray:
     return np.asarray(arr, dtype=np.float64)
 
 
-def check_bounds(bounds, n_features: int | None):
+def check_bounds(bounds: Any, n_features: int | None) -> tuple[np.ndarray, np.ndarray]:
     """``(lower, upper)`` with scalars or per-feature sequences -> two (d,) arrays."""
     if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
         raise ValueError(f"bounds must be a pair (lower, upper), got bounds={bounds!r}")
@@ -360,7 +362,7 @@ def check_bounds(bounds, n_features: int | None):
     return lower, upper
 
 
-def bounds_from_data(X: np.ndarray):
+def bounds_from_data(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Data bounds, with the warning that this leaks (diffprivlib's convention)."""
     warnings.warn(
         "bounds were not given, so they are computed from the data. This leaks "

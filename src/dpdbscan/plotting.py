@@ -207,7 +207,7 @@ def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap=Non
     in_view = np.all((stats.upper > lo) & (stats.lower < hi), axis=1)
     for s in np.flatnonzero(in_view):
         colour = colours[s]
-        for rings in cells_to_polygons(model.span_cells(s)):
+        for rings in cells_to_polygons(model.span_region(s)):
             verts, codes = [], []
             for ring in rings:
                 xy = T(grid.lower + np.asarray(ring, dtype=np.float64) * grid.width)

@@ -2,13 +2,17 @@
 
 Needs only the spans (a grid, the sorted keys of the core cells and their
 span ids), never the training data, so labelling any point costs no privacy.
-A point is labelled with the span of the core cell it lies in; with
-``border > 0`` a point in no core cell takes the span of the nearest core cell
-within ``border`` (DBSCAN's border points). The distance to a core cell is
-measured to the cell itself (``to="cells"``, the bound test) or to its centre
-(``to="centres"``, the density test, where the centres stand in for DBSCAN's
-core points). Points outside the box, or with NaN/inf coordinates, are noise
-(-1).
+
+The *region* of a span is the set of cells of the span grid that ``predict``
+maps to it: its core cells, and, with ``border > 0``, every other cell whose
+centre lies within ``border`` of a core cell of the span and nearer to it
+than to any other span's (ties go to the smaller span id; DBSCAN's border
+points). The distance is measured to the core cell itself (``to="cells"``,
+the bound test) or to its centre (``to="centres"``, the density test, where
+the centres stand in for DBSCAN's core points). A point takes the span whose
+region holds its cell, so ``predict``, the GeoJSON and the pictures show the
+same regions, cell for cell. Points outside the box, or with NaN/inf
+coordinates, are noise (-1).
 """
 
 from __future__ import annotations
@@ -22,28 +26,61 @@ import numpy as np
 from .grid import Grid, search_keys
 
 
-def predict_spans(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, X: np.ndarray,
-                  border: float = 0.0, to: str = "cells") -> np.ndarray:
-    """Span id of each row of the float array ``X`` (n, d), -1 for noise.
+def span_regions(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: float = 0.0,
+                 to: str = "cells") -> tuple[np.ndarray, np.ndarray]:
+    """Sorted keys of every cell ``predict`` maps to a span, and that span.
 
-    With ``to="centres"`` the shortcut for a point inside a core cell (its own
-    span) is exactly the nearest-centre rule when the border radius is at
-    least half a cell's diagonal and the diagonal is below alpha: a closer
-    centre of another core cell is within one diagonal of the own centre,
-    hence joined to it and in the same span.
+    The core cells, plus the cells within ``border`` of one (see the module
+    docstring), each labelled by the border rule evaluated at its centre.
     """
+    if border <= 0 or core_keys.size == 0:
+        return core_keys, labels
+    offsets = np.array(region_offsets(grid.d, border / grid.width, to), dtype=np.int64)
+    coords = grid.decode(core_keys)
+    parts = []
+    step = max(1, (1 << 22) // max(len(offsets), 1))  # bounded memory per block of core cells
+    for a in range(0, coords.shape[0], step):
+        c = (coords[a:a + step, None, :] + offsets[None, :, :]).reshape(-1, grid.d)
+        parts.append(grid.encode(c[grid.valid(c)]))
+    cand = np.unique(np.concatenate(parts))
+    idx, hit = search_keys(core_keys, cand)
+    lab = np.full(cand.size, -1, dtype=np.int64)
+    lab[hit] = labels[idx[hit]]
+    miss = np.flatnonzero(~hit)
+    if miss.size:
+        lab[miss] = border_labels(grid, core_keys, labels, grid.decode(cand[miss]), border, to)
+    keep = lab >= 0
+    return cand[keep], lab[keep]
+
+
+@functools.lru_cache(maxsize=32)
+def region_offsets(d: int, radius_cells: float, to: str) -> tuple[tuple[int, ...], ...]:
+    """Offsets n of the cells whose centre can be within ``radius_cells`` (in
+    cell widths) of core cell 0: of the cell itself (``to="cells"``:
+    sum max(|n_i| - 1/2, 0)^2 <= r^2) or of its centre (sum n_i^2 <= r^2)."""
+    R = int(math.floor(radius_cells + 0.5)) + 1
+    lim = radius_cells * radius_cells * (1 + TIE_TOLERANCE)  # a superset; border_labels decides
+    if to == "cells":
+        keep = [o for o in itertools.product(range(-R, R + 1), repeat=d)
+                if sum(max(abs(x) - 0.5, 0.0) ** 2 for x in o) <= lim]
+    else:
+        keep = [o for o in itertools.product(range(-R, R + 1), repeat=d)
+                if sum(x * x for x in o) <= lim]
+    return tuple(keep)
+
+
+def predict_spans(grid: Grid, region_keys: np.ndarray, region_labels: np.ndarray,
+                  X: np.ndarray) -> np.ndarray:
+    """Span id of each row of the float array ``X`` (n, d), -1 for noise: the
+    span whose region (:func:`span_regions`) holds the point's cell."""
     out = np.full(X.shape[0], -1, dtype=np.int64)
-    if X.shape[0] == 0 or core_keys.size == 0:
+    if X.shape[0] == 0 or region_keys.size == 0:
         return out
     with np.errstate(invalid="ignore"):
         inside = grid.inside(X)
-    P = X[inside]
-    idx, hit = search_keys(core_keys, grid.keys_of_points(P))
-    lab = np.full(P.shape[0], -1, dtype=np.int64)
-    lab[hit] = labels[idx[hit]]
-    if border > 0 and not hit.all():
-        miss = np.flatnonzero(~hit)
-        lab[miss] = border_labels(grid, core_keys, labels, P[miss], border, to)
+    idx, hit = search_keys(region_keys, grid.keys_of_points(X[inside]))
+    lab = np.full(idx.size, -1, dtype=np.int64)
+    lab[hit] = region_labels[idx[hit]]
     out[inside] = lab
     return out
 
@@ -53,25 +90,23 @@ def predict_spans(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, X: np.n
 TIE_TOLERANCE = 1e-9
 
 
-def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, P: np.ndarray,
+def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, cells: np.ndarray,
                   border: float, to: str = "cells") -> np.ndarray:
     """Span of the nearest core cell (``to="cells"``) or core cell centre
-    (``to="centres"``) within ``border`` of each point, else -1.
+    (``to="centres"``) within ``border`` of the centre of each of the given
+    cells (integer coordinates), else -1.
 
     Ties (distances equal up to :data:`TIE_TOLERANCE`) go to the smaller span
-    id. Distances are measured in cell widths from the point's position in
-    the grid, computed once per point, so that two cells at the same true
-    distance get the same computed distance up to rounding. Uses only the
-    released cells.
+    id. Distances are measured in cell widths between lattice points (cell
+    centres are at half-integers), so equal distances compute equal.
     """
-    c = grid.coords(P)
-    u = (P - grid.lower) / grid.width  # the point in cell units
+    cells = np.asarray(cells, dtype=np.int64).reshape(-1, grid.d)
+    u = cells + 0.5  # the centres, in cell units
     radius = border / grid.width
-    best = np.full(P.shape[0], np.inf)
-    lab = np.full(P.shape[0], -1, dtype=np.int64)
-    offsets = ball_offsets(grid.d, radius) if to == "cells" else centre_probe_offsets(grid.d, radius)
-    for o in offsets:
-        t = c + o
+    best = np.full(cells.shape[0], np.inf)
+    lab = np.full(cells.shape[0], -1, dtype=np.int64)
+    for o in region_offsets(grid.d, radius, to):
+        t = cells + np.asarray(o, dtype=np.int64)
         ok = np.flatnonzero(grid.valid(t))
         if ok.size == 0:
             continue
@@ -87,35 +122,14 @@ def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, P: np.n
         span = labels[idx[hit]]
         b = best[rows]
         tie = np.isfinite(b) & (np.abs(dist - b) <= TIE_TOLERANCE * np.maximum(b, 1.0))
-        inside = dist < radius if to == "cells" else dist <= radius * (1 + TIE_TOLERANCE)
+        # the density test's border includes its radius (DBSCAN: within eps);
+        # the bound test's excludes it, as the paper's "< alpha"
+        inside = (dist <= radius * (1 + TIE_TOLERANCE) if to == "centres"
+                  else dist < radius * (1 - TIE_TOLERANCE))
         better = inside & (((dist < b) & ~tie) | (tie & (span < lab[rows])))
         best[rows[better]] = np.minimum(dist[better], best[rows[better]])
         lab[rows[better]] = span[better]
     return lab
 
 
-@functools.lru_cache(maxsize=32)
-def ball_offsets(d: int, radius_cells: float) -> tuple[np.ndarray, ...]:
-    """Integer offsets of cells at minimum distance < radius (in cell widths),
-    nearest first."""
-    R = int(math.ceil(radius_cells))
-    steps = range(-R, R + 1)
-    offs = [o for o in itertools.product(steps, repeat=d)
-            if sum(max(abs(x) - 1, 0) ** 2 for x in o) < radius_cells**2]
-    offs.sort(key=lambda o: sum(x * x for x in o))
-    return tuple(np.array(o, dtype=np.int64) for o in offs)
-
-
-@functools.lru_cache(maxsize=32)
-def centre_probe_offsets(d: int, radius_cells: float) -> tuple[np.ndarray, ...]:
-    """Offsets of cells whose centre can be within ``radius_cells`` (in cell
-    widths) of some point of cell 0, nearest first."""
-    R = int(math.floor(radius_cells + 0.5)) + 1
-    lim = radius_cells * radius_cells * (1 + TIE_TOLERANCE)
-    offs = [o for o in itertools.product(range(-R, R + 1), repeat=d)
-            if sum(max(abs(x) - 0.5, 0.0) ** 2 for x in o) <= lim]
-    offs.sort(key=lambda o: sum(x * x for x in o))
-    return tuple(np.array(o, dtype=np.int64) for o in offs)
-
-
-__all__ = ["predict_spans", "border_labels", "ball_offsets", "centre_probe_offsets"]
+__all__ = ["span_regions", "predict_spans", "border_labels", "region_offsets"]

@@ -13,7 +13,7 @@ from contextlib import nullcontext
 from typing import Any
 
 
-def progress_wanted(stream=None) -> bool:
+def progress_wanted(stream: Any = None) -> bool:
     """True when ``stream`` (stderr by default) is an interactive terminal."""
     stream = sys.stderr if stream is None else stream
     if os.environ.get("CI") or os.environ.get("DPDBSCAN_NO_PROGRESS"):

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from . import bounds
 from .geometry import cells_to_polygons
 from .grid import Grid
 from .histogram import NoisyHistogram
@@ -53,7 +54,7 @@ def model_to_dict(model, include_histogram: bool = True) -> dict:
         "span_grid": {"width": model.grid.width, "shape": list(model.grid.shape)},
         "guarantee": jsonable(model.guarantee()),
         "tau": model.tau if model.core == "bound" else None, "beta": model.beta,
-        "gamma": model.gamma, "theta": json_number(model.theta),
+        "gamma": model.gamma, "gamma_upper": model.gamma_upper, "theta": json_number(model.theta),
         "spans": spans,
         "metadata": model.metadata,
         "release": model.release,
@@ -194,9 +195,21 @@ def _model_kwargs(data: dict) -> dict:
         _choice(p.get("margin", "paper"), "params.margin", ("chernoff", "paper")),
         eta=eta,
         kappa=used.get("kappa"), n_events=used.get("n_events"), hist_grid=hgrid,
+        gamma_upper=None if data.get("gamma_upper") is None
+        else _real(data["gamma_upper"], "gamma_upper", 0),
     )
     _need(isinstance(out["raise_min_samples"], bool), "params.raise_min_samples must be true or false")
     out["core"] = _choice(p.get("core", "bound"), "params.core", ("density", "bound"))
+    if out["core"] == "bound" and out["gamma_upper"] is not None:
+        # both margins are a function of public values: they must be the ones
+        # the spans were made with
+        layout = SubcellLayout(hgrid, k)
+        theta = out["theta"] if kind != "dense" else 0.0
+        want = bounds.margins(out["margin"], kind, out["noise"], out["epsilon"], layout.kappa,
+                              layout.n_events, out["beta"], theta)
+        _need(all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+                  for a, b in zip((out["gamma"], out["gamma_upper"]), want)),
+              "gamma / gamma_upper are not the margins of the model's parameters")
     rule = p.get("margin", "paper")
     if out["core"] == "density":
         out["margin"] = (_real(rule, "params.margin", 0) if not isinstance(rule, str)
@@ -252,7 +265,7 @@ def model_to_geojson(model, transform: Callable[[np.ndarray], np.ndarray] | None
     features = []
     for s in range(model.n_spans):
         mp = []
-        for rings in cells_to_polygons(model.span_cells(s)):
+        for rings in cells_to_polygons(model.span_region(s)):
             out_rings = []
             for ring in rings:
                 xy = grid.lower + np.asarray(ring, dtype=np.float64) * grid.width

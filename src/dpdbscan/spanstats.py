@@ -10,13 +10,15 @@ the three agree.
 Definitions
 -----------
 ``n_cells``
-    The number of cells of the span in ``model.grid`` (the sub-cells when the
-    model was fitted with ``subcells > 1``).
+    The number of core cells of the span in ``model.grid`` (the sub-cells
+    when the model was fitted with ``subcells > 1``).
 ``area``
-    ``n_cells * w**2`` for the span grid's cell width ``w``: the area of the
-    union of the span's cells, in squared model units (km² for ``--geo``
-    models, whose plane is the local equirectangular projection; exact at its
-    reference latitude). Cells at the upper edge of the box count whole.
+    The area of the span's *region*: the cells ``predict`` maps to it, core
+    and border cells (``SpanModel.span_region``, the polygons drawn), times
+    ``w**d`` for the span grid's cell width ``w``, in squared model units (km²
+    for ``--geo`` models, whose plane is the local equirectangular
+    projection; exact at its reference latitude). Cells at the upper edge of
+    the box count whole.
 ``noisy_mass``
     The sum of the released noisy counts of the *histogram* cells that
     intersect the span: with sub-cells, a histogram cell counts once when any
@@ -47,7 +49,7 @@ class SpanStats:
     noisy_mass : ndarray of float64, shape (n_spans,), or None
         See the module docstring; None without a histogram.
     lower, upper : ndarray of float64, shape (n_spans, d)
-        Bounding box of the span's cells in model coordinates.
+        Bounding box of the span's region in model coordinates.
     anchor : ndarray of float64, shape (n_spans, d)
         The centre of the span cell nearest the mean of its cell centres: a
         point inside the span, for a label.
@@ -73,17 +75,22 @@ def span_stats(model) -> SpanStats:
     labels = np.asarray(model.labels, dtype=np.int64)
     coords = grid.decode(model.core_keys).astype(np.int64).reshape(-1, d)
     n_cells = np.bincount(labels, minlength=n).astype(np.int64)
-    area = n_cells * float(grid.width) ** d
+    rkeys, rlabels = model.regions()
+    area = np.bincount(rlabels, minlength=n).astype(np.float64) * float(grid.width) ** d
     if n == 0:
         empty = np.zeros((0, d))
         mass = None if model.histogram is None else np.zeros(0)
         return SpanStats(n_cells, area, mass, empty, empty, empty)
 
+    rorder = np.argsort(rlabels, kind="stable")
+    rlab, rc = rlabels[rorder], grid.decode(rkeys)[rorder]
+    rstarts = np.flatnonzero(np.r_[True, rlab[1:] != rlab[:-1]])
+    lower = grid.lower + np.minimum.reduceat(rc, rstarts, axis=0) * grid.width
+    upper = grid.lower + (np.maximum.reduceat(rc, rstarts, axis=0) + 1) * grid.width
+
     order = np.argsort(labels, kind="stable")
     lab, c = labels[order], coords[order]
     starts = np.flatnonzero(np.r_[True, lab[1:] != lab[:-1]])
-    lower = grid.lower + np.minimum.reduceat(c, starts, axis=0) * grid.width
-    upper = grid.lower + (np.maximum.reduceat(c, starts, axis=0) + 1) * grid.width
 
     centres = grid.lower + (c + 0.5) * grid.width
     mean = np.add.reduceat(centres, starts, axis=0) / n_cells[:, None]

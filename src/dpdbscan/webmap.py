@@ -110,7 +110,7 @@ def _spans_svg(model, stats, geo: bool) -> str:
     integer = model.histogram is not None and model.histogram.values.dtype.kind in "iu"
     out = []
     for s in range(model.n_spans):
-        d = "".join(_ring_path(ring) for rings in cells_to_polygons(model.span_cells(s))
+        d = "".join(_ring_path(ring) for rings in cells_to_polygons(model.span_region(s))
                     for ring in rings)
         if stats.noisy_mass is None:
             mass = "not saved"

@@ -11,7 +11,7 @@ from .base import Backend, CellCounts
 from .numpy_backend import NumpyBackend
 
 
-def resolve_backend(backend=None) -> Backend:
+def resolve_backend(backend: Backend | str | None = None) -> Backend:
     """``None``/"numpy" -> :class:`NumpyBackend`; "dask" -> a new
     :class:`~dpdbscan.backends.dask_backend.DaskBackend`; a :class:`Backend`
     is returned as is."""

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +41,7 @@ from ..csvblocks import (
     read_header,
     split_first_line,
 )
+from ..grid import Grid
 from .base import CellCounts
 from .numpy_backend import NumpyBackend
 
@@ -56,7 +59,7 @@ def _require_dask():
 
 
 # --------------------------------------------------------------- partitions
-def count_block(grid, block) -> tuple[np.ndarray, np.ndarray]:
+def count_block(grid: Grid, block: Any) -> tuple[np.ndarray, np.ndarray]:
     """Exact counts of one partition, by the same rule as in-memory data.
 
     ``clean_points`` drops rows with NaN/inf and clips the rest into the box;
@@ -72,13 +75,13 @@ def count_block(grid, block) -> tuple[np.ndarray, np.ndarray]:
     return cells.keys, cells.counts
 
 
-def count_frame(grid, frame, columns) -> tuple[np.ndarray, np.ndarray]:
+def count_frame(grid: Grid, frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """:func:`count_block` of the coordinate ``columns`` of a pandas partition."""
     X, _ = frame_points(frame, columns)
     return count_block(grid, X)
 
 
-def frame_points(frame, columns) -> tuple[np.ndarray, int]:
+def frame_points(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, int]:
     """The ``columns`` of a pandas frame as floats, and how many rows had a
     value that is not a number. Numeric columns convert directly; others
     (text, objects) value by value, a value that is not a number becoming
@@ -102,7 +105,7 @@ def frame_points(frame, columns) -> tuple[np.ndarray, int]:
     return X, int(bad.sum())
 
 
-def merge_counts(*parts) -> tuple[np.ndarray, np.ndarray]:
+def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Merge sorted ``(keys, counts)`` pairs into one, summing equal keys.
 
     Works for int64 keys and for the packed ``void`` keys of wide grids (their
@@ -154,7 +157,8 @@ def _merge_parts(*parts):
 
 
 # ------------------------------------------------------------------ columns
-def coordinate_columns(names, numeric, columns, d: int | None) -> list:
+def coordinate_columns(names: Sequence[str], numeric: Sequence[bool] | None,
+                       columns: Sequence[str] | str | None, d: int | None) -> list:
     """The coordinate columns of a table: ``columns`` if given, else every
     column except one named ``"label"`` and unnamed index columns that is
     declared numeric (``numeric``: one flag per name, from the schema; None
@@ -205,7 +209,7 @@ def _strip_compression(path: str) -> str:
     return low
 
 
-def file_format(paths, file_format=None) -> str:
+def file_format(paths: Sequence[str], file_format: str | None = None) -> str:
     """"parquet" or "csv", from ``file_format`` or the file suffixes.
 
     A local directory, or a path without a known suffix that is not a local
@@ -288,10 +292,12 @@ class DaskBackend:
 
     name = "dask"
 
-    def __init__(self, scheduler=None, columns=None, client=None, *, n_workers=2,
-                 threads_per_worker=1, processes=False, file_format=None, split_every=8,
-                 blocksize="64MiB", storage_options=None, delimiter=None, header=None,
-                 timeout=10.0):
+    def __init__(self, scheduler: str | None = None, columns: Sequence[str] | str | None = None,
+                 client: Any = None, *, n_workers: int = 2, threads_per_worker: int = 1,
+                 processes: bool = False, file_format: str | None = None, split_every: int = 8,
+                 blocksize: str | int = "64MiB", storage_options: dict | None = None,
+                 delimiter: str | None = None, header: bool | None = None,
+                 timeout: float = 10.0):
         _require_dask()
         if scheduler is not None and client is not None:
             raise ValueError("pass either scheduler or client, not both")
@@ -318,7 +324,7 @@ class DaskBackend:
         self.delimiter = delimiter
         self.header = header
         self.timeout = timeout
-        self.input_counts = None
+        self.input_counts: BlockCounts | None = None
         self._session_client = None
         self._session_cluster = None
 
@@ -381,7 +387,7 @@ class DaskBackend:
                     cluster.close()
 
     # -------------------------------------------------------------- counting
-    def count(self, grid, X) -> CellCounts:
+    def count(self, grid: Grid, X: Any) -> CellCounts:
         """Exact counts of the occupied cells of ``X`` (keys sorted ascending)."""
         self.input_counts = None
         local = self._local_block(grid, X)
@@ -498,7 +504,7 @@ class DaskBackend:
         compressed = any(p.lower().endswith(_COMPRESSION_SUFFIXES) for p in paths)
         return None if compressed else self.blocksize
 
-    def n_features(self, X) -> int | None:
+    def n_features(self, X: Any) -> int | None:
         """Number of coordinates of ``X`` by the column rule (None if unknown).
 
         For files this reads their schema (a CSV header line, Parquet
@@ -538,7 +544,7 @@ class DaskBackend:
         return f"DaskBackend({where!r}, columns={self.columns!r})"
 
 
-def check_tally(tally, n_partitions: int) -> None:
+def check_tally(tally: np.ndarray, n_partitions: int) -> None:
     """Refuse a reduce that did not merge every partition exactly once: a
     partial count would be released as if it were the whole data."""
     merged = int(np.asarray(tally)[0])

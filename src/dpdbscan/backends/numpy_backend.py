@@ -16,7 +16,7 @@ from .base import CellCounts
 _BINCOUNT_MAX = 1 << 26  # keys below this use a dense bincount
 
 
-def run_length(sorted_keys: np.ndarray):
+def run_length(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unique keys and their multiplicities of an already sorted array."""
     n = sorted_keys.size
     if n == 0:

@@ -14,6 +14,7 @@ from .. import geo as _geo
 from .._optional import require
 from ..backends import Backend, NumpyBackend
 from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
+from ..grid import MAX_KAPPA, count_neighbours
 from ..mechanism import release
 from ..params import bounds_from_data, check_param, validate
 from ..progress import progress
@@ -108,6 +109,11 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
         X, names = _read(args.input, columns, args, geo=args.geo, notes=notes)
         d = X.shape[1]
         backend = NumpyBackend()
+    if count_neighbours(d, p["eta"]) > MAX_KAPPA:  # public: d and eta
+        raise ValueError(
+            f"in d={d} at eta={p['eta']:g} an eps-neighbourhood has {count_neighbours(d, p['eta']):,} "
+            f"cells, more than any core test can evaluate ({MAX_KAPPA:,}): the release could have no "
+            "span, so no budget is spent on it. Use fewer columns (--columns)")
     if args.geo and d != 2:
         raise ValueError(f"--geo needs exactly two columns (longitude, latitude), got {d}: {names}")
     if args.png_requested and d != 2:

@@ -90,7 +90,7 @@ def cmd_info(args, sink) -> int:
         ("alpha", length(g.alpha)), ("MinPts", f"{model.min_samples}"),
         ("core test", _core_rule(model)),
         ("rho", f"{model.rho:g} (eta = {hg.eta:g})"),
-        ("tau", f"{model.tau:.2f} (= 2 Gamma)" if model.core == "bound"
+        ("tau", f"{model.tau:.2f} (= Gamma_low + Gamma_up)" if model.core == "bound"
          else "none (the density test's guarantee is one-sided)"),
         ("beta", f"{model.beta:g}"), ("kappa", f"{model.kappa}"),
         ("|X|", f"{model.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}"),

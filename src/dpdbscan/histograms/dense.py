@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._random import Source
+from ..grid import Grid
 from ..histogram import NoisyHistogram
+from .noise import Noise
 
 
-def dense_histogram(grid, counts: np.ndarray, noise, source) -> NoisyHistogram:
+def dense_histogram(grid: Grid, counts: np.ndarray, noise: Noise, source: Source) -> NoisyHistogram:
     """Release ``counts`` (array of ``grid.shape``) plus noise on every cell."""
     z = noise.sample(source, counts.size).reshape(counts.shape)
     values = counts + z if noise.integer else counts.astype(np.float64) + z

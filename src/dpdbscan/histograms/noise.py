@@ -2,8 +2,9 @@
 (the paper's variant) or none (only for the oracle test of the pipeline).
 
 Each class answers the questions the histograms ask of a noise distribution Z:
-draw ``n`` samples, the tail ``P(Z >= theta)``, and draws of ``Z`` conditioned on
-``Z >= theta``.
+draw ``n`` samples, the tail ``P(Z >= theta)`` (as a float, and as the exact
+real number the empty-cell sampler of the sparse histogram needs), and draws
+of ``Z`` conditioned on ``Z >= theta``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import math
 import numpy as np
 
 from .. import _random
+from .._bernoulli import TailProbability
+from .._random import Source
 
 
 class DiscreteLaplace:
@@ -29,7 +32,7 @@ class DiscreteLaplace:
         self.fraction = _random.rational_epsilon(epsilon)
         self.epsilon = float(self.fraction)
 
-    def sample(self, source, n: int) -> np.ndarray:
+    def sample(self, source: Source, n: int) -> np.ndarray:
         return _random.discrete_laplace(source, int(n), self.fraction)
 
     def tail(self, theta: float) -> float:
@@ -40,7 +43,14 @@ class DiscreteLaplace:
             return 1.0 - (q ** (-k + 1)) / (1.0 + q) if k < 0 else 1.0 / (1.0 + q)
         return q**k / (1.0 + q)
 
-    def sample_tail(self, source, n: int, theta: float) -> np.ndarray:
+    def exact_tail(self, theta: float) -> TailProbability:
+        """P(Z >= theta) = q^k / (1 + q) exactly, k = ceil(theta), for theta >= 0
+        (epsilon is the rounded-down fraction the noise is drawn with)."""
+        if not theta >= 0:
+            raise ValueError(f"the exact tail needs theta >= 0, got theta={theta!r}")
+        return TailProbability.discrete(self.fraction, theta)
+
+    def sample_tail(self, source: Source, n: int, theta: float) -> np.ndarray:
         """Z conditioned on Z >= theta (theta >= 0): theta + Geometric, exactly."""
         k = math.ceil(theta)
         if k < 0:
@@ -58,7 +68,7 @@ class ContinuousLaplace:
     def __init__(self, epsilon: float):
         self.epsilon = float(epsilon)
 
-    def sample(self, source, n: int) -> np.ndarray:
+    def sample(self, source: Source, n: int) -> np.ndarray:
         u = _random.uniform01(source, int(n)) - 0.5
         # inverse CDF; u = -0.5 exactly has probability 2^-53 and maps to -inf, so nudge
         u = np.where(u == -0.5, -0.5 + 2.0**-54, u)
@@ -69,7 +79,14 @@ class ContinuousLaplace:
             return 0.5 * math.exp(-self.epsilon * theta)
         return 1.0 - 0.5 * math.exp(self.epsilon * theta)
 
-    def sample_tail(self, source, n: int, theta: float) -> np.ndarray:
+    def exact_tail(self, theta: float) -> TailProbability:
+        """P(Z >= theta) = exp(-epsilon theta) / 2 as a real number (theta >= 0):
+        which empty cells are released is then exact; their values are not."""
+        if not theta >= 0:
+            raise ValueError(f"the exact tail needs theta >= 0, got theta={theta!r}")
+        return TailProbability.continuous(self.epsilon, theta)
+
+    def sample_tail(self, source: Source, n: int, theta: float) -> np.ndarray:
         if theta < 0:
             raise ValueError("the continuous tail sampler needs theta >= 0")
         u = _random.uniform01(source, int(n))
@@ -83,13 +100,16 @@ class NoNoise:
     integer = True
     epsilon = math.inf
 
-    def sample(self, source, n: int) -> np.ndarray:
+    def sample(self, source: Source, n: int) -> np.ndarray:
         return np.zeros(int(n), dtype=np.int64)
 
     def tail(self, theta: float) -> float:
         return 0.0 if theta > 0 else 1.0
 
-    def sample_tail(self, source, n: int, theta: float) -> np.ndarray:
+    def exact_tail(self, theta: float) -> None:
+        """None: without noise every empty cell or none is released."""
+
+    def sample_tail(self, source: Source, n: int, theta: float) -> np.ndarray:
         if n:
             raise AssertionError("no empty cell is released without noise")
         return np.zeros(0, dtype=np.int64)
@@ -98,7 +118,10 @@ class NoNoise:
 NOISES = {"discrete": DiscreteLaplace, "laplace": ContinuousLaplace, "none": NoNoise}
 
 
-def make_noise(kind: str, epsilon: float):
+Noise = DiscreteLaplace | ContinuousLaplace | NoNoise
+
+
+def make_noise(kind: str, epsilon: float) -> Noise:
     try:
         cls = NOISES[kind]
     except KeyError:

@@ -1,33 +1,47 @@
 """The linear-time pure-DP histogram (Algorithm 2 of the paper; Cormode et al.).
 
 Noise is added to the occupied cells and those with a noisy count >= theta are
-released. The empty cells are not touched one by one: the number of them that
-the naive histogram would have released above theta is Binomial(M, p) with
-p = P(Z >= theta); that many are drawn uniformly without replacement from the
-empty cells, and their values from the tail of the noise above theta. The
-output has the same distribution as the naive histogram truncated below theta,
-so it is epsilon-DP by post-processing.
+released. The empty cells are not touched one by one: the naive histogram
+truncated below theta releases each of them independently with probability
+p = P(Z >= theta), with a value drawn from the tail of the noise above theta.
+That is what is sampled here, exactly:
 
-Exactness (see docs/privacy.md): noisy counts, the positions of empty cells and
-their tail values are exact. The Binomial count uses numpy's floating-point
-sampler (seeded from the OS CSPRNG in secure mode), and, when M >= 2**62,
-Poisson(M p) in its place (total variation distance at most p).
+* which cells: every cell of the universe is "selected" independently with
+  probability p by geometric skipping in linear-index (row-major) order
+  (:func:`dpdbscan._bernoulli.bernoulli_positions`, exact for the real p);
+  selected cells that are occupied are dropped, since the occupied cells have
+  their own noise. The selected empty cells are then exactly an independent
+  Bernoulli(p) choice of each empty cell.
+* their values: the tail Z | Z >= theta, exactly for discrete noise
+  (``DiscreteLaplace.sample_tail``).
+
+So the output has exactly the distribution of the naive histogram truncated
+below theta, and is epsilon-DP by post-processing (docs/privacy.md, 3.3). The
+paper's Binomial count followed by a uniform choice of that many empty cells
+gives the same law; the paper (Section 6) notes that an exact Binomial(M, p)
+sampler for huge M is an open problem in the word-RAM model, which the
+skipping avoids: the gaps are Geometric(p), sampled exactly in expected time
+linear in the output.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
-from .. import _random
-from ..grid import search_keys
+from .. import _bernoulli
+from .._random import Source
+from ..backends.base import CellCounts
+from ..grid import Grid, search_keys
 from ..histogram import NoisyHistogram
+from .noise import Noise
 
-_BINOMIAL_MAX = 1 << 62
+_INT_SAFE = 1 << 62
 
 
-def default_theta(n_cells: int, noise, max_empty: float) -> float:
+def default_theta(n_cells: int, noise: Noise, max_empty: float) -> float:
     """Smallest theta (>= 1) whose expected number of released empty cells,
     ``n_cells * P(Z >= theta)``, is at most ``max_empty``. Public inputs only."""
     eps = noise.epsilon
@@ -40,51 +54,60 @@ def default_theta(n_cells: int, noise, max_empty: float) -> float:
     return theta
 
 
-def sample_count(source, M: int, p: float) -> int:
-    """m ~ Binomial(M, p) (documented floating-point approximation)."""
-    if M <= 0 or p <= 0:
-        return 0
-    gen = source.numpy_generator()
-    if M < _BINOMIAL_MAX:
-        return int(gen.binomial(M, p))
-    return int(gen.poisson(M * p))
+def linear_to_coords(shape: tuple[int, ...], positions: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Row-major coordinates (int64, (m, d)) of linear indices of a grid of ``shape``.
 
-
-def sample_empty_cells(grid, occupied_keys: np.ndarray, m: int, source) -> np.ndarray:
-    """``m`` distinct cells, uniform without replacement among the empty ones.
-
-    Cells are drawn i.i.d. uniformly from the universe (one exact uniform
-    integer below |X| per cell, or one per coordinate when |X| >= 2**63) and
-    the first ``m`` distinct empty cells of that stream are kept; that set is
-    uniform over the m-subsets of the empty cells. The stream is drawn in
-    batches of exactly the number still missing, so a batch never yields more
-    than are needed and every new distinct empty cell of it is kept. Returned
-    sorted by key.
+    ``positions`` is an int64 array (universe below 2**62) or a sequence of
+    Python ints (any size): those are split into groups of trailing axes
+    whose product stays below 2**62, one exact integer division per group.
     """
-    chosen = np.empty(0, dtype=grid.key_dtype)
-    while chosen.size < m:
-        s = np.sort(_uniform_cells(grid, m - chosen.size, source))
-        new = np.ones(s.size, dtype=bool)
-        new[1:] = s[1:] != s[:-1]
-        new &= ~_is_in(occupied_keys, s) & ~_is_in(chosen, s)
-        chosen = _merge_sorted(chosen, s[new])
-    return chosen
+    d = len(shape)
+    if isinstance(positions, np.ndarray) and positions.dtype != object:
+        flat = positions.astype(np.int64, copy=True)
+        out = np.empty((flat.size, d), dtype=np.int64)
+        for i in range(d - 1, -1, -1):  # row-major: the last axis varies fastest
+            flat, out[:, i] = np.divmod(flat, shape[i])
+        return out
+    rest = np.array(list(positions), dtype=object)
+    out = np.empty((rest.size, d), dtype=np.int64)
+    i = d - 1
+    while i >= 0:
+        j, block = i, 1
+        while j >= 0 and block * shape[j] < _INT_SAFE:
+            block *= shape[j]
+            j -= 1
+        if j < 0:
+            low = rest.astype(np.int64)
+        else:
+            low = (rest % block).astype(np.int64)  # object arrays: Python ints
+            rest = rest // block
+        for k in range(i, j, -1):
+            low, out[:, k] = np.divmod(low, shape[k])
+        i = j
+    return out
 
 
-def _uniform_cells(grid, n: int, source) -> np.ndarray:
-    """Keys of ``n`` i.i.d. uniform cells of the universe (exact)."""
-    if grid.n_cells < 1 << 63 and not grid.wide:
-        flat = _random.uniform_below(source, n, grid.n_cells)
-        key = np.zeros(n, dtype=np.int64)
-        for i in range(grid.d - 1, -1, -1):  # row-major: the last axis varies fastest
-            flat, c = np.divmod(flat, grid.shape[i])
-            key += c * grid._strides[i]
-        return key
-    shape = np.asarray(grid.shape, dtype=np.uint64)
-    coords = np.stack(
-        [_random.randbelow(source, np.full(n, s, dtype=np.uint64)) for s in shape], axis=1
-    ).astype(np.int64)
-    return grid.encode(coords)
+def released_empty_cells(grid: Grid, occupied_keys: np.ndarray, noise: Noise, theta: float,
+                         source: Source) -> np.ndarray:
+    """Sorted keys of the empty cells released above ``theta``: each empty
+    cell independently with probability P(Z >= theta), exactly.
+
+    ``occupied_keys`` must be sorted. Every cell of the universe is selected
+    by an exact Bernoulli process over the linear indices and the occupied
+    ones are dropped; row-major order is key order, so the keys come out
+    sorted.
+    """
+    tail = noise.exact_tail(theta)
+    if tail is None:  # no noise: every cell or none
+        if noise.tail(theta) <= 0:
+            return np.empty(0, dtype=grid.key_dtype)
+        positions = np.arange(grid.n_cells, dtype=np.int64)
+    else:
+        positions = _bernoulli.bernoulli_positions(source, grid.n_cells, tail)
+    if len(positions) == 0:
+        return np.empty(0, dtype=grid.key_dtype)
+    keys = grid.encode(linear_to_coords(grid.shape, positions))
+    return keys[~_is_in(occupied_keys, keys)]
 
 
 def _is_in(sorted_keys: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -106,18 +129,17 @@ def _merge_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def sparse_histogram(grid, cells, noise, source, theta: float) -> NoisyHistogram:
-    """Algorithm 2 on exact cell counts ``cells`` (a CellCounts)."""
+def sparse_histogram(grid: Grid, cells: CellCounts, noise: Noise, source: Source,
+                     theta: float) -> NoisyHistogram:
+    """Algorithm 2 on exact cell counts ``cells`` (a CellCounts, sorted keys)."""
     keys, counts = cells.keys, cells.counts
     z = noise.sample(source, keys.size)
     noisy = counts + z if noise.integer else counts.astype(np.float64) + z
     keep = noisy >= theta
     rel_keys, rel_vals = keys[keep], noisy[keep]
 
-    M = grid.n_cells - int(keys.size)
-    p = noise.tail(theta)
-    m = sample_count(source, M, p)
-    empty_keys = sample_empty_cells(grid, keys, m, source)
+    empty_keys = released_empty_cells(grid, keys, noise, theta, source)
+    m = empty_keys.size
     empty_vals = noise.sample_tail(source, m, theta)
     if not noise.integer:
         empty_vals = empty_vals.astype(np.float64)

@@ -13,10 +13,14 @@ import math
 
 import numpy as np
 
+from .._random import Source
+from ..backends.base import CellCounts
+from ..grid import Grid
 from ..histogram import NoisyHistogram
+from .noise import Noise
 
 
-def stability_theta(noise, delta: float) -> float:
+def stability_theta(noise: Noise, delta: float) -> float:
     """Smallest theta with P(Z >= theta - 1) <= delta."""
     if not 0 < delta < 1:
         raise ValueError(f"the stability histogram needs 0 < delta < 1, got delta={delta!r}")
@@ -28,7 +32,8 @@ def stability_theta(noise, delta: float) -> float:
     return 1.0 + math.log(1.0 / (2.0 * delta)) / noise.epsilon
 
 
-def stability_histogram(grid, cells, noise, source, delta: float) -> NoisyHistogram:
+def stability_histogram(grid: Grid, cells: CellCounts, noise: Noise, source: Source,
+                        delta: float) -> NoisyHistogram:
     theta = stability_theta(noise, delta)
     z = noise.sample(source, cells.keys.size)
     noisy = cells.counts + z if noise.integer else cells.counts.astype(np.float64) + z

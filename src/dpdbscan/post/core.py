@@ -1,11 +1,12 @@
 """Core cells: cells whose noisy neighbour sum reaches the threshold.
 
 Post-processing of the released histogram only. With noisy neighbour sum
-S(X) = sum_{NB(X)} x~ and the noisy upper bound UB~(X) = S(X) + Gamma, the
+S(X) = sum_{NB(X)} x~ and the noisy upper bound UB~(X) = S(X) + Gamma_low, the
 paper's practical rule (Section "Choice of Parameters") raises the user's
-MinPts by tau = 2 Gamma: X is core iff UB~(X) >= MinPts + tau, that is
-S(X) >= MinPts + Gamma. The theoretical rule UB~(X) >= MinPts is S(X) >=
-MinPts - Gamma.
+MinPts by tau = Gamma_low + Gamma_up: X is core iff UB~(X) >= MinPts + tau,
+that is S(X) >= MinPts + Gamma_up. The theoretical rule UB~(X) >= MinPts is
+S(X) >= MinPts - Gamma_low. (The paper has Gamma_low = Gamma_up = Gamma,
+which holds for the dense histogram only; bounds.margins.)
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..grid import MAX_KAPPA
 from ..histogram import NoisyHistogram
-from .pruning import live_cells
+from .pruning import core_candidates
 from .sums import (
     SumsAt,
     dense_candidates,
@@ -25,9 +27,14 @@ from .sums import (
 )
 
 
-def sum_threshold(min_samples: float, gamma: float, raise_min_samples: bool = True) -> float:
-    """Threshold on the noisy neighbour sum S(X)."""
-    return min_samples + gamma if raise_min_samples else min_samples - gamma
+def sum_threshold(min_samples: float, gamma: float, raise_min_samples: bool = True,
+                  gamma_upper: float | None = None) -> float:
+    """Threshold on the noisy neighbour sum S(X): MinPts + Gamma_up (practical
+    rule) or MinPts - Gamma_low (theoretical). ``gamma`` is Gamma_low;
+    ``gamma_upper`` defaults to it (the dense histogram)."""
+    if raise_min_samples:
+        return min_samples + (gamma if gamma_upper is None else gamma_upper)
+    return min_samples - gamma
 
 
 def core_cells(hist: NoisyHistogram, threshold: float, layout=None):
@@ -36,9 +43,13 @@ def core_cells(hist: NoisyHistogram, threshold: float, layout=None):
     With a :class:`~dpdbscan.subcells.SubcellLayout` of ``k > 1`` the keys
     are of core *sub-cells* in ``layout.fine``.
     """
-    if threshold > 0 and _below_all_sums(hist, threshold):
-        # No sum over any subset of cells can reach the threshold (in high
-        # dimension the margin alone can exceed all the released mass).
+    unreachable = threshold > 0 and _below_all_sums(hist, threshold)
+    # No sum over any subset of cells can reach the threshold (in high
+    # dimension the margin alone can exceed all the released mass); or NB has
+    # more cells than can be enumerated (d >= 9 at eta = 4): by a fixed,
+    # public rule such a release has no core cell (mechanism.configure warns
+    # before any budget is spent).
+    if unreachable or hist.grid.kappa > MAX_KAPPA:
         fine = hist.grid if layout is None else layout.fine
         return np.empty(0, dtype=fine.key_dtype), np.zeros(0, dtype=hist.values.dtype)
     if layout is None or layout.k == 1:
@@ -127,10 +138,11 @@ def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
         # of them reaches threshold / kappa: candidates lie around those.
         heavy = keys[vals * kappa >= threshold]
         if heavy.size * grid.kappa > _BUCKET_PRUNE_ABOVE:
-            heavy = heavy[live_cells(grid, keys, vals, heavy, threshold)]
+            cand = core_candidates(grid, keys, vals, heavy, threshold)
+        else:
+            cand = neighbourhood(grid, heavy)
     else:
-        heavy = keys
-    cand = neighbourhood(grid, heavy)
+        cand = neighbourhood(grid, keys)
     sums = sparse_neighbour_sums(grid, keys, vals, cand, offsets)
     mask = sums >= threshold
     return cand[mask], sums[mask]

@@ -16,9 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from .. import bounds
 from ..grid import Grid
 from . import density
-from .spans import SpanParams, bound_gamma, density_guarantee
+from .spans import SpanParams, bound_margins, density_guarantee
 from .subcells import SubcellLayout
 
 #: Rough cost of one term of a neighbourhood sum (one gathered noisy count),
@@ -48,9 +49,10 @@ class Forecast:
         the density test, sqrt(kappa Var Z) for the bound test's sum.
     margin : float
         Added to MinPts: the largest m(q) (density test, 1 sigma or the
-        empty-space guard) or tau = 2 Gamma (bound test, practical rule).
+        empty-space guard) or tau = Gamma_low + Gamma_up (bound test,
+        practical rule).
     gamma : float
-        What the model calls ``gamma``: the largest m(q), or Gamma.
+        What the model calls ``gamma``: the largest m(q), or Gamma_low.
     threshold : float
         MinPts + margin: the smallest estimated eps-neighbourhood count a core
         (sub-)cell needs.
@@ -154,7 +156,7 @@ class Forecast:
 
 
 _MARGIN_TEXT = {"density": "the largest m(q): 1 sigma, or the empty-space guard",
-                "bound": "tau = 2 Gamma"}
+                "bound": "tau = Gamma_low + Gamma_up"}
 
 
 def _percent(x: float) -> str:
@@ -187,8 +189,10 @@ def forecast(grid: Grid, kind: str, noise: str, epsilon: float, theta: float,
         kappa = SubcellLayout(grid, k).kappa
     else:
         layout = SubcellLayout(grid, k)
-        gamma = bound_gamma(kind, theta, noise, epsilon, layout, str(params.margin), params.beta)
-        margin_value = 2.0 * gamma if params.raise_min_samples else 0.0
+        gamma, gamma_upper = bound_margins(kind, theta, noise, epsilon, layout, str(params.margin),
+                                           params.beta)
+        # the practical rule's threshold is MinPts + tau (model.threshold)
+        margin_value = bounds.tau(gamma, gamma_upper) if params.raise_min_samples else 0.0
         threshold = params.min_samples + margin_value
         noise_std = math.sqrt(var * layout.kappa)
         terms = int(layout.kappa)

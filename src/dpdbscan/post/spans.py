@@ -88,6 +88,9 @@ class Spans:
     extra : dict
         Density test: ``accuracy_margin`` (G), ``m_star`` (M*) and
         ``probability`` of its one-sided guarantee.
+    gamma_upper : float or None
+        Bound test: the upper margin Gamma_up (``gamma`` is Gamma_low); tau =
+        Gamma_low + Gamma_up.
     """
 
     grid: Grid
@@ -99,33 +102,39 @@ class Spans:
     rho: float
     threshold: float = math.nan
     extra: dict[str, Any] | None = None
+    gamma_upper: float | None = None
 
 
-def margin(hist: NoisyHistogram, layout: SubcellLayout, method: str, beta: float) -> float:
-    """Gamma for this release: public (histogram kind, theta, noise, epsilon,
-    kappa, |X|, beta).
+def margin(hist: NoisyHistogram, layout: SubcellLayout, method: str,
+           beta: float) -> tuple[float, float]:
+    """(Gamma_low, Gamma_up) for this release: public (histogram kind, theta,
+    noise, epsilon, kappa, |X|, beta); :func:`dpdbscan.bounds.margins`.
 
-    The noise part bounds a sum of ``layout.kappa`` noise terms with a union
-    bound over every (sub-)cell; truncating histograms add ``kappa * theta``.
+    Both bound sums of ``layout.kappa`` per-cell errors with a union bound over
+    every (sub-)cell. Dense: both are the two-sided bound of the noise.
+    Truncating histograms (sparse, stability): the lower side adds kappa times
+    the truncation loss, the upper side bounds sums of max(Z, 0).
     ``hist.epsilon`` is the epsilon the noise was drawn with (rounded down).
     """
-    return bound_gamma(hist.kind, hist.theta, hist.noise, hist.epsilon, layout, method, beta)
+    return bound_margins(hist.kind, hist.theta, hist.noise, hist.epsilon, layout, method, beta)
 
 
-def bound_gamma(kind: str, theta: float, noise: str, epsilon: float, layout: SubcellLayout,
-                method: str, beta: float) -> float:
-    """Gamma from the public fields of a release (:func:`margin`); the
-    forecast calls it before any release."""
+def bound_margins(kind: str, theta: float, noise: str, epsilon: float, layout: SubcellLayout,
+                  method: str, beta: float) -> tuple[float, float]:
+    """(Gamma_low, Gamma_up) from the public fields of a release
+    (:func:`margin`); the forecast calls it before any release."""
     theta = theta if kind != "dense" else 0.0
-    return bounds.gamma(epsilon, layout.kappa, layout.n_events, beta, theta,
-                        method=method, noise=noise)
+    return bounds.margins(method, kind, noise, epsilon, layout.kappa, layout.n_events, beta,
+                          theta)
 
 
-def build_spans(hist: NoisyHistogram, params: SpanParams, gamma: float | None = None) -> Spans:
+def build_spans(hist: NoisyHistogram, params: SpanParams, gamma: float | None = None,
+                gamma_upper: float | None = None) -> Spans:
     """Core cells (or sub-cells) and spans from a released histogram.
 
-    ``gamma`` overrides the margin (tests use 0 for the noiseless oracle); by
-    default it is :func:`margin` of the release.
+    ``gamma`` (and ``gamma_upper``, the same by default) override the bound
+    test's margins (tests use 0 for the noiseless oracle); by default they are
+    :func:`margin` of the release.
     """
     if params.core not in CORE_TESTS:
         raise ValueError(f"core must be one of {CORE_TESTS}, got core={params.core!r}")
@@ -133,13 +142,15 @@ def build_spans(hist: NoisyHistogram, params: SpanParams, gamma: float | None = 
     if params.core == "density":
         return _density_spans(hist, params, layout)
     if gamma is None:
-        gamma = margin(hist, layout, str(params.margin), params.beta)
-    thr = sum_threshold(params.min_samples, gamma, params.raise_min_samples)
+        gamma, gamma_upper = margin(hist, layout, str(params.margin), params.beta)
+    thr = sum_threshold(params.min_samples, gamma, params.raise_min_samples, gamma_upper)
     keys, _ = core_cells(hist, thr, layout)
-    upper = params.min_samples + (bounds.tau(gamma) if params.raise_min_samples else 0.0)
+    tau = bounds.tau(gamma, gamma_upper)
+    upper = params.min_samples + (tau if params.raise_min_samples else 0.0)
     return Spans(grid=layout.fine, core_keys=keys, labels=merge_cells(layout.fine, keys),
                  gamma=float(gamma), kappa=int(layout.kappa), n_events=int(layout.n_events),
-                 rho=layout.rho, threshold=float(upper))
+                 rho=layout.rho, threshold=float(upper),
+                 gamma_upper=None if gamma_upper is None else float(gamma_upper))
 
 
 def _density_spans(hist: NoisyHistogram, params: SpanParams, layout: SubcellLayout) -> Spans:
@@ -185,5 +196,5 @@ def density_guarantee(grid: Grid, kind: str, noise: str, epsilon: float, theta: 
                                    "probability": 1.0 - (2 if two_events else 1) * params.beta}
 
 
-__all__ = ["SpanParams", "Spans", "build_spans", "margin", "bound_gamma", "density_guarantee",
+__all__ = ["SpanParams", "Spans", "build_spans", "margin", "bound_margins", "density_guarantee",
            "CORE_TESTS"]
