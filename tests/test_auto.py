@@ -36,25 +36,42 @@ def test_the_release_grid_does_not_depend_on_the_data():
     g1, g2 = m1.histogram_grid, m2.histogram_grid
     assert (g1.shape, g1.width) == (g2.shape, g2.width)
     np.testing.assert_array_equal(g1.lower, g2.lower)
-    assert m1.release["eps"] == m2.release["eps"] == pytest.approx(auto.base_eps(*BOX, 4.0))
+    want = auto.base_eps(*BOX, 4.0, auto.base_cells(1.0))
+    assert m1.release["eps"] == m2.release["eps"] == want
     assert m1.auto["eps_candidates"] == m2.auto["eps_candidates"]
-    # the public plan: the box's diagonal / 256, then sqrt(2) steps
-    assert m1.release["eps"] == pytest.approx(np.hypot(10, 8) / 256)
     assert m1.auto["base_eps"] == m1.release["eps"]
+
+
+def test_the_base_is_sized_by_public_inputs():
+    from dpdbscan.grid import Grid
+
+    cells = auto.base_cells(1.0)
+    assert cells == int(auto.ASSUMED_N / auto.POINTS_PER_CELL)
+    b = auto.base_eps(*BOX, 4.0, cells)
+    assert Grid(*BOX, b).n_cells <= cells < Grid(*BOX, b / 1.02).n_cells
+    # fewer expected points or less budget: coarser cells; the cap bounds it
+    assert auto.base_cells(1.0, n_expected=2000) == int(2000 / auto.POINTS_PER_CELL)
+    assert auto.base_cells(0.5) == cells // 2 or auto.base_cells(0.5) == int(cells / 2)
+    assert auto.base_cells(1.0, n_expected=1e9) == auto.MAX_CELLS
+    assert auto.base_cells(1.0, n_expected=1e9, max_cells=1 << 12) == 1 << 12
+    assert auto.base_cells(1.0, n_expected=1) == auto.MIN_BASE_CELLS
+    small = auto.plan(*BOX, 4.0, "auto", "auto", 1.0, n_expected=2000).base_eps
+    assert small > auto.plan(*BOX, 4.0, "auto", "auto", 1.0).base_eps
 
 
 def test_the_plan_is_public():
     p = auto.plan(*BOX, 4.0, "auto", "auto")
-    assert p.base_eps == pytest.approx(np.hypot(10, 8) / 256)
+    assert p.base_eps == auto.base_eps(*BOX, 4.0, auto.base_cells(1.0))
     assert len(p.eps) == auto.EPS_STEPS and p.eps[-1] == pytest.approx(8 * p.base_eps)
     assert p.min_samples is None
-    # 3-D: the cap on cells makes the base coarser, and big neighbourhoods are skipped
+    # 3-D: the same number of cells, and big neighbourhoods are skipped
     lo, hi = np.zeros(3), np.ones(3)
     p3 = auto.plan(lo, hi, 4.0, "auto", "auto", max_cells=1 << 20)
     from dpdbscan.grid import Grid
 
-    assert Grid(lo, hi, p3.base_eps).n_cells <= 1 << 20
-    assert Grid(lo, hi, p3.base_eps / 1.02).n_cells > 1 << 20
+    cells = auto.base_cells(1.0)
+    assert Grid(lo, hi, p3.base_eps).n_cells <= cells < Grid(lo, hi, p3.base_eps / 1.02).n_cells
+    assert len(p3.eps) < auto.EPS_STEPS
     assert all(Grid(lo, hi, p3.base_eps).at_alpha(a).kappa <= auto.MAX_CANDIDATE_KAPPA
                for a in p3.eps)
     fixed = auto.plan(*BOX, 4.0, 0.3, "auto")
@@ -140,7 +157,8 @@ def test_cli_fit_auto_and_info(tmp_path, capsys):
     assert rc == 0, err
     assert "auto    : eps and min_samples chosen" in out
     m = SpanModel.load(tmp_path / "b.spans.json")
-    assert m.auto is not None and m.release["eps"] == pytest.approx(np.hypot(10, 8) / 256)
+    assert m.auto is not None
+    assert m.release["eps"] == auto.base_eps(*BOX, 4.0, auto.base_cells(1.0))
     assert main(["info", str(tmp_path / "b.spans.json")]) == 0
     info = capsys.readouterr().out
     assert "auto : eps and min_samples chosen from the release without labels" in info

@@ -113,10 +113,15 @@ def test_slow_fits_warn_before_counting():
 
 
 def test_auto_forecast_is_the_base_release():
-    est = DPDBSCAN("auto", min_samples="auto", bounds=([0, 0], [3, 4]))
-    fc = est.forecast(n_expected=20_000)
-    assert fc.eps == pytest.approx(5.0 / 256)
+    from dpdbscan.post import auto
+
+    box = ([0, 0], [3, 4])
+    est = DPDBSCAN("auto", min_samples="auto", bounds=box)
+    fc = est.forecast(n_expected=2_000)
+    assert fc.eps == auto.base_eps(*map(np.asarray, box), 4.0, auto.base_cells(1.0, 2_000))
     assert fc.min_samples == 5
+    # without a guess: the assumed size
+    assert est.forecast().eps == auto.base_eps(*map(np.asarray, box), 4.0, auto.base_cells(1.0))
 
 
 def test_cli_forecast(capsys):
