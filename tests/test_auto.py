@@ -29,8 +29,8 @@ def blobs(n=2000, seed=0, centres=((2, 2), (7, 6), (2.5, 6.5)), spread=0.35):
 
 @quiet
 def test_the_release_grid_does_not_depend_on_the_data():
-    X1, _ = blobs(2000, 0)
-    X2, _ = blobs(500, 1, centres=((8, 1), (1, 7)), spread=1.0)
+    X1, _ = blobs(1000, 0)
+    X2, _ = blobs(300, 1, centres=((8, 1), (1, 7)), spread=1.0)
     m1 = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=0).fit(X1).spans_
     m2 = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=1).fit(X2).spans_
     g1, g2 = m1.histogram_grid, m2.histogram_grid
@@ -87,8 +87,9 @@ def test_min_samples_ladder():
 
 @quiet
 def test_auto_finds_separated_blobs_and_records_its_choice(tmp_path):
-    X, y = blobs()
-    est = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=3).fit(X)
+    X, y = blobs(1000)
+    # a small public cap keeps the test quick: the base release has at most 4096 cells
+    est = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=3, max_cells=1 << 12).fit(X)
     m = est.spans_
     assert m.n_spans == 3
     from sklearn.metrics import adjusted_rand_score
@@ -113,10 +114,10 @@ def test_auto_finds_separated_blobs_and_records_its_choice(tmp_path):
 
 @quiet
 def test_partly_automatic():
-    X, _ = blobs()
+    X, _ = blobs(1000)
     m = DPDBSCAN(0.3, min_samples="auto", bounds=BOX, random_state=0).fit(X).spans_
     assert m.grid.alpha == 0.3 and m.release["eps"] == 0.3 and m.auto["chosen"] == ["min_samples"]
-    m2 = DPDBSCAN("auto", min_samples=40, bounds=BOX, random_state=0).fit(X).spans_
+    m2 = DPDBSCAN("auto", min_samples=40, bounds=BOX, random_state=0, max_cells=1 << 12).fit(X).spans_
     assert m2.min_samples == 40 and m2.auto["chosen"] == ["eps"]
 
 

@@ -54,7 +54,7 @@ def _same_spans(a: SpanModel, b: SpanModel):
     (1, 0.02, 6, 2, (1.5, 3.1)),
     (2, 0.04, 8, 2, (1.0, 2.0, 2.7)),
     (2, 0.05, 20, 1, (1.3, 3.0)),
-    (3, 0.12, 10, 2, (1.6,)),
+    (3, 0.2, 10, 2, (1.6,)),
 ])
 def test_noiseless_with_params_equals_a_fresh_fit_on_the_same_cells(core, histogram, d, alpha,
                                                                     m, k, factors):
