@@ -152,7 +152,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     Qiu and Yi, "Approximate DBSCAN under Differential Privacy".
     """
 
-    def __init__(self, eps: float = 0.5, *, min_samples: int = 5, epsilon: float = 1.0,
+    def __init__(self, eps: float | str = 0.5, *, min_samples: int | str = 5, epsilon: float = 1.0,
                  bounds=None, random_state=None, eta: float = 4.0, beta: float = 0.1,
                  histogram: str = "auto", delta: float = 0.0, noise: str = "discrete",
                  theta: float | None = None, max_empty_cells: float = 2**20,

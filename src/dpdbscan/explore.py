@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import plotting, spanplot
-from .geo import format_km, projection_of
+from .geo import projection_of
 from .model import SpanModel
 from .post import sweep as _sweep
 from .post.density import MAX_KAPPA
@@ -135,7 +135,10 @@ def table_lines(ex: Exploration, model: SpanModel) -> list[str]:
 
 
 def _length(model):
-    return format_km if projection_of(model) is not None else (lambda v: f"{v:g}")
+    """eps as text: 3 significant digits (m or km) for geographic models, 4 otherwise."""
+    if projection_of(model) is not None:
+        return lambda km: f"{km * 1000:.3g} m" if km < 1 else f"{km:.3g} km"
+    return lambda v: f"{v:.4g}"
 
 
 def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi: float = 100):
