@@ -107,8 +107,10 @@ def explore(model: SpanModel, eps: Sequence[float] | None = None,
     for (a, m), p in sorted(table.items()):
         rows.append(Row(a, m, p.threshold, p.n_spans, int(p.keys.size), p.core_mass,
                         p.core_mass / total if total > 0 else 0.0, stab[(a, m)]))
+        # the same cells as with_params's spans (on the release's sub-cell grid)
         models[(a, m)] = replace(model, grid=fine, core_keys=p.keys, labels=p.labels,
-                                 min_samples=m, extra=dict(model.extra or {}), auto=None)
+                                 min_samples=m, border=model.border * a / model.grid.alpha,
+                                 extra=dict(model.extra or {}), auto=None)
     return Exploration(eps, ms, rows, models)
 
 
