@@ -35,7 +35,7 @@ LAYERS = {
     "post": {"post"},
     "model": {"predict", "serialize", "spanstats", "model"},
     "mechanism": {"mechanism"},
-    "api": {"estimator", "io", "plotting", "spanplot", "mapstyle", "webmap"},
+    "api": {"estimator", "io", "plotting", "spanplot", "mapstyle", "webmap", "explore"},
     "apps": {"cli", "demo", "__init__", "__main__"},
 }
 MAY_IMPORT = {

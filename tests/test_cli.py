@@ -220,8 +220,9 @@ def test_sweep_from_data_shares_one_release(capsys, blobs_csv, tmp_path):
     cores = [m.n_core_cells for m in models]
     assert cores == sorted(cores, reverse=True) and cores[0] > cores[-1]
     rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
-    assert [int(r[0]) for r in rows] == [10, 50, 200]
-    assert [int(r[3]) for r in rows] == cores
+    # columns: eps, min_samples, threshold, spans, core cells, model
+    assert [int(r[1]) for r in rows] == [10, 50, 200]
+    assert [int(r[4]) for r in rows] == cores
     assert "costs no budget" in out
 
 
@@ -590,7 +591,8 @@ def test_private_notes_are_marked(capsys, blobs_csv, tmp_path):
 
 
 def test_sweep_from_a_model_refuses_options_it_would_ignore(capsys, blobs_model, tmp_path):
-    for extra in (["--eps", "30"], ["--epsilon", "5"], ["--beta", "0.3"]):
+    # (--eps is honoured: it re-parameterises the saved release; tests/test_cli_params.py)
+    for extra in (["--eta", "2"], ["--epsilon", "5"], ["--beta", "0.3"]):
         rc, out, err = run(capsys, "sweep", "--model", blobs_model, "--min-samples", "9",
                            "--out-dir", tmp_path, *extra)
         assert rc == 2 and extra[0] in err and "shape" in err, err

@@ -56,6 +56,13 @@ BAD = [
     ("raise_min_samples", "yes", None, ValueError),
     ("accountant", "mine", None, ValueError),
     ("backend", "spark", "spark", ValueError),
+    # issue 13: "auto" is the one word eps and min_samples take; the automatic mode's cap
+    ("eps", "automatic", None, TypeError),
+    ("min_samples", "many", "many", TypeError),
+    ("min_samples", "Auto", "Auto", TypeError),
+    ("max_cells", 10, "10", ValueError),
+    ("max_cells", 2.5, "2.5", TypeError),
+    ("max_cells", 1 << 40, str(1 << 40), ValueError),
 ]
 IDS = [f"{name}={value!r}" for name, value, _, _ in BAD]
 
@@ -91,6 +98,8 @@ def test_every_parameter_of_the_estimator_is_in_the_table():
     ({"histogram": "dense", "delta": 1e-6}, "only by the stability histogram"),
     ({"histogram": "sparse", "delta": 1e-6}, "only by the stability histogram"),
     ({"histogram": "dense", "theta": 3.0}, "only by the sparse histogram"),
+    ({"eps": "auto", "core": "bound"}, "automatic mode"),
+    ({"min_samples": "auto", "core": "bound"}, "automatic mode"),
 ])
 def test_rules_that_tie_parameters(values, match):
     with pytest.raises(ValueError, match=match):
@@ -99,6 +108,8 @@ def test_rules_that_tie_parameters(values, match):
 
 def test_good_values_are_normalised():
     assert check_param("min_samples", 20.0) == 20 and isinstance(check_param("min_samples", 20.0), int)
+    assert check_param("eps", "auto") == "auto" and check_param("min_samples", "auto") == "auto"
+    assert check_param("max_cells", 2.0**20) == 1 << 20
     assert check_param("subcells", "auto") == "auto"
     assert check_param("epsilon", np.float64(2)) == 2.0
     assert check_param("backend", None) is None

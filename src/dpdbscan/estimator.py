@@ -11,9 +11,17 @@ from sklearn.base import BaseEstimator, ClusterMixin
 
 from .backends import NumpyBackend, resolve_backend
 from .geo import Equirectangular, parse_length
+from .mechanism import forecast as _forecast
 from .mechanism import release
 from .model import SpanModel
-from .params import PARAMETERS, bounds_from_data, check_array, check_bounds, validate
+from .params import (
+    PARAMETERS,
+    bounds_from_data,
+    check_array,
+    check_bounds,
+    check_positive,
+    validate,
+)
 
 
 class DPDBSCAN(ClusterMixin, BaseEstimator):
@@ -25,11 +33,13 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    eps : float, default=0.5
-        DBSCAN radius alpha.
-    min_samples : int, default=5
+    eps : float or "auto", default=0.5
+        DBSCAN radius alpha. "auto": one release at a base resolution chosen
+        from public inputs (the bounds, ``max_cells``), then eps chosen from
+        it without labels (docs/parameters.md); no extra budget.
+    min_samples : int or "auto", default=5
         The user's non-private MinPts (a point counts itself, as in
-        scikit-learn).
+        scikit-learn). "auto": chosen from the release (with ``eps``).
     epsilon : float, default=1.0
         Privacy budget.
     bounds : tuple (lower, upper), default=None
@@ -70,6 +80,14 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         releases at most ``max_empty_cells`` empty cells in expectation.
     max_empty_cells : float, default=2**20
         Public cap used to choose theta.
+    max_cells : int, default=2**20
+        Automatic mode only: public cap on the cells of its one release.
+    n_expected : float, default=None
+        Your own public guess of the number of points (the library never
+        measures it). The automatic mode sizes its base release to it (about
+        ``n_expected * epsilon / 0.3`` cells, at most ``max_cells``; 20,000
+        points are assumed when it is None), and :meth:`forecast` reports
+        which cluster densities it can detect. Nothing else uses it.
     raise_min_samples : bool, default=True
         Bound test only: the paper's practical rule (core iff UB~ >= MinPts +
         tau). False gives the theoretical rule (UB~ >= MinPts).
@@ -134,10 +152,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     Qiu and Yi, "Approximate DBSCAN under Differential Privacy".
     """
 
-    def __init__(self, eps: float = 0.5, *, min_samples: int = 5, epsilon: float = 1.0,
+    def __init__(self, eps: float | str = 0.5, *, min_samples: int | str = 5, epsilon: float = 1.0,
                  bounds=None, random_state=None, eta: float = 4.0, beta: float = 0.1,
                  histogram: str = "auto", delta: float = 0.0, noise: str = "discrete",
                  theta: float | None = None, max_empty_cells: float = 2**20,
+                 max_cells: int = 2**20, n_expected: float | None = None,
                  raise_min_samples: bool = True, subcells: int | str = "auto",
                  margin: str | float = "auto", border: float | str = "auto",
                  core: str = "density", accountant=None, backend="numpy"):
@@ -153,6 +172,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.noise = noise
         self.theta = theta
         self.max_empty_cells = max_empty_cells
+        self.max_cells = max_cells
+        self.n_expected = n_expected
         self.raise_min_samples = raise_min_samples
         self.subcells = subcells
         self.margin = margin
@@ -209,6 +230,29 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.n_features_in_ = n_features
         return self
 
+    def forecast(self, n_expected: float | None = None, *, n_features: int | None = None):
+        """What a fit with these parameters would detect, before any budget
+        is spent: the margin, the noise of one neighbourhood estimate, the
+        smallest neighbourhood count a core sub-cell needs, and a sentence on
+        which cluster densities are detectable (a
+        :class:`dpdbscan.post.forecast.Forecast`).
+
+        Public inputs only: ``bounds`` are required, and ``n_expected`` is
+        your own guess of the number of points (the library never measures
+        it). ``n_features`` is needed only when the bounds are two scalars.
+        With ``eps="auto"`` the forecast is for the base release;
+        ``min_samples="auto"`` is forecast at its smallest candidate.
+        """
+        p = self._validated()
+        if self.bounds is None:
+            raise ValueError("forecast needs public bounds=(lower, upper): it reads no data")
+        if n_expected is not None:
+            n_expected = check_positive("n_expected", n_expected)
+        else:
+            n_expected = p.get("n_expected")
+        lower, upper = check_bounds(self.bounds, n_features)
+        return _forecast(p, lower, upper, n_expected=n_expected)
+
     @property
     def labels_(self):
         """Not available: see the class docstring ("Why no labels_")."""
@@ -250,8 +294,8 @@ def fit_lonlat(lonlat, *, bounds, eps, min_samples: int = 5, epsilon: float = 1.
     bounds : (lon_min, lat_min, lon_max, lat_max)
         The public box in degrees (the GeoJSON bbox order).
     eps : float or str
-        The DBSCAN radius: a length such as ``"50m"`` or ``"0.05km"``, or a
-        number of km.
+        The DBSCAN radius: a length such as ``"50m"`` or ``"0.05km"``, a
+        number of km, or "auto".
     min_samples, epsilon, **kwargs
         As for :class:`DPDBSCAN` (``random_state``, ``core``, ...).
     ref_lat : float, optional
@@ -275,7 +319,7 @@ def fit_lonlat(lonlat, *, bounds, eps, min_samples: int = 5, epsilon: float = 1.
     X = check_array(lonlat)
     if X.shape[1] != 2:
         raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")
-    km = parse_length(eps, geo=True)
+    km = "auto" if eps == "auto" else parse_length(eps, geo=True)
     est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon,
                    bounds=proj.project_bounds(lower, upper), **kwargs)
     spans = est.fit(proj.forward(X)).spans_

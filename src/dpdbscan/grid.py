@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
@@ -38,6 +38,7 @@ INT64_SAFE = 1 << 62  # head-room for negative offsets and sentinels
 
 MAX_KAPPA = 2_000_000  # beyond this NB is counted but not enumerated
 _BLOCK = 1 << 15  # rows per block when computing keys (two float buffers stay in cache)
+_WIDTH_TOL = 1e-9  # relative: widths that differ by rounding only describe the same cells
 
 
 def _radius2(d: int, eta: float) -> float:
@@ -120,6 +121,11 @@ class Grid:
     eta : float, default 4.0
         Grid parameter in (0, 4]; cell width ``w = eta * alpha / (4 sqrt(d))``.
         The approximation ratio is ``rho = 3 + eta``.
+    cell_width : float, optional
+        The cell width itself, when it must be bit for bit the width of
+        another grid (the same cells measured against another radius, see
+        :meth:`at_alpha`); it must agree with ``eta * alpha / (4 sqrt(d))`` up
+        to rounding. By default that formula.
 
     Attributes
     ----------
@@ -141,6 +147,7 @@ class Grid:
     upper: np.ndarray
     alpha: float
     eta: float = 4.0
+    cell_width: InitVar[float | None] = None
     width: float = field(init=False)
     shape: tuple = field(init=False)
     reach: int = field(init=False)
@@ -148,13 +155,19 @@ class Grid:
     _radix: tuple = field(init=False, repr=False)
     _strides: np.ndarray = field(init=False, repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self, cell_width: float | None = None):
         lower = np.asarray(self.lower, dtype=np.float64).ravel()
         upper = np.asarray(self.upper, dtype=np.float64).ravel()
         object.__setattr__(self, "lower", lower)
         object.__setattr__(self, "upper", upper)
         d = lower.size
         w = self.eta * self.alpha / (4.0 * math.sqrt(d))
+        if cell_width is not None:
+            # the same cells as another grid: only rounding may tell the widths apart
+            if not (math.isfinite(cell_width) and abs(cell_width - w) <= _WIDTH_TOL * w):
+                raise ValueError(f"cell_width={cell_width!r} is not eta * alpha / (4 sqrt(d)) = "
+                                 f"{w!r} for alpha={self.alpha!r}, eta={self.eta!r}")
+            w = float(cell_width)
         shape = tuple(max(1, int(math.ceil((hi - lo) / w))) for lo, hi in zip(lower, upper))
         lim = _gap2_limit(d, self.eta)
         reach = int(math.isqrt(lim)) + 1 if lim >= 0 else 0
@@ -172,6 +185,26 @@ class Grid:
             ("wide", wide), ("_radix", radix), ("_strides", strides),
         ]:
             object.__setattr__(self, name, val)
+
+    # ------------------------------------------------------- the same cells
+    def at_alpha(self, alpha: float) -> Grid:
+        """The same cells (corner, width and shape bit for bit) measured
+        against the radius ``alpha``: ``eta' = eta * self.alpha / alpha``.
+
+        Keys differ (the padding ``reach`` grows with alpha / w): re-encode
+        coordinates, never reuse keys across the two grids.
+        """
+        alpha = float(alpha)
+        if alpha == self.alpha:
+            return self
+        return Grid(self.lower, self.upper, alpha, self.eta * self.alpha / alpha,
+                    cell_width=self.width)
+
+    def subdivided(self, k: int) -> Grid:
+        """The grid of sub-cells of width ``w / k`` (``self`` for k = 1)."""
+        if k == 1:
+            return self
+        return Grid(self.lower, self.upper, self.alpha, self.eta / k, cell_width=self.width / k)
 
     # ------------------------------------------------------------------ sizes
     @property

@@ -28,20 +28,25 @@ from .histograms import (
     make_noise,
     sparse_histogram,
     stability_histogram,
+    stability_theta,
 )
 from .model import SpanModel
 from .points import clean_points
+from .post import auto
+from .post.density import MAX_KAPPA as DENSITY_MAX_KAPPA
 from .post.density import utility_note
+from .post.forecast import Forecast
+from .post.forecast import forecast as _forecast
 from .post.spans import SpanParams, build_spans
 
 HISTOGRAMS = ("auto", "dense", "sparse", "stability")
 DENSE_MAX_CELLS = 1 << 23  # "auto" uses the naive histogram up to this |X|
 MAX_EMPTY_CELLS = 1 << 20  # default cap on the expected number of released empty cells
 MAX_EXPECTED_EMPTY = 1e8  # refuse an explicit theta that would release more
-DENSITY_MAX_KAPPA = 50_000  # the density test weighs every cell of NB (d <= 6 at eta = 4)
+# DENSITY_MAX_KAPPA: the density test weighs every cell of NB (d <= 6 at eta = 4)
 
 __all__ = ["MechanismConfig", "release_histogram", "fit_spans", "release", "configure",
-           "clean_points", "HISTOGRAMS"]
+           "forecast", "clean_points", "HISTOGRAMS"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,16 @@ class MechanismConfig:
                 f"{grid.n_cells} in the universe; raise theta or leave it to the default"
             )
         return theta
+
+    def release_theta(self, grid: Grid) -> float:
+        """theta of the release this configuration makes on ``grid`` (public)."""
+        kind = self.choose_histogram(grid)
+        if kind == "dense":
+            return float("-inf")
+        noise = make_noise(self.noise, self.epsilon)
+        if kind == "sparse":
+            return self.theta_for(grid, noise)
+        return stability_theta(noise, self.delta)
 
     def span_params(self, min_samples: int, raise_min_samples: bool = True) -> SpanParams:
         return SpanParams(min_samples=min_samples, beta=self.beta, subcells=self.subcells,
@@ -200,18 +215,85 @@ def configure(p: dict[str, Any], grid: Grid) -> tuple[MechanismConfig, float]:
     return config, spent_delta
 
 
+def _auto_model(hist: NoisyHistogram, config: MechanismConfig, plan, p: dict[str, Any]) -> SpanModel:
+    """The spans at the (eps, MinPts) chosen from the release (post-processing)."""
+    choice = auto.choose_params(hist, config.span_params(plan.min_samples or 1), plan)
+    alpha, m = choice["alpha"], choice["min_samples"]
+    border = alpha if p.get("border", "auto") == "auto" else config.border
+    params = replace(config.span_params(m), border=float(border))
+    h = hist.on_grid(hist.grid.at_alpha(alpha))
+    model = SpanModel.from_spans(h, build_spans(h, params), params, delta=config.delta)
+    model.release = {"eps": float(hist.grid.alpha), "eta": float(hist.grid.eta), "min_samples": m}
+    model.auto = {"criterion": auto.CRITERION, "base_eps": float(hist.grid.alpha),
+                  "eps": alpha, "min_samples": m, "score": choice["score"],
+                  "clusters": choice["clusters"], "eps_candidates": choice["eps_candidates"],
+                  "min_samples_candidates": choice["min_samples_candidates"],
+                  "chosen": [k for k, v in (("eps", len(plan.eps) > 1),
+                                            ("min_samples", plan.min_samples is None)) if v]}
+    return model
+
+
+def forecast(p: dict[str, Any], lower, upper, *, n_expected: float | None = None) -> Forecast:
+    """What a release with validated parameters ``p`` in the public box would
+    detect, before anything is spent (:mod:`dpdbscan.post.forecast`): the
+    configuration :func:`configure` chooses, then its margins. Public inputs
+    only; ``n_expected`` is the user's guess of the number of points. With
+    ``eps="auto"`` it is the base release's forecast (``min_samples="auto"``
+    at its smallest candidate). ``n_expected`` defaults to ``p["n_expected"]``."""
+    if n_expected is None:
+        n_expected = p.get("n_expected")
+    if "auto" in (p["eps"], p["min_samples"]):
+        pl = auto.plan(lower, upper, p["eta"], p["eps"], p["min_samples"], p["epsilon"],
+                       p.get("max_cells", auto.MAX_CELLS), n_expected)
+        p = {**p, "eps": pl.base_eps, "min_samples": pl.min_samples or auto.MIN_SAMPLES_LOW}
+    grid = Grid(lower, upper, p["eps"], p["eta"])
+    config, _ = configure(p, grid)
+    return _forecast_of(grid, config, p, n_expected)
+
+
+def _forecast_of(grid: Grid, config: MechanismConfig, p: dict[str, Any],
+                 n_expected: float | None = None) -> Forecast:
+    params = config.span_params(p["min_samples"], p.get("raise_min_samples", True))
+    return _forecast(grid, config.choose_histogram(grid), config.noise, config.epsilon,
+                     config.release_theta(grid), params, n_expected=n_expected,
+                     max_empty_cells=config.max_empty_cells)
+
+
 def release(X, lower, upper, p: dict[str, Any], *, backend: Backend, accountant=None,
             stacklevel: int = 2) -> SpanModel:
     """Release DP spans of ``X`` inside the public box ``[lower, upper]`` with
     validated parameters ``p``: the one entry point of the estimator and the
-    command line. Checks the accountant before and charges it after."""
+    command line. Checks the accountant before and charges it after.
+
+    With ``eps`` and/or ``min_samples`` "auto" the release is made at a base
+    resolution chosen from public inputs (:func:`dpdbscan.post.auto.plan`) and
+    the parameters are then chosen from it (post-processing, no further
+    budget); the model records the choice (``model.auto``).
+    """
+    auto_mode = "auto" in (p["eps"], p["min_samples"])
+    plan = None
+    if auto_mode:
+        plan = auto.plan(lower, upper, p["eta"], p["eps"], p["min_samples"], p["epsilon"],
+                         p.get("max_cells", auto.MAX_CELLS), p.get("n_expected"))
+        p = {**p, "eps": plan.base_eps,
+             "min_samples": plan.min_samples or auto.MIN_SAMPLES_LOW}
     grid = Grid(lower, upper, p["eps"], p["eta"])
     config, spent_delta = configure(p, grid)
+    fc = _forecast_of(grid, config, p)
+    for note in fc.slow:
+        # public (kappa, |X|, d): said before anything is counted or spent
+        warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     if accountant is not None:
         accountant.check(config.epsilon, spent_delta)
     source = _random.make_source(p.get("random_state"))
-    model = fit_spans(X, grid, p["min_samples"], config, source,
-                      raise_min_samples=p.get("raise_min_samples", True), backend=backend)
+    if plan is None:
+        model = fit_spans(X, grid, p["min_samples"], config, source,
+                          raise_min_samples=p.get("raise_min_samples", True), backend=backend)
+    else:
+        hist = release_histogram(grid, X, config, source, backend)
+        model = _auto_model(hist, config, plan, p)
+        p = {**p, "min_samples": model.min_samples}
+        fc = _forecast_of(model.histogram_grid, replace(config, border=model.border), p)
     model.delta = spent_delta
     if accountant is not None:
         accountant.spend(config.epsilon, spent_delta)
@@ -219,7 +301,7 @@ def release(X, lower, upper, p: dict[str, Any], *, backend: Backend, accountant=
         # public parameters and the release only (post-processing): safe to say
         assert model.histogram is not None
         note = utility_note(model.histogram, model.core_keys, model.subcells, model.n_spans,
-                            p["min_samples"], model.gamma)
+                            p["min_samples"], model.gamma, noise_std=fc.noise_std)
         if note:
             warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     elif model.n_spans == 0:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,8 @@ from .geo import projection_of
 from .geometry import Outlines, outlines
 from .grid import Grid
 from .histogram import NoisyHistogram
-from .params import check_array, check_min_samples
+from .params import check_array, check_min_samples, check_param
+from .post.density import MAX_KAPPA
 from .post.spans import SpanParams, Spans, build_spans, density_guarantee
 from .post.subcells import SubcellLayout
 from .predict import predict_spans, span_regions
@@ -84,6 +85,16 @@ class SpanModel:
         Density test: the numbers of its one-sided guarantee
         (``accuracy_margin``, ``m_star``, ``probability``), recomputed from
         public values when a model is loaded.
+    hist_grid : Grid
+        The grid of the noisy histogram (set from ``histogram``, or from
+        ``grid`` and ``eta``, when not given).
+    release : dict
+        The parameters of the fit that spent the budget (``eps``, ``eta``,
+        ``min_samples``): the spans' own ``alpha`` and ``min_samples`` differ
+        from them after :meth:`with_params`.
+    auto : dict or None
+        How the automatic mode chose ``alpha`` and ``min_samples`` from the
+        release (the criterion, its score and the candidates), or None.
     """
 
     grid: Grid
@@ -109,10 +120,20 @@ class SpanModel:
     core: str = "bound"
     extra: dict | None = None
     gamma_upper: float | None = None
+    hist_grid: Grid | None = field(default=None, repr=False)
+    release: dict | None = None
+    auto: dict | None = None
 
     def __post_init__(self):
         if self.eta is None:
             self.eta = self.grid.eta * self.subcells
+        if self.histogram is not None:
+            self.hist_grid = self.histogram.grid
+        elif self.hist_grid is None:
+            self.hist_grid = Grid(self.grid.lower, self.grid.upper, self.grid.alpha, self._eta)
+        if self.release is None:
+            self.release = {"eps": float(self.grid.alpha), "eta": float(self._eta),
+                            "min_samples": int(self.min_samples)}
         if self.kappa is None or self.n_events is None:
             # A model saved before these were stored: recompute what Gamma used.
             layout = SubcellLayout(self.histogram_grid, self.subcells)
@@ -148,9 +169,8 @@ class SpanModel:
     @property
     def histogram_grid(self) -> Grid:
         """The grid of the noisy histogram (cell width eta alpha / (4 sqrt d))."""
-        if self.subcells == 1:
-            return self.grid
-        return Grid(self.grid.lower, self.grid.upper, self.grid.alpha, self._eta)
+        assert self.hist_grid is not None
+        return self.hist_grid
 
     @property
     def params(self) -> SpanParams:
@@ -287,19 +307,76 @@ class SpanModel:
         keys, labels = self.regions()
         return self.grid.decode(keys[labels == span_id])
 
-    # -------------------------------------------------------- re-threshold
-    def with_min_samples(self, min_samples: int) -> SpanModel:
-        """Spans for another MinPts at the same alpha, from the released
-        histogram: post-processing, no extra privacy cost."""
+    # ---------------------------------------------------- re-parameterise
+    @property
+    def finest_eps(self) -> float:
+        """The smallest eps this release resolves: the diagonal of its cells
+        (eta = 4 against that radius), which is the release's own eps at the
+        default eta = 4."""
+        hg = self.histogram_grid
+        return hg.eta * hg.alpha / 4.0
+
+    def with_params(self, eps: float | None = None, min_samples: int | None = None) -> SpanModel:
+        """Spans for another (eps, MinPts) from the released histogram alone:
+        post-processing, no extra privacy cost.
+
+        The cells stay the release's; an eps-ball is measured over them (the
+        grid at eta' = eta * alpha / eps, :meth:`Grid.at_alpha`), the core test
+        and its margins are recomputed for that ball, core sub-cells are joined
+        when their centres are within eps, and the border radius of the density
+        test scales with eps (the bound test's is a cell size and stays).
+
+        Parameters
+        ----------
+        eps : float, optional
+            The new radius; at least :attr:`finest_eps` (the release's eps at
+            eta = 4). Default: unchanged.
+        min_samples : int, optional
+            The new MinPts. Default: unchanged.
+        """
         if self.histogram is None:
-            raise ValueError("this model was saved without its noisy histogram; cannot re-threshold")
-        m = check_min_samples(min_samples)
-        params = SpanParams(**{**self.params.__dict__, "min_samples": m})
-        bound = self.core == "bound"
-        spans = build_spans(self.histogram, params, gamma=self.gamma if bound else None,
-                            gamma_upper=self.gamma_upper if bound else None)
-        return SpanModel.from_spans(self.histogram, spans, params, delta=self.delta,
-                                    metadata=dict(self.metadata))
+            raise ValueError("this model was saved without its noisy histogram; cannot "
+                             "re-threshold or re-parameterise it")
+        m = self.min_samples if min_samples is None else check_min_samples(min_samples)
+        hist = self.histogram
+        alpha = hist.grid.alpha if eps is None else check_param("eps", eps)
+        if alpha == "auto":
+            raise ValueError("eps='auto' chooses eps when fitting; with_params needs a number")
+        border = self.border
+        if alpha != hist.grid.alpha:
+            finest = self.finest_eps
+            if alpha < finest * (1 - 1e-12):
+                raise ValueError(
+                    f"eps={alpha:g} is finer than this release can resolve: its cells have "
+                    f"diagonal {finest:g}, the smallest eps it supports (it was made at "
+                    f"eps={self.release_eps:g}); a smaller eps needs a new release")
+            grid = hist.grid.at_alpha(alpha)
+            if self.core == "density" and grid.kappa > MAX_KAPPA:
+                raise ValueError(
+                    f"eps={alpha:g} is too large for this release's cells: an eps-neighbourhood "
+                    f"would hold {grid.kappa:,} of them, more than the density test weighs "
+                    f"({MAX_KAPPA:,}); use a smaller eps or a new release at a coarser eps")
+            hist = hist.on_grid(grid)
+            if self.core == "density":
+                border = self.border * alpha / self.grid.alpha
+        params = replace(self.params, min_samples=m, border=float(border))
+        # the bound test's margins depend on the cells and alpha only: kept at the same alpha
+        same = self.core == "bound" and hist is self.histogram
+        spans = build_spans(hist, params, gamma=self.gamma if same else None,
+                            gamma_upper=self.gamma_upper if same else None)
+        model = SpanModel.from_spans(hist, spans, params, delta=self.delta,
+                                     metadata=dict(self.metadata))
+        model.release = dict(self.release or {})
+        return model
+
+    def with_min_samples(self, min_samples: int) -> SpanModel:
+        """Spans for another MinPts at the same alpha (:meth:`with_params`)."""
+        return self.with_params(min_samples=min_samples)
+
+    @property
+    def release_eps(self) -> float:
+        """The eps of the fit that spent the budget."""
+        return float((self.release or {}).get("eps", self.grid.alpha))
 
     # ---------------------------------------------------------- description
     def describe(self) -> dict:
@@ -324,6 +401,7 @@ class SpanModel:
             "border": self.border, "n_spans": self.n_spans, "n_core_cells": self.n_core_cells,
             "bounds": {"lower": g.lower.tolist(), "upper": g.upper.tolist()},
             "has_histogram": self.histogram is not None, "metadata": self.metadata,
+            "release": self.release, "auto": self.auto,
         }
         if self.metadata.get("projection") is not None:
             info["units"] = "km"
@@ -348,7 +426,24 @@ class SpanModel:
             + f", border={self.border:.4g}",
             self._guarantee_line(),
         ]
+        lines += self._origin_lines()
         return "\n".join(lines)
+
+    def _origin_lines(self) -> list[str]:
+        """Where the parameters came from: the automatic mode's choice, or a
+        re-parameterised release."""
+        r = self.release or {}
+        if self.auto is not None:
+            a = self.auto
+            chosen = " and ".join(a.get("chosen", [])) or "nothing"
+            return [f"  auto    : {chosen} chosen from the release without labels "
+                    f"(eps={self.grid.alpha:g}, min_samples={self.min_samples}; {a.get('criterion')},"
+                    f" score {a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base release "
+                    f"at eps={a.get('base_eps', r.get('eps', 0)):g}, no extra budget"]
+        if r and (r.get("eps") != self.grid.alpha or r.get("min_samples") != self.min_samples):
+            return [f"  release : made at eps={r.get('eps'):g}, min_samples={r.get('min_samples')}; "
+                    "these spans re-parameterise it (no extra budget)"]
+        return []
 
     def _guarantee_line(self) -> str:
         if self.core == "density":

@@ -28,6 +28,9 @@ MAX_EPSILON = 1e4
 #: histogram publishes a cell holding a single record; useful values are far
 #: below 1/n (say 1e-6 to 1e-9), and 0.01 is already a leak, not a parameter.
 MAX_DELTA = 0.01
+#: The automatic mode's public cap on the cells of its one release (eps="auto").
+MIN_AUTO_CELLS = 1 << 10
+MAX_AUTO_CELLS = 1 << 26
 
 
 # --------------------------------------------------------------------------- #
@@ -167,8 +170,8 @@ _PROB = Real(0, 1, low_open=True, high_open=True)
 
 #: Every public parameter of :class:`~dpdbscan.DPDBSCAN` (and the CLI's fit).
 PARAMETERS: dict[str, Param] = {
-    "eps": Param((Real(0, low_open=True),), "--eps"),
-    "min_samples": Param((Integer(1),), "--min-samples"),
+    "eps": Param((Options("auto"), Real(0, low_open=True)), "--eps"),
+    "min_samples": Param((Options("auto"), Integer(1)), "--min-samples"),
     "epsilon": Param((Real(0, MAX_EPSILON, low_open=True),), "--epsilon"),
     "bounds": Param((), "--bounds"),  # checked by check_bounds (needs the dimension)
     "random_state": Param((NoneValue(), RandomState()), "--seed"),
@@ -179,6 +182,8 @@ PARAMETERS: dict[str, Param] = {
     "noise": Param((Options("discrete", "laplace"),), "--noise", False),
     "theta": Param((NoneValue(), Real(0)), "--theta"),
     "max_empty_cells": Param((Real(0, low_open=True),), None),
+    "max_cells": Param((Integer(MIN_AUTO_CELLS, MAX_AUTO_CELLS),), "--max-cells"),
+    "n_expected": Param((NoneValue(), Real(0, low_open=True)), "--n-expected"),
     "raise_min_samples": Param((Boolean(),), None, False),
     "subcells": Param((Options("auto"), Integer(1)), "--subcells", False),
     "margin": Param((Options("auto", "chernoff", "paper", "pointwise"), Real(0)), "--margin", False),
@@ -245,6 +250,9 @@ def validate(values: dict[str, Any], *, cli: bool = False) -> dict[str, Any]:
         other = "--core bound" if cli else "core='bound'"
         raise ValueError(f"{what} is the bound test's theoretical rule; the density test has no "
                          f"such rule: drop it or choose {other}")
+    if "auto" in (out.get("eps"), out.get("min_samples")) and core == "bound":
+        raise ValueError(f"the automatic mode ({opt('eps')} or {opt('min_samples')} 'auto') "
+                         f"chooses from the density test's spans; drop {opt('core')} bound")
     if out.get("theta") is not None and hist in ("dense", "stability"):
         raise ValueError(f"{opt('theta')} is used only by the sparse histogram, not by the {hist} one")
     return out
@@ -263,7 +271,11 @@ def check_delta(delta: Any) -> float:
 
 
 def check_min_samples(min_samples: Any) -> int:
-    return check_param("min_samples", min_samples)
+    """MinPts as a number (an integer >= 1; "auto" is the estimator's, not a value)."""
+    value = check_param("min_samples", min_samples)
+    if value == "auto":
+        raise ValueError("min_samples='auto' chooses MinPts when fitting; here give a number")
+    return value
 
 
 def check_positive(name: str, value: Any, *, upper: float | None = None,

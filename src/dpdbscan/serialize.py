@@ -57,7 +57,10 @@ def model_to_dict(model, include_histogram: bool = True) -> dict:
         "gamma": model.gamma, "gamma_upper": model.gamma_upper, "theta": json_number(model.theta),
         "spans": spans,
         "metadata": model.metadata,
+        "release": model.release,
     }
+    if model.auto is not None:
+        out["auto"] = model.auto
     if include_histogram and model.histogram is not None:
         out["histogram"] = histogram_to_dict(model.histogram)
     return out
@@ -140,8 +143,14 @@ def _model_kwargs(data: dict) -> dict:
     eta = _real(p["eta"], "params.eta", 0, 4, low_open=True)
     k = _int(p.get("subcells", 1), "params.subcells", 1)
     _need(k ** len(lower) <= 4096, f"params.subcells={k} is too large for d={len(lower)}")
-    hgrid = Grid(np.asarray(lower), np.asarray(upper), alpha, eta)
-    grid = hgrid if k == 1 else Grid(hgrid.lower, hgrid.upper, alpha, eta / k)
+    # the stored widths, when they agree with (alpha, eta) up to rounding: a
+    # re-parameterised model's cells are its release's bit for bit
+    hgrid = Grid(np.asarray(lower), np.asarray(upper), alpha, eta,
+                 cell_width=_width(data.get("grid"), "grid.width"))
+    grid = hgrid.subdivided(k)
+    span_width = _width(data.get("span_grid"), "span_grid.width")
+    if k > 1 and span_width is not None:
+        grid = Grid(hgrid.lower, hgrid.upper, alpha, eta / k, cell_width=span_width)
     kind = _choice(priv["histogram"], "privacy.histogram", ("dense", "sparse", "stability"))
     spans = data["spans"]
     _need(isinstance(spans, list), "spans must be a list")
@@ -185,7 +194,7 @@ def _model_kwargs(data: dict) -> dict:
         margin=p.get("margin", "paper") if p.get("core") == "density" else
         _choice(p.get("margin", "paper"), "params.margin", ("chernoff", "paper")),
         eta=eta,
-        kappa=used.get("kappa"), n_events=used.get("n_events"),
+        kappa=used.get("kappa"), n_events=used.get("n_events"), hist_grid=hgrid,
         gamma_upper=None if data.get("gamma_upper") is None
         else _real(data["gamma_upper"], "gamma_upper", 0),
     )
@@ -206,7 +215,28 @@ def _model_kwargs(data: dict) -> dict:
         out["margin"] = (_real(rule, "params.margin", 0) if not isinstance(rule, str)
                          else _choice(rule, "params.margin", ("chernoff", "pointwise")))
     _need(isinstance(out["metadata"], dict), "metadata must be an object")
+    out["release"] = _release(data.get("release"), alpha, eta, out["min_samples"])
+    auto = data.get("auto")
+    _need(auto is None or isinstance(auto, dict), "auto must be an object")
+    out["auto"] = auto
     return out
+
+
+def _width(part, name: str):
+    """A stored cell width (None when absent: older files)."""
+    if not isinstance(part, dict) or "width" not in part:
+        return None
+    return _real(part["width"], name, 0, low_open=True)
+
+
+def _release(raw, alpha: float, eta: float, min_samples: int) -> dict:
+    """The parameters of the fit that spent the budget (older files: the model's own)."""
+    if raw is None:
+        return {"eps": alpha, "eta": eta, "min_samples": min_samples}
+    _need(isinstance(raw, dict), "release must be an object")
+    return {"eps": _real(raw["eps"], "release.eps", 0, low_open=True),
+            "eta": _real(raw["eta"], "release.eta", 0, 4, low_open=True),
+            "min_samples": _int(raw["min_samples"], "release.min_samples", 1)}
 
 
 # --------------------------------------------------------------------------- #

@@ -17,7 +17,6 @@ from .._optional import require
 from ..backends import Backend, NumpyBackend
 from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
 from ..grid import MAX_KAPPA, count_neighbours
-from ..io import read_model as load_model
 from ..mechanism import release
 from ..params import bounds_from_data, check_param, validate
 from ..progress import progress
@@ -25,7 +24,6 @@ from .common import (
     EXIT_OK,
     EXIT_PARTIAL,
     Notes,
-    _alpha_text,
     _column_tokens,
     _draw_spans_png,
     _floats,
@@ -42,18 +40,25 @@ from .common import (
 from .maps import picture_options
 
 
-def check_fit_params(args) -> dict:
+def check_fit_params(args, eps=None) -> dict:
     """Validate every fit parameter with the shared table before reading a
     possibly huge file; returns them normalised (``min_samples`` is the first
-    of a sweep's list)."""
+    of a sweep's list, ``eps`` overrides ``args.eps``)."""
+    eps = args.eps if eps is None else eps
+    if not (isinstance(eps, str) and eps.strip().lower() == "auto"):
+        eps = _geo.parse_length(eps, geo=args.geo)
     values = dict(
-        eps=_geo.parse_length(args.eps, geo=args.geo), min_samples=_min_samples_list(args)[0],
+        eps=eps if not isinstance(eps, str) else "auto", min_samples=_min_samples_list(args)[0],
         epsilon=args.epsilon, delta=args.delta, eta=args.eta, beta=args.beta,
         histogram=args.histogram, noise=args.noise, theta=args.theta, subcells=args.subcells,
         margin=args.margin, core=args.core, border=_border_arg(args.border, geo=bool(args.geo)),
         random_state=args.seed, backend=args.backend,
         raise_min_samples=not args.theoretical_threshold,
     )
+    if getattr(args, "max_cells", None) is not None:
+        values["max_cells"] = args.max_cells
+    if getattr(args, "n_expected", None) is not None:
+        values["n_expected"] = args.n_expected
     p = validate(values, cli=True)
     for m in _min_samples_list(args):
         check_param("min_samples", m, cli=True)
@@ -456,55 +461,3 @@ def cmd_fit(args, sink) -> int:
     written, failed = _write_outputs(model, paths, notes, picture)
     print(summary(model))
     return _report(written, failed)
-
-
-# options that shape a release: meaningless when sweep re-thresholds a saved one
-_FIT_ONLY = ("epsilon", "delta", "beta", "eta", "histogram", "noise", "theta", "seed", "subcells",
-             "margin", "core", "border", "bounds", "bounds_from_data", "geo", "ref_lat", "backend",
-             "scheduler", "theoretical_threshold", "eps")
-
-
-def cmd_sweep(args, sink) -> int:
-    if (args.input is None) == (args.model is None):
-        raise ValueError("sweep needs either an input data file or --model MODEL.json (not both)")
-    values = sorted({check_param("min_samples", m, cli=True) for m in args.min_samples})
-    picture = picture_options(args)
-    notes = Notes(args.quiet)
-    if args.model is not None:
-        defaults = args.option_defaults
-        given = [k for k in _FIT_ONLY if getattr(args, k, None) != defaults.get(k)]
-        if given:
-            opts = ", ".join("--" + k.replace("_", "-") for k in given)
-            raise ValueError(f"{opts} shape(s) a new release; with --model the saved release is "
-                             "re-thresholded as it is: drop them, or fit the data file instead")
-        base = load_model(args.model)
-        name = args.name or Path(args.model).name.removesuffix(".json").removesuffix(".spans")
-        if base.histogram is None:
-            raise ValueError(f"{args.model}: saved without its noisy histogram, cannot re-threshold")
-        for m in values:
-            _out_paths(args, f"{name}.m{m}")
-    else:
-        if args.eps is None:
-            raise ValueError("--eps is required when sweep fits a data file")
-        args.png_requested = args.geojson_requested = False
-        p = check_fit_params(args)
-        name = args.name or _stem(args.input)
-        for m in values:  # fail on unwritable outputs before spending budget
-            _out_paths(args, f"{name}.m{m}")
-        base = fit_from_args(args, sink, p, values[0], notes)
-    rows, failed_all = [], []
-    for m in values:
-        model = base if m == base.min_samples else base.with_min_samples(m)
-        written, failed = _write_outputs(model, _out_paths(args, f"{name}.m{m}"), notes,
-                                         picture)
-        failed_all += failed
-        rows.append((m, model.threshold, model.n_spans, model.n_core_cells, written[0]))
-    print(f"spans for {len(values)} MinPts from one release (epsilon={base.epsilon:g}, "
-          f"delta={base.delta:g}, alpha={_alpha_text(base)}); re-thresholding costs no budget")
-    print(f"{'min_samples':>11}  {'threshold':>10}  {'spans':>6}  {'core_cells':>10}  model")
-    for m, thr, n, c, path in rows:
-        print(f"{m:>11}  {thr:>10.1f}  {n:>6}  {c:>10}  {path}")
-    for f in failed_all:
-        print(f"dpdbscan: error: could not write {f}", file=sys.stderr)
-    return EXIT_PARTIAL if failed_all else EXIT_OK
-

@@ -108,6 +108,20 @@ def cmd_info(args, sink) -> int:
             rows.append((key.replace("_", " "), str(meta[key])))
     if getattr(model, "subcells", 1) > 1:
         rows.append(("sub-cells", f"{model.subcells} per cell and dimension (width {length(g.width)})"))
+    r = model.release or {}
+    if model.auto is not None:
+        a = model.auto
+        rows.append(("auto", f"{' and '.join(a.get('chosen', [])) or 'nothing'} chosen from the "
+                             f"release without labels: eps = {length(g.alpha)}, MinPts = "
+                             f"{model.min_samples} ({a.get('criterion')}; score "
+                             f"{a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base "
+                             f"release at eps = {length(a.get('base_eps', r.get('eps', 0)))}, "
+                             f"{len(a.get('eps_candidates', []))} eps x "
+                             f"{len(a.get('min_samples_candidates', []))} MinPts candidates"))
+    elif r and (r.get("eps") != g.alpha or r.get("min_samples") != model.min_samples):
+        rows.append(("release", f"made at eps = {length(r.get('eps', g.alpha))}, MinPts = "
+                                f"{r.get('min_samples')}; these spans re-parameterise it (no "
+                                "extra budget)"))
     if model.histogram is None:
         rows.append(("histogram", "not saved (cannot re-threshold or plot it)"))
     for k, v in rows:

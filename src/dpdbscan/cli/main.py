@@ -1,6 +1,6 @@
-"""The ``dpdbscan`` command: fit, sweep, predict, plot, info, map.
+"""The ``dpdbscan`` command: fit, sweep, predict, plot, info, map, explore, forecast.
 
-This module wires argparse; the commands live in :mod:`.fit` (fit, sweep) and
+This module wires argparse; the commands live in :mod:`.fit` (fit), :mod:`.sweep` and
 :mod:`.inspect` (predict, plot, info). See :mod:`.common` for the conventions
 on standard output (the release) and standard error (private notes).
 """
@@ -12,11 +12,18 @@ import sys
 
 from .. import __version__
 from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings, keep_freed_memory
-from .fit import _number_or_text, _subcells_arg, cmd_fit, cmd_sweep
+from .explore import EXAMPLES as EXPLORE_EXAMPLES
+from .explore import add_arguments as add_explore_arguments
+from .explore import cmd_explore
+from .fit import _number_or_text, _subcells_arg, cmd_fit
+from .forecast import EXAMPLES as FORECAST_EXAMPLES
+from .forecast import add_arguments as add_forecast_arguments
+from .forecast import cmd_forecast
 from .inspect import cmd_info, cmd_plot, cmd_predict
 from .maps import EXAMPLES as MAP_EXAMPLES
 from .maps import add_picture_options
 from .maps import register as register_map
+from .sweep import cmd_sweep
 
 STREAMS = ("Standard output carries only the release (summaries, tables, labels you ask for). "
            "Standard error carries progress and private notes about the input, such as how many "
@@ -42,8 +49,11 @@ EXAMPLES = {
   # one release, spans for three MinPts (no extra privacy budget)
   dpdbscan sweep {DATA} --geo --bounds {BOX} --eps 50m --min-samples 500 1000 2000 --out-dir sweep
 
-  # re-threshold a saved model
-  dpdbscan sweep --model out/cabs_tiny.spans.json --min-samples 1500 3000 --out-dir sweep
+  # every pair of three eps and two MinPts, from one release made at 50 m
+  dpdbscan sweep {DATA} --geo --bounds {BOX} --eps 50m 75m 100m --min-samples 1000 2000 --out-dir sweep
+
+  # re-parameterise a saved model
+  dpdbscan sweep --model out/cabs_tiny.spans.json --eps 50m 100m --min-samples 1500 3000 --out-dir sweep
 """,
     "plot": f"""examples:
   dpdbscan plot out/cabs_tiny.spans.json --kind histogram -o hist.png
@@ -56,6 +66,8 @@ EXAMPLES = {
   dpdbscan info out/cabs_tiny.spans.json --json
 """,
     "map": MAP_EXAMPLES,
+    "forecast": FORECAST_EXAMPLES,
+    "explore": EXPLORE_EXAMPLES,
 }
 
 
@@ -98,11 +110,24 @@ def _common_options() -> _Parser:
 
 def _add_fit_options(p, *, sweep: bool):
     g = p.add_argument_group("DBSCAN")
-    g.add_argument("--eps", "--alpha", required=True, metavar="ALPHA",
-                   help="radius alpha; with --geo a length such as 50m or 0.05km (plain = km)")
-    g.add_argument("--min-samples", "--minpts", type=int, required=True, nargs="+" if sweep else None,
-                   metavar="MINPTS", help="MinPts (a point counts itself)" + (
-                       "; several values" if sweep else ""))
+    g.add_argument("--eps", "--alpha", required=True, metavar="ALPHA", nargs="+" if sweep else None,
+                   help="radius alpha; with --geo a length such as 50m or 0.05km (plain = km)" + (
+                       "; several values: one release at the smallest, the others re-parameterise "
+                       "it (with --model: any eps >= the model's release eps)" if sweep else
+                       "; 'auto': one release at a base resolution from public inputs, then eps "
+                       "chosen from it without labels"))
+    if not sweep:
+        g.add_argument("--max-cells", type=_number_or_text, default=2**20, metavar="N",
+                       help="--eps auto: public cap on the cells of its one release (default "
+                            "2^20)")
+        g.add_argument("--n-expected", type=_number_or_text, default=None, metavar="N",
+                       help="your public guess of the number of points: --eps auto sizes its "
+                            "release to it (about N epsilon / 0.3 cells; 20,000 assumed)")
+    g.add_argument("--min-samples", "--minpts", type=int if sweep else _number_or_text,
+                   required=True, nargs="+" if sweep else None, metavar="MINPTS",
+                   help="MinPts (a point counts itself)" + (
+                       "; several values" if sweep else "; 'auto' with --eps auto chooses both "
+                       "from one release (docs/parameters.md)"))
     g.add_argument("--eta", type=float, default=4.0,
                    help="grid parameter in (0, 4]; cell width eta*eps/(4 sqrt d) (default 4)")
     g.add_argument("--subcells", type=_subcells_arg, default="auto",
@@ -195,12 +220,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--with-points", action="store_true", help="write the point columns before the label")
     _add_input_options(p)
 
-    p = add("sweep", "spans for several MinPts from one release, at no extra budget", cmd_sweep)
+    p = add("sweep", "spans for several eps and MinPts from one release, at no extra budget",
+            cmd_sweep)
     p.add_argument("input", nargs="?", help="data file to fit once (or use --model)")
-    p.add_argument("--model", help="re-threshold this saved model instead of fitting")
+    p.add_argument("--model", help="re-parameterise this saved model instead of fitting")
     _add_input_options(p, dask=True)
     _add_fit_options(p, sweep=True)
-    # With --model the DBSCAN radius comes from the model.
+    # With --model the DBSCAN radius defaults to the model's.
     for a in p._actions:
         if a.dest == "eps":
             a.required = False
@@ -225,6 +251,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     register_map(sub, add)
+
+    p = add("explore", "spans over a grid of (eps, MinPts) from a saved release: figure and table "
+                       "(no budget)", cmd_explore)
+    add_explore_arguments(p)
+
+    p = add("forecast", "what a release would detect, before any budget is spent (reads no data)",
+            cmd_forecast)
+    add_forecast_arguments(p)
     return parser
 
 

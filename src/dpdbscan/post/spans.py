@@ -116,9 +116,16 @@ def margin(hist: NoisyHistogram, layout: SubcellLayout, method: str,
     the truncation loss, the upper side bounds sums of max(Z, 0).
     ``hist.epsilon`` is the epsilon the noise was drawn with (rounded down).
     """
-    theta = hist.theta if hist.kind != "dense" else 0.0
-    return bounds.margins(method, hist.kind, hist.noise, hist.epsilon, layout.kappa,
-                          layout.n_events, beta, theta)
+    return bound_margins(hist.kind, hist.theta, hist.noise, hist.epsilon, layout, method, beta)
+
+
+def bound_margins(kind: str, theta: float, noise: str, epsilon: float, layout: SubcellLayout,
+                  method: str, beta: float) -> tuple[float, float]:
+    """(Gamma_low, Gamma_up) from the public fields of a release
+    (:func:`margin`); the forecast calls it before any release."""
+    theta = theta if kind != "dense" else 0.0
+    return bounds.margins(method, kind, noise, epsilon, layout.kappa, layout.n_events, beta,
+                          theta)
 
 
 def build_spans(hist: NoisyHistogram, params: SpanParams, gamma: float | None = None,
@@ -189,4 +196,5 @@ def density_guarantee(grid: Grid, kind: str, noise: str, epsilon: float, theta: 
                                    "probability": 1.0 - (2 if two_events else 1) * params.beta}
 
 
-__all__ = ["SpanParams", "Spans", "build_spans", "margin", "density_guarantee", "CORE_TESTS"]
+__all__ = ["SpanParams", "Spans", "build_spans", "margin", "bound_margins", "density_guarantee",
+           "CORE_TESTS"]

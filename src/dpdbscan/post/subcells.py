@@ -95,7 +95,7 @@ class SubcellLayout:
                     f"subcells={k} gives {self.k ** grid.d} sub-cells per cell in d={grid.d}; "
                     "use fewer sub-cells in high dimension"
                 )
-            self.fine = Grid(grid.lower, grid.upper, grid.alpha, grid.eta / self.k)
+            self.fine = grid.subdivided(self.k)
             self.positions = list(_sub_offsets(grid.d, float(grid.eta), self.k))
             self.kappa = max(len(o) for _, o in self.positions if o is not None)
         self.n_events = grid.n_cells * self.k**grid.d

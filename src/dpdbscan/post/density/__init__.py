@@ -39,10 +39,13 @@ Facts used by the guarantee (docs/density-notes.md)
 """
 
 from .core import (  # noqa: F401
+    MAX_KAPPA,
     OCCUPANCY,
     OCCUPANCY_SIGMAS,
     DensityCore,
+    DensityField,
     density_core,
+    density_field,
     fine_grid,
     utility_note,
 )
@@ -60,7 +63,8 @@ from .sums import dense_weighted_sums, weighted_sums_at  # noqa: F401
 from .weights import ESTIMATES, BallWeights, ball_weights  # noqa: F401
 
 __all__ = [
-    "BallWeights", "DensityCore", "Margin", "accuracy_margin", "ball_weights", "density_core",
+    "BallWeights", "DensityCore", "DensityField", "Margin", "accuracy_margin", "ball_weights",
+    "density_core", "density_field",
     "dense_weighted_sums", "empty_truncation", "fine_grid", "margin", "noise_variance",
     "utility_note", "weighted_quantile", "weighted_sums_at", "weighted_tail_bound",
 ]

@@ -49,8 +49,13 @@ class DensityCore:
 
 def fine_grid(grid: Grid, k: int) -> Grid:
     """The grid of sub-cells of width w / k (the histogram grid for k = 1)."""
-    return grid if k == 1 else Grid(grid.lower, grid.upper, grid.alpha, grid.eta / k)
+    return grid.subdivided(k)
 
+
+#: The density test weighs every cell of an eps-neighbourhood; beyond this many
+#: cells (d > 6 at eta = 4, or an eps far above a release's resolution) it is
+#: not attempted.
+MAX_KAPPA = 50_000
 
 OCCUPANCY = 0.5  # gamma: a core sub-cell's cell holds >= gamma x the ball's mean count per cell
 OCCUPANCY_SIGMAS = 2.0  # ... or at least this many standard deviations of one cell's noise
@@ -84,6 +89,76 @@ def density_core(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2,
     (T the smallest threshold), so only those cells are evaluated; with
     gamma = 0, the cells within reach of a cell holding >= T / max S.
     """
+    field = density_field(hist, min_samples, subcells=subcells, margin_rule=margin_rule,
+                          beta=beta, estimate=estimate, occupancy=occupancy,
+                          occupancy_sigmas=occupancy_sigmas, guard=guard)
+    return field.core(min_samples)
+
+
+@dataclass(frozen=True)
+class DensityField:
+    """E~(q) of every occupied sub-cell that can be core at any MinPts >= the
+    one the field was built for: one weighted-sum pass serves every MinPts.
+
+    Attributes
+    ----------
+    hist : NoisyHistogram
+    fine : Grid
+    keys : ndarray
+        Sorted keys (in ``fine``) of the occupied candidate sub-cells.
+    estimates : ndarray
+        E~(q) of each.
+    position : ndarray
+        Index of each one's sub-position (row of ``weights.W``).
+    weights : BallWeights
+    margin_rule, beta, guard, occupancy :
+        The public rule of the margin and the occupancy condition.
+    """
+
+    hist: NoisyHistogram
+    fine: Grid
+    keys: np.ndarray
+    estimates: np.ndarray
+    position: np.ndarray
+    weights: BallWeights
+    margin_rule: object
+    beta: float
+    guard: bool
+    occupancy: float
+    min_samples: float
+
+    def margin(self, min_samples: float) -> Margin:
+        """m(q) per sub-position at this MinPts (public quantities only)."""
+        h = self.hist
+        return margin(self.margin_rule, self.weights, h.noise, h.epsilon, self.beta,
+                      h.grid.n_cells, min_samples=min_samples,
+                      truncation=empty_truncation(h.kind, h.theta), guard=self.guard)
+
+    def thresholds(self, min_samples: float) -> np.ndarray:
+        """MinPts + m(q) per sub-position."""
+        return min_samples + self.margin(min_samples).values
+
+    def core_mask(self, min_samples: float) -> np.ndarray:
+        """Which of ``keys`` are core at this MinPts."""
+        if min_samples < self.min_samples:
+            raise ValueError(f"this field was built for min_samples >= {self.min_samples:g}, "
+                             f"got {min_samples:g}")
+        return self.estimates >= self.thresholds(min_samples)[self.position]
+
+    def core(self, min_samples: float) -> DensityCore:
+        """The core sub-cells at this MinPts."""
+        sel = self.core_mask(min_samples)
+        return DensityCore(self.fine, self.keys[sel], self.estimates[sel],
+                           self.margin(min_samples), self.weights, float(min_samples),
+                           self.occupancy)
+
+
+def density_field(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2,
+                  margin_rule=1.0, beta: float = 0.1, estimate: str = "average",
+                  occupancy: float = OCCUPANCY, occupancy_sigmas: float = OCCUPANCY_SIGMAS,
+                  guard: bool = True) -> DensityField:
+    """The :class:`DensityField` of a release for every MinPts >= ``min_samples``
+    (see :func:`density_core` for the test). Post-processing only."""
     grid = hist.grid
     k = int(subcells)
     gamma = float(occupancy)
@@ -101,6 +176,8 @@ def density_core(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2,
         raise ValueError(
             f"the density threshold is {tmin:.3g} <= 0, so every sub-cell of the universe "
             "would be core; raise min_samples")
+    # the thresholds only grow with MinPts (m(q) = max(c sigma, G_0 - MinPts) with
+    # the guard), so cells that fail the smallest fail every larger MinPts
     S = weights.sums
     if gamma > 0:
         # (own > c sigma_Z or own >= gamma E/S) and E >= T imply own >= min(c sigma_Z, gamma T/S)
@@ -122,20 +199,22 @@ def density_core(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2,
         cand = _candidates(hist, weights, tmin)
         own = None
     E = weighted_sums_at(hist, weights, cand)
-    core = E >= thresholds[None, :]
+    live = E >= thresholds[None, :]
     if own is not None:
         occupied = own[:, None] >= gamma * E / S[None, :]
         if occupancy_sigmas >= 0:
             occupied |= (own > occ_abs)[:, None]
-        core &= occupied
-    rows, cols = np.nonzero(core)
+        live &= occupied
+    rows, cols = np.nonzero(live)
     pos = np.asarray(weights.positions, dtype=np.int64).reshape(-1, grid.d)
     fc = grid.decode(cand[rows]) * k + pos[cols]
     inside = np.all(fc < np.asarray(fine.shape), axis=1)
     fkeys = fine.encode(fc[inside])
     est = E[rows, cols][inside]
+    position = cols[inside]
     order = np.argsort(fkeys, kind="stable")
-    return DensityCore(fine, fkeys[order], est[order], m, weights, float(min_samples), gamma)
+    return DensityField(hist, fine, fkeys[order], est[order], position[order], weights,
+                        margin_rule, float(beta), bool(guard), gamma, float(min_samples))
 
 
 def _reachable(hist: NoisyHistogram, cand: np.ndarray, threshold: float) -> np.ndarray:
@@ -265,7 +344,8 @@ def _sparse_near(grid: Grid, heavy: np.ndarray, offsets: np.ndarray) -> np.ndarr
 
 
 def utility_note(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_spans: int,
-                 min_samples: float, margin_value: float) -> str | None:
+                 min_samples: float, margin_value: float,
+                 noise_std: float | None = None) -> str | None:
     """A warning text when the release says little, or None.
 
     Reads public parameters and the release only, and quotes no released
@@ -300,8 +380,11 @@ def utility_note(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_spans: i
     threshold = min_samples + margin_value
     cause = (f"A sub-cell is core only when its estimated eps-neighbourhood holds about "
              f"{threshold:.0f} points: min_samples={min_samples:g} plus the noise margin "
-             f"{margin_value:.1f} at epsilon={hist.epsilon:g}")
+             f"{margin_value:.1f} at epsilon={hist.epsilon:g}"
+             + ("" if noise_std is None else
+                f" (one estimate's noise has standard deviation {noise_std:.1f})"))
     if margin_value >= min_samples:
         cause += " (the margin dominates: the data are small or sparse for this epsilon)"
     return ("; ".join(problems) + ". " + cause + ". Small or sparse data need a larger eps or a "
-            "larger epsilon; see docs/density-notes.md on small data.")
+            "larger epsilon; 'dpdbscan forecast' shows what a release can detect before it is "
+            "made (docs/parameters.md).")

@@ -32,6 +32,9 @@ def dense_weighted_sums(grid: Grid, values: np.ndarray, weights: BallWeights) ->
 # on one thread. On a busy 2-core machine, OpenBLAS spreading a 21-wide
 # product of 65,536 rows over its threads took 10-50 times longer.
 _CHUNK = 1 << 13
+#: Gathered values per block (32 MB of float64): in d = 6 an eps-neighbourhood has
+#: 28,197 cells, and 65,536 rows of them at once would take 15 GB.
+_GATHER = 1 << 22
 
 
 def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) -> np.ndarray:
@@ -55,20 +58,26 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
         strides = np.array(P.strides, dtype=np.int64) // P.itemsize
         deltas = weights.offsets @ strides
         flat = P.ravel()
-        for a in range(0, n, _CHUNK):
-            base = (grid.decode(keys[a:a + _CHUNK]) + R) @ strides
+        step = _rows_per_block(deltas.size)
+        for a in range(0, n, step):
+            base = (grid.decode(keys[a:a + step]) + R) @ strides
             G = flat[base[:, None] + deltas[None, :]]
-            np.matmul(G, Wt, out=out[a:a + _CHUNK])
+            np.matmul(G, Wt, out=out[a:a + step])
         return out
     if grid.wide:
-        coords = grid.decode(keys)
-        vals = np.empty((n, weights.offsets.shape[0]))
-        for j, o in enumerate(weights.offsets):
-            vals[:, j] = lookup(hist.released_keys, hist.values, grid.encode(coords + o))
-        for a in range(0, n, _CHUNK):
-            np.matmul(vals[a:a + _CHUNK], Wt, out=out[a:a + _CHUNK])
+        step = _rows_per_block(weights.offsets.shape[0])
+        for a in range(0, n, step):
+            coords = grid.decode(keys[a:a + step])
+            vals = np.empty((coords.shape[0], weights.offsets.shape[0]))
+            for j, o in enumerate(weights.offsets):
+                vals[:, j] = lookup(hist.released_keys, hist.values, grid.encode(coords + o))
+            np.matmul(vals, Wt, out=out[a:a + step])
         return out
     return _sparse_run_sums(grid, hist.released_keys, hist.values, weights, keys)
+
+
+def _rows_per_block(terms: int) -> int:
+    return max(1, min(_CHUNK, _GATHER // max(terms, 1)))
 
 
 def _sparse_run_sums(grid: Grid, rkeys, rvals, weights: BallWeights, query) -> np.ndarray:

@@ -1,0 +1,87 @@
+"""``dpdbscan explore``: spans over a grid of (eps, MinPts) from a saved
+release, as one figure of small multiples and a table. Reads the model only,
+so it costs no privacy budget."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .. import explore as _explore
+from .. import geo as _geo
+from ..io import read_model as load_model
+from ..params import check_param
+from .common import EXIT_OK, EXIT_PARTIAL, _one_line, atomic_write, check_writable
+
+EXAMPLES = """examples:
+  # a 5 x 5 grid around the model's own (eps, MinPts): PNG and CSV next to the model
+  dpdbscan explore out/cabs_tiny.spans.json
+
+  # a chosen grid
+  dpdbscan explore out/cabs_tiny.spans.json --eps 50m 70m 100m --min-samples 500 1000 2000 \\
+      -o explore.png --table explore.csv
+"""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("model", help="span model JSON saved with its noisy histogram")
+    p.add_argument("--eps", nargs="+", metavar="ALPHA",
+                   help="eps values (>= the release's eps; with --geo models lengths like 50m); "
+                        "default: the model's eps x sqrt(2)^i, i = -2..2")
+    p.add_argument("--min-samples", "--minpts", nargs="+", metavar="MINPTS",
+                   help="MinPts values; default: the model's MinPts x 2^j, j = -2..2")
+    p.add_argument("-o", "--output", help="figure PNG (default: MODEL.explore.png)")
+    p.add_argument("--table", help="table CSV (default: MODEL.explore.csv)")
+    p.add_argument("--no-png", action="store_true", help="write the table only")
+    p.add_argument("--dpi", type=int, default=100, help="resolution of the PNG (default 100)")
+
+
+def cmd_explore(args, sink) -> int:
+    model = load_model(args.model)
+    geo = _geo.projection_of(model) is not None
+    eps = None
+    if args.eps:
+        eps = [check_param("eps", _geo.parse_length(t, geo=geo), cli=True) for t in args.eps]
+        if "auto" in eps:
+            raise ValueError("explore takes --eps numbers, not 'auto'")
+    ms = None
+    if args.min_samples:
+        ms = []
+        for t in args.min_samples:
+            try:
+                v = int(t)
+            except ValueError:
+                v = t
+            m = check_param("min_samples", v, cli=True)
+            if m == "auto":
+                raise ValueError("explore takes --min-samples numbers, not 'auto'")
+            ms.append(m)
+    stem = Path(args.model).name.removesuffix(".json")
+    base = Path(args.model).with_name(stem)
+    table = Path(args.table) if args.table else base.with_name(stem + ".explore.csv")
+    png = None if args.no_png else (Path(args.output) if args.output
+                                    else base.with_name(stem + ".explore.png"))
+    if png is not None and model.grid.d != 2:
+        raise ValueError(f"the explore figure needs a 2-D model, {args.model} is "
+                         f"{model.grid.d}-D: use --no-png for the table alone")
+    check_writable([table, png], source=args.model)
+    ex = _explore.explore(model, eps, ms)
+    atomic_write(table, lambda t: _explore.write_table(ex, t))
+    written, failed = [str(table)], []
+    if png is not None:
+        try:
+            atomic_write(png, lambda t: _explore.save_figure(_explore.figure(ex, model, dpi=args.dpi),
+                                                             t, dpi=args.dpi))
+            written.append(str(png))
+        except Exception as exc:  # the table is written: report the picture, keep the table
+            failed.append(f"{png} ({_one_line(exc)})")
+    length = _geo.format_km if geo else (lambda v: f"{v:g}")
+    print(f"spans over {len(ex.eps)} eps x {len(ex.min_samples)} MinPts from one release "
+          f"(epsilon={model.epsilon:g}, made at eps={length(model.release_eps)}); exploring "
+          "costs no budget")
+    for line in _explore.table_lines(ex, model):
+        print(line)
+    print("wrote " + ", ".join(written))
+    for f in failed:
+        print(f"dpdbscan: error: could not write {f}", file=sys.stderr)
+    return EXIT_PARTIAL if failed else EXIT_OK

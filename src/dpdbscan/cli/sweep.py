@@ -1,0 +1,108 @@
+"""``dpdbscan sweep``: spans for every (eps, MinPts) of two lists from one
+release (a data file fitted once, at the smallest eps, or a saved model).
+
+Re-parameterising reads the released histogram only, so every pair after the
+first costs no privacy budget.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from .. import geo as _geo
+from ..io import read_model as load_model
+from ..params import check_param
+from .common import EXIT_OK, EXIT_PARTIAL, Notes, _stem
+from .fit import _out_paths, _write_outputs, check_fit_params, fit_from_args
+from .maps import picture_options
+
+# options that shape a release: meaningless when sweep re-parameterises a saved one
+_FIT_ONLY = ("epsilon", "delta", "beta", "eta", "histogram", "noise", "theta", "seed", "subcells",
+             "margin", "core", "border", "bounds", "bounds_from_data", "geo", "ref_lat", "backend",
+             "scheduler", "theoretical_threshold")
+
+
+def eps_values(texts, *, geo: bool) -> list[tuple[float, str]]:
+    """The distinct ``--eps`` values, smallest first, each with its text (for
+    file names): numbers, or lengths such as 50m with --geo."""
+    out: dict[float, str] = {}
+    for t in texts:
+        if str(t).strip().lower() == "auto":
+            raise ValueError("sweep takes --eps numbers (one or more), not 'auto'; "
+                             "'dpdbscan fit --eps auto' chooses eps")
+        v = check_param("eps", _geo.parse_length(t, geo=geo), cli=True)
+        out.setdefault(v, str(t))
+    return sorted(out.items())
+
+
+def _tag(text: str) -> str:
+    """A file-name-safe form of an --eps text: 50m -> 50m, 0.5 -> 0.5."""
+    return re.sub(r"[^0-9A-Za-z.+-]", "_", text)
+
+
+def cmd_sweep(args, sink) -> int:
+    if (args.input is None) == (args.model is None):
+        raise ValueError("sweep needs either an input data file or --model MODEL.json (not both)")
+    values = sorted({check_param("min_samples", m, cli=True) for m in args.min_samples})
+    picture = picture_options(args)
+    notes = Notes(args.quiet)
+    if args.model is not None:
+        defaults = args.option_defaults
+        given = [k for k in _FIT_ONLY if getattr(args, k, None) != defaults.get(k)]
+        if given:
+            opts = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise ValueError(f"{opts} shape(s) a new release; with --model the saved release is "
+                             "re-parameterised as it is: drop them, or fit the data file instead")
+        base = load_model(args.model)
+        geo = _geo.projection_of(base) is not None
+        eps = eps_values(args.eps, geo=geo) if args.eps else [(base.grid.alpha, "")]
+        name = args.name or Path(args.model).name.removesuffix(".json").removesuffix(".spans")
+        if base.histogram is None:
+            raise ValueError(f"{args.model}: saved without its noisy histogram, cannot "
+                             "re-parameterise it")
+        if eps[0][0] < base.finest_eps * (1 - 1e-12):
+            raise ValueError(f"--eps {eps[0][1]} is finer than the release in {args.model} can "
+                             f"resolve (its smallest eps is {_length(base, base.finest_eps)})")
+    else:
+        if not args.eps:
+            raise ValueError("--eps is required when sweep fits a data file")
+        args.png_requested = args.geojson_requested = False
+        eps = eps_values(args.eps, geo=bool(args.geo))
+        p = check_fit_params(args, eps=eps[0][0])
+        name = args.name or _stem(args.input)
+    single = len(eps) == 1
+
+    def stem(tag: str, m: int) -> str:
+        return f"{name}.m{m}" if single else f"{name}.eps{_tag(tag)}.m{m}"
+
+    for _, tag in eps:  # fail on unwritable outputs before spending budget
+        for m in values:
+            _out_paths(args, stem(tag, m))
+    if args.model is None:
+        base = fit_from_args(args, sink, p, values[0], notes)
+    rows, failed_all = [], []
+    for alpha, tag in eps:
+        for m in values:
+            same = alpha == base.grid.alpha and m == base.min_samples
+            model = base if same else base.with_params(eps=alpha, min_samples=m)
+            written, failed = _write_outputs(model, _out_paths(args, stem(tag, m)), notes,
+                                             picture)
+            failed_all += failed
+            rows.append((_length(base, alpha), m, model.threshold, model.n_spans,
+                         model.n_core_cells, written[0]))
+    print(f"spans for {len(eps)} eps x {len(values)} MinPts from one release (epsilon="
+          f"{base.epsilon:g}, delta={base.delta:g}, made at eps={_length(base, base.release_eps)}); "
+          "re-parameterising costs no budget")
+    print(f"{'eps':>10}  {'min_samples':>11}  {'threshold':>10}  {'spans':>6}  {'core_cells':>10}  "
+          "model")
+    for a, m, thr, n, c, path in rows:
+        print(f"{a:>10}  {m:>11}  {thr:>10.1f}  {n:>6}  {c:>10}  {path}")
+    for f in failed_all:
+        print(f"dpdbscan: error: could not write {f}", file=sys.stderr)
+    return EXIT_PARTIAL if failed_all else EXIT_OK
+
+
+def _length(model, value: float) -> str:
+    return _geo.format_km(value) if _geo.projection_of(model) is not None else f"{value:g}"

@@ -1,0 +1,241 @@
+"""Choosing (alpha, MinPts) from one release, without labels.
+
+At a fixed alpha the core sub-cells at increasing MinPts are nested (the
+threshold T = MinPts + m(q) only grows with MinPts), so the spans over a
+geometric ladder of MinPts form a tree of density level sets, as in
+HDBSCAN: a span at one level lies in exactly one span of the level below.
+Following HDBSCAN (Campello, Moulavi and Sander, 2013), with the level
+measured by the threshold T on the estimated eps-neighbourhood count:
+
+* a span is *significant* when its noisy mass reaches MinPts (a DBSCAN
+  cluster holds at least MinPts points); the others are noise falling out
+  of their parent;
+* a cluster is born at the level where its parent splits into two or more
+  significant spans (or at the lowest level), and lives while it has one
+  significant descendant per level;
+* its *stability* is the integral of its mass over its life in log T,
+  sum_levels mass x (log T_next - log T): massive clusters that persist
+  over a wide range of densities score high, noise fragments and
+  short-lived splits low. Log T makes the score scale-free, and levels
+  whose threshold the empty-space guard holds at the same T (small MinPts)
+  add nothing.
+
+The choice is a flat cut, since the release is one (alpha, MinPts): at each
+grid point the score is the total stability of the clusters alive there,
+counted only when at least two are (a single cluster is what every
+clustering shows at a low enough level; HDBSCAN excludes the root by default
+for the same reason). The grid point with the highest score wins. Within one
+alpha the clusters alive on a plateau of levels have the same score, and the
+lowest level of the plateau is taken: there each cluster has its largest
+extent, as HDBSCAN labels a selected cluster by its extent at birth. Across
+alphas ties go to the larger alpha. Everything is post-processing of the
+release and public parameters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..grid import Grid, count_neighbours
+from ..histogram import NoisyHistogram
+from .spans import SpanParams
+from .sweep import Partition, sweep
+
+#: The criterion's name, recorded in the model.
+CRITERION = "flat-cut stability of density level sets (HDBSCAN-like)"
+#: eps candidates: the base resolution times sqrt(2)^i
+EPS_STEPS = 7
+#: MinPts candidates: MIN_SAMPLES_LOW * sqrt(2)^i up to a share of the released mass
+MIN_SAMPLES_LOW = 5
+MASS_SHARE = 0.25
+#: eps candidates stop where an eps-neighbourhood would hold more cells than this
+#: (public: d and eta); in 3-D that is eps <= 2.8 x the base
+MAX_CANDIDATE_KAPPA = 2_000
+#: the selection decides on cells (k = 1), the final spans use the sub-cells
+SELECTION_SUBCELLS = 1
+#: The base release has about n epsilon / POINTS_PER_CELL cells (capped by
+#: max_cells): re-measuring it at eps = f x base sums ~ f^d cells of noise per
+#: neighbourhood, so the signal-to-noise ratio of a candidate depends on the
+#: points per cell times epsilon. n is the user's public guess n_expected, or
+#: ASSUMED_N (the size at which DP clustering at epsilon ~ 1 makes sense).
+POINTS_PER_CELL = 0.3
+ASSUMED_N = 20_000
+MIN_BASE_CELLS = 1 << 10
+MAX_CELLS = 1 << 20
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The automatic mode's public choices: the base release's eps and the
+    candidates for eps (MinPts candidates depend on the release's total mass,
+    a post-processing quantity: :func:`min_samples_ladder`).
+
+    Attributes
+    ----------
+    base_eps : float
+        The eps of the one release (eta as given).
+    eps : tuple of float
+        Candidate eps (just the given one when eps is fixed).
+    min_samples : int or None
+        The fixed MinPts, or None to choose it.
+    """
+
+    base_eps: float
+    eps: tuple
+    min_samples: int | None
+
+
+def base_cells(epsilon: float, n_expected: float | None = None,
+               max_cells: int = MAX_CELLS) -> int:
+    """How many cells the base release may have: n epsilon / POINTS_PER_CELL
+    (n = ``n_expected`` or ASSUMED_N), between MIN_BASE_CELLS and
+    ``max_cells``. Public inputs only."""
+    n = ASSUMED_N if n_expected is None else float(n_expected)
+    target = n * float(epsilon) / POINTS_PER_CELL
+    return int(max(MIN_BASE_CELLS, min(float(max_cells), target)))
+
+
+def base_eps(lower, upper, eta: float, cells: int) -> float:
+    """The smallest eps (at this eta) whose grid over the public box has at
+    most ``cells`` cells, to 1%."""
+    lower = np.asarray(lower, dtype=np.float64)
+    upper = np.asarray(upper, dtype=np.float64)
+    d = lower.size
+    # n_cells ~ prod(L_i / w) with w = eta eps / (4 sqrt d): start just below
+    w = (float(np.prod(upper - lower)) / cells) ** (1.0 / d)
+    eps = 4.0 * math.sqrt(d) * w / eta * 0.9
+    while Grid(lower, upper, eps, eta).n_cells > cells:
+        eps *= 1.01
+    return float(eps)
+
+
+def plan(lower, upper, eta: float, eps, min_samples, epsilon: float = 1.0,
+         max_cells: int = MAX_CELLS, n_expected: float | None = None) -> Plan:
+    """The public plan of an automatic fit (``eps`` and/or ``min_samples``
+    "auto"): the base eps from the box, epsilon, the cap and the user's
+    guess ``n_expected`` (:func:`base_cells`), and the eps candidates."""
+    if eps == "auto":
+        b = base_eps(lower, upper, eta, base_cells(epsilon, n_expected, max_cells))
+        d = np.asarray(lower).size
+        cands = tuple(b * 2 ** (i / 2) for i in range(EPS_STEPS)
+                      if i == 0 or count_neighbours(d, eta / 2 ** (i / 2)) <= MAX_CANDIDATE_KAPPA)
+    else:
+        b = float(eps)
+        cands = (b,)
+    return Plan(b, cands, None if min_samples == "auto" else int(min_samples))
+
+
+def min_samples_ladder(total_mass: float, low: int = MIN_SAMPLES_LOW) -> list[int]:
+    """MinPts candidates low * sqrt(2)^i up to MASS_SHARE of the released
+    (positive) mass: a DBSCAN cluster holds at least MinPts points."""
+    top = max(low, MASS_SHARE * total_mass)
+    out, i = [], 0
+    while True:
+        m = int(round(low * 2 ** (i / 2)))
+        if m > top:
+            break
+        out.append(m)
+        i += 1
+    return out or [low]
+
+
+def choose_params(hist: NoisyHistogram, params: SpanParams, p: Plan) -> dict:
+    """(eps, MinPts) chosen from the release ``hist`` (made at ``p.base_eps``)
+    by :func:`choose` over the plan's grid. Post-processing only."""
+    if p.min_samples is not None:
+        ms = [p.min_samples]
+    else:
+        ms = min_samples_ladder(float(np.maximum(hist.values, 0).sum()))
+    k = min(int(params.subcells), SELECTION_SUBCELLS)
+    table = sweep(hist, replace(params, subcells=k), p.eps, ms)
+    out = choose(table)
+    out.update({"base_eps": p.base_eps, "eps_candidates": list(p.eps),
+                "min_samples_candidates": ms})
+    return out
+
+
+def level_scores(levels: Sequence[Partition]) -> tuple[list[float], list[int]]:
+    """Flat-cut scores and the number of significant clusters at each level of
+    one alpha's MinPts ladder (``levels`` sorted by MinPts, nested)."""
+    n = len(levels)
+    if n == 0:
+        return [], []
+    lam = [math.log(max(p.threshold, 1e-300)) for p in levels]
+    # level j stands for [lam_j, lam_j+1); the top one's width is unknown: 0
+    width = [lam[j + 1] - lam[j] for j in range(n - 1)] + [0.0]
+    stab: list[float] = []
+    alive: list[list[int]] = []  # cluster ids alive at each level
+    prev_cluster = None  # cluster id of each span of the previous level (-1: none)
+    prev = None
+    for j, p in enumerate(levels):
+        masses = p.span_masses()
+        sig = masses >= p.min_samples
+        cluster = np.full(p.n_spans, -1, dtype=np.int64)
+        if prev is None or prev_cluster is None:
+            for s in np.flatnonzero(sig):
+                cluster[s] = len(stab)
+                stab.append(0.0)
+        else:
+            parent = _parents(prev, p)
+            for par in np.unique(parent[sig]):
+                kids = np.flatnonzero(sig & (parent == par))
+                if kids.size == 1 and prev_cluster[par] >= 0:
+                    cluster[kids[0]] = prev_cluster[par]
+                else:
+                    for s in kids:
+                        cluster[s] = len(stab)
+                        stab.append(0.0)
+        for s in np.flatnonzero(sig):
+            stab[cluster[s]] += float(masses[s]) * width[j]
+        alive.append([int(c) for c in cluster[sig]])
+        prev, prev_cluster = p, cluster
+    scores = [sum(stab[c] for c in ids) if len(ids) >= 2 else 0.0 for ids in alive]
+    return scores, [len(ids) for ids in alive]
+
+
+def _parents(lower: Partition, upper: Partition) -> np.ndarray:
+    """Span of ``lower`` holding each span of ``upper`` (core sets nested)."""
+    if upper.n_spans == 0:
+        return np.zeros(0, dtype=np.int64)
+    idx = np.searchsorted(lower.keys, upper.keys)
+    idx = np.minimum(idx, max(lower.keys.size - 1, 0))
+    if lower.keys.size == 0 or not np.array_equal(lower.keys[idx], upper.keys):
+        raise ValueError("level sets are not nested: the core sub-cells of a larger MinPts "
+                         "must be core at a smaller one")
+    parent = np.full(upper.n_spans, -1, dtype=np.int64)
+    # any cell of a span names its parent (a span lies in one span below)
+    parent[upper.labels[::-1]] = lower.labels[idx][::-1]
+    return parent
+
+
+def choose(table: dict[tuple[float, int], Partition]) -> dict:
+    """The (alpha, MinPts) with the highest flat-cut score, and the scores.
+
+    Returns a dict with ``alpha``, ``min_samples``, ``score``, ``clusters``
+    (significant clusters alive there) and ``scores``: a list of
+    [alpha, MinPts, score, clusters] for every grid point. When no grid point
+    has two significant clusters, the one with the largest core mass wins
+    (``score`` 0).
+    """
+    rows = []
+    for alpha in sorted({a for a, _ in table}):
+        levels = [table[(a, m)] for a, m in sorted(table) if a == alpha]
+        scores, counts = level_scores(levels)
+        rows += [[alpha, p.min_samples, s, c, p.threshold]
+                 for p, s, c in zip(levels, scores, counts)]
+    # the best score; then the larger alpha; then the lowest threshold (a
+    # plateau's lowest level); then, among MinPts the guard holds at one
+    # threshold, the largest (the one that says what the threshold is)
+    best = max(rows, key=lambda r: (r[2], r[0], -r[4], r[1]))
+    if best[2] <= 0:
+        best = max(rows, key=lambda r: (table[(r[0], int(r[1]))].core_mass, r[0], -r[4], r[1]))
+    return {"alpha": float(best[0]), "min_samples": int(best[1]), "score": float(best[2]),
+            "clusters": int(best[3]), "scores": [r[:4] for r in rows]}
+
+
+__all__ = ["level_scores", "choose", "choose_params", "plan", "Plan", "base_eps",
+           "min_samples_ladder"]

@@ -1,0 +1,168 @@
+"""The automatic mode (issue 13): one release at a base resolution chosen
+from public inputs only, then (eps, MinPts) chosen from the release without
+labels; the choice is part of the release."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpdbscan import DPDBSCAN
+from dpdbscan.cli import main
+from dpdbscan.model import SpanModel
+from dpdbscan.post import auto
+from dpdbscan.post.sweep import Partition
+
+quiet = pytest.mark.filterwarnings("ignore")  # seeded noise, small-data notes
+
+BOX = (np.array([0.0, 0.0]), np.array([10.0, 8.0]))
+
+
+def blobs(n=2000, seed=0, centres=((2, 2), (7, 6), (2.5, 6.5)), spread=0.35):
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(c, spread, (n, 2)) for c in centres])
+    y = np.repeat(np.arange(len(centres)), n)
+    return X, y
+
+
+@quiet
+def test_the_release_grid_does_not_depend_on_the_data():
+    X1, _ = blobs(1000, 0)
+    X2, _ = blobs(300, 1, centres=((8, 1), (1, 7)), spread=1.0)
+    m1 = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=0).fit(X1).spans_
+    m2 = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=1).fit(X2).spans_
+    g1, g2 = m1.histogram_grid, m2.histogram_grid
+    assert (g1.shape, g1.width) == (g2.shape, g2.width)
+    np.testing.assert_array_equal(g1.lower, g2.lower)
+    want = auto.base_eps(*BOX, 4.0, auto.base_cells(1.0))
+    assert m1.release["eps"] == m2.release["eps"] == want
+    assert m1.auto["eps_candidates"] == m2.auto["eps_candidates"]
+    assert m1.auto["base_eps"] == m1.release["eps"]
+
+
+def test_the_base_is_sized_by_public_inputs():
+    from dpdbscan.grid import Grid
+
+    cells = auto.base_cells(1.0)
+    assert cells == int(auto.ASSUMED_N / auto.POINTS_PER_CELL)
+    b = auto.base_eps(*BOX, 4.0, cells)
+    assert Grid(*BOX, b).n_cells <= cells < Grid(*BOX, b / 1.02).n_cells
+    # fewer expected points or less budget: coarser cells; the cap bounds it
+    assert auto.base_cells(1.0, n_expected=2000) == int(2000 / auto.POINTS_PER_CELL)
+    assert auto.base_cells(0.5) == cells // 2 or auto.base_cells(0.5) == int(cells / 2)
+    assert auto.base_cells(1.0, n_expected=1e9) == auto.MAX_CELLS
+    assert auto.base_cells(1.0, n_expected=1e9, max_cells=1 << 12) == 1 << 12
+    assert auto.base_cells(1.0, n_expected=1) == auto.MIN_BASE_CELLS
+    small = auto.plan(*BOX, 4.0, "auto", "auto", 1.0, n_expected=2000).base_eps
+    assert small > auto.plan(*BOX, 4.0, "auto", "auto", 1.0).base_eps
+
+
+def test_the_plan_is_public():
+    p = auto.plan(*BOX, 4.0, "auto", "auto")
+    assert p.base_eps == auto.base_eps(*BOX, 4.0, auto.base_cells(1.0))
+    assert len(p.eps) == auto.EPS_STEPS and p.eps[-1] == pytest.approx(8 * p.base_eps)
+    assert p.min_samples is None
+    # 3-D: the same number of cells, and big neighbourhoods are skipped
+    lo, hi = np.zeros(3), np.ones(3)
+    p3 = auto.plan(lo, hi, 4.0, "auto", "auto", max_cells=1 << 20)
+    from dpdbscan.grid import Grid
+
+    cells = auto.base_cells(1.0)
+    assert Grid(lo, hi, p3.base_eps).n_cells <= cells < Grid(lo, hi, p3.base_eps / 1.02).n_cells
+    assert len(p3.eps) < auto.EPS_STEPS
+    assert all(Grid(lo, hi, p3.base_eps).at_alpha(a).kappa <= auto.MAX_CANDIDATE_KAPPA
+               for a in p3.eps)
+    fixed = auto.plan(*BOX, 4.0, 0.3, "auto")
+    assert fixed.eps == (0.3,) and fixed.base_eps == 0.3
+    assert auto.plan(*BOX, 4.0, "auto", 40).min_samples == 40
+
+
+def test_min_samples_ladder():
+    assert auto.min_samples_ladder(40) == [5, 7, 10]
+    lad = auto.min_samples_ladder(1e5)
+    assert lad[0] == 5 and lad[-1] <= 0.25e5 and all(b > a for a, b in zip(lad, lad[1:]))
+
+
+@quiet
+def test_auto_finds_separated_blobs_and_records_its_choice(tmp_path):
+    X, y = blobs(1000)
+    # a small public cap keeps the test quick: the base release has at most 4096 cells
+    est = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=3, max_cells=1 << 12).fit(X)
+    m = est.spans_
+    assert m.n_spans == 3
+    from sklearn.metrics import adjusted_rand_score
+
+    assert adjusted_rand_score(y, est.predict(X)) > 0.95
+    a = m.auto
+    assert a["eps"] == m.grid.alpha and a["min_samples"] == m.min_samples
+    assert a["eps"] in a["eps_candidates"] and a["min_samples"] in a["min_samples_candidates"]
+    assert a["chosen"] == ["eps", "min_samples"] and a["clusters"] >= 2
+    # the chosen spans are with_params of the one release
+    again = m.with_params(eps=m.grid.alpha, min_samples=m.min_samples)
+    np.testing.assert_array_equal(again.core_keys, m.core_keys)
+    assert m.border == pytest.approx(m.grid.alpha)
+    # part of the release: JSON, summary, describe
+    m.save(tmp_path / "a.json")
+    loaded = SpanModel.load(tmp_path / "a.json")
+    assert loaded.auto == json.loads(json.dumps(a))
+    assert json.loads((tmp_path / "a.json").read_text())["auto"]["min_samples"] == m.min_samples
+    assert "auto    : eps and min_samples chosen from the release" in loaded.summary()
+    assert loaded.describe()["auto"]["eps"] == m.grid.alpha
+
+
+@quiet
+def test_partly_automatic():
+    X, _ = blobs(1000)
+    m = DPDBSCAN(0.3, min_samples="auto", bounds=BOX, random_state=0).fit(X).spans_
+    assert m.grid.alpha == 0.3 and m.release["eps"] == 0.3 and m.auto["chosen"] == ["min_samples"]
+    m2 = DPDBSCAN("auto", min_samples=40, bounds=BOX, random_state=0, max_cells=1 << 12).fit(X).spans_
+    assert m2.min_samples == 40 and m2.auto["chosen"] == ["eps"]
+
+
+def _part(keys, labels, mass, m, thr):
+    return Partition(1.0, m, np.asarray(keys, dtype=np.int64), np.asarray(labels, dtype=np.int64),
+                     np.asarray(mass, float), thr)
+
+
+def test_level_scores_follow_the_cluster_tree():
+    # one cluster at T=10 splits at T=20 into two that live to T=40 (log-widths ln 2)
+    L0 = _part([1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 0], [10] * 6, 5, 10.0)
+    L1 = _part([1, 2, 5, 6], [0, 0, 1, 1], [10] * 4, 5, 20.0)
+    L2 = _part([1, 5], [0, 1], [10, 10], 5, 40.0)
+    L3 = _part([], [], [], 5, 80.0)
+    scores, counts = auto.level_scores([L0, L1, L2, L3])
+    ln2 = np.log(2)
+    # the children: 20 x ln 2 (level 1) + 10 x ln 2 (level 2) each
+    assert counts == [1, 2, 2, 0]
+    assert scores[0] == 0  # one cluster only
+    assert scores[1] == pytest.approx(2 * 30 * ln2) and scores[2] == scores[1]
+    table = {(1.0, 5): L0, (1.0, 6): L1, (1.0, 7): L2, (1.0, 8): L3}
+    table = {k: Partition(1.0, k[1], p.keys, p.labels, p.mass, p.threshold)
+             for k, p in table.items()}
+    got = auto.choose(table)
+    assert (got["min_samples"], got["clusters"]) == (6, 2)  # the plateau's lowest level
+    with pytest.raises(ValueError, match="nested"):
+        auto.level_scores([L1, _part([9], [0], [10], 5, 30.0)])
+
+
+@quiet
+def test_cli_fit_auto_and_info(tmp_path, capsys):
+    X, _ = blobs(800)
+    path = tmp_path / "b.csv"
+    path.write_text("x,y\n" + "\n".join(f"{a!r},{b!r}" for a, b in X) + "\n")
+    rc = main(["fit", str(path), "--eps", "auto", "--min-samples", "auto", "--bounds", "0", "0",
+               "10", "8", "--seed", "0", "--out-dir", str(tmp_path), "--no-png"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "auto    : eps and min_samples chosen" in out
+    m = SpanModel.load(tmp_path / "b.spans.json")
+    assert m.auto is not None
+    assert m.release["eps"] == auto.base_eps(*BOX, 4.0, auto.base_cells(1.0))
+    assert main(["info", str(tmp_path / "b.spans.json")]) == 0
+    info = capsys.readouterr().out
+    assert "auto : eps and min_samples chosen from the release without labels" in info
+    assert f"MinPts = {m.min_samples}" in info
+    assert main(["info", str(tmp_path / "b.spans.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["auto"]["min_samples"] == m.min_samples

@@ -1,0 +1,131 @@
+"""Exploring a release (issue 13): spans over an (eps, MinPts) grid, the
+table and the figure, at no privacy cost."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from dpdbscan import DPDBSCAN
+from dpdbscan import explore as E
+from dpdbscan.cli import main
+from dpdbscan.post.sweep import Partition, agreement
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _model(seed=0, d=2):
+    rng = np.random.default_rng(seed)
+    centres = [[0.3, 0.3], [0.7, 0.6], [0.35, 0.75]] if d == 2 else [[0.3] * d, [0.7] * d]
+    X = np.vstack([rng.normal(c, 0.04, (1500, d)) for c in centres]).clip(0, 1)
+    est = DPDBSCAN(eps=0.02, min_samples=20, bounds=(0, 1), random_state=seed)
+    with pytest.warns(Warning):  # seeded noise
+        return est.fit(X).spans_
+
+
+@pytest.fixture(scope="module")
+def model():
+    return _model()
+
+
+def test_every_grid_point_has_the_spans_of_with_params(model):
+    eps, ms = [0.02, 0.03, 0.05], [10, 40]
+    ex = E.explore(model, eps, ms)
+    assert [(r.eps, r.min_samples) for r in ex.rows] == [(a, m) for a in eps for m in ms]
+    fine = model.histogram_grid.subdivided(model.subcells)
+    for r in ex.rows:
+        want = model.with_params(eps=r.eps, min_samples=r.min_samples)
+        got = ex.models[(r.eps, r.min_samples)]
+        np.testing.assert_array_equal(fine.decode(got.core_keys), want.grid.decode(want.core_keys))
+        np.testing.assert_array_equal(got.labels, want.labels)
+        assert r.spans == want.n_spans and r.core_cells == want.n_core_cells
+        assert r.threshold == pytest.approx(want.threshold)
+        assert 0 <= r.core_share <= 1 and -1 <= r.stability <= 1
+    # more MinPts, less core mass at every eps
+    for a in eps:
+        masses = [r.core_mass for r in ex.rows if r.eps == a]
+        assert masses == sorted(masses, reverse=True)
+
+
+def test_default_grid_stays_at_or_above_the_release(model):
+    eps, ms = E.default_grid(model)
+    assert min(eps) == pytest.approx(0.02) and len(eps) == 5 and max(eps) == pytest.approx(0.08)
+    assert ms == [5, 10, 20, 40, 80]
+    coarse = model.with_params(eps=0.08)
+    eps2, _ = E.default_grid(coarse)
+    assert eps2[0] == pytest.approx(0.04) and eps2[2] == pytest.approx(0.08)
+
+
+def _p(keys, labels, mass=None):
+    keys = np.asarray(keys)
+    return Partition(1.0, 5, keys, np.asarray(labels), np.ones(keys.size) if mass is None
+                     else np.asarray(mass, dtype=float), 0.0)
+
+
+def test_agreement():
+    a = _p([1, 2, 3, 4], [0, 0, 1, 1])
+    assert agreement(a, a) == pytest.approx(1.0)
+    assert agreement(a, _p([1, 2, 3, 4], [1, 1, 0, 0])) == pytest.approx(1.0)  # ids do not matter
+    assert agreement(a, _p([1, 2, 3], [0, 0, 1])) == pytest.approx(1.0)  # a span shrank
+    merged = _p([1, 2, 3, 4], [0, 0, 0, 0])
+    assert agreement(a, merged) == pytest.approx(0.0)
+    split = _p([1, 2, 3, 4], [0, 1, 2, 2])
+    assert 0 < agreement(a, split) < 1
+    assert agreement(a, _p([], [])) == 0.0 and agreement(_p([], []), _p([], [])) == 1.0
+
+
+def test_table_and_figure_files(model, tmp_path):
+    ex = E.explore(model, [0.02, 0.04], [10, 20, 40])
+    E.write_table(ex, tmp_path / "t.csv")
+    rows = list(csv.reader((tmp_path / "t.csv").read_text().splitlines()))
+    assert tuple(rows[0]) == E.COLUMNS and len(rows) == 1 + 6
+    fig = E.figure(ex, model)
+    assert len(fig.axes) == 6
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0].startswith("eps=0.02, MinPts=10") and "span(s)" in titles[0]
+    assert f"{ex.rows[0].spans} span(s)" in titles[0]
+    E.save_figure(fig, tmp_path / "f.png")
+    assert (tmp_path / "f.png").read_bytes()[:8] == PNG
+
+
+def test_cli_explore(model, tmp_path, capsys):
+    path = tmp_path / "m.spans.json"
+    model.save(path)
+    rc = main(["explore", str(path), "--eps", "0.02", "0.03", "--min-samples", "10", "40"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    png, table = tmp_path / "m.spans.explore.png", tmp_path / "m.spans.explore.csv"
+    assert png.read_bytes()[:8] == PNG
+    rows = list(csv.reader(table.read_text().splitlines()))
+    assert tuple(rows[0]) == E.COLUMNS and len(rows) == 5
+    printed = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [(float(r[0]), int(r[1])) for r in printed] == [(0.02, 10), (0.02, 40), (0.03, 10),
+                                                          (0.03, 40)]
+    assert "costs no budget" in out
+    # the spans count printed is the one of with_params
+    assert int(printed[1][3]) == model.with_params(eps=0.02, min_samples=40).n_spans
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--eps", "0.01"], "finer than this release"),
+    (["--eps", "5"], "too large"),
+    (["--min-samples", "0"], "--min-samples 0"),
+])
+def test_cli_explore_refuses(model, tmp_path, capsys, argv, match):
+    path = tmp_path / "m.spans.json"
+    model.save(path)
+    rc = main(["explore", str(path), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and match in err, err
+
+
+def test_cli_explore_3d_table_only(tmp_path, capsys):
+    m = _model(1, d=3)
+    path = tmp_path / "m3.spans.json"
+    m.save(path)
+    assert main(["explore", str(path)]) == 2
+    assert "--no-png" in capsys.readouterr().err
+    assert main(["explore", str(path), "--no-png", "--eps", "0.02", "--min-samples", "20"]) == 0
+    assert (tmp_path / "m3.spans.explore.csv").exists()

@@ -1,0 +1,152 @@
+"""Forecast before spending (issue 13): the numbers a fit will report, from
+public inputs only, and the warnings about slow or useless fits."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+from dpdbscan import DPDBSCAN
+from dpdbscan.cli import main
+from dpdbscan.exceptions import UtilityWarning
+
+
+def _clusters(d, n, seed=0, spread=0.03):
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.2, 0.8, (3, d))
+    return np.clip(np.vstack([c + spread * rng.standard_normal((n // 3, d)) for c in centres]),
+                   0, 1)
+
+
+SETUPS = [
+    dict(eps=0.03, min_samples=20),
+    dict(eps=0.03, min_samples=5, epsilon=0.5),
+    dict(eps=0.02, min_samples=20, histogram="sparse"),
+    dict(eps=0.1, min_samples=10, core="bound"),
+    dict(eps=0.12, min_samples=8, subcells=1),
+]
+
+
+@pytest.mark.parametrize("kw", SETUPS, ids=[str(s) for s in SETUPS])
+@pytest.mark.filterwarnings("ignore")
+def test_forecast_numbers_equal_what_a_fit_reports(kw):
+    d = 3 if kw.get("eps") == 0.12 else 2
+    est = DPDBSCAN(**{"bounds": (np.zeros(d), np.ones(d)), "random_state": 0, **kw})
+    fc = est.forecast(n_expected=3000)
+    model = est.fit(_clusters(d, 3000)).spans_
+    assert fc.gamma == pytest.approx(model.gamma, rel=1e-12)
+    assert fc.threshold == pytest.approx(model.threshold, rel=1e-12)
+    assert (fc.n_cells, fc.kappa, fc.histogram, fc.subcells, fc.d) == (
+        model.n_cells, model.kappa, model.histogram_kind, model.subcells, d)
+    if fc.histogram != "dense":
+        assert fc.theta == model.theta
+    assert fc.eps == model.grid.alpha and fc.min_samples == model.min_samples
+
+
+def test_the_utility_warning_quotes_the_forecast():
+    # 300 points at epsilon 0.5: the margin dominates and the fit says so
+    est = DPDBSCAN(eps=0.05, min_samples=5, epsilon=0.5, bounds=(0, 1), random_state=1)
+    X = _clusters(2, 300, spread=0.08)
+    fc = est.forecast(n_expected=300, n_features=2)
+    with pytest.warns(UtilityWarning) as rec:
+        est.fit(X)
+    texts = [str(w.message) for w in rec if issubclass(w.category, UtilityWarning)]
+    note = next(t for t in texts if "noise margin" in t)
+    assert f"holds about {fc.threshold:.0f} points" in note
+    assert f"noise margin {fc.margin:.1f}" in note
+    assert f"standard deviation {fc.noise_std:.1f}" in note
+    assert "dpdbscan forecast" in note
+
+
+def test_forecast_needs_bounds_and_reads_no_data():
+    with pytest.raises(ValueError, match="bounds"):
+        DPDBSCAN(eps=0.1, min_samples=5).forecast()
+    with pytest.raises(ValueError, match="n_expected"):
+        DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1)).forecast(n_expected=-3)
+
+
+def test_the_sentence_covers_the_cases():
+    est = DPDBSCAN(eps=0.05, min_samples=20, bounds=([0, 0], [1, 1]))
+    assert "Give the number of points" in est.forecast().sentence()
+    assert "not detectable" in est.forecast(n_expected=10).sentence()
+    # 10^7 points: average density alone reaches the threshold
+    assert "any region as dense as the average" in est.forecast(n_expected=1e7).sentence()
+    s = est.forecast(n_expected=2_000).sentence()
+    m = re.search(r"at least ([0-9.e+]+) times that average", s)
+    assert m and float(m.group(1)) > 1 and "covers at most" in s
+    fc = est.forecast(n_expected=20_000)
+    ball = np.pi * 0.05**2
+    assert fc.expected_count == pytest.approx(20_000 * ball)
+    assert fc.density_factor == pytest.approx(fc.threshold / fc.expected_count)
+
+
+def test_a_hopeless_fit_is_called_useless():
+    fc = DPDBSCAN(eps=0.01, min_samples=20, bounds=(0, 1)).forecast(n_expected=60, n_features=2)
+    assert fc.useless and "likely find nothing" in fc.useless[0]
+
+
+class _Refuses:
+    """A backend that fails if asked to count: whatever was said before the
+    counting started is what the user sees before anything is spent."""
+
+    def count(self, grid, X):
+        raise RuntimeError("counted")
+
+
+def test_slow_fits_warn_before_counting():
+    # d = 6 at eta = 4: 28,197 noisy counts per candidate cell, a sparse universe
+    est = DPDBSCAN(eps=0.02, min_samples=5, bounds=(0, 1), backend=_Refuses())
+    fc = est.forecast(n_features=6)
+    assert fc.histogram == "sparse" and fc.terms_per_cell == 28_197 and fc.slow
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match="counted"):
+            est.fit(np.random.default_rng(0).random((100, 6)))
+    slow = [w for w in rec if issubclass(w.category, UtilityWarning) and "28,197" in str(w.message)]
+    assert slow, [str(w.message) for w in rec]
+    # 2-D defaults say nothing of the kind
+    assert not DPDBSCAN(eps=0.02, min_samples=5, bounds=(0, 1)).forecast(n_features=2).slow
+
+
+def test_auto_forecast_is_the_base_release():
+    from dpdbscan.post import auto
+
+    box = ([0, 0], [3, 4])
+    est = DPDBSCAN("auto", min_samples="auto", bounds=box)
+    fc = est.forecast(n_expected=2_000)
+    assert fc.eps == auto.base_eps(*map(np.asarray, box), 4.0, auto.base_cells(1.0, 2_000))
+    assert fc.min_samples == 5
+    # without a guess: the assumed size
+    assert est.forecast().eps == auto.base_eps(*map(np.asarray, box), 4.0, auto.base_cells(1.0))
+
+
+def test_cli_forecast(capsys):
+    rc = main(["forecast", "--geo", "--bounds", "-122.48", "37.72", "-122.38", "37.82", "--eps",
+               "50m", "--min-samples", "1000", "--n-expected", "4e5"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "eps=50 m" in out and "threshold" in out and "detectable" in out
+    rc = main(["forecast", "--bounds", "0", "1", "--dims", "2", "--eps", "0.05", "--min-samples",
+               "20", "--n-expected", "20000", "--json"])
+    out, _ = capsys.readouterr()
+    got = json.loads(out)
+    want = DPDBSCAN(eps=0.05, min_samples=20, bounds=(0, 1)).forecast(20_000, n_features=2)
+    assert got["threshold"] == pytest.approx(want.threshold)
+    assert got["noise_std"] == pytest.approx(want.noise_std)
+    assert got["sentence"] == want.sentence()
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--bounds", "0", "1", "--eps", "0.1", "--min-samples", "5"], "--dims"),
+    (["--bounds", "0", "0", "1", "1", "--eps", "0", "--min-samples", "5"], "--eps 0"),
+    (["--bounds", "0", "0", "1", "1", "--eps", "0.1", "--min-samples", "5", "--n-expected", "-1"],
+     "--n-expected"),
+])
+def test_cli_forecast_refuses_bad_input(capsys, argv, match):
+    rc = main(["forecast", *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and match in err, err
