@@ -20,9 +20,10 @@ demo: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest -q
 
-# ruff (lint) and mypy on the library; part of `make test`
+# ruff (lint and format) and mypy on the library; part of `make test`
 lint: $(STAMP)
 	$(BIN)/ruff check src
+	$(BIN)/ruff format --check src
 	$(BIN)/mypy
 
 test-slow: $(STAMP)

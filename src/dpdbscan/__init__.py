@@ -18,8 +18,16 @@ from .model import SpanModel
 __version__ = "0.1.0"
 
 __all__ = [
-    "DPDBSCAN", "fit_lonlat", "SpanModel", "Grid", "neighbour_offsets", "BudgetAccountant",
-    "BudgetExceeded", "PrivacyLeakWarning", "UtilityWarning", "InsecureRandomnessWarning",
+    "DPDBSCAN",
+    "fit_lonlat",
+    "SpanModel",
+    "Grid",
+    "neighbour_offsets",
+    "BudgetAccountant",
+    "BudgetExceeded",
+    "PrivacyLeakWarning",
+    "UtilityWarning",
+    "InsecureRandomnessWarning",
     "__version__",
 ]
 

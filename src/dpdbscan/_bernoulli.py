@@ -379,8 +379,7 @@ def geometric(source, n: int, tail: TailProbability, limit: int = 1 << 62):
     live = np.flatnonzero(~beyond)
     digits = [(lay.o_top, h[live])]
     if live.size:  # the low digits' tables are built only when needed
-        digits += [(o, _get_digit(tail, o, w, False).sample(source, live.size))
-                   for o, w in lay.chunks]
+        digits += [(o, _get_digit(tail, o, w, False).sample(source, live.size)) for o, w in lay.chunks]
     small = limit <= 1 << 62
     if small:
         g = np.full(n, limit, dtype=np.int64)
@@ -392,8 +391,11 @@ def geometric(source, n: int, tail: TailProbability, limit: int = 1 << 62):
         gl = _python_ints(digits, live.size)
     over = gl >= limit
     if np.any(over):
-        gl = np.where(over, limit, gl) if small else np.array(
-            [limit if v else x for x, v in zip(gl, over)], dtype=object)
+        gl = (
+            np.where(over, limit, gl)
+            if small
+            else np.array([limit if v else x for x, v in zip(gl, over)], dtype=object)
+        )
         beyond[live[over]] = True
     g[live] = gl
     return g, beyond

@@ -75,9 +75,7 @@ def make_source(random_state, *, warn: bool = True):
     if isinstance(random_state, (bool, float)) or not isinstance(
         random_state, (int, np.integer, np.random.Generator)
     ):
-        raise TypeError(
-            f"random_state must be None, an int or a numpy Generator, got {random_state!r}"
-        )
+        raise TypeError(f"random_state must be None, an int or a numpy Generator, got {random_state!r}")
     if warn:
         warnings.warn(
             "random_state is set: the noise is reproducible and NOT cryptographically "

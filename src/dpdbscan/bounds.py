@@ -44,8 +44,16 @@ def gamma_laplace(epsilon: float, kappa: int, n_cells: int, beta: float) -> floa
     return 2.0 * math.sqrt(2.0) / epsilon * max(math.sqrt(kappa * log_term), log_term)
 
 
-def gamma(epsilon: float, kappa: int, n_events: int, beta: float, theta: float = 0.0, *,
-          method: str = "paper", noise: str = "laplace") -> float:
+def gamma(
+    epsilon: float,
+    kappa: int,
+    n_events: int,
+    beta: float,
+    theta: float = 0.0,
+    *,
+    method: str = "paper",
+    noise: str = "laplace",
+) -> float:
     """Gamma for sums of ``kappa`` noisy counts, union bound over ``n_events``
     sums, for a histogram that truncates noisy counts below ``theta`` (the
     sparse and stability ones; ``theta <= 0`` for the dense one).
@@ -92,8 +100,11 @@ def _log_mgf(noise: str, epsilon: float, lam: float) -> float:
     if noise == "discrete":
         # M = (1-q)^2 / ((1 - q e^lam)(1 - q e^-lam)), q = e^-epsilon: in logs,
         # so that no term overflows for large epsilon
-        return (2.0 * math.log1p(-math.exp(-epsilon)) - math.log1p(-math.exp(lam - epsilon))
-                - math.log1p(-math.exp(-lam - epsilon)))
+        return (
+            2.0 * math.log1p(-math.exp(-epsilon))
+            - math.log1p(-math.exp(lam - epsilon))
+            - math.log1p(-math.exp(-lam - epsilon))
+        )
     return -math.log1p(-((lam / epsilon) ** 2))
 
 
@@ -115,7 +126,8 @@ def gamma_chernoff(noise: str, epsilon: float, kappa: int, n_events: int, beta: 
     def log_tail(g: float) -> float:
         res = minimize_scalar(
             lambda lam: -lam * g + kappa * _log_mgf(noise, epsilon, lam),
-            bounds=(1e-12 * epsilon, epsilon * (1 - 1e-9)), method="bounded",
+            bounds=(1e-12 * epsilon, epsilon * (1 - 1e-9)),
+            method="bounded",
             options={"xatol": 1e-10 * epsilon},
         )
         return min(res.fun, 0.0)
@@ -136,8 +148,7 @@ def gamma_chernoff(noise: str, epsilon: float, kappa: int, n_events: int, beta: 
 MARGINS = ("chernoff", "paper")
 
 
-def noise_margin(method: str, noise: str, epsilon: float, kappa: int, n_events: int,
-                 beta: float) -> float:
+def noise_margin(method: str, noise: str, epsilon: float, kappa: int, n_events: int, beta: float) -> float:
     """Margin for the noise alone (no truncation) by the chosen bound."""
     if method == "paper":
         return gamma_laplace(epsilon, kappa, n_events, beta)
@@ -167,8 +178,9 @@ def _tail_mgf(noise: str, epsilon: float, t: np.ndarray, lam: float) -> np.ndarr
         return np.where(t >= 0, pos, neg)
     half = 0.5 * epsilon
     pos = half * np.exp(-(epsilon - lam) * np.maximum(t, 0.0)) / (epsilon - lam)
-    neg = (half / (epsilon - lam)
-           + half * (1.0 - np.exp((epsilon + lam) * np.minimum(t, 0.0))) / (epsilon + lam))
+    neg = half / (epsilon - lam) + half * (1.0 - np.exp((epsilon + lam) * np.minimum(t, 0.0))) / (
+        epsilon + lam
+    )
     return np.where(t >= 0, pos, neg)
 
 
@@ -203,8 +215,9 @@ def _log_mgf_upper(noise: str, epsilon: float, lam: float, theta: float, kind: s
 
 
 @functools.lru_cache(maxsize=256)
-def gamma_upper_chernoff(noise: str, epsilon: float, kappa: int, n_events: int, beta: float,
-                         kind: str, theta: float) -> float:
+def gamma_upper_chernoff(
+    noise: str, epsilon: float, kappa: int, n_events: int, beta: float, kind: str, theta: float
+) -> float:
     """Smallest g with P(sum of kappa errors > g) <= beta / (2 n_events) by the
     Chernoff bound min_lam exp(-lam g) M(lam)^kappa, M from :func:`_log_mgf_upper`.
 
@@ -220,7 +233,8 @@ def gamma_upper_chernoff(noise: str, epsilon: float, kappa: int, n_events: int, 
     def log_tail(g: float) -> float:
         res = minimize_scalar(
             lambda lam: -lam * g + kappa * _log_mgf_upper(noise, epsilon, lam, theta, kind),
-            bounds=(1e-9 * epsilon, epsilon * (1 - 1e-9)), method="bounded",
+            bounds=(1e-9 * epsilon, epsilon * (1 - 1e-9)),
+            method="bounded",
             options={"xatol": 1e-10 * epsilon},
         )
         return min(res.fun, 0.0)
@@ -238,8 +252,16 @@ def gamma_upper_chernoff(noise: str, epsilon: float, kappa: int, n_events: int, 
     return hi
 
 
-def margins(method: str, kind: str, noise: str, epsilon: float, kappa: int, n_events: int,
-            beta: float, theta: float = 0.0) -> tuple[float, float]:
+def margins(
+    method: str,
+    kind: str,
+    noise: str,
+    epsilon: float,
+    kappa: int,
+    n_events: int,
+    beta: float,
+    theta: float = 0.0,
+) -> tuple[float, float]:
     """(Gamma_low, Gamma_up) of one release; public inputs only.
 
     With probability >= 1 - beta, for all ``n_events`` neighbour sums of at
@@ -263,6 +285,7 @@ def margins(method: str, kind: str, noise: str, epsilon: float, kappa: int, n_ev
     if noise == "none":
         return kappa * loss, 0.0
     low = kappa * loss + noise_margin(method, noise, epsilon, kappa, n_events, beta)
-    up = gamma_upper_chernoff(noise, float(epsilon), int(kappa), int(n_events), float(beta),
-                              kind, float(max(theta, 0.0)))
+    up = gamma_upper_chernoff(
+        noise, float(epsilon), int(kappa), int(n_events), float(beta), kind, float(max(theta, 0.0))
+    )
     return low, up

@@ -106,7 +106,7 @@ def split_first_line(data: bytes) -> tuple[bytes, bytes]:
     if cut < 0:
         return data, b""
     end = cut + 1
-    if data[cut:cut + 2] == b"\r\n":
+    if data[cut : cut + 2] == b"\r\n":
         end += 1
     return data[:cut], data[end:]
 
@@ -164,8 +164,10 @@ def sniff_delimiter(line: bytes) -> str | None:
     winners = [d for d, c in counts.items() if c == best]
     if len(winners) > 1:
         shown = " and ".join(repr(d) for d in winners)
-        raise ValueError(f"cannot tell the delimiter from the first line ({shown} both split it "
-                         f"into {best} fields); pass the delimiter explicitly")
+        raise ValueError(
+            f"cannot tell the delimiter from the first line ({shown} both split it "
+            f"into {best} fields); pass the delimiter explicitly"
+        )
     return winners[0]
 
 
@@ -179,12 +181,16 @@ def looks_like_data(fields: Sequence[str]) -> bool:
     """True if every field is a number or missing, and at least one is a
     number: such a first line is a record, not a header."""
     fields = list(fields)
-    return bool(fields) and all(is_number(f) or f in NULL_VALUES for f in fields) and any(
-        is_number(f) for f in fields)
+    return (
+        bool(fields)
+        and all(is_number(f) or f in NULL_VALUES for f in fields)
+        and any(is_number(f) for f in fields)
+    )
 
 
-def read_header(line: bytes, *, delimiter: str | None = None, header: bool | None = None,
-                default_delimiter: str = ",") -> tuple[str, list[str], bool]:
+def read_header(
+    line: bytes, *, delimiter: str | None = None, header: bool | None = None, default_delimiter: str = ","
+) -> tuple[str, list[str], bool]:
     """``(delimiter, names, first_line_is_data)`` from a file's first line.
 
     ``delimiter`` None: sniffed from the line, unless ``header`` is False
@@ -262,8 +268,7 @@ def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
             values, unparseable = coerce_binary(col)
             X[rows, j] = values
             bad |= unparseable
-    return X, BlockCounts(rows=n, unparseable=0 if bad is None else int(bad.sum()),
-                          malformed=len(invalid))
+    return X, BlockCounts(rows=n, unparseable=0 if bad is None else int(bad.sum()), malformed=len(invalid))
 
 
 def float_values(col) -> np.ndarray:
@@ -280,7 +285,7 @@ def float_values(col) -> np.ndarray:
         values = np.frombuffer(data, dtype=np.float64, count=n, offset=off * 8) if n else np.empty(0)
         if arr.null_count:
             bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
-            values = np.where(bits[off:off + n].view(bool), values, np.nan)
+            values = np.where(bits[off : off + n].view(bool), values, np.nan)
         parts.append(values)
     if len(parts) == 1:
         return parts[0]
@@ -309,12 +314,14 @@ def _arrow_read(data: bytes, layout: CsvLayout, dtype):
         # Serial, and one pyarrow block for the whole buffer: row numbers are
         # then known and a very long line never straddles two blocks. Callers
         # parallelise over blocks instead.
-        read_options=pacsv.ReadOptions(column_names=names, use_threads=False,
-                                       block_size=len(data) + 1),
+        read_options=pacsv.ReadOptions(column_names=names, use_threads=False, block_size=len(data) + 1),
         parse_options=pacsv.ParseOptions(delimiter=layout.delimiter, invalid_row_handler=handler),
         convert_options=pacsv.ConvertOptions(
-            include_columns=chosen, column_types={c: dtype for c in chosen},
-            null_values=NULL_VALUES, strings_can_be_null=True),
+            include_columns=chosen,
+            column_types={c: dtype for c in chosen},
+            null_values=NULL_VALUES,
+            strings_can_be_null=True,
+        ),
     )
     if None in invalid:  # pragma: no cover - pyarrow numbers rows when serial
         raise RuntimeError("pyarrow did not number a malformed CSV line")
@@ -373,8 +380,10 @@ def _coerce_run(arr) -> tuple[np.ndarray, np.ndarray]:
         values = _cast_one_by_one(candidates)
     present = pc.fill_null(pc.is_valid(arr), False)
     unparseable = pc.and_(present, pc.invert(ok))
-    return (values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False),
-            unparseable.to_numpy(zero_copy_only=False).astype(bool, copy=False))
+    return (
+        values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False),
+        unparseable.to_numpy(zero_copy_only=False).astype(bool, copy=False),
+    )
 
 
 def _cast_one_by_one(arr):  # pragma: no cover - see coerce_binary
@@ -420,7 +429,19 @@ def _middle_line_end(data: bytes) -> int:
 
 
 __all__ = [
-    "NULL_VALUES", "DELIMITERS", "NUMBER_PATTERN", "BlockCounts", "CsvLayout", "parse_block",
-    "coerce_binary", "float_values", "header_fields", "sniff_delimiter", "looks_like_data",
-    "is_number", "read_header", "split_first_line", "last_line_end",
+    "NULL_VALUES",
+    "DELIMITERS",
+    "NUMBER_PATTERN",
+    "BlockCounts",
+    "CsvLayout",
+    "parse_block",
+    "coerce_binary",
+    "float_values",
+    "header_fields",
+    "sniff_delimiter",
+    "looks_like_data",
+    "is_number",
+    "read_header",
+    "split_first_line",
+    "last_line_end",
 ]

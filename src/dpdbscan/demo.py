@@ -39,8 +39,10 @@ def main(argv=None) -> int:
     print(f"fitted {X.shape[0]} points in [-3, 3]^2 (secure randomness)")
     print(spans.summary())
     labels = model.predict(X)
-    print(f"span sizes of the demo points: {np.bincount(labels[labels >= 0]).tolist()}, "
-          f"noise: {(labels < 0).sum()}")
+    print(
+        f"span sizes of the demo points: {np.bincount(labels[labels >= 0]).tolist()}, "
+        f"noise: {(labels < 0).sum()}"
+    )
     spans.save(out / "spans.json")
     spans.save_geojson(out / "spans.geojson")
     ax = plotting.plot_spans(spans, points=X)

@@ -152,14 +152,31 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     Qiu and Yi, "Approximate DBSCAN under Differential Privacy".
     """
 
-    def __init__(self, eps: float | str = 0.5, *, min_samples: int | str = 5, epsilon: float = 1.0,
-                 bounds=None, random_state=None, eta: float = 4.0, beta: float = 0.1,
-                 histogram: str = "auto", delta: float = 0.0, noise: str = "discrete",
-                 theta: float | None = None, max_empty_cells: float = 2**20,
-                 max_cells: int = 2**20, n_expected: float | None = None,
-                 raise_min_samples: bool = True, subcells: int | str = "auto",
-                 margin: str | float = "auto", border: float | str = "auto",
-                 core: str = "density", accountant=None, backend="numpy"):
+    def __init__(
+        self,
+        eps: float | str = 0.5,
+        *,
+        min_samples: int | str = 5,
+        epsilon: float = 1.0,
+        bounds=None,
+        random_state=None,
+        eta: float = 4.0,
+        beta: float = 0.1,
+        histogram: str = "auto",
+        delta: float = 0.0,
+        noise: str = "discrete",
+        theta: float | None = None,
+        max_empty_cells: float = 2**20,
+        max_cells: int = 2**20,
+        n_expected: float | None = None,
+        raise_min_samples: bool = True,
+        subcells: int | str = "auto",
+        margin: str | float = "auto",
+        border: float | str = "auto",
+        core: str = "density",
+        accountant=None,
+        backend="numpy",
+    ):
         self.eps = eps
         self.min_samples = min_samples
         self.epsilon = epsilon
@@ -200,8 +217,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         p = self._validated()
         epsilon = p["epsilon"]
         backend = resolve_backend(p["backend"])
-        if isinstance(backend, NumpyBackend) or isinstance(X, np.ndarray) or (
-                isinstance(X, (list, tuple)) and not _are_paths(X)):
+        if (
+            isinstance(backend, NumpyBackend)
+            or isinstance(X, np.ndarray)
+            or (isinstance(X, (list, tuple)) and not _are_paths(X))
+        ):
             X = check_array(X)
             n_features = X.shape[1]
         else:
@@ -213,8 +233,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         else:
             lower, upper = check_bounds(self.bounds, n_features)
 
-        spans = release(X, lower, upper, p, backend=backend, accountant=self.accountant,
-                        stacklevel=2)
+        spans = release(X, lower, upper, p, backend=backend, accountant=self.accountant, stacklevel=2)
         self.spans_ = spans
         self.histogram_ = spans.histogram
         self.gamma_ = spans.gamma
@@ -269,8 +288,10 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             raise _not_fitted()
         X = check_array(X)
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but DPDBSCAN is expecting "
-                             f"{self.n_features_in_} features as input.")
+            raise ValueError(
+                f"X has {X.shape[1]} features, but DPDBSCAN is expecting "
+                f"{self.n_features_in_} features as input."
+            )
         return self.spans_.predict(X)
 
     def fit_predict(self, X, y=None) -> np.ndarray:
@@ -282,8 +303,9 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         return self.fit(X).predict(X)
 
 
-def fit_lonlat(lonlat, *, bounds, eps, min_samples: int = 5, epsilon: float = 1.0,
-               ref_lat: float | None = None, **kwargs) -> SpanModel:
+def fit_lonlat(
+    lonlat, *, bounds, eps, min_samples: int = 5, epsilon: float = 1.0, ref_lat: float | None = None, **kwargs
+) -> SpanModel:
     """Release DP spans of longitude/latitude points, the Python side of
     ``dpdbscan fit --geo``.
 
@@ -312,27 +334,34 @@ def fit_lonlat(lonlat, *, bounds, eps, min_samples: int = 5, epsilon: float = 1.
         box, never of the data.
     """
     if not (isinstance(bounds, (tuple, list)) and len(bounds) == 4):
-        raise ValueError(f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, "
-                         f"got bounds={bounds!r}")
+        raise ValueError(
+            f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, got bounds={bounds!r}"
+        )
     lower, upper = [float(v) for v in bounds[:2]], [float(v) for v in bounds[2:]]
     proj = Equirectangular.from_bounds(lower, upper, ref_lat)
     X = check_array(lonlat)
     if X.shape[1] != 2:
         raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")
     km = "auto" if eps == "auto" else parse_length(eps, geo=True)
-    est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon,
-                   bounds=proj.project_bounds(lower, upper), **kwargs)
+    est = DPDBSCAN(
+        km, min_samples=min_samples, epsilon=epsilon, bounds=proj.project_bounds(lower, upper), **kwargs
+    )
     spans = est.fit(proj.forward(X)).spans_
-    spans.metadata.update({"projection": proj.to_dict(),
-                           "bounds_degrees": {"lower": lower, "upper": upper},
-                           "bounds_source": "public (fit_lonlat bounds)", "eps_text": str(eps)})
+    spans.metadata.update(
+        {
+            "projection": proj.to_dict(),
+            "bounds_degrees": {"lower": lower, "upper": upper},
+            "bounds_source": "public (fit_lonlat bounds)",
+            "eps_text": str(eps),
+        }
+    )
     return spans
 
 
 def _are_paths(X) -> bool:
     return isinstance(X, (str, os.PathLike)) or (
-        isinstance(X, (list, tuple)) and len(X) > 0
-        and all(isinstance(p, (str, os.PathLike)) for p in X))
+        isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(p, (str, os.PathLike)) for p in X)
+    )
 
 
 def _n_features_of(X, bounds, backend=None) -> int:
@@ -358,6 +387,4 @@ def _n_features_of(X, bounds, backend=None) -> int:
 def _not_fitted() -> Exception:
     from sklearn.exceptions import NotFittedError
 
-    return NotFittedError(
-        "This DPDBSCAN instance is not fitted yet. Call 'fit' before 'predict'."
-    )
+    return NotFittedError("This DPDBSCAN instance is not fitted yet. Call 'fit' before 'predict'.")

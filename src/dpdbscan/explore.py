@@ -48,8 +48,7 @@ class Row:
     stability: float
 
 
-COLUMNS = ("eps", "min_samples", "threshold", "spans", "core_cells", "core_mass", "core_share",
-           "stability")
+COLUMNS = ("eps", "min_samples", "threshold", "spans", "core_cells", "core_mass", "core_share", "stability")
 
 
 @dataclass
@@ -79,8 +78,9 @@ def default_grid(model: SpanModel) -> tuple[list[float], list[int]]:
     return eps, ms
 
 
-def explore(model: SpanModel, eps: Sequence[float] | None = None,
-            min_samples: Sequence[int] | None = None) -> Exploration:
+def explore(
+    model: SpanModel, eps: Sequence[float] | None = None, min_samples: Sequence[int] | None = None
+) -> Exploration:
     """Spans, table and stability over the (eps, MinPts) grid, from the
     model's released histogram alone."""
     if model.histogram is None:
@@ -92,25 +92,45 @@ def explore(model: SpanModel, eps: Sequence[float] | None = None,
     ms = sorted({int(m) for m in (min_samples or d_ms)})
     finest = model.finest_eps
     if eps[0] < finest * (1 - 1e-12):
-        raise ValueError(f"eps={eps[0]:g} is finer than this release can resolve (its smallest "
-                         f"eps is {finest:g})")
+        raise ValueError(
+            f"eps={eps[0]:g} is finer than this release can resolve (its smallest eps is {finest:g})"
+        )
     hist = model.histogram
     top = hist.grid.at_alpha(eps[-1]).kappa
     if top > MAX_KAPPA:
-        raise ValueError(f"eps={eps[-1]:g} is too large for this release's cells: an "
-                         f"eps-neighbourhood would hold {top:,} of them (at most {MAX_KAPPA:,})")
+        raise ValueError(
+            f"eps={eps[-1]:g} is too large for this release's cells: an "
+            f"eps-neighbourhood would hold {top:,} of them (at most {MAX_KAPPA:,})"
+        )
     table = _sweep.sweep(hist, model.params, eps, ms)
     stab = _sweep.stability(table)
     total = float(np.maximum(np.asarray(hist.values, dtype=np.float64), 0).sum())
     fine = hist.grid.subdivided(model.subcells)
     rows, models = [], {}
     for (a, m), p in sorted(table.items()):
-        rows.append(Row(a, m, p.threshold, p.n_spans, int(p.keys.size), p.core_mass,
-                        p.core_mass / total if total > 0 else 0.0, stab[(a, m)]))
+        rows.append(
+            Row(
+                a,
+                m,
+                p.threshold,
+                p.n_spans,
+                int(p.keys.size),
+                p.core_mass,
+                p.core_mass / total if total > 0 else 0.0,
+                stab[(a, m)],
+            )
+        )
         # the same cells as with_params's spans (on the release's sub-cell grid)
-        models[(a, m)] = replace(model, grid=fine, core_keys=p.keys, labels=p.labels,
-                                 min_samples=m, border=model.border * a / model.grid.alpha,
-                                 extra=dict(model.extra or {}), auto=None)
+        models[(a, m)] = replace(
+            model,
+            grid=fine,
+            core_keys=p.keys,
+            labels=p.labels,
+            min_samples=m,
+            border=model.border * a / model.grid.alpha,
+            extra=dict(model.extra or {}),
+            auto=None,
+        )
     return Exploration(eps, ms, rows, models)
 
 
@@ -120,19 +140,33 @@ def write_table(ex: Exploration, path) -> None:
         w = csv.writer(fh)
         w.writerow(COLUMNS)
         for r in ex.rows:
-            w.writerow([f"{r.eps:.6g}", r.min_samples, f"{r.threshold:.4g}", r.spans, r.core_cells,
-                        f"{r.core_mass:.6g}", f"{r.core_share:.4f}", f"{r.stability:.4f}"])
+            w.writerow(
+                [
+                    f"{r.eps:.6g}",
+                    r.min_samples,
+                    f"{r.threshold:.4g}",
+                    r.spans,
+                    r.core_cells,
+                    f"{r.core_mass:.6g}",
+                    f"{r.core_share:.4f}",
+                    f"{r.stability:.4f}",
+                ]
+            )
 
 
 def table_lines(ex: Exploration, model: SpanModel) -> list[str]:
     """The table as aligned text (eps in m/km for geographic models)."""
     length = _length(model)
-    out = [f"{'eps':>10}  {'min_samples':>11}  {'threshold':>9}  {'spans':>5}  {'core_cells':>10}  "
-           f"{'core_mass':>10}  {'share':>6}  {'stability':>9}"]
+    out = [
+        f"{'eps':>10}  {'min_samples':>11}  {'threshold':>9}  {'spans':>5}  {'core_cells':>10}  "
+        f"{'core_mass':>10}  {'share':>6}  {'stability':>9}"
+    ]
     for r in ex.rows:
-        out.append(f"{length(r.eps):>10}  {r.min_samples:>11}  {r.threshold:>9.1f}  {r.spans:>5}  "
-                   f"{r.core_cells:>10}  {r.core_mass:>10.0f}  {r.core_share:>6.1%}  "
-                   f"{r.stability:>9.3f}")
+        out.append(
+            f"{length(r.eps):>10}  {r.min_samples:>11}  {r.threshold:>9.1f}  {r.spans:>5}  "
+            f"{r.core_cells:>10}  {r.core_mass:>10.0f}  {r.core_share:>6.1%}  "
+            f"{r.stability:>9.3f}"
+        )
     return out
 
 
@@ -157,8 +191,7 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
     aspect = "equal" if proj is None else proj.aspect
     lo, hi = _common_view(ex, model)
     nr, nc = len(ex.eps), len(ex.min_samples)
-    fig, axes = plt.subplots(nr, nc, figsize=(panel_inches * nc, panel_inches * nr), dpi=dpi,
-                             squeeze=False)
+    fig, axes = plt.subplots(nr, nc, figsize=(panel_inches * nc, panel_inches * nr), dpi=dpi, squeeze=False)
     length = _length(model)
     px = int(panel_inches * dpi)
     for i, a in enumerate(ex.eps):
@@ -175,8 +208,10 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
             ax.set_title(f"eps={length(a)}, MinPts={m}\n{panel.n_spans} span(s)", fontsize=8)
             ax.set_xticks([])
             ax.set_yticks([])
-    fig.suptitle(f"spans from one release (epsilon={model.epsilon:g}); rows: eps, columns: "
-                 "MinPts; no extra budget", fontsize=9)
+    fig.suptitle(
+        f"spans from one release (epsilon={model.epsilon:g}); rows: eps, columns: MinPts; no extra budget",
+        fontsize=9,
+    )
     return fig
 
 
@@ -202,8 +237,13 @@ def _draw_span_raster(ax, panel: SpanModel, lo, hi, T, max_side: int) -> None:
     rgba[b[:, 0], b[:, 1], 3] = 0.8
     box = g.lower + np.array([c_lo, c_lo + np.asarray(shape) * f]) * g.width
     (x0, y0), (x1, y1) = T(box)
-    ax.imshow(np.transpose(rgba, (1, 0, 2)), origin="lower", extent=[x0, x1, y0, y1],
-              interpolation="nearest", zorder=2)
+    ax.imshow(
+        np.transpose(rgba, (1, 0, 2)),
+        origin="lower",
+        extent=[x0, x1, y0, y1],
+        interpolation="nearest",
+        zorder=2,
+    )
 
 
 def _common_view(ex: Exploration, model: SpanModel):
@@ -226,5 +266,14 @@ def save_figure(fig, path, dpi: float = 100) -> None:
     plotting._plt().close(fig)
 
 
-__all__ = ["explore", "Exploration", "Row", "COLUMNS", "default_grid", "write_table",
-           "table_lines", "figure", "save_figure"]
+__all__ = [
+    "explore",
+    "Exploration",
+    "Row",
+    "COLUMNS",
+    "default_grid",
+    "write_table",
+    "table_lines",
+    "figure",
+    "save_figure",
+]

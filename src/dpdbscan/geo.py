@@ -117,8 +117,7 @@ class Equirectangular:
             )
 
     @classmethod
-    def from_bounds(cls, lower: Vector, upper: Vector,
-                    ref_lat: float | None = None) -> Equirectangular:
+    def from_bounds(cls, lower: Vector, upper: Vector, ref_lat: float | None = None) -> Equirectangular:
         """Centred on the public box ``[lower, upper]`` = (lon, lat) corners."""
         check_lonlat_box(lower, upper)
         lon0 = (float(lower[0]) + float(upper[0])) / 2
@@ -173,8 +172,14 @@ class Equirectangular:
         return max(errs)
 
     def to_dict(self) -> dict:
-        return {"kind": "equirectangular", "lon0": self.lon0, "lat0": self.lat0,
-                "ref_lat": self.ref_lat, "km_per_degree": KM_PER_DEGREE, "units": "km"}
+        return {
+            "kind": "equirectangular",
+            "lon0": self.lon0,
+            "lat0": self.lat0,
+            "ref_lat": self.ref_lat,
+            "km_per_degree": KM_PER_DEGREE,
+            "units": "km",
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> Equirectangular:
@@ -206,6 +211,11 @@ def default_geo_columns(names: Sequence[str]) -> list[str] | None:
 
 
 __all__ = [
-    "KM_PER_DEGREE", "Equirectangular", "parse_length", "format_km", "projection_of",
-    "default_geo_columns", "check_lonlat_box",
+    "KM_PER_DEGREE",
+    "Equirectangular",
+    "parse_length",
+    "format_km",
+    "projection_of",
+    "default_geo_columns",
+    "check_lonlat_box",
 ]

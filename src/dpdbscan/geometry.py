@@ -72,14 +72,15 @@ class Outlines:
         return int(self.group_offsets.size - 1)
 
     def ring(self, r: int) -> np.ndarray:
-        return self.vertices[self.ring_offsets[r]:self.ring_offsets[r + 1]]
+        return self.vertices[self.ring_offsets[r] : self.ring_offsets[r + 1]]
 
     def polygons(self, group: int = 0) -> list[list[np.ndarray]]:
         """``[[exterior, hole, ...], ...]`` of one group (each ring a closed (k, 2) array)."""
         p0, p1 = int(self.group_offsets[group]), int(self.group_offsets[group + 1])
-        return [[self.ring(r) for r in range(int(self.polygon_offsets[p]),
-                                             int(self.polygon_offsets[p + 1]))]
-                for p in range(p0, p1)]
+        return [
+            [self.ring(r) for r in range(int(self.polygon_offsets[p]), int(self.polygon_offsets[p + 1]))]
+            for p in range(p0, p1)
+        ]
 
 
 def cells_to_polygons(cells) -> list[list[np.ndarray]]:
@@ -129,8 +130,9 @@ def outlines(cells, groups=None, n_groups: int | None = None) -> Outlines:
     parts = []
     for start in range(0, present.size, per_chunk):
         sel = np.flatnonzero((g >= start) & (g < start + per_chunk))
-        parts.append((present[start:start + per_chunk],
-                      _trace(cells[sel], g[sel] - start, cx[sel], cy[sel], w, h)))
+        parts.append(
+            (present[start : start + per_chunk], _trace(cells[sel], g[sel] - start, cx[sel], cy[sel], w, h))
+        )
     return _assemble(parts, n_groups)
 
 
@@ -177,8 +179,7 @@ def _trace(cells, g, cx, cy, w: int, h: int):
         nb_idx.append(idx)
         nb_hit.append(hit)
     cell = np.concatenate([np.flatnonzero(~nb_hit[s]) for s in range(4)])
-    side = np.concatenate([np.full(int(np.count_nonzero(~nb_hit[s])), s, dtype=np.int64)
-                           for s in range(4)])
+    side = np.concatenate([np.full(int(np.count_nonzero(~nb_hit[s])), s, dtype=np.int64) for s in range(4)])
     E = cell.size
     tail_step = _TAIL[:, 0] * h + _TAIL[:, 1]
     dir_step = _DIRS[:, 0] * h + _DIRS[:, 1]

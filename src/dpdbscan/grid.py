@@ -165,8 +165,10 @@ class Grid:
         if cell_width is not None:
             # the same cells as another grid: only rounding may tell the widths apart
             if not (math.isfinite(cell_width) and abs(cell_width - w) <= _WIDTH_TOL * w):
-                raise ValueError(f"cell_width={cell_width!r} is not eta * alpha / (4 sqrt(d)) = "
-                                 f"{w!r} for alpha={self.alpha!r}, eta={self.eta!r}")
+                raise ValueError(
+                    f"cell_width={cell_width!r} is not eta * alpha / (4 sqrt(d)) = "
+                    f"{w!r} for alpha={self.alpha!r}, eta={self.eta!r}"
+                )
             w = float(cell_width)
         shape = tuple(max(1, int(math.ceil((hi - lo) / w))) for lo, hi in zip(lower, upper))
         lim = _gap2_limit(d, self.eta)
@@ -181,8 +183,12 @@ class Grid:
             for i in range(d - 2, -1, -1):
                 strides[i] = strides[i + 1] * radix[i + 1]
         for name, val in [
-            ("width", w), ("shape", shape), ("reach", reach),
-            ("wide", wide), ("_radix", radix), ("_strides", strides),
+            ("width", w),
+            ("shape", shape),
+            ("reach", reach),
+            ("wide", wide),
+            ("_radix", radix),
+            ("_strides", strides),
         ]:
             object.__setattr__(self, name, val)
 
@@ -197,8 +203,7 @@ class Grid:
         alpha = float(alpha)
         if alpha == self.alpha:
             return self
-        return Grid(self.lower, self.upper, alpha, self.eta * self.alpha / alpha,
-                    cell_width=self.width)
+        return Grid(self.lower, self.upper, alpha, self.eta * self.alpha / alpha, cell_width=self.width)
 
     def subdivided(self, k: int) -> Grid:
         """The grid of sub-cells of width ``w / k`` (``self`` for k = 1)."""
@@ -364,9 +369,14 @@ class Grid:
 
     def to_dict(self) -> dict:
         return {
-            "lower": self.lower.tolist(), "upper": self.upper.tolist(),
-            "alpha": self.alpha, "eta": self.eta, "width": self.width,
-            "shape": list(self.shape), "kappa": self.kappa, "n_cells": str(self.n_cells),
+            "lower": self.lower.tolist(),
+            "upper": self.upper.tolist(),
+            "alpha": self.alpha,
+            "eta": self.eta,
+            "width": self.width,
+            "shape": list(self.shape),
+            "kappa": self.kappa,
+            "n_cells": str(self.n_cells),
         }
 
 
@@ -387,8 +397,7 @@ def offset_runs(offsets: np.ndarray) -> Iterator[tuple[np.ndarray, int, int]]:
     k = 0
     while k < n:
         j = k
-        while (j + 1 < n and np.array_equal(prefixes[j + 1], prefixes[k])
-               and last[j + 1] == last[j] + 1):
+        while j + 1 < n and np.array_equal(prefixes[j + 1], prefixes[k]) and last[j + 1] == last[j] + 1:
             j += 1
         yield prefixes[k], int(last[k]), int(last[j])
         k = j + 1

@@ -80,14 +80,26 @@ class NoisyHistogram:
         old = self.grid
         if grid is old:
             return self
-        if not (grid.shape == old.shape and grid.width == old.width
-                and np.array_equal(grid.lower, old.lower) and np.array_equal(grid.upper, old.upper)):
-            raise ValueError("on_grid needs a grid with exactly the release's cells "
-                             "(use grid.at_alpha(alpha))")
+        if not (
+            grid.shape == old.shape
+            and grid.width == old.width
+            and np.array_equal(grid.lower, old.lower)
+            and np.array_equal(grid.upper, old.upper)
+        ):
+            raise ValueError(
+                "on_grid needs a grid with exactly the release's cells (use grid.at_alpha(alpha))"
+            )
         keys = None if self.keys is None else grid.encode(old.decode(self.keys))
-        return NoisyHistogram(grid=grid, kind=self.kind, values=self.values, keys=keys,
-                              theta=self.theta, noise=self.noise, epsilon=self.epsilon,
-                              delta=self.delta)
+        return NoisyHistogram(
+            grid=grid,
+            kind=self.kind,
+            values=self.values,
+            keys=keys,
+            theta=self.theta,
+            noise=self.noise,
+            epsilon=self.epsilon,
+            delta=self.delta,
+        )
 
     def value_at(self, keys: np.ndarray) -> np.ndarray:
         """Noisy value of the cells with the given keys (0 if not released)."""

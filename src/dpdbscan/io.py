@@ -105,14 +105,15 @@ class InputPoints:
         """One line per thing the data owner should know (private notes)."""
         out = []
         if self.first_line_is_data:
-            out.append("the first line looks like data (all numbers): read as a row; "
-                       "pass --header or --no-header to decide")
+            out.append(
+                "the first line looks like data (all numbers): read as a row; "
+                "pass --header or --no-header to decide"
+            )
         if self.skipped_columns:
             shown = ", ".join(repr(c) for c in self.skipped_columns)
             out.append(f"skipped unnamed index column(s) {shown}; name them with --columns to use them")
         if self.n_unparseable:
-            out.append(f"{self.n_unparseable:,} row(s) with values that are not numbers read as "
-                       "missing")
+            out.append(f"{self.n_unparseable:,} row(s) with values that are not numbers read as missing")
         if self.n_malformed:
             out.append(f"{self.n_malformed:,} line(s) with the wrong number of fields read as missing")
         return out
@@ -126,7 +127,7 @@ def _need_pyarrow(what: str):
 
 
 def file_kind(path) -> str:
-    """"npy", "parquet", "csv" or "csv.gz" from the first bytes and the name."""
+    """ "npy", "parquet", "csv" or "csv.gz" from the first bytes and the name."""
     path = Path(path)
     with open(path, "rb") as fh:
         head = fh.read(6)
@@ -150,8 +151,14 @@ def _kind_of_head(head: bytes) -> str:
     return "csv"
 
 
-def resolve_columns(names: Sequence[str], numeric: Sequence[bool], requested=None,
-                    choose: ColumnChooser | None = None, *, where: str = "the file") -> list[int]:
+def resolve_columns(
+    names: Sequence[str],
+    numeric: Sequence[bool],
+    requested=None,
+    choose: ColumnChooser | None = None,
+    *,
+    where: str = "the file",
+) -> list[int]:
     """Indices of the columns to read.
 
     ``requested`` holds names or 0-based indices (ints or digit strings; a
@@ -165,8 +172,7 @@ def resolve_columns(names: Sequence[str], numeric: Sequence[bool], requested=Non
     if requested is None:
         picked = choose(names, numeric) if choose is not None else None
         if picked is None:
-            idx = [i for i, n in enumerate(names)
-                   if n.lower() != LABEL_COLUMN and not is_index_column(n)]
+            idx = [i for i, n in enumerate(names) if n.lower() != LABEL_COLUMN and not is_index_column(n)]
             bad = [names[i] for i in idx if not numeric[i]]
             if bad or not idx:
                 # Skipping a non-numeric column would silently cluster in fewer
@@ -210,24 +216,44 @@ def _skipped(names, idx, columns) -> list[str]:
 # readers
 
 
-def read_points(path, columns=None, *, choose: ColumnChooser | None = None,
-                delimiter: str | None = None, header: bool | None = None,
-                no_header: bool = False, progress: bool | None = None
-                ) -> tuple[np.ndarray, list[str]]:
+def read_points(
+    path,
+    columns=None,
+    *,
+    choose: ColumnChooser | None = None,
+    delimiter: str | None = None,
+    header: bool | None = None,
+    no_header: bool = False,
+    progress: bool | None = None,
+) -> tuple[np.ndarray, list[str]]:
     """Read an (n, d) float64 array of points and the names of its columns.
 
     ``(X, names)`` of :func:`read_input`, which takes the same arguments and
     also reports what was dropped or guessed.
     """
-    got = read_input(path, columns, choose=choose, delimiter=delimiter, header=header,
-                     no_header=no_header, progress=progress)
+    got = read_input(
+        path,
+        columns,
+        choose=choose,
+        delimiter=delimiter,
+        header=header,
+        no_header=no_header,
+        progress=progress,
+    )
     return got.X, got.names
 
 
-def read_input(path, columns=None, *, choose: ColumnChooser | None = None,
-               delimiter: str | None = None, header: bool | None = None,
-               no_header: bool = False, progress: bool | None = None,
-               block_hook: Callable[[np.ndarray], None] | None = None) -> InputPoints:
+def read_input(
+    path,
+    columns=None,
+    *,
+    choose: ColumnChooser | None = None,
+    delimiter: str | None = None,
+    header: bool | None = None,
+    no_header: bool = False,
+    progress: bool | None = None,
+    block_hook: Callable[[np.ndarray], None] | None = None,
+) -> InputPoints:
     """Read points from CSV (a path, or ``"-"`` for standard input), Parquet or .npy.
 
     Parameters
@@ -275,13 +301,22 @@ def read_input(path, columns=None, *, choose: ColumnChooser | None = None,
         header = False
     if header not in (None, True, False):
         raise ValueError(f"header must be True, False or None, got header={header!r}")
-    if delimiter is not None and (len(delimiter) != 1 or delimiter in "\r\n\""):
-        raise ValueError(f"delimiter must be one character other than a quote or line break, "
-                         f"got delimiter={delimiter!r}")
+    if delimiter is not None and (len(delimiter) != 1 or delimiter in '\r\n"'):
+        raise ValueError(
+            f"delimiter must be one character other than a quote or line break, got delimiter={delimiter!r}"
+        )
     if str(path) == "-":
         _need_pyarrow("CSV")
-        return _read_csv(_Source.stdin(), "standard input", columns, choose, delimiter, header,
-                         progress, block_hook=block_hook)
+        return _read_csv(
+            _Source.stdin(),
+            "standard input",
+            columns,
+            choose,
+            delimiter,
+            header,
+            progress,
+            block_hook=block_hook,
+        )
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"input file not found: {path}")
@@ -291,25 +326,37 @@ def read_input(path, columns=None, *, choose: ColumnChooser | None = None,
     if kind in ("npy", "parquet"):
         if kind == "parquet":
             _need_pyarrow("Parquet")
-        got = (_read_npy(path, columns, choose) if kind == "npy"
-               else _read_parquet(path, columns, choose, progress))
+        got = (
+            _read_npy(path, columns, choose)
+            if kind == "npy"
+            else _read_parquet(path, columns, choose, progress)
+        )
         if block_hook is not None:
             block_hook(got.X)
         return got
     _need_pyarrow("CSV")
     name = path.name.lower().removesuffix(".gz")
     default = "\t" if name.endswith((".tsv", ".tab")) else _DEFAULT_DELIMITER
-    return _read_csv(_Source.file(path, kind == "csv.gz"), str(path), columns, choose,
-                     delimiter, header, progress, default_delimiter=default,
-                     block_hook=block_hook)
+    return _read_csv(
+        _Source.file(path, kind == "csv.gz"),
+        str(path),
+        columns,
+        choose,
+        delimiter,
+        header,
+        progress,
+        default_delimiter=default,
+        block_hook=block_hook,
+    )
 
 
 def _read_npy(path, columns, choose):
     try:
         arr = np.load(path, allow_pickle=False, mmap_mode="r")
     except (ValueError, OSError, EOFError):
-        raise ValueError(f"{path}: cannot read as a numeric .npy array (numpy could not read "
-                         "its header)") from None
+        raise ValueError(
+            f"{path}: cannot read as a numeric .npy array (numpy could not read its header)"
+        ) from None
     if arr.dtype.kind not in "iuf" or arr.dtype.names:
         raise ValueError(f"{path}: .npy array must be numeric, got dtype {arr.dtype}")
     if arr.ndim == 1:
@@ -362,13 +409,16 @@ def _read_parquet(path, columns, choose, progress):
     names = [schema.names[i] for i in idx]
     parts = []
     try:
-        with progress_bar(f"reading {path.name}", total=pf.metadata.num_rows, enabled=progress,
-                          unit="rows") as bar:
+        with progress_bar(
+            f"reading {path.name}", total=pf.metadata.num_rows, enabled=progress, unit="rows"
+        ) as bar:
             for batch in pf.iter_batches(batch_size=1 << 20, columns=names):
                 # safe=False: a huge int64 becomes the nearest double instead of
                 # an error that would quote it.
-                cols = [pc.cast(batch.column(n), pa.float64(), safe=False).to_numpy(zero_copy_only=False)
-                        for n in names]
+                cols = [
+                    pc.cast(batch.column(n), pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+                    for n in names
+                ]
                 parts.append(np.column_stack(cols) if cols else np.zeros((batch.num_rows, 0)))
                 bar.update(batch.num_rows)
     except (pa.ArrowException, OSError) as exc:
@@ -434,14 +484,19 @@ class _Source:
         head = buf.read(6)
         kind = _kind_of_head(head)
         if kind in ("npy", "parquet"):
-            raise ValueError("standard input: only CSV can be read from '-'; pass the path of a "
-                             f"{'.npy' if kind == 'npy' else 'Parquet'} file")
+            raise ValueError(
+                "standard input: only CSV can be read from '-'; pass the path of a "
+                f"{'.npy' if kind == 'npy' else 'Parquet'} file"
+            )
         plain = _io.BufferedReader(_Prepend(head, buf), buffer_size=1 << 20)
         if kind != "csv.gz":
             return cls(plain)
         igzip = _igzip()
-        return cls(igzip.IGzipFile(fileobj=plain, mode="rb") if igzip is not None
-                   else gzip.GzipFile(fileobj=plain, mode="rb"))
+        return cls(
+            igzip.IGzipFile(fileobj=plain, mode="rb")
+            if igzip is not None
+            else gzip.GzipFile(fileobj=plain, mode="rb")
+        )
 
     def read(self, n: int) -> bytes:
         return self.stream.read(n)
@@ -475,8 +530,18 @@ def _gzip_errors() -> tuple:
     return () if igzip is None else (igzip.isal_zlib.error,)
 
 
-def _read_csv(source: _Source, where: str, columns, choose, delimiter, header, progress,
-              *, default_delimiter: str = _DEFAULT_DELIMITER, block_hook=None) -> InputPoints:
+def _read_csv(
+    source: _Source,
+    where: str,
+    columns,
+    choose,
+    delimiter,
+    header,
+    progress,
+    *,
+    default_delimiter: str = _DEFAULT_DELIMITER,
+    block_hook=None,
+) -> InputPoints:
     import pyarrow as pa
 
     what = "CSV"
@@ -495,20 +560,23 @@ def _read_csv(source: _Source, where: str, columns, choose, delimiter, header, p
             line, rest = cb.split_first_line(first)
             try:
                 delimiter, names, first_is_data = cb.read_header(
-                    line, delimiter=delimiter, header=header, default_delimiter=default_delimiter)
+                    line, delimiter=delimiter, header=header, default_delimiter=default_delimiter
+                )
             except ValueError as exc:
                 raise ValueError(f"{where}: {exc}") from None
             idx = resolve_columns(names, [True] * len(names), columns, choose, where=where)
             layout = cb.CsvLayout(delimiter, len(names), tuple(idx))
-            X, counts = _parse_blocks(source, first if first_is_data else rest, layout, bar,
-                                      block_hook)
+            X, counts = _parse_blocks(source, first if first_is_data else rest, layout, bar, block_hook)
     except (OSError, EOFError, pa.ArrowException, *_gzip_errors()) as exc:
         raise _io_error(where, what, exc) from None
     finally:
         source.close()
     return InputPoints(
-        X, [names[i] for i in idx], n_unparseable=counts.unparseable,
-        n_malformed=counts.malformed, first_line_is_data=first_is_data and header is None,
+        X,
+        [names[i] for i in idx],
+        n_unparseable=counts.unparseable,
+        n_malformed=counts.malformed,
+        first_line_is_data=first_is_data and header is None,
         skipped_columns=_skipped(names, idx, columns),
         delimiter=delimiter,
     )
@@ -525,8 +593,11 @@ def _blocks(source: _Source, head: bytes):
         if cut == 0:  # a line longer than a chunk
             rest += chunk
             continue
-        yield b"".join((rest, memoryview(chunk)[:cut])) if rest else (
-            chunk if cut == len(chunk) else chunk[:cut])
+        yield (
+            b"".join((rest, memoryview(chunk)[:cut]))
+            if rest
+            else (chunk if cut == len(chunk) else chunk[:cut])
+        )
         rest = chunk[cut:]
     if rest.strip(b"\r\n"):
         yield rest
@@ -560,7 +631,7 @@ class _Rows:
             if self.X is not None:
                 grown[: self.n] = self.X[: self.n]
             self.X = grown
-        dest = self.X[self.n:self.n + k]
+        dest = self.X[self.n : self.n + k]
         self.n += k
         return dest
 
@@ -672,6 +743,13 @@ def write_labels(path, labels, points=None, names=None) -> None:
 
 
 __all__ = [
-    "read_points", "read_input", "InputPoints", "read_model", "resolve_columns", "file_kind",
-    "is_index_column", "write_labels", "LABEL_COLUMN",
+    "read_points",
+    "read_input",
+    "InputPoints",
+    "read_model",
+    "resolve_columns",
+    "file_kind",
+    "is_index_column",
+    "write_labels",
+    "LABEL_COLUMN",
 ]

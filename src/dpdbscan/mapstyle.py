@@ -15,8 +15,7 @@ import numpy as np
 
 #: A qualitative palette (matplotlib's "tab10" without its grey, which the
 #: heat layer uses). Greedy colouring rarely needs more than six of them.
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-           "#bcbd22", "#17becf")
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
 
 #: Largest heat image, in pixels; bigger windows are summed in blocks.
 MAX_HEAT_PIXELS = 4_000_000
@@ -86,7 +85,7 @@ def greedy_colouring(n: int, edges, n_colours: int, order=None) -> np.ndarray:
             adj[b].append(a)
     colour = np.full(n, -1, dtype=np.int64)
     uses = np.zeros(n_colours, dtype=np.int64)
-    for v in (range(n) if order is None else order):
+    for v in range(n) if order is None else order:
         taken = np.bincount([colour[u] for u in adj[v] if colour[u] >= 0], minlength=n_colours)
         free = np.flatnonzero(taken == 0)
         c = int(free[np.argmin(uses[free])]) if free.size else int(np.argmin(taken))
@@ -134,7 +133,7 @@ def histogram_window(hist, lo, hi, max_pixels: int = MAX_HEAT_PIXELS):
     out_shape = tuple(int(s) for s in -(-size // f))
     img = np.zeros(out_shape, dtype=np.float64)
     if hist.kind == "dense":
-        v = np.asarray(hist.values[lo[0]:hi[0], lo[1]:hi[1]], dtype=np.float64)
+        v = np.asarray(hist.values[lo[0] : hi[0], lo[1] : hi[1]], dtype=np.float64)
         pad = [(0, out_shape[0] * f - v.shape[0]), (0, out_shape[1] * f - v.shape[1])]
         if v.size:
             v = np.pad(v, pad)
@@ -244,7 +243,18 @@ def nice_length(target: float) -> float:
     return p
 
 
-__all__ = ["PALETTE", "MAX_HEAT_PIXELS", "span_neighbours", "greedy_colouring", "span_colours",
-           "histogram_window", "noise_floor", "heat_scale", "heat_rgba", "span_extent", "fit_aspect",
-           "keep_in_box",
-           "nice_length"]
+__all__ = [
+    "PALETTE",
+    "MAX_HEAT_PIXELS",
+    "span_neighbours",
+    "greedy_colouring",
+    "span_colours",
+    "histogram_window",
+    "noise_floor",
+    "heat_scale",
+    "heat_rgba",
+    "span_extent",
+    "fit_aspect",
+    "keep_in_box",
+    "nice_length",
+]

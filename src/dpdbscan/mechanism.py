@@ -45,8 +45,16 @@ MAX_EMPTY_CELLS = 1 << 20  # default cap on the expected number of released empt
 MAX_EXPECTED_EMPTY = 1e8  # refuse an explicit theta that would release more
 # DENSITY_MAX_KAPPA: the density test weighs every cell of NB (d <= 6 at eta = 4)
 
-__all__ = ["MechanismConfig", "release_histogram", "fit_spans", "release", "configure",
-           "forecast", "clean_points", "HISTOGRAMS"]
+__all__ = [
+    "MechanismConfig",
+    "release_histogram",
+    "fit_spans",
+    "release",
+    "configure",
+    "forecast",
+    "clean_points",
+    "HISTOGRAMS",
+]
 
 
 @dataclass(frozen=True)
@@ -104,13 +112,20 @@ class MechanismConfig:
         return stability_theta(noise, self.delta)
 
     def span_params(self, min_samples: int, raise_min_samples: bool = True) -> SpanParams:
-        return SpanParams(min_samples=min_samples, beta=self.beta, subcells=self.subcells,
-                          margin=self.margin, border=self.border,
-                          raise_min_samples=raise_min_samples, core=self.core)
+        return SpanParams(
+            min_samples=min_samples,
+            beta=self.beta,
+            subcells=self.subcells,
+            margin=self.margin,
+            border=self.border,
+            raise_min_samples=raise_min_samples,
+            core=self.core,
+        )
 
 
-def release_histogram(grid: Grid, X, config: MechanismConfig, source,
-                      backend: Backend | str | None = None) -> NoisyHistogram:
+def release_histogram(
+    grid: Grid, X, config: MechanismConfig, source, backend: Backend | str | None = None
+) -> NoisyHistogram:
     """The epsilon-DP (or (epsilon, delta)-DP) histogram of cell counts.
 
     The backend counts the points after the per-record rule (its contract);
@@ -126,8 +141,9 @@ def release_histogram(grid: Grid, X, config: MechanismConfig, source,
         if isinstance(backend, DenseBackend):
             counts = backend.dense_counts(grid, X)
             if counts.shape != grid.shape:
-                raise ValueError(f"the backend returned dense counts of shape {counts.shape}, "
-                                 f"expected {grid.shape}")
+                raise ValueError(
+                    f"the backend returned dense counts of shape {counts.shape}, expected {grid.shape}"
+                )
         else:
             cells = _canonical(backend.count(grid, X))
             counts = np.zeros(grid.shape, dtype=np.int64)
@@ -152,13 +168,23 @@ def _canonical(cells: CellCounts) -> CellCounts:
     if not np.array_equal(order, np.arange(k.size)):
         cells = CellCounts(k[order], cells.counts[order])
     if np.any(cells.keys[1:] == cells.keys[:-1]):
-        raise ValueError("the backend returned duplicate cell keys; a backend must return "
-                         "each occupied cell once with its total count")
+        raise ValueError(
+            "the backend returned duplicate cell keys; a backend must return "
+            "each occupied cell once with its total count"
+        )
     return cells
 
 
-def fit_spans(X, grid: Grid, min_samples: int, config: MechanismConfig, source,
-              *, raise_min_samples: bool = True, backend: Backend | str | None = None) -> SpanModel:
+def fit_spans(
+    X,
+    grid: Grid,
+    min_samples: int,
+    config: MechanismConfig,
+    source,
+    *,
+    raise_min_samples: bool = True,
+    backend: Backend | str | None = None,
+) -> SpanModel:
     """Run the whole mechanism: release the histogram (epsilon is spent here),
     then post-process it into the span model."""
     hist = release_histogram(grid, X, config, source, backend)
@@ -179,13 +205,18 @@ def configure(p: dict[str, Any], grid: Grid) -> tuple[MechanismConfig, float]:
             f"in d={grid.d} at eta={eta:g} an eps-neighbourhood has {grid.kappa:,} cells, more than "
             f"any core test can evaluate ({MAX_KAPPA:,}): the release will have no span. "
             "DP-DBSCAN cannot resolve clusters in this many dimensions; use fewer dimensions.",
-            UtilityWarning, stacklevel=3)
+            UtilityWarning,
+            stacklevel=3,
+        )
     elif core == "density" and grid.kappa > DENSITY_MAX_KAPPA:
         warnings.warn(
             f"in d={grid.d} at eta={eta:g} an eps-neighbourhood has {grid.kappa:,} cells, more "
             f"than the density test can weigh ({DENSITY_MAX_KAPPA:,}): the release uses "
             "core='bound', whose margin grows with that count and will likely swamp any "
-            "cluster. Use fewer dimensions.", UtilityWarning, stacklevel=3)
+            "cluster. Use fewer dimensions.",
+            UtilityWarning,
+            stacklevel=3,
+        )
     if core == "density" and grid.kappa > DENSITY_MAX_KAPPA:
         # public (d, eta): the density test's weights cover every cell of an
         # eps-neighbourhood, far too many here; the bound test never enumerates them
@@ -204,10 +235,17 @@ def configure(p: dict[str, Any], grid: Grid) -> tuple[MechanismConfig, float]:
         rule = 1.0 if core == "density" else "chernoff"
     delta = p.get("delta", 0.0)
     config = MechanismConfig(
-        epsilon=p["epsilon"], delta=delta, histogram=p.get("histogram", "auto"),
-        noise=p.get("noise", "discrete"), beta=p.get("beta", 0.1), theta=p.get("theta"),
-        max_empty_cells=p.get("max_empty_cells", MAX_EMPTY_CELLS), subcells=k,
-        margin=rule, border=float(border), core=core,
+        epsilon=p["epsilon"],
+        delta=delta,
+        histogram=p.get("histogram", "auto"),
+        noise=p.get("noise", "discrete"),
+        beta=p.get("beta", 0.1),
+        theta=p.get("theta"),
+        max_empty_cells=p.get("max_empty_cells", MAX_EMPTY_CELLS),
+        subcells=k,
+        margin=rule,
+        border=float(border),
+        core=core,
     )
     if config.histogram == "auto" and delta > 0 and config.choose_histogram(grid) == "sparse":
         config = replace(config, histogram="stability")
@@ -224,12 +262,19 @@ def _auto_model(hist: NoisyHistogram, config: MechanismConfig, plan, p: dict[str
     h = hist.on_grid(hist.grid.at_alpha(alpha))
     model = SpanModel.from_spans(h, build_spans(h, params), params, delta=config.delta)
     model.release = {"eps": float(hist.grid.alpha), "eta": float(hist.grid.eta), "min_samples": m}
-    model.auto = {"criterion": auto.CRITERION, "base_eps": float(hist.grid.alpha),
-                  "eps": alpha, "min_samples": m, "score": choice["score"],
-                  "clusters": choice["clusters"], "eps_candidates": choice["eps_candidates"],
-                  "min_samples_candidates": choice["min_samples_candidates"],
-                  "chosen": [k for k, v in (("eps", len(plan.eps) > 1),
-                                            ("min_samples", plan.min_samples is None)) if v]}
+    model.auto = {
+        "criterion": auto.CRITERION,
+        "base_eps": float(hist.grid.alpha),
+        "eps": alpha,
+        "min_samples": m,
+        "score": choice["score"],
+        "clusters": choice["clusters"],
+        "eps_candidates": choice["eps_candidates"],
+        "min_samples_candidates": choice["min_samples_candidates"],
+        "chosen": [
+            k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v
+        ],
+    }
     return model
 
 
@@ -243,24 +288,41 @@ def forecast(p: dict[str, Any], lower, upper, *, n_expected: float | None = None
     if n_expected is None:
         n_expected = p.get("n_expected")
     if "auto" in (p["eps"], p["min_samples"]):
-        pl = auto.plan(lower, upper, p["eta"], p["eps"], p["min_samples"], p["epsilon"],
-                       p.get("max_cells", auto.MAX_CELLS), n_expected)
+        pl = auto.plan(
+            lower,
+            upper,
+            p["eta"],
+            p["eps"],
+            p["min_samples"],
+            p["epsilon"],
+            p.get("max_cells", auto.MAX_CELLS),
+            n_expected,
+        )
         p = {**p, "eps": pl.base_eps, "min_samples": pl.min_samples or auto.MIN_SAMPLES_LOW}
     grid = Grid(lower, upper, p["eps"], p["eta"])
     config, _ = configure(p, grid)
     return _forecast_of(grid, config, p, n_expected)
 
 
-def _forecast_of(grid: Grid, config: MechanismConfig, p: dict[str, Any],
-                 n_expected: float | None = None) -> Forecast:
+def _forecast_of(
+    grid: Grid, config: MechanismConfig, p: dict[str, Any], n_expected: float | None = None
+) -> Forecast:
     params = config.span_params(p["min_samples"], p.get("raise_min_samples", True))
-    return _forecast(grid, config.choose_histogram(grid), config.noise, config.epsilon,
-                     config.release_theta(grid), params, n_expected=n_expected,
-                     max_empty_cells=config.max_empty_cells)
+    return _forecast(
+        grid,
+        config.choose_histogram(grid),
+        config.noise,
+        config.epsilon,
+        config.release_theta(grid),
+        params,
+        n_expected=n_expected,
+        max_empty_cells=config.max_empty_cells,
+    )
 
 
-def release(X, lower, upper, p: dict[str, Any], *, backend: Backend, accountant=None,
-            stacklevel: int = 2) -> SpanModel:
+def release(
+    X, lower, upper, p: dict[str, Any], *, backend: Backend, accountant=None, stacklevel: int = 2
+) -> SpanModel:
     """Release DP spans of ``X`` inside the public box ``[lower, upper]`` with
     validated parameters ``p``: the one entry point of the estimator and the
     command line. Checks the accountant before and charges it after.
@@ -273,10 +335,17 @@ def release(X, lower, upper, p: dict[str, Any], *, backend: Backend, accountant=
     auto_mode = "auto" in (p["eps"], p["min_samples"])
     plan = None
     if auto_mode:
-        plan = auto.plan(lower, upper, p["eta"], p["eps"], p["min_samples"], p["epsilon"],
-                         p.get("max_cells", auto.MAX_CELLS), p.get("n_expected"))
-        p = {**p, "eps": plan.base_eps,
-             "min_samples": plan.min_samples or auto.MIN_SAMPLES_LOW}
+        plan = auto.plan(
+            lower,
+            upper,
+            p["eta"],
+            p["eps"],
+            p["min_samples"],
+            p["epsilon"],
+            p.get("max_cells", auto.MAX_CELLS),
+            p.get("n_expected"),
+        )
+        p = {**p, "eps": plan.base_eps, "min_samples": plan.min_samples or auto.MIN_SAMPLES_LOW}
     grid = Grid(lower, upper, p["eps"], p["eta"])
     config, spent_delta = configure(p, grid)
     fc = _forecast_of(grid, config, p)
@@ -287,8 +356,15 @@ def release(X, lower, upper, p: dict[str, Any], *, backend: Backend, accountant=
         accountant.check(config.epsilon, spent_delta)
     source = _random.make_source(p.get("random_state"))
     if plan is None:
-        model = fit_spans(X, grid, p["min_samples"], config, source,
-                          raise_min_samples=p.get("raise_min_samples", True), backend=backend)
+        model = fit_spans(
+            X,
+            grid,
+            p["min_samples"],
+            config,
+            source,
+            raise_min_samples=p.get("raise_min_samples", True),
+            backend=backend,
+        )
     else:
         hist = release_histogram(grid, X, config, source, backend)
         model = _auto_model(hist, config, plan, p)
@@ -300,8 +376,15 @@ def release(X, lower, upper, p: dict[str, Any], *, backend: Backend, accountant=
     if model.core == "density":
         # public parameters and the release only (post-processing): safe to say
         assert model.histogram is not None
-        note = utility_note(model.histogram, model.core_keys, model.subcells, model.n_spans,
-                            p["min_samples"], model.gamma, noise_std=fc.noise_std)
+        note = utility_note(
+            model.histogram,
+            model.core_keys,
+            model.subcells,
+            model.n_spans,
+            p["min_samples"],
+            model.gamma,
+            noise_std=fc.noise_std,
+        )
         if note:
             warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     elif model.n_spans == 0:
@@ -312,6 +395,7 @@ def release(X, lower, upper, p: dict[str, Any], *, backend: Backend, accountant=
             f"plus the margin Gamma={model.gamma:.1f} for epsilon={config.epsilon:g}) lie within "
             "eps of it. Small or sparse data need a larger eps, a larger epsilon or fewer "
             "dimensions; see docs/accuracy.md on small data sets.",
-            UtilityWarning, stacklevel=stacklevel + 1,
+            UtilityWarning,
+            stacklevel=stacklevel + 1,
         )
     return model

@@ -132,32 +132,61 @@ class SpanModel:
         elif self.hist_grid is None:
             self.hist_grid = Grid(self.grid.lower, self.grid.upper, self.grid.alpha, self._eta)
         if self.release is None:
-            self.release = {"eps": float(self.grid.alpha), "eta": float(self._eta),
-                            "min_samples": int(self.min_samples)}
+            self.release = {
+                "eps": float(self.grid.alpha),
+                "eta": float(self._eta),
+                "min_samples": int(self.min_samples),
+            }
         if self.kappa is None or self.n_events is None:
             # A model saved before these were stored: recompute what Gamma used.
             layout = SubcellLayout(self.histogram_grid, self.subcells)
             self.kappa, self.n_events = int(layout.kappa), int(layout.n_events)
         if self.core == "density" and self.extra is None:
             # loaded from a file: the guarantee's numbers from public values
-            gamma, self.extra = density_guarantee(self.histogram_grid, self.histogram_kind,
-                                                  self.noise, self.epsilon, self.theta, self.params)
+            gamma, self.extra = density_guarantee(
+                self.histogram_grid, self.histogram_kind, self.noise, self.epsilon, self.theta, self.params
+            )
             if not math.isclose(gamma, self.gamma, rel_tol=1e-6, abs_tol=1e-9):
-                raise ValueError(f"malformed dpdbscan span model: gamma={self.gamma:g} is not the "
-                                 f"margin {gamma:g} of its parameters")
+                raise ValueError(
+                    f"malformed dpdbscan span model: gamma={self.gamma:g} is not the "
+                    f"margin {gamma:g} of its parameters"
+                )
 
     @classmethod
-    def from_spans(cls, hist: NoisyHistogram, spans: Spans, params: SpanParams, *,
-                   delta: float = 0.0, metadata: dict | None = None) -> SpanModel:
+    def from_spans(
+        cls,
+        hist: NoisyHistogram,
+        spans: Spans,
+        params: SpanParams,
+        *,
+        delta: float = 0.0,
+        metadata: dict | None = None,
+    ) -> SpanModel:
         """The model of ``spans`` built from the release ``hist``."""
         return cls(
-            grid=spans.grid, core_keys=spans.core_keys, labels=spans.labels,
-            min_samples=params.min_samples, gamma=spans.gamma, beta=params.beta,
-            epsilon=hist.epsilon, delta=delta, raise_min_samples=params.raise_min_samples,
-            histogram_kind=hist.kind, noise=hist.noise, theta=hist.theta, histogram=hist,
-            metadata=metadata or {}, subcells=params.subcells, border=float(params.border),
-            margin=params.margin, eta=hist.grid.eta, kappa=spans.kappa, n_events=spans.n_events,
-            core=params.core, extra=spans.extra, gamma_upper=spans.gamma_upper,
+            grid=spans.grid,
+            core_keys=spans.core_keys,
+            labels=spans.labels,
+            min_samples=params.min_samples,
+            gamma=spans.gamma,
+            beta=params.beta,
+            epsilon=hist.epsilon,
+            delta=delta,
+            raise_min_samples=params.raise_min_samples,
+            histogram_kind=hist.kind,
+            noise=hist.noise,
+            theta=hist.theta,
+            histogram=hist,
+            metadata=metadata or {},
+            subcells=params.subcells,
+            border=float(params.border),
+            margin=params.margin,
+            eta=hist.grid.eta,
+            kappa=spans.kappa,
+            n_events=spans.n_events,
+            core=params.core,
+            extra=spans.extra,
+            gamma_upper=spans.gamma_upper,
         )
 
     @property
@@ -175,9 +204,15 @@ class SpanModel:
     @property
     def params(self) -> SpanParams:
         """The post-processing parameters of these spans."""
-        return SpanParams(min_samples=self.min_samples, beta=self.beta, subcells=self.subcells,
-                          margin=self.margin, border=self.border,
-                          raise_min_samples=self.raise_min_samples, core=self.core)
+        return SpanParams(
+            min_samples=self.min_samples,
+            beta=self.beta,
+            subcells=self.subcells,
+            margin=self.margin,
+            border=self.border,
+            raise_min_samples=self.raise_min_samples,
+            core=self.core,
+        )
 
     # ----------------------------------------------------------- guarantees
     @property
@@ -223,15 +258,24 @@ class SpanModel:
         the span of one (rho alpha, M*)-cluster; no covering statement."""
         extra = self.extra or {}
         return {
-            "core": "density", "rho": self.rho, "tau": None, "beta": self.beta,
-            "gamma": self.gamma, "gamma_upper": self.gamma_upper, "margin": self.margin,
-            "kappa": self.kappa, "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
-            "subcells": self.subcells, "accuracy_margin": extra.get("accuracy_margin"),
+            "core": "density",
+            "rho": self.rho,
+            "tau": None,
+            "beta": self.beta,
+            "gamma": self.gamma,
+            "gamma_upper": self.gamma_upper,
+            "margin": self.margin,
+            "kappa": self.kappa,
+            "n_events": self.n_events,
+            "n_cells": self.n_cells,
+            "theta": self.theta,
+            "subcells": self.subcells,
+            "accuracy_margin": extra.get("accuracy_margin"),
             "probability": extra.get("probability"),
             "covers_clusters_at": None,
-            "within_clusters_at": {"alpha": self.rho * self.grid.alpha,
-                                   "min_samples": extra.get("m_star")},
-            "epsilon": self.epsilon, "delta": self.delta,
+            "within_clusters_at": {"alpha": self.rho * self.grid.alpha, "min_samples": extra.get("m_star")},
+            "epsilon": self.epsilon,
+            "delta": self.delta,
         }
 
     def _bound_guarantee(self) -> dict:
@@ -246,16 +290,26 @@ class SpanModel:
         upper = self.min_samples + (self.tau if self.raise_min_samples else 0.0)
         legacy = self.gamma_upper is None and self.histogram_kind != "dense"
         return {
-            "core": "bound", "probability": None if legacy else 1.0 - self.beta,
+            "core": "bound",
+            "probability": None if legacy else 1.0 - self.beta,
             "gamma_lower": self.gamma,
-            "gamma_upper": self.gamma if self.histogram_kind == "dense" and self.gamma_upper is None
+            "gamma_upper": self.gamma
+            if self.histogram_kind == "dense" and self.gamma_upper is None
             else self.gamma_upper,
-            "rho": self.rho, "tau": self.tau, "beta": self.beta, "gamma": self.gamma,
-            "kappa": self.kappa, "n_events": self.n_events, "n_cells": self.n_cells,
-            "theta": self.theta, "subcells": self.subcells, "margin": self.margin,
+            "rho": self.rho,
+            "tau": self.tau,
+            "beta": self.beta,
+            "gamma": self.gamma,
+            "kappa": self.kappa,
+            "n_events": self.n_events,
+            "n_cells": self.n_cells,
+            "theta": self.theta,
+            "subcells": self.subcells,
+            "margin": self.margin,
             "covers_clusters_at": {"alpha": self.grid.alpha, "min_samples": upper},
             "within_clusters_at": {"alpha": self.rho * self.grid.alpha, "min_samples": upper - self.tau},
-            "epsilon": self.epsilon, "delta": self.delta,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
         }
 
     # -------------------------------------------------------------- predict
@@ -263,9 +317,7 @@ class SpanModel:
         """Span id of each point, -1 for noise (outside every span or the box)."""
         X = check_array(X)
         if X.shape[1] != self.grid.d:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but the model was fitted with {self.grid.d}"
-            )
+            raise ValueError(f"X has {X.shape[1]} features, but the model was fitted with {self.grid.d}")
         keys, labels = self.regions()
         return predict_spans(self.grid, keys, labels, X)
 
@@ -335,8 +387,9 @@ class SpanModel:
             The new MinPts. Default: unchanged.
         """
         if self.histogram is None:
-            raise ValueError("this model was saved without its noisy histogram; cannot "
-                             "re-threshold or re-parameterise it")
+            raise ValueError(
+                "this model was saved without its noisy histogram; cannot re-threshold or re-parameterise it"
+            )
         m = self.min_samples if min_samples is None else check_min_samples(min_samples)
         hist = self.histogram
         alpha = hist.grid.alpha if eps is None else check_param("eps", eps)
@@ -349,23 +402,25 @@ class SpanModel:
                 raise ValueError(
                     f"eps={alpha:g} is finer than this release can resolve: its cells have "
                     f"diagonal {finest:g}, the smallest eps it supports (it was made at "
-                    f"eps={self.release_eps:g}); a smaller eps needs a new release")
+                    f"eps={self.release_eps:g}); a smaller eps needs a new release"
+                )
             grid = hist.grid.at_alpha(alpha)
             if self.core == "density" and grid.kappa > MAX_KAPPA:
                 raise ValueError(
                     f"eps={alpha:g} is too large for this release's cells: an eps-neighbourhood "
                     f"would hold {grid.kappa:,} of them, more than the density test weighs "
-                    f"({MAX_KAPPA:,}); use a smaller eps or a new release at a coarser eps")
+                    f"({MAX_KAPPA:,}); use a smaller eps or a new release at a coarser eps"
+                )
             hist = hist.on_grid(grid)
             if self.core == "density":
                 border = self.border * alpha / self.grid.alpha
         params = replace(self.params, min_samples=m, border=float(border))
         # the bound test's margins depend on the cells and alpha only: kept at the same alpha
         same = self.core == "bound" and hist is self.histogram
-        spans = build_spans(hist, params, gamma=self.gamma if same else None,
-                            gamma_upper=self.gamma_upper if same else None)
-        model = SpanModel.from_spans(hist, spans, params, delta=self.delta,
-                                     metadata=dict(self.metadata))
+        spans = build_spans(
+            hist, params, gamma=self.gamma if same else None, gamma_upper=self.gamma_upper if same else None
+        )
+        model = SpanModel.from_spans(hist, spans, params, delta=self.delta, metadata=dict(self.metadata))
         model.release = dict(self.release or {})
         return model
 
@@ -389,19 +444,40 @@ class SpanModel:
         """
         g, hg = self.grid, self.histogram_grid
         info = {
-            "epsilon": self.epsilon, "delta": self.delta, "noise": self.noise,
-            "histogram": self.histogram_kind, "alpha": g.alpha, "min_samples": self.min_samples,
-            "threshold": self.threshold, "rho": self.rho,
-            "tau": self.tau if self.core == "bound" else None, "beta": self.beta,
-            "gamma": self.gamma, "gamma_upper": self.gamma_upper, "margin": self.margin,
-            "kappa": self.kappa, "n_events": self.n_events, "n_cells": self.n_cells, "theta": self.theta,
-            "core": self.core, "guarantee": self.guarantee(), "eta": self._eta,
-            "cell_width": hg.width, "shape": list(hg.shape), "d": g.d,
-            "subcells": self.subcells, "span_cell_width": g.width, "span_shape": list(g.shape),
-            "border": self.border, "n_spans": self.n_spans, "n_core_cells": self.n_core_cells,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "noise": self.noise,
+            "histogram": self.histogram_kind,
+            "alpha": g.alpha,
+            "min_samples": self.min_samples,
+            "threshold": self.threshold,
+            "rho": self.rho,
+            "tau": self.tau if self.core == "bound" else None,
+            "beta": self.beta,
+            "gamma": self.gamma,
+            "gamma_upper": self.gamma_upper,
+            "margin": self.margin,
+            "kappa": self.kappa,
+            "n_events": self.n_events,
+            "n_cells": self.n_cells,
+            "theta": self.theta,
+            "core": self.core,
+            "guarantee": self.guarantee(),
+            "eta": self._eta,
+            "cell_width": hg.width,
+            "shape": list(hg.shape),
+            "d": g.d,
+            "subcells": self.subcells,
+            "span_cell_width": g.width,
+            "span_shape": list(g.shape),
+            "border": self.border,
+            "n_spans": self.n_spans,
+            "n_core_cells": self.n_core_cells,
             "bounds": {"lower": g.lower.tolist(), "upper": g.upper.tolist()},
-            "has_histogram": self.histogram is not None, "metadata": self.metadata,
-            "release": self.release, "auto": self.auto,
+            "has_histogram": self.histogram is not None,
+            "metadata": self.metadata,
+            "release": self.release,
+            "auto": self.auto,
         }
         if self.metadata.get("projection") is not None:
             info["units"] = "km"
@@ -414,14 +490,24 @@ class SpanModel:
             f"  privacy : epsilon={self.epsilon:g}, delta={self.delta:g} ({self.noise} noise, "
             f"{self.histogram_kind} histogram)",
             f"  DBSCAN  : alpha={g.alpha:g}, min_samples={self.min_samples}, threshold "
-            + (f"E~ >= {self.threshold:.1f} (estimated eps-neighbourhood count)"
-               if self.core == "density" else f"UB~ >= {self.threshold:.1f}"),
+            + (
+                f"E~ >= {self.threshold:.1f} (estimated eps-neighbourhood count)"
+                if self.core == "density"
+                else f"UB~ >= {self.threshold:.1f}"
+            ),
             f"  grid    : d={g.d}, cell width w={self.histogram_grid.width:.4g}, "
             f"|X|={self.n_cells}, kappa={self.kappa}, sub-cells {self.subcells}^{g.d}",
-            (f"  margin  : m(q) <= {self.gamma:.2f} ({self.margin} sigma with the empty-space guard)"
-             if self.core == "density" else f"  margin  : Gamma={self.gamma:.2f}"
-             + ("" if self.gamma_upper is None or self.gamma_upper == self.gamma
-                else f" (lower), {self.gamma_upper:.2f} (upper)") + f" ({self.margin})")
+            (
+                f"  margin  : m(q) <= {self.gamma:.2f} ({self.margin} sigma with the empty-space guard)"
+                if self.core == "density"
+                else f"  margin  : Gamma={self.gamma:.2f}"
+                + (
+                    ""
+                    if self.gamma_upper is None or self.gamma_upper == self.gamma
+                    else f" (lower), {self.gamma_upper:.2f} (upper)"
+                )
+                + f" ({self.margin})"
+            )
             + (f", theta={self.theta:g}" if self.histogram_kind != "dense" else "")
             + f", border={self.border:.4g}",
             self._guarantee_line(),
@@ -436,23 +522,31 @@ class SpanModel:
         if self.auto is not None:
             a = self.auto
             chosen = " and ".join(a.get("chosen", [])) or "nothing"
-            return [f"  auto    : {chosen} chosen from the release without labels "
-                    f"(eps={self.grid.alpha:g}, min_samples={self.min_samples}; {a.get('criterion')},"
-                    f" score {a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base release "
-                    f"at eps={a.get('base_eps', r.get('eps', 0)):g}, no extra budget"]
+            return [
+                f"  auto    : {chosen} chosen from the release without labels "
+                f"(eps={self.grid.alpha:g}, min_samples={self.min_samples}; {a.get('criterion')},"
+                f" score {a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base release "
+                f"at eps={a.get('base_eps', r.get('eps', 0)):g}, no extra budget"
+            ]
         if r and (r.get("eps") != self.grid.alpha or r.get("min_samples") != self.min_samples):
-            return [f"  release : made at eps={r.get('eps'):g}, min_samples={r.get('min_samples')}; "
-                    "these spans re-parameterise it (no extra budget)"]
+            return [
+                f"  release : made at eps={r.get('eps'):g}, min_samples={r.get('min_samples')}; "
+                "these spans re-parameterise it (no extra budget)"
+            ]
         return []
 
     def _guarantee_line(self) -> str:
         if self.core == "density":
             g = self.guarantee()
-            return (f"  guarantee: every span within one (rho={self.rho:g}, "
-                    f"MinPts={g['within_clusters_at']['min_samples']})-cluster with probability "
-                    f">= {g['probability']:g} (one-sided; core test: density)")
-        return (f"  guarantee: (rho={self.rho:g}, tau={self.tau:.1f}) with probability "
-                f">= {1 - self.beta:g} (core test: bound)")
+            return (
+                f"  guarantee: every span within one (rho={self.rho:g}, "
+                f"MinPts={g['within_clusters_at']['min_samples']})-cluster with probability "
+                f">= {g['probability']:g} (one-sided; core test: density)"
+            )
+        return (
+            f"  guarantee: (rho={self.rho:g}, tau={self.tau:.1f}) with probability "
+            f">= {1 - self.beta:g} (core test: bound)"
+        )
 
     # ------------------------------------------------------ serialisation
     def to_dict(self, include_histogram: bool = True) -> dict:
@@ -477,8 +571,11 @@ class SpanModel:
             raise ValueError(f"{path}: not a dpdbscan span model (not JSON)") from None
         return cls.from_dict(data)
 
-    def to_geojson(self, transform: Callable[[np.ndarray], np.ndarray] | None = None,
-                   precision: int | str | None = "auto") -> dict:
+    def to_geojson(
+        self,
+        transform: Callable[[np.ndarray], np.ndarray] | None = None,
+        precision: int | str | None = "auto",
+    ) -> dict:
         """Spans as GeoJSON MultiPolygons (2-D only); see :func:`serialize.model_to_geojson`.
 
         A geographic model (one with a projection in its metadata, such as
@@ -497,25 +594,44 @@ class SpanModel:
         projection first."""
         proj = projection_of(self)
         if proj is None:
-            raise ValueError("predict_lonlat needs a geographic model (fitted with fit_lonlat or "
-                             "'dpdbscan fit --geo'); use predict for data coordinates")
+            raise ValueError(
+                "predict_lonlat needs a geographic model (fitted with fit_lonlat or "
+                "'dpdbscan fit --geo'); use predict for data coordinates"
+            )
         return self.predict(proj.forward(check_array(lonlat)))
 
     def save_geojson(self, path, transform=None, precision: int | str | None = "auto") -> None:
         Path(path).write_text(json.dumps(self.to_geojson(transform, precision)))
 
 
-def spans_from_histogram(hist: NoisyHistogram, min_samples: int, gamma: float | None, beta: float,
-                         *, raise_min_samples: bool = True, delta: float = 0.0,
-                         metadata: dict | None = None, subcells: int = 1, border: float = 0.0,
-                         margin: str | float = "paper", core: str = "bound") -> SpanModel:
+def spans_from_histogram(
+    hist: NoisyHistogram,
+    min_samples: int,
+    gamma: float | None,
+    beta: float,
+    *,
+    raise_min_samples: bool = True,
+    delta: float = 0.0,
+    metadata: dict | None = None,
+    subcells: int = 1,
+    border: float = 0.0,
+    margin: str | float = "paper",
+    core: str = "bound",
+) -> SpanModel:
     """The span model of a released histogram (post-processing only).
 
     ``gamma=None`` computes the margin of the release; a number overrides it
     (bound test only).
     """
-    params = SpanParams(min_samples=min_samples, beta=beta, subcells=subcells, margin=margin,
-                        border=float(border), raise_min_samples=raise_min_samples, core=core)
+    params = SpanParams(
+        min_samples=min_samples,
+        beta=beta,
+        subcells=subcells,
+        margin=margin,
+        border=float(border),
+        raise_min_samples=raise_min_samples,
+        core=core,
+    )
     spans = build_spans(hist, params, gamma=gamma)
     return SpanModel.from_spans(hist, spans, params, delta=delta, metadata=metadata)
 

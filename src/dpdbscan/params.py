@@ -56,8 +56,14 @@ class Constraint:
 class Real(Constraint):
     """A finite real number in an interval (``bool`` and strings refused)."""
 
-    def __init__(self, low: float | None = None, high: float | None = None, *,
-                 low_open: bool = False, high_open: bool = False):
+    def __init__(
+        self,
+        low: float | None = None,
+        high: float | None = None,
+        *,
+        low_open: bool = False,
+        high_open: bool = False,
+    ):
         self.low, self.high, self.low_open, self.high_open = low, high, low_open, high_open
         parts = []
         if low is not None:
@@ -95,7 +101,8 @@ class Integer(Constraint):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             return False
         return isinstance(value, numbers.Integral) or (
-            math.isfinite(float(value)) and float(value).is_integer())
+            math.isfinite(float(value)) and float(value).is_integer()
+        )
 
     def accepts(self, value: Any) -> bool:
         if not self.type_ok(value):
@@ -145,7 +152,8 @@ class HasMethods(Constraint):
     def accepts(self, value: Any) -> bool:
         # a str has a count() method too, and is never an interface
         return not isinstance(value, (str, bytes)) and all(
-            callable(getattr(value, m, None)) for m in self.methods)
+            callable(getattr(value, m, None)) for m in self.methods
+        )
 
 
 class RandomState(Constraint):
@@ -189,10 +197,16 @@ PARAMETERS: dict[str, Param] = {
     "margin": Param((Options("auto", "chernoff", "paper", "pointwise"), Real(0)), "--margin", False),
     "core": Param((Options("density", "bound"),), "--core", False),
     "border": Param((Options("auto"), Real(0)), "--border", False),
-    "accountant": Param((NoneValue(), HasMethods("check", "spend", what="an accountant with "
-                                                 "check() and spend()")), None, False),
-    "backend": Param((NoneValue(), Options("numpy", "dask"),
-                      HasMethods("count", what="a backend with count()")), "--backend", False),
+    "accountant": Param(
+        (NoneValue(), HasMethods("check", "spend", what="an accountant with check() and spend()")),
+        None,
+        False,
+    ),
+    "backend": Param(
+        (NoneValue(), Options("numpy", "dask"), HasMethods("count", what="a backend with count()")),
+        "--backend",
+        False,
+    ),
 }
 
 
@@ -240,19 +254,27 @@ def validate(values: dict[str, Any], *, cli: bool = False) -> dict[str, Any]:
         )
     core, rule = out.get("core", "density"), out.get("margin", "auto")
     if core == "bound" and rule not in ("auto", "chernoff", "paper"):
-        raise ValueError(f"{opt('margin')} {rule!r} is a rule of the density test; the bound test "
-                         "takes 'auto', 'chernoff' or 'paper'")
+        raise ValueError(
+            f"{opt('margin')} {rule!r} is a rule of the density test; the bound test "
+            "takes 'auto', 'chernoff' or 'paper'"
+        )
     if core == "density" and rule == "paper":
-        raise ValueError(f"{opt('margin')} 'paper' is the bound test's Gamma; with the density test "
-                         "use 'auto' (1 sigma) or a number c of sigmas")
+        raise ValueError(
+            f"{opt('margin')} 'paper' is the bound test's Gamma; with the density test "
+            "use 'auto' (1 sigma) or a number c of sigmas"
+        )
     if core == "density" and out.get("raise_min_samples") is False:
         what = "--theoretical-threshold" if cli else "raise_min_samples=False"
         other = "--core bound" if cli else "core='bound'"
-        raise ValueError(f"{what} is the bound test's theoretical rule; the density test has no "
-                         f"such rule: drop it or choose {other}")
+        raise ValueError(
+            f"{what} is the bound test's theoretical rule; the density test has no "
+            f"such rule: drop it or choose {other}"
+        )
     if "auto" in (out.get("eps"), out.get("min_samples")) and core == "bound":
-        raise ValueError(f"the automatic mode ({opt('eps')} or {opt('min_samples')} 'auto') "
-                         f"chooses from the density test's spans; drop {opt('core')} bound")
+        raise ValueError(
+            f"the automatic mode ({opt('eps')} or {opt('min_samples')} 'auto') "
+            f"chooses from the density test's spans; drop {opt('core')} bound"
+        )
     if out.get("theta") is not None and hist in ("dense", "stability"):
         raise ValueError(f"{opt('theta')} is used only by the sparse histogram, not by the {hist} one")
     return out
@@ -278,8 +300,9 @@ def check_min_samples(min_samples: Any) -> int:
     return value
 
 
-def check_positive(name: str, value: Any, *, upper: float | None = None,
-                   upper_inclusive: bool = True) -> float:
+def check_positive(
+    name: str, value: Any, *, upper: float | None = None, upper_inclusive: bool = True
+) -> float:
     """A positive finite real number (optionally with an upper bound)."""
     c = Real(0, upper, low_open=True, high_open=not upper_inclusive)
     if c.accepts(value):
@@ -310,23 +333,32 @@ def check_array(X: Any, name: str = "X") -> np.ndarray:
         try:
             arr = arr.astype(np.float64)
         except TypeError:
-            raise TypeError(f"{name} must be numeric: float() argument must be a string or a "
-                            "real number, and an entry of X is neither") from None
+            raise TypeError(
+                f"{name} must be numeric: float() argument must be a string or a "
+                "real number, and an entry of X is neither"
+            ) from None
         except ValueError:
-            raise ValueError(f"{name} must be numeric: an entry of dtype object could not be "
-                             "converted to a number") from None
+            raise ValueError(
+                f"{name} must be numeric: an entry of dtype object could not be converted to a number"
+            ) from None
     elif arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
         raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
     if arr.ndim != 2:
-        hint = (" Reshape your data either using array.reshape(-1, 1) if your data has a single "
-                "feature or array.reshape(1, -1) if it contains a single sample.") if arr.ndim == 1 else ""
+        hint = (
+            (
+                " Reshape your data either using array.reshape(-1, 1) if your data has a single "
+                "feature or array.reshape(1, -1) if it contains a single sample."
+            )
+            if arr.ndim == 1
+            else ""
+        )
         raise ValueError(
-            f"{name} must be 2-D of shape (n_samples, n_features), got an array of shape "
-            f"{arr.shape}.{hint}"
+            f"{name} must be 2-D of shape (n_samples, n_features), got an array of shape {arr.shape}.{hint}"
         )
     if arr.shape[1] == 0:
-        raise ValueError(f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 "
-                         "is required.")
+        raise ValueError(
+            f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required."
+        )
     return np.asarray(arr, dtype=np.float64)
 
 
@@ -379,7 +411,19 @@ def bounds_from_data(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 __all__ = [
-    "PARAMETERS", "Param", "validate", "check_param", "check_epsilon", "check_delta",
-    "check_min_samples", "check_positive", "check_array", "check_bounds", "bounds_from_data",
-    "PrivacyLeakWarning", "UtilityWarning", "MAX_EPSILON", "MAX_DELTA",
+    "PARAMETERS",
+    "Param",
+    "validate",
+    "check_param",
+    "check_epsilon",
+    "check_delta",
+    "check_min_samples",
+    "check_positive",
+    "check_array",
+    "check_bounds",
+    "bounds_from_data",
+    "PrivacyLeakWarning",
+    "UtilityWarning",
+    "MAX_EPSILON",
+    "MAX_DELTA",
 ]

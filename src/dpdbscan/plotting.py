@@ -84,9 +84,10 @@ def paper_cmap():
 
     green, red = (0.0, 0.55, 0.0), (0.85, 0.0, 0.0)
     return LinearSegmentedColormap.from_list(
-        "dpdbscan_counts", [(0.0, (*green, 1.0)), (0.5, (*green, 0.0)), (0.5, (*red, 0.0)),
-                            (1.0, (*red, 1.0))],
-        N=255)  # odd, so that a count of exactly 0 falls on the transparent middle
+        "dpdbscan_counts",
+        [(0.0, (*green, 1.0)), (0.5, (*green, 0.0)), (0.5, (*red, 0.0)), (1.0, (*red, 1.0))],
+        N=255,
+    )  # odd, so that a count of exactly 0 falls on the transparent middle
 
 
 def _finish_image(ax, im, title, aspect):
@@ -96,8 +97,16 @@ def _finish_image(ax, im, title, aspect):
     return ax
 
 
-def plot_histogram(hist, ax=None, title="noisy histogram", cmap=None, *, transform=None,
-                   aspect="equal", max_pixels: int = MAX_PIXELS):
+def plot_histogram(
+    hist,
+    ax=None,
+    title="noisy histogram",
+    cmap=None,
+    *,
+    transform=None,
+    aspect="equal",
+    max_pixels: int = MAX_PIXELS,
+):
     """The released noisy counts per cell.
 
     With ``cmap=None`` positive counts are red and negative ones green, more
@@ -121,15 +130,29 @@ def plot_histogram(hist, ax=None, title="noisy histogram", cmap=None, *, transfo
     nz = np.abs(img[img != 0])
     vmax = float(np.percentile(nz, 99)) if nz.size else 1.0
     vmax = vmax if vmax > 0 else 1.0
-    im = ax.imshow(img.T, origin="lower", extent=_extent(grid, transform, f, img.shape),
-                   cmap=cmap or paper_cmap(), norm=Normalize(-vmax, vmax), interpolation="nearest")
+    im = ax.imshow(
+        img.T,
+        origin="lower",
+        extent=_extent(grid, transform, f, img.shape),
+        cmap=cmap or paper_cmap(),
+        norm=Normalize(-vmax, vmax),
+        interpolation="nearest",
+    )
     if f > 1:
         title = f"{title} ({f}x{f} cells per pixel)"
     return _finish_image(ax, im, title, aspect)
 
 
-def plot_neighbour_sums(hist, ax=None, title="noisy neighbour sums", cmap="magma", *,
-                        transform=None, aspect="equal", max_pixels: int = MAX_PIXELS):
+def plot_neighbour_sums(
+    hist,
+    ax=None,
+    title="noisy neighbour sums",
+    cmap="magma",
+    *,
+    transform=None,
+    aspect="equal",
+    max_pixels: int = MAX_PIXELS,
+):
     """The sum of the noisy counts over NB(X), per cell (what the core test
     compares with the threshold). Cells with no released neighbour are blank;
     big grids are drawn in blocks (mean of the sums)."""
@@ -140,16 +163,32 @@ def plot_neighbour_sums(hist, ax=None, title="noisy neighbour sums", cmap="magma
     f = _block_factor(grid, max_pixels)
     keys, sums = neighbour_sums(hist)
     img = _cell_image(grid, keys, sums, fill=np.nan, factor=f, reduce="mean")
-    im = ax.imshow(np.ma.masked_invalid(img.T), origin="lower",
-                   extent=_extent(grid, transform, f, img.shape), cmap=cmap, interpolation="nearest")
+    im = ax.imshow(
+        np.ma.masked_invalid(img.T),
+        origin="lower",
+        extent=_extent(grid, transform, f, img.shape),
+        cmap=cmap,
+        interpolation="nearest",
+    )
     if f > 1:
         title = f"{title} ({f}x{f} cells per pixel)"
     return _finish_image(ax, im, title, aspect)
 
 
-def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap=None, *,
-               aspect="equal", max_points: int | None = 200_000, extent="spans",
-               heat: bool = True, n_labels: int = 10):
+def plot_spans(
+    model,
+    ax=None,
+    title=None,
+    points=None,
+    transform=None,
+    cmap=None,
+    *,
+    aspect="equal",
+    max_points: int | None = 200_000,
+    extent="spans",
+    heat: bool = True,
+    n_labels: int = 10,
+):
     """Spans as outlined cell unions over the noisy histogram, cropped to the spans.
 
     Parameters
@@ -210,15 +249,30 @@ def plot_spans(model, ax=None, title=None, points=None, transform=None, cmap=Non
 
         face = [(*colours[s], 0.45) for s in shown]
         edge = [spanplot.darker(colours[s]) for s in shown]
-        ax.add_collection(PathCollection(span_paths(model, shown, T), facecolors=face,
-                                         edgecolors=edge, linewidths=0.9, zorder=2, gid="spans"),
-                          autolim=False)
+        ax.add_collection(
+            PathCollection(
+                span_paths(model, shown, T),
+                facecolors=face,
+                edgecolors=edge,
+                linewidths=0.9,
+                zorder=2,
+                gid="spans",
+            ),
+            autolim=False,
+        )
     small = spanplot.isolated_small_spans(model, stats, in_view, px_per_unit)
     if small.any():
         A = T(stats.anchor[small])
-        ax.scatter(A[:, 0], A[:, 1], s=40, facecolors="none",
-                   edgecolors=[spanplot.darker(colours[s]) for s in np.flatnonzero(small)], lw=1.0,
-                   zorder=3, gid="small-spans")
+        ax.scatter(
+            A[:, 0],
+            A[:, 1],
+            s=40,
+            facecolors="none",
+            edgecolors=[spanplot.darker(colours[s]) for s in np.flatnonzero(small)],
+            lw=1.0,
+            zorder=3,
+            gid="small-spans",
+        )
     inside = np.all((stats.anchor >= lo) & (stats.anchor <= hi), axis=1)
     spanplot.label_spans(ax, stats, in_view & inside, n_labels, T, px_per_unit)
 
@@ -246,11 +300,12 @@ def span_paths(model, spans, transform=None) -> list:
     codes[out.ring_offsets[:-1]] = MPath.MOVETO
     codes[out.ring_offsets[1:] - 1] = MPath.CLOSEPOLY
     first = out.ring_offsets[out.polygon_offsets[out.group_offsets]]  # vertex range per span
-    return [MPath(xy[first[s]:first[s + 1]], codes[first[s]:first[s + 1]]) for s in spans]
+    return [MPath(xy[first[s] : first[s + 1]], codes[first[s] : first[s + 1]]) for s in spans]
 
 
-def plot_labels(X, labels, ax=None, title="labels", cmap="tab20", *, aspect="equal",
-                max_points: int | None = 200_000):
+def plot_labels(
+    X, labels, ax=None, title="labels", cmap="tab20", *, aspect="equal", max_points: int | None = 200_000
+):
     """Points coloured by label; -1 (noise) in grey. The points are private.
 
     At most ``max_points`` are drawn (a fixed-seed subsample keeps big files
@@ -268,8 +323,17 @@ def plot_labels(X, labels, ax=None, title="labels", cmap="tab20", *, aspect="equ
     ax = ax or plt.subplots(figsize=(6, 6))[1]
     noise = labels < 0
     ax.scatter(X[noise, 0], X[noise, 1], s=2, c="0.7", lw=0, rasterized=True)
-    ax.scatter(X[~noise, 0], X[~noise, 1], s=2, c=labels[~noise] % 20, cmap=cmap,
-               vmin=0, vmax=19, lw=0, rasterized=True)
+    ax.scatter(
+        X[~noise, 0],
+        X[~noise, 1],
+        s=2,
+        c=labels[~noise] % 20,
+        cmap=cmap,
+        vmin=0,
+        vmax=19,
+        lw=0,
+        rasterized=True,
+    )
     ax.set_aspect(aspect)
     ax.set_title(title)
     return ax
@@ -293,9 +357,18 @@ KINDS = ("histogram", "sums", "spans", "labels")
 DEFAULT_SIZE = (900, 900)
 
 
-def plot_model(model, kind: str = "spans", points=None, ax=None, *, max_points: int | None = 200_000,
-               extent=None, size: tuple[int, int] | None = None, dpi: float = 120,
-               n_labels: int = 10):
+def plot_model(
+    model,
+    kind: str = "spans",
+    points=None,
+    ax=None,
+    *,
+    max_points: int | None = 200_000,
+    extent=None,
+    size: tuple[int, int] | None = None,
+    dpi: float = 120,
+    n_labels: int = 10,
+):
     """One of the paper's pictures of a span model, with the axes it needs.
 
     A model with a projection in its metadata (``dpdbscan fit --geo``) is
@@ -353,17 +426,33 @@ def plot_model(model, kind: str = "spans", points=None, ax=None, *, max_points: 
         if shown is not None:
             corners = shown.reshape(2, 2) if proj is None else proj.forward(shown.reshape(2, 2))
             view = corners.ravel()
-        ax = plot_spans(model, ax, points=P_model, transform=transform, aspect=aspect,
-                        max_points=max_points, extent=view, n_labels=n_labels)
-        title = (f"{model.n_spans} DP span(s)  epsilon={model.epsilon:g}, alpha={alpha}, "
-                 f"MinPts={model.min_samples}")
+        ax = plot_spans(
+            model,
+            ax,
+            points=P_model,
+            transform=transform,
+            aspect=aspect,
+            max_points=max_points,
+            extent=view,
+            n_labels=n_labels,
+        )
+        title = (
+            f"{model.n_spans} DP span(s)  epsilon={model.epsilon:g}, alpha={alpha}, "
+            f"MinPts={model.min_samples}"
+        )
         heat = [im for im in ax.images if im.get_gid() == "heat"]
         if heat:
             title += "\nover the " + heat[0].get_label()
         ax.set_title(title, fontsize=9)
     else:
-        ax = plot_labels(P, model.predict(P_model), ax, title="labels from the DP spans",
-                         aspect=aspect, max_points=max_points)
+        ax = plot_labels(
+            P,
+            model.predict(P_model),
+            ax,
+            title="labels from the DP spans",
+            aspect=aspect,
+            max_points=max_points,
+        )
     if shown is not None and kind != "spans":
         ax.set_xlim(shown[0], shown[2])
         ax.set_ylim(shown[1], shown[3])
@@ -396,6 +485,16 @@ def save(ax, path, dpi=150):
 
 
 __all__ = [
-    "plot_histogram", "plot_neighbour_sums", "plot_spans", "plot_labels", "span_paths", "plot_model",
-    "save", "paper_cmap", "add_scale_bar", "check_extent", "KINDS", "DEFAULT_SIZE",
+    "plot_histogram",
+    "plot_neighbour_sums",
+    "plot_spans",
+    "plot_labels",
+    "span_paths",
+    "plot_model",
+    "save",
+    "paper_cmap",
+    "add_scale_bar",
+    "check_extent",
+    "KINDS",
+    "DEFAULT_SIZE",
 ]

@@ -26,8 +26,9 @@ import numpy as np
 from .grid import Grid, search_keys
 
 
-def span_regions(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: float = 0.0,
-                 to: str = "cells") -> tuple[np.ndarray, np.ndarray]:
+def span_regions(
+    grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: float = 0.0, to: str = "cells"
+) -> tuple[np.ndarray, np.ndarray]:
     """Sorted keys of every cell ``predict`` maps to a span, and that span.
 
     The core cells, plus the cells within ``border`` of one (see the module
@@ -50,8 +51,9 @@ def span_regions(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: 
     lab[hit] = labels[idx[hit]]
     miss = np.flatnonzero(~hit)
     if miss.size:
-        lab[miss] = border_labels(grid, core_keys, labels, grid.decode(cand[miss]), border, to,
-                                  core_mark=core_mark)
+        lab[miss] = border_labels(
+            grid, core_keys, labels, grid.decode(cand[miss]), border, to, core_mark=core_mark
+        )
     keep = lab >= 0
     return cand[keep], lab[keep]
 
@@ -76,8 +78,9 @@ def offset_distances(d: int, radius_cells: float, to: str) -> tuple[np.ndarray, 
     return offs, np.sqrt(np.sort(gap * gap, axis=1).sum(axis=1))
 
 
-def _regions_by_shells(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: float,
-                       to: str) -> tuple[np.ndarray, np.ndarray]:
+def _regions_by_shells(
+    grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: float, to: str
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`span_regions` on a raster of span ids over the key space.
 
     The border rule gives a cell the span of the nearest core cell (or
@@ -89,8 +92,7 @@ def _regions_by_shells(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, bo
     """
     radius = border / grid.width
     offs, dist = offset_distances(grid.d, radius, to)
-    inside = (dist <= radius * (1 + TIE_TOLERANCE) if to == "centres"
-              else dist < radius * (1 - TIE_TOLERANCE))
+    inside = dist <= radius * (1 + TIE_TOLERANCE) if to == "centres" else dist < radius * (1 - TIE_TOLERANCE)
     offs, dist = offs[inside], dist[inside]
     order = np.argsort(dist, kind="stable")
     offs, dist = offs[order], dist[order]
@@ -142,7 +144,7 @@ def _near_keys(grid: Grid, coords: np.ndarray, offsets: np.ndarray) -> np.ndarra
     parts = []
     step = max(1, (1 << 22) // max(len(offsets), 1))  # bounded memory per block of core cells
     for a in range(0, coords.shape[0], step):
-        c = (coords[a:a + step, None, :] + offsets[None, :, :]).reshape(-1, grid.d)
+        c = (coords[a : a + step, None, :] + offsets[None, :, :]).reshape(-1, grid.d)
         parts.append(grid.encode(c[grid.valid(c)]))
     return np.unique(np.concatenate(parts))
 
@@ -155,16 +157,19 @@ def region_offsets(d: int, radius_cells: float, to: str) -> tuple[tuple[int, ...
     R = int(math.floor(radius_cells + 0.5)) + 1
     lim = radius_cells * radius_cells * (1 + TIE_TOLERANCE)  # a superset; border_labels decides
     if to == "cells":
-        keep = [o for o in itertools.product(range(-R, R + 1), repeat=d)
-                if sum(max(abs(x) - 0.5, 0.0) ** 2 for x in o) <= lim]
+        keep = [
+            o
+            for o in itertools.product(range(-R, R + 1), repeat=d)
+            if sum(max(abs(x) - 0.5, 0.0) ** 2 for x in o) <= lim
+        ]
     else:
-        keep = [o for o in itertools.product(range(-R, R + 1), repeat=d)
-                if sum(x * x for x in o) <= lim]
+        keep = [o for o in itertools.product(range(-R, R + 1), repeat=d) if sum(x * x for x in o) <= lim]
     return tuple(keep)
 
 
-def predict_spans(grid: Grid, region_keys: np.ndarray, region_labels: np.ndarray,
-                  X: np.ndarray) -> np.ndarray:
+def predict_spans(
+    grid: Grid, region_keys: np.ndarray, region_labels: np.ndarray, X: np.ndarray
+) -> np.ndarray:
     """Span id of each row of the float array ``X`` (n, d), -1 for noise: the
     span whose region (:func:`span_regions`) holds the point's cell."""
     out = np.full(X.shape[0], -1, dtype=np.int64)
@@ -184,9 +189,16 @@ def predict_spans(grid: Grid, region_keys: np.ndarray, region_labels: np.ndarray
 TIE_TOLERANCE = 1e-9
 
 
-def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, cells: np.ndarray,
-                  border: float, to: str = "cells", *, core_mark: np.ndarray | None = None
-                  ) -> np.ndarray:
+def border_labels(
+    grid: Grid,
+    core_keys: np.ndarray,
+    labels: np.ndarray,
+    cells: np.ndarray,
+    border: float,
+    to: str = "cells",
+    *,
+    core_mark: np.ndarray | None = None,
+) -> np.ndarray:
     """Span of the nearest core cell (``to="cells"``) or core cell centre
     (``to="centres"``) within ``border`` of the centre of each of the given
     cells (integer coordinates), else -1.
@@ -230,8 +242,9 @@ def border_labels(grid: Grid, core_keys: np.ndarray, labels: np.ndarray, cells: 
         tie = np.isfinite(b) & (np.abs(dist - b) <= TIE_TOLERANCE * np.maximum(b, 1.0))
         # the density test's border includes its radius (DBSCAN: within eps);
         # the bound test's excludes it, as the paper's "< alpha"
-        inside = (dist <= radius * (1 + TIE_TOLERANCE) if to == "centres"
-                  else dist < radius * (1 - TIE_TOLERANCE))
+        inside = (
+            dist <= radius * (1 + TIE_TOLERANCE) if to == "centres" else dist < radius * (1 - TIE_TOLERANCE)
+        )
         better = inside & (((dist < b) & ~tie) | (tie & (span < lab[rows])))
         best[rows[better]] = np.minimum(dist[better], best[rows[better]])
         lab[rows[better]] = span[better]

@@ -37,8 +37,7 @@ class _Silent:
         pass
 
 
-def progress(desc: str, total: float | None = None, *, enabled: bool | None = None,
-             unit: str = "B") -> Any:
+def progress(desc: str, total: float | None = None, *, enabled: bool | None = None, unit: str = "B") -> Any:
     """A context manager yielding a tqdm bar (or a silent stand-in)."""
     if enabled is None:
         enabled = progress_wanted()
@@ -48,8 +47,9 @@ def progress(desc: str, total: float | None = None, *, enabled: bool | None = No
         from tqdm import tqdm
     except ImportError:
         return nullcontext(_Silent())
-    return tqdm(desc=desc, total=total, unit=unit, unit_scale=True, leave=True,
-                file=sys.stderr, dynamic_ncols=True)
+    return tqdm(
+        desc=desc, total=total, unit=unit, unit_scale=True, leave=True, file=sys.stderr, dynamic_ncols=True
+    )
 
 
 __all__ = ["progress", "progress_wanted"]

@@ -38,23 +38,39 @@ def model_to_dict(model, include_histogram: bool = True) -> dict:
     order = np.argsort(model.labels, kind="stable")
     cells = model.grid.decode(model.core_keys[order]).tolist()
     ends = np.cumsum(np.bincount(model.labels, minlength=model.n_spans)).tolist()
-    spans = [{"id": s, "n_cells": b - a, "cells": cells[a:b]}
-             for s, (a, b) in enumerate(zip([0] + ends[:-1], ends))]
+    spans = [
+        {"id": s, "n_cells": b - a, "cells": cells[a:b]}
+        for s, (a, b) in enumerate(zip([0] + ends[:-1], ends))
+    ]
     out = {
-        "format": FORMAT, "version": VERSION,
-        "privacy": {"epsilon": model.epsilon, "delta": model.delta, "noise": model.noise,
-                    "histogram": model.histogram_kind},
-        "params": {"alpha": model.grid.alpha, "min_samples": model.min_samples,
-                   "eta": model.eta, "beta": model.beta,
-                   "raise_min_samples": model.raise_min_samples,
-                   "subcells": model.subcells, "border": model.border, "margin": model.margin,
-                   "core": model.core},
+        "format": FORMAT,
+        "version": VERSION,
+        "privacy": {
+            "epsilon": model.epsilon,
+            "delta": model.delta,
+            "noise": model.noise,
+            "histogram": model.histogram_kind,
+        },
+        "params": {
+            "alpha": model.grid.alpha,
+            "min_samples": model.min_samples,
+            "eta": model.eta,
+            "beta": model.beta,
+            "raise_min_samples": model.raise_min_samples,
+            "subcells": model.subcells,
+            "border": model.border,
+            "margin": model.margin,
+            "core": model.core,
+        },
         "bounds": {"lower": model.grid.lower.tolist(), "upper": model.grid.upper.tolist()},
         "grid": model.histogram_grid.to_dict(),
         "span_grid": {"width": model.grid.width, "shape": list(model.grid.shape)},
         "guarantee": jsonable(model.guarantee()),
-        "tau": model.tau if model.core == "bound" else None, "beta": model.beta,
-        "gamma": model.gamma, "gamma_upper": model.gamma_upper, "theta": json_number(model.theta),
+        "tau": model.tau if model.core == "bound" else None,
+        "beta": model.beta,
+        "gamma": model.gamma,
+        "gamma_upper": model.gamma_upper,
+        "theta": json_number(model.theta),
         "spans": spans,
         "metadata": model.metadata,
         "release": model.release,
@@ -81,16 +97,21 @@ def _real(value, name: str, low=None, high=None, *, low_open=False, high_open=Fa
         ok = value > low if low_open else value >= low
     if ok and high is not None:
         ok = value < high if high_open else value <= high
-    _need(ok, f"{name} must be a finite number"
-          + (f" {'>' if low_open else '>='} {low}" if low is not None else "")
-          + (f" and {'<' if high_open else '<='} {high}" if high is not None else "")
-          + f", got {value!r}")
+    _need(
+        ok,
+        f"{name} must be a finite number"
+        + (f" {'>' if low_open else '>='} {low}" if low is not None else "")
+        + (f" and {'<' if high_open else '<='} {high}" if high is not None else "")
+        + f", got {value!r}",
+    )
     return float(value)
 
 
 def _int(value, name: str, low: int = 0) -> int:
-    _need(isinstance(value, int) and not isinstance(value, bool) and value >= low,
-          f"{name} must be an integer >= {low}, got {value!r}")
+    _need(
+        isinstance(value, int) and not isinstance(value, bool) and value >= low,
+        f"{name} must be an integer >= {low}, got {value!r}",
+    )
     return int(value)
 
 
@@ -123,8 +144,18 @@ def model_kwargs(data: Any) -> dict:
         return _model_kwargs(data)
     except MalformedModel:
         raise
-    except (KeyError, TypeError, IndexError, AttributeError, ValueError, OverflowError,
-            ZeroDivisionError, MemoryError, zlib.error, binascii.Error) as exc:
+    except (
+        KeyError,
+        TypeError,
+        IndexError,
+        AttributeError,
+        ValueError,
+        OverflowError,
+        ZeroDivisionError,
+        MemoryError,
+        zlib.error,
+        binascii.Error,
+    ) as exc:
         text = f"missing {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
         raise MalformedModel(f"malformed dpdbscan span model: {text}"[:300]) from None
 
@@ -134,8 +165,10 @@ def _model_kwargs(data: dict) -> dict:
     for name, part in (("params", p), ("privacy", priv), ("bounds", box)):
         _need(isinstance(part, dict), f"{name} must be an object")
     lower, upper = box["lower"], box["upper"]
-    _need(isinstance(lower, list) and isinstance(upper, list) and 1 <= len(lower) == len(upper),
-          "bounds must be two lists of the same length >= 1")
+    _need(
+        isinstance(lower, list) and isinstance(upper, list) and 1 <= len(lower) == len(upper),
+        "bounds must be two lists of the same length >= 1",
+    )
     lower = [_real(v, "bounds.lower") for v in lower]
     upper = [_real(v, "bounds.upper") for v in upper]
     _need(all(lo < hi for lo, hi in zip(lower, upper)), "bounds must have lower < upper")
@@ -145,8 +178,9 @@ def _model_kwargs(data: dict) -> dict:
     _need(k ** len(lower) <= 4096, f"params.subcells={k} is too large for d={len(lower)}")
     # the stored widths, when they agree with (alpha, eta) up to rounding: a
     # re-parameterised model's cells are its release's bit for bit
-    hgrid = Grid(np.asarray(lower), np.asarray(upper), alpha, eta,
-                 cell_width=_width(data.get("grid"), "grid.width"))
+    hgrid = Grid(
+        np.asarray(lower), np.asarray(upper), alpha, eta, cell_width=_width(data.get("grid"), "grid.width")
+    )
     grid = hgrid.subdivided(k)
     span_width = _width(data.get("span_grid"), "span_grid.width")
     if k > 1 and span_width is not None:
@@ -156,8 +190,10 @@ def _model_kwargs(data: dict) -> dict:
     _need(isinstance(spans, list), "spans must be a list")
     cells, labels = [], []
     for i, span in enumerate(spans):
-        _need(isinstance(span, dict) and span.get("id") == i,
-              f"spans must be numbered 0, 1, ... in order (span {i})")
+        _need(
+            isinstance(span, dict) and span.get("id") == i,
+            f"spans must be numbered 0, 1, ... in order (span {i})",
+        )
         c = _cells(span["cells"], grid.d, grid.shape, f"the cells of span {i}")
         _need(c.shape[0] > 0, f"span {i} has no cells")
         cells.append(c)
@@ -167,36 +203,46 @@ def _model_kwargs(data: dict) -> dict:
     keys = grid.encode(coords)
     order = np.argsort(keys, kind="stable")
     keys, lab = keys[order], lab[order]
-    _need(bool(np.all(keys[1:] != keys[:-1])) if keys.size > 1 else True,
-          "a cell belongs to more than one span, or twice to one")
+    _need(
+        bool(np.all(keys[1:] != keys[:-1])) if keys.size > 1 else True,
+        "a cell belongs to more than one span, or twice to one",
+    )
     hist = histogram_from_dict(hgrid, data["histogram"]) if "histogram" in data else None
     _need(hist is None or hist.kind == kind, "histogram.kind differs from privacy.histogram")
     used = data.get("guarantee", {})
     _need(isinstance(used, dict), "guarantee must be an object")
     if "n_events" in used:  # what Gamma was computed with must be what the spans need
         layout = SubcellLayout(hgrid, k)
-        _need(used.get("kappa") == layout.kappa and str(used["n_events"]) == str(layout.n_events),
-              "guarantee.kappa / n_events do not match the grid and sub-cells")
+        _need(
+            used.get("kappa") == layout.kappa and str(used["n_events"]) == str(layout.n_events),
+            "guarantee.kappa / n_events do not match the grid and sub-cells",
+        )
         used = {"kappa": layout.kappa, "n_events": layout.n_events}
     out = dict(
-        grid=grid, core_keys=keys, labels=lab,
+        grid=grid,
+        core_keys=keys,
+        labels=lab,
         min_samples=_int(p["min_samples"], "params.min_samples", 1),
         gamma=_real(data["gamma"], "gamma", 0),
         beta=_real(p["beta"], "params.beta", 0, 1, low_open=True, high_open=True),
         epsilon=_real(priv["epsilon"], "privacy.epsilon", 0, low_open=True),
         delta=_real(priv["delta"], "privacy.delta", 0, 1, high_open=True),
         raise_min_samples=p.get("raise_min_samples", True),
-        histogram_kind=kind, noise=_choice(priv["noise"], "privacy.noise",
-                                           ("discrete", "laplace", "none")),
+        histogram_kind=kind,
+        noise=_choice(priv["noise"], "privacy.noise", ("discrete", "laplace", "none")),
         theta=_theta(data.get("theta")),
-        histogram=hist, metadata=data.get("metadata", {}), subcells=k,
+        histogram=hist,
+        metadata=data.get("metadata", {}),
+        subcells=k,
         border=_real(p.get("border", 0.0), "params.border", 0),
-        margin=p.get("margin", "paper") if p.get("core") == "density" else
-        _choice(p.get("margin", "paper"), "params.margin", ("chernoff", "paper")),
+        margin=p.get("margin", "paper")
+        if p.get("core") == "density"
+        else _choice(p.get("margin", "paper"), "params.margin", ("chernoff", "paper")),
         eta=eta,
-        kappa=used.get("kappa"), n_events=used.get("n_events"), hist_grid=hgrid,
-        gamma_upper=None if data.get("gamma_upper") is None
-        else _real(data["gamma_upper"], "gamma_upper", 0),
+        kappa=used.get("kappa"),
+        n_events=used.get("n_events"),
+        hist_grid=hgrid,
+        gamma_upper=None if data.get("gamma_upper") is None else _real(data["gamma_upper"], "gamma_upper", 0),
     )
     _need(isinstance(out["raise_min_samples"], bool), "params.raise_min_samples must be true or false")
     out["core"] = _choice(p.get("core", "bound"), "params.core", ("density", "bound"))
@@ -205,15 +251,30 @@ def _model_kwargs(data: dict) -> dict:
         # the spans were made with
         layout = SubcellLayout(hgrid, k)
         theta = out["theta"] if kind != "dense" else 0.0
-        want = bounds.margins(out["margin"], kind, out["noise"], out["epsilon"], layout.kappa,
-                              layout.n_events, out["beta"], theta)
-        _need(all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
-                  for a, b in zip((out["gamma"], out["gamma_upper"]), want)),
-              "gamma / gamma_upper are not the margins of the model's parameters")
+        want = bounds.margins(
+            out["margin"],
+            kind,
+            out["noise"],
+            out["epsilon"],
+            layout.kappa,
+            layout.n_events,
+            out["beta"],
+            theta,
+        )
+        _need(
+            all(
+                math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+                for a, b in zip((out["gamma"], out["gamma_upper"]), want)
+            ),
+            "gamma / gamma_upper are not the margins of the model's parameters",
+        )
     rule = p.get("margin", "paper")
     if out["core"] == "density":
-        out["margin"] = (_real(rule, "params.margin", 0) if not isinstance(rule, str)
-                         else _choice(rule, "params.margin", ("chernoff", "pointwise")))
+        out["margin"] = (
+            _real(rule, "params.margin", 0)
+            if not isinstance(rule, str)
+            else _choice(rule, "params.margin", ("chernoff", "pointwise"))
+        )
     _need(isinstance(out["metadata"], dict), "metadata must be an object")
     out["release"] = _release(data.get("release"), alpha, eta, out["min_samples"])
     auto = data.get("auto")
@@ -234,17 +295,20 @@ def _release(raw, alpha: float, eta: float, min_samples: int) -> dict:
     if raw is None:
         return {"eps": alpha, "eta": eta, "min_samples": min_samples}
     _need(isinstance(raw, dict), "release must be an object")
-    return {"eps": _real(raw["eps"], "release.eps", 0, low_open=True),
-            "eta": _real(raw["eta"], "release.eta", 0, 4, low_open=True),
-            "min_samples": _int(raw["min_samples"], "release.min_samples", 1)}
+    return {
+        "eps": _real(raw["eps"], "release.eps", 0, low_open=True),
+        "eta": _real(raw["eta"], "release.eta", 0, 4, low_open=True),
+        "min_samples": _int(raw["min_samples"], "release.min_samples", 1),
+    }
 
 
 # --------------------------------------------------------------------------- #
 # GeoJSON
 
 
-def model_to_geojson(model, transform: Callable[[np.ndarray], np.ndarray] | None = None,
-                     precision: int | str | None = "auto") -> dict:
+def model_to_geojson(
+    model, transform: Callable[[np.ndarray], np.ndarray] | None = None, precision: int | str | None = "auto"
+) -> dict:
     """Spans as GeoJSON MultiPolygons (2-D only).
 
     ``transform`` maps an (m, 2) array of grid-space coordinates to output
@@ -273,8 +337,9 @@ def model_to_geojson(model, transform: Callable[[np.ndarray], np.ndarray] | None
     geo = is_geographic(model)
     if precision == "auto":
         precision = GEO_DECIMALS if geo and transform is not None else None
-    if precision is not None and (isinstance(precision, bool) or not isinstance(precision, int)
-                                  or not 0 <= precision <= 15):
+    if precision is not None and (
+        isinstance(precision, bool) or not isinstance(precision, int) or not 0 <= precision <= 15
+    ):
         raise ValueError(f"precision must be 'auto', None or an int in 0..15, got {precision!r}")
     integer_mass = model.histogram is not None and model.histogram.values.dtype.kind in "iu"
     out = model.outlines()
@@ -285,12 +350,10 @@ def model_to_geojson(model, transform: Callable[[np.ndarray], np.ndarray] | None
     if precision is not None:
         xy = np.round(xy, precision)
     points = xy.tolist()
-    ro, po, go = (out.ring_offsets.tolist(), out.polygon_offsets.tolist(),
-                  out.group_offsets.tolist())
+    ro, po, go = (out.ring_offsets.tolist(), out.polygon_offsets.tolist(), out.group_offsets.tolist())
     features = []
     for s in range(model.n_spans):
-        mp = [[points[ro[r]:ro[r + 1]] for r in range(po[p], po[p + 1])]
-              for p in range(go[s], go[s + 1])]
+        mp = [[points[ro[r] : ro[r + 1]] for r in range(po[p], po[p + 1])] for p in range(go[s], go[s + 1])]
         props: dict[str, Any] = {"span": s, "n_cells": int(stats.n_cells[s])}
         if geo:
             props["area_m2"] = float(stats.area[s]) * 1e6  # km^2 -> m^2
@@ -301,16 +364,22 @@ def model_to_geojson(model, transform: Callable[[np.ndarray], np.ndarray] | None
         else:
             mass = float(stats.noisy_mass[s])
             props["noisy_mass"] = int(round(mass)) if integer_mass else mass
-        features.append({
-            "type": "Feature",
-            "properties": props,
-            "geometry": {"type": "MultiPolygon", "coordinates": mp},
-        })
+        features.append(
+            {
+                "type": "Feature",
+                "properties": props,
+                "geometry": {"type": "MultiPolygon", "coordinates": mp},
+            }
+        )
     return {
         "type": "FeatureCollection",
-        "properties": {"epsilon": model.epsilon, "delta": model.delta,
-                       "alpha": grid.alpha, "min_samples": model.min_samples,
-                       "coordinate_decimals": precision},
+        "properties": {
+            "epsilon": model.epsilon,
+            "delta": model.delta,
+            "alpha": grid.alpha,
+            "min_samples": model.min_samples,
+            "coordinate_decimals": precision,
+        },
         "features": features,
     }
 
@@ -348,8 +417,11 @@ def pack(arr: np.ndarray) -> dict:
     # noisy counts and cell coordinates nearly always fit in int32: half the bytes
     if arr.dtype == np.int64 and arr.size and -(2**31) <= arr.min() and arr.max() < 2**31:
         arr = arr.astype(np.int32)
-    return {"dtype": arr.dtype.str, "shape": list(arr.shape),
-            "zlib_base64": base64.b64encode(_deflate(arr.tobytes())).decode("ascii")}
+    return {
+        "dtype": arr.dtype.str,
+        "shape": list(arr.shape),
+        "zlib_base64": base64.b64encode(_deflate(arr.tobytes())).decode("ascii"),
+    }
 
 
 def _deflate(raw: bytes) -> bytes:
@@ -365,8 +437,10 @@ def _deflate(raw: bytes) -> bytes:
 
 
 def unpack(d: dict) -> np.ndarray:
-    _need(isinstance(d, dict) and isinstance(d.get("dtype"), str) and isinstance(d.get("shape"), list),
-          "a packed array needs dtype, shape and zlib_base64")
+    _need(
+        isinstance(d, dict) and isinstance(d.get("dtype"), str) and isinstance(d.get("shape"), list),
+        "a packed array needs dtype, shape and zlib_base64",
+    )
     dtype = np.dtype(d["dtype"])
     _need(dtype.kind in "iuf" and dtype.itemsize <= 8, f"packed arrays hold numbers, not {dtype}")
     raw = zlib.decompress(base64.b64decode(d["zlib_base64"], validate=True))
@@ -375,8 +449,14 @@ def unpack(d: dict) -> np.ndarray:
 
 
 def histogram_to_dict(h: NoisyHistogram) -> dict:
-    out = {"kind": h.kind, "theta": json_number(h.theta), "noise": h.noise,
-           "epsilon": h.epsilon, "delta": h.delta, "values": pack(h.values)}
+    out = {
+        "kind": h.kind,
+        "theta": json_number(h.theta),
+        "noise": h.noise,
+        "epsilon": h.epsilon,
+        "delta": h.delta,
+        "values": pack(h.values),
+    }
     if h.kind != "dense":
         keys, _ = h.sparse()
         out["cells"] = pack(h.grid.decode(keys))
@@ -387,8 +467,10 @@ def _theta(value) -> float:
     """theta as saved: a number, "-inf" (dense) or null (unknown)."""
     if value is None:
         return float("nan")
-    _need(value in ("-inf", "inf") or (isinstance(value, (int, float)) and not isinstance(value, bool)),
-          f"theta must be a number or null, got {value!r}")
+    _need(
+        value in ("-inf", "inf") or (isinstance(value, (int, float)) and not isinstance(value, bool)),
+        f"theta must be a number or null, got {value!r}",
+    )
     return float(value)
 
 
@@ -398,8 +480,10 @@ def histogram_from_dict(grid: Grid, d: dict) -> NoisyHistogram:
     kind = _choice(d["kind"], "histogram.kind", ("dense", "sparse", "stability"))
     theta = _theta(d.get("theta"))
     values = unpack(d["values"])
-    _need(values.dtype.kind in "iuf" and bool(np.all(np.isfinite(values))),
-          "histogram values must be finite numbers")
+    _need(
+        values.dtype.kind in "iuf" and bool(np.all(np.isfinite(values))),
+        "histogram values must be finite numbers",
+    )
     keys = None
     if kind != "dense":
         _need(values.ndim == 1, "histogram values must be a list")
@@ -408,15 +492,29 @@ def histogram_from_dict(grid: Grid, d: dict) -> NoisyHistogram:
         keys = grid.encode(c)
         order = np.argsort(keys, kind="stable")
         keys, values = keys[order], values[order]
-        _need(bool(np.all(keys[1:] != keys[:-1])) if keys.size > 1 else True,
-              "histogram cells repeat")
+        _need(bool(np.all(keys[1:] != keys[:-1])) if keys.size > 1 else True, "histogram cells repeat")
     else:
         _need(tuple(values.shape) == tuple(grid.shape), "histogram shape does not match the grid")
-    return NoisyHistogram(grid=grid, kind=kind, values=values, keys=keys, theta=theta,
-                          noise=_choice(d["noise"], "histogram.noise", ("discrete", "laplace", "none")),
-                          epsilon=_real(d["epsilon"], "histogram.epsilon", 0, low_open=True),
-                          delta=_real(d.get("delta", 0.0), "histogram.delta", 0, 1, high_open=True))
+    return NoisyHistogram(
+        grid=grid,
+        kind=kind,
+        values=values,
+        keys=keys,
+        theta=theta,
+        noise=_choice(d["noise"], "histogram.noise", ("discrete", "laplace", "none")),
+        epsilon=_real(d["epsilon"], "histogram.epsilon", 0, low_open=True),
+        delta=_real(d.get("delta", 0.0), "histogram.delta", 0, 1, high_open=True),
+    )
 
 
-__all__ = ["FORMAT", "VERSION", "model_to_dict", "model_kwargs", "model_to_geojson",
-           "histogram_to_dict", "histogram_from_dict", "jsonable", "json_number"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "model_to_dict",
+    "model_kwargs",
+    "model_to_geojson",
+    "histogram_to_dict",
+    "histogram_from_dict",
+    "jsonable",
+    "json_number",
+]

@@ -68,13 +68,13 @@ def view(model, stats, ax, extent, y_ratio: float):
             hg = model.histogram_grid
             return hg.lower.copy(), hg.lower + np.asarray(hg.shape) * hg.width
         if extent != "spans":
-            raise ValueError(
-                f"extent must be 'spans', 'box' or (xmin, ymin, xmax, ymax), got {extent!r}")
+            raise ValueError(f"extent must be 'spans', 'box' or (xmin, ymin, xmax, ymax), got {extent!r}")
         lo, hi = span_extent(model, stats)
         w, h = axes_pixels(ax)
         hg = model.histogram_grid
-        return keep_in_box(*fit_aspect(lo, hi, w / h, y_ratio), hg.lower,
-                           hg.lower + np.asarray(hg.shape) * hg.width)
+        return keep_in_box(
+            *fit_aspect(lo, hi, w / h, y_ratio), hg.lower, hg.lower + np.asarray(hg.shape) * hg.width
+        )
     e = check_extent(extent)
     return e[:2], e[2:]
 
@@ -116,9 +116,15 @@ def draw_heat(ax, hist, lo, hi, T):
     box = hg.lower + np.array([first, first + np.asarray(img.shape) * f]) * hg.width
     (x0, y0), (x1, y1) = T(box)
     per = "cell" if f == 1 else f"{f}x{f} cells"
-    ax.imshow(np.transpose(heat_rgba(img, vmax, floor), (1, 0, 2)), origin="lower",
-              extent=[x0, x1, y0, y1], interpolation="nearest", zorder=0, gid="heat",
-              label=f"noisy histogram (grey, log scale, darkest at >= {vmax:,.0f} per {per})")
+    ax.imshow(
+        np.transpose(heat_rgba(img, vmax, floor), (1, 0, 2)),
+        origin="lower",
+        extent=[x0, x1, y0, y1],
+        interpolation="nearest",
+        zorder=0,
+        gid="heat",
+        label=f"noisy histogram (grey, log scale, darkest at >= {vmax:,.0f} per {per})",
+    )
 
 
 def span_palette(model, cmap):
@@ -156,9 +162,19 @@ def label_spans(ax, stats, candidates, n_labels, T, px_per_unit):
             continue
         placed.append(p)
         x, y = T(p[None, :])[0]
-        ax.text(x, y, str(int(s)), fontsize=8, fontweight="bold", ha="center", va="center",
-                zorder=4, gid=f"span-label-{int(s)}", clip_on=True,
-                path_effects=[pe.withStroke(linewidth=2.5, foreground="white")])
+        ax.text(
+            x,
+            y,
+            str(int(s)),
+            fontsize=8,
+            fontweight="bold",
+            ha="center",
+            va="center",
+            zorder=4,
+            gid=f"span-label-{int(s)}",
+            clip_on=True,
+            path_effects=[pe.withStroke(linewidth=2.5, foreground="white")],
+        )
 
 
 #: Smallest distance between two span labels, in pixels.
@@ -173,9 +189,18 @@ def add_scale_bar(ax, km_per_x_unit: float, fraction: float = 0.2):
 
     x0, x1 = ax.get_xlim()
     km = nice_length(abs(x1 - x0) * km_per_x_unit * fraction)
-    bar = AnchoredSizeBar(ax.transData, km / km_per_x_unit, format_km(km), "lower right",
-                          pad=0.4, borderpad=0.8, sep=3, frameon=True, size_vertical=0,
-                          fontproperties={"size": 8})
+    bar = AnchoredSizeBar(
+        ax.transData,
+        km / km_per_x_unit,
+        format_km(km),
+        "lower right",
+        pad=0.4,
+        borderpad=0.8,
+        sep=3,
+        frameon=True,
+        size_vertical=0,
+        fontproperties={"size": 8},
+    )
     bar.patch.set_alpha(0.8)
     bar.set_gid("scale-bar")
     bar.scale_km = km
@@ -183,6 +208,18 @@ def add_scale_bar(ax, km_per_x_unit: float, fraction: float = 0.2):
     return bar
 
 
-__all__ = ["check_extent", "default_size", "add_scale_bar", "view", "draw_heat", "span_palette", "darker",
-           "isolated_small_spans", "label_spans", "y_scale", "axes_pixels", "SMALL_SPAN_PX",
-           "LABEL_GAP_PX"]
+__all__ = [
+    "check_extent",
+    "default_size",
+    "add_scale_bar",
+    "view",
+    "draw_heat",
+    "span_palette",
+    "darker",
+    "isolated_small_spans",
+    "label_spans",
+    "y_scale",
+    "axes_pixels",
+    "SMALL_SPAN_PX",
+    "LABEL_GAP_PX",
+]

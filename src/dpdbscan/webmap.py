@@ -58,16 +58,20 @@ def map_html(model, *, title: str | None = None) -> str:
         "box": [*map(float, box_lo), *map(float, box_hi)],
         "view": [*map(float, view_lo), *map(float, view_hi)],
         "cell": float(grid.width),
-        "geo": None if proj is None else {"lon0": proj.lon0, "lat0": proj.lat0, "kx": proj.kx,
-                                          "ky": KM_PER_DEGREE},
+        "geo": None
+        if proj is None
+        else {"lon0": proj.lon0, "lat0": proj.lat0, "kx": proj.kx, "ky": KM_PER_DEGREE},
         "axes": _axis_names(model, proj is not None),
         "n_spans": model.n_spans,
     }
     heat_svg, heat_note = _heat_layer(model)
     title = title or f"DP spans: {model.n_spans} span(s), epsilon={model.epsilon:g}"
-    items = [f"{model.n_spans} span(s) from {model.n_core_cells:,} cell(s)",
-             f"ε = {model.epsilon:g}" + (f", δ = {model.delta:g}" if model.delta else ""),
-             f"α = {alpha}", f"MinPts = {model.min_samples}"]
+    items = [
+        f"{model.n_spans} span(s) from {model.n_core_cells:,} cell(s)",
+        f"ε = {model.epsilon:g}" + (f", δ = {model.delta:g}" if model.delta else ""),
+        f"α = {alpha}",
+        f"MinPts = {model.min_samples}",
+    ]
     # no line breaks inside an item such as "α = 50 m"
     facts = " · ".join(i.replace(" ", "\u00a0") for i in items)
     values = {
@@ -77,8 +81,9 @@ def map_html(model, *, title: str | None = None) -> str:
         "CONFIG": _script_json(config),
         "HEAT": heat_svg,
         "SPANS": _spans_svg(model, stats, proj is not None),
-        "SPAN_TRANSFORM": (f"matrix({_num(grid.width)} 0 0 {_num(-grid.width)} "
-                           f"{_num(grid.lower[0])} {_num(-grid.lower[1])})"),
+        "SPAN_TRANSFORM": (
+            f"matrix({_num(grid.width)} 0 0 {_num(-grid.width)} {_num(grid.lower[0])} {_num(-grid.lower[1])})"
+        ),
     }
     template = resources.files("dpdbscan").joinpath("templates/webmap.html").read_text("utf-8")
     return re.sub(r"%%([A-Z_]+)%%", lambda m: values[m.group(1)], template)
@@ -118,9 +123,14 @@ def _spans_svg(model, stats, geo: bool) -> str:
             mass = f"{round(m):,}" if integer else f"{m:,.1f}"
         colour = PALETTE[int(colours[s]) % len(PALETTE)]
         attrs = {
-            "class": "span", "d": d, "fill": colour, "stroke": colour,
-            "data-id": str(s), "data-cells": f"{int(stats.n_cells[s]):,}",
-            "data-area": format_area(float(stats.area[s]), geo=geo), "data-mass": mass,
+            "class": "span",
+            "d": d,
+            "fill": colour,
+            "stroke": colour,
+            "data-id": str(s),
+            "data-cells": f"{int(stats.n_cells[s]):,}",
+            "data-area": format_area(float(stats.area[s]), geo=geo),
+            "data-mass": mass,
         }
         out.append("<path " + " ".join(f'{k}="{html.escape(v)}"' for k, v in attrs.items()) + "/>")
     return "\n".join(out)
@@ -150,12 +160,16 @@ def _heat_layer(model) -> tuple[str, str]:
     lo = g.lower + np.asarray(first) * g.width
     hi = lo + np.asarray(img.shape) * f * g.width
     per = "cell" if f == 1 else f"{f}×{f} cells"
-    note = (f"Grey: the released noisy histogram, log scale, darkest at ≥ {vmax:,.0f} per {per} "
-            f"(part of the release, no privacy cost).")
+    note = (
+        f"Grey: the released noisy histogram, log scale, darkest at ≥ {vmax:,.0f} per {per} "
+        f"(part of the release, no privacy cost)."
+    )
     uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-    svg = (f'<image id="heat" href="{uri}" x="{_num(lo[0])}" y="{_num(-hi[1])}" '
-           f'width="{_num(hi[0] - lo[0])}" height="{_num(hi[1] - lo[1])}" '
-           f'preserveAspectRatio="none"/>')
+    svg = (
+        f'<image id="heat" href="{uri}" x="{_num(lo[0])}" y="{_num(-hi[1])}" '
+        f'width="{_num(hi[0] - lo[0])}" height="{_num(hi[1] - lo[1])}" '
+        f'preserveAspectRatio="none"/>'
+    )
     return svg, note
 
 
@@ -166,12 +180,20 @@ def _png(rgba: np.ndarray) -> bytes:
     raw[:, 1:] = rgba.reshape(h, 4 * w)
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+        return (
+            struct.pack(">I", len(data))
+            + kind
+            + data
+            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        )
 
     header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6))
+        + chunk(b"IEND", b"")
+    )
 
 
 def _num(x: float) -> str:

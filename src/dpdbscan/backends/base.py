@@ -40,8 +40,7 @@ class Backend(Protocol):
     A backend that also has ``dense_counts`` is a :class:`DenseBackend`.
     """
 
-    def count(self, grid: Grid, X: Any) -> CellCounts:
-        ...
+    def count(self, grid: Grid, X: Any) -> CellCounts: ...
 
 
 @runtime_checkable
@@ -49,8 +48,7 @@ class DenseBackend(Backend, Protocol):
     """A backend that can also return the counts of every cell as an array of
     ``grid.shape`` (faster for small universes than keys and counts)."""
 
-    def dense_counts(self, grid: Grid, X: Any) -> np.ndarray:
-        ...
+    def dense_counts(self, grid: Grid, X: Any) -> np.ndarray: ...
 
 
 __all__ = ["Backend", "DenseBackend", "CellCounts"]

@@ -68,9 +68,7 @@ def count_block(grid: Grid, block: Any) -> tuple[np.ndarray, np.ndarray]:
     """
     X = np.asarray(block, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != grid.d:
-        raise ValueError(
-            f"a partition has shape {X.shape}, expected (n, {grid.d}) for a {grid.d}-D grid"
-        )
+        raise ValueError(f"a partition has shape {X.shape}, expected (n, {grid.d}) for a {grid.d}-D grid")
     cells = NumpyBackend().count(grid, X)  # applies clean_points
     return cells.keys, cells.counts
 
@@ -145,8 +143,10 @@ def _csv_part(grid, data: bytes, layout: CsvLayout, header: list | None, where: 
     if header is not None and data.strip(b"\r\n"):
         line, data = split_first_line(data.lstrip(b"\r\n"))
         if header_fields(line, layout.delimiter) != header:
-            raise ValueError(f"{where}: its header differs from the first file's "
-                             f"({', '.join(header)}); count such files separately")
+            raise ValueError(
+                f"{where}: its header differs from the first file's "
+                f"({', '.join(header)}); count such files separately"
+            )
     X, counts = parse_block(data, layout)
     return (*count_block(grid, X), _tally(counts.rows, counts.unparseable, counts.malformed))
 
@@ -157,8 +157,9 @@ def _merge_parts(*parts):
 
 
 # ------------------------------------------------------------------ columns
-def coordinate_columns(names: Sequence[str], numeric: Sequence[bool] | None,
-                       columns: Sequence[str] | str | None, d: int | None) -> list:
+def coordinate_columns(
+    names: Sequence[str], numeric: Sequence[bool] | None, columns: Sequence[str] | str | None, d: int | None
+) -> list:
     """The coordinate columns of a table: ``columns`` if given, else every
     column except one named ``"label"`` and unnamed index columns that is
     declared numeric (``numeric``: one flag per name, from the schema; None
@@ -173,8 +174,11 @@ def coordinate_columns(names: Sequence[str], numeric: Sequence[bool] | None,
             raise ValueError(f"columns {missing} not found; the data has columns {names}")
         chosen = columns
     else:
-        chosen = [c for c, num in zip(names, numeric)
-                  if str(c).lower() != LABEL_COLUMN and not is_index_column(c) and num]
+        chosen = [
+            c
+            for c, num in zip(names, numeric)
+            if str(c).lower() != LABEL_COLUMN and not is_index_column(c) and num
+        ]
     if d is not None and len(chosen) != d:
         raise ValueError(
             f"the grid has d={d} dimensions (from bounds) but {len(chosen)} coordinate "
@@ -187,8 +191,9 @@ def _numeric_flags(dtypes, names) -> list[bool]:
     """Declared-numeric flags of a dataframe's schema (bool is not a coordinate)."""
     import pandas as pd
 
-    return [pd.api.types.is_numeric_dtype(dtypes[c]) and not pd.api.types.is_bool_dtype(dtypes[c])
-            for c in names]
+    return [
+        pd.api.types.is_numeric_dtype(dtypes[c]) and not pd.api.types.is_bool_dtype(dtypes[c]) for c in names
+    ]
 
 
 # -------------------------------------------------------------------- files
@@ -210,7 +215,7 @@ def _strip_compression(path: str) -> str:
 
 
 def file_format(paths: Sequence[str], file_format: str | None = None) -> str:
-    """"parquet" or "csv", from ``file_format`` or the file suffixes.
+    """ "parquet" or "csv", from ``file_format`` or the file suffixes.
 
     A local directory, or a path without a known suffix that is not a local
     file, is taken as a Parquet dataset directory.
@@ -292,12 +297,23 @@ class DaskBackend:
 
     name = "dask"
 
-    def __init__(self, scheduler: str | None = None, columns: Sequence[str] | str | None = None,
-                 client: Any = None, *, n_workers: int = 2, threads_per_worker: int = 1,
-                 processes: bool = False, file_format: str | None = None, split_every: int = 8,
-                 blocksize: str | int = "64MiB", storage_options: dict | None = None,
-                 delimiter: str | None = None, header: bool | None = None,
-                 timeout: float = 10.0):
+    def __init__(
+        self,
+        scheduler: str | None = None,
+        columns: Sequence[str] | str | None = None,
+        client: Any = None,
+        *,
+        n_workers: int = 2,
+        threads_per_worker: int = 1,
+        processes: bool = False,
+        file_format: str | None = None,
+        split_every: int = 8,
+        blocksize: str | int = "64MiB",
+        storage_options: dict | None = None,
+        delimiter: str | None = None,
+        header: bool | None = None,
+        timeout: float = 10.0,
+    ):
         _require_dask()
         if scheduler is not None and client is not None:
             raise ValueError("pass either scheduler or client, not both")
@@ -307,10 +323,13 @@ class DaskBackend:
             raise ValueError(f"timeout must be a positive number of seconds, got timeout={timeout!r}")
         if header not in (None, True, False):
             raise ValueError(f"header must be True, False or None, got header={header!r}")
-        if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1
-                                      or delimiter in "\r\n\""):
-            raise ValueError("delimiter must be one character other than a quote or line break, "
-                             f"got delimiter={delimiter!r}")
+        if delimiter is not None and (
+            not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in '\r\n"'
+        ):
+            raise ValueError(
+                "delimiter must be one character other than a quote or line break, "
+                f"got delimiter={delimiter!r}"
+            )
         self.scheduler = scheduler
         self.columns = columns
         self.client = client
@@ -345,8 +364,10 @@ class DaskBackend:
         # The scheduler's HTTP server on a free port: 8787 may be taken by
         # another cluster on the machine, and the fallback warns.
         cluster = LocalCluster(
-            n_workers=self.n_workers, threads_per_worker=self.threads_per_worker,
-            processes=self.processes, dashboard_address=":0",
+            n_workers=self.n_workers,
+            threads_per_worker=self.threads_per_worker,
+            processes=self.processes,
+            dashboard_address=":0",
         )
         try:
             return Client(cluster, set_as_default=False), cluster
@@ -401,8 +422,9 @@ class DaskBackend:
         with self._client() as client:
             keys, counts, tally = client.compute(final, sync=True)
         check_tally(tally, len(tasks))
-        self.input_counts = BlockCounts(rows=int(tally[1]), unparseable=int(tally[2]),
-                                        malformed=int(tally[3]))
+        self.input_counts = BlockCounts(
+            rows=int(tally[1]), unparseable=int(tally[2]), malformed=int(tally[3])
+        )
         return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
 
     def _local_block(self, grid, X):
@@ -410,8 +432,7 @@ class DaskBackend:
         import pandas as pd
 
         if isinstance(X, pd.DataFrame):
-            cols = coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns,
-                                      grid.d)
+            cols = coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d)
             points, bad = frame_points(X, cols)
             self.input_counts = BlockCounts(rows=len(points), unparseable=bad)
             return points
@@ -431,8 +452,7 @@ class DaskBackend:
                 return self._csv_tasks(grid, paths)
             X = self._read_parquet(paths, grid.d)
         if isinstance(X, dd.DataFrame):
-            cols = coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns,
-                                      grid.d)
+            cols = coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d)
             part = dask.delayed(_frame_part)
             return [part(grid, p, cols) for p in X[cols].to_delayed()]
         if isinstance(X, da.Array):
@@ -456,8 +476,10 @@ class DaskBackend:
         cols = coordinate_columns(schema.columns, numeric, self.columns, d)
         for c in cols:
             if not numeric[list(schema.columns).index(c)]:
-                raise ValueError(f"column {c!r} is not numeric in the Parquet schema "
-                                 f"(type {schema.dtypes[c]}); choose numeric columns")
+                raise ValueError(
+                    f"column {c!r} is not numeric in the Parquet schema "
+                    f"(type {schema.dtypes[c]}); choose numeric columns"
+                )
         return dd.read_parquet(paths, columns=cols, storage_options=self.storage_options)
 
     def _parquet_schema(self, paths):
@@ -472,8 +494,14 @@ class DaskBackend:
 
         try:
             sample, blocks, files = read_bytes(
-                paths, delimiter=b"\n", blocksize=self._csv_blocksize(paths), sample="64 kiB",
-                compression="infer", include_path=True, **(self.storage_options or {}))
+                paths,
+                delimiter=b"\n",
+                blocksize=self._csv_blocksize(paths),
+                sample="64 kiB",
+                compression="infer",
+                include_path=True,
+                **(self.storage_options or {}),
+            )
         except (OSError, ValueError) as exc:
             if isinstance(exc, FileNotFoundError) or "no files" in str(exc):
                 raise FileNotFoundError(f"no CSV files found at {paths}") from None
@@ -482,8 +510,7 @@ class DaskBackend:
         if not line.strip():
             raise ValueError(f"{files[0]}: empty CSV file (no header line)")
         try:
-            delimiter, names, first_is_data = read_header(line, delimiter=self.delimiter,
-                                                          header=self.header)
+            delimiter, names, first_is_data = read_header(line, delimiter=self.delimiter, header=self.header)
         except ValueError as exc:
             raise ValueError(f"{files[0]}: {exc}") from None
         return delimiter, names, first_is_data, files, blocks
@@ -496,9 +523,11 @@ class DaskBackend:
         layout = CsvLayout(delimiter, len(names), tuple(names.index(c) for c in cols))
         header = None if first_is_data else names
         part = dask.delayed(_csv_part)
-        return [part(grid, block, layout, header if i == 0 else None, where)
-                for where, file_blocks in zip(files, blocks)
-                for i, block in enumerate(file_blocks)]
+        return [
+            part(grid, block, layout, header if i == 0 else None, where)
+            for where, file_blocks in zip(files, blocks)
+            for i, block in enumerate(file_blocks)
+        ]
 
     def _csv_blocksize(self, paths):
         compressed = any(p.lower().endswith(_COMPRESSION_SUFFIXES) for p in paths)
@@ -521,8 +550,7 @@ class DaskBackend:
                 return len(coordinate_columns(names, None, self.columns, None))
             X = self._parquet_schema(paths)
         if isinstance(X, (dd.DataFrame, pd.DataFrame)):
-            return len(coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns),
-                                          self.columns, None))
+            return len(coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, None))
         shape = getattr(X, "shape", None)
         if shape is not None and len(shape) == 2:
             return int(shape[1])
@@ -535,8 +563,7 @@ class DaskBackend:
         merge = dask.delayed(_merge_parts)
         level = tasks
         while len(level) > 1:
-            level = [merge(*level[i:i + self.split_every])
-                     for i in range(0, len(level), self.split_every)]
+            level = [merge(*level[i : i + self.split_every]) for i in range(0, len(level), self.split_every)]
         return level[0]
 
     def __repr__(self) -> str:
@@ -553,4 +580,3 @@ def check_tally(tally: np.ndarray, n_partitions: int) -> None:
             f"the Dask reduce merged {merged} partition result(s) for {n_partitions} "
             "partition(s); refusing to release a partial or doubled count"
         )
-

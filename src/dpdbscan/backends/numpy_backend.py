@@ -29,8 +29,11 @@ def run_length(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def count_keys(keys: np.ndarray, key_space: int | None = None) -> CellCounts:
     """Exact counts of int64 or packed keys."""
-    if keys.dtype == np.int64 and key_space is not None and keys.size and (
-        key_space <= _BINCOUNT_MAX and key_space <= 8 * keys.size
+    if (
+        keys.dtype == np.int64
+        and key_space is not None
+        and keys.size
+        and (key_space <= _BINCOUNT_MAX and key_space <= 8 * keys.size)
     ):
         counts = np.bincount(keys, minlength=key_space)
         occupied = np.flatnonzero(counts)
@@ -69,6 +72,6 @@ class NumpyBackend:
             return np.bincount(idx, minlength=grid.n_cells).reshape(grid.shape)
         counts = np.zeros(grid.n_cells, dtype=np.int64)
         for a in range(0, n, _DENSE_BLOCK):
-            idx = grid.linear_index(clean_points(grid, X[a:a + _DENSE_BLOCK], clip=False), strides)
+            idx = grid.linear_index(clean_points(grid, X[a : a + _DENSE_BLOCK], clip=False), strides)
             counts += np.bincount(idx, minlength=grid.n_cells)
         return counts.reshape(grid.shape)

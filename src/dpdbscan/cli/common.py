@@ -154,7 +154,6 @@ class _Warnings:
         self._cm.__exit__(*exc)
 
 
-
 # --------------------------------------------------------------------------- #
 # parsing helpers
 
@@ -202,7 +201,8 @@ def _split_bounds(values: list[float], d: int, geo: bool):
             order = " ".join(f"{v:g}" for v in list(pairs[0]) + list(pairs[1]))
             raise ValueError(
                 f"{exc}. The values look like xmin xmax ymin ymax; --bounds wants all lower "
-                f"bounds first (xmin ymin xmax ymax): {order}") from None
+                f"bounds first (xmin ymin xmax ymax): {order}"
+            ) from None
         raise
 
 
@@ -228,8 +228,7 @@ def _one_line(exc: BaseException) -> str:
 # models, points and pictures
 
 
-def _read(path, columns, args, *, model=None, geo=False, notes: Notes | None = None,
-          block_hook=None):
+def _read(path, columns, args, *, model=None, geo=False, notes: Notes | None = None, block_hook=None):
     """Points of ``path`` in display coordinates (lon/lat for geo) and names;
     what the reader dropped or guessed goes to ``notes`` (private).
     ``block_hook`` is :func:`dpdbscan.io.read_input`'s."""
@@ -241,8 +240,15 @@ def _read(path, columns, args, *, model=None, geo=False, notes: Notes | None = N
         return _geo.default_geo_columns(names) if geo else None
 
     header = True if getattr(args, "header", False) else (False if args.no_header else None)
-    got = read_input(path, columns, choose=choose, delimiter=args.delimiter, header=header,
-                     progress=_progress_flag(args), block_hook=block_hook)
+    got = read_input(
+        path,
+        columns,
+        choose=choose,
+        delimiter=args.delimiter,
+        header=header,
+        progress=_progress_flag(args),
+        block_hook=block_hook,
+    )
     for line in got.notes():
         (notes or Notes(getattr(args, "quiet", False)))(line)
     return got.X, got.names
@@ -273,8 +279,8 @@ def _points_for(model, path, args):
     proj = _geo.projection_of(model)
     X, names = _read(path, _column_tokens(args.columns), args, model=model, geo=proj is not None)
     if X.shape[1] != model.grid.d:
-        raise ValueError(f"{path}: {X.shape[1]} column(s) selected ({', '.join(names)}), but the "
-                         f"model has {model.grid.d}; choose them with --columns")
+        raise ValueError(
+            f"{path}: {X.shape[1]} column(s) selected ({', '.join(names)}), but the "
+            f"model has {model.grid.d}; choose them with --columns"
+        )
     return (X if proj is None else proj.forward(X)), X, names
-
-

@@ -25,11 +25,20 @@ EXAMPLES = """examples:
 
 def add_arguments(p) -> None:
     p.add_argument("model", help="span model JSON saved with its noisy histogram")
-    p.add_argument("--eps", nargs="+", metavar="ALPHA",
-                   help="eps values (>= the release's eps; with --geo models lengths like 50m); "
-                        "default: the model's eps x sqrt(2)^i, i = -2..2")
-    p.add_argument("--min-samples", "--minpts", nargs="+", metavar="MINPTS",
-                   help="MinPts values; default: the model's MinPts x 2^j, j = -2..2")
+    p.add_argument(
+        "--eps",
+        nargs="+",
+        metavar="ALPHA",
+        help="eps values (>= the release's eps; with --geo models lengths like 50m); "
+        "default: the model's eps x sqrt(2)^i, i = -2..2",
+    )
+    p.add_argument(
+        "--min-samples",
+        "--minpts",
+        nargs="+",
+        metavar="MINPTS",
+        help="MinPts values; default: the model's MinPts x 2^j, j = -2..2",
+    )
     p.add_argument("-o", "--output", help="figure PNG (default: MODEL.explore.png)")
     p.add_argument("--table", help="table CSV (default: MODEL.explore.csv)")
     p.add_argument("--no-png", action="store_true", help="write the table only")
@@ -59,26 +68,32 @@ def cmd_explore(args, sink) -> int:
     stem = Path(args.model).name.removesuffix(".json")
     base = Path(args.model).with_name(stem)
     table = Path(args.table) if args.table else base.with_name(stem + ".explore.csv")
-    png = None if args.no_png else (Path(args.output) if args.output
-                                    else base.with_name(stem + ".explore.png"))
+    png = (
+        None if args.no_png else (Path(args.output) if args.output else base.with_name(stem + ".explore.png"))
+    )
     if png is not None and model.grid.d != 2:
-        raise ValueError(f"the explore figure needs a 2-D model, {args.model} is "
-                         f"{model.grid.d}-D: use --no-png for the table alone")
+        raise ValueError(
+            f"the explore figure needs a 2-D model, {args.model} is "
+            f"{model.grid.d}-D: use --no-png for the table alone"
+        )
     check_writable([table, png], source=args.model)
     ex = _explore.explore(model, eps, ms)
     atomic_write(table, lambda t: _explore.write_table(ex, t))
     written, failed = [str(table)], []
     if png is not None:
         try:
-            atomic_write(png, lambda t: _explore.save_figure(_explore.figure(ex, model, dpi=args.dpi),
-                                                             t, dpi=args.dpi))
+            atomic_write(
+                png, lambda t: _explore.save_figure(_explore.figure(ex, model, dpi=args.dpi), t, dpi=args.dpi)
+            )
             written.append(str(png))
         except Exception as exc:  # the table is written: report the picture, keep the table
             failed.append(f"{png} ({_one_line(exc)})")
     length = _geo.format_km if geo else (lambda v: f"{v:g}")
-    print(f"spans over {len(ex.eps)} eps x {len(ex.min_samples)} MinPts from one release "
-          f"(epsilon={model.epsilon:g}, made at eps={length(model.release_eps)}); exploring "
-          "costs no budget")
+    print(
+        f"spans over {len(ex.eps)} eps x {len(ex.min_samples)} MinPts from one release "
+        f"(epsilon={model.epsilon:g}, made at eps={length(model.release_eps)}); exploring "
+        "costs no budget"
+    )
     for line in _explore.table_lines(ex, model):
         print(line)
     print("wrote " + ", ".join(written))

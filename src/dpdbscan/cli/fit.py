@@ -48,11 +48,21 @@ def check_fit_params(args, eps=None) -> dict:
     if not (isinstance(eps, str) and eps.strip().lower() == "auto"):
         eps = _geo.parse_length(eps, geo=args.geo)
     values = dict(
-        eps=eps if not isinstance(eps, str) else "auto", min_samples=_min_samples_list(args)[0],
-        epsilon=args.epsilon, delta=args.delta, eta=args.eta, beta=args.beta,
-        histogram=args.histogram, noise=args.noise, theta=args.theta, subcells=args.subcells,
-        margin=args.margin, core=args.core, border=_border_arg(args.border, geo=bool(args.geo)),
-        random_state=args.seed, backend=args.backend,
+        eps=eps if not isinstance(eps, str) else "auto",
+        min_samples=_min_samples_list(args)[0],
+        epsilon=args.epsilon,
+        delta=args.delta,
+        eta=args.eta,
+        beta=args.beta,
+        histogram=args.histogram,
+        noise=args.noise,
+        theta=args.theta,
+        subcells=args.subcells,
+        margin=args.margin,
+        core=args.core,
+        border=_border_arg(args.border, geo=bool(args.geo)),
+        random_state=args.seed,
+        backend=args.backend,
         raise_min_samples=not args.theoretical_threshold,
     )
     if getattr(args, "max_cells", None) is not None:
@@ -91,22 +101,32 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
     """Run one release with the validated parameters ``p``; returns the SpanModel."""
     bounds_in = None if args.bounds is None else _floats(args.bounds, "--bounds")
     columns = _column_tokens(args.columns)
-    meta: dict[str, Any] = {"tool": f"dpdbscan {__version__}", "eps_text": str(args.eps),
-            "randomness": "secure" if args.seed is None else "seeded (insecure; seed not stored)"}
+    meta: dict[str, Any] = {
+        "tool": f"dpdbscan {__version__}",
+        "eps_text": str(args.eps),
+        "randomness": "secure" if args.seed is None else "seeded (insecure; seed not stored)",
+    }
     dask = args.backend == "dask"
     prep: BlockPrep | None = None
     backend: Backend
     if dask:
         if args.geo:
-            raise ValueError("--geo is not supported with --backend dask: the backend counts the "
-                             "file's own coordinates, so project lon/lat to km first")
+            raise ValueError(
+                "--geo is not supported with --backend dask: the backend counts the "
+                "file's own coordinates, so project lon/lat to km first"
+            )
         if args.bounds_from_data:
             raise ValueError("--backend dask needs public --bounds (it never scans the data for them)")
-        d = len(columns) if columns else (
-            len(bounds_in) // 2 if bounds_in is not None and len(bounds_in) > 2 else None)
+        d = (
+            len(columns)
+            if columns
+            else (len(bounds_in) // 2 if bounds_in is not None and len(bounds_in) > 2 else None)
+        )
         if d is None:
-            raise ValueError("with --backend dask give --columns, or --bounds with one lower and one "
-                             "upper value per column")
+            raise ValueError(
+                "with --backend dask give --columns, or --bounds with one lower and one "
+                "upper value per column"
+            )
         X, names = args.input, columns
         backend = _dask_backend(args, columns)
     else:
@@ -118,7 +138,8 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
         raise ValueError(
             f"in d={d} at eta={p['eta']:g} an eps-neighbourhood has {count_neighbours(d, p['eta']):,} "
             f"cells, more than any core test can evaluate ({MAX_KAPPA:,}): the release could have no "
-            "span, so no budget is spent on it. Use fewer columns (--columns)")
+            "span, so no budget is spent on it. Use fewer columns (--columns)"
+        )
     if args.geo and d != 2:
         raise ValueError(f"--geo needs exactly two columns (longitude, latitude), got {d}: {names}")
     if args.png_requested and d != 2:
@@ -134,17 +155,22 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
             # Said once below, in the command line's own words.
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             lower, upper = bounds_from_data(X)
-        print("dpdbscan: PRIVACY WARNING: --bounds-from-data computes the bounds from the private "
-              "data: this leaks information and the release has NO differential privacy guarantee",
-              file=sys.stderr)
+        print(
+            "dpdbscan: PRIVACY WARNING: --bounds-from-data computes the bounds from the private "
+            "data: this leaks information and the release has NO differential privacy guarantee",
+            file=sys.stderr,
+        )
         meta["bounds_source"] = "data (--bounds-from-data): NO differential privacy guarantee"
     if args.geo:
         proj = _geo.Equirectangular.from_bounds(lower, upper, args.ref_lat)
         err = proj.max_scale_error(lower, upper)
         if err > 0.01:
-            print(f"dpdbscan: warning: the --geo box spans latitudes {lower[1]:g}..{upper[1]:g}; "
-                  f"east-west distances are off by up to {err:.1%} at its edges "
-                  "(equirectangular projection)", file=sys.stderr)
+            print(
+                f"dpdbscan: warning: the --geo box spans latitudes {lower[1]:g}..{upper[1]:g}; "
+                f"east-west distances are off by up to {err:.1%} at its edges "
+                "(equirectangular projection)",
+                file=sys.stderr,
+            )
         meta["projection"] = proj.to_dict()
         meta["bounds_degrees"] = {"lower": list(map(float, lower)), "upper": list(map(float, upper))}
         lower, upper = proj.project_bounds(lower, upper)
@@ -160,8 +186,11 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
     if getattr(args, "preload_png", False):
         preload_matplotlib()
     if args.seed is not None:
-        print("dpdbscan: warning: --seed makes the noise reproducible and NOT cryptographically "
-              "secure: for research only, do not publish this release", file=sys.stderr)
+        print(
+            "dpdbscan: warning: --seed makes the noise reproducible and NOT cryptographically "
+            "secure: for research only, do not publish this release",
+            file=sys.stderr,
+        )
     with progress("fitting", enabled=_progress_flag(args), unit="it"), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         model = release(X, lower, upper, {**p, "min_samples": min_samples}, backend=backend)
@@ -256,7 +285,7 @@ def clipping_counts(X, lower, upper) -> dict:
     n_bad = outside = 0
     below, above = np.zeros(d, dtype=np.int64), np.zeros(d, dtype=np.int64)
     for a in range(0, X.shape[0], _SCAN_ROWS):
-        B = X[a:a + _SCAN_ROWS]
+        B = X[a : a + _SCAN_ROWS]
         inside = _rows_all((B >= lower) & (B <= upper))  # NaN compares False
         if inside.all():
             continue
@@ -268,12 +297,10 @@ def clipping_counts(X, lower, upper) -> dict:
             F = B[out]
             below += np.count_nonzero(F < lower, axis=0)
             above += np.count_nonzero(F > upper, axis=0)
-    return {"n_bad": n_bad, "n_ok": X.shape[0] - n_bad, "outside": outside,
-            "below": below, "above": above}
+    return {"n_bad": n_bad, "n_ok": X.shape[0] - n_bad, "outside": outside, "below": below, "above": above}
 
 
-def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None,
-                   counts: dict | None = None) -> None:
+def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None, counts: dict | None = None) -> None:
     """Tell the data owner (private notes) how many rows the per-record rule
     drops or clips, per column and bound: a wrong bound or column order must
     be hard to miss. What is released does not depend on any of this.
@@ -286,14 +313,14 @@ def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None,
     outside, n_ok = c["outside"], max(c["n_ok"], 1)
     if not outside:
         return
-    notes(f"{outside:,} point(s) ({outside / n_ok:.1%}) lie outside the bounds and are clipped "
-          "onto the box")
+    notes(f"{outside:,} point(s) ({outside / n_ok:.1%}) lie outside the bounds and are clipped onto the box")
     for j, name in enumerate(names or [str(j) for j in range(X.shape[1])]):
-        for count, side, value in ((int(c["below"][j]), "below its lower", lower[j]),
-                                   (int(c["above"][j]), "above its upper", upper[j])):
+        for count, side, value in (
+            (int(c["below"][j]), "below its lower", lower[j]),
+            (int(c["above"][j]), "above its upper", upper[j]),
+        ):
             if count / n_ok >= 0.01:
-                notes(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound "
-                      f"{value:g}")
+                notes(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound {value:g}")
     if outside / n_ok > 0.5:
         hint = "check --bounds (lower_1 .. lower_d upper_1 .. upper_d) and --columns"
         if bounds_in is not None and len(bounds_in) == 4 and X.shape[1] == 2:
@@ -303,8 +330,10 @@ def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None,
                 F = X[_rows_all(np.isfinite(X))]
                 inside_alt = np.all((F >= alt_lo) & (F <= alt_hi), axis=1).mean()
                 if inside_alt > 0.9:
-                    hint = ("the bounds look like xmin xmax ymin ymax: --bounds wants "
-                            f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}")
+                    hint = (
+                        "the bounds look like xmin xmax ymin ymax: --bounds wants "
+                        f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}"
+                    )
         notes(f"most points are outside the bounds: {hint}")
 
 
@@ -320,8 +349,7 @@ def _out_paths(args, name: str) -> dict:
     return paths
 
 
-def _write_outputs(model, paths, notes: Notes,
-                   picture: dict | None = None) -> tuple[list[str], list[str]]:
+def _write_outputs(model, paths, notes: Notes, picture: dict | None = None) -> tuple[list[str], list[str]]:
     """Write the release (JSON), GeoJSON and PNG, each atomically.
 
     The JSON is written on a second thread (compressing the noisy histogram
@@ -348,13 +376,16 @@ def _write_outputs(model, paths, notes: Notes,
     try:
         if model.grid.d != 2:
             if paths["geojson"] is not None or paths["png"] is not None:
-                print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D",
-                      file=sys.stderr)
+                print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D", file=sys.stderr)
         else:
             proj = _geo.projection_of(model)
-            extras = (("geojson", lambda t: model.save_geojson(
-                          t, transform=None if proj is None else proj.inverse)),
-                      ("png", lambda t: _draw_spans_png(model, t, **(picture or {}))))
+            extras = (
+                (
+                    "geojson",
+                    lambda t: model.save_geojson(t, transform=None if proj is None else proj.inverse),
+                ),
+                ("png", lambda t: _draw_spans_png(model, t, **(picture or {}))),
+            )
             for kind, write in extras:
                 if paths[kind] is None:
                     continue
@@ -400,8 +431,9 @@ def _border_arg(text, *, geo: bool):
     try:
         return _geo.parse_length(str(text), geo=geo)
     except ValueError:
-        raise ValueError(f"--border must be 'auto', a number >= 0 or (with --geo) a length "
-                         f"like 10m, got {text!r}") from None
+        raise ValueError(
+            f"--border must be 'auto', a number >= 0 or (with --geo) a length like 10m, got {text!r}"
+        ) from None
 
 
 def summary(model) -> str:
@@ -409,14 +441,18 @@ def summary(model) -> str:
     lines = [model.summary()]
     proj = _geo.projection_of(model)
     if proj is not None:
-        lines.append(f"  geo     : lon/lat in km around {proj.ref_lat:.4f} deg N (equirectangular); "
-                     f"alpha = {_geo.format_km(model.grid.alpha)}, cell width = "
-                     f"{_geo.format_km(model.histogram_grid.width)}, span cells "
-                     f"{_geo.format_km(model.grid.width)}")
+        lines.append(
+            f"  geo     : lon/lat in km around {proj.ref_lat:.4f} deg N (equirectangular); "
+            f"alpha = {_geo.format_km(model.grid.alpha)}, cell width = "
+            f"{_geo.format_km(model.histogram_grid.width)}, span cells "
+            f"{_geo.format_km(model.grid.width)}"
+        )
     source = model.metadata.get("bounds_source", "")
     if source.startswith("data"):
-        lines.append("  WARNING : bounds were computed from the data: this release has NO "
-                     "differential privacy guarantee")
+        lines.append(
+            "  WARNING : bounds were computed from the data: this release has NO "
+            "differential privacy guarantee"
+        )
     if str(model.metadata.get("randomness", "")).startswith("seeded"):
         lines.append("  WARNING : seeded (reproducible, insecure) noise: for research, not for release")
     return "\n".join(lines)
@@ -425,8 +461,10 @@ def summary(model) -> str:
 def _report(written, failed) -> int:
     print("wrote " + ", ".join(written))
     for f in failed:
-        print(f"dpdbscan: error: could not write {f}; the release itself was written to "
-              f"{written[0]}", file=sys.stderr)
+        print(
+            f"dpdbscan: error: could not write {f}; the release itself was written to {written[0]}",
+            file=sys.stderr,
+        )
     return EXIT_PARTIAL if failed else EXIT_OK
 
 
@@ -439,6 +477,7 @@ def preload_matplotlib() -> threading.Thread:
     outside the GIL) only one. A failed import is left for the picture to
     report (the release is written first either way).
     """
+
     def load():
         try:
             plotting._plt()

@@ -25,21 +25,38 @@ EXAMPLES = """examples:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--bounds", nargs="+", required=True, metavar="B",
-                   help="public bounds: lower_1 .. lower_d upper_1 .. upper_d, or one lower and "
-                        "one upper with --dims; with --geo: lon_min lat_min lon_max lat_max")
-    p.add_argument("--dims", type=int, default=None,
-                   help="number of dimensions when --bounds gives one lower and one upper value")
+    p.add_argument(
+        "--bounds",
+        nargs="+",
+        required=True,
+        metavar="B",
+        help="public bounds: lower_1 .. lower_d upper_1 .. upper_d, or one lower and "
+        "one upper with --dims; with --geo: lon_min lat_min lon_max lat_max",
+    )
+    p.add_argument(
+        "--dims",
+        type=int,
+        default=None,
+        help="number of dimensions when --bounds gives one lower and one upper value",
+    )
     p.add_argument("--geo", action="store_true", help="bounds are lon/lat degrees; eps a length")
     p.add_argument("--ref-lat", type=float, default=None, help="see 'dpdbscan fit --help'")
-    p.add_argument("--eps", "--alpha", required=True, metavar="ALPHA",
-                   help="radius (with --geo a length such as 50m), or 'auto' for the automatic "
-                        "mode's base release")
-    p.add_argument("--min-samples", "--minpts", required=True, metavar="MINPTS",
-                   help="MinPts, or 'auto'")
+    p.add_argument(
+        "--eps",
+        "--alpha",
+        required=True,
+        metavar="ALPHA",
+        help="radius (with --geo a length such as 50m), or 'auto' for the automatic mode's base release",
+    )
+    p.add_argument("--min-samples", "--minpts", required=True, metavar="MINPTS", help="MinPts, or 'auto'")
     p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
-    p.add_argument("--n-expected", type=float, default=None, metavar="N",
-                   help="your own public guess of the number of points (never measured)")
+    p.add_argument(
+        "--n-expected",
+        type=float,
+        default=None,
+        metavar="N",
+        help="your own public guess of the number of points (never measured)",
+    )
     p.add_argument("--eta", type=float, default=4.0)
     p.add_argument("--beta", type=float, default=0.1)
     p.add_argument("--delta", type=float, default=0.0)
@@ -50,8 +67,9 @@ def add_arguments(p) -> None:
     p.add_argument("--core", default="density")
     p.add_argument("--margin", default="auto")
     p.add_argument("--border", default="auto")
-    p.add_argument("--max-cells", type=int, default=2**20,
-                   help="automatic mode: public cap on the cells of its release")
+    p.add_argument(
+        "--max-cells", type=int, default=2**20, help="automatic mode: public cap on the cells of its release"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -67,11 +85,22 @@ def _number_or_text(text):
 def cmd_forecast(args, sink) -> int:
     geo = bool(args.geo)
     eps = args.eps if str(args.eps).lower() == "auto" else _geo.parse_length(args.eps, geo=geo)
-    values = dict(eps=eps, min_samples=_number_or_text(args.min_samples), epsilon=args.epsilon,
-                  delta=args.delta, eta=args.eta, beta=args.beta, histogram=args.histogram,
-                  noise=args.noise, theta=args.theta, subcells=_number_or_text(args.subcells),
-                  margin=_number_or_text(args.margin), core=args.core,
-                  border=_border_arg(args.border, geo=geo), max_cells=args.max_cells)
+    values = dict(
+        eps=eps,
+        min_samples=_number_or_text(args.min_samples),
+        epsilon=args.epsilon,
+        delta=args.delta,
+        eta=args.eta,
+        beta=args.beta,
+        histogram=args.histogram,
+        noise=args.noise,
+        theta=args.theta,
+        subcells=_number_or_text(args.subcells),
+        margin=_number_or_text(args.margin),
+        core=args.core,
+        border=_border_arg(args.border, geo=geo),
+        max_cells=args.max_cells,
+    )
     p = validate(values, cli=True)
     n = None if args.n_expected is None else check_positive("--n-expected", args.n_expected)
     raw = _floats(args.bounds, "--bounds")
@@ -92,8 +121,10 @@ def cmd_forecast(args, sink) -> int:
         print(json.dumps(jsonable(fc.to_dict()), indent=2, allow_nan=False))
         return EXIT_OK
     length = _geo.format_km if geo else (lambda v: f"{v:g}")
-    print(f"forecast for eps={length(fc.eps)}, min_samples={fc.min_samples:g}, "
-          f"epsilon={fc.epsilon:g} (public inputs only; nothing is read or spent)")
+    print(
+        f"forecast for eps={length(fc.eps)}, min_samples={fc.min_samples:g}, "
+        f"epsilon={fc.epsilon:g} (public inputs only; nothing is read or spent)"
+    )
     for line in fc.lines():
         print(line)
     return EXIT_OK

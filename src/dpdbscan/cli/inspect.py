@@ -20,9 +20,11 @@ def cmd_predict(args, sink) -> int:
     labels = model.predict(Xm)
     write_labels(args.output, labels, X if args.with_points else None, names)
     n_noise = int((labels < 0).sum())
-    print(f"labelled {labels.size:,} point(s) of {args.points}: {labels.size - n_noise:,} in spans, "
-          f"{n_noise:,} noise"
-          + ("" if args.output == "-" else f"; wrote {args.output}"), file=sys.stderr)
+    print(
+        f"labelled {labels.size:,} point(s) of {args.points}: {labels.size - n_noise:,} in spans, "
+        f"{n_noise:,} noise" + ("" if args.output == "-" else f"; wrote {args.output}"),
+        file=sys.stderr,
+    )
     return EXIT_OK
 
 
@@ -40,10 +42,8 @@ def cmd_plot(args, sink) -> int:
     points = None
     if args.points is not None and args.kind in ("spans", "labels"):
         points = _points_for(model, args.points, args)[1]
-        print("note: this picture shows the points themselves: it is not a DP release",
-              file=sys.stderr)
-    ax = plotting.plot_model(model, args.kind, points, max_points=args.max_points, dpi=args.dpi,
-                             **picture)
+        print("note: this picture shows the points themselves: it is not a DP release", file=sys.stderr)
+    ax = plotting.plot_model(model, args.kind, points, max_points=args.max_points, dpi=args.dpi, **picture)
     plotting.save(ax, out, dpi=args.dpi)
     print(f"wrote {out}")
     return EXIT_OK
@@ -51,24 +51,31 @@ def cmd_plot(args, sink) -> int:
 
 def _core_rule(model) -> str:
     if model.core == "density":
-        return (f"density: estimated eps-neighbourhood count E~ >= MinPts + m(q), up to "
-                f"{model.threshold:.1f} (margin {model.margin} sigma with the empty-space guard), "
-                "in an occupied cell; spans join core centres within eps")
-    return (f"bound: UB~ >= {model.threshold:.1f}"
-            + (" (MinPts + tau)" if model.raise_min_samples else " (MinPts)"))
+        return (
+            f"density: estimated eps-neighbourhood count E~ >= MinPts + m(q), up to "
+            f"{model.threshold:.1f} (margin {model.margin} sigma with the empty-space guard), "
+            "in an occupied cell; spans join core centres within eps"
+        )
+    return f"bound: UB~ >= {model.threshold:.1f}" + (
+        " (MinPts + tau)" if model.raise_min_samples else " (MinPts)"
+    )
 
 
 def _guarantee_text(model, length) -> str:
     gu = model.guarantee()
     within = gu["within_clusters_at"]
     if model.core == "density":
-        return (f"with probability >= {gu['probability']:g}: every span lies in the span of one "
-                f"({length(within['alpha'])}, {within['min_samples']})-cluster (one-sided: no "
-                "span reaches beyond the clusters; no covering statement)")
+        return (
+            f"with probability >= {gu['probability']:g}: every span lies in the span of one "
+            f"({length(within['alpha'])}, {within['min_samples']})-cluster (one-sided: no "
+            "span reaches beyond the clusters; no covering statement)"
+        )
     covers = gu["covers_clusters_at"]
-    return (f"with probability >= {1 - model.beta:g}: every ({length(covers['alpha'])}, "
-            f"{covers['min_samples']:.1f})-cluster lies in one span, and every span lies in the "
-            f"span of one ({length(within['alpha'])}, {within['min_samples']:.1f})-cluster")
+    return (
+        f"with probability >= {1 - model.beta:g}: every ({length(covers['alpha'])}, "
+        f"{covers['min_samples']:.1f})-cluster lies in one span, and every span lies in the "
+        f"span of one ({length(within['alpha'])}, {within['min_samples']:.1f})-cluster"
+    )
 
 
 def cmd_info(args, sink) -> int:
@@ -82,25 +89,42 @@ def cmd_info(args, sink) -> int:
     length = _geo.format_km if proj is not None else (lambda v: f"{v:g}")
     meta = model.metadata
     rows = [
-        ("model", f"{args.model} (dpdbscan.spans, {model.n_spans} span(s), "
-                  f"{model.n_core_cells} core cell(s))"),
-        ("epsilon", f"{model.epsilon:g}"), ("delta", f"{model.delta:g}"),
-        ("noise", f"{model.noise} Laplace, {model.histogram_kind} histogram"
-                  + ("" if model.histogram_kind == "dense" else f", theta = {model.theta:g}")),
-        ("alpha", length(g.alpha)), ("MinPts", f"{model.min_samples}"),
+        (
+            "model",
+            f"{args.model} (dpdbscan.spans, {model.n_spans} span(s), {model.n_core_cells} core cell(s))",
+        ),
+        ("epsilon", f"{model.epsilon:g}"),
+        ("delta", f"{model.delta:g}"),
+        (
+            "noise",
+            f"{model.noise} Laplace, {model.histogram_kind} histogram"
+            + ("" if model.histogram_kind == "dense" else f", theta = {model.theta:g}"),
+        ),
+        ("alpha", length(g.alpha)),
+        ("MinPts", f"{model.min_samples}"),
         ("core test", _core_rule(model)),
         ("rho", f"{model.rho:g} (eta = {hg.eta:g})"),
-        ("tau", f"{model.tau:.2f} (= Gamma_low + Gamma_up)" if model.core == "bound"
-         else "none (the density test's guarantee is one-sided)"),
-        ("beta", f"{model.beta:g}"), ("kappa", f"{model.kappa}"),
+        (
+            "tau",
+            f"{model.tau:.2f} (= Gamma_low + Gamma_up)"
+            if model.core == "bound"
+            else "none (the density test's guarantee is one-sided)",
+        ),
+        ("beta", f"{model.beta:g}"),
+        ("kappa", f"{model.kappa}"),
         ("|X|", f"{model.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}"),
         ("guarantee", _guarantee_text(model, length)),
     ]
     if proj is not None:
         b = meta.get("bounds_degrees", {})
-        rows.append(("projection", f"equirectangular, origin ({proj.lon0:.5f}, {proj.lat0:.5f}), "
-                                   f"ref_lat {proj.ref_lat:.5f}; bounds (deg) {b.get('lower')} .. "
-                                   f"{b.get('upper')}"))
+        rows.append(
+            (
+                "projection",
+                f"equirectangular, origin ({proj.lon0:.5f}, {proj.lat0:.5f}), "
+                f"ref_lat {proj.ref_lat:.5f}; bounds (deg) {b.get('lower')} .. "
+                f"{b.get('upper')}",
+            )
+        )
     else:
         rows.append(("bounds", f"{g.lower.tolist()} .. {g.upper.tolist()}"))
     for key in ("columns", "bounds_source", "randomness"):
@@ -111,21 +135,29 @@ def cmd_info(args, sink) -> int:
     r = model.release or {}
     if model.auto is not None:
         a = model.auto
-        rows.append(("auto", f"{' and '.join(a.get('chosen', [])) or 'nothing'} chosen from the "
-                             f"release without labels: eps = {length(g.alpha)}, MinPts = "
-                             f"{model.min_samples} ({a.get('criterion')}; score "
-                             f"{a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base "
-                             f"release at eps = {length(a.get('base_eps', r.get('eps', 0)))}, "
-                             f"{len(a.get('eps_candidates', []))} eps x "
-                             f"{len(a.get('min_samples_candidates', []))} MinPts candidates"))
+        rows.append(
+            (
+                "auto",
+                f"{' and '.join(a.get('chosen', [])) or 'nothing'} chosen from the "
+                f"release without labels: eps = {length(g.alpha)}, MinPts = "
+                f"{model.min_samples} ({a.get('criterion')}; score "
+                f"{a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base "
+                f"release at eps = {length(a.get('base_eps', r.get('eps', 0)))}, "
+                f"{len(a.get('eps_candidates', []))} eps x "
+                f"{len(a.get('min_samples_candidates', []))} MinPts candidates",
+            )
+        )
     elif r and (r.get("eps") != g.alpha or r.get("min_samples") != model.min_samples):
-        rows.append(("release", f"made at eps = {length(r.get('eps', g.alpha))}, MinPts = "
-                                f"{r.get('min_samples')}; these spans re-parameterise it (no "
-                                "extra budget)"))
+        rows.append(
+            (
+                "release",
+                f"made at eps = {length(r.get('eps', g.alpha))}, MinPts = "
+                f"{r.get('min_samples')}; these spans re-parameterise it (no "
+                "extra budget)",
+            )
+        )
     if model.histogram is None:
         rows.append(("histogram", "not saved (cannot re-threshold or plot it)"))
     for k, v in rows:
         print(f"{k:>13} : {v}")
     return EXIT_OK
-
-

@@ -25,10 +25,12 @@ from .maps import add_picture_options
 from .maps import register as register_map
 from .sweep import cmd_sweep
 
-STREAMS = ("Standard output carries only the release (summaries, tables, labels you ask for). "
-           "Standard error carries progress and private notes about the input, such as how many "
-           "rows were read, dropped or clipped: they describe the private data, so never publish "
-           "them (--quiet turns them off).")
+STREAMS = (
+    "Standard output carries only the release (summaries, tables, labels you ask for). "
+    "Standard error carries progress and private notes about the input, such as how many "
+    "rows were read, dropped or clipped: they describe the private data, so never publish "
+    "them (--quiet turns them off)."
+)
 
 DATA = "../shared/data/cabs_tiny.csv.gz"
 BOX = "-122.48 37.72 -122.38 37.82"
@@ -78,105 +80,203 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-
 # --------------------------------------------------------------------------- #
 # the parser
 
 
 def _add_input_options(p, *, dask: bool = False):
     g = p.add_argument_group("reading points")
-    g.add_argument("--columns", nargs="+", metavar="COL",
-                   help="columns to use, by name or 0-based index (default: every column except "
-                        "'label' and unnamed index columns; with --geo, columns named lon/lat if "
-                        "present" + ("; with --backend dask, names only)" if dask else ")"))
-    g.add_argument("--delimiter", default=None,
-                   help="CSV separator (default: sniffed from the header line among , ; tab |)")
+    g.add_argument(
+        "--columns",
+        nargs="+",
+        metavar="COL",
+        help="columns to use, by name or 0-based index (default: every column except "
+        "'label' and unnamed index columns; with --geo, columns named lon/lat if "
+        "present" + ("; with --backend dask, names only)" if dask else ")"),
+    )
+    g.add_argument(
+        "--delimiter",
+        default=None,
+        help="CSV separator (default: sniffed from the header line among , ; tab |)",
+    )
     h = g.add_mutually_exclusive_group()
-    h.add_argument("--header", action="store_true",
-                   help="the CSV's first line is a header (default: a first line of numbers only "
-                        "is read as data)")
+    h.add_argument(
+        "--header",
+        action="store_true",
+        help="the CSV's first line is a header (default: a first line of numbers only is read as data)",
+    )
     h.add_argument("--no-header", action="store_true", help="the CSV has no header row")
 
 
 def _common_options() -> _Parser:
     """Options every command takes, before or after its name."""
     c = _Parser(add_help=False)
-    c.add_argument("--no-progress", action="store_true", default=argparse.SUPPRESS,
-                   help="no progress bars (they only show on a terminal anyway)")
-    c.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
-                   help="no private notes on standard error (row counts and the like)")
+    c.add_argument(
+        "--no-progress",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no progress bars (they only show on a terminal anyway)",
+    )
+    c.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no private notes on standard error (row counts and the like)",
+    )
     return c
 
 
 def _add_fit_options(p, *, sweep: bool):
     g = p.add_argument_group("DBSCAN")
-    g.add_argument("--eps", "--alpha", required=True, metavar="ALPHA", nargs="+" if sweep else None,
-                   help="radius alpha; with --geo a length such as 50m or 0.05km (plain = km)" + (
-                       "; several values: one release at the smallest, the others re-parameterise "
-                       "it (with --model: any eps >= the model's release eps)" if sweep else
-                       "; 'auto': one release at a base resolution from public inputs, then eps "
-                       "chosen from it without labels"))
+    g.add_argument(
+        "--eps",
+        "--alpha",
+        required=True,
+        metavar="ALPHA",
+        nargs="+" if sweep else None,
+        help="radius alpha; with --geo a length such as 50m or 0.05km (plain = km)"
+        + (
+            "; several values: one release at the smallest, the others re-parameterise "
+            "it (with --model: any eps >= the model's release eps)"
+            if sweep
+            else "; 'auto': one release at a base resolution from public inputs, then eps "
+            "chosen from it without labels"
+        ),
+    )
     if not sweep:
-        g.add_argument("--max-cells", type=_number_or_text, default=2**20, metavar="N",
-                       help="--eps auto: public cap on the cells of its one release (default "
-                            "2^20)")
-        g.add_argument("--n-expected", type=_number_or_text, default=None, metavar="N",
-                       help="your public guess of the number of points: --eps auto sizes its "
-                            "release to it (about N epsilon / 0.3 cells; 20,000 assumed)")
-    g.add_argument("--min-samples", "--minpts", type=int if sweep else _number_or_text,
-                   required=True, nargs="+" if sweep else None, metavar="MINPTS",
-                   help="MinPts (a point counts itself)" + (
-                       "; several values" if sweep else "; 'auto' with --eps auto chooses both "
-                       "from one release (docs/parameters.md)"))
-    g.add_argument("--eta", type=float, default=4.0,
-                   help="grid parameter in (0, 4]; cell width eta*eps/(4 sqrt d) (default 4)")
-    g.add_argument("--subcells", type=_subcells_arg, default="auto",
-                   help="decide core cells and merge on sub-cells of width w/SUBCELLS "
-                        "('auto' = 2 for d <= 3, else 1; 1 = the paper's procedure); no privacy cost")
-    g.add_argument("--core", default="density", metavar="{density,bound}",
-                   help="core test: 'density' (default) estimates each sub-cell's "
-                        "eps-neighbourhood count and labels like DBSCAN (one-sided guarantee: no "
-                        "span reaches beyond the clusters); 'bound' is the paper's noisy upper "
-                        "bound with its two-sided sandwich guarantee")
-    g.add_argument("--margin", default="auto", type=_number_or_text, metavar="MARGIN",
-                   help="density test: c of the margin c sigma ('auto' = 1); bound test: Gamma by "
-                        "'chernoff' (exact MGF; 'auto') or 'paper'")
-    g.add_argument("--border", default="auto",
-                   help="predict: a point within this distance of a core sub-cell centre (density) "
-                        "or core sub-cell (bound) joins its span ('auto' = eps for density, half a "
-                        "sub-cell diameter for bound; 0 = cell membership only; with --geo a length "
-                        "like 10m)")
-    g.add_argument("--theoretical-threshold", action="store_true",
-                   help="bound test: core iff UB~ >= MinPts (default: the paper's practical "
-                        "MinPts + tau)")
+        g.add_argument(
+            "--max-cells",
+            type=_number_or_text,
+            default=2**20,
+            metavar="N",
+            help="--eps auto: public cap on the cells of its one release (default 2^20)",
+        )
+        g.add_argument(
+            "--n-expected",
+            type=_number_or_text,
+            default=None,
+            metavar="N",
+            help="your public guess of the number of points: --eps auto sizes its "
+            "release to it (about N epsilon / 0.3 cells; 20,000 assumed)",
+        )
+    g.add_argument(
+        "--min-samples",
+        "--minpts",
+        type=int if sweep else _number_or_text,
+        required=True,
+        nargs="+" if sweep else None,
+        metavar="MINPTS",
+        help="MinPts (a point counts itself)"
+        + (
+            "; several values"
+            if sweep
+            else "; 'auto' with --eps auto chooses both from one release (docs/parameters.md)"
+        ),
+    )
+    g.add_argument(
+        "--eta",
+        type=float,
+        default=4.0,
+        help="grid parameter in (0, 4]; cell width eta*eps/(4 sqrt d) (default 4)",
+    )
+    g.add_argument(
+        "--subcells",
+        type=_subcells_arg,
+        default="auto",
+        help="decide core cells and merge on sub-cells of width w/SUBCELLS "
+        "('auto' = 2 for d <= 3, else 1; 1 = the paper's procedure); no privacy cost",
+    )
+    g.add_argument(
+        "--core",
+        default="density",
+        metavar="{density,bound}",
+        help="core test: 'density' (default) estimates each sub-cell's "
+        "eps-neighbourhood count and labels like DBSCAN (one-sided guarantee: no "
+        "span reaches beyond the clusters); 'bound' is the paper's noisy upper "
+        "bound with its two-sided sandwich guarantee",
+    )
+    g.add_argument(
+        "--margin",
+        default="auto",
+        type=_number_or_text,
+        metavar="MARGIN",
+        help="density test: c of the margin c sigma ('auto' = 1); bound test: Gamma by "
+        "'chernoff' (exact MGF; 'auto') or 'paper'",
+    )
+    g.add_argument(
+        "--border",
+        default="auto",
+        help="predict: a point within this distance of a core sub-cell centre (density) "
+        "or core sub-cell (bound) joins its span ('auto' = eps for density, half a "
+        "sub-cell diameter for bound; 0 = cell membership only; with --geo a length "
+        "like 10m)",
+    )
+    g.add_argument(
+        "--theoretical-threshold",
+        action="store_true",
+        help="bound test: core iff UB~ >= MinPts (default: the paper's practical MinPts + tau)",
+    )
     b = p.add_argument_group("domain (public)")
-    b.add_argument("--bounds", nargs="+", metavar="B",
-                   help="public bounds: lower_1 .. lower_d upper_1 .. upper_d, or one lower and one "
-                        "upper for all columns; with --geo: lon_min lat_min lon_max lat_max")
-    b.add_argument("--bounds-from-data", action="store_true",
-                   help="take the bounds from the data: leaks privacy, voids the guarantee")
-    b.add_argument("--geo", action="store_true",
-                   help="columns are longitude, latitude in degrees; project to km")
-    b.add_argument("--ref-lat", type=float, default=None,
-                   help="public latitude where the projection is exact (default: centre of --bounds)")
+    b.add_argument(
+        "--bounds",
+        nargs="+",
+        metavar="B",
+        help="public bounds: lower_1 .. lower_d upper_1 .. upper_d, or one lower and one "
+        "upper for all columns; with --geo: lon_min lat_min lon_max lat_max",
+    )
+    b.add_argument(
+        "--bounds-from-data",
+        action="store_true",
+        help="take the bounds from the data: leaks privacy, voids the guarantee",
+    )
+    b.add_argument(
+        "--geo", action="store_true", help="columns are longitude, latitude in degrees; project to km"
+    )
+    b.add_argument(
+        "--ref-lat",
+        type=float,
+        default=None,
+        help="public latitude where the projection is exact (default: centre of --bounds)",
+    )
     q = p.add_argument_group("privacy")
     q.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
     q.add_argument("--delta", type=float, default=0.0, help="delta, for the stability histogram (default 0)")
-    q.add_argument("--beta", type=float, default=0.1,
-                   help="failure probability of the guarantee (default 0.1; the paper's code used 0.5)")
-    q.add_argument("--histogram", default="auto", metavar="{auto,dense,sparse,stability}",
-                   help="naive histogram over all cells (dense), the paper's linear-time one "
-                        "(sparse) or the (epsilon, delta) stability one; 'auto' picks dense or "
-                        "sparse from the number of cells alone (public) (default auto)")
-    q.add_argument("--noise", default="discrete", metavar="{discrete,laplace}",
-                   help="exact discrete Laplace noise from the OS's secure randomness (default), "
-                        "or the paper's floating-point Laplace (not exact)")
+    q.add_argument(
+        "--beta",
+        type=float,
+        default=0.1,
+        help="failure probability of the guarantee (default 0.1; the paper's code used 0.5)",
+    )
+    q.add_argument(
+        "--histogram",
+        default="auto",
+        metavar="{auto,dense,sparse,stability}",
+        help="naive histogram over all cells (dense), the paper's linear-time one "
+        "(sparse) or the (epsilon, delta) stability one; 'auto' picks dense or "
+        "sparse from the number of cells alone (public) (default auto)",
+    )
+    q.add_argument(
+        "--noise",
+        default="discrete",
+        metavar="{discrete,laplace}",
+        help="exact discrete Laplace noise from the OS's secure randomness (default), "
+        "or the paper's floating-point Laplace (not exact)",
+    )
     q.add_argument("--theta", type=float, default=None, help="threshold of the sparse histogram")
-    q.add_argument("--seed", type=int, default=None,
-                   help="reproducible but INSECURE noise (research only; default: OS randomness)")
+    q.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="reproducible but INSECURE noise (research only; default: OS randomness)",
+    )
     c = p.add_argument_group("computing")
-    c.add_argument("--backend", default="numpy", metavar="{numpy,dask}",
-                   help="count cells in memory (numpy, default) or on a Dask cluster")
+    c.add_argument(
+        "--backend",
+        default="numpy",
+        metavar="{numpy,dask}",
+        help="count cells in memory (numpy, default) or on a Dask cluster",
+    )
     c.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler address (--backend dask)")
     o = p.add_argument_group("output")
     o.add_argument("--out-dir", default=".", help="folder for the outputs (default: current folder)")
@@ -193,23 +293,35 @@ def _add_fit_options(p, *, sweep: bool):
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     common = _common_options()
-    parser = _Parser(prog="dpdbscan", formatter_class=fmt, parents=[common],
-                     description="Differentially private DBSCAN that publishes cluster spans "
-                                 "(Qiu and Yi, 'Approximate DBSCAN under Differential Privacy').\n\n"
-                                 + STREAMS,
-                     epilog=EXAMPLES["fit"] + "\nsee 'dpdbscan COMMAND --help' for each command")
+    parser = _Parser(
+        prog="dpdbscan",
+        formatter_class=fmt,
+        parents=[common],
+        description="Differentially private DBSCAN that publishes cluster spans "
+        "(Qiu and Yi, 'Approximate DBSCAN under Differential Privacy').\n\n" + STREAMS,
+        epilog=EXAMPLES["fit"] + "\nsee 'dpdbscan COMMAND --help' for each command",
+    )
     parser.add_argument("--version", action="version", version=f"dpdbscan {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name, help_, func):
-        p = sub.add_parser(name, help=help_, description=help_ + "\n\n" + STREAMS,
-                           epilog=EXAMPLES[name], formatter_class=fmt, parents=[common])
+        p = sub.add_parser(
+            name,
+            help=help_,
+            description=help_ + "\n\n" + STREAMS,
+            epilog=EXAMPLES[name],
+            formatter_class=fmt,
+            parents=[common],
+        )
         p.set_defaults(func=func)
         return p
 
     p = add("fit", "release DP spans of a data file; write JSON, GeoJSON and PNG", cmd_fit)
-    p.add_argument("input", help="CSV (optionally gzipped; - reads standard input), Parquet or .npy; "
-                                 "with --backend dask a path or glob")
+    p.add_argument(
+        "input",
+        help="CSV (optionally gzipped; - reads standard input), Parquet or .npy; "
+        "with --backend dask a path or glob",
+    )
     _add_input_options(p, dask=True)
     _add_fit_options(p, sweep=False)
 
@@ -220,8 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--with-points", action="store_true", help="write the point columns before the label")
     _add_input_options(p)
 
-    p = add("sweep", "spans for several eps and MinPts from one release, at no extra budget",
-            cmd_sweep)
+    p = add("sweep", "spans for several eps and MinPts from one release, at no extra budget", cmd_sweep)
     p.add_argument("input", nargs="?", help="data file to fit once (or use --model)")
     p.add_argument("--model", help="re-parameterise this saved model instead of fitting")
     _add_input_options(p, dask=True)
@@ -235,10 +346,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("plot", "draw the noisy histogram, neighbour sums, spans or labels", cmd_plot)
     p.add_argument("model", help="span model JSON")
-    p.add_argument("--kind", choices=["histogram", "sums", "spans", "labels"], default="spans",
-                   help="what to draw: the noisy histogram, its neighbour sums, the spans "
-                        "(default) or the labels of --points; all but 'labels' (and spans over "
-                        "--points) are part of the release")
+    p.add_argument(
+        "--kind",
+        choices=["histogram", "sums", "spans", "labels"],
+        default="spans",
+        help="what to draw: the noisy histogram, its neighbour sums, the spans "
+        "(default) or the labels of --points; all but 'labels' (and spans over "
+        "--points) are part of the release",
+    )
     p.add_argument("--points", help="points to label (--kind labels) or to draw under the spans")
     p.add_argument("-o", "--output", help="PNG path (default: MODEL.KIND.png)")
     p.add_argument("--dpi", type=int, default=120, help="resolution of the PNG (default 120)")
@@ -252,12 +367,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_map(sub, add)
 
-    p = add("explore", "spans over a grid of (eps, MinPts) from a saved release: figure and table "
-                       "(no budget)", cmd_explore)
+    p = add(
+        "explore",
+        "spans over a grid of (eps, MinPts) from a saved release: figure and table (no budget)",
+        cmd_explore,
+    )
     add_explore_arguments(p)
 
-    p = add("forecast", "what a release would detect, before any budget is spent (reads no data)",
-            cmd_forecast)
+    p = add(
+        "forecast", "what a release would detect, before any budget is spent (reads no data)", cmd_forecast
+    )
     add_forecast_arguments(p)
     return parser
 

@@ -38,12 +38,19 @@ def size_arg(text: str) -> tuple[int, int]:
 
 def add_picture_options(group) -> None:
     """--size and --extent for the commands that draw the spans picture."""
-    group.add_argument("--size", metavar="WxH",
-                       help="picture size in pixels, such as 1200x900 (default: 900 wide, as high "
-                            "as the spans need)")
-    group.add_argument("--extent", nargs=4, type=float, metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
-                       help="show only this box (lon_min lat_min lon_max lat_max for --geo "
-                            "models; default: around the spans)")
+    group.add_argument(
+        "--size",
+        metavar="WxH",
+        help="picture size in pixels, such as 1200x900 (default: 900 wide, as high as the spans need)",
+    )
+    group.add_argument(
+        "--extent",
+        nargs=4,
+        type=float,
+        metavar=("XMIN", "YMIN", "XMAX", "YMAX"),
+        help="show only this box (lon_min lat_min lon_max lat_max for --geo "
+        "models; default: around the spans)",
+    )
 
 
 def picture_options(args) -> dict:
@@ -77,8 +84,7 @@ def cmd_map(args, sink) -> int:
 
 def register(sub, add) -> None:
     """Add the ``map`` subcommand (``add`` is main's helper for subparsers)."""
-    p = add("map", "write an interactive HTML map of a saved model (self-contained, offline)",
-            cmd_map)
+    p = add("map", "write an interactive HTML map of a saved model (self-contained, offline)", cmd_map)
     p.add_argument("model", help="span model JSON written by 'dpdbscan fit' (2-D)")
     p.add_argument("-o", "--output", help="HTML path (default: MODEL with .html)")
     p.add_argument("--title", help="title of the page (default: number of spans and epsilon)")

@@ -19,9 +19,27 @@ from .fit import _out_paths, _write_outputs, check_fit_params, fit_from_args
 from .maps import picture_options
 
 # options that shape a release: meaningless when sweep re-parameterises a saved one
-_FIT_ONLY = ("epsilon", "delta", "beta", "eta", "histogram", "noise", "theta", "seed", "subcells",
-             "margin", "core", "border", "bounds", "bounds_from_data", "geo", "ref_lat", "backend",
-             "scheduler", "theoretical_threshold")
+_FIT_ONLY = (
+    "epsilon",
+    "delta",
+    "beta",
+    "eta",
+    "histogram",
+    "noise",
+    "theta",
+    "seed",
+    "subcells",
+    "margin",
+    "core",
+    "border",
+    "bounds",
+    "bounds_from_data",
+    "geo",
+    "ref_lat",
+    "backend",
+    "scheduler",
+    "theoretical_threshold",
+)
 
 
 def eps_values(texts, *, geo: bool) -> list[tuple[float, str]]:
@@ -30,8 +48,9 @@ def eps_values(texts, *, geo: bool) -> list[tuple[float, str]]:
     out: dict[float, str] = {}
     for t in texts:
         if str(t).strip().lower() == "auto":
-            raise ValueError("sweep takes --eps numbers (one or more), not 'auto'; "
-                             "'dpdbscan fit --eps auto' chooses eps")
+            raise ValueError(
+                "sweep takes --eps numbers (one or more), not 'auto'; 'dpdbscan fit --eps auto' chooses eps"
+            )
         v = check_param("eps", _geo.parse_length(t, geo=geo), cli=True)
         out.setdefault(v, str(t))
     return sorted(out.items())
@@ -53,18 +72,21 @@ def cmd_sweep(args, sink) -> int:
         given = [k for k in _FIT_ONLY if getattr(args, k, None) != defaults.get(k)]
         if given:
             opts = ", ".join("--" + k.replace("_", "-") for k in given)
-            raise ValueError(f"{opts} shape(s) a new release; with --model the saved release is "
-                             "re-parameterised as it is: drop them, or fit the data file instead")
+            raise ValueError(
+                f"{opts} shape(s) a new release; with --model the saved release is "
+                "re-parameterised as it is: drop them, or fit the data file instead"
+            )
         base = load_model(args.model)
         geo = _geo.projection_of(base) is not None
         eps = eps_values(args.eps, geo=geo) if args.eps else [(base.grid.alpha, "")]
         name = args.name or Path(args.model).name.removesuffix(".json").removesuffix(".spans")
         if base.histogram is None:
-            raise ValueError(f"{args.model}: saved without its noisy histogram, cannot "
-                             "re-parameterise it")
+            raise ValueError(f"{args.model}: saved without its noisy histogram, cannot re-parameterise it")
         if eps[0][0] < base.finest_eps * (1 - 1e-12):
-            raise ValueError(f"--eps {eps[0][1]} is finer than the release in {args.model} can "
-                             f"resolve (its smallest eps is {_length(base, base.finest_eps)})")
+            raise ValueError(
+                f"--eps {eps[0][1]} is finer than the release in {args.model} can "
+                f"resolve (its smallest eps is {_length(base, base.finest_eps)})"
+            )
     else:
         if not args.eps:
             raise ValueError("--eps is required when sweep fits a data file")
@@ -87,16 +109,17 @@ def cmd_sweep(args, sink) -> int:
         for m in values:
             same = alpha == base.grid.alpha and m == base.min_samples
             model = base if same else base.with_params(eps=alpha, min_samples=m)
-            written, failed = _write_outputs(model, _out_paths(args, stem(tag, m)), notes,
-                                             picture)
+            written, failed = _write_outputs(model, _out_paths(args, stem(tag, m)), notes, picture)
             failed_all += failed
-            rows.append((_length(base, alpha), m, model.threshold, model.n_spans,
-                         model.n_core_cells, written[0]))
-    print(f"spans for {len(eps)} eps x {len(values)} MinPts from one release (epsilon="
-          f"{base.epsilon:g}, delta={base.delta:g}, made at eps={_length(base, base.release_eps)}); "
-          "re-parameterising costs no budget")
-    print(f"{'eps':>10}  {'min_samples':>11}  {'threshold':>10}  {'spans':>6}  {'core_cells':>10}  "
-          "model")
+            rows.append(
+                (_length(base, alpha), m, model.threshold, model.n_spans, model.n_core_cells, written[0])
+            )
+    print(
+        f"spans for {len(eps)} eps x {len(values)} MinPts from one release (epsilon="
+        f"{base.epsilon:g}, delta={base.delta:g}, made at eps={_length(base, base.release_eps)}); "
+        "re-parameterising costs no budget"
+    )
+    print(f"{'eps':>10}  {'min_samples':>11}  {'threshold':>10}  {'spans':>6}  {'core_cells':>10}  model")
     for a, m, thr, n, c, path in rows:
         print(f"{a:>10}  {m:>11}  {thr:>10.1f}  {n:>6}  {c:>10}  {path}")
     for f in failed_all:

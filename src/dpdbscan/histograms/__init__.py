@@ -12,6 +12,13 @@ from .sparse import default_theta, sparse_histogram
 from .stability import stability_histogram, stability_theta
 
 __all__ = [
-    "dense_histogram", "sparse_histogram", "stability_histogram", "default_theta",
-    "stability_theta", "make_noise", "DiscreteLaplace", "ContinuousLaplace", "NoNoise",
+    "dense_histogram",
+    "sparse_histogram",
+    "stability_histogram",
+    "default_theta",
+    "stability_theta",
+    "make_noise",
+    "DiscreteLaplace",
+    "ContinuousLaplace",
+    "NoNoise",
 ]

@@ -20,6 +20,10 @@ def dense_histogram(grid: Grid, counts: np.ndarray, noise: Noise, source: Source
     z = noise.sample(source, counts.size).reshape(counts.shape)
     values = counts + z if noise.integer else counts.astype(np.float64) + z
     return NoisyHistogram(
-        grid=grid, kind="dense", values=values, theta=-np.inf,
-        noise=noise.name, epsilon=noise.epsilon,
+        grid=grid,
+        kind="dense",
+        values=values,
+        theta=-np.inf,
+        noise=noise.name,
+        epsilon=noise.epsilon,
     )

@@ -125,7 +125,5 @@ def make_noise(kind: str, epsilon: float) -> Noise:
     try:
         cls = NOISES[kind]
     except KeyError:
-        raise ValueError(
-            f"noise must be one of {sorted(NOISES)}, got {kind!r}"
-        ) from None
+        raise ValueError(f"noise must be one of {sorted(NOISES)}, got {kind!r}") from None
     return cls(epsilon) if cls is not NoNoise else NoNoise()

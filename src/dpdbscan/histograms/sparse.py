@@ -87,8 +87,9 @@ def linear_to_coords(shape: tuple[int, ...], positions: Sequence[int] | np.ndarr
     return out
 
 
-def released_empty_cells(grid: Grid, occupied_keys: np.ndarray, noise: Noise, theta: float,
-                         source: Source) -> np.ndarray:
+def released_empty_cells(
+    grid: Grid, occupied_keys: np.ndarray, noise: Noise, theta: float, source: Source
+) -> np.ndarray:
     """Sorted keys of the empty cells released above ``theta``: each empty
     cell independently with probability P(Z >= theta), exactly.
 
@@ -129,8 +130,9 @@ def _merge_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def sparse_histogram(grid: Grid, cells: CellCounts, noise: Noise, source: Source,
-                     theta: float) -> NoisyHistogram:
+def sparse_histogram(
+    grid: Grid, cells: CellCounts, noise: Noise, source: Source, theta: float
+) -> NoisyHistogram:
     """Algorithm 2 on exact cell counts ``cells`` (a CellCounts, sorted keys)."""
     keys, counts = cells.keys, cells.counts
     z = noise.sample(source, keys.size)
@@ -153,6 +155,11 @@ def sparse_histogram(grid: Grid, cells: CellCounts, noise: Noise, source: Source
     all_keys[pos], all_vals[pos] = empty_keys, empty_vals
     all_keys[~from_empty], all_vals[~from_empty] = rel_keys, rel_vals
     return NoisyHistogram(
-        grid=grid, kind="sparse", values=all_vals, keys=all_keys,
-        theta=float(theta), noise=noise.name, epsilon=noise.epsilon,
+        grid=grid,
+        kind="sparse",
+        values=all_vals,
+        keys=all_keys,
+        theta=float(theta),
+        noise=noise.name,
+        epsilon=noise.epsilon,
     )

@@ -32,13 +32,20 @@ def stability_theta(noise: Noise, delta: float) -> float:
     return 1.0 + math.log(1.0 / (2.0 * delta)) / noise.epsilon
 
 
-def stability_histogram(grid: Grid, cells: CellCounts, noise: Noise, source: Source,
-                        delta: float) -> NoisyHistogram:
+def stability_histogram(
+    grid: Grid, cells: CellCounts, noise: Noise, source: Source, delta: float
+) -> NoisyHistogram:
     theta = stability_theta(noise, delta)
     z = noise.sample(source, cells.keys.size)
     noisy = cells.counts + z if noise.integer else cells.counts.astype(np.float64) + z
     keep = noisy >= theta
     return NoisyHistogram(
-        grid=grid, kind="stability", values=noisy[keep], keys=cells.keys[keep],
-        theta=theta, noise=noise.name, epsilon=noise.epsilon, delta=delta,
+        grid=grid,
+        kind="stability",
+        values=noisy[keep],
+        keys=cells.keys[keep],
+        theta=theta,
+        noise=noise.name,
+        epsilon=noise.epsilon,
+        delta=delta,
     )

@@ -89,8 +89,7 @@ class Plan:
     min_samples: int | None
 
 
-def base_cells(epsilon: float, n_expected: float | None = None,
-               max_cells: int = MAX_CELLS) -> int:
+def base_cells(epsilon: float, n_expected: float | None = None, max_cells: int = MAX_CELLS) -> int:
     """How many cells the base release may have: n epsilon / POINTS_PER_CELL
     (n = ``n_expected`` or ASSUMED_N), between MIN_BASE_CELLS and
     ``max_cells``. Public inputs only."""
@@ -113,16 +112,27 @@ def base_eps(lower, upper, eta: float, cells: int) -> float:
     return float(eps)
 
 
-def plan(lower, upper, eta: float, eps, min_samples, epsilon: float = 1.0,
-         max_cells: int = MAX_CELLS, n_expected: float | None = None) -> Plan:
+def plan(
+    lower,
+    upper,
+    eta: float,
+    eps,
+    min_samples,
+    epsilon: float = 1.0,
+    max_cells: int = MAX_CELLS,
+    n_expected: float | None = None,
+) -> Plan:
     """The public plan of an automatic fit (``eps`` and/or ``min_samples``
     "auto"): the base eps from the box, epsilon, the cap and the user's
     guess ``n_expected`` (:func:`base_cells`), and the eps candidates."""
     if eps == "auto":
         b = base_eps(lower, upper, eta, base_cells(epsilon, n_expected, max_cells))
         d = np.asarray(lower).size
-        cands = tuple(b * 2 ** (i / 2) for i in range(EPS_STEPS)
-                      if i == 0 or count_neighbours(d, eta / 2 ** (i / 2)) <= MAX_CANDIDATE_KAPPA)
+        cands = tuple(
+            b * 2 ** (i / 2)
+            for i in range(EPS_STEPS)
+            if i == 0 or count_neighbours(d, eta / 2 ** (i / 2)) <= MAX_CANDIDATE_KAPPA
+        )
     else:
         b = float(eps)
         cands = (b,)
@@ -153,8 +163,7 @@ def choose_params(hist: NoisyHistogram, params: SpanParams, p: Plan) -> dict:
     k = min(int(params.subcells), SELECTION_SUBCELLS)
     table = sweep(hist, replace(params, subcells=k), p.eps, ms)
     out = choose(table)
-    out.update({"base_eps": p.base_eps, "eps_candidates": list(p.eps),
-                "min_samples_candidates": ms})
+    out.update({"base_eps": p.base_eps, "eps_candidates": list(p.eps), "min_samples_candidates": ms})
     return out
 
 
@@ -204,8 +213,9 @@ def _parents(lower: Partition, upper: Partition) -> np.ndarray:
     idx = np.searchsorted(lower.keys, upper.keys)
     idx = np.minimum(idx, max(lower.keys.size - 1, 0))
     if lower.keys.size == 0 or not np.array_equal(lower.keys[idx], upper.keys):
-        raise ValueError("level sets are not nested: the core sub-cells of a larger MinPts "
-                         "must be core at a smaller one")
+        raise ValueError(
+            "level sets are not nested: the core sub-cells of a larger MinPts must be core at a smaller one"
+        )
     parent = np.full(upper.n_spans, -1, dtype=np.int64)
     # any cell of a span names its parent (a span lies in one span below)
     parent[upper.labels[::-1]] = lower.labels[idx][::-1]
@@ -225,17 +235,20 @@ def choose(table: dict[tuple[float, int], Partition]) -> dict:
     for alpha in sorted({a for a, _ in table}):
         levels = [table[(a, m)] for a, m in sorted(table) if a == alpha]
         scores, counts = level_scores(levels)
-        rows += [[alpha, p.min_samples, s, c, p.threshold]
-                 for p, s, c in zip(levels, scores, counts)]
+        rows += [[alpha, p.min_samples, s, c, p.threshold] for p, s, c in zip(levels, scores, counts)]
     # the best score; then the larger alpha; then the lowest threshold (a
     # plateau's lowest level); then, among MinPts the guard holds at one
     # threshold, the largest (the one that says what the threshold is)
     best = max(rows, key=lambda r: (r[2], r[0], -r[4], r[1]))
     if best[2] <= 0:
         best = max(rows, key=lambda r: (table[(r[0], int(r[1]))].core_mass, r[0], -r[4], r[1]))
-    return {"alpha": float(best[0]), "min_samples": int(best[1]), "score": float(best[2]),
-            "clusters": int(best[3]), "scores": [r[:4] for r in rows]}
+    return {
+        "alpha": float(best[0]),
+        "min_samples": int(best[1]),
+        "score": float(best[2]),
+        "clusters": int(best[3]),
+        "scores": [r[:4] for r in rows],
+    }
 
 
-__all__ = ["level_scores", "choose", "choose_params", "plan", "Plan", "base_eps",
-           "min_samples_ladder"]
+__all__ = ["level_scores", "choose", "choose_params", "plan", "Plan", "base_eps", "min_samples_ladder"]

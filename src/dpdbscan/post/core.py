@@ -27,8 +27,9 @@ from .sums import (
 )
 
 
-def sum_threshold(min_samples: float, gamma: float, raise_min_samples: bool = True,
-                  gamma_upper: float | None = None) -> float:
+def sum_threshold(
+    min_samples: float, gamma: float, raise_min_samples: bool = True, gamma_upper: float | None = None
+) -> float:
     """Threshold on the noisy neighbour sum S(X): MinPts + Gamma_up (practical
     rule) or MinPts - Gamma_low (theoretical). ``gamma`` is Gamma_low;
     ``gamma_upper`` defaults to it (the dense histogram)."""

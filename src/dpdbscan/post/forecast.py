@@ -104,26 +104,36 @@ class Forecast:
     def sentence(self) -> str:
         """A plain sentence on what is detectable at this epsilon."""
         core = "sub-cell" if self.subcells > 1 else "cell"
-        head = (f"At epsilon={self.epsilon:g} a {core} is core when its eps-neighbourhood is "
-                f"estimated to hold at least {self.threshold:.0f} points (min_samples="
-                f"{self.min_samples:g} plus a noise margin of {self.margin:.1f}; one estimate's "
-                f"noise has standard deviation {self.noise_std:.1f}).")
+        head = (
+            f"At epsilon={self.epsilon:g} a {core} is core when its eps-neighbourhood is "
+            f"estimated to hold at least {self.threshold:.0f} points (min_samples="
+            f"{self.min_samples:g} plus a noise margin of {self.margin:.1f}; one estimate's "
+            f"noise has standard deviation {self.noise_std:.1f})."
+        )
         if self.n_expected is None or self.expected_count is None:
-            return head + (" Give the number of points you expect (n_expected, a public guess) "
-                           "to see which cluster densities that reaches.")
+            return head + (
+                " Give the number of points you expect (n_expected, a public guess) "
+                "to see which cluster densities that reaches."
+            )
         n = self.n_expected
         if self.threshold > n:
-            return head + (f" Clusters are not detectable: that is more than the {n:,.0f} points "
-                           "you expect in all. Use a larger eps or a larger epsilon.")
+            return head + (
+                f" Clusters are not detectable: that is more than the {n:,.0f} points "
+                "you expect in all. Use a larger eps or a larger epsilon."
+            )
         f = self.density_factor or 0.0
-        where = (f"With {n:,.0f} points an eps-neighbourhood holds about "
-                 f"{self.expected_count:.3g} at the box's average density, so clusters are "
-                 f"detectable where the density is at least {f:.3g} times that average")
+        where = (
+            f"With {n:,.0f} points an eps-neighbourhood holds about "
+            f"{self.expected_count:.3g} at the box's average density, so clusters are "
+            f"detectable where the density is at least {f:.3g} times that average"
+        )
         if f <= 1:
             return head + " " + where + ": any region as dense as the average is detectable."
         share = min(1.0, 0.1 / f)
-        tail = (f"; a cluster holding 10% of the points is found if it covers at most "
-                f"{_percent(share)} of the box.")
+        tail = (
+            f"; a cluster holding 10% of the points is found if it covers at most "
+            f"{_percent(share)} of the box."
+        )
         if f >= USELESS_FACTOR:
             tail += " Only extreme hot spots qualify: use a larger eps or a larger epsilon."
         return head + " " + where + tail
@@ -140,12 +150,16 @@ class Forecast:
             f"eps-neighbourhood count >= {self.threshold:.1f}",
         ]
         if self.expected_count is not None:
-            out.append(f"expected  : {self.expected_count:.3g} points per eps-neighbourhood at the "
-                       f"box's average density (n_expected={self.n_expected:,.0f}); clusters need "
-                       f"{self.density_factor:.3g}x that")
+            out.append(
+                f"expected  : {self.expected_count:.3g} points per eps-neighbourhood at the "
+                f"box's average density (n_expected={self.n_expected:,.0f}); clusters need "
+                f"{self.density_factor:.3g}x that"
+            )
         if self.seconds is not None:
-            out.append(f"time      : about {_duration(self.seconds)} for the core test "
-                       f"({self.terms_per_cell:,} noisy counts per candidate cell)")
+            out.append(
+                f"time      : about {_duration(self.seconds)} for the core test "
+                f"({self.terms_per_cell:,} noisy counts per candidate cell)"
+            )
         return out + [self.sentence()] + [f"warning: {n}" for n in self.notes]
 
     def to_dict(self) -> dict:
@@ -155,8 +169,10 @@ class Forecast:
         return out
 
 
-_MARGIN_TEXT = {"density": "the largest m(q): 1 sigma, or the empty-space guard",
-                "bound": "tau = Gamma_low + Gamma_up"}
+_MARGIN_TEXT = {
+    "density": "the largest m(q): 1 sigma, or the empty-space guard",
+    "bound": "tau = Gamma_low + Gamma_up",
+}
 
 
 def _percent(x: float) -> str:
@@ -167,9 +183,17 @@ def _duration(s: float) -> str:
     return f"{s:.2g} s" if s < 120 else f"{s / 60:.2g} min"
 
 
-def forecast(grid: Grid, kind: str, noise: str, epsilon: float, theta: float,
-             params: SpanParams, *, n_expected: float | None = None,
-             max_empty_cells: float | None = None) -> Forecast:
+def forecast(
+    grid: Grid,
+    kind: str,
+    noise: str,
+    epsilon: float,
+    theta: float,
+    params: SpanParams,
+    *,
+    n_expected: float | None = None,
+    max_empty_cells: float | None = None,
+) -> Forecast:
     """The forecast of a release on the public ``grid`` with the histogram
     ``kind`` (and ``theta``) the mechanism chose, the noise law and the
     post-processing ``params``. Public inputs only."""
@@ -179,9 +203,16 @@ def forecast(grid: Grid, kind: str, noise: str, epsilon: float, theta: float,
     if params.core == "density":
         weights = density.ball_weights(d, float(grid.eta), k)
         gamma, _ = density_guarantee(grid, kind, noise, epsilon, theta, params)
-        m = density.margin(params.margin, weights, noise, epsilon, params.beta, grid.n_cells,
-                           min_samples=params.min_samples,
-                           truncation=density.empty_truncation(kind, theta))
+        m = density.margin(
+            params.margin,
+            weights,
+            noise,
+            epsilon,
+            params.beta,
+            grid.n_cells,
+            min_samples=params.min_samples,
+            truncation=density.empty_truncation(kind, theta),
+        )
         noise_std = float(m.sigma.max())
         margin_value = gamma
         threshold = params.min_samples + gamma
@@ -189,8 +220,9 @@ def forecast(grid: Grid, kind: str, noise: str, epsilon: float, theta: float,
         kappa = SubcellLayout(grid, k).kappa
     else:
         layout = SubcellLayout(grid, k)
-        gamma, gamma_upper = bound_margins(kind, theta, noise, epsilon, layout, str(params.margin),
-                                           params.beta)
+        gamma, gamma_upper = bound_margins(
+            kind, theta, noise, epsilon, layout, str(params.margin), params.beta
+        )
         # the practical rule's threshold is MinPts + tau (model.threshold)
         margin_value = bounds.tau(gamma, gamma_upper) if params.raise_min_samples else 0.0
         threshold = params.min_samples + margin_value
@@ -211,24 +243,49 @@ def forecast(grid: Grid, kind: str, noise: str, epsilon: float, theta: float,
     seconds = None if candidates is None else SECONDS_PER_TERM * terms * float(candidates)
     slow, useless = [], []
     if seconds is not None and seconds > SLOW_SECONDS:
-        slow.append(f"the core test may take about {_duration(seconds)}: each candidate cell sums "
-                     f"{terms:,} noisy counts (d={d}, eta={grid.eta:g}) over up to "
-                     f"{candidates:,.0f} cells. Use fewer dimensions, a larger eta or a coarser eps")
+        slow.append(
+            f"the core test may take about {_duration(seconds)}: each candidate cell sums "
+            f"{terms:,} noisy counts (d={d}, eta={grid.eta:g}) over up to "
+            f"{candidates:,.0f} cells. Use fewer dimensions, a larger eta or a coarser eps"
+        )
     elif seconds is None and terms > MANY_TERMS:
-        slow.append(f"each candidate cell sums {terms:,} noisy counts (d={d}): with many occupied "
-                     "cells the fit will be slow; give n_expected for an estimate")
+        slow.append(
+            f"each candidate cell sums {terms:,} noisy counts (d={d}): with many occupied "
+            "cells the fit will be slow; give n_expected for an estimate"
+        )
     if factor is not None and (factor >= USELESS_FACTOR or threshold > (n_expected or 0)):
-        useless.append(f"the fit will likely find nothing: a core cell needs {threshold:.0f} points "
-                     f"within eps, {factor:.3g} times what the box's average density gives")
+        useless.append(
+            f"the fit will likely find nothing: a core cell needs {threshold:.0f} points "
+            f"within eps, {factor:.3g} times what the box's average density gives"
+        )
     elif n_expected is None and margin_value >= 4 * params.min_samples:
-        useless.append(f"the noise margin ({margin_value:.0f}) is {margin_value / params.min_samples:.3g}"
-                     " times min_samples: only dense clusters are found at this epsilon")
-    return Forecast(eps=float(grid.alpha), min_samples=params.min_samples, epsilon=float(epsilon),
-                    d=d, n_cells=grid.n_cells, kappa=int(kappa), subcells=k, histogram=kind,
-                    theta=float(theta), core=params.core, noise_std=noise_std,
-                    margin=float(margin_value), gamma=float(gamma), threshold=float(threshold),
-                    n_expected=None if n_expected is None else float(n_expected),
-                    expected_count=expected, density_factor=factor, terms_per_cell=terms,
-                    seconds=seconds, slow=tuple(slow), useless=tuple(useless))
+        useless.append(
+            f"the noise margin ({margin_value:.0f}) is {margin_value / params.min_samples:.3g}"
+            " times min_samples: only dense clusters are found at this epsilon"
+        )
+    return Forecast(
+        eps=float(grid.alpha),
+        min_samples=params.min_samples,
+        epsilon=float(epsilon),
+        d=d,
+        n_cells=grid.n_cells,
+        kappa=int(kappa),
+        subcells=k,
+        histogram=kind,
+        theta=float(theta),
+        core=params.core,
+        noise_std=noise_std,
+        margin=float(margin_value),
+        gamma=float(gamma),
+        threshold=float(threshold),
+        n_expected=None if n_expected is None else float(n_expected),
+        expected_count=expected,
+        density_factor=factor,
+        terms_per_cell=terms,
+        seconds=seconds,
+        slow=tuple(slow),
+        useless=tuple(useless),
+    )
+
 
 __all__ = ["Forecast", "forecast", "SECONDS_PER_TERM"]

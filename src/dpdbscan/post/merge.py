@@ -107,11 +107,17 @@ def centre_offsets(d: int, r2: float, strict: bool = True) -> np.ndarray:
     """
     R = int(math.floor(math.sqrt(r2 * (1 + _TOL))))
     if strict:
-        offs = [o for o in itertools.product(range(-R, R + 1), repeat=d)
-                if 0 < sum(x * x for x in o) < r2 * (1 - _TOL)]
+        offs = [
+            o
+            for o in itertools.product(range(-R, R + 1), repeat=d)
+            if 0 < sum(x * x for x in o) < r2 * (1 - _TOL)
+        ]
     else:
-        offs = [o for o in itertools.product(range(-R, R + 1), repeat=d)
-                if 0 < sum(x * x for x in o) <= r2 * (1 + _TOL)]
+        offs = [
+            o
+            for o in itertools.product(range(-R, R + 1), repeat=d)
+            if 0 < sum(x * x for x in o) <= r2 * (1 + _TOL)
+        ]
     out = np.array(offs, dtype=np.int64).reshape(-1, d)
     out.setflags(write=False)
     return out

@@ -43,8 +43,7 @@ COARSE_BUCKETS = 1 << 21  # a first, coarser grid is cheap below this
 SPARSE_BUCKETS = 1 << 22  # most fine buckets whose block sums are looked up
 
 
-def live_cells(grid, keys: np.ndarray, vals: np.ndarray, query: np.ndarray,
-               threshold: float) -> np.ndarray:
+def live_cells(grid, keys: np.ndarray, vals: np.ndarray, query: np.ndarray, threshold: float) -> np.ndarray:
     """Mask of ``query`` cells that may be core or lie in NB of a core cell.
 
     ``keys`` (sorted) and ``vals`` are the released cells, all ``vals >= 0``.
@@ -55,8 +54,9 @@ def live_cells(grid, keys: np.ndarray, vals: np.ndarray, query: np.ndarray,
     return regions(grid, keys, vals, threshold).near(query)
 
 
-def core_candidates(grid, keys: np.ndarray, vals: np.ndarray, heavy: np.ndarray,
-                    threshold: float) -> np.ndarray:
+def core_candidates(
+    grid, keys: np.ndarray, vals: np.ndarray, heavy: np.ndarray, threshold: float
+) -> np.ndarray:
     """Sorted keys of a superset of the core cells.
 
     ``heavy`` must contain every released cell that lies in NB of a core cell
@@ -209,8 +209,9 @@ class _SparseBuckets:
         starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1]))) if sk.size else sk
         bkeys = sk[starts]
         bsums = np.add.reduceat(v, starts) if sk.size else v
-        self.deltas = np.array([int(np.dot(o, self.strides))
-                                for o in itertools.product((-1, 0, 1), repeat=grid.d)])
+        self.deltas = np.array(
+            [int(np.dot(o, self.strides)) for o in itertools.product((-1, 0, 1), repeat=grid.d)]
+        )
         ck = np.unique(self._key(cand))
         total = np.zeros(ck.size, dtype=v.dtype)
         if bkeys.size:

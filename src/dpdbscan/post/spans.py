@@ -105,8 +105,7 @@ class Spans:
     gamma_upper: float | None = None
 
 
-def margin(hist: NoisyHistogram, layout: SubcellLayout, method: str,
-           beta: float) -> tuple[float, float]:
+def margin(hist: NoisyHistogram, layout: SubcellLayout, method: str, beta: float) -> tuple[float, float]:
     """(Gamma_low, Gamma_up) for this release: public (histogram kind, theta,
     noise, epsilon, kappa, |X|, beta); :func:`dpdbscan.bounds.margins`.
 
@@ -119,17 +118,18 @@ def margin(hist: NoisyHistogram, layout: SubcellLayout, method: str,
     return bound_margins(hist.kind, hist.theta, hist.noise, hist.epsilon, layout, method, beta)
 
 
-def bound_margins(kind: str, theta: float, noise: str, epsilon: float, layout: SubcellLayout,
-                  method: str, beta: float) -> tuple[float, float]:
+def bound_margins(
+    kind: str, theta: float, noise: str, epsilon: float, layout: SubcellLayout, method: str, beta: float
+) -> tuple[float, float]:
     """(Gamma_low, Gamma_up) from the public fields of a release
     (:func:`margin`); the forecast calls it before any release."""
     theta = theta if kind != "dense" else 0.0
-    return bounds.margins(method, kind, noise, epsilon, layout.kappa, layout.n_events, beta,
-                          theta)
+    return bounds.margins(method, kind, noise, epsilon, layout.kappa, layout.n_events, beta, theta)
 
 
-def build_spans(hist: NoisyHistogram, params: SpanParams, gamma: float | None = None,
-                gamma_upper: float | None = None) -> Spans:
+def build_spans(
+    hist: NoisyHistogram, params: SpanParams, gamma: float | None = None, gamma_upper: float | None = None
+) -> Spans:
     """Core cells (or sub-cells) and spans from a released histogram.
 
     ``gamma`` (and ``gamma_upper``, the same by default) override the bound
@@ -147,27 +147,43 @@ def build_spans(hist: NoisyHistogram, params: SpanParams, gamma: float | None = 
     keys, _ = core_cells(hist, thr, layout)
     tau = bounds.tau(gamma, gamma_upper)
     upper = params.min_samples + (tau if params.raise_min_samples else 0.0)
-    return Spans(grid=layout.fine, core_keys=keys, labels=merge_cells(layout.fine, keys),
-                 gamma=float(gamma), kappa=int(layout.kappa), n_events=int(layout.n_events),
-                 rho=layout.rho, threshold=float(upper),
-                 gamma_upper=None if gamma_upper is None else float(gamma_upper))
+    return Spans(
+        grid=layout.fine,
+        core_keys=keys,
+        labels=merge_cells(layout.fine, keys),
+        gamma=float(gamma),
+        kappa=int(layout.kappa),
+        n_events=int(layout.n_events),
+        rho=layout.rho,
+        threshold=float(upper),
+        gamma_upper=None if gamma_upper is None else float(gamma_upper),
+    )
 
 
 def _density_spans(hist: NoisyHistogram, params: SpanParams, layout: SubcellLayout) -> Spans:
     """The density test: core sub-cells whose estimated alpha-ball count
     reaches MinPts + m(q) in an occupied cell, joined when their centres are
     within alpha; and the quantities of its one-sided guarantee."""
-    dc = density.density_core(hist, params.min_samples, subcells=layout.k,
-                              margin_rule=params.margin, beta=params.beta)
-    gamma, extra = density_guarantee(hist.grid, hist.kind, hist.noise, hist.epsilon, hist.theta,
-                                     params)
-    return Spans(grid=dc.fine, core_keys=dc.keys, labels=merge_centres(dc.fine, dc.keys),
-                 gamma=gamma, kappa=int(layout.kappa), n_events=int(layout.n_events),
-                 rho=layout.rho, threshold=float(params.min_samples + gamma), extra=extra)
+    dc = density.density_core(
+        hist, params.min_samples, subcells=layout.k, margin_rule=params.margin, beta=params.beta
+    )
+    gamma, extra = density_guarantee(hist.grid, hist.kind, hist.noise, hist.epsilon, hist.theta, params)
+    return Spans(
+        grid=dc.fine,
+        core_keys=dc.keys,
+        labels=merge_centres(dc.fine, dc.keys),
+        gamma=gamma,
+        kappa=int(layout.kappa),
+        n_events=int(layout.n_events),
+        rho=layout.rho,
+        threshold=float(params.min_samples + gamma),
+        extra=extra,
+    )
 
 
-def density_guarantee(grid: Grid, kind: str, noise: str, epsilon: float, theta: float,
-                      params: SpanParams) -> tuple[float, dict[str, Any]]:
+def density_guarantee(
+    grid: Grid, kind: str, noise: str, epsilon: float, theta: float, params: SpanParams
+) -> tuple[float, dict[str, Any]]:
     """The one-sided guarantee of a density release (docs/density-notes.md).
 
     Let G(q) bound the weighted noise of every sub-cell at once (exact
@@ -184,17 +200,26 @@ def density_guarantee(grid: Grid, kind: str, noise: str, epsilon: float, theta: 
     recomputes exactly what its spans were made with.
     """
     weights = density.ball_weights(grid.d, float(grid.eta), params.subcells)
-    m = density.margin(params.margin, weights, noise, epsilon, params.beta, grid.n_cells,
-                       min_samples=params.min_samples,
-                       truncation=density.empty_truncation(kind, theta))
+    m = density.margin(
+        params.margin,
+        weights,
+        noise,
+        epsilon,
+        params.beta,
+        grid.n_cells,
+        min_samples=params.min_samples,
+        truncation=density.empty_truncation(kind, theta),
+    )
     G = density.accuracy_margin(weights, noise, epsilon, params.beta, grid.n_cells, kind)
     from_accuracy = math.floor(params.min_samples + float((m.values - G).min())) + 1
     guarded = bool(np.any(m.empty > 0)) or kind == "stability"
     m_star = max(from_accuracy, 1) if guarded else from_accuracy
     two_events = kind == "sparse" and from_accuracy < 1 and guarded
-    return float(m.values.max()), {"accuracy_margin": float(G.max()), "m_star": int(m_star),
-                                   "probability": 1.0 - (2 if two_events else 1) * params.beta}
+    return float(m.values.max()), {
+        "accuracy_margin": float(G.max()),
+        "m_star": int(m_star),
+        "probability": 1.0 - (2 if two_events else 1) * params.beta,
+    }
 
 
-__all__ = ["SpanParams", "Spans", "build_spans", "margin", "bound_margins", "density_guarantee",
-           "CORE_TESTS"]
+__all__ = ["SpanParams", "Spans", "build_spans", "margin", "bound_margins", "density_guarantee", "CORE_TESTS"]

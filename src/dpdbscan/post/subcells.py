@@ -55,8 +55,11 @@ def _sub_offsets(d: int, eta: float, k: int):
                     gap = 0.0
                 g[o] = max(gap, 0.0) ** 2
             gaps.append(g)
-        offs = [o for o in itertools.product(steps, repeat=d)
-                if sum(gaps[i][o[i]] for i in range(d)) < r2 * (1 - 1e-12)]
+        offs = [
+            o
+            for o in itertools.product(steps, repeat=d)
+            if sum(gaps[i][o[i]] for i in range(d)) < r2 * (1 - 1e-12)
+        ]
         out.append((pos, np.array(offs, dtype=np.int64).reshape(-1, d)))
     return tuple(out)
 
@@ -92,7 +95,7 @@ class SubcellLayout:
         else:
             if self.k**grid.d > 4096:
                 raise ValueError(
-                    f"subcells={k} gives {self.k ** grid.d} sub-cells per cell in d={grid.d}; "
+                    f"subcells={k} gives {self.k**grid.d} sub-cells per cell in d={grid.d}; "
                     "use fewer sub-cells in high dimension"
                 )
             self.fine = grid.subdivided(self.k)

@@ -34,8 +34,11 @@ def dense_neighbour_sums(grid: Grid, values: np.ndarray, offsets=None) -> np.nda
     replaces NB by another offset set (sub-cell neighbourhoods).
     """
     runs = list(offset_runs(grid.offsets if offsets is None else offsets))
-    R = grid.reach if offsets is None else max(
-        grid.reach, int(np.abs(np.asarray(offsets)).max()) if len(offsets) else 0)
+    R = (
+        grid.reach
+        if offsets is None
+        else max(grid.reach, int(np.abs(np.asarray(offsets)).max()) if len(offsets) else 0)
+    )
     d = grid.d
     shape = grid.shape
     C = padded_prefix_sums(values, R)
@@ -62,7 +65,7 @@ def sparse_neighbour_sums(grid: Grid, keys, values, query, offsets=None) -> np.n
         return out
     if grid.wide:
         qc = grid.decode(query)
-        for o in (grid.offsets if offsets is None else offsets):
+        for o in grid.offsets if offsets is None else offsets:
             out += lookup(keys, values, grid.encode(qc + o))
         return out
     cs = np.zeros(values.size + 1, dtype=acc_dtype)

@@ -78,8 +78,9 @@ def sub_cell_mass(hist: NoisyHistogram, fine: Grid, keys: np.ndarray, k: int) ->
     return np.maximum(vals, 0.0) / k**grid.d
 
 
-def sweep(hist: NoisyHistogram, params: SpanParams, alphas: Sequence[float],
-          min_samples: Sequence[int]) -> dict[tuple[float, int], Partition]:
+def sweep(
+    hist: NoisyHistogram, params: SpanParams, alphas: Sequence[float], min_samples: Sequence[int]
+) -> dict[tuple[float, int], Partition]:
     """The spans at every (alpha, MinPts) of the grid, from the release ``hist``.
 
     ``alphas`` must be at least the release's resolution (the diagonal of its
@@ -95,23 +96,24 @@ def sweep(hist: NoisyHistogram, params: SpanParams, alphas: Sequence[float],
     for alpha in sorted({float(a) for a in alphas}):
         h = hist.on_grid(base.at_alpha(alpha))
         if params.core == "density":
-            field = density.density_field(h, ms[0], subcells=k, margin_rule=params.margin,
-                                          beta=params.beta)
+            field = density.density_field(h, ms[0], subcells=k, margin_rule=params.margin, beta=params.beta)
             keys_all = common.encode(field.fine.decode(field.keys))
             mass_all = sub_cell_mass(hist, common, keys_all, k)
             for m in ms:
                 sel = field.core_mask(m)
                 # nested: once nothing is core, nothing is at a larger MinPts
-                labels = merge_centres(field.fine, field.keys[sel]) if sel.any() else \
-                    np.zeros(0, dtype=np.int64)
+                labels = (
+                    merge_centres(field.fine, field.keys[sel]) if sel.any() else np.zeros(0, dtype=np.int64)
+                )
                 thr = float(field.thresholds(m).max())
                 out[(alpha, m)] = Partition(alpha, m, keys_all[sel], labels, mass_all[sel], thr)
         else:
             for m in ms:
                 spans = build_spans(h, replace(params, min_samples=m))
                 keys = common.encode(spans.grid.decode(spans.core_keys))
-                out[(alpha, m)] = Partition(alpha, m, keys, spans.labels,
-                                            sub_cell_mass(hist, common, keys, k), spans.threshold)
+                out[(alpha, m)] = Partition(
+                    alpha, m, keys, spans.labels, sub_cell_mass(hist, common, keys, k), spans.threshold
+                )
     return out
 
 

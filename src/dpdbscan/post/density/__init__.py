@@ -63,8 +63,21 @@ from .sums import dense_weighted_sums, weighted_sums_at  # noqa: F401
 from .weights import ESTIMATES, BallWeights, ball_weights  # noqa: F401
 
 __all__ = [
-    "BallWeights", "DensityCore", "DensityField", "Margin", "accuracy_margin", "ball_weights",
-    "density_core", "density_field",
-    "dense_weighted_sums", "empty_truncation", "fine_grid", "margin", "noise_variance",
-    "utility_note", "weighted_quantile", "weighted_sums_at", "weighted_tail_bound",
+    "BallWeights",
+    "DensityCore",
+    "DensityField",
+    "Margin",
+    "accuracy_margin",
+    "ball_weights",
+    "density_core",
+    "density_field",
+    "dense_weighted_sums",
+    "empty_truncation",
+    "fine_grid",
+    "margin",
+    "noise_variance",
+    "utility_note",
+    "weighted_quantile",
+    "weighted_sums_at",
+    "weighted_tail_bound",
 ]

@@ -61,10 +61,18 @@ OCCUPANCY = 0.5  # gamma: a core sub-cell's cell holds >= gamma x the ball's mea
 OCCUPANCY_SIGMAS = 2.0  # ... or at least this many standard deviations of one cell's noise
 
 
-def density_core(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2,
-                 margin_rule=1.0, beta: float = 0.1, estimate: str = "average",
-                 occupancy: float = OCCUPANCY, occupancy_sigmas: float = OCCUPANCY_SIGMAS,
-                 guard: bool = True) -> DensityCore:
+def density_core(
+    hist: NoisyHistogram,
+    min_samples: float,
+    *,
+    subcells: int = 2,
+    margin_rule=1.0,
+    beta: float = 0.1,
+    estimate: str = "average",
+    occupancy: float = OCCUPANCY,
+    occupancy_sigmas: float = OCCUPANCY_SIGMAS,
+    guard: bool = True,
+) -> DensityCore:
     """Sub-cells q with E~(q) >= min_samples + m(q) whose cell is occupied.
 
     Occupancy: DBSCAN's core points are data points, so an empty spot between
@@ -89,9 +97,17 @@ def density_core(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2,
     (T the smallest threshold), so only those cells are evaluated; with
     gamma = 0, the cells within reach of a cell holding >= T / max S.
     """
-    field = density_field(hist, min_samples, subcells=subcells, margin_rule=margin_rule,
-                          beta=beta, estimate=estimate, occupancy=occupancy,
-                          occupancy_sigmas=occupancy_sigmas, guard=guard)
+    field = density_field(
+        hist,
+        min_samples,
+        subcells=subcells,
+        margin_rule=margin_rule,
+        beta=beta,
+        estimate=estimate,
+        occupancy=occupancy,
+        occupancy_sigmas=occupancy_sigmas,
+        guard=guard,
+    )
     return field.core(min_samples)
 
 
@@ -130,9 +146,17 @@ class DensityField:
     def margin(self, min_samples: float) -> Margin:
         """m(q) per sub-position at this MinPts (public quantities only)."""
         h = self.hist
-        return margin(self.margin_rule, self.weights, h.noise, h.epsilon, self.beta,
-                      h.grid.n_cells, min_samples=min_samples,
-                      truncation=empty_truncation(h.kind, h.theta), guard=self.guard)
+        return margin(
+            self.margin_rule,
+            self.weights,
+            h.noise,
+            h.epsilon,
+            self.beta,
+            h.grid.n_cells,
+            min_samples=min_samples,
+            truncation=empty_truncation(h.kind, h.theta),
+            guard=self.guard,
+        )
 
     def thresholds(self, min_samples: float) -> np.ndarray:
         """MinPts + m(q) per sub-position."""
@@ -141,22 +165,37 @@ class DensityField:
     def core_mask(self, min_samples: float) -> np.ndarray:
         """Which of ``keys`` are core at this MinPts."""
         if min_samples < self.min_samples:
-            raise ValueError(f"this field was built for min_samples >= {self.min_samples:g}, "
-                             f"got {min_samples:g}")
+            raise ValueError(
+                f"this field was built for min_samples >= {self.min_samples:g}, got {min_samples:g}"
+            )
         return self.estimates >= self.thresholds(min_samples)[self.position]
 
     def core(self, min_samples: float) -> DensityCore:
         """The core sub-cells at this MinPts."""
         sel = self.core_mask(min_samples)
-        return DensityCore(self.fine, self.keys[sel], self.estimates[sel],
-                           self.margin(min_samples), self.weights, float(min_samples),
-                           self.occupancy)
+        return DensityCore(
+            self.fine,
+            self.keys[sel],
+            self.estimates[sel],
+            self.margin(min_samples),
+            self.weights,
+            float(min_samples),
+            self.occupancy,
+        )
 
 
-def density_field(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2,
-                  margin_rule=1.0, beta: float = 0.1, estimate: str = "average",
-                  occupancy: float = OCCUPANCY, occupancy_sigmas: float = OCCUPANCY_SIGMAS,
-                  guard: bool = True) -> DensityField:
+def density_field(
+    hist: NoisyHistogram,
+    min_samples: float,
+    *,
+    subcells: int = 2,
+    margin_rule=1.0,
+    beta: float = 0.1,
+    estimate: str = "average",
+    occupancy: float = OCCUPANCY,
+    occupancy_sigmas: float = OCCUPANCY_SIGMAS,
+    guard: bool = True,
+) -> DensityField:
     """The :class:`DensityField` of a release for every MinPts >= ``min_samples``
     (see :func:`density_core` for the test). Post-processing only."""
     grid = hist.grid
@@ -166,24 +205,36 @@ def density_field(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2
     if not (math.isfinite(gamma) and gamma >= 0):
         raise ValueError(f"occupancy must be a number >= 0, got occupancy={occupancy!r}")
     weights = ball_weights(grid.d, float(grid.eta), k, estimate)
-    m = margin(margin_rule, weights, hist.noise, hist.epsilon, beta, grid.n_cells,
-               min_samples=min_samples, truncation=empty_truncation(hist.kind, hist.theta),
-               guard=guard)
+    m = margin(
+        margin_rule,
+        weights,
+        hist.noise,
+        hist.epsilon,
+        beta,
+        grid.n_cells,
+        min_samples=min_samples,
+        truncation=empty_truncation(hist.kind, hist.theta),
+        guard=guard,
+    )
     thresholds = min_samples + m.values
     fine = fine_grid(grid, k)
     tmin = float(thresholds.min())
     if tmin <= 0:
         raise ValueError(
             f"the density threshold is {tmin:.3g} <= 0, so every sub-cell of the universe "
-            "would be core; raise min_samples")
+            "would be core; raise min_samples"
+        )
     # the thresholds only grow with MinPts (m(q) = max(c sigma, G_0 - MinPts) with
     # the guard), so cells that fail the smallest fail every larger MinPts
     S = weights.sums
     if gamma > 0:
         # (own > c sigma_Z or own >= gamma E/S) and E >= T imply own >= min(c sigma_Z, gamma T/S)
         occ_abs = occupancy_sigmas * math.sqrt(noise_variance(hist.noise, hist.epsilon))
-        cut = min(occ_abs, gamma * tmin / float(S.max())) if occupancy_sigmas >= 0 \
+        cut = (
+            min(occ_abs, gamma * tmin / float(S.max()))
+            if occupancy_sigmas >= 0
             else gamma * tmin / float(S.max())
+        )
         cand, own = _occupied_cells(hist, max(cut, 1e-12) * (1 - 1e-9))
         if hist.kind == "dense" and cand.size:
             # E~(q) >= T needs a cell in NB(X) holding >= T / max S
@@ -213,8 +264,19 @@ def density_field(hist: NoisyHistogram, min_samples: float, *, subcells: int = 2
     est = E[rows, cols][inside]
     position = cols[inside]
     order = np.argsort(fkeys, kind="stable")
-    return DensityField(hist, fine, fkeys[order], est[order], position[order], weights,
-                        margin_rule, float(beta), bool(guard), gamma, float(min_samples))
+    return DensityField(
+        hist,
+        fine,
+        fkeys[order],
+        est[order],
+        position[order],
+        weights,
+        margin_rule,
+        float(beta),
+        bool(guard),
+        gamma,
+        float(min_samples),
+    )
 
 
 def _reachable(hist: NoisyHistogram, cand: np.ndarray, threshold: float) -> np.ndarray:
@@ -292,7 +354,8 @@ def _candidates(hist: NoisyHistogram, weights: BallWeights, threshold: float) ->
     if threshold <= 0:
         raise ValueError(
             f"the density threshold is {threshold:.3g} <= 0, so every sub-cell of the "
-            "universe would be core; raise min_samples")
+            "universe would be core; raise min_samples"
+        )
     # the W-weighted sum over at most smax "cells' worth" of values: some term
     # must reach threshold / smax (with room for rounding)
     cut = threshold / smax * (1 - 1e-9)
@@ -343,9 +406,15 @@ def _sparse_near(grid: Grid, heavy: np.ndarray, offsets: np.ndarray) -> np.ndarr
     return cand
 
 
-def utility_note(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_spans: int,
-                 min_samples: float, margin_value: float,
-                 noise_std: float | None = None) -> str | None:
+def utility_note(
+    hist: NoisyHistogram,
+    core_keys: np.ndarray,
+    k: int,
+    n_spans: int,
+    min_samples: float,
+    margin_value: float,
+    noise_std: float | None = None,
+) -> str | None:
     """A warning text when the release says little, or None.
 
     Reads public parameters and the release only, and quotes no released
@@ -359,8 +428,10 @@ def utility_note(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_spans: i
     if n_spans == 0:
         problems.append("the release has no span")
     elif n_spans == 1:
-        problems.append("the release has a single span (one cluster, or clusters that merged, "
-                        "or only one dense enough to pass)")
+        problems.append(
+            "the release has a single span (one cluster, or clusters that merged, "
+            "or only one dense enough to pass)"
+        )
     values = np.asarray(hist.values)
     # the positive mass, without a float copy of a dense histogram
     total = float(np.sum(values, where=values > 0, dtype=np.float64))
@@ -373,18 +444,23 @@ def utility_note(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_spans: i
             inside = lookup(hist.released_keys, values, keys)
         covered = float(np.maximum(inside, 0).sum(dtype=np.float64))
         if covered < 0.5 * total:
-            problems.append("less than half of the noisy counts lie in cells of the spans, so "
-                            "most points will be labelled noise")
+            problems.append(
+                "less than half of the noisy counts lie in cells of the spans, so "
+                "most points will be labelled noise"
+            )
     if not problems:
         return None
     threshold = min_samples + margin_value
-    cause = (f"A sub-cell is core only when its estimated eps-neighbourhood holds about "
-             f"{threshold:.0f} points: min_samples={min_samples:g} plus the noise margin "
-             f"{margin_value:.1f} at epsilon={hist.epsilon:g}"
-             + ("" if noise_std is None else
-                f" (one estimate's noise has standard deviation {noise_std:.1f})"))
+    cause = (
+        f"A sub-cell is core only when its estimated eps-neighbourhood holds about "
+        f"{threshold:.0f} points: min_samples={min_samples:g} plus the noise margin "
+        f"{margin_value:.1f} at epsilon={hist.epsilon:g}"
+        + ("" if noise_std is None else f" (one estimate's noise has standard deviation {noise_std:.1f})")
+    )
     if margin_value >= min_samples:
         cause += " (the margin dominates: the data are small or sparse for this epsilon)"
-    return ("; ".join(problems) + ". " + cause + ". Small or sparse data need a larger eps or a "
-            "larger epsilon; 'dpdbscan forecast' shows what a release can detect before it is "
-            "made (docs/parameters.md).")
+    return (
+        "; ".join(problems) + ". " + cause + ". Small or sparse data need a larger eps or a "
+        "larger epsilon; 'dpdbscan forecast' shows what a release can detect before it is "
+        "made (docs/parameters.md)."
+    )

@@ -18,7 +18,6 @@ from .weights import BallWeights
 MARGINS = ("chernoff", "pointwise")  # or a number c: c * sigma(q)
 
 
-
 def noise_variance(noise: str, epsilon: float) -> float:
     """Variance of one noise term: discrete Laplace 2q/(1-q)^2 with
     q = exp(-epsilon); continuous Laplace 2/epsilon^2; none 0."""
@@ -67,8 +66,7 @@ def weighted_tail_bound(noise: str, epsilon: float, weights: tuple, log_level: f
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
     best = vals[i]
     if hi > lo:
-        res = minimize_scalar(g_of, bounds=(lo, hi), method="bounded",
-                              options={"xatol": 1e-12 * top})
+        res = minimize_scalar(g_of, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12 * top})
         best = min(best, float(res.fun))
     return best
 
@@ -83,10 +81,12 @@ def _noise_cdf(noise: str, epsilon: float):
             with np.errstate(over="ignore"):
                 return np.where(m >= 0, 1.0 - q ** (m + 1) / (1.0 + q), q ** (-m) / (1.0 + q))
     else:
+
         def F(z):
             z = np.asarray(z, dtype=np.float64)
             with np.errstate(over="ignore"):
                 return np.where(z >= 0, 1.0 - 0.5 * np.exp(-epsilon * z), 0.5 * np.exp(epsilon * z))
+
     return F
 
 
@@ -109,12 +109,12 @@ def _term_cdf(noise: str, epsilon: float, truncation):
     def G(r):
         r = np.asarray(r, dtype=np.float64)
         return np.where(r < 0, 0.0, np.where(r < theta, below, F(r)))
+
     return G, True
 
 
 @functools.lru_cache(maxsize=1024)
-def weighted_quantile(noise: str, epsilon: float, weights: tuple, level: float,
-                      truncation=None) -> float:
+def weighted_quantile(noise: str, epsilon: float, weights: tuple, level: float, truncation=None) -> float:
     """g with P(sum_Y W_Y R_Y >= g) <= level, computed exactly up to binning.
 
     Each term W R is rounded *up* to a multiple of delta (B = ceil(W R / delta)),
@@ -158,8 +158,7 @@ def weighted_quantile(noise: str, epsilon: float, weights: tuple, level: float,
     # P(B > i + offset) <= level, so P(sum > (i + offset) delta) <= level and
     # P(sum >= g) <= level for g one bin higher. With many terms the binning
     # slack can exceed Chernoff's: both are valid, take the smaller.
-    return min((i + offset + 1) * delta,
-               _chernoff(noise, epsilon, uniq, counts, level, truncation))
+    return min((i + offset + 1) * delta, _chernoff(noise, epsilon, uniq, counts, level, truncation))
 
 
 _MAX_LAW = 1 << 20
@@ -173,8 +172,7 @@ def _log_mgf_term(noise: str, epsilon: float, s: np.ndarray, truncation) -> np.n
     if noise == "discrete":
         q = math.exp(-epsilon)
         t = 1 if positive else math.ceil(float(truncation))
-        below = 1.0 / (1.0 + q) if positive else (
-            1.0 - q**t / (1.0 + q) if t >= 1 else q / (1.0 + q))
+        below = 1.0 / (1.0 + q) if positive else (1.0 - q**t / (1.0 + q) if t >= 1 else q / (1.0 + q))
         x = q * np.exp(s)
         upper = (1.0 - q) / (1.0 + q) * x**t / (1.0 - x)
     else:
@@ -190,8 +188,7 @@ def _chernoff(noise, epsilon, uniq, counts, level, truncation) -> float:
     log_level = math.log(level)
 
     def g_of(lam):
-        return float((counts * _log_mgf_term(noise, epsilon, lam * uniq, truncation)).sum()
-                     - log_level) / lam
+        return float((counts * _log_mgf_term(noise, epsilon, lam * uniq, truncation)).sum() - log_level) / lam
 
     lams = top * np.geomspace(1e-4, 1.0 - 1e-9, 200)
     return min(g_of(x) for x in lams)
@@ -226,9 +223,18 @@ def empty_truncation(kind: str, theta: float):
     return float(theta)
 
 
-def margin(rule, weights: BallWeights, noise: str, epsilon: float, beta: float,
-           n_cells: int, *, min_samples: float | None = None, truncation=None,
-           guard: bool = True) -> Margin:
+def margin(
+    rule,
+    weights: BallWeights,
+    noise: str,
+    epsilon: float,
+    beta: float,
+    n_cells: int,
+    *,
+    min_samples: float | None = None,
+    truncation=None,
+    guard: bool = True,
+) -> Margin:
     """m(q) from public quantities only.
 
     ``rule``:
@@ -251,30 +257,34 @@ def margin(rule, weights: BallWeights, noise: str, epsilon: float, beta: float,
     empty = np.zeros(len(weights.positions))
     if isinstance(rule, str):
         if rule not in MARGINS:
-            raise ValueError(f"density margin must be one of {MARGINS} or a number >= 0, "
-                             f"got margin={rule!r}")
+            raise ValueError(f"density margin must be one of {MARGINS} or a number >= 0, got margin={rule!r}")
         if rule == "chernoff":
             level = math.log(beta) - math.log(2.0) - math.log(n_events)
         else:
             level = math.log(beta)
-        vals = np.array([weighted_tail_bound(noise, float(epsilon), _rounded(row), level)
-                         for row in weights.W])
+        vals = np.array(
+            [weighted_tail_bound(noise, float(epsilon), _rounded(row), level) for row in weights.W]
+        )
     else:
         c = float(rule)
         if not (math.isfinite(c) and c >= 0):
             raise ValueError(f"a numeric density margin must be finite and >= 0, got {rule!r}")
         vals = c * sigma
         if guard and min_samples is not None and truncation != "zero":
-            empty = np.array([weighted_quantile(noise, float(epsilon), _rounded(row),
-                                                beta / n_events, truncation)
-                              for row in weights.W])
+            empty = np.array(
+                [
+                    weighted_quantile(noise, float(epsilon), _rounded(row), beta / n_events, truncation)
+                    for row in weights.W
+                ]
+            )
             vals = np.maximum(vals, empty - min_samples)
     vals.setflags(write=False)
     return Margin(rule, vals, sigma, empty, n_events, float(beta))
 
 
-def accuracy_margin(weights: BallWeights, noise: str, epsilon: float, beta: float,
-                    n_cells: int, kind: str = "dense") -> np.ndarray:
+def accuracy_margin(
+    weights: BallWeights, noise: str, epsilon: float, beta: float, n_cells: int, kind: str = "dense"
+) -> np.ndarray:
     """G(q) with P(N(q) > G(q) for some sub-cell q) <= beta (one-sided union
     bound over the k^d |X| sub-cells; exact quantiles up to binning).
 
@@ -284,8 +294,9 @@ def accuracy_margin(weights: BallWeights, noise: str, epsilon: float, beta: floa
     """
     n_events = int(n_cells) * weights.k**weights.d
     trunc = None if kind == "dense" else "positive"
-    return np.array([weighted_quantile(noise, float(epsilon), _rounded(row), beta / n_events,
-                                       trunc) for row in weights.W])
+    return np.array(
+        [weighted_quantile(noise, float(epsilon), _rounded(row), beta / n_events, trunc) for row in weights.W]
+    )
 
 
 def _rounded(row: np.ndarray) -> tuple:

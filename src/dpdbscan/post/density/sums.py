@@ -60,18 +60,18 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
         flat = P.ravel()
         step = _rows_per_block(deltas.size)
         for a in range(0, n, step):
-            base = (grid.decode(keys[a:a + step]) + R) @ strides
+            base = (grid.decode(keys[a : a + step]) + R) @ strides
             G = flat[base[:, None] + deltas[None, :]]
-            np.matmul(G, Wt, out=out[a:a + step])
+            np.matmul(G, Wt, out=out[a : a + step])
         return out
     if grid.wide:
         step = _rows_per_block(weights.offsets.shape[0])
         for a in range(0, n, step):
-            coords = grid.decode(keys[a:a + step])
+            coords = grid.decode(keys[a : a + step])
             vals = np.empty((coords.shape[0], weights.offsets.shape[0]))
             for j, o in enumerate(weights.offsets):
                 vals[:, j] = lookup(hist.released_keys, hist.values, grid.encode(coords + o))
-            np.matmul(vals, Wt, out=out[a:a + step])
+            np.matmul(vals, Wt, out=out[a : a + step])
         return out
     return _sparse_run_sums(grid, hist.released_keys, hist.values, weights, keys)
 

@@ -42,6 +42,7 @@ def _axis_cdf(o: int, s: int, k: int, centre: bool):
 
         def F(x):
             return k * (_ramp_integral(x + b) - _ramp_integral(x + a))
+
     return F
 
 
@@ -53,6 +54,7 @@ def _axis_sq_cdf(o: int, s: int, k: int, centre: bool):
         t = np.asarray(t, dtype=np.float64)
         r = np.sqrt(np.maximum(t, 0.0))
         return np.where(t < 0, 0.0, F(r) - F(-r))
+
     return G
 
 
@@ -122,8 +124,11 @@ def _support(d: int, eta: float, k: int, centre: bool):
         for s in pos:
             lo, hi = ((s + 0.5) / k, (s + 0.5) / k) if centre else (s / k, (s + 1) / k)
             per_axis.append({o: max(o - hi, lo - (o + 1), 0.0) ** 2 for o in steps})
-        offs = [o for o in itertools.product(steps, repeat=d)
-                if sum(per_axis[i][o[i]] for i in range(d)) < A * (1 - 1e-12)]
+        offs = [
+            o
+            for o in itertools.product(steps, repeat=d)
+            if sum(per_axis[i][o[i]] for i in range(d)) < A * (1 - 1e-12)
+        ]
         out.append((pos, offs))
     return out
 
@@ -168,8 +173,7 @@ class BallWeights:
 
 
 @functools.lru_cache(maxsize=64)
-def ball_weights(d: int, eta: float, k: int = 1, estimate: str = "average",
-                 bins: int = _BINS) -> BallWeights:
+def ball_weights(d: int, eta: float, k: int = 1, estimate: str = "average", bins: int = _BINS) -> BallWeights:
     """The weights W(q, Y), computed once per (d, eta, k, estimate).
 
     Exact in d = 1; in higher d by deterministic numerical integration: the
@@ -186,8 +190,9 @@ def ball_weights(d: int, eta: float, k: int = 1, estimate: str = "average",
         raise ValueError(f"subcells must be an integer >= 1, got subcells={k!r}")
     k = int(k)
     if k**d > 4096:
-        raise ValueError(f"subcells={k} gives {k ** d} sub-cells per cell in d={d}; "
-                         "use fewer sub-cells in high dimension")
+        raise ValueError(
+            f"subcells={k} gives {k**d} sub-cells per cell in d={d}; use fewer sub-cells in high dimension"
+        )
     centre = estimate == "centre"
     A = (4.0 * math.sqrt(d) / eta) ** 2
     support = _support(d, float(eta), k, centre)
