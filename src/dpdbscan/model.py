@@ -124,7 +124,7 @@ class SpanModel:
     release: dict | None = None
     auto: dict | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.eta is None:
             self.eta = self.grid.eta * self.subcells
         if self.histogram is not None:

@@ -83,7 +83,7 @@ class SubcellLayout:
         k^d |X|, the number of sums the union bound covers.
     """
 
-    def __init__(self, grid: Grid, k: int = 1):
+    def __init__(self, grid: Grid, k: int = 1) -> None:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"subcells must be an integer >= 1, got subcells={k!r}")
         self.grid = grid

@@ -106,7 +106,7 @@ class SumsAt:
     floating point). Sparse: :func:`sparse_neighbour_sums` at the cells.
     """
 
-    def __init__(self, hist: NoisyHistogram):
+    def __init__(self, hist: NoisyHistogram) -> None:
         self.hist = hist
         grid = hist.grid
         if hist.kind != "dense":
