@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, Self, TypeAlias
+from typing import Any, Literal, NoReturn, Self
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from ._random import Seed
 from .accountant import Accountant
 from .backends import Backend, NumpyBackend, resolve_backend
+from .backends.base import PointsInput
 from .geo import Equirectangular, parse_length
 from .mechanism import forecast as _forecast
 from .mechanism import release
@@ -27,17 +28,6 @@ from .params import (
     validate,
 )
 from .post.forecast import Forecast
-
-if TYPE_CHECKING:
-    import dask.array as da
-    import dask.dataframe as dd
-
-#: What :meth:`DPDBSCAN.fit` reads: an array-like of points or, with a
-#: distributed backend, paths or globs of Parquet/CSV files, dask DataFrames
-#: or dask arrays.
-FitInput: TypeAlias = (
-    "ArrayLike | str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | dd.DataFrame | da.Array"
-)
 
 
 class DPDBSCAN(ClusterMixin, BaseEstimator):
@@ -220,7 +210,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         names = [n for n in PARAMETERS if n != "bounds"]
         return validate({n: getattr(self, n) for n in names})
 
-    def fit(self, X: FitInput, y: object = None) -> Self:
+    def fit(self, X: PointsInput, y: object = None) -> Self:
         """Release DP spans of ``X``. Returns self.
 
         Parameters
@@ -388,7 +378,7 @@ def _are_paths(X: object) -> bool:
 
 
 def _n_features_of(
-    X: FitInput, bounds: tuple[ArrayLike, ArrayLike] | None, backend: Backend | None = None
+    X: PointsInput, bounds: tuple[ArrayLike, ArrayLike] | None, backend: Backend | None = None
 ) -> int:
     """Number of coordinates of non-numpy X: the backend's column rule first
     (it knows which columns it will read), then shape, columns or bounds."""
