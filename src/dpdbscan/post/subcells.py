@@ -107,7 +107,7 @@ class SubcellLayout:
     def rho(self) -> float:
         return approximation_ratio(self.grid.eta, self.k)
 
-    def fine_keys(self, coarse_keys: np.ndarray, pos) -> np.ndarray:
+    def fine_keys(self, coarse_keys: np.ndarray, pos: tuple[int, ...]) -> np.ndarray:
         """Keys (in ``fine``) of sub-cell ``pos`` of the given cells, inside the box."""
         if self.k == 1:
             return coarse_keys
