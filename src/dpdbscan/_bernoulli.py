@@ -61,6 +61,8 @@ from itertools import accumulate
 
 import numpy as np
 
+from ._random import Source
+
 FAST_BITS = 32  # bits of U compared with the fast table; tests lower it to force ties
 _WIDTH = 12  # bits per digit: tables of at most 4096 thresholds
 _OVERFLOW_LOG2 = 12  # the top digit overflows with probability about 2^-12
@@ -70,7 +72,7 @@ _MAX_BATCH = 1 << 20
 class TailProbability:
     """The real number ``p = exp(-a) / (1 + exp(-b))`` for rationals a, b >= 0."""
 
-    def __init__(self, a, b):
+    def __init__(self, a: Fraction | int | float, b: Fraction | int | float) -> None:
         self.a, self.b = Fraction(a), Fraction(b)
         if self.a < 0 or self.b < 0:
             raise ValueError("the tail probability needs a, b >= 0")
@@ -354,7 +356,9 @@ def _geometric_half(source, n: int, limit: int) -> tuple[np.ndarray, np.ndarray]
     return np.minimum(g, limit), beyond
 
 
-def geometric(source, n: int, tail: TailProbability, limit: int = 1 << 62):
+def geometric(
+    source: Source, n: int, tail: TailProbability, limit: int = 1 << 62
+) -> tuple[np.ndarray, np.ndarray]:
     """``n`` exact samples of G >= 0 with P(G >= g) = (1 - p)^g, capped at ``limit``.
 
     Returns ``(g, beyond)``: ``beyond[i]`` tells that ``G_i >= limit`` (its
@@ -419,7 +423,7 @@ def _python_ints(digits, n: int) -> np.ndarray:
     return out
 
 
-def bernoulli_positions(source, n_trials: int, tail: TailProbability):
+def bernoulli_positions(source: Source, n_trials: int, tail: TailProbability) -> np.ndarray | list[int]:
     """Sorted indices of the successes among ``n_trials`` i.i.d. Bernoulli(p)
     trials, exactly: the gaps between successes are i.i.d. Geometric(p).
 

@@ -21,13 +21,17 @@ import math
 import os
 import warnings
 from fractions import Fraction
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .exceptions import InsecureRandomnessWarning
 
 _TWO63 = np.uint64(1 << 63)
+
+#: A seed for reproducible (insecure) noise: an int or a numpy Generator.
+Seed: TypeAlias = int | np.integer | np.random.Generator
 
 
 class Source(Protocol):
@@ -54,7 +58,7 @@ class SeededSource:
 
     secure = False
 
-    def __init__(self, seed):
+    def __init__(self, seed: Seed) -> None:
         if isinstance(seed, np.random.Generator):
             self._gen = seed
         else:
@@ -66,7 +70,9 @@ class SeededSource:
         return self._gen.bit_generator.random_raw(int(n)).astype(np.uint64, copy=False)
 
 
-def make_source(random_state, *, warn: bool = True):
+def make_source(
+    random_state: Seed | SecureSource | SeededSource | None, *, warn: bool = True
+) -> SecureSource | SeededSource:
     """``None`` -> secure OS randomness; an int/Generator -> seeded (warns)."""
     if random_state is None:
         return SecureSource()
@@ -90,7 +96,7 @@ def make_source(random_state, *, warn: bool = True):
 # exact integer samplers
 
 
-def randbelow(source, m) -> np.ndarray:
+def randbelow(source: Source, m: ArrayLike) -> np.ndarray:
     """Uniform integers in ``[0, m)`` for each bound in ``m`` (1 <= m < 2**63).
 
     Rejection sampling on 63-bit words, so the result is exactly uniform.
@@ -185,13 +191,13 @@ def _exp_neg_by_inversion(source, w, mult: int, num, den: int, kmax: int) -> np.
     return out
 
 
-def uniform_below(source, n: int, bound: int) -> np.ndarray:
+def uniform_below(source: Source, n: int, bound: int) -> np.ndarray:
     """``n`` exact uniform integers in ``[0, bound)`` (int64; 1 <= bound <= 2**63)."""
     w, mult = _uniform_words(source, n, int(bound))
     return (w // np.uint64(mult)).view(np.int64)
 
 
-def bernoulli_exp_neg(source, num, den: int) -> np.ndarray:
+def bernoulli_exp_neg(source: Source, num: ArrayLike, den: int) -> np.ndarray:
     """Exact Bernoulli(exp(-num/den)) for integer arrays ``0 <= num <= den``.
 
     One 64-bit word per sample decides the first trials of CKS Algorithm 1
@@ -272,7 +278,7 @@ def _exp1_codes(source, n: int, decided: bool = False) -> np.ndarray:
     return code
 
 
-def geometric_exp_neg1(source, n: int) -> np.ndarray:
+def geometric_exp_neg1(source: Source, n: int) -> np.ndarray:
     """``V`` with P(V >= v) = exp(-v): count Bernoulli(exp(-1)) successes.
 
     Each round decides one Bernoulli(exp(-1)) for every sample still running,
@@ -327,7 +333,7 @@ def _one_sided(source, n: int, s: int, t: int) -> np.ndarray:
     return x
 
 
-def discrete_laplace(source, n: int, epsilon: Fraction) -> np.ndarray:
+def discrete_laplace(source: Source, n: int, epsilon: Fraction) -> np.ndarray:
     """``n`` exact samples with P(Z = z) proportional to exp(-epsilon |z|).
 
     Z = +-Y with a fair sign, where a draw of "-0" is rejected (so that 0 is
@@ -361,11 +367,11 @@ def discrete_laplace(source, n: int, epsilon: Fraction) -> np.ndarray:
     return y
 
 
-def discrete_geometric(source, n: int, epsilon: Fraction) -> np.ndarray:
+def discrete_geometric(source: Source, n: int, epsilon: Fraction) -> np.ndarray:
     """``n`` exact samples of G >= 0 with P(G = g) proportional to exp(-epsilon g)."""
     return _one_sided(source, n, epsilon.numerator, epsilon.denominator)
 
 
-def uniform01(source, n: int) -> np.ndarray:
+def uniform01(source: Source, n: int) -> np.ndarray:
     """Floats in [0, 1) with 53 random bits (for the continuous-noise variant)."""
     return (source.raw(n) >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))

@@ -6,13 +6,24 @@ including diffprivlib's own accountant.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from .exceptions import BudgetExceeded
+
+
+class Accountant(Protocol):
+    """What the estimator needs of a budget accountant (ours or diffprivlib's):
+    ``check`` raises when a spend would exceed the budget, ``spend`` records it."""
+
+    def check(self, epsilon: float, delta: float) -> object: ...
+
+    def spend(self, epsilon: float, delta: float) -> object: ...
 
 
 class BudgetAccountant:
     """Tracks (epsilon, delta) spent under basic composition against a budget."""
 
-    def __init__(self, epsilon: float = float("inf"), delta: float = 1.0):
+    def __init__(self, epsilon: float = float("inf"), delta: float = 1.0) -> None:
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         self.spent_budget: list[tuple[float, float]] = []

@@ -33,9 +33,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _INDEX_NAME = re.compile(r"^(?:|Unnamed: \d+|__index_level_\d+__)$")
 
@@ -271,7 +274,7 @@ def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
     return X, BlockCounts(rows=n, unparseable=0 if bad is None else int(bad.sum()), malformed=len(invalid))
 
 
-def float_values(col) -> np.ndarray:
+def float_values(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """The values of an Arrow float64 array or chunked array, NaN where null.
 
     Read straight from the Arrow buffers: pyarrow's own ``to_numpy`` imports

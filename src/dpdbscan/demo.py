@@ -6,6 +6,7 @@ Writes spans.json, spans.geojson and spans.png into --out.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from . import plotting
 from .estimator import DPDBSCAN
 
 
-def demo_data(seed: int = 30):
+def demo_data(seed: int = 30) -> np.ndarray:
     """Two moons and a blob, 6,000 points in [-3, 3]^2 (built in, no files)."""
     from sklearn.datasets import make_blobs, make_moons
 
@@ -24,7 +25,7 @@ def demo_data(seed: int = 30):
     return X
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default="demo_output", help="output folder")
     ap.add_argument("--epsilon", type=float, default=1.0)

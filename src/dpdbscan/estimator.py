@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import numbers
 import os
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal, NoReturn, Self
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from .backends import NumpyBackend, resolve_backend
+from ._random import Seed
+from .accountant import Accountant
+from .backends import Backend, NumpyBackend, resolve_backend
+from .backends.base import PointsInput
 from .geo import Equirectangular, parse_length
 from .mechanism import forecast as _forecast
 from .mechanism import release
@@ -22,6 +27,7 @@ from .params import (
     check_positive,
     validate,
 )
+from .post.forecast import Forecast
 
 
 class DPDBSCAN(ClusterMixin, BaseEstimator):
@@ -154,29 +160,29 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
 
     def __init__(
         self,
-        eps: float | str = 0.5,
+        eps: float | Literal["auto"] = 0.5,
         *,
-        min_samples: int | str = 5,
+        min_samples: int | Literal["auto"] = 5,
         epsilon: float = 1.0,
-        bounds=None,
-        random_state=None,
+        bounds: tuple[ArrayLike, ArrayLike] | None = None,
+        random_state: Seed | None = None,
         eta: float = 4.0,
         beta: float = 0.1,
-        histogram: str = "auto",
+        histogram: Literal["auto", "dense", "sparse", "stability"] = "auto",
         delta: float = 0.0,
-        noise: str = "discrete",
+        noise: Literal["discrete", "laplace"] = "discrete",
         theta: float | None = None,
         max_empty_cells: float = 2**20,
         max_cells: int = 2**20,
         n_expected: float | None = None,
         raise_min_samples: bool = True,
-        subcells: int | str = "auto",
-        margin: str | float = "auto",
-        border: float | str = "auto",
-        core: str = "density",
-        accountant=None,
-        backend="numpy",
-    ):
+        subcells: int | Literal["auto"] = "auto",
+        margin: Literal["auto", "chernoff", "paper", "pointwise"] | float = "auto",
+        border: float | Literal["auto"] = "auto",
+        core: Literal["density", "bound"] = "density",
+        accountant: Accountant | None = None,
+        backend: Backend | Literal["numpy", "dask"] | None = "numpy",
+    ) -> None:
         self.eps = eps
         self.min_samples = min_samples
         self.epsilon = epsilon
@@ -204,7 +210,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         names = [n for n in PARAMETERS if n != "bounds"]
         return validate({n: getattr(self, n) for n in names})
 
-    def fit(self, X, y=None) -> DPDBSCAN:
+    def fit(self, X: PointsInput, y: object = None) -> Self:
         """Release DP spans of ``X``. Returns self.
 
         Parameters
@@ -249,7 +255,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.n_features_in_ = n_features
         return self
 
-    def forecast(self, n_expected: float | None = None, *, n_features: int | None = None):
+    def forecast(self, n_expected: float | None = None, *, n_features: int | None = None) -> Forecast:
         """What a fit with these parameters would detect, before any budget
         is spent: the margin, the noise of one neighbourhood estimate, the
         smallest neighbourhood count a core sub-cell needs, and a sentence on
@@ -273,7 +279,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         return _forecast(p, lower, upper, n_expected=n_expected)
 
     @property
-    def labels_(self):
+    def labels_(self) -> NoReturn:
         """Not available: see the class docstring ("Why no labels_")."""
         raise AttributeError(
             "DPDBSCAN has no labels_: labels of the training points are not part of the DP "
@@ -282,7 +288,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             "labels of private points are not covered by the privacy guarantee if published."
         )
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Span id of each point of ``X`` (-1 = noise), from the spans alone."""
         if not hasattr(self, "spans_"):
             raise _not_fitted()
@@ -294,7 +300,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             )
         return self.spans_.predict(X)
 
-    def fit_predict(self, X, y=None) -> np.ndarray:
+    def fit_predict(self, X: ArrayLike, y: object = None) -> np.ndarray:
         """Fit, then label ``X`` with the released spans.
 
         These labels are post-processing of the release applied to the user's
@@ -304,7 +310,14 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
 
 
 def fit_lonlat(
-    lonlat, *, bounds, eps, min_samples: int = 5, epsilon: float = 1.0, ref_lat: float | None = None, **kwargs
+    lonlat: ArrayLike,
+    *,
+    bounds: Sequence[float],
+    eps: float | str,
+    min_samples: int = 5,
+    epsilon: float = 1.0,
+    ref_lat: float | None = None,
+    **kwargs: Any,
 ) -> SpanModel:
     """Release DP spans of longitude/latitude points, the Python side of
     ``dpdbscan fit --geo``.
@@ -342,7 +355,7 @@ def fit_lonlat(
     X = check_array(lonlat)
     if X.shape[1] != 2:
         raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")
-    km = "auto" if eps == "auto" else parse_length(eps, geo=True)
+    km: float | Literal["auto"] = "auto" if eps == "auto" else parse_length(eps, geo=True)
     est = DPDBSCAN(
         km, min_samples=min_samples, epsilon=epsilon, bounds=proj.project_bounds(lower, upper), **kwargs
     )
@@ -358,13 +371,15 @@ def fit_lonlat(
     return spans
 
 
-def _are_paths(X) -> bool:
+def _are_paths(X: object) -> bool:
     return isinstance(X, (str, os.PathLike)) or (
         isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(p, (str, os.PathLike)) for p in X)
     )
 
 
-def _n_features_of(X, bounds, backend=None) -> int:
+def _n_features_of(
+    X: PointsInput, bounds: tuple[ArrayLike, ArrayLike] | None, backend: Backend | None = None
+) -> int:
     """Number of coordinates of non-numpy X: the backend's column rule first
     (it knows which columns it will read), then shape, columns or bounds."""
     counter = getattr(backend, "n_features", None)

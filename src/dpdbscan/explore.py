@@ -24,6 +24,8 @@ import csv
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +34,10 @@ from .geo import projection_of
 from .model import SpanModel
 from .post import sweep as _sweep
 from .post.density import MAX_KAPPA
+from .spanplot import Aspect
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -134,7 +140,7 @@ def explore(
     return Exploration(eps, ms, rows, models)
 
 
-def write_table(ex: Exploration, path) -> None:
+def write_table(ex: Exploration, path: Path | str) -> None:
     """The table as CSV (one row per grid point)."""
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -177,7 +183,7 @@ def _length(model):
     return lambda v: f"{v:.4g}"
 
 
-def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi: float = 100):
+def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi: float = 100) -> Figure:
     """Small multiples: one panel per grid point (rows: eps, columns:
     MinPts), each titled with its parameters and span count, all on the same
     view (around every panel's spans) over the noisy histogram. Spans are
@@ -188,7 +194,7 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
     plt = plotting._plt()
     proj = projection_of(model)
     T = (lambda xy: np.asarray(xy, dtype=np.float64)) if proj is None else proj.inverse
-    aspect = "equal" if proj is None else proj.aspect
+    aspect: Aspect = "equal" if proj is None else proj.aspect
     lo, hi = _common_view(ex, model)
     nr, nc = len(ex.eps), len(ex.min_samples)
     fig, axes = plt.subplots(nr, nc, figsize=(panel_inches * nc, panel_inches * nr), dpi=dpi, squeeze=False)
@@ -260,7 +266,7 @@ def _common_view(ex: Exploration, model: SpanModel):
     return np.maximum(lo - pad, fine.lower), np.minimum(hi + pad, fine.upper)
 
 
-def save_figure(fig, path, dpi: float = 100) -> None:
+def save_figure(fig: Figure, path: Path | str, dpi: float = 100) -> None:
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=dpi)
     plotting._plt().close(fig)

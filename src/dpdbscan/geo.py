@@ -105,7 +105,7 @@ class Equirectangular:
     lat0: float
     ref_lat: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("lon0", "lat0", "ref_lat"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):

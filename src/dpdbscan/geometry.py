@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .components import connected_components
 
@@ -83,7 +84,7 @@ class Outlines:
         ]
 
 
-def cells_to_polygons(cells) -> list[list[np.ndarray]]:
+def cells_to_polygons(cells: ArrayLike) -> list[list[np.ndarray]]:
     """Polygons ``[[exterior, hole, ...], ...]`` in cell units for a set of cells.
 
     Each ring is a closed (k, 2) int64 array (see :func:`outlines`).
@@ -94,7 +95,7 @@ def cells_to_polygons(cells) -> list[list[np.ndarray]]:
     return outlines(cells).polygons(0)
 
 
-def outlines(cells, groups=None, n_groups: int | None = None) -> Outlines:
+def outlines(cells: ArrayLike, groups: ArrayLike | None = None, n_groups: int | None = None) -> Outlines:
     """The outlines of the cells of each group, computed together.
 
     Parameters

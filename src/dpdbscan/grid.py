@@ -155,7 +155,7 @@ class Grid:
     _radix: tuple = field(init=False, repr=False)
     _strides: np.ndarray = field(init=False, repr=False)
 
-    def __post_init__(self, cell_width: float | None = None):
+    def __post_init__(self, cell_width: float | None = None) -> None:
         lower = np.asarray(self.lower, dtype=np.float64).ravel()
         upper = np.asarray(self.upper, dtype=np.float64).ravel()
         object.__setattr__(self, "lower", lower)

@@ -49,8 +49,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeAlias
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import csvblocks as cb
 from .csvblocks import BlockCounts, is_index_column, last_line_end, parse_block
@@ -65,6 +67,8 @@ _DEFAULT_DELIMITER = ","
 
 
 ColumnChooser = Callable[[Sequence[str], Sequence[bool]], "list[str] | None"]
+#: Columns to read: names or 0-based indices (ints or digit strings), one or several.
+Columns: TypeAlias = str | int | Sequence[str | int]
 
 
 @dataclass
@@ -126,7 +130,7 @@ def _need_pyarrow(what: str):
         raise ImportError(f"reading {what} needs pyarrow: pip install 'dpdbscan[io]'") from exc
 
 
-def file_kind(path) -> str:
+def file_kind(path: Path | str) -> str:
     """ "npy", "parquet", "csv" or "csv.gz" from the first bytes and the name."""
     path = Path(path)
     with open(path, "rb") as fh:
@@ -154,7 +158,7 @@ def _kind_of_head(head: bytes) -> str:
 def resolve_columns(
     names: Sequence[str],
     numeric: Sequence[bool],
-    requested=None,
+    requested: Columns | None = None,
     choose: ColumnChooser | None = None,
     *,
     where: str = "the file",
@@ -217,8 +221,8 @@ def _skipped(names, idx, columns) -> list[str]:
 
 
 def read_points(
-    path,
-    columns=None,
+    path: Path | str,
+    columns: Columns | None = None,
     *,
     choose: ColumnChooser | None = None,
     delimiter: str | None = None,
@@ -244,8 +248,8 @@ def read_points(
 
 
 def read_input(
-    path,
-    columns=None,
+    path: Path | str,
+    columns: Columns | None = None,
     *,
     choose: ColumnChooser | None = None,
     delimiter: str | None = None,
@@ -689,7 +693,7 @@ def _parse_blocks(source: _Source, head: bytes, layout, bar, hook=None):
     return rows.result(), counts
 
 
-def read_model(path):
+def read_model(path: Path | str) -> SpanModel:
     """Load a :class:`~dpdbscan.spans.SpanModel`, with a one-line error naming
     the file for anything that is not one (missing, binary, other JSON)."""
 
@@ -711,7 +715,12 @@ def read_model(path):
 # writing
 
 
-def write_labels(path, labels, points=None, names=None) -> None:
+def write_labels(
+    path: Path | str,
+    labels: ArrayLike,
+    points: np.ndarray | None = None,
+    names: Sequence[str] | None = None,
+) -> None:
     """CSV of labels (``label`` column, -1 = noise), optionally after the points.
 
     ``path`` ``"-"`` writes to standard output.

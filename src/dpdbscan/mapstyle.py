@@ -10,8 +10,16 @@ and noisy histogram), never from points.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from .histogram import NoisyHistogram
+    from .model import SpanModel
+    from .spanstats import SpanStats
 
 #: A qualitative palette (matplotlib's "tab10" without its grey, which the
 #: heat layer uses). Greedy colouring rarely needs more than six of them.
@@ -67,7 +75,9 @@ def span_neighbours(cells: np.ndarray, labels: np.ndarray, radius: int) -> list[
     return sorted(pairs)
 
 
-def greedy_colouring(n: int, edges, n_colours: int, order=None) -> np.ndarray:
+def greedy_colouring(
+    n: int, edges: Iterable[tuple[int, int]], n_colours: int, order: Iterable[int] | None = None
+) -> np.ndarray:
     """Colour indices in ``0..n_colours-1`` for ``n`` nodes, different on
     every edge whenever the greedy rule finds a free colour.
 
@@ -94,7 +104,7 @@ def greedy_colouring(n: int, edges, n_colours: int, order=None) -> np.ndarray:
     return colour
 
 
-def span_colours(model, radius: int | None = None, n_colours: int = len(PALETTE)) -> np.ndarray:
+def span_colours(model: SpanModel, radius: int | None = None, n_colours: int = len(PALETTE)) -> np.ndarray:
     """A colour index per span such that spans close together differ.
 
     ``radius`` is in cells of ``model.grid`` (default: six histogram cells,
@@ -117,7 +127,9 @@ def span_colours(model, radius: int | None = None, n_colours: int = len(PALETTE)
 # heat layer
 
 
-def histogram_window(hist, lo, hi, max_pixels: int = MAX_HEAT_PIXELS):
+def histogram_window(
+    hist: NoisyHistogram, lo: ArrayLike, hi: ArrayLike, max_pixels: int = MAX_HEAT_PIXELS
+) -> tuple[np.ndarray, int, np.ndarray]:
     """Noisy counts of the cells ``lo <= c < hi`` (integer cell coordinates,
     clipped to the grid) as a 2-D array indexed ``[i, j]``, summed over
     ``f x f`` blocks so that it has at most about ``max_pixels`` entries.
@@ -148,7 +160,7 @@ def histogram_window(hist, lo, hi, max_pixels: int = MAX_HEAT_PIXELS):
     return img, f, lo
 
 
-def noise_floor(hist, f: int = 1) -> float:
+def noise_floor(hist: NoisyHistogram, f: int = 1) -> float:
     """Counts below this are drawn as empty: three times the noise scale of
     a block of ``f x f`` cells (Laplace noise of scale ``1/epsilon`` per
     cell has standard deviation ``sqrt(2)/epsilon``; a block sum of ``f**2``
@@ -186,7 +198,7 @@ def heat_rgba(img: np.ndarray, vmax: float, floor: float = 0.0) -> np.ndarray:
 # views and scale bars
 
 
-def span_extent(model, stats, margin: float = 0.08) -> tuple[np.ndarray, np.ndarray]:
+def span_extent(model: SpanModel, stats: SpanStats, margin: float = 0.08) -> tuple[np.ndarray, np.ndarray]:
     """A view around all spans (model coordinates): their bounding box,
     widened by ``margin`` of its larger side and by at least two histogram
     cells, clipped to the grid's box; the whole box when there is no span."""
@@ -200,7 +212,9 @@ def span_extent(model, stats, margin: float = 0.08) -> tuple[np.ndarray, np.ndar
     return np.maximum(lo - pad, box_lo), np.minimum(hi + pad, box_hi)
 
 
-def fit_aspect(lo, hi, ratio: float, y_scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def fit_aspect(
+    lo: ArrayLike, hi: ArrayLike, ratio: float, y_scale: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Widen the box ``[lo, hi]`` about its centre so that, drawn with one y
     unit ``y_scale`` times as long as one x unit, it is ``ratio`` times as wide
     as it is high."""
@@ -217,7 +231,9 @@ def fit_aspect(lo, hi, ratio: float, y_scale: float = 1.0) -> tuple[np.ndarray, 
     return lo, hi
 
 
-def keep_in_box(lo, hi, box_lo, box_hi) -> tuple[np.ndarray, np.ndarray]:
+def keep_in_box(
+    lo: ArrayLike, hi: ArrayLike, box_lo: ArrayLike, box_hi: ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
     """Move the view ``[lo, hi]`` into the box along each axis where it fits,
     and clip it to the box where it does not."""
     lo, hi = np.asarray(lo, dtype=np.float64).copy(), np.asarray(hi, dtype=np.float64).copy()

@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from . import _random
+from ._random import Source
+from .accountant import Accountant
 from .backends import Backend, resolve_backend
-from .backends.base import CellCounts, DenseBackend
+from .backends.base import CellCounts, DenseBackend, PointsInput
 from .exceptions import UtilityWarning
 from .grid import MAX_KAPPA, Grid
 from .histogram import NoisyHistogram
@@ -30,6 +32,7 @@ from .histograms import (
     stability_histogram,
     stability_theta,
 )
+from .histograms.noise import Noise
 from .model import SpanModel
 from .points import clean_points
 from .post import auto
@@ -84,7 +87,7 @@ class MechanismConfig:
             return self.histogram
         return "dense" if grid.n_cells <= self.dense_max_cells else "sparse"
 
-    def theta_for(self, grid: Grid, noise) -> float:
+    def theta_for(self, grid: Grid, noise: Noise) -> float:
         """theta of the sparse histogram: given, or from the public cap."""
         if self.theta is None:
             return default_theta(grid.n_cells, noise, self.max_empty_cells)
@@ -124,7 +127,11 @@ class MechanismConfig:
 
 
 def release_histogram(
-    grid: Grid, X, config: MechanismConfig, source, backend: Backend | str | None = None
+    grid: Grid,
+    X: PointsInput,
+    config: MechanismConfig,
+    source: Source,
+    backend: Backend | str | None = None,
 ) -> NoisyHistogram:
     """The epsilon-DP (or (epsilon, delta)-DP) histogram of cell counts.
 
@@ -176,11 +183,11 @@ def _canonical(cells: CellCounts) -> CellCounts:
 
 
 def fit_spans(
-    X,
+    X: PointsInput,
     grid: Grid,
     min_samples: int,
     config: MechanismConfig,
-    source,
+    source: Source,
     *,
     raise_min_samples: bool = True,
     backend: Backend | str | None = None,
@@ -253,7 +260,9 @@ def configure(p: dict[str, Any], grid: Grid) -> tuple[MechanismConfig, float]:
     return config, spent_delta
 
 
-def _auto_model(hist: NoisyHistogram, config: MechanismConfig, plan, p: dict[str, Any]) -> SpanModel:
+def _auto_model(
+    hist: NoisyHistogram, config: MechanismConfig, plan: auto.Plan, p: dict[str, Any]
+) -> SpanModel:
     """The spans at the (eps, MinPts) chosen from the release (post-processing)."""
     choice = auto.choose_params(hist, config.span_params(plan.min_samples or 1), plan)
     alpha, m = choice["alpha"], choice["min_samples"]
@@ -278,7 +287,9 @@ def _auto_model(hist: NoisyHistogram, config: MechanismConfig, plan, p: dict[str
     return model
 
 
-def forecast(p: dict[str, Any], lower, upper, *, n_expected: float | None = None) -> Forecast:
+def forecast(
+    p: dict[str, Any], lower: np.ndarray, upper: np.ndarray, *, n_expected: float | None = None
+) -> Forecast:
     """What a release with validated parameters ``p`` in the public box would
     detect, before anything is spent (:mod:`dpdbscan.post.forecast`): the
     configuration :func:`configure` chooses, then its margins. Public inputs
@@ -321,7 +332,14 @@ def _forecast_of(
 
 
 def release(
-    X, lower, upper, p: dict[str, Any], *, backend: Backend, accountant=None, stacklevel: int = 2
+    X: PointsInput,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    p: dict[str, Any],
+    *,
+    backend: Backend,
+    accountant: Accountant | None = None,
+    stacklevel: int = 2,
 ) -> SpanModel:
     """Release DP spans of ``X`` inside the public box ``[lower, upper]`` with
     validated parameters ``p``: the one entry point of the estimator and the

@@ -16,9 +16,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Self
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import bounds as _bounds
 from . import serialize
@@ -124,7 +125,7 @@ class SpanModel:
     release: dict | None = None
     auto: dict | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.eta is None:
             self.eta = self.grid.eta * self.subcells
         if self.histogram is not None:
@@ -313,7 +314,7 @@ class SpanModel:
         }
 
     # -------------------------------------------------------------- predict
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Span id of each point, -1 for noise (outside every span or the box)."""
         X = check_array(X)
         if X.shape[1] != self.grid.d:
@@ -555,15 +556,15 @@ class SpanModel:
     def to_json(self, include_histogram: bool = True) -> str:
         return json.dumps(self.to_dict(include_histogram))
 
-    def save(self, path, include_histogram: bool = True) -> None:
+    def save(self, path: Path | str, include_histogram: bool = True) -> None:
         Path(path).write_text(self.to_json(include_histogram))
 
     @classmethod
-    def from_dict(cls, data: Any) -> SpanModel:
+    def from_dict(cls, data: Any) -> Self:
         return cls(**serialize.model_kwargs(data))
 
     @classmethod
-    def load(cls, path) -> SpanModel:
+    def load(cls, path: Path | str) -> Self:
         text = Path(path).read_text()
         try:
             data = json.loads(text)
@@ -574,7 +575,7 @@ class SpanModel:
     def to_geojson(
         self,
         transform: Callable[[np.ndarray], np.ndarray] | None = None,
-        precision: int | str | None = "auto",
+        precision: int | Literal["auto"] | None = "auto",
     ) -> dict:
         """Spans as GeoJSON MultiPolygons (2-D only); see :func:`serialize.model_to_geojson`.
 
@@ -588,7 +589,7 @@ class SpanModel:
             transform = None if proj is None else proj.inverse
         return serialize.model_to_geojson(self, transform, precision)
 
-    def predict_lonlat(self, lonlat) -> np.ndarray:
+    def predict_lonlat(self, lonlat: ArrayLike) -> np.ndarray:
         """Span id of each (longitude, latitude) point in degrees, for a
         geographic model: the points go through the model's own (public)
         projection first."""
@@ -600,7 +601,12 @@ class SpanModel:
             )
         return self.predict(proj.forward(check_array(lonlat)))
 
-    def save_geojson(self, path, transform=None, precision: int | str | None = "auto") -> None:
+    def save_geojson(
+        self,
+        path: Path | str,
+        transform: Callable[[np.ndarray], np.ndarray] | None = None,
+        precision: int | Literal["auto"] | None = "auto",
+    ) -> None:
         Path(path).write_text(json.dumps(self.to_geojson(transform, precision)))
 
 

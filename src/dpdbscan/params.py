@@ -63,7 +63,7 @@ class Real(Constraint):
         *,
         low_open: bool = False,
         high_open: bool = False,
-    ):
+    ) -> None:
         self.low, self.high, self.low_open, self.high_open = low, high, low_open, high_open
         parts = []
         if low is not None:
@@ -92,7 +92,7 @@ class Real(Constraint):
 class Integer(Constraint):
     """An integer (or an integral float such as 20.0) in an interval."""
 
-    def __init__(self, low: int | None = None, high: int | None = None):
+    def __init__(self, low: int | None = None, high: int | None = None) -> None:
         self.low, self.high = low, high
         parts = ([f">= {low}"] if low is not None else []) + ([f"<= {high}"] if high is not None else [])
         self.text = "an integer" + (" " + " and ".join(parts) if parts else "")
@@ -117,7 +117,7 @@ class Integer(Constraint):
 class Options(Constraint):
     """One of a few strings."""
 
-    def __init__(self, *values: str):
+    def __init__(self, *values: str) -> None:
         self.values = values
         self.text = "one of " + ", ".join(repr(v) for v in values)
 
@@ -145,7 +145,7 @@ class NoneValue(Constraint):
 class HasMethods(Constraint):
     """An object with the given methods (duck-typed interfaces)."""
 
-    def __init__(self, *methods: str, what: str):
+    def __init__(self, *methods: str, what: str) -> None:
         self.methods = methods
         self.text = what
 

@@ -16,15 +16,27 @@ the axis-aligned affine maps used here. ``aspect`` is matplotlib's (use
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import spanplot
 from ._optional import require
 from .geo import format_km, projection_of
 from .post.core import neighbour_sums
-from .spanplot import add_scale_bar, check_extent
+from .spanplot import Aspect, Extent, Transform, add_scale_bar, check_extent
 from .spanstats import span_stats
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.colors import Colormap, LinearSegmentedColormap
+    from matplotlib.path import Path as MPath
+
+    from .histogram import NoisyHistogram
+    from .model import SpanModel
 
 #: Largest image drawn cell for cell; bigger grids are shown in blocks.
 MAX_PIXELS = 4_000_000
@@ -48,11 +60,11 @@ def _corners(grid, factor: int = 1, shape=None):
     return np.array([lo, hi], dtype=np.float64)
 
 
-def _extent(grid, transform=None, factor: int = 1, shape=None):
+def _extent(grid, transform=None, factor: int = 1, shape=None) -> tuple[float, float, float, float]:
     box = _corners(grid, factor, shape)
     if transform is not None:
         box = np.asarray(transform(box), dtype=np.float64)
-    return [box[0, 0], box[1, 0], box[0, 1], box[1, 1]]
+    return (box[0, 0], box[1, 0], box[0, 1], box[1, 1])
 
 
 def _block_factor(grid, max_pixels: int) -> int:
@@ -77,7 +89,7 @@ def _cell_image(grid, keys, values, fill=np.nan, factor: int = 1, reduce: str = 
     return img.reshape(shape)
 
 
-def paper_cmap():
+def paper_cmap() -> LinearSegmentedColormap:
     """Green for negative, red for positive counts; opacity grows with |value|
     (the paper's "cell transparency represents frequency")."""
     from matplotlib.colors import LinearSegmentedColormap
@@ -98,15 +110,15 @@ def _finish_image(ax, im, title, aspect):
 
 
 def plot_histogram(
-    hist,
-    ax=None,
-    title="noisy histogram",
-    cmap=None,
+    hist: NoisyHistogram,
+    ax: Axes | None = None,
+    title: str = "noisy histogram",
+    cmap: str | Colormap | None = None,
     *,
-    transform=None,
-    aspect="equal",
+    transform: Transform | None = None,
+    aspect: Aspect = "equal",
     max_pixels: int = MAX_PIXELS,
-):
+) -> Axes:
     """The released noisy counts per cell.
 
     With ``cmap=None`` positive counts are red and negative ones green, more
@@ -144,15 +156,15 @@ def plot_histogram(
 
 
 def plot_neighbour_sums(
-    hist,
-    ax=None,
-    title="noisy neighbour sums",
-    cmap="magma",
+    hist: NoisyHistogram,
+    ax: Axes | None = None,
+    title: str = "noisy neighbour sums",
+    cmap: str | Colormap = "magma",
     *,
-    transform=None,
-    aspect="equal",
+    transform: Transform | None = None,
+    aspect: Aspect = "equal",
     max_pixels: int = MAX_PIXELS,
-):
+) -> Axes:
     """The sum of the noisy counts over NB(X), per cell (what the core test
     compares with the threshold). Cells with no released neighbour are blank;
     big grids are drawn in blocks (mean of the sums)."""
@@ -176,19 +188,19 @@ def plot_neighbour_sums(
 
 
 def plot_spans(
-    model,
-    ax=None,
-    title=None,
-    points=None,
-    transform=None,
-    cmap=None,
+    model: SpanModel,
+    ax: Axes | None = None,
+    title: str | None = None,
+    points: np.ndarray | Sequence[Sequence[float]] | None = None,
+    transform: Transform | None = None,
+    cmap: str | None = None,
     *,
-    aspect="equal",
+    aspect: Aspect = "equal",
     max_points: int | None = 200_000,
-    extent="spans",
+    extent: Extent = "spans",
     heat: bool = True,
     n_labels: int = 10,
-):
+) -> Axes:
     """Spans as outlined cell unions over the noisy histogram, cropped to the spans.
 
     Parameters
@@ -284,7 +296,7 @@ def plot_spans(
     return ax
 
 
-def span_paths(model, spans, transform=None) -> list:
+def span_paths(model: SpanModel, spans: Iterable[int], transform: Transform | None = None) -> list[MPath]:
     """One matplotlib ``Path`` per span in ``spans``: the outlines of its
     region (:meth:`~dpdbscan.model.SpanModel.outlines`), exteriors
     counter-clockwise and holes clockwise, so holes stay empty under
@@ -304,30 +316,37 @@ def span_paths(model, spans, transform=None) -> list:
 
 
 def plot_labels(
-    X, labels, ax=None, title="labels", cmap="tab20", *, aspect="equal", max_points: int | None = 200_000
-):
+    X: ArrayLike,
+    labels: ArrayLike,
+    ax: Axes | None = None,
+    title: str = "labels",
+    cmap: str | Colormap = "tab20",
+    *,
+    aspect: Aspect = "equal",
+    max_points: int | None = 200_000,
+) -> Axes:
     """Points coloured by label; -1 (noise) in grey. The points are private.
 
     At most ``max_points`` are drawn (a fixed-seed subsample keeps big files
     quick to draw and the picture reproducible).
     """
     plt = _plt()
-    X = np.asarray(X, dtype=np.float64)
-    labels = np.asarray(labels)
-    if X.ndim != 2 or X.shape[1] < 2:
-        raise ValueError(f"plot_labels needs points with 2 columns, got shape {X.shape}")
-    if labels.shape != (X.shape[0],):
-        raise ValueError(f"labels must have one entry per point ({X.shape[0]}), got shape {labels.shape}")
-    idx = _subsample_index(X.shape[0], max_points)
-    X, labels = X[idx], labels[idx]
+    P = np.asarray(X, dtype=np.float64)
+    lab = np.asarray(labels)
+    if P.ndim != 2 or P.shape[1] < 2:
+        raise ValueError(f"plot_labels needs points with 2 columns, got shape {P.shape}")
+    if lab.shape != (P.shape[0],):
+        raise ValueError(f"labels must have one entry per point ({P.shape[0]}), got shape {lab.shape}")
+    idx = _subsample_index(P.shape[0], max_points)
+    P, lab = P[idx], lab[idx]
     ax = ax or plt.subplots(figsize=(6, 6))[1]
-    noise = labels < 0
-    ax.scatter(X[noise, 0], X[noise, 1], s=2, c="0.7", lw=0, rasterized=True)
+    noise = lab < 0
+    ax.scatter(P[noise, 0], P[noise, 1], s=2, c="0.7", lw=0, rasterized=True)
     ax.scatter(
-        X[~noise, 0],
-        X[~noise, 1],
+        P[~noise, 0],
+        P[~noise, 1],
         s=2,
-        c=labels[~noise] % 20,
+        c=lab[~noise] % 20,
         cmap=cmap,
         vmin=0,
         vmax=19,
@@ -358,17 +377,17 @@ DEFAULT_SIZE = (900, 900)
 
 
 def plot_model(
-    model,
-    kind: str = "spans",
-    points=None,
-    ax=None,
+    model: SpanModel,
+    kind: Literal["histogram", "sums", "spans", "labels"] = "spans",
+    points: ArrayLike | None = None,
+    ax: Axes | None = None,
     *,
     max_points: int | None = 200_000,
-    extent=None,
+    extent: ArrayLike | None = None,
     size: tuple[int, int] | None = None,
     dpi: float = 120,
     n_labels: int = 10,
-):
+) -> Axes:
     """One of the paper's pictures of a span model, with the axes it needs.
 
     A model with a projection in its metadata (``dpdbscan fit --geo``) is
@@ -402,7 +421,7 @@ def plot_model(
     _check_2d(model.grid)
     proj = projection_of(model)
     transform = None if proj is None else proj.inverse
-    aspect = "equal" if proj is None else proj.aspect
+    aspect: Aspect = "equal" if proj is None else proj.aspect
     if kind in ("histogram", "sums") and model.histogram is None:
         raise ValueError(f"this model was saved without its noisy histogram; cannot plot {kind}")
     if kind == "labels" and points is None:
@@ -417,12 +436,14 @@ def plot_model(
     P_model = None if P is None or proj is None else proj.forward(P)
     P_model = P if P_model is None else P_model
     if kind == "histogram":
+        assert model.histogram is not None  # checked above
         ax = plot_histogram(model.histogram, ax, transform=transform, aspect=aspect)
     elif kind == "sums":
+        assert model.histogram is not None  # checked above
         ax = plot_neighbour_sums(model.histogram, ax, transform=transform, aspect=aspect)
     elif kind == "spans":
         alpha = format_km(model.grid.alpha) if proj is not None else f"{model.grid.alpha:g}"
-        view: str | np.ndarray = "spans"
+        view: Extent = "spans"
         if shown is not None:
             corners = shown.reshape(2, 2) if proj is None else proj.forward(shown.reshape(2, 2))
             view = corners.ravel()
@@ -442,9 +463,10 @@ def plot_model(
         )
         heat = [im for im in ax.images if im.get_gid() == "heat"]
         if heat:
-            title += "\nover the " + heat[0].get_label()
+            title += f"\nover the {heat[0].get_label()}"
         ax.set_title(title, fontsize=9)
     else:
+        assert P is not None and P_model is not None  # kind "labels" needs points: checked above
         ax = plot_labels(
             P,
             model.predict(P_model),
@@ -477,11 +499,15 @@ def _check_size(size) -> tuple[int, int]:
     return w, h
 
 
-def save(ax, path, dpi=150):
+def save(ax: Axes, path: Path | str, dpi: float = 150) -> None:
     """Write the figure of ``ax`` to ``path`` and close it."""
-    ax.figure.tight_layout()
-    ax.figure.savefig(path, dpi=dpi)
-    _plt().close(ax.figure)
+    from matplotlib.figure import SubFigure
+
+    fig = ax.figure
+    root = fig.figure if isinstance(fig, SubFigure) else fig  # a subfigure is saved with its figure
+    root.tight_layout()
+    root.savefig(path, dpi=dpi)
+    _plt().close(root)
 
 
 __all__ = [

@@ -14,7 +14,7 @@ import binascii
 import math
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from .histogram import NoisyHistogram
 from .post.subcells import SubcellLayout
 from .spanstats import is_geographic, span_stats
 
+if TYPE_CHECKING:
+    from .model import SpanModel
+
 FORMAT = "dpdbscan.spans"
 VERSION = 1
 
@@ -32,7 +35,7 @@ VERSION = 1
 # span model <-> dict
 
 
-def model_to_dict(model, include_histogram: bool = True) -> dict:
+def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
     """The JSON document of a :class:`~dpdbscan.model.SpanModel`."""
     # cells grouped by span, each span's in key order (a stable sort by span)
     order = np.argsort(model.labels, kind="stable")
@@ -307,7 +310,9 @@ def _release(raw, alpha: float, eta: float, min_samples: int) -> dict:
 
 
 def model_to_geojson(
-    model, transform: Callable[[np.ndarray], np.ndarray] | None = None, precision: int | str | None = "auto"
+    model: SpanModel,
+    transform: Callable[[np.ndarray], np.ndarray] | None = None,
+    precision: int | Literal["auto"] | None = "auto",
 ) -> dict:
     """Spans as GeoJSON MultiPolygons (2-D only).
 
@@ -392,7 +397,7 @@ GEO_DECIMALS = 7
 # helpers
 
 
-def json_number(x: float):
+def json_number(x: float) -> float | str | None:
     """A float as JSON allows it: NaN -> null, +-inf -> "inf"/"-inf"."""
     return x if math.isfinite(x) else (None if math.isnan(x) else str(x))
 

@@ -7,7 +7,11 @@ Everything here draws the release only (spans and noisy histogram).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .geo import format_km
 from .mapstyle import (
@@ -24,14 +28,30 @@ from .mapstyle import (
     span_extent,
     span_neighbours,
 )
-from .spanstats import span_stats
+from .spanstats import SpanStats, span_stats
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
+
+    from .histogram import NoisyHistogram
+    from .model import SpanModel
+
+#: Model coordinates -> display coordinates, on (m, 2) arrays (e.g. km back to lon/lat).
+Transform: TypeAlias = Callable[[np.ndarray], np.ndarray]
+#: matplotlib's aspect: "equal", "auto" or the y/x scale ratio.
+Aspect: TypeAlias = Literal["equal", "auto"] | float
+#: The view of a spans picture: around the spans, the whole box, or (xmin, ymin, xmax, ymax).
+Extent: TypeAlias = Literal["spans", "box"] | Sequence[float] | np.ndarray
 
 #: A span drawn smaller than this many pixels, with no other span within
 #: about this distance, gets a ring so that it can be found.
 SMALL_SPAN_PX = 6.0
 
 
-def isolated_small_spans(model, stats, in_view, px_per_unit) -> np.ndarray:
+def isolated_small_spans(
+    model: SpanModel, stats: SpanStats, in_view: np.ndarray, px_per_unit: float
+) -> np.ndarray:
     """Spans in view that are drawn tiny and far from every other span. Tiny
     spans in a crowd are left without a ring: their outlines show, and rings
     there would only add clutter."""
@@ -46,22 +66,23 @@ def isolated_small_spans(model, stats, in_view, px_per_unit) -> np.ndarray:
     return small & ~crowded
 
 
-def y_scale(T, aspect) -> float:
+def y_scale(T: Transform, aspect: Aspect) -> float:
     """Length on screen of one model y unit relative to one model x unit."""
     o, ex, ey = T(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
     a, c = ex[0] - o[0], ey[1] - o[1]
     return (1.0 if aspect in ("equal", "auto") else float(aspect)) * c / a
 
 
-def axes_pixels(ax) -> tuple[float, float]:
+def axes_pixels(ax: Axes) -> tuple[float, float]:
     """Width and height of the axes in pixels (before any aspect adjustment)."""
-    fig = ax.figure
-    pos = ax.get_position()
-    w, h = fig.get_size_inches() * fig.dpi
-    return pos.width * w, pos.height * h
+    pos = ax.get_position()  # in the fractions of the (sub)figure the axes are in
+    box = ax.figure.bbox  # that (sub)figure, in pixels: size in inches times dpi for a figure
+    return pos.width * box.width, pos.height * box.height
 
 
-def view(model, stats, ax, extent, y_ratio: float):
+def view(
+    model: SpanModel, stats: SpanStats, ax: Axes, extent: Extent, y_ratio: float
+) -> tuple[np.ndarray, np.ndarray]:
     """The box to show, in model coordinates: ``(lower, upper)``."""
     if isinstance(extent, str):
         if extent == "box":
@@ -79,7 +100,9 @@ def view(model, stats, ax, extent, y_ratio: float):
     return e[:2], e[2:]
 
 
-def default_size(model, width: int, min_height: int = 500, max_height: int = 1200) -> tuple[int, int]:
+def default_size(
+    model: SpanModel, width: int, min_height: int = 500, max_height: int = 1200
+) -> tuple[int, int]:
     """A picture ``width`` pixels wide whose height follows the shape of the
     spans' box (within the limits), so that a wide or tall set of spans does
     not sit in a square of white space. Geographic and plain models alike
@@ -90,7 +113,7 @@ def default_size(model, width: int, min_height: int = 500, max_height: int = 120
     return width, int(round(min(max(0.8 * width * ratio + 110, min_height), max_height)))
 
 
-def check_extent(extent) -> np.ndarray:
+def check_extent(extent: ArrayLike) -> np.ndarray:
     """``(xmin, ymin, xmax, ymax)`` as a float array, refusing empty boxes."""
     e = np.asarray(extent, dtype=np.float64).ravel()
     if e.size != 4 or not np.all(np.isfinite(e)):
@@ -100,7 +123,7 @@ def check_extent(extent) -> np.ndarray:
     return e
 
 
-def draw_heat(ax, hist, lo, hi, T):
+def draw_heat(ax: Axes, hist: NoisyHistogram, lo: np.ndarray, hi: np.ndarray, T: Transform) -> None:
     """The noisy histogram of the cells in ``[lo, hi]`` as a grey image under the spans."""
     hg = hist.grid
     c_lo = np.floor((lo - hg.lower) / hg.width).astype(np.int64)
@@ -119,7 +142,7 @@ def draw_heat(ax, hist, lo, hi, T):
     ax.imshow(
         np.transpose(heat_rgba(img, vmax, floor), (1, 0, 2)),
         origin="lower",
-        extent=[x0, x1, y0, y1],
+        extent=(x0, x1, y0, y1),
         interpolation="nearest",
         zorder=0,
         gid="heat",
@@ -127,26 +150,39 @@ def draw_heat(ax, hist, lo, hi, T):
     )
 
 
-def span_palette(model, cmap):
+def span_palette(model: SpanModel, cmap: str | None) -> list[tuple[float, float, float]]:
     """An RGB colour per span, neighbours apart (:func:`dpdbscan.mapstyle.span_colours`)."""
     from matplotlib.colors import to_rgb
 
     idx = span_colours(model)
     if cmap is None:
-        base: list[tuple[float, ...]] = [to_rgb(c) for c in PALETTE]
+        base: list[tuple[float, float, float]] = [to_rgb(c) for c in PALETTE]
     else:
         from matplotlib import colormaps
 
         cm = colormaps[cmap]
-        base = [tuple(cm(i % cm.N)[:3]) for i in range(len(PALETTE))]
+        base = [_rgb(cm(i % cm.N)) for i in range(len(PALETTE))]
     return [base[i % len(base)] for i in idx]
 
 
-def darker(rgb, k: float = 0.7):
-    return tuple(float(v) * k for v in rgb)
+def _rgb(rgba: tuple[float, float, float, float]) -> tuple[float, float, float]:
+    r, g, b, _ = rgba
+    return r, g, b
 
 
-def label_spans(ax, stats, candidates, n_labels, T, px_per_unit):
+def darker(rgb: tuple[float, float, float], k: float = 0.7) -> tuple[float, float, float]:
+    r, g, b = rgb
+    return float(r) * k, float(g) * k, float(b) * k
+
+
+def label_spans(
+    ax: Axes,
+    stats: SpanStats,
+    candidates: np.ndarray,
+    n_labels: int,
+    T: Transform,
+    px_per_unit: float,
+) -> None:
     """Ids of the largest ``candidates`` spans, at a point inside each,
     skipping any label that would sit on one already drawn."""
     import matplotlib.patheffects as pe
@@ -181,7 +217,7 @@ def label_spans(ax, stats, candidates, n_labels, T, px_per_unit):
 LABEL_GAP_PX = 18.0
 
 
-def add_scale_bar(ax, km_per_x_unit: float, fraction: float = 0.2):
+def add_scale_bar(ax: Axes, km_per_x_unit: float, fraction: float = 0.2) -> AnchoredSizeBar:
     """A scale bar in m or km in the lower right corner: a round length near
     ``fraction`` of the axes' width, for axes whose x unit is
     ``km_per_x_unit`` kilometres (at the reference latitude for lon/lat)."""

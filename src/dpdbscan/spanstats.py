@@ -33,8 +33,12 @@ Definitions
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .model import SpanModel
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class SpanStats:
         return int(self.n_cells.size)
 
 
-def span_stats(model) -> SpanStats:
+def span_stats(model: SpanModel) -> SpanStats:
     """The :class:`SpanStats` of a :class:`~dpdbscan.model.SpanModel`
     (computed once per model: the GeoJSON and the picture both ask)."""
     rkeys = model.regions()[0]
@@ -133,7 +137,7 @@ def _noisy_mass(model, labels: np.ndarray, coords: np.ndarray, n: int) -> np.nda
     return np.bincount(pairs[:, 0], weights=np.asarray(values, dtype=np.float64), minlength=n)
 
 
-def is_geographic(model) -> bool:
+def is_geographic(model: object) -> bool:
     """True for models fitted with ``--geo`` (a projection in the metadata)."""
     return getattr(model, "metadata", {}).get("projection") is not None
 

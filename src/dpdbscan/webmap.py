@@ -35,6 +35,7 @@ from .mapstyle import (
     span_colours,
     span_extent,
 )
+from .model import SpanModel
 from .spanstats import format_area, span_stats
 
 #: Largest heat layer embedded in a page, in pixels (bigger grids are summed
@@ -42,7 +43,7 @@ from .spanstats import format_area, span_stats
 MAX_MAP_HEAT_PIXELS = 4_000_000
 
 
-def map_html(model, *, title: str | None = None) -> str:
+def map_html(model: SpanModel, *, title: str | None = None) -> str:
     """The HTML page of ``model`` (a 2-D :class:`~dpdbscan.model.SpanModel`)."""
     grid = model.grid
     if grid.d != 2:
@@ -89,7 +90,7 @@ def map_html(model, *, title: str | None = None) -> str:
     return re.sub(r"%%([A-Z_]+)%%", lambda m: values[m.group(1)], template)
 
 
-def write_map(model, path, *, title: str | None = None) -> Path:
+def write_map(model: SpanModel, path: Path | str, *, title: str | None = None) -> Path:
     """Write :func:`map_html` to ``path`` (UTF-8); returns the path."""
     path = Path(path)
     path.write_text(map_html(model, title=title), encoding="utf-8")

@@ -8,12 +8,25 @@ merging) runs on cells, on the driver. A backend is anything that satisfies
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..grid import Grid
+
+if TYPE_CHECKING:
+    import dask.array as da
+    import dask.dataframe as dd
+
+#: The points a backend reads: an array-like of points or, with a distributed
+#: backend, paths or globs of Parquet/CSV files, dask DataFrames or dask arrays.
+PointsInput: TypeAlias = (
+    "ArrayLike | str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | dd.DataFrame | da.Array"
+)
 
 
 @dataclass
@@ -51,4 +64,4 @@ class DenseBackend(Backend, Protocol):
     def dense_counts(self, grid: Grid, X: Any) -> np.ndarray: ...
 
 
-__all__ = ["Backend", "DenseBackend", "CellCounts"]
+__all__ = ["Backend", "DenseBackend", "CellCounts", "PointsInput"]

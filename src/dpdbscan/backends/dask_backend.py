@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -313,7 +313,7 @@ class DaskBackend:
         delimiter: str | None = None,
         header: bool | None = None,
         timeout: float = 10.0,
-    ):
+    ) -> None:
         _require_dask()
         if scheduler is not None and client is not None:
             raise ValueError("pass either scheduler or client, not both")
@@ -375,12 +375,12 @@ class DaskBackend:
             cluster.close()
             raise
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         if self.client is None and self._session_client is None:
             self._session_client, self._session_cluster = self._connect()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:

@@ -28,7 +28,7 @@ class DiscreteLaplace:
     name = "discrete"
     integer = True
 
-    def __init__(self, epsilon: float):
+    def __init__(self, epsilon: float) -> None:
         self.fraction = _random.rational_epsilon(epsilon)
         self.epsilon = float(self.fraction)
 
@@ -65,7 +65,7 @@ class ContinuousLaplace:
     name = "laplace"
     integer = False
 
-    def __init__(self, epsilon: float):
+    def __init__(self, epsilon: float) -> None:
         self.epsilon = float(epsilon)
 
     def sample(self, source: Source, n: int) -> np.ndarray:

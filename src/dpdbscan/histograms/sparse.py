@@ -99,6 +99,7 @@ def released_empty_cells(
     sorted.
     """
     tail = noise.exact_tail(theta)
+    positions: np.ndarray | list[int]
     if tail is None:  # no noise: every cell or none
         if noise.tail(theta) <= 0:
             return np.empty(0, dtype=grid.key_dtype)

@@ -37,8 +37,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..grid import Grid, count_neighbours
 from ..histogram import NoisyHistogram
@@ -98,7 +100,7 @@ def base_cells(epsilon: float, n_expected: float | None = None, max_cells: int =
     return int(max(MIN_BASE_CELLS, min(float(max_cells), target)))
 
 
-def base_eps(lower, upper, eta: float, cells: int) -> float:
+def base_eps(lower: ArrayLike, upper: ArrayLike, eta: float, cells: int) -> float:
     """The smallest eps (at this eta) whose grid over the public box has at
     most ``cells`` cells, to 1%."""
     lower = np.asarray(lower, dtype=np.float64)
@@ -113,11 +115,11 @@ def base_eps(lower, upper, eta: float, cells: int) -> float:
 
 
 def plan(
-    lower,
-    upper,
+    lower: ArrayLike,
+    upper: ArrayLike,
     eta: float,
-    eps,
-    min_samples,
+    eps: float | Literal["auto"],
+    min_samples: int | Literal["auto"],
     epsilon: float = 1.0,
     max_cells: int = MAX_CELLS,
     n_expected: float | None = None,

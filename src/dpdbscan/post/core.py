@@ -18,6 +18,7 @@ import numpy as np
 from ..grid import MAX_KAPPA
 from ..histogram import NoisyHistogram
 from .pruning import core_candidates
+from .subcells import SubcellLayout
 from .sums import (
     SumsAt,
     dense_candidates,
@@ -38,7 +39,9 @@ def sum_threshold(
     return min_samples - gamma
 
 
-def core_cells(hist: NoisyHistogram, threshold: float, layout=None):
+def core_cells(
+    hist: NoisyHistogram, threshold: float, layout: SubcellLayout | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Sorted keys of core cells and their noisy neighbour sums.
 
     With a :class:`~dpdbscan.subcells.SubcellLayout` of ``k > 1`` the keys
@@ -62,6 +65,7 @@ def core_cells(hist: NoisyHistogram, threshold: float, layout=None):
     sums_at = SumsAt(hist)
     keys, sums = [], []
     for pos, offsets in layout.positions:
+        assert offsets is not None  # only k = 1 has a position without offsets
         cs = sums_at(cand, offsets)
         ck, cs = cand[cs >= threshold], cs[cs >= threshold]
         fk = layout.fine_keys(ck, pos)
@@ -152,7 +156,7 @@ def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
 _BUCKET_PRUNE_ABOVE = 4_000_000
 
 
-def neighbour_sums(hist: NoisyHistogram):
+def neighbour_sums(hist: NoisyHistogram) -> tuple[np.ndarray, np.ndarray]:
     """Noisy neighbour sums of every cell that has a released neighbour.
 
     Returns (keys, sums); for a dense histogram, every cell (for plots).

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Protocol
 
 import numpy as np
 
-from ..grid import search_keys
+from ..grid import Grid, search_keys
 from .sums import neighbourhood
 
 _BIAS = 2  # bucket coordinates are shifted so that +-2 buckets stay in range
@@ -43,7 +44,9 @@ COARSE_BUCKETS = 1 << 21  # a first, coarser grid is cheap below this
 SPARSE_BUCKETS = 1 << 22  # most fine buckets whose block sums are looked up
 
 
-def live_cells(grid, keys: np.ndarray, vals: np.ndarray, query: np.ndarray, threshold: float) -> np.ndarray:
+def live_cells(
+    grid: Grid, keys: np.ndarray, vals: np.ndarray, query: np.ndarray, threshold: float
+) -> np.ndarray:
     """Mask of ``query`` cells that may be core or lie in NB of a core cell.
 
     ``keys`` (sorted) and ``vals`` are the released cells, all ``vals >= 0``.
@@ -55,7 +58,7 @@ def live_cells(grid, keys: np.ndarray, vals: np.ndarray, query: np.ndarray, thre
 
 
 def core_candidates(
-    grid, keys: np.ndarray, vals: np.ndarray, heavy: np.ndarray, threshold: float
+    grid: Grid, keys: np.ndarray, vals: np.ndarray, heavy: np.ndarray, threshold: float
 ) -> np.ndarray:
     """Sorted keys of a superset of the core cells.
 
@@ -73,7 +76,20 @@ def core_candidates(
     return cand[reg.may_be_core(cand)] if cand.size else cand
 
 
-def regions(grid, keys, vals, threshold):
+class Regions(Protocol):
+    """What :func:`regions` returns, for query cells (sorted keys): a mask of
+    those that may be core or lie in NB of a core cell (``near``), of those
+    that may be core (``may_be_core``), and every cell of the live buckets
+    when there are at most ``limit`` of them, else None (``live_bucket_cells``)."""
+
+    def near(self, query: np.ndarray) -> np.ndarray: ...
+
+    def may_be_core(self, query: np.ndarray) -> np.ndarray: ...
+
+    def live_bucket_cells(self, limit: int) -> np.ndarray | None: ...
+
+
+def regions(grid: Grid, keys: np.ndarray, vals: np.ndarray, threshold: float) -> Regions:
     """Live buckets where a bucket grid fits a dense array, else rich
     super-cells; see the module docstring.
 
@@ -167,15 +183,15 @@ class _Buckets:
         b = self.grid.decode(k) // self.side + _BIAS
         return np.ravel_multi_index(tuple(b.T), self.nb)
 
-    def near(self, query):
+    def near(self, query: np.ndarray) -> np.ndarray:
         if self._near is None:
             self._near = _box3(self.live, logical=True).ravel()
         return self._near[self._index(query)]
 
-    def may_be_core(self, query):
+    def may_be_core(self, query: np.ndarray) -> np.ndarray:
         return self.live.ravel()[self._index(query)]
 
-    def live_bucket_cells(self, limit):
+    def live_bucket_cells(self, limit: int) -> np.ndarray | None:
         """Every valid cell of a live bucket (sorted keys), or None if more than ``limit``."""
         return _bucket_cells(self.grid, np.argwhere(self.live) - _BIAS, self.side, limit)
 
@@ -224,13 +240,13 @@ class _SparseBuckets:
     def _key(self, bucket_coords):
         return (bucket_coords + _BIAS) @ self.strides
 
-    def near(self, query):
+    def near(self, query: np.ndarray) -> np.ndarray:
         return search_keys(self.near_keys, self._key(self.grid.decode(query) // self.side))[1]
 
-    def may_be_core(self, query):
+    def may_be_core(self, query: np.ndarray) -> np.ndarray:
         return search_keys(self.live, self._key(self.grid.decode(query) // self.side))[1]
 
-    def live_bucket_cells(self, limit):
+    def live_bucket_cells(self, limit: int) -> np.ndarray | None:
         if self.live.size * self.side**self.grid.d > limit:
             return None
         coords = np.empty((self.live.size, self.grid.d), dtype=np.int64)
@@ -274,7 +290,7 @@ class _SuperCells:
     def _keys(self, coords, i):
         return _row_keys((coords + i * self.s) // self.L, self.extent)
 
-    def near(self, query):
+    def near(self, query: np.ndarray) -> np.ndarray:
         qc = self.grid.decode(query)
         ok = np.zeros(query.size, dtype=bool)
         for i, rich in enumerate(self.rich):
@@ -284,5 +300,5 @@ class _SuperCells:
 
     may_be_core = near
 
-    def live_bucket_cells(self, limit):
+    def live_bucket_cells(self, limit: int) -> np.ndarray | None:
         return None

@@ -83,7 +83,7 @@ class SubcellLayout:
         k^d |X|, the number of sums the union bound covers.
     """
 
-    def __init__(self, grid: Grid, k: int = 1):
+    def __init__(self, grid: Grid, k: int = 1) -> None:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"subcells must be an integer >= 1, got subcells={k!r}")
         self.grid = grid
@@ -107,7 +107,7 @@ class SubcellLayout:
     def rho(self) -> float:
         return approximation_ratio(self.grid.eta, self.k)
 
-    def fine_keys(self, coarse_keys: np.ndarray, pos) -> np.ndarray:
+    def fine_keys(self, coarse_keys: np.ndarray, pos: tuple[int, ...]) -> np.ndarray:
         """Keys (in ``fine``) of sub-cell ``pos`` of the given cells, inside the box."""
         if self.k == 1:
             return coarse_keys

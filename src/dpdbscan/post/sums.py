@@ -26,7 +26,7 @@ def padded_prefix_sums(values: np.ndarray, R: int) -> np.ndarray:
     return C
 
 
-def dense_neighbour_sums(grid: Grid, values: np.ndarray, offsets=None) -> np.ndarray:
+def dense_neighbour_sums(grid: Grid, values: np.ndarray, offsets: np.ndarray | None = None) -> np.ndarray:
     """sum over NB(X) of ``values`` for every cell, on the dense array.
 
     Prefix sums along the last axis turn each run of offsets that is
@@ -52,7 +52,9 @@ def dense_neighbour_sums(grid: Grid, values: np.ndarray, offsets=None) -> np.nda
     return out
 
 
-def sparse_neighbour_sums(grid: Grid, keys, values, query, offsets=None) -> np.ndarray:
+def sparse_neighbour_sums(
+    grid: Grid, keys: np.ndarray, values: np.ndarray, query: np.ndarray, offsets: np.ndarray | None = None
+) -> np.ndarray:
     """sum over NB(q) of the released values, for each query key ``q``.
 
     ``keys`` must be sorted. With int64 keys each run of NB contiguous in the
@@ -60,7 +62,7 @@ def sparse_neighbour_sums(grid: Grid, keys, values, query, offsets=None) -> np.n
     sum per run. Packed (wide) keys fall back to one lookup per offset.
     """
     acc_dtype = np.int64 if values.dtype.kind in "iub" else np.float64
-    out = np.zeros(query.size, dtype=acc_dtype)
+    out: np.ndarray = np.zeros(query.size, dtype=acc_dtype)
     if keys.size == 0 or query.size == 0:
         return out
     if grid.wide:
@@ -106,7 +108,7 @@ class SumsAt:
     floating point). Sparse: :func:`sparse_neighbour_sums` at the cells.
     """
 
-    def __init__(self, hist: NoisyHistogram):
+    def __init__(self, hist: NoisyHistogram) -> None:
         self.hist = hist
         grid = hist.grid
         if hist.kind != "dense":
@@ -120,7 +122,7 @@ class SumsAt:
     def __call__(self, keys: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         hist, grid = self.hist, self.hist.grid
         if hist.kind != "dense":
-            return sparse_neighbour_sums(grid, hist.keys, hist.values, keys, offsets)
+            return sparse_neighbour_sums(grid, hist.released_keys, hist.values, keys, offsets)
         offsets = np.asarray(offsets, dtype=np.int64)
         if offsets.size and np.abs(offsets).max() > self._R:
             raise ValueError("offsets reach beyond the padding of the dense histogram")
@@ -136,7 +138,7 @@ class SumsAt:
         return out
 
 
-def dense_candidates(grid: Grid, values: np.ndarray, threshold: float, n_terms: int):
+def dense_candidates(grid: Grid, values: np.ndarray, threshold: float, n_terms: int) -> np.ndarray | None:
     """Sorted keys of the cells within NB of a cell holding ``>= threshold / n_terms``.
 
     A sum of at most ``n_terms`` values over a subset of NB(X) reaches a

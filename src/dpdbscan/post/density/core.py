@@ -66,7 +66,7 @@ def density_core(
     min_samples: float,
     *,
     subcells: int = 2,
-    margin_rule=1.0,
+    margin_rule: str | float = 1.0,
     beta: float = 0.1,
     estimate: str = "average",
     occupancy: float = OCCUPANCY,
@@ -137,7 +137,7 @@ class DensityField:
     estimates: np.ndarray
     position: np.ndarray
     weights: BallWeights
-    margin_rule: object
+    margin_rule: str | float
     beta: float
     guard: bool
     occupancy: float
@@ -189,7 +189,7 @@ def density_field(
     min_samples: float,
     *,
     subcells: int = 2,
-    margin_rule=1.0,
+    margin_rule: str | float = 1.0,
     beta: float = 0.1,
     estimate: str = "average",
     occupancy: float = OCCUPANCY,

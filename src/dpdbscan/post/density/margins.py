@@ -10,12 +10,19 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import Literal, TypeAlias
 
 import numpy as np
 
 from .weights import BallWeights
 
 MARGINS = ("chernoff", "pointwise")  # or a number c: c * sigma(q)
+
+#: How an empty cell reads in the release (:func:`empty_truncation`): None, its
+#: noise Z (dense); a number theta, Z 1[Z >= theta] (sparse); "zero", exactly 0
+#: (stability); "positive", Z^+ = max(Z, 0) (a bound for every cell of a release
+#: that drops noisy counts below a threshold).
+Truncation: TypeAlias = float | Literal["positive", "zero"] | None
 
 
 def noise_variance(noise: str, epsilon: float) -> float:
@@ -114,7 +121,9 @@ def _term_cdf(noise: str, epsilon: float, truncation):
 
 
 @functools.lru_cache(maxsize=1024)
-def weighted_quantile(noise: str, epsilon: float, weights: tuple, level: float, truncation=None) -> float:
+def weighted_quantile(
+    noise: str, epsilon: float, weights: tuple, level: float, truncation: Truncation = None
+) -> float:
     """g with P(sum_Y W_Y R_Y >= g) <= level, computed exactly up to binning.
 
     Each term W R is rounded *up* to a multiple of delta (B = ceil(W R / delta)),
@@ -204,7 +213,7 @@ class Margin:
     rule ("chernoff", "pointwise" or c).
     """
 
-    rule: object
+    rule: str | float
     values: np.ndarray
     sigma: np.ndarray
     empty: np.ndarray
@@ -212,7 +221,7 @@ class Margin:
     beta: float
 
 
-def empty_truncation(kind: str, theta: float):
+def empty_truncation(kind: str, theta: float) -> float | Literal["zero"] | None:
     """How an empty cell reads in a release of this kind: its noise Z (dense),
     Z 1[Z >= theta] (sparse) or exactly 0 (stability: empty cells are never
     released; returns "zero")."""
@@ -224,7 +233,7 @@ def empty_truncation(kind: str, theta: float):
 
 
 def margin(
-    rule,
+    rule: str | float,
     weights: BallWeights,
     noise: str,
     epsilon: float,
@@ -232,7 +241,7 @@ def margin(
     n_cells: int,
     *,
     min_samples: float | None = None,
-    truncation=None,
+    truncation: Truncation = None,
     guard: bool = True,
 ) -> Margin:
     """m(q) from public quantities only.
