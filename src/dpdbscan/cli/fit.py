@@ -369,19 +369,25 @@ def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None, counts:
             if count / n_ok >= 0.01:
                 notes(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound {value:g}")
     if outside / n_ok > 0.5:
-        hint = "check --bounds (lower_1 .. lower_d upper_1 .. upper_d) and --columns"
-        if bounds_in is not None and len(bounds_in) == 4 and X.shape[1] == 2:
-            v = bounds_in
-            alt_lo, alt_hi = np.array([v[0], v[2]]), np.array([v[1], v[3]])
-            if np.all(alt_lo < alt_hi):
-                F = X[_rows_all(np.isfinite(X))]
-                inside_alt = np.all((F >= alt_lo) & (F <= alt_hi), axis=1).mean()
-                if inside_alt > 0.9:
-                    hint = (
-                        "the bounds look like xmin xmax ymin ymax: --bounds wants "
-                        f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}"
-                    )
-        notes(f"most points are outside the bounds: {hint}")
+        notes(outside_hint(X, bounds_in))
+
+
+def outside_hint(X, bounds_in) -> str:
+    """The private note when most points lie outside the box: which option
+    to check, or the swapped bounds (xmin xmax ymin ymax) that would fit."""
+    hint = "check --bounds (lower_1 .. lower_d upper_1 .. upper_d) and --columns"
+    if bounds_in is not None and len(bounds_in) == 4 and X.shape[1] == 2:
+        v = bounds_in
+        alt_lo, alt_hi = np.array([v[0], v[2]]), np.array([v[1], v[3]])
+        if np.all(alt_lo < alt_hi):
+            F = X[_rows_all(np.isfinite(X))]
+            inside_alt = np.all((F >= alt_lo) & (F <= alt_hi), axis=1).mean()
+            if inside_alt > 0.9:
+                hint = (
+                    "the bounds look like xmin xmax ymin ymax: --bounds wants "
+                    f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}"
+                )
+    return f"most points are outside the bounds: {hint}"
 
 
 def _out_paths(args, name: str) -> dict:

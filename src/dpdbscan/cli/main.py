@@ -1,4 +1,4 @@
-"""The ``dpdbscan`` command: fit, sweep, predict, plot, info, map, explore, forecast.
+"""The ``dpdbscan`` command: fit, sweep, predict, plot, info, map, explore, forecast, check.
 
 This module wires argparse; the commands live in :mod:`.fit` (fit), :mod:`.sweep` and
 :mod:`.inspect` (predict, plot, info). See :mod:`.common` for the conventions
@@ -11,6 +11,9 @@ import argparse
 import sys
 
 from .. import __version__
+from .check import EXAMPLES as CHECK_EXAMPLES
+from .check import add_arguments as add_check_arguments
+from .check import cmd_check
 from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings, keep_freed_memory
 from .explore import EXAMPLES as EXPLORE_EXAMPLES
 from .explore import add_arguments as add_explore_arguments
@@ -70,6 +73,7 @@ EXAMPLES = {
 """,
     "map": MAP_EXAMPLES,
     "forecast": FORECAST_EXAMPLES,
+    "check": CHECK_EXAMPLES,
     "explore": EXPLORE_EXAMPLES,
 }
 
@@ -192,6 +196,14 @@ def build_parser() -> argparse.ArgumentParser:
         "forecast", "what a release would detect, before any budget is spent (reads no data)", cmd_forecast
     )
     add_forecast_arguments(p)
+
+    p = add(
+        "check",
+        "dry run for the data owner: read a file as fit does and say, as private notes, what a "
+        "fit would see (spends nothing, releases nothing)",
+        cmd_check,
+    )
+    add_check_arguments(p)
     return parser
 
 
