@@ -75,7 +75,7 @@ def test_rows_read_and_dropped_as_fit_counts_them(capsys, box_csv, tmp_path):
     rc, out, err = run(capsys, "check", box_csv, "--bounds", "0", "0", "10", "10")
     assert rc == 0 and out == "", err
     assert line_of(err, "rows") == (
-        "private: rows      : 104 read, 4 dropped (a missing, non-numeric or non-finite value), 100 kept"
+        "private: rows      : 104 read, 4 dropped (missing, non-numeric or non-finite values), 100 kept"
     )
     # fit's own notes on the same file: the same rows read and dropped
     rc, _, fit_err = run(capsys, "fit", box_csv, "--bounds", "0", "0", "10", "10", "--eps", "1",

@@ -71,7 +71,7 @@ def cmd_check(args, sink) -> int:
     )
     for line in fc.lines(n_name="n"):
         notes(line)
-    notes(f"fit       : reading took {read_seconds:.2g} s here; then " + fit_cost(fc, n).line())
+    notes(f"fit       : reading took {read_seconds:.2g} s here; the fit after it " + fit_cost(fc, n).line())
     sink.flush()
     return EXIT_OK
 
@@ -82,8 +82,8 @@ def data_lines(pts: Points, counts: dict, lower_in, upper_in, bounds_in) -> list
     below its lower and above its upper bound. Private notes."""
     X, n_bad, n_ok = pts.X, counts["n_bad"], counts["n_ok"]
     out = [
-        f"rows      : {X.shape[0]:,} read, {n_bad:,} dropped (a missing, non-numeric or "
-        f"non-finite value), {n_ok:,} kept"
+        f"rows      : {X.shape[0]:,} read, {n_bad:,} dropped (missing, non-numeric or "
+        f"non-finite values), {n_ok:,} kept"
     ]
     if n_ok == 0:
         return out + ["no row is kept: check --columns, --delimiter and --header"]

@@ -224,8 +224,8 @@ class FitCost:
     def line(self) -> str:
         return (
             f"about {_duration(self.seconds)} and {_size(self.input_bytes + self.extra_bytes)} of "
-            f"memory (the points {_size(self.input_bytes)}, the fit {_size(self.extra_bytes)} more), "
-            "after reading the file: an estimate from the benchmarks' cost model"
+            f"memory (the points {_size(self.input_bytes)}, the fit {_size(self.extra_bytes)} more): "
+            "an estimate from the benchmarks' cost model"
         )
 
 
