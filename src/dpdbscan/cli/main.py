@@ -1,6 +1,7 @@
 """The ``dpdbscan`` command: fit, sweep, predict, plot, info, map, explore, forecast, check.
 
-This module wires argparse; the commands live in :mod:`.fit` (fit), :mod:`.sweep` and
+This module wires argparse (the shared option groups are in :mod:`.options`);
+the commands live in :mod:`.fit` (fit), :mod:`.check` (check), :mod:`.sweep` and
 :mod:`.inspect` (predict, plot, info). See :mod:`.common` for the conventions
 on standard output (the release) and standard error (private notes).
 """

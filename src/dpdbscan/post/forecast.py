@@ -46,8 +46,12 @@ DENSE_SECONDS_PER_CELL = 0.18 / 4.4e6
 DENSE_BYTES_PER_CELL = 120e6 / 4.4e6
 SPARSE_FIXED_SECONDS = 0.09
 #: Noisy counts per candidate in the calibration (2-D, eta 4, 2x2 sub-cells):
-#: a core test that sums more adds its own estimate (``Forecast.seconds``).
+#: a core test that sums more adds its own time estimate (``Forecast.seconds``)
+#: and 4 B per point and term (measured on the 3-D chest data, 117 terms, and a
+#: 4-D sample, 609 terms: peak memory within 20% of the model). Its time was
+#: off by up to 6x either way there (0.3-4.3 s measured).
 CALIBRATED_TERMS = 21
+BYTES_PER_POINT_AND_TERM = 4.0
 
 
 @dataclass(frozen=True)
@@ -210,7 +214,8 @@ class FitCost:
     seconds : float
         Counting, noise and spans (the cost model's line), plus the core
         test's own estimate (``Forecast.seconds``) when it sums more noisy
-        counts per cell than the calibration did.
+        counts per cell than the calibration did. Within about 2x in 2-D;
+        beyond, off by up to 6x either way.
     input_bytes : float
         The points as the fit holds them: 8 bytes per value.
     extra_bytes : float
@@ -244,6 +249,7 @@ def fit_cost(fc: Forecast, n: float) -> FitCost:
     if fc.terms_per_cell > CALIBRATED_TERMS:
         # the line was measured in 2-D; a larger neighbourhood costs its core test on top
         seconds += fc.seconds or 0.0
+        extra += BYTES_PER_POINT_AND_TERM * fc.terms_per_cell * n
     return FitCost(seconds=seconds, input_bytes=8.0 * fc.d * n, extra_bytes=extra)
 
 
