@@ -150,3 +150,21 @@ def test_cli_forecast_refuses_bad_input(capsys, argv, match):
     rc = main(["forecast", *argv])
     err = capsys.readouterr().err
     assert rc == 2 and match in err, err
+
+
+def test_fit_cost_follows_the_benchmarks_lines():
+    from dpdbscan.post.forecast import fit_cost
+
+    # 2-D, dense: 45 ns and 16 B per point, plus 0.18 s and 120 MB per 4.4M cells
+    fc = DPDBSCAN(eps=0.05, min_samples=20, bounds=(0, 1)).forecast(1e6, n_features=2)
+    assert fc.histogram == "dense" and fc.terms_per_cell == 21
+    cost = fit_cost(fc, 1e6)
+    assert cost.seconds == pytest.approx(0.045 + 0.18 * fc.n_cells / 4.4e6)
+    assert cost.extra_bytes == pytest.approx(16e6 + 120e6 * fc.n_cells / 4.4e6)
+    assert cost.input_bytes == 16e6
+    assert "estimate" in cost.line() and "MB" in cost.line()
+    # sparse: 65 ns and 26 B per point after 0.09 s; a 4-D neighbourhood adds its core test
+    fc4 = DPDBSCAN(eps=0.05, min_samples=20, bounds=(0, 1), histogram="sparse").forecast(1e5, n_features=4)
+    assert fc4.terms_per_cell > 21 and fc4.seconds
+    assert fit_cost(fc4, 1e5).seconds == pytest.approx(0.09 + 65e-9 * 1e5 + fc4.seconds)
+    assert fit_cost(fc4, 1e5).extra_bytes == pytest.approx(26 * 1e5 + 4 * fc4.terms_per_cell * 1e5)

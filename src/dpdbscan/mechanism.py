@@ -288,14 +288,24 @@ def _auto_model(
 
 
 def forecast(
-    p: dict[str, Any], lower: np.ndarray, upper: np.ndarray, *, n_expected: float | None = None
+    p: dict[str, Any],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    n_expected: float | None = None,
+    n_points: float | None = None,
 ) -> Forecast:
     """What a release with validated parameters ``p`` in the public box would
     detect, before anything is spent (:mod:`dpdbscan.post.forecast`): the
     configuration :func:`configure` chooses, then its margins. Public inputs
     only; ``n_expected`` is the user's guess of the number of points. With
     ``eps="auto"`` it is the base release's forecast (``min_samples="auto"``
-    at its smallest candidate). ``n_expected`` defaults to ``p["n_expected"]``."""
+    at its smallest candidate). ``n_expected`` defaults to ``p["n_expected"]``.
+
+    ``n_points`` (default ``n_expected``): the number of points the
+    detectability is measured against, for ``dpdbscan check``, which counts
+    them for the data owner's private notes; the automatic plan still uses
+    ``n_expected``, as a release does."""
     if n_expected is None:
         n_expected = p.get("n_expected")
     if "auto" in (p["eps"], p["min_samples"]):
@@ -312,7 +322,7 @@ def forecast(
         p = {**p, "eps": pl.base_eps, "min_samples": pl.min_samples or auto.MIN_SAMPLES_LOW}
     grid = Grid(lower, upper, p["eps"], p["eta"])
     config, _ = configure(p, grid)
-    return _forecast_of(grid, config, p, n_expected)
+    return _forecast_of(grid, config, p, n_expected if n_points is None else n_points)
 
 
 def _forecast_of(

@@ -6,6 +6,7 @@ import os
 import sys
 import threading
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +44,10 @@ from .maps import picture_options
 def check_fit_params(args, eps=None) -> dict:
     """Validate every fit parameter with the shared table before reading a
     possibly huge file; returns them normalised (``min_samples`` is the first
-    of a sweep's list, ``eps`` overrides ``args.eps``)."""
+    of a sweep's list, ``eps`` overrides ``args.eps``). An ``eps`` or
+    ``min_samples`` that is None (``check`` without them) is left out."""
     eps = args.eps if eps is None else eps
-    if not (isinstance(eps, str) and eps.strip().lower() == "auto"):
+    if eps is not None and not (isinstance(eps, str) and eps.strip().lower() == "auto"):
         eps = _geo.parse_length(eps, geo=args.geo)
     values = dict(
         eps=eps if not isinstance(eps, str) else "auto",
@@ -69,9 +71,10 @@ def check_fit_params(args, eps=None) -> dict:
         values["max_cells"] = args.max_cells
     if getattr(args, "n_expected", None) is not None:
         values["n_expected"] = args.n_expected
-    p = validate(values, cli=True)
+    p = validate({k: v for k, v in values.items() if v is not None or k not in _DBSCAN}, cli=True)
     for m in _min_samples_list(args):
-        check_param("min_samples", m, cli=True)
+        if m is not None:
+            check_param("min_samples", m, cli=True)
     if args.ref_lat is not None and not args.geo:
         raise ValueError("--ref-lat only applies with --geo")
     if args.scheduler and args.backend != "dask":
@@ -84,6 +87,9 @@ def check_fit_params(args, eps=None) -> dict:
     if args.bounds is not None and args.bounds_from_data:
         raise ValueError("give either --bounds or --bounds-from-data, not both")
     return p
+
+
+_DBSCAN = ("eps", "min_samples")
 
 
 def _min_samples_list(args) -> list[int]:
@@ -107,7 +113,6 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
         "randomness": "secure" if args.seed is None else "seeded (insecure; seed not stored)",
     }
     dask = args.backend == "dask"
-    prep: BlockPrep | None = None
     backend: Backend
     if dask:
         if args.geo:
@@ -129,59 +134,16 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
             )
         X, names = args.input, columns
         backend = _dask_backend(args, columns)
+        check_columns(args, p, d, names)
+        lower, upper, _ = public_box(args, bounds_in, d, None, meta)
     else:
-        prep = None if bounds_in is None else BlockPrep(bounds_in, args.geo, args.ref_lat)
-        X, names = _read(args.input, columns, args, geo=args.geo, notes=notes, block_hook=prep)
-        d = X.shape[1]
+        pts = read_points(args, p, notes, bounds_in, columns, meta)
+        X, names, lower, upper = pts.X, pts.names, pts.lower, pts.upper
         backend = NumpyBackend()
-    if count_neighbours(d, p["eta"]) > MAX_KAPPA:  # public: d and eta
-        raise ValueError(
-            f"in d={d} at eta={p['eta']:g} an eps-neighbourhood has {count_neighbours(d, p['eta']):,} "
-            f"cells, more than any core test can evaluate ({MAX_KAPPA:,}): the release could have no "
-            "span, so no budget is spent on it. Use fewer columns (--columns)"
-        )
-    if args.geo and d != 2:
-        raise ValueError(f"--geo needs exactly two columns (longitude, latitude), got {d}: {names}")
-    if args.png_requested and d != 2:
-        raise ValueError(f"--png needs 2-D data, got {d} columns")
-    if args.geojson_requested and d != 2:
-        raise ValueError(f"--geojson needs 2-D data, got {d} columns")
-
-    if bounds_in is not None:
-        lower, upper = _split_bounds(bounds_in, d, args.geo)
-        meta["bounds_source"] = "public (--bounds)"
-    else:
-        with warnings.catch_warnings():
-            # Said once below, in the command line's own words.
-            warnings.simplefilter("ignore", PrivacyLeakWarning)
-            lower, upper = bounds_from_data(X)
-        print(
-            "dpdbscan: PRIVACY WARNING: --bounds-from-data computes the bounds from the private "
-            "data: this leaks information and the release has NO differential privacy guarantee",
-            file=sys.stderr,
-        )
-        meta["bounds_source"] = "data (--bounds-from-data): NO differential privacy guarantee"
-    if args.geo:
-        proj = _geo.Equirectangular.from_bounds(lower, upper, args.ref_lat)
-        err = proj.max_scale_error(lower, upper)
-        if err > 0.01:
-            print(
-                f"dpdbscan: warning: the --geo box spans latitudes {lower[1]:g}..{upper[1]:g}; "
-                f"east-west distances are off by up to {err:.1%} at its edges "
-                "(equirectangular projection)",
-                file=sys.stderr,
-            )
-        meta["projection"] = proj.to_dict()
-        meta["bounds_degrees"] = {"lower": list(map(float, lower)), "upper": list(map(float, upper))}
-        lower, upper = proj.project_bounds(lower, upper)
-    counts = None if dask or prep is None else prep.result(X.shape[0])
-    if args.geo and counts is None:
-        # in place: X is this command's own copy of the file's values
-        X = proj.forward(X, out=X) if X.flags.writeable else proj.forward(X)
     meta["columns"] = list(names) if names else None
     if not dask:
         _say_read(args.input, X, names, notes)
-        _note_clipping(X, lower, upper, names, notes, bounds_in, counts)
+        _note_clipping(X, lower, upper, names, notes, bounds_in, pts.counts)
 
     if getattr(args, "preload_png", False):
         preload_matplotlib()
@@ -197,6 +159,91 @@ def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
     sink.flush()
     model.metadata.update(meta)
     return model
+
+
+@dataclass
+class Points:
+    """A fit's input as the mechanism receives it (numpy backend).
+
+    ``X`` is in the fit's coordinates (km with ``--geo``), ``lower`` and
+    ``upper`` the public box in the same coordinates, ``proj`` the --geo
+    projection (or None) and ``counts`` :func:`clipping_counts` of ``X`` when
+    the reader already made them (else None). Private but for the box.
+    """
+
+    X: np.ndarray
+    names: list
+    lower: np.ndarray
+    upper: np.ndarray
+    proj: _geo.Equirectangular | None
+    counts: dict | None
+
+
+def read_points(args, p: dict, notes: Notes, bounds_in, columns, meta: dict | None = None) -> Points:
+    """Read ``args.input`` the way ``fit`` does (the same reader, the same
+    per-block projection and clipping counts, the same checks and errors),
+    for ``fit`` and the dry run ``check``. ``meta`` receives what the model
+    records about the box."""
+    prep = None if bounds_in is None else BlockPrep(bounds_in, args.geo, args.ref_lat)
+    X, names = _read(args.input, columns, args, geo=args.geo, notes=notes, block_hook=prep)
+    check_columns(args, p, X.shape[1], names)
+    lower, upper, proj = public_box(args, bounds_in, X.shape[1], X, {} if meta is None else meta)
+    counts = None if prep is None else prep.result(X.shape[0])
+    if proj is not None and counts is None:
+        # in place: X is this command's own copy of the file's values
+        X = proj.forward(X, out=X) if X.flags.writeable else proj.forward(X)
+    return Points(X, names, lower, upper, proj, counts)
+
+
+def check_columns(args, p: dict, d: int, names) -> None:
+    """Refuse, before anything is spent, a number of columns the release
+    cannot use. Public: d, eta and the options."""
+    if count_neighbours(d, p["eta"]) > MAX_KAPPA:  # public: d and eta
+        raise ValueError(
+            f"in d={d} at eta={p['eta']:g} an eps-neighbourhood has {count_neighbours(d, p['eta']):,} "
+            f"cells, more than any core test can evaluate ({MAX_KAPPA:,}): the release could have no "
+            "span, so no budget is spent on it. Use fewer columns (--columns)"
+        )
+    if args.geo and d != 2:
+        raise ValueError(f"--geo needs exactly two columns (longitude, latitude), got {d}: {names}")
+    if getattr(args, "png_requested", False) and d != 2:
+        raise ValueError(f"--png needs 2-D data, got {d} columns")
+    if getattr(args, "geojson_requested", False) and d != 2:
+        raise ValueError(f"--geojson needs 2-D data, got {d} columns")
+
+
+def public_box(args, bounds_in, d: int, X, meta: dict):
+    """``(lower, upper, proj)``: the box from ``--bounds`` (or, leaking, from
+    ``X`` with ``--bounds-from-data``), projected to km with ``--geo``."""
+    if bounds_in is not None:
+        lower, upper = _split_bounds(bounds_in, d, args.geo)
+        meta["bounds_source"] = "public (--bounds)"
+    else:
+        with warnings.catch_warnings():
+            # Said once below, in the command line's own words.
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            lower, upper = bounds_from_data(X)
+        print(
+            "dpdbscan: PRIVACY WARNING: --bounds-from-data computes the bounds from the private "
+            "data: this leaks information and the release has NO differential privacy guarantee",
+            file=sys.stderr,
+        )
+        meta["bounds_source"] = "data (--bounds-from-data): NO differential privacy guarantee"
+    proj = None
+    if args.geo:
+        proj = _geo.Equirectangular.from_bounds(lower, upper, args.ref_lat)
+        err = proj.max_scale_error(lower, upper)
+        if err > 0.01:
+            print(
+                f"dpdbscan: warning: the --geo box spans latitudes {lower[1]:g}..{upper[1]:g}; "
+                f"east-west distances are off by up to {err:.1%} at its edges "
+                "(equirectangular projection)",
+                file=sys.stderr,
+            )
+        meta["projection"] = proj.to_dict()
+        meta["bounds_degrees"] = {"lower": list(map(float, lower)), "upper": list(map(float, upper))}
+        lower, upper = proj.project_bounds(lower, upper)
+    return lower, upper, proj
 
 
 class BlockPrep:
@@ -322,19 +369,25 @@ def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None, counts:
             if count / n_ok >= 0.01:
                 notes(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound {value:g}")
     if outside / n_ok > 0.5:
-        hint = "check --bounds (lower_1 .. lower_d upper_1 .. upper_d) and --columns"
-        if bounds_in is not None and len(bounds_in) == 4 and X.shape[1] == 2:
-            v = bounds_in
-            alt_lo, alt_hi = np.array([v[0], v[2]]), np.array([v[1], v[3]])
-            if np.all(alt_lo < alt_hi):
-                F = X[_rows_all(np.isfinite(X))]
-                inside_alt = np.all((F >= alt_lo) & (F <= alt_hi), axis=1).mean()
-                if inside_alt > 0.9:
-                    hint = (
-                        "the bounds look like xmin xmax ymin ymax: --bounds wants "
-                        f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}"
-                    )
-        notes(f"most points are outside the bounds: {hint}")
+        notes(outside_hint(X, bounds_in))
+
+
+def outside_hint(X, bounds_in) -> str:
+    """The private note when most points lie outside the box: which option
+    to check, or the swapped bounds (xmin xmax ymin ymax) that would fit."""
+    hint = "check --bounds (lower_1 .. lower_d upper_1 .. upper_d) and --columns"
+    if bounds_in is not None and len(bounds_in) == 4 and X.shape[1] == 2:
+        v = bounds_in
+        alt_lo, alt_hi = np.array([v[0], v[2]]), np.array([v[1], v[3]])
+        if np.all(alt_lo < alt_hi):
+            F = X[_rows_all(np.isfinite(X))]
+            inside_alt = np.all((F >= alt_lo) & (F <= alt_hi), axis=1).mean()
+            if inside_alt > 0.9:
+                hint = (
+                    "the bounds look like xmin xmax ymin ymax: --bounds wants "
+                    f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}"
+                )
+    return f"most points are outside the bounds: {hint}"
 
 
 def _out_paths(args, name: str) -> dict:

@@ -1,6 +1,7 @@
-"""The ``dpdbscan`` command: fit, sweep, predict, plot, info, map, explore, forecast.
+"""The ``dpdbscan`` command: fit, sweep, predict, plot, info, map, explore, forecast, check.
 
-This module wires argparse; the commands live in :mod:`.fit` (fit), :mod:`.sweep` and
+This module wires argparse (the shared option groups are in :mod:`.options`);
+the commands live in :mod:`.fit` (fit), :mod:`.check` (check), :mod:`.sweep` and
 :mod:`.inspect` (predict, plot, info). See :mod:`.common` for the conventions
 on standard output (the release) and standard error (private notes).
 """
@@ -11,11 +12,14 @@ import argparse
 import sys
 
 from .. import __version__
+from .check import EXAMPLES as CHECK_EXAMPLES
+from .check import add_arguments as add_check_arguments
+from .check import cmd_check
 from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings, keep_freed_memory
 from .explore import EXAMPLES as EXPLORE_EXAMPLES
 from .explore import add_arguments as add_explore_arguments
 from .explore import cmd_explore
-from .fit import _number_or_text, _subcells_arg, cmd_fit
+from .fit import cmd_fit
 from .forecast import EXAMPLES as FORECAST_EXAMPLES
 from .forecast import add_arguments as add_forecast_arguments
 from .forecast import cmd_forecast
@@ -23,6 +27,7 @@ from .inspect import cmd_info, cmd_plot, cmd_predict
 from .maps import EXAMPLES as MAP_EXAMPLES
 from .maps import add_picture_options
 from .maps import register as register_map
+from .options import add_fit_options, add_input_options
 from .sweep import cmd_sweep
 
 STREAMS = (
@@ -69,6 +74,7 @@ EXAMPLES = {
 """,
     "map": MAP_EXAMPLES,
     "forecast": FORECAST_EXAMPLES,
+    "check": CHECK_EXAMPLES,
     "explore": EXPLORE_EXAMPLES,
 }
 
@@ -82,30 +88,6 @@ class _Parser(argparse.ArgumentParser):
 
 # --------------------------------------------------------------------------- #
 # the parser
-
-
-def _add_input_options(p, *, dask: bool = False):
-    g = p.add_argument_group("reading points")
-    g.add_argument(
-        "--columns",
-        nargs="+",
-        metavar="COL",
-        help="columns to use, by name or 0-based index (default: every column except "
-        "'label' and unnamed index columns; with --geo, columns named lon/lat if "
-        "present" + ("; with --backend dask, names only)" if dask else ")"),
-    )
-    g.add_argument(
-        "--delimiter",
-        default=None,
-        help="CSV separator (default: sniffed from the header line among , ; tab |)",
-    )
-    h = g.add_mutually_exclusive_group()
-    h.add_argument(
-        "--header",
-        action="store_true",
-        help="the CSV's first line is a header (default: a first line of numbers only is read as data)",
-    )
-    h.add_argument("--no-header", action="store_true", help="the CSV has no header row")
 
 
 def _common_options() -> _Parser:
@@ -125,169 +107,6 @@ def _common_options() -> _Parser:
         help="no private notes on standard error (row counts and the like)",
     )
     return c
-
-
-def _add_fit_options(p, *, sweep: bool):
-    g = p.add_argument_group("DBSCAN")
-    g.add_argument(
-        "--eps",
-        "--alpha",
-        required=True,
-        metavar="ALPHA",
-        nargs="+" if sweep else None,
-        help="radius alpha; with --geo a length such as 50m or 0.05km (plain = km)"
-        + (
-            "; several values: one release at the smallest, the others re-parameterise "
-            "it (with --model: any eps >= the model's release eps)"
-            if sweep
-            else "; 'auto': one release at a base resolution from public inputs, then eps "
-            "chosen from it without labels"
-        ),
-    )
-    if not sweep:
-        g.add_argument(
-            "--max-cells",
-            type=_number_or_text,
-            default=2**20,
-            metavar="N",
-            help="--eps auto: public cap on the cells of its one release (default 2^20)",
-        )
-        g.add_argument(
-            "--n-expected",
-            type=_number_or_text,
-            default=None,
-            metavar="N",
-            help="your public guess of the number of points: --eps auto sizes its "
-            "release to it (about N epsilon / 0.3 cells; 20,000 assumed)",
-        )
-    g.add_argument(
-        "--min-samples",
-        "--minpts",
-        type=int if sweep else _number_or_text,
-        required=True,
-        nargs="+" if sweep else None,
-        metavar="MINPTS",
-        help="MinPts (a point counts itself)"
-        + (
-            "; several values"
-            if sweep
-            else "; 'auto' with --eps auto chooses both from one release (docs/parameters.md)"
-        ),
-    )
-    g.add_argument(
-        "--eta",
-        type=float,
-        default=4.0,
-        help="grid parameter in (0, 4]; cell width eta*eps/(4 sqrt d) (default 4)",
-    )
-    g.add_argument(
-        "--subcells",
-        type=_subcells_arg,
-        default="auto",
-        help="decide core cells and merge on sub-cells of width w/SUBCELLS "
-        "('auto' = 2 for d <= 3, else 1; 1 = the paper's procedure); no privacy cost",
-    )
-    g.add_argument(
-        "--core",
-        default="density",
-        metavar="{density,bound}",
-        help="core test: 'density' (default) estimates each sub-cell's "
-        "eps-neighbourhood count and labels like DBSCAN (one-sided guarantee: no "
-        "span reaches beyond the clusters); 'bound' is the paper's noisy upper "
-        "bound with its two-sided sandwich guarantee",
-    )
-    g.add_argument(
-        "--margin",
-        default="auto",
-        type=_number_or_text,
-        metavar="MARGIN",
-        help="density test: c of the margin c sigma ('auto' = 1); bound test: Gamma by "
-        "'chernoff' (exact MGF; 'auto') or 'paper'",
-    )
-    g.add_argument(
-        "--border",
-        default="auto",
-        help="predict: a point within this distance of a core sub-cell centre (density) "
-        "or core sub-cell (bound) joins its span ('auto' = eps for density, half a "
-        "sub-cell diameter for bound; 0 = cell membership only; with --geo a length "
-        "like 10m)",
-    )
-    g.add_argument(
-        "--theoretical-threshold",
-        action="store_true",
-        help="bound test: core iff UB~ >= MinPts (default: the paper's practical MinPts + tau)",
-    )
-    b = p.add_argument_group("domain (public)")
-    b.add_argument(
-        "--bounds",
-        nargs="+",
-        metavar="B",
-        help="public bounds: lower_1 .. lower_d upper_1 .. upper_d, or one lower and one "
-        "upper for all columns; with --geo: lon_min lat_min lon_max lat_max",
-    )
-    b.add_argument(
-        "--bounds-from-data",
-        action="store_true",
-        help="take the bounds from the data: leaks privacy, voids the guarantee",
-    )
-    b.add_argument(
-        "--geo", action="store_true", help="columns are longitude, latitude in degrees; project to km"
-    )
-    b.add_argument(
-        "--ref-lat",
-        type=float,
-        default=None,
-        help="public latitude where the projection is exact (default: centre of --bounds)",
-    )
-    q = p.add_argument_group("privacy")
-    q.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
-    q.add_argument("--delta", type=float, default=0.0, help="delta, for the stability histogram (default 0)")
-    q.add_argument(
-        "--beta",
-        type=float,
-        default=0.1,
-        help="failure probability of the guarantee (default 0.1; the paper's code used 0.5)",
-    )
-    q.add_argument(
-        "--histogram",
-        default="auto",
-        metavar="{auto,dense,sparse,stability}",
-        help="naive histogram over all cells (dense), the paper's linear-time one "
-        "(sparse) or the (epsilon, delta) stability one; 'auto' picks dense or "
-        "sparse from the number of cells alone (public) (default auto)",
-    )
-    q.add_argument(
-        "--noise",
-        default="discrete",
-        metavar="{discrete,laplace}",
-        help="exact discrete Laplace noise from the OS's secure randomness (default), "
-        "or the paper's floating-point Laplace (not exact)",
-    )
-    q.add_argument("--theta", type=float, default=None, help="threshold of the sparse histogram")
-    q.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="reproducible but INSECURE noise (research only; default: OS randomness)",
-    )
-    c = p.add_argument_group("computing")
-    c.add_argument(
-        "--backend",
-        default="numpy",
-        metavar="{numpy,dask}",
-        help="count cells in memory (numpy, default) or on a Dask cluster",
-    )
-    c.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler address (--backend dask)")
-    o = p.add_argument_group("output")
-    o.add_argument("--out-dir", default=".", help="folder for the outputs (default: current folder)")
-    o.add_argument("--name", help="base name of the outputs (default: input file name)")
-    if not sweep:
-        o.add_argument("--json", help="path of the span model (default OUT_DIR/NAME.spans.json)")
-        o.add_argument("--geojson", help="path of the GeoJSON (default OUT_DIR/NAME.spans.geojson)")
-        o.add_argument("--png", help="path of the picture (default OUT_DIR/NAME.spans.png)")
-    o.add_argument("--no-geojson", action="store_true", help="do not write GeoJSON")
-    o.add_argument("--no-png", action="store_true", help="do not draw the picture")
-    add_picture_options(o)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -322,21 +141,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="CSV (optionally gzipped; - reads standard input), Parquet or .npy; "
         "with --backend dask a path or glob",
     )
-    _add_input_options(p, dask=True)
-    _add_fit_options(p, sweep=False)
+    add_input_options(p, dask=True)
+    add_fit_options(p, sweep=False)
 
     p = add("predict", "label points with a saved model (-1 = noise); CSV out", cmd_predict)
     p.add_argument("model", help="span model JSON written by 'dpdbscan fit'")
     p.add_argument("points", help="points to label (lon/lat for a --geo model)")
     p.add_argument("-o", "--output", default="-", help="labels CSV (default: standard output)")
     p.add_argument("--with-points", action="store_true", help="write the point columns before the label")
-    _add_input_options(p)
+    add_input_options(p)
 
     p = add("sweep", "spans for several eps and MinPts from one release, at no extra budget", cmd_sweep)
     p.add_argument("input", nargs="?", help="data file to fit once (or use --model)")
     p.add_argument("--model", help="re-parameterise this saved model instead of fitting")
-    _add_input_options(p, dask=True)
-    _add_fit_options(p, sweep=True)
+    add_input_options(p, dask=True)
+    add_fit_options(p, sweep=True)
     # With --model the DBSCAN radius defaults to the model's.
     for a in p._actions:
         if a.dest == "eps":
@@ -359,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dpi", type=int, default=120, help="resolution of the PNG (default 120)")
     p.add_argument("--max-points", type=int, default=200_000, help="subsample big point files for drawing")
     add_picture_options(p)
-    _add_input_options(p)
+    add_input_options(p)
 
     p = add("info", "print a model's parameters and guarantees", cmd_info)
     p.add_argument("model", help="span model JSON")
@@ -378,6 +197,14 @@ def build_parser() -> argparse.ArgumentParser:
         "forecast", "what a release would detect, before any budget is spent (reads no data)", cmd_forecast
     )
     add_forecast_arguments(p)
+
+    p = add(
+        "check",
+        "dry run for the data owner: read a file as fit does and say, as private notes, what a "
+        "fit would see (spends nothing, releases nothing)",
+        cmd_check,
+    )
+    add_check_arguments(p)
     return parser
 
 

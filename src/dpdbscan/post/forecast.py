@@ -32,6 +32,27 @@ MANY_TERMS = 20_000
 #: A density factor beyond this means only extreme hot spots can be found.
 USELESS_FACTOR = 1000.0
 
+#: The cost model of a whole fit (:func:`fit_cost`), after the file is read,
+#: from straight lines fitted to the benchmarks (benchmarks/README-results.md,
+#: docs/benchmarks.md: Cabs resampled to n = 1e5 .. 1e7, 2-D, 4.4M cells,
+#: secure noise, one core of a shared 2-vCPU machine). Dense: 45 ns and 16 B
+#: per point, plus noise on every cell (0.18 s and 120 MB for 4.4M cells);
+#: sparse (and stability): 65 ns and 26 B per point after a fixed 0.09 s.
+#: Higher dimensions cost more per cell (the naive histogram of the 3-D chest
+#: release, 1e8 cells, took 11.7 s and 4.1 GB): an estimate, not a promise.
+FIT_SECONDS_PER_POINT = {"dense": 45e-9, "sparse": 65e-9}
+FIT_BYTES_PER_POINT = {"dense": 16.0, "sparse": 26.0}
+DENSE_SECONDS_PER_CELL = 0.18 / 4.4e6
+DENSE_BYTES_PER_CELL = 120e6 / 4.4e6
+SPARSE_FIXED_SECONDS = 0.09
+#: Noisy counts per candidate in the calibration (2-D, eta 4, 2x2 sub-cells):
+#: a core test that sums more adds its own time estimate (``Forecast.seconds``)
+#: and 4 B per point and term (measured on the 3-D chest data, 117 terms, and a
+#: 4-D sample, 609 terms: peak memory within 20% of the model). Its time was
+#: off by up to 6x either way there (0.3-4.3 s measured).
+CALIBRATED_TERMS = 21
+BYTES_PER_POINT_AND_TERM = 4.0
+
 
 @dataclass(frozen=True)
 class Forecast:
@@ -138,8 +159,9 @@ class Forecast:
             tail += " Only extreme hot spots qualify: use a larger eps or a larger epsilon."
         return head + " " + where + tail
 
-    def lines(self) -> list[str]:
-        """The forecast as lines of text (what ``dpdbscan forecast`` prints)."""
+    def lines(self, n_name: str = "n_expected") -> list[str]:
+        """The forecast as lines of text (what ``dpdbscan forecast`` prints);
+        ``n_name`` names the number of points (``check`` counts them)."""
         out = [
             f"grid      : d={self.d}, |X|={self.n_cells:,} cells, kappa={self.kappa}, "
             f"sub-cells {self.subcells}^{self.d}, {self.histogram} histogram"
@@ -152,7 +174,7 @@ class Forecast:
         if self.expected_count is not None:
             out.append(
                 f"expected  : {self.expected_count:.3g} points per eps-neighbourhood at the "
-                f"box's average density (n_expected={self.n_expected:,.0f}); clusters need "
+                f"box's average density ({n_name}={self.n_expected:,.0f}); clusters need "
                 f"{self.density_factor:.3g}x that"
             )
         if self.seconds is not None:
@@ -181,6 +203,61 @@ def _percent(x: float) -> str:
 
 def _duration(s: float) -> str:
     return f"{s:.2g} s" if s < 120 else f"{s / 60:.2g} min"
+
+
+@dataclass(frozen=True)
+class FitCost:
+    """What a fit will roughly take, after its input is read (:func:`fit_cost`).
+
+    Attributes
+    ----------
+    seconds : float
+        Counting, noise and spans (the cost model's line), plus the core
+        test's own estimate (``Forecast.seconds``) when it sums more noisy
+        counts per cell than the calibration did. Within about 2x in 2-D;
+        beyond, off by up to 6x either way.
+    input_bytes : float
+        The points as the fit holds them: 8 bytes per value.
+    extra_bytes : float
+        The fit's memory on top of the input.
+    """
+
+    seconds: float
+    input_bytes: float
+    extra_bytes: float
+
+    def line(self) -> str:
+        return (
+            f"about {_duration(self.seconds)} and {_size(self.input_bytes + self.extra_bytes)} of "
+            f"memory (the points {_size(self.input_bytes)}, the fit {_size(self.extra_bytes)} more): "
+            "an estimate from the benchmarks' cost model"
+        )
+
+
+def fit_cost(fc: Forecast, n: float) -> FitCost:
+    """Rough time and peak memory of a fit of ``n`` points with the forecast
+    ``fc``: the straight lines of :data:`FIT_SECONDS_PER_POINT` and the rest,
+    from public sizes (n, |X|, d, the histogram) only."""
+    kind = "dense" if fc.histogram == "dense" else "sparse"
+    seconds = FIT_SECONDS_PER_POINT[kind] * n
+    extra = FIT_BYTES_PER_POINT[kind] * n
+    if kind == "dense":
+        seconds += DENSE_SECONDS_PER_CELL * fc.n_cells
+        extra += DENSE_BYTES_PER_CELL * fc.n_cells
+    else:
+        seconds += SPARSE_FIXED_SECONDS
+    if fc.terms_per_cell > CALIBRATED_TERMS:
+        # the line was measured in 2-D; a larger neighbourhood costs its core test on top
+        seconds += fc.seconds or 0.0
+        extra += BYTES_PER_POINT_AND_TERM * fc.terms_per_cell * n
+    return FitCost(seconds=seconds, input_bytes=8.0 * fc.d * n, extra_bytes=extra)
+
+
+def _size(b: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= scale:
+            return f"{b / scale:.2g} {unit}"
+    return f"{b:.0f} B"
 
 
 def forecast(
@@ -288,4 +365,4 @@ def forecast(
     )
 
 
-__all__ = ["Forecast", "forecast", "SECONDS_PER_TERM"]
+__all__ = ["FitCost", "Forecast", "fit_cost", "forecast", "SECONDS_PER_TERM"]

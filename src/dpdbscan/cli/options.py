@@ -1,0 +1,216 @@
+"""The option groups the commands share (argparse), defined once: fit,
+sweep and check read points and take the DBSCAN, domain and privacy options
+alike, so that their parsing and their errors are the same."""
+
+from __future__ import annotations
+
+from .fit import _number_or_text, _subcells_arg
+from .maps import add_picture_options
+
+
+def add_input_options(p, *, dask: bool = False) -> None:
+    """How to read a points file: fit, sweep, predict, plot and check."""
+    g = p.add_argument_group("reading points")
+    g.add_argument(
+        "--columns",
+        nargs="+",
+        metavar="COL",
+        help="columns to use, by name or 0-based index (default: every column except "
+        "'label' and unnamed index columns; with --geo, columns named lon/lat if "
+        "present" + ("; with --backend dask, names only)" if dask else ")"),
+    )
+    g.add_argument(
+        "--delimiter",
+        default=None,
+        help="CSV separator (default: sniffed from the header line among , ; tab |)",
+    )
+    h = g.add_mutually_exclusive_group()
+    h.add_argument(
+        "--header",
+        action="store_true",
+        help="the CSV's first line is a header (default: a first line of numbers only is read as data)",
+    )
+    h.add_argument("--no-header", action="store_true", help="the CSV has no header row")
+
+
+def add_dbscan_options(p, *, sweep: bool = False, required: bool = True) -> None:
+    """eps, MinPts and what shapes the core test (``required=False``: check)."""
+    g = p.add_argument_group("DBSCAN")
+    g.add_argument(
+        "--eps",
+        "--alpha",
+        required=required,
+        metavar="ALPHA",
+        nargs="+" if sweep else None,
+        help="radius alpha; with --geo a length such as 50m or 0.05km (plain = km)"
+        + (
+            "; several values: one release at the smallest, the others re-parameterise "
+            "it (with --model: any eps >= the model's release eps)"
+            if sweep
+            else "; 'auto': one release at a base resolution from public inputs, then eps "
+            "chosen from it without labels"
+        ),
+    )
+    if not sweep:
+        g.add_argument(
+            "--max-cells",
+            type=_number_or_text,
+            default=2**20,
+            metavar="N",
+            help="--eps auto: public cap on the cells of its one release (default 2^20)",
+        )
+        g.add_argument(
+            "--n-expected",
+            type=_number_or_text,
+            default=None,
+            metavar="N",
+            help="your public guess of the number of points: --eps auto sizes its "
+            "release to it (about N epsilon / 0.3 cells; 20,000 assumed)",
+        )
+    g.add_argument(
+        "--min-samples",
+        "--minpts",
+        type=int if sweep else _number_or_text,
+        required=required,
+        nargs="+" if sweep else None,
+        metavar="MINPTS",
+        help="MinPts (a point counts itself)"
+        + (
+            "; several values"
+            if sweep
+            else "; 'auto' with --eps auto chooses both from one release (docs/parameters.md)"
+        ),
+    )
+    g.add_argument(
+        "--eta",
+        type=float,
+        default=4.0,
+        help="grid parameter in (0, 4]; cell width eta*eps/(4 sqrt d) (default 4)",
+    )
+    g.add_argument(
+        "--subcells",
+        type=_subcells_arg,
+        default="auto",
+        help="decide core cells and merge on sub-cells of width w/SUBCELLS "
+        "('auto' = 2 for d <= 3, else 1; 1 = the paper's procedure); no privacy cost",
+    )
+    g.add_argument(
+        "--core",
+        default="density",
+        metavar="{density,bound}",
+        help="core test: 'density' (default) estimates each sub-cell's "
+        "eps-neighbourhood count and labels like DBSCAN (one-sided guarantee: no "
+        "span reaches beyond the clusters); 'bound' is the paper's noisy upper "
+        "bound with its two-sided sandwich guarantee",
+    )
+    g.add_argument(
+        "--margin",
+        default="auto",
+        type=_number_or_text,
+        metavar="MARGIN",
+        help="density test: c of the margin c sigma ('auto' = 1); bound test: Gamma by "
+        "'chernoff' (exact MGF; 'auto') or 'paper'",
+    )
+    g.add_argument(
+        "--border",
+        default="auto",
+        help="predict: a point within this distance of a core sub-cell centre (density) "
+        "or core sub-cell (bound) joins its span ('auto' = eps for density, half a "
+        "sub-cell diameter for bound; 0 = cell membership only; with --geo a length "
+        "like 10m)",
+    )
+    g.add_argument(
+        "--theoretical-threshold",
+        action="store_true",
+        help="bound test: core iff UB~ >= MinPts (default: the paper's practical MinPts + tau)",
+    )
+
+
+def add_domain_options(p, *, from_data: bool = True) -> None:
+    """The public box and the projection (``from_data=False``: --bounds is
+    required and --bounds-from-data not offered)."""
+    b = p.add_argument_group("domain (public)")
+    b.add_argument(
+        "--bounds",
+        nargs="+",
+        required=not from_data,
+        metavar="B",
+        help="public bounds: lower_1 .. lower_d upper_1 .. upper_d, or one lower and one "
+        "upper for all columns; with --geo: lon_min lat_min lon_max lat_max",
+    )
+    if from_data:
+        b.add_argument(
+            "--bounds-from-data",
+            action="store_true",
+            help="take the bounds from the data: leaks privacy, voids the guarantee",
+        )
+    b.add_argument(
+        "--geo", action="store_true", help="columns are longitude, latitude in degrees; project to km"
+    )
+    b.add_argument(
+        "--ref-lat",
+        type=float,
+        default=None,
+        help="public latitude where the projection is exact (default: centre of --bounds)",
+    )
+
+
+def add_privacy_options(p, *, seed: bool = True) -> None:
+    """The budget and the histogram (``seed=False``: no noise is drawn)."""
+    q = p.add_argument_group("privacy")
+    q.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
+    q.add_argument("--delta", type=float, default=0.0, help="delta, for the stability histogram (default 0)")
+    q.add_argument(
+        "--beta",
+        type=float,
+        default=0.1,
+        help="failure probability of the guarantee (default 0.1; the paper's code used 0.5)",
+    )
+    q.add_argument(
+        "--histogram",
+        default="auto",
+        metavar="{auto,dense,sparse,stability}",
+        help="naive histogram over all cells (dense), the paper's linear-time one "
+        "(sparse) or the (epsilon, delta) stability one; 'auto' picks dense or "
+        "sparse from the number of cells alone (public) (default auto)",
+    )
+    q.add_argument(
+        "--noise",
+        default="discrete",
+        metavar="{discrete,laplace}",
+        help="exact discrete Laplace noise from the OS's secure randomness (default), "
+        "or the paper's floating-point Laplace (not exact)",
+    )
+    q.add_argument("--theta", type=float, default=None, help="threshold of the sparse histogram")
+    if seed:
+        q.add_argument(
+            "--seed",
+            type=int,
+            default=None,
+            help="reproducible but INSECURE noise (research only; default: OS randomness)",
+        )
+
+
+def add_fit_options(p, *, sweep: bool) -> None:
+    """Every option of fit (and, with ``sweep``, of sweep)."""
+    add_dbscan_options(p, sweep=sweep)
+    add_domain_options(p)
+    add_privacy_options(p)
+    c = p.add_argument_group("computing")
+    c.add_argument(
+        "--backend",
+        default="numpy",
+        metavar="{numpy,dask}",
+        help="count cells in memory (numpy, default) or on a Dask cluster",
+    )
+    c.add_argument("--scheduler", metavar="ADDRESS", help="dask scheduler address (--backend dask)")
+    o = p.add_argument_group("output")
+    o.add_argument("--out-dir", default=".", help="folder for the outputs (default: current folder)")
+    o.add_argument("--name", help="base name of the outputs (default: input file name)")
+    if not sweep:
+        o.add_argument("--json", help="path of the span model (default OUT_DIR/NAME.spans.json)")
+        o.add_argument("--geojson", help="path of the GeoJSON (default OUT_DIR/NAME.spans.geojson)")
+        o.add_argument("--png", help="path of the picture (default OUT_DIR/NAME.spans.png)")
+    o.add_argument("--no-geojson", action="store_true", help="do not write GeoJSON")
+    o.add_argument("--no-png", action="store_true", help="do not draw the picture")
+    add_picture_options(o)
