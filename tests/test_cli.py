@@ -582,12 +582,12 @@ def test_quiet_and_no_progress_after_the_command(capsys, blobs_csv, tmp_path, mo
     monkeypatch.setattr(sys, "stderr", tty)
     rc = main(["fit", str(blobs_csv), *FIT, "--out-dir", str(tmp_path), "--no-png", "--no-progress",
                "--quiet"])
-    assert rc == 0 and "\r" not in tty.getvalue() and "private:" not in tty.getvalue()
+    assert rc == 0 and "\r" not in tty.getvalue() and "[private: do not publish]" not in tty.getvalue()
 
 
 def test_private_notes_are_marked(capsys, blobs_csv, tmp_path):
     rc, out, err = run(capsys, "fit", blobs_csv, *FIT, "--out-dir", tmp_path, "--no-png")
-    assert "private: read 3,000 rows" in err and "3,000" not in out
+    assert "[private: do not publish] read 3,000 rows" in err and "3,000" not in out
 
 
 def test_sweep_from_a_model_refuses_options_it_would_ignore(capsys, blobs_model, tmp_path):
@@ -602,7 +602,7 @@ def test_clipping_notes_name_the_column_and_bound(capsys, blobs_csv, tmp_path):
     rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "5",
                        "--bounds", "0", "0", "10", "4", "--out-dir", tmp_path, "--no-png")
     assert rc == 0
-    assert "column 'y'" in err and "above its upper bound 4" in err and "private:" in err
+    assert "column 'y'" in err and "above its upper bound 4" in err and "[private: do not publish]" in err
 
 
 def test_swapped_bounds_are_spotted(capsys, blobs_csv, tmp_path):

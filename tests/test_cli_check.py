@@ -1,6 +1,6 @@
 """``dpdbscan check``: the data owner's dry run (cli/check.py).
 
-Private notes only (stderr, each line "private: "), nothing on stdout, no
+Private notes only (stderr, each line "[private: do not publish] "), nothing on stdout, no
 file written, no noise drawn; the rows counted and dropped as fit counts
 them; the forecast's numbers as ``dpdbscan forecast`` gives them."""
 
@@ -28,7 +28,7 @@ def lines(err):
 
 
 def line_of(err, head):
-    got = [ln for ln in lines(err) if ln.startswith(f"private: {head}")]
+    got = [ln for ln in lines(err) if ln.startswith(f"[private: do not publish] {head}")]
     assert len(got) == 1, err
     return got[0]
 
@@ -67,7 +67,7 @@ def test_stdout_is_empty_and_every_line_is_a_private_note(capsys, geo_csv):
     assert rc == 0, err
     assert out == ""
     assert len(lines(err)) >= 10
-    bad = [ln for ln in lines(err) if not ln.startswith("private: ")]
+    bad = [ln for ln in lines(err) if not ln.startswith("[private: do not publish] ")]
     assert not bad, bad
 
 
@@ -75,7 +75,7 @@ def test_rows_read_and_dropped_as_fit_counts_them(capsys, box_csv, tmp_path):
     rc, out, err = run(capsys, "check", box_csv, "--bounds", "0", "0", "10", "10")
     assert rc == 0 and out == "", err
     assert line_of(err, "rows") == (
-        "private: rows      : 104 read, 4 dropped (missing, non-numeric or non-finite values), 100 kept"
+        "[private: do not publish] rows      : 104 read, 4 dropped (missing, non-numeric or non-finite values), 100 kept"
     )
     # fit's own notes on the same file: the same rows read and dropped
     rc, _, fit_err = run(capsys, "fit", box_csv, "--bounds", "0", "0", "10", "10", "--eps", "1",
@@ -89,14 +89,14 @@ def test_share_outside_each_bound_per_column(capsys, box_csv):
     rc, _, err = run(capsys, "check", box_csv, "--bounds", "0", "0", "10", "10")
     assert rc == 0, err
     assert line_of(err, "column 'x'") == (
-        "private: column 'x': min -3, max 12; bounds 0 .. 10; 10.0% of the rows below the lower, "
+        "[private: do not publish] column 'x': min -3, max 12; bounds 0 .. 10; 10.0% of the rows below the lower, "
         "5.0% above the upper"
     )
-    assert line_of(err, "column 'y'").startswith("private: column 'y': min ")
+    assert line_of(err, "column 'y'").startswith("[private: do not publish] column 'y': min ")
     assert line_of(err, "column 'y'").endswith("; bounds 0 .. 10; 0.0% of the rows below the lower, 20.0% above the upper")
     assert line_of(err, "column 'y'").split(", max ")[1].startswith("10.5;")
     assert line_of(err, "outside") == (
-        "private: outside   : 35 row(s) (35.0%) outside the bounds; a fit clips them onto the box"
+        "[private: do not publish] outside   : 35 row(s) (35.0%) outside the bounds; a fit clips them onto the box"
     )
     # one lower and one upper for all columns: the same shares
     rc, _, err2 = run(capsys, "check", box_csv, "--bounds", "0", "10")
@@ -113,7 +113,7 @@ def test_most_points_outside_gives_the_swapped_bounds_hint(capsys, tmp_path):
     rc, out, err = run(capsys, "check", path, "--bounds", "0", "10", "5", "20")
     assert rc == 0 and out == ""
     assert line_of(err, "most points") == (
-        "private: most points are outside the bounds: the bounds look like xmin xmax ymin ymax: "
+        "[private: do not publish] most points are outside the bounds: the bounds look like xmin xmax ymin ymax: "
         "--bounds wants xmin ymin xmax ymax, i.e. 0 5 10 20"
     )
 
@@ -136,10 +136,10 @@ def test_kappa_margin_threshold_equal_the_forecast(capsys, box_csv, extra):
     assert rc == 0, ferr
     fc = json.loads(fout)
     assert f"|X|={fc['n_cells']:,} cells, kappa={fc['kappa']}," in line_of(err, "grid")
-    assert line_of(err, "margin").startswith(f"private: margin    : {fc['margin']:.2f} (")
+    assert line_of(err, "margin").startswith(f"[private: do not publish] margin    : {fc['margin']:.2f} (")
     assert line_of(err, "threshold").endswith(f">= {fc['threshold']:.1f}")
     # the detectability sentence, measured against the 100 rows kept
-    assert f"private: {fc['sentence']}" in lines(err)
+    assert f"[private: do not publish] {fc['sentence']}" in lines(err)
     assert "With 100 points" in fc["sentence"]
 
 
@@ -181,7 +181,7 @@ def test_geo_lengths_and_ranges_in_degrees(capsys, geo_csv):
     rc, fout, _ = run(capsys, "forecast", "--geo", "--bounds", *SF, "--min-samples", "100", "--eps", "20m",
                       "--n-expected", str(len(P)), "--json")
     fc = json.loads(fout)
-    assert f"private: {fc['sentence']}" in lines(err_m)
+    assert f"[private: do not publish] {fc['sentence']}" in lines(err_m)
 
 
 def test_stdin(capsys, box_csv, monkeypatch):
@@ -201,7 +201,7 @@ def test_without_eps_or_min_samples_a_note_names_them(capsys, box_csv, given, mi
     rc, out, err = run(capsys, "check", box_csv, "--bounds", "0", "10", *given)
     assert rc == 0 and out == "", err
     assert line_of(err, "no grid") == (
-        f"private: no grid, kappa, margin, threshold or fit cost: give {missing} to see them"
+        f"[private: do not publish] no grid, kappa, margin, threshold or fit cost: give {missing} to see them"
     )
     assert "kappa=" not in err and "threshold :" not in err
     assert line_of(err, "rows")  # the data facts are still there

@@ -31,7 +31,7 @@ EXAMPLES = """examples:
   # only the data facts (columns, rows, ranges against the bounds)
   dpdbscan check points.csv --columns x y --bounds 0 0 700 500
 
-every line goes to standard error and starts with "private:": it describes
+every line goes to standard error and starts with "[private: do not publish]": it describes
 your data, so do not publish it. Standard output stays empty.
 """
 

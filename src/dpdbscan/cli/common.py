@@ -54,12 +54,16 @@ def keep_freed_memory() -> bool:
     return ok and mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1
 
 
+#: The mark that starts every private note (issue 15: "private: do not publish").
+PRIVATE = "[private: do not publish]"
+
+
 class Notes:
     """Private notes for the data owner on standard error.
 
     They describe the private input (how many rows were read, dropped or
     clipped, which column looks wrong) and must never be published: each line
-    starts with "private:". ``--quiet`` silences them; warnings about public
+    starts with :data:`PRIVATE`. ``--quiet`` silences them; warnings about public
     things (a leaking option, seeded noise) are printed anyway.
     """
 
@@ -69,7 +73,7 @@ class Notes:
 
     def __call__(self, message: str) -> None:
         if not self.quiet:
-            print(f"private: {message}", file=self.stream or sys.stderr)
+            print(f"{PRIVATE} {message}", file=self.stream or sys.stderr)
 
 
 def atomic_write(path: Path, write) -> None:
