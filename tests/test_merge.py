@@ -37,3 +37,30 @@ def test_merge_by_runs_edge_cases():
     assert merge_cells(g, far).tolist() == [0, 1, 2]
 
 
+
+
+@pytest.mark.parametrize("trial", range(16))
+def test_subset_merge_equals_a_fresh_merge_of_the_subset(trial):
+    """SubsetMerge looks neighbours up once on the full key set; merging a
+    subset through it must equal merging the subset from scratch, for
+    nested MinPts-like subsets and for arbitrary ones, NB or centre offsets."""
+    from dpdbscan.post.merge import SubsetMerge, centre_offsets, merge_cells, radius_cells2
+
+    rng = np.random.default_rng(900 + trial)
+    d = trial % 3 + 1
+    g = Grid(np.zeros(d), np.ones(d), {1: 0.01, 2: 0.02, 3: 0.1}[d], [4.0, 2.0][trial % 2])
+    offsets = None if trial % 4 < 2 else centre_offsets(d, radius_cells2(g, g.alpha))
+    reach = max(1, len(g.offsets if offsets is None else offsets))
+    n = int(min(3000, 0.8 * g.n_cells / reach))  # below percolation: several spans
+    coords = np.unique(np.stack([rng.integers(0, s, n) for s in g.shape], 1), axis=0)
+    keys = np.sort(g.encode(coords))
+    merge = SubsetMerge(g, keys, offsets)
+    assert np.array_equal(merge.labels(), merge_cells(g, keys, offsets))
+    score = rng.random(keys.size)
+    for level in (0.0, 0.3, 0.7, 0.99, 1.0):  # nested subsets, down to none
+        mask = score >= level
+        assert np.array_equal(merge.labels(mask), merge_cells(g, keys[mask], offsets))
+    mask = rng.random(keys.size) < 0.5  # and any subset
+    got = merge.labels(mask)
+    assert np.array_equal(got, merge_cells(g, keys[mask], offsets))
+    assert np.unique(got).size > 1  # the check is not vacuous: the subset has several spans

@@ -32,34 +32,79 @@ _TOL = 1e-9  # relative slack on lattice distances: they are exact up to roundin
 def merge_cells(grid: Grid, core_keys: np.ndarray, offsets: np.ndarray | None = None) -> np.ndarray:
     """Span label of each core cell (``core_keys`` sorted, unique), joining
     cells whose offset is in ``offsets`` (symmetric; NB by default)."""
-    m = core_keys.size
-    if m == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = grid.offsets if offsets is None else np.asarray(offsets, dtype=np.int64)
-    # NB is symmetric: the offsets lexicographically > 0 find every edge once
-    positive = offsets[[tuple(o) > (0,) * grid.d for o in offsets.tolist()]]
-    if grid.wide or positive.size == 0:
-        return _merge_by_offsets(grid, core_keys, positive)
-    src, dst = [], []
-    chain = np.zeros(m + 1, dtype=np.int64)  # difference array over links j -> j+1
-    for prefix, lo, hi in offset_runs(positive):
-        base = grid.key_delta(np.append(prefix, 0))
-        a = np.searchsorted(core_keys, core_keys + (base + lo), side="left")
-        b = np.searchsorted(core_keys, core_keys + (base + hi), side="right")
-        hit = np.flatnonzero(b > a)
-        src.append(hit)
-        dst.append(a[hit])
-        many = hit[b[hit] - a[hit] > 1]
-        chain += np.bincount(a[many], minlength=m + 1)
-        chain -= np.bincount(b[many] - 1, minlength=m + 1)
-    linked = np.cumsum(chain[:-1])[:-1] > 0  # core cell j joined to j + 1
-    # consecutive linked cells form groups; the remaining edges join groups
-    group = np.concatenate(([0], np.cumsum(~linked)))
-    r = group[np.concatenate(src)] if src else np.zeros(0, np.int64)
-    c = group[np.concatenate(dst)] if dst else np.zeros(0, np.int64)
-    keep = r != c
-    labels = connected_components(int(group[-1]) + 1, r[keep], c[keep])
-    return canonical_labels(labels[group])
+    return SubsetMerge(grid, core_keys, offsets).labels()
+
+
+class SubsetMerge:
+    """:func:`merge_cells` for many subsets of one sorted key set.
+
+    The neighbour lookups (two binary searches per offset run and key) are
+    made once, on all of ``keys``; :meth:`labels` then merges any subset of
+    them with gathers only. A key interval ``[a, b)`` of the full set maps to
+    the interval ``[rank[a], rank[b])`` of the subset, ``rank`` counting the
+    kept keys before each position, so the subset's neighbours through a run
+    are again one interval. The sweep over MinPts merges one candidate set
+    at every level this way (``post/sweep.py``).
+    """
+
+    def __init__(self, grid: Grid, keys: np.ndarray, offsets: np.ndarray | None = None) -> None:
+        self.grid, self.keys = grid, keys
+        offsets = grid.offsets if offsets is None else np.asarray(offsets, dtype=np.int64)
+        # the offsets are symmetric: those lexicographically > 0 find every edge once
+        self.positive = offsets[[tuple(o) > (0,) * grid.d for o in offsets.tolist()]]
+        self.intervals: list[tuple[np.ndarray, np.ndarray]] = []
+        if keys.size == 0 or grid.wide or self.positive.size == 0:
+            return
+        for prefix, lo, hi in _runs(self.positive):
+            base = grid.key_delta(np.append(prefix, 0))
+            a = np.searchsorted(keys, keys + (base + lo), side="left")
+            b = np.searchsorted(keys, keys + (base + hi), side="right")
+            self.intervals.append((a, b))
+
+    def labels(self, mask: np.ndarray | None = None) -> np.ndarray:
+        """Span labels of the keys selected by ``mask`` (all by default), in
+        their order, numbered by their smallest key."""
+        keys = self.keys if mask is None else self.keys[mask]
+        m = keys.size
+        if m == 0:
+            return np.zeros(0, dtype=np.int64)
+        if self.grid.wide or self.positive.size == 0:
+            return _merge_by_offsets(self.grid, keys, self.positive)
+        if mask is None:
+            rank, kept = None, None
+        else:
+            rank = np.concatenate(([0], np.cumsum(mask)))  # kept keys before each position
+            kept = np.flatnonzero(mask)
+        src, dst = [], []
+        chain = np.zeros(m + 1, dtype=np.int64)  # difference array over links j -> j+1
+        for a, b in self.intervals:
+            if rank is not None:
+                a, b = rank[a[kept]], rank[b[kept]]
+            hit = np.flatnonzero(b > a)
+            src.append(hit)
+            dst.append(a[hit])
+            many = hit[b[hit] - a[hit] > 1]
+            chain += np.bincount(a[many], minlength=m + 1)
+            chain -= np.bincount(b[many] - 1, minlength=m + 1)
+        linked = np.cumsum(chain[:-1])[:-1] > 0  # cell j joined to j + 1
+        # consecutive linked cells form groups; the remaining edges join groups
+        group = np.concatenate(([0], np.cumsum(~linked)))
+        r = group[np.concatenate(src)] if src else np.zeros(0, np.int64)
+        c = group[np.concatenate(dst)] if dst else np.zeros(0, np.int64)
+        keep = r != c
+        labels = connected_components(int(group[-1]) + 1, r[keep], c[keep])
+        return canonical_labels(labels[group])
+
+
+def _runs(offsets: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
+    """:func:`~dpdbscan.grid.offset_runs` of ``offsets``, cached by content
+    (the same offset sets come back at every level of a sweep)."""
+    return _runs_cached(offsets.shape[1], offsets.tobytes())
+
+
+@functools.lru_cache(maxsize=64)
+def _runs_cached(d: int, raw: bytes) -> list[tuple[np.ndarray, int, int]]:
+    return list(offset_runs(np.frombuffer(raw, dtype=np.int64).reshape(-1, d)))
 
 
 def _merge_by_offsets(grid: Grid, core_keys: np.ndarray, positive: np.ndarray) -> np.ndarray:
@@ -130,4 +175,18 @@ def merge_centres(fine: Grid, keys: np.ndarray, radius: float | None = None) -> 
     return merge_cells(fine, keys, centre_offsets(fine.d, r2))
 
 
-__all__ = ["merge_cells", "merge_centres", "centre_offsets", "canonical_labels", "radius_cells2"]
+def centre_merge(fine: Grid, keys: np.ndarray, radius: float | None = None) -> SubsetMerge:
+    """:func:`merge_centres` for many subsets of ``keys`` (:class:`SubsetMerge`)."""
+    r2 = radius_cells2(fine, fine.alpha if radius is None else radius)
+    return SubsetMerge(fine, keys, centre_offsets(fine.d, r2))
+
+
+__all__ = [
+    "merge_cells",
+    "SubsetMerge",
+    "centre_merge",
+    "merge_centres",
+    "centre_offsets",
+    "canonical_labels",
+    "radius_cells2",
+]

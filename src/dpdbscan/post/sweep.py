@@ -20,7 +20,7 @@ import numpy as np
 from ..grid import Grid, lookup
 from ..histogram import NoisyHistogram
 from . import density
-from .merge import merge_centres
+from .merge import centre_merge
 from .spans import SpanParams, build_spans
 
 
@@ -99,12 +99,10 @@ def sweep(
             field = density.density_field(h, ms[0], subcells=k, margin_rule=params.margin, beta=params.beta)
             keys_all = common.encode(field.fine.decode(field.keys))
             mass_all = sub_cell_mass(hist, common, keys_all, k)
+            merge = centre_merge(field.fine, field.keys)  # neighbour lookups once per alpha
             for m in ms:
                 sel = field.core_mask(m)
-                # nested: once nothing is core, nothing is at a larger MinPts
-                labels = (
-                    merge_centres(field.fine, field.keys[sel]) if sel.any() else np.zeros(0, dtype=np.int64)
-                )
+                labels = merge.labels(sel)
                 thr = float(field.thresholds(m).max())
                 out[(alpha, m)] = Partition(alpha, m, keys_all[sel], labels, mass_all[sel], thr)
         else:
