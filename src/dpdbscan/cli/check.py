@@ -12,6 +12,7 @@ data and is for the owner only.
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from .. import geo as _geo
 from ..mechanism import forecast
 from ..post.forecast import fit_cost
-from .common import EXIT_OK, Notes, _column_tokens, _floats, _say_read, _split_bounds
+from .common import EXIT_OK, ArgTarget, Notes, _column_tokens, _floats, _say_read, _split_bounds, _Warnings
 from .fit import Points, _rows_all, check_fit_params, clipping_counts, outside_hint, read_points
 from .options import add_dbscan_options, add_domain_options, add_input_options, add_privacy_options
 
@@ -36,7 +37,7 @@ your data, so do not publish it. Standard output stays empty.
 """
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: ArgTarget) -> None:
     p.add_argument("input", help="CSV (optionally gzipped; - reads standard input), Parquet or .npy")
     add_input_options(p)
     add_dbscan_options(p, required=False)
@@ -46,7 +47,7 @@ def add_arguments(p) -> None:
     p.set_defaults(seed=None, backend="numpy", scheduler=None, bounds_from_data=False)
 
 
-def cmd_check(args, sink) -> int:
+def cmd_check(args: argparse.Namespace, sink: _Warnings) -> int:
     p = check_fit_params(args)
     notes = Notes(args.quiet)
     bounds_in = _floats(args.bounds, "--bounds")
@@ -76,7 +77,9 @@ def cmd_check(args, sink) -> int:
     return EXIT_OK
 
 
-def data_lines(pts: Points, counts: dict, lower_in, upper_in, bounds_in) -> list[str]:
+def data_lines(
+    pts: Points, counts: dict, lower_in: np.ndarray, upper_in: np.ndarray, bounds_in: list[float]
+) -> list[str]:
     """The data facts: rows kept and dropped, and per column its range (in
     the file's units: degrees with --geo) and the share of the kept rows
     below its lower and above its upper bound. Private notes."""

@@ -11,10 +11,13 @@ and exit status 2.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TextIO
 
 from .. import geo as _geo
 from .. import plotting
@@ -54,6 +57,11 @@ def keep_freed_memory() -> bool:
     return ok and mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1
 
 
+#: What the option helpers add arguments to: a parser or one of its groups.
+ArgTarget = argparse.ArgumentParser | argparse._ArgumentGroup
+#: Writes one output file at the path it is given.
+Writer = Callable[[Path], object]
+
 #: The mark that starts every private note (issue 15: "private: do not publish").
 PRIVATE = "[private: do not publish]"
 
@@ -67,7 +75,7 @@ class Notes:
     things (a leaking option, seeded noise) are printed anyway.
     """
 
-    def __init__(self, quiet: bool = False, stream=None):
+    def __init__(self, quiet: bool = False, stream: TextIO | None = None) -> None:
         self.quiet = quiet
         self.stream = stream
 
@@ -76,7 +84,7 @@ class Notes:
             print(f"{PRIVATE} {message}", file=self.stream or sys.stderr)
 
 
-def atomic_write(path: Path, write) -> None:
+def atomic_write(path: Path, write: Writer) -> None:
     """``write(tmp_path)``, then rename onto ``path``: readers never see a
     half-written file, and a failure leaves any older file in place."""
     tmp = write_temp(path, write)
@@ -87,7 +95,7 @@ def atomic_write(path: Path, write) -> None:
             tmp.unlink()
 
 
-def write_temp(path: Path, write) -> Path:
+def write_temp(path: Path, write: Writer) -> Path:
     """``write(tmp_path)`` to a temporary file beside ``path`` and return it,
     for a rename onto ``path`` later (``os.replace``); removed on failure."""
     path = Path(path)
@@ -102,7 +110,7 @@ def write_temp(path: Path, write) -> Path:
     return tmp
 
 
-def check_writable(paths, source: str | None = None) -> None:
+def check_writable(paths: Iterable[Path | str | None], source: str | None = None) -> None:
     """Fail now, before any budget is spent, if an output cannot be written:
     its folder cannot be made or written to, it is a folder, or it is the
     input file."""

@@ -4,6 +4,7 @@ so it costs no privacy budget."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from .. import explore as _explore
 from .. import geo as _geo
 from ..io import read_model as load_model
 from ..params import check_param
-from .common import EXIT_OK, EXIT_PARTIAL, _one_line, atomic_write, check_writable
+from .common import EXIT_OK, EXIT_PARTIAL, ArgTarget, _one_line, _Warnings, atomic_write, check_writable
 
 EXAMPLES = """examples:
   # a 5 x 5 grid around the model's own (eps, MinPts): PNG and CSV next to the model
@@ -23,7 +24,7 @@ EXAMPLES = """examples:
 """
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: ArgTarget) -> None:
     p.add_argument("model", help="span model JSON saved with its noisy histogram")
     p.add_argument(
         "--eps",
@@ -45,7 +46,7 @@ def add_arguments(p) -> None:
     p.add_argument("--dpi", type=int, default=100, help="resolution of the PNG (default 100)")
 
 
-def cmd_explore(args, sink) -> int:
+def cmd_explore(args: argparse.Namespace, sink: _Warnings) -> int:
     model = load_model(args.model)
     geo = _geo.projection_of(model) is not None
     eps = None

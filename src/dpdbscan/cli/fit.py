@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..geo import Equirectangular
+from .common import _Warnings
+
+if TYPE_CHECKING:
+    from ..model import SpanModel
+
 import os
 import sys
 import threading
@@ -41,7 +51,7 @@ from .common import (
 from .maps import picture_options
 
 
-def check_fit_params(args, eps=None) -> dict:
+def check_fit_params(args: argparse.Namespace, eps: float | str | None = None) -> dict:
     """Validate every fit parameter with the shared table before reading a
     possibly huge file; returns them normalised (``min_samples`` is the first
     of a sweep's list, ``eps`` overrides ``args.eps``). An ``eps`` or
@@ -103,7 +113,9 @@ def _dask_backend(args, columns):
     return dask_backend.DaskBackend(scheduler=args.scheduler, columns=columns)
 
 
-def fit_from_args(args, sink, p: dict, min_samples: int, notes: Notes):
+def fit_from_args(
+    args: argparse.Namespace, sink: _Warnings, p: dict, min_samples: int, notes: Notes
+) -> SpanModel:
     """Run one release with the validated parameters ``p``; returns the SpanModel."""
     bounds_in = None if args.bounds is None else _floats(args.bounds, "--bounds")
     columns = _column_tokens(args.columns)
@@ -179,7 +191,14 @@ class Points:
     counts: dict | None
 
 
-def read_points(args, p: dict, notes: Notes, bounds_in, columns, meta: dict | None = None) -> Points:
+def read_points(
+    args: argparse.Namespace,
+    p: dict,
+    notes: Notes,
+    bounds_in: list[float] | None,
+    columns: list[str] | None,
+    meta: dict | None = None,
+) -> Points:
     """Read ``args.input`` the way ``fit`` does (the same reader, the same
     per-block projection and clipping counts, the same checks and errors),
     for ``fit`` and the dry run ``check``. ``meta`` receives what the model
@@ -195,7 +214,7 @@ def read_points(args, p: dict, notes: Notes, bounds_in, columns, meta: dict | No
     return Points(X, names, lower, upper, proj, counts)
 
 
-def check_columns(args, p: dict, d: int, names) -> None:
+def check_columns(args: argparse.Namespace, p: dict, d: int, names: Sequence[str] | None) -> None:
     """Refuse, before anything is spent, a number of columns the release
     cannot use. Public: d, eta and the options."""
     if count_neighbours(d, p["eta"]) > MAX_KAPPA:  # public: d and eta
@@ -212,13 +231,17 @@ def check_columns(args, p: dict, d: int, names) -> None:
         raise ValueError(f"--geojson needs 2-D data, got {d} columns")
 
 
-def public_box(args, bounds_in, d: int, X, meta: dict):
+def public_box(
+    args: argparse.Namespace, bounds_in: list[float] | None, d: int, X: np.ndarray | None, meta: dict
+) -> tuple[np.ndarray, np.ndarray, Equirectangular | None]:
     """``(lower, upper, proj)``: the box from ``--bounds`` (or, leaking, from
     ``X`` with ``--bounds-from-data``), projected to km with ``--geo``."""
     if bounds_in is not None:
         lower, upper = _split_bounds(bounds_in, d, args.geo)
         meta["bounds_source"] = "public (--bounds)"
     else:
+        if X is None:  # the Dask backend reads the data only in the fit
+            raise ValueError("--bounds-from-data needs the points in memory; give --bounds")
         with warnings.catch_warnings():
             # Said once below, in the command line's own words.
             warnings.simplefilter("ignore", PrivacyLeakWarning)
@@ -260,7 +283,7 @@ class BlockPrep:
     command's own checks after the read report the problem as usual.
     """
 
-    def __init__(self, bounds_in, geo: bool, ref_lat):
+    def __init__(self, bounds_in: list[float], geo: bool, ref_lat: float | None) -> None:
         self.bounds_in, self.geo, self.ref_lat = bounds_in, geo, ref_lat
         self._lock = threading.Lock()
         self._setup: dict[int, Any] = {}
@@ -322,7 +345,7 @@ def _rows_all(mask: np.ndarray) -> np.ndarray:
     return out
 
 
-def clipping_counts(X, lower, upper) -> dict:
+def clipping_counts(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> dict:
     """What the per-record rule will do to the rows of ``X`` (private counts):
     ``n_bad`` rows with a missing or non-finite value (dropped), and among
     the others ``n_ok``, ``outside`` (clipped onto the box) and, per column,
@@ -372,7 +395,7 @@ def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None, counts:
         notes(outside_hint(X, bounds_in))
 
 
-def outside_hint(X, bounds_in) -> str:
+def outside_hint(X: np.ndarray, bounds_in: list[float]) -> str:
     """The private note when most points lie outside the box: which option
     to check, or the swapped bounds (xmin xmax ymin ymax) that would fit."""
     hint = "check --bounds (lower_1 .. lower_d upper_1 .. upper_d) and --columns"
@@ -489,7 +512,7 @@ def _border_arg(text, *, geo: bool):
         ) from None
 
 
-def summary(model) -> str:
+def summary(model: SpanModel) -> str:
     """The release's summary, with lengths in m/km for geographic models."""
     lines = [model.summary()]
     proj = _geo.projection_of(model)
@@ -542,7 +565,7 @@ def preload_matplotlib() -> threading.Thread:
     return thread
 
 
-def cmd_fit(args, sink) -> int:
+def cmd_fit(args: argparse.Namespace, sink: _Warnings) -> int:
     picture = picture_options(args)
     args.png_requested, args.geojson_requested = bool(args.png or picture), bool(args.geojson)
     p = check_fit_params(args)

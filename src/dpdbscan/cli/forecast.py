@@ -4,13 +4,14 @@ user's guess ``--n-expected``)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from .. import geo as _geo
 from ..mechanism import forecast
 from ..params import check_positive, validate
 from ..serialize import jsonable
-from .common import EXIT_OK, _floats, _split_bounds
+from .common import EXIT_OK, ArgTarget, _floats, _split_bounds, _Warnings
 from .fit import _border_arg
 
 EXAMPLES = """examples:
@@ -24,7 +25,7 @@ EXAMPLES = """examples:
 """
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: ArgTarget) -> None:
     p.add_argument(
         "--bounds",
         nargs="+",
@@ -82,7 +83,7 @@ def _number_or_text(text):
     return text
 
 
-def cmd_forecast(args, sink) -> int:
+def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
     geo = bool(args.geo)
     eps = args.eps if str(args.eps).lower() == "auto" else _geo.parse_length(args.eps, geo=geo)
     values = dict(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -10,11 +11,11 @@ from .. import geo as _geo
 from .. import plotting
 from ..io import read_model as load_model
 from ..io import write_labels
-from .common import EXIT_OK, _points_for
+from .common import EXIT_OK, _points_for, _Warnings
 from .maps import picture_options
 
 
-def cmd_predict(args, sink) -> int:
+def cmd_predict(args: argparse.Namespace, sink: _Warnings) -> int:
     model = load_model(args.model)
     Xm, X, names = _points_for(model, args.points, args)
     labels = model.predict(Xm)
@@ -28,7 +29,7 @@ def cmd_predict(args, sink) -> int:
     return EXIT_OK
 
 
-def cmd_plot(args, sink) -> int:
+def cmd_plot(args: argparse.Namespace, sink: _Warnings) -> int:
     picture = picture_options(args)
     model = load_model(args.model)
     if args.kind == "labels" and args.points is None:
@@ -78,7 +79,7 @@ def _guarantee_text(model, length) -> str:
     )
 
 
-def cmd_info(args, sink) -> int:
+def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
     model = load_model(args.model)
     if args.json:
         print(json.dumps(model.describe(), indent=2, allow_nan=False))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 from .. import __version__
 from .check import EXAMPLES as CHECK_EXAMPLES
@@ -208,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpdbscan`` command; returns the exit status.
 
     ``argv=None`` (the command itself: the console script or ``python -m

@@ -6,13 +6,15 @@ Both read only the saved release, so they cost no privacy budget.
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from ..io import read_model as load_model
 from ..webmap import map_html
-from .common import EXIT_OK, atomic_write, check_writable
+from .common import EXIT_OK, ArgTarget, _Warnings, atomic_write, check_writable
 
 EXAMPLES = """examples:
   # one self-contained HTML file: pan, zoom, hover a span for its numbers
@@ -36,7 +38,7 @@ def size_arg(text: str) -> tuple[int, int]:
     return w, h
 
 
-def add_picture_options(group) -> None:
+def add_picture_options(group: ArgTarget) -> None:
     """--size and --extent for the commands that draw the spans picture."""
     group.add_argument(
         "--size",
@@ -53,7 +55,7 @@ def add_picture_options(group) -> None:
     )
 
 
-def picture_options(args) -> dict:
+def picture_options(args: argparse.Namespace) -> dict:
     """Validated ``size`` and ``extent`` keyword arguments for the picture
     (checked before any data is read); empty when neither was given."""
     out: dict = {}
@@ -69,7 +71,7 @@ def picture_options(args) -> dict:
     return out
 
 
-def cmd_map(args, sink) -> int:
+def cmd_map(args: argparse.Namespace, sink: _Warnings) -> int:
     """Write the interactive map of a saved model."""
     model = load_model(args.model)
     if model.grid.d != 2:
@@ -82,7 +84,7 @@ def cmd_map(args, sink) -> int:
     return EXIT_OK
 
 
-def register(sub, add) -> None:
+def register(sub: object, add: Callable[..., argparse.ArgumentParser]) -> None:
     """Add the ``map`` subcommand (``add`` is main's helper for subparsers)."""
     p = add("map", "write an interactive HTML map of a saved model (self-contained, offline)", cmd_map)
     p.add_argument("model", help="span model JSON written by 'dpdbscan fit' (2-D)")

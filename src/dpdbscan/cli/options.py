@@ -4,11 +4,12 @@ alike, so that their parsing and their errors are the same."""
 
 from __future__ import annotations
 
+from .common import ArgTarget
 from .fit import _number_or_text, _subcells_arg
 from .maps import add_picture_options
 
 
-def add_input_options(p, *, dask: bool = False) -> None:
+def add_input_options(p: ArgTarget, *, dask: bool = False) -> None:
     """How to read a points file: fit, sweep, predict, plot and check."""
     g = p.add_argument_group("reading points")
     g.add_argument(
@@ -33,7 +34,7 @@ def add_input_options(p, *, dask: bool = False) -> None:
     h.add_argument("--no-header", action="store_true", help="the CSV has no header row")
 
 
-def add_dbscan_options(p, *, sweep: bool = False, required: bool = True) -> None:
+def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = True) -> None:
     """eps, MinPts and what shapes the core test (``required=False``: check)."""
     g = p.add_argument_group("DBSCAN")
     g.add_argument(
@@ -126,7 +127,7 @@ def add_dbscan_options(p, *, sweep: bool = False, required: bool = True) -> None
     )
 
 
-def add_domain_options(p, *, from_data: bool = True) -> None:
+def add_domain_options(p: ArgTarget, *, from_data: bool = True) -> None:
     """The public box and the projection (``from_data=False``: --bounds is
     required and --bounds-from-data not offered)."""
     b = p.add_argument_group("domain (public)")
@@ -155,7 +156,7 @@ def add_domain_options(p, *, from_data: bool = True) -> None:
     )
 
 
-def add_privacy_options(p, *, seed: bool = True) -> None:
+def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
     """The budget and the histogram (``seed=False``: no noise is drawn)."""
     q = p.add_argument_group("privacy")
     q.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
@@ -191,7 +192,7 @@ def add_privacy_options(p, *, seed: bool = True) -> None:
         )
 
 
-def add_fit_options(p, *, sweep: bool) -> None:
+def add_fit_options(p: ArgTarget, *, sweep: bool) -> None:
     """Every option of fit (and, with ``sweep``, of sweep)."""
     add_dbscan_options(p, sweep=sweep)
     add_domain_options(p)

@@ -7,14 +7,16 @@ first costs no privacy budget.
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from .. import geo as _geo
 from ..io import read_model as load_model
 from ..params import check_param
-from .common import EXIT_OK, EXIT_PARTIAL, Notes, _stem
+from .common import EXIT_OK, EXIT_PARTIAL, Notes, _stem, _Warnings
 from .fit import _out_paths, _write_outputs, check_fit_params, fit_from_args
 from .maps import picture_options
 
@@ -42,7 +44,7 @@ _FIT_ONLY = (
 )
 
 
-def eps_values(texts, *, geo: bool) -> list[tuple[float, str]]:
+def eps_values(texts: Sequence[str], *, geo: bool) -> list[tuple[float, str]]:
     """The distinct ``--eps`` values, smallest first, each with its text (for
     file names): numbers, or lengths such as 50m with --geo."""
     out: dict[float, str] = {}
@@ -61,7 +63,7 @@ def _tag(text: str) -> str:
     return re.sub(r"[^0-9A-Za-z.+-]", "_", text)
 
 
-def cmd_sweep(args, sink) -> int:
+def cmd_sweep(args: argparse.Namespace, sink: _Warnings) -> int:
     if (args.input is None) == (args.model is None):
         raise ValueError("sweep needs either an input data file or --model MODEL.json (not both)")
     values = sorted({check_param("min_samples", m, cli=True) for m in args.min_samples})
