@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -119,23 +120,50 @@ def gamma_chernoff(noise: str, epsilon: float, kappa: int, n_events: int, beta: 
     """
     if math.isinf(epsilon):
         return 0.0
+    return _chernoff_margin(
+        lambda lam: _log_mgf(noise, epsilon, lam), epsilon, kappa, n_events, beta, lam_low=1e-12, grow=False
+    )
+
+
+def _chernoff_margin(
+    log_mgf: Callable[[float], float],
+    epsilon: float,
+    kappa: int,
+    n_events: int,
+    beta: float,
+    *,
+    lam_low: float,
+    grow: bool,
+) -> float:
+    """Smallest g (60 bisection steps) with min_lam exp(-lam g) M(lam)^kappa
+    <= beta / (2 n_events), ``log_mgf`` = log M on 0 < lam < epsilon (searched
+    from ``lam_low`` epsilon up).
+
+    The search starts from the paper's Gamma_Lap. With ``grow`` it doubles
+    that start until it suffices; without, a start that does not suffice is
+    returned as it is (the two-sided bound: numerical safety, never exceed the
+    paper's bound, which always suffices).
+    """
     from scipy.optimize import minimize_scalar
 
     target = math.log(beta) - math.log(n_events) - math.log(2.0)
 
     def log_tail(g: float) -> float:
         res = minimize_scalar(
-            lambda lam: -lam * g + kappa * _log_mgf(noise, epsilon, lam),
-            bounds=(1e-12 * epsilon, epsilon * (1 - 1e-9)),
+            lambda lam: -lam * g + kappa * log_mgf(lam),
+            bounds=(lam_low * epsilon, epsilon * (1 - 1e-9)),
             method="bounded",
             options={"xatol": 1e-10 * epsilon},
         )
         return min(res.fun, 0.0)
 
-    hi = gamma_laplace(epsilon, kappa, n_events, beta)  # always sufficient
-    lo = 0.0
-    if log_tail(hi) > target:  # numerical safety: never exceed the paper's bound
+    hi = gamma_laplace(epsilon, kappa, n_events, beta)
+    if grow:
+        while log_tail(hi) > target:
+            hi *= 2.0
+    elif log_tail(hi) > target:
         return hi
+    lo = 0.0
     for _ in range(60):
         mid = 0.5 * (lo + hi)
         if log_tail(mid) > target:
@@ -226,30 +254,15 @@ def gamma_upper_chernoff(
     """
     if math.isinf(epsilon):
         return 0.0
-    from scipy.optimize import minimize_scalar
-
-    target = math.log(beta) - math.log(n_events) - math.log(2.0)
-
-    def log_tail(g: float) -> float:
-        res = minimize_scalar(
-            lambda lam: -lam * g + kappa * _log_mgf_upper(noise, epsilon, lam, theta, kind),
-            bounds=(1e-9 * epsilon, epsilon * (1 - 1e-9)),
-            method="bounded",
-            options={"xatol": 1e-10 * epsilon},
-        )
-        return min(res.fun, 0.0)
-
-    hi = gamma_laplace(epsilon, kappa, n_events, beta)
-    while log_tail(hi) > target:
-        hi *= 2.0
-    lo = 0.0
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if log_tail(mid) > target:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return _chernoff_margin(
+        lambda lam: _log_mgf_upper(noise, epsilon, lam, theta, kind),
+        epsilon,
+        kappa,
+        n_events,
+        beta,
+        lam_low=1e-9,
+        grow=True,
+    )
 
 
 def margins(

@@ -9,7 +9,7 @@ without importing the code that makes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -90,16 +90,7 @@ class NoisyHistogram:
                 "on_grid needs a grid with exactly the release's cells (use grid.at_alpha(alpha))"
             )
         keys = None if self.keys is None else grid.encode(old.decode(self.keys))
-        return NoisyHistogram(
-            grid=grid,
-            kind=self.kind,
-            values=self.values,
-            keys=keys,
-            theta=self.theta,
-            noise=self.noise,
-            epsilon=self.epsilon,
-            delta=self.delta,
-        )
+        return replace(self, grid=grid, keys=keys)
 
     def value_at(self, keys: np.ndarray) -> np.ndarray:
         """Noisy value of the cells with the given keys (0 if not released)."""

@@ -115,15 +115,7 @@ class MechanismConfig:
         return stability_theta(noise, self.delta)
 
     def span_params(self, min_samples: int, raise_min_samples: bool = True) -> SpanParams:
-        return SpanParams(
-            min_samples=min_samples,
-            beta=self.beta,
-            subcells=self.subcells,
-            margin=self.margin,
-            border=self.border,
-            raise_min_samples=raise_min_samples,
-            core=self.core,
-        )
+        return SpanParams.from_attributes(self, min_samples=min_samples, raise_min_samples=raise_min_samples)
 
 
 def release_histogram(
@@ -308,21 +300,32 @@ def forecast(
     ``n_expected``, as a release does."""
     if n_expected is None:
         n_expected = p.get("n_expected")
-    if "auto" in (p["eps"], p["min_samples"]):
-        pl = auto.plan(
-            lower,
-            upper,
-            p["eta"],
-            p["eps"],
-            p["min_samples"],
-            p["epsilon"],
-            p.get("max_cells", auto.MAX_CELLS),
-            n_expected,
-        )
-        p = {**p, "eps": pl.base_eps, "min_samples": pl.min_samples or auto.MIN_SAMPLES_LOW}
+    _, p = _planned(p, lower, upper, n_expected)
     grid = Grid(lower, upper, p["eps"], p["eta"])
     config, _ = configure(p, grid)
     return _forecast_of(grid, config, p, n_expected if n_points is None else n_points)
+
+
+def _planned(
+    p: dict[str, Any], lower: np.ndarray, upper: np.ndarray, n_expected: float | None
+) -> tuple[auto.Plan | None, dict[str, Any]]:
+    """With ``eps`` and/or ``min_samples`` "auto": the automatic mode's plan
+    (public inputs only, :func:`dpdbscan.post.auto.plan`) and ``p`` at its base
+    release (``min_samples="auto"`` at its smallest candidate). Otherwise
+    ``(None, p)``."""
+    if "auto" not in (p["eps"], p["min_samples"]):
+        return None, p
+    plan = auto.plan(
+        lower,
+        upper,
+        p["eta"],
+        p["eps"],
+        p["min_samples"],
+        p["epsilon"],
+        p.get("max_cells", auto.MAX_CELLS),
+        n_expected,
+    )
+    return plan, {**p, "eps": plan.base_eps, "min_samples": plan.min_samples or auto.MIN_SAMPLES_LOW}
 
 
 def _forecast_of(
@@ -360,20 +363,7 @@ def release(
     the parameters are then chosen from it (post-processing, no further
     budget); the model records the choice (``model.auto``).
     """
-    auto_mode = "auto" in (p["eps"], p["min_samples"])
-    plan = None
-    if auto_mode:
-        plan = auto.plan(
-            lower,
-            upper,
-            p["eta"],
-            p["eps"],
-            p["min_samples"],
-            p["epsilon"],
-            p.get("max_cells", auto.MAX_CELLS),
-            p.get("n_expected"),
-        )
-        p = {**p, "eps": plan.base_eps, "min_samples": plan.min_samples or auto.MIN_SAMPLES_LOW}
+    plan, p = _planned(p, lower, upper, p.get("n_expected"))
     grid = Grid(lower, upper, p["eps"], p["eta"])
     config, spent_delta = configure(p, grid)
     fc = _forecast_of(grid, config, p)

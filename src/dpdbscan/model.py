@@ -33,6 +33,9 @@ from .post.spans import SpanParams, Spans, build_spans, density_guarantee
 from .post.subcells import SubcellLayout
 from .predict import predict_spans, span_regions
 
+# the margin and what it was computed from (beta, kappa, |X|, theta), in report order
+_MARGIN_FIGURES = ("beta", "gamma", "gamma_upper", "margin", "kappa", "n_events", "n_cells", "theta")
+
 
 @dataclass
 class SpanModel:
@@ -205,15 +208,7 @@ class SpanModel:
     @property
     def params(self) -> SpanParams:
         """The post-processing parameters of these spans."""
-        return SpanParams(
-            min_samples=self.min_samples,
-            beta=self.beta,
-            subcells=self.subcells,
-            margin=self.margin,
-            border=self.border,
-            raise_min_samples=self.raise_min_samples,
-            core=self.core,
-        )
+        return SpanParams.from_attributes(self)
 
     # ----------------------------------------------------------- guarantees
     @property
@@ -254,6 +249,11 @@ class SpanModel:
             return self._density_guarantee()
         return self._bound_guarantee()
 
+    def _margin_figures(self) -> dict:
+        """The margin and the public numbers it was computed from, as
+        :meth:`describe` and the density guarantee report them."""
+        return {name: getattr(self, name) for name in _MARGIN_FIGURES}
+
     def _density_guarantee(self) -> dict:
         """One-sided: with probability >= ``probability`` every span lies in
         the span of one (rho alpha, M*)-cluster; no covering statement."""
@@ -262,14 +262,7 @@ class SpanModel:
             "core": "density",
             "rho": self.rho,
             "tau": None,
-            "beta": self.beta,
-            "gamma": self.gamma,
-            "gamma_upper": self.gamma_upper,
-            "margin": self.margin,
-            "kappa": self.kappa,
-            "n_events": self.n_events,
-            "n_cells": self.n_cells,
-            "theta": self.theta,
+            **self._margin_figures(),
             "subcells": self.subcells,
             "accuracy_margin": extra.get("accuracy_margin"),
             "probability": extra.get("probability"),
@@ -454,14 +447,7 @@ class SpanModel:
             "threshold": self.threshold,
             "rho": self.rho,
             "tau": self.tau if self.core == "bound" else None,
-            "beta": self.beta,
-            "gamma": self.gamma,
-            "gamma_upper": self.gamma_upper,
-            "margin": self.margin,
-            "kappa": self.kappa,
-            "n_events": self.n_events,
-            "n_cells": self.n_cells,
-            "theta": self.theta,
+            **self._margin_figures(),
             "core": self.core,
             "guarantee": self.guarantee(),
             "eta": self._eta,

@@ -102,7 +102,26 @@ def paper_cmap() -> LinearSegmentedColormap:
     )  # odd, so that a count of exactly 0 falls on the transparent middle
 
 
-def _finish_image(ax, im, title, aspect):
+def _image_axes(grid, ax, max_pixels: int):
+    """The axes to draw the cells of the 2-D ``grid`` on (new ones for None)
+    and the cells per image pixel along each axis."""
+    plt = _plt()
+    _check_2d(grid)
+    return ax or plt.subplots(figsize=(6, 6))[1], _block_factor(grid, max_pixels)
+
+
+def _show_cells(ax, img, grid, factor: int, title, transform, aspect, **style):
+    """Draw the cell image ``img`` (blocks of ``factor`` x ``factor`` cells,
+    :func:`_cell_image`) with a colour bar; the title says the blocking."""
+    im = ax.imshow(
+        img.T,
+        origin="lower",
+        extent=_extent(grid, transform, factor, img.shape),
+        interpolation="nearest",
+        **style,
+    )
+    if factor > 1:
+        title = f"{title} ({factor}x{factor} cells per pixel)"
     ax.figure.colorbar(im, ax=ax, shrink=0.8)
     ax.set_aspect(aspect)
     ax.set_title(title)
@@ -129,11 +148,8 @@ def plot_histogram(
     """
     from matplotlib.colors import Normalize
 
-    plt = _plt()
     grid = hist.grid
-    _check_2d(grid)
-    ax = ax or plt.subplots(figsize=(6, 6))[1]
-    f = _block_factor(grid, max_pixels)
+    ax, f = _image_axes(grid, ax, max_pixels)
     if hist.kind == "dense" and f == 1:
         img = hist.values.astype(np.float64)
     else:
@@ -142,17 +158,8 @@ def plot_histogram(
     nz = np.abs(img[img != 0])
     vmax = float(np.percentile(nz, 99)) if nz.size else 1.0
     vmax = vmax if vmax > 0 else 1.0
-    im = ax.imshow(
-        img.T,
-        origin="lower",
-        extent=_extent(grid, transform, f, img.shape),
-        cmap=cmap or paper_cmap(),
-        norm=Normalize(-vmax, vmax),
-        interpolation="nearest",
-    )
-    if f > 1:
-        title = f"{title} ({f}x{f} cells per pixel)"
-    return _finish_image(ax, im, title, aspect)
+    style = {"cmap": cmap or paper_cmap(), "norm": Normalize(-vmax, vmax)}
+    return _show_cells(ax, img, grid, f, title, transform, aspect, **style)
 
 
 def plot_neighbour_sums(
@@ -168,23 +175,11 @@ def plot_neighbour_sums(
     """The sum of the noisy counts over NB(X), per cell (what the core test
     compares with the threshold). Cells with no released neighbour are blank;
     big grids are drawn in blocks (mean of the sums)."""
-    plt = _plt()
     grid = hist.grid
-    _check_2d(grid)
-    ax = ax or plt.subplots(figsize=(6, 6))[1]
-    f = _block_factor(grid, max_pixels)
+    ax, f = _image_axes(grid, ax, max_pixels)
     keys, sums = neighbour_sums(hist)
     img = _cell_image(grid, keys, sums, fill=np.nan, factor=f, reduce="mean")
-    im = ax.imshow(
-        np.ma.masked_invalid(img.T),
-        origin="lower",
-        extent=_extent(grid, transform, f, img.shape),
-        cmap=cmap,
-        interpolation="nearest",
-    )
-    if f > 1:
-        title = f"{title} ({f}x{f} cells per pixel)"
-    return _finish_image(ax, im, title, aspect)
+    return _show_cells(ax, np.ma.masked_invalid(img), grid, f, title, transform, aspect, cmap=cmap)
 
 
 def plot_spans(

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from .. import bounds
 from ..grid import Grid
 from . import density
-from .spans import SpanParams, bound_margins, density_guarantee
+from .spans import SpanParams, bound_margins, density_margin
 from .subcells import SubcellLayout
 
 #: Rough cost of one term of a neighbourhood sum (one gathered noisy count),
@@ -278,18 +278,8 @@ def forecast(
     k = int(params.subcells)
     var = density.noise_variance(noise, epsilon)
     if params.core == "density":
-        weights = density.ball_weights(d, float(grid.eta), k)
-        gamma, _ = density_guarantee(grid, kind, noise, epsilon, theta, params)
-        m = density.margin(
-            params.margin,
-            weights,
-            noise,
-            epsilon,
-            params.beta,
-            grid.n_cells,
-            min_samples=params.min_samples,
-            truncation=density.empty_truncation(kind, theta),
-        )
+        weights, m = density_margin(grid, kind, noise, epsilon, theta, params)
+        gamma = float(m.values.max())
         noise_std = float(m.sigma.max())
         margin_value = gamma
         threshold = params.min_samples + gamma

@@ -11,7 +11,7 @@ computed here once and carried in the result; the model reports what was used.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -59,6 +59,13 @@ class SpanParams:
     border: float = 0.0
     raise_min_samples: bool = True
     core: str = "bound"
+
+    @classmethod
+    def from_attributes(cls, source: object, **given: Any) -> SpanParams:
+        """The parameters of the same names as attributes of ``source`` (a
+        span model, a mechanism configuration), except those ``given``."""
+        taken = {f.name: getattr(source, f.name) for f in fields(cls) if f.name not in given}
+        return cls(**taken, **given)
 
 
 @dataclass
@@ -181,6 +188,25 @@ def _density_spans(hist: NoisyHistogram, params: SpanParams, layout: SubcellLayo
     )
 
 
+def density_margin(
+    grid: Grid, kind: str, noise: str, epsilon: float, theta: float, params: SpanParams
+) -> tuple[density.BallWeights, density.Margin]:
+    """The ball weights of the density test and its margin m(q) for a release
+    with these public fields (the largest m(q) is the model's ``gamma``)."""
+    weights = density.ball_weights(grid.d, float(grid.eta), params.subcells)
+    m = density.margin(
+        params.margin,
+        weights,
+        noise,
+        epsilon,
+        params.beta,
+        grid.n_cells,
+        min_samples=params.min_samples,
+        truncation=density.empty_truncation(kind, theta),
+    )
+    return weights, m
+
+
 def density_guarantee(
     grid: Grid, kind: str, noise: str, epsilon: float, theta: float, params: SpanParams
 ) -> tuple[float, dict[str, Any]]:
@@ -199,17 +225,7 @@ def density_guarantee(
     (the release's grid, kind, noise, epsilon and theta), so a saved model
     recomputes exactly what its spans were made with.
     """
-    weights = density.ball_weights(grid.d, float(grid.eta), params.subcells)
-    m = density.margin(
-        params.margin,
-        weights,
-        noise,
-        epsilon,
-        params.beta,
-        grid.n_cells,
-        min_samples=params.min_samples,
-        truncation=density.empty_truncation(kind, theta),
-    )
+    weights, m = density_margin(grid, kind, noise, epsilon, theta, params)
     G = density.accuracy_margin(weights, noise, epsilon, params.beta, grid.n_cells, kind)
     from_accuracy = math.floor(params.min_samples + float((m.values - G).min())) + 1
     guarded = bool(np.any(m.empty > 0)) or kind == "stability"
@@ -222,4 +238,13 @@ def density_guarantee(
     }
 
 
-__all__ = ["SpanParams", "Spans", "build_spans", "margin", "bound_margins", "density_guarantee", "CORE_TESTS"]
+__all__ = [
+    "SpanParams",
+    "Spans",
+    "build_spans",
+    "margin",
+    "bound_margins",
+    "density_margin",
+    "density_guarantee",
+    "CORE_TESTS",
+]
