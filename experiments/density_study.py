@@ -50,14 +50,16 @@ def parse_variant(text: str):
 
 def labels_for(hist, ds, v):
     """predict labels of ``ds.X`` under variant ``v`` from the release ``hist``."""
-    from dpdbscan.post.merge import merge_centres, nearest_centre_labels
-    from dpdbscan.post.density import density_core
+    from dpdbscan.post.merge import merge_centres
+    from dpdbscan.predict import predict_spans, span_regions
+    from dpdbscan.post.density import density_field
 
-    dc = density_core(hist, ds.min_samples, subcells=v["subcells"], margin_rule=v["margin"],
-                      beta=v["beta"], estimate=v["estimate"], occupancy=v["occupancy"],
-                      guard=v["guard"], occupancy_sigmas=v["occ_sigmas"])
+    dc = density_field(hist, ds.min_samples, subcells=v["subcells"], margin_rule=v["margin"],
+                       beta=v["beta"], estimate=v["estimate"], occupancy=v["occupancy"],
+                       guard=v["guard"], occupancy_sigmas=v["occ_sigmas"]).core(ds.min_samples)
     lab = merge_centres(dc.fine, dc.keys, v["merge"] * ds.alpha)
-    return nearest_centre_labels(dc.fine, dc.keys, lab, ds.X, v["border"] * ds.alpha)
+    rkeys, rlab = span_regions(dc.fine, dc.keys, lab, v["border"] * ds.alpha, to="centres")
+    return predict_spans(dc.fine, rkeys, rlab, ds.X)
 
 
 THETA = None  # sparse releases: theta (None = the library's default)

@@ -13,7 +13,7 @@ from dpdbscan._random import SeededSource
 from dpdbscan.post.merge import centre_offsets, merge_centres, radius_cells2
 from dpdbscan.predict import predict_spans, span_regions
 from dpdbscan.post.density import (
-    accuracy_margin, ball_weights, dense_weighted_sums, density_core, margin, noise_variance,
+    accuracy_margin, ball_weights, dense_weighted_sums, density_field, margin, noise_variance,
     weighted_quantile, weighted_sums_at, weighted_tail_bound,
 )
 from dpdbscan.grid import Grid
@@ -313,7 +313,7 @@ def test_noiseless_density_pipeline_equals_brute_force(histogram, d, alpha, min_
     grid = Grid(np.zeros(d), np.ones(d), alpha, eta)
     hist = release_histogram(grid, X, MechanismConfig(epsilon=1.0, histogram=histogram,
                                                       noise="none"), SeededSource(0))
-    dc = density_core(hist, min_samples, subcells=k, margin_rule=0.0)
+    dc = density_field(hist, min_samples, subcells=k, margin_rule=0.0).core(min_samples)
     labels = merge_centres(dc.fine, dc.keys)
     counts = {}
     for c in map(tuple, grid.coords(X)):
@@ -338,7 +338,7 @@ def test_occupancy_removes_the_gap_between_two_dense_clusters():
     hist = release_histogram(grid, X, MechanismConfig(epsilon=1.0, histogram="dense",
                                                       noise="none"), SeededSource(0))
     for gamma, want in [(0.0, 1), (0.5, 2)]:
-        dc = density_core(hist, 20, subcells=2, margin_rule=0.0, occupancy=gamma)
+        dc = density_field(hist, 20, subcells=2, margin_rule=0.0, occupancy=gamma).core(20)
         assert merge_centres(dc.fine, dc.keys).max() + 1 == want
 
 
@@ -473,7 +473,7 @@ def test_noiseless_pipeline_without_occupancy(histogram):
     grid = Grid(np.zeros(2), np.ones(2), 0.1)
     hist = release_histogram(grid, X, MechanismConfig(epsilon=1.0, histogram=histogram,
                                                       noise="none"), SeededSource(0))
-    dc = density_core(hist, 8, subcells=2, margin_rule=0.0, occupancy=0.0)
+    dc = density_field(hist, 8, subcells=2, margin_rule=0.0, occupancy=0.0).core(8)
     counts = {}
     for c in map(tuple, grid.coords(X)):
         counts[c] = counts.get(c, 0) + 1

@@ -64,3 +64,17 @@ def test_subset_merge_equals_a_fresh_merge_of_the_subset(trial):
     got = merge.labels(mask)
     assert np.array_equal(got, merge_cells(g, keys[mask], offsets))
     assert np.unique(got).size > 1  # the check is not vacuous: the subset has several spans
+
+
+def test_no_core_cells_need_no_neighbourhood():
+    """With nothing to merge, NB is never enumerated: in d = 10 it has
+    52 million offsets, more than a Grid will list (scikit-learn's checks
+    fit such data and get no core cell)."""
+    from dpdbscan.post.merge import SubsetMerge, merge_cells
+
+    g = Grid(np.zeros(10), np.ones(10), 0.5)
+    with pytest.raises(ValueError, match="cannot be enumerated"):
+        g.offsets  # noqa: B018 - the property is what raises
+    empty = np.zeros(0, np.int64)
+    assert merge_cells(g, empty).size == 0
+    assert SubsetMerge(g, empty).labels(np.zeros(0, bool)).size == 0

@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -221,29 +221,15 @@ def _skipped(names, idx, columns) -> list[str]:
 
 
 def read_points(
-    path: Path | str,
-    columns: Columns | None = None,
-    *,
-    choose: ColumnChooser | None = None,
-    delimiter: str | None = None,
-    header: bool | None = None,
-    no_header: bool = False,
-    progress: bool | None = None,
+    path: Path | str, columns: Columns | None = None, **options: Any
 ) -> tuple[np.ndarray, list[str]]:
     """Read an (n, d) float64 array of points and the names of its columns.
 
-    ``(X, names)`` of :func:`read_input`, which takes the same arguments and
-    also reports what was dropped or guessed.
+    ``(X, names)`` of :func:`read_input`, whose keyword arguments
+    (``choose``, ``delimiter``, ``header``, ``no_header``, ``progress``) it
+    passes on; :func:`read_input` also reports what was dropped or guessed.
     """
-    got = read_input(
-        path,
-        columns,
-        choose=choose,
-        delimiter=delimiter,
-        header=header,
-        no_header=no_header,
-        progress=progress,
-    )
+    got = read_input(path, columns, **options)
     return got.X, got.names
 
 

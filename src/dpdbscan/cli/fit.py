@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-from ..geo import Equirectangular
-from .common import _Warnings
-
-if TYPE_CHECKING:
-    from ..model import SpanModel
-
 import os
 import sys
 import threading
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +19,7 @@ from .. import geo as _geo
 from .._optional import require
 from ..backends import Backend, NumpyBackend
 from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
+from ..geo import Equirectangular
 from ..grid import MAX_KAPPA, count_neighbours
 from ..mechanism import release
 from ..params import bounds_from_data, check_param, validate
@@ -44,11 +37,24 @@ from .common import (
     _say_read,
     _split_bounds,
     _stem,
+    _Warnings,
     atomic_write,
     check_writable,
     write_temp,
 )
 from .maps import picture_options
+
+if TYPE_CHECKING:
+    from ..model import SpanModel
+
+
+#: Options that go to the parameter table as they were parsed.
+PRIVACY_OPTIONS = ("epsilon", "delta", "eta", "beta", "histogram", "noise", "theta")
+
+
+def privacy_values(args: argparse.Namespace) -> dict:
+    """The values of :data:`PRIVACY_OPTIONS` for :func:`~dpdbscan.params.validate`."""
+    return {name: getattr(args, name) for name in PRIVACY_OPTIONS}
 
 
 def check_fit_params(args: argparse.Namespace, eps: float | str | None = None) -> dict:
@@ -62,13 +68,7 @@ def check_fit_params(args: argparse.Namespace, eps: float | str | None = None) -
     values = dict(
         eps=eps if not isinstance(eps, str) else "auto",
         min_samples=_min_samples_list(args)[0],
-        epsilon=args.epsilon,
-        delta=args.delta,
-        eta=args.eta,
-        beta=args.beta,
-        histogram=args.histogram,
-        noise=args.noise,
-        theta=args.theta,
+        **privacy_values(args),
         subcells=args.subcells,
         margin=args.margin,
         core=args.core,

@@ -12,7 +12,7 @@ from ..mechanism import forecast
 from ..params import check_positive, validate
 from ..serialize import jsonable
 from .common import EXIT_OK, ArgTarget, _floats, _split_bounds, _Warnings
-from .fit import _border_arg
+from .fit import _border_arg, privacy_values
 
 EXAMPLES = """examples:
   # Cabs-tiny as in the paper, expecting about 400,000 trips
@@ -89,13 +89,7 @@ def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
     values = dict(
         eps=eps,
         min_samples=_number_or_text(args.min_samples),
-        epsilon=args.epsilon,
-        delta=args.delta,
-        eta=args.eta,
-        beta=args.beta,
-        histogram=args.histogram,
-        noise=args.noise,
-        theta=args.theta,
+        **privacy_values(args),
         subcells=_number_or_text(args.subcells),
         margin=_number_or_text(args.margin),
         core=args.core,

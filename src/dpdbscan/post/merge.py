@@ -49,11 +49,14 @@ class SubsetMerge:
 
     def __init__(self, grid: Grid, keys: np.ndarray, offsets: np.ndarray | None = None) -> None:
         self.grid, self.keys = grid, keys
+        self.intervals: list[tuple[np.ndarray, np.ndarray]] = []
+        if keys.size == 0:  # nothing to merge: not even NB is needed (it may be huge)
+            self.positive = np.zeros((0, grid.d), dtype=np.int64)
+            return
         offsets = grid.offsets if offsets is None else np.asarray(offsets, dtype=np.int64)
         # the offsets are symmetric: those lexicographically > 0 find every edge once
         self.positive = offsets[[tuple(o) > (0,) * grid.d for o in offsets.tolist()]]
-        self.intervals: list[tuple[np.ndarray, np.ndarray]] = []
-        if keys.size == 0 or grid.wide or self.positive.size == 0:
+        if grid.wide or self.positive.size == 0:
             return
         for prefix, lo, hi in _runs(self.positive):
             base = grid.key_delta(np.append(prefix, 0))

@@ -171,9 +171,9 @@ def _density_spans(hist: NoisyHistogram, params: SpanParams, layout: SubcellLayo
     """The density test: core sub-cells whose estimated alpha-ball count
     reaches MinPts + m(q) in an occupied cell, joined when their centres are
     within alpha; and the quantities of its one-sided guarantee."""
-    dc = density.density_core(
+    dc = density.density_field(
         hist, params.min_samples, subcells=layout.k, margin_rule=params.margin, beta=params.beta
-    )
+    ).core(params.min_samples)
     gamma, extra = density_guarantee(hist.grid, hist.kind, hist.noise, hist.epsilon, hist.theta, params)
     return Spans(
         grid=dc.fine,

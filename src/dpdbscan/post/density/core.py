@@ -61,56 +61,6 @@ OCCUPANCY = 0.5  # gamma: a core sub-cell's cell holds >= gamma x the ball's mea
 OCCUPANCY_SIGMAS = 2.0  # ... or at least this many standard deviations of one cell's noise
 
 
-def density_core(
-    hist: NoisyHistogram,
-    min_samples: float,
-    *,
-    subcells: int = 2,
-    margin_rule: str | float = 1.0,
-    beta: float = 0.1,
-    estimate: str = "average",
-    occupancy: float = OCCUPANCY,
-    occupancy_sigmas: float = OCCUPANCY_SIGMAS,
-    guard: bool = True,
-) -> DensityCore:
-    """Sub-cells q with E~(q) >= min_samples + m(q) whose cell is occupied.
-
-    Occupancy: DBSCAN's core points are data points, so an empty spot between
-    two clusters is never core even when MinPts points lie within alpha of
-    it. The release resolves occupancy only per cell, and the cell-uniform
-    model behind E~ would put points in every sub-cell of a cell holding any.
-    So a sub-cell of cell X is core only if also
-
-        x~_X > c_1 sigma_Z   or   x~_X >= gamma * E~(q) / S(q),   S(q) = sum_Y W(q, Y),
-
-    i.e. X reads as clearly non-empty (c_1 = ``occupancy_sigmas`` standard
-    deviations of one cell's noise, 2 by default) or holds at least
-    ``gamma`` times the mean count per cell of q's alpha-ball. A cell in a
-    gap beside clusters fails both (x_X ~ 0 while the ball is full); a cell
-    inside a cluster or on a thin filament passes the second (its density is
-    about the ball's, or more), a sparse edge cell of a dense cluster the
-    first. ``occupancy=0`` drops the condition; ``occupancy_sigmas < 0`` drops
-    the first alternative.
-
-    Post-processing of ``hist`` and public parameters only. Candidate cells:
-    with gamma > 0 a core sub-cell's own cell holds x~_X >= gamma T / max S
-    (T the smallest threshold), so only those cells are evaluated; with
-    gamma = 0, the cells within reach of a cell holding >= T / max S.
-    """
-    field = density_field(
-        hist,
-        min_samples,
-        subcells=subcells,
-        margin_rule=margin_rule,
-        beta=beta,
-        estimate=estimate,
-        occupancy=occupancy,
-        occupancy_sigmas=occupancy_sigmas,
-        guard=guard,
-    )
-    return field.core(min_samples)
-
-
 @dataclass(frozen=True)
 class DensityField:
     """E~(q) of every occupied sub-cell that can be core at any MinPts >= the
@@ -196,8 +146,32 @@ def density_field(
     occupancy_sigmas: float = OCCUPANCY_SIGMAS,
     guard: bool = True,
 ) -> DensityField:
-    """The :class:`DensityField` of a release for every MinPts >= ``min_samples``
-    (see :func:`density_core` for the test). Post-processing only."""
+    """The :class:`DensityField` of a release for every MinPts >= ``min_samples``;
+    ``density_field(...).core(m)`` is the density test at MinPts m: the
+    sub-cells q with E~(q) >= m + m(q) whose cell is occupied.
+
+    Occupancy: DBSCAN's core points are data points, so an empty spot between
+    two clusters is never core even when MinPts points lie within alpha of
+    it. The release resolves occupancy only per cell, and the cell-uniform
+    model behind E~ would put points in every sub-cell of a cell holding any.
+    So a sub-cell of cell X is core only if also
+
+        x~_X > c_1 sigma_Z   or   x~_X >= gamma * E~(q) / S(q),   S(q) = sum_Y W(q, Y),
+
+    i.e. X reads as clearly non-empty (c_1 = ``occupancy_sigmas`` standard
+    deviations of one cell's noise, 2 by default) or holds at least
+    ``gamma`` times the mean count per cell of q's alpha-ball. A cell in a
+    gap beside clusters fails both (x_X ~ 0 while the ball is full); a cell
+    inside a cluster or on a thin filament passes the second (its density is
+    about the ball's, or more), a sparse edge cell of a dense cluster the
+    first. ``occupancy=0`` drops the condition; ``occupancy_sigmas < 0`` drops
+    the first alternative.
+
+    Post-processing of ``hist`` and public parameters only. Candidate cells:
+    with gamma > 0 a core sub-cell's own cell holds x~_X >= gamma T / max S
+    (T the smallest threshold), so only those cells are evaluated; with
+    gamma = 0, the cells within reach of a cell holding >= T / max S.
+    """
     grid = hist.grid
     k = int(subcells)
     gamma = float(occupancy)
