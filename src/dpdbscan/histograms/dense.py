@@ -15,9 +15,17 @@ from ..histogram import NoisyHistogram
 from .noise import Noise
 
 
-def dense_histogram(grid: Grid, counts: np.ndarray, noise: Noise, source: Source) -> NoisyHistogram:
-    """Release ``counts`` (array of ``grid.shape``) plus noise on every cell."""
-    z = noise.sample(source, counts.size).reshape(counts.shape)
+def dense_histogram(
+    grid: Grid, counts: np.ndarray, noise: Noise, source: Source, z: np.ndarray | None = None
+) -> NoisyHistogram:
+    """Release ``counts`` (array of ``grid.shape``) plus noise on every cell.
+
+    ``z``, when given, is ``noise.sample(source, counts.size)`` drawn
+    beforehand (it does not depend on the data), used once, here.
+    """
+    if z is None:
+        z = noise.sample(source, counts.size)
+    z = z.reshape(counts.shape)
     values = counts + z if noise.integer else counts.astype(np.float64) + z
     return NoisyHistogram(
         grid=grid,
