@@ -48,6 +48,16 @@ def _plt():
     return require("matplotlib.pyplot", "plotting")
 
 
+def preload() -> None:
+    """Import what drawing a PNG needs (pyplot, and Pillow's image plugins,
+    which matplotlib's PNG writer initialises on first use), so that a later
+    picture does not pay for it; the command line runs this on a thread."""
+    _plt()
+    from PIL import Image  # a dependency of matplotlib
+
+    Image.preinit()
+
+
 def _check_2d(grid):
     if grid.d != 2:
         raise ValueError(f"plots are drawn for 2-D grids, this one is {grid.d}-D")
@@ -501,11 +511,15 @@ def save(ax: Axes, path: Path | str, dpi: float = 150) -> None:
     fig = ax.figure
     root = fig.figure if isinstance(fig, SubFigure) else fig  # a subfigure is saved with its figure
     root.tight_layout()
+    # The layout is done: without this, the placeholder engine tight_layout
+    # leaves behind makes savefig draw the whole figure twice.
+    root.set_layout_engine(None)
     root.savefig(path, dpi=dpi)
     _plt().close(root)
 
 
 __all__ = [
+    "preload",
     "plot_histogram",
     "plot_neighbour_sums",
     "plot_spans",

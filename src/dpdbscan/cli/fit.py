@@ -556,7 +556,7 @@ def preload_matplotlib() -> threading.Thread:
 
     def load():
         try:
-            plotting._plt()
+            plotting.preload()
         except Exception:  # noqa: BLE001 - reported when the picture is drawn
             pass
 
