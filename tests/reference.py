@@ -83,7 +83,7 @@ def subcell_grid_dbscan(grid, counts: dict, min_samples: float, k: int):
     core iff the counts of cells at minimum distance < alpha from q reach
     min_samples; core sub-cells at minimum distance < alpha are merged.
     Returns {fine cell: representative}."""
-    w, d = grid.width, grid.d
+    w = grid.width
     fine_shape = [math.ceil(round((u - l) / (w / k), 9)) for l, u in zip(grid.lower, grid.upper)]
 
     def box_gap(a_lo, a_hi, b_lo, b_hi):

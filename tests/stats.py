@@ -58,7 +58,8 @@ P_FAIL = 1e-6
 
 def chi2_ok(counts, probs, alpha: float = P_FAIL, min_expected: float = 20.0):
     """Chi-square goodness of fit at level ``alpha``; tail bins are merged
-    (from the right) until each expects ``min_expected``. Returns (p, ok)."""
+    (from the right) until each expects ``min_expected``. Returns (p, ok);
+    (1.0, True) when fewer than two bins are left to compare."""
     counts = np.asarray(counts, dtype=float)
     probs = np.asarray(probs, dtype=float)
     exp = probs * counts.sum()
@@ -75,6 +76,8 @@ def chi2_ok(counts, probs, alpha: float = P_FAIL, min_expected: float = 20.0):
         c[-1] += acc_c
         e[-1] += acc_e
     ca, ea = np.array(c[::-1]), np.array(e[::-1])
+    if ca.size < 2:  # one bin (or none) after merging: nothing to test
+        return 1.0, True
     ea *= ca.sum() / ea.sum()
     p = float(_stats.chisquare(ca, ea).pvalue)
     return p, p > alpha

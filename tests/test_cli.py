@@ -7,26 +7,16 @@ import types
 
 import numpy as np
 import pytest
+from clirun import blob_points, run
 
 from dpdbscan.cli import build_parser, main
 from dpdbscan.geo import Equirectangular
-from dpdbscan.progress import progress, progress_wanted
 from dpdbscan.model import SpanModel
+from dpdbscan.progress import progress, progress_wanted
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SF = ["-122.48", "37.72", "-122.38", "37.82"]
 HOTSPOTS = np.array([[-122.41, 37.79], [-122.44, 37.76]])
-
-
-def run(capsys, *argv):
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def blob_points(seed=0):
-    rng = np.random.default_rng(seed)
-    return np.vstack([rng.normal([2, 2], 0.3, (1500, 2)), rng.normal([7, 6], 0.4, (1500, 2))])
 
 
 @pytest.fixture

@@ -11,16 +11,9 @@ import types
 
 import numpy as np
 import pytest
-
-from dpdbscan.cli import main
+from clirun import run
 
 SF = ["-122.48", "37.72", "-122.38", "37.82"]
-
-
-def run(capsys, *argv):
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def lines(err):

@@ -5,20 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from clirun import blob_points, run
 
-from dpdbscan.cli import main
 from dpdbscan.model import SpanModel
-
-
-def run(capsys, *argv):
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def blob_points(seed=0):
-    rng = np.random.default_rng(seed)
-    return np.vstack([rng.normal([2, 2], 0.3, (1500, 2)), rng.normal([7, 6], 0.4, (1500, 2))])
 
 
 @pytest.fixture
