@@ -12,7 +12,7 @@ from dpdbscan.histograms import (
     DiscreteLaplace, dense_histogram, sparse_histogram, stability_histogram, stability_theta,
 )
 from dpdbscan.histograms.sparse import default_theta
-from stats import binom_ok, chi2_ok
+from stats import binom_ok
 
 # Distribution checks below use a per-test false-failure rate of at most 1e-6.
 P_FAIL = 1e-6
