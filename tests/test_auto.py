@@ -141,10 +141,41 @@ def test_level_scores_follow_the_cluster_tree():
     table = {(1.0, 5): L0, (1.0, 6): L1, (1.0, 7): L2, (1.0, 8): L3}
     table = {k: Partition(1.0, k[1], p.keys, p.labels, p.mass, p.threshold)
              for k, p in table.items()}
-    got = auto.choose(table)
+    got = auto.choose(table, 2)
     assert (got["min_samples"], got["clusters"]) == (6, 2)  # the plateau's lowest level
     with pytest.raises(ValueError, match="nested"):
         auto.level_scores([L1, _part([9], [0], [10], 5, 30.0)])
+
+
+def _ladder(alpha, thresholds, labels, mass):
+    keys = [1, 2, 3, 4, 10, 11]  # P = {1..4} (C1 = {1, 2}, C2 = {3, 4}), O = {10, 11}
+    return {(alpha, m): Partition(alpha, m, np.asarray(keys), np.asarray(lab), np.full(6, float(mass)), t)
+            for m, t, lab in zip((5, 7, 10, 14), thresholds, labels)}
+
+
+def test_a_merged_parent_at_a_larger_alpha_does_not_hide_its_children():
+    # R15's failure in small: at alpha 2 the close blobs C1, C2 are one long-lived
+    # parent P beside O; at alpha 1 they are separate clusters, with a little less
+    # core mass (less coverage at the smaller radius)
+    one, two = [0, 0, 0, 0, 1, 1], [0, 0, 1, 1, 2, 2]
+    big = _ladder(2.0, (80.0, 160.0, 320.0, 640.0), [one] * 4, 10)
+    small = _ladder(1.0, (40.0, 80.0, 160.0, 320.0), [two] * 4, 8)
+    got = auto.choose({**big, **small}, 2)
+    assert (got["alpha"], got["clusters"]) == (1.0, 3)
+    # in log T alone (the former criterion) the parent wins: its life is as long
+    # and it holds more mass
+    best_log = max(got["scores"], key=lambda r: (r[2], r[0]))
+    assert (best_log[0], best_log[3]) == (2.0, 2)
+    # when the larger alpha separates them too, it places the cut (more extent)
+    big = _ladder(2.0, (80.0, 160.0, 320.0, 640.0), [one] + [two] * 3, 12)
+    got = auto.choose({**big, **small}, 2)
+    assert (got["alpha"], got["min_samples"], got["clusters"]) == (2.0, 7, 3)
+
+
+def test_hdbscan_lambda_is_one_scale_for_every_alpha():
+    # the same density level (T / alpha^d) has the same lambda at every alpha
+    assert auto.hdbscan_lambda(40.0, 1.0, 2) == pytest.approx(auto.hdbscan_lambda(160.0, 2.0, 2))
+    assert auto.hdbscan_lambda(8.0, 1.0, 3) == pytest.approx(2.0)
 
 
 @quiet

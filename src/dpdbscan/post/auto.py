@@ -24,12 +24,29 @@ The choice is a flat cut, since the release is one (alpha, MinPts): at each
 grid point the score is the total stability of the clusters alive there,
 counted only when at least two are (a single cluster is what every
 clustering shows at a low enough level; HDBSCAN excludes the root by default
-for the same reason). The grid point with the highest score wins. Within one
-alpha the clusters alive on a plateau of levels have the same score, and the
-lowest level of the plateau is taken: there each cluster has its largest
-extent, as HDBSCAN labels a selected cluster by its extent at birth. Across
-alphas ties go to the larger alpha. Everything is post-processing of the
-release and public parameters.
+for the same reason). It is made in two steps, with two measures of the
+level:
+
+1. *How many clusters*: the grid point with the highest score when the
+   level is HDBSCAN's lambda = 1 / core distance. At a fixed alpha the
+   threshold T is the density level f ~ T / alpha^d, and HDBSCAN (fixed k)
+   would put a point of that density at core distance alpha (k / T)^(1/d),
+   so lambda ~ T^(1/d) / alpha, one scale for every alpha. In log T a
+   cluster's life is scale-free within one alpha but grows with alpha
+   (the signal in an eps-ball grows as alpha^d, its noise as alpha^(d/2)),
+   so log T alone favours the largest alpha at which clusters are still
+   visible, where neighbouring ones have merged into one massive,
+   long-lived parent (excess of mass's known bias; R15's central eight).
+   On lambda a parent that lives at low density only does not outscore the
+   children that a smaller alpha separates.
+2. *Where*: among the grid points showing that many clusters, the one with
+   the highest score in log T; ties go to the larger alpha, then to the
+   lowest level of a plateau: there each cluster has its largest extent, as
+   HDBSCAN labels a selected cluster by its extent at birth. (On lambda
+   alone a smaller alpha with the same clusters often wins, with less of
+   each cluster core.)
+
+Everything is post-processing of the release and public parameters.
 """
 
 from __future__ import annotations
@@ -48,7 +65,7 @@ from .spans import SpanParams
 from .sweep import Partition, sweep
 
 #: The criterion's name, recorded in the model.
-CRITERION = "flat-cut stability of density level sets (HDBSCAN-like)"
+CRITERION = "flat-cut stability of density level sets (HDBSCAN-like): count on lambda, place on log T"
 #: eps candidates: the base resolution times sqrt(2)^i
 EPS_STEPS = 7
 #: MinPts candidates: MIN_SAMPLES_LOW * sqrt(2)^i up to a share of the released mass
@@ -164,18 +181,25 @@ def choose_params(hist: NoisyHistogram, params: SpanParams, p: Plan) -> dict:
         ms = min_samples_ladder(float(np.maximum(hist.values, 0).sum()))
     k = min(int(params.subcells), SELECTION_SUBCELLS)
     table = sweep(hist, replace(params, subcells=k), p.eps, ms)
-    out = choose(table)
+    out = choose(table, hist.grid.d)
     out.update({"base_eps": p.base_eps, "eps_candidates": list(p.eps), "min_samples_candidates": ms})
     return out
 
 
-def level_scores(levels: Sequence[Partition]) -> tuple[list[float], list[int]]:
+def level_scores(
+    levels: Sequence[Partition], lam: Sequence[float] | None = None
+) -> tuple[list[float], list[int]]:
     """Flat-cut scores and the number of significant clusters at each level of
-    one alpha's MinPts ladder (``levels`` sorted by MinPts, nested)."""
+    one alpha's MinPts ladder (``levels`` sorted by MinPts, nested).
+
+    ``lam`` is the level of each ``levels`` entry on the scale stability is
+    integrated over, non-decreasing; default log T (:func:`hdbscan_lambda`
+    is the other scale :func:`choose` uses)."""
     n = len(levels)
     if n == 0:
         return [], []
-    lam = [math.log(max(p.threshold, 1e-300)) for p in levels]
+    if lam is None:
+        lam = [math.log(max(p.threshold, 1e-300)) for p in levels]
     # level j stands for [lam_j, lam_j+1); the top one's width is unknown: 0
     width = [lam[j + 1] - lam[j] for j in range(n - 1)] + [0.0]
     stab: list[float] = []
@@ -208,6 +232,13 @@ def level_scores(levels: Sequence[Partition]) -> tuple[list[float], list[int]]:
     return scores, [len(ids) for ids in alive]
 
 
+def hdbscan_lambda(threshold: float, alpha: float, d: int) -> float:
+    """HDBSCAN's level lambda = 1 / core distance of the density level that the
+    core threshold ``threshold`` sets at radius ``alpha`` in ``d`` dimensions,
+    up to a constant factor: T^(1/d) / alpha."""
+    return max(float(threshold), 0.0) ** (1.0 / d) / float(alpha)
+
+
 def _parents(lower: Partition, upper: Partition) -> np.ndarray:
     """Span of ``lower`` holding each span of ``upper`` (core sets nested)."""
     if upper.n_spans == 0:
@@ -224,33 +255,56 @@ def _parents(lower: Partition, upper: Partition) -> np.ndarray:
     return parent
 
 
-def choose(table: dict[tuple[float, int], Partition]) -> dict:
-    """The (alpha, MinPts) with the highest flat-cut score, and the scores.
+def choose(table: dict[tuple[float, int], Partition], d: int) -> dict:
+    """The (alpha, MinPts) the flat-cut stability chooses (module docstring):
+    the number of clusters from the scores on HDBSCAN's lambda, then, among
+    the grid points with that many, the highest score in log T.
 
-    Returns a dict with ``alpha``, ``min_samples``, ``score``, ``clusters``
-    (significant clusters alive there) and ``scores``: a list of
-    [alpha, MinPts, score, clusters] for every grid point. When no grid point
-    has two significant clusters, the one with the largest core mass wins
+    ``d`` is the dimension (public). Returns a dict with ``alpha``,
+    ``min_samples``, ``score`` (in log T), ``clusters`` (significant clusters
+    alive there) and ``scores``: a list of [alpha, MinPts, score in log T,
+    clusters, score on lambda] for every grid point. When no grid point has
+    two significant clusters, the one with the largest core mass wins
     (``score`` 0).
     """
     rows = []
     for alpha in sorted({a for a, _ in table}):
         levels = [table[(a, m)] for a, m in sorted(table) if a == alpha]
         scores, counts = level_scores(levels)
-        rows += [[alpha, p.min_samples, s, c, p.threshold] for p, s, c in zip(levels, scores, counts)]
-    # the best score; then the larger alpha; then the lowest threshold (a
-    # plateau's lowest level); then, among MinPts the guard holds at one
-    # threshold, the largest (the one that says what the threshold is)
-    best = max(rows, key=lambda r: (r[2], r[0], -r[4], r[1]))
-    if best[2] <= 0:
+        on_lam, _ = level_scores(levels, [hdbscan_lambda(p.threshold, alpha, d) for p in levels])
+        rows += [
+            [alpha, p.min_samples, s, c, p.threshold, h] for p, s, c, h in zip(levels, scores, counts, on_lam)
+        ]
+
+    # ties: the larger alpha; then the lowest threshold (a plateau's lowest
+    # level); then, among MinPts the guard holds at one threshold, the
+    # largest (the one that says what the threshold is)
+    def order(score: int):
+        return lambda r: (r[score], r[0], -r[4], r[1])
+
+    count = max(rows, key=order(5))
+    same = [r for r in rows if r[3] == count[3] and r[2] > 0]
+    if count[5] <= 0 or not same:
         best = max(rows, key=lambda r: (table[(r[0], int(r[1]))].core_mass, r[0], -r[4], r[1]))
+        best = [*best[:2], 0.0, *best[3:]]
+    else:
+        best = max(same, key=order(2))
     return {
         "alpha": float(best[0]),
         "min_samples": int(best[1]),
         "score": float(best[2]),
         "clusters": int(best[3]),
-        "scores": [r[:4] for r in rows],
+        "scores": [r[:4] + r[5:] for r in rows],
     }
 
 
-__all__ = ["level_scores", "choose", "choose_params", "plan", "Plan", "base_eps", "min_samples_ladder"]
+__all__ = [
+    "level_scores",
+    "hdbscan_lambda",
+    "choose",
+    "choose_params",
+    "plan",
+    "Plan",
+    "base_eps",
+    "min_samples_ladder",
+]
