@@ -100,9 +100,14 @@ def sweep(
             keys_all = common.encode(field.fine.decode(field.keys))
             mass_all = sub_cell_mass(hist, common, keys_all, k)
             merge = centre_merge(field.fine, field.keys)  # neighbour lookups once per alpha
+            last: tuple[np.ndarray, np.ndarray] | None = None
             for m in ms:
                 sel = field.core_mask(m)
-                labels = merge.labels(sel)
+                # where the empty-space guard holds the threshold, several
+                # MinPts have the same core cells: merge them once
+                if last is None or not np.array_equal(sel, last[0]):
+                    last = (sel, merge.labels(sel))
+                labels = last[1]
                 thr = float(field.thresholds(m).max())
                 out[(alpha, m)] = Partition(alpha, m, keys_all[sel], labels, mass_all[sel], thr)
         else:
