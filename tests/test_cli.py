@@ -7,7 +7,7 @@ import types
 
 import numpy as np
 import pytest
-from clirun import blob_points, run
+from clirun import blob_points, run, write_csv
 
 from dpdbscan.cli import build_parser, main
 from dpdbscan.geo import Equirectangular
@@ -21,11 +21,7 @@ HOTSPOTS = np.array([[-122.41, 37.79], [-122.44, 37.76]])
 
 @pytest.fixture
 def blobs_csv(tmp_path):
-    X = blob_points()
-    path = tmp_path / "blobs.csv"
-    lines = ["x,y,label"] + [f"{float(a)!r},{float(b)!r},{int(a > 5)}" for a, b in X]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_csv(tmp_path / "blobs.csv", blob_points(), label=lambda x, y: int(x > 5))
 
 
 def geo_points(seed=0, n=2000):

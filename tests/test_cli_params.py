@@ -5,18 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from clirun import blob_points, run
+from clirun import blob_points, run, write_csv
 
 from dpdbscan.model import SpanModel
 
 
 @pytest.fixture
 def blobs_csv(tmp_path):
-    X = blob_points()
-    path = tmp_path / "blobs.csv"
-    lines = ["x,y"] + [f"{float(a)!r},{float(b)!r}" for a, b in X]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_csv(tmp_path / "blobs.csv", blob_points())
 
 
 @pytest.fixture
