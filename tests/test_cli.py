@@ -617,10 +617,30 @@ def test_header_option_reads_a_numeric_first_line_as_names(capsys, tmp_path):
 
 
 def test_huge_epsilon_does_not_overflow(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", blobs_csv, *FIT, "--epsilon", "1000", "--out-dir", tmp_path,
-                       "--no-png")
-    assert rc == 0, err
-    assert "epsilon=1000" in out
+    """Issue 19, finding 8: the margins are computed without a floating-point
+    warning at any accepted epsilon, and the command says once, in its own
+    words, that such an epsilon protects little."""
+    for hist in ("dense", "sparse"):
+        rc, out, err = run(capsys, "fit", blobs_csv, *FIT, "--epsilon", "1000", "--histogram", hist,
+                           "--out-dir", tmp_path, "--no-png")
+        assert rc == 0, err
+        assert "epsilon=1000" in out
+        assert "encountered" not in err and "overflow" not in err.lower()
+        lines = [x for x in err.splitlines() if "gives little privacy protection" in x]
+        assert len(lines) == 1 and lines[0].startswith("dpdbscan: PRIVACY WARNING: --epsilon 1000 ")
+    rc, out, err = run(capsys, "fit", blobs_csv, *FIT, "--epsilon", "10", "--out-dir", tmp_path, "--no-png")
+    assert rc == 0 and "little privacy protection" not in err
+
+
+def test_warnings_of_the_release_reach_standard_error(capsys, tmp_path):
+    """The command collects Python warnings and prints each once; before
+    issue 19 it dropped every one of them (the recording list was replaced by
+    a fresh one), so a release with no span came without its UtilityWarning."""
+    path = write_csv(tmp_path / "few.csv", blob_points()[:40])
+    rc, out, err = run(capsys, "fit", path, "--eps", "0.5", "--min-samples", "200", "--bounds", "0", "10",
+                       "--out-dir", tmp_path, "--no-png")
+    assert rc == 0 and "0 span(s)" in out
+    assert err.count("dpdbscan: warning: the release has no span") == 1
 
 
 def test_too_many_dimensions_are_refused_before_spending(capsys, tmp_path):

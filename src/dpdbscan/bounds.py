@@ -199,8 +199,8 @@ def _tail_mgf(noise: str, epsilon: float, t: np.ndarray, lam: float) -> np.ndarr
     if noise == "discrete":
         q = math.exp(-epsilon)
         c = (1.0 - q) / (1.0 + q)
-        up = q * math.exp(lam)  # < 1
-        down = q * math.exp(-lam)
+        up = math.exp(lam - epsilon)  # q e^lam < 1; exp(lam) alone overflows beyond 709
+        down = math.exp(-lam - epsilon)
         pos = c * up ** np.maximum(t, 0.0) / (1.0 - up)
         neg = c / (1.0 - up) + c * down * (1.0 - down ** np.maximum(-t, 0.0)) / (1.0 - down)
         return np.where(t >= 0, pos, neg)

@@ -208,7 +208,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     def _validated(self) -> dict[str, Any]:
         """Every parameter checked against the one table (dpdbscan.params)."""
         names = [n for n in PARAMETERS if n != "bounds"]
-        return validate({n: getattr(self, n) for n in names})
+        # a warning (a weak epsilon) points at the line that called fit or forecast
+        return validate({n: getattr(self, n) for n in names}, stacklevel=3)
 
     def fit(self, X: PointsInput, y: object = None) -> Self:
         """Release DP spans of ``X``. Returns self.

@@ -19,11 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from .exceptions import PrivacyLeakWarning, UtilityWarning
+from .exceptions import PrivacyLeakWarning, UtilityWarning, WeakPrivacyWarning
 
 #: Largest epsilon accepted. Far beyond it already the discrete Laplace noise
 #: is 0 with probability 1 - 2 exp(-epsilon): no privacy is left to account for.
 MAX_EPSILON = 1e4
+#: Above this epsilon a release is accepted with a WeakPrivacyWarning: one row
+#: may change the probability of any outcome by a factor of up to e^10 ~ 22,000.
+WEAK_EPSILON = 10.0
 #: delta must be below this. delta is the probability that the stability
 #: histogram publishes a cell holding a single record; useful values are far
 #: below 1/n (say 1e-6 to 1e-9), and 0.01 is already a leak, not a parameter.
@@ -238,11 +241,26 @@ def _plain(value, api: bool = False) -> str:
     return repr(value) if api or isinstance(value, str) else f"{value}"
 
 
-def validate(values: dict[str, Any], *, cli: bool = False) -> dict[str, Any]:
+def validate(values: dict[str, Any], *, cli: bool = False, stacklevel: int = 2) -> dict[str, Any]:
     """Check ``values`` (a subset of :data:`PARAMETERS`) and the rules that tie
-    them together; returns the normalised values. Reads no data."""
+    them together; returns the normalised values. Reads no data.
+
+    An epsilon above :data:`WEAK_EPSILON` is accepted with one
+    :class:`~dpdbscan.exceptions.WeakPrivacyWarning` (public: it reads the
+    parameter only); ``stacklevel`` points it at the caller's caller.
+    """
     out = {name: check_param(name, v, cli=cli) for name, v in values.items() if name != "bounds"}
     opt = (lambda n: PARAMETERS[n].cli) if cli else (lambda n: n)
+    epsilon = out.get("epsilon")
+    if epsilon is not None and epsilon > WEAK_EPSILON:
+        shown = f"--epsilon {epsilon:g}" if cli else f"epsilon={epsilon:g}"
+        warnings.warn(
+            f"{shown} gives little privacy protection: adding or removing one row may change "
+            f"the probability of a release by a factor of up to exp({epsilon:g}). Above about "
+            f"{WEAK_EPSILON:g} differential privacy says little; usual values are 0.1 to 2.",
+            WeakPrivacyWarning,
+            stacklevel=stacklevel + 1,
+        )
     hist, delta = out.get("histogram"), out.get("delta", 0.0)
     if hist == "stability" and not delta:
         raise ValueError(f"{opt('histogram')} stability needs {opt('delta')} > 0, got delta=0")
@@ -425,5 +443,6 @@ __all__ = [
     "PrivacyLeakWarning",
     "UtilityWarning",
     "MAX_EPSILON",
+    "WEAK_EPSILON",
     "MAX_DELTA",
 ]

@@ -41,8 +41,14 @@ def noise_variance(noise: str, epsilon: float) -> float:
 def _log_mgf(noise: str, epsilon: float, lam: np.ndarray) -> np.ndarray:
     """log E exp(lam Z) of one noise term, |lam| < epsilon (elementwise)."""
     if noise == "discrete":
-        q = math.exp(-epsilon)
-        return 2.0 * math.log1p(-q) - np.log((1.0 - q) ** 2 - 2.0 * q * (np.cosh(lam) - 1.0))
+        # M = (1-q)^2 / ((1 - q e^lam)(1 - q e^-lam)), q = e^-epsilon: with
+        # q e^lam = e^(lam - epsilon) < 1 nothing overflows at any epsilon
+        # (cosh(lam) does beyond lam ~ 710)
+        return (
+            2.0 * math.log1p(-math.exp(-epsilon))
+            - np.log1p(-np.exp(lam - epsilon))
+            - np.log1p(-np.exp(-lam - epsilon))
+        )
     return -np.log1p(-((lam / epsilon) ** 2))
 
 
@@ -80,19 +86,22 @@ def weighted_tail_bound(noise: str, epsilon: float, weights: tuple, log_level: f
 
 def _noise_cdf(noise: str, epsilon: float):
     """P(Z <= z) at real z for one noise term (vectorised)."""
+    # each tail as exp(-epsilon * a) with a >= 0 on both branches, so that
+    # np.where's unused branch cannot overflow or divide by zero (q = e^-epsilon
+    # is 0.0 in floating point for epsilon > 745)
     if noise == "discrete":
         q = math.exp(-epsilon)
 
         def F(z):
             m = np.floor(np.asarray(z, dtype=np.float64))
-            with np.errstate(over="ignore"):
-                return np.where(m >= 0, 1.0 - q ** (m + 1) / (1.0 + q), q ** (-m) / (1.0 + q))
+            tail = np.exp(-epsilon * np.where(m >= 0, m + 1, -m)) / (1.0 + q)
+            return np.where(m >= 0, 1.0 - tail, tail)
     else:
 
         def F(z):
             z = np.asarray(z, dtype=np.float64)
-            with np.errstate(over="ignore"):
-                return np.where(z >= 0, 1.0 - 0.5 * np.exp(-epsilon * z), 0.5 * np.exp(epsilon * z))
+            tail = 0.5 * np.exp(-epsilon * np.abs(z))
+            return np.where(z >= 0, 1.0 - tail, tail)
 
     return F
 
@@ -182,7 +191,7 @@ def _log_mgf_term(noise: str, epsilon: float, s: np.ndarray, truncation) -> np.n
         q = math.exp(-epsilon)
         t = 1 if positive else math.ceil(float(truncation))
         below = 1.0 / (1.0 + q) if positive else (1.0 - q**t / (1.0 + q) if t >= 1 else q / (1.0 + q))
-        x = q * np.exp(s)
+        x = np.exp(s - epsilon)  # q e^s < 1; e^s alone overflows beyond s ~ 709
         upper = (1.0 - q) / (1.0 + q) * x**t / (1.0 - x)
     else:
         t = 0.0 if positive else float(truncation)  # type: ignore[assignment]
