@@ -103,10 +103,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         cost. "auto" is 2 for d <= 3 and 1 above, where the 2^d sub-cells per
         cell would cost more time than they give. 1 is the paper's procedure.
     margin : "auto", "chernoff", "paper", "pointwise" or float, default="auto"
-        Density test: the number c of the margin c sigma(q) ("auto" = 1), raised
-        where needed so that, with probability >= 1 - beta, no sub-cell with no
-        point in reach is core ("chernoff"/"pointwise": union or pointwise
-        Chernoff bounds, for study). Bound test: how Gamma is bounded,
+        Density test: the number c of the margin c sigma(q) ("auto" = 1), or
+        union ("chernoff") or pointwise ("pointwise") Chernoff bounds, for
+        study; every rule is raised where needed (the empty-space guard) so
+        that, with probability >= 1 - beta, no sub-cell with no point in reach
+        is core. Bound test: how Gamma is bounded,
         Chernoff with the exact noise MGF ("auto") or the paper's Laplace
         concentration bound ("paper").
     border : "auto" or float, default="auto"

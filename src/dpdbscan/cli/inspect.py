@@ -11,6 +11,7 @@ from .. import geo as _geo
 from .. import plotting
 from ..io import read_model as load_model
 from ..io import write_labels
+from ..model import density_rule
 from .common import EXIT_OK, _points_for, _Warnings
 from .maps import picture_options
 
@@ -54,7 +55,7 @@ def _core_rule(model) -> str:
     if model.core == "density":
         return (
             f"density: estimated eps-neighbourhood count E~ >= MinPts + m(q), up to "
-            f"{model.threshold:.1f} (margin {model.margin} sigma with the empty-space guard), "
+            f"{model.threshold:.1f} (margin: {density_rule(model.margin)}), "
             "in an occupied cell; spans join core centres within eps"
         )
     return f"bound: UB~ >= {model.threshold:.1f}" + (
@@ -65,17 +66,29 @@ def _core_rule(model) -> str:
 def _guarantee_text(model, length) -> str:
     gu = model.guarantee()
     within = gu["within_clusters_at"]
+    if gu["probability"] is None:
+        return gu["statement"]
     if model.core == "density":
+        if within is None:
+            return gu["statement"]
         return (
             f"with probability >= {gu['probability']:g}: every span lies in the span of one "
             f"({length(within['alpha'])}, {within['min_samples']})-cluster (one-sided: no "
             "span reaches beyond the clusters; no covering statement)"
         )
     covers = gu["covers_clusters_at"]
+    text = (
+        f"with probability >= {gu['probability']:g}: every ({length(covers['alpha'])}, "
+        f"{covers['min_samples']:.1f})-cluster lies in one span"
+    )
+    if within is None:
+        return (
+            text + f"; no guarantee that spans stay within clusters (MinPts - tau = "
+            f"{covers['min_samples'] - model.tau:.1f} < 1: spans may lie in empty space)"
+        )
     return (
-        f"with probability >= {1 - model.beta:g}: every ({length(covers['alpha'])}, "
-        f"{covers['min_samples']:.1f})-cluster lies in one span, and every span lies in the "
-        f"span of one ({length(within['alpha'])}, {within['min_samples']:.1f})-cluster"
+        text + f", and every span lies in the span of one ({length(within['alpha'])}, "
+        f"{within['min_samples']:.1f})-cluster"
     )
 
 

@@ -41,8 +41,8 @@ class SpanParams:
         Sub-cells per cell and dimension (1 = the paper's cells).
     margin : str or float
         Bound test: how Gamma bounds the noise of a neighbour sum, "chernoff"
-        or "paper". Density test: the number c of the margin c sigma(q) (with
-        the empty-space guard), or "pointwise"/"chernoff" (study only).
+        or "paper". Density test: the number c of the margin c sigma(q), or
+        "pointwise"/"chernoff" (study only); each with the empty-space guard.
     border : float
         Border radius used by ``predict`` (labels only).
     raise_min_samples : bool
@@ -216,9 +216,11 @@ def density_guarantee(
     quantiles, union over the k^d |X| sub-cells at beta). On that event a core
     sub-cell has UB(q) >= E(q) > MinPts + m(q) - G(q), so every span lies in
     the span of one (rho alpha, M*)-cluster with M* = floor(MinPts +
-    min_q (m(q) - G(q))) + 1, and M* >= 1 by the empty-space guard (for a
-    truncating release that is a second event: probability >= 1 - 2 beta).
-    There is no covering statement.
+    min_q (m(q) - G(q))) + 1, and M* >= 1 by the empty-space guard, which
+    every margin rule has (for a truncating release that is a second event:
+    probability >= 1 - 2 beta). There is no covering statement; an M* < 1
+    (possible only without the guard) is reported as no guarantee
+    (:meth:`SpanModel.guarantee`).
 
     Returns the largest margin m(q) and a dict of ``accuracy_margin`` (the
     largest G(q)), ``m_star`` and ``probability``. Reads public values only

@@ -259,15 +259,19 @@ def margin(
 
     * a number ``c >= 0`` (the default rule, c = 1): m(q) = c sigma(q), where
       sigma(q)^2 = Var(Z) sum_Y W(q, Y)^2 is the variance of the weighted noise
-      N(q) = E~(q) - E(q). With ``guard`` (and ``min_samples`` given) it is
-      raised to G_0(q) - MinPts when that is larger, G_0(q) being the
-      (1 - beta / (k^d |X|)) quantile of the weighted noise of an *empty*
-      neighbourhood (:func:`weighted_quantile`, ``truncation`` describing how
-      an empty cell reads): then, with probability >= 1 - beta, no sub-cell
-      with no point within its reach is core anywhere in the universe.
+      N(q) = E~(q) - E(q).
     * ``"chernoff"``: the two-sided union bound, P(|N(q)| > m) <= beta /
       (k^d |X|) by the weighted Chernoff bound (study only: far too strict).
     * ``"pointwise"``: the Chernoff bound at level beta for one sub-cell.
+
+    Whatever the rule, with ``guard`` (and ``min_samples`` given) m(q) is
+    raised to G_0(q) - MinPts when that is larger, G_0(q) being the
+    (1 - beta / (k^d |X|)) quantile of the weighted noise of an *empty*
+    neighbourhood (:func:`weighted_quantile`, ``truncation`` describing how
+    an empty cell reads): then, with probability >= 1 - beta, no sub-cell
+    with no point within its reach is core anywhere in the universe. (Before
+    issue 19 only the numeric rules had the guard: "pointwise" put spans in
+    empty space in about 28% of the fits of one point in d = 1.)
     """
     var = noise_variance(noise, epsilon)
     sigma = np.sqrt(var * weights.sums_of_squares)
@@ -288,14 +292,14 @@ def margin(
         if not (math.isfinite(c) and c >= 0):
             raise ValueError(f"a numeric density margin must be finite and >= 0, got {rule!r}")
         vals = c * sigma
-        if guard and min_samples is not None and truncation != "zero":
-            empty = np.array(
-                [
-                    weighted_quantile(noise, float(epsilon), _rounded(row), beta / n_events, truncation)
-                    for row in weights.W
-                ]
-            )
-            vals = np.maximum(vals, empty - min_samples)
+    if guard and min_samples is not None and truncation != "zero":
+        empty = np.array(
+            [
+                weighted_quantile(noise, float(epsilon), _rounded(row), beta / n_events, truncation)
+                for row in weights.W
+            ]
+        )
+        vals = np.maximum(vals, empty - min_samples)
     vals.setflags(write=False)
     return Margin(rule, vals, sigma, empty, n_events, float(beta))
 
