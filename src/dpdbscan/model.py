@@ -64,7 +64,7 @@ def density_rule(margin: str | float) -> str:
     elif margin == "chernoff":
         rule = "Chernoff bound, union over every sub-cell"
     else:
-        rule = f"{float(margin):g} sigma"
+        rule = f"{margin} sigma"
     return rule + " with the empty-space guard"
 
 

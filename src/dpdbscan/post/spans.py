@@ -174,11 +174,23 @@ def _density_spans(hist: NoisyHistogram, params: SpanParams, layout: SubcellLayo
     dc = density.density_field(
         hist, params.min_samples, subcells=layout.k, margin_rule=params.margin, beta=params.beta
     ).core(params.min_samples)
+    return density_spans(hist, params, dc.keys, merge_centres(dc.fine, dc.keys))
+
+
+def density_spans(
+    hist: NoisyHistogram, params: SpanParams, core_keys: np.ndarray, labels: np.ndarray
+) -> Spans:
+    """The :class:`Spans` of the density test's core sub-cells ``core_keys``
+    (sorted keys of ``hist.grid.subdivided(params.subcells)``) grouped by
+    ``labels``, with the margin and guarantee of ``hist``'s own alpha and
+    ``params``: one place for what a density model reports, whether its
+    cells come from :func:`build_spans` or from a sweep."""
+    layout = SubcellLayout(hist.grid, params.subcells)
     gamma, extra = density_guarantee(hist.grid, hist.kind, hist.noise, hist.epsilon, hist.theta, params)
     return Spans(
-        grid=dc.fine,
-        core_keys=dc.keys,
-        labels=merge_centres(dc.fine, dc.keys),
+        grid=layout.fine,
+        core_keys=core_keys,
+        labels=labels,
         gamma=gamma,
         kappa=int(layout.kappa),
         n_events=int(layout.n_events),
@@ -244,6 +256,7 @@ __all__ = [
     "SpanParams",
     "Spans",
     "build_spans",
+    "density_spans",
     "margin",
     "bound_margins",
     "density_margin",

@@ -14,6 +14,7 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 
+from ...bounds import log_mgf
 from .weights import BallWeights
 
 MARGINS = ("chernoff", "pointwise")  # or a number c: c * sigma(q)
@@ -38,20 +39,6 @@ def noise_variance(noise: str, epsilon: float) -> float:
     raise ValueError(f"unknown noise {noise!r}")
 
 
-def _log_mgf(noise: str, epsilon: float, lam: np.ndarray) -> np.ndarray:
-    """log E exp(lam Z) of one noise term, |lam| < epsilon (elementwise)."""
-    if noise == "discrete":
-        # M = (1-q)^2 / ((1 - q e^lam)(1 - q e^-lam)), q = e^-epsilon: with
-        # q e^lam = e^(lam - epsilon) < 1 nothing overflows at any epsilon
-        # (cosh(lam) does beyond lam ~ 710)
-        return (
-            2.0 * math.log1p(-math.exp(-epsilon))
-            - np.log1p(-np.exp(lam - epsilon))
-            - np.log1p(-np.exp(-lam - epsilon))
-        )
-    return -np.log1p(-((lam / epsilon) ** 2))
-
-
 @functools.lru_cache(maxsize=1024)
 def weighted_tail_bound(noise: str, epsilon: float, weights: tuple, log_level: float) -> float:
     """Smallest g with P(sum_Y W_Y Z_Y >= g) <= exp(log_level) by Chernoff.
@@ -71,7 +58,7 @@ def weighted_tail_bound(noise: str, epsilon: float, weights: tuple, log_level: f
     top = epsilon / uniq.max() * (1.0 - 1e-9)
 
     def g_of(lam):
-        return float((counts * _log_mgf(noise, epsilon, lam * uniq)).sum() - log_level) / lam
+        return float((counts * log_mgf(noise, epsilon, lam * uniq)).sum() - log_level) / lam
 
     grid = top * np.geomspace(1e-4, 1.0 - 1e-9, 64)
     vals = [g_of(x) for x in grid]
@@ -185,7 +172,7 @@ _MAX_LAW = 1 << 20
 def _log_mgf_term(noise: str, epsilon: float, s: np.ndarray, truncation) -> np.ndarray:
     """log E exp(s R) for one term, 0 < s < epsilon; R as in :func:`_term_cdf`."""
     if truncation is None:
-        return _log_mgf(noise, epsilon, s)
+        return log_mgf(noise, epsilon, s)
     positive = truncation == "positive"
     if noise == "discrete":
         q = math.exp(-epsilon)
