@@ -69,7 +69,10 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     eta : float, default=4.0
         Grid parameter in (0, 4]: cell width ``eta * eps / (4 sqrt(d))``.
     beta : float, default=0.1
-        Failure probability of the guarantee. The paper's code used 0.5.
+        Failure probability of the guarantee. The paper's code used 0.5. With
+        ``eps="auto"`` eps is chosen after the noise among c candidates, so
+        each candidate's margins take beta / c and the guarantee, a union
+        bound over them, keeps 1 - beta (``spans_.beta`` is then beta / c).
     histogram : {"auto", "dense", "sparse", "stability"}, default="auto"
         Naive Laplace histogram over all cells, the linear-time sparse one
         (Algorithm 2) or the (epsilon, delta) stability histogram. "auto"

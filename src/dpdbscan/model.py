@@ -280,6 +280,36 @@ class SpanModel:
             return self._density_guarantee()
         return self._bound_guarantee()
 
+    @property
+    def eps_candidates(self) -> int:
+        """How many eps the automatic mode chose this model's eps from after
+        the noise was drawn (1 when eps was given). Each candidate's margins
+        took ``beta`` (which is then the user's beta / this number), and the
+        guarantee is a union bound over them."""
+        a = self.auto or {}
+        return len(a.get("eps_candidates") or [0]) if "eps" in (a.get("chosen") or []) else 1
+
+    def _over_candidates(self, probability: float | None) -> float | None:
+        """The probability of one candidate's guarantee, after the union
+        bound over :attr:`eps_candidates`: 1 - c (1 - p)."""
+        if probability is None:
+            return None
+        # rounded: c * (beta / c) is beta up to the last bit, and 0.9 should read 0.9
+        return round(1.0 - self.eps_candidates * (1.0 - probability), 12)
+
+    def _union_note(self) -> str:
+        c = self.eps_candidates
+        return "" if c == 1 else f"; eps chosen among {c} candidates, beta/{c} each"
+
+    def _union_words(self) -> str:
+        c = self.eps_candidates
+        if c == 1:
+            return ""
+        return (
+            f" (union over {c} eps candidates: eps was chosen after the noise, and each "
+            f"candidate's margins took beta = {self.beta:.4g})"
+        )
+
     def _margin_figures(self) -> dict:
         """The margin and the public numbers it was computed from, as
         :meth:`describe` and the density guarantee report them."""
@@ -295,7 +325,7 @@ class SpanModel:
         extra = self.extra or {}
         m_star = extra.get("m_star")
         within = _relaxed(self.rho * self.grid.alpha, m_star)
-        probability = extra.get("probability") if within is not None else None
+        probability = self._over_candidates(extra.get("probability")) if within is not None else None
         return {
             "core": "density",
             "rho": self.rho,
@@ -306,10 +336,11 @@ class SpanModel:
             "probability": probability,
             "covers_clusters_at": None,
             "within_clusters_at": within,
+            "eps_candidates": self.eps_candidates,
             "statement": (
                 f"with probability >= {probability:g}, every span lies in the span of one "
                 f"(rho alpha = {self.rho:g} alpha, MinPts = {m_star})-cluster of exact DBSCAN "
-                "(one-sided: no covering statement)"
+                "(one-sided: no covering statement)" + self._union_words()
                 if within is not None and probability is not None
                 else _no_guarantee(m_star)
             ),
@@ -328,9 +359,11 @@ class SpanModel:
         """
         upper = self.min_samples + (self.tau if self.raise_min_samples else 0.0)
         legacy = self.gamma_upper is None and self.histogram_kind != "dense"
-        probability = None if legacy else 1.0 - self.beta
+        probability = None if legacy else self._over_candidates(1.0 - self.beta)
         covers = {"alpha": self.grid.alpha, "min_samples": upper}
-        within = _relaxed(self.rho * self.grid.alpha, upper - self.tau)
+        # upper - tau, without the float residue of adding and taking tau back
+        lower = float(self.min_samples) - (0.0 if self.raise_min_samples else self.tau)
+        within = _relaxed(self.rho * self.grid.alpha, lower)
         if probability is None:
             statement = (
                 "no guarantee established: this model was saved before the upper margin of "
@@ -342,10 +375,11 @@ class SpanModel:
                 "lies in one span"
                 + (
                     f", and every span lies in the span of one (rho alpha = {self.rho:g} alpha, "
-                    f"MinPts = {upper - self.tau:.1f})-cluster"
+                    f"MinPts = {lower:.1f})-cluster"
                     if within is not None
-                    else "; " + _no_guarantee(upper - self.tau, "that spans stay within clusters")
+                    else "; " + _no_guarantee(lower, "that spans stay within clusters")
                 )
+                + self._union_words()
             )
         return {
             "core": "bound",
@@ -366,6 +400,7 @@ class SpanModel:
             "margin": self.margin,
             "covers_clusters_at": covers,
             "within_clusters_at": within,
+            "eps_candidates": self.eps_candidates,
             "statement": statement,
             "epsilon": self.epsilon,
             "delta": self.delta,
@@ -596,13 +631,13 @@ class SpanModel:
             return (
                 f"  guarantee: every span within one (rho={self.rho:g}, "
                 f"MinPts={within['min_samples']})-cluster with probability "
-                f">= {g['probability']:g} (one-sided; core test: density)"
+                f">= {g['probability']:g} (one-sided; core test: density{self._union_note()})"
             )
         if within is None or g["probability"] is None:
             return f"  guarantee: {g['statement']} (core test: bound)"
         return (
             f"  guarantee: (rho={self.rho:g}, tau={self.tau:.1f}) with probability "
-            f">= {g['probability']:g} (core test: bound)"
+            f">= {g['probability']:g} (core test: bound{self._union_note()})"
         )
 
     # ------------------------------------------------------ serialisation

@@ -124,7 +124,16 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
             if model.core == "bound"
             else "none (the density test's guarantee is one-sided)",
         ),
-        ("beta", f"{model.beta:g}"),
+        (
+            "beta",
+            f"{model.beta:g}"
+            + (
+                ""
+                if model.eps_candidates == 1
+                else f" per eps candidate ({model.eps_candidates} candidates: "
+                f"{model.beta * model.eps_candidates:g} in all)"
+            ),
+        ),
         ("kappa", f"{model.kappa}"),
         ("|X|", f"{model.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}"),
         ("guarantee", _guarantee_text(model, length)),
