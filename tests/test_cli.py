@@ -232,6 +232,28 @@ def test_plot_kinds(capsys, blobs_model, blobs_csv, tmp_path, kind):
     assert ("not a DP release" in err) == (kind == "labels")
 
 
+def test_plot_of_points_is_marked_and_kept_off_release_names(capsys, blobs_model, blobs_csv, tmp_path):
+    """Issue 19, finding 6: a picture of the private points carries its mark
+    inside the file and, by default, a PRIVATE name; it is refused the name
+    of the release's picture (NAME.spans.png), which it would overwrite."""
+    from PIL import Image
+
+    for kind in ("labels", "spans"):
+        rc, out, err = run(capsys, "plot", blobs_model, "--kind", kind, "--points", blobs_csv)
+        assert rc == 0, err
+        png = blobs_model.with_name(f"{blobs_model.stem}.PRIVATE-{kind}.png")
+        assert f"wrote {png}" in out
+        with Image.open(png) as im:
+            assert "NOT a DP release" in im.info.get("Description", "")
+    rc, out, err = run(capsys, "plot", blobs_model, "--kind", "histogram")
+    assert rc == 0 and f"wrote {blobs_model.with_suffix('')}.histogram.png" in out
+    with Image.open(blobs_model.with_suffix("").with_name(f"{blobs_model.stem}.histogram.png")) as im:
+        assert "Description" not in im.info  # the release's pictures carry no such mark
+    target = tmp_path / "blobs.spans.png"
+    rc, out, err = run(capsys, "plot", blobs_model, "--kind", "labels", "--points", blobs_csv, "-o", target)
+    assert rc == 2 and "name of a release picture" in err and not target.exists()
+
+
 def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
     rc, out, err = run(capsys, "info", blobs_model)
     assert rc == 0, err

@@ -39,16 +39,37 @@ def cmd_plot(args: argparse.Namespace, sink: _Warnings) -> int:
         raise ValueError(f"plots need a 2-D model, this one is {model.grid.d}-D")
     if args.kind in ("histogram", "sums") and model.histogram is None:
         raise ValueError(f"{args.model}: saved without its noisy histogram; cannot plot {args.kind}")
-    out = Path(args.output) if args.output else Path(args.model).with_suffix(f".{args.kind}.png")
+    private = args.points is not None and args.kind in ("spans", "labels")
+    out = _plot_path(args.model, args.kind, args.output, private)
     out.parent.mkdir(parents=True, exist_ok=True)
     points = None
-    if args.points is not None and args.kind in ("spans", "labels"):
+    if private:
         points = _points_for(model, args.points, args)[1]
-        print("note: this picture shows the points themselves: it is not a DP release", file=sys.stderr)
+        print(
+            "note: this picture shows the points themselves: it is not a DP release "
+            "(the picture says so in its title and a watermark)",
+            file=sys.stderr,
+        )
     ax = plotting.plot_model(model, args.kind, points, max_points=args.max_points, dpi=args.dpi, **picture)
     plotting.save(ax, out, dpi=args.dpi)
     print(f"wrote {out}")
     return EXIT_OK
+
+
+def _plot_path(model_path: str, kind: str, output: str | None, private: bool) -> Path:
+    """Where ``plot`` writes: ``output``, or MODEL.KIND.png beside the model;
+    a picture of the private points is MODEL.PRIVATE-KIND.png by default and
+    may not take the name ``fit`` gives the release's picture (NAME.spans.png)."""
+    if output:
+        out = Path(output)
+        if private and out.name.lower().endswith(".spans.png"):
+            raise ValueError(
+                f"{out.name} is the name of a release picture; this one shows the points and is "
+                "not a DP release: give another name (the default is MODEL.PRIVATE-KIND.png)"
+            )
+        return out
+    stem = Path(model_path).with_suffix("")
+    return stem.with_name(f"{stem.name}.{'PRIVATE-' if private else ''}{kind}.png")
 
 
 def _core_rule(model) -> str:
