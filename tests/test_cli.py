@@ -672,3 +672,19 @@ def test_too_many_dimensions_are_refused_before_spending(capsys, tmp_path):
                        "--bounds", "0", "1", "--out-dir", tmp_path)
     assert rc == 2 and "d=10" in err and "no budget is spent" in err
     assert not (tmp_path / "ten.spans.json").exists()
+
+
+def test_fit_of_standardised_data_warns_after_the_release(capsys, tmp_path):
+    """Issue 19, finding 7, through the command line: a file whose columns
+    were standardised (by a scaler fitted on the private data) gets a privacy
+    warning; the release is written all the same."""
+    X = blob_points()
+    path = write_csv(tmp_path / "z.csv", (X - X.mean(0)) / X.std(0))
+    rc, out, err = run(capsys, "fit", path, "--eps", "0.3", "--min-samples", "20", "--bounds", "-3", "3",
+                       "--out-dir", tmp_path, "--no-png")
+    assert rc == 0 and (tmp_path / "z.spans.json").exists()
+    assert err.count("[private: do not publish] dpdbscan: PRIVACY WARNING: every column of the data "
+                     "has mean 0") == 1
+    rc, out, err = run(capsys, "fit", write_csv(tmp_path / "raw.csv", X), "--eps", "0.5", "--min-samples",
+                       "20", "--bounds", "0", "10", "--out-dir", tmp_path, "--no-png")
+    assert rc == 0 and "PRIVACY WARNING" not in err

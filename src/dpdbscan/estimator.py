@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, NoReturn, Self
 
@@ -15,6 +16,7 @@ from ._random import Seed
 from .accountant import Accountant
 from .backends import Backend, NumpyBackend, resolve_backend
 from .backends.base import PointsInput
+from .exceptions import PrivacyLeakWarning
 from .geo import Equirectangular, parse_length
 from .mechanism import forecast as _forecast
 from .mechanism import release
@@ -25,6 +27,7 @@ from .params import (
     check_array,
     check_bounds,
     check_positive,
+    standardised_note,
     validate,
 )
 from .post.forecast import Forecast
@@ -146,6 +149,17 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
 
     Notes
     -----
+    Scaling is part of the mechanism. The grid is laid over ``bounds`` in the
+    units ``fit`` receives, so a scaler fitted on the private data (e.g.
+    ``make_pipeline(StandardScaler(), DPDBSCAN(..., bounds=(-3, 3)))``) puts
+    every point where the data's own mean and standard deviation say: one
+    row moves every other row's cell, and the release has no DP guarantee.
+    Pass the raw data with public bounds in its own units (the box does the
+    scaling), or scale by public constants, e.g.
+    ``FunctionTransformer(lambda X: X / public_scale)``. ``fit`` warns
+    (``PrivacyLeakWarning``, after the release, which it does not change) when
+    every column has mean 0 and standard deviation 1 to within 1e-6.
+
     Why no ``labels_``: scikit-learn's clusterers label the training points
     after ``fit``. Here those labels are not part of the release: the paper
     proves that no useful DP algorithm can publish them, so the release is the
@@ -258,6 +272,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.guarantee_ = spans.guarantee()
         self.budget_spent_ = (epsilon, spans.delta)
         self.n_features_in_ = n_features
+        # read from the private data: said only after the release is made and
+        # stored, so that it cannot change whether a release happens or what it holds
+        note = standardised_note(X) if isinstance(X, np.ndarray) else None
+        if note:
+            warnings.warn(note, PrivacyLeakWarning, stacklevel=2)
         return self
 
     def forecast(self, n_expected: float | None = None, *, n_features: int | None = None) -> Forecast:

@@ -412,6 +412,39 @@ def check_bounds(bounds: Any, n_features: int | None) -> tuple[np.ndarray, np.nd
     return lower, upper
 
 
+#: How close to mean 0 and standard deviation 1 every column must be for
+#: :func:`standardised_note` to call the data standardised.
+STANDARDISED_TOL = 1e-6
+
+
+def standardised_note(X: np.ndarray, option: str = "bounds") -> str | None:
+    """A warning text when every column of ``X`` has mean 0 and standard
+    deviation 1 to within :data:`STANDARDISED_TOL` over its finite rows, else
+    None. That is the mark of a scaler fitted on the private data (such as
+    scikit-learn's ``StandardScaler`` in a pipeline), whose mean and standard
+    deviation then place every point on the grid: one row moves every other
+    row's cell and the DP guarantee is void.
+
+    This reads the private data: callers say it only after the release is
+    made, and it changes nothing in the release. It is a private note for the
+    data holder, like the counts of rows read and clipped (docs/privacy.md,
+    section 6). ``option`` names the bounds as the caller's user knows them.
+    """
+    finite = X[np.all(np.isfinite(X), axis=1)] if X.ndim == 2 else X[:0]
+    if finite.shape[0] < 2:
+        return None
+    mean, std = finite.mean(axis=0), finite.std(axis=0)
+    if not (np.all(np.abs(mean) <= STANDARDISED_TOL) and np.all(np.abs(std - 1.0) <= STANDARDISED_TOL)):
+        return None
+    return (
+        "every column of the data has mean 0 and standard deviation 1: were they standardised "
+        "(e.g. by StandardScaler in a pipeline)? A scaler fitted on the private data moves "
+        "every point with each row, so the release has no DP guarantee. Scale by public "
+        f"constants instead, or fit the raw data with public {option} in its own units "
+        "(docs/privacy.md)."
+    )
+
+
 def bounds_from_data(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Data bounds, with the warning that this leaks (diffprivlib's convention)."""
     warnings.warn(
@@ -444,5 +477,6 @@ __all__ = [
     "UtilityWarning",
     "MAX_EPSILON",
     "WEAK_EPSILON",
+    "standardised_note",
     "MAX_DELTA",
 ]
