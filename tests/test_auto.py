@@ -137,6 +137,14 @@ def test_the_chosen_eps_pays_for_its_candidates(tmp_path):
     m.save(tmp_path / "a.json")
     loaded = SpanModel.load(tmp_path / "a.json")
     assert loaded.guarantee() == g and loaded.gamma == m.gamma
+    # a model saved before the fix (margins at beta itself) reports what the union covers
+    from dataclasses import replace
+
+    old = replace(m, beta=beta, extra={**m.extra, "probability": 1 - beta})
+    assert old.guarantee()["probability"] == pytest.approx(1 - c * beta)  # 0.3
+    void = replace(m, beta=beta, extra={**m.extra, "probability": 1 - 2 * beta})
+    assert void.guarantee()["probability"] is None
+    assert void.guarantee()["statement"].startswith("no guarantee") and "no guarantee" in void.summary()
     # eps fixed (MinPts chosen): one candidate, beta as given
     fixed = DPDBSCAN(0.3, min_samples="auto", bounds=BOX, beta=beta, random_state=0).fit(X).spans_
     assert fixed.beta == beta and fixed.guarantee()["eps_candidates"] == 1

@@ -290,12 +290,21 @@ class SpanModel:
         return len(a.get("eps_candidates") or [0]) if "eps" in (a.get("chosen") or []) else 1
 
     def _over_candidates(self, probability: float | None) -> float | None:
-        """The probability of one candidate's guarantee, after the union
-        bound over :attr:`eps_candidates`: 1 - c (1 - p)."""
+        """The guarantee's probability after the union bound over
+        :attr:`eps_candidates`, 1 - c (1 - p) for one candidate's p; None when
+        that leaves nothing (a model saved before the margins took beta / c)."""
         if probability is None:
             return None
         # rounded: c * (beta / c) is beta up to the last bit, and 0.9 should read 0.9
-        return round(1.0 - self.eps_candidates * (1.0 - probability), 12)
+        p = round(1.0 - self.eps_candidates * (1.0 - probability), 12)
+        return p if p > 0 else None
+
+    def _union_void(self) -> str:
+        c = self.eps_candidates
+        return (
+            f"no guarantee: eps was chosen after the noise among {c} candidates, and the union "
+            f"bound over them at beta = {self.beta:g} each leaves no probability"
+        )
 
     def _union_note(self) -> str:
         c = self.eps_candidates
@@ -338,11 +347,13 @@ class SpanModel:
             "within_clusters_at": within,
             "eps_candidates": self.eps_candidates,
             "statement": (
-                f"with probability >= {probability:g}, every span lies in the span of one "
+                _no_guarantee(m_star)
+                if within is None
+                else self._union_void()
+                if probability is None
+                else f"with probability >= {probability:g}, every span lies in the span of one "
                 f"(rho alpha = {self.rho:g} alpha, MinPts = {m_star})-cluster of exact DBSCAN "
                 "(one-sided: no covering statement)" + self._union_words()
-                if within is not None and probability is not None
-                else _no_guarantee(m_star)
             ),
             "epsilon": self.epsilon,
             "delta": self.delta,
@@ -364,11 +375,13 @@ class SpanModel:
         # upper - tau, without the float residue of adding and taking tau back
         lower = float(self.min_samples) - (0.0 if self.raise_min_samples else self.tau)
         within = _relaxed(self.rho * self.grid.alpha, lower)
-        if probability is None:
+        if legacy:
             statement = (
                 "no guarantee established: this model was saved before the upper margin of "
                 f"its {self.histogram_kind} histogram was recorded"
             )
+        elif probability is None:
+            statement = self._union_void()
         else:
             statement = (
                 f"with probability >= {probability:g}, every (alpha, MinPts = {upper:.1f})-cluster "
