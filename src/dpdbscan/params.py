@@ -433,7 +433,10 @@ def standardised_note(X: np.ndarray, option: str = "bounds") -> str | None:
     finite = X[np.all(np.isfinite(X), axis=1)] if X.ndim == 2 else X[:0]
     if finite.shape[0] < 2:
         return None
-    mean, std = finite.mean(axis=0), finite.std(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # coordinates near 1e308 overflow the sums; such data are not
+        # standardised, and the overflow must not become a warning of its own
+        mean, std = finite.mean(axis=0), finite.std(axis=0)
     if not (np.all(np.abs(mean) <= STANDARDISED_TOL) and np.all(np.abs(std - 1.0) <= STANDARDISED_TOL)):
         return None
     return (
