@@ -32,14 +32,16 @@ from .common import (
     _draw_spans_png,
     _floats,
     _one_line,
+    _open,
     _progress_flag,
-    _read,
+    _read_plan,
     _say_read,
     _split_bounds,
     _stem,
     _Warnings,
     atomic_write,
     check_writable,
+    read_options,
     write_temp,
 )
 from .maps import picture_options
@@ -109,8 +111,10 @@ def _min_samples_list(args) -> list[int]:
 
 def _dask_backend(args, columns):
     dask_backend = require("dpdbscan.backends.dask_backend", "--backend dask", package="dask")
-    # Dask reads the files itself, so --columns are passed on as names.
-    return dask_backend.DaskBackend(scheduler=args.scheduler, columns=columns)
+    # Dask reads the files itself, by the same public options as the local reader.
+    opts = read_options(args, columns)
+    read = {k: getattr(opts, k) for k in ("header", "delimiter", "fields", "file_format")}
+    return dask_backend.DaskBackend(scheduler=args.scheduler, columns=columns, **read)
 
 
 def fit_from_args(
@@ -204,8 +208,12 @@ def read_points(
     for ``fit`` and the dry run ``check``. ``meta`` receives what the model
     records about the box."""
     prep = None if bounds_in is None else BlockPrep(bounds_in, args.geo, args.ref_lat)
-    X, names = _read(args.input, columns, args, geo=args.geo, notes=notes, block_hook=prep)
-    check_columns(args, p, X.shape[1], names)
+    with _open(args.input, columns, args, geo=args.geo) as plan:
+        # the columns are known from public input: refuse a bad layout before any record is read
+        check_columns(args, p, plan.d, plan.names)
+        if bounds_in is not None:
+            _split_bounds(bounds_in, plan.d, args.geo)
+        X, names = _read_plan(plan, args, notes, block_hook=prep)
     lower, upper, proj = public_box(args, bounds_in, X.shape[1], X, {} if meta is None else meta)
     counts = None if prep is None else prep.result(X.shape[0])
     if proj is not None and counts is None:
@@ -224,7 +232,11 @@ def check_columns(args: argparse.Namespace, p: dict, d: int, names: Sequence[str
             "span, so no budget is spent on it. Use fewer columns (--columns)"
         )
     if args.geo and d != 2:
-        raise ValueError(f"--geo needs exactly two columns (longitude, latitude), got {d}: {names}")
+        shown = f" ({', '.join(map(str, names))})" if names else ""
+        raise ValueError(
+            f"--geo needs exactly two columns (longitude, latitude), got {d}{shown}; "
+            "choose them with --columns LON LAT"
+        )
     if getattr(args, "png_requested", False) and d != 2:
         raise ValueError(f"--png needs 2-D data, got {d} columns")
     if getattr(args, "geojson_requested", False) and d != 2:
@@ -271,7 +283,7 @@ def public_box(
 
 class BlockPrep:
     """What ``fit`` does to each block of rows while the file is still being
-    read (:func:`dpdbscan.io.read_input`'s ``block_hook``, on the parsing
+    read (:func:`dpdbscan.files.InputPlan.read`'s ``block_hook``, on the parsing
     threads): with ``--geo``, project lon/lat to km in place; then count
     what the per-record rule will drop or clip (:func:`clipping_counts`,
     for the private notes). Both are per row, so doing them block by block

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from .. import geo as _geo
 from .. import plotting
-from ..io import read_model as load_model
-from ..io import write_labels
+from ..files import write_labels
 from .common import EXIT_OK, _points_for, _Warnings
+from .common import read_model as load_model
 from .maps import picture_options
 
 
