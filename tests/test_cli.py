@@ -152,7 +152,7 @@ def test_geo_projection_never_depends_on_the_data(capsys, tmp_path):
     a = write_geo_csv(tmp_path / "a.csv", geo_points(1))
     b = write_geo_csv(tmp_path / "b.csv", geo_points(2)[:500] + [0.02, -0.03])
     for path in (a, b):
-        assert run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "0.05", "--min-samples",
+        assert run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "0.05km", "--min-samples",
                    "50", "--out-dir", tmp_path, "--no-png", "--no-geojson")[0] == 0
     ma, mb = (SpanModel.load(tmp_path / f"{n}.spans.json") for n in "ab")
     assert ma.metadata["projection"] == mb.metadata["projection"]
@@ -644,3 +644,74 @@ def test_too_many_dimensions_are_refused_before_spending(capsys, tmp_path):
                        "--bounds", "0", "1", "--out-dir", tmp_path)
     assert rc == 2 and "d=10" in err and "no budget is spent" in err
     assert not (tmp_path / "ten.spans.json").exists()
+
+
+# --------------------------------------------------------------------------- mistakes caught early (issue 23)
+
+
+def test_a_typo_in_a_required_option_is_named(capsys, blobs_csv, tmp_path):
+    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-smaples", "5",
+                       "--bounds", "0", "10", "--out-dir", tmp_path / "o")
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--min-smaples (did you mean --min-samples?)" in err and err.startswith("dpdbscan: error:")
+    assert not (tmp_path / "o").exists()
+
+
+def test_parser_errors_have_the_one_form(capsys):
+    rc, out, err = run(capsys, "fit", "x.csv", "--eps", "1", "--bounds", "0", "1")
+    assert rc == 2 and err.startswith("dpdbscan: error: the following arguments are required: --min-samples")
+
+
+def test_reversed_bounds_suggest_a_valid_order(capsys, tmp_path):
+    path = write_geo_csv(tmp_path / "trips.csv", geo_points())
+    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", "-122.38", "37.82", "-122.48", "37.72",
+                       "--eps", "50m", "--min-samples", "50", "--out-dir", tmp_path / "o")
+    assert rc == 2 and "--bounds -122.48 37.72 -122.38 37.82" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_geo_eps_needs_a_unit(capsys, tmp_path):
+    path = write_geo_csv(tmp_path / "trips.csv", geo_points())
+    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50",
+                       "--min-samples", "50", "--out-dir", tmp_path / "o")
+    assert rc == 2 and "50m or 50km" in err and not (tmp_path / "o").exists()
+
+
+def test_missing_input_creates_no_output_folder(capsys, tmp_path):
+    rc, out, err = run(capsys, "fit", tmp_path / "nope.csv", "--header", *FIT, "--out-dir", tmp_path / "zz" / "deeper")
+    assert rc == 2 and "input file not found" in err
+    assert not (tmp_path / "zz").exists()
+
+
+def test_extra_columns_with_geo_are_refused_before_reading(capsys, tmp_path):
+    path = tmp_path / "trips.csv"
+    P = geo_points()
+    path.write_text("id,x,y,time\n" + "".join(f"{i},{a!r},{b!r},{i * 7}\n" for i, (a, b) in enumerate(P.tolist())))
+    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m",
+                       "--min-samples", "50", "--out-dir", tmp_path / "o")
+    assert rc == 2 and "got 4 (id, x, y, time)" in err and "--columns" in err
+    assert "read " not in err  # decided from the header, before any row was read
+
+
+def test_swapped_columns_are_spotted_even_when_quiet(capsys, tmp_path):
+    path = tmp_path / "latlon.csv"
+    P = geo_points()
+    path.write_text("lat,lon\n" + "".join(f"{b!r},{a!r}\n" for a, b in P.tolist()))
+    rc, out, err = run(capsys, "fit", path, "--header", "--columns", "lat", "lon", "--geo", "--bounds", *SF,
+                       "--eps", "50m", "--min-samples", "50", "--out-dir", tmp_path / "o", "--quiet", "--seed", "0")
+    assert rc == 0
+    assert "[private: do not publish]" in err and "the columns look swapped" in err
+    assert "--columns lon lat" in err
+    # the bounds are quoted in degrees, as given
+    assert "bound 37.72" in err or "bound -122.48" in err or "bound 37.82" in err or "bound -122.38" in err
+
+
+def test_predict_says_when_no_point_is_inside_the_box(capsys, tmp_path):
+    path = write_geo_csv(tmp_path / "trips.csv", geo_points())
+    run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "50",
+        "--out-dir", tmp_path, "--no-png", "--seed", "0")
+    pts = tmp_path / "q.csv"
+    pts.write_text("lat,lon\n37.79,-122.41\n37.76,-122.44\n")
+    rc, out, err = run(capsys, "predict", tmp_path / "trips.spans.json", pts, "--columns", "lat", "lon", "-q")
+    assert rc == 0 and out.split()[1:] == ["-1", "-1"]
+    assert "no point lies inside the model's bounds" in err

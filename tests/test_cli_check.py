@@ -162,7 +162,7 @@ def test_geo_lengths_and_ranges_in_degrees(capsys, geo_csv):
     base = ["check", path, "--header", "--geo", "--bounds", *SF, "--min-samples", "100"]
     rc, _, err_m = run(capsys, *base, "--eps", "20m")
     assert rc == 0, err_m
-    rc, _, err_km = run(capsys, *base, "--eps", "0.02")
+    rc, _, err_km = run(capsys, *base, "--eps", "0.02km")
     assert "eps=20 m" in line_of(err_m, "forecast")
     assert line_of(err_m, "grid") == line_of(err_km, "grid")
     assert line_of(err_m, "threshold") == line_of(err_km, "threshold")

@@ -82,7 +82,12 @@ class Notes:
 
     def __call__(self, message: str) -> None:
         if not self.quiet:
-            print(f"{PRIVATE} {message}", file=self.stream or sys.stderr)
+            self.always(message)
+
+    def always(self, message: str) -> None:
+        """A private note printed even under ``--quiet``: for what would make
+        a release useless, such as most rows lying outside the bounds."""
+        print(f"{PRIVATE} {message}", file=self.stream or sys.stderr)
 
 
 def atomic_write(path: Path, write: Writer) -> None:
@@ -218,13 +223,19 @@ def _split_bounds(values: list[float], d: int, geo: bool):
     try:
         return check_bounds((values[:d], values[d:]), d)
     except ValueError as exc:
-        pairs = values[0::2], values[1::2]  # read as min_1 max_1 min_2 max_2 ...
-        if all(lo < hi for lo, hi in zip(*pairs)):
-            order = " ".join(f"{v:g}" for v in list(pairs[0]) + list(pairs[1]))
-            raise ValueError(
-                f"{exc}. The values look like xmin xmax ymin ymax; --bounds wants all lower "
-                f"bounds first (xmin ymin xmax ymax): {order}"
-            ) from None
+        # Suggest an order only when it is valid: the upper bounds given first,
+        # or min_1 max_1 min_2 max_2 ... (public: the option's own values).
+        readings = (
+            ("the upper bounds came first", list(values[d:]) + list(values[:d])),
+            ("the values look like xmin xmax ymin ymax", list(values[0::2]) + list(values[1::2])),
+        )
+        for why, order in readings:
+            if all(lo < hi for lo, hi in zip(order[:d], order[d:])):
+                shown = " ".join(f"{v:g}" for v in order)
+                raise ValueError(
+                    f"{exc}. It looks as if {why}: --bounds wants all lower bounds, then all upper "
+                    f"bounds (xmin ymin xmax ymax): --bounds {shown}"
+                ) from None
         raise
 
 
