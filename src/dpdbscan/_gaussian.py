@@ -321,9 +321,10 @@ def rational_sigma2(sigma2: float | Fraction, max_den: int = 1 << 20) -> Fractio
        2/3 are kept as they are);
     2. the next multiple of ``t / 2^j`` (``t = floor(sigma) + 1``), for
        j = log2(max_den) down to 0: then t divides the numerator and
-       ``D = 2 a b`` stays small; the excess is below ``t / (2^j sigma^2)``,
-       about ``2^-23 / sigma`` relative for sigma above 16;
-    3. ``t (t + 1)`` (only when sigma^2 lies within t of t^2).
+       ``D = 2 a b`` stays small; the relative excess is below
+       ``t / (2^j sigma^2)``, about ``1 / (2^j sigma)``;
+    3. ``t (t + 1)``, next t + 1 divides (only when sigma^2 lies just
+       below t^2 and sigma is large): relative excess below ``2 / sigma``.
 
     Raises ValueError when none is fast (sigma above about 10^7).
     """
