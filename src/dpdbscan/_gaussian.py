@@ -29,7 +29,7 @@ trials and one Bernoulli(exp(-r/D)), ``w u^2 = k D + r`` (CKS Algorithm 1),
 all exact; the last is decided from one random word by inversion against
 the rational partial sums of CKS's series (:func:`_exp_neg_frac`). The
 vectorised path needs ``D <= 2^53`` and ``w u^2 < 2^62``; anything else (an
-odd sigma^2, or a proposal more than about 90 sigma from ``c``) is decided
+odd sigma^2, or a proposal more than 32 sigma from ``c``) is decided
 by the same algorithm on Python integers, exactly but slowly
 (:func:`_bernoulli_exp_neg_int`). :func:`rational_sigma2` rounds a requested
 sigma^2 up onto values whose ``D`` is small.
