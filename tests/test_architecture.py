@@ -28,7 +28,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "dpdbscan"
 # Layers, lowest first, and the layers each may import (besides itself).
 LAYERS = {
     "base": {"exceptions", "_optional", "_random", "_bernoulli", "bounds", "geo", "geometry",
-             "components", "accountant", "params", "progress", "files"},
+             "components", "accountant", "params", "progress", "files",
+             "_gaussian", "_gaussian_law", "_gaussian_tail", "zcdp"},
     "grid": {"grid"},
     "release": {"histogram"},
     "private": {"points", "backends", "histograms"},
