@@ -7,7 +7,7 @@ done, which a busy shared machine distorts less than the wall time):
 
 * ``pyarrow``   — ``pyarrow.csv.read_csv(path)``: pyarrow's own threaded read
                   with type inference, the reference of issue #15;
-* ``read_input``— ``dpdbscan.io.read_input(path)``, the command line's reader
+* ``read_input``— ``dpdbscan.files.read_input(path, header=True)``, the command line's reader
                   (per-record rules, float64 columns);
 * ``before``    — with ``--before SRC``: ``read_points`` of another checkout's
                   ``src`` (e.g. the commit before the per-record reader);
@@ -73,20 +73,20 @@ def main(argv=None) -> int:
     import pyarrow.csv as pacsv
 
     import dpdbscan
-    from dpdbscan.io import read_input
+    from dpdbscan.files import read_input
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_reader_"))
     try:
         variants = {
             "pyarrow": lambda: pacsv.read_csv(args.file).num_rows,
-            "read_input": lambda: read_input(args.file).X.shape[0],
+            "read_input": lambda: read_input(args.file, header=True).X.shape[0],
         }
         if args.before is not None:
             before = _load_before(args.before, tmp)
             variants["before"] = lambda: before(args.file)[0].shape[0]
         if args.dirty:
             dirty = _dirty_copy(args.file, args.dirty, tmp)
-            variants["dirty"] = lambda: read_input(dirty).X.shape[0]
+            variants["dirty"] = lambda: read_input(dirty, header=True).X.shape[0]
         times = {k: [] for k in variants}
         cpu = {k: [] for k in variants}
         rows = {k: f() for k, f in variants.items()}  # warm-up: page cache, imports

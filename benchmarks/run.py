@@ -325,7 +325,7 @@ def csv_section(args, out):
     else:
         name, box, eps, minpts = "cabs_sf.csv.gz", ["-122.6", "37.55", "-122.3", "37.85"], "20m", "500"
     path = bench_data.data_dir() / name
-    fit_args = [str(path), "--geo", "--bounds", *box, "--eps", eps, "--min-samples", minpts]
+    fit_args = [str(path), "--header", "--geo", "--bounds", *box, "--eps", eps, "--min-samples", minpts]
     variants = {"json": ["--no-geojson", "--no-png"], "json+geojson": ["--no-png"], "all": []}
     runs: dict = {k: [] for k in ("pyarrow", *variants, "stages")}
     with tempfile.TemporaryDirectory() as tmp:

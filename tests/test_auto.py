@@ -221,7 +221,7 @@ def test_cli_fit_auto_and_info(tmp_path, capsys):
     X, _ = blobs(800)
     path = tmp_path / "b.csv"
     path.write_text("x,y\n" + "\n".join(f"{a!r},{b!r}" for a, b in X) + "\n")
-    rc = main(["fit", str(path), "--eps", "auto", "--min-samples", "auto", "--bounds", "0", "0",
+    rc = main(["fit", str(path), "--header", "--eps", "auto", "--min-samples", "auto", "--bounds", "0", "0",
                "10", "8", "--seed", "0", "--out-dir", str(tmp_path), "--no-png"])
     out, err = capsys.readouterr()
     assert rc == 0, err

@@ -17,7 +17,7 @@ def blobs_csv(tmp_path):
 
 @pytest.fixture
 def blobs_model(capsys, blobs_csv, tmp_path):
-    rc, _, err = run(capsys, "fit", blobs_csv, "--eps", "0.25", "--min-samples", "20", "--bounds",
+    rc, _, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.25", "--min-samples", "20", "--bounds",
                      "0", "10", "--seed", "0", "--out-dir", tmp_path, "--no-png")
     assert rc == 0, err
     return tmp_path / "blobs.spans.json"
@@ -28,7 +28,7 @@ def _rows(out):
 
 
 def test_sweep_over_eps_and_min_samples_from_one_release(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "sweep", blobs_csv, "--eps", "0.5", "0.25", "0.8", "--min-samples",
+    rc, out, err = run(capsys, "sweep", blobs_csv, "--header", "--eps", "0.5", "0.25", "0.8", "--min-samples",
                        "50", "20", "--bounds", "0", "10", "--seed", "0", "--out-dir", tmp_path,
                        "--no-png", "--no-geojson")
     assert rc == 0, err

@@ -104,7 +104,7 @@ def test_fit_cli_writes_the_geojson_properties(tmp_path, capsys):
     X = np.vstack([rng.normal([2, 2], 0.2, (2000, 2)), rng.normal([7, 7], 0.2, (2000, 2))])
     csv = tmp_path / "p.csv"
     np.savetxt(csv, X, delimiter=",", header="x,y", comments="")
-    assert main(["fit", str(csv), "--bounds", "0", "10", "--eps", "0.5", "--min-samples", "30",
+    assert main(["fit", str(csv), "--header", "--bounds", "0", "10", "--eps", "0.5", "--min-samples", "30",
                  "--seed", "1", "--out-dir", str(tmp_path), "--no-png"]) == 0
     gj = json.loads((tmp_path / "p.spans.geojson").read_text())
     model_stats = span_stats(SpanModel.load(tmp_path / "p.spans.json"))
@@ -279,7 +279,7 @@ def test_fit_and_sweep_take_size_and_extent(tmp_path, capsys):
     X = np.vstack([rng.normal([2, 2], 0.2, (1500, 2)), rng.normal([7, 7], 0.2, (1500, 2))])
     csv = tmp_path / "p.csv"
     np.savetxt(csv, X, delimiter=",", header="x,y", comments="")
-    fit = ["fit", str(csv), "--bounds", "0", "10", "--eps", "0.5", "--min-samples", "30",
+    fit = ["fit", str(csv), "--header", "--bounds", "0", "10", "--eps", "0.5", "--min-samples", "30",
            "--seed", "1", "--out-dir", str(tmp_path), "--no-geojson"]
     assert main([*fit, "--size", "400x300", "--extent", "1", "1", "3", "3"]) == 0
     head = (tmp_path / "p.spans.png").read_bytes()[:24]

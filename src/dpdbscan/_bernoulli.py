@@ -11,10 +11,13 @@ random words only: no floating-point sampler, no approximation.
 
 Exactness
 ---------
-``p`` is a real number given by rationals (:class:`TailProbability`):
-``p = exp(-a) / (1 + exp(-b))``. The discrete Laplace tail is
-``q^k / (1 + q)`` with ``q = exp(-epsilon)`` (``a = k epsilon``, ``b = epsilon``,
-epsilon rational); the continuous one ``exp(-epsilon theta) / 2`` (``b = 0``).
+``p`` is a real number known through rigorous intervals at any requested
+precision (:class:`ExactProbability`). :class:`TailProbability` is
+``p = exp(-a) / (1 + exp(-b))`` for rationals a, b: the discrete Laplace tail
+``q^k / (1 + q)`` with ``q = exp(-epsilon)`` (``a = k epsilon``,
+``b = epsilon``, epsilon rational) and the continuous one
+``exp(-epsilon theta) / 2`` (``b = 0``). The discrete Gaussian's tail is
+:class:`dpdbscan._gaussian_tail.GaussianTailProbability`.
 
 1. *Digits.* Write ``G = L + 2^o H`` with ``L = G mod 2^o``. Because
    ``P(G = g)`` is proportional to ``rho^g`` and ``rho^g`` factorises over any
@@ -38,13 +41,17 @@ epsilon rational); the continuous one ``exp(-epsilon theta) / 2`` (``b = 0``).
    there (Python documents both), each result is widened by one unit of its
    last place, and every other operation rounds outward (``ROUND_FLOOR`` /
    ``ROUND_CEILING``). A floor is accepted only when both ends of the
-   interval give the same integer; otherwise the precision is raised. This
-   terminates because ``F(l) 2^K`` is never an integer: for ``a > 0`` or
-   ``b > 0`` the number ``exp(-a)`` or ``exp(-b)`` is transcendental
-   (Lindemann), hence so is ``rho`` and every ``r^j``, and ``F(l)`` is a
-   non-constant rational function of one of them. The one rational case,
-   ``p = 1/2`` (``a = b = 0``), is sampled separately: Geometric(1/2) is the
-   number of 1 bits before the first 0 in fair bits.
+   interval give the same integer; otherwise the precision is raised. For
+   :class:`TailProbability` this terminates because ``F(l) 2^K`` is never an
+   integer: for ``a > 0`` or ``b > 0`` the number ``exp(-a)`` or ``exp(-b)``
+   is transcendental (Lindemann), hence so is ``rho`` and every ``r^j``, and
+   ``F(l)`` is a non-constant rational function of one of them. The one
+   rational case, ``p = 1/2`` (``a = b = 0``), is sampled separately:
+   Geometric(1/2) is the number of 1 bits before the first 0 in fair bits.
+   Where no such argument is known (the discrete Gaussian) the precision is
+   capped (:data:`MAX_EXTRA_DIGITS`) and :func:`_Digit._floors` raises a
+   :class:`ThresholdUndecided` naming the probability, a function of public
+   parameters only.
 
 The float value of ``p`` only chooses the digit layout (how many bits, which
 are public and do not change the law). The expected work is linear in the
@@ -56,8 +63,10 @@ from __future__ import annotations
 import decimal
 import functools
 import math
+from decimal import Decimal
 from fractions import Fraction
 from itertools import accumulate
+from typing import Protocol
 
 import numpy as np
 
@@ -67,6 +76,37 @@ FAST_BITS = 32  # bits of U compared with the fast table; tests lower it to forc
 _WIDTH = 12  # bits per digit: tables of at most 4096 thresholds
 _OVERFLOW_LOG2 = 12  # the top digit overflows with probability about 2^-12
 _MAX_BATCH = 1 << 20
+_PREC_STEP = 20  # digits added when an interval cannot decide a floor
+MAX_EXTRA_DIGITS = 40 * _PREC_STEP  # beyond the first attempt's precision
+
+
+class ThresholdUndecided(RuntimeError):
+    """A threshold ``floor(F(l) 2^K)`` was not decided within the precision cap."""
+
+
+Interval = tuple[Decimal, Decimal]
+
+
+class ExactProbability(Protocol):
+    """A real number p in (0, 1) given by rigorous intervals.
+
+    ``log_rho(iv)`` encloses ``ln(1 - p)`` at the precision of ``iv``; the
+    float methods only choose the digit layout and batch sizes. Instances
+    are hashable (the digit tables are cached per probability).
+    """
+
+    @property
+    def is_half(self) -> bool: ...
+
+    def __float__(self) -> float: ...
+
+    def __hash__(self) -> int: ...
+
+    def neg_log_rho(self) -> float: ...
+
+    def digits_of_inverse(self) -> int: ...
+
+    def log_rho(self, iv: _Iv) -> Interval: ...
 
 
 class TailProbability:
@@ -76,6 +116,15 @@ class TailProbability:
         self.a, self.b = Fraction(a), Fraction(b)
         if self.a < 0 or self.b < 0:
             raise ValueError("the tail probability needs a, b >= 0")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TailProbability) and (self.a, self.b) == (other.a, other.b)
+
+    def __hash__(self) -> int:
+        return hash((TailProbability, self.a, self.b))
+
+    def __repr__(self) -> str:
+        return f"TailProbability(a={self.a}, b={self.b})"
 
     @classmethod
     def discrete(cls, epsilon: Fraction, theta: float) -> TailProbability:
@@ -102,6 +151,17 @@ class TailProbability:
     def digits_of_inverse(self) -> int:
         """About log10(1/p): how many decimal digits of 1 - p are all 9s."""
         return max(0, math.ceil((float(self.a) + math.log1p(math.exp(-float(self.b)))) / math.log(10)))
+
+    def log_rho(self, iv: _Iv) -> Interval:
+        """Interval of ln(rho) = ln(1 - p) < 0."""
+        ea = iv.exp(iv.neg(iv.frac(self.a)))
+        eb = iv.exp(iv.neg(iv.frac(self.b)))
+        one_plus_eb = (iv.lo.add(1, eb[0]), iv.hi.add(1, eb[1]))
+        p = iv.div_pos(ea, one_plus_eb)
+        rho = iv.one_minus(p)
+        if rho[0] <= 0:
+            raise ArithmeticError("precision too low")
+        return iv.ln(rho)
 
 
 # --------------------------------------------------------------------------- #
@@ -157,18 +217,6 @@ class _Iv:
         return self.lo.divide(x[0], y[1]), self.hi.divide(x[1], y[0])
 
 
-def _log_rho(tail: TailProbability, iv: _Iv):
-    """Interval of ln(rho) = ln(1 - p) < 0."""
-    ea = iv.exp(iv.neg(iv.frac(tail.a)))
-    eb = iv.exp(iv.neg(iv.frac(tail.b)))
-    one_plus_eb = (iv.lo.add(1, eb[0]), iv.hi.add(1, eb[1]))
-    p = iv.div_pos(ea, one_plus_eb)
-    rho = iv.one_minus(p)
-    if rho[0] <= 0:
-        raise ArithmeticError("precision too low")
-    return iv.ln(rho)
-
-
 def _floor_scaled(x, K: int, prec: int) -> int:
     """floor(x * 2^K) exactly (the product is exact at this precision)."""
     ctx = _ctx(prec + int(K * 0.302) + 10, decimal.ROUND_FLOOR)
@@ -184,7 +232,7 @@ class _Digit:
     thresholds for h = 0 .. m - 1; outcome m means overflow.
     """
 
-    def __init__(self, tail: TailProbability, offset: int, width: int, top: bool):
+    def __init__(self, tail: ExactProbability, offset: int, width: int, top: bool):
         self.tail, self.offset, self.width, self.top = tail, offset, width, top
         self.m = 1 << width
         self.n_thresholds = self.m if top else self.m - 1
@@ -204,7 +252,7 @@ class _Digit:
     def _cdf_intervals(self, prec: int, ls):
         """Intervals of F(l) for each l in ``ls`` (sorted), at ``prec`` digits."""
         iv = _Iv(prec)
-        log_r = iv.scale(_log_rho(self.tail, iv), 1 << self.offset)
+        log_r = iv.scale(self.tail.log_rho(iv), 1 << self.offset)
         need = sorted({int(lv) + 1 for lv in ls} | ({self.m} if not self.top else set()))
         # powers r^j by exp(j ln r) when few are needed, else by a chain of products
         pw = {}
@@ -233,18 +281,22 @@ class _Digit:
     def _floors(self, ls, K: int) -> list[int]:
         """floor(F(l) 2^K) for each l, exactly (precision raised until decided)."""
         prec = self._prec0() + int(K * 0.302)
-        for _ in range(40):
+        cap = prec + MAX_EXTRA_DIGITS
+        while prec <= cap:
             try:
                 ivs = self._cdf_intervals(prec, ls)
             except ArithmeticError:
-                prec += 20
+                prec += _PREC_STEP
                 continue
             lo = [_floor_scaled(x[0], K, prec) for x in ivs]
             hi = [_floor_scaled(x[1], K, prec) for x in ivs]
             if lo == hi:
                 return lo
-            prec += 20
-        raise RuntimeError("could not determine a threshold of the geometric sampler")
+            prec += _PREC_STEP
+        raise ThresholdUndecided(
+            f"could not determine a threshold of the geometric sampler for p = {self.tail!r} "
+            f"within {MAX_EXTRA_DIGITS} extra digits (offset {self.offset}, K = {K})"
+        )
 
     def _fast_table(self) -> np.ndarray:
         t = self._floors(range(self.n_thresholds), self.fast_bits)
@@ -310,18 +362,18 @@ class _Digit:
 
 
 @functools.lru_cache(maxsize=64)
-def _digit(a: Fraction, b: Fraction, offset: int, width: int, top: bool, fast_bits: int) -> _Digit:
-    return _Digit(TailProbability(a, b), offset, width, top)
+def _digit(tail: ExactProbability, offset: int, width: int, top: bool, fast_bits: int) -> _Digit:
+    return _Digit(tail, offset, width, top)
 
 
-def _get_digit(tail, offset, width, top) -> _Digit:
-    return _digit(tail.a, tail.b, offset, width, top, FAST_BITS)
+def _get_digit(tail: ExactProbability, offset: int, width: int, top: bool) -> _Digit:
+    return _digit(tail, offset, width, top, FAST_BITS)
 
 
 class _Layout:
     """Which digits make up G, for gaps that matter only below ``limit``."""
 
-    def __init__(self, tail: TailProbability, limit: int):
+    def __init__(self, tail: ExactProbability, limit: int):
         c = tail.neg_log_rho()
         j_limit = max(int(limit).bit_length(), 1)
         if c > 0:
@@ -357,7 +409,7 @@ def _geometric_half(source, n: int, limit: int) -> tuple[np.ndarray, np.ndarray]
 
 
 def geometric(
-    source: Source, n: int, tail: TailProbability, limit: int = 1 << 62
+    source: Source, n: int, tail: ExactProbability, limit: int = 1 << 62
 ) -> tuple[np.ndarray, np.ndarray]:
     """``n`` exact samples of G >= 0 with P(G >= g) = (1 - p)^g, capped at ``limit``.
 
@@ -423,7 +475,7 @@ def _python_ints(digits, n: int) -> np.ndarray:
     return out
 
 
-def bernoulli_positions(source: Source, n_trials: int, tail: TailProbability) -> np.ndarray | list[int]:
+def bernoulli_positions(source: Source, n_trials: int, tail: ExactProbability) -> np.ndarray | list[int]:
     """Sorted indices of the successes among ``n_trials`` i.i.d. Bernoulli(p)
     trials, exactly: the gaps between successes are i.i.d. Geometric(p).
 

@@ -47,8 +47,9 @@ _TO_KM = {"m": 1e-3, "km": 1.0}
 def parse_length(text: str | float, *, geo: bool) -> float:
     """A length such as ``"50m"``, ``"0.05km"`` or ``"0.05"``.
 
-    With ``geo=True`` the result is in km and a plain number means km. Without
-    it, the result is in the data's own units and units are refused, because
+    With ``geo=True`` the result is in km: a number (int or float) means km,
+    and text needs a unit (``"50"`` is refused: 50 m or 50 km?). Without it,
+    the result is in the data's own units and units are refused, because
     metres mean nothing for data that are not projected.
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
@@ -58,6 +59,11 @@ def parse_length(text: str | float, *, geo: bool) -> float:
         raise ValueError(f"eps must be a number, optionally with a unit (50m, 0.05km), got {text!r}")
     value, unit = float(m.group(1)), m.group(2).lower()
     if not unit:
+        if geo:
+            raise ValueError(
+                f"with --geo give eps with a unit, such as {m.group(1)}m or {m.group(1)}km, got "
+                f"{text!r} (a bare number would be km: {value:g} km)"
+            )
         return value
     if unit not in _TO_KM:
         raise ValueError(f"eps has an unknown unit {m.group(2)!r} in {text!r}: use m or km")

@@ -13,12 +13,14 @@ added once, after the global reduce.
 Nothing here steers the mechanism: the grid comes from public parameters, and
 partitioning only changes where records are counted, not the counts.
 
-Files are read by the same per-record rules as the command line
-(:mod:`dpdbscan.csvblocks`): the coordinate columns come from the header or
-Parquet schema (or ``columns=``), never from values; a CSV value that is not
-a number reads as NaN and its row is dropped; no error quotes a value. Every
-partition's result carries a tally, and the driver refuses a reduce that did
-not merge every partition exactly once.
+Files are read by the same rules as the command line (:mod:`dpdbscan.files`):
+the format comes from the ``file_format`` option or the file names, the CSV
+layout from the options and a *declared* header (:func:`files.layout.csv_layout`),
+or from the Parquet schema, never from a record; each CSV record is parsed
+alone (:mod:`dpdbscan.files.records`): a value that is not a number reads as
+NaN and its row is dropped; no error quotes a value. Every partition's result
+carries a tally, and the driver refuses a reduce that did not merge every
+partition exactly once.
 """
 
 from __future__ import annotations
@@ -31,25 +33,21 @@ from typing import Any, Self
 import numpy as np
 
 from .._optional import require
-from ..csvblocks import (
+from ..files.formats import LABEL_COLUMN, format_of, is_index_column
+from ..files.layout import ReadOptions, csv_layout
+from ..files.records import (
     BlockCounts,
     CsvLayout,
     coerce_binary,
     header_fields,
-    is_index_column,
     parse_block,
-    read_header,
     split_first_line,
 )
 from ..grid import Grid
 from .base import CellCounts
 from .numpy_backend import NumpyBackend
 
-_PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
-_CSV_SUFFIXES = (".csv", ".tsv", ".txt")
-# Compressed text cannot be split into byte ranges: one partition per file.
-_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zip")
-LABEL_COLUMN = "label"
+_BOM = b"\xef\xbb\xbf"
 
 
 def _require_dask():
@@ -137,10 +135,13 @@ def _array_part(grid, block):
     return (*count_block(grid, block), _tally(len(block)))
 
 
-def _csv_part(grid, data: bytes, layout: CsvLayout, header: list | None, where: str):
-    """Count one block of CSV text; ``header`` (the expected names) marks
-    the first block of a file, whose first line is checked and dropped."""
-    if header is not None and data.strip(b"\r\n"):
+def _csv_part(grid, data: bytes, layout: CsvLayout, header: list | None, first: bool, where: str):
+    """Count one block of CSV text. ``first`` marks a file's first block:
+    a byte order mark is dropped there and, when ``header`` (the declared
+    header's names) is given, the first line is checked and dropped."""
+    if first:
+        data = data[3:] if data.startswith(_BOM) else data
+    if first and header is not None and data.strip(b"\r\n"):
         line, data = split_first_line(data.lstrip(b"\r\n"))
         if header_fields(line, layout.delimiter) != header:
             raise ValueError(
@@ -206,35 +207,24 @@ def _as_paths(X):
     return None
 
 
-def _strip_compression(path: str) -> str:
-    low = path.lower().rstrip("/")
-    for suf in _COMPRESSION_SUFFIXES:
-        if low.endswith(suf):
-            return low[: -len(suf)]
-    return low
-
-
 def file_format(paths: Sequence[str], file_format: str | None = None) -> str:
-    """ "parquet" or "csv", from ``file_format`` or the file suffixes.
+    """ "parquet" or "csv", from ``file_format`` or the file names (never
+    their contents, :func:`dpdbscan.files.format_of`).
 
-    A local directory, or a path without a known suffix that is not a local
-    file, is taken as a Parquet dataset directory.
+    A local directory, or a path without a known extension that is not a
+    local file (a URL of a dataset), is taken as a Parquet dataset directory.
     """
-    if file_format is not None:
-        if file_format not in ("parquet", "csv"):
-            raise ValueError(f"file_format must be 'parquet', 'csv' or None, got {file_format!r}")
-        return file_format
     kinds = set()
     for p in paths:
-        base = _strip_compression(p)
-        if base.endswith(_PARQUET_SUFFIXES):
-            kinds.add("parquet")
-        elif base.endswith(_CSV_SUFFIXES):
-            kinds.add("csv")
-        elif os.path.isdir(p) or not os.path.exists(p):
-            kinds.add("parquet")
-        else:
-            raise ValueError(f"cannot tell the format of {p!r}; pass file_format='parquet' or 'csv'")
+        try:
+            kinds.add(format_of(p, file_format).kind)
+        except ValueError:
+            if os.path.isdir(p) or not os.path.exists(p):
+                kinds.add("parquet")
+            else:
+                raise
+    if kinds - {"csv", "parquet"}:
+        raise ValueError(f"the dask backend reads Parquet and CSV files, not {sorted(kinds)}")
     if len(kinds) != 1:
         raise ValueError(f"paths mix Parquet and CSV files: {paths}; count them separately")
     return kinds.pop()
@@ -263,8 +253,9 @@ class DaskBackend:
         Threads, not processes, by measurement (docs/dask.md): on one
         machine the work is numpy and pyarrow, which release the GIL, and a
         thread cluster starts in milliseconds instead of seconds.
-    file_format : {"parquet", "csv"}, default=None
-        Format of the files; by default from their suffix.
+    file_format : str, default=None
+        Format of the files (``"parquet"``, ``"csv"``, ``"tsv"``, or with
+        ``".gz"``); by default from their names, never their contents.
     split_every : int, default=8
         Fan-in of the tree that merges per-partition counts.
     blocksize : str or int, default="64MiB"
@@ -272,10 +263,14 @@ class DaskBackend:
     storage_options : dict, default=None
         Passed to fsspec (credentials and the like for ``s3://``, ``gs://``...).
     delimiter : str, default=None
-        CSV delimiter; by default sniffed from the first file's header line.
+        CSV delimiter; by default tab for ``.tsv`` files, else ``,``.
     header : bool, default=None
-        Whether CSV files start with a header line; by default they do unless
-        the first file's first line is all numbers (as in :mod:`dpdbscan.io`).
+        Whether CSV files start with a header line. CSV input needs it (or
+        column names in ``columns``, which imply a header): a file's own lines
+        never decide how it is read (:mod:`dpdbscan.files.layout`).
+    fields : int, default=None
+        Fields on each line of CSV files without a header; by default the
+        number of coordinates (``d``) when ``columns`` are not given.
     timeout : float, default=10
         Seconds to wait for the ``scheduler`` to answer before giving up with
         a ``ConnectionError`` (a stopped scheduler must not hang the fit).
@@ -312,6 +307,7 @@ class DaskBackend:
         storage_options: dict | None = None,
         delimiter: str | None = None,
         header: bool | None = None,
+        fields: int | None = None,
         timeout: float = 10.0,
     ) -> None:
         _require_dask()
@@ -321,15 +317,8 @@ class DaskBackend:
             raise ValueError(f"split_every must be an integer >= 2, got split_every={split_every!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got timeout={timeout!r}")
-        if header not in (None, True, False):
-            raise ValueError(f"header must be True, False or None, got header={header!r}")
-        if delimiter is not None and (
-            not isinstance(delimiter, str) or len(delimiter) != 1 or delimiter in '\r\n"'
-        ):
-            raise ValueError(
-                "delimiter must be one character other than a quote or line break, "
-                f"got delimiter={delimiter!r}"
-            )
+        # checked now, not at the first fit
+        self._read_options(columns, header, delimiter, fields, file_format)
         self.scheduler = scheduler
         self.columns = columns
         self.client = client
@@ -342,6 +331,7 @@ class DaskBackend:
         self.storage_options = storage_options
         self.delimiter = delimiter
         self.header = header
+        self.fields = fields
         self.timeout = timeout
         self.input_counts: BlockCounts | None = None
         self._session_client = None
@@ -487,18 +477,37 @@ class DaskBackend:
 
         return dd.read_parquet(paths, storage_options=self.storage_options)
 
-    def _csv_plan(self, paths):
-        """The CSV files' layout from the first file's header line:
-        ``(delimiter, names, first_line_is_data, files, blocks)``."""
+    @staticmethod
+    def _read_options(columns, header, delimiter, fields, file_format) -> ReadOptions:
+        if columns is not None and not isinstance(columns, (str, list, tuple)):
+            raise ValueError(f"columns must be a name or a list of names, got columns={columns!r}")
+        return ReadOptions(
+            columns=None if columns is None else ((columns,) if isinstance(columns, str) else tuple(columns)),
+            header=header,
+            delimiter=delimiter,
+            fields=fields,
+            file_format=file_format,
+        )
+
+    def _csv_plan(self, paths, d):
+        """``(names, layout, declared header or None, files, blocks)`` of CSV
+        files, from the options and, when declared, the first file's header
+        line (:func:`dpdbscan.files.layout.csv_layout`); no record is read."""
         from dask.bytes import read_bytes
 
+        options = self._read_options(self.columns, self.header, self.delimiter, self.fields, self.file_format)
+        fmt = format_of(paths[0], self.file_format)
+        declared = options.has_header
+        if declared is None:
+            csv_layout(fmt, options, None, d, where=str(paths[0]))  # refused: say which option
         try:
             sample, blocks, files = read_bytes(
                 paths,
                 delimiter=b"\n",
                 blocksize=self._csv_blocksize(paths),
-                sample="64 kiB",
-                compression="infer",
+                # the first line is read only when it is a declared header
+                sample="64 kiB" if declared else False,
+                compression=("gzip" if fmt.gzip else None) if self.file_format else "infer",
                 include_path=True,
                 **(self.storage_options or {}),
             )
@@ -506,31 +515,34 @@ class DaskBackend:
             if isinstance(exc, FileNotFoundError) or "no files" in str(exc):
                 raise FileNotFoundError(f"no CSV files found at {paths}") from None
             raise
-        line, _ = split_first_line(sample.lstrip(b"\r\n"))
-        if not line.strip():
-            raise ValueError(f"{files[0]}: empty CSV file (no header line)")
-        try:
-            delimiter, names, first_is_data = read_header(line, delimiter=self.delimiter, header=self.header)
-        except ValueError as exc:
-            raise ValueError(f"{files[0]}: {exc}") from None
-        return delimiter, names, first_is_data, files, blocks
+        line = None
+        if declared:
+            sample = sample[3:] if sample.startswith(_BOM) else sample
+            first, _ = split_first_line(sample.lstrip(b"\r\n"))
+            line = first if first.strip() else None
+        names, layout = csv_layout(fmt, options, line, d, where=str(files[0]) if files else str(paths[0]))
+        return names, layout, (names if declared else None), files, blocks
 
     def _csv_tasks(self, grid, paths) -> list:
         import dask
 
-        delimiter, names, first_is_data, files, blocks = self._csv_plan(paths)
-        cols = coordinate_columns(names, None, self.columns, grid.d)
-        layout = CsvLayout(delimiter, len(names), tuple(names.index(c) for c in cols))
-        header = None if first_is_data else names
+        names, layout, header, files, blocks = self._csv_plan(paths, grid.d)
+        if len(layout.usecols) != grid.d:
+            chosen = [names[i] for i in layout.usecols]
+            raise ValueError(
+                f"the grid has d={grid.d} dimensions (from bounds) but {len(chosen)} coordinate "
+                f"columns were selected: {chosen} (columns: {names}); pass columns=[...]"
+            )
         part = dask.delayed(_csv_part)
         return [
-            part(grid, block, layout, header if i == 0 else None, where)
+            part(grid, block, layout, header, i == 0, where)
             for where, file_blocks in zip(files, blocks)
             for i, block in enumerate(file_blocks)
         ]
 
     def _csv_blocksize(self, paths):
-        compressed = any(p.lower().endswith(_COMPRESSION_SUFFIXES) for p in paths)
+        # Compressed text cannot be split into byte ranges: one partition per file.
+        compressed = any(format_of(p, self.file_format).gzip for p in paths)
         return None if compressed else self.blocksize
 
     def n_features(self, X: Any) -> int | None:
@@ -546,8 +558,9 @@ class DaskBackend:
         paths = _as_paths(X)
         if paths is not None:
             if file_format(paths, self.file_format) == "csv":
-                names = self._csv_plan(paths)[1]
-                return len(coordinate_columns(names, None, self.columns, None))
+                if self.header is False and self.fields is None and self.columns is None:
+                    return None  # as many as the bounds say (d fields a line)
+                return len(self._csv_plan(paths, None)[1].usecols)
             X = self._parquet_schema(paths)
         if isinstance(X, (dd.DataFrame, pd.DataFrame)):
             return len(coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, None))

@@ -108,5 +108,5 @@ def data_lines(
         "them onto the box"
     )
     if outside / n_ok > 0.5:
-        out.append(outside_hint(X, bounds_in))
+        out.append(outside_hint(pts, bounds_in))
     return out

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from .. import explore as _explore
 from .. import geo as _geo
-from ..io import read_model as load_model
 from ..params import check_param
 from .common import EXIT_OK, EXIT_PARTIAL, ArgTarget, _one_line, _Warnings, atomic_write, check_writable
+from .common import read_model as load_model
 
 EXAMPLES = """examples:
   # a 5 x 5 grid around the model's own (eps, MinPts): PNG and CSV next to the model

@@ -33,14 +33,16 @@ from .common import (
     _draw_spans_png,
     _floats,
     _one_line,
+    _open,
     _progress_flag,
-    _read,
+    _read_plan,
     _say_read,
     _split_bounds,
     _stem,
     _Warnings,
     atomic_write,
     check_writable,
+    read_options,
     write_temp,
 )
 from .maps import picture_options
@@ -110,8 +112,10 @@ def _min_samples_list(args) -> list[int]:
 
 def _dask_backend(args, columns):
     dask_backend = require("dpdbscan.backends.dask_backend", "--backend dask", package="dask")
-    # Dask reads the files itself, so --columns are passed on as names.
-    return dask_backend.DaskBackend(scheduler=args.scheduler, columns=columns)
+    # Dask reads the files itself, by the same public options as the local reader.
+    opts = read_options(args, columns)
+    read = {k: getattr(opts, k) for k in ("header", "delimiter", "fields", "file_format")}
+    return dask_backend.DaskBackend(scheduler=args.scheduler, columns=columns, **read)
 
 
 def fit_from_args(
@@ -156,7 +160,7 @@ def fit_from_args(
     meta["columns"] = list(names) if names else None
     if not dask:
         _say_read(args.input, X, names, notes)
-        _note_clipping(X, lower, upper, names, notes, bounds_in, pts.counts)
+        _note_clipping(pts, notes, bounds_in, pts.counts)
 
     if getattr(args, "preload_png", False):
         preload_matplotlib()
@@ -210,8 +214,12 @@ def read_points(
     for ``fit`` and the dry run ``check``. ``meta`` receives what the model
     records about the box."""
     prep = None if bounds_in is None else BlockPrep(bounds_in, args.geo, args.ref_lat)
-    X, names = _read(args.input, columns, args, geo=args.geo, notes=notes, block_hook=prep)
-    check_columns(args, p, X.shape[1], names)
+    with _open(args.input, columns, args, geo=args.geo) as plan:
+        # the columns are known from public input: refuse a bad layout before any record is read
+        check_columns(args, p, plan.d, plan.names)
+        if bounds_in is not None:
+            _split_bounds(bounds_in, plan.d, args.geo)
+        X, names = _read_plan(plan, args, notes, block_hook=prep)
     lower, upper, proj = public_box(args, bounds_in, X.shape[1], X, {} if meta is None else meta)
     counts = None if prep is None else prep.result(X.shape[0])
     if proj is not None and counts is None:
@@ -230,7 +238,11 @@ def check_columns(args: argparse.Namespace, p: dict, d: int, names: Sequence[str
             "span, so no budget is spent on it. Use fewer columns (--columns)"
         )
     if args.geo and d != 2:
-        raise ValueError(f"--geo needs exactly two columns (longitude, latitude), got {d}: {names}")
+        shown = f" ({', '.join(map(str, names))})" if names else ""
+        raise ValueError(
+            f"--geo needs exactly two columns (longitude, latitude), got {d}{shown}; "
+            "choose them with --columns LON LAT"
+        )
     if getattr(args, "png_requested", False) and d != 2:
         raise ValueError(f"--png needs 2-D data, got {d} columns")
     if getattr(args, "geojson_requested", False) and d != 2:
@@ -277,7 +289,7 @@ def public_box(
 
 class BlockPrep:
     """What ``fit`` does to each block of rows while the file is still being
-    read (:func:`dpdbscan.io.read_input`'s ``block_hook``, on the parsing
+    read (:func:`dpdbscan.files.InputPlan.read`'s ``block_hook``, on the parsing
     threads): with ``--geo``, project lon/lat to km in place; then count
     what the per-record rule will drop or clip (:func:`clipping_counts`,
     for the private notes). Both are per row, so doing them block by block
@@ -376,46 +388,80 @@ def clipping_counts(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> dict
     return {"n_bad": n_bad, "n_ok": X.shape[0] - n_bad, "outside": outside, "below": below, "above": above}
 
 
-def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None, counts: dict | None = None) -> None:
+def _note_clipping(
+    pts: Points, notes: Notes, bounds_in: list[float] | None = None, counts: dict | None = None
+) -> None:
     """Tell the data owner (private notes) how many rows the per-record rule
-    drops or clips, per column and bound: a wrong bound or column order must
-    be hard to miss. What is released does not depend on any of this.
-    ``counts``: :func:`clipping_counts` of ``X`` when already made."""
+    drops or clips, per column and bound, in the units they gave (degrees
+    with --geo): a wrong bound or column order must be hard to miss. When
+    most rows are clipped the note is printed even under --quiet (it is still
+    a private note on standard error). What is released does not depend on any
+    of this. ``counts``: :func:`clipping_counts` of ``pts.X`` when already made."""
+    X = pts.X
     if X.shape[0] == 0:
         return
-    c = clipping_counts(X, lower, upper) if counts is None else counts
+    c = clipping_counts(X, pts.lower, pts.upper) if counts is None else counts
     if c["n_bad"]:
         notes(f"{c['n_bad']:,} row(s) with missing or non-finite values are dropped")
     outside, n_ok = c["outside"], max(c["n_ok"], 1)
     if not outside:
         return
-    notes(f"{outside:,} point(s) ({outside / n_ok:.1%}) lie outside the bounds and are clipped onto the box")
-    for j, name in enumerate(names or [str(j) for j in range(X.shape[1])]):
+    most = outside / n_ok > 0.5
+    say = notes.always if most else notes
+    lower, upper = user_bounds(pts, bounds_in)
+    say(f"{outside:,} point(s) ({outside / n_ok:.1%}) lie outside the bounds and are clipped onto the box")
+    for j, name in enumerate(pts.names or [str(j) for j in range(X.shape[1])]):
         for count, side, value in (
             (int(c["below"][j]), "below its lower", lower[j]),
             (int(c["above"][j]), "above its upper", upper[j]),
         ):
             if count / n_ok >= 0.01:
-                notes(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound {value:g}")
-    if outside / n_ok > 0.5:
-        notes(outside_hint(X, bounds_in))
+                say(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound {value:g}")
+    if most:
+        say(outside_hint(pts, bounds_in))
 
 
-def outside_hint(X: np.ndarray, bounds_in: list[float]) -> str:
+def user_bounds(pts: Points, bounds_in: list[float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """The box in the units the user gave it: degrees with --geo, else as fitted."""
+    if pts.proj is not None and bounds_in is not None:
+        return np.asarray(bounds_in[:2], dtype=float), np.asarray(bounds_in[2:], dtype=float)
+    return pts.lower, pts.upper
+
+
+_HINT_ROWS = 100_000  # rows the hint looks at (a private note; a sample is enough)
+
+
+def outside_hint(pts: Points, bounds_in: list[float] | None) -> str:
     """The private note when most points lie outside the box: which option
-    to check, or the swapped bounds (xmin xmax ymin ymax) that would fit."""
+    to check, the bounds in the order that would fit them (xmin xmax ymin ymax
+    given for xmin ymin xmax ymax), or the columns in the other order (latitude
+    first). Compared in the user's units (degrees with --geo)."""
     hint = "check --bounds (lower_1 .. lower_d upper_1 .. upper_d) and --columns"
-    if bounds_in is not None and len(bounds_in) == 4 and X.shape[1] == 2:
-        v = bounds_in
-        alt_lo, alt_hi = np.array([v[0], v[2]]), np.array([v[1], v[3]])
-        if np.all(alt_lo < alt_hi):
-            F = X[_rows_all(np.isfinite(X))]
-            inside_alt = np.all((F >= alt_lo) & (F <= alt_hi), axis=1).mean()
-            if inside_alt > 0.9:
-                hint = (
-                    "the bounds look like xmin xmax ymin ymax: --bounds wants "
-                    f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}"
-                )
+    X = pts.X[:: max(1, pts.X.shape[0] // _HINT_ROWS)]
+    F = X[_rows_all(np.isfinite(X))]
+    if pts.proj is not None:
+        F = pts.proj.inverse(F)
+    if bounds_in is None or len(bounds_in) != 4 or F.shape[1] != 2 or F.shape[0] == 0:
+        return f"most points are outside the bounds: {hint}"
+    lo, hi = user_bounds(pts, bounds_in)
+
+    def share(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.all((points >= a) & (points <= b), axis=1).mean())
+
+    v = bounds_in
+    alt_lo, alt_hi = np.array([v[0], v[2]]), np.array([v[1], v[3]])
+    if np.all(alt_lo < alt_hi) and share(F, alt_lo, alt_hi) > 0.9:
+        hint = (
+            "the bounds look like xmin xmax ymin ymax: --bounds wants "
+            f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}"
+        )
+    elif share(F[:, ::-1], lo, hi) > 0.9:
+        first = "longitude" if pts.proj is not None else "the first coordinate"
+        names = pts.names or ["0", "1"]
+        hint = (
+            f"the columns look swapped: the box fits the points with {names[1]!r} first; "
+            f"{first} comes first: --columns {names[1]} {names[0]}"
+        )
     return f"most points are outside the bounds: {hint}"
 
 

@@ -7,12 +7,14 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from .. import geo as _geo
 from .. import plotting
-from ..io import read_model as load_model
-from ..io import write_labels
+from ..files import write_labels
 from ..model import density_rule
-from .common import EXIT_OK, _points_for, _Warnings
+from .common import EXIT_OK, Notes, _points_for, _Warnings
+from .common import read_model as load_model
 from .maps import picture_options
 
 
@@ -22,11 +24,21 @@ def cmd_predict(args: argparse.Namespace, sink: _Warnings) -> int:
     labels = model.predict(Xm)
     write_labels(args.output, labels, X if args.with_points else None, names)
     n_noise = int((labels < 0).sum())
-    print(
+    notes = Notes(args.quiet)
+    notes(
         f"labelled {labels.size:,} point(s) of {args.points}: {labels.size - n_noise:,} in spans, "
-        f"{n_noise:,} noise" + ("" if args.output == "-" else f"; wrote {args.output}"),
-        file=sys.stderr,
+        f"{n_noise:,} noise" + ("" if args.output == "-" else f"; wrote {args.output}")
     )
+    g = model.grid
+    finite = np.isfinite(Xm).all(axis=1)
+    inside = finite & np.all((Xm >= g.lower) & (Xm <= g.upper), axis=1)
+    if labels.size and not inside.any():
+        # every point is noise because none lies in the model's box: a wrong
+        # column order or file, not a result (a private note on stderr)
+        notes.always(
+            "no point lies inside the model's bounds, so every label is noise (-1): check the "
+            "columns' order (--columns; longitude first for a --geo model) and the file"
+        )
     return EXIT_OK
 
 

@@ -12,9 +12,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ..io import read_model as load_model
 from ..webmap import map_html
 from .common import EXIT_OK, ArgTarget, _Warnings, atomic_write, check_writable
+from .common import read_model as load_model
 
 EXAMPLES = """examples:
   # one self-contained HTML file: pan, zoom, hover a span for its numbers

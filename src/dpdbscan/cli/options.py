@@ -4,6 +4,7 @@ alike, so that their parsing and their errors are the same."""
 
 from __future__ import annotations
 
+from ..files import FORMATS
 from .common import ArgTarget
 from .fit import _number_or_text, _subcells_arg
 from .maps import add_picture_options
@@ -23,15 +24,34 @@ def add_input_options(p: ArgTarget, *, dask: bool = False) -> None:
     g.add_argument(
         "--delimiter",
         default=None,
-        help="CSV separator (default: sniffed from the header line among , ; tab |)",
+        help="CSV separator (default: tab for .tsv/.tab files, else ','; never guessed from the file)",
     )
     h = g.add_mutually_exclusive_group()
     h.add_argument(
         "--header",
         action="store_true",
-        help="the CSV's first line is a header (default: a first line of numbers only is read as data)",
+        help="the CSV's first line is a header naming the columns (CSV input needs --header or "
+        "--no-header; --columns with names implies --header)",
     )
-    h.add_argument("--no-header", action="store_true", help="the CSV has no header row")
+    h.add_argument(
+        "--no-header",
+        action="store_true",
+        help="the CSV has no header: every line is a record (choose columns by 0-based index)",
+    )
+    g.add_argument(
+        "--fields",
+        type=int,
+        default=None,
+        metavar="N",
+        help="fields on each line of a CSV without a header (default: the number of coordinates "
+        "the bounds give); lines with another number are dropped",
+    )
+    g.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="file format (default: from the file name's extension; standard input '-' is csv)",
+    )
 
 
 def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = True) -> None:

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import geo as _geo
-from ..io import read_model as load_model
 from ..params import check_param
 from .common import EXIT_OK, EXIT_PARTIAL, Notes, _stem, _Warnings
+from .common import read_model as load_model
 from .fit import _out_paths, _write_outputs, check_fit_params, fit_from_args
 from .maps import picture_options
 

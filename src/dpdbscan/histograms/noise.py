@@ -1,5 +1,8 @@
 """Noise for cell counts: exact discrete Laplace (default), continuous Laplace
-(the paper's variant) or none (only for the oracle test of the pipeline).
+(the paper's variant), none (only for the oracle test of the pipeline), and
+the exact discrete Gaussian for L2-calibrated (zCDP) releases, which is built
+by :func:`make_gaussian_noise` from sigma^2 rather than by :func:`make_noise`
+from epsilon.
 
 Each class answers the questions the histograms ask of a noise distribution Z:
 draw ``n`` samples, the tail ``P(Z >= theta)`` (as a float, and as the exact
@@ -9,12 +12,16 @@ of ``Z`` conditioned on ``Z >= theta``.
 
 from __future__ import annotations
 
+import functools
 import math
+from fractions import Fraction
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .. import _random
+from .. import _gaussian, _gaussian_law, _random, zcdp
 from .._bernoulli import TailProbability
+from .._gaussian_tail import GaussianTailProbability
 from .._random import Source
 
 
@@ -115,6 +122,94 @@ class NoNoise:
         return np.zeros(0, dtype=np.int64)
 
 
+class DiscreteGaussian:
+    """P(Z = z) proportional to exp(-z^2 / (2 sigma^2)) on the integers.
+
+    Sampled exactly with integer arithmetic (Canonne-Kamath-Steinke 2020,
+    Algorithm 3; :mod:`dpdbscan._gaussian`). Calibrated by sigma^2, not
+    epsilon: adding it to every cell of a histogram whose L2 sensitivity is
+    Delta is ``Delta^2 / (2 sigma^2)``-zCDP (:meth:`rho`).
+
+    Parameters
+    ----------
+    sigma2 : float or Fraction
+        The variance parameter sigma^2 > 0. It is rounded *up* to a rational
+        with denominator at most 2**20 on which the sampler runs vectorised
+        (:func:`dpdbscan._gaussian.rational_sigma2`): more noise, never less,
+        so the privacy guarantee computed from the requested sigma^2 still
+        holds. The relative increase is below 1e-5 for 1 <= sigma <= 1e6
+        (2^-20 / sigma^2 at most for small sigma); integers and Fractions
+        with small denominators are kept as they are.
+
+    Attributes
+    ----------
+    fraction : Fraction
+        The sigma^2 the noise is drawn with.
+    sigma2, sigma : float
+        sigma^2 and sigma (floats of ``fraction``).
+    """
+
+    name = "gaussian"
+    integer = True
+
+    def __init__(self, sigma2: float | Fraction) -> None:
+        self.fraction = _gaussian.rational_sigma2(sigma2)
+        self.sigma2 = float(self.fraction)
+        self.sigma = math.sqrt(self.sigma2)
+
+    @functools.cached_property
+    def variance(self) -> float:
+        """Var Z by summation: slightly below sigma^2 (by about
+        8 pi^2 sigma^4 exp(-2 pi^2 sigma^2), 2e-7 at sigma = 1)."""
+        return _gaussian_law.variance(self.sigma2)
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(self.variance)
+
+    def rho(self, l2_sensitivity: float) -> float:
+        """zCDP rho of adding this noise at L2 sensitivity Delta:
+        Delta^2 / (2 sigma^2), exact for the drawn sigma^2, rounded up."""
+        return zcdp.gaussian_rho(self.fraction, l2_sensitivity)
+
+    def sample(self, source: Source, n: int) -> np.ndarray:
+        return _gaussian.discrete_gaussian(source, int(n), self.fraction)
+
+    def tail(self, theta: float) -> float:
+        """P(Z >= theta) = P(Z >= ceil(theta)), summed in log space."""
+        return _gaussian_law.tail(self.sigma2, theta)
+
+    def log_tail(self, theta: float) -> float:
+        """log P(Z >= theta), finite far below the smallest float."""
+        return _gaussian_law.log_tail(self.sigma2, theta)
+
+    def cdf(self, z: float) -> float:
+        """P(Z <= z)."""
+        return _gaussian_law.cdf(self.sigma2, z)
+
+    def log_mgf(self, lam: ArrayLike) -> np.ndarray:
+        """log E exp(lam Z) (elementwise), at most lam^2 sigma^2 / 2."""
+        return _gaussian_law.log_mgf(self.sigma2, lam)
+
+    def tail_mgf(self, t: float, lam: float) -> float:
+        """E[exp(lam Z); Z >= t]."""
+        return _gaussian_law.tail_mgf(self.sigma2, t, lam)
+
+    def exact_tail(self, theta: float) -> GaussianTailProbability:
+        """P(Z >= theta) as the exact real number of the empty-cell sampler
+        (rigorous intervals; theta >= 0)."""
+        if not theta >= 0:
+            raise ValueError(f"the exact tail needs theta >= 0, got theta={theta!r}")
+        return GaussianTailProbability(self.fraction, math.ceil(theta))
+
+    def sample_tail(self, source: Source, n: int, theta: float) -> np.ndarray:
+        """Z conditioned on Z >= theta (theta >= 0), exactly
+        (:func:`dpdbscan._gaussian.discrete_gaussian_tail`)."""
+        if not theta >= 0:
+            raise ValueError(f"the discrete Gaussian tail sampler needs theta >= 0, got theta={theta!r}")
+        return _gaussian.discrete_gaussian_tail(source, int(n), self.fraction, math.ceil(theta))
+
+
 NOISES = {"discrete": DiscreteLaplace, "laplace": ContinuousLaplace, "none": NoNoise}
 
 
@@ -127,3 +222,13 @@ def make_noise(kind: str, epsilon: float) -> Noise:
     except KeyError:
         raise ValueError(f"noise must be one of {sorted(NOISES)}, got {kind!r}") from None
     return cls(epsilon) if cls is not NoNoise else NoNoise()
+
+
+def make_gaussian_noise(sigma2: float | Fraction) -> DiscreteGaussian:
+    """The discrete Gaussian noise N_Z(0, sigma^2), sigma^2 rounded up.
+
+    Separate from :func:`make_noise` (which takes epsilon) on purpose: the
+    Gaussian is calibrated by sigma^2 from a zCDP budget
+    (:func:`dpdbscan.zcdp.sigma2_for`), and is not in :data:`NOISES`.
+    """
+    return DiscreteGaussian(sigma2)

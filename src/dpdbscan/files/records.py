@@ -1,8 +1,10 @@
 """CSV text to float columns, one record at a time.
 
-The command line reader (:mod:`dpdbscan.io`) and the Dask backend both cut
+The file reader (:mod:`dpdbscan.files.reader`) and the Dask backend both cut
 CSV text into blocks of whole lines and hand each block to
-:func:`parse_block`. The rules, which each apply to one record alone:
+:func:`parse_block`, with a :class:`CsvLayout` decided before any record is
+read (:mod:`dpdbscan.files.layout`). The rules, which each apply to one
+record alone:
 
 * **A record is a line**, ended by ``\\n``, ``\\r\\n`` or ``\\r``; empty lines
   are no records. Quoted fields may hold the delimiter but not a line break
@@ -31,7 +33,6 @@ fields running over a line end.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,20 +41,8 @@ import numpy as np
 if TYPE_CHECKING:
     import pyarrow as pa
 
-_INDEX_NAME = re.compile(r"^(?:|Unnamed: \d+|__index_level_\d+__)$")
-
-
-def is_index_column(name: str) -> bool:
-    """True for the names pandas gives an index column: ``""``,
-    ``Unnamed: 0`` (read back from CSV), ``__index_level_0__`` (Parquet)."""
-    return _INDEX_NAME.match(str(name).strip()) is not None
-
-
 #: Field texts read as missing values (compared before any trimming).
 NULL_VALUES = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None"]
-
-#: Delimiters the header line is sniffed for.
-DELIMITERS = (",", ";", "\t", "|")
 
 #: Exactly the texts Arrow's string-to-float64 parser accepts (fast_float's
 #: grammar, checked against Arrow in tests/test_io.py), after trimming.
@@ -152,66 +141,10 @@ def header_fields(line: bytes, delimiter: str) -> list[str]:
     return [name.strip() for name in table.schema.names]
 
 
-def sniff_delimiter(line: bytes) -> str | None:
-    """The delimiter of a header line: the candidate giving most fields.
-
-    None when no candidate splits the line (one column). Two candidates that
-    split it into the same number of fields are ambiguous: ValueError.
-    """
-    if not _strip_bom(line).strip():
-        return None
-    counts = {d: len(header_fields(line, d)) for d in DELIMITERS}
-    best = max(counts.values())
-    if best <= 1:
-        return None
-    winners = [d for d, c in counts.items() if c == best]
-    if len(winners) > 1:
-        shown = " and ".join(repr(d) for d in winners)
-        raise ValueError(
-            f"cannot tell the delimiter from the first line ({shown} both split it "
-            f"into {best} fields); pass the delimiter explicitly"
-        )
-    return winners[0]
-
-
 def is_number(text: str) -> bool:
     """True if ``text`` reads as a number under the rules above."""
     # fullmatch: Python's "$" would also match before a final newline
     return _NUMBER.fullmatch(text.strip(" \t")) is not None
-
-
-def looks_like_data(fields: Sequence[str]) -> bool:
-    """True if every field is a number or missing, and at least one is a
-    number: such a first line is a record, not a header."""
-    fields = list(fields)
-    return (
-        bool(fields)
-        and all(is_number(f) or f in NULL_VALUES for f in fields)
-        and any(is_number(f) for f in fields)
-    )
-
-
-def read_header(
-    line: bytes, *, delimiter: str | None = None, header: bool | None = None, default_delimiter: str = ","
-) -> tuple[str, list[str], bool]:
-    """``(delimiter, names, first_line_is_data)`` from a file's first line.
-
-    ``delimiter`` None: sniffed from the line, unless ``header`` is False
-    (then the line is a record, and no record may decide it). ``header``
-    None: the line is a header unless it looks like data
-    (:func:`looks_like_data`); names of a file without a header are
-    ``"0"``, ``"1"``, ... Raises ValueError (quoting nothing) for a first
-    line holding control bytes, the sign of a binary file.
-    """
-    if header is not False and any(b < 32 and b != 9 for b in line[:4096]):
-        raise ValueError("cannot read as CSV: its first line holds control bytes (not a text file)")
-    if delimiter is None and header is not False:
-        delimiter = sniff_delimiter(line)
-    delimiter = delimiter or default_delimiter
-    fields = header_fields(line, delimiter)
-    first_is_data = header is False or (header is None and looks_like_data(fields))
-    names = [str(i) for i in range(len(fields))] if first_is_data else fields
-    return delimiter, names, first_is_data
 
 
 # ---------------------------------------------------------------- the blocks
@@ -229,7 +162,7 @@ def parse_block(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts
     try:
         X, counts = _parse(data, layout)
         # Only a quote can join lines; a block without one needs no check.
-        joined = b'"' in data and counts.rows != _count_lines(data)
+        joined = b'"' in data and counts.rows != count_lines(data)
     except pa.ArrowInvalid:
         # A line pyarrow cannot parse at all (a malformed line that is not
         # UTF-8 never reaches the row handler): find it by halving.
@@ -401,7 +334,7 @@ def _cast_one_by_one(arr):  # pragma: no cover - see coerce_binary
     return pa.array(out, pa.float64())
 
 
-def _count_lines(data: bytes) -> int:
+def count_lines(data: bytes) -> int:
     """Non-empty lines of ``data`` (terminators ``\\n``, ``\\r\\n``, ``\\r``)."""
     b = np.frombuffer(data, dtype=np.uint8)
     nl, cr = b == 10, b == 13
@@ -433,7 +366,6 @@ def _middle_line_end(data: bytes) -> int:
 
 __all__ = [
     "NULL_VALUES",
-    "DELIMITERS",
     "NUMBER_PATTERN",
     "BlockCounts",
     "CsvLayout",
@@ -441,10 +373,7 @@ __all__ = [
     "coerce_binary",
     "float_values",
     "header_fields",
-    "sniff_delimiter",
-    "looks_like_data",
     "is_number",
-    "read_header",
     "split_first_line",
     "last_line_end",
 ]
