@@ -113,6 +113,44 @@ def test_auto_finds_separated_blobs_and_records_its_choice(tmp_path):
 
 
 @quiet
+def test_the_chosen_eps_pays_for_its_candidates(tmp_path):
+    """Issue 19, finding 5: eps is chosen after seeing the noise among c
+    candidates, and the accuracy event of the guarantee depends on eps, so
+    the stated 1 - beta needs a union bound over the candidates. Each
+    candidate's margins take beta / c (the MinPts ladder needs nothing: the
+    events do not depend on MinPts); the guarantee says so and states 1 -
+    beta. Before the fix the margins used beta itself and the model claimed
+    0.9 for a union over 7 candidates that covers only 1 - 7 beta = 0.3."""
+    X, _ = blobs(1000)
+    beta = 0.1
+    m = DPDBSCAN("auto", min_samples="auto", bounds=BOX, beta=beta, random_state=3,
+                 max_cells=1 << 12).fit(X).spans_
+    c = len(m.auto["eps_candidates"])
+    assert c == auto.EPS_STEPS and m.auto["chosen"] == ["eps", "min_samples"]
+    g = m.guarantee()
+    assert g["eps_candidates"] == c
+    assert m.beta * c == pytest.approx(beta)  # the union over the candidates costs beta in all
+    assert g["probability"] == pytest.approx(1 - (1 - m.extra["probability"]) * c)
+    assert g["probability"] >= 1 - 2 * beta - 1e-12
+    assert f"union over {c} eps candidates" in g["statement"]
+    # the margins are those of beta / c, recomputed from the saved model
+    m.save(tmp_path / "a.json")
+    loaded = SpanModel.load(tmp_path / "a.json")
+    assert loaded.guarantee() == g and loaded.gamma == m.gamma
+    # a model saved before the fix (margins at beta itself) reports what the union covers
+    from dataclasses import replace
+
+    old = replace(m, beta=beta, extra={**m.extra, "probability": 1 - beta})
+    assert old.guarantee()["probability"] == pytest.approx(1 - c * beta)  # 0.3
+    void = replace(m, beta=beta, extra={**m.extra, "probability": 1 - 2 * beta})
+    assert void.guarantee()["probability"] is None
+    assert void.guarantee()["statement"].startswith("no guarantee") and "no guarantee" in void.summary()
+    # eps fixed (MinPts chosen): one candidate, beta as given
+    fixed = DPDBSCAN(0.3, min_samples="auto", bounds=BOX, beta=beta, random_state=0).fit(X).spans_
+    assert fixed.beta == beta and fixed.guarantee()["eps_candidates"] == 1
+
+
+@quiet
 def test_partly_automatic():
     X, _ = blobs(1000)
     m = DPDBSCAN(0.3, min_samples="auto", bounds=BOX, random_state=0).fit(X).spans_

@@ -232,6 +232,29 @@ def test_plot_kinds(capsys, blobs_model, blobs_csv, tmp_path, kind):
     assert ("not a DP release" in err) == (kind == "labels")
 
 
+def test_plot_of_points_is_marked_and_kept_off_release_names(capsys, blobs_model, blobs_csv, tmp_path):
+    """Issue 19, finding 6: a picture of the private points carries its mark
+    inside the file and, by default, a PRIVATE name; it is refused the name
+    of the release's picture (NAME.spans.png), which it would overwrite."""
+    from PIL import Image
+
+    for kind in ("labels", "spans"):
+        rc, out, err = run(capsys, "plot", blobs_model, "--kind", kind, "--points", blobs_csv, "--header")
+        assert rc == 0, err
+        png = blobs_model.with_name(f"{blobs_model.stem}.PRIVATE-{kind}.png")
+        assert f"wrote {png}" in out
+        with Image.open(png) as im:
+            assert "NOT a DP release" in im.info.get("Description", "")
+    rc, out, err = run(capsys, "plot", blobs_model, "--kind", "histogram")
+    assert rc == 0 and f"wrote {blobs_model.with_suffix('')}.histogram.png" in out
+    with Image.open(blobs_model.with_suffix("").with_name(f"{blobs_model.stem}.histogram.png")) as im:
+        assert "Description" not in im.info  # the release's pictures carry no such mark
+    target = tmp_path / "blobs.spans.png"
+    rc, out, err = run(capsys, "plot", blobs_model, "--kind", "labels", "--points", blobs_csv, "--header",
+                       "-o", target)
+    assert rc == 2 and "name of a release picture" in err and not target.exists()
+
+
 def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
     rc, out, err = run(capsys, "info", blobs_model)
     assert rc == 0, err
@@ -631,10 +654,31 @@ def test_csv_without_a_header_decision_is_refused_before_reading(capsys, tmp_pat
 
 
 def test_huge_epsilon_does_not_overflow(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", blobs_csv, "--header", *FIT, "--epsilon", "1000", "--out-dir", tmp_path,
+    """Issue 19, finding 8: the margins are computed without a floating-point
+    warning at any accepted epsilon, and the command says once, in its own
+    words, that such an epsilon protects little."""
+    for hist in ("dense", "sparse"):
+        rc, out, err = run(capsys, "fit", blobs_csv, "--header", *FIT, "--epsilon", "1000", "--histogram", hist,
+                           "--out-dir", tmp_path, "--no-png")
+        assert rc == 0, err
+        assert "epsilon=1000" in out
+        assert "encountered" not in err and "overflow" not in err.lower()
+        lines = [x for x in err.splitlines() if "gives little privacy protection" in x]
+        assert len(lines) == 1 and lines[0].startswith("dpdbscan: PRIVACY WARNING: --epsilon 1000 ")
+    rc, out, err = run(capsys, "fit", blobs_csv, "--header", *FIT, "--epsilon", "10", "--out-dir", tmp_path,
                        "--no-png")
-    assert rc == 0, err
-    assert "epsilon=1000" in out
+    assert rc == 0 and "little privacy protection" not in err
+
+
+def test_warnings_of_the_release_reach_standard_error(capsys, tmp_path):
+    """The command collects Python warnings and prints each once; before
+    issue 19 it dropped every one of them (the recording list was replaced by
+    a fresh one), so a release with no span came without its UtilityWarning."""
+    path = write_csv(tmp_path / "few.csv", blob_points()[:40])
+    rc, out, err = run(capsys, "fit", path, "--header", "--eps", "0.5", "--min-samples", "200", "--bounds", "0", "10",
+                       "--out-dir", tmp_path, "--no-png")
+    assert rc == 0 and "0 span(s)" in out
+    assert err.count("dpdbscan: warning: the release has no span") == 1
 
 
 def test_too_many_dimensions_are_refused_before_spending(capsys, tmp_path):
@@ -644,6 +688,22 @@ def test_too_many_dimensions_are_refused_before_spending(capsys, tmp_path):
                        "--bounds", "0", "1", "--out-dir", tmp_path)
     assert rc == 2 and "d=10" in err and "no budget is spent" in err
     assert not (tmp_path / "ten.spans.json").exists()
+
+
+def test_fit_of_standardised_data_warns_after_the_release(capsys, tmp_path):
+    """Issue 19, finding 7, through the command line: a file whose columns
+    were standardised (by a scaler fitted on the private data) gets a privacy
+    warning; the release is written all the same."""
+    X = blob_points()
+    path = write_csv(tmp_path / "z.csv", (X - X.mean(0)) / X.std(0))
+    rc, out, err = run(capsys, "fit", path, "--header", "--eps", "0.3", "--min-samples", "20", "--bounds", "-3", "3",
+                       "--out-dir", tmp_path, "--no-png")
+    assert rc == 0 and (tmp_path / "z.spans.json").exists()
+    assert err.count("[private: do not publish] dpdbscan: PRIVACY WARNING: every column of the data "
+                     "has mean 0") == 1
+    rc, out, err = run(capsys, "fit", write_csv(tmp_path / "raw.csv", X), "--header", "--eps", "0.5", "--min-samples",
+                       "20", "--bounds", "0", "10", "--out-dir", tmp_path, "--no-png")
+    assert rc == 0 and "PRIVACY WARNING" not in err
 
 
 # --------------------------------------------------------------------------- mistakes caught early (issue 23)

@@ -481,3 +481,30 @@ def test_noiseless_pipeline_without_occupancy(histogram):
     got = dict(zip(map(tuple, dc.fine.decode(dc.keys).tolist()),
                    merge_centres(dc.fine, dc.keys).tolist()))
     assert set(got) == set(expected) and same_partition(got, expected)
+
+
+# --------------------------------------------------------------------------- #
+# extreme epsilon (issue 19, finding 8)
+
+EXTREME_EPSILON = [30.0, 700.0, 800.0, 1000.0, 1e4]
+
+
+@pytest.mark.parametrize("epsilon", EXTREME_EPSILON)
+@pytest.mark.parametrize("noise", ["discrete", "laplace"])
+def test_density_margins_are_stable_at_extreme_epsilon(noise, epsilon):
+    """Every margin of the density test at any accepted epsilon (up to
+    params.MAX_EPSILON = 1e4): no floating-point warning (the suite turns
+    them into errors; before the fix cosh and q ** -m overflowed from
+    epsilon ~ 710 on), finite, and never above the margin at epsilon = 10
+    (less noise, never a larger margin)."""
+    bw = ball_weights(2, 4.0, 2)
+    for rule in (1.0, "pointwise", "chernoff"):
+        for trunc in (None, 0.0, 2.0, "zero"):
+            m = margin(rule, bw, noise, epsilon, 0.1, 10_000, min_samples=3, truncation=trunc)
+            ref = margin(rule, bw, noise, 10.0, 0.1, 10_000, min_samples=3, truncation=trunc)
+            assert np.all(np.isfinite(m.values)) and np.all(m.values >= 0)
+            assert np.all(m.values <= ref.values + 1e-9), (rule, trunc)
+    for kind in ("dense", "sparse"):
+        G = accuracy_margin(bw, noise, epsilon, 0.1, 10_000, kind)
+        assert np.all(np.isfinite(G)) and np.all(G >= 0)
+        assert np.all(G <= accuracy_margin(bw, noise, 10.0, 0.1, 10_000, kind) + 1e-9)

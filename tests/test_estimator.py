@@ -228,3 +228,37 @@ def test_fit_lonlat_is_the_python_side_of_fit_geo(tmp_path):
         fit(core="bound").spans_.predict_lonlat(hot)
     with pytest.raises(ValueError, match="lon_min, lat_min, lon_max, lat_max"):
         fit_lonlat(lonlat, bounds=(0, 1), eps="50m")
+
+
+@pytest.mark.filterwarnings("ignore::dpdbscan.InsecureRandomnessWarning")
+def test_standardised_data_warn_after_an_unchanged_release():
+    """Issue 19, finding 7: make_pipeline(StandardScaler(), DPDBSCAN(...,
+    bounds=(-3, 3))) ran without a word, although the scaler's mean and
+    standard deviation come from the private data and place every point on
+    the grid. Now fit warns (PrivacyLeakWarning) when every column has mean 0
+    and standard deviation 1 to within 1e-6. The warning is issued after the
+    release is made and stored: even when it is turned into an error, the
+    release is the one made without it."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal([10, 200], [1, 30], (300, 2)), rng.normal([14, 260], [1, 30], (300, 2))])
+    pipe = make_pipeline(StandardScaler(), DPDBSCAN(0.3, min_samples=5, bounds=(-3, 3), random_state=0))
+    with pytest.warns(Warning) as rec:  # the release may add a UtilityWarning
+        pipe.fit(X)
+    leaks = [w for w in rec if w.category is PrivacyLeakWarning]
+    assert len(leaks) == 1 and "mean 0 and standard deviation 1" in str(leaks[0].message)
+    assert "StandardScaler" in str(leaks[0].message)
+    Z = StandardScaler().fit_transform(X)
+    strict = DPDBSCAN(0.3, min_samples=5, bounds=(-3, 3), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        with pytest.raises(PrivacyLeakWarning):
+            strict.fit(Z)
+    np.testing.assert_array_equal(strict.spans_.core_keys, pipe[-1].spans_.core_keys)
+    np.testing.assert_array_equal(strict.spans_.histogram.values, pipe[-1].spans_.histogram.values)
+    # raw data in their own units with public bounds: no word (any warning fails here)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        DPDBSCAN(3.0, min_samples=5, bounds=([0, 0], [30, 400]), random_state=0).fit(X)

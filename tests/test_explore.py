@@ -34,11 +34,10 @@ def test_every_grid_point_has_the_spans_of_with_params(model):
     eps, ms = [0.02, 0.03, 0.05], [10, 40]
     ex = E.explore(model, eps, ms)
     assert [(r.eps, r.min_samples) for r in ex.rows] == [(a, m) for a in eps for m in ms]
-    fine = model.histogram_grid.subdivided(model.subcells)
     for r in ex.rows:
         want = model.with_params(eps=r.eps, min_samples=r.min_samples)
         got = ex.models[(r.eps, r.min_samples)]
-        np.testing.assert_array_equal(fine.decode(got.core_keys), want.grid.decode(want.core_keys))
+        np.testing.assert_array_equal(got.grid.decode(got.core_keys), want.grid.decode(want.core_keys))
         np.testing.assert_array_equal(got.labels, want.labels)
         assert r.spans == want.n_spans and r.core_cells == want.n_core_cells
         assert r.threshold == pytest.approx(want.threshold)
@@ -47,6 +46,36 @@ def test_every_grid_point_has_the_spans_of_with_params(model):
     for a in eps:
         masses = [r.core_mass for r in ex.rows if r.eps == a]
         assert masses == sorted(masses, reverse=True)
+
+
+def test_panels_carry_the_guarantee_of_their_own_parameters(model):
+    """Issue 19, finding 4: each panel model was the base model with new
+    cells, so it kept the base eps, margin, threshold and guarantee (at eps
+    0.12, MinPts 40 of a 0.02 release: threshold 45.7 against 57.2, and the
+    relaxed clusters at 0.18 against 0.45). Now a panel is what
+    ``with_params`` returns, field for field."""
+    ex = E.explore(model, [0.02, 0.05, 0.12], [10, 40])
+    for (a, m), got in ex.models.items():
+        want = model.with_params(eps=a, min_samples=m)
+        assert got.grid.alpha == pytest.approx(a) and got.min_samples == m
+        assert got.threshold == pytest.approx(want.threshold) and got.gamma == pytest.approx(want.gamma)
+        assert got.guarantee() == want.guarantee()
+        assert got.describe() == want.describe()
+        assert got.summary() == want.summary()
+        np.testing.assert_array_equal(got.predict(_grid_points(model)), want.predict(_grid_points(model)))
+    # the figure's common view: the box of every panel's spans, padded by 5%
+    c = np.concatenate([model.with_params(eps=a, min_samples=m).span_cells() for a, m in ex.models])
+    g = model.grid
+    lo, hi = g.lower + c.min(0) * g.width, g.lower + (c.max(0) + 1) * g.width
+    pad = 0.05 * (hi - lo).max()
+    view = E._common_view(ex, model)
+    np.testing.assert_allclose(view[0], np.maximum(lo - pad, g.lower))
+    np.testing.assert_allclose(view[1], np.minimum(hi + pad, g.upper))
+
+
+def _grid_points(model, n=60):
+    t = (np.arange(n) + 0.5) / n
+    return np.stack(np.meshgrid(t, t), axis=-1).reshape(-1, 2)
 
 
 def test_default_grid_stays_at_or_above_the_release(model):

@@ -379,3 +379,38 @@ def test_packed_arrays_are_plain_zlib_with_or_without_isal(monkeypatch):
         raw = zlib.decompress(base64.b64decode(d["zlib_base64"]))
         assert np.array_equal(np.frombuffer(raw, dtype=d["dtype"]).reshape(d["shape"]), arr)
         assert np.array_equal(unpack(d), arr)
+
+
+@pytest.mark.filterwarnings("ignore::dpdbscan.InsecureRandomnessWarning")
+def test_a_guarantee_at_minpts_below_one_reads_no_guarantee(tmp_path, capsys):
+    """Issue 19, finding 3: "within one (rho, MinPts)-cluster" says nothing
+    when MinPts < 1 (every location is then core), so guarantee(), summary()
+    and ``dpdbscan info`` must say "no guarantee" in words instead of quoting
+    a negative MinPts. The bound test's theoretical rule reaches it (MinPts -
+    tau < 0) while its covering half still holds; a density model with
+    M* < 1 (only without the empty-space guard, which every public rule now
+    has) is built by hand."""
+    from dpdbscan.cli import main
+
+    m, _ = _model(core="bound", raise_min_samples=False)
+    s = m.spans_
+    g = s.guarantee()
+    assert 5 - s.tau < 1
+    assert g["within_clusters_at"] is None and g["probability"] == pytest.approx(0.9)
+    assert g["covers_clusters_at"]["min_samples"] == 5
+    assert "no guarantee that spans stay within clusters" in g["statement"]
+    assert "no guarantee" in s.summary().splitlines()[-1]
+    path = tmp_path / "bound.json"
+    s.save(path)
+    assert main(["info", str(path)]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("guarantee")][0]
+    assert "no guarantee" in line and ", -" not in line  # no "(0.3, -52.9)-cluster"
+
+    d, _ = _model()
+    ds = d.spans_
+    assert ds.guarantee()["within_clusters_at"]["min_samples"] >= 1
+    void = replace(ds, extra={**ds.extra, "m_star": -4})
+    gv = void.guarantee()
+    assert gv["within_clusters_at"] is None and gv["probability"] is None
+    assert gv["statement"].startswith("no guarantee") and "MinPts = -4 < 1" in gv["statement"]
+    assert "guarantee: no guarantee" in void.summary() and "MinPts=-4" not in void.summary()

@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from dpdbscan import DPDBSCAN
+from dpdbscan import DPDBSCAN, UtilityWarning, WeakPrivacyWarning
 from dpdbscan.cli import main
-from dpdbscan.params import PARAMETERS, check_param, validate
+from dpdbscan.params import MAX_EPSILON, PARAMETERS, WEAK_EPSILON, check_param, validate
 
 X = np.random.default_rng(0).random((50, 2))
 BASE = dict(eps=0.1, min_samples=5, epsilon=1.0, bounds=(0, 1), random_state=None)
@@ -113,3 +113,24 @@ def test_good_values_are_normalised():
     assert check_param("subcells", "auto") == "auto"
     assert check_param("epsilon", np.float64(2)) == 2.0
     assert check_param("backend", None) is None
+
+
+@pytest.mark.parametrize("epsilon", [10.5, 1000.0, MAX_EPSILON])
+def test_weak_epsilon_warns_once(epsilon):
+    """Issue 19, finding 8: an epsilon above about 10 is accepted with one
+    plain WeakPrivacyWarning from the parameter check, pointing at the
+    caller's line; the fit itself raises no floating-point warning (the
+    suite turns every warning into an error)."""
+    with pytest.warns(Warning) as rec:  # the release may also carry a UtilityWarning
+        DPDBSCAN(0.1, min_samples=5, epsilon=epsilon, bounds=(0, 1)).fit(X)
+    weak = [w for w in rec if w.category is WeakPrivacyWarning]
+    assert len(weak) == 1 and weak[0].filename == __file__
+    assert f"epsilon={epsilon:g} gives little privacy protection" in str(weak[0].message)
+    assert all(w.category in (WeakPrivacyWarning, UtilityWarning) for w in rec)
+    with pytest.warns(WeakPrivacyWarning, match="--epsilon"):
+        validate({"epsilon": epsilon}, cli=True)
+
+
+def test_epsilon_up_to_ten_does_not_warn():
+    assert WEAK_EPSILON == 10.0
+    validate({"epsilon": WEAK_EPSILON})  # any warning would be an error here

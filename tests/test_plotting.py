@@ -399,3 +399,34 @@ def test_the_default_view_stays_in_the_box_and_the_picture_follows_the_spans(tmp
     assert lo.tolist() == [0, 0] and hi.tolist() == [10, 100]
     lo, hi = mapstyle.keep_in_box([8, 10], [12, 20], [0, 0], [10, 100])
     assert lo.tolist() == [6, 10] and hi.tolist() == [10, 20]
+
+
+def _is_marked_private(ax) -> bool:
+    """The picture itself says it shows private data: a watermark over the
+    axes and the title."""
+    marks = [t for t in ax.texts if t.get_gid() == "private-watermark"]
+    return len(marks) == 1 and "NOT a DP release" in ax.get_title() and "PRIVATE" in marks[0].get_text()
+
+
+def test_pictures_of_points_say_so_inside_the_file(model, tmp_path):
+    """Issue 19, finding 6: a picture that draws the private points must say
+    so in the picture (title and watermark), not only on standard error;
+    pictures of the release alone carry no such mark."""
+    X = blobs(1)
+    for kind in plotting.KINDS:
+        ax = plotting.plot_model(model, kind, points=X if kind in ("labels", "spans") else None)
+        assert _is_marked_private(ax) == (kind in ("labels", "spans")), kind
+        _close(ax)
+    ax = plotting.plot_model(model, "spans")
+    assert not _is_marked_private(ax) and "PRIVATE" not in ax.get_title()
+    _close(ax)
+    ax = plotting.plot_labels(X, model.predict(X))
+    assert _is_marked_private(ax)
+    plotting.save(ax, tmp_path / "labels.png")  # the mark is drawn into the file
+    from PIL import Image
+
+    with Image.open(tmp_path / "labels.png") as im:
+        assert "NOT a DP release" in im.info.get("Description", "")
+    ax = plotting.plot_spans(model, points=X)
+    assert _is_marked_private(ax)
+    _close(ax)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 import io
 import math
+import re
 import sys
 import types
 
@@ -54,6 +55,11 @@ def _secrets(row: str) -> list[str]:
     """Tokens of an added line that are not numbers (their text must not leak)."""
     tokens = row.replace(";", ",").replace("|", ",").replace("\t", ",").split(",")
     return [t for t in tokens if t and not _is_num(t) and len(t) >= 3]
+
+
+def _quotes(secret: str, text: str) -> bool:
+    """``secret`` occurs in ``text`` other than inside a longer word."""
+    return re.search(rf"(?<!\w){re.escape(secret)}(?!\w)", text) is not None
 
 
 def _points(n: int = 600) -> np.ndarray:
@@ -197,7 +203,9 @@ def test_no_text_of_the_added_line_is_published(capsys, tmp_path, added):
     assert rc3 == 0, err3
     written = b"".join(p.read_bytes() for p in out_dir.iterdir())
     for secret in _secrets(added):
-        assert secret not in out + err + out2 + err2 + out3 + err3
+        # as a token: the library's own words may contain one ("labelled" holds
+        # "label" since the command prints the release's UtilityWarning, issue 19)
+        assert not _quotes(secret, out + err + out2 + err2 + out3 + err3)
         assert secret.encode("utf-8", errors="surrogateescape") not in written
 
 

@@ -10,7 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from .accountant import BudgetAccountant
-from .exceptions import BudgetExceeded, InsecureRandomnessWarning, PrivacyLeakWarning, UtilityWarning
+from .exceptions import (
+    BudgetExceeded,
+    InsecureRandomnessWarning,
+    PrivacyLeakWarning,
+    UtilityWarning,
+    WeakPrivacyWarning,
+)
 from .grid import Grid, neighbour_offsets
 from .model import SpanModel
 
@@ -27,6 +33,7 @@ __all__ = [
     "BudgetExceeded",
     "PrivacyLeakWarning",
     "UtilityWarning",
+    "WeakPrivacyWarning",
     "InsecureRandomnessWarning",
     "__version__",
 ]

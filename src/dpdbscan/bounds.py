@@ -33,8 +33,10 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 def gamma_laplace(epsilon: float, kappa: int, n_cells: int, beta: float) -> float:
@@ -96,17 +98,24 @@ def approximation_ratio(eta: float, subcells: int = 1) -> float:
 # Chernoff bound with the exact moment generating function of the noise
 
 
-def _log_mgf(noise: str, epsilon: float, lam: float) -> float:
-    """log E[exp(lam Z)] for one noise term, 0 <= lam < epsilon."""
+def log_mgf(noise: str, epsilon: float, lam: ArrayLike) -> Any:
+    """log E[exp(lam Z)] for one noise term, |lam| < epsilon (a float or,
+    elementwise, an array).
+
+    Discrete Laplace: M = (1-q)^2 / ((1 - q e^lam)(1 - q e^-lam)), q = e^-epsilon,
+    in logs of 1 - e^(+-lam - epsilon), so that nothing overflows at any epsilon
+    (cosh(lam) does beyond lam ~ 710). Continuous: 1 / (1 - lam^2 / epsilon^2).
+    """
+    lam = np.asarray(lam, dtype=np.float64)
     if noise == "discrete":
-        # M = (1-q)^2 / ((1 - q e^lam)(1 - q e^-lam)), q = e^-epsilon: in logs,
-        # so that no term overflows for large epsilon
-        return (
+        out = (
             2.0 * math.log1p(-math.exp(-epsilon))
-            - math.log1p(-math.exp(lam - epsilon))
-            - math.log1p(-math.exp(-lam - epsilon))
+            - np.log1p(-np.exp(lam - epsilon))
+            - np.log1p(-np.exp(-lam - epsilon))
         )
-    return -math.log1p(-((lam / epsilon) ** 2))
+    else:
+        out = -np.log1p(-((lam / epsilon) ** 2))
+    return float(out) if out.ndim == 0 else out
 
 
 @functools.lru_cache(maxsize=256)
@@ -121,7 +130,7 @@ def gamma_chernoff(noise: str, epsilon: float, kappa: int, n_events: int, beta: 
     if math.isinf(epsilon):
         return 0.0
     return _chernoff_margin(
-        lambda lam: _log_mgf(noise, epsilon, lam), epsilon, kappa, n_events, beta, lam_low=1e-12, grow=False
+        lambda lam: log_mgf(noise, epsilon, lam), epsilon, kappa, n_events, beta, lam_low=1e-12, grow=False
     )
 
 
@@ -199,8 +208,8 @@ def _tail_mgf(noise: str, epsilon: float, t: np.ndarray, lam: float) -> np.ndarr
     if noise == "discrete":
         q = math.exp(-epsilon)
         c = (1.0 - q) / (1.0 + q)
-        up = q * math.exp(lam)  # < 1
-        down = q * math.exp(-lam)
+        up = math.exp(lam - epsilon)  # q e^lam < 1; exp(lam) alone overflows beyond 709
+        down = math.exp(-lam - epsilon)
         pos = c * up ** np.maximum(t, 0.0) / (1.0 - up)
         neg = c / (1.0 - up) + c * down * (1.0 - down ** np.maximum(-t, 0.0)) / (1.0 - down)
         return np.where(t >= 0, pos, neg)
@@ -237,7 +246,7 @@ def _log_mgf_upper(noise: str, epsilon: float, lam: float, theta: float, kind: s
     m = released + np.maximum(dropped, 0.0) * np.exp(-lam * x)
     if kind == "stability":
         m[0] = 1.0
-    full = math.exp(_log_mgf(noise, epsilon, lam))
+    full = math.exp(log_mgf(noise, epsilon, lam))
     beyond = full + max(float(1.0 - _tail_mgf(noise, epsilon, np.array([t[-1] - 1.0]), 0.0)[0]), 0.0)
     return math.log(max(float(m.max()), beyond))
 

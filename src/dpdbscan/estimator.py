@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, NoReturn, Self
 
@@ -15,6 +16,7 @@ from ._random import Seed
 from .accountant import Accountant
 from .backends import Backend, NumpyBackend, resolve_backend
 from .backends.base import PointsInput
+from .exceptions import PrivacyLeakWarning
 from .geo import Equirectangular, parse_length
 from .mechanism import forecast as _forecast
 from .mechanism import release
@@ -25,6 +27,7 @@ from .params import (
     check_array,
     check_bounds,
     check_positive,
+    standardised_note,
     validate,
 )
 from .post.forecast import Forecast
@@ -69,7 +72,10 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     eta : float, default=4.0
         Grid parameter in (0, 4]: cell width ``eta * eps / (4 sqrt(d))``.
     beta : float, default=0.1
-        Failure probability of the guarantee. The paper's code used 0.5.
+        Failure probability of the guarantee. The paper's code used 0.5. With
+        ``eps="auto"`` eps is chosen after the noise among c candidates, so
+        each candidate's margins take beta / c and the guarantee, a union
+        bound over them, keeps 1 - beta (``spans_.beta`` is then beta / c).
     histogram : {"auto", "dense", "sparse", "stability"}, default="auto"
         Naive Laplace histogram over all cells, the linear-time sparse one
         (Algorithm 2) or the (epsilon, delta) stability histogram. "auto"
@@ -103,10 +109,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         cost. "auto" is 2 for d <= 3 and 1 above, where the 2^d sub-cells per
         cell would cost more time than they give. 1 is the paper's procedure.
     margin : "auto", "chernoff", "paper", "pointwise" or float, default="auto"
-        Density test: the number c of the margin c sigma(q) ("auto" = 1), raised
-        where needed so that, with probability >= 1 - beta, no sub-cell with no
-        point in reach is core ("chernoff"/"pointwise": union or pointwise
-        Chernoff bounds, for study). Bound test: how Gamma is bounded,
+        Density test: the number c of the margin c sigma(q) ("auto" = 1), or
+        union ("chernoff") or pointwise ("pointwise") Chernoff bounds, for
+        study; every rule is raised where needed (the empty-space guard) so
+        that, with probability >= 1 - beta, no sub-cell with no point in reach
+        is core. Bound test: how Gamma is bounded,
         Chernoff with the exact noise MGF ("auto") or the paper's Laplace
         concentration bound ("paper").
     border : "auto" or float, default="auto"
@@ -142,6 +149,17 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
 
     Notes
     -----
+    Scaling is part of the mechanism. The grid is laid over ``bounds`` in the
+    units ``fit`` receives, so a scaler fitted on the private data (e.g.
+    ``make_pipeline(StandardScaler(), DPDBSCAN(..., bounds=(-3, 3)))``) puts
+    every point where the data's own mean and standard deviation say: one
+    row moves every other row's cell, and the release has no DP guarantee.
+    Pass the raw data with public bounds in its own units (the box does the
+    scaling), or scale by public constants, e.g.
+    ``FunctionTransformer(lambda X: X / public_scale)``. ``fit`` warns
+    (``PrivacyLeakWarning``, after the release, which it does not change) when
+    every column has mean 0 and standard deviation 1 to within 1e-6.
+
     Why no ``labels_``: scikit-learn's clusterers label the training points
     after ``fit``. Here those labels are not part of the release: the paper
     proves that no useful DP algorithm can publish them, so the release is the
@@ -208,7 +226,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     def _validated(self) -> dict[str, Any]:
         """Every parameter checked against the one table (dpdbscan.params)."""
         names = [n for n in PARAMETERS if n != "bounds"]
-        return validate({n: getattr(self, n) for n in names})
+        # a warning (a weak epsilon) points at the line that called fit or forecast
+        return validate({n: getattr(self, n) for n in names}, stacklevel=3)
 
     def fit(self, X: PointsInput, y: object = None) -> Self:
         """Release DP spans of ``X``. Returns self.
@@ -253,6 +272,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.guarantee_ = spans.guarantee()
         self.budget_spent_ = (epsilon, spans.delta)
         self.n_features_in_ = n_features
+        # read from the private data: said only after the release is made and
+        # stored, so that it cannot change whether a release happens or what it holds
+        note = standardised_note(X) if isinstance(X, np.ndarray) else None
+        if note:
+            warnings.warn(note, PrivacyLeakWarning, stacklevel=2)
         return self
 
     def forecast(self, n_expected: float | None = None, *, n_features: int | None = None) -> Forecast:

@@ -31,9 +31,12 @@ import numpy as np
 
 from . import plotting, spanplot
 from .geo import projection_of
+from .grid import Grid
+from .histogram import NoisyHistogram
 from .model import SpanModel
 from .post import sweep as _sweep
 from .post.density import MAX_KAPPA
+from .post.spans import density_spans
 from .spanplot import Aspect
 
 if TYPE_CHECKING:
@@ -61,8 +64,9 @@ COLUMNS = ("eps", "min_samples", "threshold", "spans", "core_cells", "core_mass"
 class Exploration:
     """The table and the spans of every grid point.
 
-    ``models[(eps, MinPts)]`` is a :class:`SpanModel` of those spans on the
-    release's sub-cells (for drawing; ``with_params`` gives the same spans).
+    ``models[(eps, MinPts)]`` is the :class:`SpanModel` that
+    ``model.with_params(eps=..., min_samples=...)`` returns: the same cells,
+    and the margin, threshold and guarantee of that eps and MinPts.
     """
 
     eps: list[float]
@@ -113,6 +117,7 @@ def explore(
     total = float(np.maximum(np.asarray(hist.values, dtype=np.float64), 0).sum())
     fine = hist.grid.subdivided(model.subcells)
     rows, models = [], {}
+    at_alpha = {a: hist.on_grid(hist.grid.at_alpha(a)) for a in eps}
     for (a, m), p in sorted(table.items()):
         rows.append(
             Row(
@@ -126,18 +131,26 @@ def explore(
                 stab[(a, m)],
             )
         )
-        # the same cells as with_params's spans (on the release's sub-cell grid)
-        models[(a, m)] = replace(
-            model,
-            grid=fine,
-            core_keys=p.keys,
-            labels=p.labels,
-            min_samples=m,
-            border=model.border * a / model.grid.alpha,
-            extra=dict(model.extra or {}),
-            auto=None,
-        )
+        models[(a, m)] = _panel(model, at_alpha[a], fine, p)
     return Exploration(eps, ms, rows, models)
+
+
+def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partition) -> SpanModel:
+    """The model of one grid point: what ``model.with_params(eps, MinPts)``
+    returns (its alpha, margin, threshold, border and guarantee), with the
+    sweep's cells. ``hist`` is the release re-measured at that eps, ``fine``
+    the release's sub-cell grid the partition's keys are in. (Before issue 19
+    a panel was the base model with new cells and kept the base guarantee.)"""
+    params = replace(
+        model.params, min_samples=p.min_samples, border=model.border * p.alpha / model.grid.alpha
+    )
+    # keys differ between the two encodings (the padding grows with alpha);
+    # both are row-major, so the sorted order and the labels carry over
+    keys = hist.grid.subdivided(model.subcells).encode(fine.decode(p.keys))
+    spans = density_spans(hist, params, keys, p.labels)
+    panel = SpanModel.from_spans(hist, spans, params, delta=model.delta, metadata=dict(model.metadata))
+    panel.release = dict(model.release or {})
+    return panel
 
 
 def write_table(ex: Exploration, path: Path | str) -> None:
@@ -256,10 +269,11 @@ def _common_view(ex: Exploration, model: SpanModel):
     """(lower corner, upper corner) in model coordinates around every panel's
     spans (the whole box when no panel has one)."""
     fine = model.histogram_grid.subdivided(model.subcells)
-    keys = [p.core_keys for p in ex.models.values() if p.core_keys.size]
-    if not keys:
+    # each panel's keys are in its own grid (same cells, its own alpha)
+    coords = [p.grid.decode(p.core_keys) for p in ex.models.values() if p.core_keys.size]
+    if not coords:
         return fine.lower, fine.upper
-    c = fine.decode(np.unique(np.concatenate(keys)))
+    c = np.concatenate(coords)
     lo = fine.lower + c.min(axis=0) * fine.width
     hi = fine.lower + (c.max(axis=0) + 1) * fine.width
     pad = 0.05 * (hi - lo).max()

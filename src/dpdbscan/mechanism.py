@@ -264,7 +264,16 @@ def configure(p: dict[str, Any], grid: Grid) -> tuple[MechanismConfig, float]:
 def _auto_model(
     hist: NoisyHistogram, config: MechanismConfig, plan: auto.Plan, p: dict[str, Any]
 ) -> SpanModel:
-    """The spans at the (eps, MinPts) chosen from the release (post-processing)."""
+    """The spans at the (eps, MinPts) chosen from the release (post-processing).
+
+    eps is chosen after the noise is drawn, among ``c = len(plan.eps)``
+    candidates, and the accuracy event of the guarantee depends on eps: every
+    candidate's margins take beta / c, so that the events of all candidates
+    hold together, hence the chosen one's, with probability >= 1 - beta (a
+    union bound; the model's guarantee reports it). The events do not depend
+    on MinPts, so choosing MinPts costs nothing.
+    """
+    config = replace(config, beta=config.beta / len(plan.eps))
     choice = auto.choose_params(hist, config.span_params(plan.min_samples or 1), plan)
     alpha, m = choice["alpha"], choice["min_samples"]
     border = alpha if p.get("border", "auto") == "auto" else config.border

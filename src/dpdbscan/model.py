@@ -37,6 +37,37 @@ from .predict import predict_spans, span_regions
 _MARGIN_FIGURES = ("beta", "gamma", "gamma_upper", "margin", "kappa", "n_events", "n_cells", "theta")
 
 
+def _relaxed(alpha: float, min_samples: float | None) -> dict | None:
+    """The (alpha, MinPts) of the clusters that contain the spans, or None
+    when MinPts < 1 makes the statement empty. Counts are integers, so a
+    MinPts in (0, 1) asks what MinPts = 1 asks; at MinPts <= 0 every location,
+    empty space included, is core and one cluster spans everything."""
+    if min_samples is None or math.ceil(min_samples) < 1:
+        return None
+    return {"alpha": alpha, "min_samples": min_samples}
+
+
+def _no_guarantee(min_samples: float | None, what: str = "") -> str:
+    """Why a relaxed-cluster statement says nothing, in words."""
+    shown = "unknown" if min_samples is None else f"{min_samples:.4g}"
+    return (
+        f"no guarantee{' ' + what if what else ''}: the clusters that would contain the spans "
+        f"need MinPts = {shown} < 1, which every location of the space meets, so spans may lie "
+        "in empty space"
+    )
+
+
+def density_rule(margin: str | float) -> str:
+    """The density test's margin rule in words (summary, ``dpdbscan info``)."""
+    if margin == "pointwise":
+        rule = "pointwise Chernoff bound at beta"
+    elif margin == "chernoff":
+        rule = "Chernoff bound, union over every sub-cell"
+    else:
+        rule = f"{margin} sigma"
+    return rule + " with the empty-space guard"
+
+
 @dataclass
 class SpanModel:
     """DP cluster spans (the release).
@@ -249,6 +280,45 @@ class SpanModel:
             return self._density_guarantee()
         return self._bound_guarantee()
 
+    @property
+    def eps_candidates(self) -> int:
+        """How many eps the automatic mode chose this model's eps from after
+        the noise was drawn (1 when eps was given). Each candidate's margins
+        took ``beta`` (which is then the user's beta / this number), and the
+        guarantee is a union bound over them."""
+        a = self.auto or {}
+        return len(a.get("eps_candidates") or [0]) if "eps" in (a.get("chosen") or []) else 1
+
+    def _over_candidates(self, probability: float | None) -> float | None:
+        """The guarantee's probability after the union bound over
+        :attr:`eps_candidates`, 1 - c (1 - p) for one candidate's p; None when
+        that leaves nothing (a model saved before the margins took beta / c)."""
+        if probability is None:
+            return None
+        # rounded: c * (beta / c) is beta up to the last bit, and 0.9 should read 0.9
+        p = round(1.0 - self.eps_candidates * (1.0 - probability), 12)
+        return p if p > 0 else None
+
+    def _union_void(self) -> str:
+        c = self.eps_candidates
+        return (
+            f"no guarantee: eps was chosen after the noise among {c} candidates, and the union "
+            f"bound over them at beta = {self.beta:g} each leaves no probability"
+        )
+
+    def _union_note(self) -> str:
+        c = self.eps_candidates
+        return "" if c == 1 else f"; eps chosen among {c} candidates, beta/{c} each"
+
+    def _union_words(self) -> str:
+        c = self.eps_candidates
+        if c == 1:
+            return ""
+        return (
+            f" (union over {c} eps candidates: eps was chosen after the noise, and each "
+            f"candidate's margins took beta = {self.beta:.4g})"
+        )
+
     def _margin_figures(self) -> dict:
         """The margin and the public numbers it was computed from, as
         :meth:`describe` and the density guarantee report them."""
@@ -256,8 +326,15 @@ class SpanModel:
 
     def _density_guarantee(self) -> dict:
         """One-sided: with probability >= ``probability`` every span lies in
-        the span of one (rho alpha, M*)-cluster; no covering statement."""
+        the span of one (rho alpha, M*)-cluster; no covering statement.
+
+        With M* < 1 that says nothing (every location of the space is then
+        core), so ``probability`` and ``within_clusters_at`` are None and
+        ``statement`` reads "no guarantee"."""
         extra = self.extra or {}
+        m_star = extra.get("m_star")
+        within = _relaxed(self.rho * self.grid.alpha, m_star)
+        probability = self._over_candidates(extra.get("probability")) if within is not None else None
         return {
             "core": "density",
             "rho": self.rho,
@@ -265,9 +342,19 @@ class SpanModel:
             **self._margin_figures(),
             "subcells": self.subcells,
             "accuracy_margin": extra.get("accuracy_margin"),
-            "probability": extra.get("probability"),
+            "probability": probability,
             "covers_clusters_at": None,
-            "within_clusters_at": {"alpha": self.rho * self.grid.alpha, "min_samples": extra.get("m_star")},
+            "within_clusters_at": within,
+            "eps_candidates": self.eps_candidates,
+            "statement": (
+                _no_guarantee(m_star)
+                if within is None
+                else self._union_void()
+                if probability is None
+                else f"with probability >= {probability:g}, every span lies in the span of one "
+                f"(rho alpha = {self.rho:g} alpha, MinPts = {m_star})-cluster of exact DBSCAN "
+                "(one-sided: no covering statement)" + self._union_words()
+            ),
             "epsilon": self.epsilon,
             "delta": self.delta,
         }
@@ -283,9 +370,33 @@ class SpanModel:
         """
         upper = self.min_samples + (self.tau if self.raise_min_samples else 0.0)
         legacy = self.gamma_upper is None and self.histogram_kind != "dense"
+        probability = None if legacy else self._over_candidates(1.0 - self.beta)
+        covers = {"alpha": self.grid.alpha, "min_samples": upper}
+        # upper - tau, without the float residue of adding and taking tau back
+        lower = float(self.min_samples) - (0.0 if self.raise_min_samples else self.tau)
+        within = _relaxed(self.rho * self.grid.alpha, lower)
+        if legacy:
+            statement = (
+                "no guarantee established: this model was saved before the upper margin of "
+                f"its {self.histogram_kind} histogram was recorded"
+            )
+        elif probability is None:
+            statement = self._union_void()
+        else:
+            statement = (
+                f"with probability >= {probability:g}, every (alpha, MinPts = {upper:.1f})-cluster "
+                "lies in one span"
+                + (
+                    f", and every span lies in the span of one (rho alpha = {self.rho:g} alpha, "
+                    f"MinPts = {lower:.1f})-cluster"
+                    if within is not None
+                    else "; " + _no_guarantee(lower, "that spans stay within clusters")
+                )
+                + self._union_words()
+            )
         return {
             "core": "bound",
-            "probability": None if legacy else 1.0 - self.beta,
+            "probability": probability,
             "gamma_lower": self.gamma,
             "gamma_upper": self.gamma
             if self.histogram_kind == "dense" and self.gamma_upper is None
@@ -300,8 +411,10 @@ class SpanModel:
             "theta": self.theta,
             "subcells": self.subcells,
             "margin": self.margin,
-            "covers_clusters_at": {"alpha": self.grid.alpha, "min_samples": upper},
-            "within_clusters_at": {"alpha": self.rho * self.grid.alpha, "min_samples": upper - self.tau},
+            "covers_clusters_at": covers,
+            "within_clusters_at": within,
+            "eps_candidates": self.eps_candidates,
+            "statement": statement,
             "epsilon": self.epsilon,
             "delta": self.delta,
         }
@@ -485,7 +598,7 @@ class SpanModel:
             f"  grid    : d={g.d}, cell width w={self.histogram_grid.width:.4g}, "
             f"|X|={self.n_cells}, kappa={self.kappa}, sub-cells {self.subcells}^{g.d}",
             (
-                f"  margin  : m(q) <= {self.gamma:.2f} ({self.margin} sigma with the empty-space guard)"
+                f"  margin  : m(q) <= {self.gamma:.2f} ({density_rule(self.margin)})"
                 if self.core == "density"
                 else f"  margin  : Gamma={self.gamma:.2f}"
                 + (
@@ -523,16 +636,21 @@ class SpanModel:
         return []
 
     def _guarantee_line(self) -> str:
+        g = self.guarantee()
+        within = g["within_clusters_at"]
         if self.core == "density":
-            g = self.guarantee()
+            if within is None or g["probability"] is None:
+                return f"  guarantee: {g['statement']} (core test: density)"
             return (
                 f"  guarantee: every span within one (rho={self.rho:g}, "
-                f"MinPts={g['within_clusters_at']['min_samples']})-cluster with probability "
-                f">= {g['probability']:g} (one-sided; core test: density)"
+                f"MinPts={within['min_samples']})-cluster with probability "
+                f">= {g['probability']:g} (one-sided; core test: density{self._union_note()})"
             )
+        if within is None or g["probability"] is None:
+            return f"  guarantee: {g['statement']} (core test: bound)"
         return (
             f"  guarantee: (rho={self.rho:g}, tau={self.tau:.1f}) with probability "
-            f">= {1 - self.beta:g} (core test: bound)"
+            f">= {g['probability']:g} (core test: bound{self._union_note()})"
         )
 
     # ------------------------------------------------------ serialisation

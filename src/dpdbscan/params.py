@@ -19,11 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from .exceptions import PrivacyLeakWarning, UtilityWarning
+from .exceptions import PrivacyLeakWarning, UtilityWarning, WeakPrivacyWarning
 
 #: Largest epsilon accepted. Far beyond it already the discrete Laplace noise
 #: is 0 with probability 1 - 2 exp(-epsilon): no privacy is left to account for.
 MAX_EPSILON = 1e4
+#: Above this epsilon a release is accepted with a WeakPrivacyWarning: one row
+#: may change the probability of any outcome by a factor of up to e^10 ~ 22,000.
+WEAK_EPSILON = 10.0
 #: delta must be below this. delta is the probability that the stability
 #: histogram publishes a cell holding a single record; useful values are far
 #: below 1/n (say 1e-6 to 1e-9), and 0.01 is already a leak, not a parameter.
@@ -238,11 +241,26 @@ def _plain(value, api: bool = False) -> str:
     return repr(value) if api or isinstance(value, str) else f"{value}"
 
 
-def validate(values: dict[str, Any], *, cli: bool = False) -> dict[str, Any]:
+def validate(values: dict[str, Any], *, cli: bool = False, stacklevel: int = 2) -> dict[str, Any]:
     """Check ``values`` (a subset of :data:`PARAMETERS`) and the rules that tie
-    them together; returns the normalised values. Reads no data."""
+    them together; returns the normalised values. Reads no data.
+
+    An epsilon above :data:`WEAK_EPSILON` is accepted with one
+    :class:`~dpdbscan.exceptions.WeakPrivacyWarning` (public: it reads the
+    parameter only); ``stacklevel`` points it at the caller's caller.
+    """
     out = {name: check_param(name, v, cli=cli) for name, v in values.items() if name != "bounds"}
     opt = (lambda n: PARAMETERS[n].cli) if cli else (lambda n: n)
+    epsilon = out.get("epsilon")
+    if epsilon is not None and epsilon > WEAK_EPSILON:
+        shown = f"--epsilon {epsilon:g}" if cli else f"epsilon={epsilon:g}"
+        warnings.warn(
+            f"{shown} gives little privacy protection: adding or removing one row may change "
+            f"the probability of a release by a factor of up to exp({epsilon:g}). Above about "
+            f"{WEAK_EPSILON:g} differential privacy says little; usual values are 0.1 to 2.",
+            WeakPrivacyWarning,
+            stacklevel=stacklevel + 1,
+        )
     hist, delta = out.get("histogram"), out.get("delta", 0.0)
     if hist == "stability" and not delta:
         raise ValueError(f"{opt('histogram')} stability needs {opt('delta')} > 0, got delta=0")
@@ -394,6 +412,42 @@ def check_bounds(bounds: Any, n_features: int | None) -> tuple[np.ndarray, np.nd
     return lower, upper
 
 
+#: How close to mean 0 and standard deviation 1 every column must be for
+#: :func:`standardised_note` to call the data standardised.
+STANDARDISED_TOL = 1e-6
+
+
+def standardised_note(X: np.ndarray, option: str = "bounds") -> str | None:
+    """A warning text when every column of ``X`` has mean 0 and standard
+    deviation 1 to within :data:`STANDARDISED_TOL` over its finite rows, else
+    None. That is the mark of a scaler fitted on the private data (such as
+    scikit-learn's ``StandardScaler`` in a pipeline), whose mean and standard
+    deviation then place every point on the grid: one row moves every other
+    row's cell and the DP guarantee is void.
+
+    This reads the private data: callers say it only after the release is
+    made, and it changes nothing in the release. It is a private note for the
+    data holder, like the counts of rows read and clipped (docs/privacy.md,
+    section 6). ``option`` names the bounds as the caller's user knows them.
+    """
+    finite = X[np.all(np.isfinite(X), axis=1)] if X.ndim == 2 else X[:0]
+    if finite.shape[0] < 2:
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        # coordinates near 1e308 overflow the sums; such data are not
+        # standardised, and the overflow must not become a warning of its own
+        mean, std = finite.mean(axis=0), finite.std(axis=0)
+    if not (np.all(np.abs(mean) <= STANDARDISED_TOL) and np.all(np.abs(std - 1.0) <= STANDARDISED_TOL)):
+        return None
+    return (
+        "every column of the data has mean 0 and standard deviation 1: were they standardised "
+        "(e.g. by StandardScaler in a pipeline)? A scaler fitted on the private data moves "
+        "every point with each row, so the release has no DP guarantee. Scale by public "
+        f"constants instead, or fit the raw data with public {option} in its own units "
+        "(docs/privacy.md)."
+    )
+
+
 def bounds_from_data(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Data bounds, with the warning that this leaks (diffprivlib's convention)."""
     warnings.warn(
@@ -425,5 +479,7 @@ __all__ = [
     "PrivacyLeakWarning",
     "UtilityWarning",
     "MAX_EPSILON",
+    "WEAK_EPSILON",
+    "standardised_note",
     "MAX_DELTA",
 ]

@@ -3,7 +3,9 @@ and labels of given points. Needs matplotlib (``pip install 'dpdbscan[plot]'``).
 
 The histogram, sums and spans pictures are post-processing of the release and
 may be published with it. A picture that draws points (``points=`` in
-:func:`plot_spans`, or :func:`plot_labels`) shows private data and is not.
+:func:`plot_spans`, or :func:`plot_labels`) shows private data and is not: it
+says so in the picture itself (:func:`mark_private`: its title and a
+watermark, and the PNG's Description when written by :func:`save`).
 
 :func:`plot_model` draws any of the four from a saved model, over lon/lat when
 the model is geographic. ``transform`` maps (m, 2) grid coordinates to display coordinates, e.g. km
@@ -40,6 +42,42 @@ if TYPE_CHECKING:
 
 #: Largest image drawn cell for cell; bigger grids are shown in blocks.
 MAX_PIXELS = 4_000_000
+
+
+#: What a picture of the private points says about itself (title, watermark, PNG metadata).
+PRIVATE_PICTURE = "PRIVATE: shows the data points; NOT a DP release, do not publish"
+_WATERMARK = "private-watermark"
+
+
+def mark_private(ax: Axes) -> Axes:
+    """Mark a picture that draws private points as such, inside the picture:
+    the title starts with :data:`PRIVATE_PICTURE` and a large translucent
+    "PRIVATE" is drawn across the axes. Idempotent (call it again after
+    changing the title)."""
+    title = ax.get_title()
+    if not title.startswith(PRIVATE_PICTURE):
+        ax.set_title(PRIVATE_PICTURE + ("\n" + title if title else ""), fontsize=9)
+    if not any(t.get_gid() == _WATERMARK for t in ax.texts):
+        ax.text(
+            0.5,
+            0.5,
+            "PRIVATE\nnot a DP release",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            rotation=30,
+            fontsize=28,
+            fontweight="bold",
+            color="tab:red",
+            alpha=0.3,
+            zorder=10,
+            gid=_WATERMARK,
+        )
+    return ax
+
+
+def _shows_private_points(fig) -> bool:
+    return any(t.get_gid() == _WATERMARK for a in fig.axes for t in a.texts)
 
 
 def _plt():
@@ -298,6 +336,8 @@ def plot_spans(
     ax.set_ylim(y0, y1)
     ax.set_aspect(aspect)
     ax.set_title(title or f"{model.n_spans} DP span(s), epsilon={model.epsilon:g}")
+    if points is not None and len(points):
+        mark_private(ax)
     return ax
 
 
@@ -330,7 +370,8 @@ def plot_labels(
     aspect: Aspect = "equal",
     max_points: int | None = 200_000,
 ) -> Axes:
-    """Points coloured by label; -1 (noise) in grey. The points are private.
+    """Points coloured by label; -1 (noise) in grey. The points are private,
+    and the picture says so (:func:`mark_private`).
 
     At most ``max_points`` are drawn (a fixed-seed subsample keeps big files
     quick to draw and the picture reproducible).
@@ -360,7 +401,7 @@ def plot_labels(
     )
     ax.set_aspect(aspect)
     ax.set_title(title)
-    return ax
+    return mark_private(ax)
 
 
 def _subsample_index(n: int, max_points: int | None) -> np.ndarray:
@@ -470,13 +511,15 @@ def plot_model(
         if heat:
             title += f"\nover the {heat[0].get_label()}"
         ax.set_title(title, fontsize=9)
+        if P_model is not None and len(P_model):
+            mark_private(ax)
     else:
         assert P is not None and P_model is not None  # kind "labels" needs points: checked above
         ax = plot_labels(
             P,
             model.predict(P_model),
             ax,
-            title="labels from the DP spans",
+            title="points labelled by the DP spans",
             aspect=aspect,
             max_points=max_points,
         )
@@ -514,7 +557,10 @@ def save(ax: Axes, path: Path | str, dpi: float = 150) -> None:
     # The layout is done: without this, the placeholder engine tight_layout
     # leaves behind makes savefig draw the whole figure twice.
     root.set_layout_engine(None)
-    root.savefig(path, dpi=dpi)
+    if _shows_private_points(root) and str(path).lower().endswith(".png"):
+        root.savefig(path, dpi=dpi, metadata={"Description": PRIVATE_PICTURE})
+    else:
+        root.savefig(path, dpi=dpi)
     _plt().close(root)
 
 
@@ -524,6 +570,8 @@ __all__ = [
     "plot_neighbour_sums",
     "plot_spans",
     "plot_labels",
+    "mark_private",
+    "PRIVATE_PICTURE",
     "span_paths",
     "plot_model",
     "save",

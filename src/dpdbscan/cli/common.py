@@ -21,7 +21,7 @@ from typing import TextIO
 
 from .. import geo as _geo
 from .. import plotting
-from ..exceptions import PrivacyLeakWarning
+from ..exceptions import PrivacyLeakWarning, WeakPrivacyWarning
 from ..files import InputPlan, ReadOptions, open_input
 from ..model import SpanModel
 from ..params import check_bounds
@@ -162,7 +162,11 @@ class _Warnings:
         self._log: list = []
 
     def __enter__(self):
-        self._log = self._cm.__enter__() or []
+        # the recording list itself: it starts empty, so ``... or []`` would
+        # swap in a fresh list and drop every warning (issue 19)
+        log = self._cm.__enter__()
+        assert log is not None  # catch_warnings(record=True) returns its list
+        self._log = log
         warnings.simplefilter("always")
         return self
 
@@ -172,7 +176,7 @@ class _Warnings:
             if text in self.seen:
                 continue
             self.seen.add(text)
-            loud = issubclass(w.category, PrivacyLeakWarning)
+            loud = issubclass(w.category, (PrivacyLeakWarning, WeakPrivacyWarning))
             print(f"dpdbscan: {'PRIVACY WARNING' if loud else 'warning'}: {text}", file=self.err)
         self._log.clear()
 

@@ -22,11 +22,12 @@ from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
 from ..geo import Equirectangular
 from ..grid import MAX_KAPPA, count_neighbours
 from ..mechanism import release
-from ..params import bounds_from_data, check_param, validate
+from ..params import bounds_from_data, check_param, standardised_note, validate
 from ..progress import progress
 from .common import (
     EXIT_OK,
     EXIT_PARTIAL,
+    PRIVATE,
     Notes,
     _column_tokens,
     _draw_spans_png,
@@ -173,6 +174,11 @@ def fit_from_args(
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         model = release(X, lower, upper, {**p, "min_samples": min_samples}, backend=backend)
     sink.flush()
+    note = None if dask else standardised_note(X, "--bounds")
+    if note:
+        # read from the private points: a private note, said after the release
+        # (which it cannot change) and even with --quiet
+        print(f"{PRIVATE} dpdbscan: PRIVACY WARNING: {note}", file=sys.stderr)
     model.metadata.update(meta)
     return model
 

@@ -12,6 +12,7 @@ import numpy as np
 from .. import geo as _geo
 from .. import plotting
 from ..files import write_labels
+from ..model import density_rule
 from .common import EXIT_OK, Notes, _points_for, _Warnings
 from .common import read_model as load_model
 from .maps import picture_options
@@ -50,23 +51,44 @@ def cmd_plot(args: argparse.Namespace, sink: _Warnings) -> int:
         raise ValueError(f"plots need a 2-D model, this one is {model.grid.d}-D")
     if args.kind in ("histogram", "sums") and model.histogram is None:
         raise ValueError(f"{args.model}: saved without its noisy histogram; cannot plot {args.kind}")
-    out = Path(args.output) if args.output else Path(args.model).with_suffix(f".{args.kind}.png")
+    private = args.points is not None and args.kind in ("spans", "labels")
+    out = _plot_path(args.model, args.kind, args.output, private)
     out.parent.mkdir(parents=True, exist_ok=True)
     points = None
-    if args.points is not None and args.kind in ("spans", "labels"):
+    if private:
         points = _points_for(model, args.points, args)[1]
-        print("note: this picture shows the points themselves: it is not a DP release", file=sys.stderr)
+        print(
+            "note: this picture shows the points themselves: it is not a DP release "
+            "(the picture says so in its title and a watermark)",
+            file=sys.stderr,
+        )
     ax = plotting.plot_model(model, args.kind, points, max_points=args.max_points, dpi=args.dpi, **picture)
     plotting.save(ax, out, dpi=args.dpi)
     print(f"wrote {out}")
     return EXIT_OK
 
 
+def _plot_path(model_path: str, kind: str, output: str | None, private: bool) -> Path:
+    """Where ``plot`` writes: ``output``, or MODEL.KIND.png beside the model;
+    a picture of the private points is MODEL.PRIVATE-KIND.png by default and
+    may not take the name ``fit`` gives the release's picture (NAME.spans.png)."""
+    if output:
+        out = Path(output)
+        if private and out.name.lower().endswith(".spans.png"):
+            raise ValueError(
+                f"{out.name} is the name of a release picture; this one shows the points and is "
+                "not a DP release: give another name (the default is MODEL.PRIVATE-KIND.png)"
+            )
+        return out
+    stem = Path(model_path).with_suffix("")
+    return stem.with_name(f"{stem.name}.{'PRIVATE-' if private else ''}{kind}.png")
+
+
 def _core_rule(model) -> str:
     if model.core == "density":
         return (
             f"density: estimated eps-neighbourhood count E~ >= MinPts + m(q), up to "
-            f"{model.threshold:.1f} (margin {model.margin} sigma with the empty-space guard), "
+            f"{model.threshold:.1f} (margin: {density_rule(model.margin)}), "
             "in an occupied cell; spans join core centres within eps"
         )
     return f"bound: UB~ >= {model.threshold:.1f}" + (
@@ -77,17 +99,29 @@ def _core_rule(model) -> str:
 def _guarantee_text(model, length) -> str:
     gu = model.guarantee()
     within = gu["within_clusters_at"]
+    if gu["probability"] is None:
+        return gu["statement"]
     if model.core == "density":
+        if within is None:
+            return gu["statement"]
         return (
             f"with probability >= {gu['probability']:g}: every span lies in the span of one "
             f"({length(within['alpha'])}, {within['min_samples']})-cluster (one-sided: no "
             "span reaches beyond the clusters; no covering statement)"
         )
     covers = gu["covers_clusters_at"]
+    text = (
+        f"with probability >= {gu['probability']:g}: every ({length(covers['alpha'])}, "
+        f"{covers['min_samples']:.1f})-cluster lies in one span"
+    )
+    if within is None:
+        return (
+            text + f"; no guarantee that spans stay within clusters (MinPts - tau = "
+            f"{covers['min_samples'] - model.tau:.1f} < 1: spans may lie in empty space)"
+        )
     return (
-        f"with probability >= {1 - model.beta:g}: every ({length(covers['alpha'])}, "
-        f"{covers['min_samples']:.1f})-cluster lies in one span, and every span lies in the "
-        f"span of one ({length(within['alpha'])}, {within['min_samples']:.1f})-cluster"
+        text + f", and every span lies in the span of one ({length(within['alpha'])}, "
+        f"{within['min_samples']:.1f})-cluster"
     )
 
 
@@ -123,7 +157,16 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
             if model.core == "bound"
             else "none (the density test's guarantee is one-sided)",
         ),
-        ("beta", f"{model.beta:g}"),
+        (
+            "beta",
+            f"{model.beta:g}"
+            + (
+                ""
+                if model.eps_candidates == 1
+                else f" per eps candidate ({model.eps_candidates} candidates: "
+                f"{model.beta * model.eps_candidates:g} in all)"
+            ),
+        ),
         ("kappa", f"{model.kappa}"),
         ("|X|", f"{model.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}"),
         ("guarantee", _guarantee_text(model, length)),

@@ -197,10 +197,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="spans",
         help="what to draw: the noisy histogram, its neighbour sums, the spans "
         "(default) or the labels of --points; all but 'labels' (and spans over "
-        "--points) are part of the release",
+        "--points) are part of the release; those two are marked PRIVATE in the picture",
     )
     p.add_argument("--points", help="points to label (--kind labels) or to draw under the spans")
-    p.add_argument("-o", "--output", help="PNG path (default: MODEL.KIND.png)")
+    p.add_argument(
+        "-o",
+        "--output",
+        help="PNG path (default: MODEL.KIND.png; MODEL.PRIVATE-KIND.png for a picture of --points)",
+    )
     p.add_argument("--dpi", type=int, default=120, help="resolution of the PNG (default 120)")
     p.add_argument("--max-points", type=int, default=200_000, help="subsample big point files for drawing")
     add_picture_options(p)

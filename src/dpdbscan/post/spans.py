@@ -41,8 +41,8 @@ class SpanParams:
         Sub-cells per cell and dimension (1 = the paper's cells).
     margin : str or float
         Bound test: how Gamma bounds the noise of a neighbour sum, "chernoff"
-        or "paper". Density test: the number c of the margin c sigma(q) (with
-        the empty-space guard), or "pointwise"/"chernoff" (study only).
+        or "paper". Density test: the number c of the margin c sigma(q), or
+        "pointwise"/"chernoff" (study only); each with the empty-space guard.
     border : float
         Border radius used by ``predict`` (labels only).
     raise_min_samples : bool
@@ -174,11 +174,23 @@ def _density_spans(hist: NoisyHistogram, params: SpanParams, layout: SubcellLayo
     dc = density.density_field(
         hist, params.min_samples, subcells=layout.k, margin_rule=params.margin, beta=params.beta
     ).core(params.min_samples)
+    return density_spans(hist, params, dc.keys, merge_centres(dc.fine, dc.keys))
+
+
+def density_spans(
+    hist: NoisyHistogram, params: SpanParams, core_keys: np.ndarray, labels: np.ndarray
+) -> Spans:
+    """The :class:`Spans` of the density test's core sub-cells ``core_keys``
+    (sorted keys of ``hist.grid.subdivided(params.subcells)``) grouped by
+    ``labels``, with the margin and guarantee of ``hist``'s own alpha and
+    ``params``: one place for what a density model reports, whether its
+    cells come from :func:`build_spans` or from a sweep."""
+    layout = SubcellLayout(hist.grid, params.subcells)
     gamma, extra = density_guarantee(hist.grid, hist.kind, hist.noise, hist.epsilon, hist.theta, params)
     return Spans(
-        grid=dc.fine,
-        core_keys=dc.keys,
-        labels=merge_centres(dc.fine, dc.keys),
+        grid=layout.fine,
+        core_keys=core_keys,
+        labels=labels,
         gamma=gamma,
         kappa=int(layout.kappa),
         n_events=int(layout.n_events),
@@ -216,9 +228,11 @@ def density_guarantee(
     quantiles, union over the k^d |X| sub-cells at beta). On that event a core
     sub-cell has UB(q) >= E(q) > MinPts + m(q) - G(q), so every span lies in
     the span of one (rho alpha, M*)-cluster with M* = floor(MinPts +
-    min_q (m(q) - G(q))) + 1, and M* >= 1 by the empty-space guard (for a
-    truncating release that is a second event: probability >= 1 - 2 beta).
-    There is no covering statement.
+    min_q (m(q) - G(q))) + 1, and M* >= 1 by the empty-space guard, which
+    every margin rule has (for a truncating release that is a second event:
+    probability >= 1 - 2 beta). There is no covering statement; an M* < 1
+    (possible only without the guard) is reported as no guarantee
+    (:meth:`SpanModel.guarantee`).
 
     Returns the largest margin m(q) and a dict of ``accuracy_margin`` (the
     largest G(q)), ``m_star`` and ``probability``. Reads public values only
@@ -242,6 +256,7 @@ __all__ = [
     "SpanParams",
     "Spans",
     "build_spans",
+    "density_spans",
     "margin",
     "bound_margins",
     "density_margin",
