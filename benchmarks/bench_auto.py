@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_data  # noqa: E402
+
 from dpdbscan import DPDBSCAN  # noqa: E402
 
 

@@ -98,7 +98,7 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore", category=InsecureRandomnessWarning)
 
-    from dpdbscan.backends.dask_backend import DaskBackend
+    from dpdbscan.release.backends.dask_backend import DaskBackend
 
     tmp = tempfile.mkdtemp(prefix="dpdbscan-bench-dask-")
     try:
@@ -128,7 +128,7 @@ def main(argv=None) -> None:
 def describe(name, config, X) -> None:
     """Grid size and number of occupied cells (benchmark data, not a release)."""
     from dpdbscan import Grid
-    from dpdbscan.backends import NumpyBackend
+    from dpdbscan.release.backends import NumpyBackend
 
     grid = Grid(np.full(2, LOWER), np.full(2, UPPER), config["eps"])
     occupied = len(NumpyBackend().count(grid, X))

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpdbscan.geo import Equirectangular
+from dpdbscan.geometry.projection import Equirectangular
 
 REPO = Path(__file__).resolve().parents[1]
 

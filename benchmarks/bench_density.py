@@ -24,9 +24,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_data  # noqa: E402
+
 from dpdbscan import DPDBSCAN  # noqa: E402
-from dpdbscan.backends.numpy_backend import run_length  # noqa: E402
-from dpdbscan.grid import Grid  # noqa: E402
+from dpdbscan.cells.grid import Grid  # noqa: E402
+from dpdbscan.release.backends.numpy_backend import run_length  # noqa: E402
 
 
 def fit_seconds(ds, core):

@@ -24,7 +24,8 @@ import sys
 import time
 from fractions import Fraction
 
-from dpdbscan import _gaussian, _random
+from dpdbscan.release.samplers import gaussian as _gaussian
+from dpdbscan.release.samplers import integers as _random
 
 TARGET = 3.0
 SIGMAS = (1, 10, 100, 1000)

@@ -22,9 +22,10 @@ import warnings
 
 import numpy as np
 
-from dpdbscan import DPDBSCAN, InsecureRandomnessWarning, UtilityWarning, _random
-from dpdbscan.grid import Grid
-from dpdbscan.histograms import DiscreteLaplace
+from dpdbscan import DPDBSCAN, InsecureRandomnessWarning, UtilityWarning
+from dpdbscan.cells.grid import Grid
+from dpdbscan.release.histograms import DiscreteLaplace
+from dpdbscan.release.samplers import integers as _random
 
 TARGET = 1.5
 BOX = (0.0, 100.0)

@@ -53,8 +53,8 @@ sys.path.insert(0, str(HERE))
 import bench_data  # noqa: E402
 
 from dpdbscan import DPDBSCAN  # noqa: E402
-from dpdbscan.backends.numpy_backend import run_length  # noqa: E402
-from dpdbscan.grid import Grid  # noqa: E402
+from dpdbscan.cells.grid import Grid  # noqa: E402
+from dpdbscan.release.backends.numpy_backend import run_length  # noqa: E402
 
 SECTIONS = ("floor", "sklearn", "chest", "memory", "scaling", "naive", "cli", "csv")
 GB = 1e9

@@ -19,8 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import bench_data  # noqa: E402
 
-from dpdbscan import DPDBSCAN, plotting  # noqa: E402
-from dpdbscan.geo import format_km  # noqa: E402
+from dpdbscan import DPDBSCAN  # noqa: E402
+from dpdbscan.geometry.projection import format_km  # noqa: E402
+from dpdbscan.render import plotting  # noqa: E402
 
 
 def main(argv=None) -> int:

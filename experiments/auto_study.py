@@ -22,8 +22,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dpdbscan import DPDBSCAN  # noqa: E402
-from dpdbscan.post import auto, sweep  # noqa: E402
-from dpdbscan.predict import predict_spans  # noqa: E402
+from dpdbscan.model.predict import predict_spans  # noqa: E402
+from dpdbscan.post import auto  # noqa: E402
+from dpdbscan.post import ladder as sweep
 from experiments import devsuite  # noqa: E402
 from experiments.accuracy import scores  # noqa: E402
 

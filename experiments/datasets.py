@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-from dpdbscan.geo import Equirectangular
+from dpdbscan.geometry.projection import Equirectangular
 
 from . import paper
 

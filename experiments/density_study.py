@@ -50,9 +50,9 @@ def parse_variant(text: str):
 
 def labels_for(hist, ds, v):
     """predict labels of ``ds.X`` under variant ``v`` from the release ``hist``."""
+    from dpdbscan.model.predict import predict_spans, span_regions
+    from dpdbscan.post.coretests.density import density_field
     from dpdbscan.post.merge import merge_centres
-    from dpdbscan.predict import predict_spans, span_regions
-    from dpdbscan.post.density import density_field
 
     dc = density_field(hist, ds.min_samples, subcells=v["subcells"], margin_rule=v["margin"],
                        beta=v["beta"], estimate=v["estimate"], occupancy=v["occupancy"],
@@ -66,9 +66,9 @@ THETA = None  # sparse releases: theta (None = the library's default)
 
 
 def release(ds, seed, eta, epsilon, histogram="dense"):
-    from dpdbscan._random import SeededSource
-    from dpdbscan.grid import Grid
-    from dpdbscan.mechanism import MechanismConfig, release_histogram
+    from dpdbscan.cells.grid import Grid
+    from dpdbscan.pipeline import MechanismConfig, release_histogram
+    from dpdbscan.release.samplers.integers import SeededSource
 
     grid = Grid(*ds.bounds, ds.alpha, eta)
     cfg = MechanismConfig(epsilon=epsilon, histogram=histogram, noise="discrete", theta=THETA)

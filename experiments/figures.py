@@ -1,4 +1,4 @@
-"""Experiment-specific figures (the library's own plots are dpdbscan.plotting).
+"""Experiment-specific figures (the library's own plots are dpdbscan.render.plotting).
 
 Each function draws one figure of the paper's Experiments section into a PNG
 and returns nothing; the numbers behind the figures are computed elsewhere.
@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from dpdbscan import plotting
-from dpdbscan.geo import Equirectangular
+from dpdbscan.geometry.projection import Equirectangular
+from dpdbscan.render import plotting
 
 from .datasets import SF_LATITUDE
 

@@ -24,10 +24,9 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from dpdbscan import DPDBSCAN  # noqa: E402
 from experiments import devsuite  # noqa: E402
 from experiments.accuracy import scores  # noqa: E402
-
-from dpdbscan import DPDBSCAN  # noqa: E402
 
 
 def fit(ds, seed, eps, m, epsilon=1.0):

@@ -334,7 +334,7 @@ def run(cfg: Config, out: Path, command: str) -> Path:
     log("running time")
     res["timing"] = section_timing(cfg, missing)
     res["datasets"] = section_datasets(cfg, missing)
-    res["date"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    res["date"] = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     res["minutes"] = (time.perf_counter() - t0) / 60
     path = out / "REPORT.md"
     path.write_text(report.build_report(cfg, res, out))

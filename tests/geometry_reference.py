@@ -1,4 +1,4 @@
-"""The outline tracer that dpdbscan.geometry had before issue 15 section 5
+"""The outline tracer that dpdbscan.geometry.outlines had before issue 15 section 5
 (pure Python edge chaining), kept as a reference for tests/test_geometry.py.
 
 Known faults, which the tests work around and the new tracer fixes: a hole

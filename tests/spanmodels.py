@@ -2,7 +2,7 @@
 
 A real fit decides the spans from noise; these tests need spans placed
 exactly (touching, far apart, tiny, of known size), so they assemble a
-:class:`~dpdbscan.model.SpanModel` from given cells and a given histogram.
+:class:`~dpdbscan.model.spanmodel.SpanModel` from given cells and a given histogram.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 
-from dpdbscan.geo import Equirectangular
-from dpdbscan.grid import Grid
-from dpdbscan.histogram import NoisyHistogram
-from dpdbscan.model import SpanModel
+from dpdbscan.cells.grid import Grid
+from dpdbscan.cells.histogram import NoisyHistogram
+from dpdbscan.geometry.projection import Equirectangular
+from dpdbscan.model.spanmodel import SpanModel
 
 SF_BOX = ((-122.48, 37.72), (-122.38, 37.82))
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from dpdbscan import BudgetAccountant, BudgetExceeded, DPDBSCAN
+from dpdbscan import DPDBSCAN, BudgetAccountant, BudgetExceeded
 
 BOUNDS = (0.0, 10.0)
 

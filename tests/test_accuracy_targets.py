@@ -7,7 +7,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import REPO
 
 sys.path.insert(0, str(REPO))

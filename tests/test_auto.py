@@ -11,9 +11,9 @@ import pytest
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
-from dpdbscan.model import SpanModel
+from dpdbscan.model.spanmodel import SpanModel
 from dpdbscan.post import auto
-from dpdbscan.post.sweep import Partition
+from dpdbscan.post.ladder import Partition
 
 quiet = pytest.mark.filterwarnings("ignore")  # seeded noise, small-data notes
 
@@ -43,7 +43,7 @@ def test_the_release_grid_does_not_depend_on_the_data():
 
 
 def test_the_base_is_sized_by_public_inputs():
-    from dpdbscan.grid import Grid
+    from dpdbscan.cells.grid import Grid
 
     cells = auto.base_cells(1.0)
     assert cells == int(auto.ASSUMED_N / auto.POINTS_PER_CELL)
@@ -67,7 +67,7 @@ def test_the_plan_is_public():
     # 3-D: the same number of cells, and big neighbourhoods are skipped
     lo, hi = np.zeros(3), np.ones(3)
     p3 = auto.plan(lo, hi, 4.0, "auto", "auto", max_cells=1 << 20)
-    from dpdbscan.grid import Grid
+    from dpdbscan.cells.grid import Grid
 
     cells = auto.base_cells(1.0)
     assert Grid(lo, hi, p3.base_eps).n_cells <= cells < Grid(lo, hi, p3.base_eps / 1.02).n_cells

@@ -1,5 +1,5 @@
 """The exact Bernoulli process of the sparse histogram's empty cells
-(``dpdbscan._bernoulli``): geometric gaps, their digits and thresholds, and
+(``dpdbscan.release.samplers.skipping``): geometric gaps, their digits and thresholds, and
 the positions of successes.
 
 False-failure rate: every statistical check is a goodness-of-fit test whose
@@ -21,9 +21,9 @@ import pytest
 from scipy import stats
 from stats import assert_fits as _assert_fits
 
-from dpdbscan import _bernoulli as B
-from dpdbscan._random import SecureSource, SeededSource
-from dpdbscan.histograms import ContinuousLaplace, DiscreteLaplace
+from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace
+from dpdbscan.release.samplers import skipping as B
+from dpdbscan.release.samplers.integers import SecureSource, SeededSource
 
 RATE = 1e-7
 

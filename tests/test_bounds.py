@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpdbscan import bounds
-from dpdbscan._random import SeededSource
-from dpdbscan.histograms import ContinuousLaplace, DiscreteLaplace
+from dpdbscan.post.coretests.bound import margins as bounds
+from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace
+from dpdbscan.release.samplers.integers import SeededSource
 
 P_FAIL = 1e-6
 

@@ -10,8 +10,8 @@ import pytest
 from clirun import blob_points, run, write_csv
 
 from dpdbscan.cli import build_parser, main
-from dpdbscan.geo import Equirectangular
-from dpdbscan.model import SpanModel
+from dpdbscan.geometry.projection import Equirectangular
+from dpdbscan.model.spanmodel import SpanModel
 from dpdbscan.progress import progress, progress_wanted
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -370,7 +370,7 @@ def test_text_columns_read_as_missing_and_are_never_echoed(capsys, tmp_path):
 
 
 def test_dask_backend_missing_names_the_extra(capsys, blobs_csv, monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "dpdbscan.backends.dask_backend", None)
+    monkeypatch.setitem(sys.modules, "dpdbscan.release.backends.dask_backend", None)
     rc, out, err = run(capsys, "fit", blobs_csv, "--header", *FIT, "--backend", "dask", "--columns", "x", "y",
                        "--out-dir", tmp_path)
     assert rc == 2 and err.count("\n") == 1
@@ -379,8 +379,8 @@ def test_dask_backend_missing_names_the_extra(capsys, blobs_csv, monkeypatch, tm
 
 def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, monkeypatch, tmp_path):
     """The CLI does not read the file itself: it hands the path to the backend."""
-    from dpdbscan.backends import NumpyBackend
     from dpdbscan.files import read_points
+    from dpdbscan.release.backends import NumpyBackend
 
     seen = {}
 
@@ -392,16 +392,16 @@ def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, mon
 
         def count(self, grid, X):
             seen["X"] = X
-            from dpdbscan.points import clean_points
+            from dpdbscan.release.points import clean_points
 
             return NumpyBackend().count(grid, clean_points(grid, read_points(X, self_columns(), header=True)[0]))
 
     def self_columns():
         return seen["columns"]
 
-    fake = types.ModuleType("dpdbscan.backends.dask_backend")
+    fake = types.ModuleType("dpdbscan.release.backends.dask_backend")
     fake.DaskBackend = FakeDask
-    monkeypatch.setitem(sys.modules, "dpdbscan.backends.dask_backend", fake)
+    monkeypatch.setitem(sys.modules, "dpdbscan.release.backends.dask_backend", fake)
     rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
                        "--backend", "dask", "--scheduler", "tcp://scheduler.example.org:8786", "--columns", "x,y",
                        "--out-dir", tmp_path, "--no-png", "--seed", "0")

@@ -137,8 +137,8 @@ def test_kappa_margin_threshold_equal_the_forecast(capsys, box_csv, extra):
 
 
 def test_no_budget_no_noise_no_file(capsys, geo_csv, tmp_path, monkeypatch):
-    import dpdbscan.mechanism as mechanism
-    from dpdbscan import _random
+    import dpdbscan.pipeline as mechanism
+    from dpdbscan.release.samplers import integers as _random
 
     def refuse(*a, **k):
         raise AssertionError("check must not draw noise or release anything")

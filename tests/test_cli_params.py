@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from clirun import blob_points, run, write_csv
 
-from dpdbscan.model import SpanModel
+from dpdbscan.model.spanmodel import SpanModel
 
 
 @pytest.fixture

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from dpdbscan.post import core
-from dpdbscan.grid import Grid
-from dpdbscan.histogram import NoisyHistogram
+from dpdbscan.cells.grid import Grid
+from dpdbscan.cells.histogram import NoisyHistogram
+from dpdbscan.post.coretests.bound import core
 from dpdbscan.post.sums import dense_neighbour_sums
 
 
@@ -62,7 +62,7 @@ def test_sum_threshold_rules():
 
 def _core_subcells_reference(hist, threshold, layout):
     """The per-position loop over the whole universe (before the speed-up)."""
-    from dpdbscan.post import core
+    from dpdbscan.post.coretests.bound import core
 
     keys, sums = [], []
     for pos, offsets in layout.positions:
@@ -89,9 +89,9 @@ def _core_subcells_reference(hist, threshold, layout):
 @pytest.mark.parametrize("kind", ["dense-int", "dense-float", "sparse"])
 @pytest.mark.parametrize("k", [2, 3])
 def test_subcell_core_cells_match_full_evaluation(d, kind, k):
-    from dpdbscan.post import core
-    from dpdbscan.histogram import NoisyHistogram
-    from dpdbscan.post.subcells import SubcellLayout
+    from dpdbscan.cells.histogram import NoisyHistogram
+    from dpdbscan.cells.subcells import SubcellLayout
+    from dpdbscan.post.coretests.bound import core
 
     rng = np.random.default_rng(d * 10 + k)
     g = Grid(np.zeros(d), np.full(d, 1.0), {1: 0.01, 2: 0.04, 3: 0.2}[d])
@@ -122,8 +122,8 @@ def test_subcell_core_cells_match_full_evaluation(d, kind, k):
 def test_dense_core_cells_from_candidates_match_full_sums(d, kind):
     """k = 1 on a dense histogram: candidates around heavy cells give exactly
     the cells and sums of the full evaluation."""
-    from dpdbscan.post import core
-    from dpdbscan.histogram import NoisyHistogram
+    from dpdbscan.cells.histogram import NoisyHistogram
+    from dpdbscan.post.coretests.bound import core
     from dpdbscan.post.sums import dense_candidates, dense_neighbour_sums
 
     rng = np.random.default_rng(40 + d)

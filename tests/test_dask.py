@@ -24,12 +24,10 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from dpdbscan import DPDBSCAN, Grid  # noqa: E402
-from dpdbscan.backends import NumpyBackend  # noqa: E402
-from dpdbscan.backends.dask_backend import (  # noqa: E402
-    DaskBackend, count_block, file_format, merge_counts,
-)
-from dpdbscan.backends.numpy_backend import count_keys  # noqa: E402
-from dpdbscan.points import clean_points  # noqa: E402
+from dpdbscan.release.backends import NumpyBackend  # noqa: E402
+from dpdbscan.release.backends.dask_backend import DaskBackend, count_block, file_format, merge_counts  # noqa: E402
+from dpdbscan.release.backends.numpy_backend import count_keys  # noqa: E402
+from dpdbscan.release.points import clean_points  # noqa: E402
 
 LOWER, UPPER = np.zeros(2), np.full(2, 10.0)
 BOUNDS = (LOWER.tolist(), UPPER.tolist())
@@ -368,7 +366,7 @@ def test_missing_extra_names_it(monkeypatch):
 
 
 def test_get_backend_builds_the_dask_backend():
-    from dpdbscan.backends import get_backend
+    from dpdbscan.release.backends import get_backend
 
     assert isinstance(get_backend("dask"), DaskBackend)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dpdbscan import demo, plotting
+from dpdbscan import demo
+from dpdbscan.render import plotting
 
 
 def test_demo_writes_only_the_release(tmp_path, capsys, monkeypatch):

@@ -7,20 +7,26 @@ import math
 
 import numpy as np
 import pytest
+from reference import components, same_partition
 
 from dpdbscan import DPDBSCAN, SpanModel
-from dpdbscan._random import SeededSource
-from dpdbscan.post.merge import centre_offsets, merge_centres, radius_cells2
-from dpdbscan.predict import predict_spans, span_regions
-from dpdbscan.post.density import (
-    accuracy_margin, ball_weights, dense_weighted_sums, density_field, margin, noise_variance,
-    weighted_quantile, weighted_sums_at, weighted_tail_bound,
+from dpdbscan.cells.grid import Grid
+from dpdbscan.cells.histogram import NoisyHistogram
+from dpdbscan.model.predict import predict_spans, span_regions
+from dpdbscan.pipeline import MechanismConfig, release_histogram
+from dpdbscan.post.coretests.density import (
+    accuracy_margin,
+    ball_weights,
+    dense_weighted_sums,
+    density_field,
+    margin,
+    noise_variance,
+    weighted_quantile,
+    weighted_sums_at,
+    weighted_tail_bound,
 )
-from dpdbscan.grid import Grid
-from dpdbscan.histogram import NoisyHistogram
-from dpdbscan.mechanism import MechanismConfig, release_histogram
-
-from reference import components, same_partition
+from dpdbscan.post.merge import centre_offsets, merge_centres, radius_cells2
+from dpdbscan.release.samplers.integers import SeededSource
 
 # --------------------------------------------------------------------------- #
 # weights
@@ -194,7 +200,7 @@ def test_sparse_sums_equal_dense_sums_of_the_same_release(d, k):
 
 @pytest.mark.parametrize("noise,eps", [("discrete", 1.0), ("discrete", 0.5), ("laplace", 1.0)])
 def test_noise_variance(noise, eps):
-    from dpdbscan.histograms import make_noise
+    from dpdbscan.release.histograms import make_noise
 
     z = make_noise(noise, eps).sample(SeededSource(3), 400_000).astype(np.float64)
     v = noise_variance(noise, eps)
@@ -211,7 +217,7 @@ def test_weighted_quantile_bounds_the_tail(noise, truncation):
     just below g - 0.3 is above the level)."""
     from scipy.stats import beta as beta_dist
 
-    from dpdbscan.histograms import make_noise
+    from dpdbscan.release.histograms import make_noise
 
     W = ball_weights(2, 4.0, 2).W[0]
     W = W[W > 0]

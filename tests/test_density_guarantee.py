@@ -17,17 +17,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-from dpdbscan import DPDBSCAN
-from dpdbscan._random import SeededSource
-from dpdbscan.backends.numpy_backend import NumpyBackend
-from dpdbscan.post.density import accuracy_margin, ball_weights, dense_weighted_sums
-from dpdbscan.grid import Grid
-from dpdbscan.mechanism import MechanismConfig, fit_spans
-from dpdbscan.post.subcells import SubcellLayout
-
 from stats import P_FAIL, cp_lower
 from test_sandwich import _points, covers_clusters, within_relaxed_clusters
+
+from dpdbscan import DPDBSCAN
+from dpdbscan.cells.grid import Grid
+from dpdbscan.cells.subcells import SubcellLayout
+from dpdbscan.pipeline import MechanismConfig, fit_spans
+from dpdbscan.post.coretests.density import accuracy_margin, ball_weights, dense_weighted_sums
+from dpdbscan.release.backends.numpy_backend import NumpyBackend
+from dpdbscan.release.samplers.integers import SeededSource
 
 INSTANCES = dict(
     seed=st.integers(0, 10_000),

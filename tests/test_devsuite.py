@@ -7,7 +7,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import REPO
 
 if str(REPO) not in sys.path:

@@ -171,7 +171,7 @@ def test_small_data_is_not_silently_empty():
 
 
 def test_custom_backend_keys_are_put_in_canonical_order():
-    from dpdbscan.backends import CellCounts, NumpyBackend
+    from dpdbscan.release.backends import CellCounts, NumpyBackend
 
     class Shuffled:
         def count(self, grid, X):

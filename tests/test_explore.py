@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from dpdbscan import DPDBSCAN
-from dpdbscan import explore as E
 from dpdbscan.cli import main
-from dpdbscan.post.sweep import Partition, agreement
+from dpdbscan.post.ladder import Partition, agreement
+from dpdbscan.render import explore as E
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -1,6 +1,6 @@
 """The exact discrete Gaussian: sampler, tail sampler, the float law, the
 exact tail probability of the sparse histogram's skipping, and the noise
-class (``dpdbscan._gaussian``, ``_gaussian_law``, ``_gaussian_tail``,
+class (``dpdbscan.release.samplers.gaussian``, ``_gaussian_law``, ``_gaussian_tail``,
 ``histograms.noise.DiscreteGaussian``).
 
 False-failure rate: every statistical check is :func:`stats.assert_fits`
@@ -23,13 +23,13 @@ import pytest
 from scipy import stats
 from stats import assert_fits
 
-from dpdbscan import _bernoulli as B
-from dpdbscan import _gaussian as G
-from dpdbscan import _gaussian_law as law
-from dpdbscan._gaussian_tail import GaussianTailProbability, tail_interval
-from dpdbscan._random import SecureSource, SeededSource
-from dpdbscan.histograms import noise as noise_mod
-from dpdbscan.histograms.noise import DiscreteGaussian, make_gaussian_noise
+from dpdbscan.laws import gaussian as law
+from dpdbscan.release.histograms import noise as noise_mod
+from dpdbscan.release.histograms.noise import DiscreteGaussian, make_gaussian_noise
+from dpdbscan.release.samplers import gaussian as G
+from dpdbscan.release.samplers import skipping as B
+from dpdbscan.release.samplers.gaussian_tail import GaussianTailProbability, tail_interval
+from dpdbscan.release.samplers.integers import SecureSource, SeededSource
 
 RATE = 1e-7
 

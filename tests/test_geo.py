@@ -3,8 +3,13 @@ import math
 import numpy as np
 import pytest
 
-from dpdbscan.geo import (
-    KM_PER_DEGREE, Equirectangular, check_lonlat_box, default_geo_columns, format_km, parse_length,
+from dpdbscan.geometry.projection import (
+    KM_PER_DEGREE,
+    Equirectangular,
+    check_lonlat_box,
+    default_geo_columns,
+    format_km,
+    parse_length,
 )
 
 SF_LOWER, SF_UPPER = (-122.48, 37.72), (-122.38, 37.82)

@@ -1,4 +1,4 @@
-"""Outlines of cell sets (dpdbscan.geometry) and connected components.
+"""Outlines of cell sets (dpdbscan.geometry.outlines) and connected components.
 
 The tracer is checked three ways on random cell sets (fixed seeds): against
 brute force (every cell centre near the set is inside the polygons exactly
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from geometry_reference import cells_to_polygons as reference_polygons
 
-from dpdbscan.components import connected_components
-from dpdbscan.geometry import cells_to_polygons, outlines
+from dpdbscan.cells.components import connected_components
+from dpdbscan.geometry.outlines import cells_to_polygons, outlines
 
 
 def _random_sets(seed: int, count: int):

@@ -3,16 +3,20 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-
-from dpdbscan._random import SeededSource
-from dpdbscan.backends.numpy_backend import NumpyBackend, run_length
-from dpdbscan.bounds import gamma, gamma_laplace, tau
-from dpdbscan.grid import Grid
-from dpdbscan.histograms import (
-    DiscreteLaplace, dense_histogram, sparse_histogram, stability_histogram, stability_theta,
-)
-from dpdbscan.histograms.sparse import default_theta
 from stats import binom_ok
+
+from dpdbscan.cells.grid import Grid
+from dpdbscan.post.coretests.bound.margins import gamma, gamma_laplace, tau
+from dpdbscan.release.backends.numpy_backend import NumpyBackend, run_length
+from dpdbscan.release.histograms import (
+    DiscreteLaplace,
+    dense_histogram,
+    sparse_histogram,
+    stability_histogram,
+    stability_theta,
+)
+from dpdbscan.release.histograms.sparse import default_theta
+from dpdbscan.release.samplers.integers import SeededSource
 
 # Distribution checks below use a per-test false-failure rate of at most 1e-6.
 P_FAIL = 1e-6
@@ -108,7 +112,7 @@ def test_stability_histogram_releases_a_cell_with_the_right_probability(count):
     th = stability_theta(noise, delta)
     g = Grid([0.0], [1.0], 1e-5)  # a long strip: one cell per point
     n = 50_000
-    from dpdbscan.backends.base import CellCounts
+    from dpdbscan.release.backends.base import CellCounts
 
     cells = CellCounts(g.encode(np.arange(n).reshape(-1, 1)), np.full(n, count, dtype=np.int64))
     h = stability_histogram(g, cells, noise, SeededSource(count), delta)
@@ -140,7 +144,7 @@ def test_gamma_bounds_discrete_noise_sums():
 
 @pytest.mark.parametrize("noise", ["discrete", "laplace"])
 def test_chernoff_margin_is_valid_and_tighter(noise):
-    from dpdbscan.bounds import gamma_chernoff
+    from dpdbscan.post.coretests.bound.margins import gamma_chernoff
 
     for kappa, n_events in [(15, 1), (21, 1849), (117, 10**8)]:
         assert gamma_chernoff(noise, 1.0, kappa, n_events, 0.1) < gamma_laplace(1.0, kappa, n_events, 0.1)
@@ -151,7 +155,7 @@ def test_chernoff_margin_is_valid_and_tighter(noise):
     if noise == "discrete":
         z = DiscreteLaplace(1.0).sample(src, 15 * n)
     else:
-        from dpdbscan.histograms import ContinuousLaplace
+        from dpdbscan.release.histograms import ContinuousLaplace
         z = ContinuousLaplace(1.0).sample(src, 15 * n)
     S = z.reshape(n, 15).sum(1)
     assert int((np.abs(S) > G).sum()) <= stats.binom.ppf(1 - P_FAIL, n, 0.05)
@@ -162,7 +166,7 @@ def test_chernoff_margin_is_valid_and_tighter(noise):
 def test_linear_to_coords_is_row_major_and_exact():
     """Linear indices to coordinates: numpy's unravel_index on a small grid,
     and exact Python-int arithmetic on a universe beyond 2**62 (d = 10)."""
-    from dpdbscan.histograms.sparse import linear_to_coords
+    from dpdbscan.release.histograms.sparse import linear_to_coords
 
     shape = (3, 5, 2)
     flat = np.arange(30, dtype=np.int64)
@@ -177,7 +181,7 @@ def test_linear_to_coords_is_row_major_and_exact():
 
 
 def test_merge_sorted():
-    from dpdbscan.histograms.sparse import _merge_sorted
+    from dpdbscan.release.histograms.sparse import _merge_sorted
 
     rng = np.random.default_rng(0)
     for _ in range(50):

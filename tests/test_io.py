@@ -706,8 +706,8 @@ def test_both_gzip_readers_refuse_damaged_files_in_one_line(gzip_path, tmp_path,
        st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=12, max_size=12),
        st.booleans())
 def test_records_are_counted_as_parse_block_returns_them(lines, ends, last_end):
-    from dpdbscan.files.records import CsvLayout, parse_block
     from dpdbscan.files.csvfile import _records
+    from dpdbscan.files.records import CsvLayout, parse_block
 
     text = "".join(line + end for line, end in zip(lines, ends))
     if lines and not last_end:

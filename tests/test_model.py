@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 from dpdbscan import DPDBSCAN, SpanModel
-from dpdbscan._random import SeededSource
-from dpdbscan.grid import Grid
-from dpdbscan.mechanism import MechanismConfig, fit_spans, release_histogram
+from dpdbscan.cells.grid import Grid
+from dpdbscan.model.spanmodel import spans_from_histogram
+from dpdbscan.pipeline import MechanismConfig, fit_spans, release_histogram
 from dpdbscan.post.merge import canonical_labels, merge_cells
-from dpdbscan.model import spans_from_histogram
+from dpdbscan.release.samplers.integers import SeededSource
 
 
 def _two_blobs(n=400, seed=0):
@@ -164,7 +164,7 @@ def test_border_labels_points_near_span_cells():
     g = Grid([0, 0], [1, 1], 0.1)
     cells = np.array([[5, 5], [9, 5]])
     keys = g.encode(cells)
-    from dpdbscan.model import SpanModel as SM
+    from dpdbscan.model.spanmodel import SpanModel as SM
 
     m = SM(grid=g, core_keys=keys, labels=np.array([0, 1]), min_samples=5, gamma=1.0,
            beta=0.1, epsilon=1.0, border=0.5 * g.width)
@@ -198,7 +198,7 @@ def test_reported_guarantee_recomputes_gamma(kw):
     guarantee() reported 21 and |X|. Now Gamma recomputed from what
     guarantee() reports equals the Gamma that was used."""
     from dpdbscan import DPDBSCAN
-    from dpdbscan.bounds import margins
+    from dpdbscan.post.coretests.bound.margins import margins
 
     params = {**dict(eps=0.05, min_samples=5, bounds=(0, 1), random_state=0), **kw}
     m = DPDBSCAN(**params).fit(np.random.default_rng(0).random((300, 2))).spans_
@@ -309,7 +309,7 @@ def test_border_ties_go_to_the_smaller_span_id(seed, to):
     smaller span id whatever the float rounding of the grid's coordinates
     (the old rule measured from the point in absolute coordinates and failed
     in 26 of 80 such cases)."""
-    from dpdbscan.predict import border_labels, span_regions
+    from dpdbscan.model.predict import border_labels, span_regions
 
     rng = np.random.default_rng(seed)
     lower = rng.uniform(-1000, 1000, 2)
@@ -362,7 +362,7 @@ def test_packed_arrays_are_plain_zlib_with_or_without_isal(monkeypatch):
     import builtins
     import zlib
 
-    from dpdbscan.serialize import pack, unpack
+    from dpdbscan.model.codec import pack, unpack
 
     arr = np.random.default_rng(2).integers(-5, 40_000, size=(300, 200))
     real_import = builtins.__import__

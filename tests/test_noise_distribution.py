@@ -25,12 +25,12 @@ from hypothesis import strategies as st
 from scipy import stats
 from stats import chi2_ok
 
-from dpdbscan import _random
-from dpdbscan._random import SecureSource, SeededSource
-from dpdbscan.backends.base import CellCounts
-from dpdbscan.grid import Grid
-from dpdbscan.histograms import ContinuousLaplace, DiscreteLaplace, sparse_histogram
-from dpdbscan.histograms.sparse import released_empty_cells
+from dpdbscan.cells.grid import Grid
+from dpdbscan.release.backends.base import CellCounts
+from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace, sparse_histogram
+from dpdbscan.release.histograms.sparse import released_empty_cells
+from dpdbscan.release.samplers import integers as _random
+from dpdbscan.release.samplers.integers import SecureSource, SeededSource
 
 RATE = 1e-7
 N = 200_000

@@ -4,11 +4,11 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from dpdbscan import DPDBSCAN  # noqa: E402
-from dpdbscan import plotting  # noqa: E402
-from dpdbscan.post.core import neighbour_sums  # noqa: E402
-from dpdbscan.geo import Equirectangular  # noqa: E402
-from dpdbscan.geometry import cells_to_polygons  # noqa: E402
-from dpdbscan.model import SpanModel  # noqa: E402
+from dpdbscan.geometry.outlines import cells_to_polygons  # noqa: E402
+from dpdbscan.geometry.projection import Equirectangular  # noqa: E402
+from dpdbscan.model.spanmodel import SpanModel  # noqa: E402
+from dpdbscan.post.coretests.bound.core import neighbour_sums  # noqa: E402
+from dpdbscan.render import plotting  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -189,8 +189,8 @@ def test_plot_model_rejects_bad_requests(model):
 
 from spanmodels import hand_model, square  # noqa: E402
 
-from dpdbscan import mapstyle  # noqa: E402
-from dpdbscan.spanstats import span_stats  # noqa: E402
+from dpdbscan.model.stats import span_stats  # noqa: E402
+from dpdbscan.render import mapstyle  # noqa: E402
 
 
 def _png_size(path):

@@ -23,14 +23,14 @@ import types
 
 import numpy as np
 import pytest
-
 from clirun import run
-from dpdbscan import DPDBSCAN
-from dpdbscan.backends import NumpyBackend
-from dpdbscan.files import read_input
-from dpdbscan.grid import Grid
-from dpdbscan.points import clean_points
 from stats import EventAudit
+
+from dpdbscan import DPDBSCAN
+from dpdbscan.cells.grid import Grid
+from dpdbscan.files import read_input
+from dpdbscan.release.backends import NumpyBackend
+from dpdbscan.release.points import clean_points
 
 #: The review's neighbours, and a few more: a text first line, gzip's magic.
 ADDED = [
@@ -167,7 +167,7 @@ def client():
 
 @pytest.mark.parametrize("kind", ["csv", "tsv", "csv.gz"])
 def test_dask_reader_follows_the_same_rule(tmp_path, client, kind):
-    from dpdbscan.backends.dask_backend import DaskBackend
+    from dpdbscan.release.backends.dask_backend import DaskBackend
 
     grid = Grid(np.zeros(2), np.ones(2), 0.1, 4.0)
     d_path = _write(tmp_path, kind, None, "d")

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from dpdbscan import DPDBSCAN
-from dpdbscan._random import SeededSource
-from dpdbscan.grid import Grid
-from dpdbscan.mechanism import MechanismConfig, release_histogram
-from dpdbscan.model import SpanModel, spans_from_histogram
+from dpdbscan.cells.grid import Grid
+from dpdbscan.model.spanmodel import SpanModel, spans_from_histogram
+from dpdbscan.pipeline import MechanismConfig, release_histogram
+from dpdbscan.release.samplers.integers import SeededSource
 
 
 def _instance(d, seed, n=150):

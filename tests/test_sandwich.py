@@ -20,16 +20,15 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from reference import exact_dbscan_core
 from scipy.spatial import cKDTree
 
-from dpdbscan._random import SeededSource
-from dpdbscan.backends.numpy_backend import NumpyBackend
-from dpdbscan.grid import Grid
+from dpdbscan.cells.grid import Grid
+from dpdbscan.cells.subcells import SubcellLayout
+from dpdbscan.pipeline import MechanismConfig, fit_spans
 from dpdbscan.post.sums import dense_neighbour_sums
-from dpdbscan.mechanism import MechanismConfig, fit_spans
-from dpdbscan.post.subcells import SubcellLayout
-
-from reference import exact_dbscan_core
+from dpdbscan.release.backends.numpy_backend import NumpyBackend
+from dpdbscan.release.samplers.integers import SeededSource
 
 
 def _points(seed, n_clusters, n_per, spread, n_noise):

@@ -1,5 +1,5 @@
-"""The interactive map (dpdbscan.webmap, ``dpdbscan map``), the free span
-figures behind it (dpdbscan.spanstats) and the GeoJSON properties.
+"""The interactive map (dpdbscan.render.webmap, ``dpdbscan map``), the free span
+figures behind it (dpdbscan.model.stats) and the GeoJSON properties.
 
 The tests marked ``browser`` open the map in a real headless Chromium
 (tests/cdp.py). They are skipped when no Chromium is installed, unless
@@ -14,15 +14,14 @@ import zlib
 
 import numpy as np
 import pytest
-
 from cdp import Browser, find_chromium
 from spanmodels import hand_model, square
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
-from dpdbscan.model import SpanModel
-from dpdbscan.spanstats import format_area, span_stats
-from dpdbscan.webmap import _png, map_html, write_map
+from dpdbscan.model.spanmodel import SpanModel
+from dpdbscan.model.stats import format_area, span_stats
+from dpdbscan.render.webmap import _png, map_html, write_map
 
 # --------------------------------------------------------------------------- #
 # noisy mass, area, cell count

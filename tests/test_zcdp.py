@@ -1,4 +1,4 @@
-"""zCDP conversions and the zCDP accountant (``dpdbscan.zcdp``).
+"""zCDP conversions and the zCDP accountant (``dpdbscan.laws.zcdp``).
 
 Deterministic: no randomness. The independent references are (a) the values
 of OpenDP's own tests of its CKS conversion (``cdp_epsilon(1/32, 1e-3)`` and
@@ -15,10 +15,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpdbscan import zcdp
-from dpdbscan.accountant import BudgetAccountant
 from dpdbscan.exceptions import BudgetExceeded
-from dpdbscan.histograms.noise import DiscreteGaussian
+from dpdbscan.laws import zcdp
+from dpdbscan.release.accountant import BudgetAccountant
+from dpdbscan.release.histograms.noise import DiscreteGaussian
 
 RHOS = [1e-4, 1e-3, 0.01, 1 / 32, 0.1, 0.5, 1.0, 5.0]
 DELTAS = [1e-1, 1e-3, 1e-6, 1e-9, 1e-12]

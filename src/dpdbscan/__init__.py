@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .accountant import BudgetAccountant
+from .cells.grid import Grid, neighbour_offsets
 from .exceptions import (
     BudgetExceeded,
     InsecureRandomnessWarning,
@@ -17,11 +17,11 @@ from .exceptions import (
     UtilityWarning,
     WeakPrivacyWarning,
 )
-from .grid import Grid, neighbour_offsets
-from .model import SpanModel
+from .model.spanmodel import SpanModel
+from .release.accountant import BudgetAccountant
 
 #: The one version source (pyproject.toml reads it from here).
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "DPDBSCAN",

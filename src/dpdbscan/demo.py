@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import plotting
 from .cli.common import PRIVATE
 from .estimator import DPDBSCAN
+from .render import plotting
 
 
 def demo_data(seed: int = 30) -> np.ndarray:

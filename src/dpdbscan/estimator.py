@@ -12,16 +12,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from ._random import Seed
-from .accountant import Accountant
-from .backends import Backend, NumpyBackend, resolve_backend
-from .backends.base import PointsInput
 from .exceptions import PrivacyLeakWarning
-from .geo import Equirectangular, parse_length
-from .mechanism import forecast as _forecast
-from .mechanism import release
-from .model import SpanModel
-from .params import (
+from .geometry.projection import Equirectangular, parse_length
+from .model.spanmodel import SpanModel
+from .pipeline import forecast as _forecast
+from .pipeline import release
+from .plan.forecast import Forecast
+from .release.accountant import Accountant
+from .release.backends import Backend, NumpyBackend, resolve_backend
+from .release.backends.base import PointsInput
+from .release.samplers.integers import Seed
+from .spec.parameters import (
     PARAMETERS,
     bounds_from_data,
     check_array,
@@ -30,7 +31,6 @@ from .params import (
     standardised_note,
     validate,
 )
-from .post.forecast import Forecast
 
 
 class DPDBSCAN(ClusterMixin, BaseEstimator):
@@ -224,7 +224,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.backend = backend
 
     def _validated(self) -> dict[str, Any]:
-        """Every parameter checked against the one table (dpdbscan.params)."""
+        """Every parameter checked against the one table (dpdbscan.spec.parameters)."""
         names = [n for n in PARAMETERS if n != "bounds"]
         # a warning (a weak epsilon) points at the line that called fit or forecast
         return validate({n: getattr(self, n) for n in names}, stacklevel=3)
@@ -284,7 +284,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         is spent: the margin, the noise of one neighbourhood estimate, the
         smallest neighbourhood count a core sub-cell needs, and a sentence on
         which cluster densities are detectable (a
-        :class:`dpdbscan.post.forecast.Forecast`).
+        :class:`dpdbscan.plan.forecast.Forecast`).
 
         Public inputs only: ``bounds`` are required, and ``n_expected`` is
         your own guess of the number of points (the library never measures

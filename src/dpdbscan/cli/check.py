@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from .. import geo as _geo
-from ..mechanism import forecast
-from ..post.forecast import fit_cost
+from ..geometry import projection as _geo
+from ..pipeline import forecast
+from ..plan.forecast import fit_cost
 from .common import EXIT_OK, ArgTarget, Notes, _column_tokens, _floats, _say_read, _split_bounds, _Warnings
 from .fit import Points, _rows_all, check_fit_params, clipping_counts, outside_hint, read_points
 from .options import add_dbscan_options, add_domain_options, add_input_options, add_privacy_options

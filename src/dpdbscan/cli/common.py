@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
-from .. import geo as _geo
-from .. import plotting
 from ..exceptions import PrivacyLeakWarning, WeakPrivacyWarning
 from ..files import InputPlan, ReadOptions, open_input
-from ..model import SpanModel
-from ..params import check_bounds
+from ..geometry import projection as _geo
+from ..model.spanmodel import SpanModel
+from ..render import plotting
+from ..spec.parameters import check_bounds
 
 EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -274,7 +274,7 @@ def _clean(exc: BaseException, limit: int = 160) -> str:
 
 
 def read_model(path: Path | str) -> SpanModel:
-    """Load a :class:`~dpdbscan.model.SpanModel`, with a one-line error naming
+    """Load a :class:`~dpdbscan.model.spanmodel.SpanModel`, with a one-line error naming
     the file for anything that is not one (missing, binary, other JSON)."""
     p = Path(path)
     if not p.is_file():

@@ -8,9 +8,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import explore as _explore
-from .. import geo as _geo
-from ..params import check_param
+from ..geometry import projection as _geo
+from ..render import explore as _explore
+from ..spec.parameters import check_param
 from .common import EXIT_OK, EXIT_PARTIAL, ArgTarget, _one_line, _Warnings, atomic_write, check_writable
 from .common import read_model as load_model
 

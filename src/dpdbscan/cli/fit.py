@@ -14,16 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import __version__, plotting
-from .. import geo as _geo
+from .. import __version__
 from .._optional import require
-from ..backends import Backend, NumpyBackend
+from ..cells.grid import MAX_KAPPA, count_neighbours
 from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
-from ..geo import Equirectangular
-from ..grid import MAX_KAPPA, count_neighbours
-from ..mechanism import release
-from ..params import bounds_from_data, check_param, standardised_note, validate
+from ..geometry import projection as _geo
+from ..geometry.projection import Equirectangular
+from ..pipeline import release
 from ..progress import progress
+from ..release.backends import Backend, NumpyBackend
+from ..render import plotting
+from ..spec.parameters import bounds_from_data, check_param, standardised_note, validate
 from .common import (
     EXIT_OK,
     EXIT_PARTIAL,
@@ -48,7 +49,7 @@ from .common import (
 from .maps import picture_options
 
 if TYPE_CHECKING:
-    from ..model import SpanModel
+    from ..model.spanmodel import SpanModel
 
 
 #: Options that go to the parameter table as they were parsed.
@@ -56,7 +57,7 @@ PRIVACY_OPTIONS = ("epsilon", "delta", "eta", "beta", "histogram", "noise", "the
 
 
 def privacy_values(args: argparse.Namespace) -> dict:
-    """The values of :data:`PRIVACY_OPTIONS` for :func:`~dpdbscan.params.validate`."""
+    """The values of :data:`PRIVACY_OPTIONS` for :func:`~dpdbscan.spec.parameters.validate`."""
     return {name: getattr(args, name) for name in PRIVACY_OPTIONS}
 
 
@@ -111,7 +112,7 @@ def _min_samples_list(args) -> list[int]:
 
 
 def _dask_backend(args, columns):
-    dask_backend = require("dpdbscan.backends.dask_backend", "--backend dask", package="dask")
+    dask_backend = require("dpdbscan.release.backends.dask_backend", "--backend dask", package="dask")
     # Dask reads the files itself, by the same public options as the local reader.
     opts = read_options(args, columns)
     read = {k: getattr(opts, k) for k in ("header", "delimiter", "fields", "file_format")}

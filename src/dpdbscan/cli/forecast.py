@@ -7,10 +7,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import geo as _geo
-from ..mechanism import forecast
-from ..params import check_positive, validate
-from ..serialize import jsonable
+from ..geometry import projection as _geo
+from ..model.codec import jsonable
+from ..pipeline import forecast
+from ..spec.parameters import check_positive, validate
 from .common import EXIT_OK, ArgTarget, _floats, _split_bounds, _Warnings
 from .fit import _border_arg, privacy_values
 

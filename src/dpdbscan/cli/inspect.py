@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import geo as _geo
-from .. import plotting
 from ..files import write_labels
-from ..model import density_rule
+from ..geometry import projection as _geo
+from ..model.spanmodel import density_rule
+from ..render import plotting
 from .common import EXIT_OK, Notes, _points_for, _Warnings
 from .common import read_model as load_model
 from .maps import picture_options

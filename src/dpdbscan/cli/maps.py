@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ..webmap import map_html
+from ..render.webmap import map_html
 from .common import EXIT_OK, ArgTarget, _Warnings, atomic_write, check_writable
 from .common import read_model as load_model
 

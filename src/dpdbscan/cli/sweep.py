@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .. import geo as _geo
-from ..params import check_param
+from ..geometry import projection as _geo
+from ..spec.parameters import check_param
 from .common import EXIT_OK, EXIT_PARTIAL, Notes, _stem, _Warnings
 from .common import read_model as load_model
 from .fit import _out_paths, _write_outputs, check_fit_params, fit_from_args

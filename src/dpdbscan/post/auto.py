@@ -59,10 +59,10 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..grid import Grid, count_neighbours
-from ..histogram import NoisyHistogram
+from ..cells.grid import Grid, count_neighbours
+from ..cells.histogram import NoisyHistogram
+from .ladder import Partition, sweep
 from .spans import SpanParams
-from .sweep import Partition, sweep
 
 #: The criterion's name, recorded in the model.
 CRITERION = "flat-cut stability of density level sets (HDBSCAN-like): count on lambda, place on log T"

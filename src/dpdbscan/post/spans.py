@@ -1,7 +1,7 @@
 """From a released histogram to spans: margin, core (sub-)cells, merging.
 
 Post-processing only: :func:`build_spans` reads nothing but a
-:class:`~dpdbscan.histogram.NoisyHistogram` (the release) and public
+:class:`~dpdbscan.cells.histogram.NoisyHistogram` (the release) and public
 parameters, so its output, and anything computed from it, is as private as
 the histogram. Each derived quantity of the guarantee (Gamma, the number of
 noisy terms kappa per sum, the number of sums the union bound covers, rho) is
@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import bounds
-from ..grid import Grid
-from ..histogram import NoisyHistogram
-from . import density
-from .core import core_cells, sum_threshold
+from ..cells.grid import Grid
+from ..cells.histogram import NoisyHistogram
+from ..cells.subcells import SubcellLayout
+from .coretests import density
+from .coretests.bound import margins as bounds
+from .coretests.bound.core import core_cells, sum_threshold
 from .merge import merge_cells, merge_centres
-from .subcells import SubcellLayout
 
 CORE_TESTS = ("density", "bound")
 
@@ -114,7 +114,7 @@ class Spans:
 
 def margin(hist: NoisyHistogram, layout: SubcellLayout, method: str, beta: float) -> tuple[float, float]:
     """(Gamma_low, Gamma_up) for this release: public (histogram kind, theta,
-    noise, epsilon, kappa, |X|, beta); :func:`dpdbscan.bounds.margins`.
+    noise, epsilon, kappa, |X|, beta); :func:`dpdbscan.post.coretests.bound.margins.margins`.
 
     Both bound sums of ``layout.kappa`` per-cell errors with a union bound over
     every (sub-)cell. Dense: both are the two-sided bound of the noise.

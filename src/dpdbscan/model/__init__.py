@@ -1,0 +1,1 @@
+"""The released span model: the record, predict, its file format and GeoJSON."""

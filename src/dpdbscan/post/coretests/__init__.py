@@ -1,0 +1,1 @@
+"""The core tests, one folder each, behind one small interface."""
