@@ -60,7 +60,7 @@ def main(argv=None) -> int:
         m = au.spans_
         print(f"| {name} | {ds.n:,} | ({ds.alpha:g}, {ds.min_samples}) | {med['fixed']:.3f} s | "
               f"{med['auto']:.3f} s | {med['auto'] / med['fixed']:.2f} | ({m.grid.alpha:.4g}, "
-              f"{m.min_samples}) | {m.auto['base_eps']:.4g} | {fx.spans_.n_spans} / {m.n_spans} |",
+              f"{m.spec.min_samples}) | {m.auto['base_eps']:.4g} | {fx.spans_.n_spans} / {m.n_spans} |",
               flush=True)
         print(f"  (fixed: {', '.join(f'{x:.3f}' for x in t['fixed'])}; auto: "
               f"{', '.join(f'{x:.3f}' for x in t['auto'])})", flush=True)

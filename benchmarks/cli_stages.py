@@ -26,6 +26,7 @@ import resource
 import sys
 import tempfile
 import time
+from dpdbscan.model import save_geojson
 
 T0 = time.perf_counter()
 
@@ -64,7 +65,7 @@ def main(argv: list[str]) -> dict:
         t["fit"] = time.perf_counter() - s - t["read"]
         proj = fit._geo.projection_of(model)
         stages = (("json", model.save),
-                  ("geojson", lambda q: model.save_geojson(
+                  ("geojson", lambda q: save_geojson(model, 
                       q, transform=None if proj is None else proj.inverse)),
                   ("png", lambda q: common._draw_spans_png(model, q, **(picture or {}))))
         for name, write in stages:

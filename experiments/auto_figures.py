@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     fig, axes = plt.subplots(1, 2, figsize=(12, 6.6), dpi=args.dpi)
     for ax, m, what in ((axes[0], fixed, "fixed"), (axes[1], auto, "automatic")):
         plotting.plot_model(m, "spans", ax=ax, n_labels=5)
-        ax.set_title(f"{what}: eps={format_km(m.grid.alpha)}, MinPts={m.min_samples}, "
+        ax.set_title(f"{what}: eps={format_km(m.grid.alpha)}, MinPts={m.spec.min_samples}, "
                      f"{m.n_spans} span(s)", fontsize=10)
     fig.suptitle("Cabs (10,995,626 records), epsilon = 1: the paper's parameters (left) and "
                  "the automatic mode given only the bounds and epsilon (right)", fontsize=10)

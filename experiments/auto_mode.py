@@ -55,7 +55,7 @@ def evaluate(sets, seeds, epsilon=1.0, kmeans=True, guess_n=False):
             extra = {"n_expected": float(ds.X.shape[0])} if guess_n else {}
             model, sec = auto_fit(ds, seed, epsilon, **extra)
             r["auto"].append(scores(ds.y, model.predict(ds.X))["ARI"])
-            r["chosen"].append((model.grid.alpha, model.min_samples, model.n_spans))
+            r["chosen"].append((model.grid.alpha, model.spec.min_samples, model.n_spans))
             r["seconds"].append(sec)
             r["fixed"].append(scores(ds.y, fixed_fit(ds, seed, epsilon).predict(ds.X))["ARI"])
             if kmeans:

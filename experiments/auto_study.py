@@ -62,12 +62,12 @@ def run(ds, seed, per_diag, factors, ms, epsilon=1.0, n_score=5000, max_cells=au
     alphas = [a0 * f for f in factors
               if hist.grid.at_alpha(a0 * f).kappa <= 2_000]
     t0 = time.perf_counter()
-    table = sweep.sweep(hist, model.params, alphas, ms)
+    table = sweep.sweep(hist, model.spec, alphas, ms)
     t_sweep = time.perf_counter() - t0
     stab = sweep.stability(table)
     choice = auto.choose(table)
     score_of = {(r[0], r[1]): (r[2], r[3]) for r in choice["scores"]}
-    common = hist.grid.subdivided(model.subcells)
+    common = hist.grid.subdivided(model.spec.subcells)
     rows = []
     # labels of a fixed random subsample (ARI to about +-0.01; study only)
     pick = np.random.default_rng(12345).choice(ds.X.shape[0], min(ds.X.shape[0], n_score),

@@ -55,7 +55,7 @@ def moons_pipeline(ds, model, dbscan_labels, dp_labels, path, seed=0):
     plotting.plot_labels(ds.X, dbscan_labels, ax=axes[0],
                          title=f"(a) DBSCAN (α={ds.alpha:g}, MinPts={ds.min_samples})")
     plotting.plot_histogram(model.histogram_, ax=axes[1],
-                            title=f"(b) noisy histogram, ε={model.epsilon:g}")
+                            title=f"(b) noisy histogram, ε={model.release.epsilon:g}")
     plotting.plot_neighbour_sums(model.histogram_, ax=axes[2],
                                  title=f"(c) neighbour sums (κ={model.kappa_})")
     plotting.plot_spans(model.spans_, ax=axes[3], points=ds.X, **PAPER_SPANS,

@@ -25,6 +25,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dpdbscan import DPDBSCAN  # noqa: E402
+from dpdbscan.model import with_params
 from experiments import devsuite  # noqa: E402
 from experiments.accuracy import scores  # noqa: E402
 
@@ -45,7 +46,7 @@ def evaluate(sets, seeds, fractions, epsilon=1.0):
                                                  epsilon).predict(ds.X))["ARI"])
             for F in fractions:
                 base = fit(ds, seed, ds.alpha / F, ds.min_samples, epsilon)
-                model = base.with_params(eps=ds.alpha, min_samples=ds.min_samples)
+                model = with_params(base, eps=ds.alpha, min_samples=ds.min_samples)
                 res[f"from a/{F:g}"].append(scores(ds.y, model.predict(ds.X))["ARI"])
         rows.append((ds.name, res))
         print(f"  {ds.name}: " + ", ".join(f"{k} {np.mean(v):.3f}" for k, v in res.items()),

@@ -15,6 +15,7 @@ import numpy as np
 
 from experiments import baselines, paper
 from experiments.accuracy import PAPER_DP, scores
+from dpdbscan.model import with_params
 
 VARIANTS = {"DP-DBSCAN": {}, PAPER_DP: paper.PROCEDURE}
 
@@ -55,7 +56,7 @@ def vary_min_samples(ds, min_samples_list, seeds):
         _add_dbscan(res, i, ds, ds.alpha, int(m))
         for name, fitted in models.items():
             for model in fitted:
-                spans = model.spans_.with_min_samples(int(m))  # post-processing only
+                spans = with_params(model.spans_, min_samples=int(m))  # post-processing only
                 _add(res, name, i, ds.y, spans.predict(ds.X))
     return {"x": list(min_samples_list), "results": res}
 

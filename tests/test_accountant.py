@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dpdbscan import DPDBSCAN, BudgetAccountant, BudgetExceeded
+from dpdbscan.model import with_params
 
 BOUNDS = (0.0, 10.0)
 
@@ -63,7 +64,7 @@ def test_fit_records_and_spends_budget():
     est = _est(epsilon=0.75, accountant=acc).fit(_data())
     assert est.budget_spent_ == (0.75, 0.0)
     assert acc.spent_budget == [(0.75, 0.0)]
-    assert est.spans_.epsilon <= 0.75  # the release is at least as private as charged
+    assert est.spans_.release.epsilon <= 0.75  # the release is at least as private as charged
 
 
 def test_budget_runs_out_and_the_refused_fit_releases_nothing():
@@ -101,7 +102,7 @@ def test_rethresholding_min_samples_is_free():
     model = _est(min_samples=5, random_state=7, accountant=acc).fit(X).spans_
     assert acc.total() == (1.0, 0.0)
     for m in (2, 10, 40):
-        again = model.with_min_samples(m)
+        again = with_params(model, min_samples=m)
         fresh = _est(min_samples=m, random_state=7).fit(X).spans_
         assert np.array_equal(again.core_keys, fresh.core_keys)
         assert np.array_equal(again.labels, fresh.labels)

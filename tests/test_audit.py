@@ -51,7 +51,8 @@ from stats import (
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
-from dpdbscan.pipeline import MechanismConfig, fit_spans, release_histogram
+from releases import Config as MechanismConfig
+from releases import fit_spans, release_histogram
 from dpdbscan.release.histograms import DiscreteLaplace
 from dpdbscan.release.samplers.integers import SecureSource, SeededSource
 

@@ -11,8 +11,9 @@ from clirun import blob_points, run, write_csv
 
 from dpdbscan.cli import build_parser, main
 from dpdbscan.geometry.projection import Equirectangular
-from dpdbscan.model.spanmodel import SpanModel
+from dpdbscan.model.record import SpanModel
 from dpdbscan.progress import progress, progress_wanted
+from dpdbscan.model import load_model, with_params
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SF = ["-122.48", "37.72", "-122.38", "37.82"]
@@ -55,9 +56,9 @@ def test_fit_writes_model_geojson_png_and_summary(capsys, blobs_csv, tmp_path):
     assert rc == 0, err
     assert "2 span(s)" in out and "guarantee" in out
     assert "blobs.spans.json" in out
-    model = SpanModel.load(tmp_path / "out" / "blobs.spans.json")
-    assert f"rho={model.rho:g}" in out
-    assert model.n_spans == 2 and model.min_samples == 20 and model.grid.alpha == 0.5
+    model = load_model(tmp_path / "out" / "blobs.spans.json")
+    assert f"rho={model.spans.rho:g}" in out
+    assert model.n_spans == 2 and model.spec.min_samples == 20 and model.grid.alpha == 0.5
     assert model.metadata["columns"] == ["x", "y"]  # "label" left out
     assert model.metadata["bounds_source"].startswith("public")
     assert model.metadata["randomness"].startswith("seeded")
@@ -82,12 +83,12 @@ def test_fit_explicit_paths_and_skips(capsys, blobs_csv, tmp_path):
 def test_fit_is_reproducible_with_a_seed_only(capsys, blobs_csv, tmp_path):
     for name in ("a", "b"):
         assert fit_blobs(capsys, blobs_csv, tmp_path, "--name", name, "--no-png")[0] == 0
-    a, b = (SpanModel.load(tmp_path / f"{n}.spans.json") for n in "ab")
+    a, b = (load_model(tmp_path / f"{n}.spans.json") for n in "ab")
     np.testing.assert_array_equal(a.histogram.values, b.histogram.values)
     rc, _, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20", "--bounds",
                      "0", "10", "--out-dir", tmp_path, "--name", "c", "--no-png")
     assert rc == 0 and "--seed" not in err
-    c = SpanModel.load(tmp_path / "c.spans.json")
+    c = load_model(tmp_path / "c.spans.json")
     assert c.metadata["randomness"] == "secure"
     assert "seed" not in json.dumps(c.metadata).replace("seed not stored", "")
 
@@ -98,7 +99,7 @@ def test_fit_bounds_from_data_warns_once_and_marks_the_model(capsys, blobs_csv, 
     assert rc == 0, err
     assert err.count("PRIVACY WARNING") == 1
     assert "NO differential privacy guarantee" in out
-    model = SpanModel.load(tmp_path / "blobs.spans.json")
+    model = load_model(tmp_path / "blobs.spans.json")
     assert model.metadata["bounds_source"].startswith("data")
 
 
@@ -108,10 +109,10 @@ def test_fit_options_reach_the_estimator(capsys, blobs_csv, tmp_path):
                        "--beta", "0.1", "--histogram", "sparse", "--noise", "laplace", "--no-png",
                        "--theoretical-threshold", "--core", "bound", "--columns", "y", "x")
     assert rc == 0, err
-    m = SpanModel.load(tmp_path / "blobs.spans.json")
-    assert (m.epsilon, m.histogram.grid.eta, m.beta, m.histogram_kind, m.noise) == (
+    m = load_model(tmp_path / "blobs.spans.json")
+    assert (m.release.epsilon, m.histogram.grid.eta, m.spec.beta, m.release.histogram, m.release.noise) == (
         2.0, 2.0, 0.1, "sparse", "laplace")
-    assert m.raise_min_samples is False and m.metadata["columns"] == ["y", "x"]
+    assert m.spec.raise_min_samples is False and m.metadata["columns"] == ["y", "x"]
     assert m.predict([[6, 7]])[0] >= 0 and m.predict([[7, 6]])[0] == -1  # columns swapped
 
 
@@ -130,7 +131,7 @@ def test_geo_fit_projects_around_the_public_box(capsys, geo_csv, tmp_path):
                        "--min-samples", "100", "--seed", "0", "--out-dir", tmp_path)
     assert rc == 0, err
     assert "alpha = 50 m" in out
-    m = SpanModel.load(tmp_path / "trips.spans.json")
+    m = load_model(tmp_path / "trips.spans.json")
     assert m.grid.alpha == pytest.approx(0.05)
     assert m.metadata["columns"] == ["longitude", "latitude"]
     proj = Equirectangular.from_dict(m.metadata["projection"])
@@ -154,7 +155,7 @@ def test_geo_projection_never_depends_on_the_data(capsys, tmp_path):
     for path in (a, b):
         assert run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "0.05km", "--min-samples",
                    "50", "--out-dir", tmp_path, "--no-png", "--no-geojson")[0] == 0
-    ma, mb = (SpanModel.load(tmp_path / f"{n}.spans.json") for n in "ab")
+    ma, mb = (load_model(tmp_path / f"{n}.spans.json") for n in "ab")
     assert ma.metadata["projection"] == mb.metadata["projection"]
     assert ma.grid.to_dict() == mb.grid.to_dict()
 
@@ -189,7 +190,7 @@ def test_predict_matches_the_model(capsys, blobs_model, tmp_path):
     table = np.loadtxt(out_csv, delimiter=",", skiprows=1)
     assert out_csv.read_text().splitlines()[0] == "0,1,label"
     np.testing.assert_array_equal(table[:, :2], X)
-    np.testing.assert_array_equal(table[:, 2], SpanModel.load(blobs_model).predict(X))
+    np.testing.assert_array_equal(table[:, 2], load_model(blobs_model).predict(X))
     assert "labelled 3,000 point(s)" in err
 
 
@@ -197,12 +198,12 @@ def test_sweep_from_data_shares_one_release(capsys, blobs_csv, tmp_path):
     rc, out, err = run(capsys, "sweep", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "50", "10", "200",
                        "--bounds", "0", "10", "--seed", "0", "--out-dir", tmp_path, "--no-png")
     assert rc == 0, err
-    models = [SpanModel.load(tmp_path / f"blobs.m{m}.spans.json") for m in (10, 50, 200)]
+    models = [load_model(tmp_path / f"blobs.m{m}.spans.json") for m in (10, 50, 200)]
     for m in models[1:]:
         np.testing.assert_array_equal(m.histogram.values, models[0].histogram.values)
         # the density margin's empty-space guard depends on MinPts: compare the rule
-        assert m.margin == models[0].margin and m.core == models[0].core
-    assert [m.min_samples for m in models] == [10, 50, 200]
+        assert m.spec.margin == models[0].spec.margin and m.spec.core == models[0].spec.core
+    assert [m.spec.min_samples for m in models] == [10, 50, 200]
     cores = [m.n_core_cells for m in models]
     assert cores == sorted(cores, reverse=True) and cores[0] > cores[-1]
     rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
@@ -216,8 +217,8 @@ def test_sweep_from_model_equals_with_min_samples(capsys, blobs_model, tmp_path)
     rc, out, err = run(capsys, "sweep", "--model", blobs_model, "--min-samples", "40", "--out-dir",
                        tmp_path / "sw", "--no-png", "--no-geojson")
     assert rc == 0, err
-    got = SpanModel.load(tmp_path / "sw" / "blobs.m40.spans.json")
-    want = SpanModel.load(blobs_model).with_min_samples(40)
+    got = load_model(tmp_path / "sw" / "blobs.m40.spans.json")
+    want = with_params(load_model(blobs_model), min_samples=40)
     np.testing.assert_array_equal(got.core_keys, want.core_keys)
     np.testing.assert_array_equal(got.labels, want.labels)
 
@@ -262,10 +263,10 @@ def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
         assert any(line.split(":")[0].strip() == key for line in out.splitlines()), key
     rc, out, _ = run(capsys, "info", blobs_model, "--json")
     info = json.loads(out)
-    m = SpanModel.load(blobs_model)
-    assert info["kappa"] == m.kappa and info["n_cells"] == m.n_cells and info["core"] == m.core
+    m = load_model(blobs_model)
+    assert info["kappa"] == m.spans.kappa and info["n_cells"] == m.release.grid.n_cells and info["core"] == m.spec.core
     assert info["guarantee"]["probability"] == pytest.approx(0.9)
-    assert (info["epsilon"], info["alpha"], info["min_samples"], info["rho"]) == (1.0, 0.5, 20, m.rho)
+    assert (info["epsilon"], info["alpha"], info["min_samples"], info["rho"]) == (1.0, 0.5, 20, m.spans.rho)
 
 
 # --------------------------------------------------------------------------- bad input
@@ -507,7 +508,7 @@ def test_cabs_tiny_as_in_the_paper(capsys, shared_data, tmp_path):
                        "--no-png", "--core", "bound")
     assert rc == 0, err
     assert "read 845,685 rows" in err
-    m = SpanModel.load(tmp_path / "cabs_tiny.spans.json")
+    m = load_model(tmp_path / "cabs_tiny.spans.json")
     assert 30 <= m.n_spans <= 60
     proj = Equirectangular.from_dict(m.metadata["projection"])
     downtown = m.predict(proj.forward([[-122.41, 37.79]]))[0]
@@ -541,7 +542,7 @@ def test_a_failed_picture_keeps_the_release(capsys, blobs_csv, tmp_path, monkeyp
     monkeypatch.setattr(fit_cmd, "_draw_spans_png", broken)
     rc, out, err = fit_blobs(capsys, blobs_csv, tmp_path)
     assert rc == 1
-    assert SpanModel.load(tmp_path / "blobs.spans.json").n_spans == 2
+    assert load_model(tmp_path / "blobs.spans.json").n_spans == 2
     assert "could not write" in err and "no fonts" in err and "blobs.spans.json" in err
     assert not (tmp_path / "blobs.spans.png").exists()
 
@@ -549,10 +550,12 @@ def test_a_failed_picture_keeps_the_release(capsys, blobs_csv, tmp_path, monkeyp
 def test_a_failed_release_leaves_no_picture_or_geojson(capsys, blobs_csv, tmp_path, monkeypatch):
     """The JSON is written on its own thread while the GeoJSON and picture
     are drawn; they are renamed into place only after the release is safe."""
-    def broken(self, path, include_histogram=True):
+    def broken(model, path, include_histogram=True):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(SpanModel, "save", broken)
+    import dpdbscan.cli.fit as fit_cli
+
+    monkeypatch.setattr(fit_cli, "save_model", broken)
     rc, out, err = fit_blobs(capsys, blobs_csv, tmp_path / "o")
     assert rc == 2 and "No space left" in err
     assert list((tmp_path / "o").iterdir()) == []

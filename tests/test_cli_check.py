@@ -137,15 +137,18 @@ def test_kappa_margin_threshold_equal_the_forecast(capsys, box_csv, extra):
 
 
 def test_no_budget_no_noise_no_file(capsys, geo_csv, tmp_path, monkeypatch):
-    import dpdbscan.pipeline as mechanism
+    import dpdbscan.pipeline as pipeline
+    import dpdbscan.release.mechanism as mechanism
     from dpdbscan.release.samplers import integers as _random
 
     def refuse(*a, **k):
         raise AssertionError("check must not draw noise or release anything")
 
     monkeypatch.setattr(_random, "make_source", refuse)
+    monkeypatch.setattr(mechanism, "make_source", refuse)
     monkeypatch.setattr(mechanism, "release_histogram", refuse)
-    monkeypatch.setattr(mechanism, "release", refuse)
+    monkeypatch.setattr(pipeline, "release_histogram", refuse)
+    monkeypatch.setattr(pipeline, "fit", refuse)
     path, _ = geo_csv
     work = tmp_path / "work"
     work.mkdir()

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from releases import make_histogram
 from dpdbscan.cells.grid import Grid
 from dpdbscan.cells.histogram import NoisyHistogram
 from dpdbscan.post.coretests.bound import core
@@ -17,7 +18,7 @@ def _sparse_hist(grid, seed, density=0.02):
         vals[sl] += 30
     coords = np.argwhere(vals > 0)
     keys = grid.encode(coords)
-    return NoisyHistogram(grid=grid, kind="sparse", values=vals[vals > 0], keys=keys, theta=3.0), vals
+    return make_histogram(grid=grid, kind="sparse", values=vals[vals > 0], keys=keys, theta=3.0), vals
 
 
 @pytest.mark.parametrize("d,alpha,seed", [(2, 0.04, 0), (2, 0.02, 1), (3, 0.15, 2)])
@@ -105,11 +106,11 @@ def test_subcell_core_cells_match_full_evaluation(d, kind, k):
     if kind == "sparse":
         vals = counts + rng.integers(0, 3, g.shape)
         keys = g.encode(np.argwhere(vals >= 2))
-        hist = NoisyHistogram(grid=g, kind="sparse", values=vals[vals >= 2], keys=keys, theta=2.0)
+        hist = make_histogram(grid=g, kind="sparse", values=vals[vals >= 2], keys=keys, theta=2.0)
     else:
         noise = rng.laplace(0, 2, g.shape)
         vals = counts + (noise if kind == "dense-float" else np.round(noise).astype(np.int64))
-        hist = NoisyHistogram(grid=g, kind="dense", values=vals)
+        hist = make_histogram(grid=g, kind="dense", values=vals)
     for thr in (20.0, 60.0, 150.0):
         k0, s0 = _core_subcells_reference(hist, thr, layout)
         k1, s1 = core.core_cells(hist, thr, layout)
@@ -138,7 +139,7 @@ def test_dense_core_cells_from_candidates_match_full_sums(d, kind):
         np.add.at(counts, tuple(coords.T), 1)
     noise = rng.laplace(0, 1.5, g.shape)
     vals = counts + (noise if kind == "float" else np.round(noise).astype(np.int64))
-    hist = NoisyHistogram(grid=g, kind="dense", values=vals)
+    hist = make_histogram(grid=g, kind="dense", values=vals)
     S = dense_neighbour_sums(g, vals)
     used = 0
     for thr in thresholds + (-5.0,):

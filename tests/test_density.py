@@ -13,7 +13,8 @@ from dpdbscan import DPDBSCAN, SpanModel
 from dpdbscan.cells.grid import Grid
 from dpdbscan.cells.histogram import NoisyHistogram
 from dpdbscan.model.predict import predict_spans, span_regions
-from dpdbscan.pipeline import MechanismConfig, release_histogram
+from releases import Config as MechanismConfig, make_histogram
+from releases import release_histogram
 from dpdbscan.post.coretests.density import (
     accuracy_margin,
     ball_weights,
@@ -27,6 +28,7 @@ from dpdbscan.post.coretests.density import (
 )
 from dpdbscan.post.merge import centre_offsets, merge_centres, radius_cells2
 from dpdbscan.release.samplers.integers import SeededSource
+from dpdbscan.model import guarantee, model_from_dict, to_json, with_params
 
 # --------------------------------------------------------------------------- #
 # weights
@@ -143,13 +145,13 @@ def _random_hist(kind, seed=0, d=2, shape_side=1.0, alpha=0.1, theta=0.0, noise_
     if noise_vals:
         vals -= rng.poisson(1.0, size=grid.shape)
     if kind == "dense":
-        return NoisyHistogram(grid, "dense", vals)
+        return make_histogram(grid, "dense", vals)
     coords = grid.all_coords()
     flat = vals.ravel()
     keep = flat >= theta if theta > 0 else flat != 0
     keys = grid.encode(coords[keep])
     order = np.argsort(keys)
-    return NoisyHistogram(grid, kind, flat[keep][order], keys=keys[order], theta=theta)
+    return make_histogram(grid, kind, flat[keep][order], keys=keys[order], theta=theta)
 
 
 def _brute_estimate(grid, values, bw, coord, r):
@@ -187,7 +189,7 @@ def test_sparse_sums_equal_dense_sums_of_the_same_release(d, k):
     grid = hist.grid
     dense_vals = np.zeros(grid.shape, dtype=np.int64)
     dense_vals[tuple(grid.decode(hist.keys).T)] = hist.values
-    dense = NoisyHistogram(grid, "dense", dense_vals)
+    dense = make_histogram(grid, "dense", dense_vals)
     bw = ball_weights(d, 4.0, k)
     keys = grid.encode(grid.all_coords())
     np.testing.assert_allclose(weighted_sums_at(hist, bw, keys), weighted_sums_at(dense, bw, keys),
@@ -200,7 +202,10 @@ def test_sparse_sums_equal_dense_sums_of_the_same_release(d, k):
 
 @pytest.mark.parametrize("noise,eps", [("discrete", 1.0), ("discrete", 0.5), ("laplace", 1.0)])
 def test_noise_variance(noise, eps):
-    from dpdbscan.release.histograms import make_noise
+    from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace
+
+    def make_noise(kind, epsilon):
+        return (DiscreteLaplace if kind == "discrete" else ContinuousLaplace)(epsilon)
 
     z = make_noise(noise, eps).sample(SeededSource(3), 400_000).astype(np.float64)
     v = noise_variance(noise, eps)
@@ -217,7 +222,10 @@ def test_weighted_quantile_bounds_the_tail(noise, truncation):
     just below g - 0.3 is above the level)."""
     from scipy.stats import beta as beta_dist
 
-    from dpdbscan.release.histograms import make_noise
+    from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace
+
+    def make_noise(kind, epsilon):
+        return (DiscreteLaplace if kind == "discrete" else ContinuousLaplace)(epsilon)
 
     W = ball_weights(2, 4.0, 2).W[0]
     W = W[W > 0]
@@ -425,14 +433,14 @@ def test_estimator_density_release_round_trips_through_json():
     X = _blobs()
     est = DPDBSCAN(eps=0.03, min_samples=20, epsilon=1.0, bounds=(0, 1), random_state=0).fit(X)
     spans = est.spans_
-    assert spans.core == "density" and spans.n_spans == 2
-    again = SpanModel.from_dict(json.loads(spans.to_json()))
-    assert again.core == "density" and again.margin == spans.margin
+    assert spans.spec.core == "density" and spans.n_spans == 2
+    again = model_from_dict(json.loads(to_json(spans)))
+    assert again.spec.core == "density" and again.spec.margin == spans.spec.margin
     np.testing.assert_array_equal(again.predict(X), est.predict(X))
-    re = spans.with_min_samples(20)
-    assert re.core == "density"
+    re = with_params(spans, min_samples=20)
+    assert re.spec.core == "density"
     np.testing.assert_array_equal(re.core_keys, spans.core_keys)
-    g = spans.guarantee()
+    g = guarantee(spans)
     assert g["core"] == "density" and g["covers_clusters_at"] is None
     assert g["within_clusters_at"]["min_samples"] >= 1
 
@@ -442,9 +450,9 @@ def test_bound_release_is_unchanged_by_the_option():
     kw = dict(eps=0.03, min_samples=20, epsilon=1.0, bounds=(0, 1), random_state=0)
     a = DPDBSCAN(core="bound", **kw).fit(X)
     b = DPDBSCAN(core="bound", margin="chernoff", **kw).fit(X)
-    assert a.spans_.core == "bound" and a.spans_.margin == "chernoff"
+    assert a.spans_.spec.core == "bound" and a.spans_.spec.margin == "chernoff"
     np.testing.assert_array_equal(a.spans_.core_keys, b.spans_.core_keys)
-    assert SpanModel.from_dict(json.loads(a.spans_.to_json())).core == "bound"
+    assert model_from_dict(json.loads(to_json(a.spans_))).spec.core == "bound"
 
 
 @pytest.mark.parametrize("kw,match", [

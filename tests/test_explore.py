@@ -12,6 +12,9 @@ from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
 from dpdbscan.post.ladder import Partition, agreement
 from dpdbscan.render import explore as E
+from dpdbscan.model import save_model, with_params
+from dpdbscan.model import describe, guarantee, summary
+from releases import span_cells
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -35,12 +38,12 @@ def test_every_grid_point_has_the_spans_of_with_params(model):
     ex = E.explore(model, eps, ms)
     assert [(r.eps, r.min_samples) for r in ex.rows] == [(a, m) for a in eps for m in ms]
     for r in ex.rows:
-        want = model.with_params(eps=r.eps, min_samples=r.min_samples)
+        want = with_params(model, eps=r.eps, min_samples=r.min_samples)
         got = ex.models[(r.eps, r.min_samples)]
         np.testing.assert_array_equal(got.grid.decode(got.core_keys), want.grid.decode(want.core_keys))
         np.testing.assert_array_equal(got.labels, want.labels)
         assert r.spans == want.n_spans and r.core_cells == want.n_core_cells
-        assert r.threshold == pytest.approx(want.threshold)
+        assert r.threshold == pytest.approx(want.spans.threshold)
         assert 0 <= r.core_share <= 1 and -1 <= r.stability <= 1
     # more MinPts, less core mass at every eps
     for a in eps:
@@ -56,15 +59,15 @@ def test_panels_carry_the_guarantee_of_their_own_parameters(model):
     ``with_params`` returns, field for field."""
     ex = E.explore(model, [0.02, 0.05, 0.12], [10, 40])
     for (a, m), got in ex.models.items():
-        want = model.with_params(eps=a, min_samples=m)
-        assert got.grid.alpha == pytest.approx(a) and got.min_samples == m
-        assert got.threshold == pytest.approx(want.threshold) and got.gamma == pytest.approx(want.gamma)
-        assert got.guarantee() == want.guarantee()
-        assert got.describe() == want.describe()
-        assert got.summary() == want.summary()
+        want = with_params(model, eps=a, min_samples=m)
+        assert got.grid.alpha == pytest.approx(a) and got.spec.min_samples == m
+        assert got.spans.threshold == pytest.approx(want.spans.threshold) and got.spans.gamma == pytest.approx(want.spans.gamma)
+        assert guarantee(got) == guarantee(want)
+        assert describe(got) == describe(want)
+        assert summary(got) == summary(want)
         np.testing.assert_array_equal(got.predict(_grid_points(model)), want.predict(_grid_points(model)))
     # the figure's common view: the box of every panel's spans, padded by 5%
-    c = np.concatenate([model.with_params(eps=a, min_samples=m).span_cells() for a, m in ex.models])
+    c = np.concatenate([span_cells(with_params(model, eps=a, min_samples=m)) for a, m in ex.models])
     g = model.grid
     lo, hi = g.lower + c.min(0) * g.width, g.lower + (c.max(0) + 1) * g.width
     pad = 0.05 * (hi - lo).max()
@@ -82,7 +85,7 @@ def test_default_grid_stays_at_or_above_the_release(model):
     eps, ms = E.default_grid(model)
     assert min(eps) == pytest.approx(0.02) and len(eps) == 5 and max(eps) == pytest.approx(0.08)
     assert ms == [5, 10, 20, 40, 80]
-    coarse = model.with_params(eps=0.08)
+    coarse = with_params(model, eps=0.08)
     eps2, _ = E.default_grid(coarse)
     assert eps2[0] == pytest.approx(0.04) and eps2[2] == pytest.approx(0.08)
 
@@ -121,7 +124,7 @@ def test_table_and_figure_files(model, tmp_path):
 
 def test_cli_explore(model, tmp_path, capsys):
     path = tmp_path / "m.spans.json"
-    model.save(path)
+    save_model(model, path)
     rc = main(["explore", str(path), "--eps", "0.02", "0.03", "--min-samples", "10", "40"])
     out, err = capsys.readouterr()
     assert rc == 0, err
@@ -134,7 +137,7 @@ def test_cli_explore(model, tmp_path, capsys):
                                                           (0.03, 40)]
     assert "costs no budget" in out
     # the spans count printed is the one of with_params
-    assert int(printed[1][3]) == model.with_params(eps=0.02, min_samples=40).n_spans
+    assert int(printed[1][3]) == with_params(model, eps=0.02, min_samples=40).n_spans
 
 
 @pytest.mark.parametrize("argv,match", [
@@ -144,7 +147,7 @@ def test_cli_explore(model, tmp_path, capsys):
 ])
 def test_cli_explore_refuses(model, tmp_path, capsys, argv, match):
     path = tmp_path / "m.spans.json"
-    model.save(path)
+    save_model(model, path)
     rc = main(["explore", str(path), *argv])
     err = capsys.readouterr().err
     assert rc == 2 and match in err, err
@@ -153,7 +156,7 @@ def test_cli_explore_refuses(model, tmp_path, capsys, argv, match):
 def test_cli_explore_3d_table_only(tmp_path, capsys):
     m = _model(1, d=3)
     path = tmp_path / "m3.spans.json"
-    m.save(path)
+    save_model(m, path)
     assert main(["explore", str(path)]) == 2
     assert "--no-png" in capsys.readouterr().err
     assert main(["explore", str(path), "--no-png", "--eps", "0.02", "--min-samples", "20"]) == 0

@@ -25,7 +25,7 @@ from stats import assert_fits
 
 from dpdbscan.laws import gaussian as law
 from dpdbscan.release.histograms import noise as noise_mod
-from dpdbscan.release.histograms.noise import DiscreteGaussian, make_gaussian_noise
+from dpdbscan.release.histograms.noise import DiscreteGaussian
 from dpdbscan.release.samplers import gaussian as G
 from dpdbscan.release.samplers import skipping as B
 from dpdbscan.release.samplers.gaussian_tail import GaussianTailProbability, tail_interval
@@ -390,13 +390,13 @@ def test_rational_sigma2_rounds_up_onto_fast_values():
 
 
 def test_discrete_gaussian_noise_class():
-    noise = make_gaussian_noise(2.5)
+    noise = DiscreteGaussian(2.5)
     assert isinstance(noise, DiscreteGaussian)
     assert noise.name == "gaussian" and noise.integer
     assert noise.fraction == Fraction(5, 2) and noise.sigma2 == 2.5
     # Var Z = sigma^2 - O(sigma^4 exp(-2 pi^2 sigma^2)): equal in float at 2.5, visibly below at 0.25
     assert noise.variance <= 2.5 and noise.std == pytest.approx(math.sqrt(noise.variance))
-    assert make_gaussian_noise(0.25).variance < 0.25 - 1e-3
+    assert DiscreteGaussian(0.25).variance < 0.25 - 1e-3
     assert noise.rho(1.0) == 0.2 and Fraction(noise.rho(math.sqrt(3))) >= Fraction(math.sqrt(3)) ** 2 / 5
     z = noise.sample(SeededSource(1), 1000)
     assert z.dtype == np.int64
@@ -415,8 +415,15 @@ def test_discrete_gaussian_noise_class():
             noise.sample_tail(SeededSource(0), 1, theta)
 
 
-def test_gaussian_is_not_reachable_through_make_noise():
-    """make_noise takes epsilon; the Gaussian is built from sigma^2 only."""
-    assert "gaussian" not in noise_mod.NOISES
-    with pytest.raises(ValueError, match="noise must be one of"):
-        noise_mod.make_noise("gaussian", 1.0)
+def test_noises_are_built_from_the_release_spec():
+    """The noise of a release comes from its NoiseSpec: sigma^2 for the
+    Gaussian, epsilon over the L1 sensitivity for Laplace; exact counts
+    ("none") cannot be asked for."""
+    from dpdbscan.spec.specs import NoiseSpec
+
+    g = noise_mod.noise_of(NoiseSpec("gaussian", 1.0, 1e-6, 2.5, 0.2, 1.0, 1.0))
+    assert isinstance(g, DiscreteGaussian) and g.sigma2 == 2.5
+    lap = noise_mod.noise_of(NoiseSpec("discrete", 1.0, 0.0, 0.5, None, 2.0, 2.0))
+    assert isinstance(lap, noise_mod.DiscreteLaplace) and lap.epsilon == 0.5
+    with pytest.raises(ValueError, match="noise must be"):
+        noise_mod.noise_of(NoiseSpec("none", 1.0, 0.0, 1.0, None, 1.0, 1.0))

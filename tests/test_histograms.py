@@ -8,14 +8,13 @@ from stats import binom_ok
 from dpdbscan.cells.grid import Grid
 from dpdbscan.post.coretests.bound.margins import gamma, gamma_laplace, tau
 from dpdbscan.release.backends.numpy_backend import NumpyBackend, run_length
+from dpdbscan.plan.histogram import default_theta, stability_theta
 from dpdbscan.release.histograms import (
     DiscreteLaplace,
     dense_histogram,
     sparse_histogram,
     stability_histogram,
-    stability_theta,
 )
-from dpdbscan.release.histograms.sparse import default_theta
 from dpdbscan.release.samplers.integers import SeededSource
 
 # Distribution checks below use a per-test false-failure rate of at most 1e-6.
@@ -49,7 +48,7 @@ def test_dense_histogram_adds_one_noise_per_cell():
     g = _grid()
     counts = np.zeros(g.shape, dtype=np.int64)
     counts[3, 4] = 50
-    h = dense_histogram(g, counts, DiscreteLaplace(1.0), SeededSource(0))
+    h = dense_histogram(g, counts, DiscreteLaplace(1.0), SeededSource(0), 1.0, 0.0)
     assert h.values.shape == g.shape and h.values.dtype == np.int64
     z = (h.values - counts).ravel()
     # mean of n discrete Laplace(eps=1) draws: variance 2q/(1-q)^2 each; 5 sigma
@@ -63,7 +62,7 @@ def test_sparse_histogram_releases_above_theta_and_empty_cells():
     cells = NumpyBackend().count(g, X)
     noise = DiscreteLaplace(1.0)
     theta = 5.0
-    h = sparse_histogram(g, cells, noise, SeededSource(4), theta)
+    h = sparse_histogram(g, cells, noise, SeededSource(4), theta, 1.0, 0.0)
     assert h.kind == "sparse"
     assert np.all(h.values >= theta)
     assert np.all(np.diff(h.keys) > 0)  # sorted, unique
@@ -83,22 +82,22 @@ def test_sparse_histogram_releases_above_theta_and_empty_cells():
 
 def test_default_theta_depends_on_public_inputs_only():
     noise = DiscreteLaplace(1.0)
-    t = default_theta(10**9, noise, 2**20)
+    t = default_theta(10**9, "discrete", noise.scale, 2**20)
     assert 10**9 * noise.tail(t) <= 2**20 < 10**9 * noise.tail(t - 1)
-    assert default_theta(10**30, noise, 2**20) > t
+    assert default_theta(10**30, "discrete", noise.scale, 2**20) > t
 
 
 def test_stability_histogram_threshold():
     noise = DiscreteLaplace(1.0)
-    th = stability_theta(noise, 1e-6)
+    th = stability_theta("discrete", noise.scale, 1e-6)
     assert noise.tail(th - 1) <= 1e-6 < noise.tail(th - 2)
     g = _grid()
     X = np.array([[0.5, 0.5]] * 100 + [[0.1, 0.1]])
     cells = NumpyBackend().count(g, X)
-    h = stability_histogram(g, cells, noise, SeededSource(0), 1e-6)
+    h = stability_histogram(g, cells, noise, SeededSource(0), th, 1.0, 1e-6)
     assert h.kind == "stability" and h.theta == th
     with pytest.raises(ValueError, match="delta"):
-        stability_theta(noise, 0.0)
+        stability_theta("discrete", noise.scale, 0.0)
 
 
 @pytest.mark.parametrize("count", [1, 3, 6])
@@ -109,13 +108,13 @@ def test_stability_histogram_releases_a_cell_with_the_right_probability(count):
     values >= theta, which holds by construction)."""
     noise = DiscreteLaplace(1.0)
     delta = 1e-2
-    th = stability_theta(noise, delta)
+    th = stability_theta("discrete", noise.scale, delta)
     g = Grid([0.0], [1.0], 1e-5)  # a long strip: one cell per point
     n = 50_000
     from dpdbscan.release.backends.base import CellCounts
 
     cells = CellCounts(g.encode(np.arange(n).reshape(-1, 1)), np.full(n, count, dtype=np.int64))
-    h = stability_histogram(g, cells, noise, SeededSource(count), delta)
+    h = stability_histogram(g, cells, noise, SeededSource(count), th, 1.0, delta)
     p = noise.tail(th - count)
     assert binom_ok(h.keys.size, n, p)
     assert np.all(h.values >= th) and h.values.dtype.kind == "i"

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from dpdbscan.files import csvfile as dpio
 from dpdbscan.files import format_of, read_input, read_points, resolve_columns, write_labels
 from dpdbscan.files.records import NULL_VALUES, is_number
+from dpdbscan.model import save_model, to_json
 
 DELIMITERS = (",", ";", "\t", "|")
 
@@ -240,12 +241,12 @@ def test_read_model_roundtrip_and_refusals(tmp_path):
     from dpdbscan.cli.common import read_model
 
     m = DPDBSCAN(eps=1.0, min_samples=2, bounds=(-10.0, 10.0), random_state=0).fit(POINTS).spans_
-    m.save(tmp_path / "m.json")
+    save_model(m, tmp_path / "m.json")
     back = read_model(tmp_path / "m.json")
     np.testing.assert_array_equal(back.histogram.values, m.histogram.values)
     (tmp_path / "g.json").write_text('{"type": "FeatureCollection"}')
     (tmp_path / "b.json").write_bytes(b"\xff\xfe\x00" * 10)
-    (tmp_path / "p.json").write_text(m.to_json().replace('"metadata": {}', '"metadata": {"projection": {"kind": "utm"}}'))
+    (tmp_path / "p.json").write_text(to_json(m).replace('"metadata": {}', '"metadata": {"projection": {"kind": "utm"}}'))
     for name, match in [("g.json", "g.json: not a dpdbscan span model"), ("b.json", "not a text file"),
                         ("p.json", "unknown projection"), ("none.json", "model file not found")]:
         with pytest.raises((ValueError, FileNotFoundError), match=match):
@@ -305,7 +306,7 @@ def test_fit_on_a_file_with_a_bad_row_releases_and_never_echoes(tmp_path, small_
     assert clean.spans_.core_keys.size > 0, "a release with no core cells proves little"
     out = capsys.readouterr()
     assert "bob@example.com" not in out.out + out.err
-    assert "bob@example.com" not in est.spans_.to_json()
+    assert "bob@example.com" not in to_json(est.spans_)
 
 
 @pytest.mark.parametrize("text, want, n_bad, n_malformed", [

@@ -6,8 +6,9 @@ import pytest
 from reference import grid_dbscan, same_partition, subcell_grid_dbscan
 
 from dpdbscan.cells.grid import Grid
-from dpdbscan.model.spanmodel import spans_from_histogram
-from dpdbscan.pipeline import MechanismConfig, release_histogram
+from releases import spans_from_histogram
+from releases import Config as MechanismConfig
+from releases import release_histogram
 from dpdbscan.release.samplers.integers import SeededSource
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from dpdbscan import DPDBSCAN, UtilityWarning, WeakPrivacyWarning
 from dpdbscan.cli import main
-from dpdbscan.spec.parameters import MAX_EPSILON, PARAMETERS, WEAK_EPSILON, check_param, validate
+from dpdbscan.plan.resolve import validated as validate
+from dpdbscan.spec.parameters import MAX_EPSILON, PARAMETERS, WEAK_EPSILON, check_param
 
 X = np.random.default_rng(0).random((50, 2))
 BASE = dict(eps=0.1, min_samples=5, epsilon=1.0, bounds=(0, 1), random_state=None)

@@ -6,7 +6,7 @@ pytest.importorskip("matplotlib")
 from dpdbscan import DPDBSCAN  # noqa: E402
 from dpdbscan.geometry.outlines import cells_to_polygons  # noqa: E402
 from dpdbscan.geometry.projection import Equirectangular  # noqa: E402
-from dpdbscan.model.spanmodel import SpanModel  # noqa: E402
+from dpdbscan.model.record import SpanModel  # noqa: E402
 from dpdbscan.post.coretests.bound.core import neighbour_sums  # noqa: E402
 from dpdbscan.render import plotting  # noqa: E402
 
@@ -91,10 +91,10 @@ def test_spans_paths_follow_the_cells(model):
         v = path.vertices
         assert np.all(v >= g.lower - 1e-9) and np.all(v <= 10 + g.width)
         # the path holds exactly the span's outline rings, in model units
-        rings = [r for poly in cells_to_polygons(model.span_region(s)) for r in poly]
+        rings = [r for poly in cells_to_polygons(span_region(model, s)) for r in poly]
         np.testing.assert_allclose(v, g.lower + np.concatenate(rings) * g.width)
         # and fills exactly the region's cells (holes stay empty)
-        centres = g.lower + (model.span_region(s) + 0.5) * g.width
+        centres = g.lower + (span_region(model, s) + 0.5) * g.width
         assert path.contains_points(centres).all()
     assert ax.get_title() == "2 DP span(s), epsilon=1"
     _close(ax)
@@ -177,7 +177,7 @@ def test_plot_model_rejects_bad_requests(model):
         plotting.plot_model(model, "pie")
     with pytest.raises(ValueError, match="needs points"):
         plotting.plot_model(model, "labels")
-    bare = SpanModel.from_dict(model.to_dict(include_histogram=False))
+    bare = model_from_dict(model_to_dict(model, include_histogram=False))
     with pytest.raises(ValueError, match="without its noisy histogram"):
         plotting.plot_model(bare, "sums")
 
@@ -191,6 +191,8 @@ from spanmodels import hand_model, square  # noqa: E402
 
 from dpdbscan.model.stats import span_stats  # noqa: E402
 from dpdbscan.render import mapstyle  # noqa: E402
+from dpdbscan.model import model_from_dict, model_to_dict
+from releases import span_region
 
 
 def _png_size(path):

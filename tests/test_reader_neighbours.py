@@ -31,6 +31,7 @@ from dpdbscan.cells.grid import Grid
 from dpdbscan.files import read_input
 from dpdbscan.release.backends import NumpyBackend
 from dpdbscan.release.points import clean_points
+from dpdbscan.model import with_params
 
 #: The review's neighbours, and a few more: a text first line, gzip's magic.
 ADDED = [
@@ -245,7 +246,7 @@ def _span_hits(path: str, runs: int, seed0: int, options: dict) -> np.ndarray:
     for i in range(runs):
         model = DPDBSCAN(eps=0.1, min_samples=LEVELS[0], epsilon=1.0, bounds=(0.0, 1.0),
                          random_state=seed0 + i).fit(X).spans_
-        hits += [model.with_params(min_samples=m).n_spans >= 1 for m in LEVELS]
+        hits += [with_params(model, min_samples=m).n_spans >= 1 for m in LEVELS]
     return hits
 
 

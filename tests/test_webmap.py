@@ -19,9 +19,10 @@ from spanmodels import hand_model, square
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
-from dpdbscan.model.spanmodel import SpanModel
+from dpdbscan.model.record import SpanModel
 from dpdbscan.model.stats import format_area, span_stats
 from dpdbscan.render.webmap import _png, map_html, write_map
+from dpdbscan.model import geojson, load_model, save_model
 
 # --------------------------------------------------------------------------- #
 # noisy mass, area, cell count
@@ -77,7 +78,7 @@ def test_geojson_features_carry_span_cells_area_and_noisy_mass():
     # geographic, 50 m histogram cells, sub-cells of 25 m: span 0 is 4 x 4 sub-cells
     m = hand_model([square(4, 4, 4), [(10, 10)]], shape=(12, 12), width=0.05, subcells=2,
                    values=values, geo=True)
-    gj = m.to_geojson()
+    gj = geojson(m)
     props = [f["properties"] for f in gj["features"]]
     assert props[0] == {"span": 0, "n_cells": 16, "area_m2": pytest.approx(16 * 25.0 ** 2),
                         "noisy_mass": 100}
@@ -90,12 +91,12 @@ def test_geojson_features_carry_span_cells_area_and_noisy_mass():
 def test_geojson_of_plain_models_has_area_in_data_units():
     m = hand_model([square(1, 1, 3)], shape=(8, 8), width=2.0, noise="laplace",
                    values=np.full((8, 8), 1.5))
-    (f,) = m.to_geojson()["features"]
+    (f,) = geojson(m)["features"]
     assert f["properties"]["area"] == pytest.approx(9 * 4.0)
     assert "area_m2" not in f["properties"]
     assert f["properties"]["noisy_mass"] == pytest.approx(9 * 1.5)
     bare = hand_model([square(1, 1, 3)], shape=(8, 8), histogram=False)
-    assert bare.to_geojson()["features"][0]["properties"]["noisy_mass"] is None
+    assert geojson(bare)["features"][0]["properties"]["noisy_mass"] is None
 
 
 def test_fit_cli_writes_the_geojson_properties(tmp_path, capsys):
@@ -106,7 +107,7 @@ def test_fit_cli_writes_the_geojson_properties(tmp_path, capsys):
     assert main(["fit", str(csv), "--header", "--bounds", "0", "10", "--eps", "0.5", "--min-samples", "30",
                  "--seed", "1", "--out-dir", str(tmp_path), "--no-png"]) == 0
     gj = json.loads((tmp_path / "p.spans.geojson").read_text())
-    model_stats = span_stats(SpanModel.load(tmp_path / "p.spans.json"))
+    model_stats = span_stats(load_model(tmp_path / "p.spans.json"))
     assert len(gj["features"]) == model_stats.n_spans >= 2
     for f in gj["features"]:
         p = f["properties"]
@@ -222,7 +223,7 @@ def test_a_release_without_spans_maps_its_histogram():
     assert 'class="span"' not in page and 'id="heat"' in page
     cfg = json.loads(re.search(r'id="dpdbscan-config">(.*?)</script>', page, re.DOTALL).group(1))
     assert cfg["view"] == cfg["box"]  # nothing to crop to: the whole box
-    assert m.to_geojson()["features"] == []
+    assert geojson(m)["features"] == []
 
 
 def test_maps_need_two_dimensions():
@@ -234,7 +235,7 @@ def test_maps_need_two_dimensions():
 
 def test_map_command(tmp_path, capsys):
     model = _geo_model()
-    model.save(tmp_path / "m.spans.json")
+    save_model(model, tmp_path / "m.spans.json")
     assert main(["map", str(tmp_path / "m.spans.json")]) == 0
     out = capsys.readouterr().out
     assert (tmp_path / "m.spans.html").is_file() and "wrote" in out
@@ -253,7 +254,7 @@ def test_map_command(tmp_path, capsys):
 def test_map_command_refuses_3d_models_in_one_line(tmp_path, capsys):
     m = DPDBSCAN(eps=1.0, min_samples=5, bounds=(0.0, 4.0), random_state=0).fit(
         np.random.default_rng(0).uniform(0, 4, (100, 3))).spans_
-    m.save(tmp_path / "m3.json")
+    save_model(m, tmp_path / "m3.json")
     assert main(["map", str(tmp_path / "m3.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"dpdbscan: error: the map needs a 2-D model, {tmp_path / 'm3.json'} is 3-D"]
@@ -262,7 +263,7 @@ def test_map_command_refuses_3d_models_in_one_line(tmp_path, capsys):
 
 def test_size_and_extent_options(tmp_path, capsys):
     model = _geo_model()
-    model.save(tmp_path / "m.json")
+    save_model(model, tmp_path / "m.json")
     assert main(["plot", str(tmp_path / "m.json"), "--size", "500x300", "-o",
                  str(tmp_path / "p.png"), "--extent", "-122.45", "37.75", "-122.41", "37.79"]) == 0
     head = (tmp_path / "p.png").read_bytes()[:24]

@@ -17,7 +17,18 @@ from .exceptions import (
     UtilityWarning,
     WeakPrivacyWarning,
 )
-from .model.spanmodel import SpanModel
+from .model import (
+    SpanModel,
+    describe,
+    geojson,
+    guarantee,
+    load_model,
+    predict_lonlat,
+    save_geojson,
+    save_model,
+    summary,
+    with_params,
+)
 from .release.accountant import BudgetAccountant
 
 #: The one version source (pyproject.toml reads it from here).
@@ -27,6 +38,15 @@ __all__ = [
     "DPDBSCAN",
     "fit_lonlat",
     "SpanModel",
+    "describe",
+    "geojson",
+    "guarantee",
+    "load_model",
+    "predict_lonlat",
+    "save_geojson",
+    "save_model",
+    "summary",
+    "with_params",
     "Grid",
     "neighbour_offsets",
     "BudgetAccountant",

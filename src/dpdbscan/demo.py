@@ -17,6 +17,7 @@ import numpy as np
 
 from .cli.common import PRIVATE
 from .estimator import DPDBSCAN
+from .model import save_geojson, save_model, summary
 from .render import plotting
 
 
@@ -43,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     model = DPDBSCAN(eps=0.15, min_samples=10, epsilon=args.epsilon, bounds=bounds).fit(X)
     spans = model.spans_
     print(f"fitted {X.shape[0]} points in [-3, 3]^2 (secure randomness)")
-    print(spans.summary())
+    print(summary(spans))
     labels = model.predict(X)
     # exact counts of the training points per span: not part of the release
     print(
@@ -51,8 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"noise: {(labels < 0).sum()}",
         file=sys.stderr,
     )
-    spans.save(out / "spans.json")
-    spans.save_geojson(out / "spans.geojson")
+    save_model(spans, out / "spans.json")
+    save_geojson(spans, out / "spans.geojson")
     ax = plotting.plot_spans(spans)  # the spans over the noisy histogram: part of the release
     plotting.save(ax, out / "spans.png")
     print(f"wrote {out / 'spans.json'}, {out / 'spans.geojson'}, {out / 'spans.png'}")

@@ -14,22 +14,21 @@ from sklearn.base import BaseEstimator, ClusterMixin
 
 from .exceptions import PrivacyLeakWarning
 from .geometry.projection import Equirectangular, parse_length
-from .model.spanmodel import SpanModel
-from .pipeline import forecast as _forecast
-from .pipeline import release
+from .model import SpanModel, guarantee
+from .pipeline import fit as fit_release
 from .plan.forecast import Forecast
+from .plan.resolve import forecast_of, validated
 from .release.accountant import Accountant
 from .release.backends import Backend, NumpyBackend, resolve_backend
 from .release.backends.base import PointsInput
-from .release.samplers.integers import Seed
-from .spec.parameters import (
-    PARAMETERS,
+from .spec.parameters import PARAMETERS
+from .spec.specs import Seed
+from .spec.validation import (
     bounds_from_data,
     check_array,
     check_bounds,
     check_positive,
     standardised_note,
-    validate,
 )
 
 
@@ -75,7 +74,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         Failure probability of the guarantee. The paper's code used 0.5. With
         ``eps="auto"`` eps is chosen after the noise among c candidates, so
         each candidate's margins take beta / c and the guarantee, a union
-        bound over them, keeps 1 - beta (``spans_.beta`` is then beta / c).
+        bound over them, keeps 1 - beta (``spans_.spec.beta`` is then beta / c).
     histogram : {"auto", "dense", "sparse", "stability"}, default="auto"
         Naive Laplace histogram over all cells, the linear-time sparse one
         (Algorithm 2) or the (epsilon, delta) stability histogram. "auto"
@@ -223,11 +222,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.accountant = accountant
         self.backend = backend
 
-    def _validated(self) -> dict[str, Any]:
+    def _validated(self, stacklevel: int = 3) -> dict[str, Any]:
         """Every parameter checked against the one table (dpdbscan.spec.parameters)."""
         names = [n for n in PARAMETERS if n != "bounds"]
         # a warning (a weak epsilon) points at the line that called fit or forecast
-        return validate({n: getattr(self, n) for n in names}, stacklevel=3)
+        return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel)
 
     def fit(self, X: PointsInput, y: object = None) -> Self:
         """Release DP spans of ``X``. Returns self.
@@ -239,7 +238,13 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             Parquet/CSV files, dask DataFrames or arrays.
         y : ignored
         """
-        p = self._validated()
+        return self._fit(X, {})
+
+    def _fit(self, X: PointsInput, metadata: dict[str, Any]) -> Self:
+        """:meth:`fit`, with public ``metadata`` for the model (fit_lonlat's
+        projection): the model is made once, with everything it records."""
+        p = self._validated(stacklevel=4)  # fit -> _fit -> here
+        names = _feature_names(X)
         epsilon = p["epsilon"]
         backend = resolve_backend(p["backend"])
         if (
@@ -258,20 +263,32 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         else:
             lower, upper = check_bounds(self.bounds, n_features)
 
-        spans = release(X, lower, upper, p, backend=backend, accountant=self.accountant, stacklevel=2)
-        self.spans_ = spans
-        self.histogram_ = spans.histogram
-        self.gamma_ = spans.gamma
-        self.gamma_upper_ = spans.gamma_upper
-        self.tau_ = spans.tau if spans.core == "bound" else None
-        self.kappa_ = spans.histogram_grid.kappa
-        self.theta_ = spans.theta
-        self.n_cells_ = spans.n_cells
-        self.rho_ = spans.rho
-        self.beta_ = spans.beta
-        self.guarantee_ = spans.guarantee()
-        self.budget_spent_ = (epsilon, spans.delta)
+        model = fit_release(
+            X,
+            lower,
+            upper,
+            p,
+            backend=backend,
+            accountant=self.accountant,
+            metadata=metadata,
+            stacklevel=3,
+        )
+        self.spans_ = model
+        self.histogram_ = model.histogram
+        s = model.spans
+        self.gamma_ = s.gamma
+        self.gamma_upper_ = s.gamma_upper
+        self.tau_ = s.tau
+        self.kappa_ = model.release.grid.kappa
+        self.theta_ = model.release.theta
+        self.n_cells_ = model.release.grid.n_cells
+        self.rho_ = s.rho
+        self.beta_ = model.spec.beta
+        self.guarantee_ = guarantee(model)
+        self.budget_spent_ = (epsilon, model.release.delta)
         self.n_features_in_ = n_features
+        if names is not None:
+            self.feature_names_in_ = names
         # read from the private data: said only after the release is made and
         # stored, so that it cannot change whether a release happens or what it holds
         note = standardised_note(X) if isinstance(X, np.ndarray) else None
@@ -300,7 +317,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         else:
             n_expected = p.get("n_expected")
         lower, upper = check_bounds(self.bounds, n_features)
-        return _forecast(p, lower, upper, n_expected=n_expected)
+        return forecast_of(p, lower, upper, n_expected=n_expected)
 
     @property
     def labels_(self) -> NoReturn:
@@ -383,16 +400,25 @@ def fit_lonlat(
     est = DPDBSCAN(
         km, min_samples=min_samples, epsilon=epsilon, bounds=proj.project_bounds(lower, upper), **kwargs
     )
-    spans = est.fit(proj.forward(X)).spans_
-    spans.metadata.update(
-        {
-            "projection": proj.to_dict(),
-            "bounds_degrees": {"lower": lower, "upper": upper},
-            "bounds_source": "public (fit_lonlat bounds)",
-            "eps_text": str(eps),
-        }
-    )
-    return spans
+    metadata = {
+        "projection": proj.to_dict(),
+        "bounds_degrees": {"lower": lower, "upper": upper},
+        "bounds_source": "public (fit_lonlat bounds)",
+        "eps_text": str(eps),
+    }
+    return est._fit(proj.forward(X), metadata).spans_
+
+
+def _feature_names(X: object) -> np.ndarray | None:
+    """The column names of a DataFrame whose columns are all strings
+    (scikit-learn's ``feature_names_in_``), else None. Public: the schema."""
+    cols = getattr(X, "columns", None)
+    if cols is None or not hasattr(X, "iloc"):
+        return None
+    names = list(cols)
+    if not names or not all(isinstance(c, str) for c in names):
+        return None
+    return np.asarray(names, dtype=object)
 
 
 def _are_paths(X: object) -> bool:

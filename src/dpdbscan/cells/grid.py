@@ -28,8 +28,6 @@ from dataclasses import InitVar, dataclass, field
 
 import numpy as np
 
-from ..post.coretests.bound.margins import approximation_ratio
-
 #: A 1-D sequence of numbers (a list, a tuple or an array).
 Vector = Sequence[float] | np.ndarray
 
@@ -106,6 +104,13 @@ def neighbour_offsets(d: int, eta: float) -> np.ndarray:
         keep = new_acc <= lim
         rows, acc = new_rows[keep], new_acc[keep]
     return rows.astype(np.int64)
+
+
+def approximation_ratio(eta: float, subcells: int = 1) -> float:
+    """rho of the guarantees: 3 + eta/2 + eta/(2k) for k sub-cells per cell
+    and dimension; k = 1 gives the paper's 3 + eta (docs/accuracy.md). A core
+    (sub-)cell's ball reaches at most rho alpha from the points it counts."""
+    return 3.0 + eta / 2 + eta / (2 * subcells)
 
 
 @dataclass(frozen=True)
@@ -191,6 +196,21 @@ class Grid:
             ("_strides", strides),
         ]:
             object.__setattr__(self, name, val)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal grids have the same box, alpha, eta and cells."""
+        if not isinstance(other, Grid):
+            return NotImplemented
+        return (
+            self.alpha == other.alpha
+            and self.eta == other.eta
+            and self.width == other.width
+            and self.shape == other.shape
+            and np.array_equal(self.lower, other.lower)
+            and np.array_equal(self.upper, other.upper)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # arrays: a grid is not a dict key
 
     # ------------------------------------------------------- the same cells
     def at_alpha(self, alpha: float) -> Grid:

@@ -16,7 +16,7 @@ import numpy as np
 from .grid import Grid, lookup
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class NoisyHistogram:
     """A DP release of per-cell counts.
 
@@ -36,19 +36,26 @@ class NoisyHistogram:
         Sorted keys of the released cells (sparse and stability only).
     theta : float
         Release threshold (``-inf`` for dense).
-    noise : {"discrete", "laplace", "none"}
+    noise : {"discrete", "laplace", "gaussian"}
+        The noise's kind (``"none"`` only in the tests' exact releases).
+    scale : float
+        The noise's parameter, as drawn: the epsilon of one count's discrete
+        or continuous Laplace noise (rounded down), or the discrete
+        Gaussian's sigma^2 (rounded up). The margins read it
+        (:mod:`dpdbscan.laws.noise`).
     epsilon, delta : float
-        The privacy parameters the noise was drawn with (epsilon rounded down).
+        The privacy the release states.
     """
 
     grid: Grid
     kind: str
     values: np.ndarray
-    keys: np.ndarray | None = None
-    theta: float = 0.0
-    noise: str = "discrete"
-    epsilon: float = 1.0
-    delta: float = 0.0
+    keys: np.ndarray | None
+    theta: float
+    noise: str
+    scale: float
+    epsilon: float
+    delta: float
 
     @property
     def released_keys(self) -> np.ndarray:

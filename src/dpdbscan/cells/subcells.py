@@ -30,8 +30,7 @@ import math
 
 import numpy as np
 
-from ..post.coretests.bound.margins import approximation_ratio
-from .grid import Grid
+from .grid import Grid, approximation_ratio
 
 
 @functools.lru_cache(maxsize=64)

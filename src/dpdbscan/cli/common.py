@@ -22,9 +22,9 @@ from typing import TextIO
 from ..exceptions import PrivacyLeakWarning, WeakPrivacyWarning
 from ..files import InputPlan, ReadOptions, open_input
 from ..geometry import projection as _geo
-from ..model.spanmodel import SpanModel
+from ..model import SpanModel, load_model
 from ..render import plotting
-from ..spec.parameters import check_bounds
+from ..spec.validation import check_bounds
 
 EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -274,13 +274,13 @@ def _clean(exc: BaseException, limit: int = 160) -> str:
 
 
 def read_model(path: Path | str) -> SpanModel:
-    """Load a :class:`~dpdbscan.model.spanmodel.SpanModel`, with a one-line error naming
+    """Load a :class:`~dpdbscan.model.record.SpanModel`, with a one-line error naming
     the file for anything that is not one (missing, binary, other JSON)."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"model file not found: {p}")
     try:
-        model = SpanModel.load(p)
+        model = load_model(p)
         _geo.projection_of(model)  # validate the metadata now, not halfway through a plot
     except UnicodeDecodeError:
         raise ValueError(f"{p}: not a dpdbscan span model (not a text file)") from None

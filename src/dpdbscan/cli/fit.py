@@ -20,11 +20,15 @@ from ..cells.grid import MAX_KAPPA, count_neighbours
 from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
 from ..geometry import projection as _geo
 from ..geometry.projection import Equirectangular
-from ..pipeline import release
+from ..model import save_geojson, save_model
+from ..model import summary as model_summary
+from ..pipeline import fit as fit_release
+from ..plan.resolve import validated
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..render import plotting
-from ..spec.parameters import bounds_from_data, check_param, standardised_note, validate
+from ..spec.parameters import check_param
+from ..spec.validation import bounds_from_data, standardised_note
 from .common import (
     EXIT_OK,
     EXIT_PARTIAL,
@@ -49,7 +53,7 @@ from .common import (
 from .maps import picture_options
 
 if TYPE_CHECKING:
-    from ..model.spanmodel import SpanModel
+    from ..model.record import SpanModel
 
 
 #: Options that go to the parameter table as they were parsed.
@@ -85,7 +89,11 @@ def check_fit_params(args: argparse.Namespace, eps: float | str | None = None) -
         values["max_cells"] = args.max_cells
     if getattr(args, "n_expected", None) is not None:
         values["n_expected"] = args.n_expected
-    p = validate({k: v for k, v in values.items() if v is not None or k not in _DBSCAN}, cli=True)
+    given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
+    p = validated(given, cli=True)
+    for k in _DBSCAN:
+        if k not in given:
+            p[k] = None  # check runs without them: no forecast
     for m in _min_samples_list(args):
         if m is not None:
             check_param("min_samples", m, cli=True)
@@ -173,14 +181,15 @@ def fit_from_args(
         )
     with progress("fitting", enabled=_progress_flag(args), unit="it"), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
-        model = release(X, lower, upper, {**p, "min_samples": min_samples}, backend=backend)
+        model = fit_release(
+            X, lower, upper, {**p, "min_samples": min_samples}, backend=backend, metadata=meta, stacklevel=3
+        )
     sink.flush()
     note = None if dask else standardised_note(X, "--bounds")
     if note:
         # read from the private points: a private note, said after the release
         # (which it cannot change) and even with --quiet
         print(f"{PRIVATE} dpdbscan: PRIVACY WARNING: {note}", file=sys.stderr)
-    model.metadata.update(meta)
     return model
 
 
@@ -495,7 +504,7 @@ def _write_outputs(model, paths, notes: Notes, picture: dict | None = None) -> t
 
     def save_json():
         try:
-            atomic_write(paths["json"], model.save)
+            atomic_write(paths["json"], lambda p: save_model(model, p))
         except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
             errors.append(exc)
 
@@ -511,7 +520,7 @@ def _write_outputs(model, paths, notes: Notes, picture: dict | None = None) -> t
             extras = (
                 (
                     "geojson",
-                    lambda t: model.save_geojson(t, transform=None if proj is None else proj.inverse),
+                    lambda t: save_geojson(model, t, transform=None if proj is None else proj.inverse),
                 ),
                 ("png", lambda t: _draw_spans_png(model, t, **(picture or {}))),
             )
@@ -567,13 +576,13 @@ def _border_arg(text, *, geo: bool):
 
 def summary(model: SpanModel) -> str:
     """The release's summary, with lengths in m/km for geographic models."""
-    lines = [model.summary()]
+    lines = [model_summary(model)]
     proj = _geo.projection_of(model)
     if proj is not None:
         lines.append(
             f"  geo     : lon/lat in km around {proj.ref_lat:.4f} deg N (equirectangular); "
             f"alpha = {_geo.format_km(model.grid.alpha)}, cell width = "
-            f"{_geo.format_km(model.histogram_grid.width)}, span cells "
+            f"{_geo.format_km(model.release.grid.width)}, span cells "
             f"{_geo.format_km(model.grid.width)}"
         )
     source = model.metadata.get("bounds_source", "")

@@ -11,7 +11,8 @@ import numpy as np
 
 from ..files import write_labels
 from ..geometry import projection as _geo
-from ..model.spanmodel import density_rule
+from ..model import describe, eps_candidates, guarantee
+from ..post.coretests import core_test
 from ..render import plotting
 from .common import EXIT_OK, Notes, _points_for, _Warnings
 from .common import read_model as load_model
@@ -84,55 +85,15 @@ def _plot_path(model_path: str, kind: str, output: str | None, private: bool) ->
     return stem.with_name(f"{stem.name}.{'PRIVATE-' if private else ''}{kind}.png")
 
 
-def _core_rule(model) -> str:
-    if model.core == "density":
-        return (
-            f"density: estimated eps-neighbourhood count E~ >= MinPts + m(q), up to "
-            f"{model.threshold:.1f} (margin: {density_rule(model.margin)}), "
-            "in an occupied cell; spans join core centres within eps"
-        )
-    return f"bound: UB~ >= {model.threshold:.1f}" + (
-        " (MinPts + tau)" if model.raise_min_samples else " (MinPts)"
-    )
-
-
-def _guarantee_text(model, length) -> str:
-    gu = model.guarantee()
-    within = gu["within_clusters_at"]
-    if gu["probability"] is None:
-        return gu["statement"]
-    if model.core == "density":
-        if within is None:
-            return gu["statement"]
-        return (
-            f"with probability >= {gu['probability']:g}: every span lies in the span of one "
-            f"({length(within['alpha'])}, {within['min_samples']})-cluster (one-sided: no "
-            "span reaches beyond the clusters; no covering statement)"
-        )
-    covers = gu["covers_clusters_at"]
-    text = (
-        f"with probability >= {gu['probability']:g}: every ({length(covers['alpha'])}, "
-        f"{covers['min_samples']:.1f})-cluster lies in one span"
-    )
-    if within is None:
-        return (
-            text + f"; no guarantee that spans stay within clusters (MinPts - tau = "
-            f"{covers['min_samples'] - model.tau:.1f} < 1: spans may lie in empty space)"
-        )
-    return (
-        text + f", and every span lies in the span of one ({length(within['alpha'])}, "
-        f"{within['min_samples']:.1f})-cluster"
-    )
-
-
 def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
     model = load_model(args.model)
     if args.json:
-        print(json.dumps(model.describe(), indent=2, allow_nan=False))
+        print(json.dumps(describe(model), indent=2, allow_nan=False))
         return EXIT_OK
     g, proj = model.grid, _geo.projection_of(model)
-    # The histogram's grid; spans may sit on a finer sub-cell grid (newer models).
-    hg = getattr(model, "histogram_grid", g)
+    test = core_test(model.spec.core)
+    # The histogram's grid; spans may sit on a finer sub-cell grid.
+    hg = model.release.grid
     length = _geo.format_km if proj is not None else (lambda v: f"{v:g}")
     meta = model.metadata
     rows = [
@@ -140,36 +101,34 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
             "model",
             f"{args.model} (dpdbscan.spans, {model.n_spans} span(s), {model.n_core_cells} core cell(s))",
         ),
-        ("epsilon", f"{model.epsilon:g}"),
-        ("delta", f"{model.delta:g}"),
+        ("epsilon", f"{model.release.epsilon:g}"),
+        ("delta", f"{model.release.delta:g}"),
         (
             "noise",
-            f"{model.noise} Laplace, {model.histogram_kind} histogram"
-            + ("" if model.histogram_kind == "dense" else f", theta = {model.theta:g}"),
+            f"{model.release.noise} Laplace, {model.release.histogram} histogram"
+            + ("" if model.release.histogram == "dense" else f", theta = {model.release.theta:g}"),
         ),
         ("alpha", length(g.alpha)),
-        ("MinPts", f"{model.min_samples}"),
-        ("core test", _core_rule(model)),
-        ("rho", f"{model.rho:g} (eta = {hg.eta:g})"),
-        (
-            "tau",
-            f"{model.tau:.2f} (= Gamma_low + Gamma_up)"
-            if model.core == "bound"
-            else "none (the density test's guarantee is one-sided)",
-        ),
+        ("MinPts", f"{model.spec.min_samples}"),
+        ("core test", test.rule_text(model.spans, model.spec)),
+        ("rho", f"{model.spans.rho:g} (eta = {hg.eta:g})"),
+        ("tau", test.tau_text(model.spans)),
         (
             "beta",
-            f"{model.beta:g}"
+            f"{model.spec.beta:g}"
             + (
                 ""
-                if model.eps_candidates == 1
-                else f" per eps candidate ({model.eps_candidates} candidates: "
-                f"{model.beta * model.eps_candidates:g} in all)"
+                if eps_candidates(model) == 1
+                else f" per eps candidate ({eps_candidates(model)} candidates: "
+                f"{model.spec.beta * eps_candidates(model):g} in all)"
             ),
         ),
-        ("kappa", f"{model.kappa}"),
-        ("|X|", f"{model.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}"),
-        ("guarantee", _guarantee_text(model, length)),
+        ("kappa", f"{model.spans.kappa}"),
+        (
+            "|X|",
+            f"{hg.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}",
+        ),
+        ("guarantee", test.guarantee_text(guarantee(model), model.spans, length)),
     ]
     if proj is not None:
         b = meta.get("bounds_degrees", {})
@@ -186,9 +145,9 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
     for key in ("columns", "bounds_source", "randomness"):
         if meta.get(key):
             rows.append((key.replace("_", " "), str(meta[key])))
-    if getattr(model, "subcells", 1) > 1:
-        rows.append(("sub-cells", f"{model.subcells} per cell and dimension (width {length(g.width)})"))
-    r = model.release or {}
+    if model.spec.subcells > 1:
+        rows.append(("sub-cells", f"{model.spec.subcells} per cell and dimension (width {length(g.width)})"))
+    r = model.release
     if model.auto is not None:
         a = model.auto
         rows.append(
@@ -196,19 +155,19 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
                 "auto",
                 f"{' and '.join(a.get('chosen', [])) or 'nothing'} chosen from the "
                 f"release without labels: eps = {length(g.alpha)}, MinPts = "
-                f"{model.min_samples} ({a.get('criterion')}; score "
+                f"{model.spec.min_samples} ({a.get('criterion')}; score "
                 f"{a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base "
-                f"release at eps = {length(a.get('base_eps', r.get('eps', 0)))}, "
+                f"release at eps = {length(a.get('base_eps', r.eps))}, "
                 f"{len(a.get('eps_candidates', []))} eps x "
                 f"{len(a.get('min_samples_candidates', []))} MinPts candidates",
             )
         )
-    elif r and (r.get("eps") != g.alpha or r.get("min_samples") != model.min_samples):
+    elif r.eps != g.alpha or r.min_samples != model.spec.min_samples:
         rows.append(
             (
                 "release",
-                f"made at eps = {length(r.get('eps', g.alpha))}, MinPts = "
-                f"{r.get('min_samples')}; these spans re-parameterise it (no "
+                f"made at eps = {length(r.eps)}, MinPts = "
+                f"{r.min_samples}; these spans re-parameterise it (no "
                 "extra budget)",
             )
         )

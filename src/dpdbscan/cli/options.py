@@ -5,9 +5,14 @@ alike, so that their parsing and their errors are the same."""
 from __future__ import annotations
 
 from ..files import FORMATS
+from ..post.coretests import CORE_TESTS
+from ..spec.parameters import PARAMETERS
 from .common import ArgTarget
 from .fit import _number_or_text, _subcells_arg
 from .maps import add_picture_options
+
+#: The command line's defaults are the parameter table's.
+DEFAULTS = {name: param.default for name, param in PARAMETERS.items()}
 
 
 def add_input_options(p: ArgTarget, *, dask: bool = False) -> None:
@@ -76,7 +81,7 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
         g.add_argument(
             "--max-cells",
             type=_number_or_text,
-            default=2**20,
+            default=DEFAULTS["max_cells"],
             metavar="N",
             help="--eps auto: public cap on the cells of its one release (default 2^20)",
         )
@@ -105,20 +110,20 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
     g.add_argument(
         "--eta",
         type=float,
-        default=4.0,
+        default=DEFAULTS["eta"],
         help="grid parameter in (0, 4]; cell width eta*eps/(4 sqrt d) (default 4)",
     )
     g.add_argument(
         "--subcells",
         type=_subcells_arg,
-        default="auto",
+        default=DEFAULTS["subcells"],
         help="decide core cells and merge on sub-cells of width w/SUBCELLS "
         "('auto' = 2 for d <= 3, else 1; 1 = the paper's procedure); no privacy cost",
     )
     g.add_argument(
         "--core",
-        default="density",
-        metavar="{density,bound}",
+        default=DEFAULTS["core"],
+        metavar="{" + ",".join(CORE_TESTS) + "}",
         help="core test: 'density' (default) estimates each sub-cell's "
         "eps-neighbourhood count and labels like DBSCAN (one-sided guarantee: no "
         "span reaches beyond the clusters); 'bound' is the paper's noisy upper "
@@ -126,7 +131,7 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
     )
     g.add_argument(
         "--margin",
-        default="auto",
+        default=DEFAULTS["margin"],
         type=_number_or_text,
         metavar="MARGIN",
         help="density test: c of the margin c sigma ('auto' = 1); bound test: Gamma by "
@@ -134,7 +139,7 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
     )
     g.add_argument(
         "--border",
-        default="auto",
+        default=DEFAULTS["border"],
         help="predict: a point within this distance of a core sub-cell centre (density) "
         "or core sub-cell (bound) joins its span ('auto' = eps for density, half a "
         "sub-cell diameter for bound; 0 = cell membership only; with --geo a length "
@@ -179,17 +184,22 @@ def add_domain_options(p: ArgTarget, *, from_data: bool = True) -> None:
 def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
     """The budget and the histogram (``seed=False``: no noise is drawn)."""
     q = p.add_argument_group("privacy")
-    q.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
-    q.add_argument("--delta", type=float, default=0.0, help="delta, for the stability histogram (default 0)")
+    q.add_argument("--epsilon", type=float, default=DEFAULTS["epsilon"], help="privacy budget (default 1)")
+    q.add_argument(
+        "--delta",
+        type=float,
+        default=DEFAULTS["delta"],
+        help="delta, for the stability histogram (default 0)",
+    )
     q.add_argument(
         "--beta",
         type=float,
-        default=0.1,
+        default=DEFAULTS["beta"],
         help="failure probability of the guarantee (default 0.1; the paper's code used 0.5)",
     )
     q.add_argument(
         "--histogram",
-        default="auto",
+        default=DEFAULTS["histogram"],
         metavar="{auto,dense,sparse,stability}",
         help="naive histogram over all cells (dense), the paper's linear-time one "
         "(sparse) or the (epsilon, delta) stability one; 'auto' picks dense or "
@@ -197,7 +207,7 @@ def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
     )
     q.add_argument(
         "--noise",
-        default="discrete",
+        default=DEFAULTS["noise"],
         metavar="{discrete,laplace}",
         help="exact discrete Laplace noise from the OS's secure randomness (default), "
         "or the paper's floating-point Laplace (not exact)",
@@ -220,7 +230,7 @@ def add_fit_options(p: ArgTarget, *, sweep: bool) -> None:
     c = p.add_argument_group("computing")
     c.add_argument(
         "--backend",
-        default="numpy",
+        default=DEFAULTS["backend"],
         metavar="{numpy,dask}",
         help="count cells in memory (numpy, default) or on a Dask cluster",
     )

@@ -1,34 +1,38 @@
-"""Span models as JSON and GeoJSON.
+"""Span models as JSON: the release's file format (``model/schema.json``).
 
 The JSON file is the whole release: public parameters, the spans (core cells
 by span) and, optionally, the noisy histogram (compressed arrays in base64).
-Reading it back needs nothing else. GeoJSON holds the spans of 2-D models as
-MultiPolygons, for GIS tools. Functions here read a model's public attributes
-and build the keyword arguments of a new one; they never see training data.
+Reading it back needs nothing else; every field is checked, the parameters
+against the parameter table. Functions here read a model's public attributes
+and build a new one; they never see training data.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 import zlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..cells.subcells import SubcellLayout
-from ..post.coretests.bound import margins as bounds
-from .stats import is_geographic, span_stats
-
-if TYPE_CHECKING:
-    from .spanmodel import SpanModel
+from ..post.coretests import core_test
+from ..spec.parameters import check_param
+from ..spec.specs import ReleaseInfo, SpanSpec
+from .guarantee import guarantee
+from .record import SpanModel
 
 FORMAT = "dpdbscan.spans"
 VERSION = 1
+HISTOGRAM_KINDS = ("dense", "sparse", "stability")
+#: Noises a release file may name (exact counts are for the tests only).
+NOISE_KINDS = ("discrete", "laplace", "gaussian")
 
 
 # --------------------------------------------------------------------------- #
@@ -36,12 +40,13 @@ VERSION = 1
 
 
 def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
-    """The JSON document of a :class:`~dpdbscan.model.spanmodel.SpanModel`."""
+    """The JSON document of a :class:`~dpdbscan.model.record.SpanModel`."""
+    spans, spec, rel = model.spans, model.spec, model.release
     # cells grouped by span, each span's in key order (a stable sort by span)
-    order = np.argsort(model.labels, kind="stable")
-    cells = model.grid.decode(model.core_keys[order]).tolist()
-    ends = np.cumsum(np.bincount(model.labels, minlength=model.n_spans)).tolist()
-    spans = [
+    order = np.argsort(spans.labels, kind="stable")
+    cells = spans.grid.decode(spans.core_keys[order]).tolist()
+    ends = np.cumsum(np.bincount(spans.labels, minlength=spans.n_spans)).tolist()
+    span_list = [
         {"id": s, "n_cells": b - a, "cells": cells[a:b]}
         for s, (a, b) in enumerate(zip([0] + ends[:-1], ends))
     ]
@@ -49,40 +54,60 @@ def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
         "format": FORMAT,
         "version": VERSION,
         "privacy": {
-            "epsilon": model.epsilon,
-            "delta": model.delta,
-            "noise": model.noise,
-            "histogram": model.histogram_kind,
+            "epsilon": rel.epsilon,
+            "delta": rel.delta,
+            "noise": rel.noise,
+            "noise_scale": rel.noise_scale,
+            "histogram": rel.histogram,
         },
         "params": {
-            "alpha": model.grid.alpha,
-            "min_samples": model.min_samples,
-            "eta": model.eta,
-            "beta": model.beta,
-            "raise_min_samples": model.raise_min_samples,
-            "subcells": model.subcells,
-            "border": model.border,
-            "margin": model.margin,
-            "core": model.core,
+            "alpha": spans.grid.alpha,
+            "min_samples": spec.min_samples,
+            "eta": rel.grid.eta,
+            "beta": spec.beta,
+            "raise_min_samples": spec.raise_min_samples,
+            "subcells": spec.subcells,
+            "border": spec.border,
+            "margin": spec.margin,
+            "core": spec.core,
         },
-        "bounds": {"lower": model.grid.lower.tolist(), "upper": model.grid.upper.tolist()},
-        "grid": model.histogram_grid.to_dict(),
-        "span_grid": {"width": model.grid.width, "shape": list(model.grid.shape)},
-        "guarantee": jsonable(model.guarantee()),
-        "tau": model.tau if model.core == "bound" else None,
-        "beta": model.beta,
-        "gamma": model.gamma,
-        "gamma_upper": model.gamma_upper,
-        "theta": json_number(model.theta),
-        "spans": spans,
-        "metadata": model.metadata,
-        "release": model.release,
+        "bounds": {"lower": spans.grid.lower.tolist(), "upper": spans.grid.upper.tolist()},
+        "grid": rel.grid.to_dict(),
+        "span_grid": {"width": spans.grid.width, "shape": list(spans.grid.shape)},
+        "guarantee": jsonable(guarantee(model)),
+        "tau": spans.tau,
+        "beta": spec.beta,
+        "gamma": spans.gamma,
+        "gamma_upper": spans.gamma_upper,
+        "theta": json_number(rel.theta),
+        "spans": span_list,
+        "metadata": dict(model.metadata),
+        "release": {"eps": rel.eps, "eta": rel.eta, "min_samples": rel.min_samples},
     }
     if model.auto is not None:
-        out["auto"] = model.auto
+        out["auto"] = dict(model.auto)
     if include_histogram and model.histogram is not None:
         out["histogram"] = histogram_to_dict(model.histogram)
     return out
+
+
+def to_json(model: SpanModel, include_histogram: bool = True) -> str:
+    return json.dumps(model_to_dict(model, include_histogram))
+
+
+def save_model(model: SpanModel, path: Path | str, include_histogram: bool = True) -> None:
+    """Write the release to ``path`` as JSON (:func:`model_to_dict`)."""
+    Path(path).write_text(to_json(model, include_histogram))
+
+
+def load_model(path: Path | str) -> SpanModel:
+    """Read a release written by :func:`save_model` (every field checked)."""
+    text = Path(path).read_text()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        raise ValueError(f"{path}: not a dpdbscan span model (not JSON)") from None
+    return model_from_dict(data)
 
 
 class MalformedModel(ValueError):
@@ -110,14 +135,6 @@ def _real(value, name: str, low=None, high=None, *, low_open=False, high_open=Fa
     return float(value)
 
 
-def _int(value, name: str, low: int = 0) -> int:
-    _need(
-        isinstance(value, int) and not isinstance(value, bool) and value >= low,
-        f"{name} must be an integer >= {low}, got {value!r}",
-    )
-    return int(value)
-
-
 def _choice(value, name: str, options) -> str:
     _need(isinstance(value, str) and value in options, f"{name} must be one of {options}, got {value!r}")
     return value
@@ -133,18 +150,19 @@ def _cells(raw, d: int, shape, name: str) -> np.ndarray:
     return c
 
 
-def model_kwargs(data: Any) -> dict:
-    """Keyword arguments of a SpanModel from its JSON document.
+def model_from_dict(data: Any) -> SpanModel:
+    """The :class:`~dpdbscan.model.record.SpanModel` of a JSON document.
 
-    Everything is checked: a corrupted or hand-edited file gives one clear
-    ValueError, never a traceback or a silently wrong model.
+    Everything is checked, the parameters against the parameter table: a
+    corrupted or hand-edited file gives one clear ValueError, never a
+    traceback or a silently wrong model.
     """
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError("not a dpdbscan span model (missing format 'dpdbscan.spans')")
     if data.get("version") != VERSION:
         raise ValueError(f"unsupported dpdbscan model version {data.get('version')!r}")
     try:
-        return _model_kwargs(data)
+        return _model_from_dict(data)
     except MalformedModel:
         raise
     except (
@@ -163,7 +181,15 @@ def model_kwargs(data: Any) -> dict:
         raise MalformedModel(f"malformed dpdbscan span model: {text}"[:300]) from None
 
 
-def _model_kwargs(data: dict) -> dict:
+def _param(name: str, value: Any, where: str) -> Any:
+    """``value`` checked against the parameter table's entry ``name``."""
+    try:
+        return check_param(name, value)
+    except (TypeError, ValueError) as exc:
+        raise MalformedModel(f"malformed dpdbscan span model: {where}: {exc}") from None
+
+
+def _model_from_dict(data: dict) -> SpanModel:
     p, priv, box = data["params"], data["privacy"], data["bounds"]
     for name, part in (("params", p), ("privacy", priv), ("bounds", box)):
         _need(isinstance(part, dict), f"{name} must be an object")
@@ -175,9 +201,11 @@ def _model_kwargs(data: dict) -> dict:
     lower = [_real(v, "bounds.lower") for v in lower]
     upper = [_real(v, "bounds.upper") for v in upper]
     _need(all(lo < hi for lo, hi in zip(lower, upper)), "bounds must have lower < upper")
-    alpha = _real(p["alpha"], "params.alpha", 0, low_open=True)
-    eta = _real(p["eta"], "params.eta", 0, 4, low_open=True)
-    k = _int(p.get("subcells", 1), "params.subcells", 1)
+    alpha = _param("eps", p["alpha"], "params.alpha")
+    _need(alpha != "auto", "params.alpha must be a number")
+    eta = _param("eta", p["eta"], "params.eta")
+    k = _param("subcells", p.get("subcells", 1), "params.subcells")
+    _need(isinstance(k, int), "params.subcells must be an integer")
     _need(k ** len(lower) <= 4096, f"params.subcells={k} is too large for d={len(lower)}")
     # the stored widths, when they agree with (alpha, eta) up to rounding: a
     # re-parameterised model's cells are its release's bit for bit
@@ -188,8 +216,86 @@ def _model_kwargs(data: dict) -> dict:
     span_width = _width(data.get("span_grid"), "span_grid.width")
     if k > 1 and span_width is not None:
         grid = Grid(hgrid.lower, hgrid.upper, alpha, eta / k, cell_width=span_width)
-    kind = _choice(priv["histogram"], "privacy.histogram", ("dense", "sparse", "stability"))
-    spans = data["spans"]
+    kind = _choice(priv["histogram"], "privacy.histogram", HISTOGRAM_KINDS)
+    keys, lab = _span_cells(data["spans"], grid)
+    hist = histogram_from_dict(hgrid, data["histogram"]) if "histogram" in data else None
+    _need(hist is None or hist.kind == kind, "histogram.kind differs from privacy.histogram")
+    epsilon = _param("epsilon", priv["epsilon"], "privacy.epsilon")
+    noise = _choice(priv["noise"], "privacy.noise", NOISE_KINDS)
+    scale = _real(priv.get("noise_scale", epsilon), "privacy.noise_scale", 0, low_open=True)
+    theta = _theta(data.get("theta"))
+    core = _param("core", p.get("core", "bound"), "params.core")
+    test = core_test(core)
+    rule = p.get("margin", "paper")
+    if isinstance(rule, str):
+        _choice(rule, "params.margin", test.margin_rules)
+    else:
+        _need(test.numeric_margin, f"params.margin must be one of {test.margin_rules}, got {rule!r}")
+        rule = _real(rule, "params.margin", 0)
+    raise_min = p.get("raise_min_samples", True)
+    _need(isinstance(raise_min, bool), "params.raise_min_samples must be true or false")
+    spec = SpanSpec(
+        min_samples=_min_samples(p["min_samples"]),
+        beta=_param("beta", p["beta"], "params.beta"),
+        subcells=k,
+        margin=rule,
+        border=_real(p.get("border", 0.0), "params.border", 0),
+        raise_min_samples=raise_min,
+        core=core,
+    )
+    used = data.get("guarantee", {})
+    _need(isinstance(used, dict), "guarantee must be an object")
+    if "n_events" in used:  # what the margins were computed with must be what the spans need
+        layout = SubcellLayout(hgrid, k)
+        _need(
+            used.get("kappa") == layout.kappa and str(used["n_events"]) == str(layout.n_events),
+            "guarantee.kappa / n_events do not match the grid and sub-cells",
+        )
+    gamma_upper = None if data.get("gamma_upper") is None else _real(data["gamma_upper"], "gamma_upper", 0)
+    try:
+        spans = test.restore(
+            hgrid,
+            grid,
+            keys,
+            lab,
+            kind,
+            noise,
+            scale,
+            theta,
+            spec,
+            _real(data["gamma"], "gamma", 0),
+            gamma_upper,
+        )
+    except ValueError as exc:
+        raise MalformedModel(f"malformed dpdbscan span model: {exc}") from None
+    metadata = data.get("metadata", {})
+    _need(isinstance(metadata, dict), "metadata must be an object")
+    fit = _release(data.get("release"), alpha, eta, spec.min_samples)
+    release = ReleaseInfo(
+        grid=hgrid,
+        histogram=kind,
+        theta=theta,
+        noise=noise,
+        noise_scale=scale,
+        epsilon=epsilon,
+        delta=_param("delta", priv["delta"], "privacy.delta"),
+        eps=fit["eps"],
+        eta=fit["eta"],
+        min_samples=fit["min_samples"],
+    )
+    auto = data.get("auto")
+    _need(auto is None or isinstance(auto, dict), "auto must be an object")
+    return SpanModel(spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=metadata)
+
+
+def _min_samples(value: Any) -> int:
+    m = _param("min_samples", value, "params.min_samples")
+    _need(m != "auto", "params.min_samples must be a number")
+    return int(m)
+
+
+def _span_cells(spans: Any, grid: Grid) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted keys of the stored spans' cells and their span ids."""
     _need(isinstance(spans, list), "spans must be a list")
     cells, labels = [], []
     for i, span in enumerate(spans):
@@ -210,80 +316,7 @@ def _model_kwargs(data: dict) -> dict:
         bool(np.all(keys[1:] != keys[:-1])) if keys.size > 1 else True,
         "a cell belongs to more than one span, or twice to one",
     )
-    hist = histogram_from_dict(hgrid, data["histogram"]) if "histogram" in data else None
-    _need(hist is None or hist.kind == kind, "histogram.kind differs from privacy.histogram")
-    used = data.get("guarantee", {})
-    _need(isinstance(used, dict), "guarantee must be an object")
-    if "n_events" in used:  # what Gamma was computed with must be what the spans need
-        layout = SubcellLayout(hgrid, k)
-        _need(
-            used.get("kappa") == layout.kappa and str(used["n_events"]) == str(layout.n_events),
-            "guarantee.kappa / n_events do not match the grid and sub-cells",
-        )
-        used = {"kappa": layout.kappa, "n_events": layout.n_events}
-    out = dict(
-        grid=grid,
-        core_keys=keys,
-        labels=lab,
-        min_samples=_int(p["min_samples"], "params.min_samples", 1),
-        gamma=_real(data["gamma"], "gamma", 0),
-        beta=_real(p["beta"], "params.beta", 0, 1, low_open=True, high_open=True),
-        epsilon=_real(priv["epsilon"], "privacy.epsilon", 0, low_open=True),
-        delta=_real(priv["delta"], "privacy.delta", 0, 1, high_open=True),
-        raise_min_samples=p.get("raise_min_samples", True),
-        histogram_kind=kind,
-        noise=_choice(priv["noise"], "privacy.noise", ("discrete", "laplace", "none")),
-        theta=_theta(data.get("theta")),
-        histogram=hist,
-        metadata=data.get("metadata", {}),
-        subcells=k,
-        border=_real(p.get("border", 0.0), "params.border", 0),
-        margin=p.get("margin", "paper")
-        if p.get("core") == "density"
-        else _choice(p.get("margin", "paper"), "params.margin", ("chernoff", "paper")),
-        eta=eta,
-        kappa=used.get("kappa"),
-        n_events=used.get("n_events"),
-        hist_grid=hgrid,
-        gamma_upper=None if data.get("gamma_upper") is None else _real(data["gamma_upper"], "gamma_upper", 0),
-    )
-    _need(isinstance(out["raise_min_samples"], bool), "params.raise_min_samples must be true or false")
-    out["core"] = _choice(p.get("core", "bound"), "params.core", ("density", "bound"))
-    if out["core"] == "bound" and out["gamma_upper"] is not None:
-        # both margins are a function of public values: they must be the ones
-        # the spans were made with
-        layout = SubcellLayout(hgrid, k)
-        theta = out["theta"] if kind != "dense" else 0.0
-        want = bounds.margins(
-            out["margin"],
-            kind,
-            out["noise"],
-            out["epsilon"],
-            layout.kappa,
-            layout.n_events,
-            out["beta"],
-            theta,
-        )
-        _need(
-            all(
-                math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
-                for a, b in zip((out["gamma"], out["gamma_upper"]), want)
-            ),
-            "gamma / gamma_upper are not the margins of the model's parameters",
-        )
-    rule = p.get("margin", "paper")
-    if out["core"] == "density":
-        out["margin"] = (
-            _real(rule, "params.margin", 0)
-            if not isinstance(rule, str)
-            else _choice(rule, "params.margin", ("chernoff", "pointwise"))
-        )
-    _need(isinstance(out["metadata"], dict), "metadata must be an object")
-    out["release"] = _release(data.get("release"), alpha, eta, out["min_samples"])
-    auto = data.get("auto")
-    _need(auto is None or isinstance(auto, dict), "auto must be an object")
-    out["auto"] = auto
-    return out
+    return keys, lab
 
 
 def _width(part, name: str):
@@ -293,104 +326,16 @@ def _width(part, name: str):
     return _real(part["width"], name, 0, low_open=True)
 
 
-def _release(raw, alpha: float, eta: float, min_samples: int) -> dict:
+def _release(raw: Any, alpha: float, eta: float, min_samples: int) -> dict:
     """The parameters of the fit that spent the budget (older files: the model's own)."""
     if raw is None:
         return {"eps": alpha, "eta": eta, "min_samples": min_samples}
     _need(isinstance(raw, dict), "release must be an object")
     return {
         "eps": _real(raw["eps"], "release.eps", 0, low_open=True),
-        "eta": _real(raw["eta"], "release.eta", 0, 4, low_open=True),
-        "min_samples": _int(raw["min_samples"], "release.min_samples", 1),
+        "eta": _param("eta", raw["eta"], "release.eta"),
+        "min_samples": _min_samples(raw["min_samples"]),
     }
-
-
-# --------------------------------------------------------------------------- #
-# GeoJSON
-
-
-def model_to_geojson(
-    model: SpanModel,
-    transform: Callable[[np.ndarray], np.ndarray] | None = None,
-    precision: int | Literal["auto"] | None = "auto",
-) -> dict:
-    """Spans as GeoJSON MultiPolygons (2-D only).
-
-    ``transform`` maps an (m, 2) array of grid-space coordinates to output
-    coordinates (e.g. km back to lon/lat); identity by default.
-
-    The polygons are the outlines of the spans' regions
-    (:meth:`~dpdbscan.model.spanmodel.SpanModel.outlines`): exterior rings
-    counter-clockwise, holes clockwise, every ring simple (RFC 7946).
-    ``precision`` is the number of decimals coordinates are rounded to: with
-    "auto" (default), 7 for a geographic model drawn through a ``transform``
-    (degrees: 1e-7 degree is about 1 cm, far below a cell) and none (full
-    float precision) otherwise. The collection's ``properties`` record it as
-    ``coordinate_decimals`` (null when not rounded).
-
-    Each feature's properties are free post-processing of the release (see
-    :mod:`dpdbscan.model.stats` for the definitions): ``span`` (id),
-    ``n_cells``, ``area_m2`` for geographic models (in the local projection)
-    or ``area`` in squared data units otherwise, and ``noisy_mass`` (the sum
-    of the released noisy counts of the histogram cells the span touches;
-    null when the model has no histogram).
-    """
-    grid = model.grid
-    if grid.d != 2:
-        raise ValueError(f"GeoJSON export needs 2-D spans, these are {grid.d}-D")
-    stats = span_stats(model)
-    geo = is_geographic(model)
-    if precision == "auto":
-        precision = GEO_DECIMALS if geo and transform is not None else None
-    if precision is not None and (
-        isinstance(precision, bool) or not isinstance(precision, int) or not 0 <= precision <= 15
-    ):
-        raise ValueError(f"precision must be 'auto', None or an int in 0..15, got {precision!r}")
-    integer_mass = model.histogram is not None and model.histogram.values.dtype.kind in "iu"
-    out = model.outlines()
-    # every vertex at once: scale, transform, round
-    xy = grid.lower + out.vertices.astype(np.float64) * grid.width
-    if transform is not None and xy.shape[0]:
-        xy = np.asarray(transform(xy), dtype=np.float64)
-    if precision is not None:
-        xy = np.round(xy, precision)
-    points = xy.tolist()
-    ro, po, go = (out.ring_offsets.tolist(), out.polygon_offsets.tolist(), out.group_offsets.tolist())
-    features = []
-    for s in range(model.n_spans):
-        mp = [[points[ro[r] : ro[r + 1]] for r in range(po[p], po[p + 1])] for p in range(go[s], go[s + 1])]
-        props: dict[str, Any] = {"span": s, "n_cells": int(stats.n_cells[s])}
-        if geo:
-            props["area_m2"] = float(stats.area[s]) * 1e6  # km^2 -> m^2
-        else:
-            props["area"] = float(stats.area[s])
-        if stats.noisy_mass is None:
-            props["noisy_mass"] = None
-        else:
-            mass = float(stats.noisy_mass[s])
-            props["noisy_mass"] = int(round(mass)) if integer_mass else mass
-        features.append(
-            {
-                "type": "Feature",
-                "properties": props,
-                "geometry": {"type": "MultiPolygon", "coordinates": mp},
-            }
-        )
-    return {
-        "type": "FeatureCollection",
-        "properties": {
-            "epsilon": model.epsilon,
-            "delta": model.delta,
-            "alpha": grid.alpha,
-            "min_samples": model.min_samples,
-            "coordinate_decimals": precision,
-        },
-        "features": features,
-    }
-
-
-#: Decimals of lon/lat in GeoJSON: 1e-7 degree is about 1.1 cm (latitude).
-GEO_DECIMALS = 7
 
 
 # --------------------------------------------------------------------------- #
@@ -458,6 +403,7 @@ def histogram_to_dict(h: NoisyHistogram) -> dict:
         "kind": h.kind,
         "theta": json_number(h.theta),
         "noise": h.noise,
+        "scale": h.scale,
         "epsilon": h.epsilon,
         "delta": h.delta,
         "values": pack(h.values),
@@ -482,13 +428,15 @@ def _theta(value) -> float:
 def histogram_from_dict(grid: Grid, d: dict) -> NoisyHistogram:
     """The released histogram of a model file, checked against its grid."""
     _need(isinstance(d, dict), "histogram must be an object")
-    kind = _choice(d["kind"], "histogram.kind", ("dense", "sparse", "stability"))
+    kind = _choice(d["kind"], "histogram.kind", HISTOGRAM_KINDS)
     theta = _theta(d.get("theta"))
     values = unpack(d["values"])
     _need(
         values.dtype.kind in "iuf" and bool(np.all(np.isfinite(values))),
         "histogram values must be finite numbers",
     )
+    noise = _choice(d["noise"], "histogram.noise", NOISE_KINDS)
+    epsilon = _param("epsilon", d["epsilon"], "histogram.epsilon")
     keys = None
     if kind != "dense":
         _need(values.ndim == 1, "histogram values must be a list")
@@ -506,18 +454,22 @@ def histogram_from_dict(grid: Grid, d: dict) -> NoisyHistogram:
         values=values,
         keys=keys,
         theta=theta,
-        noise=_choice(d["noise"], "histogram.noise", ("discrete", "laplace", "none")),
-        epsilon=_real(d["epsilon"], "histogram.epsilon", 0, low_open=True),
-        delta=_real(d.get("delta", 0.0), "histogram.delta", 0, 1, high_open=True),
+        noise=noise,
+        scale=_real(d.get("scale", epsilon), "histogram.scale", 0, low_open=True),
+        epsilon=epsilon,
+        delta=_param("delta", d.get("delta", 0.0), "histogram.delta"),
     )
 
 
 __all__ = [
     "FORMAT",
     "VERSION",
+    "MalformedModel",
     "model_to_dict",
-    "model_kwargs",
-    "model_to_geojson",
+    "model_from_dict",
+    "to_json",
+    "save_model",
+    "load_model",
     "histogram_to_dict",
     "histogram_from_dict",
     "jsonable",

@@ -33,12 +33,12 @@ Definitions
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .spanmodel import SpanModel
+from ..cells.histogram import NoisyHistogram
+from ..post.coretests import Spans
 
 
 @dataclass(frozen=True)
@@ -71,30 +71,27 @@ class SpanStats:
         return int(self.n_cells.size)
 
 
-def span_stats(model: SpanModel) -> SpanStats:
-    """The :class:`SpanStats` of a :class:`~dpdbscan.model.spanmodel.SpanModel`
-    (computed once per model: the GeoJSON and the picture both ask)."""
-    rkeys = model.regions()[0]
-    cached = model.__dict__.get("_span_stats")
-    if cached is not None and cached[0] is rkeys and cached[1] is model.histogram:
-        return cached[2]
-    stats = _span_stats(model)
-    model.__dict__["_span_stats"] = (rkeys, model.histogram, stats)
-    return stats
+def span_stats(model: Any) -> SpanStats:
+    """The :class:`SpanStats` of a span model (computed once per model, its
+    ``stats``: the GeoJSON and the picture both ask)."""
+    return model.stats
 
 
-def _span_stats(model) -> SpanStats:
-    grid = model.grid
-    n = model.n_spans
+def compute_stats(
+    spans: Spans, subcells: int, rkeys: np.ndarray, rlabels: np.ndarray, histogram: NoisyHistogram | None
+) -> SpanStats:
+    """The :class:`SpanStats` of ``spans`` whose regions (core and border
+    cells, as ``predict`` maps them) are ``rkeys`` with span ids ``rlabels``."""
+    grid = spans.grid
+    n = spans.n_spans
     d = grid.d
-    labels = np.asarray(model.labels, dtype=np.int64)
-    coords = grid.decode(model.core_keys).astype(np.int64).reshape(-1, d)
+    labels = np.asarray(spans.labels, dtype=np.int64)
+    coords = grid.decode(spans.core_keys).astype(np.int64).reshape(-1, d)
     n_cells = np.bincount(labels, minlength=n).astype(np.int64)
-    rkeys, rlabels = model.regions()
     area = np.bincount(rlabels, minlength=n).astype(np.float64) * float(grid.width) ** d
     if n == 0:
         empty = np.zeros((0, d))
-        mass = None if model.histogram is None else np.zeros(0)
+        mass = None if histogram is None else np.zeros(0)
         return SpanStats(n_cells, area, mass, empty, empty, empty)
 
     rorder = np.argsort(rlabels, kind="stable")
@@ -114,13 +111,11 @@ def _span_stats(model) -> SpanStats:
     first = nearest[np.r_[True, lab[nearest][1:] != lab[nearest][:-1]]]
     anchor = centres[first]
 
-    mass = None if model.histogram is None else _noisy_mass(model, labels, coords, n)
+    mass = None if histogram is None else _noisy_mass(histogram, subcells, labels, coords, n)
     return SpanStats(n_cells, area, mass, lower, upper, anchor)
 
 
-def _noisy_mass(model, labels: np.ndarray, coords: np.ndarray, n: int) -> np.ndarray:
-    hist = model.histogram
-    k = int(model.subcells)
+def _noisy_mass(hist: NoisyHistogram, k: int, labels: np.ndarray, coords: np.ndarray, n: int) -> np.ndarray:
     # A sub-cell c lies in histogram cell c // k: both grids start at `lower`
     # and the sub-cell width is the histogram width / k.
     pairs = np.column_stack([labels, coords // k])
@@ -153,4 +148,4 @@ def format_area(value: float, *, geo: bool) -> str:
     return f"{value:.3g} km²" if value < 100 else f"{value:,.0f} km²"
 
 
-__all__ = ["SpanStats", "span_stats", "is_geographic", "format_area"]
+__all__ = ["SpanStats", "compute_stats", "span_stats", "is_geographic", "format_area"]

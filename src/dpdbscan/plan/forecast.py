@@ -14,13 +14,11 @@ own public guess of the number of points; nothing here reads data.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
-from ..cells.grid import Grid
-from ..cells.subcells import SubcellLayout
-from ..post.coretests import density
-from ..post.coretests.bound import margins as bounds
-from ..post.spans import SpanParams, bound_margins, density_margin
+from ..laws import noise as laws
+from ..post.coretests import core_test
+from ..spec.specs import ReleaseSpec, SpanSpec
 
 #: Rough cost of one term of a neighbourhood sum (one gathered noisy count),
 #: measured on the dense path (3-20 ns per term on a laptop core); used only
@@ -115,8 +113,9 @@ class Forecast:
     density_factor: float | None
     terms_per_cell: int
     seconds: float | None
-    slow: tuple = field(default=())
-    useless: tuple = field(default=())
+    slow: tuple
+    useless: tuple
+    margin_text: str
 
     @property
     def notes(self) -> tuple:
@@ -167,7 +166,7 @@ class Forecast:
             f"sub-cells {self.subcells}^{self.d}, {self.histogram} histogram"
             + (f" (theta={self.theta:g})" if self.histogram == "sparse" else ""),
             f"noise     : one eps-neighbourhood estimate has std {self.noise_std:.2f}",
-            f"margin    : {self.margin:.2f} ({_MARGIN_TEXT[self.core]})",
+            f"margin    : {self.margin:.2f} ({self.margin_text})",
             f"threshold : a core {'sub-cell' if self.subcells > 1 else 'cell'} needs an estimated "
             f"eps-neighbourhood count >= {self.threshold:.1f}",
         ]
@@ -189,12 +188,6 @@ class Forecast:
         out["slow"], out["useless"] = list(self.slow), list(self.useless)
         out["sentence"] = self.sentence()
         return out
-
-
-_MARGIN_TEXT = {
-    "density": "the largest m(q): 1 sigma, or the empty-space guard",
-    "bound": "tau = Gamma_low + Gamma_up",
-}
 
 
 def _percent(x: float) -> str:
@@ -260,42 +253,22 @@ def _size(b: float) -> str:
     return f"{b:.0f} B"
 
 
-def forecast(
-    grid: Grid,
-    kind: str,
-    noise: str,
-    epsilon: float,
-    theta: float,
-    params: SpanParams,
-    *,
-    n_expected: float | None = None,
-    max_empty_cells: float | None = None,
-) -> Forecast:
-    """The forecast of a release on the public ``grid`` with the histogram
-    ``kind`` (and ``theta``) the mechanism chose, the noise law and the
-    post-processing ``params``. Public inputs only."""
+def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None = None) -> Forecast:
+    """The forecast of the release ``release`` and its spans ``spans`` (as
+    :func:`dpdbscan.plan.resolve.resolve` makes them). Public inputs only;
+    ``n_expected`` is the user's own guess of the number of points."""
+    grid, kind, theta = release.grid, release.histogram, release.theta
     d = grid.d
-    k = int(params.subcells)
-    var = density.noise_variance(noise, epsilon)
-    if params.core == "density":
-        weights, m = density_margin(grid, kind, noise, epsilon, theta, params)
-        gamma = float(m.values.max())
-        noise_std = float(m.sigma.max())
-        margin_value = gamma
-        threshold = params.min_samples + gamma
-        terms = int(weights.offsets.shape[0])
-        kappa = SubcellLayout(grid, k).kappa
-    else:
-        layout = SubcellLayout(grid, k)
-        gamma, gamma_upper = bound_margins(
-            kind, theta, noise, epsilon, layout, str(params.margin), params.beta
-        )
-        # the practical rule's threshold is MinPts + tau (model.threshold)
-        margin_value = bounds.tau(gamma, gamma_upper) if params.raise_min_samples else 0.0
-        threshold = params.min_samples + margin_value
-        noise_std = math.sqrt(var * layout.kappa)
-        terms = int(layout.kappa)
-        kappa = layout.kappa
+    k = int(spans.subcells)
+    fig = core_test(spans.core).figures(grid, kind, release.noise.kind, release.noise.scale, theta, spans)
+    gamma, noise_std, margin_value = fig.gamma, fig.noise_std, fig.margin_value
+    threshold = fig.threshold(spans.min_samples)
+    terms, kappa = fig.terms, fig.kappa
+    params = spans
+    # empty cells a sparse release adds in expectation (public: |X|, the noise, theta)
+    max_empty_cells = (
+        grid.n_cells * laws.tail(release.noise.kind, release.noise.scale, theta) if kind == "sparse" else 0.0
+    )
     expected = factor = None
     if n_expected is not None:
         volume = math.prod(float(hi - lo) for lo, hi in zip(grid.lower, grid.upper))
@@ -333,7 +306,7 @@ def forecast(
     return Forecast(
         eps=float(grid.alpha),
         min_samples=params.min_samples,
-        epsilon=float(epsilon),
+        epsilon=float(release.noise.epsilon),
         d=d,
         n_cells=grid.n_cells,
         kappa=int(kappa),
@@ -352,6 +325,7 @@ def forecast(
         seconds=seconds,
         slow=tuple(slow),
         useless=tuple(useless),
+        margin_text=fig.margin_text,
     )
 
 

@@ -13,111 +13,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..cells.grid import Grid, lookup
 from ..cells.histogram import NoisyHistogram
-from .coretests import density
-from .merge import centre_merge
-from .spans import SpanParams, build_spans
-
-
-@dataclass(frozen=True)
-class Partition:
-    """The spans at one (alpha, MinPts), on the release's sub-cells.
-
-    Attributes
-    ----------
-    alpha, min_samples : float, int
-    keys : ndarray
-        Sorted keys of the core sub-cells in the release's sub-cell grid
-        (the same encoding for every alpha, so partitions compare directly).
-    labels : ndarray
-        Span id of each core sub-cell (numbered by smallest key).
-    mass : ndarray
-        Noisy mass of each core sub-cell: its cell's noisy count (negative
-        read as 0) shared evenly among the cell's k^d sub-cells.
-    threshold : float
-        The largest core threshold MinPts + m(q) (density test) or the
-        threshold on UB~ (bound test).
-    """
-
-    alpha: float
-    min_samples: int
-    keys: np.ndarray
-    labels: np.ndarray
-    mass: np.ndarray
-    threshold: float
-
-    @property
-    def n_spans(self) -> int:
-        return int(self.labels.max()) + 1 if self.labels.size else 0
-
-    @property
-    def core_mass(self) -> float:
-        """Noisy count in the core sub-cells (the mass of the spans)."""
-        return float(self.mass.sum())
-
-    def span_masses(self) -> np.ndarray:
-        """Noisy mass of each span."""
-        return np.bincount(self.labels, weights=self.mass, minlength=self.n_spans)
-
-
-def sub_cell_mass(hist: NoisyHistogram, fine: Grid, keys: np.ndarray, k: int) -> np.ndarray:
-    """Noisy mass of sub-cells (keys of ``fine``): max(x~_X, 0) / k^d of their cell X."""
-    if keys.size == 0:
-        return np.zeros(0)
-    coarse = fine.decode(keys) // k
-    grid = hist.grid
-    if hist.kind == "dense":
-        vals = hist.values[tuple(coarse.T)].astype(np.float64)
-    else:
-        vals = lookup(hist.released_keys, hist.values, grid.encode(coarse)).astype(np.float64)
-    return np.maximum(vals, 0.0) / k**grid.d
+from ..spec.specs import SpanSpec
+from .coretests import core_test
+from .partition import Partition, sub_cell_mass
 
 
 def sweep(
-    hist: NoisyHistogram, params: SpanParams, alphas: Sequence[float], min_samples: Sequence[int]
+    hist: NoisyHistogram, spec: SpanSpec, alphas: Sequence[float], min_samples: Sequence[int]
 ) -> dict[tuple[float, int], Partition]:
     """The spans at every (alpha, MinPts) of the grid, from the release ``hist``.
 
     ``alphas`` must be at least the release's resolution (the diagonal of its
-    cells). Density test: one :func:`~.density.density_field` per alpha at
-    the smallest MinPts, then a threshold and a merge per MinPts. Bound test:
-    :func:`~.spans.build_spans` per pair.
+    cells). Each core test serves the whole ladder its own way
+    (:meth:`~.coretests.base.CoreTest.ladder`): the density test with one
+    weighted-sum pass per alpha for every MinPts.
     """
-    base = hist.grid
-    k = int(params.subcells)
-    common = base.subdivided(k)
-    ms = sorted({int(m) for m in min_samples})
-    out: dict[tuple[float, int], Partition] = {}
-    for alpha in sorted({float(a) for a in alphas}):
-        h = hist.on_grid(base.at_alpha(alpha))
-        if params.core == "density":
-            field = density.density_field(h, ms[0], subcells=k, margin_rule=params.margin, beta=params.beta)
-            keys_all = common.encode(field.fine.decode(field.keys))
-            mass_all = sub_cell_mass(hist, common, keys_all, k)
-            merge = centre_merge(field.fine, field.keys)  # neighbour lookups once per alpha
-            last: tuple[np.ndarray, np.ndarray] | None = None
-            for m in ms:
-                sel = field.core_mask(m)
-                # where the empty-space guard holds the threshold, several
-                # MinPts have the same core cells: merge them once
-                if last is None or not np.array_equal(sel, last[0]):
-                    last = (sel, merge.labels(sel))
-                labels = last[1]
-                thr = float(field.thresholds(m).max())
-                out[(alpha, m)] = Partition(alpha, m, keys_all[sel], labels, mass_all[sel], thr)
-        else:
-            for m in ms:
-                spans = build_spans(h, replace(params, min_samples=m))
-                keys = common.encode(spans.grid.decode(spans.core_keys))
-                out[(alpha, m)] = Partition(
-                    alpha, m, keys, spans.labels, sub_cell_mass(hist, common, keys, k), spans.threshold
-                )
-    return out
+    return core_test(spec.core).ladder(hist, spec, alphas, min_samples)
 
 
 def agreement(a: Partition, b: Partition) -> float:

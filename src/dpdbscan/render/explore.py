@@ -3,7 +3,7 @@ figure of small multiples, at no privacy cost.
 
 Every panel and every row is post-processing of the one released histogram
 (:func:`dpdbscan.post.ladder.sweep`): the spans at (eps, MinPts) are exactly
-those of ``model.with_params(eps=..., min_samples=...)``. The table gives,
+those of ``with_params(model, eps=..., min_samples=...)``. The table gives,
 for every grid point:
 
 * ``spans`` - the number of spans;
@@ -32,10 +32,10 @@ import numpy as np
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..geometry.projection import projection_of
-from ..model.spanmodel import SpanModel
+from ..model import SpanModel, finest_eps
+from ..model.build import model_of
 from ..post import ladder as _sweep
-from ..post.coretests.density import MAX_KAPPA
-from ..post.spans import density_spans
+from ..post.coretests import core_test
 from . import plotting, spanplot
 from .spanplot import Aspect
 
@@ -65,7 +65,7 @@ class Exploration:
     """The table and the spans of every grid point.
 
     ``models[(eps, MinPts)]`` is the :class:`SpanModel` that
-    ``model.with_params(eps=..., min_samples=...)`` returns: the same cells,
+    ``with_params(model, eps=..., min_samples=...)`` returns: the same cells,
     and the margin, threshold and guarantee of that eps and MinPts.
     """
 
@@ -79,12 +79,12 @@ def default_grid(model: SpanModel) -> tuple[list[float], list[int]]:
     """Five eps and five MinPts around the model's own: eps x sqrt(2)^i and
     MinPts x 2^j for i, j in -2..2, kept at or above the release's resolution
     (shifted up when the model sits at the finest eps)."""
-    finest = model.finest_eps
+    finest = finest_eps(model)
     steps = [2 ** (i / 2) for i in range(-2, 3)]
     eps = [model.grid.alpha * s for s in steps]
     while eps[0] < finest * (1 - 1e-12):
         eps = [e * math.sqrt(2) for e in eps]
-    ms = sorted({max(1, int(round(model.min_samples * 2.0**j))) for j in range(-2, 3)})
+    ms = sorted({max(1, int(round(model.spec.min_samples * 2.0**j))) for j in range(-2, 3)})
     return eps, ms
 
 
@@ -95,27 +95,26 @@ def explore(
     model's released histogram alone."""
     if model.histogram is None:
         raise ValueError("this model was saved without its noisy histogram; cannot explore it")
-    if model.core != "density":
-        raise ValueError("explore reads the density test's spans; this model used core='bound'")
+    test = core_test(model.spec.core)
     d_eps, d_ms = default_grid(model)
     eps = sorted({float(e) for e in (eps or d_eps)})
     ms = sorted({int(m) for m in (min_samples or d_ms)})
-    finest = model.finest_eps
+    finest = finest_eps(model)
     if eps[0] < finest * (1 - 1e-12):
         raise ValueError(
             f"eps={eps[0]:g} is finer than this release can resolve (its smallest eps is {finest:g})"
         )
     hist = model.histogram
     top = hist.grid.at_alpha(eps[-1]).kappa
-    if top > MAX_KAPPA:
+    if top > test.max_kappa:
         raise ValueError(
             f"eps={eps[-1]:g} is too large for this release's cells: an "
-            f"eps-neighbourhood would hold {top:,} of them (at most {MAX_KAPPA:,})"
+            f"eps-neighbourhood would hold {top:,} of them (at most {test.max_kappa:,})"
         )
-    table = _sweep.sweep(hist, model.params, eps, ms)
+    table = _sweep.sweep(hist, model.spec, eps, ms)
     stab = _sweep.stability(table)
     total = float(np.maximum(np.asarray(hist.values, dtype=np.float64), 0).sum())
-    fine = hist.grid.subdivided(model.subcells)
+    fine = hist.grid.subdivided(model.spec.subcells)
     rows, models = [], {}
     at_alpha = {a: hist.on_grid(hist.grid.at_alpha(a)) for a in eps}
     for (a, m), p in sorted(table.items()):
@@ -136,21 +135,29 @@ def explore(
 
 
 def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partition) -> SpanModel:
-    """The model of one grid point: what ``model.with_params(eps, MinPts)``
+    """The model of one grid point: what ``with_params(model, eps, MinPts)``
     returns (its alpha, margin, threshold, border and guarantee), with the
     sweep's cells. ``hist`` is the release re-measured at that eps, ``fine``
     the release's sub-cell grid the partition's keys are in. (Before issue 19
     a panel was the base model with new cells and kept the base guarantee.)"""
-    params = replace(
-        model.params, min_samples=p.min_samples, border=model.border * p.alpha / model.grid.alpha
+    test = core_test(model.spec.core)
+    spec = replace(
+        model.spec,
+        min_samples=p.min_samples,
+        border=test.border_at(model.spec.border, model.grid.alpha, p.alpha),
     )
     # keys differ between the two encodings (the padding grows with alpha);
     # both are row-major, so the sorted order and the labels carry over
-    keys = hist.grid.subdivided(model.subcells).encode(fine.decode(p.keys))
-    spans = density_spans(hist, params, keys, p.labels)
-    panel = SpanModel.from_spans(hist, spans, params, delta=model.delta, metadata=dict(model.metadata))
-    panel.release = dict(model.release or {})
-    return panel
+    keys = hist.grid.subdivided(spec.subcells).encode(fine.decode(p.keys))
+    rel = model.release
+    return model_of(
+        hist,
+        test.spans_of(hist, spec, keys, p.labels),
+        spec,
+        fit=(rel.eps, rel.eta, rel.min_samples),
+        auto=None,
+        metadata=model.metadata,
+    )
 
 
 def write_table(ex: Exploration, path: Path | str) -> None:
@@ -228,7 +235,8 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
             ax.set_xticks([])
             ax.set_yticks([])
     fig.suptitle(
-        f"spans from one release (epsilon={model.epsilon:g}); rows: eps, columns: MinPts; no extra budget",
+        f"spans from one release (epsilon={model.release.epsilon:g}); rows: eps, columns: MinPts; "
+        "no extra budget",
         fontsize=9,
     )
     return fig
@@ -268,7 +276,7 @@ def _draw_span_raster(ax, panel: SpanModel, lo, hi, T, max_side: int) -> None:
 def _common_view(ex: Exploration, model: SpanModel):
     """(lower corner, upper corner) in model coordinates around every panel's
     spans (the whole box when no panel has one)."""
-    fine = model.histogram_grid.subdivided(model.subcells)
+    fine = model.release.grid.subdivided(model.spec.subcells)
     # each panel's keys are in its own grid (same cells, its own alpha)
     coords = [p.grid.decode(p.core_keys) for p in ex.models.values() if p.core_keys.size]
     if not coords:

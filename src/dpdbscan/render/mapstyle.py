@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..laws.noise import variance as noise_variance
+
 if TYPE_CHECKING:
     from ..cells.histogram import NoisyHistogram
-    from ..model.spanmodel import SpanModel
+    from ..model.record import SpanModel
     from ..model.stats import SpanStats
 
 #: A qualitative palette (matplotlib's "tab10" without its grey, which the
@@ -115,7 +117,7 @@ def span_colours(model: SpanModel, radius: int | None = None, n_colours: int = l
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     if radius is None:
-        radius = 6 * int(getattr(model, "subcells", 1))
+        radius = 6 * int(model.spec.subcells)
     labels = np.asarray(model.labels, dtype=np.int64)
     edges = span_neighbours(model.grid.decode(model.core_keys), labels, radius)
     sizes = np.bincount(labels, minlength=n)
@@ -161,13 +163,12 @@ def histogram_window(
 
 
 def noise_floor(hist: NoisyHistogram, f: int = 1) -> float:
-    """Counts below this are drawn as empty: three times the noise scale of
-    a block of ``f x f`` cells (Laplace noise of scale ``1/epsilon`` per
-    cell has standard deviation ``sqrt(2)/epsilon``; a block sum of ``f**2``
-    cells ``sqrt(2) f/epsilon``). 0 without noise."""
-    if getattr(hist, "noise", "discrete") == "none" or not hist.epsilon > 0:
-        return 0.0
-    return 3.0 * math.sqrt(2.0) * f / float(hist.epsilon)
+    """Counts below this are drawn as empty: three standard deviations of the
+    noise of a block of ``f x f`` cells (one cell's noise has standard
+    deviation ``sigma``, e.g. ``sqrt(2)/epsilon`` for Laplace noise; a block
+    sum of ``f**2`` cells ``f sigma``). 0 without noise."""
+    sigma = math.sqrt(noise_variance(hist.noise, hist.scale))
+    return 3.0 * f * sigma
 
 
 def heat_scale(img: np.ndarray, floor: float = 0.0) -> float:
@@ -202,7 +203,7 @@ def span_extent(model: SpanModel, stats: SpanStats, margin: float = 0.08) -> tup
     """A view around all spans (model coordinates): their bounding box,
     widened by ``margin`` of its larger side and by at least two histogram
     cells, clipped to the grid's box; the whole box when there is no span."""
-    hgrid = model.histogram_grid
+    hgrid = model.release.grid
     box_lo = np.asarray(hgrid.lower, dtype=np.float64)
     box_hi = box_lo + np.asarray(hgrid.shape) * hgrid.width
     if stats.n_spans == 0:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from matplotlib.path import Path as MPath
 
     from ..cells.histogram import NoisyHistogram
-    from ..model.spanmodel import SpanModel
+    from ..model.record import SpanModel
 
 #: Largest image drawn cell for cell; bigger grids are shown in blocks.
 MAX_PIXELS = 4_000_000
@@ -335,7 +335,7 @@ def plot_spans(
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     ax.set_aspect(aspect)
-    ax.set_title(title or f"{model.n_spans} DP span(s), epsilon={model.epsilon:g}")
+    ax.set_title(title or f"{model.n_spans} DP span(s), epsilon={model.release.epsilon:g}")
     if points is not None and len(points):
         mark_private(ax)
     return ax
@@ -343,7 +343,7 @@ def plot_spans(
 
 def span_paths(model: SpanModel, spans: Iterable[int], transform: Transform | None = None) -> list[MPath]:
     """One matplotlib ``Path`` per span in ``spans``: the outlines of its
-    region (:meth:`~dpdbscan.model.spanmodel.SpanModel.outlines`), exteriors
+    region (:meth:`~dpdbscan.model.record.SpanModel.outlines`), exteriors
     counter-clockwise and holes clockwise, so holes stay empty under
     matplotlib's fill rule; ``transform`` maps model to display coordinates."""
     from matplotlib.path import Path as MPath
@@ -504,8 +504,8 @@ def plot_model(
             n_labels=n_labels,
         )
         title = (
-            f"{model.n_spans} DP span(s)  epsilon={model.epsilon:g}, alpha={alpha}, "
-            f"MinPts={model.min_samples}"
+            f"{model.n_spans} DP span(s)  epsilon={model.release.epsilon:g}, alpha={alpha}, "
+            f"MinPts={model.spec.min_samples}"
         )
         heat = [im for im in ax.images if im.get_gid() == "heat"]
         if heat:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
 
     from ..cells.histogram import NoisyHistogram
-    from ..model.spanmodel import SpanModel
+    from ..model.record import SpanModel
 
 #: Model coordinates -> display coordinates, on (m, 2) arrays (e.g. km back to lon/lat).
 Transform: TypeAlias = Callable[[np.ndarray], np.ndarray]
@@ -86,13 +86,13 @@ def view(
     """The box to show, in model coordinates: ``(lower, upper)``."""
     if isinstance(extent, str):
         if extent == "box":
-            hg = model.histogram_grid
+            hg = model.release.grid
             return hg.lower.copy(), hg.lower + np.asarray(hg.shape) * hg.width
         if extent != "spans":
             raise ValueError(f"extent must be 'spans', 'box' or (xmin, ymin, xmax, ymax), got {extent!r}")
         lo, hi = span_extent(model, stats)
         w, h = axes_pixels(ax)
-        hg = model.histogram_grid
+        hg = model.release.grid
         return keep_in_box(
             *fit_aspect(lo, hi, w / h, y_ratio), hg.lower, hg.lower + np.asarray(hg.shape) * hg.width
         )

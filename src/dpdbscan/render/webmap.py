@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..geometry.projection import KM_PER_DEGREE, format_km, projection_of
-from ..model.spanmodel import SpanModel
+from ..model.record import SpanModel
 from ..model.stats import format_area, span_stats
 from .mapstyle import PALETTE, heat_rgba, heat_scale, histogram_window, noise_floor, span_colours, span_extent
 
@@ -36,13 +36,13 @@ MAX_MAP_HEAT_PIXELS = 4_000_000
 
 
 def map_html(model: SpanModel, *, title: str | None = None) -> str:
-    """The HTML page of ``model`` (a 2-D :class:`~dpdbscan.model.spanmodel.SpanModel`)."""
+    """The HTML page of ``model`` (a 2-D :class:`~dpdbscan.model.record.SpanModel`)."""
     grid = model.grid
     if grid.d != 2:
         raise ValueError(f"the map needs a 2-D model, this one is {grid.d}-D")
     proj = projection_of(model)
     stats = span_stats(model)
-    hgrid = model.histogram_grid
+    hgrid = model.release.grid
     box_lo = hgrid.lower
     box_hi = hgrid.lower + np.asarray(hgrid.shape) * hgrid.width
     view_lo, view_hi = span_extent(model, stats)
@@ -58,12 +58,12 @@ def map_html(model: SpanModel, *, title: str | None = None) -> str:
         "n_spans": model.n_spans,
     }
     heat_svg, heat_note = _heat_layer(model)
-    title = title or f"DP spans: {model.n_spans} span(s), epsilon={model.epsilon:g}"
+    title = title or f"DP spans: {model.n_spans} span(s), epsilon={model.release.epsilon:g}"
     items = [
         f"{model.n_spans} span(s) from {model.n_core_cells:,} cell(s)",
-        f"ε = {model.epsilon:g}" + (f", δ = {model.delta:g}" if model.delta else ""),
+        f"ε = {model.release.epsilon:g}" + (f", δ = {model.release.delta:g}" if model.release.delta else ""),
         f"α = {alpha}",
-        f"MinPts = {model.min_samples}",
+        f"MinPts = {model.spec.min_samples}",
     ]
     # no line breaks inside an item such as "α = 50 m"
     facts = " · ".join(i.replace(" ", "\u00a0") for i in items)

@@ -16,9 +16,16 @@ from .noise import Noise
 
 
 def dense_histogram(
-    grid: Grid, counts: np.ndarray, noise: Noise, source: Source, z: np.ndarray | None = None
+    grid: Grid,
+    counts: np.ndarray,
+    noise: Noise,
+    source: Source,
+    epsilon: float,
+    delta: float,
+    z: np.ndarray | None = None,
 ) -> NoisyHistogram:
-    """Release ``counts`` (array of ``grid.shape``) plus noise on every cell.
+    """Release ``counts`` (array of ``grid.shape``) plus noise on every cell,
+    a release stated as (``epsilon``, ``delta``)-DP.
 
     ``z``, when given, is ``noise.sample(source, counts.size)`` drawn
     beforehand (it does not depend on the data), used once, here.
@@ -31,7 +38,10 @@ def dense_histogram(
         grid=grid,
         kind="dense",
         values=values,
+        keys=None,
         theta=-np.inf,
         noise=noise.name,
-        epsilon=noise.epsilon,
+        scale=noise.scale,
+        epsilon=epsilon,
+        delta=delta,
     )

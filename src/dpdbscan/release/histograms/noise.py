@@ -20,7 +20,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ...laws import gaussian as _gaussian_law
+from ...laws import noise as laws
 from ...laws import zcdp
+from ...spec.specs import NoiseSpec
 from ..samplers import gaussian as _gaussian
 from ..samplers import integers as _random
 from ..samplers.gaussian_tail import GaussianTailProbability
@@ -40,18 +42,14 @@ class DiscreteLaplace:
 
     def __init__(self, epsilon: float) -> None:
         self.fraction = _random.rational_epsilon(epsilon)
-        self.epsilon = float(self.fraction)
+        self.epsilon = self.scale = float(self.fraction)
 
     def sample(self, source: Source, n: int) -> np.ndarray:
         return _random.discrete_laplace(source, int(n), self.fraction)
 
     def tail(self, theta: float) -> float:
-        """P(Z >= theta) for theta >= 1: q^theta / (1 + q), q = exp(-epsilon)."""
-        k = math.ceil(theta)
-        q = math.exp(-self.epsilon)
-        if k <= 0:
-            return 1.0 - (q ** (-k + 1)) / (1.0 + q) if k < 0 else 1.0 / (1.0 + q)
-        return q**k / (1.0 + q)
+        """P(Z >= theta): q^k / (1 + q) for k = ceil(theta) >= 1, q = exp(-epsilon)."""
+        return laws.tail(self.name, self.epsilon, theta)
 
     def exact_tail(self, theta: float) -> TailProbability:
         """P(Z >= theta) = q^k / (1 + q) exactly, k = ceil(theta), for theta >= 0
@@ -76,7 +74,7 @@ class ContinuousLaplace:
     integer = False
 
     def __init__(self, epsilon: float) -> None:
-        self.epsilon = float(epsilon)
+        self.epsilon = self.scale = float(epsilon)
 
     def sample(self, source: Source, n: int) -> np.ndarray:
         u = _random.uniform01(source, int(n)) - 0.5
@@ -85,9 +83,7 @@ class ContinuousLaplace:
         return -np.sign(u) * np.log1p(-2.0 * np.abs(u)) / self.epsilon
 
     def tail(self, theta: float) -> float:
-        if theta >= 0:
-            return 0.5 * math.exp(-self.epsilon * theta)
-        return 1.0 - 0.5 * math.exp(self.epsilon * theta)
+        return laws.tail(self.name, self.epsilon, theta)
 
     def exact_tail(self, theta: float) -> TailProbability:
         """P(Z >= theta) = exp(-epsilon theta) / 2 as a real number (theta >= 0):
@@ -101,28 +97,6 @@ class ContinuousLaplace:
             raise ValueError("the continuous tail sampler needs theta >= 0")
         u = _random.uniform01(source, int(n))
         return theta - np.log1p(-u) / self.epsilon
-
-
-class NoNoise:
-    """Exact counts. Not differentially private: for tests of the pipeline only."""
-
-    name = "none"
-    integer = True
-    epsilon = math.inf
-
-    def sample(self, source: Source, n: int) -> np.ndarray:
-        return np.zeros(int(n), dtype=np.int64)
-
-    def tail(self, theta: float) -> float:
-        return 0.0 if theta > 0 else 1.0
-
-    def exact_tail(self, theta: float) -> None:
-        """None: without noise every empty cell or none is released."""
-
-    def sample_tail(self, source: Source, n: int, theta: float) -> np.ndarray:
-        if n:
-            raise AssertionError("no empty cell is released without noise")
-        return np.zeros(0, dtype=np.int64)
 
 
 class DiscreteGaussian:
@@ -157,7 +131,7 @@ class DiscreteGaussian:
 
     def __init__(self, sigma2: float | Fraction) -> None:
         self.fraction = _gaussian.rational_sigma2(sigma2)
-        self.sigma2 = float(self.fraction)
+        self.sigma2 = self.scale = float(self.fraction)
         self.sigma = math.sqrt(self.sigma2)
 
     @functools.cached_property
@@ -213,25 +187,20 @@ class DiscreteGaussian:
         return _gaussian.discrete_gaussian_tail(source, int(n), self.fraction, math.ceil(theta))
 
 
-NOISES = {"discrete": DiscreteLaplace, "laplace": ContinuousLaplace, "none": NoNoise}
+Noise = DiscreteLaplace | ContinuousLaplace | DiscreteGaussian
 
 
-Noise = DiscreteLaplace | ContinuousLaplace | NoNoise
+def noise_of(spec: NoiseSpec) -> Noise:
+    """The noise a release's :class:`~dpdbscan.spec.specs.NoiseSpec` describes:
+    one count's Laplace noise at ``scale`` (epsilon over the L1 sensitivity),
+    or the discrete Gaussian with sigma^2 = ``scale``."""
+    if spec.kind == "discrete":
+        return DiscreteLaplace(spec.scale)
+    if spec.kind == "laplace":
+        return ContinuousLaplace(spec.scale)
+    if spec.kind == "gaussian":
+        return DiscreteGaussian(spec.scale)
+    raise ValueError(f"noise must be 'discrete', 'laplace' or 'gaussian', got {spec.kind!r}")
 
 
-def make_noise(kind: str, epsilon: float) -> Noise:
-    try:
-        cls = NOISES[kind]
-    except KeyError:
-        raise ValueError(f"noise must be one of {sorted(NOISES)}, got {kind!r}") from None
-    return cls(epsilon) if cls is not NoNoise else NoNoise()
-
-
-def make_gaussian_noise(sigma2: float | Fraction) -> DiscreteGaussian:
-    """The discrete Gaussian noise N_Z(0, sigma^2), sigma^2 rounded up.
-
-    Separate from :func:`make_noise` (which takes epsilon) on purpose: the
-    Gaussian is calibrated by sigma^2 from a zCDP budget
-    (:func:`dpdbscan.laws.zcdp.sigma2_for`), and is not in :data:`NOISES`.
-    """
-    return DiscreteGaussian(sigma2)
+__all__ = ["DiscreteLaplace", "ContinuousLaplace", "DiscreteGaussian", "Noise", "noise_of"]

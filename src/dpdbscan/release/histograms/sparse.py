@@ -26,7 +26,6 @@ linear in the output.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -39,19 +38,6 @@ from ..samplers.integers import Source
 from .noise import Noise
 
 _INT_SAFE = 1 << 62
-
-
-def default_theta(n_cells: int, noise: Noise, max_empty: float) -> float:
-    """Smallest theta (>= 1) whose expected number of released empty cells,
-    ``n_cells * P(Z >= theta)``, is at most ``max_empty``. Public inputs only."""
-    eps = noise.epsilon
-    # P(Z >= theta) ~ exp(-eps theta) / 2 up to a constant in [1/2, 1]
-    theta = max(1.0, math.log(max(n_cells, 1) / max(max_empty, 1.0)) / eps)
-    if noise.integer:
-        theta = float(math.ceil(theta))
-    while n_cells * noise.tail(theta) > max_empty:
-        theta += 1.0
-    return theta
 
 
 def linear_to_coords(shape: tuple[int, ...], positions: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -132,9 +118,10 @@ def _merge_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def sparse_histogram(
-    grid: Grid, cells: CellCounts, noise: Noise, source: Source, theta: float
+    grid: Grid, cells: CellCounts, noise: Noise, source: Source, theta: float, epsilon: float, delta: float
 ) -> NoisyHistogram:
-    """Algorithm 2 on exact cell counts ``cells`` (a CellCounts, sorted keys)."""
+    """Algorithm 2 on exact cell counts ``cells`` (a CellCounts, sorted keys),
+    a release stated as (``epsilon``, ``delta``)-DP."""
     keys, counts = cells.keys, cells.counts
     z = noise.sample(source, keys.size)
     noisy = counts + z if noise.integer else counts.astype(np.float64) + z
@@ -162,5 +149,7 @@ def sparse_histogram(
         keys=all_keys,
         theta=float(theta),
         noise=noise.name,
-        epsilon=noise.epsilon,
+        scale=noise.scale,
+        epsilon=epsilon,
+        delta=delta,
     )

@@ -9,8 +9,6 @@ al. 2009; Balcer and Vadhan 2019). Linear time, no empty cells.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...cells.grid import Grid
@@ -20,22 +18,12 @@ from ..samplers.integers import Source
 from .noise import Noise
 
 
-def stability_theta(noise: Noise, delta: float) -> float:
-    """Smallest theta with P(Z >= theta - 1) <= delta."""
-    if not 0 < delta < 1:
-        raise ValueError(f"the stability histogram needs 0 < delta < 1, got delta={delta!r}")
-    if noise.integer:
-        k = 1
-        while noise.tail(k) > delta:
-            k += 1
-        return float(1 + k)
-    return 1.0 + math.log(1.0 / (2.0 * delta)) / noise.epsilon
-
-
 def stability_histogram(
-    grid: Grid, cells: CellCounts, noise: Noise, source: Source, delta: float
+    grid: Grid, cells: CellCounts, noise: Noise, source: Source, theta: float, epsilon: float, delta: float
 ) -> NoisyHistogram:
-    theta = stability_theta(noise, delta)
+    """Noise on the occupied cells; those with a noisy count >= ``theta``
+    (:func:`dpdbscan.plan.histogram.stability_theta` for ``delta``) are
+    released, a release stated as (``epsilon``, ``delta``)-DP."""
     z = noise.sample(source, cells.keys.size)
     noisy = cells.counts + z if noise.integer else cells.counts.astype(np.float64) + z
     keep = noisy >= theta
@@ -46,6 +34,7 @@ def stability_histogram(
         keys=cells.keys[keep],
         theta=theta,
         noise=noise.name,
-        epsilon=noise.epsilon,
+        scale=noise.scale,
+        epsilon=epsilon,
         delta=delta,
     )

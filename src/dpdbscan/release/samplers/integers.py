@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ...exceptions import InsecureRandomnessWarning
+from ...laws.noise import rational_epsilon  # noqa: F401 - re-exported for the noises
 
 _TWO63 = np.uint64(1 << 63)
 
@@ -298,20 +299,6 @@ def _geometric_from_first(source, code: np.ndarray) -> np.ndarray:
         v[idx] += code == 1
         idx = idx[code != 0]
     return v
-
-
-def rational_epsilon(epsilon: float, max_den: int = 1 << 20) -> Fraction:
-    """The largest fraction s/t <= epsilon with t <= max_den.
-
-    Rounding epsilon *down* keeps the guarantee: noise for a smaller epsilon is
-    at least as private.
-    """
-    f = Fraction(epsilon).limit_denominator(max_den)
-    if f > Fraction(epsilon):
-        f = Fraction(int(Fraction(epsilon) * max_den), max_den)
-    if f <= 0:
-        raise ValueError(f"epsilon={epsilon!r} is too small to represent exactly")
-    return f
 
 
 def _one_sided(source, n: int, s: int, t: int) -> np.ndarray:

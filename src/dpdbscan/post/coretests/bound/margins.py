@@ -33,10 +33,10 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+
+from ....laws.noise import log_mgf
 
 
 def gamma_laplace(epsilon: float, kappa: int, n_cells: int, beta: float) -> float:
@@ -88,34 +88,8 @@ def truncation_loss(theta: float, integer: bool) -> float:
     return float(max(math.ceil(theta) - 1, 0)) if integer else float(theta)
 
 
-def approximation_ratio(eta: float, subcells: int = 1) -> float:
-    """rho of the sandwich guarantee: 3 + eta/2 + eta/(2k) for k sub-cells per
-    cell and dimension; k = 1 gives the paper's 3 + eta (docs/accuracy.md)."""
-    return 3.0 + eta / 2 + eta / (2 * subcells)
-
-
 # --------------------------------------------------------------------------- #
 # Chernoff bound with the exact moment generating function of the noise
-
-
-def log_mgf(noise: str, epsilon: float, lam: ArrayLike) -> Any:
-    """log E[exp(lam Z)] for one noise term, |lam| < epsilon (a float or,
-    elementwise, an array).
-
-    Discrete Laplace: M = (1-q)^2 / ((1 - q e^lam)(1 - q e^-lam)), q = e^-epsilon,
-    in logs of 1 - e^(+-lam - epsilon), so that nothing overflows at any epsilon
-    (cosh(lam) does beyond lam ~ 710). Continuous: 1 / (1 - lam^2 / epsilon^2).
-    """
-    lam = np.asarray(lam, dtype=np.float64)
-    if noise == "discrete":
-        out = (
-            2.0 * math.log1p(-math.exp(-epsilon))
-            - np.log1p(-np.exp(lam - epsilon))
-            - np.log1p(-np.exp(-lam - epsilon))
-        )
-    else:
-        out = -np.log1p(-((lam / epsilon) ** 2))
-    return float(out) if out.ndim == 0 else out
 
 
 @functools.lru_cache(maxsize=256)

@@ -100,7 +100,7 @@ class DensityField:
             self.margin_rule,
             self.weights,
             h.noise,
-            h.epsilon,
+            h.scale,
             self.beta,
             h.grid.n_cells,
             min_samples=min_samples,
@@ -183,7 +183,7 @@ def density_field(
         margin_rule,
         weights,
         hist.noise,
-        hist.epsilon,
+        hist.scale,
         beta,
         grid.n_cells,
         min_samples=min_samples,
@@ -203,7 +203,7 @@ def density_field(
     S = weights.sums
     if gamma > 0:
         # (own > c sigma_Z or own >= gamma E/S) and E >= T imply own >= min(c sigma_Z, gamma T/S)
-        occ_abs = occupancy_sigmas * math.sqrt(noise_variance(hist.noise, hist.epsilon))
+        occ_abs = occupancy_sigmas * math.sqrt(noise_variance(hist.noise, hist.scale))
         cut = (
             min(occ_abs, gamma * tmin / float(S.max()))
             if occupancy_sigmas >= 0

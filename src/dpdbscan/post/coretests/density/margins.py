@@ -14,7 +14,9 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 
-from ..bound.margins import log_mgf
+from ....laws.noise import cdf as _noise_cdf
+from ....laws.noise import log_mgf
+from ....laws.noise import variance as noise_variance
 from .weights import BallWeights
 
 MARGINS = ("chernoff", "pointwise")  # or a number c: c * sigma(q)
@@ -24,19 +26,6 @@ MARGINS = ("chernoff", "pointwise")  # or a number c: c * sigma(q)
 #: (stability); "positive", Z^+ = max(Z, 0) (a bound for every cell of a release
 #: that drops noisy counts below a threshold).
 Truncation: TypeAlias = float | Literal["positive", "zero"] | None
-
-
-def noise_variance(noise: str, epsilon: float) -> float:
-    """Variance of one noise term: discrete Laplace 2q/(1-q)^2 with
-    q = exp(-epsilon); continuous Laplace 2/epsilon^2; none 0."""
-    if noise == "none" or math.isinf(epsilon):
-        return 0.0
-    if noise == "discrete":
-        q = math.exp(-epsilon)
-        return 2.0 * q / (1.0 - q) ** 2
-    if noise == "laplace":
-        return 2.0 / epsilon**2
-    raise ValueError(f"unknown noise {noise!r}")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -69,28 +58,6 @@ def weighted_tail_bound(noise: str, epsilon: float, weights: tuple, log_level: f
         res = minimize_scalar(g_of, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12 * top})
         best = min(best, float(res.fun))
     return best
-
-
-def _noise_cdf(noise: str, epsilon: float):
-    """P(Z <= z) at real z for one noise term (vectorised)."""
-    # each tail as exp(-epsilon * a) with a >= 0 on both branches, so that
-    # np.where's unused branch cannot overflow or divide by zero (q = e^-epsilon
-    # is 0.0 in floating point for epsilon > 745)
-    if noise == "discrete":
-        q = math.exp(-epsilon)
-
-        def F(z):
-            m = np.floor(np.asarray(z, dtype=np.float64))
-            tail = np.exp(-epsilon * np.where(m >= 0, m + 1, -m)) / (1.0 + q)
-            return np.where(m >= 0, 1.0 - tail, tail)
-    else:
-
-        def F(z):
-            z = np.asarray(z, dtype=np.float64)
-            tail = 0.5 * np.exp(-epsilon * np.abs(z))
-            return np.where(z >= 0, 1.0 - tail, tail)
-
-    return F
 
 
 def _term_cdf(noise: str, epsilon: float, truncation):

@@ -1,0 +1,188 @@
+"""Resolve once: public parameters -> the release and its spans, before any
+file is read or any budget is spent.
+
+:func:`validated` checks a set of parameter values against the table (every
+default comes from there), the rules that tie them together and the core
+test's own rules; :func:`resolve` turns the result and the public box into
+frozen records (:class:`~dpdbscan.spec.specs.ReleaseSpec`,
+:class:`~dpdbscan.spec.specs.SpanSpec`) and, in the automatic mode, its plan.
+The estimator, the command line, the forecast and the experiments all go
+through here, so a parameter means the same everywhere.
+
+Every choice reads public inputs only: the grid from the bounds, eps and
+eta; "auto" sub-cells from the dimension; the "auto" border and margin from
+the core test; the histogram from |X|; theta from the noise law and the caps.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cells.grid import MAX_KAPPA, Grid
+from ..exceptions import UtilityWarning
+from ..laws import noise as laws
+from ..post.auto import MIN_SAMPLES_LOW
+from ..post.coretests import CORE_TESTS, FALLBACK, CoreTest, core_test
+from ..spec.parameters import namer, validate
+from ..spec.specs import NoiseSpec, ReleaseSpec, Seed, SpanSpec
+from . import autoplan
+from .forecast import Forecast, forecast
+from .histogram import choose_kind, sparse_theta, stability_theta
+
+
+def validated(values: Mapping[str, Any], *, cli: bool = False, stacklevel: int = 2) -> dict[str, Any]:
+    """Every public parameter, checked and normalised, the ones not given at
+    their table default; then the core test's own rules. Reads no data."""
+    p = validate(dict(values), cli=cli, stacklevel=stacklevel + 1)
+    if p["core"] not in CORE_TESTS:
+        shown = f"--core {p['core']}" if cli else f"core={p['core']!r}"
+        known = ", ".join(repr(name) for name in CORE_TESTS)
+        raise ValueError(f"{namer(cli)('core')} must be one of {known}, got {shown}")
+    core_test(p["core"]).check(p, namer(cli), cli)
+    return p
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What validated parameters resolve to on a public box.
+
+    Attributes
+    ----------
+    release : ReleaseSpec
+        The one release that spends the budget.
+    spans : SpanSpec
+        Its post-processing (at the automatic mode's base MinPts when MinPts
+        is chosen from the release).
+    auto : autoplan.Plan or None
+        The automatic mode's plan (eps and/or min_samples "auto").
+    random_state : Seed or None
+        None: secure randomness.
+    """
+
+    release: ReleaseSpec
+    spans: SpanSpec
+    auto: autoplan.Plan | None
+    random_state: Seed | None
+
+
+def resolve(p: Mapping[str, Any], lower: np.ndarray, upper: np.ndarray, *, stacklevel: int = 2) -> Resolved:
+    """The release and spans of :func:`validated` parameters ``p`` in the
+    public box ``[lower, upper]``. Public inputs only; warns (UtilityWarning)
+    of a grid no core test can use."""
+    plan = None
+    eps, min_samples = p["eps"], p["min_samples"]
+    if "auto" in (eps, min_samples):
+        plan = autoplan.plan(
+            lower, upper, p["eta"], eps, min_samples, p["epsilon"], p["max_cells"], p["n_expected"]
+        )
+        eps, min_samples = plan.base_eps, plan.min_samples or MIN_SAMPLES_LOW
+    grid = Grid(lower, upper, eps, p["eta"])
+    test = _usable_test(p["core"], grid, stacklevel + 1)
+    k = (2 if grid.d <= 3 else 1) if p["subcells"] == "auto" else int(p["subcells"])
+    border = p["border"]
+    if border == "auto":
+        border = test.default_border(grid.alpha, grid.eta, k)
+    margin = p["margin"]
+    if test.name != p["core"] and margin not in ("auto", *test.margin_rules):
+        margin = "auto"
+    spans = SpanSpec(
+        min_samples=int(min_samples),
+        beta=float(p["beta"]),
+        subcells=k,
+        margin=test.resolve_margin(margin),
+        border=float(border),
+        raise_min_samples=bool(p["raise_min_samples"]),
+        core=test.name,
+    )
+    return Resolved(release_spec(p, grid), spans, plan, p["random_state"])
+
+
+def _usable_test(name: str, grid: Grid, stacklevel: int) -> CoreTest:
+    """The core test ``name``, or the fallback when ``name`` cannot weigh an
+    eps-neighbourhood of ``grid`` (public: d and eta); warns either way when
+    the neighbourhood is too large for any test."""
+    test = core_test(name)
+    if grid.kappa > MAX_KAPPA:
+        warnings.warn(
+            f"in d={grid.d} at eta={grid.eta:g} an eps-neighbourhood has {grid.kappa:,} cells, more than "
+            f"any core test can evaluate ({MAX_KAPPA:,}): the release will have no span. "
+            "DP-DBSCAN cannot resolve clusters in this many dimensions; use fewer dimensions.",
+            UtilityWarning,
+            stacklevel=stacklevel + 1,
+        )
+    elif grid.kappa > test.max_kappa:
+        warnings.warn(
+            f"in d={grid.d} at eta={grid.eta:g} an eps-neighbourhood has {grid.kappa:,} cells, more "
+            f"than the {name} test can weigh ({test.max_kappa:,}): the release uses "
+            f"core='{FALLBACK}', whose margin grows with that count and will likely swamp any "
+            "cluster. Use fewer dimensions.",
+            UtilityWarning,
+            stacklevel=stacklevel + 1,
+        )
+    # public (d, eta): the bound test never enumerates the neighbourhood's cells
+    return core_test(FALLBACK) if grid.kappa > test.max_kappa else test
+
+
+def release_spec(p: Mapping[str, Any], grid: Grid) -> ReleaseSpec:
+    """The release of parameters ``p`` on the public ``grid``: its noise, the
+    histogram (from |X|) and theta (from the noise law and the caps)."""
+    epsilon, delta = float(p["epsilon"]), float(p["delta"])
+    kind_noise = p["noise"]
+    # one row is one unit: L1 = L2 = 1 (the contribution bound raises them)
+    scale = laws.drawn_scale(kind_noise, epsilon)
+    noise = NoiseSpec(
+        kind=kind_noise,
+        epsilon=epsilon,
+        delta=delta,
+        scale=scale,
+        rho=None,
+        l1_sensitivity=1.0,
+        l2_sensitivity=1.0,
+    )
+    kind = choose_kind(p["histogram"], grid, delta)
+    if kind == "dense":
+        theta = float("-inf")
+    elif kind == "sparse":
+        theta = sparse_theta(p["theta"], grid, kind_noise, scale, p["max_empty_cells"])
+    else:
+        theta = stability_theta(kind_noise, scale, delta)
+    return ReleaseSpec(
+        grid=grid,
+        histogram=kind,
+        theta=theta,
+        noise=noise,
+        units=None,
+        delta_spent=delta if kind == "stability" else 0.0,
+    )
+
+
+def forecast_of(
+    p: Mapping[str, Any],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    n_expected: float | None = None,
+    n_points: float | None = None,
+) -> Forecast:
+    """What a release with :func:`validated` parameters ``p`` in the public box
+    would detect, before anything is spent (:mod:`dpdbscan.plan.forecast`).
+    Public inputs only; ``n_expected`` (default ``p["n_expected"]``) is the
+    user's guess of the number of points. With ``eps="auto"`` it is the base
+    release's forecast (``min_samples="auto"`` at its smallest candidate).
+
+    ``n_points`` (default ``n_expected``): the number of points the
+    detectability is measured against, for ``dpdbscan check``, which counts
+    them for the data owner's private notes; the automatic plan still uses
+    ``n_expected``, as a release does."""
+    if n_expected is None:
+        n_expected = p["n_expected"]
+    r = resolve({**p, "n_expected": n_expected}, lower, upper, stacklevel=3)
+    return forecast(r.release, r.spans, n_expected=n_expected if n_points is None else n_points)
+
+
+__all__ = ["Resolved", "forecast_of", "release_spec", "resolve", "validated"]
