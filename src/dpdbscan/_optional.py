@@ -12,7 +12,6 @@ EXTRAS = {
     "dask": "dask",
     "distributed": "dask",
     "pandas": "dask",
-    "tqdm": "io",
 }
 
 
