@@ -25,6 +25,8 @@ from spanmodels import hand_model
 from dpdbscan import DPDBSCAN, SpanModel
 from dpdbscan.estimator import fit_lonlat
 from dpdbscan.spec.parameters import PARAMETERS, Integer, Options, Real
+from dpdbscan.model import load_model, model_from_dict, save_model, to_json, with_params
+from dpdbscan.post.coretests import CORE_TESTS
 
 SCHEMA = json.loads((resources.files("dpdbscan.model") / "schema.json").read_text())
 VALIDATOR = Draft202012Validator(SCHEMA)
@@ -59,9 +61,9 @@ def _fit(**kw):
 
 def _legacy(model):
     """A bound model as saved before gamma_upper was recorded, read and saved again."""
-    doc = json.loads(model.to_json())
+    doc = json.loads(to_json(model))
     del doc["gamma_upper"]
-    return SpanModel.from_dict(doc)
+    return model_from_dict(doc)
 
 
 MODELS = {
@@ -83,8 +85,8 @@ MODELS = {
     "no spans": lambda: _fit(X=np.random.default_rng(5).random((30, 2)), min_samples=50),
     "automatic eps and MinPts": lambda: _fit(eps="auto", min_samples="auto", max_cells=1 << 14),
     "automatic eps": lambda: _fit(eps="auto", max_cells=1 << 14),
-    "with_params": lambda: _fit().with_params(eps=0.1, min_samples=8),
-    "with_min_samples, bound test": lambda: _fit(core="bound").with_min_samples(3),
+    "with_params": lambda: with_params(_fit(), eps=0.1, min_samples=8),
+    "with_min_samples, bound test": lambda: with_params(_fit(core="bound"), min_samples=3),
     "geographic (fit_lonlat)": lambda: fit_lonlat(
         np.c_[np.random.default_rng(6).normal(-122.42, 0.005, 2000),
               np.random.default_rng(7).normal(37.77, 0.005, 2000)],
@@ -109,9 +111,9 @@ def saved(tmp_path_factory) -> dict[str, Path]:
         warnings.simplefilter("ignore")  # seeded fits and tiny data: research use
         for name, make in MODELS.items():
             files[name] = out / f"{len(files)}.json"
-            make().save(files[name])
+            save_model(make(), files[name])
         files["saved without its histogram"] = out / "small.json"
-        _fit().save(files["saved without its histogram"], include_histogram=False)
+        save_model(_fit(), files["saved without its histogram"], include_histogram=False)
         rng = np.random.default_rng(8)
         csv = out / "points.csv"
         lonlat = np.c_[rng.normal(-122.42, 0.004, 1500), rng.normal(37.77, 0.004, 1500)]
@@ -130,7 +132,7 @@ KINDS = [*MODELS, "saved without its histogram", "command line, --geo"]
 def test_every_kind_of_saved_model_matches_the_schema(saved, kind):
     doc = _strict_json(saved[kind].read_text())
     assert _errors(doc) == []
-    again = json.loads(SpanModel.load(saved[kind]).to_json())
+    again = json.loads(to_json(load_model(saved[kind])))
     assert _errors(again) == []
 
 
@@ -245,44 +247,39 @@ def test_broken_files_are_refused_by_the_schema_and_the_loader(documents, case):
     edit(doc)
     assert _errors(doc), "the schema accepts it"
     with pytest.raises(ValueError, match="dpdbscan"):
-        SpanModel.from_dict(doc)
+        model_from_dict(doc)
 
 
 # Where they disagree today. The loader's ranges are its own, not the parameter
 # table's (issue 22 item 8 builds them from the table); until then a file the
-# table forbids can load. Strict: these fail as soon as the two agree, so that
-# the mark is removed then.
-DISAGREE = {
-    "delta 0.5 (table: < 0.01, loader: < 1)": ("dense, density test", _set("privacy", "delta", 0.5)),
+# table forbids could load; the loader now checks them against the table.
+TABLE = {
+    "delta 0.5 (table: < 0.01)": ("dense, density test", _set("privacy", "delta", 0.5)),
     "histogram delta 0.5": ("dense, density test", _set("histogram", "delta", 0.5)),
-    "histogram epsilon 1e5 (table: <= 1e4, loader: any)": (
+    "histogram epsilon 1e5 (table: <= 1e4)": (
         "dense, density test", _set("histogram", "epsilon", 1e5)),
     "epsilon 1e5 in a model saved before gamma_upper": (
         "saved before gamma_upper", _set("privacy", "epsilon", 1e5)),
-    "noise 'none' (not in the table; the loader takes it)": (
+    "noise 'none' (exact counts: tests only)": (
         "saved before gamma_upper", _set("privacy", "noise", "none")),
 }
 
 
-@pytest.mark.xfail(strict=True, raises=pytest.fail.Exception,
-                   reason="the loader's ranges are not yet the parameter table's")
-@pytest.mark.parametrize("case", sorted(DISAGREE))
+@pytest.mark.parametrize("case", sorted(TABLE))
 def test_the_loader_refuses_what_the_table_forbids(saved, case):
-    kind, edit = DISAGREE[case]
+    kind, edit = TABLE[case]
     doc = json.loads(saved[kind].read_text())
     edit(doc)
     assert _errors(doc), "the schema accepts it"
     with pytest.raises(ValueError, match="dpdbscan"):
-        SpanModel.from_dict(doc)
+        model_from_dict(doc)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="the loader takes only JSON integers; the "
-                   "table and the schema take integral numbers such as 5.0")
 def test_an_integral_float_min_samples_is_read_as_the_table_reads_it(documents):
     doc = copy.deepcopy(documents["dense, density test"])
     doc["params"]["min_samples"] = 5.0
     assert _errors(doc) == [] and PARAMETERS["min_samples"].constraints[1].accepts(5.0)
-    assert SpanModel.from_dict(doc).min_samples == 5
+    assert model_from_dict(doc).spec.min_samples == 5
 
 
 # What JSON Schema cannot say (one field against another, or against the
@@ -306,7 +303,7 @@ def test_what_only_the_loader_checks(documents, case):
     edit(doc)
     assert _errors(doc) == []
     with pytest.raises(ValueError, match=match):
-        SpanModel.from_dict(doc)
+        model_from_dict(doc)
 
 
 @pytest.mark.parametrize("field", [("release",), ("gamma_upper",), ("span_grid",), ("grid", "width"),
@@ -317,7 +314,7 @@ def test_the_loader_still_reads_older_files_the_writer_no_longer_makes(documents
     doc = copy.deepcopy(documents["dense, bound test"])
     _drop(*field)(doc)
     assert _errors(doc)
-    assert SpanModel.from_dict(doc).n_spans == len(documents["dense, bound test"]["spans"])
+    assert model_from_dict(doc).n_spans == len(documents["dense, bound test"]["spans"])
 
 
 # --------------------------------------------------------------------------- the schema itself
@@ -357,7 +354,7 @@ def test_the_schema_s_options_are_the_parameter_table_s():
     defs, params = SCHEMA["$defs"], SCHEMA["properties"]["params"]["properties"]
     assert set(defs["histogram_kind"]["enum"]) == options("histogram")
     assert set(defs["noise"]["enum"]) == options("noise")
-    assert set(params["core"]["enum"]) == options("core")
+    assert set(params["core"]["enum"]) == set(CORE_TESTS)
     assert set(params["margin"]["anyOf"][0]["enum"]) == options("margin")
     (real,) = [c for c in PARAMETERS["margin"].constraints if isinstance(c, Real)]
     assert _range(params["margin"]["anyOf"][1]) == (real.low, real.high, real.low_open, real.high_open)
