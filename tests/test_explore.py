@@ -63,8 +63,10 @@ def test_panels_carry_the_guarantee_of_their_own_parameters(model):
         assert got.describe() == want.describe()
         assert got.summary() == want.summary()
         np.testing.assert_array_equal(got.predict(_grid_points(model)), want.predict(_grid_points(model)))
-    # the figure's common view: the box of every panel's spans, padded by 5%
-    c = np.concatenate([model.with_params(eps=a, min_samples=m).span_cells() for a, m in ex.models])
+    # the figure's common view: the box of every panel's span regions (what
+    # the panels draw: core and border cells), padded by 5%
+    regions = [model.with_params(eps=a, min_samples=m).regions()[0] for a, m in ex.models]
+    c = model.grid.decode(np.concatenate(regions))
     g = model.grid
     lo, hi = g.lower + c.min(0) * g.width, g.lower + (c.max(0) + 1) * g.width
     pad = 0.05 * (hi - lo).max()

@@ -33,10 +33,12 @@ from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..geometry.projection import projection_of
 from ..model.spanmodel import SpanModel
+from ..model.stats import span_stats
 from ..post import ladder as _sweep
 from ..post.coretests.density import MAX_KAPPA
 from ..post.spans import density_spans
 from . import plotting, spanplot
+from .mapstyle import public_box
 from .spanplot import Aspect
 
 if TYPE_CHECKING:
@@ -235,13 +237,17 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
 
 
 def _draw_span_raster(ax, panel: SpanModel, lo, hi, T, max_side: int) -> None:
-    """The panel's core sub-cells inside [lo, hi] as one RGBA image, one
-    colour per span, at most about ``max_side`` pixels a side (blocks of
-    sub-cells: a block shows a span if any of its sub-cells is core)."""
+    """The panel's span regions (the cells ``predict`` maps to each span, as
+    the spans picture and the map draw them) inside [lo, hi] as one RGBA
+    image in the spans' own colours
+    (:func:`dpdbscan.render.spanplot.span_palette`), at most about
+    ``max_side`` pixels a side (blocks of sub-cells: a block shows a span if
+    any of its sub-cells is in one)."""
     if panel.n_spans == 0:
         return
     g = panel.grid
-    c = g.decode(panel.core_keys)
+    keys, labels = panel.regions()
+    c = g.decode(keys)
     c_lo = np.floor((lo - g.lower) / g.width).astype(np.int64)
     c_hi = np.ceil((hi - g.lower) / g.width).astype(np.int64)
     keep = np.all((c >= c_lo) & (c < c_hi), axis=1)
@@ -250,9 +256,9 @@ def _draw_span_raster(ax, panel: SpanModel, lo, hi, T, max_side: int) -> None:
     f = max(1, int(math.ceil(float((c_hi - c_lo).max()) / max(max_side, 1))))
     shape = tuple(int(v) for v in -(-(c_hi - c_lo) // f))
     rgba = np.zeros(shape + (4,))
-    colours = np.asarray(spanplot.span_palette(panel, None), dtype=np.float64)
+    colours = np.asarray(spanplot.span_palette(panel), dtype=np.float64)
     b = (c[keep] - c_lo) // f
-    rgba[b[:, 0], b[:, 1], :3] = colours[panel.labels[keep]]
+    rgba[b[:, 0], b[:, 1], :3] = colours[labels[keep]]
     rgba[b[:, 0], b[:, 1], 3] = 0.8
     box = g.lower + np.array([c_lo, c_lo + np.asarray(shape) * f]) * g.width
     (x0, y0), (x1, y1) = T(box)
@@ -262,22 +268,21 @@ def _draw_span_raster(ax, panel: SpanModel, lo, hi, T, max_side: int) -> None:
         extent=[x0, x1, y0, y1],
         interpolation="nearest",
         zorder=2,
+        gid="span-raster",
     )
 
 
-def _common_view(ex: Exploration, model: SpanModel):
+def _common_view(ex: Exploration, model: SpanModel) -> tuple[np.ndarray, np.ndarray]:
     """(lower corner, upper corner) in model coordinates around every panel's
-    spans (the whole box when no panel has one)."""
-    fine = model.histogram_grid.subdivided(model.subcells)
-    # each panel's keys are in its own grid (same cells, its own alpha)
-    coords = [p.grid.decode(p.core_keys) for p in ex.models.values() if p.core_keys.size]
-    if not coords:
-        return fine.lower, fine.upper
-    c = np.concatenate(coords)
-    lo = fine.lower + c.min(axis=0) * fine.width
-    hi = fine.lower + (c.max(axis=0) + 1) * fine.width
+    spans, inside the public box (the whole box when no panel has a span)."""
+    box_lo, box_hi = public_box(model)
+    boxes = [span_stats(p) for p in ex.models.values() if p.n_spans]
+    if not boxes:
+        return box_lo, box_hi
+    lo = np.min([b.lower.min(axis=0) for b in boxes], axis=0)
+    hi = np.max([b.upper.max(axis=0) for b in boxes], axis=0)
     pad = 0.05 * (hi - lo).max()
-    return np.maximum(lo - pad, fine.lower), np.minimum(hi + pad, fine.upper)
+    return np.maximum(lo - pad, box_lo), np.minimum(hi + pad, box_hi)
 
 
 def save_figure(fig: Figure, path: Path | str, dpi: float = 100) -> None:
