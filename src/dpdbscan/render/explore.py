@@ -78,9 +78,11 @@ class Exploration:
 
 
 def default_grid(model: SpanModel) -> tuple[list[float], list[int]]:
-    """Five eps and five MinPts around the model's own: eps x sqrt(2)^i and
-    MinPts x 2^j for i, j in -2..2, kept at or above the release's resolution
-    (shifted up when the model sits at the finest eps)."""
+    """Five eps and five MinPts from the model's own: MinPts x 2^j for j in
+    -2..2, and eps x sqrt(2)^i for i in -2..2 moved up by factors of sqrt(2)
+    until the smallest is at or above the release's finest eps. A model at
+    its release's finest eps (a fit at the default eta) gets eps x sqrt(2)^i
+    for i in 0..4: eps to 4 eps."""
     finest = model.finest_eps
     steps = [2 ** (i / 2) for i in range(-2, 3)]
     eps = [model.grid.alpha * s for s in steps]
