@@ -226,3 +226,19 @@ def test_the_spans_picture_draws_the_context_between_heat_and_spans():
     assert segs[1][0] == pytest.approx([-122.3936, 37.7955], abs=1e-4)
     assert "PRIVATE" not in ax.get_title()  # public input: still a release picture
     plt.close(ax.figure)
+
+
+def test_picture_options_pass_a_context_file_on(tmp_path):
+    """For the commands whose parser has --context (the map has its own):
+    checked before any data is read, handed to plot_model."""
+    import argparse
+
+    from dpdbscan.cli.maps import picture_options
+
+    ns = argparse.Namespace(size=None, extent=None, context=str(EXAMPLE), no_png=False)
+    assert picture_options(ns) == {"context": str(EXAMPLE)}
+    with pytest.raises(ValueError, match="no such file"):
+        picture_options(argparse.Namespace(context=str(tmp_path / "missing.geojson")))
+    with pytest.raises(ValueError, match="--context shape the PNG; they cannot go with --no-png"):
+        picture_options(argparse.Namespace(context=str(EXAMPLE), no_png=True))
+    assert picture_options(argparse.Namespace()) == {}

@@ -89,6 +89,25 @@ def test_default_grid_stays_at_or_above_the_release(model):
     assert eps2[0] == pytest.approx(0.04) and eps2[2] == pytest.approx(0.08)
 
 
+def test_help_says_what_the_default_grid_is(model, tmp_path, capsys):
+    """Issue 23: the help described eps x sqrt(2)^i, i = -2..2 around the
+    model's eps, but explore ran 50 m to 200 m on a 50 m release. The help
+    now gives the rule and the values a model at its finest eps gets; check
+    both against what explore does."""
+    assert model.grid.alpha == pytest.approx(model.finest_eps)  # a fit at the default eta
+    assert main(["explore", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "sqrt(2)^i for i = -2..2, moved up by factors of sqrt(2)" in text
+    assert "eps x 1, 1.41, 2, 2.83, 4" in text and "MinPts x 2^j for j = -2..2" in text
+    path = tmp_path / "m.spans.json"
+    model.save(path)
+    assert main(["explore", str(path), "--no-png"]) == 0
+    printed = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()[:1].isdigit()]
+    eps = sorted({float(r[0]) for r in printed})
+    assert eps == pytest.approx([0.02 * f for f in (1, 1.41, 2, 2.83, 4)], rel=4e-3)
+    assert sorted({int(r[1]) for r in printed}) == [20 // 4, 20 // 2, 20, 40, 80]
+
+
 def _p(keys, labels, mass=None):
     keys = np.asarray(keys)
     return Partition(1.0, 5, keys, np.asarray(labels), np.ones(keys.size) if mass is None

@@ -69,8 +69,10 @@ def add_picture_options(group: ArgTarget) -> None:
 
 
 def picture_options(args: argparse.Namespace) -> dict:
-    """Validated ``size`` and ``extent`` keyword arguments for the picture
-    (checked before any data is read); empty when neither was given."""
+    """Validated ``size``, ``extent`` and ``context`` keyword arguments for
+    the picture (checked before any data is read); empty when none was given.
+    ``context`` (the path of a context layer, :func:`dpdbscan.render.plotting.plot_model`)
+    is taken from ``args.context`` when the command has that option."""
     out: dict = {}
     if getattr(args, "size", None) is not None:
         out["size"] = size_arg(args.size)
@@ -79,8 +81,13 @@ def picture_options(args: argparse.Namespace) -> dict:
         if not all(map(math.isfinite, args.extent)) or not (x0 < x1 and y0 < y1):
             raise ValueError("--extent must be XMIN YMIN XMAX YMAX with XMIN < XMAX and YMIN < YMAX")
         out["extent"] = (x0, y0, x1, y1)
+    if getattr(args, "context", None) is not None:
+        # read with the model (it needs the projection); only its presence is checked here
+        if not Path(args.context).is_file():
+            raise ValueError(f"--context {args.context}: no such file")
+        out["context"] = args.context
     if out and getattr(args, "no_png", False):
-        raise ValueError("--size and --extent shape the PNG; they cannot go with --no-png")
+        raise ValueError("--size, --extent and --context shape the PNG; they cannot go with --no-png")
     return out
 
 

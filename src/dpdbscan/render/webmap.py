@@ -1,15 +1,19 @@
 """An interactive map of a span model: one self-contained HTML file.
 
 :func:`map_html` writes the spans as SVG polygons over the released noisy
-histogram (a PNG heat layer inlined as a data URI), with pan and zoom (mouse
-wheel, drag, pinch), lon/lat axes and a scale bar for geographic models, and
-a tooltip with each span's id, cell count, area and noisy mass
-(:mod:`dpdbscan.model.stats`). Everything, script and style included, is in the
-one file: it opens from disk with no network and no server. The page's
-script and style are in ``templates/webmap.html``, next to this module.
+histogram (a PNG heat layer inlined as a data URI), in the colours of every
+picture (:func:`dpdbscan.render.mapstyle.span_hex`) and with the ids of the
+largest spans in view written on them, with pan and zoom (mouse wheel, drag,
+pinch) kept inside the public box, lon/lat axes in margins of their own and a
+scale bar for geographic models, and a tooltip with each span's id, cell
+count, area and noisy mass (:mod:`dpdbscan.model.stats`). An optional context
+layer (streets, a coastline: :mod:`dpdbscan.render.context`) is drawn under
+the spans. Everything, script and style included, is in the one file: it
+opens from disk with no network and no server. The page's script and style
+are in ``templates/webmap.html``, next to this module.
 
-The map shows only the release (spans and noisy histogram), so it may be
-published with the model.
+The map shows only the release (spans and noisy histogram) and the public
+context layer, so it may be published with the model.
 """
 
 from __future__ import annotations
