@@ -10,11 +10,9 @@ import pytest
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
+from dpdbscan.model import describe, finest_eps, guarantee, save_model, summary, with_params
 from dpdbscan.post.ladder import Partition, agreement
 from dpdbscan.render import explore as E
-from dpdbscan.model import save_model, with_params
-from dpdbscan.model import describe, guarantee, summary
-from releases import span_cells
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -61,13 +59,16 @@ def test_panels_carry_the_guarantee_of_their_own_parameters(model):
     for (a, m), got in ex.models.items():
         want = with_params(model, eps=a, min_samples=m)
         assert got.grid.alpha == pytest.approx(a) and got.spec.min_samples == m
-        assert got.spans.threshold == pytest.approx(want.spans.threshold) and got.spans.gamma == pytest.approx(want.spans.gamma)
+        assert got.spans.threshold == pytest.approx(want.spans.threshold)
+        assert got.spans.gamma == pytest.approx(want.spans.gamma)
         assert guarantee(got) == guarantee(want)
         assert describe(got) == describe(want)
         assert summary(got) == summary(want)
         np.testing.assert_array_equal(got.predict(_grid_points(model)), want.predict(_grid_points(model)))
-    # the figure's common view: the box of every panel's spans, padded by 5%
-    c = np.concatenate([span_cells(with_params(model, eps=a, min_samples=m)) for a, m in ex.models])
+    # the figure's common view: the box of every panel's span regions (what
+    # the panels draw: core and border cells), padded by 5%
+    regions = [with_params(model, eps=a, min_samples=m).regions()[0] for a, m in ex.models]
+    c = model.grid.decode(np.concatenate(regions))
     g = model.grid
     lo, hi = g.lower + c.min(0) * g.width, g.lower + (c.max(0) + 1) * g.width
     pad = 0.05 * (hi - lo).max()
@@ -88,6 +89,25 @@ def test_default_grid_stays_at_or_above_the_release(model):
     coarse = with_params(model, eps=0.08)
     eps2, _ = E.default_grid(coarse)
     assert eps2[0] == pytest.approx(0.04) and eps2[2] == pytest.approx(0.08)
+
+
+def test_help_says_what_the_default_grid_is(model, tmp_path, capsys):
+    """Issue 23: the help described eps x sqrt(2)^i, i = -2..2 around the
+    model's eps, but explore ran 50 m to 200 m on a 50 m release. The help
+    now gives the rule and the values a model at its finest eps gets; check
+    both against what explore does."""
+    assert model.grid.alpha == pytest.approx(finest_eps(model))  # a fit at the default eta
+    assert main(["explore", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "sqrt(2)^i for i = -2..2, moved up by factors of sqrt(2)" in text
+    assert "eps x 1, 1.41, 2, 2.83, 4" in text and "MinPts x 2^j for j = -2..2" in text
+    path = tmp_path / "m.spans.json"
+    save_model(model, path)
+    assert main(["explore", str(path), "--no-png"]) == 0
+    printed = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()[:1].isdigit()]
+    eps = sorted({float(r[0]) for r in printed})
+    assert eps == pytest.approx([0.02 * f for f in (1, 1.41, 2, 2.83, 4)], rel=4e-3)
+    assert sorted({int(r[1]) for r in printed}) == [20 // 4, 20 // 2, 20, 40, 80]
 
 
 def _p(keys, labels, mass=None):

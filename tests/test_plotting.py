@@ -432,3 +432,86 @@ def test_pictures_of_points_say_so_inside_the_file(model, tmp_path):
     ax = plotting.plot_spans(model, points=X)
     assert _is_marked_private(ax)
     _close(ax)
+
+
+def _is_grey(rgb, tol=0.06):
+    return max(rgb) - min(rgb) < tol
+
+
+def test_a_span_has_one_colour_in_every_picture_and_the_map():
+    """Issue 23: the labels picture's colours did not match the spans
+    picture's (and its largest Cabs-tiny span was grey, like noise). One
+    colour per span id: spans PNG, labels PNG, explore's panel at the
+    model's own parameters, and the HTML map."""
+    import re
+
+    from matplotlib.colors import to_rgb
+
+    from dpdbscan.model.stats import span_stats
+    from dpdbscan.render import explore as E
+    from dpdbscan.render.webmap import map_html
+
+    rng = np.random.default_rng(3)
+    centres = [(2, 2), (3.2, 2.2), (2.4, 3.3), (7, 7), (7.9, 6.4), (5, 8.5), (8.5, 2)]
+    X = np.vstack([rng.normal(c, 0.12, (700, 2)) for c in centres])
+    model = DPDBSCAN(eps=0.3, min_samples=30, epsilon=1.0, bounds=(0.0, 10.0), random_state=1).fit(X).spans_
+    n = model.n_spans
+    assert n >= 6
+    want = [to_rgb(h) for h in mapstyle.span_hex(model)]
+    assert not any(_is_grey(c) for c in want)  # grey is for noise only
+    keys, labels = model.regions()
+    r = int(np.ceil(mapstyle.NEIGHBOUR_ALPHAS * model.grid.alpha / model.grid.width - 1e-9))
+    pairs = mapstyle.span_neighbours(model.grid.decode(keys), labels, r)
+    assert pairs and all(want[a] != want[b] for a, b in pairs)  # neighbours stay apart
+
+    # the spans picture
+    ax = plotting.plot_model(model, "spans")
+    faces = _spans(ax).get_facecolor()
+    assert len(faces) == n
+    np.testing.assert_allclose(faces[:, :3], want)
+    _close(ax)
+
+    # the labels picture: a point at every span's anchor, and noise
+    stats = span_stats(model)
+    P = np.vstack([stats.anchor, [[0.2, 9.8], [9.8, 0.2]]])
+    lab = model.predict(P)
+    assert lab.tolist() == [*range(n), -1, -1]
+    ax = plotting.plot_model(model, "labels", points=P)
+    (pts,) = [c for c in ax.collections if c.get_gid() == "labelled"]
+    (noise,) = [c for c in ax.collections if c.get_gid() == "noise"]
+    np.testing.assert_allclose(pts.get_facecolor()[:, :3], [want[s] for s in lab[:n]])
+    assert _is_grey(noise.get_facecolor()[0][:3])
+    _close(ax)
+
+    # explore's panel at the model's own (eps, MinPts): the same spans, ids and colours
+    ex = E.explore(model, [model.grid.alpha], [model.spec.min_samples])
+    (panel,) = ex.models.values()
+    np.testing.assert_array_equal(panel.grid.decode(panel.regions()[0]), model.grid.decode(keys))
+    np.testing.assert_array_equal(panel.regions()[1], labels)
+    fig = E.figure(ex, model)
+    (raster,) = [im for im in fig.axes[0].images if im.get_gid() == "span-raster"]
+    img = np.asarray(raster.get_array())  # [row, column, rgba], origin lower
+    x0, x1, y0, y1 = raster.get_extent()
+    for s, (x, y) in enumerate(stats.anchor):
+        row = int((y - y0) / (y1 - y0) * img.shape[0])
+        col = int((x - x0) / (x1 - x0) * img.shape[1])
+        np.testing.assert_allclose(img[row, col, :3], want[s])
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+    # the map
+    page = map_html(model)
+    fills = re.findall(r'<path class="span" [^>]*?fill="(#[0-9a-f]{6})"[^>]*data-id="(\d+)"', page)
+    assert len(fills) == n
+    assert {int(s): to_rgb(h) for h, s in fills} == dict(enumerate(want))
+
+
+def test_labels_without_a_model_are_never_grey():
+    """plot_labels alone (no span colours given) cycles the palette, which
+    holds no grey; before, tab20 made labels 14 and 15 (mod 20) grey."""
+    X = np.column_stack([np.arange(40.0), np.zeros(40)])
+    ax = plotting.plot_labels(X, np.arange(40) - 1)
+    (pts,) = [c for c in ax.collections if c.get_gid() == "labelled"]
+    assert not any(_is_grey(c[:3]) for c in pts.get_facecolor())
+    _close(ax)

@@ -34,9 +34,11 @@ from ..cells.histogram import NoisyHistogram
 from ..geometry.projection import projection_of
 from ..model import SpanModel, finest_eps
 from ..model.build import model_of
+from ..model.stats import span_stats
 from ..post import ladder as _sweep
 from ..post.coretests import core_test
 from . import plotting, spanplot
+from .mapstyle import public_box
 from .spanplot import Aspect
 
 if TYPE_CHECKING:
@@ -76,9 +78,11 @@ class Exploration:
 
 
 def default_grid(model: SpanModel) -> tuple[list[float], list[int]]:
-    """Five eps and five MinPts around the model's own: eps x sqrt(2)^i and
-    MinPts x 2^j for i, j in -2..2, kept at or above the release's resolution
-    (shifted up when the model sits at the finest eps)."""
+    """Five eps and five MinPts from the model's own: MinPts x 2^j for j in
+    -2..2, and eps x sqrt(2)^i for i in -2..2 moved up by factors of sqrt(2)
+    until the smallest is at or above the release's finest eps. A model at
+    its release's finest eps (a fit at the default eta) gets eps x sqrt(2)^i
+    for i in 0..4: eps to 4 eps."""
     finest = finest_eps(model)
     steps = [2 ** (i / 2) for i in range(-2, 3)]
     eps = [model.grid.alpha * s for s in steps]
@@ -243,13 +247,17 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
 
 
 def _draw_span_raster(ax, panel: SpanModel, lo, hi, T, max_side: int) -> None:
-    """The panel's core sub-cells inside [lo, hi] as one RGBA image, one
-    colour per span, at most about ``max_side`` pixels a side (blocks of
-    sub-cells: a block shows a span if any of its sub-cells is core)."""
+    """The panel's span regions (the cells ``predict`` maps to each span, as
+    the spans picture and the map draw them) inside [lo, hi] as one RGBA
+    image in the spans' own colours
+    (:func:`dpdbscan.render.spanplot.span_palette`), at most about
+    ``max_side`` pixels a side (blocks of sub-cells: a block shows a span if
+    any of its sub-cells is in one)."""
     if panel.n_spans == 0:
         return
     g = panel.grid
-    c = g.decode(panel.core_keys)
+    keys, labels = panel.regions()
+    c = g.decode(keys)
     c_lo = np.floor((lo - g.lower) / g.width).astype(np.int64)
     c_hi = np.ceil((hi - g.lower) / g.width).astype(np.int64)
     keep = np.all((c >= c_lo) & (c < c_hi), axis=1)
@@ -258,9 +266,9 @@ def _draw_span_raster(ax, panel: SpanModel, lo, hi, T, max_side: int) -> None:
     f = max(1, int(math.ceil(float((c_hi - c_lo).max()) / max(max_side, 1))))
     shape = tuple(int(v) for v in -(-(c_hi - c_lo) // f))
     rgba = np.zeros(shape + (4,))
-    colours = np.asarray(spanplot.span_palette(panel, None), dtype=np.float64)
+    colours = np.asarray(spanplot.span_palette(panel), dtype=np.float64)
     b = (c[keep] - c_lo) // f
-    rgba[b[:, 0], b[:, 1], :3] = colours[panel.labels[keep]]
+    rgba[b[:, 0], b[:, 1], :3] = colours[labels[keep]]
     rgba[b[:, 0], b[:, 1], 3] = 0.8
     box = g.lower + np.array([c_lo, c_lo + np.asarray(shape) * f]) * g.width
     (x0, y0), (x1, y1) = T(box)
@@ -270,22 +278,21 @@ def _draw_span_raster(ax, panel: SpanModel, lo, hi, T, max_side: int) -> None:
         extent=[x0, x1, y0, y1],
         interpolation="nearest",
         zorder=2,
+        gid="span-raster",
     )
 
 
-def _common_view(ex: Exploration, model: SpanModel):
+def _common_view(ex: Exploration, model: SpanModel) -> tuple[np.ndarray, np.ndarray]:
     """(lower corner, upper corner) in model coordinates around every panel's
-    spans (the whole box when no panel has one)."""
-    fine = model.release.grid.subdivided(model.spec.subcells)
-    # each panel's keys are in its own grid (same cells, its own alpha)
-    coords = [p.grid.decode(p.core_keys) for p in ex.models.values() if p.core_keys.size]
-    if not coords:
-        return fine.lower, fine.upper
-    c = np.concatenate(coords)
-    lo = fine.lower + c.min(axis=0) * fine.width
-    hi = fine.lower + (c.max(axis=0) + 1) * fine.width
+    spans, inside the public box (the whole box when no panel has a span)."""
+    box_lo, box_hi = public_box(model)
+    boxes = [span_stats(p) for p in ex.models.values() if p.n_spans]
+    if not boxes:
+        return box_lo, box_hi
+    lo = np.min([b.lower.min(axis=0) for b in boxes], axis=0)
+    hi = np.max([b.upper.max(axis=0) for b in boxes], axis=0)
     pad = 0.05 * (hi - lo).max()
-    return np.maximum(lo - pad, fine.lower), np.minimum(hi + pad, fine.upper)
+    return np.maximum(lo - pad, box_lo), np.minimum(hi + pad, box_hi)
 
 
 def save_figure(fig: Figure, path: Path | str, dpi: float = 100) -> None:

@@ -17,15 +17,19 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..laws.noise import variance as noise_variance
+from ..model.stats import SpanStats, span_stats
 
 if TYPE_CHECKING:
     from ..cells.histogram import NoisyHistogram
     from ..model.record import SpanModel
-    from ..model.stats import SpanStats
 
 #: A qualitative palette (matplotlib's "tab10" without its grey, which the
 #: heat layer uses). Greedy colouring rarely needs more than six of them.
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
+
+#: Spans whose regions come within about this many eps of each other count
+#: as neighbours and get different colours (:func:`span_colours`).
+NEIGHBOUR_ALPHAS = 4.0
 
 #: Largest heat image, in pixels; bigger windows are summed in blocks.
 MAX_HEAT_PIXELS = 4_000_000
@@ -107,22 +111,35 @@ def greedy_colouring(
 
 
 def span_colours(model: SpanModel, radius: int | None = None, n_colours: int = len(PALETTE)) -> np.ndarray:
-    """A colour index per span such that spans close together differ.
+    """A colour index per span id such that spans close together differ: the
+    one colouring of the spans PNG, the labels picture, explore's panels and
+    the HTML map (:func:`span_hex` gives the colours themselves).
 
-    ``radius`` is in cells of ``model.grid`` (default: six histogram cells,
-    about four alpha at eta = 4). Larger spans are coloured first, so the few
-    big ones take the first colours of :data:`PALETTE`.
+    It depends on the spans alone (their regions and sizes), never on the
+    picture: the same model gives every span the same colour everywhere.
+    Two spans are neighbours when their regions (core and border cells, what
+    the pictures draw) come within ``radius`` cells of ``model.grid``
+    (:func:`span_neighbours`; default about :data:`NEIGHBOUR_ALPHAS` times eps).
+    Larger spans are coloured first, so the few big ones take the first
+    colours of :data:`PALETTE`; ties go to the smaller id.
     """
     n = model.n_spans
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    grid = model.grid
     if radius is None:
-        radius = 6 * int(model.spec.subcells)
-    labels = np.asarray(model.labels, dtype=np.int64)
-    edges = span_neighbours(model.grid.decode(model.core_keys), labels, radius)
-    sizes = np.bincount(labels, minlength=n)
+        radius = max(1, math.ceil(NEIGHBOUR_ALPHAS * grid.alpha / grid.width - 1e-9))
+    keys, labels = model.regions()
+    edges = span_neighbours(grid.decode(keys), labels, radius)
+    sizes = span_stats(model).n_cells
     order = np.lexsort((np.arange(n), -sizes))
     return greedy_colouring(n, edges, n_colours, order)
+
+
+def span_hex(model: SpanModel) -> list[str]:
+    """The colour of every span id as ``#rrggbb`` (:func:`span_colours` in
+    :data:`PALETTE`): what every picture and the map paint span ``s`` with."""
+    return [PALETTE[int(c) % len(PALETTE)] for c in span_colours(model)]
 
 
 # --------------------------------------------------------------------------- #
@@ -199,18 +216,32 @@ def heat_rgba(img: np.ndarray, vmax: float, floor: float = 0.0) -> np.ndarray:
 # views and scale bars
 
 
+def public_box(model: SpanModel) -> tuple[np.ndarray, np.ndarray]:
+    """The public box ``(lower, upper)`` of the model, in model coordinates
+    (km for geographic models): the bounds the release was made for. Views
+    and axes stay inside it (the last row of cells may reach a little past
+    ``upper``; nothing was counted there)."""
+    grid = model.grid
+    return np.asarray(grid.lower, dtype=np.float64).copy(), np.asarray(grid.upper, dtype=np.float64).copy()
+
+
 def span_extent(model: SpanModel, stats: SpanStats, margin: float = 0.08) -> tuple[np.ndarray, np.ndarray]:
     """A view around all spans (model coordinates): their bounding box,
     widened by ``margin`` of its larger side and by at least two histogram
-    cells, clipped to the grid's box; the whole box when there is no span."""
-    hgrid = model.release.grid
-    box_lo = np.asarray(hgrid.lower, dtype=np.float64)
-    box_hi = box_lo + np.asarray(hgrid.shape) * hgrid.width
+    cells, clipped to the public box; the whole box when there is no span."""
+    box_lo, box_hi = public_box(model)
     if stats.n_spans == 0:
         return box_lo, box_hi
     lo, hi = stats.lower.min(axis=0), stats.upper.max(axis=0)
-    pad = max(margin * float(np.max(hi - lo)), 2 * hgrid.width)
+    pad = max(margin * float(np.max(hi - lo)), 2 * _histogram_width(model))
     return np.maximum(lo - pad, box_lo), np.minimum(hi + pad, box_hi)
+
+
+def _histogram_width(model: SpanModel) -> float:
+    """Width of the released histogram's cells (the span grid's when the
+    model was saved without its histogram)."""
+    hist = model.histogram
+    return float(model.grid.width if hist is None else hist.grid.width)
 
 
 def fit_aspect(
@@ -266,10 +297,13 @@ __all__ = [
     "span_neighbours",
     "greedy_colouring",
     "span_colours",
+    "span_hex",
+    "NEIGHBOUR_ALPHAS",
     "histogram_window",
     "noise_floor",
     "heat_scale",
     "heat_rgba",
+    "public_box",
     "span_extent",
     "fit_aspect",
     "keep_in_box",

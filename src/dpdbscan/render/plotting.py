@@ -30,6 +30,8 @@ from ..geometry.projection import format_km, projection_of
 from ..model.stats import span_stats
 from ..post.coretests.bound.core import neighbour_sums
 from . import spanplot
+from .context import Context, load_context
+from .mapstyle import PALETTE
 from .spanplot import Aspect, Extent, Transform, add_scale_bar, check_extent
 
 if TYPE_CHECKING:
@@ -39,6 +41,9 @@ if TYPE_CHECKING:
 
     from ..cells.histogram import NoisyHistogram
     from ..model.record import SpanModel
+
+#: The colour of noise (label -1) in the labels picture: no span colour is grey.
+NOISE_GREY = "0.7"
 
 #: Largest image drawn cell for cell; bigger grids are shown in blocks.
 MAX_PIXELS = 4_000_000
@@ -243,6 +248,7 @@ def plot_spans(
     extent: Extent = "spans",
     heat: bool = True,
     n_labels: int = 10,
+    context: Context | None = None,
 ) -> Axes:
     """Spans as outlined cell unions over the noisy histogram, cropped to the spans.
 
@@ -265,6 +271,10 @@ def plot_spans(
     n_labels : int
         Label the ``n_labels`` largest spans in view with their ids (labels
         that would overlap one already drawn are left out).
+    context : Context, optional
+        Lines drawn over the heat layer and under the spans (streets, a
+        coastline: :func:`dpdbscan.render.context.load_context`). Public
+        input: the picture stays a release picture.
     points : array of shape (n, 2), optional
         In the model's grid coordinates (they are transformed like the
         spans). They are private: such a picture is not part of the release.
@@ -293,6 +303,8 @@ def plot_spans(
         ax.scatter(P[:, 0], P[:, 1], s=1, c="0.75", lw=0, rasterized=True, zorder=1)
     if heat and model.histogram is not None:
         spanplot.draw_heat(ax, model.histogram, lo, hi, T)
+    if context is not None:
+        spanplot.draw_context(ax, context, T)
 
     colours = spanplot.span_palette(model, cmap)
     in_view = np.all((stats.upper > lo) & (stats.lower < hi), axis=1)
@@ -365,13 +377,21 @@ def plot_labels(
     labels: ArrayLike,
     ax: Axes | None = None,
     title: str = "labels",
-    cmap: str | Colormap = "tab20",
+    cmap: str | Colormap | None = None,
     *,
     aspect: Aspect = "equal",
     max_points: int | None = 200_000,
+    colours: Sequence[Sequence[float]] | None = None,
 ) -> Axes:
-    """Points coloured by label; -1 (noise) in grey. The points are private,
-    and the picture says so (:func:`mark_private`).
+    """Points coloured by label; -1 (noise) in grey, the only grey. The
+    points are private, and the picture says so (:func:`mark_private`).
+
+    ``colours`` gives the RGB colour of each span id (``colours[label]``);
+    :func:`plot_model` passes the spans' own
+    (:func:`dpdbscan.render.spanplot.span_palette`), so that a span has the
+    colour of the spans picture and the map. Without it, label ``s`` takes
+    ``PALETTE[s % 9]`` (:data:`dpdbscan.render.mapstyle.PALETTE`), or colour
+    ``s % 20`` of ``cmap`` when one is given.
 
     At most ``max_points`` are drawn (a fixed-seed subsample keeps big files
     quick to draw and the picture reproducible).
@@ -384,21 +404,22 @@ def plot_labels(
     if lab.shape != (P.shape[0],):
         raise ValueError(f"labels must have one entry per point ({P.shape[0]}), got shape {lab.shape}")
     idx = _subsample_index(P.shape[0], max_points)
-    P, lab = P[idx], lab[idx]
+    P, lab = P[idx], lab[idx].astype(np.int64)
     ax = ax or plt.subplots(figsize=(6, 6))[1]
     noise = lab < 0
-    ax.scatter(P[noise, 0], P[noise, 1], s=2, c="0.7", lw=0, rasterized=True)
-    ax.scatter(
-        P[~noise, 0],
-        P[~noise, 1],
-        s=2,
-        c=lab[~noise] % 20,
-        cmap=cmap,
-        vmin=0,
-        vmax=19,
-        lw=0,
-        rasterized=True,
-    )
+    ax.scatter(P[noise, 0], P[noise, 1], s=2, c=NOISE_GREY, lw=0, rasterized=True, gid="noise")
+    inside = lab[~noise]
+    style: dict = {"vmin": 0, "vmax": 19, "cmap": cmap, "c": inside % 20}
+    if colours is not None:
+        table = np.asarray(colours, dtype=np.float64).reshape(-1, 3)
+        if inside.size and inside.max() >= len(table):
+            raise ValueError(f"colours has {len(table)} entries, but a label is {int(inside.max())}")
+        style = {"c": table[inside]}
+    elif cmap is None:
+        from matplotlib.colors import to_rgb
+
+        style = {"c": np.array([to_rgb(c) for c in PALETTE])[inside % len(PALETTE)]}
+    ax.scatter(P[~noise, 0], P[~noise, 1], s=2, lw=0, rasterized=True, gid="labelled", **style)
     ax.set_aspect(aspect)
     ax.set_title(title)
     return mark_private(ax)
@@ -433,6 +454,7 @@ def plot_model(
     size: tuple[int, int] | None = None,
     dpi: float = 120,
     n_labels: int = 10,
+    context: Context | Path | str | None = None,
 ) -> Axes:
     """One of the paper's pictures of a span model, with the axes it needs.
 
@@ -461,6 +483,10 @@ def plot_model(
         pixels for a width of 900).
     n_labels : int
         How many of the largest spans get their id written on them ("spans").
+    context : Context or path, optional
+        A context layer under the spans ("spans"): a GeoJSON file of lines or
+        polygons (lon/lat for geo models), read by
+        :func:`dpdbscan.render.context.load_context`.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")
@@ -473,6 +499,8 @@ def plot_model(
     if kind == "labels" and points is None:
         raise ValueError("kind='labels' needs points to label")
     shown = None if extent is None else check_extent(extent)
+    if context is not None and not isinstance(context, Context):
+        context = load_context(context, model)
     if ax is None:
         if size is None:
             size = spanplot.default_size(model, DEFAULT_SIZE[0]) if kind == "spans" else DEFAULT_SIZE
@@ -502,6 +530,7 @@ def plot_model(
             max_points=max_points,
             extent=view,
             n_labels=n_labels,
+            context=context,
         )
         title = (
             f"{model.n_spans} DP span(s)  epsilon={model.release.epsilon:g}, alpha={alpha}, "
@@ -522,6 +551,7 @@ def plot_model(
             title="points labelled by the DP spans",
             aspect=aspect,
             max_points=max_points,
+            colours=spanplot.span_palette(model),
         )
     if shown is not None and kind != "spans":
         ax.set_xlim(shown[0], shown[2])

@@ -17,7 +17,6 @@ from ..geometry.projection import format_km
 from ..model.stats import SpanStats, span_stats
 from .mapstyle import (
     MAX_HEAT_PIXELS,
-    PALETTE,
     fit_aspect,
     heat_rgba,
     heat_scale,
@@ -25,8 +24,10 @@ from .mapstyle import (
     keep_in_box,
     nice_length,
     noise_floor,
+    public_box,
     span_colours,
     span_extent,
+    span_hex,
     span_neighbours,
 )
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
     from ..cells.histogram import NoisyHistogram
     from ..model.record import SpanModel
+    from .context import Context
 
 #: Model coordinates -> display coordinates, on (m, 2) arrays (e.g. km back to lon/lat).
 Transform: TypeAlias = Callable[[np.ndarray], np.ndarray]
@@ -61,7 +63,8 @@ def isolated_small_spans(
     cells_per_px = 1.0 / (px_per_unit * model.grid.width)
     radius = max(1, int(round(2 * SMALL_SPAN_PX * cells_per_px)))
     crowded = np.zeros(model.n_spans, dtype=bool)
-    for a, b in span_neighbours(model.grid.decode(model.core_keys), model.labels, radius):
+    keys, labels = model.regions()
+    for a, b in span_neighbours(model.grid.decode(keys), labels, radius):
         crowded[a] = crowded[b] = True
     return small & ~crowded
 
@@ -83,19 +86,17 @@ def axes_pixels(ax: Axes) -> tuple[float, float]:
 def view(
     model: SpanModel, stats: SpanStats, ax: Axes, extent: Extent, y_ratio: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The box to show, in model coordinates: ``(lower, upper)``."""
+    """The box to show, in model coordinates: ``(lower, upper)``, inside the
+    public box unless ``extent`` gives another."""
     if isinstance(extent, str):
+        box_lo, box_hi = public_box(model)
         if extent == "box":
-            hg = model.release.grid
-            return hg.lower.copy(), hg.lower + np.asarray(hg.shape) * hg.width
+            return box_lo, box_hi
         if extent != "spans":
             raise ValueError(f"extent must be 'spans', 'box' or (xmin, ymin, xmax, ymax), got {extent!r}")
         lo, hi = span_extent(model, stats)
         w, h = axes_pixels(ax)
-        hg = model.release.grid
-        return keep_in_box(
-            *fit_aspect(lo, hi, w / h, y_ratio), hg.lower, hg.lower + np.asarray(hg.shape) * hg.width
-        )
+        return keep_in_box(*fit_aspect(lo, hi, w / h, y_ratio), box_lo, box_hi)
     e = check_extent(extent)
     return e[:2], e[2:]
 
@@ -150,19 +151,35 @@ def draw_heat(ax: Axes, hist: NoisyHistogram, lo: np.ndarray, hi: np.ndarray, T:
     )
 
 
-def span_palette(model: SpanModel, cmap: str | None) -> list[tuple[float, float, float]]:
-    """An RGB colour per span, neighbours apart (:func:`dpdbscan.render.mapstyle.span_colours`)."""
+#: The colour of context lines (streets, coastlines): neither grey (the heat
+#: layer, noise) nor one of the span colours.
+CONTEXT_COLOUR = "#1b3a57"
+
+
+def draw_context(ax: Axes, context: Context, T: Transform) -> None:
+    """The context layer's lines, over the heat layer and under the spans."""
+    from matplotlib.collections import LineCollection
+
+    lines = [T(line) for line in context.lines()]
+    ax.add_collection(
+        LineCollection(lines, colors=CONTEXT_COLOUR, linewidths=0.7, alpha=0.6, zorder=1, gid="context"),
+        autolim=False,
+    )
+
+
+def span_palette(model: SpanModel, cmap: str | None = None) -> list[tuple[float, float, float]]:
+    """An RGB colour per span id: :func:`dpdbscan.render.mapstyle.span_hex`,
+    the colours of every picture and the map (neighbours apart, never grey).
+    ``cmap`` takes the colours from a matplotlib colormap instead, indexed
+    the same way."""
     from matplotlib.colors import to_rgb
 
-    idx = span_colours(model)
     if cmap is None:
-        base: list[tuple[float, float, float]] = [to_rgb(c) for c in PALETTE]
-    else:
-        from matplotlib import colormaps
+        return [to_rgb(c) for c in span_hex(model)]
+    from matplotlib import colormaps
 
-        cm = colormaps[cmap]
-        base = [_rgb(cm(i % cm.N)) for i in range(len(PALETTE))]
-    return [base[i % len(base)] for i in idx]
+    cm = colormaps[cmap]
+    return [_rgb(cm(int(i) % cm.N)) for i in span_colours(model)]
 
 
 def _rgb(rgba: tuple[float, float, float, float]) -> tuple[float, float, float]:
@@ -250,6 +267,8 @@ __all__ = [
     "add_scale_bar",
     "view",
     "draw_heat",
+    "draw_context",
+    "CONTEXT_COLOUR",
     "span_palette",
     "darker",
     "isolated_small_spans",

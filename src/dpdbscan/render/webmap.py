@@ -1,15 +1,19 @@
 """An interactive map of a span model: one self-contained HTML file.
 
 :func:`map_html` writes the spans as SVG polygons over the released noisy
-histogram (a PNG heat layer inlined as a data URI), with pan and zoom (mouse
-wheel, drag, pinch), lon/lat axes and a scale bar for geographic models, and
-a tooltip with each span's id, cell count, area and noisy mass
-(:mod:`dpdbscan.model.stats`). Everything, script and style included, is in the
-one file: it opens from disk with no network and no server. The page's
-script and style are in ``templates/webmap.html``, next to this module.
+histogram (a PNG heat layer inlined as a data URI), in the colours of every
+picture (:func:`dpdbscan.render.mapstyle.span_hex`) and with the ids of the
+largest spans in view written on them, with pan and zoom (mouse wheel, drag,
+pinch) kept inside the public box, lon/lat axes in margins of their own and a
+scale bar for geographic models, and a tooltip with each span's id, cell
+count, area and noisy mass (:mod:`dpdbscan.model.stats`). An optional context
+layer (streets, a coastline: :mod:`dpdbscan.render.context`) is drawn under
+the spans. Everything, script and style included, is in the one file: it
+opens from disk with no network and no server. The page's script and style
+are in ``templates/webmap.html``, next to this module.
 
-The map shows only the release (spans and noisy histogram), so it may be
-published with the model.
+The map shows only the release (spans and noisy histogram) and the public
+context layer, so it may be published with the model.
 """
 
 from __future__ import annotations
@@ -28,25 +32,41 @@ import numpy as np
 from ..geometry.projection import KM_PER_DEGREE, format_km, projection_of
 from ..model.record import SpanModel
 from ..model.stats import format_area, span_stats
-from .mapstyle import PALETTE, heat_rgba, heat_scale, histogram_window, noise_floor, span_colours, span_extent
+from .context import Context, svg_path
+from .mapstyle import heat_rgba, heat_scale, histogram_window, noise_floor, public_box, span_extent, span_hex
 
 #: Largest heat layer embedded in a page, in pixels (bigger grids are summed
 #: in blocks); about 1-2 MB of PNG for city-sized data.
 MAX_MAP_HEAT_PIXELS = 4_000_000
 
 
-def map_html(model: SpanModel, *, title: str | None = None) -> str:
-    """The HTML page of ``model`` (a 2-D :class:`~dpdbscan.model.record.SpanModel`)."""
+def map_html(
+    model: SpanModel, *, title: str | None = None, context: Context | None = None, n_labels: int = 10
+) -> str:
+    """The HTML page of ``model`` (a 2-D :class:`~dpdbscan.model.record.SpanModel`).
+
+    Parameters
+    ----------
+    title : str, optional
+        The page's title (default: the number of spans and epsilon).
+    context : Context, optional
+        Lines drawn under the spans (streets, a coastline), from
+        :func:`dpdbscan.render.context.load_context`; they are public input
+        and embedded in the page, which stays one offline file.
+    n_labels : int
+        The ids of up to this many of the largest spans in view are written
+        on the map, as in the spans picture.
+    """
     grid = model.grid
     if grid.d != 2:
         raise ValueError(f"the map needs a 2-D model, this one is {grid.d}-D")
     proj = projection_of(model)
     stats = span_stats(model)
-    hgrid = model.release.grid
-    box_lo = hgrid.lower
-    box_hi = hgrid.lower + np.asarray(hgrid.shape) * hgrid.width
+    box_lo, box_hi = public_box(model)
     view_lo, view_hi = span_extent(model, stats)
     alpha = format_km(grid.alpha) if proj is not None else f"{grid.alpha:g}"
+    # largest first, ties to the smaller id: the order the ids are placed in
+    order = np.lexsort((np.arange(stats.n_spans), -stats.n_cells))
     config = {
         "box": [*map(float, box_lo), *map(float, box_hi)],
         "view": [*map(float, view_lo), *map(float, view_hi)],
@@ -56,36 +76,45 @@ def map_html(model: SpanModel, *, title: str | None = None) -> str:
         else {"lon0": proj.lon0, "lat0": proj.lat0, "kx": proj.kx, "ky": KM_PER_DEGREE},
         "axes": _axis_names(model, proj is not None),
         "n_spans": model.n_spans,
+        "n_labels": int(n_labels),
+        "labels": [[int(s), *(float(v) for v in stats.anchor[s])] for s in order],
     }
     heat_svg, heat_note = _heat_layer(model)
     title = title or f"DP spans: {model.n_spans} span(s), epsilon={model.release.epsilon:g}"
     items = [
-        f"{model.n_spans} span(s) from {model.n_core_cells:,} cell(s)",
+        f"{model.n_spans} span(s) from {int(stats.n_cells.sum()):,} cell(s)",
         f"ε = {model.release.epsilon:g}" + (f", δ = {model.release.delta:g}" if model.release.delta else ""),
         f"α = {alpha}",
         f"MinPts = {model.spec.min_samples}",
     ]
     # no line breaks inside an item such as "α = 50 m"
     facts = " · ".join(i.replace(" ", "\u00a0") for i in items)
+    width, height = box_hi - box_lo
     values = {
         "TITLE": html.escape(title),
         "FACTS": html.escape(facts),
         "HEAT_NOTE": html.escape(heat_note),
         "CONFIG": _script_json(config),
         "HEAT": heat_svg,
+        "BOX_RECT": (
+            f'x="{_num(box_lo[0])}" y="{_num(-box_hi[1])}" width="{_num(width)}" height="{_num(height)}"'
+        ),
         "SPANS": _spans_svg(model, stats, proj is not None),
         "SPAN_TRANSFORM": (
             f"matrix({_num(grid.width)} 0 0 {_num(-grid.width)} {_num(grid.lower[0])} {_num(-grid.lower[1])})"
         ),
+        **_context_parts(context),
     }
     template = resources.files("dpdbscan.render").joinpath("templates/webmap.html").read_text("utf-8")
     return re.sub(r"%%([A-Z_]+)%%", lambda m: values[m.group(1)], template)
 
 
-def write_map(model: SpanModel, path: Path | str, *, title: str | None = None) -> Path:
+def write_map(
+    model: SpanModel, path: Path | str, *, title: str | None = None, context: Context | None = None
+) -> Path:
     """Write :func:`map_html` to ``path`` (UTF-8); returns the path."""
     path = Path(path)
-    path.write_text(map_html(model, title=title), encoding="utf-8")
+    path.write_text(map_html(model, title=title, context=context), encoding="utf-8")
     return path
 
 
@@ -100,10 +129,25 @@ def _axis_names(model, geo: bool) -> list[str]:
     return [str(c) for c in cols] if len(cols) == 2 else ["x", "y"]
 
 
+def _context_parts(context: Context | None) -> dict[str, str]:
+    """The context layer's group, its note and its switch in the panel."""
+    if context is None:
+        return {"CONTEXT": "", "CONTEXT_NOTE": "", "CONTEXT_TOGGLE": ""}
+    o, q = context.origin, context.step
+    group = (
+        f'<g id="context" transform="matrix({_num(q)} 0 0 {_num(-q)} {_num(o[0])} {_num(-o[1])})">'
+        f'<path d="{svg_path(context)}"/></g>'
+    )
+    note = '<p class="note">Dark blue lines: the context layer you gave (not part of the release).</p>'
+    toggle = '<label><input type="checkbox" id="show-context" checked> context layer</label>'
+    return {"CONTEXT": group, "CONTEXT_NOTE": note, "CONTEXT_TOGGLE": toggle}
+
+
 def _spans_svg(model, stats, geo: bool) -> str:
     """One ``<path>`` per span in cell units (integers: exact and compact;
-    the enclosing group maps cells to model coordinates)."""
-    colours = span_colours(model)
+    the enclosing group maps cells to model coordinates), in the colour of
+    its id in every picture (:func:`dpdbscan.render.mapstyle.span_hex`)."""
+    colours = span_hex(model)
     integer = model.histogram is not None and model.histogram.values.dtype.kind in "iu"
     out = []
     outlines = model.outlines()
@@ -114,7 +158,7 @@ def _spans_svg(model, stats, geo: bool) -> str:
         else:
             m = float(stats.noisy_mass[s])
             mass = f"{round(m):,}" if integer else f"{m:,.1f}"
-        colour = PALETTE[int(colours[s]) % len(PALETTE)]
+        colour = colours[s]
         attrs = {
             "class": "span",
             "d": d,
@@ -155,7 +199,7 @@ def _heat_layer(model) -> tuple[str, str]:
     per = "cell" if f == 1 else f"{f}×{f} cells"
     note = (
         f"Grey: the released noisy histogram, log scale, darkest at ≥ {vmax:,.0f} per {per} "
-        f"(part of the release, no privacy cost)."
+        "(part of the release: no privacy cost)."
     )
     uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
     svg = (
