@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 from experiments import auto_mode, reparam_accuracy
 
 
 def test_auto_mode_table():
     keys = ("name", "auto", "fixed", "kmeans", "chosen", "seconds")
-    rows = [
+    rows: list[dict[str, Any]] = [
         dict(zip(keys, ("a", [0.9, 0.7], [1.0, 1.0], [0.5, 0.5], [(0.1, 20, 2)], [0.5, 0.7]))),
         dict(zip(keys, ("b", [0.2, 0.2], [0.9, 0.9], [0.6, 0.6], [(0.3, 40, 1)], [0.4, 0.4]))),
     ]
