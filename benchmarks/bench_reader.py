@@ -31,6 +31,7 @@ import gc
 import gzip
 import importlib
 import importlib.util
+import inspect
 import resource
 import shutil
 import statistics
@@ -101,7 +102,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         if args.before is not None:
             before = _load_before(args.before, tmp)
-            variants["before"] = lambda: before(path)[0].shape[0]
+            # newer readers need to be told about the header; older ones take no such option
+            params = inspect.signature(before).parameters
+            takes = "header" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+            header = {"header": True} if takes else {}
+            variants["before"] = lambda: before(path, **header)[0].shape[0]
         if args.dirty:
             dirty = _dirty_copy(path, args.dirty, tmp)
             variants["dirty"] = lambda: read_input(dirty, header=True).X.shape[0]
