@@ -10,7 +10,9 @@ mathematics every stage shares. This test parses every module with ``ast``
 * an import of a package the importing package may not see (:data:`MAY_IMPORT`):
   above all, ``post``, ``model`` and ``render`` never import ``release``, which
   is what makes them post-processing, and ``release`` never imports them;
-* an import of the samplers (``release.samplers``) from outside ``release``;
+* an import of the samplers (``release.samplers``) from outside ``release``
+  (but for ``testing``, the research hooks that hand them to the benchmarks of
+  the samplers themselves);
 * an import cycle between modules, type-only imports included;
 * a function-level import of the package's own modules without a comment
   ``# lazy: <reason>`` on the line above it (allowed only to keep an optional
@@ -148,7 +150,7 @@ def test_imports_follow_the_layers(module):
         dst = layer_of(target)
         if dst not in MAY_IMPORT[src]:
             bad.append(f"line {lineno}: dpdbscan.{target} (layer {dst})")
-        if (target == SAMPLERS or target.startswith(SAMPLERS + ".")) and not module.startswith("release"):
+        if (target == SAMPLERS or target.startswith(SAMPLERS + ".")) and not module.startswith(("release", "testing")):
             bad.append(f"line {lineno}: the samplers ({target}) outside the release package")
         if lazy and not reason:
             bad.append(f"line {lineno}: a function-level import of dpdbscan.{target} without '# lazy: <reason>'")
@@ -179,6 +181,13 @@ def test_no_import_cycles():
     for m in sorted(graph):
         if m not in state:
             visit(m)
+
+
+def test_the_research_hooks_are_not_the_library():
+    """``dpdbscan.testing`` re-exports internals (the samplers among them) for
+    experiments/ and benchmarks/; no module of the library imports it."""
+    users = {a for a, edges in EDGES.items() for b, *_ in edges if b == "testing" and a != "testing"}
+    assert not users, users
 
 
 def test_only_the_mechanism_calls_the_histograms():

@@ -1,25 +1,11 @@
-"""experiments/devsuite.py: the dev-suite loader, the evaluation rows and the
+"""experiments.devsuite: the dev-suite loader, the evaluation rows and the
 tables (a smoke run on one set; the numbers are in docs/density-notes.md)."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
-import pytest
-from conftest import REPO
 
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from experiments import devsuite  # noqa: E402
-
-
-@pytest.fixture
-def dev_data(shared_data):
-    if not (shared_data / "dev" / "params.json").is_file():
-        pytest.skip("the dev suite is not in the shared data folder")
-    return shared_data / "dev"
+from experiments import devsuite
 
 
 def test_dev_sets_load_inside_their_public_bounds(dev_data):
@@ -29,7 +15,7 @@ def test_dev_sets_load_inside_their_public_bounds(dev_data):
         lo, hi = ds.bounds
         assert ds.n == 20_000 and ds.X.shape[1] == lo.size
         assert np.all(ds.X >= lo) and np.all(ds.X <= hi), ds.name
-        assert ds.k == np.unique(ds.y[ds.y >= 0]).size
+        assert ds.k == np.unique(ds.labels[ds.labels >= 0]).size
 
 
 def test_evaluate_and_tables_on_one_set(dev_data):

@@ -12,32 +12,48 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from experiments import data, paper
 
-from experiments import paper  # noqa: E402
+pytestmark = pytest.mark.slow
 
-FIGURES = ("moons_pipeline", "cluto_t4", "cluto_t5", "cluto_t7", "vary_alpha_minpts",
-           "vary_eta", "vary_epsilon", "geo_cabs_tiny")
-SECTIONS = ("## 1. Data sets", "## 2. Table “Comparison of ARI and AMI scores”",
-            "### Notes on the differences", "## 3. Table “Comparison of Running Time”",
-            "### 4.1 The Moons pipeline", "### 4.2 Cluto", "### 4.3 Varying (α, MinPts)",
-            "### 4.4 Varying η", "### 4.5 Varying ε", "### 4.6 Geographic spans",
-            "## 5. The label-publishing baseline", "## 6. Not reproduced")
+FIGURES = (
+    "moons_pipeline",
+    "cluto_t4",
+    "cluto_t5",
+    "cluto_t7",
+    "vary_alpha_minpts",
+    "vary_eta",
+    "vary_epsilon",
+    "geo_cabs_tiny",
+)
+SECTIONS = (
+    "## 1. Data sets",
+    "## 2. Table “Comparison of ARI and AMI scores”",
+    "### Notes on the differences",
+    "## 3. Table “Comparison of Running Time”",
+    "### 4.1 The Moons pipeline",
+    "### 4.2 Cluto",
+    "### 4.3 Varying (α, MinPts)",
+    "### 4.4 Varying η",
+    "### 4.5 Varying ε",
+    "### 4.6 Geographic spans",
+    "## 5. The label-publishing baseline",
+    "## 6. Not reproduced",
+)
 NUMBER = re.compile(r"^-?\d+\.\d+(?: ± \d+\.\d+)?$")
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    from experiments import datasets
-
-    if not (datasets.data_dir() / "cluto_t4_8k.csv").is_file():
-        pytest.skip(f"shared data not found at {datasets.data_dir()} (set DPDBSCAN_DATA)")
+def quick_run(tmp_path_factory, diffprivlib):
+    if not data.has_file("cluto_t4"):
+        pytest.skip(f"shared data not found at {data.data_dir()} (set {data.ENV})")
     out = tmp_path_factory.mktemp("reproduce_quick")
     proc = subprocess.run(
-        [sys.executable, str(REPO / "experiments" / "reproduce.py"), "--quick", "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=900,
+        [sys.executable, "-m", "experiments.reproduce", "--quick", "--out", str(out)],
+        cwd=data.REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out, (out / "REPORT.md").read_text()
@@ -76,8 +92,7 @@ def test_score_tables_are_sane_and_beside_the_paper(quick_run, metric):
         assert m in col
     checked = 0
     for r in rows:
-        for h in ("DP-DBSCAN", "DP-DBSCAN paper proc.", "DP-KMeans", "DBSCAN",
-                  "DBSCAN core-only", "KMeans"):
+        for h in ("DP-DBSCAN", "DP-DBSCAN paper proc.", "DP-KMeans", "DBSCAN", "DBSCAN core-only", "KMeans"):
             cell = r[col[h]]
             assert NUMBER.match(cell), f"{r[0]} {h}: {cell!r}"
             mean = float(cell.split(" ± ")[0])
@@ -93,7 +108,7 @@ def test_score_tables_are_sane_and_beside_the_paper(quick_run, metric):
 def test_every_difference_gets_a_note(quick_run):
     _, text = quick_run
     _, rows = tables_after(text, "**ARI**")
-    notes = text[text.index("### Notes on the differences"):text.index("## 3.")]
+    notes = text[text.index("### Notes on the differences") : text.index("## 3.")]
     head, _ = tables_after(text, "**ARI**")
     j = head.index("paper DP-DBSCAN")
     for method in ("DP-DBSCAN", "DP-DBSCAN paper proc."):
@@ -106,8 +121,7 @@ def test_every_difference_gets_a_note(quick_run):
 def test_timing_table(quick_run):
     _, text = quick_run
     head, rows = tables_after(text, "## 3. Table")
-    assert [r[0] for r in rows][:6] == ["Circles", "Moons", "Blobs", "Cluto-t4", "Cluto-t5",
-                                       "Cluto-t7"]
+    assert [r[0] for r in rows][:6] == ["Circles", "Moons", "Blobs", "Cluto-t4", "Cluto-t5", "Cluto-t7"]
     assert "Cabs-tiny" in [r[0] for r in rows]
     timed = re.compile(r"^(\d+(\.\d+)?(e[+-]\d+)? (ms|s)( \(×\d+\))?|skipped) \(")
     for r in rows:
