@@ -46,8 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for ax, m, what in ((axes[0], fixed, "fixed"), (axes[1], auto, "automatic")):
         plot_model(m, "spans", ax=ax, n_labels=5)
         ax.set_title(
-            f"{what}: eps={format_km(m.grid.alpha)}, MinPts={m.spec.min_samples}, "
-            f"{m.n_spans} span(s)",
+            f"{what}: eps={format_km(m.grid.alpha)}, MinPts={m.spec.min_samples}, {m.n_spans} span(s)",
             fontsize=10,
         )
     fig.suptitle(
