@@ -59,7 +59,7 @@ def main(argv: Sequence[str]) -> dict[str, Any]:
     importlib.import_module("dpdbscan.cli")
     t["import"] = time.perf_counter() - start
 
-    from dpdbscan import DPDBSCAN, fit_lonlat
+    from dpdbscan import DPDBSCAN, SpanModel, fit_lonlat, save_geojson, save_model
     from dpdbscan.testing import plot_model, read_input, save_figure
 
     s = time.perf_counter()
@@ -76,14 +76,15 @@ def main(argv: Sequence[str]) -> dict[str, Any]:
         bounds = (args.bounds[:half], args.bounds[half:])
         est = DPDBSCAN(float(args.eps), min_samples=args.min_samples, epsilon=args.epsilon, bounds=bounds)
         model = est.fit(X).spans_
+    assert isinstance(model, SpanModel)
     t["fit"] = time.perf_counter() - s
 
     def png(path: Path) -> None:
         save_figure(plot_model(model, "spans", dpi=PNG_DPI), path, dpi=PNG_DPI)
 
     stages: dict[str, Callable[[Path], None]] = {
-        "json": model.save,
-        "geojson": model.save_geojson,
+        "json": lambda path: save_model(model, path),
+        "geojson": lambda path: save_geojson(model, path),
         "png": png,
     }
     with tempfile.TemporaryDirectory() as tmp:

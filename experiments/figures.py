@@ -71,7 +71,9 @@ def moons_pipeline(
     plot_labels(
         ds.X, dbscan_labels, ax=axes[0], title=f"(a) DBSCAN (α={ds.alpha:g}, MinPts={ds.min_samples})"
     )
-    plot_histogram(model.histogram_, ax=axes[1], title=f"(b) noisy histogram, ε={model.release.epsilon:g}")
+    plot_histogram(
+        model.histogram_, ax=axes[1], title=f"(b) noisy histogram, ε={model.spans_.release.epsilon:g}"
+    )
     plot_neighbour_sums(model.histogram_, ax=axes[2], title=f"(c) neighbour sums (κ={model.kappa_})")
     plot_spans(
         model.spans_,

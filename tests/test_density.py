@@ -214,25 +214,32 @@ def test_noise_variance(noise, eps):
     assert noise_variance("none", 1.0) == 0.0
 
 
-@pytest.mark.parametrize("noise", ["discrete", "laplace"])
+#: the noise laws the margins are checked on: (kind, scale, slack): the scale
+#: is epsilon for Laplace and sigma^2 for the Gaussian; ``slack`` how far
+#: below g the tail must already exceed the level (g is not loose)
+LAWS = [("discrete", 1.0, 0.3), ("laplace", 1.0, 0.3), ("gaussian", 2.0, 0.5), ("gaussian", 30.0, 2.0)]
+
+
+def _noise(kind, scale):
+    from dpdbscan.release.histograms import ContinuousLaplace, DiscreteGaussian, DiscreteLaplace
+
+    return {"discrete": DiscreteLaplace, "laplace": ContinuousLaplace, "gaussian": DiscreteGaussian}[kind](scale)
+
+
+@pytest.mark.parametrize("noise,scale,slack", LAWS)
 @pytest.mark.parametrize("truncation", [None, 2.0, "positive"])
-def test_weighted_quantile_bounds_the_tail(noise, truncation):
+def test_weighted_quantile_bounds_the_tail(noise, scale, slack, truncation):
     """P(N >= g) <= level, checked on 4e5 draws with a one-sided Clopper-Pearson
     bound at 1e-6 (false failure rate 1e-6); and g is not loose (the tail
-    just below g - 0.3 is above the level)."""
+    just below g - slack is above the level). The Gaussian's too (issue 20)."""
     from scipy.stats import beta as beta_dist
-
-    from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace
-
-    def make_noise(kind, epsilon):
-        return (DiscreteLaplace if kind == "discrete" else ContinuousLaplace)(epsilon)
 
     W = ball_weights(2, 4.0, 2).W[0]
     W = W[W > 0]
     level = 0.01
-    g = weighted_quantile(noise, 1.0, tuple(W), level, truncation)
+    g = weighted_quantile(noise, scale, tuple(W), level, truncation)
     n = 400_000
-    Z = make_noise(noise, 1.0).sample(SeededSource(5), n * W.size).reshape(n, W.size)
+    Z = _noise(noise, scale).sample(SeededSource(5), n * W.size).reshape(n, W.size)
     Z = Z.astype(np.float64)
     if truncation == "positive":
         Z = np.maximum(Z, 0)
@@ -242,16 +249,20 @@ def test_weighted_quantile_bounds_the_tail(noise, truncation):
     k = int((N >= g).sum())
     lower = beta_dist.ppf(1e-6, k, n - k + 1) if k else 0.0
     assert lower <= level
-    k2 = int((N >= g - 0.3).sum())
+    k2 = int((N >= g - slack).sum())
     assert beta_dist.ppf(1 - 1e-6, k2 + 1, n - k2) >= level  # not far above the quantile
 
 
-def test_chernoff_is_above_the_exact_quantile():
+@pytest.mark.parametrize("noise,scale", [("discrete", 1.0), ("gaussian", 2.0), ("gaussian", 400.0)])
+def test_chernoff_is_above_the_exact_quantile(noise, scale):
     W = ball_weights(2, 4.0, 2).W[0]
     W = tuple(W[W > 0])
     for level in (1e-2, 1e-6):
-        assert weighted_tail_bound("discrete", 1.0, W, math.log(level)) >= \
-            weighted_quantile("discrete", 1.0, W, level)
+        chernoff = weighted_tail_bound(noise, scale, W, math.log(level))
+        assert chernoff >= weighted_quantile(noise, scale, W, level)
+        if noise == "gaussian":
+            # the Chernoff bound of a subgaussian sum: at most sigma sqrt(2 ln(1/level) sum W^2)
+            assert chernoff <= math.sqrt(2 * scale * math.log(1 / level) * sum(w * w for w in W)) + 1e-9
 
 
 def test_margin_rules():
@@ -501,6 +512,23 @@ def test_noiseless_pipeline_without_occupancy(histogram):
 # extreme epsilon (issue 19, finding 8)
 
 EXTREME_EPSILON = [30.0, 700.0, 800.0, 1000.0, 1e4]
+
+
+@pytest.mark.parametrize("sigma2", [0.05, 1.0, 1e4, 1e6])
+def test_density_margins_are_finite_for_any_gaussian(sigma2):
+    """Every margin of the density test with Gaussian noise, from almost no
+    noise (sigma^2 = 0.05) to a release at a tiny budget (sigma = 1e3):
+    finite, and growing with sigma."""
+    bw = ball_weights(2, 4.0, 2)
+    prev = None
+    for s2 in (sigma2, 4 * sigma2):
+        m = margin("pointwise", bw, "gaussian", s2, 0.1, 10_000, min_samples=3, truncation=2.0)
+        assert np.all(np.isfinite(m.values)) and np.all(m.values >= 0)
+        if prev is not None:
+            assert np.all(m.values >= prev - 1e-9)
+        prev = m.values
+        G = accuracy_margin(bw, "gaussian", s2, 0.1, 10_000, "sparse")
+        assert np.all(np.isfinite(G)) and np.all(G >= 0)
 
 
 @pytest.mark.parametrize("epsilon", EXTREME_EPSILON)

@@ -141,6 +141,34 @@ def test_gamma_bounds_discrete_noise_sums():
     assert exceed <= stats.binom.ppf(1 - P_FAIL, n, 0.05)
 
 
+@pytest.mark.parametrize("sigma2", [1.0, 50.0])
+def test_gaussian_margins_are_valid_and_tighter_than_subgaussian(sigma2):
+    """Issue 20: the bound test's two-sided margin for discrete Gaussian
+    noise (Chernoff with its exact MGF) is below the subgaussian union
+    bound, holds on draws, and is not vacuous."""
+    from dpdbscan.post.coretests.bound.margins import gamma_chernoff, gamma_subgaussian, margins
+    from dpdbscan.release.histograms import DiscreteGaussian
+
+    for kappa, n_events in [(15, 1), (21, 1849), (117, 10**8)]:
+        assert gamma_chernoff("gaussian", sigma2, kappa, n_events, 0.1) <= gamma_subgaussian(
+            sigma2, kappa, n_events, 0.1
+        )
+    G = gamma_chernoff("gaussian", sigma2, 15, 1, 0.05)
+    n = 20000
+    S = DiscreteGaussian(sigma2).sample(SeededSource(9), 15 * n).reshape(n, 15).sum(1)
+    limit = stats.binom.ppf(1 - P_FAIL, n, 0.05)
+    assert int((np.abs(S) > G).sum()) <= limit
+    assert int((np.abs(S) > 0.5 * G).sum()) > limit
+    # the upper side of a truncating release: sums of the errors of cells
+    # with 0 .. 3 points, theta 2 (released iff x + Z >= 2)
+    low, up = margins("chernoff", "sparse", "gaussian", sigma2, 15, 1, 0.05, 2.0)
+    x = np.resize(np.arange(4), 15)
+    Z = DiscreteGaussian(sigma2).sample(SeededSource(11), 15 * n).reshape(n, 15)
+    err = np.where(x + Z >= 2, Z, -x).sum(1)
+    assert int((err > up).sum()) <= stats.binom.ppf(1 - P_FAIL, n, 0.025)
+    assert int((err < -low).sum()) <= stats.binom.ppf(1 - P_FAIL, n, 0.025)
+
+
 @pytest.mark.parametrize("noise", ["discrete", "laplace"])
 def test_chernoff_margin_is_valid_and_tighter(noise):
     from dpdbscan.post.coretests.bound.margins import gamma_chernoff

@@ -16,7 +16,7 @@ import pytest
 from dpdbscan import DPDBSCAN, UtilityWarning, WeakPrivacyWarning
 from dpdbscan.cli import main
 from dpdbscan.plan.resolve import validated as validate
-from dpdbscan.spec.parameters import MAX_EPSILON, PARAMETERS, WEAK_EPSILON, check_param
+from dpdbscan.spec.parameters import MAX_EPSILON, PARAMETERS, WEAK_EPSILON, check_param, check_units
 
 X = np.random.default_rng(0).random((50, 2))
 BASE = dict(eps=0.1, min_samples=5, epsilon=1.0, bounds=(0, 1), random_state=None)
@@ -96,15 +96,28 @@ def test_every_parameter_of_the_estimator_is_in_the_table():
 
 @pytest.mark.parametrize("values,match", [
     ({"histogram": "stability", "delta": 0.0}, "needs delta > 0"),
-    ({"histogram": "dense", "delta": 1e-6}, "only by the stability histogram"),
-    ({"histogram": "sparse", "delta": 1e-6}, "only by the stability histogram"),
+    ({"histogram": "dense", "delta": 1e-6}, "used only by Gaussian noise .*, by the stability histogram"),
+    ({"histogram": "sparse", "delta": 1e-6}, "used only by Gaussian noise .*, by the stability histogram"),
+    ({"noise": "gaussian"}, "gaussian gives .* needs delta > 0"),
+    ({"noise": "gaussian", "delta": 1e-6, "margin": "paper"}, "Laplace noise"),
+    ({"max_cells_per_unit": 10}, "no units were given"),
     ({"histogram": "dense", "theta": 3.0}, "only by the sparse histogram"),
     ({"eps": "auto", "core": "bound"}, "automatic mode"),
     ({"min_samples": "auto", "core": "bound"}, "automatic mode"),
 ])
 def test_rules_that_tie_parameters(values, match):
     with pytest.raises(ValueError, match=match):
-        validate(values)
+        check_units(validate(values), units=False)
+
+
+def test_person_level_rules():
+    with pytest.raises(ValueError, match="max_cells_per_unit is required"):
+        check_units(validate({"delta": 1e-6}), units=True)
+    with pytest.raises(ValueError, match="Gaussian .* needs delta > 0"):
+        check_units(validate({"max_cells_per_unit": 5}), units=True)
+    # Gaussian noise (auto, with units) uses delta with any histogram
+    for histogram in ("dense", "sparse", "stability"):
+        check_units(validate({"max_cells_per_unit": 5, "delta": 1e-6, "histogram": histogram}), units=True)
 
 
 def test_good_values_are_normalised():

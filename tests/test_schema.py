@@ -56,7 +56,12 @@ def _fit(**kw):
     params = dict(eps=0.05, min_samples=5, epsilon=1.0, bounds=(0, 1), random_state=0)
     params.update(kw)
     X = params.pop("X", None)
-    return DPDBSCAN(**params).fit(_points() if X is None else X).spans_
+    units = params.pop("units", None)
+    return DPDBSCAN(**params).fit(_points() if X is None else X, units=units).spans_
+
+
+def _units(n=1400):
+    return np.arange(n) // 7  # 200 people with 7 points each
 
 
 def _legacy(model):
@@ -75,6 +80,12 @@ MODELS = {
     "stability, density test": lambda: _fit(histogram="stability", delta=1e-6),
     "stability, bound test": lambda: _fit(histogram="stability", delta=1e-6, core="bound"),
     "continuous Laplace noise": lambda: _fit(noise="laplace"),
+    "gaussian noise, event level": lambda: _fit(noise="gaussian", delta=1e-6),
+    "person level, gaussian": lambda: _fit(units=_units(), max_cells_per_unit=3, delta=1e-6),
+    "person level, stability, bound test": lambda: _fit(
+        units=_units(), max_cells_per_unit=3, max_points_per_cell=2, delta=1e-6, histogram="stability",
+        core="bound"),
+    "person level, laplace": lambda: _fit(units=_units(), max_cells_per_unit=1, noise="discrete"),
     "density margin pointwise": lambda: _fit(margin="pointwise"),
     "density margin chernoff": lambda: _fit(margin="chernoff"),
     "density margin 2 sigma": lambda: _fit(margin=2.0),
@@ -157,11 +168,13 @@ def test_the_saved_models_cover_the_schema_s_variants(saved):
         "columns": any(d["metadata"].get("columns") for d in docs),
         "dimensions": {len(d["bounds"]["lower"]) for d in docs},
         "no spans": any(d["spans"] == [] for d in docs),
+        "unit": {d["privacy"].get("unit") for d in docs},
     }
     assert seen["histogram"] == {"dense", "sparse", "stability"} and seen["no histogram"]
     assert seen["core"] == {"density", "bound"}
     assert {"str:chernoff", "str:paper", "str:pointwise", "float:1.0", "float:2.0"} <= seen["margin"]
-    assert seen["noise"] == {"discrete", "laplace"}
+    assert seen["noise"] == {"discrete", "laplace", "gaussian"}
+    assert seen["unit"] == {"row", "unit"}
     assert {"<i4", "<f8"} <= seen["values dtype"]
     assert seen["projection"] >= 3 and seen["dimensions"] == {1, 2, 3}
     assert all(v for k, v in seen.items() if isinstance(v, bool))
@@ -232,7 +245,10 @@ BROKEN = {
     "gamma -1": ("dense, density test", _set("gamma", -1.0)),
     "a negative cell coordinate": ("dense, density test", _set("spans", 0, "cells", 0, [-1, 0])),
     "histogram kind 'other'": ("dense, density test", _set("privacy", "histogram", "other")),
-    "noise 'gaussian'": ("dense, density test", _set("privacy", "noise", "gaussian")),
+    "gaussian noise without its rho": ("dense, density test", _set("privacy", "noise", "gaussian")),
+    "a rho without gaussian noise": ("dense, density test", _set("privacy", "rho", 0.5)),
+    "a unit bound without units": ("dense, density test", _set("privacy", "max_cells_per_unit", 5)),
+    "units without their bound": ("dense, density test", _set("privacy", "unit", "unit")),
     "margin 'paper' with the density test": ("dense, density test", _set("params", "margin", "paper")),
     "margin 2 with the bound test": ("dense, bound test", _set("params", "margin", 2.0)),
     "version 2": ("dense, density test", _set("version", 2)),

@@ -283,8 +283,8 @@ def test_dp_kmeans_uses_public_bounds_and_true_k(diffprivlib):
 def test_dp_dbscan_wrapper_uses_dataset_parameters():
     ds = datasets.load("moons")
     model = baselines.dp_dbscan(ds, 0, eta=2.0)
-    assert model.eps == ds.alpha and model.spec.min_samples == ds.min_samples
-    assert model.release.grid.eta == 2.0 and model.release.epsilon == 1.0
+    assert model.eps == ds.alpha and model.spans_.spec.min_samples == ds.min_samples
+    assert model.spans_.release.grid.eta == 2.0 and model.spans_.release.epsilon == 1.0
     assert np.array_equal(model.spans_.grid.lower, ds.bounds[0])
 
 

@@ -17,6 +17,7 @@ from .exceptions import (
     UtilityWarning,
     WeakPrivacyWarning,
 )
+from .laws.zcdp import ZCDPAccountant
 from .model import (
     SpanModel,
     describe,
@@ -50,6 +51,7 @@ __all__ = [
     "Grid",
     "neighbour_offsets",
     "BudgetAccountant",
+    "ZCDPAccountant",
     "BudgetExceeded",
     "PrivacyLeakWarning",
     "UtilityWarning",

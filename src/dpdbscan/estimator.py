@@ -81,11 +81,26 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         picks from public quantities only: dense when |X| <= 2**23 cells,
         otherwise sparse (stability if ``delta > 0``).
     delta : float, default=0.0
-        Used only by the stability histogram (and "auto", which may pick it);
-        must be below 0.01.
-    noise : {"discrete", "laplace"}, default="discrete"
-        Exact discrete Laplace (integer arithmetic) or the paper's continuous
-        Laplace in floating point.
+        The delta of an (epsilon, delta)-DP release: needed by Gaussian noise
+        (person-level releases) and by the stability histogram ("auto" may
+        pick it); must be below 0.01. Say 1e-6, far below one over the
+        number of rows or people.
+    noise : {"auto", "discrete", "laplace", "gaussian"}, default="auto"
+        Exact discrete Laplace (integer arithmetic), the paper's continuous
+        Laplace in floating point, or the exact discrete Gaussian (needs
+        ``delta > 0``; calibrated through zCDP, docs/privacy.md). "auto":
+        discrete Laplace when each row is its own unit, Gaussian when
+        ``fit`` is given ``units`` (its noise grows as sqrt(k) with the cells
+        a unit may add to, Laplace's as k).
+    max_cells_per_unit : int or "auto", default=None
+        Person-level releases (``fit(X, units=...)``): at most this many
+        cells k count each unit's points, chosen uniformly at random among
+        the cells the unit occupies. Required with units. "auto" chooses k
+        by a DP quantile of the cells per unit (part of the budget).
+    max_points_per_cell : int, default=1
+        Person-level releases: at most this many points m of one unit count
+        in a cell. A cell's count is then at most m times the number of
+        units seen there (with m = 1: the number of people).
     theta : float, default=None
         Threshold of the sparse histogram; by default the smallest value that
         releases at most ``max_empty_cells`` empty cells in expectation.
@@ -129,6 +144,12 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         A budget accountant (ours or diffprivlib's).
     backend : "numpy", "dask" or an object with ``count``, default="numpy"
         Where the per-cell counts are computed.
+
+    What is protected: without ``units`` each row (event-level: one row more
+    or less changes the release's probabilities by at most a factor
+    e^epsilon, plus delta). A person with many rows is protected only by
+    group privacy, which is weak: pass ``units`` (one id per row, e.g. the
+    cab or user) to protect each person, whatever their number of rows.
 
     Attributes
     ----------
@@ -187,7 +208,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         beta: float = 0.1,
         histogram: Literal["auto", "dense", "sparse", "stability"] = "auto",
         delta: float = 0.0,
-        noise: Literal["discrete", "laplace"] = "discrete",
+        noise: Literal["auto", "discrete", "laplace", "gaussian"] = "auto",
         theta: float | None = None,
         max_empty_cells: float = 2**20,
         max_cells: int = 2**20,
@@ -197,6 +218,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         margin: Literal["auto", "chernoff", "paper", "pointwise"] | float = "auto",
         border: float | Literal["auto"] = "auto",
         core: Literal["density", "bound"] = "density",
+        max_cells_per_unit: int | Literal["auto"] | None = None,
+        max_points_per_cell: int = 1,
         accountant: Accountant | None = None,
         backend: Backend | Literal["numpy", "dask"] | None = "numpy",
     ) -> None:
@@ -219,6 +242,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.margin = margin
         self.border = border
         self.core = core
+        self.max_cells_per_unit = max_cells_per_unit
+        self.max_points_per_cell = max_points_per_cell
         self.accountant = accountant
         self.backend = backend
 
@@ -228,7 +253,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         # a warning (a weak epsilon) points at the line that called fit or forecast
         return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel)
 
-    def fit(self, X: PointsInput, y: object = None) -> Self:
+    def fit(self, X: PointsInput, y: object = None, *, units: ArrayLike | str | None = None) -> Self:
         """Release DP spans of ``X``. Returns self.
 
         Parameters
@@ -237,10 +262,18 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             The private points. With a distributed backend: paths or globs of
             Parquet/CSV files, dask DataFrames or arrays.
         y : ignored
+        units : array-like of shape (n_samples,), default=None
+            The privacy unit of each row (a person, a device, a cab): any
+            numbers or strings; a row with a missing unit (None, NaN) is
+            dropped. The release then protects each unit with all its rows
+            (person-level), after bounding its contribution
+            (``max_cells_per_unit``, ``max_points_per_cell``). With the Dask
+            backend: the name of the unit column. None: each row is its own
+            unit (event-level).
         """
-        return self._fit(X, {})
+        return self._fit(X, {}, units)
 
-    def _fit(self, X: PointsInput, metadata: dict[str, Any]) -> Self:
+    def _fit(self, X: PointsInput, metadata: dict[str, Any], units: Any = None) -> Self:
         """:meth:`fit`, with public ``metadata`` for the model (fit_lonlat's
         projection): the model is made once, with everything it records."""
         p = self._validated(stacklevel=4)  # fit -> _fit -> here
@@ -262,6 +295,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             lower, upper = bounds_from_data(X)
         else:
             lower, upper = check_bounds(self.bounds, n_features)
+        if units is not None:
+            units = _check_units(units, X)
 
         model = fit_release(
             X,
@@ -271,6 +306,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             backend=backend,
             accountant=self.accountant,
             metadata=metadata,
+            units=units,
             stacklevel=3,
         )
         self.spans_ = model
@@ -341,13 +377,14 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             )
         return self.spans_.predict(X)
 
-    def fit_predict(self, X: ArrayLike, y: object = None) -> np.ndarray:
-        """Fit, then label ``X`` with the released spans.
+    def fit_predict(self, X: ArrayLike, y: object = None, *, units: ArrayLike | None = None) -> np.ndarray:
+        """Fit (with ``units`` as in :meth:`fit`), then label ``X`` with the
+        released spans.
 
         These labels are post-processing of the release applied to the user's
         own data; publishing them is not covered by the DP guarantee.
         """
-        return self.fit(X).predict(X)
+        return self.fit(X, units=units).predict(X)
 
 
 def fit_lonlat(
@@ -358,6 +395,7 @@ def fit_lonlat(
     min_samples: int = 5,
     epsilon: float = 1.0,
     ref_lat: float | None = None,
+    units: ArrayLike | None = None,
     **kwargs: Any,
 ) -> SpanModel:
     """Release DP spans of longitude/latitude points, the Python side of
@@ -377,6 +415,9 @@ def fit_lonlat(
     ref_lat : float, optional
         The public latitude where the projection is exact (default: the box's
         centre).
+    units : array-like of shape (n,), optional
+        The privacy unit of each row, as for :meth:`DPDBSCAN.fit` (with
+        ``max_cells_per_unit`` among the keyword arguments).
 
     Returns
     -------
@@ -406,7 +447,7 @@ def fit_lonlat(
         "bounds_source": "public (fit_lonlat bounds)",
         "eps_text": str(eps),
     }
-    return est._fit(proj.forward(X), metadata).spans_
+    return est._fit(proj.forward(X), metadata, units).spans_
 
 
 def _feature_names(X: object) -> np.ndarray | None:
@@ -419,6 +460,32 @@ def _feature_names(X: object) -> np.ndarray | None:
     if not names or not all(isinstance(c, str) for c in names):
         return None
     return np.asarray(names, dtype=object)
+
+
+def _check_units(units: Any, X: Any) -> Any:
+    """The units of in-memory rows as a 1-D array of one id per row (a
+    column name is passed on to a distributed backend). Public checks only:
+    the shape and the type, never the values."""
+    if isinstance(units, str):
+        if isinstance(X, np.ndarray):
+            raise ValueError(
+                f"units must hold one id per row of X; a column name (units={units!r}) is only "
+                "understood by the Dask backend. Pass the column itself, e.g. units=df[name]"
+            )
+        return units
+    if hasattr(units, "toarray") or hasattr(units, "tocsr"):
+        raise TypeError("units is a sparse matrix: give one id per row as a 1-D array")
+    arr = np.asarray(units)
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        raise ValueError(f"units must be one-dimensional, one id per row; got shape {arr.shape}")
+    if arr.dtype.kind in "cmMV":
+        raise TypeError(f"units must be numbers or strings (one id per row), got dtype {arr.dtype}")
+    n = getattr(X, "shape", (None,))[0]
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"units has {arr.shape[0]} ids but X has {n} rows: give one id per row")
+    return arr
 
 
 def _are_paths(X: object) -> bool:

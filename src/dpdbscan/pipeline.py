@@ -36,7 +36,7 @@ from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
 from .release.mechanism import release_histogram
-from .spec.specs import SpanSpec
+from .spec.specs import ReleaseSpec, SpanSpec
 
 
 def fit(
@@ -48,6 +48,7 @@ def fit(
     backend: Backend,
     accountant: Accountant | None = None,
     metadata: Mapping[str, Any] | None = None,
+    units: Any = None,
     stacklevel: int = 2,
 ) -> SpanModel:
     """Release DP spans of ``X`` inside the public box ``[lower, upper]`` with
@@ -58,23 +59,34 @@ def fit(
     resolution chosen from public inputs (:mod:`dpdbscan.plan.autoplan`) and
     the parameters are then chosen from it (post-processing, no further
     budget); the model records the choice (``model.auto``).
+
+    ``units``: the privacy unit of each row (a person-level release, each
+    unit's contribution bounded first); None: each row is its own unit.
     """
-    r = resolve(p, lower, upper, stacklevel=stacklevel + 1)
+    r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1)
     fc = forecast(r.release, r.spans)
     for note in fc.slow:
         # public (kappa, |X|, d): said before anything is counted or spent
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
-    epsilon, delta = r.release.noise.epsilon, r.release.delta_spent
     if accountant is not None:
-        accountant.check(epsilon, delta)
-    hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state)
+        charge(accountant, r.release, spend=False)
+    hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)
     if accountant is not None:
-        accountant.spend(epsilon, delta)
+        charge(accountant, r.release, spend=True)
     meta = dict(metadata or {})
     if r.auto is None:
         spans = build_spans(hist, r.spans)
         fit_params = (r.release.grid.alpha, r.release.grid.eta, r.spans.min_samples)
-        model = model_of(hist, spans, r.spans, fit=fit_params, auto=None, metadata=meta)
+        model = model_of(
+            hist,
+            spans,
+            r.spans,
+            fit=fit_params,
+            auto=None,
+            metadata=meta,
+            rho=r.release.noise.rho,
+            units=r.release.units,
+        )
     else:
         model = _auto_model(hist, r, r.auto, p, meta)
         fc = forecast(
@@ -86,6 +98,26 @@ def fit(
     if note:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     return model
+
+
+def charge(accountant: Accountant, release: ReleaseSpec, *, spend: bool) -> None:
+    """Check (``spend`` False) or record a release's spend. A Gaussian release
+    is charged as rho-zCDP to an accountant that composes in zCDP (one with
+    ``check_rho``/``spend_rho``, :class:`dpdbscan.ZCDPAccountant`), plus the
+    stability threshold's delta if any; any other accountant, and any
+    Laplace release, is charged the stated (epsilon, delta)."""
+    noise = release.noise
+    if noise.rho is not None and hasattr(accountant, "check_rho") and hasattr(accountant, "spend_rho"):
+        extra = release.delta_threshold
+        if spend:
+            accountant.spend_rho(noise.rho, extra)
+        else:
+            accountant.check_rho(noise.rho, extra)
+        return
+    if spend:
+        accountant.spend(noise.epsilon, release.delta_spent)
+    else:
+        accountant.check(noise.epsilon, release.delta_spent)
 
 
 def _auto_model(
@@ -125,7 +157,16 @@ def _auto_model(
         ],
     }
     fit_params = (float(hist.grid.alpha), float(hist.grid.eta), m)
-    return model_of(h, build_spans(h, spec), spec, fit=fit_params, auto=record, metadata=metadata)
+    return model_of(
+        h,
+        build_spans(h, spec),
+        spec,
+        fit=fit_params,
+        auto=record,
+        metadata=metadata,
+        rho=r.release.noise.rho,
+        units=r.release.units,
+    )
 
 
 __all__ = ["fit"]

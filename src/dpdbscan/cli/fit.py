@@ -27,7 +27,7 @@ from ..plan.resolve import validated
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..render import plotting
-from ..spec.parameters import check_param
+from ..spec.parameters import check_param, check_units
 from ..spec.validation import bounds_from_data, standardised_note
 from .common import (
     EXIT_OK,
@@ -87,10 +87,14 @@ def check_fit_params(args: argparse.Namespace, eps: float | str | None = None) -
     )
     if getattr(args, "max_cells", None) is not None:
         values["max_cells"] = args.max_cells
+    for name in ("max_cells_per_unit", "max_points_per_cell"):
+        if hasattr(args, name):
+            values[name] = getattr(args, name)
     if getattr(args, "n_expected", None) is not None:
         values["n_expected"] = args.n_expected
     given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
     p = validated(given, cli=True)
+    check_units(p, getattr(args, "unit", None) is not None, cli=True)
     for k in _DBSCAN:
         if k not in given:
             p[k] = None  # check runs without them: no forecast
@@ -140,6 +144,8 @@ def fit_from_args(
     }
     dask = args.backend == "dask"
     backend: Backend
+    if getattr(args, "unit", None) is not None:
+        raise ValueError("--unit is not wired to the readers yet (issue 20, in progress)")
     if dask:
         if args.geo:
             raise ValueError(

@@ -4,6 +4,8 @@ alike, so that their parsing and their errors are the same."""
 
 from __future__ import annotations
 
+import argparse
+
 from ..files import FORMATS
 from ..post.coretests import CORE_TESTS
 from ..spec.parameters import PARAMETERS
@@ -189,7 +191,8 @@ def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
         "--delta",
         type=float,
         default=DEFAULTS["delta"],
-        help="delta, for the stability histogram (default 0)",
+        help="delta of an (epsilon, delta) release: needed by Gaussian noise (with --unit) "
+        "and the stability histogram; say 1e-6 (default 0)",
     )
     q.add_argument(
         "--beta",
@@ -208,9 +211,10 @@ def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
     q.add_argument(
         "--noise",
         default=DEFAULTS["noise"],
-        metavar="{discrete,laplace}",
-        help="exact discrete Laplace noise from the OS's secure randomness (default), "
-        "or the paper's floating-point Laplace (not exact)",
+        metavar="{auto,discrete,laplace,gaussian}",
+        help="exact discrete Laplace noise from the OS's secure randomness, the paper's "
+        "floating-point Laplace (not exact), or the exact discrete Gaussian (needs --delta); "
+        "'auto': Laplace when each row is its own unit, Gaussian with --unit (default auto)",
     )
     q.add_argument("--theta", type=float, default=None, help="threshold of the sparse histogram")
     if seed:
@@ -222,11 +226,53 @@ def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
         )
 
 
+def add_unit_options(p: ArgTarget) -> None:
+    """The privacy unit and its contribution bounds (person-level releases)."""
+    u = p.add_argument_group("privacy unit (person-level)")
+    u.add_argument(
+        "--unit",
+        metavar="COLUMN",
+        default=None,
+        help="the column that names each row's person (a cab, a user): every row of one unit is "
+        "protected together. Without it each row is protected, not each person",
+    )
+    u.add_argument(
+        "--max-cells-per-unit",
+        metavar="K",
+        default=DEFAULTS["max_cells_per_unit"],
+        type=_int_or_auto,
+        help="with --unit: the most cells one unit adds to, chosen at random among its cells "
+        "(a number, or 'auto': chosen privately); required with --unit",
+    )
+    u.add_argument(
+        "--max-points-per-cell",
+        metavar="M",
+        default=DEFAULTS["max_points_per_cell"],
+        type=_int_or_auto,
+        help="with --unit: the most points one unit adds to a cell (default 1: a cell counts people)",
+    )
+
+
+def _int_or_auto(text: str) -> int | str:
+    """An option's integer (checked by the parameter table later), or 'auto'."""
+    t = text.strip()
+    if t.lower() == "auto":
+        return "auto"
+    try:
+        return int(t)
+    except ValueError:
+        try:
+            return float(t)  # type: ignore[return-value]  # the table says what is wrong with it
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number or 'auto', got {t!r}") from None
+
+
 def add_fit_options(p: ArgTarget, *, sweep: bool) -> None:
     """Every option of fit (and, with ``sweep``, of sweep)."""
     add_dbscan_options(p, sweep=sweep)
     add_domain_options(p)
     add_privacy_options(p)
+    add_unit_options(p)
     c = p.add_argument_group("computing")
     c.add_argument(
         "--backend",

@@ -26,6 +26,7 @@ sigma-subgaussian).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -98,15 +99,39 @@ def cdf(sigma2: float, z: float) -> float:
     return tail(sigma2, -math.floor(z))
 
 
+_MAX_TABLE = 1 << 22  # entries of one (lam, k) table; beyond, one lam at a time
+
+
+def _log_sums(sigma2: float, lams: np.ndarray, lo: int | None) -> np.ndarray:
+    """:func:`_log_sum` for every ``lam`` of a 1-D array at once: one table
+    of the terms over the integers that matter to any of them, summed row by
+    row in log space (each row's largest term factored out)."""
+    s = sigma2
+    lams = np.asarray(lams, dtype=np.float64)
+    if lams.size == 0:
+        return np.zeros(0)
+    ranges = [_range(s, float(x), lo) for x in (lams.min(), lams.max())]
+    k_lo, k_hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    if k_hi < k_lo:
+        return np.full(lams.size, -math.inf)
+    if (k_hi - k_lo + 1) * lams.size > _MAX_TABLE:
+        return np.array([_log_sum(s, float(x), lo) for x in lams])
+    k = np.arange(k_lo, k_hi + 1, dtype=np.float64)
+    centre = lams[:, None] * s
+    # lam k - k^2/(2 s) = lam^2 s / 2 - (k - lam s)^2 / (2 s), row by row
+    a = -((k[None, :] - centre) ** 2) / (2.0 * s)
+    top = a.max(axis=1, keepdims=True)
+    return 0.5 * lams * lams * s + top[:, 0] + np.log(np.exp(a - top).sum(axis=1))
+
+
 def log_mgf(sigma2: float, lam: ArrayLike) -> np.ndarray:
     """log E exp(lam Z) for each ``lam`` (any real number), by summation.
 
     Always at most ``lam^2 sigma^2 / 2`` (Canonne-Kamath-Steinke).
     """
     s = _check(sigma2)
-    log_s = _log_sum(s)
     lam_arr = np.asarray(lam, dtype=np.float64)
-    out = np.array([_log_sum(s, float(x)) - log_s for x in lam_arr.ravel()])
+    out = _log_sums(s, lam_arr.ravel(), None) - _log_sum(s)
     return out.reshape(lam_arr.shape)
 
 
@@ -114,6 +139,58 @@ def tail_mgf(sigma2: float, t: float, lam: float) -> float:
     """E[exp(lam Z); Z >= t], the truncated moment generating function."""
     s = _check(sigma2)
     return math.exp(_log_sum(s, float(lam), math.ceil(t)) - _log_sum(s))
+
+
+def log_tail_mgf(sigma2: float, t: float, lam: ArrayLike) -> np.ndarray:
+    """log E[exp(lam Z); Z >= t] for each ``lam`` (elementwise)."""
+    s = _check(sigma2)
+    lam_arr = np.asarray(lam, dtype=np.float64)
+    if math.isinf(t) and t < 0:
+        return log_mgf(s, lam_arr)
+    out = _log_sums(s, lam_arr.ravel(), math.ceil(t)) - _log_sum(s)
+    return out.reshape(lam_arr.shape)
+
+
+def tail_mgfs(sigma2: float, ts: ArrayLike, lam: float) -> np.ndarray:
+    """E[exp(lam Z); Z >= t] for each integer threshold ``t`` of an array,
+    at one ``lam``: one reversed cumulative sum over the integers."""
+    s = _check(sigma2)
+    t = np.ceil(np.asarray(ts, dtype=np.float64))
+    if t.size == 0:
+        return np.zeros(t.shape)
+    k_lo, k_hi, centre = _range(s, float(lam), int(t.min()))
+    k = np.arange(k_lo, k_hi + 1, dtype=np.float64)
+    a = -((k - centre) ** 2) / (2.0 * s)
+    top = float(a.max())
+    # survival[i] = sum over j >= i of the terms, largest-index first: accurate in the tail
+    survival = np.cumsum(np.exp(a - top)[::-1])[::-1]
+    idx = (t - k_lo).astype(np.int64)
+    inside = np.clip(idx, 0, survival.size - 1)
+    vals = np.where(idx >= survival.size, 0.0, survival[inside])
+    return np.exp(0.5 * lam * lam * s + top - _log_sum(s)) * vals
+
+
+def cdf_table(sigma2: float) -> Callable[[ArrayLike], np.ndarray]:
+    """P(Z <= z) at real z (a vectorised function) from one table of the pmf:
+    each side summed from its far end, so both tails keep their relative
+    precision down to ``exp(-_CUT)`` of the mode."""
+    s = _check(sigma2)
+    K = math.ceil(math.sqrt(2.0 * s * (_CUT + 10.0))) + 2
+    k = np.arange(-K, K + 1, dtype=np.float64)
+    p = np.exp(-(k * k) / (2.0 * s) - _log_sum(s))
+    left = np.cumsum(p)  # P(Z <= k)
+    right = np.cumsum(p[::-1])[::-1]  # P(Z >= k)
+
+    def F(z: ArrayLike) -> np.ndarray:
+        m = np.floor(np.asarray(z, dtype=np.float64))
+        i = np.clip(m + K, -1, 2 * K).astype(np.int64)
+        lower = np.where(i < 0, 0.0, left[np.clip(i, 0, 2 * K)])
+        # for m >= 0: 1 - P(Z >= m + 1)
+        j = np.clip(i + 1, 0, 2 * K)
+        upper = 1.0 - np.where(i + 1 > 2 * K, 0.0, right[j])
+        return np.where(m < 0, lower, upper)
+
+    return F
 
 
 def variance(sigma2: float) -> float:

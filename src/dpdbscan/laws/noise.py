@@ -15,6 +15,7 @@ Public mathematics only: nothing here draws noise.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -150,10 +151,7 @@ def cdf(noise: str, scale: float) -> Callable[[ArrayLike], np.ndarray]:
             return np.where(z >= 0, 1.0 - tail, tail)
 
     elif noise == "gaussian":
-        vcdf = np.vectorize(lambda z: _gaussian.cdf(scale, math.floor(z)), otypes=[np.float64])
-
-        def F(z: ArrayLike) -> np.ndarray:
-            return vcdf(np.asarray(z, dtype=np.float64))
+        return _gaussian_cdf(float(scale))
 
     else:
 
@@ -161,6 +159,50 @@ def cdf(noise: str, scale: float) -> Callable[[ArrayLike], np.ndarray]:
             return np.where(np.asarray(z, dtype=np.float64) >= 0, 1.0, 0.0)
 
     return F
+
+
+@functools.lru_cache(maxsize=64)
+def _gaussian_cdf(sigma2: float) -> Callable[[ArrayLike], np.ndarray]:
+    return _gaussian.cdf_table(sigma2)
+
+
+def std(noise: str, scale: float) -> float:
+    """Standard deviation of one noise term."""
+    return math.sqrt(variance(noise, scale))
+
+
+def lam_top(noise: str, scale: float, log_level: float) -> float:
+    """The top of the search range of lam for a Chernoff bound of one term
+    of weight 1 at level exp(``log_level``).
+
+    Laplace: the MGF's pole, ``scale``. Gaussian (its MGF is finite
+    everywhere): three times ``sqrt(2 |log_level| + 2) / sigma``, above the
+    optimum of any sum of subgaussian terms, ``sqrt(2 |log_level| / sum
+    W^2) / sigma <= sqrt(2 |log_level|) / (sigma max W)``, so that the range
+    searched holds it. Any lam gives a valid bound; the range only decides
+    how tight it is."""
+    _check(noise)
+    if noise == "gaussian":
+        return 3.0 * math.sqrt(2.0 * abs(log_level) + 2.0) / math.sqrt(scale)
+    return float(scale)
+
+
+def reach(noise: str, scale: float, log_level: float) -> float:
+    """A distance z with P(|Z| > z) below about exp(``log_level``): how far
+    the binned laws and the tables of the margins extend. Laplace:
+    ``-log_level / scale``; Gaussian: ``sigma sqrt(-2 log_level)``."""
+    _check(noise)
+    depth = max(-log_level, 1.0)
+    if noise == "gaussian":
+        return math.sqrt(scale) * math.sqrt(2.0 * depth)
+    return depth / scale
+
+
+def resolution(noise: str, scale: float) -> float:
+    """A natural length of one noise term, for binning its law: 1 / scale
+    for Laplace, sigma for the Gaussian (at least 1)."""
+    _check(noise)
+    return max(1.0, math.sqrt(scale) if noise == "gaussian" else 1.0 / scale)
 
 
 __all__ = [
@@ -173,4 +215,8 @@ __all__ = [
     "mgf_limit",
     "log_mgf",
     "cdf",
+    "std",
+    "lam_top",
+    "reach",
+    "resolution",
 ]

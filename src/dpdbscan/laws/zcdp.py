@@ -286,15 +286,20 @@ class ZCDPAccountant:
         self.spent_budget.append((float(epsilon), float(delta)))
         return self
 
-    def check_rho(self, rho: float) -> bool:
-        """Raise :class:`BudgetExceeded` if a rho-zCDP spend would not fit."""
-        r = _check("rho", rho)
-        if not self._fits(self._account(extra_rho=r)):
-            self._refuse(f"rho={rho}")
+    def check_rho(self, rho: float, delta: float = 0.0) -> bool:
+        """Raise :class:`BudgetExceeded` if a rho-zCDP spend would not fit;
+        ``delta``: a further delta the same release spends outside zCDP
+        (delta-approximate rho-zCDP; the stability histogram's threshold)."""
+        r, d = _check("rho", rho), _check("delta", delta)
+        if not self._fits(self._account(extra_rho=r, extra=(0.0, d) if d else None)):
+            self._refuse(f"rho={rho}" + (f" with delta={delta}" if d else ""))
         return True
 
-    def spend_rho(self, rho: float) -> ZCDPAccountant:
-        """Record a rho-zCDP spend (after :meth:`check_rho`)."""
-        self.check_rho(rho)
+    def spend_rho(self, rho: float, delta: float = 0.0) -> ZCDPAccountant:
+        """Record a rho-zCDP spend (after :meth:`check_rho`), with ``delta``
+        spent outside zCDP if any."""
+        self.check_rho(rho, delta)
         self.spent_rho.append(float(rho))
+        if delta:
+            self.spent_budget.append((0.0, float(delta)))
         return self

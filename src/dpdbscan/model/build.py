@@ -8,7 +8,7 @@ from typing import Any
 
 from ..cells.histogram import NoisyHistogram
 from ..post.coretests import Spans
-from ..spec.specs import ReleaseInfo, SpanSpec
+from ..spec.specs import ReleaseInfo, SpanSpec, UnitBound
 from .record import SpanModel
 
 
@@ -20,10 +20,14 @@ def model_of(
     fit: tuple[float, float, int],
     auto: Mapping[str, Any] | None,
     metadata: Mapping[str, Any],
+    rho: float | None,
+    units: UnitBound | None,
 ) -> SpanModel:
     """The model of ``spans``, made with ``spec`` from the release ``hist``
     (its grid at the spans' alpha). ``fit`` is (eps, eta, min_samples) of the
-    fit that spent the budget; ``auto`` the automatic mode's record."""
+    fit that spent the budget; ``auto`` the automatic mode's record;
+    ``rho`` and ``units`` the release's zCDP rho (Gaussian noise) and
+    contribution bound (None: a row is the unit)."""
     eps, eta, min_samples = fit
     release = ReleaseInfo(
         grid=hist.grid,
@@ -36,6 +40,8 @@ def model_of(
         eps=float(eps),
         eta=float(eta),
         min_samples=int(min_samples),
+        rho=None if rho is None else float(rho),
+        units=units,
     )
     return SpanModel(
         spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=dict(metadata)

@@ -24,7 +24,7 @@ from ..cells.histogram import NoisyHistogram
 from ..cells.subcells import SubcellLayout
 from ..post.coretests import core_test
 from ..spec.parameters import check_param
-from ..spec.specs import ReleaseInfo, SpanSpec
+from ..spec.specs import ReleaseInfo, SpanSpec, UnitBound
 from .guarantee import guarantee
 from .record import SpanModel
 
@@ -59,6 +59,16 @@ def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
             "noise": rel.noise,
             "noise_scale": rel.noise_scale,
             "histogram": rel.histogram,
+            "unit": "row" if rel.units is None else "unit",
+            **(
+                {}
+                if rel.units is None
+                else {
+                    "max_cells_per_unit": rel.units.max_cells_per_unit,
+                    "max_points_per_cell": rel.units.max_points_per_cell,
+                }
+            ),
+            **({} if rel.rho is None else {"rho": rel.rho}),
         },
         "params": {
             "alpha": spans.grid.alpha,
@@ -282,10 +292,33 @@ def _model_from_dict(data: dict) -> SpanModel:
         eps=fit["eps"],
         eta=fit["eta"],
         min_samples=fit["min_samples"],
+        rho=_rho(priv, noise),
+        units=_units(priv),
     )
     auto = data.get("auto")
     _need(auto is None or isinstance(auto, dict), "auto must be an object")
     return SpanModel(spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=metadata)
+
+
+def _rho(priv: dict, noise: str) -> float | None:
+    """The zCDP rho of a Gaussian release (required with Gaussian noise)."""
+    if noise != "gaussian":
+        _need("rho" not in priv, "privacy.rho is for Gaussian noise only")
+        return None
+    _need("rho" in priv, "privacy.rho is missing (Gaussian noise)")
+    return _real(priv["rho"], "privacy.rho", 0, low_open=True)
+
+
+def _units(priv: dict) -> UnitBound | None:
+    """The contribution bound of a person-level release (None: event-level)."""
+    unit = _choice(priv.get("unit", "row"), "privacy.unit", ("row", "unit"))
+    names = ("max_cells_per_unit", "max_points_per_cell")
+    if unit == "row":
+        _need(not any(n in priv for n in names), "privacy.max_cells_per_unit needs privacy.unit 'unit'")
+        return None
+    k, m = (_param(n, priv.get(n), f"privacy.{n}") for n in names)
+    _need(isinstance(k, int), "privacy.max_cells_per_unit must be an integer")
+    return UnitBound(max_cells_per_unit=int(k), max_points_per_cell=int(m))
 
 
 def _min_samples(value: Any) -> int:

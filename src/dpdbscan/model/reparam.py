@@ -74,7 +74,14 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     )
     rel = model.release
     return model_of(
-        hist, spans, spec, fit=(rel.eps, rel.eta, rel.min_samples), auto=None, metadata=model.metadata
+        hist,
+        spans,
+        spec,
+        fit=(rel.eps, rel.eta, rel.min_samples),
+        auto=None,
+        metadata=model.metadata,
+        rho=rel.rho,
+        units=rel.units,
     )
 
 

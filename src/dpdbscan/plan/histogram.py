@@ -42,7 +42,7 @@ def default_theta(n_cells: int, noise: str, scale: float, max_empty: float) -> f
     ``scale`` is the one the noise is drawn with."""
     # a first guess from the tail's decay, then up one step at a time
     if noise == "gaussian":
-        guess = math.sqrt(2.0 * scale * math.log(max(n_cells, 1) / max(max_empty, 1.0)))
+        guess = math.sqrt(2.0 * scale * max(math.log(max(n_cells, 1) / max(max_empty, 1.0)), 0.0))
     else:
         # P(Z >= theta) ~ exp(-eps theta) / 2 up to a constant in [1/2, 1]
         guess = math.log(max(n_cells, 1) / max(max_empty, 1.0)) / scale

@@ -16,6 +16,7 @@ the core test; the histogram from |X|; theta from the noise law and the caps.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,10 +27,11 @@ import numpy as np
 from ..cells.grid import MAX_KAPPA, Grid
 from ..exceptions import UtilityWarning
 from ..laws import noise as laws
+from ..laws import zcdp
 from ..post.auto import MIN_SAMPLES_LOW
 from ..post.coretests import CORE_TESTS, FALLBACK, CoreTest, core_test
-from ..spec.parameters import namer, validate
-from ..spec.specs import NoiseSpec, ReleaseSpec, Seed, SpanSpec
+from ..spec.parameters import check_units, namer, validate
+from ..spec.specs import NoiseSpec, ReleaseSpec, Seed, SpanSpec, UnitBound
 from . import autoplan
 from .forecast import Forecast, forecast
 from .histogram import choose_kind, sparse_theta, stability_theta
@@ -70,10 +72,21 @@ class Resolved:
     random_state: Seed | None
 
 
-def resolve(p: Mapping[str, Any], lower: np.ndarray, upper: np.ndarray, *, stacklevel: int = 2) -> Resolved:
+def resolve(
+    p: Mapping[str, Any],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    units: bool = False,
+    cli: bool = False,
+    stacklevel: int = 2,
+) -> Resolved:
     """The release and spans of :func:`validated` parameters ``p`` in the
-    public box ``[lower, upper]``. Public inputs only; warns (UtilityWarning)
-    of a grid no core test can use."""
+    public box ``[lower, upper]``; ``units``: whether the rows carry
+    privacy-unit ids (:func:`release_spec`). Public inputs only; warns
+    (UtilityWarning) of a grid no core test can use, and of Laplace noise
+    at a contribution bound where Gaussian noise would be smaller."""
+    check_units(dict(p), units, cli=cli)
     plan = None
     eps, min_samples = p["eps"], p["min_samples"]
     if "auto" in (eps, min_samples):
@@ -99,7 +112,32 @@ def resolve(p: Mapping[str, Any], lower: np.ndarray, upper: np.ndarray, *, stack
         raise_min_samples=bool(p["raise_min_samples"]),
         core=test.name,
     )
-    return Resolved(release_spec(p, grid), spans, plan, p["random_state"])
+    release = release_spec(p, grid, units=units)
+    _warn_laplace_units(release, p, namer(cli), stacklevel + 1)
+    return Resolved(release, spans, plan, p["random_state"])
+
+
+def _warn_laplace_units(release: ReleaseSpec, p: Mapping[str, Any], opt, stacklevel: int) -> None:
+    """Laplace noise grows as k with the contribution bound, Gaussian noise as
+    sqrt(k): say so, with both standard deviations, when the user chose
+    Laplace for a person-level release where the Gaussian's is smaller."""
+    noise = release.noise
+    if release.units is None or noise.kind == "gaussian":
+        return
+    delta = float(p["delta"]) or 1e-6
+    rho = zcdp.rho_for(noise.epsilon, delta)
+    gauss = math.sqrt(zcdp.sigma2_for(rho, noise.l2_sensitivity))
+    lap = math.sqrt(laws.variance(noise.kind, noise.scale))
+    if gauss < lap:
+        warnings.warn(
+            f"{opt('noise')} {noise.kind} with privacy units: its noise grows with the number of cells a "
+            f"unit may add to ({opt('max_cells_per_unit')} {release.units.max_cells_per_unit}), "
+            f"to a standard deviation of {lap:.3g} per cell; Gaussian noise grows with its square "
+            f"root: {gauss:.3g} at the same epsilon and delta={delta:g}. Use {opt('noise')} gaussian "
+            f"(with {opt('delta')} > 0) unless each unit adds to very few cells.",
+            UtilityWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def _usable_test(name: str, grid: Grid, stacklevel: int) -> CoreTest:
@@ -128,36 +166,83 @@ def _usable_test(name: str, grid: Grid, stacklevel: int) -> CoreTest:
     return core_test(FALLBACK) if grid.kappa > test.max_kappa else test
 
 
-def release_spec(p: Mapping[str, Any], grid: Grid) -> ReleaseSpec:
+def noise_kind(p: Mapping[str, Any], units: bool) -> str:
+    """The noise of a release: the user's, or for "auto" the exact discrete
+    Laplace when each row is its own unit and the exact discrete Gaussian
+    with privacy units (its noise grows as sqrt(k) with the cells a unit may
+    add to, Laplace's as k)."""
+    kind = str(p["noise"])
+    if kind != "auto":
+        return kind
+    return "gaussian" if units else "discrete"
+
+
+def unit_bound(p: Mapping[str, Any], units: bool) -> UnitBound | None:
+    """The contribution bound of a person-level release (None: a row is the unit)."""
+    if not units:
+        return None
+    k = p["max_cells_per_unit"]
+    if k == "auto":
+        raise NotImplementedError("max_cells_per_unit='auto' is resolved by the release (plan.units)")
+    return UnitBound(max_cells_per_unit=int(k), max_points_per_cell=int(p["max_points_per_cell"]))
+
+
+def release_spec(p: Mapping[str, Any], grid: Grid, *, units: bool = False) -> ReleaseSpec:
     """The release of parameters ``p`` on the public ``grid``: its noise, the
-    histogram (from |X|) and theta (from the noise law and the caps)."""
+    histogram (from |X|) and theta (from the noise law and the caps).
+
+    ``units``: whether the rows carry privacy-unit ids (person-level). Each
+    unit then adds to at most k = ``max_cells_per_unit`` cells, at most
+    m = ``max_points_per_cell`` to each: the counts have L1 sensitivity k m
+    and L2 sensitivity sqrt(k) m (1 and 1 for a row).
+
+    Calibration. Laplace: one count's noise at epsilon / (k m). Gaussian: the
+    release is stated as (epsilon, delta) like every other; it is
+    rho-zCDP with the largest rho that converts to (epsilon, delta_noise)
+    (:func:`dpdbscan.laws.zcdp.rho_for`, the tight conversion) and
+    sigma^2 = (sqrt(k) m)^2 / (2 rho). delta_noise is delta, or delta / 2
+    when the stability histogram spends the other half on its threshold.
+    """
     epsilon, delta = float(p["epsilon"]), float(p["delta"])
-    kind_noise = p["noise"]
-    # one row is one unit: L1 = L2 = 1 (the contribution bound raises them)
-    scale = laws.drawn_scale(kind_noise, epsilon)
+    bound = unit_bound(p, units)
+    k, m = (bound.max_cells_per_unit, bound.max_points_per_cell) if bound else (1, 1)
+    l1, l2 = float(k * m), math.sqrt(k) * m
+    kind_noise = noise_kind(p, units)
+    kind = choose_kind(p["histogram"], grid, delta)
+    delta_threshold = 0.0
+    rho = None
+    if kind_noise == "gaussian":
+        delta_noise = delta / 2 if kind == "stability" else delta
+        delta_threshold = delta - delta_noise
+        rho = zcdp.rho_for(epsilon, delta_noise)
+        # the sampler rounds sigma^2 up (by < 1e-5 relative): its histogram records it
+        scale = zcdp.sigma2_for(rho, l2)
+    else:
+        delta_threshold = delta if kind == "stability" else 0.0
+        scale = laws.drawn_scale(kind_noise, epsilon / l1)
     noise = NoiseSpec(
         kind=kind_noise,
         epsilon=epsilon,
         delta=delta,
         scale=scale,
-        rho=None,
-        l1_sensitivity=1.0,
-        l2_sensitivity=1.0,
+        rho=rho,
+        l1_sensitivity=l1,
+        l2_sensitivity=l2,
     )
-    kind = choose_kind(p["histogram"], grid, delta)
     if kind == "dense":
         theta = float("-inf")
     elif kind == "sparse":
         theta = sparse_theta(p["theta"], grid, kind_noise, scale, p["max_empty_cells"])
     else:
-        theta = stability_theta(kind_noise, scale, delta)
+        theta = stability_theta(kind_noise, scale, delta_threshold, step=m, cells=k)
     return ReleaseSpec(
         grid=grid,
         histogram=kind,
         theta=theta,
         noise=noise,
-        units=None,
-        delta_spent=delta if kind == "stability" else 0.0,
+        units=bound,
+        delta_spent=delta if (kind == "stability" or kind_noise == "gaussian") else 0.0,
+        delta_threshold=delta_threshold,
     )
 
 
@@ -168,6 +253,7 @@ def forecast_of(
     *,
     n_expected: float | None = None,
     n_points: float | None = None,
+    units: bool = False,
 ) -> Forecast:
     """What a release with :func:`validated` parameters ``p`` in the public box
     would detect, before anything is spent (:mod:`dpdbscan.plan.forecast`).
@@ -181,7 +267,7 @@ def forecast_of(
     ``n_expected``, as a release does."""
     if n_expected is None:
         n_expected = p["n_expected"]
-    r = resolve({**p, "n_expected": n_expected}, lower, upper, stacklevel=3)
+    r = resolve({**p, "n_expected": n_expected}, lower, upper, units=units, stacklevel=3)
     return forecast(r.release, r.spans, n_expected=n_expected if n_points is None else n_points)
 
 

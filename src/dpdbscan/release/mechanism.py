@@ -12,16 +12,19 @@ points again.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
+from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..spec.specs import ReleaseSpec, Seed
 from .backends import Backend, resolve_backend
-from .backends.base import CellCounts, DenseBackend, PointsInput
+from .backends.base import CellCounts, DenseBackend, PointsInput, UnitBackend
+from .bounding import BoundingKey
 from .histograms import dense_histogram, sparse_histogram, stability_histogram
-from .histograms.noise import noise_of
-from .samplers.integers import make_source
+from .histograms.noise import Noise, noise_of
+from .samplers.integers import Source, make_source
 
 HISTOGRAMS = ("dense", "sparse", "stability")
 
@@ -32,6 +35,7 @@ def release_histogram(
     *,
     backend: Backend | str | None = None,
     random_state: Seed | None = None,
+    units: Any = None,
 ) -> NoisyHistogram:
     """The DP histogram of the cell counts of ``X`` that ``spec`` describes.
 
@@ -41,6 +45,12 @@ def release_histogram(
     a count by more than 1. The dense path draws its noise while the points
     are counted, since the noise does not depend on them. ``random_state``
     None draws from the operating system's CSPRNG; a seed is for research.
+
+    With a contribution bound (``spec.units``), ``units`` gives the privacy
+    unit of each row (for the in-memory backend, one id per row; a
+    distributed backend may take a column name) and the backend counts after
+    bounding each unit's contribution (:mod:`.bounding`), with a bounding key
+    drawn here from the same source as the noise.
     """
     backend = resolve_backend(backend)
     noise = noise_of(spec.noise)
@@ -49,6 +59,18 @@ def release_histogram(
     stated = (spec.noise.epsilon, spec.delta_spent)
     if kind not in HISTOGRAMS:
         raise ValueError(f"histogram must be one of {HISTOGRAMS}, got {kind!r}")
+    if (spec.units is None) != (units is None):
+        raise ValueError(
+            "units were given without a contribution bound"
+            if spec.units is None
+            else "a person-level release needs the units of the rows"
+        )
+    if spec.units is not None:
+        if not isinstance(backend, UnitBackend):
+            raise TypeError(f"the {type(backend).__name__} backend cannot bound contributions per unit")
+        key = BoundingKey.draw(source)
+        cells = _canonical(backend.count_units(grid, X, units, spec.units, key))
+        return _release(spec, grid, cells, noise, source, stated)
     if kind == "dense":
         if isinstance(backend, DenseBackend):
             # The noise does not depend on the data: it is drawn on a second
@@ -62,13 +84,24 @@ def release_histogram(
                     f"the backend returned dense counts of shape {counts.shape}, expected {grid.shape}"
                 )
             return dense_histogram(grid, counts, noise, source, *stated, z)
-        cells = _canonical(backend.count(grid, X))
+    return _release(spec, grid, _canonical(backend.count(grid, X)), noise, source, stated)
+
+
+def _release(
+    spec: ReleaseSpec,
+    grid: Grid,
+    cells: CellCounts,
+    noise: Noise,
+    source: Source,
+    stated: tuple[float, float],
+) -> NoisyHistogram:
+    """The histogram of ``spec`` on exact (or bounded) cell counts."""
+    if spec.histogram == "dense":
         counts = np.zeros(grid.shape, dtype=np.int64)
         if len(cells):
             counts[tuple(grid.decode(cells.keys).T)] = cells.counts
         return dense_histogram(grid, counts, noise, source, *stated)
-    cells = _canonical(backend.count(grid, X))
-    if kind == "sparse":
+    if spec.histogram == "sparse":
         return sparse_histogram(grid, cells, noise, source, spec.theta, *stated)
     return stability_histogram(grid, cells, noise, source, spec.theta, *stated)
 

@@ -161,6 +161,8 @@ def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partiti
         fit=(rel.eps, rel.eta, rel.min_samples),
         auto=None,
         metadata=model.metadata,
+        rho=rel.rho,
+        units=rel.units,
     )
 
 

@@ -205,7 +205,9 @@ PARAMETERS: dict[str, Param] = {
     "beta": Param(0.1, (_PROB,), "--beta"),
     "histogram": Param("auto", (Options("auto", "dense", "sparse", "stability"),), "--histogram", False),
     "delta": Param(0.0, (Real(0, MAX_DELTA, high_open=True),), "--delta"),
-    "noise": Param("discrete", (Options("discrete", "laplace"),), "--noise", False),
+    # "auto": the exact discrete Laplace when each row is its own unit, the
+    # exact discrete Gaussian with privacy units (plan.resolve)
+    "noise": Param("auto", (Options("auto", "discrete", "laplace", "gaussian"),), "--noise", False),
     "theta": Param(None, (NoneValue(), Real(0)), "--theta"),
     "max_empty_cells": Param(float(2**20), (Real(0, low_open=True),), _NO_CLI),
     "max_cells": Param(2**20, (Integer(MIN_AUTO_CELLS, MAX_AUTO_CELLS),), "--max-cells"),
@@ -216,6 +218,10 @@ PARAMETERS: dict[str, Param] = {
     # one of the core tests' registry (dpdbscan.post.coretests), checked by plan.resolve
     "core": Param("density", (Name(),), "--core", False),
     "border": Param("auto", (Options("auto"), Real(0)), "--border", False),
+    # contribution bounds per privacy unit (fit(X, units=...)); "auto": k
+    # chosen by a DP quantile of the cells per unit (plan.resolve)
+    "max_cells_per_unit": Param(None, (NoneValue(), Options("auto"), Integer(1)), "--max-cells-per-unit"),
+    "max_points_per_cell": Param(1, (Integer(1),), "--max-points-per-cell"),
     "accountant": Param(
         None,
         (NoneValue(), HasMethods("check", "spend", what="an accountant with check() and spend()")),
@@ -288,18 +294,68 @@ def validate(values: dict[str, Any], *, cli: bool = False, stacklevel: int = 2) 
             WeakPrivacyWarning,
             stacklevel=stacklevel + 1,
         )
-    hist, delta = out["histogram"], out["delta"]
+    hist, delta, noise = out["histogram"], out["delta"], out["noise"]
     if hist == "stability" and not delta:
         raise ValueError(f"{opt('histogram')} stability needs {opt('delta')} > 0, got delta=0")
-    if hist in ("dense", "sparse") and delta:
+    if noise == "gaussian" and not delta:
         raise ValueError(
-            f"{opt('delta')} is used only by the stability histogram (or by histogram 'auto', which "
-            f"picks it for large grids); the {hist} histogram is pure epsilon-DP: drop "
-            f"{opt('delta')} or choose the stability histogram"
+            f"{opt('noise')} gaussian gives (epsilon, delta)-DP: it needs {opt('delta')} > 0 "
+            f"(say 1e-6, far below one over the number of people), got delta=0"
         )
     if out["theta"] is not None and hist in ("dense", "stability"):
         raise ValueError(f"{opt('theta')} is used only by the sparse histogram, not by the {hist} one")
+    if out["margin"] == "paper" and noise == "gaussian":
+        raise ValueError(
+            f"{opt('margin')} paper is the paper's bound for Laplace noise; with {opt('noise')} "
+            "gaussian use 'chernoff' (or leave the margin to 'auto')"
+        )
     return out
+
+
+def check_units(p: dict[str, Any], units: bool, *, cli: bool = False) -> None:
+    """The rules of the privacy unit, once it is known whether the fit has
+    one (``units``: ids were given; public, the user's choice). Reads no data.
+
+    With units, ``max_cells_per_unit`` is required (a number or "auto"):
+    there is no default that protects a person without losing their data.
+    Without units the contribution bounds mean nothing, and setting one is
+    refused rather than ignored, so that nobody believes a release protects
+    people when it protects rows."""
+    opt = namer(cli)
+    k = p["max_cells_per_unit"]
+    if units and k is None:
+        raise ValueError(
+            f"with privacy units, {opt('max_cells_per_unit')} is required: the number of cells each "
+            f"unit may add to (a number, or 'auto' to choose it privately). It bounds what one "
+            f"person can change; {opt('max_points_per_cell')} (default 1) bounds each of those counts"
+        )
+    if units and p["noise"] == "auto" and not p["delta"]:
+        raise ValueError(
+            f"with privacy units the noise is Gaussian ({opt('noise')} auto), which needs "
+            f"{opt('delta')} > 0: say 1e-6, far below one over the number of people. (Laplace "
+            f"noise, pure epsilon-DP, grows with {opt('max_cells_per_unit')} and rarely finds a "
+            f"cluster at person level; choose it with {opt('noise')} discrete if you must.)"
+        )
+    hist, delta, noise = p["histogram"], p["delta"], p["noise"]
+    gaussian = noise == "gaussian" or (noise == "auto" and units)
+    if hist in ("dense", "sparse") and delta and not gaussian:
+        raise ValueError(
+            f"{opt('delta')} is used only by Gaussian noise (person-level releases), by the stability "
+            f"histogram, or by histogram 'auto' (which picks the stability histogram for large "
+            f"grids); the {hist} histogram with Laplace noise is pure epsilon-DP: drop "
+            f"{opt('delta')}, or choose {opt('noise')} gaussian or the stability histogram"
+        )
+    if not units:
+        given = [n for n in ("max_cells_per_unit",) if p[n] is not None]
+        if p["max_points_per_cell"] != PARAMETERS["max_points_per_cell"].default:
+            given.append("max_points_per_cell")
+        if given:
+            what = " and ".join(opt(n) for n in given)
+            where = "--unit COLUMN" if cli else "units=... to fit() (one id per row)"
+            raise ValueError(
+                f"{what} bound{'s' if len(given) == 1 else ''} each privacy unit's contribution, but "
+                f"no units were given: pass {where}, or drop {what} (each row is then its own unit)"
+            )
 
 
 def namer(cli: bool) -> Callable[[str], str]:
@@ -316,6 +372,7 @@ __all__ = [
     "namer",
     "validate",
     "check_param",
+    "check_units",
     "MAX_EPSILON",
     "MAX_DELTA",
     "WEAK_EPSILON",

@@ -113,6 +113,10 @@ class ReleaseSpec:
         None: each row is its own privacy unit.
     delta_spent : float
         The delta the release spends (0 for a pure epsilon-DP histogram).
+    delta_threshold : float
+        The part of it the stability histogram's threshold spends: the
+        probability that a cell only one unit occupies is released (0 for
+        the dense and sparse histograms).
     """
 
     grid: Grid
@@ -121,6 +125,7 @@ class ReleaseSpec:
     noise: NoiseSpec
     units: UnitBound | None
     delta_spent: float
+    delta_threshold: float
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,12 @@ class ReleaseInfo:
     eps, eta, min_samples : float, float, int
         The parameters of the fit that spent the budget (the spans'
         own may differ after a re-parameterisation).
+    rho : float or None
+        Gaussian noise: the zCDP rho the release spends (its (epsilon,
+        delta) is the tight conversion of rho).
+    units : UnitBound or None
+        The contribution bound per privacy unit; None: each row is its own
+        unit (event-level).
     """
 
     grid: Grid
@@ -156,6 +167,8 @@ class ReleaseInfo:
     eps: float
     eta: float
     min_samples: int
+    rho: float | None
+    units: UnitBound | None
 
 
 __all__ = ["Seed", "SpanSpec", "NoiseSpec", "UnitBound", "ReleaseSpec", "ReleaseInfo"]

@@ -64,4 +64,19 @@ class DenseBackend(Backend, Protocol):
     def dense_counts(self, grid: Grid, X: Any) -> np.ndarray: ...
 
 
-__all__ = ["Backend", "DenseBackend", "CellCounts", "PointsInput"]
+@runtime_checkable
+class UnitBackend(Backend, Protocol):
+    """A backend that can bound each privacy unit's contribution before
+    counting (:mod:`dpdbscan.release.bounding`).
+
+    Contract: ``count_units(grid, X, units, bound, key)`` equals
+    :func:`dpdbscan.release.bounding.count_units` on the same rows and the
+    same key: the pairs each unit keeps depend on the unit, its cells and the
+    key only, so a backend that sees each unit's rows together gets the same
+    counts however the rows are split.
+    """
+
+    def count_units(self, grid: Grid, X: Any, units: Any, bound: Any, key: Any) -> CellCounts: ...
+
+
+__all__ = ["Backend", "DenseBackend", "UnitBackend", "CellCounts", "PointsInput"]

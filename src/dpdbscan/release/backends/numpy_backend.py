@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...cells.grid import Grid
+from ...spec.specs import UnitBound
+from ..bounding import BoundingKey, count_units
 from ..points import clean_points
 from .base import CellCounts
 
@@ -55,6 +57,12 @@ class NumpyBackend:
     def count(self, grid: Grid, X: np.ndarray) -> CellCounts:
         keys = grid.keys_of_points(clean_points(grid, X, clip=False))
         return count_keys(keys, None if grid.wide else grid.key_space)
+
+    def count_units(
+        self, grid: Grid, X: np.ndarray, units: np.ndarray, bound: UnitBound, key: BoundingKey
+    ) -> CellCounts:
+        """Counts after each unit's contribution bound (one unit id per row of ``X``)."""
+        return CellCounts(*count_units(grid, np.asarray(X), units, bound, key))
 
     def dense_counts(self, grid: Grid, X: np.ndarray) -> np.ndarray:
         """Counts of every cell as an array of ``grid.shape`` (small universes).

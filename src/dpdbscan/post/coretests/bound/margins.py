@@ -36,7 +36,24 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ....laws.noise import log_mgf
+from ....laws import gaussian as _gaussian
+from ....laws.noise import is_integer, lam_top, log_mgf, reach
+
+
+def gamma_subgaussian(sigma2: float, kappa: int, n_cells: int, beta: float) -> float:
+    """The two-sided bound for sums of ``kappa`` discrete Gaussian terms
+    (sigma-subgaussian: E exp(lam Z) <= exp(lam^2 sigma^2 / 2)), union bound
+    over ``n_cells``: sigma sqrt(2 kappa ln(2 |X| / beta))."""
+    log_term = math.log(2.0) + math.log(n_cells) - math.log(beta)
+    return math.sqrt(2.0 * kappa * sigma2 * log_term)
+
+
+def _start(noise: str, scale: float, kappa: int, n_events: int, beta: float) -> float:
+    """A two-sided margin that always suffices: the paper's Gamma_Lap for
+    Laplace noise, the subgaussian bound for the Gaussian."""
+    if noise == "gaussian":
+        return gamma_subgaussian(scale, kappa, n_events, beta)
+    return gamma_laplace(scale, kappa, n_events, beta)
 
 
 def gamma_laplace(epsilon: float, kappa: int, n_cells: int, beta: float) -> float:
@@ -104,12 +121,20 @@ def gamma_chernoff(noise: str, epsilon: float, kappa: int, n_events: int, beta: 
     if math.isinf(epsilon):
         return 0.0
     return _chernoff_margin(
-        lambda lam: log_mgf(noise, epsilon, lam), epsilon, kappa, n_events, beta, lam_low=1e-12, grow=False
+        lambda lam: log_mgf(noise, epsilon, lam),
+        noise,
+        epsilon,
+        kappa,
+        n_events,
+        beta,
+        lam_low=1e-12,
+        grow=False,
     )
 
 
 def _chernoff_margin(
     log_mgf: Callable[[float], float],
+    noise: str,
     epsilon: float,
     kappa: int,
     n_events: int,
@@ -119,28 +144,31 @@ def _chernoff_margin(
     grow: bool,
 ) -> float:
     """Smallest g (60 bisection steps) with min_lam exp(-lam g) M(lam)^kappa
-    <= beta / (2 n_events), ``log_mgf`` = log M on 0 < lam < epsilon (searched
-    from ``lam_low`` epsilon up).
+    <= beta / (2 n_events), ``log_mgf`` = log M of one term of ``noise`` at
+    ``epsilon`` (its scale), lam searched from ``lam_low`` times the top of
+    :func:`dpdbscan.laws.noise.lam_top` (the pole of Laplace's MGF) up.
 
-    The search starts from the paper's Gamma_Lap. With ``grow`` it doubles
-    that start until it suffices; without, a start that does not suffice is
-    returned as it is (the two-sided bound: numerical safety, never exceed the
-    paper's bound, which always suffices).
+    The search starts from the paper's Gamma_Lap (the subgaussian bound for
+    the Gaussian). With ``grow`` it doubles that start until it suffices;
+    without, a start that does not suffice is returned as it is (the
+    two-sided bound: numerical safety, never exceed the start, which always
+    suffices).
     """
     from scipy.optimize import minimize_scalar
 
     target = math.log(beta) - math.log(n_events) - math.log(2.0)
+    top = lam_top(noise, epsilon, target)
 
     def log_tail(g: float) -> float:
         res = minimize_scalar(
             lambda lam: -lam * g + kappa * log_mgf(lam),
-            bounds=(lam_low * epsilon, epsilon * (1 - 1e-9)),
+            bounds=(lam_low * top, top * (1 - 1e-9)),
             method="bounded",
-            options={"xatol": 1e-10 * epsilon},
+            options={"xatol": 1e-10 * top},
         )
         return min(res.fun, 0.0)
 
-    hi = gamma_laplace(epsilon, kappa, n_events, beta)
+    hi = _start(noise, epsilon, kappa, n_events, beta)
     if grow:
         while log_tail(hi) > target:
             hi *= 2.0
@@ -162,6 +190,8 @@ MARGINS = ("chernoff", "paper")
 def noise_margin(method: str, noise: str, epsilon: float, kappa: int, n_events: int, beta: float) -> float:
     """Margin for the noise alone (no truncation) by the chosen bound."""
     if method == "paper":
+        if noise == "gaussian":
+            raise ValueError("margin 'paper' is the paper's bound for Laplace noise; use 'chernoff'")
         return gamma_laplace(epsilon, kappa, n_events, beta)
     if method == "chernoff":
         return gamma_chernoff(noise, epsilon, kappa, n_events, beta)
@@ -176,9 +206,12 @@ def _tail_mgf(noise: str, epsilon: float, t: np.ndarray, lam: float) -> np.ndarr
     """E[exp(lam Z); Z >= t] for each threshold in ``t`` (0 <= lam < epsilon).
 
     Discrete Laplace (``t`` integers): P(Z = z) = c q^|z|, c = (1-q)/(1+q).
-    Continuous Laplace: density (epsilon/2) exp(-epsilon |z|).
+    Continuous Laplace: density (epsilon/2) exp(-epsilon |z|). Discrete
+    Gaussian (``epsilon`` is sigma^2): summed (:func:`dpdbscan.laws.gaussian.tail_mgfs`).
     """
     t = np.asarray(t, dtype=np.float64)
+    if noise == "gaussian":
+        return _gaussian.tail_mgfs(epsilon, t, lam)
     if noise == "discrete":
         q = math.exp(-epsilon)
         c = (1.0 - q) / (1.0 + q)
@@ -206,13 +239,14 @@ def _log_mgf_upper(noise: str, epsilon: float, lam: float, theta: float, kind: s
     the full MGF, the dropped part at most its probability). The stability
     histogram never releases an empty cell: there M_0 = 1.
     """
-    if noise == "discrete":
+    far = int(math.ceil(reach(noise, epsilon, -40.0)))
+    if is_integer(noise):
         k = float(max(math.ceil(theta), 0))
-        x0 = int(k) + int(math.ceil(40.0 / epsilon)) + 2
+        x0 = int(k) + far + 2
         x = np.arange(x0, dtype=np.float64)
         t = k - x  # released iff Z >= k - x
     else:
-        x0 = int(math.ceil(max(theta, 0.0))) + int(math.ceil(40.0 / epsilon)) + 2
+        x0 = int(math.ceil(max(theta, 0.0))) + far + 2
         x = np.arange(x0, dtype=np.float64)
         t = theta - x
     released = _tail_mgf(noise, epsilon, t, lam)
@@ -239,6 +273,7 @@ def gamma_upper_chernoff(
         return 0.0
     return _chernoff_margin(
         lambda lam: _log_mgf_upper(noise, epsilon, lam, theta, kind),
+        noise,
         epsilon,
         kappa,
         n_events,
@@ -277,7 +312,7 @@ def margins(
     if kind == "dense":
         g = 0.0 if noise == "none" else noise_margin(method, noise, epsilon, kappa, n_events, beta)
         return g, g
-    loss = truncation_loss(theta, integer=noise in ("discrete", "none"))
+    loss = truncation_loss(theta, integer=is_integer(noise))
     if noise == "none":
         return kappa * loss, 0.0
     low = kappa * loss + noise_margin(method, noise, epsilon, kappa, n_events, beta)

@@ -1,8 +1,10 @@
 """The noise of the weighted sums and the margin of the density core test.
 
 Every quantity here is a function of public inputs only: the weights, the
-noise law of the release (discrete or continuous Laplace at its epsilon, the
-sparse histogram's theta), beta, MinPts and the number of sub-cells.
+noise law of the release (discrete or continuous Laplace at its epsilon, or
+the discrete Gaussian at its sigma^2: the ``epsilon`` argument of these
+functions is the noise's scale, :mod:`dpdbscan.laws.noise`; the sparse
+histogram's theta), beta, MinPts and the number of sub-cells.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 
+from ....laws import gaussian as _gaussian
 from ....laws.noise import cdf as _noise_cdf
-from ....laws.noise import log_mgf
+from ....laws.noise import is_integer, lam_top, log_mgf, reach, resolution
+from ....laws.noise import tail as _noise_tail
 from ....laws.noise import variance as noise_variance
 from .weights import BallWeights
 
@@ -32,7 +36,8 @@ Truncation: TypeAlias = float | Literal["positive", "zero"] | None
 def weighted_tail_bound(noise: str, epsilon: float, weights: tuple, log_level: float) -> float:
     """Smallest g with P(sum_Y W_Y Z_Y >= g) <= exp(log_level) by Chernoff.
 
-    For every 0 < lam < epsilon / max W, P(N >= g) <= exp(K(lam) - lam g) with
+    For every 0 < lam < epsilon / max W (Laplace; any lam > 0 for the
+    Gaussian), P(N >= g) <= exp(K(lam) - lam g) with
     K(lam) = sum_Y log M(lam W_Y), M the exact MGF of one noise term; so the
     bound holds at g(lam) = (K(lam) - log_level) / lam, and we take the
     smallest over lam. Rigorous (the optimiser can only miss the minimum,
@@ -44,7 +49,7 @@ def weighted_tail_bound(noise: str, epsilon: float, weights: tuple, log_level: f
         return 0.0
     w = np.asarray([x for x in weights if x > 0], dtype=np.float64)
     uniq, counts = np.unique(w, return_counts=True)
-    top = epsilon / uniq.max() * (1.0 - 1e-9)
+    top = lam_top(noise, epsilon, log_level) / uniq.max() * (1.0 - 1e-9)
 
     def g_of(lam):
         return float((counts * log_mgf(noise, epsilon, lam * uniq)).sum() - log_level) / lam
@@ -74,7 +79,7 @@ def _term_cdf(noise: str, epsilon: float, truncation):
     if truncation == "positive":
         return (lambda r: np.where(np.asarray(r) < 0, 0.0, F(r))), True
     theta = float(truncation)
-    below = float(F(math.ceil(theta) - 1)) if noise == "discrete" else float(F(theta))
+    below = float(F(math.ceil(theta) - 1)) if is_integer(noise) else float(F(theta))
 
     def G(r):
         r = np.asarray(r, dtype=np.float64)
@@ -92,18 +97,19 @@ def weighted_quantile(
     Each term W R is rounded *up* to a multiple of delta (B = ceil(W R / delta)),
     so sum delta B >= the sum and its tail dominates; the laws of the B's are
     exact CDF differences, combined by FFT. The answer is conservative by at
-    most (number of terms) * delta, delta = 0.01 max(1, 1/epsilon). Tail mass
-    beyond |Z| = z_max (below 1e-6 level) is moved inwards only on the lower
-    side. ``truncation``: see :func:`_term_cdf`. When the binned law would be
-    too long (many terms in high dimension) the Chernoff bound with the exact
-    MGF of the (truncated) term is used instead, and the smaller of the two is
-    returned otherwise: both are rigorous.
+    most (number of terms) * delta, delta = 0.01 max(1, 1/epsilon) (0.01
+    max(1, sigma) for the Gaussian). Tail mass beyond |Z| = z_max (below
+    1e-6 level) is moved inwards only on the lower side. ``truncation``: see
+    :func:`_term_cdf`. When the binned law would be too long (many terms in
+    high dimension) the Chernoff bound with the exact MGF of the (truncated)
+    term is used instead, and the smaller of the two is returned otherwise:
+    both are rigorous.
     """
     if noise == "none" or math.isinf(epsilon):
         return 0.0
     cdf, nonneg = _term_cdf(noise, epsilon, truncation)
-    delta = 0.01 * max(1.0, 1.0 / epsilon)
-    zmax = (math.log(1e6 / level) + 2.0) / epsilon
+    delta = 0.01 * resolution(noise, epsilon)
+    zmax = reach(noise, epsilon, -(math.log(1e6 / level) + 2.0))
     w = np.asarray([x for x in weights if x > 0], dtype=np.float64)
     uniq, counts = np.unique(w, return_counts=True)
     laws, offset, length = [], 0, 1
@@ -137,10 +143,16 @@ _MAX_LAW = 1 << 20
 
 
 def _log_mgf_term(noise: str, epsilon: float, s: np.ndarray, truncation) -> np.ndarray:
-    """log E exp(s R) for one term, 0 < s < epsilon; R as in :func:`_term_cdf`."""
+    """log E exp(s R) for one term, 0 < s < epsilon (any s > 0 for the
+    Gaussian); R as in :func:`_term_cdf`."""
     if truncation is None:
         return log_mgf(noise, epsilon, s)
     positive = truncation == "positive"
+    if noise == "gaussian":
+        t = 1 if positive else math.ceil(float(truncation))
+        below = 1.0 - _noise_tail(noise, epsilon, t)  # P(Z < t)
+        released = _gaussian.log_tail_mgf(epsilon, t, s)  # log E[e^{sZ}; Z >= t]
+        return np.logaddexp(math.log(max(below, 1e-300)), released)
     if noise == "discrete":
         q = math.exp(-epsilon)
         t = 1 if positive else math.ceil(float(truncation))
@@ -156,8 +168,8 @@ def _log_mgf_term(noise: str, epsilon: float, s: np.ndarray, truncation) -> np.n
 
 def _chernoff(noise, epsilon, uniq, counts, level, truncation) -> float:
     """min over 0 < lam < epsilon / max W of (sum log M(lam W) - log level) / lam."""
-    top = epsilon / uniq.max() * (1.0 - 1e-9)
     log_level = math.log(level)
+    top = lam_top(noise, epsilon, log_level) / uniq.max() * (1.0 - 1e-9)
 
     def g_of(lam):
         return float((counts * _log_mgf_term(noise, epsilon, lam * uniq, truncation)).sum() - log_level) / lam
