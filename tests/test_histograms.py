@@ -6,9 +6,10 @@ from scipy import stats
 from stats import binom_ok
 
 from dpdbscan.cells.grid import Grid
-from dpdbscan.post.coretests.bound.margins import gamma, gamma_laplace, tau
-from dpdbscan.release.backends.numpy_backend import NumpyBackend, run_length
 from dpdbscan.plan.histogram import default_theta, stability_theta
+from dpdbscan.post.coretests.bound.margins import gamma, gamma_laplace, tau
+from dpdbscan.release.backends.numpy_backend import NumpyBackend
+from dpdbscan.release.bounding import run_length
 from dpdbscan.release.histograms import (
     DiscreteLaplace,
     dense_histogram,

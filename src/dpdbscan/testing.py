@@ -61,7 +61,7 @@ from .post.coretests.density import density_field
 from .post.ladder import stability as ladder_stability
 from .post.ladder import sweep as ladder_sweep
 from .post.merge import merge_centres
-from .release.backends.numpy_backend import run_length
+from .release.bounding import run_length
 from .release.samplers.gaussian import discrete_gaussian, discrete_gaussian_tail, floor_sigma
 from .release.samplers.integers import SecureSource, SeededSource, discrete_laplace, rational_epsilon
 from .render.plotting import plot_histogram, plot_labels, plot_model, plot_neighbour_sums, plot_spans

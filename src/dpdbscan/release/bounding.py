@@ -96,6 +96,9 @@ def factorize(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         codes[ok] = inv.ravel()
         return codes, uniq
     if u.dtype.kind == "O":
+        fast = _factorize_arrow(u)
+        if fast is not None:
+            return fast
         index: dict = {}
         codes = np.empty(u.size, dtype=np.int64)
         for i, v in enumerate(u.tolist()):
@@ -107,6 +110,27 @@ def factorize(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         uniq[:] = list(index)
         return codes, uniq
     raise TypeError(f"units must be numbers or strings (one id per row), got dtype {u.dtype}")
+
+
+def _factorize_arrow(u: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """An object array of text by pyarrow's hash table (about 10x faster than
+    a Python loop on 11 million cab ids), when pyarrow is installed and every
+    value is text or missing; None otherwise."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return None
+    try:
+        arr = pa.array(u, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return None
+    enc = arr.dictionary_encode()
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    codes = np.where(np.isnan(codes), -1, codes) if codes.dtype.kind == "f" else codes
+    uniq = np.asarray(enc.dictionary.to_pylist(), dtype=object)
+    return codes.astype(np.int64), uniq
 
 
 def unit_words(uniques: np.ndarray, key: BoundingKey) -> np.ndarray:
@@ -151,16 +175,19 @@ def pairs_of(grid: Grid, X: np.ndarray, units: np.ndarray, key: BoundingKey) -> 
     if not keep.all():
         X, codes = X[keep], codes[keep]
     keys = grid.keys_of_points(clean_points(grid, X, clip=False))
-    # cells by code (0 .. C-1), then (unit, cell) pairs as one int64 each
-    cell_keys, cell_codes = np.unique(keys, return_inverse=True)
-    cell_codes = cell_codes.ravel().astype(np.int64)
+    cell_keys, cell_codes = _codes(grid, keys)
     n_cells = max(int(cell_keys.size), 1)
-    pair = codes * n_cells + cell_codes  # < n_rows * n_cells < 2**63 for any input that fits
-    pair.sort()
-    n = pair.size
-    starts = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1]))) if n else np.zeros(0, np.int64)
-    counts = np.diff(np.append(starts, n)).astype(np.int64)
-    first = pair[starts]
+    # (unit, cell) pairs as one int64 each: < n_rows * n_cells < 2**63 for any input that fits
+    pair = codes * n_cells + cell_codes
+    space = max(int(codes.max(initial=-1)) + 1, 1) * n_cells
+    if space <= max(_BINCOUNT_MAX, 4 * pair.size):
+        # few units times few cells (Cabs: 536 x 44,000): counting beats sorting
+        per_pair = np.bincount(pair, minlength=space)
+        first = np.flatnonzero(per_pair)
+        counts = per_pair[first].astype(np.int64)
+    else:
+        pair.sort()
+        first, counts = run_length(pair)
     return Pairs(
         units=first // n_cells,
         keys=cell_keys[first % n_cells],
@@ -168,6 +195,31 @@ def pairs_of(grid: Grid, X: np.ndarray, units: np.ndarray, key: BoundingKey) -> 
         unit_words=unit_words(uniques, key),
         uniques=uniques,
     )
+
+
+_BINCOUNT_MAX = 1 << 26
+
+
+def run_length(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique keys and their multiplicities of an already sorted array."""
+    n = sorted_keys.size
+    if n == 0:
+        return sorted_keys[:0], np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+    counts = np.diff(np.append(starts, n))
+    return sorted_keys[starts], counts.astype(np.int64)
+
+
+def _codes(grid: Grid, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted unique keys, each key's index among them): by a lookup table
+    when the key space is small, else by sorting."""
+    if not grid.wide and keys.size and grid.key_space <= max(_BINCOUNT_MAX, 4 * keys.size):
+        occupied = np.flatnonzero(np.bincount(keys, minlength=grid.key_space))
+        lut = np.empty(grid.key_space, dtype=np.int64)
+        lut[occupied] = np.arange(occupied.size)
+        return occupied.astype(keys.dtype), lut[keys]
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return uniq, inv.ravel().astype(np.int64)
 
 
 def kept_pairs(grid: Grid, pairs: Pairs, bound: UnitBound, key: BoundingKey) -> np.ndarray:
@@ -225,5 +277,6 @@ __all__ = [
     "factorize",
     "kept_pairs",
     "pairs_of",
+    "run_length",
     "unit_words",
 ]

@@ -11,22 +11,12 @@ import numpy as np
 
 from ...cells.grid import Grid
 from ...spec.specs import UnitBound
-from ..bounding import BoundingKey, count_units
+from ..bounding import BoundingKey, count_units, run_length
 from ..points import clean_points
 from .base import CellCounts
 
 _BINCOUNT_MAX = 1 << 26  # keys below this use a dense bincount
 _DENSE_BLOCK = 1 << 21  # rows per block of dense counting
-
-
-def run_length(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unique keys and their multiplicities of an already sorted array."""
-    n = sorted_keys.size
-    if n == 0:
-        return sorted_keys[:0], np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
-    counts = np.diff(np.append(starts, n))
-    return sorted_keys[starts], counts.astype(np.int64)
 
 
 def count_keys(keys: np.ndarray, key_space: int | None = None) -> CellCounts:
