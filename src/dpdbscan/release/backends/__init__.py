@@ -24,4 +24,5 @@ def resolve_backend(backend: Backend | str | None = None) -> Backend:
         return backend
     raise ValueError(f"backend must be 'numpy', 'dask' or an object with count(), got {backend!r}")
 
+
 __all__ = ["Backend", "CellCounts", "NumpyBackend", "resolve_backend"]
