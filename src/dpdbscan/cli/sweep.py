@@ -42,6 +42,9 @@ _FIT_ONLY = (
     "backend",
     "scheduler",
     "theoretical_threshold",
+    "unit",
+    "max_cells_per_unit",
+    "max_points_per_cell",
 )
 
 
