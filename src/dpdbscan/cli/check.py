@@ -161,14 +161,14 @@ def unit_lines(
     out = [f"units     : {n_units:,} unit(s) in column {name!r} among the {total:,.0f} rows kept"]
     if n_units == 0:
         return out, None
-    out.append(f"per unit  : points: {_spread(points[present])}")
+    out.append(f"points    : per unit: {_spread(points[present])}")
     if grid is None:
         return out + [
-            "per unit  : give --eps and --min-samples to see the cells per unit and what k keeps"
+            "cells     : give --eps and --min-samples to see the cells per unit and what k keeps"
         ], None
     cells = np.bincount(pairs.units, minlength=pairs.n_units)
     out.append(
-        f"per unit  : cells of the release's grid (width {length(grid.width)}): {_spread(cells[present])}"
+        f"cells     : per unit, of the release's grid (width {length(grid.width)}): {_spread(cells[present])}"
     )
     capped = np.bincount(pairs.units, weights=np.minimum(pairs.counts, m), minlength=pairs.n_units)
 

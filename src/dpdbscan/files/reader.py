@@ -223,10 +223,11 @@ def open_input(
         if not Path(path).exists():
             raise FileNotFoundError(f"input file not found: {path}")
         if Path(path).is_dir():
-            if options.file_format not in (None, "parquet"):
+            # a dataset: its files' names (public) say it is one, never their bytes
+            if options.file_format not in (None, "parquet") or not _has_parquet_files(Path(path)):
                 raise IsADirectoryError(
-                    f"input is a directory: {path}; only a directory of Parquet files is read "
-                    f"(--format parquet), not {options.file_format}"
+                    f"input is a directory: {path}; a directory is read only as a Parquet dataset "
+                    "(files named *.parquet in it)"
                 )
             _need_pyarrow("Parquet")
             return _open_parquet(Path(path), FileFormat("parquet"), options, choose)
@@ -453,6 +454,15 @@ def _is_numeric(t: Any) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_null(t)
 
 
+def _has_parquet_files(path: Path) -> bool:
+    """Whether a directory holds a Parquet file (by name; hidden and
+    ``_``-prefixed files are not data, as for pyarrow's datasets)."""
+    return any(
+        p.suffix.lower() in (".parquet", ".pq", ".parq") and not p.name.startswith((".", "_"))
+        for p in path.rglob("*")
+    )
+
+
 def _unit_type_ok(t: Any) -> bool:
     """A Parquet column type that can name units: integers, booleans,
     floats, text or bytes, or a dictionary of them."""
@@ -510,8 +520,6 @@ def _open_parquet(
     _no_text_options(str(path), fmt, options)
     try:
         pf = _ParquetSource(path)
-        if pf.dataset is not None and not pf.dataset.files:
-            raise ValueError(f"{path}: a directory with no Parquet file in it")
     except (pa.ArrowException, OSError) as exc:
         raise _io_error(str(path), "Parquet", exc) from None
     schema = pf.schema
