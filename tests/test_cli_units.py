@@ -67,6 +67,13 @@ def csv_text(X, names, *, header: str | None = "x,y,person", unit_first: bool = 
     return "\n".join(([header] if header else []) + rows) + "\n"
 
 
+def csv_file(tmp_path, X, names, name="p.csv", **kw):
+    """:func:`csv_text` written to ``tmp_path / name``; returns the path."""
+    path = tmp_path / name
+    path.write_text(csv_text(X, names, **kw))
+    return path
+
+
 def library_release(X, names, seed: int, **kw):
     """The library's person-level release of the same rows and seed."""
     params = dict(eps=0.03, min_samples=50, epsilon=1, delta=1e-6, bounds=(0, 1), max_cells_per_unit=20)
@@ -98,12 +105,10 @@ def data():
 
 def test_csv_with_header_gives_the_librarys_release(capsys, tmp_path, data):
     X, names = data
-    path = tmp_path / "p.csv"
-    path.write_text(csv_text(X, names))
+    path = csv_file(tmp_path, X, names)
     rc, out, err, model = fit(capsys, tmp_path, path, *UNIT, "--seed", "7")
     assert rc == 0, err
     assert same_release(model, library_release(X, names, 7))
-    # and the units matter: the event-level release of the same rows differs
     assert model.release.units is not None and model.release.noise == "gaussian"
 
 
@@ -250,8 +255,7 @@ def test_unknown_unit_column_is_refused_before_reading(capsys, tmp_path, monkeyp
 
 def test_unit_named_as_a_coordinate_is_refused(capsys, tmp_path, data):
     X, names = data
-    path = tmp_path / "p.csv"
-    path.write_text(csv_text(X, names))
+    path = csv_file(tmp_path, X, names)
     rc, out, err, _ = fit(capsys, tmp_path, path, "--columns", "x", "person", *UNIT)
     assert rc == 2 and "privacy unit (--unit) and a coordinate" in err
 
@@ -267,8 +271,7 @@ def test_parquet_unit_of_another_type_is_refused_from_the_schema(capsys, tmp_pat
 
 def test_unit_needs_its_bound_and_the_dask_backend_is_refused(capsys, tmp_path, data):
     X, names = data
-    path = tmp_path / "p.csv"
-    path.write_text(csv_text(X, names))
+    path = csv_file(tmp_path, X, names)
     rc, _, err, _ = fit(capsys, tmp_path, path, "--unit", "person")
     assert rc == 2 and "--max-cells-per-unit is required" in err
     rc, _, err, _ = fit(capsys, tmp_path, path, *UNIT, "--backend", "dask", "--columns", "x", "y")
@@ -308,8 +311,7 @@ def test_unit_text_is_never_printed_or_released(capsys, tmp_path, data):
 
 def test_summary_and_info_say_who_is_protected(capsys, tmp_path, data):
     X, names = data
-    path = tmp_path / "p.csv"
-    path.write_text(csv_text(X, names))
+    path = csv_file(tmp_path, X, names)
     rc, out, err, model = fit(capsys, tmp_path, path, *UNIT, "--noise", "gaussian")
     assert rc == 0, err
     rho = model.release.rho
@@ -349,8 +351,7 @@ def _note_lines(err):
 @pytest.mark.parametrize("column", ["user_id", "cab", "deviceId", "driver"])
 def test_an_id_like_column_without_unit_gets_one_note(capsys, tmp_path, data, column):
     X, names = data
-    path = tmp_path / "p.csv"
-    path.write_text(csv_text(X, names, header=f"x,y,{column}"))
+    path = csv_file(tmp_path, X, names, header=f"x,y,{column}")
     rc, out, err, _ = fit(capsys, tmp_path, path, "--columns", "x", "y", "--delta", "0")
     assert rc == 0, err
     notes = _note_lines(err)
@@ -405,8 +406,7 @@ def test_check_describes_the_units(capsys, tmp_path):
             X.append([(j + 0.5) * w, (u + 0.5) * w])
             names.append(f"q{u}")
     X, names = np.array(X), np.array(names, dtype=object)
-    path = tmp_path / "u.csv"
-    path.write_text(csv_text(X, names))
+    path = csv_file(tmp_path, X, names, name="u.csv")
     rc, out, err = run(capsys, "check", path, *FIT, *UNIT[:2], "--max-cells-per-unit", "10")
     assert rc == 0 and out == "", err
     assert "40 unit(s) in column 'person' among the 820 rows kept" in _private(err, "units")
@@ -425,8 +425,7 @@ def test_check_describes_the_units(capsys, tmp_path):
 
 def test_check_without_k_shows_the_quartiles_and_no_forecast(capsys, tmp_path, data):
     X, names = data
-    path = tmp_path / "p.csv"
-    path.write_text(csv_text(X, names))
+    path = csv_file(tmp_path, X, names)
     rc, out, err = run(capsys, "check", path, *FIT, "--unit", "person")
     assert rc == 0 and out == "", err
     assert "301 unit(s) in column 'person'" in _private(err, "units")
