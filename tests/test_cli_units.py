@@ -434,3 +434,48 @@ def test_check_without_k_shows_the_quartiles_and_no_forecast(capsys, tmp_path, d
     rc, out, err = run(capsys, "check", path, "--bounds", "0", "1", "--unit", "person", "--delta", "1e-6")
     assert rc == 0 and "per unit: min 20," in _private(err, "points")
     assert "give --eps and --min-samples" in _private(err, "cells")
+
+
+def test_sweep_makes_one_person_level_release(capsys, tmp_path, data):
+    X, names = data
+    path = csv_file(tmp_path, X, names)
+    rc, out, err = run(
+        capsys,
+        "sweep",
+        path,
+        "--eps",
+        "0.03",
+        "0.06",
+        "--min-samples",
+        "50",
+        "--bounds",
+        "0",
+        "1",
+        "--delta",
+        "1e-6",
+        *UNIT,
+        "--seed",
+        "7",
+        *QUIET_OUT,
+        "--out-dir",
+        tmp_path,
+    )
+    assert rc == 0, err
+    assert "privacy: person-level: each unit (column person) is protected: at most 20 cells" in out
+    models = sorted(tmp_path.glob("*.spans.json"))
+    assert len(models) == 2
+    # the release is made at the smallest eps, the other re-parameterises it
+    first = load_model(next(m for m in models if ".eps0.03." in m.name))
+    assert same_release(first, library_release(X, names, 7))
+    assert all(load_model(m).release.units is not None for m in models)
+
+
+def test_a_person_level_model_file_follows_the_published_schema(capsys, tmp_path, data):
+    jsonschema = pytest.importorskip("jsonschema")
+    from importlib.resources import files
+
+    X, names = data
+    rc, out, err, _ = fit(capsys, tmp_path, csv_file(tmp_path, X, names), *UNIT)
+    assert rc == 0, err
+    schema = json.loads((files("dpdbscan.model") / "schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(json.loads((tmp_path / "m.spans.json").read_text()))

@@ -207,7 +207,7 @@ def data_lines(
     X, n_bad, n_ok = pts.X, counts["n_bad"], counts["n_ok"]
     out = [
         f"rows      : {X.shape[0]:,} read, {n_bad:,} dropped (missing, non-numeric or "
-        f"non-finite values), {n_ok:,} kept"
+        f"non-finite values{'' if pts.units is None else ', or no unit'}), {n_ok:,} kept"
     ]
     if n_ok == 0:
         return out + ["no row is kept: check --columns, --delimiter and --header"]

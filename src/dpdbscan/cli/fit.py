@@ -484,7 +484,8 @@ def _note_clipping(
         return
     c = clipping_counts(X, pts.lower, pts.upper) if counts is None else counts
     if c["n_bad"]:
-        notes(f"{c['n_bad']:,} row(s) with missing or non-finite values are dropped")
+        unit = "" if pts.units is None else " or no unit"
+        notes(f"{c['n_bad']:,} row(s) with missing or non-finite values{unit} are dropped")
     outside, n_ok = c["outside"], max(c["n_ok"], 1)
     if not outside:
         return
