@@ -425,9 +425,8 @@ def _open_npy(path: Path, fmt: FileFormat, options: ReadOptions, choose: ColumnC
         if unit is not None:
             # a numeric column: the unit is its value; NaN is missing
             units = np.array(arr[:, unit])
-            X, n_missing = _drop_missing_units(
-                X, np.isnan(units) if units.dtype.kind == "f" else units != units
-            )
+            missing = np.isnan(units) if units.dtype.kind == "f" else np.zeros(units.size, dtype=bool)
+            X, n_missing = _drop_missing_units(X, missing)
         if hook is not None:
             hook(X)
         return InputPoints(
@@ -528,7 +527,7 @@ def _open_parquet(
     if unit is not None and not _unit_type_ok(schema[unit].type):
         raise ValueError(
             f"{path}: the --unit column {schema.names[unit]!r} has type {schema[unit].type}; "
-            "a unit must be integers or text"
+            "a unit must be integers, floats or text"
         )
     idx = resolve_columns(schema.names, numeric, options.columns, choose, where=str(path), unit=unit)
     for i in idx:
