@@ -102,6 +102,8 @@ def evaluate(model_path: Path, X: np.ndarray, cabs: np.ndarray) -> dict[str, Any
 
     model = load_model(model_path)
     proj = projection_of(model)
+    if proj is None:
+        raise ValueError(f"{model_path}: not a --geo model")
     labels = model.predict(proj.forward(X))
     probes = model.predict(proj.forward(np.array(list(PROBES.values()))))
     priv = json.loads(model_path.read_text())["privacy"]

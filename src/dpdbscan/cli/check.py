@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -137,7 +138,7 @@ def _spread(values: np.ndarray) -> str:
 
 
 def unit_lines(
-    pts: Points, grid: Grid | None, k: int | str | None, m: int, length
+    pts: Points, grid: Grid | None, k: int | str | None, m: int, length: Callable[[float], str]
 ) -> tuple[list[str], float | None]:
     """Private notes on the privacy units of ``pts`` (``--unit``): how many,
     their points and, on the release's ``grid`` (None: not known yet),

@@ -21,6 +21,7 @@ from typing import TextIO
 
 from ..exceptions import PrivacyLeakWarning, WeakPrivacyWarning
 from ..files import InputPlan, InputPoints, ReadOptions, open_input
+from ..files.reader import BlockHook
 from ..geometry import projection as _geo
 from ..model import SpanModel, load_model
 from ..render import plotting
@@ -336,7 +337,12 @@ def _open(path, columns, args, *, model=None, geo=False) -> InputPlan:
     )
 
 
-def read_plan(plan: InputPlan, args, notes: Notes | None = None, block_hook=None) -> InputPoints:
+def read_plan(
+    plan: InputPlan,
+    args: argparse.Namespace,
+    notes: Notes | None = None,
+    block_hook: BlockHook | None = None,
+) -> InputPoints:
     """Read every record of an opened plan; what the reader dropped goes to
     ``notes`` (private)."""
     got = plan.read(_progress_flag(args), block_hook)
