@@ -12,6 +12,7 @@ import numpy as np
 from ..files import write_labels
 from ..geometry import projection as _geo
 from ..model import describe, eps_candidates, guarantee
+from ..model.describe import noise_name, protection
 from ..post.coretests import core_test
 from ..render import plotting
 from .common import EXIT_OK, Notes, _points_for, _Warnings
@@ -101,11 +102,12 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
             "model",
             f"{args.model} (dpdbscan.spans, {model.n_spans} span(s), {model.n_core_cells} core cell(s))",
         ),
+        ("protects", protection(model)),
         ("epsilon", f"{model.release.epsilon:g}"),
         ("delta", f"{model.release.delta:g}"),
         (
             "noise",
-            f"{model.release.noise} Laplace, {model.release.histogram} histogram"
+            f"{noise_name(model.release.noise)}, {model.release.histogram} histogram"
             + ("" if model.release.histogram == "dense" else f", theta = {model.release.theta:g}"),
         ),
         ("alpha", length(g.alpha)),

@@ -233,8 +233,9 @@ def add_unit_options(p: ArgTarget) -> None:
         "--unit",
         metavar="COLUMN",
         default=None,
-        help="the column that names each row's person (a cab, a user): every row of one unit is "
-        "protected together. Without it each row is protected, not each person",
+        help="the column that names each row's person (a cab, a user), by name (header or "
+        "schema) or 0-based index: every row of one unit is protected together; rows without "
+        "one are dropped. Without it each row is protected, not each person",
     )
     u.add_argument(
         "--max-cells-per-unit",

@@ -28,6 +28,36 @@ def margin_figures(model: SpanModel) -> dict:
     }
 
 
+#: How each noise is named to a reader.
+NOISE_NAMES = {
+    "discrete": "discrete Laplace",
+    "laplace": "Laplace (floating point)",
+    "gaussian": "discrete Gaussian",
+}
+
+
+def noise_name(noise: str) -> str:
+    """The release's noise in words ("discrete Gaussian", ...)."""
+    return NOISE_NAMES.get(noise, noise)
+
+
+def protection(model: SpanModel) -> str:
+    """Who the release protects, in plain words: each unit (person-level,
+    with its contribution bound and zCDP rho) or each row (event-level)."""
+    rel = model.release
+    budget = f"(epsilon={rel.epsilon:g}, delta={rel.delta:g})"
+    if rel.units is None:
+        return f"event-level: each row is protected, not each person; {budget}"
+    column = model.metadata.get("unit_column")
+    who = "each unit" + (f" (column {column})" if column else "")
+    k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
+    rho = "" if rel.rho is None else f", rho={rel.rho:.3g} zCDP"
+    return (
+        f"person-level: {who} is protected: at most {k} cell{'s' if k != 1 else ''} and {m} "
+        f"point{'s' if m != 1 else ''} per cell per unit; {budget}{rho}"
+    )
+
+
 def describe(model: SpanModel) -> dict:
     """The parameters and guarantees of the release as a JSON-safe dict.
 
@@ -41,6 +71,12 @@ def describe(model: SpanModel) -> dict:
         "delta": rel.delta,
         "noise": rel.noise,
         "histogram": rel.histogram,
+        "protects": protection(model),
+        "unit": "row" if rel.units is None else "unit",
+        "unit_column": model.metadata.get("unit_column"),
+        "max_cells_per_unit": None if rel.units is None else rel.units.max_cells_per_unit,
+        "max_points_per_cell": None if rel.units is None else rel.units.max_points_per_cell,
+        "zcdp_rho": rel.rho,
         "alpha": g.alpha,
         "min_samples": spec.min_samples,
         "threshold": s.threshold,
@@ -76,8 +112,8 @@ def summary(model: SpanModel) -> str:
     test = core_test(spec.core)
     lines = [
         f"DP-DBSCAN spans: {model.n_spans} span(s) from {model.n_core_cells} core cell(s)",
-        f"  privacy : epsilon={rel.epsilon:g}, delta={rel.delta:g} ({rel.noise} noise, "
-        f"{rel.histogram} histogram)",
+        f"  privacy : {protection(model)}",
+        f"  noise   : {noise_name(rel.noise)}, {rel.histogram} histogram",
         f"  DBSCAN  : alpha={g.alpha:g}, min_samples={spec.min_samples}, threshold "
         + test.threshold_text(s.threshold),
         f"  grid    : d={g.d}, cell width w={rel.grid.width:.4g}, "
@@ -112,4 +148,13 @@ def origin_lines(model: SpanModel) -> list[str]:
     return []
 
 
-__all__ = ["describe", "summary", "margin_figures", "origin_lines", "MARGIN_FIGURES"]
+__all__ = [
+    "describe",
+    "summary",
+    "margin_figures",
+    "noise_name",
+    "origin_lines",
+    "protection",
+    "MARGIN_FIGURES",
+    "NOISE_NAMES",
+]
