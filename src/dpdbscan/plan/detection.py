@@ -4,38 +4,42 @@ With privacy units each unit adds to at most k cells, at most m to each, so a
 cell's bounded count is at most m times the number of units seen there, and
 the noise of one cell (its standard deviation grows as sqrt(k) m for the
 Gaussian) is the same at every eps. The core test sums the noisy counts of an
-eps-ball with weights (:class:`~dpdbscan.post.coretests.Statistic`); from
-that sum's threshold and the exact law of its noise this module derives, for
-a release at one eps:
+eps-ball with weights and thresholds the sum
+(:class:`~dpdbscan.post.coretests.Statistic`); from that and the exact law of
+the noise this module derives, for a release at one eps, two counts that make
+a sub-cell core with probability >= 1 - beta:
 
-* the **spot** count: the smallest bounded count in one cell that makes a
-  (sub-)cell of it core with probability >= 1 - beta, whatever else lies
-  around it (rigorous: below); in units, ceil(spot / m) units seen in one
-  cell. Compared with N, the user's public guess of the number of units,
-  it says whether one place can be a span at all;
-* the **per-cell** count: about what each cell of a cluster that fills an
-  eps-ball must hold on average (the threshold plus the noise's 1 - beta
-  quantile, over the ball's weight S(q) = sum_Y W(q, Y)). As a share of N it
-  says what share of all units must be seen in each cell *after bounding*;
-  a unit that visits c > k cells keeps each with probability k / c, so a
-  cluster every unit visits is found only if units visit at most
-  k / share cells: that count of cells, times a cell's volume, is the area
-  a unit may roam and still be seen in full. The cells grow with eps, so
-  that area does: this is what makes person-level clusters need a coarser
-  eps, while the counts themselves barely change with eps (an eps-ball
-  spans the same number of cells at a fixed eta).
+* the **spot** count: the bounded count in one cell that makes a sub-cell of
+  it core, whatever else lies around it; in units, ceil(spot / m) units seen
+  in one cell. Compared with N, the user's public guess of the number of
+  units, it says whether one place can be a span at all;
+* the **per-cell** count: what every cell of an eps-ball must hold for a
+  sub-cell at its centre to be core (a cluster that fills the ball). As a
+  share of N it says what share of all units each cell must keep *after
+  bounding*. A unit that visits c > k cells keeps each with probability
+  k / c, so a cluster that every unit visits is found only where units visit
+  at most k / share cells: that many cells, times a cell's volume, is the
+  area a unit may roam and still be seen. The cells grow with eps and so
+  does that area: this is why person-level clusters need a coarser eps,
+  while the counts themselves barely change with eps (an eps-ball spans the
+  same cells at a fixed eta, and the noise is per cell).
 
-Why the spot count is rigorous. Let the unit's cell Y0 hold x (bounded) and
-q be a sub-cell of Y0 at position i. Dense release (or a truncating one with
-theta <= 0, where every released value R_Y satisfies R_Y - x_Y >= Z_Y):
-E~(q) >= W_i(Y0) x + N_i with N_i = sum_Y W_i(Y) Z_Y, so x >= (T_i + g_i) /
-W_i(Y0), with P(N_i >= g_i) <= beta (:func:`weighted_quantile`, exact up to
-conservative binning; the noise is symmetric), makes E~(q) >= T_i with
-probability >= 1 - beta; the density test's occupancy condition (its cell
-reads above c sigma) takes a share of beta, computed exactly. Truncating
-release with theta > 0: every released value is >= 0, so E~(q) >= W_i(Y0)
-R_0 and q is core once x + Z_0 >= max(T_i / W_i(Y0), theta, occupancy): one
-noise term's quantile. Other points nearby only add to E~(q).
+Why the counts hold. Let the planted cells hold x each (bounded counts) and
+q be a sub-cell at position i of its cell Y0; its sum weighs them c_i
+(W_i(Y0) for the spot, S_i = sum_Y W_i(Y) for the filled ball). Dense
+release, or a truncating one with theta <= 0, where every released value has
+R_Y - x_Y >= Z_Y: the sum is at least c_i x + N_i with N_i = sum_Y W_i(Y)
+Z_Y (more points elsewhere only add), so x >= (T_i + g) / c_i with
+P(N_i >= g) <= beta' (:func:`weighted_quantile`: exact up to conservative
+binning; the noise is symmetric) reaches the threshold T_i with probability
+>= 1 - beta'. Truncating release with theta > 0: every released value is
+>= 0, so the spot's sum is at least W_i(Y0) R_0 and one noise term decides;
+a filled ball needs each of its n cells released, x + Z >= theta, and then
+its sum is c_i x + N_i. The density test also needs q's cell to read as
+occupied (above c sigma, or, for the filled ball, at least gamma times the
+ball's mean: a weighted sum of the same noises). Beta is split between the
+sum and these side conditions (:data:`SPLITS`, a union bound for each
+split; the smallest count is kept).
 
 Every number here reads the public grid, the noise law, the histogram's
 kind and theta, MinPts, beta, k, m and N, never data.
@@ -52,10 +56,10 @@ from ..post.coretests import Statistic, core_test
 from ..post.coretests.density import weighted_quantile
 from ..spec.specs import ReleaseSpec, SpanSpec
 
-#: The share of beta the density test's occupancy condition may take at the
-#: spot count before the split falls back to beta / 2 each (a spot that
-#: clears its threshold reads far above the occupancy cut: far below this).
-OCCUPANCY_SHARE = 1e-3
+#: The shares of beta tried for the side conditions of a detection (the
+#: density test's occupancy, a truncating release's theta); the sum's
+#: threshold takes the rest, and the smallest count over the splits is kept.
+SPLITS = (0.01, 0.1, 0.25, 0.5)
 
 NOISE_WORDS = {"gaussian": "discrete Gaussian", "discrete": "discrete Laplace", "laplace": "Laplace"}
 
@@ -83,17 +87,18 @@ class Detection:
     ball_cells : float
         S(q), the cells an eps-ball weighs (the weights' sum).
     per_cell : float
-        About the mean bounded count per cell of a cluster that fills an
-        eps-ball and is detected with probability 1 - beta.
-    per_cell_units : float
-        per_cell / m.
+        The bounded count every cell within eps of a cell must hold for a
+        sub-cell of it to be core with probability >= 1 - beta (a cluster
+        that fills the eps-ball).
+    per_cell_units : int
+        ceil(per_cell / m): units seen in each of those cells.
     share : float or None
         per_cell_units / N: the share of all units each cell must keep after
         bounding (None without N).
     max_unit_cells : float or None
         k / share: the most cells a unit may visit so that a cell every unit
         visits still keeps per_cell_units of them in expectation (inf when
-        share <= 0; None without N or when share > 1: nothing is detectable).
+        None without N or when share > 1: nothing is detectable).
     max_unit_volume : float or None
         max_unit_cells x cell_width^d (an area in 2-D).
     """
@@ -107,7 +112,7 @@ class Detection:
     spot_units: int
     ball_cells: float
     per_cell: float
-    per_cell_units: float
+    per_cell_units: int
     share: float | None
     max_unit_cells: float | None
     max_unit_volume: float | None
@@ -126,18 +131,23 @@ def detection(release: ReleaseSpec, spans: SpanSpec, n_units: float | None) -> D
     truncating = release.histogram != "dense" and release.theta > 0
     if release.histogram == "stability" and not truncating:
         raise ValueError(f"a stability release has a positive threshold, got theta={release.theta:g}")
-    spot = _spot(st, noise.kind, noise.scale, beta, release.theta if truncating else None)
-    per_cell = min((t + _quantile(noise.kind, noise.scale, w, beta)) / s for w, s, t in _rows(st))
+    law = (noise.kind, float(noise.scale))
     if truncating:
-        per_cell = max(per_cell, release.theta + _quantile(noise.kind, noise.scale, (1.0,), beta))
+        spot = _spot_truncated(st, law, beta, release.theta)
+        # each cell of the ball must be released: x + Z_Y >= theta for each of its terms
+        floor = (release.theta, max(len(w) for w in st.weights))
+        per_cell = _count(st, st.sums, law, beta, floor, filled=True)
+    else:
+        spot = _count(st, st.own, law, beta, None, filled=False)
+        per_cell = _count(st, st.sums, law, beta, None, filled=True)
     bound = release.units
     k, m = bound.max_cells_per_unit, bound.max_points_per_cell
-    per_unit = per_cell / m
+    per_unit = math.ceil(per_cell / m)
     share = most = volume = None
     if n_units is not None:
         share = per_unit / float(n_units)
         if share <= 1:
-            most = k / share if share > 0 else math.inf
+            most = k / share
             volume = most * grid.width**grid.d
     return Detection(
         eps=float(grid.alpha),
@@ -146,7 +156,7 @@ def detection(release: ReleaseSpec, spans: SpanSpec, n_units: float | None) -> D
         histogram=release.histogram,
         threshold=max(st.thresholds),
         spot=spot,
-        spot_units=int(math.ceil(spot / m - 1e-9)),
+        spot_units=math.ceil(spot / m),
         ball_cells=max(st.sums),
         per_cell=per_cell,
         per_cell_units=per_unit,
@@ -156,41 +166,81 @@ def detection(release: ReleaseSpec, spans: SpanSpec, n_units: float | None) -> D
     )
 
 
-def _rows(st: Statistic):
-    return zip(st.weights, st.sums, st.thresholds)
+#: A noise law: its kind and scale (:mod:`dpdbscan.laws.noise`).
+Law = tuple[str, float]
 
 
-def _quantile(kind: str, scale: float, weights: tuple, level: float) -> float:
+def _quantile(law: Law, weights: tuple, level: float) -> float:
     """g with P(sum W Z >= g) <= level (so P(sum W Z <= -g) <= level: the
     noise is symmetric)."""
-    return weighted_quantile(kind, float(scale), tuple(weights), float(level))
+    return weighted_quantile(law[0], law[1], tuple(weights), float(level))
 
 
-def _spot(st: Statistic, kind: str, scale: float, beta: float, theta: float | None) -> float:
-    """The spot count of the module docstring; ``theta``: the threshold of a
-    truncating release (> 0), None for the dense law."""
-    occ = st.occupancy
-    if theta is not None:
-        need = min(max(t / own, theta) for t, own in zip(st.thresholds, st.own))
-        if occ is not None:
-            need = max(need, occ)
-        return need + _quantile(kind, scale, (1.0,), beta)
+def _clears(st: Statistic, coef: tuple, law: Law, level: float) -> float:
+    """The smallest x with P(coef_i x + N_i < T_i) <= level at the best position i."""
+    return min((t + _quantile(law, w, level)) / c for w, c, t in zip(st.weights, coef, st.thresholds))
 
-    def clears(level: float) -> float:
-        return min(
-            (t + _quantile(kind, scale, w, level)) / own
-            for w, own, t in zip(st.weights, st.own, st.thresholds)
-        )
 
-    x = clears(beta)
-    if occ is None:
-        return x
-    # P(the own cell reads <= occ) = P(Z <= occ - x) = P(Z >= x - occ)
-    missed = laws.tail(kind, scale, x - occ)
-    if missed <= OCCUPANCY_SHARE * beta:
-        # a larger x only lowers the occupancy's share: x at beta - missed covers both
-        return clears(beta - missed)
-    return max(clears(beta / 2), occ + _quantile(kind, scale, (1.0,), beta / 2))
+def _count(
+    st: Statistic, coef: tuple, law: Law, beta: float, floor: tuple[float, int] | None, *, filled: bool
+) -> float:
+    """The smallest count x per planted cell, each weighing ``coef[i]`` in
+    the sum at position i, that makes a sub-cell core with probability
+    >= 1 - beta: the sum reaches its threshold, the own cell reads as
+    occupied, and with ``floor`` = (theta, n) each of the sum's n cells is
+    released (x + Z >= theta). Dense law of the sum's noise given that
+    (module docstring). ``filled``: every cell of the sum holds x (else only
+    the own cell is known, and only the occupancy's first branch counts).
+    Beta is split between the sum and the side conditions in each of
+    :data:`SPLITS` and the smallest count kept: each split is a valid union
+    bound."""
+    sides = (st.occupancy is not None) + (floor is not None)
+    if not sides:
+        return _clears(st, coef, law, beta)
+    best = math.inf
+    for f in SPLITS:
+        side = beta * f / sides
+        for i, (w, c, t) in enumerate(zip(st.weights, coef, st.thresholds)):
+            x = (t + _quantile(law, w, beta * (1 - f))) / c
+            if floor is not None:
+                x = max(x, floor[0] + _quantile(law, (1.0,), side / floor[1]))
+            if st.occupancy is not None:
+                x = max(x, _occupied(st, i, law, side, filled))
+            best = min(best, x)
+    return best
+
+
+def _occupied(st: Statistic, i: int, law: Law, level: float, filled: bool) -> float:
+    """The smallest x with P(the own cell fails the occupancy condition at
+    position i) <= level: what branch one needs, or with ``filled`` the
+    smaller of what either branch needs.
+
+    Branch one: x + Z_0 > c. Branch two, every cell of the ball holding x:
+    x + Z_0 >= gamma (S x + N) / S, i.e. V = Z_0 - gamma N / S >=
+    -(1 - gamma) x, where V is a weighted sum of the independent noises with
+    weights 1 - gamma W_0 / S (own cell) and -gamma W_Y / S; the noise is
+    symmetric, so V's law is that of the same sum with the weights'
+    absolute values."""
+    assert st.occupancy is not None
+    cut, gamma = st.occupancy
+    first = cut + _quantile(law, (1.0,), level)
+    if not filled or gamma >= 1:
+        return first
+    s, own = st.sums[i], st.own[i]
+    rest = list(st.weights[i])
+    rest.remove(own)
+    a = sorted([1 - gamma * own / s] + [gamma * v / s for v in rest])
+    return min(first, _quantile(law, tuple(a), level) / (1 - gamma))
+
+
+def _spot_truncated(st: Statistic, law: Law, beta: float, theta: float) -> float:
+    """The spot count of a release that reads every cell >= 0 (theta > 0):
+    the own cell alone must read x + Z_0 >= max(T_i / W_i(Y0), theta) and
+    above the occupancy cut, one noise term's 1 - beta quantile."""
+    need = min(max(t / own, theta) for t, own in zip(st.thresholds, st.own))
+    if st.occupancy is not None:
+        need = max(need, st.occupancy[0])
+    return need + _quantile(law, (1.0,), beta)
 
 
 @dataclass(frozen=True)
@@ -239,45 +289,35 @@ class UnitForecast:
         geographic boxes)."""
         k, m, d = self.max_cells_per_unit, self.max_points_per_cell, self.at
         conf = f"{1 - self.beta:.3g}"
-        head = (
-            f"Person-level: each unit adds to at most {k:,} cell{_s(k)} and at most {m} point{_s(m)} "
-            f"per cell, and each cell's count gets {NOISE_WORDS.get(self.noise, self.noise)} noise "
-            f"with standard deviation {self.cell_sigma:.3g}. At eps {length(d.eps)} (cells of "
-            f"{length(d.cell_width)}) a core needs about {d.spot_units:,} units seen in one cell "
-            f"(detected with probability >= {conf})"
+        out = (
+            f"Person-level: each unit adds to at most {k:,} cell{_s(k)} and {m} point{_s(m)} per "
+            f"cell; each cell's count gets {NOISE_WORDS.get(self.noise, self.noise)} noise with "
+            f"standard deviation {self.cell_sigma:.3g}. At eps {length(d.eps)} (cells of "
+            f"{length(d.cell_width)}) a place is core with probability >= {conf} once "
+            f"{d.spot_units:,} units are seen in its cell"
         )
-        spread = (
-            f"a cluster that fills an eps-ball ({d.ball_cells:.3g} cells) is detected where each "
-            f"of its cells keeps about {d.per_cell_units:,.0f} units after bounding"
-        )
-        if self.n_units is None or d.share is None:
-            return (
-                head
-                + "; "
-                + spread
-                + (". Give the number of units you expect (a public guess) to compare these with it.")
-            )
         n = self.n_units
-        if d.spot_units > n:
-            head += f", more than the {n:,.0f} units expected: no single place is a span"
-        if d.share > 1:
-            return (
-                head
-                + ". "
-                + _cap(spread)
-                + (
-                    f", more than the {n:,.0f} units expected: no cluster is detectable at this "
-                    "epsilon, at any eps (the noise is per cell and an eps-ball spans about as many "
-                    "cells at every eps). Use a larger epsilon."
-                )
-            )
-        most = d.max_unit_cells or math.inf
-        tail = (
-            f" ({d.share:.0%} of the {n:,.0f}). A unit that visits more than {k:,} cells keeps "
-            f"{k:,} of them at random, so a cluster every unit visits is found only if units visit "
-            f"at most {most:,.0f} cells of {length(d.cell_width)} ({volume(d.max_unit_volume or math.inf)})."
+        if n is not None and d.spot_units > n:
+            out += f", more than the {n:,.0f} units expected: no single place can be a span"
+        out += (
+            f". A cell inside a cluster is core with the same probability once every cell within "
+            f"eps of it keeps {d.per_cell_units:,} units after bounding"
         )
-        return head + "; " + spread + tail + self._ladder_words(length, volume)
+        if n is None or d.share is None:
+            return out + ". Give the number of units you expect (a public guess) to compare these with it."
+        out += f" ({d.share:.0%} of the {n:,.0f})"
+        if d.max_unit_cells is None:
+            return out + (
+                ": more than the units expected, so nothing is detectable at this epsilon, at this "
+                "eps or any other (the noise is per cell and an eps-ball spans about the same cells "
+                "at every eps). Use a larger epsilon."
+            )
+        return (
+            out + f". A unit that visits more than {k:,} cells keeps {k:,} of them at random, so this "
+            f"holds only where units visit at most {d.max_unit_cells:,.0f} cells of "
+            f"{length(d.cell_width)} ({volume(d.max_unit_volume or math.inf)})."
+            + self._ladder_words(length, volume)
+        )
 
     def _ladder_words(self, length, volume) -> str:
         rows = [r for r in self.ladder if r.max_unit_volume is not None]
@@ -286,8 +326,8 @@ class UnitForecast:
         steps = "; ".join(f"{length(r.eps)}: {volume(r.max_unit_volume)}" for r in rows)
         return (
             f" That area grows with eps ({steps}): units that roam more need a coarser eps, a "
-            "larger epsilon, or a larger k (the area grows as the square root of k while units "
-            "visit more cells than k)."
+            "larger epsilon, or a larger k (while units visit more than k cells, the area grows "
+            "about as the square root of k)."
         )
 
     def lines(
@@ -316,9 +356,10 @@ class UnitForecast:
             )
         out.append(
             "  (units in one cell: detected there with probability >= "
-            f"{1 - self.beta:.3g}; units per cell: about, in each cell of a cluster filling an "
-            "eps-ball, after bounding; share: of the units expected; cells per unit: the most a "
-            "unit may visit and keep that many in a cell every unit visits; * the release's eps)"
+            f"{1 - self.beta:.3g}; units per cell: in every cell within eps of a cell, after "
+            "bounding, for it to be core with that probability; share: of the units expected; "
+            "cells per unit: the most a unit may visit and a cell every unit visits still keep "
+            "that many; * the release's eps)"
         )
         return out + [self.sentence(length, volume)]
 
@@ -361,4 +402,4 @@ def unit_forecast(
     )
 
 
-__all__ = ["Detection", "UnitForecast", "detection", "unit_forecast", "OCCUPANCY_SHARE"]
+__all__ = ["Detection", "UnitForecast", "detection", "unit_forecast", "SPLITS"]
