@@ -156,7 +156,7 @@ def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
     if geo:
         proj = _geo.Equirectangular.from_bounds(lower, upper, args.ref_lat)
         lower, upper = proj.project_bounds(lower, upper)
-    fc = forecast_of(p, lower, upper, n_expected=n, n_units_expected=n_units, eps_ladder=ladder)
+    fc = forecast_of(p, lower, upper, n_expected=n, n_units_expected=n_units, eps_ladder=ladder, cli=True)
     if args.json:
         print(json.dumps(jsonable(fc.to_dict()), indent=2, allow_nan=False))
         return EXIT_OK

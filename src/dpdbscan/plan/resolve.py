@@ -275,6 +275,7 @@ def forecast_of(
     units: bool | None = None,
     n_units_expected: float | None = None,
     eps_ladder: Sequence[float] | None = None,
+    cli: bool = False,
 ) -> Forecast:
     """What a release with :func:`validated` parameters ``p`` in the public box
     would detect, before anything is spent (:mod:`dpdbscan.plan.forecast`).
@@ -292,22 +293,24 @@ def forecast_of(
     (:mod:`dpdbscan.plan.detection`) at its eps and at each eps of
     ``eps_ladder`` (default: eps x 1/4, 1/2, 1, 2, 4, those below the box's
     longest side); ``n_units_expected`` is the user's public guess of the
-    number of units."""
+    number of units. ``cli``: messages name the command line's options."""
+    opt = namer(cli)
     if n_expected is None:
         n_expected = p["n_expected"]
     if units is None:
         units = p["max_cells_per_unit"] is not None
     if units and p["max_cells_per_unit"] == "auto":
         raise ValueError(
-            "the forecast needs max_cells_per_unit as a number: 'auto' chooses it from the data "
-            "when fitting; forecast the values of k you have in mind"
+            f"the forecast needs {opt('max_cells_per_unit')} as a number: 'auto' chooses it from "
+            "the data when fitting; forecast the values of k you have in mind"
         )
     if not units and (n_units_expected is not None or eps_ladder is not None):
+        given = "--n-units-expected or --eps-ladder" if cli else "n_units_expected or eps_ladder"
         raise ValueError(
-            "the expected number of units and the eps ladder forecast a person-level release: "
-            "give max_cells_per_unit (the most cells one unit adds to)"
+            f"{given} forecast a person-level release: give {opt('max_cells_per_unit')} (the most "
+            "cells one unit adds to)"
         )
-    r = resolve({**p, "n_expected": n_expected}, lower, upper, units=units, stacklevel=3)
+    r = resolve({**p, "n_expected": n_expected}, lower, upper, units=units, cli=cli, stacklevel=3)
     fc = forecast(r.release, r.spans, n_expected=n_expected if n_points is None else n_points)
     if not units:
         return fc
@@ -323,7 +326,7 @@ def forecast_of(
         with warnings.catch_warnings():
             # the release's own eps has warned already; a ladder step is a what-if
             warnings.simplefilter("ignore", UtilityWarning)
-            step = resolve({**p, "eps": e, "n_expected": n_expected}, lower, upper, units=True)
+            step = resolve({**p, "eps": e, "n_expected": n_expected}, lower, upper, units=True, cli=cli)
         releases.append((step.release, step.spans))
     return replace(fc, units=unit_forecast(releases, ladder.index(base), n_units_expected))
 

@@ -106,15 +106,15 @@ class Statistic:
     zeros left out: the noise's law depends on nothing else); ``own[i]``: the
     weight of q's own cell in it; ``sums[i]``: the sum of the weights (the
     cells of an eps-ball); ``thresholds[i]``: what the sum must reach;
-    ``occupancy``: a count the own cell's released value must exceed as well
-    (one sufficient branch of the test's occupancy condition; None: no such
-    condition)."""
+    ``occupancy``: (c, gamma) of a condition on the own cell's released value
+    x~_0 as well, x~_0 > c or x~_0 >= gamma (the sum) / sums[i] (None: the
+    test has no such condition)."""
 
     weights: tuple[tuple[float, ...], ...]
     own: tuple[float, ...]
     sums: tuple[float, ...]
     thresholds: tuple[float, ...]
-    occupancy: float | None
+    occupancy: tuple[float, float] | None
 
 
 #: A function naming a parameter as the user wrote it (API or command line).
