@@ -59,7 +59,7 @@ from ..spec.specs import ReleaseSpec, SpanSpec
 #: The shares of beta tried for the side conditions of a detection (the
 #: density test's occupancy, a truncating release's theta); the sum's
 #: threshold takes the rest, and the smallest count over the splits is kept.
-SPLITS = (0.01, 0.1, 0.25, 0.5)
+SPLITS = (0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 
 NOISE_WORDS = {"gaussian": "discrete Gaussian", "discrete": "discrete Laplace", "laplace": "Laplace"}
 
