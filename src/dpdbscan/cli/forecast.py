@@ -91,7 +91,17 @@ def add_arguments(p: ArgTarget) -> None:
         help="automatic mode: public cap on the cells of its release",
     )
     add_unit_options(p, column=False)
-    u = p.add_argument_group("person-level forecast (with --max-cells-per-unit)")
+    u = p.add_argument_group(
+        "person-level forecast (with --max-cells-per-unit)",
+        "Each unit adds to at most K cells, M points each; the noise per cell is the\n"
+        "same at every eps. For each eps of the ladder the forecast prints how many\n"
+        "units one cell must hold for a place there to be core with probability >= 1\n"
+        "- beta, how many every cell within eps of a cell must keep after bounding\n"
+        "for that cell to be core (a cluster), that as a share of the N units you\n"
+        "expect, and so the most cells (the area) a unit may visit: a unit with more\n"
+        "than K cells keeps K of them at random. That area grows with eps: units that\n"
+        "roam more than it need a coarser eps (or a larger epsilon or K).",
+    )
     u.add_argument(
         "--n-units-expected",
         type=float,
