@@ -192,8 +192,11 @@ def test_the_sentence_says_when_nothing_is_detectable():
     few = DPDBSCAN(**PERSON).forecast(n_units_expected=20)
     assert few.units is not None and few.units.at.max_unit_cells is None
     assert "nothing is detectable" in few.sentence() and "no single place" in few.sentence()
-    many = DPDBSCAN(**PERSON).forecast(n_units_expected=10_000).sentence()
-    assert "no single place" not in many and "visit at most" in many and "grows with eps" in many
+    some = DPDBSCAN(**PERSON).forecast(n_units_expected=1_000).sentence()
+    assert "no single place" not in some and "visit at most" in some and "grows with eps" in some
+    # 24 units per cell of 100,000: units may visit every one of the 225 cells
+    many = DPDBSCAN(**PERSON).forecast(n_units_expected=100_000).sentence()
+    assert "0.024% of the 100,000), however many of the box's cells units visit." in many
     assert "Give the number of units" in DPDBSCAN(**PERSON).forecast().sentence()
 
 

@@ -97,8 +97,8 @@ class Detection:
         bounding (None without N).
     max_unit_cells : float or None
         k / share: the most cells a unit may visit so that a cell every unit
-        visits still keeps per_cell_units of them in expectation (inf when
-        None without N or when share > 1: nothing is detectable).
+        visits still keeps per_cell_units of them in expectation (None
+        without N, or when share > 1: nothing is detectable).
     max_unit_volume : float or None
         max_unit_cells x cell_width^d (an area in 2-D).
     """
@@ -305,13 +305,15 @@ class UnitForecast:
         )
         if n is None or d.share is None:
             return out + ". Give the number of units you expect (a public guess) to compare these with it."
-        out += f" ({d.share:.0%} of the {n:,.0f})"
+        out += f" ({_percent(d.share)} of the {n:,.0f})"
         if d.max_unit_cells is None:
             return out + (
                 ": more than the units expected, so nothing is detectable at this epsilon, at this "
                 "eps or any other (the noise is per cell and an eps-ball spans about the same cells "
                 "at every eps). Use a larger epsilon."
             )
+        if d.max_unit_cells >= d.n_cells:
+            return out + ", however many of the box's cells units visit."
         return (
             out + f". A unit that visits more than {k:,} cells keeps {k:,} of them at random, so this "
             f"holds only where units visit at most {d.max_unit_cells:,.0f} cells of "
@@ -346,7 +348,7 @@ class UnitForecast:
             f"{'share':>6}  {'cells per unit':>14}  {'area':>10}",
         ]
         for r in self.ladder:
-            share = "-" if r.share is None else f"{r.share:.0%}"
+            share = "-" if r.share is None else _percent(r.share)
             cells = "-" if r.max_unit_cells is None else f"{r.max_unit_cells:,.0f}"
             area = "-" if r.max_unit_volume is None else volume(r.max_unit_volume)
             mark = "*" if r.eps == self.at.eps else " "
@@ -367,6 +369,10 @@ class UnitForecast:
         out = asdict(self)
         out["sentence"] = self.sentence()
         return out
+
+
+def _percent(x: float) -> str:
+    return f"{x:.0%}" if x >= 0.01 else f"{100 * x:.2g}%"
 
 
 def _s(n: int) -> str:
