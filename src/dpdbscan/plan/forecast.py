@@ -14,11 +14,13 @@ own public guess of the number of points; nothing here reads data.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from ..laws import noise as laws
 from ..post.coretests import core_test
 from ..spec.specs import ReleaseSpec, SpanSpec
+from .detection import UnitForecast
 
 #: Rough cost of one term of a neighbourhood sum (one gathered noisy count),
 #: measured on the dense path (3-20 ns per term on a laptop core); used only
@@ -92,6 +94,10 @@ class Forecast:
         Warnings: a fit that will take long (public: kappa, |X|, d), or one
         that will likely find nothing (needs ``n_expected``, or a margin that
         dwarfs MinPts).
+    units : UnitForecast or None
+        A person-level release (``max_cells_per_unit``): what it detects in
+        units, at its eps and over a ladder of eps
+        (:mod:`dpdbscan.plan.detection`); its counts are bounded counts.
     """
 
     eps: float
@@ -116,13 +122,17 @@ class Forecast:
     slow: tuple
     useless: tuple
     margin_text: str
+    units: UnitForecast | None
 
     @property
     def notes(self) -> tuple:
         return tuple(self.slow) + tuple(self.useless)
 
     def sentence(self) -> str:
-        """A plain sentence on what is detectable at this epsilon."""
+        """A plain sentence on what is detectable at this epsilon (in units
+        for a person-level release)."""
+        if self.units is not None:
+            return self.units.sentence()
         core = "sub-cell" if self.subcells > 1 else "cell"
         head = (
             f"At epsilon={self.epsilon:g} a {core} is core when its eps-neighbourhood is "
@@ -158,9 +168,17 @@ class Forecast:
             tail += " Only extreme hot spots qualify: use a larger eps or a larger epsilon."
         return head + " " + where + tail
 
-    def lines(self, n_name: str = "n_expected") -> list[str]:
+    def lines(
+        self,
+        n_name: str = "n_expected",
+        length: Callable[[float], str] = "{:.4g}".format,
+        volume: Callable[[float], str] = "{:.3g}".format,
+    ) -> list[str]:
         """The forecast as lines of text (what ``dpdbscan forecast`` prints);
-        ``n_name`` names the number of points (``check`` counts them)."""
+        ``n_name`` names the number of points (``check`` counts them);
+        ``length`` and ``volume`` format the person-level table's lengths
+        and a unit's area (km and km² for geographic boxes)."""
+        counted = "bounded count" if self.units is not None else "count"
         out = [
             f"grid      : d={self.d}, |X|={self.n_cells:,} cells, kappa={self.kappa}, "
             f"sub-cells {self.subcells}^{self.d}, {self.histogram} histogram"
@@ -168,8 +186,10 @@ class Forecast:
             f"noise     : one eps-neighbourhood estimate has std {self.noise_std:.2f}",
             f"margin    : {self.margin:.2f} ({self.margin_text})",
             f"threshold : a core {'sub-cell' if self.subcells > 1 else 'cell'} needs an estimated "
-            f"eps-neighbourhood count >= {self.threshold:.1f}",
+            f"eps-neighbourhood {counted} >= {self.threshold:.1f}",
         ]
+        if self.units is not None:
+            return out + self.units.lines(length, volume) + [f"warning: {n}" for n in self.notes]
         if self.expected_count is not None:
             out.append(
                 f"expected  : {self.expected_count:.3g} points per eps-neighbourhood at the "
@@ -186,6 +206,7 @@ class Forecast:
     def to_dict(self) -> dict:
         out = asdict(self)
         out["slow"], out["useless"] = list(self.slow), list(self.useless)
+        out["units"] = None if self.units is None else self.units.to_dict()
         out["sentence"] = self.sentence()
         return out
 
@@ -326,6 +347,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
         slow=tuple(slow),
         useless=tuple(useless),
         margin_text=fig.margin_text,
+        units=None,
     )
 
 

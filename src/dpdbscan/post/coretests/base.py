@@ -150,6 +150,27 @@ class Figures:
         return min_samples + self.margin_value
 
 
+@dataclass(frozen=True)
+class Statistic:
+    """What a core test thresholds, per sub-position q of a cell: a weighted
+    sum of released counts, sum_Y W(q, Y) x~_Y, against a threshold. What a
+    release can detect follows from it (:mod:`dpdbscan.plan.detection`).
+
+    ``weights[i]``: the multiset of weights of position i's sum (sorted, the
+    zeros left out: the noise's law depends on nothing else); ``own[i]``: the
+    weight of q's own cell in it; ``sums[i]``: the sum of the weights (the
+    cells of an eps-ball); ``thresholds[i]``: what the sum must reach;
+    ``occupancy``: (c, gamma) of a condition on the own cell's released value
+    x~_0 as well, x~_0 > c or x~_0 >= gamma (the sum) / sums[i] (None: the
+    test has no such condition)."""
+
+    weights: tuple[tuple[float, ...], ...]
+    own: tuple[float, ...]
+    sums: tuple[float, ...]
+    thresholds: tuple[float, ...]
+    occupancy: tuple[float, float] | None
+
+
 #: A function naming a parameter as the user wrote it (API or command line).
 Namer = Callable[[str], str]
 
@@ -221,6 +242,13 @@ class CoreTest(ABC):
     ) -> Figures:
         """The margin and what it implies for a release with these public
         fields, before it is made (the forecast)."""
+
+    @abstractmethod
+    def statistic(
+        self, grid: Grid, kind: str, noise: str, scale: float, theta: float, spec: SpanSpec
+    ) -> Statistic:
+        """The sum the test thresholds and its thresholds for a release with
+        these public fields (what it can detect, before it is made)."""
 
     # -- guarantee and words ------------------------------------------------
     @abstractmethod
@@ -348,6 +376,7 @@ __all__ = [
     "CoreTest",
     "Figures",
     "Namer",
+    "Statistic",
     "Spans",
     "over_candidates",
     "union_void",

@@ -23,6 +23,7 @@ from ..base import (
     Figures,
     Namer,
     Spans,
+    Statistic,
     Stored,
     no_guarantee,
     over_candidates,
@@ -133,6 +134,23 @@ class BoundTest(CoreTest):
             terms=int(layout.kappa),
             kappa=int(layout.kappa),
             margin_text="tau = Gamma_low + Gamma_up",
+        )
+
+    def statistic(
+        self, grid: Grid, kind: str, noise: str, scale: float, theta: float, spec: SpanSpec
+    ) -> Statistic:
+        """The noisy neighbour sum S(q) over NB(q) (weights 1; the largest
+        NB(q), kappa cells) against MinPts + Gamma_up (practical rule) or
+        MinPts - Gamma_low; no occupancy condition."""
+        layout = SubcellLayout(grid, spec.subcells)
+        gamma, gamma_upper = bound_margins(kind, theta, noise, scale, layout, str(spec.margin), spec.beta)
+        kappa = int(layout.kappa)
+        return Statistic(
+            weights=((1.0,) * kappa,),
+            own=(1.0,),
+            sums=(float(kappa),),
+            thresholds=(sum_threshold(spec.min_samples, gamma, spec.raise_min_samples, gamma_upper),),
+            occupancy=None,
         )
 
     def guarantee(self, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> dict:

@@ -23,6 +23,7 @@ from ..base import (
     Figures,
     Namer,
     Spans,
+    Statistic,
     Stored,
     no_guarantee,
     over_candidates,
@@ -32,8 +33,8 @@ from ..base import (
     union_void,
     union_words,
 )
-from .core import MAX_KAPPA, density_field, utility_note
-from .margins import MARGINS, Margin, accuracy_margin, empty_truncation, margin
+from .core import MAX_KAPPA, OCCUPANCY, OCCUPANCY_SIGMAS, density_field, utility_note
+from .margins import MARGINS, Margin, accuracy_margin, empty_truncation, margin, noise_variance
 from .weights import BallWeights, ball_weights
 
 
@@ -209,6 +210,24 @@ class DensityTest(CoreTest):
             terms=int(weights.offsets.shape[0]),
             kappa=int(SubcellLayout(grid, spec.subcells).kappa),
             margin_text="the largest m(q): 1 sigma, or the empty-space guard",
+        )
+
+    def statistic(
+        self, grid: Grid, kind: str, noise: str, scale: float, theta: float, spec: SpanSpec
+    ) -> Statistic:
+        """E~(q) = sum_Y W(q, Y) x~_Y against MinPts + m(q); the own cell must
+        also read as occupied (:func:`~.core.density_field`: above
+        ``OCCUPANCY_SIGMAS`` noise standard deviations, or at least
+        ``OCCUPANCY`` times the ball's mean count per cell)."""
+        weights, m = density_margin(grid, kind, noise, scale, theta, spec)
+        own = int(np.flatnonzero(~weights.offsets.any(axis=1))[0])
+        rows = tuple(tuple(sorted(float(x) for x in row[row > 0])) for row in weights.W)
+        return Statistic(
+            weights=rows,
+            own=tuple(float(x) for x in weights.W[:, own]),
+            sums=tuple(float(x) for x in weights.sums),
+            thresholds=tuple(float(spec.min_samples + v) for v in m.values),
+            occupancy=(OCCUPANCY_SIGMAS * math.sqrt(noise_variance(noise, scale)), OCCUPANCY),
         )
 
     def guarantee(self, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> dict:
