@@ -68,7 +68,8 @@ MAX_CELLS_PER_UNIT = 1000
 MAX_POINTS_PER_CELL = 1
 DELTA = 1e-6
 TOP = 50
-METRICS = ("spans", "ari", "top_in_spans", "one_unit_spans", "points_in_spans", "seconds")
+METRICS = ("spans", "ari", "top_in_spans", "one_unit_spans", "points_in_spans", "cells_3sd", "seconds")
+SIGMA_KS = (50, 200, 1000)
 
 
 def level_params(level: str) -> dict[str, Any]:
@@ -123,6 +124,12 @@ def ari(a: np.ndarray, b: np.ndarray) -> float:
 
 
 # --------------------------------------------------------------- the runs
+def exact_counts(twin: SpanModel) -> np.ndarray:
+    """The exact (bounded) counts of a noiseless twin's cells."""
+    assert twin.histogram is not None and twin.histogram.noise == "none"
+    return np.asarray(twin.histogram.values).ravel()
+
+
 def measure(
     model: SpanModel, labels: np.ndarray, ref: np.ndarray | None, ctx: dict[str, Any]
 ) -> dict[str, Any]:
@@ -182,6 +189,7 @@ def evaluate(
     runs: list[dict[str, Any]] = []
     twins: list[dict[str, Any]] = []
     refs: dict[tuple[str, int | None], np.ndarray] = {}
+    counts: dict[tuple[str, int | None], np.ndarray] = {}
     X = proj = None
     for level in levels:
         for seed in seeds:
@@ -200,15 +208,19 @@ def evaluate(
                 if key not in refs:
                     twin = noiseless_twin(model, X, units if level == "person" else None, random_state=seed)
                     refs[key] = twin.predict(X)
+                    counts[key] = exact_counts(twin)
                     twins.append({"level": level, "seed": key[1], **measure(twin, refs[key], None, ctx)})
                 labels = model.predict(X)
+                sd = _noise_sd(model)
                 row = {
                     "level": level,
                     "epsilon": epsilon,
                     "seed": seed,
                     **measure(model, labels, refs[key], ctx),
                 }
-                row.update(seconds=seconds, noise_sd=_noise_sd(model), warnings=notes)
+                # how many cells the noise lets through on their own, before the eps-ball sums add kappa cells
+                row.update(cells_3sd=int(np.sum(counts[key] >= 3 * sd)), rho=model.release.rho)
+                row.update(seconds=seconds, noise_sd=sd, warnings=notes)
                 runs.append(row)
                 print(
                     f"  {level} eps={epsilon:g} seed={seed}: {row['spans']} spans, ARI {row['ari']:.3f}, "
@@ -217,6 +229,66 @@ def evaluate(
                     flush=True,
                 )
     return {"runs": runs, "twins": twins, "setup": setup(len(lonlat), int(codes.max()) + 1, ctx)}
+
+
+def three_sigma(
+    lonlat: np.ndarray, units: np.ndarray, ks: Sequence[int] = SIGMA_KS, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Why Gaussian: for each k, how many cells' exact bounded counts reach 3
+    noise sd on their own, under the person-level noise of three budgets.
+
+    The counts are those of :func:`noiseless_twin` (seed ``seed``'s choice of
+    each cab's k cells). The sd are the library's own: of a fit with the
+    discrete Laplace at epsilon 1 (L1 sensitivity k m), of a fit with the
+    discrete Gaussian at epsilon 1, delta 1e-6 (L2 sensitivity sqrt(k) m),
+    and that Gaussian's sigma rescaled to rho = 0.5 (sigma is proportional
+    to 1 / sqrt(rho))."""
+    out = []
+    for k in ks:
+        sds = {}
+        for name, noise, delta in (("laplace", "discrete", 0.0), ("gaussian", "gaussian", DELTA)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = fit_lonlat(
+                    lonlat,
+                    bounds=data.GEO_BOXES["cabs"].degrees,
+                    eps=EPS,
+                    min_samples=MIN_SAMPLES,
+                    epsilon=1.0,
+                    delta=delta,
+                    noise=noise,
+                    units=units,
+                    max_cells_per_unit=k,
+                    max_points_per_cell=MAX_POINTS_PER_CELL,
+                    random_state=seed,
+                )
+            sds[name] = _noise_sd(model)
+            if name == "gaussian":
+                rho = float(model.release.rho or 0.0)
+                X = Equirectangular.from_dict(model.metadata["projection"]).forward(lonlat)
+                c = exact_counts(noiseless_twin(model, X, units, random_state=seed))
+        sds["gaussian_rho_half"] = sds["gaussian"] * float(np.sqrt(rho / 0.5))
+        row: dict[str, Any] = {"k": k, "cells": int(np.sum(c > 0)), "max_count": int(c.max(initial=0))}
+        for name, sd in sds.items():
+            row[name] = {"sd": sd, "cells_3sd": int(np.sum(c >= 3 * sd))}
+        out.append(row)
+        print(f"  3 sd, k={k}: {row}", file=sys.stderr, flush=True)
+    return out
+
+
+def three_sigma_markdown(rows: list[dict[str, Any]]) -> str:
+    """The table of :func:`three_sigma`."""
+    out = [
+        "| k | cells kept | largest count | Laplace ε = 1: sd, cells ≥ 3 sd "
+        "| Gaussian ε = 1, δ = 1e-6: sd, cells ≥ 3 sd | Gaussian ρ = 0.5: sd, cells ≥ 3 sd |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        cells = [f"{r['k']:,}", f"{r['cells']:,}", f"{r['max_count']:,}"]
+        noises = ("laplace", "gaussian", "gaussian_rho_half")
+        cells += [f"{r[n]['sd']:.3g}, {r[n]['cells_3sd']:,}" for n in noises]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def _seen(grid: Grid, X: np.ndarray, codes: np.ndarray, keys: np.ndarray) -> list[int]:
@@ -277,8 +349,8 @@ def markdown(result: dict[str, Any]) -> str:
 
     out = [
         "| level | ε | noise sd per cell | spans | ARI vs noiseless | top-50 cells in spans "
-        "| spans > half one cab | points in spans | s per fit |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| spans > half one cab | points in spans | cells ≥ 3 sd alone | s per fit |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted({(r["level"], r["epsilon"]) for r in runs}, key=lambda k: (LEVELS.index(k[0]), k[1]))
     for level, eps in keys:
@@ -292,6 +364,7 @@ def markdown(result: dict[str, Any]) -> str:
             col(rs, "top_in_spans", ".2f"),
             col(rs, "one_unit_spans", ".1f"),
             col(rs, "points_in_spans", ".3f"),
+            col(rs, "cells_3sd", ".1f"),
             col(rs, "seconds", ".1f"),
         ]
         out.append("| " + " | ".join(cells) + " |")
@@ -308,6 +381,7 @@ def markdown(result: dict[str, Any]) -> str:
                 col(ts, "one_unit_spans", ".1f"),
                 col(ts, "points_in_spans", ".3f"),
                 "–",
+                "–",
             ]
             out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
@@ -318,13 +392,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--levels", default=",".join(LEVELS))
     ap.add_argument("--epsilons", default=",".join(f"{e:g}" for e in EPSILONS))
     ap.add_argument("--seeds", default="0-2")
+    ap.add_argument(
+        "--sigma-ks", default=",".join(map(str, SIGMA_KS)), help="k of the 3-sd table ('' skips it)"
+    )
     ap.add_argument("--json", type=Path, default=None, help="also write every run's numbers here")
     args = ap.parse_args(argv)
     levels = options.names(args.levels, LEVELS)
     epsilons = [float(e) for e in args.epsilons.split(",")]
     seeds = options.seed_range(args.seeds)
     t0 = time.perf_counter()
-    result = evaluate(levels, epsilons, seeds)
+    lonlat, units = data.cabs_with_units()
+    result = evaluate(levels, epsilons, seeds, lonlat=lonlat, units=units)
+    ks = [int(k) for k in args.sigma_ks.split(",") if k.strip()]
+    result["three_sigma"] = three_sigma(lonlat, units, ks, seeds[0]) if ks else []
     result["setup"]["wall_seconds"] = time.perf_counter() - t0
     result["setup"]["load_average_end"] = list(os.getloadavg())
     s = result["setup"]
@@ -336,6 +416,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"seen by {s['top_cells_seen_by'][0]} to {s['top_cells_seen_by'][1]} cabs.\n"
     )
     print(markdown(result))
+    if result["three_sigma"]:
+        print(f"\nCells whose exact bounded count reaches 3 noise sd on its own (seed {seeds[0]}):\n")
+        print(three_sigma_markdown(result["three_sigma"]))
     notes = sorted({(r["level"], n) for r in result["runs"] for n in r["warnings"]})
     empty = [r for r in result["runs"] if r["empty_spans"]]
     print(f"\nspans holding no point: {sum(r['empty_spans'] for r in empty)} in {len(empty)} fits")
