@@ -26,6 +26,10 @@ For each fit:
 * one-cab spans: spans more than half of whose points (by ``predict`` on
   every point) come from one cab;
 * points in spans: the share of all points that ``predict`` puts in a span;
+* largest span: the share of all points in the span that holds the most;
+* cells >= 3 sd alone: cells whose exact (bounded) count reaches three
+  standard deviations of the fit's noise on its own, before the eps-ball sums
+  add up kappa cells;
 * seconds: wall-clock time of ``fit_lonlat`` alone (data in memory).
 
 The twins have rows of their own (ARI 1 by definition): the person-level
@@ -68,7 +72,16 @@ MAX_CELLS_PER_UNIT = 1000
 MAX_POINTS_PER_CELL = 1
 DELTA = 1e-6
 TOP = 50
-METRICS = ("spans", "ari", "top_in_spans", "one_unit_spans", "points_in_spans", "cells_3sd", "seconds")
+METRICS = (
+    "spans",
+    "ari",
+    "top_in_spans",
+    "one_unit_spans",
+    "points_in_spans",
+    "largest_span",
+    "cells_3sd",
+    "seconds",
+)
 SIGMA_KS = (50, 200, 1000)
 
 
@@ -117,6 +130,12 @@ def one_unit_spans(labels: np.ndarray, unit_codes: np.ndarray, n_spans: int) -> 
     return int(np.sum(2 * table.max(axis=1, initial=0) > total)), int(np.sum(total == 0))
 
 
+def largest_span(labels: np.ndarray) -> float:
+    """Share of all points that the largest span (by points) holds."""
+    inside = labels[labels >= 0]
+    return float(np.bincount(inside).max() / labels.size) if inside.size else 0.0
+
+
 def ari(a: np.ndarray, b: np.ndarray) -> float:
     from sklearn.metrics import adjusted_rand_score
 
@@ -143,6 +162,7 @@ def measure(
         "one_unit_spans": dominated,
         "empty_spans": empty,
         "points_in_spans": float(np.mean(labels >= 0)),
+        "largest_span": largest_span(labels),
     }
 
 
@@ -349,8 +369,8 @@ def markdown(result: dict[str, Any]) -> str:
 
     out = [
         "| level | ε | noise sd per cell | spans | ARI vs noiseless | top-50 cells in spans "
-        "| spans > half one cab | points in spans | cells ≥ 3 sd alone | s per fit |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| spans > half one cab | points in spans | largest span | cells ≥ 3 sd alone | s per fit |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted({(r["level"], r["epsilon"]) for r in runs}, key=lambda k: (LEVELS.index(k[0]), k[1]))
     for level, eps in keys:
@@ -364,6 +384,7 @@ def markdown(result: dict[str, Any]) -> str:
             col(rs, "top_in_spans", ".2f"),
             col(rs, "one_unit_spans", ".1f"),
             col(rs, "points_in_spans", ".3f"),
+            col(rs, "largest_span", ".3f"),
             col(rs, "cells_3sd", ".1f"),
             col(rs, "seconds", ".1f"),
         ]
@@ -380,6 +401,7 @@ def markdown(result: dict[str, Any]) -> str:
                 col(ts, "top_in_spans", ".2f"),
                 col(ts, "one_unit_spans", ".1f"),
                 col(ts, "points_in_spans", ".3f"),
+                col(ts, "largest_span", ".3f"),
                 "–",
                 "–",
             ]
