@@ -166,6 +166,12 @@ def measure(
     }
 
 
+def cabs_fit(lonlat: np.ndarray, epsilon: float, **params: Any) -> SpanModel:
+    """``fit_lonlat`` of Cabs with the table's eps, MinPts and public box."""
+    box = data.GEO_BOXES["cabs"].degrees
+    return fit_lonlat(lonlat, bounds=box, eps=EPS, min_samples=MIN_SAMPLES, epsilon=epsilon, **params)
+
+
 def fit(
     lonlat: np.ndarray, units: np.ndarray, level: str, epsilon: float, seed: int
 ) -> tuple[SpanModel, float, list[str]]:
@@ -173,16 +179,8 @@ def fit(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
-        model = fit_lonlat(
-            lonlat,
-            bounds=data.GEO_BOXES["cabs"].degrees,
-            eps=EPS,
-            min_samples=MIN_SAMPLES,
-            epsilon=epsilon,
-            random_state=seed,
-            units=units if level == "person" else None,
-            **level_params(level),
-        )
+        who = units if level == "person" else None
+        model = cabs_fit(lonlat, epsilon, random_state=seed, units=who, **level_params(level))
         seconds = time.perf_counter() - t0
     notes = sorted({f"{w.category.__name__}: {str(w.message)[:90]}" for w in caught})
     return model, seconds, [n for n in notes if not n.startswith("InsecureRandomnessWarning")]
@@ -269,19 +267,8 @@ def three_sigma(
         for name, noise, delta in (("laplace", "discrete", 0.0), ("gaussian", "gaussian", DELTA)):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                model = fit_lonlat(
-                    lonlat,
-                    bounds=data.GEO_BOXES["cabs"].degrees,
-                    eps=EPS,
-                    min_samples=MIN_SAMPLES,
-                    epsilon=1.0,
-                    delta=delta,
-                    noise=noise,
-                    units=units,
-                    max_cells_per_unit=k,
-                    max_points_per_cell=MAX_POINTS_PER_CELL,
-                    random_state=seed,
-                )
+                bound = {"max_cells_per_unit": k, "max_points_per_cell": MAX_POINTS_PER_CELL, "units": units}
+                model = cabs_fit(lonlat, 1.0, delta=delta, noise=noise, random_state=seed, **bound)
             sds[name] = _noise_sd(model)
             if name == "gaussian":
                 rho = float(model.release.rho or 0.0)

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from dpdbscan import SpanModel, fit_lonlat
+from dpdbscan import SpanModel
 from dpdbscan.testing import plot_model, save_figure
 
 from . import data, options
-from .person_level import DELTA, EPS, MAX_CELLS_PER_UNIT, MAX_POINTS_PER_CELL, MIN_SAMPLES
+from .person_level import cabs_fit, level_params
 
 # San Francisco and the airport, inside the public box: public, the same for both pictures
 VIEW = (-122.53, 37.60, -122.35, 37.83)
@@ -41,28 +41,14 @@ TITLES = {
 
 def fit(level: str, lonlat: np.ndarray, units: np.ndarray) -> SpanModel:
     """The README's release at ``level`` ("event" or "person"), secure noise."""
-    extra = (
-        {
-            "units": units,
-            "max_cells_per_unit": MAX_CELLS_PER_UNIT,
-            "max_points_per_cell": MAX_POINTS_PER_CELL,
-            "noise": "gaussian",
-            "delta": DELTA,
-        }
-        if level == "person"
-        else {}
-    )
+    # the same keyword arguments as the table's fits (noise "discrete" is what "auto" picks without units)
+    extra = level_params(level)
+    if level == "person":
+        extra["units"] = units
     with warnings.catch_warnings():
         # UtilityWarning of a person-level release: the table in docs/accuracy.md says what it costs
         warnings.simplefilter("ignore")
-        return fit_lonlat(
-            lonlat,
-            bounds=data.GEO_BOXES["cabs"].degrees,
-            eps=EPS,
-            min_samples=MIN_SAMPLES,
-            epsilon=1.0,
-            **extra,
-        )
+        return cabs_fit(lonlat, 1.0, **extra)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
