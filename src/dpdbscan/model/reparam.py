@@ -82,6 +82,7 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
         metadata=model.metadata,
         rho=rel.rho,
         units=rel.units,
+        unit_choice=rel.unit_choice,
     )
 
 

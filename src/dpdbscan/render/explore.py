@@ -163,6 +163,7 @@ def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partiti
         metadata=model.metadata,
         rho=rel.rho,
         units=rel.units,
+        unit_choice=rel.unit_choice,
     )
 
 

@@ -336,6 +336,13 @@ def check_units(p: dict[str, Any], units: bool, *, cli: bool = False) -> None:
             f"noise, pure epsilon-DP, grows with {opt('max_cells_per_unit')} and rarely finds a "
             f"cluster at person level; choose it with {opt('noise')} discrete if you must.)"
         )
+    if units and k == "auto" and p["noise"] in ("discrete", "laplace"):
+        raise ValueError(
+            f"{opt('max_cells_per_unit')} auto chooses k for Gaussian noise, whose noise grows as "
+            f"sqrt(k): with {opt('noise')} {p['noise']} the noise grows as k and the smallest k "
+            f"would always win. Use {opt('noise')} gaussian (or auto), or give "
+            f"{opt('max_cells_per_unit')} a number"
+        )
     hist, delta, noise = p["histogram"], p["delta"], p["noise"]
     gaussian = noise == "gaussian" or (noise == "auto" and units)
     if hist in ("dense", "sparse") and delta and not gaussian:
