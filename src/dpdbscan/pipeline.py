@@ -74,9 +74,7 @@ def fit(
     if accountant is not None:
         charge(accountant, r.release, spend=False)
     if r.choices:
-        made, hist = release_choosing(
-            r.choices, X, units=units, backend=backend, random_state=r.random_state
-        )
+        made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
         r = replace(r, release=made)
     else:
         hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)

@@ -20,8 +20,8 @@ import numpy as np
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..spec.specs import ReleaseSpec, Seed
-from .backends import Backend, resolve_backend
 from . import unitchoice
+from .backends import Backend, resolve_backend
 from .backends.base import CellCounts, DenseBackend, PointsInput, UnitBackend, UnitChoiceBackend
 from .bounding import BoundingKey
 from .histograms import dense_histogram, sparse_histogram, stability_histogram
@@ -139,7 +139,9 @@ def release_choosing(
         raise RuntimeError("the backend counted without choosing max_cells_per_unit")
     spec = picked[0]
     cells = _canonical(counts)
-    return spec, _release(spec, spec.grid, cells, noise_of(spec.noise), source, (spec.noise.epsilon, spec.delta_spent))
+    return spec, _release(
+        spec, spec.grid, cells, noise_of(spec.noise), source, (spec.noise.epsilon, spec.delta_spent)
+    )
 
 
 def _release(

@@ -167,18 +167,26 @@ def _accept(source: Source, a: int) -> bool:
     return True
 
 
-def choose(cells: np.ndarray, candidates: Sequence[int], rho: float, source: Source) -> int:
-    """The index of the chosen candidate: the exponential mechanism on
-    :func:`scores`, rho-zCDP with respect to adding or removing one unit's
-    ``cells`` entry (see the module)."""
-    if not candidates:
-        raise ValueError("no candidates for max_cells_per_unit")
-    a = exponents(cells, candidates, rho)
+def draw(a: Sequence[int], source: Source) -> int:
+    """An index i drawn with probability proportional to exp(-a_i / 2**20)
+    (integers a_i >= 0, one of them 0), exactly: a uniform proposal accepted
+    with probability exp(-a_i / 2**20), until one is accepted."""
     n = len(a)
+    if n == 0 or min(a) != 0:
+        raise ValueError("draw needs exponents a_i >= 0 with a smallest of 0")
     while True:
         i = int(randbelow(source, n)) if n > 1 else 0
         if _accept(source, a[i]):
             return i
 
 
-__all__ = ["Q", "DEN", "FLOOR", "scores", "exponents", "probabilities", "choose"]
+def choose(cells: np.ndarray, candidates: Sequence[int], rho: float, source: Source) -> int:
+    """The index of the chosen candidate: the exponential mechanism on
+    :func:`scores`, rho-zCDP with respect to adding or removing one unit's
+    ``cells`` entry (see the module)."""
+    if not candidates:
+        raise ValueError("no candidates for max_cells_per_unit")
+    return draw(exponents(cells, candidates, rho), source)
+
+
+__all__ = ["Q", "DEN", "FLOOR", "scores", "exponents", "probabilities", "draw", "choose"]
