@@ -242,7 +242,8 @@ def add_unit_options(p: ArgTarget) -> None:
         default=DEFAULTS["max_cells_per_unit"],
         type=_int_or_auto,
         help="with --unit: the most cells one unit adds to, chosen at random among its cells "
-        "(a number, or 'auto': chosen privately); required with --unit",
+        "(a number, or 'auto': chosen privately for 10%% of the budget, docs/parameters.md); "
+        "required with --unit",
     )
     u.add_argument(
         "--max-points-per-cell",

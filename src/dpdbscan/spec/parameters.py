@@ -219,7 +219,7 @@ PARAMETERS: dict[str, Param] = {
     "core": Param("density", (Name(),), "--core", False),
     "border": Param("auto", (Options("auto"), Real(0)), "--border", False),
     # contribution bounds per privacy unit (fit(X, units=...)); "auto": k
-    # chosen by a DP quantile of the cells per unit (plan.resolve)
+    # chosen privately by the release (plan.units, release.unitchoice)
     "max_cells_per_unit": Param(None, (NoneValue(), Options("auto"), Integer(1)), "--max-cells-per-unit"),
     "max_points_per_cell": Param(1, (Integer(1),), "--max-points-per-cell"),
     "accountant": Param(
