@@ -51,22 +51,4 @@ def model_of(
     )
 
 
-def same_release(model: SpanModel, hist: NoisyHistogram, spans: Spans, spec: SpanSpec) -> SpanModel:
-    """A model of other spans (``spans``, made with ``spec`` from ``hist``,
-    ``model``'s release on some grid) of the release ``model`` was made
-    from: the fit that spent the budget and its privacy facts carry over."""
-    rel = model.release
-    return model_of(
-        hist,
-        spans,
-        spec,
-        fit=(rel.eps, rel.eta, rel.min_samples),
-        auto=None,
-        metadata=model.metadata,
-        rho=rel.rho,
-        units=rel.units,
-        unit_choice=rel.unit_choice,
-    )
-
-
-__all__ = ["model_of", "same_release"]
+__all__ = ["model_of"]

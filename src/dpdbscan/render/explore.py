@@ -33,7 +33,7 @@ from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..geometry.projection import projection_of
 from ..model import SpanModel, finest_eps
-from ..model.build import same_release
+from ..model.reparam import remodel
 from ..model.stats import span_stats
 from ..post import ladder as _sweep
 from ..post.coretests import core_test
@@ -153,7 +153,7 @@ def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partiti
     # keys differ between the two encodings (the padding grows with alpha);
     # both are row-major, so the sorted order and the labels carry over
     keys = hist.grid.subdivided(spec.subcells).encode(fine.decode(p.keys))
-    return same_release(model, hist, test.spans_of(hist, spec, keys, p.labels), spec)
+    return remodel(model, hist, test.spans_of(hist, spec, keys, p.labels), spec)
 
 
 def write_table(ex: Exploration, path: Path | str) -> None:
