@@ -75,7 +75,9 @@ def fit(
         charge(accountant, r.release, spend=False)
     if r.choices:
         made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
+        # the noise is the chosen k's from here on (the stand-in's was the largest k's)
         r = replace(r, release=made)
+        fc = forecast(r.release, r.spans)
     else:
         hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)
     if accountant is not None:

@@ -331,3 +331,20 @@ def test_a_backend_must_choose_exactly_once():
         release_histogram(r.release, X, units=units, random_state=0)
     with pytest.raises(ValueError, match="candidate"):
         release_choosing(r.choices[:-1][::-1], X, units=units, random_state=0)
+
+
+def test_the_utility_note_quotes_the_chosen_k_s_noise():
+    """The note after a fit quotes one estimate's noise at the k chosen, not
+    at the stand-in release (the largest candidate) planned before it."""
+    from dpdbscan.plan.forecast import forecast
+
+    X, units = crowd()
+    with pytest.warns(UtilityWarning, match="standard deviation") as caught:
+        est = auto_k(random_state=7).fit(X, units=units)
+    k = est.spans_.release.units.max_cells_per_unit
+    r = _resolved()
+    made = r.choices[list(unit_plan.candidates(r.release.grid)).index(k)]
+    expected = f"standard deviation {forecast(made, r.spans).noise_std:.1f})"
+    stand_in = f"standard deviation {forecast(r.release, r.spans).noise_std:.1f})"
+    notes = [str(w.message) for w in caught if "standard deviation" in str(w.message)]
+    assert expected != stand_in and any(expected in n for n in notes)
