@@ -220,4 +220,5 @@ def noiseless_twin(model: SpanModel, X: Any, units: Any = None, random_state: in
         metadata=model.metadata,
         rho=None,
         units=release.units,
+        unit_choice=release.unit_choice,
     )
