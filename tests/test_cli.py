@@ -492,7 +492,7 @@ def test_subprocess_bad_input_has_no_traceback(tmp_path):
     r = sh("info", _not_a_model(tmp_path))
     assert r.returncode == 2
     assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert r.stderr.startswith("dpdbscan: error:") and "Traceback" not in r.stderr
+    assert r.stderr.startswith("dpdbscan info: error:") and "Traceback" not in r.stderr
 
 
 # --------------------------------------------------------------------------- the paper's example
@@ -715,13 +715,13 @@ def test_a_typo_in_a_required_option_is_named(capsys, blobs_csv, tmp_path):
     rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-smaples", "5",
                        "--bounds", "0", "10", "--out-dir", tmp_path / "o")
     assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
-    assert "--min-smaples (did you mean --min-samples?)" in err and err.startswith("dpdbscan: error:")
+    assert "--min-smaples (did you mean --min-samples?)" in err and err.startswith("dpdbscan fit: error:")
     assert not (tmp_path / "o").exists()
 
 
 def test_parser_errors_have_the_one_form(capsys):
     rc, out, err = run(capsys, "fit", "x.csv", "--eps", "1", "--bounds", "0", "1")
-    assert rc == 2 and err.startswith("dpdbscan: error: the following arguments are required: --min-samples")
+    assert rc == 2 and err.startswith("dpdbscan fit: error: the following arguments are required: --min-samples")
 
 
 def test_reversed_bounds_suggest_a_valid_order(capsys, tmp_path):

@@ -5,8 +5,8 @@ Conventions of the command line: standard output carries only the release
 (summaries, tables, labels a user asked for); standard error carries progress
 and local notes for the data owner, some of which are computed from the
 private data (how many rows were read or clipped) and are therefore not part
-of the release. Bad input gives one line ``dpdbscan: error: ...`` on stderr
-and exit status 2.
+of the release. Bad input gives one line ``dpdbscan COMMAND: error: ...`` on
+stderr (:func:`error_prefix`) and exit status 2.
 """
 
 from __future__ import annotations
@@ -254,9 +254,18 @@ def _stem(path: str) -> str:
     return name or "spans"
 
 
+def error_prefix(command: str | None) -> str:
+    """The start of every error line: ``dpdbscan fit: error:`` (argparse's
+    own form, whose ``prog`` is ``dpdbscan fit``), or ``dpdbscan: error:``
+    before a command is known."""
+    return f"dpdbscan {command}: error:" if command else "dpdbscan: error:"
+
+
 def _one_line(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.filename and exc.strerror:
-        return f"{exc.strerror}: {exc.filename}"
+    """An exception as the text after :func:`error_prefix`: one line, without
+    Python's ``[Errno 13]`` prefix for an OS error."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc.strerror)
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
 

@@ -623,7 +623,7 @@ def _report(written, failed) -> int:
     print("wrote " + ", ".join(written))
     for f in failed:
         print(
-            f"dpdbscan: error: could not write {f}; the release itself was written to {written[0]}",
+            f"dpdbscan fit: error: could not write {f}; the release itself was written to {written[0]}",
             file=sys.stderr,
         )
     return EXIT_PARTIAL if failed else EXIT_OK

@@ -17,7 +17,7 @@ from .. import __version__
 from .check import EXAMPLES as CHECK_EXAMPLES
 from .check import add_arguments as add_check_arguments
 from .check import cmd_check
-from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings, keep_freed_memory
+from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings, error_prefix, keep_freed_memory
 from .explore import EXAMPLES as EXPLORE_EXAMPLES
 from .explore import add_arguments as add_explore_arguments
 from .explore import cmd_explore
@@ -83,10 +83,11 @@ EXAMPLES = {
 
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error (no usage dump) in the form every
-    command uses (``dpdbscan: error: ...``) and exit status 2."""
+    command uses (``dpdbscan COMMAND: error: ...``; its ``prog`` is
+    ``dpdbscan COMMAND``) and exit status 2."""
 
     def error(self, message):
-        self.exit(EXIT_BAD_INPUT, f"dpdbscan: error: {message} (see '{self.prog} --help')\n")
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
@@ -109,7 +110,7 @@ def unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str
             bad.append(name + (f" (did you mean {close[0]}?)" if close else ""))
     if not bad:
         return None
-    return f"dpdbscan: error: unknown option(s) {', '.join(bad)} (see 'dpdbscan {command} --help')"
+    return f"{error_prefix(command)} unknown option(s) {', '.join(bad)} (see 'dpdbscan {command} --help')"
 
 
 # --------------------------------------------------------------------------- #
@@ -267,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return EXIT_OK
     except (ValueError, TypeError, OSError, ImportError) as exc:
-        print(f"dpdbscan: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"{error_prefix(args.command)} {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("dpdbscan: interrupted", file=sys.stderr)
