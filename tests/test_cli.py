@@ -129,7 +129,7 @@ def test_geo_fit_projects_around_the_public_box(capsys, geo_csv, tmp_path):
     rc, out, err = run(capsys, "fit", geo_csv, "--header", "--geo", "--bounds", *SF, "--eps", "50m",
                        "--min-samples", "100", "--seed", "0", "--out-dir", tmp_path)
     assert rc == 0, err
-    assert "alpha = 50 m" in out
+    assert "within 50 m of it (min_samples=100, eps=50 m)" in out and "km around 37.7700 deg N" in out
     m = load_model(tmp_path / "trips.spans.json")
     assert m.grid.alpha == pytest.approx(0.05)
     assert m.metadata["columns"] == ["longitude", "latitude"]
@@ -258,12 +258,19 @@ def test_plot_of_points_is_marked_and_kept_off_release_names(capsys, blobs_model
 def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
     rc, out, err = run(capsys, "info", blobs_model)
     assert rc == 0, err
-    for key in ("epsilon", "delta", "alpha", "MinPts", "rho", "tau", "beta", "kappa", "|X|", "guarantee"):
-        assert any(line.split(":")[0].strip() == key for line in out.splitlines()), key
+    rows = {line.split(" : ", 1)[0].strip(): line.split(" : ", 1)[1] for line in out.splitlines()}
+    m = load_model(blobs_model)
+    # every row a sentence with the paper's symbols in brackets (issue 23)
+    for key, symbols in [("privacy", ["epsilon=1", "delta=0"]), ("eps", ["(eps, alpha)"]),
+                         ("min_samples", ["(min_samples, MinPts)"]), ("approximation", [f"rho={m.spans.rho:g}"]),
+                         ("additive error", ["tau"]), ("failure", ["(beta=0.1)"]),
+                         ("grid", ["(|X|, w)", f"kappa={m.release.grid.kappa}", f"kappa_q={m.spans.kappa_q}"]),
+                         ("guarantee", ["with probability >= 0.9", "MinPts="])]:
+        assert all(s in rows[key] for s in symbols), (key, rows[key])
+        assert len(rows[key].split()) >= 4, rows[key]  # words, not a bare number
     rc, out, _ = run(capsys, "info", blobs_model, "--json")
     info = json.loads(out)
-    m = load_model(blobs_model)
-    assert info["kappa"] == m.spans.kappa and info["n_cells"] == m.release.grid.n_cells and info["core"] == m.spec.core
+    assert info["kappa"] == m.release.grid.kappa and info["kappa_q"] == m.spans.kappa_q and info["n_cells"] == m.release.grid.n_cells and info["core"] == m.spec.core
     assert info["guarantee"]["probability"] == pytest.approx(0.9)
     assert (info["epsilon"], info["alpha"], info["min_samples"], info["rho"]) == (1.0, 0.5, 20, m.spans.rho)
 
@@ -621,7 +628,7 @@ def test_swapped_bounds_are_spotted(capsys, blobs_csv, tmp_path):
     # xmin xmax ymin ymax instead of xmin ymin xmax ymax
     rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "5",
                        "--bounds", "0", "10", "0.5", "9", "--out-dir", tmp_path, "--no-png")
-    assert "look like xmin xmax ymin ymax" in err and "0 0.5 10 9" in err
+    assert "in the order xmin xmax ymin ymax" in err and "0 0.5 10 9" in err
 
 
 def test_fit_reads_standard_input(capsys, blobs_csv, tmp_path, monkeypatch):

@@ -64,8 +64,10 @@ def test_contract_and_fitted_attributes():
     assert b.tau_ == pytest.approx(2 * b.gamma_)
     assert m.n_cells_ == m.spans_.release.grid.n_cells == m.histogram_.grid.n_cells
     assert m.budget_spent_ == (1.0, 0.0)
-    for key in ("rho", "tau", "beta", "kappa", "n_cells", "epsilon", "delta"):
+    for key in ("rho", "tau", "beta", "kappa_q", "n_cells", "epsilon", "delta"):
         assert key in m.guarantee_
+    # two quantities, two names (issue 23): cells within eps of a cell, of a sub-cell
+    assert "kappa" not in m.guarantee_ and m.guarantee_["kappa_q"] == 15
     assert m.n_features_in_ == 2
     assert np.array_equal(clone(m).get_params()["bounds"], (0, 1))
 

@@ -160,8 +160,10 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     gamma_, gamma_upper_, tau_, kappa_, theta_, n_cells_, rho_, beta_ :
         Margins (bound test: Gamma_low and Gamma_up; density test: the largest
         m(q) and None), additive error tau = Gamma_low + Gamma_up (bound test;
-        None for density), kappa, sparse threshold, |X|, approximation ratio and
-        failure probability.
+        None for density), kappa (the cells within eps of one cell of the
+        histogram grid, the paper's kappa; ``guarantee_["kappa_q"]`` is the most
+        within eps of one sub-cell), sparse threshold, |X|, approximation ratio
+        and failure probability.
     guarantee_ : dict
         The guarantee of the core test and the privacy parameters.
     budget_spent_ : tuple (epsilon, delta)

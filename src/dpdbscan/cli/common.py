@@ -231,7 +231,7 @@ def _split_bounds(values: list[float], d: int, geo: bool):
         # or min_1 max_1 min_2 max_2 ... (public: the option's own values).
         readings = (
             ("the upper bounds came first", list(values[d:]) + list(values[:d])),
-            ("the values look like xmin xmax ymin ymax", list(values[0::2]) + list(values[1::2])),
+            ("the values are in the order xmin xmax ymin ymax", list(values[0::2]) + list(values[1::2])),
         )
         for why, order in readings:
             if all(lo < hi for lo, hi in zip(order[:d], order[d:])):

@@ -603,10 +603,9 @@ def summary(model: SpanModel) -> str:
     proj = _geo.projection_of(model)
     if proj is not None:
         lines.append(
-            f"  geo     : lon/lat in km around {proj.ref_lat:.4f} deg N (equirectangular); "
-            f"alpha = {_geo.format_km(model.grid.alpha)}, cell width = "
-            f"{_geo.format_km(model.release.grid.width)}, span cells "
-            f"{_geo.format_km(model.grid.width)}"
+            f"  geo     : longitude and latitude projected to km around {proj.ref_lat:.4f} deg N "
+            "(equirectangular, centred on the public box), so the lengths above are on the ground"
+            + (f"; sub-cells {_geo.format_km(model.grid.width)} wide" if model.spec.subcells > 1 else "")
         )
     source = model.metadata.get("bounds_source", "")
     if source.startswith("data"):

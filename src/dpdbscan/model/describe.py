@@ -4,24 +4,42 @@ prints)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from ..geometry.projection import format_km, projection_of
+from ..plan.forecast import grid_words, histogram_words
 from ..post.coretests import core_test
 from .codec import jsonable
 from .guarantee import eps_candidates, guarantee
 from .record import SpanModel
 
 # the margin and what it was computed from, in report order
-MARGIN_FIGURES = ("beta", "gamma", "gamma_upper", "margin", "kappa", "n_events", "n_cells", "theta")
+MARGIN_FIGURES = (
+    "beta",
+    "gamma",
+    "gamma_upper",
+    "margin",
+    "kappa",
+    "kappa_q",
+    "n_events",
+    "n_cells",
+    "theta",
+)
 
 
 def margin_figures(model: SpanModel) -> dict:
-    """The margin and the public numbers it was computed from."""
+    """The margin and the public numbers it was computed from: ``kappa`` is
+    the cells within eps of a cell of the histogram grid, ``kappa_q`` the
+    most within eps of one sub-cell (the noisy counts of one sub-cell's sum,
+    which the margins cover)."""
     s, spec = model.spans, model.spec
     return {
         "beta": spec.beta,
         "gamma": s.gamma,
         "gamma_upper": s.gamma_upper,
         "margin": spec.margin,
-        "kappa": s.kappa,
+        "kappa": model.release.grid.kappa,
+        "kappa_q": s.kappa_q,
         "n_events": s.n_events,
         "n_cells": model.release.grid.n_cells,
         "theta": model.release.theta,
@@ -70,23 +88,57 @@ def describe(model: SpanModel) -> dict:
     return jsonable(info)
 
 
+#: The noise families in words.
+NOISE_WORDS = {
+    "discrete": "discrete Laplace noise",
+    "laplace": "Laplace noise (floating point)",
+    "gaussian": "discrete Gaussian noise",
+}
+
+
+def length_of(model: SpanModel) -> Callable[[float], str]:
+    """How the model's lengths read: metres or km for a --geo model, else
+    the data's own units."""
+    return format_km if projection_of(model) is not None else (lambda v: f"{v:.4g}")
+
+
+def privacy_words(model: SpanModel) -> str:
+    """Who is protected, how strongly and by what noise, in words with the
+    symbols (the summary's and ``info``'s privacy line)."""
+    rel = model.release
+    who = (
+        "each record"
+        if rel.units is None
+        else f"each privacy unit, with all its records (at most {rel.units.max_cells_per_unit} "
+        f"cells and {rel.units.max_points_per_cell} points per cell of each counted)"
+    )
+    zcdp = "" if rel.rho is None else f", from zCDP rho={rel.rho:.4g}"
+    return (
+        f"{who} is protected at epsilon={rel.epsilon:g}, delta={rel.delta:g}{zcdp} by "
+        f"{NOISE_WORDS.get(rel.noise, rel.noise + ' noise')} on " + histogram_words(rel.histogram, rel.theta)
+    )
+
+
 def summary(model: SpanModel) -> str:
-    """The release in a few lines (what ``dpdbscan fit`` prints)."""
+    """The release in a few lines (what ``dpdbscan fit`` prints): each a
+    sentence, with the paper's symbols in brackets."""
     g, s, spec, rel = model.grid, model.spans, model.spec, model.release
     test = core_test(spec.core)
+    length = length_of(model)
+    core = "sub-cell" if spec.subcells > 1 else "cell"
     lines = [
-        f"DP-DBSCAN spans: {model.n_spans} span(s) from {model.n_core_cells} core cell(s)",
-        f"  privacy : epsilon={rel.epsilon:g}, delta={rel.delta:g} ({rel.noise} noise, "
-        f"{rel.histogram} histogram)",
-        f"  DBSCAN  : alpha={g.alpha:g}, min_samples={spec.min_samples}, threshold "
-        + test.threshold_text(s.threshold),
-        f"  grid    : d={g.d}, cell width w={rel.grid.width:.4g}, "
-        f"|X|={rel.grid.n_cells}, kappa={s.kappa}, sub-cells {spec.subcells}^{g.d}",
+        f"DP-DBSCAN spans: {model.n_spans} span(s) from {model.n_core_cells} core {core}(s)",
+        "  privacy : " + privacy_words(model),
+        f"  DBSCAN  : a place is dense (core) when at least {spec.min_samples} points lie within "
+        f"{length(g.alpha)} of it (min_samples={spec.min_samples}, eps={length(g.alpha)}); "
+        + test.threshold_text(s.threshold, core),
+        "  grid    : "
+        + grid_words(rel.grid.n_cells, g.d, spec.subcells, rel.grid.kappa, s.kappa_q, length(rel.grid.width)),
         "  margin  : "
         + test.margin_text(s, spec)
-        + (f", theta={rel.theta:g}" if rel.histogram != "dense" else "")
-        + f", border={spec.border:.4g}",
-        test.guarantee_line(guarantee(model), s, eps_candidates(model)),
+        + f"; points within {length(spec.border)} of a core {core} join its span "
+        f"(border={length(spec.border)})",
+        test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
     ]
     return "\n".join(lines + origin_lines(model))
 
@@ -112,4 +164,12 @@ def origin_lines(model: SpanModel) -> list[str]:
     return []
 
 
-__all__ = ["describe", "summary", "margin_figures", "origin_lines", "MARGIN_FIGURES"]
+__all__ = [
+    "describe",
+    "summary",
+    "margin_figures",
+    "origin_lines",
+    "length_of",
+    "privacy_words",
+    "MARGIN_FIGURES",
+]

@@ -59,13 +59,20 @@ class Forecast:
     Attributes
     ----------
     eps, min_samples, epsilon : the DBSCAN parameters and the budget.
-    d, n_cells, kappa, subcells : the grid.
+    d, n_cells, subcells : the grid: dimension, cells (|X|), sub-cells per
+        cell and dimension.
+    kappa : int
+        The cells within eps of one cell of the grid (the paper's kappa).
+    kappa_q : int
+        The most cells within eps of one sub-cell: the noisy counts in one
+        sub-cell's neighbour sum (the model's ``kappa_q``; ``kappa`` without
+        sub-cells).
     histogram, theta : the histogram the mechanism will use (from |X| alone).
     core : "density" or "bound".
     noise_std : float
         Standard deviation of the noise of one eps-neighbourhood estimate
         (the largest over sub-positions): sigma(q) = sqrt(Var Z sum W^2) for
-        the density test, sqrt(kappa Var Z) for the bound test's sum.
+        the density test, sqrt(kappa_q Var Z) for the bound test's sum.
     margin : float
         Added to MinPts: the largest m(q) (density test, 1 sigma or the
         empty-space guard) or tau = Gamma_low + Gamma_up (bound test,
@@ -84,7 +91,9 @@ class Forecast:
         threshold / expected_count: how many times the box's average density
         a cluster needs to be detected.
     terms_per_cell : int
-        Noisy counts summed per candidate cell.
+        Noisy counts a candidate cell's core test reads: kappa for the
+        density test (its sub-cells together read the whole cell's
+        neighbourhood), kappa_q for the bound test's sum.
     seconds : float or None
         Rough time of the core test (with ``n_expected``, or for a dense
         release where every cell can be a candidate).
@@ -100,6 +109,7 @@ class Forecast:
     d: int
     n_cells: int
     kappa: int
+    kappa_q: int
     subcells: int
     histogram: str
     theta: float
@@ -161,14 +171,16 @@ class Forecast:
     def lines(self, n_name: str = "n_expected") -> list[str]:
         """The forecast as lines of text (what ``dpdbscan forecast`` prints);
         ``n_name`` names the number of points (``check`` counts them)."""
+        core = "sub-cell" if self.subcells > 1 else "cell"
         out = [
-            f"grid      : d={self.d}, |X|={self.n_cells:,} cells, kappa={self.kappa}, "
-            f"sub-cells {self.subcells}^{self.d}, {self.histogram} histogram"
-            + (f" (theta={self.theta:g})" if self.histogram == "sparse" else ""),
-            f"noise     : one eps-neighbourhood estimate has std {self.noise_std:.2f}",
-            f"margin    : {self.margin:.2f} ({self.margin_text})",
-            f"threshold : a core {'sub-cell' if self.subcells > 1 else 'cell'} needs an estimated "
-            f"eps-neighbourhood count >= {self.threshold:.1f}",
+            f"grid      : {grid_words(self.n_cells, self.d, self.subcells, self.kappa, self.kappa_q)}; "
+            f"noise on {histogram_words(self.histogram, self.theta)}",
+            f"noise     : the estimated number of points within eps of a {core} is off by "
+            f"{self.noise_std:.2f} on a typical draw (one noise standard deviation, sigma)",
+            f"margin    : {self.margin:.2f} points are added to min_samples so that noise alone "
+            f"rarely makes a {core} core ({self.margin_text})",
+            f"threshold : a core {core} needs an estimated {self.threshold:.1f} points or more "
+            f"within eps (min_samples={self.min_samples:g} plus the margin)",
         ]
         if self.expected_count is not None:
             out.append(
@@ -188,6 +200,34 @@ class Forecast:
         out["slow"], out["useless"] = list(self.slow), list(self.useless)
         out["sentence"] = self.sentence()
         return out
+
+
+def grid_words(
+    n_cells: int, d: int, subcells: int, kappa: int, kappa_q: int, width: str | None = None
+) -> str:
+    """The grid in words with its symbols: the cells (|X|) and their
+    ``width`` (w) when given, the sub-cells, and how many cells lie within
+    eps of a cell (kappa) and of a sub-cell (kappa_q)."""
+    wide = "" if width is None else f" {width} wide"
+    symbols = "|X|" if width is None else "|X|, w"
+    split = f", each split into {' x '.join([str(subcells)] * d)} sub-cells" if subcells > 1 else ""
+    near = (
+        f"{kappa} cells lie within eps of a cell, at most {kappa_q} within eps of a sub-cell "
+        f"(kappa={kappa}, kappa_q={kappa_q})"
+        if subcells > 1
+        else f"{kappa} cells lie within eps of a cell (kappa={kappa})"
+    )
+    return f"{n_cells:,} cells{wide} in {d} dimension(s) ({symbols}){split}; {near}"
+
+
+def histogram_words(kind: str, theta: float) -> str:
+    """Which cells get noise and which are released, in words, with the
+    histogram's name: what follows "noise on"."""
+    if kind == "dense":
+        return "every cell of the box (dense histogram)"
+    if kind == "sparse":
+        return f"every cell, releasing only counts of at least theta={theta:g} (sparse histogram)"
+    return f"occupied cells only, releasing only counts of at least theta={theta:g} (stability histogram)"
 
 
 def _percent(x: float) -> str:
@@ -263,7 +303,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     fig = core_test(spans.core).figures(grid, kind, release.noise.kind, release.noise.scale, theta, spans)
     gamma, noise_std, margin_value = fig.gamma, fig.noise_std, fig.margin_value
     threshold = fig.threshold(spans.min_samples)
-    terms, kappa = fig.terms, fig.kappa
+    terms, kappa_q = fig.terms, fig.kappa_q
     params = spans
     # empty cells a sparse release adds in expectation (public: |X|, the noise, theta)
     max_empty_cells = (
@@ -309,7 +349,8 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
         epsilon=float(release.noise.epsilon),
         d=d,
         n_cells=grid.n_cells,
-        kappa=int(kappa),
+        kappa=int(grid.kappa),
+        kappa_q=int(kappa_q),
         subcells=k,
         histogram=kind,
         theta=float(theta),
@@ -329,4 +370,4 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     )
 
 
-__all__ = ["FitCost", "Forecast", "fit_cost", "forecast", "SECONDS_PER_TERM"]
+__all__ = ["FitCost", "Forecast", "fit_cost", "forecast", "grid_words", "histogram_words", "SECONDS_PER_TERM"]
