@@ -806,3 +806,45 @@ def test_eps_as_large_as_the_box_spends_nothing_in_python():
     with pytest.raises(ValueError, match=r"eps=5000 is at least the public box's longest side \(700"):
         DPDBSCAN(5000, min_samples=5, bounds=([0, 0], [700, 480]), accountant=acc).fit(X)
     assert acc.total() == (0.0, 0.0)
+
+
+def test_the_command_says_the_warnings_python_gives(capsys, tmp_path):
+    """Issue 23: fit_lonlat with the README's Cabs parameters warned that
+    "less than half of the noisy counts lie in cells of the spans" while the
+    command seemed silent. A small case: two blobs in much diffuse noise. The
+    same seed makes the same release, so the command's stderr carries the
+    Python UtilityWarning word for word (it reads the release only: no private
+    mark)."""
+    import warnings
+
+    from dpdbscan import DPDBSCAN, UtilityWarning
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal([3, 3], 0.2, (600, 2)), rng.normal([7, 7], 0.2, (600, 2)),
+                   rng.uniform(0, 10, (3000, 2))])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPDBSCAN(0.5, min_samples=100, bounds=(0, 10), random_state=0).fit(X)
+    said = [" ".join(str(w.message).split()) for w in caught if w.category is UtilityWarning]
+    assert len(said) == 1 and said[0].startswith("less than half of the noisy counts lie in cells of the spans")
+    path = write_csv(tmp_path / "diffuse.csv", X)
+    rc, out, err = run(capsys, "fit", path, "--header", "--eps", "0.5", "--min-samples", "100", "--bounds", "0", "10",
+                       "--seed", "0", "--out-dir", tmp_path / "o", "--no-png", "-q")
+    assert rc == 0 and "2 span(s)" in out
+    assert f"dpdbscan: warning: {said[0]}" in err.splitlines()
+
+
+def test_plot_labels_marks_the_outside_note_private(capsys, tmp_path):
+    """Issue 23: a picture of points that all lie outside the box: the
+    library's PrivateNoteWarning reaches stderr marked private (it describes
+    the points, not the release)."""
+    path = write_geo_csv(tmp_path / "trips.csv", geo_points())
+    run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "50",
+        "--out-dir", tmp_path, "--no-png", "--seed", "0")
+    pts = tmp_path / "q.csv"
+    pts.write_text("lat,lon\n37.79,-122.41\n37.76,-122.44\n")
+    rc, out, err = run(capsys, "plot", tmp_path / "trips.spans.json", "--kind", "labels", "--points", pts,
+                       "--header", "--columns", "lat", "lon", "-o", tmp_path / "l.png")
+    assert rc == 0
+    line = [x for x in err.splitlines() if "no point of the 2 given lies inside" in x]
+    assert len(line) == 1 and line[0].startswith("[private: do not publish] dpdbscan: warning: ")

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
-from ..exceptions import PrivacyLeakWarning, WeakPrivacyWarning
+from ..exceptions import PrivacyLeakWarning, PrivateNoteWarning, WeakPrivacyWarning
 from ..files import InputPlan, ReadOptions, open_input
 from ..geometry import projection as _geo
 from ..model import SpanModel, load_model
@@ -177,7 +177,9 @@ class _Warnings:
                 continue
             self.seen.add(text)
             loud = issubclass(w.category, (PrivacyLeakWarning, WeakPrivacyWarning))
-            print(f"dpdbscan: {'PRIVACY WARNING' if loud else 'warning'}: {text}", file=self.err)
+            # a note computed from the points themselves: for the data owner only
+            mark = f"{PRIVATE} " if issubclass(w.category, PrivateNoteWarning) else ""
+            print(f"{mark}dpdbscan: {'PRIVACY WARNING' if loud else 'warning'}: {text}", file=self.err)
         self._log.clear()
 
     def __exit__(self, *exc):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 
+from ..exceptions import PrivateNoteWarning
 from ..files import write_labels
 from ..geometry import projection as _geo
 from ..model import describe, eps_candidates, guarantee
@@ -24,7 +26,9 @@ from .maps import picture_options
 def cmd_predict(args: argparse.Namespace, sink: _Warnings) -> int:
     model = load_model(args.model)
     Xm, X, names = _points_for(model, args.points, args)
-    labels = model.predict(Xm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivateNoteWarning)  # said below, in the command's words
+        labels = model.predict(Xm)
     write_labels(args.output, labels, X if args.with_points else None, names)
     n_noise = int((labels < 0).sum())
     notes = Notes(args.quiet)
