@@ -758,7 +758,7 @@ def test_extra_columns_with_geo_are_refused_before_reading(capsys, tmp_path):
     path.write_text("id,x,y,time\n" + "".join(f"{i},{a!r},{b!r},{i * 7}\n" for i, (a, b) in enumerate(P.tolist())))
     rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m",
                        "--min-samples", "50", "--out-dir", tmp_path / "o")
-    assert rc == 2 and "got 4 (id, x, y, time)" in err and "--columns" in err
+    assert rc == 2 and "got 4 (id, x, y, time)" in err and "choose them with --columns x y (longitude first)" in err
     assert "read " not in err  # decided from the header, before any row was read
 
 
