@@ -86,8 +86,13 @@ class _Parser(argparse.ArgumentParser):
     command uses (``dpdbscan COMMAND: error: ...``; its ``prog`` is
     ``dpdbscan COMMAND``) and exit status 2."""
 
+    #: The command named on the line, for the errors the top-level parser
+    #: reports (argparse leaves unrecognized arguments to it).
+    command: str | None = None
+
     def error(self, message):
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        prog = f"{self.prog} {self.command}" if self.command and self.prog == "dpdbscan" else self.prog
+        self.exit(EXIT_BAD_INPUT, f"{prog}: error: {message} (see '{prog} --help')\n")
 
 
 def unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
@@ -108,9 +113,37 @@ def unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str
         if name.startswith("--") and name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             bad.append(name + (f" (did you mean {close[0]}?)" if close else ""))
+        elif _single_dash_long(name, known):
+            # -epsilon for --epsilon; "-1" or "-122.4" are values, "-ofile" is -o with its value
+            close = difflib.get_close_matches("-" + name, sorted(known), n=1)
+            bad.append(name + (f" (did you mean {close[0]}?)" if close else ""))
     if not bad:
         return None
     return f"{error_prefix(command)} unknown option(s) {', '.join(bad)} (see 'dpdbscan {command} --help')"
+
+
+def _single_dash_long(token: str, known: set[str]) -> bool:
+    """Whether ``token`` is a long option written with one dash (``-epsilon``):
+    a dash, a letter, more letters, and no known short option in front
+    (``-inf`` is a number)."""
+    try:
+        float(token)
+        return False
+    except ValueError:
+        pass
+    return (
+        len(token) > 2
+        and token[0] == "-"
+        and token[1].isalpha()
+        and token[1:].replace("-", "").isalpha()
+        and token[:2] not in known
+    )
+
+
+def _command_of(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names (its first word that is one), or None."""
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    return next((t for t in argv if sub is not None and t in sub.choices), None)
 
 
 # --------------------------------------------------------------------------- #
@@ -249,7 +282,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         keep_freed_memory()
     parser = build_parser()
-    unknown = unknown_options(parser, sys.argv[1:] if argv is None else [str(a) for a in argv])
+    words = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    if isinstance(parser, _Parser):
+        parser.command = _command_of(parser, words)
+    unknown = unknown_options(parser, words)
     if unknown:
         print(unknown, file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -183,7 +183,7 @@ def open_input(
         if not Path(path).exists():
             raise FileNotFoundError(f"input file not found: {path}")
         if Path(path).is_dir():
-            raise IsADirectoryError(f"input is a directory, not a file: {path}")
+            raise IsADirectoryError(f"input is a folder, not a file: {path}")
     fmt = format_of(path, options.file_format)
     if str(path) == "-":
         if not fmt.is_text:
