@@ -128,6 +128,7 @@ def test_forecast_lines_are_sentences(capsys):
     rows = {ln.split(":", 1)[0].strip(): ln.split(":", 1)[1] for ln in out.splitlines()[1:] if " : " in ln}
     assert "(|X|)" in rows["grid"] and "(dense histogram)" in rows["grid"]
     assert "(one noise standard deviation, sigma)" in rows["noise"]
-    assert "(the largest m(q): 1 standard deviation" in rows["margin"]
+    assert "core: 1 standard deviation of the estimate's noise" in rows["margin"]
+    assert "(the largest m(q); margin=1 sigma with the empty-space guard)" in rows["margin"]
     assert "(min_samples=1000 plus the margin)" in rows["threshold"]
     assert not [old for old in ("|X|=", "std 2.93", "eps-neighbourhood count >=") if old in out], out

@@ -178,7 +178,7 @@ class Forecast:
             f"noise     : the estimated number of points within eps of a {core} is off by "
             f"{self.noise_std:.2f} on a typical draw (one noise standard deviation, sigma)",
             f"margin    : {self.margin:.2f} points are added to min_samples so that noise alone "
-            f"rarely makes a {core} core ({self.margin_text})",
+            f"rarely makes a {core} core: {self.margin_text}",
             f"threshold : a core {core} needs an estimated {self.threshold:.1f} points or more "
             f"within eps (min_samples={self.min_samples:g} plus the margin)",
         ]

@@ -181,8 +181,10 @@ class BoundTest(CoreTest):
             margin_value=bounds.tau(gamma, gamma_upper) if spec.raise_min_samples else 0.0,
             terms=int(layout.kappa_q),
             kappa_q=int(layout.kappa_q),
-            margin_text="how far the noisy upper bound may be off, both ways together: "
-            "tau = Gamma_low + Gamma_up",
+            margin_text="how far the noisy upper bound may be off, both ways together "
+            "(tau = Gamma_low + Gamma_up)"
+            if spec.raise_min_samples
+            else "none: the theoretical rule compares the noisy upper bound with min_samples itself",
         )
 
     def guarantee(self, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> dict:

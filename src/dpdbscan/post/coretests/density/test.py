@@ -111,18 +111,19 @@ def density_spans(hist: NoisyHistogram, spec: SpanSpec, core_keys: np.ndarray, l
     )
 
 
-def density_rule(rule: str | float) -> str:
+def density_rule(rule: str | float, symbol: str = "") -> str:
     """The density test's margin rule in words (summary, ``dpdbscan info``,
-    the forecast)."""
+    the forecast); ``symbol`` starts the closing bracket (e.g. the
+    forecast's "the largest m(q); ")."""
     if rule == "pointwise":
-        words, symbol = "a Chernoff bound at beta for each sub-cell", "pointwise"
+        words, name = "a Chernoff bound at beta for each sub-cell", "pointwise"
     elif rule == "chernoff":
-        words, symbol = "a Chernoff bound over every sub-cell at once", "chernoff"
+        words, name = "a Chernoff bound over every sub-cell at once", "chernoff"
     else:
         c = float(rule)
         words = f"{c:g} standard deviation{'' if c == 1 else 's'} of the estimate's noise"
-        symbol = f"{c:g} sigma"
-    return f"{words}, more where little was counted nearby (margin={symbol} with the empty-space guard)"
+        name = f"{c:g} sigma"
+    return f"{words}, more where little was counted nearby ({symbol}margin={name} with the empty-space guard)"
 
 
 ONE_SIDED = "spans need not cover every cluster (one-sided)"
@@ -228,7 +229,7 @@ class DensityTest(CoreTest):
             margin_value=gamma,
             terms=int(weights.offsets.shape[0]),
             kappa_q=int(SubcellLayout(grid, spec.subcells).kappa_q),
-            margin_text=f"the largest m(q): {density_rule(spec.margin)}",
+            margin_text=density_rule(spec.margin, "the largest m(q); "),
         )
 
     def guarantee(self, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> dict:
