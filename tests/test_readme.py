@@ -57,7 +57,7 @@ def console_commands(markdown: str) -> list[Command]:
                 parts.append(lines[i])
                 i += 1
             text = "\n".join(parts)
-            commands.append(Command(text, [], bool(re.search(r"#\s*slow\b", parts[0]))))
+            commands.append(Command(text, [], bool(re.search(r"#\s*slow\b", text))))
     return commands
 
 
