@@ -184,9 +184,9 @@ class Forecast:
         ]
         if self.expected_count is not None:
             out.append(
-                f"expected  : {self.expected_count:.3g} points per eps-neighbourhood at the "
-                f"box's average density ({n_name}={self.n_expected:,.0f}); clusters need "
-                f"{self.density_factor:.3g}x that"
+                f"expected  : about {self.expected_count:.3g} points lie within eps of a place at the "
+                f"box's average density ({n_name}={self.n_expected:,.0f}); a cluster needs "
+                f"{self.density_factor:.3g} times that density (the density factor)"
             )
         if self.seconds is not None:
             out.append(
