@@ -15,8 +15,8 @@ from ..files import write_labels
 from ..geometry import projection as _geo
 from ..model import describe, eps_candidates, guarantee
 from ..model.describe import privacy_words
-from ..plan.forecast import grid_words
 from ..post.coretests import core_test
+from ..post.coretests.base import grid_words
 from ..render import plotting
 from .common import EXIT_OK, Notes, _points_for, _Warnings
 from .common import read_model as load_model

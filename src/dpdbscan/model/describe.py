@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..geometry.projection import format_km, projection_of
-from ..plan.forecast import grid_words, histogram_words
 from ..post.coretests import core_test
+from ..post.coretests.base import grid_words, histogram_words
 from .codec import jsonable
 from .guarantee import eps_candidates, guarantee
 from .record import SpanModel

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 
 from ..laws import noise as laws
 from ..post.coretests import core_test
+from ..post.coretests.base import grid_words, histogram_words
 from ..spec.specs import ReleaseSpec, SpanSpec
 
 #: Rough cost of one term of a neighbourhood sum (one gathered noisy count),
@@ -202,34 +203,6 @@ class Forecast:
         return out
 
 
-def grid_words(
-    n_cells: int, d: int, subcells: int, kappa: int, kappa_q: int, width: str | None = None
-) -> str:
-    """The grid in words with its symbols: the cells (|X|) and their
-    ``width`` (w) when given, the sub-cells, and how many cells lie within
-    eps of a cell (kappa) and of a sub-cell (kappa_q)."""
-    wide = "" if width is None else f" {width} wide"
-    symbols = "|X|" if width is None else "|X|, w"
-    split = f", each split into {' x '.join([str(subcells)] * d)} sub-cells" if subcells > 1 else ""
-    near = (
-        f"{kappa} cells lie within eps of a cell, at most {kappa_q} within eps of a sub-cell "
-        f"(kappa={kappa}, kappa_q={kappa_q})"
-        if subcells > 1
-        else f"{kappa} cells lie within eps of a cell (kappa={kappa})"
-    )
-    return f"{n_cells:,} cells{wide} in {d} dimension(s) ({symbols}){split}; {near}"
-
-
-def histogram_words(kind: str, theta: float) -> str:
-    """Which cells get noise and which are released, in words, with the
-    histogram's name: what follows "noise on"."""
-    if kind == "dense":
-        return "every cell of the box (dense histogram)"
-    if kind == "sparse":
-        return f"every cell, releasing only counts of at least theta={theta:g} (sparse histogram)"
-    return f"occupied cells only, releasing only counts of at least theta={theta:g} (stability histogram)"
-
-
 def _percent(x: float) -> str:
     return f"{100 * x:.3g}%"
 
@@ -370,4 +343,4 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     )
 
 
-__all__ = ["FitCost", "Forecast", "fit_cost", "forecast", "grid_words", "histogram_words", "SECONDS_PER_TERM"]
+__all__ = ["FitCost", "Forecast", "fit_cost", "forecast", "SECONDS_PER_TERM"]

@@ -349,6 +349,34 @@ def covers_words(covers: Mapping[str, float], length: Callable[[float], str] = p
     )
 
 
+def grid_words(
+    n_cells: int, d: int, subcells: int, kappa: int, kappa_q: int, width: str | None = None
+) -> str:
+    """The grid in words with its symbols: the cells (|X|) and their
+    ``width`` (w) when given, the sub-cells, and how many cells lie within
+    eps of a cell (kappa) and of a sub-cell (kappa_q)."""
+    wide = "" if width is None else f" {width} wide"
+    symbols = "|X|" if width is None else "|X|, w"
+    split = f", each split into {' x '.join([str(subcells)] * d)} sub-cells" if subcells > 1 else ""
+    near = (
+        f"{kappa} cells lie within eps of a cell, at most {kappa_q} within eps of a sub-cell "
+        f"(kappa={kappa}, kappa_q={kappa_q})"
+        if subcells > 1
+        else f"{kappa} cells lie within eps of a cell (kappa={kappa})"
+    )
+    return f"{n_cells:,} cells{wide} in {d} dimension(s) ({symbols}){split}; {near}"
+
+
+def histogram_words(kind: str, theta: float) -> str:
+    """Which cells get noise and which are released, in words, with the
+    histogram's name: what follows "noise on"."""
+    if kind == "dense":
+        return "every cell of the box (dense histogram)"
+    if kind == "sparse":
+        return f"every cell, releasing only counts of at least theta={theta:g} (sparse histogram)"
+    return f"occupied cells only, releasing only counts of at least theta={theta:g} (stability histogram)"
+
+
 def _count(m: float) -> str:
     return f"{m:g}" if float(m).is_integer() else f"{m:.1f}"
 
@@ -377,4 +405,6 @@ __all__ = [
     "plain_length",
     "within_words",
     "covers_words",
+    "grid_words",
+    "histogram_words",
 ]
