@@ -342,7 +342,14 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             warnings.warn(note, PrivacyLeakWarning, stacklevel=2)
         return self
 
-    def forecast(self, n_expected: float | None = None, *, n_features: int | None = None) -> Forecast:
+    def forecast(
+        self,
+        n_expected: float | None = None,
+        *,
+        n_features: int | None = None,
+        n_units_expected: float | None = None,
+        eps_ladder: Sequence[float] | None = None,
+    ) -> Forecast:
         """What a fit with these parameters would detect, before any budget
         is spent: the margin, the noise of one neighbourhood estimate, the
         smallest neighbourhood count a core sub-cell needs, and a sentence on
@@ -354,6 +361,15 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         it). ``n_features`` is needed only when the bounds are two scalars.
         With ``eps="auto"`` the forecast is for the base release;
         ``min_samples="auto"`` is forecast at its smallest candidate.
+
+        Person-level (``max_cells_per_unit`` given, as for ``fit(X,
+        units=...)``): the forecast's ``units``
+        (:class:`dpdbscan.plan.detection.UnitForecast`) give the noise per
+        cell, the units one cell must hold to be core with probability
+        >= 1 - beta, what each cell of a cluster must hold, and, against
+        ``n_units_expected`` (your own guess of the number of units), how far
+        a unit may roam and still be seen, at each eps of ``eps_ladder``
+        (default: eps x 1/4 .. x 4).
         """
         p = self._validated()
         if self.bounds is None:
@@ -362,8 +378,14 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             n_expected = check_positive("n_expected", n_expected)
         else:
             n_expected = p.get("n_expected")
+        if n_units_expected is not None:
+            n_units_expected = check_positive("n_units_expected", n_units_expected)
+        if eps_ladder is not None:
+            eps_ladder = [check_positive("eps_ladder", e) for e in eps_ladder]
         lower, upper = check_bounds(self.bounds, n_features)
-        return forecast_of(p, lower, upper, n_expected=n_expected)
+        return forecast_of(
+            p, lower, upper, n_expected=n_expected, n_units_expected=n_units_expected, eps_ladder=eps_ladder
+        )
 
     @property
     def labels_(self) -> NoReturn:

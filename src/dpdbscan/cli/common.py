@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TextIO
 
 from ..exceptions import PrivacyLeakWarning, PrivateNoteWarning, WeakPrivacyWarning
-from ..files import InputPlan, ReadOptions, open_input
+from ..files import InputPlan, InputPoints, ReadOptions, open_input
+from ..files.reader import BlockHook
 from ..geometry import projection as _geo
 from ..model import SpanModel, load_model
 from ..render import plotting
@@ -312,6 +313,7 @@ def read_options(args: argparse.Namespace, columns: list[str] | None) -> ReadOpt
         delimiter=getattr(args, "delimiter", None),
         fields=getattr(args, "fields", None),
         file_format=getattr(args, "format", None),
+        unit=getattr(args, "unit", None),
     )
 
 
@@ -346,12 +348,23 @@ def _open(path, columns, args, *, model=None, geo=False) -> InputPlan:
     )
 
 
-def _read_plan(plan: InputPlan, args, notes: Notes | None = None, block_hook=None):
+def read_plan(
+    plan: InputPlan,
+    args: argparse.Namespace,
+    notes: Notes | None = None,
+    block_hook: BlockHook | None = None,
+) -> InputPoints:
     """Read every record of an opened plan; what the reader dropped goes to
     ``notes`` (private)."""
     got = plan.read(_progress_flag(args), block_hook)
     for line in got.notes():
         (notes or Notes(getattr(args, "quiet", False)))(line)
+    return got
+
+
+def _read_plan(plan: InputPlan, args, notes: Notes | None = None, block_hook=None):
+    """:func:`read_plan`'s points and column names."""
+    got = read_plan(plan, args, notes, block_hook)
     return got.X, got.names
 
 

@@ -14,7 +14,7 @@ from ..exceptions import PrivateNoteWarning
 from ..files import write_labels
 from ..geometry import projection as _geo
 from ..model import describe, eps_candidates, guarantee
-from ..model.describe import privacy_words
+from ..model.describe import noise_words, protection
 from ..post.coretests import core_test
 from ..post.coretests.base import grid_words
 from ..render import plotting
@@ -112,7 +112,8 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
             f"{args.model} (dpdbscan.spans): {model.n_spans} span(s) from "
             f"{model.n_core_cells} core {core}(s)",
         ),
-        ("privacy", privacy_words(model)),
+        ("protects", protection(model)),
+        ("noise", noise_words(model)),
         ("eps", f"{length(g.alpha)}: the DBSCAN radius, how near points must be to count (eps, alpha)"),
         (
             "min_samples",

@@ -41,6 +41,8 @@ STREAMS = (
 
 DATA = "../shared/data/cabs_tiny.csv.gz --header"
 BOX = "-122.48 37.72 -122.38 37.82"
+CABS = "../shared/data/cabs_tiny_cabs.csv.gz --header --geo --columns x y"
+PERSON = "--unit cab --max-cells-per-unit 500 --delta 1e-6"
 
 EXAMPLES = {
     "fit": f"""examples:
@@ -49,6 +51,9 @@ EXAMPLES = {
 
   # plain coordinates with public bounds [0, 700] x [0, 500]
   dpdbscan fit points.csv --columns x y --bounds 0 0 700 500 --eps 12 --min-samples 20
+
+  # person-level: protect each cab (column cab) with all its rows, not each row
+  dpdbscan fit {CABS} --bounds {BOX} --eps 100m --min-samples 50 {PERSON}
 """,
     "predict": f"""examples:
   dpdbscan predict out/cabs_tiny.spans.json {DATA} -o labels.csv

@@ -46,6 +46,36 @@ def margin_figures(model: SpanModel) -> dict:
     }
 
 
+#: How each noise is named to a reader.
+NOISE_NAMES = {
+    "discrete": "discrete Laplace",
+    "laplace": "Laplace (floating point)",
+    "gaussian": "discrete Gaussian",
+}
+
+
+def noise_name(noise: str) -> str:
+    """The release's noise in words ("discrete Gaussian", ...)."""
+    return NOISE_NAMES.get(noise, noise)
+
+
+def protection(model: SpanModel) -> str:
+    """Who the release protects, in plain words: each unit (person-level,
+    with its contribution bound and zCDP rho) or each row (event-level)."""
+    rel = model.release
+    budget = f"(epsilon={rel.epsilon:g}, delta={rel.delta:g})"
+    if rel.units is None:
+        return f"event-level: each row is protected, not each person; {budget}"
+    column = model.metadata.get("unit_column")
+    who = "each unit" + (f" (column {column})" if column else "")
+    k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
+    rho = "" if rel.rho is None else f", rho={rel.rho:.3g} zCDP"
+    return (
+        f"person-level: {who} is protected: at most {k} cell{'s' if k != 1 else ''} and {m} "
+        f"point{'s' if m != 1 else ''} per cell per unit; {budget}{rho}"
+    )
+
+
 def describe(model: SpanModel) -> dict:
     """The parameters and guarantees of the release as a JSON-safe dict.
 
@@ -59,6 +89,12 @@ def describe(model: SpanModel) -> dict:
         "delta": rel.delta,
         "noise": rel.noise,
         "histogram": rel.histogram,
+        "protects": protection(model),
+        "unit": "row" if rel.units is None else "unit",
+        "unit_column": model.metadata.get("unit_column"),
+        "max_cells_per_unit": None if rel.units is None else rel.units.max_cells_per_unit,
+        "max_points_per_cell": None if rel.units is None else rel.units.max_points_per_cell,
+        "zcdp_rho": rel.rho,
         "alpha": g.alpha,
         "min_samples": spec.min_samples,
         "threshold": s.threshold,
@@ -88,35 +124,17 @@ def describe(model: SpanModel) -> dict:
     return jsonable(info)
 
 
-#: The noise families in words.
-NOISE_WORDS = {
-    "discrete": "discrete Laplace noise",
-    "laplace": "Laplace noise (floating point)",
-    "gaussian": "discrete Gaussian noise",
-}
-
-
 def length_of(model: SpanModel) -> Callable[[float], str]:
     """How the model's lengths read: metres or km for a --geo model, else
     the data's own units."""
     return format_km if projection_of(model) is not None else (lambda v: f"{v:.4g}")
 
 
-def privacy_words(model: SpanModel) -> str:
-    """Who is protected, how strongly and by what noise, in words with the
-    symbols (the summary's and ``info``'s privacy line)."""
+def noise_words(model: SpanModel) -> str:
+    """The noise and where it is drawn, in words with the histogram's name
+    (the summary's and ``info``'s noise line)."""
     rel = model.release
-    who = (
-        "each record"
-        if rel.units is None
-        else f"each privacy unit, with all its records (at most {rel.units.max_cells_per_unit} "
-        f"cells and {rel.units.max_points_per_cell} points per cell of each counted)"
-    )
-    zcdp = "" if rel.rho is None else f", from zCDP rho={rel.rho:.4g}"
-    return (
-        f"{who} is protected at epsilon={rel.epsilon:g}, delta={rel.delta:g}{zcdp} by "
-        f"{NOISE_WORDS.get(rel.noise, rel.noise + ' noise')} on " + histogram_words(rel.histogram, rel.theta)
-    )
+    return f"{noise_name(rel.noise)}, drawn on {histogram_words(rel.histogram, rel.theta)}"
 
 
 def summary(model: SpanModel) -> str:
@@ -128,7 +146,8 @@ def summary(model: SpanModel) -> str:
     core = "sub-cell" if spec.subcells > 1 else "cell"
     lines = [
         f"DP-DBSCAN spans: {model.n_spans} span(s) from {model.n_core_cells} core {core}(s)",
-        "  privacy : " + privacy_words(model),
+        f"  privacy : {protection(model)}",
+        f"  noise   : {noise_words(model)}",
         f"  DBSCAN  : a place is dense (core) when at least {spec.min_samples} points lie within "
         f"{length(g.alpha)} of it (min_samples={spec.min_samples}, eps={length(g.alpha)}); "
         + test.threshold_text(s.threshold, core),
@@ -168,8 +187,11 @@ __all__ = [
     "describe",
     "summary",
     "margin_figures",
-    "origin_lines",
     "length_of",
-    "privacy_words",
+    "noise_name",
+    "noise_words",
+    "origin_lines",
+    "protection",
     "MARGIN_FIGURES",
+    "NOISE_NAMES",
 ]

@@ -14,12 +14,14 @@ own public guess of the number of points; nothing here reads data.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from ..laws import noise as laws
 from ..post.coretests import core_test
 from ..post.coretests.base import grid_words, histogram_words
 from ..spec.specs import ReleaseSpec, SpanSpec
+from .detection import UnitForecast
 
 #: Rough cost of one term of a neighbourhood sum (one gathered noisy count),
 #: measured on the dense path (3-20 ns per term on a laptop core); used only
@@ -102,6 +104,10 @@ class Forecast:
         Warnings: a fit that will take long (public: kappa, |X|, d), or one
         that will likely find nothing (needs ``n_expected``, or a margin that
         dwarfs MinPts).
+    units : UnitForecast or None
+        A person-level release (``max_cells_per_unit``): what it detects in
+        units, at its eps and over a ladder of eps
+        (:mod:`dpdbscan.plan.detection`); its counts are bounded counts.
     """
 
     eps: float
@@ -127,13 +133,17 @@ class Forecast:
     slow: tuple
     useless: tuple
     margin_text: str
+    units: UnitForecast | None
 
     @property
     def notes(self) -> tuple:
         return tuple(self.slow) + tuple(self.useless)
 
     def sentence(self) -> str:
-        """A plain sentence on what is detectable at this epsilon."""
+        """A plain sentence on what is detectable at this epsilon (in units
+        for a person-level release)."""
+        if self.units is not None:
+            return self.units.sentence()
         core = "sub-cell" if self.subcells > 1 else "cell"
         head = (
             f"At epsilon={self.epsilon:g} a {core} is core when its eps-neighbourhood is "
@@ -169,10 +179,19 @@ class Forecast:
             tail += " Only extreme hot spots qualify: use a larger eps or a larger epsilon."
         return head + " " + where + tail
 
-    def lines(self, n_name: str = "n_expected") -> list[str]:
+    def lines(
+        self,
+        n_name: str = "n_expected",
+        length: Callable[[float], str] = "{:.4g}".format,
+        volume: Callable[[float], str] = "{:.3g}".format,
+    ) -> list[str]:
         """The forecast as lines of text (what ``dpdbscan forecast`` prints);
-        ``n_name`` names the number of points (``check`` counts them)."""
+        ``n_name`` names the number of points (``check`` counts them);
+        ``length`` and ``volume`` format the person-level table's lengths
+        and a unit's area (km and km² for geographic boxes)."""
         core = "sub-cell" if self.subcells > 1 else "cell"
+        # a person-level release counts each unit's points after bounding them
+        points = "points" if self.units is None else "points of the bounded counts"
         out = [
             f"grid      : {grid_words(self.n_cells, self.d, self.subcells, self.kappa, self.kappa_q)}; "
             f"noise on {histogram_words(self.histogram, self.theta)}",
@@ -180,9 +199,11 @@ class Forecast:
             f"{self.noise_std:.2f} on a typical draw (one noise standard deviation, sigma)",
             f"margin    : {self.margin:.2f} points are added to min_samples so that noise alone "
             f"rarely makes a {core} core: {self.margin_text}",
-            f"threshold : a core {core} needs an estimated {self.threshold:.1f} points or more "
+            f"threshold : a core {core} needs an estimated {self.threshold:.1f} {points} or more "
             f"within eps (min_samples={self.min_samples:g} plus the margin)",
         ]
+        if self.units is not None:
+            return out + self.units.lines(length, volume) + [f"warning: {n}" for n in self.notes]
         if self.expected_count is not None:
             out.append(
                 f"expected  : about {self.expected_count:.3g} points lie within eps of a place at the "
@@ -199,6 +220,7 @@ class Forecast:
     def to_dict(self) -> dict:
         out = asdict(self)
         out["slow"], out["useless"] = list(self.slow), list(self.useless)
+        out["units"] = None if self.units is None else self.units.to_dict()
         out["sentence"] = self.sentence()
         return out
 
@@ -340,6 +362,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
         slow=tuple(slow),
         useless=tuple(useless),
         margin_text=fig.margin_text,
+        units=None,
     )
 
 

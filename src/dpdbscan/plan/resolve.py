@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from ..post.coretests import CORE_TESTS, FALLBACK, CoreTest, core_test
 from ..spec.parameters import check_units, namer, validate
 from ..spec.specs import NoiseSpec, ReleaseSpec, Seed, SpanSpec, UnitBound
 from . import autoplan
+from .detection import unit_forecast
 from .forecast import Forecast, forecast
 from .histogram import choose_kind, sparse_theta, stability_theta
 
@@ -271,7 +272,10 @@ def forecast_of(
     *,
     n_expected: float | None = None,
     n_points: float | None = None,
-    units: bool = False,
+    units: bool | None = None,
+    n_units_expected: float | None = None,
+    eps_ladder: Sequence[float] | None = None,
+    cli: bool = False,
 ) -> Forecast:
     """What a release with :func:`validated` parameters ``p`` in the public box
     would detect, before anything is spent (:mod:`dpdbscan.plan.forecast`).
@@ -282,11 +286,49 @@ def forecast_of(
     ``n_points`` (default ``n_expected``): the number of points the
     detectability is measured against, for ``dpdbscan check``, which counts
     them for the data owner's private notes; the automatic plan still uses
-    ``n_expected``, as a release does."""
+    ``n_expected``, as a release does.
+
+    Person-level (``units``; default: whether ``max_cells_per_unit`` is
+    given): the forecast's ``units`` say what the release detects in units
+    (:mod:`dpdbscan.plan.detection`) at its eps and at each eps of
+    ``eps_ladder`` (default: eps x 1/4, 1/2, 1, 2, 4, those below the box's
+    longest side); ``n_units_expected`` is the user's public guess of the
+    number of units. ``cli``: messages name the command line's options."""
+    opt = namer(cli)
     if n_expected is None:
         n_expected = p["n_expected"]
-    r = resolve({**p, "n_expected": n_expected}, lower, upper, units=units, stacklevel=3)
-    return forecast(r.release, r.spans, n_expected=n_expected if n_points is None else n_points)
+    if units is None:
+        units = p["max_cells_per_unit"] is not None
+    if units and p["max_cells_per_unit"] == "auto":
+        raise ValueError(
+            f"the forecast needs {opt('max_cells_per_unit')} as a number: 'auto' chooses it from "
+            "the data when fitting; forecast the values of k you have in mind"
+        )
+    if not units and (n_units_expected is not None or eps_ladder is not None):
+        given = "--n-units-expected or --eps-ladder" if cli else "n_units_expected or eps_ladder"
+        raise ValueError(
+            f"{given} forecast a person-level release: give {opt('max_cells_per_unit')} (the most "
+            "cells one unit adds to)"
+        )
+    r = resolve({**p, "n_expected": n_expected}, lower, upper, units=units, cli=cli, stacklevel=3)
+    fc = forecast(r.release, r.spans, n_expected=n_expected if n_points is None else n_points)
+    if not units:
+        return fc
+    base = float(r.release.grid.alpha)
+    side = float(np.max(np.asarray(upper, dtype=np.float64) - np.asarray(lower, dtype=np.float64)))
+    ladder = [base * 2.0**j for j in range(-2, 3)] if eps_ladder is None else [float(e) for e in eps_ladder]
+    ladder = sorted({e for e in ladder if e < side or eps_ladder is not None} | {base})
+    releases = []
+    for e in ladder:
+        if e == base:
+            releases.append((r.release, r.spans))
+            continue
+        with warnings.catch_warnings():
+            # the release's own eps has warned already; a ladder step is a what-if
+            warnings.simplefilter("ignore", UtilityWarning)
+            step = resolve({**p, "eps": e, "n_expected": n_expected}, lower, upper, units=True, cli=cli)
+        releases.append((step.release, step.spans))
+    return replace(fc, units=unit_forecast(releases, ladder.index(base), n_units_expected))
 
 
 __all__ = ["Resolved", "check_scale", "forecast_of", "release_spec", "resolve", "validated"]

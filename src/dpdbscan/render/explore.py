@@ -33,7 +33,7 @@ from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..geometry.projection import projection_of
 from ..model import SpanModel, finest_eps
-from ..model.build import model_of
+from ..model.reparam import remodel
 from ..model.stats import span_stats
 from ..post import ladder as _sweep
 from ..post.coretests import core_test
@@ -153,17 +153,7 @@ def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partiti
     # keys differ between the two encodings (the padding grows with alpha);
     # both are row-major, so the sorted order and the labels carry over
     keys = hist.grid.subdivided(spec.subcells).encode(fine.decode(p.keys))
-    rel = model.release
-    return model_of(
-        hist,
-        test.spans_of(hist, spec, keys, p.labels),
-        spec,
-        fit=(rel.eps, rel.eta, rel.min_samples),
-        auto=None,
-        metadata=model.metadata,
-        rho=rel.rho,
-        units=rel.units,
-    )
+    return remodel(model, hist, test.spans_of(hist, spec, keys, p.labels), spec)
 
 
 def write_table(ex: Exploration, path: Path | str) -> None:
@@ -200,6 +190,17 @@ def table_lines(ex: Exploration, model: SpanModel) -> list[str]:
             f"{r.stability:>9.3f}"
         )
     return out
+
+
+def release_words(model: SpanModel) -> str:
+    """The release's budget and, person-level, its unit: what every panel's
+    guarantee is relative to."""
+    rel = model.release
+    budget = f"epsilon={rel.epsilon:g}" + (f", delta={rel.delta:g}" if rel.delta else "")
+    if rel.units is None:
+        return budget
+    k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
+    return f"person-level, {budget}; each unit at most {k} cells, {m} per cell"
 
 
 def _length(model):
@@ -241,8 +242,7 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
             ax.set_xticks([])
             ax.set_yticks([])
     fig.suptitle(
-        f"spans from one release (epsilon={model.release.epsilon:g}); rows: eps, columns: MinPts; "
-        "no extra budget",
+        f"spans from one release ({release_words(model)}); rows: eps, columns: MinPts; no extra budget",
         fontsize=9,
     )
     return fig
@@ -311,6 +311,7 @@ __all__ = [
     "default_grid",
     "write_table",
     "table_lines",
+    "release_words",
     "figure",
     "save_figure",
 ]

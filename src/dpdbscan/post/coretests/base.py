@@ -21,6 +21,7 @@ import numpy as np
 
 from ...cells.grid import Grid
 from ...cells.histogram import NoisyHistogram
+from ...cells.subcells import SubcellLayout
 from ...spec.specs import ReleaseInfo, SpanSpec
 from ..partition import Partition, sub_cell_mass
 
@@ -79,6 +80,59 @@ class Spans:
         return int(self.labels.max()) + 1 if self.labels.size else 0
 
 
+def spans_on(
+    layout: SubcellLayout,
+    core_keys: np.ndarray,
+    labels: np.ndarray,
+    *,
+    gamma: float,
+    gamma_upper: float | None,
+    tau: float | None,
+    threshold: float,
+    extra: Mapping[str, Any] | None,
+    grid: Grid | None = None,
+) -> Spans:
+    """:class:`Spans` on ``layout``'s sub-cells (or on ``grid``, the same
+    cells as a saved model wrote them), with the layout's kappa_q, number of
+    events and ratio (the fields every core test fills alike)."""
+    return Spans(
+        grid=layout.fine if grid is None else grid,
+        core_keys=core_keys,
+        labels=labels,
+        gamma=float(gamma),
+        gamma_upper=None if gamma_upper is None else float(gamma_upper),
+        tau=None if tau is None else float(tau),
+        threshold=float(threshold),
+        kappa_q=int(layout.kappa_q),
+        n_events=int(layout.n_events),
+        rho=layout.rho,
+        extra=extra,
+    )
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a saved model holds of its spans (read by the codec), with the
+    public values that their margins follow from.
+
+    ``grid`` is the histogram's grid, ``spans_grid`` its sub-cells' as
+    saved; ``kind``, ``noise``, ``scale`` and
+    ``theta`` are the release's; ``gamma`` and ``gamma_upper`` the margins
+    the spans were made with, which :meth:`CoreTest.restore` checks.
+    """
+
+    grid: Grid
+    spans_grid: Grid
+    core_keys: np.ndarray
+    labels: np.ndarray
+    kind: str
+    noise: str
+    scale: float
+    theta: float
+    gamma: float
+    gamma_upper: float | None
+
+
 @dataclass(frozen=True)
 class Figures:
     """What a release will show before it is made (the forecast's numbers).
@@ -98,6 +152,27 @@ class Figures:
 
     def threshold(self, min_samples: int) -> float:
         return min_samples + self.margin_value
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """What a core test thresholds, per sub-position q of a cell: a weighted
+    sum of released counts, sum_Y W(q, Y) x~_Y, against a threshold. What a
+    release can detect follows from it (:mod:`dpdbscan.plan.detection`).
+
+    ``weights[i]``: the multiset of weights of position i's sum (sorted, the
+    zeros left out: the noise's law depends on nothing else); ``own[i]``: the
+    weight of q's own cell in it; ``sums[i]``: the sum of the weights (the
+    cells of an eps-ball); ``thresholds[i]``: what the sum must reach;
+    ``occupancy``: (c, gamma) of a condition on the own cell's released value
+    x~_0 as well, x~_0 > c or x~_0 >= gamma (the sum) / sums[i] (None: the
+    test has no such condition)."""
+
+    weights: tuple[tuple[float, ...], ...]
+    own: tuple[float, ...]
+    sums: tuple[float, ...]
+    thresholds: tuple[float, ...]
+    occupancy: tuple[float, float] | None
 
 
 #: A function naming a parameter as the user wrote it (API or command line).
@@ -160,20 +235,7 @@ class CoreTest(ABC):
         that come from :meth:`ladder` rather than :meth:`build`."""
 
     @abstractmethod
-    def restore(
-        self,
-        hist_grid: Grid,
-        spans_grid: Grid,
-        core_keys: np.ndarray,
-        labels: np.ndarray,
-        kind: str,
-        noise: str,
-        scale: float,
-        theta: float,
-        spec: SpanSpec,
-        gamma: float,
-        gamma_upper: float | None,
-    ) -> Spans:
+    def restore(self, stored: Stored, spec: SpanSpec) -> Spans:
         """The :class:`Spans` of a saved release: the margins it stored are
         checked against its public parameters (ValueError if they disagree)
         and what follows from them is recomputed."""
@@ -184,6 +246,13 @@ class CoreTest(ABC):
     ) -> Figures:
         """The margin and what it implies for a release with these public
         fields, before it is made (the forecast)."""
+
+    @abstractmethod
+    def statistic(
+        self, grid: Grid, kind: str, noise: str, scale: float, theta: float, spec: SpanSpec
+    ) -> Statistic:
+        """The sum the test thresholds and its thresholds for a release with
+        these public fields (what it can detect, before it is made)."""
 
     # -- guarantee and words ------------------------------------------------
     @abstractmethod
@@ -395,6 +464,7 @@ __all__ = [
     "CoreTest",
     "Figures",
     "Namer",
+    "Statistic",
     "Spans",
     "over_candidates",
     "union_void",

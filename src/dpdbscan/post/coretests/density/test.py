@@ -23,17 +23,20 @@ from ..base import (
     Figures,
     Namer,
     Spans,
+    Statistic,
+    Stored,
     no_guarantee,
     over_candidates,
     plain_length,
     relaxed,
+    spans_on,
     union_note,
     union_void,
     union_words,
     within_words,
 )
-from .core import MAX_KAPPA, density_field, utility_note
-from .margins import MARGINS, Margin, accuracy_margin, empty_truncation, margin
+from .core import MAX_KAPPA, OCCUPANCY, OCCUPANCY_SIGMAS, density_field, utility_note
+from .margins import MARGINS, Margin, accuracy_margin, empty_truncation, margin, noise_variance
 from .weights import BallWeights, ball_weights
 
 
@@ -94,20 +97,30 @@ def density_spans(hist: NoisyHistogram, spec: SpanSpec, core_keys: np.ndarray, l
     ``labels``, with the margin and guarantee of ``hist``'s own alpha and
     ``spec``: one place for what a density model reports, whether its cells
     come from :meth:`DensityTest.build` or from a ladder of parameters."""
-    layout = SubcellLayout(hist.grid, spec.subcells)
     gamma, extra = density_guarantee(hist.grid, hist.kind, hist.noise, hist.scale, hist.theta, spec)
-    return Spans(
-        grid=layout.fine,
-        core_keys=core_keys,
-        labels=labels,
+    return _spans(SubcellLayout(hist.grid, spec.subcells), core_keys, labels, gamma, extra, spec)
+
+
+def _spans(
+    layout: SubcellLayout,
+    keys: np.ndarray,
+    labels: np.ndarray,
+    gamma: float,
+    extra: dict,
+    spec: SpanSpec,
+    grid: Grid | None = None,
+) -> Spans:
+    """The density test's :class:`Spans`: no upper margin, the threshold on E~."""
+    return spans_on(
+        layout,
+        keys,
+        labels,
         gamma=gamma,
         gamma_upper=None,
         tau=None,
-        threshold=float(spec.min_samples + gamma),
-        kappa_q=int(layout.kappa_q),
-        n_events=int(layout.n_events),
-        rho=layout.rho,
+        threshold=spec.min_samples + gamma,
         extra=extra,
+        grid=grid,
     )
 
 
@@ -185,37 +198,21 @@ class DensityTest(CoreTest):
     ) -> Spans:
         return density_spans(hist, spec, core_keys, labels)
 
-    def restore(
-        self,
-        hist_grid: Grid,
-        spans_grid: Grid,
-        core_keys: np.ndarray,
-        labels: np.ndarray,
-        kind: str,
-        noise: str,
-        scale: float,
-        theta: float,
-        spec: SpanSpec,
-        gamma: float,
-        gamma_upper: float | None,
-    ) -> Spans:
+    def restore(self, stored: Stored, spec: SpanSpec) -> Spans:
         # the guarantee's numbers from public values: the margin must be the stored one
-        want, extra = density_guarantee(hist_grid, kind, noise, scale, theta, spec)
-        if not math.isclose(want, gamma, rel_tol=1e-6, abs_tol=1e-9):
-            raise ValueError(f"gamma={gamma:g} is not the margin {want:g} of its parameters")
-        layout = SubcellLayout(hist_grid, spec.subcells)
-        return Spans(
-            grid=spans_grid,
-            core_keys=core_keys,
-            labels=labels,
-            gamma=float(gamma),
-            gamma_upper=None,
-            tau=None,
-            threshold=float(spec.min_samples + gamma),
-            kappa_q=int(layout.kappa_q),
-            n_events=int(layout.n_events),
-            rho=layout.rho,
-            extra=extra,
+        want, extra = density_guarantee(
+            stored.grid, stored.kind, stored.noise, stored.scale, stored.theta, spec
+        )
+        if not math.isclose(want, stored.gamma, rel_tol=1e-6, abs_tol=1e-9):
+            raise ValueError(f"gamma={stored.gamma:g} is not the margin {want:g} of its parameters")
+        return _spans(
+            SubcellLayout(stored.grid, spec.subcells),
+            stored.core_keys,
+            stored.labels,
+            stored.gamma,
+            extra,
+            spec,
+            stored.spans_grid,
         )
 
     def figures(
@@ -230,6 +227,24 @@ class DensityTest(CoreTest):
             terms=int(weights.offsets.shape[0]),
             kappa_q=int(SubcellLayout(grid, spec.subcells).kappa_q),
             margin_text=density_rule(spec.margin, "the largest m(q); "),
+        )
+
+    def statistic(
+        self, grid: Grid, kind: str, noise: str, scale: float, theta: float, spec: SpanSpec
+    ) -> Statistic:
+        """E~(q) = sum_Y W(q, Y) x~_Y against MinPts + m(q); the own cell must
+        also read as occupied (:func:`~.core.density_field`: above
+        ``OCCUPANCY_SIGMAS`` noise standard deviations, or at least
+        ``OCCUPANCY`` times the ball's mean count per cell)."""
+        weights, m = density_margin(grid, kind, noise, scale, theta, spec)
+        own = int(np.flatnonzero(~weights.offsets.any(axis=1))[0])
+        rows = tuple(tuple(sorted(float(x) for x in row[row > 0])) for row in weights.W)
+        return Statistic(
+            weights=rows,
+            own=tuple(float(x) for x in weights.W[:, own]),
+            sums=tuple(float(x) for x in weights.sums),
+            thresholds=tuple(float(spec.min_samples + v) for v in m.values),
+            occupancy=(OCCUPANCY_SIGMAS * math.sqrt(noise_variance(noise, scale)), OCCUPANCY),
         )
 
     def guarantee(self, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> dict:

@@ -61,7 +61,7 @@ MISTAKES = [
     ("an id,x,y,time file with --geo", "fit {four} " + GEO, "got 4 (id, x, y, time); choose them with --columns x y"),
     ("a column the header does not have", "fit {blobs} " + PLAIN + " --columns lon lat", "no column 'lon'"),
     ("a column number past the end", "fit {blobs} " + PLAIN + " --columns 0 7", "out of range"),
-    ("a folder as input", "fit {dir} " + PLAIN, "input is a folder, not a file"),
+    ("a folder as input", "fit {dir} " + PLAIN, "input is a folder"),
     ("too many columns for any core test", "fit {wide} --eps 0.5 --min-samples 5 --bounds 0 1 --out-dir {out}",
      "no budget is spent"),
     ("--png on 3-D data", "fit {xyz} --header --eps 0.5 --min-samples 5 --bounds 0 10 --png {out}/x.png",

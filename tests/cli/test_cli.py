@@ -261,7 +261,8 @@ def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
     rows = {line.split(" : ", 1)[0].strip(): line.split(" : ", 1)[1] for line in out.splitlines()}
     m = load_model(blobs_model)
     # every row a sentence with the paper's symbols in brackets (issue 23)
-    for key, symbols in [("privacy", ["epsilon=1", "delta=0"]), ("eps", ["(eps, alpha)"]),
+    for key, symbols in [("protects", ["(epsilon=1, delta=0)"]), ("noise", ["(dense histogram)"]),
+                         ("eps", ["(eps, alpha)"]),
                          ("min_samples", ["(min_samples, MinPts)"]), ("approximation", [f"rho={m.spans.rho:g}"]),
                          ("additive error", ["tau"]), ("failure", ["(beta=0.1)"]),
                          ("grid", ["(|X|, w)", f"kappa={m.release.grid.kappa}", f"kappa_q={m.spans.kappa_q}"]),
@@ -315,7 +316,7 @@ def _three_cols(d):
 
 FIT = ["--eps", "0.5", "--min-samples", "5", "--bounds", "0", "10"]
 
-# Bad parameter values are in the one table of tests/test_params.py; these are
+# Bad parameter values are in the one table of tests/spec/test_parameters.py; these are
 # the other bad inputs of the command line.
 BAD = [
     ("missing file", lambda d, b, m: ["fit", d / "nope.csv", *FIT], "input file not found"),
@@ -610,7 +611,7 @@ def test_private_notes_are_marked(capsys, blobs_csv, tmp_path):
 
 
 def test_sweep_from_a_model_refuses_options_it_would_ignore(capsys, blobs_model, tmp_path):
-    # (--eps is honoured: it re-parameterises the saved release; tests/test_cli_params.py)
+    # (--eps is honoured: it re-parameterises the saved release; tests/cli/test_cli_params.py)
     for extra in (["--eta", "2"], ["--epsilon", "5"], ["--beta", "0.3"]):
         rc, out, err = run(capsys, "sweep", "--model", blobs_model, "--min-samples", "9",
                            "--out-dir", tmp_path, *extra)
