@@ -64,7 +64,7 @@ def hand_model(spans, *, shape=(40, 40), width=1.0, subcells=1, values=None, geo
     spec = SpanSpec(min_samples=10, beta=0.1, subcells=subcells, margin="paper", border=0.0,
                     raise_min_samples=True, core="bound")
     release = ReleaseInfo(hgrid, "sparse" if sparse else "dense", 1.0 if sparse else float("-inf"), noise,
-                          epsilon, epsilon, 0.0, alpha, 4.0, 10, None, None)
+                          epsilon, epsilon, 0.0, alpha, 4.0, 10, None, None, None)
     return SpanModel(spans=spans_, spec=spec, release=release, histogram=hist, auto=None, metadata=meta)
 
 

@@ -96,7 +96,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         Person-level releases (``fit(X, units=...)``): at most this many
         cells k count each unit's points, chosen uniformly at random among
         the cells the unit occupies. Required with units. "auto" chooses k
-        by a DP quantile of the cells per unit (part of the budget).
+        privately with the exponential mechanism, for 10% of the budget's
+        zCDP rho, among public candidates (1, 2^(1/4), 2^(1/2), ... up to
+        the grid's cells), favouring the one that maximises the signal to
+        noise of the cells most units visit (Gaussian noise only; the
+        release records the choice; docs/parameters.md section 5).
     max_points_per_cell : int, default=1
         Person-level releases: at most this many points m of one unit count
         in a cell. A cell's count is then at most m times the number of

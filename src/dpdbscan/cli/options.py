@@ -247,7 +247,12 @@ def add_unit_options(p: ArgTarget, *, column: bool = True) -> None:
         type=_int_or_auto,
         help=when
         + "the most cells one unit adds to, chosen at random among its cells "
-        + ("(a number, or 'auto': chosen privately); required with --unit" if column else "(a number)"),
+        + (
+            "(a number, or 'auto': chosen privately for 10%% of the budget, docs/parameters.md); "
+            "required with --unit"
+            if column
+            else "(a number)"
+        ),
     )
     u.add_argument(
         "--max-points-per-cell",

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from ..geometry.projection import format_km, projection_of
 from ..post.coretests import core_test
 from ..post.coretests.base import grid_words, histogram_words
-from .codec import jsonable
+from .codec import jsonable, unit_choice_dict
 from .guarantee import eps_candidates, guarantee
 from .record import SpanModel
 
@@ -118,6 +118,7 @@ def describe(model: SpanModel) -> dict:
         "metadata": dict(model.metadata),
         "release": {"eps": rel.eps, "eta": rel.eta, "min_samples": rel.min_samples},
         "auto": None if model.auto is None else dict(model.auto),
+        "unit_choice": None if rel.unit_choice is None else unit_choice_dict(rel.unit_choice),
     }
     if model.metadata.get("projection") is not None:
         info["units"] = "km"
@@ -159,7 +160,26 @@ def summary(model: SpanModel) -> str:
         f"(border={length(spec.border)})",
         test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
     ]
-    return "\n".join(lines + origin_lines(model))
+    return "\n".join(lines + unit_lines(model) + origin_lines(model))
+
+
+def unit_lines(model: SpanModel) -> list[str]:
+    """The contribution bound of a person-level release, and how k was
+    chosen when the release chose it."""
+    rel = model.release
+    if rel.units is None:
+        return []
+    b, c = rel.units, rel.unit_choice
+    line = (
+        f"  units   : each unit adds to at most k={b.max_cells_per_unit:,} cell(s), "
+        f"at most m={b.max_points_per_cell} point(s) to each"
+    )
+    if c is not None:
+        line += (
+            f"; k chosen privately among {len(c.candidates)} candidates ({c.candidates[0]:,} to "
+            f"{c.candidates[-1]:,}) by the exponential mechanism, for {c.share:.0%} of rho"
+        )
+    return [line]
 
 
 def origin_lines(model: SpanModel) -> list[str]:
@@ -192,6 +212,7 @@ __all__ = [
     "noise_words",
     "origin_lines",
     "protection",
+    "unit_lines",
     "MARGIN_FIGURES",
     "NOISE_NAMES",
 ]

@@ -341,7 +341,7 @@ class UnitForecast:
         prints for a person-level release)."""
         rho = "" if self.rho is None else f", rho={self.rho:.4g} zCDP"
         out = [
-            f"units     : k={self.max_cells_per_unit:,} cells per unit, m={self.max_points_per_cell} "
+            f"per unit  : k={self.max_cells_per_unit:,} cells per unit, m={self.max_points_per_cell} "
             f"per cell; noise std {self.cell_sigma:.4g} per cell{rho}"
             + ("" if self.n_units is None else f"; {self.n_units:,.0f} units expected"),
             f"{'eps':>9}  {'cell':>9}  {'units in one cell':>17}  {'units per cell':>14}  "

@@ -37,6 +37,7 @@ histogram (:mod:`dpdbscan.release.mechanism`).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -337,11 +338,35 @@ def count_units(
     return bounded_counts(grid, pairs_of(grid, X, units, key), bound, key)
 
 
+def cells_per_unit(pairs: Pairs) -> np.ndarray:
+    """The number of distinct cells of every unit that has a row left after
+    the per-record rule (private: it steers only the private choice of k)."""
+    c = np.bincount(pairs.units, minlength=pairs.n_units)
+    return c[c > 0]
+
+
+def count_units_choosing(
+    grid: Grid,
+    X: np.ndarray,
+    units: np.ndarray,
+    choose: Callable[[np.ndarray], UnitBound],
+    key: BoundingKey,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`count_units` with the bound chosen from the cells per unit:
+    ``choose`` (the private choice of k, :mod:`.unitchoice`) is called once
+    with :func:`cells_per_unit` and returns the bound the counts are made
+    with. The reference of ``UnitChoiceBackend.count_units_choosing``."""
+    pairs = pairs_of(grid, X, units, key)
+    return bounded_counts(grid, pairs, choose(cells_per_unit(pairs)), key)
+
+
 __all__ = [
     "BoundingKey",
     "Pairs",
     "bounded_counts",
+    "cells_per_unit",
     "count_units",
+    "count_units_choosing",
     "factorize",
     "kept_pairs",
     "pairs_of",
