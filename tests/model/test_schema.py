@@ -317,7 +317,7 @@ ONLY_THE_LOADER = {
     "spans out of order": ("dense, density test", _set("spans", 0, "id", 5), "numbered"),
     "subcells^d above 4096": ("dense, density test", _set("params", "subcells", 100), "too large"),
     "gamma not the margin of the parameters": ("dense, bound test", _set("gamma", 1.0), "margins"),
-    "kappa not the grid's": ("dense, density test", _set("guarantee", "kappa", 21), "do not match"),
+    "kappa_q not the grid's": ("dense, density test", _set("guarantee", "kappa_q", 21), "do not match"),
     "histogram shape not the grid's": (
         "dense, density test", _set("histogram", "values", "shape", [3, 3]), "histogram|reshape"),
 }
@@ -342,6 +342,22 @@ def test_the_loader_still_reads_older_files_the_writer_no_longer_makes(documents
     _drop(*field)(doc)
     assert _errors(doc)
     assert model_from_dict(doc).n_spans == len(documents["dense, bound test"]["spans"])
+
+
+@pytest.mark.parametrize("kind", ["dense, density test", "dense, bound test"])
+def test_files_that_called_kappa_q_kappa_still_load(documents, kind):
+    """Issue 23: the guarantee's kappa (the most cells within eps of one
+    sub-cell, 15 in 2-D with 2 x 2 sub-cells) and the grid's kappa (within
+    eps of a whole cell, 21) had one name; the guarantee's is now kappa_q.
+    A file written under the old name still loads, and is still checked."""
+    doc = copy.deepcopy(documents[kind])
+    assert doc["guarantee"]["kappa_q"] == 15 and doc["grid"]["kappa"] == 21
+    doc["guarantee"]["kappa"] = doc["guarantee"].pop("kappa_q")
+    assert _errors(doc)  # the schema describes today's files
+    assert model_from_dict(doc).spans.kappa_q == 15
+    doc["guarantee"]["kappa"] = 21
+    with pytest.raises(ValueError, match=r"guarantee\.kappa / n_events do not match"):
+        model_from_dict(doc)
 
 
 # --------------------------------------------------------------------------- the schema itself

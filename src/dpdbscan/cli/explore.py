@@ -103,5 +103,5 @@ def cmd_explore(args: argparse.Namespace, sink: _Warnings) -> int:
         print(line)
     print("wrote " + ", ".join(written))
     for f in failed:
-        print(f"dpdbscan: error: could not write {f}", file=sys.stderr)
+        print(f"dpdbscan explore: error: could not write {f}", file=sys.stderr)
     return EXIT_PARTIAL if failed else EXIT_OK

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import threading
 import warnings
@@ -323,12 +324,23 @@ def check_columns(args: argparse.Namespace, p: dict, d: int, names: Sequence[str
         shown = f" ({', '.join(map(str, names))})" if names else ""
         raise ValueError(
             f"--geo needs exactly two columns (longitude, latitude), got {d}{shown}; "
-            "choose them with --columns LON LAT"
+            f"choose them with {geo_columns_hint(names)}"
         )
     if getattr(args, "png_requested", False) and d != 2:
         raise ValueError(f"--png needs 2-D data, got {d} columns")
     if getattr(args, "geojson_requested", False) and d != 2:
         raise ValueError(f"--geojson needs 2-D data, got {d} columns")
+
+
+def geo_columns_hint(names: Sequence[str] | None) -> str:
+    """The --columns to suggest for --geo: ``x y`` when the columns (from a
+    declared header or a schema, never a record) have those names, as the
+    shared data sets name longitude and latitude; else the placeholder."""
+    by_lower = {str(n).lower(): str(n) for n in names or ()}
+    if "x" in by_lower and "y" in by_lower:
+        x, y = (shlex.quote(by_lower[k]) for k in ("x", "y"))
+        return f"--columns {x} {y} (longitude first)"
+    return "--columns LON LAT"
 
 
 def public_box(
@@ -653,10 +665,9 @@ def summary(model: SpanModel) -> str:
     proj = _geo.projection_of(model)
     if proj is not None:
         lines.append(
-            f"  geo     : lon/lat in km around {proj.ref_lat:.4f} deg N (equirectangular); "
-            f"alpha = {_geo.format_km(model.grid.alpha)}, cell width = "
-            f"{_geo.format_km(model.release.grid.width)}, span cells "
-            f"{_geo.format_km(model.grid.width)}"
+            f"  geo     : longitude and latitude projected to km around {proj.ref_lat:.4f} deg N "
+            "(equirectangular, centred on the public box), so the lengths above are on the ground"
+            + (f"; sub-cells {_geo.format_km(model.grid.width)} wide" if model.spec.subcells > 1 else "")
         )
     source = model.metadata.get("bounds_source", "")
     if source.startswith("data"):
@@ -673,7 +684,7 @@ def _report(written, failed) -> int:
     print("wrote " + ", ".join(written))
     for f in failed:
         print(
-            f"dpdbscan: error: could not write {f}; the release itself was written to {written[0]}",
+            f"dpdbscan fit: error: could not write {f}; the release itself was written to {written[0]}",
             file=sys.stderr,
         )
     return EXIT_PARTIAL if failed else EXIT_OK

@@ -139,7 +139,7 @@ def cmd_sweep(args: argparse.Namespace, sink: _Warnings) -> int:
     for a, m, thr, n, c, path in rows:
         print(f"{a:>10}  {m:>11}  {thr:>10.1f}  {n:>6}  {c:>10}  {path}")
     for f in failed_all:
-        print(f"dpdbscan: error: could not write {f}", file=sys.stderr)
+        print(f"dpdbscan sweep: error: could not write {f}", file=sys.stderr)
     return EXIT_PARTIAL if failed_all else EXIT_OK
 
 

@@ -226,7 +226,7 @@ def open_input(
             # a dataset: its files' names (public) say it is one, never their bytes
             if options.file_format not in (None, "parquet") or not _has_parquet_files(Path(path)):
                 raise IsADirectoryError(
-                    f"input is a directory: {path}; a directory is read only as a Parquet dataset "
+                    f"input is a folder: {path}; a folder is read only as a Parquet dataset "
                     "(files named *.parquet in it)"
                 )
             _need_pyarrow("Parquet")

@@ -268,9 +268,12 @@ def _model_from_dict(data: dict) -> SpanModel:
     _need(isinstance(used, dict), "guarantee must be an object")
     if "n_events" in used:  # what the margins were computed with must be what the spans need
         layout = SubcellLayout(hgrid, k)
+        # files before kappa_q had its own name called it guarantee.kappa (grid.kappa is the
+        # cells within alpha of a whole cell, a different number with sub-cells)
+        name = "kappa_q" if "kappa_q" in used else "kappa"
         _need(
-            used.get("kappa") == layout.kappa and str(used["n_events"]) == str(layout.n_events),
-            "guarantee.kappa / n_events do not match the grid and sub-cells",
+            used.get(name) == layout.kappa_q and str(used["n_events"]) == str(layout.n_events),
+            f"guarantee.{name} / n_events do not match the grid and sub-cells",
         )
     upper = None if data.get("gamma_upper") is None else _real(data["gamma_upper"], "gamma_upper", 0)
     try:

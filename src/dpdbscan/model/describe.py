@@ -4,24 +4,42 @@ prints)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from ..geometry.projection import format_km, projection_of
 from ..post.coretests import core_test
+from ..post.coretests.base import grid_words, histogram_words
 from .codec import jsonable, unit_choice_dict
 from .guarantee import eps_candidates, guarantee
 from .record import SpanModel
 
 # the margin and what it was computed from, in report order
-MARGIN_FIGURES = ("beta", "gamma", "gamma_upper", "margin", "kappa", "n_events", "n_cells", "theta")
+MARGIN_FIGURES = (
+    "beta",
+    "gamma",
+    "gamma_upper",
+    "margin",
+    "kappa",
+    "kappa_q",
+    "n_events",
+    "n_cells",
+    "theta",
+)
 
 
 def margin_figures(model: SpanModel) -> dict:
-    """The margin and the public numbers it was computed from."""
+    """The margin and the public numbers it was computed from: ``kappa`` is
+    the cells within eps of a cell of the histogram grid, ``kappa_q`` the
+    most within eps of one sub-cell (the noisy counts of one sub-cell's sum,
+    which the margins cover)."""
     s, spec = model.spans, model.spec
     return {
         "beta": spec.beta,
         "gamma": s.gamma,
         "gamma_upper": s.gamma_upper,
         "margin": spec.margin,
-        "kappa": s.kappa,
+        "kappa": model.release.grid.kappa,
+        "kappa_q": s.kappa_q,
         "n_events": s.n_events,
         "n_cells": model.release.grid.n_cells,
         "theta": model.release.theta,
@@ -107,23 +125,40 @@ def describe(model: SpanModel) -> dict:
     return jsonable(info)
 
 
+def length_of(model: SpanModel) -> Callable[[float], str]:
+    """How the model's lengths read: metres or km for a --geo model, else
+    the data's own units."""
+    return format_km if projection_of(model) is not None else (lambda v: f"{v:.4g}")
+
+
+def noise_words(model: SpanModel) -> str:
+    """The noise and where it is drawn, in words with the histogram's name
+    (the summary's and ``info``'s noise line)."""
+    rel = model.release
+    return f"{noise_name(rel.noise)}, drawn on {histogram_words(rel.histogram, rel.theta)}"
+
+
 def summary(model: SpanModel) -> str:
-    """The release in a few lines (what ``dpdbscan fit`` prints)."""
+    """The release in a few lines (what ``dpdbscan fit`` prints): each a
+    sentence, with the paper's symbols in brackets."""
     g, s, spec, rel = model.grid, model.spans, model.spec, model.release
     test = core_test(spec.core)
+    length = length_of(model)
+    core = "sub-cell" if spec.subcells > 1 else "cell"
     lines = [
-        f"DP-DBSCAN spans: {model.n_spans} span(s) from {model.n_core_cells} core cell(s)",
+        f"DP-DBSCAN spans: {model.n_spans} span(s) from {model.n_core_cells} core {core}(s)",
         f"  privacy : {protection(model)}",
-        f"  noise   : {noise_name(rel.noise)}, {rel.histogram} histogram",
-        f"  DBSCAN  : alpha={g.alpha:g}, min_samples={spec.min_samples}, threshold "
-        + test.threshold_text(s.threshold),
-        f"  grid    : d={g.d}, cell width w={rel.grid.width:.4g}, "
-        f"|X|={rel.grid.n_cells}, kappa={s.kappa}, sub-cells {spec.subcells}^{g.d}",
+        f"  noise   : {noise_words(model)}",
+        f"  DBSCAN  : a place is dense (core) when at least {spec.min_samples} points lie within "
+        f"{length(g.alpha)} of it (min_samples={spec.min_samples}, eps={length(g.alpha)}); "
+        + test.threshold_text(s.threshold, core),
+        "  grid    : "
+        + grid_words(rel.grid.n_cells, g.d, spec.subcells, rel.grid.kappa, s.kappa_q, length(rel.grid.width)),
         "  margin  : "
         + test.margin_text(s, spec)
-        + (f", theta={rel.theta:g}" if rel.histogram != "dense" else "")
-        + f", border={spec.border:.4g}",
-        test.guarantee_line(guarantee(model), s, eps_candidates(model)),
+        + f"; points within {length(spec.border)} of a core {core} join its span "
+        f"(border={length(spec.border)})",
+        test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
     ]
     return "\n".join(lines + unit_lines(model) + origin_lines(model))
 
@@ -172,7 +207,9 @@ __all__ = [
     "describe",
     "summary",
     "margin_figures",
+    "length_of",
     "noise_name",
+    "noise_words",
     "origin_lines",
     "protection",
     "unit_lines",
