@@ -148,54 +148,114 @@ def is_number(text: str) -> bool:
 
 
 # ---------------------------------------------------------------- the blocks
+@dataclass
+class Records:
+    """The records of a block, row by row (private data).
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, d)
+        The selected columns as floats (NaN where missing or unparseable,
+        and on every malformed line).
+    text : ndarray of object, shape (n,), or None
+        The ``text`` field of :func:`parse_records` as str, None where the
+        value is missing (a field in :data:`NULL_VALUES`) and on malformed
+        lines; None when no text field was asked for.
+    unparseable, malformed : ndarray of bool, shape (n,)
+        Rows with a selected value that is not a number; malformed lines.
+    """
+
+    X: np.ndarray
+    text: np.ndarray | None
+    unparseable: np.ndarray
+    malformed: np.ndarray
+
+    @property
+    def counts(self) -> BlockCounts:
+        return BlockCounts(
+            rows=int(self.X.shape[0]),
+            unparseable=int(np.count_nonzero(self.unparseable)),
+            malformed=int(np.count_nonzero(self.malformed)),
+        )
+
+
 def parse_block(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
     """The selected columns of a block of whole lines as an (n, d) float array.
 
     One row per non-empty line, in order; missing and unparseable values and
     malformed lines are NaN. See the module docstring for the rules.
     """
+    r = parse_records(data, layout)
+    return r.X, r.counts
+
+
+def parse_records(data: bytes, layout: CsvLayout, text: int | None = None) -> Records:
+    """:func:`parse_block` row by row, and optionally one more field as text.
+
+    ``text`` is the 0-based index of a field outside ``layout.usecols`` (a
+    privacy unit's id) read as it stands in the file: quotes removed, not
+    trimmed, bytes that are not UTF-8 replaced by U+FFFD; a field in
+    :data:`NULL_VALUES` is missing. The record rules are those of
+    :func:`parse_block`.
+    """
     import pyarrow as pa
 
     d = len(layout.usecols)
+    if text is not None and text in layout.usecols:
+        raise ValueError(f"field {text} is both a coordinate and the text field")
     if not data.strip(b"\r\n"):
-        return np.empty((0, d)), BlockCounts()
+        return _no_records(d, text is not None)
     try:
-        X, counts = _parse(data, layout)
+        r = _parse(data, layout, text)
         # Only a quote can join lines; a block without one needs no check.
-        joined = b'"' in data and counts.rows != count_lines(data)
+        joined = b'"' in data and r.X.shape[0] != count_lines(data)
     except pa.ArrowInvalid:
         # A line pyarrow cannot parse at all (a malformed line that is not
         # UTF-8 never reaches the row handler): find it by halving.
         joined = True
     if not joined:
-        return X, counts
+        return r
     cut = _middle_line_end(data)
     if cut == 0:  # one line, and it does not parse
-        return np.full((1, d), np.nan), BlockCounts(rows=1, malformed=1)
-    X1, c1 = parse_block(data[:cut], layout)
-    X2, c2 = parse_block(data[cut:], layout)
-    return np.concatenate([X1, X2]), c1.add(c2)
+        return Records(
+            np.full((1, d), np.nan),
+            None if text is None else np.array([None], dtype=object),
+            np.zeros(1, dtype=bool),
+            np.ones(1, dtype=bool),
+        )
+    a, b = parse_records(data[:cut], layout, text), parse_records(data[cut:], layout, text)
+    return Records(
+        np.concatenate([a.X, b.X]),
+        None if a.text is None or b.text is None else np.concatenate([a.text, b.text]),
+        np.concatenate([a.unparseable, b.unparseable]),
+        np.concatenate([a.malformed, b.malformed]),
+    )
 
 
-def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
+def _no_records(d: int, text: bool) -> Records:
+    none = np.zeros(0, dtype=bool)
+    return Records(np.empty((0, d)), np.empty(0, dtype=object) if text else None, none, none)
+
+
+def _parse(data: bytes, layout: CsvLayout, text: int | None = None) -> Records:
     import pyarrow as pa
 
     try:
-        table, invalid = _arrow_read(data, layout, pa.float64())
+        table, invalid = _arrow_read(data, layout, pa.float64(), text)
         bad = None
     except pa.ArrowInvalid:
         # A selected value is not a number: read the block's selected columns
         # as bytes (which cannot fail) and convert value by value.
-        table, invalid = _arrow_read(data, layout, pa.binary())
+        table, invalid = _arrow_read(data, layout, pa.binary(), text)
         bad = np.zeros(table.num_rows, dtype=bool)
     n = table.num_rows + len(invalid)
     X = np.empty((n, len(layout.usecols)))
     rows: slice | np.ndarray = slice(None)
+    malformed = np.zeros(n, dtype=bool)
     if invalid:
-        valid = np.ones(n, dtype=bool)
-        valid[np.asarray(invalid, dtype=np.int64) - 1] = False  # row numbers are 1-based
-        X[~valid] = np.nan
-        rows = valid
+        malformed[np.asarray(invalid, dtype=np.int64) - 1] = True  # row numbers are 1-based
+        X[malformed] = np.nan
+        rows = ~malformed
     for j in range(len(layout.usecols)):
         col = table.column(j)
         if bad is None:
@@ -204,7 +264,28 @@ def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
             values, unparseable = coerce_binary(col)
             X[rows, j] = values
             bad |= unparseable
-    return X, BlockCounts(rows=n, unparseable=0 if bad is None else int(bad.sum()), malformed=len(invalid))
+    unparse = np.zeros(n, dtype=bool)
+    if bad is not None:
+        unparse[rows] = bad
+    texts = None
+    if text is not None:
+        texts = np.full(n, None, dtype=object)
+        texts[rows] = _texts(table.column(len(layout.usecols)))
+    return Records(X, texts, unparse, malformed)
+
+
+def _texts(col: Any) -> np.ndarray:
+    """An Arrow binary column as str (None where null); bytes that are not
+    UTF-8 decode with U+FFFD, value by value."""
+    import pyarrow as pa
+
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    try:
+        return np.asarray(arr.cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
+    except pa.ArrowInvalid:
+        return np.asarray(
+            [None if v is None else v.decode("utf-8", "replace") for v in arr.to_pylist()], dtype=object
+        )
 
 
 def float_values(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -228,9 +309,10 @@ def float_values(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.concatenate(parts) if parts else np.empty(0)
 
 
-def _arrow_read(data: bytes, layout: CsvLayout, dtype):
-    """Parse ``data`` with pyarrow: ``(table of the selected columns, the
-    1-based numbers of the malformed lines among the non-empty ones)``."""
+def _arrow_read(data: bytes, layout: CsvLayout, dtype, text: int | None = None):
+    """Parse ``data`` with pyarrow: ``(table of the selected columns, as
+    ``dtype``, then field ``text`` as bytes if given; the 1-based numbers of
+    the malformed lines among the non-empty ones)``."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -242,6 +324,9 @@ def _arrow_read(data: bytes, layout: CsvLayout, dtype):
 
     names = [f"f{i}" for i in range(layout.n_fields)]
     chosen = [names[i] for i in layout.usecols]
+    types = {c: dtype for c in chosen}
+    if text is not None:
+        types[names[text]] = pa.binary()
     # pyarrow decodes a malformed line to text for the handler; one that is
     # not UTF-8 would fail there and be printed as an "ignored" exception.
     handler = skip if data.isascii() or _is_utf8(data) else None
@@ -253,8 +338,8 @@ def _arrow_read(data: bytes, layout: CsvLayout, dtype):
         read_options=pacsv.ReadOptions(column_names=names, use_threads=False, block_size=len(data) + 1),
         parse_options=pacsv.ParseOptions(delimiter=layout.delimiter, invalid_row_handler=handler),
         convert_options=pacsv.ConvertOptions(
-            include_columns=chosen,
-            column_types={c: dtype for c in chosen},
+            include_columns=list(types),
+            column_types=types,
             null_values=NULL_VALUES,
             strings_can_be_null=True,
         ),
@@ -369,7 +454,9 @@ __all__ = [
     "NUMBER_PATTERN",
     "BlockCounts",
     "CsvLayout",
+    "Records",
     "parse_block",
+    "parse_records",
     "coerce_binary",
     "float_values",
     "header_fields",

@@ -26,6 +26,7 @@ partition exactly once.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Sequence
 from typing import Any, Self
@@ -42,8 +43,12 @@ from ...files.records import (
     coerce_binary,
     header_fields,
     parse_block,
+    parse_records,
     split_first_line,
 )
+from ...spec.specs import UnitBound
+from .. import bounding
+from ..bounding import BoundingKey
 from .base import CellCounts
 from .numpy_backend import NumpyBackend
 
@@ -79,9 +84,16 @@ def count_frame(grid: Grid, frame: Any, columns: Sequence[str]) -> tuple[np.ndar
 
 def frame_points(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, int]:
     """The ``columns`` of a pandas frame as floats, and how many rows had a
-    value that is not a number. Numeric columns convert directly; others
-    (text, objects) value by value, a value that is not a number becoming
-    NaN: a conversion error would stop the count and quote the value."""
+    value that is not a number (:func:`frame_values`)."""
+    X, bad = frame_values(frame, columns)
+    return X, int(bad.sum())
+
+
+def frame_values(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The ``columns`` of a pandas frame as floats, and a mask of the rows
+    that had a value that is not a number. Numeric columns convert directly;
+    others (text, objects) value by value, a value that is not a number
+    becoming NaN: a conversion error would stop the count and quote the value."""
     import pandas as pd
 
     X = np.empty((len(frame), len(columns)))
@@ -98,7 +110,7 @@ def frame_points(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, int]:
         texts[missing] = None
         X[:, j], unparseable = coerce_binary(pa.array(texts, type=pa.string()))
         bad |= unparseable
-    return X, int(bad.sum())
+    return X, bad
 
 
 def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -136,9 +148,15 @@ def _array_part(grid, block):
 
 
 def _csv_part(grid, data: bytes, layout: CsvLayout, header: list | None, first: bool, where: str):
-    """Count one block of CSV text. ``first`` marks a file's first block:
-    a byte order mark is dropped there and, when ``header`` (the declared
-    header's names) is given, the first line is checked and dropped."""
+    """Count one block of CSV text (:func:`_csv_body`)."""
+    X, counts = parse_block(_csv_body(data, layout, header, first, where), layout)
+    return (*count_block(grid, X), _tally(counts.rows, counts.unparseable, counts.malformed))
+
+
+def _csv_body(data: bytes, layout: CsvLayout, header: list | None, first: bool, where: str) -> bytes:
+    """The records of one block of CSV text. ``first`` marks a file's first
+    block: a byte order mark is dropped there and, when ``header`` (the
+    declared header's names) is given, the first line is checked and dropped."""
     if first:
         data = data[3:] if data.startswith(_BOM) else data
     if first and header is not None and data.strip(b"\r\n"):
@@ -148,8 +166,7 @@ def _csv_part(grid, data: bytes, layout: CsvLayout, header: list | None, first: 
                 f"{where}: its header differs from the first file's "
                 f"({', '.join(header)}); count such files separately"
             )
-    X, counts = parse_block(data, layout)
-    return (*count_block(grid, X), _tally(counts.rows, counts.unparseable, counts.malformed))
+    return data
 
 
 def _merge_parts(*parts):
@@ -157,17 +174,152 @@ def _merge_parts(*parts):
     return keys, counts, np.sum([t for _, _, t in parts], axis=0)
 
 
+# -------------------------------------------------------------------- units
+# Person-level counts (DaskBackend.count_units). Bounding needs all of a
+# unit's rows in one place, so each input partition becomes a frame of the
+# coordinates as floats, the unit (in a dtype fixed by the unit column's
+# declared type) and per-row flags; the frame is shuffled by unit; each
+# shuffled partition is bounded and counted by bounding.count_units, exactly
+# as in memory. Shuffled partitions hold disjoint sets of units, so summing
+# their per-cell counts gives the bounded counts of all the rows.
+_UNIT = "__unit__"
+_FLAGS = "__flags__"  # bit 0: a value that is not a number; bit 1: a malformed CSV line
+#: The dtype a unit column is shuffled in, by kind (unit_kind).
+_UNIT_DTYPES = {"int": "Int64", "uint": "UInt64", "float": "float64", "text": "string[pyarrow]"}
+
+
+def unit_kind(dtype: Any, name: str = "units") -> str:
+    """How the values of a unit column become units, from its *declared*
+    type (a Parquet schema, a dataframe's dtype; never its values):
+    ``"int"``/``"uint"`` (integers and booleans: by value), ``"float"`` (by
+    value) or ``"text"`` (strings, objects: by their ``str``). A categorical
+    column is read as its categories' type. CSV columns are text."""
+    import pandas as pd
+
+    t = pd.api.types
+    if isinstance(dtype, pd.CategoricalDtype):
+        return unit_kind(dtype.categories.dtype, name)
+    if t.is_bool_dtype(dtype) or t.is_signed_integer_dtype(dtype):
+        return "int"
+    if t.is_unsigned_integer_dtype(dtype):
+        return "uint"
+    if t.is_float_dtype(dtype):
+        return "float"
+    if t.is_string_dtype(dtype) or t.is_object_dtype(dtype):
+        return "text"
+    raise TypeError(f"the unit column {name!r} has type {dtype}; units must be numbers or text")
+
+
+def unit_column(s: Any, kind: str) -> Any:
+    """A unit column (pandas Series) in the dtype it is shuffled in; missing
+    values (None, NaN, NA) stay missing."""
+    out = s.astype(_UNIT_DTYPES[kind])
+    if kind == "float":
+        # -0.0 and 0.0 are one unit (np.unique, in memory) but hash apart in
+        # a shuffle: one unit split over two partitions would keep 2k cells.
+        out = out + 0.0
+    return out
+
+
+def unit_ids(s: Any, kind: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """The units of a :func:`unit_column` as the in-memory path takes them
+    (int64 or uint64 values, float64 with NaN, or str with None), and, for
+    integers, whose array cannot say "missing", a mask of the rows that have
+    a unit (None when all do)."""
+    if kind in ("int", "uint"):
+        present = s.notna().to_numpy(dtype=bool)
+        ids = s.to_numpy(dtype=np.int64 if kind == "int" else np.uint64, na_value=0)
+        return ids, None if present.all() else present
+    if kind == "float":
+        return s.to_numpy(dtype=np.float64, na_value=np.nan), None
+    return s.to_numpy(dtype=object, na_value=None), None
+
+
+def _unit_frame(X: np.ndarray, units: Any, flags: np.ndarray) -> Any:
+    """The frame shuffled by unit: coordinates ``x0``, ``x1``..., the unit
+    (an array, so that no index aligns it) and the flags."""
+    import pandas as pd
+
+    cols: dict[str, Any] = {f"x{j}": X[:, j] for j in range(X.shape[1])}
+    cols[_UNIT] = units
+    cols[_FLAGS] = flags
+    return pd.DataFrame(cols)
+
+
+def _unit_meta(d: int, kind: str) -> Any:
+    import pandas as pd
+
+    return _unit_frame(np.empty((0, d)), pd.array([], dtype=_UNIT_DTYPES[kind]), np.zeros(0, np.uint8))
+
+
+def _frame_unit_rows(frame, columns, unit, kind):
+    """One partition of a dataframe as the frame shuffled by unit."""
+    X, bad = frame_values(frame, columns)
+    return _unit_frame(X, unit_column(frame[unit], kind).array, bad.astype(np.uint8))
+
+
+def _csv_unit_rows(data, layout, header, first, where, text):
+    """One block of CSV text as the frame shuffled by unit (field ``text``
+    is the unit, as text)."""
+    import pandas as pd
+
+    r = parse_records(_csv_body(data, layout, header, first, where), layout, text)
+    flags = r.unparseable.astype(np.uint8) | (r.malformed.astype(np.uint8) << 1)
+    return _unit_frame(r.X, pd.array(r.text, dtype=_UNIT_DTYPES["text"]), flags)
+
+
+def _units_part(grid: Grid, frame: Any, kind: str, bound: UnitBound, key: BoundingKey):
+    """Bounded counts of one shuffled partition (it holds every row of its
+    units): the per-record rule and bounding of :mod:`..bounding`."""
+    X = frame[[f"x{j}" for j in range(grid.d)]].to_numpy(dtype=np.float64)
+    ids, present = unit_ids(frame[_UNIT], kind)
+    if present is not None:  # a missing unit: the row is dropped (per-record rule)
+        X, ids = X[present], ids[present]
+    keys, counts = bounding.count_units(grid, X, ids, bound, key)
+    flags = frame[_FLAGS].to_numpy()
+    tally = _tally(len(frame), int(np.count_nonzero(flags & 1)), int(np.count_nonzero(flags & 2)))
+    return np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64), tally
+
+
+class _ShuffleNotes(logging.Filter):
+    """Drops distributed's notes that a P2P shuffle started or ended (logged
+    as warnings on every shuffle, to the driver's standard error when the
+    scheduler runs in this process); anything else passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(("Shuffle %s initialized", "Shuffle %s deactivated"))
+
+
+@contextlib.contextmanager
+def _quiet_shuffle_notes():
+    logger = logging.getLogger("distributed.shuffle._scheduler_plugin")
+    note = _ShuffleNotes()
+    logger.addFilter(note)
+    try:
+        yield
+    finally:
+        logger.removeFilter(note)
+
+
 # ------------------------------------------------------------------ columns
 def coordinate_columns(
-    names: Sequence[str], numeric: Sequence[bool] | None, columns: Sequence[str] | str | None, d: int | None
+    names: Sequence[str],
+    numeric: Sequence[bool] | None,
+    columns: Sequence[str] | str | None,
+    d: int | None,
+    unit: str | None = None,
 ) -> list:
     """The coordinate columns of a table: ``columns`` if given, else every
-    column except one named ``"label"`` and unnamed index columns that is
-    declared numeric (``numeric``: one flag per name, from the schema; None
-    for CSV, whose header declares no types: every column counts). Their
-    number must be ``d`` (not checked when ``d`` is None)."""
+    column except one named ``"label"``, unnamed index columns and the unit
+    column ``unit`` that is declared numeric (``numeric``: one flag per name,
+    from the schema; None for CSV, whose header declares no types: every
+    column counts). Their number must be ``d`` (not checked when ``d`` is
+    None). A unit column named in ``columns`` is refused: a unit is not a
+    coordinate."""
     names = list(names)
     numeric = [True] * len(names) if numeric is None else list(numeric)
+    if unit is not None:
+        _check_unit_column(names, columns, unit)
     if columns is not None:
         columns = [columns] if isinstance(columns, str) else list(columns)
         missing = [c for c in columns if c not in names]
@@ -178,7 +330,7 @@ def coordinate_columns(
         chosen = [
             c
             for c, num in zip(names, numeric)
-            if str(c).lower() != LABEL_COLUMN and not is_index_column(c) and num
+            if str(c).lower() != LABEL_COLUMN and not is_index_column(c) and num and c != unit
         ]
     if d is not None and len(chosen) != d:
         raise ValueError(
@@ -186,6 +338,18 @@ def coordinate_columns(
             f"columns were selected: {chosen} (data columns: {names}); pass columns=[...]"
         )
     return chosen
+
+
+def _check_unit_column(names: Sequence, columns: Sequence | str | None, unit: str) -> None:
+    """The unit column exists and is not also a coordinate (names are the
+    public schema: a header or a Parquet/dataframe schema)."""
+    if unit not in list(names):
+        raise ValueError(f"no unit column {unit!r}; the data has columns {list(names)}")
+    if columns is not None and unit in ([columns] if isinstance(columns, str) else list(columns)):
+        raise ValueError(
+            f"the unit column {unit!r} is also in columns={list(columns)}: a privacy unit is not "
+            "a coordinate; name only the coordinate columns in columns="
+        )
 
 
 def _numeric_flags(dtypes, names) -> list[bool]:
