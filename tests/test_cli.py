@@ -11,9 +11,8 @@ from clirun import blob_points, run, write_csv
 
 from dpdbscan.cli import build_parser, main
 from dpdbscan.geometry.projection import Equirectangular
-from dpdbscan.model.record import SpanModel
-from dpdbscan.progress import progress, progress_wanted
 from dpdbscan.model import load_model, with_params
+from dpdbscan.progress import progress, progress_wanted
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SF = ["-122.48", "37.72", "-122.38", "37.82"]
@@ -778,3 +777,25 @@ def test_predict_says_when_no_point_is_inside_the_box(capsys, tmp_path):
     rc, out, err = run(capsys, "predict", tmp_path / "trips.spans.json", pts, "--columns", "lat", "lon", "-q")
     assert rc == 0 and out.split()[1:] == ["-1", "-1"]
     assert "no point lies inside the model's bounds" in err
+
+
+def test_eps_as_large_as_the_box_is_refused_before_spending(capsys, tmp_path):
+    """Issue 23: --geo --eps 50km over a 26 x 33 km box spent the budget on a
+    one-cell grid; now refused from public inputs, nothing written."""
+    path = write_geo_csv(tmp_path / "trips.csv", geo_points())
+    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50km",
+                       "--min-samples", "50", "--out-dir", tmp_path / "o")
+    assert rc == 2 and "at least the public box's longest side" in err and "no budget is spent" in err
+    assert not (tmp_path / "o").exists()
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_eps_as_large_as_the_box_spends_nothing_in_python():
+    from dpdbscan import DPDBSCAN
+    from dpdbscan.release.accountant import BudgetAccountant
+
+    acc = BudgetAccountant(epsilon=1.0)
+    X = np.random.default_rng(0).random((500, 2)) * [700, 480]
+    with pytest.raises(ValueError, match=r"eps=5000 is at least the public box's longest side \(700"):
+        DPDBSCAN(5000, min_samples=5, bounds=([0, 0], [700, 480]), accountant=acc).fit(X)
+    assert acc.total() == (0.0, 0.0)

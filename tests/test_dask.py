@@ -365,10 +365,10 @@ def test_missing_extra_names_it(monkeypatch):
         DaskBackend()
 
 
-def test_get_backend_builds_the_dask_backend():
-    from dpdbscan.release.backends import get_backend
+def test_resolve_backend_builds_the_dask_backend():
+    from dpdbscan.release.backends import resolve_backend
 
-    assert isinstance(get_backend("dask"), DaskBackend)
+    assert isinstance(resolve_backend("dask"), DaskBackend)
 
 
 # ------------------------------------------- one record at a time (issue #14)

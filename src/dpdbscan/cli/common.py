@@ -366,11 +366,6 @@ def _draw_spans_png(model, path, *, dpi=120, size=None, extent=None):
     plotting.save(ax, path, dpi=dpi)
 
 
-def _alpha_text(model) -> str:
-    a = model.grid.alpha
-    return _geo.format_km(a) if _geo.projection_of(model) is not None else f"{a:g}"
-
-
 def _points_for(model, path, args):
     """Points of ``path`` in the model's coordinates (km for geo) and as read."""
     proj = _geo.projection_of(model)

@@ -23,7 +23,7 @@ from ..geometry.projection import Equirectangular
 from ..model import save_geojson, save_model
 from ..model import summary as model_summary
 from ..pipeline import fit as fit_release
-from ..plan.resolve import validated
+from ..plan.resolve import check_scale, validated
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..render import plotting
@@ -112,7 +112,24 @@ def check_fit_params(args: argparse.Namespace, eps: float | str | None = None) -
         )
     if args.bounds is not None and args.bounds_from_data:
         raise ValueError("give either --bounds or --bounds-from-data, not both")
+    _check_scale_early(args, p)
     return p
+
+
+def _check_scale_early(args: argparse.Namespace, p: dict) -> None:
+    """Refuse an eps as large as the public box before the file is read
+    (:func:`dpdbscan.plan.resolve.check_scale`), when the bounds alone tell
+    the box: two numbers per dimension, or four with --geo (in km then)."""
+    eps = p.get("eps")
+    if args.bounds is None or not isinstance(eps, float):
+        return
+    b = _floats(args.bounds, "--bounds")
+    if len(b) < 4 or len(b) % 2:
+        return  # one lower and one upper for every column: d comes from the file
+    lower, upper = _split_bounds(b, len(b) // 2, args.geo)
+    if args.geo:
+        lower, upper = Equirectangular.from_bounds(lower, upper, args.ref_lat).project_bounds(lower, upper)
+    check_scale(eps, lower, upper, cli=True)
 
 
 _DBSCAN = ("eps", "min_samples")

@@ -94,6 +94,7 @@ def resolve(
             lower, upper, p["eta"], eps, min_samples, p["epsilon"], p["max_cells"], p["n_expected"]
         )
         eps, min_samples = plan.base_eps, plan.min_samples or MIN_SAMPLES_LOW
+    check_scale(float(eps), lower, upper, cli=cli)
     grid = Grid(lower, upper, eps, p["eta"])
     test = _usable_test(p["core"], grid, stacklevel + 1)
     k = (2 if grid.d <= 3 else 1) if p["subcells"] == "auto" else int(p["subcells"])
@@ -137,6 +138,23 @@ def _warn_laplace_units(release: ReleaseSpec, p: Mapping[str, Any], opt, stackle
             f"(with {opt('delta')} > 0) unless each unit adds to very few cells.",
             UtilityWarning,
             stacklevel=stacklevel + 1,
+        )
+
+
+def check_scale(eps: float, lower: np.ndarray, upper: np.ndarray, *, cli: bool = False) -> None:
+    """Refuse an eps at least as large as the public box's longest side
+    (public inputs only, before anything is read or spent): every point of
+    the box is then within eps of most others, the grid has a handful of
+    cells at most, and the release could not separate any clusters. Seen as
+    ``--geo --eps 50`` (50 km) over a city."""
+    side = float(np.max(np.asarray(upper, dtype=np.float64) - np.asarray(lower, dtype=np.float64)))
+    if eps >= side:
+        shown = f"--eps {eps:g}" if cli else f"eps={eps:g}"
+        raise ValueError(
+            f"{shown} is at least the public box's longest side ({side:g}, in the same units): "
+            "every point would be within eps of the others and the release could not separate "
+            f"clusters, so no budget is spent on it. Use an eps well below the box's size (say "
+            f"{side / 20:.3g} or less)"
         )
 
 
@@ -271,4 +289,4 @@ def forecast_of(
     return forecast(r.release, r.spans, n_expected=n_expected if n_points is None else n_points)
 
 
-__all__ = ["Resolved", "forecast_of", "release_spec", "resolve", "validated"]
+__all__ = ["Resolved", "check_scale", "forecast_of", "release_spec", "resolve", "validated"]

@@ -137,14 +137,22 @@ def standardised_note(X: np.ndarray, option: str = "bounds") -> str | None:
     data holder, like the counts of rows read and clipped (docs/privacy.md,
     section 6). ``option`` names the bounds as the caller's user knows them.
     """
-    finite = X[np.all(np.isfinite(X), axis=1)] if X.ndim == 2 else X[:0]
-    if finite.shape[0] < 2:
+    if X.ndim != 2 or X.shape[0] < 2:
         return None
     with np.errstate(over="ignore", invalid="ignore"):
         # coordinates near 1e308 overflow the sums; such data are not
-        # standardised, and the overflow must not become a warning of its own
-        mean, std = finite.mean(axis=0), finite.std(axis=0)
-    if not (np.all(np.abs(mean) <= STANDARDISED_TOL) and np.all(np.abs(std - 1.0) <= STANDARDISED_TOL)):
+        # standardised, and the overflow must not become a warning of its own.
+        # A finite column sum means a column without NaN or inf: then no copy
+        # of the rows (on 1e6 rows this note cost a quarter of the fit).
+        total = X.sum(axis=0)
+        finite = X if np.all(np.isfinite(total)) else X[np.all(np.isfinite(X), axis=1)]
+        if finite.shape[0] < 2:
+            return None
+        mean = total / X.shape[0] if finite is X else finite.mean(axis=0)
+        if not np.all(np.abs(mean) <= STANDARDISED_TOL):
+            return None  # most data: one pass, no variance
+        std = finite.std(axis=0)
+    if not np.all(np.abs(std - 1.0) <= STANDARDISED_TOL):
         return None
     return (
         "every column of the data has mean 0 and standard deviation 1: were they standardised "

@@ -25,7 +25,4 @@ def resolve_backend(backend: Backend | str | None = None) -> Backend:
     raise ValueError(f"backend must be 'numpy', 'dask' or an object with count(), got {backend!r}")
 
 
-#: The old name of :func:`resolve_backend`.
-get_backend = resolve_backend
-
-__all__ = ["Backend", "CellCounts", "NumpyBackend", "resolve_backend", "get_backend"]
+__all__ = ["Backend", "CellCounts", "NumpyBackend", "resolve_backend"]
