@@ -17,6 +17,12 @@ record alone:
 * **A malformed line** (a wrong number of fields) reads as a row of NaN in
   its place. A line whose quote does not close is read on its own, as if the
   quote closed where the line ends; it never swallows the lines after it.
+* **The privacy unit** (``CsvLayout.unit``, a person-level release's
+  ``--unit`` column) is read as the field's bytes, exactly (quotes removed,
+  nothing trimmed: ``"007"`` and ``"7"`` are two units), and never as a
+  number. A missing one (an empty field or one of :data:`NULL_VALUES`, or a
+  malformed line) makes the row's coordinates NaN, so that row is dropped
+  like a row with a bad coordinate.
 
 So the fate of a record never depends on another record, and a bad value
 never stops the read. Only counts leave this module (:class:`BlockCounts`);
@@ -69,26 +75,33 @@ class BlockCounts:
         missing; they read as NaN.
     malformed : int
         Lines with a wrong number of fields; they read as all NaN.
+    missing_unit : int
+        Rows, neither malformed nor unparseable, whose privacy unit is
+        missing; they read as NaN.
     """
 
     rows: int = 0
     unparseable: int = 0
     malformed: int = 0
+    missing_unit: int = 0
 
     def add(self, other: BlockCounts) -> BlockCounts:
         self.rows += other.rows
         self.unparseable += other.unparseable
         self.malformed += other.malformed
+        self.missing_unit += other.missing_unit
         return self
 
 
 @dataclass(frozen=True)
 class CsvLayout:
-    """The public shape of a CSV file: delimiter, field count, chosen fields."""
+    """The public shape of a CSV file: delimiter, field count, chosen fields
+    (the coordinates) and the field of the privacy unit (None: not read)."""
 
     delimiter: str
     n_fields: int
     usecols: tuple[int, ...]
+    unit: int | None = None
 
 
 # --------------------------------------------------------------- the header
@@ -148,114 +161,71 @@ def is_number(text: str) -> bool:
 
 
 # ---------------------------------------------------------------- the blocks
-@dataclass
-class Records:
-    """The records of a block, row by row (private data).
-
-    Attributes
-    ----------
-    X : ndarray of shape (n, d)
-        The selected columns as floats (NaN where missing or unparseable,
-        and on every malformed line).
-    text : ndarray of object, shape (n,), or None
-        The ``text`` field of :func:`parse_records` as str, None where the
-        value is missing (a field in :data:`NULL_VALUES`) and on malformed
-        lines; None when no text field was asked for.
-    unparseable, malformed : ndarray of bool, shape (n,)
-        Rows with a selected value that is not a number; malformed lines.
-    """
-
-    X: np.ndarray
-    text: np.ndarray | None
-    unparseable: np.ndarray
-    malformed: np.ndarray
-
-    @property
-    def counts(self) -> BlockCounts:
-        return BlockCounts(
-            rows=int(self.X.shape[0]),
-            unparseable=int(np.count_nonzero(self.unparseable)),
-            malformed=int(np.count_nonzero(self.malformed)),
-        )
-
-
 def parse_block(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
     """The selected columns of a block of whole lines as an (n, d) float array.
 
     One row per non-empty line, in order; missing and unparseable values and
-    malformed lines are NaN. See the module docstring for the rules.
+    malformed lines are NaN, and so are rows whose unit is missing when the
+    layout reads one. See the module docstring for the rules.
     """
-    r = parse_records(data, layout)
-    return r.X, r.counts
+    X, _, counts = parse_records(data, layout)
+    return X, counts
 
 
-def parse_records(data: bytes, layout: CsvLayout, text: int | None = None) -> Records:
-    """:func:`parse_block` row by row, and optionally one more field as text.
-
-    ``text`` is the 0-based index of a field outside ``layout.usecols`` (a
-    privacy unit's id) read as it stands in the file: quotes removed, not
-    trimmed, bytes that are not UTF-8 replaced by U+FFFD; a field in
-    :data:`NULL_VALUES` is missing. The record rules are those of
-    :func:`parse_block`.
-    """
+def parse_records(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, pa.Array | None, BlockCounts]:
+    """:func:`parse_block`, and the privacy unit of every row: a binary Arrow
+    array (null where missing), or None when the layout reads no unit."""
     import pyarrow as pa
 
     d = len(layout.usecols)
-    if text is not None and text in layout.usecols:
-        raise ValueError(f"field {text} is both a coordinate and the text field")
     if not data.strip(b"\r\n"):
-        return _no_records(d, text is not None)
+        return np.empty((0, d)), _no_units(layout, 0), BlockCounts()
     try:
-        r = _parse(data, layout, text)
+        X, units, counts = _parse(data, layout)
         # Only a quote can join lines; a block without one needs no check.
-        joined = b'"' in data and r.X.shape[0] != count_lines(data)
+        joined = b'"' in data and counts.rows != count_lines(data)
     except pa.ArrowInvalid:
         # A line pyarrow cannot parse at all (a malformed line that is not
         # UTF-8 never reaches the row handler): find it by halving.
         joined = True
     if not joined:
-        return r
+        return X, units, counts
     cut = _middle_line_end(data)
     if cut == 0:  # one line, and it does not parse
-        return Records(
-            np.full((1, d), np.nan),
-            None if text is None else np.array([None], dtype=object),
-            np.zeros(1, dtype=bool),
-            np.ones(1, dtype=bool),
-        )
-    a, b = parse_records(data[:cut], layout, text), parse_records(data[cut:], layout, text)
-    return Records(
-        np.concatenate([a.X, b.X]),
-        None if a.text is None or b.text is None else np.concatenate([a.text, b.text]),
-        np.concatenate([a.unparseable, b.unparseable]),
-        np.concatenate([a.malformed, b.malformed]),
-    )
+        return np.full((1, d), np.nan), _no_units(layout, 1), BlockCounts(rows=1, malformed=1)
+    X1, u1, c1 = parse_records(data[:cut], layout)
+    X2, u2, c2 = parse_records(data[cut:], layout)
+    units = None if u1 is None or u2 is None else pa.concat_arrays([u1, u2])
+    return np.concatenate([X1, X2]), units, c1.add(c2)
 
 
-def _no_records(d: int, text: bool) -> Records:
-    none = np.zeros(0, dtype=bool)
-    return Records(np.empty((0, d)), np.empty(0, dtype=object) if text else None, none, none)
+def _no_units(layout: CsvLayout, n: int) -> pa.Array | None:
+    """``n`` missing units (None when the layout reads none)."""
+    import pyarrow as pa
+
+    return None if layout.unit is None else pa.nulls(n, pa.binary())
 
 
-def _parse(data: bytes, layout: CsvLayout, text: int | None = None) -> Records:
+def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, pa.Array | None, BlockCounts]:
     import pyarrow as pa
 
     try:
-        table, invalid = _arrow_read(data, layout, pa.float64(), text)
+        table, invalid = _arrow_read(data, layout, pa.float64())
         bad = None
     except pa.ArrowInvalid:
         # A selected value is not a number: read the block's selected columns
         # as bytes (which cannot fail) and convert value by value.
-        table, invalid = _arrow_read(data, layout, pa.binary(), text)
+        table, invalid = _arrow_read(data, layout, pa.binary())
         bad = np.zeros(table.num_rows, dtype=bool)
     n = table.num_rows + len(invalid)
     X = np.empty((n, len(layout.usecols)))
     rows: slice | np.ndarray = slice(None)
-    malformed = np.zeros(n, dtype=bool)
+    valid = None
     if invalid:
-        malformed[np.asarray(invalid, dtype=np.int64) - 1] = True  # row numbers are 1-based
-        X[malformed] = np.nan
-        rows = ~malformed
+        valid = np.ones(n, dtype=bool)
+        valid[np.asarray(invalid, dtype=np.int64) - 1] = False  # row numbers are 1-based
+        X[~valid] = np.nan
+        rows = valid
     for j in range(len(layout.usecols)):
         col = table.column(j)
         if bad is None:
@@ -264,28 +234,37 @@ def _parse(data: bytes, layout: CsvLayout, text: int | None = None) -> Records:
             values, unparseable = coerce_binary(col)
             X[rows, j] = values
             bad |= unparseable
-    unparse = np.zeros(n, dtype=bool)
-    if bad is not None:
-        unparse[rows] = bad
-    texts = None
-    if text is not None:
-        texts = np.full(n, None, dtype=object)
-        texts[rows] = _texts(table.column(len(layout.usecols)))
-    return Records(X, texts, unparse, malformed)
+    counts = BlockCounts(rows=n, unparseable=0 if bad is None else int(bad.sum()), malformed=len(invalid))
+    units = None
+    if layout.unit is not None:
+        units = table.column(len(layout.usecols)).combine_chunks()
+        if valid is not None:
+            # a malformed line has no unit: a null in its place
+            units = units.take(pa.array(np.cumsum(valid) - 1, mask=~valid))
+        missing = unit_missing(units)
+        if missing.any():
+            X[missing] = np.nan
+            fine = missing if valid is None else missing & valid
+            if bad is not None:
+                fine[rows] &= ~bad
+            counts.missing_unit = int(np.count_nonzero(fine))
+    return X, units, counts
 
 
-def _texts(col: Any) -> np.ndarray:
-    """An Arrow binary column as str (None where null); bytes that are not
-    UTF-8 decode with U+FFFD, value by value."""
+def unit_missing(units: pa.Array) -> np.ndarray:
+    """Which units of an Arrow array are missing (a boolean mask): nulls,
+    NaN, and dictionary entries that are null or NaN."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    try:
-        return np.asarray(arr.cast(pa.string()).to_numpy(zero_copy_only=False), dtype=object)
-    except pa.ArrowInvalid:
-        return np.asarray(
-            [None if v is None else v.decode("utf-8", "replace") for v in arr.to_pylist()], dtype=object
-        )
+    if pa.types.is_dictionary(units.type):
+        gone = unit_missing(units.dictionary)
+        idx = pc.fill_null(units.indices, -1).to_numpy(zero_copy_only=False)
+        return (idx < 0) | (gone[np.maximum(idx, 0)] if gone.size else True)
+    missing = units.is_null()
+    if pa.types.is_floating(units.type):
+        missing = pc.or_(missing, pc.fill_null(pc.is_nan(units), False))
+    return missing.to_numpy(zero_copy_only=False).astype(bool, copy=False)
 
 
 def float_values(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -309,10 +288,9 @@ def float_values(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.concatenate(parts) if parts else np.empty(0)
 
 
-def _arrow_read(data: bytes, layout: CsvLayout, dtype, text: int | None = None):
-    """Parse ``data`` with pyarrow: ``(table of the selected columns, as
-    ``dtype``, then field ``text`` as bytes if given; the 1-based numbers of
-    the malformed lines among the non-empty ones)``."""
+def _arrow_read(data: bytes, layout: CsvLayout, dtype):
+    """Parse ``data`` with pyarrow: ``(table of the selected columns, the
+    1-based numbers of the malformed lines among the non-empty ones)``."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -325,8 +303,9 @@ def _arrow_read(data: bytes, layout: CsvLayout, dtype, text: int | None = None):
     names = [f"f{i}" for i in range(layout.n_fields)]
     chosen = [names[i] for i in layout.usecols]
     types = {c: dtype for c in chosen}
-    if text is not None:
-        types[names[text]] = pa.binary()
+    if layout.unit is not None:
+        # the unit is text, whatever it looks like: its bytes, never a number
+        types[names[layout.unit]] = pa.binary()
     # pyarrow decodes a malformed line to text for the handler; one that is
     # not UTF-8 would fail there and be printed as an "ignored" exception.
     handler = skip if data.isascii() or _is_utf8(data) else None
@@ -454,9 +433,9 @@ __all__ = [
     "NUMBER_PATTERN",
     "BlockCounts",
     "CsvLayout",
-    "Records",
     "parse_block",
     "parse_records",
+    "unit_missing",
     "coerce_binary",
     "float_values",
     "header_fields",
