@@ -26,6 +26,7 @@ partition exactly once.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 from collections.abc import Sequence
@@ -45,6 +46,7 @@ from ...files.records import (
     parse_block,
     parse_records,
     split_first_line,
+    unit_missing,
 )
 from ...spec.specs import UnitBound
 from .. import bounding
@@ -131,11 +133,11 @@ def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.
 
 
 # A partition's result is (keys, counts, tally); the tally is
-# [partitions, rows read, rows with unparseable values, malformed lines],
-# summed by the merges, so the driver can check that every partition was
+# [partitions, rows read, rows with unparseable values, malformed lines,
+# rows whose privacy unit is missing], summed by the merges, so the driver can check that every partition was
 # merged exactly once.
-def _tally(rows: int, unparseable: int = 0, malformed: int = 0) -> np.ndarray:
-    return np.array([1, rows, unparseable, malformed], dtype=np.int64)
+def _tally(rows: int, unparseable: int = 0, malformed: int = 0, missing_unit: int = 0) -> np.ndarray:
+    return np.array([1, rows, unparseable, malformed, missing_unit], dtype=np.int64)
 
 
 def _frame_part(grid, frame, columns):
@@ -176,109 +178,206 @@ def _merge_parts(*parts):
 
 # -------------------------------------------------------------------- units
 # Person-level counts (DaskBackend.count_units). Bounding needs all of a
-# unit's rows in one place, so each input partition becomes a frame of the
-# coordinates as floats, the unit (in a dtype fixed by the unit column's
-# declared type) and per-row flags; the frame is shuffled by unit; each
-# shuffled partition is bounded and counted by bounding.count_units, exactly
-# as in memory. Shuffled partitions hold disjoint sets of units, so summing
-# their per-cell counts gives the bounded counts of all the rows.
-_UNIT = "__unit__"
-_FLAGS = "__flags__"  # bit 0: a value that is not a number; bit 1: a malformed CSV line
-#: The dtype a unit column is shuffled in, by kind (unit_kind).
-_UNIT_DTYPES = {"int": "Int64", "uint": "UInt64", "float": "float64", "text": "string[pyarrow]"}
+# unit's rows in one place. Each input partition is first reduced to its
+# (unit, cell, count) pairs (bounding.pairs_of, after the per-record rule):
+# one row per pair instead of one per point, and the coordinates never leave
+# the partition. The pairs are shuffled by unit; each shuffled partition then
+# holds every pair of its units, adds up their partial counts and bounds them
+# with bounding.bounded_counts, as in memory. A unit's priorities depend on
+# the unit, the cell and the key only, so the kept pairs are the in-memory
+# ones; shuffled partitions hold disjoint sets of units, so their bounded
+# per-cell counts add up to the in-memory counts.
+_UNIT, _COUNT = "unit", "count"
 
 
 def unit_kind(dtype: Any, name: str = "units") -> str:
     """How the values of a unit column become units, from its *declared*
-    type (a Parquet schema, a dataframe's dtype; never its values):
-    ``"int"``/``"uint"`` (integers and booleans: by value), ``"float"`` (by
-    value) or ``"text"`` (strings, objects: by their ``str``). A categorical
-    column is read as its categories' type. CSV columns are text."""
+    type (a Parquet schema, a dataframe's or an array's dtype; never its
+    values): ``"int"`` (booleans and integers, by value), ``"float"`` (by
+    value; NaN is missing) or ``"text"`` (strings, bytes, objects: by their
+    text, ``str`` of a value that is not text, as in memory). A categorical
+    column is read as its categories' type."""
     import pandas as pd
 
     t = pd.api.types
     if isinstance(dtype, pd.CategoricalDtype):
         return unit_kind(dtype.categories.dtype, name)
-    if t.is_bool_dtype(dtype) or t.is_signed_integer_dtype(dtype):
+    if t.is_bool_dtype(dtype) or t.is_integer_dtype(dtype):
         return "int"
-    if t.is_unsigned_integer_dtype(dtype):
-        return "uint"
     if t.is_float_dtype(dtype):
         return "float"
     if t.is_string_dtype(dtype) or t.is_object_dtype(dtype):
         return "text"
+    if isinstance(dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        if pa.types.is_binary(dtype.pyarrow_dtype) or pa.types.is_large_binary(dtype.pyarrow_dtype):
+            return "text"
     raise TypeError(f"the unit column {name!r} has type {dtype}; units must be numbers or text")
 
 
-def unit_column(s: Any, kind: str) -> Any:
-    """A unit column (pandas Series) in the dtype it is shuffled in; missing
-    values (None, NaN, NA) stay missing."""
-    out = s.astype(_UNIT_DTYPES[kind])
-    if kind == "float":
-        # -0.0 and 0.0 are one unit (np.unique, in memory) but hash apart in
-        # a shuffle: one unit split over two partitions would keep 2k cells.
-        out = out + 0.0
-    return out
+def _unit_type(kind: str) -> Any:
+    """The Arrow type units of ``kind`` are shuffled in."""
+    import pyarrow as pa
+
+    return {"int": pa.int64(), "float": pa.float64(), "text": pa.binary()}[kind]
 
 
-def unit_ids(s: Any, kind: str) -> tuple[np.ndarray, np.ndarray | None]:
-    """The units of a :func:`unit_column` as the in-memory path takes them
-    (int64 or uint64 values, float64 with NaN, or str with None), and, for
-    integers, whose array cannot say "missing", a mask of the rows that have
-    a unit (None when all do)."""
-    if kind in ("int", "uint"):
-        present = s.notna().to_numpy(dtype=bool)
-        ids = s.to_numpy(dtype=np.int64 if kind == "int" else np.uint64, na_value=0)
-        return ids, None if present.all() else present
-    if kind == "float":
-        return s.to_numpy(dtype=np.float64, na_value=np.nan), None
-    return s.to_numpy(dtype=object, na_value=None), None
+def unit_array(values: Any, kind: str) -> Any:
+    """Units (a pandas Series, a numpy array or an Arrow array) as an Arrow
+    array of :func:`_unit_type`: integers as int64 (uint64 by their bits,
+    as in memory), floats as float64 with -0.0 as 0.0 (one unit in memory,
+    two hashes in a shuffle), text as its UTF-8 bytes. Missing values
+    (None, NaN, NA) become nulls or stay NaN (:func:`unit_missing`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-
-def _unit_frame(X: np.ndarray, units: Any, flags: np.ndarray) -> Any:
-    """The frame shuffled by unit: coordinates ``x0``, ``x1``..., the unit
-    (an array, so that no index aligns it) and the flags."""
+    arr = None
+    with contextlib.suppress(pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        arr = (
+            values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, from_pandas=True)
+        )
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        if kind == "int" and pa.types.is_unsigned_integer(arr.type):
+            arr = pc.cast(pc.cast(arr, pa.uint64()), pa.int64(), safe=False)  # wraps: the bits
+        elif kind == "float":
+            arr = pc.add(pc.cast(arr, pa.float64()), 0.0)
+        elif kind == "text" and not (
+            pa.types.is_string(arr.type)
+            or pa.types.is_large_string(arr.type)
+            or pa.types.is_binary(arr.type)
+            or pa.types.is_large_binary(arr.type)
+        ):
+            arr = None  # an object column that is not all text: value by value below
+        if arr is not None:
+            return pc.cast(arr, _unit_type(kind))
+    if kind != "text":
+        # never the Arrow message: it may quote a value
+        raise TypeError(f"the units do not convert to {kind} values: give one number or text per row")
     import pandas as pd
 
-    cols: dict[str, Any] = {f"x{j}": X[:, j] for j in range(X.shape[1])}
-    cols[_UNIT] = units
-    cols[_FLAGS] = flags
+    out = [
+        None
+        if v is None or (not isinstance(v, (str, bytes)) and pd.isna(v) is True)
+        else v
+        if isinstance(v, bytes)
+        else str(v).encode("utf-8", "surrogatepass")
+        for v in (values.tolist() if hasattr(values, "tolist") else list(values))
+    ]
+    return pa.array(out, type=pa.binary())
+
+
+def _pairs_meta(grid: Grid, kind: str) -> Any:
+    """The empty frame of pairs: the schema every partition's pairs share."""
+    import pyarrow as pa
+
+    empty = np.empty(0, dtype=grid.key_dtype)
+    return _pairs_frame_of(grid, kind, pa.array([], type=_unit_type(kind)), empty, np.zeros(0, np.int64))
+
+
+def _cell_columns(grid: Grid) -> list[str]:
+    """The cell key as columns: one int64, or (wide grids) the d words of
+    its packed bytes, read back bit for bit."""
+    return [f"cell{i}" for i in range(grid.d)] if grid.wide else ["cell"]
+
+
+def _pairs_frame_of(grid: Grid, kind: str, units: Any, keys: np.ndarray, counts: np.ndarray) -> Any:
+    import pandas as pd
+
+    cols: dict[str, Any] = {}
+    if kind == "text":
+        cols[_UNIT] = pd.arrays.ArrowExtensionArray(units)
+    else:
+        cols[_UNIT] = units.to_numpy(zero_copy_only=False)
+    names = _cell_columns(grid)
+    words = np.ascontiguousarray(keys).view(np.int64).reshape(len(keys), len(names))
+    for j, c in enumerate(names):
+        cols[c] = words[:, j]
+    cols[_COUNT] = counts.astype(np.int64, copy=False)
     return pd.DataFrame(cols)
 
 
-def _unit_meta(d: int, kind: str) -> Any:
-    import pandas as pd
+def _pairs(grid: Grid, X: np.ndarray, units: Any, keep: np.ndarray, kind: str, key: BoundingKey) -> Any:
+    """The (unit, cell, count) pairs of one partition's rows (``units`` an
+    Arrow array of :func:`unit_array`), a frame of :func:`_pairs_meta`'s
+    columns. Rows outside ``keep`` (a missing unit) are dropped, and
+    ``bounding.pairs_of`` drops non-finite ones: the per-record rule."""
+    import pyarrow as pa
 
-    return _unit_frame(np.empty((0, d)), pd.array([], dtype=_UNIT_DTYPES[kind]), np.zeros(0, np.uint8))
+    enc = units.dictionary_encode()
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    if not keep.all():
+        X, codes = X[keep], codes[keep]
+    # the units' codes stand in for the units: only their grouping matters here
+    p = bounding.pairs_of(grid, X, codes.astype(np.int64), key)
+    values = enc.dictionary.take(pa.array(p.uniques[p.units]))
+    return _pairs_frame_of(grid, kind, values, p.keys, p.counts)
 
 
-def _frame_unit_rows(frame, columns, unit, kind):
-    """One partition of a dataframe as the frame shuffled by unit."""
+def _frame_pairs(grid, frame, columns, unit, kind, key):
+    """One partition of a dataframe: its pairs and its tally."""
     X, bad = frame_values(frame, columns)
-    return _unit_frame(X, unit_column(frame[unit], kind).array, bad.astype(np.uint8))
+    units = unit_array(frame[unit], kind)
+    missing = unit_missing(units)
+    tally = _tally(len(frame), int(bad.sum()), missing_unit=int(np.count_nonzero(missing & ~bad)))
+    return _pairs(grid, X, units, ~missing, kind, key), tally
 
 
-def _csv_unit_rows(data, layout, header, first, where, text):
-    """One block of CSV text as the frame shuffled by unit (field ``text``
-    is the unit, as text)."""
-    import pandas as pd
+def _array_pairs(grid, block, units, kind, key):
+    """One block of a dask array and its block of units: pairs and tally."""
+    X = np.asarray(block, dtype=np.float64)
+    units = unit_array(np.asarray(units), kind)
+    missing = unit_missing(units)
+    tally = _tally(len(X), missing_unit=int(np.count_nonzero(missing)))
+    return _pairs(grid, X, units, ~missing, kind, key), tally
 
-    r = parse_records(_csv_body(data, layout, header, first, where), layout, text)
-    flags = r.unparseable.astype(np.uint8) | (r.malformed.astype(np.uint8) << 1)
-    return _unit_frame(r.X, pd.array(r.text, dtype=_UNIT_DTYPES["text"]), flags)
+
+def _csv_pairs(grid, data, layout, header, first, where, key):
+    """One block of CSV text: its pairs and its tally. A row whose unit is
+    missing reads as NaN (:func:`records.parse_records`), so it is dropped."""
+    X, units, counts = parse_records(_csv_body(data, layout, header, first, where), layout)
+    units = unit_array(units, "text")
+    tally = _tally(counts.rows, counts.unparseable, counts.malformed, counts.missing_unit)
+    return _pairs(grid, X, units, ~unit_missing(units), "text", key), tally
 
 
-def _units_part(grid: Grid, frame: Any, kind: str, bound: UnitBound, key: BoundingKey):
-    """Bounded counts of one shuffled partition (it holds every row of its
-    units): the per-record rule and bounding of :mod:`..bounding`."""
-    X = frame[[f"x{j}" for j in range(grid.d)]].to_numpy(dtype=np.float64)
-    ids, present = unit_ids(frame[_UNIT], kind)
-    if present is not None:  # a missing unit: the row is dropped (per-record rule)
-        X, ids = X[present], ids[present]
-    keys, counts = bounding.count_units(grid, X, ids, bound, key)
-    flags = frame[_FLAGS].to_numpy()
-    tally = _tally(len(frame), int(np.count_nonzero(flags & 1)), int(np.count_nonzero(flags & 2)))
-    return np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64), tally
+def _bound_part(grid: Grid, frame: Any, kind: str, bound: UnitBound, key: BoundingKey):
+    """Bounded counts of one shuffled partition: it holds every pair of its
+    units, whose partial counts are summed here, then bounded as in memory."""
+    import pyarrow as pa
+
+    if len(frame) == 0:
+        return np.empty(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64), _tally(0)
+    enc = unit_array(pa.array(frame[_UNIT]), kind).dictionary_encode()
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    uniques = enc.dictionary.to_numpy(zero_copy_only=False)
+    words = np.ascontiguousarray(frame[_cell_columns(grid)].to_numpy(dtype=np.int64))
+    keys = words.view(grid.key_dtype).ravel() if grid.wide else words.ravel()
+    cell_keys, cell_codes = np.unique(keys, return_inverse=True)
+    n_cells = max(int(cell_keys.size), 1)
+    # a pair as one int64 (< rows**2), sorted: by unit, then cell key (the
+    # order bounding.kept_pairs breaks priority ties in)
+    pair = codes * n_cells + cell_codes.ravel()
+    order = np.argsort(pair, kind="stable")
+    pair = pair[order]
+    starts = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
+    first = pair[starts]
+    pairs = bounding.Pairs(
+        units=first // n_cells,
+        keys=cell_keys[first % n_cells],
+        counts=np.add.reduceat(frame[_COUNT].to_numpy(dtype=np.int64)[order], starts),
+        unit_words=bounding.unit_words(uniques, key),
+        uniques=uniques,
+    )
+    keys, counts = bounding.bounded_counts(grid, pairs, bound, key)
+    return np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64), _tally(0)
+
+
+def _sum_tallies(*tallies):
+    return np.sum(tallies, axis=0)
 
 
 class _ShuffleNotes(logging.Filter):
@@ -571,27 +670,69 @@ class DaskBackend:
         tasks = self._partition_tasks(grid, X)
         if not tasks:
             self.input_counts = BlockCounts()
-            return CellCounts(np.empty(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64))
-        final = self._tree(tasks)
+            return _no_cells(grid)
+        final = self._tree(tasks, _merge_parts)
         with self._client() as client:
             keys, counts, tally = client.compute(final, sync=True)
         check_tally(tally, len(tasks))
-        self.input_counts = BlockCounts(
-            rows=int(tally[1]), unparseable=int(tally[2]), malformed=int(tally[3])
-        )
+        self.input_counts = _input_counts(tally)
+        return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
+
+    def count_units(self, grid: Grid, X: Any, units: Any, bound: UnitBound, key: BoundingKey) -> CellCounts:
+        """Exact counts of the occupied cells after each privacy unit's
+        contribution bound (:mod:`dpdbscan.release.bounding`), keys sorted.
+
+        ``units`` is the name of the unit column of files and dataframes (a
+        CSV file's declared header names it), or one id per row of an array
+        (numpy or dask). The unit column's declared type says how its values
+        are units (:func:`unit_kind`); a CSV unit is the field's text. A row
+        whose unit is missing is dropped. The result equals
+        :func:`dpdbscan.release.bounding.count_units` on the same rows with
+        the same ``key``: each partition's (unit, cell) pairs are shuffled by
+        unit, and each unit is bounded where all its pairs are.
+        """
+        self.input_counts = None
+        local = self._local_units(grid, X, units)
+        if local is not None:
+            points, ids = local
+            return NumpyBackend().count_units(grid, points, ids, bound, key)
+        kind, tasks = self._pair_tasks(grid, X, units, key)
+        if not tasks:
+            self.input_counts = BlockCounts()
+            return _no_cells(grid)
+        final, n_shuffled, tallies = self._bounded(grid, kind, tasks, bound, key)
+        with self._client() as client, _quiet_shuffle_notes():
+            (keys, counts, bounded), tally = client.compute([final, tallies], sync=True)
+        check_tally(bounded, n_shuffled)
+        check_tally(tally, len(tasks))
+        self.input_counts = _input_counts(tally)
         return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
 
     def _local_block(self, grid, X):
         """``X`` as a float array if it already sits in driver memory, else None."""
+        local = self._local_units(grid, X, None)
+        return None if local is None else local[0]
+
+    def _local_units(self, grid, X, units):
+        """``(points, units)`` if ``X`` already sits in driver memory, else
+        None (``units`` None: a count without units)."""
         import pandas as pd
 
         if isinstance(X, pd.DataFrame):
-            cols = coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d)
+            unit = units if isinstance(units, str) else None
+            cols = coordinate_columns(
+                X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d, unit
+            )
             points, bad = frame_points(X, cols)
             self.input_counts = BlockCounts(rows=len(points), unparseable=bad)
-            return points
+            return points, (X[unit].to_numpy() if unit is not None else units)
         if isinstance(X, np.ndarray):
-            return np.asarray(X, dtype=np.float64)
+            if isinstance(units, str):
+                raise ValueError(
+                    f"units={units!r} names a column, but X is an array without column names: "
+                    "pass one unit id per row"
+                )
+            return np.asarray(X, dtype=np.float64), units
         return None
 
     def _partition_tasks(self, grid, X) -> list:
@@ -603,37 +744,99 @@ class DaskBackend:
         paths = _as_paths(X)
         if paths is not None:
             if file_format(paths, self.file_format) == "csv":
-                return self._csv_tasks(grid, paths)
+                layout, header, blocks = self._csv_blocks(grid, paths)
+                part = dask.delayed(_csv_part)
+                return [part(grid, block, layout, header, first, where) for block, first, where in blocks]
             X = self._read_parquet(paths, grid.d)
         if isinstance(X, dd.DataFrame):
             cols = coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d)
             part = dask.delayed(_frame_part)
             return [part(grid, p, cols) for p in X[cols].to_delayed()]
         if isinstance(X, da.Array):
-            if X.ndim != 2 or X.shape[1] != grid.d:
-                raise ValueError(f"X must have shape (n, {grid.d}), got a dask array of shape {X.shape}")
-            # A block must hold whole rows, so keep all features in one chunk.
-            blocks = X.rechunk({1: -1}).to_delayed().ravel().tolist()
-            return [dask.delayed(_array_part)(grid, b) for b in blocks]
-        raise TypeError(
-            "the dask backend counts paths or globs of Parquet/CSV files (any fsspec URL), "
-            f"dask DataFrames, dask arrays, numpy arrays or pandas DataFrames; got {type(X).__name__}"
+            blocks = _row_blocks(grid, X)
+            return [dask.delayed(_array_part)(grid, b) for b in blocks.to_delayed().ravel().tolist()]
+        raise _unsupported(X)
+
+    def _pair_tasks(self, grid, X, units, key) -> tuple[str, list]:
+        """The units' kind, and one delayed ``(pairs, tally)`` per partition
+        of ``X`` (:func:`_pairs`)."""
+        import dask
+        import dask.array as da
+        import dask.dataframe as dd
+
+        paths = _as_paths(X)
+        if paths is not None:
+            unit = _unit_name(units)
+            if file_format(paths, self.file_format) == "csv":
+                layout, header, blocks = self._csv_blocks(grid, paths, unit)
+                part = dask.delayed(_csv_pairs, nout=2)
+                return "text", [
+                    part(grid, b, layout, header, first, where, key) for b, first, where in blocks
+                ]
+            X = self._read_parquet(paths, grid.d, unit)
+        if isinstance(X, dd.DataFrame):
+            unit = _unit_name(units)
+            cols = coordinate_columns(
+                X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d, unit
+            )
+            kind = unit_kind(X.dtypes[unit], unit)
+            part = dask.delayed(_frame_pairs, nout=2)
+            return kind, [part(grid, p, cols, unit, kind, key) for p in X[[*cols, unit]].to_delayed()]
+        if isinstance(X, da.Array):
+            if isinstance(units, str):
+                raise ValueError(
+                    f"units={units!r} names a column, but X is a dask array: pass one id per row"
+                )
+            blocks = _row_blocks(grid, X)
+            u = units if isinstance(units, da.Array) else da.from_array(np.asarray(units), chunks=-1)
+            if u.ndim != 1 or u.shape[0] != X.shape[0]:
+                raise ValueError(f"units must hold one id per row of X ({X.shape[0]}), got shape {u.shape}")
+            kind = unit_kind(u.dtype)
+            part = dask.delayed(_array_pairs, nout=2)
+            return kind, [
+                part(grid, b, ub, kind, key)
+                for b, ub in zip(
+                    blocks.to_delayed().ravel().tolist(), u.rechunk((blocks.chunks[0],)).to_delayed()
+                )
+            ]
+        raise _unsupported(X)
+
+    def _bounded(self, grid, kind, tasks, bound, key):
+        """The delayed merged bounded counts of the pairs of ``tasks``,
+        shuffled by unit (with the tally of the shuffled partitions), their
+        number, and the delayed sum of the input partitions' tallies."""
+        import dask
+        import dask.dataframe as dd
+
+        pairs = dd.from_delayed([t[0] for t in tasks], meta=_pairs_meta(grid, kind), verify_meta=False)
+        shuffled = pairs.shuffle(on=_UNIT, npartitions=len(tasks))
+        part = dask.delayed(_bound_part)
+        bounded = [part(grid, p, kind, bound, key) for p in shuffled.to_delayed()]
+        return (
+            self._tree(bounded, _merge_parts),
+            len(bounded),
+            self._tree([t[1] for t in tasks], _sum_tallies),
         )
 
     # ----------------------------------------------------------------- files
-    def _read_parquet(self, paths, d):
-        """Lazy dask DataFrame of the coordinate columns of Parquet files."""
+    def _read_parquet(self, paths, d, unit=None):
+        """Lazy dask DataFrame of the coordinate columns of Parquet files
+        (and of the unit column ``unit``, whose declared type must be one a
+        unit can have)."""
         import dask.dataframe as dd
 
         schema = self._parquet_schema(paths)
         numeric = _numeric_flags(schema.dtypes, schema.columns)
-        cols = coordinate_columns(schema.columns, numeric, self.columns, d)
+        cols = coordinate_columns(schema.columns, numeric, self.columns, d, unit)
         for c in cols:
             if not numeric[list(schema.columns).index(c)]:
                 raise ValueError(
                     f"column {c!r} is not numeric in the Parquet schema "
                     f"(type {schema.dtypes[c]}); choose numeric columns"
                 )
+        if unit is not None:
+            unit_kind(schema.dtypes[unit], unit)
+            cols = [*cols, unit]
         return dd.read_parquet(paths, columns=cols, storage_options=self.storage_options)
 
     def _parquet_schema(self, paths):
@@ -653,10 +856,12 @@ class DaskBackend:
             file_format=file_format,
         )
 
-    def _csv_plan(self, paths, d):
+    def _csv_plan(self, paths, d, unit=None):
         """``(names, layout, declared header or None, files, blocks)`` of CSV
         files, from the options and, when declared, the first file's header
-        line (:func:`dpdbscan.files.layout.csv_layout`); no record is read."""
+        line (:func:`dpdbscan.files.layout.csv_layout`); no record is read.
+        ``unit``: the name of the privacy unit's field (``layout.unit``),
+        never a coordinate."""
         from dask.bytes import read_bytes
 
         options = self._read_options(self.columns, self.header, self.delimiter, self.fields, self.file_format)
@@ -684,33 +889,44 @@ class DaskBackend:
             sample = sample[3:] if sample.startswith(_BOM) else sample
             first, _ = split_first_line(sample.lstrip(b"\r\n"))
             line = first if first.strip() else None
-        names, layout = csv_layout(fmt, options, line, d, where=str(files[0]) if files else str(paths[0]))
+        where = str(files[0]) if files else str(paths[0])
+        names, layout = csv_layout(fmt, options, line, d, _default_columns(unit), where=where)
+        if unit is not None:
+            if unit not in names:
+                raise ValueError(f"no unit column {unit!r} in {where} (columns: {names})")
+            layout = dataclasses.replace(layout, unit=names.index(unit))
+            if layout.unit in layout.usecols:
+                raise ValueError(
+                    f"the unit column {unit!r} is also a coordinate column: a privacy unit is not "
+                    "a coordinate; name only the coordinate columns in columns="
+                )
         return names, layout, (names if declared else None), files, blocks
 
-    def _csv_tasks(self, grid, paths) -> list:
-        import dask
-
-        names, layout, header, files, blocks = self._csv_plan(paths, grid.d)
+    def _csv_blocks(self, grid, paths, unit=None):
+        """``(layout, header, [(block, first block of its file, file), ...])``
+        of CSV files (:meth:`_csv_plan`), with ``grid.d`` coordinates."""
+        names, layout, header, files, blocks = self._csv_plan(paths, grid.d, unit)
         if len(layout.usecols) != grid.d:
             chosen = [names[i] for i in layout.usecols]
             raise ValueError(
                 f"the grid has d={grid.d} dimensions (from bounds) but {len(chosen)} coordinate "
                 f"columns were selected: {chosen} (columns: {names}); pass columns=[...]"
             )
-        part = dask.delayed(_csv_part)
-        return [
-            part(grid, block, layout, header, i == 0, where)
+        parts = [
+            (block, i == 0, where)
             for where, file_blocks in zip(files, blocks)
             for i, block in enumerate(file_blocks)
         ]
+        return layout, header, parts
 
     def _csv_blocksize(self, paths):
         # Compressed text cannot be split into byte ranges: one partition per file.
         compressed = any(format_of(p, self.file_format).gzip for p in paths)
         return None if compressed else self.blocksize
 
-    def n_features(self, X: Any) -> int | None:
-        """Number of coordinates of ``X`` by the column rule (None if unknown).
+    def n_features(self, X: Any, unit: str | None = None) -> int | None:
+        """Number of coordinates of ``X`` by the column rule (None if unknown);
+        ``unit``: the name of the unit column, which is not a coordinate.
 
         For files this reads their schema (a CSV header line, Parquet
         footers), never their rows; the estimator can use it when ``bounds``
@@ -724,20 +940,21 @@ class DaskBackend:
             if file_format(paths, self.file_format) == "csv":
                 if self.header is False and self.fields is None and self.columns is None:
                     return None  # as many as the bounds say (d fields a line)
-                return len(self._csv_plan(paths, None)[1].usecols)
+                return len(self._csv_plan(paths, None, unit)[1].usecols)
             X = self._parquet_schema(paths)
         if isinstance(X, (dd.DataFrame, pd.DataFrame)):
-            return len(coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, None))
+            flags = _numeric_flags(X.dtypes, X.columns)
+            return len(coordinate_columns(X.columns, flags, self.columns, None, unit))
         shape = getattr(X, "shape", None)
         if shape is not None and len(shape) == 2:
             return int(shape[1])
         return None
 
-    def _tree(self, tasks):
-        """Merge per-partition results ``split_every`` at a time."""
+    def _tree(self, tasks, merge):
+        """Merge per-partition results ``split_every`` at a time with ``merge``."""
         import dask
 
-        merge = dask.delayed(_merge_parts)
+        merge = dask.delayed(merge)
         level = tasks
         while len(level) > 1:
             level = [merge(*level[i : i + self.split_every]) for i in range(0, len(level), self.split_every)]
@@ -746,6 +963,48 @@ class DaskBackend:
     def __repr__(self) -> str:
         where = self.scheduler or ("client" if self.client is not None else "LocalCluster")
         return f"DaskBackend({where!r}, columns={self.columns!r})"
+
+
+def _default_columns(unit: str | None):
+    """The default coordinate columns of a CSV header when ``unit`` names
+    the unit column (None: the layout's own default)."""
+    if unit is None:
+        return None
+    return lambda names, numeric: [
+        n for n in names if n.lower() != LABEL_COLUMN and not is_index_column(n) and n != unit
+    ]
+
+
+def _unit_name(units: Any) -> str:
+    if not isinstance(units, str):
+        raise TypeError(
+            "with files or dask dataframes, units must be the name of the unit column "
+            f"(a str), not {type(units).__name__}"
+        )
+    return units
+
+
+def _row_blocks(grid: Grid, X: Any) -> Any:
+    """A dask array of points rechunked so that a block holds whole rows."""
+    if X.ndim != 2 or X.shape[1] != grid.d:
+        raise ValueError(f"X must have shape (n, {grid.d}), got a dask array of shape {X.shape}")
+    return X.rechunk({1: -1})
+
+
+def _unsupported(X: Any) -> TypeError:
+    return TypeError(
+        "the dask backend counts paths or globs of Parquet/CSV files (any fsspec URL), "
+        f"dask DataFrames, dask arrays, numpy arrays or pandas DataFrames; got {type(X).__name__}"
+    )
+
+
+def _no_cells(grid: Grid) -> CellCounts:
+    return CellCounts(np.empty(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64))
+
+
+def _input_counts(tally: np.ndarray) -> BlockCounts:
+    t = [int(v) for v in np.asarray(tally)]
+    return BlockCounts(rows=t[1], unparseable=t[2], malformed=t[3], missing_unit=t[4])
 
 
 def check_tally(tally: np.ndarray, n_partitions: int) -> None:
