@@ -51,6 +51,7 @@ from ...files.records import (
 from ...spec.specs import UnitBound
 from .. import bounding
 from ..bounding import BoundingKey
+from ..points import clean_points
 from .base import CellCounts
 from .numpy_backend import NumpyBackend
 
@@ -274,8 +275,9 @@ def _pairs_meta(grid: Grid, kind: str) -> Any:
     """The empty frame of pairs: the schema every partition's pairs share."""
     import pyarrow as pa
 
-    empty = np.empty(0, dtype=grid.key_dtype)
-    return _pairs_frame_of(grid, kind, pa.array([], type=_unit_type(kind)), empty, np.zeros(0, np.int64))
+    columns = {_UNIT: pa.array([], type=_unit_type(kind))}
+    columns.update({c: pa.array([], type=pa.int64()) for c in [*_cell_columns(grid), _COUNT]})
+    return _pairs_frame(pa.table(columns), kind)
 
 
 def _cell_columns(grid: Grid) -> list[str]:
@@ -284,64 +286,65 @@ def _cell_columns(grid: Grid) -> list[str]:
     return [f"cell{i}" for i in range(grid.d)] if grid.wide else ["cell"]
 
 
-def _pairs_frame_of(grid: Grid, kind: str, units: Any, keys: np.ndarray, counts: np.ndarray) -> Any:
+def _cell_words(grid: Grid, keys: np.ndarray) -> np.ndarray:
+    """Cell keys as the int64 words of :func:`_cell_columns`, one row per key."""
+    return np.ascontiguousarray(keys).view(np.int64).reshape(len(keys), len(_cell_columns(grid)))
+
+
+def _pairs_frame(table: Any, kind: str) -> Any:
+    """A pandas frame of a pairs table; text units stay Arrow bytes."""
     import pandas as pd
 
-    cols: dict[str, Any] = {}
-    if kind == "text":
-        cols[_UNIT] = pd.arrays.ArrowExtensionArray(units)
-    else:
-        cols[_UNIT] = units.to_numpy(zero_copy_only=False)
-    names = _cell_columns(grid)
-    words = np.ascontiguousarray(keys).view(np.int64).reshape(len(keys), len(names))
-    for j, c in enumerate(names):
-        cols[c] = words[:, j]
-    cols[_COUNT] = counts.astype(np.int64, copy=False)
-    return pd.DataFrame(cols)
+    if kind != "text":
+        return table.to_pandas()
+    binary = table.schema.field(_UNIT).type
+    return table.to_pandas(types_mapper=lambda t: pd.ArrowDtype(t) if t == binary else None)
 
 
-def _pairs(grid: Grid, X: np.ndarray, units: Any, keep: np.ndarray, kind: str, key: BoundingKey) -> Any:
-    """The (unit, cell, count) pairs of one partition's rows (``units`` an
-    Arrow array of :func:`unit_array`), a frame of :func:`_pairs_meta`'s
-    columns. Rows outside ``keep`` (a missing unit) are dropped, and
-    ``bounding.pairs_of`` drops non-finite ones: the per-record rule."""
+def _pairs(grid: Grid, X: np.ndarray, units: Any, keep: np.ndarray, kind: str) -> Any:
+    """The (unit, cell, count) pairs of one partition's rows, a frame of
+    :func:`_pairs_meta`'s columns (``units``: an Arrow array of
+    :func:`unit_array`). The per-record rule first, as in
+    ``bounding.pairs_of``: rows outside ``keep`` (a missing unit) or with a
+    non-finite coordinate are dropped, the others' keys clip into the box."""
     import pyarrow as pa
 
-    enc = units.dictionary_encode()
-    codes = enc.indices.to_numpy(zero_copy_only=False)
+    keep = keep & np.isfinite(X).all(axis=1)
     if not keep.all():
-        X, codes = X[keep], codes[keep]
-    # the units' codes stand in for the units: only their grouping matters here
-    p = bounding.pairs_of(grid, X, codes.astype(np.int64), key)
-    values = enc.dictionary.take(pa.array(p.uniques[p.units]))
-    return _pairs_frame_of(grid, kind, values, p.keys, p.counts)
+        X, units = X[keep], units.filter(pa.array(keep))
+    words = _cell_words(grid, grid.keys_of_points(clean_points(grid, X, clip=False)))
+    cells = _cell_columns(grid)
+    table = pa.table({_UNIT: units, **{c: words[:, j] for j, c in enumerate(cells)}})
+    # a hash aggregation: the order of the pairs does not matter before the shuffle
+    counted = table.group_by([_UNIT, *cells], use_threads=False).aggregate([([], "count_all")])
+    return _pairs_frame(counted.rename_columns({"count_all": _COUNT}).select([_UNIT, *cells, _COUNT]), kind)
 
 
-def _frame_pairs(grid, frame, columns, unit, kind, key):
+def _frame_pairs(grid, frame, columns, unit, kind):
     """One partition of a dataframe: its pairs and its tally."""
     X, bad = frame_values(frame, columns)
     units = unit_array(frame[unit], kind)
     missing = unit_missing(units)
     tally = _tally(len(frame), int(bad.sum()), missing_unit=int(np.count_nonzero(missing & ~bad)))
-    return _pairs(grid, X, units, ~missing, kind, key), tally
+    return _pairs(grid, X, units, ~missing, kind), tally
 
 
-def _array_pairs(grid, block, units, kind, key):
+def _array_pairs(grid, block, units, kind):
     """One block of a dask array and its block of units: pairs and tally."""
     X = np.asarray(block, dtype=np.float64)
     units = unit_array(np.asarray(units), kind)
     missing = unit_missing(units)
     tally = _tally(len(X), missing_unit=int(np.count_nonzero(missing)))
-    return _pairs(grid, X, units, ~missing, kind, key), tally
+    return _pairs(grid, X, units, ~missing, kind), tally
 
 
-def _csv_pairs(grid, data, layout, header, first, where, key):
+def _csv_pairs(grid, data, layout, header, first, where):
     """One block of CSV text: its pairs and its tally. A row whose unit is
     missing reads as NaN (:func:`records.parse_records`), so it is dropped."""
     X, units, counts = parse_records(_csv_body(data, layout, header, first, where), layout)
     units = unit_array(units, "text")
     tally = _tally(counts.rows, counts.unparseable, counts.malformed, counts.missing_unit)
-    return _pairs(grid, X, units, ~unit_missing(units), "text", key), tally
+    return _pairs(grid, X, units, ~unit_missing(units), "text"), tally
 
 
 def _bound_part(grid: Grid, frame: Any, kind: str, bound: UnitBound, key: BoundingKey):
@@ -356,12 +359,12 @@ def _bound_part(grid: Grid, frame: Any, kind: str, bound: UnitBound, key: Boundi
     uniques = enc.dictionary.to_numpy(zero_copy_only=False)
     words = np.ascontiguousarray(frame[_cell_columns(grid)].to_numpy(dtype=np.int64))
     keys = words.view(grid.key_dtype).ravel() if grid.wide else words.ravel()
-    cell_keys, cell_codes = np.unique(keys, return_inverse=True)
+    cell_keys, cell_codes = bounding._codes(grid, keys)  # sorted keys, each key's index
     n_cells = max(int(cell_keys.size), 1)
     # a pair as one int64 (< rows**2), sorted: by unit, then cell key (the
     # order bounding.kept_pairs breaks priority ties in)
-    pair = codes * n_cells + cell_codes.ravel()
-    order = np.argsort(pair, kind="stable")
+    pair = codes * n_cells + cell_codes
+    order = np.argsort(pair)  # equal pairs are summed: no need for a stable sort
     pair = pair[order]
     starts = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
     first = pair[starts]
@@ -696,7 +699,7 @@ class DaskBackend:
         if local is not None:
             points, ids = local
             return NumpyBackend().count_units(grid, points, ids, bound, key)
-        kind, tasks = self._pair_tasks(grid, X, units, key)
+        kind, tasks = self._pair_tasks(grid, X, units)
         if not tasks:
             self.input_counts = BlockCounts()
             return _no_cells(grid)
@@ -757,7 +760,7 @@ class DaskBackend:
             return [dask.delayed(_array_part)(grid, b) for b in blocks.to_delayed().ravel().tolist()]
         raise _unsupported(X)
 
-    def _pair_tasks(self, grid, X, units, key) -> tuple[str, list]:
+    def _pair_tasks(self, grid, X, units) -> tuple[str, list]:
         """The units' kind, and one delayed ``(pairs, tally)`` per partition
         of ``X`` (:func:`_pairs`)."""
         import dask
@@ -770,9 +773,7 @@ class DaskBackend:
             if file_format(paths, self.file_format) == "csv":
                 layout, header, blocks = self._csv_blocks(grid, paths, unit)
                 part = dask.delayed(_csv_pairs, nout=2)
-                return "text", [
-                    part(grid, b, layout, header, first, where, key) for b, first, where in blocks
-                ]
+                return "text", [part(grid, b, layout, header, first, where) for b, first, where in blocks]
             X = self._read_parquet(paths, grid.d, unit)
         if isinstance(X, dd.DataFrame):
             unit = _unit_name(units)
@@ -781,7 +782,7 @@ class DaskBackend:
             )
             kind = unit_kind(X.dtypes[unit], unit)
             part = dask.delayed(_frame_pairs, nout=2)
-            return kind, [part(grid, p, cols, unit, kind, key) for p in X[[*cols, unit]].to_delayed()]
+            return kind, [part(grid, p, cols, unit, kind) for p in X[[*cols, unit]].to_delayed()]
         if isinstance(X, da.Array):
             if isinstance(units, str):
                 raise ValueError(
@@ -794,7 +795,7 @@ class DaskBackend:
             kind = unit_kind(u.dtype)
             part = dask.delayed(_array_pairs, nout=2)
             return kind, [
-                part(grid, b, ub, kind, key)
+                part(grid, b, ub, kind)
                 for b, ub in zip(
                     blocks.to_delayed().ravel().tolist(), u.rechunk((blocks.chunks[0],)).to_delayed()
                 )
@@ -809,7 +810,9 @@ class DaskBackend:
         import dask.dataframe as dd
 
         pairs = dd.from_delayed([t[0] for t in tasks], meta=_pairs_meta(grid, kind), verify_meta=False)
-        shuffled = pairs.shuffle(on=_UNIT, npartitions=len(tasks))
+        shuffled = pairs.shuffle(
+            on=_UNIT, npartitions=len(tasks), shuffle_method=os.environ.get("D20_SHUFFLE")
+        )
         part = dask.delayed(_bound_part)
         bounded = [part(grid, p, kind, bound, key) for p in shuffled.to_delayed()]
         return (
