@@ -22,7 +22,7 @@ import numpy as np
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..cells.subcells import SubcellLayout
-from ..post.coretests import core_test
+from ..post.coretests import Stored, core_test
 from ..spec.parameters import check_param
 from ..spec.specs import ReleaseInfo, SpanSpec, UnitBound
 from .guarantee import guarantee
@@ -261,20 +261,13 @@ def _model_from_dict(data: dict) -> SpanModel:
             used.get("kappa") == layout.kappa and str(used["n_events"]) == str(layout.n_events),
             "guarantee.kappa / n_events do not match the grid and sub-cells",
         )
-    gamma_upper = None if data.get("gamma_upper") is None else _real(data["gamma_upper"], "gamma_upper", 0)
+    upper = None if data.get("gamma_upper") is None else _real(data["gamma_upper"], "gamma_upper", 0)
     try:
         spans = test.restore(
-            hgrid,
-            grid,
-            keys,
-            lab,
-            kind,
-            noise,
-            scale,
-            theta,
+            Stored(
+                hgrid, grid, keys, lab, kind, noise, scale, theta, _real(data["gamma"], "gamma", 0), upper
+            ),
             spec,
-            _real(data["gamma"], "gamma", 0),
-            gamma_upper,
         )
     except ValueError as exc:
         raise MalformedModel(f"malformed dpdbscan span model: {exc}") from None

@@ -4,12 +4,18 @@ released noisy histogram, at no privacy cost (docs/parameters.md)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..post.coretests import core_test
 from ..spec.parameters import check_param
 from ..spec.validation import check_min_samples
 from .build import model_of
 from .record import SpanModel
+
+if TYPE_CHECKING:
+    from ..cells.histogram import NoisyHistogram
+    from ..post.coretests import Spans
+    from ..spec.specs import SpanSpec
 
 
 def finest_eps(model: SpanModel) -> float:
@@ -72,6 +78,12 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     spans = test.build(
         hist, spec, gamma=s.gamma if same else None, gamma_upper=s.gamma_upper if same else None
     )
+    return remodel(model, hist, spans, spec)
+
+
+def remodel(model: SpanModel, hist: NoisyHistogram, spans: Spans, spec: SpanSpec) -> SpanModel:
+    """A model of the same release as ``model`` (its fit, privacy unit and
+    metadata) with other spans: no longer an automatic choice."""
     rel = model.release
     return model_of(
         hist,
@@ -85,4 +97,4 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     )
 
 
-__all__ = ["finest_eps", "with_params"]
+__all__ = ["finest_eps", "remodel", "with_params"]

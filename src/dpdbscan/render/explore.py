@@ -33,7 +33,7 @@ from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..geometry.projection import projection_of
 from ..model import SpanModel, finest_eps
-from ..model.build import model_of
+from ..model.reparam import remodel
 from ..model.stats import span_stats
 from ..post import ladder as _sweep
 from ..post.coretests import core_test
@@ -153,17 +153,7 @@ def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partiti
     # keys differ between the two encodings (the padding grows with alpha);
     # both are row-major, so the sorted order and the labels carry over
     keys = hist.grid.subdivided(spec.subcells).encode(fine.decode(p.keys))
-    rel = model.release
-    return model_of(
-        hist,
-        test.spans_of(hist, spec, keys, p.labels),
-        spec,
-        fit=(rel.eps, rel.eta, rel.min_samples),
-        auto=None,
-        metadata=model.metadata,
-        rho=rel.rho,
-        units=rel.units,
-    )
+    return remodel(model, hist, test.spans_of(hist, spec, keys, p.labels), spec)
 
 
 def write_table(ex: Exploration, path: Path | str) -> None:

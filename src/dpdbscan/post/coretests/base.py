@@ -21,6 +21,7 @@ import numpy as np
 
 from ...cells.grid import Grid
 from ...cells.histogram import NoisyHistogram
+from ...cells.subcells import SubcellLayout
 from ...spec.specs import ReleaseInfo, SpanSpec
 from ..partition import Partition, sub_cell_mass
 
@@ -73,6 +74,59 @@ class Spans:
     @property
     def n_spans(self) -> int:
         return int(self.labels.max()) + 1 if self.labels.size else 0
+
+
+def spans_on(
+    layout: SubcellLayout,
+    core_keys: np.ndarray,
+    labels: np.ndarray,
+    *,
+    gamma: float,
+    gamma_upper: float | None,
+    tau: float | None,
+    threshold: float,
+    extra: Mapping[str, Any] | None,
+    grid: Grid | None = None,
+) -> Spans:
+    """:class:`Spans` on ``layout``'s sub-cells (or on ``grid``, the same
+    cells as a saved model wrote them), with the layout's kappa, number of
+    events and ratio (the fields every core test fills alike)."""
+    return Spans(
+        grid=layout.fine if grid is None else grid,
+        core_keys=core_keys,
+        labels=labels,
+        gamma=float(gamma),
+        gamma_upper=None if gamma_upper is None else float(gamma_upper),
+        tau=None if tau is None else float(tau),
+        threshold=float(threshold),
+        kappa=int(layout.kappa),
+        n_events=int(layout.n_events),
+        rho=layout.rho,
+        extra=extra,
+    )
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a saved model holds of its spans (read by the codec), with the
+    public values that their margins follow from.
+
+    ``grid`` is the histogram's grid, ``spans_grid`` its sub-cells' as
+    saved; ``kind``, ``noise``, ``scale`` and
+    ``theta`` are the release's; ``gamma`` and ``gamma_upper`` the margins
+    the spans were made with, which :meth:`CoreTest.restore` checks.
+    """
+
+    grid: Grid
+    spans_grid: Grid
+    core_keys: np.ndarray
+    labels: np.ndarray
+    kind: str
+    noise: str
+    scale: float
+    theta: float
+    gamma: float
+    gamma_upper: float | None
 
 
 @dataclass(frozen=True)
@@ -156,20 +210,7 @@ class CoreTest(ABC):
         that come from :meth:`ladder` rather than :meth:`build`."""
 
     @abstractmethod
-    def restore(
-        self,
-        hist_grid: Grid,
-        spans_grid: Grid,
-        core_keys: np.ndarray,
-        labels: np.ndarray,
-        kind: str,
-        noise: str,
-        scale: float,
-        theta: float,
-        spec: SpanSpec,
-        gamma: float,
-        gamma_upper: float | None,
-    ) -> Spans:
+    def restore(self, stored: Stored, spec: SpanSpec) -> Spans:
         """The :class:`Spans` of a saved release: the margins it stored are
         checked against its public parameters (ValueError if they disagree)
         and what follows from them is recomputed."""

@@ -23,9 +23,11 @@ from ..base import (
     Figures,
     Namer,
     Spans,
+    Stored,
     no_guarantee,
     over_candidates,
     relaxed,
+    spans_on,
     union_note,
     union_void,
     union_words,
@@ -92,20 +94,7 @@ class BoundTest(CoreTest):
             )
         thr = sum_threshold(spec.min_samples, gamma, spec.raise_min_samples, gamma_upper)
         keys, _ = core_cells(hist, thr, layout)
-        tau = bounds.tau(gamma, gamma_upper)
-        return Spans(
-            grid=layout.fine,
-            core_keys=keys,
-            labels=merge_cells(layout.fine, keys),
-            gamma=float(gamma),
-            gamma_upper=None if gamma_upper is None else float(gamma_upper),
-            tau=float(tau),
-            threshold=float(spec.min_samples + (tau if spec.raise_min_samples else 0.0)),
-            kappa=int(layout.kappa),
-            n_events=int(layout.n_events),
-            rho=layout.rho,
-            extra=None,
-        )
+        return _spans(layout, keys, merge_cells(layout.fine, keys), gamma, gamma_upper, spec)
 
     def spans_of(
         self, hist: NoisyHistogram, spec: SpanSpec, core_keys: np.ndarray, labels: np.ndarray
@@ -114,57 +103,22 @@ class BoundTest(CoreTest):
         gamma, gamma_upper = bound_margins(
             hist.kind, hist.theta, hist.noise, hist.scale, layout, str(spec.margin), spec.beta
         )
-        return self.restore(
-            hist.grid,
-            layout.fine,
-            core_keys,
-            labels,
-            hist.kind,
-            hist.noise,
-            hist.scale,
-            hist.theta,
-            spec,
-            gamma,
-            gamma_upper,
-        )
+        return _spans(layout, core_keys, labels, gamma, gamma_upper, spec)
 
-    def restore(
-        self,
-        hist_grid: Grid,
-        spans_grid: Grid,
-        core_keys: np.ndarray,
-        labels: np.ndarray,
-        kind: str,
-        noise: str,
-        scale: float,
-        theta: float,
-        spec: SpanSpec,
-        gamma: float,
-        gamma_upper: float | None,
-    ) -> Spans:
-        layout = SubcellLayout(hist_grid, spec.subcells)
+    def restore(self, stored: Stored, spec: SpanSpec) -> Spans:
+        layout = SubcellLayout(stored.grid, spec.subcells)
+        gamma, gamma_upper = stored.gamma, stored.gamma_upper
         if gamma_upper is not None:
             # both margins are a function of public values: they must be the
             # ones the spans were made with
-            want = bound_margins(kind, theta, noise, scale, layout, str(spec.margin), spec.beta)
+            want = bound_margins(
+                stored.kind, stored.theta, stored.noise, stored.scale, layout, str(spec.margin), spec.beta
+            )
             if not all(
                 math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) for a, b in zip((gamma, gamma_upper), want)
             ):
                 raise ValueError("gamma / gamma_upper are not the margins of the model's parameters")
-        tau = bounds.tau(gamma, gamma_upper)
-        return Spans(
-            grid=spans_grid,
-            core_keys=core_keys,
-            labels=labels,
-            gamma=float(gamma),
-            gamma_upper=gamma_upper,
-            tau=float(tau),
-            threshold=float(spec.min_samples + (tau if spec.raise_min_samples else 0.0)),
-            kappa=int(layout.kappa),
-            n_events=int(layout.n_events),
-            rho=layout.rho,
-            extra=None,
-        )
+        return _spans(layout, stored.core_keys, stored.labels, gamma, gamma_upper, spec, stored.spans_grid)
 
     def figures(
         self, grid: Grid, kind: str, noise: str, epsilon: float, theta: float, spec: SpanSpec
@@ -291,3 +245,27 @@ class BoundTest(CoreTest):
 
 
 __all__ = ["BoundTest", "bound_margins"]
+
+
+def _spans(
+    layout: SubcellLayout,
+    keys: np.ndarray,
+    labels: np.ndarray,
+    gamma: float,
+    gamma_upper: float | None,
+    spec: SpanSpec,
+    grid: Grid | None = None,
+) -> Spans:
+    """The bound test's :class:`Spans`: tau and the threshold from the margins."""
+    tau = bounds.tau(gamma, gamma_upper)
+    return spans_on(
+        layout,
+        keys,
+        labels,
+        gamma=gamma,
+        gamma_upper=gamma_upper,
+        tau=tau,
+        threshold=spec.min_samples + (tau if spec.raise_min_samples else 0.0),
+        extra=None,
+        grid=grid,
+    )

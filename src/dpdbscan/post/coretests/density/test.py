@@ -23,9 +23,11 @@ from ..base import (
     Figures,
     Namer,
     Spans,
+    Stored,
     no_guarantee,
     over_candidates,
     relaxed,
+    spans_on,
     union_note,
     union_void,
     union_words,
@@ -92,20 +94,30 @@ def density_spans(hist: NoisyHistogram, spec: SpanSpec, core_keys: np.ndarray, l
     ``labels``, with the margin and guarantee of ``hist``'s own alpha and
     ``spec``: one place for what a density model reports, whether its cells
     come from :meth:`DensityTest.build` or from a ladder of parameters."""
-    layout = SubcellLayout(hist.grid, spec.subcells)
     gamma, extra = density_guarantee(hist.grid, hist.kind, hist.noise, hist.scale, hist.theta, spec)
-    return Spans(
-        grid=layout.fine,
-        core_keys=core_keys,
-        labels=labels,
+    return _spans(SubcellLayout(hist.grid, spec.subcells), core_keys, labels, gamma, extra, spec)
+
+
+def _spans(
+    layout: SubcellLayout,
+    keys: np.ndarray,
+    labels: np.ndarray,
+    gamma: float,
+    extra: dict,
+    spec: SpanSpec,
+    grid: Grid | None = None,
+) -> Spans:
+    """The density test's :class:`Spans`: no upper margin, the threshold on E~."""
+    return spans_on(
+        layout,
+        keys,
+        labels,
         gamma=gamma,
         gamma_upper=None,
         tau=None,
-        threshold=float(spec.min_samples + gamma),
-        kappa=int(layout.kappa),
-        n_events=int(layout.n_events),
-        rho=layout.rho,
+        threshold=spec.min_samples + gamma,
         extra=extra,
+        grid=grid,
     )
 
 
@@ -168,37 +180,21 @@ class DensityTest(CoreTest):
     ) -> Spans:
         return density_spans(hist, spec, core_keys, labels)
 
-    def restore(
-        self,
-        hist_grid: Grid,
-        spans_grid: Grid,
-        core_keys: np.ndarray,
-        labels: np.ndarray,
-        kind: str,
-        noise: str,
-        scale: float,
-        theta: float,
-        spec: SpanSpec,
-        gamma: float,
-        gamma_upper: float | None,
-    ) -> Spans:
+    def restore(self, stored: Stored, spec: SpanSpec) -> Spans:
         # the guarantee's numbers from public values: the margin must be the stored one
-        want, extra = density_guarantee(hist_grid, kind, noise, scale, theta, spec)
-        if not math.isclose(want, gamma, rel_tol=1e-6, abs_tol=1e-9):
-            raise ValueError(f"gamma={gamma:g} is not the margin {want:g} of its parameters")
-        layout = SubcellLayout(hist_grid, spec.subcells)
-        return Spans(
-            grid=spans_grid,
-            core_keys=core_keys,
-            labels=labels,
-            gamma=float(gamma),
-            gamma_upper=None,
-            tau=None,
-            threshold=float(spec.min_samples + gamma),
-            kappa=int(layout.kappa),
-            n_events=int(layout.n_events),
-            rho=layout.rho,
-            extra=extra,
+        want, extra = density_guarantee(
+            stored.grid, stored.kind, stored.noise, stored.scale, stored.theta, spec
+        )
+        if not math.isclose(want, stored.gamma, rel_tol=1e-6, abs_tol=1e-9):
+            raise ValueError(f"gamma={stored.gamma:g} is not the margin {want:g} of its parameters")
+        return _spans(
+            SubcellLayout(stored.grid, spec.subcells),
+            stored.core_keys,
+            stored.labels,
+            stored.gamma,
+            extra,
+            spec,
+            stored.spans_grid,
         )
 
     def figures(
