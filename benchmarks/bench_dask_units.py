@@ -24,7 +24,7 @@ just before the fit; the worker's own baseline is printed too), and its
 resident memory sampled every 0.25 s through ``client.run``. ``--check``
 then fits the same points in memory (numpy backend, same seed) in this
 process after the cluster is closed and says whether the releases are
-identical (needs about 12 GB at 1e8 rows).
+identical, with the peak memory of that process.
 
 Nothing here is a test; the data never enter the repository.
 """
@@ -32,6 +32,7 @@ Nothing here is a test; the data never enter the repository.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -124,12 +125,23 @@ def _hwm() -> int:
     return _status("VmHWM")
 
 
-class Sampler:
-    """Each worker's resident memory through ``client.run`` every ``period`` s."""
+def _disk_usage(directory: str) -> int:
+    total = 0
+    for root, _, files in os.walk(directory):
+        for name in files:
+            with contextlib.suppress(OSError):  # a shuffle file removed meanwhile
+                total += os.stat(os.path.join(root, name)).st_size
+    return total
 
-    def __init__(self, client: Any, period: float = 0.25) -> None:
-        self.client, self.period = client, period
+
+class Sampler:
+    """Each worker's resident memory through ``client.run`` every ``period``
+    s, and the bytes in the workers' scratch directory (the shuffle's files)."""
+
+    def __init__(self, client: Any, scratch: str, period: float = 0.25) -> None:
+        self.client, self.scratch, self.period = client, scratch, period
         self.peak: dict[str, int] = {}
+        self.disk = 0
         self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -139,6 +151,7 @@ class Sampler:
             try:
                 for w, rss in self.client.run(_rss).items():
                     self.peak[w] = max(self.peak.get(w, 0), rss)
+                self.disk = max(self.disk, _disk_usage(self.scratch))
                 self.samples += 1
             except Exception:  # a worker restarting: the next sample will say
                 pass
@@ -178,7 +191,8 @@ def fit(directory: str, memory_limit: str, check: bool) -> dict[str, Any]:
             client.run(lambda: __import__("dpdbscan.release.backends.dask_backend"))
             base = client.run(_hwm_reset)
             driver_base = _hwm_reset()
-            with Sampler(client) as sampler:
+            out["load_before"] = os.getloadavg()
+            with Sampler(client, scratch) as sampler:
                 t = time.perf_counter()
                 est = DPDBSCAN(**PARAMS, backend=backend).fit(directory, units="unit")
                 out["wall_s"] = time.perf_counter() - t
@@ -192,6 +206,8 @@ def fit(directory: str, memory_limit: str, check: bool) -> dict[str, Any]:
                 for w in sorted(peaks)
             }
             out["samples"] = sampler.samples
+            out["load_after"] = os.getloadavg()
+            out["scratch_peak_GiB"] = sampler.disk / 2**30
             out["driver_peak_rss_GiB"] = _hwm() / 2**30
             out["driver_rss_before_GiB"] = driver_base / 2**30
             out["memory_limit"] = memory_limit
@@ -202,10 +218,13 @@ def fit(directory: str, memory_limit: str, check: bool) -> dict[str, Any]:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if check:
+        before = _hwm_reset()
         t = time.perf_counter()
         X, units = read_all(directory)
         ref = DPDBSCAN(**PARAMS).fit(X, units=units)
         out["in_memory_fit_s"] = time.perf_counter() - t
+        out["in_memory_peak_rss_GiB"] = _hwm() / 2**30
+        out["in_memory_rss_before_GiB"] = before / 2**30
         del X, units
         h, r = est.histogram_, ref.histogram_
         out["identical_release"] = bool(

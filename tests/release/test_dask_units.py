@@ -12,13 +12,17 @@ in memory for the same seed.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
 pytest.importorskip("distributed")
 pytest.importorskip("pyarrow")
+import dask  # noqa: E402
 import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
+import distributed  # noqa: E402
 import pandas as pd  # noqa: E402
 from test_dask import EPS, client, cluster, grid  # noqa: E402, F401  (a LocalCluster, the grid)
 
@@ -183,6 +187,43 @@ def test_wide_keys(client, key):
     ddf = dd.from_pandas(pd.DataFrame(X, columns=["a", "b", "c"]).assign(u=ids), npartitions=4)
     got = DaskBackend(client=client, split_every=2).count_units(wide, ddf, "u", BOUND, key)
     assert_same_counts(got, want)
+
+
+def test_the_shuffle_runs_on_the_workers(client, grid, data, key):
+    """P2P, on the cluster, whatever dask's default: without a default client
+    (the backend's is not one) dask would shuffle through a directory on the
+    driver's machine, which the workers of a multi-machine cluster do not share."""
+    X, ids = data
+    ddf = dd.from_pandas(table(X, ids), npartitions=3)
+    with dask.config.set({"dataframe.shuffle.method": "disk"}), \
+            distributed.get_task_stream(client=client) as stream:
+        DaskBackend(client=client).count_units(grid, ddf, "unit", BOUND, key)
+    names = {str(t["key"][0] if isinstance(t["key"], tuple) else t["key"]) for t in stream.data}
+    assert any(n.startswith("shuffle-transfer") for n in names), sorted(names)[:20]
+
+
+def test_standard_error_stays_quiet(grid, data, key):
+    """The backend's own (thread) cluster runs its scheduler in this process:
+    distributed's warnings that a shuffle started and ended would reach
+    standard error, which holds the private notes only. (Recorded by a
+    handler on distributed's logger: its stream handler writes to the
+    standard error of the moment it was made, which pytest cannot capture.)"""
+    records: list[str] = []
+
+    class Record(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    logger = logging.getLogger("distributed.shuffle._scheduler_plugin")
+    handler = Record(level=logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        X, ids = data
+        with DaskBackend() as backend:
+            backend.count_units(grid, dd.from_pandas(table(X, ids), npartitions=3), "unit", BOUND, key)
+    finally:
+        logger.removeHandler(handler)
+    assert not [r for r in records if r.startswith("Shuffle")], records
 
 
 def test_partitions_without_points(client, grid, key):

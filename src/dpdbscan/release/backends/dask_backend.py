@@ -21,6 +21,11 @@ alone (:mod:`dpdbscan.files.records`): a value that is not a number reads as
 NaN and its row is dropped; no error quotes a value. Every partition's result
 carries a tally, and the driver refuses a reduce that did not merge every
 partition exactly once.
+
+Person-level counts (:meth:`DaskBackend.count_units`) bound each privacy
+unit's contribution first, which needs all of a unit's rows in one place:
+each partition's (unit, cell) pairs are shuffled by unit, then bounded per
+shuffled partition exactly as in memory (see the "units" section below).
 """
 
 from __future__ import annotations
@@ -180,9 +185,9 @@ def _merge_parts(*parts):
 # -------------------------------------------------------------------- units
 # Person-level counts (DaskBackend.count_units). Bounding needs all of a
 # unit's rows in one place. Each input partition is first reduced to its
-# (unit, cell, count) pairs (bounding.pairs_of, after the per-record rule):
-# one row per pair instead of one per point, and the coordinates never leave
-# the partition. The pairs are shuffled by unit; each shuffled partition then
+# (unit, cell, count) pairs after the per-record rule (as bounding.pairs_of
+# does in memory): one row per pair instead of one per point, and the
+# coordinates never leave the partition. The pairs are shuffled by unit; each shuffled partition then
 # holds every pair of its units, adds up their partial counts and bounds them
 # with bounding.bounded_counts, as in memory. A unit's priorities depend on
 # the unit, the cell and the key only, so the kept pairs are the in-memory
@@ -545,13 +550,16 @@ class DaskBackend:
     ----------
     input_counts : BlockCounts or None
         After a count of files or dask collections: rows read, rows with a
-        value that is not a number, malformed CSV lines (all dropped by the
-        per-record rule). Private: for the data owner's notes only.
+        value that is not a number, malformed CSV lines and (person-level
+        counts) rows whose unit is missing, all dropped by the per-record
+        rule. Private: for the data owner's notes only.
 
     Notes
     -----
     ``count(grid, X)`` returns exactly
-    ``NumpyBackend().count(grid, clean_points(grid, X_in_memory))``. Input
+    ``NumpyBackend().count(grid, clean_points(grid, X_in_memory))``, and
+    ``count_units`` (person-level releases, :meth:`count_units`) exactly
+    ``bounding.count_units`` of the same rows, after a shuffle by unit. Input
     already in the driver's memory (numpy, pandas) is counted on the driver
     with the numpy backend: shipping it to workers costs more than counting it.
     """
@@ -810,9 +818,10 @@ class DaskBackend:
         import dask.dataframe as dd
 
         pairs = dd.from_delayed([t[0] for t in tasks], meta=_pairs_meta(grid, kind), verify_meta=False)
-        shuffled = pairs.shuffle(
-            on=_UNIT, npartitions=len(tasks), shuffle_method=os.environ.get("D20_SHUFFLE")
-        )
+        # P2P, named: dask's default without a *default* client (ours is not
+        # one) is "disk", a partd directory on the driver's machine that the
+        # workers of a multi-machine cluster cannot share.
+        shuffled = pairs.shuffle(on=_UNIT, npartitions=len(tasks), shuffle_method="p2p")
         part = dask.delayed(_bound_part)
         bounded = [part(grid, p, kind, bound, key) for p in shuffled.to_delayed()]
         return (
