@@ -136,3 +136,16 @@ def test_cli_stages_on_a_small_geographic_file(tmp_path):
     for stage in ("import", "read", "fit", "json", "geojson", "png", "total"):
         assert t[stage] >= 0, stage
     assert t["n_spans"] >= 1 and t["peak_rss_bytes"] > 0
+
+
+def test_one_cab_spans_counts_spans_dominated_by_one_cab():
+    from benchmarks import bench_units_cli
+
+    # span 0: cab 0 holds 3 of 4 points; span 1: cab 1 alone; span 2: 2 of 4, not more than half
+    labels = np.array([0, 0, 0, 0, 1, 1, 2, 2, 2, 2, -1, -1])
+    cabs = np.array([0, 0, 0, 1, 1, 1, 2, 2, 0, 1, 0, 0])
+    got = bench_units_cli.one_cab_spans(labels, cabs, 3)
+    assert got["spans"] == 3 and got["spans_mostly_one_cab"] == 2 and got["spans_one_cab_only"] == 1
+    assert got["largest_one_cab_share"] == 1.0 and got["points_in_spans"] == 10
+    empty = bench_units_cli.one_cab_spans(np.full(3, -1), np.zeros(3, dtype=int), 0)
+    assert empty["spans"] == 0 and empty["spans_mostly_one_cab"] == 0

@@ -10,6 +10,7 @@ candidate's margins took beta and the guarantee is a union bound over them.
 from __future__ import annotations
 
 from ..post.coretests import core_test
+from ..spec.specs import UnitBound
 from .record import SpanModel
 
 
@@ -23,9 +24,26 @@ def eps_candidates(model: SpanModel) -> int:
 
 def guarantee(model: SpanModel) -> dict:
     """The guarantee of the release as a JSON-safe dict, with a ``statement``
-    in words (what ``dpdbscan info`` shows)."""
+    in words (what ``dpdbscan info`` shows). A person-level release's
+    statement says what it is relative to (:func:`unit_words`)."""
     test = core_test(model.spec.core)
-    return test.guarantee(model.spans, model.spec, model.release, eps_candidates(model))
+    g = test.guarantee(model.spans, model.spec, model.release, eps_candidates(model))
+    words = unit_words(model.release.units)
+    return g if words is None else {**g, "statement": f"{g['statement']}; {words}"}
 
 
-__all__ = ["eps_candidates", "guarantee"]
+def unit_words(units: UnitBound | None) -> str | None:
+    """What a person-level guarantee is relative to, in words (None at
+    event level): the clusters are those of the data as bounded per unit,
+    and (epsilon, delta) protects each unit."""
+    if units is None:
+        return None
+    k, m = units.max_cells_per_unit, units.max_points_per_cell
+    return (
+        f"person-level: (epsilon, delta) protects each privacy unit, and the clusters are those of "
+        f"the data as bounded per unit (at most {k} cell{'s' if k != 1 else ''} per unit, chosen at "
+        f"random, and {m} point{'s' if m != 1 else ''} per cell)"
+    )
+
+
+__all__ = ["eps_candidates", "guarantee", "unit_words"]

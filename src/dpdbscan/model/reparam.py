@@ -94,6 +94,7 @@ def remodel(model: SpanModel, hist: NoisyHistogram, spans: Spans, spec: SpanSpec
         metadata=model.metadata,
         rho=rel.rho,
         units=rel.units,
+        unit_choice=rel.unit_choice,
     )
 
 

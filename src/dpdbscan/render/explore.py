@@ -192,6 +192,17 @@ def table_lines(ex: Exploration, model: SpanModel) -> list[str]:
     return out
 
 
+def release_words(model: SpanModel) -> str:
+    """The release's budget and, person-level, its unit: what every panel's
+    guarantee is relative to."""
+    rel = model.release
+    budget = f"epsilon={rel.epsilon:g}" + (f", delta={rel.delta:g}" if rel.delta else "")
+    if rel.units is None:
+        return budget
+    k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
+    return f"person-level, {budget}; each unit at most {k} cells, {m} per cell"
+
+
 def _length(model):
     """eps as text: 3 significant digits (m or km) for geographic models, 4 otherwise."""
     if projection_of(model) is not None:
@@ -231,8 +242,7 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
             ax.set_xticks([])
             ax.set_yticks([])
     fig.suptitle(
-        f"spans from one release (epsilon={model.release.epsilon:g}); rows: eps, columns: MinPts; "
-        "no extra budget",
+        f"spans from one release ({release_words(model)}); rows: eps, columns: MinPts; no extra budget",
         fontsize=9,
     )
     return fig
@@ -301,6 +311,7 @@ __all__ = [
     "default_grid",
     "write_table",
     "table_lines",
+    "release_words",
     "figure",
     "save_figure",
 ]
