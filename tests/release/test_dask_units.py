@@ -29,7 +29,7 @@ from test_dask import EPS, client, cluster, grid  # noqa: E402, F401  (a LocalCl
 from dpdbscan import DPDBSCAN, Grid  # noqa: E402
 from dpdbscan.release.backends import NumpyBackend  # noqa: E402
 from dpdbscan.release.backends.dask_backend import DaskBackend, unit_array  # noqa: E402
-from dpdbscan.release.bounding import BoundingKey, count_units, unit_words  # noqa: E402
+from dpdbscan.release.bounding import BoundingKey, count_units, count_units_choosing, unit_words  # noqa: E402
 from dpdbscan.release.samplers.integers import SeededSource  # noqa: E402
 from dpdbscan.spec.specs import UnitBound  # noqa: E402
 
@@ -170,6 +170,10 @@ def test_in_memory_input_is_bounded_on_the_driver(grid, data, key):
     backend = DaskBackend(client=None)  # no cluster needed for driver-side data
     assert_same_counts(backend.count_units(grid, X, units, BOUND, key), want)
     assert_same_counts(backend.count_units(grid, table(X, units), "unit", BOUND, key), want)
+    choice = Choose()
+    assert_same_counts(backend.count_units_choosing(grid, X, units, choice, key),
+                       count_units_choosing(grid, X, units, Choose(), key))
+    assert len(choice.seen) == 1
     with pytest.raises(ValueError, match="names a column, but X is an array"):
         backend.count_units(grid, X, "unit", BOUND, key)
 
@@ -232,6 +236,41 @@ def test_partitions_without_points(client, grid, key):
     assert len(got) == 0 and got.keys.dtype == np.int64
 
 
+class Choose:
+    """A stand-in for the private choice of k: records what it was shown
+    and picks k from it (the median number of cells per unit)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, cells):
+        self.seen.append(np.sort(np.asarray(cells)))
+        return UnitBound(max(1, int(np.median(cells))) if len(cells) else 1, 2)
+
+
+@pytest.mark.parametrize("where", ["parquet", "csv"])
+def test_count_units_choosing_equals_in_memory(client, grid, data, key, tmp_path, where):
+    X, ids = data
+    units = unit_values(ids, "text")
+    want_choice, got_choice = Choose(), Choose()
+    want = count_units_choosing(grid, X, units, want_choice, key)
+    backend = DaskBackend(client=client, header=True if where == "csv" else None)
+    source = source_of("text", where, table(X, units), tmp_path)
+    got = backend.count_units_choosing(grid, source, "unit", got_choice, key)
+    assert len(got_choice.seen) == 1  # the choice is made once
+    np.testing.assert_array_equal(got_choice.seen[0], want_choice.seen[0])
+    assert got_choice.seen[0].size == N_UNITS and np.median(got_choice.seen[0]) > 5
+    assert_same_counts(got, want)
+    assert backend.input_counts.rows == len(X)
+
+
+def test_count_units_choosing_without_rows(client, grid, key):
+    choice = Choose()
+    ddf = dd.from_pandas(pd.DataFrame({"x": [np.nan] * 4, "y": 1.0, "unit": np.arange(4)}), npartitions=2)
+    got = DaskBackend(client=client).count_units_choosing(grid, ddf, "unit", choice, key)
+    assert len(got) == 0 and len(choice.seen) == 1 and choice.seen[0].size == 0
+
+
 def test_unit_array_keeps_the_in_memory_words(key):
     """The shuffled values of a unit have the in-memory unit's word: the
     same priorities, the same cells kept."""
@@ -251,9 +290,10 @@ def test_unit_array_keeps_the_in_memory_words(key):
 
 # ---------------------------------------------------------- same release
 def fit(X, units, backend, **kw):
-    est = DPDBSCAN(eps=EPS, min_samples=10, epsilon=2.0, delta=1e-6, bounds=BOUNDS, random_state=0,
-                   noise="gaussian", max_cells_per_unit=BOUND.max_cells_per_unit,
-                   max_points_per_cell=BOUND.max_points_per_cell, backend=backend, **kw)
+    params = dict(eps=EPS, min_samples=10, epsilon=2.0, delta=1e-6, bounds=BOUNDS, random_state=0,
+                  noise="gaussian", max_cells_per_unit=BOUND.max_cells_per_unit,
+                  max_points_per_cell=BOUND.max_points_per_cell, backend=backend)
+    est = DPDBSCAN(**{**params, **kw})
     return est.fit(X, units=units)
 
 
@@ -279,6 +319,18 @@ def test_same_release_as_in_memory(client, data, tmp_path, kind, where, histogra
     source = source_of(kind, where, table(X, units), tmp_path)
     backend = DaskBackend(client=client, header=True if where == "csv" else None)
     got = fit(source, "unit", backend, histogram=histogram)
+    assert_same_release(got, want)
+
+
+def test_same_release_with_k_chosen_privately(client, data, tmp_path):
+    """max_cells_per_unit="auto": the same k chosen, the same release."""
+    X, ids = data
+    units = unit_values(ids, "int")
+    want = fit(X, units, "numpy", max_cells_per_unit="auto")
+    got = fit(str(write_parquet(table(X, units), tmp_path / "pq")), "unit",
+              DaskBackend(client=client), max_cells_per_unit="auto")
+    assert want.spans_.release.unit_choice is not None
+    assert got.spans_.release.units == want.spans_.release.units
     assert_same_release(got, want)
 
 

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 import numpy as np
@@ -352,13 +353,13 @@ def _csv_pairs(grid, data, layout, header, first, where):
     return _pairs(grid, X, units, ~unit_missing(units), "text"), tally
 
 
-def _bound_part(grid: Grid, frame: Any, kind: str, bound: UnitBound, key: BoundingKey):
-    """Bounded counts of one shuffled partition: it holds every pair of its
-    units, whose partial counts are summed here, then bounded as in memory."""
+def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> bounding.Pairs:
+    """The pairs of one shuffled partition, which holds every pair of its
+    units: their partial counts summed, as ``bounding.pairs_of`` gives them
+    in memory (sorted by unit, then cell key: the order
+    ``bounding.kept_pairs`` breaks priority ties in)."""
     import pyarrow as pa
 
-    if len(frame) == 0:
-        return np.empty(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64), _tally(0)
     enc = unit_array(pa.array(frame[_UNIT]), kind).dictionary_encode()
     codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     uniques = enc.dictionary.to_numpy(zero_copy_only=False)
@@ -366,22 +367,32 @@ def _bound_part(grid: Grid, frame: Any, kind: str, bound: UnitBound, key: Boundi
     keys = words.view(grid.key_dtype).ravel() if grid.wide else words.ravel()
     cell_keys, cell_codes = bounding._codes(grid, keys)  # sorted keys, each key's index
     n_cells = max(int(cell_keys.size), 1)
-    # a pair as one int64 (< rows**2), sorted: by unit, then cell key (the
-    # order bounding.kept_pairs breaks priority ties in)
-    pair = codes * n_cells + cell_codes
+    pair = codes * n_cells + cell_codes  # one int64 per pair: < rows**2
     order = np.argsort(pair)  # equal pairs are summed: no need for a stable sort
     pair = pair[order]
-    starts = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
+    starts = np.flatnonzero(np.concatenate(([pair.size > 0], pair[1:] != pair[:-1])))
     first = pair[starts]
-    pairs = bounding.Pairs(
+    counts = frame[_COUNT].to_numpy(dtype=np.int64)[order]
+    return bounding.Pairs(
         units=first // n_cells,
         keys=cell_keys[first % n_cells],
-        counts=np.add.reduceat(frame[_COUNT].to_numpy(dtype=np.int64)[order], starts),
+        counts=np.add.reduceat(counts, starts) if starts.size else counts,
         unit_words=bounding.unit_words(uniques, key),
         uniques=uniques,
     )
+
+
+def _bound_pairs(pairs: bounding.Pairs, grid: Grid, bound: UnitBound, key: BoundingKey):
+    """Bounded counts of the summed pairs of one shuffled partition, as in memory."""
     keys, counts = bounding.bounded_counts(grid, pairs, bound, key)
     return np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64), _tally(0)
+
+
+def _bound_part(grid: Grid, frame: Any, kind: str, bound: UnitBound, key: BoundingKey):
+    """Bounded counts of one shuffled partition."""
+    if len(frame) == 0:
+        return np.empty(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64), _tally(0)
+    return _bound_pairs(_summed_pairs(grid, frame, kind, key), grid, bound, key)
 
 
 def _sum_tallies(*tallies):
@@ -702,19 +713,62 @@ class DaskBackend:
         the same ``key``: each partition's (unit, cell) pairs are shuffled by
         unit, and each unit is bounded where all its pairs are.
         """
+        return self._count_units(grid, X, units, key, bound=bound)
+
+    def count_units_choosing(
+        self, grid: Grid, X: Any, units: Any, choose: Callable[[np.ndarray], UnitBound], key: BoundingKey
+    ) -> CellCounts:
+        """:meth:`count_units` with the bound chosen from the cells per unit
+        (``max_cells_per_unit="auto"``, the ``UnitChoiceBackend`` protocol).
+
+        Two passes over the shuffled pairs, which stay on the workers in
+        between: the number of distinct cells of every unit goes to the
+        driver, where ``choose`` (the private choice of k) is called once;
+        then each shuffled partition is bounded by the chosen bound. Equals
+        :func:`dpdbscan.release.bounding.count_units_choosing` on the same
+        rows with the same key, and ``choose`` sees the same numbers.
+        """
+        return self._count_units(grid, X, units, key, choose=choose)
+
+    def _count_units(self, grid, X, units, key, *, bound=None, choose=None) -> CellCounts:
+        """:meth:`count_units` (``bound``) or :meth:`count_units_choosing` (``choose``)."""
+        import dask
+
         self.input_counts = None
         local = self._local_units(grid, X, units)
         if local is not None:
             points, ids = local
-            return NumpyBackend().count_units(grid, points, ids, bound, key)
+            if choose is None:
+                return NumpyBackend().count_units(grid, points, ids, bound, key)
+            return NumpyBackend().count_units_choosing(grid, points, ids, choose, key)
         kind, tasks = self._pair_tasks(grid, X, units)
         if not tasks:
+            if choose is not None:
+                choose(np.zeros(0, dtype=np.int64))  # the choice is made once, even on no data
             self.input_counts = BlockCounts()
             return _no_cells(grid)
-        final, n_shuffled, tallies = self._bounded(grid, kind, tasks, bound, key)
+        shuffled = self._shuffled(grid, kind, tasks)
+        tallies = self._tree([t[1] for t in tasks], _sum_tallies)
         with self._client() as client, _quiet_shuffle_notes():
-            (keys, counts, bounded), tally = client.compute([final, tallies], sync=True)
-        check_tally(bounded, n_shuffled)
+            if choose is None:
+                part = dask.delayed(_bound_part)
+                final = self._tree([part(grid, p, kind, bound, key) for p in shuffled], _merge_parts)
+                (keys, counts, bounded), tally = client.compute([final, tallies], sync=True)
+            else:
+                summed = [dask.delayed(_summed_pairs)(grid, p, kind, key) for p in shuffled]
+                *pairs, tally = client.compute([*summed, tallies])
+                cells = client.gather(client.map(bounding.cells_per_unit, pairs))
+                bound = choose(np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64))
+                # a partial: client.map keeps key= for the task's name
+                level = client.map(functools.partial(_bound_pairs, grid=grid, bound=bound, key=key), pairs)
+                while len(level) > 1:
+                    level = [
+                        client.submit(_merge_parts, *level[i : i + self.split_every])
+                        for i in range(0, len(level), self.split_every)
+                    ]
+                keys, counts, bounded = level[0].result()
+                tally = tally.result()
+        check_tally(bounded, len(shuffled))
         check_tally(tally, len(tasks))
         self.input_counts = _input_counts(tally)
         return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
@@ -810,25 +864,16 @@ class DaskBackend:
             ]
         raise _unsupported(X)
 
-    def _bounded(self, grid, kind, tasks, bound, key):
-        """The delayed merged bounded counts of the pairs of ``tasks``,
-        shuffled by unit (with the tally of the shuffled partitions), their
-        number, and the delayed sum of the input partitions' tallies."""
-        import dask
+    def _shuffled(self, grid, kind, tasks) -> list:
+        """The delayed partitions of the pairs of ``tasks`` shuffled by unit:
+        each holds every pair of its units."""
         import dask.dataframe as dd
 
         pairs = dd.from_delayed([t[0] for t in tasks], meta=_pairs_meta(grid, kind), verify_meta=False)
         # P2P, named: dask's default without a *default* client (ours is not
         # one) is "disk", a partd directory on the driver's machine that the
         # workers of a multi-machine cluster cannot share.
-        shuffled = pairs.shuffle(on=_UNIT, npartitions=len(tasks), shuffle_method="p2p")
-        part = dask.delayed(_bound_part)
-        bounded = [part(grid, p, kind, bound, key) for p in shuffled.to_delayed()]
-        return (
-            self._tree(bounded, _merge_parts),
-            len(bounded),
-            self._tree([t[1] for t in tasks], _sum_tallies),
-        )
+        return pairs.shuffle(on=_UNIT, npartitions=len(tasks), shuffle_method="p2p").to_delayed()
 
     # ----------------------------------------------------------------- files
     def _read_parquet(self, paths, d, unit=None):
