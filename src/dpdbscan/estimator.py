@@ -298,7 +298,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             X = check_array(X)
             n_features = X.shape[1]
         else:
-            n_features = _n_features_of(X, self.bounds, backend)
+            n_features = _n_features_of(X, self.bounds, backend, units if isinstance(units, str) else None)
         if self.bounds is None:
             if not isinstance(X, np.ndarray):
                 raise ValueError("bounds are required with a distributed backend")
@@ -566,13 +566,17 @@ def _are_paths(X: object) -> bool:
 
 
 def _n_features_of(
-    X: PointsInput, bounds: tuple[ArrayLike, ArrayLike] | None, backend: Backend | None = None
+    X: PointsInput,
+    bounds: tuple[ArrayLike, ArrayLike] | None,
+    backend: Backend | None = None,
+    unit: str | None = None,
 ) -> int:
     """Number of coordinates of non-numpy X: the backend's column rule first
-    (it knows which columns it will read), then shape, columns or bounds."""
+    (it knows which columns it will read; ``unit``, the unit column, is not
+    one), then shape, columns or bounds."""
     counter = getattr(backend, "n_features", None)
     if callable(counter):
-        n = counter(X)
+        n = counter(X) if unit is None else counter(X, unit=unit)
         if isinstance(n, numbers.Integral):
             return int(n)
     shape = getattr(X, "shape", None)
