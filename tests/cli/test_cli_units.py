@@ -269,13 +269,32 @@ def test_parquet_unit_of_another_type_is_refused_from_the_schema(capsys, tmp_pat
     assert rc == 2 and "--unit column 'person' has type timestamp" in err
 
 
-def test_unit_needs_its_bound_and_the_dask_backend_is_refused(capsys, tmp_path, data):
+def test_unit_needs_its_bound(capsys, tmp_path, data):
     X, names = data
     path = csv_file(tmp_path, X, names)
     rc, _, err, _ = fit(capsys, tmp_path, path, "--unit", "person")
     assert rc == 2 and "--max-cells-per-unit is required" in err
-    rc, _, err, _ = fit(capsys, tmp_path, path, *UNIT, "--backend", "dask", "--columns", "x", "y")
-    assert rc == 2 and "--unit with --backend dask" in err
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_the_dask_backend_gives_the_same_person_level_release(capsys, tmp_path, data, kind):
+    pytest.importorskip("dask.dataframe")
+    X, names = data
+    if kind == "csv":
+        path = csv_file(tmp_path, X, names)
+        extra = ["--header"]
+    else:
+        path = tmp_path / "p.parquet"
+        pq.write_table(pa.table({"x": X[:, 0], "y": X[:, 1], "person": names.tolist()}), path)
+        extra = []
+    dask = ["--backend", "dask", "--columns", "x", "y", *extra]
+    rc, out, err, model = fit(capsys, tmp_path, path, *UNIT, *dask, "--seed", "7")
+    assert rc == 0, err
+    assert same_release(model, library_release(X, names, 7))
+    assert SECRET not in out + err
+    # the unit names a column, beside the coordinates' names: no index
+    rc, _, err, _ = fit(capsys, tmp_path, path, "--unit", "2", "--max-cells-per-unit", "20", *dask)
+    assert rc == 2 and "--unit with --backend dask names a column" in err
 
 
 # --------------------------------------------------------------------------- #

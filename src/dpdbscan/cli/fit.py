@@ -173,10 +173,12 @@ def fit_from_args(
     backend: Backend
     units = None
     if dask and getattr(args, "unit", None) is not None:
-        raise ValueError(
-            "--unit with --backend dask is not available yet (the Dask backend does not read the "
-            "unit column from files): fit in memory (--backend numpy)"
-        )
+        if not args.columns or str(args.unit).isdigit():
+            raise ValueError(
+                "--unit with --backend dask names a column of a Parquet schema or a declared CSV "
+                "header, beside --columns for the coordinates (no 0-based index)"
+            )
+        units = args.unit  # the column's name; the backend reads it where the rows are
     if dask:
         if args.geo:
             raise ValueError(
@@ -197,6 +199,8 @@ def fit_from_args(
             )
         X, names = args.input, columns
         backend = _dask_backend(args, columns)
+        if units is not None:
+            meta["unit_column"] = units  # public: the option
         check_columns(args, p, d, names)
         lower, upper, _ = public_box(args, bounds_in, d, None, meta)
     else:

@@ -34,6 +34,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import warnings
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, Self
@@ -83,12 +84,6 @@ def count_block(grid: Grid, block: Any) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"a partition has shape {X.shape}, expected (n, {grid.d}) for a {grid.d}-D grid")
     cells = NumpyBackend().count(grid, X)  # applies clean_points
     return cells.keys, cells.counts
-
-
-def count_frame(grid: Grid, frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`count_block` of the coordinate ``columns`` of a pandas partition."""
-    X, _ = frame_points(frame, columns)
-    return count_block(grid, X)
 
 
 def frame_points(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, int]:
@@ -414,7 +409,11 @@ def _quiet_shuffle_notes():
     note = _ShuffleNotes()
     logger.addFilter(note)
     try:
-        yield
+        with warnings.catch_warnings():
+            # dask's own shuffle calls a pandas API that pandas 3.1 deprecates;
+            # the user can do nothing about it
+            warnings.filterwarnings("ignore", message="The inplace keyword in DataFrame.reset_index")
+            yield
     finally:
         logger.removeFilter(note)
 
