@@ -34,8 +34,8 @@ import contextlib
 import dataclasses
 import functools
 import logging
-import warnings
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
