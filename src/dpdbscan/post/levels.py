@@ -1,0 +1,528 @@
+"""Clusters at their own density level, from one release (issue 21).
+
+A flat cut (one alpha, one MinPts) cannot serve clusters whose densities
+differ: a MinPts low enough for the sparse ones joins the dense ones through
+thin bridges, one high enough to split those loses the sparse ones. HDBSCAN
+(Campello, Moulavi and Sander, 2013) picks each cluster at its own level of
+the density tree. The release already holds that tree: at a fixed alpha the
+core sub-cells of a growing MinPts are nested (the threshold T = MinPts +
+m(q) only grows), so the spans over a ladder of MinPts form a tree of
+density level sets (:mod:`.auto`), all post-processing of one
+:class:`NoisyHistogram`.
+
+This module builds that tree at one alpha and selects disjoint spans from
+it, each at its own MinPts:
+
+* the *condensed tree* (:func:`condensed_tree`): a span is significant when
+  its noisy mass reaches max(MinPts, ``min_share`` x the released positive
+  mass); a cluster is born at the lowest level or where its parent splits
+  into two or more significant spans, lives while one significant span
+  continues it, and its *stability* is its mass integrated over its life on
+  the level scale lambda (HDBSCAN's excess of mass);
+* the *selection* (:func:`select_clusters`): excess of mass, bottom-up, a
+  cluster is kept when its stability is at least the total of the best
+  selection below it; the root of a single tree is not selectable unless it
+  never splits (HDBSCAN's ``allow_single_cluster=False``). A selected
+  cluster is labelled by its span at birth (its largest extent, as HDBSCAN
+  labels a selected cluster by its members at birth). Two selected clusters
+  are never ancestor and descendant, so their spans are disjoint, and they
+  lie in different spans of a common level, so no two core centres of
+  different selected spans are within alpha: ``predict`` with border alpha
+  labels points as it does for a flat model;
+* *which alpha* (:func:`select_levels`): every candidate alpha of the plan
+  gets its own tree and selection, compared on HDBSCAN's lambda (T^(1/d) /
+  alpha, one scale for every alpha; :func:`.auto.hdbscan_lambda`) by their
+  total selected stability.
+
+**Guarantee.** Every selected span is a span of the density test at its own
+(alpha, MinPts) on the release. At one alpha the accuracy event of the
+density test's one-sided guarantee ("the weighted noise of every sub-cell
+is at most G(q)") does not depend on MinPts, so one event covers every
+level of the ladder; the selection looked at ``c`` alphas, so a union bound
+over them gives: with probability at least 1 - beta (G taken at beta / c)
+every selected span lies in the span of one (rho alpha, M*)-cluster, M* =
+floor(MinPts + min_q (m(q) - G(q))) + 1 at its own MinPts
+(:func:`guarantee`; docs/density-notes.md for one level).
+
+Everything here reads the release and public parameters only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..bounds import approximation_ratio
+from ..grid import Grid
+from ..histogram import NoisyHistogram
+from . import density
+from .auto import Plan, _parents, hdbscan_lambda, min_samples_ladder
+from .spans import SpanParams, density_margin
+from .sweep import Partition, sweep
+
+#: The criterion's name, for the model.
+CRITERION = (
+    "clusters at their own level: excess of mass over the MinPts tree, alpha by total stability on lambda"
+)
+#: A span is significant when its noisy mass reaches this share of the
+#: released positive mass (and MinPts).
+MIN_SHARE = 0.0
+#: Two choices are "close" when the runner-up's score is at least this share of the best.
+CLOSE = 0.9
+SCALES = ("lambda", "logT")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A node of the condensed tree at one alpha.
+
+    Attributes
+    ----------
+    id, parent : int
+        Its index in the tree; the parent's (-1 for a root).
+    birth, death : int
+        The first and last level (index in the MinPts ladder) it is alive at.
+    spans : tuple of int
+        Its span id at each level ``birth..death``.
+    masses : tuple of float
+        Its noisy mass at each of those levels.
+    stability : float
+        Mass integrated over its life on the level scale.
+    children : tuple of int
+        The clusters born where it splits.
+    """
+
+    id: int
+    parent: int
+    birth: int
+    death: int
+    spans: tuple
+    masses: tuple
+    stability: float
+    children: tuple = ()
+
+
+@dataclass(frozen=True)
+class LevelTree:
+    """The condensed tree of one alpha's MinPts ladder and its selection.
+
+    Attributes
+    ----------
+    alpha : float
+    levels : tuple of Partition
+        The spans at each MinPts, by MinPts.
+    scale : tuple of float
+        The level of each entry of ``levels`` on the stability scale.
+    clusters : tuple of Cluster
+    selected : tuple of int
+        Ids of the selected clusters.
+    score : float
+        Total stability of the selected clusters.
+    close : tuple of int
+        Clusters whose choice was close (kept with a stability below
+        1 / CLOSE x its children's best, or dropped for children within CLOSE).
+    """
+
+    alpha: float
+    levels: tuple
+    scale: tuple
+    clusters: tuple
+    selected: tuple
+    score: float
+    close: tuple = ()
+
+    @property
+    def min_samples(self) -> list[int]:
+        return [p.min_samples for p in self.levels]
+
+
+def level_scale(levels: Sequence[Partition], alpha: float, d: int, scale: str = "lambda") -> list[float]:
+    """The level of each partition on ``scale``: HDBSCAN's lambda = T^(1/d) /
+    alpha, or log T."""
+    if scale == "lambda":
+        return [hdbscan_lambda(p.threshold, alpha, d) for p in levels]
+    if scale == "logT":
+        return [math.log(max(p.threshold, 1e-300)) for p in levels]
+    raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+
+
+def condensed_tree(levels: Sequence[Partition], lam: Sequence[float], min_mass: float = 0.0) -> list[Cluster]:
+    """The clusters of a nested MinPts ladder (module docstring).
+
+    ``levels`` sorted by MinPts (core sub-cells nested), ``lam`` their level
+    on the stability scale (non-decreasing); a span is significant when its
+    mass reaches max(MinPts, ``min_mass``). Level j stands for [lam_j,
+    lam_j+1); the top level for nothing (its width is unknown).
+    """
+    n = len(levels)
+    width = [lam[j + 1] - lam[j] for j in range(n - 1)] + [0.0]
+    rec: list[dict] = []  # mutable clusters, frozen at the end
+    alive: dict[int, int] = {}  # span id at the previous level -> cluster id
+    prev: Partition | None = None
+    for j, p in enumerate(levels):
+        masses = p.span_masses()
+        sig = np.flatnonzero(masses >= max(p.min_samples, min_mass))
+        now: dict[int, int] = {}
+        if prev is None:
+            groups: dict[int, list[int]] = {-1: [int(s) for s in sig]}
+        else:
+            parent = _parents(prev, p)
+            groups = {}
+            for s in sig:
+                groups.setdefault(int(parent[s]), []).append(int(s))
+        for par, kids in groups.items():
+            owner = alive.get(par, -1)
+            if len(kids) == 1 and owner >= 0:
+                now[kids[0]] = owner  # the cluster lives on
+                continue
+            for s in kids:
+                now[s] = len(rec)
+                rec.append({"parent": owner, "birth": j, "spans": [], "masses": [], "stab": 0.0})
+        for s, c in now.items():
+            rec[c]["spans"].append(s)
+            rec[c]["masses"].append(float(masses[s]))
+            rec[c]["stab"] += float(masses[s]) * width[j]
+        alive, prev = now, p
+    children: dict[int, list[int]] = {}
+    for i, r in enumerate(rec):
+        if r["parent"] >= 0:
+            children.setdefault(r["parent"], []).append(i)
+    return [
+        Cluster(
+            i,
+            r["parent"],
+            r["birth"],
+            r["birth"] + len(r["spans"]) - 1,
+            tuple(r["spans"]),
+            tuple(r["masses"]),
+            r["stab"],
+            tuple(children.get(i, ())),
+        )
+        for i, r in enumerate(rec)
+    ]
+
+
+def select_clusters(clusters: Sequence[Cluster], method: str = "eom") -> tuple[list[int], float, list[int]]:
+    """Disjoint clusters of a condensed tree: excess of mass (``"eom"``) or
+    the leaves (``"leaf"``). Returns (selected ids, their total stability,
+    ids whose choice was close).
+
+    A root is not selectable when it is the only one and splits (HDBSCAN's
+    ``allow_single_cluster=False``): one cluster is what every data set
+    shows at a low enough level.
+    """
+    roots = [c.id for c in clusters if c.parent < 0]
+    single = len(roots) == 1
+    best: dict[int, float] = {}
+    chosen: dict[int, list[int]] = {}
+    close: list[int] = []
+    for c in sorted(clusters, key=lambda c: -c.birth):  # children before parents
+        below = sum(best[k] for k in c.children)
+        kids = [i for k in c.children for i in chosen[k]]
+        if not c.children:
+            best[c.id], chosen[c.id] = c.stability, [c.id]
+            continue
+        if method == "leaf" or (single and c.parent < 0):
+            best[c.id], chosen[c.id] = below, kids
+            continue
+        if c.stability >= below:
+            best[c.id], chosen[c.id] = c.stability, [c.id]
+            if below >= CLOSE * c.stability:
+                close.append(c.id)
+        else:
+            best[c.id], chosen[c.id] = below, kids
+            if c.stability >= CLOSE * below:
+                close.append(c.id)
+    selected = sorted(i for r in roots for i in chosen[r])
+    return selected, float(sum(best[r] for r in roots)), close
+
+
+def level_tree(
+    levels: Sequence[Partition],
+    alpha: float,
+    d: int,
+    *,
+    scale: str = "lambda",
+    min_mass: float = 0.0,
+    method: str = "eom",
+) -> LevelTree:
+    """The condensed tree of one alpha's ladder and its selection."""
+    lam = level_scale(levels, alpha, d, scale)
+    clusters = condensed_tree(levels, lam, min_mass)
+    selected, score, close = select_clusters(clusters, method)
+    return LevelTree(
+        float(alpha), tuple(levels), tuple(lam), tuple(clusters), tuple(selected), score, tuple(close)
+    )
+
+
+@dataclass(frozen=True)
+class SpanLevel:
+    """Where a selected span comes from.
+
+    Attributes
+    ----------
+    span : int
+        Its id in :attr:`LevelSpans.labels`.
+    alpha, min_samples, threshold : float, int, float
+        The level it was taken at (its cluster's birth): the density test at
+        (alpha, MinPts) with core threshold T.
+    death_min_samples : int
+        The last MinPts of the ladder at which it is still one significant
+        span.
+    stability : float
+        Its cluster's stability (on the selection's scale).
+    mass : float
+        Its noisy mass at that level.
+    cluster : int
+        Its cluster's id in the tree.
+    """
+
+    span: int
+    alpha: float
+    min_samples: int
+    threshold: float
+    death_min_samples: int
+    stability: float
+    mass: float
+    cluster: int
+
+
+@dataclass(frozen=True)
+class LevelSpans:
+    """Spans selected across levels of the tree, ready for ``predict``.
+
+    Attributes
+    ----------
+    grid : Grid
+        The sub-cell grid the keys are in (the release's cells subdivided
+        ``subcells`` times; measured against ``alpha``).
+    core_keys, labels : ndarray
+        Sorted keys of the selected core sub-cells and their span id
+        (0..n_spans-1, numbered by smallest key), as a flat model's.
+    alpha : float
+        The alpha of every selected span (the border radius of ``predict``).
+    spans : tuple of SpanLevel
+        Per span id: the level it comes from.
+    tree : LevelTree
+        The chosen alpha's tree.
+    alphas : tuple of (alpha, score, n_selected)
+        Every candidate alpha's total selected stability (on lambda).
+    candidates : int
+        Number of alphas the choice looked at (``c`` of the guarantee).
+    unsure : bool
+        True when the choice was close: another alpha scored at least CLOSE x
+        the best, or a cluster's keep-or-split choice was within CLOSE.
+    runner_up : float or None
+        The alpha with the second-best score.
+    """
+
+    grid: Grid
+    core_keys: np.ndarray
+    labels: np.ndarray
+    alpha: float
+    spans: tuple
+    tree: LevelTree
+    alphas: tuple
+    candidates: int
+    unsure: bool
+    runner_up: float | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n_spans(self) -> int:
+        return len(self.spans)
+
+
+def spans_of(tree: LevelTree, grid: Grid) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
+    """The selected clusters' spans at birth: sorted keys, span ids numbered
+    by smallest key, and each span's level."""
+    parts, ids = [], []
+    for i, cid in enumerate(tree.selected):
+        c = tree.clusters[cid]
+        p = tree.levels[c.birth]
+        keys = p.keys[p.labels == c.spans[0]]
+        parts.append(keys)
+        ids.append(np.full(keys.size, i, dtype=np.int64))
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), []
+    keys = np.concatenate(parts)
+    raw = np.concatenate(ids)
+    order = np.argsort(keys, kind="stable")
+    keys, raw = keys[order], raw[order]
+    if np.any(keys[1:] == keys[:-1]):
+        raise AssertionError("selected spans overlap")  # impossible for a nested tree
+    # canonical numbering: by smallest key
+    first = np.full(len(tree.selected), keys.size, dtype=np.int64)
+    np.minimum.at(first, raw, np.arange(keys.size))
+    rank = np.empty(len(tree.selected), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(tree.selected))
+    spans = []
+    for i, cid in enumerate(tree.selected):
+        c = tree.clusters[cid]
+        p = tree.levels[c.birth]
+        spans.append(
+            SpanLevel(
+                int(rank[i]),
+                tree.alpha,
+                int(p.min_samples),
+                float(p.threshold),
+                int(tree.levels[c.death].min_samples),
+                float(c.stability),
+                float(c.masses[0]),
+                int(cid),
+            )
+        )
+    spans.sort(key=lambda s: s.span)
+    return keys, rank[raw], spans
+
+
+def ladder(hist: NoisyHistogram, plan: Plan) -> list[int]:
+    """The MinPts ladder of the release: the plan's fixed MinPts, or
+    :func:`.auto.min_samples_ladder` of the released positive mass."""
+    if plan.min_samples is not None:
+        return [int(plan.min_samples)]
+    return min_samples_ladder(float(np.maximum(hist.values, 0).sum()))
+
+
+def alpha_scores(
+    table: dict[tuple[float, int], Partition], d: int, *, min_mass: float = 0.0, method: str = "eom"
+) -> list[tuple[float, float, int]]:
+    """(alpha, total selected stability on lambda, clusters selected) for
+    every alpha of a sweep ``table``; lambda is one scale for every alpha."""
+    rows = []
+    for a in sorted({x for x, _ in table}):
+        levels = [table[key] for key in sorted(table) if key[0] == a]
+        t = level_tree(levels, a, d, scale="lambda", min_mass=min_mass, method=method)
+        rows.append((a, t.score, len(t.selected)))
+    return rows
+
+
+def select_levels(
+    hist: NoisyHistogram,
+    params: SpanParams,
+    plan: Plan,
+    *,
+    scale: str = "lambda",
+    min_share: float = MIN_SHARE,
+    method: str = "eom",
+    alpha: float | None = None,
+) -> LevelSpans:
+    """Spans selected at their own levels from the release ``hist`` (made at
+    ``plan.base_eps``): one tree per candidate alpha of ``plan`` over the
+    MinPts ladder (:func:`ladder`), on cells, and the alpha whose selection
+    has the largest total stability on lambda (:func:`alpha_scores`); then
+    that alpha's tree on the sub-cells of ``params`` and its selected spans.
+    ``alpha`` fixes the alpha instead. Post-processing only.
+
+    Parameters
+    ----------
+    hist : NoisyHistogram
+        The release.
+    params : SpanParams
+        The post-processing parameters (density test; ``subcells`` of the
+        final spans, ``beta`` and ``margin`` of the core test).
+    plan : Plan
+        The automatic mode's public plan: the candidate alphas, and MinPts
+        (None: the ladder).
+    scale : {"lambda", "logT"}
+        The stability scale of the final tree.
+    min_share : float
+        A span is significant when its mass reaches this share of the
+        released positive mass (and MinPts).
+    method : {"eom", "leaf"}
+        Excess of mass or the leaves of the tree.
+    alpha : float, optional
+        A fixed alpha (c = 1 in the guarantee).
+    """
+    if params.core != "density":
+        raise ValueError("level selection needs the density test (core='density')")
+    ms = ladder(hist, plan)
+    d = hist.grid.d
+    min_mass = min_share * float(np.maximum(hist.values, 0).sum())
+    cands = list(plan.eps) if alpha is None else [float(alpha)]
+    rows: list[tuple[float, float, int]] = []
+    if len(cands) > 1:
+        rows = alpha_scores(
+            sweep(hist, replace(params, subcells=1), cands, ms), d, min_mass=min_mass, method=method
+        )
+    ranked = sorted(rows, key=lambda r: (r[1], r[0]), reverse=True)
+    chosen = ranked[0][0] if ranked else cands[0]
+    fine = sweep(hist, params, [chosen], ms)
+    tree = level_tree(
+        [fine[(chosen, m)] for m in ms], chosen, d, scale=scale, min_mass=min_mass, method=method
+    )
+    return finish(tree, hist.grid.subdivided(int(params.subcells)), rows, len(cands))
+
+
+def finish(
+    tree: LevelTree, grid: Grid, rows: Sequence[tuple[float, float, int]], candidates: int
+) -> LevelSpans:
+    """The :class:`LevelSpans` of a tree's selection; ``rows`` are the
+    candidate alphas' scores (:func:`alpha_scores`)."""
+    keys, labels, spans = spans_of(tree, grid)
+    ranked = sorted(rows, key=lambda r: (r[1], r[0]), reverse=True)
+    runner = ranked[1][0] if len(ranked) > 1 else None
+    unsure = bool(tree.close) or (len(ranked) > 1 and ranked[1][1] >= CLOSE * ranked[0][1] > 0)
+    return LevelSpans(
+        grid, keys, labels, tree.alpha, tuple(spans), tree, tuple(rows), candidates, unsure, runner
+    )
+
+
+def guarantee(
+    sel: LevelSpans, hist: NoisyHistogram, params: SpanParams, beta: float | None = None
+) -> list[dict]:
+    """What each selected span is guaranteed to be (module docstring).
+
+    With G(q) at ``beta`` / c (c = ``sel.candidates`` alphas; ``beta``
+    defaults to the release's), with probability at least the returned
+    ``probability`` every selected span lies in the span of one (rho alpha,
+    M*)-cluster at its own MinPts. A truncating (sparse) release whose M*
+    rests on the empty-space guard adds that guard's event at each alpha
+    considered (c x the test's beta).
+    """
+    beta = params.beta if beta is None else float(beta)
+    c = max(int(sel.candidates), 1)
+    grid = hist.grid.at_alpha(sel.alpha)
+    out = []
+    for s in sel.spans:
+        p = replace(params, min_samples=s.min_samples)
+        weights, m = density_margin(grid, hist.kind, hist.noise, hist.epsilon, hist.theta, p)
+        G = density.accuracy_margin(weights, hist.noise, hist.epsilon, beta / c, grid.n_cells, hist.kind)
+        from_accuracy = math.floor(s.min_samples + float((m.values - G).min())) + 1
+        guarded = bool(np.any(m.empty > 0)) or hist.kind == "stability"
+        m_star = max(from_accuracy, 1) if guarded else from_accuracy
+        two = hist.kind == "sparse" and from_accuracy < 1 and guarded
+        out.append(
+            {
+                "span": s.span,
+                "alpha": s.alpha,
+                "min_samples": s.min_samples,
+                "m_star": int(m_star),
+                "probability": 1.0 - beta - (c * params.beta if two else 0.0),
+                "candidates": c,
+                "rho": approximation_ratio(grid.eta, params.subcells),
+            }
+        )
+    return out
+
+
+__all__ = [
+    "Cluster",
+    "LevelTree",
+    "LevelSpans",
+    "SpanLevel",
+    "condensed_tree",
+    "select_clusters",
+    "level_tree",
+    "level_scale",
+    "select_levels",
+    "ladder",
+    "alpha_scores",
+    "finish",
+    "spans_of",
+    "guarantee",
+    "CRITERION",
+]
