@@ -53,6 +53,60 @@ def levels_labels(model, X: np.ndarray, **kw) -> tuple[np.ndarray, str]:
     return labels_of(sel, X), note
 
 
+def plot_tree(tree: levels.LevelTree, ax=None, selected_colour: str = "tab:red"):
+    """The condensed tree of a selection, in the style of the hdbscan
+    package's condensed-tree plot: each cluster a column whose width is its
+    noisy mass at each level, the level (lambda, density) growing downwards,
+    the selected clusters outlined. Returns the axes."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    if ax is None:
+        ax = plt.gca()
+    lam = np.asarray(tree.scale, dtype=np.float64)
+    step = np.append(np.diff(lam), np.diff(lam)[-1:] if lam.size > 1 else [1.0])
+    top = lam + np.maximum(step, 1e-12)
+    kids: dict[int, list] = {}
+    roots = []
+    for c in tree.clusters:
+        (kids.setdefault(c.parent, []).append(c) if c.parent >= 0 else roots.append(c))
+    place: dict[int, tuple[float, float]] = {}  # cluster -> (centre, scale: x units per unit mass)
+
+    def lay(cs, lo, hi):
+        total = sum(c.masses[0] for c in cs) or 1.0
+        x = lo
+        for c in cs:
+            w = (hi - lo) * c.masses[0] / total
+            place[c.id] = (x + w / 2, w / max(c.masses[0], 1e-12))
+            lay(kids.get(c.id, []), x, x + w)
+            x += w
+
+    lay(roots, 0.0, 1.0)
+    for c in tree.clusters:
+        centre, per_mass = place[c.id]
+        sel = c.id in tree.selected
+        for j, m in enumerate(c.masses):
+            lvl = c.birth + j
+            w = m * per_mass
+            ax.add_patch(Rectangle((centre - w / 2, lam[lvl]), w, top[lvl] - lam[lvl],
+                                   facecolor=selected_colour if sel else "0.6", alpha=0.85 if sel else 0.5,
+                                   edgecolor="none"))
+        if c.parent >= 0:
+            pc, _ = place[c.parent]
+            ax.plot([pc, centre], [lam[c.birth]] * 2, color="0.3", lw=0.6)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(top.max(), lam.min())
+    ax.set_xticks([])
+    ax.set_ylabel("level lambda (density); MinPts on the right")
+    twin = ax.twinx()
+    twin.set_ylim(ax.get_ylim())
+    keep = np.flatnonzero(np.append(True, np.diff(lam) > 0))
+    twin.set_yticks(lam[keep][:: max(1, keep.size // 10)])
+    twin.set_yticklabels([str(tree.min_samples[i]) for i in keep][:: max(1, keep.size // 10)])
+    ax.set_title(f"condensed tree at eps={tree.alpha:.4g}: {len(tree.selected)} selected (red)")
+    return ax
+
+
 # --------------------------------------------------------------------------- #
 # the design study: variants on shared releases
 
@@ -109,21 +163,24 @@ def _variant(alpha_rule: str = "eom", scale: str = "lambda", method: str = "eom"
     return run
 
 
+def _final(**kw) -> Callable:
+    """The module's own selection (``select_levels``) with options ``kw``."""
+    def run(c: Case) -> levels.LevelSpans:
+        return levels.select_levels(c.hist, c.params, c.plan, coarse=c.coarse, **kw)
+    return run
+
+
 VARIANTS: dict[str, Callable] = {
-    "eom-lam": _variant(),
-    "eom-logT": _variant(scale="logT"),
-    "flatalpha-eom-lam": _variant(alpha_rule="flat"),
-    "leaf": _variant(method="leaf"),
-    "eom-lam-share0.005": _variant(share=0.005),
-    "eom-lam-share0.01": _variant(share=0.01),
-    "flatalpha-share0.005": _variant(alpha_rule="flat", share=0.005),
-    "flatalpha-share0.01": _variant(alpha_rule="flat", share=0.01),
-    "oracle-share0.005": _variant(alpha_rule="oracle", share=0.005),
-    "oracle-share0": _variant(alpha_rule="oracle"),
+    "levels": _final(),
+    "levels-share0.005": _final(min_share=0.005),
+    "levels-share0.01": _final(min_share=0.01),
+    "max-score": _variant(share=0.005),
+    "flat-alpha": _variant(alpha_rule="flat", share=0.005),
+    "oracle-alpha": _variant(alpha_rule="oracle", share=0.005),
 }
 
 
-def _cases(suite: str, n_scenes: int, seeds: range):
+def _cases(suite: str, n_scenes: int, seeds: range, guess_n: bool = False):
     from dpdbscan import DPDBSCAN
 
     if suite == "tune":
@@ -137,14 +194,16 @@ def _cases(suite: str, n_scenes: int, seeds: range):
         for ds in sets:
             for seed in seeds:
                 def fit(ds=ds, seed=seed):
+                    extra = {"n_expected": float(ds.X.shape[0])} if guess_n else {}
                     return DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=ds.bounds,
-                                    random_state=seed).fit(ds.X).spans_
+                                    random_state=seed, **extra).fit(ds.X).spans_
                 yield f"{ds.name} {seed}", ds.X, ds.y, fit
 
 
-def study(suite: str, variants: list[str], n_scenes: int = 60, seeds: range = range(5)) -> list[dict]:
+def study(suite: str, variants: list[str], n_scenes: int = 60, seeds: range = range(5),
+          guess_n: bool = False) -> list[dict]:
     out = []
-    for name, X, y, fit in _cases(suite, n_scenes, seeds):
+    for name, X, y, fit in _cases(suite, n_scenes, seeds, guess_n):
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -172,6 +231,45 @@ def table(rows: list[dict], variants: list[str]) -> str:
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- #
+# per-alpha features, for designing the choice of alpha offline
+
+SHARES = (0.0, 0.002, 0.005, 0.01, 0.02)
+
+
+def alpha_features(c: Case, shares=SHARES) -> list[dict]:
+    """For every candidate alpha and share: the cells' tree (scores on
+    lambda, its range, clusters, selected mass) and the ARI of the
+    sub-cells' selection (study only: the labels)."""
+    out = []
+    for a in c.plan.eps:
+        lv = c.coarse_levels(a)
+        lam = levels.level_scale(lv, a, c.d, "lambda")
+        for s in shares:
+            t = levels.level_tree(lv, a, c.d, scale="lambda", min_mass=s * c.total)
+            ft = levels.level_tree(c.fine(a), a, c.d, scale="lambda", min_mass=s * c.total)
+            sel = levels.finish(ft, c.hist.grid.subdivided(int(c.params.subcells)), [], 1)
+            tree = [(x.parent, x.birth, list(x.masses)) for x in t.clusters]
+            out.append({"alpha": a, "share": s, "score": t.score, "n": len(t.selected), "tree": tree,
+                        "lam": lam, "sel": [(t.clusters[i].birth, t.clusters[i].death, t.clusters[i].masses[0],
+                                             t.clusters[i].stability) for i in t.selected],
+                        "fine_score": ft.score, "fine_n": len(ft.selected), "ari": c.score(sel)})
+    return out
+
+
+def dump(suite: str, n_scenes: int, seeds: range, path: Path) -> None:
+    out = []
+    for name, X, y, fit in _cases(suite, n_scenes, seeds):
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            case = Case(name, X, y, fit())
+            out.append({"case": name, "d": case.d, "total": case.total, "ms": case.ms, "flat": case.flat,
+                        "flat_alpha": case.flat_alpha, "alphas": alpha_features(case)})
+        path.write_text(json.dumps(out))
+        print(f"{name} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", choices=("tune", "dev", "paper"), default="tune")
@@ -179,10 +277,16 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", default="0-4")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--guess-n", action="store_true",
+                    help="dev/paper: pass the set's size as the public guess n_expected")
+    ap.add_argument("--dump", type=Path, default=None, help="study: per-alpha features to this JSON file")
     args = ap.parse_args(argv)
     a, _, b = args.seeds.partition("-")
+    if args.dump:
+        dump(args.suite, args.n_scenes, range(int(a), int(b or a) + 1), args.dump)
+        return 0
     variants = [v for v in args.variants.split(",") if v]
-    rows = study(args.suite, variants, args.n_scenes, range(int(a), int(b or a) + 1))
+    rows = study(args.suite, variants, args.n_scenes, range(int(a), int(b or a) + 1), args.guess_n)
     print(table(rows, variants))
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
@@ -191,3 +295,4 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+

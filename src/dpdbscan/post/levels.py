@@ -29,10 +29,15 @@ it, each at its own MinPts:
   lie in different spans of a common level, so no two core centres of
   different selected spans are within alpha: ``predict`` with border alpha
   labels points as it does for a flat model;
-* *which alpha* (:func:`select_levels`): every candidate alpha of the plan
-  gets its own tree and selection, compared on HDBSCAN's lambda (T^(1/d) /
-  alpha, one scale for every alpha; :func:`.auto.hdbscan_lambda`) by their
-  total selected stability.
+* *which alpha* (:func:`choose_alpha`): every candidate alpha of the plan
+  gets its own tree and selection (on cells), scored by its total selected
+  stability on HDBSCAN's lambda (T^(1/d) / alpha, one scale for every alpha;
+  :func:`.auto.hdbscan_lambda`). Among the alphas that select at least two
+  clusters, the best score says how many clusters there are; alphas within
+  CLOSE of it with at least as many clusters are ties, and ties go to the
+  largest alpha (each cluster at its largest extent, the least noise per
+  neighbourhood). That alpha's tree is then rebuilt on sub-cells for the
+  final spans.
 
 **Guarantee.** Every selected span is a span of the density test at its own
 (alpha, MinPts) on the release. At one alpha the accuracy event of the
@@ -50,7 +55,7 @@ Everything here reads the release and public parameters only.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -65,11 +70,12 @@ from .sweep import Partition, sweep
 
 #: The criterion's name, for the model.
 CRITERION = (
-    "clusters at their own level: excess of mass over the MinPts tree, alpha by total stability on lambda"
+    "clusters at their own level: excess of mass over the MinPts tree; alpha by total stability on "
+    "lambda, near-ties to the largest alpha"
 )
 #: A span is significant when its noisy mass reaches this share of the
 #: released positive mass (and MinPts).
-MIN_SHARE = 0.0
+MIN_SHARE = 0.002
 #: Two choices are "close" when the runner-up's score is at least this share of the best.
 CLOSE = 0.9
 SCALES = ("lambda", "logT")
@@ -165,14 +171,11 @@ def condensed_tree(levels: Sequence[Partition], lam: Sequence[float], min_mass: 
     for j, p in enumerate(levels):
         masses = p.span_masses()
         sig = np.flatnonzero(masses >= max(p.min_samples, min_mass))
+        groups: dict[int, list[int]] = {}
+        parent = None if prev is None else _parents(prev, p)
+        for s in sig:
+            groups.setdefault(-1 if parent is None else int(parent[s]), []).append(int(s))
         now: dict[int, int] = {}
-        if prev is None:
-            groups: dict[int, list[int]] = {-1: [int(s) for s in sig]}
-        else:
-            parent = _parents(prev, p)
-            groups = {}
-            for s in sig:
-                groups.setdefault(int(parent[s]), []).append(int(s))
         for par, kids in groups.items():
             owner = alive.get(par, -1)
             if len(kids) == 1 and owner >= 0:
@@ -205,14 +208,18 @@ def condensed_tree(levels: Sequence[Partition], lam: Sequence[float], min_mass: 
     ]
 
 
-def select_clusters(clusters: Sequence[Cluster], method: str = "eom") -> tuple[list[int], float, list[int]]:
+def select_clusters(
+    clusters: Sequence[Cluster], method: str = "eom", flip: Collection[int] = ()
+) -> tuple[list[int], float, list[int]]:
     """Disjoint clusters of a condensed tree: excess of mass (``"eom"``) or
     the leaves (``"leaf"``). Returns (selected ids, their total stability,
-    ids whose choice was close).
+    ids whose choice was close: the runner-up within CLOSE, and the choice
+    matters for the result).
 
     A root is not selectable when it is the only one and splits (HDBSCAN's
     ``allow_single_cluster=False``): one cluster is what every data set
-    shows at a low enough level.
+    shows at a low enough level. ``flip``: clusters whose keep-or-split
+    choice is reversed (the alternative of a close call).
     """
     roots = [c.id for c in clusters if c.parent < 0]
     single = len(roots) == 1
@@ -228,7 +235,7 @@ def select_clusters(clusters: Sequence[Cluster], method: str = "eom") -> tuple[l
         if method == "leaf" or (single and c.parent < 0):
             best[c.id], chosen[c.id] = below, kids
             continue
-        if c.stability >= below:
+        if (c.stability >= below) != (c.id in flip):
             best[c.id], chosen[c.id] = c.stability, [c.id]
             if below >= CLOSE * c.stability:
                 close.append(c.id)
@@ -237,7 +244,14 @@ def select_clusters(clusters: Sequence[Cluster], method: str = "eom") -> tuple[l
             if c.stability >= CLOSE * below:
                 close.append(c.id)
     selected = sorted(i for r in roots for i in chosen[r])
-    return selected, float(sum(best[r] for r in roots)), close
+    # a close call matters only where it or a cluster below it is selected
+    parent = {c.id: c.parent for c in clusters}
+    above = set()
+    for i in selected:
+        while i >= 0:
+            above.add(i)
+            i = parent[i]
+    return selected, float(sum(best[r] for r in roots)), [i for i in close if i in above]
 
 
 def level_tree(
@@ -248,11 +262,13 @@ def level_tree(
     scale: str = "lambda",
     min_mass: float = 0.0,
     method: str = "eom",
+    flip: Collection[int] = (),
 ) -> LevelTree:
-    """The condensed tree of one alpha's ladder and its selection."""
+    """The condensed tree of one alpha's ladder and its selection (``flip``:
+    :func:`select_clusters`)."""
     lam = level_scale(levels, alpha, d, scale)
     clusters = condensed_tree(levels, lam, min_mass)
-    selected, score, close = select_clusters(clusters, method)
+    selected, score, close = select_clusters(clusters, method, flip)
     return LevelTree(
         float(alpha), tuple(levels), tuple(lam), tuple(clusters), tuple(selected), score, tuple(close)
     )
@@ -388,7 +404,11 @@ def ladder(hist: NoisyHistogram, plan: Plan) -> list[int]:
 
 
 def alpha_scores(
-    table: dict[tuple[float, int], Partition], d: int, *, min_mass: float = 0.0, method: str = "eom"
+    table: dict[tuple[float, int], Partition],
+    d: int,
+    *,
+    min_mass: float = 0.0,
+    method: str = "eom",
 ) -> list[tuple[float, float, int]]:
     """(alpha, total selected stability on lambda, clusters selected) for
     every alpha of a sweep ``table``; lambda is one scale for every alpha."""
@@ -400,6 +420,32 @@ def alpha_scores(
     return rows
 
 
+def choose_alpha(rows: Sequence[tuple[float, float, int]]) -> tuple[float, float | None]:
+    """The alpha of the selection and the runner-up from every candidate's
+    (alpha, total stability on lambda, clusters selected) (:func:`alpha_scores`).
+
+    The highest total stability among the alphas that select at least two
+    clusters says how many clusters there are; alphas
+    scoring within CLOSE of it with at least that many clusters are ties,
+    and ties go to the largest alpha: each cluster at its largest extent,
+    and the least noise per neighbourhood (its signal grows as alpha^d, its
+    noise as alpha^(d/2)). On lambda alone smaller alphas win (their
+    ladders reach higher, noisier density peaks) with less of each cluster.
+    The runner-up is the best-scoring alpha within CLOSE whose selection
+    has another number of clusters (None when there is none): a different
+    answer the release supports almost as well.
+    """
+    # one cluster is what every data set shows at a low enough level (HDBSCAN
+    # does not select its root): alphas that select fewer than two compete
+    # only when no alpha selects two
+    pool = [r for r in rows if r[2] >= 2] or list(rows)
+    best = max(pool, key=lambda r: (r[1], r[0]))
+    ties = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] >= best[2]]
+    chosen = max(ties, key=lambda r: r[0])
+    other = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] != chosen[2]]
+    return chosen[0], (max(other, key=lambda r: (r[1], r[0]))[0] if other and best[1] > 0 else None)
+
+
 def select_levels(
     hist: NoisyHistogram,
     params: SpanParams,
@@ -409,13 +455,15 @@ def select_levels(
     min_share: float = MIN_SHARE,
     method: str = "eom",
     alpha: float | None = None,
+    coarse: dict[tuple[float, int], Partition] | None = None,
 ) -> LevelSpans:
     """Spans selected at their own levels from the release ``hist`` (made at
-    ``plan.base_eps``): one tree per candidate alpha of ``plan`` over the
-    MinPts ladder (:func:`ladder`), on cells, and the alpha whose selection
-    has the largest total stability on lambda (:func:`alpha_scores`); then
-    that alpha's tree on the sub-cells of ``params`` and its selected spans.
-    ``alpha`` fixes the alpha instead. Post-processing only.
+    ``plan.base_eps``). Post-processing only.
+
+    One tree per candidate alpha of ``plan`` over the MinPts ladder
+    (:func:`ladder`), on cells; the alpha by :func:`choose_alpha`; then that
+    alpha's tree on the sub-cells of ``params``, its excess-of-mass
+    selection, and each selected cluster's span at its birth.
 
     Parameters
     ----------
@@ -435,7 +483,11 @@ def select_levels(
     method : {"eom", "leaf"}
         Excess of mass or the leaves of the tree.
     alpha : float, optional
-        A fixed alpha (c = 1 in the guarantee).
+        A fixed alpha instead of the choice (the guarantee then counts one
+        candidate).
+    coarse : dict, optional
+        The sweep on cells (``subcells=1``) over ``plan.eps`` and the ladder,
+        when the caller has it (the flat cut's choice makes the same one).
     """
     if params.core != "density":
         raise ValueError("level selection needs the density test (core='density')")
@@ -444,30 +496,52 @@ def select_levels(
     min_mass = min_share * float(np.maximum(hist.values, 0).sum())
     cands = list(plan.eps) if alpha is None else [float(alpha)]
     rows: list[tuple[float, float, int]] = []
+    chosen, runner = cands[0], None
     if len(cands) > 1:
-        rows = alpha_scores(
-            sweep(hist, replace(params, subcells=1), cands, ms), d, min_mass=min_mass, method=method
-        )
-    ranked = sorted(rows, key=lambda r: (r[1], r[0]), reverse=True)
-    chosen = ranked[0][0] if ranked else cands[0]
+        if coarse is None:
+            coarse = sweep(hist, replace(params, subcells=1), cands, ms)
+        rows = alpha_scores(coarse, d, min_mass=min_mass, method=method)
+        chosen, runner = choose_alpha(rows)
     fine = sweep(hist, params, [chosen], ms)
     tree = level_tree(
         [fine[(chosen, m)] for m in ms], chosen, d, scale=scale, min_mass=min_mass, method=method
     )
-    return finish(tree, hist.grid.subdivided(int(params.subcells)), rows, len(cands))
+    return finish(tree, hist.grid.subdivided(int(params.subcells)), rows, len(cands), runner)
 
 
 def finish(
-    tree: LevelTree, grid: Grid, rows: Sequence[tuple[float, float, int]], candidates: int
+    tree: LevelTree,
+    grid: Grid,
+    rows: Sequence[tuple[float, float, int]],
+    candidates: int,
+    runner_up: float | None = None,
 ) -> LevelSpans:
     """The :class:`LevelSpans` of a tree's selection; ``rows`` are the
-    candidate alphas' scores (:func:`alpha_scores`)."""
+    candidate alphas' scores (:func:`alpha_scores`), ``candidates`` how many
+    alphas the choice looked at."""
     keys, labels, spans = spans_of(tree, grid)
-    ranked = sorted(rows, key=lambda r: (r[1], r[0]), reverse=True)
-    runner = ranked[1][0] if len(ranked) > 1 else None
-    unsure = bool(tree.close) or (len(ranked) > 1 and ranked[1][1] >= CLOSE * ranked[0][1] > 0)
+    unsure = bool(tree.close) or runner_up is not None
     return LevelSpans(
-        grid, keys, labels, tree.alpha, tuple(spans), tree, tuple(rows), candidates, unsure, runner
+        grid, keys, labels, tree.alpha, tuple(spans), tree, tuple(rows), candidates, unsure, runner_up
+    )
+
+
+def alternative(
+    sel: LevelSpans, hist: NoisyHistogram, params: SpanParams, plan: Plan, **kw
+) -> LevelSpans | None:
+    """The other answer of an unsure selection, for ``explore`` to show
+    beside it: the runner-up alpha's selection, else the same tree with its
+    close keep-or-split choices reversed; None when the choice was clear.
+    ``kw`` as given to :func:`select_levels` (``min_share``, ...)."""
+    if sel.runner_up is not None:
+        other = select_levels(hist, params, plan, alpha=sel.runner_up, **kw)
+        return replace(other, alphas=sel.alphas, candidates=sel.candidates)
+    if not sel.tree.close:
+        return None
+    t = sel.tree
+    flipped, score, _ = select_clusters(t.clusters, kw.get("method", "eom"), flip=t.close)
+    return finish(
+        replace(t, selected=tuple(flipped), score=score, close=()), sel.grid, sel.alphas, sel.candidates
     )
 
 
@@ -509,6 +583,46 @@ def guarantee(
     return out
 
 
+def describe(sel: LevelSpans, top: int = 8) -> list[str]:
+    """Lines for a model's summary: what was chosen, at what level, how
+    stable, and whether the choice was close (then ``explore`` should show
+    the alternative: :attr:`LevelSpans.runner_up`, or the close clusters'
+    other choice). Public values of the selection only."""
+    t = sel.tree
+    ms = t.min_samples
+    total = sum(s.stability for s in sel.spans) or 1.0
+    lines = [
+        f"levels  : {sel.n_spans} span(s) at eps={sel.alpha:.4g}, each at its own MinPts "
+        f"(excess of mass over {len(ms)} MinPts {ms[0]}..{ms[-1]}"
+        + (f"; eps chosen among {sel.candidates} by total stability" if sel.candidates > 1 else "")
+        + ")"
+    ]
+    for s in sorted(sel.spans, key=lambda s: -s.stability)[:top]:
+        lines.append(
+            f"  span {s.span}: MinPts {s.min_samples} (threshold {s.threshold:.1f}), one span up to "
+            f"MinPts {s.death_min_samples}, stability {s.stability:.3g} ({100 * s.stability / total:.0f}%), "
+            f"noisy mass {s.mass:.0f}"
+        )
+    if sel.n_spans > top:
+        lines.append(f"  ... and {sel.n_spans - top} more")
+    if sel.unsure:
+        why = []
+        scores = sorted(sel.alphas, key=lambda r: -r[1])
+        if len(scores) > 1 and scores[1][1] >= CLOSE * scores[0][1] > 0:
+            why.append(
+                f"eps={scores[1][0]:.4g} scored {100 * scores[1][1] / scores[0][1]:.0f}% of the chosen eps"
+            )
+        for cid in t.close:
+            c = t.clusters[cid]
+            kept = cid in t.selected
+            why.append(
+                f"the cluster born at MinPts {ms[c.birth]} was {'kept over' if kept else 'split into'} "
+                f"its {len(c.children)} sub-clusters by a margin under {100 * (1 - CLOSE):.0f}%"
+            )
+        lines.append("  unsure  : " + "; ".join(why) + " (explore shows both)")
+    return lines
+
+
 __all__ = [
     "Cluster",
     "LevelTree",
@@ -522,7 +636,10 @@ __all__ = [
     "ladder",
     "alpha_scores",
     "finish",
+    "choose_alpha",
+    "alternative",
     "spans_of",
     "guarantee",
+    "describe",
     "CRITERION",
 ]
