@@ -173,21 +173,21 @@ def condensed_tree(levels: Sequence[Partition], lam: Sequence[float], min_mass: 
         sig = np.flatnonzero(masses >= max(p.min_samples, min_mass))
         groups: dict[int, list[int]] = {}
         parent = None if prev is None else _parents(prev, p)
-        for s in sig:
-            groups.setdefault(-1 if parent is None else int(parent[s]), []).append(int(s))
+        for span in sig.tolist():
+            groups.setdefault(-1 if parent is None else int(parent[span]), []).append(span)
         now: dict[int, int] = {}
         for par, kids in groups.items():
             owner = alive.get(par, -1)
             if len(kids) == 1 and owner >= 0:
                 now[kids[0]] = owner  # the cluster lives on
                 continue
-            for s in kids:
-                now[s] = len(rec)
+            for span in kids:
+                now[span] = len(rec)
                 rec.append({"parent": owner, "birth": j, "spans": [], "masses": [], "stab": 0.0})
-        for s, c in now.items():
-            rec[c]["spans"].append(s)
-            rec[c]["masses"].append(float(masses[s]))
-            rec[c]["stab"] += float(masses[s]) * width[j]
+        for span, c in now.items():
+            rec[c]["spans"].append(span)
+            rec[c]["masses"].append(float(masses[span]))
+            rec[c]["stab"] += float(masses[span]) * width[j]
         alive, prev = now, p
     children: dict[int, list[int]] = {}
     for i, r in enumerate(rec):
