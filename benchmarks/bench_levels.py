@@ -37,7 +37,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_data  # noqa: E402
-from dpdbscan import DPDBSCAN  # noqa: E402
+from bench_auto import fit_seconds  # noqa: E402
+
 from dpdbscan.post import auto, levels  # noqa: E402
 from dpdbscan.post.spans import build_spans  # noqa: E402
 
@@ -50,10 +51,8 @@ def timed(f):
 
 
 def one_round(ds):
-    fixed, _ = timed(lambda: DPDBSCAN(ds.alpha, min_samples=ds.min_samples, epsilon=1.0,
-                                      bounds=ds.bounds).fit(ds.X))
-    t_auto, est = timed(lambda: DPDBSCAN("auto", min_samples="auto", epsilon=1.0,
-                                         bounds=ds.bounds).fit(ds.X))
+    fixed, _ = fit_seconds(ds, False)
+    t_auto, est = fit_seconds(ds, True)
     model = est.spans_
     hist, params = model.histogram, model.params
     plan = auto.Plan(model.auto["base_eps"], tuple(model.auto["eps_candidates"]), None)
@@ -77,6 +76,21 @@ def largest_share(sel: levels.LevelSpans, hist) -> tuple[float, float]:
     return mass / total, sizes[big] / sel.grid.n_cells
 
 
+def measure(name: str, repeats: int) -> str:
+    """One table row (and the selection's description) for a data set."""
+    ds = bench_data.load(name)
+    one_round(ds)  # warm-up
+    rounds = [one_round(ds) for _ in range(repeats)]
+    med = {k: statistics.median(r[k] for r in rounds) for k in ("fixed", "auto", "choose", "final", "levels")}
+    est = med["auto"] - med["choose"] - med["final"] + med["levels"]
+    last = rounds[-1]
+    mass, area = largest_share(last["sel"], last["model"].histogram)
+    row = (f"| {name} | {ds.n:,} | {med['fixed']:.2f} s | {med['auto']:.2f} s | {med['choose']:.2f} s | "
+           f"{med['final']:.2f} s | {med['levels']:.2f} s | {est:.2f} s | {est / med['fixed']:.2f} | "
+           f"{last['model'].n_spans} / {last['sel'].n_spans} | {100 * mass:.1f}%, {100 * area:.2f}% |")
+    return "\n".join([row] + ["  " + x for x in levels.describe(last["sel"])])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", default="cabs_tiny,cabs")
@@ -84,22 +98,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")  # small-data notes are not timed
     print("| data | n | fixed | auto (flat) | choose | final | levels | auto with levels (estimate) | "
-          "ratio to fixed | spans flat / levels | largest level span: mass, area |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "ratio to fixed | spans flat / levels | largest level span: mass, area |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.sets.split(","):
-        ds = bench_data.load(name)
-        one_round(ds)  # warm-up
-        rounds = [one_round(ds) for _ in range(args.repeats)]
-        med = {k: statistics.median(r[k] for r in rounds)
-               for k in ("fixed", "auto", "choose", "final", "levels")}
-        est = med["auto"] - med["choose"] - med["final"] + med["levels"]
-        last = rounds[-1]
-        mass, area = largest_share(last["sel"], last["model"].histogram)
-        print(f"| {name} | {ds.n:,} | {med['fixed']:.2f} s | {med['auto']:.2f} s | {med['choose']:.2f} s | "
-              f"{med['final']:.2f} s | {med['levels']:.2f} s | {est:.2f} s | {est / med['fixed']:.2f} | "
-              f"{last['model'].n_spans} / {last['sel'].n_spans} | {100 * mass:.1f}%, {100 * area:.2f}% |",
-              flush=True)
-        print("\n".join("  " + x for x in levels.describe(last["sel"])), flush=True)
+        print(measure(name, args.repeats), flush=True)
     return 0
 
 

@@ -250,9 +250,9 @@ def alpha_features(c: Case, shares=SHARES) -> list[dict]:
             ft = levels.level_tree(c.fine(a), a, c.d, scale="lambda", min_mass=s * c.total)
             sel = levels.finish(ft, c.hist.grid.subdivided(int(c.params.subcells)), [], 1)
             tree = [(x.parent, x.birth, list(x.masses)) for x in t.clusters]
+            picked = [t.clusters[i] for i in t.selected]
             out.append({"alpha": a, "share": s, "score": t.score, "n": len(t.selected), "tree": tree,
-                        "lam": lam, "sel": [(t.clusters[i].birth, t.clusters[i].death, t.clusters[i].masses[0],
-                                             t.clusters[i].stability) for i in t.selected],
+                        "lam": lam, "sel": [(x.birth, x.death, x.masses[0], x.stability) for x in picked],
                         "fine_score": ft.score, "fine_n": len(ft.selected), "ari": c.score(sel)})
     return out
 

@@ -99,7 +99,8 @@ def grid_of(sc: scenes.Scene) -> list[tuple[float, int]]:
     return [(s * diag, max(2, round(m * sc.n / 20_000))) for s in ALPHA_SHARES for m in MIN_SAMPLES_AT_20K]
 
 
-def dbscan_levels(S: np.ndarray, alpha: float, min_samples: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+def dbscan_levels(S: np.ndarray, alpha: float,
+                  min_samples: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:
     """DBSCAN labels of ``S`` at one alpha and several MinPts from one
     neighbour graph: core = at least MinPts points within alpha (itself
     included, as scikit-learn), clusters = components of the core points,

@@ -36,7 +36,8 @@ LEVELS = [
 def test_condensed_tree_follows_splits_and_integrates_mass():
     lam = [0.0, 1.0, 2.0, 3.0]
     tree = levels.condensed_tree(LEVELS, lam)
-    assert [(c.parent, c.birth, c.death) for c in tree] == [(-1, 0, 0), (0, 1, 2), (0, 1, 1), (2, 2, 3), (2, 2, 3)]
+    assert [(c.parent, c.birth, c.death) for c in tree] == [
+        (-1, 0, 0), (0, 1, 2), (0, 1, 1), (2, 2, 3), (2, 2, 3)]
     R, A, B, B1, B2 = tree
     assert R.children == (1, 2) and B.children == (3, 4)
     # mass x width of each level it lives at; the top level has no width
@@ -83,6 +84,33 @@ def test_spans_of_takes_each_cluster_at_its_birth_and_numbers_by_smallest_key():
     assert keys.tolist() == [1, 2, 3, 5, 6, 7, 8]
     assert labels.tolist() == [0, 0, 0, 1, 1, 1, 1]
     assert [(s.span, s.min_samples, s.death_min_samples) for s in spans] == [(0, 6, 7), (1, 6, 6)]
+
+
+def test_choose_alpha_counts_on_the_best_score_and_breaks_near_ties_to_the_largest():
+    rows = [(1.0, 100.0, 3), (2.0, 95.0, 3), (4.0, 92.0, 2), (8.0, 200.0, 1), (16.0, 50.0, 3)]
+    # alpha 8 selects one cluster only: out; 1 scores best with 3 clusters; 2 is a
+    # near-tie with as many (the larger wins); 4 is close with another count
+    assert levels.choose_alpha(rows) == (2.0, 4.0)
+    assert levels.choose_alpha([(1.0, 100.0, 3), (2.0, 80.0, 3)]) == (1.0, None)
+    # when no alpha selects two clusters, the best single one
+    assert levels.choose_alpha([(1.0, 5.0, 1), (2.0, 6.0, 1)]) == (2.0, None)
+
+
+def test_a_close_call_is_reported_and_its_alternative_shown():
+    grid = Grid(np.zeros(2), np.ones(2), 0.1)
+    sel = levels.finish(levels.level_tree(LEVELS, 1.0, 2, scale="logT"), grid, [], 1)
+    # B (40 ln 2) against B1 + B2 (40 ln 2): a tie, kept, and reported
+    assert sel.unsure and sel.tree.close == (2,) and sel.runner_up is None
+    text = "\n".join(levels.describe(sel))
+    assert "2 span(s)" in text and "kept over its 2 sub-clusters" in text and "explore shows both" in text
+    alt = levels.alternative(sel, None, None, None)
+    assert alt is not None and [s.min_samples for s in alt.spans] == [6, 7, 7]
+    assert alt.core_keys.tolist() == [1, 2, 3, 5, 6, 7, 8] and alt.labels.tolist() == [0, 0, 0, 1, 1, 2, 2]
+    # a clear choice has no alternative
+    clear = levels.finish(levels.level_tree(LEVELS, 1.0, 2, scale="lambda"), grid, [], 1)
+    # on lambda (T^(1/2): widths 1.31, 1.85) B1 + B2 (74) outweigh B (52) by far
+    assert [s.min_samples for s in clear.spans] == [6, 7, 7]
+    assert not clear.unsure and levels.alternative(clear, None, None, None) is None
 
 
 # ------------------------------------------------------------ from a release
