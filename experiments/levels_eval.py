@@ -94,17 +94,98 @@ def plot_tree(tree: levels.LevelTree, ax=None, selected_colour: str = "tab:red")
         if c.parent >= 0:
             pc, _ = place[c.parent]
             ax.plot([pc, centre], [lam[c.birth]] * 2, color="0.3", lw=0.6)
+    last = max((c.death for c in tree.clusters), default=0)
     ax.set_xlim(0, 1)
-    ax.set_ylim(top.max(), lam.min())
+    ax.set_ylim(top[last], lam.min())
     ax.set_xticks([])
     ax.set_ylabel("level lambda (density); MinPts on the right")
     twin = ax.twinx()
     twin.set_ylim(ax.get_ylim())
-    keep = np.flatnonzero(np.append(True, np.diff(lam) > 0))
-    twin.set_yticks(lam[keep][:: max(1, keep.size // 10)])
-    twin.set_yticklabels([str(tree.min_samples[i]) for i in keep][:: max(1, keep.size // 10)])
+    ticks, at = [], -np.inf
+    for i in range(last + 1):  # MinPts labels at least 4% of the axis apart
+        if lam[i] - at >= 0.04 * (top[last] - lam.min()):
+            ticks.append(i)
+            at = lam[i]
+    twin.set_yticks(lam[ticks])
+    twin.set_yticklabels([str(tree.min_samples[i]) for i in ticks])
     ax.set_title(f"condensed tree at eps={tree.alpha:.4g}: {len(tree.selected)} selected (red)")
     return ax
+
+
+def figure(seed: int, path: Path, max_points: int = 30_000) -> None:
+    """A tune scene (2-D) as the truth, the flat cut and the level selection
+    label it (one release), and the condensed tree of the selection."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if seed not in scene_bench.TUNE_SEEDS:
+        raise SystemExit("figures are drawn from tune scenes only")
+    sc = scenes.scene(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = scene_bench.auto_model(sc)
+        sel = levels.select_levels(model.histogram, model.params, plan_of(model))
+    pick = np.random.default_rng(0).permutation(sc.n)[:max_points]
+    X = sc.X[pick]
+    fig, axes = plt.subplots(1, 4, figsize=(22, 5.2), gridspec_kw={"width_ratios": [1, 1, 1, 1.2]})
+    flat, lev = model.predict(X), labels_of(sel, X)
+    used = "/".join(str(m) for m in sorted({s.min_samples for s in sel.spans}))
+    panels = ((axes[0], sc.y[pick], f"truth: {sc.k} clusters, noise grey"),
+              (axes[1], flat, f"flat cut: eps={model.grid.alpha:.3g}, MinPts={model.min_samples}, "
+                              f"ARI {scene_bench.ari(sc.y[pick], flat):.2f}"),
+              (axes[2], lev, f"own levels: eps={sel.alpha:.3g}, MinPts {used}, "
+                             f"ARI {scene_bench.ari(sc.y[pick], lev):.2f}"))
+    for ax, lab, title in panels:
+        noise = lab < 0
+        ax.scatter(X[noise, 0], X[noise, 1], s=0.2, c="0.8")
+        ax.scatter(X[~noise, 0], X[~noise, 1], s=0.3, c=lab[~noise] % 20, cmap="tab20", vmin=0, vmax=19)
+        ax.set_title(title, fontsize=9)
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+    plot_tree(sel.tree, axes[3])
+    fig.suptitle(sc.describe(), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def set_figure(name: str, path: Path, seed: int = 0, max_points: int = 100_000) -> None:
+    """A data set of experiments/datasets.py (2-D) labelled by the flat cut and
+    by the level selection of the same automatic release."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dpdbscan import DPDBSCAN
+    from experiments import datasets
+
+    ds = datasets.load(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=ds.bounds,
+                         random_state=seed).fit(ds.X).spans_
+        sel = levels.select_levels(model.histogram, model.params, plan_of(model))
+    P = ds.X[np.random.default_rng(0).permutation(ds.n)[:max_points]]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 6.5))
+    for ax, lab, title in (
+            (axes[0], model.predict(P), f"flat cut: eps={model.grid.alpha:.3g}, MinPts {model.min_samples}"),
+            (axes[1], labels_of(sel, P), f"own levels: eps={sel.alpha:.3g}, MinPts "
+             + "/".join(str(m) for m in sorted({s.min_samples for s in sel.spans})))):
+        k = lab >= 0
+        ax.scatter(P[~k, 0], P[~k, 1], s=0.1, c="0.8")
+        ax.scatter(P[k, 0], P[k, 1], s=0.2, c=lab[k] % 10, cmap="tab10", vmin=0, vmax=9)
+        ax.set_xlim(ds.bounds[0][0], ds.bounds[1][0])
+        ax.set_ylim(ds.bounds[0][1], ds.bounds[1][1])
+        ax.set_aspect("equal")
+        big = np.bincount(lab[k]).max() / lab.size if k.any() else 0.0
+        ax.set_title(f"{title}: {int(lab.max()) + 1} spans, the largest holds {100 * big:.0f}% of the points",
+                     fontsize=9)
+    fig.suptitle(f"{ds.title}, epsilon = 1, one automatic release (seed {seed}); grey: noise", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=70)
 
 
 # --------------------------------------------------------------------------- #
@@ -172,6 +253,7 @@ def _final(**kw) -> Callable:
 
 VARIANTS: dict[str, Callable] = {
     "levels": _final(),
+    "levels-bottom": _final(bottom=True),
     "levels-share0.005": _final(min_share=0.005),
     "levels-share0.01": _final(min_share=0.01),
     "max-score": _variant(share=0.005),
@@ -279,9 +361,19 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--guess-n", action="store_true",
                     help="dev/paper: pass the set's size as the public guess n_expected")
+    ap.add_argument("--figure", type=int, default=None, metavar="SEED",
+                    help="draw a tune scene's flat and level selections to --out (a .png)")
+    ap.add_argument("--figure-set", default=None, metavar="NAME",
+                    help="draw a 2-D data set's flat and level selections to --out (a .png)")
     ap.add_argument("--dump", type=Path, default=None, help="study: per-alpha features to this JSON file")
     args = ap.parse_args(argv)
     a, _, b = args.seeds.partition("-")
+    if args.figure_set is not None:
+        set_figure(args.figure_set, args.out or Path("levels.png"))
+        return 0
+    if args.figure is not None:
+        figure(args.figure, args.out or Path("levels.png"))
+        return 0
     if args.dump:
         dump(args.suite, args.n_scenes, range(int(a), int(b or a) + 1), args.dump)
         return 0

@@ -114,3 +114,45 @@ def test_run_scene_on_a_small_scene(monkeypatch):
     assert (float(alpha), int(minpts)) in [(pytest.approx(a, rel=1e-4), m) for a, m in
                                            scene_bench.grid_of(scenes.scene(10_003))]
     assert int(sample) <= 3_000
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_levels_labels_from_an_automatic_fit():
+    from dpdbscan import DPDBSCAN
+    from experiments import levels_eval
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal((2, 2), 0.3, (3000, 2)), rng.normal((7, 6), 0.5, (3000, 2))])
+    y = np.repeat([0, 1], 3000)
+    model = DPDBSCAN("auto", min_samples="auto", bounds=(np.zeros(2), np.array([10.0, 8.0])),
+                     random_state=0).fit(X).spans_
+    labels, note = levels_eval.levels_labels(model, X)
+    assert labels.shape == (6000,) and labels.min() >= -1
+    alpha, spans = note.split("/")[:2]
+    assert float(alpha) in [pytest.approx(a, rel=1e-4) for a in model.auto["eps_candidates"]]
+    assert int(spans) == len(set(labels[labels >= 0].tolist()))
+    assert scene_bench.ari(y, labels) > 0.9  # two blobs far apart, 3,000 points each
+
+
+def test_plot_tree_draws_one_bar_per_cluster_level():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dpdbscan.post import levels
+    from dpdbscan.post.sweep import Partition
+    from experiments import levels_eval
+
+    def part(keys, labels, m, thr):
+        return Partition(1.0, m, np.asarray(keys), np.asarray(labels), np.full(len(keys), 10.0), thr)
+
+    lv = [part(range(1, 9), [0] * 8, 5, 10.0), part([1, 2, 3, 5, 6, 7, 8], [0, 0, 0, 1, 1, 1, 1], 6, 20.0),
+          part([1, 2, 5, 6], [0, 0, 1, 1], 7, 40.0)]
+    tree = levels.level_tree(lv, 1.0, 2)
+    fig, ax = plt.subplots()
+    levels_eval.plot_tree(tree, ax)
+    assert len(ax.patches) == sum(len(c.masses) for c in tree.clusters) == 5
+    red = [p for p in ax.patches if p.get_facecolor()[0] > 0.8 and p.get_facecolor()[1] < 0.5]
+    assert len(red) == sum(len(tree.clusters[i].masses) for i in tree.selected)
+    plt.close(fig)

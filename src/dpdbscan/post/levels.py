@@ -456,6 +456,7 @@ def select_levels(
     method: str = "eom",
     alpha: float | None = None,
     coarse: dict[tuple[float, int], Partition] | None = None,
+    bottom: bool = False,
 ) -> LevelSpans:
     """Spans selected at their own levels from the release ``hist`` (made at
     ``plan.base_eps``). Post-processing only.
@@ -488,6 +489,12 @@ def select_levels(
     coarse : dict, optional
         The sweep on cells (``subcells=1``) over ``plan.eps`` and the ladder,
         when the caller has it (the flat cut's choice makes the same one).
+    bottom : bool
+        Build the sub-cells' tree over the whole ladder. By default it starts
+        one level below the lowest level at which the cells' tree selects a
+        cluster: the low levels hold the most core sub-cells and cost the
+        most merges (Cabs: 1.8 s of 2.1), and nothing below them is selected
+        on cells.
     """
     if params.core != "density":
         raise ValueError("level selection needs the density test (core='density')")
@@ -497,11 +504,17 @@ def select_levels(
     cands = list(plan.eps) if alpha is None else [float(alpha)]
     rows: list[tuple[float, float, int]] = []
     chosen, runner = cands[0], None
+    if coarse is None:
+        coarse = sweep(hist, replace(params, subcells=1), cands, ms)
     if len(cands) > 1:
-        if coarse is None:
-            coarse = sweep(hist, replace(params, subcells=1), cands, ms)
         rows = alpha_scores(coarse, d, min_mass=min_mass, method=method)
         chosen, runner = choose_alpha(rows)
+    if not bottom:
+        # the low levels hold the most core sub-cells and cost the most merges;
+        # below the cells' selection there is nothing to select
+        cells = level_tree([coarse[(chosen, m)] for m in ms], chosen, d, min_mass=min_mass, method=method)
+        start = min((cells.clusters[i].birth for i in cells.selected), default=1) - 1
+        ms = ms[max(start, 0) :]
     fine = sweep(hist, params, [chosen], ms)
     tree = level_tree(
         [fine[(chosen, m)] for m in ms], chosen, d, scale=scale, min_mass=min_mass, method=method
