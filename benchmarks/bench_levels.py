@@ -91,16 +91,19 @@ def measure(name: str, repeats: int) -> str:
     return "\n".join([row] + ["  " + x for x in levels.describe(last["sel"])])
 
 
+HEADER = ("| data | n | fixed | auto (flat) | choose | final | levels | auto with levels (estimate) | "
+          "ratio to fixed | spans flat / levels | largest level span: mass, area |\n"
+          + "|---" * 11 + "|")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sets", default="cabs_tiny,cabs")
+    ap.add_argument("--sets", default="cabs_tiny,cabs", type=lambda text: text.split(","))
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")  # small-data notes are not timed
-    print("| data | n | fixed | auto (flat) | choose | final | levels | auto with levels (estimate) | "
-          "ratio to fixed | spans flat / levels | largest level span: mass, area |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|")
-    for name in args.sets.split(","):
+    print(HEADER)
+    for name in args.sets:
         print(measure(name, args.repeats), flush=True)
     return 0
 

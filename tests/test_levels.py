@@ -78,8 +78,7 @@ def test_a_single_root_that_never_splits_is_selected():
 
 def test_spans_of_takes_each_cluster_at_its_birth_and_numbers_by_smallest_key():
     t = levels.level_tree(LEVELS, 1.0, 2, scale="logT")
-    grid = Grid(np.zeros(2), np.ones(2), 0.1)
-    keys, labels, spans = levels.spans_of(t, grid)
+    keys, labels, spans = levels.spans_of(t)
     # A at level 1 = {1, 2, 3}; B at level 1 = {5..8} (log T widths are equal: B kept)
     assert keys.tolist() == [1, 2, 3, 5, 6, 7, 8]
     assert labels.tolist() == [0, 0, 0, 1, 1, 1, 1]
@@ -200,3 +199,18 @@ def test_level_selection_needs_the_density_test():
     _, _, hist, params = _release()
     with pytest.raises(ValueError, match="density"):
         levels.select_levels(hist, replace(params, core="bound"), Plan(0.1, (0.1,), None))
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_the_sub_cell_tree_may_start_where_the_cells_select():
+    # starting the sub-cells' tree below the cells' lowest selected level
+    # gives the same spans here as the whole ladder
+    _, _, hist, params = _release(noise="discrete", seed=3)
+    plan = Plan(0.1, (0.1, 0.1 * 2**0.5, 0.2), None)
+    fast = levels.select_levels(hist, params, plan)
+    full = levels.select_levels(hist, params, plan, bottom=True)
+    assert fast.alpha == full.alpha and fast.n_spans == full.n_spans >= 2
+    np.testing.assert_array_equal(fast.core_keys, full.core_keys)
+    np.testing.assert_array_equal(fast.labels, full.labels)
+    assert [s.min_samples for s in fast.spans] == [s.min_samples for s in full.spans]
+    assert len(fast.tree.levels) <= len(full.tree.levels)

@@ -37,7 +37,12 @@ it, each at its own MinPts:
   CLOSE of it with at least as many clusters are ties, and ties go to the
   largest alpha (each cluster at its largest extent, the least noise per
   neighbourhood). That alpha's tree is then rebuilt on sub-cells for the
-  final spans.
+  final spans, from one level below the lowest level at which the cells'
+  tree selects a cluster.
+
+A span is significant by default at :data:`MIN_SHARE` (0.2%) of the released
+positive mass; the design study and its numbers are in docs/parameters.md
+(sections 5 and 6).
 
 **Guarantee.** Every selected span is a span of the density test at its own
 (alpha, MinPts) on the release. At one alpha the accuracy event of the
@@ -56,7 +61,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -330,9 +336,10 @@ class LevelSpans:
         Number of alphas the choice looked at (``c`` of the guarantee).
     unsure : bool
         True when the choice was close: another alpha scored at least CLOSE x
-        the best, or a cluster's keep-or-split choice was within CLOSE.
+        the best with another number of clusters, or a cluster's
+        keep-or-split choice was within CLOSE (:func:`alternative`).
     runner_up : float or None
-        The alpha with the second-best score.
+        That other alpha (:func:`choose_alpha`), or None.
     """
 
     grid: Grid
@@ -345,14 +352,13 @@ class LevelSpans:
     candidates: int
     unsure: bool
     runner_up: float | None = None
-    info: dict = field(default_factory=dict)
 
     @property
     def n_spans(self) -> int:
         return len(self.spans)
 
 
-def spans_of(tree: LevelTree, grid: Grid) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
+def spans_of(tree: LevelTree) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
     """The selected clusters' spans at birth: sorted keys, span ids numbered
     by smallest key, and each span's level."""
     parts, ids = [], []
@@ -532,7 +538,7 @@ def finish(
     """The :class:`LevelSpans` of a tree's selection; ``rows`` are the
     candidate alphas' scores (:func:`alpha_scores`), ``candidates`` how many
     alphas the choice looked at."""
-    keys, labels, spans = spans_of(tree, grid)
+    keys, labels, spans = spans_of(tree)
     unsure = bool(tree.close) or runner_up is not None
     return LevelSpans(
         grid, keys, labels, tree.alpha, tuple(spans), tree, tuple(rows), candidates, unsure, runner_up
@@ -540,7 +546,7 @@ def finish(
 
 
 def alternative(
-    sel: LevelSpans, hist: NoisyHistogram, params: SpanParams, plan: Plan, **kw
+    sel: LevelSpans, hist: NoisyHistogram, params: SpanParams, plan: Plan, **kw: Any
 ) -> LevelSpans | None:
     """The other answer of an unsure selection, for ``explore`` to show
     beside it: the runner-up alpha's selection, else the same tree with its
