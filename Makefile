@@ -1,30 +1,58 @@
 # Quick start: `make demo`, then `make test`.
 PY      ?= python3
+# .venv: the library as users of [all] get it (the newest scikit-learn it allows).
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
+# .venv-baselines: the experiments (python -m experiments.*) with the DP-KMeans
+# baseline, diffprivlib 0.6.6, which imports only with scikit-learn < 1.9. Made
+# only by the targets that run the experiments, so that the pin never reaches .venv.
+BVENV   := .venv-baselines
+BBIN    := $(BVENV)/bin
+BSTAMP  := $(BVENV)/.installed
+LINTED  := src experiments benchmarks
 
-.PHONY: demo test lint test-slow test-browser audit bench reproduce reproduce-quick accuracy clean
+.PHONY: demo test lint test-experiments test-slow test-browser audit bench reproduce reproduce-quick \
+	accuracy clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# --upgrade-strategy eager: an existing .venv moves to the newest versions too
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[all,experiments,dev]'
+	$(BIN)/python -m pip install -q --upgrade --upgrade-strategy eager -e '.[all,dev]'
 	touch $(STAMP)
+
+$(BBIN)/python:
+	$(PY) -m venv $(BVENV)
+	$(BBIN)/python -m pip install -q --upgrade pip
+
+$(BSTAMP): pyproject.toml | $(BBIN)/python
+	$(BBIN)/python -m pip install -q -e '.[plot,experiments,baselines,dev]'
+	touch $(BSTAMP)
 
 demo: $(STAMP)
 	$(BIN)/python -m dpdbscan.demo --out demo_output
 
+# the library's tests only (tests/); the experiments' are `make test-experiments`
 test: lint
 	$(BIN)/python -m pytest -q
 
-# ruff (lint and format) and mypy on the library; part of `make test`
+# ruff (lint and format) and mypy on the library, the experiments and the
+# benchmarks; part of `make test`
 lint: $(STAMP)
-	$(BIN)/ruff check src
-	$(BIN)/ruff format --check src
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
+
+# The tests of experiments/ and benchmarks/, slow ones included, each in the
+# environment its code runs in; then the library's diffprivlib-compatibility
+# tests, which need diffprivlib and so skip in `make test`.
+test-experiments: $(STAMP) $(BSTAMP)
+	$(BIN)/python -m pytest -q -m 'not audit' benchmarks/tests
+	DPDBSCAN_REQUIRE_BASELINES=1 $(BBIN)/python -m pytest -q -m 'not audit' experiments/tests
+	$(BBIN)/python -m pytest -q tests/test_accountant.py -k diffprivlib
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
@@ -38,16 +66,16 @@ audit: $(STAMP)
 	$(BIN)/python -m pytest -q -m audit
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python -m benchmarks.run
 
-accuracy: $(STAMP)
-	$(BIN)/python experiments/accuracy.py
+accuracy: $(BSTAMP)
+	$(BBIN)/python -m experiments.accuracy
 
-reproduce: $(STAMP)
-	$(BIN)/python experiments/reproduce.py --out results
+reproduce: $(BSTAMP)
+	$(BBIN)/python -m experiments.reproduce --out results
 
-reproduce-quick: $(STAMP)
-	$(BIN)/python experiments/reproduce.py --quick --out results/quick
+reproduce-quick: $(BSTAMP)
+	$(BBIN)/python -m experiments.reproduce --quick --out results/quick
 
 clean:
-	rm -rf $(VENV) demo_output .pytest_cache
+	rm -rf $(VENV) $(BVENV) demo_output .pytest_cache

@@ -18,7 +18,7 @@ Prints medians (and min, max) of ``--repeats`` runs and ratios against both
 numpy variants, measured in the same run. Every variant uses
 ``random_state=0`` and the script checks that all releases are identical.
 
-Run: ``.venv/bin/python benchmarks/bench_dask.py [--n 10000000] [--repeats 3]``
+Run: ``.venv/bin/python -m benchmarks.bench_dask [--n 10000000] [--repeats 3]``
 """
 
 from __future__ import annotations
@@ -30,15 +30,18 @@ import statistics
 import tempfile
 import time
 import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from dpdbscan import DPDBSCAN, InsecureRandomnessWarning
+from dpdbscan import DPDBSCAN, Grid, InsecureRandomnessWarning, SpanModel
+from dpdbscan.testing import dask_backend
 
 LOWER, UPPER = 0.0, 100.0
 # Two grids: a coarse one (dense histogram, ~2e4 cells) and a fine one (sparse
 # histogram, 5e7 cells of which ~1e6 are occupied: the merge has real work).
-CONFIGS = {
+CONFIGS: dict[str, dict[str, Any]] = {
     "dense": dict(eps=1.0, min_samples=200, histogram="dense"),
     "sparse": dict(eps=0.02, min_samples=20, histogram="sparse"),
 }
@@ -73,23 +76,28 @@ def read_parts(directory: str) -> np.ndarray:
     return np.column_stack([table.column(c).to_numpy() for c in ("x", "y")])
 
 
-def fit(X, backend, config):
-    est = DPDBSCAN(bounds=([LOWER] * 2, [UPPER] * 2), epsilon=1.0, random_state=0,
-                   backend=backend, **config)
+def fit(X: Any, backend: Any, config: dict[str, Any]) -> SpanModel:
+    est = DPDBSCAN(bounds=([LOWER] * 2, [UPPER] * 2), epsilon=1.0, random_state=0, backend=backend, **config)
     return est.fit(X).spans_
 
 
-def release_of(spans):
+def release_of(spans: SpanModel) -> tuple[bytes, ...]:
     """Bytes of the release. Every variant draws the same noise
     (random_state=0), so different exact counts would show here: for the dense
     histogram any count difference changes ``values``."""
     hist = spans.histogram
+    if hist is None:
+        raise ValueError("the release holds no histogram")
     keys = b"" if hist.keys is None else hist.keys.tobytes()
-    return (spans.core_keys.tobytes(), np.asarray(spans.labels).tobytes(),
-            keys, np.asarray(hist.values).tobytes())
+    return (
+        spans.core_keys.tobytes(),
+        np.asarray(spans.labels).tobytes(),
+        keys,
+        np.asarray(hist.values).tobytes(),
+    )
 
 
-def main(argv=None) -> None:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=10_000_000)
     p.add_argument("--parts", type=int, default=20)
@@ -97,8 +105,6 @@ def main(argv=None) -> None:
     p.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore", category=InsecureRandomnessWarning)
-
-    from dpdbscan.backends.dask_backend import DaskBackend
 
     tmp = tempfile.mkdtemp(prefix="dpdbscan-bench-dask-")
     try:
@@ -108,37 +114,41 @@ def main(argv=None) -> None:
         for name in args.configs:
             describe(name, CONFIGS[name], X)
         size = sum(os.path.getsize(os.path.join(tmp, f)) for f in os.listdir(tmp))
-        print(f"{args.n:,} points in {args.parts} Parquet parts, {size / 2**20:.0f} MiB, "
-              f"written in {time.perf_counter() - t0:.1f} s to {tmp}; cores: {os.cpu_count()}")
-        with DaskBackend(processes=True) as procs, DaskBackend(processes=False) as threads:
-            variants = {
+        print(
+            f"{args.n:,} points in {args.parts} Parquet parts, {size / 2**20:.0f} MiB, "
+            f"written in {time.perf_counter() - t0:.1f} s to {tmp}; cores: {os.cpu_count()}"
+        )
+        with dask_backend(processes=True) as procs, dask_backend(processes=False) as threads:
+            variants: dict[str, Callable[[dict[str, Any]], SpanModel]] = {
                 "numpy (in memory)": lambda c: fit(X, "numpy", c),
                 "numpy + pyarrow read": lambda c: fit(read_parts(tmp), "numpy", c),
                 "dask warm, processes": lambda c: fit(tmp, procs, c),
                 "dask warm, threads": lambda c: fit(tmp, threads, c),
                 'dask cold (backend="dask")': lambda c: fit(tmp, "dask", c),
-                "dask cold, processes": lambda c: fit(tmp, DaskBackend(processes=True), c),
+                "dask cold, processes": lambda c: fit(tmp, dask_backend(processes=True), c),
             }
             for name in args.configs:
                 run_config(name, CONFIGS[name], variants, args.repeats)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return 0
 
 
-def describe(name, config, X) -> None:
+def describe(name: str, config: dict[str, Any], X: np.ndarray) -> None:
     """Grid size and number of occupied cells (benchmark data, not a release)."""
-    from dpdbscan import Grid
-    from dpdbscan.backends import NumpyBackend
-
     grid = Grid(np.full(2, LOWER), np.full(2, UPPER), config["eps"])
-    occupied = len(NumpyBackend().count(grid, X))
-    print(f"[{name}] grid {grid.shape[0]}x{grid.shape[1]} = {grid.n_cells:,} cells, "
-          f"{occupied:,} occupied")
+    occupied = np.unique(grid.keys_of_points(X)).size  # keys clamp into the box, as the backends do
+    print(f"[{name}] grid {grid.shape[0]}x{grid.shape[1]} = {grid.n_cells:,} cells, {occupied:,} occupied")
 
 
-def run_config(name, config, variants, repeats) -> None:
-    times = {v: [] for v in variants}
-    releases = {}
+def run_config(
+    name: str,
+    config: dict[str, Any],
+    variants: dict[str, Callable[[dict[str, Any]], SpanModel]],
+    repeats: int,
+) -> None:
+    times: dict[str, list[float]] = {v: [] for v in variants}
+    releases: dict[str, tuple[bytes, ...]] = {}
     # One untimed round first: worker processes import dpdbscan, pandas and
     # pyarrow on their first task, and numpy pays first-touch page faults.
     # The cold variant still pays its imports in every timed run.
@@ -153,17 +163,17 @@ def run_config(name, config, variants, repeats) -> None:
     same = len(set(releases.values())) == 1
     base = statistics.median(times["numpy (in memory)"])
     base_read = statistics.median(times["numpy + pyarrow read"])
-    print(f"\n[{name}] {config}; median of {repeats} timed runs after one untimed warm-up "
-          f"round; identical releases: {same}")
-    print(f"{'variant':28s} {'median s':>9s} {'min s':>7s} {'max s':>7s} "
-          f"{'x in-mem':>9s} {'x +read':>8s}")
+    print(
+        f"\n[{name}] {config}; median of {repeats} timed runs after one untimed warm-up "
+        f"round; identical releases: {same}"
+    )
+    print(f"{'variant':28s} {'median s':>9s} {'min s':>7s} {'max s':>7s} {'x in-mem':>9s} {'x +read':>8s}")
     for v, ts in times.items():
         med = statistics.median(ts)
-        print(f"{v:28s} {med:9.2f} {min(ts):7.2f} {max(ts):7.2f} "
-              f"{med / base:9.2f} {med / base_read:8.2f}")
+        print(f"{v:28s} {med:9.2f} {min(ts):7.2f} {max(ts):7.2f} {med / base:9.2f} {med / base_read:8.2f}")
     if not same:
         raise SystemExit("releases differ between backends: this is a bug")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

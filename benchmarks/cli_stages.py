@@ -1,77 +1,96 @@
 """Where the time of one ``dpdbscan fit`` goes, stage by stage, in one fresh process.
 
-Runs the command line's own functions in the order ``dpdbscan fit`` runs
-them, but one after another (the command writes the JSON on a second thread
-while it draws the GeoJSON and the picture; here each stage is timed alone),
-and prints one JSON line:
+Runs the steps of ``dpdbscan fit FILE --header --geo --bounds ... --eps ...
+--min-samples ...`` with the library's own functions, one after another (the
+command writes the JSON on a second thread while it draws the GeoJSON and the
+picture, and projects each block while reading; here each stage is timed
+alone), and prints one JSON line:
 
-* ``import``  — importing the command line (``dpdbscan.cli``);
-* ``read``    — reading the file, with the per-block work done while reading
-  (projecting lon/lat to km, counting rows outside the bounds);
-* ``fit``     — the rest of ``fit_from_args``: notes and the release itself;
-* ``json``, ``geojson``, ``png`` — writing each output (the picture includes
-  importing matplotlib, which the command starts on a thread while reading);
+* ``import``  — importing the command line (``dpdbscan.cli``), its cold start;
+* ``read``    — reading the file with the command line's reader;
+* ``fit``     — the release: ``fit_lonlat`` with ``--geo`` (projecting to km
+  included), else ``DPDBSCAN.fit``;
+* ``json``, ``geojson``, ``png`` — writing each output as the command does (the
+  picture includes importing matplotlib, which the command starts on a thread
+  while reading);
 * ``peak_rss_bytes`` — the process's peak resident memory.
 
-    .venv/bin/python benchmarks/cli_stages.py FILE.csv.gz --geo --bounds ... --eps 20m \\
-        --min-samples 500 [--out-dir DIR]
+    .venv/bin/python -m benchmarks.cli_stages FILE.csv.gz --header --geo \\
+        --bounds -122.6 37.55 -122.3 37.85 --eps 20m --min-samples 500
 
-All arguments are those of ``dpdbscan fit``.
+Takes the options of ``dpdbscan fit`` that the benchmarks use.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
 import resource
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 T0 = time.perf_counter()
 
+#: The command's picture: ``dpdbscan plot``'s spans at its default resolution.
+PNG_DPI = 120
 
-def main(argv: list[str]) -> dict:
-    t = {}
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("input", type=Path)
+    ap.add_argument("--header", action="store_true")
+    ap.add_argument("--geo", action="store_true", help="longitude/latitude in degrees, eps as a length")
+    ap.add_argument("--bounds", type=float, nargs="+", required=True, help="lower values, then upper values")
+    ap.add_argument("--eps", required=True)
+    ap.add_argument("--min-samples", type=int, required=True)
+    ap.add_argument("--epsilon", type=float, default=1.0)
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str]) -> dict[str, Any]:
+    args = parse(argv)
+    t: dict[str, Any] = {}
     start = time.perf_counter()
-    from dpdbscan.cli import common, fit
-    from dpdbscan.cli.main import build_parser
-
-    keep = getattr(common, "keep_freed_memory", None)  # absent before issue 15.5
-    if keep is not None:
-        keep()  # as the command does
+    importlib.import_module("dpdbscan.cli")
     t["import"] = time.perf_counter() - start
 
+    from dpdbscan import DPDBSCAN, SpanModel, fit_lonlat, save_geojson, save_model
+    from dpdbscan.testing import plot_model, read_input, save_figure
+
+    s = time.perf_counter()
+    X = read_input(args.input, header=args.header, progress=False).X
+    t["read"] = time.perf_counter() - s
+
+    s = time.perf_counter()
+    half = len(args.bounds) // 2
+    if args.geo:
+        model = fit_lonlat(
+            X, bounds=args.bounds, eps=args.eps, min_samples=args.min_samples, epsilon=args.epsilon
+        )
+    else:
+        bounds = (args.bounds[:half], args.bounds[half:])
+        est = DPDBSCAN(float(args.eps), min_samples=args.min_samples, epsilon=args.epsilon, bounds=bounds)
+        model = est.fit(X).spans_
+    assert isinstance(model, SpanModel)
+    t["fit"] = time.perf_counter() - s
+
+    def png(path: Path) -> None:
+        save_figure(plot_model(model, "spans", dpi=PNG_DPI), path, dpi=PNG_DPI)
+
+    stages: dict[str, Callable[[Path], None]] = {
+        "json": lambda path: save_model(model, path),
+        "geojson": lambda path: save_geojson(model, path),
+        "png": png,
+    }
     with tempfile.TemporaryDirectory() as tmp:
-        args = build_parser().parse_args(["fit", *argv, "--out-dir", tmp, "--quiet",
-                                          "--no-progress"])
-        args.no_progress, args.quiet = True, True
-        picture = fit.picture_options(args)
-        args.png_requested, args.geojson_requested = bool(args.png or picture), bool(args.geojson)
-        p = fit.check_fit_params(args)
-        paths = fit._out_paths(args, "bench")
-        read = fit._read
-
-        def timed_read(*a, **k):
+        for name, write in stages.items():
             s = time.perf_counter()
-            out = read(*a, **k)
-            t["read"] = time.perf_counter() - s
-            return out
-
-        fit._read = timed_read
-        s = time.perf_counter()
-        with common._Warnings(sys.stderr) as sink:
-            model = fit.fit_from_args(args, sink, p, p["min_samples"], common.Notes(True))
-        t["fit"] = time.perf_counter() - s - t["read"]
-        proj = fit._geo.projection_of(model)
-        stages = (("json", model.save),
-                  ("geojson", lambda q: model.save_geojson(
-                      q, transform=None if proj is None else proj.inverse)),
-                  ("png", lambda q: common._draw_spans_png(model, q, **(picture or {}))))
-        for name, write in stages:
-            if paths[name] is None:
-                continue
-            s = time.perf_counter()
-            common.atomic_write(paths[name], write)
+            write(Path(tmp) / f"bench.{name}")
             t[name] = time.perf_counter() - s
     t["total"] = time.perf_counter() - T0
     t["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -1,4 +1,4 @@
-"""Peak memory of one fit, measured in a fresh process (called by run.py).
+"""Peak memory of one fit, measured in a fresh process (called by benchmarks.run).
 
 Loads the data set (and resamples it if ``--n`` is given), then resets the
 kernel's peak-RSS counter (``/proc/self/clear_refs``), fits once and reports
@@ -7,7 +7,7 @@ on top of the input array and the interpreter. ``tracemalloc`` (which sees
 numpy's allocations) gives a second, allocation-level figure in a second fit.
 Prints one JSON line.
 
-    python benchmarks/memprobe.py cabs [--n 1000000] [--histogram auto]
+    python -m benchmarks.memprobe cabs [--n 1000000] [--histogram auto]
 """
 
 from __future__ import annotations
@@ -16,23 +16,26 @@ import argparse
 import gc
 import json
 import re
-import sys
 import time
 import tracemalloc
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import bench_data  # noqa: E402
+from . import bench_data
+from .timing import estimator
 
 
 def _status(field: str) -> int:
     text = Path("/proc/self/status").read_text()
-    return int(re.search(field + r":\s+(\d+) kB", text).group(1)) * 1024
+    found = re.search(field + r":\s+(\d+) kB", text)
+    if found is None:
+        raise RuntimeError(f"/proc/self/status has no {field}")
+    return int(found.group(1)) * 1024
 
 
-def main(argv=None) -> None:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("dataset")
     ap.add_argument("--n", type=int, default=None)
@@ -40,19 +43,17 @@ def main(argv=None) -> None:
     ap.add_argument("--no-tracemalloc", action="store_true")
     args = ap.parse_args(argv)
 
-    from dpdbscan import DPDBSCAN
-
     ds = bench_data.load(args.dataset)
     X = ds.X if args.n is None else bench_data.resample(ds.X, args.n, seed=args.n)
     del ds.X
     # warm the imports and code paths on a tiny sample, outside the measurement
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        DPDBSCAN(ds.alpha, min_samples=ds.min_samples, epsilon=1.0, bounds=ds.bounds).fit(X[:1000])
+        estimator(ds).fit(X[:1000])
     gc.collect()
 
-    def make():
-        return DPDBSCAN(ds.alpha, min_samples=ds.min_samples, epsilon=1.0, bounds=ds.bounds, histogram=args.histogram)
+    def make() -> Any:
+        return estimator(ds, histogram=args.histogram)
 
     reset = True
     try:
@@ -66,9 +67,16 @@ def main(argv=None) -> None:
     seconds = time.perf_counter() - t0
     hwm = _status("VmHWM")
     out = {
-        "dataset": args.dataset, "n": int(X.shape[0]), "histogram": args.histogram,
-        "input_bytes": int(X.nbytes), "rss_before": rss0, "hwm_before": hwm0, "hwm": hwm,
-        "peak_reset": reset, "rss_delta": hwm - rss0, "seconds": seconds,
+        "dataset": args.dataset,
+        "n": int(X.shape[0]),
+        "histogram": args.histogram,
+        "input_bytes": int(X.nbytes),
+        "rss_before": rss0,
+        "hwm_before": hwm0,
+        "hwm": hwm,
+        "peak_reset": reset,
+        "rss_delta": hwm - rss0,
+        "seconds": seconds,
     }
     if not args.no_tracemalloc:
         gc.collect()
@@ -80,7 +88,8 @@ def main(argv=None) -> None:
             tracemalloc.stop()
         out["tracemalloc_peak"] = peak
     print(json.dumps(out))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

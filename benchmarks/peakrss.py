@@ -1,6 +1,6 @@
 """Run a command; print its wall time, CPU time and peak RSS as a last JSON line.
 
-    python benchmarks/peakrss.py CMD [ARG ...]
+    python -m benchmarks.peakrss CMD [ARG ...]
 
 Linux keeps a process's peak RSS across ``exec`` (``ru_maxrss`` remembers
 the address space it replaced), so a command started straight from a big
@@ -28,9 +28,17 @@ def main(cmd: list[str]) -> int:
             os._exit(127)
     _, status, ru = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
-    print(json.dumps({"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
-                      "peak_rss_bytes": ru.ru_maxrss * 1024,
-                      "exit": os.waitstatus_to_exitcode(status)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "wall_s": wall,
+                "cpu_s": ru.ru_utime + ru.ru_stime,
+                "peak_rss_bytes": ru.ru_maxrss * 1024,
+                "exit": os.waitstatus_to_exitcode(status),
+            }
+        ),
+        flush=True,
+    )
     return os.waitstatus_to_exitcode(status)
 
 

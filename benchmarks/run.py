@@ -10,7 +10,7 @@ the same run (interleaved, so that both sides see the same machine load):
              MinPts) on 1e6 2-D points (timed once or twice).       target >= 50x
 * chest    — the 3-D chest accelerometer set (104k points).         target <= 0.5 s
 * memory   — peak RSS of a fit on Cabs above the input array, in a fresh
-             process (benchmarks/memprobe.py).                      target <= 1.5 GB
+             process (benchmarks.memprobe).                         target <= 1.5 GB
 * scaling  — fit time and peak memory for n = 1e5 ... 1e7 points resampled
              from Cabs (the default histogram and the linear-time sparse one).
 * naive    — ours against the naive Laplace histogram (noise on all |X| cells,
@@ -21,13 +21,13 @@ the same run (interleaved, so that both sides see the same machine load):
              read, fit, write JSON, GeoJSON and PNG) in a fresh process,
              against pyarrow alone reading the same file, interleaved; also
              JSON only and JSON + GeoJSON, the peak RSS of the whole process,
-             and a stage-by-stage split (benchmarks/cli_stages.py).
+             and a stage-by-stage split (benchmarks.cli_stages).
                                                                     target <= 2x
 
 Every fit uses the library defaults and the secure default noise
 (``random_state=None``); one warm-up fit per configuration is not counted.
 
-    .venv/bin/python benchmarks/run.py [--quick] [--repeats 5] [--only floor,chest]
+    .venv/bin/python -m benchmarks.run [--quick] [--repeats 5] [--only floor,chest]
                                        [--json results.json] [--md results.md]
 """
 
@@ -38,90 +38,77 @@ import gc
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from dpdbscan import Grid
+from experiments import data, paper
 
-import bench_data  # noqa: E402
-
-from dpdbscan import DPDBSCAN  # noqa: E402
-from dpdbscan.backends.numpy_backend import run_length  # noqa: E402
-from dpdbscan.grid import Grid  # noqa: E402
+from . import bench_data
+from .bench_data import Dataset
+from .timing import estimator, fit_seconds, floor_seconds, interleaved, med, table_head
 
 SECTIONS = ("floor", "sklearn", "chest", "memory", "scaling", "naive", "cli", "csv")
 GB = 1e9
+#: Where the benchmarks' own modules run as ``python -m benchmarks.<name>``.
+REPO = data.REPO
+Out = dict[str, Any]
 
 
-# --------------------------------------------------------------------------- #
-# timing helpers
+def _fit_seconds(ds: Dataset, X: np.ndarray | None = None, **kw: Any) -> float:
+    return fit_seconds(estimator(ds, **kw), ds.X if X is None else X)
 
 
-def _fit_seconds(ds, X=None, **kw) -> float:
-    est = DPDBSCAN(ds.alpha, min_samples=ds.min_samples, epsilon=1.0, bounds=ds.bounds, **kw)
-    X = ds.X if X is None else X
-    gc.collect()
-    t0 = time.perf_counter()
-    est.fit(X)
-    return time.perf_counter() - t0
-
-
-def _floor_seconds(ds, X=None) -> float:
-    """Cell keys, sort, run-length counts: the least any exact counting does."""
-    grid = Grid(*ds.bounds, ds.alpha)
-    X = ds.X if X is None else X
-    gc.collect()
-    t0 = time.perf_counter()
-    keys = grid.keys_of_points(X)
-    keys = np.sort(keys)
-    run_length(keys)
-    return time.perf_counter() - t0
-
-
-def interleaved(fns: dict, repeats: int, warm: bool = True) -> dict:
-    """Run each function once to warm up, then ``repeats`` rounds in turn."""
-    for f in fns.values() if warm else ():
-        f()
-    times = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, f in fns.items():
-            times[k].append(f())
-    return times
-
-
-def med(xs) -> float:
-    return float(statistics.median(xs))
+def _module(name: str, *args: str) -> list[str]:
+    """The command that runs ``benchmarks.<name>`` in a fresh interpreter."""
+    return [sys.executable, "-m", f"benchmarks.{name}", *args]
 
 
 # --------------------------------------------------------------------------- #
 # sections
 
 
-def floor_section(args, out):
+def _against_floor(target: str, ds: Dataset, t: dict[str, list[float]], ok: bool, limit: float) -> Out:
+    """A target row of ours against the counting floor, measured in turn."""
+    return {
+        "target": target,
+        "dataset": ds.note,
+        "n": ds.n,
+        "n_cells": Grid(*ds.bounds, ds.alpha).n_cells,
+        "measured_s": med(t["ours"]),
+        "baseline": "floor",
+        "baseline_s": med(t["floor"]),
+        "ratio": med(t["ours"]) / med(t["floor"]),
+        "limit": limit,
+        "pass": ok,
+        "runs_ours": t["ours"],
+        "runs_baseline": t["floor"],
+    }
+
+
+def _ours_and_floor(ds: Dataset, repeats: int) -> dict[str, list[float]]:
+    return interleaved({"ours": partial(_fit_seconds, ds), "floor": partial(floor_seconds, ds)}, repeats)
+
+
+def floor_section(args: argparse.Namespace, out: Out) -> None:
     names = ["crash"] if args.quick else ["cabs", "crash"]
     for name in names:
         ds = bench_data.load(name)
-        t = interleaved({"ours": lambda: _fit_seconds(ds), "floor": lambda: _floor_seconds(ds)},
-                        args.repeats)
+        t = _ours_and_floor(ds, args.repeats)
         ratio = med(t["ours"]) / med(t["floor"])
-        grid = Grid(*ds.bounds, ds.alpha)
-        out["targets"].append({
-            "target": f"{name}: fit <= 3x floor", "dataset": ds.note, "n": ds.n,
-            "n_cells": grid.n_cells, "measured_s": med(t["ours"]), "baseline": "floor",
-            "baseline_s": med(t["floor"]), "ratio": ratio, "limit": 3.0, "pass": ratio <= 3.0,
-            "runs_ours": t["ours"], "runs_baseline": t["floor"],
-        })
+        out["targets"].append(_against_floor(f"{name}: fit <= 3x floor", ds, t, ratio <= 3.0, 3.0))
         _progress(out["targets"][-1])
 
 
-def sklearn_section(args, out):
+def sklearn_section(args: argparse.Namespace, out: Out) -> None:
     from sklearn.cluster import DBSCAN
 
     names = ["city_1e6"] + (["cabs_tiny"] if args.sklearn_cabs_tiny else [])
@@ -140,121 +127,147 @@ def sklearn_section(args, out):
             DBSCAN(eps=ds.alpha, min_samples=ds.min_samples).fit(X)
             sk_runs.append(time.perf_counter() - t0)
         ratio = med(sk_runs) / med(ours)
-        out["targets"].append({
-            "target": f"{label}: >= 50x faster than sklearn DBSCAN", "dataset": ds.note,
-            "n": int(X.shape[0]), "measured_s": med(ours), "baseline": "sklearn DBSCAN",
-            "baseline_s": med(sk_runs), "ratio": ratio, "limit": 50.0,
-            "pass": ratio >= 50.0, "runs_ours": ours, "runs_baseline": sk_runs,
-        })
+        out["targets"].append(
+            {
+                "target": f"{label}: >= 50x faster than sklearn DBSCAN",
+                "dataset": ds.note,
+                "n": int(X.shape[0]),
+                "measured_s": med(ours),
+                "baseline": "sklearn DBSCAN",
+                "baseline_s": med(sk_runs),
+                "ratio": ratio,
+                "limit": 50.0,
+                "pass": ratio >= 50.0,
+                "runs_ours": ours,
+                "runs_baseline": sk_runs,
+            }
+        )
         _progress(out["targets"][-1])
 
 
-def chest_section(args, out):
+def chest_section(args: argparse.Namespace, out: Out) -> None:
     ds = bench_data.load("chest")
-    t = interleaved({"ours": lambda: _fit_seconds(ds), "floor": lambda: _floor_seconds(ds)},
-                    max(args.repeats, 5))
-    grid = Grid(*ds.bounds, ds.alpha)
-    out["targets"].append({
-        "target": "chest 3-D: fit <= 0.5 s", "dataset": ds.note, "n": ds.n,
-        "n_cells": grid.n_cells, "measured_s": med(t["ours"]), "baseline": "floor",
-        "baseline_s": med(t["floor"]), "ratio": med(t["ours"]) / med(t["floor"]),
-        "limit": 0.5, "pass": med(t["ours"]) <= 0.5,
-        "runs_ours": t["ours"], "runs_baseline": t["floor"],
-    })
+    t = _ours_and_floor(ds, max(args.repeats, 5))
+    out["targets"].append(_against_floor("chest 3-D: fit <= 0.5 s", ds, t, med(t["ours"]) <= 0.5, 0.5))
     _progress(out["targets"][-1])
 
 
-def _memprobe(name, n=None, histogram="auto", tracemalloc=False) -> dict:
-    cmd = [sys.executable, str(HERE / "memprobe.py"), name, "--histogram", histogram]
+def _memprobe(name: str, n: int | None = None, histogram: str = "auto", tracemalloc: bool = False) -> Out:
+    cmd = _module("memprobe", name, "--histogram", histogram)
     if n is not None:
         cmd += ["--n", str(n)]
     if not tracemalloc:
         cmd.append("--no-tracemalloc")
-    res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    res = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def memory_section(args, out):
+def memory_section(args: argparse.Namespace, out: Out) -> None:
     name = "crash" if args.quick else "cabs"
     runs = [_memprobe(name, tracemalloc=(i == 0)) for i in range(1 if args.quick else 2)]
     delta = med([r["rss_delta"] for r in runs])
-    out["targets"].append({
-        "target": f"{name}: peak memory of a fit <= 1.5 GB above the input",
-        "n": runs[0]["n"], "measured_s": None, "measured_bytes": delta,
-        "baseline": "input array", "baseline_bytes": runs[0]["input_bytes"],
-        "ratio": delta / runs[0]["input_bytes"], "limit_bytes": 1.5 * GB,
-        "pass": delta <= 1.5 * GB, "probe": runs,
-    })
+    out["targets"].append(
+        {
+            "target": f"{name}: peak memory of a fit <= 1.5 GB above the input",
+            "n": runs[0]["n"],
+            "measured_s": None,
+            "measured_bytes": delta,
+            "baseline": "input array",
+            "baseline_bytes": runs[0]["input_bytes"],
+            "ratio": delta / runs[0]["input_bytes"],
+            "limit_bytes": 1.5 * GB,
+            "pass": delta <= 1.5 * GB,
+            "probe": runs,
+        }
+    )
     _progress(out["targets"][-1])
 
 
-def scaling_section(args, out):
+def scaling_section(args: argparse.Namespace, out: Out) -> None:
     ds = bench_data.load("cabs")
-    sizes = [100_000, 1_000_000, 3_000_000] if args.quick else \
-        [100_000, 300_000, 1_000_000, 3_000_000, 10_000_000]
+    sizes = (
+        [100_000, 1_000_000, 3_000_000]
+        if args.quick
+        else [100_000, 300_000, 1_000_000, 3_000_000, 10_000_000]
+    )
     rows = []
     for n in sizes:
         X = bench_data.resample(ds.X, n, seed=n)
         reps = max(3, args.repeats if n >= 1_000_000 else 2 * args.repeats)
-        t = interleaved({
-            "auto": lambda: _fit_seconds(ds, X),
-            "sparse": lambda: _fit_seconds(ds, X, histogram="sparse"),
-            "floor": lambda: _floor_seconds(ds, X),
-        }, reps)
+        t = interleaved(
+            {
+                "auto": partial(_fit_seconds, ds, X),
+                "sparse": partial(_fit_seconds, ds, X, histogram="sparse"),
+                "floor": partial(floor_seconds, ds, X),
+            },
+            reps,
+        )
         del X
         # peak of numpy's allocations during the fit (tracemalloc): RSS deltas
         # of small fits hide in memory the allocator kept from the warm-up
         mem = _memprobe("cabs", n=n, tracemalloc=True)
         mem_sparse = _memprobe("cabs", n=n, histogram="sparse", tracemalloc=True)
-        rows.append({
-            "n": n, "auto_s": med(t["auto"]), "sparse_s": med(t["sparse"]),
-            "floor_s": med(t["floor"]), "auto_over_floor": med(t["auto"]) / med(t["floor"]),
-            "mem_auto": mem["tracemalloc_peak"], "mem_sparse": mem_sparse["tracemalloc_peak"],
-            "rss_auto": mem["rss_delta"], "rss_sparse": mem_sparse["rss_delta"],
-            "input_bytes": mem["input_bytes"],
-        })
-        print(f"  scaling n={n:>10,}: auto {rows[-1]['auto_s']:.3f} s, sparse "
-              f"{rows[-1]['sparse_s']:.3f} s, floor {rows[-1]['floor_s']:.3f} s, "
-              f"peak alloc {rows[-1]['mem_auto'] / 1e6:.0f} / {rows[-1]['mem_sparse'] / 1e6:.0f} MB",
-              flush=True)
+        rows.append(
+            {
+                "n": n,
+                "auto_s": med(t["auto"]),
+                "sparse_s": med(t["sparse"]),
+                "floor_s": med(t["floor"]),
+                "auto_over_floor": med(t["auto"]) / med(t["floor"]),
+                "mem_auto": mem["tracemalloc_peak"],
+                "mem_sparse": mem_sparse["tracemalloc_peak"],
+                "rss_auto": mem["rss_delta"],
+                "rss_sparse": mem_sparse["rss_delta"],
+                "input_bytes": mem["input_bytes"],
+            }
+        )
+        print(
+            f"  scaling n={n:>10,}: auto {rows[-1]['auto_s']:.3f} s, sparse "
+            f"{rows[-1]['sparse_s']:.3f} s, floor {rows[-1]['floor_s']:.3f} s, "
+            f"peak alloc {rows[-1]['mem_auto'] / 1e6:.0f} / {rows[-1]['mem_sparse'] / 1e6:.0f} MB",
+            flush=True,
+        )
     out["scaling"] = rows
-    out["scaling_fit"] = {k: _linear_fit([r["n"] for r in rows], [r[k] for r in rows])
-                          for k in ("auto_s", "sparse_s", "floor_s", "mem_auto", "mem_sparse")}
+    out["scaling_fit"] = {
+        k: _linear_fit([r["n"] for r in rows], [r[k] for r in rows])
+        for k in ("auto_s", "sparse_s", "floor_s", "mem_auto", "mem_sparse")
+    }
 
 
-def _linear_fit(n, y) -> dict:
+def _linear_fit(n: Sequence[float], y: Sequence[float]) -> dict[str, float]:
     """Least squares y = a + b n, and the largest relative residual."""
-    n, y = np.asarray(n, float), np.asarray(y, float)
-    b, a = np.polyfit(n, y, 1)
-    resid = np.abs(y - (a + b * n)) / np.maximum(np.abs(y), 1e-12)
-    return {"intercept": float(a), "slope_per_point": float(b),
-            "max_rel_residual": float(resid.max())}
+    nn, yy = np.asarray(n, float), np.asarray(y, float)
+    b, a = np.polyfit(nn, yy, 1)
+    resid = np.abs(yy - (a + b * nn)) / np.maximum(np.abs(yy), 1e-12)
+    return {"intercept": float(a), "slope_per_point": float(b), "max_rel_residual": float(resid.max())}
 
 
-def naive_section(args, out):
+def naive_section(args: argparse.Namespace, out: Out) -> None:
     rows = []
     names = ["crash", "chest"] if args.quick else ["cabs", "crash", "chest"]
     for name in names:
         ds = bench_data.load(name)
         grid = Grid(*ds.bounds, ds.alpha)
-        fns = {"auto": lambda: _fit_seconds(ds),
-               "sparse": lambda: _fit_seconds(ds, histogram="sparse")}
+        fns = {"auto": partial(_fit_seconds, ds), "sparse": partial(_fit_seconds, ds, histogram="sparse")}
         dense_ok = grid.n_cells <= (1 << 27) and not (args.quick and grid.n_cells > 1 << 23)
         if dense_ok:
-            fns["dense"] = lambda: _fit_seconds(ds, histogram="dense")
+            fns["dense"] = partial(_fit_seconds, ds, histogram="dense")
         big = grid.n_cells > 1 << 23  # the naive histogram takes seconds and GBs here: once
         t = interleaved(fns, 1 if big else args.repeats, warm=not big)
-        row = {"dataset": name, "n": ds.n, "n_cells": grid.n_cells,
-               **{k + "_s": med(v) for k, v in t.items()}}
+        row: Out = {
+            "dataset": name,
+            "n": ds.n,
+            "n_cells": grid.n_cells,
+            **{k + "_s": med(v) for k, v in t.items()},
+        }
         if dense_ok:
             row["naive_over_ours"] = row["dense_s"] / row["auto_s"]
         rows.append(row)
-        print(f"  naive {name}: " + ", ".join(f"{k} {med(v):.3f} s" for k, v in t.items()),
-              flush=True)
+        print(f"  naive {name}: " + ", ".join(f"{k} {med(v):.3f} s" for k, v in t.items()), flush=True)
     out["naive"] = rows
 
 
-def cli_section(args, out):
+def cli_section(args: argparse.Namespace, out: Out) -> None:
     """Cold runs: a fresh interpreter per run, nothing cached between runs but
     the operating system's file cache (the .npy is read once beforehand)."""
     rows = []
@@ -265,10 +278,24 @@ def cli_section(args, out):
             path = Path(tmp) / f"{name}.npy"
             np.save(path, ds.X)
             lo, hi = ds.bounds
-            cmd = [sys.executable, "-m", "dpdbscan", "fit", str(path),
-                   "--eps", repr(ds.alpha), "--min-samples", str(ds.min_samples),
-                   "--bounds", *map(repr, lo.tolist()), *map(repr, hi.tolist()),
-                   "--out-dir", tmp, "--no-geojson", "--no-png"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "dpdbscan",
+                "fit",
+                str(path),
+                "--eps",
+                repr(ds.alpha),
+                "--min-samples",
+                str(ds.min_samples),
+                "--bounds",
+                *map(repr, lo.tolist()),
+                *map(repr, hi.tolist()),
+                "--out-dir",
+                tmp,
+                "--no-geojson",
+                "--no-png",
+            ]
             runs = []
             for _ in range(max(3, args.repeats)):
                 t0 = time.perf_counter()
@@ -282,12 +309,24 @@ def cli_section(args, out):
                 subprocess.run([sys.executable, "-c", "import dpdbscan.cli.main"], check=True)
                 imp.append(time.perf_counter() - t0)
             warm = [_fit_seconds(ds) for _ in range(args.repeats + 1)][1:]
-            floor = [_floor_seconds(ds) for _ in range(args.repeats + 1)][1:]
-            rows.append({"dataset": name, "n": ds.n, "cold_cli_s": med(runs), "runs": runs,
-                         "import_s": med(imp), "warm_fit_s": med(warm), "floor_s": med(floor),
-                         "cold_over_floor": med(runs) / med(floor)})
-            print(f"  cli {name}: cold {med(runs):.3f} s (import {med(imp):.3f} s), warm fit "
-                  f"{med(warm):.3f} s, floor {med(floor):.3f} s", flush=True)
+            floor = [floor_seconds(ds) for _ in range(args.repeats + 1)][1:]
+            rows.append(
+                {
+                    "dataset": name,
+                    "n": ds.n,
+                    "cold_cli_s": med(runs),
+                    "runs": runs,
+                    "import_s": med(imp),
+                    "warm_fit_s": med(warm),
+                    "floor_s": med(floor),
+                    "cold_over_floor": med(runs) / med(floor),
+                }
+            )
+            print(
+                f"  cli {name}: cold {med(runs):.3f} s (import {med(imp):.3f} s), warm fit "
+                f"{med(warm):.3f} s, floor {med(floor):.3f} s",
+                flush=True,
+            )
     out["cli"] = rows
 
 
@@ -301,85 +340,118 @@ print(time.perf_counter() - t0, table.num_rows)
 """
 
 
-def _child(cmd, env=None) -> dict:
+def _child(cmd: list[str]) -> Out:
     """Wall time, CPU time and peak RSS of one fresh process, and its stdout.
 
-    Started through benchmarks/peakrss.py: a child forked straight from this
+    Started through benchmarks.peakrss: a child forked straight from this
     (large) process would report this process's peak RSS as its own.
     """
-    res = subprocess.run([sys.executable, str(HERE / "peakrss.py"), *cmd], env=env,
-                         capture_output=True, text=True)
+    res = subprocess.run(_module("peakrss", *cmd), capture_output=True, text=True, cwd=REPO)
     lines = res.stdout.rstrip("\n").split("\n")
     m = json.loads(lines[-1])
     if m["exit"] != 0:
         raise RuntimeError(f"{cmd[:4]} failed: {res.stderr[-1000:]}")
-    return {"wall_s": m["wall_s"], "cpu_s": m["cpu_s"], "peak_rss_bytes": m["peak_rss_bytes"],
-            "stdout": "\n".join(lines[:-1])}
+    return {
+        "wall_s": m["wall_s"],
+        "cpu_s": m["cpu_s"],
+        "peak_rss_bytes": m["peak_rss_bytes"],
+        "stdout": "\n".join(lines[:-1]),
+    }
 
 
-def csv_section(args, out):
+def csv_section(args: argparse.Namespace, out: Out) -> None:
     """The command a user runs on the gzipped CSV, against pyarrow reading it."""
-    if args.quick:
-        name, box, eps, minpts = "cabs_tiny.csv.gz", ["-122.48", "37.72", "-122.38", "37.82"], \
-            "50m", "1000"
-    else:
-        name, box, eps, minpts = "cabs_sf.csv.gz", ["-122.6", "37.55", "-122.3", "37.85"], "20m", "500"
-    path = bench_data.data_dir() / name
-    fit_args = [str(path), "--geo", "--bounds", *box, "--eps", eps, "--min-samples", minpts]
+    key = "cabs_tiny" if args.quick else "cabs"
+    name, path = data.FILES[key], data.file_of(key)
+    alpha, min_samples = paper.PARAMS[key]
+    box = [repr(v) for v in data.GEO_BOXES[key].degrees]
+    eps, minpts = f"{round(alpha * 1000)}m", str(min_samples)
+    fit_args = [str(path), "--header", "--geo", "--bounds", *box, "--eps", eps, "--min-samples", minpts]
     variants = {"json": ["--no-geojson", "--no-png"], "json+geojson": ["--no-png"], "all": []}
-    runs: dict = {k: [] for k in ("pyarrow", *variants, "stages")}
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in ("pyarrow", *variants, "stages")}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(max(3, args.repeats)):
             r = _child([sys.executable, "-c", PYARROW_READ, str(path)])
             r["read_s"] = float(r.pop("stdout").split()[0])
             runs["pyarrow"].append(r)
             for k, extra in variants.items():
-                r = _child([sys.executable, "-m", "dpdbscan", "fit", *fit_args, *extra,
-                            "--out-dir", tmp, "--quiet", "--no-progress"])
+                r = _child(
+                    [
+                        sys.executable,
+                        "-m",
+                        "dpdbscan",
+                        "fit",
+                        *fit_args,
+                        *extra,
+                        "--out-dir",
+                        tmp,
+                        "--quiet",
+                        "--no-progress",
+                    ]
+                )
                 r.pop("stdout")
                 runs[k].append(r)
-            r = _child([sys.executable, str(HERE / "cli_stages.py"), *fit_args])
+            r = _child(_module("cli_stages", *fit_args))
             runs["stages"].append(json.loads(r["stdout"].strip().splitlines()[-1]))
     pa_read = med([r["read_s"] for r in runs["pyarrow"]])
     full = med([r["wall_s"] for r in runs["all"]])
-    stages = {k: med([r[k] for r in runs["stages"] if k in r])
-              for k in ("import", "read", "fit", "json", "geojson", "png", "total")}
-    row = {
-        "file": name, "n_rows_note": "10,995,626 rows" if not args.quick else "845,685 rows",
+    stages = {
+        k: med([r[k] for r in runs["stages"] if k in r])
+        for k in ("import", "read", "fit", "json", "geojson", "png", "total")
+    }
+    row: dict[str, Any] = {
+        "file": name,
+        "n_rows_note": "10,995,626 rows" if not args.quick else "845,685 rows",
         "pyarrow_read_s": pa_read,
         "pyarrow_process_s": med([r["wall_s"] for r in runs["pyarrow"]]),
         "pyarrow_peak_rss_bytes": med([r["peak_rss_bytes"] for r in runs["pyarrow"]]),
         **{f"{k}_s": med([r["wall_s"] for r in runs[k]]) for k in variants},
         **{f"{k}_cpu_s": med([r["cpu_s"] for r in runs[k]]) for k in variants},
         **{f"{k}_peak_rss_bytes": med([r["peak_rss_bytes"] for r in runs[k]]) for k in variants},
-        "stages_s": stages, "stages_peak_rss_bytes": med([r["peak_rss_bytes"] for r in runs["stages"]]),
+        "stages_s": stages,
+        "stages_peak_rss_bytes": med([r["peak_rss_bytes"] for r in runs["stages"]]),
         "runs": runs,
     }
     out["csv"] = row
-    out["targets"].append({
-        "target": f"{name}: whole `dpdbscan fit` (JSON, GeoJSON, PNG) <= 2x pyarrow reading it",
-        "n": None, "measured_s": full, "baseline": "pyarrow read_csv", "baseline_s": pa_read,
-        "ratio": full / pa_read, "limit": 2.0, "pass": full / pa_read <= 2.0,
-        "runs_ours": [r["wall_s"] for r in runs["all"]],
-        "runs_baseline": [r["read_s"] for r in runs["pyarrow"]],
-    })
+    out["targets"].append(
+        {
+            "target": f"{name}: whole `dpdbscan fit` (JSON, GeoJSON, PNG) <= 2x pyarrow reading it",
+            "n": None,
+            "measured_s": full,
+            "baseline": "pyarrow read_csv",
+            "baseline_s": pa_read,
+            "ratio": full / pa_read,
+            "limit": 2.0,
+            "pass": full / pa_read <= 2.0,
+            "runs_ours": [r["wall_s"] for r in runs["all"]],
+            "runs_baseline": [r["read_s"] for r in runs["pyarrow"]],
+        }
+    )
     _progress(out["targets"][-1])
-    print(f"  csv {name}: JSON only {row['json_s']:.2f} s, +GeoJSON {row['json+geojson_s']:.2f} s, "
-          f"+PNG {row['all_s']:.2f} s; peak RSS {row['all_peak_rss_bytes'] / GB:.2f} GB; pyarrow "
-          f"read {pa_read:.2f} s (its process {row['pyarrow_process_s']:.2f} s)", flush=True)
+    print(
+        f"  csv {name}: JSON only {row['json_s']:.2f} s, +GeoJSON {row['json+geojson_s']:.2f} s, "
+        f"+PNG {row['all_s']:.2f} s; peak RSS {row['all_peak_rss_bytes'] / GB:.2f} GB; pyarrow "
+        f"read {pa_read:.2f} s (its process {row['pyarrow_process_s']:.2f} s)",
+        flush=True,
+    )
 
 
 # --------------------------------------------------------------------------- #
 # report
 
 
-def machine() -> dict:
-    info = {"python": platform.python_version(), "numpy": np.__version__,
-            "platform": platform.platform(), "cpus": os.cpu_count()}
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+    }
     try:
         cpu = Path("/proc/cpuinfo").read_text()
-        info["cpu"] = next(line.split(":", 1)[1].strip() for line in cpu.splitlines()
-                           if line.startswith("model name"))
+        info["cpu"] = next(
+            line.split(":", 1)[1].strip() for line in cpu.splitlines() if line.startswith("model name")
+        )
         mem = Path("/proc/meminfo").read_text().splitlines()[0].split()[1]
         info["memory_gb"] = round(int(mem) / 1024**2, 1)
         info["load_avg_at_start"] = os.getloadavg()
@@ -395,17 +467,30 @@ def machine() -> dict:
 
 
 def _progress(row):
-    meas = (f"{row['measured_s']:.3f} s" if row.get("measured_s") is not None
-            else f"{row['measured_bytes'] / GB:.2f} GB")
-    base = (f"{row['baseline_s']:.3f} s" if row.get("baseline_s") is not None
-            else f"{row['baseline_bytes'] / GB:.2f} GB")
-    print(f"  {row['target']}: {meas} vs {row['baseline']} {base} "
-          f"(ratio {row['ratio']:.2f}) -> {'PASS' if row['pass'] else 'FAIL'}", flush=True)
+    meas = (
+        f"{row['measured_s']:.3f} s"
+        if row.get("measured_s") is not None
+        else f"{row['measured_bytes'] / GB:.2f} GB"
+    )
+    base = (
+        f"{row['baseline_s']:.3f} s"
+        if row.get("baseline_s") is not None
+        else f"{row['baseline_bytes'] / GB:.2f} GB"
+    )
+    print(
+        f"  {row['target']}: {meas} vs {row['baseline']} {base} "
+        f"(ratio {row['ratio']:.2f}) -> {'PASS' if row['pass'] else 'FAIL'}",
+        flush=True,
+    )
+
+
+def _head(*cells: str) -> list[str]:
+    """A blank line, then a markdown table's header row and rule."""
+    return ["", *table_head(*cells)]
 
 
 def markdown(out) -> str:
-    lines = ["| target | ours | baseline | ratio | limit | result |",
-             "|---|---|---|---|---|---|"]
+    lines = _head("target", "ours", "baseline", "ratio", "limit", "result")[1:]
     for r in out["targets"]:
         if r.get("measured_s") is not None:
             ours = f"{r['measured_s']:.3f} s"
@@ -415,16 +500,27 @@ def markdown(out) -> str:
             ours = f"{r['measured_bytes'] / GB:.2f} GB"
             base = f"{r['baseline']}: {r['baseline_bytes'] / GB:.2f} GB"
             limit = f"{r['limit_bytes'] / GB:g} GB"
-        lines.append(f"| {r['target']} | {ours} | {base} | {r['ratio']:.2f} | {limit} | "
-                     f"{'pass' if r['pass'] else 'FAIL'} |")
+        lines.append(
+            f"| {r['target']} | {ours} | {base} | {r['ratio']:.2f} | {limit} | "
+            f"{'pass' if r['pass'] else 'FAIL'} |"
+        )
     if out.get("scaling"):
-        lines += ["", "| n | fit (auto) | fit (sparse) | floor | auto / floor | "
-                  "peak alloc auto | peak alloc sparse | input |", "|---|---|---|---|---|---|---|---|"]
+        lines += _head(
+            "n",
+            "fit (auto)",
+            "fit (sparse)",
+            "floor",
+            "auto / floor",
+            "peak alloc auto",
+            "peak alloc sparse",
+            "input",
+        )
         for r in out["scaling"]:
             lines.append(
                 f"| {r['n']:,} | {r['auto_s']:.3f} s | {r['sparse_s']:.3f} s | {r['floor_s']:.3f} s"
                 f" | {r['auto_over_floor']:.2f} | {r['mem_auto'] / 1e6:.0f} MB | "
-                f"{r['mem_sparse'] / 1e6:.0f} MB | {r['input_bytes'] / 1e6:.0f} MB |")
+                f"{r['mem_sparse'] / 1e6:.0f} MB | {r['input_bytes'] / 1e6:.0f} MB |"
+            )
         f = out["scaling_fit"]
         lines.append("")
         lines.append(
@@ -434,56 +530,76 @@ def markdown(out) -> str:
             f"(a = {f['sparse_s']['intercept']:.3f} s), floor b = "
             f"{f['floor_s']['slope_per_point'] * 1e9:.0f} ns/point; memory auto "
             f"{f['mem_auto']['slope_per_point']:.0f} B/point, sparse "
-            f"{f['mem_sparse']['slope_per_point']:.0f} B/point.")
+            f"{f['mem_sparse']['slope_per_point']:.0f} B/point."
+        )
         rows = out["scaling"]
         for key, label in (("auto_s", "auto"), ("sparse_s", "sparse"), ("floor_s", "floor")):
             steps = [(b[key] - a[key]) / (b["n"] - a["n"]) * 1e9 for a, b in zip(rows, rows[1:])]
-            lines.append(f"Marginal time per point between consecutive n, {label}: "
-                         + ", ".join(f"{x:.0f}" for x in steps) + " ns.")
+            lines.append(
+                f"Marginal time per point between consecutive n, {label}: "
+                + ", ".join(f"{x:.0f}" for x in steps)
+                + " ns."
+            )
     if out.get("naive"):
-        lines += ["", "| data | n | \\|X\\| | ours (auto) | naive (dense) | linear (sparse) | "
-                  "naive / ours |", "|---|---|---|---|---|---|---|"]
+        lines += _head(
+            "data", "n", "\\|X\\|", "ours (auto)", "naive (dense)", "linear (sparse)", "naive / ours"
+        )
         for r in out["naive"]:
             dense = f"{r['dense_s']:.3f} s" if "dense_s" in r else "not run"
             ratio = f"{r['naive_over_ours']:.2f}" if "naive_over_ours" in r else "-"
-            lines.append(f"| {r['dataset']} | {r['n']:,} | {r['n_cells']:,} | {r['auto_s']:.3f} s | "
-                         f"{dense} | {r['sparse_s']:.3f} s | {ratio} |")
+            lines.append(
+                f"| {r['dataset']} | {r['n']:,} | {r['n_cells']:,} | {r['auto_s']:.3f} s | "
+                f"{dense} | {r['sparse_s']:.3f} s | {ratio} |"
+            )
     if out.get("csv"):
         r = out["csv"]
-        lines += ["", f"`dpdbscan fit {r['file']} --geo ...` in a fresh process ({r['n_rows_note']}), "
-                  "medians of interleaved runs:", "",
-                  "| run | wall | CPU | peak RSS | / pyarrow read |", "|---|---|---|---|---|"]
+        lines += ["", f"`dpdbscan fit {r['file']} --geo ...` in a fresh process ({r['n_rows_note']}), "]
+        lines[-1] += "medians of interleaved runs:"
+        lines += _head("run", "wall", "CPU", "peak RSS", "/ pyarrow read")
         base = r["pyarrow_read_s"]
-        lines.append(f"| pyarrow `read_csv` alone (in its process; whole process "
-                     f"{r['pyarrow_process_s']:.2f} s) | {base:.2f} s | - | "
-                     f"{r['pyarrow_peak_rss_bytes'] / GB:.2f} GB | 1.00 |")
-        for k, label in (("json", "fit, JSON only"), ("json+geojson", "fit, JSON + GeoJSON"),
-                         ("all", "fit, JSON + GeoJSON + PNG (default)")):
-            lines.append(f"| {label} | {r[k + '_s']:.2f} s | {r[k + '_cpu_s']:.2f} s | "
-                         f"{r[k + '_peak_rss_bytes'] / GB:.2f} GB | {r[k + '_s'] / base:.2f} |")
+        lines.append(
+            f"| pyarrow `read_csv` alone (in its process; whole process "
+            f"{r['pyarrow_process_s']:.2f} s) | {base:.2f} s | - | "
+            f"{r['pyarrow_peak_rss_bytes'] / GB:.2f} GB | 1.00 |"
+        )
+        for k, label in (
+            ("json", "fit, JSON only"),
+            ("json+geojson", "fit, JSON + GeoJSON"),
+            ("all", "fit, JSON + GeoJSON + PNG (default)"),
+        ):
+            lines.append(
+                f"| {label} | {r[k + '_s']:.2f} s | {r[k + '_cpu_s']:.2f} s | "
+                f"{r[k + '_peak_rss_bytes'] / GB:.2f} GB | {r[k + '_s'] / base:.2f} |"
+            )
         st = r["stages_s"]
-        lines += ["", "| stage (one after another, benchmarks/cli_stages.py) | time |", "|---|---|"]
+        lines += _head("stage (one after another, benchmarks.cli_stages)", "time")
         for k in ("import", "read", "fit", "json", "geojson", "png", "total"):
             lines.append(f"| {k} | {st[k]:.2f} s |")
     if out.get("cli"):
-        lines += ["", "| data | cold CLI run | of which imports | warm fit | floor | cold / floor |",
-                  "|---|---|---|---|---|---|"]
+        lines += _head("data", "cold CLI run", "of which imports", "warm fit", "floor", "cold / floor")
         for r in out["cli"]:
-            lines.append(f"| {r['dataset']} | {r['cold_cli_s']:.3f} s | {r['import_s']:.3f} s | "
-                         f"{r['warm_fit_s']:.3f} s | {r['floor_s']:.3f} s | "
-                         f"{r['cold_over_floor']:.2f} |")
+            lines.append(
+                f"| {r['dataset']} | {r['cold_cli_s']:.3f} s | {r['import_s']:.3f} s | "
+                f"{r['warm_fit_s']:.3f} s | {r['floor_s']:.3f} s | "
+                f"{r['cold_over_floor']:.2f} |"
+            )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="smaller and fewer runs (minutes); not the targets' setting")
+    ap.add_argument(
+        "--quick", action="store_true", help="smaller and fewer runs (minutes); not the targets' setting"
+    )
     ap.add_argument("--repeats", type=int, default=None, help="timed runs per median")
-    ap.add_argument("--only", default=",".join(SECTIONS),
-                    help=f"comma-separated sections of {','.join(SECTIONS)}")
-    ap.add_argument("--sklearn-cabs-tiny", action="store_true",
-                    help="also time sklearn on Cabs-tiny (about 90 s and 7.5 GB here)")
+    ap.add_argument(
+        "--only", default=",".join(SECTIONS), help=f"comma-separated sections of {','.join(SECTIONS)}"
+    )
+    ap.add_argument(
+        "--sklearn-cabs-tiny",
+        action="store_true",
+        help="also time sklearn on Cabs-tiny (about 90 s and 7.5 GB here)",
+    )
     ap.add_argument("--json", type=Path, default=None, help="write all measurements here")
     ap.add_argument("--md", type=Path, default=None, help="write the markdown tables here")
     args = ap.parse_args(argv)

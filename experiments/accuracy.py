@@ -10,9 +10,9 @@ paper's whole procedure (``paper.PROCEDURE``), for comparison.
 
 Examples::
 
-    python experiments/accuracy.py                      # 6 sets x seeds 0-9
-    python experiments/accuracy.py --seeds 0-2 --datasets moons,t4 --eta 3
-    python experiments/accuracy.py --param noise=laplace --param max_empty_cells=1e5
+    python -m experiments.accuracy                      # 6 sets x seeds 0-9
+    python -m experiments.accuracy --seeds 0-2 --datasets moons,t4 --eta 3
+    python -m experiments.accuracy --param noise=laplace --param max_empty_cells=1e5
 
 Importable: :func:`evaluate` returns the table as data, :func:`markdown`
 renders it.
@@ -23,16 +23,14 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import sys
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-if __package__ in (None, ""):  # run as a script: make the package importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from experiments import baselines, datasets, paper  # noqa: E402
+from . import baselines, data, datasets, options, paper
 
 DEFAULT_DATASETS = datasets.SYNTHETIC + datasets.CLUTO
 PAPER_DP = "DP-DBSCAN paper proc."  # the library run with paper.PROCEDURE
@@ -42,22 +40,52 @@ DP_METHODS = ("DP-DBSCAN", BOUND_DP, PAPER_DP)
 DETERMINISTIC = ("DBSCAN", "DBSCAN core-only")
 # Which paper column each of our methods is compared with. The paper's DBSCAN
 # column used core-only labels (its code marks border points as noise).
-PAPER_COLUMN = {"DP-DBSCAN": "DP-DBSCAN", BOUND_DP: "DP-DBSCAN", PAPER_DP: "DP-DBSCAN", "DP-KMeans": "DP-KMeans",
-                "DBSCAN core-only": "DBSCAN", "KMeans": "KMeans"}
-METHOD_KEYS = {"dpdbscan": "DP-DBSCAN", "dpdbscan-bound": BOUND_DP, "dpdbscan-paper": PAPER_DP,
-               "dpkmeans": "DP-KMeans", "dbscan": "DBSCAN",
-               "dbscan-core": "DBSCAN core-only", "kmeans": "KMeans"}
+PAPER_COLUMN = {
+    "DP-DBSCAN": "DP-DBSCAN",
+    BOUND_DP: "DP-DBSCAN",
+    PAPER_DP: "DP-DBSCAN",
+    "DP-KMeans": "DP-KMeans",
+    "DBSCAN core-only": "DBSCAN",
+    "KMeans": "KMeans",
+}
+METHOD_KEYS = {
+    "dpdbscan": "DP-DBSCAN",
+    "dpdbscan-bound": BOUND_DP,
+    "dpdbscan-paper": PAPER_DP,
+    "dpkmeans": "DP-KMeans",
+    "dbscan": "DBSCAN",
+    "dbscan-core": "DBSCAN core-only",
+    "kmeans": "KMeans",
+}
 
 
-def scores(y, labels) -> dict:
+def scores(y: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score
 
-    return {"ARI": float(adjusted_rand_score(y, labels)),
-            "AMI": float(adjusted_mutual_info_score(y, labels))}
+    return {"ARI": float(adjusted_rand_score(y, labels)), "AMI": float(adjusted_mutual_info_score(y, labels))}
 
 
-def evaluate(names=DEFAULT_DATASETS, seeds=range(10), methods=("DP-DBSCAN", "DBSCAN"),
-             epsilon=1.0, max_rows=None, **dp_kwargs) -> list[dict]:
+class ScoreTable:
+    """ARI and AMI of each method's labels against one ground truth, a list
+    per method (one entry per run)."""
+
+    def __init__(self, y: np.ndarray, methods: Iterable[str]) -> None:
+        self.y = y
+        self.scores: dict[str, dict[str, list[float]]] = {m: {"ARI": [], "AMI": []} for m in methods}
+
+    def add(self, method: str, labels: np.ndarray) -> None:
+        for key, val in scores(self.y, labels).items():
+            self.scores[method][key].append(val)
+
+
+def evaluate(
+    names: Sequence[str] = DEFAULT_DATASETS,
+    seeds: Iterable[int] = range(10),
+    methods: Sequence[str] = ("DP-DBSCAN", "DBSCAN"),
+    epsilon: float = 1.0,
+    max_rows: int | None = None,
+    **dp_kwargs: Any,
+) -> list[dict]:
     """Score each method on each data set; one dict per data set.
 
     ``dp_kwargs`` go to :class:`dpdbscan.DPDBSCAN` unchanged (eta, beta,
@@ -77,17 +105,15 @@ def evaluate(names=DEFAULT_DATASETS, seeds=range(10), methods=("DP-DBSCAN", "DBS
     rows = []
     for name in names:
         ds = datasets.load(name, max_rows=max_rows)
-        if ds.y is None:
-            raise ValueError(f"{name} has no ground truth labels to score against")
         t0 = time.perf_counter()
-        sc = {m: {"ARI": [], "AMI": []} for m in methods}
-        n_spans = {m: [] for m in DP_METHODS if m in methods}
-        settings = {"DP-DBSCAN": dp_kwargs, BOUND_DP: {**dp_kwargs, "core": "bound"},
-                    PAPER_DP: {**dp_kwargs, **paper.PROCEDURE}}
-
-        def add(method, labels):
-            for key, val in scores(ds.y, labels).items():
-                sc[method][key].append(val)
+        table = ScoreTable(ds.labels, methods)
+        add = table.add
+        n_spans: dict[str, list[int]] = {m: [] for m in DP_METHODS if m in methods}
+        settings = {
+            "DP-DBSCAN": dp_kwargs,
+            BOUND_DP: {**dp_kwargs, "core": "bound"},
+            PAPER_DP: {**dp_kwargs, **paper.PROCEDURE},
+        }
 
         for seed in seeds:
             for m in n_spans:
@@ -104,34 +130,42 @@ def evaluate(names=DEFAULT_DATASETS, seeds=range(10), methods=("DP-DBSCAN", "DBS
                 add("DBSCAN", db.labels_)
             if "DBSCAN core-only" in methods:
                 add("DBSCAN core-only", baselines.core_only_labels(db))
-        rows.append({
-            "dataset": ds.name, "title": ds.title, "n": ds.n, "alpha": ds.alpha,
-            "min_samples": ds.min_samples, "seeds": seeds, "scores": sc, "n_spans": n_spans,
-            "seconds": time.perf_counter() - t0,
-        })
+        rows.append(
+            {
+                "dataset": ds.name,
+                "title": ds.title,
+                "n": ds.n,
+                "alpha": ds.alpha,
+                "min_samples": ds.min_samples,
+                "seeds": seeds,
+                "scores": table.scores,
+                "n_spans": n_spans,
+                "seconds": time.perf_counter() - t0,
+            }
+        )
     return rows
 
 
-def mean_std(values):
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
     """(mean, sample std); std is 0 for a single value."""
     v = np.asarray(values, dtype=np.float64)
     return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0
 
 
-def fmt(values) -> str:
+def fmt(values: Sequence[float]) -> str:
     if not len(values):
         return "-"
     m, s = mean_std(values)
     return f"{m:.2f}" if len(values) == 1 else f"{m:.2f} ± {s:.2f}"
 
 
-def paper_value(method, dataset, metric):
+def paper_value(method: str, dataset: str, metric: str) -> float | None:
     col = PAPER_COLUMN.get(method)
     val = paper.SCORES.get(col, {}).get(dataset) if col else None
     return None if val is None else val[0 if metric == "ARI" else 1]
 
 
-def markdown(rows, metrics=("ARI", "AMI"), with_paper=True) -> str:
+def markdown(rows: list[dict], metrics: Sequence[str] = ("ARI", "AMI"), with_paper: bool = True) -> str:
     """One table per metric: rows = data sets, our method columns each
     followed by the paper's number where the paper has one."""
     methods = [m for m in METHODS if rows and m in rows[0]["scores"]]
@@ -144,8 +178,7 @@ def markdown(rows, metrics=("ARI", "AMI"), with_paper=True) -> str:
                 head.append(f"paper {PAPER_COLUMN[m]}")
         dps = [m for m in DP_METHODS if m in methods]
         head += [f"spans {m}" for m in dps]
-        out.append(f"**{metric}** (mean ± std over seeds "
-                   f"{_seed_text(rows[0]['seeds']) if rows else ''})\n")
+        out.append(f"**{metric}** (mean ± std over seeds {seed_text(rows[0]['seeds']) if rows else ''})\n")
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---|" * len(head))
         for r in rows:
@@ -161,17 +194,18 @@ def markdown(rows, metrics=("ARI", "AMI"), with_paper=True) -> str:
     return "\n".join(out)
 
 
-def _paper_after(method, methods) -> bool:
+def _paper_after(method: str, methods: Sequence[str]) -> bool:
     """Whether the paper's column goes right after ``method``: once per paper
     column, after the last of our methods compared with it."""
     col = PAPER_COLUMN.get(method)
     if col is None:
         return False
-    later = methods[list(methods).index(method) + 1:]
+    later = methods[list(methods).index(method) + 1 :]
     return not any(PAPER_COLUMN.get(m) == col for m in later)
 
 
-def _seed_text(seeds):
+def seed_text(seeds: Iterable[int]) -> str:
+    """Seeds as text: ``0–9`` for a run of three or more, else listed."""
     seeds = list(seeds)
     if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
         return f"{seeds[0]}–{seeds[-1]}"
@@ -196,11 +230,10 @@ def parse_seeds(text: str) -> list[int]:
             raise ValueError
         return list(range(n))
     except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(
-            f"--seeds takes 'a-b', 'a,b,c' or a count, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"--seeds takes 'a-b', 'a,b,c' or a count, got {text!r}") from None
 
 
-def parse_param(text: str):
+def parse_param(text: str) -> tuple[str, Any]:
     """``key=value`` with the value read as a Python literal when it is one."""
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"--param takes key=value, got {text!r}")
@@ -216,30 +249,53 @@ def parse_param(text: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=parse_seeds, default=list(range(10)),
-                    help="'0-9' (default), '0,1,2' or a count")
-    ap.add_argument("--datasets", default=",".join(DEFAULT_DATASETS),
-                    help="comma-separated names or aliases (t4, t5, t7, chest)")
-    ap.add_argument("--methods", default="dpdbscan,dpdbscan-bound,dpdbscan-paper,dbscan,dbscan-core",
-                    help=f"comma-separated from {', '.join(METHOD_KEYS)}")
+    ap = options.parser(__doc__, argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(
+        "--seeds", type=parse_seeds, default=list(range(10)), help="'0-9' (default), '0,1,2' or a count"
+    )
+    ap.add_argument(
+        "--datasets",
+        default=",".join(DEFAULT_DATASETS),
+        help="comma-separated names or aliases (t4, t5, t7, chest)",
+    )
+    ap.add_argument(
+        "--methods",
+        default="dpdbscan,dpdbscan-bound,dpdbscan-paper,dbscan,dbscan-core",
+        help=f"comma-separated from {', '.join(METHOD_KEYS)}",
+    )
     ap.add_argument("--epsilon", type=float, default=1.0)
-    for name, typ in [("eta", float), ("beta", float), ("histogram", str), ("noise", str),
-                      ("theta", float), ("delta", float), ("max-empty-cells", float)]:
-        ap.add_argument(f"--{name}", type=typ, default=None,
-                        help="passed to DPDBSCAN (library default when omitted)")
-    ap.add_argument("--no-raise-min-samples", action="store_true",
-                    help="DPDBSCAN(raise_min_samples=False): the theoretical threshold")
-    ap.add_argument("--param", type=parse_param, action="append", default=[],
-                    metavar="KEY=VALUE", help="any other DPDBSCAN keyword; repeatable")
+    for name, typ in [
+        ("eta", float),
+        ("beta", float),
+        ("histogram", str),
+        ("noise", str),
+        ("theta", float),
+        ("delta", float),
+        ("max-empty-cells", float),
+    ]:
+        ap.add_argument(
+            f"--{name}", type=typ, default=None, help="passed to DPDBSCAN (library default when omitted)"
+        )
+    ap.add_argument(
+        "--no-raise-min-samples",
+        action="store_true",
+        help="DPDBSCAN(raise_min_samples=False): the theoretical threshold",
+    )
+    ap.add_argument(
+        "--param",
+        type=parse_param,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other DPDBSCAN keyword; repeatable",
+    )
     ap.add_argument("--json", type=Path, default=None, help="also write the raw rows here")
     return ap
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     for name in ("eta", "beta", "histogram", "noise", "theta", "delta", "max_empty_cells"):
         val = getattr(args, name)
         if val is not None:
@@ -251,12 +307,12 @@ def main(argv=None) -> int:
     try:
         methods = tuple(METHOD_KEYS[m.strip()] for m in args.methods.split(",") if m.strip())
     except KeyError as exc:
-        raise SystemExit(f"unknown method {exc}; choose from {', '.join(METHOD_KEYS)}")
+        raise SystemExit(f"unknown method {exc}; choose from {', '.join(METHOD_KEYS)}") from None
     t0 = time.perf_counter()
     try:
         rows = evaluate(names, args.seeds, methods, epsilon=args.epsilon, **kwargs)
-    except datasets.MissingDataError as exc:
-        raise SystemExit(str(exc))
+    except data.MissingDataError as exc:
+        raise SystemExit(str(exc)) from None
     shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "library defaults"
     print(f"DP-DBSCAN, epsilon={args.epsilon:g}, {shown}; public bounds per data set\n")
     print(markdown(rows))

@@ -1,78 +1,98 @@
-"""Issue 13, the automatic mode on labelled data: ``DPDBSCAN(eps="auto",
+"""The automatic mode on labelled data: ``DPDBSCAN(eps="auto",
 min_samples="auto", epsilon=1, bounds=...)`` given only the public bounds and
 epsilon, beside the library's defaults at each set's hand-picked (alpha,
 MinPts) and DP-KMeans given the true k (ARI of predict labels, noise its own
-class, seeds 0-4).
+class, seeds 0-4). The numbers are in docs/parameters.md.
 
-    python experiments/auto_mode.py                  # the dev suite
-    python experiments/auto_mode.py --suite paper    # the paper's six sets (held out)
-    python experiments/auto_mode.py --suite generalization   # scikit-learn generators (held out)
+    python -m experiments.auto_mode                  # the dev suite
+    python -m experiments.auto_mode --suite paper    # the paper's six sets (held out)
+    python -m experiments.auto_mode --suite generalization   # scikit-learn generators (held out)
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import sys
 import time
 import warnings
-from pathlib import Path
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from dpdbscan import DPDBSCAN, SpanModel
+from dpdbscan.testing import auto_points_per_cell
 
-from dpdbscan import DPDBSCAN  # noqa: E402
-from experiments import baselines, devsuite  # noqa: E402
-from experiments.accuracy import scores  # noqa: E402
-
-EPSILON: dict[str, float] = {}  # per-set budgets (the generalization cases)
+from . import baselines, datasets, devsuite, generalization, options
+from .accuracy import scores
 
 
-def auto_fit(ds, seed, epsilon=1.0, **kw):
+def auto_fit(ds: datasets.Dataset, seed: int, epsilon: float = 1.0, **kw: Any) -> tuple[SpanModel, float]:
+    """The automatic mode's release on ``ds`` and its fit time in seconds."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
-        est = DPDBSCAN("auto", min_samples="auto", epsilon=epsilon, bounds=ds.bounds,
-                       random_state=seed, **kw).fit(ds.X)
+        est = DPDBSCAN(
+            "auto", min_samples="auto", epsilon=epsilon, bounds=ds.bounds, random_state=seed, **kw
+        ).fit(ds.X)
         return est.spans_, time.perf_counter() - t0
 
 
-def fixed_fit(ds, seed, epsilon=1.0):
+def fixed_fit(ds: datasets.Dataset, seed: int, epsilon: float = 1.0) -> SpanModel:
+    """A release at the set's hand-picked (alpha, MinPts), library defaults."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return DPDBSCAN(ds.alpha, min_samples=ds.min_samples, epsilon=epsilon, bounds=ds.bounds,
-                        random_state=seed).fit(ds.X).spans_
+        return (
+            DPDBSCAN(
+                ds.alpha, min_samples=ds.min_samples, epsilon=epsilon, bounds=ds.bounds, random_state=seed
+            )
+            .fit(ds.X)
+            .spans_
+        )
 
 
-def evaluate(sets, seeds, epsilon=1.0, kmeans=True, guess_n=False):
+def evaluate(
+    sets: Sequence[datasets.Dataset],
+    seeds: Iterable[int],
+    epsilon: float | dict[str, float] = 1.0,
+    kmeans: bool = True,
+    guess_n: bool = False,
+) -> list[dict]:
+    """One row per set: ARI of the automatic mode, of the hand-picked fit and
+    of DP-KMeans per seed, and what the automatic mode chose. ``epsilon`` is
+    one budget or one per set name (the generalization cases have their own)."""
     rows = []
     for ds in sets:
-        r = {"name": ds.name, "auto": [], "fixed": [], "kmeans": [], "chosen": [], "seconds": []}
-        epsilon_ds = EPSILON.get(ds.name, epsilon)
+        y = ds.labels
+        r: dict[str, list[Any]] = {"auto": [], "fixed": [], "kmeans": [], "chosen": [], "seconds": []}
+        eps = epsilon[ds.name] if isinstance(epsilon, dict) else epsilon
         for seed in seeds:
-            epsilon = epsilon_ds
             extra = {"n_expected": float(ds.X.shape[0])} if guess_n else {}
-            model, sec = auto_fit(ds, seed, epsilon, **extra)
-            r["auto"].append(scores(ds.y, model.predict(ds.X))["ARI"])
-            r["chosen"].append((model.grid.alpha, model.min_samples, model.n_spans))
+            model, sec = auto_fit(ds, seed, eps, **extra)
+            r["auto"].append(scores(y, model.predict(ds.X))["ARI"])
+            r["chosen"].append((model.grid.alpha, model.spec.min_samples, model.n_spans))
             r["seconds"].append(sec)
-            r["fixed"].append(scores(ds.y, fixed_fit(ds, seed, epsilon).predict(ds.X))["ARI"])
+            r["fixed"].append(scores(y, fixed_fit(ds, seed, eps).predict(ds.X))["ARI"])
             if kmeans:
-                lab = baselines.dp_kmeans(ds.X, ds.k, ds.bounds, epsilon, seed).labels_
-                r["kmeans"].append(scores(ds.y, lab)["ARI"])
-        rows.append(r)
-        print(f"  {ds.name}: auto {np.mean(r['auto']):.3f}, hand-picked {np.mean(r['fixed']):.3f}"
-              + (f", DP-KMeans {np.mean(r['kmeans']):.3f}" if kmeans else ""),
-              file=sys.stderr, flush=True)
+                lab = baselines.dp_kmeans(ds.X, ds.k, ds.bounds, eps, seed).labels_
+                r["kmeans"].append(scores(y, lab)["ARI"])
+        rows.append({"name": ds.name, **r})
+        print(
+            f"  {ds.name}: auto {np.mean(r['auto']):.3f}, hand-picked {np.mean(r['fixed']):.3f}"
+            + (f", DP-KMeans {np.mean(r['kmeans']):.3f}" if kmeans else ""),
+            file=sys.stderr,
+            flush=True,
+        )
     return rows
 
 
-def markdown(rows, sets) -> str:
+def markdown(rows: list[dict], sets: Sequence[Any]) -> str:
     hand = {ds.name: (ds.alpha, ds.min_samples) for ds in sets}
-    out = ["| set | auto ARI | chosen (alpha, MinPts), spans (seed 0) | hand-picked ARI "
-           "(alpha, MinPts) | DP-KMeans (true k) | auto >= DP-KMeans | auto s |",
-           "|---|---|---|---|---|---|---|"]
+    out = [
+        "| set | auto ARI | chosen (alpha, MinPts), spans (seed 0) | hand-picked ARI "
+        "(alpha, MinPts) | DP-KMeans (true k) | auto >= DP-KMeans | auto s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     wins = 0
     for r in rows:
         a, f = np.mean(r["auto"]), np.mean(r["fixed"])
@@ -81,65 +101,72 @@ def markdown(rows, sets) -> str:
         wins += bool(win)
         al, m, n = r["chosen"][0]
         ha, hm = hand[r["name"]]
-        out.append(f"| {r['name']} | {a:.3f} ± {np.std(r['auto']):.3f} | ({al:.4g}, {m}), {n} | "
-                   f"{f:.3f} ({ha:.4g}, {hm}) | {k:.3f} | {'yes' if win else 'no'} | "
-                   f"{np.median(r['seconds']):.2f} |")
-    mean = lambda key: np.mean([np.mean(r[key]) for r in rows])  # noqa: E731
+        out.append(
+            f"| {r['name']} | {a:.3f} ± {np.std(r['auto']):.3f} | ({al:.4g}, {m}), {n} | "
+            f"{f:.3f} ({ha:.4g}, {hm}) | {k:.3f} | {'yes' if win else 'no'} | "
+            f"{np.median(r['seconds']):.2f} |"
+        )
+
+    def mean(key: str) -> float:
+        return float(np.mean([np.mean(r[key]) for r in rows]))
+
     km = mean("kmeans") if rows[0]["kmeans"] else float("nan")
-    out.append(f"| mean | **{mean('auto'):.3f}** | | **{mean('fixed'):.3f}** | **{km:.3f}** | "
-               f"{wins} of {len(rows)} | |")
+    out.append(
+        f"| mean | **{mean('auto'):.3f}** | | **{mean('fixed'):.3f}** | **{km:.3f}** | "
+        f"{wins} of {len(rows)} | |"
+    )
     return "\n".join(out)
 
 
-def _range(text: str):
-    a, _, b = text.partition("-")
-    return range(int(a), int(b or a) + 1)
-
-
-def load(suite: str, names=None):
+def load(suite: str, names: list[str] | None = None) -> tuple[list[datasets.Dataset], dict[str, float]]:
+    """The sets of a suite and the budget of each set that has its own."""
     if suite == "dev":
-        return devsuite.load_dev(names or devsuite.DEV_NAMES)
+        return devsuite.load_dev(names or devsuite.DEV_NAMES), {}
     if suite == "paper":
-        return devsuite.load_paper(names or devsuite.PAPER_NAMES)
-    from experiments import datasets, generalization
-
-    out = []
+        return devsuite.load_paper(names or devsuite.PAPER_NAMES), {}
+    sets, budgets = [], {}
     for name, X, y, eps in generalization.cases():
-        _, alpha, minpts = generalization._dbscan_params(X, y)
+        _, alpha, minpts = generalization.dbscan_params(X, y)
         k = len(set(y.tolist()) - {-1})
-        out.append(datasets.Dataset(name, X, y, alpha, minpts,
-                                    (np.full(2, -4.0), np.full(2, 4.0)), k))
-        EPSILON[name] = eps  # the case's own budget
-    return out
+        sets.append(datasets.Dataset(name, X, y, alpha, minpts, (np.full(2, -4.0), np.full(2, 4.0)), k))
+        budgets[name] = eps  # the case's own budget
+    return sets, budgets
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = options.parser(__doc__)
     ap.add_argument("--suite", default="dev", choices=("dev", "paper", "generalization"))
     ap.add_argument("--sets", default=None)
     ap.add_argument("--seeds", default="0-4")
     ap.add_argument("--epsilon", type=float, default=1.0)
-    ap.add_argument("--points-per-cell", type=float, default=None,
-                    help="study only: override auto.POINTS_PER_CELL")
+    ap.add_argument(
+        "--points-per-cell",
+        type=float,
+        default=None,
+        help="study only: the automatic mode's points per base cell",
+    )
     ap.add_argument("--no-kmeans", action="store_true")
-    ap.add_argument("--guess-n", action="store_true",
-                    help="pass the set's size as the user's public guess n_expected")
+    ap.add_argument(
+        "--guess-n", action="store_true", help="pass the set's size as the user's public guess n_expected"
+    )
     args = ap.parse_args(argv)
-    if args.points_per_cell:
-        from dpdbscan.post import auto
-
-        auto.POINTS_PER_CELL = args.points_per_cell
-    sets = load(args.suite, args.sets.split(",") if args.sets else None)
-    seeds = _range(args.seeds)
+    sets, budgets = load(args.suite, options.names(args.sets, ()) or None)
+    epsilon = {ds.name: budgets.get(ds.name, args.epsilon) for ds in sets}
     t0 = time.perf_counter()
-    rows = evaluate(sets, seeds, args.epsilon, kmeans=not args.no_kmeans, guess_n=args.guess_n)
-    print(f"automatic mode, {args.suite} sets, epsilon = {args.epsilon:g}, seeds {args.seeds}, "
-          "ARI of predict labels (noise its own class)"
-          + (", n_expected = the set's size" if args.guess_n else ", given only bounds and epsilon")
-          + "\n")
+    with auto_points_per_cell(args.points_per_cell) if args.points_per_cell else contextlib.nullcontext():
+        rows = evaluate(
+            sets, options.seed_range(args.seeds), epsilon, kmeans=not args.no_kmeans, guess_n=args.guess_n
+        )
+    print(
+        f"automatic mode, {args.suite} sets, epsilon = {args.epsilon:g}, seeds {args.seeds}, "
+        "ARI of predict labels (noise its own class)"
+        + (", n_expected = the set's size" if args.guess_n else ", given only bounds and epsilon")
+        + "\n"
+    )
     print(markdown(rows, sets))
     print(f"\n({time.perf_counter() - t0:.0f} s)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -4,42 +4,48 @@ Compares the paper's procedure (subcells=1, margin="paper", border=0,
 beta=0.5) with the library defaults on labelled data sets that were NOT used
 to choose the defaults: scikit-learn generators at other sizes, shapes and
 privacy budgets. Same (alpha, MinPts) and public bounds for both; mean ARI/AMI
-over seeds. Run: python experiments/generalization.py [--seeds 5]
+over seeds. Run: python -m experiments.generalization [--seeds 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import warnings
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from sklearn import datasets as skd
 from sklearn.metrics import adjusted_mutual_info_score, adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
-PAPER = dict(subcells=1, margin="paper", border=0.0, beta=0.5, core="bound")
+from dpdbscan import DPDBSCAN
+
+from . import paper
+
+Case = tuple[str, np.ndarray, np.ndarray, float]
 
 
-def _std(X):
+def _std(X: np.ndarray) -> np.ndarray:
     return StandardScaler().fit_transform(X)
 
 
-def _dbscan_params(X, y):
+def dbscan_params(X: np.ndarray, y: np.ndarray) -> tuple[float, float, int]:
     """(alpha, MinPts) where non-private DBSCAN does best on a small grid, as
     the paper chose its parameters; used identically by both procedures."""
     from sklearn.cluster import DBSCAN
 
-    best = None
+    best: tuple[float, float, int] | None = None
     for alpha in (0.05, 0.1, 0.15, 0.2, 0.3):
         for minpts in (80, 40, 20, 10, 5):  # ties: the larger MinPts
             lab = DBSCAN(eps=alpha, min_samples=minpts).fit_predict(X)
-            score = adjusted_rand_score(y, lab)
+            score = float(adjusted_rand_score(y, lab))
             if best is None or score > best[0]:
                 best = (score, alpha, minpts)
+    assert best is not None
     return best
 
 
-def cases():
+def cases() -> list[Case]:
     """(name, X, y, epsilon); bounds are [-4, 4]^2."""
     out = []
     for n in (500, 5000, 20000):
@@ -62,41 +68,52 @@ def cases():
     return out
 
 
-def run(seeds):
-    from dpdbscan import DPDBSCAN
-
+def run(seeds: Iterable[int]) -> list[tuple[str, float, int, float, dict[str, tuple[float, float]]]]:
+    seeds = list(seeds)
     rows = []
     for name, X, y, eps in cases():
-        base, alpha, minpts = _dbscan_params(X, y)
+        base, alpha, minpts = dbscan_params(X, y)
         res = {"dbscan": (base, float("nan"))}
-        for label, kw in (("paper", PAPER), ("bound", {"core": "bound"}), ("defaults", {})):
+        settings: tuple[tuple[str, dict], ...] = (
+            ("paper", paper.PROCEDURE),
+            ("bound", {"core": "bound"}),
+            ("defaults", {}),
+        )
+        for label, kw in settings:
             ari, ami = [], []
             for s in seeds:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    m = DPDBSCAN(alpha, min_samples=minpts, epsilon=eps, bounds=(-4, 4), random_state=s, **kw).fit(X)
+                    m = DPDBSCAN(
+                        alpha, min_samples=minpts, epsilon=eps, bounds=(-4, 4), random_state=s, **kw
+                    ).fit(X)
                 lab = m.predict(X)
                 ari.append(adjusted_rand_score(y, lab))
                 ami.append(adjusted_mutual_info_score(y, lab))
-            res[label] = (np.mean(ari), np.mean(ami))
+            res[label] = (float(np.mean(ari)), float(np.mean(ami)))
         rows.append((name, alpha, minpts, eps, res))
     return rows
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seeds", type=int, default=5)
     args = ap.parse_args(argv)
     rows = run(range(args.seeds))
     print(f"mean over seeds 0-{args.seeds - 1}; ARI / AMI")
-    print("| data | (α, MinPts, ε) | DBSCAN ARI | paper procedure | core='bound' | "
-          "dpdbscan defaults (density) |")
+    print(
+        "| data | (α, MinPts, ε) | DBSCAN ARI | paper procedure | core='bound' | "
+        "dpdbscan defaults (density) |"
+    )
     print("|---|---|---|---|---|---|")
     for name, a, m, e, res in rows:
         p, b, d = res["paper"], res["bound"], res["defaults"]
-        print(f"| {name} | ({a}, {m}, {e}) | {res['dbscan'][0]:.2f} | {p[0]:.2f} / {p[1]:.2f} | "
-              f"{b[0]:.2f} / {b[1]:.2f} | {d[0]:.2f} / {d[1]:.2f} |")
+        print(
+            f"| {name} | ({a}, {m}, {e}) | {res['dbscan'][0]:.2f} | {p[0]:.2f} / {p[1]:.2f} | "
+            f"{b[0]:.2f} / {b[1]:.2f} | {d[0]:.2f} / {d[1]:.2f} |"
+        )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from experiments import paper
+from collections.abc import Sequence
+from typing import Any
+
+from . import paper
 
 
-def table(head, rows) -> str:
+def table(head: Sequence[Any], rows: Sequence[Sequence[Any]]) -> str:
     """A markdown table; pipes inside cells (as in |X|) are escaped."""
-    def line(cells):
+
+    def line(cells: Sequence[Any]) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
     out = [line(head), "|" + "---|" * len(head)] + [line(r) for r in rows]
     return "\n".join(out) + "\n"
 
 
-def seconds(s) -> str:
+def seconds(s: float | None) -> str:
     if s is None:
         return "-"
     if s < 1:
@@ -22,17 +26,28 @@ def seconds(s) -> str:
     return f"{s:.3g} s"
 
 
-def geo_table(geo) -> str:
+def geo_table(geo: list[dict]) -> str:
     rows = []
     for g in geo:
         pv = paper.GEO_SPANS.get(g["dataset"], {}).get(g["kind"])
-        rows.append([g["title"], g["variant"], g["kind"], f"{g['n']:,}", f"{g['n_cells']:,}",
-                     f"{g['gamma']:.1f}", g["n_spans"], "-" if pv is None else pv])
-    return table(["Dataset", "DP-DBSCAN", "histogram", "n", "|X|", "Γ", "spans (ours)",
-                  "spans (paper)"], rows)
+        rows.append(
+            [
+                g["title"],
+                g["variant"],
+                g["kind"],
+                f"{g['n']:,}",
+                f"{g['n_cells']:,}",
+                f"{g['gamma']:.1f}",
+                g["n_spans"],
+                "-" if pv is None else pv,
+            ]
+        )
+    return table(
+        ["Dataset", "DP-DBSCAN", "histogram", "n", "|X|", "Γ", "spans (ours)", "spans (paper)"], rows
+    )
 
 
-def timing_table(rows) -> str:
+def timing_table(rows: list[dict]) -> str:
     head = ["Dataset", "n", "d", "|X|"] + [f"{c} ours (paper)" for c in paper.TIME_COLUMNS]
     out = []
     for r in rows:
@@ -47,4 +62,3 @@ def timing_table(rows) -> str:
             cells.append(f"{ours} ({paper_txt})")
         out.append(cells)
     return table(head, out)
-

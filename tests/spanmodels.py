@@ -2,7 +2,7 @@
 
 A real fit decides the spans from noise; these tests need spans placed
 exactly (touching, far apart, tiny, of known size), so they assemble a
-:class:`~dpdbscan.model.SpanModel` from given cells and a given histogram.
+:class:`~dpdbscan.model.record.SpanModel` from given cells and a given histogram.
 """
 
 from __future__ import annotations
@@ -11,10 +11,13 @@ import math
 
 import numpy as np
 
-from dpdbscan.geo import Equirectangular
-from dpdbscan.grid import Grid
-from dpdbscan.histogram import NoisyHistogram
-from dpdbscan.model import SpanModel
+from releases import make_histogram
+from dpdbscan.cells.grid import Grid
+from dpdbscan.geometry.projection import Equirectangular
+from dpdbscan.cells.subcells import SubcellLayout
+from dpdbscan.model.record import SpanModel
+from dpdbscan.post.coretests import Spans
+from dpdbscan.spec.specs import ReleaseInfo, SpanSpec
 
 SF_BOX = ((-122.48, 37.72), (-122.38, 37.82))
 
@@ -50,15 +53,19 @@ def hand_model(spans, *, shape=(40, 40), width=1.0, subcells=1, values=None, geo
             nz = np.argwhere(v != 0)
             hk = hgrid.encode(nz)
             o = np.argsort(hk)
-            hist = NoisyHistogram(hgrid, "sparse", v[tuple(nz.T)][o], keys=hk[o], theta=1.0,
+            hist = make_histogram(hgrid, "sparse", v[tuple(nz.T)][o], keys=hk[o], theta=1.0,
                                   noise=noise, epsilon=epsilon)
         else:
-            hist = NoisyHistogram(hgrid, "dense", v, noise=noise, epsilon=epsilon)
+            hist = make_histogram(hgrid, "dense", v, noise=noise, epsilon=epsilon)
     meta = {"projection": proj.to_dict()} if geo else {}
-    return SpanModel(grid=grid, core_keys=keys[order], labels=labels[order], min_samples=10,
-                     gamma=5.0, beta=0.1, epsilon=epsilon, histogram=hist, metadata=meta,
-                     subcells=subcells, histogram_kind="sparse" if sparse else "dense",
-                     noise=noise)
+    layout = SubcellLayout(hgrid, subcells)
+    spans_ = Spans(grid, keys[order], labels[order], 5.0, None, 10.0, 20.0, int(layout.kappa),
+                   int(layout.n_events), layout.rho, None)
+    spec = SpanSpec(min_samples=10, beta=0.1, subcells=subcells, margin="paper", border=0.0,
+                    raise_min_samples=True, core="bound")
+    release = ReleaseInfo(hgrid, "sparse" if sparse else "dense", 1.0 if sparse else float("-inf"), noise,
+                          epsilon, epsilon, 0.0, alpha, 4.0, 10, None, None)
+    return SpanModel(spans=spans_, spec=spec, release=release, histogram=hist, auto=None, metadata=meta)
 
 
 def square(x0, y0, side):

@@ -5,7 +5,8 @@ False failures. A randomised test states the probability that it fails when
 the code is correct. The convention of the suite is :data:`P_FAIL` = 1e-6 per
 test (a test that makes several checks splits it by a union bound), using:
 
-* :func:`chi2_ok` (goodness of fit, bins merged to expected counts >= 20) and
+* :func:`chi2_ok` (goodness of fit, bins merged to expected counts >= 20),
+  :func:`assert_fits` (that plus exact binomial bounds on every bin) and
   :func:`binom_ok` (an exact binomial test) for distributions;
 * :func:`z_limit` for the mean of many independent draws (a normal quantile,
   with the variance the test knows exactly);
@@ -81,6 +82,22 @@ def chi2_ok(counts, probs, alpha: float = P_FAIL, min_expected: float = 20.0):
     ea *= ca.sum() / ea.sum()
     p = float(_stats.chisquare(ca, ea).pvalue)
     return p, p > alpha
+
+
+def assert_fits(counts, probs, rate: float = P_FAIL) -> None:
+    """Observed ``counts`` per bin against exact bin probabilities ``probs``
+    (summing to 1): exact binomial bounds on every bin at ``rate / (4 bins)``
+    per tail, and chi-square on the bins merged until each expects 20 at
+    ``rate / 2`` (:func:`chi2_ok`). Fails by chance with probability <= ``rate``."""
+    counts = np.asarray(counts, dtype=np.int64)
+    probs = np.asarray(probs, dtype=np.float64)
+    n = int(counts.sum())
+    a = rate / (4 * probs.size)
+    lo, hi = _stats.binom.ppf(a, n, probs), _stats.binom.isf(a, n, probs)
+    bad = (counts < lo) | (counts > hi)
+    assert not bad.any(), (np.flatnonzero(bad), counts[bad], (probs * n)[bad])
+    p, ok = chi2_ok(counts, probs, alpha=rate / 2)
+    assert ok, f"chi-square p = {p:.3g}"
 
 
 def binom_ok(successes: int, n: int, p: float, alpha: float = P_FAIL) -> bool:

@@ -1,19 +1,24 @@
-"""The layout draws the pipeline: imports follow the data, one way.
+"""The package tree draws the pipeline, and imports follow it one way.
 
-points -> cell counts -> noisy histogram (epsilon spent here) -> neighbour
-sums -> core cells -> spans -> labels. This test parses every module of the
-package with ``ast`` (top-level and function-level imports alike) and fails on
+planning from public inputs (``spec``, ``plan``) -> the release (``release``:
+the only package that reads points or draws noise) -> post-processing
+(``post``) -> the model (``model``) -> pictures (``render``); ``files`` reads
+points files; ``cells``, ``geometry`` and ``laws`` are the public structures and
+mathematics every stage shares. This test parses every module with ``ast``
+(top-level, function-level and ``TYPE_CHECKING`` imports alike) and fails on
 
-* an import of a layer the importing layer may not see: above all, the
-  post-processing (``post/``) and the model never import the code that reads
-  points or spends epsilon (``points``, ``backends/``, ``histograms/``,
-  ``mechanism``), which is what makes them post-processing;
-* an import cycle between modules;
+* an import of a package the importing package may not see (:data:`MAY_IMPORT`):
+  above all, ``post``, ``model`` and ``render`` never import ``release``, which
+  is what makes them post-processing, and ``release`` never imports them;
+* an import of the samplers (``release.samplers``) from outside ``release``
+  (but for ``testing``, the research hooks that hand them to the benchmarks of
+  the samplers themselves);
+* an import cycle between modules, type-only imports included;
 * a function-level import of the package's own modules without a comment
   ``# lazy: <reason>`` on the line above it (allowed only to keep an optional
   dependency or the command line's cold start off the import path).
 
-docs/architecture.md has the same map in prose.
+docs/architecture.md has the same map in prose. One test per module.
 """
 
 from __future__ import annotations
@@ -25,30 +30,33 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "dpdbscan"
 
-# Layers, lowest first, and the layers each may import (besides itself).
+# Layers, lowest first: the packages (or top-level modules) in each.
 LAYERS = {
-    "base": {"exceptions", "_optional", "_random", "_bernoulli", "bounds", "geo", "geometry",
-             "components", "accountant", "params", "progress", "csvblocks"},
-    "grid": {"grid"},
-    "release": {"histogram"},
-    "private": {"points", "backends", "histograms"},
+    "base": {"exceptions", "_optional", "progress", "files"},
+    "shared": {"cells", "geometry", "laws"},
+    "spec": {"spec"},
     "post": {"post"},
-    "model": {"predict", "serialize", "spanstats", "model"},
-    "mechanism": {"mechanism"},
-    "api": {"estimator", "io", "plotting", "spanplot", "mapstyle", "webmap", "explore"},
+    "plan": {"plan"},
+    "release": {"release"},
+    "model": {"model"},
+    "render": {"render"},
+    "api": {"estimator", "pipeline", "testing"},
     "apps": {"cli", "demo", "__init__", "__main__"},
 }
+_BELOW_POST = {"base", "shared", "spec"}
 MAY_IMPORT = {
     "base": {"base"},
-    "grid": {"base", "grid"},
-    "release": {"base", "grid", "release"},
-    "private": {"base", "grid", "release", "private"},
-    "post": {"base", "grid", "release", "post"},
-    "model": {"base", "grid", "release", "post", "model"},
-    "mechanism": {"base", "grid", "release", "private", "post", "model", "mechanism"},
-    "api": {"base", "grid", "release", "private", "post", "model", "mechanism", "api"},
+    "shared": {"base", "shared"},
+    "spec": {"base", "shared", "spec"},
+    "post": _BELOW_POST | {"post"},
+    "plan": _BELOW_POST | {"post", "plan"},
+    "release": _BELOW_POST | {"release"},
+    "model": _BELOW_POST | {"post", "model"},
+    "render": _BELOW_POST | {"post", "model", "render"},
+    "api": set(LAYERS) - {"apps"},
     "apps": set(LAYERS),
 }
+SAMPLERS = "release.samplers"
 
 
 def module_name(path: Path) -> str:
@@ -97,80 +105,71 @@ def resolve(importer: str, path: Path, node: ast.AST) -> list[str]:
     return [t for t in targets if t]
 
 
-def imports():
-    """(importer, target, lineno, is_lazy, has_reason, type_only) for every
-    package import; ``type_only``: under ``if TYPE_CHECKING:``, never run."""
-    out = []
-    for name, path in ALL.items():
-        lines = path.read_text().splitlines()
-        tree = ast.parse(path.read_text())
-        top = set(map(id, tree.body))
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)):
-                continue
-            type_only = _in_type_checking(tree, node)
-            lazy = id(node) not in top and not type_only
-            above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
-            for target in resolve(name, path, node):
-                out.append((name, target, node.lineno, lazy, above.startswith("# lazy:"), type_only))
-    return out
-
-
 def _in_type_checking(tree, node) -> bool:
-    for stmt in tree.body:
+    for stmt in ast.walk(tree):
         if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test):
             if any(n is node for n in ast.walk(stmt)):
                 return True
     return False
 
 
-EDGES = imports()
+def imports_of(name: str) -> list[tuple[str, int, bool, bool]]:
+    """(target, lineno, is_lazy, has_reason) for every package import of ``name``."""
+    path = ALL[name]
+    text = path.read_text()
+    lines = text.splitlines()
+    tree = ast.parse(text)
+    top = set(map(id, tree.body))
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        lazy = id(node) not in top and not _in_type_checking(tree, node)
+        above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
+        for target in resolve(name, path, node):
+            out.append((target, node.lineno, lazy, above.startswith("# lazy:")))
+    return out
 
 
-def test_every_module_has_a_layer():
-    for name in ALL:
-        layer_of(name)
+EDGES = {name: imports_of(name) for name in ALL}
 
 
-def test_resolver_sees_known_edges():
+def test_the_resolver_sees_known_edges():
     # guards the test itself: these edges exist, so the resolver must find them
-    pairs = {(a, b) for a, b, *_ in EDGES}
-    assert ("mechanism", "histograms") in pairs or ("mechanism", "histograms.dense") in pairs
-    assert ("post.core", "post.sums") in pairs
-    assert ("model", "post.spans") in pairs
+    targets = {name: {t for t, *_ in edges} for name, edges in EDGES.items()}
+    assert any(t.startswith("release.histograms") for t in targets["release.mechanism"])
+    assert "post.sums" in targets["post.coretests.bound.core"]
+    assert any(t.startswith("post") for t in targets["model.reparam"])
 
 
-@pytest.mark.parametrize("edge", EDGES, ids=[f"{a}->{b}:{n}" for a, b, n, *_ in EDGES])
-def test_no_upward_import(edge):
-    importer, target, lineno, *_ = edge
-    src, dst = layer_of(importer), layer_of(target)
-    assert dst in MAY_IMPORT[src], (
-        f"dpdbscan.{importer} (layer {src}) imports dpdbscan.{target} (layer {dst}) at line "
-        f"{lineno}: layer {src} may only import {sorted(MAY_IMPORT[src])}")
-
-
-def test_lazy_imports_state_their_reason():
-    bad = [f"dpdbscan.{a} line {n} imports dpdbscan.{b}" for a, b, n, lazy, reason, _ in EDGES
-           if lazy and not reason]
-    assert not bad, "function-level imports without a '# lazy: <reason>' comment: " + "; ".join(bad)
+@pytest.mark.parametrize("module", sorted(ALL))
+def test_imports_follow_the_layers(module):
+    src = layer_of(module)
+    bad = []
+    for target, lineno, lazy, reason in EDGES[module]:
+        dst = layer_of(target)
+        if dst not in MAY_IMPORT[src]:
+            bad.append(f"line {lineno}: dpdbscan.{target} (layer {dst})")
+        if (target == SAMPLERS or target.startswith(SAMPLERS + ".")) and not module.startswith(("release", "testing")):
+            bad.append(f"line {lineno}: the samplers ({target}) outside the release package")
+        if lazy and not reason:
+            bad.append(f"line {lineno}: a function-level import of dpdbscan.{target} without '# lazy: <reason>'")
+    assert not bad, f"dpdbscan.{module} (layer {src}, may import {sorted(MAY_IMPORT[src])}): " + "; ".join(bad)
 
 
 def test_no_import_cycles():
     graph: dict[str, set[str]] = {m: set() for m in ALL}
-    for a, b, *_, type_only in EDGES:
-        # an import under ``if TYPE_CHECKING:`` only names a type for the
-        # annotations (e.g. serialize -> model): it never runs, so no cycle
-        if b in graph and a != b and not type_only:
-            graph[a].add(b)
-    # a package's __init__ importing its own submodules is not a cycle of the
-    # data flow; a submodule importing from its package's __init__ is an edge
+    for a, edges in EDGES.items():
+        for b, *_ in edges:
+            if b in graph and a != b:
+                graph[a].add(b)
     state: dict[str, int] = {}
     stack: list[str] = []
 
     def visit(m):
         state[m] = 1
         stack.append(m)
-        for n in graph[m]:
+        for n in sorted(graph[m]):
             if state.get(n) == 1:
                 cycle = stack[stack.index(n):] + [n]
                 raise AssertionError("import cycle: " + " -> ".join(f"dpdbscan.{c}" for c in cycle))
@@ -179,12 +178,20 @@ def test_no_import_cycles():
         stack.pop()
         state[m] = 2
 
-    for m in graph:
+    for m in sorted(graph):
         if m not in state:
             visit(m)
 
 
-def test_the_privacy_boundary_is_where_the_docs_say():
-    """Only the mechanism calls the histograms that spend epsilon."""
-    callers = {a for a, b, *_ in EDGES if b.startswith("histograms") and not a.startswith("histograms")}
-    assert callers == {"mechanism"}, callers
+def test_the_research_hooks_are_not_the_library():
+    """``dpdbscan.testing`` re-exports internals (the samplers among them) for
+    experiments/ and benchmarks/; no module of the library imports it."""
+    users = {a for a, edges in EDGES.items() for b, *_ in edges if b == "testing" and a != "testing"}
+    assert not users, users
+
+
+def test_only_the_mechanism_calls_the_histograms():
+    """The histograms spend epsilon; only ``release.mechanism`` calls them."""
+    callers = {a for a, edges in EDGES.items() for b, *_ in edges
+               if b.startswith("release.histograms") and not a.startswith("release.histograms")}
+    assert callers <= {"release.mechanism", "release"}, callers

@@ -17,7 +17,7 @@ Two kinds of runs:
   single-cell pair at once. For the sparse histogram on an all-empty grid the
   number of released cells is Binomial(N, p) by construction, so treating the
   cells as N Bernoulli trials is exact there too.
-* End-to-end audits through :func:`dpdbscan.mechanism.fit_spans` and
+* End-to-end audits through :func:`dpdbscan.pipeline.fit_spans` and
   :class:`dpdbscan.DPDBSCAN` on a 6 x 6 grid with genuinely neighbouring
   datasets, run R times each. They check the joint mechanism, the clean rule
   (clipping, NaN rows) and the post-processing.
@@ -40,15 +40,21 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import binom
+from stats import (
+    BOUNDS_PER_EVENT,
+    EventAudit,
+    clopper_pearson,
+    cp_lower,
+    cp_upper,
+    epsilon_lower_bound,
+)
 
 from dpdbscan import DPDBSCAN
-from dpdbscan._random import SecureSource, SeededSource
-from stats import (
-    BOUNDS_PER_EVENT, EventAudit, clopper_pearson, cp_lower, cp_upper, epsilon_lower_bound,
-)
-from dpdbscan.grid import Grid
-from dpdbscan.histograms import DiscreteLaplace
-from dpdbscan.mechanism import MechanismConfig, fit_spans, release_histogram
+from dpdbscan.cells.grid import Grid
+from releases import Config as MechanismConfig
+from releases import fit_spans, release_histogram
+from dpdbscan.release.histograms import DiscreteLaplace
+from dpdbscan.release.samplers.integers import SecureSource, SeededSource
 
 RATE = 2.5e-8  # false-failure budget of each _check call (and each tightness check)
 TIGHT = 0.8  # tightness: the lower bound must reach 0.8 epsilon on a tight event

@@ -11,9 +11,22 @@ import pytest
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
-from dpdbscan.model import SpanModel
+from dpdbscan.model.record import SpanModel
 from dpdbscan.post import auto
-from dpdbscan.post.sweep import Partition
+from dpdbscan.plan import autoplan
+from dpdbscan.post.ladder import Partition
+from dpdbscan.spec.parameters import PARAMETERS
+
+MAX_CELLS = PARAMETERS["max_cells"].default
+
+
+def base_cells(epsilon, n_expected=None, max_cells=MAX_CELLS):
+    return autoplan.base_cells(epsilon, n_expected, max_cells)
+
+
+def plan(lower, upper, eta, eps, min_samples, epsilon=1.0, max_cells=MAX_CELLS, n_expected=None):
+    return autoplan.plan(lower, upper, eta, eps, min_samples, epsilon, max_cells, n_expected)
+from dpdbscan.model import describe, guarantee, load_model, save_model, summary, with_params
 
 quiet = pytest.mark.filterwarnings("ignore")  # seeded noise, small-data notes
 
@@ -33,50 +46,50 @@ def test_the_release_grid_does_not_depend_on_the_data():
     X2, _ = blobs(300, 1, centres=((8, 1), (1, 7)), spread=1.0)
     m1 = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=0).fit(X1).spans_
     m2 = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=1).fit(X2).spans_
-    g1, g2 = m1.histogram_grid, m2.histogram_grid
+    g1, g2 = m1.release.grid, m2.release.grid
     assert (g1.shape, g1.width) == (g2.shape, g2.width)
     np.testing.assert_array_equal(g1.lower, g2.lower)
-    want = auto.base_eps(*BOX, 4.0, auto.base_cells(1.0))
-    assert m1.release["eps"] == m2.release["eps"] == want
+    want = autoplan.base_eps(*BOX, 4.0, base_cells(1.0))
+    assert m1.release.eps == m2.release.eps == want
     assert m1.auto["eps_candidates"] == m2.auto["eps_candidates"]
-    assert m1.auto["base_eps"] == m1.release["eps"]
+    assert m1.auto["base_eps"] == m1.release.eps
 
 
 def test_the_base_is_sized_by_public_inputs():
-    from dpdbscan.grid import Grid
+    from dpdbscan.cells.grid import Grid
 
-    cells = auto.base_cells(1.0)
-    assert cells == int(auto.ASSUMED_N / auto.POINTS_PER_CELL)
-    b = auto.base_eps(*BOX, 4.0, cells)
+    cells = base_cells(1.0)
+    assert cells == int(autoplan.ASSUMED_N / autoplan.POINTS_PER_CELL)
+    b = autoplan.base_eps(*BOX, 4.0, cells)
     assert Grid(*BOX, b).n_cells <= cells < Grid(*BOX, b / 1.02).n_cells
     # fewer expected points or less budget: coarser cells; the cap bounds it
-    assert auto.base_cells(1.0, n_expected=2000) == int(2000 / auto.POINTS_PER_CELL)
-    assert auto.base_cells(0.5) == cells // 2 or auto.base_cells(0.5) == int(cells / 2)
-    assert auto.base_cells(1.0, n_expected=1e9) == auto.MAX_CELLS
-    assert auto.base_cells(1.0, n_expected=1e9, max_cells=1 << 12) == 1 << 12
-    assert auto.base_cells(1.0, n_expected=1) == auto.MIN_BASE_CELLS
-    small = auto.plan(*BOX, 4.0, "auto", "auto", 1.0, n_expected=2000).base_eps
-    assert small > auto.plan(*BOX, 4.0, "auto", "auto", 1.0).base_eps
+    assert base_cells(1.0, n_expected=2000) == int(2000 / autoplan.POINTS_PER_CELL)
+    assert base_cells(0.5) == cells // 2 or base_cells(0.5) == int(cells / 2)
+    assert base_cells(1.0, n_expected=1e9) == MAX_CELLS
+    assert base_cells(1.0, n_expected=1e9, max_cells=1 << 12) == 1 << 12
+    assert base_cells(1.0, n_expected=1) == autoplan.MIN_BASE_CELLS
+    small = plan(*BOX, 4.0, "auto", "auto", 1.0, n_expected=2000).base_eps
+    assert small > plan(*BOX, 4.0, "auto", "auto", 1.0).base_eps
 
 
 def test_the_plan_is_public():
-    p = auto.plan(*BOX, 4.0, "auto", "auto")
-    assert p.base_eps == auto.base_eps(*BOX, 4.0, auto.base_cells(1.0))
-    assert len(p.eps) == auto.EPS_STEPS and p.eps[-1] == pytest.approx(8 * p.base_eps)
+    p = plan(*BOX, 4.0, "auto", "auto")
+    assert p.base_eps == autoplan.base_eps(*BOX, 4.0, base_cells(1.0))
+    assert len(p.eps) == autoplan.EPS_STEPS and p.eps[-1] == pytest.approx(8 * p.base_eps)
     assert p.min_samples is None
     # 3-D: the same number of cells, and big neighbourhoods are skipped
     lo, hi = np.zeros(3), np.ones(3)
-    p3 = auto.plan(lo, hi, 4.0, "auto", "auto", max_cells=1 << 20)
-    from dpdbscan.grid import Grid
+    p3 = plan(lo, hi, 4.0, "auto", "auto", max_cells=1 << 20)
+    from dpdbscan.cells.grid import Grid
 
-    cells = auto.base_cells(1.0)
+    cells = base_cells(1.0)
     assert Grid(lo, hi, p3.base_eps).n_cells <= cells < Grid(lo, hi, p3.base_eps / 1.02).n_cells
-    assert len(p3.eps) < auto.EPS_STEPS
-    assert all(Grid(lo, hi, p3.base_eps).at_alpha(a).kappa <= auto.MAX_CANDIDATE_KAPPA
+    assert len(p3.eps) < autoplan.EPS_STEPS
+    assert all(Grid(lo, hi, p3.base_eps).at_alpha(a).kappa <= autoplan.MAX_CANDIDATE_KAPPA
                for a in p3.eps)
-    fixed = auto.plan(*BOX, 4.0, 0.3, "auto")
+    fixed = plan(*BOX, 4.0, 0.3, "auto")
     assert fixed.eps == (0.3,) and fixed.base_eps == 0.3
-    assert auto.plan(*BOX, 4.0, "auto", 40).min_samples == 40
+    assert plan(*BOX, 4.0, "auto", 40).min_samples == 40
 
 
 def test_min_samples_ladder():
@@ -96,29 +109,69 @@ def test_auto_finds_separated_blobs_and_records_its_choice(tmp_path):
 
     assert adjusted_rand_score(y, est.predict(X)) > 0.95
     a = m.auto
-    assert a["eps"] == m.grid.alpha and a["min_samples"] == m.min_samples
+    assert a["eps"] == m.grid.alpha and a["min_samples"] == m.spec.min_samples
     assert a["eps"] in a["eps_candidates"] and a["min_samples"] in a["min_samples_candidates"]
     assert a["chosen"] == ["eps", "min_samples"] and a["clusters"] >= 2
     # the chosen spans are with_params of the one release
-    again = m.with_params(eps=m.grid.alpha, min_samples=m.min_samples)
+    again = with_params(m, eps=m.grid.alpha, min_samples=m.spec.min_samples)
     np.testing.assert_array_equal(again.core_keys, m.core_keys)
-    assert m.border == pytest.approx(m.grid.alpha)
+    assert m.spec.border == pytest.approx(m.grid.alpha)
     # part of the release: JSON, summary, describe
-    m.save(tmp_path / "a.json")
-    loaded = SpanModel.load(tmp_path / "a.json")
+    save_model(m, tmp_path / "a.json")
+    loaded = load_model(tmp_path / "a.json")
     assert loaded.auto == json.loads(json.dumps(a))
-    assert json.loads((tmp_path / "a.json").read_text())["auto"]["min_samples"] == m.min_samples
-    assert "auto    : eps and min_samples chosen from the release" in loaded.summary()
-    assert loaded.describe()["auto"]["eps"] == m.grid.alpha
+    assert json.loads((tmp_path / "a.json").read_text())["auto"]["min_samples"] == m.spec.min_samples
+    assert "auto    : eps and min_samples chosen from the release" in summary(loaded)
+    assert describe(loaded)["auto"]["eps"] == m.grid.alpha
+
+
+@quiet
+def test_the_chosen_eps_pays_for_its_candidates(tmp_path):
+    """Issue 19, finding 5: eps is chosen after seeing the noise among c
+    candidates, and the accuracy event of the guarantee depends on eps, so
+    the stated 1 - beta needs a union bound over the candidates. Each
+    candidate's margins take beta / c (the MinPts ladder needs nothing: the
+    events do not depend on MinPts); the guarantee says so and states 1 -
+    beta. Before the fix the margins used beta itself and the model claimed
+    0.9 for a union over 7 candidates that covers only 1 - 7 beta = 0.3."""
+    X, _ = blobs(1000)
+    beta = 0.1
+    m = DPDBSCAN("auto", min_samples="auto", bounds=BOX, beta=beta, random_state=3,
+                 max_cells=1 << 12).fit(X).spans_
+    c = len(m.auto["eps_candidates"])
+    assert c == autoplan.EPS_STEPS and m.auto["chosen"] == ["eps", "min_samples"]
+    g = guarantee(m)
+    assert g["eps_candidates"] == c
+    assert m.spec.beta * c == pytest.approx(beta)  # the union over the candidates costs beta in all
+    assert g["probability"] == pytest.approx(1 - (1 - m.spans.extra["probability"]) * c)
+    assert g["probability"] >= 1 - 2 * beta - 1e-12
+    assert f"union over {c} eps candidates" in g["statement"]
+    # the margins are those of beta / c, recomputed from the saved model
+    save_model(m, tmp_path / "a.json")
+    loaded = load_model(tmp_path / "a.json")
+    assert guarantee(loaded) == g and loaded.spans.gamma == m.spans.gamma
+    # a model saved before the fix (margins at beta itself) reports what the union covers
+    from dataclasses import replace
+
+    old = replace(m, spec=replace(m.spec, beta=beta),
+                  spans=replace(m.spans, extra={**m.spans.extra, "probability": 1 - beta}))
+    assert guarantee(old)["probability"] == pytest.approx(1 - c * beta)  # 0.3
+    void = replace(m, spec=replace(m.spec, beta=beta),
+                   spans=replace(m.spans, extra={**m.spans.extra, "probability": 1 - 2 * beta}))
+    assert guarantee(void)["probability"] is None
+    assert guarantee(void)["statement"].startswith("no guarantee") and "no guarantee" in summary(void)
+    # eps fixed (MinPts chosen): one candidate, beta as given
+    fixed = DPDBSCAN(0.3, min_samples="auto", bounds=BOX, beta=beta, random_state=0).fit(X).spans_
+    assert fixed.spec.beta == beta and guarantee(fixed)["eps_candidates"] == 1
 
 
 @quiet
 def test_partly_automatic():
     X, _ = blobs(1000)
     m = DPDBSCAN(0.3, min_samples="auto", bounds=BOX, random_state=0).fit(X).spans_
-    assert m.grid.alpha == 0.3 and m.release["eps"] == 0.3 and m.auto["chosen"] == ["min_samples"]
+    assert m.grid.alpha == 0.3 and m.release.eps == 0.3 and m.auto["chosen"] == ["min_samples"]
     m2 = DPDBSCAN("auto", min_samples=40, bounds=BOX, random_state=0, max_cells=1 << 12).fit(X).spans_
-    assert m2.min_samples == 40 and m2.auto["chosen"] == ["eps"]
+    assert m2.spec.min_samples == 40 and m2.auto["chosen"] == ["eps"]
 
 
 def _part(keys, labels, mass, m, thr):
@@ -183,17 +236,17 @@ def test_cli_fit_auto_and_info(tmp_path, capsys):
     X, _ = blobs(800)
     path = tmp_path / "b.csv"
     path.write_text("x,y\n" + "\n".join(f"{a!r},{b!r}" for a, b in X) + "\n")
-    rc = main(["fit", str(path), "--eps", "auto", "--min-samples", "auto", "--bounds", "0", "0",
+    rc = main(["fit", str(path), "--header", "--eps", "auto", "--min-samples", "auto", "--bounds", "0", "0",
                "10", "8", "--seed", "0", "--out-dir", str(tmp_path), "--no-png"])
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "auto    : eps and min_samples chosen" in out
-    m = SpanModel.load(tmp_path / "b.spans.json")
+    m = load_model(tmp_path / "b.spans.json")
     assert m.auto is not None
-    assert m.release["eps"] == auto.base_eps(*BOX, 4.0, auto.base_cells(1.0))
+    assert m.release.eps == autoplan.base_eps(*BOX, 4.0, base_cells(1.0))
     assert main(["info", str(tmp_path / "b.spans.json")]) == 0
     info = capsys.readouterr().out
     assert "auto : eps and min_samples chosen from the release without labels" in info
-    assert f"MinPts = {m.min_samples}" in info
+    assert f"MinPts = {m.spec.min_samples}" in info
     assert main(["info", str(tmp_path / "b.spans.json"), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["auto"]["min_samples"] == m.min_samples
+    assert json.loads(capsys.readouterr().out)["auto"]["min_samples"] == m.spec.min_samples

@@ -3,12 +3,12 @@ floor, clip and count."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
-from dpdbscan.backends.numpy_backend import NumpyBackend
-from dpdbscan.grid import Grid
+from dpdbscan.cells.grid import Grid
+from dpdbscan.release.backends.numpy_backend import NumpyBackend
+
 
 def _reference_coords(grid, X):
     c = np.floor((X - grid.lower) / grid.width)
@@ -102,7 +102,7 @@ def test_duplicate_keys_from_a_backend_are_refused_on_every_path(histogram):
     """Issue 14: the dense path assigned partial counts of a repeated key
     instead of adding them (a silently wrong count, sensitivity above 1)."""
     from dpdbscan import DPDBSCAN
-    from dpdbscan.backends import CellCounts
+    from dpdbscan.release.backends import CellCounts
 
     class PerPartition:  # one partial count per "partition": a contract violation
         def count(self, grid, X):

@@ -1,5 +1,5 @@
 """The exact Bernoulli process of the sparse histogram's empty cells
-(``dpdbscan._bernoulli``): geometric gaps, their digits and thresholds, and
+(``dpdbscan.release.samplers.skipping``): geometric gaps, their digits and thresholds, and
 the positions of successes.
 
 False-failure rate: every statistical check is a goodness-of-fit test whose
@@ -19,28 +19,17 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import stats
-from stats import chi2_ok
+from stats import assert_fits as _assert_fits
 
-from dpdbscan import _bernoulli as B
-from dpdbscan._random import SecureSource, SeededSource
-from dpdbscan.histograms import ContinuousLaplace, DiscreteLaplace
+from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace
+from dpdbscan.release.samplers import skipping as B
+from dpdbscan.release.samplers.integers import SecureSource, SeededSource
 
 RATE = 1e-7
 
 
 def assert_fits(counts, probs, rate=RATE):
-    """Observed ``counts`` per bin against exact bin probabilities ``probs``
-    (summing to 1): exact binomial bounds on every bin, and chi-square on the
-    bins merged until each expects 20 (``stats.chi2_ok``)."""
-    counts = np.asarray(counts, dtype=np.int64)
-    probs = np.asarray(probs, dtype=np.float64)
-    n = int(counts.sum())
-    a = rate / (4 * probs.size)
-    lo, hi = stats.binom.ppf(a, n, probs), stats.binom.isf(a, n, probs)
-    bad = (counts < lo) | (counts > hi)
-    assert not bad.any(), (np.flatnonzero(bad), counts[bad], (probs * n)[bad])
-    p, ok = chi2_ok(counts, probs, alpha=rate / 2)
-    assert ok, f"chi-square p = {p:.3g}"
+    _assert_fits(counts, probs, rate)
 
 
 def geometric_bins(g, p, edges):

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpdbscan import bounds
-from dpdbscan._random import SeededSource
-from dpdbscan.histograms import ContinuousLaplace, DiscreteLaplace
+from dpdbscan.post.coretests.bound import margins as bounds
+from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace
+from dpdbscan.release.samplers.integers import SeededSource
 
 P_FAIL = 1e-6
 
@@ -119,3 +119,18 @@ def test_upper_margin_holds_and_the_old_one_did_not(kind, theta, counts):
     if theta == 0.0:
         old = bounds.gamma_chernoff(kind, 1.0, kappa, 1, beta)
         assert int((s > old).sum()) > limit
+
+
+@pytest.mark.parametrize("epsilon", [30.0, 700.0, 800.0, 1000.0, 1e4])
+@pytest.mark.parametrize("noise", ["discrete", "laplace"])
+@pytest.mark.parametrize("kind,theta", [("dense", 0.0), ("sparse", 0.0), ("sparse", 3.0), ("stability", 5.0)])
+def test_margins_are_stable_at_extreme_epsilon(kind, theta, noise, epsilon):
+    """Issue 19, finding 8: Gamma_low and Gamma_up at any accepted epsilon
+    (up to params.MAX_EPSILON): before the fix exp(lam) overflowed (an
+    OverflowError for sparse and stability releases from epsilon ~ 710).
+    Finite, and never above their values at epsilon = 10."""
+    for method in ("chernoff", "paper"):
+        low, up = bounds.margins(method, kind, noise, epsilon, 15, 10_000, 0.1, theta)
+        ref = bounds.margins(method, kind, noise, 10.0, 15, 10_000, 0.1, theta)
+        assert math.isfinite(low) and math.isfinite(up) and low >= 0 and up >= 0
+        assert low <= ref[0] + 1e-9 and up <= ref[1] + 1e-9

@@ -10,8 +10,8 @@ import pytest
 from clirun import blob_points, run, write_csv
 
 from dpdbscan.cli import build_parser, main
-from dpdbscan.geo import Equirectangular
-from dpdbscan.model import SpanModel
+from dpdbscan.geometry.projection import Equirectangular
+from dpdbscan.model import load_model, with_params
 from dpdbscan.progress import progress, progress_wanted
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -43,7 +43,7 @@ def geo_csv(tmp_path):
 
 
 def fit_blobs(capsys, blobs_csv, out, *extra):
-    return run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
+    return run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
                "--seed", "0", "--out-dir", out, *extra)
 
 
@@ -55,9 +55,9 @@ def test_fit_writes_model_geojson_png_and_summary(capsys, blobs_csv, tmp_path):
     assert rc == 0, err
     assert "2 span(s)" in out and "guarantee" in out
     assert "blobs.spans.json" in out
-    model = SpanModel.load(tmp_path / "out" / "blobs.spans.json")
-    assert f"rho={model.rho:g}" in out
-    assert model.n_spans == 2 and model.min_samples == 20 and model.grid.alpha == 0.5
+    model = load_model(tmp_path / "out" / "blobs.spans.json")
+    assert f"rho={model.spans.rho:g}" in out
+    assert model.n_spans == 2 and model.spec.min_samples == 20 and model.grid.alpha == 0.5
     assert model.metadata["columns"] == ["x", "y"]  # "label" left out
     assert model.metadata["bounds_source"].startswith("public")
     assert model.metadata["randomness"].startswith("seeded")
@@ -82,41 +82,41 @@ def test_fit_explicit_paths_and_skips(capsys, blobs_csv, tmp_path):
 def test_fit_is_reproducible_with_a_seed_only(capsys, blobs_csv, tmp_path):
     for name in ("a", "b"):
         assert fit_blobs(capsys, blobs_csv, tmp_path, "--name", name, "--no-png")[0] == 0
-    a, b = (SpanModel.load(tmp_path / f"{n}.spans.json") for n in "ab")
+    a, b = (load_model(tmp_path / f"{n}.spans.json") for n in "ab")
     np.testing.assert_array_equal(a.histogram.values, b.histogram.values)
-    rc, _, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "20", "--bounds",
+    rc, _, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20", "--bounds",
                      "0", "10", "--out-dir", tmp_path, "--name", "c", "--no-png")
     assert rc == 0 and "--seed" not in err
-    c = SpanModel.load(tmp_path / "c.spans.json")
+    c = load_model(tmp_path / "c.spans.json")
     assert c.metadata["randomness"] == "secure"
     assert "seed" not in json.dumps(c.metadata).replace("seed not stored", "")
 
 
 def test_fit_bounds_from_data_warns_once_and_marks_the_model(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "20",
+    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20",
                        "--bounds-from-data", "--out-dir", tmp_path, "--no-png")
     assert rc == 0, err
     assert err.count("PRIVACY WARNING") == 1
     assert "NO differential privacy guarantee" in out
-    model = SpanModel.load(tmp_path / "blobs.spans.json")
+    model = load_model(tmp_path / "blobs.spans.json")
     assert model.metadata["bounds_source"].startswith("data")
 
 
 def test_fit_options_reach_the_estimator(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "150", "--bounds",
+    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "150", "--bounds",
                        "0", "10", "--seed", "0", "--out-dir", tmp_path, "--epsilon", "2", "--eta", "2",
                        "--beta", "0.1", "--histogram", "sparse", "--noise", "laplace", "--no-png",
                        "--theoretical-threshold", "--core", "bound", "--columns", "y", "x")
     assert rc == 0, err
-    m = SpanModel.load(tmp_path / "blobs.spans.json")
-    assert (m.epsilon, m.histogram.grid.eta, m.beta, m.histogram_kind, m.noise) == (
+    m = load_model(tmp_path / "blobs.spans.json")
+    assert (m.release.epsilon, m.histogram.grid.eta, m.spec.beta, m.release.histogram, m.release.noise) == (
         2.0, 2.0, 0.1, "sparse", "laplace")
-    assert m.raise_min_samples is False and m.metadata["columns"] == ["y", "x"]
+    assert m.spec.raise_min_samples is False and m.metadata["columns"] == ["y", "x"]
     assert m.predict([[6, 7]])[0] >= 0 and m.predict([[7, 6]])[0] == -1  # columns swapped
 
 
 def test_clipping_note_points_at_wrong_bounds(capsys, blobs_csv, tmp_path):
-    rc, _, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "20", "--bounds",
+    rc, _, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20", "--bounds",
                      "100", "200", "--out-dir", tmp_path, "--no-png", "--seed", "0")
     assert rc == 0
     assert "3,000 point(s) (100.0%) lie outside the bounds" in err and "check --bounds" in err
@@ -126,11 +126,11 @@ def test_clipping_note_points_at_wrong_bounds(capsys, blobs_csv, tmp_path):
 
 
 def test_geo_fit_projects_around_the_public_box(capsys, geo_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", geo_csv, "--geo", "--bounds", *SF, "--eps", "50m",
+    rc, out, err = run(capsys, "fit", geo_csv, "--header", "--geo", "--bounds", *SF, "--eps", "50m",
                        "--min-samples", "100", "--seed", "0", "--out-dir", tmp_path)
     assert rc == 0, err
     assert "alpha = 50 m" in out
-    m = SpanModel.load(tmp_path / "trips.spans.json")
+    m = load_model(tmp_path / "trips.spans.json")
     assert m.grid.alpha == pytest.approx(0.05)
     assert m.metadata["columns"] == ["longitude", "latitude"]
     proj = Equirectangular.from_dict(m.metadata["projection"])
@@ -152,19 +152,19 @@ def test_geo_projection_never_depends_on_the_data(capsys, tmp_path):
     a = write_geo_csv(tmp_path / "a.csv", geo_points(1))
     b = write_geo_csv(tmp_path / "b.csv", geo_points(2)[:500] + [0.02, -0.03])
     for path in (a, b):
-        assert run(capsys, "fit", path, "--geo", "--bounds", *SF, "--eps", "0.05", "--min-samples",
+        assert run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "0.05km", "--min-samples",
                    "50", "--out-dir", tmp_path, "--no-png", "--no-geojson")[0] == 0
-    ma, mb = (SpanModel.load(tmp_path / f"{n}.spans.json") for n in "ab")
+    ma, mb = (load_model(tmp_path / f"{n}.spans.json") for n in "ab")
     assert ma.metadata["projection"] == mb.metadata["projection"]
     assert ma.grid.to_dict() == mb.grid.to_dict()
 
 
 def test_geo_predict_takes_lon_lat(capsys, geo_csv, tmp_path):
-    run(capsys, "fit", geo_csv, "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "100",
+    run(capsys, "fit", geo_csv, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "100",
         "--seed", "0", "--out-dir", tmp_path, "--no-png")
     pts = tmp_path / "q.csv"
     pts.write_text("lon,lat\n-122.41,37.79\n-122.44,37.76\n-122.47,37.73\n-121,37\n")
-    rc, out, err = run(capsys, "predict", tmp_path / "trips.spans.json", pts)
+    rc, out, err = run(capsys, "predict", tmp_path / "trips.spans.json", pts, "--header")
     assert rc == 0, err
     labels = [int(v) for v in out.split()[1:]]
     assert out.split()[0] == "label"
@@ -189,20 +189,20 @@ def test_predict_matches_the_model(capsys, blobs_model, tmp_path):
     table = np.loadtxt(out_csv, delimiter=",", skiprows=1)
     assert out_csv.read_text().splitlines()[0] == "0,1,label"
     np.testing.assert_array_equal(table[:, :2], X)
-    np.testing.assert_array_equal(table[:, 2], SpanModel.load(blobs_model).predict(X))
+    np.testing.assert_array_equal(table[:, 2], load_model(blobs_model).predict(X))
     assert "labelled 3,000 point(s)" in err
 
 
 def test_sweep_from_data_shares_one_release(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "sweep", blobs_csv, "--eps", "0.5", "--min-samples", "50", "10", "200",
+    rc, out, err = run(capsys, "sweep", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "50", "10", "200",
                        "--bounds", "0", "10", "--seed", "0", "--out-dir", tmp_path, "--no-png")
     assert rc == 0, err
-    models = [SpanModel.load(tmp_path / f"blobs.m{m}.spans.json") for m in (10, 50, 200)]
+    models = [load_model(tmp_path / f"blobs.m{m}.spans.json") for m in (10, 50, 200)]
     for m in models[1:]:
         np.testing.assert_array_equal(m.histogram.values, models[0].histogram.values)
         # the density margin's empty-space guard depends on MinPts: compare the rule
-        assert m.margin == models[0].margin and m.core == models[0].core
-    assert [m.min_samples for m in models] == [10, 50, 200]
+        assert m.spec.margin == models[0].spec.margin and m.spec.core == models[0].spec.core
+    assert [m.spec.min_samples for m in models] == [10, 50, 200]
     cores = [m.n_core_cells for m in models]
     assert cores == sorted(cores, reverse=True) and cores[0] > cores[-1]
     rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
@@ -216,8 +216,8 @@ def test_sweep_from_model_equals_with_min_samples(capsys, blobs_model, tmp_path)
     rc, out, err = run(capsys, "sweep", "--model", blobs_model, "--min-samples", "40", "--out-dir",
                        tmp_path / "sw", "--no-png", "--no-geojson")
     assert rc == 0, err
-    got = SpanModel.load(tmp_path / "sw" / "blobs.m40.spans.json")
-    want = SpanModel.load(blobs_model).with_min_samples(40)
+    got = load_model(tmp_path / "sw" / "blobs.m40.spans.json")
+    want = with_params(load_model(blobs_model), min_samples=40)
     np.testing.assert_array_equal(got.core_keys, want.core_keys)
     np.testing.assert_array_equal(got.labels, want.labels)
 
@@ -225,11 +225,34 @@ def test_sweep_from_model_equals_with_min_samples(capsys, blobs_model, tmp_path)
 @pytest.mark.parametrize("kind", ["histogram", "sums", "spans", "labels"])
 def test_plot_kinds(capsys, blobs_model, blobs_csv, tmp_path, kind):
     png = tmp_path / f"{kind}.png"
-    extra = ["--points", blobs_csv] if kind == "labels" else []
+    extra = ["--points", blobs_csv, "--header"] if kind == "labels" else []
     rc, out, err = run(capsys, "plot", blobs_model, "--kind", kind, "-o", png, *extra)
     assert rc == 0, err
     assert png.read_bytes()[:8] == PNG and f"wrote {png}" in out
     assert ("not a DP release" in err) == (kind == "labels")
+
+
+def test_plot_of_points_is_marked_and_kept_off_release_names(capsys, blobs_model, blobs_csv, tmp_path):
+    """Issue 19, finding 6: a picture of the private points carries its mark
+    inside the file and, by default, a PRIVATE name; it is refused the name
+    of the release's picture (NAME.spans.png), which it would overwrite."""
+    from PIL import Image
+
+    for kind in ("labels", "spans"):
+        rc, out, err = run(capsys, "plot", blobs_model, "--kind", kind, "--points", blobs_csv, "--header")
+        assert rc == 0, err
+        png = blobs_model.with_name(f"{blobs_model.stem}.PRIVATE-{kind}.png")
+        assert f"wrote {png}" in out
+        with Image.open(png) as im:
+            assert "NOT a DP release" in im.info.get("Description", "")
+    rc, out, err = run(capsys, "plot", blobs_model, "--kind", "histogram")
+    assert rc == 0 and f"wrote {blobs_model.with_suffix('')}.histogram.png" in out
+    with Image.open(blobs_model.with_suffix("").with_name(f"{blobs_model.stem}.histogram.png")) as im:
+        assert "Description" not in im.info  # the release's pictures carry no such mark
+    target = tmp_path / "blobs.spans.png"
+    rc, out, err = run(capsys, "plot", blobs_model, "--kind", "labels", "--points", blobs_csv, "--header",
+                       "-o", target)
+    assert rc == 2 and "name of a release picture" in err and not target.exists()
 
 
 def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
@@ -239,10 +262,10 @@ def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
         assert any(line.split(":")[0].strip() == key for line in out.splitlines()), key
     rc, out, _ = run(capsys, "info", blobs_model, "--json")
     info = json.loads(out)
-    m = SpanModel.load(blobs_model)
-    assert info["kappa"] == m.kappa and info["n_cells"] == m.n_cells and info["core"] == m.core
+    m = load_model(blobs_model)
+    assert info["kappa"] == m.spans.kappa and info["n_cells"] == m.release.grid.n_cells and info["core"] == m.spec.core
     assert info["guarantee"]["probability"] == pytest.approx(0.9)
-    assert (info["epsilon"], info["alpha"], info["min_samples"], info["rho"]) == (1.0, 0.5, 20, m.rho)
+    assert (info["epsilon"], info["alpha"], info["min_samples"], info["rho"]) == (1.0, 0.5, 20, m.spans.rho)
 
 
 # --------------------------------------------------------------------------- bad input
@@ -289,33 +312,33 @@ FIT = ["--eps", "0.5", "--min-samples", "5", "--bounds", "0", "10"]
 # the other bad inputs of the command line.
 BAD = [
     ("missing file", lambda d, b, m: ["fit", d / "nope.csv", *FIT], "input file not found"),
-    ("unreadable csv", lambda d, b, m: ["fit", _junk_csv(d), *FIT], "cannot read as CSV"),
-    ("missing column", lambda d, b, m: ["fit", b, *FIT, "--columns", "x", "q"], "no column 'q'"),
-    ("column index", lambda d, b, m: ["fit", b, *FIT, "--columns", "0", "7"], "out of range"),
-    ("bounds length", lambda d, b, m: ["fit", b, "--eps", "1", "--min-samples", "5", "--bounds", "0", "1", "2"],
+    ("unreadable csv", lambda d, b, m: ["fit", _junk_csv(d), "--header", *FIT], "cannot read as CSV"),
+    ("missing column", lambda d, b, m: ["fit", b, "--header", *FIT, "--columns", "x", "q"], "no column 'q'"),
+    ("column index", lambda d, b, m: ["fit", b, "--header", *FIT, "--columns", "0", "7"], "out of range"),
+    ("bounds length", lambda d, b, m: ["fit", b, "--header", "--eps", "1", "--min-samples", "5", "--bounds", "0", "1", "2"],
      "--bounds needs 2 numbers"),
-    ("geo bounds length", lambda d, b, m: ["fit", b, "--geo", "--eps", "50m", "--min-samples", "5",
+    ("geo bounds length", lambda d, b, m: ["fit", b, "--header", "--geo", "--eps", "50m", "--min-samples", "5",
                                            "--bounds", "0", "1"], "needs 4 numbers"),
-    ("bounds not numbers", lambda d, b, m: ["fit", b, "--eps", "1", "--min-samples", "5", "--bounds", "a", "b"],
+    ("bounds not numbers", lambda d, b, m: ["fit", b, "--header", "--eps", "1", "--min-samples", "5", "--bounds", "a", "b"],
      "--bounds must be numbers"),
-    ("bounds inverted", lambda d, b, m: ["fit", b, "--eps", "1", "--min-samples", "5", "--bounds", "5", "1"],
+    ("bounds inverted", lambda d, b, m: ["fit", b, "--header", "--eps", "1", "--min-samples", "5", "--bounds", "5", "1"],
      "lower < upper"),
-    ("geo box swapped", lambda d, b, m: ["fit", b, "--geo", "--columns", "x", "y", "--eps", "50m", "--min-samples",
+    ("geo box swapped", lambda d, b, m: ["fit", b, "--header", "--geo", "--columns", "x", "y", "--eps", "50m", "--min-samples",
                                          "5", "--bounds", "37.72", "-122.48", "37.82", "-122.38"], "lat_min"),
-    ("no bounds", lambda d, b, m: ["fit", b, "--eps", "1", "--min-samples", "5"], "--bounds is required"),
-    ("epsilon text", lambda d, b, m: ["fit", b, *FIT, "--epsilon", "lots"], "invalid float value"),
-    ("eps unit without geo", lambda d, b, m: ["fit", b, "--eps", "50m", "--min-samples", "5", "--bounds", "0", "1"],
+    ("no bounds", lambda d, b, m: ["fit", b, "--header", "--eps", "1", "--min-samples", "5"], "--bounds is required"),
+    ("epsilon text", lambda d, b, m: ["fit", b, "--header", *FIT, "--epsilon", "lots"], "invalid float value"),
+    ("eps unit without geo", lambda d, b, m: ["fit", b, "--header", "--eps", "50m", "--min-samples", "5", "--bounds", "0", "1"],
      "only makes sense with --geo"),
-    ("stability without delta", lambda d, b, m: ["fit", b, *FIT, "--histogram", "stability"], "needs --delta > 0"),
-    ("geo needs two columns", lambda d, b, m: ["fit", _three_cols(d), "--geo", "--eps", "50m", "--min-samples",
+    ("stability without delta", lambda d, b, m: ["fit", b, "--header", *FIT, "--histogram", "stability"], "needs --delta > 0"),
+    ("geo needs two columns", lambda d, b, m: ["fit", _three_cols(d), "--header", "--geo", "--eps", "50m", "--min-samples",
                                                "5", "--bounds", *SF], "exactly two columns"),
-    ("scheduler without dask", lambda d, b, m: ["fit", b, *FIT, "--scheduler", "tcp://h:1"], "needs --backend dask"),
-    ("png for 3-D", lambda d, b, m: ["fit", _three_cols(d), *FIT, "--png", d / "x.png"], "--png needs 2-D"),
+    ("scheduler without dask", lambda d, b, m: ["fit", b, "--header", *FIT, "--scheduler", "tcp://h:1"], "needs --backend dask"),
+    ("png for 3-D", lambda d, b, m: ["fit", _three_cols(d), "--header", *FIT, "--png", d / "x.png"], "--png needs 2-D"),
     ("not a model", lambda d, b, m: ["info", _not_a_model(d)], "not a dpdbscan span model"),
     ("binary model", lambda d, b, m: ["predict", _binary_model(d), b], "not a dpdbscan span model"),
     ("malformed model", lambda d, b, m: ["plot", _malformed_model(d)], "malformed dpdbscan span model"),
     ("missing model", lambda d, b, m: ["info", d / "none.json"], "model file not found"),
-    ("predict columns", lambda d, b, m: ["predict", m, _abc(d)], "model has 2"),
+    ("predict columns", lambda d, b, m: ["predict", m, _abc(d), "--header"], "model has 2"),
     ("labels need points", lambda d, b, m: ["plot", m, "--kind", "labels"], "needs --points"),
     ("sweep needs a source", lambda d, b, m: ["sweep", "--min-samples", "5"], "either an input"),
     ("no command", lambda d, b, m: [], "required"),
@@ -339,7 +362,7 @@ def test_bad_input_gives_one_line_and_status_2(capsys, tmp_path, blobs_csv, make
 def test_text_columns_read_as_missing_and_are_never_echoed(capsys, tmp_path):
     """No row decides whether a release exists (issue #14): a CSV whose values
     are all text releases (pure noise), says so privately and quotes nothing."""
-    rc, out, err = run(capsys, "fit", _text_csv(tmp_path), *FIT, "--out-dir", tmp_path / "o",
+    rc, out, err = run(capsys, "fit", _text_csv(tmp_path), "--header", *FIT, "--out-dir", tmp_path / "o",
                        "--no-png", "--no-geojson")
     assert rc == 0
     assert "2 row(s) with missing or non-finite values are dropped" in err
@@ -347,8 +370,8 @@ def test_text_columns_read_as_missing_and_are_never_echoed(capsys, tmp_path):
 
 
 def test_dask_backend_missing_names_the_extra(capsys, blobs_csv, monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "dpdbscan.backends.dask_backend", None)
-    rc, out, err = run(capsys, "fit", blobs_csv, *FIT, "--backend", "dask", "--columns", "x", "y",
+    monkeypatch.setitem(sys.modules, "dpdbscan.release.backends.dask_backend", None)
+    rc, out, err = run(capsys, "fit", blobs_csv, "--header", *FIT, "--backend", "dask", "--columns", "x", "y",
                        "--out-dir", tmp_path)
     assert rc == 2 and err.count("\n") == 1
     assert "pip install 'dpdbscan[dask]'" in err
@@ -356,34 +379,35 @@ def test_dask_backend_missing_names_the_extra(capsys, blobs_csv, monkeypatch, tm
 
 def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, monkeypatch, tmp_path):
     """The CLI does not read the file itself: it hands the path to the backend."""
-    from dpdbscan.backends import NumpyBackend
-    from dpdbscan.io import read_points
+    from dpdbscan.files import read_points
+    from dpdbscan.release.backends import NumpyBackend
 
     seen = {}
 
     class FakeDask:
         name = "dask"
 
-        def __init__(self, scheduler=None, columns=None):
-            seen.update(scheduler=scheduler, columns=columns)
+        def __init__(self, scheduler=None, columns=None, **read):
+            seen.update(scheduler=scheduler, columns=columns, read=read)
 
         def count(self, grid, X):
             seen["X"] = X
-            from dpdbscan.points import clean_points
+            from dpdbscan.release.points import clean_points
 
-            return NumpyBackend().count(grid, clean_points(grid, read_points(X, self_columns())[0]))
+            return NumpyBackend().count(grid, clean_points(grid, read_points(X, self_columns(), header=True)[0]))
 
     def self_columns():
         return seen["columns"]
 
-    fake = types.ModuleType("dpdbscan.backends.dask_backend")
+    fake = types.ModuleType("dpdbscan.release.backends.dask_backend")
     fake.DaskBackend = FakeDask
-    monkeypatch.setitem(sys.modules, "dpdbscan.backends.dask_backend", fake)
-    rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
+    monkeypatch.setitem(sys.modules, "dpdbscan.release.backends.dask_backend", fake)
+    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
                        "--backend", "dask", "--scheduler", "tcp://scheduler.example.org:8786", "--columns", "x,y",
                        "--out-dir", tmp_path, "--no-png", "--seed", "0")
     assert rc == 0, err
-    assert seen == {"scheduler": "tcp://scheduler.example.org:8786", "columns": ["x", "y"], "X": str(blobs_csv)}
+    assert seen == {"scheduler": "tcp://scheduler.example.org:8786", "columns": ["x", "y"], "X": str(blobs_csv),
+                    "read": {"header": True, "delimiter": None, "fields": None, "file_format": None}}
     assert "2 span(s)" in out and "read " not in err
 
 
@@ -439,7 +463,7 @@ def test_fit_shows_progress_on_a_terminal_only(capsys, monkeypatch, blobs_csv, t
     assert "reading blobs.csv" in tty.getvalue() and "fitting" in tty.getvalue()
     tty2 = FakeTTY()
     monkeypatch.setattr(sys, "stderr", tty2)
-    main(["--no-progress", "fit", str(blobs_csv), *FIT, "--out-dir", str(tmp_path), "--no-png"])
+    main(["--no-progress", "fit", str(blobs_csv), "--header", *FIT, "--out-dir", str(tmp_path), "--no-png"])
     assert "\r" not in tty2.getvalue()
 
 
@@ -452,11 +476,11 @@ def sh(*argv, cwd=None):
 
 
 def test_subprocess_fit_info_predict(blobs_csv, tmp_path):
-    r = sh("fit", blobs_csv, "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
+    r = sh("fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
            "--out-dir", tmp_path, "--no-png")
     assert r.returncode == 0, r.stderr
     assert "2 span(s)" in r.stdout and "\r" not in r.stderr  # a pipe: no progress bar
-    r = sh("predict", tmp_path / "blobs.spans.json", blobs_csv)
+    r = sh("predict", tmp_path / "blobs.spans.json", blobs_csv, "--header")
     assert r.returncode == 0, r.stderr
     labels = np.array(r.stdout.split()[1:], dtype=int)
     assert labels.size == 3000 and set(np.unique(labels)) <= {-1, 0, 1}
@@ -478,12 +502,12 @@ def test_cabs_tiny_as_in_the_paper(capsys, shared_data, tmp_path):
     """Cabs-tiny, alpha = 50 m, MinPts = 1000, epsilon = 1. The paper reports
     38 spans, and the paper's method gives 37-38 over 20 seeds; refinements of
     the library (finer sub-cells) split a few more, hence the loose range."""
-    rc, out, err = run(capsys, "fit", shared_data / "cabs_tiny.csv.gz", "--geo", "--bounds", *SF,
+    rc, out, err = run(capsys, "fit", shared_data / "cabs_tiny.csv.gz", "--header", "--geo", "--bounds", *SF,
                        "--eps", "50m", "--min-samples", "1000", "--seed", "0", "--out-dir", tmp_path,
                        "--no-png", "--core", "bound")
     assert rc == 0, err
     assert "read 845,685 rows" in err
-    m = SpanModel.load(tmp_path / "cabs_tiny.spans.json")
+    m = load_model(tmp_path / "cabs_tiny.spans.json")
     assert 30 <= m.n_spans <= 60
     proj = Equirectangular.from_dict(m.metadata["projection"])
     downtown = m.predict(proj.forward([[-122.41, 37.79]]))[0]
@@ -517,7 +541,7 @@ def test_a_failed_picture_keeps_the_release(capsys, blobs_csv, tmp_path, monkeyp
     monkeypatch.setattr(fit_cmd, "_draw_spans_png", broken)
     rc, out, err = fit_blobs(capsys, blobs_csv, tmp_path)
     assert rc == 1
-    assert SpanModel.load(tmp_path / "blobs.spans.json").n_spans == 2
+    assert load_model(tmp_path / "blobs.spans.json").n_spans == 2
     assert "could not write" in err and "no fonts" in err and "blobs.spans.json" in err
     assert not (tmp_path / "blobs.spans.png").exists()
 
@@ -525,10 +549,12 @@ def test_a_failed_picture_keeps_the_release(capsys, blobs_csv, tmp_path, monkeyp
 def test_a_failed_release_leaves_no_picture_or_geojson(capsys, blobs_csv, tmp_path, monkeypatch):
     """The JSON is written on its own thread while the GeoJSON and picture
     are drawn; they are renamed into place only after the release is safe."""
-    def broken(self, path, include_histogram=True):
+    def broken(model, path, include_histogram=True):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(SpanModel, "save", broken)
+    import dpdbscan.cli.fit as fit_cli
+
+    monkeypatch.setattr(fit_cli, "save_model", broken)
     rc, out, err = fit_blobs(capsys, blobs_csv, tmp_path / "o")
     assert rc == 2 and "No space left" in err
     assert list((tmp_path / "o").iterdir()) == []
@@ -538,7 +564,7 @@ def test_prepared_blocks_equal_the_whole_array(tmp_path):
     """fit projects and counts clipped rows block by block on the reading
     threads; the result is the same array and the same counts."""
     from dpdbscan.cli.fit import BlockPrep, clipping_counts
-    from dpdbscan.io import read_input
+    from dpdbscan.files import read_input
 
     rng = np.random.default_rng(3)
     P = np.column_stack([rng.uniform(-122.7, -122.2, 300_000), rng.uniform(37.5, 37.9, 300_000)])
@@ -547,17 +573,17 @@ def test_prepared_blocks_equal_the_whole_array(tmp_path):
     path.write_text("lon,lat\n" + "".join(f"{a!r},{b!r}\n" for a, b in P.tolist()))
     bounds = [-122.6, 37.55, -122.3, 37.85]
     prep = BlockPrep(bounds, True, None)
-    got = read_input(path, block_hook=prep).X
+    got = read_input(path, block_hook=prep, header=True).X
     proj = Equirectangular.from_bounds(bounds[:2], bounds[2:])
     lo, hi = proj.project_bounds(bounds[:2], bounds[2:])
-    want = proj.forward(read_input(path).X)
+    want = proj.forward(read_input(path, header=True).X)
     np.testing.assert_array_equal(got, want)
     c, w = prep.result(got.shape[0]), clipping_counts(want, lo, hi)
     assert c["n_bad"] == w["n_bad"] == 301 and c["outside"] == w["outside"] > 0
     assert np.array_equal(c["below"], w["below"]) and np.array_equal(c["above"], w["above"])
     # bounds that do not fit: the blocks are left alone for the usual checks
     prep = BlockPrep([0, 1], True, None)
-    np.testing.assert_array_equal(read_input(path, block_hook=prep).X, read_input(path).X)
+    np.testing.assert_array_equal(read_input(path, block_hook=prep, header=True).X, read_input(path, header=True).X)
     assert prep.result(got.shape[0]) is None
 
 
@@ -566,13 +592,13 @@ def test_quiet_and_no_progress_after_the_command(capsys, blobs_csv, tmp_path, mo
     monkeypatch.delenv("DPDBSCAN_NO_PROGRESS", raising=False)
     tty = FakeTTY()
     monkeypatch.setattr(sys, "stderr", tty)
-    rc = main(["fit", str(blobs_csv), *FIT, "--out-dir", str(tmp_path), "--no-png", "--no-progress",
+    rc = main(["fit", str(blobs_csv), "--header", *FIT, "--out-dir", str(tmp_path), "--no-png", "--no-progress",
                "--quiet"])
     assert rc == 0 and "\r" not in tty.getvalue() and "[private: do not publish]" not in tty.getvalue()
 
 
 def test_private_notes_are_marked(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", blobs_csv, *FIT, "--out-dir", tmp_path, "--no-png")
+    rc, out, err = run(capsys, "fit", blobs_csv, "--header", *FIT, "--out-dir", tmp_path, "--no-png")
     assert "[private: do not publish] read 3,000 rows" in err and "3,000" not in out
 
 
@@ -585,7 +611,7 @@ def test_sweep_from_a_model_refuses_options_it_would_ignore(capsys, blobs_model,
 
 
 def test_clipping_notes_name_the_column_and_bound(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "5",
+    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "5",
                        "--bounds", "0", "0", "10", "4", "--out-dir", tmp_path, "--no-png")
     assert rc == 0
     assert "column 'y'" in err and "above its upper bound 4" in err and "[private: do not publish]" in err
@@ -593,14 +619,14 @@ def test_clipping_notes_name_the_column_and_bound(capsys, blobs_csv, tmp_path):
 
 def test_swapped_bounds_are_spotted(capsys, blobs_csv, tmp_path):
     # xmin xmax ymin ymax instead of xmin ymin xmax ymax
-    rc, out, err = run(capsys, "fit", blobs_csv, "--eps", "0.5", "--min-samples", "5",
+    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "5",
                        "--bounds", "0", "10", "0.5", "9", "--out-dir", tmp_path, "--no-png")
     assert "look like xmin xmax ymin ymax" in err and "0 0.5 10 9" in err
 
 
 def test_fit_reads_standard_input(capsys, blobs_csv, tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stdin", types.SimpleNamespace(buffer=io.BytesIO(blobs_csv.read_bytes())))
-    rc, out, err = run(capsys, "fit", "-", *FIT, "--out-dir", tmp_path, "--no-png")
+    rc, out, err = run(capsys, "fit", "-", "--header", *FIT, "--out-dir", tmp_path, "--no-png")
     assert rc == 0 and (tmp_path / "stdin.spans.json").exists()
     assert "from standard input" in err
 
@@ -609,18 +635,52 @@ def test_header_option_reads_a_numeric_first_line_as_names(capsys, tmp_path):
     p = tmp_path / "num.csv"
     rows = ["1,2"] + [f"{x:.3f},{y:.3f}" for x, y in blob_points()]
     p.write_text("\n".join(rows) + "\n")
-    rc, out, err = run(capsys, "fit", p, *FIT, "--out-dir", tmp_path, "--no-png", "--no-geojson")
-    assert rc == 0 and "first line looks like data" in err and "3,001 rows" in err
-    rc, out, err = run(capsys, "fit", p, *FIT, "--out-dir", tmp_path, "--no-png", "--no-geojson",
-                       "--header")
+    rc, out, err = run(capsys, "fit", p, "--no-header", *FIT, "--out-dir", tmp_path, "--no-png", "--no-geojson")
+    assert rc == 2 and "--fields" in err  # two scalar bounds do not say how many fields a line has
+    rc, out, err = run(capsys, "fit", p, "--no-header", "--fields", "2", *FIT, "--out-dir", tmp_path,
+                       "--no-png", "--no-geojson")
+    assert rc == 0 and "3,001 rows" in err and "(0, 1)" in err
+    rc, out, err = run(capsys, "fit", p, "--header", *FIT, "--out-dir", tmp_path, "--no-png", "--no-geojson")
     assert rc == 0 and "3,000 rows" in err and "(1, 2)" in err
 
 
+def test_csv_without_a_header_decision_is_refused_before_reading(capsys, tmp_path):
+    """Neither --header nor --no-header: one line naming both options, before the
+    file is read, nothing written, no budget spent (issue 19 finding 1)."""
+    p = tmp_path / "num.csv"
+    p.write_text("0.5|0.5\n" + "".join(f"{x:.3f},{y:.3f}\n" for x, y in blob_points()))
+    rc, out, err = run(capsys, "fit", p, *FIT, "--out-dir", tmp_path / "o")
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--header" in err and "--no-header" in err and "0.5|0.5" not in err
+    assert not (tmp_path / "o").exists()
+
+
 def test_huge_epsilon_does_not_overflow(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", blobs_csv, *FIT, "--epsilon", "1000", "--out-dir", tmp_path,
+    """Issue 19, finding 8: the margins are computed without a floating-point
+    warning at any accepted epsilon, and the command says once, in its own
+    words, that such an epsilon protects little."""
+    for hist in ("dense", "sparse"):
+        rc, out, err = run(capsys, "fit", blobs_csv, "--header", *FIT, "--epsilon", "1000", "--histogram", hist,
+                           "--out-dir", tmp_path, "--no-png")
+        assert rc == 0, err
+        assert "epsilon=1000" in out
+        assert "encountered" not in err and "overflow" not in err.lower()
+        lines = [x for x in err.splitlines() if "gives little privacy protection" in x]
+        assert len(lines) == 1 and lines[0].startswith("dpdbscan: PRIVACY WARNING: --epsilon 1000 ")
+    rc, out, err = run(capsys, "fit", blobs_csv, "--header", *FIT, "--epsilon", "10", "--out-dir", tmp_path,
                        "--no-png")
-    assert rc == 0, err
-    assert "epsilon=1000" in out
+    assert rc == 0 and "little privacy protection" not in err
+
+
+def test_warnings_of_the_release_reach_standard_error(capsys, tmp_path):
+    """The command collects Python warnings and prints each once; before
+    issue 19 it dropped every one of them (the recording list was replaced by
+    a fresh one), so a release with no span came without its UtilityWarning."""
+    path = write_csv(tmp_path / "few.csv", blob_points()[:40])
+    rc, out, err = run(capsys, "fit", path, "--header", "--eps", "0.5", "--min-samples", "200", "--bounds", "0", "10",
+                       "--out-dir", tmp_path, "--no-png")
+    assert rc == 0 and "0 span(s)" in out
+    assert err.count("dpdbscan: warning: the release has no span") == 1
 
 
 def test_too_many_dimensions_are_refused_before_spending(capsys, tmp_path):
@@ -630,3 +690,112 @@ def test_too_many_dimensions_are_refused_before_spending(capsys, tmp_path):
                        "--bounds", "0", "1", "--out-dir", tmp_path)
     assert rc == 2 and "d=10" in err and "no budget is spent" in err
     assert not (tmp_path / "ten.spans.json").exists()
+
+
+def test_fit_of_standardised_data_warns_after_the_release(capsys, tmp_path):
+    """Issue 19, finding 7, through the command line: a file whose columns
+    were standardised (by a scaler fitted on the private data) gets a privacy
+    warning; the release is written all the same."""
+    X = blob_points()
+    path = write_csv(tmp_path / "z.csv", (X - X.mean(0)) / X.std(0))
+    rc, out, err = run(capsys, "fit", path, "--header", "--eps", "0.3", "--min-samples", "20", "--bounds", "-3", "3",
+                       "--out-dir", tmp_path, "--no-png")
+    assert rc == 0 and (tmp_path / "z.spans.json").exists()
+    assert err.count("[private: do not publish] dpdbscan: PRIVACY WARNING: every column of the data "
+                     "has mean 0") == 1
+    rc, out, err = run(capsys, "fit", write_csv(tmp_path / "raw.csv", X), "--header", "--eps", "0.5", "--min-samples",
+                       "20", "--bounds", "0", "10", "--out-dir", tmp_path, "--no-png")
+    assert rc == 0 and "PRIVACY WARNING" not in err
+
+
+# --------------------------------------------------------------------------- mistakes caught early (issue 23)
+
+
+def test_a_typo_in_a_required_option_is_named(capsys, blobs_csv, tmp_path):
+    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-smaples", "5",
+                       "--bounds", "0", "10", "--out-dir", tmp_path / "o")
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--min-smaples (did you mean --min-samples?)" in err and err.startswith("dpdbscan: error:")
+    assert not (tmp_path / "o").exists()
+
+
+def test_parser_errors_have_the_one_form(capsys):
+    rc, out, err = run(capsys, "fit", "x.csv", "--eps", "1", "--bounds", "0", "1")
+    assert rc == 2 and err.startswith("dpdbscan: error: the following arguments are required: --min-samples")
+
+
+def test_reversed_bounds_suggest_a_valid_order(capsys, tmp_path):
+    path = write_geo_csv(tmp_path / "trips.csv", geo_points())
+    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", "-122.38", "37.82", "-122.48", "37.72",
+                       "--eps", "50m", "--min-samples", "50", "--out-dir", tmp_path / "o")
+    assert rc == 2 and "--bounds -122.48 37.72 -122.38 37.82" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_geo_eps_needs_a_unit(capsys, tmp_path):
+    path = write_geo_csv(tmp_path / "trips.csv", geo_points())
+    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50",
+                       "--min-samples", "50", "--out-dir", tmp_path / "o")
+    assert rc == 2 and "50m or 50km" in err and not (tmp_path / "o").exists()
+
+
+def test_missing_input_creates_no_output_folder(capsys, tmp_path):
+    rc, out, err = run(capsys, "fit", tmp_path / "nope.csv", "--header", *FIT, "--out-dir", tmp_path / "zz" / "deeper")
+    assert rc == 2 and "input file not found" in err
+    assert not (tmp_path / "zz").exists()
+
+
+def test_extra_columns_with_geo_are_refused_before_reading(capsys, tmp_path):
+    path = tmp_path / "trips.csv"
+    P = geo_points()
+    path.write_text("id,x,y,time\n" + "".join(f"{i},{a!r},{b!r},{i * 7}\n" for i, (a, b) in enumerate(P.tolist())))
+    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m",
+                       "--min-samples", "50", "--out-dir", tmp_path / "o")
+    assert rc == 2 and "got 4 (id, x, y, time)" in err and "--columns" in err
+    assert "read " not in err  # decided from the header, before any row was read
+
+
+def test_swapped_columns_are_spotted_even_when_quiet(capsys, tmp_path):
+    path = tmp_path / "latlon.csv"
+    P = geo_points()
+    path.write_text("lat,lon\n" + "".join(f"{b!r},{a!r}\n" for a, b in P.tolist()))
+    rc, out, err = run(capsys, "fit", path, "--header", "--columns", "lat", "lon", "--geo", "--bounds", *SF,
+                       "--eps", "50m", "--min-samples", "50", "--out-dir", tmp_path / "o", "--quiet", "--seed", "0")
+    assert rc == 0
+    assert "[private: do not publish]" in err and "the columns look swapped" in err
+    assert "--columns lon lat" in err
+    # the bounds are quoted in degrees, as given
+    assert "bound 37.72" in err or "bound -122.48" in err or "bound 37.82" in err or "bound -122.38" in err
+
+
+def test_predict_says_when_no_point_is_inside_the_box(capsys, tmp_path):
+    path = write_geo_csv(tmp_path / "trips.csv", geo_points())
+    run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "50",
+        "--out-dir", tmp_path, "--no-png", "--seed", "0")
+    pts = tmp_path / "q.csv"
+    pts.write_text("lat,lon\n37.79,-122.41\n37.76,-122.44\n")
+    rc, out, err = run(capsys, "predict", tmp_path / "trips.spans.json", pts, "--columns", "lat", "lon", "-q")
+    assert rc == 0 and out.split()[1:] == ["-1", "-1"]
+    assert "no point lies inside the model's bounds" in err
+
+
+def test_eps_as_large_as_the_box_is_refused_before_spending(capsys, tmp_path):
+    """Issue 23: --geo --eps 50km over a 26 x 33 km box spent the budget on a
+    one-cell grid; now refused from public inputs, nothing written."""
+    path = write_geo_csv(tmp_path / "trips.csv", geo_points())
+    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50km",
+                       "--min-samples", "50", "--out-dir", tmp_path / "o")
+    assert rc == 2 and "at least the public box's longest side" in err and "no budget is spent" in err
+    assert not (tmp_path / "o").exists()
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_eps_as_large_as_the_box_spends_nothing_in_python():
+    from dpdbscan import DPDBSCAN
+    from dpdbscan.release.accountant import BudgetAccountant
+
+    acc = BudgetAccountant(epsilon=1.0)
+    X = np.random.default_rng(0).random((500, 2)) * [700, 480]
+    with pytest.raises(ValueError, match=r"eps=5000 is at least the public box's longest side \(700"):
+        DPDBSCAN(5000, min_samples=5, bounds=([0, 0], [700, 480]), accountant=acc).fit(X)
+    assert acc.total() == (0.0, 0.0)

@@ -56,7 +56,7 @@ def geo_csv(tmp_path):
 
 def test_stdout_is_empty_and_every_line_is_a_private_note(capsys, geo_csv):
     path, _ = geo_csv
-    rc, out, err = run(capsys, "check", path, "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "100")
+    rc, out, err = run(capsys, "check", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "100")
     assert rc == 0, err
     assert out == ""
     assert len(lines(err)) >= 10
@@ -65,13 +65,13 @@ def test_stdout_is_empty_and_every_line_is_a_private_note(capsys, geo_csv):
 
 
 def test_rows_read_and_dropped_as_fit_counts_them(capsys, box_csv, tmp_path):
-    rc, out, err = run(capsys, "check", box_csv, "--bounds", "0", "0", "10", "10")
+    rc, out, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "0", "10", "10")
     assert rc == 0 and out == "", err
     assert line_of(err, "rows") == (
         "[private: do not publish] rows      : 104 read, 4 dropped (missing, non-numeric or non-finite values), 100 kept"
     )
     # fit's own notes on the same file: the same rows read and dropped
-    rc, _, fit_err = run(capsys, "fit", box_csv, "--bounds", "0", "0", "10", "10", "--eps", "1",
+    rc, _, fit_err = run(capsys, "fit", box_csv, "--header", "--bounds", "0", "0", "10", "10", "--eps", "1",
                          "--min-samples", "5", "--out-dir", tmp_path / "out", "--no-png", "--no-geojson")
     assert rc == 0, fit_err
     assert "read 104 rows x 2 column(s)" in fit_err and "4 row(s) with missing or non-finite values are dropped" in fit_err
@@ -79,7 +79,7 @@ def test_rows_read_and_dropped_as_fit_counts_them(capsys, box_csv, tmp_path):
 
 
 def test_share_outside_each_bound_per_column(capsys, box_csv):
-    rc, _, err = run(capsys, "check", box_csv, "--bounds", "0", "0", "10", "10")
+    rc, _, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "0", "10", "10")
     assert rc == 0, err
     assert line_of(err, "column 'x'") == (
         "[private: do not publish] column 'x': min -3, max 12; bounds 0 .. 10; 10.0% of the rows below the lower, "
@@ -92,7 +92,7 @@ def test_share_outside_each_bound_per_column(capsys, box_csv):
         "[private: do not publish] outside   : 35 row(s) (35.0%) outside the bounds; a fit clips them onto the box"
     )
     # one lower and one upper for all columns: the same shares
-    rc, _, err2 = run(capsys, "check", box_csv, "--bounds", "0", "10")
+    rc, _, err2 = run(capsys, "check", box_csv, "--header", "--bounds", "0", "10")
     assert line_of(err2, "column 'x'") == line_of(err, "column 'x'")
 
 
@@ -103,7 +103,7 @@ def test_most_points_outside_gives_the_swapped_bounds_hint(capsys, tmp_path):
     X = np.column_stack([rng.uniform(0, 10, 200), rng.uniform(5, 10, 200)])
     path = tmp_path / "p.csv"
     path.write_text("x,y\n" + "\n".join(f"{float(a)!r},{float(b)!r}" for a, b in X) + "\n")
-    rc, out, err = run(capsys, "check", path, "--bounds", "0", "10", "5", "20")
+    rc, out, err = run(capsys, "check", path, "--header", "--bounds", "0", "10", "5", "20")
     assert rc == 0 and out == ""
     assert line_of(err, "most points") == (
         "[private: do not publish] most points are outside the bounds: the bounds look like xmin xmax ymin ymax: "
@@ -122,7 +122,7 @@ OPTIONS = [
 @pytest.mark.parametrize("extra", OPTIONS)
 def test_kappa_margin_threshold_equal_the_forecast(capsys, box_csv, extra):
     common = ["--eps", "0.7", "--min-samples", "12", *extra]
-    rc, out, err = run(capsys, "check", box_csv, "--bounds", "0", "0", "10", "10", *common)
+    rc, out, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "0", "10", "10", *common)
     assert rc == 0 and out == "", err
     rc, fout, ferr = run(capsys, "forecast", "--bounds", "0", "0", "10", "10", *common,
                          "--n-expected", "100", "--json")
@@ -137,21 +137,24 @@ def test_kappa_margin_threshold_equal_the_forecast(capsys, box_csv, extra):
 
 
 def test_no_budget_no_noise_no_file(capsys, geo_csv, tmp_path, monkeypatch):
-    import dpdbscan.mechanism as mechanism
-    from dpdbscan import _random
+    import dpdbscan.pipeline as pipeline
+    import dpdbscan.release.mechanism as mechanism
+    from dpdbscan.release.samplers import integers as _random
 
     def refuse(*a, **k):
         raise AssertionError("check must not draw noise or release anything")
 
     monkeypatch.setattr(_random, "make_source", refuse)
+    monkeypatch.setattr(mechanism, "make_source", refuse)
     monkeypatch.setattr(mechanism, "release_histogram", refuse)
-    monkeypatch.setattr(mechanism, "release", refuse)
+    monkeypatch.setattr(pipeline, "release_histogram", refuse)
+    monkeypatch.setattr(pipeline, "fit", refuse)
     path, _ = geo_csv
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    rc, out, err = run(capsys, "check", path, "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "100")
+    rc, out, err = run(capsys, "check", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "100")
     assert rc == 0 and out == "", err
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
     assert "no budget spent, nothing released" in err
@@ -159,10 +162,10 @@ def test_no_budget_no_noise_no_file(capsys, geo_csv, tmp_path, monkeypatch):
 
 def test_geo_lengths_and_ranges_in_degrees(capsys, geo_csv):
     path, P = geo_csv
-    base = ["check", path, "--geo", "--bounds", *SF, "--min-samples", "100"]
+    base = ["check", path, "--header", "--geo", "--bounds", *SF, "--min-samples", "100"]
     rc, _, err_m = run(capsys, *base, "--eps", "20m")
     assert rc == 0, err_m
-    rc, _, err_km = run(capsys, *base, "--eps", "0.02")
+    rc, _, err_km = run(capsys, *base, "--eps", "0.02km")
     assert "eps=20 m" in line_of(err_m, "forecast")
     assert line_of(err_m, "grid") == line_of(err_km, "grid")
     assert line_of(err_m, "threshold") == line_of(err_km, "threshold")
@@ -179,7 +182,7 @@ def test_geo_lengths_and_ranges_in_degrees(capsys, geo_csv):
 
 def test_stdin(capsys, box_csv, monkeypatch):
     monkeypatch.setattr(sys, "stdin", types.SimpleNamespace(buffer=io.BytesIO(box_csv.read_bytes())))
-    rc, out, err = run(capsys, "check", "-", "--bounds", "0", "0", "10", "10")
+    rc, out, err = run(capsys, "check", "-", "--header", "--bounds", "0", "0", "10", "10")
     assert rc == 0 and out == "", err
     assert "from standard input" in line_of(err, "read")
     assert "104 read, 4 dropped" in line_of(err, "rows")
@@ -191,7 +194,7 @@ def test_stdin(capsys, box_csv, monkeypatch):
     (["--min-samples", "5"], "--eps"),
 ])
 def test_without_eps_or_min_samples_a_note_names_them(capsys, box_csv, given, missing):
-    rc, out, err = run(capsys, "check", box_csv, "--bounds", "0", "10", *given)
+    rc, out, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "10", *given)
     assert rc == 0 and out == "", err
     assert line_of(err, "no grid") == (
         f"[private: do not publish] no grid, kappa, margin, threshold or fit cost: give {missing} to see them"
@@ -201,7 +204,7 @@ def test_without_eps_or_min_samples_a_note_names_them(capsys, box_csv, given, mi
 
 
 def test_fit_cost_is_an_estimate_from_public_sizes(capsys, box_csv):
-    rc, _, err = run(capsys, "check", box_csv, "--bounds", "0", "10", "--eps", "0.7", "--min-samples", "5")
+    rc, _, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "10", "--eps", "0.7", "--min-samples", "5")
     line = line_of(err, "fit")
     assert "reading took" in line and "of memory" in line and "an estimate" in line
 
@@ -220,21 +223,21 @@ def test_fit_cost_is_an_estimate_from_public_sizes(capsys, box_csv):
     ["--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "5", "--ref-lat", "40"],
 ])
 def test_bad_options_give_fits_one_line_error(capsys, box_csv, tmp_path, argv):
-    rc, out, err = run(capsys, "check", box_csv, *argv)
+    rc, out, err = run(capsys, "check", box_csv, "--header", *argv)
     assert rc == 2 and out == ""
     errors = [ln for ln in lines(err) if ln.startswith("dpdbscan")]
     assert len(errors) == 1, err
-    rc_fit, _, fit_err = run(capsys, "fit", box_csv, *argv, "--out-dir", tmp_path / "out")
+    rc_fit, _, fit_err = run(capsys, "fit", box_csv, "--header", *argv, "--out-dir", tmp_path / "out")
     assert rc_fit == 2
     assert errors == [ln for ln in lines(fit_err) if ln.startswith("dpdbscan")]
     assert "abc" not in err  # no data value is quoted
 
 
 def test_bounds_are_required(capsys, box_csv):
-    rc, out, err = run(capsys, "check", box_csv, "--eps", "1", "--min-samples", "5")
+    rc, out, err = run(capsys, "check", box_csv, "--header", "--eps", "1", "--min-samples", "5")
     assert rc == 2 and out == "" and "--bounds" in err
 
 
 def test_quiet_prints_nothing(capsys, box_csv):
-    rc, out, err = run(capsys, "check", box_csv, "--bounds", "0", "10", "--quiet")
+    rc, out, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "10", "--quiet")
     assert (rc, out, err) == (0, "", "")

@@ -1,9 +1,10 @@
 import numpy as np
 import pytest
 
-from dpdbscan.post import core
-from dpdbscan.grid import Grid
-from dpdbscan.histogram import NoisyHistogram
+from releases import make_histogram
+from dpdbscan.cells.grid import Grid
+from dpdbscan.cells.histogram import NoisyHistogram
+from dpdbscan.post.coretests.bound import core
 from dpdbscan.post.sums import dense_neighbour_sums
 
 
@@ -17,7 +18,7 @@ def _sparse_hist(grid, seed, density=0.02):
         vals[sl] += 30
     coords = np.argwhere(vals > 0)
     keys = grid.encode(coords)
-    return NoisyHistogram(grid=grid, kind="sparse", values=vals[vals > 0], keys=keys, theta=3.0), vals
+    return make_histogram(grid=grid, kind="sparse", values=vals[vals > 0], keys=keys, theta=3.0), vals
 
 
 @pytest.mark.parametrize("d,alpha,seed", [(2, 0.04, 0), (2, 0.02, 1), (3, 0.15, 2)])
@@ -62,7 +63,7 @@ def test_sum_threshold_rules():
 
 def _core_subcells_reference(hist, threshold, layout):
     """The per-position loop over the whole universe (before the speed-up)."""
-    from dpdbscan.post import core
+    from dpdbscan.post.coretests.bound import core
 
     keys, sums = [], []
     for pos, offsets in layout.positions:
@@ -89,9 +90,9 @@ def _core_subcells_reference(hist, threshold, layout):
 @pytest.mark.parametrize("kind", ["dense-int", "dense-float", "sparse"])
 @pytest.mark.parametrize("k", [2, 3])
 def test_subcell_core_cells_match_full_evaluation(d, kind, k):
-    from dpdbscan.post import core
-    from dpdbscan.histogram import NoisyHistogram
-    from dpdbscan.post.subcells import SubcellLayout
+    from dpdbscan.cells.histogram import NoisyHistogram
+    from dpdbscan.cells.subcells import SubcellLayout
+    from dpdbscan.post.coretests.bound import core
 
     rng = np.random.default_rng(d * 10 + k)
     g = Grid(np.zeros(d), np.full(d, 1.0), {1: 0.01, 2: 0.04, 3: 0.2}[d])
@@ -105,11 +106,11 @@ def test_subcell_core_cells_match_full_evaluation(d, kind, k):
     if kind == "sparse":
         vals = counts + rng.integers(0, 3, g.shape)
         keys = g.encode(np.argwhere(vals >= 2))
-        hist = NoisyHistogram(grid=g, kind="sparse", values=vals[vals >= 2], keys=keys, theta=2.0)
+        hist = make_histogram(grid=g, kind="sparse", values=vals[vals >= 2], keys=keys, theta=2.0)
     else:
         noise = rng.laplace(0, 2, g.shape)
         vals = counts + (noise if kind == "dense-float" else np.round(noise).astype(np.int64))
-        hist = NoisyHistogram(grid=g, kind="dense", values=vals)
+        hist = make_histogram(grid=g, kind="dense", values=vals)
     for thr in (20.0, 60.0, 150.0):
         k0, s0 = _core_subcells_reference(hist, thr, layout)
         k1, s1 = core.core_cells(hist, thr, layout)
@@ -122,8 +123,8 @@ def test_subcell_core_cells_match_full_evaluation(d, kind, k):
 def test_dense_core_cells_from_candidates_match_full_sums(d, kind):
     """k = 1 on a dense histogram: candidates around heavy cells give exactly
     the cells and sums of the full evaluation."""
-    from dpdbscan.post import core
-    from dpdbscan.histogram import NoisyHistogram
+    from dpdbscan.cells.histogram import NoisyHistogram
+    from dpdbscan.post.coretests.bound import core
     from dpdbscan.post.sums import dense_candidates, dense_neighbour_sums
 
     rng = np.random.default_rng(40 + d)
@@ -138,7 +139,7 @@ def test_dense_core_cells_from_candidates_match_full_sums(d, kind):
         np.add.at(counts, tuple(coords.T), 1)
     noise = rng.laplace(0, 1.5, g.shape)
     vals = counts + (noise if kind == "float" else np.round(noise).astype(np.int64))
-    hist = NoisyHistogram(grid=g, kind="dense", values=vals)
+    hist = make_histogram(grid=g, kind="dense", values=vals)
     S = dense_neighbour_sums(g, vals)
     used = 0
     for thr in thresholds + (-5.0,):

@@ -25,8 +25,8 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +39,7 @@ import pandas as pd  # noqa: E402
 
 import dpdbscan  # noqa: E402
 from dpdbscan import DPDBSCAN  # noqa: E402
-from dpdbscan.backends.dask_backend import DaskBackend  # noqa: E402
+from dpdbscan.release.backends.dask_backend import DaskBackend  # noqa: E402
 
 BOUNDS = ([0.0, 0.0], [10.0, 10.0])
 N_PARTS = 10
@@ -53,7 +53,7 @@ PRELOAD = textwrap.dedent('''
     import uuid
     from pathlib import Path
 
-    from dpdbscan.backends import dask_backend
+    from dpdbscan.release.backends import dask_backend
 
     # distributed may import a preload twice: wrap the original only once.
     _count = getattr(dask_backend, "_unwrapped_frame_part", dask_backend._frame_part)

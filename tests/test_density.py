@@ -7,20 +7,28 @@ import math
 
 import numpy as np
 import pytest
+from reference import components, same_partition
 
 from dpdbscan import DPDBSCAN, SpanModel
-from dpdbscan._random import SeededSource
-from dpdbscan.post.merge import centre_offsets, merge_centres, radius_cells2
-from dpdbscan.predict import predict_spans, span_regions
-from dpdbscan.post.density import (
-    accuracy_margin, ball_weights, dense_weighted_sums, density_field, margin, noise_variance,
-    weighted_quantile, weighted_sums_at, weighted_tail_bound,
+from dpdbscan.cells.grid import Grid
+from dpdbscan.cells.histogram import NoisyHistogram
+from dpdbscan.model.predict import predict_spans, span_regions
+from releases import Config as MechanismConfig, make_histogram
+from releases import release_histogram
+from dpdbscan.post.coretests.density import (
+    accuracy_margin,
+    ball_weights,
+    dense_weighted_sums,
+    density_field,
+    margin,
+    noise_variance,
+    weighted_quantile,
+    weighted_sums_at,
+    weighted_tail_bound,
 )
-from dpdbscan.grid import Grid
-from dpdbscan.histogram import NoisyHistogram
-from dpdbscan.mechanism import MechanismConfig, release_histogram
-
-from reference import components, same_partition
+from dpdbscan.post.merge import centre_offsets, merge_centres, radius_cells2
+from dpdbscan.release.samplers.integers import SeededSource
+from dpdbscan.model import guarantee, model_from_dict, to_json, with_params
 
 # --------------------------------------------------------------------------- #
 # weights
@@ -137,13 +145,13 @@ def _random_hist(kind, seed=0, d=2, shape_side=1.0, alpha=0.1, theta=0.0, noise_
     if noise_vals:
         vals -= rng.poisson(1.0, size=grid.shape)
     if kind == "dense":
-        return NoisyHistogram(grid, "dense", vals)
+        return make_histogram(grid, "dense", vals)
     coords = grid.all_coords()
     flat = vals.ravel()
     keep = flat >= theta if theta > 0 else flat != 0
     keys = grid.encode(coords[keep])
     order = np.argsort(keys)
-    return NoisyHistogram(grid, kind, flat[keep][order], keys=keys[order], theta=theta)
+    return make_histogram(grid, kind, flat[keep][order], keys=keys[order], theta=theta)
 
 
 def _brute_estimate(grid, values, bw, coord, r):
@@ -181,7 +189,7 @@ def test_sparse_sums_equal_dense_sums_of_the_same_release(d, k):
     grid = hist.grid
     dense_vals = np.zeros(grid.shape, dtype=np.int64)
     dense_vals[tuple(grid.decode(hist.keys).T)] = hist.values
-    dense = NoisyHistogram(grid, "dense", dense_vals)
+    dense = make_histogram(grid, "dense", dense_vals)
     bw = ball_weights(d, 4.0, k)
     keys = grid.encode(grid.all_coords())
     np.testing.assert_allclose(weighted_sums_at(hist, bw, keys), weighted_sums_at(dense, bw, keys),
@@ -194,7 +202,10 @@ def test_sparse_sums_equal_dense_sums_of_the_same_release(d, k):
 
 @pytest.mark.parametrize("noise,eps", [("discrete", 1.0), ("discrete", 0.5), ("laplace", 1.0)])
 def test_noise_variance(noise, eps):
-    from dpdbscan.histograms import make_noise
+    from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace
+
+    def make_noise(kind, epsilon):
+        return (DiscreteLaplace if kind == "discrete" else ContinuousLaplace)(epsilon)
 
     z = make_noise(noise, eps).sample(SeededSource(3), 400_000).astype(np.float64)
     v = noise_variance(noise, eps)
@@ -203,22 +214,32 @@ def test_noise_variance(noise, eps):
     assert noise_variance("none", 1.0) == 0.0
 
 
-@pytest.mark.parametrize("noise", ["discrete", "laplace"])
+#: the noise laws the margins are checked on: (kind, scale, slack): the scale
+#: is epsilon for Laplace and sigma^2 for the Gaussian; ``slack`` how far
+#: below g the tail must already exceed the level (g is not loose)
+LAWS = [("discrete", 1.0, 0.3), ("laplace", 1.0, 0.3), ("gaussian", 2.0, 0.5), ("gaussian", 30.0, 2.0)]
+
+
+def _noise(kind, scale):
+    from dpdbscan.release.histograms import ContinuousLaplace, DiscreteGaussian, DiscreteLaplace
+
+    return {"discrete": DiscreteLaplace, "laplace": ContinuousLaplace, "gaussian": DiscreteGaussian}[kind](scale)
+
+
+@pytest.mark.parametrize("noise,scale,slack", LAWS)
 @pytest.mark.parametrize("truncation", [None, 2.0, "positive"])
-def test_weighted_quantile_bounds_the_tail(noise, truncation):
+def test_weighted_quantile_bounds_the_tail(noise, scale, slack, truncation):
     """P(N >= g) <= level, checked on 4e5 draws with a one-sided Clopper-Pearson
     bound at 1e-6 (false failure rate 1e-6); and g is not loose (the tail
-    just below g - 0.3 is above the level)."""
+    just below g - slack is above the level). The Gaussian's too (issue 20)."""
     from scipy.stats import beta as beta_dist
-
-    from dpdbscan.histograms import make_noise
 
     W = ball_weights(2, 4.0, 2).W[0]
     W = W[W > 0]
     level = 0.01
-    g = weighted_quantile(noise, 1.0, tuple(W), level, truncation)
+    g = weighted_quantile(noise, scale, tuple(W), level, truncation)
     n = 400_000
-    Z = make_noise(noise, 1.0).sample(SeededSource(5), n * W.size).reshape(n, W.size)
+    Z = _noise(noise, scale).sample(SeededSource(5), n * W.size).reshape(n, W.size)
     Z = Z.astype(np.float64)
     if truncation == "positive":
         Z = np.maximum(Z, 0)
@@ -228,16 +249,20 @@ def test_weighted_quantile_bounds_the_tail(noise, truncation):
     k = int((N >= g).sum())
     lower = beta_dist.ppf(1e-6, k, n - k + 1) if k else 0.0
     assert lower <= level
-    k2 = int((N >= g - 0.3).sum())
+    k2 = int((N >= g - slack).sum())
     assert beta_dist.ppf(1 - 1e-6, k2 + 1, n - k2) >= level  # not far above the quantile
 
 
-def test_chernoff_is_above_the_exact_quantile():
+@pytest.mark.parametrize("noise,scale", [("discrete", 1.0), ("gaussian", 2.0), ("gaussian", 400.0)])
+def test_chernoff_is_above_the_exact_quantile(noise, scale):
     W = ball_weights(2, 4.0, 2).W[0]
     W = tuple(W[W > 0])
     for level in (1e-2, 1e-6):
-        assert weighted_tail_bound("discrete", 1.0, W, math.log(level)) >= \
-            weighted_quantile("discrete", 1.0, W, level)
+        chernoff = weighted_tail_bound(noise, scale, W, math.log(level))
+        assert chernoff >= weighted_quantile(noise, scale, W, level)
+        if noise == "gaussian":
+            # the Chernoff bound of a subgaussian sum: at most sigma sqrt(2 ln(1/level) sum W^2)
+            assert chernoff <= math.sqrt(2 * scale * math.log(1 / level) * sum(w * w for w in W)) + 1e-9
 
 
 def test_margin_rules():
@@ -419,14 +444,14 @@ def test_estimator_density_release_round_trips_through_json():
     X = _blobs()
     est = DPDBSCAN(eps=0.03, min_samples=20, epsilon=1.0, bounds=(0, 1), random_state=0).fit(X)
     spans = est.spans_
-    assert spans.core == "density" and spans.n_spans == 2
-    again = SpanModel.from_dict(json.loads(spans.to_json()))
-    assert again.core == "density" and again.margin == spans.margin
+    assert spans.spec.core == "density" and spans.n_spans == 2
+    again = model_from_dict(json.loads(to_json(spans)))
+    assert again.spec.core == "density" and again.spec.margin == spans.spec.margin
     np.testing.assert_array_equal(again.predict(X), est.predict(X))
-    re = spans.with_min_samples(20)
-    assert re.core == "density"
+    re = with_params(spans, min_samples=20)
+    assert re.spec.core == "density"
     np.testing.assert_array_equal(re.core_keys, spans.core_keys)
-    g = spans.guarantee()
+    g = guarantee(spans)
     assert g["core"] == "density" and g["covers_clusters_at"] is None
     assert g["within_clusters_at"]["min_samples"] >= 1
 
@@ -436,9 +461,9 @@ def test_bound_release_is_unchanged_by_the_option():
     kw = dict(eps=0.03, min_samples=20, epsilon=1.0, bounds=(0, 1), random_state=0)
     a = DPDBSCAN(core="bound", **kw).fit(X)
     b = DPDBSCAN(core="bound", margin="chernoff", **kw).fit(X)
-    assert a.spans_.core == "bound" and a.spans_.margin == "chernoff"
+    assert a.spans_.spec.core == "bound" and a.spans_.spec.margin == "chernoff"
     np.testing.assert_array_equal(a.spans_.core_keys, b.spans_.core_keys)
-    assert SpanModel.from_dict(json.loads(a.spans_.to_json())).core == "bound"
+    assert model_from_dict(json.loads(to_json(a.spans_))).spec.core == "bound"
 
 
 @pytest.mark.parametrize("kw,match", [
@@ -481,3 +506,47 @@ def test_noiseless_pipeline_without_occupancy(histogram):
     got = dict(zip(map(tuple, dc.fine.decode(dc.keys).tolist()),
                    merge_centres(dc.fine, dc.keys).tolist()))
     assert set(got) == set(expected) and same_partition(got, expected)
+
+
+# --------------------------------------------------------------------------- #
+# extreme epsilon (issue 19, finding 8)
+
+EXTREME_EPSILON = [30.0, 700.0, 800.0, 1000.0, 1e4]
+
+
+@pytest.mark.parametrize("sigma2", [0.05, 1.0, 1e4, 1e6])
+def test_density_margins_are_finite_for_any_gaussian(sigma2):
+    """Every margin of the density test with Gaussian noise, from almost no
+    noise (sigma^2 = 0.05) to a release at a tiny budget (sigma = 1e3):
+    finite, and growing with sigma."""
+    bw = ball_weights(2, 4.0, 2)
+    prev = None
+    for s2 in (sigma2, 4 * sigma2):
+        m = margin("pointwise", bw, "gaussian", s2, 0.1, 10_000, min_samples=3, truncation=2.0)
+        assert np.all(np.isfinite(m.values)) and np.all(m.values >= 0)
+        if prev is not None:
+            assert np.all(m.values >= prev - 1e-9)
+        prev = m.values
+        G = accuracy_margin(bw, "gaussian", s2, 0.1, 10_000, "sparse")
+        assert np.all(np.isfinite(G)) and np.all(G >= 0)
+
+
+@pytest.mark.parametrize("epsilon", EXTREME_EPSILON)
+@pytest.mark.parametrize("noise", ["discrete", "laplace"])
+def test_density_margins_are_stable_at_extreme_epsilon(noise, epsilon):
+    """Every margin of the density test at any accepted epsilon (up to
+    params.MAX_EPSILON = 1e4): no floating-point warning (the suite turns
+    them into errors; before the fix cosh and q ** -m overflowed from
+    epsilon ~ 710 on), finite, and never above the margin at epsilon = 10
+    (less noise, never a larger margin)."""
+    bw = ball_weights(2, 4.0, 2)
+    for rule in (1.0, "pointwise", "chernoff"):
+        for trunc in (None, 0.0, 2.0, "zero"):
+            m = margin(rule, bw, noise, epsilon, 0.1, 10_000, min_samples=3, truncation=trunc)
+            ref = margin(rule, bw, noise, 10.0, 0.1, 10_000, min_samples=3, truncation=trunc)
+            assert np.all(np.isfinite(m.values)) and np.all(m.values >= 0)
+            assert np.all(m.values <= ref.values + 1e-9), (rule, trunc)
+    for kind in ("dense", "sparse"):
+        G = accuracy_margin(bw, noise, epsilon, 0.1, 10_000, kind)
+        assert np.all(np.isfinite(G)) and np.all(G >= 0)
+        assert np.all(G <= accuracy_margin(bw, noise, 10.0, 0.1, 10_000, kind) + 1e-9)

@@ -7,6 +7,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from dpdbscan import DPDBSCAN, InsecureRandomnessWarning, PrivacyLeakWarning, SpanModel
+from dpdbscan.model import geojson, predict_lonlat, save_model
 
 X2 = np.random.default_rng(0).random((200, 2))
 
@@ -61,7 +62,7 @@ def test_contract_and_fitted_attributes():
     assert m.tau_ is None  # the density test's guarantee has no tau
     b = DPDBSCAN(eps=0.1, bounds=(0, 1), core="bound").fit(X2)
     assert b.tau_ == pytest.approx(2 * b.gamma_)
-    assert m.n_cells_ == m.spans_.n_cells == m.histogram_.grid.n_cells
+    assert m.n_cells_ == m.spans_.release.grid.n_cells == m.histogram_.grid.n_cells
     assert m.budget_spent_ == (1.0, 0.0)
     for key in ("rho", "tau", "beta", "kappa", "n_cells", "epsilon", "delta"):
         assert key in m.guarantee_
@@ -171,7 +172,7 @@ def test_small_data_is_not_silently_empty():
 
 
 def test_custom_backend_keys_are_put_in_canonical_order():
-    from dpdbscan.backends import CellCounts, NumpyBackend
+    from dpdbscan.release.backends import CellCounts, NumpyBackend
 
     class Shuffled:
         def count(self, grid, X):
@@ -197,13 +198,13 @@ def test_custom_backend_keys_are_put_in_canonical_order():
 
 def test_subcells_auto_depends_on_dimension_only():
     m2 = fit()
-    assert m2.spans_.subcells == 2 and m2.rho_ == 6.0
+    assert m2.spans_.spec.subcells == 2 and m2.rho_ == 6.0
     X4 = np.random.default_rng(0).random((100, 4))
     m4 = DPDBSCAN(eps=0.5, bounds=(0, 1), random_state=0).fit(X4)
-    assert m4.spans_.subcells == 1 and m4.rho_ == 7.0
+    assert m4.spans_.spec.subcells == 1 and m4.rho_ == 7.0
     # border "auto": eps around core sub-cell centres (density), half a sub-cell diameter (bound)
-    assert m2.spans_.border == pytest.approx(0.1)
-    assert fit(core="bound").spans_.border == pytest.approx(4 * 0.1 / 16)
+    assert m2.spans_.spec.border == pytest.approx(0.1)
+    assert fit(core="bound").spans_.spec.border == pytest.approx(4 * 0.1 / 16)
 
 
 def test_fit_lonlat_is_the_python_side_of_fit_geo(tmp_path):
@@ -218,13 +219,47 @@ def test_fit_lonlat_is_the_python_side_of_fit_geo(tmp_path):
     box = (-122.48, 37.72, -122.38, 37.82)
     m = fit_lonlat(lonlat, bounds=box, eps="50m", min_samples=20, random_state=0)
     assert m.grid.alpha == pytest.approx(0.05) and m.n_spans == 2
-    assert sorted(m.predict_lonlat(hot).tolist()) == [0, 1]
+    assert sorted(predict_lonlat(m, hot).tolist()) == [0, 1]
     assert m.metadata["bounds_degrees"] == {"lower": [-122.48, 37.72], "upper": [-122.38, 37.82]}
-    ring = np.asarray(m.to_geojson()["features"][0]["geometry"]["coordinates"][0][0])
+    ring = np.asarray(geojson(m)["features"][0]["geometry"]["coordinates"][0][0])
     assert np.all((ring[:, 0] > -122.48) & (ring[:, 0] < -122.38))  # GeoJSON in lon/lat
-    m.save(tmp_path / "m.json")
+    save_model(m, tmp_path / "m.json")
     assert main(["info", str(tmp_path / "m.json")]) == 0
     with pytest.raises(ValueError, match="geographic model"):
-        fit(core="bound").spans_.predict_lonlat(hot)
+        predict_lonlat(fit(core="bound").spans_, hot)
     with pytest.raises(ValueError, match="lon_min, lat_min, lon_max, lat_max"):
         fit_lonlat(lonlat, bounds=(0, 1), eps="50m")
+
+
+@pytest.mark.filterwarnings("ignore::dpdbscan.InsecureRandomnessWarning")
+def test_standardised_data_warn_after_an_unchanged_release():
+    """Issue 19, finding 7: make_pipeline(StandardScaler(), DPDBSCAN(...,
+    bounds=(-3, 3))) ran without a word, although the scaler's mean and
+    standard deviation come from the private data and place every point on
+    the grid. Now fit warns (PrivacyLeakWarning) when every column has mean 0
+    and standard deviation 1 to within 1e-6. The warning is issued after the
+    release is made and stored: even when it is turned into an error, the
+    release is the one made without it."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal([10, 200], [1, 30], (300, 2)), rng.normal([14, 260], [1, 30], (300, 2))])
+    pipe = make_pipeline(StandardScaler(), DPDBSCAN(0.3, min_samples=5, bounds=(-3, 3), random_state=0))
+    with pytest.warns(Warning) as rec:  # the release may add a UtilityWarning
+        pipe.fit(X)
+    leaks = [w for w in rec if w.category is PrivacyLeakWarning]
+    assert len(leaks) == 1 and "mean 0 and standard deviation 1" in str(leaks[0].message)
+    assert "StandardScaler" in str(leaks[0].message)
+    Z = StandardScaler().fit_transform(X)
+    strict = DPDBSCAN(0.3, min_samples=5, bounds=(-3, 3), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        with pytest.raises(PrivacyLeakWarning):
+            strict.fit(Z)
+    np.testing.assert_array_equal(strict.spans_.core_keys, pipe[-1].spans_.core_keys)
+    np.testing.assert_array_equal(strict.spans_.histogram.values, pipe[-1].spans_.histogram.values)
+    # raw data in their own units with public bounds: no word (any warning fails here)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        DPDBSCAN(3.0, min_samples=5, bounds=([0, 0], [30, 400]), random_state=0).fit(X)

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from dpdbscan import DPDBSCAN
-from dpdbscan import explore as E
 from dpdbscan.cli import main
-from dpdbscan.post.sweep import Partition, agreement
+from dpdbscan.model import describe, finest_eps, guarantee, save_model, summary, with_params
+from dpdbscan.post.ladder import Partition, agreement
+from dpdbscan.render import explore as E
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -34,14 +35,13 @@ def test_every_grid_point_has_the_spans_of_with_params(model):
     eps, ms = [0.02, 0.03, 0.05], [10, 40]
     ex = E.explore(model, eps, ms)
     assert [(r.eps, r.min_samples) for r in ex.rows] == [(a, m) for a in eps for m in ms]
-    fine = model.histogram_grid.subdivided(model.subcells)
     for r in ex.rows:
-        want = model.with_params(eps=r.eps, min_samples=r.min_samples)
+        want = with_params(model, eps=r.eps, min_samples=r.min_samples)
         got = ex.models[(r.eps, r.min_samples)]
-        np.testing.assert_array_equal(fine.decode(got.core_keys), want.grid.decode(want.core_keys))
+        np.testing.assert_array_equal(got.grid.decode(got.core_keys), want.grid.decode(want.core_keys))
         np.testing.assert_array_equal(got.labels, want.labels)
         assert r.spans == want.n_spans and r.core_cells == want.n_core_cells
-        assert r.threshold == pytest.approx(want.threshold)
+        assert r.threshold == pytest.approx(want.spans.threshold)
         assert 0 <= r.core_share <= 1 and -1 <= r.stability <= 1
     # more MinPts, less core mass at every eps
     for a in eps:
@@ -49,13 +49,65 @@ def test_every_grid_point_has_the_spans_of_with_params(model):
         assert masses == sorted(masses, reverse=True)
 
 
+def test_panels_carry_the_guarantee_of_their_own_parameters(model):
+    """Issue 19, finding 4: each panel model was the base model with new
+    cells, so it kept the base eps, margin, threshold and guarantee (at eps
+    0.12, MinPts 40 of a 0.02 release: threshold 45.7 against 57.2, and the
+    relaxed clusters at 0.18 against 0.45). Now a panel is what
+    ``with_params`` returns, field for field."""
+    ex = E.explore(model, [0.02, 0.05, 0.12], [10, 40])
+    for (a, m), got in ex.models.items():
+        want = with_params(model, eps=a, min_samples=m)
+        assert got.grid.alpha == pytest.approx(a) and got.spec.min_samples == m
+        assert got.spans.threshold == pytest.approx(want.spans.threshold)
+        assert got.spans.gamma == pytest.approx(want.spans.gamma)
+        assert guarantee(got) == guarantee(want)
+        assert describe(got) == describe(want)
+        assert summary(got) == summary(want)
+        np.testing.assert_array_equal(got.predict(_grid_points(model)), want.predict(_grid_points(model)))
+    # the figure's common view: the box of every panel's span regions (what
+    # the panels draw: core and border cells), padded by 5%
+    regions = [with_params(model, eps=a, min_samples=m).regions()[0] for a, m in ex.models]
+    c = model.grid.decode(np.concatenate(regions))
+    g = model.grid
+    lo, hi = g.lower + c.min(0) * g.width, g.lower + (c.max(0) + 1) * g.width
+    pad = 0.05 * (hi - lo).max()
+    view = E._common_view(ex, model)
+    np.testing.assert_allclose(view[0], np.maximum(lo - pad, g.lower))
+    np.testing.assert_allclose(view[1], np.minimum(hi + pad, g.upper))
+
+
+def _grid_points(model, n=60):
+    t = (np.arange(n) + 0.5) / n
+    return np.stack(np.meshgrid(t, t), axis=-1).reshape(-1, 2)
+
+
 def test_default_grid_stays_at_or_above_the_release(model):
     eps, ms = E.default_grid(model)
     assert min(eps) == pytest.approx(0.02) and len(eps) == 5 and max(eps) == pytest.approx(0.08)
     assert ms == [5, 10, 20, 40, 80]
-    coarse = model.with_params(eps=0.08)
+    coarse = with_params(model, eps=0.08)
     eps2, _ = E.default_grid(coarse)
     assert eps2[0] == pytest.approx(0.04) and eps2[2] == pytest.approx(0.08)
+
+
+def test_help_says_what_the_default_grid_is(model, tmp_path, capsys):
+    """Issue 23: the help described eps x sqrt(2)^i, i = -2..2 around the
+    model's eps, but explore ran 50 m to 200 m on a 50 m release. The help
+    now gives the rule and the values a model at its finest eps gets; check
+    both against what explore does."""
+    assert model.grid.alpha == pytest.approx(finest_eps(model))  # a fit at the default eta
+    assert main(["explore", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "sqrt(2)^i for i = -2..2, moved up by factors of sqrt(2)" in text
+    assert "eps x 1, 1.41, 2, 2.83, 4" in text and "MinPts x 2^j for j = -2..2" in text
+    path = tmp_path / "m.spans.json"
+    save_model(model, path)
+    assert main(["explore", str(path), "--no-png"]) == 0
+    printed = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()[:1].isdigit()]
+    eps = sorted({float(r[0]) for r in printed})
+    assert eps == pytest.approx([0.02 * f for f in (1, 1.41, 2, 2.83, 4)], rel=4e-3)
+    assert sorted({int(r[1]) for r in printed}) == [20 // 4, 20 // 2, 20, 40, 80]
 
 
 def _p(keys, labels, mass=None):
@@ -92,7 +144,7 @@ def test_table_and_figure_files(model, tmp_path):
 
 def test_cli_explore(model, tmp_path, capsys):
     path = tmp_path / "m.spans.json"
-    model.save(path)
+    save_model(model, path)
     rc = main(["explore", str(path), "--eps", "0.02", "0.03", "--min-samples", "10", "40"])
     out, err = capsys.readouterr()
     assert rc == 0, err
@@ -105,7 +157,7 @@ def test_cli_explore(model, tmp_path, capsys):
                                                           (0.03, 40)]
     assert "costs no budget" in out
     # the spans count printed is the one of with_params
-    assert int(printed[1][3]) == model.with_params(eps=0.02, min_samples=40).n_spans
+    assert int(printed[1][3]) == with_params(model, eps=0.02, min_samples=40).n_spans
 
 
 @pytest.mark.parametrize("argv,match", [
@@ -115,7 +167,7 @@ def test_cli_explore(model, tmp_path, capsys):
 ])
 def test_cli_explore_refuses(model, tmp_path, capsys, argv, match):
     path = tmp_path / "m.spans.json"
-    model.save(path)
+    save_model(model, path)
     rc = main(["explore", str(path), *argv])
     err = capsys.readouterr().err
     assert rc == 2 and match in err, err
@@ -124,7 +176,7 @@ def test_cli_explore_refuses(model, tmp_path, capsys, argv, match):
 def test_cli_explore_3d_table_only(tmp_path, capsys):
     m = _model(1, d=3)
     path = tmp_path / "m3.spans.json"
-    m.save(path)
+    save_model(m, path)
     assert main(["explore", str(path)]) == 2
     assert "--no-png" in capsys.readouterr().err
     assert main(["explore", str(path), "--no-png", "--eps", "0.02", "--min-samples", "20"]) == 0

@@ -38,13 +38,13 @@ def test_forecast_numbers_equal_what_a_fit_reports(kw):
     est = DPDBSCAN(**{"bounds": (np.zeros(d), np.ones(d)), "random_state": 0, **kw})
     fc = est.forecast(n_expected=3000)
     model = est.fit(_clusters(d, 3000)).spans_
-    assert fc.gamma == pytest.approx(model.gamma, rel=1e-12)
-    assert fc.threshold == pytest.approx(model.threshold, rel=1e-12)
+    assert fc.gamma == pytest.approx(model.spans.gamma, rel=1e-12)
+    assert fc.threshold == pytest.approx(model.spans.threshold, rel=1e-12)
     assert (fc.n_cells, fc.kappa, fc.histogram, fc.subcells, fc.d) == (
-        model.n_cells, model.kappa, model.histogram_kind, model.subcells, d)
+        model.release.grid.n_cells, model.spans.kappa, model.release.histogram, model.spec.subcells, d)
     if fc.histogram != "dense":
-        assert fc.theta == model.theta
-    assert fc.eps == model.grid.alpha and fc.min_samples == model.min_samples
+        assert fc.theta == model.release.theta
+    assert fc.eps == model.grid.alpha and fc.min_samples == model.spec.min_samples
 
 
 def test_the_utility_warning_quotes_the_forecast():
@@ -113,15 +113,15 @@ def test_slow_fits_warn_before_counting():
 
 
 def test_auto_forecast_is_the_base_release():
-    from dpdbscan.post import auto
+    from dpdbscan.plan import autoplan as auto
 
     box = ([0, 0], [3, 4])
     est = DPDBSCAN("auto", min_samples="auto", bounds=box)
     fc = est.forecast(n_expected=2_000)
-    assert fc.eps == auto.base_eps(*map(np.asarray, box), 4.0, auto.base_cells(1.0, 2_000))
+    assert fc.eps == auto.base_eps(*map(np.asarray, box), 4.0, auto.base_cells(1.0, 2_000, 2**20))
     assert fc.min_samples == 5
     # without a guess: the assumed size
-    assert est.forecast().eps == auto.base_eps(*map(np.asarray, box), 4.0, auto.base_cells(1.0))
+    assert est.forecast().eps == auto.base_eps(*map(np.asarray, box), 4.0, auto.base_cells(1.0, None, 2**20))
 
 
 def test_cli_forecast(capsys):
@@ -153,7 +153,7 @@ def test_cli_forecast_refuses_bad_input(capsys, argv, match):
 
 
 def test_fit_cost_follows_the_benchmarks_lines():
-    from dpdbscan.post.forecast import fit_cost
+    from dpdbscan.plan.forecast import fit_cost
 
     # 2-D, dense: 45 ns and 16 B per point, plus 0.18 s and 120 MB per 4.4M cells
     fc = DPDBSCAN(eps=0.05, min_samples=20, bounds=(0, 1)).forecast(1e6, n_features=2)

@@ -3,8 +3,13 @@ import math
 import numpy as np
 import pytest
 
-from dpdbscan.geo import (
-    KM_PER_DEGREE, Equirectangular, check_lonlat_box, default_geo_columns, format_km, parse_length,
+from dpdbscan.geometry.projection import (
+    KM_PER_DEGREE,
+    Equirectangular,
+    check_lonlat_box,
+    default_geo_columns,
+    format_km,
+    parse_length,
 )
 
 SF_LOWER, SF_UPPER = (-122.48, 37.72), (-122.38, 37.82)
@@ -18,7 +23,7 @@ def haversine_km(a, b, radius=6371.0088):
 
 @pytest.mark.parametrize("text, geo, expected", [
     ("50m", True, 0.05), ("50 m", True, 0.05), ("0.05km", True, 0.05), ("0.05KM", True, 0.05),
-    ("0.05", True, 0.05), ("2", True, 2.0), ("1e3m", True, 1.0), ("12", False, 12.0),
+    (0.05, True, 0.05), (2, True, 2.0), ("1e3m", True, 1.0), ("12", False, 12.0),
     ("0.5", False, 0.5), (3.0, False, 3.0),
 ])
 def test_parse_length(text, geo, expected):
@@ -31,6 +36,8 @@ def test_parse_length(text, geo, expected):
     ("fifty", True, "must be a number"),
     ("", True, "must be a number"),
     ("5 0m", True, "must be a number"),
+    ("0.05", True, "with --geo give eps with a unit"),  # 50 m or 50 km? (issue 23)
+    ("50", True, "50m or 50km"),
 ])
 def test_parse_length_rejects(text, geo, match):
     with pytest.raises(ValueError, match=match):

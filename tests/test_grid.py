@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from dpdbscan.backends.numpy_backend import NumpyBackend
-from dpdbscan.grid import Grid, count_neighbours, neighbour_offsets
+from dpdbscan.cells.grid import Grid, count_neighbours, neighbour_offsets
+from dpdbscan.release.backends.numpy_backend import NumpyBackend
 
 
 def _min_cell_distance(offset):

@@ -3,16 +3,20 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-
-from dpdbscan._random import SeededSource
-from dpdbscan.backends.numpy_backend import NumpyBackend, run_length
-from dpdbscan.bounds import gamma, gamma_laplace, tau
-from dpdbscan.grid import Grid
-from dpdbscan.histograms import (
-    DiscreteLaplace, dense_histogram, sparse_histogram, stability_histogram, stability_theta,
-)
-from dpdbscan.histograms.sparse import default_theta
 from stats import binom_ok
+
+from dpdbscan.cells.grid import Grid
+from dpdbscan.plan.histogram import default_theta, stability_theta
+from dpdbscan.post.coretests.bound.margins import gamma, gamma_laplace, tau
+from dpdbscan.release.backends.numpy_backend import NumpyBackend
+from dpdbscan.release.bounding import run_length
+from dpdbscan.release.histograms import (
+    DiscreteLaplace,
+    dense_histogram,
+    sparse_histogram,
+    stability_histogram,
+)
+from dpdbscan.release.samplers.integers import SeededSource
 
 # Distribution checks below use a per-test false-failure rate of at most 1e-6.
 P_FAIL = 1e-6
@@ -45,7 +49,7 @@ def test_dense_histogram_adds_one_noise_per_cell():
     g = _grid()
     counts = np.zeros(g.shape, dtype=np.int64)
     counts[3, 4] = 50
-    h = dense_histogram(g, counts, DiscreteLaplace(1.0), SeededSource(0))
+    h = dense_histogram(g, counts, DiscreteLaplace(1.0), SeededSource(0), 1.0, 0.0)
     assert h.values.shape == g.shape and h.values.dtype == np.int64
     z = (h.values - counts).ravel()
     # mean of n discrete Laplace(eps=1) draws: variance 2q/(1-q)^2 each; 5 sigma
@@ -59,7 +63,7 @@ def test_sparse_histogram_releases_above_theta_and_empty_cells():
     cells = NumpyBackend().count(g, X)
     noise = DiscreteLaplace(1.0)
     theta = 5.0
-    h = sparse_histogram(g, cells, noise, SeededSource(4), theta)
+    h = sparse_histogram(g, cells, noise, SeededSource(4), theta, 1.0, 0.0)
     assert h.kind == "sparse"
     assert np.all(h.values >= theta)
     assert np.all(np.diff(h.keys) > 0)  # sorted, unique
@@ -79,22 +83,22 @@ def test_sparse_histogram_releases_above_theta_and_empty_cells():
 
 def test_default_theta_depends_on_public_inputs_only():
     noise = DiscreteLaplace(1.0)
-    t = default_theta(10**9, noise, 2**20)
+    t = default_theta(10**9, "discrete", noise.scale, 2**20)
     assert 10**9 * noise.tail(t) <= 2**20 < 10**9 * noise.tail(t - 1)
-    assert default_theta(10**30, noise, 2**20) > t
+    assert default_theta(10**30, "discrete", noise.scale, 2**20) > t
 
 
 def test_stability_histogram_threshold():
     noise = DiscreteLaplace(1.0)
-    th = stability_theta(noise, 1e-6)
+    th = stability_theta("discrete", noise.scale, 1e-6)
     assert noise.tail(th - 1) <= 1e-6 < noise.tail(th - 2)
     g = _grid()
     X = np.array([[0.5, 0.5]] * 100 + [[0.1, 0.1]])
     cells = NumpyBackend().count(g, X)
-    h = stability_histogram(g, cells, noise, SeededSource(0), 1e-6)
+    h = stability_histogram(g, cells, noise, SeededSource(0), th, 1.0, 1e-6)
     assert h.kind == "stability" and h.theta == th
     with pytest.raises(ValueError, match="delta"):
-        stability_theta(noise, 0.0)
+        stability_theta("discrete", noise.scale, 0.0)
 
 
 @pytest.mark.parametrize("count", [1, 3, 6])
@@ -105,13 +109,13 @@ def test_stability_histogram_releases_a_cell_with_the_right_probability(count):
     values >= theta, which holds by construction)."""
     noise = DiscreteLaplace(1.0)
     delta = 1e-2
-    th = stability_theta(noise, delta)
+    th = stability_theta("discrete", noise.scale, delta)
     g = Grid([0.0], [1.0], 1e-5)  # a long strip: one cell per point
     n = 50_000
-    from dpdbscan.backends.base import CellCounts
+    from dpdbscan.release.backends.base import CellCounts
 
     cells = CellCounts(g.encode(np.arange(n).reshape(-1, 1)), np.full(n, count, dtype=np.int64))
-    h = stability_histogram(g, cells, noise, SeededSource(count), delta)
+    h = stability_histogram(g, cells, noise, SeededSource(count), th, 1.0, delta)
     p = noise.tail(th - count)
     assert binom_ok(h.keys.size, n, p)
     assert np.all(h.values >= th) and h.values.dtype.kind == "i"
@@ -138,9 +142,37 @@ def test_gamma_bounds_discrete_noise_sums():
     assert exceed <= stats.binom.ppf(1 - P_FAIL, n, 0.05)
 
 
+@pytest.mark.parametrize("sigma2", [1.0, 50.0])
+def test_gaussian_margins_are_valid_and_tighter_than_subgaussian(sigma2):
+    """Issue 20: the bound test's two-sided margin for discrete Gaussian
+    noise (Chernoff with its exact MGF) is below the subgaussian union
+    bound, holds on draws, and is not vacuous."""
+    from dpdbscan.post.coretests.bound.margins import gamma_chernoff, gamma_subgaussian, margins
+    from dpdbscan.release.histograms import DiscreteGaussian
+
+    for kappa, n_events in [(15, 1), (21, 1849), (117, 10**8)]:
+        assert gamma_chernoff("gaussian", sigma2, kappa, n_events, 0.1) <= gamma_subgaussian(
+            sigma2, kappa, n_events, 0.1
+        )
+    G = gamma_chernoff("gaussian", sigma2, 15, 1, 0.05)
+    n = 20000
+    S = DiscreteGaussian(sigma2).sample(SeededSource(9), 15 * n).reshape(n, 15).sum(1)
+    limit = stats.binom.ppf(1 - P_FAIL, n, 0.05)
+    assert int((np.abs(S) > G).sum()) <= limit
+    assert int((np.abs(S) > 0.5 * G).sum()) > limit
+    # the upper side of a truncating release: sums of the errors of cells
+    # with 0 .. 3 points, theta 2 (released iff x + Z >= 2)
+    low, up = margins("chernoff", "sparse", "gaussian", sigma2, 15, 1, 0.05, 2.0)
+    x = np.resize(np.arange(4), 15)
+    Z = DiscreteGaussian(sigma2).sample(SeededSource(11), 15 * n).reshape(n, 15)
+    err = np.where(x + Z >= 2, Z, -x).sum(1)
+    assert int((err > up).sum()) <= stats.binom.ppf(1 - P_FAIL, n, 0.025)
+    assert int((err < -low).sum()) <= stats.binom.ppf(1 - P_FAIL, n, 0.025)
+
+
 @pytest.mark.parametrize("noise", ["discrete", "laplace"])
 def test_chernoff_margin_is_valid_and_tighter(noise):
-    from dpdbscan.bounds import gamma_chernoff
+    from dpdbscan.post.coretests.bound.margins import gamma_chernoff
 
     for kappa, n_events in [(15, 1), (21, 1849), (117, 10**8)]:
         assert gamma_chernoff(noise, 1.0, kappa, n_events, 0.1) < gamma_laplace(1.0, kappa, n_events, 0.1)
@@ -151,7 +183,7 @@ def test_chernoff_margin_is_valid_and_tighter(noise):
     if noise == "discrete":
         z = DiscreteLaplace(1.0).sample(src, 15 * n)
     else:
-        from dpdbscan.histograms import ContinuousLaplace
+        from dpdbscan.release.histograms import ContinuousLaplace
         z = ContinuousLaplace(1.0).sample(src, 15 * n)
     S = z.reshape(n, 15).sum(1)
     assert int((np.abs(S) > G).sum()) <= stats.binom.ppf(1 - P_FAIL, n, 0.05)
@@ -162,7 +194,7 @@ def test_chernoff_margin_is_valid_and_tighter(noise):
 def test_linear_to_coords_is_row_major_and_exact():
     """Linear indices to coordinates: numpy's unravel_index on a small grid,
     and exact Python-int arithmetic on a universe beyond 2**62 (d = 10)."""
-    from dpdbscan.histograms.sparse import linear_to_coords
+    from dpdbscan.release.histograms.sparse import linear_to_coords
 
     shape = (3, 5, 2)
     flat = np.arange(30, dtype=np.int64)
@@ -177,7 +209,7 @@ def test_linear_to_coords_is_row_major_and_exact():
 
 
 def test_merge_sorted():
-    from dpdbscan.histograms.sparse import _merge_sorted
+    from dpdbscan.release.histograms.sparse import _merge_sorted
 
     rng = np.random.default_rng(0)
     for _ in range(50):

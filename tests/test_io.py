@@ -8,9 +8,12 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from dpdbscan import io as dpio
-from dpdbscan.csvblocks import DELIMITERS, NULL_VALUES, is_number
-from dpdbscan.io import file_kind, read_input, read_points, resolve_columns, write_labels
+from dpdbscan.files import csvfile as dpio
+from dpdbscan.files import format_of, read_input, read_points, resolve_columns, write_labels
+from dpdbscan.files.records import NULL_VALUES, is_number
+from dpdbscan.model import save_model, to_json
+
+DELIMITERS = (",", ";", "\t", "|")
 
 POINTS = np.array([[1.5, -2.0], [3.25, 4.0], [-5.0, 6.125], [7.0, 8.0]])
 LABELS = np.array([0, 1, -1, 1])
@@ -41,25 +44,47 @@ def put(path, content):
 
 @pytest.mark.parametrize("name", ["p.csv", "p.csv.gz", "p.txt"])
 def test_csv_default_columns_skip_label(tmp_path, name):
-    X, names = read_points(write_csv(tmp_path / name))
+    X, names = read_points(write_csv(tmp_path / name), header=True)
     assert names == ["x", "y"]
     np.testing.assert_array_equal(X, POINTS)
     assert X.dtype == np.float64
 
 
-def test_gzip_detected_by_content_not_name(tmp_path):
+@pytest.mark.parametrize("name, kind, gz, sep", [
+    ("p.csv", "csv", False, ","), ("P.CSV.GZ", "csv", True, ","), ("p.txt", "csv", False, ","),
+    ("p.tsv", "csv", False, "\t"), ("p.tab.gz", "csv", True, "\t"), ("p.parquet", "parquet", False, ","),
+    ("p.pq", "parquet", False, ","), ("p.npy", "npy", False, ","), ("-", "csv", False, ","),
+])
+def test_format_comes_from_the_name(name, kind, gz, sep):
+    fmt = format_of(name)
+    assert (fmt.kind, fmt.gzip, fmt.delimiter) == (kind, gz, sep)
+
+
+@pytest.mark.parametrize("name", ["p", "p.dat", "p.json", "p.parquet.gz"])
+def test_unknown_format_is_refused_naming_the_option(name):
+    with pytest.raises(ValueError, match="pass --format"):
+        format_of(name)
+    assert format_of(name, "csv.gz").gzip
+
+
+def test_gzip_is_decided_by_the_name_not_the_content(tmp_path):
     path = tmp_path / "p.csv"
     path.write_bytes(gzip.compress(b"x,y\n1,2\n3,4\n"))
-    assert file_kind(path) == "csv.gz"
-    X, _ = read_points(path)
+    # a declared header is public, so its bytes may refuse the file, with a hint
+    with pytest.raises(ValueError, match="control bytes.*--format csv.gz"):
+        read_points(path, header=True)
+    X, _ = read_points(path, header=True, file_format="csv.gz")
     np.testing.assert_array_equal(X, [[1, 2], [3, 4]])
+    # without a header nothing is looked at: every line is a bad record, dropped one by one
+    got = read_input(path, header=False, fields=2)
+    assert np.isnan(got.X).all() and got.n_malformed + got.n_unparseable >= 1
 
 
 def test_tsv_and_explicit_delimiter(tmp_path):
-    X, names = read_points(write_csv(tmp_path / "p.tsv", sep="\t"))
+    X, names = read_points(write_csv(tmp_path / "p.tsv", sep="\t"), header=True)
     assert names == ["x", "y"]
     np.testing.assert_array_equal(X, POINTS)
-    X2, _ = read_points(write_csv(tmp_path / "p.csv", sep=";"), delimiter=";")
+    X2, _ = read_points(write_csv(tmp_path / "p.csv", sep=";"), delimiter=";", header=True)
     np.testing.assert_array_equal(X2, POINTS)
 
 
@@ -69,21 +94,45 @@ def test_tsv_and_explicit_delimiter(tmp_path):
     ([0, "label"], ["x", "label"], np.column_stack([POINTS[:, 0], LABELS])),
 ])
 def test_column_selection(tmp_path, columns, names, expected):
-    X, got = read_points(write_csv(tmp_path / "p.csv"), columns)
+    X, got = read_points(write_csv(tmp_path / "p.csv"), columns, header=True)
     assert got == names
     np.testing.assert_array_equal(X, expected)
 
 
 def test_no_header(tmp_path):
     path = write_csv(tmp_path / "p.csv", header=None)
-    X, names = read_points(path, ["0", "1"], no_header=True)
+    X, names = read_points(path, ["0", "1"], header=False, fields=3)
     assert names == ["0", "1"]
     np.testing.assert_array_equal(X, POINTS)
+    # without --columns, a line has d fields (the public number of coordinates)
+    two = write_csv(tmp_path / "q.csv", header=None, rows=[f"{float(a)!r},{float(b)!r}" for a, b in POINTS])
+    X, names = read_points(two, header=False, d=2)
+    assert names == ["0", "1"]
+    np.testing.assert_array_equal(X, POINTS)
+    # lines of three fields in a file declared to have two are dropped one by one
+    got = read_input(path, header=False, d=2)
+    assert got.n_malformed == 4 and np.isnan(got.X).all()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({}, "pass --header .* or --no-header"),
+    ({"header": False}, "give the number of fields on each line with --fields"),
+    ({"header": False, "columns": [0, 1]}, "--fields .* to choose --columns by index"),
+    ({"header": False, "columns": ["x"]}, "column names need a header line"),
+    ({"header": True, "fields": 2}, "--fields .* is for files without a header"),
+    ({"header": False, "fields": 0}, "fields must be an integer >= 1"),
+])
+def test_what_public_input_cannot_decide_is_refused_before_reading(tmp_path, kwargs, match):
+    path = write_csv(tmp_path / "p.csv", header=None)
+    kwargs = dict(kwargs)
+    columns = kwargs.pop("columns", None)
+    with pytest.raises(ValueError, match=match):
+        read_points(path, columns, **kwargs)
 
 
 def test_missing_values_read_as_nan(tmp_path):
     path = write_csv(tmp_path / "p.csv", header="x,y", rows=["1,2", "3,", "NA,4", "5,6"])
-    X, _ = read_points(path)
+    X, _ = read_points(path, header=True)
     assert X.shape == (4, 2)
     assert np.isnan(X[1, 1]) and np.isnan(X[2, 0])
     np.testing.assert_array_equal(X[[0, 3]], [[1, 2], [5, 6]])
@@ -113,10 +162,10 @@ def test_parquet_and_npy(tmp_path):
 
 
 def test_progress_bar_on_request(tmp_path, capsys):
-    read_points(write_csv(tmp_path / "p.csv.gz"), progress=True)
+    read_points(write_csv(tmp_path / "p.csv.gz"), progress=True, header=True)
     err = capsys.readouterr().err
     assert "reading p.csv.gz" in err and "100%" in err
-    read_points(write_csv(tmp_path / "p.csv.gz"))  # not a terminal: quiet
+    read_points(write_csv(tmp_path / "p.csv.gz"), header=True)  # not a terminal: quiet
     assert capsys.readouterr().err == ""
 
 
@@ -128,24 +177,25 @@ def test_progress_bar_on_request(tmp_path, capsys):
     (lambda d: write_csv(d / "p.csv"), ["x", "0"], ValueError, "selected twice"),
     (lambda d: put(d / "e.csv", b""), None, ValueError, "e.csv: empty CSV file"),
     (lambda d: put(d / "e.csv", b"\n\r\n"), None, ValueError, "e.csv: empty CSV file"),
-    (lambda d: put(d / "j.csv", bytes(range(256)) * 8), None, ValueError, "j.csv: cannot read as CSV: its first line holds control"),
+    (lambda d: put(d / "j.csv", bytes(range(256)) * 8), None, ValueError, "j.csv: cannot read as CSV: its header line holds control"),
     (lambda d: put(d / "t.csv.gz", gzip.compress(b"x,y\n1,2\n" * 999)[:-30]), None, ValueError,
      r"t.csv.gz: cannot read as CSV \(the file is damaged"),
-    (lambda d: write_csv(d / "p.csv", header="x;y,z|w"), None, ValueError, "cannot tell the delimiter"),
-    (lambda d: put(d / "f.parquet", b"x,y\n1,2\n"), None, ValueError, "not a valid parquet file"),
+    (lambda d: write_csv(d / "p.csv", header="x;y;z"), ["0", "1"], ValueError, "column index 1 is out of range"),
+    (lambda d: put(d / "f.parquet", b"x,y\n1,2\n"), None, ValueError, "f.parquet: cannot read as Parquet"),
     (lambda d: put(d / "c.npy", np.zeros((2, 2, 2))), None, ValueError, "must be 2-D"),
     (lambda d: put(d / "s.npy", np.array(["a", "b"])), None, ValueError, "must be numeric"),
 ])
 def test_bad_input_raises_clear_errors(tmp_path, make, columns, exc, match):
     path = make(tmp_path)
+    text = str(path).endswith((".csv", ".gz")) or path.is_dir()
     with pytest.raises(exc, match=match):
-        read_points(path, columns)
+        read_points(path, columns, **({"header": True} if text else {}))
 
 
 def test_binary_file_message_is_one_printable_line(tmp_path):
     (tmp_path / "j.csv").write_bytes(bytes(range(256)) * 8)
     with pytest.raises(ValueError) as info:
-        read_points(tmp_path / "j.csv")
+        read_points(tmp_path / "j.csv", header=True)
     msg = str(info.value)
     assert "\n" not in msg and msg.isprintable() and len(msg) < 300
 
@@ -188,15 +238,15 @@ def test_reads_the_full_cabs_file(shared_data):
 
 def test_read_model_roundtrip_and_refusals(tmp_path):
     from dpdbscan import DPDBSCAN
-    from dpdbscan.io import read_model
+    from dpdbscan.cli.common import read_model
 
     m = DPDBSCAN(eps=1.0, min_samples=2, bounds=(-10.0, 10.0), random_state=0).fit(POINTS).spans_
-    m.save(tmp_path / "m.json")
+    save_model(m, tmp_path / "m.json")
     back = read_model(tmp_path / "m.json")
     np.testing.assert_array_equal(back.histogram.values, m.histogram.values)
     (tmp_path / "g.json").write_text('{"type": "FeatureCollection"}')
     (tmp_path / "b.json").write_bytes(b"\xff\xfe\x00" * 10)
-    (tmp_path / "p.json").write_text(m.to_json().replace('"metadata": {}', '"metadata": {"projection": {"kind": "utm"}}'))
+    (tmp_path / "p.json").write_text(to_json(m).replace('"metadata": {}', '"metadata": {"projection": {"kind": "utm"}}'))
     for name, match in [("g.json", "g.json: not a dpdbscan span model"), ("b.json", "not a text file"),
                         ("p.json", "unknown projection"), ("none.json", "model file not found")]:
         with pytest.raises((ValueError, FileNotFoundError), match=match):
@@ -210,7 +260,7 @@ def test_pyarrow_is_required_for_csv(tmp_path, monkeypatch):
     path = write_csv(tmp_path / "p.csv")
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow -> ImportError
     with pytest.raises(ImportError, match=r"pip install 'dpdbscan\[io\]'"):
-        read_points(path)
+        read_points(path, header=True)
 
 
 @pytest.fixture
@@ -225,7 +275,7 @@ def test_late_unparseable_value_reads_as_nan_and_is_counted(tmp_path, small_bloc
     rows[2900] = "0.3,bob@example.com"  # late: many blocks after the first
     rows[2950] = "tom@example.com,0.2"
     path = write_csv(tmp_path / ("p.csv.gz" if gz else "p.csv"), header="x,y", rows=rows)
-    got = read_input(path)
+    got = read_input(path, header=True)
     assert got.X.shape == (3000, 2) and got.names == ["x", "y"]
     assert got.n_unparseable == 2 and got.n_malformed == 0
     bad = ~np.isfinite(got.X).all(axis=1)
@@ -245,7 +295,7 @@ def test_fit_on_a_file_with_a_bad_row_releases_and_never_echoes(tmp_path, small_
     rows = [f"{float(a)!r},{float(b)!r}" for a, b in pts]
     rows[1900] = "0.3,bob@example.com"
     path = write_csv(tmp_path / "p.csv", header="x,y", rows=rows)
-    X, _ = read_points(path)
+    X, _ = read_points(path, header=True)
     est = DPDBSCAN(eps=1.0, min_samples=20, epsilon=1.0, bounds=([0, 0], [10, 10]),
                    random_state=0).fit(X)
     clean = DPDBSCAN(eps=1.0, min_samples=20, epsilon=1.0, bounds=([0, 0], [10, 10]),
@@ -256,7 +306,7 @@ def test_fit_on_a_file_with_a_bad_row_releases_and_never_echoes(tmp_path, small_
     assert clean.spans_.core_keys.size > 0, "a release with no core cells proves little"
     out = capsys.readouterr()
     assert "bob@example.com" not in out.out + out.err
-    assert "bob@example.com" not in est.spans_.to_json()
+    assert "bob@example.com" not in to_json(est.spans_)
 
 
 @pytest.mark.parametrize("text, want, n_bad, n_malformed", [
@@ -277,14 +327,14 @@ def test_fit_on_a_file_with_a_bad_row_releases_and_never_echoes(tmp_path, small_
 def test_record_rules(tmp_path, text, want, n_bad, n_malformed):
     path = tmp_path / "r.csv"
     path.write_bytes(text.encode())
-    got = read_input(path)
+    got = read_input(path, header=True)
     np.testing.assert_array_equal(got.X, np.array(want, dtype=float))
     assert (got.n_unparseable, got.n_malformed) == (n_bad, n_malformed)
 
 
 def test_invalid_utf8_in_a_value_is_unparseable(tmp_path):
     path = put(tmp_path / "u.csv", b"x,y\n1,\xff\xfe\n2,3\n")
-    got = read_input(path)
+    got = read_input(path, header=True)
     np.testing.assert_array_equal(got.X, [[1, NAN], [2, 3]])
     assert got.n_unparseable == 1
 
@@ -293,7 +343,7 @@ def test_text_column_chosen_by_default_reads_as_missing(tmp_path):
     """The header, not the rows, decides the columns: a text column is read
     (all NaN), and the bounds' dimension check is what catches it."""
     path = write_csv(tmp_path / "s.csv", "name,x,y", ["a,1,2", "b,3,4"])
-    got = read_input(path)
+    got = read_input(path, header=True)
     assert got.names == ["name", "x", "y"]
     assert np.isnan(got.X[:, 0]).all() and got.n_unparseable == 2
     np.testing.assert_array_equal(got.X[:, 1:], [[1, 2], [3, 4]])
@@ -301,7 +351,7 @@ def test_text_column_chosen_by_default_reads_as_missing(tmp_path):
 
 def test_a_line_longer_than_a_block(tmp_path, small_blocks):
     rows = ["1,2"] * 50 + ["3," + "9" * 5000] + ["5,6"] * 50
-    got = read_input(write_csv(tmp_path / "l.csv", "x,y", rows))
+    got = read_input(write_csv(tmp_path / "l.csv", "x,y", rows), header=True)
     assert got.X.shape == (101, 2)
     assert got.X[50, 1] == float("9" * 5000)
     np.testing.assert_array_equal(got.X[51:], [[5, 6]] * 50)
@@ -320,32 +370,22 @@ def test_huge_int64_in_parquet_is_cast_not_echoed(tmp_path):
 # --------------------------------------------------------------------------- #
 # inputs that look wrong: header, index column, delimiter, standard input
 
-@pytest.mark.parametrize("text, header, names, X, first_is_data", [
-    ("1.5,2\n3,4\n", None, ["0", "1"], [[1.5, 2], [3, 4]], True),
-    ("1.5,\n3,4\n", None, ["0", "1"], [[1.5, NAN], [3, 4]], True),
-    ("-1e3;inf\n3;4\n", None, ["0", "1"], [[-1000, np.inf], [3, 4]], True),
-    ("\ufeff1.5,2\n3,4\n", None, ["0", "1"], [[1.5, 2], [3, 4]], True),  # byte order mark
-    ("\ufeffx,y\n3,4\n", None, ["x", "y"], [[3, 4]], False),
-    ("\n\nx,y\n3,4\n", None, ["x", "y"], [[3, 4]], False),  # empty lines before the header
-    ("x,y\n3,4\n", None, ["x", "y"], [[3, 4]], False),
-    ("x,2\n3,4\n", None, ["x", "2"], [[3, 4]], False),
-    ("10,20\n3,4\n", True, ["10", "20"], [[3, 4]], False),
-    ("1.5,2\n3,4\n", False, ["0", "1"], [[1.5, 2], [3, 4]], False),
+@pytest.mark.parametrize("text, header, names, X", [
+    ("1.5,2\n3,4\n", False, ["0", "1"], [[1.5, 2], [3, 4]]),
+    ("x,y\n3,4\n", False, ["0", "1"], [[NAN, NAN], [3, 4]]),  # a text line is one bad record
+    ("1.5,\n3,4\n", False, ["0", "1"], [[1.5, NAN], [3, 4]]),
+    ("\ufeff1.5,2\n3,4\n", False, ["0", "1"], [[1.5, 2], [3, 4]]),  # byte order mark
+    ("\ufeffx,y\n3,4\n", True, ["x", "y"], [[3, 4]]),
+    ("\n\nx,y\n3,4\n", True, ["x", "y"], [[3, 4]]),  # empty lines before the header
+    ("x,2\n3,4\n", True, ["x", "2"], [[3, 4]]),
+    ("10,20\n3,4\n", True, ["10", "20"], [[3, 4]]),  # declared: the first line is the header
 ])
-def test_first_line_header_or_data(tmp_path, text, header, names, X, first_is_data):
+def test_first_line_is_what_the_options_say(tmp_path, text, header, names, X):
     path = tmp_path / "h.csv"
     path.write_text(text)
-    got = read_input(path, header=header)
-    assert got.names == names and got.first_line_is_data is first_is_data
+    got = read_input(path, header=header, d=2)
+    assert got.names == names
     np.testing.assert_array_equal(got.X, X)
-    assert any("first line looks like data" in n for n in got.notes()) is first_is_data
-
-
-def test_no_header_alias_and_contradiction(tmp_path):
-    path = write_csv(tmp_path / "p.csv", header=None)
-    np.testing.assert_array_equal(read_points(path, ["0", "1"], no_header=True)[0], POINTS)
-    with pytest.raises(ValueError, match="contradicts"):
-        read_points(path, no_header=True, header=True)
 
 
 @pytest.mark.parametrize("header, names, skipped", [
@@ -356,11 +396,11 @@ def test_no_header_alias_and_contradiction(tmp_path):
 def test_unnamed_index_columns_are_skipped(tmp_path, header, names, skipped):
     n = len(header.split(","))
     rows = [",".join(str(i * n + j) for j in range(n)) for i in range(3)]
-    got = read_input(write_csv(tmp_path / "i.csv", header, rows))
+    got = read_input(write_csv(tmp_path / "i.csv", header, rows), header=True)
     assert got.names == names and got.skipped_columns == skipped
     assert any("skipped unnamed index column" in note for note in got.notes())
     # still there when asked for by index
-    X, chosen = read_points(tmp_path / "i.csv", [0])
+    X, chosen = read_points(tmp_path / "i.csv", [0], header=True)
     assert chosen == [header.split(",")[0]] and X.shape == (3, 1)
 
 
@@ -375,24 +415,26 @@ def test_pandas_index_in_parquet_is_skipped(tmp_path):
 
 
 @pytest.mark.parametrize("sep", [",", ";", "\t", "|"])
-def test_delimiter_is_sniffed_from_the_header(tmp_path, sep):
-    got = read_input(write_csv(tmp_path / "p.csv", sep=sep))
-    assert got.names == ["x", "y"] and got.delimiter == sep
+def test_delimiter_comes_from_the_option(tmp_path, sep):
+    got = read_input(write_csv(tmp_path / "p.csv", sep=sep), delimiter=sep, header=True)
+    assert got.names == ["x", "y"]
     np.testing.assert_array_equal(got.X, POINTS)
 
 
-def test_delimiter_argument_overrides_the_sniffer(tmp_path):
-    # "x;y" would be sniffed as ';'; told ',' there is one column named "x;y"
+def test_a_one_field_header_with_another_delimiter_names_the_option(tmp_path):
     path = write_csv(tmp_path / "p.csv", header="x;y", rows=["1;2"])
-    got = read_input(path, delimiter=",")
+    with pytest.raises(ValueError, match="pass --delimiter ';'"):
+        read_input(path, header=True, d=2)
+    # told ',' for a one-coordinate file, there is one column named "x;y"
+    got = read_input(path, delimiter=",", header=True)
     assert got.names == ["x;y"] and got.n_unparseable == 1
 
 
 def test_data_rows_do_not_change_the_delimiter(tmp_path):
-    # one column: the header has no delimiter, rows full of semicolons are values
+    # one column: rows full of semicolons are values
     path = write_csv(tmp_path / "p.csv", header="x", rows=["1", "2;3;4", "5"])
-    got = read_input(path)
-    assert got.delimiter == "," and got.names == ["x"]
+    got = read_input(path, header=True)
+    assert got.names == ["x"]
     np.testing.assert_array_equal(got.X, [[1], [NAN], [5]])
 
 
@@ -405,22 +447,25 @@ class _Stdin:
 def test_dash_reads_csv_from_standard_input(monkeypatch, gz):
     data = b"x;y;label\n1.5;-2;0\n3.25;4;1\n"
     monkeypatch.setattr(sys, "stdin", _Stdin(gzip.compress(data) if gz else data))
-    got = read_input("-")
-    assert got.names == ["x", "y"] and got.delimiter == ";"
+    got = read_input("-", delimiter=";", header=True, file_format="csv.gz" if gz else None)
+    assert got.names == ["x", "y"]
     np.testing.assert_array_equal(got.X, [[1.5, -2], [3.25, 4]])
 
 
-def test_dash_refuses_binary_formats(monkeypatch, tmp_path):
+def test_dash_refuses_binary_formats_and_never_sniffs(monkeypatch, tmp_path):
     np.save(tmp_path / "p.npy", POINTS)
-    monkeypatch.setattr(sys, "stdin", _Stdin((tmp_path / "p.npy").read_bytes()))
     with pytest.raises(ValueError, match="only CSV can be read from '-'"):
-        read_input("-")
+        read_input("-", file_format="npy")
+    # npy bytes on standard input are read as CSV records, each bad one dropped
+    monkeypatch.setattr(sys, "stdin", _Stdin((tmp_path / "p.npy").read_bytes()))
+    got = read_input("-", header=False, fields=2)
+    assert not np.isfinite(got.X).all(axis=1).any()
 
 
 @pytest.mark.parametrize("bad", ["", ";;", "\n", '"'])
 def test_delimiter_argument_is_checked(tmp_path, bad):
     with pytest.raises(ValueError, match="delimiter must be one character"):
-        read_input(write_csv(tmp_path / "p.csv"), delimiter=bad)
+        read_input(write_csv(tmp_path / "p.csv"), delimiter=bad, header=True)
 
 
 # --------------------------------------------------------------------------- #
@@ -493,7 +538,7 @@ def test_fuzz_csv_reader_drops_exactly_the_bad_rows(tmp_path_factory, table, blo
     _write_rows(path, sep, names, rows)
     old, dpio._BATCH = dpio._BATCH, block
     try:
-        got = read_input(path)
+        got = read_input(path, header=True, delimiter=sep)
     except ValueError as exc:  # allowed, if clear and quoting no cell
         msg = str(exc)
         cells = {c.strip() for r in rows for c in r if len(c.strip()) >= 3}
@@ -526,7 +571,7 @@ def test_fuzz_raw_garbage_lines_never_touch_other_lines(tmp_path_factory, good, 
     path.write_bytes(b"x,y\n" + b"\n".join(lines) + b"\n")
     old, dpio._BATCH = dpio._BATCH, block
     try:
-        got = read_input(path)
+        got = read_input(path, header=True)
     finally:
         dpio._BATCH = old
     assert got.X.shape == (len(lines), 2)  # one row per non-empty line, in order
@@ -572,7 +617,7 @@ def test_fuzz_slow_path_reads_a_value_like_the_fast_path(text):
 def _check_same_as_fast_path(text):
     import pyarrow as pa
 
-    from dpdbscan.csvblocks import coerce_binary
+    from dpdbscan.files.records import coerce_binary
 
     fast = _arrow_csv_float(text)
     raw = None if text in NULL_VALUES else text.encode()
@@ -590,7 +635,7 @@ def test_slow_path_over_many_runs():
     checked value by value, and every value reads as it would alone."""
     import pyarrow as pa
 
-    from dpdbscan.csvblocks import _RUN, coerce_binary
+    from dpdbscan.files.records import _RUN, coerce_binary
 
     n = 2 * _RUN + 7
     texts = [f"{i / 8!r}" for i in range(n)]
@@ -612,7 +657,7 @@ def test_slow_path_over_many_runs():
 @pytest.fixture(params=["isal", "zlib"])
 def gzip_path(request, monkeypatch):
     """Run a test with the ISA-L reader and again with the fallback."""
-    import dpdbscan.io as dio
+    import dpdbscan.files.csvfile as dio
 
     if request.param == "isal":
         if dio._igzip() is None:
@@ -629,11 +674,11 @@ def test_both_gzip_readers_read_the_same(gzip_path, tmp_path, monkeypatch):
     # two gzip members (as `cat a.gz b.gz` makes): both are read
     half = text.index(b"\n", len(text) // 2) + 1
     path = put(tmp_path / "m.csv.gz", gzip.compress(text[:half]) + gzip.compress(text[half:]))
-    got = read_input(path)
+    got = read_input(path, header=True)
     assert got.X.shape == (5002, 2) and got.n_unparseable == 1 and got.n_malformed == 1
     np.testing.assert_array_equal(got.X[:5000], rng.__class__(np.random.PCG64(7)).random((5000, 2)))
     monkeypatch.setattr(sys, "stdin", _Stdin(path.read_bytes()))
-    np.testing.assert_array_equal(read_input("-").X, got.X)
+    np.testing.assert_array_equal(read_input("-", header=True, file_format="csv.gz").X, got.X)
 
 
 @pytest.mark.parametrize("cut", [30, 1000])
@@ -642,13 +687,13 @@ def test_both_gzip_readers_refuse_damaged_files_in_one_line(gzip_path, tmp_path,
     data = gzip.compress(("x,y\n1.25,2\n" + "".join(f"{a},{b}\n" for a, b in rows)).encode())
     path = put(tmp_path / "t.csv.gz", data[:-cut])
     with pytest.raises(ValueError, match=r"t.csv.gz: cannot read as CSV \(the file is damaged") as info:
-        read_points(path)
+        read_points(path, header=True)
     assert "1.25" not in str(info.value)
     corrupt = bytearray(data)
     corrupt[400:420] = b"\xff" * 20
     path = put(tmp_path / "c.csv.gz", bytes(corrupt))
     with pytest.raises(ValueError, match="c.csv.gz: cannot read as CSV") as info:
-        read_points(path)
+        read_points(path, header=True)
     assert "1.25" not in str(info.value)
 
 
@@ -662,8 +707,8 @@ def test_both_gzip_readers_refuse_damaged_files_in_one_line(gzip_path, tmp_path,
        st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=12, max_size=12),
        st.booleans())
 def test_records_are_counted_as_parse_block_returns_them(lines, ends, last_end):
-    from dpdbscan.csvblocks import CsvLayout, parse_block
-    from dpdbscan.io import _records
+    from dpdbscan.files.csvfile import _records
+    from dpdbscan.files.records import CsvLayout, parse_block
 
     text = "".join(line + end for line, end in zip(lines, ends))
     if lines and not last_end:
@@ -676,13 +721,13 @@ def test_records_are_counted_as_parse_block_returns_them(lines, ends, last_end):
 
 
 def test_result_grows_when_the_size_guess_is_short(monkeypatch, tmp_path):
-    import dpdbscan.io as dio
+    import dpdbscan.files.csvfile as dio
 
     monkeypatch.setattr(dio, "_BATCH", 64)
     rows = ["1.0000000000000000000000000000001,2.0000000000000000000000000000002"] * 3
     rows += [f"{i},{-i}" for i in range(3000)] + ["", "7,8\r\n9,10"]
     path = put(tmp_path / "g.csv", ("x,y\n" + "\n".join(rows) + "\n").encode())
-    X = read_input(path).X
+    X = read_input(path, header=True).X
     assert X.shape == (3005, 2)
     np.testing.assert_array_equal(X[3:3003], np.column_stack([np.arange(3000), -np.arange(3000)]))
     np.testing.assert_array_equal(X[-2:], [[7, 8], [9, 10]])

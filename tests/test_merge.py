@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
-from dpdbscan.grid import Grid
+from dpdbscan.cells.grid import Grid
 
 
 @pytest.mark.parametrize("trial", range(24))

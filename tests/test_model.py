@@ -5,11 +5,14 @@ import numpy as np
 import pytest
 
 from dpdbscan import DPDBSCAN, SpanModel
-from dpdbscan._random import SeededSource
-from dpdbscan.grid import Grid
-from dpdbscan.mechanism import MechanismConfig, fit_spans, release_histogram
+from dpdbscan.cells.grid import Grid
+from releases import spans_from_histogram
+from releases import Config as MechanismConfig
+from releases import fit_spans, release_histogram
 from dpdbscan.post.merge import canonical_labels, merge_cells
-from dpdbscan.model import spans_from_histogram
+from dpdbscan.release.samplers.integers import SeededSource
+from dpdbscan.model import describe, geojson, guarantee, load_model, model_from_dict, save_model, summary, to_json, with_params
+from releases import span_cells, span_region
 
 
 def _two_blobs(n=400, seed=0):
@@ -49,7 +52,7 @@ def test_predict_uses_span_cells_only():
     assert set(lab[:400].tolist()) == {0} or set(lab[:400].tolist()) <= {0, -1}
     assert lab[:400].tolist().count(0) > 380 and lab[400:].tolist().count(1) > 380
     # a point in a core cell gets that span; far points, NaN and out-of-box are noise
-    centre = spans.grid.cell_centres(spans.span_cells(1)[:1])
+    centre = spans.grid.cell_centres(span_cells(spans, 1)[:1])
     q = np.vstack([centre, [[0.0, 1.0]], [[np.nan, 0.5]], [[5.0, 5.0]], [[-1, 0.25]]])
     assert m.predict(q).tolist() == [1, -1, -1, -1, -1]
 
@@ -65,23 +68,23 @@ def test_predict_errors():
 def test_json_roundtrip(tmp_path):
     m, X = _model()
     path = tmp_path / "spans.json"
-    m.spans_.save(path)
+    save_model(m.spans_, path)
     data = json.loads(path.read_text())
     for key in ("privacy", "params", "bounds", "grid", "guarantee", "spans", "histogram"):
         assert key in data
     assert data["privacy"]["epsilon"] == 1.0 and data["params"]["alpha"] == 0.05
     assert data["params"]["min_samples"] == 5 and data["params"]["core"] == "density"
     assert data["tau"] is None and m.tau_ is None  # the density test's guarantee has no tau
-    loaded = SpanModel.load(path)
+    loaded = load_model(path)
     assert np.array_equal(loaded.predict(X), m.predict(X))
     assert np.array_equal(loaded.histogram.values, m.histogram_.values)
-    assert loaded.with_min_samples(3).n_spans == m.spans_.with_min_samples(3).n_spans
+    assert with_params(loaded, min_samples=3).n_spans == with_params(m.spans_, min_samples=3).n_spans
     # without histogram
-    m.spans_.save(tmp_path / "small.json", include_histogram=False)
-    small = SpanModel.load(tmp_path / "small.json")
+    save_model(m.spans_, tmp_path / "small.json", include_histogram=False)
+    small = load_model(tmp_path / "small.json")
     assert np.array_equal(small.predict(X), m.predict(X))
     with pytest.raises(ValueError, match="re-threshold"):
-        small.with_min_samples(3)
+        with_params(small, min_samples=3)
 
 
 @pytest.mark.parametrize("content", ['{"format": "other"}', "not json", '{"format": "dpdbscan.spans", "version": 1}'])
@@ -89,13 +92,13 @@ def test_load_rejects_non_models(tmp_path, content):
     p = tmp_path / "bad.json"
     p.write_text(content)
     with pytest.raises(ValueError, match="dpdbscan"):
-        SpanModel.load(p)
+        load_model(p)
 
 
 def test_sparse_histogram_model_roundtrip(tmp_path):
     m, X = _model(histogram="sparse")
-    m.spans_.save(tmp_path / "s.json")
-    loaded = SpanModel.load(tmp_path / "s.json")
+    save_model(m.spans_, tmp_path / "s.json")
+    loaded = load_model(tmp_path / "s.json")
     assert loaded.histogram.kind == "sparse"
     assert np.array_equal(loaded.histogram.keys, m.histogram_.keys)
     assert np.array_equal(loaded.predict(X), m.predict(X))
@@ -108,14 +111,14 @@ def test_rethreshold_equals_post_processing_of_the_same_release():
     hist = release_histogram(g, X, cfg, SeededSource(1))
     a = spans_from_histogram(hist, 5, 40.0, 0.5)
     b = spans_from_histogram(hist, 30, 40.0, 0.5)
-    assert np.array_equal(a.with_min_samples(30).core_keys, b.core_keys)
-    assert np.array_equal(a.with_min_samples(30).labels, b.labels)
+    assert np.array_equal(with_params(a, min_samples=30).core_keys, b.core_keys)
+    assert np.array_equal(with_params(a, min_samples=30).labels, b.labels)
     assert b.n_core_cells <= a.n_core_cells
 
 
 def test_geojson_polygons_cover_span_cells():
     m, _ = _model()
-    gj = m.spans_.to_geojson()
+    gj = geojson(m.spans_)
     assert gj["type"] == "FeatureCollection" and len(gj["features"]) == m.spans_.n_spans
     g = m.spans_.grid
     for f in gj["features"]:
@@ -131,15 +134,15 @@ def test_geojson_polygons_cover_span_cells():
                 assert (a > 0) if k == 0 else (a < 0)
                 area += a
         # the polygons draw the region predict uses: core and border cells
-        assert area == pytest.approx(len(m.spans_.span_region(s)) * g.width**2)
-        assert len(m.spans_.span_region(s)) >= len(m.spans_.span_cells(s))
+        assert area == pytest.approx(len(span_region(m.spans_, s)) * g.width**2)
+        assert len(span_region(m.spans_, s)) >= len(span_cells(m.spans_, s))
 
 
 def test_geojson_requires_2d():
     X = np.random.default_rng(0).random((50, 3))
     m = DPDBSCAN(eps=0.3, min_samples=3, bounds=(0, 1), random_state=0).fit(X)
     with pytest.raises(ValueError, match="2-D"):
-        m.spans_.to_geojson()
+        geojson(m.spans_)
 
 
 def test_wide_universe_end_to_end():
@@ -164,11 +167,18 @@ def test_border_labels_points_near_span_cells():
     g = Grid([0, 0], [1, 1], 0.1)
     cells = np.array([[5, 5], [9, 5]])
     keys = g.encode(cells)
-    from dpdbscan.model import SpanModel as SM
+    from dpdbscan.model.record import SpanModel as SM
+    from dpdbscan.post.coretests import Spans
+    from dpdbscan.spec.specs import ReleaseInfo, SpanSpec
 
-    m = SM(grid=g, core_keys=keys, labels=np.array([0, 1]), min_samples=5, gamma=1.0,
-           beta=0.1, epsilon=1.0, border=0.5 * g.width)
+    def bound_model(border):
+        spans = Spans(g, keys, np.array([0, 1]), 1.0, 1.0, 2.0, 7.0, 9, g.n_cells, 7.0, None)
+        spec = SpanSpec(5, 0.1, 1, "chernoff", border, True, "bound")
+        rel = ReleaseInfo(g, "dense", float("-inf"), "discrete", 1.0, 1.0, 0.0, 0.1, 4.0, 5, None, None)
+        return SM(spans=spans, spec=spec, release=rel, histogram=None, auto=None, metadata={})
+
     w = g.width
+    m = bound_model(0.5 * w)
     # the border is measured from the centre of the point's cell: cell (6, 5)
     # has its centre 0.5 w from cell (5, 5), cell (7, 5) 1.5 w from both
     inside = g.cell_centres(cells[:1])[0]
@@ -176,13 +186,13 @@ def test_border_labels_points_near_span_cells():
     too_far = g.cell_lower(cells[:1])[0] + [2 * w + 0.1 * w, 0.5 * w]  # in cell (7, 5)
     middle = g.cell_lower(np.array([[7, 5]]))[0] + [0.5 * w, 0.5 * w]  # 1.5 w from both
     pts = np.array([inside, next_cell, too_far, middle])
-    m = replace(m, border=0.6 * w)
+    m = bound_model(0.6 * w)
     assert m.predict(pts).tolist() == [0, 0, -1, -1]
-    assert replace(m, border=0.5 * w).predict(pts).tolist() == [0, -1, -1, -1]  # "< border"
-    m0 = replace(m, border=0.0)
+    assert bound_model(0.5 * w).predict(pts).tolist() == [0, -1, -1, -1]  # "< border"
+    m0 = bound_model(0.0)
     assert m0.predict(pts).tolist() == [0, -1, -1, -1]
     # with a wider border the middle point joins one of the two spans
-    m2 = replace(m, border=2.0 * w)
+    m2 = bound_model(2.0 * w)
     assert m2.predict(pts[3:]).tolist()[0] in (0, 1)
     assert m2.predict(pts[:3]).tolist() == [0, 0, 0]
 
@@ -198,19 +208,19 @@ def test_reported_guarantee_recomputes_gamma(kw):
     guarantee() reported 21 and |X|. Now Gamma recomputed from what
     guarantee() reports equals the Gamma that was used."""
     from dpdbscan import DPDBSCAN
-    from dpdbscan.bounds import margins
+    from dpdbscan.post.coretests.bound.margins import margins
 
     params = {**dict(eps=0.05, min_samples=5, bounds=(0, 1), random_state=0), **kw}
     m = DPDBSCAN(**params).fit(np.random.default_rng(0).random((300, 2))).spans_
-    g = m.guarantee()
-    theta = g["theta"] if m.histogram_kind != "dense" else 0.0
-    low, up = margins(g["margin"], m.histogram_kind, m.noise, g["epsilon"], g["kappa"],
+    g = guarantee(m)
+    theta = g["theta"] if m.release.histogram != "dense" else 0.0
+    low, up = margins(g["margin"], m.release.histogram, m.release.noise, g["epsilon"], g["kappa"],
                       g["n_events"], g["beta"], theta)
     assert (low, up) == (pytest.approx(g["gamma_lower"], rel=1e-12),
                          pytest.approx(g["gamma_upper"], rel=1e-12))
     assert g["tau"] == pytest.approx(low + up)
-    assert g["n_events"] == m.n_cells * m.subcells**2
-    info = m.describe()
+    assert g["n_events"] == m.release.grid.n_cells * m.spec.subcells**2
+    info = describe(m)
     assert info["eta"] == m.histogram.grid.eta and info["shape"] == list(m.histogram.grid.shape)
     assert info["kappa"] == g["kappa"] and info["n_events"] == g["n_events"]
     json.dumps(info, allow_nan=False)  # valid JSON (issue 15: info --json printed -Infinity)
@@ -229,7 +239,7 @@ def _valid_doc(histogram="dense"):
     kw = dict(histogram=histogram) if histogram != "dense" else {}
     m = DPDBSCAN(0.1, min_samples=5, bounds=(0, 1), random_state=0, **kw).fit(X).spans_
     assert m.n_spans >= 1
-    return json.loads(m.to_json())
+    return json.loads(to_json(m))
 
 
 DOCS = {"dense": _valid_doc(), "sparse": _valid_doc("sparse")}
@@ -259,8 +269,8 @@ def _check_consistent(m):
         assert m.grid.valid(m.grid.decode(m.core_keys)).all()
     P = np.random.default_rng(0).random((50, m.grid.d))
     assert m.predict(P).shape == (50,)
-    again = SpanModel.from_dict(json.loads(m.to_json()))
-    assert np.array_equal(again.core_keys, m.core_keys) and again.gamma == m.gamma
+    again = model_from_dict(json.loads(to_json(m)))
+    assert np.array_equal(again.core_keys, m.core_keys) and again.spans.gamma == m.spans.gamma
 
 
 @settings(max_examples=150, deadline=None, derandomize=True,
@@ -277,7 +287,7 @@ def test_corrupted_model_gives_one_clear_error_or_a_consistent_model(data):
     else:
         parent[path[-1]] = data.draw(JSON_VALUES)
     try:
-        m = SpanModel.from_dict(doc)
+        m = model_from_dict(doc)
     except ValueError as exc:
         assert "\n" not in str(exc)
         return
@@ -299,7 +309,7 @@ def test_hand_edited_models_are_refused(edit, match):
     doc = copy.deepcopy(DOCS["dense"])
     edit(doc)
     with pytest.raises(ValueError, match=match):
-        SpanModel.from_dict(doc)
+        model_from_dict(doc)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -309,7 +319,7 @@ def test_border_ties_go_to_the_smaller_span_id(seed, to):
     smaller span id whatever the float rounding of the grid's coordinates
     (the old rule measured from the point in absolute coordinates and failed
     in 26 of 80 such cases)."""
-    from dpdbscan.predict import border_labels, span_regions
+    from dpdbscan.model.predict import border_labels, span_regions
 
     rng = np.random.default_rng(seed)
     lower = rng.uniform(-1000, 1000, 2)
@@ -333,25 +343,26 @@ def test_two_margins_drive_the_threshold_roundtrip_and_old_models_load(tmp_path)
     with gamma_upper None and the old tau = 2 Gamma."""
     m, X = _model(histogram="sparse", theta=0.0, core="bound")
     s = m.spans_
-    assert s.gamma_upper is not None and s.gamma_upper > s.gamma
-    g = s.guarantee()
-    assert g["gamma_lower"] == s.gamma and g["gamma_upper"] == s.gamma_upper
-    assert g["tau"] == pytest.approx(s.gamma + s.gamma_upper) and s.tau == g["tau"]
-    assert s.threshold == 5 + s.tau and m.gamma_upper_ == s.gamma_upper
+    assert s.spans.gamma_upper is not None and s.spans.gamma_upper > s.spans.gamma
+    g = guarantee(s)
+    assert g["gamma_lower"] == s.spans.gamma and g["gamma_upper"] == s.spans.gamma_upper
+    assert g["tau"] == pytest.approx(s.spans.gamma + s.spans.gamma_upper) and s.spans.tau == g["tau"]
+    assert s.spans.threshold == 5 + s.spans.tau and m.gamma_upper_ == s.spans.gamma_upper
     assert g["within_clusters_at"]["min_samples"] == 5
     # the same release thresholded at MinPts + Gamma_up by the symmetric rule
-    same = spans_from_histogram(s.histogram, 5, s.gamma_upper, s.beta, subcells=s.subcells, core="bound")
+    same = spans_from_histogram(s.histogram, 5, s.spans.gamma_upper, s.spec.beta, subcells=s.spec.subcells,
+                                core="bound")
     assert np.array_equal(same.core_keys, s.core_keys)
     path = tmp_path / "m.json"
-    s.save(path)
-    loaded = SpanModel.load(path)
-    assert loaded.gamma_upper == s.gamma_upper and loaded.tau == s.tau
-    assert np.array_equal(loaded.with_min_samples(3).core_keys, s.with_min_samples(3).core_keys)
+    save_model(s, path)
+    loaded = load_model(path)
+    assert loaded.spans.gamma_upper == s.spans.gamma_upper and loaded.spans.tau == s.spans.tau
+    assert np.array_equal(with_params(loaded, min_samples=3).core_keys, with_params(s, min_samples=3).core_keys)
     data = json.loads(path.read_text())
     del data["gamma_upper"]
-    old = SpanModel.from_dict(data)
-    assert old.gamma_upper is None and old.tau == 2 * old.gamma
-    assert old.guarantee()["gamma_upper"] is None
+    old = model_from_dict(data)
+    assert old.spans.gamma_upper is None and old.spans.tau == 2 * old.spans.gamma
+    assert guarantee(old)["gamma_upper"] is None
     assert np.array_equal(old.predict(X), s.predict(X))
 
 
@@ -362,7 +373,7 @@ def test_packed_arrays_are_plain_zlib_with_or_without_isal(monkeypatch):
     import builtins
     import zlib
 
-    from dpdbscan.serialize import pack, unpack
+    from dpdbscan.model.codec import pack, unpack
 
     arr = np.random.default_rng(2).integers(-5, 40_000, size=(300, 200))
     real_import = builtins.__import__
@@ -379,3 +390,38 @@ def test_packed_arrays_are_plain_zlib_with_or_without_isal(monkeypatch):
         raw = zlib.decompress(base64.b64decode(d["zlib_base64"]))
         assert np.array_equal(np.frombuffer(raw, dtype=d["dtype"]).reshape(d["shape"]), arr)
         assert np.array_equal(unpack(d), arr)
+
+
+@pytest.mark.filterwarnings("ignore::dpdbscan.InsecureRandomnessWarning")
+def test_a_guarantee_at_minpts_below_one_reads_no_guarantee(tmp_path, capsys):
+    """Issue 19, finding 3: "within one (rho, MinPts)-cluster" says nothing
+    when MinPts < 1 (every location is then core), so guarantee(), summary()
+    and ``dpdbscan info`` must say "no guarantee" in words instead of quoting
+    a negative MinPts. The bound test's theoretical rule reaches it (MinPts -
+    tau < 0) while its covering half still holds; a density model with
+    M* < 1 (only without the empty-space guard, which every public rule now
+    has) is built by hand."""
+    from dpdbscan.cli import main
+
+    m, _ = _model(core="bound", raise_min_samples=False)
+    s = m.spans_
+    g = guarantee(s)
+    assert 5 - s.spans.tau < 1
+    assert g["within_clusters_at"] is None and g["probability"] == pytest.approx(0.9)
+    assert g["covers_clusters_at"]["min_samples"] == 5
+    assert "no guarantee that spans stay within clusters" in g["statement"]
+    assert "no guarantee" in summary(s).splitlines()[-1]
+    path = tmp_path / "bound.json"
+    save_model(s, path)
+    assert main(["info", str(path)]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("guarantee")][0]
+    assert "no guarantee" in line and ", -" not in line  # no "(0.3, -52.9)-cluster"
+
+    d, _ = _model()
+    ds = d.spans_
+    assert guarantee(ds)["within_clusters_at"]["min_samples"] >= 1
+    void = replace(ds, spans=replace(ds.spans, extra={**ds.spans.extra, "m_star": -4}))
+    gv = guarantee(void)
+    assert gv["within_clusters_at"] is None and gv["probability"] is None
+    assert gv["statement"].startswith("no guarantee") and "MinPts = -4 < 1" in gv["statement"]
+    assert "guarantee: no guarantee" in summary(void) and "MinPts=-4" not in summary(void)

@@ -25,12 +25,12 @@ from hypothesis import strategies as st
 from scipy import stats
 from stats import chi2_ok
 
-from dpdbscan import _random
-from dpdbscan._random import SecureSource, SeededSource
-from dpdbscan.backends.base import CellCounts
-from dpdbscan.grid import Grid
-from dpdbscan.histograms import ContinuousLaplace, DiscreteLaplace, sparse_histogram
-from dpdbscan.histograms.sparse import released_empty_cells
+from dpdbscan.cells.grid import Grid
+from dpdbscan.release.backends.base import CellCounts
+from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace, sparse_histogram
+from dpdbscan.release.histograms.sparse import released_empty_cells
+from dpdbscan.release.samplers import integers as _random
+from dpdbscan.release.samplers.integers import SecureSource, SeededSource
 
 RATE = 1e-7
 N = 200_000
@@ -309,7 +309,7 @@ def test_sparse_histogram_equals_truncated_dense_histogram(eps, theta, kind):
     occ = np.flatnonzero(counts)
     cells = CellCounts(occ.astype(np.int64), counts[occ].astype(np.int64))
     noise = DiscreteLaplace(eps)
-    hist = sparse_histogram(grid, cells, noise, _source(kind, 21), theta)
+    hist = sparse_histogram(grid, cells, noise, _source(kind, 21), theta, noise.epsilon, 0.0)
     assert np.array_equal(hist.keys, np.unique(hist.keys)) and np.all(hist.values >= theta)
     value = np.zeros(grid.n_cells, dtype=np.int64)
     released = np.zeros(grid.n_cells, dtype=bool)
@@ -376,7 +376,7 @@ def test_sparse_histogram_astronomical_universe():
     rng = np.random.default_rng(2)
     occ = np.unique(grid.encode(rng.integers(0, 1000, size=(500, 10))))
     cells = CellCounts(occ, np.full(occ.size, 200, dtype=np.int64))
-    hist = sparse_histogram(grid, cells, noise, SeededSource(11), theta)
+    hist = sparse_histogram(grid, cells, noise, SeededSource(11), theta, noise.epsilon, 0.0)
     assert np.all(hist.values >= theta)
     empty = ~np.isin(hist.keys, occ)
     lam = (grid.n_cells - occ.size) * noise.tail(theta)

@@ -1,6 +1,6 @@
 """One table of bad parameter values, through the API and the command line.
 
-Every public parameter is checked by ``dpdbscan.params`` before any data are
+Every public parameter is checked by ``dpdbscan.spec.parameters`` before any data are
 read: the estimator raises with ``name=value`` in the message, the CLI prints
 one ``dpdbscan: error:`` line naming the option, exits 2, and has not read the
 input (the input path does not even exist here).
@@ -13,9 +13,10 @@ import math
 import numpy as np
 import pytest
 
-from dpdbscan import DPDBSCAN
+from dpdbscan import DPDBSCAN, UtilityWarning, WeakPrivacyWarning
 from dpdbscan.cli import main
-from dpdbscan.params import PARAMETERS, check_param, validate
+from dpdbscan.plan.resolve import validated as validate
+from dpdbscan.spec.parameters import MAX_EPSILON, PARAMETERS, WEAK_EPSILON, check_param, check_units
 
 X = np.random.default_rng(0).random((50, 2))
 BASE = dict(eps=0.1, min_samples=5, epsilon=1.0, bounds=(0, 1), random_state=None)
@@ -95,15 +96,28 @@ def test_every_parameter_of_the_estimator_is_in_the_table():
 
 @pytest.mark.parametrize("values,match", [
     ({"histogram": "stability", "delta": 0.0}, "needs delta > 0"),
-    ({"histogram": "dense", "delta": 1e-6}, "only by the stability histogram"),
-    ({"histogram": "sparse", "delta": 1e-6}, "only by the stability histogram"),
+    ({"histogram": "dense", "delta": 1e-6}, "used only by Gaussian noise .*, by the stability histogram"),
+    ({"histogram": "sparse", "delta": 1e-6}, "used only by Gaussian noise .*, by the stability histogram"),
+    ({"noise": "gaussian"}, "gaussian gives .* needs delta > 0"),
+    ({"noise": "gaussian", "delta": 1e-6, "margin": "paper"}, "Laplace noise"),
+    ({"max_cells_per_unit": 10}, "no units were given"),
     ({"histogram": "dense", "theta": 3.0}, "only by the sparse histogram"),
     ({"eps": "auto", "core": "bound"}, "automatic mode"),
     ({"min_samples": "auto", "core": "bound"}, "automatic mode"),
 ])
 def test_rules_that_tie_parameters(values, match):
     with pytest.raises(ValueError, match=match):
-        validate(values)
+        check_units(validate(values), units=False)
+
+
+def test_person_level_rules():
+    with pytest.raises(ValueError, match="max_cells_per_unit is required"):
+        check_units(validate({"delta": 1e-6}), units=True)
+    with pytest.raises(ValueError, match="Gaussian .* needs delta > 0"):
+        check_units(validate({"max_cells_per_unit": 5}), units=True)
+    # Gaussian noise (auto, with units) uses delta with any histogram
+    for histogram in ("dense", "sparse", "stability"):
+        check_units(validate({"max_cells_per_unit": 5, "delta": 1e-6, "histogram": histogram}), units=True)
 
 
 def test_good_values_are_normalised():
@@ -113,3 +127,24 @@ def test_good_values_are_normalised():
     assert check_param("subcells", "auto") == "auto"
     assert check_param("epsilon", np.float64(2)) == 2.0
     assert check_param("backend", None) is None
+
+
+@pytest.mark.parametrize("epsilon", [10.5, 1000.0, MAX_EPSILON])
+def test_weak_epsilon_warns_once(epsilon):
+    """Issue 19, finding 8: an epsilon above about 10 is accepted with one
+    plain WeakPrivacyWarning from the parameter check, pointing at the
+    caller's line; the fit itself raises no floating-point warning (the
+    suite turns every warning into an error)."""
+    with pytest.warns(Warning) as rec:  # the release may also carry a UtilityWarning
+        DPDBSCAN(0.1, min_samples=5, epsilon=epsilon, bounds=(0, 1)).fit(X)
+    weak = [w for w in rec if w.category is WeakPrivacyWarning]
+    assert len(weak) == 1 and weak[0].filename == __file__
+    assert f"epsilon={epsilon:g} gives little privacy protection" in str(weak[0].message)
+    assert all(w.category in (WeakPrivacyWarning, UtilityWarning) for w in rec)
+    with pytest.warns(WeakPrivacyWarning, match="--epsilon"):
+        validate({"epsilon": epsilon}, cli=True)
+
+
+def test_epsilon_up_to_ten_does_not_warn():
+    assert WEAK_EPSILON == 10.0
+    validate({"epsilon": WEAK_EPSILON})  # any warning would be an error here

@@ -4,11 +4,11 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from dpdbscan import DPDBSCAN  # noqa: E402
-from dpdbscan import plotting  # noqa: E402
-from dpdbscan.post.core import neighbour_sums  # noqa: E402
-from dpdbscan.geo import Equirectangular  # noqa: E402
-from dpdbscan.geometry import cells_to_polygons  # noqa: E402
-from dpdbscan.model import SpanModel  # noqa: E402
+from dpdbscan.geometry.outlines import cells_to_polygons  # noqa: E402
+from dpdbscan.geometry.projection import Equirectangular  # noqa: E402
+from dpdbscan.model.record import SpanModel  # noqa: E402
+from dpdbscan.post.coretests.bound.core import neighbour_sums  # noqa: E402
+from dpdbscan.render import plotting  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -91,10 +91,10 @@ def test_spans_paths_follow_the_cells(model):
         v = path.vertices
         assert np.all(v >= g.lower - 1e-9) and np.all(v <= 10 + g.width)
         # the path holds exactly the span's outline rings, in model units
-        rings = [r for poly in cells_to_polygons(model.span_region(s)) for r in poly]
+        rings = [r for poly in cells_to_polygons(span_region(model, s)) for r in poly]
         np.testing.assert_allclose(v, g.lower + np.concatenate(rings) * g.width)
         # and fills exactly the region's cells (holes stay empty)
-        centres = g.lower + (model.span_region(s) + 0.5) * g.width
+        centres = g.lower + (span_region(model, s) + 0.5) * g.width
         assert path.contains_points(centres).all()
     assert ax.get_title() == "2 DP span(s), epsilon=1"
     _close(ax)
@@ -177,7 +177,7 @@ def test_plot_model_rejects_bad_requests(model):
         plotting.plot_model(model, "pie")
     with pytest.raises(ValueError, match="needs points"):
         plotting.plot_model(model, "labels")
-    bare = SpanModel.from_dict(model.to_dict(include_histogram=False))
+    bare = model_from_dict(model_to_dict(model, include_histogram=False))
     with pytest.raises(ValueError, match="without its noisy histogram"):
         plotting.plot_model(bare, "sums")
 
@@ -189,8 +189,10 @@ def test_plot_model_rejects_bad_requests(model):
 
 from spanmodels import hand_model, square  # noqa: E402
 
-from dpdbscan import mapstyle  # noqa: E402
-from dpdbscan.spanstats import span_stats  # noqa: E402
+from dpdbscan.model.stats import span_stats  # noqa: E402
+from dpdbscan.render import mapstyle  # noqa: E402
+from dpdbscan.model import model_from_dict, model_to_dict
+from releases import span_region
 
 
 def _png_size(path):
@@ -399,3 +401,117 @@ def test_the_default_view_stays_in_the_box_and_the_picture_follows_the_spans(tmp
     assert lo.tolist() == [0, 0] and hi.tolist() == [10, 100]
     lo, hi = mapstyle.keep_in_box([8, 10], [12, 20], [0, 0], [10, 100])
     assert lo.tolist() == [6, 10] and hi.tolist() == [10, 20]
+
+
+def _is_marked_private(ax) -> bool:
+    """The picture itself says it shows private data: a watermark over the
+    axes and the title."""
+    marks = [t for t in ax.texts if t.get_gid() == "private-watermark"]
+    return len(marks) == 1 and "NOT a DP release" in ax.get_title() and "PRIVATE" in marks[0].get_text()
+
+
+def test_pictures_of_points_say_so_inside_the_file(model, tmp_path):
+    """Issue 19, finding 6: a picture that draws the private points must say
+    so in the picture (title and watermark), not only on standard error;
+    pictures of the release alone carry no such mark."""
+    X = blobs(1)
+    for kind in plotting.KINDS:
+        ax = plotting.plot_model(model, kind, points=X if kind in ("labels", "spans") else None)
+        assert _is_marked_private(ax) == (kind in ("labels", "spans")), kind
+        _close(ax)
+    ax = plotting.plot_model(model, "spans")
+    assert not _is_marked_private(ax) and "PRIVATE" not in ax.get_title()
+    _close(ax)
+    ax = plotting.plot_labels(X, model.predict(X))
+    assert _is_marked_private(ax)
+    plotting.save(ax, tmp_path / "labels.png")  # the mark is drawn into the file
+    from PIL import Image
+
+    with Image.open(tmp_path / "labels.png") as im:
+        assert "NOT a DP release" in im.info.get("Description", "")
+    ax = plotting.plot_spans(model, points=X)
+    assert _is_marked_private(ax)
+    _close(ax)
+
+
+def _is_grey(rgb, tol=0.06):
+    return max(rgb) - min(rgb) < tol
+
+
+def test_a_span_has_one_colour_in_every_picture_and_the_map():
+    """Issue 23: the labels picture's colours did not match the spans
+    picture's (and its largest Cabs-tiny span was grey, like noise). One
+    colour per span id: spans PNG, labels PNG, explore's panel at the
+    model's own parameters, and the HTML map."""
+    import re
+
+    from matplotlib.colors import to_rgb
+
+    from dpdbscan.model.stats import span_stats
+    from dpdbscan.render import explore as E
+    from dpdbscan.render.webmap import map_html
+
+    rng = np.random.default_rng(3)
+    centres = [(2, 2), (3.2, 2.2), (2.4, 3.3), (7, 7), (7.9, 6.4), (5, 8.5), (8.5, 2)]
+    X = np.vstack([rng.normal(c, 0.12, (700, 2)) for c in centres])
+    model = DPDBSCAN(eps=0.3, min_samples=30, epsilon=1.0, bounds=(0.0, 10.0), random_state=1).fit(X).spans_
+    n = model.n_spans
+    assert n >= 6
+    want = [to_rgb(h) for h in mapstyle.span_hex(model)]
+    assert not any(_is_grey(c) for c in want)  # grey is for noise only
+    keys, labels = model.regions()
+    r = int(np.ceil(mapstyle.NEIGHBOUR_ALPHAS * model.grid.alpha / model.grid.width - 1e-9))
+    pairs = mapstyle.span_neighbours(model.grid.decode(keys), labels, r)
+    assert pairs and all(want[a] != want[b] for a, b in pairs)  # neighbours stay apart
+
+    # the spans picture
+    ax = plotting.plot_model(model, "spans")
+    faces = _spans(ax).get_facecolor()
+    assert len(faces) == n
+    np.testing.assert_allclose(faces[:, :3], want)
+    _close(ax)
+
+    # the labels picture: a point at every span's anchor, and noise
+    stats = span_stats(model)
+    P = np.vstack([stats.anchor, [[0.2, 9.8], [9.8, 0.2]]])
+    lab = model.predict(P)
+    assert lab.tolist() == [*range(n), -1, -1]
+    ax = plotting.plot_model(model, "labels", points=P)
+    (pts,) = [c for c in ax.collections if c.get_gid() == "labelled"]
+    (noise,) = [c for c in ax.collections if c.get_gid() == "noise"]
+    np.testing.assert_allclose(pts.get_facecolor()[:, :3], [want[s] for s in lab[:n]])
+    assert _is_grey(noise.get_facecolor()[0][:3])
+    _close(ax)
+
+    # explore's panel at the model's own (eps, MinPts): the same spans, ids and colours
+    ex = E.explore(model, [model.grid.alpha], [model.spec.min_samples])
+    (panel,) = ex.models.values()
+    np.testing.assert_array_equal(panel.grid.decode(panel.regions()[0]), model.grid.decode(keys))
+    np.testing.assert_array_equal(panel.regions()[1], labels)
+    fig = E.figure(ex, model)
+    (raster,) = [im for im in fig.axes[0].images if im.get_gid() == "span-raster"]
+    img = np.asarray(raster.get_array())  # [row, column, rgba], origin lower
+    x0, x1, y0, y1 = raster.get_extent()
+    for s, (x, y) in enumerate(stats.anchor):
+        row = int((y - y0) / (y1 - y0) * img.shape[0])
+        col = int((x - x0) / (x1 - x0) * img.shape[1])
+        np.testing.assert_allclose(img[row, col, :3], want[s])
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+    # the map
+    page = map_html(model)
+    fills = re.findall(r'<path class="span" [^>]*?fill="(#[0-9a-f]{6})"[^>]*data-id="(\d+)"', page)
+    assert len(fills) == n
+    assert {int(s): to_rgb(h) for h, s in fills} == dict(enumerate(want))
+
+
+def test_labels_without_a_model_are_never_grey():
+    """plot_labels alone (no span colours given) cycles the palette, which
+    holds no grey; before, tab20 made labels 14 and 15 (mod 20) grey."""
+    X = np.column_stack([np.arange(40.0), np.zeros(40)])
+    ax = plotting.plot_labels(X, np.arange(40) - 1)
+    (pts,) = [c for c in ax.collections if c.get_gid() == "labelled"]
+    assert not any(_is_grey(c[:3]) for c in pts.get_facecolor())
+    _close(ax)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
-from dpdbscan.grid import Grid
-
+from dpdbscan.cells.grid import Grid
 
 
 def _random_release(rng, trial):
-    from dpdbscan.grid import Grid as G
+    from dpdbscan.cells.grid import Grid as G
 
     if trial % 5:
         d = int(rng.integers(1, 5))
@@ -52,8 +50,8 @@ def test_live_cells_keep_every_core_cell_and_its_neighbours(trial, regions, monk
     """Brute force: every core cell and every released cell in NB of a core
     cell passes the filter, by dense buckets (in one or two levels) and by
     shifted super-cells."""
-    from dpdbscan.post.sums import neighbourhood, sparse_neighbour_sums
     from dpdbscan.post.pruning import live_cells
+    from dpdbscan.post.sums import neighbourhood, sparse_neighbour_sums
 
     rng = np.random.default_rng(100 + trial)
     g, keys, vals = _random_release(rng, trial)

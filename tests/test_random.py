@@ -1,4 +1,4 @@
-"""Exactness of the fast samplers in ``dpdbscan._random``.
+"""Exactness of the fast samplers in ``dpdbscan.release.samplers.integers``.
 
 The fast samplers decide several CKS trials from one word by inversion, and
 Bernoulli(exp(-1)) from a 16-bit lookup table. Each path is checked twice:
@@ -17,10 +17,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-
-from dpdbscan import _random as R
 from stats import binom_ok as _binom_ok
 from stats import chi2_ok as _chi2_ok
+
+from dpdbscan.release.samplers import integers as R
 
 # --------------------------------------------------------------------------- #
 # exact checks by enumeration

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpdbscan import predict
-from dpdbscan.grid import Grid
+from dpdbscan.cells.grid import Grid
+from dpdbscan.model import predict
 from dpdbscan.post.merge import merge_cells
 
 

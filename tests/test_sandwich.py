@@ -20,16 +20,17 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from reference import exact_dbscan_core
 from scipy.spatial import cKDTree
 
-from dpdbscan._random import SeededSource
-from dpdbscan.backends.numpy_backend import NumpyBackend
-from dpdbscan.grid import Grid
+from dpdbscan.cells.grid import Grid
+from dpdbscan.cells.subcells import SubcellLayout
+from releases import Config as MechanismConfig
+from releases import fit_spans
 from dpdbscan.post.sums import dense_neighbour_sums
-from dpdbscan.mechanism import MechanismConfig, fit_spans
-from dpdbscan.post.subcells import SubcellLayout
-
-from reference import exact_dbscan_core
+from dpdbscan.release.backends.numpy_backend import NumpyBackend
+from dpdbscan.release.samplers.integers import SeededSource
+from releases import span_cells
 
 
 def _points(seed, n_clusters, n_per, spread, n_noise):
@@ -62,10 +63,10 @@ def accurate(model, grid, X, subcells) -> bool:
     """The accuracy event, side by side: for every (sub-)cell's neighbourhood,
     -Gamma_low <= sum of (released - true) <= Gamma_up."""
     err = released_errors(model, grid, X)
-    g_up = model.gamma if model.gamma_upper is None else model.gamma_upper
+    g_up = model.spans.gamma if model.spans.gamma_upper is None else model.spans.gamma_upper
     for _, offsets in SubcellLayout(grid, subcells).positions:
         sums = dense_neighbour_sums(grid, err, offsets)
-        if sums.max() > g_up or sums.min() < -model.gamma:
+        if sums.max() > g_up or sums.min() < -model.spans.gamma:
             return False
     return True
 
@@ -105,15 +106,15 @@ def check_instance(seed, n_clusters, n_per, spread, n_noise, alpha, min_samples,
         if "core threshold" in str(exc):
             return None
         raise
-    tau = model.tau
+    tau = model.spans.tau
     upper_minpts = min_samples + tau if practical else min_samples
     lower_minpts = upper_minpts - tau
     if lower_minpts <= 0 or not accurate(model, grid, X, subcells):
         return None
 
-    assert model.rho == (grid.rho if subcells == 1 else 3 + eta / 2 + eta / (2 * subcells))
+    assert model.spans.rho == (grid.rho if subcells == 1 else 3 + eta / 2 + eta / (2 * subcells))
     assert covers_clusters(model, X, alpha, upper_minpts)
-    assert within_relaxed_clusters(model, X, model.rho * alpha, lower_minpts)
+    assert within_relaxed_clusters(model, X, model.spans.rho * alpha, lower_minpts)
     return model.n_spans
 
 
@@ -154,7 +155,7 @@ def within_relaxed_clusters(model, X, radius, minpts) -> bool:
     core2, lab2 = exact_dbscan_core(X, radius, minpts)
     P, Plab = X[core2], lab2[core2]
     for s in range(model.n_spans):
-        corners = _cell_corners(grid, model.span_cells(s))  # (m, 4, 2)
+        corners = _cell_corners(grid, span_cells(model, s))  # (m, 4, 2)
         d = np.sqrt(((corners[:, :, None, :] - P[None, None, :, :]) ** 2).sum(-1))
         inside = (d < radius).all(axis=1)  # a cell is in a ball iff its corners are
         common = None
@@ -201,16 +202,16 @@ def test_checkers_reject_broken_spans():
     config = MechanismConfig(epsilon=20.0, histogram="dense", beta=0.1)
     model = fit_spans(X, grid, 5, config, SeededSource(0))
     assert model.n_spans == 2
-    assert covers_clusters(model, X, 0.05, 5 + model.tau)
+    assert covers_clusters(model, X, 0.05, 5 + model.spans.tau)
     assert within_relaxed_clusters(model, X, grid.rho * 0.05, 5)
     # merge both spans into one: condition 2 must fail (the blobs are far apart)
-    merged = replace(model, labels=np.zeros_like(model.labels))
+    merged = replace(model, spans=replace(model.spans, labels=np.zeros_like(model.labels)))
     assert not within_relaxed_clusters(merged, X, grid.rho * 0.05, 5)
     # split one span's cells in two: condition 1 must fail
     split = model.labels.copy()
     first = np.flatnonzero(split == 0)
     split[first[: len(first) // 2]] = 2
-    assert not covers_clusters(replace(model, labels=split), X, 0.05, 5 + model.tau)
+    assert not covers_clusters(replace(model, spans=replace(model.spans, labels=split)), X, 0.05, 5 + model.spans.tau)
 
 
 # --------------------------------------------------------------------------- #
@@ -221,11 +222,11 @@ def _far_core_cells(model, X, alpha) -> int:
     """Core cells farther than rho * alpha from every point (a cell's distance
     is bounded below by its centre's distance minus half its diagonal)."""
     g = model.grid
-    centres = g.cell_centres(model.span_cells())
+    centres = g.cell_centres(span_cells(model))
     if centres.shape[0] == 0:
         return 0
     dist, _ = cKDTree(X).query(centres)
-    return int((dist - g.width * np.sqrt(g.d) / 2 > model.rho * alpha).sum())
+    return int((dist - g.width * np.sqrt(g.d) / 2 > model.spans.rho * alpha).sum())
 
 
 @pytest.mark.parametrize("theta, epsilon, n", [(0.0, 1.0, 2000), (None, 0.1, 20000)])
@@ -246,7 +247,7 @@ def test_sparse_blob_in_3d_has_no_far_core_cells(theta, epsilon, n):
         config = MechanismConfig(epsilon=epsilon, histogram="sparse", beta=0.1, theta=theta,
                                  margin="chernoff")
         model = fit_spans(X, grid, 5, config, SeededSource(seed))
-        assert grid.n_cells == 70**3 and model.gamma_upper is not None
+        assert grid.n_cells == 70**3 and model.spans.gamma_upper is not None
         assert model.n_core_cells > 0
         assert accurate(model, grid, X, 1)
         assert _far_core_cells(model, X, alpha) == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpdbscan.grid import Grid
+from dpdbscan.cells.grid import Grid
 from dpdbscan.post.sums import dense_neighbour_sums, sparse_neighbour_sums
 
 

@@ -1,5 +1,5 @@
-"""The interactive map (dpdbscan.webmap, ``dpdbscan map``), the free span
-figures behind it (dpdbscan.spanstats) and the GeoJSON properties.
+"""The interactive map (dpdbscan.render.webmap, ``dpdbscan map``), the free span
+figures behind it (dpdbscan.model.stats) and the GeoJSON properties.
 
 The tests marked ``browser`` open the map in a real headless Chromium
 (tests/cdp.py). They are skipped when no Chromium is installed, unless
@@ -14,15 +14,15 @@ import zlib
 
 import numpy as np
 import pytest
-
 from cdp import Browser, find_chromium
 from spanmodels import hand_model, square
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
-from dpdbscan.model import SpanModel
-from dpdbscan.spanstats import format_area, span_stats
-from dpdbscan.webmap import _png, map_html, write_map
+from dpdbscan.model.record import SpanModel
+from dpdbscan.model.stats import format_area, span_stats
+from dpdbscan.render.webmap import _png, map_html, write_map
+from dpdbscan.model import geojson, load_model, save_model
 
 # --------------------------------------------------------------------------- #
 # noisy mass, area, cell count
@@ -78,7 +78,7 @@ def test_geojson_features_carry_span_cells_area_and_noisy_mass():
     # geographic, 50 m histogram cells, sub-cells of 25 m: span 0 is 4 x 4 sub-cells
     m = hand_model([square(4, 4, 4), [(10, 10)]], shape=(12, 12), width=0.05, subcells=2,
                    values=values, geo=True)
-    gj = m.to_geojson()
+    gj = geojson(m)
     props = [f["properties"] for f in gj["features"]]
     assert props[0] == {"span": 0, "n_cells": 16, "area_m2": pytest.approx(16 * 25.0 ** 2),
                         "noisy_mass": 100}
@@ -91,12 +91,12 @@ def test_geojson_features_carry_span_cells_area_and_noisy_mass():
 def test_geojson_of_plain_models_has_area_in_data_units():
     m = hand_model([square(1, 1, 3)], shape=(8, 8), width=2.0, noise="laplace",
                    values=np.full((8, 8), 1.5))
-    (f,) = m.to_geojson()["features"]
+    (f,) = geojson(m)["features"]
     assert f["properties"]["area"] == pytest.approx(9 * 4.0)
     assert "area_m2" not in f["properties"]
     assert f["properties"]["noisy_mass"] == pytest.approx(9 * 1.5)
     bare = hand_model([square(1, 1, 3)], shape=(8, 8), histogram=False)
-    assert bare.to_geojson()["features"][0]["properties"]["noisy_mass"] is None
+    assert geojson(bare)["features"][0]["properties"]["noisy_mass"] is None
 
 
 def test_fit_cli_writes_the_geojson_properties(tmp_path, capsys):
@@ -104,10 +104,10 @@ def test_fit_cli_writes_the_geojson_properties(tmp_path, capsys):
     X = np.vstack([rng.normal([2, 2], 0.2, (2000, 2)), rng.normal([7, 7], 0.2, (2000, 2))])
     csv = tmp_path / "p.csv"
     np.savetxt(csv, X, delimiter=",", header="x,y", comments="")
-    assert main(["fit", str(csv), "--bounds", "0", "10", "--eps", "0.5", "--min-samples", "30",
+    assert main(["fit", str(csv), "--header", "--bounds", "0", "10", "--eps", "0.5", "--min-samples", "30",
                  "--seed", "1", "--out-dir", str(tmp_path), "--no-png"]) == 0
     gj = json.loads((tmp_path / "p.spans.geojson").read_text())
-    model_stats = span_stats(SpanModel.load(tmp_path / "p.spans.json"))
+    model_stats = span_stats(load_model(tmp_path / "p.spans.json"))
     assert len(gj["features"]) == model_stats.n_spans >= 2
     for f in gj["features"]:
         p = f["properties"]
@@ -135,7 +135,8 @@ def test_the_page_is_self_contained(tmp_path):
     assert not re.search(r"<script[^>]+src=", page) and "@import" not in page
     for attr in re.findall(r'\s(?:src|href)\s*=\s*"([^"]*)"', page):
         assert attr.startswith("data:"), attr
-    assert re.search(r"url\((?!data:)", page) is None
+    # url() only for data URIs and the page's own fragments (the hatch, the box clip)
+    assert re.search(r"url\((?!data:|#)", page) is None
     # the user's title is text, never markup
     assert "<b>title</b>" not in page and html.escape("a <b>title</b> & more") in page
 
@@ -223,7 +224,7 @@ def test_a_release_without_spans_maps_its_histogram():
     assert 'class="span"' not in page and 'id="heat"' in page
     cfg = json.loads(re.search(r'id="dpdbscan-config">(.*?)</script>', page, re.DOTALL).group(1))
     assert cfg["view"] == cfg["box"]  # nothing to crop to: the whole box
-    assert m.to_geojson()["features"] == []
+    assert geojson(m)["features"] == []
 
 
 def test_maps_need_two_dimensions():
@@ -235,7 +236,7 @@ def test_maps_need_two_dimensions():
 
 def test_map_command(tmp_path, capsys):
     model = _geo_model()
-    model.save(tmp_path / "m.spans.json")
+    save_model(model, tmp_path / "m.spans.json")
     assert main(["map", str(tmp_path / "m.spans.json")]) == 0
     out = capsys.readouterr().out
     assert (tmp_path / "m.spans.html").is_file() and "wrote" in out
@@ -254,7 +255,7 @@ def test_map_command(tmp_path, capsys):
 def test_map_command_refuses_3d_models_in_one_line(tmp_path, capsys):
     m = DPDBSCAN(eps=1.0, min_samples=5, bounds=(0.0, 4.0), random_state=0).fit(
         np.random.default_rng(0).uniform(0, 4, (100, 3))).spans_
-    m.save(tmp_path / "m3.json")
+    save_model(m, tmp_path / "m3.json")
     assert main(["map", str(tmp_path / "m3.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"dpdbscan: error: the map needs a 2-D model, {tmp_path / 'm3.json'} is 3-D"]
@@ -263,7 +264,7 @@ def test_map_command_refuses_3d_models_in_one_line(tmp_path, capsys):
 
 def test_size_and_extent_options(tmp_path, capsys):
     model = _geo_model()
-    model.save(tmp_path / "m.json")
+    save_model(model, tmp_path / "m.json")
     assert main(["plot", str(tmp_path / "m.json"), "--size", "500x300", "-o",
                  str(tmp_path / "p.png"), "--extent", "-122.45", "37.75", "-122.41", "37.79"]) == 0
     head = (tmp_path / "p.png").read_bytes()[:24]
@@ -279,7 +280,7 @@ def test_fit_and_sweep_take_size_and_extent(tmp_path, capsys):
     X = np.vstack([rng.normal([2, 2], 0.2, (1500, 2)), rng.normal([7, 7], 0.2, (1500, 2))])
     csv = tmp_path / "p.csv"
     np.savetxt(csv, X, delimiter=",", header="x,y", comments="")
-    fit = ["fit", str(csv), "--bounds", "0", "10", "--eps", "0.5", "--min-samples", "30",
+    fit = ["fit", str(csv), "--header", "--bounds", "0", "10", "--eps", "0.5", "--min-samples", "30",
            "--seed", "1", "--out-dir", str(tmp_path), "--no-geojson"]
     assert main([*fit, "--size", "400x300", "--extent", "1", "1", "3", "3"]) == 0
     head = (tmp_path / "p.spans.png").read_bytes()[:24]
@@ -393,3 +394,176 @@ def test_the_browser_check_sees_console_errors(browser, tmp_path):
     browser.open(page.resolve().as_uri())
     errors = browser.console_errors()
     assert any("boom" in e for e in errors) and any("undefinedFunction" in e for e in errors)
+
+
+def _rects(browser, selector):
+    return browser.evaluate(f"""Array.from(document.querySelectorAll({json.dumps(selector)})).map(e => {{
+        const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }})""")
+
+
+def _overlap(a, b):
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _open(browser, tmp_path, model, name="map.html", **kw):
+    path = write_map(model, tmp_path / name, **kw)
+    browser.open(path.resolve().as_uri())
+    browser.wait_for("document.documentElement.dataset.ready === '1'")
+
+
+def _wide_model():
+    """14 spans of different sizes, spread over a wide box that reaches the
+    top-left corner (where the info panel sits)."""
+    sides = [1, 5, 2, 7, 3, 1, 6, 2, 4, 8, 1, 3, 2, 5]
+    spans = [square(4 + 16 * (i % 7), 4 + 16 * (i // 7), s) for i, s in enumerate(sides)]
+    return hand_model(spans, shape=(120, 40), width=0.05, geo=True), sides
+
+
+@pytest.mark.browser
+def test_the_panel_covers_no_axis_label(browser, tmp_path):
+    """Issue 23: the info panel covered the top labels of the latitude axis."""
+    for model in (_geo_model(), _wide_model()[0]):
+        _open(browser, tmp_path, model)
+        (panel,) = _rects(browser, "#panel")
+        labels = _rects(browser, "#axes text")
+        assert len(labels) >= 6  # ticks on both axes and the two axis names
+        assert not [r for r in labels if _overlap(r, panel)], (panel, labels)
+        # and no span id hides under it
+        assert not [r for r in _rects(browser, "#ids text") if _overlap(r, panel)]
+        # the labels sit in the gutters, outside the plot area
+        (plot,) = _rects(browser, "#map")
+        ticks = browser.evaluate("""Array.from(document.querySelectorAll('#axes text.tick-label')).map(t => {
+            const r = t.getBoundingClientRect(); return [t.dataset.axis, r.left, r.top, r.right, r.bottom]; })""")
+        assert all(r[3] <= plot[0] for r in ticks if r[0] == "y")
+        assert all(r[2] >= plot[3] for r in ticks if r[0] == "x")
+
+
+def _visible(browser):
+    """The part of the model plane shown in the plot area: (x0, y0, x1, y1)."""
+    return browser.evaluate("""(() => {
+        const m = document.getElementById('map'), r = m.getBoundingClientRect();
+        const t = document.getElementById('view').getAttribute('transform');
+        const [, tx, ty, k] = t.match(/translate\\(([-\\d.e]+) ([-\\d.e]+)\\) scale\\(([-\\d.e]+)\\)/).map(Number);
+        return [-tx / k, (ty - r.height) / k, (r.width - tx) / k, ty / k]; })()""")
+
+
+def _assert_view_in_box(browser, box, geo):
+    x0, y0, x1, y1 = _visible(browser)
+    for lo, hi, b_lo, b_hi in ((x0, x1, box[0], box[2]), (y0, y1, box[1], box[3])):
+        tol = 1e-9 * (b_hi - b_lo)
+        # inside the box, or (larger than it) holding all of it
+        assert (b_lo - tol <= lo and hi <= b_hi + tol) or (lo <= b_lo + tol and b_hi - tol <= hi), \
+            (lo, hi, b_lo, b_hi)
+    ticks = browser.evaluate("""Array.from(document.querySelectorAll('#axes text.tick-label')).map(
+        t => [t.dataset.axis, Number(t.dataset.value)])""")
+    lon = [geo.inverse(np.array([[box[0], box[1]], [box[2], box[3]]]))[:, i] for i in (0, 1)]
+    assert ticks
+    for axis, v in ticks:
+        lo, hi = lon[0] if axis == "x" else lon[1]
+        assert lo - 1e-9 <= v <= hi + 1e-9, (axis, v, lo, hi)
+
+
+@pytest.mark.browser
+def test_the_view_and_the_axes_stay_in_the_public_box(browser, tmp_path):
+    """Issue 23: the axes ran past the public box (to -122.15 on the full
+    Cabs data, whose box ends at -122.3)."""
+    from dpdbscan.geometry.projection import projection_of
+
+    model, _ = _wide_model()
+    _open(browser, tmp_path, model)
+    cfg = browser.evaluate("JSON.parse(document.getElementById('dpdbscan-config').textContent)")
+    g = model.grid
+    assert cfg["box"] == pytest.approx([*g.lower, *g.upper])  # the public bounds, not the last cell's edge
+    geo = projection_of(model)
+    _assert_view_in_box(browser, cfg["box"], geo)
+    for _ in range(6):  # zoom out as far as the map goes
+        browser.mouse("mouseWheel", 600, 300, deltaX=0, deltaY=800)
+    _assert_view_in_box(browser, cfg["box"], geo)
+    k_out = float(browser.evaluate("document.getElementById('map').dataset.scale"))
+    browser.evaluate("document.getElementById('fit-box').click()")
+    assert float(browser.evaluate("document.getElementById('map').dataset.scale")) == pytest.approx(k_out)
+    for _ in range(4):  # zoom in, then drag far towards the north-west
+        browser.mouse("mouseWheel", 600, 300, deltaX=0, deltaY=-400)
+    for start, end in (((300, 300), (900, 700)), ((700, 200), (100, 200))):
+        browser.mouse("mousePressed", *start, button="left", clickCount=1)
+        browser.mouse("mouseMoved", *end, button="left", buttons=1)
+        browser.mouse("mouseReleased", *end, button="left", clickCount=1)
+        _assert_view_in_box(browser, cfg["box"], geo)
+    assert browser.console_errors() == []
+
+
+@pytest.mark.browser
+def test_the_largest_spans_carry_their_ids_on_the_map(browser, tmp_path):
+    model, sides = _wide_model()
+    _open(browser, tmp_path, model)
+    drawn = browser.evaluate("""Array.from(document.querySelectorAll('#ids text')).map(t => {
+        const r = t.getBoundingClientRect(), s = getComputedStyle(t);
+        const hit = document.elementFromPoint((r.left + r.right) / 2, (r.top + r.bottom) / 2);
+        return [t.textContent, hit && hit.dataset ? hit.dataset.id : null, parseFloat(s.fontSize),
+                s.fontWeight]; })""")
+    largest = sorted(range(len(sides)), key=lambda i: (-sides[i], i))[:10]
+    assert sorted(int(d[0]) for d in drawn) == sorted(largest)
+    for text, under, font, weight in drawn:
+        assert under == text  # written on its own span
+        assert font >= 12 and int(weight) >= 700  # readable at the first view
+    # fewer when asked
+    path = tmp_path / "three.html"
+    path.write_text(map_html(model, n_labels=3))
+    browser.open(path.resolve().as_uri())
+    browser.wait_for("document.documentElement.dataset.ready === '1'")
+    ids = browser.evaluate("Array.from(document.querySelectorAll('#ids text')).map(t => t.textContent)")
+    assert sorted(map(int, ids)) == sorted(largest[:3])
+
+
+@pytest.mark.browser
+def test_the_browser_paints_each_span_in_its_picture_colour(browser, tmp_path):
+    from dpdbscan.render.mapstyle import span_hex
+
+    model = _geo_model()
+    _open(browser, tmp_path, model)
+    fills = browser.evaluate("""Array.from(document.querySelectorAll('path.span')).map(
+        p => [p.dataset.id, getComputedStyle(p).fill])""")
+    want = {str(s): "rgb({}, {}, {})".format(*(int(h[i:i + 2], 16) for i in (1, 3, 5)))
+            for s, h in enumerate(span_hex(model))}
+    assert dict(fills) == want
+
+
+@pytest.mark.browser
+def test_the_context_layer_draws_under_the_spans_inside_the_box(browser, tmp_path):
+    from dpdbscan.render.context import load_context
+
+    model = _geo_model()
+    # a line from far outside the box across it, and the box's own outline
+    lo, hi = model.grid.lower, model.grid.upper
+    from dpdbscan.geometry.projection import projection_of
+
+    (a, b) = projection_of(model).inverse(np.array([lo - 5, hi + 5]))
+    ring = projection_of(model).inverse(np.array([[lo[0], lo[1]], [hi[0], lo[1]], [hi[0], hi[1]],
+                                                  [lo[0], hi[1]], [lo[0], lo[1]]]))
+    gj = {"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "LineString", "coordinates": [a.tolist(), b.tolist()]}},
+        {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [ring.tolist()]}}]}
+    _open(browser, tmp_path, model, context=load_context(gj, model))
+    browser.evaluate("document.getElementById('fit-box').click()")
+    (line,) = _rects(browser, "#context path")
+    (box,) = _rects(browser, "#outside rect.frame")  # the public box on screen
+    assert line[2] - line[0] > 100 and line[3] - line[1] > 100
+    # drawn, as the screenshot shows: darker pixels where the diagonal crosses the box
+    shot = browser.screenshot(tmp_path / "ctx.png")
+    browser.evaluate("document.getElementById('show-context').click()")
+    assert browser.evaluate("getComputedStyle(document.getElementById('context')).display") == "none"
+    bare = browser.screenshot(tmp_path / "bare.png")
+    diff = _changed_pixels(shot, bare)
+    assert diff.sum() > 200
+    ys, xs = np.nonzero(diff)
+    assert xs.min() >= box[0] - 2 and xs.max() <= box[2] + 2  # clipped to the box
+    assert ys.min() >= box[1] - 2 and ys.max() <= box[3] + 2
+    assert browser.console_errors() == []
+
+
+def _changed_pixels(a: bytes, b: bytes) -> np.ndarray:
+    mpl_image = pytest.importorskip("matplotlib.image")
+    import io
+
+    x, y = (mpl_image.imread(io.BytesIO(p), format="png")[..., :3] for p in (a, b))
+    return np.any(np.abs(x - y) > 0.05, axis=2)

@@ -9,24 +9,53 @@ from __future__ import annotations
 
 from typing import Any
 
-from .accountant import BudgetAccountant
-from .exceptions import BudgetExceeded, InsecureRandomnessWarning, PrivacyLeakWarning, UtilityWarning
-from .grid import Grid, neighbour_offsets
-from .model import SpanModel
+from .cells.grid import Grid, neighbour_offsets
+from .exceptions import (
+    BudgetExceeded,
+    InsecureRandomnessWarning,
+    PrivacyLeakWarning,
+    UtilityWarning,
+    WeakPrivacyWarning,
+)
+from .laws.zcdp import ZCDPAccountant
+from .model import (
+    SpanModel,
+    describe,
+    geojson,
+    guarantee,
+    load_model,
+    predict_lonlat,
+    save_geojson,
+    save_model,
+    summary,
+    with_params,
+)
+from .release.accountant import BudgetAccountant
 
 #: The one version source (pyproject.toml reads it from here).
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "DPDBSCAN",
     "fit_lonlat",
     "SpanModel",
+    "describe",
+    "geojson",
+    "guarantee",
+    "load_model",
+    "predict_lonlat",
+    "save_geojson",
+    "save_model",
+    "summary",
+    "with_params",
     "Grid",
     "neighbour_offsets",
     "BudgetAccountant",
+    "ZCDPAccountant",
     "BudgetExceeded",
     "PrivacyLeakWarning",
     "UtilityWarning",
+    "WeakPrivacyWarning",
     "InsecureRandomnessWarning",
     "__version__",
 ]

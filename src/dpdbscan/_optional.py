@@ -12,7 +12,6 @@ EXTRAS = {
     "dask": "dask",
     "distributed": "dask",
     "pandas": "dask",
-    "tqdm": "io",
 }
 
 
@@ -22,7 +21,7 @@ def require(module: str, purpose: str, *, package: str | None = None) -> ModuleT
     ``purpose`` completes the sentence "<purpose> needs <package>", for
     example ``require("pyarrow", "reading Parquet")``. ``package`` names the
     optional dependency when ``module`` is one of ours that imports it (for
-    ``dpdbscan.backends.dask_backend`` it is "dask").
+    ``dpdbscan.release.backends.dask_backend`` it is "dask").
     """
     try:
         return importlib.import_module(module)

@@ -1,18 +1,24 @@
 """`make demo`: fit DP-DBSCAN on built-in synthetic data and write the release.
 
-Writes spans.json, spans.geojson and spans.png into --out.
+Writes spans.json, spans.geojson and spans.png into --out: the release only.
+The picture shows the spans over the released noisy histogram, never the
+points; what the spans do to the demo's own points is a private note on
+standard error, as the command line does it.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from . import plotting
+from .cli.common import PRIVATE
 from .estimator import DPDBSCAN
+from .model import save_geojson, save_model, summary
+from .render import plotting
 
 
 def demo_data(seed: int = 30) -> np.ndarray:
@@ -38,15 +44,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     model = DPDBSCAN(eps=0.15, min_samples=10, epsilon=args.epsilon, bounds=bounds).fit(X)
     spans = model.spans_
     print(f"fitted {X.shape[0]} points in [-3, 3]^2 (secure randomness)")
-    print(spans.summary())
+    print(summary(spans))
     labels = model.predict(X)
+    # exact counts of the training points per span: not part of the release
     print(
-        f"span sizes of the demo points: {np.bincount(labels[labels >= 0]).tolist()}, "
-        f"noise: {(labels < 0).sum()}"
+        f"{PRIVATE} span sizes of the demo points: {np.bincount(labels[labels >= 0]).tolist()}, "
+        f"noise: {(labels < 0).sum()}",
+        file=sys.stderr,
     )
-    spans.save(out / "spans.json")
-    spans.save_geojson(out / "spans.geojson")
-    ax = plotting.plot_spans(spans, points=X)
+    save_model(spans, out / "spans.json")
+    save_geojson(spans, out / "spans.geojson")
+    ax = plotting.plot_spans(spans)  # the spans over the noisy histogram: part of the release
     plotting.save(ax, out / "spans.png")
     print(f"wrote {out / 'spans.json'}, {out / 'spans.geojson'}, {out / 'spans.png'}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, NoReturn, Self
 
@@ -11,23 +12,24 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from ._random import Seed
-from .accountant import Accountant
-from .backends import Backend, NumpyBackend, resolve_backend
-from .backends.base import PointsInput
-from .geo import Equirectangular, parse_length
-from .mechanism import forecast as _forecast
-from .mechanism import release
-from .model import SpanModel
-from .params import (
-    PARAMETERS,
+from .exceptions import PrivacyLeakWarning
+from .geometry.projection import Equirectangular, parse_length
+from .model import SpanModel, guarantee
+from .pipeline import fit as fit_release
+from .plan.forecast import Forecast
+from .plan.resolve import forecast_of, validated
+from .release.accountant import Accountant
+from .release.backends import Backend, NumpyBackend, resolve_backend
+from .release.backends.base import PointsInput
+from .spec.parameters import PARAMETERS
+from .spec.specs import Seed
+from .spec.validation import (
     bounds_from_data,
     check_array,
     check_bounds,
     check_positive,
-    validate,
+    standardised_note,
 )
-from .post.forecast import Forecast
 
 
 class DPDBSCAN(ClusterMixin, BaseEstimator):
@@ -69,18 +71,36 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     eta : float, default=4.0
         Grid parameter in (0, 4]: cell width ``eta * eps / (4 sqrt(d))``.
     beta : float, default=0.1
-        Failure probability of the guarantee. The paper's code used 0.5.
+        Failure probability of the guarantee. The paper's code used 0.5. With
+        ``eps="auto"`` eps is chosen after the noise among c candidates, so
+        each candidate's margins take beta / c and the guarantee, a union
+        bound over them, keeps 1 - beta (``spans_.spec.beta`` is then beta / c).
     histogram : {"auto", "dense", "sparse", "stability"}, default="auto"
         Naive Laplace histogram over all cells, the linear-time sparse one
         (Algorithm 2) or the (epsilon, delta) stability histogram. "auto"
         picks from public quantities only: dense when |X| <= 2**23 cells,
         otherwise sparse (stability if ``delta > 0``).
     delta : float, default=0.0
-        Used only by the stability histogram (and "auto", which may pick it);
-        must be below 0.01.
-    noise : {"discrete", "laplace"}, default="discrete"
-        Exact discrete Laplace (integer arithmetic) or the paper's continuous
-        Laplace in floating point.
+        The delta of an (epsilon, delta)-DP release: needed by Gaussian noise
+        (person-level releases) and by the stability histogram ("auto" may
+        pick it); must be below 0.01. Say 1e-6, far below one over the
+        number of rows or people.
+    noise : {"auto", "discrete", "laplace", "gaussian"}, default="auto"
+        Exact discrete Laplace (integer arithmetic), the paper's continuous
+        Laplace in floating point, or the exact discrete Gaussian (needs
+        ``delta > 0``; calibrated through zCDP, docs/privacy.md). "auto":
+        discrete Laplace when each row is its own unit, Gaussian when
+        ``fit`` is given ``units`` (its noise grows as sqrt(k) with the cells
+        a unit may add to, Laplace's as k).
+    max_cells_per_unit : int or "auto", default=None
+        Person-level releases (``fit(X, units=...)``): at most this many
+        cells k count each unit's points, chosen uniformly at random among
+        the cells the unit occupies. Required with units. "auto" chooses k
+        by a DP quantile of the cells per unit (part of the budget).
+    max_points_per_cell : int, default=1
+        Person-level releases: at most this many points m of one unit count
+        in a cell. A cell's count is then at most m times the number of
+        units seen there (with m = 1: the number of people).
     theta : float, default=None
         Threshold of the sparse histogram; by default the smallest value that
         releases at most ``max_empty_cells`` empty cells in expectation.
@@ -103,10 +123,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         cost. "auto" is 2 for d <= 3 and 1 above, where the 2^d sub-cells per
         cell would cost more time than they give. 1 is the paper's procedure.
     margin : "auto", "chernoff", "paper", "pointwise" or float, default="auto"
-        Density test: the number c of the margin c sigma(q) ("auto" = 1), raised
-        where needed so that, with probability >= 1 - beta, no sub-cell with no
-        point in reach is core ("chernoff"/"pointwise": union or pointwise
-        Chernoff bounds, for study). Bound test: how Gamma is bounded,
+        Density test: the number c of the margin c sigma(q) ("auto" = 1), or
+        union ("chernoff") or pointwise ("pointwise") Chernoff bounds, for
+        study; every rule is raised where needed (the empty-space guard) so
+        that, with probability >= 1 - beta, no sub-cell with no point in reach
+        is core. Bound test: how Gamma is bounded,
         Chernoff with the exact noise MGF ("auto") or the paper's Laplace
         concentration bound ("paper").
     border : "auto" or float, default="auto"
@@ -123,6 +144,12 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         A budget accountant (ours or diffprivlib's).
     backend : "numpy", "dask" or an object with ``count``, default="numpy"
         Where the per-cell counts are computed.
+
+    What is protected: without ``units`` each row (event-level: one row more
+    or less changes the release's probabilities by at most a factor
+    e^epsilon, plus delta). A person with many rows is protected only by
+    group privacy, which is weak: pass ``units`` (one id per row, e.g. the
+    cab or user) to protect each person, whatever their number of rows.
 
     Attributes
     ----------
@@ -142,6 +169,17 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
 
     Notes
     -----
+    Scaling is part of the mechanism. The grid is laid over ``bounds`` in the
+    units ``fit`` receives, so a scaler fitted on the private data (e.g.
+    ``make_pipeline(StandardScaler(), DPDBSCAN(..., bounds=(-3, 3)))``) puts
+    every point where the data's own mean and standard deviation say: one
+    row moves every other row's cell, and the release has no DP guarantee.
+    Pass the raw data with public bounds in its own units (the box does the
+    scaling), or scale by public constants, e.g.
+    ``FunctionTransformer(lambda X: X / public_scale)``. ``fit`` warns
+    (``PrivacyLeakWarning``, after the release, which it does not change) when
+    every column has mean 0 and standard deviation 1 to within 1e-6.
+
     Why no ``labels_``: scikit-learn's clusterers label the training points
     after ``fit``. Here those labels are not part of the release: the paper
     proves that no useful DP algorithm can publish them, so the release is the
@@ -170,7 +208,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         beta: float = 0.1,
         histogram: Literal["auto", "dense", "sparse", "stability"] = "auto",
         delta: float = 0.0,
-        noise: Literal["discrete", "laplace"] = "discrete",
+        noise: Literal["auto", "discrete", "laplace", "gaussian"] = "auto",
         theta: float | None = None,
         max_empty_cells: float = 2**20,
         max_cells: int = 2**20,
@@ -180,6 +218,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         margin: Literal["auto", "chernoff", "paper", "pointwise"] | float = "auto",
         border: float | Literal["auto"] = "auto",
         core: Literal["density", "bound"] = "density",
+        max_cells_per_unit: int | Literal["auto"] | None = None,
+        max_points_per_cell: int = 1,
         accountant: Accountant | None = None,
         backend: Backend | Literal["numpy", "dask"] | None = "numpy",
     ) -> None:
@@ -202,15 +242,18 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.margin = margin
         self.border = border
         self.core = core
+        self.max_cells_per_unit = max_cells_per_unit
+        self.max_points_per_cell = max_points_per_cell
         self.accountant = accountant
         self.backend = backend
 
-    def _validated(self) -> dict[str, Any]:
-        """Every parameter checked against the one table (dpdbscan.params)."""
+    def _validated(self, stacklevel: int = 3) -> dict[str, Any]:
+        """Every parameter checked against the one table (dpdbscan.spec.parameters)."""
         names = [n for n in PARAMETERS if n != "bounds"]
-        return validate({n: getattr(self, n) for n in names})
+        # a warning (a weak epsilon) points at the line that called fit or forecast
+        return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel)
 
-    def fit(self, X: PointsInput, y: object = None) -> Self:
+    def fit(self, X: PointsInput, y: object = None, *, units: ArrayLike | str | None = None) -> Self:
         """Release DP spans of ``X``. Returns self.
 
         Parameters
@@ -219,8 +262,22 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             The private points. With a distributed backend: paths or globs of
             Parquet/CSV files, dask DataFrames or arrays.
         y : ignored
+        units : array-like of shape (n_samples,), default=None
+            The privacy unit of each row (a person, a device, a cab): any
+            numbers or strings; a row with a missing unit (None, NaN) is
+            dropped. The release then protects each unit with all its rows
+            (person-level), after bounding its contribution
+            (``max_cells_per_unit``, ``max_points_per_cell``). With the Dask
+            backend: the name of the unit column. None: each row is its own
+            unit (event-level).
         """
-        p = self._validated()
+        return self._fit(X, {}, units)
+
+    def _fit(self, X: PointsInput, metadata: dict[str, Any], units: Any = None) -> Self:
+        """:meth:`fit`, with public ``metadata`` for the model (fit_lonlat's
+        projection): the model is made once, with everything it records."""
+        p = self._validated(stacklevel=4)  # fit -> _fit -> here
+        names = _feature_names(X)
         epsilon = p["epsilon"]
         backend = resolve_backend(p["backend"])
         if (
@@ -238,21 +295,41 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             lower, upper = bounds_from_data(X)
         else:
             lower, upper = check_bounds(self.bounds, n_features)
+        if units is not None:
+            units = _check_units(units, X)
 
-        spans = release(X, lower, upper, p, backend=backend, accountant=self.accountant, stacklevel=2)
-        self.spans_ = spans
-        self.histogram_ = spans.histogram
-        self.gamma_ = spans.gamma
-        self.gamma_upper_ = spans.gamma_upper
-        self.tau_ = spans.tau if spans.core == "bound" else None
-        self.kappa_ = spans.histogram_grid.kappa
-        self.theta_ = spans.theta
-        self.n_cells_ = spans.n_cells
-        self.rho_ = spans.rho
-        self.beta_ = spans.beta
-        self.guarantee_ = spans.guarantee()
-        self.budget_spent_ = (epsilon, spans.delta)
+        model = fit_release(
+            X,
+            lower,
+            upper,
+            p,
+            backend=backend,
+            accountant=self.accountant,
+            metadata=metadata,
+            units=units,
+            stacklevel=3,
+        )
+        self.spans_ = model
+        self.histogram_ = model.histogram
+        s = model.spans
+        self.gamma_ = s.gamma
+        self.gamma_upper_ = s.gamma_upper
+        self.tau_ = s.tau
+        self.kappa_ = model.release.grid.kappa
+        self.theta_ = model.release.theta
+        self.n_cells_ = model.release.grid.n_cells
+        self.rho_ = s.rho
+        self.beta_ = model.spec.beta
+        self.guarantee_ = guarantee(model)
+        self.budget_spent_ = (epsilon, model.release.delta)
         self.n_features_in_ = n_features
+        if names is not None:
+            self.feature_names_in_ = names
+        # read from the private data: said only after the release is made and
+        # stored, so that it cannot change whether a release happens or what it holds
+        note = standardised_note(X) if isinstance(X, np.ndarray) else None
+        if note:
+            warnings.warn(note, PrivacyLeakWarning, stacklevel=2)
         return self
 
     def forecast(self, n_expected: float | None = None, *, n_features: int | None = None) -> Forecast:
@@ -260,7 +337,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         is spent: the margin, the noise of one neighbourhood estimate, the
         smallest neighbourhood count a core sub-cell needs, and a sentence on
         which cluster densities are detectable (a
-        :class:`dpdbscan.post.forecast.Forecast`).
+        :class:`dpdbscan.plan.forecast.Forecast`).
 
         Public inputs only: ``bounds`` are required, and ``n_expected`` is
         your own guess of the number of points (the library never measures
@@ -276,7 +353,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         else:
             n_expected = p.get("n_expected")
         lower, upper = check_bounds(self.bounds, n_features)
-        return _forecast(p, lower, upper, n_expected=n_expected)
+        return forecast_of(p, lower, upper, n_expected=n_expected)
 
     @property
     def labels_(self) -> NoReturn:
@@ -300,13 +377,14 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             )
         return self.spans_.predict(X)
 
-    def fit_predict(self, X: ArrayLike, y: object = None) -> np.ndarray:
-        """Fit, then label ``X`` with the released spans.
+    def fit_predict(self, X: ArrayLike, y: object = None, *, units: ArrayLike | None = None) -> np.ndarray:
+        """Fit (with ``units`` as in :meth:`fit`), then label ``X`` with the
+        released spans.
 
         These labels are post-processing of the release applied to the user's
         own data; publishing them is not covered by the DP guarantee.
         """
-        return self.fit(X).predict(X)
+        return self.fit(X, units=units).predict(X)
 
 
 def fit_lonlat(
@@ -317,6 +395,7 @@ def fit_lonlat(
     min_samples: int = 5,
     epsilon: float = 1.0,
     ref_lat: float | None = None,
+    units: ArrayLike | None = None,
     **kwargs: Any,
 ) -> SpanModel:
     """Release DP spans of longitude/latitude points, the Python side of
@@ -336,6 +415,9 @@ def fit_lonlat(
     ref_lat : float, optional
         The public latitude where the projection is exact (default: the box's
         centre).
+    units : array-like of shape (n,), optional
+        The privacy unit of each row, as for :meth:`DPDBSCAN.fit` (with
+        ``max_cells_per_unit`` among the keyword arguments).
 
     Returns
     -------
@@ -359,16 +441,51 @@ def fit_lonlat(
     est = DPDBSCAN(
         km, min_samples=min_samples, epsilon=epsilon, bounds=proj.project_bounds(lower, upper), **kwargs
     )
-    spans = est.fit(proj.forward(X)).spans_
-    spans.metadata.update(
-        {
-            "projection": proj.to_dict(),
-            "bounds_degrees": {"lower": lower, "upper": upper},
-            "bounds_source": "public (fit_lonlat bounds)",
-            "eps_text": str(eps),
-        }
-    )
-    return spans
+    metadata = {
+        "projection": proj.to_dict(),
+        "bounds_degrees": {"lower": lower, "upper": upper},
+        "bounds_source": "public (fit_lonlat bounds)",
+        "eps_text": str(eps),
+    }
+    return est._fit(proj.forward(X), metadata, units).spans_
+
+
+def _feature_names(X: object) -> np.ndarray | None:
+    """The column names of a DataFrame whose columns are all strings
+    (scikit-learn's ``feature_names_in_``), else None. Public: the schema."""
+    cols = getattr(X, "columns", None)
+    if cols is None or not hasattr(X, "iloc"):
+        return None
+    names = list(cols)
+    if not names or not all(isinstance(c, str) for c in names):
+        return None
+    return np.asarray(names, dtype=object)
+
+
+def _check_units(units: Any, X: Any) -> Any:
+    """The units of in-memory rows as a 1-D array of one id per row (a
+    column name is passed on to a distributed backend). Public checks only:
+    the shape and the type, never the values."""
+    if isinstance(units, str):
+        if isinstance(X, np.ndarray):
+            raise ValueError(
+                f"units must hold one id per row of X; a column name (units={units!r}) is only "
+                "understood by the Dask backend. Pass the column itself, e.g. units=df[name]"
+            )
+        return units
+    if hasattr(units, "toarray") or hasattr(units, "tocsr"):
+        raise TypeError("units is a sparse matrix: give one id per row as a 1-D array")
+    arr = np.asarray(units)
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        raise ValueError(f"units must be one-dimensional, one id per row; got shape {arr.shape}")
+    if arr.dtype.kind in "cmMV":
+        raise TypeError(f"units must be numbers or strings (one id per row), got dtype {arr.dtype}")
+    n = getattr(X, "shape", (None,))[0]
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(f"units has {arr.shape[0]} ids but X has {n} rows: give one id per row")
+    return arr
 
 
 def _are_paths(X: object) -> bool:

@@ -11,6 +11,10 @@ class UtilityWarning(UserWarning):
     """The release carries little information (e.g. no span at all)."""
 
 
+class WeakPrivacyWarning(UserWarning):
+    """The privacy parameters give little protection (epsilon above about 10)."""
+
+
 class InsecureRandomnessWarning(UserWarning):
     """A seeded, reproducible random source was used for a DP release."""
 
@@ -19,4 +23,10 @@ class BudgetExceeded(ValueError):
     """The requested spend would exceed the accountant's budget."""
 
 
-__all__ = ["PrivacyLeakWarning", "UtilityWarning", "InsecureRandomnessWarning", "BudgetExceeded"]
+__all__ = [
+    "PrivacyLeakWarning",
+    "UtilityWarning",
+    "WeakPrivacyWarning",
+    "InsecureRandomnessWarning",
+    "BudgetExceeded",
+]

@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from .. import geo as _geo
-from ..mechanism import forecast
-from ..post.forecast import fit_cost
+from ..geometry import projection as _geo
+from ..plan.forecast import fit_cost
+from ..plan.resolve import forecast_of
 from .common import EXIT_OK, ArgTarget, Notes, _column_tokens, _floats, _say_read, _split_bounds, _Warnings
 from .fit import Points, _rows_all, check_fit_params, clipping_counts, outside_hint, read_points
 from .options import add_dbscan_options, add_domain_options, add_input_options, add_privacy_options
@@ -59,12 +59,12 @@ def cmd_check(args: argparse.Namespace, sink: _Warnings) -> int:
     lower_in, upper_in = _split_bounds(bounds_in, pts.X.shape[1], args.geo)
     for line in data_lines(pts, counts, lower_in, upper_in, bounds_in):
         notes(line)
-    missing = [opt for opt, key in (("--eps", "eps"), ("--min-samples", "min_samples")) if key not in p]
+    missing = [opt for opt, key in (("--eps", "eps"), ("--min-samples", "min_samples")) if p[key] is None]
     if missing:
         notes(f"no grid, kappa, margin, threshold or fit cost: give {' and '.join(missing)} to see them")
         return EXIT_OK
     n = counts["n_ok"]
-    fc = forecast(p, pts.lower, pts.upper, n_points=n)
+    fc = forecast_of(p, pts.lower, pts.upper, n_points=n)
     length = _geo.format_km if args.geo else (lambda v: f"{v:g}")
     notes(
         f"forecast  : eps={length(fc.eps)}, min_samples={fc.min_samples:g}, epsilon={fc.epsilon:g}, "
@@ -108,5 +108,5 @@ def data_lines(
         "them onto the box"
     )
     if outside / n_ok > 0.5:
-        out.append(outside_hint(X, bounds_in))
+        out.append(outside_hint(pts, bounds_in))
     return out

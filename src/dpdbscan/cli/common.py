@@ -19,11 +19,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
-from .. import geo as _geo
-from .. import plotting
-from ..exceptions import PrivacyLeakWarning
-from ..io import read_input
-from ..params import check_bounds
+from ..exceptions import PrivacyLeakWarning, WeakPrivacyWarning
+from ..files import InputPlan, ReadOptions, open_input
+from ..geometry import projection as _geo
+from ..model import SpanModel, load_model
+from ..render import plotting
+from ..spec.validation import check_bounds
 
 EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -81,7 +82,12 @@ class Notes:
 
     def __call__(self, message: str) -> None:
         if not self.quiet:
-            print(f"{PRIVATE} {message}", file=self.stream or sys.stderr)
+            self.always(message)
+
+    def always(self, message: str) -> None:
+        """A private note printed even under ``--quiet``: for what would make
+        a release useless, such as most rows lying outside the bounds."""
+        print(f"{PRIVATE} {message}", file=self.stream or sys.stderr)
 
 
 def atomic_write(path: Path, write: Writer) -> None:
@@ -99,6 +105,7 @@ def write_temp(path: Path, write: Writer) -> Path:
     """``write(tmp_path)`` to a temporary file beside ``path`` and return it,
     for a rename onto ``path`` later (``os.replace``); removed on failure."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     # same folder (rename is atomic there), same suffix (matplotlib reads it)
     tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
     try:
@@ -125,8 +132,16 @@ def check_writable(paths: Iterable[Path | str | None], source: str | None = None
             raise ValueError(f"output {p} would overwrite the input file")
         if p.is_dir():
             raise ValueError(f"output {p} is a folder, not a file")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        probe = p.parent / f".{p.name}.probe-{os.getpid()}"
+        # Folders that do not exist yet are made when the outputs are written
+        # (after the release): a command that fails first leaves none behind.
+        # Probe the nearest folder that exists: if a file can be made there,
+        # so can the missing folders below it.
+        parent = p.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise ValueError(f"cannot write outputs to {p.parent}: {parent} is not a folder")
+        probe = parent / f".{p.name}.probe-{os.getpid()}"
         try:
             probe.write_bytes(b"")
         except OSError as exc:
@@ -147,7 +162,11 @@ class _Warnings:
         self._log: list = []
 
     def __enter__(self):
-        self._log = self._cm.__enter__() or []
+        # the recording list itself: it starts empty, so ``... or []`` would
+        # swap in a fresh list and drop every warning (issue 19)
+        log = self._cm.__enter__()
+        assert log is not None  # catch_warnings(record=True) returns its list
+        self._log = log
         warnings.simplefilter("always")
         return self
 
@@ -157,7 +176,7 @@ class _Warnings:
             if text in self.seen:
                 continue
             self.seen.add(text)
-            loud = issubclass(w.category, PrivacyLeakWarning)
+            loud = issubclass(w.category, (PrivacyLeakWarning, WeakPrivacyWarning))
             print(f"dpdbscan: {'PRIVACY WARNING' if loud else 'warning'}: {text}", file=self.err)
         self._log.clear()
 
@@ -208,13 +227,19 @@ def _split_bounds(values: list[float], d: int, geo: bool):
     try:
         return check_bounds((values[:d], values[d:]), d)
     except ValueError as exc:
-        pairs = values[0::2], values[1::2]  # read as min_1 max_1 min_2 max_2 ...
-        if all(lo < hi for lo, hi in zip(*pairs)):
-            order = " ".join(f"{v:g}" for v in list(pairs[0]) + list(pairs[1]))
-            raise ValueError(
-                f"{exc}. The values look like xmin xmax ymin ymax; --bounds wants all lower "
-                f"bounds first (xmin ymin xmax ymax): {order}"
-            ) from None
+        # Suggest an order only when it is valid: the upper bounds given first,
+        # or min_1 max_1 min_2 max_2 ... (public: the option's own values).
+        readings = (
+            ("the upper bounds came first", list(values[d:]) + list(values[:d])),
+            ("the values look like xmin xmax ymin ymax", list(values[0::2]) + list(values[1::2])),
+        )
+        for why, order in readings:
+            if all(lo < hi for lo, hi in zip(order[:d], order[d:])):
+                shown = " ".join(f"{v:g}" for v in order)
+                raise ValueError(
+                    f"{exc}. It looks as if {why}: --bounds wants all lower bounds, then all upper "
+                    f"bounds (xmin ymin xmax ymax): --bounds {shown}"
+                ) from None
         raise
 
 
@@ -240,10 +265,64 @@ def _one_line(exc: BaseException) -> str:
 # models, points and pictures
 
 
-def _read(path, columns, args, *, model=None, geo=False, notes: Notes | None = None, block_hook=None):
-    """Points of ``path`` in display coordinates (lon/lat for geo) and names;
-    what the reader dropped or guessed goes to ``notes`` (private).
-    ``block_hook`` is :func:`dpdbscan.io.read_input`'s."""
+def _clean(exc: BaseException, limit: int = 160) -> str:
+    """First line of an error, printable and short. Only for messages that
+    cannot hold a data value (span models are public; OS errors)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = "".join(c if c.isprintable() and ord(c) < 0xFFFD else "?" for c in text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def read_model(path: Path | str) -> SpanModel:
+    """Load a :class:`~dpdbscan.model.record.SpanModel`, with a one-line error naming
+    the file for anything that is not one (missing, binary, other JSON)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"model file not found: {p}")
+    try:
+        model = load_model(p)
+        _geo.projection_of(model)  # validate the metadata now, not halfway through a plot
+    except UnicodeDecodeError:
+        raise ValueError(f"{p}: not a dpdbscan span model (not a text file)") from None
+    except (ValueError, RecursionError) as exc:
+        msg = _clean(exc, limit=300)
+        raise ValueError(msg if msg.startswith(str(p)) else f"{p}: {msg}") from None
+    return model
+
+
+def read_options(args: argparse.Namespace, columns: list[str] | None) -> ReadOptions:
+    """How to read the points file, from the command's options alone."""
+    header = (
+        True if getattr(args, "header", False) else (False if getattr(args, "no_header", False) else None)
+    )
+    return ReadOptions(
+        columns=None if columns is None else tuple(columns),
+        header=header,
+        delimiter=getattr(args, "delimiter", None),
+        fields=getattr(args, "fields", None),
+        file_format=getattr(args, "format", None),
+    )
+
+
+def public_dimension(
+    args: argparse.Namespace, columns: list[str] | None, model: SpanModel | None = None
+) -> int | None:
+    """The number of coordinates public input fixes before the file is
+    opened: a model's d, 2 with --geo, one lower and one upper bound per
+    column in --bounds, or the --columns given; None when none of them does."""
+    if model is not None:
+        return int(model.grid.d)
+    if getattr(args, "geo", False):
+        return 2
+    bounds = getattr(args, "bounds", None)
+    if bounds is not None and len(bounds) > 2 and len(bounds) % 2 == 0:
+        return len(bounds) // 2
+    return len(columns) if columns else None
+
+
+def _open(path, columns, args, *, model=None, geo=False) -> InputPlan:
+    """How ``path`` will be read, decided from public input only (no record
+    read): :func:`dpdbscan.files.open_input` with the command's options."""
     preferred = (model.metadata.get("columns") if model is not None else None) or None
 
     def choose(names, numeric):
@@ -251,19 +330,25 @@ def _read(path, columns, args, *, model=None, geo=False, notes: Notes | None = N
             return list(preferred)
         return _geo.default_geo_columns(names) if geo else None
 
-    header = True if getattr(args, "header", False) else (False if args.no_header else None)
-    got = read_input(
-        path,
-        columns,
-        choose=choose,
-        delimiter=args.delimiter,
-        header=header,
-        progress=_progress_flag(args),
-        block_hook=block_hook,
+    return open_input(
+        path, read_options(args, columns), d=public_dimension(args, columns, model), choose=choose
     )
+
+
+def _read_plan(plan: InputPlan, args, notes: Notes | None = None, block_hook=None):
+    """Read every record of an opened plan; what the reader dropped goes to
+    ``notes`` (private)."""
+    got = plan.read(_progress_flag(args), block_hook)
     for line in got.notes():
         (notes or Notes(getattr(args, "quiet", False)))(line)
     return got.X, got.names
+
+
+def _read(path, columns, args, *, model=None, geo=False, notes: Notes | None = None, block_hook=None):
+    """Points of ``path`` in display coordinates (lon/lat for geo) and names;
+    what the reader dropped goes to ``notes`` (private)."""
+    with _open(path, columns, args, model=model, geo=geo) as plan:
+        return _read_plan(plan, args, notes, block_hook)
 
 
 def _say_read(path, X, names, notes: Notes):
@@ -279,11 +364,6 @@ def _progress_flag(args):
 def _draw_spans_png(model, path, *, dpi=120, size=None, extent=None):
     ax = plotting.plot_model(model, "spans", size=size, extent=extent, dpi=dpi)
     plotting.save(ax, path, dpi=dpi)
-
-
-def _alpha_text(model) -> str:
-    a = model.grid.alpha
-    return _geo.format_km(a) if _geo.projection_of(model) is not None else f"{a:g}"
 
 
 def _points_for(model, path, args):

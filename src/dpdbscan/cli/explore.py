@@ -8,14 +8,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import explore as _explore
-from .. import geo as _geo
-from ..io import read_model as load_model
-from ..params import check_param
+from ..geometry import projection as _geo
+from ..render import explore as _explore
+from ..spec.parameters import check_param
 from .common import EXIT_OK, EXIT_PARTIAL, ArgTarget, _one_line, _Warnings, atomic_write, check_writable
+from .common import read_model as load_model
 
 EXAMPLES = """examples:
-  # a 5 x 5 grid around the model's own (eps, MinPts): PNG and CSV next to the model
+  # the default 5 x 5 grid, PNG and CSV next to the model: for a model fitted at
+  # eps = 50m, MinPts = 1000, eps 50m 71m 100m 141m 200m x MinPts 250 .. 4000
   dpdbscan explore out/cabs_tiny.spans.json
 
   # a chosen grid
@@ -30,15 +31,18 @@ def add_arguments(p: ArgTarget) -> None:
         "--eps",
         nargs="+",
         metavar="ALPHA",
-        help="eps values (>= the release's eps; with --geo models lengths like 50m); "
-        "default: the model's eps x sqrt(2)^i, i = -2..2",
+        help="eps values, at or above the release's finest eps (the diagonal of its cells; "
+        "with --geo models lengths like 50m). Default: five values, the model's eps x "
+        "sqrt(2)^i for i = -2..2, moved up by factors of sqrt(2) until the smallest is at "
+        "or above the finest eps; a model fitted at that eps (fit's default eta) gets "
+        "eps x 1, 1.41, 2, 2.83, 4",
     )
     p.add_argument(
         "--min-samples",
         "--minpts",
         nargs="+",
         metavar="MINPTS",
-        help="MinPts values; default: the model's MinPts x 2^j, j = -2..2",
+        help="MinPts values; default: the model's MinPts x 2^j for j = -2..2 (x 1/4 .. x 4)",
     )
     p.add_argument("-o", "--output", help="figure PNG (default: MODEL.explore.png)")
     p.add_argument("--table", help="table CSV (default: MODEL.explore.csv)")
@@ -92,7 +96,7 @@ def cmd_explore(args: argparse.Namespace, sink: _Warnings) -> int:
     length = _geo.format_km if geo else (lambda v: f"{v:g}")
     print(
         f"spans over {len(ex.eps)} eps x {len(ex.min_samples)} MinPts from one release "
-        f"(epsilon={model.epsilon:g}, made at eps={length(model.release_eps)}); exploring "
+        f"(epsilon={model.release.epsilon:g}, made at eps={length(model.release.eps)}); exploring "
         "costs no budget"
     )
     for line in _explore.table_lines(ex, model):

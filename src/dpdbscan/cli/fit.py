@@ -14,38 +14,46 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import __version__, plotting
-from .. import geo as _geo
+from .. import __version__
 from .._optional import require
-from ..backends import Backend, NumpyBackend
+from ..cells.grid import MAX_KAPPA, count_neighbours
 from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
-from ..geo import Equirectangular
-from ..grid import MAX_KAPPA, count_neighbours
-from ..mechanism import release
-from ..params import bounds_from_data, check_param, validate
+from ..geometry import projection as _geo
+from ..geometry.projection import Equirectangular
+from ..model import save_geojson, save_model
+from ..model import summary as model_summary
+from ..pipeline import fit as fit_release
+from ..plan.resolve import check_scale, validated
 from ..progress import progress
+from ..release.backends import Backend, NumpyBackend
+from ..render import plotting
+from ..spec.parameters import check_param, check_units
+from ..spec.validation import bounds_from_data, standardised_note
 from .common import (
     EXIT_OK,
     EXIT_PARTIAL,
+    PRIVATE,
     Notes,
     _column_tokens,
     _draw_spans_png,
     _floats,
     _one_line,
+    _open,
     _progress_flag,
-    _read,
+    _read_plan,
     _say_read,
     _split_bounds,
     _stem,
     _Warnings,
     atomic_write,
     check_writable,
+    read_options,
     write_temp,
 )
 from .maps import picture_options
 
 if TYPE_CHECKING:
-    from ..model import SpanModel
+    from ..model.record import SpanModel
 
 
 #: Options that go to the parameter table as they were parsed.
@@ -53,7 +61,7 @@ PRIVACY_OPTIONS = ("epsilon", "delta", "eta", "beta", "histogram", "noise", "the
 
 
 def privacy_values(args: argparse.Namespace) -> dict:
-    """The values of :data:`PRIVACY_OPTIONS` for :func:`~dpdbscan.params.validate`."""
+    """The values of :data:`PRIVACY_OPTIONS` for :func:`~dpdbscan.spec.parameters.validate`."""
     return {name: getattr(args, name) for name in PRIVACY_OPTIONS}
 
 
@@ -79,9 +87,17 @@ def check_fit_params(args: argparse.Namespace, eps: float | str | None = None) -
     )
     if getattr(args, "max_cells", None) is not None:
         values["max_cells"] = args.max_cells
+    for name in ("max_cells_per_unit", "max_points_per_cell"):
+        if hasattr(args, name):
+            values[name] = getattr(args, name)
     if getattr(args, "n_expected", None) is not None:
         values["n_expected"] = args.n_expected
-    p = validate({k: v for k, v in values.items() if v is not None or k not in _DBSCAN}, cli=True)
+    given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
+    p = validated(given, cli=True)
+    check_units(p, getattr(args, "unit", None) is not None, cli=True)
+    for k in _DBSCAN:
+        if k not in given:
+            p[k] = None  # check runs without them: no forecast
     for m in _min_samples_list(args):
         if m is not None:
             check_param("min_samples", m, cli=True)
@@ -96,7 +112,24 @@ def check_fit_params(args: argparse.Namespace, eps: float | str | None = None) -
         )
     if args.bounds is not None and args.bounds_from_data:
         raise ValueError("give either --bounds or --bounds-from-data, not both")
+    _check_scale_early(args, p)
     return p
+
+
+def _check_scale_early(args: argparse.Namespace, p: dict) -> None:
+    """Refuse an eps as large as the public box before the file is read
+    (:func:`dpdbscan.plan.resolve.check_scale`), when the bounds alone tell
+    the box: two numbers per dimension, or four with --geo (in km then)."""
+    eps = p.get("eps")
+    if args.bounds is None or not isinstance(eps, float):
+        return
+    b = _floats(args.bounds, "--bounds")
+    if len(b) < 4 or len(b) % 2:
+        return  # one lower and one upper for every column: d comes from the file
+    lower, upper = _split_bounds(b, len(b) // 2, args.geo)
+    if args.geo:
+        lower, upper = Equirectangular.from_bounds(lower, upper, args.ref_lat).project_bounds(lower, upper)
+    check_scale(eps, lower, upper, cli=True)
 
 
 _DBSCAN = ("eps", "min_samples")
@@ -108,9 +141,11 @@ def _min_samples_list(args) -> list[int]:
 
 
 def _dask_backend(args, columns):
-    dask_backend = require("dpdbscan.backends.dask_backend", "--backend dask", package="dask")
-    # Dask reads the files itself, so --columns are passed on as names.
-    return dask_backend.DaskBackend(scheduler=args.scheduler, columns=columns)
+    dask_backend = require("dpdbscan.release.backends.dask_backend", "--backend dask", package="dask")
+    # Dask reads the files itself, by the same public options as the local reader.
+    opts = read_options(args, columns)
+    read = {k: getattr(opts, k) for k in ("header", "delimiter", "fields", "file_format")}
+    return dask_backend.DaskBackend(scheduler=args.scheduler, columns=columns, **read)
 
 
 def fit_from_args(
@@ -126,6 +161,8 @@ def fit_from_args(
     }
     dask = args.backend == "dask"
     backend: Backend
+    if getattr(args, "unit", None) is not None:
+        raise ValueError("--unit is not wired to the readers yet (issue 20, in progress)")
     if dask:
         if args.geo:
             raise ValueError(
@@ -155,7 +192,7 @@ def fit_from_args(
     meta["columns"] = list(names) if names else None
     if not dask:
         _say_read(args.input, X, names, notes)
-        _note_clipping(X, lower, upper, names, notes, bounds_in, pts.counts)
+        _note_clipping(pts, notes, bounds_in, pts.counts)
 
     if getattr(args, "preload_png", False):
         preload_matplotlib()
@@ -167,9 +204,15 @@ def fit_from_args(
         )
     with progress("fitting", enabled=_progress_flag(args), unit="it"), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
-        model = release(X, lower, upper, {**p, "min_samples": min_samples}, backend=backend)
+        model = fit_release(
+            X, lower, upper, {**p, "min_samples": min_samples}, backend=backend, metadata=meta, stacklevel=3
+        )
     sink.flush()
-    model.metadata.update(meta)
+    note = None if dask else standardised_note(X, "--bounds")
+    if note:
+        # read from the private points: a private note, said after the release
+        # (which it cannot change) and even with --quiet
+        print(f"{PRIVATE} dpdbscan: PRIVACY WARNING: {note}", file=sys.stderr)
     return model
 
 
@@ -204,8 +247,12 @@ def read_points(
     for ``fit`` and the dry run ``check``. ``meta`` receives what the model
     records about the box."""
     prep = None if bounds_in is None else BlockPrep(bounds_in, args.geo, args.ref_lat)
-    X, names = _read(args.input, columns, args, geo=args.geo, notes=notes, block_hook=prep)
-    check_columns(args, p, X.shape[1], names)
+    with _open(args.input, columns, args, geo=args.geo) as plan:
+        # the columns are known from public input: refuse a bad layout before any record is read
+        check_columns(args, p, plan.d, plan.names)
+        if bounds_in is not None:
+            _split_bounds(bounds_in, plan.d, args.geo)
+        X, names = _read_plan(plan, args, notes, block_hook=prep)
     lower, upper, proj = public_box(args, bounds_in, X.shape[1], X, {} if meta is None else meta)
     counts = None if prep is None else prep.result(X.shape[0])
     if proj is not None and counts is None:
@@ -224,7 +271,11 @@ def check_columns(args: argparse.Namespace, p: dict, d: int, names: Sequence[str
             "span, so no budget is spent on it. Use fewer columns (--columns)"
         )
     if args.geo and d != 2:
-        raise ValueError(f"--geo needs exactly two columns (longitude, latitude), got {d}: {names}")
+        shown = f" ({', '.join(map(str, names))})" if names else ""
+        raise ValueError(
+            f"--geo needs exactly two columns (longitude, latitude), got {d}{shown}; "
+            "choose them with --columns LON LAT"
+        )
     if getattr(args, "png_requested", False) and d != 2:
         raise ValueError(f"--png needs 2-D data, got {d} columns")
     if getattr(args, "geojson_requested", False) and d != 2:
@@ -271,7 +322,7 @@ def public_box(
 
 class BlockPrep:
     """What ``fit`` does to each block of rows while the file is still being
-    read (:func:`dpdbscan.io.read_input`'s ``block_hook``, on the parsing
+    read (:func:`dpdbscan.files.InputPlan.read`'s ``block_hook``, on the parsing
     threads): with ``--geo``, project lon/lat to km in place; then count
     what the per-record rule will drop or clip (:func:`clipping_counts`,
     for the private notes). Both are per row, so doing them block by block
@@ -370,46 +421,80 @@ def clipping_counts(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> dict
     return {"n_bad": n_bad, "n_ok": X.shape[0] - n_bad, "outside": outside, "below": below, "above": above}
 
 
-def _note_clipping(X, lower, upper, names, notes: Notes, bounds_in=None, counts: dict | None = None) -> None:
+def _note_clipping(
+    pts: Points, notes: Notes, bounds_in: list[float] | None = None, counts: dict | None = None
+) -> None:
     """Tell the data owner (private notes) how many rows the per-record rule
-    drops or clips, per column and bound: a wrong bound or column order must
-    be hard to miss. What is released does not depend on any of this.
-    ``counts``: :func:`clipping_counts` of ``X`` when already made."""
+    drops or clips, per column and bound, in the units they gave (degrees
+    with --geo): a wrong bound or column order must be hard to miss. When
+    most rows are clipped the note is printed even under --quiet (it is still
+    a private note on standard error). What is released does not depend on any
+    of this. ``counts``: :func:`clipping_counts` of ``pts.X`` when already made."""
+    X = pts.X
     if X.shape[0] == 0:
         return
-    c = clipping_counts(X, lower, upper) if counts is None else counts
+    c = clipping_counts(X, pts.lower, pts.upper) if counts is None else counts
     if c["n_bad"]:
         notes(f"{c['n_bad']:,} row(s) with missing or non-finite values are dropped")
     outside, n_ok = c["outside"], max(c["n_ok"], 1)
     if not outside:
         return
-    notes(f"{outside:,} point(s) ({outside / n_ok:.1%}) lie outside the bounds and are clipped onto the box")
-    for j, name in enumerate(names or [str(j) for j in range(X.shape[1])]):
+    most = outside / n_ok > 0.5
+    say = notes.always if most else notes
+    lower, upper = user_bounds(pts, bounds_in)
+    say(f"{outside:,} point(s) ({outside / n_ok:.1%}) lie outside the bounds and are clipped onto the box")
+    for j, name in enumerate(pts.names or [str(j) for j in range(X.shape[1])]):
         for count, side, value in (
             (int(c["below"][j]), "below its lower", lower[j]),
             (int(c["above"][j]), "above its upper", upper[j]),
         ):
             if count / n_ok >= 0.01:
-                notes(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound {value:g}")
-    if outside / n_ok > 0.5:
-        notes(outside_hint(X, bounds_in))
+                say(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound {value:g}")
+    if most:
+        say(outside_hint(pts, bounds_in))
 
 
-def outside_hint(X: np.ndarray, bounds_in: list[float]) -> str:
+def user_bounds(pts: Points, bounds_in: list[float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """The box in the units the user gave it: degrees with --geo, else as fitted."""
+    if pts.proj is not None and bounds_in is not None:
+        return np.asarray(bounds_in[:2], dtype=float), np.asarray(bounds_in[2:], dtype=float)
+    return pts.lower, pts.upper
+
+
+_HINT_ROWS = 100_000  # rows the hint looks at (a private note; a sample is enough)
+
+
+def outside_hint(pts: Points, bounds_in: list[float] | None) -> str:
     """The private note when most points lie outside the box: which option
-    to check, or the swapped bounds (xmin xmax ymin ymax) that would fit."""
+    to check, the bounds in the order that would fit them (xmin xmax ymin ymax
+    given for xmin ymin xmax ymax), or the columns in the other order (latitude
+    first). Compared in the user's units (degrees with --geo)."""
     hint = "check --bounds (lower_1 .. lower_d upper_1 .. upper_d) and --columns"
-    if bounds_in is not None and len(bounds_in) == 4 and X.shape[1] == 2:
-        v = bounds_in
-        alt_lo, alt_hi = np.array([v[0], v[2]]), np.array([v[1], v[3]])
-        if np.all(alt_lo < alt_hi):
-            F = X[_rows_all(np.isfinite(X))]
-            inside_alt = np.all((F >= alt_lo) & (F <= alt_hi), axis=1).mean()
-            if inside_alt > 0.9:
-                hint = (
-                    "the bounds look like xmin xmax ymin ymax: --bounds wants "
-                    f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}"
-                )
+    X = pts.X[:: max(1, pts.X.shape[0] // _HINT_ROWS)]
+    F = X[_rows_all(np.isfinite(X))]
+    if pts.proj is not None:
+        F = pts.proj.inverse(F)
+    if bounds_in is None or len(bounds_in) != 4 or F.shape[1] != 2 or F.shape[0] == 0:
+        return f"most points are outside the bounds: {hint}"
+    lo, hi = user_bounds(pts, bounds_in)
+
+    def share(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.all((points >= a) & (points <= b), axis=1).mean())
+
+    v = bounds_in
+    alt_lo, alt_hi = np.array([v[0], v[2]]), np.array([v[1], v[3]])
+    if np.all(alt_lo < alt_hi) and share(F, alt_lo, alt_hi) > 0.9:
+        hint = (
+            "the bounds look like xmin xmax ymin ymax: --bounds wants "
+            f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}"
+        )
+    elif share(F[:, ::-1], lo, hi) > 0.9:
+        first = "longitude" if pts.proj is not None else "the first coordinate"
+        names = pts.names or ["0", "1"]
+        hint = (
+            f"the columns look swapped: the box fits the points with {names[1]!r} first; "
+            f"{first} comes first: --columns {names[1]} {names[0]}"
+        )
     return f"most points are outside the bounds: {hint}"
 
 
@@ -442,7 +527,7 @@ def _write_outputs(model, paths, notes: Notes, picture: dict | None = None) -> t
 
     def save_json():
         try:
-            atomic_write(paths["json"], model.save)
+            atomic_write(paths["json"], lambda p: save_model(model, p))
         except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
             errors.append(exc)
 
@@ -458,7 +543,7 @@ def _write_outputs(model, paths, notes: Notes, picture: dict | None = None) -> t
             extras = (
                 (
                     "geojson",
-                    lambda t: model.save_geojson(t, transform=None if proj is None else proj.inverse),
+                    lambda t: save_geojson(model, t, transform=None if proj is None else proj.inverse),
                 ),
                 ("png", lambda t: _draw_spans_png(model, t, **(picture or {}))),
             )
@@ -514,13 +599,13 @@ def _border_arg(text, *, geo: bool):
 
 def summary(model: SpanModel) -> str:
     """The release's summary, with lengths in m/km for geographic models."""
-    lines = [model.summary()]
+    lines = [model_summary(model)]
     proj = _geo.projection_of(model)
     if proj is not None:
         lines.append(
             f"  geo     : lon/lat in km around {proj.ref_lat:.4f} deg N (equirectangular); "
             f"alpha = {_geo.format_km(model.grid.alpha)}, cell width = "
-            f"{_geo.format_km(model.histogram_grid.width)}, span cells "
+            f"{_geo.format_km(model.release.grid.width)}, span cells "
             f"{_geo.format_km(model.grid.width)}"
         )
     source = model.metadata.get("bounds_source", "")

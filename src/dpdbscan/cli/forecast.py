@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import geo as _geo
-from ..mechanism import forecast
-from ..params import check_positive, validate
-from ..serialize import jsonable
+from ..geometry import projection as _geo
+from ..model.codec import jsonable
+from ..plan.resolve import forecast_of, validated
+from ..spec.validation import check_positive
 from .common import EXIT_OK, ArgTarget, _floats, _split_bounds, _Warnings
 from .fit import _border_arg, privacy_values
+from .options import DEFAULTS
 
 EXAMPLES = """examples:
   # Cabs-tiny as in the paper, expecting about 400,000 trips
@@ -50,7 +51,7 @@ def add_arguments(p: ArgTarget) -> None:
         help="radius (with --geo a length such as 50m), or 'auto' for the automatic mode's base release",
     )
     p.add_argument("--min-samples", "--minpts", required=True, metavar="MINPTS", help="MinPts, or 'auto'")
-    p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
+    p.add_argument("--epsilon", type=float, default=DEFAULTS["epsilon"], help="privacy budget (default 1)")
     p.add_argument(
         "--n-expected",
         type=float,
@@ -58,18 +59,21 @@ def add_arguments(p: ArgTarget) -> None:
         metavar="N",
         help="your own public guess of the number of points (never measured)",
     )
-    p.add_argument("--eta", type=float, default=4.0)
-    p.add_argument("--beta", type=float, default=0.1)
-    p.add_argument("--delta", type=float, default=0.0)
-    p.add_argument("--histogram", default="auto")
-    p.add_argument("--noise", default="discrete")
+    p.add_argument("--eta", type=float, default=DEFAULTS["eta"])
+    p.add_argument("--beta", type=float, default=DEFAULTS["beta"])
+    p.add_argument("--delta", type=float, default=DEFAULTS["delta"])
+    p.add_argument("--histogram", default=DEFAULTS["histogram"])
+    p.add_argument("--noise", default=DEFAULTS["noise"])
     p.add_argument("--theta", type=float, default=None)
-    p.add_argument("--subcells", default="auto")
-    p.add_argument("--core", default="density")
-    p.add_argument("--margin", default="auto")
-    p.add_argument("--border", default="auto")
+    p.add_argument("--subcells", default=DEFAULTS["subcells"])
+    p.add_argument("--core", default=DEFAULTS["core"])
+    p.add_argument("--margin", default=DEFAULTS["margin"])
+    p.add_argument("--border", default=DEFAULTS["border"])
     p.add_argument(
-        "--max-cells", type=int, default=2**20, help="automatic mode: public cap on the cells of its release"
+        "--max-cells",
+        type=int,
+        default=DEFAULTS["max_cells"],
+        help="automatic mode: public cap on the cells of its release",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -96,7 +100,7 @@ def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
         border=_border_arg(args.border, geo=geo),
         max_cells=args.max_cells,
     )
-    p = validate(values, cli=True)
+    p = validated(values, cli=True)
     n = None if args.n_expected is None else check_positive("--n-expected", args.n_expected)
     raw = _floats(args.bounds, "--bounds")
     if geo:
@@ -111,7 +115,7 @@ def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
     if geo:
         proj = _geo.Equirectangular.from_bounds(lower, upper, args.ref_lat)
         lower, upper = proj.project_bounds(lower, upper)
-    fc = forecast(p, lower, upper, n_expected=n)
+    fc = forecast_of(p, lower, upper, n_expected=n)
     if args.json:
         print(json.dumps(jsonable(fc.to_dict()), indent=2, allow_nan=False))
         return EXIT_OK

@@ -7,11 +7,15 @@ import json
 import sys
 from pathlib import Path
 
-from .. import geo as _geo
-from .. import plotting
-from ..io import read_model as load_model
-from ..io import write_labels
-from .common import EXIT_OK, _points_for, _Warnings
+import numpy as np
+
+from ..files import write_labels
+from ..geometry import projection as _geo
+from ..model import describe, eps_candidates, guarantee
+from ..post.coretests import core_test
+from ..render import plotting
+from .common import EXIT_OK, Notes, _points_for, _Warnings
+from .common import read_model as load_model
 from .maps import picture_options
 
 
@@ -21,11 +25,21 @@ def cmd_predict(args: argparse.Namespace, sink: _Warnings) -> int:
     labels = model.predict(Xm)
     write_labels(args.output, labels, X if args.with_points else None, names)
     n_noise = int((labels < 0).sum())
-    print(
+    notes = Notes(args.quiet)
+    notes(
         f"labelled {labels.size:,} point(s) of {args.points}: {labels.size - n_noise:,} in spans, "
-        f"{n_noise:,} noise" + ("" if args.output == "-" else f"; wrote {args.output}"),
-        file=sys.stderr,
+        f"{n_noise:,} noise" + ("" if args.output == "-" else f"; wrote {args.output}")
     )
+    g = model.grid
+    finite = np.isfinite(Xm).all(axis=1)
+    inside = finite & np.all((Xm >= g.lower) & (Xm <= g.upper), axis=1)
+    if labels.size and not inside.any():
+        # every point is noise because none lies in the model's box: a wrong
+        # column order or file, not a result (a private note on stderr)
+        notes.always(
+            "no point lies inside the model's bounds, so every label is noise (-1): check the "
+            "columns' order (--columns; longitude first for a --geo model) and the file"
+        )
     return EXIT_OK
 
 
@@ -38,55 +52,48 @@ def cmd_plot(args: argparse.Namespace, sink: _Warnings) -> int:
         raise ValueError(f"plots need a 2-D model, this one is {model.grid.d}-D")
     if args.kind in ("histogram", "sums") and model.histogram is None:
         raise ValueError(f"{args.model}: saved without its noisy histogram; cannot plot {args.kind}")
-    out = Path(args.output) if args.output else Path(args.model).with_suffix(f".{args.kind}.png")
+    private = args.points is not None and args.kind in ("spans", "labels")
+    out = _plot_path(args.model, args.kind, args.output, private)
     out.parent.mkdir(parents=True, exist_ok=True)
     points = None
-    if args.points is not None and args.kind in ("spans", "labels"):
+    if private:
         points = _points_for(model, args.points, args)[1]
-        print("note: this picture shows the points themselves: it is not a DP release", file=sys.stderr)
+        print(
+            "note: this picture shows the points themselves: it is not a DP release "
+            "(the picture says so in its title and a watermark)",
+            file=sys.stderr,
+        )
     ax = plotting.plot_model(model, args.kind, points, max_points=args.max_points, dpi=args.dpi, **picture)
     plotting.save(ax, out, dpi=args.dpi)
     print(f"wrote {out}")
     return EXIT_OK
 
 
-def _core_rule(model) -> str:
-    if model.core == "density":
-        return (
-            f"density: estimated eps-neighbourhood count E~ >= MinPts + m(q), up to "
-            f"{model.threshold:.1f} (margin {model.margin} sigma with the empty-space guard), "
-            "in an occupied cell; spans join core centres within eps"
-        )
-    return f"bound: UB~ >= {model.threshold:.1f}" + (
-        " (MinPts + tau)" if model.raise_min_samples else " (MinPts)"
-    )
-
-
-def _guarantee_text(model, length) -> str:
-    gu = model.guarantee()
-    within = gu["within_clusters_at"]
-    if model.core == "density":
-        return (
-            f"with probability >= {gu['probability']:g}: every span lies in the span of one "
-            f"({length(within['alpha'])}, {within['min_samples']})-cluster (one-sided: no "
-            "span reaches beyond the clusters; no covering statement)"
-        )
-    covers = gu["covers_clusters_at"]
-    return (
-        f"with probability >= {1 - model.beta:g}: every ({length(covers['alpha'])}, "
-        f"{covers['min_samples']:.1f})-cluster lies in one span, and every span lies in the "
-        f"span of one ({length(within['alpha'])}, {within['min_samples']:.1f})-cluster"
-    )
+def _plot_path(model_path: str, kind: str, output: str | None, private: bool) -> Path:
+    """Where ``plot`` writes: ``output``, or MODEL.KIND.png beside the model;
+    a picture of the private points is MODEL.PRIVATE-KIND.png by default and
+    may not take the name ``fit`` gives the release's picture (NAME.spans.png)."""
+    if output:
+        out = Path(output)
+        if private and out.name.lower().endswith(".spans.png"):
+            raise ValueError(
+                f"{out.name} is the name of a release picture; this one shows the points and is "
+                "not a DP release: give another name (the default is MODEL.PRIVATE-KIND.png)"
+            )
+        return out
+    stem = Path(model_path).with_suffix("")
+    return stem.with_name(f"{stem.name}.{'PRIVATE-' if private else ''}{kind}.png")
 
 
 def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
     model = load_model(args.model)
     if args.json:
-        print(json.dumps(model.describe(), indent=2, allow_nan=False))
+        print(json.dumps(describe(model), indent=2, allow_nan=False))
         return EXIT_OK
     g, proj = model.grid, _geo.projection_of(model)
-    # The histogram's grid; spans may sit on a finer sub-cell grid (newer models).
-    hg = getattr(model, "histogram_grid", g)
+    test = core_test(model.spec.core)
+    # The histogram's grid; spans may sit on a finer sub-cell grid.
+    hg = model.release.grid
     length = _geo.format_km if proj is not None else (lambda v: f"{v:g}")
     meta = model.metadata
     rows = [
@@ -94,27 +101,34 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
             "model",
             f"{args.model} (dpdbscan.spans, {model.n_spans} span(s), {model.n_core_cells} core cell(s))",
         ),
-        ("epsilon", f"{model.epsilon:g}"),
-        ("delta", f"{model.delta:g}"),
+        ("epsilon", f"{model.release.epsilon:g}"),
+        ("delta", f"{model.release.delta:g}"),
         (
             "noise",
-            f"{model.noise} Laplace, {model.histogram_kind} histogram"
-            + ("" if model.histogram_kind == "dense" else f", theta = {model.theta:g}"),
+            f"{model.release.noise} Laplace, {model.release.histogram} histogram"
+            + ("" if model.release.histogram == "dense" else f", theta = {model.release.theta:g}"),
         ),
         ("alpha", length(g.alpha)),
-        ("MinPts", f"{model.min_samples}"),
-        ("core test", _core_rule(model)),
-        ("rho", f"{model.rho:g} (eta = {hg.eta:g})"),
+        ("MinPts", f"{model.spec.min_samples}"),
+        ("core test", test.rule_text(model.spans, model.spec)),
+        ("rho", f"{model.spans.rho:g} (eta = {hg.eta:g})"),
+        ("tau", test.tau_text(model.spans)),
         (
-            "tau",
-            f"{model.tau:.2f} (= Gamma_low + Gamma_up)"
-            if model.core == "bound"
-            else "none (the density test's guarantee is one-sided)",
+            "beta",
+            f"{model.spec.beta:g}"
+            + (
+                ""
+                if eps_candidates(model) == 1
+                else f" per eps candidate ({eps_candidates(model)} candidates: "
+                f"{model.spec.beta * eps_candidates(model):g} in all)"
+            ),
         ),
-        ("beta", f"{model.beta:g}"),
-        ("kappa", f"{model.kappa}"),
-        ("|X|", f"{model.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}"),
-        ("guarantee", _guarantee_text(model, length)),
+        ("kappa", f"{model.spans.kappa}"),
+        (
+            "|X|",
+            f"{hg.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}",
+        ),
+        ("guarantee", test.guarantee_text(guarantee(model), model.spans, length)),
     ]
     if proj is not None:
         b = meta.get("bounds_degrees", {})
@@ -131,9 +145,9 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
     for key in ("columns", "bounds_source", "randomness"):
         if meta.get(key):
             rows.append((key.replace("_", " "), str(meta[key])))
-    if getattr(model, "subcells", 1) > 1:
-        rows.append(("sub-cells", f"{model.subcells} per cell and dimension (width {length(g.width)})"))
-    r = model.release or {}
+    if model.spec.subcells > 1:
+        rows.append(("sub-cells", f"{model.spec.subcells} per cell and dimension (width {length(g.width)})"))
+    r = model.release
     if model.auto is not None:
         a = model.auto
         rows.append(
@@ -141,19 +155,19 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
                 "auto",
                 f"{' and '.join(a.get('chosen', [])) or 'nothing'} chosen from the "
                 f"release without labels: eps = {length(g.alpha)}, MinPts = "
-                f"{model.min_samples} ({a.get('criterion')}; score "
+                f"{model.spec.min_samples} ({a.get('criterion')}; score "
                 f"{a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base "
-                f"release at eps = {length(a.get('base_eps', r.get('eps', 0)))}, "
+                f"release at eps = {length(a.get('base_eps', r.eps))}, "
                 f"{len(a.get('eps_candidates', []))} eps x "
                 f"{len(a.get('min_samples_candidates', []))} MinPts candidates",
             )
         )
-    elif r and (r.get("eps") != g.alpha or r.get("min_samples") != model.min_samples):
+    elif r.eps != g.alpha or r.min_samples != model.spec.min_samples:
         rows.append(
             (
                 "release",
-                f"made at eps = {length(r.get('eps', g.alpha))}, MinPts = "
-                f"{r.get('min_samples')}; these spans re-parameterise it (no "
+                f"made at eps = {length(r.eps)}, MinPts = "
+                f"{r.min_samples}; these spans re-parameterise it (no "
                 "extra budget)",
             )
         )

@@ -9,6 +9,7 @@ on standard output (the release) and standard error (private notes).
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Sequence
 
@@ -38,7 +39,7 @@ STREAMS = (
     "them (--quiet turns them off)."
 )
 
-DATA = "../shared/data/cabs_tiny.csv.gz"
+DATA = "../shared/data/cabs_tiny.csv.gz --header"
 BOX = "-122.48 37.72 -122.38 37.82"
 
 EXAMPLES = {
@@ -81,10 +82,34 @@ EXAMPLES = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error (no usage dump) and exit status 2."""
+    """argparse with a one-line error (no usage dump) in the form every
+    command uses (``dpdbscan: error: ...``) and exit status 2."""
 
     def error(self, message):
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        self.exit(EXIT_BAD_INPUT, f"dpdbscan: error: {message} (see '{self.prog} --help')\n")
+
+
+def unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+    """A message naming the long options of ``argv`` that the chosen command
+    does not know (with the closest known one), or None. argparse reports a
+    missing required option first, so a typo in one (``--min-smaples``) was
+    reported only as the missing option."""
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    command = next((t for t in argv if not t.startswith("-")), None)
+    if sub is None or command not in sub.choices:
+        return None
+    known = set(sub.choices[command]._option_string_actions) | set(parser._option_string_actions)
+    bad = []
+    for token in argv:
+        if token == "--":
+            break
+        name = token.split("=", 1)[0]
+        if name.startswith("--") and name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            bad.append(name + (f" (did you mean {close[0]}?)" if close else ""))
+    if not bad:
+        return None
+    return f"dpdbscan: error: unknown option(s) {', '.join(bad)} (see 'dpdbscan {command} --help')"
 
 
 # --------------------------------------------------------------------------- #
@@ -172,10 +197,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="spans",
         help="what to draw: the noisy histogram, its neighbour sums, the spans "
         "(default) or the labels of --points; all but 'labels' (and spans over "
-        "--points) are part of the release",
+        "--points) are part of the release; those two are marked PRIVATE in the picture",
     )
     p.add_argument("--points", help="points to label (--kind labels) or to draw under the spans")
-    p.add_argument("-o", "--output", help="PNG path (default: MODEL.KIND.png)")
+    p.add_argument(
+        "-o",
+        "--output",
+        help="PNG path (default: MODEL.KIND.png; MODEL.PRIVATE-KIND.png for a picture of --points)",
+    )
     p.add_argument("--dpi", type=int, default=120, help="resolution of the PNG (default 120)")
     p.add_argument("--max-points", type=int, default=200_000, help="subsample big point files for drawing")
     add_picture_options(p)
@@ -219,6 +248,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         keep_freed_memory()
     parser = build_parser()
+    unknown = unknown_options(parser, sys.argv[1:] if argv is None else [str(a) for a in argv])
+    if unknown:
+        print(unknown, file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors

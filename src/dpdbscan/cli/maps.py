@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..io import read_model as load_model
-from ..webmap import map_html
+from ..render.context import MAX_CONTEXT_BYTES, load_context
+from ..render.webmap import map_html
 from .common import EXIT_OK, ArgTarget, _Warnings, atomic_write, check_writable
+from .common import read_model as load_model
 
 EXAMPLES = """examples:
   # one self-contained HTML file: pan, zoom, hover a span for its numbers
@@ -22,7 +24,18 @@ EXAMPLES = """examples:
 
   # default output: next to the model (out/cabs_tiny.spans.html)
   dpdbscan map out/cabs_tiny.spans.json --title "Cabs-tiny, epsilon = 1"
+
+  # streets or a coastline under the spans, from a GeoJSON file of your own
+  # (the map cannot download tiles; the lines go into the one HTML file)
+  dpdbscan map out/cabs_tiny.spans.json -o spans.html --context docs/examples/sf_context.geojson
 """
+
+CONTEXT_HELP = (
+    "lines to draw under the spans, such as streets or a coastline: a GeoJSON file of "
+    "LineStrings or Polygons in longitude/latitude (data units for models without --geo), "
+    f"at most {MAX_CONTEXT_BYTES // 2**20} MB; clipped to the public box and simplified. "
+    "Public input: it is not part of the release"
+)
 
 _SIZE = re.compile(r"^\s*(\d+)\s*[xX×]\s*(\d+)\s*$")
 
@@ -56,8 +69,10 @@ def add_picture_options(group: ArgTarget) -> None:
 
 
 def picture_options(args: argparse.Namespace) -> dict:
-    """Validated ``size`` and ``extent`` keyword arguments for the picture
-    (checked before any data is read); empty when neither was given."""
+    """Validated ``size``, ``extent`` and ``context`` keyword arguments for
+    the picture (checked before any data is read); empty when none was given.
+    ``context`` (the path of a context layer, :func:`dpdbscan.render.plotting.plot_model`)
+    is taken from ``args.context`` when the command has that option."""
     out: dict = {}
     if getattr(args, "size", None) is not None:
         out["size"] = size_arg(args.size)
@@ -66,8 +81,13 @@ def picture_options(args: argparse.Namespace) -> dict:
         if not all(map(math.isfinite, args.extent)) or not (x0 < x1 and y0 < y1):
             raise ValueError("--extent must be XMIN YMIN XMAX YMAX with XMIN < XMAX and YMIN < YMAX")
         out["extent"] = (x0, y0, x1, y1)
+    if getattr(args, "context", None) is not None:
+        # read with the model (it needs the projection); only its presence is checked here
+        if not Path(args.context).is_file():
+            raise ValueError(f"--context {args.context}: no such file")
+        out["context"] = args.context
     if out and getattr(args, "no_png", False):
-        raise ValueError("--size and --extent shape the PNG; they cannot go with --no-png")
+        raise ValueError("--size, --extent and --context shape the PNG; they cannot go with --no-png")
     return out
 
 
@@ -78,7 +98,11 @@ def cmd_map(args: argparse.Namespace, sink: _Warnings) -> int:
         raise ValueError(f"the map needs a 2-D model, {args.model} is {model.grid.d}-D")
     out = Path(args.output) if args.output else Path(args.model).with_suffix(".html")
     check_writable([out], source=args.model)
-    text = map_html(model, title=args.title)
+    context = None
+    if args.context is not None:
+        context = load_context(args.context, model)
+        print(f"note: {context.describe()}", file=sys.stderr)
+    text = map_html(model, title=args.title, context=context)
     atomic_write(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
     print(f"wrote {out}")
     return EXIT_OK
@@ -90,6 +114,7 @@ def register(sub: object, add: Callable[..., argparse.ArgumentParser]) -> None:
     p.add_argument("model", help="span model JSON written by 'dpdbscan fit' (2-D)")
     p.add_argument("-o", "--output", help="HTML path (default: MODEL with .html)")
     p.add_argument("--title", help="title of the page (default: number of spans and epsilon)")
+    p.add_argument("--context", metavar="GEOJSON", help=CONTEXT_HELP)
 
 
 __all__ = ["EXAMPLES", "add_picture_options", "picture_options", "size_arg", "cmd_map", "register"]

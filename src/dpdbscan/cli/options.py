@@ -4,9 +4,17 @@ alike, so that their parsing and their errors are the same."""
 
 from __future__ import annotations
 
+import argparse
+
+from ..files import FORMATS
+from ..post.coretests import CORE_TESTS
+from ..spec.parameters import PARAMETERS
 from .common import ArgTarget
 from .fit import _number_or_text, _subcells_arg
 from .maps import add_picture_options
+
+#: The command line's defaults are the parameter table's.
+DEFAULTS = {name: param.default for name, param in PARAMETERS.items()}
 
 
 def add_input_options(p: ArgTarget, *, dask: bool = False) -> None:
@@ -23,15 +31,34 @@ def add_input_options(p: ArgTarget, *, dask: bool = False) -> None:
     g.add_argument(
         "--delimiter",
         default=None,
-        help="CSV separator (default: sniffed from the header line among , ; tab |)",
+        help="CSV separator (default: tab for .tsv/.tab files, else ','; never guessed from the file)",
     )
     h = g.add_mutually_exclusive_group()
     h.add_argument(
         "--header",
         action="store_true",
-        help="the CSV's first line is a header (default: a first line of numbers only is read as data)",
+        help="the CSV's first line is a header naming the columns (CSV input needs --header or "
+        "--no-header; --columns with names implies --header)",
     )
-    h.add_argument("--no-header", action="store_true", help="the CSV has no header row")
+    h.add_argument(
+        "--no-header",
+        action="store_true",
+        help="the CSV has no header: every line is a record (choose columns by 0-based index)",
+    )
+    g.add_argument(
+        "--fields",
+        type=int,
+        default=None,
+        metavar="N",
+        help="fields on each line of a CSV without a header (default: the number of coordinates "
+        "the bounds give); lines with another number are dropped",
+    )
+    g.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="file format (default: from the file name's extension; standard input '-' is csv)",
+    )
 
 
 def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = True) -> None:
@@ -56,7 +83,7 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
         g.add_argument(
             "--max-cells",
             type=_number_or_text,
-            default=2**20,
+            default=DEFAULTS["max_cells"],
             metavar="N",
             help="--eps auto: public cap on the cells of its one release (default 2^20)",
         )
@@ -85,20 +112,20 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
     g.add_argument(
         "--eta",
         type=float,
-        default=4.0,
+        default=DEFAULTS["eta"],
         help="grid parameter in (0, 4]; cell width eta*eps/(4 sqrt d) (default 4)",
     )
     g.add_argument(
         "--subcells",
         type=_subcells_arg,
-        default="auto",
+        default=DEFAULTS["subcells"],
         help="decide core cells and merge on sub-cells of width w/SUBCELLS "
         "('auto' = 2 for d <= 3, else 1; 1 = the paper's procedure); no privacy cost",
     )
     g.add_argument(
         "--core",
-        default="density",
-        metavar="{density,bound}",
+        default=DEFAULTS["core"],
+        metavar="{" + ",".join(CORE_TESTS) + "}",
         help="core test: 'density' (default) estimates each sub-cell's "
         "eps-neighbourhood count and labels like DBSCAN (one-sided guarantee: no "
         "span reaches beyond the clusters); 'bound' is the paper's noisy upper "
@@ -106,7 +133,7 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
     )
     g.add_argument(
         "--margin",
-        default="auto",
+        default=DEFAULTS["margin"],
         type=_number_or_text,
         metavar="MARGIN",
         help="density test: c of the margin c sigma ('auto' = 1); bound test: Gamma by "
@@ -114,7 +141,7 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
     )
     g.add_argument(
         "--border",
-        default="auto",
+        default=DEFAULTS["border"],
         help="predict: a point within this distance of a core sub-cell centre (density) "
         "or core sub-cell (bound) joins its span ('auto' = eps for density, half a "
         "sub-cell diameter for bound; 0 = cell membership only; with --geo a length "
@@ -159,17 +186,23 @@ def add_domain_options(p: ArgTarget, *, from_data: bool = True) -> None:
 def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
     """The budget and the histogram (``seed=False``: no noise is drawn)."""
     q = p.add_argument_group("privacy")
-    q.add_argument("--epsilon", type=float, default=1.0, help="privacy budget (default 1)")
-    q.add_argument("--delta", type=float, default=0.0, help="delta, for the stability histogram (default 0)")
+    q.add_argument("--epsilon", type=float, default=DEFAULTS["epsilon"], help="privacy budget (default 1)")
+    q.add_argument(
+        "--delta",
+        type=float,
+        default=DEFAULTS["delta"],
+        help="delta of an (epsilon, delta) release: needed by Gaussian noise (with --unit) "
+        "and the stability histogram; say 1e-6 (default 0)",
+    )
     q.add_argument(
         "--beta",
         type=float,
-        default=0.1,
+        default=DEFAULTS["beta"],
         help="failure probability of the guarantee (default 0.1; the paper's code used 0.5)",
     )
     q.add_argument(
         "--histogram",
-        default="auto",
+        default=DEFAULTS["histogram"],
         metavar="{auto,dense,sparse,stability}",
         help="naive histogram over all cells (dense), the paper's linear-time one "
         "(sparse) or the (epsilon, delta) stability one; 'auto' picks dense or "
@@ -177,10 +210,11 @@ def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
     )
     q.add_argument(
         "--noise",
-        default="discrete",
-        metavar="{discrete,laplace}",
-        help="exact discrete Laplace noise from the OS's secure randomness (default), "
-        "or the paper's floating-point Laplace (not exact)",
+        default=DEFAULTS["noise"],
+        metavar="{auto,discrete,laplace,gaussian}",
+        help="exact discrete Laplace noise from the OS's secure randomness, the paper's "
+        "floating-point Laplace (not exact), or the exact discrete Gaussian (needs --delta); "
+        "'auto': Laplace when each row is its own unit, Gaussian with --unit (default auto)",
     )
     q.add_argument("--theta", type=float, default=None, help="threshold of the sparse histogram")
     if seed:
@@ -192,15 +226,57 @@ def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
         )
 
 
+def add_unit_options(p: ArgTarget) -> None:
+    """The privacy unit and its contribution bounds (person-level releases)."""
+    u = p.add_argument_group("privacy unit (person-level)")
+    u.add_argument(
+        "--unit",
+        metavar="COLUMN",
+        default=None,
+        help="the column that names each row's person (a cab, a user): every row of one unit is "
+        "protected together. Without it each row is protected, not each person",
+    )
+    u.add_argument(
+        "--max-cells-per-unit",
+        metavar="K",
+        default=DEFAULTS["max_cells_per_unit"],
+        type=_int_or_auto,
+        help="with --unit: the most cells one unit adds to, chosen at random among its cells "
+        "(a number, or 'auto': chosen privately); required with --unit",
+    )
+    u.add_argument(
+        "--max-points-per-cell",
+        metavar="M",
+        default=DEFAULTS["max_points_per_cell"],
+        type=_int_or_auto,
+        help="with --unit: the most points one unit adds to a cell (default 1: a cell counts people)",
+    )
+
+
+def _int_or_auto(text: str) -> int | str:
+    """An option's integer (checked by the parameter table later), or 'auto'."""
+    t = text.strip()
+    if t.lower() == "auto":
+        return "auto"
+    try:
+        return int(t)
+    except ValueError:
+        try:
+            return float(t)  # type: ignore[return-value]  # the table says what is wrong with it
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number or 'auto', got {t!r}") from None
+
+
 def add_fit_options(p: ArgTarget, *, sweep: bool) -> None:
     """Every option of fit (and, with ``sweep``, of sweep)."""
     add_dbscan_options(p, sweep=sweep)
     add_domain_options(p)
     add_privacy_options(p)
+    add_unit_options(p)
     c = p.add_argument_group("computing")
     c.add_argument(
         "--backend",
-        default="numpy",
+        default=DEFAULTS["backend"],
         metavar="{numpy,dask}",
         help="count cells in memory (numpy, default) or on a Dask cluster",
     )

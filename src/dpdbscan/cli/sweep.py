@@ -13,10 +13,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .. import geo as _geo
-from ..io import read_model as load_model
-from ..params import check_param
+from ..geometry import projection as _geo
+from ..model import finest_eps, with_params
+from ..spec.parameters import check_param
 from .common import EXIT_OK, EXIT_PARTIAL, Notes, _stem, _Warnings
+from .common import read_model as load_model
 from .fit import _out_paths, _write_outputs, check_fit_params, fit_from_args
 from .maps import picture_options
 
@@ -84,10 +85,10 @@ def cmd_sweep(args: argparse.Namespace, sink: _Warnings) -> int:
         name = args.name or Path(args.model).name.removesuffix(".json").removesuffix(".spans")
         if base.histogram is None:
             raise ValueError(f"{args.model}: saved without its noisy histogram, cannot re-parameterise it")
-        if eps[0][0] < base.finest_eps * (1 - 1e-12):
+        if eps[0][0] < finest_eps(base) * (1 - 1e-12):
             raise ValueError(
                 f"--eps {eps[0][1]} is finer than the release in {args.model} can "
-                f"resolve (its smallest eps is {_length(base, base.finest_eps)})"
+                f"resolve (its smallest eps is {_length(base, finest_eps(base))})"
             )
     else:
         if not args.eps:
@@ -109,16 +110,24 @@ def cmd_sweep(args: argparse.Namespace, sink: _Warnings) -> int:
     rows, failed_all = [], []
     for alpha, tag in eps:
         for m in values:
-            same = alpha == base.grid.alpha and m == base.min_samples
-            model = base if same else base.with_params(eps=alpha, min_samples=m)
+            same = alpha == base.grid.alpha and m == base.spec.min_samples
+            model = base if same else with_params(base, eps=alpha, min_samples=m)
             written, failed = _write_outputs(model, _out_paths(args, stem(tag, m)), notes, picture)
             failed_all += failed
             rows.append(
-                (_length(base, alpha), m, model.threshold, model.n_spans, model.n_core_cells, written[0])
+                (
+                    _length(base, alpha),
+                    m,
+                    model.spans.threshold,
+                    model.n_spans,
+                    model.n_core_cells,
+                    written[0],
+                )
             )
     print(
         f"spans for {len(eps)} eps x {len(values)} MinPts from one release (epsilon="
-        f"{base.epsilon:g}, delta={base.delta:g}, made at eps={_length(base, base.release_eps)}); "
+        f"{base.release.epsilon:g}, delta={base.release.delta:g}, made at "
+        f"eps={_length(base, base.release.eps)}); "
         "re-parameterising costs no budget"
     )
     print(f"{'eps':>10}  {'min_samples':>11}  {'threshold':>10}  {'spans':>6}  {'core_cells':>10}  model")

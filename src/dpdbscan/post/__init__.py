@@ -2,8 +2,8 @@
 sub-cells, merging into spans.
 
 Nothing in this package reads the points or spends privacy budget, and no
-module here imports the code that does (``dpdbscan.mechanism``,
-``dpdbscan.histograms``, ``dpdbscan.backends``, ``dpdbscan.points``);
+module here imports the code that does (``dpdbscan.pipeline``,
+``dpdbscan.release.histograms``, ``dpdbscan.release.backends``, ``dpdbscan.release.points``);
 ``tests/test_architecture.py`` checks it. By the post-processing theorem of
 differential privacy, everything computed here is as private as the release.
 """

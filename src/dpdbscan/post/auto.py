@@ -53,109 +53,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import replace
 
 import numpy as np
-from numpy.typing import ArrayLike
 
-from ..grid import Grid, count_neighbours
-from ..histogram import NoisyHistogram
-from .spans import SpanParams
-from .sweep import Partition, sweep
+from ..cells.histogram import NoisyHistogram
+from ..spec.specs import SpanSpec
+from .ladder import Partition, sweep
 
 #: The criterion's name, recorded in the model.
 CRITERION = "flat-cut stability of density level sets (HDBSCAN-like): count on lambda, place on log T"
-#: eps candidates: the base resolution times sqrt(2)^i
-EPS_STEPS = 7
 #: MinPts candidates: MIN_SAMPLES_LOW * sqrt(2)^i up to a share of the released mass
 MIN_SAMPLES_LOW = 5
 MASS_SHARE = 0.25
-#: eps candidates stop where an eps-neighbourhood would hold more cells than this
-#: (public: d and eta); in 3-D that is eps <= 2.8 x the base
-MAX_CANDIDATE_KAPPA = 2_000
 #: the selection decides on cells (k = 1), the final spans use the sub-cells
 SELECTION_SUBCELLS = 1
-#: The base release has about n epsilon / POINTS_PER_CELL cells (capped by
-#: max_cells): re-measuring it at eps = f x base sums ~ f^d cells of noise per
-#: neighbourhood, so the signal-to-noise ratio of a candidate depends on the
-#: points per cell times epsilon. n is the user's public guess n_expected, or
-#: ASSUMED_N (the size at which DP clustering at epsilon ~ 1 makes sense).
-POINTS_PER_CELL = 0.3
-ASSUMED_N = 20_000
-MIN_BASE_CELLS = 1 << 10
-MAX_CELLS = 1 << 20
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The automatic mode's public choices: the base release's eps and the
-    candidates for eps (MinPts candidates depend on the release's total mass,
-    a post-processing quantity: :func:`min_samples_ladder`).
-
-    Attributes
-    ----------
-    base_eps : float
-        The eps of the one release (eta as given).
-    eps : tuple of float
-        Candidate eps (just the given one when eps is fixed).
-    min_samples : int or None
-        The fixed MinPts, or None to choose it.
-    """
-
-    base_eps: float
-    eps: tuple
-    min_samples: int | None
-
-
-def base_cells(epsilon: float, n_expected: float | None = None, max_cells: int = MAX_CELLS) -> int:
-    """How many cells the base release may have: n epsilon / POINTS_PER_CELL
-    (n = ``n_expected`` or ASSUMED_N), between MIN_BASE_CELLS and
-    ``max_cells``. Public inputs only."""
-    n = ASSUMED_N if n_expected is None else float(n_expected)
-    target = n * float(epsilon) / POINTS_PER_CELL
-    return int(max(MIN_BASE_CELLS, min(float(max_cells), target)))
-
-
-def base_eps(lower: ArrayLike, upper: ArrayLike, eta: float, cells: int) -> float:
-    """The smallest eps (at this eta) whose grid over the public box has at
-    most ``cells`` cells, to 1%."""
-    lower = np.asarray(lower, dtype=np.float64)
-    upper = np.asarray(upper, dtype=np.float64)
-    d = lower.size
-    # n_cells ~ prod(L_i / w) with w = eta eps / (4 sqrt d): start just below
-    w = (float(np.prod(upper - lower)) / cells) ** (1.0 / d)
-    eps = 4.0 * math.sqrt(d) * w / eta * 0.9
-    while Grid(lower, upper, eps, eta).n_cells > cells:
-        eps *= 1.01
-    return float(eps)
-
-
-def plan(
-    lower: ArrayLike,
-    upper: ArrayLike,
-    eta: float,
-    eps: float | Literal["auto"],
-    min_samples: int | Literal["auto"],
-    epsilon: float = 1.0,
-    max_cells: int = MAX_CELLS,
-    n_expected: float | None = None,
-) -> Plan:
-    """The public plan of an automatic fit (``eps`` and/or ``min_samples``
-    "auto"): the base eps from the box, epsilon, the cap and the user's
-    guess ``n_expected`` (:func:`base_cells`), and the eps candidates."""
-    if eps == "auto":
-        b = base_eps(lower, upper, eta, base_cells(epsilon, n_expected, max_cells))
-        d = np.asarray(lower).size
-        cands = tuple(
-            b * 2 ** (i / 2)
-            for i in range(EPS_STEPS)
-            if i == 0 or count_neighbours(d, eta / 2 ** (i / 2)) <= MAX_CANDIDATE_KAPPA
-        )
-    else:
-        b = float(eps)
-        cands = (b,)
-    return Plan(b, cands, None if min_samples == "auto" else int(min_samples))
 
 
 def min_samples_ladder(total_mass: float, low: int = MIN_SAMPLES_LOW) -> list[int]:
@@ -172,17 +84,26 @@ def min_samples_ladder(total_mass: float, low: int = MIN_SAMPLES_LOW) -> list[in
     return out or [low]
 
 
-def choose_params(hist: NoisyHistogram, params: SpanParams, p: Plan) -> dict:
-    """(eps, MinPts) chosen from the release ``hist`` (made at ``p.base_eps``)
-    by :func:`choose` over the plan's grid. Post-processing only."""
-    if p.min_samples is not None:
-        ms = [p.min_samples]
+def choose_params(
+    hist: NoisyHistogram, spec: SpanSpec, eps_candidates: Sequence[float], min_samples: int | None
+) -> dict:
+    """(eps, MinPts) chosen from the release ``hist`` by :func:`choose` over
+    ``eps_candidates`` and, unless ``min_samples`` is fixed, a MinPts ladder
+    from the released mass. Post-processing only."""
+    if min_samples is not None:
+        ms = [min_samples]
     else:
         ms = min_samples_ladder(float(np.maximum(hist.values, 0).sum()))
-    k = min(int(params.subcells), SELECTION_SUBCELLS)
-    table = sweep(hist, replace(params, subcells=k), p.eps, ms)
+    k = min(int(spec.subcells), SELECTION_SUBCELLS)
+    table = sweep(hist, replace(spec, subcells=k), eps_candidates, ms)
     out = choose(table, hist.grid.d)
-    out.update({"base_eps": p.base_eps, "eps_candidates": list(p.eps), "min_samples_candidates": ms})
+    out.update(
+        {
+            "base_eps": float(hist.grid.alpha),
+            "eps_candidates": list(eps_candidates),
+            "min_samples_candidates": ms,
+        }
+    )
     return out
 
 
@@ -303,8 +224,5 @@ __all__ = [
     "hdbscan_lambda",
     "choose",
     "choose_params",
-    "plan",
-    "Plan",
-    "base_eps",
     "min_samples_ladder",
 ]

@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from ..components import connected_components
-from ..grid import Grid, offset_runs, search_keys
+from ..cells.components import connected_components
+from ..cells.grid import Grid, offset_runs, search_keys
 
 _TOL = 1e-9  # relative slack on lattice distances: they are exact up to rounding
 
@@ -100,7 +100,7 @@ class SubsetMerge:
 
 
 def _runs(offsets: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
-    """:func:`~dpdbscan.grid.offset_runs` of ``offsets``, cached by content
+    """:func:`~dpdbscan.cells.grid.offset_runs` of ``offsets``, cached by content
     (the same offset sets come back at every level of a sweep)."""
     return _runs_cached(offsets.shape[1], offsets.tobytes())
 

@@ -35,7 +35,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..grid import Grid, search_keys
+from ..cells.grid import Grid, search_keys
 from .sums import neighbourhood
 
 _BIAS = 2  # bucket coordinates are shifted so that +-2 buckets stay in range

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from ..grid import Grid, lookup, offset_runs
-from ..histogram import NoisyHistogram
+from ..cells.grid import Grid, lookup, offset_runs
+from ..cells.histogram import NoisyHistogram
 
 
 def padded_prefix_sums(values: np.ndarray, R: int) -> np.ndarray:

@@ -1,0 +1,1 @@
+"""Tests of benchmarks/ (`make test-experiments`, in .venv)."""

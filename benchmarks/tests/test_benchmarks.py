@@ -1,0 +1,138 @@
+"""benchmarks/: the data sets, the timing pieces, the report's arithmetic and
+the stage-by-stage run of the command line on a small file. Never a time:
+timing is measured by the benchmarks themselves, not asserted here."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from benchmarks import bench_data, bench_reader, cli_stages, peakrss, run, timing
+from experiments import data, datasets
+
+
+def test_city_is_seeded_and_inside_the_crash_box():
+    a, b = bench_data.city_like(5000, seed=4), bench_data.city_like(5000, seed=4)
+    assert np.array_equal(a, b) and a.shape == (5000, 2)
+    assert not np.array_equal(a, bench_data.city_like(5000, seed=5))
+    lo, hi = data.GEO_BOXES["crash"].km_bounds()
+    assert np.all(a >= lo) and np.all(a <= hi)
+
+
+def test_resample_draws_rows_with_replacement():
+    X = np.arange(20.0).reshape(10, 2)
+    R = bench_data.resample(X, 25, seed=1)
+    assert R.shape == (25, 2) and np.array_equal(R, bench_data.resample(X, 25, seed=1))
+    assert {tuple(r) for r in R} <= {tuple(r) for r in X}
+
+
+def test_crash_stand_in_has_the_papers_size_and_parameters():
+    ds = bench_data.crash()
+    assert ds.n == 1_860_785 and (ds.alpha, ds.min_samples) == (0.1, 300)
+    assert "SYNTHETIC" in ds.note
+
+
+@pytest.mark.skipif(not data.has_file("chest"), reason=f"shared data not found (set {data.ENV})")
+def test_chest_is_the_experiments_chest():
+    ds, ex = bench_data.chest(), datasets.load("chest")
+    assert np.array_equal(ds.X, ex.X) and ds.alpha == ex.alpha
+    assert np.array_equal(ds.bounds[0], ex.bounds[0]) and np.array_equal(ds.bounds[1], ex.bounds[1])
+
+
+def test_interleaved_warms_up_then_runs_in_turn():
+    calls = []
+
+    def call(name: str, seconds: float) -> float:
+        calls.append(name)
+        return seconds
+
+    t = timing.interleaved({"a": lambda: call("a", 1.0), "b": lambda: call("b", 2.0)}, 2)
+    assert calls == ["a", "b", "a", "b", "a", "b"] and t == {"a": [1.0, 1.0], "b": [2.0, 2.0]}
+    assert timing.med([3.0, 1.0, 2.0]) == 2.0
+
+
+def test_floor_and_fit_measure_on_a_small_set():
+    X = np.random.default_rng(0).uniform(0, 1, size=(2000, 2))
+    ds = bench_data.Dataset("tiny", X, (0.0, 0.0), (1.0, 1.0), 0.1, 5, "test")
+    assert timing.floor_seconds(ds) > 0
+    est = timing.estimator(ds)
+    assert timing.fit_seconds(est, X) > 0 and est.spans_.n_spans >= 0
+    assert est.eps == 0.1 and est.min_samples == 5 and est.epsilon == 1.0
+
+
+def test_linear_fit_recovers_a_line():
+    f = run._linear_fit([1e5, 1e6, 3e6], [0.2 + 1e-8 * n for n in (1e5, 1e6, 3e6)])
+    assert f["intercept"] == pytest.approx(0.2) and f["slope_per_point"] == pytest.approx(1e-8)
+    assert f["max_rel_residual"] < 1e-9
+
+
+def test_markdown_reports_every_target():
+    out = {
+        "targets": [
+            {
+                "target": "x: fit <= 3x floor",
+                "measured_s": 0.5,
+                "baseline": "floor",
+                "baseline_s": 0.25,
+                "ratio": 2.0,
+                "limit": 3.0,
+                "pass": True,
+            },
+            {
+                "target": "x: peak memory",
+                "measured_s": None,
+                "measured_bytes": 2e9,
+                "baseline": "input array",
+                "baseline_bytes": 1e9,
+                "ratio": 2.0,
+                "limit_bytes": 1.5e9,
+                "pass": False,
+            },
+        ]
+    }
+    text = run.markdown(out)
+    assert "| x: fit <= 3x floor | 0.500 s | floor: 0.250 s | 2.00 | 3x | pass |" in text
+    assert "| x: peak memory | 2.00 GB | input array: 1.00 GB | 2.00 | 1.5 GB | FAIL |" in text
+
+
+def test_dirty_copy_replaces_rows_evenly(tmp_path):
+    src = tmp_path / "points.csv"
+    src.write_text("x,y\n" + "".join(f"{i},{i}\n" for i in range(100)))
+    rows = gzip.decompress(bench_reader._dirty_copy(src, 5, tmp_path).read_bytes()).split(b"\n")
+    assert sum(r == b"0.3,bob@example.com" for r in rows) == 5 and rows[0] == b"x,y"
+
+
+def test_peakrss_reports_the_child(capfd):
+    assert peakrss.main([sys.executable, "-c", "print('hello')"]) == 0
+    out = capfd.readouterr().out.strip().splitlines()
+    assert out[0] == "hello"
+    m = json.loads(out[-1])
+    assert m["exit"] == 0 and m["wall_s"] > 0 and m["peak_rss_bytes"] > 0
+
+
+def test_cli_stages_on_a_small_geographic_file(tmp_path):
+    box = data.GEO_BOXES["cabs_tiny"].degrees
+    rng = np.random.default_rng(0)
+    centre = np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
+    pts = np.vstack([centre + rng.normal(0, 0.002, size=(3000, 2)), rng.uniform(box[:2], box[2:], (500, 2))])
+    path = tmp_path / "trips.csv"
+    path.write_text("x,y\n" + "".join(f"{x:.6f},{y:.6f}\n" for x, y in pts))
+    argv = [
+        str(path),
+        "--header",
+        "--geo",
+        "--bounds",
+        *map(repr, box),
+        "--eps",
+        "100m",
+        "--min-samples",
+        "50",
+    ]
+    t = cli_stages.main(argv)
+    for stage in ("import", "read", "fit", "json", "geojson", "png", "total"):
+        assert t[stage] >= 0, stage
+    assert t["n_spans"] >= 1 and t["peak_rss_bytes"] > 0

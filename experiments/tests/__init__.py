@@ -1,0 +1,1 @@
+"""Tests of experiments/ (`make test-experiments`, in .venv-baselines)."""

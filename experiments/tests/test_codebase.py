@@ -1,0 +1,81 @@
+"""experiments/ and benchmarks/ use the library as a user would: its public
+names (``from dpdbscan import ...``) and the research hooks of
+``dpdbscan.testing``, nothing else inside the package; no ``sys.path``
+manipulation (they run as ``python -m experiments.<name>``); no absolute path."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import dpdbscan
+import dpdbscan.testing
+from experiments.data import REPO
+
+FILES = sorted(p for d in ("experiments", "benchmarks") for p in (REPO / d).rglob("*.py"))
+ALLOWED = {"dpdbscan", "dpdbscan.testing"}
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(REPO))
+
+
+def test_the_codebase_is_found():
+    names = {_rel(p) for p in FILES}
+    assert {"experiments/data.py", "benchmarks/run.py", "experiments/tests/test_codebase.py"} <= names
+
+
+@pytest.mark.parametrize("path", FILES, ids=_rel)
+def test_only_public_names_and_the_research_hooks(path):
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        bad += [
+            f"line {node.lineno}: {n}" for n in names if n.split(".")[0] == "dpdbscan" and n not in ALLOWED
+        ]
+    assert not bad, f"{_rel(path)} imports the package's internals: " + "; ".join(bad)
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    nodes: list[ast.Module | ast.FunctionDef | ast.ClassDef] = [tree]
+    nodes += [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    return {
+        id(n.body[0].value)
+        for n in nodes
+        if n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)
+    }
+
+
+@pytest.mark.parametrize("path", FILES, ids=_rel)
+def test_no_sys_path_and_no_absolute_paths(path):
+    tree = ast.parse(path.read_text())
+    docs = _docstrings(tree)
+    bad = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "path"
+            and getattr(node.value, "id", None) == "sys"
+        ):
+            bad.append(f"line {node.lineno}: sys.path")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            # a data or checkout path; the kernel's /proc files are no such thing
+            if re.match(r"/(?!proc/)[A-Za-z]\w*/", node.value):
+                bad.append(f"line {node.lineno}: absolute path {node.value!r}")
+    assert not bad, _rel(path) + ": " + "; ".join(bad)
+
+
+def test_the_research_hooks_exist():
+    assert set(dpdbscan.testing.__all__) <= set(dir(dpdbscan.testing))
+    for name in dpdbscan.testing.__all__:
+        assert f"``{name}``" in (dpdbscan.testing.__doc__ or ""), f"{name} is not described"
+    # nothing public is reached through the hooks
+    assert not set(dpdbscan.testing.__all__) & set(dpdbscan.__all__)

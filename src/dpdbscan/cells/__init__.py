@@ -1,0 +1,1 @@
+"""Cells, the released histogram over them and sub-cells: the public structures every stage shares."""

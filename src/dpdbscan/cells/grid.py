@@ -1,0 +1,447 @@
+"""The grid of cells, cell keys and the alpha-neighbourhood NB(X).
+
+The grid covers the public box ``[lower, upper]`` with cubic cells of width
+``w = eta * alpha / (4 * sqrt(d))`` anchored at ``lower``; ``eta = 4`` gives the
+paper's default ``w = alpha / sqrt(d)``. Cell coordinates are integer vectors
+``c`` with ``0 <= c[i] < shape[i]``.
+
+Keys
+----
+Cells are identified by one sortable key per cell. When the padded universe fits
+in an int64 the key is a mixed-radix integer whose radix in each dimension is
+``shape[i] + reach``: the ``reach`` spare slots per dimension make every
+neighbour offset a constant key difference that never aliases onto a real
+cell of another row, so neighbour sums become lookups of contiguous key runs.
+When the universe does not fit (say d = 12 with a fine grid), keys are the
+coordinate rows themselves, packed big-endian into fixed-width byte strings
+(numpy ``void``) whose byte order equals the lexicographic order of the
+coordinates: every operation used here (sort, searchsorted, equality) still
+works, only slower. Overflow is never silent.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import InitVar, dataclass, field
+
+import numpy as np
+
+#: A 1-D sequence of numbers (a list, a tuple or an array).
+Vector = Sequence[float] | np.ndarray
+
+INT64_SAFE = 1 << 62  # head-room for negative offsets and sentinels
+
+
+MAX_KAPPA = 2_000_000  # beyond this NB is counted but not enumerated
+_BLOCK = 1 << 15  # rows per block when computing keys (two float buffers stay in cache)
+_WIDTH_TOL = 1e-9  # relative: widths that differ by rounding only describe the same cells
+
+
+def _radius2(d: int, eta: float) -> float:
+    r = 4.0 * math.sqrt(d) / eta
+    return r * r
+
+
+def _gap2_limit(d: int, eta: float) -> int:
+    """Largest integer sum of squared gaps that is still < (alpha/w)^2."""
+    r2 = _radius2(d, eta)
+    lim = int(math.floor(r2))
+    if lim >= r2 - 1e-12 * max(r2, 1.0):  # strict inequality, robust to rounding
+        lim -= 1
+    return lim
+
+
+def count_neighbours(d: int, eta: float) -> int:
+    """kappa = |NB(X)| without enumerating the offsets (exact, any d)."""
+    lim = _gap2_limit(d, eta)
+    reach = int(math.isqrt(lim)) + 1 if lim >= 0 else 0
+    # multiplicity of each squared gap in one dimension
+    per_dim = {0: 3 if reach >= 1 else 1}
+    for g in range(1, reach):
+        per_dim[g * g] = 2
+    ways = [0] * (lim + 1)
+    ways[0] = 1
+    for _ in range(d):
+        new = [0] * (lim + 1)
+        for s, c in enumerate(ways):
+            if c:
+                for g2, mult in per_dim.items():
+                    if s + g2 <= lim:
+                        new[s + g2] += c * mult
+        ways = new
+    return sum(ways)
+
+
+def neighbour_offsets(d: int, eta: float) -> np.ndarray:
+    """Integer offsets o whose cell has minimum distance < alpha to cell 0.
+
+    In units of the cell width, alpha is ``4 sqrt(d) / eta``. Two cells at
+    offset o are at minimum distance ``sqrt(sum(max(|o_i| - 1, 0)^2))``. The
+    strict inequality follows the paper (kappa = 21 for d = 2, 117 for d = 3 at
+    eta = 4). Returns an array of shape (kappa, d), sorted lexicographically.
+    """
+    kappa = count_neighbours(d, eta)
+    if kappa > MAX_KAPPA:
+        raise ValueError(
+            f"the alpha-neighbourhood has kappa={kappa} cells in d={d} at eta={eta}; "
+            f"more than {MAX_KAPPA} cannot be enumerated (and the noise margin would "
+            "swamp any cluster): use fewer dimensions or a larger eta"
+        )
+    lim = _gap2_limit(d, eta)
+    reach = int(math.isqrt(lim)) + 1 if lim >= 0 else 0
+    gaps = np.arange(-reach, reach + 1)
+    g2 = np.maximum(np.abs(gaps) - 1, 0) ** 2
+    # Build dimension by dimension, pruning partial sums that already exceed r^2.
+    rows = np.zeros((1, 0), dtype=np.int64)
+    acc = np.zeros(1)
+    for _ in range(d):
+        new_acc = (acc[:, None] + g2[None, :]).ravel()
+        new_rows = np.concatenate(
+            [np.repeat(rows, gaps.size, axis=0), np.tile(gaps, rows.shape[0])[:, None]], axis=1
+        )
+        keep = new_acc <= lim
+        rows, acc = new_rows[keep], new_acc[keep]
+    return rows.astype(np.int64)
+
+
+def approximation_ratio(eta: float, subcells: int = 1) -> float:
+    """rho of the guarantees: 3 + eta/2 + eta/(2k) for k sub-cells per cell
+    and dimension; k = 1 gives the paper's 3 + eta (docs/accuracy.md). A core
+    (sub-)cell's ball reaches at most rho alpha from the points it counts."""
+    return 3.0 + eta / 2 + eta / (2 * subcells)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A public grid over the box ``[lower, upper]``.
+
+    Parameters
+    ----------
+    lower, upper : array of shape (d,)
+        Public bounds of the data domain.
+    alpha : float
+        DBSCAN radius (``eps`` in scikit-learn).
+    eta : float, default 4.0
+        Grid parameter in (0, 4]; cell width ``w = eta * alpha / (4 sqrt(d))``.
+        The approximation ratio is ``rho = 3 + eta``.
+    cell_width : float, optional
+        The cell width itself, when it must be bit for bit the width of
+        another grid (the same cells measured against another radius, see
+        :meth:`at_alpha`); it must agree with ``eta * alpha / (4 sqrt(d))`` up
+        to rounding. By default that formula.
+
+    Attributes
+    ----------
+    width : float
+        Cell width ``w``.
+    shape : tuple of int
+        Number of cells per dimension.
+    n_cells : int
+        ``|X|``, the number of cells (a Python int; it may exceed 2**63).
+    offsets : ndarray of shape (kappa, d)
+        The alpha-neighbourhood ``NB`` as integer offsets.
+    kappa : int
+        ``|NB(X)|``.
+    wide : bool
+        True when keys are packed coordinate rows instead of int64.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    alpha: float
+    eta: float = 4.0
+    cell_width: InitVar[float | None] = None
+    width: float = field(init=False)
+    shape: tuple = field(init=False)
+    reach: int = field(init=False)
+    wide: bool = field(init=False)
+    _radix: tuple = field(init=False, repr=False)
+    _strides: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self, cell_width: float | None = None) -> None:
+        lower = np.asarray(self.lower, dtype=np.float64).ravel()
+        upper = np.asarray(self.upper, dtype=np.float64).ravel()
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+        d = lower.size
+        w = self.eta * self.alpha / (4.0 * math.sqrt(d))
+        if cell_width is not None:
+            # the same cells as another grid: only rounding may tell the widths apart
+            if not (math.isfinite(cell_width) and abs(cell_width - w) <= _WIDTH_TOL * w):
+                raise ValueError(
+                    f"cell_width={cell_width!r} is not eta * alpha / (4 sqrt(d)) = "
+                    f"{w!r} for alpha={self.alpha!r}, eta={self.eta!r}"
+                )
+            w = float(cell_width)
+        shape = tuple(max(1, int(math.ceil((hi - lo) / w))) for lo, hi in zip(lower, upper))
+        lim = _gap2_limit(d, self.eta)
+        reach = int(math.isqrt(lim)) + 1 if lim >= 0 else 0
+        radix = tuple(s + reach for s in shape)
+        total = 1
+        for r in radix:
+            total *= r
+        wide = total >= INT64_SAFE
+        strides = np.ones(d, dtype=np.int64)
+        if not wide:
+            for i in range(d - 2, -1, -1):
+                strides[i] = strides[i + 1] * radix[i + 1]
+        for name, val in [
+            ("width", w),
+            ("shape", shape),
+            ("reach", reach),
+            ("wide", wide),
+            ("_radix", radix),
+            ("_strides", strides),
+        ]:
+            object.__setattr__(self, name, val)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal grids have the same box, alpha, eta and cells."""
+        if not isinstance(other, Grid):
+            return NotImplemented
+        return (
+            self.alpha == other.alpha
+            and self.eta == other.eta
+            and self.width == other.width
+            and self.shape == other.shape
+            and np.array_equal(self.lower, other.lower)
+            and np.array_equal(self.upper, other.upper)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # arrays: a grid is not a dict key
+
+    # ------------------------------------------------------- the same cells
+    def at_alpha(self, alpha: float) -> Grid:
+        """The same cells (corner, width and shape bit for bit) measured
+        against the radius ``alpha``: ``eta' = eta * self.alpha / alpha``.
+
+        Keys differ (the padding ``reach`` grows with alpha / w): re-encode
+        coordinates, never reuse keys across the two grids.
+        """
+        alpha = float(alpha)
+        if alpha == self.alpha:
+            return self
+        return Grid(self.lower, self.upper, alpha, self.eta * self.alpha / alpha, cell_width=self.width)
+
+    def subdivided(self, k: int) -> Grid:
+        """The grid of sub-cells of width ``w / k`` (``self`` for k = 1)."""
+        if k == 1:
+            return self
+        return Grid(self.lower, self.upper, self.alpha, self.eta / k, cell_width=self.width / k)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def d(self) -> int:
+        return self.lower.size
+
+    @functools.cached_property
+    def offsets(self) -> np.ndarray:
+        """NB as integer offsets, shape (kappa, d)."""
+        return neighbour_offsets(self.d, self.eta)
+
+    @functools.cached_property
+    def kappa(self) -> int:
+        return count_neighbours(self.d, self.eta)
+
+    @property
+    def n_cells(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def key_space(self) -> int:
+        """Number of int64 keys of real and padding cells (int64 keys only)."""
+        return math.prod(self._radix)
+
+    @property
+    def rho(self) -> float:
+        """The paper's approximation ratio 3 + eta for this grid's cells."""
+        return approximation_ratio(self.eta)
+
+    # ------------------------------------------------------------ coordinates
+    def coords(self, X: np.ndarray) -> np.ndarray:
+        """Cell coordinates of points already inside the box (int64, (n, d))."""
+        out = np.empty(X.shape, dtype=np.int64)
+        for i in range(self.d):
+            out[:, i] = self._axis_coords(X[:, i], i)
+        return out
+
+    def _axis_coords(self, x: np.ndarray, i: int) -> np.ndarray:
+        c = np.empty(x.shape, dtype=np.float64)
+        return self._axis_cells(x, i, c).astype(np.int64)
+
+    def _axis_cells(self, x: np.ndarray, i: int, out: np.ndarray) -> np.ndarray:
+        """Cell coordinate along axis ``i`` as whole floats, written to ``out``.
+
+        ``floor((x - lower) / w)`` clamped to ``[0, shape - 1]``: clamping
+        first and truncating after gives the same integers (the top face of the
+        box belongs to the last cell), with in-place ufuncs only.
+        """
+        # Finite coordinates far outside the box (1e308) overflow to inf here;
+        # the clamp below maps them to the border cell, so the overflow is
+        # expected and must not surface as a data-dependent warning.
+        with np.errstate(over="ignore"):
+            np.subtract(x, self.lower[i], out=out)
+            out /= self.width
+        np.maximum(out, 0.0, out=out)
+        np.minimum(out, float(self.shape[i] - 1), out=out)
+        return np.trunc(out, out=out)
+
+    def linear_index(self, X: np.ndarray, strides: Vector) -> np.ndarray:
+        """``sum_i coord_i(X) * strides[i]`` as int64, for points in the box.
+
+        Works through the points in cache-sized blocks with two float buffers
+        (exact while the largest index is below 2**53), so an (n, d) input
+        costs one int64 output and no full-size temporaries.
+        """
+        n = X.shape[0]
+        out = np.empty(n, dtype=np.int64)
+        istrides = [int(s) for s in strides]
+        top = sum((s - 1) * st for s, st in zip(self.shape, istrides))
+        if n == 0:
+            return out
+        if top >= 1 << 53:  # float sums would round: integer accumulation
+            out[:] = 0
+            for i in range(self.d):
+                out += self._axis_coords(X[:, i], i) * istrides[i]
+            return out
+        block = min(n, _BLOCK)
+        acc, tmp = np.empty(block), np.empty(block)
+        for start in range(0, n, block):
+            stop = min(n, start + block)
+            a, t = acc[: stop - start], tmp[: stop - start]
+            for i in range(self.d):
+                dst = a if i == 0 else t
+                self._axis_cells(X[start:stop, i], i, dst)
+                if istrides[i] != 1:
+                    dst *= float(istrides[i])
+                if i:
+                    a += t
+            out[start:stop] = a
+        return out
+
+    def keys_of_points(self, X: np.ndarray) -> np.ndarray:
+        """Keys of the cells holding points ``X`` (points must be inside the box)."""
+        if self.wide:
+            return self.encode(self.coords(X))
+        return self.linear_index(X, self._strides)
+
+    def inside(self, X: np.ndarray) -> np.ndarray:
+        """Rows of ``X`` that are finite and inside the closed box."""
+        return np.all((X >= self.lower) & (X <= self.upper), axis=1)
+
+    def cell_lower(self, coords: np.ndarray) -> np.ndarray:
+        """Lower corner of each cell (float, (m, d))."""
+        return self.lower + np.asarray(coords, dtype=np.float64) * self.width
+
+    def cell_centres(self, coords: np.ndarray) -> np.ndarray:
+        return self.cell_lower(coords) + self.width / 2
+
+    # ------------------------------------------------------------------- keys
+    @property
+    def key_dtype(self) -> np.dtype:
+        return np.dtype(("V", 8 * self.d)) if self.wide else np.dtype(np.int64)
+
+    def encode(self, coords: np.ndarray) -> np.ndarray:
+        """Keys of integer coordinate rows (which may lie in the padding)."""
+        coords = np.asarray(coords, dtype=np.int64).reshape(-1, self.d)
+        if not self.wide:
+            # a sum of columns times strides (int64 matmul has no fast kernel)
+            key = coords[:, -1].copy()
+            for i in range(self.d - 1):
+                key += coords[:, i] * int(self._strides[i])
+            return key
+        # Bias by reach so padding coordinates stay non-negative, then pack
+        # big-endian so byte order = numeric order.
+        biased = (coords + self.reach).astype(">i8")
+        return np.ascontiguousarray(biased).view(self.key_dtype).ravel()
+
+    def decode(self, keys: np.ndarray) -> np.ndarray:
+        """Coordinates of keys (inverse of :meth:`encode`)."""
+        if self.wide:
+            raw = np.ascontiguousarray(keys).view(">i8").reshape(-1, self.d)
+            return raw.astype(np.int64) - self.reach
+        keys = np.asarray(keys, dtype=np.int64)
+        out = np.empty((keys.size, self.d), dtype=np.int64)
+        rem = keys.copy()
+        for i in range(self.d):
+            out[:, i], rem = np.divmod(rem, self._strides[i])
+        return out
+
+    def valid(self, coords: np.ndarray) -> np.ndarray:
+        """Rows of integer coordinates that name a cell of the grid."""
+        coords = np.asarray(coords, dtype=np.int64).reshape(-1, self.d)
+        ok = np.ones(coords.shape[0], dtype=bool)
+        for i, s in enumerate(self.shape):
+            # one unsigned comparison per axis: negatives wrap to huge values
+            ok &= coords[:, i].view(np.uint64) < np.uint64(s)
+        return ok
+
+    def key_delta(self, offset: Vector) -> int:
+        """Key difference of an integer offset (int64 keys only)."""
+        return int(np.dot(np.asarray(offset, dtype=np.int64), self._strides))
+
+    def all_coords(self) -> np.ndarray:
+        """Every cell of the universe, row-major (only for small universes)."""
+        axes = [np.arange(s) for s in self.shape]
+        return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, self.d)
+
+    def to_dict(self) -> dict:
+        return {
+            "lower": self.lower.tolist(),
+            "upper": self.upper.tolist(),
+            "alpha": self.alpha,
+            "eta": self.eta,
+            "width": self.width,
+            "shape": list(self.shape),
+            "kappa": self.kappa,
+            "n_cells": str(self.n_cells),
+        }
+
+
+def offset_runs(offsets: np.ndarray) -> Iterator[tuple[np.ndarray, int, int]]:
+    """Group integer offsets into runs contiguous in the last dimension.
+
+    Yields ``(prefix, lo, hi)`` such that the offsets are exactly the
+    ``prefix + (j,)`` with ``lo <= j <= hi`` over all runs, in lexicographic
+    order. A set that is not contiguous for some prefix is split into several
+    runs. Prefix sums along the last axis turn each run into one difference,
+    and with int64 keys each run is one interval of keys.
+    """
+    off = np.asarray(offsets, dtype=np.int64)
+    off = off[np.lexsort(off.T[::-1])]
+    prefixes = off[:, :-1]
+    last = off[:, -1]
+    n = off.shape[0]
+    k = 0
+    while k < n:
+        j = k
+        while j + 1 < n and np.array_equal(prefixes[j + 1], prefixes[k]) and last[j + 1] == last[j] + 1:
+            j += 1
+        yield prefixes[k], int(last[k]), int(last[j])
+        k = j + 1
+
+
+def search_keys(sorted_keys: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each query key sits in ``sorted_keys``: ``(idx, hit)``.
+
+    ``hit[i]`` is True when ``sorted_keys[idx[i]] == query[i]``; ``idx`` is
+    clipped into range so it can always be used as an index. Works for int64
+    and packed (void) keys. The one sorted-key lookup of the package.
+    """
+    query = np.asarray(query)
+    if sorted_keys.size == 0:
+        return np.zeros(query.shape, dtype=np.intp), np.zeros(query.shape, dtype=bool)
+    idx = np.minimum(np.searchsorted(sorted_keys, query), sorted_keys.size - 1)
+    return idx, sorted_keys[idx] == query
+
+
+def lookup(sorted_keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``values[sorted_keys == q]`` for each query key ``q``, 0 where absent."""
+    out = np.zeros(np.asarray(query).size, dtype=values.dtype if values.size else np.int64)
+    if query.size == 0:
+        return out
+    idx, hit = search_keys(sorted_keys, query)
+    out[hit] = values[idx[hit]]
+    return out

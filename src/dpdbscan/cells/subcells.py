@@ -1,0 +1,115 @@
+"""Sub-cell refinement: decide core-ness and merge at a finer resolution than
+the histogram, at no privacy cost.
+
+The histogram stays on cells of width w (few neighbours, small Gamma). Each
+cell X is split into k^d sub-cells of width w/k. For a sub-cell q, the cells
+whose minimum distance to q is < alpha, NB(q), are a subset of NB(X), and for
+every point p in q the ball B(p, alpha) meets only cells of NB(q). So
+
+    UB(q) = sum over NB(q) of the counts  >=  |B(p, alpha) & P|  for p in q,
+
+a tighter upper bound than UB(X) with the same argument (Lemma "core cells"
+of the paper applied to q). Core sub-cells are merged when their minimum
+distance is < alpha. The sandwich guarantee holds with
+
+    rho = 3 + eta/2 + eta/(2k)      (k = 1 gives the paper's 3 + eta)
+
+because a sub-cell has diameter eta*alpha/(4k) while the counted cells keep
+diameter eta*alpha/4: a point p in a counted cell and any other counted point
+are within (2 + 2 eta/4 + eta/(4k)) alpha, q lies in B(p, (1 + eta/4 +
+eta/(4k)) alpha), and two merged sub-cells' witnesses are within rho alpha.
+Gamma is computed for kappa_q = max |NB(q)| terms with a union bound over the
+k^d |X| sub-cells. docs/accuracy.md has the derivation and measurements.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+
+import numpy as np
+
+from .grid import Grid, approximation_ratio
+
+
+@functools.lru_cache(maxsize=64)
+def _sub_offsets(d: int, eta: float, k: int):
+    """Offsets of NB(q) for every sub-position q in {0..k-1}^d (coarse units)."""
+    r2 = (4.0 * math.sqrt(d) / eta) ** 2
+    reach = int(math.ceil(math.sqrt(r2)))
+    steps = range(-reach, reach + 1)
+    out = []
+    for pos in itertools.product(range(k), repeat=d):
+        # per-dimension gap between sub-cell [s/k, (s+1)/k] and cell [o, o+1]
+        gaps = []
+        for s in pos:
+            g = {}
+            for o in steps:
+                if o >= 1:
+                    gap = o - (s + 1) / k
+                elif o <= -1:
+                    gap = s / k - (o + 1)
+                else:
+                    gap = 0.0
+                g[o] = max(gap, 0.0) ** 2
+            gaps.append(g)
+        offs = [
+            o
+            for o in itertools.product(steps, repeat=d)
+            if sum(gaps[i][o[i]] for i in range(d)) < r2 * (1 - 1e-12)
+        ]
+        out.append((pos, np.array(offs, dtype=np.int64).reshape(-1, d)))
+    return tuple(out)
+
+
+class SubcellLayout:
+    """Sub-cells of a histogram grid.
+
+    Attributes
+    ----------
+    grid : Grid
+        The histogram grid (cell width w).
+    k : int
+        Sub-cells per cell and dimension.
+    fine : Grid
+        The grid of sub-cells (width w/k): the resolution of the spans.
+    positions : list of (tuple, ndarray)
+        Each sub-position and the offsets of its neighbourhood NB(q).
+    kappa : int
+        max |NB(q)|, the number of noisy terms in a sub-cell's sum.
+    n_events : int
+        k^d |X|, the number of sums the union bound covers.
+    """
+
+    def __init__(self, grid: Grid, k: int = 1) -> None:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"subcells must be an integer >= 1, got subcells={k!r}")
+        self.grid = grid
+        self.k = int(k)
+        if self.k == 1:
+            self.fine = grid
+            self.positions: list[tuple[tuple, np.ndarray | None]] = [((0,) * grid.d, None)]
+            self.kappa = grid.kappa
+        else:
+            if self.k**grid.d > 4096:
+                raise ValueError(
+                    f"subcells={k} gives {self.k**grid.d} sub-cells per cell in d={grid.d}; "
+                    "use fewer sub-cells in high dimension"
+                )
+            self.fine = grid.subdivided(self.k)
+            self.positions = list(_sub_offsets(grid.d, float(grid.eta), self.k))
+            self.kappa = max(len(o) for _, o in self.positions if o is not None)
+        self.n_events = grid.n_cells * self.k**grid.d
+
+    @property
+    def rho(self) -> float:
+        return approximation_ratio(self.grid.eta, self.k)
+
+    def fine_keys(self, coarse_keys: np.ndarray, pos: tuple[int, ...]) -> np.ndarray:
+        """Keys (in ``fine``) of sub-cell ``pos`` of the given cells, inside the box."""
+        if self.k == 1:
+            return coarse_keys
+        c = self.grid.decode(coarse_keys) * self.k + np.asarray(pos, dtype=np.int64)
+        c = c[np.all(c < np.asarray(self.fine.shape), axis=1)]
+        return self.fine.encode(c)

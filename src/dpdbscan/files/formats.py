@@ -1,0 +1,100 @@
+"""Which format a file is in, decided from public input only.
+
+The format comes from the ``format`` option when it is given, else from the
+file name's extension; never from the file's bytes. A first record that
+starts with ``PAR1`` or the gzip magic must not turn a CSV file into a
+Parquet or gzip one (two files that differ in one record are read alike).
+A name with no known extension is refused before anything is read, with the
+option to pass.
+
+=========================  ===========  ===========
+name                       format       delimiter
+=========================  ===========  ===========
+``.csv`` ``.txt``          ``csv``      ``,``
+``.tsv`` ``.tab``          ``tsv``      tab
+either + ``.gz``           gzip text    as above
+``.parquet`` ``.pq``       ``parquet``
+``.npy``                   ``npy``
+``-`` (standard input)     ``csv``      ``,``
+=========================  ===========  ===========
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import PurePath
+
+#: Column excluded from the default selection (ground truth in benchmark files).
+LABEL_COLUMN = "label"
+
+#: Formats by name, as the ``format`` option takes them.
+FORMATS = ("csv", "csv.gz", "tsv", "tsv.gz", "parquet", "npy")
+
+_TEXT = {".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".tab": "tsv"}
+_BINARY = {".parquet": "parquet", ".pq": "parquet", ".parq": "parquet", ".npy": "npy"}
+#: Compressions other than gzip that a name may carry; refused with a hint.
+_OTHER_COMPRESSION = (".bz2", ".xz", ".zst", ".zip")
+
+_INDEX_NAME = re.compile(r"^(?:|Unnamed: \d+|__index_level_\d+__)$")
+
+
+def is_index_column(name: str) -> bool:
+    """True for the names pandas gives an index column: ``""``,
+    ``Unnamed: 0`` (read back from CSV), ``__index_level_0__`` (Parquet)."""
+    return _INDEX_NAME.match(str(name).strip()) is not None
+
+
+@dataclass(frozen=True)
+class FileFormat:
+    """A file's format: ``kind`` ("csv", "parquet" or "npy"), whether the
+    text is gzip-compressed, and the default delimiter of a text format."""
+
+    kind: str
+    gzip: bool = False
+    delimiter: str = ","
+
+    @property
+    def is_text(self) -> bool:
+        return self.kind == "csv"
+
+
+def _parse_format(fmt: str) -> FileFormat:
+    base, _, gz = fmt.partition(".")
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got format={fmt!r}")
+    if base in ("csv", "tsv"):
+        return FileFormat("csv", gzip=bool(gz), delimiter="\t" if base == "tsv" else ",")
+    return FileFormat(base)
+
+
+def format_of(path: str | os.PathLike[str], fmt: str | None = None) -> FileFormat:
+    """The format of ``path`` from ``fmt`` (one of :data:`FORMATS`) or its name.
+
+    ``"-"`` (standard input) is plain CSV unless ``fmt`` says otherwise.
+    Raises ValueError, naming the option, when neither decides. Reads nothing.
+    """
+    if fmt is not None:
+        return _parse_format(fmt)
+    text = os.fspath(path)
+    if text == "-":
+        return FileFormat("csv")
+    name = PurePath(text.rstrip("/")).name.lower()
+    gz = name.endswith(".gz")
+    stem = name[:-3] if gz else name
+    suffix = PurePath(stem).suffix
+    if suffix in _TEXT:
+        kind = _TEXT[suffix]
+        return FileFormat("csv", gzip=gz, delimiter="\t" if kind == "tsv" else ",")
+    if suffix in _BINARY and not gz:
+        return FileFormat(_BINARY[suffix])
+    if name.endswith(_OTHER_COMPRESSION):
+        raise ValueError(f"{text}: only gzip compression (.gz) is read; decompress the file first")
+    raise ValueError(
+        f"{text}: cannot tell the format from the file name (known: .csv, .tsv, .txt, .tab, "
+        "their .gz, .parquet, .pq, .npy); pass --format (" + ", ".join(FORMATS) + ")"
+    )
+
+
+__all__ = ["FORMATS", "LABEL_COLUMN", "FileFormat", "format_of", "is_index_column"]

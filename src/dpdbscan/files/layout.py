@@ -1,0 +1,254 @@
+"""How a file is read, decided before any record is read.
+
+Everything that shapes the parse of a CSV file, its delimiter, whether its
+first line is a header, how many fields a line has and which of them are
+coordinates, comes from public input: the options (:class:`ReadOptions`),
+the file name's extension (:mod:`dpdbscan.files.formats`), the number of
+coordinates ``d`` fixed by the public bounds, and a header line *the user
+declared*. A declared header is the file's public schema: its names may pick
+the columns and may appear in messages and in the release. Records never
+decide anything: a file without a declared header is never looked at before
+its records are parsed one by one, so two files that differ in one record
+are read alike except for that record.
+
+What these inputs cannot decide is refused before a record is read, with
+the option to pass:
+
+* whether the first line is a header: ``header=True`` / ``--header`` or
+  ``header=False`` / ``--no-header`` (column names in ``columns`` imply a
+  header, since only a header can name columns);
+* without a header, how many fields a line has: ``fields`` / ``--fields``,
+  by default ``d`` when every field is a coordinate.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from .formats import FORMATS, LABEL_COLUMN, FileFormat, is_index_column
+from .records import CsvLayout, header_fields
+
+ColumnChooser = Callable[[Sequence[str], Sequence[bool]], "list[str] | None"]
+#: Columns to read: names or 0-based indices (ints or digit strings), one or several.
+Columns: TypeAlias = str | int | Sequence[str | int]
+
+
+def _is_index_token(tok: object) -> bool:
+    return isinstance(tok, numbers.Integral) or (isinstance(tok, str) and tok.strip().isdigit())
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """Public choices on how to read a points file.
+
+    Parameters
+    ----------
+    columns : names or 0-based indices, optional
+        The coordinate columns. Names need a header (and imply one).
+    header : bool, optional
+        Whether a CSV file's first line is a header. Must be decided (here or
+        by names in ``columns``) for CSV input: the file's lines never decide.
+    delimiter : str, optional
+        One character; default from the format (tab for ``.tsv``, else ``,``).
+    fields : int, optional
+        Fields per line of a CSV file without a header; default ``d`` when no
+        ``columns`` are given. Lines with another number of fields are read
+        as missing (and dropped), one at a time.
+    file_format : str, optional
+        One of :data:`~dpdbscan.files.formats.FORMATS`; default from the
+        file name's extension.
+    """
+
+    columns: tuple[str | int, ...] | None = None
+    header: bool | None = None
+    delimiter: str | None = None
+    fields: int | None = None
+    file_format: str | None = None
+
+    def __post_init__(self) -> None:
+        cols = self.columns
+        if cols is not None and not isinstance(cols, tuple):
+            cols = (cols,) if isinstance(cols, (str, int)) else tuple(cols)
+            object.__setattr__(self, "columns", cols)
+        if cols is not None and not cols:
+            raise ValueError("columns must name at least one column")
+        if self.header not in (None, True, False):
+            raise ValueError(f"header must be True, False or None, got header={self.header!r}")
+        d = self.delimiter
+        if d is not None and (not isinstance(d, str) or len(d) != 1 or d in '\r\n"'):
+            raise ValueError(
+                f"delimiter must be one character other than a quote or line break, got delimiter={d!r}"
+            )
+        f = self.fields
+        if f is not None and (isinstance(f, bool) or not isinstance(f, numbers.Integral) or f < 1):
+            raise ValueError(f"fields must be an integer >= 1, got fields={f!r}")
+        if self.file_format is not None and self.file_format not in FORMATS:
+            raise ValueError(f"file_format must be one of {', '.join(FORMATS)}, got {self.file_format!r}")
+        if self.header is False and self.named_columns:
+            raise ValueError(
+                "column names need a header line: with --no-header (header=False) choose "
+                "columns by 0-based index"
+            )
+        if self.header is True and self.fields is not None:
+            raise ValueError("--fields (fields=) is for files without a header; a header gives the fields")
+
+    @property
+    def named_columns(self) -> bool:
+        """Some column is chosen by name (which only a header can give)."""
+        return self.columns is not None and any(not _is_index_token(c) for c in self.columns)
+
+    @property
+    def has_header(self) -> bool | None:
+        """Whether the first line is a header, as the options decide (None: undecided)."""
+        if self.header is not None:
+            return self.header
+        return True if self.named_columns else None
+
+
+def undecided_header(where: str) -> ValueError:
+    return ValueError(
+        f"{where}: say whether the first line of this CSV file is a header: pass --header "
+        "(header=True: it names the columns) or --no-header (header=False: every line is a "
+        "record); the file's own lines never decide how it is read"
+    )
+
+
+def csv_layout(
+    fmt: FileFormat,
+    options: ReadOptions,
+    header_line: bytes | None,
+    d: int | None,
+    choose: ColumnChooser | None = None,
+    *,
+    where: str = "the file",
+) -> tuple[list[str], CsvLayout]:
+    """``(names, layout)`` of a CSV file from public input only.
+
+    ``header_line`` is the first line when the options declare a header
+    (:attr:`ReadOptions.has_header`), else None: the caller must not read it.
+    ``d`` is the public number of coordinates (None if not fixed yet).
+    """
+    has_header = options.has_header
+    if has_header is None:
+        raise undecided_header(where)
+    delimiter = options.delimiter or fmt.delimiter
+    if has_header:
+        if header_line is None:
+            raise ValueError(f"{where}: empty CSV file (no header line)")
+        if any(b < 32 and b != 9 for b in header_line[:4096]):
+            raise ValueError(
+                f"{where}: cannot read as CSV: its header line holds control bytes (not a text "
+                "file; a compressed file needs the .gz extension or --format csv.gz)"
+            )
+        names = header_fields(header_line, delimiter)
+        if not names:
+            raise ValueError(f"{where}: empty CSV file (no header line)")
+    else:
+        n = options.fields
+        if n is None:
+            if options.columns is not None:
+                raise ValueError(
+                    f"{where}: without a header, give the number of fields on each line "
+                    "with --fields (fields=) to choose --columns by index"
+                )
+            if d is None:
+                raise ValueError(
+                    f"{where}: without a header, give the number of fields on each line with "
+                    "--fields (fields=), or bounds with one value per coordinate"
+                )
+            n = d
+        names = [str(i) for i in range(n)]
+    idx = resolve_columns(names, [True] * len(names), options.columns, choose, where=where)
+    if has_header and len(names) == 1 and options.delimiter is None:
+        _hint_delimiter(names[0], delimiter, d, where)
+    return names, CsvLayout(delimiter, len(names), tuple(idx))
+
+
+def _hint_delimiter(name: str, delimiter: str, d: int | None, where: str) -> None:
+    """A one-field header that holds another delimiter, when more than one
+    coordinate is expected: the delimiter is wrong (public: the header)."""
+    if d is not None and d > 1:
+        others = [c for c in (",", ";", "\t", "|") if c != delimiter and c in name]
+        if others:
+            shown = "tab" if others[0] == "\t" else others[0]
+            raise ValueError(
+                f"{where}: the header is one field with the delimiter {delimiter!r} but the bounds "
+                f"have {d} coordinates; pass --delimiter '{shown}' (delimiter=)"
+            )
+
+
+def resolve_columns(
+    names: Sequence[str],
+    numeric: Sequence[bool],
+    requested: Columns | None = None,
+    choose: ColumnChooser | None = None,
+    *,
+    where: str = "the file",
+) -> list[int]:
+    """Indices of the columns to read.
+
+    ``requested`` holds names or 0-based indices (ints or digit strings; a
+    name that exists wins over an index). Without it, ``choose(names, numeric)``
+    may pick names, else every column except ``label`` and unnamed index
+    columns, which must all be numeric. ``names`` come from a declared header
+    or a schema (or are ``"0"``, ``"1"``, ...); ``numeric`` is the declared
+    schema (Parquet, .npy); for CSV it is all True: no row may decide the
+    columns.
+    """
+    names = [str(n) for n in names]
+    listing = ", ".join(repr(n) for n in names[:12]) + (", ..." if len(names) > 12 else "")
+    if requested is None:
+        picked = choose(names, numeric) if choose is not None else None
+        if picked is None:
+            idx = [i for i, n in enumerate(names) if n.lower() != LABEL_COLUMN and not is_index_column(n)]
+            bad = [names[i] for i in idx if not numeric[i]]
+            if bad or not idx:
+                # Skipping a non-numeric column would silently cluster in fewer
+                # dimensions than the user expects, so ask instead.
+                raise ValueError(
+                    f"{where}: column(s) {', '.join(bad) or '(none)'} are not numeric "
+                    f"(columns: {listing}); choose the coordinate columns with --columns"
+                )
+            return idx
+        requested = picked
+    if isinstance(requested, (str, int)):
+        requested = [requested]
+    out = []
+    for tok in requested:
+        if isinstance(tok, str) and tok in names:
+            i = names.index(tok)
+        elif _is_index_token(tok):
+            i = int(tok)
+            if not 0 <= i < len(names):
+                raise ValueError(
+                    f"column index {i} is out of range: {where} has {len(names)} column(s) ({listing})"
+                )
+        else:
+            raise ValueError(f"no column {tok!r} in {where} (columns: {listing})")
+        if i in out:
+            raise ValueError(f"column {names[i]!r} is selected twice")
+        out.append(i)
+    if not out:
+        raise ValueError("no columns selected")
+    return out
+
+
+def skipped_index_columns(names: Sequence[str], idx: Sequence[int], columns: Columns | None) -> list[str]:
+    """Index columns the default selection left out (for a note)."""
+    if columns is not None:
+        return []
+    return [str(n) for i, n in enumerate(names) if i not in idx and is_index_column(n)]
+
+
+__all__ = [
+    "ColumnChooser",
+    "Columns",
+    "ReadOptions",
+    "csv_layout",
+    "resolve_columns",
+    "skipped_index_columns",
+    "undecided_header",
+]

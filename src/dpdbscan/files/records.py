@@ -1,0 +1,379 @@
+"""CSV text to float columns, one record at a time.
+
+The file reader (:mod:`dpdbscan.files.reader`) and the Dask backend both cut
+CSV text into blocks of whole lines and hand each block to
+:func:`parse_block`, with a :class:`CsvLayout` decided before any record is
+read (:mod:`dpdbscan.files.layout`). The rules, which each apply to one
+record alone:
+
+* **A record is a line**, ended by ``\\n``, ``\\r\\n`` or ``\\r``; empty lines
+  are no records. Quoted fields may hold the delimiter but not a line break
+  (as with pyarrow's default ``newlines_in_values=False``).
+* **A value is a number or missing.** Missing: an empty field or one of
+  :data:`NULL_VALUES`. A number: what Arrow's float parser accepts after
+  trimming spaces and tabs (:data:`NUMBER_PATTERN`; ``nan``, ``inf`` and
+  ``infinity`` in any case count). Anything else is *unparseable* and reads
+  as NaN, so the mechanism's per-record rule drops that row.
+* **A malformed line** (a wrong number of fields) reads as a row of NaN in
+  its place. A line whose quote does not close is read on its own, as if the
+  quote closed where the line ends; it never swallows the lines after it.
+
+So the fate of a record never depends on another record, and a bad value
+never stops the read. Only counts leave this module (:class:`BlockCounts`);
+no message quotes a value.
+
+Speed: a block whose selected columns all parse is read by one pyarrow call
+with float64 columns. Only a block that fails is read again with its columns
+as bytes, cast in runs of 16384 values; only a run that fails is converted
+value by value (a regular expression mask, then a cast: vectorised Arrow
+kernels). Only a block that contains a quote character is checked for quoted
+fields running over a line end.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: Field texts read as missing values (compared before any trimming).
+NULL_VALUES = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None"]
+
+#: Exactly the texts Arrow's string-to-float64 parser accepts (fast_float's
+#: grammar, checked against Arrow in tests/test_io.py), after trimming.
+NUMBER_PATTERN = (
+    r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+    r"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"
+    r"|[nN][aA][nN](?:\([0-9A-Za-z_]*\))?)$"
+)
+_NUMBER = re.compile(NUMBER_PATTERN)
+# Arrow's CSV converter trims spaces and tabs around numbers, nothing else.
+_TRIM = r"^[ \t]+|[ \t]+$"
+
+
+@dataclass
+class BlockCounts:
+    """What happened to the records of some blocks (counts only: private).
+
+    Attributes
+    ----------
+    rows : int
+        Records read (non-empty lines), each one row of the result.
+    unparseable : int
+        Rows with at least one selected value that is neither a number nor
+        missing; they read as NaN.
+    malformed : int
+        Lines with a wrong number of fields; they read as all NaN.
+    """
+
+    rows: int = 0
+    unparseable: int = 0
+    malformed: int = 0
+
+    def add(self, other: BlockCounts) -> BlockCounts:
+        self.rows += other.rows
+        self.unparseable += other.unparseable
+        self.malformed += other.malformed
+        return self
+
+
+@dataclass(frozen=True)
+class CsvLayout:
+    """The public shape of a CSV file: delimiter, field count, chosen fields."""
+
+    delimiter: str
+    n_fields: int
+    usecols: tuple[int, ...]
+
+
+# --------------------------------------------------------------- the header
+def split_first_line(data: bytes) -> tuple[bytes, bytes]:
+    """``(first line without its terminator, the rest)`` of ``data``."""
+    cut = _first_terminator(data)
+    if cut < 0:
+        return data, b""
+    end = cut + 1
+    if data[cut : cut + 2] == b"\r\n":
+        end += 1
+    return data[:cut], data[end:]
+
+
+def _first_terminator(data: bytes) -> int:
+    n, r = data.find(b"\n"), data.find(b"\r")
+    return min(n, r) if n >= 0 and r >= 0 else max(n, r)
+
+
+def last_line_end(data: bytes) -> int:
+    """Index just past the last line terminator of ``data`` (0 if none).
+
+    A ``\\r`` at the very end may be the first half of ``\\r\\n``; splitting
+    there only leaves an empty line for the next block, and empty lines are
+    not records.
+    """
+    return max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+
+
+def _strip_bom(line: bytes) -> bytes:
+    return line[3:] if line.startswith(b"\xef\xbb\xbf") else line
+
+
+def header_fields(line: bytes, delimiter: str) -> list[str]:
+    """The fields of one line, as pyarrow tokenises them (quotes removed),
+    stripped of surrounding whitespace."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    line = _strip_bom(line)
+    if not line.strip():
+        return []
+    # Names are the public schema; bytes that are not UTF-8 become U+FFFD.
+    text = line.decode("utf-8", errors="replace").encode("utf-8")
+    table = pacsv.read_csv(
+        pa.py_buffer(text + b"\n"),
+        read_options=pacsv.ReadOptions(use_threads=False, block_size=len(text) + 2),
+        parse_options=pacsv.ParseOptions(delimiter=delimiter),
+    )
+    return [name.strip() for name in table.schema.names]
+
+
+def is_number(text: str) -> bool:
+    """True if ``text`` reads as a number under the rules above."""
+    # fullmatch: Python's "$" would also match before a final newline
+    return _NUMBER.fullmatch(text.strip(" \t")) is not None
+
+
+# ---------------------------------------------------------------- the blocks
+def parse_block(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
+    """The selected columns of a block of whole lines as an (n, d) float array.
+
+    One row per non-empty line, in order; missing and unparseable values and
+    malformed lines are NaN. See the module docstring for the rules.
+    """
+    import pyarrow as pa
+
+    d = len(layout.usecols)
+    if not data.strip(b"\r\n"):
+        return np.empty((0, d)), BlockCounts()
+    try:
+        X, counts = _parse(data, layout)
+        # Only a quote can join lines; a block without one needs no check.
+        joined = b'"' in data and counts.rows != count_lines(data)
+    except pa.ArrowInvalid:
+        # A line pyarrow cannot parse at all (a malformed line that is not
+        # UTF-8 never reaches the row handler): find it by halving.
+        joined = True
+    if not joined:
+        return X, counts
+    cut = _middle_line_end(data)
+    if cut == 0:  # one line, and it does not parse
+        return np.full((1, d), np.nan), BlockCounts(rows=1, malformed=1)
+    X1, c1 = parse_block(data[:cut], layout)
+    X2, c2 = parse_block(data[cut:], layout)
+    return np.concatenate([X1, X2]), c1.add(c2)
+
+
+def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
+    import pyarrow as pa
+
+    try:
+        table, invalid = _arrow_read(data, layout, pa.float64())
+        bad = None
+    except pa.ArrowInvalid:
+        # A selected value is not a number: read the block's selected columns
+        # as bytes (which cannot fail) and convert value by value.
+        table, invalid = _arrow_read(data, layout, pa.binary())
+        bad = np.zeros(table.num_rows, dtype=bool)
+    n = table.num_rows + len(invalid)
+    X = np.empty((n, len(layout.usecols)))
+    rows: slice | np.ndarray = slice(None)
+    if invalid:
+        valid = np.ones(n, dtype=bool)
+        valid[np.asarray(invalid, dtype=np.int64) - 1] = False  # row numbers are 1-based
+        X[~valid] = np.nan
+        rows = valid
+    for j in range(len(layout.usecols)):
+        col = table.column(j)
+        if bad is None:
+            X[rows, j] = float_values(col)
+        else:
+            values, unparseable = coerce_binary(col)
+            X[rows, j] = values
+            bad |= unparseable
+    return X, BlockCounts(rows=n, unparseable=0 if bad is None else int(bad.sum()), malformed=len(invalid))
+
+
+def float_values(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The values of an Arrow float64 array or chunked array, NaN where null.
+
+    Read straight from the Arrow buffers: pyarrow's own ``to_numpy`` imports
+    pandas, which costs a cold start of the command line about 0.2 s.
+    """
+    chunks = col.chunks if hasattr(col, "chunks") else [col]
+    parts = []
+    for arr in chunks:
+        n, off = len(arr), arr.offset
+        validity, data = arr.buffers()[:2]
+        values = np.frombuffer(data, dtype=np.float64, count=n, offset=off * 8) if n else np.empty(0)
+        if arr.null_count:
+            bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+            values = np.where(bits[off : off + n].view(bool), values, np.nan)
+        parts.append(values)
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+def _arrow_read(data: bytes, layout: CsvLayout, dtype):
+    """Parse ``data`` with pyarrow: ``(table of the selected columns, the
+    1-based numbers of the malformed lines among the non-empty ones)``."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    invalid: list[int] = []
+
+    def skip(row):  # called for a line with a wrong number of fields
+        invalid.append(row.number)
+        return "skip"
+
+    names = [f"f{i}" for i in range(layout.n_fields)]
+    chosen = [names[i] for i in layout.usecols]
+    # pyarrow decodes a malformed line to text for the handler; one that is
+    # not UTF-8 would fail there and be printed as an "ignored" exception.
+    handler = skip if data.isascii() or _is_utf8(data) else None
+    table = pacsv.read_csv(
+        pa.py_buffer(data),
+        # Serial, and one pyarrow block for the whole buffer: row numbers are
+        # then known and a very long line never straddles two blocks. Callers
+        # parallelise over blocks instead.
+        read_options=pacsv.ReadOptions(column_names=names, use_threads=False, block_size=len(data) + 1),
+        parse_options=pacsv.ParseOptions(delimiter=layout.delimiter, invalid_row_handler=handler),
+        convert_options=pacsv.ConvertOptions(
+            include_columns=chosen,
+            column_types={c: dtype for c in chosen},
+            null_values=NULL_VALUES,
+            strings_can_be_null=True,
+        ),
+    )
+    if None in invalid:  # pragma: no cover - pyarrow numbers rows when serial
+        raise RuntimeError("pyarrow did not number a malformed CSV line")
+    return table, invalid
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def coerce_binary(col: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 values of a binary/string Arrow column, and a mask of the
+    values that are present but not numbers (those become NaN).
+
+    Null entries stay missing (NaN, not counted). Runs of values are cast in
+    one go; only a run that holds a value the cast refuses is checked value
+    by value, with a pattern that accepts exactly what the cast accepts after
+    trimming, so a value reads the same here as in a block that parsed in one
+    go.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.binary())
+    values = np.empty(len(arr))
+    unparseable = np.zeros(len(arr), dtype=bool)
+    for start in range(0, len(arr), _RUN):
+        run = arr.slice(start, _RUN)
+        stop = start + len(run)
+        try:
+            values[start:stop] = float_values(pc.cast(run, pa.float64()))
+        except pa.ArrowInvalid:
+            values[start:stop], unparseable[start:stop] = _coerce_run(run)
+    return values, unparseable
+
+
+_RUN = 1 << 14  # values cast at once; a failing run is checked value by value
+
+
+def _coerce_run(arr) -> tuple[np.ndarray, np.ndarray]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    trimmed = pc.replace_substring_regex(arr, _TRIM, b"")
+    ok = pc.fill_null(pc.match_substring_regex(trimmed, NUMBER_PATTERN), False)
+    candidates = pc.if_else(ok, trimmed, pa.scalar(None, type=arr.type))
+    try:
+        values = pc.cast(candidates, pa.float64())
+    except pa.ArrowInvalid:  # pragma: no cover - the pattern and the cast disagree
+        values = _cast_one_by_one(candidates)
+    present = pc.fill_null(pc.is_valid(arr), False)
+    unparseable = pc.and_(present, pc.invert(ok))
+    return (
+        values.to_numpy(zero_copy_only=False).astype(np.float64, copy=False),
+        unparseable.to_numpy(zero_copy_only=False).astype(bool, copy=False),
+    )
+
+
+def _cast_one_by_one(arr):  # pragma: no cover - see coerce_binary
+    import pyarrow as pa
+
+    out = []
+    for v in arr:
+        try:
+            out.append(pa.array([v.as_py()], arr.type).cast(pa.float64())[0].as_py())
+        except pa.ArrowInvalid:
+            out.append(None)
+    return pa.array(out, pa.float64())
+
+
+def count_lines(data: bytes) -> int:
+    """Non-empty lines of ``data`` (terminators ``\\n``, ``\\r\\n``, ``\\r``)."""
+    b = np.frombuffer(data, dtype=np.uint8)
+    nl, cr = b == 10, b == 13
+    term = nl.copy()
+    term[:-1] |= cr[:-1] & ~nl[1:]
+    term[-1] |= cr[-1]
+    ends = np.flatnonzero(term)
+    # Where each line's content ends: before its terminator, and before the
+    # \r of a \r\n pair.
+    stop = ends - (nl[ends] & np.concatenate(([False], cr[:-1]))[ends])
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    n = int(np.count_nonzero(stop > starts))
+    tail = ends[-1] + 1 if ends.size else 0
+    return n + (1 if tail < b.size else 0)
+
+
+def _middle_line_end(data: bytes) -> int:
+    """A line end near the middle of ``data`` that splits it in two
+    non-empty parts, or 0 if it is a single line."""
+    body = data.rstrip(b"\r\n")
+    mid = len(body) // 2
+    cut = max(body.rfind(b"\n", 0, mid), body.rfind(b"\r", 0, mid)) + 1
+    if cut <= 0:
+        n, r = body.find(b"\n", mid), body.find(b"\r", mid)
+        found = [i for i in (n, r) if i >= 0]
+        cut = min(found) + 1 if found else 0
+    return cut
+
+
+__all__ = [
+    "NULL_VALUES",
+    "NUMBER_PATTERN",
+    "BlockCounts",
+    "CsvLayout",
+    "parse_block",
+    "coerce_binary",
+    "float_values",
+    "header_fields",
+    "is_number",
+    "split_first_line",
+    "last_line_end",
+]

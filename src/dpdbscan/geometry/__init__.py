@@ -1,0 +1,1 @@
+"""Lengths on the Earth (the --geo projection) and the outlines of spans."""

@@ -1,0 +1,227 @@
+"""Longitude/latitude in degrees to kilometres, and lengths with units.
+
+DBSCAN needs Euclidean distances, so geographic points are projected to a
+local plane in km before the grid is laid, as in the paper (Section
+"Experiments": 111.2 km per degree of latitude, longitude scaled by the cosine
+of the latitude). The projection is equirectangular::
+
+    x_km = (lon - lon0) * 111.195 * cos(ref_lat)
+    y_km = (lat - lat0) * 111.195
+
+Privacy: the origin ``(lon0, lat0)`` and ``ref_lat`` steer the grid, so they
+must be public. :meth:`Equirectangular.from_bounds` takes them from the public
+bounding box (its centre), never from the points. The projection is stored in
+the model's metadata so that GeoJSON and plots map spans back to lon/lat and
+``predict`` accepts lon/lat.
+
+Accuracy: east-west distances are exact at ``ref_lat`` and off by the factor
+``cos(lat) / cos(ref_lat)`` elsewhere, which is below 0.5 % within about 0.3
+degrees of latitude of ``ref_lat`` at mid latitudes: fine for a city, not for
+a continent (see :meth:`Equirectangular.max_scale_error`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Kilometres per degree of a great circle on the mean Earth sphere
+#: (radius 6371.0088 km): 2 * pi * 6371.0088 / 360.
+#: A 1-D sequence of numbers (a list, a tuple or an array).
+Vector = Sequence[float] | np.ndarray
+
+KM_PER_DEGREE = 111.195
+
+#: Column names recognised as longitude and latitude (lower case).
+LON_NAMES = ("lon", "lng", "long", "longitude")
+LAT_NAMES = ("lat", "latitude")
+
+_LENGTH = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zA-Z]*)\s*$")
+_TO_KM = {"m": 1e-3, "km": 1.0}
+
+
+def parse_length(text: str | float, *, geo: bool) -> float:
+    """A length such as ``"50m"``, ``"0.05km"`` or ``"0.05"``.
+
+    With ``geo=True`` the result is in km: a number (int or float) means km,
+    and text needs a unit (``"50"`` is refused: 50 m or 50 km?). Without it,
+    the result is in the data's own units and units are refused, because
+    metres mean nothing for data that are not projected.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    m = _LENGTH.match(str(text))
+    if not m:
+        raise ValueError(f"eps must be a number, optionally with a unit (50m, 0.05km), got {text!r}")
+    value, unit = float(m.group(1)), m.group(2).lower()
+    if not unit:
+        if geo:
+            raise ValueError(
+                f"with --geo give eps with a unit, such as {m.group(1)}m or {m.group(1)}km, got "
+                f"{text!r} (a bare number would be km: {value:g} km)"
+            )
+        return value
+    if unit not in _TO_KM:
+        raise ValueError(f"eps has an unknown unit {m.group(2)!r} in {text!r}: use m or km")
+    if not geo:
+        raise ValueError(
+            f"eps={text!r} has a unit, which only makes sense with --geo (lon/lat data); "
+            "without --geo, eps is in the units of the data"
+        )
+    return value * _TO_KM[unit]
+
+
+def format_km(km: float) -> str:
+    """``0.05`` -> ``"50 m"``; ``2.5`` -> ``"2.5 km"``."""
+    return f"{km * 1000:g} m" if km < 1 else f"{km:g} km"
+
+
+def check_lonlat_box(lower: Vector, upper: Vector) -> None:
+    """Refuse a degree box that cannot be (lon_min, lat_min, lon_max, lat_max)."""
+    (lon_lo, lat_lo), (lon_hi, lat_hi) = lower, upper
+    if not (-90 <= lat_lo < lat_hi <= 90):
+        raise ValueError(
+            f"--geo bounds must be lon_min lat_min lon_max lat_max in degrees with "
+            f"-90 <= lat_min < lat_max <= 90, got latitudes {lat_lo:g}..{lat_hi:g}"
+        )
+    if not (-180 <= lon_lo < lon_hi <= 360):
+        raise ValueError(
+            f"--geo bounds must be lon_min lat_min lon_max lat_max in degrees with "
+            f"-180 <= lon_min < lon_max <= 360, got longitudes {lon_lo:g}..{lon_hi:g}"
+        )
+
+
+@dataclass(frozen=True)
+class Equirectangular:
+    """Equirectangular projection of (lon, lat) degrees to (x, y) km.
+
+    Parameters
+    ----------
+    lon0, lat0 : float
+        Origin in degrees (maps to (0, 0) km). Public.
+    ref_lat : float
+        Latitude where east-west distances are exact. Public.
+    """
+
+    lon0: float
+    lat0: float
+    ref_lat: float
+
+    def __post_init__(self) -> None:
+        for name in ("lon0", "lat0", "ref_lat"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number of degrees, got {name}={v!r}")
+        if not -89 <= self.ref_lat <= 89:
+            raise ValueError(
+                f"ref_lat must be within [-89, 89] degrees (the projection degenerates at "
+                f"the poles), got ref_lat={self.ref_lat!r}"
+            )
+
+    @classmethod
+    def from_bounds(cls, lower: Vector, upper: Vector, ref_lat: float | None = None) -> Equirectangular:
+        """Centred on the public box ``[lower, upper]`` = (lon, lat) corners."""
+        check_lonlat_box(lower, upper)
+        lon0 = (float(lower[0]) + float(upper[0])) / 2
+        lat0 = (float(lower[1]) + float(upper[1])) / 2
+        return cls(lon0, lat0, lat0 if ref_lat is None else float(ref_lat))
+
+    @property
+    def kx(self) -> float:
+        """km per degree of longitude at ``ref_lat``."""
+        return KM_PER_DEGREE * math.cos(math.radians(self.ref_lat))
+
+    @property
+    def aspect(self) -> float:
+        """Axis aspect for lon/lat plots that look right at ``ref_lat``."""
+        return 1.0 / math.cos(math.radians(self.ref_lat))
+
+    def forward(self, lonlat: Vector, out: np.ndarray | None = None) -> np.ndarray:
+        """(n, 2) lon/lat in degrees -> (n, 2) x/y in km.
+
+        ``out`` (optional, float64 of the same shape, may be ``lonlat``
+        itself) receives the result, so a big array can be projected in place.
+        """
+        P = np.asarray(lonlat, dtype=np.float64)
+        if P.ndim != 2 or P.shape[1] != 2:
+            raise ValueError(f"geographic points must be (n, 2) lon/lat columns, got shape {P.shape}")
+        if out is None:
+            out = np.empty_like(P)
+        # row-wise broadcasting: contiguous passes, same arithmetic per value
+        np.subtract(P, np.array([self.lon0, self.lat0]), out=out)
+        np.multiply(out, np.array([self.kx, KM_PER_DEGREE]), out=out)
+        return out
+
+    def inverse(self, xy: Vector) -> np.ndarray:
+        """(n, 2) x/y in km -> (n, 2) lon/lat in degrees."""
+        P = np.asarray(xy, dtype=np.float64)
+        out = np.empty_like(P)
+        out[..., 0] = P[..., 0] / self.kx + self.lon0
+        out[..., 1] = P[..., 1] / KM_PER_DEGREE + self.lat0
+        return out
+
+    def project_bounds(self, lower: Vector, upper: Vector) -> tuple[np.ndarray, np.ndarray]:
+        """Degree box -> km box (exact: the projection is axis-aligned affine)."""
+        km = self.forward(np.array([lower, upper], dtype=np.float64))
+        return km[0], km[1]
+
+    def max_scale_error(self, lower: Vector, upper: Vector) -> float:
+        """Largest relative error of east-west distances inside the degree box."""
+        c0 = math.cos(math.radians(self.ref_lat))
+        errs = [abs(math.cos(math.radians(lat)) / c0 - 1) for lat in (lower[1], upper[1])]
+        if lower[1] < 0 < upper[1]:
+            errs.append(abs(1 / c0 - 1))
+        return max(errs)
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": "equirectangular",
+            "lon0": self.lon0,
+            "lat0": self.lat0,
+            "ref_lat": self.ref_lat,
+            "km_per_degree": KM_PER_DEGREE,
+            "units": "km",
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Equirectangular:
+        if not isinstance(d, dict) or d.get("kind") != "equirectangular":
+            raise ValueError(f"unknown projection in model metadata: {d!r}")
+        if d.get("km_per_degree", KM_PER_DEGREE) != KM_PER_DEGREE:
+            raise ValueError(
+                f"model projection uses km_per_degree={d['km_per_degree']!r}, "
+                f"this version uses {KM_PER_DEGREE}"
+            )
+        try:
+            return cls(float(d["lon0"]), float(d["lat0"]), float(d["ref_lat"]))
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"malformed projection in model metadata: {exc!r}") from None
+
+
+def projection_of(model: object) -> Equirectangular | None:
+    """The projection stored in a span model's metadata, if any."""
+    d = getattr(model, "metadata", {}).get("projection")
+    return None if d is None else Equirectangular.from_dict(d)
+
+
+def default_geo_columns(names: Sequence[str]) -> list[str] | None:
+    """(lon, lat) column names when the header names them, else None."""
+    lower = {str(n).lower(): n for n in names}
+    lon = next((lower[n] for n in LON_NAMES if n in lower), None)
+    lat = next((lower[n] for n in LAT_NAMES if n in lower), None)
+    return [lon, lat] if lon is not None and lat is not None else None
+
+
+__all__ = [
+    "KM_PER_DEGREE",
+    "Equirectangular",
+    "parse_length",
+    "format_km",
+    "projection_of",
+    "default_geo_columns",
+    "check_lonlat_box",
+]

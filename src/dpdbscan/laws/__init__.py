@@ -1,0 +1,1 @@
+"""The noise laws and privacy conversions: public mathematics, no sampling."""

@@ -1,0 +1,145 @@
+"""Spans as GeoJSON MultiPolygons (2-D models), for GIS tools, and the
+lon/lat side of a geographic model.
+
+A geographic model (one with a projection in its metadata, such as
+:func:`dpdbscan.fit_lonlat` and ``dpdbscan fit --geo`` make) is written in
+longitude/latitude; ``predict_lonlat`` labels points given in degrees.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..geometry.projection import projection_of
+from ..spec.validation import check_array
+from .record import SpanModel
+from .stats import is_geographic
+
+
+def to_geojson(
+    model: SpanModel,
+    transform: Callable[[np.ndarray], np.ndarray] | None = None,
+    precision: int | Literal["auto"] | None = "auto",
+) -> dict:
+    """Spans as GeoJSON MultiPolygons (2-D only).
+
+    ``transform`` maps an (m, 2) array of grid-space coordinates to output
+    coordinates (e.g. km back to lon/lat); identity by default.
+
+    The polygons are the outlines of the spans' regions
+    (:meth:`~dpdbscan.model.record.SpanModel.outlines`): exterior rings
+    counter-clockwise, holes clockwise, every ring simple (RFC 7946).
+    ``precision`` is the number of decimals coordinates are rounded to: with
+    "auto" (default), 7 for a geographic model drawn through a ``transform``
+    (degrees: 1e-7 degree is about 1 cm, far below a cell) and none (full
+    float precision) otherwise. The collection's ``properties`` record it as
+    ``coordinate_decimals`` (null when not rounded).
+
+    Each feature's properties are free post-processing of the release (see
+    :mod:`dpdbscan.model.stats` for the definitions): ``span`` (id),
+    ``n_cells``, ``area_m2`` for geographic models (in the local projection)
+    or ``area`` in squared data units otherwise, and ``noisy_mass`` (the sum
+    of the released noisy counts of the histogram cells the span touches;
+    null when the model has no histogram).
+    """
+    grid = model.grid
+    if grid.d != 2:
+        raise ValueError(f"GeoJSON export needs 2-D spans, these are {grid.d}-D")
+    stats = model.stats
+    geo = is_geographic(model)
+    if precision == "auto":
+        precision = GEO_DECIMALS if geo and transform is not None else None
+    if precision is not None and (
+        isinstance(precision, bool) or not isinstance(precision, int) or not 0 <= precision <= 15
+    ):
+        raise ValueError(f"precision must be 'auto', None or an int in 0..15, got {precision!r}")
+    integer_mass = model.histogram is not None and model.histogram.values.dtype.kind in "iu"
+    out = model.outlines()
+    # every vertex at once: scale, transform, round
+    xy = grid.lower + out.vertices.astype(np.float64) * grid.width
+    if transform is not None and xy.shape[0]:
+        xy = np.asarray(transform(xy), dtype=np.float64)
+    if precision is not None:
+        xy = np.round(xy, precision)
+    points = xy.tolist()
+    ro, po, go = (out.ring_offsets.tolist(), out.polygon_offsets.tolist(), out.group_offsets.tolist())
+    features = []
+    for s in range(model.n_spans):
+        mp = [[points[ro[r] : ro[r + 1]] for r in range(po[p], po[p + 1])] for p in range(go[s], go[s + 1])]
+        props: dict[str, Any] = {"span": s, "n_cells": int(stats.n_cells[s])}
+        if geo:
+            props["area_m2"] = float(stats.area[s]) * 1e6  # km^2 -> m^2
+        else:
+            props["area"] = float(stats.area[s])
+        if stats.noisy_mass is None:
+            props["noisy_mass"] = None
+        else:
+            mass = float(stats.noisy_mass[s])
+            props["noisy_mass"] = int(round(mass)) if integer_mass else mass
+        features.append(
+            {
+                "type": "Feature",
+                "properties": props,
+                "geometry": {"type": "MultiPolygon", "coordinates": mp},
+            }
+        )
+    return {
+        "type": "FeatureCollection",
+        "properties": {
+            "epsilon": model.release.epsilon,
+            "delta": model.release.delta,
+            "alpha": grid.alpha,
+            "min_samples": model.spec.min_samples,
+            "coordinate_decimals": precision,
+        },
+        "features": features,
+    }
+
+
+#: Decimals of lon/lat in GeoJSON: 1e-7 degree is about 1.1 cm (latitude).
+GEO_DECIMALS = 7
+
+
+def geojson(
+    model: SpanModel,
+    transform: Callable[[np.ndarray], np.ndarray] | None = None,
+    precision: int | Literal["auto"] | None = "auto",
+) -> dict:
+    """:func:`to_geojson` in longitude/latitude for a geographic model unless
+    ``transform`` says otherwise."""
+    if transform is None:
+        proj = projection_of(model)
+        transform = None if proj is None else proj.inverse
+    return to_geojson(model, transform, precision)
+
+
+def save_geojson(
+    model: SpanModel,
+    path: Path | str,
+    transform: Callable[[np.ndarray], np.ndarray] | None = None,
+    precision: int | Literal["auto"] | None = "auto",
+) -> None:
+    """Write :func:`geojson` of ``model`` to ``path``."""
+    Path(path).write_text(json.dumps(geojson(model, transform, precision)))
+
+
+def predict_lonlat(model: SpanModel, lonlat: ArrayLike) -> np.ndarray:
+    """Span id of each (longitude, latitude) point in degrees, for a
+    geographic model: the points go through the model's own (public)
+    projection first."""
+    proj = projection_of(model)
+    if proj is None:
+        raise ValueError(
+            "predict_lonlat needs a geographic model (fitted with fit_lonlat or "
+            "'dpdbscan fit --geo'); use predict for data coordinates"
+        )
+    return model.predict(proj.forward(check_array(lonlat)))
+
+
+__all__ = ["GEO_DECIMALS", "to_geojson", "geojson", "save_geojson", "predict_lonlat"]

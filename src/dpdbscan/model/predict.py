@@ -1,0 +1,254 @@
+"""Labels from released spans: which span a point falls in.
+
+Needs only the spans (a grid, the sorted keys of the core cells and their
+span ids), never the training data, so labelling any point costs no privacy.
+
+The *region* of a span is the set of cells of the span grid that ``predict``
+maps to it: its core cells, and, with ``border > 0``, every other cell whose
+centre lies within ``border`` of a core cell of the span and nearer to it
+than to any other span's (ties go to the smaller span id; DBSCAN's border
+points). The distance is measured to the core cell itself (``to="cells"``,
+the bound test) or to its centre (``to="centres"``, the density test, where
+the centres stand in for DBSCAN's core points). A point takes the span whose
+region holds its cell, so ``predict``, the GeoJSON and the pictures show the
+same regions, cell for cell. Points outside the box, or with NaN/inf
+coordinates, are noise (-1).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+
+import numpy as np
+
+from ..cells.grid import Grid, search_keys
+
+
+def span_regions(
+    grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: float = 0.0, to: str = "cells"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted keys of every cell ``predict`` maps to a span, and that span.
+
+    The core cells, plus the cells within ``border`` of one (see the module
+    docstring), each labelled by the border rule evaluated at its centre.
+    """
+    if border <= 0 or core_keys.size == 0:
+        return core_keys, labels
+    if not grid.wide and grid.key_space <= RASTER_KEYS and labels.max() < np.iinfo(np.int32).max:
+        return _regions_by_shells(grid, core_keys, labels, border, to)
+    offsets = np.array(region_offsets(grid.d, border / grid.width, to), dtype=np.int64)
+    coords = grid.decode(core_keys)
+    core_mark = _bitmap(grid, core_keys)
+    cand = _near_keys(grid, coords, offsets)
+    if core_mark is not None:
+        hit = core_mark[cand]
+        idx = np.searchsorted(core_keys, cand)
+    else:
+        idx, hit = search_keys(core_keys, cand)
+    lab = np.full(cand.size, -1, dtype=np.int64)
+    lab[hit] = labels[idx[hit]]
+    miss = np.flatnonzero(~hit)
+    if miss.size:
+        lab[miss] = border_labels(
+            grid, core_keys, labels, grid.decode(cand[miss]), border, to, core_mark=core_mark
+        )
+    keep = lab >= 0
+    return cand[keep], lab[keep]
+
+
+#: Grids with int64 keys up to this many keys mark cells in a bitmap (one
+#: byte a key, 64 MB at most) instead of sorting and searching key lists.
+BITMAP_KEYS = 1 << 26
+
+#: Grids with int64 keys up to this many keys find regions on a raster of
+#: span ids (4 bytes a key, 128 MB at most).
+RASTER_KEYS = 1 << 25
+
+
+def offset_distances(d: int, radius_cells: float, to: str) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets of :func:`region_offsets` and the distance, in cell widths,
+    from a cell's centre to the core cell (``to="cells"``) or core centre
+    (``"centres"``) at that offset: computed as :func:`border_labels` does,
+    so the two agree to the last bit."""
+    offs = np.array(region_offsets(d, radius_cells, to), dtype=np.int64).reshape(-1, d)
+    o = offs.astype(np.float64)
+    gap = np.maximum(np.abs(o) - 0.5, 0.0) if to == "cells" else np.abs(o)
+    return offs, np.sqrt(np.sort(gap * gap, axis=1).sum(axis=1))
+
+
+def _regions_by_shells(
+    grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: float, to: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`span_regions` on a raster of span ids over the key space.
+
+    The border rule gives a cell the span of the nearest core cell (or
+    centre) within ``border``, ties to the smaller id. The distance to the
+    core cell at offset ``o`` depends on ``o`` alone, so the offsets are
+    taken in shells of equal distance, nearest first: a cell not yet
+    labelled takes the smallest span id among the core cells of the first
+    shell that reaches it. Equal to :func:`border_labels` cell for cell.
+    """
+    radius = border / grid.width
+    offs, dist = offset_distances(grid.d, radius, to)
+    inside = dist <= radius * (1 + TIE_TOLERANCE) if to == "centres" else dist < radius * (1 - TIE_TOLERANCE)
+    offs, dist = offs[inside], dist[inside]
+    order = np.argsort(dist, kind="stable")
+    offs, dist = offs[order], dist[order]
+    free = np.iinfo(np.int32).max
+    raster = np.full(grid.key_space, free, dtype=np.int32)
+    raster[core_keys] = labels
+    coords = grid.decode(core_keys)
+    lab32 = labels.astype(np.int32)
+    a = 0
+    while a < offs.shape[0]:
+        # a shell: distances equal up to the tie tolerance of border_labels
+        b = a + 1
+        while b < offs.shape[0] and dist[b] - dist[a] <= TIE_TOLERANCE * max(dist[a], 1.0):
+            b += 1
+        keys, labs = [], []
+        for o in offs[a:b]:
+            if not o.any():
+                continue  # the core cells themselves
+            c = coords + o
+            ok = grid.valid(c)
+            k = core_keys[ok] + grid.key_delta(o)
+            new = raster[k] == free  # not labelled by a nearer shell
+            keys.append(k[new])
+            labs.append(lab32[ok][new])
+        if keys:
+            np.minimum.at(raster, np.concatenate(keys), np.concatenate(labs))
+        a = b
+    region = np.flatnonzero(raster != free).astype(np.int64)
+    return region, raster[region].astype(np.int64)
+
+
+def _bitmap(grid: Grid, keys: np.ndarray) -> np.ndarray | None:
+    """A boolean array over the key space, True at ``keys`` (None when too big)."""
+    if grid.wide or grid.key_space > BITMAP_KEYS:
+        return None
+    mark = np.zeros(grid.key_space, dtype=bool)
+    mark[keys] = True
+    return mark
+
+
+def _near_keys(grid: Grid, coords: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Sorted unique keys of the valid cells ``coords + offset``, over all offsets."""
+    if not grid.wide and grid.key_space <= BITMAP_KEYS:
+        mark = np.zeros(grid.key_space, dtype=bool)
+        for o in offsets:
+            c = coords + o
+            mark[grid.encode(c[grid.valid(c)])] = True
+        return np.flatnonzero(mark).astype(np.int64)
+    parts = []
+    step = max(1, (1 << 22) // max(len(offsets), 1))  # bounded memory per block of core cells
+    for a in range(0, coords.shape[0], step):
+        c = (coords[a : a + step, None, :] + offsets[None, :, :]).reshape(-1, grid.d)
+        parts.append(grid.encode(c[grid.valid(c)]))
+    return np.unique(np.concatenate(parts))
+
+
+@functools.lru_cache(maxsize=32)
+def region_offsets(d: int, radius_cells: float, to: str) -> tuple[tuple[int, ...], ...]:
+    """Offsets n of the cells whose centre can be within ``radius_cells`` (in
+    cell widths) of core cell 0: of the cell itself (``to="cells"``:
+    sum max(|n_i| - 1/2, 0)^2 <= r^2) or of its centre (sum n_i^2 <= r^2)."""
+    R = int(math.floor(radius_cells + 0.5)) + 1
+    lim = radius_cells * radius_cells * (1 + TIE_TOLERANCE)  # a superset; border_labels decides
+    if to == "cells":
+        keep = [
+            o
+            for o in itertools.product(range(-R, R + 1), repeat=d)
+            if sum(max(abs(x) - 0.5, 0.0) ** 2 for x in o) <= lim
+        ]
+    else:
+        keep = [o for o in itertools.product(range(-R, R + 1), repeat=d) if sum(x * x for x in o) <= lim]
+    return tuple(keep)
+
+
+def predict_spans(
+    grid: Grid, region_keys: np.ndarray, region_labels: np.ndarray, X: np.ndarray
+) -> np.ndarray:
+    """Span id of each row of the float array ``X`` (n, d), -1 for noise: the
+    span whose region (:func:`span_regions`) holds the point's cell."""
+    out = np.full(X.shape[0], -1, dtype=np.int64)
+    if X.shape[0] == 0 or region_keys.size == 0:
+        return out
+    with np.errstate(invalid="ignore"):
+        inside = grid.inside(X)
+    idx, hit = search_keys(region_keys, grid.keys_of_points(X[inside]))
+    lab = np.full(idx.size, -1, dtype=np.int64)
+    lab[hit] = region_labels[idx[hit]]
+    out[inside] = lab
+    return out
+
+
+#: Distances within this relative tolerance count as equal (a tie), so that
+#: the rule "ties go to the smaller span id" survives floating-point rounding.
+TIE_TOLERANCE = 1e-9
+
+
+def border_labels(
+    grid: Grid,
+    core_keys: np.ndarray,
+    labels: np.ndarray,
+    cells: np.ndarray,
+    border: float,
+    to: str = "cells",
+    *,
+    core_mark: np.ndarray | None = None,
+) -> np.ndarray:
+    """Span of the nearest core cell (``to="cells"``) or core cell centre
+    (``to="centres"``) within ``border`` of the centre of each of the given
+    cells (integer coordinates), else -1.
+
+    Ties (distances equal up to :data:`TIE_TOLERANCE`) go to the smaller span
+    id. Distances are measured in cell widths between lattice points (cell
+    centres are at half-integers), so equal distances compute equal.
+    ``core_mark`` (optional) is a boolean array over the key space, True at
+    ``core_keys``: a quicker test of which neighbours are core cells.
+    """
+    cells = np.asarray(cells, dtype=np.int64).reshape(-1, grid.d)
+    u = cells + 0.5  # the centres, in cell units
+    radius = border / grid.width
+    best = np.full(cells.shape[0], np.inf)
+    lab = np.full(cells.shape[0], -1, dtype=np.int64)
+    for o in region_offsets(grid.d, radius, to):
+        t = cells + np.asarray(o, dtype=np.int64)
+        ok = np.flatnonzero(grid.valid(t))
+        if ok.size == 0:
+            continue
+        keys = grid.encode(t[ok])
+        if core_mark is not None:
+            hit = core_mark[keys]
+            rows = ok[hit]
+            idx = np.searchsorted(core_keys, keys[hit])
+        else:
+            idx, hit = search_keys(core_keys, keys)
+            rows = ok[hit]
+            idx = idx[hit]
+        if rows.size == 0:
+            continue
+        tr, ur = t[rows].astype(np.float64), u[rows]
+        if to == "cells":
+            gap = np.maximum(np.maximum(tr - ur, ur - (tr + 1.0)), 0.0)
+        else:
+            gap = np.abs(ur - (tr + 0.5))
+        # sorted squares: the sum does not depend on which axis is which
+        dist = np.sqrt(np.sort(gap * gap, axis=1).sum(axis=1))
+        span = labels[idx]
+        b = best[rows]
+        tie = np.isfinite(b) & (np.abs(dist - b) <= TIE_TOLERANCE * np.maximum(b, 1.0))
+        # the density test's border includes its radius (DBSCAN: within eps);
+        # the bound test's excludes it, as the paper's "< alpha"
+        inside = (
+            dist <= radius * (1 + TIE_TOLERANCE) if to == "centres" else dist < radius * (1 - TIE_TOLERANCE)
+        )
+        better = inside & (((dist < b) & ~tie) | (tie & (span < lab[rows])))
+        best[rows[better]] = np.minimum(dist[better], best[rows[better]])
+        lab[rows[better]] = span[better]
+    return lab
+
+
+__all__ = ["span_regions", "predict_spans", "border_labels", "region_offsets"]

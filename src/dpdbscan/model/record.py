@@ -1,0 +1,129 @@
+"""The released span model: an immutable record of the release, plus predict.
+
+A :class:`SpanModel` holds only public parameters and post-processing of the
+noisy histogram: the spans (core cells grouped into spans, the margins), the
+parameters that made them, the public facts of the release and (optionally)
+the noisy histogram itself. It never holds training points, so saving,
+sharing and querying it costs no privacy. Everything else is a function over
+it, in the modules of this package: the guarantee (:mod:`.guarantee`), the
+description and summary (:mod:`.describe`), other parameters from the same
+release (:mod:`.reparam`), the file format (:mod:`.codec`) and GeoJSON
+(:mod:`.geojson`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..cells.grid import Grid
+from ..cells.histogram import NoisyHistogram
+from ..geometry.outlines import Outlines, outlines
+from ..post.coretests import Spans, core_test
+from ..spec.specs import ReleaseInfo, SpanSpec
+from ..spec.validation import check_array
+from .predict import predict_spans, span_regions
+from .stats import SpanStats, compute_stats
+
+
+@dataclass(frozen=True, eq=False)
+class SpanModel:
+    """DP cluster spans (the release).
+
+    Attributes
+    ----------
+    spans : Spans
+        The core (sub-)cells, their span ids and the numbers of the core test
+        that chose them (``gamma``, ``threshold``, ``kappa``, ``rho``, ...).
+    spec : SpanSpec
+        The post-processing parameters (``min_samples``, ``core``, ``beta``,
+        ``subcells``, ``margin``, ``border``, ...).
+    release : ReleaseInfo
+        The public facts of the release: its grid, histogram kind, theta,
+        noise, (epsilon, delta) and the parameters of the fit that spent the
+        budget.
+    histogram : NoisyHistogram or None
+        The released noisy histogram (None when saved without it; then the
+        spans cannot be re-parameterised).
+    auto : mapping or None
+        How the automatic mode chose eps and MinPts from the release, or None.
+    metadata : mapping
+        Public notes: the tool, the column names, the --geo projection, ...
+    """
+
+    spans: Spans
+    spec: SpanSpec
+    release: ReleaseInfo
+    histogram: NoisyHistogram | None
+    auto: Mapping[str, Any] | None
+    metadata: Mapping[str, Any]
+
+    @property
+    def grid(self) -> Grid:
+        """The grid the spans are made of (sub-cells when ``subcells > 1``)."""
+        return self.spans.grid
+
+    @property
+    def core_keys(self) -> np.ndarray:
+        """Sorted keys (in :attr:`grid`) of the core cells."""
+        return self.spans.core_keys
+
+    @property
+    def labels(self) -> np.ndarray:
+        """Span id of each core cell (0..n_spans-1, numbered by smallest cell)."""
+        return self.spans.labels
+
+    @property
+    def n_spans(self) -> int:
+        return self.spans.n_spans
+
+    @property
+    def n_core_cells(self) -> int:
+        return int(self.spans.core_keys.size)
+
+    def predict(self, X: ArrayLike) -> np.ndarray:
+        """Span id of each point, -1 for noise (outside every span or the box)."""
+        X = check_array(X)
+        if X.shape[1] != self.grid.d:
+            raise ValueError(f"X has {X.shape[1]} features, but the model was fitted with {self.grid.d}")
+        keys, labels = self.regions()
+        return predict_spans(self.grid, keys, labels, X)
+
+    def regions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted keys of every span-grid cell ``predict`` maps to a span (core
+        cells and border cells), with that span
+        (:func:`dpdbscan.model.predict.span_regions`)."""
+        return self._regions
+
+    @functools.cached_property
+    def _regions(self) -> tuple[np.ndarray, np.ndarray]:
+        to = core_test(self.spec.core).predict_to
+        return span_regions(self.grid, self.core_keys, self.labels, self.spec.border, to)
+
+    def outlines(self) -> Outlines:
+        """The polygons of every span's region (2-D), in cell units of
+        :attr:`grid`: group ``s`` of the result is span ``s``. The GeoJSON,
+        the picture and the HTML map draw these."""
+        if self.grid.d != 2:
+            raise ValueError(f"outlines need 2-D spans, these are {self.grid.d}-D")
+        return self._outlines
+
+    @functools.cached_property
+    def _outlines(self) -> Outlines:
+        keys, labels = self.regions()
+        return outlines(self.grid.decode(keys), labels, self.n_spans)
+
+    @functools.cached_property
+    def stats(self) -> SpanStats:
+        """Free per-span figures: cells, area, noisy mass, extent
+        (:mod:`dpdbscan.model.stats`)."""
+        keys, labels = self.regions()
+        return compute_stats(self.spans, self.spec.subcells, keys, labels, self.histogram)
+
+
+__all__ = ["SpanModel"]

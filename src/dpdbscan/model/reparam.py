@@ -1,0 +1,88 @@
+"""Spans for other parameters from the same release: post-processing of the
+released noisy histogram, at no privacy cost (docs/parameters.md)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..post.coretests import core_test
+from ..spec.parameters import check_param
+from ..spec.validation import check_min_samples
+from .build import model_of
+from .record import SpanModel
+
+
+def finest_eps(model: SpanModel) -> float:
+    """The smallest eps this release resolves: the diagonal of its cells
+    (eta = 4 against that radius), which is the release's own eps at the
+    default eta = 4."""
+    hg = model.release.grid
+    return hg.eta * hg.alpha / 4.0
+
+
+def with_params(model: SpanModel, eps: float | None = None, min_samples: int | None = None) -> SpanModel:
+    """Spans for another (eps, MinPts) from the released histogram alone:
+    post-processing, no extra privacy cost.
+
+    The cells stay the release's; an eps-ball is measured over them (the
+    grid at eta' = eta * alpha / eps, :meth:`Grid.at_alpha`), the core test
+    and its margins are recomputed for that ball, and the border radius
+    follows the core test's rule (the density test's scales with eps).
+
+    Parameters
+    ----------
+    eps : float, optional
+        The new radius; at least :func:`finest_eps` (the release's eps at
+        eta = 4). Default: unchanged.
+    min_samples : int, optional
+        The new MinPts. Default: unchanged.
+    """
+    if model.histogram is None:
+        raise ValueError(
+            "this model was saved without its noisy histogram; cannot re-threshold or re-parameterise it"
+        )
+    test = core_test(model.spec.core)
+    m = model.spec.min_samples if min_samples is None else check_min_samples(min_samples)
+    hist = model.histogram
+    alpha = hist.grid.alpha if eps is None else check_param("eps", eps)
+    if alpha == "auto":
+        raise ValueError("eps='auto' chooses eps when fitting; with_params needs a number")
+    border = model.spec.border
+    if alpha != hist.grid.alpha:
+        finest = finest_eps(model)
+        if alpha < finest * (1 - 1e-12):
+            raise ValueError(
+                f"eps={alpha:g} is finer than this release can resolve: its cells have "
+                f"diagonal {finest:g}, the smallest eps it supports (it was made at "
+                f"eps={model.release.eps:g}); a smaller eps needs a new release"
+            )
+        grid = hist.grid.at_alpha(alpha)
+        if grid.kappa > test.max_kappa:
+            raise ValueError(
+                f"eps={alpha:g} is too large for this release's cells: an eps-neighbourhood "
+                f"would hold {grid.kappa:,} of them, more than the {test.name} test weighs "
+                f"({test.max_kappa:,}); use a smaller eps or a new release at a coarser eps"
+            )
+        hist = hist.on_grid(grid)
+        border = test.border_at(border, model.grid.alpha, alpha)
+    spec = replace(model.spec, min_samples=m, border=float(border))
+    # margins that depend on the cells and alpha only are kept at the same alpha
+    same = hist is model.histogram
+    s = model.spans
+    spans = test.build(
+        hist, spec, gamma=s.gamma if same else None, gamma_upper=s.gamma_upper if same else None
+    )
+    rel = model.release
+    return model_of(
+        hist,
+        spans,
+        spec,
+        fit=(rel.eps, rel.eta, rel.min_samples),
+        auto=None,
+        metadata=model.metadata,
+        rho=rel.rho,
+        units=rel.units,
+    )
+
+
+__all__ = ["finest_eps", "with_params"]

@@ -1,0 +1,172 @@
+"""The whole mechanism, one way: public parameters -> the release -> spans -> model.
+
+:func:`fit` is the one entry point of the estimator and the command line:
+
+1. resolve the parameters on the public box (:func:`dpdbscan.plan.resolve.resolve`),
+   and say before anything is counted if the fit will be slow;
+2. check the accountant, then release the noisy histogram: the one place the
+   budget is spent (:func:`dpdbscan.release.mechanism.release_histogram`);
+3. post-process it into spans (the core test, :mod:`dpdbscan.post`), choosing
+   eps and MinPts from the release in the automatic mode;
+4. charge the accountant and return the model (:mod:`dpdbscan.model`).
+
+Nothing after step 2 reads the points.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from .cells.histogram import NoisyHistogram
+from .exceptions import UtilityWarning
+from .model.build import model_of
+from .model.record import SpanModel
+from .plan.autoplan import Plan
+from .plan.forecast import forecast
+from .plan.resolve import Resolved, resolve
+from .post import auto
+from .post.coretests import core_test
+from .post.spans import build_spans
+from .release.accountant import Accountant
+from .release.backends import Backend
+from .release.backends.base import PointsInput
+from .release.mechanism import release_histogram
+from .spec.specs import ReleaseSpec, SpanSpec
+
+
+def fit(
+    X: PointsInput,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    p: Mapping[str, Any],
+    *,
+    backend: Backend,
+    accountant: Accountant | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    units: Any = None,
+    stacklevel: int = 2,
+) -> SpanModel:
+    """Release DP spans of ``X`` inside the public box ``[lower, upper]`` with
+    validated parameters ``p`` (:func:`dpdbscan.plan.resolve.validated`).
+    Checks the accountant before and charges it after.
+
+    With ``eps`` and/or ``min_samples`` "auto" the release is made at a base
+    resolution chosen from public inputs (:mod:`dpdbscan.plan.autoplan`) and
+    the parameters are then chosen from it (post-processing, no further
+    budget); the model records the choice (``model.auto``).
+
+    ``units``: the privacy unit of each row (a person-level release, each
+    unit's contribution bounded first); None: each row is its own unit.
+    """
+    r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1)
+    fc = forecast(r.release, r.spans)
+    for note in fc.slow:
+        # public (kappa, |X|, d): said before anything is counted or spent
+        warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
+    if accountant is not None:
+        charge(accountant, r.release, spend=False)
+    hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)
+    if accountant is not None:
+        charge(accountant, r.release, spend=True)
+    meta = dict(metadata or {})
+    if r.auto is None:
+        spans = build_spans(hist, r.spans)
+        fit_params = (r.release.grid.alpha, r.release.grid.eta, r.spans.min_samples)
+        model = model_of(
+            hist,
+            spans,
+            r.spans,
+            fit=fit_params,
+            auto=None,
+            metadata=meta,
+            rho=r.release.noise.rho,
+            units=r.release.units,
+        )
+    else:
+        model = _auto_model(hist, r, r.auto, p, meta)
+        fc = forecast(
+            replace(r.release, grid=model.release.grid), replace(r.spans, min_samples=model.spec.min_samples)
+        )
+    # public parameters and the release only (post-processing): safe to say
+    released = model.histogram if model.histogram is not None else hist  # at the spans' eps
+    note = core_test(model.spec.core).utility_note(released, model.spans, model.spec, fc.noise_std)
+    if note:
+        warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
+    return model
+
+
+def charge(accountant: Accountant, release: ReleaseSpec, *, spend: bool) -> None:
+    """Check (``spend`` False) or record a release's spend. A Gaussian release
+    is charged as rho-zCDP to an accountant that composes in zCDP (one with
+    ``check_rho``/``spend_rho``, :class:`dpdbscan.ZCDPAccountant`), plus the
+    stability threshold's delta if any; any other accountant, and any
+    Laplace release, is charged the stated (epsilon, delta)."""
+    noise = release.noise
+    if noise.rho is not None and hasattr(accountant, "check_rho") and hasattr(accountant, "spend_rho"):
+        extra = release.delta_threshold
+        if spend:
+            accountant.spend_rho(noise.rho, extra)
+        else:
+            accountant.check_rho(noise.rho, extra)
+        return
+    if spend:
+        accountant.spend(noise.epsilon, release.delta_spent)
+    else:
+        accountant.check(noise.epsilon, release.delta_spent)
+
+
+def _auto_model(
+    hist: NoisyHistogram, r: Resolved, plan: Plan, p: Mapping[str, Any], metadata: dict
+) -> SpanModel:
+    """The spans at the (eps, MinPts) chosen from the release (post-processing).
+
+    eps is chosen after the noise is drawn, among ``c = len(plan.eps)``
+    candidates, and the accuracy event of the guarantee depends on eps: every
+    candidate's margins take beta / c, so that the events of all candidates
+    hold together, hence the chosen one's, with probability >= 1 - beta (a
+    union bound; the model's guarantee reports it). The events do not depend
+    on MinPts, so choosing MinPts costs nothing.
+    """
+    spec: SpanSpec = replace(r.spans, beta=r.spans.beta / len(plan.eps))
+    choice = auto.choose_params(
+        hist, replace(spec, min_samples=plan.min_samples or 1), plan.eps, plan.min_samples
+    )
+    alpha, m = choice["alpha"], choice["min_samples"]
+    test = core_test(spec.core)
+    border = test.default_border(alpha, hist.grid.at_alpha(alpha).eta, spec.subcells)
+    if p["border"] != "auto":
+        border = spec.border
+    spec = replace(spec, min_samples=m, border=float(border))
+    h = hist.on_grid(hist.grid.at_alpha(alpha))
+    record = {
+        "criterion": auto.CRITERION,
+        "base_eps": float(hist.grid.alpha),
+        "eps": alpha,
+        "min_samples": m,
+        "score": choice["score"],
+        "clusters": choice["clusters"],
+        "eps_candidates": choice["eps_candidates"],
+        "min_samples_candidates": choice["min_samples_candidates"],
+        "chosen": [
+            k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v
+        ],
+    }
+    fit_params = (float(hist.grid.alpha), float(hist.grid.eta), m)
+    return model_of(
+        h,
+        build_spans(h, spec),
+        spec,
+        fit=fit_params,
+        auto=record,
+        metadata=metadata,
+        rho=r.release.noise.rho,
+        units=r.release.units,
+    )
+
+
+__all__ = ["fit"]

@@ -1,0 +1,1 @@
+"""Planning from public inputs only: what a release will detect, the automatic mode's plan."""

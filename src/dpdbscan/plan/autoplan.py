@@ -1,0 +1,104 @@
+"""The automatic mode's plan, from public inputs only: the resolution of its
+one release and the eps candidates it will choose among
+(``eps="auto"`` / ``min_samples="auto"``; the choice itself is
+post-processing of the release, :mod:`dpdbscan.post.auto`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..cells.grid import Grid, count_neighbours
+
+#: eps candidates: the base resolution times sqrt(2)^i
+EPS_STEPS = 7
+#: eps candidates stop where an eps-neighbourhood would hold more cells than this
+#: (public: d and eta); in 3-D that is eps <= 2.8 x the base
+MAX_CANDIDATE_KAPPA = 2_000
+#: The base release has about n epsilon / POINTS_PER_CELL cells (capped by
+#: max_cells): re-measuring it at eps = f x base sums ~ f^d cells of noise per
+#: neighbourhood, so the signal-to-noise ratio of a candidate depends on the
+#: points per cell times epsilon. n is the user's public guess n_expected, or
+#: ASSUMED_N (the size at which DP clustering at epsilon ~ 1 makes sense).
+POINTS_PER_CELL = 0.3
+ASSUMED_N = 20_000
+MIN_BASE_CELLS = 1 << 10
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The automatic mode's public choices: the base release's eps and the
+    candidates for eps (MinPts candidates depend on the release's total mass,
+    a post-processing quantity: :func:`min_samples_ladder`).
+
+    Attributes
+    ----------
+    base_eps : float
+        The eps of the one release (eta as given).
+    eps : tuple of float
+        Candidate eps (just the given one when eps is fixed).
+    min_samples : int or None
+        The fixed MinPts, or None to choose it.
+    """
+
+    base_eps: float
+    eps: tuple
+    min_samples: int | None
+
+
+def base_cells(epsilon: float, n_expected: float | None, max_cells: int) -> int:
+    """How many cells the base release may have: n epsilon / POINTS_PER_CELL
+    (n = ``n_expected`` or ASSUMED_N), between MIN_BASE_CELLS and
+    ``max_cells``. Public inputs only."""
+    n = ASSUMED_N if n_expected is None else float(n_expected)
+    target = n * float(epsilon) / POINTS_PER_CELL
+    return int(max(MIN_BASE_CELLS, min(float(max_cells), target)))
+
+
+def base_eps(lower: ArrayLike, upper: ArrayLike, eta: float, cells: int) -> float:
+    """The smallest eps (at this eta) whose grid over the public box has at
+    most ``cells`` cells, to 1%."""
+    lower = np.asarray(lower, dtype=np.float64)
+    upper = np.asarray(upper, dtype=np.float64)
+    d = lower.size
+    # n_cells ~ prod(L_i / w) with w = eta eps / (4 sqrt d): start just below
+    w = (float(np.prod(upper - lower)) / cells) ** (1.0 / d)
+    eps = 4.0 * math.sqrt(d) * w / eta * 0.9
+    while Grid(lower, upper, eps, eta).n_cells > cells:
+        eps *= 1.01
+    return float(eps)
+
+
+def plan(
+    lower: ArrayLike,
+    upper: ArrayLike,
+    eta: float,
+    eps: float | Literal["auto"],
+    min_samples: int | Literal["auto"],
+    epsilon: float,
+    max_cells: int,
+    n_expected: float | None,
+) -> Plan:
+    """The public plan of an automatic fit (``eps`` and/or ``min_samples``
+    "auto"): the base eps from the box, epsilon, the cap and the user's
+    guess ``n_expected`` (:func:`base_cells`), and the eps candidates."""
+    if eps == "auto":
+        b = base_eps(lower, upper, eta, base_cells(epsilon, n_expected, max_cells))
+        d = np.asarray(lower).size
+        cands = tuple(
+            b * 2 ** (i / 2)
+            for i in range(EPS_STEPS)
+            if i == 0 or count_neighbours(d, eta / 2 ** (i / 2)) <= MAX_CANDIDATE_KAPPA
+        )
+    else:
+        b = float(eps)
+        cands = (b,)
+    return Plan(b, cands, None if min_samples == "auto" else int(min_samples))
+
+
+__all__ = ["Plan", "plan", "base_cells", "base_eps", "ASSUMED_N"]

@@ -1,0 +1,332 @@
+"""What a release will be able to see, from public inputs only, before any
+budget is spent: the margin, the noise of one neighbourhood estimate, the
+smallest neighbourhood count a core (sub-)cell needs, whether clusters of a
+given density are detectable, and whether the fit will be slow or useless.
+
+Every number is a function of the public grid (bounds, eps, eta), the noise
+law (epsilon, discrete or continuous Laplace), the histogram the mechanism
+will choose (from |X| alone), beta, MinPts and the sub-cells: the same
+functions the post-processing calls after a release, so a fit reports the
+same numbers (``post.density.utility_note``). ``n_expected`` is the user's
+own public guess of the number of points; nothing here reads data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from ..laws import noise as laws
+from ..post.coretests import core_test
+from ..spec.specs import ReleaseSpec, SpanSpec
+
+#: Rough cost of one term of a neighbourhood sum (one gathered noisy count),
+#: measured on the dense path (3-20 ns per term on a laptop core); used only
+#: to warn before a fit that will take minutes.
+SECONDS_PER_TERM = 2e-8
+SLOW_SECONDS = 60.0
+#: Without n_expected, a sparse release warns when each candidate sums this many.
+MANY_TERMS = 20_000
+#: A density factor beyond this means only extreme hot spots can be found.
+USELESS_FACTOR = 1000.0
+
+#: The cost model of a whole fit (:func:`fit_cost`), after the file is read,
+#: from straight lines fitted to the benchmarks (benchmarks/README-results.md,
+#: docs/benchmarks.md: Cabs resampled to n = 1e5 .. 1e7, 2-D, 4.4M cells,
+#: secure noise, one core of a shared 2-vCPU machine). Dense: 45 ns and 16 B
+#: per point, plus noise on every cell (0.18 s and 120 MB for 4.4M cells);
+#: sparse (and stability): 65 ns and 26 B per point after a fixed 0.09 s.
+#: Higher dimensions cost more per cell (the naive histogram of the 3-D chest
+#: release, 1e8 cells, took 11.7 s and 4.1 GB): an estimate, not a promise.
+FIT_SECONDS_PER_POINT = {"dense": 45e-9, "sparse": 65e-9}
+FIT_BYTES_PER_POINT = {"dense": 16.0, "sparse": 26.0}
+DENSE_SECONDS_PER_CELL = 0.18 / 4.4e6
+DENSE_BYTES_PER_CELL = 120e6 / 4.4e6
+SPARSE_FIXED_SECONDS = 0.09
+#: Noisy counts per candidate in the calibration (2-D, eta 4, 2x2 sub-cells):
+#: a core test that sums more adds its own time estimate (``Forecast.seconds``)
+#: and 4 B per point and term (measured on the 3-D chest data, 117 terms, and a
+#: 4-D sample, 609 terms: peak memory within 20% of the model). Its time was
+#: off by up to 6x either way there (0.3-4.3 s measured).
+CALIBRATED_TERMS = 21
+BYTES_PER_POINT_AND_TERM = 4.0
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What a release at these public parameters can detect.
+
+    Attributes
+    ----------
+    eps, min_samples, epsilon : the DBSCAN parameters and the budget.
+    d, n_cells, kappa, subcells : the grid.
+    histogram, theta : the histogram the mechanism will use (from |X| alone).
+    core : "density" or "bound".
+    noise_std : float
+        Standard deviation of the noise of one eps-neighbourhood estimate
+        (the largest over sub-positions): sigma(q) = sqrt(Var Z sum W^2) for
+        the density test, sqrt(kappa Var Z) for the bound test's sum.
+    margin : float
+        Added to MinPts: the largest m(q) (density test, 1 sigma or the
+        empty-space guard) or tau = Gamma_low + Gamma_up (bound test,
+        practical rule).
+    gamma : float
+        What the model calls ``gamma``: the largest m(q), or Gamma_low.
+    threshold : float
+        MinPts + margin: the smallest estimated eps-neighbourhood count a core
+        (sub-)cell needs.
+    n_expected : float or None
+        The user's public guess of the number of points.
+    expected_count : float or None
+        n_expected x V(eps-ball) / V(box): what an eps-neighbourhood holds
+        where the density is the box's average.
+    density_factor : float or None
+        threshold / expected_count: how many times the box's average density
+        a cluster needs to be detected.
+    terms_per_cell : int
+        Noisy counts summed per candidate cell.
+    seconds : float or None
+        Rough time of the core test (with ``n_expected``, or for a dense
+        release where every cell can be a candidate).
+    slow, useless : tuple of str
+        Warnings: a fit that will take long (public: kappa, |X|, d), or one
+        that will likely find nothing (needs ``n_expected``, or a margin that
+        dwarfs MinPts).
+    """
+
+    eps: float
+    min_samples: float
+    epsilon: float
+    d: int
+    n_cells: int
+    kappa: int
+    subcells: int
+    histogram: str
+    theta: float
+    core: str
+    noise_std: float
+    margin: float
+    gamma: float
+    threshold: float
+    n_expected: float | None
+    expected_count: float | None
+    density_factor: float | None
+    terms_per_cell: int
+    seconds: float | None
+    slow: tuple
+    useless: tuple
+    margin_text: str
+
+    @property
+    def notes(self) -> tuple:
+        return tuple(self.slow) + tuple(self.useless)
+
+    def sentence(self) -> str:
+        """A plain sentence on what is detectable at this epsilon."""
+        core = "sub-cell" if self.subcells > 1 else "cell"
+        head = (
+            f"At epsilon={self.epsilon:g} a {core} is core when its eps-neighbourhood is "
+            f"estimated to hold at least {self.threshold:.0f} points (min_samples="
+            f"{self.min_samples:g} plus a noise margin of {self.margin:.1f}; one estimate's "
+            f"noise has standard deviation {self.noise_std:.1f})."
+        )
+        if self.n_expected is None or self.expected_count is None:
+            return head + (
+                " Give the number of points you expect (n_expected, a public guess) "
+                "to see which cluster densities that reaches."
+            )
+        n = self.n_expected
+        if self.threshold > n:
+            return head + (
+                f" Clusters are not detectable: that is more than the {n:,.0f} points "
+                "you expect in all. Use a larger eps or a larger epsilon."
+            )
+        f = self.density_factor or 0.0
+        where = (
+            f"With {n:,.0f} points an eps-neighbourhood holds about "
+            f"{self.expected_count:.3g} at the box's average density, so clusters are "
+            f"detectable where the density is at least {f:.3g} times that average"
+        )
+        if f <= 1:
+            return head + " " + where + ": any region as dense as the average is detectable."
+        share = min(1.0, 0.1 / f)
+        tail = (
+            f"; a cluster holding 10% of the points is found if it covers at most "
+            f"{_percent(share)} of the box."
+        )
+        if f >= USELESS_FACTOR:
+            tail += " Only extreme hot spots qualify: use a larger eps or a larger epsilon."
+        return head + " " + where + tail
+
+    def lines(self, n_name: str = "n_expected") -> list[str]:
+        """The forecast as lines of text (what ``dpdbscan forecast`` prints);
+        ``n_name`` names the number of points (``check`` counts them)."""
+        out = [
+            f"grid      : d={self.d}, |X|={self.n_cells:,} cells, kappa={self.kappa}, "
+            f"sub-cells {self.subcells}^{self.d}, {self.histogram} histogram"
+            + (f" (theta={self.theta:g})" if self.histogram == "sparse" else ""),
+            f"noise     : one eps-neighbourhood estimate has std {self.noise_std:.2f}",
+            f"margin    : {self.margin:.2f} ({self.margin_text})",
+            f"threshold : a core {'sub-cell' if self.subcells > 1 else 'cell'} needs an estimated "
+            f"eps-neighbourhood count >= {self.threshold:.1f}",
+        ]
+        if self.expected_count is not None:
+            out.append(
+                f"expected  : {self.expected_count:.3g} points per eps-neighbourhood at the "
+                f"box's average density ({n_name}={self.n_expected:,.0f}); clusters need "
+                f"{self.density_factor:.3g}x that"
+            )
+        if self.seconds is not None:
+            out.append(
+                f"time      : about {_duration(self.seconds)} for the core test "
+                f"({self.terms_per_cell:,} noisy counts per candidate cell)"
+            )
+        return out + [self.sentence()] + [f"warning: {n}" for n in self.notes]
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["slow"], out["useless"] = list(self.slow), list(self.useless)
+        out["sentence"] = self.sentence()
+        return out
+
+
+def _percent(x: float) -> str:
+    return f"{100 * x:.3g}%"
+
+
+def _duration(s: float) -> str:
+    return f"{s:.2g} s" if s < 120 else f"{s / 60:.2g} min"
+
+
+@dataclass(frozen=True)
+class FitCost:
+    """What a fit will roughly take, after its input is read (:func:`fit_cost`).
+
+    Attributes
+    ----------
+    seconds : float
+        Counting, noise and spans (the cost model's line), plus the core
+        test's own estimate (``Forecast.seconds``) when it sums more noisy
+        counts per cell than the calibration did. Within about 2x in 2-D;
+        beyond, off by up to 6x either way.
+    input_bytes : float
+        The points as the fit holds them: 8 bytes per value.
+    extra_bytes : float
+        The fit's memory on top of the input.
+    """
+
+    seconds: float
+    input_bytes: float
+    extra_bytes: float
+
+    def line(self) -> str:
+        return (
+            f"about {_duration(self.seconds)} and {_size(self.input_bytes + self.extra_bytes)} of "
+            f"memory (the points {_size(self.input_bytes)}, the fit {_size(self.extra_bytes)} more): "
+            "an estimate from the benchmarks' cost model"
+        )
+
+
+def fit_cost(fc: Forecast, n: float) -> FitCost:
+    """Rough time and peak memory of a fit of ``n`` points with the forecast
+    ``fc``: the straight lines of :data:`FIT_SECONDS_PER_POINT` and the rest,
+    from public sizes (n, |X|, d, the histogram) only."""
+    kind = "dense" if fc.histogram == "dense" else "sparse"
+    seconds = FIT_SECONDS_PER_POINT[kind] * n
+    extra = FIT_BYTES_PER_POINT[kind] * n
+    if kind == "dense":
+        seconds += DENSE_SECONDS_PER_CELL * fc.n_cells
+        extra += DENSE_BYTES_PER_CELL * fc.n_cells
+    else:
+        seconds += SPARSE_FIXED_SECONDS
+    if fc.terms_per_cell > CALIBRATED_TERMS:
+        # the line was measured in 2-D; a larger neighbourhood costs its core test on top
+        seconds += fc.seconds or 0.0
+        extra += BYTES_PER_POINT_AND_TERM * fc.terms_per_cell * n
+    return FitCost(seconds=seconds, input_bytes=8.0 * fc.d * n, extra_bytes=extra)
+
+
+def _size(b: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= scale:
+            return f"{b / scale:.2g} {unit}"
+    return f"{b:.0f} B"
+
+
+def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None = None) -> Forecast:
+    """The forecast of the release ``release`` and its spans ``spans`` (as
+    :func:`dpdbscan.plan.resolve.resolve` makes them). Public inputs only;
+    ``n_expected`` is the user's own guess of the number of points."""
+    grid, kind, theta = release.grid, release.histogram, release.theta
+    d = grid.d
+    k = int(spans.subcells)
+    fig = core_test(spans.core).figures(grid, kind, release.noise.kind, release.noise.scale, theta, spans)
+    gamma, noise_std, margin_value = fig.gamma, fig.noise_std, fig.margin_value
+    threshold = fig.threshold(spans.min_samples)
+    terms, kappa = fig.terms, fig.kappa
+    params = spans
+    # empty cells a sparse release adds in expectation (public: |X|, the noise, theta)
+    max_empty_cells = (
+        grid.n_cells * laws.tail(release.noise.kind, release.noise.scale, theta) if kind == "sparse" else 0.0
+    )
+    expected = factor = None
+    if n_expected is not None:
+        volume = math.prod(float(hi - lo) for lo, hi in zip(grid.lower, grid.upper))
+        ball = math.pi ** (d / 2) / math.gamma(d / 2 + 1) * grid.alpha**d
+        expected = float(n_expected) * min(ball / volume, 1.0)
+        factor = threshold / expected if expected > 0 else math.inf
+    candidates = None
+    if kind == "dense":
+        candidates = grid.n_cells if n_expected is None else min(grid.n_cells, n_expected)
+    elif n_expected is not None:
+        candidates = n_expected + (max_empty_cells or 0)
+    seconds = None if candidates is None else SECONDS_PER_TERM * terms * float(candidates)
+    slow, useless = [], []
+    if seconds is not None and seconds > SLOW_SECONDS:
+        slow.append(
+            f"the core test may take about {_duration(seconds)}: each candidate cell sums "
+            f"{terms:,} noisy counts (d={d}, eta={grid.eta:g}) over up to "
+            f"{candidates:,.0f} cells. Use fewer dimensions, a larger eta or a coarser eps"
+        )
+    elif seconds is None and terms > MANY_TERMS:
+        slow.append(
+            f"each candidate cell sums {terms:,} noisy counts (d={d}): with many occupied "
+            "cells the fit will be slow; give n_expected for an estimate"
+        )
+    if factor is not None and (factor >= USELESS_FACTOR or threshold > (n_expected or 0)):
+        useless.append(
+            f"the fit will likely find nothing: a core cell needs {threshold:.0f} points "
+            f"within eps, {factor:.3g} times what the box's average density gives"
+        )
+    elif n_expected is None and margin_value >= 4 * params.min_samples:
+        useless.append(
+            f"the noise margin ({margin_value:.0f}) is {margin_value / params.min_samples:.3g}"
+            " times min_samples: only dense clusters are found at this epsilon"
+        )
+    return Forecast(
+        eps=float(grid.alpha),
+        min_samples=params.min_samples,
+        epsilon=float(release.noise.epsilon),
+        d=d,
+        n_cells=grid.n_cells,
+        kappa=int(kappa),
+        subcells=k,
+        histogram=kind,
+        theta=float(theta),
+        core=params.core,
+        noise_std=noise_std,
+        margin=float(margin_value),
+        gamma=float(gamma),
+        threshold=float(threshold),
+        n_expected=None if n_expected is None else float(n_expected),
+        expected_count=expected,
+        density_factor=factor,
+        terms_per_cell=terms,
+        seconds=seconds,
+        slow=tuple(slow),
+        useless=tuple(useless),
+        margin_text=fig.margin_text,
+    )
+
+
+__all__ = ["FitCost", "Forecast", "fit_cost", "forecast", "SECONDS_PER_TERM"]

@@ -1,0 +1,1 @@
+"""The paper's core test: a noisy upper bound of the alpha-neighbourhood count plus a margin."""

@@ -1,0 +1,164 @@
+"""Core cells: cells whose noisy neighbour sum reaches the threshold.
+
+Post-processing of the released histogram only. With noisy neighbour sum
+S(X) = sum_{NB(X)} x~ and the noisy upper bound UB~(X) = S(X) + Gamma_low, the
+paper's practical rule (Section "Choice of Parameters") raises the user's
+MinPts by tau = Gamma_low + Gamma_up: X is core iff UB~(X) >= MinPts + tau,
+that is S(X) >= MinPts + Gamma_up. The theoretical rule UB~(X) >= MinPts is
+S(X) >= MinPts - Gamma_low. (The paper has Gamma_low = Gamma_up = Gamma,
+which holds for the dense histogram only; bounds.margins.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ....cells.grid import MAX_KAPPA
+from ....cells.histogram import NoisyHistogram
+from ....cells.subcells import SubcellLayout
+from ...pruning import core_candidates
+from ...sums import SumsAt, dense_candidates, dense_neighbour_sums, neighbourhood, sparse_neighbour_sums
+
+
+def sum_threshold(
+    min_samples: float, gamma: float, raise_min_samples: bool = True, gamma_upper: float | None = None
+) -> float:
+    """Threshold on the noisy neighbour sum S(X): MinPts + Gamma_up (practical
+    rule) or MinPts - Gamma_low (theoretical). ``gamma`` is Gamma_low;
+    ``gamma_upper`` defaults to it (the dense histogram)."""
+    if raise_min_samples:
+        return min_samples + (gamma if gamma_upper is None else gamma_upper)
+    return min_samples - gamma
+
+
+def core_cells(
+    hist: NoisyHistogram, threshold: float, layout: SubcellLayout | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted keys of core cells and their noisy neighbour sums.
+
+    With a :class:`~dpdbscan.subcells.SubcellLayout` of ``k > 1`` the keys
+    are of core *sub-cells* in ``layout.fine``.
+    """
+    unreachable = threshold > 0 and _below_all_sums(hist, threshold)
+    # No sum over any subset of cells can reach the threshold (in high
+    # dimension the margin alone can exceed all the released mass); or NB has
+    # more cells than can be enumerated (d >= 9 at eta = 4): by a fixed,
+    # public rule such a release has no core cell (mechanism.configure warns
+    # before any budget is spent).
+    if unreachable or hist.grid.kappa > MAX_KAPPA:
+        fine = hist.grid if layout is None else layout.fine
+        return np.empty(0, dtype=fine.key_dtype), np.zeros(0, dtype=hist.values.dtype)
+    if layout is None or layout.k == 1:
+        return _core_cells(hist, threshold, None, hist.grid.kappa)
+    # Each NB(q) is a subset of NB(X), so a sub-cell's sum is at most the sum
+    # of the positive values over NB(X): only cells where that reaches the
+    # threshold can hold a core sub-cell (speed only; tests/test_core.py).
+    cand = _candidate_cells(hist, threshold, layout)
+    sums_at = SumsAt(hist)
+    keys, sums = [], []
+    for pos, offsets in layout.positions:
+        assert offsets is not None  # only k = 1 has a position without offsets
+        cs = sums_at(cand, offsets)
+        ck, cs = cand[cs >= threshold], cs[cs >= threshold]
+        fk = layout.fine_keys(ck, pos)
+        # fine_keys drops sub-cells outside the box: keep sums aligned
+        if fk.size != ck.size:
+            c = hist.grid.decode(ck) * layout.k + np.asarray(pos)
+            cs = cs[np.all(c < np.asarray(layout.fine.shape), axis=1)]
+        keys.append(fk)
+        sums.append(cs)
+    all_keys, all_sums = np.concatenate(keys), np.concatenate(sums)
+    order = np.argsort(all_keys, kind="stable")
+    return all_keys[order], all_sums[order]
+
+
+def _below_all_sums(hist: NoisyHistogram, threshold: float) -> bool:
+    """True when the positive released values together stay below the
+    threshold, so that no neighbour sum can reach it."""
+    v = hist.values
+    mass = v[v > 0].sum()  # exact for integer counts
+    if v.dtype.kind == "f":  # room for the rounding of float sums
+        return float(mass) * (1 + 1e-9) + 1e-9 < threshold
+    return int(mass) < threshold
+
+
+def _candidate_cells(hist: NoisyHistogram, threshold: float, layout) -> np.ndarray:
+    """Cells X whose positive neighbour sum sum_{NB(X)} max(x~, 0) reaches the
+    threshold: a superset of the cells holding a core sub-cell."""
+    grid, vals = hist.grid, hist.values
+    nb = np.ascontiguousarray(grid.offsets).view([("", np.int64)] * grid.d).ravel()
+    for _, offsets in layout.positions:
+        sub = np.ascontiguousarray(offsets).view([("", np.int64)] * grid.d).ravel()
+        if not np.isin(sub, nb).all():  # not a subset: every cell is a candidate
+            return _all_keys(hist)
+    if hist.kind == "dense":
+        n_terms = max(len(o) for _, o in layout.positions)
+        cand = dense_candidates(grid, vals, threshold, n_terms)
+        if cand is not None:
+            return cand
+    if vals.size and vals.min() < 0:
+        hist = replace(hist, values=np.maximum(vals, 0))
+    if vals.dtype.kind == "f" and threshold > 0:  # room for the rounding of prefix sums
+        threshold = max(threshold - 1e-9 * (1.0 + float(np.abs(vals).sum())), threshold / 2)
+    return _core_cells(hist, threshold, None, grid.kappa)[0]
+
+
+def _all_keys(hist: NoisyHistogram) -> np.ndarray:
+    grid = hist.grid
+    if hist.kind == "dense":
+        return grid.encode(grid.all_coords())
+    return neighbourhood(grid, hist.sparse()[0])
+
+
+def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
+    grid = hist.grid
+    if hist.kind == "dense":
+        # cells near a heavy enough cell, when few: same sums, fewer cells
+        n_terms = grid.kappa if offsets is None else len(offsets)
+        cand = dense_candidates(grid, hist.values, threshold, n_terms)
+        if cand is not None:
+            sums = SumsAt(hist)(cand, grid.offsets if offsets is None else offsets)
+            mask = sums >= threshold
+            return cand[mask], sums[mask]
+        S = dense_neighbour_sums(grid, hist.values, offsets)
+        mask = S >= threshold
+        coords = np.argwhere(mask)
+        return grid.encode(coords), S[mask]  # row-major order == key order
+    keys, vals = hist.sparse()
+    if threshold <= 0:
+        raise ValueError(
+            f"the core threshold on neighbour sums is {threshold:.3g} <= 0, so every cell "
+            "of the universe would be core; raise min_samples or use raise_min_samples=True"
+        )
+    if vals.size and vals.min() >= 0:
+        # A sum of kappa non-negative values reaches the threshold only if one
+        # of them reaches threshold / kappa: candidates lie around those.
+        heavy = keys[vals * kappa >= threshold]
+        if heavy.size * grid.kappa > _BUCKET_PRUNE_ABOVE:
+            cand = core_candidates(grid, keys, vals, heavy, threshold)
+        else:
+            cand = neighbourhood(grid, heavy)
+    else:
+        cand = neighbourhood(grid, keys)
+    sums = sparse_neighbour_sums(grid, keys, vals, cand, offsets)
+    mask = sums >= threshold
+    return cand[mask], sums[mask]
+
+
+_BUCKET_PRUNE_ABOVE = 4_000_000
+
+
+def neighbour_sums(hist: NoisyHistogram) -> tuple[np.ndarray, np.ndarray]:
+    """Noisy neighbour sums of every cell that has a released neighbour.
+
+    Returns (keys, sums); for a dense histogram, every cell (for plots).
+    """
+    grid = hist.grid
+    if hist.kind == "dense":
+        S = dense_neighbour_sums(grid, hist.values)
+        return grid.encode(grid.all_coords()), S.ravel()
+    keys, vals = hist.sparse()
+    cand = neighbourhood(grid, keys)
+    return cand, sparse_neighbour_sums(grid, keys, vals, cand)

@@ -1,0 +1,440 @@
+"""The density core test: sub-cells whose estimated alpha-ball count reaches
+MinPts + margin in an occupied cell, with candidate pruning, and the
+small-data note. Post-processing of the release and public parameters only."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ....cells.grid import Grid, lookup
+from ....cells.histogram import NoisyHistogram
+from ...pruning import live_cells
+from ...sums import sparse_neighbour_sums
+from .margins import Margin, empty_truncation, margin, noise_variance
+from .sums import weighted_sums_at
+from .weights import BallWeights, ball_weights
+
+
+@dataclass(frozen=True)
+class DensityCore:
+    """Core sub-cells of a release under the density test.
+
+    Attributes
+    ----------
+    fine : Grid
+        The sub-cell grid (width w / k).
+    keys : ndarray
+        Sorted keys (in ``fine``) of the core sub-cells.
+    estimates : ndarray
+        E~(q) of each core sub-cell.
+    margin : Margin
+        m(q) per sub-position; the threshold is ``min_samples + margin.values``.
+    weights : BallWeights
+    min_samples : float
+    occupancy : float
+        gamma of the occupancy condition (0: none).
+    """
+
+    fine: Grid
+    keys: np.ndarray
+    estimates: np.ndarray
+    margin: Margin
+    weights: BallWeights
+    min_samples: float
+    occupancy: float
+
+
+def fine_grid(grid: Grid, k: int) -> Grid:
+    """The grid of sub-cells of width w / k (the histogram grid for k = 1)."""
+    return grid.subdivided(k)
+
+
+#: The density test weighs every cell of an eps-neighbourhood; beyond this many
+#: cells (d > 6 at eta = 4, or an eps far above a release's resolution) it is
+#: not attempted.
+MAX_KAPPA = 50_000
+
+OCCUPANCY = 0.5  # gamma: a core sub-cell's cell holds >= gamma x the ball's mean count per cell
+OCCUPANCY_SIGMAS = 2.0  # ... or at least this many standard deviations of one cell's noise
+
+
+@dataclass(frozen=True)
+class DensityField:
+    """E~(q) of every occupied sub-cell that can be core at any MinPts >= the
+    one the field was built for: one weighted-sum pass serves every MinPts.
+
+    Attributes
+    ----------
+    hist : NoisyHistogram
+    fine : Grid
+    keys : ndarray
+        Sorted keys (in ``fine``) of the occupied candidate sub-cells.
+    estimates : ndarray
+        E~(q) of each.
+    position : ndarray
+        Index of each one's sub-position (row of ``weights.W``).
+    weights : BallWeights
+    margin_rule, beta, guard, occupancy :
+        The public rule of the margin and the occupancy condition.
+    """
+
+    hist: NoisyHistogram
+    fine: Grid
+    keys: np.ndarray
+    estimates: np.ndarray
+    position: np.ndarray
+    weights: BallWeights
+    margin_rule: str | float
+    beta: float
+    guard: bool
+    occupancy: float
+    min_samples: float
+
+    def margin(self, min_samples: float) -> Margin:
+        """m(q) per sub-position at this MinPts (public quantities only)."""
+        h = self.hist
+        return margin(
+            self.margin_rule,
+            self.weights,
+            h.noise,
+            h.scale,
+            self.beta,
+            h.grid.n_cells,
+            min_samples=min_samples,
+            truncation=empty_truncation(h.kind, h.theta),
+            guard=self.guard,
+        )
+
+    def thresholds(self, min_samples: float) -> np.ndarray:
+        """MinPts + m(q) per sub-position."""
+        return min_samples + self.margin(min_samples).values
+
+    def core_mask(self, min_samples: float) -> np.ndarray:
+        """Which of ``keys`` are core at this MinPts."""
+        if min_samples < self.min_samples:
+            raise ValueError(
+                f"this field was built for min_samples >= {self.min_samples:g}, got {min_samples:g}"
+            )
+        return self.estimates >= self.thresholds(min_samples)[self.position]
+
+    def core(self, min_samples: float) -> DensityCore:
+        """The core sub-cells at this MinPts."""
+        sel = self.core_mask(min_samples)
+        return DensityCore(
+            self.fine,
+            self.keys[sel],
+            self.estimates[sel],
+            self.margin(min_samples),
+            self.weights,
+            float(min_samples),
+            self.occupancy,
+        )
+
+
+def density_field(
+    hist: NoisyHistogram,
+    min_samples: float,
+    *,
+    subcells: int = 2,
+    margin_rule: str | float = 1.0,
+    beta: float = 0.1,
+    estimate: str = "average",
+    occupancy: float = OCCUPANCY,
+    occupancy_sigmas: float = OCCUPANCY_SIGMAS,
+    guard: bool = True,
+) -> DensityField:
+    """The :class:`DensityField` of a release for every MinPts >= ``min_samples``;
+    ``density_field(...).core(m)`` is the density test at MinPts m: the
+    sub-cells q with E~(q) >= m + m(q) whose cell is occupied.
+
+    Occupancy: DBSCAN's core points are data points, so an empty spot between
+    two clusters is never core even when MinPts points lie within alpha of
+    it. The release resolves occupancy only per cell, and the cell-uniform
+    model behind E~ would put points in every sub-cell of a cell holding any.
+    So a sub-cell of cell X is core only if also
+
+        x~_X > c_1 sigma_Z   or   x~_X >= gamma * E~(q) / S(q),   S(q) = sum_Y W(q, Y),
+
+    i.e. X reads as clearly non-empty (c_1 = ``occupancy_sigmas`` standard
+    deviations of one cell's noise, 2 by default) or holds at least
+    ``gamma`` times the mean count per cell of q's alpha-ball. A cell in a
+    gap beside clusters fails both (x_X ~ 0 while the ball is full); a cell
+    inside a cluster or on a thin filament passes the second (its density is
+    about the ball's, or more), a sparse edge cell of a dense cluster the
+    first. ``occupancy=0`` drops the condition; ``occupancy_sigmas < 0`` drops
+    the first alternative.
+
+    Post-processing of ``hist`` and public parameters only. Candidate cells:
+    with gamma > 0 a core sub-cell's own cell holds x~_X >= gamma T / max S
+    (T the smallest threshold), so only those cells are evaluated; with
+    gamma = 0, the cells within reach of a cell holding >= T / max S.
+    """
+    grid = hist.grid
+    k = int(subcells)
+    gamma = float(occupancy)
+    occupancy_sigmas = float(occupancy_sigmas)
+    if not (math.isfinite(gamma) and gamma >= 0):
+        raise ValueError(f"occupancy must be a number >= 0, got occupancy={occupancy!r}")
+    weights = ball_weights(grid.d, float(grid.eta), k, estimate)
+    m = margin(
+        margin_rule,
+        weights,
+        hist.noise,
+        hist.scale,
+        beta,
+        grid.n_cells,
+        min_samples=min_samples,
+        truncation=empty_truncation(hist.kind, hist.theta),
+        guard=guard,
+    )
+    thresholds = min_samples + m.values
+    fine = fine_grid(grid, k)
+    tmin = float(thresholds.min())
+    if tmin <= 0:
+        raise ValueError(
+            f"the density threshold is {tmin:.3g} <= 0, so every sub-cell of the universe "
+            "would be core; raise min_samples"
+        )
+    # the thresholds only grow with MinPts (m(q) = max(c sigma, G_0 - MinPts) with
+    # the guard), so cells that fail the smallest fail every larger MinPts
+    S = weights.sums
+    if gamma > 0:
+        # (own > c sigma_Z or own >= gamma E/S) and E >= T imply own >= min(c sigma_Z, gamma T/S)
+        occ_abs = occupancy_sigmas * math.sqrt(noise_variance(hist.noise, hist.scale))
+        cut = (
+            min(occ_abs, gamma * tmin / float(S.max()))
+            if occupancy_sigmas >= 0
+            else gamma * tmin / float(S.max())
+        )
+        cand, own = _occupied_cells(hist, max(cut, 1e-12) * (1 - 1e-9))
+        if hist.kind == "dense" and cand.size:
+            # E~(q) >= T needs a cell in NB(X) holding >= T / max S
+            heavy = np.flatnonzero(hist.values.ravel() >= tmin / float(S.max()) * (1 - 1e-9))
+            if heavy.size * weights.offsets.shape[0] < cand.size:
+                near = _dense_near_mask(grid, heavy, weights.offsets)
+                keep = near[tuple(grid.decode(cand).T)]
+                cand, own = cand[keep], own[keep]
+        elif cand.size and hist.values.min() >= 0:
+            keep = _reachable(hist, cand, tmin * (1 - 1e-9))
+            cand, own = cand[keep], own[keep]
+    else:
+        cand = _candidates(hist, weights, tmin)
+        own = None
+    E = weighted_sums_at(hist, weights, cand)
+    live = E >= thresholds[None, :]
+    if own is not None:
+        occupied = own[:, None] >= gamma * E / S[None, :]
+        if occupancy_sigmas >= 0:
+            occupied |= (own > occ_abs)[:, None]
+        live &= occupied
+    rows, cols = np.nonzero(live)
+    pos = np.asarray(weights.positions, dtype=np.int64).reshape(-1, grid.d)
+    fc = grid.decode(cand[rows]) * k + pos[cols]
+    inside = np.all(fc < np.asarray(fine.shape), axis=1)
+    fkeys = fine.encode(fc[inside])
+    est = E[rows, cols][inside]
+    position = cols[inside]
+    order = np.argsort(fkeys, kind="stable")
+    return DensityField(
+        hist,
+        fine,
+        fkeys[order],
+        est[order],
+        position[order],
+        weights,
+        margin_rule,
+        float(beta),
+        bool(guard),
+        gamma,
+        float(min_samples),
+    )
+
+
+def _reachable(hist: NoisyHistogram, cand: np.ndarray, threshold: float) -> np.ndarray:
+    """Mask of candidate cells X whose released mass over NB(X) reaches the
+    threshold. On a non-negative release E~(q) <= sum_{NB(X)} x~ (W <= 1 and
+    NB(q) within NB(X)), so the others cannot hold a core sub-cell.
+
+    A sparse release scatters many lone empty cells over the universe; a
+    block sum over buckets of ``side >= reach`` cells (NB(X) lies in the 3^d
+    buckets around X's) discards most of them at the cost of one small dense
+    array, then the exact sums by runs decide the rest.
+    """
+    mask = np.ones(cand.size, dtype=bool)
+    blocks = _bucket_block_sums(hist, cand)
+    if blocks is not None:
+        mask = blocks >= threshold
+    idx = np.flatnonzero(mask)
+    if idx.size:
+        sums = sparse_neighbour_sums(hist.grid, hist.released_keys, hist.values, cand[idx])
+        mask[idx[sums < threshold]] = False
+    return mask
+
+
+_MAX_BUCKETS = 1 << 24  # at most 128 MB (float64 bincount, transient) + 2 x 64 MB (float32)
+
+
+def _bucket_block_sums(hist: NoisyHistogram, cand: np.ndarray):
+    """Released mass in the 3^d block of buckets around each candidate's bucket
+    (an upper bound of its NB sum), or None when the bucket array would be
+    too large (huge universes: the exact sums alone are used)."""
+    grid = hist.grid
+    side = max(grid.reach, 1)
+    while True:
+        nb = [-(-s // side) + 2 for s in grid.shape]
+        if math.prod(nb) <= _MAX_BUCKETS:
+            break
+        side *= 2
+        if side > max(grid.shape):
+            return None
+    strides = np.ones(grid.d, dtype=np.int64)
+    for i in range(grid.d - 2, -1, -1):
+        strides[i] = strides[i + 1] * nb[i + 1]
+    flat = (grid.decode(hist.released_keys) // side + 1) @ strides
+    B = np.bincount(flat, weights=hist.values, minlength=math.prod(nb)).astype(np.float32)
+    B = B.reshape(nb)
+    for axis in range(grid.d):  # box sum of width 3 buckets along each axis
+        C = B.copy()
+        a, b = [slice(None)] * grid.d, [slice(None)] * grid.d
+        a[axis], b[axis] = slice(1, None), slice(None, -1)
+        C[tuple(a)] += B[tuple(b)]
+        C[tuple(b)] += B[tuple(a)]
+        B = C
+    qc = grid.decode(cand) // side + 1
+    # float32 rounding: a relative slack keeps the bound an upper bound
+    return B[tuple(qc.T)].astype(np.float64) * (1 + 1e-5) + 1e-3
+
+
+def _occupied_cells(hist: NoisyHistogram, cut: float):
+    """Sorted keys and values of the cells whose noisy count is >= cut > 0
+    (unreleased cells of a sparse release read 0 and never pass)."""
+    grid = hist.grid
+    if hist.kind == "dense":
+        flat = hist.values.ravel()
+        idx = np.flatnonzero(flat >= cut)  # row-major: sorted by key
+        keys = grid.encode(np.stack(np.unravel_index(idx, grid.shape), axis=1))
+        return keys, flat[idx]
+    sel = hist.values >= cut
+    return hist.released_keys[sel], hist.values[sel]
+
+
+def _candidates(hist: NoisyHistogram, weights: BallWeights, threshold: float) -> np.ndarray:
+    """Sorted keys of the cells that can hold a sub-cell with E~ >= threshold."""
+    grid = hist.grid
+    smax = float(weights.sums.max())
+    if threshold <= 0:
+        raise ValueError(
+            f"the density threshold is {threshold:.3g} <= 0, so every sub-cell of the "
+            "universe would be core; raise min_samples"
+        )
+    # the W-weighted sum over at most smax "cells' worth" of values: some term
+    # must reach threshold / smax (with room for rounding)
+    cut = threshold / smax * (1 - 1e-9)
+    if hist.kind == "dense":
+        heavy_mask = hist.values >= cut
+        heavy = np.flatnonzero(heavy_mask.ravel())
+        if heavy.size * weights.offsets.shape[0] > hist.values.size // 4:
+            return grid.encode(grid.all_coords())
+        return _dense_near(grid, heavy, weights.offsets)
+    keys, vals = hist.released_keys, hist.values
+    heavy = keys[vals >= cut]
+    if vals.size and vals.min() >= 0 and heavy.size * weights.offsets.shape[0] > 1_000_000:
+        # E~(q) <= sum of released values over NB(X) <= the bucket block sum
+        heavy = heavy[live_cells(grid, keys, vals, heavy, threshold * (1 - 1e-9))]
+    return _sparse_near(grid, heavy, weights.offsets)
+
+
+def _dense_near(grid: Grid, heavy_flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Sorted keys of the cells X with X + o heavy for some offset o (the
+    reflected neighbourhood: X's sum reads X + o)."""
+    idx = np.flatnonzero(_dense_near_mask(grid, heavy_flat, offsets))
+    return grid.encode(np.stack(np.unravel_index(idx, grid.shape), axis=1))
+
+
+def _dense_near_mask(grid: Grid, heavy_flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Boolean array of grid.shape: X + o is heavy for some offset o."""
+    R = max(int(np.abs(offsets).max()), 1)
+    shape = grid.shape
+    mask = np.zeros(tuple(s + 2 * R for s in shape), dtype=bool)
+    pstrides = np.array(mask.strides, dtype=np.int64)
+    base = (np.stack(np.unravel_index(heavy_flat, shape), axis=1) + R) @ pstrides
+    flat = mask.ravel()
+    for delta in (-offsets) @ pstrides:
+        flat[base + delta] = True
+    return mask[tuple(slice(R, R + s) for s in shape)]
+
+
+def _sparse_near(grid: Grid, heavy: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    if heavy.size == 0:
+        return heavy
+    coords = grid.decode(heavy)
+    parts = []
+    for o in offsets:
+        c = coords - o
+        parts.append(c[grid.valid(c)])
+    allc = np.concatenate(parts)
+    cand = np.unique(grid.encode(allc))
+    return cand
+
+
+def utility_note(
+    hist: NoisyHistogram,
+    core_keys: np.ndarray,
+    k: int,
+    n_spans: int,
+    min_samples: float,
+    margin_value: float,
+    noise_std: float | None = None,
+) -> str | None:
+    """A warning text when the release says little, or None.
+
+    Reads public parameters and the release only, and quotes no released
+    value. Warns on (a) no span, (b) a single span, (c) less than half of the
+    released positive mass in cells that hold a core sub-cell (most of the
+    data would be labelled noise: the threshold dwarfs their estimated
+    neighbourhood counts). The text names the threshold's parts, and says so
+    when the noise margin is at least min_samples.
+    """
+    problems = []
+    if n_spans == 0:
+        problems.append("the release has no span")
+    elif n_spans == 1:
+        problems.append(
+            "the release has a single span (one cluster, or clusters that merged, "
+            "or only one dense enough to pass)"
+        )
+    values = np.asarray(hist.values)
+    # the positive mass, without a float copy of a dense histogram
+    total = float(np.sum(values, where=values > 0, dtype=np.float64))
+    if total > 0 and n_spans > 0:
+        grid = hist.grid
+        keys = np.unique(grid.encode(fine_grid(grid, k).decode(core_keys) // k))
+        if hist.kind == "dense":
+            inside = values[tuple(grid.decode(keys).T)]
+        else:
+            inside = lookup(hist.released_keys, values, keys)
+        covered = float(np.maximum(inside, 0).sum(dtype=np.float64))
+        if covered < 0.5 * total:
+            problems.append(
+                "less than half of the noisy counts lie in cells of the spans, so "
+                "most points will be labelled noise"
+            )
+    if not problems:
+        return None
+    threshold = min_samples + margin_value
+    cause = (
+        f"A sub-cell is core only when its estimated eps-neighbourhood holds about "
+        f"{threshold:.0f} points: min_samples={min_samples:g} plus the noise margin "
+        f"{margin_value:.1f} at epsilon={hist.epsilon:g}"
+        + ("" if noise_std is None else f" (one estimate's noise has standard deviation {noise_std:.1f})")
+    )
+    if margin_value >= min_samples:
+        cause += " (the margin dominates: the data are small or sparse for this epsilon)"
+    return (
+        "; ".join(problems) + ". " + cause + ". Small or sparse data need a larger eps or a "
+        "larger epsilon; 'dpdbscan forecast' shows what a release can detect before it is "
+        "made (docs/parameters.md)."
+    )

@@ -1,0 +1,339 @@
+"""The density core test (``core="density"``, the default): a sub-cell is core
+when its estimated alpha-ball count E~(q) reaches MinPts plus a margin m(q)
+of about one noise standard deviation; core sub-cells whose centres are
+within alpha form a span. Its guarantee is one-sided (docs/density-notes.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ....cells.grid import Grid
+from ....cells.histogram import NoisyHistogram
+from ....cells.subcells import SubcellLayout
+from ....spec.specs import ReleaseInfo, SpanSpec
+from ...merge import centre_merge, merge_centres
+from ...partition import Partition, sub_cell_mass
+from ..base import (
+    CoreTest,
+    Figures,
+    Namer,
+    Spans,
+    no_guarantee,
+    over_candidates,
+    relaxed,
+    union_note,
+    union_void,
+    union_words,
+)
+from .core import MAX_KAPPA, density_field, utility_note
+from .margins import MARGINS, Margin, accuracy_margin, empty_truncation, margin
+from .weights import BallWeights, ball_weights
+
+
+def density_margin(
+    grid: Grid, kind: str, noise: str, epsilon: float, theta: float, spec: SpanSpec
+) -> tuple[BallWeights, Margin]:
+    """The ball weights of the density test and its margin m(q) for a release
+    with these public fields (the largest m(q) is the spans' ``gamma``)."""
+    weights = ball_weights(grid.d, float(grid.eta), spec.subcells)
+    m = margin(
+        spec.margin,
+        weights,
+        noise,
+        epsilon,
+        spec.beta,
+        grid.n_cells,
+        min_samples=spec.min_samples,
+        truncation=empty_truncation(kind, theta),
+    )
+    return weights, m
+
+
+def density_guarantee(
+    grid: Grid, kind: str, noise: str, epsilon: float, theta: float, spec: SpanSpec
+) -> tuple[float, dict[str, Any]]:
+    """The one-sided guarantee of a density release (docs/density-notes.md).
+
+    Let G(q) bound the weighted noise of every sub-cell at once (exact
+    quantiles, union over the k^d |X| sub-cells at beta). On that event a core
+    sub-cell has UB(q) >= E(q) > MinPts + m(q) - G(q), so every span lies in
+    the span of one (rho alpha, M*)-cluster with M* = floor(MinPts +
+    min_q (m(q) - G(q))) + 1, and M* >= 1 by the empty-space guard, which
+    every margin rule has (for a truncating release that is a second event:
+    probability >= 1 - 2 beta). There is no covering statement; an M* < 1
+    (possible only without the guard) is reported as no guarantee.
+
+    Returns the largest margin m(q) and a dict of ``accuracy_margin`` (the
+    largest G(q)), ``m_star`` and ``probability``. Reads public values only
+    (the release's grid, kind, noise, epsilon and theta), so a saved model
+    recomputes exactly what its spans were made with.
+    """
+    weights, m = density_margin(grid, kind, noise, epsilon, theta, spec)
+    G = accuracy_margin(weights, noise, epsilon, spec.beta, grid.n_cells, kind)
+    from_accuracy = math.floor(spec.min_samples + float((m.values - G).min())) + 1
+    guarded = bool(np.any(m.empty > 0)) or kind == "stability"
+    m_star = max(from_accuracy, 1) if guarded else from_accuracy
+    two_events = kind == "sparse" and from_accuracy < 1 and guarded
+    return float(m.values.max()), {
+        "accuracy_margin": float(G.max()),
+        "m_star": int(m_star),
+        "probability": 1.0 - (2 if two_events else 1) * spec.beta,
+    }
+
+
+def density_spans(hist: NoisyHistogram, spec: SpanSpec, core_keys: np.ndarray, labels: np.ndarray) -> Spans:
+    """The :class:`Spans` of the density test's core sub-cells ``core_keys``
+    (sorted keys of ``hist.grid.subdivided(spec.subcells)``) grouped by
+    ``labels``, with the margin and guarantee of ``hist``'s own alpha and
+    ``spec``: one place for what a density model reports, whether its cells
+    come from :meth:`DensityTest.build` or from a ladder of parameters."""
+    layout = SubcellLayout(hist.grid, spec.subcells)
+    gamma, extra = density_guarantee(hist.grid, hist.kind, hist.noise, hist.scale, hist.theta, spec)
+    return Spans(
+        grid=layout.fine,
+        core_keys=core_keys,
+        labels=labels,
+        gamma=gamma,
+        gamma_upper=None,
+        tau=None,
+        threshold=float(spec.min_samples + gamma),
+        kappa=int(layout.kappa),
+        n_events=int(layout.n_events),
+        rho=layout.rho,
+        extra=extra,
+    )
+
+
+def density_rule(rule: str | float) -> str:
+    """The density test's margin rule in words (summary, ``dpdbscan info``)."""
+    if rule == "pointwise":
+        words = "pointwise Chernoff bound at beta"
+    elif rule == "chernoff":
+        words = "Chernoff bound, union over every sub-cell"
+    else:
+        words = f"{rule} sigma"
+    return words + " with the empty-space guard"
+
+
+class DensityTest(CoreTest):
+    name = "density"
+    predict_to = "centres"
+    margin_rules = MARGINS
+    max_kappa = MAX_KAPPA
+    numeric_margin = True
+
+    def check(self, values: Mapping[str, Any], opt: Namer, cli: bool) -> None:
+        if values["margin"] == "paper":
+            raise ValueError(
+                f"{opt('margin')} 'paper' is the bound test's Gamma; with the density test "
+                "use 'auto' (1 sigma) or a number c of sigmas"
+            )
+        if values["raise_min_samples"] is False:
+            what = "--theoretical-threshold" if cli else "raise_min_samples=False"
+            other = "--core bound" if cli else "core='bound'"
+            raise ValueError(
+                f"{what} is the bound test's theoretical rule; the density test has no "
+                f"such rule: drop it or choose {other}"
+            )
+
+    def resolve_margin(self, rule: str | float) -> str | float:
+        return 1.0 if rule == "auto" else rule
+
+    def default_border(self, alpha: float, eta: float, subcells: int) -> float:
+        return alpha  # DBSCAN's border rule: alpha around core centres
+
+    def border_at(self, border: float, alpha: float, new_alpha: float) -> float:
+        return border * new_alpha / alpha
+
+    def build(
+        self,
+        hist: NoisyHistogram,
+        spec: SpanSpec,
+        *,
+        gamma: float | None = None,
+        gamma_upper: float | None = None,
+    ) -> Spans:
+        dc = density_field(
+            hist, spec.min_samples, subcells=spec.subcells, margin_rule=spec.margin, beta=spec.beta
+        ).core(spec.min_samples)
+        return density_spans(hist, spec, dc.keys, merge_centres(dc.fine, dc.keys))
+
+    def spans_of(
+        self, hist: NoisyHistogram, spec: SpanSpec, core_keys: np.ndarray, labels: np.ndarray
+    ) -> Spans:
+        return density_spans(hist, spec, core_keys, labels)
+
+    def restore(
+        self,
+        hist_grid: Grid,
+        spans_grid: Grid,
+        core_keys: np.ndarray,
+        labels: np.ndarray,
+        kind: str,
+        noise: str,
+        scale: float,
+        theta: float,
+        spec: SpanSpec,
+        gamma: float,
+        gamma_upper: float | None,
+    ) -> Spans:
+        # the guarantee's numbers from public values: the margin must be the stored one
+        want, extra = density_guarantee(hist_grid, kind, noise, scale, theta, spec)
+        if not math.isclose(want, gamma, rel_tol=1e-6, abs_tol=1e-9):
+            raise ValueError(f"gamma={gamma:g} is not the margin {want:g} of its parameters")
+        layout = SubcellLayout(hist_grid, spec.subcells)
+        return Spans(
+            grid=spans_grid,
+            core_keys=core_keys,
+            labels=labels,
+            gamma=float(gamma),
+            gamma_upper=None,
+            tau=None,
+            threshold=float(spec.min_samples + gamma),
+            kappa=int(layout.kappa),
+            n_events=int(layout.n_events),
+            rho=layout.rho,
+            extra=extra,
+        )
+
+    def figures(
+        self, grid: Grid, kind: str, noise: str, epsilon: float, theta: float, spec: SpanSpec
+    ) -> Figures:
+        weights, m = density_margin(grid, kind, noise, epsilon, theta, spec)
+        gamma = float(m.values.max())
+        return Figures(
+            gamma=gamma,
+            noise_std=float(m.sigma.max()),
+            margin_value=gamma,
+            terms=int(weights.offsets.shape[0]),
+            kappa=int(SubcellLayout(grid, spec.subcells).kappa),
+            margin_text="the largest m(q): 1 sigma, or the empty-space guard",
+        )
+
+    def guarantee(self, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> dict:
+        """One-sided: with probability >= ``probability`` every span lies in
+        the span of one (rho alpha, M*)-cluster; no covering statement.
+
+        With M* < 1 that says nothing (every location of the space is then
+        core), so ``probability`` and ``within_clusters_at`` are None and
+        ``statement`` reads "no guarantee"."""
+        extra = spans.extra or {}
+        m_star = extra.get("m_star")
+        within = relaxed(spans.rho * spans.grid.alpha, m_star)
+        probability = over_candidates(extra.get("probability"), candidates) if within is not None else None
+        if within is None:
+            statement = no_guarantee(m_star)
+        elif probability is None:
+            statement = union_void(candidates, spec.beta)
+        else:
+            statement = (
+                f"with probability >= {probability:g}, every span lies in the span of one "
+                f"(rho alpha = {spans.rho:g} alpha, MinPts = {m_star})-cluster of exact DBSCAN "
+                "(one-sided: no covering statement)" + union_words(candidates, spec.beta)
+            )
+        return {
+            "core": self.name,
+            "rho": spans.rho,
+            "tau": None,
+            "beta": spec.beta,
+            "gamma": spans.gamma,
+            "gamma_upper": spans.gamma_upper,
+            "margin": spec.margin,
+            "kappa": spans.kappa,
+            "n_events": spans.n_events,
+            "n_cells": release.grid.n_cells,
+            "theta": release.theta,
+            "subcells": spec.subcells,
+            "accuracy_margin": extra.get("accuracy_margin"),
+            "probability": probability,
+            "covers_clusters_at": None,
+            "within_clusters_at": within,
+            "eps_candidates": candidates,
+            "statement": statement,
+            "epsilon": release.epsilon,
+            "delta": release.delta,
+        }
+
+    def threshold_text(self, threshold: float) -> str:
+        return f"E~ >= {threshold:.1f} (estimated eps-neighbourhood count)"
+
+    def margin_text(self, spans: Spans, spec: SpanSpec) -> str:
+        return f"m(q) <= {spans.gamma:.2f} ({density_rule(spec.margin)})"
+
+    def rule_text(self, spans: Spans, spec: SpanSpec) -> str:
+        return (
+            f"density: estimated eps-neighbourhood count E~ >= MinPts + m(q), up to "
+            f"{spans.threshold:.1f} (margin: {density_rule(spec.margin)}), "
+            "in an occupied cell; spans join core centres within eps"
+        )
+
+    def tau_text(self, spans: Spans) -> str:
+        return "none (the density test's guarantee is one-sided)"
+
+    def guarantee_text(self, g: dict, spans: Spans, length: Callable[[float], str]) -> str:
+        within = g["within_clusters_at"]
+        if g["probability"] is None or within is None:
+            return g["statement"]
+        return (
+            f"with probability >= {g['probability']:g}: every span lies in the span of one "
+            f"({length(within['alpha'])}, {within['min_samples']})-cluster (one-sided: no "
+            "span reaches beyond the clusters; no covering statement)"
+        )
+
+    def guarantee_line(self, g: dict, spans: Spans, candidates: int) -> str:
+        within = g["within_clusters_at"]
+        if within is None or g["probability"] is None:
+            return f"  guarantee: {g['statement']} (core test: density)"
+        return (
+            f"  guarantee: every span within one (rho={spans.rho:g}, "
+            f"MinPts={within['min_samples']})-cluster with probability "
+            f">= {g['probability']:g} (one-sided; core test: density{union_note(candidates)})"
+        )
+
+    def ladder(
+        self, hist: NoisyHistogram, spec: SpanSpec, alphas: Sequence[float], min_samples: Sequence[int]
+    ) -> dict[tuple[float, int], Partition]:
+        """One :func:`density_field` per alpha at the smallest MinPts serves
+        every MinPts: a threshold and a merge each."""
+        base = hist.grid
+        k = int(spec.subcells)
+        common = base.subdivided(k)
+        ms = sorted({int(m) for m in min_samples})
+        out: dict[tuple[float, int], Partition] = {}
+        for alpha in sorted({float(a) for a in alphas}):
+            h = hist.on_grid(base.at_alpha(alpha))
+            field = density_field(h, ms[0], subcells=k, margin_rule=spec.margin, beta=spec.beta)
+            keys_all = common.encode(field.fine.decode(field.keys))
+            mass_all = sub_cell_mass(hist, common, keys_all, k)
+            merge = centre_merge(field.fine, field.keys)  # neighbour lookups once per alpha
+            last: tuple[np.ndarray, np.ndarray] | None = None
+            for m in ms:
+                sel = field.core_mask(m)
+                # where the empty-space guard holds the threshold, several
+                # MinPts have the same core cells: merge them once
+                if last is None or not np.array_equal(sel, last[0]):
+                    last = (sel, merge.labels(sel))
+                thr = float(field.thresholds(m).max())
+                out[(alpha, m)] = Partition(alpha, m, keys_all[sel], last[1], mass_all[sel], thr)
+        return out
+
+    def utility_note(
+        self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, noise_std: float
+    ) -> str | None:
+        return utility_note(
+            hist,
+            spans.core_keys,
+            spec.subcells,
+            spans.n_spans,
+            spec.min_samples,
+            spans.gamma,
+            noise_std=noise_std,
+        )
+
+
+__all__ = ["DensityTest", "density_guarantee", "density_margin", "density_spans", "density_rule"]

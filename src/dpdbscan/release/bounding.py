@@ -1,0 +1,282 @@
+"""Contribution bounding per privacy unit, before anything is counted.
+
+With a privacy unit (a person, a cab) the mechanism must hide everything one
+unit contributes, not one row. Each unit's contribution to the cell counts is
+bounded first:
+
+* at most ``m = max_points_per_cell`` of its points count in any one cell
+  (the count of a (unit, cell) pair is capped at m);
+* at most ``k = max_cells_per_unit`` of the cells it occupies count at all,
+  chosen uniformly at random among them.
+
+Adding or removing one unit then changes at most k counts, each by at most m:
+the bounded count vector has L1 sensitivity k m and L2 sensitivity sqrt(k) m,
+which is what the noise is calibrated to (:mod:`dpdbscan.plan.resolve`).
+
+How the k cells are chosen: every (unit, cell) pair gets a random priority,
+the first two 32-bit words of Philox4x32-10 at the counter (unit, cell) under
+a 64-bit key drawn from the release's randomness source (the operating
+system's CSPRNG unless a research seed is given), and each unit keeps its k
+pairs of smallest priority: a uniformly random k-subset of its cells (ties
+have probability about 2**-64 per pair and go to the smaller cell key). The
+priorities depend on the unit, the cell and the key only, never on the other
+units or on the order or partitioning of the rows, so a backend that sees a
+unit's rows together (the Dask backend, after a shuffle by unit) keeps exactly
+the same pairs. The unit enters the counter as its integer value, the bits of
+its float value, or a keyed BLAKE2b hash of its text; two units that share a
+hash share priorities, which changes which cells are chosen, not the bound.
+
+The per-record rule still applies first: a row with a non-finite coordinate
+or a missing unit (None, NaN, an empty string is a unit like any other) is
+dropped, every other row's point is clipped into the box.
+
+Nothing here is released: the bounded counts go to exactly one noisy
+histogram (:mod:`dpdbscan.release.mechanism`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cells.grid import Grid
+from ..spec.specs import UnitBound
+from .points import clean_points
+from .samplers.integers import Source
+from .samplers.philox import words64
+
+
+@dataclass(frozen=True)
+class BoundingKey:
+    """The secret of one release's choice of cells: a Philox key and a
+    BLAKE2b key for units given as text. Drawn once per release."""
+
+    philox: tuple[int, int]
+    text: bytes
+
+    @classmethod
+    def draw(cls, source: Source) -> BoundingKey:
+        w = [int(x) for x in source.raw(3)]
+        return cls((w[0] & 0xFFFFFFFF, w[0] >> 32), w[1].to_bytes(8, "little") + w[2].to_bytes(8, "little"))
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """The (unit, cell) pairs of a set of rows: for each, the unit's code
+    (an index into ``uniques``), the cell's key and its number of points.
+    Sorted by unit, then cell. Private data."""
+
+    units: np.ndarray
+    keys: np.ndarray
+    counts: np.ndarray
+    unit_words: np.ndarray
+    uniques: np.ndarray
+
+    @property
+    def n_units(self) -> int:
+        return int(self.uniques.size)
+
+
+def factorize(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, uniques): ``codes[i]`` the index of row i's unit in ``uniques``,
+    -1 for a missing unit (None or NaN). Numbers and strings are sorted; any
+    other hashable values are kept in order of appearance."""
+    u = np.asarray(units)
+    if u.ndim != 1:
+        raise ValueError(f"units must be one-dimensional (one id per row), got shape {u.shape}")
+    if u.dtype.kind in "iub" or u.dtype.kind in "US":
+        uniq, codes = np.unique(u, return_inverse=True)
+        return codes.astype(np.int64).ravel(), uniq
+    if u.dtype.kind == "f":
+        ok = ~np.isnan(u)
+        uniq, inv = np.unique(u[ok], return_inverse=True)
+        codes = np.full(u.size, -1, dtype=np.int64)
+        codes[ok] = inv.ravel()
+        return codes, uniq
+    if u.dtype.kind == "O":
+        fast = _factorize_arrow(u)
+        if fast is not None:
+            return fast
+        index: dict = {}
+        codes = np.empty(u.size, dtype=np.int64)
+        for i, v in enumerate(u.tolist()):
+            if v is None or (isinstance(v, float) and v != v):
+                codes[i] = -1
+            else:
+                codes[i] = index.setdefault(v, len(index))
+        uniq = np.empty(len(index), dtype=object)
+        uniq[:] = list(index)
+        return codes, uniq
+    raise TypeError(f"units must be numbers or strings (one id per row), got dtype {u.dtype}")
+
+
+def _factorize_arrow(u: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """An object array of text by pyarrow's hash table (about 10x faster than
+    a Python loop on 11 million cab ids), when pyarrow is installed and every
+    value is text or missing; None otherwise."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return None
+    try:
+        arr = pa.array(u, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return None
+    enc = arr.dictionary_encode()
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    codes = np.where(np.isnan(codes), -1, codes) if codes.dtype.kind == "f" else codes
+    uniq = np.asarray(enc.dictionary.to_pylist(), dtype=object)
+    return codes.astype(np.int64), uniq
+
+
+def unit_words(uniques: np.ndarray, key: BoundingKey) -> np.ndarray:
+    """One 64-bit word per unit for the priorities' counter: an integer's
+    value, a float's bits (-0.0 as 0.0), or a BLAKE2b hash of the text keyed
+    with the release's key (the same in every process)."""
+    u = np.asarray(uniques)
+    if u.dtype.kind in "iub":
+        return u.astype(np.int64).view(np.uint64)
+    if u.dtype.kind == "f":
+        return (u.astype(np.float64) + 0.0).view(np.uint64)
+    out = np.empty(u.size, dtype=np.uint64)
+    for i, v in enumerate(u.tolist()):
+        text = v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogatepass")
+        out[i] = int.from_bytes(hashlib.blake2b(text, digest_size=8, key=key.text).digest(), "little")
+    return out
+
+
+def cell_words(grid: Grid, keys: np.ndarray) -> np.ndarray:
+    """One 64-bit word per cell key: the key itself, or (a universe too large
+    for int64 keys) the key's coordinates folded through Philox."""
+    if not grid.wide:
+        return keys.view(np.uint64)
+    coords = grid.decode(keys).view(np.uint64)
+    w = coords[:, 0].copy()
+    for i in range(1, grid.d):
+        w = words64(w, coords[:, i], (0x243F6A88, 0x85A308D3))
+    return w
+
+
+def pairs_of(grid: Grid, X: np.ndarray, units: np.ndarray, key: BoundingKey) -> Pairs:
+    """The (unit, cell) pairs of the rows of ``X`` (after the per-record rule)
+    and their counts."""
+    X = np.asarray(X, dtype=np.float64)
+    if len(units) != X.shape[0]:
+        raise ValueError(f"units has {len(units)} ids for {X.shape[0]} rows: give one id per row")
+    codes, uniques = factorize(np.asarray(units))
+    keep = codes >= 0
+    finite = np.isfinite(X).all(axis=1)
+    if not finite.all():
+        keep &= finite
+    if not keep.all():
+        X, codes = X[keep], codes[keep]
+    keys = grid.keys_of_points(clean_points(grid, X, clip=False))
+    cell_keys, cell_codes = _codes(grid, keys)
+    n_cells = max(int(cell_keys.size), 1)
+    # (unit, cell) pairs as one int64 each: < n_rows * n_cells < 2**63 for any input that fits
+    pair = codes * n_cells + cell_codes
+    space = max(int(codes.max(initial=-1)) + 1, 1) * n_cells
+    if space <= max(_BINCOUNT_MAX, 4 * pair.size):
+        # few units times few cells (Cabs: 536 x 44,000): counting beats sorting
+        per_pair = np.bincount(pair, minlength=space)
+        first = np.flatnonzero(per_pair)
+        counts = per_pair[first].astype(np.int64)
+    else:
+        pair.sort()
+        first, counts = run_length(pair)
+    return Pairs(
+        units=first // n_cells,
+        keys=cell_keys[first % n_cells],
+        counts=counts,
+        unit_words=unit_words(uniques, key),
+        uniques=uniques,
+    )
+
+
+_BINCOUNT_MAX = 1 << 26
+
+
+def run_length(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique keys and their multiplicities of an already sorted array."""
+    n = sorted_keys.size
+    if n == 0:
+        return sorted_keys[:0], np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+    counts = np.diff(np.append(starts, n))
+    return sorted_keys[starts], counts.astype(np.int64)
+
+
+def _codes(grid: Grid, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted unique keys, each key's index among them): by a lookup table
+    when the key space is small, else by sorting."""
+    if not grid.wide and keys.size and grid.key_space <= max(_BINCOUNT_MAX, 4 * keys.size):
+        occupied = np.flatnonzero(np.bincount(keys, minlength=grid.key_space))
+        lut = np.empty(grid.key_space, dtype=np.int64)
+        lut[occupied] = np.arange(occupied.size)
+        return occupied.astype(keys.dtype), lut[keys]
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return uniq, inv.ravel().astype(np.int64)
+
+
+def kept_pairs(grid: Grid, pairs: Pairs, bound: UnitBound, key: BoundingKey) -> np.ndarray:
+    """Which pairs the bound keeps: each unit's ``max_cells_per_unit`` pairs
+    of smallest priority (a boolean mask over ``pairs``)."""
+    n = pairs.keys.size
+    k = int(bound.max_cells_per_unit)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    # units with at most k cells keep them all: no priorities needed there
+    start = np.flatnonzero(np.concatenate(([True], pairs.units[1:] != pairs.units[:-1])))
+    size = np.diff(np.append(start, n))
+    over = np.repeat(size > k, size)
+    keep = ~over
+    if over.any():
+        idx = np.flatnonzero(over)
+        prio = words64(pairs.unit_words[pairs.units[idx]], cell_words(grid, pairs.keys[idx]), key.philox)
+        # by unit, then priority (then cell key, already the order within a unit)
+        order = np.lexsort((prio, pairs.units[idx]))
+        u = pairs.units[idx][order]
+        first = np.flatnonzero(np.concatenate(([True], u[1:] != u[:-1])))
+        rank = np.arange(idx.size) - np.repeat(first, np.diff(np.append(first, idx.size)))
+        keep[idx[order[rank < k]]] = True
+    return keep
+
+
+def bounded_counts(
+    grid: Grid, pairs: Pairs, bound: UnitBound, key: BoundingKey
+) -> tuple[np.ndarray, np.ndarray]:
+    """The cell counts after the contribution bound: the sum over units of
+    min(count, max_points_per_cell) over the cells each unit keeps, as
+    (sorted unique keys, counts); cells no kept pair touches are absent."""
+    keep = kept_pairs(grid, pairs, bound, key)
+    keys = pairs.keys[keep]
+    capped = np.minimum(pairs.counts[keep], int(bound.max_points_per_cell))
+    if keys.size == 0:
+        return keys, capped
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return uniq, np.bincount(inv.ravel(), weights=capped, minlength=uniq.size).astype(np.int64)
+
+
+def count_units(
+    grid: Grid, X: np.ndarray, units: np.ndarray, bound: UnitBound, key: BoundingKey
+) -> tuple[np.ndarray, np.ndarray]:
+    """The bounded cell counts of in-memory points ``X`` with one unit id per
+    row: the reference of ``UnitBackend.count_units``."""
+    return bounded_counts(grid, pairs_of(grid, X, units, key), bound, key)
+
+
+__all__ = [
+    "BoundingKey",
+    "Pairs",
+    "bounded_counts",
+    "count_units",
+    "factorize",
+    "kept_pairs",
+    "pairs_of",
+    "run_length",
+    "unit_words",
+]

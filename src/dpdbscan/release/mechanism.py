@@ -1,0 +1,128 @@
+"""The one place where the budget is spent: the noisy histogram of cell counts.
+
+:func:`release_histogram` counts the points (after the per-record rule, and
+per privacy unit after its contribution bound), checks the counts, and calls
+exactly one histogram of :mod:`.histograms` with the noise the
+:class:`~dpdbscan.spec.specs.ReleaseSpec` calibrated. Everything that shapes
+it (grid, histogram kind, theta, noise scale, bounds) was decided from public
+inputs before (:mod:`dpdbscan.plan.resolve`). Nothing after it reads the
+points again.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from ..cells.grid import Grid
+from ..cells.histogram import NoisyHistogram
+from ..spec.specs import ReleaseSpec, Seed
+from .backends import Backend, resolve_backend
+from .backends.base import CellCounts, DenseBackend, PointsInput, UnitBackend
+from .bounding import BoundingKey
+from .histograms import dense_histogram, sparse_histogram, stability_histogram
+from .histograms.noise import Noise, noise_of
+from .samplers.integers import Source, make_source
+
+HISTOGRAMS = ("dense", "sparse", "stability")
+
+
+def release_histogram(
+    spec: ReleaseSpec,
+    X: PointsInput,
+    *,
+    backend: Backend | str | None = None,
+    random_state: Seed | None = None,
+    units: Any = None,
+) -> NoisyHistogram:
+    """The DP histogram of the cell counts of ``X`` that ``spec`` describes.
+
+    The backend counts the points after the per-record rule (its contract);
+    the counts are checked (for duplicate keys, or the dense shape) before
+    any noise is added, on every path: a duplicate would let one point change
+    a count by more than 1. The dense path draws its noise while the points
+    are counted, since the noise does not depend on them. ``random_state``
+    None draws from the operating system's CSPRNG; a seed is for research.
+
+    With a contribution bound (``spec.units``), ``units`` gives the privacy
+    unit of each row (for the in-memory backend, one id per row; a
+    distributed backend may take a column name) and the backend counts after
+    bounding each unit's contribution (:mod:`.bounding`), with a bounding key
+    drawn here from the same source as the noise.
+    """
+    backend = resolve_backend(backend)
+    noise = noise_of(spec.noise)
+    source = make_source(random_state)
+    grid, kind = spec.grid, spec.histogram
+    stated = (spec.noise.epsilon, spec.delta_spent)
+    if kind not in HISTOGRAMS:
+        raise ValueError(f"histogram must be one of {HISTOGRAMS}, got {kind!r}")
+    if (spec.units is None) != (units is None):
+        raise ValueError(
+            "units were given without a contribution bound"
+            if spec.units is None
+            else "a person-level release needs the units of the rows"
+        )
+    if spec.units is not None:
+        if not isinstance(backend, UnitBackend):
+            raise TypeError(f"the {type(backend).__name__} backend cannot bound contributions per unit")
+        key = BoundingKey.draw(source)
+        cells = _canonical(backend.count_units(grid, X, units, spec.units, key))
+        return _release(spec, grid, cells, noise, source, stated)
+    if kind == "dense":
+        if isinstance(backend, DenseBackend):
+            # The noise does not depend on the data: it is drawn on a second
+            # thread while the points are counted (Cabs: 0.30 s -> 0.18 s).
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                drawn = pool.submit(noise.sample, source, grid.n_cells)
+                counts = backend.dense_counts(grid, X)
+                z = drawn.result()
+            if counts.shape != grid.shape:
+                raise ValueError(
+                    f"the backend returned dense counts of shape {counts.shape}, expected {grid.shape}"
+                )
+            return dense_histogram(grid, counts, noise, source, *stated, z)
+    return _release(spec, grid, _canonical(backend.count(grid, X)), noise, source, stated)
+
+
+def _release(
+    spec: ReleaseSpec,
+    grid: Grid,
+    cells: CellCounts,
+    noise: Noise,
+    source: Source,
+    stated: tuple[float, float],
+) -> NoisyHistogram:
+    """The histogram of ``spec`` on exact (or bounded) cell counts."""
+    if spec.histogram == "dense":
+        counts = np.zeros(grid.shape, dtype=np.int64)
+        if len(cells):
+            counts[tuple(grid.decode(cells.keys).T)] = cells.counts
+        return dense_histogram(grid, counts, noise, source, *stated)
+    if spec.histogram == "sparse":
+        return sparse_histogram(grid, cells, noise, source, spec.theta, *stated)
+    return stability_histogram(grid, cells, noise, source, spec.theta, *stated)
+
+
+def _canonical(cells: CellCounts) -> CellCounts:
+    """Backends promise sorted unique keys. A custom one that does not would
+    break empty-cell sampling and the canonical output order (so sort), or
+    let one point count twice (so refuse duplicates)."""
+    k = cells.keys
+    if k.size < 2:
+        return cells
+    # void (wide) keys support argsort and ==, not <: compare through argsort
+    order = np.argsort(k, kind="stable")
+    if not np.array_equal(order, np.arange(k.size)):
+        cells = CellCounts(k[order], cells.counts[order])
+    if np.any(cells.keys[1:] == cells.keys[:-1]):
+        raise ValueError(
+            "the backend returned duplicate cell keys; a backend must return "
+            "each occupied cell once with its total count"
+        )
+    return cells
+
+
+__all__ = ["HISTOGRAMS", "release_histogram"]

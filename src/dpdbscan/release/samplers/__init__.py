@@ -1,0 +1,1 @@
+"""Exact samplers on a source of random words. Imported only inside ``dpdbscan.release``."""

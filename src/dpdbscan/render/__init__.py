@@ -1,0 +1,1 @@
+"""Pictures of a release: figures, the interactive HTML map, explore's small multiples."""

@@ -1,0 +1,316 @@
+"""Explore a release: spans over a grid of (eps, MinPts), a table and a
+figure of small multiples, at no privacy cost.
+
+Every panel and every row is post-processing of the one released histogram
+(:func:`dpdbscan.post.ladder.sweep`): the spans at (eps, MinPts) are exactly
+those of ``with_params(model, eps=..., min_samples=...)``. The table gives,
+for every grid point:
+
+* ``spans`` - the number of spans;
+* ``core_mass`` - the noisy count in the core sub-cells (the mass of the
+  spans), and ``core_share``, its share of the release's positive mass;
+* ``stability`` - the mean mass-weighted adjusted Rand index between the
+  spans there and the spans at the neighbouring grid points (next eps and
+  next MinPts either way), on the release's sub-cells. 1 means that nudging
+  either parameter leaves the spans as they are: the picture does not hinge
+  on the exact value chosen. DBSCAN results are trusted where they sit on
+  such a plateau (the same idea as HDBSCAN's cluster stability, measured here
+  over both parameters).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..cells.grid import Grid
+from ..cells.histogram import NoisyHistogram
+from ..geometry.projection import projection_of
+from ..model import SpanModel, finest_eps
+from ..model.build import model_of
+from ..model.stats import span_stats
+from ..post import ladder as _sweep
+from ..post.coretests import core_test
+from . import plotting, spanplot
+from .mapstyle import public_box
+from .spanplot import Aspect
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class Row:
+    """One grid point of the table."""
+
+    eps: float
+    min_samples: int
+    threshold: float
+    spans: int
+    core_cells: int
+    core_mass: float
+    core_share: float
+    stability: float
+
+
+COLUMNS = ("eps", "min_samples", "threshold", "spans", "core_cells", "core_mass", "core_share", "stability")
+
+
+@dataclass
+class Exploration:
+    """The table and the spans of every grid point.
+
+    ``models[(eps, MinPts)]`` is the :class:`SpanModel` that
+    ``with_params(model, eps=..., min_samples=...)`` returns: the same cells,
+    and the margin, threshold and guarantee of that eps and MinPts.
+    """
+
+    eps: list[float]
+    min_samples: list[int]
+    rows: list[Row]
+    models: dict
+
+
+def default_grid(model: SpanModel) -> tuple[list[float], list[int]]:
+    """Five eps and five MinPts from the model's own: MinPts x 2^j for j in
+    -2..2, and eps x sqrt(2)^i for i in -2..2 moved up by factors of sqrt(2)
+    until the smallest is at or above the release's finest eps. A model at
+    its release's finest eps (a fit at the default eta) gets eps x sqrt(2)^i
+    for i in 0..4: eps to 4 eps."""
+    finest = finest_eps(model)
+    steps = [2 ** (i / 2) for i in range(-2, 3)]
+    eps = [model.grid.alpha * s for s in steps]
+    while eps[0] < finest * (1 - 1e-12):
+        eps = [e * math.sqrt(2) for e in eps]
+    ms = sorted({max(1, int(round(model.spec.min_samples * 2.0**j))) for j in range(-2, 3)})
+    return eps, ms
+
+
+def explore(
+    model: SpanModel, eps: Sequence[float] | None = None, min_samples: Sequence[int] | None = None
+) -> Exploration:
+    """Spans, table and stability over the (eps, MinPts) grid, from the
+    model's released histogram alone."""
+    if model.histogram is None:
+        raise ValueError("this model was saved without its noisy histogram; cannot explore it")
+    test = core_test(model.spec.core)
+    d_eps, d_ms = default_grid(model)
+    eps = sorted({float(e) for e in (eps or d_eps)})
+    ms = sorted({int(m) for m in (min_samples or d_ms)})
+    finest = finest_eps(model)
+    if eps[0] < finest * (1 - 1e-12):
+        raise ValueError(
+            f"eps={eps[0]:g} is finer than this release can resolve (its smallest eps is {finest:g})"
+        )
+    hist = model.histogram
+    top = hist.grid.at_alpha(eps[-1]).kappa
+    if top > test.max_kappa:
+        raise ValueError(
+            f"eps={eps[-1]:g} is too large for this release's cells: an "
+            f"eps-neighbourhood would hold {top:,} of them (at most {test.max_kappa:,})"
+        )
+    table = _sweep.sweep(hist, model.spec, eps, ms)
+    stab = _sweep.stability(table)
+    total = float(np.maximum(np.asarray(hist.values, dtype=np.float64), 0).sum())
+    fine = hist.grid.subdivided(model.spec.subcells)
+    rows, models = [], {}
+    at_alpha = {a: hist.on_grid(hist.grid.at_alpha(a)) for a in eps}
+    for (a, m), p in sorted(table.items()):
+        rows.append(
+            Row(
+                a,
+                m,
+                p.threshold,
+                p.n_spans,
+                int(p.keys.size),
+                p.core_mass,
+                p.core_mass / total if total > 0 else 0.0,
+                stab[(a, m)],
+            )
+        )
+        models[(a, m)] = _panel(model, at_alpha[a], fine, p)
+    return Exploration(eps, ms, rows, models)
+
+
+def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partition) -> SpanModel:
+    """The model of one grid point: what ``with_params(model, eps, MinPts)``
+    returns (its alpha, margin, threshold, border and guarantee), with the
+    sweep's cells. ``hist`` is the release re-measured at that eps, ``fine``
+    the release's sub-cell grid the partition's keys are in. (Before issue 19
+    a panel was the base model with new cells and kept the base guarantee.)"""
+    test = core_test(model.spec.core)
+    spec = replace(
+        model.spec,
+        min_samples=p.min_samples,
+        border=test.border_at(model.spec.border, model.grid.alpha, p.alpha),
+    )
+    # keys differ between the two encodings (the padding grows with alpha);
+    # both are row-major, so the sorted order and the labels carry over
+    keys = hist.grid.subdivided(spec.subcells).encode(fine.decode(p.keys))
+    rel = model.release
+    return model_of(
+        hist,
+        test.spans_of(hist, spec, keys, p.labels),
+        spec,
+        fit=(rel.eps, rel.eta, rel.min_samples),
+        auto=None,
+        metadata=model.metadata,
+        rho=rel.rho,
+        units=rel.units,
+    )
+
+
+def write_table(ex: Exploration, path: Path | str) -> None:
+    """The table as CSV (one row per grid point)."""
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(COLUMNS)
+        for r in ex.rows:
+            w.writerow(
+                [
+                    f"{r.eps:.6g}",
+                    r.min_samples,
+                    f"{r.threshold:.4g}",
+                    r.spans,
+                    r.core_cells,
+                    f"{r.core_mass:.6g}",
+                    f"{r.core_share:.4f}",
+                    f"{r.stability:.4f}",
+                ]
+            )
+
+
+def table_lines(ex: Exploration, model: SpanModel) -> list[str]:
+    """The table as aligned text (eps in m/km for geographic models)."""
+    length = _length(model)
+    out = [
+        f"{'eps':>10}  {'min_samples':>11}  {'threshold':>9}  {'spans':>5}  {'core_cells':>10}  "
+        f"{'core_mass':>10}  {'share':>6}  {'stability':>9}"
+    ]
+    for r in ex.rows:
+        out.append(
+            f"{length(r.eps):>10}  {r.min_samples:>11}  {r.threshold:>9.1f}  {r.spans:>5}  "
+            f"{r.core_cells:>10}  {r.core_mass:>10.0f}  {r.core_share:>6.1%}  "
+            f"{r.stability:>9.3f}"
+        )
+    return out
+
+
+def _length(model):
+    """eps as text: 3 significant digits (m or km) for geographic models, 4 otherwise."""
+    if projection_of(model) is not None:
+        return lambda km: f"{km * 1000:.3g} m" if km < 1 else f"{km:.3g} km"
+    return lambda v: f"{v:.4g}"
+
+
+def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi: float = 100) -> Figure:
+    """Small multiples: one panel per grid point (rows: eps, columns:
+    MinPts), each titled with its parameters and span count, all on the same
+    view (around every panel's spans) over the noisy histogram. Spans are
+    drawn as a raster of their sub-cells (coloured so that neighbouring spans
+    differ), which stays fast for many panels."""
+    if model.grid.d != 2:
+        raise ValueError(f"the explore figure needs a 2-D model, this one is {model.grid.d}-D")
+    plt = plotting._plt()
+    proj = projection_of(model)
+    T = (lambda xy: np.asarray(xy, dtype=np.float64)) if proj is None else proj.inverse
+    aspect: Aspect = "equal" if proj is None else proj.aspect
+    lo, hi = _common_view(ex, model)
+    nr, nc = len(ex.eps), len(ex.min_samples)
+    fig, axes = plt.subplots(nr, nc, figsize=(panel_inches * nc, panel_inches * nr), dpi=dpi, squeeze=False)
+    length = _length(model)
+    px = int(panel_inches * dpi)
+    for i, a in enumerate(ex.eps):
+        for j, m in enumerate(ex.min_samples):
+            ax = axes[i][j]
+            panel = ex.models[(a, m)]
+            if model.histogram is not None:
+                spanplot.draw_heat(ax, model.histogram, lo, hi, T)
+            _draw_span_raster(ax, panel, lo, hi, T, px)
+            (x0, y0), (x1, y1) = T(np.array([lo, hi]))
+            ax.set_xlim(x0, x1)
+            ax.set_ylim(y0, y1)
+            ax.set_aspect(aspect)
+            ax.set_title(f"eps={length(a)}, MinPts={m}\n{panel.n_spans} span(s)", fontsize=8)
+            ax.set_xticks([])
+            ax.set_yticks([])
+    fig.suptitle(
+        f"spans from one release (epsilon={model.release.epsilon:g}); rows: eps, columns: MinPts; "
+        "no extra budget",
+        fontsize=9,
+    )
+    return fig
+
+
+def _draw_span_raster(ax, panel: SpanModel, lo, hi, T, max_side: int) -> None:
+    """The panel's span regions (the cells ``predict`` maps to each span, as
+    the spans picture and the map draw them) inside [lo, hi] as one RGBA
+    image in the spans' own colours
+    (:func:`dpdbscan.render.spanplot.span_palette`), at most about
+    ``max_side`` pixels a side (blocks of sub-cells: a block shows a span if
+    any of its sub-cells is in one)."""
+    if panel.n_spans == 0:
+        return
+    g = panel.grid
+    keys, labels = panel.regions()
+    c = g.decode(keys)
+    c_lo = np.floor((lo - g.lower) / g.width).astype(np.int64)
+    c_hi = np.ceil((hi - g.lower) / g.width).astype(np.int64)
+    keep = np.all((c >= c_lo) & (c < c_hi), axis=1)
+    if not keep.any():
+        return
+    f = max(1, int(math.ceil(float((c_hi - c_lo).max()) / max(max_side, 1))))
+    shape = tuple(int(v) for v in -(-(c_hi - c_lo) // f))
+    rgba = np.zeros(shape + (4,))
+    colours = np.asarray(spanplot.span_palette(panel), dtype=np.float64)
+    b = (c[keep] - c_lo) // f
+    rgba[b[:, 0], b[:, 1], :3] = colours[labels[keep]]
+    rgba[b[:, 0], b[:, 1], 3] = 0.8
+    box = g.lower + np.array([c_lo, c_lo + np.asarray(shape) * f]) * g.width
+    (x0, y0), (x1, y1) = T(box)
+    ax.imshow(
+        np.transpose(rgba, (1, 0, 2)),
+        origin="lower",
+        extent=[x0, x1, y0, y1],
+        interpolation="nearest",
+        zorder=2,
+        gid="span-raster",
+    )
+
+
+def _common_view(ex: Exploration, model: SpanModel) -> tuple[np.ndarray, np.ndarray]:
+    """(lower corner, upper corner) in model coordinates around every panel's
+    spans, inside the public box (the whole box when no panel has a span)."""
+    box_lo, box_hi = public_box(model)
+    boxes = [span_stats(p) for p in ex.models.values() if p.n_spans]
+    if not boxes:
+        return box_lo, box_hi
+    lo = np.min([b.lower.min(axis=0) for b in boxes], axis=0)
+    hi = np.max([b.upper.max(axis=0) for b in boxes], axis=0)
+    pad = 0.05 * (hi - lo).max()
+    return np.maximum(lo - pad, box_lo), np.minimum(hi + pad, box_hi)
+
+
+def save_figure(fig: Figure, path: Path | str, dpi: float = 100) -> None:
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.savefig(path, dpi=dpi)
+    plotting._plt().close(fig)
+
+
+__all__ = [
+    "explore",
+    "Exploration",
+    "Row",
+    "COLUMNS",
+    "default_grid",
+    "write_table",
+    "table_lines",
+    "figure",
+    "save_figure",
+]

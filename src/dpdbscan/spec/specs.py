@@ -1,0 +1,174 @@
+"""What the public parameters resolve to: frozen, fully typed records.
+
+Every default lives in the parameter table (:data:`.parameters.PARAMETERS`);
+these records have none of their own, so a record can only be built from
+values that were resolved from the table (:func:`dpdbscan.plan.resolve`)
+or read back from a saved release. ``tests/test_spec.py`` checks that no
+field here has a default.
+
+* :class:`SpanSpec`: the post-processing (the core test and its settings).
+* :class:`NoiseSpec`, :class:`UnitBound` and :class:`ReleaseSpec`: the one
+  release that spends the budget.
+* :class:`ReleaseInfo`: the public facts of a release that its spans and
+  guarantee refer to, kept by the model even when it is saved without its
+  noisy histogram.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias
+
+import numpy as np
+
+from ..cells.grid import Grid
+
+#: A seed for reproducible (insecure) noise: an int or a numpy Generator.
+Seed: TypeAlias = int | np.integer | np.random.Generator
+
+
+@dataclass(frozen=True)
+class SpanSpec:
+    """The post-processing parameters of a release's spans.
+
+    Attributes
+    ----------
+    min_samples : int
+        The user's MinPts.
+    beta : float
+        Failure probability of the guarantee.
+    subcells : int
+        Sub-cells per cell and dimension (1 = the paper's cells).
+    margin : str or float
+        The core test's margin rule (see its folder in ``post/coretests``).
+    border : float
+        Border radius used by ``predict`` (labels only).
+    raise_min_samples : bool
+        Bound test: the paper's practical rule (core iff UB~ >= MinPts + tau).
+    core : str
+        The core test's name (its tag in the registry and in model files).
+    """
+
+    min_samples: int
+    beta: float
+    subcells: int
+    margin: str | float
+    border: float
+    raise_min_samples: bool
+    core: str
+
+
+@dataclass(frozen=True)
+class NoiseSpec:
+    """The noise of a release: its family and how it is calibrated.
+
+    Attributes
+    ----------
+    kind : {"discrete", "laplace", "gaussian"}
+        Exact discrete Laplace, the paper's continuous Laplace, or the exact
+        discrete Gaussian.
+    epsilon, delta : float
+        The (epsilon, delta) the release is stated with.
+    scale : float
+        Laplace: the epsilon the noise of one count is drawn with (epsilon
+        divided by the L1 sensitivity). Gaussian: sigma^2.
+    rho : float or None
+        Gaussian: the zCDP rho the release spends.
+    l1_sensitivity, l2_sensitivity : float
+        How much one privacy unit can change the vector of cell counts.
+    """
+
+    kind: str
+    epsilon: float
+    delta: float
+    scale: float
+    rho: float | None
+    l1_sensitivity: float
+    l2_sensitivity: float
+
+
+@dataclass(frozen=True)
+class UnitBound:
+    """Contribution bounds per privacy unit (a person): at most
+    ``max_points_per_cell`` points in any cell and ``max_cells_per_unit``
+    cells."""
+
+    max_cells_per_unit: int
+    max_points_per_cell: int
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    """The one release that spends the budget, decided from public inputs.
+
+    Attributes
+    ----------
+    grid : Grid
+        The public grid of the cells counted.
+    histogram : {"dense", "sparse", "stability"}
+    theta : float
+        Release threshold of a truncating histogram (-inf for dense).
+    noise : NoiseSpec
+    units : UnitBound or None
+        None: each row is its own privacy unit.
+    delta_spent : float
+        The delta the release spends (0 for a pure epsilon-DP histogram).
+    delta_threshold : float
+        The part of it the stability histogram's threshold spends: the
+        probability that a cell only one unit occupies is released (0 for
+        the dense and sparse histograms).
+    """
+
+    grid: Grid
+    histogram: str
+    theta: float
+    noise: NoiseSpec
+    units: UnitBound | None
+    delta_spent: float
+    delta_threshold: float
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    """The public facts of a release that its spans refer to.
+
+    Attributes
+    ----------
+    grid : Grid
+        The grid of the noisy histogram (the cells that were counted).
+    histogram : {"dense", "sparse", "stability"}
+    theta : float
+        Release threshold (-inf for dense).
+    noise : str
+        The noise's kind ("discrete", "laplace", "gaussian").
+    noise_scale : float
+        The noise's parameter: the epsilon one count's Laplace noise is
+        drawn with (rounded down), or the Gaussian's sigma^2 (rounded up).
+    epsilon, delta : float
+        The privacy the release states (delta: what it spends).
+    eps, eta, min_samples : float, float, int
+        The parameters of the fit that spent the budget (the spans'
+        own may differ after a re-parameterisation).
+    rho : float or None
+        Gaussian noise: the zCDP rho the release spends (its (epsilon,
+        delta) is the tight conversion of rho).
+    units : UnitBound or None
+        The contribution bound per privacy unit; None: each row is its own
+        unit (event-level).
+    """
+
+    grid: Grid
+    histogram: str
+    theta: float
+    noise: str
+    noise_scale: float
+    epsilon: float
+    delta: float
+    eps: float
+    eta: float
+    min_samples: int
+    rho: float | None
+    units: UnitBound | None
+
+
+__all__ = ["Seed", "SpanSpec", "NoiseSpec", "UnitBound", "ReleaseSpec", "ReleaseInfo"]

@@ -1,0 +1,125 @@
+"""Research hooks: the parts of the mechanism that experiments/ and benchmarks/ study.
+
+Not the library's API. The experiments and benchmarks of this repository look
+inside the mechanism (the counting floor, the noise samplers, the density
+field, spans over a ladder of (eps, MinPts) from one release) and take those
+parts from this module and from nowhere else inside the package, so that the
+package can be reorganised by keeping this one module working. **Everything
+here is for research and may change or go away without notice**; to use the
+library, use :class:`dpdbscan.DPDBSCAN` and :class:`dpdbscan.SpanModel`. Each
+name is re-exported from its home in the package, where its docstring says
+how it works:
+
+Counting and noise (benchmarks)
+    ``run_length``: unique keys and counts of sorted cell keys (the counting floor).
+    ``SecureSource``: the operating system's CSPRNG, the default noise source.
+    ``SeededSource``: a seeded, reproducible and NOT secure noise source.
+    ``discrete_laplace``: exact discrete Laplace draws at a rational epsilon.
+    ``rational_epsilon``: the rational epsilon (rounded down) that noise is drawn with.
+    ``discrete_gaussian``: exact discrete Gaussian draws N_Z(0, sigma^2).
+    ``discrete_gaussian_tail``: exact draws of Z | Z >= k (released empty cells).
+    ``floor_sigma``: floor(sigma) of a rational sigma^2 (the Gaussian's proposal).
+    ``dask_backend``: a Dask backend instance (needs the ``dask`` extra).
+    ``read_input``: points of a file by the command line's reader.
+
+Post-processing of one release (studies of the density test and the automatic mode)
+    ``density_field``: the density core test's field (every MinPts from one pass).
+    ``merge_centres``: span labels of core sub-cells merged by centre distance.
+    ``span_regions``: the sub-cells each span claims within a border radius.
+    ``predict_spans``: span labels of points from released regions (predict's rule).
+    ``ladder_sweep``: spans at every (alpha, MinPts) of a grid from one release.
+    ``ladder_stability``: agreement of each grid point's spans with its neighbours'.
+    ``auto_choose``: the automatic mode's label-free choice of (alpha, MinPts).
+    ``auto_base_eps``: the smallest eps whose grid has at most a number of cells.
+    ``AUTO_MAX_CELLS``: the automatic mode's default cap on its base release's cells.
+    ``auto_points_per_cell``: a block in which the automatic mode's points per
+    base cell take another value.
+    ``span_parents``: the span of a lower MinPts level holding each span of a higher one.
+
+Geometry and figures (the experiments' data and pictures)
+    ``Equirectangular``: lon/lat <-> km, the library's projection.
+    ``format_km``: a length in km as text ("50 m", "1.2 km").
+    ``plot_labels``, ``plot_histogram``, ``plot_neighbour_sums``, ``plot_spans``,
+    ``plot_model``: the library's figures (``dpdbscan plot``).
+    ``save_figure``: write a figure the way ``dpdbscan fit`` writes its picture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .files import read_input
+from .geometry.projection import Equirectangular, format_km
+from .model.predict import predict_spans, span_regions
+from .plan import autoplan
+from .plan.autoplan import base_eps as auto_base_eps
+from .post.auto import _parents as span_parents
+from .post.auto import choose as auto_choose
+from .post.coretests.density import density_field
+from .post.ladder import stability as ladder_stability
+from .post.ladder import sweep as ladder_sweep
+from .post.merge import merge_centres
+from .release.bounding import run_length
+from .release.samplers.gaussian import discrete_gaussian, discrete_gaussian_tail, floor_sigma
+from .release.samplers.integers import SecureSource, SeededSource, discrete_laplace, rational_epsilon
+from .render.plotting import plot_histogram, plot_labels, plot_model, plot_neighbour_sums, plot_spans
+from .render.plotting import save as save_figure
+from .spec.parameters import PARAMETERS
+
+#: The automatic mode's default cap on its base release's cells (the table's).
+AUTO_MAX_CELLS = PARAMETERS["max_cells"].default
+
+__all__ = [
+    "AUTO_MAX_CELLS",
+    "Equirectangular",
+    "SecureSource",
+    "SeededSource",
+    "auto_base_eps",
+    "auto_choose",
+    "auto_points_per_cell",
+    "dask_backend",
+    "density_field",
+    "discrete_gaussian",
+    "discrete_gaussian_tail",
+    "discrete_laplace",
+    "floor_sigma",
+    "format_km",
+    "ladder_stability",
+    "ladder_sweep",
+    "merge_centres",
+    "plot_histogram",
+    "plot_labels",
+    "plot_model",
+    "plot_neighbour_sums",
+    "plot_spans",
+    "predict_spans",
+    "rational_epsilon",
+    "read_input",
+    "run_length",
+    "save_figure",
+    "span_parents",
+    "span_regions",
+]
+
+
+@contextmanager
+def auto_points_per_cell(value: float) -> Iterator[None]:
+    """Research: the automatic mode's points per base cell set to ``value``
+    inside the block (a study of its design); may change."""
+    old = autoplan.POINTS_PER_CELL
+    autoplan.POINTS_PER_CELL = float(value)
+    try:
+        yield
+    finally:
+        autoplan.POINTS_PER_CELL = old
+
+
+def dask_backend(**kwargs: Any) -> Any:
+    """Research: a Dask backend (``DaskBackend(**kwargs)``) for benchmarks; may
+    change. Needs the ``dask`` extra."""
+    # lazy: dask is an optional dependency
+    from .release.backends.dask_backend import DaskBackend
+
+    return DaskBackend(**kwargs)

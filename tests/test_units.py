@@ -1,0 +1,326 @@
+"""Person-level privacy: privacy units, contribution bounds, Gaussian noise (issue 20).
+
+The bounding stage (dpdbscan.release.bounding) and its random choice of
+cells (Philox4x32-10), the calibration of the noise to the bound's L2
+sensitivity, the estimator's ``units``, and what the model file records.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpdbscan import DPDBSCAN, ZCDPAccountant, load_model, save_model
+from dpdbscan.cells.grid import Grid
+from dpdbscan.exceptions import UtilityWarning
+from dpdbscan.laws import zcdp
+from dpdbscan.release.accountant import BudgetAccountant
+from dpdbscan.release.bounding import BoundingKey, bounded_counts, factorize, kept_pairs, pairs_of
+from dpdbscan.release.samplers.integers import SeededSource
+from dpdbscan.release.samplers.philox import philox4x32
+from dpdbscan.spec.specs import UnitBound
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpdbscan.exceptions.InsecureRandomnessWarning")
+
+
+def blob_and_spot(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """1,000 units x 20 points in a blob, and one unit with 5,000 points at one spot."""
+    rng = np.random.default_rng(seed)
+    blob = rng.normal([0.3, 0.3], 0.03, size=(20_000, 2))
+    spot = np.array([0.75, 0.75]) + rng.normal(0, 0.002, (5_000, 2))
+    units = np.concatenate([np.repeat(np.arange(1_000), 20), np.full(5_000, 5_000)])
+    return np.vstack([blob, spot]), units
+
+
+PROBES = np.array([[0.3, 0.3], [0.75, 0.75]])
+
+
+def person_level(**kw) -> DPDBSCAN:
+    params = dict(
+        eps=0.03,
+        min_samples=50,
+        epsilon=1,
+        delta=1e-6,
+        bounds=(0, 1),
+        noise="gaussian",
+        max_cells_per_unit=20,
+        max_points_per_cell=1,
+    )
+    return DPDBSCAN(**{**params, **kw})
+
+
+# --------------------------------------------------------------------------- #
+# the issue's test: one unit's spot is not published, the crowd's blob is
+
+
+def test_one_units_spot_is_not_a_span_but_the_blob_is():
+    hits = 0
+    for run in range(10):
+        X, units = blob_and_spot(run)
+        est = person_level(random_state=100 + run)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UtilityWarning)
+            labels = est.fit(X, units=units).predict(PROBES)
+        hits += bool(labels[0] >= 0 and labels[1] == -1)
+    assert hits >= 9
+
+
+def test_at_event_level_the_spot_is_a_span():
+    for run in range(3):
+        X, _ = blob_and_spot(run)
+        est = DPDBSCAN(eps=0.03, min_samples=50, epsilon=1, bounds=(0, 1), random_state=run)
+        labels = est.fit(X).predict(PROBES)
+        assert labels[0] >= 0 and labels[1] >= 0 and labels[0] != labels[1]
+
+
+def test_person_level_default_noise_is_gaussian_and_the_model_says_so(tmp_path):
+    X, units = blob_and_spot(0)
+    est = person_level(noise="auto", random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UtilityWarning)
+        est.fit(X, units=units)
+    rel = est.spans_.release
+    assert rel.noise == "gaussian"
+    assert rel.units == UnitBound(max_cells_per_unit=20, max_points_per_cell=1)
+    rho = zcdp.rho_for(1.0, 1e-6)
+    assert rel.rho == pytest.approx(rho, rel=1e-12)
+    # sigma^2 = (sqrt(k) m)^2 / (2 rho), rounded up by the sampler by < 1e-5
+    assert rel.noise_scale == pytest.approx(20 / (2 * rho), rel=1e-5)
+    assert rel.noise_scale >= 20 / (2 * rho)
+    path = tmp_path / "m.json"
+    save_model(est.spans_, path)
+    priv = json.loads(path.read_text())["privacy"]
+    assert priv["unit"] == "unit" and priv["max_cells_per_unit"] == 20 and priv["max_points_per_cell"] == 1
+    assert priv["rho"] == pytest.approx(rho, rel=1e-12)
+    back = load_model(path)
+    assert back.release.units == rel.units and back.release.rho == rel.rho
+    assert np.array_equal(back.predict(PROBES), est.predict(PROBES))
+
+
+def test_event_level_model_says_row():
+    X, _ = blob_and_spot(0)
+    est = DPDBSCAN(eps=0.03, min_samples=50, bounds=(0, 1), random_state=0).fit(X)
+    rel = est.spans_.release
+    assert rel.units is None and rel.rho is None and rel.noise == "discrete"
+
+
+# --------------------------------------------------------------------------- #
+# the bounding stage
+
+
+def _pairs(X, units, seed=0):
+    grid = Grid(np.zeros(2), np.ones(2), 0.03, 4.0)
+    key = BoundingKey.draw(SeededSource(seed))
+    return grid, key, pairs_of(grid, X, units, key)
+
+
+def test_each_unit_keeps_at_most_k_cells_and_m_points_per_cell():
+    rng = np.random.default_rng(0)
+    X = rng.random((30_000, 2))
+    units = rng.integers(0, 300, 30_000)
+    for k, m in [(1, 1), (5, 2), (40, 3)]:
+        grid, key, pairs = _pairs(X, units)
+        bound = UnitBound(k, m)
+        keep = kept_pairs(grid, pairs, bound, key)
+        per_unit = np.bincount(pairs.units[keep], minlength=pairs.n_units)
+        cells = np.bincount(pairs.units, minlength=pairs.n_units)
+        assert np.array_equal(per_unit, np.minimum(cells, k))
+        keys, counts = bounded_counts(grid, pairs, bound, key)
+        assert np.all(np.diff(keys) > 0)
+        assert counts.sum() == np.minimum(pairs.counts[keep], m).sum()
+
+
+def test_removing_one_unit_changes_the_counts_within_the_sensitivity():
+    rng = np.random.default_rng(1)
+    X = rng.random((20_000, 2)) * 0.2 + 0.4  # crowded cells, many units each
+    units = rng.integers(0, 100, 20_000)
+    k, m = 7, 3
+    grid = Grid(np.zeros(2), np.ones(2), 0.03, 4.0)
+    key = BoundingKey.draw(SeededSource(5))
+    counts = bounded_counts(grid, pairs_of(grid, X, units, key), UnitBound(k, m), key)
+    full = dict(zip(*(a.tolist() for a in counts)))
+    for gone in (0, 17, 99):
+        rest = units != gone
+        pairs = pairs_of(grid, X[rest], units[rest], key)
+        less = dict(zip(*(a.tolist() for a in bounded_counts(grid, pairs, UnitBound(k, m), key))))
+        diff = np.array([full.get(c, 0) - less.get(c, 0) for c in set(full) | set(less)])
+        assert np.all(diff >= 0)  # only the removed unit's own cells change
+        assert np.abs(diff).sum() <= k * m
+        assert math.sqrt((diff**2).sum()) <= math.sqrt(k) * m + 1e-12
+        assert np.count_nonzero(diff) <= k
+
+
+def test_the_choice_of_cells_is_uniform():
+    """One unit in 10 cells, k = 3: each cell is kept with probability 3/10,
+    and each of the 120 subsets equally often (chi-square over keys)."""
+    X = (np.arange(10)[:, None] * np.array([0.1, 0.0]) + 0.05).repeat(3, axis=0)
+    units = np.zeros(len(X), dtype=np.int64)
+    grid = Grid(np.zeros(2), np.ones(2), 0.03, 4.0)
+    subsets: dict[tuple, int] = {}
+    source = SeededSource(7)
+    trials = 6_000
+    for _ in range(trials):
+        key = BoundingKey.draw(source)
+        pairs = pairs_of(grid, X, units, key)
+        keep = kept_pairs(grid, pairs, UnitBound(3, 1), key)
+        sub = tuple(pairs.keys[keep].tolist())
+        subsets[sub] = subsets.get(sub, 0) + 1
+    assert len(subsets) == math.comb(10, 3)
+    observed = np.array(list(subsets.values()))
+    assert stats.chisquare(observed).pvalue > 1e-3
+
+
+def test_the_choice_does_not_depend_on_row_order_or_the_other_units():
+    rng = np.random.default_rng(2)
+    X = rng.random((5_000, 2))
+    units = rng.choice(np.array(["ann", "bob", "cy", "dee", ""], dtype=object), 5_000)
+    grid = Grid(np.zeros(2), np.ones(2), 0.03, 4.0)
+    key = BoundingKey.draw(SeededSource(3))
+    bound = UnitBound(4, 1)
+
+    def kept(Xs, us):
+        pairs = pairs_of(grid, Xs, us, key)
+        keep = kept_pairs(grid, pairs, bound, key)
+        names = pairs.uniques
+        return {(names[u], c) for u, c in zip(pairs.units[keep].tolist(), pairs.keys[keep].tolist())}
+
+    a = kept(X, units)
+    order = rng.permutation(len(X))
+    assert kept(X[order], units[order]) == a
+    alone = units == "bob"
+    assert kept(X[alone], units[alone]) == {p for p in a if p[0] == "bob"}
+
+
+def test_missing_units_are_dropped_and_types_are_read():
+    codes, uniq = factorize(np.array([3.0, np.nan, 3.0, 1.0]))
+    assert codes.tolist() == [1, -1, 1, 0] and uniq.tolist() == [1.0, 3.0]
+    codes, uniq = factorize(np.array(["b", None, "a", "b"], dtype=object))
+    assert codes.tolist() == [0, -1, 1, 0]
+    codes, _ = factorize(np.array([7, 7, 2]))
+    assert codes.tolist() == [1, 1, 0]
+    # mixed Python objects (no fast path): any hashable is a unit
+    codes, uniq = factorize(np.array([(1, 2), "a", None, (1, 2), float("nan")], dtype=object))
+    assert codes.tolist() == [0, 1, -1, 0, -1] and uniq.tolist() == [(1, 2), "a"]
+    with pytest.raises(TypeError):
+        factorize(np.array([1 + 2j]))
+
+
+def test_a_row_with_a_missing_unit_or_coordinate_is_dropped_alone():
+    X = np.array([[0.1, 0.1], [0.1, 0.1], [np.nan, 0.5], [0.9, 0.9]])
+    units = np.array(["a", None, "b", "b"], dtype=object)
+    grid, key, pairs = _pairs(X, units)
+    assert pairs.counts.sum() == 2 and pairs.n_units == 2
+
+
+def test_philox_known_answers():
+    # Random123's published known-answer vectors for Philox4x32-10
+    cases = [
+        ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+        ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+        (
+            (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+            (0xA4093822, 0x299F31D0),
+            (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
+        ),
+    ]
+    for counter, key, want in cases:
+        got = philox4x32(tuple(np.array([c], dtype=np.uint64) for c in counter), key)
+        assert tuple(int(w[0]) for w in got) == want
+
+
+# --------------------------------------------------------------------------- #
+# parameters
+
+
+def test_units_need_a_contribution_bound():
+    X, units = blob_and_spot(0)
+    with pytest.raises(ValueError, match="max_cells_per_unit is required"):
+        DPDBSCAN(eps=0.03, bounds=(0, 1), delta=1e-6).fit(X, units=units)
+
+
+def test_a_contribution_bound_needs_units():
+    X, _ = blob_and_spot(0)
+    with pytest.raises(ValueError, match="no units were given"):
+        DPDBSCAN(eps=0.03, bounds=(0, 1), max_cells_per_unit=5).fit(X)
+    with pytest.raises(ValueError, match="max_points_per_cell"):
+        DPDBSCAN(eps=0.03, bounds=(0, 1), max_points_per_cell=3).fit(X)
+
+
+def test_gaussian_noise_needs_delta():
+    X, units = blob_and_spot(0)
+    with pytest.raises(ValueError, match="Gaussian .* needs delta > 0"):
+        DPDBSCAN(eps=0.03, bounds=(0, 1), max_cells_per_unit=5).fit(X, units=units)
+    with pytest.raises(ValueError, match="needs delta > 0"):
+        DPDBSCAN(eps=0.03, bounds=(0, 1), noise="gaussian").fit(X)
+    with pytest.raises(ValueError, match="paper"):
+        DPDBSCAN(eps=0.03, bounds=(0, 1), noise="gaussian", delta=1e-6, margin="paper", core="bound").fit(X)
+
+
+def test_laplace_with_units_warns_with_both_noises():
+    X, units = blob_and_spot(0)
+    est = DPDBSCAN(eps=0.03, bounds=(0, 1), noise="discrete", max_cells_per_unit=20, random_state=0)
+    with pytest.warns(UtilityWarning, match=r"Gaussian noise grows with its square root"):
+        est.fit(X, units=units)
+    assert est.spans_.release.noise == "discrete"
+    # L1 sensitivity k m = 20: one count's noise at epsilon / 20
+    assert est.spans_.release.noise_scale <= 1 / 20
+
+
+def test_units_must_match_the_rows():
+    X, units = blob_and_spot(0)
+    with pytest.raises(ValueError, match="one id per row"):
+        person_level().fit(X, units=units[:-1])
+    with pytest.raises(ValueError, match="column name"):
+        person_level().fit(X, units="cab")
+
+
+# --------------------------------------------------------------------------- #
+# accounting
+
+
+def test_zcdp_accountant_is_charged_rho_and_others_epsilon_delta():
+    X, units = blob_and_spot(0)
+    acc = ZCDPAccountant(epsilon=1.0, delta=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UtilityWarning)
+        person_level(accountant=acc, random_state=0).fit(X, units=units)
+    assert acc.spent_rho == [pytest.approx(zcdp.rho_for(1.0, 1e-6))]
+    assert acc.total()[0] <= 1.0 + 1e-9
+    from dpdbscan.exceptions import BudgetExceeded
+
+    with pytest.raises(BudgetExceeded):
+        person_level(accountant=acc, random_state=0).fit(X, units=units)
+    basic = BudgetAccountant(epsilon=2.0, delta=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UtilityWarning)
+        person_level(accountant=basic, random_state=0).fit(X, units=units)
+    assert basic.spent_budget == [(1.0, 1e-6)]
+
+
+@pytest.mark.parametrize("histogram", ["dense", "sparse", "stability"])
+def test_every_histogram_takes_gaussian_noise(histogram):
+    X, units = blob_and_spot(0)
+    est = person_level(histogram=histogram, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UtilityWarning)
+        est.fit(X, units=units)
+    h = est.spans_.histogram
+    assert h.kind == histogram and h.noise == "gaussian"
+    assert est.predict(PROBES)[1] == -1
+    if histogram == "stability":
+        # theta: a cell only one unit occupies (at most m = 1 point) is
+        # released with probability at most delta / 2 across its k cells
+        from dpdbscan.laws.noise import tail
+
+        assert 20 * tail("gaussian", h.scale, h.theta - 1) <= 1e-6 / 2
+        acc = ZCDPAccountant(epsilon=1.0, delta=1e-6)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UtilityWarning)
+            person_level(histogram=histogram, accountant=acc, random_state=3).fit(X, units=units)
+        assert acc.spent_rho == [pytest.approx(zcdp.rho_for(1.0, 5e-7))]
+        assert acc.spent_budget == [(0.0, 5e-7)]

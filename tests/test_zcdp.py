@@ -1,0 +1,173 @@
+"""zCDP conversions and the zCDP accountant (``dpdbscan.laws.zcdp``).
+
+Deterministic: no randomness. The independent references are (a) the values
+of OpenDP's own tests of its CKS conversion (``cdp_epsilon(1/32, 1e-3)`` and
+``cdp_delta(1/32, 0)``, opendp 0.14 ``zCDP_to_approxDP/test.rs``), (b) the
+classical bound ``rho + 2 sqrt(rho ln(1/delta))``, and (c) a brute-force
+minimum of the CKS bound over a grid of alpha computed here.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from dpdbscan.exceptions import BudgetExceeded
+from dpdbscan.laws import zcdp
+from dpdbscan.release.accountant import BudgetAccountant
+from dpdbscan.release.histograms.noise import DiscreteGaussian
+
+RHOS = [1e-4, 1e-3, 0.01, 1 / 32, 0.1, 0.5, 1.0, 5.0]
+DELTAS = [1e-1, 1e-3, 1e-6, 1e-9, 1e-12]
+EPSILONS = [0.0, 0.1, 0.5, 1.0, 3.0, 10.0]
+
+
+def cks_log_bound(rho: float, epsilon: float, alpha: np.ndarray) -> np.ndarray:
+    """log of the CKS delta at each alpha, straight from the formula."""
+    return (alpha - 1) * (alpha * rho - epsilon) - np.log(alpha - 1) + alpha * np.log1p(-1 / alpha)
+
+
+def test_matches_opendp_reference_values():
+    """OpenDP's tests: rho = (1/4)^2 / 2 gives epsilon 0.6880024554878086 at
+    delta = 1e-3 and delta 0.1508457845622862 at epsilon = 0. Ours may only
+    be larger (the private side), by a relative 1e-7 at most."""
+    rho = 1 / 32
+    eps = zcdp.epsilon_for(rho, 1e-3)
+    assert 0.6880024554878086 <= eps <= 0.6880024554878086 * (1 + 1e-7)
+    d0 = zcdp.delta_for(rho, 0.0)
+    assert 0.1508457845622862 <= d0 <= 0.1508457845622862 * (1 + 1e-7)
+
+
+@pytest.mark.parametrize("rho", RHOS)
+def test_classical_bound_is_never_below(rho):
+    for delta in DELTAS:
+        assert zcdp.epsilon_for(rho, delta) <= zcdp.classical_epsilon(rho, delta)
+
+
+@pytest.mark.parametrize("rho", RHOS)
+def test_delta_is_the_minimum_over_alpha(rho):
+    """delta_for is a valid bound (>= the true infimum, hence within rounding
+    of the grid minimum) and no alpha of a fine grid does better."""
+    alphas = 1 + np.geomspace(1e-6, 1e4, 200_001)
+    for eps in EPSILONS:
+        grid = min(float(cks_log_bound(rho, eps, alphas).min()), 0.0)
+        got = zcdp.delta_for(rho, eps)
+        if grid > -700:  # both representable
+            # never worse than the grid; below it only by the grid's coarseness
+            assert grid - 1e-3 <= math.log(got) <= grid + 1e-9 * (1 + abs(grid))
+        else:
+            assert got <= 1e-300
+
+
+def test_monotone_in_each_argument():
+    for rho in RHOS:
+        d = [zcdp.delta_for(rho, e) for e in EPSILONS]
+        assert all(a >= b for a, b in zip(d, d[1:]))
+        e = [zcdp.epsilon_for(rho, x) for x in DELTAS]
+        assert all(a <= b for a, b in zip(e, e[1:]))
+    for eps in EPSILONS[1:]:
+        d = [zcdp.delta_for(r, eps) for r in RHOS]
+        assert all(a <= b for a, b in zip(d, d[1:]))
+        r = [zcdp.rho_for(eps, x) for x in DELTAS]
+        assert all(a >= b for a, b in zip(r, r[1:]))
+    for delta in DELTAS:
+        e = [zcdp.epsilon_for(r, delta) for r in RHOS]
+        assert all(a <= b for a, b in zip(e, e[1:]))
+        r = [zcdp.rho_for(x, delta) for x in EPSILONS]
+        assert all(a <= b for a, b in zip(r, r[1:]))
+
+
+@pytest.mark.parametrize("delta", DELTAS)
+def test_inverse_relations_err_on_the_private_side(delta):
+    for rho in RHOS:
+        eps = zcdp.epsilon_for(rho, delta)
+        assert zcdp.delta_for(rho, eps) <= delta  # the epsilon returned holds
+        if eps > 0:
+            assert zcdp.delta_for(rho, eps * (1 - 1e-9)) > delta  # and is tight
+    for eps in EPSILONS[1:]:
+        rho = zcdp.rho_for(eps, delta)
+        assert zcdp.delta_for(rho, eps) <= delta  # the rho returned implies no more
+        assert zcdp.delta_for(rho * (1 + 1e-9), eps) > delta  # and is tight
+        assert zcdp.epsilon_for(rho, delta) <= eps * (1 + 1e-12)
+
+
+def test_edges_and_bad_arguments():
+    assert zcdp.delta_for(0.0, 1.0) == 0.0
+    assert zcdp.delta_for(math.inf, 1.0) == 1.0
+    assert 0 < zcdp.delta_for(1e-4, 3.0) <= 1e-300  # an underflow reports > 0, not 0
+    assert zcdp.epsilon_for(0.0, 1e-6) == 0.0 and zcdp.epsilon_for(1.0, 1.0) == 0.0
+    assert zcdp.epsilon_for(1.0, 0.0) == math.inf
+    assert zcdp.rho_for(1.0, 0.0) == 0.0 and zcdp.rho_for(1.0, 1.0) == math.inf
+    for fn, args in [(zcdp.delta_for, (-1.0, 1.0)), (zcdp.delta_for, (1.0, -1.0)),
+                     (zcdp.epsilon_for, (float("nan"), 0.1)), (zcdp.rho_for, (1.0, -0.1))]:
+        with pytest.raises(ValueError):
+            fn(*args)
+
+
+def test_pure_and_gaussian_rho():
+    assert zcdp.pure_rho(1.0) >= 0.5 and zcdp.pure_rho(0.0) == 0.0
+    assert zcdp.gaussian_rho(Fraction(1, 2), 1) == 1.0
+    for rho in (1e-3, 0.1, 0.7, 2.0):
+        for l2 in (1.0, math.sqrt(7), 12.5):
+            s2 = zcdp.sigma2_for(rho, l2)
+            assert Fraction(s2) >= Fraction(l2) ** 2 / (2 * Fraction(rho))
+            assert zcdp.gaussian_rho(s2, l2) <= rho
+            assert Fraction(zcdp.sigma_for(rho, l2)) ** 2 >= Fraction(l2) ** 2 / (2 * Fraction(rho))
+            # the noise class rounds sigma^2 up again: still at most rho
+            assert DiscreteGaussian(s2).rho(l2) <= rho
+    with pytest.raises(ValueError):
+        zcdp.sigma2_for(0.0, 1.0)
+
+
+def test_accountant_agrees_with_basic_composition_for_pure_spends():
+    ours, basic = zcdp.ZCDPAccountant(epsilon=1.0), BudgetAccountant(epsilon=1.0)
+    for acc in (ours, basic):
+        acc.spend(0.4, 0).spend(0.5, 0)
+        with pytest.raises(BudgetExceeded):
+            acc.check(0.2, 0)
+        acc.spend(0.1, 0)
+    assert ours.total() == (pytest.approx(1.0), 0.0)
+
+
+def test_accountant_composes_rho_and_converts():
+    acc = zcdp.ZCDPAccountant(epsilon=3.0, delta=1e-6)
+    rho = 0.05
+    for _ in range(3):
+        acc.spend_rho(rho)
+    eps, delta = acc.total()
+    assert delta == 1e-6 and eps == zcdp.epsilon_for(3 * rho, 1e-6)
+    left = acc.remaining_rho()
+    assert left == pytest.approx(zcdp.rho_for(3.0, 1e-6) - 3 * rho)
+    acc.check_rho(left * (1 - 1e-6))
+    with pytest.raises(BudgetExceeded, match="rho"):
+        acc.check_rho(left * 1.01)
+    assert acc.rho == pytest.approx(3 * rho)  # check_rho records nothing
+
+
+def test_accountant_many_small_pure_spends_beat_basic_composition():
+    """100 spends of 0.1-DP: basic composition says 10; zCDP (rho = 0.5) says
+    about 5.2 at delta = 1e-6, so a budget of 6 holds them."""
+    acc = zcdp.ZCDPAccountant(epsilon=6.0, delta=1e-6)
+    for _ in range(100):
+        acc.spend(0.1, 0.0)
+    eps, _ = acc.total()
+    assert eps == pytest.approx(zcdp.epsilon_for(100 * zcdp.pure_rho(0.1), 1e-6))
+    assert 5.0 < eps < 6.0
+
+
+def test_accountant_approximate_spends_and_refusals():
+    acc = zcdp.ZCDPAccountant(epsilon=8.0, delta=1e-5)
+    acc.spend(1.0, 4e-6)  # delta-approximate 1/2-zCDP
+    acc.spend_rho(0.1)
+    eps, _ = acc.total()
+    assert eps == zcdp.epsilon_for(0.6 + 1e-16, 6e-6) or eps == pytest.approx(zcdp.epsilon_for(0.6, 6e-6))
+    with pytest.raises(BudgetExceeded):
+        acc.check(0.0, 7e-6)  # the deltas alone exceed the budget
+    no_delta = zcdp.ZCDPAccountant(epsilon=10.0)
+    with pytest.raises(BudgetExceeded):
+        no_delta.check_rho(0.01)  # rho-zCDP never gives pure DP
+    with pytest.raises(ValueError):
+        zcdp.ZCDPAccountant(delta=2.0)
