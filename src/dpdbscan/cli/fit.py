@@ -92,6 +92,8 @@ def check_fit_params(args: argparse.Namespace, eps: float | str | None = None) -
             values[name] = getattr(args, name)
     if getattr(args, "n_expected", None) is not None:
         values["n_expected"] = args.n_expected
+    if getattr(args, "selection", None) is not None:
+        values["selection"] = args.selection
     given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
     p = validated(given, cli=True)
     check_units(p, getattr(args, "unit", None) is not None, cli=True)

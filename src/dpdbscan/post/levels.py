@@ -48,11 +48,11 @@ positive mass; the design study and its numbers are in docs/parameters.md
 (alpha, MinPts) on the release. At one alpha the accuracy event of the
 density test's one-sided guarantee ("the weighted noise of every sub-cell
 is at most G(q)") does not depend on MinPts, so one event covers every
-level of the ladder; the selection looked at ``c`` alphas, so a union bound
-over them gives: with probability at least 1 - beta (G taken at beta / c)
-every selected span lies in the span of one (rho alpha, M*)-cluster, M* =
-floor(MinPts + min_q (m(q) - G(q))) + 1 at its own MinPts
-(:func:`guarantee`; docs/density-notes.md for one level).
+level of the ladder; the selection looked at ``c`` alphas, each with its
+margins at beta / c, so a union bound over them gives: with probability at
+least 1 - beta every selected span lies in the span of one (rho alpha,
+M*)-cluster, M* = floor(MinPts + min_q (m(q) - G(q))) + 1 at its own MinPts
+(:func:`level_guarantee`; docs/density-notes.md for one level).
 
 Everything here reads the release and public parameters only.
 """
@@ -66,13 +66,14 @@ from typing import Any
 
 import numpy as np
 
-from ..bounds import approximation_ratio
-from ..grid import Grid
-from ..histogram import NoisyHistogram
-from . import density
-from .auto import Plan, _parents, hdbscan_lambda, min_samples_ladder
-from .spans import SpanParams, density_margin
-from .sweep import Partition, sweep
+from ..cells.grid import Grid
+from ..cells.histogram import NoisyHistogram
+from ..spec.specs import SpanSpec
+from .auto import _parents, hdbscan_lambda, min_samples_ladder
+from .coretests.base import over_candidates, relaxed
+from .coretests.density.test import density_guarantee
+from .ladder import sweep
+from .partition import Partition
 
 #: The criterion's name, for the model.
 CRITERION = (
@@ -289,8 +290,10 @@ class SpanLevel:
     span : int
         Its id in :attr:`LevelSpans.labels`.
     alpha, min_samples, threshold : float, int, float
-        The level it was taken at (its cluster's birth): the density test at
-        (alpha, MinPts) with core threshold T.
+        The level it was taken at: its cluster's birth, or the largest MinPts
+        of the ladder above it at which the span has the same core sub-cells
+        (where the empty-space guard holds the threshold, several MinPts do):
+        the density test at (alpha, MinPts) with core threshold T.
     death_min_samples : int
         The last MinPts of the ladder at which it is still one significant
         span.
@@ -384,7 +387,7 @@ def spans_of(tree: LevelTree) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
     spans = []
     for i, cid in enumerate(tree.selected):
         c = tree.clusters[cid]
-        p = tree.levels[c.birth]
+        p = tree.levels[_same_cells_up_to(tree, c, parts[i])]
         spans.append(
             SpanLevel(
                 int(rank[i]),
@@ -401,11 +404,23 @@ def spans_of(tree: LevelTree) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
     return keys, rank[raw], spans
 
 
-def ladder(hist: NoisyHistogram, plan: Plan) -> list[int]:
-    """The MinPts ladder of the release: the plan's fixed MinPts, or
+def _same_cells_up_to(tree: LevelTree, c: Cluster, keys: np.ndarray) -> int:
+    """The highest level of ``c``'s life at which its span still has the core
+    sub-cells ``keys`` of its birth."""
+    j = c.birth
+    while j < c.death:
+        p = tree.levels[j + 1]
+        if int(np.count_nonzero(p.labels == c.spans[j + 1 - c.birth])) != keys.size:
+            break
+        j += 1
+    return j
+
+
+def ladder(hist: NoisyHistogram, min_samples: int | None = None) -> list[int]:
+    """The MinPts ladder of the release: the fixed ``min_samples``, or
     :func:`.auto.min_samples_ladder` of the released positive mass."""
-    if plan.min_samples is not None:
-        return [int(plan.min_samples)]
+    if min_samples is not None:
+        return [int(min_samples)]
     return min_samples_ladder(float(np.maximum(hist.values, 0).sum()))
 
 
@@ -454,8 +469,9 @@ def choose_alpha(rows: Sequence[tuple[float, float, int]]) -> tuple[float, float
 
 def select_levels(
     hist: NoisyHistogram,
-    params: SpanParams,
-    plan: Plan,
+    spec: SpanSpec,
+    eps_candidates: Sequence[float],
+    min_samples: int | None = None,
     *,
     scale: str = "lambda",
     min_share: float = MIN_SHARE,
@@ -464,24 +480,26 @@ def select_levels(
     coarse: dict[tuple[float, int], Partition] | None = None,
     bottom: bool = False,
 ) -> LevelSpans:
-    """Spans selected at their own levels from the release ``hist`` (made at
-    ``plan.base_eps``). Post-processing only.
+    """Spans selected at their own levels from the release ``hist``.
+    Post-processing only.
 
-    One tree per candidate alpha of ``plan`` over the MinPts ladder
-    (:func:`ladder`), on cells; the alpha by :func:`choose_alpha`; then that
-    alpha's tree on the sub-cells of ``params``, its excess-of-mass
-    selection, and each selected cluster's span at its birth.
+    One tree per candidate alpha over the MinPts ladder (:func:`ladder`), on
+    cells; the alpha by :func:`choose_alpha`; then that alpha's tree on the
+    sub-cells of ``spec``, its excess-of-mass selection, and each selected
+    cluster's span at its birth.
 
     Parameters
     ----------
     hist : NoisyHistogram
-        The release.
-    params : SpanParams
-        The post-processing parameters (density test; ``subcells`` of the
-        final spans, ``beta`` and ``margin`` of the core test).
-    plan : Plan
-        The automatic mode's public plan: the candidate alphas, and MinPts
-        (None: the ladder).
+        The release (its cells at any alpha: every candidate re-measures them).
+    spec : SpanSpec
+        The post-processing (density test; ``subcells`` of the final spans,
+        ``beta`` and ``margin`` of the core test: the beta each candidate's
+        margins take).
+    eps_candidates : sequence of float
+        The candidate alphas (public: the automatic plan's).
+    min_samples : int, optional
+        A fixed MinPts (a one-level tree); default: the ladder.
     scale : {"lambda", "logT"}
         The stability scale of the final tree.
     min_share : float
@@ -493,8 +511,8 @@ def select_levels(
         A fixed alpha instead of the choice (the guarantee then counts one
         candidate).
     coarse : dict, optional
-        The sweep on cells (``subcells=1``) over ``plan.eps`` and the ladder,
-        when the caller has it (the flat cut's choice makes the same one).
+        The sweep on cells (``subcells=1``) over the candidates and the
+        ladder, when the caller has it.
     bottom : bool
         Build the sub-cells' tree over the whole ladder. By default it starts
         one level below the lowest level at which the cells' tree selects a
@@ -502,30 +520,28 @@ def select_levels(
         most merges (Cabs: 1.8 s of 2.1), and nothing below them is selected
         on cells.
     """
-    if params.core != "density":
+    if spec.core != "density":
         raise ValueError("level selection needs the density test (core='density')")
-    ms = ladder(hist, plan)
+    ms = ladder(hist, min_samples)
     d = hist.grid.d
     min_mass = min_share * float(np.maximum(hist.values, 0).sum())
-    cands = list(plan.eps) if alpha is None else [float(alpha)]
+    cands = [float(a) for a in eps_candidates] if alpha is None else [float(alpha)]
     rows: list[tuple[float, float, int]] = []
     chosen, runner = cands[0], None
     if coarse is None:
-        coarse = sweep(hist, replace(params, subcells=1), cands, ms)
+        coarse = sweep(hist, replace(spec, subcells=1), cands, ms)
     if len(cands) > 1:
         rows = alpha_scores(coarse, d, min_mass=min_mass, method=method)
         chosen, runner = choose_alpha(rows)
     if not bottom:
-        # the low levels hold the most core sub-cells and cost the most merges;
-        # below the cells' selection there is nothing to select
         cells = level_tree([coarse[(chosen, m)] for m in ms], chosen, d, min_mass=min_mass, method=method)
         start = min((cells.clusters[i].birth for i in cells.selected), default=1) - 1
         ms = ms[max(start, 0) :]
-    fine = sweep(hist, params, [chosen], ms)
+    fine = sweep(hist, spec, [chosen], ms)
     tree = level_tree(
         [fine[(chosen, m)] for m in ms], chosen, d, scale=scale, min_mass=min_mass, method=method
     )
-    return finish(tree, hist.grid.subdivided(int(params.subcells)), rows, len(cands), runner)
+    return finish(tree, hist.grid.subdivided(int(spec.subcells)), rows, len(cands), runner)
 
 
 def finish(
@@ -546,14 +562,20 @@ def finish(
 
 
 def alternative(
-    sel: LevelSpans, hist: NoisyHistogram, params: SpanParams, plan: Plan, **kw: Any
+    sel: LevelSpans,
+    hist: NoisyHistogram | None,
+    spec: SpanSpec | None,
+    eps_candidates: Sequence[float] = (),
+    **kw: Any,
 ) -> LevelSpans | None:
     """The other answer of an unsure selection, for ``explore`` to show
-    beside it: the runner-up alpha's selection, else the same tree with its
-    close keep-or-split choices reversed; None when the choice was clear.
-    ``kw`` as given to :func:`select_levels` (``min_share``, ...)."""
+    beside it: the runner-up alpha's selection (from ``hist`` and ``spec``),
+    else the same tree with its close keep-or-split choices reversed; None
+    when the choice was clear. ``kw`` as given to :func:`select_levels`."""
     if sel.runner_up is not None:
-        other = select_levels(hist, params, plan, alpha=sel.runner_up, **kw)
+        if hist is None or spec is None:
+            raise ValueError("the runner-up alpha's selection needs the release and its spec")
+        other = select_levels(hist, spec, eps_candidates, alpha=sel.runner_up, **kw)
         return replace(other, alphas=sel.alphas, candidates=sel.candidates)
     if not sel.tree.close:
         return None
@@ -564,82 +586,93 @@ def alternative(
     )
 
 
-def guarantee(
-    sel: LevelSpans, hist: NoisyHistogram, params: SpanParams, beta: float | None = None
-) -> list[dict]:
-    """What each selected span is guaranteed to be (module docstring).
+def level_guarantee(
+    grid: Grid,
+    kind: str,
+    noise: str,
+    scale: float,
+    theta: float,
+    spec: SpanSpec,
+    min_samples: int,
+    candidates: int,
+    rho: float,
+) -> dict[str, Any]:
+    """What a span taken at ``min_samples`` on the release (public fields:
+    its ``grid`` at the span's alpha, ``kind``, ``noise``, noise ``scale``,
+    ``theta``) is guaranteed to be, with ``spec``'s margins (beta: each
+    candidate's share) and a union over ``candidates`` alphas.
 
-    With G(q) at ``beta`` / c (c = ``sel.candidates`` alphas; ``beta``
-    defaults to the release's), with probability at least the returned
-    ``probability`` every selected span lies in the span of one (rho alpha,
-    M*)-cluster at its own MinPts. A truncating (sparse) release whose M*
-    rests on the empty-space guard adds that guard's event at each alpha
-    considered (c x the test's beta).
+    The density test's one-sided statement at that MinPts: the span lies in
+    the span of one (rho alpha, M*)-cluster. Its accuracy event (and a
+    truncating release's empty-space event) does not depend on MinPts, so
+    one event covers every level of one alpha; the union bound runs over
+    the alphas only. Returns ``min_samples``, ``m_star``, ``within_clusters_at``
+    and ``probability`` (None when the statement is empty or the union
+    leaves nothing).
     """
-    beta = params.beta if beta is None else float(beta)
-    c = max(int(sel.candidates), 1)
-    grid = hist.grid.at_alpha(sel.alpha)
-    out = []
-    for s in sel.spans:
-        p = replace(params, min_samples=s.min_samples)
-        weights, m = density_margin(grid, hist.kind, hist.noise, hist.epsilon, hist.theta, p)
-        G = density.accuracy_margin(weights, hist.noise, hist.epsilon, beta / c, grid.n_cells, hist.kind)
-        from_accuracy = math.floor(s.min_samples + float((m.values - G).min())) + 1
-        guarded = bool(np.any(m.empty > 0)) or hist.kind == "stability"
-        m_star = max(from_accuracy, 1) if guarded else from_accuracy
-        two = hist.kind == "sparse" and from_accuracy < 1 and guarded
-        out.append(
-            {
-                "span": s.span,
-                "alpha": s.alpha,
-                "min_samples": s.min_samples,
-                "m_star": int(m_star),
-                "probability": 1.0 - beta - (c * params.beta if two else 0.0),
-                "candidates": c,
-                "rho": approximation_ratio(grid.eta, params.subcells),
-            }
-        )
-    return out
+    _, extra = density_guarantee(grid, kind, noise, scale, theta, replace(spec, min_samples=int(min_samples)))
+    m_star = extra["m_star"]
+    within = relaxed(rho * grid.alpha, m_star)
+    probability = over_candidates(extra["probability"], candidates) if within is not None else None
+    return {
+        "min_samples": int(min_samples),
+        "m_star": int(m_star),
+        "within_clusters_at": within,
+        "probability": probability,
+    }
 
 
-def describe(sel: LevelSpans, top: int = 8) -> list[str]:
-    """Lines for a model's summary: what was chosen, at what level, how
-    stable, and whether the choice was close (then ``explore`` should show
-    the alternative: :attr:`LevelSpans.runner_up`, or the close clusters'
-    other choice). Public values of the selection only."""
+def record(sel: LevelSpans, digits: int = 6) -> dict[str, Any]:
+    """The selection as the model records it (JSON-safe, public values only):
+    each span's level, the candidates' scores, whether the choice was close
+    and the condensed tree (for its plot)."""
     t = sel.tree
     ms = t.min_samples
     total = sum(s.stability for s in sel.spans) or 1.0
-    lines = [
-        f"levels  : {sel.n_spans} span(s) at eps={sel.alpha:.4g}, each at its own MinPts "
-        f"(excess of mass over {len(ms)} MinPts {ms[0]}..{ms[-1]}"
-        + (f"; eps chosen among {sel.candidates} by total stability" if sel.candidates > 1 else "")
-        + ")"
+
+    def r(x: float) -> float:
+        return float(f"{x:.{digits}g}")
+
+    close = [
+        {
+            "min_samples": int(ms[t.clusters[i].birth]),
+            "kept": i in t.selected,
+            "children": len(t.clusters[i].children),
+        }
+        for i in t.close
     ]
-    for s in sorted(sel.spans, key=lambda s: -s.stability)[:top]:
-        lines.append(
-            f"  span {s.span}: MinPts {s.min_samples} (threshold {s.threshold:.1f}), one span up to "
-            f"MinPts {s.death_min_samples}, stability {s.stability:.3g} ({100 * s.stability / total:.0f}%), "
-            f"noisy mass {s.mass:.0f}"
-        )
-    if sel.n_spans > top:
-        lines.append(f"  ... and {sel.n_spans - top} more")
-    if sel.unsure:
-        why = []
-        scores = sorted(sel.alphas, key=lambda r: -r[1])
-        if len(scores) > 1 and scores[1][1] >= CLOSE * scores[0][1] > 0:
-            why.append(
-                f"eps={scores[1][0]:.4g} scored {100 * scores[1][1] / scores[0][1]:.0f}% of the chosen eps"
-            )
-        for cid in t.close:
-            c = t.clusters[cid]
-            kept = cid in t.selected
-            why.append(
-                f"the cluster born at MinPts {ms[c.birth]} was {'kept over' if kept else 'split into'} "
-                f"its {len(c.children)} sub-clusters by a margin under {100 * (1 - CLOSE):.0f}%"
-            )
-        lines.append("  unsure  : " + "; ".join(why) + " (explore shows both)")
-    return lines
+    best = max((row[1] for row in sel.alphas), default=0.0)
+    runner = None
+    if sel.runner_up is not None:
+        score = next(row[1] for row in sel.alphas if row[0] == sel.runner_up)
+        runner = {"eps": float(sel.runner_up), "score_share": r(score / best) if best > 0 else 0.0}
+    return {
+        "levels": [
+            {
+                "span": s.span,
+                "eps": float(s.alpha),
+                "min_samples": s.min_samples,
+                "threshold": r(s.threshold),
+                "last_min_samples": s.death_min_samples,
+                "stability": r(s.stability),
+                "stability_share": r(s.stability / total),
+                "mass": r(s.mass),
+            }
+            for s in sel.spans
+        ],
+        "eps_scores": [[float(a), r(score), int(n)] for a, score, n in sel.alphas],
+        "unsure": bool(sel.unsure),
+        "runner_up": runner,
+        "close": close,
+        "tree": {
+            "min_samples": [int(m) for m in ms],
+            "lambda": [r(x) for x in t.scale],
+            "clusters": [
+                {"parent": c.parent, "birth": c.birth, "masses": [r(m) for m in c.masses]} for c in t.clusters
+            ],
+            "selected": [int(i) for i in t.selected],
+        },
+    }
 
 
 __all__ = [
@@ -658,7 +691,9 @@ __all__ = [
     "choose_alpha",
     "alternative",
     "spans_of",
-    "guarantee",
-    "describe",
+    "level_guarantee",
+    "record",
     "CRITERION",
+    "MIN_SHARE",
+    "CLOSE",
 ]
