@@ -12,6 +12,8 @@ import numpy as np
 from ..files import write_labels
 from ..geometry import projection as _geo
 from ..model import describe, eps_candidates, guarantee
+from ..model.guarantee import levels_words
+from ..model.levels import is_levels, level_lines
 from ..post.coretests import core_test
 from ..render import plotting
 from .common import EXIT_OK, Notes, _points_for, _Warnings
@@ -48,7 +50,7 @@ def cmd_plot(args: argparse.Namespace, sink: _Warnings) -> int:
     model = load_model(args.model)
     if args.kind == "labels" and args.points is None:
         raise ValueError("--kind labels needs --points FILE (the points to label)")
-    if model.grid.d != 2:
+    if model.grid.d != 2 and args.kind != "tree":
         raise ValueError(f"plots need a 2-D model, this one is {model.grid.d}-D")
     if args.kind in ("histogram", "sums") and model.histogram is None:
         raise ValueError(f"{args.model}: saved without its noisy histogram; cannot plot {args.kind}")
@@ -96,6 +98,7 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
     hg = model.release.grid
     length = _geo.format_km if proj is not None else (lambda v: f"{v:g}")
     meta = model.metadata
+    g_all = guarantee(model)
     rows = [
         (
             "model",
@@ -109,7 +112,11 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
             + ("" if model.release.histogram == "dense" else f", theta = {model.release.theta:g}"),
         ),
         ("alpha", length(g.alpha)),
-        ("MinPts", f"{model.spec.min_samples}"),
+        (
+            "MinPts",
+            f"{model.spec.min_samples}"
+            + (" (the lowest: each span at its own, see levels)" if is_levels(model) else ""),
+        ),
         ("core test", test.rule_text(model.spans, model.spec)),
         ("rho", f"{model.spans.rho:g} (eta = {hg.eta:g})"),
         ("tau", test.tau_text(model.spans)),
@@ -128,7 +135,7 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
             "|X|",
             f"{hg.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}",
         ),
-        ("guarantee", test.guarantee_text(guarantee(model), model.spans, length)),
+        ("guarantee", test.guarantee_text(g_all, model.spans, length) + levels_words(g_all.get("levels"))),
     ]
     if proj is not None:
         b = meta.get("bounds_degrees", {})
@@ -162,6 +169,10 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
                 f"{len(a.get('min_samples_candidates', []))} MinPts candidates",
             )
         )
+        lines = [line.strip() for line in level_lines(model, g_all.get("levels"))]
+        if lines:
+            rows.append(("levels", lines[0].split(":", 1)[1].strip()))
+            rows += [("", line) for line in lines[1:]]
     elif r.eps != g.alpha or r.min_samples != model.spec.min_samples:
         rows.append(
             (

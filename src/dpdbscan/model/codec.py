@@ -307,7 +307,9 @@ def _levels_record(auto: dict, n_spans: int, alpha: float, lowest: int) -> None:
     at a MinPts no lower than the model's (its lowest); the guarantee and the
     summary read it."""
     levels = auto.get("levels")
-    _need(isinstance(levels, list) and len(levels) == n_spans, "auto.levels must list every span once")
+    if not isinstance(levels, list):
+        raise MalformedModel("malformed dpdbscan span model: auto.levels must be a list")
+    _need(len(levels) == n_spans, "auto.levels must list every span once")
     for i, lv in enumerate(levels):
         _need(
             isinstance(lv, dict) and lv.get("span") == i, f"auto.levels must be numbered 0, 1, ... (span {i})"

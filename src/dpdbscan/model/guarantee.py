@@ -40,8 +40,10 @@ def guarantee(model: SpanModel) -> dict:
     return g
 
 
-def levels_words(per_span: list[dict]) -> str:
-    """Each span's own statement in words (a level selection)."""
+def levels_words(per_span: list[dict] | None) -> str:
+    """Each span's own statement in words (a level selection; "" for none)."""
+    if not per_span:
+        return ""
     held = [s for s in per_span if s["probability"] is not None]
     if not held:
         return "; no span has a statement of its own (M* < 1 at every selected level)"
