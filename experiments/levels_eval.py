@@ -1,14 +1,16 @@
-"""Clusters at their own level (``dpdbscan.post.levels``) against the flat
-cut, from the same release.
+"""Clusters at their own level (``selection="levels"``, the automatic mode's
+default) against the flat cut (``selection="flat"``) of the same release:
+figures, and the design study of the selection.
 
-:func:`levels_labels` is what the scene benchmark calls: the automatic
-mode's model (one fit with ``eps="auto"``) and points in, labels out, through
-``predict``'s rule on the selected spans. The command line is the design
-study: variants of the selection on the tune scenes and the dev suite, each
-release made once and shared by every variant.
+The figures fit the library's two selections with the same seed (the same
+release) and draw the library's condensed-tree plot. The design study runs
+variants of the selection on the tune scenes, the dev suite or the paper's
+sets through the research hooks (:mod:`dpdbscan.testing`), each release made
+once and shared by every variant.
 
-    python -m experiments.levels_eval --suite tune --n-scenes 60 --out /tmp/levels_tune.json
+    python -m experiments.levels_eval --suite tune --n-scenes 100 --out /tmp/levels_tune.json
     python -m experiments.levels_eval --suite dev --seeds 0-4
+    python -m experiments.levels_eval --figure 10100 --out docs/images/levels_scene.png
 """
 
 from __future__ import annotations
@@ -21,95 +23,53 @@ import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from dpdbscan.post import levels
-from dpdbscan.post.auto import Plan
-from dpdbscan.post.sweep import sweep
-from dpdbscan.predict import predict_spans, span_regions
-from experiments import scene_bench, scenes
+from dpdbscan import DPDBSCAN, SpanModel
+from dpdbscan.testing import (
+    ladder_sweep,
+    levels_alpha_scores,
+    levels_finish,
+    levels_ladder,
+    levels_scale,
+    levels_select,
+    levels_tree,
+    plot_condensed_tree,
+    predict_spans,
+    span_regions,
+)
+
+from . import scene_bench, scenes
 
 
-def plan_of(model) -> Plan:
-    """The automatic mode's public plan, as its model records it."""
-    a = model.auto
-    return Plan(float(a["base_eps"]), tuple(float(x) for x in a["eps_candidates"]), None)
-
-
-def labels_of(sel: levels.LevelSpans, X: np.ndarray) -> np.ndarray:
-    """``predict``'s labels for the selected spans: the span of the nearest
-    core sub-cell centre within alpha (the density test's border)."""
+def labels_of(sel: Any, X: np.ndarray) -> np.ndarray:
+    """``predict``'s labels for a selection of the study: the span of the
+    nearest core sub-cell centre within alpha (the density test's border)."""
     keys, labs = span_regions(sel.grid, sel.core_keys, sel.labels, border=sel.alpha, to="centres")
     return predict_spans(sel.grid, keys, labs, X)
 
 
-def levels_labels(model, X: np.ndarray, **kw) -> tuple[np.ndarray, str]:
-    """Labels of ``X`` by the spans selected at their own levels from the
-    automatic model's release, and a short note (alpha, spans, MinPts used)."""
-    sel = levels.select_levels(model.histogram, model.params, plan_of(model), **kw)
-    ms = sorted({s.min_samples for s in sel.spans})
-    note = f"{sel.alpha:.5g}/{sel.n_spans}/" + "-".join(map(str, ms)) + ("/unsure" if sel.unsure else "")
-    return labels_of(sel, X), note
+def own_levels(model: SpanModel) -> str:
+    """The MinPts a level selection took its spans at, as text."""
+    ms = sorted({int(lv["min_samples"]) for lv in (model.auto or {}).get("levels") or []})
+    return "/".join(map(str, ms)) or "-"
 
 
-def plot_tree(tree: levels.LevelTree, ax=None, selected_colour: str = "tab:red"):
-    """The condensed tree of a selection, in the style of the hdbscan
-    package's condensed-tree plot: each cluster a column whose width is its
-    noisy mass at each level, the level (lambda, density) growing downwards,
-    the selected clusters outlined. Returns the axes."""
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
-    if ax is None:
-        ax = plt.gca()
-    lam = np.asarray(tree.scale, dtype=np.float64)
-    step = np.append(np.diff(lam), np.diff(lam)[-1:] if lam.size > 1 else [1.0])
-    top = lam + np.maximum(step, 1e-12)
-    kids: dict[int, list] = {}
-    roots = []
-    for c in tree.clusters:
-        (kids.setdefault(c.parent, []).append(c) if c.parent >= 0 else roots.append(c))
-    place: dict[int, tuple[float, float]] = {}  # cluster -> (centre, scale: x units per unit mass)
-
-    def lay(cs, lo, hi):
-        total = sum(c.masses[0] for c in cs) or 1.0
-        x = lo
-        for c in cs:
-            w = (hi - lo) * c.masses[0] / total
-            place[c.id] = (x + w / 2, w / max(c.masses[0], 1e-12))
-            lay(kids.get(c.id, []), x, x + w)
-            x += w
-
-    lay(roots, 0.0, 1.0)
-    for c in tree.clusters:
-        centre, per_mass = place[c.id]
-        sel = c.id in tree.selected
-        for j, m in enumerate(c.masses):
-            lvl = c.birth + j
-            w = m * per_mass
-            ax.add_patch(Rectangle((centre - w / 2, lam[lvl]), w, top[lvl] - lam[lvl],
-                                   facecolor=selected_colour if sel else "0.6", alpha=0.85 if sel else 0.5,
-                                   edgecolor="none"))
-        if c.parent >= 0:
-            pc, _ = place[c.parent]
-            ax.plot([pc, centre], [lam[c.birth]] * 2, color="0.3", lw=0.6)
-    last = max((c.death for c in tree.clusters), default=0)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(top[last], lam.min())
-    ax.set_xticks([])
-    ax.set_ylabel("level lambda (density); MinPts on the right")
-    twin = ax.twinx()
-    twin.set_ylim(ax.get_ylim())
-    ticks, at = [], -np.inf
-    for i in range(last + 1):  # MinPts labels at least 4% of the axis apart
-        if lam[i] - at >= 0.04 * (top[last] - lam.min()):
-            ticks.append(i)
-            at = lam[i]
-    twin.set_yticks(lam[ticks])
-    twin.set_yticklabels([str(tree.min_samples[i]) for i in ticks])
-    ax.set_title(f"condensed tree at eps={tree.alpha:.4g}: {len(tree.selected)} selected (red)")
-    return ax
+def both(X: np.ndarray, bounds: Any, seed: int, **kw: Any) -> tuple[SpanModel, SpanModel]:
+    """The flat cut and the level selection of one automatic release (the same seed)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        flat, lev = (
+            DPDBSCAN(
+                "auto", min_samples="auto", epsilon=1.0, bounds=bounds, random_state=seed, selection=s, **kw
+            )
+            .fit(X)
+            .spans_
+            for s in ("flat", "levels")
+        )
+    return flat, lev
 
 
 def figure(seed: int, path: Path, max_points: int = 30_000) -> None:
@@ -123,20 +83,26 @@ def figure(seed: int, path: Path, max_points: int = 30_000) -> None:
     if seed not in scene_bench.TUNE_SEEDS:
         raise SystemExit("figures are drawn from tune scenes only")
     sc = scenes.scene(seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = scene_bench.auto_model(sc)
-        sel = levels.select_levels(model.histogram, model.params, plan_of(model))
+    model, sel = both(sc.X, sc.bounds, sc.seed)
     pick = np.random.default_rng(0).permutation(sc.n)[:max_points]
     X = sc.X[pick]
     fig, axes = plt.subplots(1, 4, figsize=(22, 5.2), gridspec_kw={"width_ratios": [1, 1, 1, 1.2]})
-    flat, lev = model.predict(X), labels_of(sel, X)
-    used = "/".join(str(m) for m in sorted({s.min_samples for s in sel.spans}))
-    panels = ((axes[0], sc.y[pick], f"truth: {sc.k} clusters, noise grey"),
-              (axes[1], flat, f"flat cut: eps={model.grid.alpha:.3g}, MinPts={model.min_samples}, "
-                              f"ARI {scene_bench.ari(sc.y[pick], flat):.2f}"),
-              (axes[2], lev, f"own levels: eps={sel.alpha:.3g}, MinPts {used}, "
-                             f"ARI {scene_bench.ari(sc.y[pick], lev):.2f}"))
+    flat, lev = model.predict(X), sel.predict(X)
+    panels = (
+        (axes[0], sc.y[pick], f"truth: {sc.k} clusters, noise grey"),
+        (
+            axes[1],
+            flat,
+            f"flat cut: eps={model.grid.alpha:.3g}, MinPts={model.spec.min_samples}, "
+            f"ARI {scene_bench.ari(sc.y[pick], flat):.2f}",
+        ),
+        (
+            axes[2],
+            lev,
+            f"own levels: eps={sel.grid.alpha:.3g}, MinPts {own_levels(sel)}, "
+            f"ARI {scene_bench.ari(sc.y[pick], lev):.2f}",
+        ),
+    )
     for ax, lab, title in panels:
         noise = lab < 0
         ax.scatter(X[noise, 0], X[noise, 1], s=0.2, c="0.8")
@@ -145,7 +111,7 @@ def figure(seed: int, path: Path, max_points: int = 30_000) -> None:
         ax.set_aspect("equal")
         ax.set_xticks([])
         ax.set_yticks([])
-    plot_tree(sel.tree, axes[3])
+    plot_condensed_tree(sel, axes[3])
     fig.suptitle(sc.describe(), fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -159,21 +125,16 @@ def set_figure(name: str, path: Path, seed: int = 0, max_points: int = 100_000) 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dpdbscan import DPDBSCAN
     from experiments import datasets
 
     ds = datasets.load(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=ds.bounds,
-                         random_state=seed).fit(ds.X).spans_
-        sel = levels.select_levels(model.histogram, model.params, plan_of(model))
+    model, sel = both(ds.X, ds.bounds, seed)
     P = ds.X[np.random.default_rng(0).permutation(ds.n)[:max_points]]
     fig, axes = plt.subplots(1, 2, figsize=(12, 6.5))
     for ax, lab, title in (
-            (axes[0], model.predict(P), f"flat cut: eps={model.grid.alpha:.3g}, MinPts {model.min_samples}"),
-            (axes[1], labels_of(sel, P), f"own levels: eps={sel.alpha:.3g}, MinPts "
-             + "/".join(str(m) for m in sorted({s.min_samples for s in sel.spans})))):
+        (axes[0], model.predict(P), f"flat cut: eps={model.grid.alpha:.3g}, MinPts {model.spec.min_samples}"),
+        (axes[1], sel.predict(P), f"own levels: eps={sel.grid.alpha:.3g}, MinPts {own_levels(sel)}"),
+    ):
         k = lab >= 0
         ax.scatter(P[~k, 0], P[~k, 1], s=0.1, c="0.8")
         ax.scatter(P[k, 0], P[k, 1], s=0.2, c=lab[k] % 10, cmap="tab10", vmin=0, vmax=9)
@@ -181,8 +142,10 @@ def set_figure(name: str, path: Path, seed: int = 0, max_points: int = 100_000) 
         ax.set_ylim(ds.bounds[0][1], ds.bounds[1][1])
         ax.set_aspect("equal")
         big = np.bincount(lab[k]).max() / lab.size if k.any() else 0.0
-        ax.set_title(f"{title}: {int(lab.max()) + 1} spans, the largest holds {100 * big:.0f}% of the points",
-                     fontsize=9)
+        ax.set_title(
+            f"{title}: {int(lab.max()) + 1} spans, the largest holds {100 * big:.0f}% of the points",
+            fontsize=9,
+        )
     fig.suptitle(f"{ds.title}, epsilon = 1, one automatic release (seed {seed}); grey: noise", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=70)
@@ -197,12 +160,14 @@ class Case:
     every candidate alpha and, per alpha on demand, the sweep on sub-cells."""
 
     def __init__(self, name: str, X: np.ndarray, y: np.ndarray, model, n_score: int = 30_000, seed: int = 0):
+        # model: the flat cut's (selection="flat"); its release and spec serve every variant
         self.name, self.model = name, model
-        self.hist, self.params, self.plan = model.histogram, model.params, plan_of(model)
-        self.ms = levels.ladder(self.hist, self.plan)
+        self.hist, self.params = model.histogram, model.spec
+        self.eps = tuple(float(a) for a in model.auto["eps_candidates"])
+        self.ms = levels_ladder(self.hist)
         self.d = self.hist.grid.d
         self.total = float(np.maximum(self.hist.values, 0).sum())
-        self.coarse = sweep(self.hist, replace(self.params, subcells=1), self.plan.eps, self.ms)
+        self.coarse = ladder_sweep(self.hist, replace(self.params, subcells=1), self.eps, self.ms)
         self._fine: dict = {}
         pick = np.sort(np.random.default_rng(seed).permutation(X.shape[0])[:n_score])
         self.X, self.y = X[pick], y[pick]
@@ -211,29 +176,30 @@ class Case:
 
     def fine(self, alpha: float) -> list:
         if alpha not in self._fine:
-            t = sweep(self.hist, self.params, [alpha], self.ms)
+            t = ladder_sweep(self.hist, self.params, [alpha], self.ms)
             self._fine[alpha] = [t[(alpha, m)] for m in self.ms]
         return self._fine[alpha]
 
     def coarse_levels(self, alpha: float) -> list:
         return [self.coarse[(alpha, m)] for m in self.ms]
 
-    def score(self, sel: levels.LevelSpans) -> float:
+    def score(self, sel: Any) -> float:
         return scene_bench.ari(self.y, labels_of(sel, self.X))
 
 
-def _variant(alpha_rule: str = "eom", scale: str = "lambda", method: str = "eom", share: float = 0.0,
-             fine: bool = True) -> Callable:
-    def at(c: Case, a: float, rows) -> levels.LevelSpans:
+def _variant(
+    alpha_rule: str = "eom", scale: str = "lambda", method: str = "eom", share: float = 0.0, fine: bool = True
+) -> Callable:
+    def at(c: Case, a: float, rows) -> Any:
         mm = share * c.total
         lv = c.fine(a) if fine else c.coarse_levels(a)
-        tree = levels.level_tree(lv, a, c.d, scale=scale, min_mass=mm, method=method)
+        tree = levels_tree(lv, a, c.d, scale=scale, min_mass=mm, method=method)
         grid = c.hist.grid.subdivided(int(c.params.subcells) if fine else 1)
-        return levels.finish(tree, grid, rows, len(c.plan.eps))
+        return levels_finish(tree, grid, rows, len(c.eps))
 
-    def run(c: Case) -> levels.LevelSpans:
+    def run(c: Case) -> Any:
         mm = share * c.total
-        rows = levels.alpha_scores(c.coarse, c.d, min_mass=mm, method=method)
+        rows = levels_alpha_scores(c.coarse, c.d, min_mass=mm, method=method)
         if alpha_rule == "oracle":  # study only: the labels choose alpha (the ceiling of any rule)
             return max((at(c, r[0], rows) for r in rows), key=c.score)
         if alpha_rule == "flat":
@@ -241,13 +207,16 @@ def _variant(alpha_rule: str = "eom", scale: str = "lambda", method: str = "eom"
         else:
             a = max(rows, key=lambda r: (r[1], r[0]))[0]
         return at(c, a, rows)
+
     return run
 
 
 def _final(**kw) -> Callable:
-    """The module's own selection (``select_levels``) with options ``kw``."""
-    def run(c: Case) -> levels.LevelSpans:
-        return levels.select_levels(c.hist, c.params, c.plan, coarse=c.coarse, **kw)
+    """The library's own selection (``select_levels``) with options ``kw``."""
+
+    def run(c: Case) -> Any:
+        return levels_select(c.hist, c.params, c.eps, coarse=c.coarse, **kw)
+
     return run
 
 
@@ -263,27 +232,39 @@ VARIANTS: dict[str, Callable] = {
 
 
 def _cases(suite: str, n_scenes: int, seeds: range, guess_n: bool = False):
-    from dpdbscan import DPDBSCAN
-
     if suite == "tune":
         for seed in scene_bench.TUNE_SEEDS[:n_scenes]:
             sc = scenes.scene(seed)
-            yield f"scene {seed}", sc.X, sc.y, lambda sc=sc: scene_bench.auto_model(sc)
+            yield f"scene {seed}", sc.X, sc.y, lambda sc=sc: scene_bench.auto_model(sc, "flat")
     else:
         from experiments import devsuite
 
         sets = devsuite.load_dev() if suite == "dev" else devsuite.load_paper()
         for ds in sets:
             for seed in seeds:
+
                 def fit(ds=ds, seed=seed):
                     extra = {"n_expected": float(ds.X.shape[0])} if guess_n else {}
-                    return DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=ds.bounds,
-                                    random_state=seed, **extra).fit(ds.X).spans_
+                    return (
+                        DPDBSCAN(
+                            "auto",
+                            min_samples="auto",
+                            epsilon=1.0,
+                            bounds=ds.bounds,
+                            random_state=seed,
+                            selection="flat",
+                            **extra,
+                        )
+                        .fit(ds.X)
+                        .spans_
+                    )
+
                 yield f"{ds.name} {seed}", ds.X, ds.y, fit
 
 
-def study(suite: str, variants: list[str], n_scenes: int = 60, seeds: range = range(5),
-          guess_n: bool = False) -> list[dict]:
+def study(
+    suite: str, variants: list[str], n_scenes: int = 60, seeds: range = range(5), guess_n: bool = False
+) -> list[dict]:
     out = []
     for name, X, y, fit in _cases(suite, n_scenes, seeds, guess_n):
         t0 = time.perf_counter()
@@ -297,8 +278,13 @@ def study(suite: str, variants: list[str], n_scenes: int = 60, seeds: range = ra
                 r[v + ":alpha"] = sel.alpha
                 r[v + ":spans"] = sel.n_spans
         out.append(r)
-        print(f"{name}: flat {case.flat:.2f} " + " ".join(f"{v} {r[v]:.2f}" for v in variants)
-              + f" ({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
+        print(
+            f"{name}: flat {case.flat:.2f} "
+            + " ".join(f"{v} {r[v]:.2f}" for v in variants)
+            + f" ({time.perf_counter() - t0:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
     return out
 
 
@@ -324,18 +310,29 @@ def alpha_features(c: Case, shares=SHARES) -> list[dict]:
     lambda, its range, clusters, selected mass) and the ARI of the
     sub-cells' selection (study only: the labels)."""
     out = []
-    for a in c.plan.eps:
+    for a in c.eps:
         lv = c.coarse_levels(a)
-        lam = levels.level_scale(lv, a, c.d, "lambda")
+        lam = levels_scale(lv, a, c.d, "lambda")
         for s in shares:
-            t = levels.level_tree(lv, a, c.d, scale="lambda", min_mass=s * c.total)
-            ft = levels.level_tree(c.fine(a), a, c.d, scale="lambda", min_mass=s * c.total)
-            sel = levels.finish(ft, c.hist.grid.subdivided(int(c.params.subcells)), [], 1)
+            t = levels_tree(lv, a, c.d, scale="lambda", min_mass=s * c.total)
+            ft = levels_tree(c.fine(a), a, c.d, scale="lambda", min_mass=s * c.total)
+            sel = levels_finish(ft, c.hist.grid.subdivided(int(c.params.subcells)), [], 1)
             tree = [(x.parent, x.birth, list(x.masses)) for x in t.clusters]
             picked = [t.clusters[i] for i in t.selected]
-            out.append({"alpha": a, "share": s, "score": t.score, "n": len(t.selected), "tree": tree,
-                        "lam": lam, "sel": [(x.birth, x.death, x.masses[0], x.stability) for x in picked],
-                        "fine_score": ft.score, "fine_n": len(ft.selected), "ari": c.score(sel)})
+            out.append(
+                {
+                    "alpha": a,
+                    "share": s,
+                    "score": t.score,
+                    "n": len(t.selected),
+                    "tree": tree,
+                    "lam": lam,
+                    "sel": [(x.birth, x.death, x.masses[0], x.stability) for x in picked],
+                    "fine_score": ft.score,
+                    "fine_n": len(ft.selected),
+                    "ari": c.score(sel),
+                }
+            )
     return out
 
 
@@ -346,8 +343,17 @@ def dump(suite: str, n_scenes: int, seeds: range, path: Path) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             case = Case(name, X, y, fit())
-            out.append({"case": name, "d": case.d, "total": case.total, "ms": case.ms, "flat": case.flat,
-                        "flat_alpha": case.flat_alpha, "alphas": alpha_features(case)})
+            out.append(
+                {
+                    "case": name,
+                    "d": case.d,
+                    "total": case.total,
+                    "ms": case.ms,
+                    "flat": case.flat,
+                    "flat_alpha": case.flat_alpha,
+                    "alphas": alpha_features(case),
+                }
+            )
         path.write_text(json.dumps(out))
         print(f"{name} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
 
@@ -359,12 +365,22 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", default="0-4")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--guess-n", action="store_true",
-                    help="dev/paper: pass the set's size as the public guess n_expected")
-    ap.add_argument("--figure", type=int, default=None, metavar="SEED",
-                    help="draw a tune scene's flat and level selections to --out (a .png)")
-    ap.add_argument("--figure-set", default=None, metavar="NAME",
-                    help="draw a 2-D data set's flat and level selections to --out (a .png)")
+    ap.add_argument(
+        "--guess-n", action="store_true", help="dev/paper: pass the set's size as the public guess n_expected"
+    )
+    ap.add_argument(
+        "--figure",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="draw a tune scene's flat and level selections to --out (a .png)",
+    )
+    ap.add_argument(
+        "--figure-set",
+        default=None,
+        metavar="NAME",
+        help="draw a 2-D data set's flat and level selections to --out (a .png)",
+    )
     ap.add_argument("--dump", type=Path, default=None, help="study: per-alpha features to this JSON file")
     args = ap.parse_args(argv)
     a, _, b = args.seeds.partition("-")
@@ -387,4 +403,3 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-

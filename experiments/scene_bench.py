@@ -18,10 +18,11 @@ Methods (ARI against the scene's labels, noise -1 its own class; every DP
 method at epsilon = 1 with the scene's public box and ``random_state`` = the
 scene's seed):
 
-* ``auto``: ``DPDBSCAN(eps="auto", min_samples="auto")`` labelling with
-  ``predict`` (the flat cut);
-* ``levels``: the same release, spans selected at their own levels
-  (:mod:`experiments.levels_eval`); present once that module exists;
+* ``levels``: ``DPDBSCAN(eps="auto", min_samples="auto")``, the automatic
+  mode as it ships (``selection="levels"``: each cluster at its own MinPts),
+  labelling with ``predict``;
+* ``auto``: the same release (the same seed) with ``selection="flat"``, the
+  flat cut of the automatic mode before issue 21;
 * ``hand``: the density test (library defaults) at the scene's hand-picked
   (alpha, MinPts): the pair of the grid below with the best non-private
   DBSCAN ARI, as the dev suite's params.json was made;
@@ -55,7 +56,7 @@ import math
 import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -77,8 +78,7 @@ HDBSCAN_SAMPLE = 20_000
 HDBSCAN_SHARE = 0.01
 METHODS = ("auto", "levels", "hand", "dbscan", "hdbscan", "kmeans")
 #: Paired differences reported in the summary (a, b): mean of a - b.
-PAIRS = (("levels", "auto"), ("auto", "hdbscan"), ("levels", "hdbscan"), ("auto", "hand"),
-         ("levels", "hand"))
+PAIRS = (("levels", "auto"), ("auto", "hdbscan"), ("levels", "hdbscan"), ("auto", "hand"), ("levels", "hand"))
 BOOTSTRAP = 10_000
 BOOTSTRAP_SEED = 21
 
@@ -99,8 +99,9 @@ def grid_of(sc: scenes.Scene) -> list[tuple[float, int]]:
     return [(s * diag, max(2, round(m * sc.n / 20_000))) for s in ALPHA_SHARES for m in MIN_SAMPLES_AT_20K]
 
 
-def dbscan_levels(S: np.ndarray, alpha: float,
-                  min_samples: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+def dbscan_levels(
+    S: np.ndarray, alpha: float, min_samples: Sequence[int]
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """DBSCAN labels of ``S`` at one alpha and several MinPts from one
     neighbour graph: core = at least MinPts points within alpha (itself
     included, as scikit-learn), clusters = components of the core points,
@@ -136,8 +137,9 @@ def dbscan_levels(S: np.ndarray, alpha: float,
     return out
 
 
-def extend_by_core(S: np.ndarray, labels: np.ndarray, core: np.ndarray, X: np.ndarray,
-                   alpha: float) -> np.ndarray:
+def extend_by_core(
+    S: np.ndarray, labels: np.ndarray, core: np.ndarray, X: np.ndarray, alpha: float
+) -> np.ndarray:
     """Labels of ``X``: the label of the nearest core point of ``S`` within
     alpha, else noise."""
     from sklearn.neighbors import KDTree
@@ -188,6 +190,8 @@ def best_dbscan(sc: scenes.Scene) -> dict:
             score = ari(sc.y[sub_idx], lab)
             if best is None or score > best[0]:
                 best = (score, alpha, mp, lab, core, sub_idx)
+    if best is None:
+        raise ValueError("the parameter grid is empty")
     _, alpha, mp, lab, core, sub_idx = best
     labels = extend_by_core(sc.X[sub_idx], lab, core, sc.X, alpha)
     labels[sub_idx] = lab
@@ -210,10 +214,19 @@ def hdbscan_ari(sc: scenes.Scene) -> float:
 # DP methods
 
 
-def auto_model(sc: scenes.Scene):
+def auto_model(sc: scenes.Scene, selection: str = "levels"):
+    """The automatic mode's model of a scene (``selection``: "levels", the
+    default, or "flat"); the release depends on the seed only."""
     from dpdbscan import DPDBSCAN
 
-    est = DPDBSCAN("auto", min_samples="auto", epsilon=EPSILON, bounds=sc.bounds, random_state=sc.seed)
+    est = DPDBSCAN(
+        "auto",
+        min_samples="auto",
+        epsilon=EPSILON,
+        bounds=sc.bounds,
+        random_state=sc.seed,
+        selection=selection,
+    )
     return est.fit(sc.X).spans_
 
 
@@ -228,42 +241,42 @@ def kmeans_ari(sc: scenes.Scene) -> float:
     return ari(sc.y, baselines.dp_kmeans(sc.X, sc.k, sc.bounds, EPSILON, sc.seed).labels_)
 
 
-def levels_hook() -> Callable | None:
-    """:func:`experiments.levels_eval.levels_labels` when it exists."""
-    try:
-        from experiments import levels_eval
-    except ImportError:
-        return None
-    return levels_eval.levels_labels
-
-
 def run_scene(seed: int, methods: Sequence[str]) -> dict:
     """One CSV row: the scene's description and every method's ARI and time."""
     t0 = time.perf_counter()
     sc = scenes.scene(seed)
-    row: dict = {"seed": seed, "d": sc.d, "n": sc.n, "k": sc.k, "noise": round(sc.noise, 4),
-                 "padding": round(sc.padding, 4), "bridges": sc.bridges,
-                 "heterogeneity": round(sc.heterogeneity, 4), "tags": " ".join(sorted(sc.tags)),
-                 "scene_s": round(time.perf_counter() - t0, 3)}
+    row: dict = {
+        "seed": seed,
+        "d": sc.d,
+        "n": sc.n,
+        "k": sc.k,
+        "noise": round(sc.noise, 4),
+        "padding": round(sc.padding, 4),
+        "bridges": sc.bridges,
+        "heterogeneity": round(sc.heterogeneity, 4),
+        "tags": " ".join(sorted(sc.tags)),
+        "scene_s": round(time.perf_counter() - t0, 3),
+    }
     with warnings.catch_warnings():
         # seeded runs, small releases, diffprivlib's chatter: scored either way
         warnings.simplefilter("ignore")
-        if "auto" in methods or "levels" in methods:
+        if "auto" in methods:
             t = time.perf_counter()
-            model = auto_model(sc)
-            row["fit_s"] = round(time.perf_counter() - t, 3)
-            if "auto" in methods:
-                t = time.perf_counter()
-                row["auto"] = ari(sc.y, model.predict(sc.X))
-                row["auto_s"] = round(row["fit_s"] + time.perf_counter() - t, 3)
-                row["auto_params"] = f"{model.grid.alpha:.5g}/{model.min_samples}/{model.n_spans}"
-            hook = levels_hook()
-            if "levels" in methods and hook is not None:
-                t = time.perf_counter()
-                labels, info = hook(model, sc.X)
-                row["levels"] = ari(sc.y, labels)
-                row["levels_s"] = round(row["fit_s"] + time.perf_counter() - t, 3)
-                row["levels_params"] = info
+            model = auto_model(sc, "flat")
+            row["auto"] = ari(sc.y, model.predict(sc.X))
+            row["auto_s"] = row["fit_s"] = round(time.perf_counter() - t, 3)
+            row["auto_params"] = f"{model.grid.alpha:.5g}/{model.spec.min_samples}/{model.n_spans}"
+        if "levels" in methods:
+            t = time.perf_counter()
+            model = auto_model(sc, "levels")
+            row["levels"] = ari(sc.y, model.predict(sc.X))
+            row["levels_s"] = round(time.perf_counter() - t, 3)
+            ms = sorted({int(lv["min_samples"]) for lv in model.auto.get("levels") or []})
+            row["levels_params"] = (
+                f"{model.grid.alpha:.5g}/{model.n_spans}/"
+                + "-".join(map(str, ms))
+                + ("/unsure" if model.auto.get("unsure") else "")
+            )
         if {"hand", "dbscan"} & set(methods):
             t = time.perf_counter()
             best = best_dbscan(sc)
@@ -285,9 +298,23 @@ def run_scene(seed: int, methods: Sequence[str]) -> dict:
     return row
 
 
-COLUMNS = ("seed", "d", "n", "k", "noise", "padding", "bridges", "heterogeneity", "tags", "scene_s",
-           "fit_s", *[c for m in METHODS for c in (m, f"{m}_s")], "auto_params", "levels_params",
-           "hand_params")
+COLUMNS = (
+    "seed",
+    "d",
+    "n",
+    "k",
+    "noise",
+    "padding",
+    "bridges",
+    "heterogeneity",
+    "tags",
+    "scene_s",
+    "fit_s",
+    *[c for m in METHODS for c in (m, f"{m}_s")],
+    "auto_params",
+    "levels_params",
+    "hand_params",
+)
 
 
 # --------------------------------------------------------------------------- #
@@ -303,8 +330,14 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float]:
         return math.nan, math.nan, math.nan
     if v.size < 2 or np.all(v == v[0]):
         return float(v.mean()), float(v.mean()), float(v.mean())
-    res = bootstrap((v,), np.mean, confidence_level=level, n_resamples=BOOTSTRAP, method="percentile",
-                    rng=np.random.default_rng(BOOTSTRAP_SEED))
+    res = bootstrap(
+        (v,),
+        np.mean,
+        confidence_level=level,
+        n_resamples=BOOTSTRAP,
+        method="percentile",
+        rng=np.random.default_rng(BOOTSTRAP_SEED),
+    )
     return float(v.mean()), float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
@@ -316,41 +349,61 @@ def present(rows: list[dict]) -> list[str]:
     return [m for m in METHODS if rows and all(r.get(m) not in (None, "") for r in rows)]
 
 
-NAMES = {"auto": "automatic mode, flat cut (`selection=\"flat\"`)",
-         "levels": "automatic mode, clusters at their own level",
-         "hand": "density test at the hand-picked (alpha, MinPts)",
-         "dbscan": "non-private DBSCAN at the hand-picked (alpha, MinPts)",
-         "hdbscan": "non-private HDBSCAN (min_cluster_size 1% of n)",
-         "kmeans": "DP-KMeans (diffprivlib, true k)"}
+NAMES = {
+    "auto": 'automatic mode, flat cut (`selection="flat"`)',
+    "levels": "automatic mode, clusters at their own level",
+    "hand": "density test at the hand-picked (alpha, MinPts)",
+    "dbscan": "non-private DBSCAN at the hand-picked (alpha, MinPts)",
+    "hdbscan": "non-private HDBSCAN (min_cluster_size 1% of n)",
+    "kmeans": "DP-KMeans (diffprivlib, true k)",
+}
 
 
 def summary(rows: list[dict], split: str) -> str:
     ms = present(rows)
-    out = [f"## Scene benchmark, {split} split: {len(rows)} scenes (seeds "
-           f"{min(int(r['seed']) for r in rows)}-{max(int(r['seed']) for r in rows)}), epsilon = {EPSILON:g}",
-           "",
-           "Mean ARI over scenes with a 95% percentile-bootstrap interval (10,000 resamples over scenes); "
-           "median seconds per scene.",
-           "",
-           "| method | mean ARI | 95% CI | median ARI | median s |",
-           "|---|---|---|---|---|"]
+    out = [
+        f"## Scene benchmark, {split} split: {len(rows)} scenes (seeds "
+        f"{min(int(r['seed']) for r in rows)}-{max(int(r['seed']) for r in rows)}), epsilon = {EPSILON:g}",
+        "",
+        "Mean ARI over scenes with a 95% percentile-bootstrap interval (10,000 resamples over scenes); "
+        "median seconds per scene.",
+        "",
+        "| method | mean ARI | 95% CI | median ARI | median s |",
+        "|---|---|---|---|---|",
+    ]
     for m in ms:
         v = _col(rows, m)
         mean, lo, hi = mean_ci(v)
-        sec = np.median(_col(rows, f"{m}_s")) if all(r.get(f"{m}_s") not in (None, "") for r in rows) \
+        sec = (
+            np.median(_col(rows, f"{m}_s"))
+            if all(r.get(f"{m}_s") not in (None, "") for r in rows)
             else math.nan
+        )
         out.append(f"| {NAMES[m]} | **{mean:.3f}** | [{lo:.3f}, {hi:.3f}] | {np.median(v):.3f} | {sec:.2f} |")
     pairs = [(a, b) for a, b in PAIRS if a in ms and b in ms]
     if pairs:
-        out += ["", "Paired differences (same scenes): mean of a - b with a 95% bootstrap interval, and how "
-                "often a >= b.", "", "| a - b | mean | 95% CI | a >= b |", "|---|---|---|---|"]
+        out += [
+            "",
+            "Paired differences (same scenes): mean of a - b with a 95% bootstrap interval, and how "
+            "often a >= b.",
+            "",
+            "| a - b | mean | 95% CI | a >= b |",
+            "|---|---|---|---|",
+        ]
         for a, b in pairs:
             diff = _col(rows, a) - _col(rows, b)
             mean, lo, hi = mean_ci(diff)
-            out.append(f"| {a} - {b} | {mean:+.3f} | [{lo:+.3f}, {hi:+.3f}] | "
-                       f"{int(np.sum(diff >= -1e-12))} of {diff.size} |")
-    out += ["", "By family (scenes holding it; a scene may count in several rows):", "",
-            "| family | scenes | " + " | ".join(ms) + " |", "|---|---|" + "---|" * len(ms)]
+            out.append(
+                f"| {a} - {b} | {mean:+.3f} | [{lo:+.3f}, {hi:+.3f}] | "
+                f"{int(np.sum(diff >= -1e-12))} of {diff.size} |"
+            )
+    out += [
+        "",
+        "By family (scenes holding it; a scene may count in several rows):",
+        "",
+        "| family | scenes | " + " | ".join(ms) + " |",
+        "|---|---|" + "---|" * len(ms),
+    ]
     tags = sorted({t for r in rows for t in str(r["tags"]).split()})
     for tag in tags:
         sub = [r for r in rows if tag in str(r["tags"]).split()]
@@ -358,12 +411,13 @@ def summary(rows: list[dict], split: str) -> str:
     for lo, hi in ((5_000, 20_000), (20_000, 60_000), (60_000, 200_001)):
         sub = [r for r in rows if lo <= int(r["n"]) < hi]
         if sub:
-            out.append(f"| n in [{lo:,}, {min(hi, 200_000):,}] | {len(sub)} | "
-                       + " | ".join(f"{np.mean(_col(sub, m)):.3f}" for m in ms) + " |")
-    total = sum(float(r.get(f"{m}_s") or 0) for r in rows for m in ms if m != "auto")
-    total += sum(float(r.get("fit_s") or 0) for r in rows if "levels" in ms and "auto" not in ms)
-    total += sum(float(r.get("auto_s") or 0) for r in rows)
-    out += ["", f"Total method time {total / 60:.1f} min (fit shared by auto and levels counted once)."]
+            out.append(
+                f"| n in [{lo:,}, {min(hi, 200_000):,}] | {len(sub)} | "
+                + " | ".join(f"{np.mean(_col(sub, m)):.3f}" for m in ms)
+                + " |"
+            )
+    total = sum(float(r.get(f"{m}_s") or 0) for r in rows for m in ms)
+    out += ["", f"Total method time {total / 60:.1f} min."]
     return "\n".join(out)
 
 
@@ -396,8 +450,12 @@ def run(split: str, n_scenes: int, out: Path, methods: Sequence[str], resume: bo
             w.writerow(row)
             f.flush()
             rows.append({k: ("" if row.get(k) is None else str(row.get(k))) for k in COLUMNS})
-            print(f"[{i + 1}/{len(seeds)}] seed {seed}: " + ", ".join(
-                f"{m} {row[m]:.2f}" for m in METHODS if m in row), file=sys.stderr, flush=True)
+            print(
+                f"[{i + 1}/{len(seeds)}] seed {seed}: "
+                + ", ".join(f"{m} {row[m]:.2f}" for m in METHODS if m in row),
+                file=sys.stderr,
+                flush=True,
+            )
     rows = [r for r in rows if int(r["seed"]) in set(seeds)]
     out.with_suffix(".md").write_text(summary(rows, split) + "\n")
     return rows

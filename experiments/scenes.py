@@ -83,8 +83,18 @@ MIN_CLUSTER_POINTS = 25
 TRUNCATE = 2.5
 FAMILIES = ("blob", "elongated", "ring", "arc", "curve", "spiral", "core_shell", "linked")
 #: Clusters per component of each kind.
-CLUSTERS = {"blob": 1, "ball": 1, "elongated": 1, "ring": 1, "arc": 1, "moons": 2, "curve": 1,
-            "spiral": 1, "core_shell": 2, "linked": 2}
+CLUSTERS = {
+    "blob": 1,
+    "ball": 1,
+    "elongated": 1,
+    "ring": 1,
+    "arc": 1,
+    "moons": 2,
+    "curve": 1,
+    "spiral": 1,
+    "core_shell": 2,
+    "linked": 2,
+}
 
 
 @dataclass(frozen=True)
@@ -152,9 +162,11 @@ class Scene:
     def describe(self) -> str:
         """One line: size, clusters, parts, noise, bridges, box."""
         parts = ", ".join(self.components)
-        return (f"seed {self.seed}: {self.d}-D, n={self.n:,}, {self.k} clusters ({parts}); "
-                f"noise {100 * self.noise:.0f}%, {self.bridges} bridge(s), "
-                f"heterogeneity {self.heterogeneity:.2f}, box padding {100 * self.padding:.0f}%")
+        return (
+            f"seed {self.seed}: {self.d}-D, n={self.n:,}, {self.k} clusters ({parts}); "
+            f"noise {100 * self.noise:.0f}%, {self.bridges} bridge(s), "
+            f"heterogeneity {self.heterogeneity:.2f}, box padding {100 * self.padding:.0f}%"
+        )
 
 
 # --------------------------------------------------------------------------- #
@@ -321,8 +333,11 @@ def _draw_component(rng: np.random.Generator, family: str, d: int, slots: int, h
             p["width"] = float(rng.uniform(0.06, 0.2))
             p["span"] = float(rng.uniform(0.5, 1.5) * math.pi)
     elif family == "curve":
-        p.update(periods=float(rng.uniform(1, 2.5)), amplitude=float(rng.uniform(0.15, 0.45)),
-                 width=float(rng.uniform(0.04, 0.1)))
+        p.update(
+            periods=float(rng.uniform(1, 2.5)),
+            amplitude=float(rng.uniform(0.15, 0.45)),
+            width=float(rng.uniform(0.04, 0.1)),
+        )
     elif family == "spiral":
         p.update(turns=float(rng.uniform(1.5, 3)), spacing_share=float(rng.uniform(0.12, 0.3)))
     elif family == "core_shell":
@@ -365,10 +380,12 @@ def _points(rng: np.random.Generator, comp: _Component, counts: list, r: float, 
 
 
 def _describe(comp: _Component, counts: list, r: float) -> str:
-    extra = {"elongated": lambda p: f" ratio {p['ratio']:.1f}",
-             "arc": lambda p: f" {math.degrees(p['span']):.0f} deg",
-             "spiral": lambda p: f" {p['turns']:.1f} turns",
-             "curve": lambda p: f" {p['periods']:.1f} periods"}.get(comp.kind, lambda p: "")
+    extra = {
+        "elongated": lambda p: f" ratio {p['ratio']:.1f}",
+        "arc": lambda p: f" {math.degrees(p['span']):.0f} deg",
+        "spiral": lambda p: f" {p['turns']:.1f} turns",
+        "curve": lambda p: f" {p['periods']:.1f} periods",
+    }.get(comp.kind, lambda p: "")
     pts = "+".join(f"{c:,}" for c in counts)
     return f"{comp.kind}{extra(comp.params)} (r {r:.3f}, {pts} pts)"
 
@@ -389,8 +406,7 @@ def _place(rng: np.random.Generator, radii: np.ndarray, sides: np.ndarray, gap: 
                 break
             for _ in range(400):
                 c = rng.uniform(lo, hi)
-                if all(np.linalg.norm(c - centres[j]) >= (1 + gap) * (radii[i] + radii[j])
-                       for j in placed):
+                if all(np.linalg.norm(c - centres[j]) >= (1 + gap) * (radii[i] + radii[j]) for j in placed):
                     break
             else:
                 ok = False
@@ -450,14 +466,16 @@ def scene(seed: int) -> Scene:
     w = np.array([x for c in comps for x in c.weights])
     counts = np.maximum(np.floor(w / w.sum() * n_clustered).astype(np.int64), MIN_CLUSTER_POINTS)
 
-    X, y, desc = [], [], []
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    desc = []
     label, at = 0, 0
     for c, centre, r in zip(comps, centres, radii):
-        cc = [int(x) for x in counts[at: at + c.clusters]]
+        cc = [int(x) for x in counts[at : at + c.clusters]]
         at += c.clusters
         for part in _points(rng, c, cc, r, d):
-            X.append(part + centre)
-            y.append(np.full(part.shape[0], label))
+            xs.append(part + centre)
+            ys.append(np.full(part.shape[0], label))
             label += 1
         desc.append(_describe(c, cc, r))
 
@@ -466,15 +484,15 @@ def scene(seed: int) -> Scene:
         dist = np.linalg.norm(centres[:, None] - centres[None], axis=2) - radii[:, None] - radii[None]
         iu = np.triu_indices(len(comps), 1)
         pairs = np.argsort(dist[iu], kind="stable")[:n_bridges]
-        for (m, i, j) in zip(n_bridge, iu[0][pairs], iu[1][pairs]):
+        for m, i, j in zip(n_bridge, iu[0][pairs], iu[1][pairs]):
             sigma = float(rng.uniform(0.002, 0.006))
-            X.append(_bridge(rng, centres[i], centres[j], radii[i], radii[j], m, sigma, d))
-            y.append(np.full(m, -1))
+            xs.append(_bridge(rng, centres[i], centres[j], radii[i], radii[j], m, sigma, d))
+            ys.append(np.full(m, -1))
         n_bridges = len(pairs)
-    X.append(rng.uniform(0, sides, (n_noise, d)))
-    y.append(np.full(n_noise, -1))
-    X = np.clip(np.vstack(X), 0, sides)
-    y = np.concatenate(y).astype(np.int64)
+    xs.append(rng.uniform(0, sides, (n_noise, d)))
+    ys.append(np.full(n_noise, -1))
+    X = np.clip(np.vstack(xs), 0, sides)
+    y = np.concatenate(ys).astype(np.int64)
     perm = rng.permutation(y.size)
     X, y = X[perm], y[perm]
 
@@ -496,8 +514,21 @@ def scene(seed: int) -> Scene:
         tags.add("noise")
     if h >= 0.6:
         tags.add("varied")
-    return Scene(int(seed), X, y, lower, upper, frame, label, noise, padding, n_bridges, h,
-                 tuple(desc), frozenset(tags))
+    return Scene(
+        int(seed),
+        X,
+        y,
+        lower,
+        upper,
+        frame,
+        label,
+        noise,
+        padding,
+        n_bridges,
+        h,
+        tuple(desc),
+        frozenset(tags),
+    )
 
 
 def _family(kind: str) -> str:

@@ -5,16 +5,10 @@ on tiny inputs. The numbers themselves are in docs/parameters.md."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
-from conftest import REPO
 
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from experiments import scene_bench, scenes  # noqa: E402
+from experiments import levels_eval, scene_bench, scenes
 
 SEEDS = (10_000, 10_001, 10_002, 20_003, 7)
 
@@ -89,9 +83,18 @@ def test_labels_extend_by_nearest_core_point_within_alpha():
 
 
 def test_summary_reports_means_intervals_and_pairs():
-    rows = [{"seed": str(s), "n": "6000", "tags": "2d blob" if s % 2 else "3d ring",
-             "auto": str(a), "auto_s": "1", "hdbscan": str(h), "hdbscan_s": "2"}
-            for s, a, h in [(1, 0.9, 0.8), (2, 0.5, 0.7), (3, 1.0, 0.9), (4, 0.7, 0.7)]]
+    rows = [
+        {
+            "seed": str(s),
+            "n": "6000",
+            "tags": "2d blob" if s % 2 else "3d ring",
+            "auto": str(a),
+            "auto_s": "1",
+            "hdbscan": str(h),
+            "hdbscan_s": "2",
+        }
+        for s, a, h in [(1, 0.9, 0.8), (2, 0.5, 0.7), (3, 1.0, 0.9), (4, 0.7, 0.7)]
+    ]
     text = scene_bench.summary(rows, "tune")
     assert "4 scenes" in text
     assert "| **0.775** |" in text  # auto's mean
@@ -111,48 +114,48 @@ def test_run_scene_on_a_small_scene(monkeypatch):
     for m in ("hand", "dbscan", "hdbscan"):
         assert -1.0 <= row[m] <= 1.0
     alpha, minpts, sample = row["hand_params"].split("/")
-    assert (float(alpha), int(minpts)) in [(pytest.approx(a, rel=1e-4), m) for a, m in
-                                           scene_bench.grid_of(scenes.scene(10_003))]
+    assert (float(alpha), int(minpts)) in [
+        (pytest.approx(a, rel=1e-4), m) for a, m in scene_bench.grid_of(scenes.scene(10_003))
+    ]
     assert int(sample) <= 3_000
 
 
-@pytest.mark.filterwarnings("ignore")
-def test_levels_labels_from_an_automatic_fit():
-    from dpdbscan import DPDBSCAN
-    from experiments import levels_eval
-
+def _blobs():
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal((2, 2), 0.3, (3000, 2)), rng.normal((7, 6), 0.5, (3000, 2))])
-    y = np.repeat([0, 1], 3000)
-    model = DPDBSCAN("auto", min_samples="auto", bounds=(np.zeros(2), np.array([10.0, 8.0])),
-                     random_state=0).fit(X).spans_
-    labels, note = levels_eval.levels_labels(model, X)
-    assert labels.shape == (6000,) and labels.min() >= -1
-    alpha, spans = note.split("/")[:2]
-    assert float(alpha) in [pytest.approx(a, rel=1e-4) for a in model.auto["eps_candidates"]]
-    assert int(spans) == len(set(labels[labels >= 0].tolist()))
-    assert scene_bench.ari(y, labels) > 0.9  # two blobs far apart, 3,000 points each
+    return X, np.repeat([0, 1], 3000), (np.zeros(2), np.array([10.0, 8.0]))
 
 
-def test_plot_tree_draws_one_bar_per_cluster_level():
-    import matplotlib
+def test_both_selections_come_from_one_release():
+    X, y, box = _blobs()
+    flat, lev = levels_eval.both(X, box, 0)
+    assert flat.auto is not None and lev.auto is not None and flat.histogram is not None
+    assert lev.histogram is not None
+    assert flat.auto["selection"] == "flat" and lev.auto["selection"] == "levels"
+    # the same seed, the same release: the selection is post-processing
+    np.testing.assert_array_equal(flat.histogram.values, lev.histogram.values)
+    assert flat.release.eps == lev.release.eps
+    assert scene_bench.ari(y, lev.predict(X)) > 0.9  # two blobs far apart, 3,000 points each
+    assert levels_eval.own_levels(lev) == "/".join(
+        str(m) for m in sorted({lv["min_samples"] for lv in lev.auto["levels"]})
+    )
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    from dpdbscan.post import levels
-    from dpdbscan.post.sweep import Partition
-    from experiments import levels_eval
+def test_the_study_s_levels_variant_is_the_shipped_selection():
+    X, y, box = _blobs()
+    flat, lev = levels_eval.both(X, box, 0)
+    assert lev.auto is not None
+    case = levels_eval.Case("blobs", X, y, flat)
+    sel = levels_eval.VARIANTS["levels"](case)
+    assert sel.alpha == lev.grid.alpha and sel.n_spans == lev.n_spans
+    assert [s.min_samples for s in sel.spans] == [lv["min_samples"] for lv in lev.auto["levels"]]
+    assert case.score(sel) == pytest.approx(scene_bench.ari(case.y, lev.predict(case.X)))
+    assert case.flat == pytest.approx(scene_bench.ari(case.y, flat.predict(case.X)))
 
-    def part(keys, labels, m, thr):
-        return Partition(1.0, m, np.asarray(keys), np.asarray(labels), np.full(len(keys), 10.0), thr)
 
-    lv = [part(range(1, 9), [0] * 8, 5, 10.0), part([1, 2, 3, 5, 6, 7, 8], [0, 0, 0, 1, 1, 1, 1], 6, 20.0),
-          part([1, 2, 5, 6], [0, 0, 1, 1], 7, 40.0)]
-    tree = levels.level_tree(lv, 1.0, 2)
-    fig, ax = plt.subplots()
-    levels_eval.plot_tree(tree, ax)
-    assert len(ax.patches) == sum(len(c.masses) for c in tree.clusters) == 5
-    red = [p for p in ax.patches if p.get_facecolor()[0] > 0.8 and p.get_facecolor()[1] < 0.5]
-    assert len(red) == sum(len(tree.clusters[i].masses) for i in tree.selected)
-    plt.close(fig)
+@pytest.mark.filterwarnings("ignore")
+def test_run_scene_fits_both_selections():
+    row = scene_bench.run_scene(10_003, ("auto", "levels"))
+    assert -1.0 <= row["auto"] <= 1.0 and -1.0 <= row["levels"] <= 1.0
+    alpha, spans, *rest = row["levels_params"].split("/")
+    assert float(alpha) > 0 and int(spans) >= 0 and row["levels_s"] > 0
