@@ -52,7 +52,7 @@ lint: $(STAMP)
 test-experiments: $(STAMP) $(BSTAMP)
 	$(BIN)/python -m pytest -q -m 'not audit' benchmarks/tests
 	DPDBSCAN_REQUIRE_BASELINES=1 $(BBIN)/python -m pytest -q -m 'not audit' experiments/tests
-	$(BBIN)/python -m pytest -q tests/test_accountant.py -k diffprivlib
+	$(BBIN)/python -m pytest -q tests/release/test_accountant.py -k diffprivlib
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

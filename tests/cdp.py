@@ -5,7 +5,7 @@ descriptor 3 and write replies and events to descriptor 4, each message a JSON
 text ended by a NUL byte. No port is opened, so nothing else on the machine
 can talk to the browser, and no websocket library is needed.
 
-Used by tests/test_webmap.py (``make test-browser``); the flags are the ones a
+Used by tests/render/test_webmap.py (``make test-browser``); the flags are the ones a
 headless Chromium needs as root on a machine with no network.
 """
 

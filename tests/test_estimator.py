@@ -27,7 +27,7 @@ def fit(**kw):
     ({"bounds": 5}, ValueError, "pair"),
 ])
 def test_invalid_bounds(kw, exc, match):
-    # every other parameter: the one table of tests/test_params.py
+    # every other parameter: the one table of tests/spec/test_parameters.py
     with pytest.raises(exc, match=match):
         fit(**kw)
 

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 NULL_VALUES = ["", "NA", "N/A", "NaN", "nan", "NULL", "null", "None"]
 
 #: Exactly the texts Arrow's string-to-float64 parser accepts (fast_float's
-#: grammar, checked against Arrow in tests/test_io.py), after trimming.
+#: grammar, checked against Arrow in tests/files/test_io.py), after trimming.
 NUMBER_PATTERN = (
     r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
     r"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"

@@ -14,7 +14,7 @@ set is one exterior ring (counter-clockwise) with its holes (clockwise), as
 RFC 7946 asks. Vertices where the outline runs straight on are left out.
 This is also how GEOS (shapely) represents the union of the cells' squares,
 since a valid polygon has a connected interior and simple rings; the tests
-use that union as their oracle (tests/test_geometry.py).
+use that union as their oracle (tests/geometry/test_outlines.py).
 
 Everything is vectorised (:func:`outlines`): the successor of every edge is
 found by one sorted lookup, the rings are the cycles of that permutation

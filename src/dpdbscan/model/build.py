@@ -48,4 +48,28 @@ def model_of(
     )
 
 
-__all__ = ["model_of"]
+def model_like(
+    model: SpanModel,
+    hist: NoisyHistogram,
+    spans: Spans,
+    spec: SpanSpec,
+    auto: Mapping[str, Any] | None = None,
+) -> SpanModel:
+    """Another model of ``model``'s release: ``spans`` made with ``spec``
+    from its histogram ``hist`` (re-measured at the spans' alpha), with the
+    release's own facts (the fit that spent the budget, metadata, rho,
+    contribution bound). Post-processing (re-parameterisation, explore)."""
+    rel = model.release
+    return model_of(
+        hist,
+        spans,
+        spec,
+        fit=(rel.eps, rel.eta, rel.min_samples),
+        auto=auto,
+        metadata=model.metadata,
+        rho=rel.rho,
+        units=rel.units,
+    )
+
+
+__all__ = ["model_of", "model_like"]

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..post import levels as _levels
 from ..post.coretests import core_test
-from .build import model_of
+from .build import model_like
 from .record import SpanModel
 
 
@@ -152,17 +152,7 @@ def alternative(model: SpanModel) -> SpanModel | None:
         "close": [],
         "alternative": True,
     }
-    rel = model.release
-    return model_of(
-        h,
-        test.spans_of(h, spec2, keys, other.labels),
-        spec2,
-        fit=(rel.eps, rel.eta, rel.min_samples),
-        auto=rec,
-        metadata=model.metadata,
-        rho=rel.rho,
-        units=rel.units,
-    )
+    return model_like(model, h, test.spans_of(h, spec2, keys, other.labels), spec2, rec)
 
 
 __all__ = ["is_levels", "level_guarantees", "level_lines", "unsure_reasons", "alternative"]

@@ -8,7 +8,7 @@ from dataclasses import replace
 from ..post.coretests import core_test
 from ..spec.parameters import check_param
 from ..spec.validation import check_min_samples
-from .build import model_of
+from .build import model_like
 from .record import SpanModel
 
 
@@ -72,17 +72,7 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     spans = test.build(
         hist, spec, gamma=s.gamma if same else None, gamma_upper=s.gamma_upper if same else None
     )
-    rel = model.release
-    return model_of(
-        hist,
-        spans,
-        spec,
-        fit=(rel.eps, rel.eta, rel.min_samples),
-        auto=None,
-        metadata=model.metadata,
-        rho=rel.rho,
-        units=rel.units,
-    )
+    return model_like(model, hist, spans, spec)
 
 
 __all__ = ["finest_eps", "with_params"]

@@ -37,7 +37,7 @@ from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..geometry.projection import projection_of
 from ..model import SpanModel, finest_eps
-from ..model.build import model_of
+from ..model.build import model_like
 from ..model.levels import alternative, is_levels, unsure_reasons
 from ..model.stats import span_stats
 from ..post import ladder as _sweep
@@ -187,17 +187,7 @@ def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partiti
     # keys differ between the two encodings (the padding grows with alpha);
     # both are row-major, so the sorted order and the labels carry over
     keys = hist.grid.subdivided(spec.subcells).encode(fine.decode(p.keys))
-    rel = model.release
-    return model_of(
-        hist,
-        test.spans_of(hist, spec, keys, p.labels),
-        spec,
-        fit=(rel.eps, rel.eta, rel.min_samples),
-        auto=None,
-        metadata=model.metadata,
-        rho=rel.rho,
-        units=rel.units,
-    )
+    return model_like(model, hist, test.spans_of(hist, spec, keys, p.labels), spec)
 
 
 def write_table(ex: Exploration, path: Path | str) -> None:
@@ -260,20 +250,23 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
     fig, axes = plt.subplots(nr, nc, figsize=(panel_inches * nc, panel_inches * nr), dpi=dpi, squeeze=False)
     length = _length(model)
     px = int(panel_inches * dpi)
+
+    def draw(ax, panel: SpanModel, title: str, size: float) -> None:
+        if model.histogram is not None:
+            spanplot.draw_heat(ax, model.histogram, lo, hi, T)
+        _draw_span_raster(ax, panel, lo, hi, T, px)
+        (x0, y0), (x1, y1) = T(np.array([lo, hi]))
+        ax.set_xlim(x0, x1)
+        ax.set_ylim(y0, y1)
+        ax.set_aspect(aspect)
+        ax.set_title(title, fontsize=size)
+        ax.set_xticks([])
+        ax.set_yticks([])
+
     for i, a in enumerate(ex.eps):
         for j, m in enumerate(ex.min_samples):
-            ax = axes[i][j]
             panel = ex.models[(a, m)]
-            if model.histogram is not None:
-                spanplot.draw_heat(ax, model.histogram, lo, hi, T)
-            _draw_span_raster(ax, panel, lo, hi, T, px)
-            (x0, y0), (x1, y1) = T(np.array([lo, hi]))
-            ax.set_xlim(x0, x1)
-            ax.set_ylim(y0, y1)
-            ax.set_aspect(aspect)
-            ax.set_title(f"eps={length(a)}, MinPts={m}\n{panel.n_spans} span(s)", fontsize=8)
-            ax.set_xticks([])
-            ax.set_yticks([])
+            draw(axes[i][j], panel, f"eps={length(a)}, MinPts={m}\n{panel.n_spans} span(s)", 8)
     for j in range(len(ex.min_samples), nc):
         for i in range(len(ex.eps)):
             axes[i][j].set_axis_off()
@@ -283,18 +276,9 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
             ax.set_axis_off()
             continue
         title, panel = ex.selections[j]
-        if model.histogram is not None:
-            spanplot.draw_heat(ax, model.histogram, lo, hi, T)
-        _draw_span_raster(ax, panel, lo, hi, T, px)
-        (x0, y0), (x1, y1) = T(np.array([lo, hi]))
-        ax.set_xlim(x0, x1)
-        ax.set_ylim(y0, y1)
-        ax.set_aspect(aspect)
         ms = sorted({int(lv["min_samples"]) for lv in (panel.auto or {}).get("levels") or []})
         shown = f"MinPts {ms[0]}..{ms[-1]}" if len(ms) > 1 else f"MinPts {ms[0] if ms else '-'}"
-        ax.set_title(f"{title}\neps={length(panel.grid.alpha)}, {shown}, {panel.n_spans} span(s)", fontsize=7)
-        ax.set_xticks([])
-        ax.set_yticks([])
+        draw(ax, panel, f"{title}\neps={length(panel.grid.alpha)}, {shown}, {panel.n_spans} span(s)", 7)
     fig.suptitle(
         f"spans from one release (epsilon={model.release.epsilon:g}); rows: eps, columns: MinPts; "
         "no extra budget",

@@ -194,7 +194,7 @@ _NO_CLI = None
 
 #: Every public parameter of :class:`~dpdbscan.DPDBSCAN` (and the CLI's fit),
 #: with its default: the estimator's signature and the CLI's options take
-#: their defaults from here (tests/test_spec.py checks it).
+#: their defaults from here (tests/spec/test_specs.py checks it).
 PARAMETERS: dict[str, Param] = {
     "eps": Param(0.5, (Options("auto"), Real(0, low_open=True)), "--eps"),
     "min_samples": Param(5, (Options("auto"), Integer(1)), "--min-samples"),

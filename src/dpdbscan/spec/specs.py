@@ -3,7 +3,7 @@
 Every default lives in the parameter table (:data:`.parameters.PARAMETERS`);
 these records have none of their own, so a record can only be built from
 values that were resolved from the table (:func:`dpdbscan.plan.resolve`)
-or read back from a saved release. ``tests/test_spec.py`` checks that no
+or read back from a saved release. ``tests/spec/test_specs.py`` checks that no
 field here has a default.
 
 * :class:`SpanSpec`: the post-processing (the core test and its settings).

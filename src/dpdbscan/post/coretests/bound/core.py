@@ -54,7 +54,7 @@ def core_cells(
         return _core_cells(hist, threshold, None, hist.grid.kappa)
     # Each NB(q) is a subset of NB(X), so a sub-cell's sum is at most the sum
     # of the positive values over NB(X): only cells where that reaches the
-    # threshold can hold a core sub-cell (speed only; tests/test_core.py).
+    # threshold can hold a core sub-cell (speed only; tests/post/test_core.py).
     cand = _candidate_cells(hist, threshold, layout)
     sums_at = SumsAt(hist)
     keys, sums = [], []

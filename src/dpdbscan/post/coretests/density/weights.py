@@ -181,7 +181,7 @@ def ball_weights(d: int, eta: float, k: int = 1, estimate: str = "average", bins
     differences, with each bin's mean), the first d - 1 axes are convolved
     (FFT) and the last one is integrated against its exact CDF. The weight
     depends only on the multiset of per-axis types, so each distinct multiset
-    is computed once. Accuracy about 1e-7 (tests/test_density.py checks the
+    is computed once. Accuracy about 1e-7 (tests/post/test_density.py checks the
     row sums against the ball volume, symmetry and a Monte Carlo estimate).
     """
     if estimate not in ESTIMATES:

@@ -1,6 +1,6 @@
 """Faults on a real Dask cluster: a scheduler and workers as separate processes.
 
-tests/test_dask.py uses an in-process ``LocalCluster``. Here the test starts
+tests/release/test_dask.py uses an in-process ``LocalCluster``. Here the test starts
 ``dask scheduler`` and two ``dask worker`` processes with ``subprocess`` on
 loopback ports, as a user who outgrew one process would, and checks:
 
@@ -242,6 +242,7 @@ def test_fit_through_a_scheduler_address_equals_in_memory(start_cluster, parquet
     assert sum(cluster.marks_of(w) for w in cluster.workers) == N_PARTS
 
 
+@pytest.mark.slow  # 25 s: a worker killed and its tasks retried
 def test_killing_a_worker_mid_fit_gives_the_same_release_or_one_clear_error(
         start_cluster, parquet_dir, points):
     cluster = start_cluster(delay=0.8)

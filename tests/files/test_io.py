@@ -230,7 +230,7 @@ def test_write_labels_to_stdout(capfd):
 @pytest.mark.slow
 def test_reads_the_full_cabs_file(shared_data):
     """The 11-million row file reads completely (count from MANIFEST.md)."""
-    X, names = read_points(shared_data / "cabs_sf.csv.gz")
+    X, names = read_points(shared_data / "cabs_sf.csv.gz", header=True)
     assert X.shape == (10_995_626, 2) and names == ["x", "y"]
     assert np.all((X[:, 0] >= -122.6) & (X[:, 0] <= -122.3))
     assert np.all((X[:, 1] >= 37.55) & (X[:, 1] <= 37.85))

@@ -163,7 +163,7 @@ def test_plot_model_draws_geographic_models_over_lon_lat():
         assert -122.49 < x0 < x1 < -122.37
         if kind in ("histogram", "sums"):  # the whole public box, not only where the points are
             assert x0 < -122.47 and x1 > -122.39
-        if kind == "spans":  # cropped to the spans (tests/test_plotting.py::test_spans_crop...)
+        if kind == "spans":  # cropped to the spans (tests/render/test_plotting.py::test_spans_crop...)
             assert x0 > -122.43 and x1 < -122.39
         _close(ax)
     ax = plotting.plot_model(m, "labels", points=P)

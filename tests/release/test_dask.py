@@ -203,6 +203,7 @@ def test_same_release_as_in_memory(client, X, tmp_path, histogram, source):
     assert_same_release(got, want)
 
 
+@pytest.mark.slow  # 20-50 s; the in-memory wide path runs in tests/model/test_model.py
 def test_same_release_with_wide_keys(client):
     """A grid too fine for int64 keys: packed keys all the way to the spans."""
     rng = np.random.default_rng(0)

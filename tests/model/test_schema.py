@@ -393,6 +393,6 @@ def test_the_schema_s_options_are_the_parameter_table_s():
 
 
 def test_the_schema_ships_with_the_package():
-    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     assert "model/schema.json" in pyproject["tool"]["setuptools"]["package-data"]["dpdbscan"]
     assert (resources.files("dpdbscan.model") / "schema.json").is_file()

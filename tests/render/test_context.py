@@ -15,7 +15,7 @@ from dpdbscan.geometry.projection import projection_of
 from dpdbscan.render import context as C
 from dpdbscan.render.webmap import map_html
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "sf_context.geojson"
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "sf_context.geojson"
 
 
 def _plain(shape=(100, 100)):

@@ -308,7 +308,7 @@ def _three_cols(d):
 
 FIT = ["--eps", "0.5", "--min-samples", "5", "--bounds", "0", "10"]
 
-# Bad parameter values are in the one table of tests/test_params.py; these are
+# Bad parameter values are in the one table of tests/spec/test_parameters.py; these are
 # the other bad inputs of the command line.
 BAD = [
     ("missing file", lambda d, b, m: ["fit", d / "nope.csv", *FIT], "input file not found"),
@@ -603,7 +603,7 @@ def test_private_notes_are_marked(capsys, blobs_csv, tmp_path):
 
 
 def test_sweep_from_a_model_refuses_options_it_would_ignore(capsys, blobs_model, tmp_path):
-    # (--eps is honoured: it re-parameterises the saved release; tests/test_cli_params.py)
+    # (--eps is honoured: it re-parameterises the saved release; tests/cli/test_cli_params.py)
     for extra in (["--eta", "2"], ["--epsilon", "5"], ["--beta", "0.3"]):
         rc, out, err = run(capsys, "sweep", "--model", blobs_model, "--min-samples", "9",
                            "--out-dir", tmp_path, *extra)
