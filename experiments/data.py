@@ -45,6 +45,7 @@ FILES = {
     "chest": "chest_acc_subject15.csv",
     "cabs_tiny": "cabs_tiny.csv.gz",
     "cabs": "cabs_sf.csv.gz",
+    "cabs_units": "cabs_sf_cabs.parquet",
 }
 _CLUTO = "github.com/deric/clustering-benchmark @ fc7aba7, src/main/resources/datasets/artificial/"
 _CABS = (
@@ -58,6 +59,7 @@ SOURCES = {
     "chest": "UCI 'Activity Recognition from Single Chest-Mounted Accelerometer', subject 15 (15.csv)",
     "cabs_tiny": _CABS + "occupied-trip end points in the Cabs-tiny box",
     "cabs": _CABS + "all records in the Cabs box",
+    "cabs_units": _CABS + "all records in the Cabs box with their cab (the privacy unit)",
 }
 
 
@@ -92,6 +94,17 @@ def file_of(name: str) -> Path:
 def has_file(name: str) -> bool:
     """Whether data set ``name``'s file is in the data folder."""
     return (data_dir() / FILES[name]).is_file()
+
+
+def cabs_with_units() -> tuple[np.ndarray, np.ndarray]:
+    """Full Cabs with its privacy units: (lon/lat array of shape (n, 2), the
+    cab of each row as an object array of text). The rows of ``cabs_sf.csv.gz``
+    in the same order (MANIFEST.md). Reading Parquet needs pyarrow (the
+    library's ``io`` extra, in ``.venv``)."""
+    import pandas as pd
+
+    df = pd.read_parquet(file_of("cabs_units"), columns=["x", "y", "cab"])
+    return df[["x", "y"]].to_numpy(dtype=np.float64), df["cab"].astype(str).to_numpy(dtype=object)
 
 
 def read_columns(path: Path, columns: tuple[str, ...]) -> np.ndarray:

@@ -112,7 +112,7 @@ def model(hist: NoisyHistogram, spans_spec: SpanSpec, gamma=None, gamma_upper=No
     spans = build_spans(hist, spans_spec, gamma=gamma, gamma_upper=gamma_upper)
     return model_of(
         hist, spans, spans_spec, fit=(hist.grid.alpha, hist.grid.eta, spans_spec.min_samples), auto=None,
-        metadata={}, rho=None, units=None,
+        metadata={}, rho=None, units=None, unit_choice=None,
     )
 
 

@@ -59,12 +59,12 @@ def hand_model(spans, *, shape=(40, 40), width=1.0, subcells=1, values=None, geo
             hist = make_histogram(hgrid, "dense", v, noise=noise, epsilon=epsilon)
     meta = {"projection": proj.to_dict()} if geo else {}
     layout = SubcellLayout(hgrid, subcells)
-    spans_ = Spans(grid, keys[order], labels[order], 5.0, None, 10.0, 20.0, int(layout.kappa),
+    spans_ = Spans(grid, keys[order], labels[order], 5.0, None, 10.0, 20.0, int(layout.kappa_q),
                    int(layout.n_events), layout.rho, None)
     spec = SpanSpec(min_samples=10, beta=0.1, subcells=subcells, margin="paper", border=0.0,
                     raise_min_samples=True, core="bound")
     release = ReleaseInfo(hgrid, "sparse" if sparse else "dense", 1.0 if sparse else float("-inf"), noise,
-                          epsilon, epsilon, 0.0, alpha, 4.0, 10, None, None)
+                          epsilon, epsilon, 0.0, alpha, 4.0, 10, None, None, None)
     return SpanModel(spans=spans_, spec=spec, release=release, histogram=hist, auto=None, metadata=meta)
 
 

@@ -64,8 +64,10 @@ def test_contract_and_fitted_attributes():
     assert b.tau_ == pytest.approx(2 * b.gamma_)
     assert m.n_cells_ == m.spans_.release.grid.n_cells == m.histogram_.grid.n_cells
     assert m.budget_spent_ == (1.0, 0.0)
-    for key in ("rho", "tau", "beta", "kappa", "n_cells", "epsilon", "delta"):
+    for key in ("rho", "tau", "beta", "kappa_q", "n_cells", "epsilon", "delta"):
         assert key in m.guarantee_
+    # two quantities, two names (issue 23): cells within eps of a cell, of a sub-cell
+    assert "kappa" not in m.guarantee_ and m.guarantee_["kappa_q"] == 15
     assert m.n_features_in_ == 2
     assert np.array_equal(clone(m).get_params()["bounds"], (0, 1))
 
@@ -263,3 +265,43 @@ def test_standardised_data_warn_after_an_unchanged_release():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         DPDBSCAN(3.0, min_samples=5, bounds=([0, 0], [30, 400]), random_state=0).fit(X)
+
+
+def test_feature_names_follow_scikit_learn():
+    """Issue 23: feature_names_in_ after a DataFrame fit (scikit-learn's
+    convention), dropped by a later fit on an array; predict wants the same
+    names in the same order and warns when only one side has names."""
+    pd = pytest.importorskip("pandas")
+    X = np.random.default_rng(0).random((300, 2))
+    df = pd.DataFrame(X, columns=["lon", "lat"])
+    m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1)).fit(df)
+    assert m.feature_names_in_.tolist() == ["lon", "lat"] and m.feature_names_in_.dtype == object
+    assert np.array_equal(m.predict(df), m.spans_.predict(X))
+    with pytest.raises(ValueError, match="same order as they were in fit"):
+        m.predict(df[["lat", "lon"]])
+    with pytest.raises(ValueError, match="unseen at fit time:\n- x\n"):
+        m.predict(df.rename(columns={"lon": "x"}))
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        m.predict(X)
+    m.fit(X)
+    assert not hasattr(m, "feature_names_in_")
+    with pytest.warns(UserWarning, match="X has feature names, but DPDBSCAN was fitted without"):
+        m.predict(df)
+    # integer column names are not feature names (scikit-learn's rule)
+    assert not hasattr(DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1)).fit(pd.DataFrame(X)), "feature_names_in_")
+
+
+def test_predict_warns_when_no_point_is_inside_the_box():
+    """Issue 23: predict returned all noise silently for points in the wrong
+    order; now a PrivateNoteWarning (about the points, for their owner)."""
+    from dpdbscan import PrivateNoteWarning, UtilityWarning
+
+    X = np.random.default_rng(0).random((300, 2))
+    m = DPDBSCAN(eps=0.1, min_samples=5, bounds=([0, 0], [1, 2])).fit(X)
+    with pytest.warns(PrivateNoteWarning, match="no point of the 2 given lies inside the model's bounds"):
+        assert m.predict([[5.0, 5.0], [np.nan, 0.5]]).tolist() == [-1, -1]
+    assert issubclass(PrivateNoteWarning, UtilityWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m.predict([[5.0, 5.0], [0.5, 1.5]])  # one point inside: no note
+        m.predict(np.empty((0, 2)))

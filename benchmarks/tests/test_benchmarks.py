@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
 
 import numpy as np
@@ -136,3 +137,37 @@ def test_cli_stages_on_a_small_geographic_file(tmp_path):
     for stage in ("import", "read", "fit", "json", "geojson", "png", "total"):
         assert t[stage] >= 0, stage
     assert t["n_spans"] >= 1 and t["peak_rss_bytes"] > 0
+
+
+def test_one_cab_spans_counts_spans_dominated_by_one_cab():
+    from benchmarks import bench_units_cli
+
+    # span 0: cab 0 holds 3 of 4 points; span 1: cab 1 alone; span 2: 2 of 4, not more than half
+    labels = np.array([0, 0, 0, 0, 1, 1, 2, 2, 2, 2, -1, -1])
+    cabs = np.array([0, 0, 0, 1, 1, 1, 2, 2, 0, 1, 0, 0])
+    got = bench_units_cli.one_cab_spans(labels, cabs, 3)
+    assert got["spans"] == 3 and got["spans_mostly_one_cab"] == 2 and got["spans_one_cab_only"] == 1
+    assert got["largest_one_cab_share"] == 1.0 and got["points_in_spans"] == 10
+    empty = bench_units_cli.one_cab_spans(np.full(3, -1), np.zeros(3, dtype=int), 0)
+    assert empty["spans"] == 0 and empty["spans_mostly_one_cab"] == 0
+
+
+def test_units_data_is_seeded_with_its_schema_and_units_spread_over_parts(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from benchmarks import bench_dask_units
+
+    monkeypatch.setattr(bench_dask_units, "ROWS_PER_PART", 5_000)
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    bench_dask_units.write(a, 20_000, 300)
+    bench_dask_units.write(b, 20_000, 300)
+    parts = sorted(os.listdir(a))
+    assert len(parts) == 4 and parts == sorted(os.listdir(b))
+    t = pq.read_table(a)
+    assert t.schema.names == ["x", "y", "unit"] and str(t.schema.field("unit").type) == "int64"
+    assert t.num_rows == 20_000 and t.equals(pq.read_table(b))
+    X, units = bench_dask_units.read_all(a)
+    assert X.shape == (20_000, 2) and units.min() >= 0 and units.max() < 300
+    # rows in random order: most units have rows in every part
+    first, last = (set(pq.read_table(f"{a}/{p}").column("unit").to_pylist()) for p in (parts[0], parts[-1]))
+    assert len(first & last) > 100

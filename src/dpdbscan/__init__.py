@@ -14,6 +14,7 @@ from .exceptions import (
     BudgetExceeded,
     InsecureRandomnessWarning,
     PrivacyLeakWarning,
+    PrivateNoteWarning,
     UtilityWarning,
     WeakPrivacyWarning,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "BudgetExceeded",
     "PrivacyLeakWarning",
     "UtilityWarning",
+    "PrivateNoteWarning",
     "WeakPrivacyWarning",
     "InsecureRandomnessWarning",
     "__version__",

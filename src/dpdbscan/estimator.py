@@ -103,7 +103,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         Person-level releases (``fit(X, units=...)``): at most this many
         cells k count each unit's points, chosen uniformly at random among
         the cells the unit occupies. Required with units. "auto" chooses k
-        by a DP quantile of the cells per unit (part of the budget).
+        privately with the exponential mechanism, for 10% of the budget's
+        zCDP rho, among public candidates (1, 2^(1/4), 2^(1/2), ... up to
+        the grid's cells), favouring the one that maximises the signal to
+        noise of the cells most units visit (Gaussian noise only; the
+        release records the choice; docs/parameters.md section 5).
     max_points_per_cell : int, default=1
         Person-level releases: at most this many points m of one unit count
         in a cell. A cell's count is then at most m times the number of
@@ -167,12 +171,18 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     gamma_, gamma_upper_, tau_, kappa_, theta_, n_cells_, rho_, beta_ :
         Margins (bound test: Gamma_low and Gamma_up; density test: the largest
         m(q) and None), additive error tau = Gamma_low + Gamma_up (bound test;
-        None for density), kappa, sparse threshold, |X|, approximation ratio and
-        failure probability.
+        None for density), kappa (the cells within eps of one cell of the
+        histogram grid, the paper's kappa; ``guarantee_["kappa_q"]`` is the most
+        within eps of one sub-cell), sparse threshold, |X|, approximation ratio
+        and failure probability.
     guarantee_ : dict
         The guarantee of the core test and the privacy parameters.
     budget_spent_ : tuple (epsilon, delta)
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        The column names of ``X`` when it was a DataFrame whose columns all
+        have string names (scikit-learn's convention; absent otherwise).
+        ``predict`` then wants the same names in the same order.
 
     Notes
     -----
@@ -297,7 +307,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             X = check_array(X)
             n_features = X.shape[1]
         else:
-            n_features = _n_features_of(X, self.bounds, backend)
+            n_features = _n_features_of(X, self.bounds, backend, units if isinstance(units, str) else None)
         if self.bounds is None:
             if not isinstance(X, np.ndarray):
                 raise ValueError("bounds are required with a distributed backend")
@@ -332,8 +342,12 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.guarantee_ = guarantee(model)
         self.budget_spent_ = (epsilon, model.release.delta)
         self.n_features_in_ = n_features
-        if names is not None:
+        # scikit-learn's convention: the names of the columns fitted, only
+        # when every column has a string name (and none from an earlier fit)
+        if names is not None and names.size == n_features:
             self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         # read from the private data: said only after the release is made and
         # stored, so that it cannot change whether a release happens or what it holds
         note = standardised_note(X) if isinstance(X, np.ndarray) else None
@@ -341,7 +355,14 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             warnings.warn(note, PrivacyLeakWarning, stacklevel=2)
         return self
 
-    def forecast(self, n_expected: float | None = None, *, n_features: int | None = None) -> Forecast:
+    def forecast(
+        self,
+        n_expected: float | None = None,
+        *,
+        n_features: int | None = None,
+        n_units_expected: float | None = None,
+        eps_ladder: Sequence[float] | None = None,
+    ) -> Forecast:
         """What a fit with these parameters would detect, before any budget
         is spent: the margin, the noise of one neighbourhood estimate, the
         smallest neighbourhood count a core sub-cell needs, and a sentence on
@@ -353,6 +374,15 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         it). ``n_features`` is needed only when the bounds are two scalars.
         With ``eps="auto"`` the forecast is for the base release;
         ``min_samples="auto"`` is forecast at its smallest candidate.
+
+        Person-level (``max_cells_per_unit`` given, as for ``fit(X,
+        units=...)``): the forecast's ``units``
+        (:class:`dpdbscan.plan.detection.UnitForecast`) give the noise per
+        cell, the units one cell must hold to be core with probability
+        >= 1 - beta, what each cell of a cluster must hold, and, against
+        ``n_units_expected`` (your own guess of the number of units), how far
+        a unit may roam and still be seen, at each eps of ``eps_ladder``
+        (default: eps x 1/4 .. x 4).
         """
         p = self._validated()
         if self.bounds is None:
@@ -361,8 +391,14 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             n_expected = check_positive("n_expected", n_expected)
         else:
             n_expected = p.get("n_expected")
+        if n_units_expected is not None:
+            n_units_expected = check_positive("n_units_expected", n_units_expected)
+        if eps_ladder is not None:
+            eps_ladder = [check_positive("eps_ladder", e) for e in eps_ladder]
         lower, upper = check_bounds(self.bounds, n_features)
-        return forecast_of(p, lower, upper, n_expected=n_expected)
+        return forecast_of(
+            p, lower, upper, n_expected=n_expected, n_units_expected=n_units_expected, eps_ladder=eps_ladder
+        )
 
     @property
     def labels_(self) -> NoReturn:
@@ -378,6 +414,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         """Span id of each point of ``X`` (-1 = noise), from the spans alone."""
         if not hasattr(self, "spans_"):
             raise _not_fitted()
+        _check_feature_names(getattr(self, "feature_names_in_", None), _feature_names(X))
         X = check_array(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
@@ -471,6 +508,40 @@ def _feature_names(X: object) -> np.ndarray | None:
     return np.asarray(names, dtype=object)
 
 
+def _check_feature_names(fitted: np.ndarray | None, given: np.ndarray | None) -> None:
+    """scikit-learn's contract for column names at predict time: the same
+    names in the same order as in fit (ValueError otherwise), and a
+    UserWarning when only one of fit and predict had names. Public: the
+    schema, never the values."""
+    if fitted is None and given is None:
+        return
+    if fitted is None:
+        # stacklevel 3: the line that called predict
+        warnings.warn(
+            "X has feature names, but DPDBSCAN was fitted without feature names", UserWarning, stacklevel=3
+        )
+        return
+    if given is None:
+        warnings.warn(
+            "X does not have valid feature names, but DPDBSCAN was fitted with feature names",
+            UserWarning,
+            stacklevel=3,
+        )
+        return
+    if list(fitted) == list(given):
+        return
+    unseen = [n for n in given if n not in set(fitted)]
+    missing = [n for n in fitted if n not in set(given)]
+    if unseen or missing:
+        parts = (("unseen at fit time", unseen), ("seen at fit time, yet now missing", missing))
+        detail = "".join(
+            f"Feature names {what}:\n" + "".join(f"- {n}\n" for n in names) for what, names in parts if names
+        )
+    else:
+        detail = "Feature names must be in the same order as they were in fit.\n"
+    raise ValueError("The feature names should match those that were passed during fit.\n" + detail)
+
+
 def _check_units(units: Any, X: Any) -> Any:
     """The units of in-memory rows as a 1-D array of one id per row (a
     column name is passed on to a distributed backend). Public checks only:
@@ -504,13 +575,17 @@ def _are_paths(X: object) -> bool:
 
 
 def _n_features_of(
-    X: PointsInput, bounds: tuple[ArrayLike, ArrayLike] | None, backend: Backend | None = None
+    X: PointsInput,
+    bounds: tuple[ArrayLike, ArrayLike] | None,
+    backend: Backend | None = None,
+    unit: str | None = None,
 ) -> int:
     """Number of coordinates of non-numpy X: the backend's column rule first
-    (it knows which columns it will read), then shape, columns or bounds."""
+    (it knows which columns it will read; ``unit``, the unit column, is not
+    one), then shape, columns or bounds."""
     counter = getattr(backend, "n_features", None)
     if callable(counter):
-        n = counter(X)
+        n = counter(X) if unit is None else counter(X, unit=unit)
         if isinstance(n, numbers.Integral):
             return int(n)
     shape = getattr(X, "shape", None)

@@ -11,6 +11,13 @@ class UtilityWarning(UserWarning):
     """The release carries little information (e.g. no span at all)."""
 
 
+class PrivateNoteWarning(UtilityWarning):
+    """A utility note computed from the private points themselves, not from
+    the release (e.g. no point given to ``predict`` lies inside the model's
+    box): for the data owner only. The command line prints it as a private
+    note, marked ``[private: do not publish]``."""
+
+
 class WeakPrivacyWarning(UserWarning):
     """The privacy parameters give little protection (epsilon above about 10)."""
 
@@ -26,6 +33,7 @@ class BudgetExceeded(ValueError):
 __all__ = [
     "PrivacyLeakWarning",
     "UtilityWarning",
+    "PrivateNoteWarning",
     "WeakPrivacyWarning",
     "InsecureRandomnessWarning",
     "BudgetExceeded",

@@ -35,7 +35,7 @@ from .post.spans import build_spans
 from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
-from .release.mechanism import release_histogram
+from .release.mechanism import release_choosing, release_histogram
 from .spec.specs import ReleaseSpec, SpanSpec
 
 
@@ -62,6 +62,9 @@ def fit(
 
     ``units``: the privacy unit of each row (a person-level release, each
     unit's contribution bounded first); None: each row is its own unit.
+    With ``max_cells_per_unit="auto"`` the release chooses k privately among
+    the candidates' releases (:func:`dpdbscan.release.mechanism.release_choosing`);
+    the accountant is charged the whole release once, choice included.
     """
     r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1)
     fc = forecast(r.release, r.spans)
@@ -70,7 +73,13 @@ def fit(
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     if accountant is not None:
         charge(accountant, r.release, spend=False)
-    hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)
+    if r.choices:
+        made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
+        # the noise is the chosen k's from here on (the stand-in's was the largest k's)
+        r = replace(r, release=made)
+        fc = forecast(r.release, r.spans)
+    else:
+        hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)
     if accountant is not None:
         charge(accountant, r.release, spend=True)
     meta = dict(metadata or {})
@@ -86,6 +95,7 @@ def fit(
             metadata=meta,
             rho=r.release.noise.rho,
             units=r.release.units,
+            unit_choice=r.release.unit_choice,
         )
     else:
         model = _auto_model(hist, r, r.auto, p, meta)
@@ -195,6 +205,7 @@ def _auto_model(
         metadata=metadata,
         rho=r.release.noise.rho,
         units=r.release.units,
+        unit_choice=r.release.unit_choice,
     )
 
 

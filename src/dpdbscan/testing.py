@@ -41,6 +41,9 @@ Post-processing of one release (studies of the density test and the automatic mo
     ``levels_alpha_scores``: every candidate alpha's total selected stability.
     ``levels_ladder``: the MinPts ladder of a release.
     ``levels_scale``: the level of each partition on the stability scale.
+    ``noiseless_twin``: the spans a fitted model's release would give without
+    noise (the same grid, contribution bound and bounding key; exact counts;
+    the same core test), the reference of accuracy studies.
 
 Geometry and figures (the experiments' data and pictures)
     ``Equirectangular``: lon/lat <-> km, the library's projection.
@@ -52,13 +55,19 @@ Geometry and figures (the experiments' data and pictures)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
+from .cells.histogram import NoisyHistogram
 from .files import read_input
 from .geometry.projection import Equirectangular, format_km
+from .model.build import model_of
 from .model.predict import predict_spans, span_regions
+from .model.record import SpanModel
 from .plan import autoplan
 from .plan.autoplan import base_eps as auto_base_eps
 from .post.auto import _parents as span_parents
@@ -73,9 +82,17 @@ from .post.levels import level_scale as levels_scale
 from .post.levels import level_tree as levels_tree
 from .post.levels import select_levels as levels_select
 from .post.merge import merge_centres
-from .release.bounding import run_length
+from .post.spans import build_spans
+from .release.backends import NumpyBackend
+from .release.bounding import BoundingKey, count_units, run_length
 from .release.samplers.gaussian import discrete_gaussian, discrete_gaussian_tail, floor_sigma
-from .release.samplers.integers import SecureSource, SeededSource, discrete_laplace, rational_epsilon
+from .release.samplers.integers import (
+    SecureSource,
+    SeededSource,
+    discrete_laplace,
+    make_source,
+    rational_epsilon,
+)
 from .render.plotting import (
     plot_condensed_tree,
     plot_histogram,
@@ -114,6 +131,7 @@ __all__ = [
     "levels_select",
     "levels_tree",
     "merge_centres",
+    "noiseless_twin",
     "plot_condensed_tree",
     "plot_histogram",
     "plot_labels",
@@ -149,3 +167,84 @@ def dask_backend(**kwargs: Any) -> Any:
     from .release.backends.dask_backend import DaskBackend
 
     return DaskBackend(**kwargs)
+
+
+def noiseless_twin(model: SpanModel, X: Any, units: Any = None, random_state: int | None = None) -> SpanModel:
+    """Research: the spans ``model``'s release would have given without noise.
+
+    The same grid, histogram kind and contribution bound as the release that
+    made ``model``, the exact (bounded) counts of ``X`` in place of the noisy
+    ones, post-processed by the same core test with the same span parameters
+    (every margin is 0 for a release without noise). The reference of
+    accuracy studies: the spans differ from ``model``'s by the noise alone.
+    Not a DP release: it reads the data without noise.
+
+    Parameters
+    ----------
+    model : SpanModel
+        A fitted model (not the automatic mode's, not re-parameterised to
+        another eps; another MinPts is fine).
+    X : array of shape (n, d)
+        The points ``model`` was fitted on, in its coordinates (km for a
+        ``fit_lonlat`` model: project them with its projection).
+    units : array of shape (n,), optional
+        The privacy unit of each row, for a person-level ``model``.
+    random_state : int, optional
+        The seed ``model`` was fitted with (person-level only): the release
+        draws its bounding key first from that seed's source, so the same key
+        keeps the same cells of every unit here. A secure release's key is
+        gone with it: there is no twin of a release fitted with
+        ``random_state=None``.
+
+    Returns
+    -------
+    SpanModel
+        Its histogram has noise ``"none"`` and epsilon ``inf``; a truncating
+        release (sparse, stability) becomes the occupied cells (theta 1).
+    """
+    release = model.release
+    # the cells' keys (and with them the bounding priorities) are those of the fit's grid
+    if model.auto is not None or (release.grid.alpha, release.grid.eta) != (release.eps, release.eta):
+        raise ValueError("noiseless_twin needs a model as fitted (not the automatic mode's, not another eps)")
+    grid = release.grid
+    X = np.asarray(X, dtype=np.float64)
+    if release.units is None:
+        if units is not None:
+            raise ValueError("units were given for an event-level model")
+        cells = NumpyBackend().count(grid, X)
+        keys, counts = cells.keys, cells.counts
+    else:
+        if units is None or random_state is None:
+            raise ValueError("a person-level model's twin needs its units and the seed it was fitted with")
+        # the order of release.mechanism.release_histogram: the key is the source's first draw
+        key = BoundingKey.draw(make_source(random_state, warn=False))
+        keys, counts = count_units(grid, X, np.asarray(units), release.units, key)
+    if release.histogram == "dense":
+        values = np.zeros(grid.shape, dtype=np.int64)
+        if keys.size:
+            values[tuple(grid.decode(keys).T)] = counts
+        hist = NoisyHistogram(grid, "dense", values, None, -math.inf, "none", math.inf, math.inf, 0.0)
+    else:
+        hist = NoisyHistogram(
+            grid,
+            release.histogram,
+            np.asarray(counts, dtype=np.int64),
+            keys,
+            1.0,
+            "none",
+            math.inf,
+            math.inf,
+            0.0,
+        )
+    spans = build_spans(hist, model.spec)
+    return model_of(
+        hist,
+        spans,
+        model.spec,
+        fit=(release.eps, release.eta, release.min_samples),
+        auto=None,
+        metadata=model.metadata,
+        rho=None,
+        units=release.units,
+        unit_choice=release.unit_choice,
+    )

@@ -129,7 +129,7 @@ def test_geo_fit_projects_around_the_public_box(capsys, geo_csv, tmp_path):
     rc, out, err = run(capsys, "fit", geo_csv, "--header", "--geo", "--bounds", *SF, "--eps", "50m",
                        "--min-samples", "100", "--seed", "0", "--out-dir", tmp_path)
     assert rc == 0, err
-    assert "alpha = 50 m" in out
+    assert "within 50 m of it (min_samples=100, eps=50 m)" in out and "km around 37.7700 deg N" in out
     m = load_model(tmp_path / "trips.spans.json")
     assert m.grid.alpha == pytest.approx(0.05)
     assert m.metadata["columns"] == ["longitude", "latitude"]
@@ -258,12 +258,20 @@ def test_plot_of_points_is_marked_and_kept_off_release_names(capsys, blobs_model
 def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
     rc, out, err = run(capsys, "info", blobs_model)
     assert rc == 0, err
-    for key in ("epsilon", "delta", "alpha", "MinPts", "rho", "tau", "beta", "kappa", "|X|", "guarantee"):
-        assert any(line.split(":")[0].strip() == key for line in out.splitlines()), key
+    rows = {line.split(" : ", 1)[0].strip(): line.split(" : ", 1)[1] for line in out.splitlines()}
+    m = load_model(blobs_model)
+    # every row a sentence with the paper's symbols in brackets (issue 23)
+    for key, symbols in [("protects", ["(epsilon=1, delta=0)"]), ("noise", ["(dense histogram)"]),
+                         ("eps", ["(eps, alpha)"]),
+                         ("min_samples", ["(min_samples, MinPts)"]), ("approximation", [f"rho={m.spans.rho:g}"]),
+                         ("additive error", ["tau"]), ("failure", ["(beta=0.1)"]),
+                         ("grid", ["(|X|, w)", f"kappa={m.release.grid.kappa}", f"kappa_q={m.spans.kappa_q}"]),
+                         ("guarantee", ["with probability >= 0.9", "MinPts="])]:
+        assert all(s in rows[key] for s in symbols), (key, rows[key])
+        assert len(rows[key].split()) >= 4, rows[key]  # words, not a bare number
     rc, out, _ = run(capsys, "info", blobs_model, "--json")
     info = json.loads(out)
-    m = load_model(blobs_model)
-    assert info["kappa"] == m.spans.kappa and info["n_cells"] == m.release.grid.n_cells and info["core"] == m.spec.core
+    assert info["kappa"] == m.release.grid.kappa and info["kappa_q"] == m.spans.kappa_q and info["n_cells"] == m.release.grid.n_cells and info["core"] == m.spec.core
     assert info["guarantee"]["probability"] == pytest.approx(0.9)
     assert (info["epsilon"], info["alpha"], info["min_samples"], info["rho"]) == (1.0, 0.5, 20, m.spans.rho)
 
@@ -492,7 +500,7 @@ def test_subprocess_bad_input_has_no_traceback(tmp_path):
     r = sh("info", _not_a_model(tmp_path))
     assert r.returncode == 2
     assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert r.stderr.startswith("dpdbscan: error:") and "Traceback" not in r.stderr
+    assert r.stderr.startswith("dpdbscan info: error:") and "Traceback" not in r.stderr
 
 
 # --------------------------------------------------------------------------- the paper's example
@@ -621,7 +629,7 @@ def test_swapped_bounds_are_spotted(capsys, blobs_csv, tmp_path):
     # xmin xmax ymin ymax instead of xmin ymin xmax ymax
     rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "5",
                        "--bounds", "0", "10", "0.5", "9", "--out-dir", tmp_path, "--no-png")
-    assert "look like xmin xmax ymin ymax" in err and "0 0.5 10 9" in err
+    assert "in the order xmin xmax ymin ymax" in err and "0 0.5 10 9" in err
 
 
 def test_fit_reads_standard_input(capsys, blobs_csv, tmp_path, monkeypatch):
@@ -715,13 +723,13 @@ def test_a_typo_in_a_required_option_is_named(capsys, blobs_csv, tmp_path):
     rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-smaples", "5",
                        "--bounds", "0", "10", "--out-dir", tmp_path / "o")
     assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
-    assert "--min-smaples (did you mean --min-samples?)" in err and err.startswith("dpdbscan: error:")
+    assert "--min-smaples (did you mean --min-samples?)" in err and err.startswith("dpdbscan fit: error:")
     assert not (tmp_path / "o").exists()
 
 
 def test_parser_errors_have_the_one_form(capsys):
     rc, out, err = run(capsys, "fit", "x.csv", "--eps", "1", "--bounds", "0", "1")
-    assert rc == 2 and err.startswith("dpdbscan: error: the following arguments are required: --min-samples")
+    assert rc == 2 and err.startswith("dpdbscan fit: error: the following arguments are required: --min-samples")
 
 
 def test_reversed_bounds_suggest_a_valid_order(capsys, tmp_path):
@@ -751,7 +759,7 @@ def test_extra_columns_with_geo_are_refused_before_reading(capsys, tmp_path):
     path.write_text("id,x,y,time\n" + "".join(f"{i},{a!r},{b!r},{i * 7}\n" for i, (a, b) in enumerate(P.tolist())))
     rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m",
                        "--min-samples", "50", "--out-dir", tmp_path / "o")
-    assert rc == 2 and "got 4 (id, x, y, time)" in err and "--columns" in err
+    assert rc == 2 and "got 4 (id, x, y, time)" in err and "choose them with --columns x y (longitude first)" in err
     assert "read " not in err  # decided from the header, before any row was read
 
 
@@ -799,3 +807,45 @@ def test_eps_as_large_as_the_box_spends_nothing_in_python():
     with pytest.raises(ValueError, match=r"eps=5000 is at least the public box's longest side \(700"):
         DPDBSCAN(5000, min_samples=5, bounds=([0, 0], [700, 480]), accountant=acc).fit(X)
     assert acc.total() == (0.0, 0.0)
+
+
+def test_the_command_says_the_warnings_python_gives(capsys, tmp_path):
+    """Issue 23: fit_lonlat with the README's Cabs parameters warned that
+    "less than half of the noisy counts lie in cells of the spans" while the
+    command seemed silent. A small case: two blobs in much diffuse noise. The
+    same seed makes the same release, so the command's stderr carries the
+    Python UtilityWarning word for word (it reads the release only: no private
+    mark)."""
+    import warnings
+
+    from dpdbscan import DPDBSCAN, UtilityWarning
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal([3, 3], 0.2, (600, 2)), rng.normal([7, 7], 0.2, (600, 2)),
+                   rng.uniform(0, 10, (3000, 2))])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPDBSCAN(0.5, min_samples=100, bounds=(0, 10), random_state=0).fit(X)
+    said = [" ".join(str(w.message).split()) for w in caught if w.category is UtilityWarning]
+    assert len(said) == 1 and said[0].startswith("less than half of the noisy counts lie in cells of the spans")
+    path = write_csv(tmp_path / "diffuse.csv", X)
+    rc, out, err = run(capsys, "fit", path, "--header", "--eps", "0.5", "--min-samples", "100", "--bounds", "0", "10",
+                       "--seed", "0", "--out-dir", tmp_path / "o", "--no-png", "-q")
+    assert rc == 0 and "2 span(s)" in out
+    assert f"dpdbscan: warning: {said[0]}" in err.splitlines()
+
+
+def test_plot_labels_marks_the_outside_note_private(capsys, tmp_path):
+    """Issue 23: a picture of points that all lie outside the box: the
+    library's PrivateNoteWarning reaches stderr marked private (it describes
+    the points, not the release)."""
+    path = write_geo_csv(tmp_path / "trips.csv", geo_points())
+    run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "50",
+        "--out-dir", tmp_path, "--no-png", "--seed", "0")
+    pts = tmp_path / "q.csv"
+    pts.write_text("lat,lon\n37.79,-122.41\n37.76,-122.44\n")
+    rc, out, err = run(capsys, "plot", tmp_path / "trips.spans.json", "--kind", "labels", "--points", pts,
+                       "--header", "--columns", "lat", "lon", "-o", tmp_path / "l.png")
+    assert rc == 0
+    line = [x for x in err.splitlines() if "no point of the 2 given lies inside" in x]
+    assert len(line) == 1 and line[0].startswith("[private: do not publish] dpdbscan: warning: ")

@@ -128,9 +128,10 @@ def test_kappa_margin_threshold_equal_the_forecast(capsys, box_csv, extra):
                          "--n-expected", "100", "--json")
     assert rc == 0, ferr
     fc = json.loads(fout)
-    assert f"|X|={fc['n_cells']:,} cells, kappa={fc['kappa']}," in line_of(err, "grid")
-    assert line_of(err, "margin").startswith(f"[private: do not publish] margin    : {fc['margin']:.2f} (")
-    assert line_of(err, "threshold").endswith(f">= {fc['threshold']:.1f}")
+    assert f"{fc['n_cells']:,} cells in 2 dimension(s) (|X|)" in line_of(err, "grid")
+    assert f"(kappa={fc['kappa']}" in line_of(err, "grid")
+    assert line_of(err, "margin").startswith(f"[private: do not publish] margin    : {fc['margin']:.2f} points ")
+    assert f"an estimated {fc['threshold']:.1f} points or more within eps" in line_of(err, "threshold")
     # the detectability sentence, measured against the 100 rows kept
     assert f"[private: do not publish] {fc['sentence']}" in lines(err)
     assert "With 100 points" in fc["sentence"]
@@ -229,7 +230,10 @@ def test_bad_options_give_fits_one_line_error(capsys, box_csv, tmp_path, argv):
     assert len(errors) == 1, err
     rc_fit, _, fit_err = run(capsys, "fit", box_csv, "--header", *argv, "--out-dir", tmp_path / "out")
     assert rc_fit == 2
-    assert errors == [ln for ln in lines(fit_err) if ln.startswith("dpdbscan")]
+    # the same message after each command's own prefix
+    assert errors[0].startswith("dpdbscan check: error: ")
+    assert [e.replace("dpdbscan check:", "dpdbscan fit:", 1) for e in errors] == [
+        ln for ln in lines(fit_err) if ln.startswith("dpdbscan")]
     assert "abc" not in err  # no data value is quoted
 
 

@@ -171,7 +171,7 @@ def test_progress_bar_on_request(tmp_path, capsys):
 
 @pytest.mark.parametrize("make, columns, exc, match", [
     (lambda d: d / "nope.csv", None, FileNotFoundError, "input file not found"),
-    (lambda d: d, None, IsADirectoryError, "is a directory"),
+    (lambda d: d, None, IsADirectoryError, "is a folder"),
     (lambda d: write_csv(d / "p.csv"), ["z"], ValueError, "no column 'z' in"),
     (lambda d: write_csv(d / "p.csv"), [5], ValueError, "column index 5 is out of range"),
     (lambda d: write_csv(d / "p.csv"), ["x", "0"], ValueError, "selected twice"),

@@ -181,3 +181,58 @@ def test_cli_explore_3d_table_only(tmp_path, capsys):
     assert "--no-png" in capsys.readouterr().err
     assert main(["explore", str(path), "--no-png", "--eps", "0.02", "--min-samples", "20"]) == 0
     assert (tmp_path / "m3.spans.explore.csv").exists()
+
+
+# --------------------------------------------------------------------------- #
+# a person-level release (issue 20, item 7)
+
+
+@pytest.fixture(scope="module")
+def person_model():
+    """Three blobs of 300 units x 10 points each, every unit bounded to 4
+    cells and 2 points per cell, Gaussian noise."""
+    rng = np.random.default_rng(3)
+    centres = [[0.3, 0.3], [0.7, 0.6], [0.35, 0.75]]
+    X = np.vstack([rng.normal(c, 0.04, (3000, 2)) for c in centres]).clip(0, 1)
+    units = np.repeat(np.arange(900), 10)
+    est = DPDBSCAN(eps=0.04, min_samples=20, bounds=(0, 1), random_state=3, delta=1e-6,
+                   max_cells_per_unit=4, max_points_per_cell=2)
+    with pytest.warns(Warning):  # seeded noise
+        return est.fit(X, units=units).spans_
+
+
+def test_a_person_level_release_explores_as_with_params(person_model, tmp_path, capsys):
+    m = person_model
+    assert m.release.units is not None and m.release.noise == "gaussian" and m.n_spans >= 1
+    eps, ms = [0.04, 0.06, 0.1], [10, 40, 160]
+    ex = E.explore(m, eps, ms)
+    assert sum(r.spans for r in ex.rows) > 0
+    for r in ex.rows:
+        want = with_params(m, eps=r.eps, min_samples=r.min_samples)
+        got = ex.models[(r.eps, r.min_samples)]
+        np.testing.assert_array_equal(got.grid.decode(got.core_keys), want.grid.decode(want.core_keys))
+        np.testing.assert_array_equal(got.labels, want.labels)
+        assert r.threshold == pytest.approx(want.spans.threshold)
+        assert got.release.units == m.release.units and got.release.rho == m.release.rho
+        assert guarantee(got) == guarantee(want) and summary(got) == summary(want)
+        # every panel's guarantee says whom it protects and what the clusters are of
+        statement = guarantee(got)["statement"]
+        assert "person-level" in statement and "at most 4 cells per unit" in statement
+        assert "2 points per cell" in statement
+    # the figure and the command line say so too, and the table is the same
+    fig = E.figure(ex, m)
+    assert "person-level" in fig.get_suptitle()
+    E.save_figure(fig, tmp_path / "p.png")
+    path = tmp_path / "p.spans.json"
+    save_model(m, path)
+    assert main(["explore", str(path), "--eps", "0.04", "0.1", "--min-samples", "10", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "person-level, epsilon=1, delta=1e-06; each unit at most 4 cells, 2 per cell" in out
+    printed = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(r[3]) for r in printed] == [
+        with_params(m, eps=a, min_samples=k).n_spans for a in (0.04, 0.1) for k in (10, 40)
+    ]
+
+
+def test_an_event_level_guarantee_says_nothing_of_units(model):
+    assert "person-level" not in guarantee(model)["statement"]

@@ -174,7 +174,7 @@ def test_border_labels_points_near_span_cells():
     def bound_model(border):
         spans = Spans(g, keys, np.array([0, 1]), 1.0, 1.0, 2.0, 7.0, 9, g.n_cells, 7.0, None)
         spec = SpanSpec(5, 0.1, 1, "chernoff", border, True, "bound")
-        rel = ReleaseInfo(g, "dense", float("-inf"), "discrete", 1.0, 1.0, 0.0, 0.1, 4.0, 5, None, None)
+        rel = ReleaseInfo(g, "dense", float("-inf"), "discrete", 1.0, 1.0, 0.0, 0.1, 4.0, 5, None, None, None)
         return SM(spans=spans, spec=spec, release=rel, histogram=None, auto=None, metadata={})
 
     w = g.width
@@ -214,7 +214,7 @@ def test_reported_guarantee_recomputes_gamma(kw):
     m = DPDBSCAN(**params).fit(np.random.default_rng(0).random((300, 2))).spans_
     g = guarantee(m)
     theta = g["theta"] if m.release.histogram != "dense" else 0.0
-    low, up = margins(g["margin"], m.release.histogram, m.release.noise, g["epsilon"], g["kappa"],
+    low, up = margins(g["margin"], m.release.histogram, m.release.noise, g["epsilon"], g["kappa_q"],
                       g["n_events"], g["beta"], theta)
     assert (low, up) == (pytest.approx(g["gamma_lower"], rel=1e-12),
                          pytest.approx(g["gamma_upper"], rel=1e-12))
@@ -222,7 +222,8 @@ def test_reported_guarantee_recomputes_gamma(kw):
     assert g["n_events"] == m.release.grid.n_cells * m.spec.subcells**2
     info = describe(m)
     assert info["eta"] == m.histogram.grid.eta and info["shape"] == list(m.histogram.grid.shape)
-    assert info["kappa"] == g["kappa"] and info["n_events"] == g["n_events"]
+    assert info["kappa_q"] == g["kappa_q"] and info["n_events"] == g["n_events"]
+    assert info["kappa"] == m.release.grid.kappa
     json.dumps(info, allow_nan=False)  # valid JSON (issue 15: info --json printed -Infinity)
 
 
@@ -301,7 +302,7 @@ def test_corrupted_model_gives_one_clear_error_or_a_consistent_model(data):
     (lambda d: d["privacy"].__setitem__("epsilon", -1), "privacy.epsilon"),
     (lambda d: d["bounds"].__setitem__("lower", []), "bounds"),
     (lambda d: d["params"].__setitem__("subcells", 100), "subcells"),
-    (lambda d: d["guarantee"].__setitem__("kappa", 21), "do not match"),
+    (lambda d: d["guarantee"].__setitem__("kappa_q", 21), "do not match"),
     (lambda d: d["histogram"]["values"].__setitem__("shape", [3, 3]), "histogram|reshape"),
     (lambda d: d["spans"].append(copy.deepcopy(d["spans"][0]) | {"id": len(d["spans"])}), "more than one span"),
 ])

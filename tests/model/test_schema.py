@@ -85,6 +85,7 @@ MODELS = {
     "person level, stability, bound test": lambda: _fit(
         units=_units(), max_cells_per_unit=3, max_points_per_cell=2, delta=1e-6, histogram="stability",
         core="bound"),
+    "person level, k chosen privately": lambda: _fit(units=_units(), max_cells_per_unit="auto", delta=1e-6),
     "person level, laplace": lambda: _fit(units=_units(), max_cells_per_unit=1, noise="discrete"),
     "density margin pointwise": lambda: _fit(margin="pointwise"),
     "density margin chernoff": lambda: _fit(margin="chernoff"),
@@ -172,6 +173,7 @@ def test_the_saved_models_cover_the_schema_s_variants(saved):
         "dimensions": {len(d["bounds"]["lower"]) for d in docs},
         "no spans": any(d["spans"] == [] for d in docs),
         "unit": {d["privacy"].get("unit") for d in docs},
+        "unit_choice": any("unit_choice" in d["privacy"] for d in docs),
     }
     assert seen["histogram"] == {"dense", "sparse", "stability"} and seen["no histogram"]
     assert seen["core"] == {"density", "bound"}
@@ -191,7 +193,7 @@ def test_the_saved_models_cover_the_schema_s_variants(saved):
 def documents(saved) -> dict[str, dict]:
     return {kind: json.loads(saved[kind].read_text())
             for kind in ("dense, density test", "dense, bound test", "stability, bound test",
-                         "automatic eps and MinPts")}
+                         "person level, k chosen privately", "automatic eps and MinPts")}
 
 
 def _set(*path_and_value):
@@ -257,6 +259,14 @@ BROKEN = {
     "margin 'paper' with the density test": ("dense, density test", _set("params", "margin", "paper")),
     "margin 2 with the bound test": ("dense, bound test", _set("params", "margin", 2.0)),
     "version 2": ("dense, density test", _set("version", 2)),
+    "a choice of k without units": ("dense, density test", _set("privacy", "unit_choice", {
+        "mechanism": "exponential", "candidates": [1, 2], "share": 0.1, "rho": 0.001})),
+    "a choice of k's share 1": ("person level, k chosen privately", _set("privacy", "unit_choice", "share", 1.0)),
+    "a choice of k's rho 0": ("person level, k chosen privately", _set("privacy", "unit_choice", "rho", 0)),
+    "a choice of k by another mechanism": (
+        "person level, k chosen privately", _set("privacy", "unit_choice", "mechanism", "median")),
+    "a choice of k without candidates": (
+        "person level, k chosen privately", _drop("privacy", "unit_choice", "candidates")),
     # a level selection's record (the guarantee and the summary read it)
     "a level selection without its levels": ("automatic eps and MinPts", _drop("auto", "levels")),
     "unsure as text": ("automatic eps and MinPts", _set("auto", "unsure", "no")),
@@ -315,7 +325,7 @@ ONLY_THE_LOADER = {
     "spans out of order": ("dense, density test", _set("spans", 0, "id", 5), "numbered"),
     "subcells^d above 4096": ("dense, density test", _set("params", "subcells", 100), "too large"),
     "gamma not the margin of the parameters": ("dense, bound test", _set("gamma", 1.0), "margins"),
-    "kappa not the grid's": ("dense, density test", _set("guarantee", "kappa", 21), "do not match"),
+    "kappa_q not the grid's": ("dense, density test", _set("guarantee", "kappa_q", 21), "do not match"),
     "histogram shape not the grid's": (
         "dense, density test", _set("histogram", "values", "shape", [3, 3]), "histogram|reshape"),
     "a level below the model's MinPts": (
@@ -345,6 +355,22 @@ def test_the_loader_still_reads_older_files_the_writer_no_longer_makes(documents
     _drop(*field)(doc)
     assert _errors(doc)
     assert model_from_dict(doc).n_spans == len(documents["dense, bound test"]["spans"])
+
+
+@pytest.mark.parametrize("kind", ["dense, density test", "dense, bound test"])
+def test_files_that_called_kappa_q_kappa_still_load(documents, kind):
+    """Issue 23: the guarantee's kappa (the most cells within eps of one
+    sub-cell, 15 in 2-D with 2 x 2 sub-cells) and the grid's kappa (within
+    eps of a whole cell, 21) had one name; the guarantee's is now kappa_q.
+    A file written under the old name still loads, and is still checked."""
+    doc = copy.deepcopy(documents[kind])
+    assert doc["guarantee"]["kappa_q"] == 15 and doc["grid"]["kappa"] == 21
+    doc["guarantee"]["kappa"] = doc["guarantee"].pop("kappa_q")
+    assert _errors(doc)  # the schema describes today's files
+    assert model_from_dict(doc).spans.kappa_q == 15
+    doc["guarantee"]["kappa"] = 21
+    with pytest.raises(ValueError, match=r"guarantee\.kappa / n_events do not match"):
+        model_from_dict(doc)
 
 
 # --------------------------------------------------------------------------- the schema itself

@@ -40,8 +40,9 @@ def test_forecast_numbers_equal_what_a_fit_reports(kw):
     model = est.fit(_clusters(d, 3000)).spans_
     assert fc.gamma == pytest.approx(model.spans.gamma, rel=1e-12)
     assert fc.threshold == pytest.approx(model.spans.threshold, rel=1e-12)
-    assert (fc.n_cells, fc.kappa, fc.histogram, fc.subcells, fc.d) == (
-        model.release.grid.n_cells, model.spans.kappa, model.release.histogram, model.spec.subcells, d)
+    assert (fc.n_cells, fc.kappa, fc.kappa_q, fc.histogram, fc.subcells, fc.d) == (
+        model.release.grid.n_cells, model.release.grid.kappa, model.spans.kappa_q, model.release.histogram,
+        model.spec.subcells, d)
     if fc.histogram != "dense":
         assert fc.theta == model.release.theta
     assert fc.eps == model.grid.alpha and fc.min_samples == model.spec.min_samples

@@ -74,7 +74,7 @@ def _core_subcells_reference(hist, threshold, layout):
             mask = S >= threshold
             ck, cs = hist.grid.encode(np.argwhere(mask)), S[mask]
         else:
-            ck, cs = core._core_cells(hist, threshold, offsets, layout.kappa)
+            ck, cs = core._core_cells(hist, threshold, offsets, layout.kappa_q)
         fk = layout.fine_keys(ck, pos)
         if fk.size != ck.size:
             c = hist.grid.decode(ck) * layout.k + np.asarray(pos)

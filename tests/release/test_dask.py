@@ -484,8 +484,8 @@ def test_a_lost_partition_is_refused(client, grid, X, monkeypatch):
     refused, not released."""
     original = DaskBackend._tree
 
-    def lossy(self, tasks):
-        return original(self, tasks[1:])
+    def lossy(self, tasks, merge):
+        return original(self, tasks[1:], merge)
 
     monkeypatch.setattr(DaskBackend, "_tree", lossy)
     ddf = dd.from_pandas(frame(X), npartitions=4)

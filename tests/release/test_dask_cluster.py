@@ -5,10 +5,12 @@ tests/release/test_dask.py uses an in-process ``LocalCluster``. Here the test st
 loopback ports, as a user who outgrew one process would, and checks:
 
 * a fit from a directory of Parquet files through the scheduler's address
-  releases exactly what the in-memory numpy backend releases (same seed);
-* killing a worker (SIGKILL) while it counts a partition gives the same
+  releases exactly what the in-memory numpy backend releases (same seed),
+  event-level and person-level (a unit column, shuffled by unit between the
+  worker processes);
+* killing a worker (SIGKILL) while it reads a partition gives the same
   release (Dask re-runs the lost tasks on the other worker) or one clear
-  error, never a partial release;
+  error, never a partial release, at both levels;
 * a stopped scheduler gives a clear ``ConnectionError`` within the backend's
   connect timeout, not a hang.
 
@@ -55,20 +57,24 @@ PRELOAD = textwrap.dedent('''
 
     from dpdbscan.release.backends import dask_backend
 
-    # distributed may import a preload twice: wrap the original only once.
-    _count = getattr(dask_backend, "_unwrapped_frame_part", dask_backend._frame_part)
-    dask_backend._unwrapped_frame_part = _count
+
+    def _slow(name):
+        # distributed may import a preload twice: wrap the original only once.
+        count = getattr(dask_backend, "_unwrapped" + name, getattr(dask_backend, name))
+        setattr(dask_backend, "_unwrapped" + name, count)
+
+        def slow(*args):
+            marks = Path(os.environ["DPDBSCAN_TEST_MARKS"])
+            (marks / f"{os.getpid()}-{uuid.uuid4().hex}").touch()
+            time.sleep(float(os.environ["DPDBSCAN_TEST_DELAY"]))
+            return count(*args)
+
+        # Tasks name the function by module and name, so workers run this one.
+        setattr(dask_backend, name, slow)
 
 
-    def _slow_frame_part(grid, frame, columns):
-        marks = Path(os.environ["DPDBSCAN_TEST_MARKS"])
-        (marks / f"{os.getpid()}-{uuid.uuid4().hex}").touch()
-        time.sleep(float(os.environ["DPDBSCAN_TEST_DELAY"]))
-        return _count(grid, frame, columns)
-
-
-    # Tasks name the function by module and name, so workers run this one.
-    dask_backend._frame_part = _slow_frame_part
+    _slow("_frame_part")  # a partition counted (event level)
+    _slow("_frame_pairs")  # a partition reduced to its pairs (person level)
 ''')
 
 
@@ -180,19 +186,30 @@ def points():
     return make_points()
 
 
+@pytest.fixture(scope="module")
+def units(points):
+    """A privacy unit per row: 500 cabs, each with rows in every partition
+    (text, so that the event-level fits' default columns leave it out)."""
+    ids = np.random.default_rng(1).integers(0, 500, len(points))
+    return np.array([f"cab-{i}" for i in ids], dtype=object)
+
+
 @pytest.fixture
-def parquet_dir(tmp_path, points):
+def parquet_dir(tmp_path, points, units):
     d = tmp_path / "parts"
     d.mkdir()
-    for i, chunk in enumerate(np.array_split(points, N_PARTS)):
-        pd.DataFrame({"x": chunk[:, 0], "y": chunk[:, 1]}).to_parquet(d / f"part-{i:02d}.parquet",
-                                                                     index=False)
+    for i, rows in enumerate(np.array_split(np.arange(len(points)), N_PARTS)):
+        pd.DataFrame({"x": points[rows, 0], "y": points[rows, 1], "cab": units[rows]}).to_parquet(
+            d / f"part-{i:02d}.parquet", index=False)
     return d
 
 
-def fit(X, backend):
+def fit(X, backend, units=None):
+    """An event-level fit, or with ``units`` a person-level one."""
+    person = {} if units is None else dict(noise="gaussian", delta=1e-6, max_cells_per_unit=20,
+                                           max_points_per_cell=2)
     return DPDBSCAN(eps=0.5, min_samples=20, epsilon=1.0, bounds=BOUNDS, random_state=0,
-                    histogram="sparse", theta=3.0, backend=backend).fit(X)
+                    histogram="sparse", theta=3.0, backend=backend, **person).fit(X, units=units)
 
 
 class Background:
@@ -232,23 +249,28 @@ def assert_same_release(got, want):
     assert got.gamma_ == want.gamma_
 
 
-def test_fit_through_a_scheduler_address_equals_in_memory(start_cluster, parquet_dir, points):
+@pytest.mark.parametrize("level", ["event", "person"])
+def test_fit_through_a_scheduler_address_equals_in_memory(start_cluster, parquet_dir, points, units,
+                                                          level):
     cluster = start_cluster()
     backend = DaskBackend(scheduler=cluster.address)
-    got = Background(fit, str(parquet_dir), backend).result()
-    assert_same_release(got, fit(points, "numpy"))
+    column, ids = ("cab", units) if level == "person" else (None, None)
+    got = Background(fit, str(parquet_dir), backend, column).result()
+    assert_same_release(got, fit(points, "numpy", ids))
     assert backend.input_counts.rows == len(points)
     # the partitions ran in the worker processes, not in this one
     assert sum(cluster.marks_of(w) for w in cluster.workers) == N_PARTS
 
 
-@pytest.mark.slow  # 25 s: a worker killed and its tasks retried
+@pytest.mark.slow  # 25 s a level: a worker killed and its tasks retried
+@pytest.mark.parametrize("level", ["event", "person"])
 def test_killing_a_worker_mid_fit_gives_the_same_release_or_one_clear_error(
-        start_cluster, parquet_dir, points):
+        start_cluster, parquet_dir, points, units, level):
     cluster = start_cluster(delay=0.8)
     victim, survivor = cluster.workers
-    want = fit(points, "numpy")
-    job = Background(fit, str(parquet_dir), DaskBackend(scheduler=cluster.address))
+    column, ids = ("cab", units) if level == "person" else (None, None)
+    want = fit(points, "numpy", ids)
+    job = Background(fit, str(parquet_dir), DaskBackend(scheduler=cluster.address), column)
     deadline = time.monotonic() + FIT_TIMEOUT
     while cluster.marks_of(victim) == 0:  # wait until the victim is counting a partition
         assert not job.done(), "the fit ended before the victim started a partition"

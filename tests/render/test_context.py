@@ -202,7 +202,7 @@ def test_map_command_takes_context(tmp_path, capsys):
     _context_d((tmp_path / "m.html").read_text())
     bad = _write(tmp_path, {"type": "Feature", "geometry": {"type": "LineString", "coordinates": "x"}})
     assert main(["map", str(tmp_path / "m.json"), "-o", str(tmp_path / "n.html"), "--context", str(bad)]) == 2
-    assert capsys.readouterr().err.strip().startswith("dpdbscan: error: ")
+    assert capsys.readouterr().err.strip().startswith("dpdbscan map: error: ")
     assert not (tmp_path / "n.html").exists()
 
 

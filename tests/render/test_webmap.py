@@ -258,7 +258,7 @@ def test_map_command_refuses_3d_models_in_one_line(tmp_path, capsys):
     save_model(m, tmp_path / "m3.json")
     assert main(["map", str(tmp_path / "m3.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"dpdbscan: error: the map needs a 2-D model, {tmp_path / 'm3.json'} is 3-D"]
+    assert err == [f"dpdbscan map: error: the map needs a 2-D model, {tmp_path / 'm3.json'} is 3-D"]
     assert not list(tmp_path.glob("*.html"))
 
 

@@ -2,7 +2,7 @@
 
 Every public parameter is checked by ``dpdbscan.spec.parameters`` before any data are
 read: the estimator raises with ``name=value`` in the message, the CLI prints
-one ``dpdbscan: error:`` line naming the option, exits 2, and has not read the
+one ``dpdbscan fit: error:`` line naming the option, exits 2, and has not read the
 input (the input path does not even exist here).
 """
 
@@ -84,7 +84,7 @@ def test_cli_names_option_and_refuses_before_reading(capsys, tmp_path, name, val
     err = capsys.readouterr().err
     assert rc == 2
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("dpdbscan: error:"), err
+    assert len(lines) == 1 and lines[0].startswith("dpdbscan fit: error:"), err
     assert option in lines[0], lines[0]
     assert "not found" not in lines[0]  # refused before the file was looked at
 

@@ -29,6 +29,7 @@ RECORDS = [
     specs.SpanSpec,
     specs.NoiseSpec,
     specs.UnitBound,
+    specs.UnitChoice,
     specs.ReleaseSpec,
     specs.ReleaseInfo,
     Resolved,

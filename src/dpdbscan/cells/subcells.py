@@ -18,7 +18,8 @@ because a sub-cell has diameter eta*alpha/(4k) while the counted cells keep
 diameter eta*alpha/4: a point p in a counted cell and any other counted point
 are within (2 + 2 eta/4 + eta/(4k)) alpha, q lies in B(p, (1 + eta/4 +
 eta/(4k)) alpha), and two merged sub-cells' witnesses are within rho alpha.
-Gamma is computed for kappa_q = max |NB(q)| terms with a union bound over the
+Gamma is computed for kappa_q = max |NB(q)| terms (the most cells within
+alpha of one sub-cell; kappa_q = kappa, the grid's, when k = 1) with a union bound over the
 k^d |X| sub-cells. docs/accuracy.md has the derivation and measurements.
 """
 
@@ -76,8 +77,10 @@ class SubcellLayout:
         The grid of sub-cells (width w/k): the resolution of the spans.
     positions : list of (tuple, ndarray)
         Each sub-position and the offsets of its neighbourhood NB(q).
-    kappa : int
-        max |NB(q)|, the number of noisy terms in a sub-cell's sum.
+    kappa_q : int
+        max |NB(q)|: the most cells within alpha of one sub-cell, the number
+        of noisy terms in a sub-cell's sum (at most the grid's ``kappa``,
+        the cells within alpha of a whole cell; equal to it when k = 1).
     n_events : int
         k^d |X|, the number of sums the union bound covers.
     """
@@ -90,7 +93,7 @@ class SubcellLayout:
         if self.k == 1:
             self.fine = grid
             self.positions: list[tuple[tuple, np.ndarray | None]] = [((0,) * grid.d, None)]
-            self.kappa = grid.kappa
+            self.kappa_q = grid.kappa
         else:
             if self.k**grid.d > 4096:
                 raise ValueError(
@@ -99,7 +102,7 @@ class SubcellLayout:
                 )
             self.fine = grid.subdivided(self.k)
             self.positions = list(_sub_offsets(grid.d, float(grid.eta), self.k))
-            self.kappa = max(len(o) for _, o in self.positions if o is not None)
+            self.kappa_q = max(len(o) for _, o in self.positions if o is not None)
         self.n_events = grid.n_cells * self.k**grid.d
 
     @property

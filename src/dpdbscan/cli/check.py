@@ -5,24 +5,36 @@ per-record rule, the same checks and errors) and says, as private notes on
 standard error, what a fit would see: the columns, how many rows are read and
 dropped, each column's range against the bounds, the grid, kappa, the margin
 and the threshold (the forecast, measured against the rows counted), and a
-fit's rough time and memory. It spends no budget, draws no noise, writes no
-file and prints nothing on standard output: every line describes the private
-data and is for the owner only.
+fit's rough time and memory. With ``--unit`` it also says how many units
+there are, how their points and cells (on the release's grid) are spread,
+and what share of the points a contribution bound ``--max-cells-per-unit``
+keeps. It spends no budget, draws no noise, writes no file and prints
+nothing on standard output: every line describes the private data and is
+for the owner only.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import numpy as np
 
+from ..cells.grid import Grid
 from ..geometry import projection as _geo
 from ..plan.forecast import fit_cost
 from ..plan.resolve import forecast_of
+from ..release.bounding import BoundingKey, factorize, pairs_of
 from .common import EXIT_OK, ArgTarget, Notes, _column_tokens, _floats, _say_read, _split_bounds, _Warnings
 from .fit import Points, _rows_all, check_fit_params, clipping_counts, outside_hint, read_points
-from .options import add_dbscan_options, add_domain_options, add_input_options, add_privacy_options
+from .options import (
+    add_dbscan_options,
+    add_domain_options,
+    add_input_options,
+    add_privacy_options,
+    add_unit_options,
+)
 
 EXAMPLES = """examples:
   # Cabs-tiny as in the paper: what would a fit at 50 m and MinPts 1000 see?
@@ -31,6 +43,10 @@ EXAMPLES = """examples:
 
   # only the data facts (columns, rows, ranges against the bounds)
   dpdbscan check points.csv --columns x y --bounds 0 0 700 500
+
+  # person-level: how many cells does each cab visit, and what share of the points does k keep?
+  dpdbscan check ../shared/data/cabs_sf_cabs.parquet --geo --columns x y --bounds -122.6 37.55 \
+      -122.3 37.85 --eps 200m --min-samples 100 --unit cab --max-cells-per-unit 1000 --delta 1e-6
 
 every line goes to standard error and starts with "[private: do not publish]": it describes
 your data, so do not publish it. Standard output stays empty.
@@ -43,12 +59,13 @@ def add_arguments(p: ArgTarget) -> None:
     add_dbscan_options(p, required=False)
     add_domain_options(p, from_data=False)
     add_privacy_options(p, seed=False)
+    add_unit_options(p)
     # what fit's checks read and a dry run does not offer
     p.set_defaults(seed=None, backend="numpy", scheduler=None, bounds_from_data=False)
 
 
 def cmd_check(args: argparse.Namespace, sink: _Warnings) -> int:
-    p = check_fit_params(args)
+    p = check_fit_params(args, dry_run=True)
     notes = Notes(args.quiet)
     bounds_in = _floats(args.bounds, "--bounds")
     start = time.perf_counter()
@@ -59,22 +76,127 @@ def cmd_check(args: argparse.Namespace, sink: _Warnings) -> int:
     lower_in, upper_in = _split_bounds(bounds_in, pts.X.shape[1], args.geo)
     for line in data_lines(pts, counts, lower_in, upper_in, bounds_in):
         notes(line)
+    length = _geo.format_km if args.geo else (lambda v: f"{v:g}")
+    k = p["max_cells_per_unit"]
     missing = [opt for opt, key in (("--eps", "eps"), ("--min-samples", "min_samples")) if p[key] is None]
     if missing:
+        if pts.units is not None:
+            for line in unit_lines(pts, None, k, p["max_points_per_cell"], length)[0]:
+                notes(line)
         notes(f"no grid, kappa, margin, threshold or fit cost: give {' and '.join(missing)} to see them")
         return EXIT_OK
     n = counts["n_ok"]
-    fc = forecast_of(p, pts.lower, pts.upper, n_points=n)
-    length = _geo.format_km if args.geo else (lambda v: f"{v:g}")
+    person = pts.units is not None
+    if person and not isinstance(k, int):
+        # the cells per unit are measured on the grid, which does not depend on k
+        fc = forecast_of({**p, "max_cells_per_unit": 1}, pts.lower, pts.upper, n_points=n, units=True)
+    else:
+        fc = forecast_of(p, pts.lower, pts.upper, n_points=n, units=person)
+    against = f"the {n:,} rows kept"
+    if person:
+        grid = Grid(pts.lower, pts.upper, fc.eps, p["eta"])
+        lines, bounded = unit_lines(pts, grid, k, p["max_points_per_cell"], length)
+        for line in lines:
+            notes(line)
+        if bounded is None:
+            notes(
+                "forecast  : give --max-cells-per-unit K (a number) for the forecast of a "
+                "person-level release (its noise grows with K)"
+            )
+            sink.flush()
+            return EXIT_OK
+        # a person-level release counts the bounded contributions, not the rows
+        n = int(round(bounded))
+        fc = forecast_of(p, pts.lower, pts.upper, n_points=n, units=True)
+        against = f"the about {n:,} points the bounded counts hold"
     notes(
         f"forecast  : eps={length(fc.eps)}, min_samples={fc.min_samples:g}, epsilon={fc.epsilon:g}, "
-        f"measured against the {n:,} rows kept (no budget spent, nothing released)"
+        f"measured against {against} (no budget spent, nothing released)"
     )
     for line in fc.lines(n_name="n"):
         notes(line)
     notes(f"fit       : reading took {read_seconds:.2g} s here; the fit after it " + fit_cost(fc, n).line())
     sink.flush()
     return EXIT_OK
+
+
+_QUANTILES = (
+    (0.0, "min"),
+    (0.1, "10%"),
+    (0.25, "25%"),
+    (0.5, "median"),
+    (0.75, "75%"),
+    (0.9, "90%"),
+    (1.0, "max"),
+)
+
+
+def _spread(values: np.ndarray) -> str:
+    """Quantiles of a per-unit count, in words."""
+    q = np.quantile(values, [a for a, _ in _QUANTILES])
+    return ", ".join(f"{name} {v:,.0f}" for (_, name), v in zip(_QUANTILES, q))
+
+
+def unit_lines(
+    pts: Points, grid: Grid | None, k: int | str | None, m: int, length: Callable[[float], str]
+) -> tuple[list[str], float | None]:
+    """Private notes on the privacy units of ``pts`` (``--unit``): how many,
+    their points and, on the release's ``grid`` (None: not known yet),
+    their cells, and what share of the points the bound ``k`` cells and
+    ``m`` points per cell keeps (expected over the random choice of cells;
+    for k at the quartiles of the cells per unit when ``k`` is not a number).
+    The rows are the ones a fit keeps (finite coordinates, a unit). Also
+    returns the expected sum of the bounded counts (None when ``k`` or the
+    grid is not known): the points a person-level release counts."""
+    name = pts.unit_name
+    if grid is None:
+        codes, uniques = factorize(pts.units)
+        codes = codes[(codes >= 0) & _rows_all(np.isfinite(pts.X))]
+        points = np.bincount(codes, minlength=len(uniques)).astype(float)
+    else:
+        key = BoundingKey((0, 0), bytes(16))  # no release: the key only names the units
+        pairs = pairs_of(grid, pts.X, pts.units, key)
+        points = np.bincount(pairs.units, weights=pairs.counts, minlength=pairs.n_units)
+    present = points > 0
+    n_units, total = int(np.count_nonzero(present)), float(points.sum())
+    out = [f"units     : {n_units:,} unit(s) in column {name!r} among the {total:,.0f} rows kept"]
+    if n_units == 0:
+        return out, None
+    out.append(f"points    : per unit: {_spread(points[present])}")
+    if grid is None:
+        return out + [
+            "cells     : give --eps and --min-samples to see the cells per unit and what k keeps"
+        ], None
+    cells = np.bincount(pairs.units, minlength=pairs.n_units)
+    out.append(
+        f"cells     : per unit, of the release's grid (width {length(grid.width)}): {_spread(cells[present])}"
+    )
+    capped = np.bincount(pairs.units, weights=np.minimum(pairs.counts, m), minlength=pairs.n_units)
+
+    def kept(k: int) -> tuple[float, float, float]:
+        share = np.minimum(1.0, k / np.maximum(cells, 1))  # each unit keeps k of its cells at random
+        return (
+            float(share @ points) / total,
+            float(share @ capped) / total,
+            float(np.count_nonzero(cells[present] > k)) / n_units,
+        )
+
+    if isinstance(k, int):
+        pts_share, capped_share, over = kept(k)
+        out.append(
+            f"bound     : k = {k:,} cells per unit keeps {pts_share:.1%} of the points (expected over the "
+            f"random choice of cells; {over:.0%} of the units have more than k cells); with at most "
+            f"m = {m} point(s) per cell the bounded counts add up to {capped_share:.1%} of the points"
+        )
+        return out, capped_share * total
+    else:
+        ks = sorted({max(1, int(round(v))) for v in np.quantile(cells[present], [0.25, 0.5, 0.75])})
+        shown = ", ".join(f"k = {k:,} keeps {kept(k)[0]:.1%}" for k in ks)
+        out.append(
+            f"bound     : {shown} of the points (expected; k at the quartiles of the cells per unit); "
+            "give --max-cells-per-unit K for yours"
+        )
+    return out, None
 
 
 def data_lines(
@@ -86,7 +208,7 @@ def data_lines(
     X, n_bad, n_ok = pts.X, counts["n_bad"], counts["n_ok"]
     out = [
         f"rows      : {X.shape[0]:,} read, {n_bad:,} dropped (missing, non-numeric or "
-        f"non-finite values), {n_ok:,} kept"
+        f"non-finite values{'' if pts.units is None else ', or no unit'}), {n_ok:,} kept"
     ]
     if n_ok == 0:
         return out + ["no row is kept: check --columns, --delimiter and --header"]

@@ -5,8 +5,8 @@ Conventions of the command line: standard output carries only the release
 (summaries, tables, labels a user asked for); standard error carries progress
 and local notes for the data owner, some of which are computed from the
 private data (how many rows were read or clipped) and are therefore not part
-of the release. Bad input gives one line ``dpdbscan: error: ...`` on stderr
-and exit status 2.
+of the release. Bad input gives one line ``dpdbscan COMMAND: error: ...`` on
+stderr (:func:`error_prefix`) and exit status 2.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
-from ..exceptions import PrivacyLeakWarning, WeakPrivacyWarning
-from ..files import InputPlan, ReadOptions, open_input
+from ..exceptions import PrivacyLeakWarning, PrivateNoteWarning, WeakPrivacyWarning
+from ..files import InputPlan, InputPoints, ReadOptions, open_input
+from ..files.reader import BlockHook
 from ..geometry import projection as _geo
 from ..model import SpanModel, load_model
 from ..render import plotting
@@ -177,7 +178,9 @@ class _Warnings:
                 continue
             self.seen.add(text)
             loud = issubclass(w.category, (PrivacyLeakWarning, WeakPrivacyWarning))
-            print(f"dpdbscan: {'PRIVACY WARNING' if loud else 'warning'}: {text}", file=self.err)
+            # a note computed from the points themselves: for the data owner only
+            mark = f"{PRIVATE} " if issubclass(w.category, PrivateNoteWarning) else ""
+            print(f"{mark}dpdbscan: {'PRIVACY WARNING' if loud else 'warning'}: {text}", file=self.err)
         self._log.clear()
 
     def __exit__(self, *exc):
@@ -231,7 +234,7 @@ def _split_bounds(values: list[float], d: int, geo: bool):
         # or min_1 max_1 min_2 max_2 ... (public: the option's own values).
         readings = (
             ("the upper bounds came first", list(values[d:]) + list(values[:d])),
-            ("the values look like xmin xmax ymin ymax", list(values[0::2]) + list(values[1::2])),
+            ("the values are in the order xmin xmax ymin ymax", list(values[0::2]) + list(values[1::2])),
         )
         for why, order in readings:
             if all(lo < hi for lo, hi in zip(order[:d], order[d:])):
@@ -254,9 +257,18 @@ def _stem(path: str) -> str:
     return name or "spans"
 
 
+def error_prefix(command: str | None) -> str:
+    """The start of every error line: ``dpdbscan fit: error:`` (argparse's
+    own form, whose ``prog`` is ``dpdbscan fit``), or ``dpdbscan: error:``
+    before a command is known."""
+    return f"dpdbscan {command}: error:" if command else "dpdbscan: error:"
+
+
 def _one_line(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.filename and exc.strerror:
-        return f"{exc.strerror}: {exc.filename}"
+    """An exception as the text after :func:`error_prefix`: one line, without
+    Python's ``[Errno 13]`` prefix for an OS error."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc.strerror)
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
 
@@ -301,6 +313,7 @@ def read_options(args: argparse.Namespace, columns: list[str] | None) -> ReadOpt
         delimiter=getattr(args, "delimiter", None),
         fields=getattr(args, "fields", None),
         file_format=getattr(args, "format", None),
+        unit=getattr(args, "unit", None),
     )
 
 
@@ -335,12 +348,23 @@ def _open(path, columns, args, *, model=None, geo=False) -> InputPlan:
     )
 
 
-def _read_plan(plan: InputPlan, args, notes: Notes | None = None, block_hook=None):
+def read_plan(
+    plan: InputPlan,
+    args: argparse.Namespace,
+    notes: Notes | None = None,
+    block_hook: BlockHook | None = None,
+) -> InputPoints:
     """Read every record of an opened plan; what the reader dropped goes to
     ``notes`` (private)."""
     got = plan.read(_progress_flag(args), block_hook)
     for line in got.notes():
         (notes or Notes(getattr(args, "quiet", False)))(line)
+    return got
+
+
+def _read_plan(plan: InputPlan, args, notes: Notes | None = None, block_hook=None):
+    """:func:`read_plan`'s points and column names."""
+    got = read_plan(plan, args, notes, block_hook)
     return got.X, got.names
 
 

@@ -96,7 +96,7 @@ def cmd_explore(args: argparse.Namespace, sink: _Warnings) -> int:
     length = _geo.format_km if geo else (lambda v: f"{v:g}")
     print(
         f"spans over {len(ex.eps)} eps x {len(ex.min_samples)} MinPts from one release "
-        f"(epsilon={model.release.epsilon:g}, made at eps={length(model.release.eps)}); exploring "
+        f"({_explore.release_words(model)}; made at eps={length(model.release.eps)}); exploring "
         "costs no budget"
     )
     for line in _explore.table_lines(ex, model):
@@ -105,5 +105,5 @@ def cmd_explore(args: argparse.Namespace, sink: _Warnings) -> int:
         print(line)
     print("wrote " + ", ".join(written))
     for f in failed:
-        print(f"dpdbscan: error: could not write {f}", file=sys.stderr)
+        print(f"dpdbscan explore: error: could not write {f}", file=sys.stderr)
     return EXIT_PARTIAL if failed else EXIT_OK

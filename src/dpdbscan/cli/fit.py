@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import threading
 import warnings
@@ -18,6 +19,7 @@ from .. import __version__
 from .._optional import require
 from ..cells.grid import MAX_KAPPA, count_neighbours
 from ..exceptions import InsecureRandomnessWarning, PrivacyLeakWarning
+from ..files.formats import looks_like_unit
 from ..geometry import projection as _geo
 from ..geometry.projection import Equirectangular
 from ..model import save_geojson, save_model
@@ -40,7 +42,6 @@ from .common import (
     _one_line,
     _open,
     _progress_flag,
-    _read_plan,
     _say_read,
     _split_bounds,
     _stem,
@@ -48,6 +49,7 @@ from .common import (
     atomic_write,
     check_writable,
     read_options,
+    read_plan,
     write_temp,
 )
 from .maps import picture_options
@@ -65,11 +67,15 @@ def privacy_values(args: argparse.Namespace) -> dict:
     return {name: getattr(args, name) for name in PRIVACY_OPTIONS}
 
 
-def check_fit_params(args: argparse.Namespace, eps: float | str | None = None) -> dict:
+def check_fit_params(
+    args: argparse.Namespace, eps: float | str | None = None, *, dry_run: bool = False
+) -> dict:
     """Validate every fit parameter with the shared table before reading a
     possibly huge file; returns them normalised (``min_samples`` is the first
     of a sweep's list, ``eps`` overrides ``args.eps``). An ``eps`` or
-    ``min_samples`` that is None (``check`` without them) is left out."""
+    ``min_samples`` that is None (``check`` without them) is left out.
+    ``dry_run`` (``check``): --unit without --max-cells-per-unit is allowed,
+    to help choose it; the other rules of a person-level release hold."""
     eps = args.eps if eps is None else eps
     if eps is not None and not (isinstance(eps, str) and eps.strip().lower() == "auto"):
         eps = _geo.parse_length(eps, geo=args.geo)
@@ -96,7 +102,11 @@ def check_fit_params(args: argparse.Namespace, eps: float | str | None = None) -
         values["selection"] = args.selection
     given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
     p = validated(given, cli=True)
-    check_units(p, getattr(args, "unit", None) is not None, cli=True)
+    units = getattr(args, "unit", None) is not None
+    if dry_run and units and p["max_cells_per_unit"] is None:
+        check_units({**p, "max_cells_per_unit": 1}, units, cli=True)
+    else:
+        check_units(p, units, cli=True)
     for k in _DBSCAN:
         if k not in given:
             p[k] = None  # check runs without them: no forecast
@@ -163,8 +173,14 @@ def fit_from_args(
     }
     dask = args.backend == "dask"
     backend: Backend
-    if getattr(args, "unit", None) is not None:
-        raise ValueError("--unit is not wired to the readers yet (issue 20, in progress)")
+    units = None
+    if dask and getattr(args, "unit", None) is not None:
+        if not args.columns or str(args.unit).isdigit():
+            raise ValueError(
+                "--unit with --backend dask names a column of a Parquet schema or a declared CSV "
+                "header, beside --columns for the coordinates (no 0-based index)"
+            )
+        units = args.unit  # the column's name; the backend reads it where the rows are
     if dask:
         if args.geo:
             raise ValueError(
@@ -185,12 +201,18 @@ def fit_from_args(
             )
         X, names = args.input, columns
         backend = _dask_backend(args, columns)
+        if units is not None:
+            meta["unit_column"] = units  # public: the option
         check_columns(args, p, d, names)
         lower, upper, _ = public_box(args, bounds_in, d, None, meta)
     else:
         pts = read_points(args, p, notes, bounds_in, columns, meta)
-        X, names, lower, upper = pts.X, pts.names, pts.lower, pts.upper
+        X, names, lower, upper, units = pts.X, pts.names, pts.lower, pts.upper, pts.units
         backend = NumpyBackend()
+        if pts.unit_name is not None:
+            meta["unit_column"] = pts.unit_name  # public: the option, from the header or schema
+        else:
+            note_id_columns(pts.schema_names, names)
     meta["columns"] = list(names) if names else None
     if not dask:
         _say_read(args.input, X, names, notes)
@@ -207,7 +229,14 @@ def fit_from_args(
     with progress("fitting", enabled=_progress_flag(args), unit="it"), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         model = fit_release(
-            X, lower, upper, {**p, "min_samples": min_samples}, backend=backend, metadata=meta, stacklevel=3
+            X,
+            lower,
+            upper,
+            {**p, "min_samples": min_samples},
+            backend=backend,
+            metadata=meta,
+            units=units,
+            stacklevel=3,
         )
     sink.flush()
     note = None if dask else standardised_note(X, "--bounds")
@@ -218,6 +247,24 @@ def fit_from_args(
     return model
 
 
+def note_id_columns(schema_names: Sequence[str] | None, chosen: Sequence[str] | None) -> None:
+    """Say once, when no --unit is given, that each row is protected and not
+    each person, if a column's name looks like a person's id (public: the
+    declared header or the schema; no value is looked at)."""
+    skip = set(chosen or ())
+    ids = [str(n) for n in schema_names or () if str(n) not in skip and looks_like_unit(str(n))]
+    if not ids:
+        return
+    shown = ", ".join(repr(n) for n in ids[:3]) + (", ..." if len(ids) > 3 else "")
+    print(
+        f"dpdbscan: note: this release protects each row, not each person: the file has a column "
+        f"that looks like an id ({shown}), so one person's many rows can make a span on their own. "
+        f"To protect each person, pass --unit {ids[0]} --max-cells-per-unit K (docs/user-guide.md, "
+        "person-level privacy)",
+        file=sys.stderr,
+    )
+
+
 @dataclass
 class Points:
     """A fit's input as the mechanism receives it (numpy backend).
@@ -225,7 +272,10 @@ class Points:
     ``X`` is in the fit's coordinates (km with ``--geo``), ``lower`` and
     ``upper`` the public box in the same coordinates, ``proj`` the --geo
     projection (or None) and ``counts`` :func:`clipping_counts` of ``X`` when
-    the reader already made them (else None). Private but for the box.
+    the reader already made them (else None). ``units`` the privacy unit of
+    every row (None without --unit) and ``unit_name`` its column;
+    ``schema_names`` every column's name from a declared header or schema
+    (None: none declared). Private but for the box and the names.
     """
 
     X: np.ndarray
@@ -234,6 +284,9 @@ class Points:
     upper: np.ndarray
     proj: _geo.Equirectangular | None
     counts: dict | None
+    units: Any = None
+    unit_name: str | None = None
+    schema_names: list | None = None
 
 
 def read_points(
@@ -254,13 +307,14 @@ def read_points(
         check_columns(args, p, plan.d, plan.names)
         if bounds_in is not None:
             _split_bounds(bounds_in, plan.d, args.geo)
-        X, names = _read_plan(plan, args, notes, block_hook=prep)
+        got = read_plan(plan, args, notes, block_hook=prep)
+    X, names = got.X, got.names
     lower, upper, proj = public_box(args, bounds_in, X.shape[1], X, {} if meta is None else meta)
     counts = None if prep is None else prep.result(X.shape[0])
     if proj is not None and counts is None:
         # in place: X is this command's own copy of the file's values
         X = proj.forward(X, out=X) if X.flags.writeable else proj.forward(X)
-    return Points(X, names, lower, upper, proj, counts)
+    return Points(X, names, lower, upper, proj, counts, got.units, got.unit_name, plan.schema_names)
 
 
 def check_columns(args: argparse.Namespace, p: dict, d: int, names: Sequence[str] | None) -> None:
@@ -276,12 +330,23 @@ def check_columns(args: argparse.Namespace, p: dict, d: int, names: Sequence[str
         shown = f" ({', '.join(map(str, names))})" if names else ""
         raise ValueError(
             f"--geo needs exactly two columns (longitude, latitude), got {d}{shown}; "
-            "choose them with --columns LON LAT"
+            f"choose them with {geo_columns_hint(names)}"
         )
     if getattr(args, "png_requested", False) and d != 2:
         raise ValueError(f"--png needs 2-D data, got {d} columns")
     if getattr(args, "geojson_requested", False) and d != 2:
         raise ValueError(f"--geojson needs 2-D data, got {d} columns")
+
+
+def geo_columns_hint(names: Sequence[str] | None) -> str:
+    """The --columns to suggest for --geo: ``x y`` when the columns (from a
+    declared header or a schema, never a record) have those names, as the
+    shared data sets name longitude and latitude; else the placeholder."""
+    by_lower = {str(n).lower(): str(n) for n in names or ()}
+    if "x" in by_lower and "y" in by_lower:
+        x, y = (shlex.quote(by_lower[k]) for k in ("x", "y"))
+        return f"--columns {x} {y} (longitude first)"
+    return "--columns LON LAT"
 
 
 def public_box(
@@ -437,7 +502,8 @@ def _note_clipping(
         return
     c = clipping_counts(X, pts.lower, pts.upper) if counts is None else counts
     if c["n_bad"]:
-        notes(f"{c['n_bad']:,} row(s) with missing or non-finite values are dropped")
+        unit = "" if pts.units is None else " or no unit"
+        notes(f"{c['n_bad']:,} row(s) with missing or non-finite values{unit} are dropped")
     outside, n_ok = c["outside"], max(c["n_ok"], 1)
     if not outside:
         return
@@ -605,10 +671,9 @@ def summary(model: SpanModel) -> str:
     proj = _geo.projection_of(model)
     if proj is not None:
         lines.append(
-            f"  geo     : lon/lat in km around {proj.ref_lat:.4f} deg N (equirectangular); "
-            f"alpha = {_geo.format_km(model.grid.alpha)}, cell width = "
-            f"{_geo.format_km(model.release.grid.width)}, span cells "
-            f"{_geo.format_km(model.grid.width)}"
+            f"  geo     : longitude and latitude projected to km around {proj.ref_lat:.4f} deg N "
+            "(equirectangular, centred on the public box), so the lengths above are on the ground"
+            + (f"; sub-cells {_geo.format_km(model.grid.width)} wide" if model.spec.subcells > 1 else "")
         )
     source = model.metadata.get("bounds_source", "")
     if source.startswith("data"):
@@ -625,7 +690,7 @@ def _report(written, failed) -> int:
     print("wrote " + ", ".join(written))
     for f in failed:
         print(
-            f"dpdbscan: error: could not write {f}; the release itself was written to {written[0]}",
+            f"dpdbscan fit: error: could not write {f}; the release itself was written to {written[0]}",
             file=sys.stderr,
         )
     return EXIT_PARTIAL if failed else EXIT_OK

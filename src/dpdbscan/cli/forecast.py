@@ -1,6 +1,6 @@
 """``dpdbscan forecast``: what a release would detect, before any budget is
 spent. Reads no data: public options only (bounds, eps, MinPts, epsilon, the
-user's guess ``--n-expected``)."""
+user's guesses ``--n-expected`` and, person-level, ``--n-units-expected``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ..plan.resolve import forecast_of, validated
 from ..spec.validation import check_positive
 from .common import EXIT_OK, ArgTarget, _floats, _split_bounds, _Warnings
 from .fit import _border_arg, privacy_values
-from .options import DEFAULTS
+from .options import DEFAULTS, add_unit_options
 
 EXAMPLES = """examples:
   # Cabs-tiny as in the paper, expecting about 400,000 trips
@@ -23,6 +23,12 @@ EXAMPLES = """examples:
   # 3-D data in [0, 10]^3, 20,000 points expected, at epsilon 0.5
   dpdbscan forecast --bounds 0 10 --dims 3 --eps 0.5 --min-samples 20 --epsilon 0.5 \\
       --n-expected 20000
+
+  # person-level (each cab protected): 536 cabs, each adding to at most 1,000 cells;
+  # what eps 50m .. 400m can detect, and how far a cab may roam and still be seen
+  dpdbscan forecast --geo --bounds -122.6 37.55 -122.3 37.85 --eps 200m --min-samples 100 \\
+      --max-cells-per-unit 1000 --noise gaussian --delta 1e-6 --n-units-expected 536 \\
+      --eps-ladder 50m 100m 200m 400m
 """
 
 
@@ -61,9 +67,18 @@ def add_arguments(p: ArgTarget) -> None:
     )
     p.add_argument("--eta", type=float, default=DEFAULTS["eta"])
     p.add_argument("--beta", type=float, default=DEFAULTS["beta"])
-    p.add_argument("--delta", type=float, default=DEFAULTS["delta"])
+    p.add_argument(
+        "--delta",
+        type=float,
+        default=DEFAULTS["delta"],
+        help="the delta of an (epsilon, delta) release: needed by Gaussian noise (person-level)",
+    )
     p.add_argument("--histogram", default=DEFAULTS["histogram"])
-    p.add_argument("--noise", default=DEFAULTS["noise"])
+    p.add_argument(
+        "--noise",
+        default=DEFAULTS["noise"],
+        help="auto (discrete Laplace; Gaussian with --max-cells-per-unit), discrete, laplace or gaussian",
+    )
     p.add_argument("--theta", type=float, default=None)
     p.add_argument("--subcells", default=DEFAULTS["subcells"])
     p.add_argument("--core", default=DEFAULTS["core"])
@@ -74,6 +89,34 @@ def add_arguments(p: ArgTarget) -> None:
         type=int,
         default=DEFAULTS["max_cells"],
         help="automatic mode: public cap on the cells of its release",
+    )
+    add_unit_options(p, column=False)
+    u = p.add_argument_group(
+        "person-level forecast (with --max-cells-per-unit)",
+        "Each unit adds to at most K cells, M points each; the noise per cell is the\n"
+        "same at every eps. For each eps of the ladder the forecast prints how many\n"
+        "units one cell must hold for a place there to be core with probability >= 1\n"
+        "- beta, how many every cell within eps of a cell must keep after bounding\n"
+        "for that cell to be core (a cluster), that as a share of the N units you\n"
+        "expect, and so the most cells (the area) a unit may visit: a unit with more\n"
+        "than K cells keeps K of them at random. That area grows with eps: units that\n"
+        "roam more than it need a coarser eps (or a larger epsilon or K).",
+    )
+    u.add_argument(
+        "--n-units-expected",
+        type=float,
+        default=None,
+        metavar="N",
+        help="your own public guess of the number of privacy units (people, cabs; never "
+        "measured): the forecast compares what a cell must hold with N x M, the most it can",
+    )
+    u.add_argument(
+        "--eps-ladder",
+        nargs="+",
+        metavar="ALPHA",
+        default=None,
+        help="eps values to forecast the person-level release at (with --geo lengths like 200m); "
+        "default: eps x 1/4, 1/2, 1, 2, 4",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -99,9 +142,17 @@ def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
         core=args.core,
         border=_border_arg(args.border, geo=geo),
         max_cells=args.max_cells,
+        max_cells_per_unit=args.max_cells_per_unit,
+        max_points_per_cell=args.max_points_per_cell,
     )
     p = validated(values, cli=True)
     n = None if args.n_expected is None else check_positive("--n-expected", args.n_expected)
+    n_units = None
+    if args.n_units_expected is not None:
+        n_units = check_positive("--n-units-expected", args.n_units_expected)
+    ladder = None
+    if args.eps_ladder is not None:
+        ladder = [check_positive("--eps-ladder", _geo.parse_length(t, geo=geo)) for t in args.eps_ladder]
     raw = _floats(args.bounds, "--bounds")
     if geo:
         d = 2
@@ -115,15 +166,28 @@ def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
     if geo:
         proj = _geo.Equirectangular.from_bounds(lower, upper, args.ref_lat)
         lower, upper = proj.project_bounds(lower, upper)
-    fc = forecast_of(p, lower, upper, n_expected=n)
+    fc = forecast_of(p, lower, upper, n_expected=n, n_units_expected=n_units, eps_ladder=ladder, cli=True)
     if args.json:
         print(json.dumps(jsonable(fc.to_dict()), indent=2, allow_nan=False))
         return EXIT_OK
     length = _geo.format_km if geo else (lambda v: f"{v:g}")
+    level = "" if fc.units is None else ", person-level"
     print(
         f"forecast for eps={length(fc.eps)}, min_samples={fc.min_samples:g}, "
-        f"epsilon={fc.epsilon:g} (public inputs only; nothing is read or spent)"
+        f"epsilon={fc.epsilon:g}{level} (public inputs only; nothing is read or spent)"
     )
-    for line in fc.lines():
+    short, volume = _formats(geo, fc.d)
+    for line in fc.lines(length=short, volume=volume):
         print(line)
     return EXIT_OK
+
+
+def _formats(geo: bool, d: int):
+    """A length (3 significant digits; m or km with --geo) and a cell volume
+    (km² with --geo) for the person-level table."""
+    if geo:
+        return (
+            lambda km: f"{km * 1000:.3g} m" if km < 1 else f"{km:.3g} km",
+            lambda a: f"{a:.3g} km²",
+        )
+    return (lambda v: f"{v:.3g}", lambda a: f"{a:.3g} (units^{d})" if d != 1 else f"{a:.3g}")

@@ -5,16 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 
+from ..exceptions import PrivateNoteWarning
 from ..files import write_labels
 from ..geometry import projection as _geo
 from ..model import describe, eps_candidates, guarantee
+from ..model.describe import noise_words, protection
 from ..model.guarantee import levels_words
 from ..model.levels import is_levels, level_lines
 from ..post.coretests import core_test
+from ..post.coretests.base import grid_words
 from ..render import plotting
 from .common import EXIT_OK, Notes, _points_for, _Warnings
 from .common import read_model as load_model
@@ -24,7 +28,9 @@ from .maps import picture_options
 def cmd_predict(args: argparse.Namespace, sink: _Warnings) -> int:
     model = load_model(args.model)
     Xm, X, names = _points_for(model, args.points, args)
-    labels = model.predict(Xm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivateNoteWarning)  # said below, in the command's words
+        labels = model.predict(Xm)
     write_labels(args.output, labels, X if args.with_points else None, names)
     n_noise = int((labels < 0).sum())
     notes = Notes(args.quiet)
@@ -99,43 +105,48 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
     length = _geo.format_km if proj is not None else (lambda v: f"{v:g}")
     meta = model.metadata
     g_all = guarantee(model)
+    spec, s = model.spec, model.spans
+    core = "sub-cell" if spec.subcells > 1 else "cell"
+    candidates = eps_candidates(model)
+    # one sentence per row, the paper's symbols in brackets (issue 23)
     rows = [
         (
             "model",
-            f"{args.model} (dpdbscan.spans, {model.n_spans} span(s), {model.n_core_cells} core cell(s))",
+            f"{args.model} (dpdbscan.spans): {model.n_spans} span(s) from "
+            f"{model.n_core_cells} core {core}(s)",
         ),
-        ("epsilon", f"{model.release.epsilon:g}"),
-        ("delta", f"{model.release.delta:g}"),
+        ("protects", protection(model)),
+        ("noise", noise_words(model)),
+        ("eps", f"{length(g.alpha)}: the DBSCAN radius, how near points must be to count (eps, alpha)"),
         (
-            "noise",
-            f"{model.release.noise} Laplace, {model.release.histogram} histogram"
-            + ("" if model.release.histogram == "dense" else f", theta = {model.release.theta:g}"),
+            "min_samples",
+            f"{spec.min_samples}: the points a place needs within eps to be dense, before the noise "
+            "margin (min_samples, MinPts)"
+            + ("; the lowest selected: each span has its own (levels)" if is_levels(model) else ""),
         ),
-        ("alpha", length(g.alpha)),
+        ("core test", test.rule_text(s, spec)),
         (
-            "MinPts",
-            f"{model.spec.min_samples}"
-            + (" (the lowest: each span at its own, see levels)" if is_levels(model) else ""),
+            "approximation",
+            f"the guarantee compares spans with clusters at {s.rho:g} times eps, "
+            f"{length(s.rho * g.alpha)} (rho={s.rho:g}, from the cell size eta={hg.eta:g} and "
+            f"{spec.subcells} sub-cell(s) per cell side)",
         ),
-        ("core test", test.rule_text(model.spans, model.spec)),
-        ("rho", f"{model.spans.rho:g} (eta = {hg.eta:g})"),
-        ("tau", test.tau_text(model.spans)),
+        ("additive error", test.tau_text(s)),
         (
-            "beta",
-            f"{model.spec.beta:g}"
+            "failure",
+            f"the guarantee fails with probability at most {spec.beta * candidates:g} (beta"
             + (
-                ""
-                if eps_candidates(model) == 1
-                else f" per eps candidate ({eps_candidates(model)} candidates: "
-                f"{model.spec.beta * eps_candidates(model):g} in all)"
+                f"={spec.beta:g})"
+                if candidates == 1
+                else f"={spec.beta:g} for each of {candidates} eps candidates)"
             ),
         ),
-        ("kappa", f"{model.spans.kappa}"),
         (
-            "|X|",
-            f"{hg.n_cells:,} cells ({' x '.join(map(str, hg.shape))}), width {length(hg.width)}",
+            "grid",
+            grid_words(hg.n_cells, g.d, spec.subcells, hg.kappa, s.kappa_q, length(hg.width))
+            + f"; {' x '.join(map(str, hg.shape))} cells",
         ),
-        ("guarantee", test.guarantee_text(g_all, model.spans, length) + levels_words(g_all.get("levels"))),
+        ("guarantee", test.guarantee_text(g_all, s, length) + levels_words(g_all.get("levels"))),
     ]
     if proj is not None:
         b = meta.get("bounds_degrees", {})
@@ -153,7 +164,7 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
         if meta.get(key):
             rows.append((key.replace("_", " "), str(meta[key])))
     if model.spec.subcells > 1:
-        rows.append(("sub-cells", f"{model.spec.subcells} per cell and dimension (width {length(g.width)})"))
+        rows.append(("sub-cells", f"{model.spec.subcells} per cell and dimension, {length(g.width)} wide"))
     r = model.release
     if model.auto is not None:
         a = model.auto
@@ -185,5 +196,5 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
     if model.histogram is None:
         rows.append(("histogram", "not saved (cannot re-threshold or plot it)"))
     for k, v in rows:
-        print(f"{k:>13} : {v}")
+        print(f"{k:>14} : {v}")
     return EXIT_OK

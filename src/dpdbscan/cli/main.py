@@ -17,7 +17,7 @@ from .. import __version__
 from .check import EXAMPLES as CHECK_EXAMPLES
 from .check import add_arguments as add_check_arguments
 from .check import cmd_check
-from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings, keep_freed_memory
+from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings, error_prefix, keep_freed_memory
 from .explore import EXAMPLES as EXPLORE_EXAMPLES
 from .explore import add_arguments as add_explore_arguments
 from .explore import cmd_explore
@@ -41,6 +41,8 @@ STREAMS = (
 
 DATA = "../shared/data/cabs_tiny.csv.gz --header"
 BOX = "-122.48 37.72 -122.38 37.82"
+CABS = "../shared/data/cabs_tiny_cabs.csv.gz --header --geo --columns x y"
+PERSON = "--unit cab --max-cells-per-unit 500 --delta 1e-6"
 
 EXAMPLES = {
     "fit": f"""examples:
@@ -49,6 +51,9 @@ EXAMPLES = {
 
   # plain coordinates with public bounds [0, 700] x [0, 500]
   dpdbscan fit points.csv --columns x y --bounds 0 0 700 500 --eps 12 --min-samples 20
+
+  # person-level: protect each cab (column cab) with all its rows, not each row
+  dpdbscan fit {CABS} --bounds {BOX} --eps 100m --min-samples 50 {PERSON}
 """,
     "predict": f"""examples:
   dpdbscan predict out/cabs_tiny.spans.json {DATA} -o labels.csv
@@ -83,10 +88,16 @@ EXAMPLES = {
 
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error (no usage dump) in the form every
-    command uses (``dpdbscan: error: ...``) and exit status 2."""
+    command uses (``dpdbscan COMMAND: error: ...``; its ``prog`` is
+    ``dpdbscan COMMAND``) and exit status 2."""
+
+    #: The command named on the line, for the errors the top-level parser
+    #: reports (argparse leaves unrecognized arguments to it).
+    command: str | None = None
 
     def error(self, message):
-        self.exit(EXIT_BAD_INPUT, f"dpdbscan: error: {message} (see '{self.prog} --help')\n")
+        prog = f"{self.prog} {self.command}" if self.command and self.prog == "dpdbscan" else self.prog
+        self.exit(EXIT_BAD_INPUT, f"{prog}: error: {message} (see '{prog} --help')\n")
 
 
 def unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
@@ -107,9 +118,37 @@ def unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str
         if name.startswith("--") and name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             bad.append(name + (f" (did you mean {close[0]}?)" if close else ""))
+        elif _single_dash_long(name, known):
+            # -epsilon for --epsilon; "-1" or "-122.4" are values, "-ofile" is -o with its value
+            close = difflib.get_close_matches("-" + name, sorted(known), n=1)
+            bad.append(name + (f" (did you mean {close[0]}?)" if close else ""))
     if not bad:
         return None
-    return f"dpdbscan: error: unknown option(s) {', '.join(bad)} (see 'dpdbscan {command} --help')"
+    return f"{error_prefix(command)} unknown option(s) {', '.join(bad)} (see 'dpdbscan {command} --help')"
+
+
+def _single_dash_long(token: str, known: set[str]) -> bool:
+    """Whether ``token`` is a long option written with one dash (``-epsilon``):
+    a dash, a letter, more letters, and no known short option in front
+    (``-inf`` is a number)."""
+    try:
+        float(token)
+        return False
+    except ValueError:
+        pass
+    return (
+        len(token) > 2
+        and token[0] == "-"
+        and token[1].isalpha()
+        and token[1:].replace("-", "").isalpha()
+        and token[:2] not in known
+    )
+
+
+def _command_of(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names (its first word that is one), or None."""
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    return next((t for t in argv if sub is not None and t in sub.choices), None)
 
 
 # --------------------------------------------------------------------------- #
@@ -249,7 +288,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         keep_freed_memory()
     parser = build_parser()
-    unknown = unknown_options(parser, sys.argv[1:] if argv is None else [str(a) for a in argv])
+    words = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    if isinstance(parser, _Parser):
+        parser.command = _command_of(parser, words)
+    unknown = unknown_options(parser, words)
     if unknown:
         print(unknown, file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -268,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return EXIT_OK
     except (ValueError, TypeError, OSError, ImportError) as exc:
-        print(f"dpdbscan: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"{error_prefix(args.command)} {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("dpdbscan: interrupted", file=sys.stderr)

@@ -233,30 +233,40 @@ def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
         )
 
 
-def add_unit_options(p: ArgTarget) -> None:
-    """The privacy unit and its contribution bounds (person-level releases)."""
+def add_unit_options(p: ArgTarget, *, column: bool = True) -> None:
+    """The privacy unit and its contribution bounds (person-level releases);
+    ``column``: with ``--unit`` (commands that read data)."""
     u = p.add_argument_group("privacy unit (person-level)")
-    u.add_argument(
-        "--unit",
-        metavar="COLUMN",
-        default=None,
-        help="the column that names each row's person (a cab, a user): every row of one unit is "
-        "protected together. Without it each row is protected, not each person",
-    )
+    when = "with --unit: " if column else "a person-level release: "
+    if column:
+        u.add_argument(
+            "--unit",
+            metavar="COLUMN",
+            default=None,
+            help="the column that names each row's person (a cab, a user), by name (header or "
+            "schema) or 0-based index: every row of one unit is protected together; rows without "
+            "one are dropped. Without it each row is protected, not each person",
+        )
     u.add_argument(
         "--max-cells-per-unit",
         metavar="K",
         default=DEFAULTS["max_cells_per_unit"],
         type=_int_or_auto,
-        help="with --unit: the most cells one unit adds to, chosen at random among its cells "
-        "(a number, or 'auto': chosen privately); required with --unit",
+        help=when
+        + "the most cells one unit adds to, chosen at random among its cells "
+        + (
+            "(a number, or 'auto': chosen privately for 10%% of the budget, docs/parameters.md); "
+            "required with --unit"
+            if column
+            else "(a number)"
+        ),
     )
     u.add_argument(
         "--max-points-per-cell",
         metavar="M",
         default=DEFAULTS["max_points_per_cell"],
         type=_int_or_auto,
-        help="with --unit: the most points one unit adds to a cell (default 1: a cell counts people)",
+        help=when + "the most points one unit adds to a cell (default 1: a cell counts people)",
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..geometry import projection as _geo
 from ..model import finest_eps, with_params
+from ..model.describe import protection
 from ..spec.parameters import check_param
 from .common import EXIT_OK, EXIT_PARTIAL, Notes, _stem, _Warnings
 from .common import read_model as load_model
@@ -42,6 +43,9 @@ _FIT_ONLY = (
     "backend",
     "scheduler",
     "theoretical_threshold",
+    "unit",
+    "max_cells_per_unit",
+    "max_points_per_cell",
 )
 
 
@@ -130,11 +134,12 @@ def cmd_sweep(args: argparse.Namespace, sink: _Warnings) -> int:
         f"eps={_length(base, base.release.eps)}); "
         "re-parameterising costs no budget"
     )
+    print(f"privacy: {protection(base)}")
     print(f"{'eps':>10}  {'min_samples':>11}  {'threshold':>10}  {'spans':>6}  {'core_cells':>10}  model")
     for a, m, thr, n, c, path in rows:
         print(f"{a:>10}  {m:>11}  {thr:>10.1f}  {n:>6}  {c:>10}  {path}")
     for f in failed_all:
-        print(f"dpdbscan: error: could not write {f}", file=sys.stderr)
+        print(f"dpdbscan sweep: error: could not write {f}", file=sys.stderr)
     return EXIT_PARTIAL if failed_all else EXIT_OK
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .records import BlockCounts, CsvLayout, count_lines, last_line_end, parse_block, split_first_line
+from .records import BlockCounts, CsvLayout, count_lines, last_line_end, parse_records, split_first_line
 
 _BATCH = 1 << 22  # bytes per CSV block: big enough to be fast, small enough to overlap well
 _BOM = b"\xef\xbb\xbf"
@@ -171,26 +171,33 @@ def _records(block: bytes) -> int:
     return count_lines(block)
 
 
-def _parse_into(block: bytes, layout, hook, dest: np.ndarray) -> BlockCounts:
-    X, counts = parse_block(block, layout)
-    if X.shape[0] != dest.shape[0]:  # pragma: no cover - parse_block returns one row a record
+def _parse_into(block: bytes, layout, hook, dest: np.ndarray) -> tuple[BlockCounts, Any]:
+    """Parse one block into its place ``dest``; its counts and its units
+    (an Arrow array, or None when the layout reads no unit)."""
+    X, units, counts = parse_records(block, layout)
+    if X.shape[0] != dest.shape[0]:  # pragma: no cover - parse_records returns one row a record
         raise RuntimeError("a CSV block held a different number of records than counted")
     if hook is not None:
         hook(X)
     dest[...] = X
-    return counts
+    return counts, units
 
 
 def _parse_blocks(source: Source, head: bytes, layout, bar, hook=None):
     """Parse blocks on a few threads (pyarrow releases the GIL) while this
     thread reads and decompresses the next ones; each thread writes its rows
-    into place in the result. ``hook`` runs on each parsed block first."""
+    into place in the result. ``hook`` runs on each parsed block first.
+    The blocks' units (when the layout reads them) are kept in file order."""
     workers = max(1, min(4, os.cpu_count() or 1))
     rows, counts = _Rows(len(layout.usecols), source.text_bytes), BlockCounts()
     pending: collections.deque = collections.deque()
+    units: list = []
 
     def collect():
-        counts.add(pending.popleft().result())
+        block_counts, block_units = pending.popleft().result()
+        counts.add(block_counts)
+        if block_units is not None:
+            units.append(block_units)
 
     def drain():
         while pending:
@@ -210,7 +217,16 @@ def _parse_blocks(source: Source, head: bytes, layout, bar, hook=None):
         finally:
             for f in pending:
                 f.cancel()
-    return rows.result(), counts
+    return rows.result(), _joined(units, layout), counts
+
+
+def _joined(units: list, layout: CsvLayout) -> Any:
+    """The units of all blocks as one Arrow chunked array (None: no unit)."""
+    if layout.unit is None:
+        return None
+    import pyarrow as pa
+
+    return pa.chunked_array(units, type=pa.binary())
 
 
 def first_line(source: Source) -> tuple[bytes | None, bytes]:
@@ -243,8 +259,11 @@ def read_blocks(
     layout: CsvLayout,
     bar: Any,
     hook: Callable[[np.ndarray], None] | None = None,
-) -> tuple[np.ndarray, BlockCounts]:
-    """Every record of ``head`` and then of ``source``, parsed with ``layout``."""
+) -> tuple[np.ndarray, Any, BlockCounts]:
+    """Every record of ``head`` and then of ``source``, parsed with
+    ``layout``: ``(X, units, counts)``, ``units`` an Arrow chunked array of
+    binary values, one per row (null where missing), or None when the layout
+    reads no unit."""
     return _parse_blocks(source, head, layout, bar, hook)
 
 

@@ -40,6 +40,29 @@ _OTHER_COMPRESSION = (".bz2", ".xz", ".zst", ".zip")
 _INDEX_NAME = re.compile(r"^(?:|Unnamed: \d+|__index_level_\d+__)$")
 
 
+#: Column names that usually name a person or what one person carries or drives.
+UNIT_NAMES = frozenset(
+    "id uid uuid guid user users userid username person people driver drivers cab cabs taxi taxis "
+    "vehicle vehicles car device devices imei customer client patient subject member account "
+    "owner visitor passenger".split()
+)
+# a name ending in an id: user_id, cab-id, "device id", userId, CabID (not grid, valid)
+_UNIT_SUFFIX = re.compile(r"(?:[_\-\s.]id|[a-z]Id|[a-z]ID)$")
+
+
+def looks_like_unit(name: str) -> bool:
+    """True for a column name that looks like the id of a person, a vehicle
+    or a device (``id``, ``user``, ``cab``, ``*_id``, ``userId``...). Names
+    only: they are the public schema (a declared header, a Parquet schema);
+    the values are never looked at."""
+    text = str(name).strip()
+    low = text.lower()
+    if low in UNIT_NAMES:
+        return True
+    stem = re.sub(r"(?:_?(?:id|ids|no|num|number|key|code|name|hash))$", "", low)
+    return stem in UNIT_NAMES or _UNIT_SUFFIX.search(text) is not None
+
+
 def is_index_column(name: str) -> bool:
     """True for the names pandas gives an index column: ``""``,
     ``Unnamed: 0`` (read back from CSV), ``__index_level_0__`` (Parquet)."""
@@ -97,4 +120,12 @@ def format_of(path: str | os.PathLike[str], fmt: str | None = None) -> FileForma
     )
 
 
-__all__ = ["FORMATS", "LABEL_COLUMN", "FileFormat", "format_of", "is_index_column"]
+__all__ = [
+    "FORMATS",
+    "LABEL_COLUMN",
+    "UNIT_NAMES",
+    "FileFormat",
+    "format_of",
+    "is_index_column",
+    "looks_like_unit",
+]

@@ -18,7 +18,15 @@ the option to pass:
   ``header=False`` / ``--no-header`` (column names in ``columns`` imply a
   header, since only a header can name columns);
 * without a header, how many fields a line has: ``fields`` / ``--fields``,
-  by default ``d`` when every field is a coordinate.
+  by default ``d`` when every field is a coordinate (``d + 1`` with a
+  privacy unit and no ``columns``: the coordinates and the unit).
+
+The privacy unit (``unit`` / ``--unit``, a person-level release) is one more
+column, chosen like the coordinates: by a name of the declared header or
+schema, or by 0-based index (a file without a header has only indices). It
+is never a coordinate: the default selection leaves it out, and naming it in
+``columns`` too is refused. A unit column the file does not have is refused
+here, before any record is read, naming ``--unit``.
 """
 
 from __future__ import annotations
@@ -60,6 +68,10 @@ class ReadOptions:
     file_format : str, optional
         One of :data:`~dpdbscan.files.formats.FORMATS`; default from the
         file name's extension.
+    unit : str or int, optional
+        The privacy unit's column (person-level releases): a name (needs a
+        header or a schema) or a 0-based index. Read as text for CSV, as its
+        declared type for Parquet; a row without one is dropped.
     """
 
     columns: tuple[str | int, ...] | None = None
@@ -67,6 +79,7 @@ class ReadOptions:
     delimiter: str | None = None
     fields: int | None = None
     file_format: str | None = None
+    unit: str | int | None = None
 
     def __post_init__(self) -> None:
         cols = self.columns
@@ -92,13 +105,18 @@ class ReadOptions:
                 "column names need a header line: with --no-header (header=False) choose "
                 "columns by 0-based index"
             )
+        u = self.unit
+        if u is not None and (isinstance(u, bool) or not isinstance(u, (str, numbers.Integral)) or u == ""):
+            raise ValueError(f"unit must be a column name or a 0-based index, got unit={u!r}")
         if self.header is True and self.fields is not None:
             raise ValueError("--fields (fields=) is for files without a header; a header gives the fields")
 
     @property
     def named_columns(self) -> bool:
-        """Some column is chosen by name (which only a header can give)."""
-        return self.columns is not None and any(not _is_index_token(c) for c in self.columns)
+        """Some column (a coordinate or the unit) is chosen by name, which
+        only a header can give."""
+        named = self.columns is not None and any(not _is_index_token(c) for c in self.columns)
+        return named or (self.unit is not None and not _is_index_token(self.unit))
 
     @property
     def has_header(self) -> bool | None:
@@ -159,12 +177,14 @@ def csv_layout(
                     f"{where}: without a header, give the number of fields on each line with "
                     "--fields (fields=), or bounds with one value per coordinate"
                 )
-            n = d
+            # every field a coordinate, and one more for the unit
+            n = d if options.unit is None else d + 1
         names = [str(i) for i in range(n)]
-    idx = resolve_columns(names, [True] * len(names), options.columns, choose, where=where)
+    unit = resolve_unit(names, options.unit, where=where)
+    idx = resolve_columns(names, [True] * len(names), options.columns, choose, where=where, unit=unit)
     if has_header and len(names) == 1 and options.delimiter is None:
         _hint_delimiter(names[0], delimiter, d, where)
-    return names, CsvLayout(delimiter, len(names), tuple(idx))
+    return names, CsvLayout(delimiter, len(names), tuple(idx), unit)
 
 
 def _hint_delimiter(name: str, delimiter: str, d: int | None, where: str) -> None:
@@ -180,6 +200,35 @@ def _hint_delimiter(name: str, delimiter: str, d: int | None, where: str) -> Non
             )
 
 
+def _listing(names: Sequence[str]) -> str:
+    return ", ".join(repr(n) for n in names[:12]) + (", ..." if len(names) > 12 else "")
+
+
+def _index_of(names: list[str], tok: str | int, where: str, what: str) -> int:
+    """The column ``tok`` names: a name that exists, else a 0-based index."""
+    if isinstance(tok, str) and tok in names:
+        return names.index(tok)
+    if _is_index_token(tok):
+        i = int(tok)
+        if not 0 <= i < len(names):
+            raise ValueError(
+                f"{what}column index {i} is out of range: {where} has {len(names)} column(s) "
+                f"({_listing(names)})"
+            )
+        return i
+    raise ValueError(f"{what}no column {tok!r} in {where} (columns: {_listing(names)})")
+
+
+def resolve_unit(names: Sequence[str], unit: str | int | None, *, where: str = "the file") -> int | None:
+    """The index of the privacy unit's column (None when there is none),
+    from public names (a declared header, a schema, or ``"0"``, ``"1"``, ...);
+    a name or a 0-based index, like ``--columns``. Refused, naming
+    ``--unit``, when the file has no such column."""
+    if unit is None:
+        return None
+    return _index_of([str(n) for n in names], unit, where, "--unit (unit=): ")
+
+
 def resolve_columns(
     names: Sequence[str],
     numeric: Sequence[bool],
@@ -187,23 +236,29 @@ def resolve_columns(
     choose: ColumnChooser | None = None,
     *,
     where: str = "the file",
+    unit: int | None = None,
 ) -> list[int]:
     """Indices of the columns to read.
 
     ``requested`` holds names or 0-based indices (ints or digit strings; a
     name that exists wins over an index). Without it, ``choose(names, numeric)``
-    may pick names, else every column except ``label`` and unnamed index
-    columns, which must all be numeric. ``names`` come from a declared header
-    or a schema (or are ``"0"``, ``"1"``, ...); ``numeric`` is the declared
-    schema (Parquet, .npy); for CSV it is all True: no row may decide the
-    columns.
+    may pick names, else every column except ``label``, unnamed index
+    columns and the unit's column ``unit`` (an index), which must all be
+    numeric. ``names`` come from a declared header or a schema (or are
+    ``"0"``, ``"1"``, ...); ``numeric`` is the declared schema (Parquet,
+    .npy); for CSV it is all True: no row may decide the columns. The unit's
+    column is never a coordinate: choosing it is refused.
     """
     names = [str(n) for n in names]
-    listing = ", ".join(repr(n) for n in names[:12]) + (", ..." if len(names) > 12 else "")
+    listing = _listing(names)
     if requested is None:
         picked = choose(names, numeric) if choose is not None else None
         if picked is None:
-            idx = [i for i, n in enumerate(names) if n.lower() != LABEL_COLUMN and not is_index_column(n)]
+            idx = [
+                i
+                for i, n in enumerate(names)
+                if n.lower() != LABEL_COLUMN and not is_index_column(n) and i != unit
+            ]
             bad = [names[i] for i in idx if not numeric[i]]
             if bad or not idx:
                 # Skipping a non-numeric column would silently cluster in fewer
@@ -218,18 +273,14 @@ def resolve_columns(
         requested = [requested]
     out = []
     for tok in requested:
-        if isinstance(tok, str) and tok in names:
-            i = names.index(tok)
-        elif _is_index_token(tok):
-            i = int(tok)
-            if not 0 <= i < len(names):
-                raise ValueError(
-                    f"column index {i} is out of range: {where} has {len(names)} column(s) ({listing})"
-                )
-        else:
-            raise ValueError(f"no column {tok!r} in {where} (columns: {listing})")
+        i = _index_of(names, tok, where, "")
         if i in out:
             raise ValueError(f"column {names[i]!r} is selected twice")
+        if i == unit:
+            raise ValueError(
+                f"column {names[i]!r} is the privacy unit (--unit) and a coordinate (--columns): "
+                "a unit names a person, it is not a coordinate; leave it out of --columns"
+            )
         out.append(i)
     if not out:
         raise ValueError("no columns selected")
@@ -249,6 +300,7 @@ __all__ = [
     "ReadOptions",
     "csv_layout",
     "resolve_columns",
+    "resolve_unit",
     "skipped_index_columns",
     "undecided_header",
 ]

@@ -17,10 +17,21 @@ the read: a value that is not a number reads as NaN and a malformed line as a
 row of NaN, which the mechanism's per-record rule drops; only their counts are
 reported (:class:`InputPoints`), as notes for the data owner.
 
-Column selection: by default every column except one named ``label`` and
+Column selection: by default every column except one named ``label``,
 unnamed index columns (an empty name, ``Unnamed: 0`` or
-``__index_level_0__``, as pandas writes them); otherwise names (with a
-header) or 0-based indices.
+``__index_level_0__``, as pandas writes them) and the privacy unit's column;
+otherwise names (with a header) or 0-based indices.
+
+The privacy unit (``ReadOptions.unit``, ``--unit``): one more column, read
+beside the coordinates, one id per row (:attr:`InputPoints.units`). CSV
+units are the fields' bytes (:mod:`dpdbscan.files.records`); Parquet units
+keep their declared type, which must be integers, floats or text (a
+dictionary of them too). A row whose unit is missing reads as NaN and is
+dropped like a row with a missing coordinate, and counted for the notes.
+No unit value is ever quoted.
+
+A Parquet *dataset* (a directory of Parquet files, as Spark or Dask write
+them) is read like one file; its schema is the files' metadata.
 """
 
 from __future__ import annotations
@@ -35,8 +46,16 @@ import numpy as np
 from ..progress import progress as progress_bar
 from . import csvfile
 from .formats import FileFormat, format_of
-from .layout import ColumnChooser, Columns, ReadOptions, csv_layout, resolve_columns, skipped_index_columns
-from .records import BlockCounts, CsvLayout
+from .layout import (
+    ColumnChooser,
+    Columns,
+    ReadOptions,
+    csv_layout,
+    resolve_columns,
+    resolve_unit,
+    skipped_index_columns,
+)
+from .records import BlockCounts, CsvLayout, unit_missing
 
 BlockHook = Callable[[np.ndarray], None]
 
@@ -62,6 +81,13 @@ class InputPoints:
         CSV lines with a wrong number of fields (all NaN).
     skipped_columns : list of str
         Unnamed index columns left out of the default selection.
+    units : pyarrow.ChunkedArray or ndarray, optional
+        The privacy unit of every row (None without ``ReadOptions.unit``):
+        binary for CSV, the declared type for Parquet; null where missing.
+    unit_name : str, optional
+        The unit column's name (public: a declared header or the schema).
+    n_missing_unit : int
+        Rows, not already counted above, whose unit is missing (NaN).
     """
 
     X: np.ndarray
@@ -69,6 +95,9 @@ class InputPoints:
     n_unparseable: int = 0
     n_malformed: int = 0
     skipped_columns: list[str] = field(default_factory=list)
+    units: Any = None
+    unit_name: str | None = None
+    n_missing_unit: int = 0
 
     def notes(self) -> list[str]:
         """One line per thing the data owner should know (private notes)."""
@@ -83,6 +112,10 @@ class InputPoints:
                 f"{self.n_malformed:,} line(s) with the wrong number of fields read as missing "
                 "(check --delimiter, --header and --fields)"
             )
+        if self.n_missing_unit:
+            out.append(
+                f"{self.n_missing_unit:,} row(s) with no unit (column {self.unit_name!r}, --unit) are dropped"
+            )
         return out
 
 
@@ -90,9 +123,11 @@ class InputPlan:
     """How a file will be read, decided before any record is read.
 
     ``names`` are the selected columns and ``d`` their number; ``where``
-    names the file in messages. :meth:`read` reads the records (once);
-    :meth:`close` releases the file without reading it. Use it as a context
-    manager.
+    names the file in messages. ``unit_name`` is the privacy unit's column
+    (None: no unit is read) and ``schema_names`` every column's name when a
+    declared header or a schema gives them (None otherwise): public.
+    :meth:`read` reads the records (once); :meth:`close` releases the file
+    without reading it. Use it as a context manager.
     """
 
     def __init__(
@@ -103,8 +138,12 @@ class InputPlan:
         skipped: list[str],
         reader: Callable[[bool | None, BlockHook | None], InputPoints],
         closer: Callable[[], None] = lambda: None,
+        *,
+        unit_name: str | None = None,
+        schema_names: list[str] | None = None,
     ) -> None:
         self.where, self.format, self.names, self.skipped = where, fmt, names, skipped
+        self.unit_name, self.schema_names = unit_name, schema_names
         self._reader, self._closer = reader, closer
         self._used = False
 
@@ -160,10 +199,11 @@ def open_input(
     Parameters
     ----------
     path : str or Path
-        A file, or ``"-"``: CSV from standard input (gzip with
-        ``file_format="csv.gz"``).
+        A file, a directory of Parquet files (a dataset), or ``"-"``: CSV
+        from standard input (gzip with ``file_format="csv.gz"``).
     options : ReadOptions
-        Columns, header, delimiter, fields and format (all public).
+        Columns, the unit's column, header, delimiter, fields and format
+        (all public).
     d : int, optional
         The public number of coordinates (from the bounds), if fixed: the
         default field count of a CSV file without a header.
@@ -183,7 +223,14 @@ def open_input(
         if not Path(path).exists():
             raise FileNotFoundError(f"input file not found: {path}")
         if Path(path).is_dir():
-            raise IsADirectoryError(f"input is a directory, not a file: {path}")
+            # a dataset: its files' names (public) say it is one, never their bytes
+            if options.file_format not in (None, "parquet") or not _has_parquet_files(Path(path)):
+                raise IsADirectoryError(
+                    f"input is a folder: {path}; a folder is read only as a Parquet dataset "
+                    "(files named *.parquet in it)"
+                )
+            _need_pyarrow("Parquet")
+            return _open_parquet(Path(path), FileFormat("parquet"), options, choose)
     fmt = format_of(path, options.file_format)
     if str(path) == "-":
         if not fmt.is_text:
@@ -211,6 +258,7 @@ def read_input(
     header: bool | None = None,
     fields: int | None = None,
     file_format: str | None = None,
+    unit: str | int | None = None,
     d: int | None = None,
     progress: bool | None = None,
     block_hook: BlockHook | None = None,
@@ -229,6 +277,7 @@ def read_input(
         delimiter=delimiter,
         fields=fields,
         file_format=file_format,
+        unit=unit,
     )
     with open_input(path, options, d=d, choose=choose) as plan:
         return plan.read(progress, block_hook)
@@ -279,11 +328,23 @@ def _open_csv(
         raise
     chosen = [names[i] for i in layout.usecols]
     skipped = skipped_index_columns(names, layout.usecols, options.columns)
+    unit_name = None if layout.unit is None else names[layout.unit]
 
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
-        return _read_csv(source, where, layout, head, chosen, skipped, progress, hook)
+        got = _read_csv(source, where, layout, head, chosen, skipped, progress, hook)
+        got.unit_name = unit_name
+        return got
 
-    return InputPlan(where, fmt, chosen, skipped, read, source.close)
+    return InputPlan(
+        where,
+        fmt,
+        chosen,
+        skipped,
+        read,
+        source.close,
+        unit_name=unit_name,
+        schema_names=names if has_header else None,
+    )
 
 
 def _read_csv(
@@ -300,13 +361,19 @@ def _read_csv(
 
     try:
         with progress_bar(f"reading {source.label}", total=source.total, enabled=progress) as bar:
-            X, counts = csvfile.read_blocks(source, head, layout, bar, hook)
+            X, units, counts = csvfile.read_blocks(source, head, layout, bar, hook)
     except (OSError, EOFError, pa.ArrowException, *csvfile.gzip_errors()) as exc:
         raise _io_error(where, "CSV", exc) from None
     finally:
         source.close()
     return InputPoints(
-        X, names, n_unparseable=counts.unparseable, n_malformed=counts.malformed, skipped_columns=skipped
+        X,
+        names,
+        n_unparseable=counts.unparseable,
+        n_malformed=counts.malformed,
+        skipped_columns=skipped,
+        units=units,
+        n_missing_unit=counts.missing_unit,
     )
 
 
@@ -348,15 +415,36 @@ def _open_npy(path: Path, fmt: FileFormat, options: ReadOptions, choose: ColumnC
     if arr.ndim != 2:
         raise ValueError(f"{path}: .npy array must be 2-D (n_samples, n_features), got shape {arr.shape}")
     names = [str(i) for i in range(arr.shape[1])]
-    idx = resolve_columns(names, [True] * len(names), options.columns, choose, where=str(path))
+    unit = resolve_unit(names, options.unit, where=str(path))
+    idx = resolve_columns(names, [True] * len(names), options.columns, choose, where=str(path), unit=unit)
+    unit_name = None if unit is None else names[unit]
 
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
         X = np.asarray(arr[:, idx], dtype=np.float64)
+        units, n_missing = None, 0
+        if unit is not None:
+            # a numeric column: the unit is its value; NaN is missing
+            units = np.array(arr[:, unit])
+            missing = np.isnan(units) if units.dtype.kind == "f" else np.zeros(units.size, dtype=bool)
+            X, n_missing = _drop_missing_units(X, missing)
         if hook is not None:
             hook(X)
-        return InputPoints(X, [names[i] for i in idx])
+        return InputPoints(
+            X, [names[i] for i in idx], units=units, unit_name=unit_name, n_missing_unit=n_missing
+        )
 
-    return InputPlan(str(path), fmt, [names[i] for i in idx], [], read)
+    return InputPlan(str(path), fmt, [names[i] for i in idx], [], read, unit_name=unit_name)
+
+
+def _drop_missing_units(X: np.ndarray, missing: np.ndarray) -> tuple[np.ndarray, int]:
+    """``X`` with the rows whose unit is ``missing`` set to NaN (dropped by
+    the per-record rule), and how many of them had no other missing value."""
+    if not missing.any():
+        return X, 0
+    n = int(np.count_nonzero(missing & ~np.isnan(X).any(axis=1)))
+    X = X if X.flags.writeable else X.copy()
+    X[missing] = np.nan
+    return X, n
 
 
 def _is_numeric(t: Any) -> bool:
@@ -365,56 +453,144 @@ def _is_numeric(t: Any) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_null(t)
 
 
+def _has_parquet_files(path: Path) -> bool:
+    """Whether a directory holds a Parquet file (by name; hidden and
+    ``_``-prefixed files are not data, as for pyarrow's datasets)."""
+    return any(
+        p.suffix.lower() in (".parquet", ".pq", ".parq") and not p.name.startswith((".", "_"))
+        for p in path.rglob("*")
+    )
+
+
+def _unit_type_ok(t: Any) -> bool:
+    """A Parquet column type that can name units: integers, booleans,
+    floats, text or bytes, or a dictionary of them."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
+
+
+class _ParquetSource:
+    """A Parquet file, or a directory of them read as one dataset: the
+    schema (metadata, public), the number of rows (metadata) and the rows
+    in batches."""
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow.dataset as pads
+        import pyarrow.parquet as pq
+
+        self.path = path
+        if path.is_dir():
+            self.dataset: Any = pads.dataset(path, format="parquet")
+            self.file: Any = None
+            self.schema = self.dataset.schema
+        else:
+            self.dataset, self.file = None, pq.ParquetFile(path)
+            self.schema = self.file.schema_arrow
+
+    def num_rows(self) -> int:
+        return self.file.metadata.num_rows if self.file is not None else self.dataset.count_rows()
+
+    def batches(self, columns: list[str]):
+        if self.file is not None:
+            return self.file.iter_batches(batch_size=1 << 20, columns=columns)
+        return self.dataset.to_batches(columns=columns, batch_size=1 << 20)
+
+    def close(self) -> None:
+        if self.file is not None and hasattr(self.file, "close"):
+            self.file.close()
+
+
 def _open_parquet(
     path: Path, fmt: FileFormat, options: ReadOptions, choose: ColumnChooser | None
 ) -> InputPlan:
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     _no_text_options(str(path), fmt, options)
     try:
-        pf = pq.ParquetFile(path)
+        pf = _ParquetSource(path)
     except (pa.ArrowException, OSError) as exc:
         raise _io_error(str(path), "Parquet", exc) from None
-    schema = pf.schema_arrow
+    schema = pf.schema
     numeric = [_is_numeric(f.type) for f in schema]
-    idx = resolve_columns(schema.names, numeric, options.columns, choose, where=str(path))
+    unit = resolve_unit(schema.names, options.unit, where=str(path))
+    if unit is not None and not _unit_type_ok(schema[unit].type):
+        raise ValueError(
+            f"{path}: the --unit column {schema.names[unit]!r} has type {schema[unit].type}; "
+            "a unit must be integers, floats or text"
+        )
+    idx = resolve_columns(schema.names, numeric, options.columns, choose, where=str(path), unit=unit)
     for i in idx:
         if not numeric[i]:
             raise ValueError(f"{path}: column {schema.names[i]!r} is not numeric (type {schema[i].type})")
     names = [schema.names[i] for i in idx]
     skipped = skipped_index_columns(schema.names, idx, options.columns)
+    unit_name = None if unit is None else schema.names[unit]
 
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
-        X = _read_parquet(pf, path, names, progress)
+        X, units, n_missing = _read_parquet(pf, path, names, unit_name, progress)
         if hook is not None:
             hook(X)
-        return InputPoints(X, names, skipped_columns=skipped)
+        return InputPoints(
+            X, names, skipped_columns=skipped, units=units, unit_name=unit_name, n_missing_unit=n_missing
+        )
 
-    return InputPlan(str(path), fmt, names, skipped, read, pf.close if hasattr(pf, "close") else lambda: None)
+    return InputPlan(
+        str(path),
+        fmt,
+        names,
+        skipped,
+        read,
+        pf.close,
+        unit_name=unit_name,
+        schema_names=list(schema.names),
+    )
 
 
-def _read_parquet(pf: Any, path: Path, names: list[str], progress: bool | None) -> np.ndarray:
+def _read_parquet(
+    pf: _ParquetSource, path: Path, names: list[str], unit_name: str | None, progress: bool | None
+) -> tuple[np.ndarray, Any, int]:
+    """``(X, units, rows dropped for a missing unit)``; ``units`` a
+    ChunkedArray of the unit column as declared (None without one)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    parts = []
+    parts, units = [], []
+    n_missing = 0
+    columns = names if unit_name is None else [*names, unit_name]
     try:
-        with progress_bar(
-            f"reading {path.name}", total=pf.metadata.num_rows, enabled=progress, unit="rows"
-        ) as bar:
-            for batch in pf.iter_batches(batch_size=1 << 20, columns=names):
+        with progress_bar(f"reading {path.name}", total=pf.num_rows(), enabled=progress, unit="rows") as bar:
+            for batch in pf.batches(columns):
                 # safe=False: a huge int64 becomes the nearest double instead of
                 # an error that would quote it.
                 cols = [
                     pc.cast(batch.column(n), pa.float64(), safe=False).to_numpy(zero_copy_only=False)
                     for n in names
                 ]
-                parts.append(np.column_stack(cols) if cols else np.zeros((batch.num_rows, 0)))
+                X = np.column_stack(cols) if cols else np.zeros((batch.num_rows, 0))
+                if unit_name is not None:
+                    u = batch.column(unit_name)
+                    X, missing = _drop_missing_units(X, unit_missing(u))
+                    n_missing += missing
+                    units.append(u)
+                parts.append(X)
                 bar.update(batch.num_rows)
     except (pa.ArrowException, OSError) as exc:
         raise _io_error(str(path), "Parquet", exc) from None
-    return np.concatenate(parts) if parts else np.zeros((0, len(names)))
+    X = np.concatenate(parts) if parts else np.zeros((0, len(names)))
+    if unit_name is None:
+        return X, None, 0
+    return X, pa.chunked_array(units, type=pf.schema.field(unit_name).type), n_missing
 
 
 __all__ = ["InputPlan", "InputPoints", "open_input", "read_input", "read_points", "BlockCounts"]

@@ -17,6 +17,12 @@ record alone:
 * **A malformed line** (a wrong number of fields) reads as a row of NaN in
   its place. A line whose quote does not close is read on its own, as if the
   quote closed where the line ends; it never swallows the lines after it.
+* **The privacy unit** (``CsvLayout.unit``, a person-level release's
+  ``--unit`` column) is read as the field's bytes, exactly (quotes removed,
+  nothing trimmed: ``"007"`` and ``"7"`` are two units), and never as a
+  number. A missing one (an empty field or one of :data:`NULL_VALUES`, or a
+  malformed line) makes the row's coordinates NaN, so that row is dropped
+  like a row with a bad coordinate.
 
 So the fate of a record never depends on another record, and a bad value
 never stops the read. Only counts leave this module (:class:`BlockCounts`);
@@ -69,26 +75,33 @@ class BlockCounts:
         missing; they read as NaN.
     malformed : int
         Lines with a wrong number of fields; they read as all NaN.
+    missing_unit : int
+        Rows, neither malformed nor unparseable, whose privacy unit is
+        missing; they read as NaN.
     """
 
     rows: int = 0
     unparseable: int = 0
     malformed: int = 0
+    missing_unit: int = 0
 
     def add(self, other: BlockCounts) -> BlockCounts:
         self.rows += other.rows
         self.unparseable += other.unparseable
         self.malformed += other.malformed
+        self.missing_unit += other.missing_unit
         return self
 
 
 @dataclass(frozen=True)
 class CsvLayout:
-    """The public shape of a CSV file: delimiter, field count, chosen fields."""
+    """The public shape of a CSV file: delimiter, field count, chosen fields
+    (the coordinates) and the field of the privacy unit (None: not read)."""
 
     delimiter: str
     n_fields: int
     usecols: tuple[int, ...]
+    unit: int | None = None
 
 
 # --------------------------------------------------------------- the header
@@ -152,15 +165,23 @@ def parse_block(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts
     """The selected columns of a block of whole lines as an (n, d) float array.
 
     One row per non-empty line, in order; missing and unparseable values and
-    malformed lines are NaN. See the module docstring for the rules.
+    malformed lines are NaN, and so are rows whose unit is missing when the
+    layout reads one. See the module docstring for the rules.
     """
+    X, _, counts = parse_records(data, layout)
+    return X, counts
+
+
+def parse_records(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, pa.Array | None, BlockCounts]:
+    """:func:`parse_block`, and the privacy unit of every row: a binary Arrow
+    array (null where missing), or None when the layout reads no unit."""
     import pyarrow as pa
 
     d = len(layout.usecols)
     if not data.strip(b"\r\n"):
-        return np.empty((0, d)), BlockCounts()
+        return np.empty((0, d)), _no_units(layout, 0), BlockCounts()
     try:
-        X, counts = _parse(data, layout)
+        X, units, counts = _parse(data, layout)
         # Only a quote can join lines; a block without one needs no check.
         joined = b'"' in data and counts.rows != count_lines(data)
     except pa.ArrowInvalid:
@@ -168,16 +189,24 @@ def parse_block(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts
         # UTF-8 never reaches the row handler): find it by halving.
         joined = True
     if not joined:
-        return X, counts
+        return X, units, counts
     cut = _middle_line_end(data)
     if cut == 0:  # one line, and it does not parse
-        return np.full((1, d), np.nan), BlockCounts(rows=1, malformed=1)
-    X1, c1 = parse_block(data[:cut], layout)
-    X2, c2 = parse_block(data[cut:], layout)
-    return np.concatenate([X1, X2]), c1.add(c2)
+        return np.full((1, d), np.nan), _no_units(layout, 1), BlockCounts(rows=1, malformed=1)
+    X1, u1, c1 = parse_records(data[:cut], layout)
+    X2, u2, c2 = parse_records(data[cut:], layout)
+    units = None if u1 is None or u2 is None else pa.concat_arrays([u1, u2])
+    return np.concatenate([X1, X2]), units, c1.add(c2)
 
 
-def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
+def _no_units(layout: CsvLayout, n: int) -> pa.Array | None:
+    """``n`` missing units (None when the layout reads none)."""
+    import pyarrow as pa
+
+    return None if layout.unit is None else pa.nulls(n, pa.binary())
+
+
+def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, pa.Array | None, BlockCounts]:
     import pyarrow as pa
 
     try:
@@ -191,6 +220,7 @@ def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
     n = table.num_rows + len(invalid)
     X = np.empty((n, len(layout.usecols)))
     rows: slice | np.ndarray = slice(None)
+    valid = None
     if invalid:
         valid = np.ones(n, dtype=bool)
         valid[np.asarray(invalid, dtype=np.int64) - 1] = False  # row numbers are 1-based
@@ -204,7 +234,37 @@ def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts]:
             values, unparseable = coerce_binary(col)
             X[rows, j] = values
             bad |= unparseable
-    return X, BlockCounts(rows=n, unparseable=0 if bad is None else int(bad.sum()), malformed=len(invalid))
+    counts = BlockCounts(rows=n, unparseable=0 if bad is None else int(bad.sum()), malformed=len(invalid))
+    units = None
+    if layout.unit is not None:
+        units = table.column(len(layout.usecols)).combine_chunks()
+        if valid is not None:
+            # a malformed line has no unit: a null in its place
+            units = units.take(pa.array(np.cumsum(valid) - 1, mask=~valid))
+        missing = unit_missing(units)
+        if missing.any():
+            X[missing] = np.nan
+            fine = missing if valid is None else missing & valid
+            if bad is not None:
+                fine[rows] &= ~bad
+            counts.missing_unit = int(np.count_nonzero(fine))
+    return X, units, counts
+
+
+def unit_missing(units: pa.Array) -> np.ndarray:
+    """Which units of an Arrow array are missing (a boolean mask): nulls,
+    NaN, and dictionary entries that are null or NaN."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(units.type):
+        gone = unit_missing(units.dictionary)
+        idx = pc.fill_null(units.indices, -1).to_numpy(zero_copy_only=False)
+        return (idx < 0) | (gone[np.maximum(idx, 0)] if gone.size else True)
+    missing = units.is_null()
+    if pa.types.is_floating(units.type):
+        missing = pc.or_(missing, pc.fill_null(pc.is_nan(units), False))
+    return missing.to_numpy(zero_copy_only=False).astype(bool, copy=False)
 
 
 def float_values(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -242,6 +302,10 @@ def _arrow_read(data: bytes, layout: CsvLayout, dtype):
 
     names = [f"f{i}" for i in range(layout.n_fields)]
     chosen = [names[i] for i in layout.usecols]
+    types = {c: dtype for c in chosen}
+    if layout.unit is not None:
+        # the unit is text, whatever it looks like: its bytes, never a number
+        types[names[layout.unit]] = pa.binary()
     # pyarrow decodes a malformed line to text for the handler; one that is
     # not UTF-8 would fail there and be printed as an "ignored" exception.
     handler = skip if data.isascii() or _is_utf8(data) else None
@@ -253,8 +317,8 @@ def _arrow_read(data: bytes, layout: CsvLayout, dtype):
         read_options=pacsv.ReadOptions(column_names=names, use_threads=False, block_size=len(data) + 1),
         parse_options=pacsv.ParseOptions(delimiter=layout.delimiter, invalid_row_handler=handler),
         convert_options=pacsv.ConvertOptions(
-            include_columns=chosen,
-            column_types={c: dtype for c in chosen},
+            include_columns=list(types),
+            column_types=types,
             null_values=NULL_VALUES,
             strings_can_be_null=True,
         ),
@@ -370,6 +434,8 @@ __all__ = [
     "BlockCounts",
     "CsvLayout",
     "parse_block",
+    "parse_records",
+    "unit_missing",
     "coerce_binary",
     "float_values",
     "header_fields",

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..cells.histogram import NoisyHistogram
 from ..post.coretests import Spans
-from ..spec.specs import ReleaseInfo, SpanSpec, UnitBound
+from ..spec.specs import ReleaseInfo, SpanSpec, UnitBound, UnitChoice
 from .record import SpanModel
 
 
@@ -22,12 +22,14 @@ def model_of(
     metadata: Mapping[str, Any],
     rho: float | None,
     units: UnitBound | None,
+    unit_choice: UnitChoice | None,
 ) -> SpanModel:
     """The model of ``spans``, made with ``spec`` from the release ``hist``
     (its grid at the spans' alpha). ``fit`` is (eps, eta, min_samples) of the
     fit that spent the budget; ``auto`` the automatic mode's record;
     ``rho`` and ``units`` the release's zCDP rho (Gaussian noise) and
-    contribution bound (None: a row is the unit)."""
+    contribution bound (None: a row is the unit); ``unit_choice`` how k was
+    chosen privately (``max_cells_per_unit="auto"``), else None."""
     eps, eta, min_samples = fit
     release = ReleaseInfo(
         grid=hist.grid,
@@ -42,34 +44,11 @@ def model_of(
         min_samples=int(min_samples),
         rho=None if rho is None else float(rho),
         units=units,
+        unit_choice=unit_choice,
     )
     return SpanModel(
         spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=dict(metadata)
     )
 
 
-def model_like(
-    model: SpanModel,
-    hist: NoisyHistogram,
-    spans: Spans,
-    spec: SpanSpec,
-    auto: Mapping[str, Any] | None = None,
-) -> SpanModel:
-    """Another model of ``model``'s release: ``spans`` made with ``spec``
-    from its histogram ``hist`` (re-measured at the spans' alpha), with the
-    release's own facts (the fit that spent the budget, metadata, rho,
-    contribution bound). Post-processing (re-parameterisation, explore)."""
-    rel = model.release
-    return model_of(
-        hist,
-        spans,
-        spec,
-        fit=(rel.eps, rel.eta, rel.min_samples),
-        auto=auto,
-        metadata=model.metadata,
-        rho=rel.rho,
-        units=rel.units,
-    )
-
-
-__all__ = ["model_of", "model_like"]
+__all__ = ["model_of"]

@@ -22,9 +22,9 @@ import numpy as np
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..cells.subcells import SubcellLayout
-from ..post.coretests import core_test
+from ..post.coretests import Stored, core_test
 from ..spec.parameters import check_param
-from ..spec.specs import ReleaseInfo, SpanSpec, UnitBound
+from ..spec.specs import ReleaseInfo, SpanSpec, UnitBound, UnitChoice
 from .guarantee import guarantee
 from .record import SpanModel
 
@@ -69,6 +69,7 @@ def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
                 }
             ),
             **({} if rel.rho is None else {"rho": rel.rho}),
+            **({} if rel.unit_choice is None else {"unit_choice": unit_choice_dict(rel.unit_choice)}),
         },
         "params": {
             "alpha": spans.grid.alpha,
@@ -99,6 +100,16 @@ def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
     if include_histogram and model.histogram is not None:
         out["histogram"] = histogram_to_dict(model.histogram)
     return out
+
+
+def unit_choice_dict(choice: UnitChoice) -> dict:
+    """How k was chosen privately, as the model file records it."""
+    return {
+        "mechanism": "exponential",
+        "candidates": list(choice.candidates),
+        "share": choice.share,
+        "rho": choice.rho,
+    }
 
 
 def to_json(model: SpanModel, include_histogram: bool = True) -> str:
@@ -257,30 +268,28 @@ def _model_from_dict(data: dict) -> SpanModel:
     _need(isinstance(used, dict), "guarantee must be an object")
     if "n_events" in used:  # what the margins were computed with must be what the spans need
         layout = SubcellLayout(hgrid, k)
+        # files before kappa_q had its own name called it guarantee.kappa (grid.kappa is the
+        # cells within alpha of a whole cell, a different number with sub-cells)
+        name = "kappa_q" if "kappa_q" in used else "kappa"
         _need(
-            used.get("kappa") == layout.kappa and str(used["n_events"]) == str(layout.n_events),
-            "guarantee.kappa / n_events do not match the grid and sub-cells",
+            used.get(name) == layout.kappa_q and str(used["n_events"]) == str(layout.n_events),
+            f"guarantee.{name} / n_events do not match the grid and sub-cells",
         )
-    gamma_upper = None if data.get("gamma_upper") is None else _real(data["gamma_upper"], "gamma_upper", 0)
+    upper = None if data.get("gamma_upper") is None else _real(data["gamma_upper"], "gamma_upper", 0)
     try:
         spans = test.restore(
-            hgrid,
-            grid,
-            keys,
-            lab,
-            kind,
-            noise,
-            scale,
-            theta,
+            Stored(
+                hgrid, grid, keys, lab, kind, noise, scale, theta, _real(data["gamma"], "gamma", 0), upper
+            ),
             spec,
-            _real(data["gamma"], "gamma", 0),
-            gamma_upper,
         )
     except ValueError as exc:
         raise MalformedModel(f"malformed dpdbscan span model: {exc}") from None
     metadata = data.get("metadata", {})
     _need(isinstance(metadata, dict), "metadata must be an object")
     fit = _release(data.get("release"), alpha, eta, spec.min_samples)
+    units = _units(priv)
+    rho = _rho(priv, noise)
     release = ReleaseInfo(
         grid=hgrid,
         histogram=kind,
@@ -292,8 +301,9 @@ def _model_from_dict(data: dict) -> SpanModel:
         eps=fit["eps"],
         eta=fit["eta"],
         min_samples=fit["min_samples"],
-        rho=_rho(priv, noise),
-        units=_units(priv),
+        rho=rho,
+        units=units,
+        unit_choice=_unit_choice(priv.get("unit_choice"), units, rho),
     )
     auto = data.get("auto")
     _need(auto is None or isinstance(auto, dict), "auto must be an object")
@@ -344,6 +354,33 @@ def _units(priv: dict) -> UnitBound | None:
     k, m = (_param(n, priv.get(n), f"privacy.{n}") for n in names)
     _need(isinstance(k, int), "privacy.max_cells_per_unit must be an integer")
     return UnitBound(max_cells_per_unit=int(k), max_points_per_cell=int(m))
+
+
+def _unit_choice(raw: Any, units: UnitBound | None, rho: float | None) -> UnitChoice | None:
+    """How k was chosen privately (``max_cells_per_unit="auto"``): its public
+    candidates, among them the recorded k, and a share of the release's rho."""
+    if raw is None:
+        return None
+    _need(isinstance(raw, dict), "privacy.unit_choice must be an object")
+    if units is None or rho is None:
+        raise MalformedModel(
+            "malformed dpdbscan span model: privacy.unit_choice needs a person-level Gaussian release"
+        )
+    _need(
+        set(raw) == {"mechanism", "candidates", "share", "rho"} and raw["mechanism"] == "exponential",
+        "privacy.unit_choice must hold mechanism 'exponential', candidates, share and rho",
+    )
+    cands = raw["candidates"]
+    _need(
+        isinstance(cands, list)
+        and all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in cands)
+        and all(a < b for a, b in zip(cands, cands[1:])),
+        "privacy.unit_choice.candidates must be increasing integers >= 1",
+    )
+    _need(units.max_cells_per_unit in cands, "privacy.max_cells_per_unit is not among the candidates")
+    share = _real(raw["share"], "privacy.unit_choice.share", 0, 1, low_open=True, high_open=True)
+    spent = _real(raw["rho"], "privacy.unit_choice.rho", 0, rho, low_open=True)
+    return UnitChoice(candidates=tuple(cands), share=share, rho=spent)
 
 
 def _min_samples(value: Any) -> int:

@@ -4,29 +4,77 @@ prints)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from ..geometry.projection import format_km, projection_of
 from ..post.coretests import core_test
-from .codec import jsonable
+from ..post.coretests.base import grid_words, histogram_words
+from .codec import jsonable, unit_choice_dict
 from .guarantee import eps_candidates, guarantee
 from .levels import is_levels, level_lines
 from .record import SpanModel
 
 # the margin and what it was computed from, in report order
-MARGIN_FIGURES = ("beta", "gamma", "gamma_upper", "margin", "kappa", "n_events", "n_cells", "theta")
+MARGIN_FIGURES = (
+    "beta",
+    "gamma",
+    "gamma_upper",
+    "margin",
+    "kappa",
+    "kappa_q",
+    "n_events",
+    "n_cells",
+    "theta",
+)
 
 
 def margin_figures(model: SpanModel) -> dict:
-    """The margin and the public numbers it was computed from."""
+    """The margin and the public numbers it was computed from: ``kappa`` is
+    the cells within eps of a cell of the histogram grid, ``kappa_q`` the
+    most within eps of one sub-cell (the noisy counts of one sub-cell's sum,
+    which the margins cover)."""
     s, spec = model.spans, model.spec
     return {
         "beta": spec.beta,
         "gamma": s.gamma,
         "gamma_upper": s.gamma_upper,
         "margin": spec.margin,
-        "kappa": s.kappa,
+        "kappa": model.release.grid.kappa,
+        "kappa_q": s.kappa_q,
         "n_events": s.n_events,
         "n_cells": model.release.grid.n_cells,
         "theta": model.release.theta,
     }
+
+
+#: How each noise is named to a reader.
+NOISE_NAMES = {
+    "discrete": "discrete Laplace",
+    "laplace": "Laplace (floating point)",
+    "gaussian": "discrete Gaussian",
+}
+
+
+def noise_name(noise: str) -> str:
+    """The release's noise in words ("discrete Gaussian", ...)."""
+    return NOISE_NAMES.get(noise, noise)
+
+
+def protection(model: SpanModel) -> str:
+    """Who the release protects, in plain words: each unit (person-level,
+    with its contribution bound and zCDP rho) or each row (event-level)."""
+    rel = model.release
+    budget = f"(epsilon={rel.epsilon:g}, delta={rel.delta:g})"
+    if rel.units is None:
+        return f"event-level: each row is protected, not each person; {budget}"
+    column = model.metadata.get("unit_column")
+    who = "each unit" + (f" (column {column})" if column else "")
+    k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
+    rho = "" if rel.rho is None else f", rho={rel.rho:.3g} zCDP"
+    return (
+        f"person-level: {who} is protected: at most {k} cell{'s' if k != 1 else ''} and {m} "
+        f"point{'s' if m != 1 else ''} per cell per unit; {budget}{rho}"
+    )
 
 
 def describe(model: SpanModel) -> dict:
@@ -42,6 +90,12 @@ def describe(model: SpanModel) -> dict:
         "delta": rel.delta,
         "noise": rel.noise,
         "histogram": rel.histogram,
+        "protects": protection(model),
+        "unit": "row" if rel.units is None else "unit",
+        "unit_column": model.metadata.get("unit_column"),
+        "max_cells_per_unit": None if rel.units is None else rel.units.max_cells_per_unit,
+        "max_points_per_cell": None if rel.units is None else rel.units.max_points_per_cell,
+        "zcdp_rho": rel.rho,
         "alpha": g.alpha,
         "min_samples": spec.min_samples,
         "threshold": s.threshold,
@@ -65,31 +119,68 @@ def describe(model: SpanModel) -> dict:
         "metadata": dict(model.metadata),
         "release": {"eps": rel.eps, "eta": rel.eta, "min_samples": rel.min_samples},
         "auto": None if model.auto is None else dict(model.auto),
+        "unit_choice": None if rel.unit_choice is None else unit_choice_dict(rel.unit_choice),
     }
     if model.metadata.get("projection") is not None:
         info["units"] = "km"
     return jsonable(info)
 
 
+def length_of(model: SpanModel) -> Callable[[float], str]:
+    """How the model's lengths read: metres or km for a --geo model, else
+    the data's own units."""
+    return format_km if projection_of(model) is not None else (lambda v: f"{v:.4g}")
+
+
+def noise_words(model: SpanModel) -> str:
+    """The noise and where it is drawn, in words with the histogram's name
+    (the summary's and ``info``'s noise line)."""
+    rel = model.release
+    return f"{noise_name(rel.noise)}, drawn on {histogram_words(rel.histogram, rel.theta)}"
+
+
 def summary(model: SpanModel) -> str:
-    """The release in a few lines (what ``dpdbscan fit`` prints)."""
+    """The release in a few lines (what ``dpdbscan fit`` prints): each a
+    sentence, with the paper's symbols in brackets."""
     g, s, spec, rel = model.grid, model.spans, model.spec, model.release
     test = core_test(spec.core)
+    length = length_of(model)
+    core = "sub-cell" if spec.subcells > 1 else "cell"
     lines = [
-        f"DP-DBSCAN spans: {model.n_spans} span(s) from {model.n_core_cells} core cell(s)",
-        f"  privacy : epsilon={rel.epsilon:g}, delta={rel.delta:g} ({rel.noise} noise, "
-        f"{rel.histogram} histogram)",
-        f"  DBSCAN  : alpha={g.alpha:g}, min_samples={spec.min_samples}, threshold "
-        + test.threshold_text(s.threshold),
-        f"  grid    : d={g.d}, cell width w={rel.grid.width:.4g}, "
-        f"|X|={rel.grid.n_cells}, kappa={s.kappa}, sub-cells {spec.subcells}^{g.d}",
+        f"DP-DBSCAN spans: {model.n_spans} span(s) from {model.n_core_cells} core {core}(s)",
+        f"  privacy : {protection(model)}",
+        f"  noise   : {noise_words(model)}",
+        f"  DBSCAN  : a place is dense (core) when at least {spec.min_samples} points lie within "
+        f"{length(g.alpha)} of it (min_samples={spec.min_samples}, eps={length(g.alpha)}); "
+        + test.threshold_text(s.threshold, core),
+        "  grid    : "
+        + grid_words(rel.grid.n_cells, g.d, spec.subcells, rel.grid.kappa, s.kappa_q, length(rel.grid.width)),
         "  margin  : "
         + test.margin_text(s, spec)
-        + (f", theta={rel.theta:g}" if rel.histogram != "dense" else "")
-        + f", border={spec.border:.4g}",
-        test.guarantee_line(guarantee(model), s, eps_candidates(model)),
+        + f"; points within {length(spec.border)} of a core {core} join its span "
+        f"(border={length(spec.border)})",
+        test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
     ]
-    return "\n".join(lines + origin_lines(model))
+    return "\n".join(lines + unit_lines(model) + origin_lines(model))
+
+
+def unit_lines(model: SpanModel) -> list[str]:
+    """The contribution bound of a person-level release, and how k was
+    chosen when the release chose it."""
+    rel = model.release
+    if rel.units is None:
+        return []
+    b, c = rel.units, rel.unit_choice
+    line = (
+        f"  units   : each unit adds to at most k={b.max_cells_per_unit:,} cell(s), "
+        f"at most m={b.max_points_per_cell} point(s) to each"
+    )
+    if c is not None:
+        line += (
+            f"; k chosen privately among {len(c.candidates)} candidates ({c.candidates[0]:,} to "
+            f"{c.candidates[-1]:,}) by the exponential mechanism, for {c.share:.0%} of rho"
+        )
+    return [line]
 
 
 def origin_lines(model: SpanModel) -> list[str]:
@@ -118,4 +209,16 @@ def origin_lines(model: SpanModel) -> list[str]:
     return []
 
 
-__all__ = ["describe", "summary", "margin_figures", "origin_lines", "MARGIN_FIGURES"]
+__all__ = [
+    "describe",
+    "summary",
+    "margin_figures",
+    "length_of",
+    "noise_name",
+    "noise_words",
+    "origin_lines",
+    "protection",
+    "unit_lines",
+    "MARGIN_FIGURES",
+    "NOISE_NAMES",
+]

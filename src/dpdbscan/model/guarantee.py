@@ -12,6 +12,7 @@ at its own MinPts (:mod:`.levels`).
 from __future__ import annotations
 
 from ..post.coretests import core_test
+from ..spec.specs import UnitBound
 from .levels import level_guarantees
 from .record import SpanModel
 
@@ -29,7 +30,8 @@ def eps_candidates(model: SpanModel) -> int:
 
 def guarantee(model: SpanModel) -> dict:
     """The guarantee of the release as a JSON-safe dict, with a ``statement``
-    in words (what ``dpdbscan info`` shows)."""
+    in words (what ``dpdbscan info`` shows). A person-level release's
+    statement says what it is relative to (:func:`unit_words`)."""
     test = core_test(model.spec.core)
     c = eps_candidates(model)
     g = test.guarantee(model.spans, model.spec, model.release, c)
@@ -37,7 +39,8 @@ def guarantee(model: SpanModel) -> dict:
     if per_span:
         g["levels"] = per_span
         g["statement"] += levels_words(per_span)
-    return g
+    words = unit_words(model.release.units)
+    return g if words is None else {**g, "statement": f"{g['statement']}; {words}"}
 
 
 def levels_words(per_span: list[dict] | None) -> str:
@@ -58,4 +61,18 @@ def levels_words(per_span: list[dict] | None) -> str:
     )
 
 
-__all__ = ["eps_candidates", "guarantee", "levels_words"]
+def unit_words(units: UnitBound | None) -> str | None:
+    """What a person-level guarantee is relative to, in words (None at
+    event level): the clusters are those of the data as bounded per unit,
+    and (epsilon, delta) protects each unit."""
+    if units is None:
+        return None
+    k, m = units.max_cells_per_unit, units.max_points_per_cell
+    return (
+        f"person-level: (epsilon, delta) protects each privacy unit, and the clusters are those of "
+        f"the data as bounded per unit (at most {k} cell{'s' if k != 1 else ''} per unit, chosen at "
+        f"random, and {m} point{'s' if m != 1 else ''} per cell)"
+    )
+
+
+__all__ = ["eps_candidates", "guarantee", "levels_words", "unit_words"]

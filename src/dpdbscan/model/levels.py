@@ -19,8 +19,8 @@ from typing import Any
 
 from ..post import levels as _levels
 from ..post.coretests import core_test
-from .build import model_like
 from .record import SpanModel
+from .reparam import remodel
 
 
 def is_levels(model: SpanModel) -> bool:
@@ -152,7 +152,7 @@ def alternative(model: SpanModel) -> SpanModel | None:
         "close": [],
         "alternative": True,
     }
-    return model_like(model, h, test.spans_of(h, spec2, keys, other.labels), spec2, rec)
+    return remodel(model, h, test.spans_of(h, spec2, keys, other.labels), spec2, rec)
 
 
 __all__ = ["is_levels", "level_guarantees", "level_lines", "unsure_reasons", "alternative"]

@@ -26,6 +26,21 @@ import numpy as np
 from ..cells.grid import Grid, search_keys
 
 
+def outside_note(grid: Grid, X: np.ndarray) -> str | None:
+    """The note when points were given but none lies inside the model's box
+    (so every label is noise, most likely from a wrong column order or file),
+    else None. It reads the points: a private note for their owner."""
+    if X.shape[0] == 0:
+        return None
+    inside = np.all((X >= grid.lower) & (X <= grid.upper), axis=1)  # NaN compares False
+    if inside.any():
+        return None
+    return (
+        f"no point of the {X.shape[0]:,} given lies inside the model's bounds, so every label is "
+        "noise (-1): check the columns' order (longitude first for a geographic model) and the file"
+    )
+
+
 def span_regions(
     grid: Grid, core_keys: np.ndarray, labels: np.ndarray, border: float = 0.0, to: str = "cells"
 ) -> tuple[np.ndarray, np.ndarray]:

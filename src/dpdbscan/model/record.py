@@ -14,6 +14,7 @@ release (:mod:`.reparam`), the file format (:mod:`.codec`) and GeoJSON
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,11 +24,12 @@ from numpy.typing import ArrayLike
 
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
+from ..exceptions import PrivateNoteWarning
 from ..geometry.outlines import Outlines, outlines
 from ..post.coretests import Spans, core_test
 from ..spec.specs import ReleaseInfo, SpanSpec
 from ..spec.validation import check_array
-from .predict import predict_spans, span_regions
+from .predict import outside_note, predict_spans, span_regions
 from .stats import SpanStats, compute_stats
 
 
@@ -87,10 +89,17 @@ class SpanModel:
         return int(self.spans.core_keys.size)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """Span id of each point, -1 for noise (outside every span or the box)."""
+        """Span id of each point, -1 for noise (outside every span or the box).
+
+        Warns (:class:`~dpdbscan.PrivateNoteWarning`, a note about the points
+        for their owner) when points were given and none lies inside the box.
+        """
         X = check_array(X)
         if X.shape[1] != self.grid.d:
             raise ValueError(f"X has {X.shape[1]} features, but the model was fitted with {self.grid.d}")
+        note = outside_note(self.grid, X)
+        if note:
+            warnings.warn(note, PrivateNoteWarning, stacklevel=2)
         keys, labels = self.regions()
         return predict_spans(self.grid, keys, labels, X)
 

@@ -3,13 +3,20 @@ released noisy histogram, at no privacy cost (docs/parameters.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from ..post.coretests import core_test
 from ..spec.parameters import check_param
 from ..spec.validation import check_min_samples
-from .build import model_like
+from .build import model_of
 from .record import SpanModel
+
+if TYPE_CHECKING:
+    from ..cells.histogram import NoisyHistogram
+    from ..post.coretests import Spans
+    from ..spec.specs import SpanSpec
 
 
 def finest_eps(model: SpanModel) -> float:
@@ -72,7 +79,31 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     spans = test.build(
         hist, spec, gamma=s.gamma if same else None, gamma_upper=s.gamma_upper if same else None
     )
-    return model_like(model, hist, spans, spec)
+    return remodel(model, hist, spans, spec)
 
 
-__all__ = ["finest_eps", "with_params"]
+def remodel(
+    model: SpanModel,
+    hist: NoisyHistogram,
+    spans: Spans,
+    spec: SpanSpec,
+    auto: Mapping[str, Any] | None = None,
+) -> SpanModel:
+    """A model of the same release as ``model`` (its fit, privacy unit and
+    metadata) with other spans: no longer an automatic choice unless ``auto``
+    records one (the other answer of a level selection)."""
+    rel = model.release
+    return model_of(
+        hist,
+        spans,
+        spec,
+        fit=(rel.eps, rel.eta, rel.min_samples),
+        auto=auto,
+        metadata=model.metadata,
+        rho=rel.rho,
+        units=rel.units,
+        unit_choice=rel.unit_choice,
+    )
+
+
+__all__ = ["finest_eps", "remodel", "with_params"]

@@ -14,11 +14,14 @@ own public guess of the number of points; nothing here reads data.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from ..laws import noise as laws
 from ..post.coretests import core_test
+from ..post.coretests.base import grid_words, histogram_words
 from ..spec.specs import ReleaseSpec, SpanSpec
+from .detection import UnitForecast
 
 #: Rough cost of one term of a neighbourhood sum (one gathered noisy count),
 #: measured on the dense path (3-20 ns per term on a laptop core); used only
@@ -59,13 +62,20 @@ class Forecast:
     Attributes
     ----------
     eps, min_samples, epsilon : the DBSCAN parameters and the budget.
-    d, n_cells, kappa, subcells : the grid.
+    d, n_cells, subcells : the grid: dimension, cells (|X|), sub-cells per
+        cell and dimension.
+    kappa : int
+        The cells within eps of one cell of the grid (the paper's kappa).
+    kappa_q : int
+        The most cells within eps of one sub-cell: the noisy counts in one
+        sub-cell's neighbour sum (the model's ``kappa_q``; ``kappa`` without
+        sub-cells).
     histogram, theta : the histogram the mechanism will use (from |X| alone).
     core : "density" or "bound".
     noise_std : float
         Standard deviation of the noise of one eps-neighbourhood estimate
         (the largest over sub-positions): sigma(q) = sqrt(Var Z sum W^2) for
-        the density test, sqrt(kappa Var Z) for the bound test's sum.
+        the density test, sqrt(kappa_q Var Z) for the bound test's sum.
     margin : float
         Added to MinPts: the largest m(q) (density test, 1 sigma or the
         empty-space guard) or tau = Gamma_low + Gamma_up (bound test,
@@ -84,7 +94,9 @@ class Forecast:
         threshold / expected_count: how many times the box's average density
         a cluster needs to be detected.
     terms_per_cell : int
-        Noisy counts summed per candidate cell.
+        Noisy counts a candidate cell's core test reads: kappa for the
+        density test (its sub-cells together read the whole cell's
+        neighbourhood), kappa_q for the bound test's sum.
     seconds : float or None
         Rough time of the core test (with ``n_expected``, or for a dense
         release where every cell can be a candidate).
@@ -92,6 +104,10 @@ class Forecast:
         Warnings: a fit that will take long (public: kappa, |X|, d), or one
         that will likely find nothing (needs ``n_expected``, or a margin that
         dwarfs MinPts).
+    units : UnitForecast or None
+        A person-level release (``max_cells_per_unit``): what it detects in
+        units, at its eps and over a ladder of eps
+        (:mod:`dpdbscan.plan.detection`); its counts are bounded counts.
     """
 
     eps: float
@@ -100,6 +116,7 @@ class Forecast:
     d: int
     n_cells: int
     kappa: int
+    kappa_q: int
     subcells: int
     histogram: str
     theta: float
@@ -116,13 +133,17 @@ class Forecast:
     slow: tuple
     useless: tuple
     margin_text: str
+    units: UnitForecast | None
 
     @property
     def notes(self) -> tuple:
         return tuple(self.slow) + tuple(self.useless)
 
     def sentence(self) -> str:
-        """A plain sentence on what is detectable at this epsilon."""
+        """A plain sentence on what is detectable at this epsilon (in units
+        for a person-level release)."""
+        if self.units is not None:
+            return self.units.sentence()
         core = "sub-cell" if self.subcells > 1 else "cell"
         head = (
             f"At epsilon={self.epsilon:g} a {core} is core when its eps-neighbourhood is "
@@ -158,23 +179,36 @@ class Forecast:
             tail += " Only extreme hot spots qualify: use a larger eps or a larger epsilon."
         return head + " " + where + tail
 
-    def lines(self, n_name: str = "n_expected") -> list[str]:
+    def lines(
+        self,
+        n_name: str = "n_expected",
+        length: Callable[[float], str] = "{:.4g}".format,
+        volume: Callable[[float], str] = "{:.3g}".format,
+    ) -> list[str]:
         """The forecast as lines of text (what ``dpdbscan forecast`` prints);
-        ``n_name`` names the number of points (``check`` counts them)."""
+        ``n_name`` names the number of points (``check`` counts them);
+        ``length`` and ``volume`` format the person-level table's lengths
+        and a unit's area (km and km² for geographic boxes)."""
+        core = "sub-cell" if self.subcells > 1 else "cell"
+        # a person-level release counts each unit's points after bounding them
+        points = "points" if self.units is None else "points of the bounded counts"
         out = [
-            f"grid      : d={self.d}, |X|={self.n_cells:,} cells, kappa={self.kappa}, "
-            f"sub-cells {self.subcells}^{self.d}, {self.histogram} histogram"
-            + (f" (theta={self.theta:g})" if self.histogram == "sparse" else ""),
-            f"noise     : one eps-neighbourhood estimate has std {self.noise_std:.2f}",
-            f"margin    : {self.margin:.2f} ({self.margin_text})",
-            f"threshold : a core {'sub-cell' if self.subcells > 1 else 'cell'} needs an estimated "
-            f"eps-neighbourhood count >= {self.threshold:.1f}",
+            f"grid      : {grid_words(self.n_cells, self.d, self.subcells, self.kappa, self.kappa_q)}; "
+            f"noise on {histogram_words(self.histogram, self.theta)}",
+            f"noise     : the estimated number of points within eps of a {core} is off by "
+            f"{self.noise_std:.2f} on a typical draw (one noise standard deviation, sigma)",
+            f"margin    : {self.margin:.2f} points are added to min_samples so that noise alone "
+            f"rarely makes a {core} core: {self.margin_text}",
+            f"threshold : a core {core} needs an estimated {self.threshold:.1f} {points} or more "
+            f"within eps (min_samples={self.min_samples:g} plus the margin)",
         ]
+        if self.units is not None:
+            return out + self.units.lines(length, volume) + [f"warning: {n}" for n in self.notes]
         if self.expected_count is not None:
             out.append(
-                f"expected  : {self.expected_count:.3g} points per eps-neighbourhood at the "
-                f"box's average density ({n_name}={self.n_expected:,.0f}); clusters need "
-                f"{self.density_factor:.3g}x that"
+                f"expected  : about {self.expected_count:.3g} points lie within eps of a place at the "
+                f"box's average density ({n_name}={self.n_expected:,.0f}); a cluster needs "
+                f"{self.density_factor:.3g} times that density (the density factor)"
             )
         if self.seconds is not None:
             out.append(
@@ -186,6 +220,7 @@ class Forecast:
     def to_dict(self) -> dict:
         out = asdict(self)
         out["slow"], out["useless"] = list(self.slow), list(self.useless)
+        out["units"] = None if self.units is None else self.units.to_dict()
         out["sentence"] = self.sentence()
         return out
 
@@ -263,7 +298,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     fig = core_test(spans.core).figures(grid, kind, release.noise.kind, release.noise.scale, theta, spans)
     gamma, noise_std, margin_value = fig.gamma, fig.noise_std, fig.margin_value
     threshold = fig.threshold(spans.min_samples)
-    terms, kappa = fig.terms, fig.kappa
+    terms, kappa_q = fig.terms, fig.kappa_q
     params = spans
     # empty cells a sparse release adds in expectation (public: |X|, the noise, theta)
     max_empty_cells = (
@@ -309,7 +344,8 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
         epsilon=float(release.noise.epsilon),
         d=d,
         n_cells=grid.n_cells,
-        kappa=int(kappa),
+        kappa=int(grid.kappa),
+        kappa_q=int(kappa_q),
         subcells=k,
         histogram=kind,
         theta=float(theta),
@@ -326,6 +362,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
         slow=tuple(slow),
         useless=tuple(useless),
         margin_text=fig.margin_text,
+        units=None,
     )
 
 

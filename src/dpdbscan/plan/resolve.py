@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -31,8 +32,10 @@ from ..laws import zcdp
 from ..post.auto import MIN_SAMPLES_LOW
 from ..post.coretests import CORE_TESTS, FALLBACK, CoreTest, core_test
 from ..spec.parameters import check_units, namer, validate
-from ..spec.specs import NoiseSpec, ReleaseSpec, Seed, SpanSpec, UnitBound
+from ..spec.specs import NoiseSpec, ReleaseSpec, Seed, SpanSpec, UnitBound, UnitChoice
 from . import autoplan
+from . import units as unit_plan
+from .detection import unit_forecast
 from .forecast import Forecast, forecast
 from .histogram import choose_kind, sparse_theta, stability_theta
 
@@ -64,12 +67,20 @@ class Resolved:
         The automatic mode's plan (eps and/or min_samples "auto").
     random_state : Seed or None
         None: secure randomness.
+    choices : tuple of ReleaseSpec
+        With ``max_cells_per_unit="auto"``: the release at each candidate k
+        (:mod:`dpdbscan.plan.units`), one of which the mechanism makes after
+        choosing k privately; ``release`` is then the last (largest k), which
+        shares with every candidate all that does not depend on k (the grid,
+        the histogram, the spend) and stands in for them before the choice.
+        Empty otherwise.
     """
 
     release: ReleaseSpec
     spans: SpanSpec
     auto: autoplan.Plan | None
     random_state: Seed | None
+    choices: tuple[ReleaseSpec, ...]
 
 
 def resolve(
@@ -113,9 +124,14 @@ def resolve(
         raise_min_samples=bool(p["raise_min_samples"]),
         core=test.name,
     )
-    release = release_spec(p, grid, units=units)
+    choices: tuple[ReleaseSpec, ...] = ()
+    if units and p["max_cells_per_unit"] == "auto":
+        choices = tuple(release_spec(p, grid, units=True, k=k) for k in unit_plan.candidates(grid))
+        release = choices[-1]
+    else:
+        release = release_spec(p, grid, units=units)
     _warn_laplace_units(release, p, namer(cli), stacklevel + 1)
-    return Resolved(release, spans, plan, p["random_state"])
+    return Resolved(release, spans, plan, p["random_state"], choices)
 
 
 def _warn_laplace_units(release: ReleaseSpec, p: Mapping[str, Any], opt, stacklevel: int) -> None:
@@ -195,17 +211,32 @@ def noise_kind(p: Mapping[str, Any], units: bool) -> str:
     return "gaussian" if units else "discrete"
 
 
-def unit_bound(p: Mapping[str, Any], units: bool) -> UnitBound | None:
-    """The contribution bound of a person-level release (None: a row is the unit)."""
+def unit_bound(p: Mapping[str, Any], units: bool, k: int | None = None) -> UnitBound | None:
+    """The contribution bound of a person-level release (None: a row is the
+    unit); with ``max_cells_per_unit="auto"``, the bound at the candidate
+    ``k`` (:mod:`dpdbscan.plan.units`)."""
     if not units:
         return None
-    k = p["max_cells_per_unit"]
-    if k == "auto":
-        raise NotImplementedError("max_cells_per_unit='auto' is resolved by the release (plan.units)")
-    return UnitBound(max_cells_per_unit=int(k), max_points_per_cell=int(p["max_points_per_cell"]))
+    given = p["max_cells_per_unit"]
+    if (given == "auto") != (k is not None):
+        raise ValueError("a candidate k goes with max_cells_per_unit='auto', and only with it")
+    cells = int(k if k is not None else given)
+    return UnitBound(max_cells_per_unit=cells, max_points_per_cell=int(p["max_points_per_cell"]))
 
 
-def release_spec(p: Mapping[str, Any], grid: Grid, *, units: bool = False) -> ReleaseSpec:
+def _split_rho(rho: float, share: float) -> tuple[float, float]:
+    """(rho of the choice of k, rho of the noise): ``share`` of ``rho`` and the
+    rest, rounded so that the two add up to no more than ``rho``."""
+    choice = rho * share
+    noise = rho - choice
+    while Fraction(noise) + Fraction(choice) > Fraction(rho):
+        noise = math.nextafter(noise, 0.0)
+    return choice, noise
+
+
+def release_spec(
+    p: Mapping[str, Any], grid: Grid, *, units: bool = False, k: int | None = None
+) -> ReleaseSpec:
     """The release of parameters ``p`` on the public ``grid``: its noise, the
     histogram (from |X|) and theta (from the noise law and the caps).
 
@@ -220,21 +251,35 @@ def release_spec(p: Mapping[str, Any], grid: Grid, *, units: bool = False) -> Re
     (:func:`dpdbscan.laws.zcdp.rho_for`, the tight conversion) and
     sigma^2 = (sqrt(k) m)^2 / (2 rho). delta_noise is delta, or delta / 2
     when the stability histogram spends the other half on its threshold.
+
+    ``k``: with ``max_cells_per_unit="auto"``, the release at that candidate
+    (:func:`resolve` makes one per candidate). The private choice of k then
+    spends :data:`dpdbscan.plan.units.SHARE` of rho and the noise is
+    calibrated to the rest; the total rho is what the release spends and
+    records (``noise.rho``), the choice's part in ``unit_choice``.
     """
     epsilon, delta = float(p["epsilon"]), float(p["delta"])
-    bound = unit_bound(p, units)
+    chosen = k is not None
+    bound = unit_bound(p, units, k)
     k, m = (bound.max_cells_per_unit, bound.max_points_per_cell) if bound else (1, 1)
     l1, l2 = float(k * m), math.sqrt(k) * m
     kind_noise = noise_kind(p, units)
     kind = choose_kind(p["histogram"], grid, delta)
     delta_threshold = 0.0
     rho = None
+    choice = None
+    if chosen and kind_noise != "gaussian":
+        raise ValueError("max_cells_per_unit='auto' chooses k for Gaussian noise only")
     if kind_noise == "gaussian":
         delta_noise = delta / 2 if kind == "stability" else delta
         delta_threshold = delta - delta_noise
         rho = zcdp.rho_for(epsilon, delta_noise)
+        rho_noise = rho
+        if chosen:
+            rho_choice, rho_noise = _split_rho(rho, unit_plan.SHARE)
+            choice = UnitChoice(candidates=unit_plan.candidates(grid), share=unit_plan.SHARE, rho=rho_choice)
         # the sampler rounds sigma^2 up (by < 1e-5 relative): its histogram records it
-        scale = zcdp.sigma2_for(rho, l2)
+        scale = zcdp.sigma2_for(rho_noise, l2)
     else:
         delta_threshold = delta if kind == "stability" else 0.0
         scale = laws.drawn_scale(kind_noise, epsilon / l1)
@@ -259,6 +304,7 @@ def release_spec(p: Mapping[str, Any], grid: Grid, *, units: bool = False) -> Re
         theta=theta,
         noise=noise,
         units=bound,
+        unit_choice=choice,
         delta_spent=delta if (kind == "stability" or kind_noise == "gaussian") else 0.0,
         delta_threshold=delta_threshold,
     )
@@ -271,7 +317,10 @@ def forecast_of(
     *,
     n_expected: float | None = None,
     n_points: float | None = None,
-    units: bool = False,
+    units: bool | None = None,
+    n_units_expected: float | None = None,
+    eps_ladder: Sequence[float] | None = None,
+    cli: bool = False,
 ) -> Forecast:
     """What a release with :func:`validated` parameters ``p`` in the public box
     would detect, before anything is spent (:mod:`dpdbscan.plan.forecast`).
@@ -282,11 +331,49 @@ def forecast_of(
     ``n_points`` (default ``n_expected``): the number of points the
     detectability is measured against, for ``dpdbscan check``, which counts
     them for the data owner's private notes; the automatic plan still uses
-    ``n_expected``, as a release does."""
+    ``n_expected``, as a release does.
+
+    Person-level (``units``; default: whether ``max_cells_per_unit`` is
+    given): the forecast's ``units`` say what the release detects in units
+    (:mod:`dpdbscan.plan.detection`) at its eps and at each eps of
+    ``eps_ladder`` (default: eps x 1/4, 1/2, 1, 2, 4, those below the box's
+    longest side); ``n_units_expected`` is the user's public guess of the
+    number of units. ``cli``: messages name the command line's options."""
+    opt = namer(cli)
     if n_expected is None:
         n_expected = p["n_expected"]
-    r = resolve({**p, "n_expected": n_expected}, lower, upper, units=units, stacklevel=3)
-    return forecast(r.release, r.spans, n_expected=n_expected if n_points is None else n_points)
+    if units is None:
+        units = p["max_cells_per_unit"] is not None
+    if units and p["max_cells_per_unit"] == "auto":
+        raise ValueError(
+            f"the forecast needs {opt('max_cells_per_unit')} as a number: 'auto' chooses it from "
+            "the data when fitting; forecast the values of k you have in mind"
+        )
+    if not units and (n_units_expected is not None or eps_ladder is not None):
+        given = "--n-units-expected or --eps-ladder" if cli else "n_units_expected or eps_ladder"
+        raise ValueError(
+            f"{given} forecast a person-level release: give {opt('max_cells_per_unit')} (the most "
+            "cells one unit adds to)"
+        )
+    r = resolve({**p, "n_expected": n_expected}, lower, upper, units=units, cli=cli, stacklevel=3)
+    fc = forecast(r.release, r.spans, n_expected=n_expected if n_points is None else n_points)
+    if not units:
+        return fc
+    base = float(r.release.grid.alpha)
+    side = float(np.max(np.asarray(upper, dtype=np.float64) - np.asarray(lower, dtype=np.float64)))
+    ladder = [base * 2.0**j for j in range(-2, 3)] if eps_ladder is None else [float(e) for e in eps_ladder]
+    ladder = sorted({e for e in ladder if e < side or eps_ladder is not None} | {base})
+    releases = []
+    for e in ladder:
+        if e == base:
+            releases.append((r.release, r.spans))
+            continue
+        with warnings.catch_warnings():
+            # the release's own eps has warned already; a ladder step is a what-if
+            warnings.simplefilter("ignore", UtilityWarning)
+            step = resolve({**p, "eps": e, "n_expected": n_expected}, lower, upper, units=True, cli=cli)
+        releases.append((step.release, step.spans))
+    return replace(fc, units=unit_forecast(releases, ladder.index(base), n_units_expected))
 
 
 __all__ = ["Resolved", "check_scale", "forecast_of", "release_spec", "resolve", "validated"]

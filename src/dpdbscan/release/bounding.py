@@ -37,7 +37,9 @@ histogram (:mod:`dpdbscan.release.mechanism`).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -79,10 +81,14 @@ class Pairs:
         return int(self.uniques.size)
 
 
-def factorize(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def factorize(units: Any) -> tuple[np.ndarray, np.ndarray]:
     """(codes, uniques): ``codes[i]`` the index of row i's unit in ``uniques``,
     -1 for a missing unit (None or NaN). Numbers and strings are sorted; any
-    other hashable values are kept in order of appearance."""
+    other hashable values are kept in order of appearance. A pyarrow array
+    (what the file readers give) is taken as it is (:func:`_factorize_arrow_array`)."""
+    arrow = _arrow_array(units)
+    if arrow is not None:
+        return _factorize_arrow_array(arrow)
     u = np.asarray(units)
     if u.ndim != 1:
         raise ValueError(f"units must be one-dimensional (one id per row), got shape {u.shape}")
@@ -133,6 +139,69 @@ def _factorize_arrow(u: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return codes.astype(np.int64), uniq
 
 
+def _arrow_array(units: Any) -> Any:
+    """``units`` as a pyarrow ChunkedArray if it is a pyarrow array, else None
+    (pyarrow is not imported for other input)."""
+    if type(units).__module__.split(".")[0] != "pyarrow":
+        return None
+    import pyarrow as pa
+
+    if isinstance(units, pa.ChunkedArray):
+        return units
+    if isinstance(units, pa.Array):
+        return pa.chunked_array([units], type=units.type)
+    return None
+
+
+def _factorize_arrow_array(arr: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`factorize` of a pyarrow ChunkedArray, without a Python object
+    per row. Text and binary by Arrow's hash table, their uniques as str or
+    bytes (the same words as in memory, :func:`unit_words`); numbers through
+    numpy (so 0.0 and -0.0 are one unit, as in memory); a dictionary column
+    through its dictionary. Nulls, and NaN, are missing (-1)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        unified = arr.unify_dictionaries()
+        dictionary = unified.chunk(0).dictionary if unified.num_chunks else pa.array([], t.value_type)
+        # a dictionary may repeat a value: codes by value, not by position
+        dcodes, uniques = _factorize_arrow_array(pa.chunked_array([dictionary]))
+        idx = pc.fill_null(pa.chunked_array([c.indices for c in unified.chunks], t.index_type), -1)
+        idx = idx.to_numpy().astype(np.int64)
+        codes = np.full(idx.size, -1, dtype=np.int64)
+        ok = idx >= 0
+        codes[ok] = dcodes[idx[ok]]
+        return codes, uniques
+    if (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    ):
+        uniq = pc.drop_null(pc.unique(arr))
+        codes = pc.fill_null(pc.index_in(arr, value_set=uniq), -1).to_numpy().astype(np.int64)
+        out = np.empty(len(uniq), dtype=object)
+        out[:] = uniq.to_pylist()
+        return codes, out
+    if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_floating(t):
+        missing = pc.is_null(arr, nan_is_null=True).to_numpy()
+        target = (
+            pa.float64()
+            if pa.types.is_floating(t)
+            else pa.uint64()
+            if pa.types.is_unsigned_integer(t)
+            else pa.int64()
+        )
+        values = pc.fill_null(arr.cast(target), pa.scalar(0, target)).to_numpy()
+        uniq, inv = np.unique(values[~missing], return_inverse=True)
+        codes = np.full(values.size, -1, dtype=np.int64)
+        codes[~missing] = inv.ravel()
+        return codes, uniq
+    raise TypeError(f"units must be numbers or text (one id per row), got Arrow type {t}")
+
+
 def unit_words(uniques: np.ndarray, key: BoundingKey) -> np.ndarray:
     """One 64-bit word per unit for the priorities' counter: an integer's
     value, a float's bits (-0.0 as 0.0), or a BLAKE2b hash of the text keyed
@@ -167,7 +236,7 @@ def pairs_of(grid: Grid, X: np.ndarray, units: np.ndarray, key: BoundingKey) -> 
     X = np.asarray(X, dtype=np.float64)
     if len(units) != X.shape[0]:
         raise ValueError(f"units has {len(units)} ids for {X.shape[0]} rows: give one id per row")
-    codes, uniques = factorize(np.asarray(units))
+    codes, uniques = factorize(units)
     keep = codes >= 0
     finite = np.isfinite(X).all(axis=1)
     if not finite.all():
@@ -269,11 +338,35 @@ def count_units(
     return bounded_counts(grid, pairs_of(grid, X, units, key), bound, key)
 
 
+def cells_per_unit(pairs: Pairs) -> np.ndarray:
+    """The number of distinct cells of every unit that has a row left after
+    the per-record rule (private: it steers only the private choice of k)."""
+    c = np.bincount(pairs.units, minlength=pairs.n_units)
+    return c[c > 0]
+
+
+def count_units_choosing(
+    grid: Grid,
+    X: np.ndarray,
+    units: np.ndarray,
+    choose: Callable[[np.ndarray], UnitBound],
+    key: BoundingKey,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`count_units` with the bound chosen from the cells per unit:
+    ``choose`` (the private choice of k, :mod:`.unitchoice`) is called once
+    with :func:`cells_per_unit` and returns the bound the counts are made
+    with. The reference of ``UnitChoiceBackend.count_units_choosing``."""
+    pairs = pairs_of(grid, X, units, key)
+    return bounded_counts(grid, pairs, choose(cells_per_unit(pairs)), key)
+
+
 __all__ = [
     "BoundingKey",
     "Pairs",
     "bounded_counts",
+    "cells_per_unit",
     "count_units",
+    "count_units_choosing",
     "factorize",
     "kept_pairs",
     "pairs_of",

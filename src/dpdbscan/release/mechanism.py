@@ -11,6 +11,7 @@ points again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -19,8 +20,9 @@ import numpy as np
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..spec.specs import ReleaseSpec, Seed
+from . import unitchoice
 from .backends import Backend, resolve_backend
-from .backends.base import CellCounts, DenseBackend, PointsInput, UnitBackend
+from .backends.base import CellCounts, DenseBackend, PointsInput, UnitBackend, UnitChoiceBackend
 from .bounding import BoundingKey
 from .histograms import dense_histogram, sparse_histogram, stability_histogram
 from .histograms.noise import Noise, noise_of
@@ -59,6 +61,8 @@ def release_histogram(
     stated = (spec.noise.epsilon, spec.delta_spent)
     if kind not in HISTOGRAMS:
         raise ValueError(f"histogram must be one of {HISTOGRAMS}, got {kind!r}")
+    if spec.unit_choice is not None:
+        raise ValueError("a release whose k is chosen privately is made by release_choosing")
     if (spec.units is None) != (units is None):
         raise ValueError(
             "units were given without a contribution bound"
@@ -85,6 +89,59 @@ def release_histogram(
                 )
             return dense_histogram(grid, counts, noise, source, *stated, z)
     return _release(spec, grid, _canonical(backend.count(grid, X)), noise, source, stated)
+
+
+def release_choosing(
+    choices: Sequence[ReleaseSpec],
+    X: PointsInput,
+    *,
+    units: Any,
+    backend: Backend | str | None = None,
+    random_state: Seed | None = None,
+) -> tuple[ReleaseSpec, NoisyHistogram]:
+    """``max_cells_per_unit="auto"``: choose k privately, then release the
+    histogram at it. Returns the release made (one of ``choices``) and its
+    histogram.
+
+    ``choices`` holds the release at each public candidate k
+    (:func:`dpdbscan.plan.resolve.resolve`), all with the same
+    :class:`~dpdbscan.spec.specs.UnitChoice`. The backend counts each unit's
+    distinct cells and, in the same pass, bounds the units by the k that
+    :func:`.unitchoice.choose` draws from them (the exponential mechanism,
+    ``unit_choice.rho``-zCDP); the noise of the chosen release spends the rest
+    of the budget. One source draws the bounding key, the choice and the
+    noise, in that order.
+    """
+    backend = resolve_backend(backend)
+    if not choices:
+        raise ValueError("release_choosing needs the release at each candidate k")
+    choice = choices[0].unit_choice
+    if choice is None or any(c.unit_choice != choice for c in choices):
+        raise ValueError("the candidate releases must share one private choice of k")
+    if [c.units.max_cells_per_unit if c.units else None for c in choices] != list(choice.candidates):
+        raise ValueError("the candidate releases must be at the candidates' k, in their order")
+    if units is None:
+        raise ValueError("a person-level release needs the units of the rows")
+    if not isinstance(backend, UnitChoiceBackend):
+        raise TypeError(f"the {type(backend).__name__} backend cannot choose max_cells_per_unit")
+    source = make_source(random_state)
+    key = BoundingKey.draw(source)
+    picked: list[ReleaseSpec] = []
+
+    def choose(cells):
+        if picked:
+            raise RuntimeError("the backend asked for the choice of k twice; it is made once")
+        picked.append(choices[unitchoice.choose(cells, choice.candidates, choice.rho, source)])
+        return picked[0].units
+
+    counts = backend.count_units_choosing(choices[0].grid, X, units, choose, key)
+    if len(picked) != 1:
+        raise RuntimeError("the backend counted without choosing max_cells_per_unit")
+    spec = picked[0]
+    cells = _canonical(counts)
+    return spec, _release(
+        spec, spec.grid, cells, noise_of(spec.noise), source, (spec.noise.epsilon, spec.delta_spent)
+    )
 
 
 def _release(
@@ -125,4 +182,4 @@ def _canonical(cells: CellCounts) -> CellCounts:
     return cells
 
 
-__all__ = ["HISTOGRAMS", "release_histogram"]
+__all__ = ["HISTOGRAMS", "release_choosing", "release_histogram"]

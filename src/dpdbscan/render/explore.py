@@ -37,8 +37,8 @@ from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..geometry.projection import projection_of
 from ..model import SpanModel, finest_eps
-from ..model.build import model_like
 from ..model.levels import alternative, is_levels, unsure_reasons
+from ..model.reparam import remodel
 from ..model.stats import span_stats
 from ..post import ladder as _sweep
 from ..post.coretests import core_test
@@ -187,7 +187,7 @@ def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partiti
     # keys differ between the two encodings (the padding grows with alpha);
     # both are row-major, so the sorted order and the labels carry over
     keys = hist.grid.subdivided(spec.subcells).encode(fine.decode(p.keys))
-    return model_like(model, hist, test.spans_of(hist, spec, keys, p.labels), spec)
+    return remodel(model, hist, test.spans_of(hist, spec, keys, p.labels), spec)
 
 
 def write_table(ex: Exploration, path: Path | str) -> None:
@@ -224,6 +224,17 @@ def table_lines(ex: Exploration, model: SpanModel) -> list[str]:
             f"{r.stability:>9.3f}"
         )
     return out
+
+
+def release_words(model: SpanModel) -> str:
+    """The release's budget and, person-level, its unit: what every panel's
+    guarantee is relative to."""
+    rel = model.release
+    budget = f"epsilon={rel.epsilon:g}" + (f", delta={rel.delta:g}" if rel.delta else "")
+    if rel.units is None:
+        return budget
+    k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
+    return f"person-level, {budget}; each unit at most {k} cells, {m} per cell"
 
 
 def _length(model):
@@ -280,8 +291,7 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
         shown = f"MinPts {ms[0]}..{ms[-1]}" if len(ms) > 1 else f"MinPts {ms[0] if ms else '-'}"
         draw(ax, panel, f"{title}\neps={length(panel.grid.alpha)}, {shown}, {panel.n_spans} span(s)", 7)
     fig.suptitle(
-        f"spans from one release (epsilon={model.release.epsilon:g}); rows: eps, columns: MinPts; "
-        "no extra budget",
+        f"spans from one release ({release_words(model)}); rows: eps, columns: MinPts; no extra budget",
         fontsize=9,
     )
     return fig
@@ -353,6 +363,7 @@ __all__ = [
     "table_lines",
     "selection_lines",
     "level_selections",
+    "release_words",
     "figure",
     "save_figure",
 ]

@@ -222,7 +222,7 @@ PARAMETERS: dict[str, Param] = {
     "core": Param("density", (Name(),), "--core", False),
     "border": Param("auto", (Options("auto"), Real(0)), "--border", False),
     # contribution bounds per privacy unit (fit(X, units=...)); "auto": k
-    # chosen by a DP quantile of the cells per unit (plan.resolve)
+    # chosen privately by the release (plan.units, release.unitchoice)
     "max_cells_per_unit": Param(None, (NoneValue(), Options("auto"), Integer(1)), "--max-cells-per-unit"),
     "max_points_per_cell": Param(1, (Integer(1),), "--max-points-per-cell"),
     "accountant": Param(
@@ -338,6 +338,13 @@ def check_units(p: dict[str, Any], units: bool, *, cli: bool = False) -> None:
             f"{opt('delta')} > 0: say 1e-6, far below one over the number of people. (Laplace "
             f"noise, pure epsilon-DP, grows with {opt('max_cells_per_unit')} and rarely finds a "
             f"cluster at person level; choose it with {opt('noise')} discrete if you must.)"
+        )
+    if units and k == "auto" and p["noise"] in ("discrete", "laplace"):
+        raise ValueError(
+            f"{opt('max_cells_per_unit')} auto chooses k for Gaussian noise, whose noise grows as "
+            f"sqrt(k): with {opt('noise')} {p['noise']} the noise grows as k and the smallest k "
+            f"would always win. Use {opt('noise')} gaussian (or auto), or give "
+            f"{opt('max_cells_per_unit')} a number"
         )
     hist, delta, noise = p["histogram"], p["delta"], p["noise"]
     gaussian = noise == "gaussian" or (noise == "auto" and units)

@@ -7,8 +7,8 @@ or read back from a saved release. ``tests/spec/test_specs.py`` checks that no
 field here has a default.
 
 * :class:`SpanSpec`: the post-processing (the core test and its settings).
-* :class:`NoiseSpec`, :class:`UnitBound` and :class:`ReleaseSpec`: the one
-  release that spends the budget.
+* :class:`NoiseSpec`, :class:`UnitBound`, :class:`UnitChoice` and
+  :class:`ReleaseSpec`: the one release that spends the budget.
 * :class:`ReleaseInfo`: the public facts of a release that its spans and
   guarantee refer to, kept by the model even when it is saved without its
   noisy histogram.
@@ -98,6 +98,28 @@ class UnitBound:
 
 
 @dataclass(frozen=True)
+class UnitChoice:
+    """How ``max_cells_per_unit="auto"`` chose k: privately, by the
+    exponential mechanism over public candidates
+    (:mod:`dpdbscan.release.unitchoice`), for a stated share of the budget.
+
+    Attributes
+    ----------
+    candidates : tuple of int
+        The public candidates for k (a geometric ladder, :mod:`dpdbscan.plan.units`).
+    share : float
+        The share of the release's zCDP rho spent on the choice.
+    rho : float
+        The rho the choice spends (``share`` times the release's rho); the
+        noise is calibrated to the rest.
+    """
+
+    candidates: tuple[int, ...]
+    share: float
+    rho: float
+
+
+@dataclass(frozen=True)
 class ReleaseSpec:
     """The one release that spends the budget, decided from public inputs.
 
@@ -111,6 +133,9 @@ class ReleaseSpec:
     noise : NoiseSpec
     units : UnitBound or None
         None: each row is its own privacy unit.
+    unit_choice : UnitChoice or None
+        With ``max_cells_per_unit="auto"``: how k was chosen (this release is
+        one of the candidates', its noise at the budget the choice left).
     delta_spent : float
         The delta the release spends (0 for a pure epsilon-DP histogram).
     delta_threshold : float
@@ -124,6 +149,7 @@ class ReleaseSpec:
     theta: float
     noise: NoiseSpec
     units: UnitBound | None
+    unit_choice: UnitChoice | None
     delta_spent: float
     delta_threshold: float
 
@@ -155,6 +181,9 @@ class ReleaseInfo:
     units : UnitBound or None
         The contribution bound per privacy unit; None: each row is its own
         unit (event-level).
+    unit_choice : UnitChoice or None
+        With ``max_cells_per_unit="auto"``: how k was chosen privately (its
+        rho is part of ``rho``).
     """
 
     grid: Grid
@@ -169,6 +198,7 @@ class ReleaseInfo:
     min_samples: int
     rho: float | None
     units: UnitBound | None
+    unit_choice: UnitChoice | None
 
 
-__all__ = ["Seed", "SpanSpec", "NoiseSpec", "UnitBound", "ReleaseSpec", "ReleaseInfo"]
+__all__ = ["Seed", "SpanSpec", "NoiseSpec", "UnitBound", "UnitChoice", "ReleaseSpec", "ReleaseInfo"]

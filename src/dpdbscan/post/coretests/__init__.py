@@ -8,7 +8,7 @@ parameter, the model file's tag) to the test. To add a test: a folder with a
 
 from __future__ import annotations
 
-from .base import CoreTest, Figures, Spans
+from .base import CoreTest, Figures, Spans, Statistic, Stored
 from .bound.test import BoundTest
 from .density.test import DensityTest
 
@@ -28,4 +28,4 @@ def core_test(name: str) -> CoreTest:
         raise ValueError(f"core must be one of {tuple(CORE_TESTS)}, got core={name!r}") from None
 
 
-__all__ = ["CORE_TESTS", "FALLBACK", "CoreTest", "Figures", "Spans", "core_test"]
+__all__ = ["CORE_TESTS", "FALLBACK", "CoreTest", "Figures", "Spans", "Statistic", "Stored", "core_test"]

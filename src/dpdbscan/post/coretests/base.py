@@ -21,6 +21,7 @@ import numpy as np
 
 from ...cells.grid import Grid
 from ...cells.histogram import NoisyHistogram
+from ...cells.subcells import SubcellLayout
 from ...spec.specs import ReleaseInfo, SpanSpec
 from ..partition import Partition, sub_cell_mass
 
@@ -47,8 +48,12 @@ class Spans:
     threshold : float
         The (largest) core threshold: on UB~ for the bound test (MinPts + tau
         with the practical rule), on the estimate E~ for the density test.
-    kappa : int
-        Number of noisy terms in each neighbour sum (max |NB(q)| with sub-cells).
+    kappa_q : int
+        The most cells within alpha of one (sub-)cell, max |NB(q)|: the noisy
+        terms of a sub-cell's neighbour sum, which the margins' union bound
+        covers. The histogram grid's ``kappa`` (cells within alpha of a whole
+        cell, the paper's kappa) is ``release.grid.kappa``; they are equal
+        without sub-cells.
     n_events : int
         Number of sums the union bounds cover (k^d |X|).
     rho : float
@@ -65,7 +70,7 @@ class Spans:
     gamma_upper: float | None
     tau: float | None
     threshold: float
-    kappa: int
+    kappa_q: int
     n_events: int
     rho: float
     extra: Mapping[str, Any] | None
@@ -75,25 +80,99 @@ class Spans:
         return int(self.labels.max()) + 1 if self.labels.size else 0
 
 
+def spans_on(
+    layout: SubcellLayout,
+    core_keys: np.ndarray,
+    labels: np.ndarray,
+    *,
+    gamma: float,
+    gamma_upper: float | None,
+    tau: float | None,
+    threshold: float,
+    extra: Mapping[str, Any] | None,
+    grid: Grid | None = None,
+) -> Spans:
+    """:class:`Spans` on ``layout``'s sub-cells (or on ``grid``, the same
+    cells as a saved model wrote them), with the layout's kappa_q, number of
+    events and ratio (the fields every core test fills alike)."""
+    return Spans(
+        grid=layout.fine if grid is None else grid,
+        core_keys=core_keys,
+        labels=labels,
+        gamma=float(gamma),
+        gamma_upper=None if gamma_upper is None else float(gamma_upper),
+        tau=None if tau is None else float(tau),
+        threshold=float(threshold),
+        kappa_q=int(layout.kappa_q),
+        n_events=int(layout.n_events),
+        rho=layout.rho,
+        extra=extra,
+    )
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a saved model holds of its spans (read by the codec), with the
+    public values that their margins follow from.
+
+    ``grid`` is the histogram's grid, ``spans_grid`` its sub-cells' as
+    saved; ``kind``, ``noise``, ``scale`` and
+    ``theta`` are the release's; ``gamma`` and ``gamma_upper`` the margins
+    the spans were made with, which :meth:`CoreTest.restore` checks.
+    """
+
+    grid: Grid
+    spans_grid: Grid
+    core_keys: np.ndarray
+    labels: np.ndarray
+    kind: str
+    noise: str
+    scale: float
+    theta: float
+    gamma: float
+    gamma_upper: float | None
+
+
 @dataclass(frozen=True)
 class Figures:
     """What a release will show before it is made (the forecast's numbers).
 
     ``gamma``: the margin; ``noise_std``: the noise of one statistic the test
     thresholds; ``margin_value``: what the threshold adds to MinPts;
-    ``terms``: noisy counts summed per candidate cell; ``kappa``: cells of an
-    eps-neighbourhood (with sub-cells); ``margin_text``: what the margin is,
+    ``terms``: noisy counts summed per candidate cell; ``kappa_q``: the most
+    cells within eps of one sub-cell (:attr:`Spans.kappa_q`); ``margin_text``: what the margin is,
     in words."""
 
     gamma: float
     noise_std: float
     margin_value: float
     terms: int
-    kappa: int
+    kappa_q: int
     margin_text: str
 
     def threshold(self, min_samples: int) -> float:
         return min_samples + self.margin_value
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """What a core test thresholds, per sub-position q of a cell: a weighted
+    sum of released counts, sum_Y W(q, Y) x~_Y, against a threshold. What a
+    release can detect follows from it (:mod:`dpdbscan.plan.detection`).
+
+    ``weights[i]``: the multiset of weights of position i's sum (sorted, the
+    zeros left out: the noise's law depends on nothing else); ``own[i]``: the
+    weight of q's own cell in it; ``sums[i]``: the sum of the weights (the
+    cells of an eps-ball); ``thresholds[i]``: what the sum must reach;
+    ``occupancy``: (c, gamma) of a condition on the own cell's released value
+    x~_0 as well, x~_0 > c or x~_0 >= gamma (the sum) / sums[i] (None: the
+    test has no such condition)."""
+
+    weights: tuple[tuple[float, ...], ...]
+    own: tuple[float, ...]
+    sums: tuple[float, ...]
+    thresholds: tuple[float, ...]
+    occupancy: tuple[float, float] | None
 
 
 #: A function naming a parameter as the user wrote it (API or command line).
@@ -156,20 +235,7 @@ class CoreTest(ABC):
         that come from :meth:`ladder` rather than :meth:`build`."""
 
     @abstractmethod
-    def restore(
-        self,
-        hist_grid: Grid,
-        spans_grid: Grid,
-        core_keys: np.ndarray,
-        labels: np.ndarray,
-        kind: str,
-        noise: str,
-        scale: float,
-        theta: float,
-        spec: SpanSpec,
-        gamma: float,
-        gamma_upper: float | None,
-    ) -> Spans:
+    def restore(self, stored: Stored, spec: SpanSpec) -> Spans:
         """The :class:`Spans` of a saved release: the margins it stored are
         checked against its public parameters (ValueError if they disagree)
         and what follows from them is recomputed."""
@@ -181,6 +247,13 @@ class CoreTest(ABC):
         """The margin and what it implies for a release with these public
         fields, before it is made (the forecast)."""
 
+    @abstractmethod
+    def statistic(
+        self, grid: Grid, kind: str, noise: str, scale: float, theta: float, spec: SpanSpec
+    ) -> Statistic:
+        """The sum the test thresholds and its thresholds for a release with
+        these public fields (what it can detect, before it is made)."""
+
     # -- guarantee and words ------------------------------------------------
     @abstractmethod
     def guarantee(self, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> dict:
@@ -188,17 +261,21 @@ class CoreTest(ABC):
         ``statement`` in words; ``candidates`` eps values were considered
         after the noise was drawn (1 when eps was given)."""
 
+    # Every text below is a sentence a reader without the paper follows, with
+    # the paper's symbol in brackets after the words (issue 23).
     @abstractmethod
-    def threshold_text(self, threshold: float) -> str:
-        """The core threshold for the summary, e.g. ``E~ >= 1002.9 (...)``."""
+    def threshold_text(self, threshold: float, core: str) -> str:
+        """What a (sub-)cell (``core`` names which) needs to be core, for the
+        summary, ending in the symbol, e.g. ``... (threshold E~ >= 1002.9)``."""
 
     @abstractmethod
     def margin_text(self, spans: Spans, spec: SpanSpec) -> str:
-        """The margin for the summary."""
+        """The margin in words for the summary, e.g. ``... (m(q) <= 2.93)``."""
 
     @abstractmethod
-    def guarantee_line(self, g: dict, spans: Spans, candidates: int) -> str:
-        """The summary's guarantee line from :meth:`guarantee`'s dict ``g``."""
+    def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
+        """The summary's guarantee line from :meth:`guarantee`'s dict ``g``,
+        lengths through ``length``."""
 
     @abstractmethod
     def rule_text(self, spans: Spans, spec: SpanSpec) -> str:
@@ -206,7 +283,7 @@ class CoreTest(ABC):
 
     @abstractmethod
     def tau_text(self, spans: Spans) -> str:
-        """The additive error tau, or why there is none (``dpdbscan info``)."""
+        """The additive error tau in words, or why there is none (``dpdbscan info``)."""
 
     @abstractmethod
     def guarantee_text(self, g: dict, spans: Spans, length: Callable[[float], str]) -> str:
@@ -293,6 +370,86 @@ def relaxed(alpha: float, min_samples: float | None) -> dict | None:
     return {"alpha": alpha, "min_samples": min_samples}
 
 
+def plain_length(value: float) -> str:
+    """A length in the data's own units (what a model without a projection uses)."""
+    return f"{value:g}"
+
+
+def within_words(
+    within: Mapping[str, float], rho: float, length: Callable[[float], str] = plain_length
+) -> str:
+    """ "Every span lies within R of one cluster ...": the half of a guarantee
+    that keeps spans inside the clusters of exact DBSCAN at radius R = rho
+    eps and MinPts M (``within``: ``alpha`` = R, ``min_samples`` = M), in words.
+
+    A threshold decides whether that is a statement about density. At MinPts
+    = 1 every point of the data is a core point of DBSCAN (its own
+    R-neighbourhood holds it), so an (R, 1)-cluster is any group of points
+    chained at steps under R: the statement then says only that a span stays
+    within R of one such group (no span in empty space or across a gap of R
+    or more) and certifies no density at all. At M >= 2 every core point of
+    the cluster has M - 1 other points within R, a density certificate that
+    grows with M. So M >= 2 (after rounding up: counts are integers) is where
+    the words speak of density, and M = 1 says plainly that there is no
+    density guarantee at these settings (M < 1 is :func:`no_guarantee`).
+    """
+    r, m = within["alpha"], within["min_samples"]
+    radius = f"{length(r)} ({rho:g} x eps: rho={rho:g}, MinPts={_count(m)})"
+    if math.ceil(m) <= 1:
+        return (
+            f"every span lies within {radius} of one group of points chained at steps under "
+            f"{length(r)}: no span lies in empty space or bridges a gap that wide, but there is no "
+            "density guarantee at these settings (at MinPts=1 every point counts as dense; a larger "
+            "min_samples or epsilon gives one)"
+        )
+    return (
+        f"every span lies within {length(r)} of one cluster of points that each have at least "
+        f"{_count(m)} points within {radius}"
+    )
+
+
+def covers_words(covers: Mapping[str, float], length: Callable[[float], str] = plain_length) -> str:
+    """ "Every cluster ... lies in one span": the covering half of the bound
+    test's guarantee (clusters of exact DBSCAN at eps and MinPts'), in words."""
+    m = covers["min_samples"]
+    return (
+        f"every cluster of points that each have at least {_count(m)} points within "
+        f"{length(covers['alpha'])} lies inside one span (MinPts={_count(m)})"
+    )
+
+
+def grid_words(
+    n_cells: int, d: int, subcells: int, kappa: int, kappa_q: int, width: str | None = None
+) -> str:
+    """The grid in words with its symbols: the cells (|X|) and their
+    ``width`` (w) when given, the sub-cells, and how many cells lie within
+    eps of a cell (kappa) and of a sub-cell (kappa_q)."""
+    wide = "" if width is None else f" {width} wide"
+    symbols = "|X|" if width is None else "|X|, w"
+    split = f", each split into {' x '.join([str(subcells)] * d)} sub-cells" if subcells > 1 else ""
+    near = (
+        f"{kappa} cells lie within eps of a cell, at most {kappa_q} within eps of a sub-cell "
+        f"(kappa={kappa}, kappa_q={kappa_q})"
+        if subcells > 1
+        else f"{kappa} cells lie within eps of a cell (kappa={kappa})"
+    )
+    return f"{n_cells:,} cells{wide} in {d} dimension(s) ({symbols}){split}; {near}"
+
+
+def histogram_words(kind: str, theta: float) -> str:
+    """Which cells get noise and which are released, in words, with the
+    histogram's name: what follows "noise on"."""
+    if kind == "dense":
+        return "every cell of the box (dense histogram)"
+    if kind == "sparse":
+        return f"every cell, releasing only counts of at least theta={theta:g} (sparse histogram)"
+    return f"occupied cells only, releasing only counts of at least theta={theta:g} (stability histogram)"
+
+
+def _count(m: float) -> str:
+    return f"{m:g}" if float(m).is_integer() else f"{m:.1f}"
+
+
 def no_guarantee(min_samples: float | None, what: str = "") -> str:
     """Why a relaxed-cluster statement says nothing, in words."""
     shown = "unknown" if min_samples is None else f"{min_samples:.4g}"
@@ -307,6 +464,7 @@ __all__ = [
     "CoreTest",
     "Figures",
     "Namer",
+    "Statistic",
     "Spans",
     "over_candidates",
     "union_void",
@@ -314,4 +472,9 @@ __all__ = [
     "union_note",
     "relaxed",
     "no_guarantee",
+    "plain_length",
+    "within_words",
+    "covers_words",
+    "grid_words",
+    "histogram_words",
 ]

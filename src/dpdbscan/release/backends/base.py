@@ -79,4 +79,19 @@ class UnitBackend(Backend, Protocol):
     def count_units(self, grid: Grid, X: Any, units: Any, bound: Any, key: Any) -> CellCounts: ...
 
 
-__all__ = ["Backend", "DenseBackend", "UnitBackend", "CellCounts", "PointsInput"]
+@runtime_checkable
+class UnitChoiceBackend(UnitBackend, Protocol):
+    """A backend that can also let the bound be chosen from the number of
+    cells of each unit (``max_cells_per_unit="auto"``) in the same pass.
+
+    Contract: ``count_units_choosing(grid, X, units, choose, key)`` calls
+    ``choose`` exactly once, with the number of distinct cells of every unit
+    that has a row after the per-record rule (any order), and returns what
+    ``count_units(grid, X, units, choose(...), key)`` would:
+    :func:`dpdbscan.release.bounding.count_units_choosing` on the same rows.
+    """
+
+    def count_units_choosing(self, grid: Grid, X: Any, units: Any, choose: Any, key: Any) -> CellCounts: ...
+
+
+__all__ = ["Backend", "DenseBackend", "UnitBackend", "UnitChoiceBackend", "CellCounts", "PointsInput"]

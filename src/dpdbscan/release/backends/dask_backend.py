@@ -21,13 +21,22 @@ alone (:mod:`dpdbscan.files.records`): a value that is not a number reads as
 NaN and its row is dropped; no error quotes a value. Every partition's result
 carries a tally, and the driver refuses a reduce that did not merge every
 partition exactly once.
+
+Person-level counts (:meth:`DaskBackend.count_units`) bound each privacy
+unit's contribution first, which needs all of a unit's rows in one place:
+each partition's (unit, cell) pairs are shuffled by unit, then bounded per
+shuffled partition exactly as in memory (see the "units" section below).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
+import logging
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 import numpy as np
@@ -42,8 +51,14 @@ from ...files.records import (
     coerce_binary,
     header_fields,
     parse_block,
+    parse_records,
     split_first_line,
+    unit_missing,
 )
+from ...spec.specs import UnitBound
+from .. import bounding
+from ..bounding import BoundingKey
+from ..points import clean_points
 from .base import CellCounts
 from .numpy_backend import NumpyBackend
 
@@ -71,17 +86,18 @@ def count_block(grid: Grid, block: Any) -> tuple[np.ndarray, np.ndarray]:
     return cells.keys, cells.counts
 
 
-def count_frame(grid: Grid, frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`count_block` of the coordinate ``columns`` of a pandas partition."""
-    X, _ = frame_points(frame, columns)
-    return count_block(grid, X)
-
-
 def frame_points(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, int]:
     """The ``columns`` of a pandas frame as floats, and how many rows had a
-    value that is not a number. Numeric columns convert directly; others
-    (text, objects) value by value, a value that is not a number becoming
-    NaN: a conversion error would stop the count and quote the value."""
+    value that is not a number (:func:`frame_values`)."""
+    X, bad = frame_values(frame, columns)
+    return X, int(bad.sum())
+
+
+def frame_values(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The ``columns`` of a pandas frame as floats, and a mask of the rows
+    that had a value that is not a number. Numeric columns convert directly;
+    others (text, objects) value by value, a value that is not a number
+    becoming NaN: a conversion error would stop the count and quote the value."""
     import pandas as pd
 
     X = np.empty((len(frame), len(columns)))
@@ -98,7 +114,7 @@ def frame_points(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, int]:
         texts[missing] = None
         X[:, j], unparseable = coerce_binary(pa.array(texts, type=pa.string()))
         bad |= unparseable
-    return X, int(bad.sum())
+    return X, bad
 
 
 def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -119,11 +135,11 @@ def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.
 
 
 # A partition's result is (keys, counts, tally); the tally is
-# [partitions, rows read, rows with unparseable values, malformed lines],
-# summed by the merges, so the driver can check that every partition was
+# [partitions, rows read, rows with unparseable values, malformed lines,
+# rows whose privacy unit is missing], summed by the merges, so the driver can check that every partition was
 # merged exactly once.
-def _tally(rows: int, unparseable: int = 0, malformed: int = 0) -> np.ndarray:
-    return np.array([1, rows, unparseable, malformed], dtype=np.int64)
+def _tally(rows: int, unparseable: int = 0, malformed: int = 0, missing_unit: int = 0) -> np.ndarray:
+    return np.array([1, rows, unparseable, malformed, missing_unit], dtype=np.int64)
 
 
 def _frame_part(grid, frame, columns):
@@ -136,9 +152,15 @@ def _array_part(grid, block):
 
 
 def _csv_part(grid, data: bytes, layout: CsvLayout, header: list | None, first: bool, where: str):
-    """Count one block of CSV text. ``first`` marks a file's first block:
-    a byte order mark is dropped there and, when ``header`` (the declared
-    header's names) is given, the first line is checked and dropped."""
+    """Count one block of CSV text (:func:`_csv_body`)."""
+    X, counts = parse_block(_csv_body(data, layout, header, first, where), layout)
+    return (*count_block(grid, X), _tally(counts.rows, counts.unparseable, counts.malformed))
+
+
+def _csv_body(data: bytes, layout: CsvLayout, header: list | None, first: bool, where: str) -> bytes:
+    """The records of one block of CSV text. ``first`` marks a file's first
+    block: a byte order mark is dropped there and, when ``header`` (the
+    declared header's names) is given, the first line is checked and dropped."""
     if first:
         data = data[3:] if data.startswith(_BOM) else data
     if first and header is not None and data.strip(b"\r\n"):
@@ -148,8 +170,7 @@ def _csv_part(grid, data: bytes, layout: CsvLayout, header: list | None, first: 
                 f"{where}: its header differs from the first file's "
                 f"({', '.join(header)}); count such files separately"
             )
-    X, counts = parse_block(data, layout)
-    return (*count_block(grid, X), _tally(counts.rows, counts.unparseable, counts.malformed))
+    return data
 
 
 def _merge_parts(*parts):
@@ -157,17 +178,265 @@ def _merge_parts(*parts):
     return keys, counts, np.sum([t for _, _, t in parts], axis=0)
 
 
+# -------------------------------------------------------------------- units
+# Person-level counts (DaskBackend.count_units). Bounding needs all of a
+# unit's rows in one place. Each input partition is first reduced to its
+# (unit, cell, count) pairs after the per-record rule (as bounding.pairs_of
+# does in memory): one row per pair instead of one per point, and the
+# coordinates never leave the partition. The pairs are shuffled by unit; each shuffled partition then
+# holds every pair of its units, adds up their partial counts and bounds them
+# with bounding.bounded_counts, as in memory. A unit's priorities depend on
+# the unit, the cell and the key only, so the kept pairs are the in-memory
+# ones; shuffled partitions hold disjoint sets of units, so their bounded
+# per-cell counts add up to the in-memory counts.
+_UNIT, _COUNT = "unit", "count"
+
+
+def unit_kind(dtype: Any, name: str = "units") -> str:
+    """How the values of a unit column become units, from its *declared*
+    type (a Parquet schema, a dataframe's or an array's dtype; never its
+    values): ``"int"`` (booleans and integers, by value), ``"float"`` (by
+    value; NaN is missing) or ``"text"`` (strings, bytes, objects: by their
+    text, ``str`` of a value that is not text, as in memory). A categorical
+    column is read as its categories' type."""
+    import pandas as pd
+
+    t = pd.api.types
+    if isinstance(dtype, pd.CategoricalDtype):
+        return unit_kind(dtype.categories.dtype, name)
+    if t.is_bool_dtype(dtype) or t.is_integer_dtype(dtype):
+        return "int"
+    if t.is_float_dtype(dtype):
+        return "float"
+    if t.is_string_dtype(dtype) or t.is_object_dtype(dtype):
+        return "text"
+    if isinstance(dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        if pa.types.is_binary(dtype.pyarrow_dtype) or pa.types.is_large_binary(dtype.pyarrow_dtype):
+            return "text"
+    raise TypeError(f"the unit column {name!r} has type {dtype}; units must be numbers or text")
+
+
+def _unit_type(kind: str) -> Any:
+    """The Arrow type units of ``kind`` are shuffled in."""
+    import pyarrow as pa
+
+    return {"int": pa.int64(), "float": pa.float64(), "text": pa.binary()}[kind]
+
+
+def unit_array(values: Any, kind: str) -> Any:
+    """Units (a pandas Series, a numpy array or an Arrow array) as an Arrow
+    array of :func:`_unit_type`: integers as int64 (uint64 by their bits,
+    as in memory), floats as float64 with -0.0 as 0.0 (one unit in memory,
+    two hashes in a shuffle), text as its UTF-8 bytes. Missing values
+    (None, NaN, NA) become nulls or stay NaN (:func:`unit_missing`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = None
+    with contextlib.suppress(pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        arr = (
+            values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, from_pandas=True)
+        )
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        if kind == "int" and pa.types.is_unsigned_integer(arr.type):
+            arr = pc.cast(pc.cast(arr, pa.uint64()), pa.int64(), safe=False)  # wraps: the bits
+        elif kind == "float":
+            arr = pc.add(pc.cast(arr, pa.float64()), 0.0)
+        elif kind == "text" and not (
+            pa.types.is_string(arr.type)
+            or pa.types.is_large_string(arr.type)
+            or pa.types.is_binary(arr.type)
+            or pa.types.is_large_binary(arr.type)
+        ):
+            arr = None  # an object column that is not all text: value by value below
+        if arr is not None:
+            return pc.cast(arr, _unit_type(kind))
+    if kind != "text":
+        # never the Arrow message: it may quote a value
+        raise TypeError(f"the units do not convert to {kind} values: give one number or text per row")
+    import pandas as pd
+
+    out = [
+        None
+        if v is None or (not isinstance(v, (str, bytes)) and pd.isna(v) is True)
+        else v
+        if isinstance(v, bytes)
+        else str(v).encode("utf-8", "surrogatepass")
+        for v in (values.tolist() if hasattr(values, "tolist") else list(values))
+    ]
+    return pa.array(out, type=pa.binary())
+
+
+def _pairs_meta(grid: Grid, kind: str) -> Any:
+    """The empty frame of pairs: the schema every partition's pairs share."""
+    import pyarrow as pa
+
+    columns = {_UNIT: pa.array([], type=_unit_type(kind))}
+    columns.update({c: pa.array([], type=pa.int64()) for c in [*_cell_columns(grid), _COUNT]})
+    return _pairs_frame(pa.table(columns), kind)
+
+
+def _cell_columns(grid: Grid) -> list[str]:
+    """The cell key as columns: one int64, or (wide grids) the d words of
+    its packed bytes, read back bit for bit."""
+    return [f"cell{i}" for i in range(grid.d)] if grid.wide else ["cell"]
+
+
+def _cell_words(grid: Grid, keys: np.ndarray) -> np.ndarray:
+    """Cell keys as the int64 words of :func:`_cell_columns`, one row per key."""
+    return np.ascontiguousarray(keys).view(np.int64).reshape(len(keys), len(_cell_columns(grid)))
+
+
+def _pairs_frame(table: Any, kind: str) -> Any:
+    """A pandas frame of a pairs table; text units stay Arrow bytes."""
+    import pandas as pd
+
+    if kind != "text":
+        return table.to_pandas()
+    binary = table.schema.field(_UNIT).type
+    return table.to_pandas(types_mapper=lambda t: pd.ArrowDtype(t) if t == binary else None)
+
+
+def _pairs(grid: Grid, X: np.ndarray, units: Any, keep: np.ndarray, kind: str) -> Any:
+    """The (unit, cell, count) pairs of one partition's rows, a frame of
+    :func:`_pairs_meta`'s columns (``units``: an Arrow array of
+    :func:`unit_array`). The per-record rule first, as in
+    ``bounding.pairs_of``: rows outside ``keep`` (a missing unit) or with a
+    non-finite coordinate are dropped, the others' keys clip into the box."""
+    import pyarrow as pa
+
+    keep = keep & np.isfinite(X).all(axis=1)
+    if not keep.all():
+        X, units = X[keep], units.filter(pa.array(keep))
+    words = _cell_words(grid, grid.keys_of_points(clean_points(grid, X, clip=False)))
+    cells = _cell_columns(grid)
+    table = pa.table({_UNIT: units, **{c: words[:, j] for j, c in enumerate(cells)}})
+    # a hash aggregation: the order of the pairs does not matter before the shuffle
+    counted = table.group_by([_UNIT, *cells], use_threads=False).aggregate([([], "count_all")])
+    return _pairs_frame(counted.rename_columns({"count_all": _COUNT}).select([_UNIT, *cells, _COUNT]), kind)
+
+
+def _frame_pairs(grid, frame, columns, unit, kind):
+    """One partition of a dataframe: its pairs and its tally."""
+    X, bad = frame_values(frame, columns)
+    units = unit_array(frame[unit], kind)
+    missing = unit_missing(units)
+    tally = _tally(len(frame), int(bad.sum()), missing_unit=int(np.count_nonzero(missing & ~bad)))
+    return _pairs(grid, X, units, ~missing, kind), tally
+
+
+def _array_pairs(grid, block, units, kind):
+    """One block of a dask array and its block of units: pairs and tally."""
+    X = np.asarray(block, dtype=np.float64)
+    units = unit_array(np.asarray(units), kind)
+    missing = unit_missing(units)
+    tally = _tally(len(X), missing_unit=int(np.count_nonzero(missing)))
+    return _pairs(grid, X, units, ~missing, kind), tally
+
+
+def _csv_pairs(grid, data, layout, header, first, where):
+    """One block of CSV text: its pairs and its tally. A row whose unit is
+    missing reads as NaN (:func:`records.parse_records`), so it is dropped."""
+    X, units, counts = parse_records(_csv_body(data, layout, header, first, where), layout)
+    units = unit_array(units, "text")
+    tally = _tally(counts.rows, counts.unparseable, counts.malformed, counts.missing_unit)
+    return _pairs(grid, X, units, ~unit_missing(units), "text"), tally
+
+
+def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> bounding.Pairs:
+    """The pairs of one shuffled partition, which holds every pair of its
+    units: their partial counts summed, as ``bounding.pairs_of`` gives them
+    in memory (sorted by unit, then cell key: the order
+    ``bounding.kept_pairs`` breaks priority ties in)."""
+    import pyarrow as pa
+
+    enc = unit_array(pa.array(frame[_UNIT]), kind).dictionary_encode()
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    uniques = enc.dictionary.to_numpy(zero_copy_only=False)
+    words = np.ascontiguousarray(frame[_cell_columns(grid)].to_numpy(dtype=np.int64))
+    keys = words.view(grid.key_dtype).ravel() if grid.wide else words.ravel()
+    cell_keys, cell_codes = bounding._codes(grid, keys)  # sorted keys, each key's index
+    n_cells = max(int(cell_keys.size), 1)
+    pair = codes * n_cells + cell_codes  # one int64 per pair: < rows**2
+    order = np.argsort(pair)  # equal pairs are summed: no need for a stable sort
+    pair = pair[order]
+    starts = np.flatnonzero(np.concatenate(([pair.size > 0], pair[1:] != pair[:-1])))
+    first = pair[starts]
+    counts = frame[_COUNT].to_numpy(dtype=np.int64)[order]
+    return bounding.Pairs(
+        units=first // n_cells,
+        keys=cell_keys[first % n_cells],
+        counts=np.add.reduceat(counts, starts) if starts.size else counts,
+        unit_words=bounding.unit_words(uniques, key),
+        uniques=uniques,
+    )
+
+
+def _bound_pairs(pairs: bounding.Pairs, grid: Grid, bound: UnitBound, key: BoundingKey):
+    """Bounded counts of the summed pairs of one shuffled partition, as in memory."""
+    keys, counts = bounding.bounded_counts(grid, pairs, bound, key)
+    return np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64), _tally(0)
+
+
+def _bound_part(grid: Grid, frame: Any, kind: str, bound: UnitBound, key: BoundingKey):
+    """Bounded counts of one shuffled partition."""
+    if len(frame) == 0:
+        return np.empty(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64), _tally(0)
+    return _bound_pairs(_summed_pairs(grid, frame, kind, key), grid, bound, key)
+
+
+def _sum_tallies(*tallies):
+    return np.sum(tallies, axis=0)
+
+
+class _ShuffleNotes(logging.Filter):
+    """Drops distributed's notes that a P2P shuffle started or ended (logged
+    as warnings on every shuffle, to the driver's standard error when the
+    scheduler runs in this process); anything else passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(("Shuffle %s initialized", "Shuffle %s deactivated"))
+
+
+@contextlib.contextmanager
+def _quiet_shuffle_notes():
+    logger = logging.getLogger("distributed.shuffle._scheduler_plugin")
+    note = _ShuffleNotes()
+    logger.addFilter(note)
+    try:
+        with warnings.catch_warnings():
+            # dask's own shuffle calls a pandas API that pandas 3.1 deprecates;
+            # the user can do nothing about it
+            warnings.filterwarnings("ignore", message="The inplace keyword in DataFrame.reset_index")
+            yield
+    finally:
+        logger.removeFilter(note)
+
+
 # ------------------------------------------------------------------ columns
 def coordinate_columns(
-    names: Sequence[str], numeric: Sequence[bool] | None, columns: Sequence[str] | str | None, d: int | None
+    names: Sequence[str],
+    numeric: Sequence[bool] | None,
+    columns: Sequence[str] | str | None,
+    d: int | None,
+    unit: str | None = None,
 ) -> list:
     """The coordinate columns of a table: ``columns`` if given, else every
-    column except one named ``"label"`` and unnamed index columns that is
-    declared numeric (``numeric``: one flag per name, from the schema; None
-    for CSV, whose header declares no types: every column counts). Their
-    number must be ``d`` (not checked when ``d`` is None)."""
+    column except one named ``"label"``, unnamed index columns and the unit
+    column ``unit`` that is declared numeric (``numeric``: one flag per name,
+    from the schema; None for CSV, whose header declares no types: every
+    column counts). Their number must be ``d`` (not checked when ``d`` is
+    None). A unit column named in ``columns`` is refused: a unit is not a
+    coordinate."""
     names = list(names)
     numeric = [True] * len(names) if numeric is None else list(numeric)
+    if unit is not None:
+        _check_unit_column(names, columns, unit)
     if columns is not None:
         columns = [columns] if isinstance(columns, str) else list(columns)
         missing = [c for c in columns if c not in names]
@@ -178,7 +447,7 @@ def coordinate_columns(
         chosen = [
             c
             for c, num in zip(names, numeric)
-            if str(c).lower() != LABEL_COLUMN and not is_index_column(c) and num
+            if str(c).lower() != LABEL_COLUMN and not is_index_column(c) and num and c != unit
         ]
     if d is not None and len(chosen) != d:
         raise ValueError(
@@ -186,6 +455,18 @@ def coordinate_columns(
             f"columns were selected: {chosen} (data columns: {names}); pass columns=[...]"
         )
     return chosen
+
+
+def _check_unit_column(names: Sequence, columns: Sequence | str | None, unit: str) -> None:
+    """The unit column exists and is not also a coordinate (names are the
+    public schema: a header or a Parquet/dataframe schema)."""
+    if unit not in list(names):
+        raise ValueError(f"no unit column {unit!r}; the data has columns {list(names)}")
+    if columns is not None and unit in ([columns] if isinstance(columns, str) else list(columns)):
+        raise ValueError(
+            f"the unit column {unit!r} is also in columns={list(columns)}: a privacy unit is not "
+            "a coordinate; name only the coordinate columns in columns="
+        )
 
 
 def _numeric_flags(dtypes, names) -> list[bool]:
@@ -279,13 +560,16 @@ class DaskBackend:
     ----------
     input_counts : BlockCounts or None
         After a count of files or dask collections: rows read, rows with a
-        value that is not a number, malformed CSV lines (all dropped by the
-        per-record rule). Private: for the data owner's notes only.
+        value that is not a number, malformed CSV lines and (person-level
+        counts) rows whose unit is missing, all dropped by the per-record
+        rule. Private: for the data owner's notes only.
 
     Notes
     -----
     ``count(grid, X)`` returns exactly
-    ``NumpyBackend().count(grid, clean_points(grid, X_in_memory))``. Input
+    ``NumpyBackend().count(grid, clean_points(grid, X_in_memory))``, and
+    ``count_units`` (person-level releases, :meth:`count_units`) exactly
+    ``bounding.count_units`` of the same rows, after a shuffle by unit. Input
     already in the driver's memory (numpy, pandas) is counted on the driver
     with the numpy backend: shipping it to workers costs more than counting it.
     """
@@ -407,27 +691,112 @@ class DaskBackend:
         tasks = self._partition_tasks(grid, X)
         if not tasks:
             self.input_counts = BlockCounts()
-            return CellCounts(np.empty(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64))
-        final = self._tree(tasks)
+            return _no_cells(grid)
+        final = self._tree(tasks, _merge_parts)
         with self._client() as client:
             keys, counts, tally = client.compute(final, sync=True)
         check_tally(tally, len(tasks))
-        self.input_counts = BlockCounts(
-            rows=int(tally[1]), unparseable=int(tally[2]), malformed=int(tally[3])
-        )
+        self.input_counts = _input_counts(tally)
+        return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
+
+    def count_units(self, grid: Grid, X: Any, units: Any, bound: UnitBound, key: BoundingKey) -> CellCounts:
+        """Exact counts of the occupied cells after each privacy unit's
+        contribution bound (:mod:`dpdbscan.release.bounding`), keys sorted.
+
+        ``units`` is the name of the unit column of files and dataframes (a
+        CSV file's declared header names it), or one id per row of an array
+        (numpy or dask). The unit column's declared type says how its values
+        are units (:func:`unit_kind`); a CSV unit is the field's text. A row
+        whose unit is missing is dropped. The result equals
+        :func:`dpdbscan.release.bounding.count_units` on the same rows with
+        the same ``key``: each partition's (unit, cell) pairs are shuffled by
+        unit, and each unit is bounded where all its pairs are.
+        """
+        return self._count_units(grid, X, units, key, bound=bound)
+
+    def count_units_choosing(
+        self, grid: Grid, X: Any, units: Any, choose: Callable[[np.ndarray], UnitBound], key: BoundingKey
+    ) -> CellCounts:
+        """:meth:`count_units` with the bound chosen from the cells per unit
+        (``max_cells_per_unit="auto"``, the ``UnitChoiceBackend`` protocol).
+
+        Two passes over the shuffled pairs, which stay on the workers in
+        between: the number of distinct cells of every unit goes to the
+        driver, where ``choose`` (the private choice of k) is called once;
+        then each shuffled partition is bounded by the chosen bound. Equals
+        :func:`dpdbscan.release.bounding.count_units_choosing` on the same
+        rows with the same key, and ``choose`` sees the same numbers.
+        """
+        return self._count_units(grid, X, units, key, choose=choose)
+
+    def _count_units(self, grid, X, units, key, *, bound=None, choose=None) -> CellCounts:
+        """:meth:`count_units` (``bound``) or :meth:`count_units_choosing` (``choose``)."""
+        import dask
+
+        self.input_counts = None
+        local = self._local_units(grid, X, units)
+        if local is not None:
+            points, ids = local
+            if choose is None:
+                return NumpyBackend().count_units(grid, points, ids, bound, key)
+            return NumpyBackend().count_units_choosing(grid, points, ids, choose, key)
+        kind, tasks = self._pair_tasks(grid, X, units)
+        if not tasks:
+            if choose is not None:
+                choose(np.zeros(0, dtype=np.int64))  # the choice is made once, even on no data
+            self.input_counts = BlockCounts()
+            return _no_cells(grid)
+        shuffled = self._shuffled(grid, kind, tasks)
+        tallies = self._tree([t[1] for t in tasks], _sum_tallies)
+        with self._client() as client, _quiet_shuffle_notes():
+            if choose is None:
+                part = dask.delayed(_bound_part)
+                final = self._tree([part(grid, p, kind, bound, key) for p in shuffled], _merge_parts)
+                (keys, counts, bounded), tally = client.compute([final, tallies], sync=True)
+            else:
+                summed = [dask.delayed(_summed_pairs)(grid, p, kind, key) for p in shuffled]
+                *pairs, tally = client.compute([*summed, tallies])
+                cells = client.gather(client.map(bounding.cells_per_unit, pairs))
+                bound = choose(np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64))
+                # a partial: client.map keeps key= for the task's name
+                level = client.map(functools.partial(_bound_pairs, grid=grid, bound=bound, key=key), pairs)
+                while len(level) > 1:
+                    level = [
+                        client.submit(_merge_parts, *level[i : i + self.split_every])
+                        for i in range(0, len(level), self.split_every)
+                    ]
+                keys, counts, bounded = level[0].result()
+                tally = tally.result()
+        check_tally(bounded, len(shuffled))
+        check_tally(tally, len(tasks))
+        self.input_counts = _input_counts(tally)
         return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
 
     def _local_block(self, grid, X):
         """``X`` as a float array if it already sits in driver memory, else None."""
+        local = self._local_units(grid, X, None)
+        return None if local is None else local[0]
+
+    def _local_units(self, grid, X, units):
+        """``(points, units)`` if ``X`` already sits in driver memory, else
+        None (``units`` None: a count without units)."""
         import pandas as pd
 
         if isinstance(X, pd.DataFrame):
-            cols = coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d)
+            unit = units if isinstance(units, str) else None
+            cols = coordinate_columns(
+                X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d, unit
+            )
             points, bad = frame_points(X, cols)
             self.input_counts = BlockCounts(rows=len(points), unparseable=bad)
-            return points
+            return points, (X[unit].to_numpy() if unit is not None else units)
         if isinstance(X, np.ndarray):
-            return np.asarray(X, dtype=np.float64)
+            if isinstance(units, str):
+                raise ValueError(
+                    f"units={units!r} names a column, but X is an array without column names: "
+                    "pass one unit id per row"
+                )
+            return np.asarray(X, dtype=np.float64), units
         return None
 
     def _partition_tasks(self, grid, X) -> list:
@@ -439,37 +808,91 @@ class DaskBackend:
         paths = _as_paths(X)
         if paths is not None:
             if file_format(paths, self.file_format) == "csv":
-                return self._csv_tasks(grid, paths)
+                layout, header, blocks = self._csv_blocks(grid, paths)
+                part = dask.delayed(_csv_part)
+                return [part(grid, block, layout, header, first, where) for block, first, where in blocks]
             X = self._read_parquet(paths, grid.d)
         if isinstance(X, dd.DataFrame):
             cols = coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d)
             part = dask.delayed(_frame_part)
             return [part(grid, p, cols) for p in X[cols].to_delayed()]
         if isinstance(X, da.Array):
-            if X.ndim != 2 or X.shape[1] != grid.d:
-                raise ValueError(f"X must have shape (n, {grid.d}), got a dask array of shape {X.shape}")
-            # A block must hold whole rows, so keep all features in one chunk.
-            blocks = X.rechunk({1: -1}).to_delayed().ravel().tolist()
-            return [dask.delayed(_array_part)(grid, b) for b in blocks]
-        raise TypeError(
-            "the dask backend counts paths or globs of Parquet/CSV files (any fsspec URL), "
-            f"dask DataFrames, dask arrays, numpy arrays or pandas DataFrames; got {type(X).__name__}"
-        )
+            blocks = _row_blocks(grid, X)
+            return [dask.delayed(_array_part)(grid, b) for b in blocks.to_delayed().ravel().tolist()]
+        raise _unsupported(X)
+
+    def _pair_tasks(self, grid, X, units) -> tuple[str, list]:
+        """The units' kind, and one delayed ``(pairs, tally)`` per partition
+        of ``X`` (:func:`_pairs`)."""
+        import dask
+        import dask.array as da
+        import dask.dataframe as dd
+
+        paths = _as_paths(X)
+        if paths is not None:
+            unit = _unit_name(units)
+            if file_format(paths, self.file_format) == "csv":
+                layout, header, blocks = self._csv_blocks(grid, paths, unit)
+                part = dask.delayed(_csv_pairs, nout=2)
+                return "text", [part(grid, b, layout, header, first, where) for b, first, where in blocks]
+            X = self._read_parquet(paths, grid.d, unit)
+        if isinstance(X, dd.DataFrame):
+            unit = _unit_name(units)
+            cols = coordinate_columns(
+                X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d, unit
+            )
+            kind = unit_kind(X.dtypes[unit], unit)
+            part = dask.delayed(_frame_pairs, nout=2)
+            return kind, [part(grid, p, cols, unit, kind) for p in X[[*cols, unit]].to_delayed()]
+        if isinstance(X, da.Array):
+            if isinstance(units, str):
+                raise ValueError(
+                    f"units={units!r} names a column, but X is a dask array: pass one id per row"
+                )
+            blocks = _row_blocks(grid, X)
+            u = units if isinstance(units, da.Array) else da.from_array(np.asarray(units), chunks=-1)
+            if u.ndim != 1 or u.shape[0] != X.shape[0]:
+                raise ValueError(f"units must hold one id per row of X ({X.shape[0]}), got shape {u.shape}")
+            kind = unit_kind(u.dtype)
+            part = dask.delayed(_array_pairs, nout=2)
+            return kind, [
+                part(grid, b, ub, kind)
+                for b, ub in zip(
+                    blocks.to_delayed().ravel().tolist(), u.rechunk((blocks.chunks[0],)).to_delayed()
+                )
+            ]
+        raise _unsupported(X)
+
+    def _shuffled(self, grid, kind, tasks) -> list:
+        """The delayed partitions of the pairs of ``tasks`` shuffled by unit:
+        each holds every pair of its units."""
+        import dask.dataframe as dd
+
+        pairs = dd.from_delayed([t[0] for t in tasks], meta=_pairs_meta(grid, kind), verify_meta=False)
+        # P2P, named: dask's default without a *default* client (ours is not
+        # one) is "disk", a partd directory on the driver's machine that the
+        # workers of a multi-machine cluster cannot share.
+        return pairs.shuffle(on=_UNIT, npartitions=len(tasks), shuffle_method="p2p").to_delayed()
 
     # ----------------------------------------------------------------- files
-    def _read_parquet(self, paths, d):
-        """Lazy dask DataFrame of the coordinate columns of Parquet files."""
+    def _read_parquet(self, paths, d, unit=None):
+        """Lazy dask DataFrame of the coordinate columns of Parquet files
+        (and of the unit column ``unit``, whose declared type must be one a
+        unit can have)."""
         import dask.dataframe as dd
 
         schema = self._parquet_schema(paths)
         numeric = _numeric_flags(schema.dtypes, schema.columns)
-        cols = coordinate_columns(schema.columns, numeric, self.columns, d)
+        cols = coordinate_columns(schema.columns, numeric, self.columns, d, unit)
         for c in cols:
             if not numeric[list(schema.columns).index(c)]:
                 raise ValueError(
                     f"column {c!r} is not numeric in the Parquet schema "
                     f"(type {schema.dtypes[c]}); choose numeric columns"
                 )
+        if unit is not None:
+            unit_kind(schema.dtypes[unit], unit)
+            cols = [*cols, unit]
         return dd.read_parquet(paths, columns=cols, storage_options=self.storage_options)
 
     def _parquet_schema(self, paths):
@@ -489,10 +912,12 @@ class DaskBackend:
             file_format=file_format,
         )
 
-    def _csv_plan(self, paths, d):
+    def _csv_plan(self, paths, d, unit=None):
         """``(names, layout, declared header or None, files, blocks)`` of CSV
         files, from the options and, when declared, the first file's header
-        line (:func:`dpdbscan.files.layout.csv_layout`); no record is read."""
+        line (:func:`dpdbscan.files.layout.csv_layout`); no record is read.
+        ``unit``: the name of the privacy unit's field (``layout.unit``),
+        never a coordinate."""
         from dask.bytes import read_bytes
 
         options = self._read_options(self.columns, self.header, self.delimiter, self.fields, self.file_format)
@@ -520,33 +945,44 @@ class DaskBackend:
             sample = sample[3:] if sample.startswith(_BOM) else sample
             first, _ = split_first_line(sample.lstrip(b"\r\n"))
             line = first if first.strip() else None
-        names, layout = csv_layout(fmt, options, line, d, where=str(files[0]) if files else str(paths[0]))
+        where = str(files[0]) if files else str(paths[0])
+        names, layout = csv_layout(fmt, options, line, d, _default_columns(unit), where=where)
+        if unit is not None:
+            if unit not in names:
+                raise ValueError(f"no unit column {unit!r} in {where} (columns: {names})")
+            layout = dataclasses.replace(layout, unit=names.index(unit))
+            if layout.unit in layout.usecols:
+                raise ValueError(
+                    f"the unit column {unit!r} is also a coordinate column: a privacy unit is not "
+                    "a coordinate; name only the coordinate columns in columns="
+                )
         return names, layout, (names if declared else None), files, blocks
 
-    def _csv_tasks(self, grid, paths) -> list:
-        import dask
-
-        names, layout, header, files, blocks = self._csv_plan(paths, grid.d)
+    def _csv_blocks(self, grid, paths, unit=None):
+        """``(layout, header, [(block, first block of its file, file), ...])``
+        of CSV files (:meth:`_csv_plan`), with ``grid.d`` coordinates."""
+        names, layout, header, files, blocks = self._csv_plan(paths, grid.d, unit)
         if len(layout.usecols) != grid.d:
             chosen = [names[i] for i in layout.usecols]
             raise ValueError(
                 f"the grid has d={grid.d} dimensions (from bounds) but {len(chosen)} coordinate "
                 f"columns were selected: {chosen} (columns: {names}); pass columns=[...]"
             )
-        part = dask.delayed(_csv_part)
-        return [
-            part(grid, block, layout, header, i == 0, where)
+        parts = [
+            (block, i == 0, where)
             for where, file_blocks in zip(files, blocks)
             for i, block in enumerate(file_blocks)
         ]
+        return layout, header, parts
 
     def _csv_blocksize(self, paths):
         # Compressed text cannot be split into byte ranges: one partition per file.
         compressed = any(format_of(p, self.file_format).gzip for p in paths)
         return None if compressed else self.blocksize
 
-    def n_features(self, X: Any) -> int | None:
-        """Number of coordinates of ``X`` by the column rule (None if unknown).
+    def n_features(self, X: Any, unit: str | None = None) -> int | None:
+        """Number of coordinates of ``X`` by the column rule (None if unknown);
+        ``unit``: the name of the unit column, which is not a coordinate.
 
         For files this reads their schema (a CSV header line, Parquet
         footers), never their rows; the estimator can use it when ``bounds``
@@ -560,20 +996,21 @@ class DaskBackend:
             if file_format(paths, self.file_format) == "csv":
                 if self.header is False and self.fields is None and self.columns is None:
                     return None  # as many as the bounds say (d fields a line)
-                return len(self._csv_plan(paths, None)[1].usecols)
+                return len(self._csv_plan(paths, None, unit)[1].usecols)
             X = self._parquet_schema(paths)
         if isinstance(X, (dd.DataFrame, pd.DataFrame)):
-            return len(coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, None))
+            flags = _numeric_flags(X.dtypes, X.columns)
+            return len(coordinate_columns(X.columns, flags, self.columns, None, unit))
         shape = getattr(X, "shape", None)
         if shape is not None and len(shape) == 2:
             return int(shape[1])
         return None
 
-    def _tree(self, tasks):
-        """Merge per-partition results ``split_every`` at a time."""
+    def _tree(self, tasks, merge):
+        """Merge per-partition results ``split_every`` at a time with ``merge``."""
         import dask
 
-        merge = dask.delayed(_merge_parts)
+        merge = dask.delayed(merge)
         level = tasks
         while len(level) > 1:
             level = [merge(*level[i : i + self.split_every]) for i in range(0, len(level), self.split_every)]
@@ -582,6 +1019,48 @@ class DaskBackend:
     def __repr__(self) -> str:
         where = self.scheduler or ("client" if self.client is not None else "LocalCluster")
         return f"DaskBackend({where!r}, columns={self.columns!r})"
+
+
+def _default_columns(unit: str | None):
+    """The default coordinate columns of a CSV header when ``unit`` names
+    the unit column (None: the layout's own default)."""
+    if unit is None:
+        return None
+    return lambda names, numeric: [
+        n for n in names if n.lower() != LABEL_COLUMN and not is_index_column(n) and n != unit
+    ]
+
+
+def _unit_name(units: Any) -> str:
+    if not isinstance(units, str):
+        raise TypeError(
+            "with files or dask dataframes, units must be the name of the unit column "
+            f"(a str), not {type(units).__name__}"
+        )
+    return units
+
+
+def _row_blocks(grid: Grid, X: Any) -> Any:
+    """A dask array of points rechunked so that a block holds whole rows."""
+    if X.ndim != 2 or X.shape[1] != grid.d:
+        raise ValueError(f"X must have shape (n, {grid.d}), got a dask array of shape {X.shape}")
+    return X.rechunk({1: -1})
+
+
+def _unsupported(X: Any) -> TypeError:
+    return TypeError(
+        "the dask backend counts paths or globs of Parquet/CSV files (any fsspec URL), "
+        f"dask DataFrames, dask arrays, numpy arrays or pandas DataFrames; got {type(X).__name__}"
+    )
+
+
+def _no_cells(grid: Grid) -> CellCounts:
+    return CellCounts(np.empty(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64))
+
+
+def _input_counts(tally: np.ndarray) -> BlockCounts:
+    t = [int(v) for v in np.asarray(tally)]
+    return BlockCounts(rows=t[1], unparseable=t[2], malformed=t[3], missing_unit=t[4])
 
 
 def check_tally(tally: np.ndarray, n_partitions: int) -> None:

@@ -7,11 +7,13 @@ with the number of points, ``np.bincount`` is faster still.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ...cells.grid import Grid
 from ...spec.specs import UnitBound
-from ..bounding import BoundingKey, count_units, run_length
+from ..bounding import BoundingKey, count_units, count_units_choosing, run_length
 from ..points import clean_points
 from .base import CellCounts
 
@@ -53,6 +55,17 @@ class NumpyBackend:
     ) -> CellCounts:
         """Counts after each unit's contribution bound (one unit id per row of ``X``)."""
         return CellCounts(*count_units(grid, np.asarray(X), units, bound, key))
+
+    def count_units_choosing(
+        self,
+        grid: Grid,
+        X: np.ndarray,
+        units: np.ndarray,
+        choose: Callable[[np.ndarray], UnitBound],
+        key: BoundingKey,
+    ) -> CellCounts:
+        """Counts after a bound chosen from the cells per unit (``max_cells_per_unit="auto"``)."""
+        return CellCounts(*count_units_choosing(grid, np.asarray(X), units, choose, key))
 
     def dense_counts(self, grid: Grid, X: np.ndarray) -> np.ndarray:
         """Counts of every cell as an array of ``grid.shape`` (small universes).

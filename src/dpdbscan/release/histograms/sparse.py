@@ -16,7 +16,7 @@ That is what is sampled here, exactly:
   (``DiscreteLaplace.sample_tail``).
 
 So the output has exactly the distribution of the naive histogram truncated
-below theta, and is epsilon-DP by post-processing (docs/privacy.md, 3.3). The
+below theta, and is epsilon-DP by post-processing (docs/privacy.md, 4.3). The
 paper's Binomial count followed by a uniform choice of that many empty cells
 gives the same law; the paper (Section 6) notes that an exact Binomial(M, p)
 sampler for huge M is an open problem in the word-RAM model, which the

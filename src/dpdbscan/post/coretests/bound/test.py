@@ -23,12 +23,18 @@ from ..base import (
     Figures,
     Namer,
     Spans,
+    Statistic,
+    Stored,
+    covers_words,
     no_guarantee,
     over_candidates,
+    plain_length,
     relaxed,
+    spans_on,
     union_note,
     union_void,
     union_words,
+    within_words,
 )
 from . import margins as bounds
 from .core import core_cells, sum_threshold
@@ -38,13 +44,13 @@ def bound_margins(
     kind: str, theta: float, noise: str, epsilon: float, layout: SubcellLayout, method: str, beta: float
 ) -> tuple[float, float]:
     """(Gamma_low, Gamma_up) from the public fields of a release: both bound
-    sums of ``layout.kappa`` per-cell errors with a union bound over every
+    sums of ``layout.kappa_q`` per-cell errors with a union bound over every
     (sub-)cell. Dense: both are the two-sided bound of the noise. Truncating
-    histograms (sparse, stability): the lower side adds kappa times the
+    histograms (sparse, stability): the lower side adds kappa_q times the
     truncation loss, the upper side bounds sums of max(Z, 0). ``epsilon`` is
     the epsilon the noise was drawn with (rounded down)."""
     theta = theta if kind != "dense" else 0.0
-    return bounds.margins(method, kind, noise, epsilon, layout.kappa, layout.n_events, beta, theta)
+    return bounds.margins(method, kind, noise, epsilon, layout.kappa_q, layout.n_events, beta, theta)
 
 
 class BoundTest(CoreTest):
@@ -92,20 +98,7 @@ class BoundTest(CoreTest):
             )
         thr = sum_threshold(spec.min_samples, gamma, spec.raise_min_samples, gamma_upper)
         keys, _ = core_cells(hist, thr, layout)
-        tau = bounds.tau(gamma, gamma_upper)
-        return Spans(
-            grid=layout.fine,
-            core_keys=keys,
-            labels=merge_cells(layout.fine, keys),
-            gamma=float(gamma),
-            gamma_upper=None if gamma_upper is None else float(gamma_upper),
-            tau=float(tau),
-            threshold=float(spec.min_samples + (tau if spec.raise_min_samples else 0.0)),
-            kappa=int(layout.kappa),
-            n_events=int(layout.n_events),
-            rho=layout.rho,
-            extra=None,
-        )
+        return _spans(layout, keys, merge_cells(layout.fine, keys), gamma, gamma_upper, spec)
 
     def spans_of(
         self, hist: NoisyHistogram, spec: SpanSpec, core_keys: np.ndarray, labels: np.ndarray
@@ -114,57 +107,22 @@ class BoundTest(CoreTest):
         gamma, gamma_upper = bound_margins(
             hist.kind, hist.theta, hist.noise, hist.scale, layout, str(spec.margin), spec.beta
         )
-        return self.restore(
-            hist.grid,
-            layout.fine,
-            core_keys,
-            labels,
-            hist.kind,
-            hist.noise,
-            hist.scale,
-            hist.theta,
-            spec,
-            gamma,
-            gamma_upper,
-        )
+        return _spans(layout, core_keys, labels, gamma, gamma_upper, spec)
 
-    def restore(
-        self,
-        hist_grid: Grid,
-        spans_grid: Grid,
-        core_keys: np.ndarray,
-        labels: np.ndarray,
-        kind: str,
-        noise: str,
-        scale: float,
-        theta: float,
-        spec: SpanSpec,
-        gamma: float,
-        gamma_upper: float | None,
-    ) -> Spans:
-        layout = SubcellLayout(hist_grid, spec.subcells)
+    def restore(self, stored: Stored, spec: SpanSpec) -> Spans:
+        layout = SubcellLayout(stored.grid, spec.subcells)
+        gamma, gamma_upper = stored.gamma, stored.gamma_upper
         if gamma_upper is not None:
             # both margins are a function of public values: they must be the
             # ones the spans were made with
-            want = bound_margins(kind, theta, noise, scale, layout, str(spec.margin), spec.beta)
+            want = bound_margins(
+                stored.kind, stored.theta, stored.noise, stored.scale, layout, str(spec.margin), spec.beta
+            )
             if not all(
                 math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) for a, b in zip((gamma, gamma_upper), want)
             ):
                 raise ValueError("gamma / gamma_upper are not the margins of the model's parameters")
-        tau = bounds.tau(gamma, gamma_upper)
-        return Spans(
-            grid=spans_grid,
-            core_keys=core_keys,
-            labels=labels,
-            gamma=float(gamma),
-            gamma_upper=gamma_upper,
-            tau=float(tau),
-            threshold=float(spec.min_samples + (tau if spec.raise_min_samples else 0.0)),
-            kappa=int(layout.kappa),
-            n_events=int(layout.n_events),
-            rho=layout.rho,
-            extra=None,
-        )
+        return _spans(layout, stored.core_keys, stored.labels, gamma, gamma_upper, spec, stored.spans_grid)
 
     def figures(
         self, grid: Grid, kind: str, noise: str, epsilon: float, theta: float, spec: SpanSpec
@@ -173,12 +131,32 @@ class BoundTest(CoreTest):
         gamma, gamma_upper = bound_margins(kind, theta, noise, epsilon, layout, str(spec.margin), spec.beta)
         return Figures(
             gamma=gamma,
-            noise_std=math.sqrt(noise_variance(noise, epsilon) * layout.kappa),
+            noise_std=math.sqrt(noise_variance(noise, epsilon) * layout.kappa_q),
             # the practical rule's threshold is MinPts + tau
             margin_value=bounds.tau(gamma, gamma_upper) if spec.raise_min_samples else 0.0,
-            terms=int(layout.kappa),
-            kappa=int(layout.kappa),
-            margin_text="tau = Gamma_low + Gamma_up",
+            terms=int(layout.kappa_q),
+            kappa_q=int(layout.kappa_q),
+            margin_text="how far the noisy upper bound may be off, both ways together "
+            "(tau = Gamma_low + Gamma_up)"
+            if spec.raise_min_samples
+            else "none: the theoretical rule compares the noisy upper bound with min_samples itself",
+        )
+
+    def statistic(
+        self, grid: Grid, kind: str, noise: str, scale: float, theta: float, spec: SpanSpec
+    ) -> Statistic:
+        """The noisy neighbour sum S(q) over NB(q) (weights 1; the largest
+        NB(q), kappa_q cells) against MinPts + Gamma_up (practical rule) or
+        MinPts - Gamma_low; no occupancy condition."""
+        layout = SubcellLayout(grid, spec.subcells)
+        gamma, gamma_upper = bound_margins(kind, theta, noise, scale, layout, str(spec.margin), spec.beta)
+        kappa_q = int(layout.kappa_q)
+        return Statistic(
+            weights=((1.0,) * kappa_q,),
+            own=(1.0,),
+            sums=(float(kappa_q),),
+            thresholds=(sum_threshold(spec.min_samples, gamma, spec.raise_min_samples, gamma_upper),),
+            occupancy=None,
         )
 
     def guarantee(self, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> dict:
@@ -187,7 +165,7 @@ class BoundTest(CoreTest):
         With probability >= 1 - beta every (alpha, MinPts')-cluster lies in one
         span and every span lies in the span of one (rho alpha, MinPts' - tau)
         cluster, where MinPts' = min_samples + tau with the practical rule and
-        min_samples with the theoretical one. ``kappa`` and ``n_events`` are the
+        min_samples with the theoretical one. ``kappa_q`` and ``n_events`` are the
         ones Gamma was computed with. A model saved before the upper margin was
         recorded (sparse and stability histograms) has no established guarantee.
         """
@@ -208,16 +186,8 @@ class BoundTest(CoreTest):
         elif probability is None:
             statement = union_void(candidates, spec.beta)
         else:
-            statement = (
-                f"with probability >= {probability:g}, every (alpha, MinPts = {upper:.1f})-cluster "
-                "lies in one span"
-                + (
-                    f", and every span lies in the span of one (rho alpha = {spans.rho:g} alpha, "
-                    f"MinPts = {lower:.1f})-cluster"
-                    if within is not None
-                    else "; " + no_guarantee(lower, "that spans stay within clusters")
-                )
-                + union_words(candidates, spec.beta)
+            statement = sandwich_sentence(probability, covers, within, lower, spans.rho) + union_words(
+                candidates, spec.beta
             )
         return {
             "core": self.name,
@@ -230,7 +200,7 @@ class BoundTest(CoreTest):
             "tau": tau,
             "beta": spec.beta,
             "gamma": spans.gamma,
-            "kappa": spans.kappa,
+            "kappa_q": spans.kappa_q,
             "n_events": spans.n_events,
             "n_cells": release.grid.n_cells,
             "theta": release.theta,
@@ -244,50 +214,93 @@ class BoundTest(CoreTest):
             "delta": release.delta,
         }
 
-    def threshold_text(self, threshold: float) -> str:
-        return f"UB~ >= {threshold:.1f}"
+    def threshold_text(self, threshold: float, core: str) -> str:
+        return (
+            f"a {core} is core when a noisy upper bound of its points within eps reaches "
+            f"{threshold:.1f} (threshold UB~ >= {threshold:.1f})"
+        )
 
     def margin_text(self, spans: Spans, spec: SpanSpec) -> str:
-        upper = (
-            ""
-            if spans.gamma_upper is None or spans.gamma_upper == spans.gamma
-            else f" (lower), {spans.gamma_upper:.2f} (upper)"
+        up = spans.gamma if spans.gamma_upper is None else spans.gamma_upper
+        symbols = (
+            f"Gamma={spans.gamma:.2f}"
+            if up == spans.gamma
+            else f"Gamma_low={spans.gamma:.2f}, Gamma_up={up:.2f}"
         )
-        return f"Gamma={spans.gamma:.2f}{upper} ({spec.margin})"
+        return (
+            f"with probability >= {1 - spec.beta:g} the noise of every upper bound stays within "
+            f"{spans.gamma:.2f} below and {up:.2f} above ({symbols}, the {spec.margin} rule)"
+        )
 
     def rule_text(self, spans: Spans, spec: SpanSpec) -> str:
-        return f"bound: UB~ >= {spans.threshold:.1f}" + (
-            " (MinPts + tau)" if spec.raise_min_samples else " (MinPts)"
+        what = "min_samples plus the additive error tau" if spec.raise_min_samples else "min_samples"
+        return (
+            f"bound (the paper's test): a cell is core when a noisy upper bound of its points within "
+            f"eps reaches {what}, {spans.threshold:.1f} (UB~ >= "
+            + ("MinPts + tau)" if spec.raise_min_samples else "MinPts)")
         )
 
     def tau_text(self, spans: Spans) -> str:
-        return f"{spans.tau:.2f} (= Gamma_low + Gamma_up)"
+        return (
+            f"{spans.tau:.2f} points: how far the noisy upper bound may be off, both ways together "
+            "(tau = Gamma_low + Gamma_up)"
+        )
 
     def guarantee_text(self, g: dict, spans: Spans, length: Callable[[float], str]) -> str:
         if g["probability"] is None:
             return g["statement"]
-        within, covers = g["within_clusters_at"], g["covers_clusters_at"]
-        text = (
-            f"with probability >= {g['probability']:g}: every ({length(covers['alpha'])}, "
-            f"{covers['min_samples']:.1f})-cluster lies in one span"
-        )
-        if within is None:
-            return (
-                text + f"; no guarantee that spans stay within clusters (MinPts - tau = "
-                f"{covers['min_samples'] - g['tau']:.1f} < 1: spans may lie in empty space)"
-            )
-        return (
-            text + f", and every span lies in the span of one ({length(within['alpha'])}, "
-            f"{within['min_samples']:.1f})-cluster"
+        lower = g["covers_clusters_at"]["min_samples"] - g["tau"]
+        return sandwich_sentence(
+            g["probability"], g["covers_clusters_at"], g["within_clusters_at"], lower, spans.rho, length
         )
 
-    def guarantee_line(self, g: dict, spans: Spans, candidates: int) -> str:
-        if g["within_clusters_at"] is None or g["probability"] is None:
-            return f"  guarantee: {g['statement']} (core test: bound)"
-        return (
-            f"  guarantee: (rho={spans.rho:g}, tau={g['tau']:.1f}) with probability "
-            f">= {g['probability']:g} (core test: bound{union_note(candidates)})"
-        )
+    def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
+        tau = "" if g["tau"] is None else f" (tau={g['tau']:.1f})"
+        text = self.guarantee_text(g, spans, length)
+        return f"  guarantee: {text}; core test: bound{tau}{union_note(candidates)}"
 
 
-__all__ = ["BoundTest", "bound_margins"]
+def sandwich_sentence(
+    probability: float,
+    covers: Mapping[str, float],
+    within: Mapping[str, float] | None,
+    lower: float,
+    rho: float,
+    length: Callable[[float], str] = plain_length,
+) -> str:
+    """The bound test's two-sided ("sandwich") guarantee in words: clusters
+    are found whole, and spans stay within clusters (or why they need not,
+    when MinPts - tau < 1)."""
+    head = f"with probability >= {probability:g}, both ways (the paper's sandwich): " + covers_words(
+        covers, length
+    )
+    if within is None:
+        return head + "; " + no_guarantee(lower, "that spans stay within clusters")
+    return head + ", and " + within_words(within, rho, length)
+
+
+def _spans(
+    layout: SubcellLayout,
+    keys: np.ndarray,
+    labels: np.ndarray,
+    gamma: float,
+    gamma_upper: float | None,
+    spec: SpanSpec,
+    grid: Grid | None = None,
+) -> Spans:
+    """The bound test's :class:`Spans`: tau and the threshold from the margins."""
+    tau = bounds.tau(gamma, gamma_upper)
+    return spans_on(
+        layout,
+        keys,
+        labels,
+        gamma=gamma,
+        gamma_upper=gamma_upper,
+        tau=tau,
+        threshold=spec.min_samples + (tau if spec.raise_min_samples else 0.0),
+        extra=None,
+        grid=grid,
+    )
+
+
+__all__ = ["BoundTest", "bound_margins", "sandwich_sentence"]

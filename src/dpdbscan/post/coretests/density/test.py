@@ -23,15 +23,20 @@ from ..base import (
     Figures,
     Namer,
     Spans,
+    Statistic,
+    Stored,
     no_guarantee,
     over_candidates,
+    plain_length,
     relaxed,
+    spans_on,
     union_note,
     union_void,
     union_words,
+    within_words,
 )
-from .core import MAX_KAPPA, density_field, utility_note
-from .margins import MARGINS, Margin, accuracy_margin, empty_truncation, margin
+from .core import MAX_KAPPA, OCCUPANCY, OCCUPANCY_SIGMAS, density_field, utility_note
+from .margins import MARGINS, Margin, accuracy_margin, empty_truncation, margin, noise_variance
 from .weights import BallWeights, ball_weights
 
 
@@ -92,32 +97,57 @@ def density_spans(hist: NoisyHistogram, spec: SpanSpec, core_keys: np.ndarray, l
     ``labels``, with the margin and guarantee of ``hist``'s own alpha and
     ``spec``: one place for what a density model reports, whether its cells
     come from :meth:`DensityTest.build` or from a ladder of parameters."""
-    layout = SubcellLayout(hist.grid, spec.subcells)
     gamma, extra = density_guarantee(hist.grid, hist.kind, hist.noise, hist.scale, hist.theta, spec)
-    return Spans(
-        grid=layout.fine,
-        core_keys=core_keys,
-        labels=labels,
+    return _spans(SubcellLayout(hist.grid, spec.subcells), core_keys, labels, gamma, extra, spec)
+
+
+def _spans(
+    layout: SubcellLayout,
+    keys: np.ndarray,
+    labels: np.ndarray,
+    gamma: float,
+    extra: dict,
+    spec: SpanSpec,
+    grid: Grid | None = None,
+) -> Spans:
+    """The density test's :class:`Spans`: no upper margin, the threshold on E~."""
+    return spans_on(
+        layout,
+        keys,
+        labels,
         gamma=gamma,
         gamma_upper=None,
         tau=None,
-        threshold=float(spec.min_samples + gamma),
-        kappa=int(layout.kappa),
-        n_events=int(layout.n_events),
-        rho=layout.rho,
+        threshold=spec.min_samples + gamma,
         extra=extra,
+        grid=grid,
     )
 
 
-def density_rule(rule: str | float) -> str:
-    """The density test's margin rule in words (summary, ``dpdbscan info``)."""
+def density_rule(rule: str | float, symbol: str = "") -> str:
+    """The density test's margin rule in words (summary, ``dpdbscan info``,
+    the forecast); ``symbol`` starts the closing bracket (e.g. the
+    forecast's "the largest m(q); ")."""
     if rule == "pointwise":
-        words = "pointwise Chernoff bound at beta"
+        words, name = "a Chernoff bound at beta for each sub-cell", "pointwise"
     elif rule == "chernoff":
-        words = "Chernoff bound, union over every sub-cell"
+        words, name = "a Chernoff bound over every sub-cell at once", "chernoff"
     else:
-        words = f"{rule} sigma"
-    return words + " with the empty-space guard"
+        c = float(rule)
+        words = f"{c:g} standard deviation{'' if c == 1 else 's'} of the estimate's noise"
+        name = f"{c:g} sigma"
+    return f"{words}, more where little was counted nearby ({symbol}margin={name} with the empty-space guard)"
+
+
+ONE_SIDED = "spans need not cover every cluster (one-sided)"
+
+
+def density_sentence(
+    probability: float, within: Mapping[str, float], rho: float, length: Callable[[float], str] = plain_length
+) -> str:
+    """The density test's guarantee in words (see :func:`within_words` for
+    what it says at MinPts = 1)."""
+    return f"with probability >= {probability:g}, {within_words(within, rho, length)}; {ONE_SIDED}"
 
 
 class DensityTest(CoreTest):
@@ -168,37 +198,21 @@ class DensityTest(CoreTest):
     ) -> Spans:
         return density_spans(hist, spec, core_keys, labels)
 
-    def restore(
-        self,
-        hist_grid: Grid,
-        spans_grid: Grid,
-        core_keys: np.ndarray,
-        labels: np.ndarray,
-        kind: str,
-        noise: str,
-        scale: float,
-        theta: float,
-        spec: SpanSpec,
-        gamma: float,
-        gamma_upper: float | None,
-    ) -> Spans:
+    def restore(self, stored: Stored, spec: SpanSpec) -> Spans:
         # the guarantee's numbers from public values: the margin must be the stored one
-        want, extra = density_guarantee(hist_grid, kind, noise, scale, theta, spec)
-        if not math.isclose(want, gamma, rel_tol=1e-6, abs_tol=1e-9):
-            raise ValueError(f"gamma={gamma:g} is not the margin {want:g} of its parameters")
-        layout = SubcellLayout(hist_grid, spec.subcells)
-        return Spans(
-            grid=spans_grid,
-            core_keys=core_keys,
-            labels=labels,
-            gamma=float(gamma),
-            gamma_upper=None,
-            tau=None,
-            threshold=float(spec.min_samples + gamma),
-            kappa=int(layout.kappa),
-            n_events=int(layout.n_events),
-            rho=layout.rho,
-            extra=extra,
+        want, extra = density_guarantee(
+            stored.grid, stored.kind, stored.noise, stored.scale, stored.theta, spec
+        )
+        if not math.isclose(want, stored.gamma, rel_tol=1e-6, abs_tol=1e-9):
+            raise ValueError(f"gamma={stored.gamma:g} is not the margin {want:g} of its parameters")
+        return _spans(
+            SubcellLayout(stored.grid, spec.subcells),
+            stored.core_keys,
+            stored.labels,
+            stored.gamma,
+            extra,
+            spec,
+            stored.spans_grid,
         )
 
     def figures(
@@ -211,8 +225,26 @@ class DensityTest(CoreTest):
             noise_std=float(m.sigma.max()),
             margin_value=gamma,
             terms=int(weights.offsets.shape[0]),
-            kappa=int(SubcellLayout(grid, spec.subcells).kappa),
-            margin_text="the largest m(q): 1 sigma, or the empty-space guard",
+            kappa_q=int(SubcellLayout(grid, spec.subcells).kappa_q),
+            margin_text=density_rule(spec.margin, "the largest m(q); "),
+        )
+
+    def statistic(
+        self, grid: Grid, kind: str, noise: str, scale: float, theta: float, spec: SpanSpec
+    ) -> Statistic:
+        """E~(q) = sum_Y W(q, Y) x~_Y against MinPts + m(q); the own cell must
+        also read as occupied (:func:`~.core.density_field`: above
+        ``OCCUPANCY_SIGMAS`` noise standard deviations, or at least
+        ``OCCUPANCY`` times the ball's mean count per cell)."""
+        weights, m = density_margin(grid, kind, noise, scale, theta, spec)
+        own = int(np.flatnonzero(~weights.offsets.any(axis=1))[0])
+        rows = tuple(tuple(sorted(float(x) for x in row[row > 0])) for row in weights.W)
+        return Statistic(
+            weights=rows,
+            own=tuple(float(x) for x in weights.W[:, own]),
+            sums=tuple(float(x) for x in weights.sums),
+            thresholds=tuple(float(spec.min_samples + v) for v in m.values),
+            occupancy=(OCCUPANCY_SIGMAS * math.sqrt(noise_variance(noise, scale)), OCCUPANCY),
         )
 
     def guarantee(self, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> dict:
@@ -231,11 +263,7 @@ class DensityTest(CoreTest):
         elif probability is None:
             statement = union_void(candidates, spec.beta)
         else:
-            statement = (
-                f"with probability >= {probability:g}, every span lies in the span of one "
-                f"(rho alpha = {spans.rho:g} alpha, MinPts = {m_star})-cluster of exact DBSCAN "
-                "(one-sided: no covering statement)" + union_words(candidates, spec.beta)
-            )
+            statement = density_sentence(probability, within, spans.rho) + union_words(candidates, spec.beta)
         return {
             "core": self.name,
             "rho": spans.rho,
@@ -244,7 +272,7 @@ class DensityTest(CoreTest):
             "gamma": spans.gamma,
             "gamma_upper": spans.gamma_upper,
             "margin": spec.margin,
-            "kappa": spans.kappa,
+            "kappa_q": spans.kappa_q,
             "n_events": spans.n_events,
             "n_cells": release.grid.n_cells,
             "theta": release.theta,
@@ -259,41 +287,42 @@ class DensityTest(CoreTest):
             "delta": release.delta,
         }
 
-    def threshold_text(self, threshold: float) -> str:
-        return f"E~ >= {threshold:.1f} (estimated eps-neighbourhood count)"
+    def threshold_text(self, threshold: float, core: str) -> str:
+        return (
+            f"with the noise margin a {core} needs an estimated {threshold:.1f} points or more "
+            f"within eps (threshold E~ >= {threshold:.1f})"
+        )
 
     def margin_text(self, spans: Spans, spec: SpanSpec) -> str:
-        return f"m(q) <= {spans.gamma:.2f} ({density_rule(spec.margin)})"
+        return (
+            f"at most {spans.gamma:.2f} points are added to min_samples so that noise alone rarely "
+            f"makes a place core (m(q) <= {spans.gamma:.2f}): {density_rule(spec.margin)}"
+        )
 
     def rule_text(self, spans: Spans, spec: SpanSpec) -> str:
         return (
-            f"density: estimated eps-neighbourhood count E~ >= MinPts + m(q), up to "
-            f"{spans.threshold:.1f} (margin: {density_rule(spec.margin)}), "
-            "in an occupied cell; spans join core centres within eps"
+            "density: a sub-cell is core when its estimated number of points within eps, from the "
+            "noisy counts of the cells around it, reaches min_samples plus a noise margin, at most "
+            f"{spans.threshold:.1f} points (E~ >= MinPts + m(q), m(q) <= {spans.gamma:.2f}), in a cell "
+            "the release shows as occupied; core sub-cells whose centres lie within eps of each other "
+            f"form one span. The margin is {density_rule(spec.margin)}"
         )
 
     def tau_text(self, spans: Spans) -> str:
-        return "none (the density test's guarantee is one-sided)"
+        return (
+            "none: the density test promises that spans stay within dense clusters, not that every "
+            "cluster is found (one-sided, no tau)"
+        )
 
     def guarantee_text(self, g: dict, spans: Spans, length: Callable[[float], str]) -> str:
         within = g["within_clusters_at"]
         if g["probability"] is None or within is None:
             return g["statement"]
-        return (
-            f"with probability >= {g['probability']:g}: every span lies in the span of one "
-            f"({length(within['alpha'])}, {within['min_samples']})-cluster (one-sided: no "
-            "span reaches beyond the clusters; no covering statement)"
-        )
+        return density_sentence(g["probability"], within, spans.rho, length)
 
-    def guarantee_line(self, g: dict, spans: Spans, candidates: int) -> str:
-        within = g["within_clusters_at"]
-        if within is None or g["probability"] is None:
-            return f"  guarantee: {g['statement']} (core test: density)"
-        return (
-            f"  guarantee: every span within one (rho={spans.rho:g}, "
-            f"MinPts={within['min_samples']})-cluster with probability "
-            f">= {g['probability']:g} (one-sided; core test: density{union_note(candidates)})"
-        )
+    def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
+        text = self.guarantee_text(g, spans, length)
+        return f"  guarantee: {text}; core test: density{union_note(candidates)}"
 
     def ladder(
         self, hist: NoisyHistogram, spec: SpanSpec, alphas: Sequence[float], min_samples: Sequence[int]
@@ -336,4 +365,11 @@ class DensityTest(CoreTest):
         )
 
 
-__all__ = ["DensityTest", "density_guarantee", "density_margin", "density_spans", "density_rule"]
+__all__ = [
+    "DensityTest",
+    "density_guarantee",
+    "density_margin",
+    "density_spans",
+    "density_rule",
+    "density_sentence",
+]

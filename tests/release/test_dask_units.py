@@ -1,0 +1,409 @@
+"""Person-level counts on Dask (issue 20, item 4) against the in-memory reference.
+
+The contract (``UnitBackend``): ``DaskBackend.count_units(grid, X, units,
+bound, key)`` equals ``bounding.count_units`` on the same rows with the same
+key. The backend reduces each partition to its (unit, cell) pairs, shuffles
+them by unit and bounds each unit where all its pairs are; the rows of every
+unit here are spread over all the input partitions, so a unit bounded per
+input partition, or split over two shuffled ones, would keep up to
+``partitions x k`` cells and change the counts. Hence: the same release as
+in memory for the same seed.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+pytest.importorskip("pyarrow")
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+import distributed  # noqa: E402
+import pandas as pd  # noqa: E402
+from test_dask import EPS, client, cluster, grid  # noqa: E402, F401  (a LocalCluster, the grid)
+
+from dpdbscan import DPDBSCAN, Grid  # noqa: E402
+from dpdbscan.release.backends import NumpyBackend  # noqa: E402
+from dpdbscan.release.backends.dask_backend import DaskBackend, unit_array  # noqa: E402
+from dpdbscan.release.bounding import BoundingKey, count_units, count_units_choosing, unit_words  # noqa: E402
+from dpdbscan.release.samplers.integers import SeededSource  # noqa: E402
+from dpdbscan.spec.specs import UnitBound  # noqa: E402
+
+BOUNDS = ([0.0, 0.0], [10.0, 10.0])
+BOUND = UnitBound(max_cells_per_unit=5, max_points_per_cell=2)
+N_UNITS = 400
+SECRET = "bob@example.com"
+
+
+def make_data(n=30_000, seed=0):
+    """``(X, ids)``: 400 units, each around 3 homes of its own near one of
+    three centres (so it occupies many cells, more than k), rows in random
+    order; some rows have a NaN coordinate or fall outside the box."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, N_UNITS, n)
+    centres = np.array([[2.5, 2.5], [7.0, 3.0], [5.0, 7.5]])
+    homes = centres[rng.integers(0, 3, (N_UNITS, 3))] + rng.normal(scale=0.6, size=(N_UNITS, 3, 2))
+    X = homes[ids, rng.integers(0, 3, n)] + rng.normal(scale=0.3, size=(n, 2))
+    X[: n // 20] = rng.uniform(-1, 11, size=(n // 20, 2))
+    X[5::211, 0] = np.nan
+    return X, ids
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_data()
+
+
+@pytest.fixture(scope="module")
+def key():
+    return BoundingKey.draw(SeededSource(7))
+
+
+def unit_values(ids, kind):
+    """The units in memory: ints (some negative, one beyond 2**32), text, or
+    floats with NaN for missing (and -0.0 and 0.0, one unit)."""
+    if kind == "int":
+        return ids.astype(np.int64) * 7_919_000_003 - 10**9
+    if kind == "text":
+        out = np.array([f"cab-{i:03d}-é" for i in ids], dtype=object)
+        out[3::173] = None  # missing: the row is dropped
+        return out
+    out = ids.astype(np.float64) - 7.0
+    out[out == 0.0] = -0.0
+    out[(ids == 7) & (np.arange(ids.size) % 2 == 0)] = 0.0
+    out[3::173] = np.nan
+    return out
+
+
+def table(X, units):
+    return pd.DataFrame({"x": X[:, 0], "y": X[:, 1], "unit": units})
+
+
+def write_parquet(df, directory, parts=5):
+    directory.mkdir()
+    for i, chunk in enumerate(np.array_split(np.arange(len(df)), parts)):
+        df.iloc[chunk].to_parquet(directory / f"part-{i}.parquet", index=False)
+    return directory
+
+
+def write_csv(df, directory, parts=3):
+    directory.mkdir()
+    for i, chunk in enumerate(np.array_split(np.arange(len(df)), parts)):
+        df.iloc[chunk].to_csv(directory / f"part-{i}.csv", index=False, float_format="%.17g")
+    return directory / "*.csv"
+
+
+def source_of(kind, where, df, tmp_path):
+    if where == "parquet":
+        return str(write_parquet(df, tmp_path / "pq"))
+    if where == "csv":
+        return write_csv(df, tmp_path / "csv").as_posix()
+    return dd.from_pandas(df, npartitions=6)
+
+
+def assert_same_counts(got, want):
+    assert got.keys.dtype == want[0].dtype and got.counts.dtype == np.int64
+    np.testing.assert_array_equal(got.keys, want[0])
+    np.testing.assert_array_equal(got.counts, want[1])
+
+
+# ---------------------------------------------------------------- counts
+def test_the_data_makes_bounding_bite(grid, data, key):
+    """Units occupy more than k cells and put more than m points in some, so
+    the bound changes the counts (else equality below proves little)."""
+    X, ids = data
+    bounded = count_units(grid, X, ids, BOUND, key)
+    plain = NumpyBackend().count(grid, X)
+    assert bounded[1].sum() < plain.counts.sum() / 3
+    big = count_units(grid, X, ids, UnitBound(10_000, 10_000), key)
+    np.testing.assert_array_equal(big[1], plain.counts)
+
+
+@pytest.mark.parametrize("kind, where", [(k, w) for w in ["parquet", "dask_dataframe"]
+                                         for k in ["int", "text", "float"]] + [("text", "csv")])
+def test_count_units_equals_in_memory(client, grid, data, key, tmp_path, kind, where):
+    X, ids = data
+    units = unit_values(ids, kind)
+    want = count_units(grid, X, units, BOUND, key)
+    backend = DaskBackend(client=client, header=True if where == "csv" else None)
+    got = backend.count_units(grid, source_of(kind, where, table(X, units), tmp_path), "unit", BOUND, key)
+    assert_same_counts(got, want)
+    n_missing = int(pd.isna(units).sum())
+    assert backend.input_counts.rows == len(X)
+    # rows whose unit is missing but whose coordinates are numbers
+    assert backend.input_counts.missing_unit == n_missing
+    assert kind == "int" or n_missing > 100
+
+
+def test_csv_units_are_their_text(client, grid, data, key, tmp_path):
+    """Integer ids in a CSV file are read as text: the same units, the same
+    counts as the text ids in memory."""
+    X, ids = data
+    units = unit_values(ids, "int")
+    want = count_units(grid, X, units.astype(str), BOUND, key)
+    path = write_csv(table(X, units), tmp_path / "csv")
+    got = DaskBackend(client=client, header=True).count_units(grid, path.as_posix(), "unit", BOUND, key)
+    assert_same_counts(got, want)
+
+
+def test_dask_array_with_an_array_of_units(client, grid, data, key):
+    X, ids = data
+    units = unit_values(ids, "text")
+    want = count_units(grid, X, units, BOUND, key)
+    backend = DaskBackend(client=client)
+    arr = da.from_array(X, chunks=(7_001, 1))  # the feature axis is split too
+    assert_same_counts(backend.count_units(grid, arr, units, BOUND, key), want)
+    ints = unit_values(ids, "int")
+    want = count_units(grid, X, ints, BOUND, key)
+    got = backend.count_units(grid, arr, da.from_array(ints, chunks=5_000), BOUND, key)
+    assert_same_counts(got, want)
+
+
+def test_in_memory_input_is_bounded_on_the_driver(grid, data, key):
+    X, ids = data
+    units = unit_values(ids, "text")
+    want = count_units(grid, X, units, BOUND, key)
+    backend = DaskBackend(client=None)  # no cluster needed for driver-side data
+    assert_same_counts(backend.count_units(grid, X, units, BOUND, key), want)
+    assert_same_counts(backend.count_units(grid, table(X, units), "unit", BOUND, key), want)
+    choice = Choose()
+    assert_same_counts(backend.count_units_choosing(grid, X, units, choice, key),
+                       count_units_choosing(grid, X, units, Choose(), key))
+    assert len(choice.seen) == 1
+    with pytest.raises(ValueError, match="names a column, but X is an array"):
+        backend.count_units(grid, X, "unit", BOUND, key)
+
+
+def test_wide_keys(client, key):
+    """A grid too fine for int64 keys: the packed keys cross the shuffle bit for bit."""
+    wide = Grid(np.zeros(3), np.ones(3), 1e-6)
+    assert wide.wide
+    rng = np.random.default_rng(1)
+    X = np.vstack([0.5 + 4e-6 * rng.random((8_000, 3)), rng.random((80, 3))])
+    X[::97, 2] = np.nan
+    ids = rng.integers(0, 50, len(X))
+    want = count_units(wide, X, ids, BOUND, key)
+    assert want[1].max() > 1 and want[1].sum() < np.isfinite(X).all(axis=1).sum()
+    ddf = dd.from_pandas(pd.DataFrame(X, columns=["a", "b", "c"]).assign(u=ids), npartitions=4)
+    got = DaskBackend(client=client, split_every=2).count_units(wide, ddf, "u", BOUND, key)
+    assert_same_counts(got, want)
+
+
+def test_the_shuffle_runs_on_the_workers(client, grid, data, key):
+    """P2P, on the cluster, whatever dask's default: without a default client
+    (the backend's is not one) dask would shuffle through a directory on the
+    driver's machine, which the workers of a multi-machine cluster do not share."""
+    X, ids = data
+    ddf = dd.from_pandas(table(X, ids), npartitions=3)
+    with dask.config.set({"dataframe.shuffle.method": "disk"}), \
+            distributed.get_task_stream(client=client) as stream:
+        DaskBackend(client=client).count_units(grid, ddf, "unit", BOUND, key)
+    names = {str(t["key"][0] if isinstance(t["key"], tuple) else t["key"]) for t in stream.data}
+    assert any(n.startswith("shuffle-transfer") for n in names), sorted(names)[:20]
+
+
+def test_standard_error_stays_quiet(grid, data, key):
+    """The backend's own (thread) cluster runs its scheduler in this process:
+    distributed's warnings that a shuffle started and ended would reach
+    standard error, which holds the private notes only. (Recorded by a
+    handler on distributed's logger: its stream handler writes to the
+    standard error of the moment it was made, which pytest cannot capture.)"""
+    records: list[str] = []
+
+    class Record(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    logger = logging.getLogger("distributed.shuffle._scheduler_plugin")
+    handler = Record(level=logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        X, ids = data
+        with DaskBackend() as backend:
+            backend.count_units(grid, dd.from_pandas(table(X, ids), npartitions=3), "unit", BOUND, key)
+    finally:
+        logger.removeHandler(handler)
+    assert not [r for r in records if r.startswith("Shuffle")], records
+
+
+def test_partitions_without_points(client, grid, key):
+    df = pd.DataFrame({"x": np.full(50, np.nan), "y": 1.0, "unit": np.arange(50)})
+    got = DaskBackend(client=client).count_units(grid, dd.from_pandas(df, npartitions=3), "unit", BOUND, key)
+    assert len(got) == 0 and got.keys.dtype == np.int64
+
+
+class Choose:
+    """A stand-in for the private choice of k: records what it was shown
+    and picks k from it (the median number of cells per unit)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, cells):
+        self.seen.append(np.sort(np.asarray(cells)))
+        return UnitBound(max(1, int(np.median(cells))) if len(cells) else 1, 2)
+
+
+@pytest.mark.parametrize("where", ["parquet", "csv"])
+def test_count_units_choosing_equals_in_memory(client, grid, data, key, tmp_path, where):
+    X, ids = data
+    units = unit_values(ids, "text")
+    want_choice, got_choice = Choose(), Choose()
+    want = count_units_choosing(grid, X, units, want_choice, key)
+    backend = DaskBackend(client=client, header=True if where == "csv" else None)
+    source = source_of("text", where, table(X, units), tmp_path)
+    got = backend.count_units_choosing(grid, source, "unit", got_choice, key)
+    assert len(got_choice.seen) == 1  # the choice is made once
+    np.testing.assert_array_equal(got_choice.seen[0], want_choice.seen[0])
+    assert got_choice.seen[0].size == N_UNITS and np.median(got_choice.seen[0]) > 5
+    assert_same_counts(got, want)
+    assert backend.input_counts.rows == len(X)
+
+
+def test_count_units_choosing_without_rows(client, grid, key):
+    choice = Choose()
+    ddf = dd.from_pandas(pd.DataFrame({"x": [np.nan] * 4, "y": 1.0, "unit": np.arange(4)}), npartitions=2)
+    got = DaskBackend(client=client).count_units_choosing(grid, ddf, "unit", choice, key)
+    assert len(got) == 0 and len(choice.seen) == 1 and choice.seen[0].size == 0
+
+
+def test_unit_array_keeps_the_in_memory_words(key):
+    """The shuffled values of a unit have the in-memory unit's word: the
+    same priorities, the same cells kept."""
+    cases = [
+        (np.array([0, 2**64 - 1, 2**63], dtype=np.uint64), "int"),
+        (np.array([True, False]), "int"),
+        (np.array([-3, 5], dtype=np.int8), "int"),
+        (np.array([-0.0, 1.5], dtype=np.float32), "float"),
+        (np.array(["a", "é", ""], dtype=object), "text"),
+        (np.array([b"\xff\x00", b"a"], dtype=object), "text"),
+        (np.array([1, "1", 2.5], dtype=object), "text"),  # not all text: by str
+    ]
+    for values, kind in cases:
+        shuffled = unit_array(values, kind).to_numpy(zero_copy_only=False)
+        np.testing.assert_array_equal(unit_words(shuffled, key), unit_words(values, key))
+
+
+# ---------------------------------------------------------- same release
+def fit(X, units, backend, **kw):
+    params = dict(eps=EPS, min_samples=10, epsilon=2.0, delta=1e-6, bounds=BOUNDS, random_state=0,
+                  noise="gaussian", max_cells_per_unit=BOUND.max_cells_per_unit,
+                  max_points_per_cell=BOUND.max_points_per_cell, backend=backend)
+    est = DPDBSCAN(**{**params, **kw})
+    return est.fit(X, units=units)
+
+
+def assert_same_release(got, want):
+    assert want.spans_.core_keys.size > 0, "a release with no core cells proves little"
+    hg, hw = got.histogram_, want.histogram_
+    assert hg.kind == hw.kind
+    np.testing.assert_array_equal(hg.values, hw.values)
+    if hw.keys is not None:
+        np.testing.assert_array_equal(hg.keys, hw.keys)
+    np.testing.assert_array_equal(got.spans_.core_keys, want.spans_.core_keys)
+    np.testing.assert_array_equal(got.spans_.labels, want.spans_.labels)
+    assert got.gamma_ == want.gamma_
+
+
+@pytest.mark.parametrize("histogram", ["dense", "sparse"])
+@pytest.mark.parametrize("kind, where", [("int", "parquet"), ("text", "parquet"), ("text", "csv"),
+                                         ("int", "dask_dataframe")])
+def test_same_release_as_in_memory(client, data, tmp_path, kind, where, histogram):
+    X, ids = data
+    units = unit_values(ids, kind)
+    want = fit(X, units, "numpy", histogram=histogram)
+    source = source_of(kind, where, table(X, units), tmp_path)
+    backend = DaskBackend(client=client, header=True if where == "csv" else None)
+    got = fit(source, "unit", backend, histogram=histogram)
+    assert_same_release(got, want)
+
+
+def test_same_release_with_k_chosen_privately(client, data, tmp_path):
+    """max_cells_per_unit="auto": the same k chosen, the same release."""
+    X, ids = data
+    units = unit_values(ids, "int")
+    want = fit(X, units, "numpy", max_cells_per_unit="auto")
+    got = fit(str(write_parquet(table(X, units), tmp_path / "pq")), "unit",
+              DaskBackend(client=client), max_cells_per_unit="auto")
+    assert want.spans_.release.unit_choice is not None
+    assert got.spans_.release.units == want.spans_.release.units
+    assert_same_release(got, want)
+
+
+# ----------------------------------------------------------------- columns
+def test_unit_column_is_not_a_coordinate(client, grid, data, key, tmp_path):
+    X, ids = data
+    units = unit_values(ids, "int")  # numeric: the default columns would take it
+    path = str(write_parquet(table(X, units), tmp_path / "pq"))
+    backend = DaskBackend(client=client)
+    assert backend.n_features(path) == 3 and backend.n_features(path, unit="unit") == 2
+    assert_same_counts(backend.count_units(grid, path, "unit", BOUND, key),
+                       count_units(grid, X, units, BOUND, key))
+    with pytest.raises(ValueError, match="the unit column 'unit' is also in columns"):
+        DaskBackend(client=client, columns=["x", "unit"]).count_units(grid, path, "unit", BOUND, key)
+    with pytest.raises(ValueError, match="no unit column 'cab'"):
+        backend.count_units(grid, path, "cab", BOUND, key)
+    with pytest.raises(TypeError, match="units must be the name of the unit column"):
+        backend.count_units(grid, path, units, BOUND, key)
+
+
+def test_csv_unit_column_by_header(client, grid, data, key, tmp_path):
+    X, ids = data
+    units = unit_values(ids, "text")
+    path = write_csv(table(X, units)[["unit", "x", "y"]], tmp_path / "csv").as_posix()
+    with pytest.raises(ValueError, match="the unit column 'unit' is also a coordinate column"):
+        DaskBackend(client=client, columns=["unit", "x"]).count_units(grid, path, "unit", BOUND, key)
+    with pytest.raises(ValueError, match="no unit column 'cab'"):
+        DaskBackend(client=client, header=True).count_units(grid, path, "cab", BOUND, key)
+    backend = DaskBackend(client=client, header=True)
+    assert backend.n_features(path, unit="unit") == 2
+    assert_same_counts(backend.count_units(grid, path, "unit", BOUND, key),
+                       count_units(grid, X, units, BOUND, key))
+
+
+def test_a_unit_type_that_is_not_an_id_is_refused(client, grid, data, key):
+    X, ids = data
+    df = table(X, pd.Timestamp("2020-01-01") + pd.to_timedelta(ids, unit="s"))
+    with pytest.raises(TypeError, match=r"the unit column 'unit' has type datetime64\[.*\]; units must be"):
+        DaskBackend(client=client).count_units(grid, dd.from_pandas(df, npartitions=2), "unit", BOUND, key)
+
+
+# -------------------------------------------- one record at a time, quietly
+def test_bad_rows_are_dropped_and_no_unit_is_quoted(client, grid, data, key, tmp_path, capfd, caplog):
+    """A row whose unit is missing, whose coordinate is text or whose line is
+    malformed is dropped alone; nothing printed or logged quotes a unit."""
+    X, ids = data
+    units = np.array([f"{SECRET}-{i}" for i in ids], dtype=object)
+    lines = ["x,y,unit"] + [f"{a:.17g},{b:.17g},{u}" for (a, b), u in zip(X, units)]
+    lines[101] = f"0.5,{SECRET},{units[100]}"  # unparseable coordinate
+    lines[201] = f"0.5,0.5,{units[200]},extra"  # malformed
+    lines[301] = "0.5,0.5,"  # missing unit
+    path = tmp_path / "p.csv"
+    path.write_text("\n".join(lines) + "\n")
+    keep = np.setdiff1d(np.arange(len(X)), [100, 200, 300])
+    want = count_units(grid, X[keep], units[keep], BOUND, key)
+    backend = DaskBackend(client=client, header=True, blocksize=100_000)
+    assert_same_counts(backend.count_units(grid, str(path), "unit", BOUND, key), want)
+    c = backend.input_counts
+    assert (c.rows, c.unparseable, c.malformed, c.missing_unit) == (len(X), 1, 1, 1)
+    out, err = capfd.readouterr()
+    assert SECRET not in out + err + caplog.text
+
+
+def test_a_lost_partition_is_refused(client, grid, data, key, monkeypatch):
+    """A reduce that merged fewer shuffled partitions than there are is
+    refused, not released."""
+    original = DaskBackend._tree
+
+    def lossy(self, tasks, merge):
+        return original(self, tasks[1:] if len(tasks) > 1 else tasks, merge)
+
+    monkeypatch.setattr(DaskBackend, "_tree", lossy)
+    X, ids = data
+    ddf = dd.from_pandas(table(X, ids), npartitions=4)
+    with pytest.raises(RuntimeError, match="merged 3 partition result.*for 4 partition"):
+        DaskBackend(client=client).count_units(grid, ddf, "unit", BOUND, key)
