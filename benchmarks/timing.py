@@ -70,13 +70,20 @@ def table_head(*cells: str) -> list[str]:
 
 
 def comparison_args(
-    doc: str | None, sets: str, repeats: int, argv: Sequence[str] | None
+    doc: str | None,
+    sets: str,
+    repeats: int,
+    argv: Sequence[str] | None,
+    more: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> argparse.Namespace:
     """``--sets`` (of benchmarks.bench_data) and ``--repeats`` of a timed
-    comparison; the library's notes on small data are silenced (not timed)."""
+    comparison, and the options ``more`` adds; the library's notes on small
+    data are silenced (not timed)."""
     ap = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     ap.add_argument("--sets", default=sets)
     ap.add_argument("--repeats", type=int, default=repeats)
+    if more is not None:
+        more(ap)
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     return args

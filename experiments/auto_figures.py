@@ -1,7 +1,7 @@
 """The automatic mode's spans on Cabs beside a fixed-parameter fit: one
 figure of two panels, each over its own release's noisy histogram.
 
-    python -m experiments.auto_figures --out docs/images/cabs_auto.png
+    python -m experiments.auto_figures --out docs/images/cabs_auto.png [--selection flat]
 
 Secure noise (a fresh draw each run). Needs the Cabs file of the shared data
 folder (experiments/data.py).
@@ -26,6 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = options.parser(__doc__)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--dpi", type=int, default=70)
+    ap.add_argument("--selection", choices=("levels", "flat"), default="levels")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     ds = datasets.load("cabs")
@@ -37,7 +38,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     fixed = DPDBSCAN(ds.alpha, min_samples=ds.min_samples, epsilon=1.0, bounds=ds.bounds).fit(ds.X).spans_
     t1 = time.perf_counter()
-    auto = DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=ds.bounds).fit(ds.X).spans_
+    auto = (
+        DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=ds.bounds, selection=args.selection)
+        .fit(ds.X)
+        .spans_
+    )
     t2 = time.perf_counter()
     for m in (fixed, auto):
         m.metadata.update(meta)
@@ -58,8 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     fig.savefig(args.out, dpi=args.dpi)
     print(
         f"fixed ({ds.alpha:g} km, {ds.min_samples}): {fixed.n_spans} spans, {t1 - t0:.2f} s; "
-        f"auto chose ({auto.grid.alpha:.4g} km, {auto.min_samples}) from a release at "
-        f"{auto.auto['base_eps']:.4g} km: {auto.n_spans} spans, {t2 - t1:.2f} s; wrote {args.out}"
+        f"auto ({args.selection}) chose ({auto.grid.alpha:.4g} km, {auto.spec.min_samples}) from a "
+        f"release at {auto.auto['base_eps']:.4g} km: {auto.n_spans} spans, {t2 - t1:.2f} s; wrote {args.out}"
     )
     return 0
 

@@ -1,8 +1,10 @@
 """The automatic mode on labelled data: ``DPDBSCAN(eps="auto",
 min_samples="auto", epsilon=1, bounds=...)`` given only the public bounds and
-epsilon, beside the library's defaults at each set's hand-picked (alpha,
-MinPts) and DP-KMeans given the true k (ARI of predict labels, noise its own
-class, seeds 0-4). The numbers are in docs/parameters.md.
+epsilon, with its default ``selection="levels"`` (each cluster at its own
+MinPts) and, from the same release (the same seed), the flat cut
+(``selection="flat"``), beside the library's defaults at each set's
+hand-picked (alpha, MinPts) and DP-KMeans given the true k (ARI of predict
+labels, noise its own class, seeds 0-4). The numbers are in docs/parameters.md.
 
     python -m experiments.auto_mode                  # the dev suite
     python -m experiments.auto_mode --suite paper    # the paper's six sets (held out)
@@ -57,28 +59,43 @@ def evaluate(
     epsilon: float | dict[str, float] = 1.0,
     kmeans: bool = True,
     guess_n: bool = False,
+    flat: bool = True,
 ) -> list[dict]:
-    """One row per set: ARI of the automatic mode, of the hand-picked fit and
-    of DP-KMeans per seed, and what the automatic mode chose. ``epsilon`` is
-    one budget or one per set name (the generalization cases have their own)."""
+    """One row per set: ARI of the automatic mode (``auto``: its default
+    selection; ``flat``: the flat cut of the same release, when ``flat``), of
+    the hand-picked fit and of DP-KMeans per seed, and what the automatic
+    mode chose. ``epsilon`` is one budget or one per set name (the
+    generalization cases have their own)."""
     rows = []
     for ds in sets:
         y = ds.labels
-        r: dict[str, list[Any]] = {"auto": [], "fixed": [], "kmeans": [], "chosen": [], "seconds": []}
+        r: dict[str, list[Any]] = {
+            "auto": [],
+            "flat": [],
+            "fixed": [],
+            "kmeans": [],
+            "chosen": [],
+            "seconds": [],
+        }
         eps = epsilon[ds.name] if isinstance(epsilon, dict) else epsilon
         for seed in seeds:
             extra = {"n_expected": float(ds.X.shape[0])} if guess_n else {}
             model, sec = auto_fit(ds, seed, eps, **extra)
             r["auto"].append(scores(y, model.predict(ds.X))["ARI"])
-            r["chosen"].append((model.grid.alpha, model.spec.min_samples, model.n_spans))
+            r["chosen"].append((model.grid.alpha, chosen_min_samples(model), model.n_spans))
             r["seconds"].append(sec)
+            if flat:
+                cut, _ = auto_fit(ds, seed, eps, selection="flat", **extra)
+                r["flat"].append(scores(y, cut.predict(ds.X))["ARI"])
             r["fixed"].append(scores(y, fixed_fit(ds, seed, eps).predict(ds.X))["ARI"])
             if kmeans:
                 lab = baselines.dp_kmeans(ds.X, ds.k, ds.bounds, eps, seed).labels_
                 r["kmeans"].append(scores(y, lab)["ARI"])
         rows.append({"name": ds.name, **r})
         print(
-            f"  {ds.name}: auto {np.mean(r['auto']):.3f}, hand-picked {np.mean(r['fixed']):.3f}"
+            f"  {ds.name}: auto {np.mean(r['auto']):.3f}"
+            + (f", flat cut {np.mean(r['flat']):.3f}" if flat else "")
+            + f", hand-picked {np.mean(r['fixed']):.3f}"
             + (f", DP-KMeans {np.mean(r['kmeans']):.3f}" if kmeans else ""),
             file=sys.stderr,
             flush=True,
@@ -86,12 +103,22 @@ def evaluate(
     return rows
 
 
+def chosen_min_samples(model: SpanModel) -> str:
+    """The MinPts the automatic mode chose: one, or the range of a level selection's."""
+    ms = sorted({int(lv["min_samples"]) for lv in (model.auto or {}).get("levels") or []})
+    if len(ms) > 1:
+        return f"{ms[0]}..{ms[-1]}"
+    return str(ms[0] if ms else model.spec.min_samples)
+
+
 def markdown(rows: list[dict], sets: Sequence[Any]) -> str:
     hand = {ds.name: (ds.alpha, ds.min_samples) for ds in sets}
+    flat = bool(rows and rows[0].get("flat"))
     out = [
-        "| set | auto ARI | chosen (alpha, MinPts), spans (seed 0) | hand-picked ARI "
-        "(alpha, MinPts) | DP-KMeans (true k) | auto >= DP-KMeans | auto s |",
-        "|---|---|---|---|---|---|---|",
+        "| set | auto ARI | chosen (alpha, MinPts), spans (seed 0) | "
+        + ("flat cut ARI | " if flat else "")
+        + "hand-picked ARI (alpha, MinPts) | DP-KMeans (true k) | auto >= DP-KMeans | auto s |",
+        "|---|---|---|---|---|---|---|" + ("---|" if flat else ""),
     ]
     wins = 0
     for r in rows:
@@ -101,8 +128,9 @@ def markdown(rows: list[dict], sets: Sequence[Any]) -> str:
         wins += bool(win)
         al, m, n = r["chosen"][0]
         ha, hm = hand[r["name"]]
+        cut = f"{np.mean(r['flat']):.3f} ± {np.std(r['flat']):.3f} | " if flat else ""
         out.append(
-            f"| {r['name']} | {a:.3f} ± {np.std(r['auto']):.3f} | ({al:.4g}, {m}), {n} | "
+            f"| {r['name']} | {a:.3f} ± {np.std(r['auto']):.3f} | ({al:.4g}, {m}), {n} | {cut}"
             f"{f:.3f} ({ha:.4g}, {hm}) | {k:.3f} | {'yes' if win else 'no'} | "
             f"{np.median(r['seconds']):.2f} |"
         )
@@ -111,8 +139,9 @@ def markdown(rows: list[dict], sets: Sequence[Any]) -> str:
         return float(np.mean([np.mean(r[key]) for r in rows]))
 
     km = mean("kmeans") if rows[0]["kmeans"] else float("nan")
+    cut = f"**{mean('flat'):.3f}** | " if flat else ""
     out.append(
-        f"| mean | **{mean('auto'):.3f}** | | **{mean('fixed'):.3f}** | **{km:.3f}** | "
+        f"| mean | **{mean('auto'):.3f}** | | {cut}**{mean('fixed'):.3f}** | **{km:.3f}** | "
         f"{wins} of {len(rows)} | |"
     )
     return "\n".join(out)
@@ -147,6 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--no-kmeans", action="store_true")
     ap.add_argument(
+        "--no-flat", action="store_true", help="skip the flat cut (selection='flat') of the same release"
+    )
+    ap.add_argument(
         "--guess-n", action="store_true", help="pass the set's size as the user's public guess n_expected"
     )
     args = ap.parse_args(argv)
@@ -155,7 +187,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     with auto_points_per_cell(args.points_per_cell) if args.points_per_cell else contextlib.nullcontext():
         rows = evaluate(
-            sets, options.seed_range(args.seeds), epsilon, kmeans=not args.no_kmeans, guess_n=args.guess_n
+            sets,
+            options.seed_range(args.seeds),
+            epsilon,
+            kmeans=not args.no_kmeans,
+            guess_n=args.guess_n,
+            flat=not args.no_flat,
         )
     print(
         f"automatic mode, {args.suite} sets, epsilon = {args.epsilon:g}, seeds {args.seeds}, "

@@ -9,6 +9,18 @@ from typing import Any
 from experiments import auto_mode, reparam_accuracy
 
 
+def test_auto_mode_table_with_the_flat_cut():
+    keys = ("name", "auto", "flat", "fixed", "kmeans", "chosen", "seconds")
+    rows: list[dict[str, Any]] = [
+        dict(
+            zip(keys, ("a", [0.9, 0.7], [0.6, 0.4], [1.0, 1.0], [0.5, 0.5], [(0.1, "20..40", 2)], [0.5, 0.7]))
+        ),
+    ]
+    text = auto_mode.markdown(rows, [SimpleNamespace(name="a", alpha=0.12, min_samples=20)])
+    assert "| a | 0.800 ± 0.100 | (0.1, 20..40), 2 | 0.500 ± 0.100 | 1.000 (0.12, 20) |" in text
+    assert "| mean | **0.800** | | **0.500** | **1.000** |" in text
+
+
 def test_auto_mode_table():
     keys = ("name", "auto", "fixed", "kmeans", "chosen", "seconds")
     rows: list[dict[str, Any]] = [

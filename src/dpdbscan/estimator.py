@@ -48,6 +48,13 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     min_samples : int or "auto", default=5
         The user's non-private MinPts (a point counts itself, as in
         scikit-learn). "auto": chosen from the release (with ``eps``).
+    selection : {"levels", "flat"}, default="levels"
+        With ``min_samples="auto"``: "levels" takes each cluster at its own
+        level of the release's density tree (its own MinPts, at one chosen
+        eps; HDBSCAN's excess of mass), "flat" one (eps, MinPts) for all.
+        Post-processing of the same release: no extra budget. The model
+        records each span's level (``spans_.auto["levels"]``) and the
+        guarantee states each span's (docs/parameters.md).
     epsilon : float, default=1.0
         Privacy budget.
     bounds : tuple (lower, upper), default=None
@@ -223,6 +230,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         max_empty_cells: float = 2**20,
         max_cells: int = 2**20,
         n_expected: float | None = None,
+        selection: Literal["levels", "flat"] = "levels",
         raise_min_samples: bool = True,
         subcells: int | Literal["auto"] = "auto",
         margin: Literal["auto", "chernoff", "paper", "pointwise"] | float = "auto",
@@ -247,6 +255,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.max_empty_cells = max_empty_cells
         self.max_cells = max_cells
         self.n_expected = n_expected
+        self.selection = selection
         self.raise_min_samples = raise_min_samples
         self.subcells = subcells
         self.margin = margin

@@ -29,7 +29,7 @@ from .model.record import SpanModel
 from .plan.autoplan import Plan
 from .plan.forecast import forecast
 from .plan.resolve import Resolved, resolve
-from .post import auto
+from .post import auto, levels
 from .post.coretests import core_test
 from .post.spans import build_spans
 from .release.accountant import Accountant
@@ -133,43 +133,72 @@ def charge(accountant: Accountant, release: ReleaseSpec, *, spend: bool) -> None
 def _auto_model(
     hist: NoisyHistogram, r: Resolved, plan: Plan, p: Mapping[str, Any], metadata: dict
 ) -> SpanModel:
-    """The spans at the (eps, MinPts) chosen from the release (post-processing).
+    """The spans chosen from the release (post-processing): each cluster at
+    its own level (``selection="levels"``, :mod:`dpdbscan.post.levels`) or
+    one flat cut at a chosen (eps, MinPts) (``"flat"``, :mod:`dpdbscan.post.auto`).
+    The tree of levels is over MinPts: with a fixed MinPts, or a core test
+    other than the density test, the choice is the flat cut.
 
     eps is chosen after the noise is drawn, among ``c = len(plan.eps)``
     candidates, and the accuracy event of the guarantee depends on eps: every
     candidate's margins take beta / c, so that the events of all candidates
     hold together, hence the chosen one's, with probability >= 1 - beta (a
     union bound; the model's guarantee reports it). The events do not depend
-    on MinPts, so choosing MinPts costs nothing.
+    on MinPts, so choosing MinPts, or one MinPts per span, costs nothing.
     """
     spec: SpanSpec = replace(r.spans, beta=r.spans.beta / len(plan.eps))
-    choice = auto.choose_params(
-        hist, replace(spec, min_samples=plan.min_samples or 1), plan.eps, plan.min_samples
-    )
-    alpha, m = choice["alpha"], choice["min_samples"]
+    chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
+    sel: levels.LevelSpans | None = None
+    if p["selection"] == "levels" and plan.min_samples is None and spec.core == "density":
+        sel = levels.select_levels(hist, spec, plan.eps)
+        ladder = levels.ladder(hist)
+        alpha = sel.alpha
+        m = min((s.min_samples for s in sel.spans), default=ladder[0])
+        record = {
+            "criterion": levels.CRITERION,
+            "selection": "levels",
+            "score": float(sel.tree.score),
+            "clusters": sel.n_spans,
+            "min_samples_candidates": ladder,
+            **levels.record(sel),
+        }
+    else:
+        choice = auto.choose_params(
+            hist, replace(spec, min_samples=plan.min_samples or 1), plan.eps, plan.min_samples
+        )
+        alpha, m = choice["alpha"], choice["min_samples"]
+        record = {
+            "criterion": auto.CRITERION,
+            "selection": "flat",
+            "score": choice["score"],
+            "clusters": choice["clusters"],
+            "min_samples_candidates": choice["min_samples_candidates"],
+        }
     test = core_test(spec.core)
     border = test.default_border(alpha, hist.grid.at_alpha(alpha).eta, spec.subcells)
     if p["border"] != "auto":
         border = spec.border
     spec = replace(spec, min_samples=m, border=float(border))
     h = hist.on_grid(hist.grid.at_alpha(alpha))
+    if sel is None:
+        spans = build_spans(h, spec)
+    else:
+        # the selection's keys are in the base release's sub-cell grid; both
+        # encodings are row-major, so the sorted order and the labels carry over
+        keys = h.grid.subdivided(spec.subcells).encode(sel.grid.decode(sel.core_keys))
+        spans = test.spans_of(h, spec, keys, sel.labels)
     record = {
-        "criterion": auto.CRITERION,
+        **record,
         "base_eps": float(hist.grid.alpha),
-        "eps": alpha,
-        "min_samples": m,
-        "score": choice["score"],
-        "clusters": choice["clusters"],
-        "eps_candidates": choice["eps_candidates"],
-        "min_samples_candidates": choice["min_samples_candidates"],
-        "chosen": [
-            k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v
-        ],
+        "eps": float(alpha),
+        "min_samples": int(m),
+        "eps_candidates": [float(a) for a in plan.eps],
+        "chosen": chosen,
     }
     fit_params = (float(hist.grid.alpha), float(hist.grid.eta), m)
     return model_of(
         h,
-        build_spans(h, spec),
+        spans,
         spec,
         fit=fit_params,
         auto=record,

@@ -35,6 +35,12 @@ Post-processing of one release (studies of the density test and the automatic mo
     ``auto_points_per_cell``: a block in which the automatic mode's points per
     base cell take another value.
     ``span_parents``: the span of a lower MinPts level holding each span of a higher one.
+    ``levels_select``: spans selected at their own levels from one release (the design study).
+    ``levels_tree``: the condensed tree and selection of one alpha's MinPts ladder.
+    ``levels_finish``: the selected spans of a tree.
+    ``levels_alpha_scores``: every candidate alpha's total selected stability.
+    ``levels_ladder``: the MinPts ladder of a release.
+    ``levels_scale``: the level of each partition on the stability scale.
     ``noiseless_twin``: the spans a fitted model's release would give without
     noise (the same grid, contribution bound and bounding key; exact counts;
     the same core test), the reference of accuracy studies.
@@ -43,7 +49,7 @@ Geometry and figures (the experiments' data and pictures)
     ``Equirectangular``: lon/lat <-> km, the library's projection.
     ``format_km``: a length in km as text ("50 m", "1.2 km").
     ``plot_labels``, ``plot_histogram``, ``plot_neighbour_sums``, ``plot_spans``,
-    ``plot_model``: the library's figures (``dpdbscan plot``).
+    ``plot_model``, ``plot_condensed_tree``: the library's figures (``dpdbscan plot``).
     ``save_figure``: write a figure the way ``dpdbscan fit`` writes its picture.
 """
 
@@ -69,6 +75,12 @@ from .post.auto import choose as auto_choose
 from .post.coretests.density import density_field
 from .post.ladder import stability as ladder_stability
 from .post.ladder import sweep as ladder_sweep
+from .post.levels import alpha_scores as levels_alpha_scores
+from .post.levels import finish as levels_finish
+from .post.levels import ladder as levels_ladder
+from .post.levels import level_scale as levels_scale
+from .post.levels import level_tree as levels_tree
+from .post.levels import select_levels as levels_select
 from .post.merge import merge_centres
 from .post.spans import build_spans
 from .release.backends import NumpyBackend
@@ -81,7 +93,14 @@ from .release.samplers.integers import (
     make_source,
     rational_epsilon,
 )
-from .render.plotting import plot_histogram, plot_labels, plot_model, plot_neighbour_sums, plot_spans
+from .render.plotting import (
+    plot_condensed_tree,
+    plot_histogram,
+    plot_labels,
+    plot_model,
+    plot_neighbour_sums,
+    plot_spans,
+)
 from .render.plotting import save as save_figure
 from .spec.parameters import PARAMETERS
 
@@ -105,8 +124,15 @@ __all__ = [
     "format_km",
     "ladder_stability",
     "ladder_sweep",
+    "levels_alpha_scores",
+    "levels_finish",
+    "levels_ladder",
+    "levels_scale",
+    "levels_select",
+    "levels_tree",
     "merge_centres",
     "noiseless_twin",
+    "plot_condensed_tree",
     "plot_histogram",
     "plot_labels",
     "plot_model",

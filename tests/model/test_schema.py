@@ -96,6 +96,7 @@ MODELS = {
     "3-D": lambda: _fit(X=np.c_[_points(), np.random.default_rng(4).random(1400)], eps=0.2),
     "no spans": lambda: _fit(X=np.random.default_rng(5).random((30, 2)), min_samples=50),
     "automatic eps and MinPts": lambda: _fit(eps="auto", min_samples="auto", max_cells=1 << 14),
+    "automatic, flat cut": lambda: _fit(eps="auto", min_samples="auto", max_cells=1 << 14, selection="flat"),
     "automatic eps": lambda: _fit(eps="auto", max_cells=1 << 14),
     "with_params": lambda: with_params(_fit(), eps=0.1, min_samples=8),
     "with_min_samples, bound test": lambda: with_params(_fit(core="bound"), min_samples=3),
@@ -165,6 +166,8 @@ def test_the_saved_models_cover_the_schema_s_variants(saved):
         "gamma_upper null in a bound model": any(
             d["params"]["core"] == "bound" and d["gamma_upper"] is None for d in docs),
         "auto": any("auto" in d for d in docs),
+        "selection": {d["auto"].get("selection") for d in docs if "auto" in d},
+        "levels with spans": any(d.get("auto", {}).get("levels") and d["guarantee"].get("levels") for d in docs),
         "projection": sum("projection" in d["metadata"] for d in docs),
         "columns": any(d["metadata"].get("columns") for d in docs),
         "dimensions": {len(d["bounds"]["lower"]) for d in docs},
@@ -179,6 +182,7 @@ def test_the_saved_models_cover_the_schema_s_variants(saved):
     assert seen["unit"] == {"row", "unit"}
     assert {"<i4", "<f8"} <= seen["values dtype"]
     assert seen["projection"] >= 3 and seen["dimensions"] == {1, 2, 3}
+    assert seen["selection"] == {"levels", "flat"}
     assert all(v for k, v in seen.items() if isinstance(v, bool))
 
 
@@ -189,7 +193,7 @@ def test_the_saved_models_cover_the_schema_s_variants(saved):
 def documents(saved) -> dict[str, dict]:
     return {kind: json.loads(saved[kind].read_text())
             for kind in ("dense, density test", "dense, bound test", "stability, bound test",
-                         "person level, k chosen privately")}
+                         "person level, k chosen privately", "automatic eps and MinPts")}
 
 
 def _set(*path_and_value):
@@ -263,6 +267,10 @@ BROKEN = {
         "person level, k chosen privately", _set("privacy", "unit_choice", "mechanism", "median")),
     "a choice of k without candidates": (
         "person level, k chosen privately", _drop("privacy", "unit_choice", "candidates")),
+    # a level selection's record (the guarantee and the summary read it)
+    "a level selection without its levels": ("automatic eps and MinPts", _drop("auto", "levels")),
+    "unsure as text": ("automatic eps and MinPts", _set("auto", "unsure", "no")),
+    "a level's MinPts 0": ("automatic eps and MinPts", _set("auto", "levels", 0, "min_samples", 0)),
 }
 
 
@@ -320,6 +328,11 @@ ONLY_THE_LOADER = {
     "kappa_q not the grid's": ("dense, density test", _set("guarantee", "kappa_q", 21), "do not match"),
     "histogram shape not the grid's": (
         "dense, density test", _set("histogram", "values", "shape", [3, 3]), "histogram|reshape"),
+    "a level below the model's MinPts": (
+        "automatic eps and MinPts", _set("auto", "levels", 0, "min_samples", 1), "below"),
+    "a level at another eps": ("automatic eps and MinPts", _set("auto", "levels", 0, "eps", 1e-3), "eps"),
+    "a span missing from the levels": (
+        "automatic eps and MinPts", lambda d: d["auto"]["levels"].pop(), "every span"),
 }
 
 

@@ -101,8 +101,11 @@ def test_min_samples_ladder():
 @quiet
 def test_auto_finds_separated_blobs_and_records_its_choice(tmp_path):
     X, y = blobs(1000)
-    # a small public cap keeps the test quick: the base release has at most 4096 cells
-    est = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=3, max_cells=1 << 12).fit(X)
+    # a small public cap keeps the test quick: the base release has at most 4096 cells. The
+    # flat cut: one (eps, MinPts), which with_params reproduces (the level selection,
+    # each span at its own MinPts: test_levels.py)
+    est = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=3, max_cells=1 << 12,
+                   selection="flat").fit(X)
     m = est.spans_
     assert m.n_spans == 3
     from sklearn.metrics import adjusted_rand_score
@@ -111,7 +114,7 @@ def test_auto_finds_separated_blobs_and_records_its_choice(tmp_path):
     a = m.auto
     assert a["eps"] == m.grid.alpha and a["min_samples"] == m.spec.min_samples
     assert a["eps"] in a["eps_candidates"] and a["min_samples"] in a["min_samples_candidates"]
-    assert a["chosen"] == ["eps", "min_samples"] and a["clusters"] >= 2
+    assert a["chosen"] == ["eps", "min_samples"] and a["clusters"] >= 2 and a["selection"] == "flat"
     # the chosen spans are with_params of the one release
     again = with_params(m, eps=m.grid.alpha, min_samples=m.spec.min_samples)
     np.testing.assert_array_equal(again.core_keys, m.core_keys)

@@ -101,6 +101,8 @@ def cmd_explore(args: argparse.Namespace, sink: _Warnings) -> int:
     )
     for line in _explore.table_lines(ex, model):
         print(line)
+    for line in _explore.selection_lines(ex, model):
+        print(line)
     print("wrote " + ", ".join(written))
     for f in failed:
         print(f"dpdbscan explore: error: could not write {f}", file=sys.stderr)

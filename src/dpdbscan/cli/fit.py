@@ -98,6 +98,8 @@ def check_fit_params(
             values[name] = getattr(args, name)
     if getattr(args, "n_expected", None) is not None:
         values["n_expected"] = args.n_expected
+    if getattr(args, "selection", None) is not None:
+        values["selection"] = args.selection
     given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
     p = validated(given, cli=True)
     units = getattr(args, "unit", None) is not None

@@ -15,6 +15,8 @@ from ..files import write_labels
 from ..geometry import projection as _geo
 from ..model import describe, eps_candidates, guarantee
 from ..model.describe import noise_words, protection
+from ..model.guarantee import levels_words
+from ..model.levels import is_levels, level_lines
 from ..post.coretests import core_test
 from ..post.coretests.base import grid_words
 from ..render import plotting
@@ -54,7 +56,7 @@ def cmd_plot(args: argparse.Namespace, sink: _Warnings) -> int:
     model = load_model(args.model)
     if args.kind == "labels" and args.points is None:
         raise ValueError("--kind labels needs --points FILE (the points to label)")
-    if model.grid.d != 2:
+    if model.grid.d != 2 and args.kind != "tree":
         raise ValueError(f"plots need a 2-D model, this one is {model.grid.d}-D")
     if args.kind in ("histogram", "sums") and model.histogram is None:
         raise ValueError(f"{args.model}: saved without its noisy histogram; cannot plot {args.kind}")
@@ -102,6 +104,7 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
     hg = model.release.grid
     length = _geo.format_km if proj is not None else (lambda v: f"{v:g}")
     meta = model.metadata
+    g_all = guarantee(model)
     spec, s = model.spec, model.spans
     core = "sub-cell" if spec.subcells > 1 else "cell"
     candidates = eps_candidates(model)
@@ -118,7 +121,8 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
         (
             "min_samples",
             f"{spec.min_samples}: the points a place needs within eps to be dense, before the noise "
-            "margin (min_samples, MinPts)",
+            "margin (min_samples, MinPts)"
+            + ("; the lowest selected: each span has its own (levels)" if is_levels(model) else ""),
         ),
         ("core test", test.rule_text(s, spec)),
         (
@@ -142,7 +146,7 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
             grid_words(hg.n_cells, g.d, spec.subcells, hg.kappa, s.kappa_q, length(hg.width))
             + f"; {' x '.join(map(str, hg.shape))} cells",
         ),
-        ("guarantee", test.guarantee_text(guarantee(model), s, length)),
+        ("guarantee", test.guarantee_text(g_all, s, length) + levels_words(g_all.get("levels"))),
     ]
     if proj is not None:
         b = meta.get("bounds_degrees", {})
@@ -176,6 +180,10 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
                 f"{len(a.get('min_samples_candidates', []))} MinPts candidates",
             )
         )
+        lines = [line.strip() for line in level_lines(model, g_all.get("levels"))]
+        if lines:
+            rows.append(("levels", lines[0].split(":", 1)[1].strip()))
+            rows += [("", line) for line in lines[1:]]
     elif r.eps != g.alpha or r.min_samples != model.spec.min_samples:
         rows.append(
             (

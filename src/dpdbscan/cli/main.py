@@ -232,10 +232,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="span model JSON")
     p.add_argument(
         "--kind",
-        choices=["histogram", "sums", "spans", "labels"],
+        choices=["histogram", "sums", "spans", "labels", "tree"],
         default="spans",
         help="what to draw: the noisy histogram, its neighbour sums, the spans "
-        "(default) or the labels of --points; all but 'labels' (and spans over "
+        "(default), the labels of --points, or the condensed tree of an automatic fit's "
+        "level selection; all but 'labels' (and spans over "
         "--points) are part of the release; those two are marked PRIVATE in the picture",
     )
     p.add_argument("--points", help="points to label (--kind labels) or to draw under the spans")

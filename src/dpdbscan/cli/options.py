@@ -95,6 +95,13 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
             help="your public guess of the number of points: --eps auto sizes its "
             "release to it (about N epsilon / 0.3 cells; 20,000 assumed)",
         )
+        g.add_argument(
+            "--selection",
+            choices=("levels", "flat"),
+            default=DEFAULTS["selection"],
+            help="--min-samples auto: 'levels' (default) takes each cluster at its own MinPts "
+            "of the release's density tree; 'flat' one (eps, MinPts) for all",
+        )
     g.add_argument(
         "--min-samples",
         "--minpts",

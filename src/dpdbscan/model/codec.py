@@ -307,7 +307,32 @@ def _model_from_dict(data: dict) -> SpanModel:
     )
     auto = data.get("auto")
     _need(auto is None or isinstance(auto, dict), "auto must be an object")
+    if auto is not None and auto.get("selection") == "levels":
+        _levels_record(auto, int(lab.max()) + 1 if lab.size else 0, alpha, spec.min_samples)
     return SpanModel(spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=metadata)
+
+
+def _levels_record(auto: dict, n_spans: int, alpha: float, lowest: int) -> None:
+    """A level selection's record names each span once, at the spans' eps,
+    at a MinPts no lower than the model's (its lowest); the guarantee and the
+    summary read it."""
+    levels = auto.get("levels")
+    if not isinstance(levels, list):
+        raise MalformedModel("malformed dpdbscan span model: auto.levels must be a list")
+    _need(len(levels) == n_spans, "auto.levels must list every span once")
+    for i, lv in enumerate(levels):
+        _need(
+            isinstance(lv, dict) and lv.get("span") == i, f"auto.levels must be numbered 0, 1, ... (span {i})"
+        )
+        _need(
+            math.isclose(_real(lv.get("eps"), "auto.levels.eps", 0, low_open=True), alpha, rel_tol=1e-9),
+            f"auto.levels[{i}].eps is not the spans' eps",
+        )
+        m = _min_samples(lv.get("min_samples"))
+        _need(m >= lowest, f"auto.levels[{i}].min_samples is below the model's min_samples")
+        for name in ("threshold", "stability", "stability_share", "mass"):
+            _real(lv.get(name), f"auto.levels[{i}].{name}")
+    _need(isinstance(auto.get("unsure"), bool), "auto.unsure must be true or false")
 
 
 def _rho(priv: dict, noise: str) -> float | None:

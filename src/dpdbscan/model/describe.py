@@ -11,6 +11,7 @@ from ..post.coretests import core_test
 from ..post.coretests.base import grid_words, histogram_words
 from .codec import jsonable, unit_choice_dict
 from .guarantee import eps_candidates, guarantee
+from .levels import is_levels, level_lines
 from .record import SpanModel
 
 # the margin and what it was computed from, in report order
@@ -189,11 +190,16 @@ def origin_lines(model: SpanModel) -> list[str]:
     if model.auto is not None:
         a = model.auto
         chosen = " and ".join(a.get("chosen", [])) or "nothing"
+        if is_levels(model):
+            what = f"min_samples per span, lowest {model.spec.min_samples}"
+        else:
+            what = f"min_samples={model.spec.min_samples}"
         return [
             f"  auto    : {chosen} chosen from the release without labels "
-            f"(eps={model.grid.alpha:g}, min_samples={model.spec.min_samples}; {a.get('criterion')},"
+            f"(eps={model.grid.alpha:g}, {what}; {a.get('criterion')},"
             f" score {a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base release "
-            f"at eps={a.get('base_eps', rel.eps):g}, no extra budget"
+            f"at eps={a.get('base_eps', rel.eps):g}, no extra budget",
+            *level_lines(model, guarantee(model).get("levels")),
         ]
     if rel.eps != model.grid.alpha or rel.min_samples != model.spec.min_samples:
         return [

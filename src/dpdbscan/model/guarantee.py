@@ -5,13 +5,19 @@ one-sided for the density test; docs/accuracy.md); this module adds what
 the model knows about how its parameters were chosen: when the automatic
 mode chose eps after the noise was drawn among c candidates, each
 candidate's margins took beta and the guarantee is a union bound over them.
+A level selection (``selection="levels"``) adds each span's own statement
+at its own MinPts (:mod:`.levels`).
 """
 
 from __future__ import annotations
 
 from ..post.coretests import core_test
 from ..spec.specs import UnitBound
+from .levels import level_guarantees
 from .record import SpanModel
+
+#: Spans whose own statement the guarantee's words list (all are in ``levels``).
+LISTED = 6
 
 
 def eps_candidates(model: SpanModel) -> int:
@@ -27,9 +33,32 @@ def guarantee(model: SpanModel) -> dict:
     in words (what ``dpdbscan info`` shows). A person-level release's
     statement says what it is relative to (:func:`unit_words`)."""
     test = core_test(model.spec.core)
-    g = test.guarantee(model.spans, model.spec, model.release, eps_candidates(model))
+    c = eps_candidates(model)
+    g = test.guarantee(model.spans, model.spec, model.release, c)
+    per_span = level_guarantees(model, c)
+    if per_span:
+        g["levels"] = per_span
+        g["statement"] += levels_words(per_span)
     words = unit_words(model.release.units)
     return g if words is None else {**g, "statement": f"{g['statement']}; {words}"}
+
+
+def levels_words(per_span: list[dict] | None) -> str:
+    """Each span's own statement in words (a level selection; "" for none)."""
+    if not per_span:
+        return ""
+    held = [s for s in per_span if s["probability"] is not None]
+    if not held:
+        return "; no span has a statement of its own (M* < 1 at every selected level)"
+    p = min(s["probability"] for s in held)
+    shown = sorted(held, key=lambda s: -s["m_star"])[:LISTED]
+    parts = ", ".join(f"span {s['span']} (MinPts {s['min_samples']}): M* = {s['m_star']}" for s in shown)
+    more = f", and {len(held) - len(shown)} more" if len(held) > len(shown) else ""
+    return (
+        f". Each span was taken at its own MinPts; with probability >= {p:g} (the same event: "
+        "at one eps it does not depend on MinPts) each also lies in the span of one (rho alpha, "
+        f"M*)-cluster at its own level: {parts}{more}"
+    )
 
 
 def unit_words(units: UnitBound | None) -> str | None:
@@ -46,4 +75,4 @@ def unit_words(units: UnitBound | None) -> str | None:
     )
 
 
-__all__ = ["eps_candidates", "guarantee", "unit_words"]
+__all__ = ["eps_candidates", "guarantee", "levels_words", "unit_words"]

@@ -3,8 +3,9 @@ released noisy histogram, at no privacy cost (docs/parameters.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..post.coretests import core_test
 from ..spec.parameters import check_param
@@ -81,16 +82,23 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     return remodel(model, hist, spans, spec)
 
 
-def remodel(model: SpanModel, hist: NoisyHistogram, spans: Spans, spec: SpanSpec) -> SpanModel:
+def remodel(
+    model: SpanModel,
+    hist: NoisyHistogram,
+    spans: Spans,
+    spec: SpanSpec,
+    auto: Mapping[str, Any] | None = None,
+) -> SpanModel:
     """A model of the same release as ``model`` (its fit, privacy unit and
-    metadata) with other spans: no longer an automatic choice."""
+    metadata) with other spans: no longer an automatic choice unless ``auto``
+    records one (the other answer of a level selection)."""
     rel = model.release
     return model_of(
         hist,
         spans,
         spec,
         fit=(rel.eps, rel.eta, rel.min_samples),
-        auto=None,
+        auto=auto,
         metadata=model.metadata,
         rho=rel.rho,
         units=rel.units,

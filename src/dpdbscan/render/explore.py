@@ -16,6 +16,10 @@ for every grid point:
   on the exact value chosen. DBSCAN results are trusted where they sit on
   such a plateau (the same idea as HDBSCAN's cluster stability, measured here
   over both parameters).
+
+A model whose spans the automatic mode took each at its own level
+(``selection="levels"``) is shown with them, in a row of its own, and, when
+the choice was unsure, beside the other answer (:func:`dpdbscan.model.levels.alternative`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +37,7 @@ from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..geometry.projection import projection_of
 from ..model import SpanModel, finest_eps
+from ..model.levels import alternative, is_levels, unsure_reasons
 from ..model.reparam import remodel
 from ..model.stats import span_stats
 from ..post import ladder as _sweep
@@ -69,12 +74,15 @@ class Exploration:
     ``models[(eps, MinPts)]`` is the :class:`SpanModel` that
     ``with_params(model, eps=..., min_samples=...)`` returns: the same cells,
     and the margin, threshold and guarantee of that eps and MinPts.
+    ``selections``: (title, model) of a level selection's own spans and,
+    when its choice was unsure, of the alternative.
     """
 
     eps: list[float]
     min_samples: list[int]
     rows: list[Row]
     models: dict
+    selections: list[tuple[str, SpanModel]] = field(default_factory=list)
 
 
 def default_grid(model: SpanModel) -> tuple[list[float], list[int]]:
@@ -135,7 +143,33 @@ def explore(
             )
         )
         models[(a, m)] = _panel(model, at_alpha[a], fine, p)
-    return Exploration(eps, ms, rows, models)
+    return Exploration(eps, ms, rows, models, level_selections(model))
+
+
+def level_selections(model: SpanModel) -> list[tuple[str, SpanModel]]:
+    """A level selection's own spans and, when its choice was unsure, the
+    other answer (empty for any other model)."""
+    if not is_levels(model):
+        return []
+    out = [("chosen: each span at its own MinPts", model)]
+    alt = alternative(model)
+    if alt is not None:
+        out.append(("the alternative (the choice was unsure)", alt))
+    return out
+
+
+def selection_lines(ex: Exploration, model: SpanModel) -> list[str]:
+    """What explore prints about a level selection and its alternative."""
+    length = _length(model)
+    out = []
+    for title, m in ex.selections:
+        ms = sorted({int(lv["min_samples"]) for lv in (m.auto or {}).get("levels") or []})
+        used = ", ".join(str(x) for x in ms) or "none"
+        out.append(f"{title}: eps={length(m.grid.alpha)}, {m.n_spans} span(s) at MinPts {used}")
+    why = unsure_reasons(model)
+    if why:
+        out.append("unsure: " + "; ".join(why))
+    return out
 
 
 def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partition) -> SpanModel:
@@ -223,24 +257,39 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
     T = (lambda xy: np.asarray(xy, dtype=np.float64)) if proj is None else proj.inverse
     aspect: Aspect = "equal" if proj is None else proj.aspect
     lo, hi = _common_view(ex, model)
-    nr, nc = len(ex.eps), len(ex.min_samples)
+    nr, nc = len(ex.eps) + (1 if ex.selections else 0), max(len(ex.min_samples), len(ex.selections))
     fig, axes = plt.subplots(nr, nc, figsize=(panel_inches * nc, panel_inches * nr), dpi=dpi, squeeze=False)
     length = _length(model)
     px = int(panel_inches * dpi)
+
+    def draw(ax, panel: SpanModel, title: str, size: float) -> None:
+        if model.histogram is not None:
+            spanplot.draw_heat(ax, model.histogram, lo, hi, T)
+        _draw_span_raster(ax, panel, lo, hi, T, px)
+        (x0, y0), (x1, y1) = T(np.array([lo, hi]))
+        ax.set_xlim(x0, x1)
+        ax.set_ylim(y0, y1)
+        ax.set_aspect(aspect)
+        ax.set_title(title, fontsize=size)
+        ax.set_xticks([])
+        ax.set_yticks([])
+
     for i, a in enumerate(ex.eps):
         for j, m in enumerate(ex.min_samples):
-            ax = axes[i][j]
             panel = ex.models[(a, m)]
-            if model.histogram is not None:
-                spanplot.draw_heat(ax, model.histogram, lo, hi, T)
-            _draw_span_raster(ax, panel, lo, hi, T, px)
-            (x0, y0), (x1, y1) = T(np.array([lo, hi]))
-            ax.set_xlim(x0, x1)
-            ax.set_ylim(y0, y1)
-            ax.set_aspect(aspect)
-            ax.set_title(f"eps={length(a)}, MinPts={m}\n{panel.n_spans} span(s)", fontsize=8)
-            ax.set_xticks([])
-            ax.set_yticks([])
+            draw(axes[i][j], panel, f"eps={length(a)}, MinPts={m}\n{panel.n_spans} span(s)", 8)
+    for j in range(len(ex.min_samples), nc):
+        for i in range(len(ex.eps)):
+            axes[i][j].set_axis_off()
+    for j in range(nc if ex.selections else 0):
+        ax = axes[nr - 1][j]
+        if j >= len(ex.selections):
+            ax.set_axis_off()
+            continue
+        title, panel = ex.selections[j]
+        ms = sorted({int(lv["min_samples"]) for lv in (panel.auto or {}).get("levels") or []})
+        shown = f"MinPts {ms[0]}..{ms[-1]}" if len(ms) > 1 else f"MinPts {ms[0] if ms else '-'}"
+        draw(ax, panel, f"{title}\neps={length(panel.grid.alpha)}, {shown}, {panel.n_spans} span(s)", 7)
     fig.suptitle(
         f"spans from one release ({release_words(model)}); rows: eps, columns: MinPts; no extra budget",
         fontsize=9,
@@ -288,7 +337,8 @@ def _common_view(ex: Exploration, model: SpanModel) -> tuple[np.ndarray, np.ndar
     """(lower corner, upper corner) in model coordinates around every panel's
     spans, inside the public box (the whole box when no panel has a span)."""
     box_lo, box_hi = public_box(model)
-    boxes = [span_stats(p) for p in ex.models.values() if p.n_spans]
+    panels = [*ex.models.values(), *(m for _, m in ex.selections)]
+    boxes = [span_stats(p) for p in panels if p.n_spans]
     if not boxes:
         return box_lo, box_hi
     lo = np.min([b.lower.min(axis=0) for b in boxes], axis=0)
@@ -311,6 +361,8 @@ __all__ = [
     "default_grid",
     "write_table",
     "table_lines",
+    "selection_lines",
+    "level_selections",
     "release_words",
     "figure",
     "save_figure",

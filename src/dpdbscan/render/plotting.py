@@ -33,6 +33,7 @@ from . import spanplot
 from .context import Context, load_context
 from .mapstyle import PALETTE
 from .spanplot import Aspect, Extent, Transform, add_scale_bar, check_extent
+from .treeplot import check_tree, draw_condensed_tree
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -437,6 +438,20 @@ def _subsample(P: np.ndarray, max_points: int | None) -> np.ndarray:
 
 
 KINDS = ("histogram", "sums", "spans", "labels")
+#: ``KINDS`` are pictures of the data space; the condensed tree is not.
+ALL_KINDS = (*KINDS, "tree")
+
+
+def plot_condensed_tree(model: SpanModel, ax: Axes | None = None, *, dpi: float = 120) -> Axes:
+    """The condensed tree of a model whose spans were each taken at their
+    own level (``selection="levels"``), in the style of the hdbscan
+    package's condensed-tree plot (:mod:`dpdbscan.render.treeplot`). Reads
+    the tree the model records: part of the release, any dimension."""
+    check_tree(model)
+    if ax is None:
+        w, h = DEFAULT_SIZE
+        ax = _plt().subplots(figsize=(w / dpi, h / dpi * 0.7), dpi=dpi)[1]
+    return draw_condensed_tree(model, ax)
 
 
 #: Default picture size in pixels (width, height).
@@ -445,7 +460,7 @@ DEFAULT_SIZE = (900, 900)
 
 def plot_model(
     model: SpanModel,
-    kind: Literal["histogram", "sums", "spans", "labels"] = "spans",
+    kind: Literal["histogram", "sums", "spans", "labels", "tree"] = "spans",
     points: ArrayLike | None = None,
     ax: Axes | None = None,
     *,
@@ -465,10 +480,11 @@ def plot_model(
     Parameters
     ----------
     model : SpanModel
-    kind : {"histogram", "sums", "spans", "labels"}
+    kind : {"histogram", "sums", "spans", "labels", "tree"}
         The released noisy histogram, its neighbour sums, the spans (over the
-        noisy histogram, see :func:`plot_spans`), or ``points`` coloured by
-        the span they fall in.
+        noisy histogram, see :func:`plot_spans`), ``points`` coloured by
+        the span they fall in, or the condensed tree of a level selection
+        (:func:`plot_condensed_tree`; any dimension).
     points : array of shape (n, 2), optional
         Needed for "labels"; drawn under the spans for "spans". Such pictures
         show private points and are not part of the release.
@@ -488,8 +504,10 @@ def plot_model(
         polygons (lon/lat for geo models), read by
         :func:`dpdbscan.render.context.load_context`.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")
+    if kind not in ALL_KINDS:
+        raise ValueError(f"kind must be one of {ALL_KINDS}, got kind={kind!r}")
+    if kind == "tree":
+        return plot_condensed_tree(model, ax, dpi=dpi)
     _check_2d(model.grid)
     proj = projection_of(model)
     transform = None if proj is None else proj.inverse
@@ -604,10 +622,12 @@ __all__ = [
     "PRIVATE_PICTURE",
     "span_paths",
     "plot_model",
+    "plot_condensed_tree",
     "save",
     "paper_cmap",
     "add_scale_bar",
     "check_extent",
     "KINDS",
+    "ALL_KINDS",
     "DEFAULT_SIZE",
 ]

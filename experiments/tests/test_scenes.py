@@ -1,0 +1,161 @@
+"""experiments/scenes.py and experiments/scene_bench.py: the generator is a
+function of the seed, its scenes are labelled and boxed as documented, and
+the benchmark's pieces (DBSCAN from one neighbour graph, the summary) work
+on tiny inputs. The numbers themselves are in docs/parameters.md."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from experiments import levels_eval, scene_bench, scenes
+
+SEEDS = (10_000, 10_001, 10_002, 20_003, 7)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_scene_is_a_function_of_its_seed(seed):
+    a, b = scenes.scene(seed), scenes.scene(seed)
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_array_equal(a.y, b.y)
+    np.testing.assert_array_equal(a.lower, b.lower)
+    assert a.describe() == b.describe() and a.tags == b.tags
+
+
+def test_different_seeds_give_different_scenes():
+    a, b = scenes.scene(1), scenes.scene(2)
+    assert a.X.shape != b.X.shape or not np.array_equal(a.X, b.X)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_scene_labels_shapes_and_box(seed):
+    sc = scenes.scene(seed)
+    assert sc.d in (2, 3) and sc.X.shape == (sc.n, sc.d) and sc.y.shape == (sc.n,)
+    assert scenes.N_MIN * 0.99 <= sc.n <= scenes.N_MAX * 1.01
+    assert np.all(np.isfinite(sc.X))
+    # labels 0..k-1 all present, noise -1
+    assert set(np.unique(sc.y[sc.y >= 0]).tolist()) == set(range(sc.k))
+    assert scenes.K_MIN <= sc.k <= scenes.K_MAX
+    assert np.all(np.bincount(sc.y[sc.y >= 0]) >= scenes.MIN_CLUSTER_POINTS)
+    # every point in the frame, the frame in the public box, padding as stated
+    lo, hi = sc.frame
+    assert np.all(sc.X >= lo) and np.all(sc.X <= hi)
+    assert np.all(sc.lower <= lo) and np.all(hi <= sc.upper)
+    np.testing.assert_allclose((sc.upper - sc.lower) / (hi - lo), 1 + sc.padding, rtol=1e-9)
+    assert 0 <= sc.padding <= scenes.MAX_PADDING
+    # background noise is a share of n; bridges add a little more noise
+    assert (sc.y == -1).mean() >= round(sc.noise * sc.n) / sc.n - 1e-12
+    assert (sc.y == -1).mean() <= sc.noise + 0.015 * 3 + 1e-9
+    assert f"{sc.d}d" in sc.tags and len(sc.components) >= 1
+
+
+def test_the_splits_are_disjoint_and_fixed():
+    assert not set(scene_bench.TUNE_SEEDS) & set(scene_bench.HELDOUT_SEEDS)
+    assert scene_bench.TUNE_SEEDS[0] == 10_000 and scene_bench.HELDOUT_SEEDS[0] == 20_000
+
+
+def _two_blobs(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(0, 0.1, (n, 2)), rng.normal(2, 0.1, (n, 2)), [[10.0, 10.0]]])
+    y = np.repeat([0, 1, -1], [n, n, 1])
+    return X, y
+
+
+def test_dbscan_from_one_graph_equals_scikit_learn():
+    from sklearn.cluster import DBSCAN
+
+    X, _ = _two_blobs()
+    for (lab, core), m in zip(scene_bench.dbscan_levels(X, 0.1, [5, 20]), [5, 20]):
+        ref = DBSCAN(eps=0.1, min_samples=m).fit(X)
+        want_core = np.zeros(len(X), bool)
+        want_core[ref.core_sample_indices_] = True
+        np.testing.assert_array_equal(core, want_core)
+        # the same partition of the core points (ids may differ); noise the same
+        assert scene_bench.ari(ref.labels_[core], lab[core]) == pytest.approx(1.0)
+        np.testing.assert_array_equal(lab == -1, ref.labels_ == -1)
+
+
+def test_labels_extend_by_nearest_core_point_within_alpha():
+    S = np.array([[0.0, 0.0], [1.0, 0.0]])
+    lab, core = np.array([0, 1]), np.array([True, True])
+    X = np.array([[0.1, 0.0], [0.9, 0.0], [5.0, 5.0]])
+    np.testing.assert_array_equal(scene_bench.extend_by_core(S, lab, core, X, 0.2), [0, 1, -1])
+
+
+def test_summary_reports_means_intervals_and_pairs():
+    rows = [
+        {
+            "seed": str(s),
+            "n": "6000",
+            "tags": "2d blob" if s % 2 else "3d ring",
+            "auto": str(a),
+            "auto_s": "1",
+            "hdbscan": str(h),
+            "hdbscan_s": "2",
+        }
+        for s, a, h in [(1, 0.9, 0.8), (2, 0.5, 0.7), (3, 1.0, 0.9), (4, 0.7, 0.7)]
+    ]
+    text = scene_bench.summary(rows, "tune")
+    assert "4 scenes" in text
+    assert "| **0.775** |" in text  # auto's mean
+    assert "auto - hdbscan | -0.000 |" in text or "auto - hdbscan | +0.000 |" in text
+    assert "| blob | 2 |" in text and "| ring | 2 |" in text
+    mean, lo, hi = scene_bench.mean_ci([0.9, 0.5, 1.0, 0.7])
+    assert lo <= mean <= hi and lo >= 0.5 and hi <= 1.0
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_run_scene_on_a_small_scene(monkeypatch):
+    # a small scene (the smallest n of the first seeds) through the cheap methods
+    monkeypatch.setattr(scene_bench, "DBSCAN_SAMPLE", 3_000)
+    monkeypatch.setattr(scene_bench, "HDBSCAN_SAMPLE", 2_000)
+    row = scene_bench.run_scene(10_003, ("hand", "dbscan", "hdbscan"))
+    assert row["n"] == scenes.scene(10_003).n
+    for m in ("hand", "dbscan", "hdbscan"):
+        assert -1.0 <= row[m] <= 1.0
+    alpha, minpts, sample = row["hand_params"].split("/")
+    assert (float(alpha), int(minpts)) in [
+        (pytest.approx(a, rel=1e-4), m) for a, m in scene_bench.grid_of(scenes.scene(10_003))
+    ]
+    assert int(sample) <= 3_000
+
+
+def _blobs():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal((2, 2), 0.3, (3000, 2)), rng.normal((7, 6), 0.5, (3000, 2))])
+    return X, np.repeat([0, 1], 3000), (np.zeros(2), np.array([10.0, 8.0]))
+
+
+def test_both_selections_come_from_one_release():
+    X, y, box = _blobs()
+    flat, lev = levels_eval.both(X, box, 0)
+    assert flat.auto is not None and lev.auto is not None and flat.histogram is not None
+    assert lev.histogram is not None
+    assert flat.auto["selection"] == "flat" and lev.auto["selection"] == "levels"
+    # the same seed, the same release: the selection is post-processing
+    np.testing.assert_array_equal(flat.histogram.values, lev.histogram.values)
+    assert flat.release.eps == lev.release.eps
+    assert scene_bench.ari(y, lev.predict(X)) > 0.9  # two blobs far apart, 3,000 points each
+    assert levels_eval.own_levels(lev) == "/".join(
+        str(m) for m in sorted({lv["min_samples"] for lv in lev.auto["levels"]})
+    )
+
+
+def test_the_study_s_levels_variant_is_the_shipped_selection():
+    X, y, box = _blobs()
+    flat, lev = levels_eval.both(X, box, 0)
+    assert lev.auto is not None
+    case = levels_eval.Case("blobs", X, y, flat)
+    sel = levels_eval.VARIANTS["levels"](case)
+    assert sel.alpha == lev.grid.alpha and sel.n_spans == lev.n_spans
+    assert [s.min_samples for s in sel.spans] == [lv["min_samples"] for lv in lev.auto["levels"]]
+    assert case.score(sel) == pytest.approx(scene_bench.ari(case.y, lev.predict(case.X)))
+    assert case.flat == pytest.approx(scene_bench.ari(case.y, flat.predict(case.X)))
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_run_scene_fits_both_selections():
+    row = scene_bench.run_scene(10_003, ("auto", "levels"))
+    assert -1.0 <= row["auto"] <= 1.0 and -1.0 <= row["levels"] <= 1.0
+    alpha, spans, *rest = row["levels_params"].split("/")
+    assert float(alpha) > 0 and int(spans) >= 0 and row["levels_s"] > 0

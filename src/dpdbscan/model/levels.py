@@ -1,0 +1,158 @@
+"""A model whose spans were each taken at their own level of the release's
+density tree (``selection="levels"``, :mod:`dpdbscan.post.levels`): what
+each span is, what it is guaranteed to be, the words of the summary, and the
+other answer of an unsure choice (for ``explore``).
+
+The model's record (``model.auto``) holds the choice: each span's level
+(``levels``: eps, MinPts, threshold, stability), the candidates' scores,
+whether the choice was close and the condensed tree. The model's own
+``spec.min_samples`` is the lowest selected MinPts: every span is core there
+too (the levels are nested), so the model-wide guarantee holds at it, and
+each span's own guarantee (:func:`level_guarantees`) is at least as strong.
+Everything here reads the model only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..post import levels as _levels
+from ..post.coretests import core_test
+from .record import SpanModel
+from .reparam import remodel
+
+
+def is_levels(model: SpanModel) -> bool:
+    """Whether the model's spans were selected at their own levels."""
+    return (model.auto or {}).get("selection") == "levels"
+
+
+def level_guarantees(model: SpanModel, candidates: int) -> list[dict[str, Any]]:
+    """Each span's guarantee at its own level (:func:`dpdbscan.post.levels.level_guarantee`),
+    with a union over ``candidates`` eps: one dict per span id with ``span``,
+    ``eps``, ``min_samples``, ``m_star``, ``within_clusters_at`` and
+    ``probability``. Empty for a model that is not a level selection."""
+    if not is_levels(model):
+        return []
+    rel, spec = model.release, model.spec
+    grid = rel.grid  # the release's cells measured at the spans' eps
+    rho = model.spans.rho
+    out = []
+    cache: dict[int, dict[str, Any]] = {}
+    for lv in (model.auto or {})["levels"]:
+        m = int(lv["min_samples"])
+        if m not in cache:
+            cache[m] = _levels.level_guarantee(
+                grid, rel.histogram, rel.noise, rel.noise_scale, rel.theta, spec, m, candidates, rho
+            )
+        out.append({"span": int(lv["span"]), "eps": float(lv["eps"]), **cache[m]})
+    return out
+
+
+def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int = 8) -> list[str]:
+    """The summary's lines on a level selection: what was chosen, at what
+    level, how stable, and whether the choice was close (then ``dpdbscan
+    explore`` shows the other answer beside it); ``per_span``: each span's
+    guarantee (:func:`level_guarantees`), for its M*. Public values only."""
+    if not is_levels(model):
+        return []
+    a = model.auto or {}
+    m_star = {g["span"]: g["m_star"] for g in per_span or [] if g["probability"] is not None}
+    spans = list(a.get("levels") or [])
+    tree = a.get("tree") or {}
+    ms = tree.get("min_samples") or [model.spec.min_samples]
+    n_eps = len(a.get("eps_candidates") or [0])
+    lines = [
+        f"  levels  : {len(spans)} span(s) at eps={model.grid.alpha:g}, each at its own MinPts "
+        f"(excess of mass over {len(ms)} MinPts {ms[0]}..{ms[-1]}"
+        + (f"; eps chosen among {n_eps} by total stability" if "eps" in (a.get("chosen") or []) else "")
+        + ")"
+    ]
+    for lv in sorted(spans, key=lambda lv: -lv["stability"])[:top]:
+        lines.append(
+            f"    span {lv['span']}: MinPts {lv['min_samples']} (threshold {lv['threshold']:.1f}), one "
+            f"span up to MinPts {lv['last_min_samples']}, stability {lv['stability']:.3g} "
+            f"({100 * lv['stability_share']:.0f}% of the selected), noisy mass {lv['mass']:.0f}"
+            + (f"; within one (rho alpha, {m_star[lv['span']]})-cluster" if lv["span"] in m_star else "")
+        )
+    if len(spans) > top:
+        lines.append(f"    ... and {len(spans) - top} more (dpdbscan info --json: auto.levels)")
+    why = unsure_reasons(model)
+    if why:
+        lines.append("  unsure  : " + "; ".join(why) + " (dpdbscan explore shows both)")
+    elif spans:
+        lines.append(
+            f"  choice  : clear (no other eps within {100 * (1 - _levels.CLOSE):.0f}% of its score with "
+            f"another number of clusters, no keep-or-split call within {100 * (1 - _levels.CLOSE):.0f}%)"
+        )
+    return lines
+
+
+def unsure_reasons(model: SpanModel) -> list[str]:
+    """Why the level selection was unsure, in words (empty when it was not)."""
+    a = model.auto or {}
+    if not a.get("unsure"):
+        return []
+    why = []
+    runner = a.get("runner_up")
+    if runner:
+        n = next((int(r[2]) for r in a.get("eps_scores") or [] if r[0] == runner["eps"]), None)
+        why.append(
+            f"eps={runner['eps']:g} scored {100 * runner['score_share']:.0f}% of the best"
+            + (f" with {n} cluster(s) instead of {len(a.get('levels') or [])}" if n is not None else "")
+        )
+    for c in a.get("close") or []:
+        why.append(
+            f"the cluster born at MinPts {c['min_samples']} was "
+            f"{'kept over' if c['kept'] else 'split into'} its {c['children']} sub-clusters by a "
+            f"margin under {100 * (1 - _levels.CLOSE):.0f}%"
+        )
+    return why
+
+
+def alternative(model: SpanModel) -> SpanModel | None:
+    """The other answer of an unsure level selection, as a model of the same
+    release (post-processing): the runner-up eps's selection, else the same
+    tree with its close keep-or-split calls reversed. None when the choice
+    was clear or the model is not a level selection; ValueError when it was
+    saved without its noisy histogram."""
+    a = model.auto or {}
+    if not (is_levels(model) and a.get("unsure")):
+        return None
+    if model.histogram is None:
+        raise ValueError("this model was saved without its noisy histogram; cannot rebuild the alternative")
+    hist, spec = model.histogram, model.spec
+    runner = a.get("runner_up")
+    if runner:
+        other = _levels.select_levels(hist, spec, (), alpha=float(runner["eps"]))
+    else:
+        # the same alpha's tree, rebuilt from the release; then the close calls reversed
+        same = _levels.select_levels(hist, spec, (), alpha=float(a["eps"]))
+        flipped = _levels.alternative(same, None, None)
+        if flipped is None:
+            return None
+        other = flipped
+    test = core_test(spec.core)
+    h = hist.on_grid(hist.grid.at_alpha(other.alpha))
+    m = min((s.min_samples for s in other.spans), default=spec.min_samples)
+    spec2 = replace(
+        spec, min_samples=m, border=float(test.border_at(spec.border, model.grid.alpha, other.alpha))
+    )
+    keys = h.grid.subdivided(spec2.subcells).encode(other.grid.decode(other.core_keys))
+    rec = {
+        **a,
+        **_levels.record(replace(other, alphas=tuple(tuple(r) for r in a.get("eps_scores") or []))),
+        "eps": float(other.alpha),
+        "min_samples": int(m),
+        "clusters": other.n_spans,
+        "score": float(other.tree.score),
+        "unsure": False,
+        "runner_up": None,
+        "close": [],
+        "alternative": True,
+    }
+    return remodel(model, h, test.spans_of(h, spec2, keys, other.labels), spec2, rec)
+
+
+__all__ = ["is_levels", "level_guarantees", "level_lines", "unsure_reasons", "alternative"]

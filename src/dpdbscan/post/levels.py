@@ -1,0 +1,699 @@
+"""Clusters at their own density level, from one release (issue 21).
+
+A flat cut (one alpha, one MinPts) cannot serve clusters whose densities
+differ: a MinPts low enough for the sparse ones joins the dense ones through
+thin bridges, one high enough to split those loses the sparse ones. HDBSCAN
+(Campello, Moulavi and Sander, 2013) picks each cluster at its own level of
+the density tree. The release already holds that tree: at a fixed alpha the
+core sub-cells of a growing MinPts are nested (the threshold T = MinPts +
+m(q) only grows), so the spans over a ladder of MinPts form a tree of
+density level sets (:mod:`.auto`), all post-processing of one
+:class:`NoisyHistogram`.
+
+This module builds that tree at one alpha and selects disjoint spans from
+it, each at its own MinPts:
+
+* the *condensed tree* (:func:`condensed_tree`): a span is significant when
+  its noisy mass reaches max(MinPts, ``min_share`` x the released positive
+  mass); a cluster is born at the lowest level or where its parent splits
+  into two or more significant spans, lives while one significant span
+  continues it, and its *stability* is its mass integrated over its life on
+  the level scale lambda (HDBSCAN's excess of mass);
+* the *selection* (:func:`select_clusters`): excess of mass, bottom-up, a
+  cluster is kept when its stability is at least the total of the best
+  selection below it; the root of a single tree is not selectable unless it
+  never splits (HDBSCAN's ``allow_single_cluster=False``). A selected
+  cluster is labelled by its span at birth (its largest extent, as HDBSCAN
+  labels a selected cluster by its members at birth). Two selected clusters
+  are never ancestor and descendant, so their spans are disjoint, and they
+  lie in different spans of a common level, so no two core centres of
+  different selected spans are within alpha: ``predict`` with border alpha
+  labels points as it does for a flat model;
+* *which alpha* (:func:`choose_alpha`): every candidate alpha of the plan
+  gets its own tree and selection (on cells), scored by its total selected
+  stability on HDBSCAN's lambda (T^(1/d) / alpha, one scale for every alpha;
+  :func:`.auto.hdbscan_lambda`). Among the alphas that select at least two
+  clusters, the best score says how many clusters there are; alphas within
+  CLOSE of it with at least as many clusters are ties, and ties go to the
+  largest alpha (each cluster at its largest extent, the least noise per
+  neighbourhood). That alpha's tree is then rebuilt on sub-cells for the
+  final spans, from one level below the lowest level at which the cells'
+  tree selects a cluster.
+
+A span is significant by default at :data:`MIN_SHARE` (0.2%) of the released
+positive mass; the design study and its numbers are in docs/parameters.md
+(sections 5 and 6).
+
+**Guarantee.** Every selected span is a span of the density test at its own
+(alpha, MinPts) on the release. At one alpha the accuracy event of the
+density test's one-sided guarantee ("the weighted noise of every sub-cell
+is at most G(q)") does not depend on MinPts, so one event covers every
+level of the ladder; the selection looked at ``c`` alphas, each with its
+margins at beta / c, so a union bound over them gives: with probability at
+least 1 - beta every selected span lies in the span of one (rho alpha,
+M*)-cluster, M* = floor(MinPts + min_q (m(q) - G(q))) + 1 at its own MinPts
+(:func:`level_guarantee`; docs/density-notes.md for one level).
+
+Everything here reads the release and public parameters only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..cells.grid import Grid
+from ..cells.histogram import NoisyHistogram
+from ..spec.specs import SpanSpec
+from .auto import _parents, hdbscan_lambda, min_samples_ladder
+from .coretests.base import over_candidates, relaxed
+from .coretests.density.test import density_guarantee
+from .ladder import sweep
+from .partition import Partition
+
+#: The criterion's name, for the model.
+CRITERION = (
+    "clusters at their own level: excess of mass over the MinPts tree; alpha by total stability on "
+    "lambda, near-ties to the largest alpha"
+)
+#: A span is significant when its noisy mass reaches this share of the
+#: released positive mass (and MinPts).
+MIN_SHARE = 0.002
+#: Two choices are "close" when the runner-up's score is at least this share of the best.
+CLOSE = 0.9
+SCALES = ("lambda", "logT")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A node of the condensed tree at one alpha.
+
+    Attributes
+    ----------
+    id, parent : int
+        Its index in the tree; the parent's (-1 for a root).
+    birth, death : int
+        The first and last level (index in the MinPts ladder) it is alive at.
+    spans : tuple of int
+        Its span id at each level ``birth..death``.
+    masses : tuple of float
+        Its noisy mass at each of those levels.
+    stability : float
+        Mass integrated over its life on the level scale.
+    children : tuple of int
+        The clusters born where it splits.
+    """
+
+    id: int
+    parent: int
+    birth: int
+    death: int
+    spans: tuple
+    masses: tuple
+    stability: float
+    children: tuple = ()
+
+
+@dataclass(frozen=True)
+class LevelTree:
+    """The condensed tree of one alpha's MinPts ladder and its selection.
+
+    Attributes
+    ----------
+    alpha : float
+    levels : tuple of Partition
+        The spans at each MinPts, by MinPts.
+    scale : tuple of float
+        The level of each entry of ``levels`` on the stability scale.
+    clusters : tuple of Cluster
+    selected : tuple of int
+        Ids of the selected clusters.
+    score : float
+        Total stability of the selected clusters.
+    close : tuple of int
+        Clusters whose choice was close (kept with a stability below
+        1 / CLOSE x its children's best, or dropped for children within CLOSE).
+    """
+
+    alpha: float
+    levels: tuple
+    scale: tuple
+    clusters: tuple
+    selected: tuple
+    score: float
+    close: tuple = ()
+
+    @property
+    def min_samples(self) -> list[int]:
+        return [p.min_samples for p in self.levels]
+
+
+def level_scale(levels: Sequence[Partition], alpha: float, d: int, scale: str = "lambda") -> list[float]:
+    """The level of each partition on ``scale``: HDBSCAN's lambda = T^(1/d) /
+    alpha, or log T."""
+    if scale == "lambda":
+        return [hdbscan_lambda(p.threshold, alpha, d) for p in levels]
+    if scale == "logT":
+        return [math.log(max(p.threshold, 1e-300)) for p in levels]
+    raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+
+
+def condensed_tree(levels: Sequence[Partition], lam: Sequence[float], min_mass: float = 0.0) -> list[Cluster]:
+    """The clusters of a nested MinPts ladder (module docstring).
+
+    ``levels`` sorted by MinPts (core sub-cells nested), ``lam`` their level
+    on the stability scale (non-decreasing); a span is significant when its
+    mass reaches max(MinPts, ``min_mass``). Level j stands for [lam_j,
+    lam_j+1); the top level for nothing (its width is unknown).
+    """
+    n = len(levels)
+    width = [lam[j + 1] - lam[j] for j in range(n - 1)] + [0.0]
+    rec: list[dict] = []  # mutable clusters, frozen at the end
+    alive: dict[int, int] = {}  # span id at the previous level -> cluster id
+    prev: Partition | None = None
+    for j, p in enumerate(levels):
+        masses = p.span_masses()
+        sig = np.flatnonzero(masses >= max(p.min_samples, min_mass))
+        groups: dict[int, list[int]] = {}
+        parent = None if prev is None else _parents(prev, p)
+        for span in sig.tolist():
+            groups.setdefault(-1 if parent is None else int(parent[span]), []).append(span)
+        now: dict[int, int] = {}
+        for par, kids in groups.items():
+            owner = alive.get(par, -1)
+            if len(kids) == 1 and owner >= 0:
+                now[kids[0]] = owner  # the cluster lives on
+                continue
+            for span in kids:
+                now[span] = len(rec)
+                rec.append({"parent": owner, "birth": j, "spans": [], "masses": [], "stab": 0.0})
+        for span, c in now.items():
+            rec[c]["spans"].append(span)
+            rec[c]["masses"].append(float(masses[span]))
+            rec[c]["stab"] += float(masses[span]) * width[j]
+        alive, prev = now, p
+    children: dict[int, list[int]] = {}
+    for i, r in enumerate(rec):
+        if r["parent"] >= 0:
+            children.setdefault(r["parent"], []).append(i)
+    return [
+        Cluster(
+            i,
+            r["parent"],
+            r["birth"],
+            r["birth"] + len(r["spans"]) - 1,
+            tuple(r["spans"]),
+            tuple(r["masses"]),
+            r["stab"],
+            tuple(children.get(i, ())),
+        )
+        for i, r in enumerate(rec)
+    ]
+
+
+def select_clusters(
+    clusters: Sequence[Cluster], method: str = "eom", flip: Collection[int] = ()
+) -> tuple[list[int], float, list[int]]:
+    """Disjoint clusters of a condensed tree: excess of mass (``"eom"``) or
+    the leaves (``"leaf"``). Returns (selected ids, their total stability,
+    ids whose choice was close: the runner-up within CLOSE, and the choice
+    matters for the result).
+
+    A root is not selectable when it is the only one and splits (HDBSCAN's
+    ``allow_single_cluster=False``): one cluster is what every data set
+    shows at a low enough level. ``flip``: clusters whose keep-or-split
+    choice is reversed (the alternative of a close call).
+    """
+    roots = [c.id for c in clusters if c.parent < 0]
+    single = len(roots) == 1
+    best: dict[int, float] = {}
+    chosen: dict[int, list[int]] = {}
+    close: list[int] = []
+    for c in sorted(clusters, key=lambda c: -c.birth):  # children before parents
+        below = sum(best[k] for k in c.children)
+        kids = [i for k in c.children for i in chosen[k]]
+        if not c.children:
+            best[c.id], chosen[c.id] = c.stability, [c.id]
+            continue
+        if method == "leaf" or (single and c.parent < 0):
+            best[c.id], chosen[c.id] = below, kids
+            continue
+        if (c.stability >= below) != (c.id in flip):
+            best[c.id], chosen[c.id] = c.stability, [c.id]
+            if below >= CLOSE * c.stability:
+                close.append(c.id)
+        else:
+            best[c.id], chosen[c.id] = below, kids
+            if c.stability >= CLOSE * below:
+                close.append(c.id)
+    selected = sorted(i for r in roots for i in chosen[r])
+    # a close call matters only where it or a cluster below it is selected
+    parent = {c.id: c.parent for c in clusters}
+    above = set()
+    for i in selected:
+        while i >= 0:
+            above.add(i)
+            i = parent[i]
+    return selected, float(sum(best[r] for r in roots)), [i for i in close if i in above]
+
+
+def level_tree(
+    levels: Sequence[Partition],
+    alpha: float,
+    d: int,
+    *,
+    scale: str = "lambda",
+    min_mass: float = 0.0,
+    method: str = "eom",
+    flip: Collection[int] = (),
+) -> LevelTree:
+    """The condensed tree of one alpha's ladder and its selection (``flip``:
+    :func:`select_clusters`)."""
+    lam = level_scale(levels, alpha, d, scale)
+    clusters = condensed_tree(levels, lam, min_mass)
+    selected, score, close = select_clusters(clusters, method, flip)
+    return LevelTree(
+        float(alpha), tuple(levels), tuple(lam), tuple(clusters), tuple(selected), score, tuple(close)
+    )
+
+
+@dataclass(frozen=True)
+class SpanLevel:
+    """Where a selected span comes from.
+
+    Attributes
+    ----------
+    span : int
+        Its id in :attr:`LevelSpans.labels`.
+    alpha, min_samples, threshold : float, int, float
+        The level it was taken at: its cluster's birth, or the largest MinPts
+        of the ladder above it at which the span has the same core sub-cells
+        (where the empty-space guard holds the threshold, several MinPts do):
+        the density test at (alpha, MinPts) with core threshold T.
+    death_min_samples : int
+        The last MinPts of the ladder at which it is still one significant
+        span.
+    stability : float
+        Its cluster's stability (on the selection's scale).
+    mass : float
+        Its noisy mass at that level.
+    cluster : int
+        Its cluster's id in the tree.
+    """
+
+    span: int
+    alpha: float
+    min_samples: int
+    threshold: float
+    death_min_samples: int
+    stability: float
+    mass: float
+    cluster: int
+
+
+@dataclass(frozen=True)
+class LevelSpans:
+    """Spans selected across levels of the tree, ready for ``predict``.
+
+    Attributes
+    ----------
+    grid : Grid
+        The sub-cell grid the keys are in (the release's cells subdivided
+        ``subcells`` times; measured against ``alpha``).
+    core_keys, labels : ndarray
+        Sorted keys of the selected core sub-cells and their span id
+        (0..n_spans-1, numbered by smallest key), as a flat model's.
+    alpha : float
+        The alpha of every selected span (the border radius of ``predict``).
+    spans : tuple of SpanLevel
+        Per span id: the level it comes from.
+    tree : LevelTree
+        The chosen alpha's tree.
+    alphas : tuple of (alpha, score, n_selected)
+        Every candidate alpha's total selected stability (on lambda).
+    candidates : int
+        Number of alphas the choice looked at (``c`` of the guarantee).
+    unsure : bool
+        True when the choice was close: another alpha scored at least CLOSE x
+        the best with another number of clusters, or a cluster's
+        keep-or-split choice was within CLOSE (:func:`alternative`).
+    runner_up : float or None
+        That other alpha (:func:`choose_alpha`), or None.
+    """
+
+    grid: Grid
+    core_keys: np.ndarray
+    labels: np.ndarray
+    alpha: float
+    spans: tuple
+    tree: LevelTree
+    alphas: tuple
+    candidates: int
+    unsure: bool
+    runner_up: float | None = None
+
+    @property
+    def n_spans(self) -> int:
+        return len(self.spans)
+
+
+def spans_of(tree: LevelTree) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
+    """The selected clusters' spans at birth: sorted keys, span ids numbered
+    by smallest key, and each span's level."""
+    parts, ids = [], []
+    for i, cid in enumerate(tree.selected):
+        c = tree.clusters[cid]
+        p = tree.levels[c.birth]
+        keys = p.keys[p.labels == c.spans[0]]
+        parts.append(keys)
+        ids.append(np.full(keys.size, i, dtype=np.int64))
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), []
+    keys = np.concatenate(parts)
+    raw = np.concatenate(ids)
+    order = np.argsort(keys, kind="stable")
+    keys, raw = keys[order], raw[order]
+    if np.any(keys[1:] == keys[:-1]):
+        raise AssertionError("selected spans overlap")  # impossible for a nested tree
+    # canonical numbering: by smallest key
+    first = np.full(len(tree.selected), keys.size, dtype=np.int64)
+    np.minimum.at(first, raw, np.arange(keys.size))
+    rank = np.empty(len(tree.selected), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(tree.selected))
+    spans = []
+    for i, cid in enumerate(tree.selected):
+        c = tree.clusters[cid]
+        p = tree.levels[_same_cells_up_to(tree, c, parts[i])]
+        spans.append(
+            SpanLevel(
+                int(rank[i]),
+                tree.alpha,
+                int(p.min_samples),
+                float(p.threshold),
+                int(tree.levels[c.death].min_samples),
+                float(c.stability),
+                float(c.masses[0]),
+                int(cid),
+            )
+        )
+    spans.sort(key=lambda s: s.span)
+    return keys, rank[raw], spans
+
+
+def _same_cells_up_to(tree: LevelTree, c: Cluster, keys: np.ndarray) -> int:
+    """The highest level of ``c``'s life at which its span still has the core
+    sub-cells ``keys`` of its birth."""
+    j = c.birth
+    while j < c.death:
+        p = tree.levels[j + 1]
+        if int(np.count_nonzero(p.labels == c.spans[j + 1 - c.birth])) != keys.size:
+            break
+        j += 1
+    return j
+
+
+def ladder(hist: NoisyHistogram, min_samples: int | None = None) -> list[int]:
+    """The MinPts ladder of the release: the fixed ``min_samples``, or
+    :func:`.auto.min_samples_ladder` of the released positive mass."""
+    if min_samples is not None:
+        return [int(min_samples)]
+    return min_samples_ladder(float(np.maximum(hist.values, 0).sum()))
+
+
+def alpha_scores(
+    table: dict[tuple[float, int], Partition],
+    d: int,
+    *,
+    min_mass: float = 0.0,
+    method: str = "eom",
+) -> list[tuple[float, float, int]]:
+    """(alpha, total selected stability on lambda, clusters selected) for
+    every alpha of a sweep ``table``; lambda is one scale for every alpha."""
+    rows = []
+    for a in sorted({x for x, _ in table}):
+        levels = [table[key] for key in sorted(table) if key[0] == a]
+        t = level_tree(levels, a, d, scale="lambda", min_mass=min_mass, method=method)
+        rows.append((a, t.score, len(t.selected)))
+    return rows
+
+
+def choose_alpha(rows: Sequence[tuple[float, float, int]]) -> tuple[float, float | None]:
+    """The alpha of the selection and the runner-up from every candidate's
+    (alpha, total stability on lambda, clusters selected) (:func:`alpha_scores`).
+
+    The highest total stability among the alphas that select at least two
+    clusters says how many clusters there are; alphas
+    scoring within CLOSE of it with at least that many clusters are ties,
+    and ties go to the largest alpha: each cluster at its largest extent,
+    and the least noise per neighbourhood (its signal grows as alpha^d, its
+    noise as alpha^(d/2)). On lambda alone smaller alphas win (their
+    ladders reach higher, noisier density peaks) with less of each cluster.
+    The runner-up is the best-scoring alpha within CLOSE whose selection
+    has another number of clusters (None when there is none): a different
+    answer the release supports almost as well.
+    """
+    # one cluster is what every data set shows at a low enough level (HDBSCAN
+    # does not select its root): alphas that select fewer than two compete
+    # only when no alpha selects two
+    pool = [r for r in rows if r[2] >= 2] or list(rows)
+    best = max(pool, key=lambda r: (r[1], r[0]))
+    ties = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] >= best[2]]
+    chosen = max(ties, key=lambda r: r[0])
+    other = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] != chosen[2]]
+    return chosen[0], (max(other, key=lambda r: (r[1], r[0]))[0] if other and best[1] > 0 else None)
+
+
+def select_levels(
+    hist: NoisyHistogram,
+    spec: SpanSpec,
+    eps_candidates: Sequence[float],
+    min_samples: int | None = None,
+    *,
+    scale: str = "lambda",
+    min_share: float = MIN_SHARE,
+    method: str = "eom",
+    alpha: float | None = None,
+    coarse: dict[tuple[float, int], Partition] | None = None,
+    bottom: bool = False,
+) -> LevelSpans:
+    """Spans selected at their own levels from the release ``hist``.
+    Post-processing only.
+
+    One tree per candidate alpha over the MinPts ladder (:func:`ladder`), on
+    cells; the alpha by :func:`choose_alpha`; then that alpha's tree on the
+    sub-cells of ``spec``, its excess-of-mass selection, and each selected
+    cluster's span at its birth.
+
+    Parameters
+    ----------
+    hist : NoisyHistogram
+        The release (its cells at any alpha: every candidate re-measures them).
+    spec : SpanSpec
+        The post-processing (density test; ``subcells`` of the final spans,
+        ``beta`` and ``margin`` of the core test: the beta each candidate's
+        margins take).
+    eps_candidates : sequence of float
+        The candidate alphas (public: the automatic plan's).
+    min_samples : int, optional
+        A fixed MinPts (a one-level tree); default: the ladder.
+    scale : {"lambda", "logT"}
+        The stability scale of the final tree.
+    min_share : float
+        A span is significant when its mass reaches this share of the
+        released positive mass (and MinPts).
+    method : {"eom", "leaf"}
+        Excess of mass or the leaves of the tree.
+    alpha : float, optional
+        A fixed alpha instead of the choice (the guarantee then counts one
+        candidate).
+    coarse : dict, optional
+        The sweep on cells (``subcells=1``) over the candidates and the
+        ladder, when the caller has it.
+    bottom : bool
+        Build the sub-cells' tree over the whole ladder. By default it starts
+        one level below the lowest level at which the cells' tree selects a
+        cluster: the low levels hold the most core sub-cells and cost the
+        most merges (Cabs: 1.8 s of 2.1), and nothing below them is selected
+        on cells.
+    """
+    if spec.core != "density":
+        raise ValueError("level selection needs the density test (core='density')")
+    ms = ladder(hist, min_samples)
+    d = hist.grid.d
+    min_mass = min_share * float(np.maximum(hist.values, 0).sum())
+    cands = [float(a) for a in eps_candidates] if alpha is None else [float(alpha)]
+    rows: list[tuple[float, float, int]] = []
+    chosen, runner = cands[0], None
+    if coarse is None:
+        coarse = sweep(hist, replace(spec, subcells=1), cands, ms)
+    if len(cands) > 1:
+        rows = alpha_scores(coarse, d, min_mass=min_mass, method=method)
+        chosen, runner = choose_alpha(rows)
+    if not bottom:
+        cells = level_tree([coarse[(chosen, m)] for m in ms], chosen, d, min_mass=min_mass, method=method)
+        start = min((cells.clusters[i].birth for i in cells.selected), default=1) - 1
+        ms = ms[max(start, 0) :]
+    fine = sweep(hist, spec, [chosen], ms)
+    tree = level_tree(
+        [fine[(chosen, m)] for m in ms], chosen, d, scale=scale, min_mass=min_mass, method=method
+    )
+    return finish(tree, hist.grid.subdivided(int(spec.subcells)), rows, len(cands), runner)
+
+
+def finish(
+    tree: LevelTree,
+    grid: Grid,
+    rows: Sequence[tuple[float, float, int]],
+    candidates: int,
+    runner_up: float | None = None,
+) -> LevelSpans:
+    """The :class:`LevelSpans` of a tree's selection; ``rows`` are the
+    candidate alphas' scores (:func:`alpha_scores`), ``candidates`` how many
+    alphas the choice looked at."""
+    keys, labels, spans = spans_of(tree)
+    unsure = bool(tree.close) or runner_up is not None
+    return LevelSpans(
+        grid, keys, labels, tree.alpha, tuple(spans), tree, tuple(rows), candidates, unsure, runner_up
+    )
+
+
+def alternative(
+    sel: LevelSpans,
+    hist: NoisyHistogram | None,
+    spec: SpanSpec | None,
+    eps_candidates: Sequence[float] = (),
+    **kw: Any,
+) -> LevelSpans | None:
+    """The other answer of an unsure selection, for ``explore`` to show
+    beside it: the runner-up alpha's selection (from ``hist`` and ``spec``),
+    else the same tree with its close keep-or-split choices reversed; None
+    when the choice was clear. ``kw`` as given to :func:`select_levels`."""
+    if sel.runner_up is not None:
+        if hist is None or spec is None:
+            raise ValueError("the runner-up alpha's selection needs the release and its spec")
+        other = select_levels(hist, spec, eps_candidates, alpha=sel.runner_up, **kw)
+        return replace(other, alphas=sel.alphas, candidates=sel.candidates)
+    if not sel.tree.close:
+        return None
+    t = sel.tree
+    flipped, score, _ = select_clusters(t.clusters, kw.get("method", "eom"), flip=t.close)
+    return finish(
+        replace(t, selected=tuple(flipped), score=score, close=()), sel.grid, sel.alphas, sel.candidates
+    )
+
+
+def level_guarantee(
+    grid: Grid,
+    kind: str,
+    noise: str,
+    scale: float,
+    theta: float,
+    spec: SpanSpec,
+    min_samples: int,
+    candidates: int,
+    rho: float,
+) -> dict[str, Any]:
+    """What a span taken at ``min_samples`` on the release (public fields:
+    its ``grid`` at the span's alpha, ``kind``, ``noise``, noise ``scale``,
+    ``theta``) is guaranteed to be, with ``spec``'s margins (beta: each
+    candidate's share) and a union over ``candidates`` alphas.
+
+    The density test's one-sided statement at that MinPts: the span lies in
+    the span of one (rho alpha, M*)-cluster. Its accuracy event (and a
+    truncating release's empty-space event) does not depend on MinPts, so
+    one event covers every level of one alpha; the union bound runs over
+    the alphas only. Returns ``min_samples``, ``m_star``, ``within_clusters_at``
+    and ``probability`` (None when the statement is empty or the union
+    leaves nothing).
+    """
+    _, extra = density_guarantee(grid, kind, noise, scale, theta, replace(spec, min_samples=int(min_samples)))
+    m_star = extra["m_star"]
+    within = relaxed(rho * grid.alpha, m_star)
+    probability = over_candidates(extra["probability"], candidates) if within is not None else None
+    return {
+        "min_samples": int(min_samples),
+        "m_star": int(m_star),
+        "within_clusters_at": within,
+        "probability": probability,
+    }
+
+
+def record(sel: LevelSpans, digits: int = 6) -> dict[str, Any]:
+    """The selection as the model records it (JSON-safe, public values only):
+    each span's level, the candidates' scores, whether the choice was close
+    and the condensed tree (for its plot)."""
+    t = sel.tree
+    ms = t.min_samples
+    total = sum(s.stability for s in sel.spans) or 1.0
+
+    def r(x: float) -> float:
+        return float(f"{x:.{digits}g}")
+
+    close = [
+        {
+            "min_samples": int(ms[t.clusters[i].birth]),
+            "kept": i in t.selected,
+            "children": len(t.clusters[i].children),
+        }
+        for i in t.close
+    ]
+    best = max((row[1] for row in sel.alphas), default=0.0)
+    runner = None
+    if sel.runner_up is not None:
+        score = next(row[1] for row in sel.alphas if row[0] == sel.runner_up)
+        runner = {"eps": float(sel.runner_up), "score_share": r(score / best) if best > 0 else 0.0}
+    return {
+        "levels": [
+            {
+                "span": s.span,
+                "eps": float(s.alpha),
+                "min_samples": s.min_samples,
+                "threshold": r(s.threshold),
+                "last_min_samples": s.death_min_samples,
+                "stability": r(s.stability),
+                "stability_share": r(s.stability / total),
+                "mass": r(s.mass),
+            }
+            for s in sel.spans
+        ],
+        "eps_scores": [[float(a), r(score), int(n)] for a, score, n in sel.alphas],
+        "unsure": bool(sel.unsure),
+        "runner_up": runner,
+        "close": close,
+        "tree": {
+            "min_samples": [int(m) for m in ms],
+            "lambda": [r(x) for x in t.scale],
+            "clusters": [
+                {"parent": c.parent, "birth": c.birth, "masses": [r(m) for m in c.masses]} for c in t.clusters
+            ],
+            "selected": [int(i) for i in t.selected],
+        },
+    }
+
+
+__all__ = [
+    "Cluster",
+    "LevelTree",
+    "LevelSpans",
+    "SpanLevel",
+    "condensed_tree",
+    "select_clusters",
+    "level_tree",
+    "level_scale",
+    "select_levels",
+    "ladder",
+    "alpha_scores",
+    "finish",
+    "choose_alpha",
+    "alternative",
+    "spans_of",
+    "level_guarantee",
+    "record",
+    "CRITERION",
+    "MIN_SHARE",
+    "CLOSE",
+]

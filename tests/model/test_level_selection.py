@@ -1,0 +1,193 @@
+"""The automatic mode's default, ``selection="levels"`` (issue 21): each span
+at its own MinPts of the release's density tree. What the model records
+(and its file keeps), what each span is guaranteed to be, the summary and
+``info``, explore's alternative of an unsure choice, the condensed-tree plot
+and the command line (dpdbscan.model.levels, dpdbscan.render.treeplot). The
+selection itself: tests/post/test_levels.py."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from levelpoints import BOX, bridged_blobs
+
+from dpdbscan import DPDBSCAN
+from dpdbscan.cli import main
+from dpdbscan.model import describe, guarantee, load_model, save_model, summary, with_params
+from dpdbscan.post import auto, levels
+from dpdbscan.render import explore as E
+
+quiet = pytest.mark.filterwarnings("ignore")  # seeded noise, small-data notes
+
+
+def _fit(seed=1, X=None, **kw):
+    X = bridged_blobs()[0] if X is None else X
+    params = dict(min_samples="auto", bounds=BOX, random_state=seed, max_cells=1 << 14)
+    params.update(kw)
+    return DPDBSCAN("auto", **params).fit(X).spans_
+
+
+@pytest.fixture(scope="module")
+def unsure():
+    """A level selection whose choice was close: another eps scored within 90%."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _fit(1)
+
+
+@pytest.fixture(scope="module")
+def clear():
+    """Three separated blobs: a clear choice."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(c, 0.35, (1000, 2)) for c in ((2, 2), (7, 6), (2.5, 6.5))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _fit(0, X=X, max_cells=1 << 12)
+
+
+def _is_a_span_at(model, span, flat):
+    """Span ``span`` of ``model`` is exactly one span of ``flat`` (same grid)."""
+    mine = model.core_keys[model.labels == span]
+    hit = np.searchsorted(flat.core_keys, mine)
+    if mine.size == 0 or hit.max() >= flat.core_keys.size or not np.array_equal(flat.core_keys[hit], mine):
+        return False
+    owners = np.unique(flat.labels[hit])
+    return owners.size == 1 and np.array_equal(flat.core_keys[flat.labels == owners[0]], mine)
+
+
+def test_the_automatic_mode_takes_each_span_at_its_own_level(unsure):
+    from sklearn.metrics import adjusted_rand_score
+
+    m = unsure
+    a = m.auto
+    assert a["selection"] == "levels" and a["criterion"] == levels.CRITERION
+    assert [lv["span"] for lv in a["levels"]] == list(range(m.n_spans)) and m.n_spans == 3
+    assert len({lv["min_samples"] for lv in a["levels"]}) >= 2  # clusters at different levels
+    assert m.spec.min_samples == a["min_samples"] == min(lv["min_samples"] for lv in a["levels"])
+    for lv in a["levels"]:
+        assert lv["eps"] == m.grid.alpha
+        # the recorded level is true: the span is a span of the density test there
+        at = with_params(m, min_samples=lv["min_samples"])
+        assert at.grid.alpha == m.grid.alpha and _is_a_span_at(m, lv["span"], at)
+        assert at.spans.threshold == pytest.approx(lv["threshold"], rel=1e-5)
+        assert lv["min_samples"] <= lv["last_min_samples"]
+    # predict labels points as for a flat model: the dense, the bridged and the far blob apart
+    X, y = bridged_blobs()
+    assert adjusted_rand_score(y, m.predict(X)) > 0.9
+
+
+@quiet
+def test_the_flat_cut_stays_an_option():
+    m = _fit(1, selection="flat")
+    a = m.auto
+    assert a["selection"] == "flat" and a["criterion"] == auto.CRITERION and "levels" not in a
+    again = with_params(m, eps=m.grid.alpha, min_samples=m.spec.min_samples)
+    np.testing.assert_array_equal(again.core_keys, m.core_keys)
+    np.testing.assert_array_equal(again.labels, m.labels)
+    # the tree is over MinPts: a fixed MinPts, or the bound test, is a flat cut
+    fixed = _fit(1, min_samples=40)
+    assert fixed.auto["selection"] == "flat" and fixed.spec.min_samples == 40
+    assert "levels" not in guarantee(fixed) and "levels  :" not in summary(fixed)
+
+
+def test_the_record_and_the_guarantee_survive_a_round_trip(unsure, tmp_path):
+    save_model(unsure, tmp_path / "m.json")
+    back = load_model(tmp_path / "m.json")
+    assert back.auto == json.loads(json.dumps(unsure.auto))
+    X, _ = bridged_blobs()
+    np.testing.assert_array_equal(back.predict(X), unsure.predict(X))
+    assert guarantee(back) == guarantee(unsure) and summary(back) == summary(unsure)
+    assert describe(back)["auto"]["levels"] == back.auto["levels"]
+    # without the histogram: the record, the guarantee and the tree still read
+    save_model(unsure, tmp_path / "small.json", include_histogram=False)
+    small = load_model(tmp_path / "small.json")
+    assert guarantee(small) == guarantee(unsure)
+
+
+def test_each_span_states_its_own_guarantee(unsure):
+    m = unsure
+    g = guarantee(m)
+    c = len(m.auto["eps_candidates"])
+    assert c == 7 and g["eps_candidates"] == c
+    rel = m.release
+    assert [x["span"] for x in g["levels"]] == list(range(m.n_spans))
+    for x, lv in zip(g["levels"], m.auto["levels"]):
+        want = levels.level_guarantee(rel.grid, rel.histogram, rel.noise, rel.noise_scale, rel.theta, m.spec,
+                                      lv["min_samples"], c, m.spans.rho)
+        assert x == {"span": lv["span"], "eps": lv["eps"], **want}
+        # beta / c per candidate, the union over the c eps: beta in all
+        assert x["probability"] == pytest.approx(1 - 0.1)
+        assert x["m_star"] >= g["within_clusters_at"]["min_samples"]  # no weaker than the lowest level
+    assert "each also lies in the span of one (rho alpha, M*)-cluster at its own level" in g["statement"]
+    assert f"union over {c} eps candidates" in g["statement"]
+
+
+def test_the_summary_says_what_was_chosen_and_whether_it_was_close(unsure, clear):
+    text = summary(unsure)
+    assert "levels  : 3 span(s)" in text and "each at its own MinPts" in text
+    for lv in unsure.auto["levels"]:
+        assert f"span {lv['span']}: MinPts {lv['min_samples']} " in text
+    runner = unsure.auto["runner_up"]
+    assert runner is not None and runner["score_share"] >= levels.CLOSE
+    assert f"unsure  : eps={runner['eps']:g} scored" in text and "explore shows both" in text
+    assert not clear.auto["unsure"] and "choice  : clear" in summary(clear) and "unsure" not in summary(clear)
+
+
+def test_explore_shows_the_chosen_spans_beside_the_alternative(unsure, clear, tmp_path, capsys):
+    ex = E.explore(unsure, [unsure.grid.alpha], [20, 40])
+    assert [t for t, _ in ex.selections][0].startswith("chosen") and len(ex.selections) == 2
+    chosen, alt = ex.selections[0][1], ex.selections[1][1]
+    assert chosen is unsure
+    # the alternative: the runner-up eps's own selection, from the same release
+    assert alt.grid.alpha == pytest.approx(unsure.auto["runner_up"]["eps"]) and alt.auto["alternative"]
+    for lv in alt.auto["levels"]:
+        assert _is_a_span_at(alt, lv["span"], with_params(alt, min_samples=lv["min_samples"]))
+    assert len(E.explore(clear, [clear.grid.alpha], [20]).selections) == 1
+    save_model(unsure, tmp_path / "u.json")
+    assert main(["explore", str(tmp_path / "u.json"), "--eps", str(unsure.grid.alpha), "--min-samples",
+                 "20", "40", "--no-png"]) == 0
+    out = capsys.readouterr().out
+    assert "chosen: each span at its own MinPts" in out and "the alternative" in out and "unsure:" in out
+
+
+def test_the_condensed_tree_is_drawn_from_the_record(unsure, tmp_path, capsys):
+    from matplotlib.patches import Rectangle
+
+    from dpdbscan.render import plotting
+
+    ax = plotting.plot_model(unsure, "tree")
+    tree = unsure.auto["tree"]
+    red = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_facecolor()[:3] == (
+        pytest.approx(0.839, abs=0.01), pytest.approx(0.153, abs=0.01), pytest.approx(0.157, abs=0.01))]
+    assert len(red) == sum(len(tree["clusters"][i]["masses"]) for i in tree["selected"])
+    assert len(ax.patches) == sum(len(c["masses"]) for c in tree["clusters"])
+    # the release alone: no point is drawn, no private mark
+    assert not any(t.get_gid() == "private-watermark" for t in ax.texts) and not ax.collections
+    plotting._plt().close(ax.figure)
+    with pytest.raises(ValueError, match="level selection"):
+        plotting.plot_model(_fit(1, selection="flat"), "tree")
+    save_model(unsure, tmp_path / "u.json")
+    assert main(["plot", str(tmp_path / "u.json"), "--kind", "tree", "-o", str(tmp_path / "t.png")]) == 0
+    assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@quiet
+def test_the_command_line_takes_the_selection(tmp_path, capsys):
+    X, _ = bridged_blobs()
+    path = tmp_path / "p.csv"
+    path.write_text("x,y\n" + "\n".join(f"{a:.9g},{b:.9g}" for a, b in X[::3]) + "\n")
+    common = [str(path), "--header", "--eps", "auto", "--min-samples", "auto", "--bounds", "0", "0", "10", "8",
+              "--seed", "0", "--max-cells", "16384", "--no-png", "--no-geojson"]
+    assert main(["fit", *common, "--out-dir", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "levels  : 3 span(s)" in out and "each at its own MinPts" in out
+    assert load_model(tmp_path / "a" / "p.spans.json").auto["selection"] == "levels"
+    assert main(["fit", *common, "--selection", "flat", "--out-dir", str(tmp_path / "b")]) == 0
+    assert "levels  :" not in capsys.readouterr().out
+    assert load_model(tmp_path / "b" / "p.spans.json").auto["selection"] == "flat"
+    assert main(["info", str(tmp_path / "a" / "p.spans.json")]) == 0
+    info = capsys.readouterr().out
+    assert "levels : 3 span(s)" in info and "at its own level: span" in info

@@ -1,0 +1,216 @@
+"""Clusters at their own level (issue 21, dpdbscan.post.levels): the
+condensed tree over a MinPts ladder, the excess-of-mass selection, the
+choice of eps, spans taken at their own level and what each is guaranteed
+to be. The automatic mode's use of it: tests/model/test_level_selection.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from levelpoints import BOX, bridged_blobs
+from releases import library, release_histogram
+
+from dpdbscan.cells.grid import Grid
+from dpdbscan.model.predict import predict_spans, span_regions
+from dpdbscan.post import levels
+from dpdbscan.post.coretests.density.test import density_guarantee
+from dpdbscan.post.partition import Partition
+from dpdbscan.post.spans import build_spans
+from dpdbscan.spec.specs import SpanSpec
+
+
+def _part(keys, labels, mass, m, thr, alpha=1.0):
+    return Partition(alpha, m, np.asarray(keys, dtype=np.int64), np.asarray(labels, dtype=np.int64),
+                     np.asarray(mass, float), thr)
+
+
+# A root R = {1..8} splits at level 1 into A = {1, 2, 3} and B = {5..8}; B splits
+# at level 2 into B1 = {5, 6} and B2 = {7, 8}; A dies at level 3, B1 and B2 live on.
+LEVELS = [
+    _part(range(1, 9), [0] * 8, [10] * 8, 5, 10.0),
+    _part([1, 2, 3, 5, 6, 7, 8], [0, 0, 0, 1, 1, 1, 1], [10] * 7, 6, 20.0),
+    _part([1, 2, 5, 6, 7, 8], [0, 0, 1, 1, 2, 2], [10] * 6, 7, 40.0),
+    _part([5, 6, 7, 8], [0, 0, 1, 1], [10] * 4, 8, 80.0),
+]
+
+
+def test_condensed_tree_follows_splits_and_integrates_mass():
+    lam = [0.0, 1.0, 2.0, 3.0]
+    tree = levels.condensed_tree(LEVELS, lam)
+    assert [(c.parent, c.birth, c.death) for c in tree] == [
+        (-1, 0, 0), (0, 1, 2), (0, 1, 1), (2, 2, 3), (2, 2, 3)]
+    R, A, B, B1, B2 = tree
+    assert R.children == (1, 2) and B.children == (3, 4)
+    # mass x width of each level it lives at; the top level has no width
+    assert R.stability == pytest.approx(80 * 1.0)
+    assert A.stability == pytest.approx(30 * 1 + 20 * 1)
+    assert B.stability == pytest.approx(40 * 1)
+    assert B1.stability == pytest.approx(20 * 1 + 20 * 0)
+    assert A.spans == (0, 0) and B1.spans == (1, 0)
+
+
+def test_excess_of_mass_keeps_a_parent_unless_its_children_hold_more():
+    tree = levels.condensed_tree(LEVELS, [0.0, 1.0, 2.0, 3.0])
+    sel, score, _ = levels.select_clusters(tree)
+    # the single root is not selectable; B (40) against B1 + B2 (20 + 20): B, a tie kept
+    assert sel == [1, 2] and score == pytest.approx(50 + 40)
+    # stretch the top levels: B1 and B2 outlive B by far
+    tree = levels.condensed_tree(LEVELS, [0.0, 1.0, 2.0, 10.0])
+    sel, score, close = levels.select_clusters(tree)
+    assert sel == [1, 3, 4] and score == pytest.approx(30 + 20 * 8 + 2 * 20 * 8)
+    assert levels.select_clusters(tree, "leaf")[0] == [1, 3, 4]
+    assert close == []
+
+
+def test_significance_by_mass_share():
+    # with a minimum mass of 35, A (30) falls out as noise: the root is no split
+    # and lives on as B until nothing of 35 is left
+    tree = levels.condensed_tree(LEVELS, [0.0, 1.0, 2.0, 3.0], min_mass=35)
+    assert [(c.parent, c.birth, c.death, c.spans) for c in tree] == [(-1, 0, 1, (0, 1))]
+    assert levels.select_clusters(tree)[0] == [0]
+
+
+def test_a_single_root_that_never_splits_is_selected():
+    lv = [_part([1, 2], [0, 0], [10, 10], 5, 10.0), _part([1, 2], [0, 0], [10, 10], 6, 20.0)]
+    tree = levels.condensed_tree(lv, [0.0, 1.0])
+    assert levels.select_clusters(tree)[0] == [0]
+    assert levels.select_clusters([])[0] == []
+
+
+def test_spans_of_takes_each_cluster_at_its_birth_and_numbers_by_smallest_key():
+    t = levels.level_tree(LEVELS, 1.0, 2, scale="logT")
+    keys, labels, spans = levels.spans_of(t)
+    # A at level 1 = {1, 2, 3}; B at level 1 = {5..8} (log T widths are equal: B kept)
+    assert keys.tolist() == [1, 2, 3, 5, 6, 7, 8]
+    assert labels.tolist() == [0, 0, 0, 1, 1, 1, 1]
+    assert [(s.span, s.min_samples, s.death_min_samples) for s in spans] == [(0, 6, 7), (1, 6, 6)]
+
+
+def test_choose_alpha_counts_on_the_best_score_and_breaks_near_ties_to_the_largest():
+    rows = [(1.0, 100.0, 3), (2.0, 95.0, 3), (4.0, 92.0, 2), (8.0, 200.0, 1), (16.0, 50.0, 3)]
+    # alpha 8 selects one cluster only: out; 1 scores best with 3 clusters; 2 is a
+    # near-tie with as many (the larger wins); 4 is close with another count
+    assert levels.choose_alpha(rows) == (2.0, 4.0)
+    assert levels.choose_alpha([(1.0, 100.0, 3), (2.0, 80.0, 3)]) == (1.0, None)
+    # when no alpha selects two clusters, the best single one
+    assert levels.choose_alpha([(1.0, 5.0, 1), (2.0, 6.0, 1)]) == (2.0, None)
+
+
+def test_a_close_call_is_reported_and_its_alternative_shown():
+    grid = Grid(np.zeros(2), np.ones(2), 0.1)
+    sel = levels.finish(levels.level_tree(LEVELS, 1.0, 2, scale="logT"), grid, [], 1)
+    # B (40 ln 2) against B1 + B2 (40 ln 2): a tie, kept, and reported
+    assert sel.unsure and sel.tree.close == (2,) and sel.runner_up is None
+    rec = levels.record(sel)
+    assert rec["unsure"] and rec["close"] == [{"min_samples": 6, "kept": True, "children": 2}]
+    assert [lv["min_samples"] for lv in rec["levels"]] == [6, 6] and rec["runner_up"] is None
+    alt = levels.alternative(sel, None, None)
+    # B1 and B2 are born at MinPts 7 and have the same cells at 8: taken at 8
+    assert alt is not None and [s.min_samples for s in alt.spans] == [6, 8, 8]
+    assert alt.core_keys.tolist() == [1, 2, 3, 5, 6, 7, 8] and alt.labels.tolist() == [0, 0, 0, 1, 1, 2, 2]
+    # a clear choice has no alternative
+    clear = levels.finish(levels.level_tree(LEVELS, 1.0, 2, scale="lambda"), grid, [], 1)
+    # on lambda (T^(1/2): widths 1.31, 1.85) B1 + B2 (74) outweigh B (52) by far
+    assert [s.min_samples for s in clear.spans] == [6, 8, 8]
+    assert not clear.unsure and levels.alternative(clear, None, None) is None
+
+
+# ------------------------------------------------------------ from a release
+
+def _release(noise="discrete", seed=0, histogram="dense"):
+    """The release of :func:`_points` at eps 0.1 (``noise="none"``: the exact counts)."""
+    X, y = bridged_blobs(seed)
+    grid = Grid(*BOX, 0.1)
+    config = library(1.0, noise=noise, histogram=histogram, border=0.1)
+    hist = release_histogram(grid, X, config, seed)
+    spec = SpanSpec(min_samples=5, beta=0.1, subcells=2, margin=1.0, border=0.1, raise_min_samples=True,
+                    core="density")
+    return X, y, hist, spec
+
+
+CANDIDATES = (0.1, 0.1 * 2**0.5, 0.2)
+
+
+def test_selected_spans_are_spans_of_the_density_test_at_their_own_level():
+    _, _, hist, params = _release(noise="none")
+    sel = levels.select_levels(hist, params, CANDIDATES)
+    assert sel.n_spans >= 2 and sel.candidates == 3
+    assert np.all(np.diff(sel.core_keys) > 0)  # sorted, disjoint
+    h = hist.on_grid(hist.grid.at_alpha(sel.alpha))
+    for s in sel.spans:
+        assert s.alpha == sel.alpha
+        spans = build_spans(h, replace(params, min_samples=s.min_samples))
+        keys = sel.grid.encode(spans.grid.decode(spans.core_keys))
+        mine = sel.core_keys[sel.labels == s.span]
+        # the selected span is exactly one span of that level
+        hit = np.searchsorted(keys, mine)
+        owners = np.unique(spans.labels[hit])
+        assert np.array_equal(keys[hit], mine) and owners.size == 1
+        assert np.array_equal(np.sort(keys[spans.labels == owners[0]]), mine)
+        assert spans.threshold == pytest.approx(s.threshold)
+
+
+def test_levels_separate_what_no_flat_cut_does():
+    from sklearn.metrics import adjusted_rand_score
+
+    X, y, hist, params = _release(noise="none")
+    sel = levels.select_levels(hist, params, (0.1,))
+    keys, labs = span_regions(sel.grid, sel.core_keys, sel.labels, border=sel.alpha, to="centres")
+    got = adjusted_rand_score(y, predict_spans(sel.grid, keys, labs, X))
+    assert len({s.min_samples for s in sel.spans}) >= 2  # clusters at different levels
+    # every flat cut of the same ladder does worse
+    for m in levels.ladder(hist):
+        flat = build_spans(hist, replace(params, min_samples=m))
+        fk, fl = span_regions(flat.grid, flat.core_keys, flat.labels, border=0.1, to="centres")
+        assert adjusted_rand_score(y, predict_spans(flat.grid, fk, fl, X)) < got
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_each_span_s_guarantee_is_the_density_test_s_at_its_own_level():
+    _, _, hist, params = _release()
+    # three candidates: each one's margins at beta / 3, as the pipeline resolves them
+    spec = replace(params, beta=params.beta / 3)
+    sel = levels.select_levels(hist, spec, CANDIDATES)
+    grid = hist.grid.at_alpha(sel.alpha)
+    rho = build_spans(hist.on_grid(grid), spec).rho
+    for s in sel.spans:
+        g = levels.level_guarantee(grid, hist.kind, hist.noise, hist.scale, hist.theta, spec, s.min_samples,
+                                   3, rho)
+        _, one = density_guarantee(grid, hist.kind, hist.noise, hist.scale, hist.theta,
+                                   replace(spec, min_samples=s.min_samples))
+        # the statement at beta / 3 per candidate; the union over the 3 costs beta
+        assert g["m_star"] == one["m_star"] >= 1 and g["min_samples"] == s.min_samples
+        assert g["probability"] == pytest.approx(1 - params.beta)
+        assert g["within_clusters_at"] == {"alpha": rho * sel.alpha, "min_samples": one["m_star"]}
+    # G at beta / 3 is larger than at beta: M* no larger than with one candidate's beta
+    top = max(sel.spans, key=lambda s: s.min_samples).min_samples
+    g3 = levels.level_guarantee(grid, hist.kind, hist.noise, hist.scale, hist.theta, spec, top, 3, rho)
+    g1 = levels.level_guarantee(grid, hist.kind, hist.noise, hist.scale, hist.theta, params, top, 1, rho)
+    assert g3["m_star"] <= g1["m_star"] and g1["probability"] == pytest.approx(1 - params.beta)
+    # higher levels say more: M* grows with the span's own MinPts
+    ms = sorted({s.min_samples for s in sel.spans})
+    stars = [levels.level_guarantee(grid, hist.kind, hist.noise, hist.scale, hist.theta, spec, m, 3,
+                                    rho)["m_star"] for m in ms]
+    assert stars == sorted(stars)
+
+
+def test_level_selection_needs_the_density_test():
+    _, _, hist, params = _release()
+    with pytest.raises(ValueError, match="density"):
+        levels.select_levels(hist, replace(params, core="bound"), (0.1,))
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_the_sub_cell_tree_may_start_where_the_cells_select():
+    # starting the sub-cells' tree below the cells' lowest selected level
+    # gives the same spans here as the whole ladder
+    _, _, hist, params = _release(noise="discrete", seed=3)
+    fast = levels.select_levels(hist, params, CANDIDATES)
+    full = levels.select_levels(hist, params, CANDIDATES, bottom=True)
+    assert fast.alpha == full.alpha and fast.n_spans == full.n_spans >= 2
+    np.testing.assert_array_equal(fast.core_keys, full.core_keys)
+    np.testing.assert_array_equal(fast.labels, full.labels)
+    assert [s.min_samples for s in fast.spans] == [s.min_samples for s in full.spans]
+    assert len(fast.tree.levels) <= len(full.tree.levels)
