@@ -47,6 +47,7 @@ Post-processing of one release (studies of the density test and the automatic mo
 
 Geometry and figures (the experiments' data and pictures)
     ``Equirectangular``: lon/lat <-> km, the library's projection.
+    ``projection_of``: the projection a saved `--geo` model was made in (None otherwise).
     ``format_km``: a length in km as text ("50 m", "1.2 km").
     ``plot_labels``, ``plot_histogram``, ``plot_neighbour_sums``, ``plot_spans``,
     ``plot_model``, ``plot_condensed_tree``: the library's figures (``dpdbscan plot``).
@@ -64,7 +65,7 @@ import numpy as np
 
 from .cells.histogram import NoisyHistogram
 from .files import read_input
-from .geometry.projection import Equirectangular, format_km
+from .geometry.projection import Equirectangular, format_km, projection_of
 from .model.build import model_of
 from .model.predict import predict_spans, span_regions
 from .model.record import SpanModel
@@ -110,6 +111,7 @@ AUTO_MAX_CELLS = PARAMETERS["max_cells"].default
 __all__ = [
     "AUTO_MAX_CELLS",
     "Equirectangular",
+    "projection_of",
     "SecureSource",
     "SeededSource",
     "auto_base_eps",
