@@ -180,7 +180,8 @@ def unit_lines(model: SpanModel) -> list[str]:
             f"; k chosen privately among {len(c.candidates)} candidates ({c.candidates[0]:,} to "
             f"{c.candidates[-1]:,}) by the exponential mechanism, for {c.share:.0%} of rho"
         )
-    return [line]
+    # the accuracy statement is about what was counted, not the raw rows
+    return [line + "; the guarantee's clusters are those of the data so bounded"]
 
 
 def origin_lines(model: SpanModel) -> list[str]:
