@@ -207,14 +207,12 @@ def condensed_tree(
             for span in kids:
                 now[span] = len(rec)
                 rec.append(
-                    {"parent": owner, "birth": j, "spans": [], "masses": [], "stab": 0.0, "last": 0.0}
-                    | {"fits": bool(ok[span])}
+                    {"parent": owner, "birth": j, "spans": [], "masses": [], "stab": 0.0, "fits": bool(ok[span])}
                 )
         for span, c in now.items():
             rec[c]["spans"].append(span)
             rec[c]["masses"].append(float(masses[span]))
             rec[c]["stab"] += float(masses[span]) * width[j]
-            rec[c]["last"] = float(masses[span]) * width[j]
         alive, prev = now, p
     children: dict[int, list[int]] = {}
     for i, r in enumerate(rec):
@@ -228,9 +226,7 @@ def condensed_tree(
             r["birth"] + len(r["spans"]) - 1,
             tuple(r["spans"]),
             tuple(r["masses"]),
-            # too large to be selected whole: only its densest part (its last
-            # level) can be, and scores as that part
-            r["stab"] if r["fits"] else r["last"],
+            r["stab"],
             tuple(children.get(i, ())),
             r["fits"],
         )
@@ -277,8 +273,8 @@ def select_clusters(
         below = sum(best[k] for k in c.children)
         kids = [i for k in c.children for i in chosen[k]]
         if not c.fits:
-            # larger than a selected span may be: what lies below it, else (the
-            # release cannot tell its places apart) its densest part, at death
+            # larger than a selected span may be: what lies below it; else the
+            # release cannot tell its places apart and it stands for them
             best[c.id], chosen[c.id] = (below, kids) if kids else (c.stability, [c.id])
             continue
         if not c.children:
@@ -416,9 +412,8 @@ def spans_of(tree: LevelTree) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
     parts, ids = [], []
     for i, cid in enumerate(tree.selected):
         c = tree.clusters[cid]
-        at = 0 if c.fits else len(c.spans) - 1  # at birth, or at death when too large
-        p = tree.levels[c.birth + at]
-        keys = p.keys[p.labels == c.spans[at]]
+        p = tree.levels[c.birth]
+        keys = p.keys[p.labels == c.spans[0]]
         parts.append(keys)
         ids.append(np.full(keys.size, i, dtype=np.int64))
     if not parts:
@@ -437,7 +432,7 @@ def spans_of(tree: LevelTree) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
     spans = []
     for i, cid in enumerate(tree.selected):
         c = tree.clusters[cid]
-        p = tree.levels[_same_cells_up_to(tree, c, parts[i]) if c.fits else c.death]
+        p = tree.levels[_same_cells_up_to(tree, c, parts[i])]
         spans.append(
             SpanLevel(
                 int(rank[i]),
@@ -446,7 +441,7 @@ def spans_of(tree: LevelTree) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
                 float(p.threshold),
                 int(tree.levels[c.death].min_samples),
                 float(c.stability),
-                float(c.masses[0] if c.fits else c.masses[-1]),
+                float(c.masses[0]),
                 int(cid),
             )
         )
