@@ -167,6 +167,8 @@ def _auto_model(
         }
         if extent is not None:
             record["max_extent"] = float(extent)
+            for lv, s in zip(record["levels"], sel.spans):
+                lv["fits"] = bool(s.fits)
     else:
         choice = auto.choose_params(
             hist, replace(spec, min_samples=plan.min_samples or 1), plan.eps, plan.min_samples

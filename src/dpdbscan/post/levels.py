@@ -348,6 +348,10 @@ class SpanLevel:
         Its noisy mass at that level.
     cluster : int
         Its cluster's id in the tree.
+    fits : bool
+        Whether it is at most the selection's largest extent (always True
+        without one); False for a cluster kept whole because the release
+        shows nothing that fits below it.
     """
 
     span: int
@@ -358,6 +362,7 @@ class SpanLevel:
     stability: float
     mass: float
     cluster: int
+    fits: bool = True
 
 
 @dataclass(frozen=True)
@@ -443,6 +448,7 @@ def spans_of(tree: LevelTree) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
                 float(c.stability),
                 float(c.masses[0]),
                 int(cid),
+                bool(c.fits),
             )
         )
     spans.sort(key=lambda s: s.span)
