@@ -47,7 +47,9 @@ def pickups(path: Path = TRACES) -> tuple[np.ndarray, np.ndarray]:
     t = pq.read_table(path, columns=["x", "y", "cab", "time", "occupied"])
     x, y, tm, occ = (t.column(c).to_numpy() for c in ("x", "y", "time", "occupied"))
     cab = t.column("cab").combine_chunks()
-    u = np.asarray(cab.indices if hasattr(cab, "indices") else cab.dictionary_encode().indices, dtype=np.int64)
+    u = np.asarray(
+        cab.indices if hasattr(cab, "indices") else cab.dictionary_encode().indices, dtype=np.int64
+    )
     order = np.lexsort((tm, u))
     x, y, u, occ = x[order], y[order], u[order], occ[order]
     i = np.flatnonzero((u[1:] == u[:-1]) & (occ[1:] == 1) & (occ[:-1] == 0)) + 1
@@ -117,7 +119,11 @@ def hdbscan_reference(lonlat: np.ndarray, n: int = 30_000, seed: int = 0) -> dic
     t0 = time.perf_counter()
     labels = HDBSCAN(min_cluster_size=max(5, len(idx) // 100)).fit_predict(xy)
     ext = [
-        float(np.hypot(*(np.percentile(xy[labels == c], 95, axis=0) - np.percentile(xy[labels == c], 5, axis=0))))
+        float(
+            np.hypot(
+                *(np.percentile(xy[labels == c], 95, axis=0) - np.percentile(xy[labels == c], 5, axis=0))
+            )
+        )
         for c in range(labels.max() + 1)
     ]
     return {

@@ -14,6 +14,7 @@ Everything here reads the model only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -90,7 +91,7 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
     return lines
 
 
-def place_lines(a: dict[str, Any]) -> list[str]:
+def place_lines(a: Mapping[str, Any]) -> list[str]:
     """What the geographic mode's place prior did (``auto["max_extent"]``),
     in words; empty without it. Public values only."""
     extent = a.get("max_extent")
@@ -109,8 +110,8 @@ def place_lines(a: dict[str, Any]) -> list[str]:
     ]
     if whole:
         out.append(
-            f"            {whole} span(s) larger than that kept whole: the release shows no place inside them "
-            "(too little signal to tell them apart at this budget)"
+            f"            {whole} span(s) larger than that kept whole: the release shows no place "
+            "inside them (too little signal to tell them apart at this budget)"
         )
     return out
 
@@ -151,7 +152,9 @@ def alternative(model: SpanModel) -> SpanModel | None:
     hist, spec = model.histogram, model.spec
     runner = a.get("runner_up")
     if runner:
-        other = _levels.select_levels(hist, spec, (), alpha=float(runner["eps"]), max_extent=a.get("max_extent"))
+        other = _levels.select_levels(
+            hist, spec, (), alpha=float(runner["eps"]), max_extent=a.get("max_extent")
+        )
     else:
         # the same alpha's tree, rebuilt from the release; then the close calls reversed
         same = _levels.select_levels(hist, spec, (), alpha=float(a["eps"]), max_extent=a.get("max_extent"))

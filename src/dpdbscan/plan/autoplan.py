@@ -130,4 +130,13 @@ def plan(
     return Plan(b, cands, None if min_samples == "auto" else int(min_samples))
 
 
-__all__ = ["Plan", "plan", "base_cells", "base_eps", "place_extent", "place_candidates", "ASSUMED_N", "PLACE_EXTENT_KM"]
+__all__ = [
+    "Plan",
+    "plan",
+    "base_cells",
+    "base_eps",
+    "place_extent",
+    "place_candidates",
+    "ASSUMED_N",
+    "PLACE_EXTENT_KM",
+]

@@ -207,7 +207,14 @@ def condensed_tree(
             for span in kids:
                 now[span] = len(rec)
                 rec.append(
-                    {"parent": owner, "birth": j, "spans": [], "masses": [], "stab": 0.0, "fits": bool(ok[span])}
+                    {
+                        "parent": owner,
+                        "birth": j,
+                        "spans": [],
+                        "masses": [],
+                        "stab": 0.0,
+                        "fits": bool(ok[span]),
+                    }
                 )
         for span, c in now.items():
             rec[c]["spans"].append(span)
@@ -492,8 +499,13 @@ def alpha_scores(
         levels = [table[key] for key in sorted(table) if key[0] == a]
         t = level_tree(levels, a, d, scale="lambda", min_mass=min_mass, method=method, extent=extent)
         # with a largest extent, alpha is chosen by the spans that fit it (a
-        # cluster too large, taken at its densest, is a fallback, not a find)
-        score = t.score if extent is None else sum(t.clusters[i].stability for i in t.selected if t.clusters[i].fits)
+        # cluster too large, kept whole where nothing fits below, is a
+        # fallback, not a find)
+        score = (
+            t.score
+            if extent is None
+            else sum(t.clusters[i].stability for i in t.selected if t.clusters[i].fits)
+        )
         rows.append((a, float(score), len(t.selected)))
     return rows
 
