@@ -16,6 +16,11 @@ HDBSCAN's clustered points lies in it).
 
     .venv/bin/python -m experiments.places_auto --seeds 0-2 --out results/places_auto
     .venv/bin/python -m experiments.places_auto --seeds 0 --hdbscan
+    .venv/bin/python -m experiments.places_auto --seeds 0 --figure docs/images/places_auto.png
+
+``--figure`` draws the first seed's model beside the same release (the same
+seed) selected without the place prior (``DPDBSCAN`` on the projected
+points: the automatic mode outside geographic mode).
 """
 
 from __future__ import annotations
@@ -142,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default="results/places_auto")
     ap.add_argument("--hdbscan", action="store_true")
     ap.add_argument("--selection", default="levels")
+    ap.add_argument("--figure", type=Path, default=None)
     o = ap.parse_args(argv)
     lo, hi = (int(s) for s in (o.seeds.split("-") * 2)[:2])
     out = Path(o.out)
@@ -169,8 +175,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "eps_scores"}))
         print("  eps_scores", row["eps_scores"])
+        if o.figure is not None and seed == lo:
+            figure(model, lonlat, cabs, seed, o.figure)
     (out / "summary.json").write_text(json.dumps(rows, indent=1))
     return 0
+
+
+def figure(model, lonlat: np.ndarray, cabs: np.ndarray, seed: int, path: Path) -> None:
+    """The place mode's spans beside the same release without the prior."""
+    from dpdbscan import DPDBSCAN
+    from dpdbscan.geometry.projection import Equirectangular
+    from dpdbscan.testing import format_km, plot_model
+
+    from .figures import pyplot
+
+    lower, upper = list(BOX[:2]), list(BOX[2:])
+    proj = Equirectangular.from_bounds(lower, upper)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = (
+            DPDBSCAN(
+                "auto",
+                min_samples="auto",
+                epsilon=1.0,
+                delta=1e-6,
+                bounds=proj.project_bounds(lower, upper),
+                max_cells_per_unit="auto",
+                random_state=seed,
+            )
+            .fit(proj.forward(lonlat), units=cabs)
+            .spans_
+        )
+    plain.metadata.update(model.metadata)  # drawn in degrees like the other
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 6.6), dpi=70)
+    for ax, m, what in ((axes[0], plain, "without the place prior"), (axes[1], model, "geographic mode")):
+        plot_model(m, "spans", ax=ax, n_labels=5)
+        ax.set_title(f"{what}: eps={format_km(m.grid.alpha)}, {m.n_spans} span(s)", fontsize=10)
+    fig.suptitle(
+        f"Cabs pick-ups ({len(lonlat):,}), each cab protected, epsilon = 1, delta = 1e-6, k chosen "
+        "privately: the automatic mode (seed {seed})".replace("{seed}", str(seed)),
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=70)
 
 
 def _save(model, path: Path) -> None:

@@ -83,6 +83,8 @@ def scene_of(seed: int) -> scenes.Scene:
     for their seeds, :func:`experiments.scenes.scene` for the others."""
     close = seed in CLOSE_TUNE_SEEDS or seed in CLOSE_HELDOUT_SEEDS
     return scenes.close_scene(seed) if close else scenes.scene(seed)
+
+
 EPSILON = 1.0
 ALPHA_SHARES = (0.005, 0.01, 0.02, 0.03)
 MIN_SAMPLES_AT_20K = (20, 50, 100, 200)
