@@ -212,6 +212,8 @@ def figure(model, lonlat: np.ndarray, cabs: np.ndarray, seed: int, path: Path) -
     for ax, m, what in ((axes[0], plain, "without the place prior"), (axes[1], model, "geographic mode")):
         plot_model(m, "spans", ax=ax, n_labels=5)
         ax.set_title(f"{what}: eps={format_km(m.grid.alpha)}, {m.n_spans} span(s)", fontsize=10)
+    axes[0].set_xlim(axes[1].get_xlim())  # the same view: the whole box
+    axes[0].set_ylim(axes[1].get_ylim())
     fig.suptitle(
         f"Cabs pick-ups ({len(lonlat):,}), each cab protected, epsilon = 1, delta = 1e-6, k chosen "
         "privately: the automatic mode (seed {seed})".replace("{seed}", str(seed)),
