@@ -102,3 +102,17 @@ def test_without_a_projection_the_automatic_mode_has_no_place_prior(city):
     m = est.spans_
     part = Partition(m.grid.alpha, 1, m.core_keys, m.labels, np.ones(m.core_keys.size), 1.0)
     assert levels.span_extents(part, m.grid).max() > 2.0
+
+
+def test_the_command_line_s_geo_mode_finds_places(city, tmp_path, capsys):
+    from dpdbscan.cli import main
+    from dpdbscan.model import load_model
+
+    path = tmp_path / "city.csv"
+    path.write_text("x,y\n" + "\n".join(f"{a:.7f},{b:.7f}" for a, b in city[0][::2]) + "\n")
+    args = ["fit", str(path), "--header", "--geo", "--bounds", *map(str, BOUNDS), "--eps", "auto",
+            "--min-samples", "auto", "--seed", "0", "--no-png", "--no-geojson", "--out-dir", str(tmp_path / "o")]
+    assert main(args) == 0
+    assert "places  : geographic mode" in capsys.readouterr().out
+    model = load_model(tmp_path / "o" / "city.spans.json")  # the record passes the schema
+    assert model.auto["max_extent"] == 1.0 and all("fits" in lv for lv in model.auto["levels"])
