@@ -46,11 +46,12 @@ EXAMPLES = """examples:
 """
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """``ledger init`` and ``ledger show``."""
+def add_arguments(p: argparse.ArgumentParser, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
+    """``ledger init`` and ``ledger show`` (each with the options of ``parents``)."""
     sub = p.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
     init = sub.add_parser(
         "init",
+        parents=list(parents),
         help="register a dataset's lifetime budget (making the ledger file if there is none)",
         description="Register a dataset's lifetime privacy budget in a ledger file (made if missing). "
         "A dataset is registered once; its budget is never reset.",
@@ -66,6 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     show = sub.add_parser(
         "show",
+        parents=list(parents),
         help="spent and remaining per dataset, and every release",
         description="Print each dataset's lifetime budget, what its releases spent together (and "
         "by which composition), what remains, and every release.",
@@ -257,8 +259,10 @@ def _record(r: Reservation, model: SpanModel, files: Sequence[str]) -> None:
         )
 
 
-def register(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> ArgTarget:
+def register(
+    sub: Any, add: Callable[..., argparse.ArgumentParser], parents: Sequence[argparse.ArgumentParser] = ()
+) -> ArgTarget:
     what = "a privacy budget that lasts across runs: register budgets, show what was spent"
     p = add("ledger", what, cmd_ledger)
-    add_arguments(p)
+    add_arguments(p, parents)
     return p

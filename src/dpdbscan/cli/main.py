@@ -286,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_check_arguments(p)
 
-    register_ledger(sub, add)
+    register_ledger(sub, add, parents=[common])
     return parser
 
 
