@@ -544,7 +544,7 @@ class _LedgerCharge:
     ) -> None:
         self.ledger, self.command, self.person = ledger, command, person
         skip = ("random_state", "accountant", "ledger", "backend")
-        self.params = {
+        self.params: dict[str, Any] = {
             **{k: v for k, v in p.items() if k not in skip},
             "randomness": "secure" if p["random_state"] is None else "seeded (insecure; seed not stored)",
             "bounds": {"lower": [float(v) for v in lower], "upper": [float(v) for v in upper]},

@@ -233,7 +233,8 @@ _HOLD = textwrap.dedent(
 def test_a_process_killed_inside_a_write_transaction_leaves_an_intact_ledger(tmp_path):
     led = Ledger.create(tmp_path / "b.ledger", "d", 3.0)
     reserve(led, pure(1.0)).written(["kept.json"])
-    with subprocess.Popen([sys.executable, "-c", _HOLD, str(led.path)], stdout=subprocess.PIPE, text=True) as holder:
+    hold = [sys.executable, "-c", _HOLD, str(led.path)]
+    with subprocess.Popen(hold, stdout=subprocess.PIPE, text=True) as holder:
         try:
             assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
             journal = Path(str(led.path) + "-journal")
