@@ -27,7 +27,8 @@ import pytest
 from clirun import blob_points, run, write_csv
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-BASE = ["--header", "--columns", "x", "y", "--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "20"]
+BASE = ["--header", "--columns", "x", "y", "--bounds", "0", "0", "10", "10"]
+BASE += ["--eps", "1", "--min-samples", "20"]
 
 
 def env() -> dict[str, str]:
@@ -43,7 +44,8 @@ def command(*argv) -> list[str]:
 def releases(path) -> list[tuple]:
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return con.execute("SELECT id, status, epsilon, delta, rho, files FROM releases ORDER BY id").fetchall()
+        query = "SELECT id, status, epsilon, delta, rho, files FROM releases ORDER BY id"
+        return con.execute(query).fetchall()
     finally:
         con.close()
 
@@ -140,7 +142,9 @@ def test_concurrent_fits_against_a_lifetime_budget(tmp_path, capsys, data, n, bu
     expected = sorted(str(o / f"points.spans.{k}") for o, (rc, _, _) in zip(outs, results) if rc == 0
                       for k in ("json", "geojson"))
     assert written == expected
-    shown = subprocess.run(command("ledger", "show", ledger, "--json"), capture_output=True, text=True, env=env())
+    shown = subprocess.run(
+        command("ledger", "show", ledger, "--json"), capture_output=True, text=True, env=env()
+    )
     doc = json.loads(shown.stdout)["datasets"][0]
     assert doc["spent"]["epsilon"] == budget and doc["remaining"]["epsilon"] == 0.0
     print(f"\n{n} concurrent fits: {codes.count(0)} ran, {codes.count(2)} refused, "
