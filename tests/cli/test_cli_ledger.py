@@ -85,7 +85,7 @@ def _opened_by(pid: int, path: Path) -> bool:
 )
 def test_concurrent_fits_against_a_lifetime_budget(tmp_path, capsys, data, n, budget):
     """``n`` processes at epsilon = 1 against a lifetime epsilon = ``budget``
-    (12 against 5 is issue 29's target: about 20 s on the shared 2-core
+    (12 against 5 is the target: about 20 s on the shared 2-core
     machine, so marked slow; 4 against 2 runs by default). The processes are
     started while this test holds the ledger's write lock, and it lets go
     only once every one of them has the ledger open (they then all wait on
