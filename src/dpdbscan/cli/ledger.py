@@ -115,15 +115,17 @@ def account_lines(a: Account) -> list[str]:
     ]
     if not a.releases:
         return lines
+    units = [r.unit if r.unit_column is None else f"{r.unit} ({r.unit_column})" for r in a.releases]
+    wide = max(4, *map(len, units))
+    cmd = max(7, *(len(r.command) for r in a.releases))
     lines.append(
-        f"  {'id':>4}  {'status':<8}  {'reserved (UTC)':<29}  {'command':<7}  {'unit':<6}  "
+        f"  {'id':>4}  {'status':<8}  {'reserved (UTC)':<29}  {'command':<{cmd}}  {'unit':<{wide}}  "
         f"{'epsilon':>7}  {'delta':>7}  {'rho':>9}  files"
     )
-    for r in a.releases:
+    for r, unit in zip(a.releases, units):
         rho = "-" if r.cost.rho is None else f"{r.cost.rho:.4g}"
-        unit = r.unit if r.unit_column is None else f"{r.unit} ({r.unit_column})"
         lines.append(
-            f"  {r.id:>4}  {r.status:<8}  {r.reserved:<29}  {r.command:<7}  {unit:<6}  "
+            f"  {r.id:>4}  {r.status:<8}  {r.reserved:<29}  {r.command:<{cmd}}  {unit:<{wide}}  "
             f"{r.cost.epsilon:>7g}  {r.cost.delta:>7.3g}  {rho:>9}  {', '.join(r.files) or '-'}"
         )
     return lines
