@@ -46,17 +46,29 @@ EXAMPLES = """examples:
 """
 
 
+_ACTIONS = {
+    "init": (
+        "register a dataset's lifetime budget (making the ledger file if there is none)",
+        "Register a dataset's lifetime privacy budget in a ledger file (made if missing). "
+        "A dataset is registered once; its budget is never reset.",
+    ),
+    "show": (
+        "spent and remaining per dataset, and every release",
+        "Print each dataset's lifetime budget, what its releases spent together (and by which "
+        "composition), what remains, and every release.",
+    ),
+}
+
+
 def add_arguments(p: argparse.ArgumentParser, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
     """``ledger init`` and ``ledger show`` (each with the options of ``parents``)."""
     sub = p.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
-    init = sub.add_parser(
-        "init",
-        parents=list(parents),
-        help="register a dataset's lifetime budget (making the ledger file if there is none)",
-        description="Register a dataset's lifetime privacy budget in a ledger file (made if missing). "
-        "A dataset is registered once; its budget is never reset.",
+    init, show = (
+        sub.add_parser(name, parents=list(parents), help=short, description=long)
+        for name, (short, long) in _ACTIONS.items()
     )
-    init.add_argument("ledger", metavar="LEDGER", help="the ledger file (SQLite)")
+    for action in (init, show):
+        action.add_argument("ledger", metavar="LEDGER", help="the ledger file (SQLite)")
     init.add_argument("--dataset", metavar="NAME", required=True, help="the dataset's name")
     init.add_argument("--epsilon", type=float, required=True, help="the lifetime epsilon (> 0)")
     init.add_argument(
@@ -65,14 +77,6 @@ def add_arguments(p: argparse.ArgumentParser, parents: Sequence[argparse.Argumen
         default=0.0,
         help="the lifetime delta (default 0; person-level releases need one, e.g. 1e-6)",
     )
-    show = sub.add_parser(
-        "show",
-        parents=list(parents),
-        help="spent and remaining per dataset, and every release",
-        description="Print each dataset's lifetime budget, what its releases spent together (and "
-        "by which composition), what remains, and every release.",
-    )
-    show.add_argument("ledger", metavar="LEDGER", help="the ledger file (SQLite)")
     show.add_argument("--dataset", metavar="NAME", help="only this dataset")
     show.add_argument("--json", action="store_true", help="machine-readable output")
 
