@@ -248,7 +248,8 @@ def _write(con: sqlite3.Connection, path: Path) -> Iterator[sqlite3.Connection]:
         con.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
         raise LedgerError(
-            f"the ledger {path} stayed locked by another process for {BUSY_TIMEOUT:g} s ({exc})"
+            f"could not start a write transaction on the ledger {path} ({exc}; another process "
+            f"may have held it for more than {BUSY_TIMEOUT:g} s, or the file is read-only)"
         ) from None
     try:
         yield con
