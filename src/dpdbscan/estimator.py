@@ -154,7 +154,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         docs/accuracy.md compares it with the defaults.
     accountant : object with ``check`` and ``spend``, default=None
         A budget accountant (ours or diffprivlib's).
-    ledger : dpdbscan.ledger.Ledger, default=None
+    ledger : dpdbscan.Ledger, default=None
         A dataset's lifetime budget in a ledger file
         (``Ledger(path, dataset)``, made by ``Ledger.create`` or ``dpdbscan
         ledger init``). ``fit`` reserves the release's cost in the file
