@@ -10,6 +10,7 @@ fit_lonlat charge the ledger and are refused by it.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import pickle
 import signal
@@ -314,3 +315,27 @@ def test_fit_lonlat_charges_person_level_releases_in_zcdp(tmp_path):
     assert a.releases[0].params["bounds_degrees"] == {"lower": [-122.48, 37.72], "upper": [-122.38, 37.82]}
     with pytest.raises(BudgetExceeded):
         fit_lonlat(lonlat, epsilon=1.0, units=cab, max_cells_per_unit=10, ledger=led, **kw)
+
+
+def test_the_releases_of_a_planned_series_are_recorded_and_charged(tmp_path):
+    """The schema holds a planned series (a horizon of periods) and its
+    period releases; each counts against the dataset's lifetime budget."""
+    led = Ledger.create(tmp_path / "b.ledger", "cabs", 1.0, 1e-6)
+    other = Ledger.create(led.path, "other", 1.0)
+    plan = {"per": "week", "from": "2008-05-17", "to": "2008-06-10", "epsilon": 1.0, "delta": 1e-6}
+    sid = led.add_series(plan)
+    for week in ("2008-W20", "2008-W21"):
+        led.reserve(pure(0.25), command="fit", params={}, unit="person", series_id=sid, period=week)
+    a = led.account()
+    assert [(r.series_id, r.period) for r in a.releases] == [(sid, "2008-W20"), (sid, "2008-W21")]
+    assert a.spent.epsilon == 0.5
+    with pytest.raises(LedgerError, match="no series"):
+        other.reserve(pure(0.1), command="fit", params={}, unit="event", series_id=sid, period="x")
+    with pytest.raises(LedgerError, match="no series"):
+        led.reserve(pure(0.1), command="fit", params={}, unit="event", series_id=sid + 1)
+    con = sqlite3.connect(led.path)
+    try:
+        (stored,) = con.execute("SELECT plan FROM series WHERE id = ?", (sid,)).fetchone()
+    finally:
+        con.close()
+    assert json.loads(stored) == plan

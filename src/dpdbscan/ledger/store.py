@@ -10,8 +10,9 @@ server) with these tables (schema version 1):
   dataset, registered once (``dpdbscan ledger init``) and never changed;
 * ``series(id, dataset, created, plan)``: a planned series of releases (a
   horizon cut into periods under one lifetime budget; ``plan`` is its public
-  plan as JSON). Not written by this version; present so that the releases
-  of a series can be recorded without changing the schema;
+  plan as JSON), :meth:`Ledger.add_series`. No command writes one yet; the
+  releases of a series carry its ``series_id`` and their ``period`` and are
+  charged like any other;
 * ``releases(id, dataset, series_id, period, status, reserved, finished,
   command, params, unit, unit_column, epsilon, delta, rho, files, pid)``:
   one row per release, written **before** the data are read (status
@@ -406,6 +407,8 @@ class Ledger:
         params: Mapping[str, Any],
         unit: str,
         unit_column: str | None = None,
+        series_id: int | None = None,
+        period: str | None = None,
     ) -> Reservation:
         """Reserve ``cost`` for a release, atomically: under the ledger's
         write lock, add it to the dataset's releases if the total still fits
@@ -414,12 +417,18 @@ class Ledger:
 
         ``params``: the release's public parameters (JSON; no secret such as
         a seed); ``unit``: "person" or "event" (what one neighbour differs
-        by); ``unit_column``: the unit's column, if named."""
+        by); ``unit_column``: the unit's column, if named; ``series_id`` and
+        ``period``: the series (:meth:`add_series`) and period this release
+        belongs to, if any. A release of a series counts like any other."""
         if unit not in UNITS:
             raise ValueError(f"unit must be one of {UNITS}, got unit={unit!r}")
         text = json.dumps(dict(params), sort_keys=True, default=str)
         with self._open() as con, _write(con, self.path):
             epsilon, delta, _ = _budget(con, self.path, self.dataset)
+            if series_id is not None:
+                row = con.execute("SELECT dataset FROM series WHERE id = ?", (series_id,)).fetchone()
+                if row is None or row[0] != self.dataset:
+                    raise LedgerError(f"the ledger {self.path} has no series {series_id} of {self.dataset!r}")
             costs = [r.cost for r in _releases(con, self.dataset)]
             total = compose([*costs, cost], delta)
             if not fits(total, epsilon, delta):
@@ -433,10 +442,13 @@ class Ledger:
                     "Nothing was read or written"
                 )
             cur = con.execute(
-                "INSERT INTO releases (dataset, status, reserved, command, params, unit, unit_column, "
-                "epsilon, delta, rho, pid) VALUES (?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO releases (dataset, series_id, period, status, reserved, command, params, "
+                "unit, unit_column, epsilon, delta, rho, pid) "
+                "VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     self.dataset,
+                    series_id,
+                    period,
                     _now(),
                     command,
                     text,
@@ -450,6 +462,19 @@ class Ledger:
             )
             rid = int(cur.lastrowid or 0)
         return Reservation(self, rid, cost, total)
+
+    def add_series(self, plan: Mapping[str, Any]) -> int:
+        """Record a planned series of releases of this dataset (its public
+        plan as JSON: the horizon, the periods, the budget the series may
+        spend) and return its id, for the releases that :meth:`reserve`
+        charges to it. Spends nothing by itself."""
+        text = json.dumps(dict(plan), sort_keys=True, default=str)
+        with self._open() as con, _write(con, self.path):
+            _budget(con, self.path, self.dataset)
+            cur = con.execute(
+                "INSERT INTO series (dataset, created, plan) VALUES (?, ?, ?)", (self.dataset, _now(), text)
+            )
+            return int(cur.lastrowid or 0)
 
     def _finish(self, rid: int, status: str, files: Sequence[str], cost: Cost | None = None) -> None:
         with self._open() as con, _write(con, self.path):
