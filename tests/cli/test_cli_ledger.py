@@ -279,7 +279,7 @@ def test_a_fit_that_fails_after_reserving_is_marked_failed_and_stays_counted(tmp
     rc, _, err = run(capsys, "fit", data, "--header", "--columns", "x", "nope", "--bounds", 0, 0, 10, 10,
                      "--eps", 1, "--min-samples", 20, "--out-dir", tmp_path / "o", "--ledger", ledger,
                      "--dataset", "blobs")
-    assert rc == 2 and "nope" in err
+    assert rc == 2 and "nope" in err and "release #1 stays charged (status failed)" in err
     assert [r[1:3] for r in releases(ledger)] == [("failed", 1.0)]
 
 

@@ -231,6 +231,12 @@ def charging(
     except BaseException:
         if not done:
             reservation.failed()
+            print(
+                f"dpdbscan: ledger {reservation.ledger.path}: release #{reservation.id} stays charged "
+                "(status failed): the command failed after reserving, possibly after reading data. "
+                "'dpdbscan check' reads a file as fit does and spends nothing",
+                file=sys.stderr,
+            )
         raise
 
 
