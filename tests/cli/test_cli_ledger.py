@@ -60,7 +60,7 @@ def ledger(tmp_path, capsys) -> Path:
     path = tmp_path / "budget.ledger"
     rc, out, err = run(capsys, "ledger", "init", path, "--dataset", "blobs", "--epsilon", 5)
     assert rc == 0, err
-    assert "dataset 'blobs' registered with a lifetime budget of epsilon=5, delta=0" in out
+    assert "dataset 'blobs' registered with a lifetime budget of epsilon=5, delta=0 per row" in out
     return path
 
 
@@ -236,7 +236,11 @@ def test_person_level_fits_are_charged_in_zcdp(tmp_path, capsys):
     path = tmp_path / "cabs.csv"
     path.write_text("\n".join(rows) + "\n")
     led = tmp_path / "b.ledger"
-    assert run(capsys, "ledger", "init", led, "--dataset", "cabs", "--epsilon", 2, "--delta", 1e-6)[0] == 0
+    rc, out, _ = run(capsys, "ledger", "init", led, "--dataset", "cabs", "--epsilon", 2, "--delta", 1e-6,
+                     "--unit", "cab")
+    assert rc == 0 and "per person (each 'cab')" in out
+    rc, _, err = run(capsys, "fit", path, *BASE, "--no-png", "--ledger", led, "--dataset", "cabs")
+    assert rc == 2 and "n times its epsilon" in err  # an event-level fit on a budget per cab
     person = [*BASE, "--unit", "cab", "--max-cells-per-unit", 4, "--delta", 1e-6, "--no-png", "-q",
               "--ledger", led, "--dataset", "cabs"]
     for i in range(3):
@@ -320,3 +324,13 @@ def test_init_refuses_a_second_budget_and_show_a_missing_ledger(tmp_path, capsys
     assert rc == 2 and "never taken for a fresh budget" in err
     rc, _, err = run(capsys, "ledger", "init", tmp_path / "x.ledger", "--dataset", "d", "--epsilon", 0)
     assert rc == 2 and "epsilon" in err and not (tmp_path / "x.ledger").exists()
+
+
+def test_a_person_level_fit_is_refused_by_a_budget_per_row(tmp_path, capsys, ledger):
+    rows = ["x,y,cab"] + [f"{1 + (i % 7) * 0.01!r},{2 + (i % 5) * 0.01!r},c{i % 40}" for i in range(500)]
+    path = tmp_path / "cabs.csv"
+    path.write_text("\n".join(rows) + "\n")
+    rc, _, err = run(capsys, "fit", path, *BASE, "--unit", "cab", "--max-cells-per-unit", 4, "--delta", 1e-6,
+                     "--out-dir", tmp_path / "o", "--ledger", ledger, "--dataset", "blobs")
+    assert rc == 2 and "budget per row" in err and "--unit COLUMN" in err
+    assert releases(ledger) == [] and not (tmp_path / "o").exists()

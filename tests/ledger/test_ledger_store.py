@@ -302,7 +302,7 @@ def test_a_fit_that_fails_after_reserving_stays_counted(tmp_path):
 
 
 def test_fit_lonlat_charges_person_level_releases_in_zcdp(tmp_path):
-    led = Ledger.create(tmp_path / "b.ledger", "cabs", 2.0, 1e-6)
+    led = Ledger.create(tmp_path / "b.ledger", "cabs", 2.0, 1e-6, unit="cab")
     rng = np.random.default_rng(1)
     lonlat = np.column_stack([rng.uniform(-122.45, -122.4, 3000), rng.uniform(37.75, 37.8, 3000)])
     cab = rng.integers(0, 100, 3000)
@@ -320,7 +320,7 @@ def test_fit_lonlat_charges_person_level_releases_in_zcdp(tmp_path):
 def test_the_releases_of_a_planned_series_are_recorded_and_charged(tmp_path):
     """The schema holds a planned series (a horizon of periods) and its
     period releases; each counts against the dataset's lifetime budget."""
-    led = Ledger.create(tmp_path / "b.ledger", "cabs", 1.0, 1e-6)
+    led = Ledger.create(tmp_path / "b.ledger", "cabs", 1.0, 1e-6, unit="cab")
     other = Ledger.create(led.path, "other", 1.0)
     plan = {"per": "week", "from": "2008-05-17", "to": "2008-06-10", "epsilon": 1.0, "delta": 1e-6}
     sid = led.add_series(plan)
@@ -332,10 +332,29 @@ def test_the_releases_of_a_planned_series_are_recorded_and_charged(tmp_path):
     with pytest.raises(LedgerError, match="no series"):
         other.reserve(pure(0.1), command="fit", params={}, unit="event", series_id=sid, period="x")
     with pytest.raises(LedgerError, match="no series"):
-        led.reserve(pure(0.1), command="fit", params={}, unit="event", series_id=sid + 1)
+        led.reserve(pure(0.1), command="fit", params={}, unit="person", series_id=sid + 1)
     con = sqlite3.connect(led.path)
     try:
         (stored,) = con.execute("SELECT plan FROM series WHERE id = ?", (sid,)).fetchone()
     finally:
         con.close()
     assert json.loads(stored) == plan
+
+
+def test_a_budget_protects_one_unit(tmp_path):
+    rows_ = Ledger.create(tmp_path / "b.ledger", "rows", 5.0, 1e-6)
+    cabs = Ledger.create(rows_.path, "cabs", 5.0, 1e-6, unit="cab")
+    g = Cost(1.0, 1e-6, 0.02)
+    with pytest.raises(LedgerError, match="n times its epsilon"):
+        cabs.reserve(pure(1.0), command="fit", params={}, unit="event")
+    with pytest.raises(LedgerError, match="budget per person"):
+        rows_.reserve(g, command="fit", params={}, unit="person", unit_column="cab")
+    with pytest.raises(LedgerError, match="one budget protects one unit"):
+        cabs.reserve(g, command="fit", params={}, unit="person", unit_column="driver")
+    cabs.reserve(g, command="fit", params={}, unit="person", unit_column="cab")
+    cabs.reserve(g, command="DPDBSCAN.fit", params={}, unit="person")  # Python: ids, no column name
+    a = cabs.account()
+    assert (a.unit, a.unit_column, len(a.releases)) == ("person", "cab", 2)
+    assert rows_.account().releases == [] and rows_.account().unit == "event"
+    with pytest.raises(ValueError, match="unit"):
+        Ledger.create(rows_.path, "x", 1.0, unit="")

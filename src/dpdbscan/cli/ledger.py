@@ -33,8 +33,8 @@ EXAMPLES = """examples:
   # a lifetime budget of epsilon = 5 for the dataset 'cabs'
   dpdbscan ledger init budget.ledger --dataset cabs --epsilon 5
 
-  # person level: a lifetime (epsilon, delta) per cab
-  dpdbscan ledger init budget.ledger --dataset cabs-people --epsilon 2 --delta 1e-6
+  # person level: a lifetime (epsilon, delta) per cab, for fits with --unit cab
+  dpdbscan ledger init budget.ledger --dataset cabs-people --epsilon 2 --delta 1e-6 --unit cab
 
   # every fit charges it; the sixth at epsilon = 1 is refused (exit status 2)
   dpdbscan fit ../shared/data/cabs_tiny.csv.gz --header --geo --bounds -122.48 37.72 -122.38 37.82 \\
@@ -77,16 +77,23 @@ def add_arguments(p: argparse.ArgumentParser, parents: Sequence[argparse.Argumen
         default=0.0,
         help="the lifetime delta (default 0; person-level releases need one, e.g. 1e-6)",
     )
+    init.add_argument(
+        "--unit",
+        metavar="COLUMN",
+        help="a budget per person: each value of this column (as fit's --unit) is protected for "
+        "its lifetime, and only releases with --unit COLUMN are charged to it. Default: a "
+        "budget per row (event level), for releases without --unit",
+    )
     show.add_argument("--dataset", metavar="NAME", help="only this dataset")
     show.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def cmd_ledger(args: argparse.Namespace, sink: _Warnings) -> int:
     if args.ledger_command == "init":
-        led = Ledger.create(args.ledger, args.dataset, args.epsilon, args.delta)
+        led = Ledger.create(args.ledger, args.dataset, args.epsilon, args.delta, unit=args.unit)
         print(
             f"ledger {led.path}: dataset {led.dataset!r} registered with a lifetime budget of "
-            f"epsilon={args.epsilon:g}, delta={args.delta:g}"
+            f"epsilon={args.epsilon:g}, delta={args.delta:g} {_per(args.unit)}"
         )
         return EXIT_OK
     if args.dataset is not None:
@@ -103,6 +110,10 @@ def cmd_ledger(args: argparse.Namespace, sink: _Warnings) -> int:
     return EXIT_OK
 
 
+def _per(unit_column: str | None) -> str:
+    return "per row (event level)" if unit_column is None else f"per person (each {unit_column!r})"
+
+
 def account_lines(a: Account) -> list[str]:
     """One dataset's account in words, then its releases as a table."""
     s = a.spent
@@ -112,7 +123,8 @@ def account_lines(a: Account) -> list[str]:
     if unfinished or failed:
         counted += f", of which {unfinished} reserved and never finished and {failed} failed, all counted"
     lines = [
-        f"dataset {a.dataset!r}: lifetime budget epsilon={a.epsilon:g}, delta={a.delta:g}",
+        f"dataset {a.dataset!r}: lifetime budget epsilon={a.epsilon:g}, delta={a.delta:g} "
+        + _per(a.unit_column),
         f"  spent    : epsilon={s.epsilon:.6g}, delta={s.delta:.3g} by {s.method} ({counted})",
         f"  remaining: epsilon={a.remaining_epsilon:.6g} "
         "(the largest further pure epsilon-DP release that fits)",

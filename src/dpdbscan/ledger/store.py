@@ -6,8 +6,11 @@ server) with these tables (schema version 1):
 * ``schema_version(version, applied)``: the versions applied, one row each;
   a later version adds tables or nullable columns and a row here (a reader
   refuses a file newer than it knows);
-* ``datasets(name, epsilon, delta, created)``: the lifetime budget of each
-  dataset, registered once (``dpdbscan ledger init``) and never changed;
+* ``datasets(name, epsilon, delta, unit, unit_column, created)``: the
+  lifetime budget of each dataset and the privacy unit it protects (each row,
+  "event"; or each person, "person", named by ``unit_column``), registered
+  once (``dpdbscan ledger init``) and never changed. Every release charged to
+  it must protect the same unit: a budget is a statement about one unit;
 * ``series(id, dataset, created, plan)``: a planned series of releases (a
   horizon cut into periods under one lifetime budget; ``plan`` is its public
   plan as JSON), :meth:`Ledger.add_series`. No command writes one yet; the
@@ -65,6 +68,8 @@ CREATE TABLE datasets (
     name TEXT PRIMARY KEY CHECK (length(name) > 0),
     epsilon REAL NOT NULL CHECK (epsilon > 0),
     delta REAL NOT NULL CHECK (delta >= 0 AND delta < 1),
+    unit TEXT NOT NULL CHECK (unit IN ('person', 'event')),
+    unit_column TEXT,
     created TEXT NOT NULL
 );
 CREATE TABLE series (
@@ -145,6 +150,9 @@ class Account:
     dataset : str
     epsilon, delta : float
         The lifetime budget.
+    unit, unit_column : str, str or None
+        What the budget protects: "event" (each row) or "person" (each
+        value of ``unit_column``).
     spent : Total
         The releases' total (:func:`.composition.compose`).
     remaining_epsilon : float
@@ -157,6 +165,8 @@ class Account:
     dataset: str
     epsilon: float
     delta: float
+    unit: str
+    unit_column: str | None
     created: str
     spent: Total
     remaining_epsilon: float
@@ -167,6 +177,8 @@ class Account:
         return {
             "dataset": self.dataset,
             "budget": {"epsilon": self.epsilon, "delta": self.delta},
+            "unit": self.unit,
+            "unit_column": self.unit_column,
             "created": self.created,
             "spent": {
                 "epsilon": s.epsilon,
@@ -264,10 +276,10 @@ def _write(con: sqlite3.Connection, path: Path) -> Iterator[sqlite3.Connection]:
         raise LedgerError(f"could not commit to the ledger {path}: {exc}") from None
 
 
-def _check_name(dataset: object) -> str:
-    if not isinstance(dataset, str) or not dataset.strip():
-        raise ValueError(f"a ledger's dataset is a non-empty name, got dataset={dataset!r}")
-    return dataset
+def _check_name(value: object, what: str = "dataset") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"a ledger's {what} is a non-empty name, got {what}={value!r}")
+    return value
 
 
 def _releases(con: sqlite3.Connection, dataset: str) -> list[Release]:
@@ -296,8 +308,19 @@ def _releases(con: sqlite3.Connection, dataset: str) -> list[Release]:
     ]
 
 
-def _budget(con: sqlite3.Connection, path: Path, dataset: str) -> tuple[float, float, str]:
-    row = con.execute("SELECT epsilon, delta, created FROM datasets WHERE name = ?", (dataset,)).fetchone()
+@dataclass(frozen=True)
+class _Budget:
+    epsilon: float
+    delta: float
+    unit: str
+    unit_column: str | None
+    created: str
+
+
+def _budget(con: sqlite3.Connection, path: Path, dataset: str) -> _Budget:
+    row = con.execute(
+        "SELECT epsilon, delta, unit, unit_column, created FROM datasets WHERE name = ?", (dataset,)
+    ).fetchone()
     if row is None:
         known = [r[0] for r in con.execute("SELECT name FROM datasets ORDER BY name")]
         listed = ", ".join(repr(k) for k in known) if known else "none yet"
@@ -305,16 +328,37 @@ def _budget(con: sqlite3.Connection, path: Path, dataset: str) -> tuple[float, f
             f"the ledger {path} has no dataset {dataset!r} (it has: {listed}); register it with "
             f"'dpdbscan ledger init {path} --dataset {dataset} --epsilon E'"
         )
-    return float(row[0]), float(row[1]), str(row[2])
+    return _Budget(float(row[0]), float(row[1]), str(row[2]), row[3], str(row[4]))
 
 
-def _account(con: sqlite3.Connection, path: Path, dataset: str, *, remaining: bool = True) -> Account:
-    epsilon, delta, created = _budget(con, path, dataset)
+def _check_unit(b: _Budget, path: Path, dataset: str, unit: str, unit_column: str | None) -> None:
+    """Refuse a release that protects another unit than the budget does."""
+    where = f"the ledger {path}: dataset {dataset!r}"
+    if b.unit == "person" and unit == "event":
+        raise LedgerError(
+            f"{where} has a lifetime budget per person ({b.unit_column}); an event-level release "
+            "protects each row, and a person with n rows would pay n times its epsilon: give the "
+            f"release its unit (--unit {b.unit_column}, or units= in Python)"
+        )
+    if b.unit == "event" and unit == "person":
+        raise LedgerError(
+            f"{where} has a lifetime budget per row (event level); a person-level release is "
+            "charged to a budget per person: register one with 'dpdbscan ledger init ... --unit COLUMN'"
+        )
+    if unit_column is not None and b.unit_column is not None and unit_column != b.unit_column:
+        raise LedgerError(
+            f"{where} has a lifetime budget per {b.unit_column!r}; this release protects each "
+            f"{unit_column!r}: one budget protects one unit"
+        )
+
+
+def _account(con: sqlite3.Connection, path: Path, dataset: str) -> Account:
+    b = _budget(con, path, dataset)
     releases = _releases(con, dataset)
     costs = [r.cost for r in releases]
-    spent = compose(costs, delta)
-    left = largest_pure(costs, epsilon, delta) if remaining else math.nan
-    return Account(dataset, epsilon, delta, created, spent, left, releases)
+    spent = compose(costs, b.delta)
+    left = largest_pure(costs, b.epsilon, b.delta)
+    return Account(dataset, b.epsilon, b.delta, b.unit, b.unit_column, b.created, spent, left, releases)
 
 
 @dataclass(frozen=True)
@@ -343,14 +387,27 @@ class Ledger:
         object.__setattr__(self, "dataset", _check_name(dataset))
 
     @classmethod
-    def create(cls, path: str | os.PathLike[str], dataset: str, epsilon: float, delta: float = 0.0) -> Ledger:
+    def create(
+        cls,
+        path: str | os.PathLike[str],
+        dataset: str,
+        epsilon: float,
+        delta: float = 0.0,
+        unit: str | None = None,
+    ) -> Ledger:
         """Register ``dataset`` with a lifetime budget (epsilon, delta) in the
         ledger at ``path``, making the file if there is none. A dataset is
         registered once: its budget is for its lifetime and is never reset.
 
+        ``unit``: what the budget protects: None, each row (event level); or
+        the name of the privacy unit (the unit column, such as "cab"), each
+        person. Every release charged must protect the same unit.
+
         Raises LedgerError when ``path`` exists and is not a ledger, or the
         dataset is already registered."""
         dataset = _check_name(dataset)
+        if unit is not None:
+            unit = _check_name(unit, "unit")
         eps, dlt = float(epsilon), float(delta)
         if not (math.isfinite(eps) and eps > 0):
             raise ValueError(f"a lifetime epsilon must be a finite number > 0, got epsilon={epsilon!r}")
@@ -376,7 +433,10 @@ class Ledger:
                         f"the ledger {p} already has the dataset {dataset!r}: a lifetime budget is "
                         "registered once and never reset"
                     )
-                con.execute("INSERT INTO datasets VALUES (?, ?, ?, ?)", (dataset, eps, dlt, _now()))
+                con.execute(
+                    "INSERT INTO datasets VALUES (?, ?, ?, ?, ?, ?)",
+                    (dataset, eps, dlt, "event" if unit is None else "person", unit, _now()),
+                )
         except sqlite3.DatabaseError as exc:
             raise LedgerError(f"{p} is not a dpdbscan ledger, or is corrupt ({exc})") from None
         finally:
@@ -424,7 +484,9 @@ class Ledger:
             raise ValueError(f"unit must be one of {UNITS}, got unit={unit!r}")
         text = json.dumps(dict(params), sort_keys=True, default=str)
         with self._open() as con, _write(con, self.path):
-            epsilon, delta, _ = _budget(con, self.path, self.dataset)
+            b = _budget(con, self.path, self.dataset)
+            epsilon, delta = b.epsilon, b.delta
+            _check_unit(b, self.path, self.dataset, unit, unit_column)
             if series_id is not None:
                 row = con.execute("SELECT dataset FROM series WHERE id = ?", (series_id,)).fetchone()
                 if row is None or row[0] != self.dataset:
