@@ -358,3 +358,42 @@ def test_a_budget_protects_one_unit(tmp_path):
     assert rows_.account().releases == [] and rows_.account().unit == "event"
     with pytest.raises(ValueError, match="unit"):
         Ledger.create(rows_.path, "x", 1.0, unit="")
+
+
+_HAMMER = textwrap.dedent(
+    """
+    import sys
+    from dpdbscan import BudgetExceeded, Ledger
+    from dpdbscan.ledger import pure
+    led, granted = Ledger(sys.argv[1], "d"), 0
+    for _ in range(int(sys.argv[2])):
+        try:
+            led.reserve(pure(0.1), command="hammer", params={}, unit="event").written([])
+            granted += 1
+        except BudgetExceeded:
+            pass
+    print(granted)
+    """
+)
+
+
+def test_processes_reserving_in_a_loop_never_overspend(tmp_path):
+    """4 processes x 15 reservations at epsilon 0.1 against a lifetime 5:
+    exactly 50 are granted in all, whatever the interleaving."""
+    led = Ledger.create(tmp_path / "b.ledger", "d", 5.0)
+    env = {**os.environ, "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _HAMMER, str(led.path), "15"], stdout=subprocess.PIPE,
+                         text=True, env=env)
+        for _ in range(4)
+    ]
+    granted = []
+    for p in procs:
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 0
+        granted.append(int(out))
+    assert sum(granted) == 50, granted
+    a = led.account()
+    assert len(a.releases) == 50 and a.spent.epsilon == pytest.approx(5.0, rel=1e-12)
+    assert {r.status for r in a.releases} == {"written"}
+    assert integrity(led.path) == "ok"
