@@ -1,0 +1,188 @@
+"""Stops: where a unit stayed, one point per stay.
+
+Per unit, in time order (:func:`dpdbscan.traces.order.trace_order`), a
+**stop** is a maximal run of consecutive points that stays within ``radius``
+of the point where it began (distance <= radius) and lasts at least
+``duration`` (the time of its last point minus that of its first >=
+duration). Runs are found greedily, as a person reading the trace would: from
+the first point, take the longest run that stays within the radius; if it
+lasts long enough it is a stop and the next run begins at the first point
+that left the radius; if not, the next run begins at the very next point.
+
+Each stop becomes **one point: the run's first point** (its anchor). Why the
+first point and not the run's mean: the definition measures the run from
+its first point, so every point of the stop lies within ``radius`` of it and
+the anchor says where the unit was when it arrived; it is an observed
+position (a mean of a run that wraps a corner can fall inside a building or
+the bay) and costs nothing to compute. GPS noise while stationary is below
+the radius by construction, so the mean would move the point by less than
+``radius`` anyway.
+
+Speed (no compiled loop): the run test is sequential within a unit, since a
+run's anchor depends on where the previous run ended. Two vectorised passes
+and a short loop make it cheap:
+
+1. for every point i at once, scan i+1, i+2, ... (one numpy step per offset,
+   over the points still undecided) until the run from i leaves the radius
+   (i is then no stop) or reaches ``duration`` (i is a *candidate*). The
+   work is the number of points within ``duration`` of each point, and a
+   moving unit leaves the radius in a step or two;
+2. the greedy chain then visits candidates only: from position k, the next
+   anchor that is a stop is the first candidate at or after k (a
+   non-candidate anchor always hands over to the next point), so the loop
+   runs once per stop, finding where each stop ends by a doubling scan.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from .order import trace_order, unit_ends
+
+#: The first block of the doubling scan for a stop's end.
+_FIRST_BLOCK = 32
+
+
+def stop_rows(
+    X: np.ndarray, codes: np.ndarray, times: np.ndarray, radius: float, duration: float
+) -> np.ndarray:
+    """The rows (indices into ``X``, ascending) that are the first points of
+    the stops of the module docstring.
+
+    ``codes``: each row's unit as an integer (< 0: no unit, the row is not
+    used); ``times``: seconds (NaN: the row is not used); rows with a
+    non-finite coordinate are not used either. ``radius`` is in ``X``'s
+    units, ``duration`` in seconds, both > 0.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n, d), got shape {X.shape}")
+    if not (np.isfinite(radius) and radius > 0 and np.isfinite(duration) and duration > 0):
+        raise ValueError(f"radius and duration must be positive, got {radius!r} and {duration!r}")
+    rows = trace_order(X, np.asarray(codes), np.asarray(times, dtype=np.float64))
+    if rows.size == 0:
+        return rows
+    cols = [X[rows, j] for j in range(X.shape[1])]
+    c = np.asarray(codes)[rows]
+    t = np.asarray(times, dtype=np.float64)[rows]
+    r2 = float(radius) ** 2
+    candidate, reach = _candidates(cols, c, t, r2, float(duration))
+    ends = unit_ends(c)
+    # Where each stop ends, for the anchors the chain surely visits: the first
+    # candidate of every run of candidates (the chain reaches one through
+    # non-candidates, which hand over to the next point). Others on demand.
+    where = np.flatnonzero(candidate)
+    starts = where[np.append(True, np.diff(where) > 1)] if where.size else where
+    end_of = ends[np.searchsorted(ends, starts, side="right")]
+    known = dict(zip(starts.tolist(), _run_ends(cols, starts, reach[starts] + 1, end_of, r2).tolist()))
+    # the chain: from k, the next stop is the first candidate at or after k
+    cands = where.tolist()
+    bounds = ends.tolist()
+    out = []
+    i = 0
+    while i < len(cands):
+        k = cands[i]
+        out.append(k)
+        e = known.get(k)
+        if e is None:
+            unit_end = bounds[bisect.bisect_right(bounds, k)]
+            e = _run_end(cols, k, int(reach[k]) + 1, unit_end, r2)
+        i = bisect.bisect_left(cands, e, i + 1)
+    return np.sort(rows[np.asarray(out, dtype=np.int64)])
+
+
+def _run_ends(
+    cols: list[np.ndarray], anchors: np.ndarray, start: np.ndarray, end: np.ndarray, r2: float
+) -> np.ndarray:
+    """:func:`_run_end` of many anchors at once: offset by offset over the
+    anchors whose run is still within the radius; the last few (long stays)
+    one by one."""
+    out = np.array(end, dtype=np.int64)
+    pos = np.array(start, dtype=np.int64)
+    alive = np.flatnonzero(pos < end)
+    while alive.size > 64:
+        j = pos[alive]
+        d2 = np.zeros(alive.size)
+        for col in cols:
+            diff = col[j] - col[anchors[alive]]
+            d2 += diff * diff
+        far = d2 > r2
+        out[alive[far]] = j[far]
+        pos[alive] += 1
+        alive = alive[~far]
+        alive = alive[pos[alive] < end[alive]]
+    for i in alive.tolist():
+        out[i] = _run_end(cols, int(anchors[i]), int(pos[i]), int(end[i]), r2)
+    return out
+
+
+def _candidates(
+    cols: list[np.ndarray], c: np.ndarray, t: np.ndarray, r2: float, duration: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(candidate, reach)``: whether the run from each point stays within
+    the radius until ``duration`` has passed, and the first point where it
+    has (``reach``, -1 for non-candidates).
+
+    Offset by offset: while most points are undecided, on whole shifted
+    arrays (contiguous, no gathers); then on the undecided points' indices.
+    """
+    n = c.size
+    candidate = np.zeros(n, dtype=bool)
+    reach = np.full(n, -1, dtype=np.int64)
+    undecided = np.ones(n, dtype=bool)
+    step = 1
+    # dense phase: a point whose run has ended or reached the duration is decided
+    while step < n and np.count_nonzero(undecided[: n - step]) > n // 4:
+        a, b = slice(0, n - step), slice(step, n)
+        d2 = np.zeros(n - step)
+        for col in cols:
+            diff = col[b] - col[a]
+            d2 += diff * diff
+        within = (c[b] == c[a]) & (d2 <= r2)
+        und = undecided[a]
+        done = und & within & (t[b] - t[a] >= duration)
+        candidate[a] |= done
+        reach[: n - step][done] = np.flatnonzero(done) + step
+        und &= within & ~done
+        undecided[n - step :] = False  # a run that meets the end of the data stops there
+        step += 1
+    alive = np.flatnonzero(undecided)
+    while alive.size:
+        j = alive + step
+        inside = j < n
+        alive, j = alive[inside], j[inside]
+        d2 = np.zeros(alive.size)
+        for col in cols:
+            diff = col[j] - col[alive]
+            d2 += diff * diff
+        within = (c[j] == c[alive]) & (d2 <= r2)
+        alive, j = alive[within], j[within]
+        done = t[j] - t[alive] >= duration
+        candidate[alive[done]] = True
+        reach[alive[done]] = j[done]
+        alive = alive[~done]
+        step += 1
+    return candidate, reach
+
+
+def _run_end(cols: list[np.ndarray], k: int, start: int, end: int, r2: float) -> int:
+    """The first position in ``[start, end)`` whose point lies farther than
+    the radius from point ``k``, else ``end``: blocks of doubling size."""
+    size = _FIRST_BLOCK
+    lo = start
+    while lo < end:
+        hi = min(lo + size, end)
+        d2 = np.zeros(hi - lo)
+        for col in cols:
+            diff = col[lo:hi] - col[k]
+            d2 += diff * diff
+        far = np.flatnonzero(d2 > r2)
+        if far.size:
+            return lo + int(far[0])
+        lo, size = hi, size * 2
+    return end
+
+
+__all__ = ["stop_rows"]
