@@ -17,10 +17,10 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..exceptions import PrivacyLeakWarning, PrivateNoteWarning, WeakPrivacyWarning
-from ..files import InputPlan, InputPoints, ReadOptions, open_input
+from ..files import InputPlan, InputPoints, ReadOptions, open_input, read_column
 from ..files.reader import BlockHook
 from ..geometry import projection as _geo
 from ..model import SpanModel, load_model
@@ -345,6 +345,26 @@ def _open(path, columns, args, *, model=None, geo=False) -> InputPlan:
 
     return open_input(
         path, read_options(args, columns), d=public_dimension(args, columns, model), choose=choose
+    )
+
+
+def read_column_like(args: argparse.Namespace, columns: list[str] | None, column: str) -> Any:
+    """One more column of ``args.input`` (a trace's time or status), row for
+    row with the points :func:`_open` reads with the same options
+    (:func:`dpdbscan.files.read_column`; nothing parsed)."""
+    token: str | int = int(column) if str(column).isdigit() else column
+    geo = bool(getattr(args, "geo", False))
+
+    def choose(names, numeric):
+        return _geo.default_geo_columns(names) if geo else None
+
+    return read_column(
+        args.input,
+        token,
+        read_options(args, columns),
+        d=public_dimension(args, columns),
+        choose=choose,
+        progress=_progress_flag(args),
     )
 
 

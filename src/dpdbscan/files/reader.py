@@ -37,7 +37,7 @@ them) is read like one file; its schema is the files' metadata.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -593,4 +593,71 @@ def _read_parquet(
     return X, pa.chunked_array(units, type=pf.schema.field(unit_name).type), n_missing
 
 
-__all__ = ["InputPlan", "InputPoints", "open_input", "read_input", "read_points", "BlockCounts"]
+# --------------------------------------------------------------------------- #
+# A companion column: a trace's time or status, row for row with the points
+
+
+def read_column(
+    path: Path | str,
+    column: str | int,
+    options: ReadOptions | None = None,
+    *,
+    d: int | None = None,
+    choose: ColumnChooser | None = None,
+    progress: bool | None = None,
+) -> Any:
+    """One more column of ``path``, row for row with :func:`read_input`'s
+    points under the same ``options``, as read (nothing parsed): a pyarrow
+    array of the CSV fields' bytes (null for a missing field or a malformed
+    line), of a Parquet column's declared type, or a numpy column of a .npy
+    array. The column is public input (a name or a 0-based index), refused
+    before any record is read when the file does not have it.
+
+    A second pass over the file: standard input cannot be read twice.
+    """
+    options = options or ReadOptions()
+    if str(path) == "-":
+        raise ValueError("standard input is read once; a time or status column needs a file (give its path)")
+    fmt = format_of(path, options.file_format) if not Path(path).is_dir() else FileFormat("parquet")
+    if fmt.kind == "parquet":
+        _need_pyarrow("Parquet")
+        return _parquet_column(Path(path), column)
+    if fmt.kind == "npy":
+        arr = np.load(path, allow_pickle=False, mmap_mode="r")
+        names = [str(i) for i in range(arr.shape[1] if arr.ndim == 2 else 1)]
+        j = resolve_unit(names, column, where=str(path))
+        return np.array(arr[:, j] if arr.ndim == 2 else arr)
+    # CSV: the same reader with the column as a "unit" (its bytes, exactly,
+    # aligned with the rows by the same per-record rules); the points are dropped
+    with open_input(path, replace(options, unit=column), d=d, choose=choose) as plan:
+        got = plan.read(progress)
+    return got.units
+
+
+def _parquet_column(path: Path, column: str | int) -> Any:
+    import pyarrow as pa
+
+    try:
+        pf = _ParquetSource(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise _io_error(str(path), "Parquet", exc) from None
+    try:
+        j = resolve_unit(pf.schema.names, column, where=str(path))
+        name = pf.schema.names[j]
+        chunks = [batch.column(name) for batch in pf.batches([name])]
+    except (pa.ArrowException, OSError) as exc:
+        raise _io_error(str(path), "Parquet", exc) from None
+    finally:
+        pf.close()
+    return pa.chunked_array(chunks, type=pf.schema.field(name).type)
+
+
+__all__ = [
+    "InputPlan",
+    "InputPoints",
+    "open_input",
+    "read_column",
+    "read_input",
+    "read_points",
+    "BlockCounts",
+]
