@@ -126,6 +126,23 @@ def event_rows(
     return events.rows(X, codes, t, s)
 
 
+def event_words(record: dict[str, Any], length: Any = lambda v: f"{v:g}") -> str:
+    """What a release counted instead of the rows, from its public record
+    (:meth:`Stops.record`, :meth:`TripEnds.record`); ``length`` formats the
+    radius (m or km for lon/lat)."""
+    if record.get("kind") == "stops":
+        minutes = record["duration_s"] / 60
+        return (
+            f"each unit's stops, not its rows: runs of its points (in time order) that stay within "
+            f"{length(record['radius'])} of their first point for at least {minutes:g} min, one point "
+            "(the first) per stop"
+        )
+    ends = {"pickup": "pick-ups (a ride's first point)", "dropoff": "drop-offs (a ride's last point)"}
+    what = ends.get(record.get("ends", ""), "pick-ups and drop-offs (a ride's first and last points)")
+    column = record.get("status_column")
+    return f"each unit's {what}, not its rows" + (f", from the status column {column}" if column else "")
+
+
 def take_rows(units: Any, rows: np.ndarray) -> Any:
     """``units`` (a numpy array or a pyarrow array) at ``rows``."""
     if type(units).__module__.split(".")[0] == "pyarrow":
@@ -141,6 +158,7 @@ __all__ = [
     "Stops",
     "TripEnds",
     "event_rows",
+    "event_words",
     "parse_duration",
     "parse_radius",
     "parse_status",
