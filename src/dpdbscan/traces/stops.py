@@ -123,46 +123,55 @@ def _candidates(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(candidate, reach)``: whether the run from each point stays within
     the radius until ``duration`` has passed, and the first point where it
-    has (``reach``, -1 for non-candidates).
+    has (``reach``; meaningful for candidates only).
 
-    Offset by offset: while most points are undecided, on whole shifted
-    arrays (contiguous, no gathers); then on the undecided points' indices.
+    The first offset on whole shifted arrays (contiguous, no gathers): most
+    points of a moving unit leave the radius at once. Then offset by offset
+    on the undecided points only, carrying their own coordinates, unit and
+    time along instead of gathering them again.
     """
     n = c.size
     candidate = np.zeros(n, dtype=bool)
-    reach = np.full(n, -1, dtype=np.int64)
-    undecided = np.ones(n, dtype=bool)
-    step = 1
-    # dense phase: a point whose run has ended or reached the duration is decided
-    while step < n and np.count_nonzero(undecided[: n - step]) > n // 4:
-        a, b = slice(0, n - step), slice(step, n)
-        d2 = np.zeros(n - step)
-        for col in cols:
-            diff = col[b] - col[a]
-            d2 += diff * diff
-        within = (c[b] == c[a]) & (d2 <= r2)
-        und = undecided[a]
-        done = und & within & (t[b] - t[a] >= duration)
-        candidate[a] |= done
-        reach[: n - step][done] = np.flatnonzero(done) + step
-        und &= within & ~done
-        undecided[n - step :] = False  # a run that meets the end of the data stops there
-        step += 1
-    alive = np.flatnonzero(undecided)
+    reach = np.empty(n, dtype=np.int64)
+    if n < 2:
+        return candidate, reach
+    a, b = slice(0, n - 1), slice(1, n)
+    d2 = np.zeros(n - 1)
+    buf = np.empty(n - 1)
+    for col in cols:
+        np.subtract(col[b], col[a], out=buf)
+        np.multiply(buf, buf, out=buf)
+        d2 += buf
+    within = d2 <= r2
+    within &= c[b] == c[a]
+    done = t[b] - t[a] >= duration
+    done &= within
+    candidate[a] = done
+    reach[a][done] = np.flatnonzero(done) + 1
+    within &= ~done
+    alive = np.flatnonzero(within)
+    # the undecided anchors' own values, filtered along with them
+    own = [col[alive] for col in cols]
+    unit, start = c[alive], t[alive]
+    step = 2
     while alive.size:
+        if alive[-1] + step >= n:  # a run that meets the end of the data stops there
+            keep = alive + step < n
+            alive, unit, start = alive[keep], unit[keep], start[keep]
+            own = [v[keep] for v in own]
         j = alive + step
-        inside = j < n
-        alive, j = alive[inside], j[inside]
         d2 = np.zeros(alive.size)
-        for col in cols:
-            diff = col[j] - col[alive]
+        for col, v in zip(cols, own):
+            diff = col[j] - v
             d2 += diff * diff
-        within = (c[j] == c[alive]) & (d2 <= r2)
-        alive, j = alive[within], j[within]
-        done = t[j] - t[alive] >= duration
-        candidate[alive[done]] = True
-        reach[alive[done]] = j[done]
-        alive = alive[~done]
+        within = (d2 <= r2) & (c[j] == unit)
+        done = within & (t[j] - start >= duration)
+        hit = alive[done]
+        candidate[hit] = True
+        reach[hit] = j[done]
+        within &= ~done
+        alive, unit, start = alive[within], unit[within], start[within]
+        own = [v[within] for v in own]
         step += 1
     return candidate, reach
 
