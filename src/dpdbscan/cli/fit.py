@@ -50,9 +50,9 @@ from .common import (
     _Warnings,
     atomic_write,
     check_writable,
-    read_column_like,
     read_options,
     read_plan,
+    read_trace_columns,
     write_temp,
 )
 from .maps import picture_options
@@ -353,7 +353,10 @@ def read_points(
         trace = trace_columns(args, p, plan.schema_names)
         got = read_plan(plan, args, notes, block_hook=prep)
     # the trace's time and status: a second pass, row for row with the points
-    times, status = (read_column_like(args, columns, c) if c is not None else None for c in trace)
+    time_col, status_col = trace
+    times, status = (
+        (None, None) if time_col is None else read_trace_columns(args, columns, time_col, status_col)
+    )
     X, names = got.X, got.names
     lower, upper, proj = public_box(args, bounds_in, X.shape[1], X, {} if meta is None else meta)
     counts = None if prep is None else prep.result(X.shape[0])

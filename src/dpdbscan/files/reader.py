@@ -597,41 +597,51 @@ def _read_parquet(
 # A companion column: a trace's time or status, row for row with the points
 
 
-def read_column(
+def read_columns(
     path: Path | str,
     column: str | int,
+    flag: str | int | None = None,
     options: ReadOptions | None = None,
     *,
     d: int | None = None,
     choose: ColumnChooser | None = None,
     progress: bool | None = None,
-) -> Any:
-    """One more column of ``path``, row for row with :func:`read_input`'s
-    points under the same ``options``, as read (nothing parsed): a pyarrow
-    array of the CSV fields' bytes (null for a missing field or a malformed
-    line), of a Parquet column's declared type, or a numpy column of a .npy
-    array. The column is public input (a name or a 0-based index), refused
-    before any record is read when the file does not have it.
+) -> tuple[Any, Any]:
+    """Companion columns of ``path`` (a trace's time and, optionally, its
+    0/1 status ``flag``), row for row with :func:`read_input`'s points under
+    the same ``options``, in one more pass: ``(column, flag)``.
 
-    A second pass over the file: standard input cannot be read twice.
+    ``column`` as read, nothing parsed: a pyarrow array of the CSV fields'
+    bytes (null for a missing field or a malformed line), a Parquet column of
+    its declared type, or a .npy column. ``flag`` (None if not asked): a
+    Parquet or .npy column as declared, CSV values as numbers (NaN when not
+    a number). The columns are public input (names or 0-based indices),
+    refused before any record is read when the file does not have them.
+    Standard input cannot be read twice.
     """
     options = options or ReadOptions()
     if str(path) == "-":
         raise ValueError("standard input is read once; a time or status column needs a file (give its path)")
-    fmt = format_of(path, options.file_format) if not Path(path).is_dir() else FileFormat("parquet")
+    fmt = FileFormat("parquet") if Path(path).is_dir() else format_of(path, options.file_format)
     if fmt.kind == "parquet":
         _need_pyarrow("Parquet")
-        return _parquet_column(Path(path), column)
+        return _parquet_column(Path(path), column), (
+            None if flag is None else _parquet_column(Path(path), flag)
+        )
     if fmt.kind == "npy":
         arr = np.load(path, allow_pickle=False, mmap_mode="r")
-        names = [str(i) for i in range(arr.shape[1] if arr.ndim == 2 else 1)]
-        j = resolve_unit(names, column, where=str(path))
-        return np.array(arr[:, j] if arr.ndim == 2 else arr)
-    # CSV: the same reader with the column as a "unit" (its bytes, exactly,
-    # aligned with the rows by the same per-record rules); the points are dropped
-    with open_input(path, replace(options, unit=column), d=d, choose=choose) as plan:
+        arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
+        names = [str(i) for i in range(arr.shape[1])]
+        picked = [resolve_unit(names, c, where=str(path)) for c in (column, flag) if c is not None]
+        cols = [np.array(arr[:, j]) for j in picked]
+        return cols[0], (cols[1] if flag is not None else None)
+    # CSV: the same reader, the column as a "unit" (its bytes, exactly, aligned
+    # with the rows by the same per-record rules) and the flag as the one
+    # coordinate; the file's own points are not read again
+    columns = (flag,) if flag is not None else options.columns
+    with open_input(path, replace(options, columns=columns, unit=column), d=d, choose=choose) as plan:
         got = plan.read(progress)
-    return got.units
+    return got.units, (None if flag is None else got.X[:, 0])
 
 
 def _parquet_column(path: Path, column: str | int) -> Any:
@@ -656,7 +666,7 @@ __all__ = [
     "InputPlan",
     "InputPoints",
     "open_input",
-    "read_column",
+    "read_columns",
     "read_input",
     "read_points",
     "BlockCounts",
