@@ -68,7 +68,9 @@ def test_pandas_time_zones():
     assert parse_times(s)[0] == T0
 
 
-@pytest.mark.parametrize("text,seconds", [("5min", 300), ("300s", 300), ("1.5h", 5400), ("1d", 86400), (90, 90)])
+@pytest.mark.parametrize(
+    "text,seconds", [("5min", 300), ("300s", 300), ("1.5h", 5400), ("1d", 86400), (90, 90)]
+)
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 
