@@ -123,7 +123,8 @@ def _write(tmp_path, kind: str):
         path = tmp_path / "traces.csv"
         iso = np.datetime_as_string(times.astype("datetime64[s]"), unit="s")
         lines = ["x,y,person,time,busy"] + [
-            f"{float(a)!r},{float(b)!r},{u},{t}Z,{s}" for a, b, u, t, s in zip(X[:, 0], X[:, 1], units, iso, status)
+            f"{float(a)!r},{float(b)!r},{u},{t}Z,{s}"
+            for a, b, u, t, s in zip(X[:, 0], X[:, 1], units, iso, status)
         ]
         path.write_text("\n".join(lines) + "\n")
     return path, (X, units, times, status)
@@ -141,8 +142,19 @@ QUIET = ["--no-png", "--no-geojson", "--no-progress"]
 )
 def test_the_command_line_releases_the_events(capsys, tmp_path, kind, option, events):
     path, (X, units, times, status) = _write(tmp_path, kind)
-    rc, out, err = run(capsys, "fit", str(path), *CLI, *CLI_UNIT, "--time", "time", *option, *QUIET,
-                       "--out-dir", str(tmp_path))
+    rc, out, err = run(
+        capsys,
+        "fit",
+        str(path),
+        *CLI,
+        *CLI_UNIT,
+        "--time",
+        "time",
+        *option,
+        *QUIET,
+        "--out-dir",
+        str(tmp_path),
+    )
     assert rc == 0, err
     model = load_model(tmp_path / "traces.spans.json")
     Xe, ue = events_of(events, X, units, times, status)
@@ -155,13 +167,44 @@ def test_the_command_line_releases_the_events(capsys, tmp_path, kind, option, ev
 
 def test_check_counts_the_events_and_forecast_says_so(capsys, tmp_path):
     path, (X, units, times, status) = _write(tmp_path, "parquet")
-    rc, out, err = run(capsys, "check", str(path), *CLI, "--unit", "person", "--delta", "1e-6",
-                       "--time", "time", "--stops", "0.01", "5min")
+    rc, out, err = run(
+        capsys,
+        "check",
+        str(path),
+        *CLI,
+        "--unit",
+        "person",
+        "--delta",
+        "1e-6",
+        "--time",
+        "time",
+        "--stops",
+        "0.01",
+        "5min",
+    )
     assert rc == 0, err
     n = len(events_of(Stops(0.01, 300.0), X, units, times, status)[0])
     assert f"{n:,} stop(s) of the units" in err and SECRET not in out + err
-    rc, out, err = run(capsys, "forecast", "--eps", "0.05", "--min-samples", "20", "--bounds", "0", "0", "1", "1",
-                       "--max-cells-per-unit", "4", "--delta", "1e-6", "--stops", "0.01", "5min")
+    rc, out, err = run(
+        capsys,
+        "forecast",
+        "--eps",
+        "0.05",
+        "--min-samples",
+        "20",
+        "--bounds",
+        "0",
+        "0",
+        "1",
+        "1",
+        "--max-cells-per-unit",
+        "4",
+        "--delta",
+        "1e-6",
+        "--stops",
+        "0.01",
+        "5min",
+    )
     assert rc == 0, err
     assert "each unit's stops, not its rows" in out
 
@@ -189,7 +232,19 @@ def test_the_command_line_refuses_before_reading(capsys, tmp_path, extra, match)
 
 def test_a_time_column_the_file_lacks_is_refused_before_reading(capsys, tmp_path):
     path, _ = _write(tmp_path, "parquet")
-    rc, out, err = run(capsys, "fit", str(path), *CLI, *CLI_UNIT, "--time", "when", "--stops", "0.01", "5min",
-                       "--out-dir", str(tmp_path / "out"))
+    rc, out, err = run(
+        capsys,
+        "fit",
+        str(path),
+        *CLI,
+        *CLI_UNIT,
+        "--time",
+        "when",
+        "--stops",
+        "0.01",
+        "5min",
+        "--out-dir",
+        str(tmp_path / "out"),
+    )
     assert rc == 2 and "--time 'when' is not a column" in err
     assert not (tmp_path / "out").exists()

@@ -23,9 +23,7 @@ def reference_stops(X, codes, times, radius, duration):
     while k < n:
         j = k + 1
         while (
-            j < n
-            and codes[rows[j]] == codes[rows[k]]
-            and np.sum((X[rows[j]] - X[rows[k]]) ** 2) <= radius**2
+            j < n and codes[rows[j]] == codes[rows[k]] and np.sum((X[rows[j]] - X[rows[k]]) ** 2) <= radius**2
         ):
             j += 1
         if times[rows[j - 1]] - times[rows[k]] >= duration:
@@ -165,13 +163,16 @@ def test_event_rows_parse_times_and_lengths():
     assert Stops("100m", "5min").resolved(geo=True) == Stops(0.1, 300.0)
 
 
-@pytest.mark.parametrize("text,geo,match", [
-    ("100m", False, "only makes sense for lon/lat"),
-    ("100", True, "with a unit"),
-    ("-1", False, "must be a number"),
-    (0, False, "positive"),
-    ("10 parsecs", True, "must be a number or a length"),
-])
+@pytest.mark.parametrize(
+    "text,geo,match",
+    [
+        ("100m", False, "only makes sense for lon/lat"),
+        ("100", True, "with a unit"),
+        ("-1", False, "must be a number"),
+        (0, False, "positive"),
+        ("10 parsecs", True, "must be a number or a length"),
+    ],
+)
 def test_bad_radius(text, geo, match):
     with pytest.raises(ValueError, match=match):
         parse_radius(text, geo=geo)

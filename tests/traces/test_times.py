@@ -11,25 +11,28 @@ from dpdbscan.traces import parse_duration, parse_times
 T0 = 1211018400.0  # 2008-05-17T10:00:00Z
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("1211018400", T0),
-    (" 1211018400.5\t", T0 + 0.5),
-    ("2008-05-17T10:00:00", T0),
-    ("2008-05-17 10:00:00.25", T0 + 0.25),
-    ("2008-05-17T10:00", T0),
-    ("2008-05-17", T0 - 10 * 3600),
-    ("2008-05-17T10:00:00Z", T0),
-    ("2008-05-17T12:00:00+02:00", T0),
-    ("2008-05-17T05:00:00-0500", T0),
-    ("2008-02-30T10:00:00", np.nan),  # no such day
-    ("2008-05-17T25:00:00", np.nan),
-    ("17/05/2008 10:00", np.nan),
-    ("nan", np.nan),
-    ("inf", np.nan),
-    ("", np.nan),
-    (None, np.nan),
-    ("yesterday", np.nan),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("1211018400", T0),
+        (" 1211018400.5\t", T0 + 0.5),
+        ("2008-05-17T10:00:00", T0),
+        ("2008-05-17 10:00:00.25", T0 + 0.25),
+        ("2008-05-17T10:00", T0),
+        ("2008-05-17", T0 - 10 * 3600),
+        ("2008-05-17T10:00:00Z", T0),
+        ("2008-05-17T12:00:00+02:00", T0),
+        ("2008-05-17T05:00:00-0500", T0),
+        ("2008-02-30T10:00:00", np.nan),  # no such day
+        ("2008-05-17T25:00:00", np.nan),
+        ("17/05/2008 10:00", np.nan),
+        ("nan", np.nan),
+        ("inf", np.nan),
+        ("", np.nan),
+        (None, np.nan),
+        ("yesterday", np.nan),
+    ],
+)
 def test_text(text, expected):
     got = parse_times(np.array([text, "1211018400"], dtype=object))
     assert got[1] == T0  # a bad neighbour never changes another value
@@ -46,17 +49,20 @@ def test_one_bad_value_among_many_costs_only_itself():
     assert np.isnan(got[517]) and np.count_nonzero(np.isnan(got)) == 1
 
 
-@pytest.mark.parametrize("values", [
-    pa.array([T0, None], type=pa.float64()),
-    pa.array([int(T0), None], type=pa.int64()),
-    pa.array([int(T0) * 1000, None], type=pa.timestamp("ms")),
-    pa.array([int(T0) * 10**9, None], type=pa.timestamp("ns", tz="UTC")),
-    pa.chunked_array([pa.array([str(int(T0)), None]).cast(pa.binary())]),
-    pa.array(["2008-05-17T10:00:00", None]).dictionary_encode(),
-    np.array(["2008-05-17T10:00:00", "NaT"], dtype="datetime64[s]"),
-    np.array([T0, np.inf]),
-    np.array(["1211018400", "x"]),
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        pa.array([T0, None], type=pa.float64()),
+        pa.array([int(T0), None], type=pa.int64()),
+        pa.array([int(T0) * 1000, None], type=pa.timestamp("ms")),
+        pa.array([int(T0) * 10**9, None], type=pa.timestamp("ns", tz="UTC")),
+        pa.chunked_array([pa.array([str(int(T0)), None]).cast(pa.binary())]),
+        pa.array(["2008-05-17T10:00:00", None]).dictionary_encode(),
+        np.array(["2008-05-17T10:00:00", "NaT"], dtype="datetime64[s]"),
+        np.array([T0, np.inf]),
+        np.array(["1211018400", "x"]),
+    ],
+)
 def test_types(values):
     got = parse_times(values)
     assert got[0] == T0 and np.isnan(got[1])
