@@ -98,9 +98,9 @@ def _grouped_order(c: np.ndarray, t: np.ndarray) -> np.ndarray | None:
     order = np.arange(n)
     reverse = (down == steps) & (steps > 0)
     if reverse.any():
-        block = np.repeat(np.arange(starts.size), sizes)
-        rows = reverse[block]
-        order[rows] = (starts + last)[block[rows]] - order[rows]
+        # row i of a reversed block [s, e] goes to s + e - i
+        order *= np.repeat(np.where(reverse, -1, 1), sizes)
+        order += np.repeat(np.where(reverse, starts + last, 0), sizes)
     return order
 
 
