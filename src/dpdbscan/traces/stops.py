@@ -142,13 +142,23 @@ def _candidates(
         np.subtract(col[b], col[a], out=buf)
         np.multiply(buf, buf, out=buf)
         d2 += buf
+    same = c[b] == c[a]
     within = d2 <= r2
-    within &= c[b] == c[a]
+    within &= same
     done = t[b] - t[a] >= duration
     done &= within
     candidate[a] = done
     reach[a][done] = np.flatnonzero(done) + 1
     within &= ~done
+    # A necessary condition prunes most of the rest at once: two points of
+    # one run are within 2 radius of each other, so a run from i ends at the
+    # latest at the first step k >= i longer than that (or into another
+    # unit), and it lasts only if t[k] - t[i] >= duration.
+    jump = d2 > 4 * r2
+    jump |= ~same
+    first = np.where(jump, np.arange(n - 1), n - 1)
+    first = np.minimum.accumulate(first[::-1])[::-1]
+    within &= t[first] - t[a] >= duration
     alive = np.flatnonzero(within)
     # the undecided anchors' own values, filtered along with them
     own = [col[alive] for col in cols]
