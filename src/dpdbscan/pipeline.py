@@ -38,7 +38,7 @@ from .release.backends.base import PointsInput
 from .release.bounding import factorize
 from .release.mechanism import release_choosing, release_histogram
 from .spec.specs import ReleaseSpec, SpanSpec
-from .traces import Events, event_rows, take_rows
+from .traces import Events, event_rows, group_codes, take_rows
 
 
 def fit(
@@ -136,7 +136,9 @@ def events_of(events: Events, X: Any, units: Any, times: Any, status: Any) -> tu
     or less) give neighbouring inputs to the mechanism: the unit-level
     guarantee holds unchanged (docs/privacy.md section 1)."""
     X = np.asarray(X, dtype=np.float64)
-    codes, _ = factorize(units)
+    codes = group_codes(units)
+    if codes is None:
+        codes, _ = factorize(units)
     rows = event_rows(events, X, codes, times, status)
     return X[rows], take_rows(units, rows)
 

@@ -248,3 +248,29 @@ def test_a_time_column_the_file_lacks_is_refused_before_reading(capsys, tmp_path
     )
     assert rc == 2 and "--time 'when' is not a column" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "units",
+    [
+        pa.array(["a", "b", None, "a"]).dictionary_encode(),
+        pa.chunked_array(
+            [pa.array(["b", "a"]).dictionary_encode(), pa.array(["a", None]).dictionary_encode()]
+        ),
+        pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 0]), pa.array(["a", "b", "a"])),  # a repeated entry
+        pa.array([1.0, np.nan, 1.0, 2.0]).dictionary_encode(),
+        np.array(["a", "b", "c", "a"], dtype=object),
+    ],
+)
+def test_group_codes_group_rows_as_factorize_does(units):
+    from dpdbscan.release.bounding import factorize
+    from dpdbscan.traces import group_codes
+
+    codes = group_codes(units)
+    ref, _ = factorize(units)
+    if codes is None:
+        return  # the caller factorizes
+    # the same partition of the rows into units, missing ones apart
+    assert np.array_equal(codes < 0, ref < 0)
+    pairs = {(int(a), int(b)) for a, b in zip(codes, ref) if a >= 0}
+    assert len({a for a, _ in pairs}) == len(pairs) == len({b for _, b in pairs})

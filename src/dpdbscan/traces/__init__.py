@@ -143,6 +143,35 @@ def event_words(record: dict[str, Any], length: Any = lambda v: f"{v:g}") -> str
     return f"each unit's {what}, not its rows" + (f", from the status column {column}" if column else "")
 
 
+def group_codes(units: Any) -> np.ndarray | None:
+    """Integer codes that group rows by unit (-1: no unit), read straight
+    from a pyarrow dictionary column whose dictionary holds each unit once
+    (what the Parquet reader gives for a dictionary-encoded unit); None for
+    any other input (the caller factorizes it). Only the grouping matters
+    to the events, not which code a unit gets."""
+    if type(units).__module__.split(".")[0] != "pyarrow":
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(units.type):
+        return None
+    if isinstance(units, pa.ChunkedArray):
+        units = units.unify_dictionaries()
+        if units.num_chunks == 0:
+            return np.zeros(0, dtype=np.int64)
+        dictionary = units.chunk(0).dictionary
+        indices = pa.chunked_array([c.indices for c in units.chunks], units.type.index_type)
+    else:
+        dictionary, indices = units.dictionary, units.indices
+    if dictionary.null_count or pc.count_distinct(dictionary).as_py() != len(dictionary):
+        return None
+    if pa.types.is_floating(dictionary.type) and pc.any(pc.is_nan(dictionary)).as_py():
+        return None
+    codes = pc.fill_null(indices, -1).to_numpy()
+    return codes.astype(np.int64, copy=False)
+
+
 def take_rows(units: Any, rows: np.ndarray) -> Any:
     """``units`` (a numpy array or a pyarrow array) at ``rows``."""
     if type(units).__module__.split(".")[0] == "pyarrow":
@@ -159,6 +188,7 @@ __all__ = [
     "TripEnds",
     "event_rows",
     "event_words",
+    "group_codes",
     "parse_duration",
     "parse_radius",
     "parse_status",
