@@ -42,7 +42,7 @@ LAYERS = {
     "model": {"model"},
     "ledger": {"ledger"},
     "render": {"render"},
-    "api": {"estimator", "pipeline", "testing"},
+    "api": {"estimator", "pipeline", "series", "testing"},
     "apps": {"cli", "demo", "__init__", "__main__"},
 }
 _BELOW_POST = {"base", "shared", "spec"}
