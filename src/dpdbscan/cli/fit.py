@@ -30,6 +30,7 @@ from ..plan.resolve import check_scale, validated
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..render import plotting
+from ..series import SeriesPlan, fit_series
 from ..spec.parameters import check_param, check_units
 from ..spec.validation import bounds_from_data, standardised_note
 from ..traces import Events, Stops, TripEnds
@@ -57,6 +58,7 @@ from .common import (
 )
 from .ledger import charging
 from .maps import picture_options
+from .series import check_series, periods_path, wants_series, write_periods_csv
 
 if TYPE_CHECKING:
     from ..model.record import SpanModel
@@ -150,8 +152,8 @@ def events_from_args(args: argparse.Namespace, *, reads: bool = True) -> Events 
     if ends is not None and ends_col is None:
         raise ValueError("--ends goes with --trip-ends COLUMN")
     if stops is None and ends_col is None:
-        if time_col is not None:
-            raise ValueError("--time is read only for --stops or --trip-ends")
+        if time_col is not None and getattr(args, "per", None) is None:
+            raise ValueError("--time is read only for --stops, --trip-ends or --per")
         return None
     if reads and time_col is None:
         raise ValueError(
@@ -200,9 +202,16 @@ def _dask_backend(args, columns):
 
 
 def fit_from_args(
-    args: argparse.Namespace, sink: _Warnings, p: dict, min_samples: int, notes: Notes
+    args: argparse.Namespace,
+    sink: _Warnings,
+    p: dict,
+    min_samples: int,
+    notes: Notes,
+    series: SeriesPlan | None = None,
 ) -> SpanModel:
-    """Run one release with the validated parameters ``p``; returns the SpanModel."""
+    """Run one release with the validated parameters ``p``; returns the SpanModel.
+    ``series``: a series over time (``--per``): the spans of the horizon and
+    the span x period table, recorded in the model (:func:`dpdbscan.series.fit_series`)."""
     bounds_in = None if args.bounds is None else _floats(args.bounds, "--bounds")
     columns = _column_tokens(args.columns)
     meta: dict[str, Any] = {
@@ -269,6 +278,10 @@ def fit_from_args(
         )
     with progress("fitting", enabled=_progress_flag(args), unit="it"), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
+        if series is not None:
+            return _series_model(
+                args, sink, pts, {**p, "min_samples": min_samples, "events": None}, series, meta
+            )
         model = fit_release(
             X,
             lower,
@@ -287,6 +300,26 @@ def fit_from_args(
         # (which it cannot change) and even with --quiet
         print(f"{PRIVATE} dpdbscan: PRIVACY WARNING: {note}", file=sys.stderr)
     return model
+
+
+def _series_model(
+    args: argparse.Namespace, sink: _Warnings, pts: Points, p: dict, series: SeriesPlan, meta: dict
+) -> SpanModel:
+    """:func:`dpdbscan.series.fit_series` of the points read."""
+    made = fit_series(
+        pts.X,
+        pts.lower,
+        pts.upper,
+        p,
+        pts.units,
+        pts.times,
+        series,
+        unit_name=None if pts.unit_name is None else str(pts.unit_name),
+        metadata={**meta, "time_column": str(args.time)},
+        stacklevel=4,
+    )
+    sink.flush()
+    return made.model
 
 
 def note_id_columns(schema_names: Sequence[str] | None, chosen: Sequence[str] | None) -> None:
@@ -377,7 +410,15 @@ def trace_columns(
     declared header or schema does not have them (public names)."""
     events = p.get("events")
     if events is None:
-        return None, None
+        if getattr(args, "per", None) is None:
+            return None, None
+        if (
+            schema_names is not None
+            and str(args.time) not in map(str, schema_names)
+            and not str(args.time).isdigit()
+        ):
+            raise ValueError(f"{args.input}: --time {args.time!r} is not a column of the file")
+        return args.time, None
     wanted = [("--time", args.time)] + ([("--trip-ends", args.trip_ends)] if events.needs_status else [])
     for option, col in wanted:
         if schema_names is not None and str(col) not in map(str, schema_names) and not str(col).isdigit():
@@ -815,9 +856,25 @@ def cmd_fit(args: argparse.Namespace, sink: _Warnings) -> int:
     notes = Notes(args.quiet)
     paths = _out_paths(args, args.name or _stem(args.input))
     args.preload_png = paths["png"] is not None
-    with charging(args, p, "fit") as charged:  # --ledger: reserved before any record is read
-        model = fit_from_args(args, sink, p, p["min_samples"], notes)
+    series = check_series(args, p) if wants_series(args) else None
+    table = None if series is None else periods_path(args, args.name or _stem(args.input))
+    unit = None if getattr(args, "unit", None) is None else str(args.unit)
+    with charging(
+        args,
+        p,
+        "fit",
+        cost=None if series is None else series.cost,
+        extra=None if series is None else {"series": series.record(unit)},
+    ) as charged:  # --ledger: reserved before any record is read; a series once, at its whole cost
+        model = fit_from_args(args, sink, p, p["min_samples"], notes, series)
         written, failed = _write_outputs(model, paths, notes, picture)
+        if table is not None:
+            write_periods_csv(model, table)
+            written.append(str(table))
         charged(model, written)
     print(summary(model))
+    if series is not None:
+        print(
+            f"  series  : {model.metadata['series']['statement']}; the privacy line above is the spans' part"
+        )
     return _report(written, failed)
