@@ -144,11 +144,17 @@ def events_of(events: Events, X: Any, units: Any, times: Any, status: Any) -> tu
     or less) give neighbouring inputs to the mechanism: the unit-level
     guarantee holds unchanged (docs/privacy.md section 1)."""
     X = np.asarray(X, dtype=np.float64)
+    rows = events_rows(events, X, units, times, status)
+    return X[rows], take_rows(units, rows)
+
+
+def events_rows(events: Events, X: np.ndarray, units: Any, times: Any, status: Any) -> np.ndarray:
+    """The rows :func:`events_of` keeps (ascending), one per event: the
+    event's first point (a series over time places it by that point's time)."""
     codes = group_codes(units)
     if codes is None:
         codes, _ = factorize(units)
-    rows = event_rows(events, X, codes, times, status)
-    return X[rows], take_rows(units, rows)
+    return event_rows(events, X, codes, times, status)
 
 
 def charge(accountant: Accountant, release: ReleaseSpec, *, spend: bool) -> None:

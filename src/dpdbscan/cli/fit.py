@@ -24,7 +24,7 @@ from ..geometry import projection as _geo
 from ..geometry.projection import Equirectangular
 from ..model import save_geojson, save_model
 from ..model import summary as model_summary
-from ..pipeline import events_of
+from ..pipeline import events_of, events_rows
 from ..pipeline import fit as fit_release
 from ..plan.resolve import check_scale, validated
 from ..progress import progress
@@ -33,7 +33,7 @@ from ..render import plotting
 from ..series import SeriesPlan, fit_series
 from ..spec.parameters import check_param, check_units
 from ..spec.validation import bounds_from_data, standardised_note
-from ..traces import Events, Stops, TripEnds
+from ..traces import Events, Stops, TripEnds, parse_times, take_rows
 from .common import (
     EXIT_OK,
     EXIT_PARTIAL,
@@ -438,7 +438,13 @@ def with_events(
     if events is None:
         return pts
     n_rows = pts.X.shape[0]
-    X, units = events_of(events, pts.X, pts.units, pts.times, pts.status)
+    times = None
+    if getattr(args, "per", None) is not None:
+        # a series places each event in the period of its first point's time
+        rows = events_rows(events, np.asarray(pts.X, dtype=np.float64), pts.units, pts.times, pts.status)
+        X, units, times = pts.X[rows], take_rows(pts.units, rows), parse_times(pts.times)[rows]
+    else:
+        X, units = events_of(events, pts.X, pts.units, pts.times, pts.status)
     what = "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
     notes(f"{X.shape[0]:,} {what} of the units found in {n_rows:,} rows are counted")
     if meta is not None:
@@ -446,7 +452,7 @@ def with_events(
         meta["events"] = {**events.record(), "time_column": str(args.time)}
         if events.needs_status:
             meta["events"]["status_column"] = str(args.trip_ends)
-    return replace(pts, X=X, units=units, counts=None, times=None, status=None)
+    return replace(pts, X=X, units=units, counts=None, times=times, status=None)
 
 
 def check_columns(args: argparse.Namespace, p: dict, d: int, names: Sequence[str] | None) -> None:

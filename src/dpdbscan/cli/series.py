@@ -82,8 +82,6 @@ def check_series(args: argparse.Namespace, p: dict[str, Any]) -> SeriesPlan:
         raise ValueError("--per needs --time COLUMN: each row's time decides its period")
     if args.period_from is None or args.period_to is None:
         raise ValueError("--per needs a public horizon: --from DATE --to DATE (not taken from the data)")
-    if getattr(args, "stops", None) is not None or getattr(args, "trip_ends", None) is not None:
-        raise ValueError("--per with --stops or --trip-ends is not supported yet: the events keep no time")
     if args.backend == "dask":
         raise ValueError("--per runs on the numpy backend only, for now")
     if p.get("max_cells_per_unit") is None:
