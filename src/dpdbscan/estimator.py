@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from .exceptions import PrivacyLeakWarning
+from .files.units import read_units
 from .geometry.projection import Equirectangular, parse_length
 from .model import SpanModel, guarantee
 from .pipeline import fit as fit_release
@@ -543,9 +544,12 @@ def _check_feature_names(fitted: np.ndarray | None, given: np.ndarray | None) ->
 
 
 def _check_units(units: Any, X: Any) -> Any:
-    """The units of in-memory rows as a 1-D array of one id per row (a
-    column name is passed on to a distributed backend). Public checks only:
-    the shape and the type, never the values."""
+    """The units of in-memory rows, one id per row, read before anything is
+    counted or spent (:func:`dpdbscan.files.units.read_units`: each id on
+    its own, never through a type chosen from the others; an id that cannot
+    be read exactly is refused). A column name is passed on to a
+    distributed backend. Public checks only: the shape and the types, never
+    the values."""
     if isinstance(units, str):
         if isinstance(X, np.ndarray):
             raise ValueError(
@@ -555,17 +559,11 @@ def _check_units(units: Any, X: Any) -> Any:
         return units
     if hasattr(units, "toarray") or hasattr(units, "tocsr"):
         raise TypeError("units is a sparse matrix: give one id per row as a 1-D array")
-    arr = np.asarray(units)
-    if arr.ndim == 2 and 1 in arr.shape:
-        arr = arr.ravel()
-    if arr.ndim != 1:
-        raise ValueError(f"units must be one-dimensional, one id per row; got shape {arr.shape}")
-    if arr.dtype.kind in "cmMV":
-        raise TypeError(f"units must be numbers or strings (one id per row), got dtype {arr.dtype}")
+    ids = read_units(units)
     n = getattr(X, "shape", (None,))[0]
-    if n is not None and arr.shape[0] != n:
-        raise ValueError(f"units has {arr.shape[0]} ids but X has {n} rows: give one id per row")
-    return arr
+    if n is not None and len(ids) != n:
+        raise ValueError(f"units has {len(ids)} ids but X has {n} rows: give one id per row")
+    return ids
 
 
 def _are_paths(X: object) -> bool:
