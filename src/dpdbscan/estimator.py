@@ -267,11 +267,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.accountant = accountant
         self.backend = backend
 
-    def _validated(self, stacklevel: int = 3) -> dict[str, Any]:
+    def _validated(self, stacklevel: int = 3, unit_name: str | None = None) -> dict[str, Any]:
         """Every parameter checked against the one table (dpdbscan.spec.parameters)."""
         names = [n for n in PARAMETERS if n != "bounds"]
         # a warning (a weak epsilon) points at the line that called fit or forecast
-        return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel)
+        return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel, unit_name=unit_name)
 
     def fit(self, X: PointsInput, y: object = None, *, units: ArrayLike | str | None = None) -> Self:
         """Release DP spans of ``X``. Returns self.
@@ -296,7 +296,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     def _fit(self, X: PointsInput, metadata: dict[str, Any], units: Any = None) -> Self:
         """:meth:`fit`, with public ``metadata`` for the model (fit_lonlat's
         projection): the model is made once, with everything it records."""
-        p = self._validated(stacklevel=4)  # fit -> _fit -> here
+        p = self._validated(stacklevel=4, unit_name=_unit_name(units))  # fit -> _fit -> here
         names = _feature_names(X)
         epsilon = p["epsilon"]
         backend = resolve_backend(p["backend"])
@@ -541,6 +541,15 @@ def _check_feature_names(fitted: np.ndarray | None, given: np.ndarray | None) ->
     else:
         detail = "Feature names must be in the same order as they were in fit.\n"
     raise ValueError("The feature names should match those that were passed during fit.\n" + detail)
+
+
+def _unit_name(units: Any) -> str | None:
+    """The public name of the unit column, when the units carry one: a
+    column name (the Dask backend) or a pandas Series' name; never a value."""
+    if isinstance(units, str):
+        return units
+    name = getattr(units, "name", None) if type(units).__module__.split(".")[0] == "pandas" else None
+    return name if isinstance(name, str) and name else None
 
 
 def _check_units(units: Any, X: Any) -> Any:

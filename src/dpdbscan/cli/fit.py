@@ -101,8 +101,10 @@ def check_fit_params(
     if getattr(args, "selection", None) is not None:
         values["selection"] = args.selection
     given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
-    p = validated(given, cli=True)
-    units = getattr(args, "unit", None) is not None
+    unit = getattr(args, "unit", None)
+    # the --unit option's name (public) says what one unit is in the warnings' words
+    p = validated(given, cli=True, unit_name=unit if isinstance(unit, str) and not unit.isdigit() else None)
+    units = unit is not None
     if dry_run and units and p["max_cells_per_unit"] is None:
         check_units({**p, "max_cells_per_unit": 1}, units, cli=True)
     else:
