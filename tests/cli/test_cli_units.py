@@ -448,7 +448,10 @@ def test_check_without_k_shows_the_quartiles_and_no_forecast(capsys, tmp_path, d
     rc, out, err = run(capsys, "check", path, *FIT, "--unit", "person")
     assert rc == 0 and out == "", err
     assert "301 unit(s) in column 'person'" in _private(err, "units")
-    assert "k at the quartiles of the cells per unit" in _private(err, "bound")
+    # no private figure phrased as the k to use; k from public knowledge, or auto
+    bound = _private(err, "bound")
+    assert "public knowledge" in bound and "--max-cells-per-unit auto" in bound
+    assert "keeps" not in err and "k = " not in err and "quartile" not in err
     assert "give --max-cells-per-unit K" in _private(err, "forecast")
     rc, out, err = run(capsys, "check", path, "--bounds", "0", "1", "--unit", "person", "--delta", "1e-6")
     assert rc == 0 and "per unit: min 20," in _private(err, "points")
