@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 
 from .exceptions import PrivacyLeakWarning
 from .files.units import read_units
-from .geometry.projection import Equirectangular, parse_length
+from .geometry.projection import Equirectangular, check_lonlat_names, parse_length
 from .model import SpanModel, guarantee
 from .pipeline import fit as fit_release
 from .plan.forecast import Forecast
@@ -480,7 +480,11 @@ def fit_lonlat(
             f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, got bounds={bounds!r}"
         )
     lower, upper = [float(v) for v in bounds[:2]], [float(v) for v in bounds[2:]]
-    proj = Equirectangular.from_bounds(lower, upper, ref_lat)
+    proj = Equirectangular.from_bounds(lower, upper, ref_lat)  # refuses a box that cannot be lon/lat
+    names = _feature_names(lonlat)
+    if names is not None:
+        # public column names that say latitude first: refused before a value is read
+        check_lonlat_names(list(names), fix="fit_lonlat(df[['{lon}', '{lat}']], ...)")
     X = check_array(lonlat)
     if X.shape[1] != 2:
         raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")

@@ -307,6 +307,9 @@ def read_points(
     with _open(args.input, columns, args, geo=args.geo) as plan:
         # the columns are known from public input: refuse a bad layout before any record is read
         check_columns(args, p, plan.d, plan.names)
+        if args.geo:
+            # public names (--columns, a declared header, a Parquet schema) that say latitude first
+            _geo.check_lonlat_names(plan.names)
         if bounds_in is not None:
             _split_bounds(bounds_in, plan.d, args.geo)
         got = read_plan(plan, args, notes, block_hook=prep)
