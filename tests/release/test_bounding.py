@@ -325,3 +325,23 @@ def test_every_histogram_takes_gaussian_noise(histogram):
             person_level(histogram=histogram, accountant=acc, random_state=3).fit(X, units=units)
         assert acc.spent_rho == [pytest.approx(zcdp.rho_for(1.0, 5e-7))]
         assert acc.spent_budget == [(0.0, 5e-7)]
+
+
+def test_delta_against_the_number_of_units_is_a_private_note_after_the_release():
+    """Finding 5: the number of units is private, so it never decides
+    whether a release happens; a delta not far below one over it is said
+    after the release, as a private note (the release is made either way)."""
+    from dpdbscan.exceptions import PrivateNoteWarning
+
+    rng = np.random.default_rng(4)
+    X = rng.random((3_000, 2))
+    units = rng.integers(0, 536, 3_000)
+    with pytest.warns(PrivateNoteWarning, match="one over the number of units") as rec:
+        est = person_level(delta=0.005, max_cells_per_unit=4).fit(X, units=units)
+    assert est.spans_ is not None  # released all the same
+    note = next(str(w.message) for w in rec if w.category is PrivateNoteWarning and "delta" in str(w.message))
+    assert "private" in note
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivateNoteWarning)
+        warnings.simplefilter("ignore", UtilityWarning)
+        person_level(delta=1e-6, max_cells_per_unit=4).fit(X, units=units)  # far below 1/536: no note
