@@ -39,7 +39,6 @@ from .release.bounding import count_distinct_units
 from .release.mechanism import release_choosing, release_histogram
 from .spec.specs import ReleaseSpec, SpanSpec
 
-
 #: A delta within this factor of one over the number of units is "not far
 #: below" it: the private note of :func:`_delta_note`.
 DELTA_PER_UNIT_NOTE = 0.1
