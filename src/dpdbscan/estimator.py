@@ -283,9 +283,12 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             Parquet/CSV files, dask DataFrames or arrays.
         y : ignored
         units : array-like of shape (n_samples,), default=None
-            The privacy unit of each row (a person, a device, a cab): any
-            numbers or strings; a row with a missing unit (None, NaN) is
-            dropped. The release then protects each unit with all its rows
+            The privacy unit of each row (a person, a device, a cab):
+            numbers, text or bytes; a row with a missing unit (None, NaN,
+            pandas' NA) is dropped. Each id is read on its own, never through
+            a type chosen from the others: a numpy, pandas or pyarrow array
+            by its dtype, a list or an object array id by id (``1`` and
+            ``'1'`` are two units; :mod:`dpdbscan.files.units`). The release then protects each unit with all its rows
             (person-level), after bounding its contribution
             (``max_cells_per_unit``, ``max_points_per_cell``). With the Dask
             backend: the name of the unit column. None: each row is its own

@@ -112,7 +112,7 @@ def _read_pandas(s: Any) -> Any:
                 arr = pa.array(s, from_pandas=True)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
                 arr = None
-            if arr is not None and _arrow_type_ok(arr.type):
+            if arr is not None and arrow_type_ok(arr.type):
                 return pa.chunked_array([arr], type=arr.type)
     # without pyarrow, or categories of mixed values: id by id (pandas' NA is missing)
     return canonical_ids(s.to_numpy(dtype=object, na_value=None).tolist())
@@ -129,18 +129,18 @@ def _arrow_of(units: Any) -> Any:
         units = pa.chunked_array([units], type=units.type)
     if not isinstance(units, pa.ChunkedArray):
         raise TypeError(f"units must be a pyarrow Array or ChunkedArray, got {type(units).__name__}")
-    if not _arrow_type_ok(units.type):
+    if not arrow_type_ok(units.type):
         raise TypeError(f"units must be numbers, text or bytes (one id per row), got Arrow type {units.type}")
     return units
 
 
-def _arrow_type_ok(t: Any) -> bool:
+def arrow_type_ok(t: Any) -> bool:
     """An Arrow type whose values are ids as they are: integers, booleans,
     floats, text, bytes, all missing, or a dictionary of those."""
     import pyarrow as pa
 
     if pa.types.is_dictionary(t):
-        return _arrow_type_ok(t.value_type)
+        return arrow_type_ok(t.value_type)
     return bool(
         pa.types.is_integer(t)
         or pa.types.is_boolean(t)
@@ -221,4 +221,12 @@ def token_id(token: bytes) -> Any:
     return float(np.frombuffer(body, dtype=np.float64)[0])
 
 
-__all__ = ["TYPED_KINDS", "canonical_id", "canonical_ids", "id_token", "read_units", "token_id"]
+__all__ = [
+    "TYPED_KINDS",
+    "arrow_type_ok",
+    "canonical_id",
+    "canonical_ids",
+    "id_token",
+    "read_units",
+    "token_id",
+]
