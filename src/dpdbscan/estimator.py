@@ -288,8 +288,9 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             pandas' NA) is dropped. Each id is read on its own, never through
             a type chosen from the others: a numpy, pandas or pyarrow array
             by its dtype, a list or an object array id by id (``1`` and
-            ``'1'`` are two units; :mod:`dpdbscan.files.units`). The release then protects each unit with all its rows
-            (person-level), after bounding its contribution
+            ``'1'`` are two units; :mod:`dpdbscan.files.units`). The release
+            then protects each unit with all its rows (person-level), after
+            bounding its contribution
             (``max_cells_per_unit``, ``max_points_per_cell``). With the Dask
             backend: the name of the unit column. None: each row is its own
             unit (event-level).
