@@ -225,12 +225,19 @@ def fit_series(
         units = units.filter(pa.array(inside))
     else:
         units = np.asarray(units)[inside]
+    spans_p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
+    if plan.cost.rho is not None:
+        # the plan composed in zCDP from the box the options gave; the box
+        # the points are read with must give the same kind of release (public)
+        r = resolve(spans_p, lower, upper, units=True, stacklevel=stacklevel + 1).release
+        if r.histogram == "stability" or r.noise.rho is None:
+            raise ValueError("the series was planned for a zCDP release of the spans; this box gives another")
     record = plan.record(unit_name)
     model = fit_release(
         X,
         lower,
         upper,
-        {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta},
+        spans_p,
         backend=NumpyBackend(),
         units=units,
         metadata={**(metadata or {}), "series": record},
