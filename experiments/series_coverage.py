@@ -65,8 +65,22 @@ def coverage(model_path: str) -> dict:
             if np.unique(cab[sel & (idx == ti)]).size >= MIN_CABS:
                 pairs += 1
                 covered += span >= 0
+    # the table against the unbounded truth: distinct cabs with a pick-up in
+    # each span in each period (what m = 1 counts before the k-pair bound)
+    labels = predict_spans(grid, rk, rl, np.clip(P, grid.lower, grid.upper))
+    truth = np.zeros((model.n_spans, per.n_periods))
+    for sp in range(model.n_spans):
+        for ti in range(per.n_periods):
+            truth[sp, ti] = np.unique(cab[(labels == sp) & (idx == ti)]).size
+    noisy = np.array(model.metadata["series"]["table"]["noisy_mass"], dtype=float).reshape(truth.shape)
+    big = truth >= MIN_CABS
     return {
         "per": s["per"],
+        "table_median_noisy_over_distinct_cabs": (
+            float(np.median(noisy[big] / truth[big])) if big.any() else None
+        ),
+        "table_entries_with_100_cabs": int(big.sum()),
+        "table_median_abs_error_vs_distinct_cabs": float(np.median(np.abs(noisy - truth))),
         "n_periods": per.n_periods,
         "n_spans": model.n_spans,
         "busy_pairs": pairs,

@@ -61,24 +61,45 @@ class SeriesPlan:
 
     ``spans_epsilon`` and ``spans_delta`` are the (epsilon, delta) the spans'
     release (a) runs at; ``table_rho`` the table's (b) zCDP rho, ``sigma2``
-    its noise; ``cost`` what the whole series spends (charged once)."""
+    its noise; ``cost`` what the whole series spends (charged once). ``k``
+    None ("all"): every (span, period) pair, k = S x T, fixed once (a) has
+    released the S spans (public then); ``k`` and ``sigma2`` are then None
+    until :meth:`calibrated`. The cost does not depend on k: rho_b is fixed."""
 
     periods: Periods
     epsilon: float
     delta: float
     share: float
-    k: int
+    k: int | None
     m: int
     method: str
     spans_epsilon: float
     spans_delta: float
     table_rho: float
-    sigma2: float
+    sigma2: float | None
     cost: Cost
+
+    def calibrated(self, n_spans: int) -> SeriesPlan:
+        """The plan once the spans are released: k = S x T when it was "all"
+        (at least 1), and sigma^2 for rho_b at sensitivity sqrt(k) m."""
+        k = self.k if self.k is not None else max(1, n_spans * self.periods.n_periods)
+        return replace(self, k=k, sigma2=periodtable.sigma2_for(self.table_rho, k, self.m))
 
     def record(self, unit: str | None = None) -> dict:
         """The plan as the files state it (JSON-safe)."""
-        l1, l2 = periodtable.sensitivity(self.k, self.m)
+        if self.k is None or self.sigma2 is None:
+            bound: dict[str, Any] = {
+                "max_pairs_per_unit": "all (spans x periods, fixed once the spans are released)"
+            }
+        else:
+            l1, l2 = periodtable.sensitivity(self.k, self.m)
+            bound = {
+                "max_pairs_per_unit": self.k,
+                "l1_sensitivity": l1,
+                "l2_sensitivity": l2,
+                "sigma2": self.sigma2,
+                "interval_half_width": periodtable.half_width(self.sigma2, LEVEL),
+            }
         return {
             "periods": self.periods.record(),
             "unit": unit or "the privacy unit",
@@ -89,14 +110,10 @@ class SeriesPlan:
             "spans_release": {"epsilon": self.spans_epsilon, "delta": self.spans_delta},
             "table": {
                 "rho": self.table_rho,
-                "max_pairs_per_unit": self.k,
                 "max_points_per_pair": self.m,
-                "l1_sensitivity": l1,
-                "l2_sensitivity": l2,
                 "noise": "discrete Gaussian",
-                "sigma2": self.sigma2,
                 "interval_level": LEVEL,
-                "interval_half_width": periodtable.half_width(self.sigma2, LEVEL),
+                **bound,
             },
         }
 
@@ -119,23 +136,23 @@ def plan_series(
     periods: Periods,
     *,
     share: float = DEFAULT_SHARE,
-    max_pairs_per_unit: int | None = None,
+    max_pairs_per_unit: int | str | None = "all",
     max_points_per_pair: int = 1,
 ) -> SeriesPlan:
     """Split the lifetime (``p["epsilon"]``, ``p["delta"]``) between the
     spans and the table, and calibrate the table (public inputs only).
-    ``max_pairs_per_unit`` defaults to the number of periods (one span per
-    period for a unit on average)."""
+    ``max_pairs_per_unit``: an integer, or "all" (None too): every
+    (span, period) pair, k = S x T once the S spans are released (no unit is
+    cut; the noise grows as sqrt(S T))."""
     epsilon, delta = float(p["epsilon"]), float(p["delta"])
     if not delta > 0:
         raise ValueError("a series adds Gaussian noise to its table: give a lifetime --delta > 0")
     if not 0 < share < 1:
         raise ValueError(f"the table's share of the budget must be in (0, 1), got {share!r}")
-    k = periods.n_periods if max_pairs_per_unit is None else int(max_pairs_per_unit)
+    k = None if max_pairs_per_unit in (None, "all") else int(max_pairs_per_unit)
     m = int(max_points_per_pair)
-    if k < 1 or m < 1:
+    if (k is not None and k < 1) or m < 1:
         raise ValueError("the table's bound needs at least 1 pair per unit and 1 point per pair")
-    l2 = periodtable.sensitivity(k, m)[1]
     whole = resolve(p, lower, upper, units=True, stacklevel=3).release
     if whole.histogram != "stability" and whole.noise.rho is not None:
         rho = zcdp.rho_for(epsilon, delta)
@@ -147,22 +164,22 @@ def plan_series(
             rho_b = math.nextafter(rho_b, 0.0)
         if not rho_b > 0:  # pragma: no cover - share in (0, 1) leaves some
             raise ValueError("the table's share of the budget is too small to calibrate its noise")
-        sigma2 = zcdp.sigma2_for(rho_b, l2)
         # rho_a + rho_b <= rho exactly, and the sampler's sigma^2 is never
         # below sigma2 (periodtable.rho_of <= rho_b up to the float's rounding)
         cost = Cost(epsilon, delta, rho)
         method = "zCDP (adaptive composition)"
-        return SeriesPlan(
-            periods, epsilon, delta, share, k, m, method, spans_epsilon, delta, rho_b, sigma2, cost
+        plan = SeriesPlan(
+            periods, epsilon, delta, share, k, m, method, spans_epsilon, delta, rho_b, None, cost
         )
+        return plan if k is None else plan.calibrated(0)
     spans_epsilon, spans_delta = (1 - share) * epsilon, delta / 2
     rho_b = zcdp.rho_for(share * epsilon, delta / 2)
-    sigma2 = zcdp.sigma2_for(rho_b, l2)
     method = "basic composition (the spans' stability histogram is not zCDP)"
     cost = Cost(epsilon, delta, None)
-    return SeriesPlan(
-        periods, epsilon, delta, share, k, m, method, spans_epsilon, spans_delta, rho_b, sigma2, cost
+    plan = SeriesPlan(
+        periods, epsilon, delta, share, k, m, method, spans_epsilon, spans_delta, rho_b, None, cost
     )
+    return plan if k is None else plan.calibrated(0)
 
 
 @dataclass(frozen=True)
@@ -177,6 +194,7 @@ class Series:
 
     def rows(self) -> list[tuple[int, str, int, int, int]]:
         """(span, period start, noisy mass, interval low, interval high) per entry."""
+        assert self.plan.sigma2 is not None  # a released series is calibrated
         h = periodtable.half_width(self.plan.sigma2, LEVEL)
         starts = self.plan.periods.starts
         return [
@@ -243,7 +261,10 @@ def fit_series(
         metadata={**(metadata or {}), "series": record},
         stacklevel=stacklevel + 1,
     )
-    # public after (a): a point's span, from the released regions alone
+    # public after (a): the number of spans (so k when "all") and a point's
+    # span, from the released regions alone
+    plan = plan.calibrated(model.n_spans)
+    assert plan.k is not None and plan.sigma2 is not None
     keys, labels = model.regions()
     with np.errstate(invalid="ignore"):
         clipped = np.clip(X, model.grid.lower, model.grid.upper)
@@ -258,6 +279,7 @@ def fit_series(
         plan.sigma2,
         _table_seed(p.get("random_state")),
     )
+    record = plan.record(unit_name)
     record = {**record, "table": {**record["table"], "noisy_mass": table.tolist()}}
     model = replace(model, metadata={**model.metadata, "series": record})
     return Series(model, table, plan)

@@ -39,7 +39,8 @@ def traces(tmp_path):
 
 ARGS = ["--header", "--columns", "x", "y", "--unit", "cab", "--max-cells-per-unit", "8", "--time", "time",
         "--per", "day", "--from", "2024-03-04", "--to", "2024-03-11", "--bounds", "0", "0", "10", "10",
-        "--eps", "0.5", "--min-samples", "30", "--epsilon", "2", "--delta", "1e-5", "--no-png"]  # fmt: skip
+        "--eps", "0.5", "--min-samples", "30", "--epsilon", "2", "--delta", "1e-5", "--no-png",
+        "--max-pairs-per-unit", "7"]  # fmt: skip
 
 
 def test_a_series_end_to_end_charged_once(traces, tmp_path, capsys):
@@ -107,3 +108,17 @@ def test_refused_before_reading(traces, tmp_path, capsys, drop, add, words):
     assert rc == 2 and words in err
     assert "read" not in err.split("error")[0]  # said before the file is read
     assert not (tmp_path / "out" / "cabs.spans.json").exists()
+
+
+def test_every_pair_by_default_counts_the_distinct_cabs(traces, tmp_path, capsys):
+    args = list(ARGS)
+    del args[args.index("--max-pairs-per-unit") : args.index("--max-pairs-per-unit") + 2]
+    rc, out, err = run(capsys, "fit", traces, *args, "--out-dir", tmp_path / "out")
+    assert rc == 0, err
+    series = load_model(tmp_path / "out" / "cabs.spans.json").metadata["series"]
+    t = series["table"]
+    assert t["max_pairs_per_unit"] == 2 * 7  # S x T, fixed once the 2 spans were released
+    assert t["l2_sensitivity"] == pytest.approx(14**0.5)
+    # ~47 rows of a cab in the horizon, ~3.3 per place and day: ~96 % of the 200 cabs each day
+    table = np.array(t["noisy_mass"])
+    assert np.all(np.abs(table - 193) < 15 + t["interval_half_width"])

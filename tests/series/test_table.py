@@ -87,7 +87,15 @@ def test_plan_splits_the_lifetime_budget():
     from dpdbscan.traces.periods import Periods
 
     p = validate(dict(eps=0.5, min_samples=20, epsilon=1.0, delta=1e-6, max_cells_per_unit=4))
-    plan = plan_series(p, np.zeros(2), np.full(2, 10.0), Periods("week", "2024-01-01", "2024-02-05"))
+    weeks = Periods("week", "2024-01-01", "2024-02-05")
+    every = plan_series(p, np.zeros(2), np.full(2, 10.0), weeks)  # k: every pair, once S is known
+    assert every.k is None and every.sigma2 is None
+    assert every.calibrated(3).k == 15 and every.calibrated(3).sigma2 == periodtable.sigma2_for(
+        every.table_rho, 15, 1
+    )
+    plan = plan_series(p, np.zeros(2), np.full(2, 10.0), weeks, max_pairs_per_unit=5)
+    assert plan.table_rho == every.table_rho and plan.cost == every.cost  # k does not change the cost
+    assert plan.sigma2 == periodtable.sigma2_for(plan.table_rho, 5, 1)
     rho = zcdp.rho_for(1.0, 1e-6)
     rho_a = zcdp.rho_for(plan.spans_epsilon, 1e-6)
     assert plan.k == 5 and plan.m == 1

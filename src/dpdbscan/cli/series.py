@@ -54,11 +54,12 @@ def add_period_options(p: ArgTarget) -> None:
     )
     g.add_argument(
         "--max-pairs-per-unit",
-        type=int,
-        default=None,
+        type=_int_or_all,
+        default="all",
         metavar="K",
-        help="each unit counts in at most K (span, period) pairs over the whole horizon (default: the "
-        "number of periods)",
+        help="each unit counts in at most K (span, period) pairs over the whole horizon (default all: "
+        "K = spans x periods, fixed once the spans are released; no unit is cut, the noise grows as "
+        "sqrt(K))",
     )
     g.add_argument(
         "--max-points-per-pair",
@@ -67,6 +68,15 @@ def add_period_options(p: ArgTarget) -> None:
         metavar="M",
         help="each unit adds at most M to a span's mass in one period (default 1: distinct units)",
     )
+
+
+def _int_or_all(text: str) -> int | str:
+    if text.strip().lower() == "all":
+        return "all"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number or 'all', got {text!r}") from None
 
 
 def wants_series(args: argparse.Namespace) -> bool:
