@@ -160,3 +160,36 @@ def test_pointwise_margin_keeps_its_stated_guarantee(histogram, theta):
             bad += _ub_of_core_subcells(model, model.release.grid, counts).min() < m_star
     assert spans > 0  # the noise does make spans: the check is not vacuous
     assert cp_lower(int(bad), EMPTY_SPACE_RUNS, P_FAIL) <= 1.0 - probability, (bad, probability)
+
+
+@pytest.mark.parametrize("noise,scale", [("discrete", 1.0), ("discrete", 0.2), ("gaussian", 400.0)])
+def test_each_place_s_probability_bounds_the_noise_above_its_margin(noise, scale):
+    """The per-place statement (``each_place``: a place with fewer than
+    MinPts points within rho alpha is core with probability at most p) rests
+    on P(N(q) >= m(q)) <= p for every sub-position q. Checked by drawing
+    the weighted noise itself: a one-sided Clopper-Pearson test at 1e-6 that
+    the tail is no larger than p, and the next lower level must not hold
+    too (p is the smallest stated level that holds, rounded up, not an
+    arbitrarily loose one)."""
+    from dpdbscan.post.coretests.density.margins import PLACE_LEVELS, margin, place_tail
+
+    weights = ball_weights(2, 4.0, 2)
+    m = margin(1.0, weights, noise, scale, 0.1, 3249, min_samples=10)
+    p = place_tail(weights, m, noise, scale)
+    assert p is not None and p < 0.5
+    rng = np.random.default_rng(1)
+    n = 40_000
+    tails = []
+    for row, mq in zip(weights.W, m.values):
+        w = row[row > 0]
+        if noise == "gaussian":
+            Z = np.rint(rng.normal(0.0, math.sqrt(scale), (n, w.size)))  # close to the discrete Gaussian
+        else:
+            q = 1.0 - math.exp(-scale)
+            Z = rng.geometric(q, (n, w.size)) - rng.geometric(q, (n, w.size))  # discrete Laplace
+        hits = int(((Z * w).sum(axis=1) >= mq).sum())
+        tails.append(hits / n)
+        assert cp_lower(hits, n, P_FAIL) <= p, (hits, n, p)
+    lower = [lv for lv in PLACE_LEVELS if lv < p]
+    if lower:
+        assert max(tails) > lower[-1] / 2, (tails, p)

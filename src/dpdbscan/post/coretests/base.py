@@ -390,17 +390,19 @@ def within_words(
     or more) and certifies no density at all. At M >= 2 every core point of
     the cluster has M - 1 other points within R, a density certificate that
     grows with M. So M >= 2 (after rounding up: counts are integers) is where
-    the words speak of density, and M = 1 says plainly that there is no
-    density guarantee at these settings (M < 1 is :func:`no_guarantee`).
+    the words speak of density, and M = 1 says plainly that this all-at-once
+    statement certifies no density at these settings (M < 1 is
+    :func:`no_guarantee`); the density test states what holds for each place
+    alone beside it.
     """
     r, m = within["alpha"], within["min_samples"]
     radius = f"{length(r)} ({rho:g} x eps: rho={rho:g}, MinPts={_count(m)})"
     if math.ceil(m) <= 1:
         return (
             f"every span lies within {radius} of one group of points chained at steps under "
-            f"{length(r)}: no span lies in empty space or bridges a gap that wide, but there is no "
-            "density guarantee at these settings (at MinPts=1 every point counts as dense; a larger "
-            "min_samples or epsilon gives one)"
+            f"{length(r)}: no span lies in empty space or bridges a gap that wide (for every place "
+            "at once the noise of the worst of them absorbs MinPts, so this part certifies no density "
+            "beyond MinPts=1; a larger min_samples or epsilon raises it)"
         )
     return (
         f"every span lies within {length(r)} of one cluster of points that each have at least "

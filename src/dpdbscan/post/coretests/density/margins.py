@@ -287,6 +287,36 @@ def accuracy_margin(
     )
 
 
+#: The probabilities a place's statement is rounded up to (:func:`place_tail`).
+PLACE_LEVELS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
+
+
+def place_tail(
+    weights: BallWeights, m: Margin, noise: str, epsilon: float, kind: str = "dense"
+) -> float | None:
+    """p with P(N(q) >= m(q)) <= p for every sub-cell q taken alone (not all at once).
+
+    This is what the margin buys each place: a sub-cell whose estimate E(q)
+    is below MinPts is core only when its noise N(q) exceeds m(q), so it is
+    core with probability at most p. p is the smallest of
+    :data:`PLACE_LEVELS` whose exact quantile (:func:`weighted_quantile`,
+    truncating releases bounded by Z^+ as in :func:`accuracy_margin`) lies
+    at or below m(q) for every sub-position: rounded up, never down. None
+    when even 1/2 does not (a margin below the noise's median).
+    """
+    if noise == "none" or math.isinf(epsilon):
+        return 0.0
+    trunc = None if kind == "dense" else "positive"
+    worst = 0.0
+    for row, mq in zip(weights.W, m.values):
+        key = _rounded(row)
+        p = next((lv for lv in PLACE_LEVELS if weighted_quantile(noise, float(epsilon), key, lv, trunc) <= mq), None)
+        if p is None:
+            return None
+        worst = max(worst, p)
+    return worst
+
+
 def _rounded(row: np.ndarray) -> tuple:
     # the cache key: the bounds depend on the multiset of weights only, and
     # weights agree to far below any effect on them

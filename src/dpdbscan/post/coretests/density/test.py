@@ -36,7 +36,7 @@ from ..base import (
     within_words,
 )
 from .core import MAX_KAPPA, OCCUPANCY, OCCUPANCY_SIGMAS, density_field, utility_note
-from .margins import MARGINS, Margin, accuracy_margin, empty_truncation, margin, noise_variance
+from .margins import MARGINS, Margin, accuracy_margin, empty_truncation, margin, noise_variance, place_tail
 from .weights import BallWeights, ball_weights
 
 
@@ -73,8 +73,16 @@ def density_guarantee(
     probability >= 1 - 2 beta). There is no covering statement; an M* < 1
     (possible only without the guard) is reported as no guarantee.
 
+    That statement holds for every sub-cell at once, so G(q) is a quantile
+    at beta / (k^d |X|): with thousands of sub-cells it is several times the
+    one-sigma margin and can absorb all of MinPts (M* = 1 at the demo's
+    MinPts 10). What the margin buys each place alone is stated beside it:
+    a place with fewer than MinPts points within rho alpha is core with
+    probability at most ``place_probability`` (:func:`.margins.place_tail`;
+    about 0.16 at the default one-sigma margin).
+
     Returns the largest margin m(q) and a dict of ``accuracy_margin`` (the
-    largest G(q)), ``m_star`` and ``probability``. Reads public values only
+    largest G(q)), ``m_star``, ``probability`` and ``place_probability``. Reads public values only
     (the release's grid, kind, noise, epsilon and theta), so a saved model
     recomputes exactly what its spans were made with.
     """
@@ -88,6 +96,7 @@ def density_guarantee(
         "accuracy_margin": float(G.max()),
         "m_star": int(m_star),
         "probability": 1.0 - (2 if two_events else 1) * spec.beta,
+        "place_probability": place_tail(weights, m, noise, epsilon, kind),
     }
 
 
@@ -143,11 +152,43 @@ ONE_SIDED = "spans need not cover every cluster (one-sided)"
 
 
 def density_sentence(
-    probability: float, within: Mapping[str, float], rho: float, length: Callable[[float], str] = plain_length
+    probability: float,
+    within: Mapping[str, float],
+    rho: float,
+    length: Callable[[float], str] = plain_length,
+    place: Mapping[str, float] | None = None,
 ) -> str:
-    """The density test's guarantee in words (see :func:`within_words` for
-    what it says at MinPts = 1)."""
-    return f"with probability >= {probability:g}, {within_words(within, rho, length)}; {ONE_SIDED}"
+    """The density test's guarantee in words: each place alone (``place``,
+    :func:`place_words`), then every span at once (see :func:`within_words`
+    for what that says at MinPts = 1)."""
+    alone = place_words(place, length)
+    at_once = f"with probability >= {probability:g}, {within_words(within, rho, length)}"
+    if alone:
+        at_once = f"all at once, {at_once}"
+    return f"{alone}{at_once}; {ONE_SIDED}"
+
+
+def place_words(place: Mapping[str, float] | None, length: Callable[[float], str] = plain_length) -> str:
+    """ "Each place alone: ..." (with its closing "; "), or "" when the margin
+    buys no statement for a single place (a probability of 1/2 or more)."""
+    if not place or place.get("probability") is None or place["probability"] >= 0.5:
+        return ""
+    m = place["min_samples"]
+    return (
+        f"each place alone: one with fewer than {m:,.0f} points within {length(place['alpha'])} "
+        f"is core with probability at most {place['probability']:g}; "
+    )
+
+
+def each_place(extra: Mapping[str, Any], min_samples: float, radius: float, candidates: int) -> dict | None:
+    """The statement for one place (``each_place`` of the guarantee): a
+    sub-cell with fewer than MinPts points within ``radius`` (rho alpha) is
+    core with probability at most ``probability``; over ``candidates`` eps
+    chosen after the noise, each candidate adds its own."""
+    p = extra.get("place_probability")
+    if p is None:
+        return None
+    return {"alpha": radius, "min_samples": min_samples, "probability": min(1.0, round(candidates * p, 12))}
 
 
 class DensityTest(CoreTest):
@@ -258,12 +299,15 @@ class DensityTest(CoreTest):
         m_star = extra.get("m_star")
         within = relaxed(spans.rho * spans.grid.alpha, m_star)
         probability = over_candidates(extra.get("probability"), candidates) if within is not None else None
+        place = each_place(extra, spec.min_samples, spans.rho * spans.grid.alpha, candidates)
         if within is None:
-            statement = no_guarantee(m_star)
+            statement = place_words(place) + no_guarantee(m_star)
         elif probability is None:
-            statement = union_void(candidates, spec.beta)
+            statement = place_words(place) + union_void(candidates, spec.beta)
         else:
-            statement = density_sentence(probability, within, spans.rho) + union_words(candidates, spec.beta)
+            statement = density_sentence(probability, within, spans.rho, place=place) + union_words(
+                candidates, spec.beta
+            )
         return {
             "core": self.name,
             "rho": spans.rho,
@@ -281,6 +325,7 @@ class DensityTest(CoreTest):
             "probability": probability,
             "covers_clusters_at": None,
             "within_clusters_at": within,
+            "each_place": place,
             "eps_candidates": candidates,
             "statement": statement,
             "epsilon": release.epsilon,
@@ -318,7 +363,7 @@ class DensityTest(CoreTest):
         within = g["within_clusters_at"]
         if g["probability"] is None or within is None:
             return g["statement"]
-        return density_sentence(g["probability"], within, spans.rho, length)
+        return density_sentence(g["probability"], within, spans.rho, length, g.get("each_place"))
 
     def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
         text = self.guarantee_text(g, spans, length)
@@ -372,4 +417,6 @@ __all__ = [
     "density_spans",
     "density_rule",
     "density_sentence",
+    "each_place",
+    "place_words",
 ]
