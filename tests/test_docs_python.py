@@ -32,9 +32,7 @@ def test_the_pages_with_python_are_found():
     assert {"user-guide.md", "accuracy.md", "parameters.md", "dask.md"} <= set(PAGES), PAGES
 
 
-@pytest.mark.parametrize(
-    "page", [pytest.param(p, marks=pytest.mark.slow) if p in SLOW else p for p in PAGES]
-)
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if p in SLOW else p for p in PAGES])
 def test_a_page_s_python_blocks_run_in_order_from_an_empty_directory(page, tmp_path):
     data = data_dir().resolve()
     if not (data / "cabs_tiny.csv.gz").is_file():

@@ -310,7 +310,8 @@ def place_tail(
     worst = 0.0
     for row, mq in zip(weights.W, m.values):
         key = _rounded(row)
-        p = next((lv for lv in PLACE_LEVELS if weighted_quantile(noise, float(epsilon), key, lv, trunc) <= mq), None)
+        held = (lv for lv in PLACE_LEVELS if weighted_quantile(noise, float(epsilon), key, lv, trunc) <= mq)
+        p = next(held, None)
         if p is None:
             return None
         worst = max(worst, p)
