@@ -77,6 +77,43 @@ def protection(model: SpanModel) -> str:
     )
 
 
+def protection_brief(model: SpanModel, greek: bool = False) -> str:
+    """Who the release protects, in one short line for what gets published
+    (the picture's title, the map's legend): person- or event-level, the
+    unit (its column's name when known), k and m, epsilon, delta and rho.
+    ``greek`` writes the symbols as Greek letters (the HTML map)."""
+    rel = model.release
+    e, d, r = ("ε", "δ", "ρ") if greek else ("epsilon", "delta", "rho")
+    budget = f"{e}={rel.epsilon:g}, {d}={rel.delta:g}"
+    if rel.units is None:
+        return f"event-level: each row is protected, not each person; {budget}"
+    who = model.metadata.get("unit_column") or "unit"
+    k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
+    zcdp = "" if rel.rho is None else f" ({r}={rel.rho:.3g} zCDP)"
+    return (
+        f"person-level: each {who} is protected (k={k:,} cell{'s' if k != 1 else ''} and m={m} "
+        f"point{'s' if m != 1 else ''} per cell per {who}); {budget}{zcdp}"
+    )
+
+
+def protection_fields(model: SpanModel) -> dict:
+    """What the release protects, as fields for a published file's
+    top-level properties (the GeoJSON): the level, the unit column, k, m,
+    epsilon, delta, rho and the sentence of :func:`protection`."""
+    rel = model.release
+    units = rel.units
+    return {
+        "privacy_level": "event" if units is None else "person",
+        "protects": protection(model),
+        "unit_column": None if units is None else model.metadata.get("unit_column"),
+        "max_cells_per_unit": None if units is None else units.max_cells_per_unit,
+        "max_points_per_cell": None if units is None else units.max_points_per_cell,
+        "epsilon": rel.epsilon,
+        "delta": rel.delta,
+        "zcdp_rho": rel.rho,
+    }
+
+
 def describe(model: SpanModel) -> dict:
     """The parameters and guarantees of the release as a JSON-safe dict.
 
@@ -219,6 +256,8 @@ __all__ = [
     "noise_words",
     "origin_lines",
     "protection",
+    "protection_brief",
+    "protection_fields",
     "unit_lines",
     "MARGIN_FIGURES",
     "NOISE_NAMES",

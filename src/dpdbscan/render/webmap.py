@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..geometry.projection import KM_PER_DEGREE, format_km, projection_of
+from ..model.describe import protection_brief
 from ..model.record import SpanModel
 from ..model.stats import format_area, span_stats
 from .context import Context, svg_path
@@ -83,7 +84,6 @@ def map_html(
     title = title or f"DP spans: {model.n_spans} span(s), epsilon={model.release.epsilon:g}"
     items = [
         f"{model.n_spans} span(s) from {int(stats.n_cells.sum()):,} cell(s)",
-        f"ε = {model.release.epsilon:g}" + (f", δ = {model.release.delta:g}" if model.release.delta else ""),
         f"α = {alpha}",
         f"MinPts = {model.spec.min_samples}",
     ]
@@ -93,6 +93,7 @@ def map_html(
     values = {
         "TITLE": html.escape(title),
         "FACTS": html.escape(facts),
+        "PROTECTS": html.escape(protection_brief(model, greek=True)),
         "HEAT_NOTE": html.escape(heat_note),
         "CONFIG": _script_json(config),
         "HEAT": heat_svg,
@@ -189,7 +190,7 @@ def _heat_layer(model) -> tuple[str, str]:
         return "", "This model was saved without its noisy histogram."
     g = hist.grid
     img, f, first = histogram_window(hist, (0, 0), g.shape, MAX_MAP_HEAT_PIXELS)
-    floor = noise_floor(hist, f)
+    floor = noise_floor(hist, f, model.spans.gamma)
     vmax = heat_scale(img, floor)
     rgba = heat_rgba(img, vmax, floor)
     # PNG rows run top to bottom: highest y first.
@@ -198,7 +199,8 @@ def _heat_layer(model) -> tuple[str, str]:
     hi = lo + np.asarray(img.shape) * f * g.width
     per = "cell" if f == 1 else f"{f}×{f} cells"
     note = (
-        f"Grey: the released noisy histogram, log scale, darkest at ≥ {vmax:,.0f} per {per} "
+        f"Grey: the released noisy histogram, log scale, darkest at ≥ {vmax:,.0f} per {per}; "
+        f"counts below {floor:,.4g} (the noise margin) are noise and not drawn "
         "(part of the release: no privacy cost)."
     )
     uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")

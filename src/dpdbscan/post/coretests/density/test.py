@@ -300,10 +300,12 @@ class DensityTest(CoreTest):
         within = relaxed(spans.rho * spans.grid.alpha, m_star)
         probability = over_candidates(extra.get("probability"), candidates) if within is not None else None
         place = each_place(extra, spec.min_samples, spans.rho * spans.grid.alpha, candidates)
+        alone = place_words(place)
+        at_once = "all at once, " if alone else ""
         if within is None:
-            statement = place_words(place) + no_guarantee(m_star)
+            statement = alone + at_once + no_guarantee(m_star)
         elif probability is None:
-            statement = place_words(place) + union_void(candidates, spec.beta)
+            statement = alone + at_once + union_void(candidates, spec.beta)
         else:
             statement = density_sentence(probability, within, spans.rho, place=place) + union_words(
                 candidates, spec.beta
