@@ -115,3 +115,26 @@ def test_a_geographic_model_s_geojson_declares_km_or_lon_lat():
     assert km["properties"]["projection"]["kind"] == "equirectangular"
     xs = np.array([x for ring in km["features"][0]["geometry"]["coordinates"][0] for x, _ in ring])
     assert m.grid.lower[0] <= xs.min() and xs.max() <= m.grid.upper[0]  # the model's km, not degrees
+
+
+def test_counts_below_the_noise_margin_are_not_drawn():
+    """A cell whose noisy count is above three noise deviations (4.1 at
+    epsilon = 1) but not above the core test's margin (gamma = 5 here) is
+    noise at the spans' own standard: the heat layer leaves it out, in the
+    picture and on the map; a count well above it is drawn."""
+    import matplotlib.pyplot as plt
+
+    from dpdbscan.render.mapstyle import noise_floor
+    from dpdbscan.render.plotting import plot_spans
+
+    values = np.zeros((10, 10), dtype=np.int64)
+    values[2, 7], values[6, 2] = 5, 50
+    m = hand_model([square(5, 5, 2)], shape=(10, 10), values=values)
+    assert noise_floor(m.histogram) < 5 <= noise_floor(m.histogram, 1, m.spans.gamma) == m.spans.gamma
+    ax = plot_spans(m, extent="box")
+    (heat,) = [im for im in ax.images if im.get_gid() == "heat"]
+    alpha = np.asarray(heat.get_array())[..., 3].T  # back to [i, j] of the cells
+    assert alpha[2, 7] == 0 and alpha[6, 2] > 0
+    assert "below 5, noise: not drawn" in heat.get_label()
+    plt.close(ax.figure)
+    assert "counts below 5 (the noise margin) are noise and not drawn" in html.unescape(map_html(m))
