@@ -38,3 +38,49 @@ def test_points_far_from_the_box_are_noise_not_an_error(geo):
     model, _ = geo
     with pytest.warns(UserWarning, match="no point of the 1 given lies inside"):
         assert model.predict([[500.0, 500.0]]).tolist() == [-1]
+
+
+@pytest.mark.parametrize(
+    "env,path,says",
+    [
+        (
+            None,
+            "../shared/data/cabs_tiny.csv.gz",
+            "DPDBSCAN_DATA is not set and its default, ../shared/data from",
+        ),
+        (
+            None,
+            "/cabs_tiny.csv.gz",
+            'a path written "$DPDBSCAN_DATA/cabs_tiny.csv.gz" became /cabs_tiny.csv.gz',
+        ),
+        (
+            "/nowhere/data",
+            "/nowhere/data/cabs_tiny.csv.gz",
+            "under DPDBSCAN_DATA=/nowhere/data: set DPDBSCAN_DATA",
+        ),
+    ],
+)
+def test_a_missing_input_under_the_data_folder_names_the_variable(
+    env, path, says, monkeypatch, tmp_path, capsys
+):
+    from dpdbscan.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    if env is None:
+        monkeypatch.delenv("DPDBSCAN_DATA", raising=False)
+    else:
+        monkeypatch.setenv("DPDBSCAN_DATA", env)
+    assert main(["fit", path, "--bounds", "0", "1", "--eps", "0.1", "--min-samples", "5"]) == 2
+    err = capsys.readouterr().err
+    assert f"input file not found: {path} (" in err and says in err
+    assert ("export DPDBSCAN_DATA=" in err) == (env is None)
+    assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_a_missing_file_of_one_s_own_is_just_missing(monkeypatch, tmp_path, capsys):
+    from dpdbscan.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DPDBSCAN_DATA", raising=False)
+    assert main(["fit", "mine.csv", "--bounds", "0", "1", "--eps", "0.1", "--min-samples", "5"]) == 2
+    assert "input file not found: mine.csv\n" in capsys.readouterr().err
