@@ -4,13 +4,16 @@ prints)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+
+import numpy as np
 
 from ..geometry.projection import format_km, projection_of
 from ..post.coretests import core_test
 from ..post.coretests.base import grid_words, histogram_words
 from .codec import jsonable, unit_choice_dict
-from .guarantee import eps_candidates, guarantee
+from .guarantee import eps_candidates, guarantee, unit_noun
 from .levels import is_levels, level_lines
 from .record import SpanModel
 
@@ -176,6 +179,67 @@ def noise_words(model: SpanModel) -> str:
     return f"{noise_name(rel.noise)}, drawn on {histogram_words(rel.histogram, rel.theta)}"
 
 
+def dense_words(model: SpanModel) -> str:
+    """ "A place is dense (core) when at least MinPts ... lie within eps of
+    it", in the units the counts are in."""
+    g, spec, units = model.grid, model.spec, model.release.units
+    length = length_of(model)
+    symbols = f"min_samples={spec.min_samples}, eps={length(g.alpha)}"
+    if units is None:
+        at_least = f"at least {spec.min_samples} points lie within {length(g.alpha)} of it"
+        return f"a place is dense (core) when {at_least} ({symbols})"
+    noun = unit_noun(model)
+    one = noun[:-1] if noun != "units" else "unit"
+    k, m = units.max_cells_per_unit, units.max_points_per_cell
+    if m == 1:
+        return (
+            f"a place is dense (core) when at least {spec.min_samples} {noun} are counted within "
+            f"{length(g.alpha)} of it, a {one} once in each cell it was in ({symbols}; m=1, k={k:,})"
+        )
+    return (
+        f"a place is dense (core) when at least {spec.min_samples} points lie within {length(g.alpha)} "
+        f"of it, counting at most {m} of a {'unit' if noun == 'points' else one}'s points in a cell "
+        f"({symbols}; m={m}, k={k:,})"
+    )
+
+
+def swamped_min_samples(model: SpanModel) -> int | None:
+    """The largest MinPts that gives exactly this release's core sub-cells,
+    when it is above the model's own: the empty-space guard raises the
+    threshold MinPts + m(q) to G0(q) at every sub-position, so every MinPts
+    up to min_q (G0(q) - the rule's own m(q)) has the same threshold. None
+    when MinPts matters (the guard does not bind everywhere) or for the
+    bound test. Public values only."""
+    spec, rel = model.spec, model.release
+    if spec.core != "density":
+        return None
+    from ..post.coretests.density.test import density_margin
+
+    grid = model.histogram.grid if model.histogram is not None else rel.grid.at_alpha(model.grid.alpha)
+    _, m = density_margin(grid, rel.histogram, rel.noise, rel.noise_scale, rel.theta, spec)
+    if isinstance(spec.margin, str) or not np.any(m.empty > 0):
+        return None  # the tail rules' own margins are not kept beside the guarded ones
+    own = float(spec.margin) * m.sigma  # the rule's m(q) before the guard
+    if not np.all(m.empty - spec.min_samples >= own - 1e-9):
+        return None  # the rule's own margin binds somewhere: MinPts moves the threshold there
+    flat = int(math.floor(float(np.min(m.empty - own)) + 1e-9))
+    return flat if flat > spec.min_samples else None
+
+
+def swamp_line(model: SpanModel, noun: str) -> list[str]:
+    """The summary's plain warning when the noise margin swamps MinPts."""
+    flat = swamped_min_samples(model)
+    if flat is None:
+        return []
+    s, spec = model.spans, model.spec
+    return [
+        f"  MinPts  : swamped by the noise: the margin ({s.gamma:,.1f} {noun}) is larger than "
+        f"min_samples={spec.min_samples}, and every min_samples from 1 to {flat:,} gives this same "
+        f"release (threshold {s.threshold:,.1f}, the empty-space guard's); a place needs about "
+        f"{s.threshold:,.0f} {noun} within eps to be found. A larger epsilon or eps lowers the margin"
+    ]
+
+
 def summary(model: SpanModel) -> str:
     """The release in a few lines (what ``dpdbscan fit`` prints): each a
     sentence, with the paper's symbols in brackets."""
@@ -183,19 +247,19 @@ def summary(model: SpanModel) -> str:
     test = core_test(spec.core)
     length = length_of(model)
     core = "sub-cell" if spec.subcells > 1 else "cell"
+    noun = unit_noun(model)
     lines = [
         f"DP-DBSCAN spans: {model.n_spans} span(s) from {model.n_core_cells} core {core}(s)",
         f"  privacy : {protection(model)}",
         f"  noise   : {noise_words(model)}",
-        f"  DBSCAN  : a place is dense (core) when at least {spec.min_samples} points lie within "
-        f"{length(g.alpha)} of it (min_samples={spec.min_samples}, eps={length(g.alpha)}); "
-        + test.threshold_text(s.threshold, core),
+        f"  DBSCAN  : {dense_words(model)}; " + test.threshold_text(s.threshold, core, noun),
         "  grid    : "
         + grid_words(rel.grid.n_cells, g.d, spec.subcells, rel.grid.kappa, s.kappa_q, length(rel.grid.width)),
         "  margin  : "
-        + test.margin_text(s, spec)
+        + test.margin_text(s, spec, noun)
         + f"; points within {length(spec.border)} of a core {core} join its span "
         f"(border={length(spec.border)})",
+        *swamp_line(model, noun),
         test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
     ]
     return "\n".join(lines + unit_lines(model) + origin_lines(model))

@@ -264,13 +264,15 @@ class CoreTest(ABC):
     # Every text below is a sentence a reader without the paper follows, with
     # the paper's symbol in brackets after the words.
     @abstractmethod
-    def threshold_text(self, threshold: float, core: str) -> str:
+    def threshold_text(self, threshold: float, core: str, noun: str = "points") -> str:
         """What a (sub-)cell (``core`` names which) needs to be core, for the
-        summary, ending in the symbol, e.g. ``... (threshold E~ >= 1002.9)``."""
+        summary, ending in the symbol, e.g. ``... (threshold E~ >= 1002.9)``;
+        ``noun`` names what the counts count (units at person level)."""
 
     @abstractmethod
-    def margin_text(self, spans: Spans, spec: SpanSpec) -> str:
-        """The margin in words for the summary, e.g. ``... (m(q) <= 2.93)``."""
+    def margin_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
+        """The margin in words for the summary, e.g. ``... (m(q) <= 2.93)``;
+        ``noun`` as for :meth:`threshold_text`."""
 
     @abstractmethod
     def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:

@@ -173,9 +173,11 @@ def place_words(place: Mapping[str, float] | None, length: Callable[[float], str
     buys no statement for a single place (a probability of 1/2 or more)."""
     if not place or place.get("probability") is None or place["probability"] >= 0.5:
         return ""
-    m = place["min_samples"]
+    m, counted = place["min_samples"], place.get("counted") or "points"
+    if counted != "points":
+        counted += " counted (each once per cell)"
     return (
-        f"each place alone: one with fewer than {m:,.0f} points within {length(place['alpha'])} "
+        f"each place alone: one with fewer than {m:,.0f} {counted} within {length(place['alpha'])} "
         f"is core with probability at most {place['probability']:g}; "
     )
 
@@ -334,15 +336,15 @@ class DensityTest(CoreTest):
             "delta": release.delta,
         }
 
-    def threshold_text(self, threshold: float, core: str) -> str:
+    def threshold_text(self, threshold: float, core: str, noun: str = "points") -> str:
         return (
-            f"with the noise margin a {core} needs an estimated {threshold:.1f} points or more "
+            f"with the noise margin a {core} needs an estimated {threshold:.1f} {noun} or more "
             f"within eps (threshold E~ >= {threshold:.1f})"
         )
 
-    def margin_text(self, spans: Spans, spec: SpanSpec) -> str:
+    def margin_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
         return (
-            f"at most {spans.gamma:.2f} points are added to min_samples so that noise alone rarely "
+            f"at most {spans.gamma:.2f} {noun} are added to min_samples so that noise alone rarely "
             f"makes a place core (m(q) <= {spans.gamma:.2f}): {density_rule(spec.margin)}"
         )
 

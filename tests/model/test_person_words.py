@@ -1,0 +1,102 @@
+"""Person level speaks in units: with m = 1 the counts are of units (a cab
+once in each cell it was in), and the summary says "cabs", not "points";
+when the noise margin swamps MinPts the summary says so, with the range of
+MinPts that gives the very same release."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpdbscan import guarantee, load_model, summary, with_params
+from dpdbscan.cli import main
+from dpdbscan.model.describe import swamped_min_samples
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpdbscan.exceptions.InsecureRandomnessWarning")
+
+
+@pytest.fixture(scope="module")
+def trips(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("trips")
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal([0.3, 0.3], 0.02, size=(8000, 2)), rng.uniform(0, 1, (2000, 2))])
+    cab = np.concatenate([np.repeat(np.arange(400), 20), rng.integers(0, 400, 2000)])
+    rows = "\n".join(f"{x:.6f},{y:.6f},{u}" for (x, y), u in zip(X, cab))
+    (tmp / "trips.csv").write_text("x,y,cab\n" + rows + "\n")
+    return tmp
+
+
+def _fit(trips, min_samples, *extra):
+    out = trips / f"out{min_samples}{''.join(extra)}"
+    args = [
+        "fit",
+        str(trips / "trips.csv"),
+        "--columns",
+        "x",
+        "y",
+        "--eps",
+        "0.03",
+        "--min-samples",
+        str(min_samples),
+        "--bounds",
+        "0",
+        "1",
+        "--delta",
+        "1e-6",
+        "--unit",
+        "cab",
+        "--max-cells-per-unit",
+        "10",
+        "--seed",
+        "2",
+        "--out-dir",
+        str(out),
+        "--no-png",
+        "--no-geojson",
+        "--no-progress",
+        *extra,
+    ]
+    assert main(args) == 0
+    return load_model(out / "trips.spans.json")
+
+
+def test_with_one_point_per_cell_the_summary_counts_cabs(trips):
+    model = _fit(trips, 5)
+    assert model.release.units.max_points_per_cell == 1
+    rows = {line.split(":")[0].strip(): line for line in summary(model).splitlines()[1:]}
+    assert (
+        "at least 5 cabs are counted within 0.03 of it, a cab once in each cell it was in" in rows["DBSCAN"]
+    )
+    assert " cabs or more within eps (threshold E~ >= " in rows["DBSCAN"]
+    assert (
+        rows["margin"].startswith("  margin  : at most ")
+        and " cabs are added to min_samples" in rows["margin"]
+    )
+    g = guarantee(model)
+    assert g["each_place"]["counted"] == "cabs"
+    assert "one with fewer than 5 cabs counted (each once per cell) within" in rows["guarantee"]
+
+
+def test_a_swamped_min_samples_is_said_plainly_and_is_true(trips):
+    model = _fit(trips, 5)
+    flat = swamped_min_samples(model)
+    assert flat is not None and flat > 5
+    line = next(x for x in summary(model).splitlines() if x.startswith("  MinPts  :"))
+    assert f"every min_samples from 1 to {flat:,} gives this same release" in line
+    # true: the same core sub-cells at MinPts 1 and at the bound, different just above it
+    same = [with_params(model, min_samples=m) for m in (1, flat)]
+    assert all(np.array_equal(s.core_keys, model.core_keys) for s in same)
+    assert with_params(model, min_samples=flat + 1).spans.threshold > model.spans.threshold
+    # a MinPts above the margin is not swamped, and the summary does not say it is
+    big = with_params(model, min_samples=flat + 50)
+    assert swamped_min_samples(big) is None and "MinPts  :" not in summary(big)
+
+
+def test_event_level_still_counts_points(tmp_path):
+    from dpdbscan import DPDBSCAN
+
+    X = np.random.default_rng(1).normal(0.5, 0.05, (3000, 2))
+    m = DPDBSCAN(0.05, min_samples=10, bounds=(0, 1), random_state=0).fit(X).spans_
+    text = summary(m)
+    assert "at least 10 points lie within 0.05 of it (min_samples=10, eps=0.05)" in text
+    assert " cabs" not in text and " units " not in text.split("privacy")[0]
