@@ -25,6 +25,8 @@ import numpy as np
 from .cells.histogram import NoisyHistogram
 from .exceptions import UtilityWarning
 from .model.build import model_of
+from .model.describe import swamped_min_samples
+from .model.guarantee import unit_noun
 from .model.record import SpanModel
 from .plan.autoplan import Plan
 from .plan.forecast import forecast
@@ -104,7 +106,14 @@ def fit(
         )
     # public parameters and the release only (post-processing): safe to say
     released = model.histogram if model.histogram is not None else hist  # at the spans' eps
-    note = core_test(model.spec.core).utility_note(released, model.spans, model.spec, fc.noise_std)
+    noun = unit_noun(model)
+    note = core_test(model.spec.core).utility_note(released, model.spans, model.spec, fc.noise_std, noun)
+    flat = swamped_min_samples(model)
+    if note and flat is not None:
+        note += (
+            f" Every min_samples from 1 to {flat:,} gives this same release: the noise margin, not "
+            f"min_samples={model.spec.min_samples}, decides which places are dense at these settings."
+        )
     if note:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     return model

@@ -100,3 +100,13 @@ def test_event_level_still_counts_points(tmp_path):
     text = summary(m)
     assert "at least 10 points lie within 0.05 of it (min_samples=10, eps=0.05)" in text
     assert " cabs" not in text and " units " not in text.split("privacy")[0]
+
+
+def test_the_warning_counts_cabs_and_says_min_samples_is_swamped(trips, capsys):
+    capsys.readouterr()
+    model = _fit(trips, 6)
+    err = capsys.readouterr().err
+    flat = swamped_min_samples(model)
+    assert flat is not None
+    assert f"holds about {model.spans.threshold:.0f} cabs: min_samples=6 plus the noise margin" in err
+    assert f"Every min_samples from 1 to {flat:,} gives this same release" in err

@@ -12,6 +12,7 @@ import numpy as np
 from ..geometry.projection import format_km, projection_of
 from ..post.coretests import core_test
 from ..post.coretests.base import grid_words, histogram_words
+from ..post.coretests.density.test import density_margin
 from .codec import jsonable, unit_choice_dict
 from .guarantee import eps_candidates, guarantee, unit_noun
 from .levels import is_levels, level_lines
@@ -213,8 +214,6 @@ def swamped_min_samples(model: SpanModel) -> int | None:
     spec, rel = model.spec, model.release
     if spec.core != "density":
         return None
-    from ..post.coretests.density.test import density_margin
-
     grid = model.histogram.grid if model.histogram is not None else rel.grid.at_alpha(model.grid.alpha)
     _, m = density_margin(grid, rel.histogram, rel.noise, rel.noise_scale, rel.theta, spec)
     if isinstance(spec.margin, str) or not np.any(m.empty > 0):

@@ -312,7 +312,7 @@ class CoreTest(ABC):
         return out
 
     def utility_note(
-        self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, noise_std: float
+        self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, noise_std: float, noun: str = "points"
     ) -> str | None:
         """A note on a release that is unlikely to be useful (post-processing
         of the release: safe to say), or None."""

@@ -156,7 +156,7 @@ def density_sentence(
     within: Mapping[str, float],
     rho: float,
     length: Callable[[float], str] = plain_length,
-    place: Mapping[str, float] | None = None,
+    place: Mapping[str, Any] | None = None,
 ) -> str:
     """The density test's guarantee in words: each place alone (``place``,
     :func:`place_words`), then every span at once (see :func:`within_words`
@@ -168,12 +168,12 @@ def density_sentence(
     return f"{alone}{at_once}; {ONE_SIDED}"
 
 
-def place_words(place: Mapping[str, float] | None, length: Callable[[float], str] = plain_length) -> str:
+def place_words(place: Mapping[str, Any] | None, length: Callable[[float], str] = plain_length) -> str:
     """ "Each place alone: ..." (with its closing "; "), or "" when the margin
     buys no statement for a single place (a probability of 1/2 or more)."""
     if not place or place.get("probability") is None or place["probability"] >= 0.5:
         return ""
-    m, counted = place["min_samples"], place.get("counted") or "points"
+    m, counted = place["min_samples"], str(place.get("counted") or "points")
     if counted != "points":
         counted += " counted (each once per cell)"
     return (
@@ -401,7 +401,7 @@ class DensityTest(CoreTest):
         return out
 
     def utility_note(
-        self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, noise_std: float
+        self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, noise_std: float, noun: str = "points"
     ) -> str | None:
         return utility_note(
             hist,
@@ -411,6 +411,7 @@ class DensityTest(CoreTest):
             spec.min_samples,
             spans.gamma,
             noise_std=noise_std,
+            noun=noun,
         )
 
 
