@@ -34,6 +34,7 @@ from .plan.resolve import Resolved, resolve
 from .post import auto, levels
 from .post.coretests import core_test
 from .post.spans import build_spans
+from .progress import stage
 from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
@@ -76,16 +77,19 @@ def fit(
     if accountant is not None:
         charge(accountant, r.release, spend=False)
     if r.choices:
+        stage("counting cells, adding noise and choosing k")
         made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
         # the noise is the chosen k's from here on (the stand-in's was the largest k's)
         r = replace(r, release=made)
         fc = forecast(r.release, r.spans)
     else:
+        stage("counting cells and adding noise")
         hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)
     if accountant is not None:
         charge(accountant, r.release, spend=True)
     meta = dict(metadata or {})
     if r.auto is None:
+        stage("core test and spans")
         spans = build_spans(hist, r.spans)
         fit_params = (r.release.grid.alpha, r.release.grid.eta, r.spans.min_samples)
         model = model_of(
@@ -100,6 +104,7 @@ def fit(
             unit_choice=r.release.unit_choice,
         )
     else:
+        stage("choosing eps and MinPts from the release")
         model = _auto_model(hist, r, r.auto, p, meta)
         fc = forecast(
             replace(r.release, grid=model.release.grid), replace(r.spans, min_samples=model.spec.min_samples)

@@ -15,6 +15,7 @@ import numpy as np
 from ....cells.grid import Grid
 from ....cells.histogram import NoisyHistogram
 from ....cells.subcells import SubcellLayout
+from ....progress import stage
 from ....spec.specs import ReleaseInfo, SpanSpec
 from ...merge import centre_merge, merge_centres
 from ...partition import Partition, sub_cell_mass
@@ -383,7 +384,9 @@ class DensityTest(CoreTest):
         common = base.subdivided(k)
         ms = sorted({int(m) for m in min_samples})
         out: dict[tuple[float, int], Partition] = {}
-        for alpha in sorted({float(a) for a in alphas}):
+        steps = sorted({float(a) for a in alphas})
+        for i, alpha in enumerate(steps):
+            stage(f"the MinPts ladder at eps {i + 1} of {len(steps)}")
             h = hist.on_grid(base.at_alpha(alpha))
             field = density_field(h, ms[0], subcells=k, margin_rule=spec.margin, beta=spec.beta)
             keys_all = common.encode(field.fine.decode(field.keys))
