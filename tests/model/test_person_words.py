@@ -83,6 +83,7 @@ def test_a_swamped_min_samples_is_said_plainly_and_is_true(trips):
     assert flat is not None and flat > 5
     line = next(x for x in summary(model).splitlines() if x.startswith("  MinPts  :"))
     assert f"every min_samples from 1 to {flat:,} gives this same release" in line
+    assert f"to at most {model.spans.threshold:,.1f} cabs within eps" in line
     # true: the same core sub-cells at MinPts 1 and at the bound, different just above it
     same = [with_params(model, min_samples=m) for m in (1, flat)]
     assert all(np.array_equal(s.core_keys, model.core_keys) for s in same)
@@ -110,3 +111,17 @@ def test_the_warning_counts_cabs_and_says_min_samples_is_swamped(trips, capsys):
     assert flat is not None
     assert f"holds about {model.spans.threshold:.0f} cabs: min_samples=6 plus the noise margin" in err
     assert f"Every min_samples from 1 to {flat:,} gives this same release" in err
+
+
+def test_explore_s_default_min_samples_start_above_the_swamp(trips, tmp_path, capsys):
+    from dpdbscan.model import save_model
+    from dpdbscan.render.explore import default_grid
+
+    model = _fit(trips, 5)
+    flat = swamped_min_samples(model)
+    _, ms = default_grid(model)
+    assert ms[0] == flat + 1 and len(ms) == 5  # not 1..20, which all give the same release
+    save_model(model, tmp_path / "m.json")
+    assert main(["explore", str(tmp_path / "m.json"), "--out-dir", str(tmp_path / "ex"), "--no-png"]) == 0
+    assert (tmp_path / "ex" / "m.explore.csv").is_file() and not (tmp_path / "m.explore.csv").exists()
+    assert f"{flat + 1}" in capsys.readouterr().out

@@ -232,10 +232,11 @@ def swamp_line(model: SpanModel, noun: str) -> list[str]:
         return []
     s, spec = model.spans, model.spec
     return [
-        f"  MinPts  : swamped by the noise: the margin ({s.gamma:,.1f} {noun}) is larger than "
-        f"min_samples={spec.min_samples}, and every min_samples from 1 to {flat:,} gives this same "
-        f"release (threshold {s.threshold:,.1f}, the empty-space guard's); a place needs about "
-        f"{s.threshold:,.0f} {noun} within eps to be found. A larger epsilon or eps lowers the margin"
+        f"  MinPts  : swamped by the noise margin, so every min_samples from 1 to {flat:,} gives this "
+        f"same release: the empty-space guard raises the threshold at every place to at most "
+        f"{s.threshold:,.1f} {noun} within eps, above min_samples={spec.min_samples} plus the margin; "
+        f"a place needs about {s.threshold:,.0f} {noun} within eps to be found (a larger epsilon or "
+        "eps lowers the guard)"
     ]
 
 
