@@ -125,3 +125,34 @@ def test_explore_s_default_min_samples_start_above_the_swamp(trips, tmp_path, ca
     assert main(["explore", str(tmp_path / "m.json"), "--out-dir", str(tmp_path / "ex"), "--no-png"]) == 0
     assert (tmp_path / "ex" / "m.explore.csv").is_file() and not (tmp_path / "m.explore.csv").exists()
     assert f"{flat + 1}" in capsys.readouterr().out
+
+
+def test_the_forecast_counts_units_and_names_the_same_swamp_as_the_fit(trips, capsys):
+    model = _fit(trips, 5)
+    flat = swamped_min_samples(model)
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                "forecast",
+                "--bounds",
+                "0",
+                "1",
+                "--dims",
+                "2",
+                "--eps",
+                "0.03",
+                "--min-samples",
+                "5",
+                "--delta",
+                "1e-6",
+                "--max-cells-per-unit",
+                "10",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "the estimated number of units within eps" in out and " units are added to min_samples" in out
+    assert "needs an estimated" in out and "units (each once per cell) or more within eps" in out
+    assert f"every min_samples from 1 to {flat:,} gives the same release here" in out

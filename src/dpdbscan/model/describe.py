@@ -4,14 +4,12 @@ prints)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-
-import numpy as np
 
 from ..geometry.projection import format_km, projection_of
 from ..post.coretests import core_test
 from ..post.coretests.base import grid_words, histogram_words
+from ..post.coretests.density.margins import swamped
 from ..post.coretests.density.test import density_margin
 from .codec import jsonable, unit_choice_dict
 from .guarantee import eps_candidates, guarantee, unit_noun
@@ -216,13 +214,7 @@ def swamped_min_samples(model: SpanModel) -> int | None:
         return None
     grid = model.histogram.grid if model.histogram is not None else rel.grid.at_alpha(model.grid.alpha)
     _, m = density_margin(grid, rel.histogram, rel.noise, rel.noise_scale, rel.theta, spec)
-    if isinstance(spec.margin, str) or not np.any(m.empty > 0):
-        return None  # the tail rules' own margins are not kept beside the guarded ones
-    own = float(spec.margin) * m.sigma  # the rule's m(q) before the guard
-    if not np.all(m.empty - spec.min_samples >= own - 1e-9):
-        return None  # the rule's own margin binds somewhere: MinPts moves the threshold there
-    flat = int(math.floor(float(np.min(m.empty - own)) + 1e-9))
-    return flat if flat > spec.min_samples else None
+    return swamped(m, spec.min_samples)
 
 
 def swamp_line(model: SpanModel, noun: str) -> list[str]:

@@ -287,6 +287,21 @@ def accuracy_margin(
     )
 
 
+def swamped(m: Margin, min_samples: float) -> int | None:
+    """The largest MinPts whose core test is exactly this one's, when it is
+    above ``min_samples`` (None otherwise): with the empty-space guard binding
+    at every sub-position the threshold MinPts + m(q) is G0(q) whatever MinPts,
+    so every MinPts up to min_q (G0(q) - c sigma(q)) gives the same release.
+    Numeric margin rules only (the tail rules' own bounds are not kept)."""
+    if isinstance(m.rule, str) or not np.any(m.empty > 0):
+        return None
+    own = float(m.rule) * m.sigma  # the rule's m(q) before the guard
+    if not np.all(m.empty - min_samples >= own - 1e-9):
+        return None  # the rule's own margin binds somewhere: MinPts moves the threshold there
+    flat = int(math.floor(float(np.min(m.empty - own)) + 1e-9))
+    return flat if flat > min_samples else None
+
+
 #: The probabilities a place's statement is rounded up to (:func:`place_tail`).
 PLACE_LEVELS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
 
