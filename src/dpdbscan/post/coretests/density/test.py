@@ -159,10 +159,11 @@ def density_sentence(
     length: Callable[[float], str] = plain_length,
     place: Mapping[str, Any] | None = None,
 ) -> str:
-    """The density test's guarantee in words: each place alone (``place``,
-    :func:`place_words`), then every span at once (see :func:`within_words`
-    for what that says at MinPts = 1)."""
-    alone = place_words(place, length)
+    """The density test's guarantee in words: every span at once (see
+    :func:`within_words`), led by what holds for each place alone
+    (``place``, :func:`place_words`) when the all-at-once statement
+    certifies no density (MinPts = 1 there)."""
+    alone = place_words(place, length) if math.ceil(within["min_samples"]) <= 1 else ""
     at_once = f"with probability >= {probability:g}, {within_words(within, rho, length)}"
     if alone:
         at_once = f"all at once, {at_once}"
