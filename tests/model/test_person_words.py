@@ -156,3 +156,15 @@ def test_the_forecast_counts_units_and_names_the_same_swamp_as_the_fit(trips, ca
     assert "the estimated number of units within eps" in out and " units are added to min_samples" in out
     assert "needs an estimated" in out and "units (each once per cell) or more within eps" in out
     assert f"every min_samples from 1 to {flat:,} gives the same release here" in out
+
+
+def test_info_says_cabs_and_the_swamp(trips, tmp_path, capsys):
+    from dpdbscan.model import save_model
+
+    model = _fit(trips, 5)
+    save_model(model, tmp_path / "m.json")
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "m.json")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("min_samples"))
+    assert "5: the cabs a place needs within eps to be dense" in line
+    assert f"every min_samples from 1 to {swamped_min_samples(model):,} gives this same release" in line

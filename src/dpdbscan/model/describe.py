@@ -217,6 +217,15 @@ def swamped_min_samples(model: SpanModel) -> int | None:
     return swamped(m, spec.min_samples)
 
 
+def swamped_words(model: SpanModel) -> str:
+    """ "Swamped by the noise margin: every min_samples from 1 to N gives this
+    same release", or "" when MinPts is not swamped."""
+    flat = swamped_min_samples(model)
+    if flat is None:
+        return ""
+    return f"swamped by the noise margin: every min_samples from 1 to {flat:,} gives this same release"
+
+
 def swamp_line(model: SpanModel, noun: str) -> list[str]:
     """The summary's plain warning when the noise margin swamps MinPts."""
     flat = swamped_min_samples(model)
