@@ -72,9 +72,11 @@ def test_min_pts_one_all_at_once_still_states_what_holds_for_each_place():
     place = g["each_place"]
     assert place["min_samples"] == 5 and 0 < place["probability"] <= 0.2
     line = _lines(weak)["guarantee"]
+    needs = place.get("needs")
+    more = "" if needs is None else f", and one with fewer than {needs['min_samples']:,} at most 0.1"
     assert line.startswith(
         f"each place alone: one with fewer than 5 points within 3 is core with probability at most "
-        f"{place['probability']:g}; all at once, with probability >= 0.9"
+        f"{place['probability']:g}{more}; all at once, with probability >= 0.9"
     )
     assert "no density guarantee" not in line and "no guarantee" not in line
     assert "MinPts=1" in line and "no span lies in empty space" in line

@@ -195,3 +195,25 @@ def test_each_place_s_probability_bounds_the_noise_above_its_margin(noise, scale
     lower = [lv for lv in PLACE_LEVELS if lv < p]
     if lower:
         assert max(tails) > lower[-1] / 2, (tails, p)
+
+
+@pytest.mark.parametrize("min_samples", [3, 10, 40])
+def test_what_a_place_needs_holds_at_beta(min_samples):
+    """``place_count`` M: a place whose estimate is just below M (E = M - 1)
+    is core (E + N >= MinPts + m(q)) with probability at most beta, at every
+    sub-position: drawn noise, one-sided Clopper-Pearson at 1e-6. Where the
+    guard sets the threshold M is far above MinPts; at a large MinPts it is
+    about MinPts (one sigma of margin against the 0.9 quantile)."""
+    from dpdbscan.post.coretests.density.margins import margin, place_count
+
+    weights = ball_weights(2, 4.0, 2)
+    m = margin(1.0, weights, "discrete", 1.0, 0.1, 3249, min_samples=min_samples)
+    M = place_count(weights, m, "discrete", 1.0, min_samples, 0.1)
+    assert M >= 1
+    rng = np.random.default_rng(2)
+    n, q = 40_000, 1.0 - math.exp(-1.0)
+    for row, mq in zip(weights.W, m.values):
+        w = row[row > 0]
+        N = ((rng.geometric(q, (n, w.size)) - rng.geometric(q, (n, w.size))) * w).sum(axis=1)
+        hits = int((M - 1 + N >= min_samples + mq).sum())
+        assert cp_lower(hits, n, P_FAIL) <= 0.1, (hits, n, M)

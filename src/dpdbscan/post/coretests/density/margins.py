@@ -333,6 +333,28 @@ def place_tail(
     return worst
 
 
+def place_count(
+    weights: BallWeights,
+    m: Margin,
+    noise: str,
+    epsilon: float,
+    min_samples: float,
+    beta: float,
+    kind: str = "dense",
+) -> int:
+    """M with: a sub-cell q taken alone whose centre has fewer than M points
+    within rho alpha is core with probability at most ``beta``. Such a q has
+    E(q) <= M - 1 <= MinPts + m(q) - g(q), g(q) the exact (1 - beta) quantile
+    of its noise N(q), so being core needs N(q) >= g(q): M = floor(MinPts +
+    min_q (m(q) - g(q))) + 1. Where the empty-space guard sets the threshold,
+    this is what a place needs (far above MinPts when the margin swamps it)."""
+    if noise == "none" or math.isinf(epsilon):
+        return int(math.floor(min_samples + float(m.values.min()))) + 1
+    trunc = None if kind == "dense" else "positive"
+    g = np.array([weighted_quantile(noise, float(epsilon), _rounded(row), beta, trunc) for row in weights.W])
+    return int(math.floor(min_samples + float((m.values - g).min()))) + 1
+
+
 def _rounded(row: np.ndarray) -> tuple:
     # the cache key: the bounds depend on the multiset of weights only, and
     # weights agree to far below any effect on them

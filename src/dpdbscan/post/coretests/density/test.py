@@ -37,7 +37,16 @@ from ..base import (
     within_words,
 )
 from .core import MAX_KAPPA, OCCUPANCY, OCCUPANCY_SIGMAS, density_field, utility_note
-from .margins import MARGINS, Margin, accuracy_margin, empty_truncation, margin, noise_variance, place_tail
+from .margins import (
+    MARGINS,
+    Margin,
+    accuracy_margin,
+    empty_truncation,
+    margin,
+    noise_variance,
+    place_count,
+    place_tail,
+)
 from .weights import BallWeights, ball_weights
 
 
@@ -98,6 +107,7 @@ def density_guarantee(
         "m_star": int(m_star),
         "probability": 1.0 - (2 if two_events else 1) * spec.beta,
         "place_probability": place_tail(weights, m, noise, epsilon, kind),
+        "place_count": place_count(weights, m, noise, epsilon, spec.min_samples, spec.beta, kind),
     }
 
 
@@ -178,13 +188,21 @@ def place_words(place: Mapping[str, Any] | None, length: Callable[[float], str] 
     m, counted = place["min_samples"], str(place.get("counted") or "points")
     if counted != "points":
         counted += " counted (each once per cell)"
+    needs = place.get("needs")
+    more = (
+        ""
+        if not needs
+        else f", and one with fewer than {needs['min_samples']:,} at most {needs['probability']:g}"
+    )
     return (
         f"each place alone: one with fewer than {m:,.0f} {counted} within {length(place['alpha'])} "
-        f"is core with probability at most {place['probability']:g}; "
+        f"is core with probability at most {place['probability']:g}{more}; "
     )
 
 
-def each_place(extra: Mapping[str, Any], min_samples: float, radius: float, candidates: int) -> dict | None:
+def each_place(
+    extra: Mapping[str, Any], min_samples: float, radius: float, candidates: int, beta: float
+) -> dict | None:
     """The statement for one place (``each_place`` of the guarantee): a
     sub-cell with fewer than MinPts points within ``radius`` (rho alpha) is
     core with probability at most ``probability``; over ``candidates`` eps
@@ -192,7 +210,12 @@ def each_place(extra: Mapping[str, Any], min_samples: float, radius: float, cand
     p = extra.get("place_probability")
     if p is None:
         return None
-    return {"alpha": radius, "min_samples": min_samples, "probability": min(1.0, round(candidates * p, 12))}
+    out = {"alpha": radius, "min_samples": min_samples, "probability": min(1.0, round(candidates * p, 12))}
+    count = extra.get("place_count")
+    if count is not None and count > min_samples:
+        # where the guard sets the threshold: what a place needs, at beta (c beta over candidates)
+        out["needs"] = {"min_samples": int(count), "probability": min(1.0, round(candidates * beta, 12))}
+    return out
 
 
 class DensityTest(CoreTest):
@@ -303,7 +326,7 @@ class DensityTest(CoreTest):
         m_star = extra.get("m_star")
         within = relaxed(spans.rho * spans.grid.alpha, m_star)
         probability = over_candidates(extra.get("probability"), candidates) if within is not None else None
-        place = each_place(extra, spec.min_samples, spans.rho * spans.grid.alpha, candidates)
+        place = each_place(extra, spec.min_samples, spans.rho * spans.grid.alpha, candidates, spec.beta)
         alone = place_words(place)
         at_once = "all at once, " if alone else ""
         if within is None:
