@@ -138,3 +138,14 @@ def test_counts_below_the_noise_margin_are_not_drawn():
     assert "below 5, noise: not drawn" in heat.get_label()
     plt.close(ax.figure)
     assert "counts below 5 (the noise margin) are noise and not drawn" in html.unescape(map_html(m))
+
+
+@pytest.mark.parametrize("kind", ["histogram", "sums"])
+def test_the_histogram_pictures_say_who_is_protected_too(person_level, kind):
+    import matplotlib.pyplot as plt
+
+    from dpdbscan.render.plotting import plot_model
+
+    ax = plot_model(load_model(person_level / "trips.spans.json"), kind=kind)
+    assert "\nperson-level: each cab is protected (k=" in ax.get_title()
+    plt.close(ax.figure)

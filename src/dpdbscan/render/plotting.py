@@ -531,9 +531,11 @@ def plot_model(
     if kind == "histogram":
         assert model.histogram is not None  # checked above
         ax = plot_histogram(model.histogram, ax, transform=transform, aspect=aspect)
+        ax.set_title(f"{ax.get_title()}\n{protection_brief(model)}", fontsize=9)
     elif kind == "sums":
         assert model.histogram is not None  # checked above
         ax = plot_neighbour_sums(model.histogram, ax, transform=transform, aspect=aspect)
+        ax.set_title(f"{ax.get_title()}\n{protection_brief(model)}", fontsize=9)
     elif kind == "spans":
         alpha = format_km(model.grid.alpha) if proj is not None else f"{model.grid.alpha:g}"
         view: Extent = "spans"
