@@ -165,6 +165,9 @@ def test_info_says_cabs_and_the_swamp(trips, tmp_path, capsys):
     save_model(model, tmp_path / "m.json")
     capsys.readouterr()
     assert main(["info", str(tmp_path / "m.json")]) == 0
-    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("min_samples"))
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.strip().startswith("min_samples"))
     assert "5: the cabs a place needs within eps to be dense" in line
+    core = next(x for x in out.splitlines() if x.strip().startswith("core test"))
+    assert "its estimated number of cabs within eps" in core
     assert f"every min_samples from 1 to {swamped_min_samples(model):,} gives this same release" in line

@@ -125,7 +125,7 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
             + (f"; {swamped}" if (swamped := swamped_words(model)) else "")
             + ("; the lowest selected: each span has its own (levels)" if is_levels(model) else ""),
         ),
-        ("core test", test.rule_text(s, spec)),
+        ("core test", test.rule_text(s, spec, unit_noun(model))),
         (
             "approximation",
             f"the guarantee compares spans with clusters at {s.rho:g} times eps, "

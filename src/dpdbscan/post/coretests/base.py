@@ -280,7 +280,7 @@ class CoreTest(ABC):
         lengths through ``length``."""
 
     @abstractmethod
-    def rule_text(self, spans: Spans, spec: SpanSpec) -> str:
+    def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
         """The core rule in words (``dpdbscan info``)."""
 
     @abstractmethod

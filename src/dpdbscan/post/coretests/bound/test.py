@@ -232,10 +232,10 @@ class BoundTest(CoreTest):
             f"{spans.gamma:.2f} below and {up:.2f} above ({symbols}, the {spec.margin} rule)"
         )
 
-    def rule_text(self, spans: Spans, spec: SpanSpec) -> str:
+    def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
         what = "min_samples plus the additive error tau" if spec.raise_min_samples else "min_samples"
         return (
-            f"bound (the paper's test): a cell is core when a noisy upper bound of its points within "
+            f"bound (the paper's test): a cell is core when a noisy upper bound of its {noun} within "
             f"eps reaches {what}, {spans.threshold:.1f} (UB~ >= "
             + ("MinPts + tau)" if spec.raise_min_samples else "MinPts)")
         )

@@ -373,11 +373,11 @@ class DensityTest(CoreTest):
             f"makes a place core (m(q) <= {spans.gamma:.2f}): {density_rule(spec.margin)}"
         )
 
-    def rule_text(self, spans: Spans, spec: SpanSpec) -> str:
+    def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
         return (
-            "density: a sub-cell is core when its estimated number of points within eps, from the "
+            f"density: a sub-cell is core when its estimated number of {noun} within eps, from the "
             "noisy counts of the cells around it, reaches min_samples plus a noise margin, at most "
-            f"{spans.threshold:.1f} points (E~ >= MinPts + m(q), m(q) <= {spans.gamma:.2f}), in a cell "
+            f"{spans.threshold:.1f} {noun} (E~ >= MinPts + m(q), m(q) <= {spans.gamma:.2f}), in a cell "
             "the release shows as occupied; core sub-cells whose centres lie within eps of each other "
             f"form one span. The margin is {density_rule(spec.margin)}"
         )
