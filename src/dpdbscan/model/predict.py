@@ -20,6 +20,8 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +43,7 @@ def outside_note(grid: Grid, X: np.ndarray) -> str | None:
     )
 
 
-def degrees_given(metadata, grid: Grid, X: np.ndarray) -> str | None:
+def degrees_given(metadata: Mapping[str, Any], grid: Grid, X: np.ndarray) -> str | None:
     """The error when a geographic model (coordinates: km of its projection)
     is given longitude/latitude: no point lies in its km box and every
     finite one lies in its box in degrees. None otherwise. Without this the
