@@ -278,7 +278,7 @@ def fit_from_args(
             "secure: for research only, do not publish this release",
             file=sys.stderr,
         )
-    with progress("fitting", enabled=_progress_flag(args), unit="it"), warnings.catch_warnings():
+    with progress("fitting", enabled=_progress_flag(args), ticking=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         if series is not None:
             return _series_model(
