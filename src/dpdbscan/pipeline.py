@@ -4,8 +4,9 @@
 
 1. resolve the parameters on the public box (:func:`dpdbscan.plan.resolve.resolve`),
    and say before anything is counted if the fit will be slow;
-2. check the accountant, then release the noisy histogram: the one place the
-   budget is spent (:func:`dpdbscan.release.mechanism.release_histogram`);
+2. check the accountant and hand the release to ``before_release`` (a ledger
+   reserves its cost there), then release the noisy histogram: the one place
+   the budget is spent (:func:`dpdbscan.release.mechanism.release_histogram`);
 3. post-process it into spans (the core test, :mod:`dpdbscan.post`), choosing
    eps and MinPts from the release in the automatic mode;
 4. charge the accountant and return the model (:mod:`dpdbscan.model`).
@@ -16,7 +17,7 @@ Nothing after step 2 reads the points.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +27,7 @@ from .cells.histogram import NoisyHistogram
 from .exceptions import UtilityWarning
 from .model.build import model_of
 from .model.record import SpanModel
-from .plan.autoplan import Plan
+from .plan.autoplan import Plan, place_candidates, place_extent
 from .plan.forecast import forecast
 from .plan.resolve import Resolved, resolve
 from .post import auto, levels
@@ -53,6 +54,7 @@ def fit(
     units: Any = None,
     times: Any = None,
     status: Any = None,
+    before_release: Callable[[ReleaseSpec], object] | None = None,
     stacklevel: int = 2,
 ) -> SpanModel:
     """Release DP spans of ``X`` inside the public box ``[lower, upper]`` with
@@ -74,6 +76,11 @@ def fit(
     lengths already in ``X``'s units): each unit's rows are replaced by its
     stops or trip ends (read with ``times`` and ``status``, one per row)
     before anything is bounded or counted (:func:`events_of`).
+
+    ``before_release``: called with the resolved release (public) after the
+    accountant's check and before the mechanism reads a point (or the events
+    are made); it may refuse by raising (a ledger's reservation,
+    :meth:`dpdbscan.ledger.Ledger.reserve`).
     """
     r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1)
     fc = forecast(r.release, r.spans)
@@ -82,6 +89,8 @@ def fit(
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     if accountant is not None:
         charge(accountant, r.release, spend=False)
+    if before_release is not None:
+        before_release(r.release)
     events = p.get("events")
     if events is not None:
         X, units = events_of(events, X, units, times, status)
@@ -179,11 +188,14 @@ def _auto_model(
     union bound; the model's guarantee reports it). The events do not depend
     on MinPts, so choosing MinPts, or one MinPts per span, costs nothing.
     """
+    # geographic mode: spans at the scale of places (public prior, autoplan.PLACE_EXTENT_KM)
+    extent = place_extent(metadata) if p["selection"] == "levels" and plan.min_samples is None else None
+    plan = replace(plan, eps=place_candidates(plan.eps, extent))
     spec: SpanSpec = replace(r.spans, beta=r.spans.beta / len(plan.eps))
     chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
     sel: levels.LevelSpans | None = None
     if p["selection"] == "levels" and plan.min_samples is None and spec.core == "density":
-        sel = levels.select_levels(hist, spec, plan.eps)
+        sel = levels.select_levels(hist, spec, plan.eps, max_extent=extent)
         ladder = levels.ladder(hist)
         alpha = sel.alpha
         m = min((s.min_samples for s in sel.spans), default=ladder[0])
@@ -195,6 +207,10 @@ def _auto_model(
             "min_samples_candidates": ladder,
             **levels.record(sel),
         }
+        if extent is not None:
+            record["max_extent"] = float(extent)
+            for lv, s in zip(record["levels"], sel.spans):
+                lv["fits"] = bool(s.fits)
     else:
         choice = auto.choose_params(
             hist, replace(spec, min_samples=plan.min_samples or 1), plan.eps, plan.min_samples

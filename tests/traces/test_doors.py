@@ -161,7 +161,7 @@ def test_the_command_line_releases_the_events(capsys, tmp_path, kind, option, ev
     ref = DPDBSCAN(**PARAMS, random_state=3).fit(Xe, units=ue.astype(str))
     _same_release(model, ref.spans_)
     assert model.metadata["events"]["time_column"] == "time"
-    assert "places  : counted each unit's" in out
+    assert "events  : counted each unit's" in out
     assert f"{len(Xe):,} " in err and SECRET not in out + err
 
 

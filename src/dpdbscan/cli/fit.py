@@ -55,6 +55,7 @@ from .common import (
     read_trace_columns,
     write_temp,
 )
+from .ledger import charging
 from .maps import picture_options
 
 if TYPE_CHECKING:
@@ -814,7 +815,9 @@ def cmd_fit(args: argparse.Namespace, sink: _Warnings) -> int:
     notes = Notes(args.quiet)
     paths = _out_paths(args, args.name or _stem(args.input))
     args.preload_png = paths["png"] is not None
-    model = fit_from_args(args, sink, p, p["min_samples"], notes)
-    written, failed = _write_outputs(model, paths, notes, picture)
+    with charging(args, p, "fit") as charged:  # --ledger: reserved before any record is read
+        model = fit_from_args(args, sink, p, p["min_samples"], notes)
+        written, failed = _write_outputs(model, paths, notes, picture)
+        charged(model, written)
     print(summary(model))
     return _report(written, failed)
