@@ -24,8 +24,10 @@ from typing import Any
 import numpy as np
 
 from .cells.histogram import NoisyHistogram
-from .exceptions import UtilityWarning
+from .exceptions import PrivateNoteWarning, UtilityWarning
 from .model.build import model_of
+from .model.describe import swamped_min_samples
+from .model.guarantee import unit_noun
 from .model.record import SpanModel
 from .plan.autoplan import Plan, place_candidates, place_extent
 from .plan.forecast import forecast
@@ -33,13 +35,41 @@ from .plan.resolve import Resolved, resolve
 from .post import auto, levels
 from .post.coretests import core_test
 from .post.spans import build_spans
+from .progress import stage
 from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
-from .release.bounding import factorize
+from .release.bounding import count_distinct_units, factorize
 from .release.mechanism import release_choosing, release_histogram
 from .spec.specs import ReleaseSpec, SpanSpec
 from .traces import Events, event_rows, group_codes, take_rows
+
+#: A delta within this factor of one over the number of units is "not far
+#: below" it: the private note of :func:`_delta_note`.
+DELTA_PER_UNIT_NOTE = 0.1
+
+
+def _delta_note(units: Any, delta: float) -> str | None:
+    """A private note, after the release, when ``delta`` is not far below
+    one over the number of units. That number is private: it must not
+    decide whether a release happens, so it is counted only once the
+    release is made, and only said (docs/privacy.md section 8, 0.3.0). The
+    rows bound the units, so no count is made when even one unit per row
+    would keep delta far below. None for a column name (a distributed
+    backend's units, not counted twice)."""
+    if units is None or isinstance(units, str) or not delta:
+        return None
+    if delta * len(units) < DELTA_PER_UNIT_NOTE:
+        return None
+    n = count_distinct_units(units)
+    if delta * n < DELTA_PER_UNIT_NOTE:
+        return None
+    return (
+        f"delta={delta:g} is not far below one over the number of units in these data (a private "
+        f"figure: {n:,} units, 1/n = {1 / max(n, 1):.2g}); at this delta the release may show what one unit "
+        "did with probability about delta. Choose delta from a public bound on the population "
+        "(docs/parameters.md)"
+    )
 
 
 def fit(
@@ -99,16 +129,22 @@ def fit(
             "events": {**events.record(), **dict(metadata or {}).get("events", {})},
         }
     if r.choices:
+        stage("counting cells, adding noise and choosing k")
         made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
         # the noise is the chosen k's from here on (the stand-in's was the largest k's)
         r = replace(r, release=made)
         fc = forecast(r.release, r.spans)
     else:
+        stage("counting cells and adding noise")
         hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)
     if accountant is not None:
         charge(accountant, r.release, spend=True)
+    note = _delta_note(units, r.release.noise.delta)
+    if note:
+        warnings.warn(note, PrivateNoteWarning, stacklevel=stacklevel + 1)
     meta = dict(metadata or {})
     if r.auto is None:
+        stage("core test and spans")
         spans = build_spans(hist, r.spans)
         fit_params = (r.release.grid.alpha, r.release.grid.eta, r.spans.min_samples)
         model = model_of(
@@ -123,13 +159,21 @@ def fit(
             unit_choice=r.release.unit_choice,
         )
     else:
+        stage("choosing eps and MinPts from the release")
         model = _auto_model(hist, r, r.auto, p, meta)
         fc = forecast(
             replace(r.release, grid=model.release.grid), replace(r.spans, min_samples=model.spec.min_samples)
         )
     # public parameters and the release only (post-processing): safe to say
     released = model.histogram if model.histogram is not None else hist  # at the spans' eps
-    note = core_test(model.spec.core).utility_note(released, model.spans, model.spec, fc.noise_std)
+    noun = unit_noun(model)
+    note = core_test(model.spec.core).utility_note(released, model.spans, model.spec, fc.noise_std, noun)
+    flat = swamped_min_samples(model)
+    if note and flat is not None:
+        note += (
+            f" Every min_samples from 1 to {flat:,} gives this same release: the noise margin, not "
+            f"min_samples={model.spec.min_samples}, decides which places are dense at these settings."
+        )
     if note:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     return model

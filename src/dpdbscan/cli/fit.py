@@ -106,8 +106,10 @@ def check_fit_params(
         values["selection"] = args.selection
     values["events"] = events_from_args(args)
     given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
-    p = validated(given, cli=True)
-    units = getattr(args, "unit", None) is not None
+    unit = getattr(args, "unit", None)
+    # the --unit option's name (public) says what one unit is in the warnings' words
+    p = validated(given, cli=True, unit_name=unit if isinstance(unit, str) and not unit.isdigit() else None)
+    units = unit is not None
     if dry_run and units and p["max_cells_per_unit"] is None:
         check_units({**p, "max_cells_per_unit": 1}, units, cli=True)
     else:
@@ -267,7 +269,7 @@ def fit_from_args(
             "secure: for research only, do not publish this release",
             file=sys.stderr,
         )
-    with progress("fitting", enabled=_progress_flag(args), unit="it"), warnings.catch_warnings():
+    with progress("fitting", enabled=_progress_flag(args), ticking=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         model = fit_release(
             X,
@@ -349,6 +351,9 @@ def read_points(
     with _open(args.input, columns, args, geo=args.geo) as plan:
         # the columns are known from public input: refuse a bad layout before any record is read
         check_columns(args, p, plan.d, plan.names)
+        if args.geo:
+            # public names (--columns, a declared header, a Parquet schema) that say latitude first
+            _geo.check_lonlat_names(plan.names)
         if bounds_in is not None:
             _split_bounds(bounds_in, plan.d, args.geo)
         trace = trace_columns(args, p, plan.schema_names)
