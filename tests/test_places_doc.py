@@ -4,8 +4,10 @@ The page's ```console commands run in order in an empty folder, with
 ``dpdbscan`` on the PATH, ``DPDBSCAN_DATA`` set and ``TRACES`` pointing at
 Cabs-tiny with its cabs (``cabs_tiny_cabs.csv.gz``: the same columns as full
 Cabs, read by name) instead of full Cabs; every shown output line must keep
-its form (the text before its first digit), as for the README. Then the
-page's Python block runs. Skipped when the shared data are absent.
+its form (the text before its first digit), as for the README (under
+``-m slow``, ``make test-slow``: the seven commands take minutes on a loaded
+machine). Then the page's Python block runs. Skipped when the shared data
+are absent.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def test_the_page_s_commands_are_found():
         assert (REPO / "docs" / "images" / f"places_{name}.png").is_file()
 
 
+@pytest.mark.slow  # seven commands on 845,685 rows: about a minute, minutes on a loaded machine
 def test_the_page_s_commands_run_on_cabs_tiny(tmp_path, env):
     for c in console_commands(PAGE.read_text()):
         text = c.text

@@ -604,9 +604,11 @@ class _LedgerCharge:
         person: bool,
     ) -> None:
         self.ledger, self.command, self.person = ledger, command, person
-        skip = ("random_state", "accountant", "ledger", "backend")
+        skip = ("random_state", "accountant", "ledger", "backend", "events")
         self.params: dict[str, Any] = {
             **{k: v for k, v in p.items() if k not in skip},
+            # public: what each unit's rows become before bounding (a record, not the object)
+            "events": None if p.get("events") is None else p["events"].record(),
             "randomness": "secure" if p["random_state"] is None else "seeded (insecure; seed not stored)",
             "bounds": {"lower": [float(v) for v in lower], "upper": [float(v) for v in upper]},
             **{k: metadata[k] for k in ("bounds_degrees", "eps_text") if k in metadata},

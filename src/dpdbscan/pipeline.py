@@ -102,14 +102,15 @@ def fit(
     the candidates' releases (:func:`dpdbscan.release.mechanism.release_choosing`);
     the accountant is charged the whole release once, choice included.
 
-    ``before_release``: called with the resolved release (public) after the
-    accountant's check and before the mechanism reads a point; it may refuse
-    by raising (a ledger's reservation, :meth:`dpdbscan.ledger.Ledger.reserve`).
-
     ``p["events"]`` (:class:`dpdbscan.traces.Stops` or ``TripEnds``, its
     lengths already in ``X``'s units): each unit's rows are replaced by its
     stops or trip ends (read with ``times`` and ``status``, one per row)
     before anything is bounded or counted (:func:`events_of`).
+
+    ``before_release``: called with the resolved release (public) after the
+    accountant's check and before the mechanism reads a point (or the events
+    are made); it may refuse by raising (a ledger's reservation,
+    :meth:`dpdbscan.ledger.Ledger.reserve`).
     """
     r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1)
     fc = forecast(r.release, r.spans)

@@ -161,7 +161,7 @@ def test_the_command_line_releases_the_events(capsys, tmp_path, kind, option, ev
     ref = DPDBSCAN(**PARAMS, random_state=3).fit(Xe, units=ue.astype(str))
     _same_release(model, ref.spans_)
     assert model.metadata["events"]["time_column"] == "time"
-    assert "places  : counted each unit's" in out
+    assert "events  : counted each unit's" in out
     assert f"{len(Xe):,} " in err and SECRET not in out + err
 
 
@@ -274,3 +274,54 @@ def test_group_codes_group_rows_as_factorize_does(units):
     assert np.array_equal(codes < 0, ref < 0)
     pairs = {(int(a), int(b)) for a, b in zip(codes, ref) if a >= 0}
     assert len({a for a, _ in pairs}) == len(pairs) == len({b for _, b in pairs})
+
+
+def test_a_ledger_records_the_events_of_a_release(capsys, tmp_path):
+    path, _ = _write(tmp_path, "parquet")
+    ledger = str(tmp_path / "budget.ledger")
+    rc, out, err = run(
+        capsys,
+        "ledger",
+        "init",
+        ledger,
+        "--dataset",
+        "t",
+        "--epsilon",
+        "2",
+        "--delta",
+        "1e-5",
+        "--unit",
+        "person",
+    )
+    assert rc == 0, err
+    rc, out, err = run(
+        capsys,
+        "fit",
+        str(path),
+        *CLI,
+        *CLI_UNIT,
+        "--time",
+        "time",
+        "--stops",
+        "0.01",
+        "5min",
+        *QUIET,
+        "--out-dir",
+        str(tmp_path),
+        "--ledger",
+        ledger,
+        "--dataset",
+        "t",
+    )
+    assert rc == 0, err
+    import sqlite3
+
+    text = " ".join(str(row) for row in sqlite3.connect(ledger).execute("SELECT * FROM releases"))
+    assert '"kind": "stops"' in text and SECRET not in text
+    # the Python door too
+    X, units, times, _ = traces(n_units=20)
+    from dpdbscan import Ledger
+
+    DPDBSCAN(**PARAMS, events=Stops(0.01, 300), ledger=Ledger(ledger, "t")).fit(X, units=units, times=times)
+    text = " ".join(str(row) for row in sqlite3.connect(ledger).execute("SELECT * FROM releases"))
+    assert text.count('"kind": "stops"') == 2

@@ -288,7 +288,7 @@ def unit_lines(model: SpanModel) -> list[str]:
     events = model.metadata.get("events")
     if events:
         lines.append(
-            f"  places  : counted {event_words(events, length_of(model))}; each unit's from its own rows "
+            f"  events  : counted {event_words(events, length_of(model))}; each unit's from its own rows "
             "alone, so the protection of each unit is unchanged"
         )
     return lines
