@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
-import os
 import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, NoReturn, Self
@@ -13,23 +11,17 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from .exceptions import PrivacyLeakWarning
-from .geometry.projection import Equirectangular, parse_length
 from .model import SpanModel, guarantee
 from .pipeline import fit as fit_release
 from .plan.forecast import Forecast
 from .plan.resolve import forecast_of, validated
+from .prepare import Points, Source, prepare, read_length
 from .release.accountant import Accountant
 from .release.backends import Backend, NumpyBackend, resolve_backend
 from .release.backends.base import PointsInput
 from .spec.parameters import PARAMETERS
 from .spec.specs import Seed
-from .spec.validation import (
-    bounds_from_data,
-    check_array,
-    check_bounds,
-    check_positive,
-    standardised_note,
-)
+from .spec.validation import check_array, check_bounds, check_positive, standardised_note
 
 
 class DPDBSCAN(ClusterMixin, BaseEstimator):
@@ -297,26 +289,29 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         projection): the model is made once, with everything it records."""
         p = self._validated(stacklevel=4)  # fit -> _fit -> here
         names = _feature_names(X)
-        epsilon = p["epsilon"]
         backend = resolve_backend(p["backend"])
-        if (
-            isinstance(backend, NumpyBackend)
-            or isinstance(X, np.ndarray)
-            or (isinstance(X, (list, tuple)) and not _are_paths(X))
-        ):
-            X = check_array(X)
-            n_features = X.shape[1]
-        else:
-            n_features = _n_features_of(X, self.bounds, backend, units if isinstance(units, str) else None)
-        if self.bounds is None:
-            if not isinstance(X, np.ndarray):
-                raise ValueError("bounds are required with a distributed backend")
-            lower, upper = bounds_from_data(X)
-        else:
-            lower, upper = check_bounds(self.bounds, n_features)
-        if units is not None:
-            units = _check_units(units, X)
+        pts = prepare(
+            Source(X, bounds=self.bounds, units=units),
+            eta=p["eta"],
+            backend=None if isinstance(backend, NumpyBackend) else backend,
+            stacklevel=3,  # fit -> _fit -> prepare
+        )
+        return self._release(pts, p, backend, {**metadata, **pts.meta}, names, stacklevel=4)
 
+    def _release(
+        self,
+        pts: Points,
+        p: dict[str, Any],
+        backend: Backend,
+        metadata: dict[str, Any],
+        names: np.ndarray | None = None,
+        stacklevel: int = 3,
+    ) -> Self:
+        """Release the prepared points ``pts`` (:func:`dpdbscan.prepare.prepare`)
+        and set the fitted attributes; ``stacklevel`` places the release's
+        warnings (as for :func:`warnings.warn`, counted from here)."""
+        epsilon, X, units, n_features = p["epsilon"], pts.X, pts.units, pts.d
+        lower, upper = pts.lower, pts.upper
         model = fit_release(
             X,
             lower,
@@ -326,7 +321,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             accountant=self.accountant,
             metadata=metadata,
             units=units,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
         self.spans_ = model
         self.histogram_ = model.histogram
@@ -352,7 +347,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         # stored, so that it cannot change whether a release happens or what it holds
         note = standardised_note(X) if isinstance(X, np.ndarray) else None
         if note:
-            warnings.warn(note, PrivacyLeakWarning, stacklevel=2)
+            warnings.warn(note, PrivacyLeakWarning, stacklevel=stacklevel - 1)
         return self
 
     def forecast(
@@ -478,22 +473,19 @@ def fit_lonlat(
         raise ValueError(
             f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, got bounds={bounds!r}"
         )
-    lower, upper = [float(v) for v in bounds[:2]], [float(v) for v in bounds[2:]]
-    proj = Equirectangular.from_bounds(lower, upper, ref_lat)
     X = check_array(lonlat)
     if X.shape[1] != 2:
         raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")
-    km: float | Literal["auto"] = "auto" if eps == "auto" else parse_length(eps, geo=True)
-    est = DPDBSCAN(
-        km, min_samples=min_samples, epsilon=epsilon, bounds=proj.project_bounds(lower, upper), **kwargs
+    km = read_length(eps, geo=True, auto=True)
+    source = Source(
+        X, bounds=[float(v) for v in bounds], flat_bounds=True, geo=True, ref_lat=ref_lat, units=units
     )
-    metadata = {
-        "projection": proj.to_dict(),
-        "bounds_degrees": {"lower": lower, "upper": upper},
-        "bounds_source": "public (fit_lonlat bounds)",
-        "eps_text": str(eps),
-    }
-    return est._fit(proj.forward(X), metadata, units).spans_
+    est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon, **kwargs)
+    p = est._validated()
+    pts = prepare(source, eta=p["eta"])
+    metadata = {**pts.meta, "bounds_source": "public (fit_lonlat bounds)", "eps_text": str(eps)}
+    est.bounds = (pts.lower, pts.upper)  # the box the model records, in km
+    return est._release(pts, p, resolve_backend(p["backend"]), metadata).spans_
 
 
 def _feature_names(X: object) -> np.ndarray | None:
@@ -540,64 +532,6 @@ def _check_feature_names(fitted: np.ndarray | None, given: np.ndarray | None) ->
     else:
         detail = "Feature names must be in the same order as they were in fit.\n"
     raise ValueError("The feature names should match those that were passed during fit.\n" + detail)
-
-
-def _check_units(units: Any, X: Any) -> Any:
-    """The units of in-memory rows as a 1-D array of one id per row (a
-    column name is passed on to a distributed backend). Public checks only:
-    the shape and the type, never the values."""
-    if isinstance(units, str):
-        if isinstance(X, np.ndarray):
-            raise ValueError(
-                f"units must hold one id per row of X; a column name (units={units!r}) is only "
-                "understood by the Dask backend. Pass the column itself, e.g. units=df[name]"
-            )
-        return units
-    if hasattr(units, "toarray") or hasattr(units, "tocsr"):
-        raise TypeError("units is a sparse matrix: give one id per row as a 1-D array")
-    arr = np.asarray(units)
-    if arr.ndim == 2 and 1 in arr.shape:
-        arr = arr.ravel()
-    if arr.ndim != 1:
-        raise ValueError(f"units must be one-dimensional, one id per row; got shape {arr.shape}")
-    if arr.dtype.kind in "cmMV":
-        raise TypeError(f"units must be numbers or strings (one id per row), got dtype {arr.dtype}")
-    n = getattr(X, "shape", (None,))[0]
-    if n is not None and arr.shape[0] != n:
-        raise ValueError(f"units has {arr.shape[0]} ids but X has {n} rows: give one id per row")
-    return arr
-
-
-def _are_paths(X: object) -> bool:
-    return isinstance(X, (str, os.PathLike)) or (
-        isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(p, (str, os.PathLike)) for p in X)
-    )
-
-
-def _n_features_of(
-    X: PointsInput,
-    bounds: tuple[ArrayLike, ArrayLike] | None,
-    backend: Backend | None = None,
-    unit: str | None = None,
-) -> int:
-    """Number of coordinates of non-numpy X: the backend's column rule first
-    (it knows which columns it will read; ``unit``, the unit column, is not
-    one), then shape, columns or bounds."""
-    counter = getattr(backend, "n_features", None)
-    if callable(counter):
-        n = counter(X) if unit is None else counter(X, unit=unit)
-        if isinstance(n, numbers.Integral):
-            return int(n)
-    shape = getattr(X, "shape", None)
-    if shape is not None and len(shape) == 2 and isinstance(shape[1], numbers.Integral):
-        return int(shape[1])
-    cols = getattr(X, "columns", None)
-    if cols is not None:
-        return len(cols)
-    if bounds is not None:
-        lo = np.atleast_1d(np.asarray(bounds[0]))
-        return lo.size
-    raise ValueError("cannot tell the number of features of X; pass bounds")
 
 
 def _not_fitted() -> Exception:
