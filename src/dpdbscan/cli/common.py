@@ -140,7 +140,7 @@ class WarningSink:
 
     def __enter__(self):
         # the recording list itself: it starts empty, so ``... or []`` would
-        # swap in a fresh list and drop every warning (issue 19)
+        # swap in a fresh list and drop every warning
         log = self._cm.__enter__()
         assert log is not None  # catch_warnings(record=True) returns its list
         self._log = log

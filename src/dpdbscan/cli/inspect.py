@@ -110,7 +110,7 @@ def cmd_info(args: argparse.Namespace, sink: WarningSink) -> int:
     spec, s = model.spec, model.spans
     core = "sub-cell" if spec.subcells > 1 else "cell"
     candidates = eps_candidates(model)
-    # one sentence per row, the paper's symbols in brackets (issue 23)
+    # one sentence per row, the paper's symbols in brackets
     rows = [
         (
             "model",

@@ -1,4 +1,4 @@
-"""Clusters at their own density level, from one release (issue 21).
+"""Clusters at their own density level, from one release.
 
 A flat cut (one alpha, one MinPts) cannot serve clusters whose densities
 differ: a MinPts low enough for the sparse ones joins the dense ones through

@@ -176,7 +176,7 @@ def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partiti
     """The model of one grid point: what ``with_params(model, eps, MinPts)``
     returns (its alpha, margin, threshold, border and guarantee), with the
     sweep's cells. ``hist`` is the release re-measured at that eps, ``fine``
-    the release's sub-cell grid the partition's keys are in. (Before issue 19
+    the release's sub-cell grid the partition's keys are in. (In 0.1
     a panel was the base model with new cells and kept the base guarantee.)"""
     test = core_test(model.spec.core)
     spec = replace(

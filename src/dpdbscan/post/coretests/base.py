@@ -262,7 +262,7 @@ class CoreTest(ABC):
         after the noise was drawn (1 when eps was given)."""
 
     # Every text below is a sentence a reader without the paper follows, with
-    # the paper's symbol in brackets after the words (issue 23).
+    # the paper's symbol in brackets after the words.
     @abstractmethod
     def threshold_text(self, threshold: float, core: str) -> str:
         """What a (sub-)cell (``core`` names which) needs to be core, for the

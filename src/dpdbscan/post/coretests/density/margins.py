@@ -235,8 +235,8 @@ def margin(
     (1 - beta / (k^d |X|)) quantile of the weighted noise of an *empty*
     neighbourhood (:func:`weighted_quantile`, ``truncation`` describing how
     an empty cell reads): then, with probability >= 1 - beta, no sub-cell
-    with no point within its reach is core anywhere in the universe. (Before
-    issue 19 only the numeric rules had the guard: "pointwise" put spans in
+    with no point within its reach is core anywhere in the universe. (In 0.1
+    only the numeric rules had the guard: "pointwise" put spans in
     empty space in about 28% of the fits of one point in d = 1.)
     """
     var = noise_variance(noise, epsilon)
