@@ -22,7 +22,10 @@ class Points:
     number of coordinates. ``counts``: :func:`~dpdbscan.prepare.clipping.clipping_counts`
     of ``X`` when the reader already made them (else None). ``units`` the
     privacy unit of every row (None: each row is its own unit; a column's
-    name for a distributed backend) and ``unit_name`` its column;
+    name for a distributed backend), as given or read: a numpy array from
+    memory, a pyarrow array from a file (binary for CSV, the declared type
+    for Parquet; :func:`dpdbscan.release.bounding.factorize` takes both),
+    and ``unit_name`` its column;
     ``names`` the coordinate columns and ``schema_names`` every column's
     name from a declared header or schema (None: none declared). ``meta``
     is what the model records about the box (public).
