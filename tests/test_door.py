@@ -207,9 +207,8 @@ def test_the_door_applies_the_per_unit_steps_in_order_before_the_release(files, 
         def step(pts: Points) -> Points:
             seen.append((name, pts.X.shape[0]))
             keep = _ids(pts.units) != name
-            units = (
-                pts.units.filter(keep) if hasattr(pts.units, "filter") else pts.units[keep]
-            )  # pyarrow, numpy
+            # a pyarrow array from a file, a numpy array from memory
+            units = pts.units.filter(keep) if hasattr(pts.units, "filter") else pts.units[keep]
             return Points(pts.X[keep], pts.names, pts.lower, pts.upper, pts.proj, pts.counts, units)
 
         return step
