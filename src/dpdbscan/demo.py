@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cli.common import PRIVATE
+from .prepare.notes import PRIVATE
 from .estimator import DPDBSCAN
 from .model import save_geojson, save_model, summary
 from .render import plotting
