@@ -229,15 +229,8 @@ def dask_backend(opts: FitOptions) -> Backend:
     """The Dask backend of ``--backend dask``: it reads the files itself, by
     the same public options as the local reader."""
     dask = require("dpdbscan.release.backends.dask_backend", "--backend dask", package="dask")
-    r = opts.read
-    return dask.DaskBackend(
-        scheduler=opts.scheduler,
-        columns=opts.columns,
-        header=r.header,
-        delimiter=r.delimiter,
-        fields=r.fields,
-        file_format=r.file_format,
-    )
+    read = {k: getattr(opts.read, k) for k in ("header", "delimiter", "fields", "file_format")}
+    return dask.DaskBackend(scheduler=opts.scheduler, columns=opts.columns, **read)
 
 
 def fit_model(
