@@ -244,23 +244,48 @@ def pairs_of(grid: Grid, X: np.ndarray, units: np.ndarray, key: BoundingKey) -> 
     if not keep.all():
         X, codes = X[keep], codes[keep]
     keys = grid.keys_of_points(clean_points(grid, X, clip=False))
+    return summed_pairs(grid, codes, keys, None, uniques, key)
+
+
+def summed_pairs(
+    grid: Grid,
+    codes: np.ndarray,
+    keys: np.ndarray,
+    counts: np.ndarray | None,
+    uniques: np.ndarray,
+    key: BoundingKey,
+) -> Pairs:
+    """The (unit, cell) pairs of entries that each name a unit (``codes``,
+    indices into ``uniques``), a cell (``keys``) and a number of points
+    (``counts``; None: one point each, a row), equal pairs summed: the
+    :class:`Pairs` of the rows in memory (:func:`pairs_of`), or of the
+    partial pairs a distributed backend gathered for a set of units (the
+    Dask backend, after its shuffle by unit). Sorted by unit code, then cell
+    key: the order :func:`kept_pairs` breaks priority ties in."""
     cell_keys, cell_codes = _codes(grid, keys)
     n_cells = max(int(cell_keys.size), 1)
     # (unit, cell) pairs as one int64 each: < n_rows * n_cells < 2**63 for any input that fits
     pair = codes * n_cells + cell_codes
     space = max(int(codes.max(initial=-1)) + 1, 1) * n_cells
-    if space <= max(_BINCOUNT_MAX, 4 * pair.size):
+    if counts is None and space <= max(_BINCOUNT_MAX, 4 * pair.size):
         # few units times few cells (Cabs: 536 x 44,000): counting beats sorting
         per_pair = np.bincount(pair, minlength=space)
         first = np.flatnonzero(per_pair)
-        counts = per_pair[first].astype(np.int64)
-    else:
+        summed = per_pair[first].astype(np.int64)
+    elif counts is None:
         pair.sort()
-        first, counts = run_length(pair)
+        first, summed = run_length(pair)
+    else:
+        order = np.argsort(pair)  # equal pairs are summed: no need for a stable sort
+        pair = pair[order]
+        starts = np.flatnonzero(np.concatenate(([pair.size > 0], pair[1:] != pair[:-1])))
+        first = pair[starts]
+        weights = np.asarray(counts, dtype=np.int64)[order]
+        summed = np.add.reduceat(weights, starts) if starts.size else weights
     return Pairs(
         units=first // n_cells,
         keys=cell_keys[first % n_cells],
-        counts=counts,
+        counts=summed,
         unit_words=unit_words(uniques, key),
         uniques=uniques,
     )

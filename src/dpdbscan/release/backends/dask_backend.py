@@ -350,9 +350,8 @@ def _csv_pairs(grid, data, layout, header, first, where):
 
 def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> bounding.Pairs:
     """The pairs of one shuffled partition, which holds every pair of its
-    units: their partial counts summed, as ``bounding.pairs_of`` gives them
-    in memory (sorted by unit, then cell key: the order
-    ``bounding.kept_pairs`` breaks priority ties in)."""
+    units: their partial counts summed by ``bounding.summed_pairs``, the
+    function that makes the in-memory pairs (``bounding.pairs_of``)."""
     import pyarrow as pa
 
     enc = unit_array(pa.array(frame[_UNIT]), kind).dictionary_encode()
@@ -360,21 +359,8 @@ def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> boundi
     uniques = enc.dictionary.to_numpy(zero_copy_only=False)
     words = np.ascontiguousarray(frame[_cell_columns(grid)].to_numpy(dtype=np.int64))
     keys = words.view(grid.key_dtype).ravel() if grid.wide else words.ravel()
-    cell_keys, cell_codes = bounding._codes(grid, keys)  # sorted keys, each key's index
-    n_cells = max(int(cell_keys.size), 1)
-    pair = codes * n_cells + cell_codes  # one int64 per pair: < rows**2
-    order = np.argsort(pair)  # equal pairs are summed: no need for a stable sort
-    pair = pair[order]
-    starts = np.flatnonzero(np.concatenate(([pair.size > 0], pair[1:] != pair[:-1])))
-    first = pair[starts]
-    counts = frame[_COUNT].to_numpy(dtype=np.int64)[order]
-    return bounding.Pairs(
-        units=first // n_cells,
-        keys=cell_keys[first % n_cells],
-        counts=np.add.reduceat(counts, starts) if starts.size else counts,
-        unit_words=bounding.unit_words(uniques, key),
-        uniques=uniques,
-    )
+    counts = frame[_COUNT].to_numpy(dtype=np.int64)
+    return bounding.summed_pairs(grid, codes, keys, counts, uniques, key)
 
 
 def _bound_pairs(pairs: bounding.Pairs, grid: Grid, bound: UnitBound, key: BoundingKey):
