@@ -207,7 +207,7 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
     clipping counts made block by block on the reading threads
     (:class:`~dpdbscan.prepare.clipping.BlockPrep`), the same checks and
     errors for ``fit`` and the dry run ``check``. What the reader dropped
-    goes to ``notes`` (private)."""
+    goes to ``notes`` (private; None: not said)."""
     assert source.read is not None
     bounds = None if source.bounds is None else [float(v) for v in source.bounds]
     prep = None if bounds is None or source.transforms else BlockPrep(bounds, source.geo, source.ref_lat)
@@ -218,8 +218,9 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         if bounds is not None:
             split_bounds(bounds, plan.d, source.geo)
         got = plan.read(source.progress, prep)
+    if notes is not None:
         for line in got.notes():
-            (notes or Notes())(line)
+            notes(line)
     X, names = got.X, got.names
     box = _box(source, X.shape[1], X)
     counts = None if prep is None else prep.result(X.shape[0])
