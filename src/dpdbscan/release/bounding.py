@@ -36,8 +36,9 @@ histogram (:mod:`dpdbscan.release.mechanism`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,7 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..spec.specs import UnitBound
+from .engine import Engine, LocalEngine, merge_counts
 from .points import clean_points
 from .samplers.integers import Source
 from .samplers.philox import words64
@@ -355,12 +357,49 @@ def bounded_counts(
     return uniq, np.bincount(inv.ravel(), weights=capped, minlength=uniq.size).astype(np.int64)
 
 
+def bound_parts(
+    engine: Engine,
+    parts: Sequence[Any],
+    grid: Grid,
+    key: BoundingKey,
+    *,
+    bound: UnitBound | None = None,
+    choose: Callable[[np.ndarray], UnitBound] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The bounded cell counts of partitions of :class:`Pairs`, each holding
+    every pair of its units (the rows in memory: one partition; a cluster's:
+    its pairs shuffled by unit), as (sorted unique keys, counts), on the
+    ``engine``'s primitives (:mod:`dpdbscan.release.engine`).
+
+    The bound is ``bound``, or ``choose(cells per unit)`` (the private choice
+    of k, :mod:`.unitchoice`), called once with every unit's number of cells
+    (:func:`cells_per_unit`, gathered from the partitions). Each partition
+    is bounded alone (a unit's priorities depend on the unit, the cell and
+    the key only) and the bounded counts are merged: units in different
+    partitions are different units, so the sums are the counts of bounding
+    all the pairs at once. The one place the bound is applied."""
+    if choose is not None:
+        cells = engine.gather(engine.map(cells_per_unit, parts))
+        bound = choose(np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64))
+    if bound is None:
+        raise ValueError("bound_parts needs a bound or a choice of it")
+    bounded = engine.map(functools.partial(_bounded_part, grid=grid, bound=bound, key=key), parts)
+    return engine.reduce(bounded, merge_counts)
+
+
+def _bounded_part(
+    pairs: Pairs, grid: Grid, bound: UnitBound, key: BoundingKey
+) -> tuple[np.ndarray, np.ndarray]:
+    keys, counts = bounded_counts(grid, pairs, bound, key)
+    return np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64)
+
+
 def count_units(
     grid: Grid, X: np.ndarray, units: np.ndarray, bound: UnitBound, key: BoundingKey
 ) -> tuple[np.ndarray, np.ndarray]:
     """The bounded cell counts of in-memory points ``X`` with one unit id per
     row: the reference of ``UnitBackend.count_units``."""
-    return bounded_counts(grid, pairs_of(grid, X, units, key), bound, key)
+    return bound_parts(LocalEngine(), [pairs_of(grid, X, units, key)], grid, key, bound=bound)
 
 
 def cells_per_unit(pairs: Pairs) -> np.ndarray:
@@ -381,13 +420,13 @@ def count_units_choosing(
     ``choose`` (the private choice of k, :mod:`.unitchoice`) is called once
     with :func:`cells_per_unit` and returns the bound the counts are made
     with. The reference of ``UnitChoiceBackend.count_units_choosing``."""
-    pairs = pairs_of(grid, X, units, key)
-    return bounded_counts(grid, pairs, choose(cells_per_unit(pairs)), key)
+    return bound_parts(LocalEngine(), [pairs_of(grid, X, units, key)], grid, key, choose=choose)
 
 
 __all__ = [
     "BoundingKey",
     "Pairs",
+    "bound_parts",
     "bounded_counts",
     "cells_per_unit",
     "count_units",
@@ -396,5 +435,6 @@ __all__ = [
     "kept_pairs",
     "pairs_of",
     "run_length",
+    "summed_pairs",
     "unit_words",
 ]
