@@ -239,14 +239,23 @@ def pairs_of(grid: Grid, X: np.ndarray, units: np.ndarray, key: BoundingKey) -> 
     if len(units) != X.shape[0]:
         raise ValueError(f"units has {len(units)} ids for {X.shape[0]} rows: give one id per row")
     codes, uniques = factorize(units)
-    keep = codes >= 0
+    keep, keys = kept_keys(grid, X, codes >= 0)
+    if not keep.all():
+        codes = codes[keep]
+    return summed_pairs(grid, codes, keys, None, uniques, key)
+
+
+def kept_keys(grid: Grid, X: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The per-record rule of a person-level count, in memory and on every
+    partition of a cluster alike: a row outside ``keep`` (its unit is
+    missing) or with a non-finite coordinate is dropped, every other row's
+    point is clipped into the box. Returns the rows kept (a mask) and their
+    cell keys."""
     finite = np.isfinite(X).all(axis=1)
     if not finite.all():
-        keep &= finite
-    if not keep.all():
-        X, codes = X[keep], codes[keep]
-    keys = grid.keys_of_points(clean_points(grid, X, clip=False))
-    return summed_pairs(grid, codes, keys, None, uniques, key)
+        keep = keep & finite
+    kept = X if keep.all() else X[keep]
+    return keep, grid.keys_of_points(clean_points(grid, kept, clip=False))
 
 
 def summed_pairs(
@@ -432,6 +441,7 @@ __all__ = [
     "count_units",
     "count_units_choosing",
     "factorize",
+    "kept_keys",
     "kept_pairs",
     "pairs_of",
     "run_length",

@@ -58,7 +58,6 @@ from ...spec.specs import UnitBound
 from .. import bounding
 from ..bounding import BoundingKey
 from ..engine import merge_counts, merged_exactly_once
-from ..points import clean_points
 from .base import CellCounts
 from .numpy_backend import NumpyBackend
 
@@ -288,15 +287,16 @@ def _pairs_frame(table: Any, kind: str) -> Any:
 def _pairs(grid: Grid, X: np.ndarray, units: Any, keep: np.ndarray, kind: str) -> Any:
     """The (unit, cell, count) pairs of one partition's rows, a frame of
     :func:`_pairs_meta`'s columns (``units``: an Arrow array of
-    :func:`unit_array`). The per-record rule first, as in
-    ``bounding.pairs_of``: rows outside ``keep`` (a missing unit) or with a
-    non-finite coordinate are dropped, the others' keys clip into the box."""
+    :func:`unit_array`). The per-record rule first, the one of
+    ``bounding.pairs_of`` (:func:`dpdbscan.release.bounding.kept_keys`):
+    rows outside ``keep`` (a missing unit) or with a non-finite coordinate
+    are dropped, the others' keys clip into the box."""
     import pyarrow as pa
 
-    keep = keep & np.isfinite(X).all(axis=1)
+    keep, keys = bounding.kept_keys(grid, X, keep)
     if not keep.all():
-        X, units = X[keep], units.filter(pa.array(keep))
-    words = _cell_words(grid, grid.keys_of_points(clean_points(grid, X, clip=False)))
+        units = units.filter(pa.array(keep))
+    words = _cell_words(grid, keys)
     cells = _cell_columns(grid)
     table = pa.table({_UNIT: units, **{c: words[:, j] for j, c in enumerate(cells)}})
     # a hash aggregation: the order of the pairs does not matter before the shuffle
