@@ -9,7 +9,7 @@ is read from the points is said only as a private note on standard error.
 """
 
 from .box import Box, project_box, public_box, read_length, split_bounds
-from .door import Source, check_units, n_features_of, prepare, read_file
+from .door import Source, check_unit_ids, n_features_of, prepare, read_file
 from .notes import PRIVATE, Notes
 from .points import Points, Transform
 
@@ -20,7 +20,7 @@ __all__ = [
     "Points",
     "Source",
     "Transform",
-    "check_units",
+    "check_unit_ids",
     "read_length",
     "n_features_of",
     "prepare",

@@ -13,7 +13,7 @@ In order, once:
    number of coordinates is needed here: :func:`n_features_of`);
 2. the public box (:func:`~dpdbscan.prepare.box.public_box`), projected to km
    with ``geo``;
-3. the units (:func:`check_units`);
+3. the units (:func:`check_unit_ids`);
 4. the per-unit transforms, :attr:`Source.transforms`, in their order (the
    hook for the preparation steps to come: stops, trip ends, periods);
 5. the private notes (:func:`say_prepared`): what was read, dropped and clipped.
@@ -141,7 +141,7 @@ def prepare(
             box = _box(source, X.shape[1], X, stacklevel + 1)
             if box.proj is not None:
                 X = box.proj.forward(X)
-            units = None if source.units is None else check_units(source.units, X)
+            units = None if source.units is None else check_unit_ids(source.units, X)
             pts = Points(X, None, box.lower, box.upper, box.proj, None, units, None, None, box.meta)
         pts = apply_transforms(pts, source.transforms)
         if notes is not None and source.read is not None:
@@ -197,7 +197,8 @@ def _distributed(source: Source, eta: float, backend: Any) -> Points:
     d = n_features_of(source, backend)
     check_columns(d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=source.columns)
     box = _box(source, d, None)
-    units = None if source.units is None and unit is None else check_units(unit or source.units, source.data)
+    given = unit if unit is not None else source.units
+    units = None if given is None else check_unit_ids(given, source.data)
     return Points(source.data, source.columns, box.lower, box.upper, None, None, units, unit, None, box.meta)
 
 
@@ -352,7 +353,7 @@ def geo_columns_hint(names: Sequence[str] | None) -> str:
     return "--columns LON LAT"
 
 
-def check_units(units: Any, X: Any) -> Any:
+def check_unit_ids(units: Any, X: Any) -> Any:
     """The units of in-memory rows as a 1-D array of one id per row (a
     column name is passed on to a distributed backend). Public checks only:
     the shape and the type, never the values."""
