@@ -59,5 +59,10 @@ class Points:
 #: It takes the prepared points (in memory, in the fit's coordinates, km with
 #: ``--geo``) and returns new ones, e.g. with one row per detected stop.
 #: It must be a per-unit rule: what it makes of one unit's rows may depend on
-#: those rows and on public parameters only, never on another unit's rows.
+#: those rows and on public parameters only, never on another unit's rows
+#: (then adding or removing a unit changes only that unit's output rows, and
+#: the contribution bound after it keeps the release's sensitivity). It must
+#: not fail on any rows: a row it cannot use is dropped, never fatal, so that
+#: whether a release happens cannot hinge on one record. Errors it raises are
+#: seen by the data owner only if they quote no value read from the data.
 Transform = Callable[[Points], Points]
