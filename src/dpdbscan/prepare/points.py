@@ -63,6 +63,6 @@ class Points:
 #: (then adding or removing a unit changes only that unit's output rows, and
 #: the contribution bound after it keeps the release's sensitivity). It must
 #: not fail on any rows: a row it cannot use is dropped, never fatal, so that
-#: whether a release happens cannot hinge on one record. Errors it raises are
-#: seen by the data owner only if they quote no value read from the data.
+#: whether a release happens cannot hinge on one record; an error it raises on
+#: public input (a bad option) quotes no value read from the data.
 Transform = Callable[[Points], Points]
