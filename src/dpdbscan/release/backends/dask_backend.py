@@ -301,7 +301,9 @@ def _pairs(grid: Grid, X: np.ndarray, units: Any, keep: np.ndarray, kind: str) -
     table = pa.table({_UNIT: units, **{c: words[:, j] for j, c in enumerate(cells)}})
     # a hash aggregation: the order of the pairs does not matter before the shuffle
     counted = table.group_by([_UNIT, *cells], use_threads=False).aggregate([([], "count_all")])
-    return _pairs_frame(counted.rename_columns({"count_all": _COUNT}).select([_UNIT, *cells, _COUNT]), kind)
+    # rename by list: pyarrow before 17 (14 is the oldest supported) takes no mapping
+    names = [_COUNT if n == "count_all" else n for n in counted.column_names]
+    return _pairs_frame(counted.rename_columns(names).select([_UNIT, *cells, _COUNT]), kind)
 
 
 def _frame_pairs(grid, frame, columns, unit, kind):
