@@ -15,8 +15,9 @@ import argparse
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -133,12 +134,12 @@ def check_writable(paths: Iterable[Path | str | None], source: str | None = None
 class WarningSink:
     """Collect warnings and print each distinct one once, as one line."""
 
-    def __init__(self, err):
-        self.err, self.seen = err, set()
+    def __init__(self, err: TextIO) -> None:
+        self.err, self.seen = err, set[str]()
         self._cm = warnings.catch_warnings(record=True)
         self._log: list = []
 
-    def __enter__(self):
+    def __enter__(self) -> WarningSink:
         # the recording list itself: it starts empty, so ``... or []`` would
         # swap in a fresh list and drop every warning
         log = self._cm.__enter__()
@@ -147,7 +148,8 @@ class WarningSink:
         warnings.simplefilter("always")
         return self
 
-    def flush(self):
+    def flush(self) -> None:
+        """Print the warnings recorded since the last flush, each distinct one once."""
         for w in self._log:
             text = " ".join(str(w.message).split())
             if text in self.seen:
@@ -159,7 +161,7 @@ class WarningSink:
             print(f"{mark}dpdbscan: {'PRIVACY WARNING' if loud else 'warning'}: {text}", file=self.err)
         self._log.clear()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.flush()
         self._cm.__exit__(*exc)
 
@@ -173,7 +175,8 @@ def _tokens(values) -> list[str]:
     return [t for v in values or [] for t in str(v).replace(",", " ").split()]
 
 
-def floats(values, option: str) -> list[float]:
+def floats(values: Iterable[object] | None, option: str) -> list[float]:
+    """The numbers of an option's values (commas or spaces between them)."""
     out = []
     for t in _tokens(values):
         try:
@@ -183,7 +186,7 @@ def floats(values, option: str) -> list[float]:
     return out
 
 
-def column_tokens(values):
+def column_tokens(values: Iterable[object] | None) -> list[str] | None:
     """Column names may contain spaces, so only commas split an argument."""
     toks = [t.strip() for v in values or [] for t in str(v).split(",") if t.strip()]
     return toks or None
@@ -270,7 +273,7 @@ def progress_flag(no_progress: bool) -> bool | None:
     return False if no_progress else None
 
 
-def number_or_text(text):
+def number_or_text(text: Any) -> Any:
     """An option that takes a name or a number: the number when it parses, the
     text otherwise (the parameter table refuses what it does not accept)."""
     for convert in (int, float):
@@ -281,7 +284,7 @@ def number_or_text(text):
     return text
 
 
-def border_value(text, *, geo: bool):
+def border_value(text: object, *, geo: bool) -> float | str:
     """--border: 'auto', a number (data units, km with --geo) or a length like 10m."""
     if text is None or str(text) == "auto":
         return "auto"
@@ -293,7 +296,16 @@ def border_value(text, *, geo: bool):
         ) from None
 
 
-def draw_spans_png(model, path, *, dpi=120, size=None, extent=None):
+def draw_spans_png(
+    model: SpanModel,
+    path: Path | str,
+    *,
+    dpi: int = 120,
+    size: tuple[int, int] | None = None,
+    extent: Sequence[float] | None = None,
+) -> None:
+    """The spans' picture (``size`` in pixels, ``extent`` in the model's
+    display units), written to ``path``."""
     ax = plotting.plot_model(model, "spans", size=size, extent=extent, dpi=dpi)
     plotting.save(ax, path, dpi=dpi)
 

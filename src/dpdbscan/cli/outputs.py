@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..geometry import projection
-from ..model import save_geojson, save_model
+from ..model import SpanModel, save_geojson, save_model
 from .common import (
     EXIT_OK,
     EXIT_PARTIAL,
@@ -64,7 +64,9 @@ def out_paths(outputs: Outputs, name: str) -> dict:
     return paths
 
 
-def write_outputs(model, paths, notes: Notes, picture: dict | None = None) -> tuple[list[str], list[str]]:
+def write_outputs(
+    model: SpanModel, paths: dict, notes: Notes, picture: dict | None = None
+) -> tuple[list[str], list[str]]:
     """Write the release (JSON), GeoJSON and PNG, each atomically.
 
     The JSON is written on a second thread (compressing the noisy histogram
