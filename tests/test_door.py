@@ -161,7 +161,7 @@ def dask_scheduler():
     pytest.importorskip("pyarrow")
     with (
         distributed.LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", dashboard_address=None
+            n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as client,
     ):

@@ -70,7 +70,7 @@ def client():
     distributed = pytest.importorskip("distributed")
     with (
         distributed.LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
         ) as c,
         distributed.Client(c) as client,
     ):
