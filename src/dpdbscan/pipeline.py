@@ -26,7 +26,7 @@ from .cells.histogram import NoisyHistogram
 from .exceptions import UtilityWarning
 from .model.build import model_of
 from .model.record import SpanModel
-from .plan.autoplan import Plan
+from .plan.autoplan import Plan, place_candidates, place_extent
 from .plan.forecast import forecast
 from .plan.resolve import Resolved, resolve
 from .post import auto, levels
@@ -146,11 +146,14 @@ def _auto_model(
     union bound; the model's guarantee reports it). The events do not depend
     on MinPts, so choosing MinPts, or one MinPts per span, costs nothing.
     """
+    # geographic mode: spans at the scale of places (public prior, autoplan.PLACE_EXTENT_KM)
+    extent = place_extent(metadata) if p["selection"] == "levels" and plan.min_samples is None else None
+    plan = replace(plan, eps=place_candidates(plan.eps, extent))
     spec: SpanSpec = replace(r.spans, beta=r.spans.beta / len(plan.eps))
     chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
     sel: levels.LevelSpans | None = None
     if p["selection"] == "levels" and plan.min_samples is None and spec.core == "density":
-        sel = levels.select_levels(hist, spec, plan.eps)
+        sel = levels.select_levels(hist, spec, plan.eps, max_extent=extent)
         ladder = levels.ladder(hist)
         alpha = sel.alpha
         m = min((s.min_samples for s in sel.spans), default=ladder[0])
@@ -162,6 +165,10 @@ def _auto_model(
             "min_samples_candidates": ladder,
             **levels.record(sel),
         }
+        if extent is not None:
+            record["max_extent"] = float(extent)
+            for lv, s in zip(record["levels"], sel.spans):
+                lv["fits"] = bool(s.fits)
     else:
         choice = auto.choose_params(
             hist, replace(spec, min_samples=plan.min_samples or 1), plan.eps, plan.min_samples
