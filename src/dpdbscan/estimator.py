@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from .exceptions import PrivacyLeakWarning
+from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
 from .pipeline import fit as fit_release
 from .plan.forecast import Forecast
@@ -20,7 +21,7 @@ from .release.accountant import Accountant
 from .release.backends import Backend, NumpyBackend, resolve_backend
 from .release.backends.base import PointsInput
 from .spec.parameters import PARAMETERS
-from .spec.specs import Seed
+from .spec.specs import ReleaseSpec, Seed
 from .spec.validation import check_array, check_bounds, check_positive, standardised_note
 
 
@@ -145,6 +146,18 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         docs/accuracy.md compares it with the defaults.
     accountant : object with ``check`` and ``spend``, default=None
         A budget accountant (ours or diffprivlib's).
+    ledger : dpdbscan.Ledger, default=None
+        A dataset's lifetime budget in a ledger file
+        (``Ledger(path, dataset)``, made by ``Ledger.create`` or ``dpdbscan
+        ledger init``). ``fit`` reserves the release's cost in the file
+        before the mechanism reads a point, atomically with the check
+        against the budget, and raises ``BudgetExceeded`` (nothing released,
+        no fitted attributes) when the total would exceed it. A constructor
+        parameter like ``accountant``, and never changed by ``fit``: the
+        object is an immutable handle (a path and a name) and the budget
+        lives in the file, so ``clone`` and ``set_params`` copy the handle
+        and every copy charges the same budget; a grid search's fits are all
+        counted. Needs public ``bounds``.
     backend : "numpy", "dask" or an object with ``count``, default="numpy"
         Where the per-cell counts are computed.
 
@@ -231,6 +244,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         max_cells_per_unit: int | Literal["auto"] | None = None,
         max_points_per_cell: int = 1,
         accountant: Accountant | None = None,
+        ledger: Ledger | None = None,
         backend: Backend | Literal["numpy", "dask"] | None = "numpy",
     ) -> None:
         self.eps = eps
@@ -256,6 +270,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.max_cells_per_unit = max_cells_per_unit
         self.max_points_per_cell = max_points_per_cell
         self.accountant = accountant
+        self.ledger = ledger
         self.backend = backend
 
     def _validated(self, stacklevel: int = 3) -> dict[str, Any]:
@@ -284,10 +299,18 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         """
         return self._fit(X, {}, units)
 
-    def _fit(self, X: PointsInput, metadata: dict[str, Any], units: Any = None) -> Self:
+    def _fit(
+        self, X: PointsInput, metadata: dict[str, Any], units: Any = None, command: str = "DPDBSCAN.fit"
+    ) -> Self:
         """:meth:`fit`, with public ``metadata`` for the model (fit_lonlat's
-        projection): the model is made once, with everything it records."""
+        projection): the model is made once, with everything it records.
+        ``command``: what the ledger records as the caller."""
         p = self._validated(stacklevel=4)  # fit -> _fit -> here
+        if p["ledger"] is not None and self.bounds is None:
+            raise ValueError(
+                "a ledger charges differentially private releases, and bounds taken from the data "
+                "void the guarantee: give public bounds=(lower, upper)"
+            )
         names = _feature_names(X)
         backend = resolve_backend(p["backend"])
         pts = prepare(
@@ -296,7 +319,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             backend=None if isinstance(backend, NumpyBackend) else backend,
             stacklevel=3,  # fit -> _fit -> prepare
         )
-        return self._release(pts, p, backend, {**metadata, **pts.meta}, names, stacklevel=4)
+        return self._release(pts, p, backend, {**metadata, **pts.meta}, names, stacklevel=4, command=command)
 
     def _release(
         self,
@@ -306,23 +329,32 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         metadata: dict[str, Any],
         names: np.ndarray | None = None,
         stacklevel: int = 3,
+        command: str = "DPDBSCAN.fit",
     ) -> Self:
         """Release the prepared points ``pts`` (:func:`dpdbscan.prepare.prepare`)
         and set the fitted attributes; ``stacklevel`` places the release's
-        warnings (as for :func:`warnings.warn`, counted from here)."""
+        warnings (as for :func:`warnings.warn`, counted from here);
+        ``command``: what the ledger records as the caller."""
         epsilon, X, units, n_features = p["epsilon"], pts.X, pts.units, pts.d
         lower, upper = pts.lower, pts.upper
-        model = fit_release(
-            X,
-            lower,
-            upper,
-            p,
-            backend=backend,
-            accountant=self.accountant,
-            metadata=metadata,
-            units=units,
-            stacklevel=stacklevel,
-        )
+        charge = _LedgerCharge(p["ledger"], command, p, lower, upper, metadata, units is not None)
+        try:
+            model = fit_release(
+                X,
+                lower,
+                upper,
+                p,
+                backend=backend,
+                accountant=self.accountant,
+                metadata=metadata,
+                units=units,
+                before_release=charge.reserve,
+                stacklevel=stacklevel,
+            )
+        except BaseException:
+            charge.failed()
+            raise
+        charge.written()
         self.spans_ = model
         self.histogram_ = model.histogram
         s = model.spans
@@ -452,7 +484,7 @@ def fit_lonlat(
         The DBSCAN radius: a length such as ``"50m"`` or ``"0.05km"``, a
         number of km, or "auto".
     min_samples, epsilon, **kwargs
-        As for :class:`DPDBSCAN` (``random_state``, ``core``, ...).
+        As for :class:`DPDBSCAN` (``random_state``, ``core``, ``ledger``, ...).
     ref_lat : float, optional
         The public latitude where the projection is exact (default: the box's
         centre).
@@ -485,7 +517,52 @@ def fit_lonlat(
     pts = prepare(source, eta=p["eta"])
     metadata = {**pts.meta, "bounds_source": "public (fit_lonlat bounds)", "eps_text": str(eps)}
     est.bounds = (pts.lower, pts.upper)  # the box the model records, in km
-    return est._release(pts, p, resolve_backend(p["backend"]), metadata).spans_
+    return est._release(pts, p, resolve_backend(p["backend"]), metadata, command="fit_lonlat").spans_
+
+
+class _LedgerCharge:
+    """The estimator's side of a ledger (``ledger=``): reserve the release's
+    cost when the pipeline has resolved it (before a point is read), mark it
+    written once the model is made or failed if the fit raised after
+    reserving (it stays counted). Does nothing without a ledger."""
+
+    def __init__(
+        self,
+        ledger: Ledger | None,
+        command: str,
+        p: dict[str, Any],
+        lower: np.ndarray,
+        upper: np.ndarray,
+        metadata: dict[str, Any],
+        person: bool,
+    ) -> None:
+        self.ledger, self.command, self.person = ledger, command, person
+        skip = ("random_state", "accountant", "ledger", "backend")
+        self.params: dict[str, Any] = {
+            **{k: v for k, v in p.items() if k not in skip},
+            "randomness": "secure" if p["random_state"] is None else "seeded (insecure; seed not stored)",
+            "bounds": {"lower": [float(v) for v in lower], "upper": [float(v) for v in upper]},
+            **{k: metadata[k] for k in ("bounds_degrees", "eps_text") if k in metadata},
+        }
+        self.reservation: Reservation | None = None
+
+    def reserve(self, release: ReleaseSpec) -> None:
+        if self.ledger is None:
+            return
+        self.reservation = self.ledger.reserve(
+            release_cost(release),
+            command=self.command,
+            params=self.params,
+            unit="person" if self.person else "event",
+        )
+
+    def written(self) -> None:
+        if self.reservation is not None:
+            self.reservation.written(())
+
+    def failed(self) -> None:
+        if self.reservation is not None:
+            self.reservation.failed()
 
 
 def _feature_names(X: object) -> np.ndarray | None:

@@ -4,8 +4,9 @@
 
 1. resolve the parameters on the public box (:func:`dpdbscan.plan.resolve.resolve`),
    and say before anything is counted if the fit will be slow;
-2. check the accountant, then release the noisy histogram: the one place the
-   budget is spent (:func:`dpdbscan.release.mechanism.release_histogram`);
+2. check the accountant and hand the release to ``before_release`` (a ledger
+   reserves its cost there), then release the noisy histogram: the one place
+   the budget is spent (:func:`dpdbscan.release.mechanism.release_histogram`);
 3. post-process it into spans (the core test, :mod:`dpdbscan.post`), choosing
    eps and MinPts from the release in the automatic mode;
 4. charge the accountant and return the model (:mod:`dpdbscan.model`).
@@ -16,7 +17,7 @@ Nothing after step 2 reads the points.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -49,6 +50,7 @@ def fit(
     accountant: Accountant | None = None,
     metadata: Mapping[str, Any] | None = None,
     units: Any = None,
+    before_release: Callable[[ReleaseSpec], object] | None = None,
     stacklevel: int = 2,
 ) -> SpanModel:
     """Release DP spans of ``X`` inside the public box ``[lower, upper]`` with
@@ -65,6 +67,10 @@ def fit(
     With ``max_cells_per_unit="auto"`` the release chooses k privately among
     the candidates' releases (:func:`dpdbscan.release.mechanism.release_choosing`);
     the accountant is charged the whole release once, choice included.
+
+    ``before_release``: called with the resolved release (public) after the
+    accountant's check and before the mechanism reads a point; it may refuse
+    by raising (a ledger's reservation, :meth:`dpdbscan.ledger.Ledger.reserve`).
     """
     r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1)
     fc = forecast(r.release, r.spans)
@@ -73,6 +79,8 @@ def fit(
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     if accountant is not None:
         charge(accountant, r.release, spend=False)
+    if before_release is not None:
+        before_release(r.release)
     if r.choices:
         made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
         # the noise is the chosen k's from here on (the stand-in's was the largest k's)

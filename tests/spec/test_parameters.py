@@ -56,6 +56,7 @@ BAD = [
     ("max_empty_cells", 0, None, ValueError),
     ("raise_min_samples", "yes", None, ValueError),
     ("accountant", "mine", None, ValueError),
+    ("ledger", "budget.ledger", None, ValueError),
     ("backend", "spark", "spark", ValueError),
     # issue 13: "auto" is the one word eps and min_samples take; the automatic mode's cap
     ("eps", "automatic", None, TypeError),

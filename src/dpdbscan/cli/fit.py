@@ -41,6 +41,7 @@ from .common import (
     read_options_from_args,
     stem,
 )
+from .ledger import charging
 from .maps import picture_options
 from .outputs import Outputs, out_paths, report, write_outputs
 
@@ -68,9 +69,11 @@ class FitOptions:
     ``bounds_text`` the ``--bounds`` tokens (read as numbers by
     :attr:`bounds`, where the checks want it), ``params`` the privacy and
     optional parameters for the parameter table, ``need_2d`` the options
-    that need two coordinates (``--png``, ``--geojson``) and ``transforms``
+    that need two coordinates (``--png``, ``--geojson``), ``transforms``
     the per-unit preparation steps handed to the door
-    (:attr:`dpdbscan.prepare.Source.transforms`).
+    (:attr:`dpdbscan.prepare.Source.transforms`), ``columns_text`` the
+    ``--columns`` tokens as given, and ``ledger``/``dataset`` the budget
+    ledger a release is charged to (:mod:`dpdbscan.cli.ledger`).
     """
 
     input: str
@@ -95,6 +98,9 @@ class FitOptions:
     progress: bool | None = None
     need_2d: tuple[str, ...] = ()
     transforms: tuple[Transform, ...] = ()
+    columns_text: tuple | None = None
+    ledger: str | None = None
+    dataset: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, need_2d: tuple[str, ...] = ()) -> FitOptions:
@@ -131,6 +137,9 @@ class FitOptions:
             quiet=args.quiet,
             progress=progress_flag(getattr(args, "no_progress", False)),
             need_2d=need_2d,
+            columns_text=None if args.columns is None else tuple(args.columns),
+            ledger=getattr(args, "ledger", None),
+            dataset=getattr(args, "dataset", None),
         )
 
     @property
@@ -343,7 +352,9 @@ def cmd_fit(args: argparse.Namespace, sink: WarningSink) -> int:
     p = check_fit_params(opts)
     notes = Notes(opts.quiet)
     paths = out_paths(outputs, args.name or stem(opts.input))
-    model = fit_model(opts, sink, p, p["min_samples"], notes, preload_png=paths["png"] is not None)
-    written, failed = write_outputs(model, paths, notes, picture)
+    with charging(opts, p, "fit") as charged:  # --ledger: reserved before any record is read
+        model = fit_model(opts, sink, p, p["min_samples"], notes, preload_png=paths["png"] is not None)
+        written, failed = write_outputs(model, paths, notes, picture)
+        charged(model, written)
     print(summary(model))
     return report(written, failed)

@@ -11,6 +11,7 @@ import argparse
 import re
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 from ..geometry import projection
@@ -21,6 +22,7 @@ from ..spec.parameters import check_param
 from .common import EXIT_OK, EXIT_PARTIAL, Notes, WarningSink, stem
 from .common import read_model as load_model
 from .fit import FitOptions, check_fit_params, fit_model
+from .ledger import charging
 from .maps import picture_options
 from .outputs import Outputs, out_paths, write_outputs
 
@@ -48,6 +50,8 @@ _FIT_ONLY = (
     "unit",
     "max_cells_per_unit",
     "max_points_per_cell",
+    "ledger",
+    "dataset",
 )
 
 
@@ -78,6 +82,11 @@ def cmd_sweep(args: argparse.Namespace, sink: WarningSink) -> int:
     notes = Notes(args.quiet)
     outputs = Outputs.from_args(args)
     if args.model is not None:
+        if args.ledger is not None or args.dataset is not None:
+            raise ValueError(
+                "sweep --model re-parameterises a saved release: it spends nothing, so there is "
+                "nothing to charge to --ledger (drop --ledger and --dataset)"
+            )
         defaults = args.option_defaults
         given = [k for k in _FIT_ONLY if getattr(args, k, None) != defaults.get(k)]
         if given:
@@ -112,25 +121,29 @@ def cmd_sweep(args: argparse.Namespace, sink: WarningSink) -> int:
     for _, tag in eps:  # fail on unwritable outputs before spending budget
         for m in values:
             out_paths(outputs, stem_of(tag, m))
-    if args.model is None:
-        base = fit_model(opts, sink, p, values[0], notes)
-    rows, failed_all = [], []
-    for alpha, tag in eps:
-        for m in values:
-            same = alpha == base.grid.alpha and m == base.spec.min_samples
-            model = base if same else with_params(base, eps=alpha, min_samples=m)
-            written, failed = write_outputs(model, out_paths(outputs, stem_of(tag, m)), notes, picture)
-            failed_all += failed
-            rows.append(
-                (
-                    _length(base, alpha),
-                    m,
-                    model.spans.threshold,
-                    model.n_spans,
-                    model.n_core_cells,
-                    written[0],
+    rows, failed_all, files = [], [], []
+    with charging(opts, p, "sweep") if args.model is None else nullcontext(None) as charged:
+        if args.model is None:  # --ledger: reserved before any record is read
+            base = fit_model(opts, sink, p, values[0], notes)
+        for alpha, tag in eps:
+            for m in values:
+                same = alpha == base.grid.alpha and m == base.spec.min_samples
+                model = base if same else with_params(base, eps=alpha, min_samples=m)
+                written, failed = write_outputs(model, out_paths(outputs, stem_of(tag, m)), notes, picture)
+                failed_all += failed
+                files += written
+                rows.append(
+                    (
+                        _length(base, alpha),
+                        m,
+                        model.spans.threshold,
+                        model.n_spans,
+                        model.n_core_cells,
+                        written[0],
+                    )
                 )
-            )
+        if charged is not None:
+            charged(base, files)
     print(
         f"spans for {len(eps)} eps x {len(values)} MinPts from one release (epsilon="
         f"{base.release.epsilon:g}, delta={base.release.delta:g}, made at "

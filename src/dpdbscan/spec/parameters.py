@@ -231,6 +231,13 @@ PARAMETERS: dict[str, Param] = {
         _NO_CLI,
         False,
     ),
+    # a lifetime budget in a ledger file (dpdbscan.ledger.Ledger), charged before the release
+    "ledger": Param(
+        None,
+        (NoneValue(), HasMethods("reserve", "account", what="a dpdbscan.ledger.Ledger")),
+        _NO_CLI,
+        False,
+    ),
     "backend": Param(
         "numpy",
         (NoneValue(), Options("numpy", "dask"), HasMethods("count", what="a backend with count()")),
