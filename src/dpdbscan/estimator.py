@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from .exceptions import PrivacyLeakWarning
+from .geometry.projection import check_lonlat_names
 from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
 from .pipeline import fit as fit_release
@@ -273,11 +274,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.ledger = ledger
         self.backend = backend
 
-    def _validated(self, stacklevel: int = 3) -> dict[str, Any]:
+    def _validated(self, stacklevel: int = 3, unit_name: str | None = None) -> dict[str, Any]:
         """Every parameter checked against the one table (dpdbscan.spec.parameters)."""
         names = [n for n in PARAMETERS if n != "bounds"]
         # a warning (a weak epsilon) points at the line that called fit or forecast
-        return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel)
+        return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel, unit_name=unit_name)
 
     def fit(self, X: PointsInput, y: object = None, *, units: ArrayLike | str | None = None) -> Self:
         """Release DP spans of ``X``. Returns self.
@@ -289,10 +290,14 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             Parquet/CSV files, dask DataFrames or arrays.
         y : ignored
         units : array-like of shape (n_samples,), default=None
-            The privacy unit of each row (a person, a device, a cab): any
-            numbers or strings; a row with a missing unit (None, NaN) is
-            dropped. The release then protects each unit with all its rows
-            (person-level), after bounding its contribution
+            The privacy unit of each row (a person, a device, a cab):
+            numbers, text or bytes; a row with a missing unit (None, NaN,
+            pandas' NA) is dropped. Each id is read on its own, never through
+            a type chosen from the others: a numpy, pandas or pyarrow array
+            by its dtype, a list or an object array id by id (``1`` and
+            ``'1'`` are two units; :mod:`dpdbscan.files.units`). The release
+            then protects each unit with all its rows (person-level), after
+            bounding its contribution
             (``max_cells_per_unit``, ``max_points_per_cell``). With the Dask
             backend: the name of the unit column. None: each row is its own
             unit (event-level).
@@ -305,7 +310,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         """:meth:`fit`, with public ``metadata`` for the model (fit_lonlat's
         projection): the model is made once, with everything it records.
         ``command``: what the ledger records as the caller."""
-        p = self._validated(stacklevel=4)  # fit -> _fit -> here
+        p = self._validated(stacklevel=4, unit_name=_unit_name(units))  # fit -> _fit -> here
         if p["ledger"] is not None and self.bounds is None:
             raise ValueError(
                 "a ledger charges differentially private releases, and bounds taken from the data "
@@ -505,6 +510,10 @@ def fit_lonlat(
         raise ValueError(
             f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, got bounds={bounds!r}"
         )
+    names = _feature_names(lonlat)
+    if names is not None:
+        # public column names that say latitude first: refused before a value is read
+        check_lonlat_names(list(names), fix="fit_lonlat(df[['{lon}', '{lat}']], ...)")
     X = check_array(lonlat)
     if X.shape[1] != 2:
         raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")
@@ -609,6 +618,15 @@ def _check_feature_names(fitted: np.ndarray | None, given: np.ndarray | None) ->
     else:
         detail = "Feature names must be in the same order as they were in fit.\n"
     raise ValueError("The feature names should match those that were passed during fit.\n" + detail)
+
+
+def _unit_name(units: Any) -> str | None:
+    """The public name of the unit column, when the units carry one: a
+    column name (the Dask backend) or a pandas Series' name; never a value."""
+    if isinstance(units, str):
+        return units
+    name = getattr(units, "name", None) if type(units).__module__.split(".")[0] == "pandas" else None
+    return name if isinstance(name, str) and name else None
 
 
 def _not_fitted() -> Exception:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .cells.histogram import NoisyHistogram
-from .exceptions import UtilityWarning
+from .exceptions import PrivateNoteWarning, UtilityWarning
 from .model.build import model_of
 from .model.record import SpanModel
 from .plan.autoplan import Plan, place_candidates, place_extent
@@ -36,8 +36,36 @@ from .post.spans import build_spans
 from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
+from .release.bounding import count_distinct_units
 from .release.mechanism import release_choosing, release_histogram
 from .spec.specs import ReleaseSpec, SpanSpec
+
+#: A delta within this factor of one over the number of units is "not far
+#: below" it: the private note of :func:`_delta_note`.
+DELTA_PER_UNIT_NOTE = 0.1
+
+
+def _delta_note(units: Any, delta: float) -> str | None:
+    """A private note, after the release, when ``delta`` is not far below
+    one over the number of units. That number is private: it must not
+    decide whether a release happens, so it is counted only once the
+    release is made, and only said (docs/privacy.md section 8, 0.3.0). The
+    rows bound the units, so no count is made when even one unit per row
+    would keep delta far below. None for a column name (a distributed
+    backend's units, not counted twice)."""
+    if units is None or isinstance(units, str) or not delta:
+        return None
+    if delta * len(units) < DELTA_PER_UNIT_NOTE:
+        return None
+    n = count_distinct_units(units)
+    if delta * n < DELTA_PER_UNIT_NOTE:
+        return None
+    return (
+        f"delta={delta:g} is not far below one over the number of units in these data (a private "
+        f"figure: {n:,} units, 1/n = {1 / max(n, 1):.2g}); at this delta the release may show what one unit "
+        "did with probability about delta. Choose delta from a public bound on the population "
+        "(docs/parameters.md)"
+    )
 
 
 def fit(
@@ -90,6 +118,9 @@ def fit(
         hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)
     if accountant is not None:
         charge(accountant, r.release, spend=True)
+    note = _delta_note(units, r.release.noise.delta)
+    if note:
+        warnings.warn(note, PrivateNoteWarning, stacklevel=stacklevel + 1)
     meta = dict(metadata or {})
     if r.auto is None:
         spans = build_spans(hist, r.spans)

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from reach import ub_of_core_subcells as _ub_of_core_subcells
 from stats import P_FAIL, cp_lower
 from test_sandwich import _points, covers_clusters, within_relaxed_clusters
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
-from dpdbscan.cells.subcells import SubcellLayout
 from releases import Config as MechanismConfig
 from releases import fit_spans
 from dpdbscan.post.coretests.density import accuracy_margin, ball_weights, dense_weighted_sums
@@ -44,22 +44,6 @@ INSTANCES = dict(
     margin=st.sampled_from([0.0, 1.0, 2.0]),
 )
 STATS = {"checked": 0, "spans": 0, "above_one": 0}
-
-
-def _ub_of_core_subcells(model, grid, counts):
-    """UB(q) = true counts over the cells at minimum distance < alpha of q."""
-    layout = SubcellLayout(grid, model.spec.subcells)
-    k = model.spec.subcells
-    fc = model.grid.decode(model.core_keys)
-    out = np.empty(fc.shape[0], dtype=np.int64)
-    by_pos = {tuple(p): o for p, o in layout.positions}
-    pad = np.pad(counts, grid.reach + 2)
-    for i, c in enumerate(fc):
-        X, pos = c // k, tuple(c % k)
-        offs = grid.offsets if k == 1 else by_pos[pos]
-        idx = X + offs + grid.reach + 2
-        out[i] = pad[tuple(idx.T)].sum()
-    return out
 
 
 @settings(max_examples=60, deadline=None, derandomize=True,

@@ -190,8 +190,10 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
         raise_min_samples=not opts.theoretical_threshold,
     )
     given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
-    p = validated(given, cli=True)
-    units = opts.unit is not None
+    unit = opts.unit
+    # the --unit option's name (public) says what one unit is in the warnings' words
+    p = validated(given, cli=True, unit_name=unit if isinstance(unit, str) and not unit.isdigit() else None)
+    units = unit is not None
     if dry_run and units and p["max_cells_per_unit"] is None:
         check_units({**p, "max_cells_per_unit": 1}, units, cli=True)
     else:

@@ -56,6 +56,7 @@ from .layout import (
     skipped_index_columns,
 )
 from .records import BlockCounts, CsvLayout, unit_missing
+from .units import arrow_type_ok
 
 BlockHook = Callable[[np.ndarray], None]
 
@@ -464,20 +465,11 @@ def _has_parquet_files(path: Path) -> bool:
 
 def _unit_type_ok(t: Any) -> bool:
     """A Parquet column type that can name units: integers, booleans,
-    floats, text or bytes, or a dictionary of them."""
+    floats, text or bytes, or a dictionary of them (as in memory,
+    :func:`dpdbscan.files.units.arrow_type_ok`; a column of nulls only is not)."""
     import pyarrow as pa
 
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    return (
-        pa.types.is_integer(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-    )
+    return arrow_type_ok(t) and not pa.types.is_null(t)
 
 
 class _ParquetSource:

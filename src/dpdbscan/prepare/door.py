@@ -45,7 +45,8 @@ import numpy as np
 from ..cells.grid import MAX_KAPPA, count_neighbours
 from ..files import InputPlan, ReadOptions, open_input
 from ..files.formats import looks_like_unit
-from ..geometry.projection import default_geo_columns
+from ..files.units import read_units
+from ..geometry.projection import check_lonlat_names, default_geo_columns
 from ..spec.validation import check_array
 from .box import Box, public_box, split_bounds
 from .clipping import BlockPrep, note_clipping
@@ -216,6 +217,9 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
     with open_points(source.data, source.read, d=d, geo=source.geo) as plan:
         # the columns are known from public input: refuse a bad layout before any record is read
         check_columns(plan.d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=plan.names)
+        if source.geo:
+            # public names (--columns, a declared header, a Parquet schema) that say latitude first
+            check_lonlat_names(plan.names)
         if bounds is not None:
             split_bounds(bounds, plan.d, source.geo)
         got = plan.read(source.progress, prep)
@@ -354,9 +358,12 @@ def geo_columns_hint(names: Sequence[str] | None) -> str:
 
 
 def check_unit_ids(units: Any, X: Any) -> Any:
-    """The units of in-memory rows as a 1-D array of one id per row (a
-    column name is passed on to a distributed backend). Public checks only:
-    the shape and the type, never the values."""
+    """The units of in-memory rows, one id per row, read before anything is
+    counted or spent (:func:`dpdbscan.files.units.read_units`: each id on
+    its own, never through a type chosen from the others; an id that cannot
+    be read exactly is refused). A column name is passed on to a
+    distributed backend. Public checks only: the shape and the types, never
+    the values."""
     if isinstance(units, str):
         if isinstance(X, np.ndarray):
             raise ValueError(
@@ -366,17 +373,11 @@ def check_unit_ids(units: Any, X: Any) -> Any:
         return units
     if hasattr(units, "toarray") or hasattr(units, "tocsr"):
         raise TypeError("units is a sparse matrix: give one id per row as a 1-D array")
-    arr = np.asarray(units)
-    if arr.ndim == 2 and 1 in arr.shape:
-        arr = arr.ravel()
-    if arr.ndim != 1:
-        raise ValueError(f"units must be one-dimensional, one id per row; got shape {arr.shape}")
-    if arr.dtype.kind in "cmMV":
-        raise TypeError(f"units must be numbers or strings (one id per row), got dtype {arr.dtype}")
+    ids = read_units(units)
     n = getattr(X, "shape", (None,))[0]
-    if n is not None and arr.shape[0] != n:
-        raise ValueError(f"units has {arr.shape[0]} ids but X has {n} rows: give one id per row")
-    return arr
+    if n is not None and len(ids) != n:
+        raise ValueError(f"units has {len(ids)} ids but X has {n} rows: give one id per row")
+    return ids
 
 
 def _are_paths(X: object) -> bool:
