@@ -277,7 +277,7 @@ def fit_model(
             "secure: for research only, do not publish this release",
             file=sys.stderr,
         )
-    with progress("fitting", enabled=opts.progress, unit="it"), warnings.catch_warnings():
+    with progress("fitting", enabled=opts.progress, ticking=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         model = fit_release(
             pts.X,
