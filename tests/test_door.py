@@ -250,7 +250,7 @@ def _ids(units) -> np.ndarray:
 SRC = Path(__file__).resolve().parents[1] / "src" / "dpdbscan"
 #: The functions that turn the argparse namespace into typed records: the
 #: command line's boundary (called only by the commands' entry points).
-CONVERTERS = {"from_args", "read_options_from_args", "picture_options"}
+CONVERTERS = {"from_args", "read_options_from_args", "picture_options", "events_from_args"}
 
 
 def _cli_modules():

@@ -21,9 +21,10 @@ from .prepare import Points, Source, prepare, read_length
 from .release.accountant import Accountant
 from .release.backends import Backend, NumpyBackend, resolve_backend
 from .release.backends.base import PointsInput
-from .spec.parameters import PARAMETERS
+from .spec.parameters import PARAMETERS, check_units
 from .spec.specs import ReleaseSpec, Seed
 from .spec.validation import check_array, check_bounds, check_positive, standardised_note
+from .traces import Stops, TripEnds
 
 
 class DPDBSCAN(ClusterMixin, BaseEstimator):
@@ -106,6 +107,17 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         Person-level releases: at most this many points m of one unit count
         in a cell. A cell's count is then at most m times the number of
         units seen there (with m = 1: the number of people).
+    events : Stops or TripEnds, default=None
+        Person-level releases of places, not passage: count each unit's
+        stops (``Stops(radius, duration)``: runs of its points within
+        ``radius`` of their first point for at least ``duration`` seconds,
+        one point each) or its trip ends (``TripEnds("pickup")``, from a 0/1
+        ``status``) instead of all its rows, before its contribution is
+        bounded. Needs ``units`` and ``times`` in ``fit`` (and ``status``
+        for trip ends); each unit's events come from its own rows alone, so
+        the unit-level guarantee is unchanged (docs/places.md,
+        docs/privacy.md section 1). ``radius`` is in the data's units
+        (km, or text such as "100m", with :func:`fit_lonlat`).
     theta : float, default=None
         Threshold of the sparse histogram; by default the smallest value that
         releases at most ``max_empty_cells`` empty cells in expectation.
@@ -244,6 +256,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         core: Literal["density", "bound"] = "density",
         max_cells_per_unit: int | Literal["auto"] | None = None,
         max_points_per_cell: int = 1,
+        events: Stops | TripEnds | None = None,
         accountant: Accountant | None = None,
         ledger: Ledger | None = None,
         backend: Backend | Literal["numpy", "dask"] | None = "numpy",
@@ -270,6 +283,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.core = core
         self.max_cells_per_unit = max_cells_per_unit
         self.max_points_per_cell = max_points_per_cell
+        self.events = events
         self.accountant = accountant
         self.ledger = ledger
         self.backend = backend
@@ -280,7 +294,15 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         # a warning (a weak epsilon) points at the line that called fit or forecast
         return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel, unit_name=unit_name)
 
-    def fit(self, X: PointsInput, y: object = None, *, units: ArrayLike | str | None = None) -> Self:
+    def fit(
+        self,
+        X: PointsInput,
+        y: object = None,
+        *,
+        units: ArrayLike | str | None = None,
+        times: ArrayLike | None = None,
+        status: ArrayLike | None = None,
+    ) -> Self:
         """Release DP spans of ``X``. Returns self.
 
         Parameters
@@ -301,11 +323,23 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             (``max_cells_per_unit``, ``max_points_per_cell``). With the Dask
             backend: the name of the unit column. None: each row is its own
             unit (event-level).
+        times : array-like of shape (n_samples,), default=None
+            With ``events``: each row's time (unix seconds, ISO 8601 text, or
+            timestamps); a row whose time is missing or unreadable is dropped.
+        status : array-like of shape (n_samples,), default=None
+            With ``events=TripEnds(...)``: each row's 0/1 status (0 free,
+            1 carrying); any other value drops the row.
         """
-        return self._fit(X, {}, units)
+        return self._fit(X, {}, units, times, status)
 
     def _fit(
-        self, X: PointsInput, metadata: dict[str, Any], units: Any = None, command: str = "DPDBSCAN.fit"
+        self,
+        X: PointsInput,
+        metadata: dict[str, Any],
+        units: Any = None,
+        times: Any = None,
+        status: Any = None,
+        command: str = "DPDBSCAN.fit",
     ) -> Self:
         """:meth:`fit`, with public ``metadata`` for the model (fit_lonlat's
         projection): the model is made once, with everything it records.
@@ -316,6 +350,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
                 "a ledger charges differentially private releases, and bounds taken from the data "
                 "void the guarantee: give public bounds=(lower, upper)"
             )
+        _check_events(p, units, times, status, geo="projection" in metadata)
         names = _feature_names(X)
         backend = resolve_backend(p["backend"])
         pts = prepare(
@@ -324,7 +359,17 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             backend=None if isinstance(backend, NumpyBackend) else backend,
             stacklevel=3,  # fit -> _fit -> prepare
         )
-        return self._release(pts, p, backend, {**metadata, **pts.meta}, names, stacklevel=4, command=command)
+        return self._release(
+            pts,
+            p,
+            backend,
+            {**metadata, **pts.meta},
+            names,
+            stacklevel=4,
+            command=command,
+            times=times,
+            status=status,
+        )
 
     def _release(
         self,
@@ -335,11 +380,14 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         names: np.ndarray | None = None,
         stacklevel: int = 3,
         command: str = "DPDBSCAN.fit",
+        times: Any = None,
+        status: Any = None,
     ) -> Self:
         """Release the prepared points ``pts`` (:func:`dpdbscan.prepare.prepare`)
         and set the fitted attributes; ``stacklevel`` places the release's
         warnings (as for :func:`warnings.warn`, counted from here);
-        ``command``: what the ledger records as the caller."""
+        ``command``: what the ledger records as the caller; ``times`` and
+        ``status``: each row's, for ``events`` (the pipeline makes them)."""
         epsilon, X, units, n_features = p["epsilon"], pts.X, pts.units, pts.d
         lower, upper = pts.lower, pts.upper
         charge = _LedgerCharge(p["ledger"], command, p, lower, upper, metadata, units is not None)
@@ -353,6 +401,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
                 accountant=self.accountant,
                 metadata=metadata,
                 units=units,
+                times=times,
+                status=status,
                 before_release=charge.reserve,
                 stacklevel=stacklevel,
             )
@@ -474,6 +524,8 @@ def fit_lonlat(
     epsilon: float = 1.0,
     ref_lat: float | None = None,
     units: ArrayLike | None = None,
+    times: ArrayLike | None = None,
+    status: ArrayLike | None = None,
     **kwargs: Any,
 ) -> SpanModel:
     """Release DP spans of longitude/latitude points, the Python side of
@@ -496,6 +548,10 @@ def fit_lonlat(
     units : array-like of shape (n,), optional
         The privacy unit of each row, as for :meth:`DPDBSCAN.fit` (with
         ``max_cells_per_unit`` among the keyword arguments).
+    times, status : array-like of shape (n,), optional
+        With ``events=Stops("100m", "5min")`` or ``events=TripEnds(...)``
+        among the keyword arguments: as for :meth:`DPDBSCAN.fit`. The stop
+        radius is a length on the ground ("100m") or a number of km.
 
     Returns
     -------
@@ -523,10 +579,29 @@ def fit_lonlat(
     )
     est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon, **kwargs)
     p = est._validated()
+    _check_events(p, units, times, status, geo=True)
     pts = prepare(source, eta=p["eta"])
     metadata = {**pts.meta, "bounds_source": "public (fit_lonlat bounds)", "eps_text": str(eps)}
     est.bounds = (pts.lower, pts.upper)  # the box the model records, in km
-    return est._release(pts, p, resolve_backend(p["backend"]), metadata, command="fit_lonlat").spans_
+    return est._release(
+        pts, p, resolve_backend(p["backend"]), metadata, command="fit_lonlat", times=times, status=status
+    ).spans_
+
+
+def _check_events(p: dict[str, Any], units: Any, times: Any, status: Any, *, geo: bool) -> None:
+    """The events' public checks (``events=``), before X is looked at: units
+    are needed, and each row's time (and status for trip ends); the events'
+    radius is resolved in km with ``geo``."""
+    check_units(p, units is not None)
+    if p["events"] is not None:
+        # public: the user's parameters; refused before X is looked at
+        p["events"] = p["events"].resolved(geo=geo)
+        if times is None:
+            raise ValueError("events= needs each row's time: pass times= to fit()")
+        if p["events"].needs_status and status is None:
+            raise ValueError("events=TripEnds(...) needs each row's 0/1 status: pass status= to fit()")
+        if not isinstance(resolve_backend(p["backend"]), NumpyBackend):
+            raise ValueError("events= (stops, trip ends) run on the numpy backend only, for now")
 
 
 class _LedgerCharge:
@@ -546,9 +621,11 @@ class _LedgerCharge:
         person: bool,
     ) -> None:
         self.ledger, self.command, self.person = ledger, command, person
-        skip = ("random_state", "accountant", "ledger", "backend")
+        skip = ("random_state", "accountant", "ledger", "backend", "events")
         self.params: dict[str, Any] = {
             **{k: v for k, v in p.items() if k not in skip},
+            # public: what each unit's rows become before bounding (a record, not the object)
+            "events": None if p.get("events") is None else p["events"].record(),
             "randomness": "secure" if p["random_state"] is None else "seeded (insecure; seed not stored)",
             "bounds": {"lower": [float(v) for v in lower], "upper": [float(v) for v in upper]},
             **{k: metadata[k] for k in ("bounds_degrees", "eps_text") if k in metadata},

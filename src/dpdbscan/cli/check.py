@@ -74,11 +74,13 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     bounds_in = opts.bounds
     assert bounds_in is not None  # check has no --bounds-from-data
     start = time.perf_counter()
-    source = opts.source()
-    pts = apply_transforms(read_file(source, eta=p["eta"], notes=notes), source.transforms)
+    source = opts.source(notes)
+    pts = read_file(source, eta=p["eta"], notes=notes)
+    say_read(opts.input, pts.X, pts.names, notes)
+    # with --stops or --trip-ends the release counts each unit's events: so does the check
+    pts = apply_transforms(pts, source.transforms)
     read_seconds = time.perf_counter() - start
     counts = pts.counts if pts.counts is not None else clipping_counts(pts.X, pts.lower, pts.upper)
-    say_read(opts.input, pts.X, pts.names, notes)
     lower_in, upper_in = split_bounds(bounds_in, pts.X.shape[1], opts.geo)
     for line in data_lines(pts, counts, lower_in, upper_in, bounds_in):
         notes(line)

@@ -14,7 +14,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
@@ -23,14 +23,16 @@ from ..exceptions import InsecureRandomnessWarning
 from ..files import ReadOptions
 from ..geometry import projection
 from ..model import summary as model_summary
+from ..pipeline import events_of
 from ..pipeline import fit as fit_release
 from ..plan.resolve import check_scale, validated
-from ..prepare import Source, Transform, prepare, project_box, read_length, split_bounds
+from ..prepare import Points, Source, Transform, prepare, project_box, read_length, split_bounds
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..render import plotting
 from ..spec.parameters import check_param, check_units
 from ..spec.validation import standardised_note
+from ..traces import Events, Stops, TripEnds
 from .common import (
     PRIVATE,
     Notes,
@@ -73,7 +75,9 @@ class FitOptions:
     the per-unit preparation steps handed to the door
     (:attr:`dpdbscan.prepare.Source.transforms`), ``columns_text`` the
     ``--columns`` tokens as given, and ``ledger``/``dataset`` the budget
-    ledger a release is charged to (:mod:`dpdbscan.cli.ledger`).
+    ledger a release is charged to (:mod:`dpdbscan.cli.ledger`), ``events``
+    the stops or trip ends each unit's rows become (``--stops``,
+    ``--trip-ends``; read from ``time`` and ``trip_ends``, the columns).
     """
 
     input: str
@@ -101,6 +105,9 @@ class FitOptions:
     columns_text: tuple | None = None
     ledger: str | None = None
     dataset: str | None = None
+    events: Events | None = None
+    time: str | None = None
+    trip_ends: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, need_2d: tuple[str, ...] = ()) -> FitOptions:
@@ -140,6 +147,9 @@ class FitOptions:
             columns_text=None if args.columns is None else tuple(args.columns),
             ledger=getattr(args, "ledger", None),
             dataset=getattr(args, "dataset", None),
+            events=events_from_args(args),
+            time=getattr(args, "time", None),
+            trip_ends=getattr(args, "trip_ends", None),
         )
 
     @property
@@ -150,8 +160,12 @@ class FitOptions:
     def bounds(self) -> list[float] | None:
         return None if self.bounds_text is None else floats(self.bounds_text, "--bounds")
 
-    def source(self) -> Source:
-        """What the door prepares (:func:`dpdbscan.prepare.prepare`)."""
+    def source(self, notes: Notes | None = None) -> Source:
+        """What the door prepares (:func:`dpdbscan.prepare.prepare`): with
+        ``events``, the trace's columns and the step that makes each unit's
+        events (its private note to ``notes``) after the door's own."""
+        events = self.events
+        steps = self.transforms + (() if events is None else (events_step(events, notes),))
         return Source(
             self.input,
             read=self.read,
@@ -163,7 +177,9 @@ class FitOptions:
             cli=True,
             need_2d=self.need_2d,
             progress=self.progress,
-            transforms=self.transforms,
+            transforms=steps,
+            time_column=None if events is None else self.time,
+            status_column=self.trip_ends if events is not None and events.needs_status else None,
         )
 
 
@@ -188,6 +204,7 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
         random_state=opts.seed,
         backend=opts.backend,
         raise_min_samples=not opts.theoretical_threshold,
+        events=opts.events,
     )
     given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
     unit = opts.unit
@@ -204,6 +221,11 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
     for m in opts.min_samples:
         if m is not None:
             check_param("min_samples", m, cli=True)
+    if p["events"] is not None and opts.backend == "dask":
+        raise ValueError(
+            "--stops and --trip-ends read each unit's trace in time order; the Dask backend "
+            "shuffles (unit, cell) counts, not points, so it cannot yet: use --backend numpy"
+        )
     if opts.ref_lat is not None and not opts.geo:
         raise ValueError("--ref-lat only applies with --geo")
     if opts.scheduler and opts.backend != "dask":
@@ -217,6 +239,52 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
         raise ValueError("give either --bounds or --bounds-from-data, not both")
     _check_scale_early(opts, p)
     return p
+
+
+def events_from_args(args: argparse.Namespace, *, reads: bool = True) -> Events | None:
+    """``--stops`` or ``--trip-ends`` as a resolved transformation (public:
+    the options alone), or None; refused with a message naming the option
+    before any file is read. ``reads``: the command reads data, so the
+    transformation needs ``--time``."""
+    stops, ends_col = getattr(args, "stops", None), getattr(args, "trip_ends", None)
+    time_col, ends = getattr(args, "time", None), getattr(args, "ends", None)
+    if stops is not None and ends_col is not None:
+        raise ValueError("give --stops or --trip-ends, not both (one release counts one kind of place)")
+    if ends is not None and ends_col is None:
+        raise ValueError("--ends goes with --trip-ends COLUMN")
+    if stops is None and ends_col is None:
+        if time_col is not None:
+            raise ValueError("--time is read only for --stops or --trip-ends")
+        return None
+    if reads and time_col is None:
+        raise ValueError(
+            f"{'--stops' if stops is not None else '--trip-ends'} needs --time COLUMN: each unit's "
+            "points are read in time order"
+        )
+    geo = bool(getattr(args, "geo", False))
+    try:
+        if stops is not None:
+            return Stops(*stops).resolved(geo=geo)
+        return TripEnds(ends or "pickup").resolved(geo=geo)
+    except ValueError as exc:
+        raise ValueError(f"{'--stops' if stops is not None else '--ends'}: {exc}") from None
+
+
+def events_step(events: Events, notes: Notes | None = None) -> Transform:
+    """The door's per-unit step of ``--stops`` or ``--trip-ends``
+    (:data:`dpdbscan.prepare.Transform`): each unit's stops or trip ends, one
+    row each, from its own rows alone (:func:`dpdbscan.pipeline.events_of`,
+    the estimator's too), with a private note of how many."""
+
+    def step(pts: Points) -> Points:
+        n_rows = pts.X.shape[0]
+        X, units = events_of(events, pts.X, pts.units, pts.times, pts.status)
+        what = "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
+        if notes is not None:
+            notes(f"{X.shape[0]:,} {what} of the units found in {n_rows:,} rows are counted")
+        return replace(pts, X=X, units=units, counts=None, times=None, status=None)
+
+    return step
 
 
 def _check_scale_early(opts: FitOptions, p: dict) -> None:
@@ -263,11 +331,16 @@ def fit_model(
             meta["unit_column"] = pts.unit_name  # public: the option
         meta.update(pts.meta)
     else:
-        pts = prepare(opts.source(), eta=p["eta"], notes=notes)
+        pts = prepare(opts.source(notes), eta=p["eta"], notes=notes)
         meta.update(pts.meta)
         if pts.unit_name is not None:
             meta["unit_column"] = pts.unit_name  # public: the option, from the header or schema
     meta["columns"] = list(pts.names) if pts.names else None
+    if opts.events is not None:
+        # public: the options and the declared header or schema's names
+        meta["events"] = {**opts.events.record(), "time_column": str(opts.time)}
+        if opts.events.needs_status:
+            meta["events"]["status_column"] = str(opts.trip_ends)
 
     if preload_png:
         preload_matplotlib()
@@ -283,7 +356,8 @@ def fit_model(
             pts.X,
             pts.lower,
             pts.upper,
-            {**p, "min_samples": min_samples},
+            # the events are made by the door (events_step), once
+            {**p, "min_samples": min_samples, "events": None},
             backend=backend,
             metadata=meta,
             units=pts.units,

@@ -12,8 +12,9 @@ from ..model.codec import jsonable
 from ..plan.resolve import forecast_of, validated
 from ..prepare import project_box, read_length, split_bounds
 from ..spec.validation import check_positive
+from ..traces import event_words
 from .common import EXIT_OK, ArgTarget, WarningSink, border_value, floats, number_or_text
-from .fit import PRIVACY_OPTIONS
+from .fit import PRIVACY_OPTIONS, events_from_args
 from .options import DEFAULTS, add_unit_options
 
 EXAMPLES = """examples:
@@ -138,6 +139,13 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
         max_points_per_cell=args.max_points_per_cell,
     )
     p = validated(values, cli=True)
+    # --stops / --trip-ends: public; with them the counts are each unit's events
+    events = events_from_args(args, reads=False)
+    if events is not None and p["max_cells_per_unit"] is None:
+        raise ValueError(
+            "--stops and --trip-ends count each unit's stops or trip ends: a person-level release; "
+            "give --max-cells-per-unit K (as fit needs --unit COLUMN with it)"
+        )
     n = None if args.n_expected is None else check_positive("--n-expected", args.n_expected)
     n_units = None
     if args.n_units_expected is not None:
@@ -159,7 +167,10 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
         _, lower, upper = project_box(lower, upper, args.ref_lat)
     fc = forecast_of(p, lower, upper, n_expected=n, n_units_expected=n_units, eps_ladder=ladder, cli=True)
     if args.json:
-        print(json.dumps(jsonable(fc.to_dict()), indent=2, allow_nan=False))
+        out = jsonable(fc.to_dict())
+        if events is not None:
+            out["events"] = events.record()
+        print(json.dumps(out, indent=2, allow_nan=False))
         return EXIT_OK
     length = projection.format_km if geo else (lambda v: f"{v:g}")
     level = "" if fc.units is None else ", person-level"
@@ -167,6 +178,11 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
         f"forecast for eps={length(fc.eps)}, min_samples={fc.min_samples:g}, "
         f"epsilon={fc.epsilon:g}{level} (public inputs only; nothing is read or spent)"
     )
+    if events is not None:
+        print(
+            f"counts  : {event_words(events.record(), length)}; --n-expected is then your guess of "
+            "the number of those points"
+        )
     short, volume = _formats(geo, fc.d)
     for line in fc.lines(length=short, volume=volume):
         print(line)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..cells.grid import MAX_KAPPA, count_neighbours
-from ..files import InputPlan, ReadOptions, open_input
+from ..files import InputPlan, ReadOptions, open_input, read_columns
 from ..files.formats import looks_like_unit
 from ..files.units import read_units
 from ..geometry.projection import check_lonlat_names, default_geo_columns
@@ -94,6 +94,11 @@ class Source:
         bounds each unit's contribution. Each must treat one unit's rows
         alone (see :data:`~dpdbscan.prepare.points.Transform`). In-memory
         points only.
+    time_column, status_column : str, optional
+        A trace's time and 0/1 status columns of a file (names or 0-based
+        indices), read row for row with the points into
+        :attr:`Points.times <dpdbscan.prepare.points.Points>` and ``status``
+        for the steps above (``--time``, ``--trip-ends``).
     """
 
     data: Any
@@ -108,6 +113,8 @@ class Source:
     need_2d: tuple[str, ...] = ()
     progress: bool | None = None
     transforms: tuple[Transform, ...] = ()
+    time_column: str | None = None
+    status_column: str | None = None
 
     @property
     def columns(self) -> list[str] | None:
@@ -217,6 +224,7 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
     with open_points(source.data, source.read, d=d, geo=source.geo) as plan:
         # the columns are known from public input: refuse a bad layout before any record is read
         check_columns(plan.d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=plan.names)
+        _check_trace_columns(source, plan.schema_names)
         if source.geo:
             # public names (--columns, a declared header, a Parquet schema) that say latitude first
             check_lonlat_names(plan.names)
@@ -227,6 +235,18 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         for line in got.notes():
             notes(line)
     X, names = got.X, got.names
+    times = status = None
+    if source.time_column is not None:
+        # the trace's time and status: a second pass, row for row with the points
+        times, status = read_columns(
+            source.data,
+            _token(source.time_column),
+            None if source.status_column is None else _token(source.status_column),
+            source.read,
+            d=d,
+            choose=_chooser(source.geo),
+            progress=source.progress,
+        )
     box = _box(source, X.shape[1], X)
     counts = None if prep is None else prep.result(X.shape[0])
     if box.proj is not None and counts is None:
@@ -243,7 +263,24 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         got.unit_name,
         plan.schema_names,
         box.meta,
+        times,
+        status,
     )
+
+
+def _token(column: str | int) -> str | int:
+    return int(column) if str(column).isdigit() else column
+
+
+def _check_trace_columns(source: Source, schema_names: Sequence[str] | None) -> None:
+    """Refuse, before any record is read, a time or status column that a
+    declared header or schema does not have (public names)."""
+    wanted = (("--time", source.time_column), ("--trip-ends", source.status_column))
+    for option, col in wanted:
+        if col is None or schema_names is None:
+            continue
+        if str(col) not in map(str, schema_names) and not str(col).isdigit():
+            raise ValueError(f"{source.data}: {option} {col!r} is not a column of the file")
 
 
 def apply_transforms(pts: Points, transforms: Sequence[Transform]) -> Points:
@@ -268,12 +305,19 @@ def open_points(
     model's own (``preferred``) or, with ``geo``, those named like
     longitude and latitude."""
 
+    return open_input(path, read, d=d, choose=_chooser(geo, preferred))
+
+
+def _chooser(geo: bool, preferred: Sequence[str] | None = None) -> Any:
+    """The default columns of a declared header or schema: a model's own
+    (``preferred``), else with ``geo`` those named like longitude and latitude."""
+
     def choose(names, numeric):
         if preferred and all(c in names for c in preferred):
             return list(preferred)
         return default_geo_columns(names) if geo else None
 
-    return open_input(path, read, d=d, choose=choose)
+    return choose
 
 
 def declared_dimension(

@@ -28,7 +28,10 @@ class Points:
     and ``unit_name`` its column;
     ``names`` the coordinate columns and ``schema_names`` every column's
     name from a declared header or schema (None: none declared). ``meta``
-    is what the model records about the box (public).
+    is what the model records about the box (public). ``times`` and
+    ``status``: a trace's time and 0/1 status columns as read (row for row
+    with ``X``; None unless :attr:`~dpdbscan.prepare.door.Source.time_column`
+    asks for them), for the per-unit steps that make stops or trip ends.
 
     Private but for the box, the names and ``meta``.
     """
@@ -43,6 +46,8 @@ class Points:
     unit_name: str | None = None
     schema_names: list | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    times: Any = None
+    status: Any = None
 
     @property
     def d(self) -> int:
