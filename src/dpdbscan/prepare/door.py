@@ -25,9 +25,10 @@ Adding a preparation step: write it as a :data:`~dpdbscan.prepare.points.Transfo
 (a function of the prepared points that returns new ones, one unit at a time)
 and append it to :attr:`Source.transforms` where the caller builds its
 :class:`Source` (the command line's :func:`dpdbscan.cli.fit.source_of`, the
-estimator's ``fit``). A step that needs another column (a time) adds a field
-to :class:`~dpdbscan.files.ReadOptions` (read by the reader beside the unit)
-and to :class:`~dpdbscan.prepare.points.Points`.
+estimator's ``fit``). A step that reads another column names it in the
+:class:`Source` (``time_column``, ``status_column``: read beside the points
+into ``Points.times`` and ``Points.status``); the worked example is
+``--stops``/``--trip-ends`` (:func:`dpdbscan.cli.fit.events_step`).
 """
 
 from __future__ import annotations
