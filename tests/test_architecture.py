@@ -3,8 +3,10 @@
 planning from public inputs (``spec``, ``plan``) -> the release (``release``:
 the only package that reads points or draws noise) -> post-processing
 (``post``) -> the model (``model``) -> pictures (``render``); ``ledger``
-keeps budgets across runs (public facts only); ``files`` reads
-points files; ``cells``, ``geometry`` and ``laws`` are the public structures and
+keeps budgets across runs (public facts only); ``files`` reads points files
+and ``prepare`` is the one door the private input comes through before the
+release (the points, the units, the public box, the projection);
+``cells``, ``geometry`` and ``laws`` are the public structures and
 mathematics every stage shares. This test parses every module with ``ast``
 (top-level, function-level and ``TYPE_CHECKING`` imports alike) and fails on
 
@@ -36,6 +38,7 @@ LAYERS = {
     "base": {"exceptions", "_optional", "progress", "files"},
     "shared": {"cells", "geometry", "laws", "traces"},
     "spec": {"spec"},
+    "prepare": {"prepare"},
     "post": {"post"},
     "plan": {"plan"},
     "release": {"release"},
@@ -50,6 +53,7 @@ MAY_IMPORT = {
     "base": {"base"},
     "shared": {"base", "shared"},
     "spec": {"base", "shared", "spec"},
+    "prepare": _BELOW_POST | {"prepare"},
     "post": _BELOW_POST | {"post"},
     "plan": _BELOW_POST | {"post", "plan"},
     "release": _BELOW_POST | {"release"},

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .cli.common import PRIVATE
 from .estimator import DPDBSCAN
 from .model import save_geojson, save_model, summary
+from .prepare.notes import PRIVATE
 from .render import plotting
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
-import os
 import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, NoReturn, Self
@@ -13,25 +11,19 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from .exceptions import PrivacyLeakWarning
-from .files.units import read_units
-from .geometry.projection import Equirectangular, check_lonlat_names, parse_length
+from .geometry.projection import check_lonlat_names
 from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
 from .pipeline import fit as fit_release
 from .plan.forecast import Forecast
 from .plan.resolve import forecast_of, validated
+from .prepare import Points, Source, prepare, read_length
 from .release.accountant import Accountant
 from .release.backends import Backend, NumpyBackend, resolve_backend
 from .release.backends.base import PointsInput
 from .spec.parameters import PARAMETERS, check_units
 from .spec.specs import ReleaseSpec, Seed
-from .spec.validation import (
-    bounds_from_data,
-    check_array,
-    check_bounds,
-    check_positive,
-    standardised_note,
-)
+from .spec.validation import check_array, check_bounds, check_positive, standardised_note
 from .traces import Stops, TripEnds
 
 
@@ -358,37 +350,46 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
                 "a ledger charges differentially private releases, and bounds taken from the data "
                 "void the guarantee: give public bounds=(lower, upper)"
             )
-        check_units(p, units is not None)
-        if p["events"] is not None:
-            # public: the user's parameters; refused before X is looked at
-            p["events"] = p["events"].resolved(geo="projection" in metadata)
-            if times is None:
-                raise ValueError("events= needs each row's time: pass times= to fit()")
-            if p["events"].needs_status and status is None:
-                raise ValueError("events=TripEnds(...) needs each row's 0/1 status: pass status= to fit()")
-            if not isinstance(resolve_backend(p["backend"]), NumpyBackend):
-                raise ValueError("events= (stops, trip ends) run on the numpy backend only, for now")
+        _check_events(p, units, times, status, geo="projection" in metadata)
         names = _feature_names(X)
-        epsilon = p["epsilon"]
         backend = resolve_backend(p["backend"])
-        if (
-            isinstance(backend, NumpyBackend)
-            or isinstance(X, np.ndarray)
-            or (isinstance(X, (list, tuple)) and not _are_paths(X))
-        ):
-            X = check_array(X)
-            n_features = X.shape[1]
-        else:
-            n_features = _n_features_of(X, self.bounds, backend, units if isinstance(units, str) else None)
-        if self.bounds is None:
-            if not isinstance(X, np.ndarray):
-                raise ValueError("bounds are required with a distributed backend")
-            lower, upper = bounds_from_data(X)
-        else:
-            lower, upper = check_bounds(self.bounds, n_features)
-        if units is not None:
-            units = _check_units(units, X)
+        pts = prepare(
+            Source(X, bounds=self.bounds, units=units),
+            eta=p["eta"],
+            backend=None if isinstance(backend, NumpyBackend) else backend,
+            stacklevel=3,  # fit -> _fit -> prepare
+        )
+        return self._release(
+            pts,
+            p,
+            backend,
+            {**metadata, **pts.meta},
+            names,
+            stacklevel=4,
+            command=command,
+            times=times,
+            status=status,
+        )
 
+    def _release(
+        self,
+        pts: Points,
+        p: dict[str, Any],
+        backend: Backend,
+        metadata: dict[str, Any],
+        names: np.ndarray | None = None,
+        stacklevel: int = 3,
+        command: str = "DPDBSCAN.fit",
+        times: Any = None,
+        status: Any = None,
+    ) -> Self:
+        """Release the prepared points ``pts`` (:func:`dpdbscan.prepare.prepare`)
+        and set the fitted attributes; ``stacklevel`` places the release's
+        warnings (as for :func:`warnings.warn`, counted from here);
+        ``command``: what the ledger records as the caller; ``times`` and
+        ``status``: each row's, for ``events`` (the pipeline makes them)."""
+        epsilon, X, units, n_features = p["epsilon"], pts.X, pts.units, pts.d
+        lower, upper = pts.lower, pts.upper
         charge = _LedgerCharge(p["ledger"], command, p, lower, upper, metadata, units is not None)
         try:
             model = fit_release(
@@ -403,7 +404,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
                 times=times,
                 status=status,
                 before_release=charge.reserve,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
         except BaseException:
             charge.failed()
@@ -433,7 +434,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         # stored, so that it cannot change whether a release happens or what it holds
         note = standardised_note(X) if isinstance(X, np.ndarray) else None
         if note:
-            warnings.warn(note, PrivacyLeakWarning, stacklevel=2)
+            warnings.warn(note, PrivacyLeakWarning, stacklevel=stacklevel - 1)
         return self
 
     def forecast(
@@ -565,8 +566,6 @@ def fit_lonlat(
         raise ValueError(
             f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, got bounds={bounds!r}"
         )
-    lower, upper = [float(v) for v in bounds[:2]], [float(v) for v in bounds[2:]]
-    proj = Equirectangular.from_bounds(lower, upper, ref_lat)  # refuses a box that cannot be lon/lat
     names = _feature_names(lonlat)
     if names is not None:
         # public column names that say latitude first: refused before a value is read
@@ -574,17 +573,35 @@ def fit_lonlat(
     X = check_array(lonlat)
     if X.shape[1] != 2:
         raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")
-    km: float | Literal["auto"] = "auto" if eps == "auto" else parse_length(eps, geo=True)
-    est = DPDBSCAN(
-        km, min_samples=min_samples, epsilon=epsilon, bounds=proj.project_bounds(lower, upper), **kwargs
+    km = read_length(eps, geo=True, auto=True)
+    source = Source(
+        X, bounds=[float(v) for v in bounds], flat_bounds=True, geo=True, ref_lat=ref_lat, units=units
     )
-    metadata = {
-        "projection": proj.to_dict(),
-        "bounds_degrees": {"lower": lower, "upper": upper},
-        "bounds_source": "public (fit_lonlat bounds)",
-        "eps_text": str(eps),
-    }
-    return est._fit(proj.forward(X), metadata, units, times, status, command="fit_lonlat").spans_
+    est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon, **kwargs)
+    p = est._validated()
+    _check_events(p, units, times, status, geo=True)
+    pts = prepare(source, eta=p["eta"])
+    metadata = {**pts.meta, "bounds_source": "public (fit_lonlat bounds)", "eps_text": str(eps)}
+    est.bounds = (pts.lower, pts.upper)  # the box the model records, in km
+    return est._release(
+        pts, p, resolve_backend(p["backend"]), metadata, command="fit_lonlat", times=times, status=status
+    ).spans_
+
+
+def _check_events(p: dict[str, Any], units: Any, times: Any, status: Any, *, geo: bool) -> None:
+    """The events' public checks (``events=``), before X is looked at: units
+    are needed, and each row's time (and status for trip ends); the events'
+    radius is resolved in km with ``geo``."""
+    check_units(p, units is not None)
+    if p["events"] is not None:
+        # public: the user's parameters; refused before X is looked at
+        p["events"] = p["events"].resolved(geo=geo)
+        if times is None:
+            raise ValueError("events= needs each row's time: pass times= to fit()")
+        if p["events"].needs_status and status is None:
+            raise ValueError("events=TripEnds(...) needs each row's 0/1 status: pass status= to fit()")
+        if not isinstance(resolve_backend(p["backend"]), NumpyBackend):
+            raise ValueError("events= (stops, trip ends) run on the numpy backend only, for now")
 
 
 class _LedgerCharge:
@@ -687,61 +704,6 @@ def _unit_name(units: Any) -> str | None:
         return units
     name = getattr(units, "name", None) if type(units).__module__.split(".")[0] == "pandas" else None
     return name if isinstance(name, str) and name else None
-
-
-def _check_units(units: Any, X: Any) -> Any:
-    """The units of in-memory rows, one id per row, read before anything is
-    counted or spent (:func:`dpdbscan.files.units.read_units`: each id on
-    its own, never through a type chosen from the others; an id that cannot
-    be read exactly is refused). A column name is passed on to a
-    distributed backend. Public checks only: the shape and the types, never
-    the values."""
-    if isinstance(units, str):
-        if isinstance(X, np.ndarray):
-            raise ValueError(
-                f"units must hold one id per row of X; a column name (units={units!r}) is only "
-                "understood by the Dask backend. Pass the column itself, e.g. units=df[name]"
-            )
-        return units
-    if hasattr(units, "toarray") or hasattr(units, "tocsr"):
-        raise TypeError("units is a sparse matrix: give one id per row as a 1-D array")
-    ids = read_units(units)
-    n = getattr(X, "shape", (None,))[0]
-    if n is not None and len(ids) != n:
-        raise ValueError(f"units has {len(ids)} ids but X has {n} rows: give one id per row")
-    return ids
-
-
-def _are_paths(X: object) -> bool:
-    return isinstance(X, (str, os.PathLike)) or (
-        isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(p, (str, os.PathLike)) for p in X)
-    )
-
-
-def _n_features_of(
-    X: PointsInput,
-    bounds: tuple[ArrayLike, ArrayLike] | None,
-    backend: Backend | None = None,
-    unit: str | None = None,
-) -> int:
-    """Number of coordinates of non-numpy X: the backend's column rule first
-    (it knows which columns it will read; ``unit``, the unit column, is not
-    one), then shape, columns or bounds."""
-    counter = getattr(backend, "n_features", None)
-    if callable(counter):
-        n = counter(X) if unit is None else counter(X, unit=unit)
-        if isinstance(n, numbers.Integral):
-            return int(n)
-    shape = getattr(X, "shape", None)
-    if shape is not None and len(shape) == 2 and isinstance(shape[1], numbers.Integral):
-        return int(shape[1])
-    cols = getattr(X, "columns", None)
-    if cols is not None:
-        return len(cols)
-    if bounds is not None:
-        lo = np.atleast_1d(np.asarray(bounds[0]))
-        return lo.size
-    raise ValueError("cannot tell the number of features of X; pass bounds")
 
 
 def _not_fitted() -> Exception:

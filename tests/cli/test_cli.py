@@ -541,12 +541,12 @@ def test_outputs_are_written_atomically(capsys, blobs_csv, tmp_path):
 
 
 def test_a_failed_picture_keeps_the_release(capsys, blobs_csv, tmp_path, monkeypatch):
-    from dpdbscan.cli import fit as fit_cmd
+    from dpdbscan.cli import outputs
 
     def broken(model, path):
         raise RuntimeError("no fonts")
 
-    monkeypatch.setattr(fit_cmd, "_draw_spans_png", broken)
+    monkeypatch.setattr(outputs, "draw_spans_png", broken)
     rc, out, err = fit_blobs(capsys, blobs_csv, tmp_path)
     assert rc == 1
     assert load_model(tmp_path / "blobs.spans.json").n_spans == 2
@@ -560,9 +560,9 @@ def test_a_failed_release_leaves_no_picture_or_geojson(capsys, blobs_csv, tmp_pa
     def broken(model, path, include_histogram=True):
         raise OSError(28, "No space left on device")
 
-    import dpdbscan.cli.fit as fit_cli
+    import dpdbscan.cli.outputs as outputs
 
-    monkeypatch.setattr(fit_cli, "save_model", broken)
+    monkeypatch.setattr(outputs, "save_model", broken)
     rc, out, err = fit_blobs(capsys, blobs_csv, tmp_path / "o")
     assert rc == 2 and "No space left" in err
     assert list((tmp_path / "o").iterdir()) == []
@@ -571,7 +571,7 @@ def test_a_failed_release_leaves_no_picture_or_geojson(capsys, blobs_csv, tmp_pa
 def test_prepared_blocks_equal_the_whole_array(tmp_path):
     """fit projects and counts clipped rows block by block on the reading
     threads; the result is the same array and the same counts."""
-    from dpdbscan.cli.fit import BlockPrep, clipping_counts
+    from dpdbscan.prepare.clipping import BlockPrep, clipping_counts
     from dpdbscan.files import read_input
 
     rng = np.random.default_rng(3)

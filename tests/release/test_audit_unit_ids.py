@@ -35,7 +35,7 @@ import pytest
 from stats import BOUNDS_PER_EVENT, EventAudit
 
 from dpdbscan import DPDBSCAN
-from dpdbscan import estimator as estimator_module
+from dpdbscan.prepare import door as door_module
 from dpdbscan.exceptions import UtilityWarning
 from dpdbscan.release import bounding
 
@@ -111,7 +111,7 @@ def test_one_float_id_does_not_move_the_crowds_count():
 
 def test_the_audit_sees_ids_typed_together(monkeypatch):
     """Power: the reading before the fix (numpy types the list as a whole)."""
-    monkeypatch.setattr(estimator_module, "read_units", np.asarray)
+    monkeypatch.setattr(door_module, "read_units", np.asarray)
     monkeypatch.setattr(bounding, "read_units", np.asarray)
     assert _audit(B_QUICK, 2, 27_000, "typed together") > 2 * EPSILON
 

@@ -22,12 +22,15 @@ from collections.abc import Callable
 import numpy as np
 
 from ..cells.grid import Grid
-from ..geometry import projection as _geo
+from ..geometry import projection
 from ..plan.forecast import fit_cost
 from ..plan.resolve import forecast_of
+from ..prepare import Points, split_bounds
+from ..prepare.clipping import clipping_counts, outside_hint, rows_all
+from ..prepare.door import apply_transforms, read_file, say_read
 from ..release.bounding import BoundingKey, factorize, pairs_of
-from .common import EXIT_OK, ArgTarget, Notes, _column_tokens, _floats, _say_read, _split_bounds, _Warnings
-from .fit import Points, _rows_all, check_fit_params, clipping_counts, outside_hint, read_points, with_events
+from .common import EXIT_OK, ArgTarget, Notes, WarningSink
+from .fit import FitOptions, check_fit_params
 from .options import (
     add_dbscan_options,
     add_domain_options,
@@ -64,21 +67,24 @@ def add_arguments(p: ArgTarget) -> None:
     p.set_defaults(seed=None, backend="numpy", scheduler=None, bounds_from_data=False)
 
 
-def cmd_check(args: argparse.Namespace, sink: _Warnings) -> int:
-    p = check_fit_params(args, dry_run=True)
-    notes = Notes(args.quiet)
-    bounds_in = _floats(args.bounds, "--bounds")
+def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
+    opts = FitOptions.from_args(args)
+    p = check_fit_params(opts, dry_run=True)
+    notes = Notes(opts.quiet)
+    bounds_in = opts.bounds
+    assert bounds_in is not None  # check has no --bounds-from-data
     start = time.perf_counter()
-    pts = read_points(args, p, notes, bounds_in, _column_tokens(args.columns))
-    _say_read(args.input, pts.X, pts.names, notes)
+    source = opts.source(notes)
+    pts = read_file(source, eta=p["eta"], notes=notes)
+    say_read(opts.input, pts.X, pts.names, notes)
     # with --stops or --trip-ends the release counts each unit's events: so does the check
-    pts = with_events(args, pts, p, notes)
+    pts = apply_transforms(pts, source.transforms)
     read_seconds = time.perf_counter() - start
     counts = pts.counts if pts.counts is not None else clipping_counts(pts.X, pts.lower, pts.upper)
-    lower_in, upper_in = _split_bounds(bounds_in, pts.X.shape[1], args.geo)
+    lower_in, upper_in = split_bounds(bounds_in, pts.X.shape[1], opts.geo)
     for line in data_lines(pts, counts, lower_in, upper_in, bounds_in):
         notes(line)
-    length = _geo.format_km if args.geo else (lambda v: f"{v:g}")
+    length = projection.format_km if opts.geo else (lambda v: f"{v:g}")
     k = p["max_cells_per_unit"]
     missing = [opt for opt, key in (("--eps", "eps"), ("--min-samples", "min_samples")) if p[key] is None]
     if missing:
@@ -153,7 +159,7 @@ def unit_lines(
     name = pts.unit_name
     if grid is None:
         codes, uniques = factorize(pts.units)
-        codes = codes[(codes >= 0) & _rows_all(np.isfinite(pts.X))]
+        codes = codes[(codes >= 0) & rows_all(np.isfinite(pts.X))]
         points = np.bincount(codes, minlength=len(uniques)).astype(float)
     else:
         key = BoundingKey((0, 0), bytes(16))  # no release: the key only names the units
@@ -214,7 +220,7 @@ def data_lines(
     ]
     if n_ok == 0:
         return out + ["no row is kept: check --columns, --delimiter and --header"]
-    kept = X if n_bad == 0 else X[_rows_all(np.isfinite(X))]
+    kept = X if n_bad == 0 else X[rows_all(np.isfinite(X))]
     lo, hi = kept.min(axis=0), kept.max(axis=0)
     if pts.proj is not None:
         # the projection is increasing in each axis: ranges map onto ranges

@@ -15,17 +15,20 @@ import argparse
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
+
 from ..exceptions import PrivacyLeakWarning, PrivateNoteWarning, WeakPrivacyWarning
-from ..files import InputPlan, InputPoints, ReadOptions, open_input, read_columns
-from ..files.reader import BlockHook
-from ..geometry import projection as _geo
+from ..files import ReadOptions
+from ..geometry import projection
 from ..model import SpanModel, load_model
+from ..prepare.box import read_length
+from ..prepare.door import open_points
+from ..prepare.notes import PRIVATE, Notes
 from ..render import plotting
-from ..spec.validation import check_bounds
 
 EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -63,32 +66,6 @@ def keep_freed_memory() -> bool:
 ArgTarget = argparse.ArgumentParser | argparse._ArgumentGroup
 #: Writes one output file at the path it is given.
 Writer = Callable[[Path], object]
-
-#: The mark that starts every private note ("private: do not publish").
-PRIVATE = "[private: do not publish]"
-
-
-class Notes:
-    """Private notes for the data owner on standard error.
-
-    They describe the private input (how many rows were read, dropped or
-    clipped, which column looks wrong) and must never be published: each line
-    starts with :data:`PRIVATE`. ``--quiet`` silences them; warnings about public
-    things (a leaking option, seeded noise) are printed anyway.
-    """
-
-    def __init__(self, quiet: bool = False, stream: TextIO | None = None) -> None:
-        self.quiet = quiet
-        self.stream = stream
-
-    def __call__(self, message: str) -> None:
-        if not self.quiet:
-            self.always(message)
-
-    def always(self, message: str) -> None:
-        """A private note printed even under ``--quiet``: for what would make
-        a release useless, such as most rows lying outside the bounds."""
-        print(f"{PRIVATE} {message}", file=self.stream or sys.stderr)
 
 
 def atomic_write(path: Path, write: Writer) -> None:
@@ -154,15 +131,15 @@ def check_writable(paths: Iterable[Path | str | None], source: str | None = None
             raise ValueError(f"output {p} exists and is not writable")
 
 
-class _Warnings:
+class WarningSink:
     """Collect warnings and print each distinct one once, as one line."""
 
-    def __init__(self, err):
-        self.err, self.seen = err, set()
+    def __init__(self, err: TextIO) -> None:
+        self.err, self.seen = err, set[str]()
         self._cm = warnings.catch_warnings(record=True)
         self._log: list = []
 
-    def __enter__(self):
+    def __enter__(self) -> WarningSink:
         # the recording list itself: it starts empty, so ``... or []`` would
         # swap in a fresh list and drop every warning
         log = self._cm.__enter__()
@@ -171,7 +148,8 @@ class _Warnings:
         warnings.simplefilter("always")
         return self
 
-    def flush(self):
+    def flush(self) -> None:
+        """Print the warnings recorded since the last flush, each distinct one once."""
         for w in self._log:
             text = " ".join(str(w.message).split())
             if text in self.seen:
@@ -183,7 +161,7 @@ class _Warnings:
             print(f"{mark}dpdbscan: {'PRIVACY WARNING' if loud else 'warning'}: {text}", file=self.err)
         self._log.clear()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.flush()
         self._cm.__exit__(*exc)
 
@@ -197,7 +175,8 @@ def _tokens(values) -> list[str]:
     return [t for v in values or [] for t in str(v).replace(",", " ").split()]
 
 
-def _floats(values, option: str) -> list[float]:
+def floats(values: Iterable[object] | None, option: str) -> list[float]:
+    """The numbers of an option's values (commas or spaces between them)."""
     out = []
     for t in _tokens(values):
         try:
@@ -207,46 +186,13 @@ def _floats(values, option: str) -> list[float]:
     return out
 
 
-def _column_tokens(values):
+def column_tokens(values: Iterable[object] | None) -> list[str] | None:
     """Column names may contain spaces, so only commas split an argument."""
     toks = [t.strip() for v in values or [] for t in str(v).split(",") if t.strip()]
     return toks or None
 
 
-def _split_bounds(values: list[float], d: int, geo: bool):
-    """``lower_1..lower_d upper_1..upper_d`` (or one lower and one upper)."""
-    if geo and len(values) != 4:
-        raise ValueError(
-            f"--bounds with --geo needs 4 numbers in degrees: lon_min lat_min lon_max lat_max, "
-            f"got {len(values)}"
-        )
-    if len(values) == 2:
-        return check_bounds((values[0], values[1]), d)
-    if len(values) != 2 * d:
-        raise ValueError(
-            f"--bounds needs 2 numbers (one lower and one upper for every column) or "
-            f"2*d = {2 * d} numbers (lower_1 .. lower_{d} upper_1 .. upper_{d}), got {len(values)}"
-        )
-    try:
-        return check_bounds((values[:d], values[d:]), d)
-    except ValueError as exc:
-        # Suggest an order only when it is valid: the upper bounds given first,
-        # or min_1 max_1 min_2 max_2 ... (public: the option's own values).
-        readings = (
-            ("the upper bounds came first", list(values[d:]) + list(values[:d])),
-            ("the values are in the order xmin xmax ymin ymax", list(values[0::2]) + list(values[1::2])),
-        )
-        for why, order in readings:
-            if all(lo < hi for lo, hi in zip(order[:d], order[d:])):
-                shown = " ".join(f"{v:g}" for v in order)
-                raise ValueError(
-                    f"{exc}. It looks as if {why}: --bounds wants all lower bounds, then all upper "
-                    f"bounds (xmin ymin xmax ymax): --bounds {shown}"
-                ) from None
-        raise
-
-
-def _stem(path: str) -> str:
+def stem(path: str) -> str:
     if path == "-":
         return "stdin"
     if any(c in path for c in "*?["):
@@ -264,7 +210,7 @@ def error_prefix(command: str | None) -> str:
     return f"dpdbscan {command}: error:" if command else "dpdbscan: error:"
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     """An exception as the text after :func:`error_prefix`: one line, without
     Python's ``[Errno 13]`` prefix for an OS error."""
     if isinstance(exc, OSError) and exc.strerror:
@@ -293,7 +239,7 @@ def read_model(path: Path | str) -> SpanModel:
         raise FileNotFoundError(f"model file not found: {p}")
     try:
         model = load_model(p)
-        _geo.projection_of(model)  # validate the metadata now, not halfway through a plot
+        projection.projection_of(model)  # validate the metadata now, not halfway through a plot
     except UnicodeDecodeError:
         raise ValueError(f"{p}: not a dpdbscan span model (not a text file)") from None
     except (ValueError, RecursionError) as exc:
@@ -302,8 +248,12 @@ def read_model(path: Path | str) -> SpanModel:
     return model
 
 
-def read_options(args: argparse.Namespace, columns: list[str] | None) -> ReadOptions:
-    """How to read the points file, from the command's options alone."""
+def read_options_from_args(args: argparse.Namespace) -> ReadOptions:
+    """How to read the points file, from the command's options alone
+    (``--columns``, ``--header``/``--no-header``, ``--delimiter``,
+    ``--fields``, ``--format``, ``--unit``), typed: a boundary between
+    argparse and the rest of the command line."""
+    columns = column_tokens(getattr(args, "columns", None))
     header = (
         True if getattr(args, "header", False) else (False if getattr(args, "no_header", False) else None)
     )
@@ -317,109 +267,62 @@ def read_options(args: argparse.Namespace, columns: list[str] | None) -> ReadOpt
     )
 
 
-def public_dimension(
-    args: argparse.Namespace, columns: list[str] | None, model: SpanModel | None = None
-) -> int | None:
-    """The number of coordinates public input fixes before the file is
-    opened: a model's d, 2 with --geo, one lower and one upper bound per
-    column in --bounds, or the --columns given; None when none of them does."""
-    if model is not None:
-        return int(model.grid.d)
-    if getattr(args, "geo", False):
-        return 2
-    bounds = getattr(args, "bounds", None)
-    if bounds is not None and len(bounds) > 2 and len(bounds) % 2 == 0:
-        return len(bounds) // 2
-    return len(columns) if columns else None
+def progress_flag(no_progress: bool) -> bool | None:
+    """The progress bars' switch: off with ``--no-progress``, else None
+    (on when standard error is a terminal)."""
+    return False if no_progress else None
 
 
-def _open(path, columns, args, *, model=None, geo=False) -> InputPlan:
-    """How ``path`` will be read, decided from public input only (no record
-    read): :func:`dpdbscan.files.open_input` with the command's options."""
-    preferred = (model.metadata.get("columns") if model is not None else None) or None
-
-    def choose(names, numeric):
-        if preferred and all(c in names for c in preferred):
-            return list(preferred)
-        return _geo.default_geo_columns(names) if geo else None
-
-    return open_input(
-        path, read_options(args, columns), d=public_dimension(args, columns, model), choose=choose
-    )
+def number_or_text(text: Any) -> Any:
+    """An option that takes a name or a number: the number when it parses, the
+    text otherwise (the parameter table refuses what it does not accept)."""
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except (TypeError, ValueError):
+            pass
+    return text
 
 
-def read_trace_columns(
-    args: argparse.Namespace, columns: list[str] | None, time: str, status: str | None
-) -> tuple[Any, Any]:
-    """A trace's time and status columns of ``args.input``, row for row with
-    the points :func:`_open` reads with the same options, in one more pass
-    (:func:`dpdbscan.files.read_columns`; nothing parsed)."""
-
-    def token(column: str) -> str | int:
-        return int(column) if str(column).isdigit() else column
-
-    geo = bool(getattr(args, "geo", False))
-
-    def choose(names, numeric):
-        return _geo.default_geo_columns(names) if geo else None
-
-    return read_columns(
-        args.input,
-        token(time),
-        None if status is None else token(status),
-        read_options(args, columns),
-        d=public_dimension(args, columns),
-        choose=choose,
-        progress=_progress_flag(args),
-    )
+def border_value(text: object, *, geo: bool) -> float | str:
+    """--border: 'auto', a number (data units, km with --geo) or a length like 10m."""
+    if text is None or str(text) == "auto":
+        return "auto"
+    try:
+        return read_length(str(text), geo=geo)
+    except ValueError:
+        raise ValueError(
+            f"--border must be 'auto', a number >= 0 or (with --geo) a length like 10m, got {text!r}"
+        ) from None
 
 
-def read_plan(
-    plan: InputPlan,
-    args: argparse.Namespace,
-    notes: Notes | None = None,
-    block_hook: BlockHook | None = None,
-) -> InputPoints:
-    """Read every record of an opened plan; what the reader dropped goes to
-    ``notes`` (private)."""
-    got = plan.read(_progress_flag(args), block_hook)
-    for line in got.notes():
-        (notes or Notes(getattr(args, "quiet", False)))(line)
-    return got
-
-
-def _read_plan(plan: InputPlan, args, notes: Notes | None = None, block_hook=None):
-    """:func:`read_plan`'s points and column names."""
-    got = read_plan(plan, args, notes, block_hook)
-    return got.X, got.names
-
-
-def _read(path, columns, args, *, model=None, geo=False, notes: Notes | None = None, block_hook=None):
-    """Points of ``path`` in display coordinates (lon/lat for geo) and names;
-    what the reader dropped goes to ``notes`` (private)."""
-    with _open(path, columns, args, model=model, geo=geo) as plan:
-        return _read_plan(plan, args, notes, block_hook)
-
-
-def _say_read(path, X, names, notes: Notes):
-    # After the checks that may still fail, so that bad input gets one line.
-    where = "standard input" if str(path) == "-" else path
-    notes(f"read {X.shape[0]:,} rows x {X.shape[1]} column(s) ({', '.join(names)}) from {where}")
-
-
-def _progress_flag(args):
-    return False if getattr(args, "no_progress", False) else None
-
-
-def _draw_spans_png(model, path, *, dpi=120, size=None, extent=None):
+def draw_spans_png(
+    model: SpanModel,
+    path: Path | str,
+    *,
+    dpi: int = 120,
+    size: tuple[int, int] | None = None,
+    extent: Sequence[float] | None = None,
+) -> None:
+    """The spans' picture (``size`` in pixels, ``extent`` in the model's
+    display units), written to ``path``."""
     ax = plotting.plot_model(model, "spans", size=size, extent=extent, dpi=dpi)
     plotting.save(ax, path, dpi=dpi)
 
 
-def _points_for(model, path, args):
-    """Points of ``path`` in the model's coordinates (km for geo) and as read."""
-    proj = _geo.projection_of(model)
-    X, names = _read(path, _column_tokens(args.columns), args, model=model, geo=proj is not None)
+def points_for(
+    model: SpanModel, path: str, read: ReadOptions, progress: bool | None, notes: Notes | None = None
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Points of ``path`` in the model's coordinates (km for geo), as read,
+    and the columns' names: the model's own columns by default, read by the
+    door's reader (:func:`dpdbscan.prepare.door.open_points`)."""
+    proj = projection.projection_of(model)
+    preferred = model.metadata.get("columns") or None
+    with open_points(path, read, d=int(model.grid.d), geo=proj is not None, preferred=preferred) as plan:
+        got = plan.read(progress)
+    for line in got.notes():
+        (notes or Notes())(line)
+    X, names = got.X, got.names
     if X.shape[1] != model.grid.d:
         raise ValueError(
             f"{path}: {X.shape[1]} column(s) selected ({', '.join(names)}), but the "

@@ -8,10 +8,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..geometry import projection as _geo
+from ..geometry import projection
+from ..prepare import read_length
 from ..render import explore as _explore
 from ..spec.parameters import check_param
-from .common import EXIT_OK, EXIT_PARTIAL, ArgTarget, _one_line, _Warnings, atomic_write, check_writable
+from .common import EXIT_OK, EXIT_PARTIAL, ArgTarget, WarningSink, atomic_write, check_writable, one_line
 from .common import read_model as load_model
 
 EXAMPLES = """examples:
@@ -59,12 +60,12 @@ def add_arguments(p: ArgTarget) -> None:
     p.add_argument("--dpi", type=int, default=100, help="resolution of the PNG (default 100)")
 
 
-def cmd_explore(args: argparse.Namespace, sink: _Warnings) -> int:
+def cmd_explore(args: argparse.Namespace, sink: WarningSink) -> int:
     model = load_model(args.model)
-    geo = _geo.projection_of(model) is not None
+    geo = projection.projection_of(model) is not None
     eps = None
     if args.eps:
-        eps = [check_param("eps", _geo.parse_length(t, geo=geo), cli=True) for t in args.eps]
+        eps = [check_param("eps", read_length(t, geo=geo), cli=True) for t in args.eps]
         if "auto" in eps:
             raise ValueError("explore takes --eps numbers, not 'auto'")
     ms = None
@@ -101,8 +102,8 @@ def cmd_explore(args: argparse.Namespace, sink: _Warnings) -> int:
             )
             written.append(str(png))
         except Exception as exc:  # the table is written: report the picture, keep the table
-            failed.append(f"{png} ({_one_line(exc)})")
-    length = _geo.format_km if geo else (lambda v: f"{v:g}")
+            failed.append(f"{png} ({one_line(exc)})")
+    length = projection.format_km if geo else (lambda v: f"{v:g}")
     print(
         f"spans over {len(ex.eps)} eps x {len(ex.min_samples)} MinPts from one release "
         f"({_explore.release_words(model)}; made at eps={length(model.release.eps)}); exploring "

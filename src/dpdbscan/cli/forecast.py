@@ -7,13 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..geometry import projection as _geo
+from ..geometry import projection
 from ..model.codec import jsonable
 from ..plan.resolve import forecast_of, validated
+from ..prepare import project_box, read_length, split_bounds
 from ..spec.validation import check_positive
 from ..traces import event_words
-from .common import EXIT_OK, ArgTarget, _floats, _split_bounds, _Warnings
-from .fit import _border_arg, events_from_args, privacy_values
+from .common import EXIT_OK, ArgTarget, WarningSink, border_value, floats, number_or_text
+from .fit import PRIVACY_OPTIONS, events_from_args
 from .options import DEFAULTS, add_unit_options
 
 EXAMPLES = """examples:
@@ -122,26 +123,17 @@ def add_arguments(p: ArgTarget) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _number_or_text(text):
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except (TypeError, ValueError):
-            pass
-    return text
-
-
-def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
+def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
     geo = bool(args.geo)
-    eps = args.eps if str(args.eps).lower() == "auto" else _geo.parse_length(args.eps, geo=geo)
+    eps = read_length(args.eps, geo=geo, auto=True)
     values = dict(
         eps=eps,
-        min_samples=_number_or_text(args.min_samples),
-        **privacy_values(args),
-        subcells=_number_or_text(args.subcells),
-        margin=_number_or_text(args.margin),
+        min_samples=number_or_text(args.min_samples),
+        **{name: getattr(args, name) for name in PRIVACY_OPTIONS},
+        subcells=number_or_text(args.subcells),
+        margin=number_or_text(args.margin),
         core=args.core,
-        border=_border_arg(args.border, geo=geo),
+        border=border_value(args.border, geo=geo),
         max_cells=args.max_cells,
         max_cells_per_unit=args.max_cells_per_unit,
         max_points_per_cell=args.max_points_per_cell,
@@ -160,8 +152,8 @@ def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
         n_units = check_positive("--n-units-expected", args.n_units_expected)
     ladder = None
     if args.eps_ladder is not None:
-        ladder = [check_positive("--eps-ladder", _geo.parse_length(t, geo=geo)) for t in args.eps_ladder]
-    raw = _floats(args.bounds, "--bounds")
+        ladder = [check_positive("--eps-ladder", read_length(t, geo=geo)) for t in args.eps_ladder]
+    raw = floats(args.bounds, "--bounds")
     if geo:
         d = 2
     elif args.dims is not None:
@@ -170,10 +162,9 @@ def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
         d = len(raw) // 2
     else:
         raise ValueError("--bounds with one lower and one upper value needs --dims D")
-    lower, upper = _split_bounds(raw, d, geo)
+    lower, upper = split_bounds(raw, d, geo)
     if geo:
-        proj = _geo.Equirectangular.from_bounds(lower, upper, args.ref_lat)
-        lower, upper = proj.project_bounds(lower, upper)
+        _, lower, upper = project_box(lower, upper, args.ref_lat)
     fc = forecast_of(p, lower, upper, n_expected=n, n_units_expected=n_units, eps_ladder=ladder, cli=True)
     if args.json:
         out = jsonable(fc.to_dict())
@@ -181,7 +172,7 @@ def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
             out["events"] = events.record()
         print(json.dumps(out, indent=2, allow_nan=False))
         return EXIT_OK
-    length = _geo.format_km if geo else (lambda v: f"{v:g}")
+    length = projection.format_km if geo else (lambda v: f"{v:g}")
     level = "" if fc.units is None else ", person-level"
     print(
         f"forecast for eps={length(fc.eps)}, min_samples={fc.min_samples:g}, "

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..exceptions import PrivateNoteWarning
 from ..files import write_labels
-from ..geometry import projection as _geo
+from ..geometry import projection
 from ..model import describe, eps_candidates, guarantee
 from ..model.describe import noise_words, protection, swamped_words
 from ..model.guarantee import levels_words, unit_noun
@@ -20,14 +20,15 @@ from ..model.levels import is_levels, level_lines
 from ..post.coretests import core_test
 from ..post.coretests.base import grid_words
 from ..render import plotting
-from .common import EXIT_OK, Notes, _points_for, _Warnings
+from .common import EXIT_OK, Notes, WarningSink, points_for, progress_flag, read_options_from_args
 from .common import read_model as load_model
 from .maps import picture_options
 
 
-def cmd_predict(args: argparse.Namespace, sink: _Warnings) -> int:
+def cmd_predict(args: argparse.Namespace, sink: WarningSink) -> int:
     model = load_model(args.model)
-    Xm, X, names = _points_for(model, args.points, args)
+    read, progress = read_options_from_args(args), progress_flag(getattr(args, "no_progress", False))
+    Xm, X, names = points_for(model, args.points, read, progress, Notes(getattr(args, "quiet", False)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivateNoteWarning)  # said below, in the command's words
         labels = model.predict(Xm)
@@ -51,7 +52,7 @@ def cmd_predict(args: argparse.Namespace, sink: _Warnings) -> int:
     return EXIT_OK
 
 
-def cmd_plot(args: argparse.Namespace, sink: _Warnings) -> int:
+def cmd_plot(args: argparse.Namespace, sink: WarningSink) -> int:
     picture = picture_options(args)
     model = load_model(args.model)
     if args.kind == "labels" and args.points is None:
@@ -65,7 +66,8 @@ def cmd_plot(args: argparse.Namespace, sink: _Warnings) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     points = None
     if private:
-        points = _points_for(model, args.points, args)[1]
+        read, progress = read_options_from_args(args), progress_flag(getattr(args, "no_progress", False))
+        points = points_for(model, args.points, read, progress, Notes(getattr(args, "quiet", False)))[1]
         print(
             "note: this picture shows the points themselves: it is not a DP release "
             "(the picture says so in its title and a watermark)",
@@ -93,16 +95,16 @@ def _plot_path(model_path: str, kind: str, output: str | None, private: bool) ->
     return stem.with_name(f"{stem.name}.{'PRIVATE-' if private else ''}{kind}.png")
 
 
-def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
+def cmd_info(args: argparse.Namespace, sink: WarningSink) -> int:
     model = load_model(args.model)
     if args.json:
         print(json.dumps(describe(model), indent=2, allow_nan=False))
         return EXIT_OK
-    g, proj = model.grid, _geo.projection_of(model)
+    g, proj = model.grid, projection.projection_of(model)
     test = core_test(model.spec.core)
     # The histogram's grid; spans may sit on a finer sub-cell grid.
     hg = model.release.grid
-    length = _geo.format_km if proj is not None else (lambda v: f"{v:g}")
+    length = projection.format_km if proj is not None else (lambda v: f"{v:g}")
     meta = model.metadata
     g_all = guarantee(model)
     spec, s = model.spec, model.spans

@@ -18,13 +18,14 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..geometry.projection import Equirectangular
 from ..ledger import SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
 from ..ledger.store import Account
 from ..plan.resolve import resolve
-from .common import EXIT_OK, ArgTarget, _column_tokens, _floats, _split_bounds, _Warnings, public_dimension
+from ..prepare import project_box, split_bounds
+from ..prepare.door import declared_dimension
+from .common import EXIT_OK, ArgTarget, WarningSink
 
 if TYPE_CHECKING:
     from ..model.record import SpanModel
@@ -88,7 +89,7 @@ def add_arguments(p: argparse.ArgumentParser, parents: Sequence[argparse.Argumen
     show.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def cmd_ledger(args: argparse.Namespace, sink: _Warnings) -> int:
+def cmd_ledger(args: argparse.Namespace, sink: WarningSink) -> int:
     if args.ledger_command == "init":
         led = Ledger.create(args.ledger, args.dataset, args.epsilon, args.delta, unit=args.unit)
         print(
@@ -151,36 +152,78 @@ def account_lines(a: Account) -> list[str]:
 # charging a release
 
 
-def public_cost(args: argparse.Namespace, p: dict[str, Any]) -> Cost:
+class ChargedOptions(Protocol):
+    """What charging a release reads of a command's typed options
+    (:class:`dpdbscan.cli.fit.FitOptions` has it all). Public."""
+
+    @property
+    def ledger(self) -> str | None: ...
+
+    @property
+    def dataset(self) -> str | None: ...
+
+    @property
+    def input(self) -> str: ...
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def bounds_text(self) -> tuple | None: ...
+
+    @property
+    def bounds_from_data(self) -> bool: ...
+
+    @property
+    def geo(self) -> bool: ...
+
+    @property
+    def ref_lat(self) -> float | None: ...
+
+    @property
+    def columns_text(self) -> tuple | None: ...
+
+    @property
+    def unit(self) -> str | None: ...
+
+    @property
+    def bounds(self) -> list[float] | None: ...
+
+    @property
+    def columns(self) -> list[str] | None: ...
+
+
+def public_cost(opts: ChargedOptions, p: dict[str, Any]) -> Cost:
     """The cost of the release the options describe, from public inputs
     only (the options and the public box; no record read). When the options
     leave the number of columns to the file (``--bounds`` with two numbers
     and no ``--columns``), the grid and so the histogram are not known yet:
     the cost is then :func:`dpdbscan.ledger.upper_cost`, which no release at
     this (epsilon, delta) exceeds."""
-    box = public_box_of(args)
+    box = public_box_of(opts)
     if box is None:
         return upper_cost(p["epsilon"], p["delta"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fit itself says them
-        r = resolve(p, *box, units=getattr(args, "unit", None) is not None, cli=True)
+        r = resolve(p, *box, units=opts.unit is not None, cli=True)
     return release_cost(r.release)
 
 
-def public_box_of(args: argparse.Namespace) -> tuple[Any, Any] | None:
+def public_box_of(opts: ChargedOptions) -> tuple[Any, Any] | None:
     """The public box (lower, upper) in the fit's coordinates (km with
     --geo) from the options alone, or None when the number of columns is left
     to the file or there are no --bounds."""
-    d = public_dimension(args, _column_tokens(args.columns))
-    if d is None or args.bounds is None:
+    bounds = opts.bounds
+    d = declared_dimension(opts.geo, bounds, opts.columns)
+    if d is None or bounds is None:
         return None
-    lower, upper = _split_bounds(_floats(args.bounds, "--bounds"), d, args.geo)
-    if args.geo:
-        lower, upper = Equirectangular.from_bounds(lower, upper, args.ref_lat).project_bounds(lower, upper)
+    lower, upper = split_bounds(bounds, d, opts.geo)
+    if opts.geo:
+        _, lower, upper = project_box(lower, upper, opts.ref_lat)
     return lower, upper
 
 
-def public_params(args: argparse.Namespace, p: dict[str, Any], command: str) -> dict[str, Any]:
+def public_params(opts: ChargedOptions, p: dict[str, Any], command: str) -> dict[str, Any]:
     """What the ledger records of a release's parameters: the validated
     public ones, the input and the box as given; the seed only as whether
     there was one (it makes the noise predictable)."""
@@ -191,16 +234,16 @@ def public_params(args: argparse.Namespace, p: dict[str, Any], command: str) -> 
         # public: what each unit's rows become before bounding (--stops, --trip-ends)
         "events": None if p.get("events") is None else p["events"].record(),
         "randomness": "secure" if p.get("random_state") is None else "seeded (insecure; seed not stored)",
-        "backend": str(args.backend),
-        "input": str(args.input),
-        "bounds": args.bounds,
-        "geo": bool(args.geo),
-        "columns": args.columns,
+        "backend": str(opts.backend),
+        "input": str(opts.input),
+        "bounds": None if opts.bounds_text is None else list(opts.bounds_text),
+        "geo": bool(opts.geo),
+        "columns": None if opts.columns_text is None else list(opts.columns_text),
     }
 
 
-def _check_options(args: argparse.Namespace) -> tuple[str, str] | None:
-    path, dataset = getattr(args, "ledger", None), getattr(args, "dataset", None)
+def _check_options(opts: ChargedOptions) -> tuple[str, str] | None:
+    path, dataset = opts.ledger, opts.dataset
     if path is None and dataset is None:
         return None
     if path is None:
@@ -209,13 +252,13 @@ def _check_options(args: argparse.Namespace) -> tuple[str, str] | None:
         raise ValueError(
             "--ledger needs --dataset NAME, the dataset whose lifetime budget this release is charged to"
         )
-    if getattr(args, "bounds_from_data", False):
+    if opts.bounds_from_data:
         raise ValueError(
             "--ledger charges differentially private releases, and --bounds-from-data has no "
             "guarantee to charge: give public --bounds"
         )
-    source = str(args.input)
-    if args.backend != "dask" and source != "-" and not Path(source).exists():
+    source = str(opts.input)
+    if opts.backend != "dask" and source != "-" and not Path(source).exists():
         # said before reserving, so that a mistyped path costs nothing
         raise FileNotFoundError(f"no such file: {source}")
     return path, dataset
@@ -223,7 +266,7 @@ def _check_options(args: argparse.Namespace) -> tuple[str, str] | None:
 
 @contextmanager
 def charging(
-    args: argparse.Namespace,
+    opts: ChargedOptions,
     p: dict[str, Any],
     command: str,
     *,
@@ -238,15 +281,15 @@ def charging(
     whole command's cost when it is more than one release (a series over
     time, charged once); ``extra``: public parameters recorded beside the
     options."""
-    given = _check_options(args)
+    given = _check_options(opts)
     if given is None:
         yield lambda model, files: None
         return
-    units = getattr(args, "unit", None)
+    units = opts.unit
     reservation = Ledger(*given).reserve(
-        public_cost(args, p) if cost is None else cost,
+        public_cost(opts, p) if cost is None else cost,
         command=command,
-        params={**public_params(args, p, command), **(extra or {})},
+        params={**public_params(opts, p, command), **(extra or {})},
         unit="event" if units is None else "person",
         unit_column=None if units is None else str(units),
     )

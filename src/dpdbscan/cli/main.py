@@ -17,7 +17,7 @@ from .. import __version__
 from .check import EXAMPLES as CHECK_EXAMPLES
 from .check import add_arguments as add_check_arguments
 from .check import cmd_check
-from .common import EXIT_BAD_INPUT, EXIT_OK, _one_line, _Warnings, error_prefix, keep_freed_memory
+from .common import EXIT_BAD_INPUT, EXIT_OK, WarningSink, error_prefix, keep_freed_memory, one_line
 from .explore import EXAMPLES as EXPLORE_EXAMPLES
 from .explore import add_arguments as add_explore_arguments
 from .explore import cmd_explore
@@ -317,14 +317,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.no_progress = getattr(args, "no_progress", False)
     args.quiet = getattr(args, "quiet", False)
     try:
-        with _Warnings(sys.stderr) as sink:
+        with WarningSink(sys.stderr) as sink:
             return args.func(args, sink)
     except BrokenPipeError:
         # A reader such as `head` closed the pipe: not an error of ours.
         sys.stderr.close()
         return EXIT_OK
     except (ValueError, TypeError, OSError, ImportError) as exc:
-        print(f"{error_prefix(args.command)} {_one_line(exc)}", file=sys.stderr)
+        print(f"{error_prefix(args.command)} {one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("dpdbscan: interrupted", file=sys.stderr)

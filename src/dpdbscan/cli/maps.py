@@ -16,7 +16,7 @@ from pathlib import Path
 from ..render.context import MAX_CONTEXT_BYTES, load_context
 from ..render.tiles import DEFAULT_MAX_ZOOM, Tiles
 from ..render.webmap import map_html
-from .common import EXIT_OK, ArgTarget, _Warnings, atomic_write, check_writable
+from .common import EXIT_OK, ArgTarget, WarningSink, atomic_write, check_writable
 from .common import read_model as load_model
 
 EXAMPLES = """examples:
@@ -96,7 +96,7 @@ def picture_options(args: argparse.Namespace) -> dict:
     return out
 
 
-def cmd_map(args: argparse.Namespace, sink: _Warnings) -> int:
+def cmd_map(args: argparse.Namespace, sink: WarningSink) -> int:
     """Write the interactive map of a saved model."""
     model = load_model(args.model)
     if model.grid.d != 2:

@@ -9,8 +9,7 @@ import argparse
 from ..files import FORMATS
 from ..post.coretests import CORE_TESTS
 from ..spec.parameters import PARAMETERS
-from .common import ArgTarget
-from .fit import _number_or_text, _subcells_arg
+from .common import ArgTarget, number_or_text
 from .maps import add_picture_options
 
 #: The command line's defaults are the parameter table's.
@@ -82,14 +81,14 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
     if not sweep:
         g.add_argument(
             "--max-cells",
-            type=_number_or_text,
+            type=number_or_text,
             default=DEFAULTS["max_cells"],
             metavar="N",
             help="--eps auto: public cap on the cells of its one release (default 2^20)",
         )
         g.add_argument(
             "--n-expected",
-            type=_number_or_text,
+            type=number_or_text,
             default=None,
             metavar="N",
             help="your public guess of the number of points: --eps auto sizes its "
@@ -105,7 +104,7 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
     g.add_argument(
         "--min-samples",
         "--minpts",
-        type=int if sweep else _number_or_text,
+        type=int if sweep else number_or_text,
         required=required,
         nargs="+" if sweep else None,
         metavar="MINPTS",
@@ -124,7 +123,7 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
     )
     g.add_argument(
         "--subcells",
-        type=_subcells_arg,
+        type=number_or_text,
         default=DEFAULTS["subcells"],
         help="decide core cells and merge on sub-cells of width w/SUBCELLS "
         "('auto' = 2 for d <= 3, else 1; 1 = the paper's procedure); no privacy cost",
@@ -141,7 +140,7 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
     g.add_argument(
         "--margin",
         default=DEFAULTS["margin"],
-        type=_number_or_text,
+        type=number_or_text,
         metavar="MARGIN",
         help="density test: c of the margin c sigma ('auto' = 1); bound test: Gamma by "
         "'chernoff' (exact MGF; 'auto') or 'paper'",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,8 @@ from .ledger import public_box_of
 
 if TYPE_CHECKING:
     from ..model.record import SpanModel
+    from .fit import FitOptions
+    from .outputs import Outputs
 
 
 def add_period_options(p: ArgTarget) -> None:
@@ -79,25 +82,50 @@ def _int_or_all(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a whole number or 'all', got {text!r}") from None
 
 
-def wants_series(args: argparse.Namespace) -> bool:
-    return getattr(args, "per", None) is not None
+@dataclass(frozen=True)
+class SeriesOptions:
+    """The options of a series over time (``--per`` and its horizon, the
+    table's share and bounds), typed at the command's entry. Public."""
+
+    per: str
+    period_from: str | None
+    period_to: str | None
+    tz: str | None
+    table_share: float
+    max_pairs_per_unit: int | str
+    max_points_per_pair: int
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> SeriesOptions | None:
+        """The series' options, or None without ``--per`` (the boundary with argparse)."""
+        if getattr(args, "per", None) is None:
+            return None
+        return cls(
+            per=args.per,
+            period_from=args.period_from,
+            period_to=args.period_to,
+            tz=args.tz,
+            table_share=args.table_share,
+            max_pairs_per_unit=args.max_pairs_per_unit,
+            max_points_per_pair=args.max_points_per_pair,
+        )
 
 
-def check_series(args: argparse.Namespace, p: dict[str, Any]) -> SeriesPlan:
+def check_series(s: SeriesOptions, opts: FitOptions, p: dict[str, Any]) -> SeriesPlan:
     """The series' public plan, or a refusal naming the option, before any
     record is read."""
-    if getattr(args, "unit", None) is None:
+    if opts.unit is None:
         raise ValueError("--per protects each unit over the whole series: give --unit COLUMN")
-    if getattr(args, "time", None) is None:
+    if opts.time is None:
         raise ValueError("--per needs --time COLUMN: each row's time decides its period")
-    if args.period_from is None or args.period_to is None:
+    if s.period_from is None or s.period_to is None:
         raise ValueError("--per needs a public horizon: --from DATE --to DATE (not taken from the data)")
-    if args.backend == "dask":
+    if opts.backend == "dask":
         raise ValueError("--per runs on the numpy backend only, for now")
     if p.get("max_cells_per_unit") is None:
         raise ValueError("--per needs --max-cells-per-unit K (the spans' own bound)")
-    periods = Periods(args.per, args.period_from, args.period_to, args.tz)
-    box = public_box_of(args)
+    periods = Periods(s.per, s.period_from, s.period_to, s.tz)
+    box = public_box_of(opts)
     if box is None:
         raise ValueError(
             "--per plans its budget before reading: give --bounds with one lower and one upper value per "
@@ -107,15 +135,15 @@ def check_series(args: argparse.Namespace, p: dict[str, Any]) -> SeriesPlan:
         p,
         *box,
         periods,
-        share=args.table_share,
-        max_pairs_per_unit=args.max_pairs_per_unit,
-        max_points_per_pair=args.max_points_per_pair,
+        share=s.table_share,
+        max_pairs_per_unit=s.max_pairs_per_unit,
+        max_points_per_pair=s.max_points_per_pair,
     )
 
 
-def periods_path(args: argparse.Namespace, name: str) -> Path:
-    path = Path(args.out_dir) / f"{name}.periods.csv"
-    check_writable([path], args.input)
+def periods_path(outputs: Outputs, name: str) -> Path:
+    path = Path(outputs.out_dir) / f"{name}.periods.csv"
+    check_writable([path], outputs.input)
     return path
 
 
@@ -148,4 +176,4 @@ def write_periods_csv(model: SpanModel, path: Path) -> None:
     atomic_write(path, write)
 
 
-__all__ = ["add_period_options", "check_series", "periods_path", "wants_series", "write_periods_csv"]
+__all__ = ["SeriesOptions", "add_period_options", "check_series", "periods_path", "write_periods_csv"]

@@ -14,15 +14,17 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
 
-from ..geometry import projection as _geo
+from ..geometry import projection
 from ..model import finest_eps, with_params
 from ..model.describe import protection
+from ..prepare import read_length
 from ..spec.parameters import check_param
-from .common import EXIT_OK, EXIT_PARTIAL, Notes, _stem, _Warnings
+from .common import EXIT_OK, EXIT_PARTIAL, Notes, WarningSink, stem
 from .common import read_model as load_model
-from .fit import _out_paths, _write_outputs, check_fit_params, fit_from_args
+from .fit import FitOptions, check_fit_params, fit_model
 from .ledger import charging
 from .maps import picture_options
+from .outputs import Outputs, out_paths, write_outputs
 
 # options that shape a release: meaningless when sweep re-parameterises a saved one
 _FIT_ONLY = (
@@ -62,7 +64,7 @@ def eps_values(texts: Sequence[str], *, geo: bool) -> list[tuple[float, str]]:
             raise ValueError(
                 "sweep takes --eps numbers (one or more), not 'auto'; 'dpdbscan fit --eps auto' chooses eps"
             )
-        v = check_param("eps", _geo.parse_length(t, geo=geo), cli=True)
+        v = check_param("eps", read_length(t, geo=geo), cli=True)
         out.setdefault(v, str(t))
     return sorted(out.items())
 
@@ -72,12 +74,13 @@ def _tag(text: str) -> str:
     return re.sub(r"[^0-9A-Za-z.+-]", "_", text)
 
 
-def cmd_sweep(args: argparse.Namespace, sink: _Warnings) -> int:
+def cmd_sweep(args: argparse.Namespace, sink: WarningSink) -> int:
     if (args.input is None) == (args.model is None):
         raise ValueError("sweep needs either an input data file or --model MODEL.json (not both)")
     values = sorted({check_param("min_samples", m, cli=True) for m in args.min_samples})
     picture = picture_options(args)
     notes = Notes(args.quiet)
+    outputs = Outputs.from_args(args)
     if args.model is not None:
         if args.ledger is not None or args.dataset is not None:
             raise ValueError(
@@ -87,13 +90,13 @@ def cmd_sweep(args: argparse.Namespace, sink: _Warnings) -> int:
         defaults = args.option_defaults
         given = [k for k in _FIT_ONLY if getattr(args, k, None) != defaults.get(k)]
         if given:
-            opts = ", ".join("--" + k.replace("_", "-") for k in given)
+            shown = ", ".join("--" + k.replace("_", "-") for k in given)
             raise ValueError(
-                f"{opts} shape(s) a new release; with --model the saved release is "
+                f"{shown} shape(s) a new release; with --model the saved release is "
                 "re-parameterised as it is: drop them, or fit the data file instead"
             )
         base = load_model(args.model)
-        geo = _geo.projection_of(base) is not None
+        geo = projection.projection_of(base) is not None
         eps = eps_values(args.eps, geo=geo) if args.eps else [(base.grid.alpha, "")]
         name = args.name or Path(args.model).name.removesuffix(".json").removesuffix(".spans")
         if base.histogram is None:
@@ -106,27 +109,27 @@ def cmd_sweep(args: argparse.Namespace, sink: _Warnings) -> int:
     else:
         if not args.eps:
             raise ValueError("--eps is required when sweep fits a data file")
-        args.png_requested = args.geojson_requested = False
-        eps = eps_values(args.eps, geo=bool(args.geo))
-        p = check_fit_params(args, eps=eps[0][0])
-        name = args.name or _stem(args.input)
+        opts = FitOptions.from_args(args)
+        eps = eps_values(args.eps, geo=opts.geo)
+        p = check_fit_params(opts, eps=eps[0][0])
+        name = args.name or stem(opts.input)
     single = len(eps) == 1
 
-    def stem(tag: str, m: int) -> str:
+    def stem_of(tag: str, m: int) -> str:
         return f"{name}.m{m}" if single else f"{name}.eps{_tag(tag)}.m{m}"
 
     for _, tag in eps:  # fail on unwritable outputs before spending budget
         for m in values:
-            _out_paths(args, stem(tag, m))
+            out_paths(outputs, stem_of(tag, m))
     rows, failed_all, files = [], [], []
-    with charging(args, p, "sweep") if args.model is None else nullcontext(None) as charged:
+    with charging(opts, p, "sweep") if args.model is None else nullcontext(None) as charged:
         if args.model is None:  # --ledger: reserved before any record is read
-            base = fit_from_args(args, sink, p, values[0], notes)
+            base = fit_model(opts, sink, p, values[0], notes)
         for alpha, tag in eps:
             for m in values:
                 same = alpha == base.grid.alpha and m == base.spec.min_samples
                 model = base if same else with_params(base, eps=alpha, min_samples=m)
-                written, failed = _write_outputs(model, _out_paths(args, stem(tag, m)), notes, picture)
+                written, failed = write_outputs(model, out_paths(outputs, stem_of(tag, m)), notes, picture)
                 failed_all += failed
                 files += written
                 rows.append(
@@ -157,4 +160,4 @@ def cmd_sweep(args: argparse.Namespace, sink: _Warnings) -> int:
 
 
 def _length(model, value: float) -> str:
-    return _geo.format_km(value) if _geo.projection_of(model) is not None else f"{value:g}"
+    return projection.format_km(value) if projection.projection_of(model) is not None else f"{value:g}"

@@ -36,8 +36,9 @@ histogram (:mod:`dpdbscan.release.mechanism`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,7 @@ import numpy as np
 from ..cells.grid import Grid
 from ..files.units import read_units
 from ..spec.specs import UnitBound
+from .engine import Engine, LocalEngine, merge_counts
 from .points import clean_points
 from .samplers.integers import Source
 from .samplers.philox import words64
@@ -245,30 +247,64 @@ def pairs_of(grid: Grid, X: np.ndarray, units: np.ndarray, key: BoundingKey) -> 
     if len(units) != X.shape[0]:
         raise ValueError(f"units has {len(units)} ids for {X.shape[0]} rows: give one id per row")
     codes, uniques = factorize(units)
-    keep = codes >= 0
+    keep, keys = kept_keys(grid, X, codes >= 0)
+    if not keep.all():
+        codes = codes[keep]
+    return summed_pairs(grid, codes, keys, None, uniques, key)
+
+
+def kept_keys(grid: Grid, X: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The per-record rule of a person-level count, in memory and on every
+    partition of a cluster alike: a row outside ``keep`` (its unit is
+    missing) or with a non-finite coordinate is dropped, every other row's
+    point is clipped into the box. Returns the rows kept (a mask) and their
+    cell keys."""
     finite = np.isfinite(X).all(axis=1)
     if not finite.all():
-        keep &= finite
-    if not keep.all():
-        X, codes = X[keep], codes[keep]
-    keys = grid.keys_of_points(clean_points(grid, X, clip=False))
+        keep = keep & finite
+    kept = X if keep.all() else X[keep]
+    return keep, grid.keys_of_points(clean_points(grid, kept, clip=False))
+
+
+def summed_pairs(
+    grid: Grid,
+    codes: np.ndarray,
+    keys: np.ndarray,
+    counts: np.ndarray | None,
+    uniques: np.ndarray,
+    key: BoundingKey,
+) -> Pairs:
+    """The (unit, cell) pairs of entries that each name a unit (``codes``,
+    indices into ``uniques``), a cell (``keys``) and a number of points
+    (``counts``; None: one point each, a row), equal pairs summed: the
+    :class:`Pairs` of the rows in memory (:func:`pairs_of`), or of the
+    partial pairs a distributed backend gathered for a set of units (the
+    Dask backend, after its shuffle by unit). Sorted by unit code, then cell
+    key: the order :func:`kept_pairs` breaks priority ties in."""
     cell_keys, cell_codes = _codes(grid, keys)
     n_cells = max(int(cell_keys.size), 1)
     # (unit, cell) pairs as one int64 each: < n_rows * n_cells < 2**63 for any input that fits
     pair = codes * n_cells + cell_codes
     space = max(int(codes.max(initial=-1)) + 1, 1) * n_cells
-    if space <= max(_BINCOUNT_MAX, 4 * pair.size):
+    if counts is None and space <= max(_BINCOUNT_MAX, 4 * pair.size):
         # few units times few cells (Cabs: 536 x 44,000): counting beats sorting
         per_pair = np.bincount(pair, minlength=space)
         first = np.flatnonzero(per_pair)
-        counts = per_pair[first].astype(np.int64)
-    else:
+        summed = per_pair[first].astype(np.int64)
+    elif counts is None:
         pair.sort()
-        first, counts = run_length(pair)
+        first, summed = run_length(pair)
+    else:
+        order = np.argsort(pair)  # equal pairs are summed: no need for a stable sort
+        pair = pair[order]
+        starts = np.flatnonzero(np.concatenate(([pair.size > 0], pair[1:] != pair[:-1])))
+        first = pair[starts]
+        weights = np.asarray(counts, dtype=np.int64)[order]
+        summed = np.add.reduceat(weights, starts) if starts.size else weights
     return Pairs(
         units=first // n_cells,
         keys=cell_keys[first % n_cells],
-        counts=counts,
+        counts=summed,
         unit_words=unit_words(uniques, key),
         uniques=uniques,
     )
@@ -349,12 +385,49 @@ def bounded_counts(
     return uniq, np.bincount(inv.ravel(), weights=capped, minlength=uniq.size).astype(np.int64)
 
 
+def bound_parts(
+    engine: Engine,
+    parts: Sequence[Any],
+    grid: Grid,
+    key: BoundingKey,
+    *,
+    bound: UnitBound | None = None,
+    choose: Callable[[np.ndarray], UnitBound] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The bounded cell counts of partitions of :class:`Pairs`, each holding
+    every pair of its units (the rows in memory: one partition; a cluster's:
+    its pairs shuffled by unit), as (sorted unique keys, counts), on the
+    ``engine``'s primitives (:mod:`dpdbscan.release.engine`).
+
+    The bound is ``bound``, or ``choose(cells per unit)`` (the private choice
+    of k, :mod:`.unitchoice`), called once with every unit's number of cells
+    (:func:`cells_per_unit`, gathered from the partitions). Each partition
+    is bounded alone (a unit's priorities depend on the unit, the cell and
+    the key only) and the bounded counts are merged: units in different
+    partitions are different units, so the sums are the counts of bounding
+    all the pairs at once. The one place the bound is applied."""
+    if choose is not None:
+        cells = engine.gather(engine.map(cells_per_unit, parts))
+        bound = choose(np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64))
+    if bound is None:
+        raise ValueError("bound_parts needs a bound or a choice of it")
+    bounded = engine.map(functools.partial(_bounded_part, grid=grid, bound=bound, key=key), parts)
+    return engine.reduce(bounded, merge_counts)
+
+
+def _bounded_part(
+    pairs: Pairs, grid: Grid, bound: UnitBound, key: BoundingKey
+) -> tuple[np.ndarray, np.ndarray]:
+    keys, counts = bounded_counts(grid, pairs, bound, key)
+    return np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64)
+
+
 def count_units(
     grid: Grid, X: np.ndarray, units: np.ndarray, bound: UnitBound, key: BoundingKey
 ) -> tuple[np.ndarray, np.ndarray]:
     """The bounded cell counts of in-memory points ``X`` with one unit id per
     row: the reference of ``UnitBackend.count_units``."""
-    return bounded_counts(grid, pairs_of(grid, X, units, key), bound, key)
+    return bound_parts(LocalEngine(), [pairs_of(grid, X, units, key)], grid, key, bound=bound)
 
 
 def cells_per_unit(pairs: Pairs) -> np.ndarray:
@@ -375,13 +448,13 @@ def count_units_choosing(
     ``choose`` (the private choice of k, :mod:`.unitchoice`) is called once
     with :func:`cells_per_unit` and returns the bound the counts are made
     with. The reference of ``UnitChoiceBackend.count_units_choosing``."""
-    pairs = pairs_of(grid, X, units, key)
-    return bounded_counts(grid, pairs, choose(cells_per_unit(pairs)), key)
+    return bound_parts(LocalEngine(), [pairs_of(grid, X, units, key)], grid, key, choose=choose)
 
 
 __all__ = [
     "BoundingKey",
     "Pairs",
+    "bound_parts",
     "bounded_counts",
     "cells_per_unit",
     "count_distinct_units",
@@ -389,8 +462,10 @@ __all__ = [
     "count_units_choosing",
     "factorize",
     "keep_smallest",
+    "kept_keys",
     "kept_pairs",
     "pairs_of",
     "run_length",
+    "summed_pairs",
     "unit_words",
 ]

@@ -164,13 +164,14 @@ def standardised_note(X: np.ndarray, option: str = "bounds") -> str | None:
     )
 
 
-def bounds_from_data(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Data bounds, with the warning that this leaks (diffprivlib's convention)."""
+def bounds_from_data(X: np.ndarray, stacklevel: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Data bounds, with the warning that this leaks (diffprivlib's convention);
+    ``stacklevel`` as for :func:`warnings.warn`."""
     warnings.warn(
         "bounds were not given, so they are computed from the data. This leaks "
         "privacy and voids the DP guarantee: pass public bounds=(lower, upper).",
         PrivacyLeakWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
     finite = X[np.all(np.isfinite(X), axis=1)]
     if finite.shape[0] == 0:

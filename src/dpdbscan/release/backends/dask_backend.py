@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import logging
 import os
 import warnings
@@ -59,7 +58,7 @@ from ...files.units import canonical_ids, id_token, read_units, token_id
 from ...spec.specs import UnitBound
 from .. import bounding
 from ..bounding import BoundingKey
-from ..points import clean_points
+from ..engine import merge_counts, merged_exactly_once
 from .base import CellCounts
 from .numpy_backend import NumpyBackend
 
@@ -116,23 +115,6 @@ def frame_values(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.nda
         X[:, j], unparseable = coerce_binary(pa.array(texts, type=pa.string()))
         bad |= unparseable
     return X, bad
-
-
-def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Merge sorted ``(keys, counts)`` pairs into one, summing equal keys.
-
-    Works for int64 keys and for the packed ``void`` keys of wide grids (their
-    byte order is the order of the coordinates, so a stable sort is enough).
-    """
-    keys = np.concatenate([k for k, _ in parts])
-    counts = np.concatenate([c for _, c in parts]).astype(np.int64, copy=False)
-    if keys.size == 0:
-        return keys, counts
-    # The inputs are sorted runs; a stable sort (timsort/radix) exploits that.
-    order = np.argsort(keys, kind="stable")
-    keys, counts = keys[order], counts[order]
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    return keys[starts], np.add.reduceat(counts, starts)
 
 
 # A partition's result is (keys, counts, tally); the tally is
@@ -322,15 +304,16 @@ def _pairs_frame(table: Any, kind: str) -> Any:
 def _pairs(grid: Grid, X: np.ndarray, units: Any, keep: np.ndarray, kind: str) -> Any:
     """The (unit, cell, count) pairs of one partition's rows, a frame of
     :func:`_pairs_meta`'s columns (``units``: an Arrow array of
-    :func:`unit_array`). The per-record rule first, as in
-    ``bounding.pairs_of``: rows outside ``keep`` (a missing unit) or with a
-    non-finite coordinate are dropped, the others' keys clip into the box."""
+    :func:`unit_array`). The per-record rule first, the one of
+    ``bounding.pairs_of`` (:func:`dpdbscan.release.bounding.kept_keys`):
+    rows outside ``keep`` (a missing unit) or with a non-finite coordinate
+    are dropped, the others' keys clip into the box."""
     import pyarrow as pa
 
-    keep = keep & np.isfinite(X).all(axis=1)
+    keep, keys = bounding.kept_keys(grid, X, keep)
     if not keep.all():
-        X, units = X[keep], units.filter(pa.array(keep))
-    words = _cell_words(grid, grid.keys_of_points(clean_points(grid, X, clip=False)))
+        units = units.filter(pa.array(keep))
+    words = _cell_words(grid, keys)
     cells = _cell_columns(grid)
     table = pa.table({_UNIT: units, **{c: words[:, j] for j, c in enumerate(cells)}})
     # a hash aggregation: the order of the pairs does not matter before the shuffle
@@ -369,9 +352,8 @@ def _csv_pairs(grid, data, layout, header, first, where):
 
 def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> bounding.Pairs:
     """The pairs of one shuffled partition, which holds every pair of its
-    units: their partial counts summed, as ``bounding.pairs_of`` gives them
-    in memory (sorted by unit, then cell key: the order
-    ``bounding.kept_pairs`` breaks priority ties in)."""
+    units: their partial counts summed by ``bounding.summed_pairs``, the
+    function that makes the in-memory pairs (``bounding.pairs_of``)."""
     import pyarrow as pa
 
     enc = unit_array(pa.array(frame[_UNIT]), kind).dictionary_encode()
@@ -381,21 +363,8 @@ def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> boundi
         uniques = _token_ids(uniques)
     words = np.ascontiguousarray(frame[_cell_columns(grid)].to_numpy(dtype=np.int64))
     keys = words.view(grid.key_dtype).ravel() if grid.wide else words.ravel()
-    cell_keys, cell_codes = bounding._codes(grid, keys)  # sorted keys, each key's index
-    n_cells = max(int(cell_keys.size), 1)
-    pair = codes * n_cells + cell_codes  # one int64 per pair: < rows**2
-    order = np.argsort(pair)  # equal pairs are summed: no need for a stable sort
-    pair = pair[order]
-    starts = np.flatnonzero(np.concatenate(([pair.size > 0], pair[1:] != pair[:-1])))
-    first = pair[starts]
-    counts = frame[_COUNT].to_numpy(dtype=np.int64)[order]
-    return bounding.Pairs(
-        units=first // n_cells,
-        keys=cell_keys[first % n_cells],
-        counts=np.add.reduceat(counts, starts) if starts.size else counts,
-        unit_words=bounding.unit_words(uniques, key),
-        uniques=uniques,
-    )
+    counts = frame[_COUNT].to_numpy(dtype=np.int64)
+    return bounding.summed_pairs(grid, codes, keys, counts, uniques, key)
 
 
 def _token_ids(tokens: np.ndarray) -> np.ndarray:
@@ -405,21 +374,45 @@ def _token_ids(tokens: np.ndarray) -> np.ndarray:
     return out
 
 
-def _bound_pairs(pairs: bounding.Pairs, grid: Grid, bound: UnitBound, key: BoundingKey):
-    """Bounded counts of the summed pairs of one shuffled partition, as in memory."""
-    keys, counts = bounding.bounded_counts(grid, pairs, bound, key)
-    return np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64), _tally(0)
-
-
-def _bound_part(grid: Grid, frame: Any, kind: str, bound: UnitBound, key: BoundingKey):
-    """Bounded counts of one shuffled partition."""
-    if len(frame) == 0:
-        return np.empty(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64), _tally(0)
-    return _bound_pairs(_summed_pairs(grid, frame, kind, key), grid, bound, key)
-
-
 def _sum_tallies(*tallies):
     return np.sum(tallies, axis=0)
+
+
+class DaskEngine:
+    """The engine primitives (:mod:`dpdbscan.release.engine`) on a Dask
+    cluster: partitions are futures held by the workers; ``reduce`` merges
+    them ``split_every`` at a time in a tree and refuses a merge that did not
+    take every partition exactly once. The backend also reads partitions of
+    files (:meth:`DaskBackend._pair_tasks`) and shuffles pairs by unit
+    (:meth:`DaskBackend._shuffled`) for it."""
+
+    def __init__(self, client: Any, split_every: int = 8) -> None:
+        self.client, self.split_every = client, split_every
+
+    def map(self, f: Callable[[Any], Any], parts: Sequence[Any]) -> list[Any]:
+        return self.client.map(f, parts)
+
+    def gather(self, parts: Sequence[Any]) -> list[Any]:
+        return self.client.gather(list(parts))
+
+    def reduce(self, parts: Sequence[Any], merge: Callable[..., Any]) -> Any:
+        level = self.client.map(_counted, parts)
+        while len(level) > 1:
+            level = [
+                self.client.submit(_merge_counted, merge, *level[i : i + self.split_every])
+                for i in range(0, len(level), self.split_every)
+            ]
+        value, merged = level[0].result()
+        merged_exactly_once(merged, len(parts))
+        return value
+
+
+def _counted(part: Any) -> tuple[Any, int]:
+    return part, 1
+
+
+def _merge_counted(merge: Callable[..., Any], *parts: tuple[Any, int]) -> tuple[Any, int]:
+    return merge(*[v for v, _ in parts]), sum(n for _, n in parts)
 
 
 class _ShuffleNotes(logging.Filter):
@@ -777,25 +770,12 @@ class DaskBackend:
         shuffled = self._shuffled(grid, kind, tasks)
         tallies = self._tree([t[1] for t in tasks], _sum_tallies)
         with self._client() as client, _quiet_shuffle_notes():
-            if choose is None:
-                part = dask.delayed(_bound_part)
-                final = self._tree([part(grid, p, kind, bound, key) for p in shuffled], _merge_parts)
-                (keys, counts, bounded), tally = client.compute([final, tallies], sync=True)
-            else:
-                summed = [dask.delayed(_summed_pairs)(grid, p, kind, key) for p in shuffled]
-                *pairs, tally = client.compute([*summed, tallies])
-                cells = client.gather(client.map(bounding.cells_per_unit, pairs))
-                bound = choose(np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64))
-                # a partial: client.map keeps key= for the task's name
-                level = client.map(functools.partial(_bound_pairs, grid=grid, bound=bound, key=key), pairs)
-                while len(level) > 1:
-                    level = [
-                        client.submit(_merge_parts, *level[i : i + self.split_every])
-                        for i in range(0, len(level), self.split_every)
-                    ]
-                keys, counts, bounded = level[0].result()
-                tally = tally.result()
-        check_tally(bounded, len(shuffled))
+            # each shuffled partition's pairs summed, kept on the workers
+            summed = [dask.delayed(_summed_pairs)(grid, p, kind, key) for p in shuffled]
+            *pairs, tally = client.compute([*summed, tallies])
+            engine = DaskEngine(client, self.split_every)
+            keys, counts = bounding.bound_parts(engine, pairs, grid, key, bound=bound, choose=choose)
+            tally = tally.result()
         check_tally(tally, len(tasks))
         self.input_counts = _input_counts(tally)
         return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
@@ -1094,9 +1074,4 @@ def _input_counts(tally: np.ndarray) -> BlockCounts:
 def check_tally(tally: np.ndarray, n_partitions: int) -> None:
     """Refuse a reduce that did not merge every partition exactly once: a
     partial count would be released as if it were the whole data."""
-    merged = int(np.asarray(tally)[0])
-    if merged != n_partitions:
-        raise RuntimeError(
-            f"the Dask reduce merged {merged} partition result(s) for {n_partitions} "
-            "partition(s); refusing to release a partial or doubled count"
-        )
+    merged_exactly_once(int(np.asarray(tally)[0]), n_partitions)

@@ -1,0 +1,139 @@
+"""Where a release is written, and the writing: the JSON, GeoJSON and PNG of
+``fit`` and ``sweep``, each file atomically."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..geometry import projection
+from ..model import SpanModel, save_geojson, save_model
+from .common import (
+    EXIT_OK,
+    EXIT_PARTIAL,
+    Notes,
+    atomic_write,
+    check_writable,
+    draw_spans_png,
+    one_line,
+    write_temp,
+)
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The output options of ``fit`` and ``sweep``: the folder, explicit
+    paths (None: ``out_dir/NAME.spans.KIND``), the kinds left out, and the
+    input (never overwritten)."""
+
+    out_dir: str
+    input: str | None = None
+    json: str | None = None
+    geojson: str | None = None
+    png: str | None = None
+    no_geojson: bool = False
+    no_png: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Outputs:
+        """The command's output options, typed (the boundary with argparse)."""
+        return cls(
+            out_dir=args.out_dir,
+            input=args.input,
+            json=getattr(args, "json", None),
+            geojson=getattr(args, "geojson", None),
+            png=getattr(args, "png", None),
+            no_geojson=args.no_geojson,
+            no_png=args.no_png,
+        )
+
+
+def out_paths(outputs: Outputs, name: str) -> dict:
+    """Output paths by kind (None when not wanted), checked writable now,
+    before the input is read or any budget spent."""
+    out_dir = Path(outputs.out_dir)
+    paths = {}
+    for kind, skip in (("json", False), ("geojson", outputs.no_geojson), ("png", outputs.no_png)):
+        explicit = getattr(outputs, kind)
+        paths[kind] = None if skip else Path(explicit) if explicit else out_dir / f"{name}.spans.{kind}"
+    check_writable(paths.values(), outputs.input)
+    return paths
+
+
+def write_outputs(
+    model: SpanModel, paths: dict, notes: Notes, picture: dict | None = None
+) -> tuple[list[str], list[str]]:
+    """Write the release (JSON), GeoJSON and PNG, each atomically.
+
+    The JSON is written on a second thread (compressing the noisy histogram
+    runs outside the GIL) while GeoJSON and PNG are drawn into temporary
+    files; they are renamed into place only once the JSON is safe on disk,
+    so a failed release leaves no GeoJSON or picture of it behind.
+    ``picture`` holds the PNG's ``size`` and ``extent`` (cli/maps.py).
+    Returns (written, failed). A failed GeoJSON or picture does not lose the
+    release: the JSON is kept and the failure is reported.
+    """
+    written: list[str] = []
+    failed: list[str] = []
+    errors: list[BaseException] = []
+
+    def save_json():
+        try:
+            atomic_write(paths["json"], lambda p: save_model(model, p))
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
+            errors.append(exc)
+
+    saver = threading.Thread(target=save_json, name="dpdbscan-json")
+    saver.start()
+    staged: list[tuple[str, Path]] = []
+    try:
+        if model.grid.d != 2:
+            if paths["geojson"] is not None or paths["png"] is not None:
+                print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D", file=sys.stderr)
+        else:
+            proj = projection.projection_of(model)
+            extras = (
+                (
+                    "geojson",
+                    lambda t: save_geojson(model, t, transform=None if proj is None else proj.inverse),
+                ),
+                ("png", lambda t: draw_spans_png(model, t, **(picture or {}))),
+            )
+            for kind, write in extras:
+                if paths[kind] is None:
+                    continue
+                try:
+                    staged.append((kind, write_temp(paths[kind], write)))
+                except Exception as exc:  # the release is safe: report, do not lose it
+                    failed.append(f"{paths[kind]} ({one_line(exc)})")
+    except BaseException:
+        saver.join()
+        for _, tmp in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    saver.join()
+    if errors:
+        for _, tmp in staged:
+            tmp.unlink(missing_ok=True)
+        raise errors[0]
+    written.append(str(paths["json"]))
+    for kind, tmp in staged:
+        os.replace(tmp, paths[kind])
+        written.append(str(paths[kind]))
+    return written, failed
+
+
+def report(written: list[str], failed: list[str]) -> int:
+    """Say what was written (standard output) and what failed (standard
+    error); the exit status."""
+    print("wrote " + ", ".join(written))
+    for f in failed:
+        print(
+            f"dpdbscan fit: error: could not write {f}; the release itself was written to {written[0]}",
+            file=sys.stderr,
+        )
+    return EXIT_PARTIAL if failed else EXIT_OK

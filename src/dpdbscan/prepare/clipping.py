@@ -1,0 +1,198 @@
+"""Private counts of what the per-record rule does to the rows, and the notes
+that tell the data owner about them.
+
+A fit drops a row with a missing or non-finite value and clips a row outside
+the public box onto it (:mod:`dpdbscan.release.points`). Nothing here changes
+that or the release: it only counts, for the private notes on standard error,
+so that a wrong bound or column order is hard to miss. :class:`BlockPrep`
+does the projection and the counting block by block while a file is read.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from .box import project_box, split_bounds
+from .notes import Notes
+from .points import Points
+
+
+class BlockPrep:
+    """What ``fit`` does to each block of rows while the file is still being
+    read (:meth:`dpdbscan.files.InputPlan.read`'s ``block_hook``, on the parsing
+    threads): with ``--geo``, project lon/lat to km in place; then count
+    what the per-record rule will drop or clip (:func:`clipping_counts`,
+    for the private notes). Both are per row, so doing them block by block
+    gives the same array and the same counts as doing them afterwards.
+
+    It sets itself up from the public ``--bounds`` and the number of columns
+    of the first block; where that fails (wrong number of bounds, a bad
+    lon/lat box, --geo on other than two columns) it does nothing and the
+    command's own checks after the read report the problem as usual.
+    """
+
+    def __init__(self, bounds_in: list[float], geo: bool, ref_lat: float | None) -> None:
+        self.bounds_in, self.geo, self.ref_lat = bounds_in, geo, ref_lat
+        self._lock = threading.Lock()
+        self._setup: dict[int, Any] = {}
+        self._counts: list[dict] = []
+        self._rows = 0
+
+    def _prepare(self, d: int):
+        with self._lock:
+            if d not in self._setup:
+                try:
+                    if self.geo and d != 2:
+                        raise ValueError("--geo needs two columns")
+                    lower, upper = split_bounds(self.bounds_in, d, self.geo)
+                    proj = None
+                    if self.geo:
+                        proj, lower, upper = project_box(lower, upper, self.ref_lat)
+                    self._setup[d] = (proj, lower, upper)
+                except ValueError:
+                    self._setup[d] = None  # reported by the checks after the read
+            return self._setup[d]
+
+    def __call__(self, X: np.ndarray) -> None:
+        setup = self._prepare(X.shape[1])
+        if setup is None:
+            return
+        proj, lower, upper = setup
+        if proj is not None:
+            proj.forward(X, out=X)
+        counts = clipping_counts(X, lower, upper)
+        with self._lock:
+            self._counts.append(counts)
+            self._rows += X.shape[0]
+
+    def result(self, n_rows: int) -> dict | None:
+        """The summed clipping counts, or None if the blocks were left as
+        read (then the caller projects and counts itself)."""
+        if not self._counts:
+            return None
+        if self._rows != n_rows:  # pragma: no cover - every block passes through the hook
+            raise RuntimeError("some blocks of the input were not prepared")
+        total = self._counts[0].copy()
+        for c in self._counts[1:]:
+            for k in ("n_bad", "n_ok", "outside"):
+                total[k] += c[k]
+            total["below"] = total["below"] + c["below"]
+            total["above"] = total["above"] + c["above"]
+        return total
+
+
+_SCAN_ROWS = 1 << 16  # rows per block of the clipping scan: stays in the CPU's cache
+
+
+def rows_all(mask: np.ndarray) -> np.ndarray:
+    """``mask.all(axis=1)``, column by column (quicker for a few columns)."""
+    out = mask[:, 0].copy()
+    for j in range(1, mask.shape[1]):
+        out &= mask[:, j]
+    return out
+
+
+def clipping_counts(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> dict:
+    """What the per-record rule will do to the rows of ``X`` (private counts):
+    ``n_bad`` rows with a missing or non-finite value (dropped), and among
+    the others ``n_ok``, ``outside`` (clipped onto the box) and, per column,
+    ``below`` and ``above`` its bound. One pass in cache-sized blocks."""
+    d = X.shape[1]
+    lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+    n_bad = outside = 0
+    below, above = np.zeros(d, dtype=np.int64), np.zeros(d, dtype=np.int64)
+    for a in range(0, X.shape[0], _SCAN_ROWS):
+        B = X[a : a + _SCAN_ROWS]
+        inside = rows_all((B >= lower) & (B <= upper))  # NaN compares False
+        if inside.all():
+            continue
+        finite = rows_all(np.isfinite(B))
+        n_bad += int(finite.size - np.count_nonzero(finite))
+        out = finite & ~inside
+        if out.any():
+            outside += int(np.count_nonzero(out))
+            F = B[out]
+            below += np.count_nonzero(F < lower, axis=0)
+            above += np.count_nonzero(F > upper, axis=0)
+    return {"n_bad": n_bad, "n_ok": X.shape[0] - n_bad, "outside": outside, "below": below, "above": above}
+
+
+def note_clipping(
+    pts: Points, notes: Notes, bounds_in: list[float] | None = None, counts: dict | None = None
+) -> None:
+    """Tell the data owner (private notes) how many rows the per-record rule
+    drops or clips, per column and bound, in the units they gave (degrees
+    with --geo): a wrong bound or column order must be hard to miss. When
+    most rows are clipped the note is printed even under --quiet (it is still
+    a private note on standard error). What is released does not depend on any
+    of this. ``counts``: :func:`clipping_counts` of ``pts.X`` when already made."""
+    X = pts.X
+    if X.shape[0] == 0:
+        return
+    c = clipping_counts(X, pts.lower, pts.upper) if counts is None else counts
+    if c["n_bad"]:
+        unit = "" if pts.units is None else " or no unit"
+        notes(f"{c['n_bad']:,} row(s) with missing or non-finite values{unit} are dropped")
+    outside, n_ok = c["outside"], max(c["n_ok"], 1)
+    if not outside:
+        return
+    most = outside / n_ok > 0.5
+    say = notes.always if most else notes
+    lower, upper = user_bounds(pts, bounds_in)
+    say(f"{outside:,} point(s) ({outside / n_ok:.1%}) lie outside the bounds and are clipped onto the box")
+    for j, name in enumerate(pts.names or [str(j) for j in range(X.shape[1])]):
+        for count, side, value in (
+            (int(c["below"][j]), "below its lower", lower[j]),
+            (int(c["above"][j]), "above its upper", upper[j]),
+        ):
+            if count / n_ok >= 0.01:
+                say(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound {value:g}")
+    if most:
+        say(outside_hint(pts, bounds_in))
+
+
+def user_bounds(pts: Points, bounds_in: list[float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """The box in the units the user gave it: degrees with --geo, else as fitted."""
+    if pts.proj is not None and bounds_in is not None:
+        return np.asarray(bounds_in[:2], dtype=float), np.asarray(bounds_in[2:], dtype=float)
+    return pts.lower, pts.upper
+
+
+_HINT_ROWS = 100_000  # rows the hint looks at (a private note; a sample is enough)
+
+
+def outside_hint(pts: Points, bounds_in: list[float] | None) -> str:
+    """The private note when most points lie outside the box: which option
+    to check, the bounds in the order that would fit them (xmin xmax ymin ymax
+    given for xmin ymin xmax ymax), or the columns in the other order (latitude
+    first). Compared in the user's units (degrees with --geo)."""
+    hint = "check --bounds (lower_1 .. lower_d upper_1 .. upper_d) and --columns"
+    X = pts.X[:: max(1, pts.X.shape[0] // _HINT_ROWS)]
+    F = X[rows_all(np.isfinite(X))]
+    if pts.proj is not None:
+        F = pts.proj.inverse(F)
+    if bounds_in is None or len(bounds_in) != 4 or F.shape[1] != 2 or F.shape[0] == 0:
+        return f"most points are outside the bounds: {hint}"
+    lo, hi = user_bounds(pts, bounds_in)
+
+    def share(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.all((points >= a) & (points <= b), axis=1).mean())
+
+    v = bounds_in
+    alt_lo, alt_hi = np.array([v[0], v[2]]), np.array([v[1], v[3]])
+    if np.all(alt_lo < alt_hi) and share(F, alt_lo, alt_hi) > 0.9:
+        hint = (
+            "the bounds look like xmin xmax ymin ymax: --bounds wants "
+            f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}"
+        )
+    elif share(F[:, ::-1], lo, hi) > 0.9:
+        first = "longitude" if pts.proj is not None else "the first coordinate"
+        names = pts.names or ["0", "1"]
+        hint = (
+            f"the columns look swapped: the box fits the points with {names[1]!r} first; "
+            f"{first} comes first: --columns {names[1]} {names[0]}"
+        )
+    return f"most points are outside the bounds: {hint}"

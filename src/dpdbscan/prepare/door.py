@@ -1,0 +1,470 @@
+"""The one door the private input comes through, for every caller.
+
+The estimator (:class:`dpdbscan.DPDBSCAN`, :func:`dpdbscan.estimator.fit_lonlat`)
+and the command line (``fit``, ``sweep``, ``check``) describe what to read in
+a :class:`Source`, a typed record of public choices, and :func:`prepare`
+returns the :class:`~dpdbscan.prepare.points.Points` the mechanism receives.
+In order, once:
+
+1. the points: an array in memory (checked, :func:`~dpdbscan.spec.validation.check_array`),
+   a file read by the one reader (:func:`read_file`: the columns, the unit's
+   column, the lon/lat projection and the clipping counts block by block), or
+   files and dask objects a distributed backend reads itself (only their
+   number of coordinates is needed here: :func:`n_features_of`);
+2. the public box (:func:`~dpdbscan.prepare.box.public_box`), projected to km
+   with ``geo``;
+3. the units (:func:`check_unit_ids`);
+4. the per-unit transforms, :attr:`Source.transforms`, in their order (the
+   hook for the preparation steps to come: stops, trip ends, periods);
+5. the private notes (:func:`say_prepared`): what was read, dropped and clipped.
+
+The release (:func:`dpdbscan.pipeline.fit`) then bounds each unit's
+contribution and counts. Nothing in this package draws noise or spends budget.
+
+Adding a preparation step: write it as a :data:`~dpdbscan.prepare.points.Transform`
+(a function of the prepared points that returns new ones, one unit at a time)
+and append it to :attr:`Source.transforms` where the caller builds its
+:class:`Source` (the command line's :func:`dpdbscan.cli.fit.source_of`, the
+estimator's ``fit``). A step that reads another column names it in the
+:class:`Source` (``time_column``, ``status_column``: read beside the points
+into ``Points.times`` and ``Points.status``); the worked example is
+``--stops``/``--trip-ends`` (:func:`dpdbscan.cli.fit.events_step`).
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..cells.grid import MAX_KAPPA, count_neighbours
+from ..files import InputPlan, ReadOptions, open_input, read_columns
+from ..files.formats import looks_like_unit
+from ..files.units import read_units
+from ..geometry.projection import check_lonlat_names, default_geo_columns
+from ..spec.validation import check_array
+from .box import Box, public_box, split_bounds
+from .clipping import BlockPrep, note_clipping
+from .notes import Notes
+from .points import Points, Transform
+
+
+@dataclass(frozen=True)
+class Source:
+    """What to prepare and how: public choices only (the points themselves
+    aside).
+
+    Attributes
+    ----------
+    data : array-like, dask object, path, glob or list of paths
+        The private points, or where they are (``"-"``: standard input).
+    read : ReadOptions, optional
+        How to read a file with the one reader (the command line). None: the
+        points are in memory, or a distributed backend reads them itself.
+    bounds : optional
+        The public box: the flat ``lower_1 .. lower_d upper_1 .. upper_d``
+        (or two numbers) of ``--bounds`` and ``fit_lonlat`` when
+        ``flat_bounds``, else the estimator's ``(lower, upper)``. None:
+        taken from the points, which voids the guarantee (warned).
+    geo, ref_lat :
+        Longitude and latitude in degrees, projected to km around the box's
+        centre (exact at ``ref_lat``); the bounds are then in degrees.
+    units : optional
+        The privacy unit: one id per row (in memory) or the unit column's
+        name (a distributed backend). For a file read here it is
+        ``read.unit``. None: each row is its own unit.
+    bounds_label : str, optional
+        Where the bounds came from, for the model's ``bounds_source``
+        (``"--bounds"``, ``"fit_lonlat bounds"``; None: not recorded).
+    cli : bool
+        Errors and warnings in the command line's words (options by name).
+    need_2d : tuple of str
+        Options that need two coordinates (``--png``, ``--geojson``),
+        refused before any record is read when the data have another number.
+    progress : bool, optional
+        The reader's progress bar (None: when standard error is a terminal).
+    transforms : tuple of Transform
+        The per-unit preparation steps, applied in order after the points
+        are read, projected and their units checked, and before the release
+        bounds each unit's contribution. Each must treat one unit's rows
+        alone (see :data:`~dpdbscan.prepare.points.Transform`). In-memory
+        points only.
+    time_column, status_column : str, optional
+        A trace's time and 0/1 status columns of a file (names or 0-based
+        indices), read row for row with the points into
+        :attr:`Points.times <dpdbscan.prepare.points.Points>` and ``status``
+        for the steps above (``--time``, ``--trip-ends``).
+    """
+
+    data: Any
+    read: ReadOptions | None = None
+    bounds: Any = None
+    flat_bounds: bool = False
+    geo: bool = False
+    ref_lat: float | None = None
+    units: Any = None
+    bounds_label: str | None = None
+    cli: bool = False
+    need_2d: tuple[str, ...] = ()
+    progress: bool | None = None
+    transforms: tuple[Transform, ...] = ()
+    time_column: str | None = None
+    status_column: str | None = None
+
+    @property
+    def columns(self) -> list[str] | None:
+        cols = None if self.read is None else self.read.columns
+        return None if cols is None else [str(c) for c in cols]
+
+    @property
+    def unit_column(self) -> str | None:
+        """The unit's column, when the units are given by name."""
+        if self.read is not None:
+            return None if self.read.unit is None else str(self.read.unit)
+        return self.units if isinstance(self.units, str) else None
+
+
+def prepare(
+    source: Source, *, eta: float, backend: Any = None, notes: Notes | None = None, stacklevel: int = 2
+) -> Points:
+    """The points the mechanism receives (:mod:`this module <dpdbscan.prepare.door>`'s steps 1-5).
+
+    ``eta`` (the grid parameter) refuses, before any record is read, a
+    number of columns no core test can evaluate; ``backend`` decides whether
+    the points are read here (None: the numpy backend, or points already in
+    memory) or by the backend; ``notes`` receives the private notes
+    (None: none are said); ``stacklevel`` places a warning (as for
+    :func:`warnings.warn`).
+    """
+    if _in_memory(source, backend):
+        if source.read is not None:
+            pts = read_file(source, eta=eta, notes=notes)
+        else:
+            X = check_array(source.data)
+            box = _box(source, X.shape[1], X, stacklevel + 1)
+            if box.proj is not None:
+                X = box.proj.forward(X)
+            units = None if source.units is None else check_unit_ids(source.units, X)
+            pts = Points(X, None, box.lower, box.upper, box.proj, None, units, None, None, box.meta)
+        pts = apply_transforms(pts, source.transforms)
+        if notes is not None and source.read is not None:
+            say_prepared(pts, source, notes)
+        return pts
+    return _distributed(source, eta, backend)
+
+
+def _in_memory(source: Source, backend: Any) -> bool:
+    """Whether the points are prepared here (the numpy backend, or points
+    already in memory) rather than read by a distributed backend."""
+    X = source.data
+    if backend is None:
+        return True
+    if source.read is not None:
+        return False
+    return isinstance(X, np.ndarray) or (isinstance(X, (list, tuple)) and not _are_paths(X))
+
+
+def _box(source: Source, d: int, X: np.ndarray | None, stacklevel: int = 2) -> Box:
+    return public_box(
+        source.bounds,
+        d,
+        flat=source.flat_bounds,
+        geo=source.geo,
+        ref_lat=source.ref_lat,
+        X=X,
+        label=source.bounds_label,
+        cli=source.cli,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def _distributed(source: Source, eta: float, backend: Any) -> Points:
+    """Files or dask objects a distributed backend reads itself: only the
+    public number of coordinates and the box are prepared here."""
+    unit = source.unit_column
+    if source.cli:
+        if unit is not None and (not source.columns or unit.isdigit()):
+            raise ValueError(
+                "--unit with --backend dask names a column of a Parquet schema or a declared CSV "
+                "header, beside --columns for the coordinates (no 0-based index)"
+            )
+        if source.geo:
+            raise ValueError(
+                "--geo is not supported with --backend dask: the backend counts the "
+                "file's own coordinates, so project lon/lat to km first"
+            )
+        if source.bounds is None:
+            raise ValueError("--backend dask needs public --bounds (it never scans the data for them)")
+    if source.transforms:
+        raise ValueError("per-unit preparation steps need the points in memory (the numpy backend)")
+    d = n_features_of(source, backend)
+    check_columns(d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=source.columns)
+    box = _box(source, d, None)
+    given = unit if unit is not None else source.units
+    units = None if given is None else check_unit_ids(given, source.data)
+    return Points(source.data, source.columns, box.lower, box.upper, None, None, units, unit, None, box.meta)
+
+
+def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Points:
+    """Read the file of ``source`` with the one reader: the columns and the
+    unit's column chosen from public input, the lon/lat projection and the
+    clipping counts made block by block on the reading threads
+    (:class:`~dpdbscan.prepare.clipping.BlockPrep`), the same checks and
+    errors for ``fit`` and the dry run ``check``. What the reader dropped
+    goes to ``notes`` (private; None: not said)."""
+    assert source.read is not None
+    bounds = None if source.bounds is None else [float(v) for v in source.bounds]
+    prep = None if bounds is None or source.transforms else BlockPrep(bounds, source.geo, source.ref_lat)
+    d = declared_dimension(source.geo, bounds, source.columns)
+    with open_points(source.data, source.read, d=d, geo=source.geo) as plan:
+        # the columns are known from public input: refuse a bad layout before any record is read
+        check_columns(plan.d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=plan.names)
+        _check_trace_columns(source, plan.schema_names)
+        if source.geo:
+            # public names (--columns, a declared header, a Parquet schema) that say latitude first
+            check_lonlat_names(plan.names)
+        if bounds is not None:
+            split_bounds(bounds, plan.d, source.geo)
+        got = plan.read(source.progress, prep)
+    if notes is not None:
+        for line in got.notes():
+            notes(line)
+    X, names = got.X, got.names
+    times = status = None
+    if source.time_column is not None:
+        # the trace's time and status: a second pass, row for row with the points
+        times, status = read_columns(
+            source.data,
+            _token(source.time_column),
+            None if source.status_column is None else _token(source.status_column),
+            source.read,
+            d=d,
+            choose=_chooser(source.geo),
+            progress=source.progress,
+        )
+    box = _box(source, X.shape[1], X)
+    counts = None if prep is None else prep.result(X.shape[0])
+    if box.proj is not None and counts is None:
+        # in place: X is this command's own copy of the file's values
+        X = box.proj.forward(X, out=X) if X.flags.writeable else box.proj.forward(X)
+    return Points(
+        X,
+        names,
+        box.lower,
+        box.upper,
+        box.proj,
+        counts,
+        got.units,
+        got.unit_name,
+        plan.schema_names,
+        box.meta,
+        times,
+        status,
+    )
+
+
+def _token(column: str | int) -> str | int:
+    return int(column) if str(column).isdigit() else column
+
+
+def _check_trace_columns(source: Source, schema_names: Sequence[str] | None) -> None:
+    """Refuse, before any record is read, a time or status column that a
+    declared header or schema does not have (public names)."""
+    wanted = (("--time", source.time_column), ("--trip-ends", source.status_column))
+    for option, col in wanted:
+        if col is None or schema_names is None:
+            continue
+        if str(col) not in map(str, schema_names) and not str(col).isdigit():
+            raise ValueError(f"{source.data}: {option} {col!r} is not a column of the file")
+
+
+def apply_transforms(pts: Points, transforms: Sequence[Transform]) -> Points:
+    """The per-unit preparation steps, in order. The clipping counts made
+    while reading describe the rows as read, so they are dropped for the
+    notes to count the rows the release receives."""
+    for step in transforms:
+        pts = replace(step(pts), counts=None)
+    return pts
+
+
+def open_points(
+    path: Any,
+    read: ReadOptions,
+    *,
+    d: int | None,
+    geo: bool = False,
+    preferred: Sequence[str] | None = None,
+) -> InputPlan:
+    """How ``path`` will be read, decided from public input only (no record
+    read): :func:`dpdbscan.files.open_input` with the default columns a
+    model's own (``preferred``) or, with ``geo``, those named like
+    longitude and latitude."""
+
+    return open_input(path, read, d=d, choose=_chooser(geo, preferred))
+
+
+def _chooser(geo: bool, preferred: Sequence[str] | None = None) -> Any:
+    """The default columns of a declared header or schema: a model's own
+    (``preferred``), else with ``geo`` those named like longitude and latitude."""
+
+    def choose(names, numeric):
+        if preferred and all(c in names for c in preferred):
+            return list(preferred)
+        return default_geo_columns(names) if geo else None
+
+    return choose
+
+
+def declared_dimension(
+    geo: bool, bounds: Sequence[float] | None, columns: Sequence[str] | None
+) -> int | None:
+    """The number of coordinates public input fixes before the file is
+    opened: 2 with --geo, one lower and one upper bound per column in
+    --bounds, or the --columns given; None when none of them does."""
+    if geo:
+        return 2
+    if bounds is not None and len(bounds) > 2 and len(bounds) % 2 == 0:
+        return len(bounds) // 2
+    return len(columns) if columns else None
+
+
+def say_prepared(pts: Points, source: Source, notes: Notes) -> None:
+    """The private notes on prepared points: a column that looks like a
+    person's id when no unit is given, what was read, and what the
+    per-record rule drops or clips."""
+    if pts.unit_name is None:
+        note_id_columns(pts.schema_names, pts.names)
+    say_read(source.data, pts.X, pts.names, notes)
+    bounds = None if source.bounds is None else [float(v) for v in source.bounds]
+    note_clipping(pts, notes, bounds, pts.counts)
+
+
+def say_read(path: Any, X: np.ndarray, names: Sequence[str] | None, notes: Notes) -> None:
+    """How many rows and columns were read, and from where (private)."""
+    where = "standard input" if str(path) == "-" else path
+    notes(f"read {X.shape[0]:,} rows x {X.shape[1]} column(s) ({', '.join(names or ())}) from {where}")
+
+
+def note_id_columns(schema_names: Sequence[str] | None, chosen: Sequence[str] | None) -> None:
+    """Say once, when no --unit is given, that each row is protected and not
+    each person, if a column's name looks like a person's id (public: the
+    declared header or the schema; no value is looked at)."""
+    skip = set(chosen or ())
+    ids = [str(n) for n in schema_names or () if str(n) not in skip and looks_like_unit(str(n))]
+    if not ids:
+        return
+    shown = ", ".join(repr(n) for n in ids[:3]) + (", ..." if len(ids) > 3 else "")
+    print(
+        f"dpdbscan: note: this release protects each row, not each person: the file has a column "
+        f"that looks like an id ({shown}), so one person's many rows can make a span on their own. "
+        f"To protect each person, pass --unit {ids[0]} --max-cells-per-unit K (docs/user-guide.md, "
+        "person-level privacy)",
+        file=sys.stderr,
+    )
+
+
+def check_columns(
+    d: int, *, eta: float, geo: bool = False, need_2d: Sequence[str] = (), names: Sequence[str] | None = None
+) -> None:
+    """Refuse, before anything is spent, a number of columns the release
+    cannot use. Public: d, eta and the options."""
+    if count_neighbours(d, eta) > MAX_KAPPA:  # public: d and eta
+        raise ValueError(
+            f"in d={d} at eta={eta:g} an eps-neighbourhood has {count_neighbours(d, eta):,} "
+            f"cells, more than any core test can evaluate ({MAX_KAPPA:,}): the release could have no "
+            "span, so no budget is spent on it. Use fewer columns (--columns)"
+        )
+    if geo and d != 2:
+        shown = f" ({', '.join(map(str, names))})" if names else ""
+        raise ValueError(
+            f"--geo needs exactly two columns (longitude, latitude), got {d}{shown}; "
+            f"choose them with {geo_columns_hint(names)}"
+        )
+    for option in need_2d:
+        if d != 2:
+            raise ValueError(f"{option} needs 2-D data, got {d} columns")
+
+
+def geo_columns_hint(names: Sequence[str] | None) -> str:
+    """The --columns to suggest for --geo: ``x y`` when the columns (from a
+    declared header or a schema, never a record) have those names, as the
+    shared data sets name longitude and latitude; else the placeholder."""
+    by_lower = {str(n).lower(): str(n) for n in names or ()}
+    if "x" in by_lower and "y" in by_lower:
+        x, y = (shlex.quote(by_lower[k]) for k in ("x", "y"))
+        return f"--columns {x} {y} (longitude first)"
+    return "--columns LON LAT"
+
+
+def check_unit_ids(units: Any, X: Any) -> Any:
+    """The units of in-memory rows, one id per row, read before anything is
+    counted or spent (:func:`dpdbscan.files.units.read_units`: each id on
+    its own, never through a type chosen from the others; an id that cannot
+    be read exactly is refused). A column name is passed on to a
+    distributed backend. Public checks only: the shape and the types, never
+    the values."""
+    if isinstance(units, str):
+        if isinstance(X, np.ndarray):
+            raise ValueError(
+                f"units must hold one id per row of X; a column name (units={units!r}) is only "
+                "understood by the Dask backend. Pass the column itself, e.g. units=df[name]"
+            )
+        return units
+    if hasattr(units, "toarray") or hasattr(units, "tocsr"):
+        raise TypeError("units is a sparse matrix: give one id per row as a 1-D array")
+    ids = read_units(units)
+    n = getattr(X, "shape", (None,))[0]
+    if n is not None and len(ids) != n:
+        raise ValueError(f"units has {len(ids)} ids but X has {n} rows: give one id per row")
+    return ids
+
+
+def _are_paths(X: object) -> bool:
+    return isinstance(X, (str, os.PathLike)) or (
+        isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(p, (str, os.PathLike)) for p in X)
+    )
+
+
+def n_features_of(source: Source, backend: Any = None) -> int:
+    """Number of coordinates of points a distributed backend reads itself,
+    from public input only. On the command line: the --columns given, or
+    one lower and one upper bound per column. Otherwise the backend's
+    column rule first (it knows which columns it will read, from a schema or
+    a header line, never a row; the unit column is not one), then shape,
+    columns or bounds."""
+    X, bounds = source.data, source.bounds
+    if source.cli:
+        columns = source.columns
+        d = (
+            len(columns)
+            if columns
+            else (len(bounds) // 2 if bounds is not None and len(bounds) > 2 else None)
+        )
+        if d is None:
+            raise ValueError(
+                "with --backend dask give --columns, or --bounds with one lower and one "
+                "upper value per column"
+            )
+        return d
+    counter = getattr(backend, "n_features", None)
+    if callable(counter):
+        unit = source.unit_column
+        n = counter(X) if unit is None else counter(X, unit=unit)
+        if isinstance(n, numbers.Integral):
+            return int(n)
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) == 2 and isinstance(shape[1], numbers.Integral):
+        return int(shape[1])
+    cols = getattr(X, "columns", None)
+    if cols is not None:
+        return len(cols)
+    if bounds is not None:
+        lo = np.atleast_1d(np.asarray(bounds[0]))
+        return lo.size
+    raise ValueError("cannot tell the number of features of X; pass bounds")
