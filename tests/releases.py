@@ -19,7 +19,6 @@ import numpy as np
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.cells.histogram import NoisyHistogram
-from dpdbscan.spec.parameters import PARAMETERS
 from dpdbscan.model.build import model_of
 from dpdbscan.model.record import SpanModel
 from dpdbscan.plan.resolve import release_spec
@@ -27,6 +26,7 @@ from dpdbscan.post.spans import build_spans
 from dpdbscan.release.backends import NumpyBackend
 from dpdbscan.release.mechanism import release_histogram as _release_histogram
 from dpdbscan.release.points import clean_points
+from dpdbscan.spec.parameters import PARAMETERS
 from dpdbscan.spec.specs import ReleaseSpec, SpanSpec
 
 

@@ -11,13 +11,14 @@ import math
 
 import numpy as np
 
-from releases import make_histogram
 from dpdbscan.cells.grid import Grid
-from dpdbscan.geometry.projection import Equirectangular
 from dpdbscan.cells.subcells import SubcellLayout
+from dpdbscan.geometry.projection import Equirectangular
 from dpdbscan.model.record import SpanModel
 from dpdbscan.post.coretests import Spans
 from dpdbscan.spec.specs import ReleaseInfo, SpanSpec
+
+from releases import make_histogram
 
 SF_BOX = ((-122.48, 37.72), (-122.38, 37.82))
 

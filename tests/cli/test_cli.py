@@ -7,12 +7,13 @@ import types
 
 import numpy as np
 import pytest
-from clirun import blob_points, run, write_csv
 
 from dpdbscan.cli import build_parser, main
 from dpdbscan.geometry.projection import Equirectangular
 from dpdbscan.model import load_model, with_params
 from dpdbscan.progress import progress, progress_wanted
+
+from clirun import blob_points, run, write_csv
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SF = ["-122.48", "37.72", "-122.38", "37.82"]

@@ -11,6 +11,7 @@ import types
 
 import numpy as np
 import pytest
+
 from clirun import run
 
 SF = ["-122.48", "37.72", "-122.38", "37.82"]
@@ -68,7 +69,8 @@ def test_rows_read_and_dropped_as_fit_counts_them(capsys, box_csv, tmp_path):
     rc, out, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "0", "10", "10")
     assert rc == 0 and out == "", err
     assert line_of(err, "rows") == (
-        "[private: do not publish] rows      : 104 read, 4 dropped (missing, non-numeric or non-finite values), 100 kept"
+        "[private: do not publish] rows      : 104 read, 4 dropped "
+        "(missing, non-numeric or non-finite values), 100 kept"
     )
     # fit's own notes on the same file: the same rows read and dropped
     rc, _, fit_err = run(capsys, "fit", box_csv, "--header", "--bounds", "0", "0", "10", "10", "--eps", "1",
@@ -82,14 +84,15 @@ def test_share_outside_each_bound_per_column(capsys, box_csv):
     rc, _, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "0", "10", "10")
     assert rc == 0, err
     assert line_of(err, "column 'x'") == (
-        "[private: do not publish] column 'x': min -3, max 12; bounds 0 .. 10; 10.0% of the rows below the lower, "
-        "5.0% above the upper"
+        "[private: do not publish] column 'x': min -3, max 12; bounds 0 .. 10; "
+        "10.0% of the rows below the lower, 5.0% above the upper"
     )
     assert line_of(err, "column 'y'").startswith("[private: do not publish] column 'y': min ")
     assert line_of(err, "column 'y'").endswith("; bounds 0 .. 10; 0.0% of the rows below the lower, 20.0% above the upper")
     assert line_of(err, "column 'y'").split(", max ")[1].startswith("10.5;")
     assert line_of(err, "outside") == (
-        "[private: do not publish] outside   : 35 row(s) (35.0%) outside the bounds; a fit clips them onto the box"
+        "[private: do not publish] outside   : 35 row(s) (35.0%) outside the bounds; "
+        "a fit clips them onto the box"
     )
     # one lower and one upper for all columns: the same shares
     rc, _, err2 = run(capsys, "check", box_csv, "--header", "--bounds", "0", "10")
@@ -106,7 +109,8 @@ def test_most_points_outside_gives_the_swapped_bounds_hint(capsys, tmp_path):
     rc, out, err = run(capsys, "check", path, "--header", "--bounds", "0", "10", "5", "20")
     assert rc == 0 and out == ""
     assert line_of(err, "most points") == (
-        "[private: do not publish] most points are outside the bounds: the bounds look like xmin xmax ymin ymax: "
+        "[private: do not publish] most points are outside the bounds: "
+        "the bounds look like xmin xmax ymin ymax: "
         "--bounds wants xmin ymin xmax ymax, i.e. 0 5 10 20"
     )
 

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from clirun import blob_points, run, write_csv
 
 SRC = Path(__file__).resolve().parents[2] / "src"

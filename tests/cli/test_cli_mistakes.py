@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from clirun import blob_points, run, write_csv
 
 SF = "-122.48 37.72 -122.38 37.82"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from clirun import blob_points, run, write_csv
 
-from dpdbscan.model.record import SpanModel
 from dpdbscan.model import load_model, with_params
+
+from clirun import blob_points, run, write_csv
 
 
 @pytest.fixture

@@ -23,15 +23,16 @@ import types
 
 import numpy as np
 import pytest
-from clirun import run
-from stats import EventAudit
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
 from dpdbscan.files import read_input
+from dpdbscan.model import with_params
 from dpdbscan.release.backends import NumpyBackend
 from dpdbscan.release.points import clean_points
-from dpdbscan.model import with_params
+
+from clirun import run
+from stats import EventAudit
 
 #: The review's neighbours, and a few more: a text first line, gzip's magic.
 ADDED = [

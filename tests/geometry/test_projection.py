@@ -162,9 +162,9 @@ def _lonlat_csv(path, first, second, n=200):
 
 @pytest.mark.parametrize("first, second", [("y", "x"), ("lat", "lon"), ("latitude", "longitude"), ("lat", "x")])
 def test_the_command_line_refuses_latitude_first_before_reading(capsys, tmp_path, monkeypatch, first, second):
-    from clirun import run
-
     from dpdbscan.files import reader
+
+    from clirun import run
 
     path = _lonlat_csv(tmp_path / "cabs.csv", second, first)  # the file in lon/lat order
     read = []

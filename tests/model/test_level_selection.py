@@ -12,13 +12,14 @@ import warnings
 
 import numpy as np
 import pytest
-from levelpoints import BOX, bridged_blobs
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
 from dpdbscan.model import describe, guarantee, load_model, save_model, summary, with_params
 from dpdbscan.post import auto, levels
 from dpdbscan.render import explore as E
+
+from levelpoints import BOX, bridged_blobs
 
 quiet = pytest.mark.filterwarnings("ignore")  # seeded noise, small-data notes
 
@@ -205,9 +206,9 @@ def _levels_rates(fits: int, person: bool, n: int) -> tuple[int, int, float]:
     seeded automatic fits of ``n`` points of one small blob in a large box.
     At person level each unit is one row (k = m = 1), so the bounded data
     are the data."""
-    from reach import ub_of_core_subcells
-
     from dpdbscan.release.backends import NumpyBackend
+
+    from reach import ub_of_core_subcells
 
     X = np.random.default_rng(0).normal((3.0, 3.0), 0.3, (n, 2))
     kw = dict(min_samples="auto", bounds=EMPTY_BOX, max_cells=4096)

@@ -4,15 +4,24 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from dpdbscan import DPDBSCAN, SpanModel
+from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
-from releases import spans_from_histogram
-from releases import Config as MechanismConfig
-from releases import fit_spans, release_histogram
+from dpdbscan.model import (
+    describe,
+    geojson,
+    guarantee,
+    load_model,
+    model_from_dict,
+    save_model,
+    summary,
+    to_json,
+    with_params,
+)
 from dpdbscan.post.merge import canonical_labels, merge_cells
 from dpdbscan.release.samplers.integers import SeededSource
-from dpdbscan.model import describe, geojson, guarantee, load_model, model_from_dict, save_model, summary, to_json, with_params
-from releases import span_cells, span_region
+
+from releases import Config as MechanismConfig
+from releases import fit_spans, release_histogram, span_cells, span_region, spans_from_histogram
 
 
 def _two_blobs(n=400, seed=0):
@@ -32,7 +41,7 @@ def test_merge_joins_cells_within_alpha_only():
     keys = g.encode(cells)
     order = np.argsort(keys)
     lab = merge_cells(g, keys[order])
-    by_cell = {tuple(c): l for c, l in zip(cells[order], lab)}
+    by_cell = {tuple(c): label for c, label in zip(cells[order], lab)}
     assert by_cell[(0, 0)] == by_cell[(2, 0)]  # offset (2, 0): distance w < alpha
     assert by_cell[(5, 5)] != by_cell[(7, 7)]  # offset (2, 2): distance sqrt(2) w = alpha, not <
     assert by_cell[(10, 10)] == by_cell[(11, 11)]

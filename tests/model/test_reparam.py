@@ -17,12 +17,11 @@ import pytest
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
-from dpdbscan.model import SpanModel
-from releases import spans_from_histogram
-from releases import Config as MechanismConfig
-from releases import release_histogram
+from dpdbscan.model import SpanModel, finest_eps, load_model, save_model, with_params
 from dpdbscan.release.samplers.integers import SeededSource
-from dpdbscan.model import finest_eps, load_model, save_model, with_params
+
+from releases import Config as MechanismConfig
+from releases import release_histogram, spans_from_histogram
 
 
 def _instance(d, seed, n=150):

@@ -20,13 +20,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
-from spanmodels import hand_model
 
-from dpdbscan import DPDBSCAN, SpanModel
+from dpdbscan import DPDBSCAN
 from dpdbscan.estimator import fit_lonlat
-from dpdbscan.spec.parameters import PARAMETERS, Integer, Options, Real
 from dpdbscan.model import load_model, model_from_dict, save_model, to_json, with_params
 from dpdbscan.post.coretests import CORE_TESTS
+from dpdbscan.spec.parameters import PARAMETERS, Integer, Options, Real
+
+from spanmodels import hand_model
 
 SCHEMA = json.loads((resources.files("dpdbscan.model") / "schema.json").read_text())
 VALIDATOR = Draft202012Validator(SCHEMA)

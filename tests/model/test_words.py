@@ -10,11 +10,12 @@ import re
 
 import numpy as np
 import pytest
-from clirun import blob_points, run
 
 from dpdbscan import DPDBSCAN, fit_lonlat
 from dpdbscan.model import guarantee, save_model, summary
 from dpdbscan.post.coretests.base import within_words
+
+from clirun import blob_points, run
 
 # each summary line: (its label, symbols that must stand in it)
 SYMBOLS = {

@@ -11,9 +11,9 @@ import pytest
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
-from dpdbscan.model.record import SpanModel
-from dpdbscan.post import auto
+from dpdbscan.model import describe, guarantee, load_model, save_model, summary, with_params
 from dpdbscan.plan import autoplan
+from dpdbscan.post import auto
 from dpdbscan.post.ladder import Partition
 from dpdbscan.spec.parameters import PARAMETERS
 
@@ -26,7 +26,7 @@ def base_cells(epsilon, n_expected=None, max_cells=MAX_CELLS):
 
 def plan(lower, upper, eta, eps, min_samples, epsilon=1.0, max_cells=MAX_CELLS, n_expected=None):
     return autoplan.plan(lower, upper, eta, eps, min_samples, epsilon, max_cells, n_expected)
-from dpdbscan.model import describe, guarantee, load_model, save_model, summary, with_params
+
 
 quiet = pytest.mark.filterwarnings("ignore")  # seeded noise, small-data notes
 

@@ -25,6 +25,7 @@ from dpdbscan.laws import zcdp
 from dpdbscan.plan.resolve import resolve, validated
 from dpdbscan.post.coretests import core_test
 from dpdbscan.post.coretests.density import weighted_quantile
+
 from stats import P_FAIL, cp_lower, cp_upper
 
 BOX = ([0.0, 0.0], [1.0, 1.0])

@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-from releases import make_histogram
 from dpdbscan.cells.grid import Grid
-from dpdbscan.cells.histogram import NoisyHistogram
 from dpdbscan.post.coretests.bound import core
 from dpdbscan.post.sums import dense_neighbour_sums
+
+from releases import make_histogram
 
 
 def _sparse_hist(grid, seed, density=0.02):
@@ -90,7 +90,6 @@ def _core_subcells_reference(hist, threshold, layout):
 @pytest.mark.parametrize("kind", ["dense-int", "dense-float", "sparse"])
 @pytest.mark.parametrize("k", [2, 3])
 def test_subcell_core_cells_match_full_evaluation(d, kind, k):
-    from dpdbscan.cells.histogram import NoisyHistogram
     from dpdbscan.cells.subcells import SubcellLayout
     from dpdbscan.post.coretests.bound import core
 
@@ -123,7 +122,6 @@ def test_subcell_core_cells_match_full_evaluation(d, kind, k):
 def test_dense_core_cells_from_candidates_match_full_sums(d, kind):
     """k = 1 on a dense histogram: candidates around heavy cells give exactly
     the cells and sums of the full evaluation."""
-    from dpdbscan.cells.histogram import NoisyHistogram
     from dpdbscan.post.coretests.bound import core
     from dpdbscan.post.sums import dense_candidates, dense_neighbour_sums
 

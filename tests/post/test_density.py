@@ -7,14 +7,11 @@ import math
 
 import numpy as np
 import pytest
-from reference import components, same_partition
 
-from dpdbscan import DPDBSCAN, SpanModel
+from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
-from dpdbscan.cells.histogram import NoisyHistogram
+from dpdbscan.model import guarantee, model_from_dict, to_json, with_params
 from dpdbscan.model.predict import predict_spans, span_regions
-from releases import Config as MechanismConfig, make_histogram
-from releases import release_histogram
 from dpdbscan.post.coretests.density import (
     accuracy_margin,
     ball_weights,
@@ -28,7 +25,10 @@ from dpdbscan.post.coretests.density import (
 )
 from dpdbscan.post.merge import centre_offsets, merge_centres, radius_cells2
 from dpdbscan.release.samplers.integers import SeededSource
-from dpdbscan.model import guarantee, model_from_dict, to_json, with_params
+
+from reference import components, same_partition
+from releases import Config as MechanismConfig
+from releases import make_histogram, release_histogram
 
 # --------------------------------------------------------------------------- #
 # weights
@@ -311,7 +311,7 @@ def _brute_density_spans(grid, counts, min_samples, k, gamma, estimate="average"
     for X in itertools.product(*[range(s) for s in grid.shape]):
         for r, pos in enumerate(bw.positions):
             f = tuple(x * k + p for x, p in zip(X, pos))
-            if any(fi * fine_w >= u - l - 1e-12 for fi, l, u in zip(f, grid.lower, grid.upper)):
+            if any(fi * fine_w >= hi - lo - 1e-12 for fi, lo, hi in zip(f, grid.lower, grid.upper)):
                 continue  # sub-cell outside the box
             E = 0.0
             for j, o in enumerate(bw.offsets):

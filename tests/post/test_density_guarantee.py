@@ -17,18 +17,19 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from reach import ub_of_core_subcells as _ub_of_core_subcells
-from stats import P_FAIL, cp_lower
-from test_sandwich import _points, covers_clusters, within_relaxed_clusters
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
-from releases import Config as MechanismConfig
-from releases import fit_spans
+from dpdbscan.model import guarantee, summary
 from dpdbscan.post.coretests.density import accuracy_margin, ball_weights, dense_weighted_sums
 from dpdbscan.release.backends.numpy_backend import NumpyBackend
 from dpdbscan.release.samplers.integers import SeededSource
-from dpdbscan.model import guarantee, summary
+
+from reach import ub_of_core_subcells as _ub_of_core_subcells
+from releases import Config as MechanismConfig
+from releases import fit_spans
+from stats import P_FAIL, cp_lower
+from test_sandwich import _points, covers_clusters, within_relaxed_clusters
 
 INSTANCES = dict(
     seed=st.integers(0, 10_000),

@@ -9,8 +9,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from levelpoints import BOX, bridged_blobs
-from releases import library, release_histogram
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.model.predict import predict_spans, span_regions
@@ -19,6 +17,9 @@ from dpdbscan.post.coretests.density.test import density_guarantee
 from dpdbscan.post.partition import Partition
 from dpdbscan.post.spans import build_spans
 from dpdbscan.spec.specs import SpanSpec
+
+from levelpoints import BOX, bridged_blobs
+from releases import library, release_histogram
 
 
 def _part(keys, labels, mass, m, thr, alpha=1.0):

@@ -20,17 +20,17 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from reference import exact_dbscan_core
 from scipy.spatial import cKDTree
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.cells.subcells import SubcellLayout
-from releases import Config as MechanismConfig
-from releases import fit_spans
 from dpdbscan.post.sums import dense_neighbour_sums
 from dpdbscan.release.backends.numpy_backend import NumpyBackend
 from dpdbscan.release.samplers.integers import SeededSource
-from releases import span_cells
+
+from reference import exact_dbscan_core
+from releases import Config as MechanismConfig
+from releases import fit_spans, span_cells
 
 
 def _points(seed, n_clusters, n_per, spread, n_noise):

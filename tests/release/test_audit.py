@@ -40,6 +40,14 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import binom
+
+from dpdbscan import DPDBSCAN
+from dpdbscan.cells.grid import Grid
+from dpdbscan.release.histograms import DiscreteLaplace
+from dpdbscan.release.samplers.integers import SecureSource, SeededSource
+
+from releases import Config as MechanismConfig
+from releases import fit_spans, release_histogram
 from stats import (
     BOUNDS_PER_EVENT,
     EventAudit,
@@ -48,13 +56,6 @@ from stats import (
     cp_upper,
     epsilon_lower_bound,
 )
-
-from dpdbscan import DPDBSCAN
-from dpdbscan.cells.grid import Grid
-from releases import Config as MechanismConfig
-from releases import fit_spans, release_histogram
-from dpdbscan.release.histograms import DiscreteLaplace
-from dpdbscan.release.samplers.integers import SecureSource, SeededSource
 
 RATE = 2.5e-8  # false-failure budget of each _check call (and each tightness check)
 TIGHT = 0.8  # tightness: the lower bound must reach 0.8 epsilon on a tight event

@@ -48,11 +48,12 @@ import warnings
 
 import numpy as np
 import pytest
-from stats import BOUNDS_PER_EVENT, EventAudit
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.exceptions import UtilityWarning
 from dpdbscan.release import bounding
+
+from stats import BOUNDS_PER_EVENT, EventAudit
 
 EPSILON, DELTA = 1.0, 1e-6
 K, M = 4, 2

@@ -19,11 +19,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import stats
-from stats import assert_fits as _assert_fits
 
 from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace
 from dpdbscan.release.samplers import skipping as B
 from dpdbscan.release.samplers.integers import SecureSource, SeededSource
+
+from stats import assert_fits as _assert_fits
 
 RATE = 1e-7
 
@@ -97,7 +98,7 @@ def test_geometric_low_digits(name):
     g, _ = B.geometric(SeededSource(7), 200_000, tail)
     m = 64
     low = (g % m).astype(np.int64)
-    w = np.array([math.exp(l * math.log1p(-p)) for l in range(m)])
+    w = np.array([math.exp(i * math.log1p(-p)) for i in range(m)])
     assert_fits(np.bincount(low, minlength=m), w / w.sum())
 
 
@@ -139,16 +140,16 @@ def test_thresholds_agree_with_a_direct_high_precision_computation():
             dig = B._Digit(tail, offset, width, top)
             log_r = log_rho * (2**offset)
             m = 2**width
-            for l in (0, 1, 2, m // 2, m - 2):
-                num = 1 - (log_r * (l + 1)).exp()
+            for ell in (0, 1, 2, m // 2, m - 2):
+                num = 1 - (log_r * (ell + 1)).exp()
                 F = num if top else num / (1 - (log_r * m).exp())
                 for K in (32, 96):
                     x = F * (2**K)
                     ref = int(x.to_integral_value(rounding=decimal.ROUND_FLOOR))
                     assert x - ref > D(10) ** -40 and ref + 1 - x > D(10) ** -40
-                    assert dig.exact_floor(l, K) == ref
+                    assert dig.exact_floor(ell, K) == ref
                     if K == 32:
-                        assert int(dig.fast[l]) == ref
+                        assert int(dig.fast[ell]) == ref
 
 
 def test_geometric_half_and_limits():

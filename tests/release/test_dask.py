@@ -32,20 +32,7 @@ from dpdbscan.release.points import clean_points  # noqa: E402
 LOWER, UPPER = np.zeros(2), np.full(2, 10.0)
 BOUNDS = (LOWER.tolist(), UPPER.tolist())
 EPS = 0.5  # 29 x 29 cells: small enough for the dense histogram
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    """A real two-worker LocalCluster (worker processes, so data is pickled)."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as lc:
-        yield lc
-
-
-@pytest.fixture(scope="module")
-def client(cluster):
-    with distributed.Client(cluster, set_as_default=False) as c:
-        yield c
+# the fixtures cluster and client (a real LocalCluster) are in tests/conftest.py
 
 
 def make_points(n=20_000, seed=0):
@@ -375,7 +362,7 @@ def test_resolve_backend_builds_the_dask_backend():
 # ------------------------------------------- one record at a time (issue #14)
 def _csv_text(X, header="x,y", bad=None):
     """CSV text of X with %.17g values; ``bad`` maps a row index to a raw line."""
-    lines = [header] + ["%.17g,%.17g" % (a, b) for a, b in X]
+    lines = [header] + [f"{a:.17g},{b:.17g}" for a, b in X]
     for i, line in (bad or {}).items():
         lines[i + 1] = line
     return "\n".join(lines) + "\n"
@@ -413,7 +400,7 @@ def test_fit_with_a_bad_row_releases_like_numpy_without_it(client, X, tmp_path, 
 def test_csv_columns_come_from_the_header_not_the_values(client, grid, X, tmp_path):
     """A column whose first rows are text is still a coordinate: the header
     says so. (dask's dtype inference would have dropped it, changing d.)"""
-    rows = {i: "%.17g,n/a-%d" % (X[i, 0], i) for i in range(200)}
+    rows = {i: f"{X[i, 0]:.17g},n/a-{i}" for i in range(200)}
     path = tmp_path / "t.csv"
     path.write_text(_csv_text(X, bad=rows))
     backend = DaskBackend(client=client, blocksize=100_000, header=True)
@@ -427,7 +414,7 @@ def test_csv_columns_come_from_the_header_not_the_values(client, grid, X, tmp_pa
 def test_csv_index_columns_and_delimiter(client, grid, X, tmp_path, header, first):
     sep = ";" if ";" in header else ","
     extra = ",0" if header.endswith("label") else ""
-    lines = [header] + [sep.join([first.format(i=i), "%.17g" % a, "%.17g" % b]) + extra
+    lines = [header] + [sep.join([first.format(i=i), f"{a:.17g}", f"{b:.17g}"]) + extra
                         for i, (a, b) in enumerate(X)]
     path = tmp_path / "i.csv"
     path.write_text("\n".join(lines) + "\n")
@@ -459,7 +446,7 @@ def test_csv_files_must_share_the_header(client, grid, X, tmp_path):
 
 def test_text_column_of_a_dataframe_is_read_value_by_value(client, grid, X):
     df = frame(X, label=False)
-    text = df["y"].map(lambda v: "%.17g" % v).astype(object)
+    text = df["y"].map(lambda v: f"{v:.17g}").astype(object)
     text.iloc[7] = "bob@example.com"
     text.iloc[9] = None
     df["y"] = text

@@ -24,21 +24,30 @@ import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
 import distributed  # noqa: E402
 import pandas as pd  # noqa: E402
-from test_dask import EPS, client, cluster, grid  # noqa: E402, F401  (a LocalCluster, the grid)
 
 from dpdbscan import DPDBSCAN, Grid  # noqa: E402
-from dpdbscan.release.backends import NumpyBackend  # noqa: E402
-from dpdbscan.release.backends.dask_backend import DaskBackend, unit_array  # noqa: E402
 from dpdbscan.files.units import read_units  # noqa: E402
-from dpdbscan.release.backends.dask_backend import _token_ids  # noqa: E402
+from dpdbscan.release.backends import NumpyBackend  # noqa: E402
+from dpdbscan.release.backends.dask_backend import (  # noqa: E402
+    DaskBackend,
+    _token_ids,  # noqa: E402
+    unit_array,
+)
 from dpdbscan.release.bounding import BoundingKey, count_units, count_units_choosing, unit_words  # noqa: E402
 from dpdbscan.release.samplers.integers import SeededSource  # noqa: E402
 from dpdbscan.spec.specs import UnitBound  # noqa: E402
+
+from test_dask import EPS  # noqa: E402
 
 BOUNDS = ([0.0, 0.0], [10.0, 10.0])
 BOUND = UnitBound(max_cells_per_unit=5, max_points_per_cell=2)
 N_UNITS = 400
 SECRET = "bob@example.com"
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return Grid(*map(np.asarray, BOUNDS), EPS)
 
 
 def make_data(n=30_000, seed=0):

@@ -21,7 +21,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import stats
-from stats import assert_fits
 
 from dpdbscan.laws import gaussian as law
 from dpdbscan.release.histograms import noise as noise_mod
@@ -30,6 +29,8 @@ from dpdbscan.release.samplers import gaussian as G
 from dpdbscan.release.samplers import skipping as B
 from dpdbscan.release.samplers.gaussian_tail import GaussianTailProbability, tail_interval
 from dpdbscan.release.samplers.integers import SecureSource, SeededSource
+
+from stats import assert_fits
 
 RATE = 1e-7
 

@@ -3,7 +3,6 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from stats import binom_ok
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.plan.histogram import default_theta, stability_theta
@@ -17,6 +16,8 @@ from dpdbscan.release.histograms import (
     stability_histogram,
 )
 from dpdbscan.release.samplers.integers import SeededSource
+
+from stats import binom_ok
 
 # Distribution checks below use a per-test false-failure rate of at most 1e-6.
 P_FAIL = 1e-6

@@ -23,7 +23,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
-from stats import chi2_ok
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.release.backends.base import CellCounts
@@ -31,6 +30,8 @@ from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace, spar
 from dpdbscan.release.histograms.sparse import released_empty_cells
 from dpdbscan.release.samplers import integers as _random
 from dpdbscan.release.samplers.integers import SecureSource, SeededSource
+
+from stats import chi2_ok
 
 RATE = 1e-7
 N = 200_000
@@ -252,10 +253,10 @@ def test_discrete_laplace_mgf_is_dominated(eps):
     assert np.all(disc <= lap * (1 + 1e-12))
     # the closed form of the MGF against a direct sum
     z = np.arange(-4000, 4001)
-    for l in lam[:: 250]:
-        if abs(l) < 0.9 * eps:
-            direct = float(((1 - q) / (1 + q) * np.exp(l * z - eps * np.abs(z))).sum())
-            closed = (1 - q) ** 2 / ((1 - q) ** 2 - 2 * q * (math.cosh(l) - 1))
+    for t in lam[:: 250]:
+        if abs(t) < 0.9 * eps:
+            direct = float(((1 - q) / (1 + q) * np.exp(t * z - eps * np.abs(z))).sum())
+            closed = (1 - q) ** 2 / ((1 - q) ** 2 - 2 * q * (math.cosh(t) - 1))
             assert direct == pytest.approx(closed, rel=1e-8)
 
 

@@ -3,13 +3,13 @@ procedure cell for cell (dense and sparse histograms, 1-D to 3-D)."""
 
 import numpy as np
 import pytest
-from reference import grid_dbscan, same_partition, subcell_grid_dbscan
 
 from dpdbscan.cells.grid import Grid
-from releases import spans_from_histogram
-from releases import Config as MechanismConfig
-from releases import release_histogram
 from dpdbscan.release.samplers.integers import SeededSource
+
+from reference import grid_dbscan, same_partition, subcell_grid_dbscan
+from releases import Config as MechanismConfig
+from releases import release_histogram, spans_from_histogram
 
 
 def _instance(d, seed):

@@ -17,10 +17,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from stats import binom_ok as _binom_ok
-from stats import chi2_ok as _chi2_ok
 
 from dpdbscan.release.samplers import integers as R
+
+from stats import binom_ok as _binom_ok
+from stats import chi2_ok as _chi2_ok
 
 # --------------------------------------------------------------------------- #
 # exact checks by enumeration

@@ -15,7 +15,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from stats import P_FAIL, assert_fits
 
 from dpdbscan import DPDBSCAN, ZCDPAccountant, load_model, save_model
 from dpdbscan.cells.grid import Grid
@@ -30,6 +29,8 @@ from dpdbscan.release.accountant import BudgetAccountant
 from dpdbscan.release.backends import NumpyBackend
 from dpdbscan.release.mechanism import release_choosing, release_histogram
 from dpdbscan.release.samplers.integers import SeededSource
+
+from stats import P_FAIL, assert_fits
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpdbscan.exceptions.InsecureRandomnessWarning")
 

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from spanmodels import SF_BOX, hand_model, square
 
 from dpdbscan.cli import main
-from dpdbscan.model import save_model
 from dpdbscan.geometry.projection import projection_of
+from dpdbscan.model import save_model
 from dpdbscan.render import context as C
 from dpdbscan.render.webmap import map_html
+
+from spanmodels import SF_BOX, hand_model, square
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "sf_context.geojson"
 

@@ -6,9 +6,13 @@ pytest.importorskip("matplotlib")
 from dpdbscan import DPDBSCAN  # noqa: E402
 from dpdbscan.geometry.outlines import cells_to_polygons  # noqa: E402
 from dpdbscan.geometry.projection import Equirectangular  # noqa: E402
-from dpdbscan.model.record import SpanModel  # noqa: E402
+from dpdbscan.model import model_from_dict, model_to_dict  # noqa: E402
+from dpdbscan.model.stats import span_stats  # noqa: E402
 from dpdbscan.post.coretests.bound.core import neighbour_sums  # noqa: E402
-from dpdbscan.render import plotting  # noqa: E402
+from dpdbscan.render import mapstyle, plotting  # noqa: E402
+
+from releases import span_region  # noqa: E402
+from spanmodels import hand_model, square  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -185,14 +189,6 @@ def test_plot_model_rejects_bad_requests(model):
 # --------------------------------------------------------------------------- #
 # the spans picture an analyst reads (issue 15): crop, size, scale bar, ids,
 # colours, heat layer
-
-
-from spanmodels import hand_model, square  # noqa: E402
-
-from dpdbscan.model.stats import span_stats  # noqa: E402
-from dpdbscan.render import mapstyle  # noqa: E402
-from dpdbscan.model import model_from_dict, model_to_dict
-from releases import span_region
 
 
 def _png_size(path):

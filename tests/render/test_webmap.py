@@ -14,15 +14,15 @@ import zlib
 
 import numpy as np
 import pytest
-from cdp import Browser, find_chromium
-from spanmodels import hand_model, square
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
-from dpdbscan.model.record import SpanModel
+from dpdbscan.model import geojson, load_model, save_model
 from dpdbscan.model.stats import format_area, span_stats
 from dpdbscan.render.webmap import _png, map_html, write_map
-from dpdbscan.model import geojson, load_model, save_model
+
+from cdp import Browser, find_chromium
+from spanmodels import hand_model, square
 
 # --------------------------------------------------------------------------- #
 # noisy mass, area, cell count
@@ -370,7 +370,8 @@ def test_map_renders_in_chromium_with_polygons_and_hover(browser, tmp_path):
     k0 = float(browser.evaluate("document.getElementById('map').dataset.scale"))
     browser.mouse("mouseWheel", 500, 375, deltaX=0, deltaY=-300)
     k1 = float(browser.wait_for(
-        f"document.getElementById('map').dataset.scale != '{k0}' && document.getElementById('map').dataset.scale"))
+        f"document.getElementById('map').dataset.scale != '{k0}' && "
+        "document.getElementById('map').dataset.scale"))
     assert k1 > k0 * 1.5
     before = browser.evaluate("document.getElementById('view').getAttribute('transform')")
     browser.mouse("mousePressed", 400, 300, button="left", clickCount=1)
@@ -433,7 +434,8 @@ def test_the_panel_covers_no_axis_label(browser, tmp_path):
         # the labels sit in the gutters, outside the plot area
         (plot,) = _rects(browser, "#map")
         ticks = browser.evaluate("""Array.from(document.querySelectorAll('#axes text.tick-label')).map(t => {
-            const r = t.getBoundingClientRect(); return [t.dataset.axis, r.left, r.top, r.right, r.bottom]; })""")
+            const r = t.getBoundingClientRect();
+            return [t.dataset.axis, r.left, r.top, r.right, r.bottom]; })""")
         assert all(r[3] <= plot[0] for r in ticks if r[0] == "y")
         assert all(r[2] >= plot[3] for r in ticks if r[0] == "x")
 
@@ -443,7 +445,8 @@ def _visible(browser):
     return browser.evaluate("""(() => {
         const m = document.getElementById('map'), r = m.getBoundingClientRect();
         const t = document.getElementById('view').getAttribute('transform');
-        const [, tx, ty, k] = t.match(/translate\\(([-\\d.e]+) ([-\\d.e]+)\\) scale\\(([-\\d.e]+)\\)/).map(Number);
+        const parts = t.match(/translate\\(([-\\d.e]+) ([-\\d.e]+)\\) scale\\(([-\\d.e]+)\\)/);
+        const [, tx, ty, k] = parts.map(Number);
         return [-tx / k, (ty - r.height) / k, (r.width - tx) / k, ty / k]; })()""")
 
 
