@@ -26,6 +26,8 @@ import numpy as np
 from .cells.histogram import NoisyHistogram
 from .exceptions import PrivateNoteWarning, UtilityWarning
 from .model.build import model_of
+from .model.describe import swamped_min_samples
+from .model.guarantee import unit_noun
 from .model.record import SpanModel
 from .plan.autoplan import Plan, place_candidates, place_extent
 from .plan.forecast import forecast
@@ -33,6 +35,7 @@ from .plan.resolve import Resolved, resolve
 from .post import auto, levels
 from .post.coretests import core_test
 from .post.spans import build_spans
+from .progress import stage
 from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
@@ -110,11 +113,13 @@ def fit(
     if before_release is not None:
         before_release(r.release)
     if r.choices:
+        stage("counting cells, adding noise and choosing k")
         made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
         # the noise is the chosen k's from here on (the stand-in's was the largest k's)
         r = replace(r, release=made)
         fc = forecast(r.release, r.spans)
     else:
+        stage("counting cells and adding noise")
         hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)
     if accountant is not None:
         charge(accountant, r.release, spend=True)
@@ -123,6 +128,7 @@ def fit(
         warnings.warn(note, PrivateNoteWarning, stacklevel=stacklevel + 1)
     meta = dict(metadata or {})
     if r.auto is None:
+        stage("core test and spans")
         spans = build_spans(hist, r.spans)
         fit_params = (r.release.grid.alpha, r.release.grid.eta, r.spans.min_samples)
         model = model_of(
@@ -137,13 +143,21 @@ def fit(
             unit_choice=r.release.unit_choice,
         )
     else:
+        stage("choosing eps and MinPts from the release")
         model = _auto_model(hist, r, r.auto, p, meta)
         fc = forecast(
             replace(r.release, grid=model.release.grid), replace(r.spans, min_samples=model.spec.min_samples)
         )
     # public parameters and the release only (post-processing): safe to say
     released = model.histogram if model.histogram is not None else hist  # at the spans' eps
-    note = core_test(model.spec.core).utility_note(released, model.spans, model.spec, fc.noise_std)
+    noun = unit_noun(model)
+    note = core_test(model.spec.core).utility_note(released, model.spans, model.spec, fc.noise_std, noun)
+    flat = swamped_min_samples(model)
+    if note and flat is not None:
+        note += (
+            f" Every min_samples from 1 to {flat:,} gives this same release: the noise margin, not "
+            f"min_samples={model.spec.min_samples}, decides which places are dense at these settings."
+        )
     if note:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     return model

@@ -137,6 +137,28 @@ def test_the_summary_says_what_was_chosen_and_whether_it_was_close(unsure, clear
     assert not clear.auto["unsure"] and "choice  : clear" in summary(clear) and "unsure" not in summary(clear)
 
 
+def test_the_unsure_line_compares_like_with_like(unsure):
+    """The runner-up and the chosen eps are compared on the same count (the
+    clusters each selects), never a cluster count against a span count: the
+    line once read "2 cluster(s) instead of 2" when a selection of 3
+    clusters made 2 spans."""
+    from dataclasses import replace
+
+    from dpdbscan.model.levels import unsure_reasons
+
+    scores = {float(r[0]): int(r[2]) for r in unsure.auto["eps_scores"]}
+    runner = unsure.auto["runner_up"]["eps"]
+    line = unsure_reasons(unsure)[0]
+    chosen, other = scores[unsure.auto["eps"]], scores[runner]
+    assert chosen != other
+    assert f"selects {other} cluster" in line and f"the chosen eps={unsure.auto['eps']:g} selects {chosen}" in line
+    # a selection whose spans number differs from its clusters: the words stay right
+    rows = [[e, s, 3 if e == unsure.auto["eps"] else n] for e, s, n in unsure.auto["eps_scores"]]
+    odd = replace(unsure, auto={**unsure.auto, "eps_scores": rows, "levels": unsure.auto["levels"][:2]})
+    text = unsure_reasons(odd)[0]
+    assert f"selects {scores[runner]} cluster" in text and "selects 3 clusters" in text and "instead of" not in text
+
+
 def test_explore_shows_the_chosen_spans_beside_the_alternative(unsure, clear, tmp_path, capsys):
     ex = E.explore(unsure, [unsure.grid.alpha], [20, 40])
     assert [t for t, _ in ex.selections][0].startswith("chosen") and len(ex.selections) == 2

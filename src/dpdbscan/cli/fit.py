@@ -229,7 +229,7 @@ def fit_from_args(
             "secure: for research only, do not publish this release",
             file=sys.stderr,
         )
-    with progress("fitting", enabled=_progress_flag(args), unit="it"), warnings.catch_warnings():
+    with progress("fitting", enabled=_progress_flag(args), ticking=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         model = fit_release(
             X,

@@ -124,11 +124,17 @@ def unsure_reasons(model: SpanModel) -> list[str]:
     why = []
     runner = a.get("runner_up")
     if runner:
-        n = next((int(r[2]) for r in a.get("eps_scores") or [] if r[0] == runner["eps"]), None)
-        why.append(
-            f"eps={runner['eps']:g} scored {100 * runner['score_share']:.0f}% of the best"
-            + (f" with {n} cluster(s) instead of {len(a.get('levels') or [])}" if n is not None else "")
-        )
+        # both counts from the same column: clusters the tree selects at that eps
+        # (the spans of a selection can be more or fewer than its clusters)
+        selects = {float(r[0]): int(r[2]) for r in a.get("eps_scores") or []}
+        n, chosen = selects.get(float(runner["eps"])), selects.get(float(a.get("eps", float("nan"))))
+        words = f"eps={runner['eps']:g} scored {100 * runner['score_share']:.0f}% of the best"
+        if n is not None and chosen is not None:
+            words += (
+                f" and selects {_clusters(n)} where the chosen eps={float(a['eps']):g} selects "
+                f"{_clusters(chosen)}"
+            )
+        why.append(words)
     for c in a.get("close") or []:
         why.append(
             f"the cluster born at MinPts {c['min_samples']} was "
@@ -136,6 +142,10 @@ def unsure_reasons(model: SpanModel) -> list[str]:
             f"margin under {100 * (1 - _levels.CLOSE):.0f}%"
         )
     return why
+
+
+def _clusters(n: int) -> str:
+    return f"{n} cluster{'' if n == 1 else 's'}"
 
 
 def alternative(model: SpanModel) -> SpanModel | None:
