@@ -174,10 +174,12 @@ def public_params(args: argparse.Namespace, p: dict[str, Any], command: str) -> 
     """What the ledger records of a release's parameters: the validated
     public ones, the input and the box as given; the seed only as whether
     there was one (it makes the noise predictable)."""
-    keep = {k: v for k, v in p.items() if k not in ("random_state", "backend")}
+    keep = {k: v for k, v in p.items() if k not in ("random_state", "backend", "events")}
     return {
         "command": command,
         **keep,
+        # public: what each unit's rows become before bounding (--stops, --trip-ends)
+        "events": None if p.get("events") is None else p["events"].record(),
         "randomness": "secure" if p.get("random_state") is None else "seeded (insecure; seed not stored)",
         "backend": str(args.backend),
         "input": str(args.input),
