@@ -87,8 +87,9 @@ def subcell_grid_dbscan(grid, counts: dict, min_samples: float, k: int):
     fine_shape = [math.ceil(round((hi - lo) / (w / k), 9)) for lo, hi in zip(grid.lower, grid.upper)]
 
     def box_gap(a_lo, a_hi, b_lo, b_hi):
-        return math.sqrt(sum(max(bl - ah, al - bh, 0.0) ** 2
-                             for al, ah, bl, bh in zip(a_lo, a_hi, b_lo, b_hi)))
+        return math.sqrt(
+            sum(max(bl - ah, al - bh, 0.0) ** 2 for al, ah, bl, bh in zip(a_lo, a_hi, b_lo, b_hi))
+        )
 
     core = []
     for f in itertools.product(*[range(s) for s in fine_shape]):

@@ -47,15 +47,16 @@ INSTANCES = dict(
 STATS = {"checked": 0, "spans": 0, "above_one": 0}
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(**INSTANCES)
-def test_spans_stay_within_relaxed_clusters(seed, n_clusters, n_per, spread, n_noise, alpha,
-                                            min_samples, epsilon, eta, subcells, margin):
+def test_spans_stay_within_relaxed_clusters(
+    seed, n_clusters, n_per, spread, n_noise, alpha, min_samples, epsilon, eta, subcells, margin
+):
     X = _points(seed, n_clusters, n_per, spread, n_noise)
     grid = Grid([0.0, 0.0], [1.0, 1.0], alpha, eta)
-    config = MechanismConfig(epsilon=epsilon, histogram="dense", beta=0.1, subcells=subcells,
-                             margin=margin, core="density")
+    config = MechanismConfig(
+        epsilon=epsilon, histogram="dense", beta=0.1, subcells=subcells, margin=margin, core="density"
+    )
     model = fit_spans(X, grid, min_samples, config, SeededSource(seed))
 
     counts = NumpyBackend().dense_counts(grid, X)
@@ -100,8 +101,9 @@ def test_no_covering_guarantee_counterexample():
     X = np.vstack([a, b])
     assert np.all(grid.coords(a)[:, 0] == 5) and np.all(grid.coords(b)[:, 0] == 7)
     assert np.linalg.norm(a.mean(0) - b.mean(0)) < 0.9 * alpha
-    config = MechanismConfig(epsilon=1.0, histogram="dense", noise="none", subcells=2,
-                             margin=1.0, core="density", border=alpha)
+    config = MechanismConfig(
+        epsilon=1.0, histogram="dense", noise="none", subcells=2, margin=1.0, core="density", border=alpha
+    )
     model = fit_spans(X, grid, 50, config, SeededSource(0))
     assert model.n_spans == 2
     assert not covers_clusters(model, X, alpha, 300)  # a (alpha, 300)-cluster, split

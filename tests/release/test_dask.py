@@ -66,8 +66,7 @@ def write_csv(X, directory, parts=4, label=True, suffix=".csv"):
     directory.mkdir()
     for i, chunk in enumerate(np.array_split(X, parts)):
         # %.17g round-trips float64 exactly; NaN and inf are written as text
-        frame(chunk, label).to_csv(directory / f"part-{i}{suffix}", index=False,
-                                   float_format="%.17g")
+        frame(chunk, label).to_csv(directory / f"part-{i}{suffix}", index=False, float_format="%.17g")
     return directory
 
 
@@ -156,9 +155,16 @@ def test_partitions_that_are_all_dropped(client, grid):
 
 # -------------------------------------------------------- same release
 def fit(X, backend, histogram):
-    est = DPDBSCAN(eps=EPS, min_samples=20, epsilon=1.0, bounds=BOUNDS, random_state=0,
-                   histogram=histogram, theta=3.0 if histogram == "sparse" else None,
-                   backend=backend)
+    est = DPDBSCAN(
+        eps=EPS,
+        min_samples=20,
+        epsilon=1.0,
+        bounds=BOUNDS,
+        random_state=0,
+        histogram=histogram,
+        theta=3.0 if histogram == "sparse" else None,
+        backend=backend,
+    )
     return est.fit(X)
 
 
@@ -196,8 +202,14 @@ def test_same_release_with_wide_keys(client):
     rng = np.random.default_rng(0)
     X = np.vstack([0.5 + 2e-6 * rng.random((30_000, 3)), rng.random((50, 3))])
     X[::501, 2] = np.nan
-    kw = dict(eps=1e-6, min_samples=5, epsilon=2.0, bounds=([0.0] * 3, [1.0] * 3),
-              random_state=0, histogram="sparse")
+    kw = dict(
+        eps=1e-6,
+        min_samples=5,
+        epsilon=2.0,
+        bounds=([0.0] * 3, [1.0] * 3),
+        random_state=0,
+        histogram="sparse",
+    )
     want = DPDBSCAN(**kw).fit(X)
     got = DPDBSCAN(**kw, backend=DaskBackend(client=client)).fit(da.from_array(X, chunks=8_000))
     assert want.histogram_.keys.dtype.kind == "V"
@@ -237,11 +249,14 @@ def test_column_count_must_match_bounds(client, X, tmp_path):
         DaskBackend(client=client).count(grid3, str(path))
 
 
-@pytest.mark.parametrize("paths, fmt", [
-    (["a.parquet", "b.PQ"], "parquet"),
-    (["s3://bucket/data/*.csv.gz"], "csv"),
-    (["gs://bucket/dataset"], "parquet"),
-])
+@pytest.mark.parametrize(
+    "paths, fmt",
+    [
+        (["a.parquet", "b.PQ"], "parquet"),
+        (["s3://bucket/data/*.csv.gz"], "csv"),
+        (["gs://bucket/dataset"], "parquet"),
+    ],
+)
 def test_file_format_from_suffix(paths, fmt):
     assert file_format(paths) == fmt
 
@@ -414,8 +429,9 @@ def test_csv_columns_come_from_the_header_not_the_values(client, grid, X, tmp_pa
 def test_csv_index_columns_and_delimiter(client, grid, X, tmp_path, header, first):
     sep = ";" if ";" in header else ","
     extra = ",0" if header.endswith("label") else ""
-    lines = [header] + [sep.join([first.format(i=i), f"{a:.17g}", f"{b:.17g}"]) + extra
-                        for i, (a, b) in enumerate(X)]
+    lines = [header] + [
+        sep.join([first.format(i=i), f"{a:.17g}", f"{b:.17g}"]) + extra for i, (a, b) in enumerate(X)
+    ]
     path = tmp_path / "i.csv"
     path.write_text("\n".join(lines) + "\n")
     backend = DaskBackend(client=client, header=True, delimiter=sep)
@@ -424,7 +440,7 @@ def test_csv_index_columns_and_delimiter(client, grid, X, tmp_path, header, firs
 
 def test_csv_without_header_reads_its_first_line_as_data(client, grid, X, tmp_path):
     path = tmp_path / "h.csv"
-    path.write_text(_csv_text(X)[len("x,y\n"):])
+    path.write_text(_csv_text(X)[len("x,y\n") :])
     got = DaskBackend(client=client, header=False).count(grid, str(path))  # d = 2 fields a line
     assert_same_counts(got, reference(grid, X))
     # header=True takes the first row for names

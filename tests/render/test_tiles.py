@@ -98,7 +98,7 @@ def test_the_url_template_is_checked():
     for bad, says in [
         ("t.example.org/{z}/{x}/{y}.png", "http(s) URL template"),
         ("https://t.example.org/{z}/{x}.png", "needs {y}"),
-        ("https://t.example.org/{z}/{x}/{y}.png?a=\"b\"", "quotes"),
+        ('https://t.example.org/{z}/{x}/{y}.png?a="b"', "quotes"),
     ]:
         with pytest.raises(ValueError, match=r"--tiles"):
             Tiles(bad)
@@ -127,8 +127,23 @@ def test_tiles_need_a_geographic_model():
 def test_the_map_command_takes_tiles_and_an_attribution(tmp_path, capsys):
     save_model(_geo_model(), tmp_path / "m.json")
     url = "https://t.example.org/{z}/{x}/{y}.png"
-    assert main(["map", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.html"), "--tiles", url,
-                 "--attribution", "© the tiles' owners", "--tiles-max-zoom", "17"]) == 0
+    assert (
+        main(
+            [
+                "map",
+                str(tmp_path / "m.json"),
+                "-o",
+                str(tmp_path / "m.html"),
+                "--tiles",
+                url,
+                "--attribution",
+                "© the tiles' owners",
+                "--tiles-max-zoom",
+                "17",
+            ]
+        )
+        == 0
+    )
     page = (tmp_path / "m.html").read_text()
     assert '"max_zoom": 17' in page and "© the tiles&#x27; owners" in page
     assert main(["map", str(tmp_path / "m.json"), "-o", str(tmp_path / "x.html"), "--attribution", "x"]) == 2
