@@ -15,7 +15,7 @@ BSTAMP  := $(BVENV)/.installed
 OVENV   := .venv-oldest
 OBIN    := $(OVENV)/bin
 OSTAMP  := $(OVENV)/.installed
-LINTED  := src experiments benchmarks
+LINTED  := src tests experiments benchmarks
 
 .PHONY: demo test lint test-experiments test-oldest test-slow test-browser audit bench reproduce reproduce-quick \
 	accuracy clean
@@ -52,8 +52,8 @@ demo: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest -q --durations=15
 
-# ruff (lint and format) and mypy on the library, the experiments and the
-# benchmarks; part of `make test`
+# ruff (lint and format) on the library, its tests, the experiments and the
+# benchmarks, and mypy on all but the tests (pyproject); part of `make test`
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)

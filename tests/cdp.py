@@ -23,9 +23,18 @@ from pathlib import Path
 
 NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-extensions", "--hide-scrollbars", "--mute-audio", "--remote-debugging-pipe",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--remote-debugging-pipe",
 )
 
 
@@ -57,13 +66,22 @@ class Browser:
         self._from_r, from_w = os.pipe()
         log = os.open(self.log_path, os.O_WRONLY | os.O_CREAT, 0o600)
         null = os.open(os.devnull, os.O_RDONLY)
-        args = [executable, *FLAGS, f"--user-data-dir={self.profile}",
-                f"--window-size={width},{height}", "about:blank"]
+        args = [
+            executable,
+            *FLAGS,
+            f"--user-data-dir={self.profile}",
+            f"--window-size={width},{height}",
+            "about:blank",
+        ]
         # posix_spawn, not fork: the dup2s below put the pipe ends exactly on
         # 3 and 4, and every other descriptor of ours is close-on-exec.
-        actions = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, log, 1),
-                   (os.POSIX_SPAWN_DUP2, log, 2), (os.POSIX_SPAWN_DUP2, to_r, 3),
-                   (os.POSIX_SPAWN_DUP2, from_w, 4)]
+        actions = [
+            (os.POSIX_SPAWN_DUP2, null, 0),
+            (os.POSIX_SPAWN_DUP2, log, 1),
+            (os.POSIX_SPAWN_DUP2, log, 2),
+            (os.POSIX_SPAWN_DUP2, to_r, 3),
+            (os.POSIX_SPAWN_DUP2, from_w, 4),
+        ]
         try:
             self.pid = os.posix_spawn(executable, args, dict(os.environ), file_actions=actions)
         finally:
@@ -75,13 +93,15 @@ class Browser:
         self.session: str | None = None
         try:
             target = self.call("Target.createTarget", {"url": "about:blank"}, session=False)
-            self.session = self.call("Target.attachToTarget",
-                                     {"targetId": target["targetId"], "flatten": True},
-                                     session=False)["sessionId"]
+            self.session = self.call(
+                "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}, session=False
+            )["sessionId"]
             for domain in ("Page", "Runtime", "Log", "Network"):
                 self.call(f"{domain}.enable")
-            self.call("Emulation.setDeviceMetricsOverride",
-                      {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+            self.call(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            )
         except Exception:
             self.close()
             raise
@@ -94,7 +114,7 @@ class Browser:
             msg["sessionId"] = self.session
         data = json.dumps(msg).encode() + b"\0"
         while data:
-            data = data[os.write(self._to_w, data):]
+            data = data[os.write(self._to_w, data) :]
         return self._next_id
 
     def _read_message(self, deadline: float) -> dict:
@@ -141,8 +161,9 @@ class Browser:
         self.wait_event("Page.loadEventFired")
 
     def evaluate(self, expression: str):
-        res = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                             "awaitPromise": True})
+        res = self.call(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}
+        )
         if "exceptionDetails" in res:
             raise ProtocolError(f"evaluating {expression!r}: {res['exceptionDetails']}")
         return res["result"].get("value")
@@ -172,8 +193,10 @@ class Browser:
         for ev in self.events:
             p = ev.get("params", {})
             if ev["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-                out.append("console: " + " ".join(str(a.get("value", a.get("description")))
-                                                  for a in p.get("args", [])))
+                out.append(
+                    "console: "
+                    + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", []))
+                )
             elif ev["method"] == "Runtime.exceptionThrown":
                 d = p.get("exceptionDetails", {})
                 out.append("exception: " + str(d.get("exception", {}).get("description", d.get("text"))))
@@ -182,8 +205,11 @@ class Browser:
         return out
 
     def requested_urls(self) -> list[str]:
-        return [ev["params"]["request"]["url"] for ev in self.events
-                if ev["method"] == "Network.requestWillBeSent"]
+        return [
+            ev["params"]["request"]["url"]
+            for ev in self.events
+            if ev["method"] == "Network.requestWillBeSent"
+        ]
 
     def log_tail(self, n: int = 2000) -> str:
         try:

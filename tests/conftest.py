@@ -18,3 +18,25 @@ def shared_data() -> Path:
     if not d.is_dir():
         pytest.skip(f"shared data not found at {d} (set DPDBSCAN_DATA)")
     return d
+
+
+# The Dask tests (tests/release/test_dask*.py) share one real LocalCluster per
+# test module (worker processes, so data is pickled as on a real cluster) and a
+# client on it. Here rather than in a tests/release/conftest.py: a second module
+# named conftest would shadow this one for `from conftest import ...`. Dask is
+# optional: a test asking for them is skipped without it.
+@pytest.fixture(scope="module")
+def cluster():
+    """A real two-worker LocalCluster (worker processes, so data is pickled)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    ) as lc:
+        yield lc
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    distributed = pytest.importorskip("distributed")
+    with distributed.Client(cluster, set_as_default=False) as c:
+        yield c

@@ -84,11 +84,12 @@ def subcell_grid_dbscan(grid, counts: dict, min_samples: float, k: int):
     min_samples; core sub-cells at minimum distance < alpha are merged.
     Returns {fine cell: representative}."""
     w = grid.width
-    fine_shape = [math.ceil(round((u - l) / (w / k), 9)) for l, u in zip(grid.lower, grid.upper)]
+    fine_shape = [math.ceil(round((hi - lo) / (w / k), 9)) for lo, hi in zip(grid.lower, grid.upper)]
 
     def box_gap(a_lo, a_hi, b_lo, b_hi):
-        return math.sqrt(sum(max(bl - ah, al - bh, 0.0) ** 2
-                             for al, ah, bl, bh in zip(a_lo, a_hi, b_lo, b_hi)))
+        return math.sqrt(
+            sum(max(bl - ah, al - bh, 0.0) ** 2 for al, ah, bl, bh in zip(a_lo, a_hi, b_lo, b_hi))
+        )
 
     core = []
     for f in itertools.product(*[range(s) for s in fine_shape]):

@@ -19,7 +19,6 @@ import numpy as np
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.cells.histogram import NoisyHistogram
-from dpdbscan.spec.parameters import PARAMETERS
 from dpdbscan.model.build import model_of
 from dpdbscan.model.record import SpanModel
 from dpdbscan.plan.resolve import release_spec
@@ -27,6 +26,7 @@ from dpdbscan.post.spans import build_spans
 from dpdbscan.release.backends import NumpyBackend
 from dpdbscan.release.mechanism import release_histogram as _release_histogram
 from dpdbscan.release.points import clean_points
+from dpdbscan.spec.parameters import PARAMETERS
 from dpdbscan.spec.specs import ReleaseSpec, SpanSpec
 
 
@@ -82,7 +82,9 @@ def library(epsilon: float, **kw) -> Config:
     return Config(epsilon=epsilon, beta=0.1, subcells=2, margin=1.0, core="density", **kw)
 
 
-def exact_histogram(grid: Grid, X: np.ndarray, kind: str = "dense", theta: float | None = None) -> NoisyHistogram:
+def exact_histogram(
+    grid: Grid, X: np.ndarray, kind: str = "dense", theta: float | None = None
+) -> NoisyHistogram:
     """The exact counts of ``X`` as a release without noise (oracle tests):
     dense, or the cells with a count >= theta (1 by default)."""
     cells = NumpyBackend().count(grid, clean_points(grid, X))
@@ -93,9 +95,7 @@ def exact_histogram(grid: Grid, X: np.ndarray, kind: str = "dense", theta: float
         return NoisyHistogram(grid, "dense", values, None, float("-inf"), "none", float("inf"), 1.0, 0.0)
     t = 1.0 if theta is None else float(theta)
     keep = cells.counts >= t
-    return NoisyHistogram(
-        grid, kind, cells.counts[keep], cells.keys[keep], t, "none", float("inf"), 1.0, 0.0
-    )
+    return NoisyHistogram(grid, kind, cells.counts[keep], cells.keys[keep], t, "none", float("inf"), 1.0, 0.0)
 
 
 def release_histogram(grid: Grid, X: np.ndarray, config: Config, source=None) -> NoisyHistogram:
@@ -111,33 +111,74 @@ def model(hist: NoisyHistogram, spans_spec: SpanSpec, gamma=None, gamma_upper=No
     """The span model of a release (post-processing only)."""
     spans = build_spans(hist, spans_spec, gamma=gamma, gamma_upper=gamma_upper)
     return model_of(
-        hist, spans, spans_spec, fit=(hist.grid.alpha, hist.grid.eta, spans_spec.min_samples), auto=None,
-        metadata={}, rho=None, units=None, unit_choice=None,
+        hist,
+        spans,
+        spans_spec,
+        fit=(hist.grid.alpha, hist.grid.eta, spans_spec.min_samples),
+        auto=None,
+        metadata={},
+        rho=None,
+        units=None,
+        unit_choice=None,
     )
 
 
-def fit_spans(X, grid: Grid, min_samples: int, config: Config, source=None, *,
-              raise_min_samples: bool = True) -> SpanModel:
+def fit_spans(
+    X, grid: Grid, min_samples: int, config: Config, source=None, *, raise_min_samples: bool = True
+) -> SpanModel:
     """Release, then the spans of ``config``'s core test."""
     hist = release_histogram(grid, X, config, source)
     return model(hist, config.span_spec(min_samples, raise_min_samples))
 
 
-def spans_from_histogram(hist: NoisyHistogram, min_samples: int, gamma: float | None, beta: float, *,
-                         raise_min_samples: bool = True, subcells: int = 1, border: float = 0.0,
-                         margin: str | float = "paper", core: str = "bound") -> SpanModel:
+def spans_from_histogram(
+    hist: NoisyHistogram,
+    min_samples: int,
+    gamma: float | None,
+    beta: float,
+    *,
+    raise_min_samples: bool = True,
+    subcells: int = 1,
+    border: float = 0.0,
+    margin: str | float = "paper",
+    core: str = "bound",
+) -> SpanModel:
     """The span model of a released histogram with these settings;
     ``gamma`` (bound test) overrides both margins when given."""
-    spec = SpanSpec(min_samples=int(min_samples), beta=beta, subcells=subcells, margin=margin,
-                    border=float(border), raise_min_samples=raise_min_samples, core=core)
+    spec = SpanSpec(
+        min_samples=int(min_samples),
+        beta=beta,
+        subcells=subcells,
+        margin=margin,
+        border=float(border),
+        raise_min_samples=raise_min_samples,
+        core=core,
+    )
     return model(hist, spec, gamma=gamma, gamma_upper=gamma)
 
 
-def make_histogram(grid: Grid, kind: str, values, keys=None, theta: float = 0.0, noise: str = "discrete",
-                   epsilon: float = 1.0, delta: float = 0.0) -> NoisyHistogram:
+def make_histogram(
+    grid: Grid,
+    kind: str,
+    values,
+    keys=None,
+    theta: float = 0.0,
+    noise: str = "discrete",
+    epsilon: float = 1.0,
+    delta: float = 0.0,
+) -> NoisyHistogram:
     """A hand-made release (discrete Laplace noise at epsilon 1 unless told)."""
-    return NoisyHistogram(grid=grid, kind=kind, values=np.asarray(values), keys=keys, theta=theta, noise=noise,
-                          scale=epsilon, epsilon=epsilon, delta=delta)
+    return NoisyHistogram(
+        grid=grid,
+        kind=kind,
+        values=np.asarray(values),
+        keys=keys,
+        theta=theta,
+        noise=noise,
+        scale=epsilon,
+        epsilon=epsilon,
+        delta=delta,
+    )
 
 
 def span_cells(model: SpanModel, span_id: int | None = None) -> np.ndarray:

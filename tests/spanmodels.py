@@ -11,19 +11,31 @@ import math
 
 import numpy as np
 
-from releases import make_histogram
 from dpdbscan.cells.grid import Grid
-from dpdbscan.geometry.projection import Equirectangular
 from dpdbscan.cells.subcells import SubcellLayout
+from dpdbscan.geometry.projection import Equirectangular
 from dpdbscan.model.record import SpanModel
 from dpdbscan.post.coretests import Spans
 from dpdbscan.spec.specs import ReleaseInfo, SpanSpec
 
+from releases import make_histogram
+
 SF_BOX = ((-122.48, 37.72), (-122.38, 37.82))
 
 
-def hand_model(spans, *, shape=(40, 40), width=1.0, subcells=1, values=None, geo=False,
-               histogram=True, sparse=False, noise="discrete", epsilon=1.0):
+def hand_model(
+    spans,
+    *,
+    shape=(40, 40),
+    width=1.0,
+    subcells=1,
+    values=None,
+    geo=False,
+    histogram=True,
+    sparse=False,
+    noise="discrete",
+    epsilon=1.0,
+):
     """A 2-D model whose span ``i`` is the list of cells ``spans[i]``.
 
     Cells are integer coordinates of the span grid (sub-cells of width
@@ -53,18 +65,50 @@ def hand_model(spans, *, shape=(40, 40), width=1.0, subcells=1, values=None, geo
             nz = np.argwhere(v != 0)
             hk = hgrid.encode(nz)
             o = np.argsort(hk)
-            hist = make_histogram(hgrid, "sparse", v[tuple(nz.T)][o], keys=hk[o], theta=1.0,
-                                  noise=noise, epsilon=epsilon)
+            hist = make_histogram(
+                hgrid, "sparse", v[tuple(nz.T)][o], keys=hk[o], theta=1.0, noise=noise, epsilon=epsilon
+            )
         else:
             hist = make_histogram(hgrid, "dense", v, noise=noise, epsilon=epsilon)
     meta = {"projection": proj.to_dict()} if geo else {}
     layout = SubcellLayout(hgrid, subcells)
-    spans_ = Spans(grid, keys[order], labels[order], 5.0, None, 10.0, 20.0, int(layout.kappa_q),
-                   int(layout.n_events), layout.rho, None)
-    spec = SpanSpec(min_samples=10, beta=0.1, subcells=subcells, margin="paper", border=0.0,
-                    raise_min_samples=True, core="bound")
-    release = ReleaseInfo(hgrid, "sparse" if sparse else "dense", 1.0 if sparse else float("-inf"), noise,
-                          epsilon, epsilon, 0.0, alpha, 4.0, 10, None, None, None)
+    spans_ = Spans(
+        grid,
+        keys[order],
+        labels[order],
+        5.0,
+        None,
+        10.0,
+        20.0,
+        int(layout.kappa_q),
+        int(layout.n_events),
+        layout.rho,
+        None,
+    )
+    spec = SpanSpec(
+        min_samples=10,
+        beta=0.1,
+        subcells=subcells,
+        margin="paper",
+        border=0.0,
+        raise_min_samples=True,
+        core="bound",
+    )
+    release = ReleaseInfo(
+        hgrid,
+        "sparse" if sparse else "dense",
+        1.0 if sparse else float("-inf"),
+        noise,
+        epsilon,
+        epsilon,
+        0.0,
+        alpha,
+        4.0,
+        10,
+        None,
+        None,
+        None,
+    )
     return SpanModel(spans=spans_, spec=spec, release=release, histogram=hist, auto=None, metadata=meta)
 
 

@@ -109,6 +109,7 @@ def z_limit(alpha: float = P_FAIL) -> float:
     """Two-sided normal quantile: |mean - mu| > z_limit * sd has probability alpha."""
     return float(_stats.norm.isf(alpha / 2))
 
+
 #: One-sided bounds per event used by :func:`epsilon_lower_bound`.
 BOUNDS_PER_EVENT = 4
 
@@ -188,8 +189,7 @@ class EventAudit:
         return max(vals, default=math.inf)
 
 
-def epsilon_lower_bound(k1: int, n1: int, k2: int, n2: int, alpha: float,
-                        delta: float = 0.0) -> float:
+def epsilon_lower_bound(k1: int, n1: int, k2: int, n2: int, alpha: float, delta: float = 0.0) -> float:
     """Lower confidence bound on epsilon from event counts ``k1/n1`` on D and
     ``k2/n2`` on D'.
 
@@ -202,7 +202,9 @@ def epsilon_lower_bound(k1: int, n1: int, k2: int, n2: int, alpha: float,
     lo2, hi2 = cp_lower(k2, n2, alpha), cp_upper(k2, n2, alpha)
     # Complement E^c: its bounds are 1 - the event's (Clopper-Pearson is symmetric).
     candidates = [
-        _log_ratio(lo1 - delta, hi2), _log_ratio(lo2 - delta, hi1),
-        _log_ratio((1 - hi1) - delta, 1 - lo2), _log_ratio((1 - hi2) - delta, 1 - lo1),
+        _log_ratio(lo1 - delta, hi2),
+        _log_ratio(lo2 - delta, hi1),
+        _log_ratio((1 - hi1) - delta, 1 - lo2),
+        _log_ratio((1 - hi2) - delta, 1 - lo1),
     ]
     return max(0.0, max(candidates))

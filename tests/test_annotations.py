@@ -55,9 +55,7 @@ def _public_functions(
 
 
 def _modules() -> list[Path]:
-    return sorted(
-        p for p in SRC.rglob("*.py") if not (set(p.relative_to(SRC).parts[:-1]) & EXEMPT_DIRS)
-    )
+    return sorted(p for p in SRC.rglob("*.py") if not (set(p.relative_to(SRC).parts[:-1]) & EXEMPT_DIRS))
 
 
 def unannotated() -> list[str]:

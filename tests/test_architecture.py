@@ -157,11 +157,17 @@ def test_imports_follow_the_layers(module):
         dst = layer_of(target)
         if dst not in MAY_IMPORT[src]:
             bad.append(f"line {lineno}: dpdbscan.{target} (layer {dst})")
-        if (target == SAMPLERS or target.startswith(SAMPLERS + ".")) and not module.startswith(("release", "testing")):
+        if (target == SAMPLERS or target.startswith(SAMPLERS + ".")) and not module.startswith(
+            ("release", "testing")
+        ):
             bad.append(f"line {lineno}: the samplers ({target}) outside the release package")
         if lazy and not reason:
-            bad.append(f"line {lineno}: a function-level import of dpdbscan.{target} without '# lazy: <reason>'")
-    assert not bad, f"dpdbscan.{module} (layer {src}, may import {sorted(MAY_IMPORT[src])}): " + "; ".join(bad)
+            bad.append(
+                f"line {lineno}: a function-level import of dpdbscan.{target} without '# lazy: <reason>'"
+            )
+    assert not bad, f"dpdbscan.{module} (layer {src}, may import {sorted(MAY_IMPORT[src])}): " + "; ".join(
+        bad
+    )
 
 
 def test_no_import_cycles():
@@ -178,7 +184,7 @@ def test_no_import_cycles():
         stack.append(m)
         for n in sorted(graph[m]):
             if state.get(n) == 1:
-                cycle = stack[stack.index(n):] + [n]
+                cycle = stack[stack.index(n) :] + [n]
                 raise AssertionError("import cycle: " + " -> ".join(f"dpdbscan.{c}" for c in cycle))
             if n not in state:
                 visit(n)
@@ -199,6 +205,10 @@ def test_the_research_hooks_are_not_the_library():
 
 def test_only_the_mechanism_calls_the_histograms():
     """The histograms spend epsilon; only ``release.mechanism`` calls them."""
-    callers = {a for a, edges in EDGES.items() for b, *_ in edges
-               if b.startswith("release.histograms") and not a.startswith("release.histograms")}
+    callers = {
+        a
+        for a, edges in EDGES.items()
+        for b, *_ in edges
+        if b.startswith("release.histograms") and not a.startswith("release.histograms")
+    }
     assert callers <= {"release.mechanism", "release"}, callers

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+
 from conftest import REPO, data_dir
 
 DOCS = REPO / "docs"

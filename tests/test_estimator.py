@@ -18,26 +18,32 @@ def fit(**kw):
     return DPDBSCAN(**params).fit(X2)
 
 
-@pytest.mark.parametrize("kw,exc,match", [
-    ({"bounds": (1, 0)}, ValueError, "lower"),
-    ({"bounds": (0, 0)}, ValueError, "lower"),
-    ({"bounds": ([0, 0, 0], [1, 1, 1])}, ValueError, "one value per feature"),
-    ({"bounds": (0, np.inf)}, ValueError, "finite"),
-    ({"bounds": (np.nan, 1)}, ValueError, "finite"),
-    ({"bounds": 5}, ValueError, "pair"),
-])
+@pytest.mark.parametrize(
+    "kw,exc,match",
+    [
+        ({"bounds": (1, 0)}, ValueError, "lower"),
+        ({"bounds": (0, 0)}, ValueError, "lower"),
+        ({"bounds": ([0, 0, 0], [1, 1, 1])}, ValueError, "one value per feature"),
+        ({"bounds": (0, np.inf)}, ValueError, "finite"),
+        ({"bounds": (np.nan, 1)}, ValueError, "finite"),
+        ({"bounds": 5}, ValueError, "pair"),
+    ],
+)
 def test_invalid_bounds(kw, exc, match):
     # every other parameter: the one table of tests/spec/test_parameters.py
     with pytest.raises(exc, match=match):
         fit(**kw)
 
 
-@pytest.mark.parametrize("X,match", [
-    (np.zeros(5), "2-D"),
-    (np.zeros((2, 2, 2)), "2-D"),
-    (np.array([["a", "b"], ["c", "d"]]), "numeric"),
-    ([[1, 2], [3]], "2-D"),
-])
+@pytest.mark.parametrize(
+    "X,match",
+    [
+        (np.zeros(5), "2-D"),
+        (np.zeros((2, 2, 2)), "2-D"),
+        (np.array([["a", "b"], ["c", "d"]]), "numeric"),
+        ([[1, 2], [3]], "2-D"),
+    ],
+)
 def test_bad_X(X, match):
     with pytest.raises(ValueError, match=match):
         DPDBSCAN(eps=0.1, bounds=(0, 1), random_state=0).fit(X)
@@ -104,8 +110,7 @@ def test_scalar_and_sequence_bounds_agree():
 
 def test_out_of_bounds_points_are_clipped_and_nan_rows_dropped():
     X = np.array([[0.5, 0.5]] * 60 + [[5.0, 5.0]] * 60 + [[np.nan, 0.2], [np.inf, 1.0]])
-    m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0,
-                 noise="discrete").fit(X)
+    m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0, noise="discrete").fit(X)
     g = m.histogram_.grid
     counts = m.histogram_.values
     # grid was not widened by the outliers
@@ -163,8 +168,9 @@ def test_small_data_is_not_silently_empty():
         m = DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0).fit(few)
     assert m.spans_.n_spans == 0
     # two clusters, enough points: no warning (one cluster would warn "single span")
-    many = np.vstack([0.3 + 0.05 * rng.standard_normal((3000, 2)),
-                      0.7 + 0.05 * rng.standard_normal((3000, 2))])
+    many = np.vstack(
+        [0.3 + 0.05 * rng.standard_normal((3000, 2)), 0.7 + 0.05 * rng.standard_normal((3000, 2))]
+    )
     with pytest.warns(UtilityWarning, match="single span"):
         DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), random_state=0).fit(many[:3000])
     with warnings.catch_warnings():
@@ -189,13 +195,20 @@ def test_custom_backend_keys_are_put_in_canonical_order():
 
     X = np.random.default_rng(1).random((500, 2))
     ref = DPDBSCAN(eps=1e-4, bounds=(0, 1), random_state=0, histogram="sparse", max_empty_cells=1000).fit(X)
-    got = DPDBSCAN(eps=1e-4, bounds=(0, 1), random_state=0, histogram="sparse", max_empty_cells=1000,
-                   backend=Shuffled()).fit(X)
+    got = DPDBSCAN(
+        eps=1e-4, bounds=(0, 1), random_state=0, histogram="sparse", max_empty_cells=1000, backend=Shuffled()
+    ).fit(X)
     assert np.array_equal(ref.histogram_.keys, got.histogram_.keys)
     assert np.array_equal(ref.histogram_.values, got.histogram_.values)
     with pytest.raises(ValueError, match="duplicate"):
-        DPDBSCAN(eps=1e-4, bounds=(0, 1), random_state=0, histogram="sparse", max_empty_cells=1000,
-                 backend=Duplicated()).fit(X)
+        DPDBSCAN(
+            eps=1e-4,
+            bounds=(0, 1),
+            random_state=0,
+            histogram="sparse",
+            max_empty_cells=1000,
+            backend=Duplicated(),
+        ).fit(X)
 
 
 def test_subcells_auto_depends_on_dimension_only():
@@ -288,7 +301,9 @@ def test_feature_names_follow_scikit_learn():
     with pytest.warns(UserWarning, match="X has feature names, but DPDBSCAN was fitted without"):
         m.predict(df)
     # integer column names are not feature names (scikit-learn's rule)
-    assert not hasattr(DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1)).fit(pd.DataFrame(X)), "feature_names_in_")
+    assert not hasattr(
+        DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1)).fit(pd.DataFrame(X)), "feature_names_in_"
+    )
 
 
 def test_predict_warns_when_no_point_is_inside_the_box():

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO, data_dir
 from test_readme import _shown_form, console_commands, python_blocks
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from conftest import REPO, data_dir
 
 README = REPO / "README.md"

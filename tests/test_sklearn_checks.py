@@ -17,10 +17,12 @@ from dpdbscan import DPDBSCAN
 DP_EXCEPTIONS = {
     "check_estimators_nan_inf": (
         "rows with NaN/inf are dropped by the documented per-record rule, not refused: whether a "
-        "release happens must not hinge on one record"),
+        "release happens must not hinge on one record"
+    ),
     "check_clustering": (
         "there is no labels_: labels of the training points are not a DP release (the paper "
-        "proves no useful DP algorithm can publish them); use predict or fit_predict"),
+        "proves no useful DP algorithm can publish them); use predict or fit_predict"
+    ),
 }
 
 

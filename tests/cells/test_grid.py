@@ -24,10 +24,7 @@ def test_offsets_equal_brute_force_geometry(d, eta):
     # alpha in units of the cell width
     r = 4 * math.sqrt(d) / eta
     reach = math.ceil(r) + 1
-    expected = {
-        o for o in itertools.product(range(-reach, reach + 1), repeat=d)
-        if _min_cell_distance(o) < r
-    }
+    expected = {o for o in itertools.product(range(-reach, reach + 1), repeat=d) if _min_cell_distance(o) < r}
     got = {tuple(o) for o in neighbour_offsets(d, eta)}
     assert got == expected
     assert count_neighbours(d, eta) == len(expected)

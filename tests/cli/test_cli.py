@@ -7,12 +7,13 @@ import types
 
 import numpy as np
 import pytest
-from clirun import blob_points, run, write_csv
 
 from dpdbscan.cli import build_parser, main
 from dpdbscan.geometry.projection import Equirectangular
 from dpdbscan.model import load_model, with_params
 from dpdbscan.progress import progress, progress_wanted
+
+from clirun import blob_points, run, write_csv
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SF = ["-122.48", "37.72", "-122.38", "37.82"]
@@ -32,7 +33,9 @@ def geo_points(seed=0, n=2000):
 
 def write_geo_csv(path, P):
     # latitude first and a text id column: --geo must pick lon/lat by name
-    lines = ["id,latitude,longitude"] + [f"cab{i},{float(lat)!r},{float(lon)!r}" for i, (lon, lat) in enumerate(P)]
+    lines = ["id,latitude,longitude"] + [
+        f"cab{i},{float(lat)!r},{float(lon)!r}" for i, (lon, lat) in enumerate(P)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -43,8 +46,24 @@ def geo_csv(tmp_path):
 
 
 def fit_blobs(capsys, blobs_csv, out, *extra):
-    return run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
-               "--seed", "0", "--out-dir", out, *extra)
+    return run(
+        capsys,
+        "fit",
+        blobs_csv,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "20",
+        "--bounds",
+        "0",
+        "10",
+        "--seed",
+        "0",
+        "--out-dir",
+        out,
+        *extra,
+    )
 
 
 # --------------------------------------------------------------------------- fit
@@ -72,8 +91,16 @@ def test_fit_writes_model_geojson_png_and_summary(capsys, blobs_csv, tmp_path):
 
 
 def test_fit_explicit_paths_and_skips(capsys, blobs_csv, tmp_path):
-    rc, out, err = fit_blobs(capsys, blobs_csv, tmp_path, "--json", tmp_path / "a" / "m.json",
-                             "--no-png", "--geojson", tmp_path / "g.geojson")
+    rc, out, err = fit_blobs(
+        capsys,
+        blobs_csv,
+        tmp_path,
+        "--json",
+        tmp_path / "a" / "m.json",
+        "--no-png",
+        "--geojson",
+        tmp_path / "g.geojson",
+    )
     assert rc == 0, err
     assert (tmp_path / "a" / "m.json").is_file() and (tmp_path / "g.geojson").is_file()
     assert not list(tmp_path.glob("*.png"))
@@ -84,8 +111,24 @@ def test_fit_is_reproducible_with_a_seed_only(capsys, blobs_csv, tmp_path):
         assert fit_blobs(capsys, blobs_csv, tmp_path, "--name", name, "--no-png")[0] == 0
     a, b = (load_model(tmp_path / f"{n}.spans.json") for n in "ab")
     np.testing.assert_array_equal(a.histogram.values, b.histogram.values)
-    rc, _, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20", "--bounds",
-                     "0", "10", "--out-dir", tmp_path, "--name", "c", "--no-png")
+    rc, _, err = run(
+        capsys,
+        "fit",
+        blobs_csv,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "20",
+        "--bounds",
+        "0",
+        "10",
+        "--out-dir",
+        tmp_path,
+        "--name",
+        "c",
+        "--no-png",
+    )
     assert rc == 0 and "--seed" not in err
     c = load_model(tmp_path / "c.spans.json")
     assert c.metadata["randomness"] == "secure"
@@ -93,8 +136,20 @@ def test_fit_is_reproducible_with_a_seed_only(capsys, blobs_csv, tmp_path):
 
 
 def test_fit_bounds_from_data_warns_once_and_marks_the_model(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20",
-                       "--bounds-from-data", "--out-dir", tmp_path, "--no-png")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        blobs_csv,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "20",
+        "--bounds-from-data",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+    )
     assert rc == 0, err
     assert err.count("PRIVACY WARNING") == 1
     assert "NO differential privacy guarantee" in out
@@ -103,21 +158,72 @@ def test_fit_bounds_from_data_warns_once_and_marks_the_model(capsys, blobs_csv, 
 
 
 def test_fit_options_reach_the_estimator(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "150", "--bounds",
-                       "0", "10", "--seed", "0", "--out-dir", tmp_path, "--epsilon", "2", "--eta", "2",
-                       "--beta", "0.1", "--histogram", "sparse", "--noise", "laplace", "--no-png",
-                       "--theoretical-threshold", "--core", "bound", "--columns", "y", "x")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        blobs_csv,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "150",
+        "--bounds",
+        "0",
+        "10",
+        "--seed",
+        "0",
+        "--out-dir",
+        tmp_path,
+        "--epsilon",
+        "2",
+        "--eta",
+        "2",
+        "--beta",
+        "0.1",
+        "--histogram",
+        "sparse",
+        "--noise",
+        "laplace",
+        "--no-png",
+        "--theoretical-threshold",
+        "--core",
+        "bound",
+        "--columns",
+        "y",
+        "x",
+    )
     assert rc == 0, err
     m = load_model(tmp_path / "blobs.spans.json")
     assert (m.release.epsilon, m.histogram.grid.eta, m.spec.beta, m.release.histogram, m.release.noise) == (
-        2.0, 2.0, 0.1, "sparse", "laplace")
+        2.0,
+        2.0,
+        0.1,
+        "sparse",
+        "laplace",
+    )
     assert m.spec.raise_min_samples is False and m.metadata["columns"] == ["y", "x"]
     assert m.predict([[6, 7]])[0] >= 0 and m.predict([[7, 6]])[0] == -1  # columns swapped
 
 
 def test_clipping_note_points_at_wrong_bounds(capsys, blobs_csv, tmp_path):
-    rc, _, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20", "--bounds",
-                     "100", "200", "--out-dir", tmp_path, "--no-png", "--seed", "0")
+    rc, _, err = run(
+        capsys,
+        "fit",
+        blobs_csv,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "20",
+        "--bounds",
+        "100",
+        "200",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+        "--seed",
+        "0",
+    )
     assert rc == 0
     assert "3,000 point(s) (100.0%) lie outside the bounds" in err and "check --bounds" in err
 
@@ -126,8 +232,23 @@ def test_clipping_note_points_at_wrong_bounds(capsys, blobs_csv, tmp_path):
 
 
 def test_geo_fit_projects_around_the_public_box(capsys, geo_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", geo_csv, "--header", "--geo", "--bounds", *SF, "--eps", "50m",
-                       "--min-samples", "100", "--seed", "0", "--out-dir", tmp_path)
+    rc, out, err = run(
+        capsys,
+        "fit",
+        geo_csv,
+        "--header",
+        "--geo",
+        "--bounds",
+        *SF,
+        "--eps",
+        "50m",
+        "--min-samples",
+        "100",
+        "--seed",
+        "0",
+        "--out-dir",
+        tmp_path,
+    )
     assert rc == 0, err
     assert "within 50 m of it (min_samples=100, eps=50 m)" in out and "km around 37.7700 deg N" in out
     m = load_model(tmp_path / "trips.spans.json")
@@ -152,16 +273,50 @@ def test_geo_projection_never_depends_on_the_data(capsys, tmp_path):
     a = write_geo_csv(tmp_path / "a.csv", geo_points(1))
     b = write_geo_csv(tmp_path / "b.csv", geo_points(2)[:500] + [0.02, -0.03])
     for path in (a, b):
-        assert run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "0.05km", "--min-samples",
-                   "50", "--out-dir", tmp_path, "--no-png", "--no-geojson")[0] == 0
+        assert (
+            run(
+                capsys,
+                "fit",
+                path,
+                "--header",
+                "--geo",
+                "--bounds",
+                *SF,
+                "--eps",
+                "0.05km",
+                "--min-samples",
+                "50",
+                "--out-dir",
+                tmp_path,
+                "--no-png",
+                "--no-geojson",
+            )[0]
+            == 0
+        )
     ma, mb = (load_model(tmp_path / f"{n}.spans.json") for n in "ab")
     assert ma.metadata["projection"] == mb.metadata["projection"]
     assert ma.grid.to_dict() == mb.grid.to_dict()
 
 
 def test_geo_predict_takes_lon_lat(capsys, geo_csv, tmp_path):
-    run(capsys, "fit", geo_csv, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "100",
-        "--seed", "0", "--out-dir", tmp_path, "--no-png")
+    run(
+        capsys,
+        "fit",
+        geo_csv,
+        "--header",
+        "--geo",
+        "--bounds",
+        *SF,
+        "--eps",
+        "50m",
+        "--min-samples",
+        "100",
+        "--seed",
+        "0",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+    )
     pts = tmp_path / "q.csv"
     pts.write_text("lon,lat\n-122.41,37.79\n-122.44,37.76\n-122.47,37.73\n-121,37\n")
     rc, out, err = run(capsys, "predict", tmp_path / "trips.spans.json", pts, "--header")
@@ -194,8 +349,26 @@ def test_predict_matches_the_model(capsys, blobs_model, tmp_path):
 
 
 def test_sweep_from_data_shares_one_release(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "sweep", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "50", "10", "200",
-                       "--bounds", "0", "10", "--seed", "0", "--out-dir", tmp_path, "--no-png")
+    rc, out, err = run(
+        capsys,
+        "sweep",
+        blobs_csv,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "50",
+        "10",
+        "200",
+        "--bounds",
+        "0",
+        "10",
+        "--seed",
+        "0",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+    )
     assert rc == 0, err
     models = [load_model(tmp_path / f"blobs.m{m}.spans.json") for m in (10, 50, 200)]
     for m in models[1:]:
@@ -213,8 +386,18 @@ def test_sweep_from_data_shares_one_release(capsys, blobs_csv, tmp_path):
 
 
 def test_sweep_from_model_equals_with_min_samples(capsys, blobs_model, tmp_path):
-    rc, out, err = run(capsys, "sweep", "--model", blobs_model, "--min-samples", "40", "--out-dir",
-                       tmp_path / "sw", "--no-png", "--no-geojson")
+    rc, out, err = run(
+        capsys,
+        "sweep",
+        "--model",
+        blobs_model,
+        "--min-samples",
+        "40",
+        "--out-dir",
+        tmp_path / "sw",
+        "--no-png",
+        "--no-geojson",
+    )
     assert rc == 0, err
     got = load_model(tmp_path / "sw" / "blobs.m40.spans.json")
     want = with_params(load_model(blobs_model), min_samples=40)
@@ -250,8 +433,9 @@ def test_plot_of_points_is_marked_and_kept_off_release_names(capsys, blobs_model
     with Image.open(blobs_model.with_suffix("").with_name(f"{blobs_model.stem}.histogram.png")) as im:
         assert "Description" not in im.info  # the release's pictures carry no such mark
     target = tmp_path / "blobs.spans.png"
-    rc, out, err = run(capsys, "plot", blobs_model, "--kind", "labels", "--points", blobs_csv, "--header",
-                       "-o", target)
+    rc, out, err = run(
+        capsys, "plot", blobs_model, "--kind", "labels", "--points", blobs_csv, "--header", "-o", target
+    )
     assert rc == 2 and "name of a release picture" in err and not target.exists()
 
 
@@ -261,17 +445,27 @@ def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
     rows = {line.split(" : ", 1)[0].strip(): line.split(" : ", 1)[1] for line in out.splitlines()}
     m = load_model(blobs_model)
     # every row a sentence with the paper's symbols in brackets (issue 23)
-    for key, symbols in [("protects", ["(epsilon=1, delta=0)"]), ("noise", ["(dense histogram)"]),
-                         ("eps", ["(eps, alpha)"]),
-                         ("min_samples", ["(min_samples, MinPts)"]), ("approximation", [f"rho={m.spans.rho:g}"]),
-                         ("additive error", ["tau"]), ("failure", ["(beta=0.1)"]),
-                         ("grid", ["(|X|, w)", f"kappa={m.release.grid.kappa}", f"kappa_q={m.spans.kappa_q}"]),
-                         ("guarantee", ["with probability >= 0.9", "MinPts="])]:
+    for key, symbols in [
+        ("protects", ["(epsilon=1, delta=0)"]),
+        ("noise", ["(dense histogram)"]),
+        ("eps", ["(eps, alpha)"]),
+        ("min_samples", ["(min_samples, MinPts)"]),
+        ("approximation", [f"rho={m.spans.rho:g}"]),
+        ("additive error", ["tau"]),
+        ("failure", ["(beta=0.1)"]),
+        ("grid", ["(|X|, w)", f"kappa={m.release.grid.kappa}", f"kappa_q={m.spans.kappa_q}"]),
+        ("guarantee", ["with probability >= 0.9", "MinPts="]),
+    ]:
         assert all(s in rows[key] for s in symbols), (key, rows[key])
         assert len(rows[key].split()) >= 4, rows[key]  # words, not a bare number
     rc, out, _ = run(capsys, "info", blobs_model, "--json")
     info = json.loads(out)
-    assert info["kappa"] == m.release.grid.kappa and info["kappa_q"] == m.spans.kappa_q and info["n_cells"] == m.release.grid.n_cells and info["core"] == m.spec.core
+    assert (
+        info["kappa"] == m.release.grid.kappa
+        and info["kappa_q"] == m.spans.kappa_q
+        and info["n_cells"] == m.release.grid.n_cells
+        and info["core"] == m.spec.core
+    )
     assert info["guarantee"]["probability"] == pytest.approx(0.9)
     assert (info["epsilon"], info["alpha"], info["min_samples"], info["rho"]) == (1.0, 0.5, 20, m.spans.rho)
 
@@ -323,25 +517,106 @@ BAD = [
     ("unreadable csv", lambda d, b, m: ["fit", _junk_csv(d), "--header", *FIT], "cannot read as CSV"),
     ("missing column", lambda d, b, m: ["fit", b, "--header", *FIT, "--columns", "x", "q"], "no column 'q'"),
     ("column index", lambda d, b, m: ["fit", b, "--header", *FIT, "--columns", "0", "7"], "out of range"),
-    ("bounds length", lambda d, b, m: ["fit", b, "--header", "--eps", "1", "--min-samples", "5", "--bounds", "0", "1", "2"],
-     "--bounds needs 2 numbers"),
-    ("geo bounds length", lambda d, b, m: ["fit", b, "--header", "--geo", "--eps", "50m", "--min-samples", "5",
-                                           "--bounds", "0", "1"], "needs 4 numbers"),
-    ("bounds not numbers", lambda d, b, m: ["fit", b, "--header", "--eps", "1", "--min-samples", "5", "--bounds", "a", "b"],
-     "--bounds must be numbers"),
-    ("bounds inverted", lambda d, b, m: ["fit", b, "--header", "--eps", "1", "--min-samples", "5", "--bounds", "5", "1"],
-     "lower < upper"),
-    ("geo box swapped", lambda d, b, m: ["fit", b, "--header", "--geo", "--columns", "x", "y", "--eps", "50m", "--min-samples",
-                                         "5", "--bounds", "37.72", "-122.48", "37.82", "-122.38"], "lat_min"),
-    ("no bounds", lambda d, b, m: ["fit", b, "--header", "--eps", "1", "--min-samples", "5"], "--bounds is required"),
-    ("epsilon text", lambda d, b, m: ["fit", b, "--header", *FIT, "--epsilon", "lots"], "invalid float value"),
-    ("eps unit without geo", lambda d, b, m: ["fit", b, "--header", "--eps", "50m", "--min-samples", "5", "--bounds", "0", "1"],
-     "only makes sense with --geo"),
-    ("stability without delta", lambda d, b, m: ["fit", b, "--header", *FIT, "--histogram", "stability"], "needs --delta > 0"),
-    ("geo needs two columns", lambda d, b, m: ["fit", _three_cols(d), "--header", "--geo", "--eps", "50m", "--min-samples",
-                                               "5", "--bounds", *SF], "exactly two columns"),
-    ("scheduler without dask", lambda d, b, m: ["fit", b, "--header", *FIT, "--scheduler", "tcp://h:1"], "needs --backend dask"),
-    ("png for 3-D", lambda d, b, m: ["fit", _three_cols(d), "--header", *FIT, "--png", d / "x.png"], "--png needs 2-D"),
+    (
+        "bounds length",
+        lambda d, b, m: ["fit", b, "--header", "--eps", "1", "--min-samples", "5", "--bounds", "0", "1", "2"],
+        "--bounds needs 2 numbers",
+    ),
+    (
+        "geo bounds length",
+        lambda d, b, m: [
+            "fit",
+            b,
+            "--header",
+            "--geo",
+            "--eps",
+            "50m",
+            "--min-samples",
+            "5",
+            "--bounds",
+            "0",
+            "1",
+        ],
+        "needs 4 numbers",
+    ),
+    (
+        "bounds not numbers",
+        lambda d, b, m: ["fit", b, "--header", "--eps", "1", "--min-samples", "5", "--bounds", "a", "b"],
+        "--bounds must be numbers",
+    ),
+    (
+        "bounds inverted",
+        lambda d, b, m: ["fit", b, "--header", "--eps", "1", "--min-samples", "5", "--bounds", "5", "1"],
+        "lower < upper",
+    ),
+    (
+        "geo box swapped",
+        lambda d, b, m: [
+            "fit",
+            b,
+            "--header",
+            "--geo",
+            "--columns",
+            "x",
+            "y",
+            "--eps",
+            "50m",
+            "--min-samples",
+            "5",
+            "--bounds",
+            "37.72",
+            "-122.48",
+            "37.82",
+            "-122.38",
+        ],
+        "lat_min",
+    ),
+    (
+        "no bounds",
+        lambda d, b, m: ["fit", b, "--header", "--eps", "1", "--min-samples", "5"],
+        "--bounds is required",
+    ),
+    (
+        "epsilon text",
+        lambda d, b, m: ["fit", b, "--header", *FIT, "--epsilon", "lots"],
+        "invalid float value",
+    ),
+    (
+        "eps unit without geo",
+        lambda d, b, m: ["fit", b, "--header", "--eps", "50m", "--min-samples", "5", "--bounds", "0", "1"],
+        "only makes sense with --geo",
+    ),
+    (
+        "stability without delta",
+        lambda d, b, m: ["fit", b, "--header", *FIT, "--histogram", "stability"],
+        "needs --delta > 0",
+    ),
+    (
+        "geo needs two columns",
+        lambda d, b, m: [
+            "fit",
+            _three_cols(d),
+            "--header",
+            "--geo",
+            "--eps",
+            "50m",
+            "--min-samples",
+            "5",
+            "--bounds",
+            *SF,
+        ],
+        "exactly two columns",
+    ),
+    (
+        "scheduler without dask",
+        lambda d, b, m: ["fit", b, "--header", *FIT, "--scheduler", "tcp://h:1"],
+        "needs --backend dask",
+    ),
+    (
+        "png for 3-D",
+        lambda d, b, m: ["fit", _three_cols(d), "--header", *FIT, "--png", d / "x.png"],
+        "--png needs 2-D",
+    ),
     ("not a model", lambda d, b, m: ["info", _not_a_model(d)], "not a dpdbscan span model"),
     ("binary model", lambda d, b, m: ["predict", _binary_model(d), b], "not a dpdbscan span model"),
     ("malformed model", lambda d, b, m: ["plot", _malformed_model(d)], "malformed dpdbscan span model"),
@@ -370,8 +645,17 @@ def test_bad_input_gives_one_line_and_status_2(capsys, tmp_path, blobs_csv, make
 def test_text_columns_read_as_missing_and_are_never_echoed(capsys, tmp_path):
     """No row decides whether a release exists (issue #14): a CSV whose values
     are all text releases (pure noise), says so privately and quotes nothing."""
-    rc, out, err = run(capsys, "fit", _text_csv(tmp_path), "--header", *FIT, "--out-dir", tmp_path / "o",
-                       "--no-png", "--no-geojson")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        _text_csv(tmp_path),
+        "--header",
+        *FIT,
+        "--out-dir",
+        tmp_path / "o",
+        "--no-png",
+        "--no-geojson",
+    )
     assert rc == 0
     assert "2 row(s) with missing or non-finite values are dropped" in err
     assert not any(v in out + err for v in ("ann", "paris", "bob", "rome"))
@@ -379,8 +663,20 @@ def test_text_columns_read_as_missing_and_are_never_echoed(capsys, tmp_path):
 
 def test_dask_backend_missing_names_the_extra(capsys, blobs_csv, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "dpdbscan.release.backends.dask_backend", None)
-    rc, out, err = run(capsys, "fit", blobs_csv, "--header", *FIT, "--backend", "dask", "--columns", "x", "y",
-                       "--out-dir", tmp_path)
+    rc, out, err = run(
+        capsys,
+        "fit",
+        blobs_csv,
+        "--header",
+        *FIT,
+        "--backend",
+        "dask",
+        "--columns",
+        "x",
+        "y",
+        "--out-dir",
+        tmp_path,
+    )
     assert rc == 2 and err.count("\n") == 1
     assert "pip install 'dpdbscan[dask]'" in err
 
@@ -402,7 +698,9 @@ def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, mon
             seen["X"] = X
             from dpdbscan.release.points import clean_points
 
-            return NumpyBackend().count(grid, clean_points(grid, read_points(X, self_columns(), header=True)[0]))
+            return NumpyBackend().count(
+                grid, clean_points(grid, read_points(X, self_columns(), header=True)[0])
+            )
 
     def self_columns():
         return seen["columns"]
@@ -410,12 +708,37 @@ def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, mon
     fake = types.ModuleType("dpdbscan.release.backends.dask_backend")
     fake.DaskBackend = FakeDask
     monkeypatch.setitem(sys.modules, "dpdbscan.release.backends.dask_backend", fake)
-    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
-                       "--backend", "dask", "--scheduler", "tcp://scheduler.example.org:8786", "--columns", "x,y",
-                       "--out-dir", tmp_path, "--no-png", "--seed", "0")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        blobs_csv,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "20",
+        "--bounds",
+        "0",
+        "10",
+        "--backend",
+        "dask",
+        "--scheduler",
+        "tcp://scheduler.example.org:8786",
+        "--columns",
+        "x,y",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+        "--seed",
+        "0",
+    )
     assert rc == 0, err
-    assert seen == {"scheduler": "tcp://scheduler.example.org:8786", "columns": ["x", "y"], "X": str(blobs_csv),
-                    "read": {"header": True, "delimiter": None, "fields": None, "file_format": None}}
+    assert seen == {
+        "scheduler": "tcp://scheduler.example.org:8786",
+        "columns": ["x", "y"],
+        "X": str(blobs_csv),
+        "read": {"header": True, "delimiter": None, "fields": None, "file_format": None},
+    }
     assert "2 span(s)" in out and "read " not in err
 
 
@@ -479,13 +802,31 @@ def test_fit_shows_progress_on_a_terminal_only(capsys, monkeypatch, blobs_csv, t
 
 
 def sh(*argv, cwd=None):
-    return subprocess.run([sys.executable, "-m", "dpdbscan", *map(str, argv)], capture_output=True,
-                          text=True, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "dpdbscan", *map(str, argv)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 def test_subprocess_fit_info_predict(blobs_csv, tmp_path):
-    r = sh("fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
-           "--out-dir", tmp_path, "--no-png")
+    r = sh(
+        "fit",
+        blobs_csv,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "20",
+        "--bounds",
+        "0",
+        "10",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+    )
     assert r.returncode == 0, r.stderr
     assert "2 span(s)" in r.stdout and "\r" not in r.stderr  # a pipe: no progress bar
     r = sh("predict", tmp_path / "blobs.spans.json", blobs_csv, "--header")
@@ -510,9 +851,26 @@ def test_cabs_tiny_as_in_the_paper(capsys, shared_data, tmp_path):
     """Cabs-tiny, alpha = 50 m, MinPts = 1000, epsilon = 1. The paper reports
     38 spans, and the paper's method gives 37-38 over 20 seeds; refinements of
     the library (finer sub-cells) split a few more, hence the loose range."""
-    rc, out, err = run(capsys, "fit", shared_data / "cabs_tiny.csv.gz", "--header", "--geo", "--bounds", *SF,
-                       "--eps", "50m", "--min-samples", "1000", "--seed", "0", "--out-dir", tmp_path,
-                       "--no-png", "--core", "bound")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        shared_data / "cabs_tiny.csv.gz",
+        "--header",
+        "--geo",
+        "--bounds",
+        *SF,
+        "--eps",
+        "50m",
+        "--min-samples",
+        "1000",
+        "--seed",
+        "0",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+        "--core",
+        "bound",
+    )
     assert rc == 0, err
     assert "read 845,685 rows" in err
     m = load_model(tmp_path / "cabs_tiny.spans.json")
@@ -537,7 +895,10 @@ def test_unwritable_output_is_refused_before_the_input_is_read(capsys, tmp_path)
 def test_outputs_are_written_atomically(capsys, blobs_csv, tmp_path):
     assert fit_blobs(capsys, blobs_csv, tmp_path / "o")[0] == 0
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
-        "blobs.spans.geojson", "blobs.spans.json", "blobs.spans.png"]  # no temporary left
+        "blobs.spans.geojson",
+        "blobs.spans.json",
+        "blobs.spans.png",
+    ]  # no temporary left
 
 
 def test_a_failed_picture_keeps_the_release(capsys, blobs_csv, tmp_path, monkeypatch):
@@ -557,6 +918,7 @@ def test_a_failed_picture_keeps_the_release(capsys, blobs_csv, tmp_path, monkeyp
 def test_a_failed_release_leaves_no_picture_or_geojson(capsys, blobs_csv, tmp_path, monkeypatch):
     """The JSON is written on its own thread while the GeoJSON and picture
     are drawn; they are renamed into place only after the release is safe."""
+
     def broken(model, path, include_histogram=True):
         raise OSError(28, "No space left on device")
 
@@ -591,7 +953,9 @@ def test_prepared_blocks_equal_the_whole_array(tmp_path):
     assert np.array_equal(c["below"], w["below"]) and np.array_equal(c["above"], w["above"])
     # bounds that do not fit: the blocks are left alone for the usual checks
     prep = BlockPrep([0, 1], True, None)
-    np.testing.assert_array_equal(read_input(path, block_hook=prep, header=True).X, read_input(path, header=True).X)
+    np.testing.assert_array_equal(
+        read_input(path, block_hook=prep, header=True).X, read_input(path, header=True).X
+    )
     assert prep.result(got.shape[0]) is None
 
 
@@ -600,8 +964,19 @@ def test_quiet_and_no_progress_after_the_command(capsys, blobs_csv, tmp_path, mo
     monkeypatch.delenv("DPDBSCAN_NO_PROGRESS", raising=False)
     tty = FakeTTY()
     monkeypatch.setattr(sys, "stderr", tty)
-    rc = main(["fit", str(blobs_csv), "--header", *FIT, "--out-dir", str(tmp_path), "--no-png", "--no-progress",
-               "--quiet"])
+    rc = main(
+        [
+            "fit",
+            str(blobs_csv),
+            "--header",
+            *FIT,
+            "--out-dir",
+            str(tmp_path),
+            "--no-png",
+            "--no-progress",
+            "--quiet",
+        ]
+    )
     assert rc == 0 and "\r" not in tty.getvalue() and "[private: do not publish]" not in tty.getvalue()
 
 
@@ -613,22 +988,55 @@ def test_private_notes_are_marked(capsys, blobs_csv, tmp_path):
 def test_sweep_from_a_model_refuses_options_it_would_ignore(capsys, blobs_model, tmp_path):
     # (--eps is honoured: it re-parameterises the saved release; tests/cli/test_cli_params.py)
     for extra in (["--eta", "2"], ["--epsilon", "5"], ["--beta", "0.3"]):
-        rc, out, err = run(capsys, "sweep", "--model", blobs_model, "--min-samples", "9",
-                           "--out-dir", tmp_path, *extra)
+        rc, out, err = run(
+            capsys, "sweep", "--model", blobs_model, "--min-samples", "9", "--out-dir", tmp_path, *extra
+        )
         assert rc == 2 and extra[0] in err and "shape" in err, err
 
 
 def test_clipping_notes_name_the_column_and_bound(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "5",
-                       "--bounds", "0", "0", "10", "4", "--out-dir", tmp_path, "--no-png")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        blobs_csv,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "5",
+        "--bounds",
+        "0",
+        "0",
+        "10",
+        "4",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+    )
     assert rc == 0
     assert "column 'y'" in err and "above its upper bound 4" in err and "[private: do not publish]" in err
 
 
 def test_swapped_bounds_are_spotted(capsys, blobs_csv, tmp_path):
     # xmin xmax ymin ymax instead of xmin ymin xmax ymax
-    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-samples", "5",
-                       "--bounds", "0", "10", "0.5", "9", "--out-dir", tmp_path, "--no-png")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        blobs_csv,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "5",
+        "--bounds",
+        "0",
+        "10",
+        "0.5",
+        "9",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+    )
     assert "in the order xmin xmax ymin ymax" in err and "0 0.5 10 9" in err
 
 
@@ -643,10 +1051,23 @@ def test_header_option_reads_a_numeric_first_line_as_names(capsys, tmp_path):
     p = tmp_path / "num.csv"
     rows = ["1,2"] + [f"{x:.3f},{y:.3f}" for x, y in blob_points()]
     p.write_text("\n".join(rows) + "\n")
-    rc, out, err = run(capsys, "fit", p, "--no-header", *FIT, "--out-dir", tmp_path, "--no-png", "--no-geojson")
+    rc, out, err = run(
+        capsys, "fit", p, "--no-header", *FIT, "--out-dir", tmp_path, "--no-png", "--no-geojson"
+    )
     assert rc == 2 and "--fields" in err  # two scalar bounds do not say how many fields a line has
-    rc, out, err = run(capsys, "fit", p, "--no-header", "--fields", "2", *FIT, "--out-dir", tmp_path,
-                       "--no-png", "--no-geojson")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        p,
+        "--no-header",
+        "--fields",
+        "2",
+        *FIT,
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+        "--no-geojson",
+    )
     assert rc == 0 and "3,001 rows" in err and "(0, 1)" in err
     rc, out, err = run(capsys, "fit", p, "--header", *FIT, "--out-dir", tmp_path, "--no-png", "--no-geojson")
     assert rc == 0 and "3,000 rows" in err and "(1, 2)" in err
@@ -668,15 +1089,28 @@ def test_huge_epsilon_does_not_overflow(capsys, blobs_csv, tmp_path):
     warning at any accepted epsilon, and the command says once, in its own
     words, that such an epsilon protects little."""
     for hist in ("dense", "sparse"):
-        rc, out, err = run(capsys, "fit", blobs_csv, "--header", *FIT, "--epsilon", "1000", "--histogram", hist,
-                           "--out-dir", tmp_path, "--no-png")
+        rc, out, err = run(
+            capsys,
+            "fit",
+            blobs_csv,
+            "--header",
+            *FIT,
+            "--epsilon",
+            "1000",
+            "--histogram",
+            hist,
+            "--out-dir",
+            tmp_path,
+            "--no-png",
+        )
         assert rc == 0, err
         assert "epsilon=1000" in out
         assert "encountered" not in err and "overflow" not in err.lower()
         lines = [x for x in err.splitlines() if "gives little privacy protection" in x]
         assert len(lines) == 1 and lines[0].startswith("dpdbscan: PRIVACY WARNING: --epsilon 1000 ")
-    rc, out, err = run(capsys, "fit", blobs_csv, "--header", *FIT, "--epsilon", "10", "--out-dir", tmp_path,
-                       "--no-png")
+    rc, out, err = run(
+        capsys, "fit", blobs_csv, "--header", *FIT, "--epsilon", "10", "--out-dir", tmp_path, "--no-png"
+    )
     assert rc == 0 and "little privacy protection" not in err
 
 
@@ -685,8 +1119,22 @@ def test_warnings_of_the_release_reach_standard_error(capsys, tmp_path):
     issue 19 it dropped every one of them (the recording list was replaced by
     a fresh one), so a release with no span came without its UtilityWarning."""
     path = write_csv(tmp_path / "few.csv", blob_points()[:40])
-    rc, out, err = run(capsys, "fit", path, "--header", "--eps", "0.5", "--min-samples", "200", "--bounds", "0", "10",
-                       "--out-dir", tmp_path, "--no-png")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        path,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "200",
+        "--bounds",
+        "0",
+        "10",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+    )
     assert rc == 0 and "0 span(s)" in out
     assert err.count("dpdbscan: warning: the release has no span") == 1
 
@@ -694,8 +1142,20 @@ def test_warnings_of_the_release_reach_standard_error(capsys, tmp_path):
 def test_too_many_dimensions_are_refused_before_spending(capsys, tmp_path):
     X = np.random.default_rng(0).random((50, 10))
     np.save(tmp_path / "ten.npy", X)
-    rc, out, err = run(capsys, "fit", tmp_path / "ten.npy", "--eps", "0.5", "--min-samples", "5",
-                       "--bounds", "0", "1", "--out-dir", tmp_path)
+    rc, out, err = run(
+        capsys,
+        "fit",
+        tmp_path / "ten.npy",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "5",
+        "--bounds",
+        "0",
+        "1",
+        "--out-dir",
+        tmp_path,
+    )
     assert rc == 2 and "d=10" in err and "no budget is spent" in err
     assert not (tmp_path / "ten.spans.json").exists()
 
@@ -706,13 +1166,43 @@ def test_fit_of_standardised_data_warns_after_the_release(capsys, tmp_path):
     warning; the release is written all the same."""
     X = blob_points()
     path = write_csv(tmp_path / "z.csv", (X - X.mean(0)) / X.std(0))
-    rc, out, err = run(capsys, "fit", path, "--header", "--eps", "0.3", "--min-samples", "20", "--bounds", "-3", "3",
-                       "--out-dir", tmp_path, "--no-png")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        path,
+        "--header",
+        "--eps",
+        "0.3",
+        "--min-samples",
+        "20",
+        "--bounds",
+        "-3",
+        "3",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+    )
     assert rc == 0 and (tmp_path / "z.spans.json").exists()
-    assert err.count("[private: do not publish] dpdbscan: PRIVACY WARNING: every column of the data "
-                     "has mean 0") == 1
-    rc, out, err = run(capsys, "fit", write_csv(tmp_path / "raw.csv", X), "--header", "--eps", "0.5", "--min-samples",
-                       "20", "--bounds", "0", "10", "--out-dir", tmp_path, "--no-png")
+    assert (
+        err.count("[private: do not publish] dpdbscan: PRIVACY WARNING: every column of the data has mean 0")
+        == 1
+    )
+    rc, out, err = run(
+        capsys,
+        "fit",
+        write_csv(tmp_path / "raw.csv", X),
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "20",
+        "--bounds",
+        "0",
+        "10",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+    )
     assert rc == 0 and "PRIVACY WARNING" not in err
 
 
@@ -720,8 +1210,21 @@ def test_fit_of_standardised_data_warns_after_the_release(capsys, tmp_path):
 
 
 def test_a_typo_in_a_required_option_is_named(capsys, blobs_csv, tmp_path):
-    rc, out, err = run(capsys, "fit", blobs_csv, "--header", "--eps", "0.5", "--min-smaples", "5",
-                       "--bounds", "0", "10", "--out-dir", tmp_path / "o")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        blobs_csv,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-smaples",
+        "5",
+        "--bounds",
+        "0",
+        "10",
+        "--out-dir",
+        tmp_path / "o",
+    )
     assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "--min-smaples (did you mean --min-samples?)" in err and err.startswith("dpdbscan fit: error:")
     assert not (tmp_path / "o").exists()
@@ -729,26 +1232,59 @@ def test_a_typo_in_a_required_option_is_named(capsys, blobs_csv, tmp_path):
 
 def test_parser_errors_have_the_one_form(capsys):
     rc, out, err = run(capsys, "fit", "x.csv", "--eps", "1", "--bounds", "0", "1")
-    assert rc == 2 and err.startswith("dpdbscan fit: error: the following arguments are required: --min-samples")
+    assert rc == 2 and err.startswith(
+        "dpdbscan fit: error: the following arguments are required: --min-samples"
+    )
 
 
 def test_reversed_bounds_suggest_a_valid_order(capsys, tmp_path):
     path = write_geo_csv(tmp_path / "trips.csv", geo_points())
-    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", "-122.38", "37.82", "-122.48", "37.72",
-                       "--eps", "50m", "--min-samples", "50", "--out-dir", tmp_path / "o")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        path,
+        "--header",
+        "--geo",
+        "--bounds",
+        "-122.38",
+        "37.82",
+        "-122.48",
+        "37.72",
+        "--eps",
+        "50m",
+        "--min-samples",
+        "50",
+        "--out-dir",
+        tmp_path / "o",
+    )
     assert rc == 2 and "--bounds -122.48 37.72 -122.38 37.82" in err
     assert not (tmp_path / "o").exists()
 
 
 def test_geo_eps_needs_a_unit(capsys, tmp_path):
     path = write_geo_csv(tmp_path / "trips.csv", geo_points())
-    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50",
-                       "--min-samples", "50", "--out-dir", tmp_path / "o")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        path,
+        "--header",
+        "--geo",
+        "--bounds",
+        *SF,
+        "--eps",
+        "50",
+        "--min-samples",
+        "50",
+        "--out-dir",
+        tmp_path / "o",
+    )
     assert rc == 2 and "50m or 50km" in err and not (tmp_path / "o").exists()
 
 
 def test_missing_input_creates_no_output_folder(capsys, tmp_path):
-    rc, out, err = run(capsys, "fit", tmp_path / "nope.csv", "--header", *FIT, "--out-dir", tmp_path / "zz" / "deeper")
+    rc, out, err = run(
+        capsys, "fit", tmp_path / "nope.csv", "--header", *FIT, "--out-dir", tmp_path / "zz" / "deeper"
+    )
     assert rc == 2 and "input file not found" in err
     assert not (tmp_path / "zz").exists()
 
@@ -756,10 +1292,29 @@ def test_missing_input_creates_no_output_folder(capsys, tmp_path):
 def test_extra_columns_with_geo_are_refused_before_reading(capsys, tmp_path):
     path = tmp_path / "trips.csv"
     P = geo_points()
-    path.write_text("id,x,y,time\n" + "".join(f"{i},{a!r},{b!r},{i * 7}\n" for i, (a, b) in enumerate(P.tolist())))
-    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m",
-                       "--min-samples", "50", "--out-dir", tmp_path / "o")
-    assert rc == 2 and "got 4 (id, x, y, time)" in err and "choose them with --columns x y (longitude first)" in err
+    path.write_text(
+        "id,x,y,time\n" + "".join(f"{i},{a!r},{b!r},{i * 7}\n" for i, (a, b) in enumerate(P.tolist()))
+    )
+    rc, out, err = run(
+        capsys,
+        "fit",
+        path,
+        "--header",
+        "--geo",
+        "--bounds",
+        *SF,
+        "--eps",
+        "50m",
+        "--min-samples",
+        "50",
+        "--out-dir",
+        tmp_path / "o",
+    )
+    assert (
+        rc == 2
+        and "got 4 (id, x, y, time)" in err
+        and "choose them with --columns x y (longitude first)" in err
+    )
     assert "read " not in err  # decided from the header, before any row was read
 
 
@@ -768,15 +1323,50 @@ def test_swapped_columns_are_spotted_even_when_quiet(capsys, tmp_path):
     P = geo_points()
     path.write_text("lat,lon\n" + "".join(f"{b!r},{a!r}\n" for a, b in P.tolist()))
     # public names say latitude first: refused before any record is read or anything spent
-    rc, out, err = run(capsys, "fit", path, "--header", "--columns", "lat", "lon", "--geo", "--bounds", *SF,
-                       "--eps", "50m", "--min-samples", "50", "--out-dir", tmp_path / "o", "--quiet", "--seed", "0")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        path,
+        "--header",
+        "--columns",
+        "lat",
+        "lon",
+        "--geo",
+        "--bounds",
+        *SF,
+        "--eps",
+        "50m",
+        "--min-samples",
+        "50",
+        "--out-dir",
+        tmp_path / "o",
+        "--quiet",
+        "--seed",
+        "0",
+    )
     assert rc != 0 and out == "" and not (tmp_path / "o").exists()
     assert "swapped" in err and "--columns lon lat" in err
     # without names only the data could show it: the release is made, the swap a private note after it
     bare = tmp_path / "latlon_bare.csv"
     bare.write_text("".join(f"{b!r},{a!r}\n" for a, b in P.tolist()))
-    rc, out, err = run(capsys, "fit", bare, "--no-header", "--geo", "--bounds", *SF,
-                       "--eps", "50m", "--min-samples", "50", "--out-dir", tmp_path / "o", "--quiet", "--seed", "0")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        bare,
+        "--no-header",
+        "--geo",
+        "--bounds",
+        *SF,
+        "--eps",
+        "50m",
+        "--min-samples",
+        "50",
+        "--out-dir",
+        tmp_path / "o",
+        "--quiet",
+        "--seed",
+        "0",
+    )
     assert rc == 0
     assert "[private: do not publish]" in err and "the columns look swapped" in err
     assert "--columns 1 0" in err
@@ -786,8 +1376,24 @@ def test_swapped_columns_are_spotted_even_when_quiet(capsys, tmp_path):
 
 def test_predict_says_when_no_point_is_inside_the_box(capsys, tmp_path):
     path = write_geo_csv(tmp_path / "trips.csv", geo_points())
-    run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "50",
-        "--out-dir", tmp_path, "--no-png", "--seed", "0")
+    run(
+        capsys,
+        "fit",
+        path,
+        "--header",
+        "--geo",
+        "--bounds",
+        *SF,
+        "--eps",
+        "50m",
+        "--min-samples",
+        "50",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+        "--seed",
+        "0",
+    )
     pts = tmp_path / "q.csv"
     pts.write_text("lat,lon\n37.79,-122.41\n37.76,-122.44\n")
     rc, out, err = run(capsys, "predict", tmp_path / "trips.spans.json", pts, "--columns", "lat", "lon", "-q")
@@ -799,8 +1405,21 @@ def test_eps_as_large_as_the_box_is_refused_before_spending(capsys, tmp_path):
     """Issue 23: --geo --eps 50km over a 26 x 33 km box spent the budget on a
     one-cell grid; now refused from public inputs, nothing written."""
     path = write_geo_csv(tmp_path / "trips.csv", geo_points())
-    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50km",
-                       "--min-samples", "50", "--out-dir", tmp_path / "o")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        path,
+        "--header",
+        "--geo",
+        "--bounds",
+        *SF,
+        "--eps",
+        "50km",
+        "--min-samples",
+        "50",
+        "--out-dir",
+        tmp_path / "o",
+    )
     assert rc == 2 and "at least the public box's longest side" in err and "no budget is spent" in err
     assert not (tmp_path / "o").exists()
     assert len(err.strip().splitlines()) == 1
@@ -829,16 +1448,36 @@ def test_the_command_says_the_warnings_python_gives(capsys, tmp_path):
     from dpdbscan import DPDBSCAN, UtilityWarning
 
     rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal([3, 3], 0.2, (600, 2)), rng.normal([7, 7], 0.2, (600, 2)),
-                   rng.uniform(0, 10, (3000, 2))])
+    X = np.vstack(
+        [rng.normal([3, 3], 0.2, (600, 2)), rng.normal([7, 7], 0.2, (600, 2)), rng.uniform(0, 10, (3000, 2))]
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         DPDBSCAN(0.5, min_samples=100, bounds=(0, 10), random_state=0).fit(X)
     said = [" ".join(str(w.message).split()) for w in caught if w.category is UtilityWarning]
-    assert len(said) == 1 and said[0].startswith("less than half of the noisy counts lie in cells of the spans")
+    assert len(said) == 1 and said[0].startswith(
+        "less than half of the noisy counts lie in cells of the spans"
+    )
     path = write_csv(tmp_path / "diffuse.csv", X)
-    rc, out, err = run(capsys, "fit", path, "--header", "--eps", "0.5", "--min-samples", "100", "--bounds", "0", "10",
-                       "--seed", "0", "--out-dir", tmp_path / "o", "--no-png", "-q")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        path,
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "100",
+        "--bounds",
+        "0",
+        "10",
+        "--seed",
+        "0",
+        "--out-dir",
+        tmp_path / "o",
+        "--no-png",
+        "-q",
+    )
     assert rc == 0 and "2 span(s)" in out
     assert f"dpdbscan: warning: {said[0]}" in err.splitlines()
 
@@ -848,12 +1487,41 @@ def test_plot_labels_marks_the_outside_note_private(capsys, tmp_path):
     library's PrivateNoteWarning reaches stderr marked private (it describes
     the points, not the release)."""
     path = write_geo_csv(tmp_path / "trips.csv", geo_points())
-    run(capsys, "fit", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "50",
-        "--out-dir", tmp_path, "--no-png", "--seed", "0")
+    run(
+        capsys,
+        "fit",
+        path,
+        "--header",
+        "--geo",
+        "--bounds",
+        *SF,
+        "--eps",
+        "50m",
+        "--min-samples",
+        "50",
+        "--out-dir",
+        tmp_path,
+        "--no-png",
+        "--seed",
+        "0",
+    )
     pts = tmp_path / "q.csv"
     pts.write_text("lat,lon\n37.79,-122.41\n37.76,-122.44\n")
-    rc, out, err = run(capsys, "plot", tmp_path / "trips.spans.json", "--kind", "labels", "--points", pts,
-                       "--header", "--columns", "lat", "lon", "-o", tmp_path / "l.png")
+    rc, out, err = run(
+        capsys,
+        "plot",
+        tmp_path / "trips.spans.json",
+        "--kind",
+        "labels",
+        "--points",
+        pts,
+        "--header",
+        "--columns",
+        "lat",
+        "lon",
+        "-o",
+        tmp_path / "l.png",
+    )
     assert rc == 0
     line = [x for x in err.splitlines() if "no point of the 2 given lies inside" in x]
     assert len(line) == 1 and line[0].startswith("[private: do not publish] dpdbscan: warning: ")

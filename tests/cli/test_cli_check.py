@@ -11,6 +11,7 @@ import types
 
 import numpy as np
 import pytest
+
 from clirun import run
 
 SF = ["-122.48", "37.72", "-122.38", "37.82"]
@@ -56,7 +57,9 @@ def geo_csv(tmp_path):
 
 def test_stdout_is_empty_and_every_line_is_a_private_note(capsys, geo_csv):
     path, _ = geo_csv
-    rc, out, err = run(capsys, "check", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "100")
+    rc, out, err = run(
+        capsys, "check", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "100"
+    )
     assert rc == 0, err
     assert out == ""
     assert len(lines(err)) >= 10
@@ -68,13 +71,34 @@ def test_rows_read_and_dropped_as_fit_counts_them(capsys, box_csv, tmp_path):
     rc, out, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "0", "10", "10")
     assert rc == 0 and out == "", err
     assert line_of(err, "rows") == (
-        "[private: do not publish] rows      : 104 read, 4 dropped (missing, non-numeric or non-finite values), 100 kept"
+        "[private: do not publish] rows      : 104 read, 4 dropped "
+        "(missing, non-numeric or non-finite values), 100 kept"
     )
     # fit's own notes on the same file: the same rows read and dropped
-    rc, _, fit_err = run(capsys, "fit", box_csv, "--header", "--bounds", "0", "0", "10", "10", "--eps", "1",
-                         "--min-samples", "5", "--out-dir", tmp_path / "out", "--no-png", "--no-geojson")
+    rc, _, fit_err = run(
+        capsys,
+        "fit",
+        box_csv,
+        "--header",
+        "--bounds",
+        "0",
+        "0",
+        "10",
+        "10",
+        "--eps",
+        "1",
+        "--min-samples",
+        "5",
+        "--out-dir",
+        tmp_path / "out",
+        "--no-png",
+        "--no-geojson",
+    )
     assert rc == 0, fit_err
-    assert "read 104 rows x 2 column(s)" in fit_err and "4 row(s) with missing or non-finite values are dropped" in fit_err
+    assert (
+        "read 104 rows x 2 column(s)" in fit_err
+        and "4 row(s) with missing or non-finite values are dropped" in fit_err
+    )
     assert "read 104 rows x 2 column(s) (x, y)" in err
 
 
@@ -82,14 +106,17 @@ def test_share_outside_each_bound_per_column(capsys, box_csv):
     rc, _, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "0", "10", "10")
     assert rc == 0, err
     assert line_of(err, "column 'x'") == (
-        "[private: do not publish] column 'x': min -3, max 12; bounds 0 .. 10; 10.0% of the rows below the lower, "
-        "5.0% above the upper"
+        "[private: do not publish] column 'x': min -3, max 12; bounds 0 .. 10; "
+        "10.0% of the rows below the lower, 5.0% above the upper"
     )
     assert line_of(err, "column 'y'").startswith("[private: do not publish] column 'y': min ")
-    assert line_of(err, "column 'y'").endswith("; bounds 0 .. 10; 0.0% of the rows below the lower, 20.0% above the upper")
+    assert line_of(err, "column 'y'").endswith(
+        "; bounds 0 .. 10; 0.0% of the rows below the lower, 20.0% above the upper"
+    )
     assert line_of(err, "column 'y'").split(", max ")[1].startswith("10.5;")
     assert line_of(err, "outside") == (
-        "[private: do not publish] outside   : 35 row(s) (35.0%) outside the bounds; a fit clips them onto the box"
+        "[private: do not publish] outside   : 35 row(s) (35.0%) outside the bounds; "
+        "a fit clips them onto the box"
     )
     # one lower and one upper for all columns: the same shares
     rc, _, err2 = run(capsys, "check", box_csv, "--header", "--bounds", "0", "10")
@@ -106,7 +133,8 @@ def test_most_points_outside_gives_the_swapped_bounds_hint(capsys, tmp_path):
     rc, out, err = run(capsys, "check", path, "--header", "--bounds", "0", "10", "5", "20")
     assert rc == 0 and out == ""
     assert line_of(err, "most points") == (
-        "[private: do not publish] most points are outside the bounds: the bounds look like xmin xmax ymin ymax: "
+        "[private: do not publish] most points are outside the bounds: "
+        "the bounds look like xmin xmax ymin ymax: "
         "--bounds wants xmin ymin xmax ymax, i.e. 0 5 10 20"
     )
 
@@ -124,13 +152,16 @@ def test_kappa_margin_threshold_equal_the_forecast(capsys, box_csv, extra):
     common = ["--eps", "0.7", "--min-samples", "12", *extra]
     rc, out, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "0", "10", "10", *common)
     assert rc == 0 and out == "", err
-    rc, fout, ferr = run(capsys, "forecast", "--bounds", "0", "0", "10", "10", *common,
-                         "--n-expected", "100", "--json")
+    rc, fout, ferr = run(
+        capsys, "forecast", "--bounds", "0", "0", "10", "10", *common, "--n-expected", "100", "--json"
+    )
     assert rc == 0, ferr
     fc = json.loads(fout)
     assert f"{fc['n_cells']:,} cells in 2 dimension(s) (|X|)" in line_of(err, "grid")
     assert f"(kappa={fc['kappa']}" in line_of(err, "grid")
-    assert line_of(err, "margin").startswith(f"[private: do not publish] margin    : {fc['margin']:.2f} points ")
+    assert line_of(err, "margin").startswith(
+        f"[private: do not publish] margin    : {fc['margin']:.2f} points "
+    )
     assert f"an estimated {fc['threshold']:.1f} points or more within eps" in line_of(err, "threshold")
     # the detectability sentence, measured against the 100 rows kept
     assert f"[private: do not publish] {fc['sentence']}" in lines(err)
@@ -155,7 +186,9 @@ def test_no_budget_no_noise_no_file(capsys, geo_csv, tmp_path, monkeypatch):
     work.mkdir()
     monkeypatch.chdir(work)
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    rc, out, err = run(capsys, "check", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "100")
+    rc, out, err = run(
+        capsys, "check", path, "--header", "--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "100"
+    )
     assert rc == 0 and out == "", err
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
     assert "no budget spent, nothing released" in err
@@ -175,8 +208,20 @@ def test_geo_lengths_and_ranges_in_degrees(capsys, geo_csv):
     lon = line_of(err_m, "column 'longitude'")
     assert f"min {P[:, 0].min():.8g}, max {P[:, 0].max():.8g};" in lon
     assert "bounds -122.48 .. -122.38; 0.0% of the rows below the lower, 0.0% above the upper" in lon
-    rc, fout, _ = run(capsys, "forecast", "--geo", "--bounds", *SF, "--min-samples", "100", "--eps", "20m",
-                      "--n-expected", str(len(P)), "--json")
+    rc, fout, _ = run(
+        capsys,
+        "forecast",
+        "--geo",
+        "--bounds",
+        *SF,
+        "--min-samples",
+        "100",
+        "--eps",
+        "20m",
+        "--n-expected",
+        str(len(P)),
+        "--json",
+    )
     fc = json.loads(fout)
     assert f"[private: do not publish] {fc['sentence']}" in lines(err_m)
 
@@ -189,11 +234,14 @@ def test_stdin(capsys, box_csv, monkeypatch):
     assert "104 read, 4 dropped" in line_of(err, "rows")
 
 
-@pytest.mark.parametrize("given,missing", [
-    ([], "--eps and --min-samples"),
-    (["--eps", "1"], "--min-samples"),
-    (["--min-samples", "5"], "--eps"),
-])
+@pytest.mark.parametrize(
+    "given,missing",
+    [
+        ([], "--eps and --min-samples"),
+        (["--eps", "1"], "--min-samples"),
+        (["--min-samples", "5"], "--eps"),
+    ],
+)
 def test_without_eps_or_min_samples_a_note_names_them(capsys, box_csv, given, missing):
     rc, out, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "10", *given)
     assert rc == 0 and out == "", err
@@ -205,24 +253,42 @@ def test_without_eps_or_min_samples_a_note_names_them(capsys, box_csv, given, mi
 
 
 def test_fit_cost_is_an_estimate_from_public_sizes(capsys, box_csv):
-    rc, _, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "10", "--eps", "0.7", "--min-samples", "5")
+    rc, _, err = run(
+        capsys, "check", box_csv, "--header", "--bounds", "0", "10", "--eps", "0.7", "--min-samples", "5"
+    )
     line = line_of(err, "fit")
     assert "reading took" in line and "of memory" in line and "an estimate" in line
 
 
-@pytest.mark.parametrize("argv", [
-    ["--bounds", "0", "10", "0", "10", "--eps", "1", "--min-samples", "5"],  # xmin xmax ymin ymax
-    ["--bounds", "0", "0", "10", "10", "--eps", "0", "--min-samples", "5"],
-    ["--bounds", "0", "0", "10", "10", "--eps", "20m", "--min-samples", "5"],  # a length needs --geo
-    ["--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "0"],
-    ["--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "5", "--histogram", "dense",
-     "--theta", "3"],
-    ["--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "5", "--epsilon", "-1"],
-    ["--bounds", "0", "0", "10", "--eps", "1", "--min-samples", "5"],
-    ["--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "5", "--columns", "z"],
-    ["--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "5", "--delimiter", "ab"],
-    ["--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "5", "--ref-lat", "40"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--bounds", "0", "10", "0", "10", "--eps", "1", "--min-samples", "5"],  # xmin xmax ymin ymax
+        ["--bounds", "0", "0", "10", "10", "--eps", "0", "--min-samples", "5"],
+        ["--bounds", "0", "0", "10", "10", "--eps", "20m", "--min-samples", "5"],  # a length needs --geo
+        ["--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "0"],
+        [
+            "--bounds",
+            "0",
+            "0",
+            "10",
+            "10",
+            "--eps",
+            "1",
+            "--min-samples",
+            "5",
+            "--histogram",
+            "dense",
+            "--theta",
+            "3",
+        ],
+        ["--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "5", "--epsilon", "-1"],
+        ["--bounds", "0", "0", "10", "--eps", "1", "--min-samples", "5"],
+        ["--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "5", "--columns", "z"],
+        ["--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "5", "--delimiter", "ab"],
+        ["--bounds", "0", "0", "10", "10", "--eps", "1", "--min-samples", "5", "--ref-lat", "40"],
+    ],
+)
 def test_bad_options_give_fits_one_line_error(capsys, box_csv, tmp_path, argv):
     rc, out, err = run(capsys, "check", box_csv, "--header", *argv)
     assert rc == 2 and out == ""
@@ -233,7 +299,8 @@ def test_bad_options_give_fits_one_line_error(capsys, box_csv, tmp_path, argv):
     # the same message after each command's own prefix
     assert errors[0].startswith("dpdbscan check: error: ")
     assert [e.replace("dpdbscan check:", "dpdbscan fit:", 1) for e in errors] == [
-        ln for ln in lines(fit_err) if ln.startswith("dpdbscan")]
+        ln for ln in lines(fit_err) if ln.startswith("dpdbscan")
+    ]
     assert "abc" not in err  # no data value is quoted
 
 

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from clirun import blob_points, run, write_csv
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -98,8 +99,21 @@ def test_concurrent_fits_against_a_lifetime_budget(tmp_path, capsys, data, n, bu
     outs = [tmp_path / f"out{i}" for i in range(n)]
     procs = [
         subprocess.Popen(
-            command("fit", data, *BASE, "--epsilon", 1, "--out-dir", out, "--no-png", "-q",
-                    "--ledger", ledger, "--dataset", "blobs"),
+            command(
+                "fit",
+                data,
+                *BASE,
+                "--epsilon",
+                1,
+                "--out-dir",
+                out,
+                "--no-png",
+                "-q",
+                "--ledger",
+                ledger,
+                "--dataset",
+                "blobs",
+            ),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -139,16 +153,22 @@ def test_concurrent_fits_against_a_lifetime_budget(tmp_path, capsys, data, n, bu
     rows = releases(ledger)
     assert [(r[1], r[2], r[3]) for r in rows] == [("written", 1.0, 0.0)] * budget
     written = sorted(f for r in rows for f in json.loads(r[5]))
-    expected = sorted(str(o / f"points.spans.{k}") for o, (rc, _, _) in zip(outs, results) if rc == 0
-                      for k in ("json", "geojson"))
+    expected = sorted(
+        str(o / f"points.spans.{k}")
+        for o, (rc, _, _) in zip(outs, results)
+        if rc == 0
+        for k in ("json", "geojson")
+    )
     assert written == expected
     shown = subprocess.run(
         command("ledger", "show", ledger, "--json"), capture_output=True, text=True, env=env()
     )
     doc = json.loads(shown.stdout)["datasets"][0]
     assert doc["spent"]["epsilon"] == budget and doc["remaining"]["epsilon"] == 0.0
-    print(f"\n{n} concurrent fits: {codes.count(0)} ran, {codes.count(2)} refused, "
-          f"{seconds:.1f} s, released together at the lock: {gated}")
+    print(
+        f"\n{n} concurrent fits: {codes.count(0)} ran, {codes.count(2)} refused, "
+        f"{seconds:.1f} s, released together at the lock: {gated}"
+    )
 
 
 def test_a_fit_killed_mid_read_keeps_its_reservation_and_the_ledger_stays_intact(tmp_path, data, ledger):
@@ -193,15 +213,41 @@ def test_a_fit_killed_mid_read_keeps_its_reservation_and_the_ledger_stays_intact
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
 def test_a_refused_fit_never_opens_its_input(tmp_path, capsys, data, ledger):
     for _ in range(5):
-        rc, _, err = run(capsys, "fit", data, *BASE, "--no-png", "--out-dir", tmp_path / "ok",
-                         "--ledger", ledger, "--dataset", "blobs", "-q")
+        rc, _, err = run(
+            capsys,
+            "fit",
+            data,
+            *BASE,
+            "--no-png",
+            "--out-dir",
+            tmp_path / "ok",
+            "--ledger",
+            ledger,
+            "--dataset",
+            "blobs",
+            "-q",
+        )
         assert rc == 0, err
     fifo = tmp_path / "points.fifo"
     os.mkfifo(fifo)  # opening it for reading blocks until a writer comes: none will
     r = subprocess.run(
-        command("fit", fifo, "--format", "csv", *BASE, "--out-dir", tmp_path / "no", "--ledger", ledger,
-                "--dataset", "blobs"),
-        capture_output=True, text=True, env=env(), timeout=120,
+        command(
+            "fit",
+            fifo,
+            "--format",
+            "csv",
+            *BASE,
+            "--out-dir",
+            tmp_path / "no",
+            "--ledger",
+            ledger,
+            "--dataset",
+            "blobs",
+        ),
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=120,
     )
     assert r.returncode == 2 and "refuses this release" in r.stderr, r.stderr
     assert not (tmp_path / "no").exists() and len(releases(ledger)) == 5
@@ -210,8 +256,20 @@ def test_a_refused_fit_never_opens_its_input(tmp_path, capsys, data, ledger):
 def test_show_prints_each_dataset_and_its_releases(tmp_path, capsys, data, ledger):
     rc, out, err = run(capsys, "ledger", "init", ledger, "--dataset", "cabs", "--epsilon", 2, "--delta", 1e-6)
     assert rc == 0, err
-    rc, out, err = run(capsys, "fit", data, *BASE, "--epsilon", 0.5, "--out-dir", tmp_path / "o",
-                       "--ledger", ledger, "--dataset", "blobs")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        data,
+        *BASE,
+        "--epsilon",
+        0.5,
+        "--out-dir",
+        tmp_path / "o",
+        "--ledger",
+        ledger,
+        "--dataset",
+        "blobs",
+    )
     assert rc == 0, err
     assert "release #1 charged to 'blobs' at (epsilon=0.5, delta=0)" in err
     rc, out, err = run(capsys, "ledger", "show", ledger)
@@ -236,13 +294,27 @@ def test_person_level_fits_are_charged_in_zcdp(tmp_path, capsys):
     path = tmp_path / "cabs.csv"
     path.write_text("\n".join(rows) + "\n")
     led = tmp_path / "b.ledger"
-    rc, out, _ = run(capsys, "ledger", "init", led, "--dataset", "cabs", "--epsilon", 2, "--delta", 1e-6,
-                     "--unit", "cab")
+    rc, out, _ = run(
+        capsys, "ledger", "init", led, "--dataset", "cabs", "--epsilon", 2, "--delta", 1e-6, "--unit", "cab"
+    )
     assert rc == 0 and "per person (each 'cab')" in out
     rc, _, err = run(capsys, "fit", path, *BASE, "--no-png", "--ledger", led, "--dataset", "cabs")
     assert rc == 2 and "n times its epsilon" in err  # an event-level fit on a budget per cab
-    person = [*BASE, "--unit", "cab", "--max-cells-per-unit", 4, "--delta", 1e-6, "--no-png", "-q",
-              "--ledger", led, "--dataset", "cabs"]
+    person = [
+        *BASE,
+        "--unit",
+        "cab",
+        "--max-cells-per-unit",
+        4,
+        "--delta",
+        1e-6,
+        "--no-png",
+        "-q",
+        "--ledger",
+        led,
+        "--dataset",
+        "cabs",
+    ]
     for i in range(3):
         rc, _, err = run(capsys, "fit", path, *person, "--out-dir", tmp_path / f"p{i}")
         assert rc == 0, err
@@ -255,14 +327,40 @@ def test_person_level_fits_are_charged_in_zcdp(tmp_path, capsys):
 
 
 def test_sweep_charges_its_one_release_and_sweep_model_charges_nothing(tmp_path, capsys, data, ledger):
-    rc, _, err = run(capsys, "sweep", data, *BASE[:-2], "--min-samples", 20, 40, "--out-dir", tmp_path / "s",
-                     "--no-png", "--ledger", ledger, "--dataset", "blobs")
+    rc, _, err = run(
+        capsys,
+        "sweep",
+        data,
+        *BASE[:-2],
+        "--min-samples",
+        20,
+        40,
+        "--out-dir",
+        tmp_path / "s",
+        "--no-png",
+        "--ledger",
+        ledger,
+        "--dataset",
+        "blobs",
+    )
     assert rc == 0, err
     (row,) = releases(ledger)
     assert row[1:3] == ("written", 1.0) and len(json.loads(row[5])) == 4  # 2 models x (JSON, GeoJSON)
     model = tmp_path / "s" / "points.m20.spans.json"
-    rc, _, err = run(capsys, "sweep", "--model", model, "--min-samples", 30, "--out-dir", tmp_path / "t",
-                     "--ledger", ledger, "--dataset", "blobs")
+    rc, _, err = run(
+        capsys,
+        "sweep",
+        "--model",
+        model,
+        "--min-samples",
+        30,
+        "--out-dir",
+        tmp_path / "t",
+        "--ledger",
+        ledger,
+        "--dataset",
+        "blobs",
+    )
     assert rc == 2 and "spends nothing" in err
     assert len(releases(ledger)) == 1
 
@@ -273,16 +371,38 @@ def test_an_undetermined_grid_is_charged_its_upper_cost(tmp_path, capsys, data, 
     composition only."""
     assert run(capsys, "ledger", "init", ledger, "--dataset", "d", "--epsilon", 2, "--delta", 1e-5)[0] == 0
     argv = [data, "--header", "--bounds", 0, 10, "--eps", 1, "--min-samples", 20, "--delta", 1e-6]
-    rc, _, err = run(capsys, "fit", *argv, "--no-png", "--out-dir", tmp_path / "o", "--ledger", ledger,
-                     "--dataset", "d")
+    rc, _, err = run(
+        capsys, "fit", *argv, "--no-png", "--out-dir", tmp_path / "o", "--ledger", ledger, "--dataset", "d"
+    )
     assert rc == 0, err
     assert [r[2:5] for r in releases(ledger)] == [(1.0, 1e-6, None)]
 
 
 def test_a_fit_that_fails_after_reserving_is_marked_failed_and_stays_counted(tmp_path, capsys, data, ledger):
-    rc, _, err = run(capsys, "fit", data, "--header", "--columns", "x", "nope", "--bounds", 0, 0, 10, 10,
-                     "--eps", 1, "--min-samples", 20, "--out-dir", tmp_path / "o", "--ledger", ledger,
-                     "--dataset", "blobs")
+    rc, _, err = run(
+        capsys,
+        "fit",
+        data,
+        "--header",
+        "--columns",
+        "x",
+        "nope",
+        "--bounds",
+        0,
+        0,
+        10,
+        10,
+        "--eps",
+        1,
+        "--min-samples",
+        20,
+        "--out-dir",
+        tmp_path / "o",
+        "--ledger",
+        ledger,
+        "--dataset",
+        "blobs",
+    )
     assert rc == 2 and "nope" in err and "release #1 stays charged (status failed)" in err
     assert [r[1:3] for r in releases(ledger)] == [("failed", 1.0)]
 
@@ -309,8 +429,21 @@ def test_ledger_option_errors_write_nothing(tmp_path, capsys, data, ledger, extr
 
 
 def test_bounds_from_data_and_a_missing_input_are_refused_before_reserving(tmp_path, capsys, data, ledger):
-    rc, _, err = run(capsys, "fit", data, "--header", "--bounds-from-data", "--eps", 1, "--min-samples", 20,
-                     "--ledger", ledger, "--dataset", "blobs")
+    rc, _, err = run(
+        capsys,
+        "fit",
+        data,
+        "--header",
+        "--bounds-from-data",
+        "--eps",
+        1,
+        "--min-samples",
+        20,
+        "--ledger",
+        ledger,
+        "--dataset",
+        "blobs",
+    )
     assert rc == 2 and "--bounds-from-data" in err
     rc, _, err = run(capsys, "fit", tmp_path / "typo.csv", *BASE, "--ledger", ledger, "--dataset", "blobs")
     assert rc == 2 and "typo.csv" in err
@@ -330,7 +463,23 @@ def test_a_person_level_fit_is_refused_by_a_budget_per_row(tmp_path, capsys, led
     rows = ["x,y,cab"] + [f"{1 + (i % 7) * 0.01!r},{2 + (i % 5) * 0.01!r},c{i % 40}" for i in range(500)]
     path = tmp_path / "cabs.csv"
     path.write_text("\n".join(rows) + "\n")
-    rc, _, err = run(capsys, "fit", path, *BASE, "--unit", "cab", "--max-cells-per-unit", 4, "--delta", 1e-6,
-                     "--out-dir", tmp_path / "o", "--ledger", ledger, "--dataset", "blobs")
+    rc, _, err = run(
+        capsys,
+        "fit",
+        path,
+        *BASE,
+        "--unit",
+        "cab",
+        "--max-cells-per-unit",
+        4,
+        "--delta",
+        1e-6,
+        "--out-dir",
+        tmp_path / "o",
+        "--ledger",
+        ledger,
+        "--dataset",
+        "blobs",
+    )
     assert rc == 2 and "budget per row" in err and "--unit COLUMN" in err
     assert releases(ledger) == [] and not (tmp_path / "o").exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from clirun import blob_points, run, write_csv
 
 SF = "-122.48 37.72 -122.38 37.82"
@@ -20,80 +21,186 @@ PLAIN = "--header --eps 0.5 --min-samples 20 --bounds 0 0 10 10 --out-dir {out}"
 
 MISTAKES = [
     # options misspelt or missing
-    ("a typo in a required option", "fit {trips} --header --geo --bounds " + SF + " --eps 50m --min-smaples 1000",
-     "unknown option(s) --min-smaples (did you mean --min-samples?)"),
-    ("a typo in an optional option", "fit {blobs} " + PLAIN + " --epsilom 2", "--epsilom (did you mean --epsilon?)"),
-    ("a single dash on a long option", "fit {blobs} " + PLAIN + " -epsilon 2", "-epsilon (did you mean --epsilon?)"),
-    ("a stray word", "fit {blobs} " + PLAIN + " quickly", "unrecognized arguments: quickly (see 'dpdbscan fit --help')"),
-    ("no --min-samples", "fit {blobs} --header --eps 0.5 --bounds 0 10 --out-dir {out}",
-     "the following arguments are required: --min-samples"),
-    ("no --bounds", "fit {blobs} --header --eps 0.5 --min-samples 20 --out-dir {out}", "--bounds is required"),
+    (
+        "a typo in a required option",
+        "fit {trips} --header --geo --bounds " + SF + " --eps 50m --min-smaples 1000",
+        "unknown option(s) --min-smaples (did you mean --min-samples?)",
+    ),
+    (
+        "a typo in an optional option",
+        "fit {blobs} " + PLAIN + " --epsilom 2",
+        "--epsilom (did you mean --epsilon?)",
+    ),
+    (
+        "a single dash on a long option",
+        "fit {blobs} " + PLAIN + " -epsilon 2",
+        "-epsilon (did you mean --epsilon?)",
+    ),
+    (
+        "a stray word",
+        "fit {blobs} " + PLAIN + " quickly",
+        "unrecognized arguments: quickly (see 'dpdbscan fit --help')",
+    ),
+    (
+        "no --min-samples",
+        "fit {blobs} --header --eps 0.5 --bounds 0 10 --out-dir {out}",
+        "the following arguments are required: --min-samples",
+    ),
+    (
+        "no --bounds",
+        "fit {blobs} --header --eps 0.5 --min-samples 20 --out-dir {out}",
+        "--bounds is required",
+    ),
     ("a misspelt command", "fti {blobs} " + PLAIN, "invalid choice: 'fti'"),
     ("no command at all", "", "the following arguments are required: COMMAND"),
     # eps and its unit
-    ("--geo with eps as a bare number", "fit {trips} --header --geo --bounds " + SF + " --eps 50 --min-samples 1000",
-     "with --geo give eps with a unit, such as 50m or 50km"),
-    ("an eps as large as the city", "fit {trips} " + GEO.replace("50m", "50km"),
-     "at least the public box's longest side"),
-    ("an eps as large as the box", "fit {blobs} " + PLAIN.replace("--eps 0.5", "--eps 20"),
-     "at least the public box's longest side"),
-    ("a length without --geo", "fit {blobs} " + PLAIN.replace("--eps 0.5", "--eps 50m"), "only makes sense with --geo"),
+    (
+        "--geo with eps as a bare number",
+        "fit {trips} --header --geo --bounds " + SF + " --eps 50 --min-samples 1000",
+        "with --geo give eps with a unit, such as 50m or 50km",
+    ),
+    (
+        "an eps as large as the city",
+        "fit {trips} " + GEO.replace("50m", "50km"),
+        "at least the public box's longest side",
+    ),
+    (
+        "an eps as large as the box",
+        "fit {blobs} " + PLAIN.replace("--eps 0.5", "--eps 20"),
+        "at least the public box's longest side",
+    ),
+    (
+        "a length without --geo",
+        "fit {blobs} " + PLAIN.replace("--eps 0.5", "--eps 50m"),
+        "only makes sense with --geo",
+    ),
     ("a negative eps", "fit {blobs} " + PLAIN.replace("--eps 0.5", "--eps -1"), "--eps"),
     ("eps is a word", "fit {blobs} " + PLAIN.replace("--eps 0.5", "--eps wide"), "eps must be a number"),
     # bounds
-    ("reversed --geo bounds", "fit {trips} --header --geo --bounds -122.38 37.82 -122.48 37.72 --eps 50m "
-     "--min-samples 1000", "--bounds -122.48 37.72 -122.38 37.82"),
-    ("bounds as xmin xmax ymin ymax", "fit {blobs} --header --eps 0.5 --min-samples 20 --bounds 0 10 0 5",
-     "--bounds 0 0 10 5"),
-    ("latitude first in --geo bounds", "fit {trips} --header --geo --bounds 37.72 -122.48 37.82 -122.38 --eps 50m "
-     "--min-samples 1000", "lat_min"),
-    ("three numbers for a --geo box", "fit {trips} --header --geo --bounds -122.48 37.72 -122.38 --eps 50m "
-     "--min-samples 1000", "needs 4 numbers in degrees"),
-    ("bounds that are not numbers", "fit {blobs} --header --eps 0.5 --min-samples 20 --bounds west east",
-     "--bounds must be numbers, got 'west'"),
-    ("bounds and bounds from the data", "fit {blobs} " + PLAIN + " --bounds-from-data",
-     "give either --bounds or --bounds-from-data"),
+    (
+        "reversed --geo bounds",
+        "fit {trips} --header --geo --bounds -122.38 37.82 -122.48 37.72 --eps 50m --min-samples 1000",
+        "--bounds -122.48 37.72 -122.38 37.82",
+    ),
+    (
+        "bounds as xmin xmax ymin ymax",
+        "fit {blobs} --header --eps 0.5 --min-samples 20 --bounds 0 10 0 5",
+        "--bounds 0 0 10 5",
+    ),
+    (
+        "latitude first in --geo bounds",
+        "fit {trips} --header --geo --bounds 37.72 -122.48 37.82 -122.38 --eps 50m --min-samples 1000",
+        "lat_min",
+    ),
+    (
+        "three numbers for a --geo box",
+        "fit {trips} --header --geo --bounds -122.48 37.72 -122.38 --eps 50m --min-samples 1000",
+        "needs 4 numbers in degrees",
+    ),
+    (
+        "bounds that are not numbers",
+        "fit {blobs} --header --eps 0.5 --min-samples 20 --bounds west east",
+        "--bounds must be numbers, got 'west'",
+    ),
+    (
+        "bounds and bounds from the data",
+        "fit {blobs} " + PLAIN + " --bounds-from-data",
+        "give either --bounds or --bounds-from-data",
+    ),
     # the file and how to read it
-    ("a missing input file", "fit {dir}/nope.csv " + PLAIN.replace("{out}", "{out}/zz/deeper"),
-     "input file not found"),
-    ("a CSV without --header or --no-header", "fit {blobs} --eps 0.5 --min-samples 20 --bounds 0 10",
-     "pass --header"),
-    ("an id,x,y,time file with --geo", "fit {four} " + GEO, "got 4 (id, x, y, time); choose them with --columns x y"),
+    (
+        "a missing input file",
+        "fit {dir}/nope.csv " + PLAIN.replace("{out}", "{out}/zz/deeper"),
+        "input file not found",
+    ),
+    (
+        "a CSV without --header or --no-header",
+        "fit {blobs} --eps 0.5 --min-samples 20 --bounds 0 10",
+        "pass --header",
+    ),
+    (
+        "an id,x,y,time file with --geo",
+        "fit {four} " + GEO,
+        "got 4 (id, x, y, time); choose them with --columns x y",
+    ),
     ("a column the header does not have", "fit {blobs} " + PLAIN + " --columns lon lat", "no column 'lon'"),
     ("a column number past the end", "fit {blobs} " + PLAIN + " --columns 0 7", "out of range"),
     ("a folder as input", "fit {dir} " + PLAIN, "input is a folder"),
-    ("too many columns for any core test", "fit {wide} --eps 0.5 --min-samples 5 --bounds 0 1 --out-dir {out}",
-     "no budget is spent"),
-    ("--png on 3-D data", "fit {xyz} --header --eps 0.5 --min-samples 5 --bounds 0 10 --png {out}/x.png",
-     "--png needs 2-D data"),
+    (
+        "too many columns for any core test",
+        "fit {wide} --eps 0.5 --min-samples 5 --bounds 0 1 --out-dir {out}",
+        "no budget is spent",
+    ),
+    (
+        "--png on 3-D data",
+        "fit {xyz} --header --eps 0.5 --min-samples 5 --bounds 0 10 --png {out}/x.png",
+        "--png needs 2-D data",
+    ),
     # where the release goes
-    ("an output folder that cannot be made", "fit {blobs} " + PLAIN.replace("{out}", "/proc/dpdbscan-out"),
-     "cannot write outputs to /proc/dpdbscan-out"),
-    ("an output folder that is a file", "fit {blobs} " + PLAIN.replace("{out}", "{blobs}"), "is not a folder"),
-    ("the model written over the input", "fit {blobs} " + PLAIN + " --json {blobs}", "would overwrite the input file"),
+    (
+        "an output folder that cannot be made",
+        "fit {blobs} " + PLAIN.replace("{out}", "/proc/dpdbscan-out"),
+        "cannot write outputs to /proc/dpdbscan-out",
+    ),
+    (
+        "an output folder that is a file",
+        "fit {blobs} " + PLAIN.replace("{out}", "{blobs}"),
+        "is not a folder",
+    ),
+    (
+        "the model written over the input",
+        "fit {blobs} " + PLAIN + " --json {blobs}",
+        "would overwrite the input file",
+    ),
     ("the model path is a folder", "fit {blobs} " + PLAIN + " --json {dir}", "is a folder, not a file"),
     # privacy and method parameters
     ("epsilon zero", "fit {blobs} " + PLAIN + " --epsilon 0", "--epsilon must be a finite number > 0"),
     ("an epsilon that protects nothing", "fit {blobs} " + PLAIN + " --epsilon 1e6", "--epsilon"),
-    ("min_samples with a fraction", "fit {blobs} " + PLAIN.replace("--min-samples 20", "--min-samples 2.5"),
-     "--min-samples"),
-    ("the stability histogram without delta", "fit {blobs} " + PLAIN + " --histogram stability",
-     "needs --delta > 0"),
+    (
+        "min_samples with a fraction",
+        "fit {blobs} " + PLAIN.replace("--min-samples 20", "--min-samples 2.5"),
+        "--min-samples",
+    ),
+    (
+        "the stability histogram without delta",
+        "fit {blobs} " + PLAIN + " --histogram stability",
+        "needs --delta > 0",
+    ),
     ("a histogram that does not exist", "fit {blobs} " + PLAIN + " --histogram magic", "--histogram"),
-    ("the paper's margin with the density test", "fit {blobs} " + PLAIN + " --margin paper",
-     "'paper' is the bound test's Gamma"),
-    ("--ref-lat without --geo", "fit {blobs} " + PLAIN + " --ref-lat 40", "--ref-lat only applies with --geo"),
-    ("a scheduler without Dask", "fit {blobs} " + PLAIN + " --scheduler tcp://h:1", "--scheduler needs --backend dask"),
+    (
+        "the paper's margin with the density test",
+        "fit {blobs} " + PLAIN + " --margin paper",
+        "'paper' is the bound test's Gamma",
+    ),
+    (
+        "--ref-lat without --geo",
+        "fit {blobs} " + PLAIN + " --ref-lat 40",
+        "--ref-lat only applies with --geo",
+    ),
+    (
+        "a scheduler without Dask",
+        "fit {blobs} " + PLAIN + " --scheduler tcp://h:1",
+        "--scheduler needs --backend dask",
+    ),
     # sweep and the other commands
-    ("sweep a model with a new epsilon", "sweep --model {model} --min-samples 10 --epsilon 5 --out-dir {out}",
-     "shape"),
+    (
+        "sweep a model with a new epsilon",
+        "sweep --model {model} --min-samples 10 --epsilon 5 --out-dir {out}",
+        "shape",
+    ),
     ("sweep with neither file nor model", "sweep --min-samples 5 --out-dir {out}", "either an input"),
-    ("forecast --geo with a bare eps", "forecast --geo --bounds " + SF + " --eps 50 --min-samples 1000",
-     "with --geo give eps with a unit"),
+    (
+        "forecast --geo with a bare eps",
+        "forecast --geo --bounds " + SF + " --eps 50 --min-samples 1000",
+        "with --geo give eps with a unit",
+    ),
     ("check without --header", "check {blobs} --eps 0.5 --min-samples 20 --bounds 0 10", "pass --header"),
     ("predict with a missing model", "predict {dir}/none.json {blobs} --header", "model file not found"),
-    ("predict with one column for a 2-D model", "predict {model} {blobs} --header --columns x",
-     "1 column(s) selected (x), but the model has 2"),
+    (
+        "predict with one column for a 2-D model",
+        "predict {model} {blobs} --header --columns x",
+        "1 column(s) selected (x), but the model has 2",
+    ),
     ("predict without --header", "predict {model} {blobs}", "pass --header"),
     ("info on a GeoJSON file", "info {geojson}", "not a dpdbscan span model"),
     ("plot labels without points", "plot {model} --kind labels", "needs --points"),
@@ -118,13 +225,33 @@ def files(tmp_path_factory):
         "wide": d / "wide.npy",
         "geojson": d / "other.geojson",
     }
-    files["four"].write_text("id,x,y,time\n" + "".join(f"{i},{a!r},{b!r},{7 * i}\n" for i, (a, b) in
-                                                      enumerate(P.tolist())))
+    files["four"].write_text(
+        "id,x,y,time\n" + "".join(f"{i},{a!r},{b!r},{7 * i}\n" for i, (a, b) in enumerate(P.tolist()))
+    )
     files["xyz"].write_text("x,y,z\n1,2,3\n4,5,6\n")
     np.save(files["wide"], rng.random((50, 10)))
     files["geojson"].write_text('{"type": "FeatureCollection", "features": []}')
-    assert main(["fit", str(files["blobs"]), "--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10",
-                 "--out-dir", str(d / "model"), "--no-png", "-q"]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                str(files["blobs"]),
+                "--header",
+                "--eps",
+                "0.5",
+                "--min-samples",
+                "20",
+                "--bounds",
+                "0",
+                "10",
+                "--out-dir",
+                str(d / "model"),
+                "--no-png",
+                "-q",
+            ]
+        )
+        == 0
+    )
     files["model"] = d / "model" / "blobs.spans.json"
     return files
 
@@ -138,7 +265,9 @@ def test_the_table_has_forty_mistakes():
 
 
 @pytest.mark.parametrize("argv,expected", [m[1:] for m in MISTAKES], ids=[m[0] for m in MISTAKES])
-def test_a_mistake_gets_one_line_status_2_and_spends_nothing(capsys, monkeypatch, tmp_path, files, argv, expected):
+def test_a_mistake_gets_one_line_status_2_and_spends_nothing(
+    capsys, monkeypatch, tmp_path, files, argv, expected
+):
     import dpdbscan.pipeline as pipeline
     import dpdbscan.release.mechanism as mechanism
 

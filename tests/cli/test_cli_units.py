@@ -23,11 +23,12 @@ import warnings
 
 import numpy as np
 import pytest
-from clirun import run
 
 from dpdbscan import DPDBSCAN, load_model
 from dpdbscan.cells.grid import Grid
 from dpdbscan.model.codec import model_to_dict
+
+from clirun import run
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")

@@ -45,9 +45,29 @@ def test_an_automatic_fit_on_an_unsized_pseudo_terminal_shows_its_stages(tmp_pat
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "DPDBSCAN_NO_PROGRESS")}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dpdbscan", "fit", str(tmp_path / "p.csv"), "--header", "--bounds", "-3", "3",
-         "--eps", "auto", "--min-samples", "auto", "--out-dir", str(tmp_path / "out"), "--no-png"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave, env=env, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "dpdbscan",
+            "fit",
+            str(tmp_path / "p.csv"),
+            "--header",
+            "--bounds",
+            "-3",
+            "3",
+            "--eps",
+            "auto",
+            "--min-samples",
+            "auto",
+            "--out-dir",
+            str(tmp_path / "out"),
+            "--no-png",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        env=env,
+        cwd=tmp_path,
     )
     os.close(slave)
     try:
@@ -67,8 +87,26 @@ def test_a_fit_in_a_pipe_stays_quiet(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "DPDBSCAN_NO_PROGRESS")}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
     r = subprocess.run(
-        [sys.executable, "-m", "dpdbscan", "fit", str(tmp_path / "p.csv"), "--header", "--bounds", "-3", "3",
-         "--eps", "0.2", "--min-samples", "10", "--out-dir", str(tmp_path / "out"), "--no-png"],
-        capture_output=True, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "dpdbscan",
+            "fit",
+            str(tmp_path / "p.csv"),
+            "--header",
+            "--bounds",
+            "-3",
+            "3",
+            "--eps",
+            "0.2",
+            "--min-samples",
+            "10",
+            "--out-dir",
+            str(tmp_path / "out"),
+            "--no-png",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert r.returncode == 0 and "fitting" not in r.stderr

@@ -21,10 +21,16 @@ NAN = np.nan
 
 
 def write_csv(path, header="x,y,label", rows=None, sep=","):
-    rows = rows if rows is not None else [
-        sep.join([repr(float(a)), repr(float(b)), str(int(c))]) for (a, b), c in zip(POINTS, LABELS)
-    ]
-    text = header.replace(",", sep) + "\n" + "\n".join(rows) + "\n" if header is not None else "\n".join(rows) + "\n"
+    rows = (
+        rows
+        if rows is not None
+        else [sep.join([repr(float(a)), repr(float(b)), str(int(c))]) for (a, b), c in zip(POINTS, LABELS)]
+    )
+    text = (
+        header.replace(",", sep) + "\n" + "\n".join(rows) + "\n"
+        if header is not None
+        else "\n".join(rows) + "\n"
+    )
     if str(path).endswith(".gz"):
         with gzip.open(path, "wt") as fh:
             fh.write(text)
@@ -50,11 +56,20 @@ def test_csv_default_columns_skip_label(tmp_path, name):
     assert X.dtype == np.float64
 
 
-@pytest.mark.parametrize("name, kind, gz, sep", [
-    ("p.csv", "csv", False, ","), ("P.CSV.GZ", "csv", True, ","), ("p.txt", "csv", False, ","),
-    ("p.tsv", "csv", False, "\t"), ("p.tab.gz", "csv", True, "\t"), ("p.parquet", "parquet", False, ","),
-    ("p.pq", "parquet", False, ","), ("p.npy", "npy", False, ","), ("-", "csv", False, ","),
-])
+@pytest.mark.parametrize(
+    "name, kind, gz, sep",
+    [
+        ("p.csv", "csv", False, ","),
+        ("P.CSV.GZ", "csv", True, ","),
+        ("p.txt", "csv", False, ","),
+        ("p.tsv", "csv", False, "\t"),
+        ("p.tab.gz", "csv", True, "\t"),
+        ("p.parquet", "parquet", False, ","),
+        ("p.pq", "parquet", False, ","),
+        ("p.npy", "npy", False, ","),
+        ("-", "csv", False, ","),
+    ],
+)
 def test_format_comes_from_the_name(name, kind, gz, sep):
     fmt = format_of(name)
     assert (fmt.kind, fmt.gzip, fmt.delimiter) == (kind, gz, sep)
@@ -88,11 +103,14 @@ def test_tsv_and_explicit_delimiter(tmp_path):
     np.testing.assert_array_equal(X2, POINTS)
 
 
-@pytest.mark.parametrize("columns, names, expected", [
-    (["y", "x"], ["y", "x"], POINTS[:, ::-1]),
-    (["1"], ["y"], POINTS[:, 1:]),
-    ([0, "label"], ["x", "label"], np.column_stack([POINTS[:, 0], LABELS])),
-])
+@pytest.mark.parametrize(
+    "columns, names, expected",
+    [
+        (["y", "x"], ["y", "x"], POINTS[:, ::-1]),
+        (["1"], ["y"], POINTS[:, 1:]),
+        ([0, "label"], ["x", "label"], np.column_stack([POINTS[:, 0], LABELS])),
+    ],
+)
 def test_column_selection(tmp_path, columns, names, expected):
     X, got = read_points(write_csv(tmp_path / "p.csv"), columns, header=True)
     assert got == names
@@ -114,14 +132,17 @@ def test_no_header(tmp_path):
     assert got.n_malformed == 4 and np.isnan(got.X).all()
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({}, "pass --header .* or --no-header"),
-    ({"header": False}, "give the number of fields on each line with --fields"),
-    ({"header": False, "columns": [0, 1]}, "--fields .* to choose --columns by index"),
-    ({"header": False, "columns": ["x"]}, "column names need a header line"),
-    ({"header": True, "fields": 2}, "--fields .* is for files without a header"),
-    ({"header": False, "fields": 0}, "fields must be an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({}, "pass --header .* or --no-header"),
+        ({"header": False}, "give the number of fields on each line with --fields"),
+        ({"header": False, "columns": [0, 1]}, "--fields .* to choose --columns by index"),
+        ({"header": False, "columns": ["x"]}, "column names need a header line"),
+        ({"header": True, "fields": 2}, "--fields .* is for files without a header"),
+        ({"header": False, "fields": 0}, "fields must be an integer >= 1"),
+    ],
+)
 def test_what_public_input_cannot_decide_is_refused_before_reading(tmp_path, kwargs, match):
     path = write_csv(tmp_path / "p.csv", header=None)
     kwargs = dict(kwargs)
@@ -142,8 +163,14 @@ def test_parquet_and_npy(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
 
-    table = pa.table({"x": POINTS[:, 0], "y": POINTS[:, 1].astype(np.float32), "label": LABELS,
-                      "name": ["a", "b", "c", "d"]})
+    table = pa.table(
+        {
+            "x": POINTS[:, 0],
+            "y": POINTS[:, 1].astype(np.float32),
+            "label": LABELS,
+            "name": ["a", "b", "c", "d"],
+        }
+    )
     pq.write_table(table, tmp_path / "p.parquet")
     X, names = read_points(tmp_path / "p.parquet", ["x", "y"])
     assert names == ["x", "y"]
@@ -169,22 +196,44 @@ def test_progress_bar_on_request(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("make, columns, exc, match", [
-    (lambda d: d / "nope.csv", None, FileNotFoundError, "input file not found"),
-    (lambda d: d, None, IsADirectoryError, "is a folder"),
-    (lambda d: write_csv(d / "p.csv"), ["z"], ValueError, "no column 'z' in"),
-    (lambda d: write_csv(d / "p.csv"), [5], ValueError, "column index 5 is out of range"),
-    (lambda d: write_csv(d / "p.csv"), ["x", "0"], ValueError, "selected twice"),
-    (lambda d: put(d / "e.csv", b""), None, ValueError, "e.csv: empty CSV file"),
-    (lambda d: put(d / "e.csv", b"\n\r\n"), None, ValueError, "e.csv: empty CSV file"),
-    (lambda d: put(d / "j.csv", bytes(range(256)) * 8), None, ValueError, "j.csv: cannot read as CSV: its header line holds control"),
-    (lambda d: put(d / "t.csv.gz", gzip.compress(b"x,y\n1,2\n" * 999)[:-30]), None, ValueError,
-     r"t.csv.gz: cannot read as CSV \(the file is damaged"),
-    (lambda d: write_csv(d / "p.csv", header="x;y;z"), ["0", "1"], ValueError, "column index 1 is out of range"),
-    (lambda d: put(d / "f.parquet", b"x,y\n1,2\n"), None, ValueError, "f.parquet: cannot read as Parquet"),
-    (lambda d: put(d / "c.npy", np.zeros((2, 2, 2))), None, ValueError, "must be 2-D"),
-    (lambda d: put(d / "s.npy", np.array(["a", "b"])), None, ValueError, "must be numeric"),
-])
+@pytest.mark.parametrize(
+    "make, columns, exc, match",
+    [
+        (lambda d: d / "nope.csv", None, FileNotFoundError, "input file not found"),
+        (lambda d: d, None, IsADirectoryError, "is a folder"),
+        (lambda d: write_csv(d / "p.csv"), ["z"], ValueError, "no column 'z' in"),
+        (lambda d: write_csv(d / "p.csv"), [5], ValueError, "column index 5 is out of range"),
+        (lambda d: write_csv(d / "p.csv"), ["x", "0"], ValueError, "selected twice"),
+        (lambda d: put(d / "e.csv", b""), None, ValueError, "e.csv: empty CSV file"),
+        (lambda d: put(d / "e.csv", b"\n\r\n"), None, ValueError, "e.csv: empty CSV file"),
+        (
+            lambda d: put(d / "j.csv", bytes(range(256)) * 8),
+            None,
+            ValueError,
+            "j.csv: cannot read as CSV: its header line holds control",
+        ),
+        (
+            lambda d: put(d / "t.csv.gz", gzip.compress(b"x,y\n1,2\n" * 999)[:-30]),
+            None,
+            ValueError,
+            r"t.csv.gz: cannot read as CSV \(the file is damaged",
+        ),
+        (
+            lambda d: write_csv(d / "p.csv", header="x;y;z"),
+            ["0", "1"],
+            ValueError,
+            "column index 1 is out of range",
+        ),
+        (
+            lambda d: put(d / "f.parquet", b"x,y\n1,2\n"),
+            None,
+            ValueError,
+            "f.parquet: cannot read as Parquet",
+        ),
+        (lambda d: put(d / "c.npy", np.zeros((2, 2, 2))), None, ValueError, "must be 2-D"),
+        (lambda d: put(d / "s.npy", np.array(["a", "b"])), None, ValueError, "must be numeric"),
+    ],
+)
 def test_bad_input_raises_clear_errors(tmp_path, make, columns, exc, match):
     path = make(tmp_path)
     text = str(path).endswith((".csv", ".gz")) or path.is_dir()
@@ -246,15 +295,22 @@ def test_read_model_roundtrip_and_refusals(tmp_path):
     np.testing.assert_array_equal(back.histogram.values, m.histogram.values)
     (tmp_path / "g.json").write_text('{"type": "FeatureCollection"}')
     (tmp_path / "b.json").write_bytes(b"\xff\xfe\x00" * 10)
-    (tmp_path / "p.json").write_text(to_json(m).replace('"metadata": {}', '"metadata": {"projection": {"kind": "utm"}}'))
-    for name, match in [("g.json", "g.json: not a dpdbscan span model"), ("b.json", "not a text file"),
-                        ("p.json", "unknown projection"), ("none.json", "model file not found")]:
+    (tmp_path / "p.json").write_text(
+        to_json(m).replace('"metadata": {}', '"metadata": {"projection": {"kind": "utm"}}')
+    )
+    for name, match in [
+        ("g.json", "g.json: not a dpdbscan span model"),
+        ("b.json", "not a text file"),
+        ("p.json", "unknown projection"),
+        ("none.json", "model file not found"),
+    ]:
         with pytest.raises((ValueError, FileNotFoundError), match=match):
             read_model(tmp_path / name)
 
 
 # --------------------------------------------------------------------------- #
 # one record at a time: a bad value is dropped, never fatal, never echoed
+
 
 def test_pyarrow_is_required_for_csv(tmp_path, monkeypatch):
     path = write_csv(tmp_path / "p.csv")
@@ -296,10 +352,10 @@ def test_fit_on_a_file_with_a_bad_row_releases_and_never_echoes(tmp_path, small_
     rows[1900] = "0.3,bob@example.com"
     path = write_csv(tmp_path / "p.csv", header="x,y", rows=rows)
     X, _ = read_points(path, header=True)
-    est = DPDBSCAN(eps=1.0, min_samples=20, epsilon=1.0, bounds=([0, 0], [10, 10]),
-                   random_state=0).fit(X)
-    clean = DPDBSCAN(eps=1.0, min_samples=20, epsilon=1.0, bounds=([0, 0], [10, 10]),
-                     random_state=0).fit(np.delete(pts, 1900, axis=0))
+    est = DPDBSCAN(eps=1.0, min_samples=20, epsilon=1.0, bounds=([0, 0], [10, 10]), random_state=0).fit(X)
+    clean = DPDBSCAN(eps=1.0, min_samples=20, epsilon=1.0, bounds=([0, 0], [10, 10]), random_state=0).fit(
+        np.delete(pts, 1900, axis=0)
+    )
     # the release happens, and equals the release without that row
     np.testing.assert_array_equal(est.histogram_.values, clean.histogram_.values)
     np.testing.assert_array_equal(est.spans_.core_keys, clean.spans_.core_keys)
@@ -309,21 +365,29 @@ def test_fit_on_a_file_with_a_bad_row_releases_and_never_echoes(tmp_path, small_
     assert "bob@example.com" not in to_json(est.spans_)
 
 
-@pytest.mark.parametrize("text, want, n_bad, n_malformed", [
-    # ragged lines: a row of NaN in their place
-    ("x,y\n1,2\n3,4,5\n6\n7,8\n", [[1, 2], [NAN, NAN], [NAN, NAN], [7, 8]], 0, 2),
-    # an unclosed quote is read on its own line only
-    ('x,y\n1,2\n3,"4\n5,6\n7,8\n', [[1, 2], [3, NAN], [5, 6], [7, 8]], 1, 0),
-    ('x,y\n1,2\n"3,4\n5,6\n', [[1, 2], [NAN, NAN], [5, 6]], 0, 1),
-    # quoted values, doubled quotes in other columns, empty lines
-    ('x,y,label\n"1",2,"a ""q"", b"\n\n3,"",x\n', [[1, 2], [3, NAN]], 0, 0),
-    # \r\n and \r line ends; spaces and tabs around numbers are trimmed
-    ("x,y\r\n 1 ,\t2\r\n3,4\r5,6", [[1, 2], [3, 4], [5, 6]], 0, 0),
-    # missing markers are missing, not unparseable; a value of spaces is unparseable
-    ("x,y\nNA,1\nnan,N/A\nNULL,  \n-inf,1e400\n", [[NAN, 1], [NAN, NAN], [NAN, NAN], [-np.inf, np.inf]], 1, 0),
-    # unicode, very long and binary junk
-    ("x,y\n1,é\n" + "2," + "z" * 100_000 + "\n3,4\n", [[1, NAN], [2, NAN], [3, 4]], 2, 0),
-])
+@pytest.mark.parametrize(
+    "text, want, n_bad, n_malformed",
+    [
+        # ragged lines: a row of NaN in their place
+        ("x,y\n1,2\n3,4,5\n6\n7,8\n", [[1, 2], [NAN, NAN], [NAN, NAN], [7, 8]], 0, 2),
+        # an unclosed quote is read on its own line only
+        ('x,y\n1,2\n3,"4\n5,6\n7,8\n', [[1, 2], [3, NAN], [5, 6], [7, 8]], 1, 0),
+        ('x,y\n1,2\n"3,4\n5,6\n', [[1, 2], [NAN, NAN], [5, 6]], 0, 1),
+        # quoted values, doubled quotes in other columns, empty lines
+        ('x,y,label\n"1",2,"a ""q"", b"\n\n3,"",x\n', [[1, 2], [3, NAN]], 0, 0),
+        # \r\n and \r line ends; spaces and tabs around numbers are trimmed
+        ("x,y\r\n 1 ,\t2\r\n3,4\r5,6", [[1, 2], [3, 4], [5, 6]], 0, 0),
+        # missing markers are missing, not unparseable; a value of spaces is unparseable
+        (
+            "x,y\nNA,1\nnan,N/A\nNULL,  \n-inf,1e400\n",
+            [[NAN, 1], [NAN, NAN], [NAN, NAN], [-np.inf, np.inf]],
+            1,
+            0,
+        ),
+        # unicode, very long and binary junk
+        ("x,y\n1,é\n" + "2," + "z" * 100_000 + "\n3,4\n", [[1, NAN], [2, NAN], [3, 4]], 2, 0),
+    ],
+)
 def test_record_rules(tmp_path, text, want, n_bad, n_malformed):
     path = tmp_path / "r.csv"
     path.write_bytes(text.encode())
@@ -370,16 +434,20 @@ def test_huge_int64_in_parquet_is_cast_not_echoed(tmp_path):
 # --------------------------------------------------------------------------- #
 # inputs that look wrong: header, index column, delimiter, standard input
 
-@pytest.mark.parametrize("text, header, names, X", [
-    ("1.5,2\n3,4\n", False, ["0", "1"], [[1.5, 2], [3, 4]]),
-    ("x,y\n3,4\n", False, ["0", "1"], [[NAN, NAN], [3, 4]]),  # a text line is one bad record
-    ("1.5,\n3,4\n", False, ["0", "1"], [[1.5, NAN], [3, 4]]),
-    ("\ufeff1.5,2\n3,4\n", False, ["0", "1"], [[1.5, 2], [3, 4]]),  # byte order mark
-    ("\ufeffx,y\n3,4\n", True, ["x", "y"], [[3, 4]]),
-    ("\n\nx,y\n3,4\n", True, ["x", "y"], [[3, 4]]),  # empty lines before the header
-    ("x,2\n3,4\n", True, ["x", "2"], [[3, 4]]),
-    ("10,20\n3,4\n", True, ["10", "20"], [[3, 4]]),  # declared: the first line is the header
-])
+
+@pytest.mark.parametrize(
+    "text, header, names, X",
+    [
+        ("1.5,2\n3,4\n", False, ["0", "1"], [[1.5, 2], [3, 4]]),
+        ("x,y\n3,4\n", False, ["0", "1"], [[NAN, NAN], [3, 4]]),  # a text line is one bad record
+        ("1.5,\n3,4\n", False, ["0", "1"], [[1.5, NAN], [3, 4]]),
+        ("\ufeff1.5,2\n3,4\n", False, ["0", "1"], [[1.5, 2], [3, 4]]),  # byte order mark
+        ("\ufeffx,y\n3,4\n", True, ["x", "y"], [[3, 4]]),
+        ("\n\nx,y\n3,4\n", True, ["x", "y"], [[3, 4]]),  # empty lines before the header
+        ("x,2\n3,4\n", True, ["x", "2"], [[3, 4]]),
+        ("10,20\n3,4\n", True, ["10", "20"], [[3, 4]]),  # declared: the first line is the header
+    ],
+)
 def test_first_line_is_what_the_options_say(tmp_path, text, header, names, X):
     path = tmp_path / "h.csv"
     path.write_text(text)
@@ -388,11 +456,14 @@ def test_first_line_is_what_the_options_say(tmp_path, text, header, names, X):
     np.testing.assert_array_equal(got.X, X)
 
 
-@pytest.mark.parametrize("header, names, skipped", [
-    (",x,y,label", ["x", "y"], [""]),
-    ("Unnamed: 0,x,y", ["x", "y"], ["Unnamed: 0"]),
-    ("x,y,Unnamed: 3", ["x", "y"], ["Unnamed: 3"]),
-])
+@pytest.mark.parametrize(
+    "header, names, skipped",
+    [
+        (",x,y,label", ["x", "y"], [""]),
+        ("Unnamed: 0,x,y", ["x", "y"], ["Unnamed: 0"]),
+        ("x,y,Unnamed: 3", ["x", "y"], ["Unnamed: 3"]),
+    ],
+)
 def test_unnamed_index_columns_are_skipped(tmp_path, header, names, skipped):
     n = len(header.split(","))
     rows = [",".join(str(i * n + j) for j in range(n)) for i in range(3)]
@@ -471,12 +542,12 @@ def test_delimiter_argument_is_checked(tmp_path, bad):
 # --------------------------------------------------------------------------- #
 # fuzz: random tables with junk, and the number grammar against Arrow's parser
 
-FUZZ = settings(max_examples=100, derandomize=True, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=100, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 # Characters that can appear in no number: a cell holding one is junk.
 NEVER_NUMERIC = "@#$%&!?éß中\"',;|\t/\\<>=~^`xyzXYZ\u00a0\u2028"
-TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"),
-               max_size=12)
+TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"), max_size=12)
 
 
 @st.composite
@@ -487,7 +558,7 @@ def junk_cells(draw):
 
 @st.composite
 def number_cells(draw):
-    v = draw(st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-10**6, 10**6)))
+    v = draw(st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(-(10**6), 10**6)))
     text = repr(float(v)) if isinstance(v, float) else str(v)
     pad = draw(st.sampled_from(["", " ", "\t", "  "]))
     return f"{pad}{text}{pad[::-1]}", float(text)
@@ -554,10 +625,17 @@ def test_fuzz_csv_reader_drops_exactly_the_bad_rows(tmp_path_factory, table, blo
 
 
 @FUZZ
-@given(good=st.lists(st.tuples(st.integers(-999, 999), st.integers(-999, 999)), min_size=1, max_size=20),
-       garbage=st.lists(st.tuples(st.integers(0, 20), st.binary(min_size=1, max_size=40).filter(
-           lambda b: b"\n" not in b and b"\r" not in b)), max_size=5),
-       block=st.sampled_from([32, 1 << 24]))
+@given(
+    good=st.lists(st.tuples(st.integers(-999, 999), st.integers(-999, 999)), min_size=1, max_size=20),
+    garbage=st.lists(
+        st.tuples(
+            st.integers(0, 20),
+            st.binary(min_size=1, max_size=40).filter(lambda b: b"\n" not in b and b"\r" not in b),
+        ),
+        max_size=5,
+    ),
+    block=st.sampled_from([32, 1 << 24]),
+)
 def test_fuzz_raw_garbage_lines_never_touch_other_lines(tmp_path_factory, good, garbage, block):
     """Arbitrary bytes on a line (quotes, delimiters, invalid UTF-8...) give
     at most that line's row; every other line reads exactly as written."""
@@ -587,21 +665,62 @@ def _arrow_csv_float(text: str):
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    data = ("x\n\"" + text.replace('"', '""') + "\"\n").encode()
+    data = ('x\n"' + text.replace('"', '""') + '"\n').encode()
     try:
-        t = pacsv.read_csv(pa.py_buffer(data), convert_options=pacsv.ConvertOptions(
-            column_types={"x": pa.float64()}, null_values=NULL_VALUES, strings_can_be_null=True))
+        t = pacsv.read_csv(
+            pa.py_buffer(data),
+            convert_options=pacsv.ConvertOptions(
+                column_types={"x": pa.float64()}, null_values=NULL_VALUES, strings_can_be_null=True
+            ),
+        )
     except pa.ArrowInvalid:
         return "error"
     v = t.column(0)[0].as_py()
     return np.nan if v is None else v
 
 
-@pytest.mark.parametrize("text", [
-    "1", "-1", "+1", "1.", ".5", "1e5", "1E+5", "1e-5", "inf", "-Infinity", "nan", "-nan", "NaN(x_1)",
-    " 1 ", "\t2", "1e400", "00.5e-0003", "", "NA", " NA", " ", "1.5e", "e5", "1_0", "0x10", "1,5",
-    "--1", ".", "-", "1d5", "nan(1-2)", "infinit", "inff", "١", "１", "1\u00a0", "\x0b1",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1",
+        "-1",
+        "+1",
+        "1.",
+        ".5",
+        "1e5",
+        "1E+5",
+        "1e-5",
+        "inf",
+        "-Infinity",
+        "nan",
+        "-nan",
+        "NaN(x_1)",
+        " 1 ",
+        "\t2",
+        "1e400",
+        "00.5e-0003",
+        "",
+        "NA",
+        " NA",
+        " ",
+        "1.5e",
+        "e5",
+        "1_0",
+        "0x10",
+        "1,5",
+        "--1",
+        ".",
+        "-",
+        "1d5",
+        "nan(1-2)",
+        "infinit",
+        "inff",
+        "١",
+        "１",
+        "1\u00a0",
+        "\x0b1",
+    ],
+)
 def test_slow_path_reads_a_value_like_the_fast_path(text):
     """A value in a block that parsed in one go (Arrow's float64 column) and
     in a block that fell back (bytes, pattern, cast) reads the same."""
@@ -702,10 +821,11 @@ def test_both_gzip_readers_refuse_damaged_files_in_one_line(gzip_path, tmp_path,
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(["1,2", "", " ", "x,y", '"a,b",3', '"open,4', "5,6,7", "8"]),
-                max_size=12),
-       st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=12, max_size=12),
-       st.booleans())
+@given(
+    st.lists(st.sampled_from(["1,2", "", " ", "x,y", '"a,b",3', '"open,4', "5,6,7", "8"]), max_size=12),
+    st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=12, max_size=12),
+    st.booleans(),
+)
 def test_records_are_counted_as_parse_block_returns_them(lines, ends, last_end):
     from dpdbscan.files.csvfile import _records
     from dpdbscan.files.records import CsvLayout, parse_block

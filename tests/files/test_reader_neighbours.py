@@ -23,15 +23,16 @@ import types
 
 import numpy as np
 import pytest
-from clirun import run
-from stats import EventAudit
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
 from dpdbscan.files import read_input
+from dpdbscan.model import with_params
 from dpdbscan.release.backends import NumpyBackend
 from dpdbscan.release.points import clean_points
-from dpdbscan.model import with_params
+
+from clirun import run
+from stats import EventAudit
 
 #: The review's neighbours, and a few more: a text first line, gzip's magic.
 ADDED = [
@@ -44,6 +45,8 @@ ADDED = [
     "\x1f\udc8b\x08junk,1",  # gzip's magic bytes (a surrogate escape is one raw byte)
     "0.5,0.5",  # a valid record: D' is D plus one point
 ]
+
+
 def _is_num(text: str) -> bool:
     try:
         float(text)
@@ -158,8 +161,9 @@ def test_declared_header_with_the_neighbours_first_line(tmp_path):
 def client():
     pytest.importorskip("dask.dataframe")
     distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                       dashboard_address=":0")
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
+    )
     c = distributed.Client(cluster, set_as_default=False)
     yield c
     c.close()
@@ -217,14 +221,48 @@ def test_geo_on_three_fields_without_a_header_quotes_nothing(capsys, tmp_path):
     path = tmp_path / "g.csv"
     lines = ["bob@example.com,-122.40646,37.79779"] + [f"{-122.41 + i * 1e-4:.5f},37.78" for i in range(300)]
     path.write_text("\n".join(lines) + "\n")
-    rc, out, err = run(capsys, "fit", path, "--no-header", "--geo", "--bounds", "-122.48", "37.72", "-122.38",
-                       "37.82", "--eps", "50m", "--min-samples", "50", "--seed", "0", "--out-dir", tmp_path / "o")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        path,
+        "--no-header",
+        "--geo",
+        "--bounds",
+        "-122.48",
+        "37.72",
+        "-122.38",
+        "37.82",
+        "--eps",
+        "50m",
+        "--min-samples",
+        "50",
+        "--seed",
+        "0",
+        "--out-dir",
+        tmp_path / "o",
+    )
     assert rc == 0, err
     assert "1 line(s) with the wrong number of fields" in err
     assert "bob@example.com" not in out + err
     assert not any(b"bob@example.com" in p.read_bytes() for p in (tmp_path / "o").iterdir())
-    rc, out, err = run(capsys, "fit", path, "--header", "--geo", "--bounds", "-122.48", "37.72", "-122.38",
-                       "37.82", "--eps", "50m", "--min-samples", "50", "--out-dir", tmp_path / "o2")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        path,
+        "--header",
+        "--geo",
+        "--bounds",
+        "-122.48",
+        "37.72",
+        "-122.38",
+        "37.82",
+        "--eps",
+        "50m",
+        "--min-samples",
+        "50",
+        "--out-dir",
+        tmp_path / "o2",
+    )
     # declared as a header, that line is the public schema: the message may name its fields
     assert rc == 2 and "exactly two columns" in err and not (tmp_path / "o2").exists()
 
@@ -244,8 +282,11 @@ def _span_hits(path: str, runs: int, seed0: int, options: dict) -> np.ndarray:
     X = read_input(path, **options).X
     hits = np.zeros(len(LEVELS), dtype=np.int64)
     for i in range(runs):
-        model = DPDBSCAN(eps=0.1, min_samples=LEVELS[0], epsilon=1.0, bounds=(0.0, 1.0),
-                         random_state=seed0 + i).fit(X).spans_
+        model = (
+            DPDBSCAN(eps=0.1, min_samples=LEVELS[0], epsilon=1.0, bounds=(0.0, 1.0), random_state=seed0 + i)
+            .fit(X)
+            .spans_
+        )
         hits += [with_params(model, min_samples=m).n_spans >= 1 for m in LEVELS]
     return hits
 
@@ -262,8 +303,10 @@ def _reader_audit(tmp_path, runs: int) -> list[float]:
         for j, m in enumerate(LEVELS):
             audit = EventAudit(f"D vs {added!r}, a span at MinPts {m}", int(k_d[j]), runs, int(k_n[j]), runs)
             bounds.append(audit.epsilon_lower(alpha))
-            print(f"[reader audit] {audit.name}: p_D={audit.p1:.3f} p_D'={audit.p2:.3f} "
-                  f"eps_lower={bounds[-1]:.3f}")
+            print(
+                f"[reader audit] {audit.name}: p_D={audit.p1:.3f} p_D'={audit.p2:.3f} "
+                f"eps_lower={bounds[-1]:.3f}"
+            )
     return bounds
 
 

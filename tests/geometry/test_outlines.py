@@ -136,8 +136,7 @@ def _check_brute_force(cells, polys):
     for i in range(lo[0], hi[0] + 1):
         for j in range(lo[1], hi[1] + 1):
             x, y = i + 0.5, j + 0.5
-            hits = sum(_inside(p[0], x, y) and not any(_inside(h, x, y) for h in p[1:])
-                       for p in polys)
+            hits = sum(_inside(p[0], x, y) and not any(_inside(h, x, y) for h in p[1:]) for p in polys)
             assert hits == ((i, j) in inside_set)
 
 
@@ -149,8 +148,9 @@ def test_outlines_are_the_union_of_the_squares_on_random_sets(seed):
         _check_form(polys)
         _check_against_shapely(cells, polys)
         holes += sum(len(p) - 1 for p in polys)
-        corners += sum(len({tuple(v) for r in p for v in r[:-1].tolist()})
-                       < sum(len(r) - 1 for r in p) for p in polys)
+        corners += sum(
+            len({tuple(v) for r in p for v in r[:-1].tolist()}) < sum(len(r) - 1 for r in p) for p in polys
+        )
     # the sets exercise what the tracer can get wrong: holes, and rings of one
     # polygon meeting at a corner
     assert holes >= 100 and corners >= 20
@@ -177,7 +177,9 @@ CORNER_CASES = {
     "checkerboard": ([(i, j) for i in range(5) for j in range(5) if (i + j) % 2 == 0], [0] * 13),
     # two holes meeting at a corner: two rings sharing the vertex (2, 2)
     "holes at a corner": (
-        [(i, j) for i in range(4) for j in range(4) if (i, j) not in ((1, 1), (2, 2))], [2]),
+        [(i, j) for i in range(4) for j in range(4) if (i, j) not in ((1, 1), (2, 2))],
+        [2],
+    ),
     # a hole meeting the outside at a corner: a hole sharing a vertex with the exterior
     "hole at the rim": ([(i, j) for i in range(3) for j in range(3) if (i, j) not in ((1, 1), (2, 2))], [1]),
     # a cell inside a hole touching its rim at a corner: a polygon of its own
@@ -229,8 +231,9 @@ def test_the_spans_of_a_real_model(shared_data):
     X, _ = read_points(shared_data / "cabs_tiny.csv.gz", header=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a seeded fit: research use, not a release
-        model = fit_lonlat(X, bounds=(-122.48, 37.72, -122.38, 37.82), eps="20m", min_samples=40,
-                           random_state=0)
+        model = fit_lonlat(
+            X, bounds=(-122.48, 37.72, -122.38, 37.82), eps="20m", min_samples=40, random_state=0
+        )
     keys, labels = model.regions()
     assert keys.size > 150_000 and model.n_spans > 500
     cells = model.grid.decode(keys)
@@ -243,8 +246,10 @@ def test_the_spans_of_a_real_model(shared_data):
 
 def test_cells_touching_at_a_corner_are_separate_polygons():
     polys = cells_to_polygons(np.array([(0, 0), (1, 1)]))
-    assert _as_lists(polys) == [[[(0, 0), (1, 0), (1, 1), (0, 1), (0, 0)]],
-                                [[(1, 1), (2, 1), (2, 2), (1, 2), (1, 1)]]]
+    assert _as_lists(polys) == [
+        [[(0, 0), (1, 0), (1, 1), (0, 1), (0, 0)]],
+        [[(1, 1), (2, 1), (2, 2), (1, 2), (1, 1)]],
+    ]
 
 
 def test_groups_are_outlined_as_if_one_by_one():
@@ -287,8 +292,9 @@ def test_connected_components_match_scipy():
         root = connected_components(n, a, b)
         _, ref = scipy_components(coo_matrix((np.ones(m), (a, b)), shape=(n, n)), directed=False)
         # the same partition, each part named by its smallest node
-        assert np.array_equal(np.unique(ref, return_inverse=True)[1].ravel(),
-                              np.unique(root, return_inverse=True)[1].ravel())
+        assert np.array_equal(
+            np.unique(ref, return_inverse=True)[1].ravel(), np.unique(root, return_inverse=True)[1].ravel()
+        )
         for r in np.unique(root):
             assert r == np.flatnonzero(root == r).min()
 

@@ -21,24 +21,37 @@ def haversine_km(a, b, radius=6371.0088):
     return 2 * radius * np.arcsin(np.sqrt(h))
 
 
-@pytest.mark.parametrize("text, geo, expected", [
-    ("50m", True, 0.05), ("50 m", True, 0.05), ("0.05km", True, 0.05), ("0.05KM", True, 0.05),
-    (0.05, True, 0.05), (2, True, 2.0), ("1e3m", True, 1.0), ("12", False, 12.0),
-    ("0.5", False, 0.5), (3.0, False, 3.0),
-])
+@pytest.mark.parametrize(
+    "text, geo, expected",
+    [
+        ("50m", True, 0.05),
+        ("50 m", True, 0.05),
+        ("0.05km", True, 0.05),
+        ("0.05KM", True, 0.05),
+        (0.05, True, 0.05),
+        (2, True, 2.0),
+        ("1e3m", True, 1.0),
+        ("12", False, 12.0),
+        ("0.5", False, 0.5),
+        (3.0, False, 3.0),
+    ],
+)
 def test_parse_length(text, geo, expected):
     assert parse_length(text, geo=geo) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("text, geo, match", [
-    ("50m", False, "only makes sense with --geo"),
-    ("50ft", True, "unknown unit 'ft'"),
-    ("fifty", True, "must be a number"),
-    ("", True, "must be a number"),
-    ("5 0m", True, "must be a number"),
-    ("0.05", True, "with --geo give eps with a unit"),  # 50 m or 50 km? (issue 23)
-    ("50", True, "50m or 50km"),
-])
+@pytest.mark.parametrize(
+    "text, geo, match",
+    [
+        ("50m", False, "only makes sense with --geo"),
+        ("50ft", True, "unknown unit 'ft'"),
+        ("fifty", True, "must be a number"),
+        ("", True, "must be a number"),
+        ("5 0m", True, "must be a number"),
+        ("0.05", True, "with --geo give eps with a unit"),  # 50 m or 50 km? (issue 23)
+        ("50", True, "50m or 50km"),
+    ],
+)
 def test_parse_length_rejects(text, geo, match):
     with pytest.raises(ValueError, match=match):
         parse_length(text, geo=geo)
@@ -68,8 +81,12 @@ def test_distances_match_great_circle_within_a_city():
     """Inside the Cabs-tiny box the projected distance is within 0.1 % of the
     haversine distance (the box spans only 0.1 degree of latitude)."""
     rng = np.random.default_rng(2)
-    A = np.column_stack([rng.uniform(SF_LOWER[0], SF_UPPER[0], 2000), rng.uniform(SF_LOWER[1], SF_UPPER[1], 2000)])
-    B = np.column_stack([rng.uniform(SF_LOWER[0], SF_UPPER[0], 2000), rng.uniform(SF_LOWER[1], SF_UPPER[1], 2000)])
+    A = np.column_stack(
+        [rng.uniform(SF_LOWER[0], SF_UPPER[0], 2000), rng.uniform(SF_LOWER[1], SF_UPPER[1], 2000)]
+    )
+    B = np.column_stack(
+        [rng.uniform(SF_LOWER[0], SF_UPPER[0], 2000), rng.uniform(SF_LOWER[1], SF_UPPER[1], 2000)]
+    )
     proj = Equirectangular.from_bounds(SF_LOWER, SF_UPPER)
     d_proj = np.linalg.norm(proj.forward(A) - proj.forward(B), axis=1)
     d_true = haversine_km(A, B)
@@ -98,23 +115,29 @@ def test_aspect_and_scale_error():
     assert wide.max_scale_error((-10, 30), (10, 60)) > 0.2
 
 
-@pytest.mark.parametrize("lower, upper, match", [
-    ((-122.38, 37.72), (-122.48, 37.82), "lon_min < lon_max"),
-    ((-122.48, 37.82), (-122.38, 37.72), "lat_min < lat_max"),
-    ((0, -95), (1, 10), "-90 <= lat_min"),
-    ((37.72, -122.48), (37.82, -122.38), "lat_min < lat_max"),  # lat/lon swapped
-    ((-200, 0), (0, 1), "-180 <= lon_min"),
-])
+@pytest.mark.parametrize(
+    "lower, upper, match",
+    [
+        ((-122.38, 37.72), (-122.48, 37.82), "lon_min < lon_max"),
+        ((-122.48, 37.82), (-122.38, 37.72), "lat_min < lat_max"),
+        ((0, -95), (1, 10), "-90 <= lat_min"),
+        ((37.72, -122.48), (37.82, -122.38), "lat_min < lat_max"),  # lat/lon swapped
+        ((-200, 0), (0, 1), "-180 <= lon_min"),
+    ],
+)
 def test_check_lonlat_box(lower, upper, match):
     with pytest.raises(ValueError, match=match):
         check_lonlat_box(lower, upper)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(lon0=0.0, lat0=0.0, ref_lat=90.0), "ref_lat must be within"),
-    (dict(lon0=float("nan"), lat0=0.0, ref_lat=0.0), "lon0 must be a finite"),
-    (dict(lon0="x", lat0=0.0, ref_lat=0.0), "lon0 must be a finite"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(lon0=0.0, lat0=0.0, ref_lat=90.0), "ref_lat must be within"),
+        (dict(lon0=float("nan"), lat0=0.0, ref_lat=0.0), "lon0 must be a finite"),
+        (dict(lon0="x", lat0=0.0, ref_lat=0.0), "lon0 must be a finite"),
+    ],
+)
 def test_projection_rejects_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         Equirectangular(**kwargs)
@@ -136,13 +159,16 @@ def test_forward_needs_two_columns():
         Equirectangular(0.0, 0.0, 0.0).forward(np.zeros((3, 3)))
 
 
-@pytest.mark.parametrize("names, expected", [
-    (["id", "Latitude", "Longitude"], ["Longitude", "Latitude"]),
-    (["lat", "lon", "label"], ["lon", "lat"]),
-    (["lng", "lat"], ["lng", "lat"]),
-    (["x", "y"], None),
-    (["lon", "height"], None),
-])
+@pytest.mark.parametrize(
+    "names, expected",
+    [
+        (["id", "Latitude", "Longitude"], ["Longitude", "Latitude"]),
+        (["lat", "lon", "label"], ["lon", "lat"]),
+        (["lng", "lat"], ["lng", "lat"]),
+        (["x", "y"], None),
+        (["lon", "height"], None),
+    ],
+)
 def test_default_geo_columns(names, expected):
     assert default_geo_columns(names) == expected
 
@@ -160,19 +186,39 @@ def _lonlat_csv(path, first, second, n=200):
     return path
 
 
-@pytest.mark.parametrize("first, second", [("y", "x"), ("lat", "lon"), ("latitude", "longitude"), ("lat", "x")])
+@pytest.mark.parametrize(
+    "first, second", [("y", "x"), ("lat", "lon"), ("latitude", "longitude"), ("lat", "x")]
+)
 def test_the_command_line_refuses_latitude_first_before_reading(capsys, tmp_path, monkeypatch, first, second):
-    from clirun import run
-
     from dpdbscan.files import reader
+
+    from clirun import run
 
     path = _lonlat_csv(tmp_path / "cabs.csv", second, first)  # the file in lon/lat order
     read = []
     monkeypatch.setattr(reader.InputPlan, "read", lambda self, *a, **k: read.append(1))
     code, out, err = run(
-        capsys, "fit", str(path), "--geo", "--header", "--columns", first, second, "--eps", "100m",
-        "--min-samples", "5", "--bounds", "-122.52", "37.70", "-122.35", "37.83", "--seed", "0",
-        "--out-dir", str(tmp_path),
+        capsys,
+        "fit",
+        str(path),
+        "--geo",
+        "--header",
+        "--columns",
+        first,
+        second,
+        "--eps",
+        "100m",
+        "--min-samples",
+        "5",
+        "--bounds",
+        "-122.52",
+        "37.70",
+        "-122.35",
+        "37.83",
+        "--seed",
+        "0",
+        "--out-dir",
+        str(tmp_path),
     )
     assert code != 0 and out == "" and read == []
     assert "swapped" in err and f"--columns {second} {first}" in err

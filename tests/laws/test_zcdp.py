@@ -101,8 +101,12 @@ def test_edges_and_bad_arguments():
     assert zcdp.epsilon_for(0.0, 1e-6) == 0.0 and zcdp.epsilon_for(1.0, 1.0) == 0.0
     assert zcdp.epsilon_for(1.0, 0.0) == math.inf
     assert zcdp.rho_for(1.0, 0.0) == 0.0 and zcdp.rho_for(1.0, 1.0) == math.inf
-    for fn, args in [(zcdp.delta_for, (-1.0, 1.0)), (zcdp.delta_for, (1.0, -1.0)),
-                     (zcdp.epsilon_for, (float("nan"), 0.1)), (zcdp.rho_for, (1.0, -0.1))]:
+    for fn, args in [
+        (zcdp.delta_for, (-1.0, 1.0)),
+        (zcdp.delta_for, (1.0, -1.0)),
+        (zcdp.epsilon_for, (float("nan"), 0.1)),
+        (zcdp.rho_for, (1.0, -0.1)),
+    ]:
         with pytest.raises(ValueError):
             fn(*args)
 

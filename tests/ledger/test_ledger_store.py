@@ -383,8 +383,9 @@ def test_processes_reserving_in_a_loop_never_overspend(tmp_path):
     led = Ledger.create(tmp_path / "b.ledger", "d", 5.0)
     env = {**os.environ, "PYTHONPATH": str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     procs = [
-        subprocess.Popen([sys.executable, "-c", _HAMMER, str(led.path), "15"], stdout=subprocess.PIPE,
-                         text=True, env=env)
+        subprocess.Popen(
+            [sys.executable, "-c", _HAMMER, str(led.path), "15"], stdout=subprocess.PIPE, text=True, env=env
+        )
         for _ in range(4)
     ]
     granted = []

@@ -112,8 +112,14 @@ def test_help_says_what_the_default_grid_is(model, tmp_path, capsys):
 
 def _p(keys, labels, mass=None):
     keys = np.asarray(keys)
-    return Partition(1.0, 5, keys, np.asarray(labels), np.ones(keys.size) if mass is None
-                     else np.asarray(mass, dtype=float), 0.0)
+    return Partition(
+        1.0,
+        5,
+        keys,
+        np.asarray(labels),
+        np.ones(keys.size) if mass is None else np.asarray(mass, dtype=float),
+        0.0,
+    )
 
 
 def test_agreement():
@@ -153,18 +159,20 @@ def test_cli_explore(model, tmp_path, capsys):
     rows = list(csv.reader(table.read_text().splitlines()))
     assert tuple(rows[0]) == E.COLUMNS and len(rows) == 5
     printed = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
-    assert [(float(r[0]), int(r[1])) for r in printed] == [(0.02, 10), (0.02, 40), (0.03, 10),
-                                                          (0.03, 40)]
+    assert [(float(r[0]), int(r[1])) for r in printed] == [(0.02, 10), (0.02, 40), (0.03, 10), (0.03, 40)]
     assert "costs no budget" in out
     # the spans count printed is the one of with_params
     assert int(printed[1][3]) == with_params(model, eps=0.02, min_samples=40).n_spans
 
 
-@pytest.mark.parametrize("argv,match", [
-    (["--eps", "0.01"], "finer than this release"),
-    (["--eps", "5"], "too large"),
-    (["--min-samples", "0"], "--min-samples 0"),
-])
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["--eps", "0.01"], "finer than this release"),
+        (["--eps", "5"], "too large"),
+        (["--min-samples", "0"], "--min-samples 0"),
+    ],
+)
 def test_cli_explore_refuses(model, tmp_path, capsys, argv, match):
     path = tmp_path / "m.spans.json"
     save_model(model, path)
@@ -195,8 +203,15 @@ def person_model():
     centres = [[0.3, 0.3], [0.7, 0.6], [0.35, 0.75]]
     X = np.vstack([rng.normal(c, 0.04, (3000, 2)) for c in centres]).clip(0, 1)
     units = np.repeat(np.arange(900), 10)
-    est = DPDBSCAN(eps=0.04, min_samples=20, bounds=(0, 1), random_state=3, delta=1e-6,
-                   max_cells_per_unit=4, max_points_per_cell=2)
+    est = DPDBSCAN(
+        eps=0.04,
+        min_samples=20,
+        bounds=(0, 1),
+        random_state=3,
+        delta=1e-6,
+        max_cells_per_unit=4,
+        max_points_per_cell=2,
+    )
     with pytest.warns(Warning):  # seeded noise
         return est.fit(X, units=units).spans_
 

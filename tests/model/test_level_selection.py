@@ -12,13 +12,14 @@ import warnings
 
 import numpy as np
 import pytest
-from levelpoints import BOX, bridged_blobs
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
 from dpdbscan.model import describe, guarantee, load_model, save_model, summary, with_params
 from dpdbscan.post import auto, levels
 from dpdbscan.render import explore as E
+
+from levelpoints import BOX, bridged_blobs
 
 quiet = pytest.mark.filterwarnings("ignore")  # seeded noise, small-data notes
 
@@ -115,8 +116,17 @@ def test_each_span_states_its_own_guarantee(unsure):
     rel = m.release
     assert [x["span"] for x in g["levels"]] == list(range(m.n_spans))
     for x, lv in zip(g["levels"], m.auto["levels"]):
-        want = levels.level_guarantee(rel.grid, rel.histogram, rel.noise, rel.noise_scale, rel.theta, m.spec,
-                                      lv["min_samples"], c, m.spans.rho)
+        want = levels.level_guarantee(
+            rel.grid,
+            rel.histogram,
+            rel.noise,
+            rel.noise_scale,
+            rel.theta,
+            m.spec,
+            lv["min_samples"],
+            c,
+            m.spans.rho,
+        )
         assert x == {"span": lv["span"], "eps": lv["eps"], **want}
         # beta / c per candidate, the union over the c eps: beta in all
         assert x["probability"] == pytest.approx(1 - 0.1)
@@ -150,12 +160,19 @@ def test_the_unsure_line_compares_like_with_like(unsure):
     line = unsure_reasons(unsure)[0]
     chosen, other = scores[unsure.auto["eps"]], scores[runner]
     assert chosen != other
-    assert f"selects {other} cluster" in line and f"the chosen eps={unsure.auto['eps']:g} selects {chosen}" in line
+    assert (
+        f"selects {other} cluster" in line
+        and f"the chosen eps={unsure.auto['eps']:g} selects {chosen}" in line
+    )
     # a selection whose spans number differs from its clusters: the words stay right
     rows = [[e, s, 3 if e == unsure.auto["eps"] else n] for e, s, n in unsure.auto["eps_scores"]]
     odd = replace(unsure, auto={**unsure.auto, "eps_scores": rows, "levels": unsure.auto["levels"][:2]})
     text = unsure_reasons(odd)[0]
-    assert f"selects {scores[runner]} cluster" in text and "selects 3 clusters" in text and "instead of" not in text
+    assert (
+        f"selects {scores[runner]} cluster" in text
+        and "selects 3 clusters" in text
+        and "instead of" not in text
+    )
 
 
 def test_explore_shows_the_chosen_spans_beside_the_alternative(unsure, clear, tmp_path, capsys):
@@ -169,8 +186,21 @@ def test_explore_shows_the_chosen_spans_beside_the_alternative(unsure, clear, tm
         assert _is_a_span_at(alt, lv["span"], with_params(alt, min_samples=lv["min_samples"]))
     assert len(E.explore(clear, [clear.grid.alpha], [20]).selections) == 1
     save_model(unsure, tmp_path / "u.json")
-    assert main(["explore", str(tmp_path / "u.json"), "--eps", str(unsure.grid.alpha), "--min-samples",
-                 "20", "40", "--no-png"]) == 0
+    assert (
+        main(
+            [
+                "explore",
+                str(tmp_path / "u.json"),
+                "--eps",
+                str(unsure.grid.alpha),
+                "--min-samples",
+                "20",
+                "40",
+                "--no-png",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "chosen: each span at its own MinPts" in out and "the alternative" in out and "unsure:" in out
 
@@ -182,8 +212,13 @@ def test_the_condensed_tree_is_drawn_from_the_record(unsure, tmp_path, capsys):
 
     ax = plotting.plot_model(unsure, "tree")
     tree = unsure.auto["tree"]
-    red = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_facecolor()[:3] == (
-        pytest.approx(0.839, abs=0.01), pytest.approx(0.153, abs=0.01), pytest.approx(0.157, abs=0.01))]
+    red = [
+        p
+        for p in ax.patches
+        if isinstance(p, Rectangle)
+        and p.get_facecolor()[:3]
+        == (pytest.approx(0.839, abs=0.01), pytest.approx(0.153, abs=0.01), pytest.approx(0.157, abs=0.01))
+    ]
     assert len(red) == sum(len(tree["clusters"][i]["masses"]) for i in tree["selected"])
     assert len(ax.patches) == sum(len(c["masses"]) for c in tree["clusters"])
     # the release alone: no point is drawn, no private mark
@@ -201,8 +236,25 @@ def test_the_command_line_takes_the_selection(tmp_path, capsys):
     X, _ = bridged_blobs()
     path = tmp_path / "p.csv"
     path.write_text("x,y\n" + "\n".join(f"{a:.9g},{b:.9g}" for a, b in X[::3]) + "\n")
-    common = [str(path), "--header", "--eps", "auto", "--min-samples", "auto", "--bounds", "0", "0", "10", "8",
-              "--seed", "0", "--max-cells", "16384", "--no-png", "--no-geojson"]
+    common = [
+        str(path),
+        "--header",
+        "--eps",
+        "auto",
+        "--min-samples",
+        "auto",
+        "--bounds",
+        "0",
+        "0",
+        "10",
+        "8",
+        "--seed",
+        "0",
+        "--max-cells",
+        "16384",
+        "--no-png",
+        "--no-geojson",
+    ]
     assert main(["fit", *common, "--out-dir", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out
     assert "levels  : 3 span(s)" in out and "each at its own MinPts" in out
@@ -227,9 +279,9 @@ def _levels_rates(fits: int, person: bool, n: int) -> tuple[int, int, float]:
     seeded automatic fits of ``n`` points of one small blob in a large box.
     At person level each unit is one row (k = m = 1), so the bounded data
     are the data."""
-    from reach import ub_of_core_subcells
-
     from dpdbscan.release.backends import NumpyBackend
+
+    from reach import ub_of_core_subcells
 
     X = np.random.default_rng(0).normal((3.0, 3.0), 0.3, (n, 2))
     kw = dict(min_samples="auto", bounds=EMPTY_BOX, max_cells=4096)
@@ -240,7 +292,11 @@ def _levels_rates(fits: int, person: bool, n: int) -> tuple[int, int, float]:
     for seed in range(fits):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = DPDBSCAN("auto", random_state=seed, **kw).fit(X, units=np.arange(n) if person else None).spans_
+            m = (
+                DPDBSCAN("auto", random_state=seed, **kw)
+                .fit(X, units=np.arange(n) if person else None)
+                .spans_
+            )
         per_span = [s for s in guarantee(m).get("levels") or [] if s["probability"] is not None]
         if not per_span:
             continue
@@ -276,6 +332,8 @@ def test_each_spans_own_guarantee_over_many_fits(person, n):
     from stats import P_FAIL, cp_lower
 
     with_spans, bad, probability = _levels_rates(400, person, n)
-    print(f"[levels guarantee] person={person}: {bad}/{with_spans} fits with a span in empty space, "
-          f"stated <= {1 - probability:g}")
+    print(
+        f"[levels guarantee] person={person}: {bad}/{with_spans} fits with a span in empty space, "
+        f"stated <= {1 - probability:g}"
+    )
     assert cp_lower(bad, with_spans, P_FAIL) <= 1.0 - probability

@@ -4,21 +4,31 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from dpdbscan import DPDBSCAN, SpanModel
+from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
-from releases import spans_from_histogram
-from releases import Config as MechanismConfig
-from releases import fit_spans, release_histogram
+from dpdbscan.model import (
+    describe,
+    geojson,
+    guarantee,
+    load_model,
+    model_from_dict,
+    save_model,
+    summary,
+    to_json,
+    with_params,
+)
 from dpdbscan.post.merge import canonical_labels, merge_cells
 from dpdbscan.release.samplers.integers import SeededSource
-from dpdbscan.model import describe, geojson, guarantee, load_model, model_from_dict, save_model, summary, to_json, with_params
-from releases import span_cells, span_region
+
+from releases import Config as MechanismConfig
+from releases import fit_spans, release_histogram, span_cells, span_region, spans_from_histogram
 
 
 def _two_blobs(n=400, seed=0):
     rng = np.random.default_rng(seed)
-    return np.vstack([[0.25, 0.25] + 0.03 * rng.standard_normal((n, 2)),
-                      [0.75, 0.7] + 0.03 * rng.standard_normal((n, 2))])
+    return np.vstack(
+        [[0.25, 0.25] + 0.03 * rng.standard_normal((n, 2)), [0.75, 0.7] + 0.03 * rng.standard_normal((n, 2))]
+    )
 
 
 def _model(seed=0, **kw):
@@ -32,7 +42,7 @@ def test_merge_joins_cells_within_alpha_only():
     keys = g.encode(cells)
     order = np.argsort(keys)
     lab = merge_cells(g, keys[order])
-    by_cell = {tuple(c): l for c, l in zip(cells[order], lab)}
+    by_cell = {tuple(c): label for c, label in zip(cells[order], lab)}
     assert by_cell[(0, 0)] == by_cell[(2, 0)]  # offset (2, 0): distance w < alpha
     assert by_cell[(5, 5)] != by_cell[(7, 7)]  # offset (2, 2): distance sqrt(2) w = alpha, not <
     assert by_cell[(10, 10)] == by_cell[(11, 11)]
@@ -87,7 +97,9 @@ def test_json_roundtrip(tmp_path):
         with_params(small, min_samples=3)
 
 
-@pytest.mark.parametrize("content", ['{"format": "other"}', "not json", '{"format": "dpdbscan.spans", "version": 1}'])
+@pytest.mark.parametrize(
+    "content", ['{"format": "other"}', "not json", '{"format": "dpdbscan.spans", "version": 1}']
+)
 def test_load_rejects_non_models(tmp_path, content):
     p = tmp_path / "bad.json"
     p.write_text(content)
@@ -182,7 +194,7 @@ def test_border_labels_points_near_span_cells():
     # the border is measured from the centre of the point's cell: cell (6, 5)
     # has its centre 0.5 w from cell (5, 5), cell (7, 5) 1.5 w from both
     inside = g.cell_centres(cells[:1])[0]
-    next_cell = g.cell_lower(cells[:1])[0] + [w + 0.9 * w, 0.1 * w]    # in cell (6, 5)
+    next_cell = g.cell_lower(cells[:1])[0] + [w + 0.9 * w, 0.1 * w]  # in cell (6, 5)
     too_far = g.cell_lower(cells[:1])[0] + [2 * w + 0.1 * w, 0.5 * w]  # in cell (7, 5)
     middle = g.cell_lower(np.array([[7, 5]]))[0] + [0.5 * w, 0.5 * w]  # 1.5 w from both
     pts = np.array([inside, next_cell, too_far, middle])
@@ -197,11 +209,16 @@ def test_border_labels_points_near_span_cells():
     assert m2.predict(pts[:3]).tolist() == [0, 0, 0]
 
 
-@pytest.mark.parametrize("kw", [
-    dict(subcells=2), dict(subcells=1), dict(subcells=3, margin="paper"),
-    dict(subcells=2, histogram="sparse", eps=1e-3),
-    dict(subcells=2, histogram="stability", eps=1e-3, delta=1e-6),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(subcells=2),
+        dict(subcells=1),
+        dict(subcells=3, margin="paper"),
+        dict(subcells=2, histogram="sparse", eps=1e-3),
+        dict(subcells=2, histogram="stability", eps=1e-3, delta=1e-6),
+    ],
+)
 def test_reported_guarantee_recomputes_gamma(kw):
     kw = {**kw, "core": "bound"}
     """Issue 14: Gamma was computed with kappa_q = 15 over 4|X| events while
@@ -214,10 +231,20 @@ def test_reported_guarantee_recomputes_gamma(kw):
     m = DPDBSCAN(**params).fit(np.random.default_rng(0).random((300, 2))).spans_
     g = guarantee(m)
     theta = g["theta"] if m.release.histogram != "dense" else 0.0
-    low, up = margins(g["margin"], m.release.histogram, m.release.noise, g["epsilon"], g["kappa_q"],
-                      g["n_events"], g["beta"], theta)
-    assert (low, up) == (pytest.approx(g["gamma_lower"], rel=1e-12),
-                         pytest.approx(g["gamma_upper"], rel=1e-12))
+    low, up = margins(
+        g["margin"],
+        m.release.histogram,
+        m.release.noise,
+        g["epsilon"],
+        g["kappa_q"],
+        g["n_events"],
+        g["beta"],
+        theta,
+    )
+    assert (low, up) == (
+        pytest.approx(g["gamma_lower"], rel=1e-12),
+        pytest.approx(g["gamma_upper"], rel=1e-12),
+    )
     assert g["tau"] == pytest.approx(low + up)
     assert g["n_events"] == m.release.grid.n_cells * m.spec.subcells**2
     info = describe(m)
@@ -245,10 +272,15 @@ def _valid_doc(histogram="dense"):
 
 DOCS = {"dense": _valid_doc(), "sparse": _valid_doc("sparse")}
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
-    | st.text(max_size=8) | st.sampled_from(["-inf", "inf", "dense", "sparse", "chernoff", ""]),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8)
+    | st.sampled_from(["-inf", "inf", "dense", "sparse", "chernoff", ""]),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
-    max_leaves=8)
+    max_leaves=8,
+)
 
 
 def _paths(node, prefix=()):
@@ -274,8 +306,7 @@ def _check_consistent(m):
     assert np.array_equal(again.core_keys, m.core_keys) and again.spans.gamma == m.spans.gamma
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_corrupted_model_gives_one_clear_error_or_a_consistent_model(data):
     doc = copy.deepcopy(DOCS[data.draw(st.sampled_from(sorted(DOCS)))])
@@ -295,17 +326,23 @@ def test_corrupted_model_gives_one_clear_error_or_a_consistent_model(data):
     _check_consistent(m)
 
 
-@pytest.mark.parametrize("edit,match", [
-    (lambda d: d["spans"][0].__setitem__("cells", [[10**6, 0]]), "outside the grid"),
-    (lambda d: d["spans"][0].__setitem__("id", 5), "numbered"),
-    (lambda d: d["params"].__setitem__("eta", 9), "params.eta"),
-    (lambda d: d["privacy"].__setitem__("epsilon", -1), "privacy.epsilon"),
-    (lambda d: d["bounds"].__setitem__("lower", []), "bounds"),
-    (lambda d: d["params"].__setitem__("subcells", 100), "subcells"),
-    (lambda d: d["guarantee"].__setitem__("kappa_q", 21), "do not match"),
-    (lambda d: d["histogram"]["values"].__setitem__("shape", [3, 3]), "histogram|reshape"),
-    (lambda d: d["spans"].append(copy.deepcopy(d["spans"][0]) | {"id": len(d["spans"])}), "more than one span"),
-])
+@pytest.mark.parametrize(
+    "edit,match",
+    [
+        (lambda d: d["spans"][0].__setitem__("cells", [[10**6, 0]]), "outside the grid"),
+        (lambda d: d["spans"][0].__setitem__("id", 5), "numbered"),
+        (lambda d: d["params"].__setitem__("eta", 9), "params.eta"),
+        (lambda d: d["privacy"].__setitem__("epsilon", -1), "privacy.epsilon"),
+        (lambda d: d["bounds"].__setitem__("lower", []), "bounds"),
+        (lambda d: d["params"].__setitem__("subcells", 100), "subcells"),
+        (lambda d: d["guarantee"].__setitem__("kappa_q", 21), "do not match"),
+        (lambda d: d["histogram"]["values"].__setitem__("shape", [3, 3]), "histogram|reshape"),
+        (
+            lambda d: d["spans"].append(copy.deepcopy(d["spans"][0]) | {"id": len(d["spans"])}),
+            "more than one span",
+        ),
+    ],
+)
 def test_hand_edited_models_are_refused(edit, match):
     doc = copy.deepcopy(DOCS["dense"])
     edit(doc)
@@ -351,14 +388,17 @@ def test_two_margins_drive_the_threshold_roundtrip_and_old_models_load(tmp_path)
     assert s.spans.threshold == 5 + s.spans.tau and m.gamma_upper_ == s.spans.gamma_upper
     assert g["within_clusters_at"]["min_samples"] == 5
     # the same release thresholded at MinPts + Gamma_up by the symmetric rule
-    same = spans_from_histogram(s.histogram, 5, s.spans.gamma_upper, s.spec.beta, subcells=s.spec.subcells,
-                                core="bound")
+    same = spans_from_histogram(
+        s.histogram, 5, s.spans.gamma_upper, s.spec.beta, subcells=s.spec.subcells, core="bound"
+    )
     assert np.array_equal(same.core_keys, s.core_keys)
     path = tmp_path / "m.json"
     save_model(s, path)
     loaded = load_model(path)
     assert loaded.spans.gamma_upper == s.spans.gamma_upper and loaded.spans.tau == s.spans.tau
-    assert np.array_equal(with_params(loaded, min_samples=3).core_keys, with_params(s, min_samples=3).core_keys)
+    assert np.array_equal(
+        with_params(loaded, min_samples=3).core_keys, with_params(s, min_samples=3).core_keys
+    )
     data = json.loads(path.read_text())
     del data["gamma_upper"]
     old = model_from_dict(data)

@@ -93,7 +93,10 @@ def test_without_a_projection_the_automatic_mode_has_no_place_prior(city):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = DPDBSCAN(
-            "auto", min_samples="auto", epsilon=1.0, random_state=0,
+            "auto",
+            min_samples="auto",
+            epsilon=1.0,
+            random_state=0,
             bounds=proj.project_bounds(list(BOUNDS[:2]), list(BOUNDS[2:])),
         ).fit(proj.forward(X))
     assert "max_extent" not in est.spans_.auto
@@ -110,8 +113,24 @@ def test_the_command_line_s_geo_mode_finds_places(city, tmp_path, capsys):
 
     path = tmp_path / "city.csv"
     path.write_text("x,y\n" + "\n".join(f"{a:.7f},{b:.7f}" for a, b in city[0][::2]) + "\n")
-    args = ["fit", str(path), "--header", "--geo", "--bounds", *map(str, BOUNDS), "--eps", "auto",
-            "--min-samples", "auto", "--seed", "0", "--no-png", "--no-geojson", "--out-dir", str(tmp_path / "o")]
+    args = [
+        "fit",
+        str(path),
+        "--header",
+        "--geo",
+        "--bounds",
+        *map(str, BOUNDS),
+        "--eps",
+        "auto",
+        "--min-samples",
+        "auto",
+        "--seed",
+        "0",
+        "--no-png",
+        "--no-geojson",
+        "--out-dir",
+        str(tmp_path / "o"),
+    ]
     assert main(args) == 0
     assert "places  : geographic mode" in capsys.readouterr().out
     model = load_model(tmp_path / "o" / "city.spans.json")  # the record passes the schema

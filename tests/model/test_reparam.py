@@ -17,12 +17,11 @@ import pytest
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
-from dpdbscan.model import SpanModel
-from releases import spans_from_histogram
-from releases import Config as MechanismConfig
-from releases import release_histogram
+from dpdbscan.model import SpanModel, finest_eps, load_model, save_model, with_params
 from dpdbscan.release.samplers.integers import SeededSource
-from dpdbscan.model import finest_eps, load_model, save_model, with_params
+
+from releases import Config as MechanismConfig
+from releases import release_histogram, spans_from_histogram
 
 
 def _instance(d, seed, n=150):
@@ -37,11 +36,11 @@ def _noiseless(grid, X, histogram, m, core, k):
     config = MechanismConfig(epsilon=1.0, histogram=histogram, noise="none")
     hist = release_histogram(grid, X, config, SeededSource(0))
     if core == "density":
-        return spans_from_histogram(hist, m, None, 0.1, subcells=k, border=grid.alpha,
-                                    margin=1.0, core="density")
+        return spans_from_histogram(
+            hist, m, None, 0.1, subcells=k, border=grid.alpha, margin=1.0, core="density"
+        )
     # Gamma is recomputed for the new kappa (never overridden), on both sides
-    return spans_from_histogram(hist, m, None, 0.5, subcells=k, border=0.0, margin="chernoff",
-                                core="bound")
+    return spans_from_histogram(hist, m, None, 0.5, subcells=k, border=0.0, margin="chernoff", core="bound")
 
 
 def _same_spans(a: SpanModel, b: SpanModel):
@@ -53,14 +52,16 @@ def _same_spans(a: SpanModel, b: SpanModel):
 
 @pytest.mark.parametrize("core", ["density", "bound"])
 @pytest.mark.parametrize("histogram", ["dense", "sparse"])
-@pytest.mark.parametrize("d,alpha,m,k,factors", [
-    (1, 0.02, 6, 2, (1.5, 3.1)),
-    (2, 0.04, 8, 2, (1.0, 2.0, 2.7)),
-    (2, 0.05, 20, 1, (1.3, 3.0)),
-    (3, 0.2, 10, 2, (1.6,)),
-])
-def test_noiseless_with_params_equals_a_fresh_fit_on_the_same_cells(core, histogram, d, alpha,
-                                                                    m, k, factors):
+@pytest.mark.parametrize(
+    "d,alpha,m,k,factors",
+    [
+        (1, 0.02, 6, 2, (1.5, 3.1)),
+        (2, 0.04, 8, 2, (1.0, 2.0, 2.7)),
+        (2, 0.05, 20, 1, (1.3, 3.0)),
+        (3, 0.2, 10, 2, (1.6,)),
+    ],
+)
+def test_noiseless_with_params_equals_a_fresh_fit_on_the_same_cells(core, histogram, d, alpha, m, k, factors):
     X = _instance(d, 7 + d)
     grid = Grid(np.zeros(d), np.ones(d), alpha)
     base = _noiseless(grid, X, histogram, 5, core, k)
@@ -114,7 +115,10 @@ def test_with_params_is_a_function_of_the_release():
     via = with_params(with_params(base, eps=0.05, min_samples=3), eps=0.09, min_samples=30)
     _same_spans(direct, via)
     assert (via.release.eps, via.release.eta, via.release.min_samples) == (
-        base.release.eps, base.release.eta, base.release.min_samples)
+        base.release.eps,
+        base.release.eta,
+        base.release.min_samples,
+    )
     # unchanged parameters give the release's spans back; MinPts alone is with_min_samples
     _same_spans(with_params(base), base)
     _same_spans(with_params(base, min_samples=25), with_params(base, min_samples=25))
@@ -138,15 +142,18 @@ def test_reparameterised_model_round_trips_through_json(tmp_path):
     assert d["params"]["alpha"] == pytest.approx(0.0961)
 
 
-@pytest.mark.parametrize("kw,match", [
-    ({"eps": 0.02}, "finer than this release can resolve"),
-    ({"eps": 0.0299}, "finer than this release can resolve"),
-    ({"eps": 0}, "eps=0"),
-    ({"eps": -1.0}, "eps=-1"),
-    ({"eps": float("nan")}, "eps=nan"),
-    ({"eps": 5.0}, "too large for this release's cells"),
-    ({"min_samples": 0}, "min_samples=0"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"eps": 0.02}, "finer than this release can resolve"),
+        ({"eps": 0.0299}, "finer than this release can resolve"),
+        ({"eps": 0}, "eps=0"),
+        ({"eps": -1.0}, "eps=-1"),
+        ({"eps": float("nan")}, "eps=nan"),
+        ({"eps": 5.0}, "too large for this release's cells"),
+        ({"min_samples": 0}, "min_samples=0"),
+    ],
+)
 @quiet
 def test_with_params_errors(kw, match):
     base, _ = _noisy()

@@ -20,13 +20,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
-from spanmodels import hand_model
 
-from dpdbscan import DPDBSCAN, SpanModel
+from dpdbscan import DPDBSCAN
 from dpdbscan.estimator import fit_lonlat
-from dpdbscan.spec.parameters import PARAMETERS, Integer, Options, Real
 from dpdbscan.model import load_model, model_from_dict, save_model, to_json, with_params
 from dpdbscan.post.coretests import CORE_TESTS
+from dpdbscan.spec.parameters import PARAMETERS, Integer, Options, Real
+
+from spanmodels import hand_model
 
 SCHEMA = json.loads((resources.files("dpdbscan.model") / "schema.json").read_text())
 VALIDATOR = Draft202012Validator(SCHEMA)
@@ -35,8 +36,10 @@ SF = (-122.48, 37.72, -122.38, 37.82)
 
 def _strict_json(text: str):
     """JSON as RFC 8259 has it: NaN and Infinity are not JSON."""
+
     def refuse(name):
         raise ValueError(f"{name} in a model file")
+
     return json.loads(text, parse_constant=refuse)
 
 
@@ -83,8 +86,13 @@ MODELS = {
     "gaussian noise, event level": lambda: _fit(noise="gaussian", delta=1e-6),
     "person level, gaussian": lambda: _fit(units=_units(), max_cells_per_unit=3, delta=1e-6),
     "person level, stability, bound test": lambda: _fit(
-        units=_units(), max_cells_per_unit=3, max_points_per_cell=2, delta=1e-6, histogram="stability",
-        core="bound"),
+        units=_units(),
+        max_cells_per_unit=3,
+        max_points_per_cell=2,
+        delta=1e-6,
+        histogram="stability",
+        core="bound",
+    ),
     "person level, k chosen privately": lambda: _fit(units=_units(), max_cells_per_unit="auto", delta=1e-6),
     "person level, laplace": lambda: _fit(units=_units(), max_cells_per_unit=1, noise="discrete"),
     "density margin pointwise": lambda: _fit(margin="pointwise"),
@@ -101,14 +109,22 @@ MODELS = {
     "with_params": lambda: with_params(_fit(), eps=0.1, min_samples=8),
     "with_min_samples, bound test": lambda: with_params(_fit(core="bound"), min_samples=3),
     "geographic (fit_lonlat)": lambda: fit_lonlat(
-        np.c_[np.random.default_rng(6).normal(-122.42, 0.005, 2000),
-              np.random.default_rng(7).normal(37.77, 0.005, 2000)],
-        bounds=SF, eps="200m", min_samples=10, random_state=0),
+        np.c_[
+            np.random.default_rng(6).normal(-122.42, 0.005, 2000),
+            np.random.default_rng(7).normal(37.77, 0.005, 2000),
+        ],
+        bounds=SF,
+        eps="200m",
+        min_samples=10,
+        random_state=0,
+    ),
     "saved before gamma_upper": lambda: _legacy(_fit(histogram="sparse", core="bound", theta=0.0)),
     "universe beyond 2^53 cells (built by hand)": lambda: hand_model(
-        [[(5, 5), (5, 6)]], shape=(10**9, 10**9), histogram=False),
+        [[(5, 5), (5, 6)]], shape=(10**9, 10**9), histogram=False
+    ),
     "sparse, built by hand": lambda: hand_model(
-        [[(1, 1)]], shape=(8, 8), values=np.eye(8, dtype=np.int64) * 3, sparse=True, geo=True),
+        [[(1, 1)]], shape=(8, 8), values=np.eye(8, dtype=np.int64) * 3, sparse=True, geo=True
+    ),
 }
 
 
@@ -131,9 +147,30 @@ def saved(tmp_path_factory) -> dict[str, Path]:
         csv = out / "points.csv"
         lonlat = np.c_[rng.normal(-122.42, 0.004, 1500), rng.normal(37.77, 0.004, 1500)]
         csv.write_text("lon,lat\n" + "\n".join(f"{a:.6f},{b:.6f}" for a, b in lonlat) + "\n")
-        assert main(["-q", "fit", str(csv), "--header", "--geo", "--bounds", *map(str, SF), "--eps", "150m",
-                     "--min-samples", "10", "--seed", "0", "--out-dir", str(out), "--no-png",
-                     "--no-geojson"]) == 0
+        assert (
+            main(
+                [
+                    "-q",
+                    "fit",
+                    str(csv),
+                    "--header",
+                    "--geo",
+                    "--bounds",
+                    *map(str, SF),
+                    "--eps",
+                    "150m",
+                    "--min-samples",
+                    "10",
+                    "--seed",
+                    "0",
+                    "--out-dir",
+                    str(out),
+                    "--no-png",
+                    "--no-geojson",
+                ]
+            )
+            == 0
+        )
         files["command line, --geo"] = out / "points.spans.json"
     return files
 
@@ -164,10 +201,13 @@ def test_the_saved_models_cover_the_schema_s_variants(saved):
         "no within": any(d["guarantee"]["within_clusters_at"] is None for d in docs),
         "no probability": any(d["guarantee"]["probability"] is None for d in docs),
         "gamma_upper null in a bound model": any(
-            d["params"]["core"] == "bound" and d["gamma_upper"] is None for d in docs),
+            d["params"]["core"] == "bound" and d["gamma_upper"] is None for d in docs
+        ),
         "auto": any("auto" in d for d in docs),
         "selection": {d["auto"].get("selection") for d in docs if "auto" in d},
-        "levels with spans": any(d.get("auto", {}).get("levels") and d["guarantee"].get("levels") for d in docs),
+        "levels with spans": any(
+            d.get("auto", {}).get("levels") and d["guarantee"].get("levels") for d in docs
+        ),
         "projection": sum("projection" in d["metadata"] for d in docs),
         "columns": any(d["metadata"].get("columns") for d in docs),
         "dimensions": {len(d["bounds"]["lower"]) for d in docs},
@@ -191,9 +231,16 @@ def test_the_saved_models_cover_the_schema_s_variants(saved):
 
 @pytest.fixture(scope="module")
 def documents(saved) -> dict[str, dict]:
-    return {kind: json.loads(saved[kind].read_text())
-            for kind in ("dense, density test", "dense, bound test", "stability, bound test",
-                         "person level, k chosen privately", "automatic eps and MinPts")}
+    return {
+        kind: json.loads(saved[kind].read_text())
+        for kind in (
+            "dense, density test",
+            "dense, bound test",
+            "stability, bound test",
+            "person level, k chosen privately",
+            "automatic eps and MinPts",
+        )
+    }
 
 
 def _set(*path_and_value):
@@ -203,6 +250,7 @@ def _set(*path_and_value):
         for key in path[:-1]:
             doc = doc[key]
         doc[path[-1]] = value
+
     return edit
 
 
@@ -211,6 +259,7 @@ def _drop(*path):
         for key in path[:-1]:
             doc = doc[key]
         del doc[path[-1]]
+
     return edit
 
 
@@ -259,14 +308,27 @@ BROKEN = {
     "margin 'paper' with the density test": ("dense, density test", _set("params", "margin", "paper")),
     "margin 2 with the bound test": ("dense, bound test", _set("params", "margin", 2.0)),
     "version 2": ("dense, density test", _set("version", 2)),
-    "a choice of k without units": ("dense, density test", _set("privacy", "unit_choice", {
-        "mechanism": "exponential", "candidates": [1, 2], "share": 0.1, "rho": 0.001})),
-    "a choice of k's share 1": ("person level, k chosen privately", _set("privacy", "unit_choice", "share", 1.0)),
+    "a choice of k without units": (
+        "dense, density test",
+        _set(
+            "privacy",
+            "unit_choice",
+            {"mechanism": "exponential", "candidates": [1, 2], "share": 0.1, "rho": 0.001},
+        ),
+    ),
+    "a choice of k's share 1": (
+        "person level, k chosen privately",
+        _set("privacy", "unit_choice", "share", 1.0),
+    ),
     "a choice of k's rho 0": ("person level, k chosen privately", _set("privacy", "unit_choice", "rho", 0)),
     "a choice of k by another mechanism": (
-        "person level, k chosen privately", _set("privacy", "unit_choice", "mechanism", "median")),
+        "person level, k chosen privately",
+        _set("privacy", "unit_choice", "mechanism", "median"),
+    ),
     "a choice of k without candidates": (
-        "person level, k chosen privately", _drop("privacy", "unit_choice", "candidates")),
+        "person level, k chosen privately",
+        _drop("privacy", "unit_choice", "candidates"),
+    ),
     # a level selection's record (the guarantee and the summary read it)
     "a level selection without its levels": ("automatic eps and MinPts", _drop("auto", "levels")),
     "unsure as text": ("automatic eps and MinPts", _set("auto", "unsure", "no")),
@@ -291,12 +353,12 @@ def test_broken_files_are_refused_by_the_schema_and_the_loader(documents, case):
 TABLE = {
     "delta 0.5 (table: < 0.01)": ("dense, density test", _set("privacy", "delta", 0.5)),
     "histogram delta 0.5": ("dense, density test", _set("histogram", "delta", 0.5)),
-    "histogram epsilon 1e5 (table: <= 1e4)": (
-        "dense, density test", _set("histogram", "epsilon", 1e5)),
+    "histogram epsilon 1e5 (table: <= 1e4)": ("dense, density test", _set("histogram", "epsilon", 1e5)),
     "epsilon 1e5 in a model saved before gamma_upper": (
-        "saved before gamma_upper", _set("privacy", "epsilon", 1e5)),
-    "noise 'none' (exact counts: tests only)": (
-        "saved before gamma_upper", _set("privacy", "noise", "none")),
+        "saved before gamma_upper",
+        _set("privacy", "epsilon", 1e5),
+    ),
+    "noise 'none' (exact counts: tests only)": ("saved before gamma_upper", _set("privacy", "noise", "none")),
 }
 
 
@@ -327,12 +389,21 @@ ONLY_THE_LOADER = {
     "gamma not the margin of the parameters": ("dense, bound test", _set("gamma", 1.0), "margins"),
     "kappa_q not the grid's": ("dense, density test", _set("guarantee", "kappa_q", 21), "do not match"),
     "histogram shape not the grid's": (
-        "dense, density test", _set("histogram", "values", "shape", [3, 3]), "histogram|reshape"),
+        "dense, density test",
+        _set("histogram", "values", "shape", [3, 3]),
+        "histogram|reshape",
+    ),
     "a level below the model's MinPts": (
-        "automatic eps and MinPts", _set("auto", "levels", 0, "min_samples", 1), "below"),
+        "automatic eps and MinPts",
+        _set("auto", "levels", 0, "min_samples", 1),
+        "below",
+    ),
     "a level at another eps": ("automatic eps and MinPts", _set("auto", "levels", 0, "eps", 1e-3), "eps"),
     "a span missing from the levels": (
-        "automatic eps and MinPts", lambda d: d["auto"]["levels"].pop(), "every span"),
+        "automatic eps and MinPts",
+        lambda d: d["auto"]["levels"].pop(),
+        "every span",
+    ),
 }
 
 
@@ -346,8 +417,17 @@ def test_what_only_the_loader_checks(documents, case):
         model_from_dict(doc)
 
 
-@pytest.mark.parametrize("field", [("release",), ("gamma_upper",), ("span_grid",), ("grid", "width"),
-                                   ("params", "border"), ("histogram", "delta")])
+@pytest.mark.parametrize(
+    "field",
+    [
+        ("release",),
+        ("gamma_upper",),
+        ("span_grid",),
+        ("grid", "width"),
+        ("params", "border"),
+        ("histogram", "delta"),
+    ],
+)
 def test_the_loader_still_reads_older_files_the_writer_no_longer_makes(documents, field):
     """The schema describes what the writer writes today; the loader also
     reads version-1 files from before these fields were recorded."""
@@ -388,10 +468,17 @@ def _range(schema: dict) -> tuple:
     return low, high, "exclusiveMinimum" in schema, "exclusiveMaximum" in schema
 
 
-@pytest.mark.parametrize("definition, parameter", [
-    ("epsilon", "epsilon"), ("delta", "delta"), ("eta", "eta"), ("beta", "beta"), ("eps", "eps"),
-    ("min_samples", "min_samples"),
-])
+@pytest.mark.parametrize(
+    "definition, parameter",
+    [
+        ("epsilon", "epsilon"),
+        ("delta", "delta"),
+        ("eta", "eta"),
+        ("beta", "beta"),
+        ("eps", "eps"),
+        ("min_samples", "min_samples"),
+    ],
+)
 def test_the_schema_s_ranges_are_the_parameter_table_s(definition, parameter):
     schema = SCHEMA["$defs"][definition]
     (c,) = [c for c in PARAMETERS[parameter].constraints if isinstance(c, (Real, Integer))]

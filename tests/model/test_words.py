@@ -10,11 +10,12 @@ import re
 
 import numpy as np
 import pytest
-from clirun import blob_points, run
 
 from dpdbscan import DPDBSCAN, fit_lonlat
 from dpdbscan.model import guarantee, save_model, summary
 from dpdbscan.post.coretests.base import within_words
+
+from clirun import blob_points, run
 
 # each summary line: (its label, symbols that must stand in it)
 SYMBOLS = {
@@ -123,18 +124,58 @@ def test_kappa_and_kappa_q_name_two_quantities_everywhere(capsys, tmp_path):
     save_model(model, tmp_path / "m.json")
     rc, out, _ = run(capsys, "info", tmp_path / "m.json")
     assert rc == 0 and "(kappa=21, kappa_q=15)" in out
-    rc, out, _ = run(capsys, "forecast", "--bounds", "0", "0", "10", "10", "--eps", "0.5", "--min-samples", "20",
-                     "--n-expected", "3000")
+    rc, out, _ = run(
+        capsys,
+        "forecast",
+        "--bounds",
+        "0",
+        "0",
+        "10",
+        "10",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "20",
+        "--n-expected",
+        "3000",
+    )
     assert rc == 0 and "(kappa=21, kappa_q=15)" in out and "21 noisy counts per candidate cell" in out
     assert "kappa=15" not in out
-    rc, out, _ = run(capsys, "forecast", "--bounds", "0", "0", "10", "10", "--eps", "0.5", "--min-samples", "20",
-                     "--subcells", "1")
+    rc, out, _ = run(
+        capsys,
+        "forecast",
+        "--bounds",
+        "0",
+        "0",
+        "10",
+        "10",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "20",
+        "--subcells",
+        "1",
+    )
     assert rc == 0 and "(kappa=21)" in out and "kappa_q" not in out
 
 
 def test_forecast_lines_are_sentences(capsys):
-    rc, out, _ = run(capsys, "forecast", "--geo", "--bounds", "-122.48", "37.72", "-122.38", "37.82", "--eps", "50m",
-                     "--min-samples", "1000", "--n-expected", "4e5")
+    rc, out, _ = run(
+        capsys,
+        "forecast",
+        "--geo",
+        "--bounds",
+        "-122.48",
+        "37.72",
+        "-122.38",
+        "37.82",
+        "--eps",
+        "50m",
+        "--min-samples",
+        "1000",
+        "--n-expected",
+        "4e5",
+    )
     assert rc == 0
     rows = {ln.split(":", 1)[0].strip(): ln.split(":", 1)[1] for ln in out.splitlines()[1:] if " : " in ln}
     assert "(|X|)" in rows["grid"] and "(dense histogram)" in rows["grid"]

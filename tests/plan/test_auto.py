@@ -11,9 +11,9 @@ import pytest
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
-from dpdbscan.model.record import SpanModel
-from dpdbscan.post import auto
+from dpdbscan.model import describe, guarantee, load_model, save_model, summary, with_params
 from dpdbscan.plan import autoplan
+from dpdbscan.post import auto
 from dpdbscan.post.ladder import Partition
 from dpdbscan.spec.parameters import PARAMETERS
 
@@ -26,7 +26,7 @@ def base_cells(epsilon, n_expected=None, max_cells=MAX_CELLS):
 
 def plan(lower, upper, eta, eps, min_samples, epsilon=1.0, max_cells=MAX_CELLS, n_expected=None):
     return autoplan.plan(lower, upper, eta, eps, min_samples, epsilon, max_cells, n_expected)
-from dpdbscan.model import describe, guarantee, load_model, save_model, summary, with_params
+
 
 quiet = pytest.mark.filterwarnings("ignore")  # seeded noise, small-data notes
 
@@ -85,8 +85,7 @@ def test_the_plan_is_public():
     cells = base_cells(1.0)
     assert Grid(lo, hi, p3.base_eps).n_cells <= cells < Grid(lo, hi, p3.base_eps / 1.02).n_cells
     assert len(p3.eps) < autoplan.EPS_STEPS
-    assert all(Grid(lo, hi, p3.base_eps).at_alpha(a).kappa <= autoplan.MAX_CANDIDATE_KAPPA
-               for a in p3.eps)
+    assert all(Grid(lo, hi, p3.base_eps).at_alpha(a).kappa <= autoplan.MAX_CANDIDATE_KAPPA for a in p3.eps)
     fixed = plan(*BOX, 4.0, 0.3, "auto")
     assert fixed.eps == (0.3,) and fixed.base_eps == 0.3
     assert plan(*BOX, 4.0, "auto", 40).min_samples == 40
@@ -104,8 +103,9 @@ def test_auto_finds_separated_blobs_and_records_its_choice(tmp_path):
     # a small public cap keeps the test quick: the base release has at most 4096 cells. The
     # flat cut: one (eps, MinPts), which with_params reproduces (the level selection,
     # each span at its own MinPts: test_levels.py)
-    est = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=3, max_cells=1 << 12,
-                   selection="flat").fit(X)
+    est = DPDBSCAN(
+        "auto", min_samples="auto", bounds=BOX, random_state=3, max_cells=1 << 12, selection="flat"
+    ).fit(X)
     m = est.spans_
     assert m.n_spans == 3
     from sklearn.metrics import adjusted_rand_score
@@ -139,8 +139,11 @@ def test_the_chosen_eps_pays_for_its_candidates(tmp_path):
     0.9 for a union over 7 candidates that covers only 1 - 7 beta = 0.3."""
     X, _ = blobs(1000)
     beta = 0.1
-    m = DPDBSCAN("auto", min_samples="auto", bounds=BOX, beta=beta, random_state=3,
-                 max_cells=1 << 12).fit(X).spans_
+    m = (
+        DPDBSCAN("auto", min_samples="auto", bounds=BOX, beta=beta, random_state=3, max_cells=1 << 12)
+        .fit(X)
+        .spans_
+    )
     c = len(m.auto["eps_candidates"])
     assert c == autoplan.EPS_STEPS and m.auto["chosen"] == ["eps", "min_samples"]
     g = guarantee(m)
@@ -156,11 +159,17 @@ def test_the_chosen_eps_pays_for_its_candidates(tmp_path):
     # a model saved before the fix (margins at beta itself) reports what the union covers
     from dataclasses import replace
 
-    old = replace(m, spec=replace(m.spec, beta=beta),
-                  spans=replace(m.spans, extra={**m.spans.extra, "probability": 1 - beta}))
+    old = replace(
+        m,
+        spec=replace(m.spec, beta=beta),
+        spans=replace(m.spans, extra={**m.spans.extra, "probability": 1 - beta}),
+    )
     assert guarantee(old)["probability"] == pytest.approx(1 - c * beta)  # 0.3
-    void = replace(m, spec=replace(m.spec, beta=beta),
-                   spans=replace(m.spans, extra={**m.spans.extra, "probability": 1 - 2 * beta}))
+    void = replace(
+        m,
+        spec=replace(m.spec, beta=beta),
+        spans=replace(m.spans, extra={**m.spans.extra, "probability": 1 - 2 * beta}),
+    )
     assert guarantee(void)["probability"] is None
     words = guarantee(void)["statement"]  # each place alone still holds (c times its p); all at once, none
     assert words.startswith("each place alone: ") and "; all at once, no guarantee: " in words
@@ -183,8 +192,14 @@ def test_partly_automatic():
 
 
 def _part(keys, labels, mass, m, thr):
-    return Partition(1.0, m, np.asarray(keys, dtype=np.int64), np.asarray(labels, dtype=np.int64),
-                     np.asarray(mass, float), thr)
+    return Partition(
+        1.0,
+        m,
+        np.asarray(keys, dtype=np.int64),
+        np.asarray(labels, dtype=np.int64),
+        np.asarray(mass, float),
+        thr,
+    )
 
 
 def test_level_scores_follow_the_cluster_tree():
@@ -200,8 +215,7 @@ def test_level_scores_follow_the_cluster_tree():
     assert scores[0] == 0  # one cluster only
     assert scores[1] == pytest.approx(2 * 30 * ln2) and scores[2] == scores[1]
     table = {(1.0, 5): L0, (1.0, 6): L1, (1.0, 7): L2, (1.0, 8): L3}
-    table = {k: Partition(1.0, k[1], p.keys, p.labels, p.mass, p.threshold)
-             for k, p in table.items()}
+    table = {k: Partition(1.0, k[1], p.keys, p.labels, p.mass, p.threshold) for k, p in table.items()}
     got = auto.choose(table, 2)
     assert (got["min_samples"], got["clusters"]) == (6, 2)  # the plateau's lowest level
     with pytest.raises(ValueError, match="nested"):
@@ -210,8 +224,10 @@ def test_level_scores_follow_the_cluster_tree():
 
 def _ladder(alpha, thresholds, labels, mass):
     keys = [1, 2, 3, 4, 10, 11]  # P = {1..4} (C1 = {1, 2}, C2 = {3, 4}), O = {10, 11}
-    return {(alpha, m): Partition(alpha, m, np.asarray(keys), np.asarray(lab), np.full(6, float(mass)), t)
-            for m, t, lab in zip((5, 7, 10, 14), thresholds, labels)}
+    return {
+        (alpha, m): Partition(alpha, m, np.asarray(keys), np.asarray(lab), np.full(6, float(mass)), t)
+        for m, t, lab in zip((5, 7, 10, 14), thresholds, labels)
+    }
 
 
 def test_a_merged_parent_at_a_larger_alpha_does_not_hide_its_children():
@@ -244,8 +260,27 @@ def test_cli_fit_auto_and_info(tmp_path, capsys):
     X, _ = blobs(800)
     path = tmp_path / "b.csv"
     path.write_text("x,y\n" + "\n".join(f"{a!r},{b!r}" for a, b in X) + "\n")
-    rc = main(["fit", str(path), "--header", "--eps", "auto", "--min-samples", "auto", "--bounds", "0", "0",
-               "10", "8", "--seed", "0", "--out-dir", str(tmp_path), "--no-png"])
+    rc = main(
+        [
+            "fit",
+            str(path),
+            "--header",
+            "--eps",
+            "auto",
+            "--min-samples",
+            "auto",
+            "--bounds",
+            "0",
+            "0",
+            "10",
+            "8",
+            "--seed",
+            "0",
+            "--out-dir",
+            str(tmp_path),
+            "--no-png",
+        ]
+    )
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "auto    : eps and min_samples chosen" in out

@@ -25,6 +25,7 @@ from dpdbscan.laws import zcdp
 from dpdbscan.plan.resolve import resolve, validated
 from dpdbscan.post.coretests import core_test
 from dpdbscan.post.coretests.density import weighted_quantile
+
 from stats import P_FAIL, cp_lower, cp_upper
 
 BOX = ([0.0, 0.0], [1.0, 1.0])
@@ -94,7 +95,9 @@ def short_counts(kw: dict) -> tuple[float, float]:
     st = core_test(r.spans.core).statistic(
         r.release.grid, r.release.histogram, noise.kind, noise.scale, r.release.theta, r.spans
     )
-    short = [t - weighted_quantile(noise.kind, noise.scale, w, 0.01) for w, t in zip(st.weights, st.thresholds)]
+    short = [
+        t - weighted_quantile(noise.kind, noise.scale, w, 0.01) for w, t in zip(st.weights, st.thresholds)
+    ]
     return max(s / o for s, o in zip(short, st.own)), max(s / c for s, c in zip(short, st.sums))
 
 
@@ -211,8 +214,24 @@ def test_units_forecast_needs_a_contribution_bound():
         DPDBSCAN(**PERSON).forecast(n_units_expected=0)
 
 
-CABS = ["--geo", "--bounds", "-122.6", "37.55", "-122.3", "37.85", "--eps", "200m", "--min-samples",
-        "100", "--max-cells-per-unit", "1000", "--noise", "gaussian", "--delta", "1e-6"]
+CABS = [
+    "--geo",
+    "--bounds",
+    "-122.6",
+    "37.55",
+    "-122.3",
+    "37.85",
+    "--eps",
+    "200m",
+    "--min-samples",
+    "100",
+    "--max-cells-per-unit",
+    "1000",
+    "--noise",
+    "gaussian",
+    "--delta",
+    "1e-6",
+]
 
 
 def test_cli_forecast_person_level(capsys):
@@ -227,8 +246,9 @@ def test_cli_forecast_person_level(capsys):
     got = json.loads(out)["units"]
     proj = Equirectangular.from_bounds(np.array([-122.6, 37.55]), np.array([-122.3, 37.85]), None)
     lower, upper = proj.project_bounds(np.array([-122.6, 37.55]), np.array([-122.3, 37.85]))
-    est = DPDBSCAN(0.2, min_samples=100, max_cells_per_unit=1000, noise="gaussian", delta=1e-6,
-                   bounds=(lower, upper))
+    est = DPDBSCAN(
+        0.2, min_samples=100, max_cells_per_unit=1000, noise="gaussian", delta=1e-6, bounds=(lower, upper)
+    )
     want = est.forecast(n_units_expected=536, eps_ladder=[0.05, 0.4]).units
     assert want is not None
     assert [r["spot_units"] for r in got["ladder"]] == [r.spot_units for r in want.ladder]
@@ -236,10 +256,13 @@ def test_cli_forecast_person_level(capsys):
     assert got["sentence"] == want.sentence()
 
 
-@pytest.mark.parametrize("argv,match", [
-    (["--n-units-expected", "0"], "--n-units-expected"),
-    (["--max-cells-per-unit", "auto"], "--max-cells-per-unit as a number"),
-])
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["--n-units-expected", "0"], "--n-units-expected"),
+        (["--max-cells-per-unit", "auto"], "--max-cells-per-unit as a number"),
+    ],
+)
 def test_cli_forecast_person_level_refuses(capsys, argv, match):
     rc = main(["forecast", *CABS, *argv])
     _, err = capsys.readouterr()
@@ -247,7 +270,21 @@ def test_cli_forecast_person_level_refuses(capsys, argv, match):
 
 
 def test_cli_forecast_units_need_a_bound(capsys):
-    rc = main(["forecast", "--bounds", "0", "0", "1", "1", "--eps", "0.1", "--min-samples", "5",
-               "--n-units-expected", "100"])
+    rc = main(
+        [
+            "forecast",
+            "--bounds",
+            "0",
+            "0",
+            "1",
+            "1",
+            "--eps",
+            "0.1",
+            "--min-samples",
+            "5",
+            "--n-units-expected",
+            "100",
+        ]
+    )
     _, err = capsys.readouterr()
     assert rc != 0 and "--max-cells-per-unit" in err

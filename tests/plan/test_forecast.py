@@ -18,8 +18,7 @@ from dpdbscan.exceptions import UtilityWarning
 def _clusters(d, n, seed=0, spread=0.03):
     rng = np.random.default_rng(seed)
     centres = rng.uniform(0.2, 0.8, (3, d))
-    return np.clip(np.vstack([c + spread * rng.standard_normal((n // 3, d)) for c in centres]),
-                   0, 1)
+    return np.clip(np.vstack([c + spread * rng.standard_normal((n // 3, d)) for c in centres]), 0, 1)
 
 
 SETUPS = [
@@ -41,8 +40,13 @@ def test_forecast_numbers_equal_what_a_fit_reports(kw):
     assert fc.gamma == pytest.approx(model.spans.gamma, rel=1e-12)
     assert fc.threshold == pytest.approx(model.spans.threshold, rel=1e-12)
     assert (fc.n_cells, fc.kappa, fc.kappa_q, fc.histogram, fc.subcells, fc.d) == (
-        model.release.grid.n_cells, model.release.grid.kappa, model.spans.kappa_q, model.release.histogram,
-        model.spec.subcells, d)
+        model.release.grid.n_cells,
+        model.release.grid.kappa,
+        model.spans.kappa_q,
+        model.release.histogram,
+        model.spec.subcells,
+        d,
+    )
     if fc.histogram != "dense":
         assert fc.theta == model.release.theta
     assert fc.eps == model.grid.alpha and fc.min_samples == model.spec.min_samples
@@ -126,13 +130,43 @@ def test_auto_forecast_is_the_base_release():
 
 
 def test_cli_forecast(capsys):
-    rc = main(["forecast", "--geo", "--bounds", "-122.48", "37.72", "-122.38", "37.82", "--eps",
-               "50m", "--min-samples", "1000", "--n-expected", "4e5"])
+    rc = main(
+        [
+            "forecast",
+            "--geo",
+            "--bounds",
+            "-122.48",
+            "37.72",
+            "-122.38",
+            "37.82",
+            "--eps",
+            "50m",
+            "--min-samples",
+            "1000",
+            "--n-expected",
+            "4e5",
+        ]
+    )
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "eps=50 m" in out and "threshold" in out and "detectable" in out
-    rc = main(["forecast", "--bounds", "0", "1", "--dims", "2", "--eps", "0.05", "--min-samples",
-               "20", "--n-expected", "20000", "--json"])
+    rc = main(
+        [
+            "forecast",
+            "--bounds",
+            "0",
+            "1",
+            "--dims",
+            "2",
+            "--eps",
+            "0.05",
+            "--min-samples",
+            "20",
+            "--n-expected",
+            "20000",
+            "--json",
+        ]
+    )
     out, _ = capsys.readouterr()
     got = json.loads(out)
     want = DPDBSCAN(eps=0.05, min_samples=20, bounds=(0, 1)).forecast(20_000, n_features=2)
@@ -141,12 +175,17 @@ def test_cli_forecast(capsys):
     assert got["sentence"] == want.sentence()
 
 
-@pytest.mark.parametrize("argv,match", [
-    (["--bounds", "0", "1", "--eps", "0.1", "--min-samples", "5"], "--dims"),
-    (["--bounds", "0", "0", "1", "1", "--eps", "0", "--min-samples", "5"], "--eps 0"),
-    (["--bounds", "0", "0", "1", "1", "--eps", "0.1", "--min-samples", "5", "--n-expected", "-1"],
-     "--n-expected"),
-])
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["--bounds", "0", "1", "--eps", "0.1", "--min-samples", "5"], "--dims"),
+        (["--bounds", "0", "0", "1", "1", "--eps", "0", "--min-samples", "5"], "--eps 0"),
+        (
+            ["--bounds", "0", "0", "1", "1", "--eps", "0.1", "--min-samples", "5", "--n-expected", "-1"],
+            "--n-expected",
+        ),
+    ],
+)
 def test_cli_forecast_refuses_bad_input(capsys, argv, match):
     rc = main(["forecast", *argv])
     err = capsys.readouterr().err

@@ -46,10 +46,15 @@ def _direct_mgf_laplace(eps, lam, theta, x):
     kept = pos + neg
     # and one numerical check of the closed form
     if x == 3:
-        num = integrate.quad(lambda z: 0.5 * eps * math.exp(lam * z - eps * abs(z)), t, t + 200 / eps,
-                             points=[0.0] if t < 0 else None, limit=400)[0]
+        num = integrate.quad(
+            lambda z: 0.5 * eps * math.exp(lam * z - eps * abs(z)),
+            t,
+            t + 200 / eps,
+            points=[0.0] if t < 0 else None,
+            limit=400,
+        )[0]
         assert kept == pytest.approx(num, rel=1e-7)
-    dropped = (0.5 * math.exp(eps * t) if t < 0 else 1 - 0.5 * math.exp(-eps * t))
+    dropped = 0.5 * math.exp(eps * t) if t < 0 else 1 - 0.5 * math.exp(-eps * t)
     return kept + dropped * math.exp(-lam * x)
 
 

@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-from releases import make_histogram
 from dpdbscan.cells.grid import Grid
-from dpdbscan.cells.histogram import NoisyHistogram
 from dpdbscan.post.coretests.bound import core
 from dpdbscan.post.sums import dense_neighbour_sums
+
+from releases import make_histogram
 
 
 def _sparse_hist(grid, seed, density=0.02):
@@ -90,7 +90,6 @@ def _core_subcells_reference(hist, threshold, layout):
 @pytest.mark.parametrize("kind", ["dense-int", "dense-float", "sparse"])
 @pytest.mark.parametrize("k", [2, 3])
 def test_subcell_core_cells_match_full_evaluation(d, kind, k):
-    from dpdbscan.cells.histogram import NoisyHistogram
     from dpdbscan.cells.subcells import SubcellLayout
     from dpdbscan.post.coretests.bound import core
 
@@ -117,20 +116,20 @@ def test_subcell_core_cells_match_full_evaluation(d, kind, k):
         assert np.array_equal(k0, k1) and np.array_equal(s0, s1), (thr, k0.size, k1.size)
 
 
-
 @pytest.mark.parametrize("d", [1, 2, 3])
 @pytest.mark.parametrize("kind", ["int", "float"])
 def test_dense_core_cells_from_candidates_match_full_sums(d, kind):
     """k = 1 on a dense histogram: candidates around heavy cells give exactly
     the cells and sums of the full evaluation."""
-    from dpdbscan.cells.histogram import NoisyHistogram
     from dpdbscan.post.coretests.bound import core
     from dpdbscan.post.sums import dense_candidates, dense_neighbour_sums
 
     rng = np.random.default_rng(40 + d)
-    alpha, sigma, thresholds = {1: (0.0005, 0.01, (300.0, 1000.0, 2000.0)),
-                                2: (0.005, 0.01, (100.0, 300.0, 1000.0)),
-                                3: (0.03, 0.02, (1000.0, 3000.0, 6000.0))}[d]
+    alpha, sigma, thresholds = {
+        1: (0.0005, 0.01, (300.0, 1000.0, 2000.0)),
+        2: (0.005, 0.01, (100.0, 300.0, 1000.0)),
+        3: (0.03, 0.02, (1000.0, 3000.0, 6000.0)),
+    }[d]
     g = Grid(np.zeros(d), np.ones(d), alpha)
     counts = np.zeros(g.shape, dtype=np.int64)
     for _ in range(3):
@@ -149,5 +148,3 @@ def test_dense_core_cells_from_candidates_match_full_sums(d, kind):
         assert np.array_equal(g.decode(keys), expect)
         assert np.array_equal(sums, S[S >= thr])
     assert used >= 1  # the candidate path was taken
-
-

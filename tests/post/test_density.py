@@ -7,14 +7,11 @@ import math
 
 import numpy as np
 import pytest
-from reference import components, same_partition
 
-from dpdbscan import DPDBSCAN, SpanModel
+from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
-from dpdbscan.cells.histogram import NoisyHistogram
+from dpdbscan.model import guarantee, model_from_dict, to_json, with_params
 from dpdbscan.model.predict import predict_spans, span_regions
-from releases import Config as MechanismConfig, make_histogram
-from releases import release_histogram
 from dpdbscan.post.coretests.density import (
     accuracy_margin,
     ball_weights,
@@ -28,7 +25,10 @@ from dpdbscan.post.coretests.density import (
 )
 from dpdbscan.post.merge import centre_offsets, merge_centres, radius_cells2
 from dpdbscan.release.samplers.integers import SeededSource
-from dpdbscan.model import guarantee, model_from_dict, to_json, with_params
+
+from reference import components, same_partition
+from releases import Config as MechanismConfig
+from releases import make_histogram, release_histogram
 
 # --------------------------------------------------------------------------- #
 # weights
@@ -44,9 +44,21 @@ def test_weights_in_one_dimension_are_exact():
     np.testing.assert_allclose(bw2.W[0], [0.75, 1.0, 0.25], atol=1e-15)
 
 
-@pytest.mark.parametrize("d,k,eta", [(1, 1, 3.0), (2, 1, 4.0), (2, 2, 4.0), (2, 3, 4.0),
-                                     (2, 2, 2.0), (3, 1, 4.0), (3, 2, 4.0), (4, 1, 4.0),
-                                     (5, 1, 4.0), (6, 1, 4.0)])
+@pytest.mark.parametrize(
+    "d,k,eta",
+    [
+        (1, 1, 3.0),
+        (2, 1, 4.0),
+        (2, 2, 4.0),
+        (2, 3, 4.0),
+        (2, 2, 2.0),
+        (3, 1, 4.0),
+        (3, 2, 4.0),
+        (4, 1, 4.0),
+        (5, 1, 4.0),
+        (6, 1, 4.0),
+    ],
+)
 def test_rows_sum_to_the_ball_volume(d, k, eta):
     """sum_Y W(q, Y) = V_d (alpha/w)^d: every point of space lies in one cell."""
     bw = ball_weights(d, eta, k)
@@ -67,8 +79,7 @@ def test_weights_are_symmetric(d, k):
                 p2 = list(p)
                 o2 = list(o)
                 p2[axis], o2[axis] = k - 1 - p[axis], -o[axis]
-                assert bw.W[pos_index[tuple(p2)], off_index[tuple(o2)]] == pytest.approx(
-                    bw.W[i, j], abs=1e-9)
+                assert bw.W[pos_index[tuple(p2)], off_index[tuple(o2)]] == pytest.approx(bw.W[i, j], abs=1e-9)
             for perm in itertools.permutations(range(d)):
                 p3 = tuple(p[a] for a in perm)
                 o3 = tuple(o[a] for a in perm)
@@ -184,16 +195,14 @@ def test_dense_sums_match_brute_force_and_the_fast_path(d, k):
 def test_sparse_sums_equal_dense_sums_of_the_same_release(d, k):
     """A sparse release reads 0 where nothing is released: its sums equal the
     dense sums of the array with those cells zeroed."""
-    hist = _random_hist("sparse", seed=7, d=d, alpha=0.25 if d == 3 else 0.1, theta=2.0,
-                        noise_vals=False)
+    hist = _random_hist("sparse", seed=7, d=d, alpha=0.25 if d == 3 else 0.1, theta=2.0, noise_vals=False)
     grid = hist.grid
     dense_vals = np.zeros(grid.shape, dtype=np.int64)
     dense_vals[tuple(grid.decode(hist.keys).T)] = hist.values
     dense = make_histogram(grid, "dense", dense_vals)
     bw = ball_weights(d, 4.0, k)
     keys = grid.encode(grid.all_coords())
-    np.testing.assert_allclose(weighted_sums_at(hist, bw, keys), weighted_sums_at(dense, bw, keys),
-                               atol=1e-9)
+    np.testing.assert_allclose(weighted_sums_at(hist, bw, keys), weighted_sums_at(dense, bw, keys), atol=1e-9)
 
 
 # --------------------------------------------------------------------------- #
@@ -223,7 +232,9 @@ LAWS = [("discrete", 1.0, 0.3), ("laplace", 1.0, 0.3), ("gaussian", 2.0, 0.5), (
 def _noise(kind, scale):
     from dpdbscan.release.histograms import ContinuousLaplace, DiscreteGaussian, DiscreteLaplace
 
-    return {"discrete": DiscreteLaplace, "laplace": ContinuousLaplace, "gaussian": DiscreteGaussian}[kind](scale)
+    return {"discrete": DiscreteLaplace, "laplace": ContinuousLaplace, "gaussian": DiscreteGaussian}[kind](
+        scale
+    )
 
 
 @pytest.mark.parametrize("noise,scale,slack", LAWS)
@@ -269,8 +280,7 @@ def test_margin_rules():
     bw = ball_weights(2, 4.0, 2)
     m = margin(1.0, bw, "discrete", 1.0, 0.1, 10_000)
     np.testing.assert_allclose(m.values, m.sigma)
-    np.testing.assert_allclose(m.sigma, np.sqrt(noise_variance("discrete", 1.0)
-                                                * bw.sums_of_squares))
+    np.testing.assert_allclose(m.sigma, np.sqrt(noise_variance("discrete", 1.0) * bw.sums_of_squares))
     # the guard: threshold at least the empty-neighbourhood quantile
     g = margin(1.0, bw, "discrete", 1.0, 0.1, 10_000, min_samples=3)
     assert np.all(3 + g.values >= g.empty) and np.all(g.empty > 3 + g.sigma)
@@ -284,8 +294,10 @@ def test_margin_rules():
     with pytest.raises(ValueError, match="numeric density margin"):
         margin(-1.0, bw, "discrete", 1.0, 0.1, 100)
     # the accuracy bound of a truncating release (Z^+) is above the dense one
-    assert np.all(accuracy_margin(bw, "discrete", 1.0, 0.1, 1000, "sparse")
-                  > accuracy_margin(bw, "discrete", 1.0, 0.1, 1000, "dense"))
+    assert np.all(
+        accuracy_margin(bw, "discrete", 1.0, 0.1, 1000, "sparse")
+        > accuracy_margin(bw, "discrete", 1.0, 0.1, 1000, "dense")
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -311,7 +323,7 @@ def _brute_density_spans(grid, counts, min_samples, k, gamma, estimate="average"
     for X in itertools.product(*[range(s) for s in grid.shape]):
         for r, pos in enumerate(bw.positions):
             f = tuple(x * k + p for x, p in zip(X, pos))
-            if any(fi * fine_w >= u - l - 1e-12 for fi, l, u in zip(f, grid.lower, grid.upper)):
+            if any(fi * fine_w >= hi - lo - 1e-12 for fi, lo, hi in zip(f, grid.lower, grid.upper)):
                 continue  # sub-cell outside the box
             E = 0.0
             for j, o in enumerate(bw.offsets):
@@ -329,15 +341,23 @@ def _brute_density_spans(grid, counts, min_samples, k, gamma, estimate="average"
 
 
 @pytest.mark.parametrize("histogram", ["dense", "sparse"])
-@pytest.mark.parametrize("d,alpha,min_samples,k,eta", [
-    (1, 0.05, 5, 2, 4.0), (2, 0.1, 8, 2, 4.0), (2, 0.12, 12, 1, 4.0), (2, 0.1, 8, 3, 4.0),
-    (2, 0.12, 10, 2, 2.0), (3, 0.3, 10, 2, 4.0),
-])
+@pytest.mark.parametrize(
+    "d,alpha,min_samples,k,eta",
+    [
+        (1, 0.05, 5, 2, 4.0),
+        (2, 0.1, 8, 2, 4.0),
+        (2, 0.12, 12, 1, 4.0),
+        (2, 0.1, 8, 3, 4.0),
+        (2, 0.12, 10, 2, 2.0),
+        (3, 0.3, 10, 2, 4.0),
+    ],
+)
 def test_noiseless_density_pipeline_equals_brute_force(histogram, d, alpha, min_samples, k, eta):
     X = _instance(d, 4)
     grid = Grid(np.zeros(d), np.ones(d), alpha, eta)
-    hist = release_histogram(grid, X, MechanismConfig(epsilon=1.0, histogram=histogram,
-                                                      noise="none"), SeededSource(0))
+    hist = release_histogram(
+        grid, X, MechanismConfig(epsilon=1.0, histogram=histogram, noise="none"), SeededSource(0)
+    )
     dc = density_field(hist, min_samples, subcells=k, margin_rule=0.0).core(min_samples)
     labels = merge_centres(dc.fine, dc.keys)
     counts = {}
@@ -356,12 +376,17 @@ def test_occupancy_removes_the_gap_between_two_dense_clusters():
     condition they join the clusters; with it the clusters stay apart."""
     rng = np.random.default_rng(1)
     alpha = 0.05
-    X = np.vstack([[0.4, 0.5] + 0.01 * rng.standard_normal((600, 2)),
-                   [0.4 + 0.08 + 0.02, 0.5] + 0.01 * rng.standard_normal((600, 2))])
+    X = np.vstack(
+        [
+            [0.4, 0.5] + 0.01 * rng.standard_normal((600, 2)),
+            [0.4 + 0.08 + 0.02, 0.5] + 0.01 * rng.standard_normal((600, 2)),
+        ]
+    )
     X = X[np.abs(X[:, 0] - 0.45) > 0.04]  # an empty band 0.08 = 1.6 alpha wide
     grid = Grid([0, 0], [1, 1], alpha)
-    hist = release_histogram(grid, X, MechanismConfig(epsilon=1.0, histogram="dense",
-                                                      noise="none"), SeededSource(0))
+    hist = release_histogram(
+        grid, X, MechanismConfig(epsilon=1.0, histogram="dense", noise="none"), SeededSource(0)
+    )
     for gamma, want in [(0.0, 1), (0.5, 2)]:
         dc = density_field(hist, 20, subcells=2, margin_rule=0.0, occupancy=gamma).core(20)
         assert merge_centres(dc.fine, dc.keys).max() + 1 == want
@@ -394,8 +419,10 @@ def test_centre_merging_equals_all_pairs():
     keys = fine.encode(coords)
     order = np.argsort(keys)
     lab = merge_centres(fine, keys[order])
-    expected = components([tuple(c) for c in coords[order].tolist()],
-                          lambda a, b: fine.width * math.dist(a, b) < 0.2 * (1 - 1e-9))
+    expected = components(
+        [tuple(c) for c in coords[order].tolist()],
+        lambda a, b: fine.width * math.dist(a, b) < 0.2 * (1 - 1e-9),
+    )
     got = dict(zip(map(tuple, coords[order].tolist()), lab.tolist()))
     assert same_partition(got, expected)
 
@@ -436,8 +463,12 @@ def test_nearest_centre_border_rule_against_brute_force():
 
 def _blobs(seed=0):
     rng = np.random.default_rng(seed)
-    return np.vstack([[0.3, 0.3] + 0.03 * rng.standard_normal((3000, 2)),
-                      [0.7, 0.65] + 0.03 * rng.standard_normal((3000, 2))])
+    return np.vstack(
+        [
+            [0.3, 0.3] + 0.03 * rng.standard_normal((3000, 2)),
+            [0.7, 0.65] + 0.03 * rng.standard_normal((3000, 2)),
+        ]
+    )
 
 
 def test_estimator_density_release_round_trips_through_json():
@@ -466,12 +497,15 @@ def test_bound_release_is_unchanged_by_the_option():
     assert model_from_dict(json.loads(to_json(a.spans_))).spec.core == "bound"
 
 
-@pytest.mark.parametrize("kw,match", [
-    (dict(core="upper"), "core must be"),
-    (dict(core="bound", margin="pointwise"), "rule of the density test"),
-    (dict(core="density", margin="paper"), "bound test's Gamma"),
-    (dict(core="density", margin=-1.0), "margin must be"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(core="upper"), "core must be"),
+        (dict(core="bound", margin="pointwise"), "rule of the density test"),
+        (dict(core="density", margin="paper"), "bound test's Gamma"),
+        (dict(core="density", margin=-1.0), "margin must be"),
+    ],
+)
 def test_bad_core_options(kw, match):
     with pytest.raises(ValueError, match=match):
         DPDBSCAN(eps=0.1, min_samples=5, bounds=(0, 1), **kw).fit(np.zeros((3, 2)))
@@ -496,15 +530,15 @@ def test_noiseless_pipeline_without_occupancy(histogram):
     equals the brute force."""
     X = _instance(2, 5)
     grid = Grid(np.zeros(2), np.ones(2), 0.1)
-    hist = release_histogram(grid, X, MechanismConfig(epsilon=1.0, histogram=histogram,
-                                                      noise="none"), SeededSource(0))
+    hist = release_histogram(
+        grid, X, MechanismConfig(epsilon=1.0, histogram=histogram, noise="none"), SeededSource(0)
+    )
     dc = density_field(hist, 8, subcells=2, margin_rule=0.0, occupancy=0.0).core(8)
     counts = {}
     for c in map(tuple, grid.coords(X)):
         counts[c] = counts.get(c, 0) + 1
     expected = _brute_density_spans(grid, counts, 8, 2, 0.0)
-    got = dict(zip(map(tuple, dc.fine.decode(dc.keys).tolist()),
-                   merge_centres(dc.fine, dc.keys).tolist()))
+    got = dict(zip(map(tuple, dc.fine.decode(dc.keys).tolist()), merge_centres(dc.fine, dc.keys).tolist()))
     assert set(got) == set(expected) and same_partition(got, expected)
 
 

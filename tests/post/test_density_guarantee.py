@@ -17,18 +17,19 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from reach import ub_of_core_subcells as _ub_of_core_subcells
-from stats import P_FAIL, cp_lower
-from test_sandwich import _points, covers_clusters, within_relaxed_clusters
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
-from releases import Config as MechanismConfig
-from releases import fit_spans
+from dpdbscan.model import guarantee, summary
 from dpdbscan.post.coretests.density import accuracy_margin, ball_weights, dense_weighted_sums
 from dpdbscan.release.backends.numpy_backend import NumpyBackend
 from dpdbscan.release.samplers.integers import SeededSource
-from dpdbscan.model import guarantee, summary
+
+from reach import ub_of_core_subcells as _ub_of_core_subcells
+from releases import Config as MechanismConfig
+from releases import fit_spans
+from stats import P_FAIL, cp_lower
+from test_sandwich import _points, covers_clusters, within_relaxed_clusters
 
 INSTANCES = dict(
     seed=st.integers(0, 10_000),
@@ -46,15 +47,16 @@ INSTANCES = dict(
 STATS = {"checked": 0, "spans": 0, "above_one": 0}
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(**INSTANCES)
-def test_spans_stay_within_relaxed_clusters(seed, n_clusters, n_per, spread, n_noise, alpha,
-                                            min_samples, epsilon, eta, subcells, margin):
+def test_spans_stay_within_relaxed_clusters(
+    seed, n_clusters, n_per, spread, n_noise, alpha, min_samples, epsilon, eta, subcells, margin
+):
     X = _points(seed, n_clusters, n_per, spread, n_noise)
     grid = Grid([0.0, 0.0], [1.0, 1.0], alpha, eta)
-    config = MechanismConfig(epsilon=epsilon, histogram="dense", beta=0.1, subcells=subcells,
-                             margin=margin, core="density")
+    config = MechanismConfig(
+        epsilon=epsilon, histogram="dense", beta=0.1, subcells=subcells, margin=margin, core="density"
+    )
     model = fit_spans(X, grid, min_samples, config, SeededSource(seed))
 
     counts = NumpyBackend().dense_counts(grid, X)
@@ -99,8 +101,9 @@ def test_no_covering_guarantee_counterexample():
     X = np.vstack([a, b])
     assert np.all(grid.coords(a)[:, 0] == 5) and np.all(grid.coords(b)[:, 0] == 7)
     assert np.linalg.norm(a.mean(0) - b.mean(0)) < 0.9 * alpha
-    config = MechanismConfig(epsilon=1.0, histogram="dense", noise="none", subcells=2,
-                             margin=1.0, core="density", border=alpha)
+    config = MechanismConfig(
+        epsilon=1.0, histogram="dense", noise="none", subcells=2, margin=1.0, core="density", border=alpha
+    )
     model = fit_spans(X, grid, 50, config, SeededSource(0))
     assert model.n_spans == 2
     assert not covers_clusters(model, X, alpha, 300)  # a (alpha, 300)-cluster, split

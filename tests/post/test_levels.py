@@ -9,8 +9,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from levelpoints import BOX, bridged_blobs
-from releases import library, release_histogram
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.model.predict import predict_spans, span_regions
@@ -20,10 +18,19 @@ from dpdbscan.post.partition import Partition
 from dpdbscan.post.spans import build_spans
 from dpdbscan.spec.specs import SpanSpec
 
+from levelpoints import BOX, bridged_blobs
+from releases import library, release_histogram
+
 
 def _part(keys, labels, mass, m, thr, alpha=1.0):
-    return Partition(alpha, m, np.asarray(keys, dtype=np.int64), np.asarray(labels, dtype=np.int64),
-                     np.asarray(mass, float), thr)
+    return Partition(
+        alpha,
+        m,
+        np.asarray(keys, dtype=np.int64),
+        np.asarray(labels, dtype=np.int64),
+        np.asarray(mass, float),
+        thr,
+    )
 
 
 # A root R = {1..8} splits at level 1 into A = {1, 2, 3} and B = {5..8}; B splits
@@ -40,7 +47,12 @@ def test_condensed_tree_follows_splits_and_integrates_mass():
     lam = [0.0, 1.0, 2.0, 3.0]
     tree = levels.condensed_tree(LEVELS, lam)
     assert [(c.parent, c.birth, c.death) for c in tree] == [
-        (-1, 0, 0), (0, 1, 2), (0, 1, 1), (2, 2, 3), (2, 2, 3)]
+        (-1, 0, 0),
+        (0, 1, 2),
+        (0, 1, 1),
+        (2, 2, 3),
+        (2, 2, 3),
+    ]
     R, A, B, B1, B2 = tree
     assert R.children == (1, 2) and B.children == (3, 4)
     # mass x width of each level it lives at; the top level has no width
@@ -119,14 +131,16 @@ def test_a_close_call_is_reported_and_its_alternative_shown():
 
 # ------------------------------------------------------------ from a release
 
+
 def _release(noise="discrete", seed=0, histogram="dense"):
     """The release of :func:`_points` at eps 0.1 (``noise="none"``: the exact counts)."""
     X, y = bridged_blobs(seed)
     grid = Grid(*BOX, 0.1)
     config = library(1.0, noise=noise, histogram=histogram, border=0.1)
     hist = release_histogram(grid, X, config, seed)
-    spec = SpanSpec(min_samples=5, beta=0.1, subcells=2, margin=1.0, border=0.1, raise_min_samples=True,
-                    core="density")
+    spec = SpanSpec(
+        min_samples=5, beta=0.1, subcells=2, margin=1.0, border=0.1, raise_min_samples=True, core="density"
+    )
     return X, y, hist, spec
 
 
@@ -176,10 +190,12 @@ def test_each_span_s_guarantee_is_the_density_test_s_at_its_own_level():
     grid = hist.grid.at_alpha(sel.alpha)
     rho = build_spans(hist.on_grid(grid), spec).rho
     for s in sel.spans:
-        g = levels.level_guarantee(grid, hist.kind, hist.noise, hist.scale, hist.theta, spec, s.min_samples,
-                                   3, rho)
-        _, one = density_guarantee(grid, hist.kind, hist.noise, hist.scale, hist.theta,
-                                   replace(spec, min_samples=s.min_samples))
+        g = levels.level_guarantee(
+            grid, hist.kind, hist.noise, hist.scale, hist.theta, spec, s.min_samples, 3, rho
+        )
+        _, one = density_guarantee(
+            grid, hist.kind, hist.noise, hist.scale, hist.theta, replace(spec, min_samples=s.min_samples)
+        )
         # the statement at beta / 3 per candidate; the union over the 3 costs beta
         assert g["m_star"] == one["m_star"] >= 1 and g["min_samples"] == s.min_samples
         assert g["probability"] == pytest.approx(1 - params.beta)
@@ -191,8 +207,10 @@ def test_each_span_s_guarantee_is_the_density_test_s_at_its_own_level():
     assert g3["m_star"] <= g1["m_star"] and g1["probability"] == pytest.approx(1 - params.beta)
     # higher levels say more: M* grows with the span's own MinPts
     ms = sorted({s.min_samples for s in sel.spans})
-    stars = [levels.level_guarantee(grid, hist.kind, hist.noise, hist.scale, hist.theta, spec, m, 3,
-                                    rho)["m_star"] for m in ms]
+    stars = [
+        levels.level_guarantee(grid, hist.kind, hist.noise, hist.scale, hist.theta, spec, m, 3, rho)["m_star"]
+        for m in ms
+    ]
     assert stars == sorted(stars)
 
 
@@ -230,15 +248,19 @@ def test_a_cluster_larger_than_the_extent_gives_way_to_the_places_inside_it():
 
 def test_a_cluster_that_shrinks_to_fit_is_born_again_where_it_fits():
     # one span, too large at level 0, fits from level 1 on: a child is born at 1
-    lv = [_part([1, 2, 3], [0, 0, 0], [10] * 3, 5, 10.0), _part([1, 2], [0, 0], [10] * 2, 6, 20.0),
-          _part([1, 2], [0, 0], [10] * 2, 7, 30.0)]
+    lv = [
+        _part([1, 2, 3], [0, 0, 0], [10] * 3, 5, 10.0),
+        _part([1, 2], [0, 0], [10] * 2, 6, 20.0),
+        _part([1, 2], [0, 0], [10] * 2, 7, 30.0),
+    ]
     fits = [np.array([False]), np.array([True]), np.array([True])]
     tree = levels.condensed_tree(lv, [0.0, 1.0, 2.0], fits=fits)
     assert [(c.parent, c.birth, c.fits) for c in tree] == [(-1, 0, False), (0, 1, True)]
     sel, _, _ = levels.select_clusters(tree)
     assert sel == [1]
-    keys, labels, spans = levels.spans_of(levels.LevelTree(1.0, tuple(lv), (0.0, 1.0, 2.0), tuple(tree),
-                                                           tuple(sel), 0.0))
+    keys, labels, spans = levels.spans_of(
+        levels.LevelTree(1.0, tuple(lv), (0.0, 1.0, 2.0), tuple(tree), tuple(sel), 0.0)
+    )
     assert keys.tolist() == [1, 2] and spans[0].fits
 
 

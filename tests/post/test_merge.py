@@ -17,8 +17,11 @@ def test_merge_by_runs_matches_one_lookup_per_offset(trial):
     eta = [4.0, 2.0, 1.0][trial % 3]
     g = Grid(np.zeros(d), np.ones(d), {1: 0.01, 2: 0.05, 3: 0.2, 4: 0.5}[d], eta)
     density = rng.uniform(0.01, 0.4)
-    coords = np.argwhere(rng.random(g.shape) < density) if g.n_cells < 2e5 else \
-        np.unique(np.stack([rng.integers(0, s, 5000) for s in g.shape], 1), axis=0)
+    coords = (
+        np.argwhere(rng.random(g.shape) < density)
+        if g.n_cells < 2e5
+        else np.unique(np.stack([rng.integers(0, s, 5000) for s in g.shape], 1), axis=0)
+    )
     keys = np.sort(g.encode(coords))
     positive = np.array([o for o in g.offsets if tuple(o) > (0,) * d]).reshape(-1, d)
     assert np.array_equal(merge_cells(g, keys), _merge_by_offsets(g, keys, positive))
@@ -34,8 +37,6 @@ def test_merge_by_runs_edge_cases():
     # two cells in the same row just out of reach, and on opposite row ends
     far = np.sort(g.encode(np.array([[0, 0], [0, g.reach + 1], [1, g.shape[1] - 1]])))
     assert merge_cells(g, far).tolist() == [0, 1, 2]
-
-
 
 
 @pytest.mark.parametrize("trial", range(16))

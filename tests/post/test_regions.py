@@ -15,8 +15,11 @@ from dpdbscan.post.merge import merge_cells
 
 def _paths(monkeypatch, grid, keys, labels, border, to):
     out = {}
-    for name, raster, bitmap in (("raster", predict.RASTER_KEYS, predict.BITMAP_KEYS),
-                                 ("bitmap", 0, predict.BITMAP_KEYS), ("sorted", 0, 0)):
+    for name, raster, bitmap in (
+        ("raster", predict.RASTER_KEYS, predict.BITMAP_KEYS),
+        ("bitmap", 0, predict.BITMAP_KEYS),
+        ("sorted", 0, 0),
+    ):
         monkeypatch.setattr(predict, "RASTER_KEYS", raster)
         monkeypatch.setattr(predict, "BITMAP_KEYS", bitmap)
         out[name] = predict.span_regions(grid, keys, labels, border, to)

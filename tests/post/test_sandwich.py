@@ -20,24 +20,25 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from reference import exact_dbscan_core
 from scipy.spatial import cKDTree
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.cells.subcells import SubcellLayout
-from releases import Config as MechanismConfig
-from releases import fit_spans
 from dpdbscan.post.sums import dense_neighbour_sums
 from dpdbscan.release.backends.numpy_backend import NumpyBackend
 from dpdbscan.release.samplers.integers import SeededSource
-from releases import span_cells
+
+from reference import exact_dbscan_core
+from releases import Config as MechanismConfig
+from releases import fit_spans, span_cells
 
 
 def _points(seed, n_clusters, n_per, spread, n_noise):
     rng = np.random.default_rng(seed)
     centres = 0.15 + 0.7 * rng.random((n_clusters, 2))
-    X = np.vstack([c + spread * rng.standard_normal((n_per, 2)) for c in centres]
-                  + [rng.random((n_noise, 2))])
+    X = np.vstack(
+        [c + spread * rng.standard_normal((n_per, 2)) for c in centres] + [rng.random((n_noise, 2))]
+    )
     return np.clip(X, 0.0, 1.0)
 
 
@@ -90,18 +91,37 @@ INSTANCES = dict(
 )
 
 
-def check_instance(seed, n_clusters, n_per, spread, n_noise, alpha, min_samples, epsilon, eta,
-                   practical, subcells, margin, histogram, theta):
+def check_instance(
+    seed,
+    n_clusters,
+    n_per,
+    spread,
+    n_noise,
+    alpha,
+    min_samples,
+    epsilon,
+    eta,
+    practical,
+    subcells,
+    margin,
+    histogram,
+    theta,
+):
     """Fit one instance; if the accuracy event holds (and MinPts - tau > 0),
     assert the sandwich and return the number of spans, else return None."""
     X = _points(seed, n_clusters, n_per, spread, n_noise)
     grid = Grid([0.0, 0.0], [1.0, 1.0], alpha, eta)
-    config = MechanismConfig(epsilon=epsilon, histogram=histogram, beta=0.1, subcells=subcells,
-                             margin=margin, delta=1e-4 if histogram == "stability" else 0.0,
-                             theta=theta if histogram == "sparse" else None)
+    config = MechanismConfig(
+        epsilon=epsilon,
+        histogram=histogram,
+        beta=0.1,
+        subcells=subcells,
+        margin=margin,
+        delta=1e-4 if histogram == "stability" else 0.0,
+        theta=theta if histogram == "sparse" else None,
+    )
     try:
-        model = fit_spans(X, grid, min_samples, config, SeededSource(seed),
-                          raise_min_samples=practical)
+        model = fit_spans(X, grid, min_samples, config, SeededSource(seed), raise_min_samples=practical)
     except ValueError as exc:  # theoretical rule with MinPts - Gamma_low <= 0 (sparse)
         if "core threshold" in str(exc):
             return None
@@ -118,16 +138,19 @@ def check_instance(seed, n_clusters, n_per, spread, n_noise, alpha, min_samples,
     return model.n_spans
 
 
-@settings(max_examples=120, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(**INSTANCES)
 def test_sandwich_guarantee(**kw):
     assume(check_instance(**kw) is not None)
 
 
 @pytest.mark.slow
-@settings(max_examples=1500, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=1500,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(**INSTANCES)
 def test_sandwich_guarantee_long(**kw):
     """The same property on many more instances (make test-slow)."""
@@ -170,13 +193,20 @@ def within_relaxed_clusters(model, X, radius, minpts) -> bool:
 def _instance(rng, histogram):
     """One instance drawn from the ranges of INSTANCES (seeded, not hypothesis)."""
     return dict(
-        seed=int(rng.integers(0, 10_001)), n_clusters=int(rng.integers(1, 4)),
-        n_per=int(rng.integers(20, 91)), spread=float(rng.uniform(0.01, 0.06)),
-        n_noise=int(rng.integers(0, 31)), alpha=float(rng.uniform(0.04, 0.12)),
-        min_samples=int(rng.integers(2, 13)), epsilon=float(rng.choice([2.0, 5.0, 20.0])),
-        eta=float(rng.choice([4.0, 2.0])), practical=bool(rng.random() < 0.8),
-        subcells=int(rng.choice([1, 2, 3])), margin=str(rng.choice(["chernoff", "paper"])),
-        histogram=histogram, theta=[None, 0.0, 1.0, 2.5][int(rng.integers(0, 4))],
+        seed=int(rng.integers(0, 10_001)),
+        n_clusters=int(rng.integers(1, 4)),
+        n_per=int(rng.integers(20, 91)),
+        spread=float(rng.uniform(0.01, 0.06)),
+        n_noise=int(rng.integers(0, 31)),
+        alpha=float(rng.uniform(0.04, 0.12)),
+        min_samples=int(rng.integers(2, 13)),
+        epsilon=float(rng.choice([2.0, 5.0, 20.0])),
+        eta=float(rng.choice([4.0, 2.0])),
+        practical=bool(rng.random() < 0.8),
+        subcells=int(rng.choice([1, 2, 3])),
+        margin=str(rng.choice(["chernoff", "paper"])),
+        histogram=histogram,
+        theta=[None, 0.0, 1.0, 2.5][int(rng.integers(0, 4))],
     )
 
 
@@ -196,8 +226,9 @@ def test_property_test_is_not_vacuous(histogram):
 def test_checkers_reject_broken_spans():
     """The two checks are not vacuous: corrupted spans fail them."""
     rng = np.random.default_rng(3)
-    X = np.vstack([[0.3, 0.3] + 0.02 * rng.standard_normal((80, 2)),
-                   [0.7, 0.7] + 0.02 * rng.standard_normal((80, 2))])
+    X = np.vstack(
+        [[0.3, 0.3] + 0.02 * rng.standard_normal((80, 2)), [0.7, 0.7] + 0.02 * rng.standard_normal((80, 2))]
+    )
     grid = Grid([0.0, 0.0], [1.0, 1.0], 0.05)
     config = MechanismConfig(epsilon=20.0, histogram="dense", beta=0.1)
     model = fit_spans(X, grid, 5, config, SeededSource(0))
@@ -211,7 +242,9 @@ def test_checkers_reject_broken_spans():
     split = model.labels.copy()
     first = np.flatnonzero(split == 0)
     split[first[: len(first) // 2]] = 2
-    assert not covers_clusters(replace(model, spans=replace(model.spans, labels=split)), X, 0.05, 5 + model.spans.tau)
+    assert not covers_clusters(
+        replace(model, spans=replace(model.spans, labels=split)), X, 0.05, 5 + model.spans.tau
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -244,8 +277,9 @@ def test_sparse_blob_in_3d_has_no_far_core_cells(theta, epsilon, n):
         rng = np.random.default_rng(seed)
         X = np.clip(2.0 + 0.25 * rng.standard_normal((n, 3)), 0.0, 4.0)
         grid = Grid([0.0] * 3, [4.0] * 3, alpha)
-        config = MechanismConfig(epsilon=epsilon, histogram="sparse", beta=0.1, theta=theta,
-                                 margin="chernoff")
+        config = MechanismConfig(
+            epsilon=epsilon, histogram="sparse", beta=0.1, theta=theta, margin="chernoff"
+        )
         model = fit_spans(X, grid, 5, config, SeededSource(seed))
         assert grid.n_cells == 70**3 and model.spans.gamma_upper is not None
         assert model.n_core_cells > 0

@@ -37,7 +37,6 @@ def test_sparse_neighbour_sums_equal_dense():
     assert np.array_equal(s, S.ravel())
 
 
-
 def test_dense_candidates_boundaries():
     from dpdbscan.post.sums import dense_candidates
 
@@ -50,4 +49,3 @@ def test_dense_candidates_boundaries():
     assert np.array_equal(g.decode(cand), expect[np.lexsort(expect.T[::-1])])
     assert dense_candidates(g, vals, 101.0, 2).size == 0  # 50 * 2 < 101
     assert dense_candidates(g, vals, 0.0, 2) is None
-

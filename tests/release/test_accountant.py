@@ -111,10 +111,13 @@ def test_rethresholding_min_samples_is_free():
     assert not any(isinstance(v, np.ndarray) and v.shape == X.shape for v in vars(model).values())
 
 
-@pytest.mark.parametrize("histogram,delta,spent_delta", [
-    ("stability", 1e-6, 1e-6),  # delta is spent only by the stability histogram
-    ("auto", 1e-6, 0.0),  # small grid: auto picks the dense histogram, pure DP
-])
+@pytest.mark.parametrize(
+    "histogram,delta,spent_delta",
+    [
+        ("stability", 1e-6, 1e-6),  # delta is spent only by the stability histogram
+        ("auto", 1e-6, 0.0),  # small grid: auto picks the dense histogram, pure DP
+    ],
+)
 def test_delta_is_charged_only_when_spent(histogram, delta, spent_delta):
     acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
     est = _est(histogram=histogram, delta=delta, accountant=acc).fit(_data())

@@ -40,6 +40,14 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import binom
+
+from dpdbscan import DPDBSCAN
+from dpdbscan.cells.grid import Grid
+from dpdbscan.release.histograms import DiscreteLaplace
+from dpdbscan.release.samplers.integers import SecureSource, SeededSource
+
+from releases import Config as MechanismConfig
+from releases import fit_spans, release_histogram
 from stats import (
     BOUNDS_PER_EVENT,
     EventAudit,
@@ -48,13 +56,6 @@ from stats import (
     cp_upper,
     epsilon_lower_bound,
 )
-
-from dpdbscan import DPDBSCAN
-from dpdbscan.cells.grid import Grid
-from releases import Config as MechanismConfig
-from releases import fit_spans, release_histogram
-from dpdbscan.release.histograms import DiscreteLaplace
-from dpdbscan.release.samplers.integers import SecureSource, SeededSource
 
 RATE = 2.5e-8  # false-failure budget of each _check call (and each tightness check)
 TIGHT = 0.8  # tightness: the lower bound must reach 0.8 epsilon on a tight event
@@ -75,8 +76,10 @@ def _check(audits: list[EventAudit], epsilon: float, delta: float = 0.0, label: 
     alpha = _alpha(len(audits))
     found = {a.name: a.epsilon_lower(alpha, delta) for a in audits}
     for a in audits:
-        print(f"[audit {label}] {a.name}: p_D={a.p1:.4f} p_D'={a.p2:.4f} "
-              f"eps_lower={found[a.name]:.4f} (claim {epsilon:g}, delta={delta:g})")
+        print(
+            f"[audit {label}] {a.name}: p_D={a.p1:.4f} p_D'={a.p2:.4f} "
+            f"eps_lower={found[a.name]:.4f} (claim {epsilon:g}, delta={delta:g})"
+        )
     bad = {k: v for k, v in found.items() if v > epsilon}
     assert not bad, f"empirical epsilon above the claimed {epsilon}: {bad}"
     return found
@@ -104,8 +107,9 @@ def _tight_probs(noise: str, epsilon: float, k: int = 1) -> tuple[float, float]:
     return 0.5 * math.exp(-epsilon * k), 0.5 * math.exp(-epsilon * (k - 1))
 
 
-def _assert_tight(lower: float, noise: str, epsilon: float, n: int, alpha: float,
-                  k: int = 1, factor: float = TIGHT) -> float:
+def _assert_tight(
+    lower: float, noise: str, epsilon: float, n: int, alpha: float, k: int = 1, factor: float = TIGHT
+) -> float:
     """lower >= factor * epsilon on a "count >= k" event. The check fails by
     chance with probability <= 2e-9: `floor` is what the bound exceeds unless a
     count leaves its 1e-9 quantile, and floor > factor * epsilon is asserted
@@ -201,8 +205,7 @@ def _value_events(runs, n: int, thresholds) -> list[EventAudit]:
     (r0, v0), (r1, v1) = runs
     out = []
     for k in thresholds:
-        out.append(EventAudit(f"value>={k}", int((r0 & (v0 >= k)).sum()), n,
-                              int((r1 & (v1 >= k)).sum()), n))
+        out.append(EventAudit(f"value>={k}", int((r0 & (v0 >= k)).sum()), n, int((r1 & (v1 >= k)).sum()), n))
     return out
 
 
@@ -212,16 +215,16 @@ def _dense_audit(epsilon, noise, n, source, label):
     return _check(_value_events(runs, n, [-2, -1, 0, 1, 2, 4]), epsilon, label=label)
 
 
-@pytest.mark.parametrize("epsilon,noise", [(1.0, "discrete"), (0.5, "discrete"),
-                                           (0.7, "discrete"), (1.0, "laplace")])
+@pytest.mark.parametrize(
+    "epsilon,noise", [(1.0, "discrete"), (0.5, "discrete"), (0.7, "discrete"), (1.0, "laplace")]
+)
 def test_dense_histogram_cell_value_events(epsilon, noise):
     _dense_audit(epsilon, noise, N_QUICK, SeededSource(11), f"dense {noise} eps={epsilon}")
 
 
-@pytest.mark.parametrize("epsilon,noise", [(1.0, "discrete"), (0.5, "discrete"),
-                                           (1.0, "laplace")])
+@pytest.mark.parametrize("epsilon,noise", [(1.0, "discrete"), (0.5, "discrete"), (1.0, "laplace")])
 def test_tightness_dense_count_event(epsilon, noise):
-    """"noisy count of the cell >= 1" has likelihood ratio exactly e^epsilon
+    """ "noisy count of the cell >= 1" has likelihood ratio exactly e^epsilon
     (0 points: P(Z >= 1); 1 point: P(Z >= 0)), so the lower bound must come
     close to epsilon: noise larger than needed would show up here."""
     n = N_QUICK
@@ -231,8 +234,10 @@ def test_tightness_dense_count_event(epsilon, noise):
     event = EventAudit("count>=1", int((v0 >= 1).sum()), n, int((v1 >= 1).sum()), n)
     lower = event.epsilon_lower(alpha)
     floor = _assert_tight(lower, noise, epsilon, n, alpha)
-    print(f"[tightness {noise} eps={epsilon}] eps_lower={lower:.4f} "
-          f"(point estimate {event.point_estimate():.4f}, guaranteed floor {floor:.4f})")
+    print(
+        f"[tightness {noise} eps={epsilon}] eps_lower={lower:.4f} "
+        f"(point estimate {event.point_estimate():.4f}, guaranteed floor {floor:.4f})"
+    )
     assert lower <= epsilon
 
 
@@ -303,16 +308,21 @@ def test_point_outside_the_bounds_counts_once():
     v_out = release_histogram(grid, X_out[10:], config, src).values.ravel()[10:]
     v_bad = release_histogram(grid, X_bad, config, src).values.ravel()
     m = n - 10
-    out_events = [EventAudit(f"outside: value>={k}", int((v0[10:] >= k).sum()), m,
-                             int((v_out >= k).sum()), m) for k in (0, 1, 3)]
+    out_events = [
+        EventAudit(f"outside: value>={k}", int((v0[10:] >= k).sum()), m, int((v_out >= k).sum()), m)
+        for k in (0, 1, 3)
+    ]
     found = _check(out_events, epsilon, label="out of bounds")
     _assert_tight(found["outside: value>=1"], "discrete", epsilon, m, _alpha(len(out_events)))
-    nan_events = [EventAudit(f"nan rows: value>={k}", int((v0 >= k).sum()), n,
-                             int((v_bad >= k).sum()), n) for k in (0, 1, 3)]
+    nan_events = [
+        EventAudit(f"nan rows: value>={k}", int((v0 >= k).sum()), n, int((v_bad >= k).sum()), n)
+        for k in (0, 1, 3)
+    ]
     _check(nan_events, epsilon, label="NaN/inf rows")
     # the ten points outside in x all land in cell 0 (a group of ten: no audit, just the rule)
-    counts = release_histogram(grid, X_out[:10], MechanismConfig(epsilon=1.0, histogram="dense",
-                                                                  noise="none"), src).values
+    counts = release_histogram(
+        grid, X_out[:10], MechanismConfig(epsilon=1.0, histogram="dense", noise="none"), src
+    ).values
     assert counts[0, 0] == 10 and counts.sum() == 10
 
 
@@ -353,14 +363,24 @@ def _datasets() -> dict:
     }
 
 
-EVENT_NAMES = ["E released", "E value>=2", "B released", "C core", "E core",
-               "x in C in a span", "x in E in a span", "some span"]
+EVENT_NAMES = [
+    "E released",
+    "E value>=2",
+    "B released",
+    "C core",
+    "E core",
+    "x in C in a span",
+    "x in E in a span",
+    "some span",
+]
 
 
 def _events_of(model) -> list[bool]:
     hist = model.histogram
-    key = {name: GRID6.encode(np.array([cell]))[0]
-           for name, cell in (("C", CELL_C), ("E", CELL_E), ("B", CELL_B))}
+    key = {
+        name: GRID6.encode(np.array([cell]))[0]
+        for name, cell in (("C", CELL_C), ("E", CELL_E), ("B", CELL_B))
+    }
     val = hist.value_at(np.array([key["E"], key["B"]]))
     if hist.kind == "dense":
         e_rel, b_rel = val[0] >= 1, val[1] >= 1  # "released" = noisy count >= 1
@@ -368,16 +388,31 @@ def _events_of(model) -> list[bool]:
         e_rel, b_rel = key["E"] in hist.keys, key["B"] in hist.keys
     core = set(model.core_keys.tolist())
     inside = model.predict(np.array([[2.5, 2.5], [2.5, 3.5]])) >= 0
-    return [bool(e_rel), bool(val[0] >= 2), bool(b_rel), key["C"] in core, key["E"] in core,
-            bool(inside[0]), bool(inside[1]), model.n_spans >= 1]
+    return [
+        bool(e_rel),
+        bool(val[0] >= 2),
+        bool(b_rel),
+        key["C"] in core,
+        key["E"] in core,
+        bool(inside[0]),
+        bool(inside[1]),
+        model.n_spans >= 1,
+    ]
 
 
 def _pairwise(hits: dict, runs: int, label: str) -> list[EventAudit]:
     out = []
     for other in ("D+in", "D+outside", "D+nan"):
         for j, name in enumerate(EVENT_NAMES):
-            out.append(EventAudit(f"{label} D vs {other}: {name}", int(hits["D"][:, j].sum()), runs,
-                                  int(hits[other][:, j].sum()), runs))
+            out.append(
+                EventAudit(
+                    f"{label} D vs {other}: {name}",
+                    int(hits["D"][:, j].sum()),
+                    runs,
+                    int(hits[other][:, j].sum()),
+                    runs,
+                )
+            )
     return out
 
 
@@ -390,8 +425,9 @@ def _fit_spans_audit(kind: str, runs: int, source) -> dict:
         config, min_samples = MechanismConfig(epsilon=epsilon, histogram="sparse", theta=1.0), 7
     hits = {}
     for name, X in _datasets().items():
-        hits[name] = np.array([_events_of(fit_spans(X, GRID6, min_samples, config, source))
-                               for _ in range(runs)])
+        hits[name] = np.array(
+            [_events_of(fit_spans(X, GRID6, min_samples, config, source)) for _ in range(runs)]
+        )
     return _check(_pairwise(hits, runs, kind), epsilon, label="fit_spans")
 
 
@@ -407,12 +443,23 @@ def _estimator_audit(runs: int, seed0: int) -> dict:
         X = _datasets()[name]
         rows = []
         for i in range(runs):
-            est = DPDBSCAN(eps=math.sqrt(2.0), min_samples=7, epsilon=epsilon, bounds=(0.0, 6.0),
-                           random_state=seed0 + 2 * i + j, histogram="sparse", theta=1.0)
+            est = DPDBSCAN(
+                eps=math.sqrt(2.0),
+                min_samples=7,
+                epsilon=epsilon,
+                bounds=(0.0, 6.0),
+                random_state=seed0 + 2 * i + j,
+                histogram="sparse",
+                theta=1.0,
+            )
             rows.append(_events_of(est.fit(X).spans_))
         hits[name] = np.array(rows)
-    audits = [EventAudit(f"DPDBSCAN D vs D+in: {n}", int(hits["D"][:, j].sum()), runs,
-                         int(hits["D+in"][:, j].sum()), runs) for j, n in enumerate(EVENT_NAMES)]
+    audits = [
+        EventAudit(
+            f"DPDBSCAN D vs D+in: {n}", int(hits["D"][:, j].sum()), runs, int(hits["D+in"][:, j].sum()), runs
+        )
+        for j, n in enumerate(EVENT_NAMES)
+    ]
     return _check(audits, epsilon, label="DPDBSCAN.fit")
 
 
@@ -438,8 +485,9 @@ def test_sparse_histogram_negative_theta_is_refused_or_private():
     except ValueError:
         return  # refusing theta < 0 is a fix
     (r0, v0), (r1, v1) = runs
-    events = [EventAudit("released with value -1", int((r0 & (v0 == -1)).sum()), n,
-                         int((r1 & (v1 == -1)).sum()), n)]
+    events = [
+        EventAudit("released with value -1", int((r0 & (v0 == -1)).sum()), n, int((r1 & (v1 == -1)).sum()), n)
+    ]
     _check(events, epsilon, label="sparse theta=-1")
 
 
@@ -449,8 +497,17 @@ def test_sparse_histogram_negative_theta_is_refused_or_private():
 
 @pytest.mark.audit
 @pytest.mark.parametrize("source_kind", ["secure", "seeded"])
-@pytest.mark.parametrize("epsilon,noise", [(0.1, "discrete"), (0.5, "discrete"), (0.7, "discrete"),
-                                           (1.0, "discrete"), (2.0, "discrete"), (1.0, "laplace")])
+@pytest.mark.parametrize(
+    "epsilon,noise",
+    [
+        (0.1, "discrete"),
+        (0.5, "discrete"),
+        (0.7, "discrete"),
+        (1.0, "discrete"),
+        (2.0, "discrete"),
+        (1.0, "laplace"),
+    ],
+)
 def test_long_dense_audit_and_tightness(epsilon, noise, source_kind):
     source = SecureSource() if source_kind == "secure" else SeededSource(101)
     found = _dense_audit(epsilon, noise, N_LONG, source, f"long dense {noise} eps={epsilon}")
@@ -470,8 +527,15 @@ def test_long_sparse_audit(theta, source_kind):
     events = [EventAudit("released", int(r0.sum()), n, int(r1.sum()), n)]
     events += _value_events(runs, n, [theta + 1, theta + 2, theta + 4])
     found = _check(events, epsilon, label=f"long sparse theta={theta}")
-    _assert_tight(found["released"], "discrete", epsilon, n, _alpha(len(events)),
-                  k=int(theta), factor=0.85 if theta < 5 else TIGHT)
+    _assert_tight(
+        found["released"],
+        "discrete",
+        epsilon,
+        n,
+        _alpha(len(events)),
+        k=int(theta),
+        factor=0.85 if theta < 5 else TIGHT,
+    )
 
 
 @pytest.mark.audit

@@ -32,12 +32,13 @@ import warnings
 
 import numpy as np
 import pytest
-from stats import BOUNDS_PER_EVENT, EventAudit
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.prepare import door as door_module
 from dpdbscan.exceptions import UtilityWarning
 from dpdbscan.release import bounding
+
+from stats import BOUNDS_PER_EVENT, EventAudit
 
 EPSILON, DELTA = 1.0, 1e-6
 K, M = 4, 2

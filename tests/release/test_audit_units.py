@@ -48,11 +48,12 @@ import warnings
 
 import numpy as np
 import pytest
-from stats import BOUNDS_PER_EVENT, EventAudit
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.exceptions import UtilityWarning
 from dpdbscan.release import bounding
+
+from stats import BOUNDS_PER_EVENT, EventAudit
 
 EPSILON, DELTA = 1.0, 1e-6
 K, M = 4, 2
@@ -118,7 +119,10 @@ def _runs(blocks: int, fits: int, seed0: int | None) -> tuple[dict[str, np.ndarr
 def _events(runs: dict[str, np.ndarray], sigma: float) -> list[EventAudit]:
     """Threshold events on each block, at thresholds fixed by the public sigma."""
     audits = []
-    for name, stat in (("sum of the unit's six cells", lambda v: v[:, :6].sum(axis=1)), ("cell 0", lambda v: v[:, 0])):
+    for name, stat in (
+        ("sum of the unit's six cells", lambda v: v[:, :6].sum(axis=1)),
+        ("cell 0", lambda v: v[:, 0]),
+    ):
         spread = sigma * (np.sqrt(6) if name.startswith("sum") else 1.0)
         for t in (-spread, 0.0, spread, 2 * spread, 3 * spread):
             hits = {n: int((stat(v) >= t).sum()) for n, v in runs.items()}

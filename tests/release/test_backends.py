@@ -64,8 +64,6 @@ def test_dense_counts_match_reference(case):
     assert cells.counts.sum() == X.shape[0]
 
 
-
-
 @pytest.mark.parametrize("case", range(5))
 def test_cells_of_points_outside_the_box_are_the_cells_of_the_clipped_points(case):
     """The numpy backend's cells already clip: the cell of x equals the cell of
@@ -82,7 +80,6 @@ def test_cells_of_points_outside_the_box_are_the_cells_of_the_clipped_points(cas
     if g.n_cells <= 1 << 22:
         counts = NumpyBackend().dense_counts(g, far)
         assert np.array_equal(counts, NumpyBackend().dense_counts(g, clipped))
-
 
 
 def test_no_data_dependent_warning_for_huge_coordinates():
@@ -110,7 +107,12 @@ def test_duplicate_keys_from_a_backend_are_refused_on_every_path(histogram):
             return CellCounts(np.concatenate([a.keys, b.keys]), np.concatenate([a.counts, b.counts]))
 
     X = np.random.default_rng(0).random((400, 2)) * 0.2
-    kw = dict(min_samples=3, bounds=(0, 1), random_state=0, histogram=histogram,
-              delta=1e-6 if histogram == "stability" else 0.0)
+    kw = dict(
+        min_samples=3,
+        bounds=(0, 1),
+        random_state=0,
+        histogram=histogram,
+        delta=1e-6 if histogram == "stability" else 0.0,
+    )
     with pytest.raises(ValueError, match="duplicate"):
         DPDBSCAN(0.1, backend=PerPartition(), **kw).fit(X)

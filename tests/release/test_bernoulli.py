@@ -19,11 +19,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import stats
-from stats import assert_fits as _assert_fits
 
 from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace
 from dpdbscan.release.samplers import skipping as B
 from dpdbscan.release.samplers.integers import SecureSource, SeededSource
+
+from stats import assert_fits as _assert_fits
 
 RATE = 1e-7
 
@@ -38,8 +39,10 @@ def geometric_bins(g, p, edges):
     log_rho = math.log1p(-p)
     surv = np.array([math.exp(e * log_rho) for e in edges] + [0.0])
     probs = surv[:-1] - surv[1:]
-    idx = np.searchsorted(np.asarray(edges, dtype=object if g.dtype == object else np.int64),
-                          g, side="right") - 1
+    idx = (
+        np.searchsorted(np.asarray(edges, dtype=object if g.dtype == object else np.int64), g, side="right")
+        - 1
+    )
     counts = np.bincount(idx.astype(np.int64), minlength=len(edges))
     return counts, probs
 
@@ -97,12 +100,19 @@ def test_geometric_low_digits(name):
     g, _ = B.geometric(SeededSource(7), 200_000, tail)
     m = 64
     low = (g % m).astype(np.int64)
-    w = np.array([math.exp(l * math.log1p(-p)) for l in range(m)])
+    w = np.array([math.exp(i * math.log1p(-p)) for i in range(m)])
     assert_fits(np.bincount(low, minlength=m), w / w.sum())
 
 
-@pytest.mark.parametrize("name", ["discrete eps=1 theta=1", "discrete eps=1 theta=5",
-                                  "discrete eps=0.7 theta=20", "continuous eps=1 theta=3"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "discrete eps=1 theta=1",
+        "discrete eps=1 theta=5",
+        "discrete eps=0.7 theta=20",
+        "continuous eps=1 theta=3",
+    ],
+)
 def test_geometric_slow_path_alone_is_exact(name, monkeypatch):
     """With a 2-bit fast table nearly every digit ties and is finished by the
     slow path (more random bits against exact thresholds at 66, 130, ...
@@ -139,23 +149,22 @@ def test_thresholds_agree_with_a_direct_high_precision_computation():
             dig = B._Digit(tail, offset, width, top)
             log_r = log_rho * (2**offset)
             m = 2**width
-            for l in (0, 1, 2, m // 2, m - 2):
-                num = 1 - (log_r * (l + 1)).exp()
+            for ell in (0, 1, 2, m // 2, m - 2):
+                num = 1 - (log_r * (ell + 1)).exp()
                 F = num if top else num / (1 - (log_r * m).exp())
                 for K in (32, 96):
                     x = F * (2**K)
                     ref = int(x.to_integral_value(rounding=decimal.ROUND_FLOOR))
                     assert x - ref > D(10) ** -40 and ref + 1 - x > D(10) ** -40
-                    assert dig.exact_floor(l, K) == ref
+                    assert dig.exact_floor(ell, K) == ref
                     if K == 32:
-                        assert int(dig.fast[l]) == ref
+                        assert int(dig.fast[ell]) == ref
 
 
 def test_geometric_half_and_limits():
     tail = TAILS["continuous p=1/2"]
     g, beyond = B.geometric(SeededSource(1), 100_000, tail)
-    assert_fits(np.bincount(np.minimum(g, 30), minlength=31),
-                np.append(0.5 ** np.arange(1, 31), 0.5**30))
+    assert_fits(np.bincount(np.minimum(g, 30), minlength=31), np.append(0.5 ** np.arange(1, 31), 0.5**30))
     # capped: G >= limit is reported as beyond with value limit
     tail = TAILS["discrete eps=1 theta=5"]
     g, beyond = B.geometric(SeededSource(2), 100_000, tail, limit=150)
@@ -169,8 +178,7 @@ def test_geometric_half_and_limits():
 # positions of successes
 
 
-@pytest.mark.parametrize("name", ["discrete eps=1 theta=1", "discrete eps=1 theta=5",
-                                  "continuous p=1/2"])
+@pytest.mark.parametrize("name", ["discrete eps=1 theta=1", "discrete eps=1 theta=5", "continuous p=1/2"])
 @pytest.mark.parametrize("batch", [None, 7])
 def test_bernoulli_positions_blocks_are_binomial_and_independent(name, batch, monkeypatch):
     """One run over 40 * 25,000 trials. Each block of 40 consecutive trials
@@ -268,8 +276,9 @@ def test_inversion_counts_thresholds_below_the_word(top):
     dig = B._get_digit(TAILS["discrete eps=1 theta=5"], 0, 11, top)
     T = dig.fast.astype(np.int64)
     rng = np.random.default_rng(0)
-    R = np.concatenate([rng.integers(0, 1 << 32, 5000), T[::37] - 1, T[::41] + 1,
-                        [0, (1 << 32) - 1]]).astype(np.int64)
+    R = np.concatenate([rng.integers(0, 1 << 32, 5000), T[::37] - 1, T[::41] + 1, [0, (1 << 32) - 1]]).astype(
+        np.int64
+    )
     R = R[(R >= 0) & (R < 1 << 32) & ~np.isin(R, T)]  # no ties: those take the slow path
     if R.size % 2:
         R = R[:-1]

@@ -32,20 +32,7 @@ from dpdbscan.release.points import clean_points  # noqa: E402
 LOWER, UPPER = np.zeros(2), np.full(2, 10.0)
 BOUNDS = (LOWER.tolist(), UPPER.tolist())
 EPS = 0.5  # 29 x 29 cells: small enough for the dense histogram
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    """A real two-worker LocalCluster (worker processes, so data is pickled)."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as lc:
-        yield lc
-
-
-@pytest.fixture(scope="module")
-def client(cluster):
-    with distributed.Client(cluster, set_as_default=False) as c:
-        yield c
+# the fixtures cluster and client (a real LocalCluster) are in tests/conftest.py
 
 
 def make_points(n=20_000, seed=0):
@@ -79,8 +66,7 @@ def write_csv(X, directory, parts=4, label=True, suffix=".csv"):
     directory.mkdir()
     for i, chunk in enumerate(np.array_split(X, parts)):
         # %.17g round-trips float64 exactly; NaN and inf are written as text
-        frame(chunk, label).to_csv(directory / f"part-{i}{suffix}", index=False,
-                                   float_format="%.17g")
+        frame(chunk, label).to_csv(directory / f"part-{i}{suffix}", index=False, float_format="%.17g")
     return directory
 
 
@@ -169,9 +155,16 @@ def test_partitions_that_are_all_dropped(client, grid):
 
 # -------------------------------------------------------- same release
 def fit(X, backend, histogram):
-    est = DPDBSCAN(eps=EPS, min_samples=20, epsilon=1.0, bounds=BOUNDS, random_state=0,
-                   histogram=histogram, theta=3.0 if histogram == "sparse" else None,
-                   backend=backend)
+    est = DPDBSCAN(
+        eps=EPS,
+        min_samples=20,
+        epsilon=1.0,
+        bounds=BOUNDS,
+        random_state=0,
+        histogram=histogram,
+        theta=3.0 if histogram == "sparse" else None,
+        backend=backend,
+    )
     return est.fit(X)
 
 
@@ -209,8 +202,14 @@ def test_same_release_with_wide_keys(client):
     rng = np.random.default_rng(0)
     X = np.vstack([0.5 + 2e-6 * rng.random((30_000, 3)), rng.random((50, 3))])
     X[::501, 2] = np.nan
-    kw = dict(eps=1e-6, min_samples=5, epsilon=2.0, bounds=([0.0] * 3, [1.0] * 3),
-              random_state=0, histogram="sparse")
+    kw = dict(
+        eps=1e-6,
+        min_samples=5,
+        epsilon=2.0,
+        bounds=([0.0] * 3, [1.0] * 3),
+        random_state=0,
+        histogram="sparse",
+    )
     want = DPDBSCAN(**kw).fit(X)
     got = DPDBSCAN(**kw, backend=DaskBackend(client=client)).fit(da.from_array(X, chunks=8_000))
     assert want.histogram_.keys.dtype.kind == "V"
@@ -250,11 +249,14 @@ def test_column_count_must_match_bounds(client, X, tmp_path):
         DaskBackend(client=client).count(grid3, str(path))
 
 
-@pytest.mark.parametrize("paths, fmt", [
-    (["a.parquet", "b.PQ"], "parquet"),
-    (["s3://bucket/data/*.csv.gz"], "csv"),
-    (["gs://bucket/dataset"], "parquet"),
-])
+@pytest.mark.parametrize(
+    "paths, fmt",
+    [
+        (["a.parquet", "b.PQ"], "parquet"),
+        (["s3://bucket/data/*.csv.gz"], "csv"),
+        (["gs://bucket/dataset"], "parquet"),
+    ],
+)
 def test_file_format_from_suffix(paths, fmt):
     assert file_format(paths) == fmt
 
@@ -375,7 +377,7 @@ def test_resolve_backend_builds_the_dask_backend():
 # ------------------------------------------- one record at a time (issue #14)
 def _csv_text(X, header="x,y", bad=None):
     """CSV text of X with %.17g values; ``bad`` maps a row index to a raw line."""
-    lines = [header] + ["%.17g,%.17g" % (a, b) for a, b in X]
+    lines = [header] + [f"{a:.17g},{b:.17g}" for a, b in X]
     for i, line in (bad or {}).items():
         lines[i + 1] = line
     return "\n".join(lines) + "\n"
@@ -413,7 +415,7 @@ def test_fit_with_a_bad_row_releases_like_numpy_without_it(client, X, tmp_path, 
 def test_csv_columns_come_from_the_header_not_the_values(client, grid, X, tmp_path):
     """A column whose first rows are text is still a coordinate: the header
     says so. (dask's dtype inference would have dropped it, changing d.)"""
-    rows = {i: "%.17g,n/a-%d" % (X[i, 0], i) for i in range(200)}
+    rows = {i: f"{X[i, 0]:.17g},n/a-{i}" for i in range(200)}
     path = tmp_path / "t.csv"
     path.write_text(_csv_text(X, bad=rows))
     backend = DaskBackend(client=client, blocksize=100_000, header=True)
@@ -427,8 +429,9 @@ def test_csv_columns_come_from_the_header_not_the_values(client, grid, X, tmp_pa
 def test_csv_index_columns_and_delimiter(client, grid, X, tmp_path, header, first):
     sep = ";" if ";" in header else ","
     extra = ",0" if header.endswith("label") else ""
-    lines = [header] + [sep.join([first.format(i=i), "%.17g" % a, "%.17g" % b]) + extra
-                        for i, (a, b) in enumerate(X)]
+    lines = [header] + [
+        sep.join([first.format(i=i), f"{a:.17g}", f"{b:.17g}"]) + extra for i, (a, b) in enumerate(X)
+    ]
     path = tmp_path / "i.csv"
     path.write_text("\n".join(lines) + "\n")
     backend = DaskBackend(client=client, header=True, delimiter=sep)
@@ -437,7 +440,7 @@ def test_csv_index_columns_and_delimiter(client, grid, X, tmp_path, header, firs
 
 def test_csv_without_header_reads_its_first_line_as_data(client, grid, X, tmp_path):
     path = tmp_path / "h.csv"
-    path.write_text(_csv_text(X)[len("x,y\n"):])
+    path.write_text(_csv_text(X)[len("x,y\n") :])
     got = DaskBackend(client=client, header=False).count(grid, str(path))  # d = 2 fields a line
     assert_same_counts(got, reference(grid, X))
     # header=True takes the first row for names
@@ -459,7 +462,7 @@ def test_csv_files_must_share_the_header(client, grid, X, tmp_path):
 
 def test_text_column_of_a_dataframe_is_read_value_by_value(client, grid, X):
     df = frame(X, label=False)
-    text = df["y"].map(lambda v: "%.17g" % v).astype(object)
+    text = df["y"].map(lambda v: f"{v:.17g}").astype(object)
     text.iloc[7] = "bob@example.com"
     text.iloc[9] = None
     df["y"] = text

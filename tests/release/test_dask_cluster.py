@@ -94,28 +94,54 @@ class Cluster:
         self.marks.mkdir()
         (tmp / "slow_parts.py").write_text(PRELOAD)
         src = str(Path(dpdbscan.__file__).resolve().parents[1])  # so workers import this dpdbscan
-        self.env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [src] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
-            DPDBSCAN_TEST_MARKS=str(self.marks), DPDBSCAN_TEST_DELAY=str(delay))
+        self.env = dict(
+            os.environ,
+            PYTHONPATH=os.pathsep.join(
+                [src] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+            ),
+            DPDBSCAN_TEST_MARKS=str(self.marks),
+            DPDBSCAN_TEST_DELAY=str(delay),
+        )
         sched_file = tmp / "scheduler.json"
-        self.scheduler = self._start("scheduler", _dask_cli("dask_scheduler") + [
-            "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-            "--scheduler-file", str(sched_file)])
+        self.scheduler = self._start(
+            "scheduler",
+            _dask_cli("dask_scheduler")
+            + ["--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
+        )
         self.address = self._wait_for_address(sched_file)
         for i in range(n_workers):
-            self.workers.append(self._start(f"worker{i}", _dask_cli("dask_worker") + [
-                self.address, "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny",
-                "--no-dashboard", "--name", f"w{i}", "--memory-limit", "0",
-                "--death-timeout", "60", "--local-directory", str(tmp / f"w{i}"),
-                "--preload", str(tmp / "slow_parts.py")]))
+            self.workers.append(
+                self._start(
+                    f"worker{i}",
+                    _dask_cli("dask_worker")
+                    + [
+                        self.address,
+                        "--host",
+                        "127.0.0.1",
+                        "--nthreads",
+                        "1",
+                        "--no-nanny",
+                        "--no-dashboard",
+                        "--name",
+                        f"w{i}",
+                        "--memory-limit",
+                        "0",
+                        "--death-timeout",
+                        "60",
+                        "--local-directory",
+                        str(tmp / f"w{i}"),
+                        "--preload",
+                        str(tmp / "slow_parts.py"),
+                    ],
+                )
+            )
         if n_workers:
             with distributed.Client(self.address, set_as_default=False, timeout=START_TIMEOUT) as c:
                 c.wait_for_workers(n_workers, timeout=START_TIMEOUT)
 
     def _start(self, name, argv):
         log = open(self.tmp / f"{name}.log", "wb")
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                cwd=self.tmp)
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=self.tmp)
         log.close()
         self.procs.append(proc)
         return proc
@@ -200,16 +226,29 @@ def parquet_dir(tmp_path, points, units):
     d.mkdir()
     for i, rows in enumerate(np.array_split(np.arange(len(points)), N_PARTS)):
         pd.DataFrame({"x": points[rows, 0], "y": points[rows, 1], "cab": units[rows]}).to_parquet(
-            d / f"part-{i:02d}.parquet", index=False)
+            d / f"part-{i:02d}.parquet", index=False
+        )
     return d
 
 
 def fit(X, backend, units=None):
     """An event-level fit, or with ``units`` a person-level one."""
-    person = {} if units is None else dict(noise="gaussian", delta=1e-6, max_cells_per_unit=20,
-                                           max_points_per_cell=2)
-    return DPDBSCAN(eps=0.5, min_samples=20, epsilon=1.0, bounds=BOUNDS, random_state=0,
-                    histogram="sparse", theta=3.0, backend=backend, **person).fit(X, units=units)
+    person = (
+        {}
+        if units is None
+        else dict(noise="gaussian", delta=1e-6, max_cells_per_unit=20, max_points_per_cell=2)
+    )
+    return DPDBSCAN(
+        eps=0.5,
+        min_samples=20,
+        epsilon=1.0,
+        bounds=BOUNDS,
+        random_state=0,
+        histogram="sparse",
+        theta=3.0,
+        backend=backend,
+        **person,
+    ).fit(X, units=units)
 
 
 class Background:
@@ -250,8 +289,7 @@ def assert_same_release(got, want):
 
 
 @pytest.mark.parametrize("level", ["event", "person"])
-def test_fit_through_a_scheduler_address_equals_in_memory(start_cluster, parquet_dir, points, units,
-                                                          level):
+def test_fit_through_a_scheduler_address_equals_in_memory(start_cluster, parquet_dir, points, units, level):
     cluster = start_cluster()
     backend = DaskBackend(scheduler=cluster.address)
     column, ids = ("cab", units) if level == "person" else (None, None)
@@ -265,7 +303,8 @@ def test_fit_through_a_scheduler_address_equals_in_memory(start_cluster, parquet
 @pytest.mark.slow  # 25 s a level: a worker killed and its tasks retried
 @pytest.mark.parametrize("level", ["event", "person"])
 def test_killing_a_worker_mid_fit_gives_the_same_release_or_one_clear_error(
-        start_cluster, parquet_dir, points, units, level):
+    start_cluster, parquet_dir, points, units, level
+):
     cluster = start_cluster(delay=0.8)
     victim, survivor = cluster.workers
     column, ids = ("cab", units) if level == "person" else (None, None)
@@ -300,6 +339,5 @@ def test_stopped_scheduler_is_a_clear_error_not_a_hang(start_cluster, parquet_di
     backend = DaskBackend(scheduler=address, timeout=3)
     job = Background(fit, str(parquet_dir), backend)
     # FIT_TIMEOUT only turns a hang into a failure; the error comes after ~3 s.
-    with pytest.raises(ConnectionError, match=f"cannot reach the Dask scheduler at {address} "
-                                              "within 3 s"):
+    with pytest.raises(ConnectionError, match=f"cannot reach the Dask scheduler at {address} within 3 s"):
         job.result()

@@ -24,21 +24,30 @@ import dask.array as da  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
 import distributed  # noqa: E402
 import pandas as pd  # noqa: E402
-from test_dask import EPS, client, cluster, grid  # noqa: E402, F401  (a LocalCluster, the grid)
 
 from dpdbscan import DPDBSCAN, Grid  # noqa: E402
-from dpdbscan.release.backends import NumpyBackend  # noqa: E402
-from dpdbscan.release.backends.dask_backend import DaskBackend, unit_array  # noqa: E402
 from dpdbscan.files.units import read_units  # noqa: E402
-from dpdbscan.release.backends.dask_backend import _token_ids  # noqa: E402
+from dpdbscan.release.backends import NumpyBackend  # noqa: E402
+from dpdbscan.release.backends.dask_backend import (  # noqa: E402
+    DaskBackend,
+    _token_ids,  # noqa: E402
+    unit_array,
+)
 from dpdbscan.release.bounding import BoundingKey, count_units, count_units_choosing, unit_words  # noqa: E402
 from dpdbscan.release.samplers.integers import SeededSource  # noqa: E402
 from dpdbscan.spec.specs import UnitBound  # noqa: E402
+
+from test_dask import EPS  # noqa: E402
 
 BOUNDS = ([0.0, 0.0], [10.0, 10.0])
 BOUND = UnitBound(max_cells_per_unit=5, max_points_per_cell=2)
 N_UNITS = 400
 SECRET = "bob@example.com"
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return Grid(*map(np.asarray, BOUNDS), EPS)
 
 
 def make_data(n=30_000, seed=0):
@@ -71,8 +80,10 @@ def unit_values(ids, kind):
     if kind == "int":
         return ids.astype(np.int64) * 7_919_000_003 - 10**9
     if kind == "mixed":  # an object column: each id by its own type, as in memory
-        pick = [2**60 + 256 * i if i % 4 == 0 else str(i) if i % 4 == 1 else i + 0.5 if i % 4 == 2 else b"%d" % i
-                for i in range(ids.max() + 1)]
+        pick = [
+            2**60 + 256 * i if i % 4 == 0 else str(i) if i % 4 == 1 else i + 0.5 if i % 4 == 2 else b"%d" % i
+            for i in range(ids.max() + 1)
+        ]
         pick[5] = "4"  # text beside the integer 4
         out = np.empty(ids.size, dtype=object)
         out[:] = [pick[i] for i in ids]
@@ -133,9 +144,11 @@ def test_the_data_makes_bounding_bite(grid, data, key):
     np.testing.assert_array_equal(big[1], plain.counts)
 
 
-@pytest.mark.parametrize("kind, where", [(k, w) for w in ["parquet", "dask_dataframe"]
-                                         for k in ["int", "text", "float"]] + [("text", "csv"),
-                                                                              ("mixed", "dask_dataframe")])
+@pytest.mark.parametrize(
+    "kind, where",
+    [(k, w) for w in ["parquet", "dask_dataframe"] for k in ["int", "text", "float"]]
+    + [("text", "csv"), ("mixed", "dask_dataframe")],
+)
 def test_count_units_equals_in_memory(client, grid, data, key, tmp_path, kind, where):
     X, ids = data
     units = unit_values(ids, kind)
@@ -185,8 +198,10 @@ def test_in_memory_input_is_bounded_on_the_driver(grid, data, key):
     assert_same_counts(backend.count_units(grid, X, units, BOUND, key), want)
     assert_same_counts(backend.count_units(grid, table(X, units), "unit", BOUND, key), want)
     choice = Choose()
-    assert_same_counts(backend.count_units_choosing(grid, X, units, choice, key),
-                       count_units_choosing(grid, X, units, Choose(), key))
+    assert_same_counts(
+        backend.count_units_choosing(grid, X, units, choice, key),
+        count_units_choosing(grid, X, units, Choose(), key),
+    )
     assert len(choice.seen) == 1
     with pytest.raises(ValueError, match="names a column, but X is an array"):
         backend.count_units(grid, X, "unit", BOUND, key)
@@ -213,8 +228,10 @@ def test_the_shuffle_runs_on_the_workers(client, grid, data, key):
     driver's machine, which the workers of a multi-machine cluster do not share."""
     X, ids = data
     ddf = dd.from_pandas(table(X, ids), npartitions=3)
-    with dask.config.set({"dataframe.shuffle.method": "disk"}), \
-            distributed.get_task_stream(client=client) as stream:
+    with (
+        dask.config.set({"dataframe.shuffle.method": "disk"}),
+        distributed.get_task_stream(client=client) as stream,
+    ):
         DaskBackend(client=client).count_units(grid, ddf, "unit", BOUND, key)
     names = {str(t["key"][0] if isinstance(t["key"], tuple) else t["key"]) for t in stream.data}
     assert any(n.startswith("shuffle-transfer") for n in names), sorted(names)[:20]
@@ -308,9 +325,18 @@ def test_unit_array_keeps_the_in_memory_words(key):
 
 # ---------------------------------------------------------- same release
 def fit(X, units, backend, **kw):
-    params = dict(eps=EPS, min_samples=10, epsilon=2.0, delta=1e-6, bounds=BOUNDS, random_state=0,
-                  noise="gaussian", max_cells_per_unit=BOUND.max_cells_per_unit,
-                  max_points_per_cell=BOUND.max_points_per_cell, backend=backend)
+    params = dict(
+        eps=EPS,
+        min_samples=10,
+        epsilon=2.0,
+        delta=1e-6,
+        bounds=BOUNDS,
+        random_state=0,
+        noise="gaussian",
+        max_cells_per_unit=BOUND.max_cells_per_unit,
+        max_points_per_cell=BOUND.max_points_per_cell,
+        backend=backend,
+    )
     est = DPDBSCAN(**{**params, **kw})
     return est.fit(X, units=units)
 
@@ -328,8 +354,9 @@ def assert_same_release(got, want):
 
 
 @pytest.mark.parametrize("histogram", ["dense", "sparse"])
-@pytest.mark.parametrize("kind, where", [("int", "parquet"), ("text", "parquet"), ("text", "csv"),
-                                         ("int", "dask_dataframe")])
+@pytest.mark.parametrize(
+    "kind, where", [("int", "parquet"), ("text", "parquet"), ("text", "csv"), ("int", "dask_dataframe")]
+)
 def test_same_release_as_in_memory(client, data, tmp_path, kind, where, histogram):
     X, ids = data
     units = unit_values(ids, kind)
@@ -345,8 +372,12 @@ def test_same_release_with_k_chosen_privately(client, data, tmp_path):
     X, ids = data
     units = unit_values(ids, "int")
     want = fit(X, units, "numpy", max_cells_per_unit="auto")
-    got = fit(str(write_parquet(table(X, units), tmp_path / "pq")), "unit",
-              DaskBackend(client=client), max_cells_per_unit="auto")
+    got = fit(
+        str(write_parquet(table(X, units), tmp_path / "pq")),
+        "unit",
+        DaskBackend(client=client),
+        max_cells_per_unit="auto",
+    )
     assert want.spans_.release.unit_choice is not None
     assert got.spans_.release.units == want.spans_.release.units
     assert_same_release(got, want)
@@ -359,8 +390,9 @@ def test_unit_column_is_not_a_coordinate(client, grid, data, key, tmp_path):
     path = str(write_parquet(table(X, units), tmp_path / "pq"))
     backend = DaskBackend(client=client)
     assert backend.n_features(path) == 3 and backend.n_features(path, unit="unit") == 2
-    assert_same_counts(backend.count_units(grid, path, "unit", BOUND, key),
-                       count_units(grid, X, units, BOUND, key))
+    assert_same_counts(
+        backend.count_units(grid, path, "unit", BOUND, key), count_units(grid, X, units, BOUND, key)
+    )
     with pytest.raises(ValueError, match="the unit column 'unit' is also in columns"):
         DaskBackend(client=client, columns=["x", "unit"]).count_units(grid, path, "unit", BOUND, key)
     with pytest.raises(ValueError, match="no unit column 'cab'"):
@@ -379,8 +411,9 @@ def test_csv_unit_column_by_header(client, grid, data, key, tmp_path):
         DaskBackend(client=client, header=True).count_units(grid, path, "cab", BOUND, key)
     backend = DaskBackend(client=client, header=True)
     assert backend.n_features(path, unit="unit") == 2
-    assert_same_counts(backend.count_units(grid, path, "unit", BOUND, key),
-                       count_units(grid, X, units, BOUND, key))
+    assert_same_counts(
+        backend.count_units(grid, path, "unit", BOUND, key), count_units(grid, X, units, BOUND, key)
+    )
 
 
 def test_a_unit_type_that_is_not_an_id_is_refused(client, grid, data, key):

@@ -21,7 +21,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import stats
-from stats import assert_fits
 
 from dpdbscan.laws import gaussian as law
 from dpdbscan.release.histograms import noise as noise_mod
@@ -30,6 +29,8 @@ from dpdbscan.release.samplers import gaussian as G
 from dpdbscan.release.samplers import skipping as B
 from dpdbscan.release.samplers.gaussian_tail import GaussianTailProbability, tail_interval
 from dpdbscan.release.samplers.integers import SecureSource, SeededSource
+
+from stats import assert_fits
 
 RATE = 1e-7
 
@@ -131,8 +132,9 @@ def test_odd_sigma2_takes_the_exact_slow_path():
     check_law(z, float(sigma2), width=10)
 
 
-@pytest.mark.parametrize("r, den", [(0, 8), (1, 8), (7, 8), (3, 1000003), ((1 << 53) - 2, (1 << 53) - 1),
-                                    (123456789, 1 << 40)])
+@pytest.mark.parametrize(
+    "r, den", [(0, 8), (1, 8), (7, 8), (3, 1000003), ((1 << 53) - 2, (1 << 53) - 1), (123456789, 1 << 40)]
+)
 @pytest.mark.parametrize("forced", [False, True])
 def test_exp_neg_frac_is_bernoulli_exp(r, den, forced, monkeypatch):
     """Bernoulli(exp(-r/den)) from one word by inversion; ``forced`` widens
@@ -168,8 +170,16 @@ def test_bad_sigma2_is_refused():
 # --------------------------------------------------------------------------- #
 # the tail sampler Z | Z >= k
 
-TAIL_CASES = [(Fraction(1), 0), (Fraction(1), 3), (Fraction(1, 4), 2), (Fraction(2, 3), 1),
-              (Fraction(100), 0), (Fraction(100), 10), (Fraction(100), 35), (Fraction(10**4), 250)]
+TAIL_CASES = [
+    (Fraction(1), 0),
+    (Fraction(1), 3),
+    (Fraction(1, 4), 2),
+    (Fraction(2, 3), 1),
+    (Fraction(100), 0),
+    (Fraction(100), 10),
+    (Fraction(100), 35),
+    (Fraction(10**4), 250),
+]
 
 
 @pytest.mark.parametrize("sigma2, k", TAIL_CASES, ids=str)
@@ -227,7 +237,7 @@ def test_float_tail_far_out_does_not_underflow():
     stays finite and matches a decimal computation."""
     sigma2, theta = 1.0, 40
     lt = law.log_tail(sigma2, theta)
-    with decimal.localcontext(decimal.Context(prec=40, Emin=-10**6)):
+    with decimal.localcontext(decimal.Context(prec=40, Emin=-(10**6))):
         D = decimal.Decimal
         num = sum((-(D(j) ** 2) / 2).exp() for j in range(theta, theta + 60))
         den = 1 + 2 * sum((-(D(j) ** 2) / 2).exp() for j in range(1, 60))
@@ -243,7 +253,7 @@ def test_float_tail_far_out_does_not_underflow():
 def reference_tail(sigma2: Fraction, k: int, prec: int = 100) -> decimal.Decimal:
     """P(Z >= k) at ``prec`` digits, each term exp'd directly (independent
     of the interval code, which uses a recurrence)."""
-    with decimal.localcontext(decimal.Context(prec=prec + 20, Emin=-10**9)):
+    with decimal.localcontext(decimal.Context(prec=prec + 20, Emin=-(10**9))):
         D = decimal.Decimal
         c = D(sigma2.denominator) / D(2 * sigma2.numerator)
         total, tail = D(1), D(1) if k == 0 else D(0)
@@ -258,9 +268,20 @@ def reference_tail(sigma2: Fraction, k: int, prec: int = 100) -> decimal.Decimal
             j += 1
 
 
-@pytest.mark.parametrize("sigma2, k", [(Fraction(1), 0), (Fraction(1), 1), (Fraction(1), 6),
-                                       (Fraction(1, 4), 2), (Fraction(2, 3), 9), (Fraction(100), 30),
-                                       (Fraction(100), 200), (Fraction(10**4), 500)], ids=str)
+@pytest.mark.parametrize(
+    "sigma2, k",
+    [
+        (Fraction(1), 0),
+        (Fraction(1), 1),
+        (Fraction(1), 6),
+        (Fraction(1, 4), 2),
+        (Fraction(2, 3), 9),
+        (Fraction(100), 30),
+        (Fraction(100), 200),
+        (Fraction(10**4), 500),
+    ],
+    ids=str,
+)
 def test_exact_tail_interval_contains_a_high_precision_reference(sigma2, k):
     ref = reference_tail(sigma2, k)
     for digits in (30, 60):
@@ -287,9 +308,11 @@ def test_gaussian_tail_is_hashable_and_never_half():
         GaussianTailProbability(1, -1)
 
 
-GAUSS_TAILS = {"sigma2=1 k=1": GaussianTailProbability(1, 1),
-               "sigma2=4 k=3": GaussianTailProbability(4, 3),
-               "sigma2=100 k=0": GaussianTailProbability(100, 0)}
+GAUSS_TAILS = {
+    "sigma2=1 k=1": GaussianTailProbability(1, 1),
+    "sigma2=4 k=3": GaussianTailProbability(4, 3),
+    "sigma2=100 k=0": GaussianTailProbability(100, 0),
+}
 
 
 @pytest.mark.parametrize("name", list(GAUSS_TAILS))
@@ -303,8 +326,9 @@ def test_bernoulli_positions_with_the_gaussian_tail(name):
     assert pos.dtype == np.int64 and np.all(np.diff(pos) > 0) and pos.min() >= 0 and pos.max() < N
     hit = np.zeros(N, dtype=bool)
     hit[pos] = True
-    assert_fits(np.bincount(hit.reshape(-1, 40).sum(axis=1), minlength=41),
-                stats.binom.pmf(np.arange(41), 40, p))
+    assert_fits(
+        np.bincount(hit.reshape(-1, 40).sum(axis=1), minlength=41), stats.binom.pmf(np.arange(41), 40, p)
+    )
     pattern = hit.reshape(-1, 4) @ np.array([8, 4, 2, 1])
     k = np.array([i.bit_count() for i in range(16)])
     assert_fits(np.bincount(pattern, minlength=16), p**k * (1 - p) ** (4 - k))

@@ -3,7 +3,6 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from stats import binom_ok
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.plan.histogram import default_theta, stability_theta
@@ -17,6 +16,8 @@ from dpdbscan.release.histograms import (
     stability_histogram,
 )
 from dpdbscan.release.samplers.integers import SeededSource
+
+from stats import binom_ok
 
 # Distribution checks below use a per-test false-failure rate of at most 1e-6.
 P_FAIL = 1e-6
@@ -184,6 +185,7 @@ def test_chernoff_margin_is_valid_and_tighter(noise):
         z = DiscreteLaplace(1.0).sample(src, 15 * n)
     else:
         from dpdbscan.release.histograms import ContinuousLaplace
+
         z = ContinuousLaplace(1.0).sample(src, 15 * n)
     S = z.reshape(n, 15).sum(1)
     assert int((np.abs(S) > G).sum()) <= stats.binom.ppf(1 - P_FAIL, n, 0.05)
@@ -219,8 +221,6 @@ def test_merge_sorted():
         assert np.array_equal(_merge_sorted(a, b), np.sort(allk))
 
 
-
-
 def test_stability_with_gaussian_noise_splits_delta():
     """Person-level, Gaussian noise, stability histogram: rho converts to
     (epsilon, delta / 2) and theta keeps the unit's k new cells of at most
@@ -237,8 +237,16 @@ def test_stability_with_gaussian_noise_splits_delta():
     rng = np.random.default_rng(0)
     X = rng.random((400, 2))
     est = DPDBSCAN(
-        0.05, min_samples=5, epsilon=eps, delta=delta, bounds=(0, 1), histogram="stability",
-        noise="gaussian", max_cells_per_unit=k, max_points_per_cell=m, random_state=0,
+        0.05,
+        min_samples=5,
+        epsilon=eps,
+        delta=delta,
+        bounds=(0, 1),
+        histogram="stability",
+        noise="gaussian",
+        max_cells_per_unit=k,
+        max_points_per_cell=m,
+        random_state=0,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UtilityWarning)

@@ -23,7 +23,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
-from stats import chi2_ok
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.release.backends.base import CellCounts
@@ -31,6 +30,8 @@ from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace, spar
 from dpdbscan.release.histograms.sparse import released_empty_cells
 from dpdbscan.release.samplers import integers as _random
 from dpdbscan.release.samplers.integers import SecureSource, SeededSource
+
+from stats import chi2_ok
 
 RATE = 1e-7
 N = 200_000
@@ -79,8 +80,16 @@ def _two_sided_support(q: float, n: int, mass: float = 1e-7):
 # epsilon as a fraction
 
 
-@pytest.mark.parametrize("eps,frac", [(1.0, Fraction(1)), (0.5, Fraction(1, 2)), (2.0, Fraction(2)),
-                                      (0.1, Fraction(1, 10)), (0.25, Fraction(1, 4))])
+@pytest.mark.parametrize(
+    "eps,frac",
+    [
+        (1.0, Fraction(1)),
+        (0.5, Fraction(1, 2)),
+        (2.0, Fraction(2)),
+        (0.1, Fraction(1, 10)),
+        (0.25, Fraction(1, 4)),
+    ],
+)
 def test_rational_epsilon_keeps_simple_values(eps, frac):
     f = _random.rational_epsilon(eps)
     assert f == frac and f <= Fraction(eps)
@@ -150,7 +159,7 @@ def test_bernoulli_exp_neg(kind):
         out = _random.bernoulli_exp_neg(src, num, den)
         assert out.dtype == bool and out.size == num.size
         for j, a in enumerate(nums):
-            hits = int(out[j * per:(j + 1) * per].sum())
+            hits = int(out[j * per : (j + 1) * per].sum())
             p = math.exp(-a / den)
             if a == 0:
                 assert hits == per  # exp(0) = 1 exactly
@@ -252,10 +261,10 @@ def test_discrete_laplace_mgf_is_dominated(eps):
     assert np.all(disc <= lap * (1 + 1e-12))
     # the closed form of the MGF against a direct sum
     z = np.arange(-4000, 4001)
-    for l in lam[:: 250]:
-        if abs(l) < 0.9 * eps:
-            direct = float(((1 - q) / (1 + q) * np.exp(l * z - eps * np.abs(z))).sum())
-            closed = (1 - q) ** 2 / ((1 - q) ** 2 - 2 * q * (math.cosh(l) - 1))
+    for t in lam[::250]:
+        if abs(t) < 0.9 * eps:
+            direct = float(((1 - q) / (1 + q) * np.exp(t * z - eps * np.abs(z))).sum())
+            closed = (1 - q) ** 2 / ((1 - q) ** 2 - 2 * q * (math.cosh(t) - 1))
             assert direct == pytest.approx(closed, rel=1e-8)
 
 
@@ -317,6 +326,7 @@ def test_sparse_histogram_equals_truncated_dense_histogram(eps, theta, kind):
     value, released = value.reshape(reps, -1), released.reshape(reps, -1)
 
     q = math.exp(-noise.epsilon)
+
     def pmf(z):  # P(Z = z), exact discrete Laplace at the rounded epsilon
         return (1 - q) / (1 + q) * q ** np.abs(z)
 

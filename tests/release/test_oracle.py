@@ -3,13 +3,13 @@ procedure cell for cell (dense and sparse histograms, 1-D to 3-D)."""
 
 import numpy as np
 import pytest
-from reference import grid_dbscan, same_partition, subcell_grid_dbscan
 
 from dpdbscan.cells.grid import Grid
-from releases import spans_from_histogram
-from releases import Config as MechanismConfig
-from releases import release_histogram
 from dpdbscan.release.samplers.integers import SeededSource
+
+from reference import grid_dbscan, same_partition, subcell_grid_dbscan
+from releases import Config as MechanismConfig
+from releases import release_histogram, spans_from_histogram
 
 
 def _instance(d, seed):
@@ -21,9 +21,15 @@ def _instance(d, seed):
 
 
 @pytest.mark.parametrize("histogram", ["dense", "sparse"])
-@pytest.mark.parametrize("d,alpha,min_samples,eta", [
-    (1, 0.05, 5, 4.0), (2, 0.1, 8, 4.0), (2, 0.12, 15, 2.0), (3, 0.25, 10, 4.0),
-])
+@pytest.mark.parametrize(
+    "d,alpha,min_samples,eta",
+    [
+        (1, 0.05, 5, 4.0),
+        (2, 0.1, 8, 4.0),
+        (2, 0.12, 15, 2.0),
+        (3, 0.25, 10, 4.0),
+    ],
+)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_noiseless_pipeline_equals_grid_procedure(histogram, d, alpha, min_samples, eta, seed):
     X = _instance(d, seed)
@@ -46,9 +52,15 @@ def test_noiseless_pipeline_equals_grid_procedure(histogram, d, alpha, min_sampl
 
 
 @pytest.mark.parametrize("histogram", ["dense", "sparse"])
-@pytest.mark.parametrize("d,alpha,min_samples,k", [
-    (1, 0.05, 5, 2), (2, 0.1, 8, 2), (2, 0.12, 12, 3), (3, 0.3, 10, 2),
-])
+@pytest.mark.parametrize(
+    "d,alpha,min_samples,k",
+    [
+        (1, 0.05, 5, 2),
+        (2, 0.1, 8, 2),
+        (2, 0.12, 12, 3),
+        (3, 0.3, 10, 2),
+    ],
+)
 def test_noiseless_subcell_pipeline_equals_reference(histogram, d, alpha, min_samples, k):
     X = _instance(d, 3)
     grid = Grid(np.zeros(d), np.ones(d), alpha)

@@ -17,10 +17,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from stats import binom_ok as _binom_ok
-from stats import chi2_ok as _chi2_ok
 
 from dpdbscan.release.samplers import integers as R
+
+from stats import binom_ok as _binom_ok
+from stats import chi2_ok as _chi2_ok
 
 # --------------------------------------------------------------------------- #
 # exact checks by enumeration
@@ -123,8 +124,20 @@ def test_exp1_codes_deep_words_are_resolved():
     assert _binom_ok((code == 1).sum(), n, float(odd / tail))
 
 
-@pytest.mark.parametrize("num,den", [(1, 1), (0, 1), (1, 2), (2, 3), (7, 10), (999, 1000),
-                                     ((1 << 20) - 1, 1 << 20), (1 << 20, 1 << 20), (1, 1 << 20)])
+@pytest.mark.parametrize(
+    "num,den",
+    [
+        (1, 1),
+        (0, 1),
+        (1, 2),
+        (2, 3),
+        (7, 10),
+        (999, 1000),
+        ((1 << 20) - 1, 1 << 20),
+        (1 << 20, 1 << 20),
+        (1, 1 << 20),
+    ],
+)
 def test_bernoulli_exp_neg(num, den):
     n = 200_000
     out = R.bernoulli_exp_neg(R.SeededSource(num + 7 * den), np.full(n, num), den)
@@ -213,7 +226,6 @@ def test_sampler_sizes():
         assert R._raw16(src, n).shape == (n,)
 
 
-
 @pytest.mark.parametrize("bound", [1, 2, 7, 1000, (1 << 63) - 25, 1 << 63])
 def test_uniform_below(bound):
     n = 200_000
@@ -227,4 +239,3 @@ def test_uniform_below(bound):
     probs = np.diff(np.array(edges, dtype=float)) / bound
     p, ok = _chi2_ok(counts, probs)
     assert ok, p
-

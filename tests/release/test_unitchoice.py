@@ -15,7 +15,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from stats import P_FAIL, assert_fits
 
 from dpdbscan import DPDBSCAN, ZCDPAccountant, load_model, save_model
 from dpdbscan.cells.grid import Grid
@@ -30,6 +29,8 @@ from dpdbscan.release.accountant import BudgetAccountant
 from dpdbscan.release.backends import NumpyBackend
 from dpdbscan.release.mechanism import release_choosing, release_histogram
 from dpdbscan.release.samplers.integers import SeededSource
+
+from stats import P_FAIL, assert_fits
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpdbscan.exceptions.InsecureRandomnessWarning")
 
@@ -163,8 +164,12 @@ def test_the_law_is_the_exponential_mechanism_on_the_signal_score():
     cells = np.maximum(1, np.exp(rng.normal(2.5, 1.0, 60))).astype(np.int64)
     cands = (1, 2, 4, 8, 16, 32, 64, 128)
     for rho in (2e-3, 2e-2):
-        assert np.allclose(unitchoice.probabilities(cells, cands, rho),
-                           _reference_probabilities(cells, cands, rho), rtol=1e-3, atol=1e-12)
+        assert np.allclose(
+            unitchoice.probabilities(cells, cands, rho),
+            _reference_probabilities(cells, cands, rho),
+            rtol=1e-3,
+            atol=1e-12,
+        )
 
 
 def test_the_exponential_mechanism_spends_what_it_states():
@@ -208,8 +213,9 @@ def test_choose_picks_each_candidate_with_its_probability():
     probs = _reference_probabilities(cells, cands, rho)
     assert probs.max() < 0.6 and np.sort(probs)[-4] > 0.02  # spread: the test can see a wrong law
     source = SeededSource(99)
-    counts = np.bincount([unitchoice.choose(cells, cands, rho, source) for _ in range(3_000)],
-                         minlength=len(cands))
+    counts = np.bincount(
+        [unitchoice.choose(cells, cands, rho, source) for _ in range(3_000)], minlength=len(cands)
+    )
     assert_fits(counts, probs, rate=P_FAIL)
 
 
@@ -301,8 +307,9 @@ def test_one_source_makes_the_same_release_twice():
 
 
 def _resolved(units=True):
-    p = validated(dict(eps=0.03, min_samples=50, epsilon=1.0, delta=1e-6, bounds=(0, 1),
-                       max_cells_per_unit="auto"))
+    p = validated(
+        dict(eps=0.03, min_samples=50, epsilon=1.0, delta=1e-6, bounds=(0, 1), max_cells_per_unit="auto")
+    )
     return resolve(p, np.zeros(2), np.ones(2), units=units)
 
 
@@ -312,7 +319,12 @@ def test_the_candidates_releases_share_everything_but_k():
     assert r.release is r.choices[-1]
     for c in r.choices:
         assert (c.grid, c.histogram, c.noise.rho, c.delta_spent, c.unit_choice) == (
-            r.release.grid, r.release.histogram, r.release.noise.rho, r.release.delta_spent, r.release.unit_choice)
+            r.release.grid,
+            r.release.histogram,
+            r.release.noise.rho,
+            r.release.delta_spent,
+            r.release.unit_choice,
+        )
         assert c.noise.l2_sensitivity == pytest.approx(math.sqrt(c.units.max_cells_per_unit))
 
 

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from spanmodels import SF_BOX, hand_model, square
 
 from dpdbscan.cli import main
-from dpdbscan.model import save_model
 from dpdbscan.geometry.projection import projection_of
+from dpdbscan.model import save_model
 from dpdbscan.render import context as C
 from dpdbscan.render.webmap import map_html
+
+from spanmodels import SF_BOX, hand_model, square
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "sf_context.geojson"
 
@@ -29,8 +30,11 @@ def _geo():
 
 
 def _fc(*geometries, **extra):
-    return {"type": "FeatureCollection", **extra,
-            "features": [{"type": "Feature", "properties": {}, "geometry": g} for g in geometries]}
+    return {
+        "type": "FeatureCollection",
+        **extra,
+        "features": [{"type": "Feature", "properties": {}, "geometry": g} for g in geometries],
+    }
 
 
 def _line(*pts):
@@ -51,19 +55,25 @@ def test_the_example_file_is_the_box_and_two_streets_in_lon_lat():
     box_ring, market, embarcadero = (proj.inverse(line) for line in ctx.lines())
     # the polygon's ring is the box, corner for corner, to within the snapping
     tol = C.SNAP_CELLS * m.grid.width / proj.kx  # one snap step, in degrees of longitude
-    np.testing.assert_allclose(box_ring, [[-122.48, 37.72], [-122.38, 37.72], [-122.38, 37.82],
-                                          [-122.48, 37.82], [-122.48, 37.72]], atol=tol)
+    np.testing.assert_allclose(
+        box_ring,
+        [[-122.48, 37.72], [-122.38, 37.72], [-122.38, 37.82], [-122.48, 37.82], [-122.48, 37.72]],
+        atol=tol,
+    )
     assert market[0] == pytest.approx([-122.3936, 37.7955], abs=tol)
     assert embarcadero.shape[0] == 8
 
 
 def test_lines_are_clipped_to_the_box_and_split_where_they_leave_it():
     m = _plain()
-    ctx = C.load_context(_fc(
-        _line((-50, 50), (-10, 50), (50, 60), (150, 50)),  # crosses the box: 2 of 3 segments kept
-        _line((200, 200), (300, 300)),  # far outside: dropped
-        _line((20, 20), (20, 300), (30, 300), (30, 20)),  # leaves the box and comes back: 2 pieces
-    ), m)
+    ctx = C.load_context(
+        _fc(
+            _line((-50, 50), (-10, 50), (50, 60), (150, 50)),  # crosses the box: 2 of 3 segments kept
+            _line((200, 200), (300, 300)),  # far outside: dropped
+            _line((20, 20), (20, 300), (30, 300), (30, 20)),  # leaves the box and comes back: 2 pieces
+        ),
+        m,
+    )
     lines = ctx.lines()
     assert [line.tolist() for line in lines] == [
         [[-10, 50], [50, 60], [150, 50]],  # the segments that meet the box, with their ends
@@ -89,9 +99,14 @@ def test_lines_are_snapped_and_simplified_within_a_bound():
     rng = np.random.default_rng(0)
     wiggly = np.column_stack([50 + 30 * t, 60 + 10 * np.sin(9 * t)]) + rng.normal(0, 1e-3, (1001, 2))
     ring = [[10, 10], [10, 10], [20, 10], [20, 20], [10, 20], [10, 10]]  # a repeated vertex
-    ctx = C.load_context(_fc({"type": "LineString", "coordinates": straight.tolist()},
-                             {"type": "LineString", "coordinates": wiggly.tolist()},
-                             {"type": "Polygon", "coordinates": [ring]}), m)
+    ctx = C.load_context(
+        _fc(
+            {"type": "LineString", "coordinates": straight.tolist()},
+            {"type": "LineString", "coordinates": wiggly.tolist()},
+            {"type": "Polygon", "coordinates": [ring]},
+        ),
+        m,
+    )
     a, b, c = ctx.lines()
     assert a.tolist() == [[5, 5], [85, 45]]
     assert c.tolist() == [[10, 10], [20, 10], [20, 20], [10, 20], [10, 10]]
@@ -106,12 +121,18 @@ def test_lines_are_snapped_and_simplified_within_a_bound():
 
 def test_multi_geometries_collections_and_altitudes_are_read_and_points_skipped():
     m = _plain()
-    ctx = C.load_context({"type": "GeometryCollection", "geometries": [
-        {"type": "MultiLineString", "coordinates": [[[1, 1], [5, 1]], [[1, 3], [5, 3, 120.0]]]},
-        {"type": "MultiPolygon", "coordinates": [[[[40, 40], [60, 40], [60, 60], [40, 40]]]]},
-        {"type": "Point", "coordinates": [3, 3]},
-        {"type": "MultiPoint", "coordinates": [[3, 3], [4, 4]]},
-    ]}, m)
+    ctx = C.load_context(
+        {
+            "type": "GeometryCollection",
+            "geometries": [
+                {"type": "MultiLineString", "coordinates": [[[1, 1], [5, 1]], [[1, 3], [5, 3, 120.0]]]},
+                {"type": "MultiPolygon", "coordinates": [[[[40, 40], [60, 40], [60, 60], [40, 40]]]]},
+                {"type": "Point", "coordinates": [3, 3]},
+                {"type": "MultiPoint", "coordinates": [[3, 3], [4, 4]]},
+            ],
+        },
+        m,
+    )
     assert ctx.n_lines == 3 and ctx.n_points == 2
     assert "2 point(s) skipped" in ctx.describe() and "3 line(s)" in ctx.describe()
 
@@ -119,16 +140,19 @@ def test_multi_geometries_collections_and_altitudes_are_read_and_points_skipped(
 SECRET = "s3cr3t-t0ken"
 
 
-@pytest.mark.parametrize("content, match", [
-    ("{\"type\": \"FeatureCollection\", " + SECRET, "not valid JSON"),
-    (b"\xff\xfe" + SECRET.encode("utf-16-le"), "not UTF-8"),
-    ({"type": SECRET, "coordinates": []}, "expected a FeatureCollection, a Feature or a geometry"),
-    ({"type": "FeatureCollection", "features": SECRET}, "without a list of features"),
-    (_fc({"type": "LineString", "coordinates": [[1, SECRET], [2, 2]]}), "not two or more numbers"),
-    (_fc({"type": "LineString", "coordinates": [[1, 1], [2]]}), "not two or more numbers"),
-    (_fc({"type": "Point", "coordinates": [1, 1]}), "holds no line or polygon"),
-    (_fc(_line((500, 500), (600, 600))), "none of its lines comes into the public box"),
-])
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        ('{"type": "FeatureCollection", ' + SECRET, "not valid JSON"),
+        (b"\xff\xfe" + SECRET.encode("utf-16-le"), "not UTF-8"),
+        ({"type": SECRET, "coordinates": []}, "expected a FeatureCollection, a Feature or a geometry"),
+        ({"type": "FeatureCollection", "features": SECRET}, "without a list of features"),
+        (_fc({"type": "LineString", "coordinates": [[1, SECRET], [2, 2]]}), "not two or more numbers"),
+        (_fc({"type": "LineString", "coordinates": [[1, 1], [2]]}), "not two or more numbers"),
+        (_fc({"type": "Point", "coordinates": [1, 1]}), "holds no line or polygon"),
+        (_fc(_line((500, 500), (600, 600))), "none of its lines comes into the public box"),
+    ],
+)
 def test_bad_files_get_one_clear_error_that_quotes_nothing_from_them(tmp_path, content, match):
     path = tmp_path / "bad.geojson"
     if isinstance(content, bytes):
@@ -145,8 +169,10 @@ def test_geographic_models_need_lon_lat(tmp_path):
     in_metres = _fc(_line((550_000, 4_180_000), (551_000, 4_181_000)))
     with pytest.raises(ValueError, match="not longitude and latitude"):
         C.load_context(in_metres, m)
-    utm = _fc(_line((-122.45, 37.75), (-122.40, 37.78)),
-              crs={"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::32610"}})
+    utm = _fc(
+        _line((-122.45, 37.75), (-122.40, 37.78)),
+        crs={"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::32610"}},
+    )
     with pytest.raises(ValueError, match="other than longitude/latitude"):
         C.load_context(utm, m)
     wgs84 = dict(utm, crs={"type": "name", "properties": {"name": "urn:ogc:def:crs:OGC:1.3:CRS84"}})
@@ -195,7 +221,10 @@ def test_the_map_embeds_the_lines_under_the_spans_with_a_switch():
 def test_map_command_takes_context(tmp_path, capsys):
     m = _geo()
     save_model(m, tmp_path / "m.json")
-    assert main(["map", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.html"), "--context", str(EXAMPLE)]) == 0
+    assert (
+        main(["map", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.html"), "--context", str(EXAMPLE)])
+        == 0
+    )
     out, err = capsys.readouterr()
     assert out.strip() == f"wrote {tmp_path / 'm.html'}"
     assert "context layer: 3 line(s)" in err
@@ -214,10 +243,10 @@ def test_the_spans_picture_draws_the_context_between_heat_and_spans():
 
     values = np.zeros((180, 225), dtype=np.int64)
     values[40:46, 40:46] = 500
-    m = hand_model([square(80, 80, 12)], shape=(180, 225), width=0.05, subcells=2, values=values,
-                   geo=True)
-    ax = plotting.plot_model(m, "spans", context=EXAMPLE, extent=(SF_BOX[0][0], SF_BOX[0][1],
-                                                                   SF_BOX[1][0], SF_BOX[1][1]))
+    m = hand_model([square(80, 80, 12)], shape=(180, 225), width=0.05, subcells=2, values=values, geo=True)
+    ax = plotting.plot_model(
+        m, "spans", context=EXAMPLE, extent=(SF_BOX[0][0], SF_BOX[0][1], SF_BOX[1][0], SF_BOX[1][1])
+    )
     (lines,) = [c for c in ax.collections if c.get_gid() == "context"]
     (heat,) = [i for i in ax.images if i.get_gid() == "heat"]
     (spans,) = [c for c in ax.collections if c.get_gid() == "spans"]

@@ -6,9 +6,13 @@ pytest.importorskip("matplotlib")
 from dpdbscan import DPDBSCAN  # noqa: E402
 from dpdbscan.geometry.outlines import cells_to_polygons  # noqa: E402
 from dpdbscan.geometry.projection import Equirectangular  # noqa: E402
-from dpdbscan.model.record import SpanModel  # noqa: E402
+from dpdbscan.model import model_from_dict, model_to_dict  # noqa: E402
+from dpdbscan.model.stats import span_stats  # noqa: E402
 from dpdbscan.post.coretests.bound.core import neighbour_sums  # noqa: E402
-from dpdbscan.render import plotting  # noqa: E402
+from dpdbscan.render import mapstyle, plotting  # noqa: E402
+
+from releases import span_region  # noqa: E402
+from spanmodels import hand_model, square  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -20,8 +24,9 @@ def blobs(seed=0):
 
 @pytest.fixture(scope="module", params=["dense", "sparse"])
 def model(request):
-    est = DPDBSCAN(eps=0.5, min_samples=20, epsilon=1.0, bounds=(0.0, 10.0), random_state=0,
-                   histogram=request.param).fit(blobs())
+    est = DPDBSCAN(
+        eps=0.5, min_samples=20, epsilon=1.0, bounds=(0.0, 10.0), random_state=0, histogram=request.param
+    ).fit(blobs())
     return est.spans_
 
 
@@ -47,7 +52,9 @@ def test_histogram_image_is_the_released_histogram(model):
     expected[c[:, 0], c[:, 1]] = vals
     np.testing.assert_array_equal(img, expected.T)
     x1 = grid.lower[0] + grid.shape[0] * grid.width
-    np.testing.assert_allclose(ax.images[0].get_extent(), [0, x1, 0, grid.lower[1] + grid.shape[1] * grid.width])
+    np.testing.assert_allclose(
+        ax.images[0].get_extent(), [0, x1, 0, grid.lower[1] + grid.shape[1] * grid.width]
+    )
     # paper style: symmetric scale, zero fully transparent, positive red, negative green
     norm = ax.images[0].norm
     assert norm.vmin == -norm.vmax > -np.inf
@@ -96,7 +103,10 @@ def test_spans_paths_follow_the_cells(model):
         # and fills exactly the region's cells (holes stay empty)
         centres = g.lower + (span_region(model, s) + 0.5) * g.width
         assert path.contains_points(centres).all()
-    assert ax.get_title() == "2 DP span(s)\nevent-level: each row is protected, not each person; epsilon=1, delta=0"
+    assert (
+        ax.get_title()
+        == "2 DP span(s)\nevent-level: each row is protected, not each person; epsilon=1, delta=0"
+    )
     _close(ax)
 
 
@@ -140,8 +150,11 @@ def test_save_writes_a_png(model, tmp_path):
 
 
 def test_plots_refuse_other_dimensions():
-    m = DPDBSCAN(eps=1.0, min_samples=5, bounds=(0.0, 4.0), random_state=0).fit(
-        np.random.default_rng(0).uniform(0, 4, (100, 3))).spans_
+    m = (
+        DPDBSCAN(eps=1.0, min_samples=5, bounds=(0.0, 4.0), random_state=0)
+        .fit(np.random.default_rng(0).uniform(0, 4, (100, 3)))
+        .spans_
+    )
     for f in (plotting.plot_histogram, plotting.plot_neighbour_sums):
         with pytest.raises(ValueError, match="2-D grids, this one is 3-D"):
             f(m.histogram)
@@ -185,14 +198,6 @@ def test_plot_model_rejects_bad_requests(model):
 # --------------------------------------------------------------------------- #
 # the spans picture an analyst reads (issue 15): crop, size, scale bar, ids,
 # colours, heat layer
-
-
-from spanmodels import hand_model, square  # noqa: E402
-
-from dpdbscan.model.stats import span_stats  # noqa: E402
-from dpdbscan.render import mapstyle  # noqa: E402
-from dpdbscan.model import model_from_dict, model_to_dict
-from releases import span_region
 
 
 def _png_size(path):

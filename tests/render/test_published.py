@@ -14,12 +14,13 @@ import json
 
 import numpy as np
 import pytest
-from spanmodels import hand_model, square
 
 from dpdbscan.cli import main
 from dpdbscan.model import geojson, load_model
 from dpdbscan.model.geojson import LONLAT, to_geojson
 from dpdbscan.render.webmap import map_html
+
+from spanmodels import hand_model, square
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpdbscan.exceptions.InsecureRandomnessWarning")
 

@@ -19,8 +19,6 @@ import threading
 
 import numpy as np
 import pytest
-from cdp import Browser, find_chromium
-from spanmodels import hand_model, square
 
 from dpdbscan.cli import main
 from dpdbscan.geometry.projection import projection_of
@@ -28,6 +26,9 @@ from dpdbscan.model import save_model
 from dpdbscan.model.stats import span_stats
 from dpdbscan.render.tiles import Tiles
 from dpdbscan.render.webmap import _png, map_html, write_map
+
+from cdp import Browser, find_chromium
+from spanmodels import hand_model, square
 
 MAGENTA = (255, 0, 255)
 MAX_ZOOM = 17  # the folder's deepest level: about 150 tiles over the model's 2 km box
@@ -97,7 +98,7 @@ def test_the_url_template_is_checked():
     for bad, says in [
         ("t.example.org/{z}/{x}/{y}.png", "http(s) URL template"),
         ("https://t.example.org/{z}/{x}.png", "needs {y}"),
-        ("https://t.example.org/{z}/{x}/{y}.png?a=\"b\"", "quotes"),
+        ('https://t.example.org/{z}/{x}/{y}.png?a="b"', "quotes"),
     ]:
         with pytest.raises(ValueError, match=r"--tiles"):
             Tiles(bad)
@@ -126,8 +127,23 @@ def test_tiles_need_a_geographic_model():
 def test_the_map_command_takes_tiles_and_an_attribution(tmp_path, capsys):
     save_model(_geo_model(), tmp_path / "m.json")
     url = "https://t.example.org/{z}/{x}/{y}.png"
-    assert main(["map", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.html"), "--tiles", url,
-                 "--attribution", "© the tiles' owners", "--tiles-max-zoom", "17"]) == 0
+    assert (
+        main(
+            [
+                "map",
+                str(tmp_path / "m.json"),
+                "-o",
+                str(tmp_path / "m.html"),
+                "--tiles",
+                url,
+                "--attribution",
+                "© the tiles' owners",
+                "--tiles-max-zoom",
+                "17",
+            ]
+        )
+        == 0
+    )
     page = (tmp_path / "m.html").read_text()
     assert '"max_zoom": 17' in page and "© the tiles&#x27; owners" in page
     assert main(["map", str(tmp_path / "m.json"), "-o", str(tmp_path / "x.html"), "--attribution", "x"]) == 2
@@ -190,13 +206,14 @@ def test_the_basemap_loads_from_a_local_tile_server_and_sits_at_its_place(browse
         const x = +t.getAttribute('x'), y = +t.getAttribute('y');
         const e = document.elementsFromPoint(x, y).find(e => e.classList.contains('tile'));
         return e ? e.dataset.tile : null; })()""")
-    assert under == "%d/%d/%d" % (z, *_tile_of(lon, lat, z))
+    tx, ty = _tile_of(lon, lat, z)
+    assert under == f"{z}/{tx}/{ty}"
     # neighbouring tiles meet edge to edge (no gap, no overlap)
     rects = browser.evaluate("""Array.from(document.querySelectorAll('image.tile')).map(e => {
         const r = e.getBoundingClientRect(); return [e.dataset.tile, r.left, r.top, r.right, r.bottom]; })""")
     by = {k: r for k, *r in rects}
     pairs = 0
-    for k, (l, t, r, b) in by.items():
+    for k, (_left, _top, r, b) in by.items():
         zz, x, y = map(int, k.split("/"))
         right = by.get(f"{zz}/{x + 1}/{y}")
         if right:

@@ -14,15 +14,15 @@ import zlib
 
 import numpy as np
 import pytest
-from cdp import Browser, find_chromium
-from spanmodels import hand_model, square
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
-from dpdbscan.model.record import SpanModel
+from dpdbscan.model import geojson, load_model, save_model
 from dpdbscan.model.stats import format_area, span_stats
 from dpdbscan.render.webmap import _png, map_html, write_map
-from dpdbscan.model import geojson, load_model, save_model
+
+from cdp import Browser, find_chromium
+from spanmodels import hand_model, square
 
 # --------------------------------------------------------------------------- #
 # noisy mass, area, cell count
@@ -33,8 +33,12 @@ def test_noisy_mass_sums_the_histogram_cells_a_span_touches():
     # sub-cells of width 1/2: span 0 covers sub-cells (2..4, 2..3), i.e. the
     # histogram cells (1, 1) and (2, 1); span 1 is sub-cell (5, 2), in
     # histogram cell (2, 1) too, which then counts towards both spans
-    m = hand_model([[(2, 2), (3, 2), (4, 2), (2, 3), (3, 3), (4, 3)], [(5, 2)]],
-                   shape=(10, 10), subcells=2, values=values)
+    m = hand_model(
+        [[(2, 2), (3, 2), (4, 2), (2, 3), (3, 3), (4, 3)], [(5, 2)]],
+        shape=(10, 10),
+        subcells=2,
+        values=values,
+    )
     stats = span_stats(m)
     assert stats.noisy_mass.tolist() == [values[1, 1] + values[2, 1], values[2, 1]]
     assert stats.n_cells.tolist() == [6, 1]
@@ -76,12 +80,12 @@ def test_geojson_features_carry_span_cells_area_and_noisy_mass():
     values = np.zeros((12, 12), dtype=np.int64)
     values[2:4, 2:4] = 25
     # geographic, 50 m histogram cells, sub-cells of 25 m: span 0 is 4 x 4 sub-cells
-    m = hand_model([square(4, 4, 4), [(10, 10)]], shape=(12, 12), width=0.05, subcells=2,
-                   values=values, geo=True)
+    m = hand_model(
+        [square(4, 4, 4), [(10, 10)]], shape=(12, 12), width=0.05, subcells=2, values=values, geo=True
+    )
     gj = geojson(m)
     props = [f["properties"] for f in gj["features"]]
-    assert props[0] == {"span": 0, "n_cells": 16, "area_m2": pytest.approx(16 * 25.0 ** 2),
-                        "noisy_mass": 100}
+    assert props[0] == {"span": 0, "n_cells": 16, "area_m2": pytest.approx(16 * 25.0**2), "noisy_mass": 100}
     assert props[1]["n_cells"] == 1 and props[1]["area_m2"] == pytest.approx(625.0)
     assert isinstance(props[0]["noisy_mass"], int)
     assert "area" not in props[0]
@@ -89,8 +93,7 @@ def test_geojson_features_carry_span_cells_area_and_noisy_mass():
 
 
 def test_geojson_of_plain_models_has_area_in_data_units():
-    m = hand_model([square(1, 1, 3)], shape=(8, 8), width=2.0, noise="laplace",
-                   values=np.full((8, 8), 1.5))
+    m = hand_model([square(1, 1, 3)], shape=(8, 8), width=2.0, noise="laplace", values=np.full((8, 8), 1.5))
     (f,) = geojson(m)["features"]
     assert f["properties"]["area"] == pytest.approx(9 * 4.0)
     assert "area_m2" not in f["properties"]
@@ -104,8 +107,28 @@ def test_fit_cli_writes_the_geojson_properties(tmp_path, capsys):
     X = np.vstack([rng.normal([2, 2], 0.2, (2000, 2)), rng.normal([7, 7], 0.2, (2000, 2))])
     csv = tmp_path / "p.csv"
     np.savetxt(csv, X, delimiter=",", header="x,y", comments="")
-    assert main(["fit", str(csv), "--header", "--bounds", "0", "10", "--eps", "0.5", "--min-samples", "30",
-                 "--seed", "1", "--out-dir", str(tmp_path), "--no-png"]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                str(csv),
+                "--header",
+                "--bounds",
+                "0",
+                "10",
+                "--eps",
+                "0.5",
+                "--min-samples",
+                "30",
+                "--seed",
+                "1",
+                "--out-dir",
+                str(tmp_path),
+                "--no-png",
+            ]
+        )
+        == 0
+    )
     gj = json.loads((tmp_path / "p.spans.geojson").read_text())
     model_stats = span_stats(load_model(tmp_path / "p.spans.json"))
     assert len(gj["features"]) == model_stats.n_spans >= 2
@@ -181,9 +204,9 @@ def _decode_png(data: bytes) -> np.ndarray:
     w, h = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     pos, idat = 8, b""
     while pos < len(data):
-        n = int.from_bytes(data[pos:pos + 4], "big")
-        if data[pos + 4:pos + 8] == b"IDAT":
-            idat += data[pos + 8:pos + 8 + n]
+        n = int.from_bytes(data[pos : pos + 4], "big")
+        if data[pos + 4 : pos + 8] == b"IDAT":
+            idat += data[pos + 8 : pos + 8 + n]
         pos += 12 + n
     raw = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(h, 1 + 4 * w)
     assert np.all(raw[:, 0] == 0)
@@ -217,8 +240,11 @@ def test_models_without_histogram_or_spans_still_make_a_page():
 
 
 def test_a_release_without_spans_maps_its_histogram():
-    m = DPDBSCAN(eps=0.5, min_samples=10**6, bounds=(0.0, 10.0), random_state=0).fit(
-        np.random.default_rng(0).uniform(0, 10, (500, 2))).spans_
+    m = (
+        DPDBSCAN(eps=0.5, min_samples=10**6, bounds=(0.0, 10.0), random_state=0)
+        .fit(np.random.default_rng(0).uniform(0, 10, (500, 2)))
+        .spans_
+    )
     assert m.n_spans == 0
     page = map_html(m)
     assert 'class="span"' not in page and 'id="heat"' in page
@@ -228,8 +254,11 @@ def test_a_release_without_spans_maps_its_histogram():
 
 
 def test_maps_need_two_dimensions():
-    m = DPDBSCAN(eps=1.0, min_samples=5, bounds=(0.0, 4.0), random_state=0).fit(
-        np.random.default_rng(0).uniform(0, 4, (100, 3))).spans_
+    m = (
+        DPDBSCAN(eps=1.0, min_samples=5, bounds=(0.0, 4.0), random_state=0)
+        .fit(np.random.default_rng(0).uniform(0, 4, (100, 3)))
+        .spans_
+    )
     with pytest.raises(ValueError, match="the map needs a 2-D model, this one is 3-D"):
         map_html(m)
 
@@ -240,8 +269,12 @@ def test_map_command(tmp_path, capsys):
     assert main(["map", str(tmp_path / "m.spans.json")]) == 0
     out = capsys.readouterr().out
     assert (tmp_path / "m.spans.html").is_file() and "wrote" in out
-    assert main(["map", str(tmp_path / "m.spans.json"), "-o", str(tmp_path / "sub" / "x.html"),
-                 "--title", "Cabs"]) == 0
+    assert (
+        main(
+            ["map", str(tmp_path / "m.spans.json"), "-o", str(tmp_path / "sub" / "x.html"), "--title", "Cabs"]
+        )
+        == 0
+    )
     text = (tmp_path / "sub" / "x.html").read_text()
     assert "<title>Cabs</title>" in text
     assert [f.name for f in (tmp_path / "sub").iterdir()] == ["x.html"]  # no temporary file left
@@ -253,8 +286,11 @@ def test_map_command(tmp_path, capsys):
 
 
 def test_map_command_refuses_3d_models_in_one_line(tmp_path, capsys):
-    m = DPDBSCAN(eps=1.0, min_samples=5, bounds=(0.0, 4.0), random_state=0).fit(
-        np.random.default_rng(0).uniform(0, 4, (100, 3))).spans_
+    m = (
+        DPDBSCAN(eps=1.0, min_samples=5, bounds=(0.0, 4.0), random_state=0)
+        .fit(np.random.default_rng(0).uniform(0, 4, (100, 3)))
+        .spans_
+    )
     save_model(m, tmp_path / "m3.json")
     assert main(["map", str(tmp_path / "m3.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -265,12 +301,31 @@ def test_map_command_refuses_3d_models_in_one_line(tmp_path, capsys):
 def test_size_and_extent_options(tmp_path, capsys):
     model = _geo_model()
     save_model(model, tmp_path / "m.json")
-    assert main(["plot", str(tmp_path / "m.json"), "--size", "500x300", "-o",
-                 str(tmp_path / "p.png"), "--extent", "-122.45", "37.75", "-122.41", "37.79"]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                str(tmp_path / "m.json"),
+                "--size",
+                "500x300",
+                "-o",
+                str(tmp_path / "p.png"),
+                "--extent",
+                "-122.45",
+                "37.75",
+                "-122.41",
+                "37.79",
+            ]
+        )
+        == 0
+    )
     head = (tmp_path / "p.png").read_bytes()[:24]
     assert (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")) == (500, 300)
-    for bad, msg in [(["--size", "500"], "WIDTHxHEIGHT"), (["--size", "5x5"], "between 16"),
-                     (["--extent", "1", "2", "0", "3"], "XMIN < XMAX")]:
+    for bad, msg in [
+        (["--size", "500"], "WIDTHxHEIGHT"),
+        (["--size", "5x5"], "between 16"),
+        (["--extent", "1", "2", "0", "3"], "XMIN < XMAX"),
+    ]:
         assert main(["plot", str(tmp_path / "m.json"), *bad]) == 2
         assert msg in capsys.readouterr().err
 
@@ -280,8 +335,23 @@ def test_fit_and_sweep_take_size_and_extent(tmp_path, capsys):
     X = np.vstack([rng.normal([2, 2], 0.2, (1500, 2)), rng.normal([7, 7], 0.2, (1500, 2))])
     csv = tmp_path / "p.csv"
     np.savetxt(csv, X, delimiter=",", header="x,y", comments="")
-    fit = ["fit", str(csv), "--header", "--bounds", "0", "10", "--eps", "0.5", "--min-samples", "30",
-           "--seed", "1", "--out-dir", str(tmp_path), "--no-geojson"]
+    fit = [
+        "fit",
+        str(csv),
+        "--header",
+        "--bounds",
+        "0",
+        "10",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "30",
+        "--seed",
+        "1",
+        "--out-dir",
+        str(tmp_path),
+        "--no-geojson",
+    ]
     assert main([*fit, "--size", "400x300", "--extent", "1", "1", "3", "3"]) == 0
     head = (tmp_path / "p.spans.png").read_bytes()[:24]
     assert (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")) == (400, 300)
@@ -292,8 +362,23 @@ def test_fit_and_sweep_take_size_and_extent(tmp_path, capsys):
         err = capsys.readouterr().err
         assert msg in err and "read " not in err
         assert not list(tmp_path.glob("q.*"))
-    assert main(["sweep", "--model", str(tmp_path / "p.spans.json"), "--min-samples", "40",
-                 "--out-dir", str(tmp_path / "sw"), "--size", "320x240", "--no-geojson"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--model",
+                str(tmp_path / "p.spans.json"),
+                "--min-samples",
+                "40",
+                "--out-dir",
+                str(tmp_path / "sw"),
+                "--size",
+                "320x240",
+                "--no-geojson",
+            ]
+        )
+        == 0
+    )
     (png,) = (tmp_path / "sw").glob("*.png")
     head = png.read_bytes()[:24]
     assert (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")) == (320, 240)
@@ -340,8 +425,7 @@ def test_map_renders_in_chromium_with_polygons_and_hover(browser, tmp_path):
     for left, top, right, bottom in boxes:
         assert 0 <= left < right <= 1000 and 0 <= top < bottom <= 750
     assert browser.evaluate("document.getElementById('heat').getBoundingClientRect().width") > 100
-    assert re.fullmatch(r"\d+ (m|km)", browser.evaluate(
-        "document.getElementById('scale-label').textContent"))
+    assert re.fullmatch(r"\d+ (m|km)", browser.evaluate("document.getElementById('scale-label').textContent"))
 
     shot = browser.screenshot(tmp_path / "map.png")
     assert shot[:8] == b"\x89PNG\r\n\x1a\n"
@@ -369,16 +453,21 @@ def test_map_renders_in_chromium_with_polygons_and_hover(browser, tmp_path):
     # wheel zooms in about the cursor; dragging pans
     k0 = float(browser.evaluate("document.getElementById('map').dataset.scale"))
     browser.mouse("mouseWheel", 500, 375, deltaX=0, deltaY=-300)
-    k1 = float(browser.wait_for(
-        f"document.getElementById('map').dataset.scale != '{k0}' && document.getElementById('map').dataset.scale"))
+    k1 = float(
+        browser.wait_for(
+            f"document.getElementById('map').dataset.scale != '{k0}' && "
+            "document.getElementById('map').dataset.scale"
+        )
+    )
     assert k1 > k0 * 1.5
     before = browser.evaluate("document.getElementById('view').getAttribute('transform')")
     browser.mouse("mousePressed", 400, 300, button="left", clickCount=1)
     browser.mouse("mouseMoved", 450, 340, button="left", buttons=1)
     browser.mouse("mouseReleased", 450, 340, button="left", clickCount=1)
     after = browser.evaluate("document.getElementById('view').getAttribute('transform')")
-    (tx0, ty0), (tx1, ty1) = (map(float, re.search(r"translate\(([-\d.e]+) ([-\d.e]+)\)", t).groups())
-                              for t in (before, after))
+    (tx0, ty0), (tx1, ty1) = (
+        map(float, re.search(r"translate\(([-\d.e]+) ([-\d.e]+)\)", t).groups()) for t in (before, after)
+    )
     assert (tx1 - tx0, ty1 - ty0) == pytest.approx((50, 40))
 
     assert browser.console_errors() == []
@@ -389,8 +478,10 @@ def test_map_renders_in_chromium_with_polygons_and_hover(browser, tmp_path):
 def test_the_browser_check_sees_console_errors(browser, tmp_path):
     """The harness above would notice a broken page (so its assertion can fail)."""
     page = tmp_path / "broken.html"
-    page.write_text("<!DOCTYPE html><link rel='icon' href='data:,'><script>console.error('boom');"
-                    "undefinedFunction();</script>")
+    page.write_text(
+        "<!DOCTYPE html><link rel='icon' href='data:,'><script>console.error('boom');"
+        "undefinedFunction();</script>"
+    )
     browser.open(page.resolve().as_uri())
     errors = browser.console_errors()
     assert any("boom" in e for e in errors) and any("undefinedFunction" in e for e in errors)
@@ -433,7 +524,8 @@ def test_the_panel_covers_no_axis_label(browser, tmp_path):
         # the labels sit in the gutters, outside the plot area
         (plot,) = _rects(browser, "#map")
         ticks = browser.evaluate("""Array.from(document.querySelectorAll('#axes text.tick-label')).map(t => {
-            const r = t.getBoundingClientRect(); return [t.dataset.axis, r.left, r.top, r.right, r.bottom]; })""")
+            const r = t.getBoundingClientRect();
+            return [t.dataset.axis, r.left, r.top, r.right, r.bottom]; })""")
         assert all(r[3] <= plot[0] for r in ticks if r[0] == "y")
         assert all(r[2] >= plot[3] for r in ticks if r[0] == "x")
 
@@ -443,7 +535,8 @@ def _visible(browser):
     return browser.evaluate("""(() => {
         const m = document.getElementById('map'), r = m.getBoundingClientRect();
         const t = document.getElementById('view').getAttribute('transform');
-        const [, tx, ty, k] = t.match(/translate\\(([-\\d.e]+) ([-\\d.e]+)\\) scale\\(([-\\d.e]+)\\)/).map(Number);
+        const parts = t.match(/translate\\(([-\\d.e]+) ([-\\d.e]+)\\) scale\\(([-\\d.e]+)\\)/);
+        const [, tx, ty, k] = parts.map(Number);
         return [-tx / k, (ty - r.height) / k, (r.width - tx) / k, ty / k]; })()""")
 
 
@@ -452,8 +545,12 @@ def _assert_view_in_box(browser, box, geo):
     for lo, hi, b_lo, b_hi in ((x0, x1, box[0], box[2]), (y0, y1, box[1], box[3])):
         tol = 1e-9 * (b_hi - b_lo)
         # inside the box, or (larger than it) holding all of it
-        assert (b_lo - tol <= lo and hi <= b_hi + tol) or (lo <= b_lo + tol and b_hi - tol <= hi), \
-            (lo, hi, b_lo, b_hi)
+        assert (b_lo - tol <= lo and hi <= b_hi + tol) or (lo <= b_lo + tol and b_hi - tol <= hi), (
+            lo,
+            hi,
+            b_lo,
+            b_hi,
+        )
     ticks = browser.evaluate("""Array.from(document.querySelectorAll('#axes text.tick-label')).map(
         t => [t.dataset.axis, Number(t.dataset.value)])""")
     lon = [geo.inverse(np.array([[box[0], box[1]], [box[2], box[3]]]))[:, i] for i in (0, 1)]
@@ -523,8 +620,10 @@ def test_the_browser_paints_each_span_in_its_picture_colour(browser, tmp_path):
     _open(browser, tmp_path, model)
     fills = browser.evaluate("""Array.from(document.querySelectorAll('path.span')).map(
         p => [p.dataset.id, getComputedStyle(p).fill])""")
-    want = {str(s): "rgb({}, {}, {})".format(*(int(h[i:i + 2], 16) for i in (1, 3, 5)))
-            for s, h in enumerate(span_hex(model))}
+    want = {
+        str(s): "rgb({}, {}, {})".format(*(int(h[i : i + 2], 16) for i in (1, 3, 5)))
+        for s, h in enumerate(span_hex(model))
+    }
     assert dict(fills) == want
 
 
@@ -538,11 +637,16 @@ def test_the_context_layer_draws_under_the_spans_inside_the_box(browser, tmp_pat
     from dpdbscan.geometry.projection import projection_of
 
     (a, b) = projection_of(model).inverse(np.array([lo - 5, hi + 5]))
-    ring = projection_of(model).inverse(np.array([[lo[0], lo[1]], [hi[0], lo[1]], [hi[0], hi[1]],
-                                                  [lo[0], hi[1]], [lo[0], lo[1]]]))
-    gj = {"type": "FeatureCollection", "features": [
-        {"type": "Feature", "geometry": {"type": "LineString", "coordinates": [a.tolist(), b.tolist()]}},
-        {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [ring.tolist()]}}]}
+    ring = projection_of(model).inverse(
+        np.array([[lo[0], lo[1]], [hi[0], lo[1]], [hi[0], hi[1]], [lo[0], hi[1]], [lo[0], lo[1]]])
+    )
+    gj = {
+        "type": "FeatureCollection",
+        "features": [
+            {"type": "Feature", "geometry": {"type": "LineString", "coordinates": [a.tolist(), b.tolist()]}},
+            {"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [ring.tolist()]}},
+        ],
+    }
     _open(browser, tmp_path, model, context=load_context(gj, model))
     browser.evaluate("document.getElementById('fit-box').click()")
     (line,) = _rects(browser, "#context path")

@@ -76,8 +76,11 @@ def test_api_names_parameter_and_value(name, value, cli_value, exc):
     assert f"{name}={value!r}" in str(info.value)
 
 
-@pytest.mark.parametrize("name,value,cli_value,exc", [b for b in BAD if b[2] is not None],
-                         ids=[i for i, b in zip(IDS, BAD) if b[2] is not None])
+@pytest.mark.parametrize(
+    "name,value,cli_value,exc",
+    [b for b in BAD if b[2] is not None],
+    ids=[i for i, b in zip(IDS, BAD) if b[2] is not None],
+)
 def test_cli_names_option_and_refuses_before_reading(capsys, tmp_path, name, value, cli_value, exc):
     option = PARAMETERS[name].cli
     missing = tmp_path / "never-read.csv"
@@ -95,17 +98,23 @@ def test_every_parameter_of_the_estimator_is_in_the_table():
     assert sig == set(PARAMETERS)
 
 
-@pytest.mark.parametrize("values,match", [
-    ({"histogram": "stability", "delta": 0.0}, "needs delta > 0"),
-    ({"histogram": "dense", "delta": 1e-6}, "used only by Gaussian noise .*, by the stability histogram"),
-    ({"histogram": "sparse", "delta": 1e-6}, "used only by Gaussian noise .*, by the stability histogram"),
-    ({"noise": "gaussian"}, "gaussian gives .* needs delta > 0"),
-    ({"noise": "gaussian", "delta": 1e-6, "margin": "paper"}, "Laplace noise"),
-    ({"max_cells_per_unit": 10}, "no units were given"),
-    ({"histogram": "dense", "theta": 3.0}, "only by the sparse histogram"),
-    ({"eps": "auto", "core": "bound"}, "automatic mode"),
-    ({"min_samples": "auto", "core": "bound"}, "automatic mode"),
-])
+@pytest.mark.parametrize(
+    "values,match",
+    [
+        ({"histogram": "stability", "delta": 0.0}, "needs delta > 0"),
+        ({"histogram": "dense", "delta": 1e-6}, "used only by Gaussian noise .*, by the stability histogram"),
+        (
+            {"histogram": "sparse", "delta": 1e-6},
+            "used only by Gaussian noise .*, by the stability histogram",
+        ),
+        ({"noise": "gaussian"}, "gaussian gives .* needs delta > 0"),
+        ({"noise": "gaussian", "delta": 1e-6, "margin": "paper"}, "Laplace noise"),
+        ({"max_cells_per_unit": 10}, "no units were given"),
+        ({"histogram": "dense", "theta": 3.0}, "only by the sparse histogram"),
+        ({"eps": "auto", "core": "bound"}, "automatic mode"),
+        ({"min_samples": "auto", "core": "bound"}, "automatic mode"),
+    ],
+)
 def test_rules_that_tie_parameters(values, match):
     with pytest.raises(ValueError, match=match):
         check_units(validate(values), units=False)
@@ -180,9 +189,32 @@ def test_weak_epsilon_on_the_command_line_names_the_unit_column(tmp_path, capsys
     rows = ["x,y,cab"] + [f"{0.5 + 0.001 * (i % 9)},0.5,{i % 11}" for i in range(300)]
     path.write_text("\n".join(rows) + "\n")
     code, _, err = run(
-        capsys, "fit", str(path), "--header", "--columns", "x", "y", "--unit", "cab", "--max-cells-per-unit", "2",
-        "--eps", "0.1", "--min-samples", "5", "--epsilon", "20", "--delta", "1e-6", "--bounds", "0", "0", "1", "1",
-        "--seed", "1",
+        capsys,
+        "fit",
+        str(path),
+        "--header",
+        "--columns",
+        "x",
+        "y",
+        "--unit",
+        "cab",
+        "--max-cells-per-unit",
+        "2",
+        "--eps",
+        "0.1",
+        "--min-samples",
+        "5",
+        "--epsilon",
+        "20",
+        "--delta",
+        "1e-6",
+        "--bounds",
+        "0",
+        "0",
+        "1",
+        "1",
+        "--seed",
+        "1",
     )
     assert code == 0, err
     assert "one unit (one cab" in err and "removing one row" not in err

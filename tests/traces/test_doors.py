@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from clirun import run
 
 from dpdbscan import DPDBSCAN, Stops, TripEnds, fit_lonlat, load_model
 from dpdbscan.pipeline import events_of
+
+from clirun import run
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
