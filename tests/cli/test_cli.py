@@ -933,8 +933,8 @@ def test_a_failed_release_leaves_no_picture_or_geojson(capsys, blobs_csv, tmp_pa
 def test_prepared_blocks_equal_the_whole_array(tmp_path):
     """fit projects and counts clipped rows block by block on the reading
     threads; the result is the same array and the same counts."""
-    from dpdbscan.prepare.clipping import BlockPrep, clipping_counts
     from dpdbscan.files import read_input
+    from dpdbscan.prepare.clipping import BlockPrep, clipping_counts
 
     rng = np.random.default_rng(3)
     P = np.column_stack([rng.uniform(-122.7, -122.2, 300_000), rng.uniform(37.5, 37.9, 300_000)])

@@ -34,8 +34,8 @@ import numpy as np
 import pytest
 
 from dpdbscan import DPDBSCAN
-from dpdbscan.prepare import door as door_module
 from dpdbscan.exceptions import UtilityWarning
+from dpdbscan.prepare import door as door_module
 from dpdbscan.release import bounding
 
 from stats import BOUNDS_PER_EVENT, EventAudit

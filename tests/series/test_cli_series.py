@@ -31,7 +31,9 @@ def traces(tmp_path):
         f.write("x,y,cab,time\n")
         for i in range(n):
             when = (
-                dt.datetime.fromtimestamp(t[i], dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if i % 2 else f"{t[i]:.0f}"
+                dt.datetime.fromtimestamp(t[i], dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                if i % 2
+                else f"{t[i]:.0f}"
             )
             f.write(f"{xy[i, 0]:.4f},{xy[i, 1]:.4f},c{cab[i]},{when}\n")
     return path
@@ -84,7 +86,9 @@ def test_a_series_end_to_end_charged_once(traces, tmp_path, capsys):
     assert release.params["series"]["periods"]["per"] == "day"
     assert any(f.endswith("cabs.periods.csv") for f in release.files)
     # a second identical series does not fit the lifetime budget: refused, nothing written
-    rc, out, err = run(capsys, *argv[:-6], "--out-dir", tmp_path / "again", "--ledger", ledger, "--dataset", "cabs")
+    rc, out, err = run(
+        capsys, *argv[:-6], "--out-dir", tmp_path / "again", "--ledger", ledger, "--dataset", "cabs"
+    )
     assert rc == 2 and "refuses" in err
     assert not (tmp_path / "again").exists() or not any((tmp_path / "again").iterdir())
 

@@ -112,7 +112,9 @@ def test_plan_with_the_stability_histogram_splits_by_basic_composition():
 
     p = validate(dict(eps=0.5, min_samples=20, epsilon=1.0, delta=1e-6, max_cells_per_unit=4,
                       histogram="stability"))  # fmt: skip
-    plan = plan_series(p, np.zeros(2), np.full(2, 10.0), Periods("day", "2024-01-01", "2024-01-03"), share=0.25)
+    plan = plan_series(
+        p, np.zeros(2), np.full(2, 10.0), Periods("day", "2024-01-01", "2024-01-03"), share=0.25
+    )
     assert plan.method.startswith("basic")
     assert (plan.spans_epsilon, plan.spans_delta) == (0.75, 5e-7)
     assert plan.table_rho == zcdp.rho_for(0.25, 5e-7)
