@@ -14,16 +14,15 @@ import argparse
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..series import DEFAULT_SHARE, LEVEL, SeriesPlan, plan_series
 from ..traces.periods import KINDS, Periods
 from .common import ArgTarget, atomic_write, check_writable
-from .ledger import public_box_of
+from .ledger import ChargedOptions, public_box_of
 
 if TYPE_CHECKING:
     from ..model.record import SpanModel
-    from .fit import FitOptions
     from .outputs import Outputs
 
 
@@ -82,6 +81,14 @@ def _int_or_all(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"expected a whole number or 'all', got {text!r}") from None
 
 
+class SeriesInputs(ChargedOptions, Protocol):
+    """What planning a series reads of a command's typed options
+    (:class:`dpdbscan.cli.fit.FitOptions` has it all). Public."""
+
+    @property
+    def time(self) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class SeriesOptions:
     """The options of a series over time (``--per`` and its horizon, the
@@ -111,7 +118,7 @@ class SeriesOptions:
         )
 
 
-def check_series(s: SeriesOptions, opts: FitOptions, p: dict[str, Any]) -> SeriesPlan:
+def check_series(s: SeriesOptions, opts: SeriesInputs, p: dict[str, Any]) -> SeriesPlan:
     """The series' public plan, or a refusal naming the option, before any
     record is read."""
     if opts.unit is None:
