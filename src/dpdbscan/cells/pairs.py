@@ -74,9 +74,30 @@ def chebyshev_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, n
     nb = top // L + 1
     if nb**d >= 1 << 62:
         raise ValueError("too many buckets for int64 bucket ids")
+    same = a is b
+    if not same and min(a.shape[0], b.shape[0]) * 3**d * 4 < max(a.shape[0], b.shape[0]):
+        # few cells on one side: keep only the other side's cells in buckets
+        # next to theirs (each pair lies in buckets at most one apart per axis)
+        small_is_a = a.shape[0] <= b.shape[0]
+        small, large = (a, b) if small_is_a else (b, a)
+        sel = _near_buckets(small, large, L)
+        i, j = _grid_pairs(small, large[sel], R)
+        j = sel[j]
+        return (i, j) if small_is_a else (j, i)
+    return _grid_pairs(a, b, R)
+
+
+def _grid_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`chebyshev_pairs` over all 2^d shifted grids."""
+    d = a.shape[1]
+    L = 2 * R + 2
+    half = R + 1
+    nb = (int(max(a.max(), b.max())) + half) // L + 1
+    same = a is b
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     # near[k]: the cells within R of an unshifted bucket border along axis k, the
     # only ones that can pair across it (grids shifted along k need no others)
-    same = a is b
     near_a = _near_border(a, R, L)
     near_b = near_a if same else _near_border(b, R, L)
     cols_a = [np.ascontiguousarray(a[:, k]) for k in range(d)]
@@ -109,6 +130,27 @@ def chebyshev_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, n
     if not out_i:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(out_i), np.concatenate(out_j)
+
+
+def _near_buckets(small: np.ndarray, large: np.ndarray, L: int) -> np.ndarray:
+    """Rows of ``large`` whose bucket of side L is at most one bucket away,
+    along every axis, from the bucket of some row of ``small``."""
+    d = small.shape[1]
+    nb = int(max(small.max(), large.max())) // L + 3
+    bs = small // L + 1
+    steps = np.array(np.meshgrid(*([np.array([-1, 0, 1])] * d), indexing="ij")).reshape(d, -1).T
+    ids = np.unique(_ids((bs[:, None, :] + steps[None, :, :]).reshape(-1, d), nb))
+    mine = _ids(large // L + 1, nb)
+    pos = np.minimum(np.searchsorted(ids, mine), ids.size - 1)
+    return np.flatnonzero(ids[pos] == mine)
+
+
+def _ids(c: np.ndarray, nb: int) -> np.ndarray:
+    out = np.zeros(c.shape[0], dtype=np.int64)
+    for k in range(c.shape[1]):
+        out *= nb
+        out += c[:, k]
+    return out
 
 
 def _near_border(c: np.ndarray, R: int, L: int) -> np.ndarray:
