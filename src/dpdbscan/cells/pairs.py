@@ -23,7 +23,9 @@ bit for bit.
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -34,7 +36,8 @@ _GRID_COST = 8.0
 
 def offset_codes(offsets: np.ndarray, R: int) -> np.ndarray:
     """One int64 per integer offset with ``|o_i| <= R``: mixed radix ``2R + 1``."""
-    off = np.asarray(offsets, dtype=np.int64).reshape(-1, np.shape(offsets)[-1] if np.ndim(offsets) > 1 else 1)
+    off = np.asarray(offsets, dtype=np.int64)
+    off = off.reshape(-1, off.shape[-1] if off.ndim > 1 else 1)
     base = 2 * R + 1
     code = np.zeros(off.shape[0], dtype=np.int64)
     for i in range(off.shape[1]):
@@ -48,12 +51,53 @@ def codes_fit(d: int, R: int) -> bool:
     return (2 * R + 1) ** d < 1 << 62
 
 
-def pairs_cheaper(d: int, n_runs: int, n_query: int, n_keys: int) -> bool:
+_FORCED: list[bool | None] = [None]
+
+
+@contextlib.contextmanager
+def forced(use_pairs: bool | None) -> Iterator[None]:
+    """Within the block, :func:`pairs_cheaper` answers ``use_pairs`` (None: the
+    cost model). The tests compare both ways of summing this way."""
+    before = _FORCED[0]
+    _FORCED[0] = use_pairs
+    try:
+        yield
+    finally:
+        _FORCED[0] = before
+
+
+#: Pairs held at once: beyond this many expected (about 1 GB of indices and
+#: offsets) the runs, which hold one run's worth, are used whatever they cost.
+MAX_PAIRS = 1 << 25
+
+
+def pairs_cheaper(
+    d: int, n_runs: int, n_query: int, n_keys: int, n_offsets: int = 0, n_cells: int = 0
+) -> bool:
     """Whether the shifted grids should beat one pair of binary searches per
-    run of offsets and query cell (a public cost model: sizes only)."""
-    runs_cost = 2.0 * n_runs * n_query * max(math.log2(max(n_keys, 2)), 1.0)
-    grid_cost = (2**d) * (n_query + n_keys) * _GRID_COST * max(math.log2(max(n_query + n_keys, 2)), 1.0)
+    run of offsets and query cell (a public cost model: sizes only).
+
+    With ``n_offsets`` and ``n_cells`` (the universe's), the pairs expected
+    if the cells were spread evenly must stay below :data:`MAX_PAIRS`, even
+    when :func:`forced`: dense releases keep the runs."""
+    if n_cells and n_query * n_keys * n_offsets / n_cells > MAX_PAIRS:
+        return False
+    if _FORCED[0] is not None:
+        return _FORCED[0]
+    log = max(math.log2(max(n_query + n_keys, 2)), 1.0)
+    runs_cost = 2.0 * n_runs * n_query * log
+    small, large = sorted((n_query, n_keys))
+    if _prefilter(d, small, large):
+        # the large side is first cut down to the buckets next to the small
+        # side's (:func:`chebyshev_pairs`); about as many cells remain
+        grid_cost = small * 3**d * 2.0 + large * log + (2**d) * 2 * small * _GRID_COST * log
+    else:
+        grid_cost = (2**d) * (n_query + n_keys) * _GRID_COST * log
     return grid_cost < runs_cost
+
+
+def _prefilter(d: int, small: int, large: int) -> bool:
+    return small * 3**d * 4 < large
 
 
 def chebyshev_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
@@ -75,7 +119,7 @@ def chebyshev_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, n
     if nb**d >= 1 << 62:
         raise ValueError("too many buckets for int64 bucket ids")
     same = a is b
-    if not same and min(a.shape[0], b.shape[0]) * 3**d * 4 < max(a.shape[0], b.shape[0]):
+    if not same and _prefilter(d, min(a.shape[0], b.shape[0]), max(a.shape[0], b.shape[0])):
         # few cells on one side: keep only the other side's cells in buckets
         # next to theirs (each pair lies in buckets at most one apart per axis)
         small_is_a = a.shape[0] <= b.shape[0]
@@ -106,8 +150,10 @@ def _grid_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, np.nd
     for g in range(2**d):
         shifted = np.array([(g >> (d - 1 - k)) & 1 for k in range(d)], dtype=bool)
         sa = np.flatnonzero(near_a[:, shifted].all(axis=1)) if shifted.any() else np.arange(a.shape[0])
-        sb = sa if same else (
-            np.flatnonzero(near_b[:, shifted].all(axis=1)) if shifted.any() else np.arange(b.shape[0])
+        sb = (
+            sa
+            if same
+            else (np.flatnonzero(near_b[:, shifted].all(axis=1)) if shifted.any() else np.arange(b.shape[0]))
         )
         if sa.size == 0 or sb.size == 0:
             continue
@@ -201,4 +247,4 @@ def _groups(sorted_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return sorted_ids[start], start, counts
 
 
-__all__ = ["chebyshev_pairs", "offset_codes", "codes_fit", "pairs_cheaper"]
+__all__ = ["chebyshev_pairs", "offset_codes", "codes_fit", "pairs_cheaper", "forced"]

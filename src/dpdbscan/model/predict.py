@@ -18,7 +18,6 @@ coordinates, are noise (-1).
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 
 import numpy as np
@@ -242,7 +241,9 @@ def border_labels(
     radius = border / grid.width
     offsets = _region_offsets(grid.d, radius, to)
     R = int(math.floor(radius + 0.5)) + 1
-    if codes_fit(grid.d, R) and pairs_cheaper(grid.d, offsets.shape[0], cells.shape[0], core_keys.size):
+    if codes_fit(grid.d, R) and pairs_cheaper(
+        grid.d, offsets.shape[0], cells.shape[0], core_keys.size, offsets.shape[0], grid.n_cells
+    ):
         return _border_labels_by_pairs(grid, core_keys, labels, cells, radius, to, offsets, R)
     u = cells + 0.5  # the centres, in cell units
     best = np.full(cells.shape[0], np.inf)

@@ -101,7 +101,7 @@ def sparse_neighbour_sums(
 
 
 def run_pairs(
-    grid: Grid, keys: np.ndarray, query: np.ndarray, offsets: np.ndarray, force: bool | None = None
+    grid: Grid, keys: np.ndarray, query: np.ndarray, offsets: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """The released cells (sorted ``keys``) at an offset of ``offsets`` from
     each query key, as pairs found by shifted grids (:mod:`dpdbscan.cells.pairs`),
@@ -112,22 +112,17 @@ def run_pairs(
     the released cell's index, the run the offset belongs to and the
     offset's row in ``offsets``. The order is the order in which the runs
     add the terms up, so sums over pairs equal theirs bit for bit.
-    ``force``: True or False overrides the cost model (tests).
     """
     offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, grid.d)
     if offsets.shape[0] == 0 or keys.size == 0 or query.size == 0:
-        return None if not force else _no_pairs()
+        return None
     R = int(np.abs(offsets).max())
     if not codes_fit(grid.d, R):
         return None
-    if force is None:
-        off_sorted, run_of = sorted_runs(offsets)
-        if not pairs_cheaper(grid.d, int(run_of[-1]) + 1, query.size, keys.size):
-            return None
-    elif not force:
+    off_sorted, run_of = sorted_runs(offsets)
+    n_runs = int(run_of[-1]) + 1
+    if not pairs_cheaper(grid.d, n_runs, query.size, keys.size, offsets.shape[0], grid.n_cells):
         return None
-    else:
-        off_sorted, run_of = sorted_runs(offsets)
     codes = offset_codes(off_sorted, R)  # increasing: lexicographic order
     row = _rows_of(offsets, off_sorted, codes, R)
     qc, kc = grid.decode(query), grid.decode(keys)

@@ -195,11 +195,13 @@ def _rows_in(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Index in the lexicographically sorted unique ``table`` of each of ``rows``."""
     lo = min(int(table.min()), int(rows.min())) if table.size else 0
     span = (max(int(table.max()), int(rows.max())) - lo + 1) if table.size else 1
+
     def code(a):
         c = np.zeros(a.shape[0], dtype=np.int64)
         for i in range(a.shape[1]):
             c = c * span + (a[:, i] - lo)
         return c
+
     return np.searchsorted(code(table), code(rows))
 
 
