@@ -146,6 +146,7 @@ def _fit_both(d, seed, units=None, **kw):
     return a
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     d=st.integers(1, 5),
@@ -162,12 +163,31 @@ def test_fits_are_the_same_with_and_without_pairs(d, seed, histogram, core, subc
     _fit_both(d, seed, eps=eps, min_samples=10, histogram=histogram, core=core, subcells=subcells)
 
 
+@pytest.mark.parametrize(
+    "d,histogram,core,subcells",
+    [
+        (1, "sparse", "density", 2),
+        (2, "dense", "density", 2),
+        (3, "sparse", "bound", 1),
+        (4, "dense", "density", 1),
+    ],
+)
+def test_a_few_fits_are_the_same_with_and_without_pairs(d, histogram, core, subcells):
+    test_fits_are_the_same_with_and_without_pairs.hypothesis.inner_test(d, 3, histogram, core, subcells)
+
+
 @pytest.mark.parametrize("d", [2, 4])
 def test_person_level_fits_are_the_same_with_and_without_pairs(d):
     def units(X):
         return np.arange(X.shape[0]) // 3
 
     _fit_both(
-        d, 7, units, eps=0.05 if d == 2 else 0.2, min_samples=10, delta=1e-6, max_cells_per_unit=2,
+        d,
+        7,
+        units,
+        eps=0.05 if d == 2 else 0.2,
+        min_samples=10,
+        delta=1e-6,
+        max_cells_per_unit=2,
         histogram="sparse",
     )
