@@ -10,9 +10,14 @@ STAMP   := $(VENV)/.installed
 BVENV   := .venv-baselines
 BBIN    := $(BVENV)/bin
 BSTAMP  := $(BVENV)/.installed
+# .venv-oldest: the oldest numpy, scipy, scikit-learn, pandas, pyarrow,
+# matplotlib and dask that pyproject.toml admits (ci/oldest.txt).
+OVENV   := .venv-oldest
+OBIN    := $(OVENV)/bin
+OSTAMP  := $(OVENV)/.installed
 LINTED  := src experiments benchmarks
 
-.PHONY: demo test lint test-experiments test-slow test-browser audit bench reproduce reproduce-quick \
+.PHONY: demo test lint test-experiments test-oldest test-slow test-browser audit bench reproduce reproduce-quick \
 	accuracy clean
 
 $(BIN)/python:
@@ -32,12 +37,20 @@ $(BSTAMP): pyproject.toml | $(BBIN)/python
 	$(BBIN)/python -m pip install -q -e '.[plot,experiments,baselines,dev]'
 	touch $(BSTAMP)
 
+$(OBIN)/python:
+	$(PY) -m venv $(OVENV)
+	$(OBIN)/python -m pip install -q --upgrade pip
+
+$(OSTAMP): pyproject.toml ci/oldest.txt | $(OBIN)/python
+	$(OBIN)/python -m pip install -q -c ci/oldest.txt -e '.[all,dev]'
+	touch $(OSTAMP)
+
 demo: $(STAMP)
 	$(BIN)/python -m dpdbscan.demo --out demo_output
 
 # the library's tests only (tests/); the experiments' are `make test-experiments`
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 # ruff (lint and format) and mypy on the library, the experiments and the
 # benchmarks; part of `make test`
@@ -53,6 +66,10 @@ test-experiments: $(STAMP) $(BSTAMP)
 	$(BIN)/python -m pytest -q -m 'not audit' benchmarks/tests
 	DPDBSCAN_REQUIRE_BASELINES=1 $(BBIN)/python -m pytest -q -m 'not audit' experiments/tests
 	$(BBIN)/python -m pytest -q tests/release/test_accountant.py -k diffprivlib
+
+# The library's tests against the oldest supported dependencies (ci/oldest.txt).
+test-oldest: $(OSTAMP)
+	$(OBIN)/python -m pytest -q -p no:cacheprovider
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
@@ -80,4 +97,4 @@ reproduce-quick: $(BSTAMP)
 	$(BBIN)/python -m experiments.reproduce --quick --out results/quick
 
 clean:
-	rm -rf $(VENV) $(BVENV) demo_output .pytest_cache
+	rm -rf $(VENV) $(BVENV) $(OVENV) demo_output .pytest_cache

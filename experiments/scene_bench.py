@@ -65,7 +65,26 @@ from experiments import baselines, scenes
 
 TUNE_SEEDS = range(10_000, 11_000)
 HELDOUT_SEEDS = range(20_000, 21_000)
-SPLITS = {"tune": TUNE_SEEDS, "heldout": HELDOUT_SEEDS}
+#: Thin shapes next to each other (:func:`experiments.scenes.close_scene`):
+#: interleaved spirals and parallel curves, tune and held-out seeds fixed
+#: with the family, before any result.
+CLOSE_TUNE_SEEDS = range(30_000, 31_000)
+CLOSE_HELDOUT_SEEDS = range(40_000, 41_000)
+SPLITS = {
+    "tune": TUNE_SEEDS,
+    "heldout": HELDOUT_SEEDS,
+    "close-tune": CLOSE_TUNE_SEEDS,
+    "close-heldout": CLOSE_HELDOUT_SEEDS,
+}
+
+
+def scene_of(seed: int) -> scenes.Scene:
+    """The scene of a seed of any split: the close splits' own generator
+    for their seeds, :func:`experiments.scenes.scene` for the others."""
+    close = seed in CLOSE_TUNE_SEEDS or seed in CLOSE_HELDOUT_SEEDS
+    return scenes.close_scene(seed) if close else scenes.scene(seed)
+
+
 EPSILON = 1.0
 ALPHA_SHARES = (0.005, 0.01, 0.02, 0.03)
 MIN_SAMPLES_AT_20K = (20, 50, 100, 200)
@@ -244,7 +263,7 @@ def kmeans_ari(sc: scenes.Scene) -> float:
 def run_scene(seed: int, methods: Sequence[str]) -> dict:
     """One CSV row: the scene's description and every method's ARI and time."""
     t0 = time.perf_counter()
-    sc = scenes.scene(seed)
+    sc = scene_of(seed)
     row: dict = {
         "seed": seed,
         "d": sc.d,

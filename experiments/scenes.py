@@ -82,6 +82,16 @@ MIN_CLUSTER_POINTS = 25
 #: Gaussian clusters are truncated at this many standard deviations.
 TRUNCATE = 2.5
 FAMILIES = ("blob", "elongated", "ring", "arc", "curve", "spiral", "core_shell", "linked")
+#: Thin shapes next to each other, each its own cluster: interleaved spirals
+#: and parallel sine curves (:func:`close_scene`; the labelled sets where the
+#: automatic mode trails HDBSCAN most). Not in :data:`FAMILIES`, so that the
+#: scenes of :func:`scene` stay what they were.
+CLOSE_FAMILIES = ("spirals", "strands")
+#: Seed-sequence tag of :func:`close_scene`.
+CLOSE_TAG = 0xC105E
+#: n of :func:`close_scene`: the size of labelled benchmark sets (the dev
+#: suite's 20,000, the paper's 2,000 to 10,000), where the gap shows.
+CLOSE_N = (2_000, 20_000)
 #: Clusters per component of each kind.
 CLUSTERS = {
     "blob": 1,
@@ -94,6 +104,10 @@ CLUSTERS = {
     "spiral": 1,
     "core_shell": 2,
     "linked": 2,
+    "spirals": 2,
+    "spirals3": 3,
+    "strands": 2,
+    "strands3": 3,
 }
 
 
@@ -261,6 +275,37 @@ def spiral(rng, n, r, d, turns, spacing_share):
     return _tube(rng, centre, gap * spacing_share / TRUNCATE)
 
 
+def spirals(rng, counts, r, d, turns, spacing_share):
+    """Interleaved Archimedean spirals, one cluster per arm (len(counts)
+    arms, phases 2 pi j / arms), from radius 0.1 r to 0.9 r over ``turns``
+    turns, points uniform along each arm; cross-section sigma = the gap
+    between neighbouring arms x ``spacing_share`` / TRUNCATE."""
+    arms = len(counts)
+    r0, r1 = 0.1 * r, 0.9 * r
+    gap = (r1 - r0) / (turns * arms)
+    out = []
+    for j, n in enumerate(counts):
+        rad = np.sqrt(r0**2 + rng.random(n) * (r1**2 - r0**2))
+        theta = (rad - r0) / (r1 - r0) * turns * 2 * math.pi + 2 * math.pi * j / arms
+        centre = _planar(np.stack([rad * np.cos(theta), rad * np.sin(theta)], axis=1), d)
+        out.append(_tube(rng, centre, gap * spacing_share / TRUNCATE))
+    return out
+
+
+def strands(rng, counts, r, d, periods, amplitude, width, gap):
+    """Parallel sine curves, one cluster each (len(counts) of them), ``gap``
+    x r apart (centre line to centre line), each a :func:`curve` of
+    cross-section half-width ``width`` x r (at TRUNCATE sigma)."""
+    m = len(counts)
+    inner = r * 0.95 / (1 + (m - 1) * gap / 2)
+    out = []
+    for j, n in enumerate(counts):
+        c = curve(rng, n, inner, 2, periods, amplitude, width * r / inner)
+        c[:, 1] += (j - (m - 1) / 2) * gap * r
+        out.append(_planar(c, d))
+    return out
+
+
 def moons(rng, n0, n1, r, d, width):
     """Two interleaved half rings (2 clusters of n0 and n1 points): radius
     R = r / 1.6, the second turned over and shifted, as scikit-learn's moons."""
@@ -344,6 +389,17 @@ def _draw_component(rng: np.random.Generator, family: str, d: int, slots: int, h
         p.update(core_share=float(rng.uniform(0.2, 0.4)), width=float(rng.uniform(0.06, 0.14)))
     elif family == "linked":
         p["width"] = float(rng.uniform(0.08, 0.16))
+    elif family == "spirals":
+        kind = "spirals3" if slots >= 3 and rng.random() < 0.4 else "spirals"
+        p.update(turns=float(rng.uniform(1.5, 3)), spacing_share=float(rng.uniform(0.15, 0.35)))
+    elif family == "strands":
+        kind = "strands3" if slots >= 3 and rng.random() < 0.4 else "strands"
+        p.update(
+            periods=float(rng.uniform(1, 2)),
+            amplitude=float(rng.uniform(0.1, 0.3)),
+            width=float(rng.uniform(0.02, 0.045)),
+            gap=float(rng.uniform(0.12, 0.22)),
+        )
     if CLUSTERS[kind] > slots:  # no room for a pair: a single cluster instead
         kind, p = "blob", {}
     w = [weight() for _ in range(CLUSTERS[kind])]
@@ -371,6 +427,10 @@ def _points(rng: np.random.Generator, comp: _Component, counts: list, r: float, 
         parts = [spiral(rng, counts[0], r, d, p["turns"], p["spacing_share"])]
     elif k == "moons":
         parts = moons(rng, counts[0], counts[1], r, d, p["width"])
+    elif k.startswith("spirals"):
+        parts = spirals(rng, counts, r, d, p["turns"], p["spacing_share"])
+    elif k.startswith("strands"):
+        parts = strands(rng, counts, r, d, p["periods"], p["amplitude"], p["width"], p["gap"])
     elif k == "core_shell":
         parts = core_shell(rng, counts[0], counts[1], r, d, p["core_share"], p["width"])
     else:  # linked
@@ -384,6 +444,10 @@ def _describe(comp: _Component, counts: list, r: float) -> str:
         "elongated": lambda p: f" ratio {p['ratio']:.1f}",
         "arc": lambda p: f" {math.degrees(p['span']):.0f} deg",
         "spiral": lambda p: f" {p['turns']:.1f} turns",
+        "spirals": lambda p: f" {p['turns']:.1f} turns",
+        "spirals3": lambda p: f" {p['turns']:.1f} turns",
+        "strands": lambda p: f" gap {p['gap']:.2f}",
+        "strands3": lambda p: f" gap {p['gap']:.2f}",
         "curve": lambda p: f" {p['periods']:.1f} periods",
     }.get(comp.kind, lambda p: "")
     pts = "+".join(f"{c:,}" for c in counts)
@@ -430,12 +494,25 @@ def _bridge(rng, a, b, ra, rb, n, sigma, d):
 
 def scene(seed: int) -> Scene:
     """The labelled scene of ``seed`` (module docstring)."""
-    rng = np.random.default_rng(np.random.SeedSequence([TAG, int(seed)]))
+    return _scene(seed, TAG, None, (N_MIN, N_MAX))
+
+
+def close_scene(seed: int) -> Scene:
+    """A labelled scene of thin shapes next to each other (``seed``'s own
+    stream, tag :data:`CLOSE_TAG`): drawn as :func:`scene` draws, its
+    palette from :data:`CLOSE_FAMILIES` (interleaved spirals, parallel
+    curves) and the plain ``spiral`` and ``curve`` families, n log-uniform
+    in :data:`CLOSE_N`."""
+    return _scene(seed, CLOSE_TAG, (*CLOSE_FAMILIES, "spiral", "curve"), CLOSE_N)
+
+
+def _scene(seed: int, tag: int, palette_from: tuple | None, n_range: tuple) -> Scene:
+    rng = np.random.default_rng(np.random.SeedSequence([tag, int(seed)]))
     d = 2 if rng.random() < 0.7 else 3
-    n = int(round(math.exp(rng.uniform(math.log(N_MIN), math.log(N_MAX)))))
+    n = int(round(math.exp(rng.uniform(math.log(n_range[0]), math.log(n_range[1])))))
     k = int(math.floor(math.exp(rng.uniform(math.log(K_MIN), math.log(K_MAX + 1)))))
     k = min(max(k, K_MIN), K_MAX)
-    families = [f for f in FAMILIES if d == 3 or f != "linked"]
+    families = [f for f in (palette_from or FAMILIES) if d == 3 or f != "linked"]
     palette = list(rng.choice(families, size=int(rng.integers(1, 4)), replace=False))
     h = float(rng.random())
     noise = float(rng.uniform(0, MAX_NOISE))
@@ -532,7 +609,7 @@ def scene(seed: int) -> Scene:
 
 
 def _family(kind: str) -> str:
-    return {"ball": "blob", "moons": "arc"}.get(kind, kind)
+    return {"ball": "blob", "moons": "arc", "spirals3": "spirals", "strands3": "strands"}.get(kind, kind)
 
 
 def main(argv=None) -> int:

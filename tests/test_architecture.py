@@ -2,7 +2,8 @@
 
 planning from public inputs (``spec``, ``plan``) -> the release (``release``:
 the only package that reads points or draws noise) -> post-processing
-(``post``) -> the model (``model``) -> pictures (``render``); ``files`` reads
+(``post``) -> the model (``model``) -> pictures (``render``); ``ledger``
+keeps budgets across runs (public facts only); ``files`` reads
 points files; ``cells``, ``geometry`` and ``laws`` are the public structures and
 mathematics every stage shares. This test parses every module with ``ast``
 (top-level, function-level and ``TYPE_CHECKING`` imports alike) and fails on
@@ -39,6 +40,7 @@ LAYERS = {
     "plan": {"plan"},
     "release": {"release"},
     "model": {"model"},
+    "ledger": {"ledger"},
     "render": {"render"},
     "api": {"estimator", "pipeline", "testing"},
     "apps": {"cli", "demo", "__init__", "__main__"},
@@ -52,6 +54,7 @@ MAY_IMPORT = {
     "plan": _BELOW_POST | {"post", "plan"},
     "release": _BELOW_POST | {"release"},
     "model": _BELOW_POST | {"post", "model"},
+    "ledger": _BELOW_POST | {"ledger"},
     "render": _BELOW_POST | {"post", "model", "render"},
     "api": set(LAYERS) - {"apps"},
     "apps": set(LAYERS),

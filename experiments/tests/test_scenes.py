@@ -52,6 +52,37 @@ def test_scene_labels_shapes_and_box(seed):
 def test_the_splits_are_disjoint_and_fixed():
     assert not set(scene_bench.TUNE_SEEDS) & set(scene_bench.HELDOUT_SEEDS)
     assert scene_bench.TUNE_SEEDS[0] == 10_000 and scene_bench.HELDOUT_SEEDS[0] == 20_000
+    seeds = [set(s) for s in scene_bench.SPLITS.values()]
+    assert sum(len(s) for s in seeds) == len(set().union(*seeds))
+    assert scene_bench.CLOSE_TUNE_SEEDS[0] == 30_000 and scene_bench.CLOSE_HELDOUT_SEEDS[0] == 40_000
+
+
+@pytest.mark.parametrize("seed", (30_001, 30_010, 30_015, 30_018))
+def test_close_scenes_put_thin_shapes_next_to_each_other(seed):
+    sc = scene_bench.scene_of(seed)
+    again = scenes.close_scene(seed)
+    np.testing.assert_array_equal(sc.X, again.X)
+    assert scenes.CLOSE_N[0] * 0.99 <= sc.n <= scenes.CLOSE_N[1] * 1.01
+    assert set(np.unique(sc.y[sc.y >= 0]).tolist()) == set(range(sc.k))
+    assert sc.tags & {"spirals", "strands", "spiral", "curve"}
+
+
+def test_interleaved_spirals_and_strands_are_separate_thin_clusters():
+    rng = np.random.default_rng(0)
+    arms = scenes.spirals(rng, [2000, 2000, 2000], 1.0, 2, 2.0, 0.3)
+    # arms 0.8 / (2 turns x 3 arms) apart, cross-section within 0.3 of that gap
+    gap = 0.8 / 6
+    from scipy.spatial import cKDTree
+
+    for i in range(3):
+        d, _ = cKDTree(arms[(i + 1) % 3]).query(arms[i])
+        assert d.min() > gap * (1 - 2 * 0.3) * 0.5
+    lines = scenes.strands(rng, [1000, 1000], 1.0, 2, 1.5, 0.2, 0.03, 0.15)
+    assert abs(np.median(lines[1][:, 1] - lines[0][:, 1]) - 0.15) < 0.02
+    # the offset is vertical: where the curves slope they come closer, yet
+    # no two points of different strands are within a cross-section's half-width
+    d, _ = cKDTree(lines[1]).query(lines[0])
+    assert d.min() > 0.03
 
 
 def _two_blobs(n=300, seed=0):

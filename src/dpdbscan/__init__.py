@@ -13,12 +13,14 @@ from .cells.grid import Grid, neighbour_offsets
 from .exceptions import (
     BudgetExceeded,
     InsecureRandomnessWarning,
+    LedgerError,
     PrivacyLeakWarning,
     PrivateNoteWarning,
     UtilityWarning,
     WeakPrivacyWarning,
 )
 from .laws.zcdp import ZCDPAccountant
+from .ledger import Ledger
 from .model import (
     SpanModel,
     describe,
@@ -53,7 +55,9 @@ __all__ = [
     "neighbour_offsets",
     "BudgetAccountant",
     "ZCDPAccountant",
+    "Ledger",
     "BudgetExceeded",
+    "LedgerError",
     "PrivacyLeakWarning",
     "UtilityWarning",
     "PrivateNoteWarning",

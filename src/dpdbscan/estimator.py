@@ -13,7 +13,9 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from .exceptions import PrivacyLeakWarning
-from .geometry.projection import Equirectangular, parse_length
+from .files.units import read_units
+from .geometry.projection import Equirectangular, check_lonlat_names, parse_length
+from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
 from .pipeline import fit as fit_release
 from .plan.forecast import Forecast
@@ -22,7 +24,7 @@ from .release.accountant import Accountant
 from .release.backends import Backend, NumpyBackend, resolve_backend
 from .release.backends.base import PointsInput
 from .spec.parameters import PARAMETERS
-from .spec.specs import Seed
+from .spec.specs import ReleaseSpec, Seed
 from .spec.validation import (
     bounds_from_data,
     check_array,
@@ -153,6 +155,18 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         docs/accuracy.md compares it with the defaults.
     accountant : object with ``check`` and ``spend``, default=None
         A budget accountant (ours or diffprivlib's).
+    ledger : dpdbscan.Ledger, default=None
+        A dataset's lifetime budget in a ledger file
+        (``Ledger(path, dataset)``, made by ``Ledger.create`` or ``dpdbscan
+        ledger init``). ``fit`` reserves the release's cost in the file
+        before the mechanism reads a point, atomically with the check
+        against the budget, and raises ``BudgetExceeded`` (nothing released,
+        no fitted attributes) when the total would exceed it. A constructor
+        parameter like ``accountant``, and never changed by ``fit``: the
+        object is an immutable handle (a path and a name) and the budget
+        lives in the file, so ``clone`` and ``set_params`` copy the handle
+        and every copy charges the same budget; a grid search's fits are all
+        counted. Needs public ``bounds``.
     backend : "numpy", "dask" or an object with ``count``, default="numpy"
         Where the per-cell counts are computed.
 
@@ -239,6 +253,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         max_cells_per_unit: int | Literal["auto"] | None = None,
         max_points_per_cell: int = 1,
         accountant: Accountant | None = None,
+        ledger: Ledger | None = None,
         backend: Backend | Literal["numpy", "dask"] | None = "numpy",
     ) -> None:
         self.eps = eps
@@ -264,13 +279,14 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.max_cells_per_unit = max_cells_per_unit
         self.max_points_per_cell = max_points_per_cell
         self.accountant = accountant
+        self.ledger = ledger
         self.backend = backend
 
-    def _validated(self, stacklevel: int = 3) -> dict[str, Any]:
+    def _validated(self, stacklevel: int = 3, unit_name: str | None = None) -> dict[str, Any]:
         """Every parameter checked against the one table (dpdbscan.spec.parameters)."""
         names = [n for n in PARAMETERS if n != "bounds"]
         # a warning (a weak epsilon) points at the line that called fit or forecast
-        return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel)
+        return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel, unit_name=unit_name)
 
     def fit(self, X: PointsInput, y: object = None, *, units: ArrayLike | str | None = None) -> Self:
         """Release DP spans of ``X``. Returns self.
@@ -282,20 +298,32 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             Parquet/CSV files, dask DataFrames or arrays.
         y : ignored
         units : array-like of shape (n_samples,), default=None
-            The privacy unit of each row (a person, a device, a cab): any
-            numbers or strings; a row with a missing unit (None, NaN) is
-            dropped. The release then protects each unit with all its rows
-            (person-level), after bounding its contribution
+            The privacy unit of each row (a person, a device, a cab):
+            numbers, text or bytes; a row with a missing unit (None, NaN,
+            pandas' NA) is dropped. Each id is read on its own, never through
+            a type chosen from the others: a numpy, pandas or pyarrow array
+            by its dtype, a list or an object array id by id (``1`` and
+            ``'1'`` are two units; :mod:`dpdbscan.files.units`). The release
+            then protects each unit with all its rows (person-level), after
+            bounding its contribution
             (``max_cells_per_unit``, ``max_points_per_cell``). With the Dask
             backend: the name of the unit column. None: each row is its own
             unit (event-level).
         """
         return self._fit(X, {}, units)
 
-    def _fit(self, X: PointsInput, metadata: dict[str, Any], units: Any = None) -> Self:
+    def _fit(
+        self, X: PointsInput, metadata: dict[str, Any], units: Any = None, command: str = "DPDBSCAN.fit"
+    ) -> Self:
         """:meth:`fit`, with public ``metadata`` for the model (fit_lonlat's
-        projection): the model is made once, with everything it records."""
-        p = self._validated(stacklevel=4)  # fit -> _fit -> here
+        projection): the model is made once, with everything it records.
+        ``command``: what the ledger records as the caller."""
+        p = self._validated(stacklevel=4, unit_name=_unit_name(units))  # fit -> _fit -> here
+        if p["ledger"] is not None and self.bounds is None:
+            raise ValueError(
+                "a ledger charges differentially private releases, and bounds taken from the data "
+                "void the guarantee: give public bounds=(lower, upper)"
+            )
         names = _feature_names(X)
         epsilon = p["epsilon"]
         backend = resolve_backend(p["backend"])
@@ -317,17 +345,24 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         if units is not None:
             units = _check_units(units, X)
 
-        model = fit_release(
-            X,
-            lower,
-            upper,
-            p,
-            backend=backend,
-            accountant=self.accountant,
-            metadata=metadata,
-            units=units,
-            stacklevel=3,
-        )
+        charge = _LedgerCharge(p["ledger"], command, p, lower, upper, metadata, units is not None)
+        try:
+            model = fit_release(
+                X,
+                lower,
+                upper,
+                p,
+                backend=backend,
+                accountant=self.accountant,
+                metadata=metadata,
+                units=units,
+                before_release=charge.reserve,
+                stacklevel=3,
+            )
+        except BaseException:
+            charge.failed()
+            raise
+        charge.written()
         self.spans_ = model
         self.histogram_ = model.histogram
         s = model.spans
@@ -457,7 +492,7 @@ def fit_lonlat(
         The DBSCAN radius: a length such as ``"50m"`` or ``"0.05km"``, a
         number of km, or "auto".
     min_samples, epsilon, **kwargs
-        As for :class:`DPDBSCAN` (``random_state``, ``core``, ...).
+        As for :class:`DPDBSCAN` (``random_state``, ``core``, ``ledger``, ...).
     ref_lat : float, optional
         The public latitude where the projection is exact (default: the box's
         centre).
@@ -479,7 +514,11 @@ def fit_lonlat(
             f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, got bounds={bounds!r}"
         )
     lower, upper = [float(v) for v in bounds[:2]], [float(v) for v in bounds[2:]]
-    proj = Equirectangular.from_bounds(lower, upper, ref_lat)
+    proj = Equirectangular.from_bounds(lower, upper, ref_lat)  # refuses a box that cannot be lon/lat
+    names = _feature_names(lonlat)
+    if names is not None:
+        # public column names that say latitude first: refused before a value is read
+        check_lonlat_names(list(names), fix="fit_lonlat(df[['{lon}', '{lat}']], ...)")
     X = check_array(lonlat)
     if X.shape[1] != 2:
         raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")
@@ -493,7 +532,52 @@ def fit_lonlat(
         "bounds_source": "public (fit_lonlat bounds)",
         "eps_text": str(eps),
     }
-    return est._fit(proj.forward(X), metadata, units).spans_
+    return est._fit(proj.forward(X), metadata, units, command="fit_lonlat").spans_
+
+
+class _LedgerCharge:
+    """The estimator's side of a ledger (``ledger=``): reserve the release's
+    cost when the pipeline has resolved it (before a point is read), mark it
+    written once the model is made or failed if the fit raised after
+    reserving (it stays counted). Does nothing without a ledger."""
+
+    def __init__(
+        self,
+        ledger: Ledger | None,
+        command: str,
+        p: dict[str, Any],
+        lower: np.ndarray,
+        upper: np.ndarray,
+        metadata: dict[str, Any],
+        person: bool,
+    ) -> None:
+        self.ledger, self.command, self.person = ledger, command, person
+        skip = ("random_state", "accountant", "ledger", "backend")
+        self.params: dict[str, Any] = {
+            **{k: v for k, v in p.items() if k not in skip},
+            "randomness": "secure" if p["random_state"] is None else "seeded (insecure; seed not stored)",
+            "bounds": {"lower": [float(v) for v in lower], "upper": [float(v) for v in upper]},
+            **{k: metadata[k] for k in ("bounds_degrees", "eps_text") if k in metadata},
+        }
+        self.reservation: Reservation | None = None
+
+    def reserve(self, release: ReleaseSpec) -> None:
+        if self.ledger is None:
+            return
+        self.reservation = self.ledger.reserve(
+            release_cost(release),
+            command=self.command,
+            params=self.params,
+            unit="person" if self.person else "event",
+        )
+
+    def written(self) -> None:
+        if self.reservation is not None:
+            self.reservation.written(())
+
+    def failed(self) -> None:
+        if self.reservation is not None:
+            self.reservation.failed()
 
 
 def _feature_names(X: object) -> np.ndarray | None:
@@ -542,10 +626,22 @@ def _check_feature_names(fitted: np.ndarray | None, given: np.ndarray | None) ->
     raise ValueError("The feature names should match those that were passed during fit.\n" + detail)
 
 
+def _unit_name(units: Any) -> str | None:
+    """The public name of the unit column, when the units carry one: a
+    column name (the Dask backend) or a pandas Series' name; never a value."""
+    if isinstance(units, str):
+        return units
+    name = getattr(units, "name", None) if type(units).__module__.split(".")[0] == "pandas" else None
+    return name if isinstance(name, str) and name else None
+
+
 def _check_units(units: Any, X: Any) -> Any:
-    """The units of in-memory rows as a 1-D array of one id per row (a
-    column name is passed on to a distributed backend). Public checks only:
-    the shape and the type, never the values."""
+    """The units of in-memory rows, one id per row, read before anything is
+    counted or spent (:func:`dpdbscan.files.units.read_units`: each id on
+    its own, never through a type chosen from the others; an id that cannot
+    be read exactly is refused). A column name is passed on to a
+    distributed backend. Public checks only: the shape and the types, never
+    the values."""
     if isinstance(units, str):
         if isinstance(X, np.ndarray):
             raise ValueError(
@@ -555,17 +651,11 @@ def _check_units(units: Any, X: Any) -> Any:
         return units
     if hasattr(units, "toarray") or hasattr(units, "tocsr"):
         raise TypeError("units is a sparse matrix: give one id per row as a 1-D array")
-    arr = np.asarray(units)
-    if arr.ndim == 2 and 1 in arr.shape:
-        arr = arr.ravel()
-    if arr.ndim != 1:
-        raise ValueError(f"units must be one-dimensional, one id per row; got shape {arr.shape}")
-    if arr.dtype.kind in "cmMV":
-        raise TypeError(f"units must be numbers or strings (one id per row), got dtype {arr.dtype}")
+    ids = read_units(units)
     n = getattr(X, "shape", (None,))[0]
-    if n is not None and arr.shape[0] != n:
-        raise ValueError(f"units has {arr.shape[0]} ids but X has {n} rows: give one id per row")
-    return arr
+    if n is not None and len(ids) != n:
+        raise ValueError(f"units has {len(ids)} ids but X has {n} rows: give one id per row")
+    return ids
 
 
 def _are_paths(X: object) -> bool:

@@ -30,6 +30,11 @@ class BudgetExceeded(ValueError):
     """The requested spend would exceed the accountant's budget."""
 
 
+class LedgerError(ValueError):
+    """A privacy budget ledger is missing, not a ledger, damaged, locked too
+    long, or has no such dataset: never taken for a fresh budget."""
+
+
 __all__ = [
     "PrivacyLeakWarning",
     "UtilityWarning",
@@ -37,4 +42,5 @@ __all__ = [
     "WeakPrivacyWarning",
     "InsecureRandomnessWarning",
     "BudgetExceeded",
+    "LedgerError",
 ]

@@ -4,8 +4,9 @@
 
 1. resolve the parameters on the public box (:func:`dpdbscan.plan.resolve.resolve`),
    and say before anything is counted if the fit will be slow;
-2. check the accountant, then release the noisy histogram: the one place the
-   budget is spent (:func:`dpdbscan.release.mechanism.release_histogram`);
+2. check the accountant and hand the release to ``before_release`` (a ledger
+   reserves its cost there), then release the noisy histogram: the one place
+   the budget is spent (:func:`dpdbscan.release.mechanism.release_histogram`);
 3. post-process it into spans (the core test, :mod:`dpdbscan.post`), choosing
    eps and MinPts from the release in the automatic mode;
 4. charge the accountant and return the model (:mod:`dpdbscan.model`).
@@ -16,27 +17,58 @@ Nothing after step 2 reads the points.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .cells.histogram import NoisyHistogram
-from .exceptions import UtilityWarning
+from .exceptions import PrivateNoteWarning, UtilityWarning
 from .model.build import model_of
+from .model.describe import swamped_min_samples
+from .model.guarantee import unit_noun
 from .model.record import SpanModel
-from .plan.autoplan import Plan
+from .plan.autoplan import Plan, place_candidates, place_extent
 from .plan.forecast import forecast
 from .plan.resolve import Resolved, resolve
 from .post import auto, levels
 from .post.coretests import core_test
 from .post.spans import build_spans
+from .progress import stage
 from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
+from .release.bounding import count_distinct_units
 from .release.mechanism import release_choosing, release_histogram
 from .spec.specs import ReleaseSpec, SpanSpec
+
+#: A delta within this factor of one over the number of units is "not far
+#: below" it: the private note of :func:`_delta_note`.
+DELTA_PER_UNIT_NOTE = 0.1
+
+
+def _delta_note(units: Any, delta: float) -> str | None:
+    """A private note, after the release, when ``delta`` is not far below
+    one over the number of units. That number is private: it must not
+    decide whether a release happens, so it is counted only once the
+    release is made, and only said (docs/privacy.md section 8, 0.3.0). The
+    rows bound the units, so no count is made when even one unit per row
+    would keep delta far below. None for a column name (a distributed
+    backend's units, not counted twice)."""
+    if units is None or isinstance(units, str) or not delta:
+        return None
+    if delta * len(units) < DELTA_PER_UNIT_NOTE:
+        return None
+    n = count_distinct_units(units)
+    if delta * n < DELTA_PER_UNIT_NOTE:
+        return None
+    return (
+        f"delta={delta:g} is not far below one over the number of units in these data (a private "
+        f"figure: {n:,} units, 1/n = {1 / max(n, 1):.2g}); at this delta the release may show what one unit "
+        "did with probability about delta. Choose delta from a public bound on the population "
+        "(docs/parameters.md)"
+    )
 
 
 def fit(
@@ -49,6 +81,7 @@ def fit(
     accountant: Accountant | None = None,
     metadata: Mapping[str, Any] | None = None,
     units: Any = None,
+    before_release: Callable[[ReleaseSpec], object] | None = None,
     stacklevel: int = 2,
 ) -> SpanModel:
     """Release DP spans of ``X`` inside the public box ``[lower, upper]`` with
@@ -65,6 +98,10 @@ def fit(
     With ``max_cells_per_unit="auto"`` the release chooses k privately among
     the candidates' releases (:func:`dpdbscan.release.mechanism.release_choosing`);
     the accountant is charged the whole release once, choice included.
+
+    ``before_release``: called with the resolved release (public) after the
+    accountant's check and before the mechanism reads a point; it may refuse
+    by raising (a ledger's reservation, :meth:`dpdbscan.ledger.Ledger.reserve`).
     """
     r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1)
     fc = forecast(r.release, r.spans)
@@ -73,17 +110,25 @@ def fit(
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     if accountant is not None:
         charge(accountant, r.release, spend=False)
+    if before_release is not None:
+        before_release(r.release)
     if r.choices:
+        stage("counting cells, adding noise and choosing k")
         made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
         # the noise is the chosen k's from here on (the stand-in's was the largest k's)
         r = replace(r, release=made)
         fc = forecast(r.release, r.spans)
     else:
+        stage("counting cells and adding noise")
         hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)
     if accountant is not None:
         charge(accountant, r.release, spend=True)
+    note = _delta_note(units, r.release.noise.delta)
+    if note:
+        warnings.warn(note, PrivateNoteWarning, stacklevel=stacklevel + 1)
     meta = dict(metadata or {})
     if r.auto is None:
+        stage("core test and spans")
         spans = build_spans(hist, r.spans)
         fit_params = (r.release.grid.alpha, r.release.grid.eta, r.spans.min_samples)
         model = model_of(
@@ -98,13 +143,21 @@ def fit(
             unit_choice=r.release.unit_choice,
         )
     else:
+        stage("choosing eps and MinPts from the release")
         model = _auto_model(hist, r, r.auto, p, meta)
         fc = forecast(
             replace(r.release, grid=model.release.grid), replace(r.spans, min_samples=model.spec.min_samples)
         )
     # public parameters and the release only (post-processing): safe to say
     released = model.histogram if model.histogram is not None else hist  # at the spans' eps
-    note = core_test(model.spec.core).utility_note(released, model.spans, model.spec, fc.noise_std)
+    noun = unit_noun(model)
+    note = core_test(model.spec.core).utility_note(released, model.spans, model.spec, fc.noise_std, noun)
+    flat = swamped_min_samples(model)
+    if note and flat is not None:
+        note += (
+            f" Every min_samples from 1 to {flat:,} gives this same release: the noise margin, not "
+            f"min_samples={model.spec.min_samples}, decides which places are dense at these settings."
+        )
     if note:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     return model
@@ -146,11 +199,14 @@ def _auto_model(
     union bound; the model's guarantee reports it). The events do not depend
     on MinPts, so choosing MinPts, or one MinPts per span, costs nothing.
     """
+    # geographic mode: spans at the scale of places (public prior, autoplan.PLACE_EXTENT_KM)
+    extent = place_extent(metadata) if p["selection"] == "levels" and plan.min_samples is None else None
+    plan = replace(plan, eps=place_candidates(plan.eps, extent))
     spec: SpanSpec = replace(r.spans, beta=r.spans.beta / len(plan.eps))
     chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
     sel: levels.LevelSpans | None = None
     if p["selection"] == "levels" and plan.min_samples is None and spec.core == "density":
-        sel = levels.select_levels(hist, spec, plan.eps)
+        sel = levels.select_levels(hist, spec, plan.eps, max_extent=extent)
         ladder = levels.ladder(hist)
         alpha = sel.alpha
         m = min((s.min_samples for s in sel.spans), default=ladder[0])
@@ -162,6 +218,10 @@ def _auto_model(
             "min_samples_candidates": ladder,
             **levels.record(sel),
         }
+        if extent is not None:
+            record["max_extent"] = float(extent)
+            for lv, s in zip(record["levels"], sel.spans):
+                lv["fits"] = bool(s.fits)
     else:
         choice = auto.choose_params(
             hist, replace(spec, min_samples=plan.min_samples or 1), plan.eps, plan.min_samples

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import nullcontext
+import threading
+from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from typing import Any
 
 
@@ -38,8 +40,19 @@ class _Silent:
         pass
 
 
-def progress(desc: str, total: float | None = None, *, enabled: bool | None = None, unit: str = "B") -> Any:
-    """A context manager yielding a tqdm bar (or a silent stand-in)."""
+def progress(
+    desc: str,
+    total: float | None = None,
+    *,
+    enabled: bool | None = None,
+    unit: str = "B",
+    ticking: bool = False,
+) -> Any:
+    """A context manager yielding a tqdm bar (or a silent stand-in).
+
+    ``ticking``: a bar for work without a count (a fit): it shows the stage
+    the work is in (:func:`stage`) and the time so far, redrawn every half
+    second, so a long fit is never silent on a terminal."""
     if enabled is None:
         enabled = progress_wanted()
     if not enabled:
@@ -47,9 +60,61 @@ def progress(desc: str, total: float | None = None, *, enabled: bool | None = No
     # imported here: about 0.1 s that a command in a pipe or a script never needs
     from tqdm import tqdm
 
-    return tqdm(
-        desc=desc, total=total, unit=unit, unit_scale=True, leave=True, file=sys.stderr, dynamic_ncols=True
-    )
+    if ticking:
+        return _ticking(desc)
+    return tqdm(desc=desc, total=total, unit=unit, unit_scale=True, leave=True, file=sys.stderr, **_width())
 
 
-__all__ = ["progress", "progress_wanted"]
+def _width() -> dict:
+    """tqdm's size: the terminal's, followed as it changes; 80 x 20 when the
+    terminal reports none (a pseudo-terminal nobody sized reports 0 x 0,
+    and tqdm then draws nothing at all: a fit under ``script`` was silent)."""
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):
+        size = os.terminal_size((0, 0))
+    return {"dynamic_ncols": True} if size.columns > 0 and size.lines > 0 else {"ncols": 80, "nrows": 20}
+
+
+#: The ticking bar of the running fit, for :func:`stage` (None: no bar).
+_CURRENT: ContextVar[Any] = ContextVar("dpdbscan_progress_bar", default=None)
+
+#: Seconds between two redraws of a ticking bar.
+TICK = 0.5
+
+
+@contextmanager
+def _ticking(desc: str):
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, bar_format="{desc} [{elapsed}]", leave=True, file=sys.stderr, **_width())
+    bar.dpdbscan_desc = desc
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(TICK):
+            bar.refresh()
+
+    thread = threading.Thread(target=tick, name="dpdbscan-progress", daemon=True)
+    token = _CURRENT.set(bar)
+    thread.start()
+    try:
+        yield bar
+    finally:
+        done.set()
+        thread.join()
+        _CURRENT.reset(token)
+        bar.set_description(f"{desc}: done", refresh=False)
+        bar.close()
+
+
+def stage(text: str) -> None:
+    """Say on the running fit's bar what it is doing now ("counting cells",
+    "the MinPts ladder at eps 3 of 7"); nothing without a bar. Public words
+    only: a stage never quotes a count or a value of the data."""
+    bar = _CURRENT.get()
+    if bar is not None:
+        bar.set_description(f"{bar.dpdbscan_desc}: {text}", refresh=True)
+
+
+__all__ = ["TICK", "progress", "progress_wanted", "stage"]

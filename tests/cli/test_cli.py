@@ -767,11 +767,19 @@ def test_swapped_columns_are_spotted_even_when_quiet(capsys, tmp_path):
     path = tmp_path / "latlon.csv"
     P = geo_points()
     path.write_text("lat,lon\n" + "".join(f"{b!r},{a!r}\n" for a, b in P.tolist()))
+    # public names say latitude first: refused before any record is read or anything spent
     rc, out, err = run(capsys, "fit", path, "--header", "--columns", "lat", "lon", "--geo", "--bounds", *SF,
+                       "--eps", "50m", "--min-samples", "50", "--out-dir", tmp_path / "o", "--quiet", "--seed", "0")
+    assert rc != 0 and out == "" and not (tmp_path / "o").exists()
+    assert "swapped" in err and "--columns lon lat" in err
+    # without names only the data could show it: the release is made, the swap a private note after it
+    bare = tmp_path / "latlon_bare.csv"
+    bare.write_text("".join(f"{b!r},{a!r}\n" for a, b in P.tolist()))
+    rc, out, err = run(capsys, "fit", bare, "--no-header", "--geo", "--bounds", *SF,
                        "--eps", "50m", "--min-samples", "50", "--out-dir", tmp_path / "o", "--quiet", "--seed", "0")
     assert rc == 0
     assert "[private: do not publish]" in err and "the columns look swapped" in err
-    assert "--columns lon lat" in err
+    assert "--columns 1 0" in err
     # the bounds are quoted in degrees, as given
     assert "bound 37.72" in err or "bound -122.48" in err or "bound 37.82" in err or "bound -122.38" in err
 

@@ -448,7 +448,10 @@ def test_check_without_k_shows_the_quartiles_and_no_forecast(capsys, tmp_path, d
     rc, out, err = run(capsys, "check", path, *FIT, "--unit", "person")
     assert rc == 0 and out == "", err
     assert "301 unit(s) in column 'person'" in _private(err, "units")
-    assert "k at the quartiles of the cells per unit" in _private(err, "bound")
+    # no private figure phrased as the k to use; k from public knowledge, or auto
+    bound = _private(err, "bound")
+    assert "public knowledge" in bound and "--max-cells-per-unit auto" in bound
+    assert "keeps" not in err and "k = " not in err and "quartile" not in err
     assert "give --max-cells-per-unit K" in _private(err, "forecast")
     rc, out, err = run(capsys, "check", path, "--bounds", "0", "1", "--unit", "person", "--delta", "1e-6")
     assert rc == 0 and "per unit: min 20," in _private(err, "points")
@@ -498,3 +501,17 @@ def test_a_person_level_model_file_follows_the_published_schema(capsys, tmp_path
     assert rc == 0, err
     schema = json.loads((files("dpdbscan.model") / "schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(json.loads((tmp_path / "m.spans.json").read_text()))
+
+
+def test_a_delta_near_one_over_the_units_is_a_private_note_after_the_release(capsys, tmp_path, data):
+    """The number of units is private: it never stops a release; a delta
+    not far below one over it is said after the release, marked private."""
+    X, names = data
+    path = csv_file(tmp_path, X, names)
+    fit = [a if a != "1e-6" else "0.005" for a in FIT]
+    rc, out, err = run(capsys, "fit", path, *fit, *UNIT, *QUIET_OUT, "--out-dir", tmp_path, "--seed", "0")
+    assert rc == 0 and (tmp_path / "p.spans.json").is_file(), err
+    notes = [ln for ln in err.splitlines() if "one over the number of units" in ln]
+    assert len(notes) == 1 and notes[0].startswith("[private: do not publish]")
+    rc, out, err = run(capsys, "fit", path, *FIT, *UNIT, *QUIET_OUT, "--out-dir", tmp_path, "--seed", "0")
+    assert rc == 0 and "one over the number of units" not in err

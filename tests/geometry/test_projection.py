@@ -145,3 +145,49 @@ def test_forward_needs_two_columns():
 ])
 def test_default_geo_columns(names, expected):
     assert default_geo_columns(names) == expected
+
+
+# --------------------------------------------------------------------------- #
+# latitude first: refused from public names before any record is read
+
+
+def _lonlat_csv(path, first, second, n=200):
+    rng = np.random.default_rng(0)
+    lon, lat = -122.42 + 0.01 * rng.random(n), 37.78 + 0.01 * rng.random(n)
+    cols = {"x": lon, "lon": lon, "y": lat, "lat": lat, "latitude": lat, "longitude": lon}
+    rows = [f"{first},{second}"] + [f"{a!r},{b!r}" for a, b in zip(cols[first], cols[second])]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("first, second", [("y", "x"), ("lat", "lon"), ("latitude", "longitude"), ("lat", "x")])
+def test_the_command_line_refuses_latitude_first_before_reading(capsys, tmp_path, monkeypatch, first, second):
+    from clirun import run
+
+    from dpdbscan.files import reader
+
+    path = _lonlat_csv(tmp_path / "cabs.csv", second, first)  # the file in lon/lat order
+    read = []
+    monkeypatch.setattr(reader.InputPlan, "read", lambda self, *a, **k: read.append(1))
+    code, out, err = run(
+        capsys, "fit", str(path), "--geo", "--header", "--columns", first, second, "--eps", "100m",
+        "--min-samples", "5", "--bounds", "-122.52", "37.70", "-122.35", "37.83", "--seed", "0",
+        "--out-dir", str(tmp_path),
+    )
+    assert code != 0 and out == "" and read == []
+    assert "swapped" in err and f"--columns {second} {first}" in err
+    assert not list(tmp_path.glob("*.spans.*"))
+
+
+def test_fit_lonlat_refuses_latitude_first_columns():
+    import pandas as pd
+
+    from dpdbscan import fit_lonlat
+
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"x": -122.42 + 0.01 * rng.random(100), "y": 37.78 + 0.01 * rng.random(100)})
+    box = dict(bounds=(-122.52, 37.70, -122.35, 37.83), eps="100m", random_state=0)
+    with pytest.raises(ValueError, match="swapped"):
+        fit_lonlat(df[["y", "x"]], **box)
+    with pytest.raises(ValueError, match="lat"):  # a box whose ranges cannot be lon/lat
+        fit_lonlat(df[["x", "y"]].to_numpy(), bounds=(37.70, -122.52, 37.83, -122.35), eps="100m")

@@ -136,6 +136,28 @@ def test_the_summary_says_what_was_chosen_and_whether_it_was_close(unsure, clear
     assert not clear.auto["unsure"] and "choice  : clear" in summary(clear) and "unsure" not in summary(clear)
 
 
+def test_the_unsure_line_compares_like_with_like(unsure):
+    """The runner-up and the chosen eps are compared on the same count (the
+    clusters each selects), never a cluster count against a span count: the
+    line once read "2 cluster(s) instead of 2" when a selection of 3
+    clusters made 2 spans."""
+    from dataclasses import replace
+
+    from dpdbscan.model.levels import unsure_reasons
+
+    scores = {float(r[0]): int(r[2]) for r in unsure.auto["eps_scores"]}
+    runner = unsure.auto["runner_up"]["eps"]
+    line = unsure_reasons(unsure)[0]
+    chosen, other = scores[unsure.auto["eps"]], scores[runner]
+    assert chosen != other
+    assert f"selects {other} cluster" in line and f"the chosen eps={unsure.auto['eps']:g} selects {chosen}" in line
+    # a selection whose spans number differs from its clusters: the words stay right
+    rows = [[e, s, 3 if e == unsure.auto["eps"] else n] for e, s, n in unsure.auto["eps_scores"]]
+    odd = replace(unsure, auto={**unsure.auto, "eps_scores": rows, "levels": unsure.auto["levels"][:2]})
+    text = unsure_reasons(odd)[0]
+    assert f"selects {scores[runner]} cluster" in text and "selects 3 clusters" in text and "instead of" not in text
+
+
 def test_explore_shows_the_chosen_spans_beside_the_alternative(unsure, clear, tmp_path, capsys):
     ex = E.explore(unsure, [unsure.grid.alpha], [20, 40])
     assert [t for t, _ in ex.selections][0].startswith("chosen") and len(ex.selections) == 2
@@ -191,3 +213,69 @@ def test_the_command_line_takes_the_selection(tmp_path, capsys):
     assert main(["info", str(tmp_path / "a" / "p.spans.json")]) == 0
     info = capsys.readouterr().out
     assert "levels : 3 span(s)" in info and "at its own level: span" in info
+
+
+# --------------------------------------------------------------------------- #
+# each span's own guarantee, measured: spans in empty space over many fits
+
+EMPTY_BOX = (np.zeros(2), np.full(2, 10.0))
+
+
+def _levels_rates(fits: int, person: bool, n: int) -> tuple[int, int, float]:
+    """(fits with spans, fits where some span has a core sub-cell with fewer
+    than its own M* points within its reach, the stated probability) over
+    seeded automatic fits of ``n`` points of one small blob in a large box.
+    At person level each unit is one row (k = m = 1), so the bounded data
+    are the data."""
+    from reach import ub_of_core_subcells
+
+    from dpdbscan.release.backends import NumpyBackend
+
+    X = np.random.default_rng(0).normal((3.0, 3.0), 0.3, (n, 2))
+    kw = dict(min_samples="auto", bounds=EMPTY_BOX, max_cells=4096)
+    if person:
+        kw.update(delta=1e-6, max_cells_per_unit=1, max_points_per_cell=1)
+    with_spans = bad = 0
+    probability = 1.0
+    for seed in range(fits):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = DPDBSCAN("auto", random_state=seed, **kw).fit(X, units=np.arange(n) if person else None).spans_
+        per_span = [s for s in guarantee(m).get("levels") or [] if s["probability"] is not None]
+        if not per_span:
+            continue
+        assert m.auto["selection"] == "levels" and (m.release.units is not None) == person
+        with_spans += 1
+        grid = m.release.grid
+        ub = ub_of_core_subcells(m, grid, NumpyBackend().dense_counts(grid, X))
+        probability = min(probability, *(s["probability"] for s in per_span))
+        bad += any(ub[m.labels == s["span"]].min() < s["m_star"] for s in per_span)
+    return with_spans, bad, probability
+
+
+@pytest.mark.parametrize("person, n, fits", [(False, 80, 40), (True, 200, 30)])
+def test_each_spans_own_guarantee_holds_as_measured(person, n, fits):
+    """The level selection's per-span statement ("with probability >= 0.9
+    each span lies in the span of one (rho alpha, M*)-cluster at its own
+    level") measured as the pointwise margin's was (tests/post/
+    test_density_guarantee.py): the rate of fits with a span that has a core
+    sub-cell with fewer than its M* points within reach (a span in empty
+    space) is at most 1 - probability, one-sided Clopper-Pearson at 1e-6.
+    The data are a small blob in a large box, at sizes where about half or
+    more of the fits make a span."""
+    from stats import P_FAIL, cp_lower
+
+    with_spans, bad, probability = _levels_rates(fits, person, n)
+    assert with_spans >= fits // 4  # spans are made: the check is not vacuous
+    assert cp_lower(bad, with_spans, P_FAIL) <= 1.0 - probability, (bad, with_spans, probability)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("person, n", [(False, 80), (True, 200)])
+def test_each_spans_own_guarantee_over_many_fits(person, n):
+    from stats import P_FAIL, cp_lower
+
+    with_spans, bad, probability = _levels_rates(400, person, n)
+    print(f"[levels guarantee] person={person}: {bad}/{with_spans} fits with a span in empty space, "
+          f"stated <= {1 - probability:g}")
+    assert cp_lower(bad, with_spans, P_FAIL) <= 1.0 - probability

@@ -424,5 +424,7 @@ def test_a_guarantee_at_minpts_below_one_reads_no_guarantee(tmp_path, capsys):
     void = replace(ds, spans=replace(ds.spans, extra={**ds.spans.extra, "m_star": -4}))
     gv = guarantee(void)
     assert gv["within_clusters_at"] is None and gv["probability"] is None
-    assert gv["statement"].startswith("no guarantee") and "MinPts = -4 < 1" in gv["statement"]
-    assert "guarantee: no guarantee" in summary(void) and "MinPts=-4" not in summary(void)
+    # what holds for each place alone still leads; all at once there is none
+    assert gv["statement"].startswith("each place alone: ") and "MinPts = -4 < 1" in gv["statement"]
+    assert "; all at once, no guarantee: " in gv["statement"]
+    assert "; all at once, no guarantee: " in summary(void) and "MinPts=-4" not in summary(void)

@@ -1,8 +1,8 @@
 """The release in words (issue 23): every line of the summary, of ``dpdbscan
 info`` and of the forecast is a sentence with the paper's symbols in
 brackets, one name per quantity (kappa: cells within eps of a cell; kappa_q:
-of a sub-cell), and the guarantee says what its MinPts means, or that there
-is no density guarantee at these settings."""
+of a sub-cell), and the guarantee says what its MinPts means, and what holds for each place
+alone when the all-at-once statement certifies no density."""
 
 from __future__ import annotations
 
@@ -60,16 +60,26 @@ def test_every_summary_line_is_a_sentence_with_its_symbols(core):
         assert "the paper's sandwich" in rows["guarantee"] and "(tau=" in rows["guarantee"]
 
 
-def test_min_pts_one_says_there_is_no_density_guarantee():
+def test_min_pts_one_all_at_once_still_states_what_holds_for_each_place():
     """The demo's settings (min_samples=10 at epsilon=1 on a fine grid) leave
-    MinPts = 1 in the guarantee: every point then counts as dense, so the
-    words say what remains (no span in empty space) and that no density is
-    guaranteed; a larger min_samples gives a density statement."""
+    MinPts = 1 in the all-at-once guarantee: the worst of thousands of
+    sub-cells' noise absorbs MinPts. The words say what remains of it (no
+    span in empty space) and lead with what the margin gives each place
+    alone, so they never read as "no guarantee"."""
     weak = _fit(min_samples=5)
-    assert guarantee(weak)["within_clusters_at"]["min_samples"] == 1
+    g = guarantee(weak)
+    assert g["within_clusters_at"]["min_samples"] == 1
+    place = g["each_place"]
+    assert place["min_samples"] == 5 and 0 < place["probability"] <= 0.2
     line = _lines(weak)["guarantee"]
-    assert "no density guarantee at these settings" in line and "MinPts=1" in line
-    assert "no span lies in empty space" in line
+    needs = place.get("needs")
+    more = "" if needs is None else f", and one with fewer than {needs['min_samples']:,} at most 0.1"
+    assert line.startswith(
+        f"each place alone: one with fewer than 5 points within 3 is core with probability at most "
+        f"{place['probability']:g}{more}; all at once, with probability >= 0.9"
+    )
+    assert "no density guarantee" not in line and "no guarantee" not in line
+    assert "MinPts=1" in line and "no span lies in empty space" in line
 
     strong = _fit(min_samples=60)
     m_star = guarantee(strong)["within_clusters_at"]["min_samples"]
@@ -83,7 +93,7 @@ def test_min_pts_one_says_there_is_no_density_guarantee():
 def test_the_density_threshold_is_two_points(m, dense):
     # counts are integers: "at least 1.2 points" asks for 2
     text = within_words({"alpha": 0.9, "min_samples": m}, 6.0)
-    assert ("no density guarantee" not in text) == dense
+    assert ("certifies no density beyond MinPts=1" not in text) == dense
     assert "(6 x eps: rho=6" in text
 
 

@@ -162,7 +162,12 @@ def test_the_chosen_eps_pays_for_its_candidates(tmp_path):
     void = replace(m, spec=replace(m.spec, beta=beta),
                    spans=replace(m.spans, extra={**m.spans.extra, "probability": 1 - 2 * beta}))
     assert guarantee(void)["probability"] is None
-    assert guarantee(void)["statement"].startswith("no guarantee") and "no guarantee" in summary(void)
+    words = guarantee(void)["statement"]  # each place alone still holds (c times its p); all at once, none
+    assert words.startswith("each place alone: ") and "; all at once, no guarantee: " in words
+    assert guarantee(void)["each_place"]["probability"] == pytest.approx(
+        min(1.0, c * m.spans.extra["place_probability"])
+    )
+    assert "no guarantee" in summary(void)
     # eps fixed (MinPts chosen): one candidate, beta as given
     fixed = DPDBSCAN(0.3, min_samples="auto", bounds=BOX, beta=beta, random_state=0).fit(X).spans_
     assert fixed.spec.beta == beta and guarantee(fixed)["eps_candidates"] == 1

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from reach import ub_of_core_subcells as _ub_of_core_subcells
 from stats import P_FAIL, cp_lower
 from test_sandwich import _points, covers_clusters, within_relaxed_clusters
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
-from dpdbscan.cells.subcells import SubcellLayout
 from releases import Config as MechanismConfig
 from releases import fit_spans
 from dpdbscan.post.coretests.density import accuracy_margin, ball_weights, dense_weighted_sums
@@ -44,22 +44,6 @@ INSTANCES = dict(
     margin=st.sampled_from([0.0, 1.0, 2.0]),
 )
 STATS = {"checked": 0, "spans": 0, "above_one": 0}
-
-
-def _ub_of_core_subcells(model, grid, counts):
-    """UB(q) = true counts over the cells at minimum distance < alpha of q."""
-    layout = SubcellLayout(grid, model.spec.subcells)
-    k = model.spec.subcells
-    fc = model.grid.decode(model.core_keys)
-    out = np.empty(fc.shape[0], dtype=np.int64)
-    by_pos = {tuple(p): o for p, o in layout.positions}
-    pad = np.pad(counts, grid.reach + 2)
-    for i, c in enumerate(fc):
-        X, pos = c // k, tuple(c % k)
-        offs = grid.offsets if k == 1 else by_pos[pos]
-        idx = X + offs + grid.reach + 2
-        out[i] = pad[tuple(idx.T)].sum()
-    return out
 
 
 @settings(max_examples=60, deadline=None, derandomize=True,
@@ -160,3 +144,58 @@ def test_pointwise_margin_keeps_its_stated_guarantee(histogram, theta):
             bad += _ub_of_core_subcells(model, model.release.grid, counts).min() < m_star
     assert spans > 0  # the noise does make spans: the check is not vacuous
     assert cp_lower(int(bad), EMPTY_SPACE_RUNS, P_FAIL) <= 1.0 - probability, (bad, probability)
+
+
+@pytest.mark.parametrize("noise,scale", [("discrete", 1.0), ("discrete", 0.2), ("gaussian", 400.0)])
+def test_each_place_s_probability_bounds_the_noise_above_its_margin(noise, scale):
+    """The per-place statement (``each_place``: a place with fewer than
+    MinPts points within rho alpha is core with probability at most p) rests
+    on P(N(q) >= m(q)) <= p for every sub-position q. Checked by drawing
+    the weighted noise itself: a one-sided Clopper-Pearson test at 1e-6 that
+    the tail is no larger than p, and the next lower level must not hold
+    too (p is the smallest stated level that holds, rounded up, not an
+    arbitrarily loose one)."""
+    from dpdbscan.post.coretests.density.margins import PLACE_LEVELS, margin, place_tail
+
+    weights = ball_weights(2, 4.0, 2)
+    m = margin(1.0, weights, noise, scale, 0.1, 3249, min_samples=10)
+    p = place_tail(weights, m, noise, scale)
+    assert p is not None and p < 0.5
+    rng = np.random.default_rng(1)
+    n = 40_000
+    tails = []
+    for row, mq in zip(weights.W, m.values):
+        w = row[row > 0]
+        if noise == "gaussian":
+            Z = np.rint(rng.normal(0.0, math.sqrt(scale), (n, w.size)))  # close to the discrete Gaussian
+        else:
+            q = 1.0 - math.exp(-scale)
+            Z = rng.geometric(q, (n, w.size)) - rng.geometric(q, (n, w.size))  # discrete Laplace
+        hits = int(((Z * w).sum(axis=1) >= mq).sum())
+        tails.append(hits / n)
+        assert cp_lower(hits, n, P_FAIL) <= p, (hits, n, p)
+    lower = [lv for lv in PLACE_LEVELS if lv < p]
+    if lower:
+        assert max(tails) > lower[-1] / 2, (tails, p)
+
+
+@pytest.mark.parametrize("min_samples", [3, 10, 40])
+def test_what_a_place_needs_holds_at_beta(min_samples):
+    """``place_count`` M: a place whose estimate is just below M (E = M - 1)
+    is core (E + N >= MinPts + m(q)) with probability at most beta, at every
+    sub-position: drawn noise, one-sided Clopper-Pearson at 1e-6. Where the
+    guard sets the threshold M is far above MinPts; at a large MinPts it is
+    about MinPts (one sigma of margin against the 0.9 quantile)."""
+    from dpdbscan.post.coretests.density.margins import margin, place_count
+
+    weights = ball_weights(2, 4.0, 2)
+    m = margin(1.0, weights, "discrete", 1.0, 0.1, 3249, min_samples=min_samples)
+    M = place_count(weights, m, "discrete", 1.0, min_samples, 0.1)
+    assert M >= 1
+    rng = np.random.default_rng(2)
+    n, q = 40_000, 1.0 - math.exp(-1.0)
+    for row, mq in zip(weights.W, m.values):
+        w = row[row > 0]
+        N = ((rng.geometric(q, (n, w.size)) - rng.geometric(q, (n, w.size))) * w).sum(axis=1)
+        hits = int((M - 1 + N >= min_samples + mq).sum())
+        assert cp_lower(hits, n, P_FAIL) <= 0.1, (hits, n, M)

@@ -214,3 +214,48 @@ def test_the_sub_cell_tree_may_start_where_the_cells_select():
     np.testing.assert_array_equal(fast.labels, full.labels)
     assert [s.min_samples for s in fast.spans] == [s.min_samples for s in full.spans]
     assert len(fast.tree.levels) <= len(full.tree.levels)
+
+
+def test_a_cluster_larger_than_the_extent_gives_way_to_the_places_inside_it():
+    # R (too large) splits into A (fits) and B (too large), and B into B1 and B2 (fit):
+    # R and B are never selected, A, B1 and B2 are, whatever their stability
+    fits = [np.array([False]), np.array([True, False]), np.array([True, True, True]), np.array([True, True])]
+    lam = [0.0, 1.0, 2.0, 3.0]
+    tree = levels.condensed_tree(LEVELS, lam, fits=fits)
+    assert [c.fits for c in tree] == [False, True, False, True, True]
+    assert levels.select_clusters(tree)[0] == [1, 3, 4]
+    # without the extent, B (40) is kept over B1 + B2 (20 + 20)
+    assert levels.select_clusters(levels.condensed_tree(LEVELS, lam))[0] == [1, 2]
+
+
+def test_a_cluster_that_shrinks_to_fit_is_born_again_where_it_fits():
+    # one span, too large at level 0, fits from level 1 on: a child is born at 1
+    lv = [_part([1, 2, 3], [0, 0, 0], [10] * 3, 5, 10.0), _part([1, 2], [0, 0], [10] * 2, 6, 20.0),
+          _part([1, 2], [0, 0], [10] * 2, 7, 30.0)]
+    fits = [np.array([False]), np.array([True]), np.array([True])]
+    tree = levels.condensed_tree(lv, [0.0, 1.0, 2.0], fits=fits)
+    assert [(c.parent, c.birth, c.fits) for c in tree] == [(-1, 0, False), (0, 1, True)]
+    sel, _, _ = levels.select_clusters(tree)
+    assert sel == [1]
+    keys, labels, spans = levels.spans_of(levels.LevelTree(1.0, tuple(lv), (0.0, 1.0, 2.0), tuple(tree),
+                                                           tuple(sel), 0.0))
+    assert keys.tolist() == [1, 2] and spans[0].fits
+
+
+def test_a_too_large_cluster_with_no_place_inside_is_kept_whole():
+    # the release shows nothing that fits below it (HDBSCAN's max_cluster_size does the same)
+    lv = [_part([1, 2, 3], [0, 0, 0], [10] * 3, 5, 10.0), _part([1, 2, 3], [0, 0, 0], [10] * 3, 6, 20.0)]
+    tree = levels.condensed_tree(lv, [0.0, 1.0], fits=[np.array([False]), np.array([False])])
+    assert levels.select_clusters(tree)[0] == [0]
+    assert not tree[0].fits
+
+
+def test_span_extents_is_the_drawn_region_across():
+    grid = Grid(np.zeros(2), np.full(2, 10.0), 1.0, 4.0)  # cells of width 1 / sqrt(2)
+    w = grid.width
+    keys = grid.encode(np.array([[0, 0], [2, 0], [5, 5]]))
+    order = np.argsort(keys)
+    p = _part(keys[order], np.array([0, 0, 1])[order], [1.0] * 3, 5, 10.0, alpha=1.0)
+    ext = levels.span_extents(p, grid)
+    assert ext[0] == pytest.approx(np.hypot(3 * w, w) + 2.0)
+    assert ext[1] == pytest.approx(np.hypot(w, w) + 2.0)

@@ -203,11 +203,12 @@ def test_missing_units_are_dropped_and_types_are_read():
     assert codes.tolist() == [0, -1, 1, 0]
     codes, _ = factorize(np.array([7, 7, 2]))
     assert codes.tolist() == [1, 1, 0]
-    # mixed Python objects (no fast path): any hashable is a unit
-    codes, uniq = factorize(np.array([(1, 2), "a", None, (1, 2), float("nan")], dtype=object))
-    assert codes.tolist() == [0, 1, -1, 0, -1] and uniq.tolist() == [(1, 2), "a"]
-    with pytest.raises(TypeError):
-        factorize(np.array([1 + 2j]))
+    # mixed Python objects (no fast path): each by its own type
+    codes, uniq = factorize(np.array([2, "a", None, 2.0, float("nan")], dtype=object))
+    assert codes.tolist() == [0, 1, -1, 0, -1] and uniq.tolist() == [2, "a"]
+    for other in (np.array([1 + 2j]), np.array([(1, 2), "a", None], dtype=object)):
+        with pytest.raises(TypeError):
+            factorize(other)
 
 
 def test_a_row_with_a_missing_unit_or_coordinate_is_dropped_alone():
@@ -324,3 +325,23 @@ def test_every_histogram_takes_gaussian_noise(histogram):
             person_level(histogram=histogram, accountant=acc, random_state=3).fit(X, units=units)
         assert acc.spent_rho == [pytest.approx(zcdp.rho_for(1.0, 5e-7))]
         assert acc.spent_budget == [(0.0, 5e-7)]
+
+
+def test_delta_against_the_number_of_units_is_a_private_note_after_the_release():
+    """Finding 5: the number of units is private, so it never decides
+    whether a release happens; a delta not far below one over it is said
+    after the release, as a private note (the release is made either way)."""
+    from dpdbscan.exceptions import PrivateNoteWarning
+
+    rng = np.random.default_rng(4)
+    X = rng.random((3_000, 2))
+    units = rng.integers(0, 536, 3_000)
+    with pytest.warns(PrivateNoteWarning, match="one over the number of units") as rec:
+        est = person_level(delta=0.005, max_cells_per_unit=4).fit(X, units=units)
+    assert est.spans_ is not None  # released all the same
+    note = next(str(w.message) for w in rec if w.category is PrivateNoteWarning and "delta" in str(w.message))
+    assert "private" in note
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivateNoteWarning)
+        warnings.simplefilter("ignore", UtilityWarning)
+        person_level(delta=1e-6, max_cells_per_unit=4).fit(X, units=units)  # far below 1/536: no note

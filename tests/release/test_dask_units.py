@@ -29,6 +29,8 @@ from test_dask import EPS, client, cluster, grid  # noqa: E402, F401  (a LocalCl
 from dpdbscan import DPDBSCAN, Grid  # noqa: E402
 from dpdbscan.release.backends import NumpyBackend  # noqa: E402
 from dpdbscan.release.backends.dask_backend import DaskBackend, unit_array  # noqa: E402
+from dpdbscan.files.units import read_units  # noqa: E402
+from dpdbscan.release.backends.dask_backend import _token_ids  # noqa: E402
 from dpdbscan.release.bounding import BoundingKey, count_units, count_units_choosing, unit_words  # noqa: E402
 from dpdbscan.release.samplers.integers import SeededSource  # noqa: E402
 from dpdbscan.spec.specs import UnitBound  # noqa: E402
@@ -68,6 +70,14 @@ def unit_values(ids, kind):
     floats with NaN for missing (and -0.0 and 0.0, one unit)."""
     if kind == "int":
         return ids.astype(np.int64) * 7_919_000_003 - 10**9
+    if kind == "mixed":  # an object column: each id by its own type, as in memory
+        pick = [2**60 + 256 * i if i % 4 == 0 else str(i) if i % 4 == 1 else i + 0.5 if i % 4 == 2 else b"%d" % i
+                for i in range(ids.max() + 1)]
+        pick[5] = "4"  # text beside the integer 4
+        out = np.empty(ids.size, dtype=object)
+        out[:] = [pick[i] for i in ids]
+        out[3::173] = None
+        return out
     if kind == "text":
         out = np.array([f"cab-{i:03d}-é" for i in ids], dtype=object)
         out[3::173] = None  # missing: the row is dropped
@@ -124,13 +134,17 @@ def test_the_data_makes_bounding_bite(grid, data, key):
 
 
 @pytest.mark.parametrize("kind, where", [(k, w) for w in ["parquet", "dask_dataframe"]
-                                         for k in ["int", "text", "float"]] + [("text", "csv")])
+                                         for k in ["int", "text", "float"]] + [("text", "csv"),
+                                                                              ("mixed", "dask_dataframe")])
 def test_count_units_equals_in_memory(client, grid, data, key, tmp_path, kind, where):
     X, ids = data
     units = unit_values(ids, kind)
     want = count_units(grid, X, units, BOUND, key)
     backend = DaskBackend(client=client, header=True if where == "csv" else None)
-    got = backend.count_units(grid, source_of(kind, where, table(X, units), tmp_path), "unit", BOUND, key)
+    # dask turns object columns into text by default: an object column needs it off
+    with dask.config.set({"dataframe.convert-string": kind != "mixed"}):
+        source = source_of(kind, where, table(X, units), tmp_path)
+        got = backend.count_units(grid, source, "unit", BOUND, key)
     assert_same_counts(got, want)
     n_missing = int(pd.isna(units).sum())
     assert backend.input_counts.rows == len(X)
@@ -279,13 +293,17 @@ def test_unit_array_keeps_the_in_memory_words(key):
         (np.array([True, False]), "int"),
         (np.array([-3, 5], dtype=np.int8), "int"),
         (np.array([-0.0, 1.5], dtype=np.float32), "float"),
+        (np.array(["a", "é", ""], dtype=object), "object"),
         (np.array(["a", "é", ""], dtype=object), "text"),
-        (np.array([b"\xff\x00", b"a"], dtype=object), "text"),
-        (np.array([1, "1", 2.5], dtype=object), "text"),  # not all text: by str
+        (np.array([b"\xff\x00", b"a"], dtype=object), "object"),
+        (np.array([1, "1", 2.5, b"1", 2**70, -0.0], dtype=object), "object"),  # each by its own type
     ]
     for values, kind in cases:
         shuffled = unit_array(values, kind).to_numpy(zero_copy_only=False)
-        np.testing.assert_array_equal(unit_words(shuffled, key), unit_words(values, key))
+        if kind == "object":
+            shuffled = _token_ids(shuffled)
+            assert len(set(shuffled.tolist())) == len(values)
+        np.testing.assert_array_equal(unit_words(shuffled, key), unit_words(read_units(values), key))
 
 
 # ---------------------------------------------------------- same release

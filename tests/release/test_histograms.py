@@ -219,3 +219,36 @@ def test_merge_sorted():
         assert np.array_equal(_merge_sorted(a, b), np.sort(allk))
 
 
+
+
+def test_stability_with_gaussian_noise_splits_delta():
+    """Person-level, Gaussian noise, stability histogram: rho converts to
+    (epsilon, delta / 2) and theta keeps the unit's k new cells of at most
+    m points below it with probability delta / 2 in all (docs/privacy.md
+    section 4.4, which must say so, not that the combination is missing)."""
+    import warnings
+    from pathlib import Path
+
+    from dpdbscan import DPDBSCAN
+    from dpdbscan.exceptions import UtilityWarning
+    from dpdbscan.laws import gaussian, zcdp
+
+    k, m, eps, delta = 4, 2, 1.0, 1e-6
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 2))
+    est = DPDBSCAN(
+        0.05, min_samples=5, epsilon=eps, delta=delta, bounds=(0, 1), histogram="stability",
+        noise="gaussian", max_cells_per_unit=k, max_points_per_cell=m, random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UtilityWarning)
+        est.fit(X, units=np.arange(400) % 37)
+    h = est.histogram_
+    rho = est.spans_.release.rho
+    assert math.isclose(zcdp.delta_for(rho, eps), delta / 2, rel_tol=1e-3)
+    sigma2 = float(h.scale)
+    theta = float(h.theta)
+    assert k * gaussian.tail(sigma2, theta - m) <= delta / 2 < k * gaussian.tail(sigma2, theta - m - 1)
+    text = (Path(__file__).resolve().parents[2] / "docs" / "privacy.md").read_text()
+    assert "Not\nprovided: a stability histogram with Gaussian noise" not in text
+    assert "With Gaussian noise and units" in text

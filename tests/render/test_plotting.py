@@ -96,7 +96,7 @@ def test_spans_paths_follow_the_cells(model):
         # and fills exactly the region's cells (holes stay empty)
         centres = g.lower + (span_region(model, s) + 0.5) * g.width
         assert path.contains_points(centres).all()
-    assert ax.get_title() == "2 DP span(s), epsilon=1"
+    assert ax.get_title() == "2 DP span(s)\nevent-level: each row is protected, not each person; epsilon=1, delta=0"
     _close(ax)
 
 

@@ -56,6 +56,7 @@ BAD = [
     ("max_empty_cells", 0, None, ValueError),
     ("raise_min_samples", "yes", None, ValueError),
     ("accountant", "mine", None, ValueError),
+    ("ledger", "budget.ledger", None, ValueError),
     ("backend", "spark", "spark", ValueError),
     # issue 13: "auto" is the one word eps and min_samples take; the automatic mode's cap
     ("eps", "automatic", None, TypeError),
@@ -148,3 +149,40 @@ def test_weak_epsilon_warns_once(epsilon):
 def test_epsilon_up_to_ten_does_not_warn():
     assert WEAK_EPSILON == 10.0
     validate({"epsilon": WEAK_EPSILON})  # any warning would be an error here
+
+
+def _weak_words(**fit_kw) -> str:
+    with pytest.warns(Warning) as rec:
+        DPDBSCAN(0.1, min_samples=5, epsilon=20, bounds=(0, 1), delta=1e-6, **fit_kw.pop("params", {})).fit(
+            X, **fit_kw
+        )
+    (weak,) = [str(w.message) for w in rec if w.category is WeakPrivacyWarning]
+    return weak
+
+
+def test_weak_epsilon_names_what_is_protected():
+    """At person level the warning speaks of one unit (one cab), not one row."""
+    import pandas as pd
+
+    assert "adding or removing one row" in _weak_words()
+    person = {"max_cells_per_unit": 2, "max_points_per_cell": 1}
+    cabs = pd.Series(np.arange(len(X)) % 7, name="cab")
+    said = _weak_words(params=person, units=cabs)
+    assert "one unit (one cab" in said and "one row" not in said
+    said = _weak_words(params=person, units=list(range(len(X))))
+    assert "one unit (" in said and "one row" not in said
+
+
+def test_weak_epsilon_on_the_command_line_names_the_unit_column(tmp_path, capsys):
+    from clirun import run
+
+    path = tmp_path / "cabs.csv"
+    rows = ["x,y,cab"] + [f"{0.5 + 0.001 * (i % 9)},0.5,{i % 11}" for i in range(300)]
+    path.write_text("\n".join(rows) + "\n")
+    code, _, err = run(
+        capsys, "fit", str(path), "--header", "--columns", "x", "y", "--unit", "cab", "--max-cells-per-unit", "2",
+        "--eps", "0.1", "--min-samples", "5", "--epsilon", "20", "--delta", "1e-6", "--bounds", "0", "0", "1", "1",
+        "--seed", "1",
+    )
+    assert code == 0, err
+    assert "one unit (one cab" in err and "removing one row" not in err

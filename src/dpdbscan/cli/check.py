@@ -189,13 +189,13 @@ def unit_lines(
             f"m = {m} point(s) per cell the bounded counts add up to {capped_share:.1%} of the points"
         )
         return out, capped_share * total
-    else:
-        ks = sorted({max(1, int(round(v))) for v in np.quantile(cells[present], [0.25, 0.5, 0.75])})
-        shown = ", ".join(f"k = {k:,} keeps {kept(k)[0]:.1%}" for k in ks)
-        out.append(
-            f"bound     : {shown} of the points (expected; k at the quartiles of the cells per unit); "
-            "give --max-cells-per-unit K for yours"
-        )
+    # Never a private figure phrased as the k to use: a k read off these
+    # counts would steer the mechanism by the private data.
+    out.append(
+        "bound     : these counts are private: k must come from public knowledge (how many places "
+        "one unit can visit), never from them; --max-cells-per-unit auto chooses k privately, its "
+        "cost counted in the release (docs/parameters.md)"
+    )
     return out, None
 
 

@@ -64,7 +64,7 @@ ArgTarget = argparse.ArgumentParser | argparse._ArgumentGroup
 #: Writes one output file at the path it is given.
 Writer = Callable[[Path], object]
 
-#: The mark that starts every private note (issue 15: "private: do not publish").
+#: The mark that starts every private note ("private: do not publish").
 PRIVATE = "[private: do not publish]"
 
 
@@ -164,7 +164,7 @@ class _Warnings:
 
     def __enter__(self):
         # the recording list itself: it starts empty, so ``... or []`` would
-        # swap in a fresh list and drop every warning (issue 19)
+        # swap in a fresh list and drop every warning
         log = self._cm.__enter__()
         assert log is not None  # catch_warnings(record=True) returns its list
         self._log = log

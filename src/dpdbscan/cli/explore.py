@@ -19,6 +19,9 @@ EXAMPLES = """examples:
   # eps = 50m, MinPts = 1000, eps 50m 71m 100m 141m 200m x MinPts 250 .. 4000
   dpdbscan explore out/cabs_tiny.spans.json
 
+  # the figure and the table in a folder of their own
+  dpdbscan explore out/cabs_tiny.spans.json --out-dir explore
+
   # a chosen grid
   dpdbscan explore out/cabs_tiny.spans.json --eps 50m 70m 100m --min-samples 500 1000 2000 \\
       -o explore.png --table explore.csv
@@ -42,10 +45,16 @@ def add_arguments(p: ArgTarget) -> None:
         "--minpts",
         nargs="+",
         metavar="MINPTS",
-        help="MinPts values; default: the model's MinPts x 2^j for j = -2..2 (x 1/4 .. x 4)",
+        help="MinPts values; default: the model's MinPts x 2^j for j = -2..2 (x 1/4 .. x 4), or, "
+        "when the noise margin swamps MinPts (every MinPts up to some N gives the same release), "
+        "(N + 1) x sqrt(2)^j for j = 0..4: the MinPts that change the release",
     )
-    p.add_argument("-o", "--output", help="figure PNG (default: MODEL.explore.png)")
-    p.add_argument("--table", help="table CSV (default: MODEL.explore.csv)")
+    p.add_argument("-o", "--output", help="figure PNG (default: MODEL.explore.png, in --out-dir if given)")
+    p.add_argument("--table", help="table CSV (default: MODEL.explore.csv, in --out-dir if given)")
+    p.add_argument(
+        "--out-dir",
+        help="folder for the figure and the table, as in fit and sweep (default: the model's folder)",
+    )
     p.add_argument("--no-png", action="store_true", help="write the table only")
     p.add_argument("--dpi", type=int, default=100, help="resolution of the PNG (default 100)")
 
@@ -71,7 +80,7 @@ def cmd_explore(args: argparse.Namespace, sink: _Warnings) -> int:
                 raise ValueError("explore takes --min-samples numbers, not 'auto'")
             ms.append(m)
     stem = Path(args.model).name.removesuffix(".json")
-    base = Path(args.model).with_name(stem)
+    base = (Path(args.out_dir) / stem) if args.out_dir else Path(args.model).with_name(stem)
     table = Path(args.table) if args.table else base.with_name(stem + ".explore.csv")
     png = (
         None if args.no_png else (Path(args.output) if args.output else base.with_name(stem + ".explore.png"))

@@ -52,6 +52,7 @@ from .common import (
     read_plan,
     write_temp,
 )
+from .ledger import charging
 from .maps import picture_options
 
 if TYPE_CHECKING:
@@ -101,8 +102,10 @@ def check_fit_params(
     if getattr(args, "selection", None) is not None:
         values["selection"] = args.selection
     given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
-    p = validated(given, cli=True)
-    units = getattr(args, "unit", None) is not None
+    unit = getattr(args, "unit", None)
+    # the --unit option's name (public) says what one unit is in the warnings' words
+    p = validated(given, cli=True, unit_name=unit if isinstance(unit, str) and not unit.isdigit() else None)
+    units = unit is not None
     if dry_run and units and p["max_cells_per_unit"] is None:
         check_units({**p, "max_cells_per_unit": 1}, units, cli=True)
     else:
@@ -226,7 +229,7 @@ def fit_from_args(
             "secure: for research only, do not publish this release",
             file=sys.stderr,
         )
-    with progress("fitting", enabled=_progress_flag(args), unit="it"), warnings.catch_warnings():
+    with progress("fitting", enabled=_progress_flag(args), ticking=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         model = fit_release(
             X,
@@ -305,6 +308,9 @@ def read_points(
     with _open(args.input, columns, args, geo=args.geo) as plan:
         # the columns are known from public input: refuse a bad layout before any record is read
         check_columns(args, p, plan.d, plan.names)
+        if args.geo:
+            # public names (--columns, a declared header, a Parquet schema) that say latitude first
+            _geo.check_lonlat_names(plan.names)
         if bounds_in is not None:
             _split_bounds(bounds_in, plan.d, args.geo)
         got = read_plan(plan, args, notes, block_hook=prep)
@@ -724,7 +730,9 @@ def cmd_fit(args: argparse.Namespace, sink: _Warnings) -> int:
     notes = Notes(args.quiet)
     paths = _out_paths(args, args.name or _stem(args.input))
     args.preload_png = paths["png"] is not None
-    model = fit_from_args(args, sink, p, p["min_samples"], notes)
-    written, failed = _write_outputs(model, paths, notes, picture)
+    with charging(args, p, "fit") as charged:  # --ledger: reserved before any record is read
+        model = fit_from_args(args, sink, p, p["min_samples"], notes)
+        written, failed = _write_outputs(model, paths, notes, picture)
+        charged(model, written)
     print(summary(model))
     return _report(written, failed)

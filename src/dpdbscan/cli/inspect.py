@@ -14,8 +14,8 @@ from ..exceptions import PrivateNoteWarning
 from ..files import write_labels
 from ..geometry import projection as _geo
 from ..model import describe, eps_candidates, guarantee
-from ..model.describe import noise_words, protection
-from ..model.guarantee import levels_words
+from ..model.describe import noise_words, protection, swamped_words
+from ..model.guarantee import levels_words, unit_noun
 from ..model.levels import is_levels, level_lines
 from ..post.coretests import core_test
 from ..post.coretests.base import grid_words
@@ -108,7 +108,7 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
     spec, s = model.spec, model.spans
     core = "sub-cell" if spec.subcells > 1 else "cell"
     candidates = eps_candidates(model)
-    # one sentence per row, the paper's symbols in brackets (issue 23)
+    # one sentence per row, the paper's symbols in brackets
     rows = [
         (
             "model",
@@ -120,11 +120,12 @@ def cmd_info(args: argparse.Namespace, sink: _Warnings) -> int:
         ("eps", f"{length(g.alpha)}: the DBSCAN radius, how near points must be to count (eps, alpha)"),
         (
             "min_samples",
-            f"{spec.min_samples}: the points a place needs within eps to be dense, before the noise "
-            "margin (min_samples, MinPts)"
+            f"{spec.min_samples}: the {unit_noun(model)} a place needs within eps to be dense, before "
+            "the noise margin (min_samples, MinPts)"
+            + (f"; {swamped}" if (swamped := swamped_words(model)) else "")
             + ("; the lowest selected: each span has its own (levels)" if is_levels(model) else ""),
         ),
-        ("core test", test.rule_text(s, spec)),
+        ("core test", test.rule_text(s, spec, unit_noun(model))),
         (
             "approximation",
             f"the guarantee compares spans with clusters at {s.rho:g} times eps, "

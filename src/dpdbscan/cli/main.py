@@ -1,8 +1,8 @@
-"""The ``dpdbscan`` command: fit, sweep, predict, plot, info, map, explore, forecast, check.
+"""The ``dpdbscan`` command: fit, sweep, predict, plot, info, map, explore, forecast, check, ledger.
 
 This module wires argparse (the shared option groups are in :mod:`.options`);
 the commands live in :mod:`.fit` (fit), :mod:`.check` (check), :mod:`.sweep` and
-:mod:`.inspect` (predict, plot, info). See :mod:`.common` for the conventions
+:mod:`.inspect` (predict, plot, info), :mod:`.ledger` (ledger). See :mod:`.common` for the conventions
 on standard output (the release) and standard error (private notes).
 """
 
@@ -26,6 +26,8 @@ from .forecast import EXAMPLES as FORECAST_EXAMPLES
 from .forecast import add_arguments as add_forecast_arguments
 from .forecast import cmd_forecast
 from .inspect import cmd_info, cmd_plot, cmd_predict
+from .ledger import EXAMPLES as LEDGER_EXAMPLES
+from .ledger import register as register_ledger
 from .maps import EXAMPLES as MAP_EXAMPLES
 from .maps import add_picture_options
 from .maps import register as register_map
@@ -83,6 +85,7 @@ EXAMPLES = {
     "forecast": FORECAST_EXAMPLES,
     "check": CHECK_EXAMPLES,
     "explore": EXPLORE_EXAMPLES,
+    "ledger": LEDGER_EXAMPLES,
 }
 
 
@@ -109,7 +112,14 @@ def unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str
     command = next((t for t in argv if not t.startswith("-")), None)
     if sub is None or command not in sub.choices:
         return None
-    known = set(sub.choices[command]._option_string_actions) | set(parser._option_string_actions)
+    chosen = sub.choices[command]
+    known = set(chosen._option_string_actions) | set(parser._option_string_actions)
+    # a command with actions of its own (ledger init, ledger show): the action's options too
+    nested = next((a for a in chosen._actions if isinstance(a, argparse._SubParsersAction)), None)
+    if nested is not None:
+        action = next((t for t in argv if t in nested.choices), None)
+        if action is not None:
+            known |= set(nested.choices[action]._option_string_actions)
     bad = []
     for token in argv:
         if token == "--":
@@ -275,6 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_check,
     )
     add_check_arguments(p)
+
+    register_ledger(sub, add, parents=[common])
     return parser
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..render.context import MAX_CONTEXT_BYTES, load_context
+from ..render.tiles import DEFAULT_MAX_ZOOM, Tiles
 from ..render.webmap import map_html
 from .common import EXIT_OK, ArgTarget, _Warnings, atomic_write, check_writable
 from .common import read_model as load_model
@@ -28,6 +29,10 @@ EXAMPLES = """examples:
   # streets or a coastline under the spans, from a GeoJSON file of your own
   # (the map cannot download tiles; the lines go into the one HTML file)
   dpdbscan map out/cabs_tiny.spans.json -o spans.html --context docs/examples/sf_context.geojson
+
+  # a basemap of XYZ tiles from a tile server you may use (loaded while the page is viewed)
+  dpdbscan map out/cabs_tiny.spans.json -o spans.html \
+      --tiles 'https://tile.example.org/{z}/{x}/{y}.png' --attribution '(c) the tiles' owners'
 """
 
 CONTEXT_HELP = (
@@ -98,11 +103,20 @@ def cmd_map(args: argparse.Namespace, sink: _Warnings) -> int:
         raise ValueError(f"the map needs a 2-D model, {args.model} is {model.grid.d}-D")
     out = Path(args.output) if args.output else Path(args.model).with_suffix(".html")
     check_writable([out], source=args.model)
+    tiles = None
+    if args.tiles is not None:
+        tiles = Tiles(args.tiles, args.attribution, args.tiles_max_zoom)
+        if model.metadata.get("projection") is None:
+            raise ValueError(
+                f"--tiles needs a geographic model (fitted with --geo): {args.model} is in data units"
+            )
+    elif args.attribution is not None or args.tiles_max_zoom != DEFAULT_MAX_ZOOM:
+        raise ValueError("--attribution and --tiles-max-zoom go with --tiles")
     context = None
     if args.context is not None:
         context = load_context(args.context, model)
         print(f"note: {context.describe()}", file=sys.stderr)
-    text = map_html(model, title=args.title, context=context)
+    text = map_html(model, title=args.title, context=context, tiles=tiles)
     atomic_write(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
     print(f"wrote {out}")
     return EXIT_OK
@@ -115,6 +129,26 @@ def register(sub: object, add: Callable[..., argparse.ArgumentParser]) -> None:
     p.add_argument("-o", "--output", help="HTML path (default: MODEL with .html)")
     p.add_argument("--title", help="title of the page (default: number of spans and epsilon)")
     p.add_argument("--context", metavar="GEOJSON", help=CONTEXT_HELP)
+    p.add_argument(
+        "--tiles",
+        metavar="URL",
+        help="a basemap of XYZ tiles under the spans, from this URL template with {z}, {x} and {y} "
+        "(such as https://tile.example.org/{z}/{x}/{y}.png; geographic models only). The page then "
+        "loads tiles from that server while it is viewed; without --tiles it is offline",
+    )
+    p.add_argument(
+        "--attribution",
+        metavar="TEXT",
+        help="the credit the tile source asks for, shown in the map's corner (default: its host)",
+    )
+    p.add_argument(
+        "--tiles-max-zoom",
+        type=int,
+        default=DEFAULT_MAX_ZOOM,
+        metavar="Z",
+        help=f"the deepest zoom level the tile source serves (default {DEFAULT_MAX_ZOOM}; deeper views "
+        "stretch its tiles)",
+    )
 
 
 __all__ = ["EXAMPLES", "add_picture_options", "picture_options", "size_arg", "cmd_map", "register"]

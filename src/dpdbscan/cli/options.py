@@ -284,12 +284,26 @@ def _int_or_auto(text: str) -> int | str:
             raise argparse.ArgumentTypeError(f"expected a whole number or 'auto', got {t!r}") from None
 
 
+def add_ledger_options(p: ArgTarget) -> None:
+    """--ledger and --dataset: charge the release to a lifetime budget."""
+    g = p.add_argument_group("lifetime budget")
+    g.add_argument(
+        "--ledger",
+        metavar="LEDGER",
+        help="charge this release to a privacy budget ledger (made by 'dpdbscan ledger init'): its "
+        "cost is reserved before any record is read, and the command is refused (exit status 2, "
+        "nothing read or written) when the dataset's lifetime budget would be exceeded",
+    )
+    g.add_argument("--dataset", metavar="NAME", help="with --ledger: the dataset whose budget is charged")
+
+
 def add_fit_options(p: ArgTarget, *, sweep: bool) -> None:
     """Every option of fit (and, with ``sweep``, of sweep)."""
     add_dbscan_options(p, sweep=sweep)
     add_domain_options(p)
     add_privacy_options(p)
     add_unit_options(p)
+    add_ledger_options(p)
     c = p.add_argument_group("computing")
     c.add_argument(
         "--backend",

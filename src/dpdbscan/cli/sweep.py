@@ -11,6 +11,7 @@ import argparse
 import re
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 from ..geometry import projection as _geo
@@ -20,6 +21,7 @@ from ..spec.parameters import check_param
 from .common import EXIT_OK, EXIT_PARTIAL, Notes, _stem, _Warnings
 from .common import read_model as load_model
 from .fit import _out_paths, _write_outputs, check_fit_params, fit_from_args
+from .ledger import charging
 from .maps import picture_options
 
 # options that shape a release: meaningless when sweep re-parameterises a saved one
@@ -46,6 +48,8 @@ _FIT_ONLY = (
     "unit",
     "max_cells_per_unit",
     "max_points_per_cell",
+    "ledger",
+    "dataset",
 )
 
 
@@ -75,6 +79,11 @@ def cmd_sweep(args: argparse.Namespace, sink: _Warnings) -> int:
     picture = picture_options(args)
     notes = Notes(args.quiet)
     if args.model is not None:
+        if args.ledger is not None or args.dataset is not None:
+            raise ValueError(
+                "sweep --model re-parameterises a saved release: it spends nothing, so there is "
+                "nothing to charge to --ledger (drop --ledger and --dataset)"
+            )
         defaults = args.option_defaults
         given = [k for k in _FIT_ONLY if getattr(args, k, None) != defaults.get(k)]
         if given:
@@ -109,25 +118,29 @@ def cmd_sweep(args: argparse.Namespace, sink: _Warnings) -> int:
     for _, tag in eps:  # fail on unwritable outputs before spending budget
         for m in values:
             _out_paths(args, stem(tag, m))
-    if args.model is None:
-        base = fit_from_args(args, sink, p, values[0], notes)
-    rows, failed_all = [], []
-    for alpha, tag in eps:
-        for m in values:
-            same = alpha == base.grid.alpha and m == base.spec.min_samples
-            model = base if same else with_params(base, eps=alpha, min_samples=m)
-            written, failed = _write_outputs(model, _out_paths(args, stem(tag, m)), notes, picture)
-            failed_all += failed
-            rows.append(
-                (
-                    _length(base, alpha),
-                    m,
-                    model.spans.threshold,
-                    model.n_spans,
-                    model.n_core_cells,
-                    written[0],
+    rows, failed_all, files = [], [], []
+    with charging(args, p, "sweep") if args.model is None else nullcontext(None) as charged:
+        if args.model is None:  # --ledger: reserved before any record is read
+            base = fit_from_args(args, sink, p, values[0], notes)
+        for alpha, tag in eps:
+            for m in values:
+                same = alpha == base.grid.alpha and m == base.spec.min_samples
+                model = base if same else with_params(base, eps=alpha, min_samples=m)
+                written, failed = _write_outputs(model, _out_paths(args, stem(tag, m)), notes, picture)
+                failed_all += failed
+                files += written
+                rows.append(
+                    (
+                        _length(base, alpha),
+                        m,
+                        model.spans.threshold,
+                        model.n_spans,
+                        model.n_core_cells,
+                        written[0],
+                    )
                 )
-            )
+        if charged is not None:
+            charged(base, files)
     print(
         f"spans for {len(eps)} eps x {len(values)} MinPts from one release (epsilon="
         f"{base.release.epsilon:g}, delta={base.release.delta:g}, made at "

@@ -56,6 +56,7 @@ from .layout import (
     skipped_index_columns,
 )
 from .records import BlockCounts, CsvLayout, unit_missing
+from .units import arrow_type_ok
 
 BlockHook = Callable[[np.ndarray], None]
 
@@ -221,7 +222,7 @@ def open_input(
     options = options or ReadOptions()
     if str(path) != "-":
         if not Path(path).exists():
-            raise FileNotFoundError(f"input file not found: {path}")
+            raise FileNotFoundError(f"input file not found: {path}{data_hint(path)}")
         if Path(path).is_dir():
             # a dataset: its files' names (public) say it is one, never their bytes
             if options.file_format not in (None, "parquet") or not _has_parquet_files(Path(path)):
@@ -285,6 +286,41 @@ def read_input(
 
 def _as_tuple(columns: Columns) -> tuple[str | int, ...]:
     return (columns,) if isinstance(columns, (str, int)) else tuple(columns)
+
+
+#: Where the README's ``export DPDBSCAN_DATA=${DPDBSCAN_DATA:-../shared/data}`` points by default.
+DEFAULT_DATA = "../shared/data"
+
+
+def data_hint(path: Path | str) -> str:
+    """What a missing input under the shared data's folder says about
+    ``$DPDBSCAN_DATA`` (the README's commands read the data through it), or
+    "": when the variable is unset and the path is under its default
+    (``../shared/data``, relative to where the command runs) or was written
+    ``"$DPDBSCAN_DATA/..."`` (and so became ``/name``), or when it is set and
+    the path lies under it."""
+    import os
+
+    env = os.environ.get("DPDBSCAN_DATA")
+    text = str(path)
+    if env:
+        root = env.rstrip("/") + "/"
+        if text.startswith(root) or text.startswith(env.rstrip("/") + os.sep):
+            return f" (under DPDBSCAN_DATA={env}: set DPDBSCAN_DATA to the folder that holds the data)"
+        return ""
+    p = Path(text)
+    default = Path(DEFAULT_DATA)
+    under_default = p.parent == default or str(p).startswith(DEFAULT_DATA + "/")
+    from_empty_variable = p.parent == Path("/") and p.name != ""
+    fix = (
+        "set DPDBSCAN_DATA to the folder that holds the data, e.g. export DPDBSCAN_DATA=/path/to/shared/data"
+    )
+    if under_default:
+        where = f"its default, {DEFAULT_DATA} from {Path.cwd()}"
+        return f" (DPDBSCAN_DATA is not set and {where}, does not hold it: {fix})"
+    if from_empty_variable:
+        return f' (DPDBSCAN_DATA is not set, so a path written "$DPDBSCAN_DATA/{p.name}" became {p}: {fix})'
+    return ""
 
 
 def read_points(
@@ -464,20 +500,11 @@ def _has_parquet_files(path: Path) -> bool:
 
 def _unit_type_ok(t: Any) -> bool:
     """A Parquet column type that can name units: integers, booleans,
-    floats, text or bytes, or a dictionary of them."""
+    floats, text or bytes, or a dictionary of them (as in memory,
+    :func:`dpdbscan.files.units.arrow_type_ok`; a column of nulls only is not)."""
     import pyarrow as pa
 
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    return (
-        pa.types.is_integer(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-    )
+    return arrow_type_ok(t) and not pa.types.is_null(t)
 
 
 class _ParquetSource:

@@ -95,6 +95,26 @@ def check_lonlat_box(lower: Vector, upper: Vector) -> None:
         )
 
 
+def check_lonlat_names(names: Sequence[object] | None, fix: str = "--columns {lon} {lat}") -> None:
+    """Refuse, before any record is read, two coordinate columns whose public
+    names say latitude first: ``y``/``lat``/``latitude`` in the longitude
+    position or ``x``/``lon``/``lng``/``long``/``longitude`` in the
+    latitude position. The names are public (``--columns``, a declared
+    header, a Parquet schema, a DataFrame's columns); a release of swapped
+    coordinates would spend the budget on a box the points mostly miss.
+    ``fix`` says how to give them in order (``{lon}``, ``{lat}``: the names)."""
+    if names is None or len(names) != 2:
+        return
+    first, second = (str(n).strip().lower() for n in names)
+    if first in ("y", *LAT_NAMES) or second in ("x", *LON_NAMES):
+        first_name, second_name = (str(n) for n in names)
+        raise ValueError(
+            f"the coordinates look swapped: {first_name!r} is in the longitude position and "
+            f"{second_name!r} in the latitude position; longitude comes first: "
+            f"{fix.format(lon=second_name, lat=first_name)}. Nothing was read or spent"
+        )
+
+
 @dataclass(frozen=True)
 class Equirectangular:
     """Equirectangular projection of (lon, lat) degrees to (x, y) km.
@@ -224,4 +244,5 @@ __all__ = [
     "projection_of",
     "default_geo_columns",
     "check_lonlat_box",
+    "check_lonlat_names",
 ]

@@ -9,8 +9,10 @@ from collections.abc import Callable
 from ..geometry.projection import format_km, projection_of
 from ..post.coretests import core_test
 from ..post.coretests.base import grid_words, histogram_words
+from ..post.coretests.density.margins import swamped
+from ..post.coretests.density.test import density_margin
 from .codec import jsonable, unit_choice_dict
-from .guarantee import eps_candidates, guarantee
+from .guarantee import eps_candidates, guarantee, unit_noun
 from .levels import is_levels, level_lines
 from .record import SpanModel
 
@@ -77,6 +79,43 @@ def protection(model: SpanModel) -> str:
     )
 
 
+def protection_brief(model: SpanModel, greek: bool = False) -> str:
+    """Who the release protects, in one short line for what gets published
+    (the picture's title, the map's legend): person- or event-level, the
+    unit (its column's name when known), k and m, epsilon, delta and rho.
+    ``greek`` writes the symbols as Greek letters (the HTML map)."""
+    rel = model.release
+    e, d, r = ("ε", "δ", "ρ") if greek else ("epsilon", "delta", "rho")
+    budget = f"{e}={rel.epsilon:g}, {d}={rel.delta:g}"
+    if rel.units is None:
+        return f"event-level: each row is protected, not each person; {budget}"
+    who = model.metadata.get("unit_column") or "unit"
+    k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
+    zcdp = "" if rel.rho is None else f" ({r}={rel.rho:.3g} zCDP)"
+    return (
+        f"person-level: each {who} is protected (k={k:,} cell{'s' if k != 1 else ''} and m={m} "
+        f"point{'s' if m != 1 else ''} per cell per {who}); {budget}{zcdp}"
+    )
+
+
+def protection_fields(model: SpanModel) -> dict:
+    """What the release protects, as fields for a published file's
+    top-level properties (the GeoJSON): the level, the unit column, k, m,
+    epsilon, delta, rho and the sentence of :func:`protection`."""
+    rel = model.release
+    units = rel.units
+    return {
+        "privacy_level": "event" if units is None else "person",
+        "protects": protection(model),
+        "unit_column": None if units is None else model.metadata.get("unit_column"),
+        "max_cells_per_unit": None if units is None else units.max_cells_per_unit,
+        "max_points_per_cell": None if units is None else units.max_points_per_cell,
+        "epsilon": rel.epsilon,
+        "delta": rel.delta,
+        "zcdp_rho": rel.rho,
+    }
+
+
 def describe(model: SpanModel) -> dict:
     """The parameters and guarantees of the release as a JSON-safe dict.
 
@@ -139,6 +178,69 @@ def noise_words(model: SpanModel) -> str:
     return f"{noise_name(rel.noise)}, drawn on {histogram_words(rel.histogram, rel.theta)}"
 
 
+def dense_words(model: SpanModel) -> str:
+    """ "A place is dense (core) when at least MinPts ... lie within eps of
+    it", in the units the counts are in."""
+    g, spec, units = model.grid, model.spec, model.release.units
+    length = length_of(model)
+    symbols = f"min_samples={spec.min_samples}, eps={length(g.alpha)}"
+    if units is None:
+        at_least = f"at least {spec.min_samples} points lie within {length(g.alpha)} of it"
+        return f"a place is dense (core) when {at_least} ({symbols})"
+    noun = unit_noun(model)
+    one = noun[:-1] if noun != "units" else "unit"
+    k, m = units.max_cells_per_unit, units.max_points_per_cell
+    if m == 1:
+        return (
+            f"a place is dense (core) when at least {spec.min_samples} {noun} are counted within "
+            f"{length(g.alpha)} of it, a {one} once in each cell it was in ({symbols}; m=1, k={k:,})"
+        )
+    return (
+        f"a place is dense (core) when at least {spec.min_samples} points lie within {length(g.alpha)} "
+        f"of it, counting at most {m} of a {'unit' if noun == 'points' else one}'s points in a cell "
+        f"({symbols}; m={m}, k={k:,})"
+    )
+
+
+def swamped_min_samples(model: SpanModel) -> int | None:
+    """The largest MinPts that gives exactly this release's core sub-cells,
+    when it is above the model's own: the empty-space guard raises the
+    threshold MinPts + m(q) to G0(q) at every sub-position, so every MinPts
+    up to min_q (G0(q) - the rule's own m(q)) has the same threshold. None
+    when MinPts matters (the guard does not bind everywhere) or for the
+    bound test. Public values only."""
+    spec, rel = model.spec, model.release
+    if spec.core != "density":
+        return None
+    grid = model.histogram.grid if model.histogram is not None else rel.grid.at_alpha(model.grid.alpha)
+    _, m = density_margin(grid, rel.histogram, rel.noise, rel.noise_scale, rel.theta, spec)
+    return swamped(m, spec.min_samples)
+
+
+def swamped_words(model: SpanModel) -> str:
+    """ "Swamped by the noise margin: every min_samples from 1 to N gives this
+    same release", or "" when MinPts is not swamped."""
+    flat = swamped_min_samples(model)
+    if flat is None:
+        return ""
+    return f"swamped by the noise margin: every min_samples from 1 to {flat:,} gives this same release"
+
+
+def swamp_line(model: SpanModel, noun: str) -> list[str]:
+    """The summary's plain warning when the noise margin swamps MinPts."""
+    flat = swamped_min_samples(model)
+    if flat is None:
+        return []
+    s, spec = model.spans, model.spec
+    return [
+        f"  MinPts  : swamped by the noise margin, so every min_samples from 1 to {flat:,} gives this "
+        f"same release: the empty-space guard raises the threshold at every place to at most "
+        f"{s.threshold:,.1f} {noun} within eps, above min_samples={spec.min_samples} plus the margin; "
+        f"a place needs about {s.threshold:,.0f} {noun} within eps to be found (a larger epsilon or "
+        "eps lowers the guard)"
+    ]
+
+
 def summary(model: SpanModel) -> str:
     """The release in a few lines (what ``dpdbscan fit`` prints): each a
     sentence, with the paper's symbols in brackets."""
@@ -146,19 +248,19 @@ def summary(model: SpanModel) -> str:
     test = core_test(spec.core)
     length = length_of(model)
     core = "sub-cell" if spec.subcells > 1 else "cell"
+    noun = unit_noun(model)
     lines = [
         f"DP-DBSCAN spans: {model.n_spans} span(s) from {model.n_core_cells} core {core}(s)",
         f"  privacy : {protection(model)}",
         f"  noise   : {noise_words(model)}",
-        f"  DBSCAN  : a place is dense (core) when at least {spec.min_samples} points lie within "
-        f"{length(g.alpha)} of it (min_samples={spec.min_samples}, eps={length(g.alpha)}); "
-        + test.threshold_text(s.threshold, core),
+        f"  DBSCAN  : {dense_words(model)}; " + test.threshold_text(s.threshold, core, noun),
         "  grid    : "
         + grid_words(rel.grid.n_cells, g.d, spec.subcells, rel.grid.kappa, s.kappa_q, length(rel.grid.width)),
         "  margin  : "
-        + test.margin_text(s, spec)
+        + test.margin_text(s, spec, noun)
         + f"; points within {length(spec.border)} of a core {core} join its span "
         f"(border={length(spec.border)})",
+        *swamp_line(model, noun),
         test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
     ]
     return "\n".join(lines + unit_lines(model) + origin_lines(model))
@@ -219,6 +321,8 @@ __all__ = [
     "noise_words",
     "origin_lines",
     "protection",
+    "protection_brief",
+    "protection_fields",
     "unit_lines",
     "MARGIN_FIGURES",
     "NOISE_NAMES",

@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 
 from ..geometry.projection import projection_of
 from ..spec.validation import check_array
+from .describe import protection_fields
 from .record import SpanModel
 from .stats import is_geographic
 
@@ -92,14 +93,42 @@ def to_geojson(
     return {
         "type": "FeatureCollection",
         "properties": {
-            "epsilon": model.release.epsilon,
-            "delta": model.release.delta,
+            **protection_fields(model),
             "alpha": grid.alpha,
             "min_samples": model.spec.min_samples,
+            **coordinate_fields(model, transform),
             "coordinate_decimals": precision,
         },
         "features": features,
     }
+
+
+#: What a geographic model's coordinates are in GeoJSON written through its projection.
+LONLAT = "longitude, latitude in degrees (WGS 84, RFC 7946)"
+
+
+def coordinate_fields(model: SpanModel, transform: Callable[[np.ndarray], np.ndarray] | None) -> dict:
+    """What the file's coordinates are (``coordinates``, and the projection
+    when they are not lon/lat): RFC 7946 readers take every GeoJSON as
+    lon/lat, so a file in km or in the data's own units says so. A
+    geographic model written without its projection is in km east and north
+    of the projection's origin, which a GIS would misplace silently."""
+    proj = projection_of(model)
+    if proj is not None and transform is not None:
+        inverse = getattr(transform, "__func__", None) is type(proj).inverse
+        if inverse and getattr(transform, "__self__", None) == proj:
+            return {"coordinates": LONLAT}
+        return {"coordinates": "the caller's transform of km east and north of the projection's origin"}
+    if proj is not None:
+        return {
+            "coordinates": "km east and north of (lon0, lat0) in the model's equirectangular projection, "
+            "NOT longitude/latitude: write it with dpdbscan.geojson (or dpdbscan map/plot) for lon/lat",
+            "projection": proj.to_dict(),
+        }
+    columns = model.metadata.get("columns") or []
+    named = f" (columns {', '.join(map(str, columns))})" if len(columns) == 2 else ""
+    how = "the caller's transform of " if transform is not None else ""
+    return {"coordinates": f"{how}the data's own units{named}, not longitude/latitude"}
 
 
 #: Decimals of lon/lat in GeoJSON: 1e-7 degree is about 1.1 cm (latitude).
@@ -142,4 +171,12 @@ def predict_lonlat(model: SpanModel, lonlat: ArrayLike) -> np.ndarray:
     return model.predict(proj.forward(check_array(lonlat)))
 
 
-__all__ = ["GEO_DECIMALS", "to_geojson", "geojson", "save_geojson", "predict_lonlat"]
+__all__ = [
+    "GEO_DECIMALS",
+    "LONLAT",
+    "coordinate_fields",
+    "to_geojson",
+    "geojson",
+    "save_geojson",
+    "predict_lonlat",
+]

@@ -11,7 +11,10 @@ at its own MinPts (:mod:`.levels`).
 
 from __future__ import annotations
 
+import re
+
 from ..post.coretests import core_test
+from ..post.coretests.density.test import place_words
 from ..spec.specs import UnitBound
 from .levels import level_guarantees
 from .record import SpanModel
@@ -39,6 +42,12 @@ def guarantee(model: SpanModel) -> dict:
     if per_span:
         g["levels"] = per_span
         g["statement"] += levels_words(per_span)
+    noun = unit_noun(model)
+    if noun != "points" and g.get("each_place"):
+        # at person level with m = 1 the counts are of units: say so
+        place = {**g["each_place"], "counted": noun}
+        statement = g["statement"].replace(place_words(g["each_place"]), place_words(place), 1)
+        g = {**g, "each_place": place, "statement": statement}
     words = unit_words(model.release.units)
     return g if words is None else {**g, "statement": f"{g['statement']}; {words}"}
 
@@ -61,6 +70,20 @@ def levels_words(per_span: list[dict] | None) -> str:
     )
 
 
+def unit_noun(model: SpanModel) -> str:
+    """What the release's counts count, as a plural noun: "points" at event
+    level or with m > 1, the units at person level with m = 1 (each unit
+    counts once in each cell it was in): "cabs" for a unit column named
+    ``cab``, else "units"."""
+    units = model.release.units
+    if units is None or units.max_points_per_cell != 1:
+        return "points"
+    column = str(model.metadata.get("unit_column") or "")
+    if re.fullmatch(r"[a-z]{2,20}", column) and not column.endswith(("s", "id")):
+        return column + "s"
+    return "units"
+
+
 def unit_words(units: UnitBound | None) -> str | None:
     """What a person-level guarantee is relative to, in words (None at
     event level): the clusters are those of the data as bounded per unit,
@@ -75,4 +98,4 @@ def unit_words(units: UnitBound | None) -> str | None:
     )
 
 
-__all__ = ["eps_candidates", "guarantee", "levels_words", "unit_words"]
+__all__ = ["eps_candidates", "guarantee", "levels_words", "unit_noun", "unit_words"]

@@ -14,6 +14,7 @@ Everything here reads the model only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -69,6 +70,7 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
         + (f"; eps chosen among {n_eps} by total stability" if "eps" in (a.get("chosen") or []) else "")
         + ")"
     ]
+    lines += place_lines(a)
     for lv in sorted(spans, key=lambda lv: -lv["stability"])[:top]:
         lines.append(
             f"    span {lv['span']}: MinPts {lv['min_samples']} (threshold {lv['threshold']:.1f}), one "
@@ -89,6 +91,31 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
     return lines
 
 
+def place_lines(a: Mapping[str, Any]) -> list[str]:
+    """What the geographic mode's place prior did (``auto["max_extent"]``),
+    in words; empty without it. Public values only."""
+    extent = a.get("max_extent")
+    if not extent:
+        return []
+    cands = a.get("eps_candidates") or []
+    whole = sum(1 for lv in a.get("levels") or [] if lv.get("fits") is False)
+    out = [
+        f"  places  : geographic mode, so spans are places: at most {1000 * extent:.0f} m across as predict "
+        "draws them (a public prior: a place is tens of metres to about a kilometre; without it the "
+        "most massive level set, the whole city, wins)",
+        f"            eps among {len(cands)} candidate(s) "
+        + (f"{1000 * min(cands):.0f}..{1000 * max(cands):.0f} m" if cands else "")
+        + f" (at most half of {1000 * extent:.0f} m), chosen by the stability of the places it finds; "
+        "a larger cluster is replaced by the places inside it",
+    ]
+    if whole:
+        out.append(
+            f"            {whole} span(s) larger than that kept whole: the release shows no place "
+            "inside them (too little signal to tell them apart at this budget)"
+        )
+    return out
+
+
 def unsure_reasons(model: SpanModel) -> list[str]:
     """Why the level selection was unsure, in words (empty when it was not)."""
     a = model.auto or {}
@@ -97,11 +124,17 @@ def unsure_reasons(model: SpanModel) -> list[str]:
     why = []
     runner = a.get("runner_up")
     if runner:
-        n = next((int(r[2]) for r in a.get("eps_scores") or [] if r[0] == runner["eps"]), None)
-        why.append(
-            f"eps={runner['eps']:g} scored {100 * runner['score_share']:.0f}% of the best"
-            + (f" with {n} cluster(s) instead of {len(a.get('levels') or [])}" if n is not None else "")
-        )
+        # both counts from the same column: clusters the tree selects at that eps
+        # (the spans of a selection can be more or fewer than its clusters)
+        selects = {float(r[0]): int(r[2]) for r in a.get("eps_scores") or []}
+        n, chosen = selects.get(float(runner["eps"])), selects.get(float(a.get("eps", float("nan"))))
+        words = f"eps={runner['eps']:g} scored {100 * runner['score_share']:.0f}% of the best"
+        if n is not None and chosen is not None:
+            words += (
+                f" and selects {_clusters(n)} where the chosen eps={float(a['eps']):g} selects "
+                f"{_clusters(chosen)}"
+            )
+        why.append(words)
     for c in a.get("close") or []:
         why.append(
             f"the cluster born at MinPts {c['min_samples']} was "
@@ -109,6 +142,10 @@ def unsure_reasons(model: SpanModel) -> list[str]:
             f"margin under {100 * (1 - _levels.CLOSE):.0f}%"
         )
     return why
+
+
+def _clusters(n: int) -> str:
+    return f"{n} cluster{'' if n == 1 else 's'}"
 
 
 def alternative(model: SpanModel) -> SpanModel | None:
@@ -125,10 +162,12 @@ def alternative(model: SpanModel) -> SpanModel | None:
     hist, spec = model.histogram, model.spec
     runner = a.get("runner_up")
     if runner:
-        other = _levels.select_levels(hist, spec, (), alpha=float(runner["eps"]))
+        other = _levels.select_levels(
+            hist, spec, (), alpha=float(runner["eps"]), max_extent=a.get("max_extent")
+        )
     else:
         # the same alpha's tree, rebuilt from the release; then the close calls reversed
-        same = _levels.select_levels(hist, spec, (), alpha=float(a["eps"]))
+        same = _levels.select_levels(hist, spec, (), alpha=float(a["eps"]), max_extent=a.get("max_extent"))
         flipped = _levels.alternative(same, None, None)
         if flipped is None:
             return None
@@ -155,4 +194,4 @@ def alternative(model: SpanModel) -> SpanModel | None:
     return remodel(model, h, test.spans_of(h, spec2, keys, other.labels), spec2, rec)
 
 
-__all__ = ["is_levels", "level_guarantees", "level_lines", "unsure_reasons", "alternative"]
+__all__ = ["is_levels", "level_guarantees", "level_lines", "place_lines", "unsure_reasons", "alternative"]

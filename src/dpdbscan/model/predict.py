@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +40,30 @@ def outside_note(grid: Grid, X: np.ndarray) -> str | None:
     return (
         f"no point of the {X.shape[0]:,} given lies inside the model's bounds, so every label is "
         "noise (-1): check the columns' order (longitude first for a geographic model) and the file"
+    )
+
+
+def degrees_given(metadata: Mapping[str, Any], grid: Grid, X: np.ndarray) -> str | None:
+    """The error when a geographic model (coordinates: km of its projection)
+    is given longitude/latitude: no point lies in its km box and every
+    finite one lies in its box in degrees. None otherwise. Without this the
+    answer is silently all noise."""
+    if metadata.get("projection") is None or X.shape[0] == 0 or X.shape[1] != 2:
+        return None
+    deg = metadata.get("bounds_degrees") or {}
+    if "lower" not in deg or "upper" not in deg:
+        return None
+    finite = X[np.all(np.isfinite(X), axis=1)]
+    if finite.shape[0] == 0 or np.any(np.all((finite >= grid.lower) & (finite <= grid.upper), axis=1)):
+        return None
+    lo, hi = np.asarray(deg["lower"], dtype=np.float64), np.asarray(deg["upper"], dtype=np.float64)
+    if not np.all((finite >= lo) & (finite <= hi)):
+        return None
+    return (
+        "this is a geographic model: predict takes km east and north of its projection's origin, and "
+        "these points look like longitude/latitude in degrees (all inside its box in degrees, none "
+        "inside its box in km); give degrees to dpdbscan.predict_lonlat(model, lonlat) or to "
+        "'dpdbscan predict', which read longitude, latitude"
     )
 
 
@@ -330,4 +356,4 @@ def _border_labels_by_pairs(
     return lab
 
 
-__all__ = ["span_regions", "predict_spans", "border_labels", "region_offsets"]
+__all__ = ["degrees_given", "span_regions", "predict_spans", "border_labels", "region_offsets"]

@@ -29,7 +29,7 @@ from ..geometry.outlines import Outlines, outlines
 from ..post.coretests import Spans, core_test
 from ..spec.specs import ReleaseInfo, SpanSpec
 from ..spec.validation import check_array
-from .predict import outside_note, predict_spans, span_regions
+from .predict import degrees_given, outside_note, predict_spans, span_regions
 from .stats import SpanStats, compute_stats
 
 
@@ -92,11 +92,16 @@ class SpanModel:
         """Span id of each point, -1 for noise (outside every span or the box).
 
         Warns (:class:`~dpdbscan.PrivateNoteWarning`, a note about the points
-        for their owner) when points were given and none lies inside the box.
+        for their owner) when points were given and none lies inside the box;
+        raises ValueError when a geographic model (km) is given what looks
+        like longitude/latitude (:func:`~.predict.degrees_given`).
         """
         X = check_array(X)
         if X.shape[1] != self.grid.d:
             raise ValueError(f"X has {X.shape[1]} features, but the model was fitted with {self.grid.d}")
+        wrong = degrees_given(self.metadata, self.grid, X)
+        if wrong:
+            raise ValueError(wrong)
         note = outside_note(self.grid, X)
         if note:
             warnings.warn(note, PrivateNoteWarning, stacklevel=2)

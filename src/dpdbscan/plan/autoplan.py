@@ -28,6 +28,13 @@ MAX_CANDIDATE_KAPPA = 2_000
 POINTS_PER_CELL = 0.3
 ASSUMED_N = 20_000
 MIN_BASE_CELLS = 1 << 10
+#: In geographic mode (lon/lat projected to km) the automatic mode looks for
+#: places: a selected span reaches at most this far across (km), as
+#: ``predict`` draws it. A place (a station, a hotel's entrance, a terminal,
+#: a square) is tens of metres to about a kilometre: a public prior about
+#: cities, not a fact read from the data. Without it the level selection
+#: takes the most massive long-lived level set, "the city".
+PLACE_EXTENT_KM = 1.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,28 @@ def base_eps(lower: ArrayLike, upper: ArrayLike, eta: float, cells: int) -> floa
     return float(eps)
 
 
+def place_extent(metadata: dict | None) -> float | None:
+    """The largest extent of a selected span in the automatic mode: the
+    place prior :data:`PLACE_EXTENT_KM` for a model whose coordinates are a
+    projection to km (``fit_lonlat``, ``dpdbscan fit --geo``; public
+    metadata), else None (no prior: the units of other data mean nothing
+    to the library)."""
+    proj = (metadata or {}).get("projection")
+    if isinstance(proj, dict) and proj.get("units", "km") == "km":
+        return PLACE_EXTENT_KM
+    return None
+
+
+def place_candidates(eps: tuple, extent: float | None) -> tuple:
+    """The eps candidates that can draw a place: a core sub-cell alone makes
+    a span 2 eps across, so eps above half the place extent cannot (the
+    smallest candidate is kept when none can). All of them without a
+    place prior."""
+    if extent is None:
+        return tuple(eps)
+    return tuple(e for e in eps if 2.0 * e <= extent) or tuple(eps[:1])
+
+
 def plan(
     lower: ArrayLike,
     upper: ArrayLike,
@@ -101,4 +130,13 @@ def plan(
     return Plan(b, cands, None if min_samples == "auto" else int(min_samples))
 
 
-__all__ = ["Plan", "plan", "base_cells", "base_eps", "ASSUMED_N"]
+__all__ = [
+    "Plan",
+    "plan",
+    "base_cells",
+    "base_eps",
+    "place_extent",
+    "place_candidates",
+    "ASSUMED_N",
+    "PLACE_EXTENT_KM",
+]

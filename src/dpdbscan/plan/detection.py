@@ -1,4 +1,4 @@
-"""What a person-level release can detect, from public inputs only (issue 20).
+"""What a person-level release can detect, from public inputs only.
 
 With privacy units each unit adds to at most k cells, at most m to each, so a
 cell's bounded count is at most m times the number of units seen there, and

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass
 from ..laws import noise as laws
 from ..post.coretests import core_test
 from ..post.coretests.base import grid_words, histogram_words
+from ..post.coretests.density.margins import swamped
+from ..post.coretests.density.test import density_margin
 from ..spec.specs import ReleaseSpec, SpanSpec
 from .detection import UnitForecast
 
@@ -190,14 +192,23 @@ class Forecast:
         ``length`` and ``volume`` format the person-level table's lengths
         and a unit's area (km and km² for geographic boxes)."""
         core = "sub-cell" if self.subcells > 1 else "cell"
-        # a person-level release counts each unit's points after bounding them
-        points = "points" if self.units is None else "points of the bounded counts"
+        # a person-level release counts each unit's points after bounding them;
+        # with m = 1 a unit counts once in each cell it was in: the counts are of units
+        units = self.units is not None and self.units.max_points_per_cell == 1
+        counted = "units" if units else "points"
+        points = (
+            "points"
+            if self.units is None
+            else "units (each once per cell)"
+            if units
+            else "points of the bounded counts"
+        )
         out = [
             f"grid      : {grid_words(self.n_cells, self.d, self.subcells, self.kappa, self.kappa_q)}; "
             f"noise on {histogram_words(self.histogram, self.theta)}",
-            f"noise     : the estimated number of points within eps of a {core} is off by "
+            f"noise     : the estimated number of {counted} within eps of a {core} is off by "
             f"{self.noise_std:.2f} on a typical draw (one noise standard deviation, sigma)",
-            f"margin    : {self.margin:.2f} points are added to min_samples so that noise alone "
+            f"margin    : {self.margin:.2f} {counted} are added to min_samples so that noise alone "
             f"rarely makes a {core} core: {self.margin_text}",
             f"threshold : a core {core} needs an estimated {self.threshold:.1f} {points} or more "
             f"within eps (min_samples={self.min_samples:g} plus the margin)",
@@ -288,6 +299,18 @@ def _size(b: float) -> str:
     return f"{b:.0f} B"
 
 
+def _swamped(release: ReleaseSpec, spans: SpanSpec) -> int | None:
+    """The largest MinPts that gives the same core test as ``spans``'s
+    when the empty-space guard swamps MinPts (:func:`.margins.swamped`), or
+    None. Public inputs only."""
+    if spans.core != "density":
+        return None
+    _, m = density_margin(
+        release.grid, release.histogram, release.noise.kind, release.noise.scale, release.theta, spans
+    )
+    return swamped(m, spans.min_samples)
+
+
 def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None = None) -> Forecast:
     """The forecast of the release ``release`` and its spans ``spans`` (as
     :func:`dpdbscan.plan.resolve.resolve` makes them). Public inputs only;
@@ -337,6 +360,13 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
         useless.append(
             f"the noise margin ({margin_value:.0f}) is {margin_value / params.min_samples:.3g}"
             " times min_samples: only dense clusters are found at this epsilon"
+        )
+    flat = _swamped(release, spans)
+    if flat is not None:
+        useless.append(
+            f"every min_samples from 1 to {flat:,} gives the same release here: the noise margin, "
+            f"not min_samples={params.min_samples:g}, decides which places are dense (a larger "
+            "epsilon or eps lowers it)"
         )
     return Forecast(
         eps=float(grid.alpha),

@@ -76,7 +76,14 @@ def stability_theta(noise: str, scale: float, delta: float, step: int = 1, cells
     """Smallest theta with ``cells * P(Z >= theta - step) <= delta``: a cell
     that exists in one neighbour only holds at most ``step`` points (1 for a
     row; ``max_points_per_cell`` for a unit, which may create ``cells`` such
-    cells), and is released with probability at most delta in all."""
+    cells), and is released with probability at most delta in all.
+
+    With Gaussian noise and units the release passes half of its delta here
+    (:func:`dpdbscan.plan.resolve.release_spec`) and the other half to the
+    rho -> (epsilon, delta) conversion of the noise on the cells both
+    neighbours share: the unit's at most ``cells`` new cells, of at most
+    ``step`` points each, are released with probability at most delta / 2,
+    and the deltas add (docs/privacy.md section 4.4, "With Gaussian noise")."""
     if not 0 < delta < 1:
         raise ValueError(f"the stability histogram needs 0 < delta < 1, got delta={delta!r}")
     target = delta / cells

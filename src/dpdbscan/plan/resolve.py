@@ -40,10 +40,13 @@ from .forecast import Forecast, forecast
 from .histogram import choose_kind, sparse_theta, stability_theta
 
 
-def validated(values: Mapping[str, Any], *, cli: bool = False, stacklevel: int = 2) -> dict[str, Any]:
+def validated(
+    values: Mapping[str, Any], *, cli: bool = False, stacklevel: int = 2, unit_name: str | None = None
+) -> dict[str, Any]:
     """Every public parameter, checked and normalised, the ones not given at
-    their table default; then the core test's own rules. Reads no data."""
-    p = validate(dict(values), cli=cli, stacklevel=stacklevel + 1)
+    their table default; then the core test's own rules. Reads no data.
+    ``unit_name``: the unit column's public name, for the warnings' words."""
+    p = validate(dict(values), cli=cli, stacklevel=stacklevel + 1, unit_name=unit_name)
     if p["core"] not in CORE_TESTS:
         shown = f"--core {p['core']}" if cli else f"core={p['core']!r}"
         known = ", ".join(repr(name) for name in CORE_TESTS)

@@ -1,4 +1,4 @@
-"""Clusters at their own density level, from one release (issue 21).
+"""Clusters at their own density level, from one release.
 
 A flat cut (one alpha, one MinPts) cannot serve clusters whose densities
 differ: a MinPts low enough for the sparse ones joins the dense ones through
@@ -106,6 +106,11 @@ class Cluster:
         Mass integrated over its life on the level scale.
     children : tuple of int
         The clusters born where it splits.
+    fits : bool
+        Whether its span at birth is at most the largest extent a selected
+        span may have (:func:`span_extents`; always True without one). A
+        cluster that does not fit is never selected; where it shrinks to
+        fit while still one span, a child is born there.
     """
 
     id: int
@@ -116,6 +121,7 @@ class Cluster:
     masses: tuple
     stability: float
     children: tuple = ()
+    fits: bool = True
 
 
 @dataclass(frozen=True)
@@ -162,13 +168,22 @@ def level_scale(levels: Sequence[Partition], alpha: float, d: int, scale: str = 
     raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
 
 
-def condensed_tree(levels: Sequence[Partition], lam: Sequence[float], min_mass: float = 0.0) -> list[Cluster]:
+def condensed_tree(
+    levels: Sequence[Partition],
+    lam: Sequence[float],
+    min_mass: float = 0.0,
+    fits: Sequence[np.ndarray] | None = None,
+) -> list[Cluster]:
     """The clusters of a nested MinPts ladder (module docstring).
 
     ``levels`` sorted by MinPts (core sub-cells nested), ``lam`` their level
     on the stability scale (non-decreasing); a span is significant when its
     mass reaches max(MinPts, ``min_mass``). Level j stands for [lam_j,
-    lam_j+1); the top level for nothing (its width is unknown).
+    lam_j+1); the top level for nothing (its width is unknown). ``fits``:
+    per level, whether each span is small enough to be selected
+    (:func:`span_extents`); a cluster that does not fit and continues as
+    one span that does gives birth to a child there (its life as a
+    selectable cluster starts where it fits).
     """
     n = len(levels)
     width = [lam[j + 1] - lam[j] for j in range(n - 1)] + [0.0]
@@ -177,6 +192,7 @@ def condensed_tree(levels: Sequence[Partition], lam: Sequence[float], min_mass: 
     prev: Partition | None = None
     for j, p in enumerate(levels):
         masses = p.span_masses()
+        ok = np.ones(p.n_spans, dtype=bool) if fits is None else np.asarray(fits[j], dtype=bool)
         sig = np.flatnonzero(masses >= max(p.min_samples, min_mass))
         groups: dict[int, list[int]] = {}
         parent = None if prev is None else _parents(prev, p)
@@ -185,12 +201,21 @@ def condensed_tree(levels: Sequence[Partition], lam: Sequence[float], min_mass: 
         now: dict[int, int] = {}
         for par, kids in groups.items():
             owner = alive.get(par, -1)
-            if len(kids) == 1 and owner >= 0:
+            if len(kids) == 1 and owner >= 0 and (rec[owner]["fits"] or not ok[kids[0]]):
                 now[kids[0]] = owner  # the cluster lives on
                 continue
             for span in kids:
                 now[span] = len(rec)
-                rec.append({"parent": owner, "birth": j, "spans": [], "masses": [], "stab": 0.0})
+                rec.append(
+                    {
+                        "parent": owner,
+                        "birth": j,
+                        "spans": [],
+                        "masses": [],
+                        "stab": 0.0,
+                        "fits": bool(ok[span]),
+                    }
+                )
         for span, c in now.items():
             rec[c]["spans"].append(span)
             rec[c]["masses"].append(float(masses[span]))
@@ -210,9 +235,27 @@ def condensed_tree(levels: Sequence[Partition], lam: Sequence[float], min_mass: 
             tuple(r["masses"]),
             r["stab"],
             tuple(children.get(i, ())),
+            r["fits"],
         )
         for i, r in enumerate(rec)
     ]
+
+
+def span_extents(p: Partition, grid: Grid) -> np.ndarray:
+    """How far across each span of ``p`` reaches as ``predict`` draws it: the
+    diagonal of the bounding box of its core sub-cells (``grid``: the grid
+    their keys are in) plus the border alpha on either side. Post-processing:
+    keys and public grid only."""
+    if p.n_spans == 0:
+        return np.zeros(0)
+    c = grid.decode(p.keys)
+    lo = np.full((p.n_spans, grid.d), np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full((p.n_spans, grid.d), -1, dtype=np.int64)
+    for i in range(grid.d):
+        np.minimum.at(lo[:, i], p.labels, c[:, i])
+        np.maximum.at(hi[:, i], p.labels, c[:, i])
+    side = (hi - lo + 1) * float(grid.width)
+    return np.sqrt((side**2).sum(axis=1)) + 2.0 * float(p.alpha)
 
 
 def select_clusters(
@@ -236,6 +279,11 @@ def select_clusters(
     for c in sorted(clusters, key=lambda c: -c.birth):  # children before parents
         below = sum(best[k] for k in c.children)
         kids = [i for k in c.children for i in chosen[k]]
+        if not c.fits:
+            # larger than a selected span may be: what lies below it; else the
+            # release cannot tell its places apart and it stands for them
+            best[c.id], chosen[c.id] = (below, kids) if kids else (c.stability, [c.id])
+            continue
         if not c.children:
             best[c.id], chosen[c.id] = c.stability, [c.id]
             continue
@@ -270,11 +318,15 @@ def level_tree(
     min_mass: float = 0.0,
     method: str = "eom",
     flip: Collection[int] = (),
+    extent: tuple[Grid, float] | None = None,
 ) -> LevelTree:
     """The condensed tree of one alpha's ladder and its selection (``flip``:
-    :func:`select_clusters`)."""
+    :func:`select_clusters`). ``extent``: (the grid the partitions' keys
+    are in, the largest extent a selected span may have,
+    :func:`span_extents`), or None for no limit."""
     lam = level_scale(levels, alpha, d, scale)
-    clusters = condensed_tree(levels, lam, min_mass)
+    fits = None if extent is None else [span_extents(p, extent[0]) <= extent[1] for p in levels]
+    clusters = condensed_tree(levels, lam, min_mass, fits)
     selected, score, close = select_clusters(clusters, method, flip)
     return LevelTree(
         float(alpha), tuple(levels), tuple(lam), tuple(clusters), tuple(selected), score, tuple(close)
@@ -303,6 +355,10 @@ class SpanLevel:
         Its noisy mass at that level.
     cluster : int
         Its cluster's id in the tree.
+    fits : bool
+        Whether it is at most the selection's largest extent (always True
+        without one); False for a cluster kept whole because the release
+        shows nothing that fits below it.
     """
 
     span: int
@@ -313,6 +369,7 @@ class SpanLevel:
     stability: float
     mass: float
     cluster: int
+    fits: bool = True
 
 
 @dataclass(frozen=True)
@@ -398,6 +455,7 @@ def spans_of(tree: LevelTree) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
                 float(c.stability),
                 float(c.masses[0]),
                 int(cid),
+                bool(c.fits),
             )
         )
     spans.sort(key=lambda s: s.span)
@@ -430,14 +488,25 @@ def alpha_scores(
     *,
     min_mass: float = 0.0,
     method: str = "eom",
+    extent: tuple[Grid, float] | None = None,
 ) -> list[tuple[float, float, int]]:
     """(alpha, total selected stability on lambda, clusters selected) for
-    every alpha of a sweep ``table``; lambda is one scale for every alpha."""
+    every alpha of a sweep ``table``; lambda is one scale for every alpha.
+    ``extent`` as for :func:`level_tree`; with one, the score counts the
+    selected clusters that fit it."""
     rows = []
     for a in sorted({x for x, _ in table}):
         levels = [table[key] for key in sorted(table) if key[0] == a]
-        t = level_tree(levels, a, d, scale="lambda", min_mass=min_mass, method=method)
-        rows.append((a, t.score, len(t.selected)))
+        t = level_tree(levels, a, d, scale="lambda", min_mass=min_mass, method=method, extent=extent)
+        # with a largest extent, alpha is chosen by the spans that fit it (a
+        # cluster too large, kept whole where nothing fits below, is a
+        # fallback, not a find)
+        score = (
+            t.score
+            if extent is None
+            else sum(t.clusters[i].stability for i in t.selected if t.clusters[i].fits)
+        )
+        rows.append((a, float(score), len(t.selected)))
     return rows
 
 
@@ -479,6 +548,7 @@ def select_levels(
     alpha: float | None = None,
     coarse: dict[tuple[float, int], Partition] | None = None,
     bottom: bool = False,
+    max_extent: float | None = None,
 ) -> LevelSpans:
     """Spans selected at their own levels from the release ``hist``.
     Post-processing only.
@@ -519,29 +589,51 @@ def select_levels(
         cluster: the low levels hold the most core sub-cells and cost the
         most merges (Cabs: 1.8 s of 2.1), and nothing below them is selected
         on cells.
+    max_extent : float, optional
+        The largest extent a selected span may have (:func:`span_extents`,
+        in the data's units; a public prior such as the size of a place):
+        a cluster larger than that is never selected, its sub-clusters
+        are, and a cluster that shrinks to fit while still one span is
+        selectable from the level where it fits. None: no limit.
     """
     if spec.core != "density":
         raise ValueError("level selection needs the density test (core='density')")
     ms = ladder(hist, min_samples)
     d = hist.grid.d
-    min_mass = min_share * float(np.maximum(hist.values, 0).sum())
+    if max_extent is None:
+        min_mass = min_share * float(np.maximum(hist.values, 0).sum())
+    else:
+        # places are small against the whole: the share is of the noisy
+        # total (unbiased), not of its positive part, which where most cells
+        # are empty is mostly noise (Cabs at person level: 3.0 M against 0.2 M)
+        min_mass = min_share * max(float(hist.values.sum()), 0.0)
     cands = [float(a) for a in eps_candidates] if alpha is None else [float(alpha)]
     rows: list[tuple[float, float, int]] = []
     chosen, runner = cands[0], None
     if coarse is None:
         coarse = sweep(hist, replace(spec, subcells=1), cands, ms)
+    on_cells = None if max_extent is None else (hist.grid, float(max_extent))
     if len(cands) > 1:
-        rows = alpha_scores(coarse, d, min_mass=min_mass, method=method)
+        rows = alpha_scores(coarse, d, min_mass=min_mass, method=method, extent=on_cells)
         chosen, runner = choose_alpha(rows)
     if not bottom:
-        cells = level_tree([coarse[(chosen, m)] for m in ms], chosen, d, min_mass=min_mass, method=method)
+        cells = level_tree(
+            [coarse[(chosen, m)] for m in ms], chosen, d, min_mass=min_mass, method=method, extent=on_cells
+        )
         start = min((cells.clusters[i].birth for i in cells.selected), default=1) - 1
         ms = ms[max(start, 0) :]
+    sub = hist.grid.subdivided(int(spec.subcells))
     fine = sweep(hist, spec, [chosen], ms)
     tree = level_tree(
-        [fine[(chosen, m)] for m in ms], chosen, d, scale=scale, min_mass=min_mass, method=method
+        [fine[(chosen, m)] for m in ms],
+        chosen,
+        d,
+        scale=scale,
+        min_mass=min_mass,
+        method=method,
+        extent=None if max_extent is None else (sub, float(max_extent)),
     )
-    return finish(tree, hist.grid.subdivided(int(spec.subcells)), rows, len(cands), runner)
+    return finish(tree, sub, rows, len(cands), runner)
 
 
 def finish(
@@ -691,6 +783,7 @@ __all__ = [
     "choose_alpha",
     "alternative",
     "spans_of",
+    "span_extents",
     "level_guarantee",
     "record",
     "CRITERION",

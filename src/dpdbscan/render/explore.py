@@ -37,6 +37,7 @@ from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..geometry.projection import projection_of
 from ..model import SpanModel, finest_eps
+from ..model.describe import swamped_min_samples
 from ..model.levels import alternative, is_levels, unsure_reasons
 from ..model.reparam import remodel
 from ..model.stats import span_stats
@@ -87,7 +88,9 @@ class Exploration:
 
 def default_grid(model: SpanModel) -> tuple[list[float], list[int]]:
     """Five eps and five MinPts from the model's own: MinPts x 2^j for j in
-    -2..2, and eps x sqrt(2)^i for i in -2..2 moved up by factors of sqrt(2)
+    -2..2 (when the noise margin swamps MinPts, so that every MinPts up to N
+    gives the model's release, (N + 1) x sqrt(2)^j for j in 0..4 instead), and eps
+    x sqrt(2)^i for i in -2..2 moved up by factors of sqrt(2)
     until the smallest is at or above the release's finest eps. A model at
     its release's finest eps (a fit at the default eta) gets eps x sqrt(2)^i
     for i in 0..4: eps to 4 eps."""
@@ -96,7 +99,12 @@ def default_grid(model: SpanModel) -> tuple[list[float], list[int]]:
     eps = [model.grid.alpha * s for s in steps]
     while eps[0] < finest * (1 - 1e-12):
         eps = [e * math.sqrt(2) for e in eps]
-    ms = sorted({max(1, int(round(model.spec.min_samples * 2.0**j))) for j in range(-2, 3)})
+    flat = swamped_min_samples(model)
+    if flat is None:
+        ms = sorted({max(1, int(round(model.spec.min_samples * 2.0**j))) for j in range(-2, 3)})
+    else:
+        # every MinPts up to flat gives this very release: show the ones that change it
+        ms = sorted({int(round((flat + 1) * 2.0 ** (j / 2))) for j in range(0, 5)})
     return eps, ms
 
 
@@ -176,7 +184,7 @@ def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partiti
     """The model of one grid point: what ``with_params(model, eps, MinPts)``
     returns (its alpha, margin, threshold, border and guarantee), with the
     sweep's cells. ``hist`` is the release re-measured at that eps, ``fine``
-    the release's sub-cell grid the partition's keys are in. (Before issue 19
+    the release's sub-cell grid the partition's keys are in. (In 0.1
     a panel was the base model with new cells and kept the base guarantee.)"""
     test = core_test(model.spec.core)
     spec = replace(
@@ -264,7 +272,7 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
 
     def draw(ax, panel: SpanModel, title: str, size: float) -> None:
         if model.histogram is not None:
-            spanplot.draw_heat(ax, model.histogram, lo, hi, T)
+            spanplot.draw_heat(ax, model.histogram, lo, hi, T, model.spans.gamma)
         _draw_span_raster(ax, panel, lo, hi, T, px)
         (x0, y0), (x1, y1) = T(np.array([lo, hi]))
         ax.set_xlim(x0, x1)

@@ -179,13 +179,16 @@ def histogram_window(
     return img, f, lo
 
 
-def noise_floor(hist: NoisyHistogram, f: int = 1) -> float:
+def noise_floor(hist: NoisyHistogram, f: int = 1, margin: float = 0.0) -> float:
     """Counts below this are drawn as empty: three standard deviations of the
     noise of a block of ``f x f`` cells (one cell's noise has standard
     deviation ``sigma``, e.g. ``sqrt(2)/epsilon`` for Laplace noise; a block
-    sum of ``f**2`` cells ``f sigma``). 0 without noise."""
+    sum of ``f**2`` cells ``f sigma``), or the core test's noise ``margin``
+    (the model's gamma) when that is larger: a count the release cannot tell
+    from noise at the spans' own standard is not drawn as something counted.
+    0 without noise."""
     sigma = math.sqrt(noise_variance(hist.noise, hist.scale))
-    return 3.0 * f * sigma
+    return max(3.0 * f * sigma, float(margin))
 
 
 def heat_scale(img: np.ndarray, floor: float = 0.0) -> float:

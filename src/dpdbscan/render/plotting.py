@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 
 from .._optional import require
 from ..geometry.projection import format_km, projection_of
+from ..model.describe import protection_brief
 from ..model.stats import span_stats
 from ..post.coretests.bound.core import neighbour_sums
 from . import spanplot
@@ -303,7 +304,7 @@ def plot_spans(
         P = T(_subsample(np.asarray(points, dtype=np.float64), max_points))
         ax.scatter(P[:, 0], P[:, 1], s=1, c="0.75", lw=0, rasterized=True, zorder=1)
     if heat and model.histogram is not None:
-        spanplot.draw_heat(ax, model.histogram, lo, hi, T)
+        spanplot.draw_heat(ax, model.histogram, lo, hi, T, model.spans.gamma)
     if context is not None:
         spanplot.draw_context(ax, context, T)
 
@@ -348,7 +349,7 @@ def plot_spans(
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     ax.set_aspect(aspect)
-    ax.set_title(title or f"{model.n_spans} DP span(s), epsilon={model.release.epsilon:g}")
+    ax.set_title(title or f"{model.n_spans} DP span(s)\n{protection_brief(model)}", fontsize=9)
     if points is not None and len(points):
         mark_private(ax)
     return ax
@@ -530,9 +531,11 @@ def plot_model(
     if kind == "histogram":
         assert model.histogram is not None  # checked above
         ax = plot_histogram(model.histogram, ax, transform=transform, aspect=aspect)
+        ax.set_title(f"{ax.get_title()}\n{protection_brief(model)}", fontsize=9)
     elif kind == "sums":
         assert model.histogram is not None  # checked above
         ax = plot_neighbour_sums(model.histogram, ax, transform=transform, aspect=aspect)
+        ax.set_title(f"{ax.get_title()}\n{protection_brief(model)}", fontsize=9)
     elif kind == "spans":
         alpha = format_km(model.grid.alpha) if proj is not None else f"{model.grid.alpha:g}"
         view: Extent = "spans"
@@ -551,8 +554,8 @@ def plot_model(
             context=context,
         )
         title = (
-            f"{model.n_spans} DP span(s)  epsilon={model.release.epsilon:g}, alpha={alpha}, "
-            f"MinPts={model.spec.min_samples}"
+            f"{model.n_spans} DP span(s), alpha={alpha}, MinPts={model.spec.min_samples}\n"
+            f"{protection_brief(model)}"
         )
         heat = [im for im in ax.images if im.get_gid() == "heat"]
         if heat:

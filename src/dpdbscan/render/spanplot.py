@@ -124,8 +124,12 @@ def check_extent(extent: ArrayLike) -> np.ndarray:
     return e
 
 
-def draw_heat(ax: Axes, hist: NoisyHistogram, lo: np.ndarray, hi: np.ndarray, T: Transform) -> None:
-    """The noisy histogram of the cells in ``[lo, hi]`` as a grey image under the spans."""
+def draw_heat(
+    ax: Axes, hist: NoisyHistogram, lo: np.ndarray, hi: np.ndarray, T: Transform, margin: float = 0.0
+) -> None:
+    """The noisy histogram of the cells in ``[lo, hi]`` as a grey image under
+    the spans; counts below :func:`~.mapstyle.noise_floor` (at least the
+    core test's ``margin``) are left out."""
     hg = hist.grid
     c_lo = np.floor((lo - hg.lower) / hg.width).astype(np.int64)
     c_hi = np.ceil((hi - hg.lower) / hg.width).astype(np.int64)
@@ -133,7 +137,7 @@ def draw_heat(ax: Axes, hist: NoisyHistogram, lo: np.ndarray, hi: np.ndarray, T:
     # About one block per pixel: block sums keep thin roads that a finer
     # image would lose when resampled to the screen.
     img, f, first = histogram_window(hist, c_lo, c_hi, max_pixels=int(min(MAX_HEAT_PIXELS, w * h)))
-    floor = noise_floor(hist, f)
+    floor = noise_floor(hist, f, margin)
     if img.size == 0 or not np.any(img > floor):
         return None
     vmax = heat_scale(img, floor)
@@ -147,7 +151,10 @@ def draw_heat(ax: Axes, hist: NoisyHistogram, lo: np.ndarray, hi: np.ndarray, T:
         interpolation="nearest",
         zorder=0,
         gid="heat",
-        label=f"noisy histogram (grey, log scale, darkest at >= {vmax:,.0f} per {per})",
+        label=(
+            f"noisy histogram (grey, log scale, darkest at >= {vmax:,.0f} per {per}; "
+            f"below {floor:,.4g}, noise: not drawn)"
+        ),
     )
 
 

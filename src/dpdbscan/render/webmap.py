@@ -30,10 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from ..geometry.projection import KM_PER_DEGREE, format_km, projection_of
+from ..model.describe import protection_brief
 from ..model.record import SpanModel
 from ..model.stats import format_area, span_stats
 from .context import Context, svg_path
 from .mapstyle import heat_rgba, heat_scale, histogram_window, noise_floor, public_box, span_extent, span_hex
+from .tiles import Tiles
 
 #: Largest heat layer embedded in a page, in pixels (bigger grids are summed
 #: in blocks); about 1-2 MB of PNG for city-sized data.
@@ -41,7 +43,12 @@ MAX_MAP_HEAT_PIXELS = 4_000_000
 
 
 def map_html(
-    model: SpanModel, *, title: str | None = None, context: Context | None = None, n_labels: int = 10
+    model: SpanModel,
+    *,
+    title: str | None = None,
+    context: Context | None = None,
+    n_labels: int = 10,
+    tiles: Tiles | None = None,
 ) -> str:
     """The HTML page of ``model`` (a 2-D :class:`~dpdbscan.model.record.SpanModel`).
 
@@ -56,11 +63,20 @@ def map_html(
     n_labels : int
         The ids of up to this many of the largest spans in view are written
         on the map, as in the spans picture.
+    tiles : Tiles, optional
+        A basemap of XYZ tiles (:mod:`dpdbscan.render.tiles`) under the heat
+        layer, loaded from the given server while the page is viewed; only
+        for geographic models. Without it the page is offline.
     """
     grid = model.grid
     if grid.d != 2:
         raise ValueError(f"the map needs a 2-D model, this one is {grid.d}-D")
     proj = projection_of(model)
+    if tiles is not None and proj is None:
+        raise ValueError(
+            "a tile basemap needs a geographic model (fitted with --geo or fit_lonlat): tiles are in "
+            "longitude/latitude"
+        )
     stats = span_stats(model)
     box_lo, box_hi = public_box(model)
     view_lo, view_hi = span_extent(model, stats)
@@ -78,12 +94,12 @@ def map_html(
         "n_spans": model.n_spans,
         "n_labels": int(n_labels),
         "labels": [[int(s), *(float(v) for v in stats.anchor[s])] for s in order],
+        "tiles": None if tiles is None else tiles.config(),
     }
     heat_svg, heat_note = _heat_layer(model)
     title = title or f"DP spans: {model.n_spans} span(s), epsilon={model.release.epsilon:g}"
     items = [
         f"{model.n_spans} span(s) from {int(stats.n_cells.sum()):,} cell(s)",
-        f"ε = {model.release.epsilon:g}" + (f", δ = {model.release.delta:g}" if model.release.delta else ""),
         f"α = {alpha}",
         f"MinPts = {model.spec.min_samples}",
     ]
@@ -93,6 +109,7 @@ def map_html(
     values = {
         "TITLE": html.escape(title),
         "FACTS": html.escape(facts),
+        "PROTECTS": html.escape(protection_brief(model, greek=True)),
         "HEAT_NOTE": html.escape(heat_note),
         "CONFIG": _script_json(config),
         "HEAT": heat_svg,
@@ -104,17 +121,23 @@ def map_html(
             f"matrix({_num(grid.width)} 0 0 {_num(-grid.width)} {_num(grid.lower[0])} {_num(-grid.lower[1])})"
         ),
         **_context_parts(context),
+        **_tiles_parts(tiles),
     }
     template = resources.files("dpdbscan.render").joinpath("templates/webmap.html").read_text("utf-8")
     return re.sub(r"%%([A-Z_]+)%%", lambda m: values[m.group(1)], template)
 
 
 def write_map(
-    model: SpanModel, path: Path | str, *, title: str | None = None, context: Context | None = None
+    model: SpanModel,
+    path: Path | str,
+    *,
+    title: str | None = None,
+    context: Context | None = None,
+    tiles: Tiles | None = None,
 ) -> Path:
     """Write :func:`map_html` to ``path`` (UTF-8); returns the path."""
     path = Path(path)
-    path.write_text(map_html(model, title=title, context=context), encoding="utf-8")
+    path.write_text(map_html(model, title=title, context=context, tiles=tiles), encoding="utf-8")
     return path
 
 
@@ -141,6 +164,19 @@ def _context_parts(context: Context | None) -> dict[str, str]:
     note = '<p class="note">Dark blue lines: the context layer you gave (not part of the release).</p>'
     toggle = '<label><input type="checkbox" id="show-context" checked> context layer</label>'
     return {"CONTEXT": group, "CONTEXT_NOTE": note, "CONTEXT_TOGGLE": toggle}
+
+
+def _tiles_parts(tiles: Tiles | None) -> dict[str, str]:
+    """The basemap's credit in the corner, its note and its switch in the panel."""
+    if tiles is None:
+        return {"TILES_CREDIT": "", "TILES_NOTE": "", "TILES_TOGGLE": ""}
+    credit = f'<div id="attribution">{html.escape(tiles.credit)}</div>'
+    note = (
+        f'<p class="note">Basemap: tiles from {html.escape(tiles.host)}, loaded while the page is viewed '
+        "(not part of the release; the tile server sees which area is in view).</p>"
+    )
+    toggle = '<label><input type="checkbox" id="show-tiles" checked> basemap</label>'
+    return {"TILES_CREDIT": credit, "TILES_NOTE": note, "TILES_TOGGLE": toggle}
 
 
 def _spans_svg(model, stats, geo: bool) -> str:
@@ -189,7 +225,7 @@ def _heat_layer(model) -> tuple[str, str]:
         return "", "This model was saved without its noisy histogram."
     g = hist.grid
     img, f, first = histogram_window(hist, (0, 0), g.shape, MAX_MAP_HEAT_PIXELS)
-    floor = noise_floor(hist, f)
+    floor = noise_floor(hist, f, model.spans.gamma)
     vmax = heat_scale(img, floor)
     rgba = heat_rgba(img, vmax, floor)
     # PNG rows run top to bottom: highest y first.
@@ -198,7 +234,8 @@ def _heat_layer(model) -> tuple[str, str]:
     hi = lo + np.asarray(img.shape) * f * g.width
     per = "cell" if f == 1 else f"{f}×{f} cells"
     note = (
-        f"Grey: the released noisy histogram, log scale, darkest at ≥ {vmax:,.0f} per {per} "
+        f"Grey: the released noisy histogram, log scale, darkest at ≥ {vmax:,.0f} per {per}; "
+        f"counts below {floor:,.4g} (the noise margin) are noise and not drawn "
         "(part of the release: no privacy cost)."
     )
     uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")

@@ -231,6 +231,13 @@ PARAMETERS: dict[str, Param] = {
         _NO_CLI,
         False,
     ),
+    # a lifetime budget in a ledger file (dpdbscan.ledger.Ledger), charged before the release
+    "ledger": Param(
+        None,
+        (NoneValue(), HasMethods("reserve", "account", what="a dpdbscan.ledger.Ledger")),
+        _NO_CLI,
+        False,
+    ),
     "backend": Param(
         "numpy",
         (NoneValue(), Options("numpy", "dask"), HasMethods("count", what="a backend with count()")),
@@ -273,7 +280,19 @@ def _plain(value, api: bool = False) -> str:
     return repr(value) if api or isinstance(value, str) else f"{value}"
 
 
-def validate(values: dict[str, Any], *, cli: bool = False, stacklevel: int = 2) -> dict[str, Any]:
+def protected_one(p: dict[str, Any], unit_name: str | None = None) -> str:
+    """What one neighbour adds, in words: "one row" at event level, "one
+    unit (one cab: all its rows)" at person level (``unit_name``: the unit
+    column's name, public; "cab" in the example)."""
+    if p.get("max_cells_per_unit") is None:
+        return "one row"
+    who = f"one {unit_name}" if unit_name else "one person, device or account"
+    return f"one unit ({who}: all its rows)"
+
+
+def validate(
+    values: dict[str, Any], *, cli: bool = False, stacklevel: int = 2, unit_name: str | None = None
+) -> dict[str, Any]:
     """Check ``values`` (any of :data:`PARAMETERS` but ``bounds``) and the
     rules that tie them together; returns every parameter normalised, the
     ones not given at their table default. Reads no data. The core test's
@@ -281,7 +300,10 @@ def validate(values: dict[str, Any], *, cli: bool = False, stacklevel: int = 2) 
 
     An epsilon above :data:`WEAK_EPSILON` is accepted with one
     :class:`~dpdbscan.exceptions.WeakPrivacyWarning` (public: it reads the
-    parameter only); ``stacklevel`` points it at the caller's caller.
+    parameter only); ``stacklevel`` points it at the caller's caller. It
+    names what is protected: one row, or at person level (a contribution
+    bound) one unit, by ``unit_name`` (the unit column's public name) when
+    it is known.
     """
     given = {name: check_param(name, v, cli=cli) for name, v in values.items() if name != "bounds"}
     out = {name: param.default for name, param in PARAMETERS.items() if name != "bounds"}
@@ -290,8 +312,9 @@ def validate(values: dict[str, Any], *, cli: bool = False, stacklevel: int = 2) 
     epsilon = out["epsilon"]
     if epsilon > WEAK_EPSILON:
         shown = f"--epsilon {epsilon:g}" if cli else f"epsilon={epsilon:g}"
+        one = protected_one(out, unit_name)
         warnings.warn(
-            f"{shown} gives little privacy protection: adding or removing one row may change "
+            f"{shown} gives little privacy protection: adding or removing {one} may change "
             f"the probability of a release by a factor of up to exp({epsilon:g}). Above about "
             f"{WEAK_EPSILON:g} differential privacy says little; usual values are 0.1 to 2.",
             WeakPrivacyWarning,

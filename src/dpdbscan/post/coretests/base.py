@@ -262,15 +262,17 @@ class CoreTest(ABC):
         after the noise was drawn (1 when eps was given)."""
 
     # Every text below is a sentence a reader without the paper follows, with
-    # the paper's symbol in brackets after the words (issue 23).
+    # the paper's symbol in brackets after the words.
     @abstractmethod
-    def threshold_text(self, threshold: float, core: str) -> str:
+    def threshold_text(self, threshold: float, core: str, noun: str = "points") -> str:
         """What a (sub-)cell (``core`` names which) needs to be core, for the
-        summary, ending in the symbol, e.g. ``... (threshold E~ >= 1002.9)``."""
+        summary, ending in the symbol, e.g. ``... (threshold E~ >= 1002.9)``;
+        ``noun`` names what the counts count (units at person level)."""
 
     @abstractmethod
-    def margin_text(self, spans: Spans, spec: SpanSpec) -> str:
-        """The margin in words for the summary, e.g. ``... (m(q) <= 2.93)``."""
+    def margin_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
+        """The margin in words for the summary, e.g. ``... (m(q) <= 2.93)``;
+        ``noun`` as for :meth:`threshold_text`."""
 
     @abstractmethod
     def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
@@ -278,7 +280,7 @@ class CoreTest(ABC):
         lengths through ``length``."""
 
     @abstractmethod
-    def rule_text(self, spans: Spans, spec: SpanSpec) -> str:
+    def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
         """The core rule in words (``dpdbscan info``)."""
 
     @abstractmethod
@@ -310,7 +312,7 @@ class CoreTest(ABC):
         return out
 
     def utility_note(
-        self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, noise_std: float
+        self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, noise_std: float, noun: str = "points"
     ) -> str | None:
         """A note on a release that is unlikely to be useful (post-processing
         of the release: safe to say), or None."""
@@ -390,17 +392,19 @@ def within_words(
     or more) and certifies no density at all. At M >= 2 every core point of
     the cluster has M - 1 other points within R, a density certificate that
     grows with M. So M >= 2 (after rounding up: counts are integers) is where
-    the words speak of density, and M = 1 says plainly that there is no
-    density guarantee at these settings (M < 1 is :func:`no_guarantee`).
+    the words speak of density, and M = 1 says plainly that this all-at-once
+    statement certifies no density at these settings (M < 1 is
+    :func:`no_guarantee`); the density test states what holds for each place
+    alone beside it.
     """
     r, m = within["alpha"], within["min_samples"]
     radius = f"{length(r)} ({rho:g} x eps: rho={rho:g}, MinPts={_count(m)})"
     if math.ceil(m) <= 1:
         return (
             f"every span lies within {radius} of one group of points chained at steps under "
-            f"{length(r)}: no span lies in empty space or bridges a gap that wide, but there is no "
-            "density guarantee at these settings (at MinPts=1 every point counts as dense; a larger "
-            "min_samples or epsilon gives one)"
+            f"{length(r)}: no span lies in empty space or bridges a gap that wide (for every place "
+            "at once the noise of the worst of them absorbs MinPts, so this part certifies no density "
+            "beyond MinPts=1; a larger min_samples or epsilon raises it)"
         )
     return (
         f"every span lies within {length(r)} of one cluster of points that each have at least "

@@ -55,6 +55,7 @@ from ...files.records import (
     split_first_line,
     unit_missing,
 )
+from ...files.units import canonical_ids, id_token, read_units, token_id
 from ...spec.specs import UnitBound
 from .. import bounding
 from ..bounding import BoundingKey
@@ -196,9 +197,12 @@ def unit_kind(dtype: Any, name: str = "units") -> str:
     """How the values of a unit column become units, from its *declared*
     type (a Parquet schema, a dataframe's or an array's dtype; never its
     values): ``"int"`` (booleans and integers, by value), ``"float"`` (by
-    value; NaN is missing) or ``"text"`` (strings, bytes, objects: by their
-    text, ``str`` of a value that is not text, as in memory). A categorical
-    column is read as its categories' type."""
+    value; NaN is missing), ``"text"`` (strings and bytes: by their bytes)
+    or ``"object"`` (an ``object`` column, whose values were never typed
+    together: each by its own type, as in memory,
+    :func:`dpdbscan.files.units.read_units`, and shuffled as its
+    :func:`~dpdbscan.files.units.id_token`). A categorical column is read as
+    its categories' type."""
     import pandas as pd
 
     t = pd.api.types
@@ -208,7 +212,9 @@ def unit_kind(dtype: Any, name: str = "units") -> str:
         return "int"
     if t.is_float_dtype(dtype):
         return "float"
-    if t.is_string_dtype(dtype) or t.is_object_dtype(dtype):
+    if t.is_object_dtype(dtype):
+        return "object"
+    if t.is_string_dtype(dtype):
         return "text"
     if isinstance(dtype, pd.ArrowDtype):
         import pyarrow as pa
@@ -222,18 +228,22 @@ def _unit_type(kind: str) -> Any:
     """The Arrow type units of ``kind`` are shuffled in."""
     import pyarrow as pa
 
-    return {"int": pa.int64(), "float": pa.float64(), "text": pa.binary()}[kind]
+    return {"int": pa.int64(), "float": pa.float64(), "text": pa.binary(), "object": pa.binary()}[kind]
 
 
 def unit_array(values: Any, kind: str) -> Any:
     """Units (a pandas Series, a numpy array or an Arrow array) as an Arrow
     array of :func:`_unit_type`: integers as int64 (uint64 by their bits,
     as in memory), floats as float64 with -0.0 as 0.0 (one unit in memory,
-    two hashes in a shuffle), text as its UTF-8 bytes. Missing values
-    (None, NaN, NA) become nulls or stay NaN (:func:`unit_missing`)."""
+    two hashes in a shuffle), text as its UTF-8 bytes, an object column's
+    values as their id tokens (an Arrow binary array is taken as tokens
+    already). Missing values (None, NaN, NA) become nulls or stay NaN
+    (:func:`unit_missing`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if kind == "object":
+        return _object_tokens(values)
     arr = None
     with contextlib.suppress(pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         arr = (
@@ -253,23 +263,30 @@ def unit_array(values: Any, kind: str) -> Any:
             or pa.types.is_binary(arr.type)
             or pa.types.is_large_binary(arr.type)
         ):
-            arr = None  # an object column that is not all text: value by value below
+            arr = None
         if arr is not None:
             return pc.cast(arr, _unit_type(kind))
-    if kind != "text":
-        # never the Arrow message: it may quote a value
-        raise TypeError(f"the units do not convert to {kind} values: give one number or text per row")
-    import pandas as pd
+    # never the Arrow message: it may quote a value
+    raise TypeError(f"the units do not convert to {kind} values: give one number or text per row")
 
-    out = [
-        None
-        if v is None or (not isinstance(v, (str, bytes)) and pd.isna(v) is True)
-        else v
-        if isinstance(v, bytes)
-        else str(v).encode("utf-8", "surrogatepass")
-        for v in (values.tolist() if hasattr(values, "tolist") else list(values))
-    ]
-    return pa.array(out, type=pa.binary())
+
+def _object_tokens(values: Any) -> Any:
+    """An object column's ids as an Arrow binary array of their tokens, each
+    read on its own (:func:`dpdbscan.files.units.read_units`)."""
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array) and pa.types.is_binary(values.type):
+        return values  # tokens already (a shuffled column)
+    if hasattr(values, "to_numpy") and not isinstance(values, (np.ndarray, pa.Array)):
+        values = values.to_numpy(dtype=object, na_value=None)
+    ids = canonical_ids(np.asarray(values, dtype=object).tolist())
+    with contextlib.suppress(pa.ArrowInvalid, pa.ArrowTypeError, UnicodeError, OverflowError):
+        text = pa.array(ids)
+        if pa.types.is_string(text.type) or pa.types.is_null(text.type):
+            return text.cast(pa.binary())  # all text: its bytes are its tokens
+    return pa.array([None if v is None else id_token(v) for v in ids.tolist()], type=pa.binary())
 
 
 def _pairs_meta(grid: Grid, kind: str) -> Any:
@@ -296,7 +313,7 @@ def _pairs_frame(table: Any, kind: str) -> Any:
     """A pandas frame of a pairs table; text units stay Arrow bytes."""
     import pandas as pd
 
-    if kind != "text":
+    if kind not in ("text", "object"):
         return table.to_pandas()
     binary = table.schema.field(_UNIT).type
     return table.to_pandas(types_mapper=lambda t: pd.ArrowDtype(t) if t == binary else None)
@@ -318,7 +335,9 @@ def _pairs(grid: Grid, X: np.ndarray, units: Any, keep: np.ndarray, kind: str) -
     table = pa.table({_UNIT: units, **{c: words[:, j] for j, c in enumerate(cells)}})
     # a hash aggregation: the order of the pairs does not matter before the shuffle
     counted = table.group_by([_UNIT, *cells], use_threads=False).aggregate([([], "count_all")])
-    return _pairs_frame(counted.rename_columns({"count_all": _COUNT}).select([_UNIT, *cells, _COUNT]), kind)
+    # rename by list: pyarrow before 17 (14 is the oldest supported) takes no mapping
+    names = [_COUNT if n == "count_all" else n for n in counted.column_names]
+    return _pairs_frame(counted.rename_columns(names).select([_UNIT, *cells, _COUNT]), kind)
 
 
 def _frame_pairs(grid, frame, columns, unit, kind):
@@ -358,6 +377,8 @@ def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> boundi
     enc = unit_array(pa.array(frame[_UNIT]), kind).dictionary_encode()
     codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     uniques = enc.dictionary.to_numpy(zero_copy_only=False)
+    if kind == "object":
+        uniques = _token_ids(uniques)
     words = np.ascontiguousarray(frame[_cell_columns(grid)].to_numpy(dtype=np.int64))
     keys = words.view(grid.key_dtype).ravel() if grid.wide else words.ravel()
     cell_keys, cell_codes = bounding._codes(grid, keys)  # sorted keys, each key's index
@@ -375,6 +396,13 @@ def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> boundi
         unit_words=bounding.unit_words(uniques, key),
         uniques=uniques,
     )
+
+
+def _token_ids(tokens: np.ndarray) -> np.ndarray:
+    """The canonical ids of shuffled tokens (so their words are the in-memory ones)."""
+    out = np.empty(len(tokens), dtype=object)
+    out[:] = [token_id(t) for t in tokens.tolist()]
+    return out
 
 
 def _bound_pairs(pairs: bounding.Pairs, grid: Grid, bound: UnitBound, key: BoundingKey):
@@ -789,7 +817,7 @@ class DaskBackend:
             )
             points, bad = frame_points(X, cols)
             self.input_counts = BlockCounts(rows=len(points), unparseable=bad)
-            return points, (X[unit].to_numpy() if unit is not None else units)
+            return points, (read_units(X[unit]) if unit is not None else units)
         if isinstance(X, np.ndarray):
             if isinstance(units, str):
                 raise ValueError(

@@ -214,13 +214,13 @@ class BoundTest(CoreTest):
             "delta": release.delta,
         }
 
-    def threshold_text(self, threshold: float, core: str) -> str:
+    def threshold_text(self, threshold: float, core: str, noun: str = "points") -> str:
         return (
-            f"a {core} is core when a noisy upper bound of its points within eps reaches "
+            f"a {core} is core when a noisy upper bound of its {noun} within eps reaches "
             f"{threshold:.1f} (threshold UB~ >= {threshold:.1f})"
         )
 
-    def margin_text(self, spans: Spans, spec: SpanSpec) -> str:
+    def margin_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
         up = spans.gamma if spans.gamma_upper is None else spans.gamma_upper
         symbols = (
             f"Gamma={spans.gamma:.2f}"
@@ -232,10 +232,10 @@ class BoundTest(CoreTest):
             f"{spans.gamma:.2f} below and {up:.2f} above ({symbols}, the {spec.margin} rule)"
         )
 
-    def rule_text(self, spans: Spans, spec: SpanSpec) -> str:
+    def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
         what = "min_samples plus the additive error tau" if spec.raise_min_samples else "min_samples"
         return (
-            f"bound (the paper's test): a cell is core when a noisy upper bound of its points within "
+            f"bound (the paper's test): a cell is core when a noisy upper bound of its {noun} within "
             f"eps reaches {what}, {spans.threshold:.1f} (UB~ >= "
             + ("MinPts + tau)" if spec.raise_min_samples else "MinPts)")
         )

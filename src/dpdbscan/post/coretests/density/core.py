@@ -390,6 +390,7 @@ def utility_note(
     min_samples: float,
     margin_value: float,
     noise_std: float | None = None,
+    noun: str = "points",
 ) -> str | None:
     """A warning text when the release says little, or None.
 
@@ -398,7 +399,8 @@ def utility_note(
     released positive mass in cells that hold a core sub-cell (most of the
     data would be labelled noise: the threshold dwarfs their estimated
     neighbourhood counts). The text names the threshold's parts, and says so
-    when the noise margin is at least min_samples.
+    when the noise margin is at least min_samples; ``noun`` names what the
+    counts count (units at person level).
     """
     problems = []
     if n_spans == 0:
@@ -428,7 +430,7 @@ def utility_note(
     threshold = min_samples + margin_value
     cause = (
         f"A sub-cell is core only when its estimated eps-neighbourhood holds about "
-        f"{threshold:.0f} points: min_samples={min_samples:g} plus the noise margin "
+        f"{threshold:.0f} {noun}: min_samples={min_samples:g} plus the noise margin "
         f"{margin_value:.1f} at epsilon={hist.epsilon:g}"
         + ("" if noise_std is None else f" (one estimate's noise has standard deviation {noise_std:.1f})")
     )

@@ -235,8 +235,8 @@ def margin(
     (1 - beta / (k^d |X|)) quantile of the weighted noise of an *empty*
     neighbourhood (:func:`weighted_quantile`, ``truncation`` describing how
     an empty cell reads): then, with probability >= 1 - beta, no sub-cell
-    with no point within its reach is core anywhere in the universe. (Before
-    issue 19 only the numeric rules had the guard: "pointwise" put spans in
+    with no point within its reach is core anywhere in the universe. (In 0.1
+    only the numeric rules had the guard: "pointwise" put spans in
     empty space in about 28% of the fits of one point in d = 1.)
     """
     var = noise_variance(noise, epsilon)
@@ -285,6 +285,74 @@ def accuracy_margin(
     return np.array(
         [weighted_quantile(noise, float(epsilon), _rounded(row), beta / n_events, trunc) for row in weights.W]
     )
+
+
+def swamped(m: Margin, min_samples: float) -> int | None:
+    """The largest MinPts whose core test is exactly this one's, when it is
+    above ``min_samples`` (None otherwise): with the empty-space guard binding
+    at every sub-position the threshold MinPts + m(q) is G0(q) whatever MinPts,
+    so every MinPts up to min_q (G0(q) - c sigma(q)) gives the same release.
+    Numeric margin rules only (the tail rules' own bounds are not kept)."""
+    if isinstance(m.rule, str) or not np.any(m.empty > 0):
+        return None
+    own = float(m.rule) * m.sigma  # the rule's m(q) before the guard
+    if not np.all(m.empty - min_samples >= own - 1e-9):
+        return None  # the rule's own margin binds somewhere: MinPts moves the threshold there
+    flat = int(math.floor(float(np.min(m.empty - own)) + 1e-9))
+    return flat if flat > min_samples else None
+
+
+#: The probabilities a place's statement is rounded up to (:func:`place_tail`).
+PLACE_LEVELS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
+
+
+def place_tail(
+    weights: BallWeights, m: Margin, noise: str, epsilon: float, kind: str = "dense"
+) -> float | None:
+    """p with P(N(q) >= m(q)) <= p for every sub-cell q taken alone (not all at once).
+
+    This is what the margin buys each place: a sub-cell whose estimate E(q)
+    is below MinPts is core only when its noise N(q) exceeds m(q), so it is
+    core with probability at most p. p is the smallest of
+    :data:`PLACE_LEVELS` whose exact quantile (:func:`weighted_quantile`,
+    truncating releases bounded by Z^+ as in :func:`accuracy_margin`) lies
+    at or below m(q) for every sub-position: rounded up, never down. None
+    when even 1/2 does not (a margin below the noise's median).
+    """
+    if noise == "none" or math.isinf(epsilon):
+        return 0.0
+    trunc = None if kind == "dense" else "positive"
+    worst = 0.0
+    for row, mq in zip(weights.W, m.values):
+        key = _rounded(row)
+        held = (lv for lv in PLACE_LEVELS if weighted_quantile(noise, float(epsilon), key, lv, trunc) <= mq)
+        p = next(held, None)
+        if p is None:
+            return None
+        worst = max(worst, p)
+    return worst
+
+
+def place_count(
+    weights: BallWeights,
+    m: Margin,
+    noise: str,
+    epsilon: float,
+    min_samples: float,
+    beta: float,
+    kind: str = "dense",
+) -> int:
+    """M with: a sub-cell q taken alone whose centre has fewer than M points
+    within rho alpha is core with probability at most ``beta``. Such a q has
+    E(q) <= M - 1 <= MinPts + m(q) - g(q), g(q) the exact (1 - beta) quantile
+    of its noise N(q), so being core needs N(q) >= g(q): M = floor(MinPts +
+    min_q (m(q) - g(q))) + 1. Where the empty-space guard sets the threshold,
+    this is what a place needs (far above MinPts when the margin swamps it)."""
+    if noise == "none" or math.isinf(epsilon):
+        return int(math.floor(min_samples + float(m.values.min()))) + 1
+    trunc = None if kind == "dense" else "positive"
+    g = np.array([weighted_quantile(noise, float(epsilon), _rounded(row), beta, trunc) for row in weights.W])
+    return int(math.floor(min_samples + float((m.values - g).min()))) + 1
 
 
 def _rounded(row: np.ndarray) -> tuple:

@@ -15,6 +15,7 @@ import numpy as np
 from ....cells.grid import Grid
 from ....cells.histogram import NoisyHistogram
 from ....cells.subcells import SubcellLayout
+from ....progress import stage
 from ....spec.specs import ReleaseInfo, SpanSpec
 from ...merge import centre_merge, merge_centres
 from ...partition import Partition, sub_cell_mass
@@ -36,7 +37,16 @@ from ..base import (
     within_words,
 )
 from .core import MAX_KAPPA, OCCUPANCY, OCCUPANCY_SIGMAS, density_field, utility_note
-from .margins import MARGINS, Margin, accuracy_margin, empty_truncation, margin, noise_variance
+from .margins import (
+    MARGINS,
+    Margin,
+    accuracy_margin,
+    empty_truncation,
+    margin,
+    noise_variance,
+    place_count,
+    place_tail,
+)
 from .weights import BallWeights, ball_weights
 
 
@@ -73,8 +83,16 @@ def density_guarantee(
     probability >= 1 - 2 beta). There is no covering statement; an M* < 1
     (possible only without the guard) is reported as no guarantee.
 
+    That statement holds for every sub-cell at once, so G(q) is a quantile
+    at beta / (k^d |X|): with thousands of sub-cells it is several times the
+    one-sigma margin and can absorb all of MinPts (M* = 1 at the demo's
+    MinPts 10). What the margin buys each place alone is stated beside it:
+    a place with fewer than MinPts points within rho alpha is core with
+    probability at most ``place_probability`` (:func:`.margins.place_tail`;
+    about 0.16 at the default one-sigma margin).
+
     Returns the largest margin m(q) and a dict of ``accuracy_margin`` (the
-    largest G(q)), ``m_star`` and ``probability``. Reads public values only
+    largest G(q)), ``m_star``, ``probability`` and ``place_probability``. Reads public values only
     (the release's grid, kind, noise, epsilon and theta), so a saved model
     recomputes exactly what its spans were made with.
     """
@@ -88,6 +106,8 @@ def density_guarantee(
         "accuracy_margin": float(G.max()),
         "m_star": int(m_star),
         "probability": 1.0 - (2 if two_events else 1) * spec.beta,
+        "place_probability": place_tail(weights, m, noise, epsilon, kind),
+        "place_count": place_count(weights, m, noise, epsilon, spec.min_samples, spec.beta, kind),
     }
 
 
@@ -143,11 +163,59 @@ ONE_SIDED = "spans need not cover every cluster (one-sided)"
 
 
 def density_sentence(
-    probability: float, within: Mapping[str, float], rho: float, length: Callable[[float], str] = plain_length
+    probability: float,
+    within: Mapping[str, float],
+    rho: float,
+    length: Callable[[float], str] = plain_length,
+    place: Mapping[str, Any] | None = None,
 ) -> str:
-    """The density test's guarantee in words (see :func:`within_words` for
-    what it says at MinPts = 1)."""
-    return f"with probability >= {probability:g}, {within_words(within, rho, length)}; {ONE_SIDED}"
+    """The density test's guarantee in words: every span at once (see
+    :func:`within_words`), led by what holds for each place alone
+    (``place``, :func:`place_words`) when the all-at-once statement
+    certifies no density (MinPts = 1 there)."""
+    alone = place_words(place, length) if math.ceil(within["min_samples"]) <= 1 else ""
+    at_once = f"with probability >= {probability:g}, {within_words(within, rho, length)}"
+    if alone:
+        at_once = f"all at once, {at_once}"
+    return f"{alone}{at_once}; {ONE_SIDED}"
+
+
+def place_words(place: Mapping[str, Any] | None, length: Callable[[float], str] = plain_length) -> str:
+    """ "Each place alone: ..." (with its closing "; "), or "" when the margin
+    buys no statement for a single place (a probability of 1/2 or more)."""
+    if not place or place.get("probability") is None or place["probability"] >= 0.5:
+        return ""
+    m, counted = place["min_samples"], str(place.get("counted") or "points")
+    if counted != "points":
+        counted += " counted (each once per cell)"
+    needs = place.get("needs")
+    more = (
+        ""
+        if not needs
+        else f", and one with fewer than {needs['min_samples']:,} at most {needs['probability']:g}"
+    )
+    return (
+        f"each place alone: one with fewer than {m:,.0f} {counted} within {length(place['alpha'])} "
+        f"is core with probability at most {place['probability']:g}{more}; "
+    )
+
+
+def each_place(
+    extra: Mapping[str, Any], min_samples: float, radius: float, candidates: int, beta: float
+) -> dict | None:
+    """The statement for one place (``each_place`` of the guarantee): a
+    sub-cell with fewer than MinPts points within ``radius`` (rho alpha) is
+    core with probability at most ``probability``; over ``candidates`` eps
+    chosen after the noise, each candidate adds its own."""
+    p = extra.get("place_probability")
+    if p is None:
+        return None
+    out = {"alpha": radius, "min_samples": min_samples, "probability": min(1.0, round(candidates * p, 12))}
+    count = extra.get("place_count")
+    if count is not None and count > min_samples:
+        # where the guard sets the threshold: what a place needs, at beta (c beta over candidates)
+        out["needs"] = {"min_samples": int(count), "probability": min(1.0, round(candidates * beta, 12))}
+    return out
 
 
 class DensityTest(CoreTest):
@@ -258,12 +326,17 @@ class DensityTest(CoreTest):
         m_star = extra.get("m_star")
         within = relaxed(spans.rho * spans.grid.alpha, m_star)
         probability = over_candidates(extra.get("probability"), candidates) if within is not None else None
+        place = each_place(extra, spec.min_samples, spans.rho * spans.grid.alpha, candidates, spec.beta)
+        alone = place_words(place)
+        at_once = "all at once, " if alone else ""
         if within is None:
-            statement = no_guarantee(m_star)
+            statement = alone + at_once + no_guarantee(m_star)
         elif probability is None:
-            statement = union_void(candidates, spec.beta)
+            statement = alone + at_once + union_void(candidates, spec.beta)
         else:
-            statement = density_sentence(probability, within, spans.rho) + union_words(candidates, spec.beta)
+            statement = density_sentence(probability, within, spans.rho, place=place) + union_words(
+                candidates, spec.beta
+            )
         return {
             "core": self.name,
             "rho": spans.rho,
@@ -281,29 +354,30 @@ class DensityTest(CoreTest):
             "probability": probability,
             "covers_clusters_at": None,
             "within_clusters_at": within,
+            "each_place": place,
             "eps_candidates": candidates,
             "statement": statement,
             "epsilon": release.epsilon,
             "delta": release.delta,
         }
 
-    def threshold_text(self, threshold: float, core: str) -> str:
+    def threshold_text(self, threshold: float, core: str, noun: str = "points") -> str:
         return (
-            f"with the noise margin a {core} needs an estimated {threshold:.1f} points or more "
+            f"with the noise margin a {core} needs an estimated {threshold:.1f} {noun} or more "
             f"within eps (threshold E~ >= {threshold:.1f})"
         )
 
-    def margin_text(self, spans: Spans, spec: SpanSpec) -> str:
+    def margin_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
         return (
-            f"at most {spans.gamma:.2f} points are added to min_samples so that noise alone rarely "
+            f"at most {spans.gamma:.2f} {noun} are added to min_samples so that noise alone rarely "
             f"makes a place core (m(q) <= {spans.gamma:.2f}): {density_rule(spec.margin)}"
         )
 
-    def rule_text(self, spans: Spans, spec: SpanSpec) -> str:
+    def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
         return (
-            "density: a sub-cell is core when its estimated number of points within eps, from the "
+            f"density: a sub-cell is core when its estimated number of {noun} within eps, from the "
             "noisy counts of the cells around it, reaches min_samples plus a noise margin, at most "
-            f"{spans.threshold:.1f} points (E~ >= MinPts + m(q), m(q) <= {spans.gamma:.2f}), in a cell "
+            f"{spans.threshold:.1f} {noun} (E~ >= MinPts + m(q), m(q) <= {spans.gamma:.2f}), in a cell "
             "the release shows as occupied; core sub-cells whose centres lie within eps of each other "
             f"form one span. The margin is {density_rule(spec.margin)}"
         )
@@ -318,7 +392,7 @@ class DensityTest(CoreTest):
         within = g["within_clusters_at"]
         if g["probability"] is None or within is None:
             return g["statement"]
-        return density_sentence(g["probability"], within, spans.rho, length)
+        return density_sentence(g["probability"], within, spans.rho, length, g.get("each_place"))
 
     def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
         text = self.guarantee_text(g, spans, length)
@@ -334,7 +408,9 @@ class DensityTest(CoreTest):
         common = base.subdivided(k)
         ms = sorted({int(m) for m in min_samples})
         out: dict[tuple[float, int], Partition] = {}
-        for alpha in sorted({float(a) for a in alphas}):
+        steps = sorted({float(a) for a in alphas})
+        for i, alpha in enumerate(steps):
+            stage(f"the MinPts ladder at eps {i + 1} of {len(steps)}")
             h = hist.on_grid(base.at_alpha(alpha))
             field = density_field(h, ms[0], subcells=k, margin_rule=spec.margin, beta=spec.beta)
             keys_all = common.encode(field.fine.decode(field.keys))
@@ -352,7 +428,7 @@ class DensityTest(CoreTest):
         return out
 
     def utility_note(
-        self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, noise_std: float
+        self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, noise_std: float, noun: str = "points"
     ) -> str | None:
         return utility_note(
             hist,
@@ -362,6 +438,7 @@ class DensityTest(CoreTest):
             spec.min_samples,
             spans.gamma,
             noise_std=noise_std,
+            noun=noun,
         )
 
 
@@ -372,4 +449,6 @@ __all__ = [
     "density_spans",
     "density_rule",
     "density_sentence",
+    "each_place",
+    "place_words",
 ]

@@ -1,0 +1,233 @@
+"""The automatic mode on places: full Cabs pick-ups, each cab protected (issue 28, item 3).
+
+Pick-ups are derived here, for measurement only (the library's own
+``--trip-ends`` is another branch's work): rows of ``cabs_sf_cabs.parquet``
+where a cab's ``occupied`` turns 0 -> 1 in time order. Each seed fits them
+with ``fit_lonlat`` in the automatic mode (eps and MinPts "auto"), cab as
+unit, k chosen privately, epsilon 1, delta 1e-6, the MANIFEST's box, saves
+the model and scores it with ``/work/shared/tools/places_metric.py`` (top-20
+pick-up cells in spans, passage cells in spans), counts spans mostly one
+cab's points, and reports the chosen eps, the spans' sizes and what the
+automatic mode said about its choice. ``--hdbscan`` adds non-private
+HDBSCAN (scikit-learn) on a subsample of the same pick-ups, as the reference:
+how many clusters, the median cluster extent, and the same top-20 / passage
+shares for its clusters' points (a cell counts as covered when one of
+HDBSCAN's clustered points lies in it).
+
+    .venv/bin/python -m experiments.places_auto --seeds 0-2 --out results/places_auto
+    .venv/bin/python -m experiments.places_auto --seeds 0 --hdbscan
+    .venv/bin/python -m experiments.places_auto --seeds 0 --figure docs/images/places_auto.png
+
+``--figure`` draws the first seed's model beside the same release (the same
+seed) selected without the place prior (``DPDBSCAN`` on the projected
+points: the automatic mode outside geographic mode).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DATA = Path(os.environ.get("DPDBSCAN_DATA", "/work/shared/data"))
+TRACES = DATA / "cabs_sf_cabs.parquet"
+METRIC = Path("/work/shared/tools/places_metric.py")
+BOX = (-122.6, 37.55, -122.3, 37.85)
+
+
+def pickups(path: Path = TRACES) -> tuple[np.ndarray, np.ndarray]:
+    """(lon/lat of every pick-up, the cab's code of each): rows where a cab's
+    ``occupied`` turns 0 -> 1, in time order within the cab."""
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(path, columns=["x", "y", "cab", "time", "occupied"])
+    x, y, tm, occ = (t.column(c).to_numpy() for c in ("x", "y", "time", "occupied"))
+    cab = t.column("cab").combine_chunks()
+    u = np.asarray(
+        cab.indices if hasattr(cab, "indices") else cab.dictionary_encode().indices, dtype=np.int64
+    )
+    order = np.lexsort((tm, u))
+    x, y, u, occ = x[order], y[order], u[order], occ[order]
+    i = np.flatnonzero((u[1:] == u[:-1]) & (occ[1:] == 1) & (occ[:-1] == 0)) + 1
+    return np.c_[x[i], y[i]], u[i]
+
+
+def fit_auto(lonlat: np.ndarray, cabs: np.ndarray, seed: int, **kw: Any):
+    """The automatic mode at person level (the issue's settings)."""
+    from dpdbscan import fit_lonlat
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fit_lonlat(
+            lonlat,
+            bounds=BOX,
+            eps="auto",
+            min_samples="auto",
+            epsilon=1.0,
+            delta=1e-6,
+            units=cabs,
+            max_cells_per_unit="auto",
+            random_state=seed,
+            **kw,
+        )
+
+
+def metric(model_path: Path) -> str:
+    """places_metric.py's line for a saved model."""
+    cmd = [sys.executable, str(METRIC), str(model_path), str(TRACES), "--unit", "cab", "--events", "pickups"]
+    cmd += ["--status", "occupied", "--box", *map(str, BOX)]
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def one_cab_spans(model, lonlat: np.ndarray, cabs: np.ndarray) -> int:
+    """Spans more than half of whose pick-ups come from one cab."""
+    from dpdbscan import predict_lonlat
+
+    from .person_level import one_unit_spans
+
+    labels = np.asarray(predict_lonlat(model, lonlat))
+    return one_unit_spans(labels, cabs, model.n_spans)[0]
+
+
+def describe(model) -> dict[str, Any]:
+    """What the automatic mode chose (public values of the model)."""
+    a = model.auto or {}
+    return {
+        "eps_m": 1000 * float(a.get("eps", model.grid.alpha)),
+        "base_eps_m": 1000 * float(a.get("base_eps", 0.0)),
+        "candidates_m": [round(1000 * e, 1) for e in a.get("eps_candidates", [])],
+        "spans": model.n_spans,
+        "min_samples": sorted({int(lv["min_samples"]) for lv in a.get("levels", [])}),
+        "eps_scores": a.get("eps_scores"),
+        "scale": a.get("scale"),
+    }
+
+
+def hdbscan_reference(lonlat: np.ndarray, n: int = 30_000, seed: int = 0) -> dict[str, Any]:
+    """Non-private HDBSCAN on a uniform subsample of the pick-ups (metres),
+    min_cluster_size 1% of it: clusters and their median extent."""
+    from sklearn.cluster import HDBSCAN
+
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(len(lonlat), size=min(n, len(lonlat)), replace=False)
+    lat0 = (BOX[1] + BOX[3]) / 2
+    xy = (lonlat[idx] - BOX[:2]) * [111_320 * np.cos(np.radians(lat0)), 111_320]
+    t0 = time.perf_counter()
+    labels = HDBSCAN(min_cluster_size=max(5, len(idx) // 100)).fit_predict(xy)
+    ext = [
+        float(
+            np.hypot(
+                *(np.percentile(xy[labels == c], 95, axis=0) - np.percentile(xy[labels == c], 5, axis=0))
+            )
+        )
+        for c in range(labels.max() + 1)
+    ]
+    return {
+        "points": len(idx),
+        "clusters": int(labels.max() + 1),
+        "in_clusters": float(np.mean(labels >= 0)),
+        "median_extent_m": float(np.median(ext)) if ext else None,
+        "extents_m": sorted(round(e) for e in ext),
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", default="0")
+    ap.add_argument("--out", default="results/places_auto")
+    ap.add_argument("--hdbscan", action="store_true")
+    ap.add_argument("--selection", default="levels")
+    ap.add_argument("--figure", type=Path, default=None)
+    o = ap.parse_args(argv)
+    lo, hi = (int(s) for s in (o.seeds.split("-") * 2)[:2])
+    out = Path(o.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lonlat, cabs = pickups()
+    print(f"{len(lonlat):,} pick-ups of {len(np.unique(cabs))} cabs", file=sys.stderr)
+    rows = []
+    if o.hdbscan:
+        ref = hdbscan_reference(lonlat)
+        print("HDBSCAN", json.dumps(ref))
+        rows.append({"method": "hdbscan", **ref})
+    for seed in range(lo, hi + 1):
+        t0 = time.perf_counter()
+        model = fit_auto(lonlat, cabs, seed, selection=o.selection)
+        secs = time.perf_counter() - t0
+        path = out / f"pickups_auto_{seed}.spans.json"
+        _save(model, path)
+        row = {
+            "seed": seed,
+            "seconds": round(secs, 2),
+            **describe(model),
+            "one_cab_spans": one_cab_spans(model, lonlat, cabs),
+            "metric": metric(path),
+        }
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "eps_scores"}))
+        print("  eps_scores", row["eps_scores"])
+        if o.figure is not None and seed == lo:
+            figure(model, lonlat, cabs, seed, o.figure)
+    (out / "summary.json").write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+def figure(model, lonlat: np.ndarray, cabs: np.ndarray, seed: int, path: Path) -> None:
+    """The place mode's spans beside the same release without the prior."""
+    from dpdbscan import DPDBSCAN
+    from dpdbscan.geometry.projection import Equirectangular
+    from dpdbscan.testing import format_km, plot_model
+
+    from .figures import pyplot
+
+    lower, upper = list(BOX[:2]), list(BOX[2:])
+    proj = Equirectangular.from_bounds(lower, upper)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = (
+            DPDBSCAN(
+                "auto",
+                min_samples="auto",
+                epsilon=1.0,
+                delta=1e-6,
+                bounds=proj.project_bounds(lower, upper),
+                max_cells_per_unit="auto",
+                random_state=seed,
+            )
+            .fit(proj.forward(lonlat), units=cabs)
+            .spans_
+        )
+    plain.metadata.update(model.metadata)  # drawn in degrees like the other
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 6.6), dpi=70)
+    for ax, m, what in ((axes[0], plain, "without the place prior"), (axes[1], model, "geographic mode")):
+        plot_model(m, "spans", ax=ax, n_labels=5)
+        ax.set_title(f"{what}: eps={format_km(m.grid.alpha)}, {m.n_spans} span(s)", fontsize=10)
+    axes[0].set_xlim(axes[1].get_xlim())  # the same view: the whole box
+    axes[0].set_ylim(axes[1].get_ylim())
+    fig.suptitle(
+        f"Cabs pick-ups ({len(lonlat):,}), each cab protected, epsilon = 1, delta = 1e-6, k chosen "
+        "privately: the automatic mode (seed {seed})".replace("{seed}", str(seed)),
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=70)
+
+
+def _save(model, path: Path) -> None:
+    from dpdbscan import save_model
+
+    save_model(model, path)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,292 @@
+"""``dpdbscan ledger`` (init, show) and ``--ledger`` for the commands that spend.
+
+A ledger is an SQLite file of lifetime budgets and the releases charged to
+them (:mod:`dpdbscan.ledger`). ``fit`` and ``sweep`` (when it fits a data
+file) reserve their release's cost with :func:`charging` after the public
+options are checked and **before any record is read**; a refusal exits with
+status 2 and nothing read or written. Everything else (``predict``, ``map``,
+``plot``, ``info``, ``explore``, ``forecast``, ``check``, ``sweep --model``)
+releases nothing new and spends nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..geometry.projection import Equirectangular
+from ..ledger import SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
+from ..ledger.store import Account
+from ..plan.resolve import resolve
+from .common import EXIT_OK, ArgTarget, _column_tokens, _floats, _split_bounds, _Warnings, public_dimension
+
+if TYPE_CHECKING:
+    from ..model.record import SpanModel
+
+EXAMPLES = """examples:
+  # a lifetime budget of epsilon = 5 for the dataset 'cabs'
+  dpdbscan ledger init budget.ledger --dataset cabs --epsilon 5
+
+  # person level: a lifetime (epsilon, delta) per cab, for fits with --unit cab
+  dpdbscan ledger init budget.ledger --dataset cabs-people --epsilon 2 --delta 1e-6 --unit cab
+
+  # every fit charges it; the sixth at epsilon = 1 is refused (exit status 2)
+  dpdbscan fit ../shared/data/cabs_tiny.csv.gz --header --geo --bounds -122.48 37.72 -122.38 37.82 \\
+      --eps 50m --min-samples 1000 --ledger budget.ledger --dataset cabs
+
+  # spent and remaining per dataset, and every release
+  dpdbscan ledger show budget.ledger
+  dpdbscan ledger show budget.ledger --json
+"""
+
+
+_ACTIONS = {
+    "init": (
+        "register a dataset's lifetime budget (making the ledger file if there is none)",
+        "Register a dataset's lifetime privacy budget in a ledger file (made if missing). "
+        "A dataset is registered once; its budget is never reset.",
+    ),
+    "show": (
+        "spent and remaining per dataset, and every release",
+        "Print each dataset's lifetime budget, what its releases spent together (and by which "
+        "composition), what remains, and every release.",
+    ),
+}
+
+
+def add_arguments(p: argparse.ArgumentParser, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
+    """``ledger init`` and ``ledger show`` (each with the options of ``parents``)."""
+    sub = p.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
+    init, show = (
+        sub.add_parser(name, parents=list(parents), help=short, description=long)
+        for name, (short, long) in _ACTIONS.items()
+    )
+    for action in (init, show):
+        action.add_argument("ledger", metavar="LEDGER", help="the ledger file (SQLite)")
+    init.add_argument("--dataset", metavar="NAME", required=True, help="the dataset's name")
+    init.add_argument("--epsilon", type=float, required=True, help="the lifetime epsilon (> 0)")
+    init.add_argument(
+        "--delta",
+        type=float,
+        default=0.0,
+        help="the lifetime delta (default 0; person-level releases need one, e.g. 1e-6)",
+    )
+    init.add_argument(
+        "--unit",
+        metavar="COLUMN",
+        help="a budget per person: each value of this column (as fit's --unit) is protected for "
+        "its lifetime, and only releases with --unit COLUMN are charged to it. Default: a "
+        "budget per row (event level), for releases without --unit",
+    )
+    show.add_argument("--dataset", metavar="NAME", help="only this dataset")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def cmd_ledger(args: argparse.Namespace, sink: _Warnings) -> int:
+    if args.ledger_command == "init":
+        led = Ledger.create(args.ledger, args.dataset, args.epsilon, args.delta, unit=args.unit)
+        print(
+            f"ledger {led.path}: dataset {led.dataset!r} registered with a lifetime budget of "
+            f"epsilon={args.epsilon:g}, delta={args.delta:g} {_per(args.unit)}"
+        )
+        return EXIT_OK
+    if args.dataset is not None:
+        accounts = [Ledger(args.ledger, args.dataset).account()]
+    else:
+        accounts = read_ledger(args.ledger)
+    if args.json:
+        doc = {"ledger": str(args.ledger), "schema_version": SCHEMA_VERSION}
+        print(json.dumps({**doc, "datasets": [a.to_dict() for a in accounts]}, indent=2))
+        return EXIT_OK
+    print(f"ledger {args.ledger}: {len(accounts)} dataset(s)")
+    for a in accounts:
+        print("\n".join(account_lines(a)))
+    return EXIT_OK
+
+
+def _per(unit_column: str | None) -> str:
+    return "per row (event level)" if unit_column is None else f"per person (each {unit_column!r})"
+
+
+def account_lines(a: Account) -> list[str]:
+    """One dataset's account in words, then its releases as a table."""
+    s = a.spent
+    unfinished = sum(r.status == "reserved" for r in a.releases)
+    failed = sum(r.status == "failed" for r in a.releases)
+    counted = f"{len(a.releases)} release(s)"
+    if unfinished or failed:
+        counted += f", of which {unfinished} reserved and never finished and {failed} failed, all counted"
+    lines = [
+        f"dataset {a.dataset!r}: lifetime budget epsilon={a.epsilon:g}, delta={a.delta:g} "
+        + _per(a.unit_column),
+        f"  spent    : epsilon={s.epsilon:.6g}, delta={s.delta:.3g} by {s.method} ({counted})",
+        f"  remaining: epsilon={a.remaining_epsilon:.6g} "
+        "(the largest further pure epsilon-DP release that fits)",
+    ]
+    if not a.releases:
+        return lines
+    units = [r.unit if r.unit_column is None else f"{r.unit} ({r.unit_column})" for r in a.releases]
+    wide = max(4, *map(len, units))
+    cmd = max(7, *(len(r.command) for r in a.releases))
+    lines.append(
+        f"  {'id':>4}  {'status':<8}  {'reserved (UTC)':<29}  {'command':<{cmd}}  {'unit':<{wide}}  "
+        f"{'epsilon':>7}  {'delta':>7}  {'rho':>9}  files"
+    )
+    for r, unit in zip(a.releases, units):
+        rho = "-" if r.cost.rho is None else f"{r.cost.rho:.4g}"
+        lines.append(
+            f"  {r.id:>4}  {r.status:<8}  {r.reserved:<29}  {r.command:<{cmd}}  {unit:<{wide}}  "
+            f"{r.cost.epsilon:>7g}  {r.cost.delta:>7.3g}  {rho:>9}  {', '.join(r.files) or '-'}"
+        )
+    return lines
+
+
+# --------------------------------------------------------------------------- #
+# charging a release
+
+
+def public_cost(args: argparse.Namespace, p: dict[str, Any]) -> Cost:
+    """The cost of the release the options describe, from public inputs
+    only (the options and the public box; no record read). When the options
+    leave the number of columns to the file (``--bounds`` with two numbers
+    and no ``--columns``), the grid and so the histogram are not known yet:
+    the cost is then :func:`dpdbscan.ledger.upper_cost`, which no release at
+    this (epsilon, delta) exceeds."""
+    d = public_dimension(args, _column_tokens(args.columns))
+    if d is None or args.bounds is None:
+        return upper_cost(p["epsilon"], p["delta"])
+    lower, upper = _split_bounds(_floats(args.bounds, "--bounds"), d, args.geo)
+    if args.geo:
+        lower, upper = Equirectangular.from_bounds(lower, upper, args.ref_lat).project_bounds(lower, upper)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fit itself says them
+        r = resolve(p, lower, upper, units=getattr(args, "unit", None) is not None, cli=True)
+    return release_cost(r.release)
+
+
+def public_params(args: argparse.Namespace, p: dict[str, Any], command: str) -> dict[str, Any]:
+    """What the ledger records of a release's parameters: the validated
+    public ones, the input and the box as given; the seed only as whether
+    there was one (it makes the noise predictable)."""
+    keep = {k: v for k, v in p.items() if k not in ("random_state", "backend")}
+    return {
+        "command": command,
+        **keep,
+        "randomness": "secure" if p.get("random_state") is None else "seeded (insecure; seed not stored)",
+        "backend": str(args.backend),
+        "input": str(args.input),
+        "bounds": args.bounds,
+        "geo": bool(args.geo),
+        "columns": args.columns,
+    }
+
+
+def _check_options(args: argparse.Namespace) -> tuple[str, str] | None:
+    path, dataset = getattr(args, "ledger", None), getattr(args, "dataset", None)
+    if path is None and dataset is None:
+        return None
+    if path is None:
+        raise ValueError("--dataset names a budget in a ledger: give --ledger LEDGER too")
+    if dataset is None:
+        raise ValueError(
+            "--ledger needs --dataset NAME, the dataset whose lifetime budget this release is charged to"
+        )
+    if getattr(args, "bounds_from_data", False):
+        raise ValueError(
+            "--ledger charges differentially private releases, and --bounds-from-data has no "
+            "guarantee to charge: give public --bounds"
+        )
+    source = str(args.input)
+    if args.backend != "dask" and source != "-" and not Path(source).exists():
+        # said before reserving, so that a mistyped path costs nothing
+        raise FileNotFoundError(f"no such file: {source}")
+    return path, dataset
+
+
+@contextmanager
+def charging(
+    args: argparse.Namespace, p: dict[str, Any], command: str
+) -> Iterator[Callable[[SpanModel, Sequence[str]], None]]:
+    """Reserve the release's cost in ``--ledger`` now, before any record is
+    read (nothing happens without ``--ledger``), and yield the function to
+    call once the files are written, with the model and the files. A command
+    that fails after reserving marks the release failed; it stays counted,
+    as does one killed outright (then it stays "reserved")."""
+    given = _check_options(args)
+    if given is None:
+        yield lambda model, files: None
+        return
+    units = getattr(args, "unit", None)
+    reservation = Ledger(*given).reserve(
+        public_cost(args, p),
+        command=command,
+        params=public_params(args, p, command),
+        unit="event" if units is None else "person",
+        unit_column=None if units is None else str(units),
+    )
+    _say_reserved(reservation)
+    done = False
+
+    def written(model: SpanModel, files: Sequence[str]) -> None:
+        nonlocal done
+        _record(reservation, model, files)
+        done = True
+
+    try:
+        yield written
+    except BaseException:
+        if not done:
+            reservation.failed()
+            print(
+                f"dpdbscan: ledger {reservation.ledger.path}: release #{reservation.id} stays charged "
+                "(status failed): the command failed after reserving, possibly after reading data. "
+                "'dpdbscan check' reads a file as fit does and spends nothing",
+                file=sys.stderr,
+            )
+        raise
+
+
+def _say_reserved(r: Reservation) -> None:
+    t = r.total
+    print(
+        f"dpdbscan: ledger {r.ledger.path}: release #{r.id} charged to {r.ledger.dataset!r} at "
+        f"(epsilon={r.cost.epsilon:g}, delta={r.cost.delta:g}); the dataset's total is now "
+        f"(epsilon={t.epsilon:.6g}, delta={t.delta:.3g}) by {t.method}",
+        file=sys.stderr,
+    )
+
+
+def _record(r: Reservation, model: SpanModel, files: Sequence[str]) -> None:
+    """Mark the release written. Its cost was resolved from the same public
+    inputs as the release, so the model's own cost is never larger; if it
+    were, the ledger records the larger one and says so."""
+    actual = release_cost(model.release)
+    res = r.cost
+    covered = (
+        actual.epsilon <= res.epsilon
+        and actual.delta <= res.delta
+        and (res.rho is None or (actual.rho is not None and actual.rho <= res.rho))
+    )
+    r.written(files, cost=None if covered else actual)
+    if not covered:
+        print(
+            f"dpdbscan: error: the release cost (epsilon={actual.epsilon:g}, delta={actual.delta:g}) "
+            f"more than its reservation (epsilon={res.epsilon:g}, delta={res.delta:g}); the ledger now "
+            "records the release's own cost. Please report this",
+            file=sys.stderr,
+        )
+
+
+def register(
+    sub: Any, add: Callable[..., argparse.ArgumentParser], parents: Sequence[argparse.ArgumentParser] = ()
+) -> ArgTarget:
+    what = "a privacy budget that lasts across runs: register budgets, show what was spent"
+    p = add("ledger", what, cmd_ledger)
+    add_arguments(p, parents)
+    return p

@@ -1,0 +1,28 @@
+"""A privacy budget that lasts: a ledger file of lifetime budgets and the
+releases charged to them (:mod:`.store`), composed by :mod:`.composition`.
+
+Nothing here reads data or draws noise: a ledger holds public facts (the
+budgets, each release's public parameters and cost, the files written).
+"""
+
+from __future__ import annotations
+
+from .composition import BASIC, ZCDP, Cost, Total, compose, pure, release_cost, upper_cost
+from .store import SCHEMA_VERSION, Account, Ledger, Release, Reservation, read_ledger
+
+__all__ = [
+    "BASIC",
+    "ZCDP",
+    "SCHEMA_VERSION",
+    "Account",
+    "Cost",
+    "Ledger",
+    "Release",
+    "Reservation",
+    "Total",
+    "compose",
+    "pure",
+    "read_ledger",
+    "release_cost",
+    "upper_cost",
+]

@@ -1,0 +1,86 @@
+"""A newcomer's frictions: what goes wrong first says what it wants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpdbscan import fit_lonlat, predict_lonlat
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpdbscan.exceptions.InsecureRandomnessWarning")
+
+BOX = (-122.48, 37.72, -122.38, 37.82)
+
+
+@pytest.fixture(scope="module")
+def geo():
+    rng = np.random.default_rng(0)
+    lonlat = np.vstack(
+        [rng.normal([-122.41, 37.79], 0.002, (3000, 2)), rng.normal([-122.44, 37.75], 0.002, (3000, 2))]
+    )
+    return fit_lonlat(lonlat, bounds=BOX, eps="100m", min_samples=30, random_state=0), lonlat
+
+
+def test_predict_on_a_geographic_model_given_degrees_says_what_it_wants(geo):
+    model, lonlat = geo
+    with pytest.raises(ValueError, match=r"geographic model: predict takes km .*predict_lonlat"):
+        model.predict(lonlat[:5])
+    labels = predict_lonlat(model, lonlat[:5])  # degrees through the projection
+    assert labels.shape == (5,) and (labels >= 0).any()
+    # km of the projection, as the model's own coordinates, still work
+    from dpdbscan.geometry.projection import projection_of
+
+    km = projection_of(model).forward(lonlat[:5])
+    assert model.predict(km).tolist() == labels.tolist()
+
+
+def test_points_far_from_the_box_are_noise_not_an_error(geo):
+    model, _ = geo
+    with pytest.warns(UserWarning, match="no point of the 1 given lies inside"):
+        assert model.predict([[500.0, 500.0]]).tolist() == [-1]
+
+
+@pytest.mark.parametrize(
+    "env,path,says",
+    [
+        (
+            None,
+            "../shared/data/cabs_tiny.csv.gz",
+            "DPDBSCAN_DATA is not set and its default, ../shared/data from",
+        ),
+        (
+            None,
+            "/cabs_tiny.csv.gz",
+            'a path written "$DPDBSCAN_DATA/cabs_tiny.csv.gz" became /cabs_tiny.csv.gz',
+        ),
+        (
+            "/nowhere/data",
+            "/nowhere/data/cabs_tiny.csv.gz",
+            "under DPDBSCAN_DATA=/nowhere/data: set DPDBSCAN_DATA",
+        ),
+    ],
+)
+def test_a_missing_input_under_the_data_folder_names_the_variable(
+    env, path, says, monkeypatch, tmp_path, capsys
+):
+    from dpdbscan.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    if env is None:
+        monkeypatch.delenv("DPDBSCAN_DATA", raising=False)
+    else:
+        monkeypatch.setenv("DPDBSCAN_DATA", env)
+    assert main(["fit", path, "--bounds", "0", "1", "--eps", "0.1", "--min-samples", "5"]) == 2
+    err = capsys.readouterr().err
+    assert f"input file not found: {path} (" in err and says in err
+    assert ("export DPDBSCAN_DATA=" in err) == (env is None)
+    assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_a_missing_file_of_one_s_own_is_just_missing(monkeypatch, tmp_path, capsys):
+    from dpdbscan.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DPDBSCAN_DATA", raising=False)
+    assert main(["fit", "mine.csv", "--bounds", "0", "1", "--eps", "0.1", "--min-samples", "5"]) == 2
+    assert "input file not found: mine.csv\n" in capsys.readouterr().err

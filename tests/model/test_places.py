@@ -1,0 +1,118 @@
+"""The automatic mode in geographic mode finds places (dpdbscan.plan.autoplan's
+place prior, dpdbscan.post.levels' largest extent): spans at most a kilometre
+across, eps candidates up to half of that, a too-large cluster replaced by the
+places inside it, and the summary saying so. Elsewhere the mode is unchanged."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dpdbscan import DPDBSCAN, fit_lonlat, predict_lonlat
+from dpdbscan.geometry.projection import Equirectangular
+from dpdbscan.model import summary
+from dpdbscan.plan import autoplan
+from dpdbscan.post import levels
+from dpdbscan.post.partition import Partition
+
+BOUNDS = (-122.50, 37.70, -122.40, 37.80)  # about 8.8 x 11.1 km
+KM = np.array([111.195 * np.cos(np.radians(37.75)), 111.195])
+#: isolated places (km from the box's corner): small dense crowds, 80 m across
+PLACES = [(1.5, 1.5), (7.0, 2.0), (1.5, 9.0), (7.5, 9.5), (4.5, 1.0), (1.0, 5.5)]
+
+
+def _city(seed: int = 0) -> np.ndarray:
+    """Lon/lat points: the places, a 3 km wide busy district around (5, 6) with
+    three denser spots inside, a road crossing the box, some background."""
+    rng = np.random.default_rng(seed)
+    parts = [rng.normal(c, 0.04, (2500, 2)) for c in PLACES]
+    r = 1.5 * np.sqrt(rng.uniform(size=8000))
+    t = rng.uniform(0, 2 * np.pi, 8000)
+    parts.append(np.c_[5 + r * np.cos(t), 6 + r * np.sin(t)])
+    parts += [rng.normal(c, 0.05, (1500, 2)) for c in ((4.6, 5.6), (5.5, 6.4), (4.8, 6.7))]
+    s = rng.uniform(0, 1, 6000)
+    parts.append(np.c_[0.3 + 8.2 * s, 3.5 + 0.02 * rng.normal(size=s.size)])  # the road
+    parts.append(rng.uniform((0, 0), (8.8, 11.1), (3000, 2)))
+    km = np.clip(np.vstack(parts), 0.01, (8.79, 11.09))
+    return BOUNDS[:2] + km / KM
+
+
+@pytest.fixture(scope="module")
+def city():
+    X = _city()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = fit_lonlat(X, bounds=BOUNDS, eps="auto", min_samples="auto", epsilon=1.0, random_state=0)
+    return X, model
+
+
+def test_the_place_prior_is_public_and_geographic_only():
+    assert autoplan.place_extent({"projection": {"units": "km"}}) == autoplan.PLACE_EXTENT_KM == 1.0
+    assert autoplan.place_extent({}) is None and autoplan.place_extent(None) is None
+    cands = (0.1, 0.2, 0.4, 0.8)
+    assert autoplan.place_candidates(cands, 1.0) == (0.1, 0.2, 0.4)
+    assert autoplan.place_candidates(cands, 0.1) == (0.1,)  # the smallest when none can draw a place
+    assert autoplan.place_candidates(cands, None) == cands
+
+
+def test_geographic_automatic_mode_returns_places_not_the_city(city):
+    X, model = city
+    a = model.auto
+    assert a["max_extent"] == 1.0
+    assert all(2 * e <= 1.0 for e in a["eps_candidates"])
+    assert len(a["eps_candidates"]) > 1
+    # every span that fits is at most 1 km across as predict draws it
+    part = Partition(model.grid.alpha, 1, model.core_keys, model.labels, np.ones(model.core_keys.size), 1.0)
+    ext = levels.span_extents(part, model.grid)  # the model's grid is its sub-cells'
+    assert ext.size == model.n_spans
+    fits = {lv["span"]: lv["fits"] for lv in a["levels"]}
+    assert all(ext[s] <= 1.0 + 1e-9 for s, ok in fits.items() if ok)
+    # each isolated place is found, in a span of its own; the road between them is not
+    lab = np.asarray(predict_lonlat(model, BOUNDS[:2] + np.asarray(PLACES) / KM))
+    assert (lab >= 0).all() and len(set(lab.tolist())) == len(PLACES)
+    # no span holds most of the points
+    on = np.asarray(predict_lonlat(model, X))
+    assert np.bincount(on[on >= 0]).max() < 0.25 * len(X)
+    # the road is denser than the district and holds no place: where a span
+    # covers it, that span is one kept whole and says so (fits False)
+    road = np.asarray(predict_lonlat(model, BOUNDS[:2] + np.array([[3.0, 3.5], [6.5, 3.5]]) / KM))
+    assert all(not fits[s] for s in road[road >= 0].tolist())
+
+
+def test_the_summary_says_it_looked_for_places_and_why(city):
+    text = summary(city[1])
+    assert "places  : geographic mode" in text and "at most 1000 m across" in text
+    assert "tens of metres to about a kilometre" in text
+
+
+def test_without_a_projection_the_automatic_mode_has_no_place_prior(city):
+    X = city[0]
+    proj = Equirectangular.from_bounds(list(BOUNDS[:2]), list(BOUNDS[2:]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DPDBSCAN(
+            "auto", min_samples="auto", epsilon=1.0, random_state=0,
+            bounds=proj.project_bounds(list(BOUNDS[:2]), list(BOUNDS[2:])),
+        ).fit(proj.forward(X))
+    assert "max_extent" not in est.spans_.auto
+    assert "places" not in summary(est.spans_)
+    # and its spans are not places: the largest reaches far beyond a kilometre
+    m = est.spans_
+    part = Partition(m.grid.alpha, 1, m.core_keys, m.labels, np.ones(m.core_keys.size), 1.0)
+    assert levels.span_extents(part, m.grid).max() > 2.0
+
+
+def test_the_command_line_s_geo_mode_finds_places(city, tmp_path, capsys):
+    from dpdbscan.cli import main
+    from dpdbscan.model import load_model
+
+    path = tmp_path / "city.csv"
+    path.write_text("x,y\n" + "\n".join(f"{a:.7f},{b:.7f}" for a, b in city[0][::2]) + "\n")
+    args = ["fit", str(path), "--header", "--geo", "--bounds", *map(str, BOUNDS), "--eps", "auto",
+            "--min-samples", "auto", "--seed", "0", "--no-png", "--no-geojson", "--out-dir", str(tmp_path / "o")]
+    assert main(args) == 0
+    assert "places  : geographic mode" in capsys.readouterr().out
+    model = load_model(tmp_path / "o" / "city.spans.json")  # the record passes the schema
+    assert model.auto["max_extent"] == 1.0 and all("fits" in lv for lv in model.auto["levels"])

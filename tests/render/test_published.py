@@ -1,0 +1,151 @@
+"""What gets published says what it protects.
+
+The GeoJSON's top-level properties, the PNG's title and the HTML map's
+legend name the level (person or event), the unit (the unit column's name),
+the contribution bounds k and m, epsilon, delta and zCDP rho; the GeoJSON
+also says what its coordinates are (lon/lat, km of the projection, or the
+data's own units), since every GIS reads GeoJSON as lon/lat.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+import numpy as np
+import pytest
+from spanmodels import hand_model, square
+
+from dpdbscan.cli import main
+from dpdbscan.model import geojson, load_model
+from dpdbscan.model.geojson import LONLAT, to_geojson
+from dpdbscan.render.webmap import map_html
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpdbscan.exceptions.InsecureRandomnessWarning")
+
+
+@pytest.fixture(scope="module")
+def person_level(tmp_path_factory):
+    """A person-level release from the command line: 300 people ("cab"
+    column) in a blob, written with its GeoJSON and PNG."""
+    tmp = tmp_path_factory.mktemp("person")
+    rng = np.random.default_rng(0)
+    X = rng.normal([0.3, 0.3], 0.03, size=(6000, 2))
+    cab = np.repeat(np.arange(300), 20)
+    rows = "\n".join(f"{x:.6f},{y:.6f},c{u}" for (x, y), u in zip(X, cab))
+    (tmp / "trips.csv").write_text("x,y,cab\n" + rows + "\n")
+    args = [
+        "fit",
+        str(tmp / "trips.csv"),
+        "--columns",
+        "x",
+        "y",
+        "--eps",
+        "0.03",
+        "--min-samples",
+        "20",
+        "--bounds",
+        "0",
+        "1",
+        "--delta",
+        "1e-6",
+        "--unit",
+        "cab",
+        "--max-cells-per-unit",
+        "20",
+        "--seed",
+        "1",
+        "--out-dir",
+        str(tmp),
+        "--no-progress",
+    ]
+    assert main(args) == 0
+    return tmp
+
+
+def test_the_geojson_says_who_is_protected(person_level):
+    props = json.loads((person_level / "trips.spans.geojson").read_text())["properties"]
+    assert props["privacy_level"] == "person" and props["unit_column"] == "cab"
+    assert props["max_cells_per_unit"] == 20 and props["max_points_per_cell"] >= 1
+    assert props["epsilon"] == 1 and props["delta"] == 1e-6 and props["zcdp_rho"] > 0
+    assert props["protects"].startswith("person-level: each unit (column cab) is protected")
+    assert "longitude" not in props["coordinates"] or "not longitude" in props["coordinates"]
+
+
+def test_the_png_title_says_who_is_protected(person_level):
+    from PIL import Image
+
+    from dpdbscan.render.plotting import plot_model
+
+    model = load_model(person_level / "trips.spans.json")
+    ax = plot_model(model, kind="spans")
+    title = ax.get_title()
+    k, m = model.release.units.max_cells_per_unit, model.release.units.max_points_per_cell
+    assert f"person-level: each cab is protected (k={k} cells and m={m} point" in title
+    assert "epsilon=1, delta=1e-06" in title and "rho=" in title
+    with Image.open(person_level / "trips.spans.png") as png:  # the fit wrote it, with that title
+        assert png.size[0] > 0
+
+
+def test_the_map_legend_says_who_is_protected(person_level):
+    model = load_model(person_level / "trips.spans.json")
+    page = map_html(model)
+    legend = html.unescape(page.split('<p id="protects">')[1].split("</p>")[0])
+    k = model.release.units.max_cells_per_unit
+    assert legend.startswith(f"person-level: each cab is protected (k={k} cells")
+    assert "ε=1, δ=1e-06" in legend and "ρ=" in legend
+
+
+def test_event_level_files_say_each_row():
+    m = hand_model([square(2, 2, 3)], shape=(10, 10))
+    props = geojson(m)["properties"]
+    assert props["privacy_level"] == "event" and props["unit_column"] is None
+    assert props["protects"].startswith("event-level: each row is protected, not each person")
+    assert props["coordinates"] == "the data's own units, not longitude/latitude"
+    assert "event-level: each row is protected" in html.unescape(map_html(m))
+
+
+def test_a_geographic_model_s_geojson_declares_km_or_lon_lat():
+    m = hand_model([square(4, 4, 4)], shape=(12, 12), width=0.05, geo=True)
+    lonlat = geojson(m)
+    assert lonlat["properties"]["coordinates"] == LONLAT and "projection" not in lonlat["properties"]
+    km = to_geojson(m)  # no transform: km east and north of the projection's origin
+    assert km["properties"]["coordinates"].startswith("km east and north of (lon0, lat0)")
+    assert "NOT longitude/latitude" in km["properties"]["coordinates"]
+    assert km["properties"]["projection"]["kind"] == "equirectangular"
+    xs = np.array([x for ring in km["features"][0]["geometry"]["coordinates"][0] for x, _ in ring])
+    assert m.grid.lower[0] <= xs.min() and xs.max() <= m.grid.upper[0]  # the model's km, not degrees
+
+
+def test_counts_below_the_noise_margin_are_not_drawn():
+    """A cell whose noisy count is above three noise deviations (4.1 at
+    epsilon = 1) but not above the core test's margin (gamma = 5 here) is
+    noise at the spans' own standard: the heat layer leaves it out, in the
+    picture and on the map; a count well above it is drawn."""
+    import matplotlib.pyplot as plt
+
+    from dpdbscan.render.mapstyle import noise_floor
+    from dpdbscan.render.plotting import plot_spans
+
+    values = np.zeros((10, 10), dtype=np.int64)
+    values[2, 7], values[6, 2] = 5, 50
+    m = hand_model([square(5, 5, 2)], shape=(10, 10), values=values)
+    assert noise_floor(m.histogram) < 5 <= noise_floor(m.histogram, 1, m.spans.gamma) == m.spans.gamma
+    ax = plot_spans(m, extent="box")
+    (heat,) = [im for im in ax.images if im.get_gid() == "heat"]
+    alpha = np.asarray(heat.get_array())[..., 3].T  # back to [i, j] of the cells
+    assert alpha[2, 7] == 0 and alpha[6, 2] > 0
+    assert "below 5, noise: not drawn" in heat.get_label()
+    plt.close(ax.figure)
+    assert "counts below 5 (the noise margin) are noise and not drawn" in html.unescape(map_html(m))
+
+
+@pytest.mark.parametrize("kind", ["histogram", "sums"])
+def test_the_histogram_pictures_say_who_is_protected_too(person_level, kind):
+    import matplotlib.pyplot as plt
+
+    from dpdbscan.render.plotting import plot_model
+
+    ax = plot_model(load_model(person_level / "trips.spans.json"), kind=kind)
+    assert "\nperson-level: each cab is protected (k=" in ax.get_title()
+    plt.close(ax.figure)
