@@ -34,7 +34,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "dpdbscan"
 # Layers, lowest first: the packages (or top-level modules) in each.
 LAYERS = {
     "base": {"exceptions", "_optional", "progress", "files"},
-    "shared": {"cells", "geometry", "laws"},
+    "shared": {"cells", "geometry", "laws", "traces"},
     "spec": {"spec"},
     "post": {"post"},
     "plan": {"plan"},
@@ -42,7 +42,7 @@ LAYERS = {
     "model": {"model"},
     "ledger": {"ledger"},
     "render": {"render"},
-    "api": {"estimator", "pipeline", "testing"},
+    "api": {"estimator", "pipeline", "series", "testing"},
     "apps": {"cli", "demo", "__init__", "__main__"},
 }
 _BELOW_POST = {"base", "shared", "spec"}

@@ -171,3 +171,19 @@ def test_units_data_is_seeded_with_its_schema_and_units_spread_over_parts(tmp_pa
     # rows in random order: most units have rows in every part
     first, last = (set(pq.read_table(f"{a}/{p}").column("unit").to_pylist()) for p in (parts[0], parts[-1]))
     assert len(first & last) > 100
+
+
+def test_places_report_has_both_ratios():
+    from benchmarks import bench_places
+
+    t = {"wall_s": 2.0, "cpu_s": 1.0}
+    rel = {"spans": 3, "spans_mostly_one_cab": 0, "top20_in_spans": 0.95, "passage_in_spans": 0.05}
+    out = {
+        "time": {"person": t, "stops": {"wall_s": 3.0, "cpu_s": 1.4}, "pickups": t},
+        "releases": {"stops": [rel], "pickups": [rel]},
+        "ratio_wall": {"stops": 1.5, "pickups": 1.0},
+        "ratio_cpu": {"stops": 1.4, "pickups": 1.0},
+    }
+    md = bench_places.markdown(out)
+    assert "| stops | 3.00 s | 1.50 | 1.40 s | 1.40 | 3 | 0 | 0.95 | 0.05 |" in md
+    assert "wall 1.50, CPU 1.40 (target <= 1.5)" in md

@@ -34,6 +34,7 @@ from .model import (
     with_params,
 )
 from .release.accountant import BudgetAccountant
+from .traces import Stops, TripEnds
 
 #: The one version source (pyproject.toml reads it from here).
 __version__ = "0.2.0"
@@ -41,6 +42,8 @@ __version__ = "0.2.0"
 __all__ = [
     "DPDBSCAN",
     "fit_lonlat",
+    "Stops",
+    "TripEnds",
     "SpanModel",
     "describe",
     "geojson",

@@ -23,7 +23,7 @@ from .plan.resolve import forecast_of, validated
 from .release.accountant import Accountant
 from .release.backends import Backend, NumpyBackend, resolve_backend
 from .release.backends.base import PointsInput
-from .spec.parameters import PARAMETERS
+from .spec.parameters import PARAMETERS, check_units
 from .spec.specs import ReleaseSpec, Seed
 from .spec.validation import (
     bounds_from_data,
@@ -32,6 +32,7 @@ from .spec.validation import (
     check_positive,
     standardised_note,
 )
+from .traces import Stops, TripEnds
 
 
 class DPDBSCAN(ClusterMixin, BaseEstimator):
@@ -114,6 +115,17 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         Person-level releases: at most this many points m of one unit count
         in a cell. A cell's count is then at most m times the number of
         units seen there (with m = 1: the number of people).
+    events : Stops or TripEnds, default=None
+        Person-level releases of places, not passage: count each unit's
+        stops (``Stops(radius, duration)``: runs of its points within
+        ``radius`` of their first point for at least ``duration`` seconds,
+        one point each) or its trip ends (``TripEnds("pickup")``, from a 0/1
+        ``status``) instead of all its rows, before its contribution is
+        bounded. Needs ``units`` and ``times`` in ``fit`` (and ``status``
+        for trip ends); each unit's events come from its own rows alone, so
+        the unit-level guarantee is unchanged (docs/places.md,
+        docs/privacy.md section 1). ``radius`` is in the data's units
+        (km, or text such as "100m", with :func:`fit_lonlat`).
     theta : float, default=None
         Threshold of the sparse histogram; by default the smallest value that
         releases at most ``max_empty_cells`` empty cells in expectation.
@@ -252,6 +264,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         core: Literal["density", "bound"] = "density",
         max_cells_per_unit: int | Literal["auto"] | None = None,
         max_points_per_cell: int = 1,
+        events: Stops | TripEnds | None = None,
         accountant: Accountant | None = None,
         ledger: Ledger | None = None,
         backend: Backend | Literal["numpy", "dask"] | None = "numpy",
@@ -278,6 +291,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.core = core
         self.max_cells_per_unit = max_cells_per_unit
         self.max_points_per_cell = max_points_per_cell
+        self.events = events
         self.accountant = accountant
         self.ledger = ledger
         self.backend = backend
@@ -288,7 +302,15 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         # a warning (a weak epsilon) points at the line that called fit or forecast
         return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel, unit_name=unit_name)
 
-    def fit(self, X: PointsInput, y: object = None, *, units: ArrayLike | str | None = None) -> Self:
+    def fit(
+        self,
+        X: PointsInput,
+        y: object = None,
+        *,
+        units: ArrayLike | str | None = None,
+        times: ArrayLike | None = None,
+        status: ArrayLike | None = None,
+    ) -> Self:
         """Release DP spans of ``X``. Returns self.
 
         Parameters
@@ -309,11 +331,23 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             (``max_cells_per_unit``, ``max_points_per_cell``). With the Dask
             backend: the name of the unit column. None: each row is its own
             unit (event-level).
+        times : array-like of shape (n_samples,), default=None
+            With ``events``: each row's time (unix seconds, ISO 8601 text, or
+            timestamps); a row whose time is missing or unreadable is dropped.
+        status : array-like of shape (n_samples,), default=None
+            With ``events=TripEnds(...)``: each row's 0/1 status (0 free,
+            1 carrying); any other value drops the row.
         """
-        return self._fit(X, {}, units)
+        return self._fit(X, {}, units, times, status)
 
     def _fit(
-        self, X: PointsInput, metadata: dict[str, Any], units: Any = None, command: str = "DPDBSCAN.fit"
+        self,
+        X: PointsInput,
+        metadata: dict[str, Any],
+        units: Any = None,
+        times: Any = None,
+        status: Any = None,
+        command: str = "DPDBSCAN.fit",
     ) -> Self:
         """:meth:`fit`, with public ``metadata`` for the model (fit_lonlat's
         projection): the model is made once, with everything it records.
@@ -324,6 +358,16 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
                 "a ledger charges differentially private releases, and bounds taken from the data "
                 "void the guarantee: give public bounds=(lower, upper)"
             )
+        check_units(p, units is not None)
+        if p["events"] is not None:
+            # public: the user's parameters; refused before X is looked at
+            p["events"] = p["events"].resolved(geo="projection" in metadata)
+            if times is None:
+                raise ValueError("events= needs each row's time: pass times= to fit()")
+            if p["events"].needs_status and status is None:
+                raise ValueError("events=TripEnds(...) needs each row's 0/1 status: pass status= to fit()")
+            if not isinstance(resolve_backend(p["backend"]), NumpyBackend):
+                raise ValueError("events= (stops, trip ends) run on the numpy backend only, for now")
         names = _feature_names(X)
         epsilon = p["epsilon"]
         backend = resolve_backend(p["backend"])
@@ -356,6 +400,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
                 accountant=self.accountant,
                 metadata=metadata,
                 units=units,
+                times=times,
+                status=status,
                 before_release=charge.reserve,
                 stacklevel=3,
             )
@@ -477,6 +523,8 @@ def fit_lonlat(
     epsilon: float = 1.0,
     ref_lat: float | None = None,
     units: ArrayLike | None = None,
+    times: ArrayLike | None = None,
+    status: ArrayLike | None = None,
     **kwargs: Any,
 ) -> SpanModel:
     """Release DP spans of longitude/latitude points, the Python side of
@@ -499,6 +547,10 @@ def fit_lonlat(
     units : array-like of shape (n,), optional
         The privacy unit of each row, as for :meth:`DPDBSCAN.fit` (with
         ``max_cells_per_unit`` among the keyword arguments).
+    times, status : array-like of shape (n,), optional
+        With ``events=Stops("100m", "5min")`` or ``events=TripEnds(...)``
+        among the keyword arguments: as for :meth:`DPDBSCAN.fit`. The stop
+        radius is a length on the ground ("100m") or a number of km.
 
     Returns
     -------
@@ -532,7 +584,7 @@ def fit_lonlat(
         "bounds_source": "public (fit_lonlat bounds)",
         "eps_text": str(eps),
     }
-    return est._fit(proj.forward(X), metadata, units, command="fit_lonlat").spans_
+    return est._fit(proj.forward(X), metadata, units, times, status, command="fit_lonlat").spans_
 
 
 class _LedgerCharge:
@@ -552,9 +604,11 @@ class _LedgerCharge:
         person: bool,
     ) -> None:
         self.ledger, self.command, self.person = ledger, command, person
-        skip = ("random_state", "accountant", "ledger", "backend")
+        skip = ("random_state", "accountant", "ledger", "backend", "events")
         self.params: dict[str, Any] = {
             **{k: v for k, v in p.items() if k not in skip},
+            # public: what each unit's rows become before bounding (a record, not the object)
+            "events": None if p.get("events") is None else p["events"].record(),
             "randomness": "secure" if p["random_state"] is None else "seeded (insecure; seed not stored)",
             "bounds": {"lower": [float(v) for v in lower], "upper": [float(v) for v in upper]},
             **{k: metadata[k] for k in ("bounds_degrees", "eps_text") if k in metadata},

@@ -39,9 +39,10 @@ from .progress import stage
 from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
-from .release.bounding import count_distinct_units
+from .release.bounding import count_distinct_units, factorize
 from .release.mechanism import release_choosing, release_histogram
 from .spec.specs import ReleaseSpec, SpanSpec
+from .traces import Events, event_rows, group_codes, take_rows
 
 #: A delta within this factor of one over the number of units is "not far
 #: below" it: the private note of :func:`_delta_note`.
@@ -81,6 +82,8 @@ def fit(
     accountant: Accountant | None = None,
     metadata: Mapping[str, Any] | None = None,
     units: Any = None,
+    times: Any = None,
+    status: Any = None,
     before_release: Callable[[ReleaseSpec], object] | None = None,
     stacklevel: int = 2,
 ) -> SpanModel:
@@ -99,9 +102,15 @@ def fit(
     the candidates' releases (:func:`dpdbscan.release.mechanism.release_choosing`);
     the accountant is charged the whole release once, choice included.
 
+    ``p["events"]`` (:class:`dpdbscan.traces.Stops` or ``TripEnds``, its
+    lengths already in ``X``'s units): each unit's rows are replaced by its
+    stops or trip ends (read with ``times`` and ``status``, one per row)
+    before anything is bounded or counted (:func:`events_of`).
+
     ``before_release``: called with the resolved release (public) after the
-    accountant's check and before the mechanism reads a point; it may refuse
-    by raising (a ledger's reservation, :meth:`dpdbscan.ledger.Ledger.reserve`).
+    accountant's check and before the mechanism reads a point (or the events
+    are made); it may refuse by raising (a ledger's reservation,
+    :meth:`dpdbscan.ledger.Ledger.reserve`).
     """
     r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1)
     fc = forecast(r.release, r.spans)
@@ -112,6 +121,13 @@ def fit(
         charge(accountant, r.release, spend=False)
     if before_release is not None:
         before_release(r.release)
+    events = p.get("events")
+    if events is not None:
+        X, units = events_of(events, X, units, times, status)
+        metadata = {
+            **(metadata or {}),
+            "events": {**events.record(), **dict(metadata or {}).get("events", {})},
+        }
     if r.choices:
         stage("counting cells, adding noise and choosing k")
         made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
@@ -161,6 +177,29 @@ def fit(
     if note:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     return model
+
+
+def events_of(events: Events, X: Any, units: Any, times: Any, status: Any) -> tuple[np.ndarray, Any]:
+    """``(X, units)`` of each unit's stops or trip ends (one row each).
+
+    The single place where a release's rows become places: every door
+    (the estimator, ``fit_lonlat``, the command line) passes through
+    :func:`fit`. Each unit's events are a function of its own rows only
+    (:mod:`dpdbscan.traces`), so neighbouring inputs (one unit's rows more
+    or less) give neighbouring inputs to the mechanism: the unit-level
+    guarantee holds unchanged (docs/privacy.md section 1)."""
+    X = np.asarray(X, dtype=np.float64)
+    rows = events_rows(events, X, units, times, status)
+    return X[rows], take_rows(units, rows)
+
+
+def events_rows(events: Events, X: np.ndarray, units: Any, times: Any, status: Any) -> np.ndarray:
+    """The rows :func:`events_of` keeps (ascending), one per event: the
+    event's first point (a series over time places it by that point's time)."""
+    codes = group_codes(units)
+    if codes is None:
+        codes, _ = factorize(units)
+    return event_rows(events, X, codes, times, status)
 
 
 def charge(accountant: Accountant, release: ReleaseSpec, *, spend: bool) -> None:

@@ -27,7 +27,7 @@ from ..plan.forecast import fit_cost
 from ..plan.resolve import forecast_of
 from ..release.bounding import BoundingKey, factorize, pairs_of
 from .common import EXIT_OK, ArgTarget, Notes, _column_tokens, _floats, _say_read, _split_bounds, _Warnings
-from .fit import Points, _rows_all, check_fit_params, clipping_counts, outside_hint, read_points
+from .fit import Points, _rows_all, check_fit_params, clipping_counts, outside_hint, read_points, with_events
 from .options import (
     add_dbscan_options,
     add_domain_options,
@@ -70,9 +70,11 @@ def cmd_check(args: argparse.Namespace, sink: _Warnings) -> int:
     bounds_in = _floats(args.bounds, "--bounds")
     start = time.perf_counter()
     pts = read_points(args, p, notes, bounds_in, _column_tokens(args.columns))
+    _say_read(args.input, pts.X, pts.names, notes)
+    # with --stops or --trip-ends the release counts each unit's events: so does the check
+    pts = with_events(args, pts, p, notes)
     read_seconds = time.perf_counter() - start
     counts = pts.counts if pts.counts is not None else clipping_counts(pts.X, pts.lower, pts.upper)
-    _say_read(args.input, pts.X, pts.names, notes)
     lower_in, upper_in = _split_bounds(bounds_in, pts.X.shape[1], args.geo)
     for line in data_lines(pts, counts, lower_in, upper_in, bounds_in):
         notes(line)

@@ -17,10 +17,10 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..exceptions import PrivacyLeakWarning, PrivateNoteWarning, WeakPrivacyWarning
-from ..files import InputPlan, InputPoints, ReadOptions, open_input
+from ..files import InputPlan, InputPoints, ReadOptions, open_input, read_columns
 from ..files.reader import BlockHook
 from ..geometry import projection as _geo
 from ..model import SpanModel, load_model
@@ -345,6 +345,32 @@ def _open(path, columns, args, *, model=None, geo=False) -> InputPlan:
 
     return open_input(
         path, read_options(args, columns), d=public_dimension(args, columns, model), choose=choose
+    )
+
+
+def read_trace_columns(
+    args: argparse.Namespace, columns: list[str] | None, time: str, status: str | None
+) -> tuple[Any, Any]:
+    """A trace's time and status columns of ``args.input``, row for row with
+    the points :func:`_open` reads with the same options, in one more pass
+    (:func:`dpdbscan.files.read_columns`; nothing parsed)."""
+
+    def token(column: str) -> str | int:
+        return int(column) if str(column).isdigit() else column
+
+    geo = bool(getattr(args, "geo", False))
+
+    def choose(names, numeric):
+        return _geo.default_geo_columns(names) if geo else None
+
+    return read_columns(
+        args.input,
+        token(time),
+        None if status is None else token(status),
+        read_options(args, columns),
+        d=public_dimension(args, columns),
+        choose=choose,
+        progress=_progress_flag(args),
     )
 
 

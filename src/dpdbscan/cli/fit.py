@@ -9,7 +9,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,13 +24,16 @@ from ..geometry import projection as _geo
 from ..geometry.projection import Equirectangular
 from ..model import save_geojson, save_model
 from ..model import summary as model_summary
+from ..pipeline import events_of, events_rows
 from ..pipeline import fit as fit_release
 from ..plan.resolve import check_scale, validated
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..render import plotting
+from ..series import SeriesPlan, fit_series
 from ..spec.parameters import check_param, check_units
 from ..spec.validation import bounds_from_data, standardised_note
+from ..traces import Events, Stops, TripEnds, parse_times, take_rows
 from .common import (
     EXIT_OK,
     EXIT_PARTIAL,
@@ -50,10 +53,12 @@ from .common import (
     check_writable,
     read_options,
     read_plan,
+    read_trace_columns,
     write_temp,
 )
 from .ledger import charging
 from .maps import picture_options
+from .series import check_series, periods_path, wants_series, write_periods_csv
 
 if TYPE_CHECKING:
     from ..model.record import SpanModel
@@ -101,6 +106,7 @@ def check_fit_params(
         values["n_expected"] = args.n_expected
     if getattr(args, "selection", None) is not None:
         values["selection"] = args.selection
+    values["events"] = events_from_args(args)
     given = {k: v for k, v in values.items() if v is not None or k not in _DBSCAN}
     unit = getattr(args, "unit", None)
     # the --unit option's name (public) says what one unit is in the warnings' words
@@ -118,6 +124,11 @@ def check_fit_params(
             check_param("min_samples", m, cli=True)
     if args.ref_lat is not None and not args.geo:
         raise ValueError("--ref-lat only applies with --geo")
+    if p["events"] is not None and args.backend == "dask":
+        raise ValueError(
+            "--stops and --trip-ends read each unit's trace in time order; the Dask backend "
+            "shuffles (unit, cell) counts, not points, so it cannot yet: use --backend numpy"
+        )
     if args.scheduler and args.backend != "dask":
         raise ValueError("--scheduler needs --backend dask")
     if args.bounds is None and not args.bounds_from_data:
@@ -129,6 +140,35 @@ def check_fit_params(
         raise ValueError("give either --bounds or --bounds-from-data, not both")
     _check_scale_early(args, p)
     return p
+
+
+def events_from_args(args: argparse.Namespace, *, reads: bool = True) -> Events | None:
+    """``--stops`` or ``--trip-ends`` as a resolved transformation (public:
+    the options alone), or None; refused with a message naming the option
+    before any file is read. ``reads``: the command reads data, so the
+    transformation needs ``--time``."""
+    stops, ends_col = getattr(args, "stops", None), getattr(args, "trip_ends", None)
+    time_col, ends = getattr(args, "time", None), getattr(args, "ends", None)
+    if stops is not None and ends_col is not None:
+        raise ValueError("give --stops or --trip-ends, not both (one release counts one kind of place)")
+    if ends is not None and ends_col is None:
+        raise ValueError("--ends goes with --trip-ends COLUMN")
+    if stops is None and ends_col is None:
+        if time_col is not None and getattr(args, "per", None) is None:
+            raise ValueError("--time is read only for --stops, --trip-ends or --per")
+        return None
+    if reads and time_col is None:
+        raise ValueError(
+            f"{'--stops' if stops is not None else '--trip-ends'} needs --time COLUMN: each unit's "
+            "points are read in time order"
+        )
+    geo = bool(getattr(args, "geo", False))
+    try:
+        if stops is not None:
+            return Stops(*stops).resolved(geo=geo)
+        return TripEnds(ends or "pickup").resolved(geo=geo)
+    except ValueError as exc:
+        raise ValueError(f"{'--stops' if stops is not None else '--ends'}: {exc}") from None
 
 
 def _check_scale_early(args: argparse.Namespace, p: dict) -> None:
@@ -164,9 +204,16 @@ def _dask_backend(args, columns):
 
 
 def fit_from_args(
-    args: argparse.Namespace, sink: _Warnings, p: dict, min_samples: int, notes: Notes
+    args: argparse.Namespace,
+    sink: _Warnings,
+    p: dict,
+    min_samples: int,
+    notes: Notes,
+    series: SeriesPlan | None = None,
 ) -> SpanModel:
-    """Run one release with the validated parameters ``p``; returns the SpanModel."""
+    """Run one release with the validated parameters ``p``; returns the SpanModel.
+    ``series``: a series over time (``--per``): the spans of the horizon and
+    the span x period table, recorded in the model (:func:`dpdbscan.series.fit_series`)."""
     bounds_in = None if args.bounds is None else _floats(args.bounds, "--bounds")
     columns = _column_tokens(args.columns)
     meta: dict[str, Any] = {
@@ -220,6 +267,8 @@ def fit_from_args(
     if not dask:
         _say_read(args.input, X, names, notes)
         _note_clipping(pts, notes, bounds_in, pts.counts)
+        pts = with_events(args, pts, p, notes, meta)
+        X, units = pts.X, pts.units
 
     if getattr(args, "preload_png", False):
         preload_matplotlib()
@@ -231,11 +280,16 @@ def fit_from_args(
         )
     with progress("fitting", enabled=_progress_flag(args), ticking=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
+        if series is not None:
+            return _series_model(
+                args, sink, pts, {**p, "min_samples": min_samples, "events": None}, series, meta
+            )
         model = fit_release(
             X,
             lower,
             upper,
-            {**p, "min_samples": min_samples},
+            # the events are made above (with_events), once
+            {**p, "min_samples": min_samples, "events": None},
             backend=backend,
             metadata=meta,
             units=units,
@@ -248,6 +302,26 @@ def fit_from_args(
         # (which it cannot change) and even with --quiet
         print(f"{PRIVATE} dpdbscan: PRIVACY WARNING: {note}", file=sys.stderr)
     return model
+
+
+def _series_model(
+    args: argparse.Namespace, sink: _Warnings, pts: Points, p: dict, series: SeriesPlan, meta: dict
+) -> SpanModel:
+    """:func:`dpdbscan.series.fit_series` of the points read."""
+    made = fit_series(
+        pts.X,
+        pts.lower,
+        pts.upper,
+        p,
+        pts.units,
+        pts.times,
+        series,
+        unit_name=None if pts.unit_name is None else str(pts.unit_name),
+        metadata={**meta, "time_column": str(args.time)},
+        stacklevel=4,
+    )
+    sink.flush()
+    return made.model
 
 
 def note_id_columns(schema_names: Sequence[str] | None, chosen: Sequence[str] | None) -> None:
@@ -290,6 +364,8 @@ class Points:
     units: Any = None
     unit_name: str | None = None
     schema_names: list | None = None
+    times: Any = None
+    status: Any = None
 
 
 def read_points(
@@ -313,14 +389,75 @@ def read_points(
             _geo.check_lonlat_names(plan.names)
         if bounds_in is not None:
             _split_bounds(bounds_in, plan.d, args.geo)
+        trace = trace_columns(args, p, plan.schema_names)
         got = read_plan(plan, args, notes, block_hook=prep)
+    # the trace's time and status: a second pass, row for row with the points
+    time_col, status_col = trace
+    times, status = (
+        (None, None) if time_col is None else read_trace_columns(args, columns, time_col, status_col)
+    )
     X, names = got.X, got.names
     lower, upper, proj = public_box(args, bounds_in, X.shape[1], X, {} if meta is None else meta)
     counts = None if prep is None else prep.result(X.shape[0])
     if proj is not None and counts is None:
         # in place: X is this command's own copy of the file's values
         X = proj.forward(X, out=X) if X.flags.writeable else proj.forward(X)
-    return Points(X, names, lower, upper, proj, counts, got.units, got.unit_name, plan.schema_names)
+    return Points(
+        X, names, lower, upper, proj, counts, got.units, got.unit_name, plan.schema_names, times, status
+    )
+
+
+def trace_columns(
+    args: argparse.Namespace, p: dict, schema_names: Sequence[str] | None
+) -> tuple[str | None, str | None]:
+    """``(time column, status column)`` of ``--stops``/``--trip-ends``
+    (None where not needed), refused before any record is read when a
+    declared header or schema does not have them (public names)."""
+    events = p.get("events")
+    if events is None:
+        if getattr(args, "per", None) is None:
+            return None, None
+        if (
+            schema_names is not None
+            and str(args.time) not in map(str, schema_names)
+            and not str(args.time).isdigit()
+        ):
+            raise ValueError(f"{args.input}: --time {args.time!r} is not a column of the file")
+        return args.time, None
+    wanted = [("--time", args.time)] + ([("--trip-ends", args.trip_ends)] if events.needs_status else [])
+    for option, col in wanted:
+        if schema_names is not None and str(col) not in map(str, schema_names) and not str(col).isdigit():
+            raise ValueError(f"{args.input}: {option} {col!r} is not a column of the file")
+    return args.time, (args.trip_ends if events.needs_status else None)
+
+
+def with_events(
+    args: argparse.Namespace, pts: Points, p: dict, notes: Notes, meta: dict | None = None
+) -> Points:
+    """The points as the release counts them: with ``--stops`` or
+    ``--trip-ends``, each unit's stops or trip ends (one row each, from its
+    own rows alone: :func:`dpdbscan.pipeline.events_of`, the estimator's
+    too); else ``pts`` unchanged. ``meta`` receives the public record of the
+    transformation."""
+    events = p.get("events")
+    if events is None:
+        return pts
+    n_rows = pts.X.shape[0]
+    times = None
+    if getattr(args, "per", None) is not None:
+        # a series places each event in the period of its first point's time
+        rows = events_rows(events, np.asarray(pts.X, dtype=np.float64), pts.units, pts.times, pts.status)
+        X, units, times = pts.X[rows], take_rows(pts.units, rows), parse_times(pts.times)[rows]
+    else:
+        X, units = events_of(events, pts.X, pts.units, pts.times, pts.status)
+    what = "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
+    notes(f"{X.shape[0]:,} {what} of the units found in {n_rows:,} rows are counted")
+    if meta is not None:
+        # public: the options and the declared header or schema's names
+        meta["events"] = {**events.record(), "time_column": str(args.time)}
+        if events.needs_status:
+            meta["events"]["status_column"] = str(args.trip_ends)
+    return replace(pts, X=X, units=units, counts=None, times=times, status=None)
 
 
 def check_columns(args: argparse.Namespace, p: dict, d: int, names: Sequence[str] | None) -> None:
@@ -730,9 +867,25 @@ def cmd_fit(args: argparse.Namespace, sink: _Warnings) -> int:
     notes = Notes(args.quiet)
     paths = _out_paths(args, args.name or _stem(args.input))
     args.preload_png = paths["png"] is not None
-    with charging(args, p, "fit") as charged:  # --ledger: reserved before any record is read
-        model = fit_from_args(args, sink, p, p["min_samples"], notes)
+    series = check_series(args, p) if wants_series(args) else None
+    table = None if series is None else periods_path(args, args.name or _stem(args.input))
+    unit = None if getattr(args, "unit", None) is None else str(args.unit)
+    with charging(
+        args,
+        p,
+        "fit",
+        cost=None if series is None else series.cost,
+        extra=None if series is None else {"series": series.record(unit)},
+    ) as charged:  # --ledger: reserved before any record is read; a series once, at its whole cost
+        model = fit_from_args(args, sink, p, p["min_samples"], notes, series)
         written, failed = _write_outputs(model, paths, notes, picture)
+        if table is not None:
+            write_periods_csv(model, table)
+            written.append(str(table))
         charged(model, written)
     print(summary(model))
+    if series is not None:
+        print(
+            f"  series  : {model.metadata['series']['statement']}; the privacy line above is the spans' part"
+        )
     return _report(written, failed)

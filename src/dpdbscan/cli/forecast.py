@@ -11,8 +11,9 @@ from ..geometry import projection as _geo
 from ..model.codec import jsonable
 from ..plan.resolve import forecast_of, validated
 from ..spec.validation import check_positive
+from ..traces import event_words
 from .common import EXIT_OK, ArgTarget, _floats, _split_bounds, _Warnings
-from .fit import _border_arg, privacy_values
+from .fit import _border_arg, events_from_args, privacy_values
 from .options import DEFAULTS, add_unit_options
 
 EXAMPLES = """examples:
@@ -146,6 +147,13 @@ def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
         max_points_per_cell=args.max_points_per_cell,
     )
     p = validated(values, cli=True)
+    # --stops / --trip-ends: public; with them the counts are each unit's events
+    events = events_from_args(args, reads=False)
+    if events is not None and p["max_cells_per_unit"] is None:
+        raise ValueError(
+            "--stops and --trip-ends count each unit's stops or trip ends: a person-level release; "
+            "give --max-cells-per-unit K (as fit needs --unit COLUMN with it)"
+        )
     n = None if args.n_expected is None else check_positive("--n-expected", args.n_expected)
     n_units = None
     if args.n_units_expected is not None:
@@ -168,7 +176,10 @@ def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
         lower, upper = proj.project_bounds(lower, upper)
     fc = forecast_of(p, lower, upper, n_expected=n, n_units_expected=n_units, eps_ladder=ladder, cli=True)
     if args.json:
-        print(json.dumps(jsonable(fc.to_dict()), indent=2, allow_nan=False))
+        out = jsonable(fc.to_dict())
+        if events is not None:
+            out["events"] = events.record()
+        print(json.dumps(out, indent=2, allow_nan=False))
         return EXIT_OK
     length = _geo.format_km if geo else (lambda v: f"{v:g}")
     level = "" if fc.units is None else ", person-level"
@@ -176,6 +187,11 @@ def cmd_forecast(args: argparse.Namespace, sink: _Warnings) -> int:
         f"forecast for eps={length(fc.eps)}, min_samples={fc.min_samples:g}, "
         f"epsilon={fc.epsilon:g}{level} (public inputs only; nothing is read or spent)"
     )
+    if events is not None:
+        print(
+            f"counts  : {event_words(events.record(), length)}; --n-expected is then your guess of "
+            "the number of those points"
+        )
     short, volume = _formats(geo, fc.d)
     for line in fc.lines(length=short, volume=volume):
         print(line)

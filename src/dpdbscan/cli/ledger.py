@@ -158,26 +158,38 @@ def public_cost(args: argparse.Namespace, p: dict[str, Any]) -> Cost:
     and no ``--columns``), the grid and so the histogram are not known yet:
     the cost is then :func:`dpdbscan.ledger.upper_cost`, which no release at
     this (epsilon, delta) exceeds."""
+    box = public_box_of(args)
+    if box is None:
+        return upper_cost(p["epsilon"], p["delta"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fit itself says them
+        r = resolve(p, *box, units=getattr(args, "unit", None) is not None, cli=True)
+    return release_cost(r.release)
+
+
+def public_box_of(args: argparse.Namespace) -> tuple[Any, Any] | None:
+    """The public box (lower, upper) in the fit's coordinates (km with
+    --geo) from the options alone, or None when the number of columns is left
+    to the file or there are no --bounds."""
     d = public_dimension(args, _column_tokens(args.columns))
     if d is None or args.bounds is None:
-        return upper_cost(p["epsilon"], p["delta"])
+        return None
     lower, upper = _split_bounds(_floats(args.bounds, "--bounds"), d, args.geo)
     if args.geo:
         lower, upper = Equirectangular.from_bounds(lower, upper, args.ref_lat).project_bounds(lower, upper)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the fit itself says them
-        r = resolve(p, lower, upper, units=getattr(args, "unit", None) is not None, cli=True)
-    return release_cost(r.release)
+    return lower, upper
 
 
 def public_params(args: argparse.Namespace, p: dict[str, Any], command: str) -> dict[str, Any]:
     """What the ledger records of a release's parameters: the validated
     public ones, the input and the box as given; the seed only as whether
     there was one (it makes the noise predictable)."""
-    keep = {k: v for k, v in p.items() if k not in ("random_state", "backend")}
+    keep = {k: v for k, v in p.items() if k not in ("random_state", "backend", "events")}
     return {
         "command": command,
         **keep,
+        # public: what each unit's rows become before bounding (--stops, --trip-ends)
+        "events": None if p.get("events") is None else p["events"].record(),
         "randomness": "secure" if p.get("random_state") is None else "seeded (insecure; seed not stored)",
         "backend": str(args.backend),
         "input": str(args.input),
@@ -211,22 +223,30 @@ def _check_options(args: argparse.Namespace) -> tuple[str, str] | None:
 
 @contextmanager
 def charging(
-    args: argparse.Namespace, p: dict[str, Any], command: str
+    args: argparse.Namespace,
+    p: dict[str, Any],
+    command: str,
+    *,
+    cost: Cost | None = None,
+    extra: dict | None = None,
 ) -> Iterator[Callable[[SpanModel, Sequence[str]], None]]:
     """Reserve the release's cost in ``--ledger`` now, before any record is
     read (nothing happens without ``--ledger``), and yield the function to
     call once the files are written, with the model and the files. A command
     that fails after reserving marks the release failed; it stays counted,
-    as does one killed outright (then it stays "reserved")."""
+    as does one killed outright (then it stays "reserved"). ``cost``: the
+    whole command's cost when it is more than one release (a series over
+    time, charged once); ``extra``: public parameters recorded beside the
+    options."""
     given = _check_options(args)
     if given is None:
         yield lambda model, files: None
         return
     units = getattr(args, "unit", None)
     reservation = Ledger(*given).reserve(
-        public_cost(args, p),
+        public_cost(args, p) if cost is None else cost,
         command=command,
-        params=public_params(args, p, command),
+        params={**public_params(args, p, command), **(extra or {})},
         unit="event" if units is None else "person",
         unit_column=None if units is None else str(units),
     )

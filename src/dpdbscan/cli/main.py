@@ -32,6 +32,7 @@ from .maps import EXAMPLES as MAP_EXAMPLES
 from .maps import add_picture_options
 from .maps import register as register_map
 from .options import add_fit_options, add_input_options
+from .series import add_period_options
 from .sweep import cmd_sweep
 
 STREAMS = (
@@ -218,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_input_options(p, dask=True)
     add_fit_options(p, sweep=False)
+    add_period_options(p)
 
     p = add("predict", "label points with a saved model (-1 = noise); CSV out", cmd_predict)
     p.add_argument("model", help="span model JSON written by 'dpdbscan fit'")

@@ -268,6 +268,42 @@ def add_unit_options(p: ArgTarget, *, column: bool = True) -> None:
         type=_int_or_auto,
         help=when + "the most points one unit adds to a cell (default 1: a cell counts people)",
     )
+    add_trace_options(p)
+
+
+def add_trace_options(p: ArgTarget) -> None:
+    """Places, not passage: each unit's stops or trip ends instead of its
+    rows (dpdbscan.traces), before its contribution is bounded."""
+    t = p.add_argument_group("places from traces (person-level: with --unit; docs/places.md)")
+    t.add_argument(
+        "--time",
+        metavar="COLUMN",
+        default=None,
+        help="the column of each row's time, by name or 0-based index: unix seconds, ISO 8601 text "
+        "(UTC unless it says otherwise) or a Parquet timestamp; a row with a bad time is dropped",
+    )
+    t.add_argument(
+        "--stops",
+        nargs=2,
+        metavar=("RADIUS", "DURATION"),
+        default=None,
+        help="count each unit's stops instead of its rows: runs of its points (in time order) that "
+        "stay within RADIUS of where they began for at least DURATION, one point (the first) per "
+        "stop; e.g. --stops 100m 5min (RADIUS in the data's units without --geo)",
+    )
+    t.add_argument(
+        "--trip-ends",
+        metavar="COLUMN",
+        default=None,
+        help="count each unit's trip ends instead of its rows, from this 0/1 status column "
+        "(1: carrying; Cabs' occupied): see --ends",
+    )
+    t.add_argument(
+        "--ends",
+        choices=("pickup", "dropoff", "both"),
+        default=None,
+        help="with --trip-ends: a ride's first point (pickup, the default), its last (dropoff) or both",
+    )
 
 
 def _int_or_auto(text: str) -> int | str:

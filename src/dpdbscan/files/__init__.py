@@ -8,7 +8,7 @@ one at a time by the per-record rules of :mod:`.records`.
 from .formats import FORMATS, LABEL_COLUMN, FileFormat, format_of, is_index_column
 from .labels import write_labels
 from .layout import ReadOptions, resolve_columns
-from .reader import InputPlan, InputPoints, open_input, read_input, read_points
+from .reader import InputPlan, InputPoints, open_input, read_columns, read_input, read_points
 
 __all__ = [
     "FORMATS",
@@ -20,6 +20,7 @@ __all__ = [
     "format_of",
     "is_index_column",
     "open_input",
+    "read_columns",
     "read_input",
     "read_points",
     "resolve_columns",

@@ -37,7 +37,7 @@ them) is read like one file; its schema is the files' metadata.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -620,4 +620,81 @@ def _read_parquet(
     return X, pa.chunked_array(units, type=pf.schema.field(unit_name).type), n_missing
 
 
-__all__ = ["InputPlan", "InputPoints", "open_input", "read_input", "read_points", "BlockCounts"]
+# --------------------------------------------------------------------------- #
+# A companion column: a trace's time or status, row for row with the points
+
+
+def read_columns(
+    path: Path | str,
+    column: str | int,
+    flag: str | int | None = None,
+    options: ReadOptions | None = None,
+    *,
+    d: int | None = None,
+    choose: ColumnChooser | None = None,
+    progress: bool | None = None,
+) -> tuple[Any, Any]:
+    """Companion columns of ``path`` (a trace's time and, optionally, its
+    0/1 status ``flag``), row for row with :func:`read_input`'s points under
+    the same ``options``, in one more pass: ``(column, flag)``.
+
+    ``column`` as read, nothing parsed: a pyarrow array of the CSV fields'
+    bytes (null for a missing field or a malformed line), a Parquet column of
+    its declared type, or a .npy column. ``flag`` (None if not asked): a
+    Parquet or .npy column as declared, CSV values as numbers (NaN when not
+    a number). The columns are public input (names or 0-based indices),
+    refused before any record is read when the file does not have them.
+    Standard input cannot be read twice.
+    """
+    options = options or ReadOptions()
+    if str(path) == "-":
+        raise ValueError("standard input is read once; a time or status column needs a file (give its path)")
+    fmt = FileFormat("parquet") if Path(path).is_dir() else format_of(path, options.file_format)
+    if fmt.kind == "parquet":
+        _need_pyarrow("Parquet")
+        return _parquet_column(Path(path), column), (
+            None if flag is None else _parquet_column(Path(path), flag)
+        )
+    if fmt.kind == "npy":
+        arr = np.load(path, allow_pickle=False, mmap_mode="r")
+        arr = arr.reshape(-1, 1) if arr.ndim == 1 else arr
+        names = [str(i) for i in range(arr.shape[1])]
+        picked = [resolve_unit(names, c, where=str(path)) for c in (column, flag) if c is not None]
+        cols = [np.array(arr[:, j]) for j in picked]
+        return cols[0], (cols[1] if flag is not None else None)
+    # CSV: the same reader, the column as a "unit" (its bytes, exactly, aligned
+    # with the rows by the same per-record rules) and the flag as the one
+    # coordinate; the file's own points are not read again
+    columns = (flag,) if flag is not None else options.columns
+    with open_input(path, replace(options, columns=columns, unit=column), d=d, choose=choose) as plan:
+        got = plan.read(progress)
+    return got.units, (None if flag is None else got.X[:, 0])
+
+
+def _parquet_column(path: Path, column: str | int) -> Any:
+    import pyarrow as pa
+
+    try:
+        pf = _ParquetSource(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise _io_error(str(path), "Parquet", exc) from None
+    try:
+        j = resolve_unit(pf.schema.names, column, where=str(path))
+        name = pf.schema.names[j]
+        chunks = [batch.column(name) for batch in pf.batches([name])]
+    except (pa.ArrowException, OSError) as exc:
+        raise _io_error(str(path), "Parquet", exc) from None
+    finally:
+        pf.close()
+    return pa.chunked_array(chunks, type=pf.schema.field(name).type)
+
+
+__all__ = [
+    "InputPlan",
+    "InputPoints",
+    "open_input",
+    "read_columns",
+    "read_input",
+    "read_points",
+    "BlockCounts",
+]

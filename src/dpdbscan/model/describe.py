@@ -11,6 +11,7 @@ from ..post.coretests import core_test
 from ..post.coretests.base import grid_words, histogram_words
 from ..post.coretests.density.margins import swamped
 from ..post.coretests.density.test import density_margin
+from ..traces import event_words
 from .codec import jsonable, unit_choice_dict
 from .guarantee import eps_candidates, guarantee, unit_noun
 from .levels import is_levels, level_lines
@@ -283,7 +284,14 @@ def unit_lines(model: SpanModel) -> list[str]:
             f"{c.candidates[-1]:,}) by the exponential mechanism, for {c.share:.0%} of rho"
         )
     # the accuracy statement is about what was counted, not the raw rows
-    return [line + "; the guarantee's clusters are those of the data so bounded"]
+    lines = [line + "; the guarantee's clusters are those of the data so bounded"]
+    events = model.metadata.get("events")
+    if events:
+        lines.append(
+            f"  events  : counted {event_words(events, length_of(model))}; each unit's from its own rows "
+            "alone, so the protection of each unit is unchanged"
+        )
+    return lines
 
 
 def origin_lines(model: SpanModel) -> list[str]:

@@ -48,6 +48,10 @@ def to_geojson(
     or ``area`` in squared data units otherwise, and ``noisy_mass`` (the sum
     of the released noisy counts of the histogram cells the span touches;
     null when the model has no histogram).
+
+    The spans of a series over time (``metadata["series"]``) also state the
+    unit protected, the lifetime budget and its statement: ``epsilon`` above
+    is then only the spans' part of it.
     """
     grid = model.grid
     if grid.d != 2:
@@ -98,8 +102,22 @@ def to_geojson(
             "min_samples": model.spec.min_samples,
             **coordinate_fields(model, transform),
             "coordinate_decimals": precision,
+            **_series_properties(model),
         },
         "features": features,
+    }
+
+
+def _series_properties(model: SpanModel) -> dict:
+    """What a series' GeoJSON says of its guarantee (empty for one release)."""
+    series = model.metadata.get("series")
+    if not series:
+        return {}
+    return {
+        "unit_protected": series["unit"],
+        "lifetime_budget": dict(series["lifetime_budget"]),
+        "privacy": series["statement"],
+        "periods": {k: series["periods"][k] for k in ("per", "from", "to", "tz", "n_periods")},
     }
 
 

@@ -302,21 +302,32 @@ def _codes(grid: Grid, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def kept_pairs(grid: Grid, pairs: Pairs, bound: UnitBound, key: BoundingKey) -> np.ndarray:
     """Which pairs the bound keeps: each unit's ``max_cells_per_unit`` pairs
     of smallest priority (a boolean mask over ``pairs``)."""
-    n = pairs.keys.size
-    k = int(bound.max_cells_per_unit)
+
+    def priorities(idx: np.ndarray) -> np.ndarray:
+        return words64(pairs.unit_words[pairs.units[idx]], cell_words(grid, pairs.keys[idx]), key.philox)
+
+    return keep_smallest(pairs.units, int(bound.max_cells_per_unit), priorities)
+
+
+def keep_smallest(units: np.ndarray, k: int, priorities: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """A mask keeping each unit's ``k`` pairs of smallest priority, over pairs
+    sorted by unit (then key). ``priorities(idx)`` gives the priorities of the
+    pairs at ``idx``; it is called only for the units with more than k pairs
+    (the others keep them all). Shared by the cells' bound and the periods'
+    (:mod:`dpdbscan.release.periodtable`)."""
+    n = units.size
     if n == 0:
         return np.zeros(0, dtype=bool)
-    # units with at most k cells keep them all: no priorities needed there
-    start = np.flatnonzero(np.concatenate(([True], pairs.units[1:] != pairs.units[:-1])))
+    start = np.flatnonzero(np.concatenate(([True], units[1:] != units[:-1])))
     size = np.diff(np.append(start, n))
     over = np.repeat(size > k, size)
     keep = ~over
     if over.any():
         idx = np.flatnonzero(over)
-        prio = words64(pairs.unit_words[pairs.units[idx]], cell_words(grid, pairs.keys[idx]), key.philox)
-        # by unit, then priority (then cell key, already the order within a unit)
-        order = np.lexsort((prio, pairs.units[idx]))
-        u = pairs.units[idx][order]
+        prio = priorities(idx)
+        # by unit, then priority (then key, already the order within a unit)
+        order = np.lexsort((prio, units[idx]))
+        u = units[idx][order]
         first = np.flatnonzero(np.concatenate(([True], u[1:] != u[:-1])))
         rank = np.arange(idx.size) - np.repeat(first, np.diff(np.append(first, idx.size)))
         keep[idx[order[rank < k]]] = True
@@ -377,6 +388,7 @@ __all__ = [
     "count_units",
     "count_units_choosing",
     "factorize",
+    "keep_smallest",
     "kept_pairs",
     "pairs_of",
     "run_length",

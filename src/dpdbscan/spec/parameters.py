@@ -225,6 +225,14 @@ PARAMETERS: dict[str, Param] = {
     # chosen privately by the release (plan.units, release.unitchoice)
     "max_cells_per_unit": Param(None, (NoneValue(), Options("auto"), Integer(1)), "--max-cells-per-unit"),
     "max_points_per_cell": Param(1, (Integer(1),), "--max-points-per-cell"),
+    # each unit's stops or trip ends instead of its rows (dpdbscan.traces), before
+    # bounding; on the command line --stops RADIUS DURATION or --trip-ends COLUMN
+    "events": Param(
+        None,
+        (NoneValue(), HasMethods("rows", "resolved", what="dpdbscan.Stops(...) or dpdbscan.TripEnds(...)")),
+        _NO_CLI,
+        False,
+    ),
     "accountant": Param(
         None,
         (NoneValue(), HasMethods("check", "spend", what="an accountant with check() and spend()")),
@@ -349,6 +357,13 @@ def check_units(p: dict[str, Any], units: bool, *, cli: bool = False) -> None:
     people when it protects rows."""
     opt = namer(cli)
     k = p["max_cells_per_unit"]
+    if p.get("events") is not None and not units:
+        what, where = ("--stops and --trip-ends", "--unit COLUMN") if cli else ("events=", "units= to fit()")
+        raise ValueError(
+            f"{what} turn each unit's trace into its stops or trip ends, which needs a privacy unit "
+            f"({where}): with each row its own unit, one row can split or merge a stop, so no "
+            "row-level guarantee covers them. Pass the unit (a cab, a person) and its bounds"
+        )
     if units and k is None:
         raise ValueError(
             f"with privacy units, {opt('max_cells_per_unit')} is required: the number of cells each "

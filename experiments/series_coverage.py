@@ -1,0 +1,94 @@
+"""Does a series' spans cover the busy (period, cell) pairs of Cabs pick-ups?
+
+The check of docs/privacy.md §5.2's series on real traces: run ``dpdbscan
+fit --per ... --trip-ends occupied`` on ``cabs_sf_cabs.parquet`` (commands in
+the CHANGELOG), then
+
+    python -m experiments.series_coverage OUT/NAME.spans.json
+
+takes the 5 cells (of the release's grid) with the most pick-ups over the
+horizon and, for every (period, cell) among them where at least 100 distinct
+cabs picked up in that period, whether the cell lies in a span. It reads the
+private data to score a release (a measurement, not a release) and prints one
+JSON line: the pairs, how many are covered and the share.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+from dpdbscan import load_model
+from dpdbscan.geometry import projection as _geo
+from dpdbscan.model.predict import predict_spans
+from dpdbscan.pipeline import events_rows
+from dpdbscan.traces import TripEnds, parse_times
+from dpdbscan.traces.periods import Periods
+
+from .data import data_path
+
+BUSIEST = 5
+MIN_CABS = 100
+
+
+def coverage(model_path: str) -> dict:
+    import pyarrow.parquet as pq
+
+    model = load_model(model_path)
+    t = pq.read_table(data_path("cabs_sf_cabs.parquet"), columns=["x", "y", "cab", "time", "occupied"])
+    X = np.column_stack([t["x"].to_numpy(), t["y"].to_numpy()]).astype(float)
+    rows = events_rows(TripEnds("pickup").resolved(geo=True), X, t["cab"], t["time"], t["occupied"])
+    proj = _geo.projection_of(model)
+    if proj is None:
+        raise ValueError("a --geo model is needed")
+    P = proj.forward(X[rows])
+    cab = np.asarray(t["cab"].take(rows).to_pylist())
+    s = model.metadata["series"]["periods"]
+    per = Periods(s["per"], s["from"], s["to"], None if s["tz"] == "UTC" else s["tz"])
+    idx = per.index(parse_times(t["time"].take(rows)))
+    grid = model.grid
+    inside = grid.inside(P) & (idx >= 0)
+    P, cab, idx = P[inside], cab[inside], idx[inside]
+    keys = grid.keys_of_points(P)
+    uk, cnt = np.unique(keys, return_counts=True)
+    top = uk[np.argsort(-cnt)[:BUSIEST]]
+    rk, rl = model.regions()
+    pairs = covered = 0
+    spans_of_top = []
+    for key in top:
+        sel = keys == key
+        span = int(predict_spans(grid, rk, rl, P[sel][:1])[0])  # one cell: one label
+        spans_of_top.append(span)
+        for ti in range(per.n_periods):
+            if np.unique(cab[sel & (idx == ti)]).size >= MIN_CABS:
+                pairs += 1
+                covered += span >= 0
+    # the table against the unbounded truth: distinct cabs with a pick-up in
+    # each span in each period (what m = 1 counts before the k-pair bound)
+    labels = predict_spans(grid, rk, rl, np.clip(P, grid.lower, grid.upper))
+    truth = np.zeros((model.n_spans, per.n_periods))
+    for sp in range(model.n_spans):
+        for ti in range(per.n_periods):
+            truth[sp, ti] = np.unique(cab[(labels == sp) & (idx == ti)]).size
+    noisy = np.array(model.metadata["series"]["table"]["noisy_mass"], dtype=float).reshape(truth.shape)
+    big = truth >= MIN_CABS
+    return {
+        "per": s["per"],
+        "table_median_noisy_over_distinct_cabs": (
+            float(np.median(noisy[big] / truth[big])) if big.any() else None
+        ),
+        "table_entries_with_100_cabs": int(big.sum()),
+        "table_median_abs_error_vs_distinct_cabs": float(np.median(np.abs(noisy - truth))),
+        "n_periods": per.n_periods,
+        "n_spans": model.n_spans,
+        "busy_pairs": pairs,
+        "covered": covered,
+        "share": covered / max(pairs, 1),
+        "top_cell_spans": spans_of_top,
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(coverage(sys.argv[1])))

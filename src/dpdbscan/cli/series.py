@@ -1,0 +1,151 @@
+"""``fit --per``: hotspots over time under one lifetime budget per unit.
+
+The options (``--per``, ``--from``, ``--to``, ``--tz``, the table's share and
+bound) are public and checked, with the whole plan made
+(:func:`dpdbscan.series.plan_series`), before any record is read; ``--ledger``
+is then charged ONCE at the series' total cost. Besides the spans' files
+(JSON, GeoJSON, PNG), ``<stem>.periods.csv`` holds the span x period table;
+every file states the unit protected and the lifetime budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..series import DEFAULT_SHARE, LEVEL, SeriesPlan, plan_series
+from ..traces.periods import KINDS, Periods
+from .common import ArgTarget, atomic_write, check_writable
+from .ledger import public_box_of
+
+if TYPE_CHECKING:
+    from ..model.record import SpanModel
+
+
+def add_period_options(p: ArgTarget) -> None:
+    """The options of a series over time (fit only)."""
+    g = p.add_argument_group(
+        "hotspots over time (with --unit and --time; one lifetime budget per unit for the whole series)"
+    )
+    g.add_argument(
+        "--per",
+        choices=KINDS,
+        default=None,
+        help="find the spans once over the horizon, then release each span's noisy mass per period "
+        "(<stem>.periods.csv); --epsilon/--delta are the lifetime budget of each unit for it all",
+    )
+    g.add_argument(
+        "--from", dest="period_from", metavar="DATE", help="the horizon's start (YYYY-MM-DD[Thh:mm])"
+    )
+    g.add_argument(
+        "--to", dest="period_to", metavar="DATE", help="the horizon's end (excluded; a period's start)"
+    )
+    g.add_argument(
+        "--tz", default=None, metavar="ZONE", help="the calendar's time zone (IANA name; default UTC)"
+    )
+    g.add_argument(
+        "--table-share",
+        type=float,
+        default=DEFAULT_SHARE,
+        metavar="S",
+        help=f"the share of the lifetime budget spent on the span x period table (default {DEFAULT_SHARE})",
+    )
+    g.add_argument(
+        "--max-pairs-per-unit",
+        type=_int_or_all,
+        default="all",
+        metavar="K",
+        help="each unit counts in at most K (span, period) pairs over the whole horizon (default all: "
+        "K = spans x periods, fixed once the spans are released; no unit is cut, the noise grows as "
+        "sqrt(K))",
+    )
+    g.add_argument(
+        "--max-points-per-pair",
+        type=int,
+        default=1,
+        metavar="M",
+        help="each unit adds at most M to a span's mass in one period (default 1: distinct units)",
+    )
+
+
+def _int_or_all(text: str) -> int | str:
+    if text.strip().lower() == "all":
+        return "all"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number or 'all', got {text!r}") from None
+
+
+def wants_series(args: argparse.Namespace) -> bool:
+    return getattr(args, "per", None) is not None
+
+
+def check_series(args: argparse.Namespace, p: dict[str, Any]) -> SeriesPlan:
+    """The series' public plan, or a refusal naming the option, before any
+    record is read."""
+    if getattr(args, "unit", None) is None:
+        raise ValueError("--per protects each unit over the whole series: give --unit COLUMN")
+    if getattr(args, "time", None) is None:
+        raise ValueError("--per needs --time COLUMN: each row's time decides its period")
+    if args.period_from is None or args.period_to is None:
+        raise ValueError("--per needs a public horizon: --from DATE --to DATE (not taken from the data)")
+    if args.backend == "dask":
+        raise ValueError("--per runs on the numpy backend only, for now")
+    if p.get("max_cells_per_unit") is None:
+        raise ValueError("--per needs --max-cells-per-unit K (the spans' own bound)")
+    periods = Periods(args.per, args.period_from, args.period_to, args.tz)
+    box = public_box_of(args)
+    if box is None:
+        raise ValueError(
+            "--per plans its budget before reading: give --bounds with one lower and one upper value per "
+            "column, or --columns, or --geo"
+        )
+    return plan_series(
+        p,
+        *box,
+        periods,
+        share=args.table_share,
+        max_pairs_per_unit=args.max_pairs_per_unit,
+        max_points_per_pair=args.max_points_per_pair,
+    )
+
+
+def periods_path(args: argparse.Namespace, name: str) -> Path:
+    path = Path(args.out_dir) / f"{name}.periods.csv"
+    check_writable([path], args.input)
+    return path
+
+
+def write_periods_csv(model: SpanModel, path: Path) -> None:
+    """The table as CSV: one row per (span, period), with the interval; the
+    first lines (``#``) state the unit protected and the lifetime budget."""
+    rec = model.metadata["series"]
+    t = rec["table"]
+    h, starts = int(t["interval_half_width"]), rec["periods"]["starts"]
+
+    def write(target: Path) -> None:
+        with open(target, "w", newline="", encoding="utf-8") as f:
+            f.write(f"# dpdbscan series: {rec['statement']}\n")
+            f.write(
+                f"# unit protected: {rec['unit']}; lifetime budget per unit: epsilon="
+                f"{rec['lifetime_budget']['epsilon']:g}, delta={rec['lifetime_budget']['delta']:g}; "
+                f"at most {t['max_pairs_per_unit']} (span, period) pair(s) per unit over the horizon, "
+                f"{t['max_points_per_pair']} point(s) each; discrete Gaussian sigma^2={t['sigma2']:.6g}\n"
+            )
+            f.write(
+                f"# low and high: a {LEVEL:.0%} interval of the bounded mass (noisy +- {h}); "
+                "periods start at period_start\n"
+            )
+            w = csv.writer(f)
+            w.writerow(["span", "period_start", "noisy_mass", "low", "high"])
+            for s, row in enumerate(t["noisy_mass"]):
+                for i, v in enumerate(row):
+                    w.writerow([s, starts[i], v, v - h, v + h])
+
+    atomic_write(path, write)
+
+
+__all__ = ["add_period_options", "check_series", "periods_path", "wants_series", "write_periods_csv"]

@@ -1,0 +1,158 @@
+"""The span x period table: each span's noisy mass in each period.
+
+A series over time releases the spans once, over the whole horizon, and then
+this table: for every span s and period t, how many points of the units fall
+in s during t, bounded per unit and with noise. Which span a point is in is a
+function of the point and of the released spans alone (public after their
+release), which period a time is in a function of the time and of the public
+plan of periods (:class:`dpdbscan.traces.periods.Periods`).
+
+The contribution bound holds over the WHOLE horizon, not per period. The keys
+are the (span, period) pairs, and each unit's contribution is bounded as the
+cells' is (:mod:`dpdbscan.release.bounding`):
+
+* at most ``m`` of its points count in any one (span, period) pair;
+* at most ``k`` of the pairs it occupies count at all, its k pairs of
+  smallest random priority (Philox at (unit, pair) under a key drawn for
+  this table, as for cells: a uniformly random k-subset of its pairs).
+
+Adding or removing one unit then changes at most k entries of the table, each
+by at most m, whatever the number of periods: L1 sensitivity k m, L2
+sensitivity sqrt(k) m. The discrete Gaussian with sigma^2 = (sqrt(k) m)^2 /
+(2 rho) on EVERY entry (all S x T of them, zeros included, so that which
+entries are released never depends on the data) makes the table rho-zCDP
+for each unit (Bun and Steinke 2016, Canonne, Kamath and Steinke 2020).
+With m = 1 an entry counts the distinct units seen in a span in a period
+(each up to the k-pair bound), which is what "how many cabs picked up here
+this week" asks.
+
+Rows with a missing unit, a time in no period or a point in no span count
+nowhere (the per-record rule). The exact table is private; only the noisy one
+leaves this module.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..laws import gaussian as _law
+from ..laws import zcdp
+from ..spec.specs import Seed
+from .bounding import BoundingKey, factorize, keep_smallest, run_length, unit_words
+from .samplers.gaussian import discrete_gaussian, rational_sigma2
+from .samplers.integers import SecureSource, SeededSource, make_source
+from .samplers.philox import words64
+
+
+def sensitivity(k: int, m: int) -> tuple[float, float]:
+    """(L1, L2) sensitivity of the table under the bound (k pairs, m points):
+    one unit changes at most k entries, each by at most m."""
+    return float(k * m), math.sqrt(k) * m
+
+
+def sigma2_for(rho: float, k: int, m: int) -> float:
+    """sigma^2 of the table's discrete Gaussian at ``rho`` (rounded up)."""
+    return zcdp.sigma2_for(rho, sensitivity(k, m)[1])
+
+
+def rho_of(sigma2: float, k: int, m: int) -> float:
+    """The zCDP rho the table spends with noise ``sigma2`` (as the sampler
+    draws it, rounded up) under the bound (k, m)."""
+    return zcdp.gaussian_rho(rational_sigma2(sigma2), sensitivity(k, m)[1])
+
+
+def _pairs(
+    units: Any, spans: np.ndarray, periods: np.ndarray, n_periods: int, key: BoundingKey
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(unit code, pair key, count, unit words) of the (unit, span x period)
+    pairs, sorted by unit then key; pair key = span * n_periods + period."""
+    codes, uniques = factorize(units)
+    spans, periods = np.asarray(spans, dtype=np.int64), np.asarray(periods, dtype=np.int64)
+    if not (codes.size == spans.size == periods.size):
+        raise ValueError("units, spans and periods need one value per row each")
+    ok = (codes >= 0) & (spans >= 0) & (periods >= 0)
+    codes, pair = codes[ok], spans[ok] * n_periods + periods[ok]
+    order = np.lexsort((pair, codes))
+    codes, pair = codes[order], pair[order]
+    n = codes.size
+    if n == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z, unit_words(uniques, key)
+    starts = np.flatnonzero(np.concatenate(([True], (codes[1:] != codes[:-1]) | (pair[1:] != pair[:-1]))))
+    counts = np.diff(np.append(starts, n)).astype(np.int64)
+    return codes[starts], pair[starts], counts, unit_words(uniques, key)
+
+
+def bounded_table(
+    units: Any,
+    spans: np.ndarray,
+    periods: np.ndarray,
+    shape: tuple[int, int],
+    k: int,
+    m: int,
+    key: BoundingKey,
+) -> np.ndarray:
+    """The exact bounded table (private), shape (n_spans, n_periods): the sum
+    over units of min(count, m) over the k (span, period) pairs each keeps."""
+    n_spans, n_periods = shape
+    u, pair, counts, words = _pairs(units, spans, periods, n_periods, key)
+    keep = keep_smallest(u, int(k), lambda idx: words64(words[u[idx]], pair[idx].view(np.uint64), key.philox))
+    capped = np.minimum(counts[keep], int(m))
+    flat = np.bincount(pair[keep], weights=capped, minlength=n_spans * n_periods)
+    return flat.astype(np.int64).reshape(n_spans, n_periods)
+
+
+def pairs_per_unit(units: Any, spans: np.ndarray, periods: np.ndarray, n_periods: int) -> np.ndarray:
+    """How many (span, period) pairs each unit occupies before the bound
+    (private: for tests and private notes)."""
+    u, _, _, _ = _pairs(units, spans, periods, n_periods, BoundingKey((0, 0), bytes(16)))
+    return run_length(u)[1]
+
+
+def release_table(
+    units: Any,
+    spans: np.ndarray,
+    periods: np.ndarray,
+    shape: tuple[int, int],
+    k: int,
+    m: int,
+    sigma2: float,
+    random_state: Seed | SecureSource | SeededSource | None = None,
+) -> np.ndarray:
+    """The noisy table, shape (n_spans, n_periods): :func:`bounded_table` plus
+    discrete Gaussian noise with (at least) ``sigma2`` on every entry. The
+    bound's key and the noise come from ``random_state`` (None: the
+    operating system's secure randomness)."""
+    source = make_source(random_state, warn=False)
+    key = BoundingKey.draw(source)
+    exact = bounded_table(units, spans, periods, shape, k, m, key)
+    # sigma^2 rounded up to the rational the exact sampler draws with
+    noise = discrete_gaussian(source, exact.size, rational_sigma2(sigma2))
+    return exact + noise.reshape(exact.shape).astype(np.int64)
+
+
+def half_width(sigma2: float, level: float = 0.95) -> int:
+    """The smallest integer h with P(|Z| > h) <= 1 - level for the discrete
+    Gaussian Z of ``sigma2``: [noisy - h, noisy + h] holds the exact bounded
+    mass with probability at least ``level`` (public: from sigma^2 alone)."""
+    if not 0 < level < 1:
+        raise ValueError(f"the interval's level must be in (0, 1), got {level!r}")
+    s2 = float(rational_sigma2(sigma2))
+    h = int(math.floor(math.sqrt(2 * s2 * math.log(2 / (1 - level))))) + 1  # Gaussian bound: enough
+    while h > 0 and 2 * _law.tail(s2, h) <= 1 - level:  # P(|Z| > h - 1) = 2 P(Z >= h)
+        h -= 1
+    return h
+
+
+__all__ = [
+    "bounded_table",
+    "half_width",
+    "pairs_per_unit",
+    "release_table",
+    "rho_of",
+    "sensitivity",
+    "sigma2_for",
+]

@@ -1,0 +1,288 @@
+"""Hotspots over time under one lifetime budget per unit.
+
+A series is planned from public inputs: the periods
+(:class:`dpdbscan.traces.periods.Periods`: hour, day, week or month over a
+horizon ``[from, to)``), one lifetime (epsilon, delta) per privacy unit, and
+the share of it that goes to the activity table. It is released in two parts:
+
+(a) the spans, ONCE, over the whole horizon: the usual person-level release
+    (:func:`dpdbscan.pipeline.fit`) of every row whose time is in a period;
+(b) the span x period table (:mod:`dpdbscan.release.periodtable`): each
+    span's mass in each period, the contribution of each unit bounded over
+    the whole horizon (k (span, period) pairs, m points each) and the
+    discrete Gaussian added to every entry.
+
+Places are found once and their activity measured per period: a span keeps
+its id in every period because it is the same span. The guarantee
+(docs/privacy.md §5.2): (a) is rho_a-zCDP for each unit; given (a)'s output,
+which point is in which span is a public function, so (b) is a mechanism
+chosen after seeing (a) and is rho_b-zCDP for each unit whatever (a) said;
+by adaptive composition the pair is (rho_a + rho_b)-zCDP, and the split
+keeps rho_a + rho_b <= rho, the largest rho that converts to the lifetime
+(epsilon, delta). When the spans' release is not zCDP (the stability
+histogram), the lifetime is split by basic composition instead: (a) at
+((1 - share) epsilon, delta / 2), (b) at rho_for(share epsilon, delta / 2).
+
+A row whose time is missing, unreadable or outside the horizon is dropped
+from both parts by the per-record rule. Nothing here looks at the data to
+decide the plan: the split, the bound, sigma^2 and the periods are fixed
+before a record is read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .laws import zcdp
+from .ledger import Cost
+from .model.predict import predict_spans
+from .model.record import SpanModel
+from .pipeline import fit as fit_release
+from .plan.resolve import resolve
+from .release import periodtable
+from .release.backends import NumpyBackend
+from .traces import parse_times
+from .traces.periods import Periods
+
+#: The share of the lifetime budget spent on the table unless told.
+DEFAULT_SHARE = 0.5
+#: The level of the intervals written beside each noisy mass.
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class SeriesPlan:
+    """The public plan of a series: periods, lifetime budget, split, bound.
+
+    ``spans_epsilon`` and ``spans_delta`` are the (epsilon, delta) the spans'
+    release (a) runs at; ``table_rho`` the table's (b) zCDP rho, ``sigma2``
+    its noise; ``cost`` what the whole series spends (charged once). ``k``
+    None ("all"): every (span, period) pair, k = S x T, fixed once (a) has
+    released the S spans (public then); ``k`` and ``sigma2`` are then None
+    until :meth:`calibrated`. The cost does not depend on k: rho_b is fixed."""
+
+    periods: Periods
+    epsilon: float
+    delta: float
+    share: float
+    k: int | None
+    m: int
+    method: str
+    spans_epsilon: float
+    spans_delta: float
+    table_rho: float
+    sigma2: float | None
+    cost: Cost
+
+    def calibrated(self, n_spans: int) -> SeriesPlan:
+        """The plan once the spans are released: k = S x T when it was "all"
+        (at least 1), and sigma^2 for rho_b at sensitivity sqrt(k) m."""
+        k = self.k if self.k is not None else max(1, n_spans * self.periods.n_periods)
+        return replace(self, k=k, sigma2=periodtable.sigma2_for(self.table_rho, k, self.m))
+
+    def record(self, unit: str | None = None) -> dict:
+        """The plan as the files state it (JSON-safe)."""
+        if self.k is None or self.sigma2 is None:
+            bound: dict[str, Any] = {
+                "max_pairs_per_unit": "all (spans x periods, fixed once the spans are released)"
+            }
+        else:
+            l1, l2 = periodtable.sensitivity(self.k, self.m)
+            bound = {
+                "max_pairs_per_unit": self.k,
+                "l1_sensitivity": l1,
+                "l2_sensitivity": l2,
+                "sigma2": self.sigma2,
+                "interval_half_width": periodtable.half_width(self.sigma2, LEVEL),
+            }
+        return {
+            "periods": self.periods.record(),
+            "unit": unit or "the privacy unit",
+            "lifetime_budget": {"epsilon": self.epsilon, "delta": self.delta},
+            "statement": statement(self, unit),
+            "composition": self.method,
+            "table_share": self.share,
+            "spans_release": {"epsilon": self.spans_epsilon, "delta": self.spans_delta},
+            "table": {
+                "rho": self.table_rho,
+                "max_points_per_pair": self.m,
+                "noise": "discrete Gaussian",
+                "interval_level": LEVEL,
+                **bound,
+            },
+        }
+
+
+def statement(plan: SeriesPlan, unit: str | None) -> str:
+    """The guarantee in words, for every file of the series."""
+    who = f"each {unit}" if unit else "each privacy unit"
+    return (
+        f"(epsilon={plan.epsilon:g}, delta={plan.delta:g})-differential privacy for {who} over the "
+        f"whole series ({plan.periods.n_periods} {plan.periods.kind}(s) from {plan.periods.start} to "
+        f"{plan.periods.end}, {plan.periods.tz or 'UTC'}): the spans and the span x period table "
+        f"together, by {plan.method}"
+    )
+
+
+def plan_series(
+    p: dict[str, Any],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    periods: Periods,
+    *,
+    share: float = DEFAULT_SHARE,
+    max_pairs_per_unit: int | str | None = "all",
+    max_points_per_pair: int = 1,
+) -> SeriesPlan:
+    """Split the lifetime (``p["epsilon"]``, ``p["delta"]``) between the
+    spans and the table, and calibrate the table (public inputs only).
+    ``max_pairs_per_unit``: an integer, or "all" (None too): every
+    (span, period) pair, k = S x T once the S spans are released (no unit is
+    cut; the noise grows as sqrt(S T))."""
+    epsilon, delta = float(p["epsilon"]), float(p["delta"])
+    if not delta > 0:
+        raise ValueError("a series adds Gaussian noise to its table: give a lifetime --delta > 0")
+    if not 0 < share < 1:
+        raise ValueError(f"the table's share of the budget must be in (0, 1), got {share!r}")
+    k = None if max_pairs_per_unit in (None, "all") else int(max_pairs_per_unit)
+    m = int(max_points_per_pair)
+    if (k is not None and k < 1) or m < 1:
+        raise ValueError("the table's bound needs at least 1 pair per unit and 1 point per pair")
+    whole = resolve(p, lower, upper, units=True, stacklevel=3).release
+    if whole.histogram != "stability" and whole.noise.rho is not None:
+        rho = zcdp.rho_for(epsilon, delta)
+        spans_epsilon = zcdp.epsilon_for((1 - share) * rho, delta)
+        spans = resolve({**p, "epsilon": spans_epsilon}, lower, upper, units=True, stacklevel=3).release
+        rho_a = float(spans.noise.rho)  # type: ignore[arg-type]
+        rho_b = rho - rho_a
+        while Fraction(rho_a) + Fraction(rho_b) > Fraction(rho):
+            rho_b = math.nextafter(rho_b, 0.0)
+        if not rho_b > 0:  # pragma: no cover - share in (0, 1) leaves some
+            raise ValueError("the table's share of the budget is too small to calibrate its noise")
+        # rho_a + rho_b <= rho exactly, and the sampler's sigma^2 is never
+        # below sigma2 (periodtable.rho_of <= rho_b up to the float's rounding)
+        cost = Cost(epsilon, delta, rho)
+        method = "zCDP (adaptive composition)"
+        plan = SeriesPlan(
+            periods, epsilon, delta, share, k, m, method, spans_epsilon, delta, rho_b, None, cost
+        )
+        return plan if k is None else plan.calibrated(0)
+    spans_epsilon, spans_delta = (1 - share) * epsilon, delta / 2
+    rho_b = zcdp.rho_for(share * epsilon, delta / 2)
+    method = "basic composition (the spans' stability histogram is not zCDP)"
+    cost = Cost(epsilon, delta, None)
+    plan = SeriesPlan(
+        periods, epsilon, delta, share, k, m, method, spans_epsilon, spans_delta, rho_b, None, cost
+    )
+    return plan if k is None else plan.calibrated(0)
+
+
+@dataclass(frozen=True)
+class Series:
+    """A released series: the spans (their model records the plan and the
+    table in ``metadata["series"]``) and the noisy table, shape
+    (n_spans, n_periods)."""
+
+    model: SpanModel
+    table: np.ndarray
+    plan: SeriesPlan
+
+    def rows(self) -> list[tuple[int, str, int, int, int]]:
+        """(span, period start, noisy mass, interval low, interval high) per entry."""
+        assert self.plan.sigma2 is not None  # a released series is calibrated
+        h = periodtable.half_width(self.plan.sigma2, LEVEL)
+        starts = self.plan.periods.starts
+        return [
+            (s, starts[t], int(self.table[s, t]), int(self.table[s, t]) - h, int(self.table[s, t]) + h)
+            for s in range(self.table.shape[0])
+            for t in range(self.table.shape[1])
+        ]
+
+
+def _table_seed(random_state: Any) -> Any:
+    """The table's own research seed (a different stream from the spans'
+    release); None and Generators pass through."""
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return int(np.random.SeedSequence([int(random_state), 0x5E41E5]).generate_state(1, np.uint64)[0])
+    return random_state
+
+
+def fit_series(
+    X: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    p: dict[str, Any],
+    units: Any,
+    times: Any,
+    plan: SeriesPlan,
+    *,
+    unit_name: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    stacklevel: int = 2,
+) -> Series:
+    """Release the series of ``plan``: the spans of the rows in the horizon
+    (at ``plan.spans_epsilon``), then the span x period table. ``times``: one
+    per row (unix seconds, ISO text or timestamps,
+    :func:`dpdbscan.traces.parse_times`)."""
+    if units is None:
+        raise ValueError("a series protects each unit over its whole horizon: give units (--unit)")
+    X = np.asarray(X, dtype=np.float64)
+    period = plan.periods.index(parse_times(times))
+    if period.size != X.shape[0]:
+        raise ValueError(f"times has {period.size} values for {X.shape[0]} rows: give one time per row")
+    inside = period >= 0
+    X, period = X[inside], period[inside]
+    if type(units).__module__.split(".")[0] == "pyarrow":  # the file readers' unit column
+        import pyarrow as pa  # lazy: only for input the readers gave as Arrow
+
+        units = units.filter(pa.array(inside))
+    else:
+        units = np.asarray(units)[inside]
+    spans_p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
+    if plan.cost.rho is not None:
+        # the plan composed in zCDP from the box the options gave; the box
+        # the points are read with must give the same kind of release (public)
+        r = resolve(spans_p, lower, upper, units=True, stacklevel=stacklevel + 1).release
+        if r.histogram == "stability" or r.noise.rho is None:
+            raise ValueError("the series was planned for a zCDP release of the spans; this box gives another")
+    record = plan.record(unit_name)
+    model = fit_release(
+        X,
+        lower,
+        upper,
+        spans_p,
+        backend=NumpyBackend(),
+        units=units,
+        metadata={**(metadata or {}), "series": record},
+        stacklevel=stacklevel + 1,
+    )
+    # public after (a): the number of spans (so k when "all") and a point's
+    # span, from the released regions alone
+    plan = plan.calibrated(model.n_spans)
+    assert plan.k is not None and plan.sigma2 is not None
+    keys, labels = model.regions()
+    with np.errstate(invalid="ignore"):
+        clipped = np.clip(X, model.grid.lower, model.grid.upper)
+    span = predict_spans(model.grid, keys, labels, clipped)
+    table = periodtable.release_table(
+        units,
+        span,
+        period,
+        (model.n_spans, plan.periods.n_periods),
+        plan.k,
+        plan.m,
+        plan.sigma2,
+        _table_seed(p.get("random_state")),
+    )
+    record = plan.record(unit_name)
+    record = {**record, "table": {**record["table"], "noisy_mass": table.tolist()}}
+    model = replace(model, metadata={**model.metadata, "series": record})
+    return Series(model, table, plan)
+
+
+__all__ = ["DEFAULT_SHARE", "LEVEL", "Series", "SeriesPlan", "fit_series", "plan_series", "statement"]

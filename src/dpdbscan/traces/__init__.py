@@ -1,0 +1,197 @@
+"""Places from traces: each unit's stops or trip ends, before bounding.
+
+A trace is a unit's points in time order (a taxi's GPS fixes). Counting
+every fix counts where units *pass*; the places they *go* are where they stop
+(:mod:`.stops`) or where their rides begin and end (:mod:`.tripends`). Each
+is a function of one unit's rows alone, applied to every unit before its
+contribution is bounded; docs/privacy.md §1 says why the unit-level guarantee
+then holds unchanged. What steers it (the radius, the duration, which columns,
+how times are read, :mod:`.times`) is public and fixed before any row is read.
+
+:class:`Stops` and :class:`TripEnds` are the two transformations, as the
+estimator's ``events`` parameter and the command line's ``--stops`` and
+``--trip-ends`` build them; :func:`event_rows` applies one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .stops import stop_rows
+from .times import parse_duration, parse_times
+from .tripends import ENDS, parse_status, trip_end_rows
+
+_LENGTH = re.compile(r"^\s*([+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zA-Z]*)\s*$")
+_TO_KM = {"m": 1e-3, "km": 1.0}
+
+
+@dataclass(frozen=True)
+class Stops:
+    """Each unit's stops (:mod:`dpdbscan.traces.stops`): runs of points
+    within ``radius`` of their first point for at least ``duration``
+    seconds, one point (the first) per run.
+
+    ``radius`` is in the fit's coordinates: km for ``fit_lonlat`` and
+    ``--geo`` (where text such as ``"100m"`` is accepted), else the data's
+    own units. ``duration``: seconds, or text such as ``"5min"``.
+    """
+
+    radius: float | str
+    duration: float | str
+
+    needs_status = False
+
+    def resolved(self, *, geo: bool) -> Stops:
+        """The same stops with ``radius`` in the fit's units and
+        ``duration`` in seconds (ValueError naming the bad one)."""
+        return Stops(parse_radius(self.radius, geo=geo), parse_duration(self.duration))
+
+    def rows(self, X: np.ndarray, codes: np.ndarray, times: np.ndarray, status: Any = None) -> np.ndarray:
+        r = self.resolved(geo=False) if isinstance(self.radius, str) else self
+        return stop_rows(X, codes, times, float(r.radius), parse_duration(r.duration))
+
+    def record(self) -> dict[str, Any]:
+        return {"kind": "stops", "radius": float(self.radius), "duration_s": parse_duration(self.duration)}
+
+
+@dataclass(frozen=True)
+class TripEnds:
+    """Each unit's trip ends (:mod:`dpdbscan.traces.tripends`) from a 0/1
+    status: ``"pickup"`` (a ride's first point), ``"dropoff"`` (its last)
+    or ``"both"``."""
+
+    ends: str = "pickup"
+
+    needs_status = True
+
+    def resolved(self, *, geo: bool) -> TripEnds:
+        if self.ends not in ENDS:
+            raise ValueError(f"trip ends must be one of {', '.join(ENDS)}, got {self.ends!r}")
+        return self
+
+    def rows(self, X: np.ndarray, codes: np.ndarray, times: np.ndarray, status: Any = None) -> np.ndarray:
+        if status is None:
+            raise ValueError("trip ends need a status column (0 free, 1 carrying): pass status=")
+        return trip_end_rows(X, codes, times, status, self.ends)
+
+    def record(self) -> dict[str, Any]:
+        return {"kind": "trip ends", "ends": self.ends}
+
+
+Events = Stops | TripEnds
+
+
+def parse_radius(text: str | float, *, geo: bool) -> float:
+    """A stop radius: a number (km with ``geo``, else the data's units) or,
+    with ``geo``, a length such as ``"100m"`` or ``"0.1km"``."""
+    if isinstance(text, (int, float, np.integer, np.floating)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        m = _LENGTH.match(str(text))
+        unit = m.group(2).lower() if m else None
+        if m is None or (unit and unit not in _TO_KM):
+            raise ValueError(f"the stop radius must be a number or a length such as 100m, got {text!r}")
+        if unit and not geo:
+            raise ValueError(
+                f"the stop radius {text!r} has a unit, which only makes sense for lon/lat data "
+                "(--geo, fit_lonlat); otherwise it is in the units of the data"
+            )
+        if geo and not unit:
+            raise ValueError(
+                f"with lon/lat data give the stop radius with a unit (100m, 0.1km), got {text!r}"
+            )
+        value = float(m.group(1)) * (_TO_KM[unit] if unit else 1.0)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"the stop radius must be positive, got {text!r}")
+    return value
+
+
+def event_rows(
+    events: Events, X: np.ndarray, codes: np.ndarray, times: Any, status: Any = None
+) -> np.ndarray:
+    """The rows of ``X`` (ascending indices) that the transformation keeps:
+    one per stop or trip end, each unit's from its own rows only.
+
+    ``codes``: each row's unit as an integer (< 0: none); ``times`` and
+    ``status`` as read (parsed here by :func:`parse_times` and
+    :func:`parse_status`; a bad value drops its row)."""
+    t = parse_times(times)
+    s = parse_status(status) if events.needs_status and status is not None else None
+    if t.shape[0] != X.shape[0] or (s is not None and s.shape[0] != X.shape[0]):
+        raise ValueError("times (and status) must hold one value per row of X")
+    return events.rows(X, codes, t, s)
+
+
+def event_words(record: dict[str, Any], length: Any = lambda v: f"{v:g}") -> str:
+    """What a release counted instead of the rows, from its public record
+    (:meth:`Stops.record`, :meth:`TripEnds.record`); ``length`` formats the
+    radius (m or km for lon/lat)."""
+    if record.get("kind") == "stops":
+        minutes = record["duration_s"] / 60
+        return (
+            f"each unit's stops, not its rows: runs of its points (in time order) that stay within "
+            f"{length(record['radius'])} of their first point for at least {minutes:g} min, one point "
+            "(the first) per stop"
+        )
+    ends = {"pickup": "pick-ups (a ride's first point)", "dropoff": "drop-offs (a ride's last point)"}
+    what = ends.get(record.get("ends", ""), "pick-ups and drop-offs (a ride's first and last points)")
+    column = record.get("status_column")
+    return f"each unit's {what}, not its rows" + (f", from the status column {column}" if column else "")
+
+
+def group_codes(units: Any) -> np.ndarray | None:
+    """Integer codes that group rows by unit (-1: no unit), read straight
+    from a pyarrow dictionary column whose dictionary holds each unit once
+    (what the Parquet reader gives for a dictionary-encoded unit); None for
+    any other input (the caller factorizes it). Only the grouping matters
+    to the events, not which code a unit gets."""
+    if type(units).__module__.split(".")[0] != "pyarrow":
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(units.type):
+        return None
+    if isinstance(units, pa.ChunkedArray):
+        units = units.unify_dictionaries()
+        if units.num_chunks == 0:
+            return np.zeros(0, dtype=np.int64)
+        dictionary = units.chunk(0).dictionary
+        indices = pa.chunked_array([c.indices for c in units.chunks], units.type.index_type)
+    else:
+        dictionary, indices = units.dictionary, units.indices
+    if dictionary.null_count or pc.count_distinct(dictionary).as_py() != len(dictionary):
+        return None
+    if pa.types.is_floating(dictionary.type) and pc.any(pc.is_nan(dictionary)).as_py():
+        return None
+    codes = pc.fill_null(indices, -1).to_numpy()
+    return codes.astype(np.int64, copy=False)
+
+
+def take_rows(units: Any, rows: np.ndarray) -> Any:
+    """``units`` (a numpy array or a pyarrow array) at ``rows``."""
+    if type(units).__module__.split(".")[0] == "pyarrow":
+        import pyarrow as pa
+
+        return units.take(pa.array(rows))
+    return np.asarray(units)[rows]
+
+
+__all__ = [
+    "ENDS",
+    "Events",
+    "Stops",
+    "TripEnds",
+    "event_rows",
+    "event_words",
+    "group_codes",
+    "parse_duration",
+    "parse_radius",
+    "parse_status",
+    "parse_times",
+    "take_rows",
+]

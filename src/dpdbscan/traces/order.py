@@ -1,0 +1,115 @@
+"""Rows of traces in the order of each unit's time.
+
+Stops and trip ends read each unit's points in time order. The order is a
+function of the rows' values only, never of their positions in the input:
+by unit, then time, then the coordinates (so two rows of one unit at the
+same time are ordered by where they are, and rows equal in all of these are
+interchangeable). Hence the events found do not depend on how the rows were
+shuffled, split or concatenated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: int64 keys must stay below this (codes times the time range).
+_KEY_LIMIT = 1 << 62
+
+
+def usable(X: np.ndarray, codes: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Which rows take part: a unit (code >= 0), a finite time and finite
+    coordinates. The others are dropped by the per-record rule (each alone)."""
+    ok = (codes >= 0) & np.isfinite(times)
+    if X.shape[1]:
+        ok &= np.isfinite(X).all(axis=1)
+    return ok
+
+
+def trace_order(X: np.ndarray, codes: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Indices of the :func:`usable` rows, each unit's rows together and in
+    time order (then by coordinates): sorted by (unit code, time,
+    coordinates), or, when the file already keeps each unit's rows together
+    in strictly increasing or decreasing time (as trace files do), unit by
+    unit in the file's order of units. Either way every unit's trace is the
+    same sequence, which is all the events depend on.
+
+    Speed: a file of grouped traces needs no sort (a few passes to check
+    it); otherwise integral times (unix seconds) sort as one int64 key with
+    a stable sort, other times by ``np.lexsort``. The coordinates are sorted
+    on only when two rows of one unit share a time.
+    """
+    ok = usable(X, codes, times)
+    if ok.all():
+        rows, c, t = None, codes, times
+    else:
+        rows = np.flatnonzero(ok)
+        c, t = codes[rows], times[rows]
+    grouped = _grouped_order(c, t)
+    if grouped is not None:
+        return grouped if rows is None else rows[grouped]
+    key = None
+    if c.size:
+        lo, hi = float(t.min()), float(t.max())
+        span = hi - lo + 1.0
+        if span * (float(c.max()) + 1.0) < _KEY_LIMIT and np.array_equal(t, np.floor(t)):
+            key = c.astype(np.int64)
+            key *= np.int64(span)
+            key += (t - lo).astype(np.int64)
+    if key is not None:
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        tied = bool(np.any(key[1:] == key[:-1]))
+    else:
+        order = np.lexsort((t, c))
+        cs, ts = c[order], t[order]
+        tied = bool(np.any((cs[1:] == cs[:-1]) & (ts[1:] == ts[:-1])))
+    rows = order if rows is None else rows[order]
+    if tied:
+        c, t = codes[rows], times[rows]
+        keys = [X[rows, j] for j in range(X.shape[1] - 1, -1, -1)]
+        rows = rows[np.lexsort((*keys, t, c))]
+    return rows
+
+
+def _grouped_order(c: np.ndarray, t: np.ndarray) -> np.ndarray | None:
+    """The order of rows already grouped by unit, each unit's block in
+    strictly increasing or strictly decreasing time (reversed then); None
+    when the rows are not so (a unit in two blocks, a tie or a turn in time)."""
+    n = c.size
+    if n < 2:
+        return None
+    starts = np.concatenate(([0], np.flatnonzero(c[1:] != c[:-1]) + 1))
+    if np.bincount(c[starts]).max() > 1:  # some unit's rows are in two blocks
+        return None
+    sizes = np.diff(np.append(starts, n))
+    # step i goes from row i to row i + 1; the last row of each block has no step
+    rising = np.zeros(n, dtype=bool)
+    falling = np.zeros(n, dtype=bool)
+    rising[:-1] = t[1:] > t[:-1]
+    falling[:-1] = t[1:] < t[:-1]
+    last = starts + sizes - 1
+    rising[last] = False
+    falling[last] = False
+    up = np.add.reduceat(rising, starts)
+    down = np.add.reduceat(falling, starts)
+    steps = sizes - 1
+    if not np.all((up == steps) | (down == steps)):
+        return None
+    order = np.arange(n)
+    reverse = (down == steps) & (steps > 0)
+    if reverse.any():
+        # row i of a reversed block [s, e] goes to s + e - i
+        order *= np.repeat(np.where(reverse, -1, 1), sizes)
+        order += np.repeat(np.where(reverse, starts + last, 0), sizes)
+    return order
+
+
+def unit_ends(codes_sorted: np.ndarray) -> np.ndarray:
+    """For sorted codes, the positions where each unit's rows end (the
+    start of the next unit), ascending, the last being ``len(codes)``."""
+    n = codes_sorted.size
+    cuts = np.flatnonzero(codes_sorted[1:] != codes_sorted[:-1]) + 1
+    return np.append(cuts, n).astype(np.int64)
+
+
+__all__ = ["trace_order", "unit_ends", "usable"]

@@ -1,0 +1,206 @@
+"""Times of trace points to seconds, one value at a time.
+
+A trace's time column may hold unix seconds (numbers), ISO 8601 text or a
+typed timestamp (a Parquet ``timestamp``, a numpy ``datetime64``). Every
+value becomes float seconds since 1970-01-01 UTC, or NaN when it is missing
+or not a time; a NaN time drops its row by the per-record rule, exactly as a
+bad coordinate does. The rules are fixed in advance and apply to each value
+alone: no value decides how another is read (docs/privacy.md, "how a file is
+read"), and no message quotes one.
+
+The text rule, after trimming spaces and tabs:
+
+* a number (the CSV reader's grammar, :data:`NUMBER_PATTERN`) is unix
+  seconds; ``nan`` and ``inf`` are no time;
+* ``YYYY-MM-DD``, optionally followed by ``T`` or a space and ``hh:mm``,
+  ``hh:mm:ss`` or ``hh:mm:ss.fff...``, optionally followed by ``Z`` or an
+  offset ``+hh:mm`` / ``-hhmm``: ISO 8601. Without an offset the time is
+  read as UTC (a stop's duration, the only use of times here, is the same in
+  any one fixed zone);
+* anything else, and an impossible date such as ``2008-02-30``, is no time.
+
+A timestamp with a time zone is converted to UTC; one without is read as
+UTC. Dates (Arrow ``date32``/``date64``) are midnight UTC.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+#: Unix seconds written as text: the CSV reader's number grammar
+#: (``dpdbscan.files.records.NUMBER_PATTERN``, repeated here so that this
+#: module imports nothing of the package).
+NUMBER_PATTERN = (
+    r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+    r"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"
+    r"|[nN][aA][nN](?:\([0-9A-Za-z_]*\))?)$"
+)
+_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_HMS = r"[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?"
+_ZONE = r"(?:Z|[+-][0-9]{2}:?[0-9]{2})"
+#: ISO 8601 text without an offset (read as UTC) and with one.
+ISO_LOCAL = rf"^{_DATE}(?:{_HMS})?$"
+ISO_ZONED = rf"^{_DATE}{_HMS}{_ZONE}$"
+_TRIM = r"^[ \t]+|[ \t]+$"
+
+
+def parse_times(values: Any) -> np.ndarray:
+    """Float seconds since 1970-01-01 UTC for each value, NaN where the value
+    is missing or not a time (the module docstring's rules).
+
+    ``values``: a numpy array (numbers, ``datetime64``, text or objects), a
+    pyarrow Array or ChunkedArray (numbers, timestamps, dates, text, bytes,
+    or a dictionary of them), a pandas Series or a list.
+    """
+    if type(values).__module__.split(".")[0] == "pyarrow":
+        return _parse_arrow(values)
+    if hasattr(values, "dtype") and str(getattr(values, "dtype", "")).startswith("datetime64[ns,"):
+        # a time-zone-aware pandas Series: its UTC instants
+        values = values.dt.tz_convert("UTC").dt.tz_localize(None)
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"times must be one-dimensional, one time per row; got shape {arr.shape}")
+    if arr.dtype.kind == "M":
+        ns = arr.astype("datetime64[ns]")
+        out = ns.astype(np.int64).astype(np.float64) / 1e9
+        out[np.isnat(ns)] = np.nan
+        return out
+    if arr.dtype.kind in "iub":
+        return arr.astype(np.float64)
+    if arr.dtype.kind == "f":
+        out = arr.astype(np.float64)
+        out[~np.isfinite(out)] = np.nan
+        return out
+    if arr.dtype.kind in "USO":
+        import pyarrow as pa
+
+        if arr.dtype.kind == "O":
+            try:
+                got = pa.array(arr, from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                # mixed objects: each value on its own, as text
+                got = pa.array([None if v is None else str(v) for v in arr.tolist()], type=pa.string())
+            return _parse_arrow(got)
+        return _parse_arrow(pa.array(arr.astype(str) if arr.dtype.kind == "S" else arr))
+    raise TypeError(f"times must be numbers, timestamps or text (one per row), got dtype {arr.dtype}")
+
+
+def _parse_arrow(values: Any) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    t = values.type
+    if pa.types.is_dictionary(t):
+        inner = _parse_arrow(values.dictionary)
+        idx = pc.fill_null(values.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        out = np.full(idx.size, np.nan)
+        ok = idx >= 0
+        out[ok] = inner[idx[ok]]
+        return out
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        if pa.types.is_date(t):
+            values = values.cast(pa.timestamp("s"))
+            t = values.type
+        per_second = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}[t.unit]
+        ints = pc.fill_null(values.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+        out = ints.astype(np.float64) / per_second
+        out[values.is_null().to_numpy(zero_copy_only=False)] = np.nan
+        return out
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t):
+        out = pc.fill_null(values.cast(pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
+        out = np.array(out, dtype=np.float64)
+        out[~np.isfinite(out)] = np.nan
+        return out
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        # text in bytes (the CSV reader's raw fields); bytes that are not
+        # UTF-8 are no time, value by value
+        try:
+            values = values.cast(pa.string())
+        except pa.ArrowInvalid:
+            values = pa.array([_utf8(v) for v in values.to_pylist()], type=pa.string())
+        t = values.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _parse_text(values)
+    if pa.types.is_null(t):
+        return np.full(len(values), np.nan)
+    raise TypeError(f"times must be numbers, timestamps or text (one per row), got Arrow type {t}")
+
+
+def _utf8(raw: bytes | None) -> str | None:
+    try:
+        return None if raw is None else raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _parse_text(values: Any) -> np.ndarray:
+    """The text rule of the module docstring, vectorised: each pattern
+    selects its values, which are cast together; a cast that fails (an
+    impossible date) is retried on halves, so one bad value costs
+    O(log n) casts and never touches the others."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(values)
+    out = np.full(n, np.nan)
+    text = pc.replace_substring_regex(values.cast(pa.string()), _TRIM, "")
+    for pattern, target in (
+        (NUMBER_PATTERN, pa.float64()),
+        (ISO_LOCAL, pa.timestamp("ns")),
+        (ISO_ZONED, pa.timestamp("ns", tz="UTC")),
+    ):
+        mask = pc.fill_null(pc.match_substring_regex(text, pattern), False).to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(mask)
+        if rows.size:
+            chosen = text.take(pa.array(rows))
+            out[rows] = _cast_halving(chosen, target)
+    out[~np.isfinite(out)] = np.nan
+    return out
+
+
+def _cast_halving(text: Any, target: Any) -> np.ndarray:
+    """``text`` cast to ``target`` as float seconds (numbers as they are),
+    NaN for a value that does not cast."""
+    import pyarrow as pa
+
+    try:
+        got = text.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        if len(text) == 1:
+            return np.array([np.nan])
+        half = len(text) // 2
+        return np.concatenate([_cast_halving(text[:half], target), _cast_halving(text[half:], target)])
+    if pa.types.is_timestamp(target):
+        return got.cast(pa.int64()).to_numpy(zero_copy_only=False).astype(np.float64) / 1e9
+    return np.asarray(got.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+_DURATION = re.compile(r"^\s*([+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zA-Z]*)\s*$")
+_SECONDS = {"": 1.0, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(text: str | float) -> float:
+    """A duration such as ``"5min"``, ``"300s"``, ``"1.5h"``, ``"1d"`` or a
+    number of seconds, in seconds (> 0, finite)."""
+    if isinstance(text, (int, float, np.integer, np.floating)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        m = _DURATION.match(str(text))
+        unit = m.group(2).lower() if m else None
+        if m is None or unit not in _SECONDS:
+            raise ValueError(
+                f"a duration must be a number of seconds or a number with s, min, h or d (5min, 300s), "
+                f"got {text!r}"
+            )
+        value = float(m.group(1)) * _SECONDS[unit]
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"a duration must be a positive number of seconds, got {text!r}")
+    return value
+
+
+__all__ = ["parse_times", "parse_duration", "NUMBER_PATTERN", "ISO_LOCAL", "ISO_ZONED"]

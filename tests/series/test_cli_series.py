@@ -1,0 +1,124 @@
+"""``dpdbscan fit --per``: a series over time end to end on a small CSV, the
+ledger charged once for it."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+
+import numpy as np
+import pytest
+
+from dpdbscan import load_model
+from dpdbscan.ledger import read_ledger
+from tests.clirun import run
+
+START = dt.datetime(2024, 3, 4, tzinfo=dt.UTC).timestamp()
+
+
+@pytest.fixture
+def traces(tmp_path):
+    """200 cabs, two places, rows over 9 days (one before and one after the
+    7-day horizon), times as ISO text or unix seconds."""
+    rng = np.random.default_rng(0)
+    n = 12000
+    cab = rng.integers(0, 200, n)
+    xy = np.array([[2.0, 2.0], [7.0, 7.0]])[rng.integers(0, 2, n)] + rng.normal(0, 0.3, (n, 2))
+    t = START + rng.uniform(-86400, 8 * 86400, n)
+    path = tmp_path / "cabs.csv"
+    with open(path, "w") as f:
+        f.write("x,y,cab,time\n")
+        for i in range(n):
+            when = (
+                dt.datetime.fromtimestamp(t[i], dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if i % 2 else f"{t[i]:.0f}"
+            )
+            f.write(f"{xy[i, 0]:.4f},{xy[i, 1]:.4f},c{cab[i]},{when}\n")
+    return path
+
+
+ARGS = ["--header", "--columns", "x", "y", "--unit", "cab", "--max-cells-per-unit", "8", "--time", "time",
+        "--per", "day", "--from", "2024-03-04", "--to", "2024-03-11", "--bounds", "0", "0", "10", "10",
+        "--eps", "0.5", "--min-samples", "30", "--epsilon", "2", "--delta", "1e-5", "--no-png",
+        "--max-pairs-per-unit", "7"]  # fmt: skip
+
+
+def test_a_series_end_to_end_charged_once(traces, tmp_path, capsys):
+    ledger = tmp_path / "budget.ledger"
+    rc, out, err = run(capsys, "ledger", "init", ledger, "--dataset", "cabs", "--epsilon", "2",
+                       "--delta", "1e-5", "--unit", "cab")  # fmt: skip
+    assert rc == 0
+    argv = ["fit", traces, *ARGS, "--out-dir", tmp_path / "out", "--ledger", ledger, "--dataset", "cabs"]
+    rc, out, err = run(capsys, *argv)
+    assert rc == 0, err
+    assert "series  : (epsilon=2, delta=1e-05)-differential privacy for each cab" in out
+    model = load_model(tmp_path / "out" / "cabs.spans.json")
+    series = model.metadata["series"]
+    assert series["unit"] == "cab" and series["lifetime_budget"] == {"epsilon": 2.0, "delta": 1e-5}
+    assert series["periods"]["n_periods"] == 7 and model.n_spans == 2
+    table = np.array(series["table"]["noisy_mass"])
+    assert table.shape == (2, 7)
+    # the spans' own release is the spans' share, below the lifetime epsilon
+    assert model.release.epsilon < 2.0
+    # each cab is in about 70 % of (span, day) pairs over 7 days (~8 rows a day per place):
+    # k = 7 of its ~10 pairs are kept, so a place's day counts ~100 cabs, give or take the noise
+    h = series["table"]["interval_half_width"]
+    assert np.all(np.abs(table - 100) < 30 + h)
+
+    with open(tmp_path / "out" / "cabs.periods.csv") as f:
+        lines = f.read().splitlines()
+    assert lines[0].startswith("# dpdbscan series: (epsilon=2, delta=1e-05)") and "each cab" in lines[0]
+    assert "unit protected: cab" in lines[1]
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    assert len(rows) == 14 and rows[0]["period_start"] == "2024-03-04T00:00:00+00:00"
+    assert [int(r["noisy_mass"]) for r in rows] == table.ravel().tolist()
+    assert all(int(r["high"]) - int(r["low"]) == 2 * h for r in rows)
+    geo = json.loads((tmp_path / "out" / "cabs.spans.geojson").read_text())
+    assert geo["properties"]["unit_protected"] == "cab"
+    assert geo["properties"]["lifetime_budget"] == {"epsilon": 2.0, "delta": 1e-5}
+
+    (account,) = read_ledger(ledger)
+    assert len(account.releases) == 1  # one charge for the whole series
+    (release,) = account.releases
+    assert release.status == "written" and (release.cost.epsilon, release.cost.delta) == (2.0, 1e-5)
+    assert release.params["series"]["periods"]["per"] == "day"
+    assert any(f.endswith("cabs.periods.csv") for f in release.files)
+    # a second identical series does not fit the lifetime budget: refused, nothing written
+    rc, out, err = run(capsys, *argv[:-6], "--out-dir", tmp_path / "again", "--ledger", ledger, "--dataset", "cabs")
+    assert rc == 2 and "refuses" in err
+    assert not (tmp_path / "again").exists() or not any((tmp_path / "again").iterdir())
+
+
+@pytest.mark.parametrize(
+    "drop, add, words",
+    [
+        (["--unit", "cab"], [], "--unit"),
+        (["--time", "time"], [], "--time"),
+        (["--to", "2024-03-11"], [], "--from DATE --to DATE"),
+        ([], ["--tz", "Nowhere/Atlantis"], "unknown time zone"),
+        (["--to", "2024-03-11"], ["--to", "2024-03-11T12:00"], "not the start of a period"),
+    ],
+)
+def test_refused_before_reading(traces, tmp_path, capsys, drop, add, words):
+    args = list(ARGS)
+    for i in range(0, len(drop), 2):
+        j = args.index(drop[i])
+        del args[j : j + 2]
+    rc, out, err = run(capsys, "fit", traces, *args, *add, "--out-dir", tmp_path / "out")
+    assert rc == 2 and words in err
+    assert "read" not in err.split("error")[0]  # said before the file is read
+    assert not (tmp_path / "out" / "cabs.spans.json").exists()
+
+
+def test_every_pair_by_default_counts_the_distinct_cabs(traces, tmp_path, capsys):
+    args = list(ARGS)
+    del args[args.index("--max-pairs-per-unit") : args.index("--max-pairs-per-unit") + 2]
+    rc, out, err = run(capsys, "fit", traces, *args, "--out-dir", tmp_path / "out")
+    assert rc == 0, err
+    series = load_model(tmp_path / "out" / "cabs.spans.json").metadata["series"]
+    t = series["table"]
+    assert t["max_pairs_per_unit"] == 2 * 7  # S x T, fixed once the 2 spans were released
+    assert t["l2_sensitivity"] == pytest.approx(14**0.5)
+    # ~47 rows of a cab in the horizon, ~3.3 per place and day: ~96 % of the 200 cabs each day
+    table = np.array(t["noisy_mass"])
+    assert np.all(np.abs(table - 193) < 15 + t["interval_half_width"])

@@ -1,0 +1,327 @@
+"""Stops and trip ends through every door: the estimator, fit_lonlat, the
+command line's fit, check and forecast. A door's release with ``events``
+must equal the release of the events themselves (made by
+``pipeline.events_of``) at the same seed: the events reach the mechanism
+before bounding, and nothing else changes. Every refusal comes before a row
+is read and quotes no value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from clirun import run
+
+from dpdbscan import DPDBSCAN, Stops, TripEnds, fit_lonlat, load_model
+from dpdbscan.pipeline import events_of
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::dpdbscan.exceptions.InsecureRandomnessWarning", "ignore::dpdbscan.exceptions.UtilityWarning"
+)
+
+SECRET = "SECRETUNIT7"
+T0 = 1_211_018_400
+
+
+def traces(seed: int = 0, n_units: int = 200):
+    """Each unit drives (0.05 per minute, random directions), stops for ten
+    minutes at (0.3, 0.3) with a passenger getting in at the end, and drives
+    on. Fixes every 60 s. Returns (X, units, unix times, status)."""
+    rng = np.random.default_rng(seed)
+    X, units, times, status = [], [], [], []
+    for u in range(n_units):
+        pos = rng.uniform(0.2, 0.8, 2)
+        name = SECRET if u == 0 else f"p{u}"
+        for k in range(40):
+            if 10 <= k < 21:
+                p, s = np.array([0.3, 0.3]) + rng.normal(0, 0.001, 2), 0
+            else:
+                pos = np.clip(pos + rng.normal(0, 0.05, 2), 0.01, 0.99)
+                p, s = pos, int(k >= 21)
+            X.append(p)
+            units.append(name)
+            times.append(T0 + 60 * k + u)
+            status.append(s)
+    return np.array(X), np.array(units, dtype=object), np.array(times), np.array(status)
+
+
+PARAMS = dict(eps=0.05, min_samples=20, bounds=([0, 0], [1, 1]), delta=1e-6, max_cells_per_unit=4)
+
+
+def _same_release(a, b):
+    ha, hb = a.histogram, b.histogram
+    assert (ha.keys is None) == (hb.keys is None)
+    assert ha.keys is None or np.array_equal(ha.keys, hb.keys)
+    assert np.array_equal(ha.values, hb.values)
+    assert a.n_spans == b.n_spans
+
+
+@pytest.mark.parametrize("events", [Stops(0.01, "5min"), TripEnds("pickup"), TripEnds("both")])
+def test_the_estimator_releases_the_events(events):
+    X, units, times, status = traces()
+    est = DPDBSCAN(**PARAMS, events=events, random_state=3).fit(X, units=units, times=times, status=status)
+    Xe, ue = events_of(events, X, units, times, status)
+    assert 0 < len(Xe) < len(X) / 10
+    ref = DPDBSCAN(**PARAMS, random_state=3).fit(Xe, units=ue)
+    _same_release(est.spans_, ref.spans_)
+    assert est.spans_.metadata["events"] == events.resolved(geo=False).record()
+    if isinstance(events, Stops):
+        assert est.spans_.n_spans >= 1 and est.predict([[0.3, 0.3]])[0] >= 0  # the common stop
+
+
+def test_fit_lonlat_takes_lengths_on_the_ground():
+    X, units, times, _ = traces()
+    lonlat = np.c_[-122.5 + X[:, 0] * 0.2, 37.6 + X[:, 1] * 0.2]  # about 17 x 22 km
+    box = (-122.5, 37.6, -122.3, 37.8)
+    kw = dict(bounds=box, eps="500m", min_samples=20, delta=1e-6, max_cells_per_unit=4, random_state=5)
+    m = fit_lonlat(lonlat, units=units, times=times, events=Stops("200m", "5min"), **kw)
+    assert m.metadata["events"] == {"kind": "stops", "radius": 0.2, "duration_s": 300.0}
+    assert m.n_spans >= 1
+
+
+@pytest.mark.parametrize(
+    "params,fit_kw,match",
+    [
+        ({"events": Stops(0.01, 300)}, {"times": "T"}, "needs a privacy unit"),
+        ({"events": Stops(0.01, 300), "max_cells_per_unit": 4}, {"units": "U"}, "needs each row's time"),
+        ({"events": TripEnds(), "max_cells_per_unit": 4}, {"units": "U", "times": "T"}, "status"),
+        ({"events": Stops("10m", 300), "max_cells_per_unit": 4}, {"units": "U", "times": "T"}, "lon/lat"),
+        ({"events": Stops(0.01, "soon"), "max_cells_per_unit": 4}, {"units": "U", "times": "T"}, "duration"),
+        (
+            {"events": Stops(0.01, 300), "max_cells_per_unit": 4, "backend": "dask"},
+            {"units": "U", "times": "T"},
+            "numpy backend only",
+        ),
+    ],
+)
+def test_the_estimator_refuses_before_reading(params, fit_kw, match):
+    X, units, times, _ = traces(n_units=2)
+    given = {"U": units, "T": times}
+    kw = {k: given[v] for k, v in fit_kw.items()}
+
+    class Untouchable:  # X must not be looked at before the refusal
+        def __array__(self, *a, **k):
+            raise AssertionError("X was read")
+
+    base = {k: v for k, v in PARAMS.items() if k != "max_cells_per_unit"}
+    with pytest.raises(ValueError, match=match):
+        DPDBSCAN(**{**base, **params}).fit(Untouchable(), **kw)
+
+
+# --------------------------------------------------------------- the command line
+
+
+def _write(tmp_path, kind: str):
+    X, units, times, status = traces()
+    cols = {"x": X[:, 0], "y": X[:, 1], "person": units.astype(str), "time": times, "busy": status}
+    if kind == "parquet":
+        path = tmp_path / "traces.parquet"
+        pq.write_table(pa.table(cols), path)
+    else:
+        path = tmp_path / "traces.csv"
+        iso = np.datetime_as_string(times.astype("datetime64[s]"), unit="s")
+        lines = ["x,y,person,time,busy"] + [
+            f"{float(a)!r},{float(b)!r},{u},{t}Z,{s}"
+            for a, b, u, t, s in zip(X[:, 0], X[:, 1], units, iso, status)
+        ]
+        path.write_text("\n".join(lines) + "\n")
+    return path, (X, units, times, status)
+
+
+CLI = ["--columns", "x", "y", "--eps", "0.05", "--min-samples", "20", "--bounds", "0", "0", "1", "1"]
+CLI_UNIT = ["--unit", "person", "--max-cells-per-unit", "4", "--delta", "1e-6", "--seed", "3"]
+QUIET = ["--no-png", "--no-geojson", "--no-progress"]
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+@pytest.mark.parametrize(
+    "option,events",
+    [(["--stops", "0.01", "5min"], Stops(0.01, 300.0)), (["--trip-ends", "busy"], TripEnds("pickup"))],
+)
+def test_the_command_line_releases_the_events(capsys, tmp_path, kind, option, events):
+    path, (X, units, times, status) = _write(tmp_path, kind)
+    rc, out, err = run(
+        capsys,
+        "fit",
+        str(path),
+        *CLI,
+        *CLI_UNIT,
+        "--time",
+        "time",
+        *option,
+        *QUIET,
+        "--out-dir",
+        str(tmp_path),
+    )
+    assert rc == 0, err
+    model = load_model(tmp_path / "traces.spans.json")
+    Xe, ue = events_of(events, X, units, times, status)
+    ref = DPDBSCAN(**PARAMS, random_state=3).fit(Xe, units=ue.astype(str))
+    _same_release(model, ref.spans_)
+    assert model.metadata["events"]["time_column"] == "time"
+    assert "events  : counted each unit's" in out
+    assert f"{len(Xe):,} " in err and SECRET not in out + err
+
+
+def test_check_counts_the_events_and_forecast_says_so(capsys, tmp_path):
+    path, (X, units, times, status) = _write(tmp_path, "parquet")
+    rc, out, err = run(
+        capsys,
+        "check",
+        str(path),
+        *CLI,
+        "--unit",
+        "person",
+        "--delta",
+        "1e-6",
+        "--time",
+        "time",
+        "--stops",
+        "0.01",
+        "5min",
+    )
+    assert rc == 0, err
+    n = len(events_of(Stops(0.01, 300.0), X, units, times, status)[0])
+    assert f"{n:,} stop(s) of the units" in err and SECRET not in out + err
+    rc, out, err = run(
+        capsys,
+        "forecast",
+        "--eps",
+        "0.05",
+        "--min-samples",
+        "20",
+        "--bounds",
+        "0",
+        "0",
+        "1",
+        "1",
+        "--max-cells-per-unit",
+        "4",
+        "--delta",
+        "1e-6",
+        "--stops",
+        "0.01",
+        "5min",
+    )
+    assert rc == 0, err
+    assert "each unit's stops, not its rows" in out
+
+
+@pytest.mark.parametrize(
+    "extra,match",
+    [
+        (["--time", "time", "--stops", "0.01", "5min"], "needs a privacy unit"),
+        ([*CLI_UNIT, "--stops", "0.01", "5min"], "--stops needs --time"),
+        ([*CLI_UNIT, "--time", "time"], "--time is read only for"),
+        ([*CLI_UNIT, "--time", "time", "--stops", "0.01", "5min", "--trip-ends", "busy"], "not both"),
+        ([*CLI_UNIT, "--time", "time", "--ends", "dropoff"], "--ends goes with --trip-ends"),
+        ([*CLI_UNIT, "--time", "time", "--stops", "10m", "5min"], "only makes sense for lon/lat"),
+        ([*CLI_UNIT, "--time", "time", "--stops", "0.01", "5 minutes"], "duration"),
+        ([*CLI_UNIT, "--time", "time", "--stops", "0.01", "5min", "--backend", "dask"], "Dask backend"),
+    ],
+)
+def test_the_command_line_refuses_before_reading(capsys, tmp_path, extra, match):
+    missing = tmp_path / "never-read.csv"
+    rc, out, err = run(capsys, "fit", str(missing), *CLI, *extra, "--out-dir", str(tmp_path))
+    assert rc == 2
+    assert match in err and "not found" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_time_column_the_file_lacks_is_refused_before_reading(capsys, tmp_path):
+    path, _ = _write(tmp_path, "parquet")
+    rc, out, err = run(
+        capsys,
+        "fit",
+        str(path),
+        *CLI,
+        *CLI_UNIT,
+        "--time",
+        "when",
+        "--stops",
+        "0.01",
+        "5min",
+        "--out-dir",
+        str(tmp_path / "out"),
+    )
+    assert rc == 2 and "--time 'when' is not a column" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "units",
+    [
+        pa.array(["a", "b", None, "a"]).dictionary_encode(),
+        pa.chunked_array(
+            [pa.array(["b", "a"]).dictionary_encode(), pa.array(["a", None]).dictionary_encode()]
+        ),
+        pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 0]), pa.array(["a", "b", "a"])),  # a repeated entry
+        pa.array([1.0, np.nan, 1.0, 2.0]).dictionary_encode(),
+        np.array(["a", "b", "c", "a"], dtype=object),
+    ],
+)
+def test_group_codes_group_rows_as_factorize_does(units):
+    from dpdbscan.release.bounding import factorize
+    from dpdbscan.traces import group_codes
+
+    codes = group_codes(units)
+    ref, _ = factorize(units)
+    if codes is None:
+        return  # the caller factorizes
+    # the same partition of the rows into units, missing ones apart
+    assert np.array_equal(codes < 0, ref < 0)
+    pairs = {(int(a), int(b)) for a, b in zip(codes, ref) if a >= 0}
+    assert len({a for a, _ in pairs}) == len(pairs) == len({b for _, b in pairs})
+
+
+def test_a_ledger_records_the_events_of_a_release(capsys, tmp_path):
+    path, _ = _write(tmp_path, "parquet")
+    ledger = str(tmp_path / "budget.ledger")
+    rc, out, err = run(
+        capsys,
+        "ledger",
+        "init",
+        ledger,
+        "--dataset",
+        "t",
+        "--epsilon",
+        "2",
+        "--delta",
+        "1e-5",
+        "--unit",
+        "person",
+    )
+    assert rc == 0, err
+    rc, out, err = run(
+        capsys,
+        "fit",
+        str(path),
+        *CLI,
+        *CLI_UNIT,
+        "--time",
+        "time",
+        "--stops",
+        "0.01",
+        "5min",
+        *QUIET,
+        "--out-dir",
+        str(tmp_path),
+        "--ledger",
+        ledger,
+        "--dataset",
+        "t",
+    )
+    assert rc == 0, err
+    import sqlite3
+
+    text = " ".join(str(row) for row in sqlite3.connect(ledger).execute("SELECT * FROM releases"))
+    assert '"kind": "stops"' in text and SECRET not in text
+    # the Python door too
+    X, units, times, _ = traces(n_units=20)
+    from dpdbscan import Ledger
+
+    DPDBSCAN(**PARAMS, events=Stops(0.01, 300), ledger=Ledger(ledger, "t")).fit(X, units=units, times=times)
+    text = " ".join(str(row) for row in sqlite3.connect(ledger).execute("SELECT * FROM releases"))
+    assert text.count('"kind": "stops"') == 2

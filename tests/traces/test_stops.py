@@ -1,0 +1,206 @@
+"""Stops: the vectorised detector against a plain loop over each unit's
+trace, row-order invariance, one unit's stops from its own rows only, and
+the edges of the radius and the duration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpdbscan.traces import Stops, event_rows, parse_radius
+from dpdbscan.traces.order import trace_order
+from dpdbscan.traces.stops import stop_rows
+
+
+def reference_stops(X, codes, times, radius, duration):
+    """The definition read literally: per unit in time order, from each
+    anchor the longest run within the radius; a stop if it lasts."""
+    out = []
+    ok = (codes >= 0) & np.isfinite(times) & np.isfinite(X).all(axis=1)
+    rows = np.flatnonzero(ok)
+    rows = rows[np.lexsort((X[rows, 1], X[rows, 0], times[rows], codes[rows]))]
+    n, k = rows.size, 0
+    while k < n:
+        j = k + 1
+        while (
+            j < n and codes[rows[j]] == codes[rows[k]] and np.sum((X[rows[j]] - X[rows[k]]) ** 2) <= radius**2
+        ):
+            j += 1
+        if times[rows[j - 1]] - times[rows[k]] >= duration:
+            out.append(rows[k])
+            k = j
+        else:
+            k += 1
+    return np.sort(np.asarray(out, dtype=np.int64))
+
+
+def traces(rng, n_units, n_points, dt, jitter=0.02, speed=0.01):
+    """Per unit, alternating stays (GPS jitter about a place) and drives
+    (``speed`` km/s in a random direction), each lasting 1 to 20 minutes,
+    sampled every ``dt`` seconds (jittered by half)."""
+    xs, cs, ts = [], [], []
+    for u in range(n_units):
+        pos, t = rng.uniform(0, 10, 2), rng.uniform(0, 1000)
+        standing, until = bool(rng.integers(2)), t + rng.uniform(60, 1200)
+        heading = rng.normal(size=2)
+        for _ in range(n_points):
+            t += dt * rng.uniform(0.5, 1.5)
+            if t > until:
+                standing, until = not standing, t + rng.uniform(60, 1200)
+                heading = rng.normal(size=2)
+            if standing:
+                xs.append(pos + rng.normal(0, jitter, 2))
+            else:
+                pos = pos + heading / np.hypot(*heading) * speed * dt
+                xs.append(pos.copy())
+            cs.append(u)
+            ts.append(t)
+    return np.array(xs), np.array(cs, dtype=np.int64), np.array(ts)
+
+
+@pytest.mark.parametrize("dt", [2.0, 30.0, 60.0, 600.0])
+def test_matches_the_definition_from_seconds_to_ten_minutes(dt):
+    rng = np.random.default_rng(int(dt))
+    X, c, t = traces(rng, 7, 400, dt)
+    got = stop_rows(X, c, t, 0.1, 300.0)
+    assert np.array_equal(got, reference_stops(X, c, t, 0.1, 300.0))
+    assert got.size > 0  # the walks do pause
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 4),
+    st.integers(1, 60),
+    st.floats(0.01, 1.0),
+    st.floats(1.0, 500.0),
+)
+def test_random_traces_match_the_definition(seed, n_units, n_points, radius, duration):
+    rng = np.random.default_rng(seed)
+    X, c, t = traces(rng, n_units, n_points, 60.0)
+    t = np.round(t) if seed % 2 else t  # integral times take the int64 key
+    assert np.array_equal(stop_rows(X, c, t, radius, duration), reference_stops(X, c, t, radius, duration))
+
+
+def _points(X, rows):
+    return sorted(map(tuple, X[rows].tolist()))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_invariant_to_row_order(seed):
+    rng = np.random.default_rng(seed)
+    X, c, t = traces(rng, 3, 80, 60.0)
+    t = np.round(t / 120) * 120  # many equal times in one unit: the tie-break by place
+    perm = rng.permutation(len(X))
+    a = stop_rows(X, c, t, 0.2, 300.0)
+    b = stop_rows(X[perm], c[perm], t[perm], 0.2, 300.0)
+    assert _points(X, a) == _points(X[perm], b)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_a_units_stops_depend_on_its_rows_only(seed):
+    rng = np.random.default_rng(seed)
+    X, c, t = traces(rng, 4, 60, 60.0)
+    full = stop_rows(X, c, t, 0.2, 300.0)
+    # change everything about the other units: unit 0's stops stay
+    other = c != 0
+    X2 = X.copy()
+    X2[other] = rng.uniform(0, 10, (int(other.sum()), 2))
+    t2 = t.copy()
+    t2[other] = rng.uniform(0, 1e5, int(other.sum()))
+    again = stop_rows(X2, c, t2, 0.2, 300.0)
+    mine = c == 0
+    assert _points(X, full[mine[full]]) == _points(X2, again[mine[again]])
+    alone = stop_rows(X[mine], c[mine], t[mine], 0.2, 300.0)
+    assert _points(X, full[mine[full]]) == _points(X[mine], alone)
+
+
+def test_radius_edge_is_inclusive():
+    X = np.array([[0.0, 0.0], [0.1, 0.0], [0.1, 0.0], [0.3, 0.0]])
+    c = np.zeros(4, dtype=np.int64)
+    t = np.array([0.0, 100.0, 400.0, 500.0])
+    assert stop_rows(X, c, t, 0.1, 300.0).tolist() == [0]  # exactly at the radius stays in
+    assert stop_rows(X, c, t, 0.0999, 300.0).tolist() == [1]  # just inside: the run from 1
+
+
+def test_duration_edge_is_inclusive():
+    X = np.zeros((3, 2))
+    c = np.zeros(3, dtype=np.int64)
+    t = np.array([0.0, 150.0, 300.0])
+    assert stop_rows(X, c, t, 0.1, 300.0).tolist() == [0]
+    assert stop_rows(X, c, t, 0.1, 300.001).tolist() == []
+
+
+def test_a_stop_ends_where_the_unit_leaves_and_the_next_may_begin_there():
+    # at A for 10 min, then B for 10 min: two stops, anchored at each arrival
+    X = np.array([[0, 0]] * 3 + [[5, 0]] * 3, dtype=float)
+    c = np.zeros(6, dtype=np.int64)
+    t = np.arange(6) * 300.0
+    assert stop_rows(X, c, t, 0.1, 300.0).tolist() == [0, 3]
+
+
+def test_runs_never_cross_units_and_bad_rows_are_dropped():
+    X = np.zeros((6, 2))
+    c = np.array([0, 0, 1, 1, -1, 0], dtype=np.int64)
+    t = np.array([0.0, 100.0, 200.0, 600.0, 50.0, np.nan])
+    # unit 0 lasts 100 s only (its third row has no time); unit 1 lasts 400 s
+    assert stop_rows(X, c, t, 0.1, 300.0).tolist() == [2]
+    X[1] = np.nan  # unit 0 keeps one usable row
+    assert stop_rows(X, c, t, 0.1, 300.0).tolist() == [2]
+
+
+def test_no_rows():
+    assert stop_rows(np.zeros((0, 2)), np.zeros(0, dtype=np.int64), np.zeros(0), 0.1, 300.0).size == 0
+
+
+def test_event_rows_parse_times_and_lengths():
+    X = np.array([[0.0, 0.0], [0.00005, 0.0], [3.0, 0.0]])
+    c = np.zeros(3, dtype=np.int64)
+    times = np.array(["2008-05-17T10:00:00Z", "2008-05-17 10:06:00", "not a time"], dtype=object)
+    assert event_rows(Stops(0.1, "5min"), X, c, times).tolist() == [0]
+    assert Stops("100m", "5min").resolved(geo=True) == Stops(0.1, 300.0)
+
+
+@pytest.mark.parametrize(
+    "text,geo,match",
+    [
+        ("100m", False, "only makes sense for lon/lat"),
+        ("100", True, "with a unit"),
+        ("-1", False, "must be a number"),
+        (0, False, "positive"),
+        ("10 parsecs", True, "must be a number or a length"),
+    ],
+)
+def test_bad_radius(text, geo, match):
+    with pytest.raises(ValueError, match=match):
+        parse_radius(text, geo=geo)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["grouped", "reversed", "mixed", "shuffled", "tied"]))
+def test_each_unit_s_trace_is_the_same_whatever_the_file_s_order(seed, layout):
+    """Grouped files take the no-sort path; every layout gives each unit
+    the same sequence of rows as a full sort."""
+    rng = np.random.default_rng(seed)
+    X, c, t = traces(rng, 4, 30, 60.0)
+    if layout == "reversed":
+        X, c, t = X[::-1], c[::-1], t[::-1]
+    elif layout == "mixed":  # units in blocks, some newest first
+        parts = [np.flatnonzero(c == u)[:: 1 if u % 2 else -1] for u in rng.permutation(4)]
+        p = np.concatenate(parts)
+        X, c, t = X[p], c[p], t[p]
+    elif layout == "shuffled":
+        p = rng.permutation(len(c))
+        X, c, t = X[p], c[p], t[p]
+    elif layout == "tied":
+        t = np.round(t / 300) * 300
+    rows = trace_order(X, c, t)
+    full = np.lexsort((X[:, 1], X[:, 0], t, c))
+    for u in range(4):
+        mine = rows[c[rows] == u]
+        assert np.array_equal(X[mine], X[full[c[full] == u]])
+        assert np.all(np.flatnonzero(c[rows] == u) == np.arange(len(mine)) + np.flatnonzero(c[rows] == u)[0])

@@ -1,0 +1,87 @@
+"""Times and durations: each value read alone, bad ones NaN, never an error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from dpdbscan.traces import parse_duration, parse_times
+
+T0 = 1211018400.0  # 2008-05-17T10:00:00Z
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("1211018400", T0),
+        (" 1211018400.5\t", T0 + 0.5),
+        ("2008-05-17T10:00:00", T0),
+        ("2008-05-17 10:00:00.25", T0 + 0.25),
+        ("2008-05-17T10:00", T0),
+        ("2008-05-17", T0 - 10 * 3600),
+        ("2008-05-17T10:00:00Z", T0),
+        ("2008-05-17T12:00:00+02:00", T0),
+        ("2008-05-17T05:00:00-0500", T0),
+        ("2008-02-30T10:00:00", np.nan),  # no such day
+        ("2008-05-17T25:00:00", np.nan),
+        ("17/05/2008 10:00", np.nan),
+        ("nan", np.nan),
+        ("inf", np.nan),
+        ("", np.nan),
+        (None, np.nan),
+        ("yesterday", np.nan),
+    ],
+)
+def test_text(text, expected):
+    got = parse_times(np.array([text, "1211018400"], dtype=object))
+    assert got[1] == T0  # a bad neighbour never changes another value
+    if np.isnan(expected):
+        assert np.isnan(got[0])
+    else:
+        assert got[0] == pytest.approx(expected, abs=1e-6)
+
+
+def test_one_bad_value_among_many_costs_only_itself():
+    values = ["2008-05-17T10:00:00"] * 1000
+    values[517] = "2008-13-01T00:00:00"
+    got = parse_times(pa.array(values))
+    assert np.isnan(got[517]) and np.count_nonzero(np.isnan(got)) == 1
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pa.array([T0, None], type=pa.float64()),
+        pa.array([int(T0), None], type=pa.int64()),
+        pa.array([int(T0) * 1000, None], type=pa.timestamp("ms")),
+        pa.array([int(T0) * 10**9, None], type=pa.timestamp("ns", tz="UTC")),
+        pa.chunked_array([pa.array([str(int(T0)), None]).cast(pa.binary())]),
+        pa.array(["2008-05-17T10:00:00", None]).dictionary_encode(),
+        np.array(["2008-05-17T10:00:00", "NaT"], dtype="datetime64[s]"),
+        np.array([T0, np.inf]),
+        np.array(["1211018400", "x"]),
+    ],
+)
+def test_types(values):
+    got = parse_times(values)
+    assert got[0] == T0 and np.isnan(got[1])
+
+
+def test_pandas_time_zones():
+    pd = pytest.importorskip("pandas")
+    s = pd.Series(pd.to_datetime(["2008-05-17 12:00"]).tz_localize("Europe/Berlin"))
+    assert parse_times(s)[0] == T0
+
+
+@pytest.mark.parametrize(
+    "text,seconds", [("5min", 300), ("300s", 300), ("1.5h", 5400), ("1d", 86400), (90, 90)]
+)
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["5 minutes", "0s", "-5min", "fast", True])
+def test_bad_durations(text):
+    with pytest.raises(ValueError, match="duration"):
+        parse_duration(text)

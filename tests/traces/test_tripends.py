@@ -1,0 +1,68 @@
+"""Trip ends: pick-ups and drop-offs in time order, per unit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpdbscan.traces import TripEnds, event_rows, parse_status
+from dpdbscan.traces.tripends import trip_end_rows
+
+
+def test_pickups_and_dropoffs():
+    # one cab, rows given newest first as in the Cabs source files
+    status = np.array([0, 1, 1, 0, 0, 1, 1], dtype=float)[::-1]
+    t = np.arange(7.0)[::-1]
+    X = np.arange(14.0).reshape(7, 2)[::-1]
+    c = np.zeros(7, dtype=np.int64)
+    # in time order: 0 1 1 0 0 1 1 -> pick-ups at times 1 and 5, one drop-off at time 2
+    assert sorted(t[trip_end_rows(X, c, t, status, "pickup")]) == [1.0, 5.0]
+    assert sorted(t[trip_end_rows(X, c, t, status, "dropoff")]) == [2.0]
+    assert sorted(t[trip_end_rows(X, c, t, status, "both")]) == [1.0, 2.0, 5.0]
+
+
+def test_no_ride_across_units_and_bad_status_rows_dropped():
+    X = np.zeros((5, 2))
+    c = np.array([0, 1, 1, 1, 1], dtype=np.int64)
+    t = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    status = parse_status(np.array(["0", "1", "2", "0", "1"], dtype=object))
+    # unit 1: 1, (2 dropped), 0, 1 -> one pick-up at time 4; unit 0's 0 never meets unit 1's 1
+    assert trip_end_rows(X, c, t, status, "pickup").tolist() == [4]
+    assert trip_end_rows(X, c, t, status, "dropoff").tolist() == [1]
+
+
+def test_status_values():
+    got = parse_status(np.array([0, 1, 2, -1, np.nan]))
+    assert got[:2].tolist() == [0.0, 1.0] and np.isnan(got[2:]).all()
+    assert parse_status(np.array([True, False])).tolist() == [1.0, 0.0]
+
+
+def test_event_rows_needs_a_status():
+    with pytest.raises(ValueError, match="status"):
+        event_rows(TripEnds(), np.zeros((2, 2)), np.zeros(2, dtype=np.int64), np.arange(2.0))
+
+
+def test_bad_ends():
+    with pytest.raises(ValueError, match="pickup, dropoff, both"):
+        TripEnds("start").resolved(geo=True)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_invariant_to_row_order_and_per_unit(seed):
+    rng = np.random.default_rng(seed)
+    n = 60
+    X = rng.uniform(0, 1, (n, 2))
+    c = rng.integers(0, 3, n)
+    t = rng.integers(0, 40, n).astype(float)
+    s = rng.integers(0, 2, n).astype(float)
+    perm = rng.permutation(n)
+    for ends in ("pickup", "dropoff", "both"):
+        a = trip_end_rows(X, c, t, s, ends)
+        b = trip_end_rows(X[perm], c[perm], t[perm], s[perm], ends)
+        assert sorted(map(tuple, X[a].tolist())) == sorted(map(tuple, X[perm][b].tolist()))
+        mine = c == 0
+        alone = trip_end_rows(X[mine], c[mine], t[mine], s[mine], ends)
+        assert sorted(map(tuple, X[a[mine[a]]].tolist())) == sorted(map(tuple, X[mine][alone].tolist()))
