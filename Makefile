@@ -82,7 +82,9 @@ test-browser: $(STAMP)
 audit: $(STAMP)
 	$(BIN)/python -m pytest -q -m audit
 
+# the peer of the d = 2..8 section (the `dbscan` package) goes into .venv only here
 bench: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python -m benchmarks.run
 
 accuracy: $(BSTAMP)

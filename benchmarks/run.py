@@ -23,6 +23,11 @@ the same run (interleaved, so that both sides see the same machine load):
              JSON only and JSON + GeoJSON, the peak RSS of the whole process,
              and a stage-by-stage split (benchmarks.cli_stages).
                                                                     target <= 2x
+* dims     — d = 2..8 against the ``dbscan`` package (Wang, Gu & Shun's exact
+             parallel DBSCAN, the ``bench`` extra) and scikit-learn on the
+             seeded blobs of benchmarks.blobs_nd, each fit in a fresh process
+             (benchmarks.bench_dims): fit time, peak RSS, ARI against DBSCAN.
+                                                  target <= 2x, <= 2 GB, ARI >= 0.95
 
 Every fit uses the library defaults and the secure default noise
 (``random_state=None``); one warm-up fit per configuration is not counted.
@@ -56,7 +61,7 @@ from . import bench_data
 from .bench_data import Dataset
 from .timing import estimator, fit_seconds, floor_seconds, interleaved, med, table_head
 
-SECTIONS = ("floor", "sklearn", "chest", "memory", "scaling", "naive", "cli", "csv")
+SECTIONS = ("floor", "sklearn", "chest", "memory", "scaling", "naive", "cli", "csv", "dims")
 GB = 1e9
 #: Where the benchmarks' own modules run as ``python -m benchmarks.<name>``.
 REPO = data.REPO
@@ -440,6 +445,31 @@ def csv_section(args: argparse.Namespace, out: Out) -> None:
 # report
 
 
+def dims_section(args: argparse.Namespace, out: Out) -> None:
+    from . import bench_dims
+
+    dims = [2, 3, 4] if args.quick else [2, 3, 4, 5, 6, 8]
+    rows = bench_dims.measure(dims, 2 if args.quick else 3, seed=0, sklearn=not args.quick)
+    out["dims"] = rows
+    for r in rows:
+        out["targets"].append(
+            {
+                "target": f"{r['d']}-D blobs, n={r['n']:,}: fit <= 2x the dbscan package, "
+                "<= 2 GB, ARI >= 0.95",
+                "dataset": "benchmarks.blobs_nd, seed 0",
+                "n": r["n"],
+                "measured_s": r["dpdbscan"]["fit_s"] or float("nan"),
+                "baseline": "dbscan package",
+                "baseline_s": r["dbscan"]["fit_s"] or float("nan"),
+                "ratio": r["ratio"] if r["ratio"] is not None else float("nan"),
+                "limit": bench_dims.TIME_RATIO,
+                "pass": r["pass"],
+                "runs_ours": r["dpdbscan"]["runs_s"],
+                "runs_baseline": r["dbscan"]["runs_s"],
+            }
+        )
+
+
 def machine() -> dict[str, Any]:
     info: dict[str, Any] = {
         "python": platform.python_version(),
@@ -575,6 +605,10 @@ def markdown(out) -> str:
         lines += _head("stage (one after another, benchmarks.cli_stages)", "time")
         for k in ("import", "read", "fit", "json", "geojson", "png", "total"):
             lines.append(f"| {k} | {st[k]:.2f} s |")
+    if out.get("dims"):
+        from .bench_dims import markdown as dims_markdown
+
+        lines += ["", dims_markdown(out["dims"])]
     if out.get("cli"):
         lines += _head("data", "cold CLI run", "of which imports", "warm fit", "floor", "cold / floor")
         for r in out["cli"]:

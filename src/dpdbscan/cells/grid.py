@@ -409,18 +409,26 @@ def offset_runs(offsets: np.ndarray) -> Iterator[tuple[np.ndarray, int, int]]:
     runs. Prefix sums along the last axis turn each run into one difference,
     and with int64 keys each run is one interval of keys.
     """
+    off, run = sorted_runs(offsets)
+    if off.shape[0] == 0:
+        return
+    starts = np.flatnonzero(np.concatenate(([True], run[1:] != run[:-1])))
+    ends = np.append(starts[1:], off.shape[0]) - 1
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        yield off[a, :-1], int(off[a, -1]), int(off[b, -1])
+
+
+def sorted_runs(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets in lexicographic order and the index of the run of
+    :func:`offset_runs` each belongs to (runs numbered in that order)."""
     off = np.asarray(offsets, dtype=np.int64)
+    off = off.reshape(-1, off.shape[-1]) if off.ndim > 1 else off.reshape(-1, 1)
     off = off[np.lexsort(off.T[::-1])]
-    prefixes = off[:, :-1]
-    last = off[:, -1]
-    n = off.shape[0]
-    k = 0
-    while k < n:
-        j = k
-        while j + 1 < n and np.array_equal(prefixes[j + 1], prefixes[k]) and last[j + 1] == last[j] + 1:
-            j += 1
-        yield prefixes[k], int(last[k]), int(last[j])
-        k = j + 1
+    if off.shape[0] == 0:
+        return off, np.zeros(0, dtype=np.int64)
+    new = np.ones(off.shape[0], dtype=bool)
+    new[1:] = np.any(off[1:, :-1] != off[:-1, :-1], axis=1) | (off[1:, -1] != off[:-1, -1] + 1)
+    return off, np.cumsum(new) - 1
 
 
 def search_keys(sorted_keys: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,6 @@ coordinates, are noise (-1).
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..cells.grid import Grid, search_keys
+from ..cells.pairs import chebyshev_pairs, codes_fit, offset_codes, pairs_cheaper
 
 
 def outside_note(grid: Grid, X: np.ndarray) -> str | None:
@@ -194,18 +194,31 @@ def _near_keys(grid: Grid, coords: np.ndarray, offsets: np.ndarray) -> np.ndarra
 def region_offsets(d: int, radius_cells: float, to: str) -> tuple[tuple[int, ...], ...]:
     """Offsets n of the cells whose centre can be within ``radius_cells`` (in
     cell widths) of core cell 0: of the cell itself (``to="cells"``:
-    sum max(|n_i| - 1/2, 0)^2 <= r^2) or of its centre (sum n_i^2 <= r^2)."""
+    sum max(|n_i| - 1/2, 0)^2 <= r^2) or of its centre (sum n_i^2 <= r^2).
+    In the order of ``itertools.product(range(-R, R + 1), repeat=d)``."""
+    return tuple(map(tuple, _region_offsets(d, radius_cells, to).tolist()))
+
+
+@functools.lru_cache(maxsize=32)
+def _region_offsets(d: int, radius_cells: float, to: str) -> np.ndarray:
+    """:func:`region_offsets` as an (m, d) array, built axis by axis and
+    pruned as the partial sums pass the limit (no product of all offsets)."""
     R = int(math.floor(radius_cells + 0.5)) + 1
     lim = radius_cells * radius_cells * (1 + TIE_TOLERANCE)  # a superset; border_labels decides
-    if to == "cells":
-        keep = [
-            o
-            for o in itertools.product(range(-R, R + 1), repeat=d)
-            if sum(max(abs(x) - 0.5, 0.0) ** 2 for x in o) <= lim
-        ]
-    else:
-        keep = [o for o in itertools.product(range(-R, R + 1), repeat=d) if sum(x * x for x in o) <= lim]
-    return tuple(keep)
+    steps = np.arange(-R, R + 1)
+    part = np.maximum(np.abs(steps) - 0.5, 0.0) ** 2 if to == "cells" else (steps * steps).astype(np.float64)
+    rows = np.zeros((1, 0), dtype=np.int64)
+    acc = np.zeros(1)
+    for _ in range(d):
+        # the same sums in the same order as the per-offset rule: left to right
+        new_acc = (acc[:, None] + part[None, :]).ravel()
+        new_rows = np.concatenate(
+            [np.repeat(rows, steps.size, axis=0), np.tile(steps, rows.shape[0])[:, None]], axis=1
+        )
+        keep = new_acc <= lim
+        rows, acc = new_rows[keep], new_acc[keep]
+    rows.setflags(write=False)
+    return rows
 
 
 def predict_spans(
@@ -251,8 +264,14 @@ def border_labels(
     ``core_keys``: a quicker test of which neighbours are core cells.
     """
     cells = np.asarray(cells, dtype=np.int64).reshape(-1, grid.d)
-    u = cells + 0.5  # the centres, in cell units
     radius = border / grid.width
+    offsets = _region_offsets(grid.d, radius, to)
+    R = int(math.floor(radius + 0.5)) + 1
+    if codes_fit(grid.d, R) and pairs_cheaper(
+        grid.d, offsets.shape[0], cells.shape[0], core_keys.size, offsets.shape[0], grid.n_cells
+    ):
+        return _border_labels_by_pairs(grid, core_keys, labels, cells, radius, to, offsets, R)
+    u = cells + 0.5  # the centres, in cell units
     best = np.full(cells.shape[0], np.inf)
     lab = np.full(cells.shape[0], -1, dtype=np.int64)
     for o in region_offsets(grid.d, radius, to):
@@ -289,6 +308,51 @@ def border_labels(
         better = inside & (((dist < b) & ~tie) | (tie & (span < lab[rows])))
         best[rows[better]] = np.minimum(dist[better], best[rows[better]])
         lab[rows[better]] = span[better]
+    return lab
+
+
+def _border_labels_by_pairs(
+    grid: Grid,
+    core_keys: np.ndarray,
+    labels: np.ndarray,
+    cells: np.ndarray,
+    radius: float,
+    to: str,
+    offsets: np.ndarray,
+    R: int,
+) -> np.ndarray:
+    """:func:`border_labels` from the pairs (cell, core cell) at an offset of
+    :func:`region_offsets`, found by shifted grids instead of one lookup per
+    offset. The same distances, computed the same way; the nearest core cell
+    wins, ties to the smaller span id. Distances between lattice points are
+    either equal or far more than the tie tolerance apart, so this is the
+    per-offset rule's result."""
+    lab = np.full(cells.shape[0], -1, dtype=np.int64)
+    core = grid.decode(core_keys)
+    ci, ki = chebyshev_pairs(cells, core, R)
+    if ci.size == 0:
+        return lab
+    codes = np.sort(offset_codes(offsets, R))
+    diff = offset_codes(core[ki] - cells[ci], R)
+    pos = np.minimum(np.searchsorted(codes, diff), codes.size - 1)
+    ok = codes[pos] == diff
+    ci, ki = ci[ok], ki[ok]
+    tr, ur = core[ki].astype(np.float64), cells[ci] + 0.5
+    if to == "cells":
+        gap = np.maximum(np.maximum(tr - ur, ur - (tr + 1.0)), 0.0)
+    else:
+        gap = np.abs(ur - (tr + 0.5))
+    dist = np.sqrt(np.sort(gap * gap, axis=1).sum(axis=1))
+    inside = dist <= radius * (1 + TIE_TOLERANCE) if to == "centres" else dist < radius * (1 - TIE_TOLERANCE)
+    ci, dist, span = ci[inside], dist[inside], labels[ki[inside]]
+    if ci.size == 0:
+        return lab
+    order = np.lexsort((span, dist, ci))
+    ci, dist, span = ci[order], dist[order], span[order]
+    first = np.flatnonzero(np.concatenate(([True], ci[1:] != ci[:-1])))
+    best = np.repeat(dist[first], np.diff(np.append(first, ci.size)))
+    tie = np.abs(dist - best) <= TIE_TOLERANCE * np.maximum(best, 1.0)
+    lab[ci[first]] = np.minimum.reduceat(np.where(tie, span, np.iinfo(np.int64).max), first)
     return lab
 
 

@@ -18,7 +18,6 @@ of one per offset, and about ``runs * m`` edges instead of ``kappa * m / 2``.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 
 import numpy as np
@@ -154,18 +153,19 @@ def centre_offsets(d: int, r2: float, strict: bool = True) -> np.ndarray:
     would join centres exactly alpha apart.
     """
     R = int(math.floor(math.sqrt(r2 * (1 + _TOL))))
-    if strict:
-        offs = [
-            o
-            for o in itertools.product(range(-R, R + 1), repeat=d)
-            if 0 < sum(x * x for x in o) < r2 * (1 - _TOL)
-        ]
-    else:
-        offs = [
-            o
-            for o in itertools.product(range(-R, R + 1), repeat=d)
-            if 0 < sum(x * x for x in o) <= r2 * (1 + _TOL)
-        ]
+    lim = r2 * (1 - _TOL) if strict else r2 * (1 + _TOL)
+    steps = np.arange(-R, R + 1, dtype=np.int64)
+    # axis by axis in itertools.product's order, dropping partial sums past the limit
+    rows = np.zeros((1, 0), dtype=np.int64)
+    acc = np.zeros(1, dtype=np.int64)
+    for _ in range(d):
+        new_acc = (acc[:, None] + steps[None, :] ** 2).ravel()
+        new_rows = np.concatenate(
+            [np.repeat(rows, steps.size, axis=0), np.tile(steps, rows.shape[0])[:, None]], axis=1
+        )
+        keep = new_acc < lim if strict else new_acc <= lim
+        rows, acc = new_rows[keep], new_acc[keep]
+    offs = rows[acc > 0]
     out = np.array(offs, dtype=np.int64).reshape(-1, d)
     out.setflags(write=False)
     return out

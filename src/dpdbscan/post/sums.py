@@ -10,8 +10,9 @@ import math
 
 import numpy as np
 
-from ..cells.grid import Grid, lookup, offset_runs
+from ..cells.grid import Grid, lookup, offset_runs, sorted_runs
 from ..cells.histogram import NoisyHistogram
+from ..cells.pairs import chebyshev_pairs, codes_fit, offset_codes, pairs_cheaper
 
 
 def padded_prefix_sums(values: np.ndarray, R: int) -> np.ndarray:
@@ -72,13 +73,82 @@ def sparse_neighbour_sums(
         return out
     cs = np.zeros(values.size + 1, dtype=acc_dtype)
     np.cumsum(values, out=cs[1:])
-    runs = offset_runs(grid.offsets if offsets is None else offsets)
+    offsets = grid.offsets if offsets is None else offsets
+    pairs = run_pairs(grid, keys, query, offsets)
+    if pairs is not None:
+        # per (query, run): the released keys of the run's interval, as the
+        # difference of prefix sums the runs take; then the runs in order
+        qi, ri, run, _ = pairs
+        if qi.size == 0:
+            return out
+        new = np.ones(qi.size, dtype=bool)
+        new[1:] = (qi[1:] != qi[:-1]) | (run[1:] != run[:-1])
+        first = np.flatnonzero(new)
+        last = np.append(first[1:], qi.size) - 1
+        diff = cs[ri[last] + 1] - cs[ri[first]]
+        if acc_dtype == np.int64:
+            np.add.at(out, qi[first], diff)
+        else:
+            out += np.bincount(qi[first], weights=diff, minlength=query.size)
+        return out
+    runs = offset_runs(offsets)
     for prefix, lo, hi in runs:
         base = grid.key_delta(np.append(prefix, 0))
         a = np.searchsorted(keys, query + (base + lo), side="left")
         b = np.searchsorted(keys, query + (base + hi), side="right")
         out += cs[b] - cs[a]
     return out
+
+
+def run_pairs(
+    grid: Grid, keys: np.ndarray, query: np.ndarray, offsets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The released cells (sorted ``keys``) at an offset of ``offsets`` from
+    each query key, as pairs found by shifted grids (:mod:`dpdbscan.cells.pairs`),
+    or None when one search per run of offsets is the cheaper way.
+
+    Returns ``(qi, ri, run, col)`` sorted by query index, then run of
+    :func:`~dpdbscan.cells.grid.offset_runs`, then key: the query's index,
+    the released cell's index, the run the offset belongs to and the
+    offset's row in ``offsets``. The order is the order in which the runs
+    add the terms up, so sums over pairs equal theirs bit for bit.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, grid.d)
+    if offsets.shape[0] == 0 or keys.size == 0 or query.size == 0:
+        return None
+    R = int(np.abs(offsets).max())
+    if not codes_fit(grid.d, R):
+        return None
+    off_sorted, run_of = sorted_runs(offsets)
+    n_runs = int(run_of[-1]) + 1
+    if not pairs_cheaper(grid.d, n_runs, query.size, keys.size, offsets.shape[0], grid.n_cells):
+        return None
+    codes = offset_codes(off_sorted, R)  # increasing: lexicographic order
+    row = _rows_of(offsets, off_sorted, codes, R)
+    qc, kc = grid.decode(query), grid.decode(keys)
+    qi, ri = chebyshev_pairs(qc, kc, R)
+    if qi.size == 0:
+        return _no_pairs()
+    pos = np.searchsorted(codes, offset_codes(kc[ri] - qc[qi], R))
+    pos = np.minimum(pos, codes.size - 1)
+    hit = codes[pos] == offset_codes(kc[ri] - qc[qi], R)
+    qi, ri, pos = qi[hit], ri[hit], pos[hit]
+    run = run_of[pos]
+    order = np.lexsort((ri, run, qi))
+    return qi[order], ri[order], run[order], row[pos[order]]
+
+
+def _no_pairs() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    z = np.zeros(0, dtype=np.int64)
+    return z, z, z, z
+
+
+def _rows_of(offsets: np.ndarray, off_sorted: np.ndarray, codes: np.ndarray, R: int) -> np.ndarray:
+    """Row in ``offsets`` of each sorted offset (``codes`` are the sorted ones')."""
+    mine = offset_codes(offsets, R)
+    row = np.empty(codes.size, dtype=np.int64)
+    row[np.searchsorted(codes, mine)] = np.arange(mine.size)
+    return row
 
 
 def neighbourhood(grid: Grid, keys: np.ndarray) -> np.ndarray:

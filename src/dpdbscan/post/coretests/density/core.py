@@ -53,9 +53,11 @@ def fine_grid(grid: Grid, k: int) -> Grid:
 
 
 #: The density test weighs every cell of an eps-neighbourhood; beyond this many
-#: cells (d > 6 at eta = 4, or an eps far above a release's resolution) it is
-#: not attempted.
-MAX_KAPPA = 50_000
+#: cells (d > 8 at eta = 4, or an eps far above a release's resolution) it is
+#: not attempted. Sparse releases in high dimension sum over the pairs of
+#: released cells within reach (:mod:`dpdbscan.cells.pairs`), so the count
+#: costs memory for the weights (a float per cell) but not time per cell.
+MAX_KAPPA = 2_000_000
 
 OCCUPANCY = 0.5  # gamma: a core sub-cell's cell holds >= gamma x the ball's mean count per cell
 OCCUPANCY_SIGMAS = 2.0  # ... or at least this many standard deviations of one cell's noise

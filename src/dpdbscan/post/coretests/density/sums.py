@@ -7,6 +7,7 @@ import numpy as np
 
 from ....cells.grid import Grid, lookup, offset_runs
 from ....cells.histogram import NoisyHistogram
+from ...sums import run_pairs
 from .weights import BallWeights
 
 
@@ -88,8 +89,24 @@ def _sparse_run_sums(grid: Grid, rkeys, rvals, weights: BallWeights, query) -> n
     if rkeys.size == 0:
         return out
     off = weights.offsets
-    index = {tuple(o): i for i, o in enumerate(off.tolist())}
     rvals = rvals.astype(np.float64)
+    pairs = run_pairs(grid, rkeys, query, off)
+    if pairs is not None:
+        # the same terms in the same order as the runs below: per (query,
+        # run) in key order from 0, then the runs in order
+        qi, ri, run, col = pairs
+        if qi.size == 0:
+            return out
+        new = np.ones(qi.size, dtype=bool)
+        new[1:] = (qi[1:] != qi[:-1]) | (run[1:] != run[:-1])
+        group = np.cumsum(new) - 1
+        gq = qi[new]
+        vals = rvals[ri]
+        for r in range(n_pos):
+            part = np.bincount(group, weights=weights.W[r, col] * vals, minlength=gq.size)
+            out[:, r] += np.bincount(gq, weights=part, minlength=query.size)
+        return out
+    index = {tuple(o): i for i, o in enumerate(off.tolist())}
     for prefix, lo, hi in offset_runs(off):
         base = grid.key_delta(np.append(prefix, 0))
         a = np.searchsorted(rkeys, query + (base + lo), side="left")

@@ -113,23 +113,29 @@ def _weight(types: tuple, k: int, centre: bool, A: float, N: int) -> float:
     return float(np.sum(mass * G(A - mean)))
 
 
-def _support(d: int, eta: float, k: int, centre: bool):
-    """(positions, offsets of cells at distance < alpha) per sub-position."""
+def _support(d: int, eta: float, k: int, centre: bool) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    """(positions, offsets of cells at distance < alpha) per sub-position, the
+    offsets in lexicographic order. Built axis by axis, dropping partial sums
+    that already reach the limit (the sums add the same terms in the same
+    order as a sum over each offset's axes)."""
     A = (4.0 * math.sqrt(d) / eta) ** 2
     reach = int(math.ceil(math.sqrt(A))) + 1
-    steps = range(-reach, reach + 1)
+    steps = np.arange(-reach, reach + 1)
+    lim = A * (1 - 1e-12)
     out = []
     for pos in itertools.product(range(k), repeat=d):
-        per_axis = []
+        rows = np.zeros((1, 0), dtype=np.int64)
+        acc = np.zeros(1)
         for s in pos:
             lo, hi = ((s + 0.5) / k, (s + 0.5) / k) if centre else (s / k, (s + 1) / k)
-            per_axis.append({o: max(o - hi, lo - (o + 1), 0.0) ** 2 for o in steps})
-        offs = [
-            o
-            for o in itertools.product(steps, repeat=d)
-            if sum(per_axis[i][o[i]] for i in range(d)) < A * (1 - 1e-12)
-        ]
-        out.append((pos, offs))
+            g2 = np.array([max(o - hi, lo - (o + 1), 0.0) ** 2 for o in steps.tolist()])
+            new_acc = (acc[:, None] + g2[None, :]).ravel()
+            new_rows = np.concatenate(
+                [np.repeat(rows, steps.size, axis=0), np.tile(steps, rows.shape[0])[:, None]], axis=1
+            )
+            keep = new_acc < lim
+            rows, acc = new_rows[keep], new_acc[keep]
+        out.append((pos, rows))
     return out
 
 
@@ -172,6 +178,33 @@ class BallWeights:
         return (self.W * self.W).sum(axis=1)
 
 
+def _unique_rows(a: np.ndarray) -> np.ndarray:
+    """The distinct rows of an integer array, in lexicographic order."""
+    if a.shape[0] == 0:
+        return a
+    lo = int(a.min())
+    span = int(a.max()) - lo + 1
+    c = np.zeros(a.shape[0], dtype=np.int64)
+    for i in range(a.shape[1]):
+        c = c * span + (a[:, i] - lo)
+    _, first = np.unique(c, return_index=True)
+    return a[first]
+
+
+def _rows_in(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Index in the lexicographically sorted unique ``table`` of each of ``rows``."""
+    lo = min(int(table.min()), int(rows.min())) if table.size else 0
+    span = (max(int(table.max()), int(rows.max())) - lo + 1) if table.size else 1
+
+    def code(a):
+        c = np.zeros(a.shape[0], dtype=np.int64)
+        for i in range(a.shape[1]):
+            c = c * span + (a[:, i] - lo)
+        return c
+
+    return np.searchsorted(code(table), code(rows))
+
+
 @functools.lru_cache(maxsize=64)
 def ball_weights(d: int, eta: float, k: int = 1, estimate: str = "average", bins: int = _BINS) -> BallWeights:
     """The weights W(q, Y), computed once per (d, eta, k, estimate).
@@ -196,17 +229,33 @@ def ball_weights(d: int, eta: float, k: int = 1, estimate: str = "average", bins
     centre = estimate == "centre"
     A = (4.0 * math.sqrt(d) / eta) ** 2
     support = _support(d, float(eta), k, centre)
-    union = sorted({o for _, offs in support for o in offs})
-    index = {o: i for i, o in enumerate(union)}
-    W = np.zeros((len(support), len(union)))
-    memo = {}
+    union = _unique_rows(np.concatenate([offs for _, offs in support]))  # lexicographic
+    W = np.zeros((len(support), union.shape[0]))
+    memo: dict[tuple, float] = {}
+    span = 2 * (int(np.abs(union).max()) if union.size else 0) + 1
     for r, (pos, offs) in enumerate(support):
-        for o in offs:
-            types = tuple(sorted(_canonical_axis(oi, si, k) for oi, si in zip(o, pos)))
+        # each offset's multiset of per-axis types as one row of sorted codes
+        # (code order = the tuples' order), each distinct row weighed once
+        p = np.asarray(pos, dtype=np.int64)
+        flip = (offs > 0) | ((offs == 0) & (p[None, :] > k - 1 - p[None, :]))
+        o_c = np.where(flip, -offs, offs)
+        s_c = np.where(flip, k - 1 - p[None, :], p[None, :])
+        codes = np.sort((o_c + span) * k + s_c, axis=1)
+        base = (span + 1) * k
+        flat = np.zeros(codes.shape[0], dtype=np.int64)
+        for i in range(d):
+            flat = flat * base + codes[:, i]
+        _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+        uniq = codes[first]
+        vals = np.empty(uniq.shape[0])
+        for u, row in enumerate(uniq.tolist()):
+            types = tuple((c // k - span, c % k) for c in row)
             if types not in memo:
                 memo[types] = min(max(_weight(types, k, centre, A, bins), 0.0), 1.0)
-            W[r, index[o]] = memo[types]
-    offsets = np.array(union, dtype=np.int64).reshape(-1, d)
+            vals[u] = memo[types]
+        cols = _rows_in(union, offs)
+        W[r, cols] = vals[inverse.ravel()]
+    offsets = union.astype(np.int64).reshape(-1, d)
     W.setflags(write=False)
     offsets.setflags(write=False)
     return BallWeights(d, float(eta), k, estimate, tuple(p for p, _ in support), offsets, W)

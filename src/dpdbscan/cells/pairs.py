@@ -1,0 +1,250 @@
+"""Pairs of cells within reach, found without enumerating the offsets.
+
+A sum over the alpha-neighbourhood NB(X) visits kappa offsets per cell, and
+kappa grows as about (2 sqrt(d) + 1)^d: 609 cells in 4-D, 28,197 in 6-D and
+1,278,129 in 8-D. A sparse release holds few cells within reach of each other,
+so listing the pairs that do exist costs far less in high dimension.
+
+Shifted grids: two cells whose coordinates differ by at most ``R`` along
+every axis share a bucket of side ``L = 2R + 2`` in at least one of the 2^d
+grids shifted by 0 or ``R + 1`` along each axis (along one axis the two
+grids' bucket borders alternate ``R + 1`` apart, and a gap of at most ``R``
+cannot straddle two of them). Each grid is one sort of the bucket ids, and
+a pair is kept only in the grid whose shifts are its canonical ones (shift 0
+along the axes where the pair already shares an unshifted bucket), so every
+pair is listed exactly once. The cost is about 2^d sorts of the cells plus
+the pairs found, against kappa-dependent lookups per cell for the runs of
+offsets (``offset_runs``); :func:`pairs_cheaper` chooses between them.
+
+Offsets are told apart exactly by :func:`offset_codes` (an integer per
+offset), so the sums over pairs can reproduce the runs' order of additions
+bit for bit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+#: Cost of one cell in one shifted grid, in binary-search steps (bucket ids,
+#: an argsort and the cross products): measured ratio, a rough guide only.
+_GRID_COST = 8.0
+
+
+def offset_codes(offsets: np.ndarray, R: int) -> np.ndarray:
+    """One int64 per integer offset with ``|o_i| <= R``: mixed radix ``2R + 1``."""
+    off = np.asarray(offsets, dtype=np.int64)
+    off = off.reshape(-1, off.shape[-1] if off.ndim > 1 else 1)
+    base = 2 * R + 1
+    code = np.zeros(off.shape[0], dtype=np.int64)
+    for i in range(off.shape[1]):
+        code *= base
+        code += off[:, i] + R
+    return code
+
+
+def codes_fit(d: int, R: int) -> bool:
+    """Whether :func:`offset_codes` of d-dimensional offsets fit an int64."""
+    return (2 * R + 1) ** d < 1 << 62
+
+
+_FORCED: list[bool | None] = [None]
+
+
+@contextlib.contextmanager
+def forced(use_pairs: bool | None) -> Iterator[None]:
+    """Within the block, :func:`pairs_cheaper` answers ``use_pairs`` (None: the
+    cost model). The tests compare both ways of summing this way."""
+    before = _FORCED[0]
+    _FORCED[0] = use_pairs
+    try:
+        yield
+    finally:
+        _FORCED[0] = before
+
+
+#: Pairs held at once: beyond this many expected (about 1 GB of indices and
+#: offsets) the runs, which hold one run's worth, are used whatever they cost.
+MAX_PAIRS = 1 << 25
+
+
+def pairs_cheaper(
+    d: int, n_runs: int, n_query: int, n_keys: int, n_offsets: int = 0, n_cells: int = 0
+) -> bool:
+    """Whether the shifted grids should beat one pair of binary searches per
+    run of offsets and query cell (a public cost model: sizes only).
+
+    With ``n_offsets`` and ``n_cells`` (the universe's), the pairs expected
+    if the cells were spread evenly must stay below :data:`MAX_PAIRS`, even
+    when :func:`forced`: dense releases keep the runs."""
+    if n_cells and n_query * n_keys * n_offsets / n_cells > MAX_PAIRS:
+        return False
+    if _FORCED[0] is not None:
+        return _FORCED[0]
+    log = max(math.log2(max(n_query + n_keys, 2)), 1.0)
+    runs_cost = 2.0 * n_runs * n_query * log
+    small, large = sorted((n_query, n_keys))
+    if _prefilter(d, small, large):
+        # the large side is first cut down to the buckets next to the small
+        # side's (:func:`chebyshev_pairs`); about as many cells remain
+        grid_cost = small * 3**d * 2.0 + large * log + (2**d) * 2 * small * _GRID_COST * log
+    else:
+        grid_cost = (2**d) * (n_query + n_keys) * _GRID_COST * log
+    return grid_cost < runs_cost
+
+
+def _prefilter(d: int, small: int, large: int) -> bool:
+    return small * 3**d * 4 < large
+
+
+def chebyshev_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair ``(i, j)`` with ``max_k |b[j, k] - a[i, k]| <= R``.
+
+    ``a`` and ``b`` are non-negative integer coordinate rows (n, d) and (m, d);
+    each pair appears once, in no particular order. Memory: the cells and
+    the pairs of one shifted grid at a time.
+    """
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    d = a.shape[1]
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    L = 2 * R + 2
+    half = R + 1
+    top = int(max(a.max(), b.max())) + half
+    nb = top // L + 1
+    if nb**d >= 1 << 62:
+        raise ValueError("too many buckets for int64 bucket ids")
+    same = a is b
+    if not same and _prefilter(d, min(a.shape[0], b.shape[0]), max(a.shape[0], b.shape[0])):
+        # few cells on one side: keep only the other side's cells in buckets
+        # next to theirs (each pair lies in buckets at most one apart per axis)
+        small_is_a = a.shape[0] <= b.shape[0]
+        small, large = (a, b) if small_is_a else (b, a)
+        sel = _near_buckets(small, large, L)
+        i, j = _grid_pairs(small, large[sel], R)
+        j = sel[j]
+        return (i, j) if small_is_a else (j, i)
+    return _grid_pairs(a, b, R)
+
+
+def _grid_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`chebyshev_pairs` over all 2^d shifted grids."""
+    d = a.shape[1]
+    L = 2 * R + 2
+    half = R + 1
+    nb = (int(max(a.max(), b.max())) + half) // L + 1
+    same = a is b
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    # near[k]: the cells within R of an unshifted bucket border along axis k, the
+    # only ones that can pair across it (grids shifted along k need no others)
+    near_a = _near_border(a, R, L)
+    near_b = near_a if same else _near_border(b, R, L)
+    cols_a = [np.ascontiguousarray(a[:, k]) for k in range(d)]
+    cols_b = cols_a if same else [np.ascontiguousarray(b[:, k]) for k in range(d)]
+    out_i, out_j = [], []
+    for g in range(2**d):
+        shifted = np.array([(g >> (d - 1 - k)) & 1 for k in range(d)], dtype=bool)
+        sa = np.flatnonzero(near_a[:, shifted].all(axis=1)) if shifted.any() else np.arange(a.shape[0])
+        sb = (
+            sa
+            if same
+            else (np.flatnonzero(near_b[:, shifted].all(axis=1)) if shifted.any() else np.arange(b.shape[0]))
+        )
+        if sa.size == 0 or sb.size == 0:
+            continue
+        shift = shifted.astype(np.int64) * half
+        ids_a = _bucket_ids(a[sa], shift, L, nb)
+        ids_b = ids_a if same else _bucket_ids(b[sb], shift, L, nb)
+        ia, ja = _bucket_pairs(ids_a, ids_b, same)
+        ia, ja = sa[ia], sb[ja]
+        # axis by axis, dropping pairs as soon as one axis fails
+        for k in np.argsort(~shifted, kind="stable"):  # shifted axes first: they fail most
+            ca, cb = cols_a[k][ia], cols_b[k][ja]
+            keep = np.abs(cb - ca) <= R
+            if shifted[k]:
+                # canonical grid: shifted exactly along the axes where the pair
+                # does not share an unshifted bucket
+                keep &= ca // L != cb // L
+            ia, ja = ia[keep], ja[keep]
+        out_i.append(ia)
+        out_j.append(ja)
+    if not out_i:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out_i), np.concatenate(out_j)
+
+
+def _near_buckets(small: np.ndarray, large: np.ndarray, L: int) -> np.ndarray:
+    """Rows of ``large`` whose bucket of side L is at most one bucket away,
+    along every axis, from the bucket of some row of ``small``."""
+    d = small.shape[1]
+    nb = int(max(small.max(), large.max())) // L + 3
+    bs = small // L + 1
+    steps = np.array(np.meshgrid(*([np.array([-1, 0, 1])] * d), indexing="ij")).reshape(d, -1).T
+    ids = np.unique(_ids((bs[:, None, :] + steps[None, :, :]).reshape(-1, d), nb))
+    mine = _ids(large // L + 1, nb)
+    pos = np.minimum(np.searchsorted(ids, mine), ids.size - 1)
+    return np.flatnonzero(ids[pos] == mine)
+
+
+def _ids(c: np.ndarray, nb: int) -> np.ndarray:
+    out = np.zeros(c.shape[0], dtype=np.int64)
+    for k in range(c.shape[1]):
+        out *= nb
+        out += c[:, k]
+    return out
+
+
+def _near_border(c: np.ndarray, R: int, L: int) -> np.ndarray:
+    """(n, d) bool: within R of a multiple of L from below or at most R - 1 above."""
+    r = c % L
+    return (r < R) | (r >= L - R)
+
+
+def _bucket_ids(c: np.ndarray, shift: np.ndarray, L: int, nb: int) -> np.ndarray:
+    ids = np.zeros(c.shape[0], dtype=np.int64)
+    for k in range(c.shape[1]):
+        ids *= nb
+        ids += (c[:, k] + shift[k]) // L
+    return ids
+
+
+def _bucket_pairs(ba: np.ndarray, bb: np.ndarray, same: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Every (i, j) with ``ba[i] == bb[j]``."""
+    oa = np.argsort(ba, kind="stable")
+    sa = ba[oa]
+    ua, sta, cnta = _groups(sa)
+    if same:
+        ob, ub, stb, cntb = oa, ua, sta, cnta
+        xa = xb = np.arange(ua.size)
+    else:
+        ob = np.argsort(bb, kind="stable")
+        ub, stb, cntb = _groups(bb[ob])
+        _, xa, xb = np.intersect1d(ua, ub, assume_unique=True, return_indices=True)
+    if xa.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    na, nbb = cnta[xa], cntb[xb]
+    per = na * nbb
+    total = int(per.sum())
+    # pair t of a bucket: row t // nb of a's block, column t % nb of b's
+    grp = np.repeat(np.arange(xa.size), per)
+    first = np.concatenate(([0], np.cumsum(per)[:-1]))
+    t = np.arange(total, dtype=np.int64) - first[grp]
+    nbg = nbb[grp]
+    ra = sta[xa][grp] + t // nbg
+    rb = stb[xb][grp] + t % nbg
+    return oa[ra], ob[rb]
+
+
+def _groups(sorted_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct values of a sorted array, where each starts and how many."""
+    start = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
+    counts = np.diff(np.append(start, sorted_ids.size))
+    return sorted_ids[start], start, counts
+
+
+__all__ = ["chebyshev_pairs", "offset_codes", "codes_fit", "pairs_cheaper", "forced"]

@@ -1,0 +1,193 @@
+"""Pairs of cells within reach (cells/pairs.py), and every sum built on them
+equal bit for bit to the runs of offsets they replace when those are dear."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dpdbscan import DPDBSCAN
+from dpdbscan.cells.grid import Grid, neighbour_offsets, offset_runs, sorted_runs
+from dpdbscan.cells.pairs import chebyshev_pairs, forced
+from dpdbscan.model.predict import border_labels
+from dpdbscan.post.coretests.density.sums import _sparse_run_sums
+from dpdbscan.post.coretests.density.weights import ball_weights
+from dpdbscan.post.sums import sparse_neighbour_sums
+
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def brute_pairs(a, b, R):
+    D = np.abs(a[:, None, :] - b[None, :, :]).max(axis=2)
+    return sorted(zip(*(x.tolist() for x in np.nonzero(D <= R))))
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 12),
+    n=st.integers(0, 60),
+    m=st.integers(0, 300),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_chebyshev_pairs_are_every_pair_once(d, R, side, n, m, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, side, (n, d))
+    b = rng.integers(0, side, (m, d))
+    i, j = chebyshev_pairs(a, b, R)
+    got = sorted(zip(i.tolist(), j.tolist()))
+    assert got == brute_pairs(a, b, R)
+    i, j = chebyshev_pairs(a, a, R)  # the self-join path
+    assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(a, a, R)
+
+
+def test_sorted_runs_number_the_runs_of_offset_runs():
+    off = neighbour_offsets(3, 4.0)
+    srt, run = sorted_runs(off)
+    runs = list(offset_runs(off))
+    assert run[-1] + 1 == len(runs)
+    for r, (prefix, lo, hi) in enumerate(runs):
+        rows = srt[run == r]
+        assert np.array_equal(rows[:, :-1], np.repeat(prefix[None, :], rows.shape[0], axis=0))
+        assert rows[:, -1].tolist() == list(range(lo, hi + 1))
+
+
+def _sparse_release(d, seed, integer):
+    rng = np.random.default_rng(seed)
+    eta = 4.0 if d > 6 else float(rng.choice([4.0, 3.0]))
+    g = Grid(np.zeros(d), np.ones(d), 0.45 if d > 3 else 0.15, eta)
+    n = int(rng.integers(1, 300))
+    keys = np.unique(g.encode(np.stack([rng.integers(0, s, n) for s in g.shape], axis=1)))
+    vals = rng.integers(1, 40, keys.size) if integer else rng.exponential(4.0, keys.size) + 0.5
+    query = keys[rng.random(keys.size) < 0.6]
+    return rng, g, keys, vals, query
+
+
+def _offsets(g, rng):
+    """NB when it is small, else a random part of it (the runs would take long)."""
+    off = g.offsets
+    if off.shape[0] > 3000:
+        off = off[rng.random(off.shape[0]) < 3000 / off.shape[0]]
+        off = np.unique(np.concatenate([off, -off]), axis=0)  # symmetric, as every offset set used
+    return off
+
+
+@SETTINGS
+@given(d=st.integers(1, 8), seed=st.integers(0, 2**32 - 1), integer=st.booleans())
+def test_neighbour_sums_over_pairs_equal_the_runs(d, seed, integer):
+    rng, g, keys, vals, query = _sparse_release(d, seed, integer)
+    off = _offsets(g, rng)
+    with forced(False):
+        runs = sparse_neighbour_sums(g, keys, vals, query, off)
+    with forced(True):
+        pairs = sparse_neighbour_sums(g, keys, vals, query, off)
+    assert pairs.dtype == runs.dtype
+    assert np.array_equal(pairs, runs)
+
+
+@SETTINGS
+@given(d=st.integers(1, 6), k=st.sampled_from([1, 2]), seed=st.integers(0, 2**32 - 1))
+def test_weighted_sums_over_pairs_equal_the_runs(d, k, seed):
+    rng, g, keys, vals, query = _sparse_release(d, seed, integer=bool(seed % 2))
+    if d > 3:
+        k = 1
+    W = ball_weights(d, float(g.eta), k)
+    with forced(False):
+        runs = _sparse_run_sums(g, keys, vals, W, query)
+    with forced(True):
+        pairs = _sparse_run_sums(g, keys, vals, W, query)
+    assert np.array_equal(pairs, runs)  # floats: the same additions in the same order
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 5),
+    to=st.sampled_from(["cells", "centres"]),
+    scale=st.sampled_from([0.5, 1.0, 1.7]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_border_labels_over_pairs_equal_the_offsets(d, to, scale, seed):
+    rng = np.random.default_rng(seed)
+    g = Grid(np.zeros(d), np.ones(d), 0.3 if d > 2 else 0.1, 4.0)
+    core = np.unique(g.encode(np.stack([rng.integers(0, s, 40) for s in g.shape], axis=1)))
+    labels = rng.integers(0, 4, core.size)
+    cells = np.stack([rng.integers(0, s, 200) for s in g.shape], axis=1)
+    with forced(False):
+        a = border_labels(g, core, labels, cells, g.alpha * scale, to)
+    with forced(True):
+        b = border_labels(g, core, labels, cells, g.alpha * scale, to)
+    assert np.array_equal(a, b)
+    assert (a >= 0).any() or core.size == 0 or scale < 1
+
+
+def _blobs(d, n, seed):
+    rng = np.random.default_rng(seed)
+    c = rng.uniform(0.2, 0.8, (4, d))
+    X = c[rng.integers(0, 4, n)] + rng.normal(0, 0.03, (n, d))
+    return np.clip(np.concatenate([X, rng.random((n // 10, d))]), 0, 1)
+
+
+def _fit_both(d, seed, units=None, **kw):
+    X = _blobs(d, 1500, seed)
+    out = []
+    for use_pairs in (False, True):
+        est = DPDBSCAN(random_state=seed, bounds=(0, 1), epsilon=1.0, **kw)
+        with forced(use_pairs), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, units=None if units is None else units(X))
+            out.append((est.spans_, est.predict(X)))
+    (a, pa), (b, pb) = out
+    assert np.array_equal(a.core_keys, b.core_keys)
+    assert np.array_equal(a.labels, b.labels)
+    assert np.array_equal(pa, pb)
+    return a
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    d=st.integers(1, 5),
+    seed=st.integers(0, 2**16),
+    histogram=st.sampled_from(["dense", "sparse"]),
+    core=st.sampled_from(["density", "bound"]),
+    subcells=st.sampled_from([1, 2]),
+)
+def test_fits_are_the_same_with_and_without_pairs(d, seed, histogram, core, subcells):
+    if d > 3:
+        subcells = 1
+    # fine enough grids that forcing the pairs everywhere stays small
+    eps = {1: 0.02, 2: 0.05, 3: 0.08, 4: 0.12, 5: 0.15}[d]
+    _fit_both(d, seed, eps=eps, min_samples=10, histogram=histogram, core=core, subcells=subcells)
+
+
+@pytest.mark.parametrize(
+    "d,histogram,core,subcells",
+    [
+        (1, "sparse", "density", 2),
+        (2, "dense", "density", 2),
+        (3, "sparse", "bound", 1),
+        (4, "dense", "density", 1),
+    ],
+)
+def test_a_few_fits_are_the_same_with_and_without_pairs(d, histogram, core, subcells):
+    test_fits_are_the_same_with_and_without_pairs.hypothesis.inner_test(d, 3, histogram, core, subcells)
+
+
+@pytest.mark.parametrize("d", [2, 4])
+def test_person_level_fits_are_the_same_with_and_without_pairs(d):
+    def units(X):
+        return np.arange(X.shape[0]) // 3
+
+    _fit_both(
+        d,
+        7,
+        units,
+        eps=0.05 if d == 2 else 0.2,
+        min_samples=10,
+        delta=1e-6,
+        max_cells_per_unit=2,
+        histogram="sparse",
+    )
