@@ -169,7 +169,7 @@ def test_cli_explore(model, tmp_path, capsys):
     "argv,match",
     [
         (["--eps", "0.01"], "finer than this release"),
-        (["--eps", "5"], "too large"),
+        (["--eps", "20"], "too large"),
         (["--min-samples", "0"], "--min-samples 0"),
     ],
 )
