@@ -52,7 +52,7 @@ KINDS = {
 }
 METRIC_EVENTS = {"stops": ["--events", "stops"], "pickups": ["--events", "pickups", "--status", "occupied"]}
 TARGET = 1.5  # stops' wall time / the person-level fit's
-DEFAULT_METRIC = Path("/work/shared/tools/places_metric.py")
+DEFAULT_METRIC = data_dir().parent / "tools" / "places_metric.py"  # beside the shared data
 
 
 def command(data: Path, out_dir: Path, name: str, kind: str) -> list[str]:
@@ -102,9 +102,8 @@ def events(data: Path, kind: str) -> tuple[np.ndarray, np.ndarray]:
     here from the private file for evaluation (the library's own functions)."""
     import pyarrow.parquet as pq
 
-    from dpdbscan.geometry.projection import Equirectangular
-    from dpdbscan.release.bounding import factorize
-    from dpdbscan.traces import Stops, TripEnds, event_rows
+    from dpdbscan import Stops, TripEnds
+    from dpdbscan.testing import Equirectangular, event_rows, factorize
 
     t = pq.read_table(data, columns=["x", "y", "cab", "time", "occupied"])
     lonlat = np.column_stack([t.column("x").to_numpy(), t.column("y").to_numpy()])

@@ -5,7 +5,7 @@ Pick-ups are derived here, for measurement only (the library's own
 where a cab's ``occupied`` turns 0 -> 1 in time order. Each seed fits them
 with ``fit_lonlat`` in the automatic mode (eps and MinPts "auto"), cab as
 unit, k chosen privately, epsilon 1, delta 1e-6, the MANIFEST's box, saves
-the model and scores it with ``/work/shared/tools/places_metric.py`` (top-20
+the model and scores it with ``../shared/tools/places_metric.py`` (top-20
 pick-up cells in spans, passage cells in spans), counts spans mostly one
 cab's points, and reports the chosen eps, the spans' sizes and what the
 automatic mode said about its choice. ``--hdbscan`` adds non-private
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -38,9 +37,11 @@ from typing import Any
 
 import numpy as np
 
-DATA = Path(os.environ.get("DPDBSCAN_DATA", "/work/shared/data"))
+from .data import data_dir
+
+DATA = data_dir()
 TRACES = DATA / "cabs_sf_cabs.parquet"
-METRIC = Path("/work/shared/tools/places_metric.py")
+METRIC = DATA.parent / "tools" / "places_metric.py"  # beside the shared data
 BOX = (-122.6, 37.55, -122.3, 37.85)
 
 
@@ -184,8 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def figure(model, lonlat: np.ndarray, cabs: np.ndarray, seed: int, path: Path) -> None:
     """The place mode's spans beside the same release without the prior."""
     from dpdbscan import DPDBSCAN
-    from dpdbscan.geometry.projection import Equirectangular
-    from dpdbscan.testing import format_km, plot_model
+    from dpdbscan.testing import Equirectangular, format_km, plot_model
 
     from .figures import pyplot
 

@@ -20,12 +20,8 @@ import sys
 
 import numpy as np
 
-from dpdbscan import load_model
-from dpdbscan.geometry import projection as _geo
-from dpdbscan.model.predict import predict_spans
-from dpdbscan.pipeline import events_rows
-from dpdbscan.traces import TripEnds, parse_times
-from dpdbscan.traces.periods import Periods
+from dpdbscan import TripEnds, load_model
+from dpdbscan.testing import Periods, events_rows, parse_times, predict_spans, projection_of
 
 from .data import data_path
 
@@ -40,7 +36,7 @@ def coverage(model_path: str) -> dict:
     t = pq.read_table(data_path("cabs_sf_cabs.parquet"), columns=["x", "y", "cab", "time", "occupied"])
     X = np.column_stack([t["x"].to_numpy(), t["y"].to_numpy()]).astype(float)
     rows = events_rows(TripEnds("pickup").resolved(geo=True), X, t["cab"], t["time"], t["occupied"])
-    proj = _geo.projection_of(model)
+    proj = projection_of(model)
     if proj is None:
         raise ValueError("a --geo model is needed")
     P = proj.forward(X[rows])

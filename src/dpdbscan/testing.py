@@ -69,6 +69,7 @@ from .geometry.projection import Equirectangular, format_km, projection_of
 from .model.build import model_of
 from .model.predict import predict_spans, span_regions
 from .model.record import SpanModel
+from .pipeline import events_rows
 from .plan import autoplan
 from .plan.autoplan import base_eps as auto_base_eps
 from .post.auto import _parents as span_parents
@@ -85,7 +86,7 @@ from .post.levels import select_levels as levels_select
 from .post.merge import merge_centres
 from .post.spans import build_spans
 from .release.backends import NumpyBackend
-from .release.bounding import BoundingKey, count_units, run_length
+from .release.bounding import BoundingKey, count_units, factorize, run_length
 from .release.samplers.gaussian import discrete_gaussian, discrete_gaussian_tail, floor_sigma
 from .release.samplers.integers import (
     SecureSource,
@@ -104,6 +105,8 @@ from .render.plotting import (
 )
 from .render.plotting import save as save_figure
 from .spec.parameters import PARAMETERS
+from .traces import event_rows, parse_times
+from .traces.periods import Periods
 
 #: The automatic mode's default cap on its base release's cells (the table's).
 AUTO_MAX_CELLS = PARAMETERS["max_cells"].default
@@ -111,6 +114,11 @@ AUTO_MAX_CELLS = PARAMETERS["max_cells"].default
 __all__ = [
     "AUTO_MAX_CELLS",
     "Equirectangular",
+    "Periods",
+    "event_rows",
+    "events_rows",
+    "factorize",
+    "parse_times",
     "projection_of",
     "SecureSource",
     "SeededSource",
