@@ -45,6 +45,13 @@ Post-processing of one release (studies of the density test and the automatic mo
     noise (the same grid, contribution bound and bounding key; exact counts;
     the same core test), the reference of accuracy studies.
 
+Traces and units (the places studies' ground truth, recomputed from the private file)
+    ``factorize``: each row's unit as a code, read id by id (the release's own reading).
+    ``parse_times``: a time column (unix seconds, ISO text, timestamps) as unix seconds.
+    ``event_rows``: the rows that are stops or trip ends, given each row's unit code.
+    ``events_rows``: the same for every unit of a file (what ``--stops``/``--trip-ends`` count).
+    ``Periods``: the calendar periods of a series over time (``--per``).
+
 Geometry and figures (the experiments' data and pictures)
     ``Equirectangular``: lon/lat <-> km, the library's projection.
     ``projection_of``: the projection a saved `--geo` model was made in (None otherwise).
