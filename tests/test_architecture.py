@@ -145,7 +145,7 @@ def test_the_resolver_sees_known_edges():
     # guards the test itself: these edges exist, so the resolver must find them
     targets = {name: {t for t, *_ in edges} for name, edges in EDGES.items()}
     assert any(t.startswith("release.histograms") for t in targets["release.mechanism"])
-    assert "post.sums" in targets["post.coretests.bound.core"]
+    assert "post.sums" in targets["post.coretests.bound.corecells"]
     assert any(t.startswith("post") for t in targets["model.reparam"])
 
 
@@ -212,3 +212,27 @@ def test_only_the_mechanism_calls_the_histograms():
         if b.startswith("release.histograms") and not a.startswith("release.histograms")
     }
     assert callers <= {"release.mechanism", "release"}, callers
+
+
+def module_names_in_use(paths) -> dict[str, list[str]]:
+    """Each file base name in ``paths`` (``__init__``/``__main__`` aside) to the files using it."""
+    names: dict[str, list[str]] = {}
+    for p in paths:
+        if p.name not in {"__init__.py", "__main__.py"}:
+            names.setdefault(p.name, []).append(str(p.relative_to(SRC)))
+    return names
+
+
+def test_the_name_counter_sees_a_shared_name():
+    # guards the next test: two files of one base name must be reported
+    fake = [SRC / "post" / "levels.py", SRC / "model" / "levels.py", SRC / "post" / "__init__.py"]
+    assert module_names_in_use(fake) == {"levels.py": ["post/levels.py", "model/levels.py"]}
+
+
+def test_every_module_name_is_used_once():
+    """A base name says what the module is, once: ``levels.py`` in two layers (or
+    ``test.py`` for a class that is not a test) sends a reader to the wrong file."""
+    paths = sorted(SRC.rglob("*.py"))
+    shared = {n: fs for n, fs in module_names_in_use(paths).items() if len(fs) > 1}
+    assert not shared, shared
+    assert not [str(p) for p in paths if p.name == "test.py"]

@@ -18,7 +18,7 @@ import pytest
 
 from dpdbscan import DPDBSCAN, with_params
 from dpdbscan.exceptions import UtilityWarning, WeakPrivacyWarning
-from dpdbscan.laws import gaussian
+from dpdbscan.laws import discretegaussian as gaussian
 from dpdbscan.testing import noiseless_twin
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpdbscan.exceptions.InsecureRandomnessWarning")

@@ -15,7 +15,7 @@ from .geometry.projection import check_lonlat_names
 from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
 from .pipeline import fit as fit_release
-from .plan.forecast import Forecast
+from .plan.outlook import Forecast
 from .plan.resolve import forecast_of, validated
 from .prepare import Points, Source, prepare, read_length
 from .release.accountant import Accountant
@@ -317,7 +317,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             pandas' NA) is dropped. Each id is read on its own, never through
             a type chosen from the others: a numpy, pandas or pyarrow array
             by its dtype, a list or an object array id by id (``1`` and
-            ``'1'`` are two units; :mod:`dpdbscan.files.units`). The release
+            ``'1'`` are two units; :mod:`dpdbscan.files.unitids`). The release
             then protects each unit with all its rows (person-level), after
             bounding its contribution
             (``max_cells_per_unit``, ``max_points_per_cell``). With the Dask
@@ -449,7 +449,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         is spent: the margin, the noise of one neighbourhood estimate, the
         smallest neighbourhood count a core sub-cell needs, and a sentence on
         which cluster densities are detectable (a
-        :class:`dpdbscan.plan.forecast.Forecast`).
+        :class:`dpdbscan.plan.outlook.Forecast`).
 
         Public inputs only: ``bounds`` are required, and ``n_expected`` is
         your own guess of the number of points (the library never measures

@@ -30,9 +30,9 @@ from .model.describe import swamped_min_samples
 from .model.guarantee import unit_noun
 from .model.record import SpanModel
 from .plan.autoplan import Plan, place_candidates, place_extent
-from .plan.forecast import forecast
+from .plan.outlook import forecast
 from .plan.resolve import Resolved, resolve
-from .post import auto, levels
+from .post import auto, levelsearch
 from .post.coretests import core_test
 from .post.spans import build_spans
 from .progress import stage
@@ -226,7 +226,7 @@ def _auto_model(
     hist: NoisyHistogram, r: Resolved, plan: Plan, p: Mapping[str, Any], metadata: dict
 ) -> SpanModel:
     """The spans chosen from the release (post-processing): each cluster at
-    its own level (``selection="levels"``, :mod:`dpdbscan.post.levels`) or
+    its own level (``selection="levels"``, :mod:`dpdbscan.post.levelsearch`) or
     one flat cut at a chosen (eps, MinPts) (``"flat"``, :mod:`dpdbscan.post.auto`).
     The tree of levels is over MinPts: with a fixed MinPts, or a core test
     other than the density test, the choice is the flat cut.
@@ -243,19 +243,19 @@ def _auto_model(
     plan = replace(plan, eps=place_candidates(plan.eps, extent))
     spec: SpanSpec = replace(r.spans, beta=r.spans.beta / len(plan.eps))
     chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
-    sel: levels.LevelSpans | None = None
+    sel: levelsearch.LevelSpans | None = None
     if p["selection"] == "levels" and plan.min_samples is None and spec.core == "density":
-        sel = levels.select_levels(hist, spec, plan.eps, max_extent=extent)
-        ladder = levels.ladder(hist)
+        sel = levelsearch.select_levels(hist, spec, plan.eps, max_extent=extent)
+        ladder = levelsearch.ladder(hist)
         alpha = sel.alpha
         m = min((s.min_samples for s in sel.spans), default=ladder[0])
         record = {
-            "criterion": levels.CRITERION,
+            "criterion": levelsearch.CRITERION,
             "selection": "levels",
             "score": float(sel.tree.score),
             "clusters": sel.n_spans,
             "min_samples_candidates": ladder,
-            **levels.record(sel),
+            **levelsearch.record(sel),
         }
         if extent is not None:
             record["max_extent"] = float(extent)

@@ -84,12 +84,12 @@ from .post.auto import choose as auto_choose
 from .post.coretests.density import density_field
 from .post.ladder import stability as ladder_stability
 from .post.ladder import sweep as ladder_sweep
-from .post.levels import alpha_scores as levels_alpha_scores
-from .post.levels import finish as levels_finish
-from .post.levels import ladder as levels_ladder
-from .post.levels import level_scale as levels_scale
-from .post.levels import level_tree as levels_tree
-from .post.levels import select_levels as levels_select
+from .post.levelsearch import alpha_scores as levels_alpha_scores
+from .post.levelsearch import finish as levels_finish
+from .post.levelsearch import ladder as levels_ladder
+from .post.levelsearch import level_scale as levels_scale
+from .post.levelsearch import level_tree as levels_tree
+from .post.levelsearch import select_levels as levels_select
 from .post.merge import merge_centres
 from .post.spans import build_spans
 from .release.backends import NumpyBackend

@@ -225,7 +225,7 @@ def test_reported_guarantee_recomputes_gamma(kw):
     guarantee() reported 21 and |X|. Now Gamma recomputed from what
     guarantee() reports equals the Gamma that was used."""
     from dpdbscan import DPDBSCAN
-    from dpdbscan.post.coretests.bound.margins import margins
+    from dpdbscan.post.coretests.bound.boundmargin import margins
 
     params = {**dict(eps=0.05, min_samples=5, bounds=(0, 1), random_state=0), **kw}
     m = DPDBSCAN(**params).fit(np.random.default_rng(0).random((300, 2))).spans_

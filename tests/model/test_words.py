@@ -13,7 +13,7 @@ import pytest
 
 from dpdbscan import DPDBSCAN, fit_lonlat
 from dpdbscan.model import guarantee, save_model, summary
-from dpdbscan.post.coretests.base import within_words
+from dpdbscan.post.coretests.coretest import within_words
 
 from clirun import blob_points, run
 

@@ -26,7 +26,7 @@ import distributed  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpdbscan import DPDBSCAN, Grid  # noqa: E402
-from dpdbscan.files.units import read_units  # noqa: E402
+from dpdbscan.files.unitids import read_units  # noqa: E402
 from dpdbscan.release.backends import NumpyBackend  # noqa: E402
 from dpdbscan.release.backends.dask_backend import (  # noqa: E402
     DaskBackend,

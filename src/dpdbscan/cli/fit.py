@@ -46,10 +46,10 @@ from .common import (
     read_options_from_args,
     stem,
 )
+from .fitseries import SeriesOptions, check_series, periods_path, write_periods_csv
 from .ledger import charging
 from .maps import picture_options
 from .outputs import Outputs, out_paths, report, write_outputs
-from .series import SeriesOptions, check_series, periods_path, write_periods_csv
 
 if TYPE_CHECKING:
     from ..model.record import SpanModel

@@ -18,7 +18,7 @@ from ..model.describe import noise_words, protection, swamped_words
 from ..model.guarantee import levels_words, unit_noun
 from ..model.levels import is_levels, level_lines
 from ..post.coretests import core_test
-from ..post.coretests.base import grid_words
+from ..post.coretests.coretest import grid_words
 from ..render import plotting
 from .common import EXIT_OK, Notes, WarningSink, points_for, progress_flag, read_options_from_args
 from .common import read_model as load_model

@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 from ..geometry.projection import format_km, projection_of
 from ..post.coretests import core_test
-from ..post.coretests.base import grid_words, histogram_words
-from ..post.coretests.density.margins import swamped
-from ..post.coretests.density.test import density_margin
+from ..post.coretests.coretest import grid_words, histogram_words
+from ..post.coretests.density.densitymargin import swamped
+from ..post.coretests.density.densitytest import density_margin
 from ..traces import event_words
 from .codec import jsonable, unit_choice_dict
 from .guarantee import eps_candidates, guarantee, unit_noun

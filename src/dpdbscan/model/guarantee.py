@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ..post.coretests import core_test
-from ..post.coretests.density.test import place_words
+from ..post.coretests.density.densitytest import place_words
 from ..spec.specs import UnitBound
 from .levels import level_guarantees
 from .record import SpanModel

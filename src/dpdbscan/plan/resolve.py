@@ -36,8 +36,8 @@ from ..spec.specs import NoiseSpec, ReleaseSpec, Seed, SpanSpec, UnitBound, Unit
 from . import autoplan
 from . import units as unit_plan
 from .detection import unit_forecast
-from .forecast import Forecast, forecast
-from .histogram import choose_kind, sparse_theta, stability_theta
+from .histogramchoice import choose_kind, sparse_theta, stability_theta
+from .outlook import Forecast, forecast
 
 
 def validated(
@@ -326,7 +326,7 @@ def forecast_of(
     cli: bool = False,
 ) -> Forecast:
     """What a release with :func:`validated` parameters ``p`` in the public box
-    would detect, before anything is spent (:mod:`dpdbscan.plan.forecast`).
+    would detect, before anything is spent (:mod:`dpdbscan.plan.outlook`).
     Public inputs only; ``n_expected`` (default ``p["n_expected"]``) is the
     user's guess of the number of points. With ``eps="auto"`` it is the base
     release's forecast (``min_samples="auto"`` at its smallest candidate).

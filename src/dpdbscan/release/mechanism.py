@@ -25,7 +25,7 @@ from .backends import Backend, resolve_backend
 from .backends.base import CellCounts, DenseBackend, PointsInput, UnitBackend, UnitChoiceBackend
 from .bounding import BoundingKey
 from .histograms import dense_histogram, sparse_histogram, stability_histogram
-from .histograms.noise import Noise, noise_of
+from .histograms.countnoise import Noise, noise_of
 from .samplers.integers import Source, make_source
 
 HISTOGRAMS = ("dense", "sparse", "stability")

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..laws import gaussian as _law
+from ..laws import discretegaussian as _law
 from ..laws import zcdp
 from ..spec.specs import Seed
 from .bounding import BoundingKey, factorize, keep_smallest, run_length, unit_words

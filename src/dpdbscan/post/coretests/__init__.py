@@ -1,16 +1,16 @@
 """The core tests, one folder each, behind one small interface
-(:class:`~.base.CoreTest`).
+(:class:`~.coretest.CoreTest`).
 
 This registry is the one place that maps a test's name (the ``core``
 parameter, the model file's tag) to the test. To add a test: a folder with a
-``test.py`` defining a :class:`~.base.CoreTest` subclass, and one line here.
+module defining a :class:`~.coretest.CoreTest` subclass, and one line here.
 """
 
 from __future__ import annotations
 
-from .base import CoreTest, Figures, Spans, Statistic, Stored
-from .bound.test import BoundTest
-from .density.test import DensityTest
+from .bound.boundtest import BoundTest
+from .coretest import CoreTest, Figures, Spans, Statistic, Stored
+from .density.densitytest import DensityTest
 
 #: Every core test by name.
 CORE_TESTS: dict[str, CoreTest] = {t.name: t for t in (DensityTest(), BoundTest())}

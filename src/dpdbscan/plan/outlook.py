@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 
 from ..laws import noise as laws
 from ..post.coretests import core_test
-from ..post.coretests.base import grid_words, histogram_words
-from ..post.coretests.density.margins import swamped
-from ..post.coretests.density.test import density_margin
+from ..post.coretests.coretest import grid_words, histogram_words
+from ..post.coretests.density.densitymargin import swamped
+from ..post.coretests.density.densitytest import density_margin
 from ..spec.specs import ReleaseSpec, SpanSpec
 from .detection import UnitForecast
 

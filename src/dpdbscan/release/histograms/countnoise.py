@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ...laws import gaussian as _gaussian_law
+from ...laws import discretegaussian as _gaussian_law
 from ...laws import noise as laws
 from ...laws import zcdp
 from ...spec.specs import NoiseSpec

@@ -19,7 +19,7 @@ from ....progress import stage
 from ....spec.specs import ReleaseInfo, SpanSpec
 from ...merge import centre_merge, merge_centres
 from ...partition import Partition, sub_cell_mass
-from ..base import (
+from ..coretest import (
     CoreTest,
     Figures,
     Namer,
@@ -36,8 +36,8 @@ from ..base import (
     union_words,
     within_words,
 )
-from .core import MAX_KAPPA, OCCUPANCY, OCCUPANCY_SIGMAS, density_field, utility_note
-from .margins import (
+from .coresubcells import MAX_KAPPA, OCCUPANCY, OCCUPANCY_SIGMAS, density_field, utility_note
+from .densitymargin import (
     MARGINS,
     Margin,
     accuracy_margin,

@@ -13,8 +13,8 @@ from ....cells.grid import Grid, lookup
 from ....cells.histogram import NoisyHistogram
 from ...pruning import live_cells
 from ...sums import sparse_neighbour_sums
-from .margins import Margin, empty_truncation, margin, noise_variance
-from .sums import weighted_sums_at
+from .densitymargin import Margin, empty_truncation, margin, noise_variance
+from .weightedsums import weighted_sums_at
 from .weights import BallWeights, ball_weights
 
 

@@ -4,7 +4,7 @@ A core test decides, from a released noisy histogram and public parameters
 only, which (sub-)cells are core; it owns everything that depends on that
 decision: its parameter rules and defaults, its margin, threshold and border
 rule, its guarantee and the words that state it. Each test is one folder of
-``post/coretests`` with a ``test.py`` defining a subclass of
+``post/coretests`` with a module ``<name>test.py`` defining a subclass of
 :class:`CoreTest`; the registry (:mod:`dpdbscan.post.coretests`) maps names
 to instances. Adding a test is that folder and one registry line.
 """

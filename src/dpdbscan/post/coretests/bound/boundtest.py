@@ -18,7 +18,7 @@ from ....cells.subcells import SubcellLayout
 from ....laws.noise import variance as noise_variance
 from ....spec.specs import ReleaseInfo, SpanSpec
 from ...merge import merge_cells
-from ..base import (
+from ..coretest import (
     CoreTest,
     Figures,
     Namer,
@@ -36,8 +36,8 @@ from ..base import (
     union_words,
     within_words,
 )
-from . import margins as bounds
-from .core import core_cells, sum_threshold
+from . import boundmargin as bounds
+from .corecells import core_cells, sum_threshold
 
 
 def bound_margins(
