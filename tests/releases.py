@@ -22,7 +22,7 @@ from dpdbscan.cells.histogram import NoisyHistogram
 from dpdbscan.model.build import model_of
 from dpdbscan.model.record import SpanModel
 from dpdbscan.plan.resolve import release_spec
-from dpdbscan.post.spans import build_spans
+from dpdbscan.post.coretests import build_spans
 from dpdbscan.release.backends import NumpyBackend
 from dpdbscan.release.mechanism import release_histogram as _release_histogram
 from dpdbscan.release.points import clean_points

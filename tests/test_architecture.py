@@ -236,3 +236,90 @@ def test_every_module_name_is_used_once():
     shared = {n: fs for n, fs in module_names_in_use(paths).items() if len(fs) > 1}
     assert not shared, shared
     assert not [str(p) for p in paths if p.name == "test.py"]
+
+
+# --------------------------------------------------------------------------- #
+# the model speaks: post-processing computes, the words live in model/
+
+#: Calls whose words go to an error, a warning or the progress bar, not to a
+#: reader of the release.
+SILENT_CALLS = {"warn", "stage", "ValueError", "TypeError", "KeyError", "RuntimeError"}
+
+
+def _text_of(node: ast.AST) -> str | None:
+    """The literal text of a string or f-string (a placeholder per field)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_text_of(v) or "" if isinstance(v, ast.Constant) else " x " for v in node.values)
+    return None
+
+
+def _n_words(text: str) -> int:
+    return sum(1 for token in text.split() if any(c.isalpha() for c in token) and len(token) > 1)
+
+
+def writes_sentences(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``func`` writes prose: a literal of 4 words or more, or a
+    return value whose literals together hold 4 words or more (keys such
+    as ``"min_samples"`` are one word each: a dict of numbers is no prose).
+    The docstring, raised errors, warnings, progress messages and nested
+    functions (judged on their own) are left out."""
+    skip: set[int] = set()
+    if func.body and isinstance(func.body[0], ast.Expr):
+        skip.add(id(func.body[0].value))
+    for node in ast.walk(func):
+        if node is func:
+            continue
+        call = node.func if isinstance(node, ast.Call) else None
+        name = getattr(call, "attr", None) or getattr(call, "id", None)
+        if (
+            isinstance(node, (ast.Raise, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            or name in SILENT_CALLS
+        ):
+            skip |= {id(n) for n in ast.walk(node)}
+    texts = [n for n in ast.walk(func) if id(n) not in skip and _text_of(n) is not None]
+    inner = {id(v) for n in texts if isinstance(n, ast.JoinedStr) for v in n.values}
+    texts = [n for n in texts if id(n) not in inner]
+    if any(_n_words(_text_of(n) or "") >= 4 for n in texts):
+        return True
+    for ret in ast.walk(func):
+        if isinstance(ret, ast.Return) and ret.value is not None and id(ret) not in skip:
+            prose = [
+                _text_of(n) or "" for n in ast.walk(ret.value) if n in texts and " " in (_text_of(n) or "")
+            ]
+            if _n_words(" ".join(prose)) >= 4:
+                return True
+    return False
+
+
+def sentence_writers(paths) -> list[str]:
+    out = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and writes_sentences(node):
+                out.append(f"{path.relative_to(SRC)}:{node.lineno} {node.name}")
+    return out
+
+
+def test_the_sentence_counter_finds_sentences(tmp_path):
+    # guards the next test: prose is found, numbers, keys and errors are not
+    src = tmp_path / "words.py"
+    src.write_text(
+        "def a(n):\n    return f'the release has {n} spans in all'\n"
+        "def b(n):\n    return 'at most ' + str(n) + ' points lie within eps'\n"
+        "def c(n):\n    return {'min_samples': n, 'accuracy_margin': 1, 'place_count': 2, 'm_star': 3}\n"
+        "def d(n):\n    raise ValueError(f'min_samples must be at least one, got {n}')\n"
+        "def e(n):\n    '''A docstring of many words is no sentence written.'''\n    return n\n"
+    )
+    tree = ast.parse(src.read_text())
+    found = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and writes_sentences(n)}
+    assert found == {"a", "b"}
+
+
+def test_post_processing_writes_no_sentences():
+    """Core tests compute and persist; the sentences, summaries and guarantees
+    in words are the model's (``model/coretestwords.py``, one module of words
+    per core test)."""
+    found = sentence_writers(sorted((SRC / "post").rglob("*.py")))
+    assert not found, found

@@ -29,12 +29,12 @@ from .model.build import model_of
 from .model.describe import swamped_min_samples
 from .model.guarantee import unit_noun
 from .model.record import SpanModel
+from .model.words import words_of
 from .plan.autoplan import Plan, place_candidates, place_extent
 from .plan.outlook import forecast
 from .plan.resolve import Resolved, resolve
 from .post import auto, levelsearch
-from .post.coretests import core_test
-from .post.spans import build_spans
+from .post.coretests import build_spans, core_test
 from .progress import stage
 from .release.accountant import Accountant
 from .release.backends import Backend
@@ -167,7 +167,10 @@ def fit(
     # public parameters and the release only (post-processing): safe to say
     released = model.histogram if model.histogram is not None else hist  # at the spans' eps
     noun = unit_noun(model)
-    note = core_test(model.spec.core).utility_note(released, model.spans, model.spec, fc.noise_std, noun)
+    problems = core_test(model.spec.core).problems(released, model.spans, model.spec)
+    note = words_of(model.spec.core).utility_note(
+        released, model.spans, model.spec, problems, fc.noise_std, noun
+    )
     flat = swamped_min_samples(model)
     if note and flat is not None:
         note += (

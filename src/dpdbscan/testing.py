@@ -81,6 +81,7 @@ from .plan import autoplan
 from .plan.autoplan import base_eps as auto_base_eps
 from .post.auto import _parents as span_parents
 from .post.auto import choose as auto_choose
+from .post.coretests import build_spans
 from .post.coretests.density import density_field
 from .post.ladder import stability as ladder_stability
 from .post.ladder import sweep as ladder_sweep
@@ -91,7 +92,6 @@ from .post.levelsearch import level_scale as levels_scale
 from .post.levelsearch import level_tree as levels_tree
 from .post.levelsearch import select_levels as levels_select
 from .post.merge import merge_centres
-from .post.spans import build_spans
 from .release.backends import NumpyBackend
 from .release.bounding import BoundingKey, count_units, factorize, run_length
 from .release.samplers.gaussian import discrete_gaussian, discrete_gaussian_tail, floor_sigma

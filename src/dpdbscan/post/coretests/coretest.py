@@ -3,7 +3,8 @@
 A core test decides, from a released noisy histogram and public parameters
 only, which (sub-)cells are core; it owns everything that depends on that
 decision: its parameter rules and defaults, its margin, threshold and border
-rule, its guarantee and the words that state it. Each test is one folder of
+rule and its guarantee (the words that state it are the model's:
+:mod:`dpdbscan.model.coretestwords`). Each test is one folder of
 ``post/coretests`` with a module ``<name>test.py`` defining a subclass of
 :class:`CoreTest`; the registry (:mod:`dpdbscan.post.coretests`) maps names
 to instances. Adding a test is that folder and one registry line.
@@ -21,93 +22,9 @@ import numpy as np
 
 from ...cells.grid import Grid
 from ...cells.histogram import NoisyHistogram
-from ...cells.subcells import SubcellLayout
 from ...spec.specs import ReleaseInfo, SpanSpec
 from ..partition import Partition, sub_cell_mass
-
-
-@dataclass(frozen=True)
-class Spans:
-    """Core (sub-)cells grouped into spans, and the quantities used to get them.
-
-    Attributes
-    ----------
-    grid : Grid
-        The grid of the spans: the histogram's, or its sub-cells.
-    core_keys : ndarray
-        Sorted keys (in ``grid``) of the core cells.
-    labels : ndarray
-        Span id of each core cell, numbered by smallest cell.
-    gamma : float
-        The margin of the core test: Gamma_low (bound test) or the largest
-        m(q) (density test).
-    gamma_upper : float or None
-        Bound test: the upper margin Gamma_up; None otherwise.
-    tau : float or None
-        Bound test: the additive error Gamma_low + Gamma_up; None otherwise.
-    threshold : float
-        The (largest) core threshold: on UB~ for the bound test (MinPts + tau
-        with the practical rule), on the estimate E~ for the density test.
-    kappa_q : int
-        The most cells within alpha of one (sub-)cell, max |NB(q)|: the noisy
-        terms of a sub-cell's neighbour sum, which the margins' union bound
-        covers. The histogram grid's ``kappa`` (cells within alpha of a whole
-        cell, the paper's kappa) is ``release.grid.kappa``; they are equal
-        without sub-cells.
-    n_events : int
-        Number of sums the union bounds cover (k^d |X|).
-    rho : float
-        Approximation ratio of the guarantee.
-    extra : dict or None
-        Density test: ``accuracy_margin`` (G), ``m_star`` (M*) and
-        ``probability`` of its one-sided guarantee.
-    """
-
-    grid: Grid
-    core_keys: np.ndarray
-    labels: np.ndarray
-    gamma: float
-    gamma_upper: float | None
-    tau: float | None
-    threshold: float
-    kappa_q: int
-    n_events: int
-    rho: float
-    extra: Mapping[str, Any] | None
-
-    @property
-    def n_spans(self) -> int:
-        return int(self.labels.max()) + 1 if self.labels.size else 0
-
-
-def spans_on(
-    layout: SubcellLayout,
-    core_keys: np.ndarray,
-    labels: np.ndarray,
-    *,
-    gamma: float,
-    gamma_upper: float | None,
-    tau: float | None,
-    threshold: float,
-    extra: Mapping[str, Any] | None,
-    grid: Grid | None = None,
-) -> Spans:
-    """:class:`Spans` on ``layout``'s sub-cells (or on ``grid``, the same
-    cells as a saved model wrote them), with the layout's kappa_q, number of
-    events and ratio (the fields every core test fills alike)."""
-    return Spans(
-        grid=layout.fine if grid is None else grid,
-        core_keys=core_keys,
-        labels=labels,
-        gamma=float(gamma),
-        gamma_upper=None if gamma_upper is None else float(gamma_upper),
-        tau=None if tau is None else float(tau),
-        threshold=float(threshold),
-        kappa_q=int(layout.kappa_q),
-        n_events=int(layout.n_events),
-        rho=layout.rho,
-        extra=extra,
-    )
+from ..spans import Spans, spans_on
 
 
 @dataclass(frozen=True)
@@ -180,7 +97,7 @@ Namer = Callable[[str], str]
 
 
 class CoreTest(ABC):
-    """A core test: its name, rules and defaults, spans, guarantee and words."""
+    """A core test: its name, rules and defaults, spans and guarantee."""
 
     #: The test's name: the ``core`` parameter's value and the model file's tag.
     name: ClassVar[str]
@@ -254,42 +171,13 @@ class CoreTest(ABC):
         """The sum the test thresholds and its thresholds for a release with
         these public fields (what it can detect, before it is made)."""
 
-    # -- guarantee and words ------------------------------------------------
+    # -- guarantee -----------------------------------------------------------
     @abstractmethod
     def guarantee(self, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> dict:
-        """The guarantee of these spans as a JSON-safe dict with a
-        ``statement`` in words; ``candidates`` eps values were considered
-        after the noise was drawn (1 when eps was given)."""
-
-    # Every text below is a sentence a reader without the paper follows, with
-    # the paper's symbol in brackets after the words.
-    @abstractmethod
-    def threshold_text(self, threshold: float, core: str, noun: str = "points") -> str:
-        """What a (sub-)cell (``core`` names which) needs to be core, for the
-        summary, ending in the symbol, e.g. ``... (threshold E~ >= 1002.9)``;
-        ``noun`` names what the counts count (units at person level)."""
-
-    @abstractmethod
-    def margin_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
-        """The margin in words for the summary, e.g. ``... (m(q) <= 2.93)``;
-        ``noun`` as for :meth:`threshold_text`."""
-
-    @abstractmethod
-    def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
-        """The summary's guarantee line from :meth:`guarantee`'s dict ``g``,
-        lengths through ``length``."""
-
-    @abstractmethod
-    def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
-        """The core rule in words (``dpdbscan info``)."""
-
-    @abstractmethod
-    def tau_text(self, spans: Spans) -> str:
-        """The additive error tau in words, or why there is none (``dpdbscan info``)."""
-
-    @abstractmethod
-    def guarantee_text(self, g: dict, spans: Spans, length: Callable[[float], str]) -> str:
-        """The guarantee in words for ``dpdbscan info``, lengths through ``length``."""
+        """The guarantee of these spans as a JSON-safe dict; its ``statement``
+        is None here, for the model's words to fill
+        (:func:`dpdbscan.model.guarantee.guarantee`); ``candidates`` eps values
+        were considered after the noise was drawn (1 when eps was given)."""
 
     def ladder(
         self, hist: NoisyHistogram, spec: SpanSpec, alphas: Sequence[float], min_samples: Sequence[int]
@@ -311,20 +199,11 @@ class CoreTest(ABC):
                 )
         return out
 
-    def utility_note(
-        self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, noise_std: float, noun: str = "points"
-    ) -> str | None:
-        """A note on a release that is unlikely to be useful (post-processing
-        of the release: safe to say), or None."""
-        if spans.n_spans:
-            return None
-        return (
-            f"the release has no span: a cell is core only when about {spans.threshold:.0f} noisy "
-            f"points lie within eps of it (min_samples={spec.min_samples} plus the margin "
-            f"{spans.threshold - spec.min_samples:.1f} for this epsilon). Small or sparse data "
-            "need a larger eps, a larger epsilon or fewer dimensions; see docs/accuracy.md on "
-            "small data sets."
-        )
+    def problems(self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec) -> tuple[str, ...]:
+        """What makes a release unlikely to be useful, as codes the model's
+        words state (post-processing of the release: safe to say): here
+        ``"no_span"`` alone; empty when nothing is wrong."""
+        return () if spans.n_spans else ("no_span",)
 
 
 # --------------------------------------------------------------------------- #
@@ -342,26 +221,6 @@ def over_candidates(probability: float | None, candidates: int) -> float | None:
     return p if p > 0 else None
 
 
-def union_void(candidates: int, beta: float) -> str:
-    return (
-        f"no guarantee: eps was chosen after the noise among {candidates} candidates, and the union "
-        f"bound over them at beta = {beta:g} each leaves no probability"
-    )
-
-
-def union_words(candidates: int, beta: float) -> str:
-    if candidates == 1:
-        return ""
-    return (
-        f" (union over {candidates} eps candidates: eps was chosen after the noise, and each "
-        f"candidate's margins took beta = {beta:.4g})"
-    )
-
-
-def union_note(candidates: int) -> str:
-    return "" if candidates == 1 else f"; eps chosen among {candidates} candidates, beta/{candidates} each"
-
-
 def relaxed(alpha: float, min_samples: float | None) -> dict | None:
     """The (alpha, MinPts) of the clusters that contain the spans, or None
     when MinPts < 1 makes the statement empty. Counts are integers, so a
@@ -372,113 +231,14 @@ def relaxed(alpha: float, min_samples: float | None) -> dict | None:
     return {"alpha": alpha, "min_samples": min_samples}
 
 
-def plain_length(value: float) -> str:
-    """A length in the data's own units (what a model without a projection uses)."""
-    return f"{value:g}"
-
-
-def within_words(
-    within: Mapping[str, float], rho: float, length: Callable[[float], str] = plain_length
-) -> str:
-    """ "Every span lies within R of one cluster ...": the half of a guarantee
-    that keeps spans inside the clusters of exact DBSCAN at radius R = rho
-    eps and MinPts M (``within``: ``alpha`` = R, ``min_samples`` = M), in words.
-
-    A threshold decides whether that is a statement about density. At MinPts
-    = 1 every point of the data is a core point of DBSCAN (its own
-    R-neighbourhood holds it), so an (R, 1)-cluster is any group of points
-    chained at steps under R: the statement then says only that a span stays
-    within R of one such group (no span in empty space or across a gap of R
-    or more) and certifies no density at all. At M >= 2 every core point of
-    the cluster has M - 1 other points within R, a density certificate that
-    grows with M. So M >= 2 (after rounding up: counts are integers) is where
-    the words speak of density, and M = 1 says plainly that this all-at-once
-    statement certifies no density at these settings (M < 1 is
-    :func:`no_guarantee`); the density test states what holds for each place
-    alone beside it.
-    """
-    r, m = within["alpha"], within["min_samples"]
-    radius = f"{length(r)} ({rho:g} x eps: rho={rho:g}, MinPts={_count(m)})"
-    if math.ceil(m) <= 1:
-        return (
-            f"every span lies within {radius} of one group of points chained at steps under "
-            f"{length(r)}: no span lies in empty space or bridges a gap that wide (for every place "
-            "at once the noise of the worst of them absorbs MinPts, so this part certifies no density "
-            "beyond MinPts=1; a larger min_samples or epsilon raises it)"
-        )
-    return (
-        f"every span lies within {length(r)} of one cluster of points that each have at least "
-        f"{_count(m)} points within {radius}"
-    )
-
-
-def covers_words(covers: Mapping[str, float], length: Callable[[float], str] = plain_length) -> str:
-    """ "Every cluster ... lies in one span": the covering half of the bound
-    test's guarantee (clusters of exact DBSCAN at eps and MinPts'), in words."""
-    m = covers["min_samples"]
-    return (
-        f"every cluster of points that each have at least {_count(m)} points within "
-        f"{length(covers['alpha'])} lies inside one span (MinPts={_count(m)})"
-    )
-
-
-def grid_words(
-    n_cells: int, d: int, subcells: int, kappa: int, kappa_q: int, width: str | None = None
-) -> str:
-    """The grid in words with its symbols: the cells (|X|) and their
-    ``width`` (w) when given, the sub-cells, and how many cells lie within
-    eps of a cell (kappa) and of a sub-cell (kappa_q)."""
-    wide = "" if width is None else f" {width} wide"
-    symbols = "|X|" if width is None else "|X|, w"
-    split = f", each split into {' x '.join([str(subcells)] * d)} sub-cells" if subcells > 1 else ""
-    near = (
-        f"{kappa} cells lie within eps of a cell, at most {kappa_q} within eps of a sub-cell "
-        f"(kappa={kappa}, kappa_q={kappa_q})"
-        if subcells > 1
-        else f"{kappa} cells lie within eps of a cell (kappa={kappa})"
-    )
-    return f"{n_cells:,} cells{wide} in {d} dimension(s) ({symbols}){split}; {near}"
-
-
-def histogram_words(kind: str, theta: float) -> str:
-    """Which cells get noise and which are released, in words, with the
-    histogram's name: what follows "noise on"."""
-    if kind == "dense":
-        return "every cell of the box (dense histogram)"
-    if kind == "sparse":
-        return f"every cell, releasing only counts of at least theta={theta:g} (sparse histogram)"
-    return f"occupied cells only, releasing only counts of at least theta={theta:g} (stability histogram)"
-
-
-def _count(m: float) -> str:
-    return f"{m:g}" if float(m).is_integer() else f"{m:.1f}"
-
-
-def no_guarantee(min_samples: float | None, what: str = "") -> str:
-    """Why a relaxed-cluster statement says nothing, in words."""
-    shown = "unknown" if min_samples is None else f"{min_samples:.4g}"
-    return (
-        f"no guarantee{' ' + what if what else ''}: the clusters that would contain the spans "
-        f"need MinPts = {shown} < 1, which every location of the space meets, so spans may lie "
-        "in empty space"
-    )
-
-
 __all__ = [
     "CoreTest",
     "Figures",
     "Namer",
     "Statistic",
     "Spans",
+    "Stored",
     "over_candidates",
-    "union_void",
-    "union_words",
-    "union_note",
     "relaxed",
-    "no_guarantee",
-    "plain_length",
-    "within_words",
-    "covers_words",
-    "grid_words",
-    "histogram_words",
+    "spans_on",
 ]

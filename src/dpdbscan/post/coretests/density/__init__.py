@@ -46,7 +46,7 @@ from .coresubcells import (  # noqa: F401
     DensityField,
     density_field,
     fine_grid,
-    utility_note,
+    utility_problems,
 )
 from .densitymargin import (  # noqa: F401
     MARGINS,
@@ -74,7 +74,7 @@ __all__ = [
     "fine_grid",
     "margin",
     "noise_variance",
-    "utility_note",
+    "utility_problems",
     "weighted_quantile",
     "weighted_sums_at",
     "weighted_tail_bound",
