@@ -14,6 +14,9 @@ from .exceptions import PrivacyLeakWarning
 from .geometry.projection import check_lonlat_names
 from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
+from .params.parameters import PARAMETERS, check_units
+from .params.specs import ReleaseSpec, Seed
+from .params.validation import check_array, check_bounds, check_positive, standardised_note
 from .pipeline import fit as fit_release
 from .plan.outlook import Forecast
 from .plan.resolve import forecast_of, validated
@@ -21,9 +24,6 @@ from .prepare import Points, Source, prepare, read_length
 from .release.accountant import Accountant
 from .release.backends import Backend, NumpyBackend, resolve_backend
 from .release.backends.base import PointsInput
-from .spec.parameters import PARAMETERS, check_units
-from .spec.specs import ReleaseSpec, Seed
-from .spec.validation import check_array, check_bounds, check_positive, standardised_note
 from .traces import Stops, TripEnds
 
 
@@ -289,7 +289,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.backend = backend
 
     def _validated(self, stacklevel: int = 3, unit_name: str | None = None) -> dict[str, Any]:
-        """Every parameter checked against the one table (dpdbscan.spec.parameters)."""
+        """Every parameter checked against the one table (dpdbscan.params.parameters)."""
         names = [n for n in PARAMETERS if n != "bounds"]
         # a warning (a weak epsilon) points at the line that called fit or forecast
         return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel, unit_name=unit_name)

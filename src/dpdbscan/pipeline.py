@@ -30,6 +30,7 @@ from .model.describe import swamped_min_samples
 from .model.guarantee import unit_noun
 from .model.record import SpanModel
 from .model.words import words_of
+from .params.specs import ReleaseSpec, SpanSpec
 from .plan.autoplan import Plan, place_candidates, place_extent
 from .plan.outlook import forecast
 from .plan.resolve import Resolved, resolve
@@ -41,7 +42,6 @@ from .release.backends import Backend
 from .release.backends.base import PointsInput
 from .release.bounding import count_distinct_units, factorize
 from .release.mechanism import release_choosing, release_histogram
-from .spec.specs import ReleaseSpec, SpanSpec
 from .traces import Events, event_rows, group_codes, take_rows
 
 #: A delta within this factor of one over the number of units is "not far

@@ -30,9 +30,9 @@ from dpdbscan.cells.grid import Grid
 from dpdbscan.exceptions import UtilityWarning
 from dpdbscan.files.reader import read_input
 from dpdbscan.files.unitids import read_units
+from dpdbscan.params.specs import UnitBound
 from dpdbscan.release.bounding import BoundingKey, count_units, factorize
 from dpdbscan.release.samplers.integers import SeededSource
-from dpdbscan.spec.specs import UnitBound
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpdbscan.exceptions.InsecureRandomnessWarning")
 

@@ -180,8 +180,8 @@ def test_border_labels_points_near_span_cells():
     cells = np.array([[5, 5], [9, 5]])
     keys = g.encode(cells)
     from dpdbscan.model.record import SpanModel as SM
+    from dpdbscan.params.specs import ReleaseInfo, SpanSpec
     from dpdbscan.post.coretests import Spans
-    from dpdbscan.spec.specs import ReleaseInfo, SpanSpec
 
     def bound_model(border):
         spans = Spans(g, keys, np.array([0, 1]), 1.0, 1.0, 2.0, 7.0, 9, g.n_cells, 7.0, None)

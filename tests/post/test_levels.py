@@ -12,11 +12,11 @@ import pytest
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.model.predict import predict_spans, span_regions
+from dpdbscan.params.specs import SpanSpec
 from dpdbscan.post import levelsearch as levels
 from dpdbscan.post.coretests import build_spans
 from dpdbscan.post.coretests.density.densitytest import density_guarantee
 from dpdbscan.post.partition import Partition
-from dpdbscan.spec.specs import SpanSpec
 
 from levelpoints import BOX, bridged_blobs
 from releases import library, release_histogram

@@ -443,7 +443,7 @@ def test_noises_are_built_from_the_release_spec():
     """The noise of a release comes from its NoiseSpec: sigma^2 for the
     Gaussian, epsilon over the L1 sensitivity for Laplace; exact counts
     ("none") cannot be asked for."""
-    from dpdbscan.spec.specs import NoiseSpec
+    from dpdbscan.params.specs import NoiseSpec
 
     g = noise_mod.noise_of(NoiseSpec("gaussian", 1.0, 1e-6, 2.5, 0.2, 1.0, 1.0))
     assert isinstance(g, DiscreteGaussian) and g.sigma2 == 2.5

@@ -18,8 +18,8 @@ from ..model.describe import noise_words, protection, swamped_words
 from ..model.guarantee import levels_words, unit_noun
 from ..model.levels import is_levels, level_lines
 from ..model.words import words_of
+from ..params.paramwords import grid_words
 from ..render import plotting
-from ..spec.specwords import grid_words
 from .common import EXIT_OK, Notes, WarningSink, points_for, progress_flag, read_options_from_args
 from .common import read_model as load_model
 from .maps import picture_options

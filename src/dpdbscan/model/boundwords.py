@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from ..params.specs import ReleaseInfo, SpanSpec
 from ..post.coretests.bound.boundtest import BoundTest, no_upper_margin
 from ..post.spans import Spans
-from ..spec.specs import ReleaseInfo, SpanSpec
 from .coretestwords import (
     CoreTestWords,
     covers_words,

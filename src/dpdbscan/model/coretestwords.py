@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from ..cells.histogram import NoisyHistogram
+from ..params.specs import ReleaseInfo, SpanSpec
 from ..post.spans import Spans
-from ..spec.specs import ReleaseInfo, SpanSpec
 
 
 class CoreTestWords(ABC):

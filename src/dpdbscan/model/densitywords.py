@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..cells.histogram import NoisyHistogram
+from ..params.paramwords import margin_rule_words
+from ..params.specs import ReleaseInfo, SpanSpec
 from ..post.coretests.density.densitytest import DensityTest
 from ..post.spans import Spans
-from ..spec.specs import ReleaseInfo, SpanSpec
-from ..spec.specwords import margin_rule_words
 from .coretestwords import (
     CoreTestWords,
     no_guarantee,

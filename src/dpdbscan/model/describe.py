@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..geometry.projection import format_km, projection_of
+from ..params.paramwords import grid_words, histogram_words
 from ..post.coretests.density.densitymargin import swamped
 from ..post.coretests.density.densitytest import density_margin
-from ..spec.specwords import grid_words, histogram_words
 from ..traces import event_words
 from .codec import jsonable, unit_choice_dict
 from .guarantee import eps_candidates, guarantee, unit_noun

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
+from ..params.specs import UnitBound
 from ..post.coretests import core_test
-from ..spec.specs import UnitBound
 from .densitywords import place_words
 from .levels import level_guarantees
 from .record import SpanModel

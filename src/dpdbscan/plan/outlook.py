@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from ..laws import noise as laws
+from ..params.paramwords import grid_words, histogram_words
+from ..params.specs import ReleaseSpec, SpanSpec
 from ..post.coretests import core_test
 from ..post.coretests.density.densitymargin import swamped
 from ..post.coretests.density.densitytest import density_margin
-from ..spec.specs import ReleaseSpec, SpanSpec
-from ..spec.specwords import grid_words, histogram_words
 from .detection import UnitForecast
 
 #: Rough cost of one term of a neighbourhood sum (one gathered noisy count),

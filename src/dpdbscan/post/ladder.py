@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..cells.histogram import NoisyHistogram
-from ..spec.specs import SpanSpec
+from ..params.specs import SpanSpec
 from .coretests import core_test
 from .partition import Partition, sub_cell_mass
 

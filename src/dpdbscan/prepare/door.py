@@ -6,7 +6,7 @@ a :class:`Source`, a typed record of public choices, and :func:`prepare`
 returns the :class:`~dpdbscan.prepare.prepared.Points` the mechanism receives.
 In order, once:
 
-1. the points: an array in memory (checked, :func:`~dpdbscan.spec.validation.check_array`),
+1. the points: an array in memory (checked, :func:`~dpdbscan.params.validation.check_array`),
    a file read by the one reader (:func:`read_file`: the columns, the unit's
    column, the lon/lat projection and the clipping counts block by block), or
    files and dask objects a distributed backend reads itself (only their
@@ -48,7 +48,7 @@ from ..files import InputPlan, ReadOptions, open_input, read_columns
 from ..files.formats import looks_like_unit
 from ..files.unitids import read_units
 from ..geometry.projection import check_lonlat_names, default_geo_columns
-from ..spec.validation import check_array
+from ..params.validation import check_array
 from .box import Box, public_box, split_bounds
 from .clipping import BlockPrep, note_clipping
 from .notes import Notes

@@ -46,7 +46,7 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..files.unitids import read_units
-from ..spec.specs import UnitBound
+from ..params.specs import UnitBound
 from .engine import Engine, LocalEngine, merge_counts
 from .points import clean_points
 from .samplers.integers import Source

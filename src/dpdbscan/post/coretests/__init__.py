@@ -9,7 +9,7 @@ module defining a :class:`~.coretest.CoreTest` subclass, and one line here.
 from __future__ import annotations
 
 from ...cells.histogram import NoisyHistogram
-from ...spec.specs import SpanSpec
+from ...params.specs import SpanSpec
 from .bound.boundtest import BoundTest
 from .coretest import CoreTest, Figures, Spans, Statistic, Stored
 from .density.densitytest import DensityTest

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...cells.grid import Grid
 from ...cells.histogram import NoisyHistogram
-from ...spec.specs import ReleaseInfo, SpanSpec
+from ...params.specs import ReleaseInfo, SpanSpec
 from ..partition import Partition, sub_cell_mass
 from ..spans import Spans, spans_on
 

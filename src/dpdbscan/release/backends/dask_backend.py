@@ -55,7 +55,7 @@ from ...files.records import (
     unit_missing,
 )
 from ...files.unitids import canonical_ids, id_token, read_units, token_id
-from ...spec.specs import UnitBound
+from ...params.specs import UnitBound
 from .. import bounding
 from ..bounding import BoundingKey
 from ..engine import merge_counts, merged_exactly_once

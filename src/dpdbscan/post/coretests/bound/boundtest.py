@@ -16,8 +16,8 @@ from ....cells.grid import MAX_KAPPA, Grid
 from ....cells.histogram import NoisyHistogram
 from ....cells.subcells import SubcellLayout
 from ....laws.noise import variance as noise_variance
-from ....spec.specs import ReleaseInfo, SpanSpec
-from ....spec.specwords import threshold_rule_words
+from ....params.paramwords import threshold_rule_words
+from ....params.specs import ReleaseInfo, SpanSpec
 from ...merge import merge_cells
 from ..coretest import (
     CoreTest,

@@ -15,9 +15,9 @@ import numpy as np
 from ....cells.grid import Grid
 from ....cells.histogram import NoisyHistogram
 from ....cells.subcells import SubcellLayout
+from ....params.paramwords import margin_rule_words
+from ....params.specs import ReleaseInfo, SpanSpec
 from ....progress import stage
-from ....spec.specs import ReleaseInfo, SpanSpec
-from ....spec.specwords import margin_rule_words
 from ...merge import centre_merge, merge_centres
 from ...partition import Partition, sub_cell_mass
 from ..coretest import (
