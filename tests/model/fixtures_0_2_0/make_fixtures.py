@@ -281,7 +281,7 @@ def main_() -> None:
             "--n-expected",
             "2400",
             "--max-cells",
-            "4096",
+            "1024",
             "--seed",
             "31",
         )
@@ -302,7 +302,7 @@ def main_() -> None:
             "--n-expected",
             "2400",
             "--max-cells",
-            "4096",
+            "1024",
             "--seed",
             "32",
         )
