@@ -206,7 +206,7 @@ def build_report(cfg: Config, res: dict[str, Any], out: Path) -> str:
         f"Histogram cells of width w = {mmodel.histogram_.grid.width:.3f} (α/√d, as in the "
         f"paper), spans decided on cells of width {mmodel.spans_.grid.width:.3f} "
         f"(library default sub-cells), κ = {mmodel.kappa_}, "
-        f"|X| = {mmodel.n_cells_:,}, Γ = {mmodel.gamma_:.1f}. Seed 0: ARI = "
+        f"|X| = {mmodel.n_cells_:,}, Γ = {mmodel.noise_margin_:.1f}. Seed 0: ARI = "
         f"{msc['ARI']:.2f}, AMI = {msc['AMI']:.2f} (paper's seed 0: ARI = "
         f"{paper.MOONS_SEED0['ARI']}, AMI = {paper.MOONS_SEED0['AMI']}). As in the paper, "
         "border points fall outside the spans and become noise.\n"

@@ -324,7 +324,7 @@ def section_geo(
                         "kind": label,
                         "n": ds.n,
                         "n_cells": model.n_cells_,
-                        "gamma": model.gamma_,
+                        "gamma": model.noise_margin_,
                         "n_spans": model.spans_.n_spans,
                     }
                 )

@@ -109,7 +109,7 @@ def release_histogram(grid: Grid, X: np.ndarray, config: Config, source=None) ->
 
 def model(hist: NoisyHistogram, spans_spec: SpanSpec, gamma=None, gamma_upper=None) -> SpanModel:
     """The span model of a release (post-processing only)."""
-    spans = build_spans(hist, spans_spec, gamma=gamma, gamma_upper=gamma_upper)
+    spans = build_spans(hist, spans_spec, noise_margin=gamma, noise_margin_upper=gamma_upper)
     return model_of(
         hist,
         spans,

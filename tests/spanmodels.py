@@ -82,7 +82,7 @@ def hand_model(
         20.0,
         int(layout.kappa_q),
         int(layout.n_events),
-        layout.rho,
+        layout.approx_ratio,
         None,
     )
     spec = SpanSpec(

@@ -63,11 +63,11 @@ def test_contract_and_fitted_attributes():
     assert isinstance(m.spans_, SpanModel)
     lab = m.predict(X2)
     assert lab.dtype.kind == "i" and lab.shape == (200,) and lab.min() >= -1
-    assert m.kappa_ == 21 and m.rho_ == 6.0 and m.beta_ == 0.1
-    assert DPDBSCAN(eps=0.1, bounds=(0, 1), subcells=1).fit(X2).rho_ == 7.0
+    assert m.kappa_ == 21 and m.approx_ratio_ == 6.0 and m.beta_ == 0.1
+    assert DPDBSCAN(eps=0.1, bounds=(0, 1), subcells=1).fit(X2).approx_ratio_ == 7.0
     assert m.tau_ is None  # the density test's guarantee has no tau
     b = DPDBSCAN(eps=0.1, bounds=(0, 1), core="bound").fit(X2)
-    assert b.tau_ == pytest.approx(2 * b.gamma_)
+    assert b.tau_ == pytest.approx(2 * b.noise_margin_)
     assert m.n_cells_ == m.spans_.release.grid.n_cells == m.histogram_.grid.n_cells
     assert m.budget_spent_ == (1.0, 0.0)
     for key in ("rho", "tau", "beta", "kappa_q", "n_cells", "epsilon", "delta"):
@@ -145,7 +145,7 @@ def test_histogram_choice_uses_public_size_only():
     assert big2.histogram_.kind == "sparse" and big2.theta_ == big.theta_
     stab = DPDBSCAN(eps=1e-4, bounds=(0, 1), delta=1e-6, random_state=0).fit(X2)
     assert stab.histogram_.kind == "stability" and stab.budget_spent_ == (1.0, 1e-6)
-    assert math.isfinite(stab.gamma_)
+    assert math.isfinite(stab.noise_margin_)
 
 
 @pytest.mark.parametrize("theta", [-1.0, float("nan"), float("inf")])
@@ -213,10 +213,10 @@ def test_custom_backend_keys_are_put_in_canonical_order():
 
 def test_subcells_auto_depends_on_dimension_only():
     m2 = fit()
-    assert m2.spans_.spec.subcells == 2 and m2.rho_ == 6.0
+    assert m2.spans_.spec.subcells == 2 and m2.approx_ratio_ == 6.0
     X4 = np.random.default_rng(0).random((100, 4))
     m4 = DPDBSCAN(eps=0.5, bounds=(0, 1), random_state=0).fit(X4)
-    assert m4.spans_.spec.subcells == 1 and m4.rho_ == 7.0
+    assert m4.spans_.spec.subcells == 1 and m4.approx_ratio_ == 7.0
     # border "auto": eps around core sub-cell centres (density), half a sub-cell diameter (bound)
     assert m2.spans_.spec.border == pytest.approx(0.1)
     assert fit(core="bound").spans_.spec.border == pytest.approx(4 * 0.1 / 16)

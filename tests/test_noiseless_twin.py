@@ -74,7 +74,7 @@ def test_event_level_twin_is_the_exact_histogram_and_its_spans():
     edges = [grid.lower[i] + grid.width * np.arange(grid.shape[i] + 1) for i in range(2)]
     exact, _, _ = np.histogram2d(X[:, 0], X[:, 1], bins=edges)
     assert np.array_equal(twin.histogram.values, exact.astype(np.int64))
-    assert twin.n_spans >= 1 and twin.spans.gamma == 0.0
+    assert twin.n_spans >= 1 and twin.spans.noise_margin == 0.0
     assert twin.spec == model.spec
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from .exceptions import PrivacyLeakWarning
+from .exceptions import PrivacyLeakWarning, renamed
 from .geometry.projection import check_lonlat_names
 from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
@@ -186,7 +186,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         The DP release.
     histogram_ : NoisyHistogram
         The released noisy histogram (part of the release).
-    gamma_, gamma_upper_, tau_, kappa_, theta_, n_cells_, rho_, beta_ :
+    noise_margin_, noise_margin_upper_, tau_, kappa_, theta_, n_cells_, approx_ratio_, beta_ :
         Margins (bound test: Gamma_low and Gamma_up; density test: the largest
         m(q) and None), additive error tau = Gamma_low + Gamma_up (bound test;
         None for density), kappa (the cells within eps of one cell of the
@@ -230,6 +230,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     ----------
     Qiu and Yi, "Approximate DBSCAN under Differential Privacy".
     """
+
+    # old names of attributes, kept for one release (FutureWarning)
+    gamma_ = renamed("gamma_", "noise_margin_")
+    gamma_upper_ = renamed("gamma_upper_", "noise_margin_upper_")
+    rho_ = renamed("rho_", "approx_ratio_")
 
     def __init__(
         self,
@@ -413,13 +418,13 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.spans_ = model
         self.histogram_ = model.histogram
         s = model.spans
-        self.gamma_ = s.gamma
-        self.gamma_upper_ = s.gamma_upper
+        self.noise_margin_ = s.noise_margin
+        self.noise_margin_upper_ = s.noise_margin_upper
         self.tau_ = s.tau
         self.kappa_ = model.release.grid.kappa
         self.theta_ = model.release.theta
         self.n_cells_ = model.release.grid.n_cells
-        self.rho_ = s.rho
+        self.approx_ratio_ = s.approx_ratio
         self.beta_ = model.spec.beta
         self.guarantee_ = guarantee(model)
         self.budget_spent_ = (epsilon, model.release.delta)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 
 class PrivacyLeakWarning(UserWarning):
     """Something computed from the private data would steer the mechanism."""
@@ -35,7 +38,24 @@ class LedgerError(ValueError):
     long, or has no such dataset: never taken for a fresh budget."""
 
 
+def renamed(old: str, new: str) -> Any:
+    """A read-only attribute ``old`` that gives ``new`` and warns
+    (FutureWarning): a public name renamed so that one name means one
+    quantity keeps working for one release."""
+
+    def get(self: Any) -> Any:
+        warnings.warn(
+            f"{type(self).__name__}.{old} is renamed {new}; the old name goes in the next release",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return getattr(self, new)
+
+    return property(get, doc=f"Old name of :attr:`{new}` (FutureWarning).")
+
+
 __all__ = [
+    "renamed",
     "PrivacyLeakWarning",
     "UtilityWarning",
     "PrivateNoteWarning",

@@ -47,7 +47,7 @@ def test_width_shape_and_cells():
     assert g.width == pytest.approx(0.1 / math.sqrt(2))
     assert g.shape == (math.ceil(1 / g.width), math.ceil(2 / g.width))
     assert g.n_cells == g.shape[0] * g.shape[1]
-    assert g.rho == 7.0
+    assert g.approx_ratio == 7.0
     g2 = Grid([0.0], [1.0], alpha=0.1, eta=2.0)
     assert g2.width == pytest.approx(0.05)
 

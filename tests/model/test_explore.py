@@ -60,7 +60,7 @@ def test_panels_carry_the_guarantee_of_their_own_parameters(model):
         want = with_params(model, eps=a, min_samples=m)
         assert got.grid.alpha == pytest.approx(a) and got.spec.min_samples == m
         assert got.spans.threshold == pytest.approx(want.spans.threshold)
-        assert got.spans.gamma == pytest.approx(want.spans.gamma)
+        assert got.spans.noise_margin == pytest.approx(want.spans.noise_margin)
         assert guarantee(got) == guarantee(want)
         assert describe(got) == describe(want)
         assert summary(got) == summary(want)

@@ -126,7 +126,7 @@ def test_each_span_states_its_own_guarantee(unsure):
             m.spec,
             lv["min_samples"],
             c,
-            m.spans.rho,
+            m.spans.approx_ratio,
         )
         assert x == {"span": lv["span"], "eps": lv["eps"], **want}
         # beta / c per candidate, the union over the c eps: beta in all

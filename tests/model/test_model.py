@@ -303,7 +303,7 @@ def _check_consistent(m):
     P = np.random.default_rng(0).random((50, m.grid.d))
     assert m.predict(P).shape == (50,)
     again = model_from_dict(json.loads(to_json(m)))
-    assert np.array_equal(again.core_keys, m.core_keys) and again.spans.gamma == m.spans.gamma
+    assert np.array_equal(again.core_keys, m.core_keys) and again.spans.noise_margin == m.spans.noise_margin
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -381,28 +381,28 @@ def test_two_margins_drive_the_threshold_roundtrip_and_old_models_load(tmp_path)
     with gamma_upper None and the old tau = 2 Gamma."""
     m, X = _model(histogram="sparse", theta=0.0, core="bound")
     s = m.spans_
-    assert s.spans.gamma_upper is not None and s.spans.gamma_upper > s.spans.gamma
+    assert s.spans.noise_margin_upper is not None and s.spans.noise_margin_upper > s.spans.noise_margin
     g = guarantee(s)
-    assert g["gamma_lower"] == s.spans.gamma and g["gamma_upper"] == s.spans.gamma_upper
-    assert g["tau"] == pytest.approx(s.spans.gamma + s.spans.gamma_upper) and s.spans.tau == g["tau"]
-    assert s.spans.threshold == 5 + s.spans.tau and m.gamma_upper_ == s.spans.gamma_upper
+    assert g["gamma_lower"] == s.spans.noise_margin and g["gamma_upper"] == s.spans.noise_margin_upper
+    assert g["tau"] == pytest.approx(s.spans.noise_margin + s.spans.noise_margin_upper) and s.spans.tau == g["tau"]
+    assert s.spans.threshold == 5 + s.spans.tau and m.noise_margin_upper_ == s.spans.noise_margin_upper
     assert g["within_clusters_at"]["min_samples"] == 5
     # the same release thresholded at MinPts + Gamma_up by the symmetric rule
     same = spans_from_histogram(
-        s.histogram, 5, s.spans.gamma_upper, s.spec.beta, subcells=s.spec.subcells, core="bound"
+        s.histogram, 5, s.spans.noise_margin_upper, s.spec.beta, subcells=s.spec.subcells, core="bound"
     )
     assert np.array_equal(same.core_keys, s.core_keys)
     path = tmp_path / "m.json"
     save_model(s, path)
     loaded = load_model(path)
-    assert loaded.spans.gamma_upper == s.spans.gamma_upper and loaded.spans.tau == s.spans.tau
+    assert loaded.spans.noise_margin_upper == s.spans.noise_margin_upper and loaded.spans.tau == s.spans.tau
     assert np.array_equal(
         with_params(loaded, min_samples=3).core_keys, with_params(s, min_samples=3).core_keys
     )
     data = json.loads(path.read_text())
     del data["gamma_upper"]
     old = model_from_dict(data)
-    assert old.spans.gamma_upper is None and old.spans.tau == 2 * old.spans.gamma
+    assert old.spans.noise_margin_upper is None and old.spans.tau == 2 * old.spans.noise_margin
     assert guarantee(old)["gamma_upper"] is None
     assert np.array_equal(old.predict(X), s.predict(X))
 

@@ -155,7 +155,7 @@ def test_the_chosen_eps_pays_for_its_candidates(tmp_path):
     # the margins are those of beta / c, recomputed from the saved model
     save_model(m, tmp_path / "a.json")
     loaded = load_model(tmp_path / "a.json")
-    assert guarantee(loaded) == g and loaded.spans.gamma == m.spans.gamma
+    assert guarantee(loaded) == g and loaded.spans.noise_margin == m.spans.noise_margin
     # a model saved before the fix (margins at beta itself) reports what the union covers
     from dataclasses import replace
 

@@ -37,7 +37,7 @@ def test_forecast_numbers_equal_what_a_fit_reports(kw):
     est = DPDBSCAN(**{"bounds": (np.zeros(d), np.ones(d)), "random_state": 0, **kw})
     fc = est.forecast(n_expected=3000)
     model = est.fit(_clusters(d, 3000)).spans_
-    assert fc.gamma == pytest.approx(model.spans.gamma, rel=1e-12)
+    assert fc.noise_margin == pytest.approx(model.spans.noise_margin, rel=1e-12)
     assert fc.threshold == pytest.approx(model.spans.threshold, rel=1e-12)
     assert (fc.n_cells, fc.kappa, fc.kappa_q, fc.histogram, fc.subcells, fc.d) == (
         model.release.grid.n_cells,

@@ -67,11 +67,11 @@ def test_spans_stay_within_relaxed_clusters(
 
     g = guarantee(model)
     m_star = g["within_clusters_at"]["min_samples"]
-    assert m_star >= 1 and g["rho"] == model.spans.rho
-    assert model.spans.rho == (3 + eta if subcells == 1 else 3 + eta / 2 + eta / (2 * subcells))
+    assert m_star >= 1 and g["rho"] == model.spans.approx_ratio
+    assert model.spans.approx_ratio == (3 + eta if subcells == 1 else 3 + eta / 2 + eta / (2 * subcells))
     if model.n_spans:
         assert _ub_of_core_subcells(model, grid, counts).min() >= m_star
-    assert within_relaxed_clusters(model, X, model.spans.rho * alpha, m_star)
+    assert within_relaxed_clusters(model, X, model.spans.approx_ratio * alpha, m_star)
     STATS["checked"] += 1
     STATS["spans"] += model.n_spans
     STATS["above_one"] += m_star > 1

@@ -64,10 +64,10 @@ def accurate(model, grid, X, subcells) -> bool:
     """The accuracy event, side by side: for every (sub-)cell's neighbourhood,
     -Gamma_low <= sum of (released - true) <= Gamma_up."""
     err = released_errors(model, grid, X)
-    g_up = model.spans.gamma if model.spans.gamma_upper is None else model.spans.gamma_upper
+    g_up = model.spans.noise_margin if model.spans.noise_margin_upper is None else model.spans.noise_margin_upper
     for _, offsets in SubcellLayout(grid, subcells).positions:
         sums = dense_neighbour_sums(grid, err, offsets)
-        if sums.max() > g_up or sums.min() < -model.spans.gamma:
+        if sums.max() > g_up or sums.min() < -model.spans.noise_margin:
             return False
     return True
 
@@ -132,9 +132,9 @@ def check_instance(
     if lower_minpts <= 0 or not accurate(model, grid, X, subcells):
         return None
 
-    assert model.spans.rho == (grid.rho if subcells == 1 else 3 + eta / 2 + eta / (2 * subcells))
+    assert model.spans.approx_ratio == (grid.approx_ratio if subcells == 1 else 3 + eta / 2 + eta / (2 * subcells))
     assert covers_clusters(model, X, alpha, upper_minpts)
-    assert within_relaxed_clusters(model, X, model.spans.rho * alpha, lower_minpts)
+    assert within_relaxed_clusters(model, X, model.spans.approx_ratio * alpha, lower_minpts)
     return model.n_spans
 
 
@@ -234,10 +234,10 @@ def test_checkers_reject_broken_spans():
     model = fit_spans(X, grid, 5, config, SeededSource(0))
     assert model.n_spans == 2
     assert covers_clusters(model, X, 0.05, 5 + model.spans.tau)
-    assert within_relaxed_clusters(model, X, grid.rho * 0.05, 5)
+    assert within_relaxed_clusters(model, X, grid.approx_ratio * 0.05, 5)
     # merge both spans into one: condition 2 must fail (the blobs are far apart)
     merged = replace(model, spans=replace(model.spans, labels=np.zeros_like(model.labels)))
-    assert not within_relaxed_clusters(merged, X, grid.rho * 0.05, 5)
+    assert not within_relaxed_clusters(merged, X, grid.approx_ratio * 0.05, 5)
     # split one span's cells in two: condition 1 must fail
     split = model.labels.copy()
     first = np.flatnonzero(split == 0)
@@ -259,7 +259,7 @@ def _far_core_cells(model, X, alpha) -> int:
     if centres.shape[0] == 0:
         return 0
     dist, _ = cKDTree(X).query(centres)
-    return int((dist - g.width * np.sqrt(g.d) / 2 > model.spans.rho * alpha).sum())
+    return int((dist - g.width * np.sqrt(g.d) / 2 > model.spans.approx_ratio * alpha).sum())
 
 
 @pytest.mark.parametrize("theta, epsilon, n", [(0.0, 1.0, 2000), (None, 0.1, 20000)])
@@ -281,7 +281,7 @@ def test_sparse_blob_in_3d_has_no_far_core_cells(theta, epsilon, n):
             epsilon=epsilon, histogram="sparse", beta=0.1, theta=theta, margin="chernoff"
         )
         model = fit_spans(X, grid, 5, config, SeededSource(seed))
-        assert grid.n_cells == 70**3 and model.spans.gamma_upper is not None
+        assert grid.n_cells == 70**3 and model.spans.noise_margin_upper is not None
         assert model.n_core_cells > 0
         assert accurate(model, grid, X, 1)
         assert _far_core_cells(model, X, alpha) == 0

@@ -176,7 +176,7 @@ def assert_same_release(a, b):
     np.testing.assert_array_equal(ha.values, hb.values)
     if ha.keys is not None:
         np.testing.assert_array_equal(ha.keys, hb.keys)
-    assert a.gamma_ == b.gamma_
+    assert a.noise_margin_ == b.noise_margin_
 
 
 @pytest.mark.parametrize("histogram", ["dense", "sparse"])

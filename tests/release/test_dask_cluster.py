@@ -285,7 +285,7 @@ def assert_same_release(got, want):
     np.testing.assert_array_equal(got.histogram_.values, want.histogram_.values)
     np.testing.assert_array_equal(got.spans_.core_keys, want.spans_.core_keys)
     np.testing.assert_array_equal(got.spans_.labels, want.spans_.labels)
-    assert got.gamma_ == want.gamma_
+    assert got.noise_margin_ == want.noise_margin_
 
 
 @pytest.mark.parametrize("level", ["event", "person"])

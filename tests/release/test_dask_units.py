@@ -350,7 +350,7 @@ def assert_same_release(got, want):
         np.testing.assert_array_equal(hg.keys, hw.keys)
     np.testing.assert_array_equal(got.spans_.core_keys, want.spans_.core_keys)
     np.testing.assert_array_equal(got.spans_.labels, want.spans_.labels)
-    assert got.gamma_ == want.gamma_
+    assert got.noise_margin_ == want.noise_margin_
 
 
 @pytest.mark.parametrize("histogram", ["dense", "sparse"])

@@ -255,7 +255,7 @@ class Grid:
         return math.prod(self._radix)
 
     @property
-    def rho(self) -> float:
+    def approx_ratio(self) -> float:
         """The paper's approximation ratio 3 + eta for this grid's cells."""
         return approximation_ratio(self.eta)
 

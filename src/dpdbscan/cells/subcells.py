@@ -106,7 +106,7 @@ class SubcellLayout:
         self.n_events = grid.n_cells * self.k**grid.d
 
     @property
-    def rho(self) -> float:
+    def approx_ratio(self) -> float:
         return approximation_ratio(self.grid.eta, self.k)
 
     def fine_keys(self, coarse_keys: np.ndarray, pos: tuple[int, ...]) -> np.ndarray:

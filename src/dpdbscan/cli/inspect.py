@@ -130,8 +130,8 @@ def cmd_info(args: argparse.Namespace, sink: WarningSink) -> int:
         ("core test", test.rule_text(s, spec, unit_noun(model))),
         (
             "approximation",
-            f"the guarantee compares spans with clusters at {s.rho:g} times eps, "
-            f"{length(s.rho * g.alpha)} (rho={s.rho:g}, from the cell size eta={hg.eta:g} and "
+            f"the guarantee compares spans with clusters at {s.approx_ratio:g} times eps, "
+            f"{length(s.approx_ratio * g.alpha)} (rho={s.approx_ratio:g}, from the cell size eta={hg.eta:g} and "
             f"{spec.subcells} sub-cell(s) per cell side)",
         ),
         ("additive error", test.tau_text(s)),

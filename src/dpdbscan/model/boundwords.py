@@ -38,7 +38,7 @@ class BoundWords(CoreTestWords):
         # upper - tau, without the float residue of adding and taking tau back
         lower = float(spec.min_samples) - (0.0 if spec.raise_min_samples else g["tau"])
         return sandwich_sentence(
-            g["probability"], g["covers_clusters_at"], g["within_clusters_at"], lower, spans.rho
+            g["probability"], g["covers_clusters_at"], g["within_clusters_at"], lower, spans.approx_ratio
         ) + union_words(candidates, spec.beta)
 
     def threshold_text(self, threshold: float, core: str, noun: str = "points") -> str:
@@ -48,15 +48,15 @@ class BoundWords(CoreTestWords):
         )
 
     def margin_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
-        up = spans.gamma if spans.gamma_upper is None else spans.gamma_upper
+        up = spans.noise_margin if spans.noise_margin_upper is None else spans.noise_margin_upper
         symbols = (
-            f"Gamma={spans.gamma:.2f}"
-            if up == spans.gamma
-            else f"Gamma_low={spans.gamma:.2f}, Gamma_up={up:.2f}"
+            f"Gamma={spans.noise_margin:.2f}"
+            if up == spans.noise_margin
+            else f"Gamma_low={spans.noise_margin:.2f}, Gamma_up={up:.2f}"
         )
         return (
             f"with probability >= {1 - spec.beta:g} the noise of every upper bound stays within "
-            f"{spans.gamma:.2f} below and {up:.2f} above ({symbols}, the {spec.margin} rule)"
+            f"{spans.noise_margin:.2f} below and {up:.2f} above ({symbols}, the {spec.margin} rule)"
         )
 
     def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
@@ -78,7 +78,7 @@ class BoundWords(CoreTestWords):
             return g["statement"]
         lower = g["covers_clusters_at"]["min_samples"] - g["tau"]
         return sandwich_sentence(
-            g["probability"], g["covers_clusters_at"], g["within_clusters_at"], lower, spans.rho, length
+            g["probability"], g["covers_clusters_at"], g["within_clusters_at"], lower, spans.approx_ratio, length
         )
 
     def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:

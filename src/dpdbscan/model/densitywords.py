@@ -41,7 +41,7 @@ class DensityWords(CoreTestWords):
             return alone + at_once + no_guarantee((spans.extra or {}).get("m_star"))
         if probability is None:
             return alone + at_once + union_void(candidates, spec.beta)
-        return density_sentence(probability, within, spans.rho, place=place) + union_words(
+        return density_sentence(probability, within, spans.approx_ratio, place=place) + union_words(
             candidates, spec.beta
         )
 
@@ -53,15 +53,15 @@ class DensityWords(CoreTestWords):
 
     def margin_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
         return (
-            f"at most {spans.gamma:.2f} {noun} are added to min_samples so that noise alone rarely "
-            f"makes a place core (m(q) <= {spans.gamma:.2f}): {margin_rule_words(spec.margin)}"
+            f"at most {spans.noise_margin:.2f} {noun} are added to min_samples so that noise alone rarely "
+            f"makes a place core (m(q) <= {spans.noise_margin:.2f}): {margin_rule_words(spec.margin)}"
         )
 
     def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
         return (
             f"density: a sub-cell is core when its estimated number of {noun} within eps, from the "
             "noisy counts of the cells around it, reaches min_samples plus a noise margin, at most "
-            f"{spans.threshold:.1f} {noun} (E~ >= MinPts + m(q), m(q) <= {spans.gamma:.2f}), in a cell "
+            f"{spans.threshold:.1f} {noun} (E~ >= MinPts + m(q), m(q) <= {spans.noise_margin:.2f}), in a cell "
             "the release shows as occupied; core sub-cells whose centres lie within eps of each other "
             f"form one span. The margin is {margin_rule_words(spec.margin)}"
         )
@@ -76,7 +76,7 @@ class DensityWords(CoreTestWords):
         within = g["within_clusters_at"]
         if g["probability"] is None or within is None:
             return g["statement"]
-        return density_sentence(g["probability"], within, spans.rho, length, g.get("each_place"))
+        return density_sentence(g["probability"], within, spans.approx_ratio, length, g.get("each_place"))
 
     def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
         text = self.guarantee_text(g, spans, length)
@@ -98,7 +98,7 @@ class DensityWords(CoreTestWords):
         ``noun`` names what the counts count (units at person level)."""
         if not problems:
             return None
-        min_samples, margin_value = spec.min_samples, spans.gamma
+        min_samples, margin_value = spec.min_samples, spans.noise_margin
         threshold = min_samples + margin_value
         cause = (
             f"A sub-cell is core only when its estimated eps-neighbourhood holds about "

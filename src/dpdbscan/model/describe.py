@@ -39,8 +39,8 @@ def margin_figures(model: SpanModel) -> dict:
     s, spec = model.spans, model.spec
     return {
         "beta": spec.beta,
-        "gamma": s.gamma,
-        "gamma_upper": s.gamma_upper,
+        "gamma": s.noise_margin,
+        "gamma_upper": s.noise_margin_upper,
         "margin": spec.margin,
         "kappa": model.release.grid.kappa,
         "kappa_q": s.kappa_q,
@@ -165,7 +165,7 @@ def describe(model: SpanModel) -> dict:
         "alpha": g.alpha,
         "min_samples": spec.min_samples,
         "threshold": s.threshold,
-        "rho": s.rho,
+        "rho": s.approx_ratio,
         "tau": s.tau,
         **margin_figures(model),
         "core": spec.core,

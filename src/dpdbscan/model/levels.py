@@ -38,7 +38,7 @@ def level_guarantees(model: SpanModel, candidates: int) -> list[dict[str, Any]]:
         return []
     rel, spec = model.release, model.spec
     grid = rel.grid  # the release's cells measured at the spans' eps
-    rho = model.spans.rho
+    rho = model.spans.approx_ratio
     out = []
     cache: dict[int, dict[str, Any]] = {}
     for lv in (model.auto or {})["levels"]:

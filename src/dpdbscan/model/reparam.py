@@ -77,7 +77,7 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     same = hist is model.histogram
     s = model.spans
     spans = test.build(
-        hist, spec, gamma=s.gamma if same else None, gamma_upper=s.gamma_upper if same else None
+        hist, spec, noise_margin=s.noise_margin if same else None, noise_margin_upper=s.noise_margin_upper if same else None
     )
     return remodel(model, hist, spans, spec)
 

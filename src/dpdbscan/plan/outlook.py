@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from ..exceptions import renamed
 from ..laws import noise as laws
 from ..params.paramwords import grid_words, histogram_words
 from ..params.specs import ReleaseSpec, SpanSpec
@@ -82,8 +83,9 @@ class Forecast:
         Added to MinPts: the largest m(q) (density test, 1 sigma or the
         empty-space guard) or tau = Gamma_low + Gamma_up (bound test,
         practical rule).
-    gamma : float
-        What the model calls ``gamma``: the largest m(q), or Gamma_low.
+    noise_margin : float
+        What the model calls ``noise_margin``: the largest m(q), or Gamma_low
+        (old name ``gamma``).
     threshold : float
         MinPts + margin: the smallest estimated eps-neighbourhood count a core
         (sub-)cell needs.
@@ -125,7 +127,7 @@ class Forecast:
     core: str
     noise_std: float
     margin: float
-    gamma: float
+    noise_margin: float
     threshold: float
     n_expected: float | None
     expected_count: float | None
@@ -136,6 +138,8 @@ class Forecast:
     useless: tuple
     margin_text: str
     units: UnitForecast | None
+
+    gamma = renamed("gamma", "noise_margin")
 
     @property
     def notes(self) -> tuple:
@@ -319,7 +323,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     d = grid.d
     k = int(spans.subcells)
     fig = core_test(spans.core).figures(grid, kind, release.noise.kind, release.noise.scale, theta, spans)
-    gamma, noise_std, margin_value = fig.gamma, fig.noise_std, fig.margin_value
+    gamma, noise_std, margin_value = fig.noise_margin, fig.noise_std, fig.margin_value
     threshold = fig.threshold(spans.min_samples)
     terms, kappa_q = fig.terms, fig.kappa_q
     params = spans
@@ -382,7 +386,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
         core=params.core,
         noise_std=noise_std,
         margin=float(margin_value),
-        gamma=float(gamma),
+        noise_margin=float(gamma),
         threshold=float(threshold),
         n_expected=None if n_expected is None else float(n_expected),
         expected_count=expected,

@@ -6,7 +6,8 @@ Post-processing only: a :class:`Spans` is computed by a core test
 from a :class:`~dpdbscan.cells.histogram.NoisyHistogram` (the release) and
 public parameters, so it, and anything computed from it, is as private as the
 histogram. Each derived quantity of the guarantee (the margins, the number of
-noisy terms kappa per sum, the number of sums the union bound covers, rho) is
+noisy terms kappa per sum, the number of sums the union bound covers, the
+approximation ratio) is
 computed by the core test once and carried here.
 """
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..cells.subcells import SubcellLayout
+from ..exceptions import renamed
 
 
 @dataclass(frozen=True)
@@ -34,11 +36,12 @@ class Spans:
         Sorted keys (in ``grid``) of the core cells.
     labels : ndarray
         Span id of each core cell, numbered by smallest cell.
-    gamma : float
-        The margin of the core test: Gamma_low (bound test) or the largest
-        m(q) (density test).
-    gamma_upper : float or None
-        Bound test: the upper margin Gamma_up; None otherwise.
+    noise_margin : float
+        The core test's margin for the noise, in points: Gamma_low (bound
+        test) or the largest m(q) (density test). Old name ``gamma``.
+    noise_margin_upper : float or None
+        Bound test: the upper margin Gamma_up; None otherwise. Old name
+        ``gamma_upper``.
     tau : float or None
         Bound test: the additive error Gamma_low + Gamma_up; None otherwise.
     threshold : float
@@ -52,8 +55,9 @@ class Spans:
         without sub-cells.
     n_events : int
         Number of sums the union bounds cover (k^d |X|).
-    rho : float
-        Approximation ratio of the guarantee.
+    approx_ratio : float
+        Approximation ratio of the guarantee (the paper's rho in "rho alpha";
+        ``rho`` in this package is zCDP's). Old name ``rho``.
     extra : dict or None
         Density test: ``accuracy_margin`` (G), ``m_star`` (M*) and
         ``probability`` of its one-sided guarantee.
@@ -62,14 +66,18 @@ class Spans:
     grid: Grid
     core_keys: np.ndarray
     labels: np.ndarray
-    gamma: float
-    gamma_upper: float | None
+    noise_margin: float
+    noise_margin_upper: float | None
     tau: float | None
     threshold: float
     kappa_q: int
     n_events: int
-    rho: float
+    approx_ratio: float
     extra: Mapping[str, Any] | None
+
+    rho = renamed("rho", "approx_ratio")
+    gamma = renamed("gamma", "noise_margin")
+    gamma_upper = renamed("gamma_upper", "noise_margin_upper")
 
     @property
     def n_spans(self) -> int:
@@ -81,8 +89,8 @@ def spans_on(
     core_keys: np.ndarray,
     labels: np.ndarray,
     *,
-    gamma: float,
-    gamma_upper: float | None,
+    noise_margin: float,
+    noise_margin_upper: float | None,
     tau: float | None,
     threshold: float,
     extra: Mapping[str, Any] | None,
@@ -95,13 +103,13 @@ def spans_on(
         grid=layout.fine if grid is None else grid,
         core_keys=core_keys,
         labels=labels,
-        gamma=float(gamma),
-        gamma_upper=None if gamma_upper is None else float(gamma_upper),
+        noise_margin=float(noise_margin),
+        noise_margin_upper=None if noise_margin_upper is None else float(noise_margin_upper),
         tau=None if tau is None else float(tau),
         threshold=float(threshold),
         kappa_q=int(layout.kappa_q),
         n_events=int(layout.n_events),
-        rho=layout.rho,
+        approx_ratio=layout.approx_ratio,
         extra=extra,
     )
 

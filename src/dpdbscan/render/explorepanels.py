@@ -272,7 +272,7 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
 
     def draw(ax, panel: SpanModel, title: str, size: float) -> None:
         if model.histogram is not None:
-            spanplot.draw_heat(ax, model.histogram, lo, hi, T, model.spans.gamma)
+            spanplot.draw_heat(ax, model.histogram, lo, hi, T, model.spans.noise_margin)
         _draw_span_raster(ax, panel, lo, hi, T, px)
         (x0, y0), (x1, y1) = T(np.array([lo, hi]))
         ax.set_xlim(x0, x1)

@@ -326,7 +326,7 @@ def plot_spans(
         P = T(_subsample(np.asarray(points, dtype=np.float64), max_points))
         ax.scatter(P[:, 0], P[:, 1], s=1, c="0.75", lw=0, rasterized=True, zorder=1)
     if heat and model.histogram is not None:
-        spanplot.draw_heat(ax, model.histogram, lo, hi, T, model.spans.gamma)
+        spanplot.draw_heat(ax, model.histogram, lo, hi, T, model.spans.noise_margin)
     if context is not None:
         spanplot.draw_context(ax, context, T)
 

@@ -225,7 +225,7 @@ def _heat_layer(model) -> tuple[str, str]:
         return "", "This model was saved without its noisy histogram."
     g = hist.grid
     img, f, first = histogram_window(hist, (0, 0), g.shape, MAX_MAP_HEAT_PIXELS)
-    floor = noise_floor(hist, f, model.spans.gamma)
+    floor = noise_floor(hist, f, model.spans.noise_margin)
     vmax = heat_scale(img, floor)
     rgba = heat_rgba(img, vmax, floor)
     # PNG rows run top to bottom: highest y first.

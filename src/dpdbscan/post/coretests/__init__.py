@@ -31,17 +31,22 @@ def core_test(name: str) -> CoreTest:
 
 
 def build_spans(
-    hist: NoisyHistogram, spec: SpanSpec, gamma: float | None = None, gamma_upper: float | None = None
+    hist: NoisyHistogram,
+    spec: SpanSpec,
+    noise_margin: float | None = None,
+    noise_margin_upper: float | None = None,
 ) -> Spans:
     """Core cells (or sub-cells) and spans from a released histogram, by the
     core test ``spec.core`` names (post-processing only: the histogram and
     public parameters).
 
-    ``gamma`` (and ``gamma_upper``) override the margins of a test that takes
+    ``noise_margin`` (and ``noise_margin_upper``) override the margins of a test that takes
     them (the bound test; tests use 0 for the noiseless oracle); by default
     they are the release's.
     """
-    return core_test(spec.core).build(hist, spec, gamma=gamma, gamma_upper=gamma_upper)
+    return core_test(spec.core).build(
+        hist, spec, noise_margin=noise_margin, noise_margin_upper=noise_margin_upper
+    )
 
 
 __all__ = [

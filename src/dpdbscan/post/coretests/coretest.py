@@ -34,7 +34,7 @@ class Stored:
 
     ``grid`` is the histogram's grid, ``spans_grid`` its sub-cells' as
     saved; ``kind``, ``noise``, ``scale`` and
-    ``theta`` are the release's; ``gamma`` and ``gamma_upper`` the margins
+    ``theta`` are the release's; ``noise_margin`` and ``noise_margin_upper`` the margins
     the spans were made with, which :meth:`CoreTest.restore` checks.
     """
 
@@ -46,21 +46,21 @@ class Stored:
     noise: str
     scale: float
     theta: float
-    gamma: float
-    gamma_upper: float | None
+    noise_margin: float
+    noise_margin_upper: float | None
 
 
 @dataclass(frozen=True)
 class Figures:
     """What a release will show before it is made (the forecast's numbers).
 
-    ``gamma``: the margin; ``noise_std``: the noise of one statistic the test
+    ``noise_margin``: the margin (Gamma_low or the largest m(q)); ``noise_std``: the noise of one statistic the test
     thresholds; ``margin_value``: what the threshold adds to MinPts;
     ``terms``: noisy counts summed per candidate cell; ``kappa_q``: the most
     cells within eps of one sub-cell (:attr:`Spans.kappa_q`); ``margin_text``: what the margin is,
     in words."""
 
-    gamma: float
+    noise_margin: float
     noise_std: float
     margin_value: float
     terms: int
@@ -135,11 +135,11 @@ class CoreTest(ABC):
         hist: NoisyHistogram,
         spec: SpanSpec,
         *,
-        gamma: float | None = None,
-        gamma_upper: float | None = None,
+        noise_margin: float | None = None,
+        noise_margin_upper: float | None = None,
     ) -> Spans:
         """Core (sub-)cells and spans from the release (post-processing only).
-        ``gamma``/``gamma_upper`` override the margins (tests; a
+        ``noise_margin``/``noise_margin_upper`` override the margins (tests; a
         re-parameterisation at the same alpha)."""
 
     @abstractmethod

@@ -82,10 +82,11 @@ class BoundTest(CoreTest):
         hist: NoisyHistogram,
         spec: SpanSpec,
         *,
-        gamma: float | None = None,
-        gamma_upper: float | None = None,
+        noise_margin: float | None = None,
+        noise_margin_upper: float | None = None,
     ) -> Spans:
         layout = SubcellLayout(hist.grid, spec.subcells)
+        gamma, gamma_upper = noise_margin, noise_margin_upper
         if gamma is None:
             gamma, gamma_upper = bound_margins(
                 hist.kind, hist.theta, hist.noise, hist.scale, layout, str(spec.margin), spec.beta
@@ -105,7 +106,7 @@ class BoundTest(CoreTest):
 
     def restore(self, stored: Stored, spec: SpanSpec) -> Spans:
         layout = SubcellLayout(stored.grid, spec.subcells)
-        gamma, gamma_upper = stored.gamma, stored.gamma_upper
+        gamma, gamma_upper = stored.noise_margin, stored.noise_margin_upper
         if gamma_upper is not None:
             # both margins are a function of public values: they must be the
             # ones the spans were made with
@@ -115,7 +116,7 @@ class BoundTest(CoreTest):
             if not all(
                 math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) for a, b in zip((gamma, gamma_upper), want)
             ):
-                raise ValueError("gamma / gamma_upper are not the margins of the model's parameters")
+                raise ValueError("Gamma_low / Gamma_up are not the margins of the model's parameters")
         return _spans(layout, stored.core_keys, stored.labels, gamma, gamma_upper, spec, stored.spans_grid)
 
     def figures(
@@ -124,7 +125,7 @@ class BoundTest(CoreTest):
         layout = SubcellLayout(grid, spec.subcells)
         gamma, gamma_upper = bound_margins(kind, theta, noise, epsilon, layout, str(spec.margin), spec.beta)
         return Figures(
-            gamma=gamma,
+            noise_margin=gamma,
             noise_std=math.sqrt(noise_variance(noise, epsilon) * layout.kappa_q),
             # the practical rule's threshold is MinPts + tau
             margin_value=bounds.tau(gamma, gamma_upper) if spec.raise_min_samples else 0.0,
@@ -160,7 +161,7 @@ class BoundTest(CoreTest):
         ones Gamma was computed with. A model saved before the upper margin was
         recorded (sparse and stability histograms) has no established guarantee.
         """
-        tau = spans.tau if spans.tau is not None else bounds.tau(spans.gamma, spans.gamma_upper)
+        tau = spans.tau if spans.tau is not None else bounds.tau(spans.noise_margin, spans.noise_margin_upper)
         upper = spec.min_samples + (tau if spec.raise_min_samples else 0.0)
         legacy = no_upper_margin(spans, release)
         probability = None if legacy else over_candidates(1.0 - spec.beta, candidates)
@@ -168,18 +169,17 @@ class BoundTest(CoreTest):
         covers = {"alpha": alpha, "min_samples": upper}
         # upper - tau, without the float residue of adding and taking tau back
         lower = float(spec.min_samples) - (0.0 if spec.raise_min_samples else tau)
-        within = relaxed(spans.rho * alpha, lower)
+        within = relaxed(spans.approx_ratio * alpha, lower)
         return {
             "core": self.name,
             "probability": probability,
-            "gamma_lower": spans.gamma,
-            "gamma_upper": spans.gamma
-            if release.histogram == "dense" and spans.gamma_upper is None
-            else spans.gamma_upper,
-            "rho": spans.rho,
+            "gamma_low": spans.noise_margin,
+            "gamma_up": spans.noise_margin
+            if release.histogram == "dense" and spans.noise_margin_upper is None
+            else spans.noise_margin_upper,
+            "approx_ratio": spans.approx_ratio,
             "tau": tau,
             "beta": spec.beta,
-            "gamma": spans.gamma,
             "kappa_q": spans.kappa_q,
             "n_events": spans.n_events,
             "n_cells": release.grid.n_cells,
@@ -199,7 +199,7 @@ def no_upper_margin(spans: Spans, release: ReleaseInfo) -> bool:
     """Whether the spans come from a model saved before the upper margin of
     a truncating (sparse or stability) histogram was recorded: such a model
     has no established guarantee."""
-    return spans.gamma_upper is None and release.histogram != "dense"
+    return spans.noise_margin_upper is None and release.histogram != "dense"
 
 
 def _spans(
@@ -217,8 +217,8 @@ def _spans(
         layout,
         keys,
         labels,
-        gamma=gamma,
-        gamma_upper=gamma_upper,
+        noise_margin=gamma,
+        noise_margin_upper=gamma_upper,
         tau=tau,
         threshold=spec.min_samples + (tau if spec.raise_min_samples else 0.0),
         extra=None,

@@ -49,7 +49,7 @@ def density_margin(
     grid: Grid, kind: str, noise: str, epsilon: float, theta: float, spec: SpanSpec
 ) -> tuple[BallWeights, Margin]:
     """The ball weights of the density test and its margin m(q) for a release
-    with these public fields (the largest m(q) is the spans' ``gamma``)."""
+    with these public fields (the largest m(q) is the spans' ``noise_margin``)."""
     weights = ball_weights(grid.d, float(grid.eta), spec.subcells)
     m = margin(
         spec.margin,
@@ -112,15 +112,15 @@ def density_spans(hist: NoisyHistogram, spec: SpanSpec, core_keys: np.ndarray, l
     ``labels``, with the margin and guarantee of ``hist``'s own alpha and
     ``spec``: one place for what a density model reports, whether its cells
     come from :meth:`DensityTest.build` or from a ladder of parameters."""
-    gamma, extra = density_guarantee(hist.grid, hist.kind, hist.noise, hist.scale, hist.theta, spec)
-    return _spans(SubcellLayout(hist.grid, spec.subcells), core_keys, labels, gamma, extra, spec)
+    max_m, extra = density_guarantee(hist.grid, hist.kind, hist.noise, hist.scale, hist.theta, spec)
+    return _spans(SubcellLayout(hist.grid, spec.subcells), core_keys, labels, max_m, extra, spec)
 
 
 def _spans(
     layout: SubcellLayout,
     keys: np.ndarray,
     labels: np.ndarray,
-    gamma: float,
+    max_m: float,
     extra: dict,
     spec: SpanSpec,
     grid: Grid | None = None,
@@ -130,10 +130,10 @@ def _spans(
         layout,
         keys,
         labels,
-        gamma=gamma,
-        gamma_upper=None,
+        noise_margin=max_m,
+        noise_margin_upper=None,
         tau=None,
-        threshold=spec.min_samples + gamma,
+        threshold=spec.min_samples + max_m,
         extra=extra,
         grid=grid,
     )
@@ -192,8 +192,8 @@ class DensityTest(CoreTest):
         hist: NoisyHistogram,
         spec: SpanSpec,
         *,
-        gamma: float | None = None,
-        gamma_upper: float | None = None,
+        noise_margin: float | None = None,
+        noise_margin_upper: float | None = None,
     ) -> Spans:
         dc = density_field(
             hist, spec.min_samples, subcells=spec.subcells, margin_rule=spec.margin, beta=spec.beta
@@ -210,13 +210,13 @@ class DensityTest(CoreTest):
         want, extra = density_guarantee(
             stored.grid, stored.kind, stored.noise, stored.scale, stored.theta, spec
         )
-        if not math.isclose(want, stored.gamma, rel_tol=1e-6, abs_tol=1e-9):
-            raise ValueError(f"gamma={stored.gamma:g} is not the margin {want:g} of its parameters")
+        if not math.isclose(want, stored.noise_margin, rel_tol=1e-6, abs_tol=1e-9):
+            raise ValueError(f"max m(q)={stored.noise_margin:g} is not the margin {want:g} of its parameters")
         return _spans(
             SubcellLayout(stored.grid, spec.subcells),
             stored.core_keys,
             stored.labels,
-            stored.gamma,
+            stored.noise_margin,
             extra,
             spec,
             stored.spans_grid,
@@ -226,11 +226,11 @@ class DensityTest(CoreTest):
         self, grid: Grid, kind: str, noise: str, epsilon: float, theta: float, spec: SpanSpec
     ) -> Figures:
         weights, m = density_margin(grid, kind, noise, epsilon, theta, spec)
-        gamma = float(m.values.max())
+        max_m = float(m.values.max())
         return Figures(
-            gamma=gamma,
+            noise_margin=max_m,
             noise_std=float(m.sigma.max()),
-            margin_value=gamma,
+            margin_value=max_m,
             terms=int(weights.offsets.shape[0]),
             kappa_q=int(SubcellLayout(grid, spec.subcells).kappa_q),
             margin_text=margin_rule_words(spec.margin, "the largest m(q); "),
@@ -263,16 +263,15 @@ class DensityTest(CoreTest):
         the model's words read "no guarantee"."""
         extra = spans.extra or {}
         m_star = extra.get("m_star")
-        within = relaxed(spans.rho * spans.grid.alpha, m_star)
+        within = relaxed(spans.approx_ratio * spans.grid.alpha, m_star)
         probability = over_candidates(extra.get("probability"), candidates) if within is not None else None
-        place = each_place(extra, spec.min_samples, spans.rho * spans.grid.alpha, candidates, spec.beta)
+        place = each_place(extra, spec.min_samples, spans.approx_ratio * spans.grid.alpha, candidates, spec.beta)
         return {
             "core": self.name,
-            "rho": spans.rho,
+            "approx_ratio": spans.approx_ratio,
             "tau": None,
             "beta": spec.beta,
-            "gamma": spans.gamma,
-            "gamma_upper": spans.gamma_upper,
+            "max_m": spans.noise_margin,
             "margin": spec.margin,
             "kappa_q": spans.kappa_q,
             "n_events": spans.n_events,
