@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shown = f"{ms[0]}" if len(ms) == 1 else f"{ms[0]}..{ms[-1]}"
             mass, area = largest_span(m, ds.bounds)
             row += (
-                f" {med(t[s]):.3f} s | {med(t[s]) / med_fixed:.2f} | ({m.grid.alpha:.4g}, {shown}) | "
+                f" {med(t[s]):.3f} s | {med(t[s]) / med_fixed:.2f} | ({m.grid.eps:.4g}, {shown}) | "
                 f"{m.n_spans} | {100 * mass:.1f}% of the mass, {100 * area:.2f}% of the box |"
             )
         print(row, flush=True)

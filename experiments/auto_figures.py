@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for ax, m, what in ((axes[0], fixed, "fixed"), (axes[1], auto, "automatic")):
         plot_model(m, "spans", ax=ax, n_labels=5)
         ax.set_title(
-            f"{what}: eps={format_km(m.grid.alpha)}, MinPts={m.spec.min_samples}, {m.n_spans} span(s)",
+            f"{what}: eps={format_km(m.grid.eps)}, MinPts={m.spec.min_samples}, {m.n_spans} span(s)",
             fontsize=10,
         )
     fig.suptitle(
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fig.savefig(args.out, dpi=args.dpi)
     print(
         f"fixed ({ds.alpha:g} km, {ds.min_samples}): {fixed.n_spans} spans, {t1 - t0:.2f} s; "
-        f"auto ({args.selection}) chose ({auto.grid.alpha:.4g} km, {auto.spec.min_samples}) from a "
+        f"auto ({args.selection}) chose ({auto.grid.eps:.4g} km, {auto.spec.min_samples}) from a "
         f"release at {auto.auto['base_eps']:.4g} km: {auto.n_spans} spans, {t2 - t1:.2f} s; wrote {args.out}"
     )
     return 0

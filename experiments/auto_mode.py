@@ -82,7 +82,7 @@ def evaluate(
             extra = {"n_expected": float(ds.X.shape[0])} if guess_n else {}
             model, sec = auto_fit(ds, seed, eps, **extra)
             r["auto"].append(scores(y, model.predict(ds.X))["ARI"])
-            r["chosen"].append((model.grid.alpha, chosen_min_samples(model), model.n_spans))
+            r["chosen"].append((model.grid.eps, chosen_min_samples(model), model.n_spans))
             r["seconds"].append(sec)
             if flat:
                 cut, _ = auto_fit(ds, seed, eps, selection="flat", **extra)

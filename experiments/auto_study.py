@@ -74,7 +74,7 @@ def run(
         est = DPDBSCAN(a0, min_samples=ms[0], epsilon=epsilon, bounds=ds.bounds, random_state=seed).fit(ds.X)
     model = est.spans_
     hist = model.histogram
-    alphas = [a0 * f for f in factors if hist.grid.at_alpha(a0 * f).kappa <= 2_000]
+    alphas = [a0 * f for f in factors if hist.grid.at_eps(a0 * f).kappa <= 2_000]
     t0 = time.perf_counter()
     table = ladder_sweep(hist, model.spec, alphas, ms)
     t_sweep = time.perf_counter() - t0

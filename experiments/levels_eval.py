@@ -47,7 +47,7 @@ from . import scene_bench, scenes
 def labels_of(sel: Any, X: np.ndarray) -> np.ndarray:
     """``predict``'s labels for a selection of the study: the span of the
     nearest core sub-cell centre within alpha (the density test's border)."""
-    keys, labs = span_regions(sel.grid, sel.core_keys, sel.labels, border=sel.alpha, to="centres")
+    keys, labs = span_regions(sel.grid, sel.core_keys, sel.labels, border=sel.eps, to="centres")
     return predict_spans(sel.grid, keys, labs, X)
 
 
@@ -93,13 +93,13 @@ def figure(seed: int, path: Path, max_points: int = 30_000) -> None:
         (
             axes[1],
             flat,
-            f"flat cut: eps={model.grid.alpha:.3g}, MinPts={model.spec.min_samples}, "
+            f"flat cut: eps={model.grid.eps:.3g}, MinPts={model.spec.min_samples}, "
             f"ARI {scene_bench.ari(sc.y[pick], flat):.2f}",
         ),
         (
             axes[2],
             lev,
-            f"own levels: eps={sel.grid.alpha:.3g}, MinPts {own_levels(sel)}, "
+            f"own levels: eps={sel.grid.eps:.3g}, MinPts {own_levels(sel)}, "
             f"ARI {scene_bench.ari(sc.y[pick], lev):.2f}",
         ),
     )
@@ -132,8 +132,8 @@ def set_figure(name: str, path: Path, seed: int = 0, max_points: int = 100_000) 
     P = ds.X[np.random.default_rng(0).permutation(ds.n)[:max_points]]
     fig, axes = plt.subplots(1, 2, figsize=(12, 6.5))
     for ax, lab, title in (
-        (axes[0], model.predict(P), f"flat cut: eps={model.grid.alpha:.3g}, MinPts {model.spec.min_samples}"),
-        (axes[1], sel.predict(P), f"own levels: eps={sel.grid.alpha:.3g}, MinPts {own_levels(sel)}"),
+        (axes[0], model.predict(P), f"flat cut: eps={model.grid.eps:.3g}, MinPts {model.spec.min_samples}"),
+        (axes[1], sel.predict(P), f"own levels: eps={sel.grid.eps:.3g}, MinPts {own_levels(sel)}"),
     ):
         k = lab >= 0
         ax.scatter(P[~k, 0], P[~k, 1], s=0.1, c="0.8")
@@ -171,7 +171,7 @@ class Case:
         self._fine: dict = {}
         pick = np.sort(np.random.default_rng(seed).permutation(X.shape[0])[:n_score])
         self.X, self.y = X[pick], y[pick]
-        self.flat_alpha = float(model.grid.alpha)
+        self.flat_alpha = float(model.grid.eps)
         self.flat = scene_bench.ari(self.y, model.predict(self.X))
 
     def fine(self, alpha: float) -> list:
@@ -275,7 +275,7 @@ def study(
             for v in variants:
                 sel = VARIANTS[v](case)
                 r[v] = case.score(sel)
-                r[v + ":alpha"] = sel.alpha
+                r[v + ":alpha"] = sel.eps
                 r[v + ":spans"] = sel.n_spans
         out.append(r)
         print(

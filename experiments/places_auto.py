@@ -103,7 +103,7 @@ def describe(model) -> dict[str, Any]:
     """What the automatic mode chose (public values of the model)."""
     a = model.auto or {}
     return {
-        "eps_m": 1000 * float(a.get("eps", model.grid.alpha)),
+        "eps_m": 1000 * float(a.get("eps", model.grid.eps)),
         "base_eps_m": 1000 * float(a.get("base_eps", 0.0)),
         "candidates_m": [round(1000 * e, 1) for e in a.get("eps_candidates", [])],
         "spans": model.n_spans,
@@ -211,7 +211,7 @@ def figure(model, lonlat: np.ndarray, cabs: np.ndarray, seed: int, path: Path) -
     fig, axes = plt.subplots(1, 2, figsize=(12, 6.6), dpi=70)
     for ax, m, what in ((axes[0], plain, "without the place prior"), (axes[1], model, "geographic mode")):
         plot_model(m, "spans", ax=ax, n_labels=5)
-        ax.set_title(f"{what}: eps={format_km(m.grid.alpha)}, {m.n_spans} span(s)", fontsize=10)
+        ax.set_title(f"{what}: eps={format_km(m.grid.eps)}, {m.n_spans} span(s)", fontsize=10)
     axes[0].set_xlim(axes[1].get_xlim())  # the same view: the whole box
     axes[0].set_ylim(axes[1].get_ylim())
     fig.suptitle(

@@ -284,7 +284,7 @@ def run_scene(seed: int, methods: Sequence[str]) -> dict:
             model = auto_model(sc, "flat")
             row["auto"] = ari(sc.y, model.predict(sc.X))
             row["auto_s"] = row["fit_s"] = round(time.perf_counter() - t, 3)
-            row["auto_params"] = f"{model.grid.alpha:.5g}/{model.spec.min_samples}/{model.n_spans}"
+            row["auto_params"] = f"{model.grid.eps:.5g}/{model.spec.min_samples}/{model.n_spans}"
         if "levels" in methods:
             t = time.perf_counter()
             model = auto_model(sc, "levels")
@@ -292,7 +292,7 @@ def run_scene(seed: int, methods: Sequence[str]) -> dict:
             row["levels_s"] = round(time.perf_counter() - t, 3)
             ms = sorted({int(lv["min_samples"]) for lv in model.auto.get("levels") or []})
             row["levels_params"] = (
-                f"{model.grid.alpha:.5g}/{model.n_spans}/"
+                f"{model.grid.eps:.5g}/{model.n_spans}/"
                 + "-".join(map(str, ms))
                 + ("/unsure" if model.auto.get("unsure") else "")
             )

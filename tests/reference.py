@@ -19,10 +19,10 @@ def grid_dbscan(grid, counts: dict, min_samples: float):
     cells = list(itertools.product(*[range(s) for s in grid.shape]))
     core = []
     for c in cells:
-        ub = sum(v for o, v in counts.items() if cell_min_distance(grid, c, o) < grid.alpha)
+        ub = sum(v for o, v in counts.items() if cell_min_distance(grid, c, o) < grid.eps)
         if ub >= min_samples:
             core.append(c)
-    return components(core, lambda a, b: cell_min_distance(grid, a, b) < grid.alpha)
+    return components(core, lambda a, b: cell_min_distance(grid, a, b) < grid.eps)
 
 
 def components(items, linked):
@@ -99,13 +99,13 @@ def subcell_grid_dbscan(grid, counts: dict, min_samples: float, k: int):
         for c, v in counts.items():
             c_lo = [x * w for x in c]
             c_hi = [(x + 1) * w for x in c]
-            if box_gap(q_lo, q_hi, c_lo, c_hi) < grid.alpha * (1 - 1e-12):
+            if box_gap(q_lo, q_hi, c_lo, c_hi) < grid.eps * (1 - 1e-12):
                 ub += v
         if ub >= min_samples:
             core.append(f)
 
     def linked(a, b):
         gaps = [max(abs(x - y) - 1, 0) for x, y in zip(a, b)]
-        return (w / k) * math.sqrt(sum(g * g for g in gaps)) < grid.alpha * (1 - 1e-12)
+        return (w / k) * math.sqrt(sum(g * g for g in gaps)) < grid.eps * (1 - 1e-12)
 
     return components(core, linked)

@@ -78,7 +78,7 @@ class Config:
 def library(epsilon: float, **kw) -> Config:
     """The library's defaults for these keywords: the density test, 1 sigma,
     beta 0.1, 2 x 2 sub-cells below d = 4 and the border eps (the caller
-    gives border=grid.alpha for that)."""
+    gives border=grid.eps for that)."""
     return Config(epsilon=epsilon, beta=0.1, subcells=2, margin=1.0, core="density", **kw)
 
 
@@ -114,7 +114,7 @@ def model(hist: NoisyHistogram, spans_spec: SpanSpec, gamma=None, gamma_upper=No
         hist,
         spans,
         spans_spec,
-        fit=(hist.grid.alpha, hist.grid.eta, spans_spec.min_samples),
+        fit=(hist.grid.eps, hist.grid.eta, spans_spec.min_samples),
         auto=None,
         metadata={},
         rho=None,

@@ -233,7 +233,7 @@ def test_fit_lonlat_is_the_python_side_of_fit_geo(tmp_path):
     lonlat = np.vstack([rng.normal(c, [0.0004, 0.0003], (2000, 2)) for c in hot])
     box = (-122.48, 37.72, -122.38, 37.82)
     m = fit_lonlat(lonlat, bounds=box, eps="50m", min_samples=20, random_state=0)
-    assert m.grid.alpha == pytest.approx(0.05) and m.n_spans == 2
+    assert m.grid.eps == pytest.approx(0.05) and m.n_spans == 2
     assert sorted(predict_lonlat(m, hot).tolist()) == [0, 1]
     assert m.metadata["bounds_degrees"] == {"lower": [-122.48, 37.72], "upper": [-122.38, 37.82]}
     ring = np.asarray(geojson(m)["features"][0]["geometry"]["coordinates"][0][0])

@@ -178,7 +178,7 @@ def test_the_study_s_levels_variant_is_the_shipped_selection():
     assert lev.auto is not None
     case = levels_eval.Case("blobs", X, y, flat)
     sel = levels_eval.VARIANTS["levels"](case)
-    assert sel.alpha == lev.grid.alpha and sel.n_spans == lev.n_spans
+    assert sel.eps == lev.grid.eps and sel.n_spans == lev.n_spans
     assert [s.min_samples for s in sel.spans] == [lv["min_samples"] for lv in lev.auto["levels"]]
     assert case.score(sel) == pytest.approx(scene_bench.ari(case.y, lev.predict(case.X)))
     assert case.flat == pytest.approx(scene_bench.ari(case.y, flat.predict(case.X)))

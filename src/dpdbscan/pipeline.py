@@ -146,7 +146,7 @@ def fit(
     if r.auto is None:
         stage("core test and spans")
         spans = build_spans(hist, r.spans)
-        fit_params = (r.release.grid.alpha, r.release.grid.eta, r.spans.min_samples)
+        fit_params = (r.release.grid.eps, r.release.grid.eta, r.spans.min_samples)
         model = model_of(
             hist,
             spans,
@@ -250,7 +250,7 @@ def _auto_model(
     if p["selection"] == "levels" and plan.min_samples is None and spec.core == "density":
         sel = levelsearch.select_levels(hist, spec, plan.eps, max_extent=extent)
         ladder = levelsearch.ladder(hist)
-        alpha = sel.alpha
+        alpha = sel.eps
         m = min((s.min_samples for s in sel.spans), default=ladder[0])
         record = {
             "criterion": levelsearch.CRITERION,
@@ -277,11 +277,11 @@ def _auto_model(
             "min_samples_candidates": choice["min_samples_candidates"],
         }
     test = core_test(spec.core)
-    border = test.default_border(alpha, hist.grid.at_alpha(alpha).eta, spec.subcells)
+    border = test.default_border(alpha, hist.grid.at_eps(alpha).eta, spec.subcells)
     if p["border"] != "auto":
         border = spec.border
     spec = replace(spec, min_samples=m, border=float(border))
-    h = hist.on_grid(hist.grid.at_alpha(alpha))
+    h = hist.on_grid(hist.grid.at_eps(alpha))
     if sel is None:
         spans = build_spans(h, spec)
     else:
@@ -291,13 +291,13 @@ def _auto_model(
         spans = test.spans_of(h, spec, keys, sel.labels)
     record = {
         **record,
-        "base_eps": float(hist.grid.alpha),
+        "base_eps": float(hist.grid.eps),
         "eps": float(alpha),
         "min_samples": int(m),
         "eps_candidates": [float(a) for a in plan.eps],
         "chosen": chosen,
     }
-    fit_params = (float(hist.grid.alpha), float(hist.grid.eta), m)
+    fit_params = (float(hist.grid.eps), float(hist.grid.eta), m)
     return model_of(
         h,
         spans,

@@ -221,7 +221,7 @@ def noiseless_twin(model: SpanModel, X: Any, units: Any = None, random_state: in
     """
     release = model.release
     # the cells' keys (and with them the bounding priorities) are those of the fit's grid
-    if model.auto is not None or (release.grid.alpha, release.grid.eta) != (release.eps, release.eta):
+    if model.auto is not None or (release.grid.eps, release.grid.eta) != (release.eps, release.eta):
         raise ValueError("noiseless_twin needs a model as fitted (not the automatic mode's, not another eps)")
     grid = release.grid
     X = np.asarray(X, dtype=np.float64)

@@ -43,17 +43,17 @@ def test_too_many_neighbours_is_a_clear_error():
 
 
 def test_width_shape_and_cells():
-    g = Grid([0.0, 0.0], [1.0, 2.0], alpha=0.1)
+    g = Grid([0.0, 0.0], [1.0, 2.0], eps=0.1)
     assert g.width == pytest.approx(0.1 / math.sqrt(2))
     assert g.shape == (math.ceil(1 / g.width), math.ceil(2 / g.width))
     assert g.n_cells == g.shape[0] * g.shape[1]
     assert g.approx_ratio == 7.0
-    g2 = Grid([0.0], [1.0], alpha=0.1, eta=2.0)
+    g2 = Grid([0.0], [1.0], eps=0.1, eta=2.0)
     assert g2.width == pytest.approx(0.05)
 
 
 def test_point_on_upper_face_belongs_to_last_cell():
-    g = Grid([0.0, 0.0], [1.0, 1.0], alpha=0.3)
+    g = Grid([0.0, 0.0], [1.0, 1.0], eps=0.3)
     c = g.coords(np.array([[1.0, 1.0], [0.0, 0.0], [0.5, 1.0]]))
     assert c[0].tolist() == [g.shape[0] - 1, g.shape[1] - 1]
     assert c[1].tolist() == [0, 0]
@@ -61,7 +61,7 @@ def test_point_on_upper_face_belongs_to_last_cell():
 
 
 def test_keys_roundtrip_and_order_int64():
-    g = Grid([0, 0, 0], [1, 1, 1], alpha=0.05)
+    g = Grid([0, 0, 0], [1, 1, 1], eps=0.05)
     assert not g.wide
     rng = np.random.default_rng(0)
     coords = np.stack([rng.integers(0, s, 500) for s in g.shape], axis=1)
@@ -76,7 +76,7 @@ def test_keys_roundtrip_and_order_int64():
 
 
 def test_neighbour_offsets_never_alias_onto_real_cells():
-    g = Grid([0, 0], [1, 1], alpha=0.2)
+    g = Grid([0, 0], [1, 1], eps=0.2)
     all_c = g.all_coords()
     real = set(g.encode(all_c).tolist())
     for c in all_c[:: max(1, len(all_c) // 50)]:

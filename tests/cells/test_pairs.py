@@ -116,9 +116,9 @@ def test_border_labels_over_pairs_equal_the_offsets(d, to, scale, seed):
     labels = rng.integers(0, 4, core.size)
     cells = np.stack([rng.integers(0, s, 200) for s in g.shape], axis=1)
     with forced(False):
-        a = border_labels(g, core, labels, cells, g.alpha * scale, to)
+        a = border_labels(g, core, labels, cells, g.eps * scale, to)
     with forced(True):
-        b = border_labels(g, core, labels, cells, g.alpha * scale, to)
+        b = border_labels(g, core, labels, cells, g.eps * scale, to)
     assert np.array_equal(a, b)
     assert (a >= 0).any() or core.size == 0 or scale < 1
 

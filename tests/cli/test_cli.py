@@ -76,7 +76,7 @@ def test_fit_writes_model_geojson_png_and_summary(capsys, blobs_csv, tmp_path):
     assert "blobs.spans.json" in out
     model = load_model(tmp_path / "out" / "blobs.spans.json")
     assert f"rho={model.spans.approx_ratio:g}" in out
-    assert model.n_spans == 2 and model.spec.min_samples == 20 and model.grid.alpha == 0.5
+    assert model.n_spans == 2 and model.spec.min_samples == 20 and model.grid.eps == 0.5
     assert model.metadata["columns"] == ["x", "y"]  # "label" left out
     assert model.metadata["bounds_source"].startswith("public")
     assert model.metadata["randomness"].startswith("seeded")
@@ -252,7 +252,7 @@ def test_geo_fit_projects_around_the_public_box(capsys, geo_csv, tmp_path):
     assert rc == 0, err
     assert "within 50 m of it (min_samples=100, eps=50 m)" in out and "km around 37.7700 deg N" in out
     m = load_model(tmp_path / "trips.spans.json")
-    assert m.grid.alpha == pytest.approx(0.05)
+    assert m.grid.eps == pytest.approx(0.05)
     assert m.metadata["columns"] == ["longitude", "latitude"]
     proj = Equirectangular.from_dict(m.metadata["projection"])
     assert proj == Equirectangular.from_bounds((-122.48, 37.72), (-122.38, 37.82))
@@ -467,7 +467,12 @@ def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
         and info["core"] == m.spec.core
     )
     assert info["guarantee"]["probability"] == pytest.approx(0.9)
-    assert (info["epsilon"], info["alpha"], info["min_samples"], info["rho"]) == (1.0, 0.5, 20, m.spans.approx_ratio)
+    assert (info["epsilon"], info["eps"], info["min_samples"], info["approx_ratio"]) == (
+        1.0,
+        0.5,
+        20,
+        m.spans.approx_ratio,
+    )
 
 
 # --------------------------------------------------------------------------- bad input

@@ -72,7 +72,7 @@ def test_sweep_over_eps_and_min_samples_from_one_release(capsys, blobs_csv, tmp_
     # every pair, eps ascending then MinPts ascending
     assert [(float(r[0]), int(r[1])) for r in rows] == [(a, m) for a in (0.25, 0.5, 0.8) for m in (20, 50)]
     base = load_model(tmp_path / "blobs.eps0.25.m20.spans.json")
-    assert base.grid.alpha == 0.25 and base.release.eps == 0.25
+    assert base.grid.eps == 0.25 and base.release.eps == 0.25
     for r in rows:
         m = load_model(tmp_path / f"blobs.eps{r[0]}.m{r[1]}.spans.json")
         np.testing.assert_array_equal(m.histogram.values, base.histogram.values)
@@ -110,7 +110,7 @@ def test_sweep_from_a_model_honours_eps(capsys, blobs_model, tmp_path):
         want = with_params(saved, eps=float(eps), min_samples=30)
         np.testing.assert_array_equal(got.core_keys, want.core_keys)
         np.testing.assert_array_equal(got.labels, want.labels)
-        assert got.grid.alpha == float(eps)
+        assert got.grid.eps == float(eps)
 
 
 @pytest.mark.parametrize(

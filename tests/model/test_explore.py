@@ -58,7 +58,7 @@ def test_panels_carry_the_guarantee_of_their_own_parameters(model):
     ex = E.explore(model, [0.02, 0.05, 0.12], [10, 40])
     for (a, m), got in ex.models.items():
         want = with_params(model, eps=a, min_samples=m)
-        assert got.grid.alpha == pytest.approx(a) and got.spec.min_samples == m
+        assert got.grid.eps == pytest.approx(a) and got.spec.min_samples == m
         assert got.spans.threshold == pytest.approx(want.spans.threshold)
         assert got.spans.noise_margin == pytest.approx(want.spans.noise_margin)
         assert guarantee(got) == guarantee(want)
@@ -96,7 +96,7 @@ def test_help_says_what_the_default_grid_is(model, tmp_path, capsys):
     model's eps, but explore ran 50 m to 200 m on a 50 m release. The help
     now gives the rule and the values a model at its finest eps gets; check
     both against what explore does."""
-    assert model.grid.alpha == pytest.approx(finest_eps(model))  # a fit at the default eta
+    assert model.grid.eps == pytest.approx(finest_eps(model))  # a fit at the default eta
     assert main(["explore", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "sqrt(2)^i for i = -2..2, moved up by factors of sqrt(2)" in text

@@ -70,10 +70,10 @@ def test_the_automatic_mode_takes_each_span_at_its_own_level(unsure):
     assert len({lv["min_samples"] for lv in a["levels"]}) >= 2  # clusters at different levels
     assert m.spec.min_samples == a["min_samples"] == min(lv["min_samples"] for lv in a["levels"])
     for lv in a["levels"]:
-        assert lv["eps"] == m.grid.alpha
+        assert lv["eps"] == m.grid.eps
         # the recorded level is true: the span is a span of the density test there
         at = with_params(m, min_samples=lv["min_samples"])
-        assert at.grid.alpha == m.grid.alpha and _is_a_span_at(m, lv["span"], at)
+        assert at.grid.eps == m.grid.eps and _is_a_span_at(m, lv["span"], at)
         assert at.spans.threshold == pytest.approx(lv["threshold"], rel=1e-5)
         assert lv["min_samples"] <= lv["last_min_samples"]
     # predict labels points as for a flat model: the dense, the bridged and the far blob apart
@@ -86,7 +86,7 @@ def test_the_flat_cut_stays_an_option():
     m = _fit(1, selection="flat")
     a = m.auto
     assert a["selection"] == "flat" and a["criterion"] == auto.CRITERION and "levels" not in a
-    again = with_params(m, eps=m.grid.alpha, min_samples=m.spec.min_samples)
+    again = with_params(m, eps=m.grid.eps, min_samples=m.spec.min_samples)
     np.testing.assert_array_equal(again.core_keys, m.core_keys)
     np.testing.assert_array_equal(again.labels, m.labels)
     # the tree is over MinPts: a fixed MinPts, or the bound test, is a flat cut
@@ -132,7 +132,7 @@ def test_each_span_states_its_own_guarantee(unsure):
         # beta / c per candidate, the union over the c eps: beta in all
         assert x["probability"] == pytest.approx(1 - 0.1)
         assert x["m_star"] >= g["within_clusters_at"]["min_samples"]  # no weaker than the lowest level
-    assert "each also lies in the span of one (rho alpha, M*)-cluster at its own level" in g["statement"]
+    assert "each also lies in the span of one (ratio x eps, M*)-cluster at its own level" in g["statement"]
     assert f"union over {c} eps candidates" in g["statement"]
 
 
@@ -177,15 +177,15 @@ def test_the_unsure_line_compares_like_with_like(unsure):
 
 
 def test_explore_shows_the_chosen_spans_beside_the_alternative(unsure, clear, tmp_path, capsys):
-    ex = E.explore(unsure, [unsure.grid.alpha], [20, 40])
+    ex = E.explore(unsure, [unsure.grid.eps], [20, 40])
     assert [t for t, _ in ex.selections][0].startswith("chosen") and len(ex.selections) == 2
     chosen, alt = ex.selections[0][1], ex.selections[1][1]
     assert chosen is unsure
     # the alternative: the runner-up eps's own selection, from the same release
-    assert alt.grid.alpha == pytest.approx(unsure.auto["runner_up"]["eps"]) and alt.auto["alternative"]
+    assert alt.grid.eps == pytest.approx(unsure.auto["runner_up"]["eps"]) and alt.auto["alternative"]
     for lv in alt.auto["levels"]:
         assert _is_a_span_at(alt, lv["span"], with_params(alt, min_samples=lv["min_samples"]))
-    assert len(E.explore(clear, [clear.grid.alpha], [20]).selections) == 1
+    assert len(E.explore(clear, [clear.grid.eps], [20]).selections) == 1
     save_model(unsure, tmp_path / "u.json")
     assert (
         main(
@@ -193,7 +193,7 @@ def test_explore_shows_the_chosen_spans_beside_the_alternative(unsure, clear, tm
                 "explore",
                 str(tmp_path / "u.json"),
                 "--eps",
-                str(unsure.grid.alpha),
+                str(unsure.grid.eps),
                 "--min-samples",
                 "20",
                 "40",

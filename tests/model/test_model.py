@@ -82,7 +82,7 @@ def test_json_roundtrip(tmp_path):
     data = json.loads(path.read_text())
     for key in ("privacy", "params", "bounds", "grid", "guarantee", "spans", "histogram"):
         assert key in data
-    assert data["privacy"]["epsilon"] == 1.0 and data["params"]["alpha"] == 0.05
+    assert data["privacy"]["epsilon"] == 1.0 and data["params"]["eps"] == 0.05
     assert data["params"]["min_samples"] == 5 and data["params"]["core"] == "density"
     assert data["tau"] is None and m.tau_ is None  # the density test's guarantee has no tau
     loaded = load_model(path)
@@ -242,8 +242,8 @@ def test_reported_guarantee_recomputes_gamma(kw):
         theta,
     )
     assert (low, up) == (
-        pytest.approx(g["gamma_lower"], rel=1e-12),
-        pytest.approx(g["gamma_upper"], rel=1e-12),
+        pytest.approx(g["gamma_low"], rel=1e-12),
+        pytest.approx(g["gamma_up"], rel=1e-12),
     )
     assert g["tau"] == pytest.approx(low + up)
     assert g["n_events"] == m.release.grid.n_cells * m.spec.subcells**2
@@ -383,8 +383,11 @@ def test_two_margins_drive_the_threshold_roundtrip_and_old_models_load(tmp_path)
     s = m.spans_
     assert s.spans.noise_margin_upper is not None and s.spans.noise_margin_upper > s.spans.noise_margin
     g = guarantee(s)
-    assert g["gamma_lower"] == s.spans.noise_margin and g["gamma_upper"] == s.spans.noise_margin_upper
-    assert g["tau"] == pytest.approx(s.spans.noise_margin + s.spans.noise_margin_upper) and s.spans.tau == g["tau"]
+    assert g["gamma_low"] == s.spans.noise_margin and g["gamma_up"] == s.spans.noise_margin_upper
+    assert (
+        g["tau"] == pytest.approx(s.spans.noise_margin + s.spans.noise_margin_upper)
+        and s.spans.tau == g["tau"]
+    )
     assert s.spans.threshold == 5 + s.spans.tau and m.noise_margin_upper_ == s.spans.noise_margin_upper
     assert g["within_clusters_at"]["min_samples"] == 5
     # the same release thresholded at MinPts + Gamma_up by the symmetric rule
@@ -400,10 +403,10 @@ def test_two_margins_drive_the_threshold_roundtrip_and_old_models_load(tmp_path)
         with_params(loaded, min_samples=3).core_keys, with_params(s, min_samples=3).core_keys
     )
     data = json.loads(path.read_text())
-    del data["gamma_upper"]
+    del data["noise_margin_upper"]
     old = model_from_dict(data)
     assert old.spans.noise_margin_upper is None and old.spans.tau == 2 * old.spans.noise_margin
-    assert guarantee(old)["gamma_upper"] is None
+    assert guarantee(old)["gamma_up"] is None
     assert np.array_equal(old.predict(X), s.predict(X))
 
 

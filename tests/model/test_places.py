@@ -64,7 +64,7 @@ def test_geographic_automatic_mode_returns_places_not_the_city(city):
     assert all(2 * e <= 1.0 for e in a["eps_candidates"])
     assert len(a["eps_candidates"]) > 1
     # every span that fits is at most 1 km across as predict draws it
-    part = Partition(model.grid.alpha, 1, model.core_keys, model.labels, np.ones(model.core_keys.size), 1.0)
+    part = Partition(model.grid.eps, 1, model.core_keys, model.labels, np.ones(model.core_keys.size), 1.0)
     ext = levels.span_extents(part, model.grid)  # the model's grid is its sub-cells'
     assert ext.size == model.n_spans
     fits = {lv["span"]: lv["fits"] for lv in a["levels"]}
@@ -103,7 +103,7 @@ def test_without_a_projection_the_automatic_mode_has_no_place_prior(city):
     assert "places" not in summary(est.spans_)
     # and its spans are not places: the largest reaches far beyond a kilometre
     m = est.spans_
-    part = Partition(m.grid.alpha, 1, m.core_keys, m.labels, np.ones(m.core_keys.size), 1.0)
+    part = Partition(m.grid.eps, 1, m.core_keys, m.labels, np.ones(m.core_keys.size), 1.0)
     assert levels.span_extents(part, m.grid).max() > 2.0
 
 

@@ -2,7 +2,7 @@
 
 Oracle: with the noise switched off, spans for (alpha', MinPts) read from a
 release made at alpha equal the spans of a fresh fit at (alpha', MinPts) on
-the same cells (the grid ``Grid.at_alpha(alpha')``), for dense and sparse
+the same cells (the grid ``Grid.at_eps(alpha')``), for dense and sparse
 releases, d = 1..3, both core tests. With noise, re-parameterising is a
 function of the release alone (path independent), and bad requests are
 clear errors.
@@ -37,7 +37,7 @@ def _noiseless(grid, X, histogram, m, core, k):
     hist = release_histogram(grid, X, config, SeededSource(0))
     if core == "density":
         return spans_from_histogram(
-            hist, m, None, 0.1, subcells=k, border=grid.alpha, margin=1.0, core="density"
+            hist, m, None, 0.1, subcells=k, border=grid.eps, margin=1.0, core="density"
         )
     # Gamma is recomputed for the new kappa (never overridden), on both sides
     return spans_from_histogram(hist, m, None, 0.5, subcells=k, border=0.0, margin="chernoff", core="bound")
@@ -70,8 +70,8 @@ def test_noiseless_with_params_equals_a_fresh_fit_on_the_same_cells(core, histog
         for m2 in (m, 2 * m):
             a2 = alpha * f
             got = with_params(base, eps=a2, min_samples=m2)
-            fresh = _noiseless(grid.at_alpha(a2), X, histogram, m2, core, k)
-            assert got.grid.alpha == a2 and got.spec.min_samples == m2
+            fresh = _noiseless(grid.at_eps(a2), X, histogram, m2, core, k)
+            assert got.grid.eps == a2 and got.spec.min_samples == m2
             _same_spans(got, fresh)
             assert np.array_equal(got.predict(P), fresh.predict(P))
             assert (got.release.eps, got.release.eta, got.release.min_samples) == (alpha, 4.0, 5)
@@ -92,8 +92,8 @@ def test_at_alpha_keeps_the_cells_where_a_new_grid_would_not():
     a2 = 0.1 * 3.1
     naive = Grid(g.lower, g.upper, a2, g.eta * 0.1 / a2)
     assert naive.shape != g.shape  # the trap
-    same = g.at_alpha(a2)
-    assert same.shape == g.shape and same.width == g.width and same.alpha == a2
+    same = g.at_eps(a2)
+    assert same.shape == g.shape and same.width == g.width and same.eps == a2
     assert same.subdivided(2).width == g.width / 2
     with pytest.raises(ValueError, match="cell_width"):
         Grid(g.lower, g.upper, a2, 4.0, cell_width=g.width)
@@ -139,7 +139,7 @@ def test_reparameterised_model_round_trips_through_json(tmp_path):
     _same_spans(with_params(loaded, eps=0.12), with_params(m, eps=0.12))
     d = json.loads((tmp_path / "m.json").read_text())
     assert d["release"] == {"eps": 0.03, "eta": 4.0, "min_samples": 10}
-    assert d["params"]["alpha"] == pytest.approx(0.0961)
+    assert d["params"]["eps"] == pytest.approx(0.0961)
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,7 @@ def _units(n=1400):
 def _legacy(model):
     """A bound model as saved before gamma_upper was recorded, read and saved again."""
     doc = json.loads(to_json(model))
-    del doc["gamma_upper"]
+    del doc["noise_margin_upper"]
     return model_from_dict(doc)
 
 
@@ -201,7 +201,7 @@ def test_the_saved_models_cover_the_schema_s_variants(saved):
         "no within": any(d["guarantee"]["within_clusters_at"] is None for d in docs),
         "no probability": any(d["guarantee"]["probability"] is None for d in docs),
         "gamma_upper null in a bound model": any(
-            d["params"]["core"] == "bound" and d["gamma_upper"] is None for d in docs
+            d["params"]["core"] == "bound" and d["noise_margin_upper"] is None for d in docs
         ),
         "auto": any("auto" in d for d in docs),
         "selection": {d["auto"].get("selection") for d in docs if "auto" in d},
@@ -276,12 +276,12 @@ BROKEN = {
     "complex histogram values": ("dense, density test", _set("histogram", "values", "dtype", "<c16")),
     "histogram bytes not base64": ("dense, density test", _set("histogram", "values", "zlib_base64", "!!")),
     # a missing required field
-    "no params.alpha": ("dense, density test", _drop("params", "alpha")),
+    "no params.eps": ("dense, density test", _drop("params", "eps")),
     "no privacy.epsilon": ("dense, density test", _drop("privacy", "epsilon")),
     "no privacy.noise": ("dense, density test", _drop("privacy", "noise")),
     "no spans": ("dense, density test", _drop("spans")),
     "no cells in a span": ("dense, density test", _drop("spans", 0, "cells")),
-    "no gamma": ("dense, density test", _drop("gamma")),
+    "no noise_margin": ("dense, density test", _drop("noise_margin")),
     "no release.eps": ("dense, density test", _drop("release", "eps")),
     "no histogram values": ("dense, density test", _drop("histogram", "values")),
     "no cells of a stability histogram": ("stability, bound test", _drop("histogram", "cells")),
@@ -298,7 +298,7 @@ BROKEN = {
     "beta 1": ("dense, bound test", _set("params", "beta", 1.0)),
     "min_samples 0": ("dense, density test", _set("params", "min_samples", 0)),
     "border -1": ("dense, density test", _set("params", "border", -1.0)),
-    "gamma -1": ("dense, density test", _set("gamma", -1.0)),
+    "noise_margin -1": ("dense, density test", _set("noise_margin", -1.0)),
     "a negative cell coordinate": ("dense, density test", _set("spans", 0, "cells", 0, [-1, 0])),
     "histogram kind 'other'": ("dense, density test", _set("privacy", "histogram", "other")),
     "gaussian noise without its rho": ("dense, density test", _set("privacy", "noise", "gaussian")),
@@ -386,7 +386,7 @@ ONLY_THE_LOADER = {
     "a cell outside the grid": ("dense, density test", _set("spans", 0, "cells", 0, [10**6, 0]), "outside"),
     "spans out of order": ("dense, density test", _set("spans", 0, "id", 5), "numbered"),
     "subcells^d above 4096": ("dense, density test", _set("params", "subcells", 100), "too large"),
-    "gamma not the margin of the parameters": ("dense, bound test", _set("gamma", 1.0), "margins"),
+    "gamma not the margin of the parameters": ("dense, bound test", _set("noise_margin", 1.0), "margins"),
     "kappa_q not the grid's": ("dense, density test", _set("guarantee", "kappa_q", 21), "do not match"),
     "histogram shape not the grid's": (
         "dense, density test",

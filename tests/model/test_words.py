@@ -24,7 +24,7 @@ SYMBOLS = {
     "DBSCAN": ["min_samples=", "eps=", "threshold "],
     "grid": ["(|X|, w)", "kappa=21", "kappa_q=15"],
     "margin": ["border="],
-    "guarantee": ["rho=6", "MinPts=", "with probability >= 0.9"],
+    "guarantee": ["6 x eps, MinPts=", "MinPts=", "with probability >= 0.9"],
 }
 # symbols the issue found undefined, and the old terse forms
 OLD_FORMS = ["|X|=", "alpha=", "E~ >= 1", "(one-sided; core", "span within one (", "sub-cells 2^2", "d=2,"]
@@ -93,9 +93,9 @@ def test_min_pts_one_all_at_once_still_states_what_holds_for_each_place():
 @pytest.mark.parametrize("m,dense", [(1, False), (0.5, False), (1.2, True), (2, True), (984, True)])
 def test_the_density_threshold_is_two_points(m, dense):
     # counts are integers: "at least 1.2 points" asks for 2
-    text = within_words({"alpha": 0.9, "min_samples": m}, 6.0)
+    text = within_words({"eps": 0.9, "min_samples": m}, 6.0)
     assert ("certifies no density beyond MinPts=1" not in text) == dense
-    assert "(6 x eps: rho=6" in text
+    assert "(6 x eps, MinPts=" in text
 
 
 def test_geographic_lengths_are_on_the_ground():
@@ -105,7 +105,7 @@ def test_geographic_lengths_are_on_the_ground():
     rows = _lines(model)
     assert "within 50 m of it (min_samples=100, eps=50 m)" in rows["DBSCAN"]
     assert "35.3553 m wide" in rows["grid"]
-    assert "within 300 m (6 x eps: rho=6" in rows["guarantee"]
+    assert "within 300 m (6 x eps, MinPts=" in rows["guarantee"]
 
 
 def test_kappa_and_kappa_q_name_two_quantities_everywhere(capsys, tmp_path):

@@ -85,7 +85,7 @@ def test_the_plan_is_public():
     cells = base_cells(1.0)
     assert Grid(lo, hi, p3.base_eps).n_cells <= cells < Grid(lo, hi, p3.base_eps / 1.02).n_cells
     assert len(p3.eps) < autoplan.EPS_STEPS
-    assert all(Grid(lo, hi, p3.base_eps).at_alpha(a).kappa <= autoplan.MAX_CANDIDATE_KAPPA for a in p3.eps)
+    assert all(Grid(lo, hi, p3.base_eps).at_eps(a).kappa <= autoplan.MAX_CANDIDATE_KAPPA for a in p3.eps)
     fixed = plan(*BOX, 4.0, 0.3, "auto")
     assert fixed.eps == (0.3,) and fixed.base_eps == 0.3
     assert plan(*BOX, 4.0, "auto", 40).min_samples == 40
@@ -112,20 +112,20 @@ def test_auto_finds_separated_blobs_and_records_its_choice(tmp_path):
 
     assert adjusted_rand_score(y, est.predict(X)) > 0.95
     a = m.auto
-    assert a["eps"] == m.grid.alpha and a["min_samples"] == m.spec.min_samples
+    assert a["eps"] == m.grid.eps and a["min_samples"] == m.spec.min_samples
     assert a["eps"] in a["eps_candidates"] and a["min_samples"] in a["min_samples_candidates"]
     assert a["chosen"] == ["eps", "min_samples"] and a["clusters"] >= 2 and a["selection"] == "flat"
     # the chosen spans are with_params of the one release
-    again = with_params(m, eps=m.grid.alpha, min_samples=m.spec.min_samples)
+    again = with_params(m, eps=m.grid.eps, min_samples=m.spec.min_samples)
     np.testing.assert_array_equal(again.core_keys, m.core_keys)
-    assert m.spec.border == pytest.approx(m.grid.alpha)
+    assert m.spec.border == pytest.approx(m.grid.eps)
     # part of the release: JSON, summary, describe
     save_model(m, tmp_path / "a.json")
     loaded = load_model(tmp_path / "a.json")
     assert loaded.auto == json.loads(json.dumps(a))
     assert json.loads((tmp_path / "a.json").read_text())["auto"]["min_samples"] == m.spec.min_samples
     assert "auto    : eps and min_samples chosen from the release" in summary(loaded)
-    assert describe(loaded)["auto"]["eps"] == m.grid.alpha
+    assert describe(loaded)["auto"]["eps"] == m.grid.eps
 
 
 @quiet
@@ -186,7 +186,7 @@ def test_the_chosen_eps_pays_for_its_candidates(tmp_path):
 def test_partly_automatic():
     X, _ = blobs(1000)
     m = DPDBSCAN(0.3, min_samples="auto", bounds=BOX, random_state=0).fit(X).spans_
-    assert m.grid.alpha == 0.3 and m.release.eps == 0.3 and m.auto["chosen"] == ["min_samples"]
+    assert m.grid.eps == 0.3 and m.release.eps == 0.3 and m.auto["chosen"] == ["min_samples"]
     m2 = DPDBSCAN("auto", min_samples=40, bounds=BOX, random_state=0, max_cells=1 << 12).fit(X).spans_
     assert m2.spec.min_samples == 40 and m2.auto["chosen"] == ["eps"]
 

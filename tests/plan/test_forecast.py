@@ -49,7 +49,7 @@ def test_forecast_numbers_equal_what_a_fit_reports(kw):
     )
     if fc.histogram != "dense":
         assert fc.theta == model.release.theta
-    assert fc.eps == model.grid.alpha and fc.min_samples == model.spec.min_samples
+    assert fc.eps == model.grid.eps and fc.min_samples == model.spec.min_samples
 
 
 def test_the_utility_warning_quotes_the_forecast():

@@ -335,7 +335,7 @@ def _brute_density_spans(grid, counts, min_samples, k, gamma, estimate="average"
 
     def linked(a, b):
         c = np.asarray(a, float) - np.asarray(b, float)
-        return math.sqrt((c * c).sum()) * fine_w < grid.alpha * (1 - 1e-9)
+        return math.sqrt((c * c).sum()) * fine_w < grid.eps * (1 - 1e-9)
 
     return components(core, linked)
 

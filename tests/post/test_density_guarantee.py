@@ -67,7 +67,7 @@ def test_spans_stay_within_relaxed_clusters(
 
     g = guarantee(model)
     m_star = g["within_clusters_at"]["min_samples"]
-    assert m_star >= 1 and g["rho"] == model.spans.approx_ratio
+    assert m_star >= 1 and g["approx_ratio"] == model.spans.approx_ratio
     assert model.spans.approx_ratio == (3 + eta if subcells == 1 else 3 + eta / 2 + eta / (2 * subcells))
     if model.n_spans:
         assert _ub_of_core_subcells(model, grid, counts).min() >= m_star

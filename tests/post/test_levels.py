@@ -152,9 +152,9 @@ def test_selected_spans_are_spans_of_the_density_test_at_their_own_level():
     sel = levels.select_levels(hist, params, CANDIDATES)
     assert sel.n_spans >= 2 and sel.candidates == 3
     assert np.all(np.diff(sel.core_keys) > 0)  # sorted, disjoint
-    h = hist.on_grid(hist.grid.at_alpha(sel.alpha))
+    h = hist.on_grid(hist.grid.at_eps(sel.eps))
     for s in sel.spans:
-        assert s.alpha == sel.alpha
+        assert s.eps == sel.eps
         spans = build_spans(h, replace(params, min_samples=s.min_samples))
         keys = sel.grid.encode(spans.grid.decode(spans.core_keys))
         mine = sel.core_keys[sel.labels == s.span]
@@ -171,7 +171,7 @@ def test_levels_separate_what_no_flat_cut_does():
 
     X, y, hist, params = _release(noise="none")
     sel = levels.select_levels(hist, params, (0.1,))
-    keys, labs = span_regions(sel.grid, sel.core_keys, sel.labels, border=sel.alpha, to="centres")
+    keys, labs = span_regions(sel.grid, sel.core_keys, sel.labels, border=sel.eps, to="centres")
     got = adjusted_rand_score(y, predict_spans(sel.grid, keys, labs, X))
     assert len({s.min_samples for s in sel.spans}) >= 2  # clusters at different levels
     # every flat cut of the same ladder does worse
@@ -187,7 +187,7 @@ def test_each_span_s_guarantee_is_the_density_test_s_at_its_own_level():
     # three candidates: each one's margins at beta / 3, as the pipeline resolves them
     spec = replace(params, beta=params.beta / 3)
     sel = levels.select_levels(hist, spec, CANDIDATES)
-    grid = hist.grid.at_alpha(sel.alpha)
+    grid = hist.grid.at_eps(sel.eps)
     rho = build_spans(hist.on_grid(grid), spec).rho
     for s in sel.spans:
         g = levels.level_guarantee(
@@ -199,7 +199,7 @@ def test_each_span_s_guarantee_is_the_density_test_s_at_its_own_level():
         # the statement at beta / 3 per candidate; the union over the 3 costs beta
         assert g["m_star"] == one["m_star"] >= 1 and g["min_samples"] == s.min_samples
         assert g["probability"] == pytest.approx(1 - params.beta)
-        assert g["within_clusters_at"] == {"alpha": rho * sel.alpha, "min_samples": one["m_star"]}
+        assert g["within_clusters_at"] == {"eps": rho * sel.eps, "min_samples": one["m_star"]}
     # G at beta / 3 is larger than at beta: M* no larger than with one candidate's beta
     top = max(sel.spans, key=lambda s: s.min_samples).min_samples
     g3 = levels.level_guarantee(grid, hist.kind, hist.noise, hist.scale, hist.theta, spec, top, 3, rho)
@@ -227,7 +227,7 @@ def test_the_sub_cell_tree_may_start_where_the_cells_select():
     _, _, hist, params = _release(noise="discrete", seed=3)
     fast = levels.select_levels(hist, params, CANDIDATES)
     full = levels.select_levels(hist, params, CANDIDATES, bottom=True)
-    assert fast.alpha == full.alpha and fast.n_spans == full.n_spans >= 2
+    assert fast.eps == full.eps and fast.n_spans == full.n_spans >= 2
     np.testing.assert_array_equal(fast.core_keys, full.core_keys)
     np.testing.assert_array_equal(fast.labels, full.labels)
     assert [s.min_samples for s in fast.spans] == [s.min_samples for s in full.spans]

@@ -49,7 +49,7 @@ def test_subset_merge_equals_a_fresh_merge_of_the_subset(trial):
     rng = np.random.default_rng(900 + trial)
     d = trial % 3 + 1
     g = Grid(np.zeros(d), np.ones(d), {1: 0.01, 2: 0.02, 3: 0.1}[d], [4.0, 2.0][trial % 2])
-    offsets = None if trial % 4 < 2 else centre_offsets(d, radius_cells2(g, g.alpha))
+    offsets = None if trial % 4 < 2 else centre_offsets(d, radius_cells2(g, g.eps))
     reach = max(1, len(g.offsets if offsets is None else offsets))
     n = int(min(3000, 0.8 * g.n_cells / reach))  # below percolation: several spans
     coords = np.unique(np.stack([rng.integers(0, s, n) for s in g.shape], 1), axis=0)

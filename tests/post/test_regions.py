@@ -36,7 +36,7 @@ def test_region_paths_agree(monkeypatch, seed, to):
     keys = np.sort(g.encode(coords))
     labels = merge_cells(g, keys)
     # radii on and off the lattice: exact ties between spans are common on it
-    for border in (g.width * rng.choice([1.0, 1.5, 2.0, np.sqrt(5), 2.3]), g.alpha):
+    for border in (g.width * rng.choice([1.0, 1.5, 2.0, np.sqrt(5), 2.3]), g.eps):
         got = _paths(monkeypatch, g, keys, labels, float(border), to)
         for name in ("bitmap", "sorted"):
             assert np.array_equal(got[name][0], got["raster"][0]), name

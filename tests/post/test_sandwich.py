@@ -64,7 +64,9 @@ def accurate(model, grid, X, subcells) -> bool:
     """The accuracy event, side by side: for every (sub-)cell's neighbourhood,
     -Gamma_low <= sum of (released - true) <= Gamma_up."""
     err = released_errors(model, grid, X)
-    g_up = model.spans.noise_margin if model.spans.noise_margin_upper is None else model.spans.noise_margin_upper
+    g_up = (
+        model.spans.noise_margin if model.spans.noise_margin_upper is None else model.spans.noise_margin_upper
+    )
     for _, offsets in SubcellLayout(grid, subcells).positions:
         sums = dense_neighbour_sums(grid, err, offsets)
         if sums.max() > g_up or sums.min() < -model.spans.noise_margin:
@@ -132,7 +134,9 @@ def check_instance(
     if lower_minpts <= 0 or not accurate(model, grid, X, subcells):
         return None
 
-    assert model.spans.approx_ratio == (grid.approx_ratio if subcells == 1 else 3 + eta / 2 + eta / (2 * subcells))
+    assert model.spans.approx_ratio == (
+        grid.approx_ratio if subcells == 1 else 3 + eta / 2 + eta / (2 * subcells)
+    )
     assert covers_clusters(model, X, alpha, upper_minpts)
     assert within_relaxed_clusters(model, X, model.spans.approx_ratio * alpha, lower_minpts)
     return model.n_spans

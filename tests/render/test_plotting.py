@@ -465,7 +465,7 @@ def test_a_span_has_one_colour_in_every_picture_and_the_map():
     want = [to_rgb(h) for h in mapstyle.span_hex(model)]
     assert not any(_is_grey(c) for c in want)  # grey is for noise only
     keys, labels = model.regions()
-    r = int(np.ceil(mapstyle.NEIGHBOUR_ALPHAS * model.grid.alpha / model.grid.width - 1e-9))
+    r = int(np.ceil(mapstyle.NEIGHBOUR_ALPHAS * model.grid.eps / model.grid.width - 1e-9))
     pairs = mapstyle.span_neighbours(model.grid.decode(keys), labels, r)
     assert pairs and all(want[a] != want[b] for a, b in pairs)  # neighbours stay apart
 
@@ -489,7 +489,7 @@ def test_a_span_has_one_colour_in_every_picture_and_the_map():
     _close(ax)
 
     # explore's panel at the model's own (eps, MinPts): the same spans, ids and colours
-    ex = E.explore(model, [model.grid.alpha], [model.spec.min_samples])
+    ex = E.explore(model, [model.grid.eps], [model.spec.min_samples])
     (panel,) = ex.models.values()
     np.testing.assert_array_equal(panel.grid.decode(panel.regions()[0]), model.grid.decode(keys))
     np.testing.assert_array_equal(panel.regions()[1], labels)

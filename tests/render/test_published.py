@@ -134,7 +134,12 @@ def test_counts_below_the_noise_margin_are_not_drawn():
     values = np.zeros((10, 10), dtype=np.int64)
     values[2, 7], values[6, 2] = 5, 50
     m = hand_model([square(5, 5, 2)], shape=(10, 10), values=values)
-    assert noise_floor(m.histogram) < 5 <= noise_floor(m.histogram, 1, m.spans.noise_margin) == m.spans.noise_margin
+    assert (
+        noise_floor(m.histogram)
+        < 5
+        <= noise_floor(m.histogram, 1, m.spans.noise_margin)
+        == m.spans.noise_margin
+    )
     ax = plot_spans(m, extent="box")
     (heat,) = [im for im in ax.images if im.get_gid() == "heat"]
     alpha = np.asarray(heat.get_array())[..., 3].T  # back to [i, j] of the cells

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import InitVar, dataclass, field
 
 import numpy as np
+
+from ..exceptions import renamed
 
 #: A 1-D sequence of numbers (a list, a tuple or an array).
 Vector = Sequence[float] | np.ndarray
@@ -121,15 +124,16 @@ class Grid:
     ----------
     lower, upper : array of shape (d,)
         Public bounds of the data domain.
-    alpha : float
-        DBSCAN radius (``eps`` in scikit-learn).
+    eps : float
+        The DBSCAN radius: the paper's alpha, scikit-learn's ``eps`` (old
+        attribute name ``alpha``, FutureWarning).
     eta : float, default 4.0
-        Grid parameter in (0, 4]; cell width ``w = eta * alpha / (4 sqrt(d))``.
+        Grid parameter in (0, 4]; cell width ``w = eta * eps / (4 sqrt(d))``.
         The approximation ratio is ``rho = 3 + eta``.
     cell_width : float, optional
         The cell width itself, when it must be bit for bit the width of
         another grid (the same cells measured against another radius, see
-        :meth:`at_alpha`); it must agree with ``eta * alpha / (4 sqrt(d))`` up
+        :meth:`at_eps`); it must agree with ``eta * eps / (4 sqrt(d))`` up
         to rounding. By default that formula.
 
     Attributes
@@ -150,7 +154,7 @@ class Grid:
 
     lower: np.ndarray
     upper: np.ndarray
-    alpha: float
+    eps: float
     eta: float = 4.0
     cell_width: InitVar[float | None] = None
     width: float = field(init=False)
@@ -166,13 +170,13 @@ class Grid:
         object.__setattr__(self, "lower", lower)
         object.__setattr__(self, "upper", upper)
         d = lower.size
-        w = self.eta * self.alpha / (4.0 * math.sqrt(d))
+        w = self.eta * self.eps / (4.0 * math.sqrt(d))
         if cell_width is not None:
             # the same cells as another grid: only rounding may tell the widths apart
             if not (math.isfinite(cell_width) and abs(cell_width - w) <= _WIDTH_TOL * w):
                 raise ValueError(
-                    f"cell_width={cell_width!r} is not eta * alpha / (4 sqrt(d)) = "
-                    f"{w!r} for alpha={self.alpha!r}, eta={self.eta!r}"
+                    f"cell_width={cell_width!r} is not eta * eps / (4 sqrt(d)) = "
+                    f"{w!r} for eps={self.eps!r}, eta={self.eta!r}"
                 )
             w = float(cell_width)
         shape = tuple(max(1, int(math.ceil((hi - lo) / w))) for lo, hi in zip(lower, upper))
@@ -198,11 +202,11 @@ class Grid:
             object.__setattr__(self, name, val)
 
     def __eq__(self, other: object) -> bool:
-        """Equal grids have the same box, alpha, eta and cells."""
+        """Equal grids have the same box, eps, eta and cells."""
         if not isinstance(other, Grid):
             return NotImplemented
         return (
-            self.alpha == other.alpha
+            self.eps == other.eps
             and self.eta == other.eta
             and self.width == other.width
             and self.shape == other.shape
@@ -213,23 +217,32 @@ class Grid:
     __hash__ = None  # type: ignore[assignment]  # arrays: a grid is not a dict key
 
     # ------------------------------------------------------- the same cells
-    def at_alpha(self, alpha: float) -> Grid:
+    def at_eps(self, eps: float) -> Grid:
         """The same cells (corner, width and shape bit for bit) measured
-        against the radius ``alpha``: ``eta' = eta * self.alpha / alpha``.
+        against the radius ``eps``: ``eta' = eta * self.eps / eps``.
 
-        Keys differ (the padding ``reach`` grows with alpha / w): re-encode
+        Keys differ (the padding ``reach`` grows with eps / w): re-encode
         coordinates, never reuse keys across the two grids.
         """
-        alpha = float(alpha)
-        if alpha == self.alpha:
+        eps = float(eps)
+        if eps == self.eps:
             return self
-        return Grid(self.lower, self.upper, alpha, self.eta * self.alpha / alpha, cell_width=self.width)
+        return Grid(self.lower, self.upper, eps, self.eta * self.eps / eps, cell_width=self.width)
+
+    alpha = renamed("alpha", "eps")
+
+    def at_alpha(self, alpha: float) -> Grid:
+        """Old name of :meth:`at_eps` (FutureWarning)."""
+        warnings.warn(
+            "Grid.at_alpha is renamed at_eps; the old name goes in the next release", FutureWarning, 2
+        )
+        return self.at_eps(alpha)
 
     def subdivided(self, k: int) -> Grid:
         """The grid of sub-cells of width ``w / k`` (``self`` for k = 1)."""
         if k == 1:
             return self
-        return Grid(self.lower, self.upper, self.alpha, self.eta / k, cell_width=self.width / k)
+        return Grid(self.lower, self.upper, self.eps, self.eta / k, cell_width=self.width / k)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -391,7 +404,7 @@ class Grid:
         return {
             "lower": self.lower.tolist(),
             "upper": self.upper.tolist(),
-            "alpha": self.alpha,
+            "eps": self.eps,
             "eta": self.eta,
             "width": self.width,
             "shape": list(self.shape),

@@ -42,7 +42,8 @@ class NoisyHistogram:
         The noise's parameter, as drawn: the epsilon of one count's discrete
         or continuous Laplace noise (rounded down), or the discrete
         Gaussian's sigma^2 (rounded up). The margins read it
-        (:mod:`dpdbscan.laws.noise`).
+        (:mod:`dpdbscan.laws.noise`, by family); :attr:`count_epsilon` and
+        :attr:`sigma2` name it by family, as the model file does.
     epsilon, delta : float
         The privacy the release states.
     """
@@ -56,6 +57,18 @@ class NoisyHistogram:
     scale: float
     epsilon: float
     delta: float
+
+    @property
+    def sigma2(self) -> float | None:
+        """The discrete Gaussian's sigma^2 (None for Laplace noise): ``scale``
+        typed by the noise's family."""
+        return float(self.scale) if self.noise == "gaussian" else None
+
+    @property
+    def count_epsilon(self) -> float | None:
+        """The epsilon one count's Laplace or discrete Laplace noise is drawn
+        with (None for Gaussian noise): ``scale`` typed by the noise's family."""
+        return None if self.noise == "gaussian" else float(self.scale)
 
     @property
     def released_keys(self) -> np.ndarray:
@@ -93,9 +106,7 @@ class NoisyHistogram:
             and np.array_equal(grid.lower, old.lower)
             and np.array_equal(grid.upper, old.upper)
         ):
-            raise ValueError(
-                "on_grid needs a grid with exactly the release's cells (use grid.at_alpha(alpha))"
-            )
+            raise ValueError("on_grid needs a grid with exactly the release's cells (use grid.at_eps(alpha))")
         keys = None if self.keys is None else grid.encode(old.decode(self.keys))
         return replace(self, grid=grid, keys=keys)
 

@@ -119,7 +119,7 @@ def cmd_info(args: argparse.Namespace, sink: WarningSink) -> int:
         ),
         ("protects", protection(model)),
         ("noise", noise_words(model)),
-        ("eps", f"{length(g.alpha)}: the DBSCAN radius, how near points must be to count (eps, alpha)"),
+        ("eps", f"{length(g.eps)}: the DBSCAN radius, how near points must be to count (eps, alpha)"),
         (
             "min_samples",
             f"{spec.min_samples}: the {unit_noun(model)} a place needs within eps to be dense, before "
@@ -131,7 +131,8 @@ def cmd_info(args: argparse.Namespace, sink: WarningSink) -> int:
         (
             "approximation",
             f"the guarantee compares spans with clusters at {s.approx_ratio:g} times eps, "
-            f"{length(s.approx_ratio * g.alpha)} (rho={s.approx_ratio:g}, from the cell size eta={hg.eta:g} and "
+            f"{length(s.approx_ratio * g.eps)} (approximation ratio {s.approx_ratio:g}, from the cell "
+            f"size eta={hg.eta:g} and "
             f"{spec.subcells} sub-cell(s) per cell side)",
         ),
         ("additive error", test.tau_text(s)),
@@ -175,7 +176,7 @@ def cmd_info(args: argparse.Namespace, sink: WarningSink) -> int:
             (
                 "auto",
                 f"{' and '.join(a.get('chosen', [])) or 'nothing'} chosen from the "
-                f"release without labels: eps = {length(g.alpha)}, MinPts = "
+                f"release without labels: eps = {length(g.eps)}, MinPts = "
                 f"{model.spec.min_samples} ({a.get('criterion')}; score "
                 f"{a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base "
                 f"release at eps = {length(a.get('base_eps', r.eps))}, "
@@ -187,7 +188,7 @@ def cmd_info(args: argparse.Namespace, sink: WarningSink) -> int:
         if lines:
             rows.append(("levels", lines[0].split(":", 1)[1].strip()))
             rows += [("", line) for line in lines[1:]]
-    elif r.eps != g.alpha or r.min_samples != model.spec.min_samples:
+    elif r.eps != g.eps or r.min_samples != model.spec.min_samples:
         rows.append(
             (
                 "release",

@@ -97,7 +97,7 @@ def cmd_sweep(args: argparse.Namespace, sink: WarningSink) -> int:
             )
         base = load_model(args.model)
         geo = projection.projection_of(base) is not None
-        eps = eps_values(args.eps, geo=geo) if args.eps else [(base.grid.alpha, "")]
+        eps = eps_values(args.eps, geo=geo) if args.eps else [(base.grid.eps, "")]
         name = args.name or Path(args.model).name.removesuffix(".json").removesuffix(".spans")
         if base.histogram is None:
             raise ValueError(f"{args.model}: saved without its noisy histogram, cannot re-parameterise it")
@@ -127,7 +127,7 @@ def cmd_sweep(args: argparse.Namespace, sink: WarningSink) -> int:
             base = fit_model(opts, sink, p, values[0], notes)
         for alpha, tag in eps:
             for m in values:
-                same = alpha == base.grid.alpha and m == base.spec.min_samples
+                same = alpha == base.grid.eps and m == base.spec.min_samples
                 model = base if same else with_params(base, eps=alpha, min_samples=m)
                 written, failed = write_outputs(model, out_paths(outputs, stem_of(tag, m)), notes, picture)
                 failed_all += failed

@@ -78,7 +78,12 @@ class BoundWords(CoreTestWords):
             return g["statement"]
         lower = g["covers_clusters_at"]["min_samples"] - g["tau"]
         return sandwich_sentence(
-            g["probability"], g["covers_clusters_at"], g["within_clusters_at"], lower, spans.approx_ratio, length
+            g["probability"],
+            g["covers_clusters_at"],
+            g["within_clusters_at"],
+            lower,
+            spans.approx_ratio,
+            length,
         )
 
     def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:

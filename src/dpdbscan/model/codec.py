@@ -29,7 +29,10 @@ from .guarantee import guarantee
 from .record import SpanModel
 
 FORMAT = "dpdbscan.spans"
-VERSION = 1
+#: 2 (0.3.0): one name per quantity (docs/architecture.md, the glossary);
+#: files of version 1 (0.2.0) are read through :func:`_from_version_1`.
+VERSION = 2
+READABLE = (1, 2)
 HISTOGRAM_KINDS = ("dense", "sparse", "stability")
 #: Noises a release file may name (exact counts are for the tests only).
 NOISE_KINDS = ("discrete", "laplace", "gaussian")
@@ -57,7 +60,7 @@ def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
             "epsilon": rel.epsilon,
             "delta": rel.delta,
             "noise": rel.noise,
-            "noise_scale": rel.noise_scale,
+            noise_key(rel.noise): rel.noise_scale,
             "histogram": rel.histogram,
             "unit": "row" if rel.units is None else "unit",
             **(
@@ -72,7 +75,7 @@ def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
             **({} if rel.unit_choice is None else {"unit_choice": unit_choice_dict(rel.unit_choice)}),
         },
         "params": {
-            "alpha": spans.grid.alpha,
+            "eps": spans.grid.eps,
             "min_samples": spec.min_samples,
             "eta": rel.grid.eta,
             "beta": spec.beta,
@@ -88,8 +91,8 @@ def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
         "guarantee": jsonable(guarantee(model)),
         "tau": spans.tau,
         "beta": spec.beta,
-        "gamma": spans.noise_margin,
-        "gamma_upper": spans.noise_margin_upper,
+        "noise_margin": spans.noise_margin,
+        "noise_margin_upper": spans.noise_margin_upper,
         "theta": json_number(rel.theta),
         "spans": span_list,
         "metadata": dict(model.metadata),
@@ -100,6 +103,13 @@ def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
     if include_histogram and model.histogram is not None:
         out["histogram"] = histogram_to_dict(model.histogram)
     return out
+
+
+def noise_key(noise: str) -> str:
+    """The name of the noise's parameter in a model file, typed by family:
+    ``sigma2`` (the discrete Gaussian's sigma^2) or ``count_epsilon`` (the
+    epsilon one count's Laplace or discrete Laplace noise is drawn with)."""
+    return "sigma2" if noise == "gaussian" else "count_epsilon"
 
 
 def unit_choice_dict(choice: UnitChoice) -> dict:
@@ -180,10 +190,10 @@ def model_from_dict(data: Any) -> SpanModel:
     """
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError("not a dpdbscan span model (missing format 'dpdbscan.spans')")
-    if data.get("version") != VERSION:
+    if data.get("version") not in READABLE:
         raise ValueError(f"unsupported dpdbscan model version {data.get('version')!r}")
     try:
-        return _model_from_dict(data)
+        return _model_from_dict(_from_version_1(data) if data["version"] == 1 else data)
     except MalformedModel:
         raise
     except (
@@ -222,8 +232,8 @@ def _model_from_dict(data: dict) -> SpanModel:
     lower = [_real(v, "bounds.lower") for v in lower]
     upper = [_real(v, "bounds.upper") for v in upper]
     _need(all(lo < hi for lo, hi in zip(lower, upper)), "bounds must have lower < upper")
-    alpha = _param("eps", p["alpha"], "params.alpha")
-    _need(alpha != "auto", "params.alpha must be a number")
+    alpha = _param("eps", p["eps"], "params.eps")
+    _need(alpha != "auto", "params.eps must be a number")
     eta = _param("eta", p["eta"], "params.eta")
     k = _param("subcells", p.get("subcells", 1), "params.subcells")
     _need(isinstance(k, int), "params.subcells must be an integer")
@@ -243,7 +253,8 @@ def _model_from_dict(data: dict) -> SpanModel:
     _need(hist is None or hist.kind == kind, "histogram.kind differs from privacy.histogram")
     epsilon = _param("epsilon", priv["epsilon"], "privacy.epsilon")
     noise = _choice(priv["noise"], "privacy.noise", NOISE_KINDS)
-    scale = _real(priv.get("noise_scale", epsilon), "privacy.noise_scale", 0, low_open=True)
+    key = noise_key(noise)
+    scale = _real(priv.get(key, epsilon), f"privacy.{key}", 0, low_open=True)
     theta = _theta(data.get("theta"))
     core = _param("core", p.get("core", "bound"), "params.core")
     test = core_test(core)
@@ -275,14 +286,11 @@ def _model_from_dict(data: dict) -> SpanModel:
             used.get(name) == layout.kappa_q and str(used["n_events"]) == str(layout.n_events),
             f"guarantee.{name} / n_events do not match the grid and sub-cells",
         )
-    upper = None if data.get("gamma_upper") is None else _real(data["gamma_upper"], "gamma_upper", 0)
+    upper = data.get("noise_margin_upper")
+    upper = None if upper is None else _real(upper, "noise_margin_upper", 0)
+    margin = _real(data["noise_margin"], "noise_margin", 0)
     try:
-        spans = test.restore(
-            Stored(
-                hgrid, grid, keys, lab, kind, noise, scale, theta, _real(data["gamma"], "gamma", 0), upper
-            ),
-            spec,
-        )
+        spans = test.restore(Stored(hgrid, grid, keys, lab, kind, noise, scale, theta, margin, upper), spec)
     except ValueError as exc:
         raise MalformedModel(f"malformed dpdbscan span model: {exc}") from None
     metadata = data.get("metadata", {})
@@ -333,6 +341,29 @@ def _levels_record(auto: dict, n_spans: int, alpha: float, lowest: int) -> None:
         for name in ("threshold", "stability", "stability_share", "mass"):
             _real(lv.get(name), f"auto.levels[{i}].{name}")
     _need(isinstance(auto.get("unsure"), bool), "auto.unsure must be true or false")
+
+
+#: Version 1's names of the quantities version 2 renamed (its other keys are unchanged).
+_V1_NAMES = {"gamma": "noise_margin", "gamma_upper": "noise_margin_upper"}
+
+
+def _from_version_1(data: dict) -> dict:
+    """A version-1 document (0.2.0) with version 2's names: ``params.alpha``
+    is ``params.eps``; ``gamma``/``gamma_upper`` are ``noise_margin`` and
+    ``noise_margin_upper``; ``privacy.noise_scale`` and ``histogram.scale``
+    are ``sigma2`` (Gaussian noise) or ``count_epsilon``. The stored
+    guarantee is recomputed on reading (only its ``kappa``/``kappa_q`` and
+    ``n_events`` are checked), so its old names need no translation."""
+    out = {_V1_NAMES.get(k, k): v for k, v in data.items()}
+    for part, old, new in (("params", "alpha", "eps"), ("grid", "alpha", "eps")):
+        if isinstance(out.get(part), dict):
+            out[part] = {new if k == old else k: v for k, v in out[part].items()}
+    for part, old in (("privacy", "noise_scale"), ("histogram", "scale")):
+        d = out.get(part)
+        if isinstance(d, dict) and old in d:
+            key = noise_key(str(d.get("noise")))
+            out[part] = {key if k == old else k: v for k, v in d.items()}
+    return out
 
 
 def _rho(priv: dict, noise: str) -> float | None:
@@ -498,7 +529,7 @@ def histogram_to_dict(h: NoisyHistogram) -> dict:
         "kind": h.kind,
         "theta": json_number(h.theta),
         "noise": h.noise,
-        "scale": h.scale,
+        noise_key(h.noise): h.scale,
         "epsilon": h.epsilon,
         "delta": h.delta,
         "values": pack(h.values),
@@ -550,7 +581,7 @@ def histogram_from_dict(grid: Grid, d: dict) -> NoisyHistogram:
         keys=keys,
         theta=theta,
         noise=noise,
-        scale=_real(d.get("scale", epsilon), "histogram.scale", 0, low_open=True),
+        scale=_real(d.get(noise_key(noise), epsilon), f"histogram.{noise_key(noise)}", 0, low_open=True),
         epsilon=epsilon,
         delta=_param("delta", d.get("delta", 0.0), "histogram.delta"),
     )
@@ -559,6 +590,8 @@ def histogram_from_dict(grid: Grid, d: dict) -> NoisyHistogram:
 __all__ = [
     "FORMAT",
     "VERSION",
+    "READABLE",
+    "noise_key",
     "MalformedModel",
     "model_to_dict",
     "model_from_dict",

@@ -109,11 +109,12 @@ def plain_length(value: float) -> str:
 
 
 def within_words(
-    within: Mapping[str, float], rho: float, length: Callable[[float], str] = plain_length
+    within: Mapping[str, float], ratio: float, length: Callable[[float], str] = plain_length
 ) -> str:
     """ "Every span lies within R of one cluster ...": the half of a guarantee
-    that keeps spans inside the clusters of exact DBSCAN at radius R = rho
-    eps and MinPts M (``within``: ``alpha`` = R, ``min_samples`` = M), in words.
+    that keeps spans inside the clusters of exact DBSCAN at radius R = ratio
+    x eps (the approximation ratio) and MinPts M (``within``: ``eps`` = R,
+    ``min_samples`` = M), in words.
 
     A threshold decides whether that is a statement about density. At MinPts
     = 1 every point of the data is a core point of DBSCAN (its own
@@ -128,8 +129,8 @@ def within_words(
     :func:`no_guarantee`); the density test states what holds for each place
     alone beside it.
     """
-    r, m = within["alpha"], within["min_samples"]
-    radius = f"{length(r)} ({rho:g} x eps: rho={rho:g}, MinPts={_count(m)})"
+    r, m = within["eps"], within["min_samples"]
+    radius = f"{length(r)} ({ratio:g} x eps, MinPts={_count(m)})"
     if math.ceil(m) <= 1:
         return (
             f"every span lies within {radius} of one group of points chained at steps under "
@@ -149,7 +150,7 @@ def covers_words(covers: Mapping[str, float], length: Callable[[float], str] = p
     m = covers["min_samples"]
     return (
         f"every cluster of points that each have at least {_count(m)} points within "
-        f"{length(covers['alpha'])} lies inside one span (MinPts={_count(m)})"
+        f"{length(covers['eps'])} lies inside one span (MinPts={_count(m)})"
     )
 
 

@@ -61,7 +61,8 @@ class DensityWords(CoreTestWords):
         return (
             f"density: a sub-cell is core when its estimated number of {noun} within eps, from the "
             "noisy counts of the cells around it, reaches min_samples plus a noise margin, at most "
-            f"{spans.threshold:.1f} {noun} (E~ >= MinPts + m(q), m(q) <= {spans.noise_margin:.2f}), in a cell "
+            f"{spans.threshold:.1f} {noun} (E~ >= MinPts + m(q), m(q) <= {spans.noise_margin:.2f}), "
+            "in a cell "
             "the release shows as occupied; core sub-cells whose centres lie within eps of each other "
             f"form one span. The margin is {margin_rule_words(spec.margin)}"
         )
@@ -161,7 +162,7 @@ def place_words(place: Mapping[str, Any] | None, length: Callable[[float], str] 
         else f", and one with fewer than {needs['min_samples']:,} at most {needs['probability']:g}"
     )
     return (
-        f"each place alone: one with fewer than {m:,.0f} {counted} within {length(place['alpha'])} "
+        f"each place alone: one with fewer than {m:,.0f} {counted} within {length(place['eps'])} "
         f"is core with probability at most {place['probability']:g}{more}; "
     )
 

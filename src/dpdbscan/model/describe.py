@@ -20,8 +20,8 @@ from .words import words_of
 # the margin and what it was computed from, in report order
 MARGIN_FIGURES = (
     "beta",
-    "gamma",
-    "gamma_upper",
+    "noise_margin",
+    "noise_margin_upper",
     "margin",
     "kappa",
     "kappa_q",
@@ -39,8 +39,8 @@ def margin_figures(model: SpanModel) -> dict:
     s, spec = model.spans, model.spec
     return {
         "beta": spec.beta,
-        "gamma": s.noise_margin,
-        "gamma_upper": s.noise_margin_upper,
+        "noise_margin": s.noise_margin,
+        "noise_margin_upper": s.noise_margin_upper,
         "margin": spec.margin,
         "kappa": model.release.grid.kappa,
         "kappa_q": s.kappa_q,
@@ -162,10 +162,10 @@ def describe(model: SpanModel) -> dict:
         "max_cells_per_unit": None if rel.units is None else rel.units.max_cells_per_unit,
         "max_points_per_cell": None if rel.units is None else rel.units.max_points_per_cell,
         "zcdp_rho": rel.rho,
-        "alpha": g.alpha,
+        "eps": g.eps,
         "min_samples": spec.min_samples,
         "threshold": s.threshold,
-        "rho": s.approx_ratio,
+        "approx_ratio": s.approx_ratio,
         "tau": s.tau,
         **margin_figures(model),
         "core": spec.core,
@@ -210,9 +210,9 @@ def dense_words(model: SpanModel) -> str:
     it", in the units the counts are in."""
     g, spec, units = model.grid, model.spec, model.release.units
     length = length_of(model)
-    symbols = f"min_samples={spec.min_samples}, eps={length(g.alpha)}"
+    symbols = f"min_samples={spec.min_samples}, eps={length(g.eps)}"
     if units is None:
-        at_least = f"at least {spec.min_samples} points lie within {length(g.alpha)} of it"
+        at_least = f"at least {spec.min_samples} points lie within {length(g.eps)} of it"
         return f"a place is dense (core) when {at_least} ({symbols})"
     noun = unit_noun(model)
     one = noun[:-1] if noun != "units" else "unit"
@@ -220,10 +220,10 @@ def dense_words(model: SpanModel) -> str:
     if m == 1:
         return (
             f"a place is dense (core) when at least {spec.min_samples} {noun} are counted within "
-            f"{length(g.alpha)} of it, a {one} once in each cell it was in ({symbols}; m=1, k={k:,})"
+            f"{length(g.eps)} of it, a {one} once in each cell it was in ({symbols}; m=1, k={k:,})"
         )
     return (
-        f"a place is dense (core) when at least {spec.min_samples} points lie within {length(g.alpha)} "
+        f"a place is dense (core) when at least {spec.min_samples} points lie within {length(g.eps)} "
         f"of it, counting at most {m} of a {'unit' if noun == 'points' else one}'s points in a cell "
         f"({symbols}; m={m}, k={k:,})"
     )
@@ -239,7 +239,7 @@ def swamped_min_samples(model: SpanModel) -> int | None:
     spec, rel = model.spec, model.release
     if spec.core != "density":
         return None
-    grid = model.histogram.grid if model.histogram is not None else rel.grid.at_alpha(model.grid.alpha)
+    grid = model.histogram.grid if model.histogram is not None else rel.grid.at_eps(model.grid.eps)
     _, m = density_margin(grid, rel.histogram, rel.noise, rel.noise_scale, rel.theta, spec)
     return swamped(m, spec.min_samples)
 
@@ -333,12 +333,12 @@ def origin_lines(model: SpanModel) -> list[str]:
             what = f"min_samples={model.spec.min_samples}"
         return [
             f"  auto    : {chosen} chosen from the release without labels "
-            f"(eps={model.grid.alpha:g}, {what}; {a.get('criterion')},"
+            f"(eps={model.grid.eps:g}, {what}; {a.get('criterion')},"
             f" score {a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base release "
             f"at eps={a.get('base_eps', rel.eps):g}, no extra budget",
             *level_lines(model, guarantee(model).get("levels")),
         ]
-    if rel.eps != model.grid.alpha or rel.min_samples != model.spec.min_samples:
+    if rel.eps != model.grid.eps or rel.min_samples != model.spec.min_samples:
         return [
             f"  release : made at eps={rel.eps:g}, min_samples={rel.min_samples}; "
             "these spans re-parameterise it (no extra budget)"

@@ -98,7 +98,7 @@ def to_geojson(
         "type": "FeatureCollection",
         "properties": {
             **protection_fields(model),
-            "alpha": grid.alpha,
+            "eps": grid.eps,
             "alpha_units": "km on the ground (the model's local projection)"
             if geo
             else "the data's own units",

@@ -67,7 +67,7 @@ def levels_words(per_span: list[dict] | None) -> str:
     more = f", and {len(held) - len(shown)} more" if len(held) > len(shown) else ""
     return (
         f". Each span was taken at its own MinPts; with probability >= {p:g} (the same event: "
-        "at one eps it does not depend on MinPts) each also lies in the span of one (rho alpha, "
+        "at one eps it does not depend on MinPts) each also lies in the span of one (ratio x eps, "
         f"M*)-cluster at its own level: {parts}{more}"
     )
 

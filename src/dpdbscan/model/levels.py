@@ -65,7 +65,7 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
     ms = tree.get("min_samples") or [model.spec.min_samples]
     n_eps = len(a.get("eps_candidates") or [0])
     lines = [
-        f"  levels  : {len(spans)} span(s) at eps={model.grid.alpha:g}, each at its own MinPts "
+        f"  levels  : {len(spans)} span(s) at eps={model.grid.eps:g}, each at its own MinPts "
         f"(excess of mass over {len(ms)} MinPts {ms[0]}..{ms[-1]}"
         + (f"; eps chosen among {n_eps} by total stability" if "eps" in (a.get("chosen") or []) else "")
         + ")"
@@ -76,7 +76,7 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
             f"    span {lv['span']}: MinPts {lv['min_samples']} (threshold {lv['threshold']:.1f}), one "
             f"span up to MinPts {lv['last_min_samples']}, stability {lv['stability']:.3g} "
             f"({100 * lv['stability_share']:.0f}% of the selected), noisy mass {lv['mass']:.0f}"
-            + (f"; within one (rho alpha, {m_star[lv['span']]})-cluster" if lv["span"] in m_star else "")
+            + (f"; within one (ratio x eps, {m_star[lv['span']]})-cluster" if lv["span"] in m_star else "")
         )
     if len(spans) > top:
         lines.append(f"    ... and {len(spans) - top} more (dpdbscan info --json: auto.levels)")
@@ -173,16 +173,14 @@ def alternative(model: SpanModel) -> SpanModel | None:
             return None
         other = flipped
     test = core_test(spec.core)
-    h = hist.on_grid(hist.grid.at_alpha(other.alpha))
+    h = hist.on_grid(hist.grid.at_eps(other.eps))
     m = min((s.min_samples for s in other.spans), default=spec.min_samples)
-    spec2 = replace(
-        spec, min_samples=m, border=float(test.border_at(spec.border, model.grid.alpha, other.alpha))
-    )
+    spec2 = replace(spec, min_samples=m, border=float(test.border_at(spec.border, model.grid.eps, other.eps)))
     keys = h.grid.subdivided(spec2.subcells).encode(other.grid.decode(other.core_keys))
     rec = {
         **a,
         **_levels.record(replace(other, alphas=tuple(tuple(r) for r in a.get("eps_scores") or []))),
-        "eps": float(other.alpha),
+        "eps": float(other.eps),
         "min_samples": int(m),
         "clusters": other.n_spans,
         "score": float(other.tree.score),

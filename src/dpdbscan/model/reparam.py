@@ -24,7 +24,7 @@ def finest_eps(model: SpanModel) -> float:
     (eta = 4 against that radius), which is the release's own eps at the
     default eta = 4."""
     hg = model.release.grid
-    return hg.eta * hg.alpha / 4.0
+    return hg.eta * hg.eps / 4.0
 
 
 def with_params(model: SpanModel, eps: float | None = None, min_samples: int | None = None) -> SpanModel:
@@ -51,11 +51,11 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     test = core_test(model.spec.core)
     m = model.spec.min_samples if min_samples is None else check_min_samples(min_samples)
     hist = model.histogram
-    alpha = hist.grid.alpha if eps is None else check_param("eps", eps)
+    alpha = hist.grid.eps if eps is None else check_param("eps", eps)
     if alpha == "auto":
         raise ValueError("eps='auto' chooses eps when fitting; with_params needs a number")
     border = model.spec.border
-    if alpha != hist.grid.alpha:
+    if alpha != hist.grid.eps:
         finest = finest_eps(model)
         if alpha < finest * (1 - 1e-12):
             raise ValueError(
@@ -63,7 +63,7 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
                 f"diagonal {finest:g}, the smallest eps it supports (it was made at "
                 f"eps={model.release.eps:g}); a smaller eps needs a new release"
             )
-        grid = hist.grid.at_alpha(alpha)
+        grid = hist.grid.at_eps(alpha)
         if grid.kappa > test.max_kappa:
             raise ValueError(
                 f"eps={alpha:g} is too large for this release's cells: an eps-neighbourhood "
@@ -71,13 +71,16 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
                 f"({test.max_kappa:,}); use a smaller eps or a new release at a coarser eps"
             )
         hist = hist.on_grid(grid)
-        border = test.border_at(border, model.grid.alpha, alpha)
+        border = test.border_at(border, model.grid.eps, alpha)
     spec = replace(model.spec, min_samples=m, border=float(border))
     # margins that depend on the cells and alpha only are kept at the same alpha
     same = hist is model.histogram
     s = model.spans
     spans = test.build(
-        hist, spec, noise_margin=s.noise_margin if same else None, noise_margin_upper=s.noise_margin_upper if same else None
+        hist,
+        spec,
+        noise_margin=s.noise_margin if same else None,
+        noise_margin_upper=s.noise_margin_upper if same else None,
     )
     return remodel(model, hist, spans, spec)
 

@@ -71,7 +71,8 @@ class NoiseSpec:
         The (epsilon, delta) the release is stated with.
     scale : float
         Laplace: the epsilon the noise of one count is drawn with (epsilon
-        divided by the L1 sensitivity). Gaussian: sigma^2.
+        divided by the L1 sensitivity). Gaussian: sigma^2. :attr:`count_epsilon`
+        and :attr:`sigma2` name it by family.
     rho : float or None
         Gaussian: the zCDP rho the release spends.
     l1_sensitivity, l2_sensitivity : float
@@ -85,6 +86,18 @@ class NoiseSpec:
     rho: float | None
     l1_sensitivity: float
     l2_sensitivity: float
+
+    @property
+    def sigma2(self) -> float | None:
+        """The discrete Gaussian's sigma^2 (None for Laplace noise): ``scale``
+        typed by the noise's family."""
+        return float(self.scale) if self.kind == "gaussian" else None
+
+    @property
+    def count_epsilon(self) -> float | None:
+        """The epsilon one count's Laplace or discrete Laplace noise is drawn
+        with (None for Gaussian noise): ``scale`` typed by the noise's family."""
+        return None if self.kind == "gaussian" else float(self.scale)
 
 
 @dataclass(frozen=True)
@@ -169,7 +182,8 @@ class ReleaseInfo:
         The noise's kind ("discrete", "laplace", "gaussian").
     noise_scale : float
         The noise's parameter: the epsilon one count's Laplace noise is
-        drawn with (rounded down), or the Gaussian's sigma^2 (rounded up).
+        drawn with (rounded down), or the Gaussian's sigma^2 (rounded up);
+        :attr:`count_epsilon` and :attr:`sigma2` name it by family.
     epsilon, delta : float
         The privacy the release states (delta: what it spends).
     eps, eta, min_samples : float, float, int
@@ -199,6 +213,18 @@ class ReleaseInfo:
     rho: float | None
     units: UnitBound | None
     unit_choice: UnitChoice | None
+
+    @property
+    def sigma2(self) -> float | None:
+        """The discrete Gaussian's sigma^2 (None for Laplace noise): ``noise_scale``
+        typed by the noise's family."""
+        return float(self.noise_scale) if self.noise == "gaussian" else None
+
+    @property
+    def count_epsilon(self) -> float | None:
+        """The epsilon one count's Laplace or discrete Laplace noise is drawn
+        with (None for Gaussian noise): ``noise_scale`` typed by the noise's family."""
+        return None if self.noise == "gaussian" else float(self.noise_scale)
 
 
 __all__ = ["Seed", "SpanSpec", "NoiseSpec", "UnitBound", "UnitChoice", "ReleaseSpec", "ReleaseInfo"]

@@ -150,7 +150,7 @@ def detection(release: ReleaseSpec, spans: SpanSpec, n_units: float | None) -> D
             most = k / share
             volume = most * grid.width**grid.d
     return Detection(
-        eps=float(grid.alpha),
+        eps=float(grid.eps),
         cell_width=float(grid.width),
         n_cells=int(grid.n_cells),
         histogram=release.histogram,

@@ -334,7 +334,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     expected = factor = None
     if n_expected is not None:
         volume = math.prod(float(hi - lo) for lo, hi in zip(grid.lower, grid.upper))
-        ball = math.pi ** (d / 2) / math.gamma(d / 2 + 1) * grid.alpha**d
+        ball = math.pi ** (d / 2) / math.gamma(d / 2 + 1) * grid.eps**d
         expected = float(n_expected) * min(ball / volume, 1.0)
         factor = threshold / expected if expected > 0 else math.inf
     candidates = None
@@ -373,7 +373,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
             "epsilon or eps lowers it)"
         )
     return Forecast(
-        eps=float(grid.alpha),
+        eps=float(grid.eps),
         min_samples=params.min_samples,
         epsilon=float(release.noise.epsilon),
         d=d,

@@ -114,7 +114,7 @@ def resolve(
     k = (2 if grid.d <= 3 else 1) if p["subcells"] == "auto" else int(p["subcells"])
     border = p["border"]
     if border == "auto":
-        border = test.default_border(grid.alpha, grid.eta, k)
+        border = test.default_border(grid.eps, grid.eta, k)
     margin = p["margin"]
     if test.name != p["core"] and margin not in ("auto", *test.margin_rules):
         margin = "auto"
@@ -362,7 +362,7 @@ def forecast_of(
     fc = forecast(r.release, r.spans, n_expected=n_expected if n_points is None else n_points)
     if not units:
         return fc
-    base = float(r.release.grid.alpha)
+    base = float(r.release.grid.eps)
     side = float(np.max(np.asarray(upper, dtype=np.float64) - np.asarray(lower, dtype=np.float64)))
     ladder = [base * 2.0**j for j in range(-2, 3)] if eps_ladder is None else [float(e) for e in eps_ladder]
     ladder = sorted({e for e in ladder if e < side or eps_ladder is not None} | {base})

@@ -99,7 +99,7 @@ def choose_params(
     out = choose(table, hist.grid.d)
     out.update(
         {
-            "base_eps": float(hist.grid.alpha),
+            "base_eps": float(hist.grid.eps),
             "eps_candidates": list(eps_candidates),
             "min_samples_candidates": ms,
         }

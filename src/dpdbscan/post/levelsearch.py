@@ -145,7 +145,7 @@ class LevelTree:
         1 / CLOSE x its children's best, or dropped for children within CLOSE).
     """
 
-    alpha: float
+    eps: float
     levels: tuple
     scale: tuple
     clusters: tuple
@@ -255,7 +255,7 @@ def span_extents(p: Partition, grid: Grid) -> np.ndarray:
         np.minimum.at(lo[:, i], p.labels, c[:, i])
         np.maximum.at(hi[:, i], p.labels, c[:, i])
     side = (hi - lo + 1) * float(grid.width)
-    return np.sqrt((side**2).sum(axis=1)) + 2.0 * float(p.alpha)
+    return np.sqrt((side**2).sum(axis=1)) + 2.0 * float(p.eps)
 
 
 def select_clusters(
@@ -362,7 +362,7 @@ class SpanLevel:
     """
 
     span: int
-    alpha: float
+    eps: float
     min_samples: int
     threshold: float
     death_min_samples: int
@@ -405,7 +405,7 @@ class LevelSpans:
     grid: Grid
     core_keys: np.ndarray
     labels: np.ndarray
-    alpha: float
+    eps: float
     spans: tuple
     tree: LevelTree
     alphas: tuple
@@ -448,7 +448,7 @@ def spans_of(tree: LevelTree) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
         spans.append(
             SpanLevel(
                 int(rank[i]),
-                tree.alpha,
+                tree.eps,
                 int(p.min_samples),
                 float(p.threshold),
                 int(tree.levels[c.death].min_samples),
@@ -649,7 +649,7 @@ def finish(
     keys, labels, spans = spans_of(tree)
     unsure = bool(tree.close) or runner_up is not None
     return LevelSpans(
-        grid, keys, labels, tree.alpha, tuple(spans), tree, tuple(rows), candidates, unsure, runner_up
+        grid, keys, labels, tree.eps, tuple(spans), tree, tuple(rows), candidates, unsure, runner_up
     )
 
 
@@ -704,7 +704,7 @@ def level_guarantee(
     """
     _, extra = density_guarantee(grid, kind, noise, scale, theta, replace(spec, min_samples=int(min_samples)))
     m_star = extra["m_star"]
-    within = relaxed(rho * grid.alpha, m_star)
+    within = relaxed(rho * grid.eps, m_star)
     probability = over_candidates(extra["probability"], candidates) if within is not None else None
     return {
         "min_samples": int(min_samples),
@@ -742,7 +742,7 @@ def record(sel: LevelSpans, digits: int = 6) -> dict[str, Any]:
         "levels": [
             {
                 "span": s.span,
-                "eps": float(s.alpha),
+                "eps": float(s.eps),
                 "min_samples": s.min_samples,
                 "threshold": r(s.threshold),
                 "last_min_samples": s.death_min_samples,

@@ -137,7 +137,7 @@ def canonical_labels(labels: np.ndarray) -> np.ndarray:
 
 def radius_cells2(grid: Grid, radius: float) -> float:
     """(radius / width)^2 of ``grid``; exact for radius = alpha."""
-    if radius == grid.alpha:
+    if radius == grid.eps:
         return 16.0 * grid.d / grid.eta**2
     return (radius / grid.width) ** 2
 
@@ -174,13 +174,13 @@ def centre_offsets(d: int, r2: float, strict: bool = True) -> np.ndarray:
 def merge_centres(fine: Grid, keys: np.ndarray, radius: float | None = None) -> np.ndarray:
     """Span label of each core sub-cell: components of "centres < radius
     apart" (alpha by default), numbered by their smallest key."""
-    r2 = radius_cells2(fine, fine.alpha if radius is None else radius)
+    r2 = radius_cells2(fine, fine.eps if radius is None else radius)
     return merge_cells(fine, keys, centre_offsets(fine.d, r2))
 
 
 def centre_merge(fine: Grid, keys: np.ndarray, radius: float | None = None) -> SubsetMerge:
     """:func:`merge_centres` for many subsets of ``keys`` (:class:`SubsetMerge`)."""
-    r2 = radius_cells2(fine, fine.alpha if radius is None else radius)
+    r2 = radius_cells2(fine, fine.eps if radius is None else radius)
     return SubsetMerge(fine, keys, centre_offsets(fine.d, r2))
 
 

@@ -31,7 +31,7 @@ class Partition:
         threshold on UB~ (bound test).
     """
 
-    alpha: float
+    eps: float
     min_samples: int
     keys: np.ndarray
     labels: np.ndarray

@@ -96,7 +96,7 @@ def default_grid(model: SpanModel) -> tuple[list[float], list[int]]:
     for i in 0..4: eps to 4 eps."""
     finest = finest_eps(model)
     steps = [2 ** (i / 2) for i in range(-2, 3)]
-    eps = [model.grid.alpha * s for s in steps]
+    eps = [model.grid.eps * s for s in steps]
     while eps[0] < finest * (1 - 1e-12):
         eps = [e * math.sqrt(2) for e in eps]
     flat = swamped_min_samples(model)
@@ -125,7 +125,7 @@ def explore(
             f"eps={eps[0]:g} is finer than this release can resolve (its smallest eps is {finest:g})"
         )
     hist = model.histogram
-    top = hist.grid.at_alpha(eps[-1]).kappa
+    top = hist.grid.at_eps(eps[-1]).kappa
     if top > test.max_kappa:
         raise ValueError(
             f"eps={eps[-1]:g} is too large for this release's cells: an "
@@ -136,7 +136,7 @@ def explore(
     total = float(np.maximum(np.asarray(hist.values, dtype=np.float64), 0).sum())
     fine = hist.grid.subdivided(model.spec.subcells)
     rows, models = [], {}
-    at_alpha = {a: hist.on_grid(hist.grid.at_alpha(a)) for a in eps}
+    at_alpha = {a: hist.on_grid(hist.grid.at_eps(a)) for a in eps}
     for (a, m), p in sorted(table.items()):
         rows.append(
             Row(
@@ -173,7 +173,7 @@ def selection_lines(ex: Exploration, model: SpanModel) -> list[str]:
     for title, m in ex.selections:
         ms = sorted({int(lv["min_samples"]) for lv in (m.auto or {}).get("levels") or []})
         used = ", ".join(str(x) for x in ms) or "none"
-        out.append(f"{title}: eps={length(m.grid.alpha)}, {m.n_spans} span(s) at MinPts {used}")
+        out.append(f"{title}: eps={length(m.grid.eps)}, {m.n_spans} span(s) at MinPts {used}")
     why = unsure_reasons(model)
     if why:
         out.append("unsure: " + "; ".join(why))
@@ -190,7 +190,7 @@ def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partiti
     spec = replace(
         model.spec,
         min_samples=p.min_samples,
-        border=test.border_at(model.spec.border, model.grid.alpha, p.alpha),
+        border=test.border_at(model.spec.border, model.grid.eps, p.eps),
     )
     # keys differ between the two encodings (the padding grows with alpha);
     # both are row-major, so the sorted order and the labels carry over
@@ -297,7 +297,7 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
         title, panel = ex.selections[j]
         ms = sorted({int(lv["min_samples"]) for lv in (panel.auto or {}).get("levels") or []})
         shown = f"MinPts {ms[0]}..{ms[-1]}" if len(ms) > 1 else f"MinPts {ms[0] if ms else '-'}"
-        draw(ax, panel, f"{title}\neps={length(panel.grid.alpha)}, {shown}, {panel.n_spans} span(s)", 7)
+        draw(ax, panel, f"{title}\neps={length(panel.grid.eps)}, {shown}, {panel.n_spans} span(s)", 7)
     fig.suptitle(
         f"spans from one release ({release_words(model)}); rows: eps, columns: MinPts; no extra budget",
         fontsize=9,

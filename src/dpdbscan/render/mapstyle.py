@@ -128,7 +128,7 @@ def span_colours(model: SpanModel, radius: int | None = None, n_colours: int = l
         return np.zeros(0, dtype=np.int64)
     grid = model.grid
     if radius is None:
-        radius = max(1, math.ceil(NEIGHBOUR_ALPHAS * grid.alpha / grid.width - 1e-9))
+        radius = max(1, math.ceil(NEIGHBOUR_ALPHAS * grid.eps / grid.width - 1e-9))
     keys, labels = model.regions()
     edges = span_neighbours(grid.decode(keys), labels, radius)
     sizes = span_stats(model).n_cells

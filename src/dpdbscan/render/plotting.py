@@ -559,7 +559,7 @@ def plot_model(
         ax = plot_neighbour_sums(model.histogram, ax, transform=transform, aspect=aspect)
         ax.set_title(f"{ax.get_title()}\n{_brief(model)}", fontsize=9)
     elif kind == "spans":
-        alpha = format_km(model.grid.alpha) if proj is not None else f"{model.grid.alpha:g}"
+        alpha = format_km(model.grid.eps) if proj is not None else f"{model.grid.eps:g}"
         view: Extent = "spans"
         if shown is not None:
             corners = shown.reshape(2, 2) if proj is None else proj.forward(shown.reshape(2, 2))

@@ -111,7 +111,7 @@ def draw_condensed_tree(model: SpanModel, ax: Axes) -> Axes:
     twin.set_yticklabels([str(tree["min_samples"][i]) for i in ticks])
     twin.set_ylabel("MinPts")
     ax.set_title(
-        f"condensed tree at eps={model.grid.alpha:.4g}: {len(selected)} selected "
+        f"condensed tree at eps={model.grid.eps:.4g}: {len(selected)} selected "
         f"of {len(tree['clusters'])} clusters (red: the spans)",
         fontsize=9,
     )

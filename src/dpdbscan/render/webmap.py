@@ -80,7 +80,7 @@ def map_html(
     stats = span_stats(model)
     box_lo, box_hi = public_box(model)
     view_lo, view_hi = span_extent(model, stats)
-    alpha = format_km(grid.alpha) if proj is not None else f"{grid.alpha:g}"
+    alpha = format_km(grid.eps) if proj is not None else f"{grid.eps:g}"
     # largest first, ties to the smaller id: the order the ids are placed in
     order = np.lexsort((np.arange(stats.n_spans), -stats.n_cells))
     config = {

@@ -54,8 +54,8 @@ class Stored:
 class Figures:
     """What a release will show before it is made (the forecast's numbers).
 
-    ``noise_margin``: the margin (Gamma_low or the largest m(q)); ``noise_std``: the noise of one statistic the test
-    thresholds; ``margin_value``: what the threshold adds to MinPts;
+    ``noise_margin``: the margin (Gamma_low or the largest m(q)); ``noise_std``:
+    the noise of one statistic the test thresholds; ``margin_value``: what the threshold adds to MinPts;
     ``terms``: noisy counts summed per candidate cell; ``kappa_q``: the most
     cells within eps of one sub-cell (:attr:`Spans.kappa_q`); ``margin_text``: what the margin is,
     in words."""
@@ -190,7 +190,7 @@ class CoreTest(ABC):
         common = base.subdivided(k)
         out: dict[tuple[float, int], Partition] = {}
         for alpha in sorted({float(a) for a in alphas}):
-            h = hist.on_grid(base.at_alpha(alpha))
+            h = hist.on_grid(base.at_eps(alpha))
             for m in sorted({int(m) for m in min_samples}):
                 spans = self.build(h, replace(spec, min_samples=m))
                 keys = common.encode(spans.grid.decode(spans.core_keys))
@@ -228,7 +228,7 @@ def relaxed(alpha: float, min_samples: float | None) -> dict | None:
     empty space included, is core and one cluster spans everything."""
     if min_samples is None or math.ceil(min_samples) < 1:
         return None
-    return {"alpha": alpha, "min_samples": min_samples}
+    return {"eps": alpha, "min_samples": min_samples}
 
 
 __all__ = [

@@ -165,8 +165,8 @@ class BoundTest(CoreTest):
         upper = spec.min_samples + (tau if spec.raise_min_samples else 0.0)
         legacy = no_upper_margin(spans, release)
         probability = None if legacy else over_candidates(1.0 - spec.beta, candidates)
-        alpha = spans.grid.alpha
-        covers = {"alpha": alpha, "min_samples": upper}
+        alpha = spans.grid.eps
+        covers = {"eps": alpha, "min_samples": upper}
         # upper - tau, without the float residue of adding and taking tau back
         lower = float(spec.min_samples) - (0.0 if spec.raise_min_samples else tau)
         within = relaxed(spans.approx_ratio * alpha, lower)

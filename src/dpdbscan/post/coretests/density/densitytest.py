@@ -149,7 +149,7 @@ def each_place(
     p = extra.get("place_probability")
     if p is None:
         return None
-    out = {"alpha": radius, "min_samples": min_samples, "probability": min(1.0, round(candidates * p, 12))}
+    out = {"eps": radius, "min_samples": min_samples, "probability": min(1.0, round(candidates * p, 12))}
     count = extra.get("place_count")
     if count is not None and count > min_samples:
         # where the guard sets the threshold: what a place needs, at beta (c beta over candidates)
@@ -263,9 +263,11 @@ class DensityTest(CoreTest):
         the model's words read "no guarantee"."""
         extra = spans.extra or {}
         m_star = extra.get("m_star")
-        within = relaxed(spans.approx_ratio * spans.grid.alpha, m_star)
+        within = relaxed(spans.approx_ratio * spans.grid.eps, m_star)
         probability = over_candidates(extra.get("probability"), candidates) if within is not None else None
-        place = each_place(extra, spec.min_samples, spans.approx_ratio * spans.grid.alpha, candidates, spec.beta)
+        place = each_place(
+            extra, spec.min_samples, spans.approx_ratio * spans.grid.eps, candidates, spec.beta
+        )
         return {
             "core": self.name,
             "approx_ratio": spans.approx_ratio,
@@ -302,7 +304,7 @@ class DensityTest(CoreTest):
         steps = sorted({float(a) for a in alphas})
         for i, alpha in enumerate(steps):
             stage(f"the MinPts ladder at eps {i + 1} of {len(steps)}")
-            h = hist.on_grid(base.at_alpha(alpha))
+            h = hist.on_grid(base.at_eps(alpha))
             field = density_field(h, ms[0], subcells=k, margin_rule=spec.margin, beta=spec.beta)
             keys_all = common.encode(field.fine.decode(field.keys))
             mass_all = sub_cell_mass(hist, common, keys_all, k)
