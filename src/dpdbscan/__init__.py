@@ -37,7 +37,7 @@ from .release.accountant import BudgetAccountant
 from .traces import Stops, TripEnds
 
 #: The one version source (pyproject.toml reads it from here).
-__version__ = "0.2.0"
+__version__ = "0.3.0.dev0"
 
 __all__ = [
     "DPDBSCAN",

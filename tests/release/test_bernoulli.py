@@ -36,8 +36,8 @@ def assert_fits(counts, probs, rate=RATE):
 def geometric_bins(g, p, edges):
     """Counts of ``g`` in [edges[i], edges[i+1]) (last bin open) and their
     exact probabilities rho^e_i - rho^e_(i+1)."""
-    log_rho = math.log1p(-p)
-    surv = np.array([math.exp(e * log_rho) for e in edges] + [0.0])
+    log_miss = math.log1p(-p)
+    surv = np.array([math.exp(e * log_miss) for e in edges] + [0.0])
     probs = surv[:-1] - surv[1:]
     idx = (
         np.searchsorted(np.asarray(edges, dtype=object if g.dtype == object else np.int64), g, side="right")
@@ -49,8 +49,8 @@ def geometric_bins(g, p, edges):
 
 def quantile_edges(p, n_bins=40):
     """Integer edges with about equal probability per bin (edges[0] = 0)."""
-    log_rho = math.log1p(-p)
-    edges = sorted({int(math.floor(math.log(1 - i / n_bins) / log_rho)) for i in range(n_bins)})
+    log_miss = math.log1p(-p)
+    edges = sorted({int(math.floor(math.log(1 - i / n_bins) / log_miss)) for i in range(n_bins)})
     return [0] + [e for e in edges if e > 0]
 
 
@@ -144,10 +144,10 @@ def test_thresholds_agree_with_a_direct_high_precision_computation():
     with decimal.localcontext(decimal.Context(prec=150)):
         q = (-D(eps.numerator) / D(eps.denominator)).exp()
         p = q**20 / (1 + q)
-        log_rho = (1 - p).ln()
+        log_miss = (1 - p).ln()
         for offset, width, top in [(0, 12, False), (12, 12, True), (5, 3, False)]:
             dig = B._Digit(tail, offset, width, top)
-            log_r = log_rho * (2**offset)
+            log_r = log_miss * (2**offset)
             m = 2**width
             for ell in (0, 1, 2, m // 2, m - 2):
                 num = 1 - (log_r * (ell + 1)).exp()

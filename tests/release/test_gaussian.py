@@ -291,10 +291,10 @@ def test_exact_tail_interval_contains_a_high_precision_reference(sigma2, k):
     tail = GaussianTailProbability(sigma2, k)
     assert float(tail) == pytest.approx(float(ref), rel=1e-12)
     iv = B._Iv(50)
-    lr = tail.log_rho(iv)
+    lr = tail.log_miss(iv)
     with decimal.localcontext(decimal.Context(prec=120)):
-        ref_log_rho = (1 - ref).ln()
-    assert lr[0] <= ref_log_rho <= lr[1]
+        ref_log_miss = (1 - ref).ln()
+    assert lr[0] <= ref_log_miss <= lr[1]
 
 
 def test_gaussian_tail_is_hashable_and_never_half():
@@ -356,8 +356,8 @@ def test_geometric_slow_path_alone_with_the_gaussian_tail(monkeypatch):
     p = float(tail)
     g, _ = B.geometric(SeededSource(3), 20_000, tail)
     edges = list(range(int(30 / p)))
-    log_rho = math.log1p(-p)
-    surv = np.array([math.exp(e * log_rho) for e in edges] + [0.0])
+    log_miss = math.log1p(-p)
+    surv = np.array([math.exp(e * log_miss) for e in edges] + [0.0])
     counts = np.bincount(np.minimum(g, edges[-1]), minlength=len(edges))
     assert_fits(counts, surv[:-1] - surv[1:])
 
@@ -373,13 +373,13 @@ class _Vague:
     def __hash__(self):
         return 7
 
-    def neg_log_rho(self):
+    def neg_log_miss(self):
         return -math.log1p(-0.25)
 
     def digits_of_inverse(self):
         return 1
 
-    def log_rho(self, iv):
+    def log_miss(self, iv):
         return (decimal.Decimal("-0.3"), decimal.Decimal("-0.25"))
 
     def __repr__(self):

@@ -1,7 +1,7 @@
 """Zero-concentrated differential privacy (zCDP): conversions and an accountant.
 
 A mechanism is rho-zCDP when the Renyi divergence of its output distributions
-on neighbouring inputs is at most ``rho alpha`` for every order alpha > 1
+on neighbouring inputs is at most ``rho * order`` for every Renyi order > 1
 (Bun and Steinke 2016). The facts used here:
 
 * **discrete Gaussian**: adding independent N_Z(0, sigma^2) noise to each
@@ -14,17 +14,17 @@ on neighbouring inputs is at most ``rho alpha`` for every order alpha > 1
   ``epsilon^2 / 2``-zCDP (their Proposition 1.13): :func:`pure_rho`;
 * **composition**: rho's add, and the deltas of approximate zCDP add;
 * **conversion**: rho-zCDP implies (epsilon, delta)-DP for
-  ``delta = inf_{alpha > 1} exp((alpha - 1)(alpha rho - epsilon)) / (alpha - 1)
-  * (1 - 1/alpha)^alpha`` (Canonne, Kamath and Steinke, Section 2.3,
+  ``delta = inf_{order > 1} exp((order - 1)(order rho - epsilon)) / (order - 1)
+  * (1 - 1/order)^order`` (Canonne, Kamath and Steinke, Section 2.3,
   Corollary 13), and delta'-approximate rho-zCDP implies
   (epsilon, delta + delta')-DP: :func:`delta_for`, :func:`epsilon_for`,
   :func:`rho_for`.
 
-Numerics. Every alpha gives a valid delta, so an inexact minimiser only makes
-delta larger. With ``x = alpha - 1`` the logarithm of the bound is
+Numerics. Every order gives a valid delta, so an inexact minimiser only makes
+delta larger. With ``x = order - 1`` the logarithm of the bound is
 ``x((1 + x) rho - epsilon) + x ln x - (1 + x) ln(1 + x)``, strictly convex in
-alpha (second derivative ``2 rho + 1 / (alpha (alpha - 1)) > 0``), with
-derivative ``(2 alpha - 1) rho - epsilon + ln(1 - 1/alpha)``: its root is
+order (second derivative ``2 rho + 1 / (order (order - 1)) > 0``), with
+derivative ``(2 order - 1) rho - epsilon + ln(1 - 1/order)``: its root is
 found by bisection (200 steps, in log x). The logarithm is then raised by
 1e-12 times the sum of its terms' magnitudes, far above their rounding error. :func:`epsilon_for` and
 :func:`rho_for` bisect (200 steps) on :func:`delta_for`, which is monotone in
@@ -74,7 +74,7 @@ def _boundary(above: Callable[[float], bool], lo: float, hi: float) -> tuple[flo
 
 
 def _log_bound(rho: float, epsilon: float, x: float) -> float:
-    """log of the CKS bound at alpha = 1 + x, raised to cover its rounding."""
+    """log of the CKS bound at order = 1 + x, raised to cover its rounding."""
     terms = (x * ((1.0 + x) * rho - epsilon), x * math.log(x), -(1.0 + x) * math.log1p(x))
     return sum(terms) + _SLACK * (1.0 + sum(abs(t) for t in terms))
 
@@ -103,7 +103,7 @@ def delta_for(rho: float, epsilon: float) -> float:
     if math.isinf(epsilon):
         return 0.0
 
-    def slope(x: float) -> float:  # d/dalpha of the log bound at alpha = 1 + x
+    def slope(x: float) -> float:  # d/dalpha of the log bound at order = 1 + x
         return (1.0 + 2.0 * x) * rho - epsilon + math.log(x) - math.log1p(x)
 
     lo, hi = math.log(1e-300), math.log(max(1.0, (epsilon + 1.0) / (2.0 * rho)))

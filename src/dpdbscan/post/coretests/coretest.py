@@ -81,8 +81,8 @@ class Statistic:
     zeros left out: the noise's law depends on nothing else); ``own[i]``: the
     weight of q's own cell in it; ``sums[i]``: the sum of the weights (the
     cells of an eps-ball); ``thresholds[i]``: what the sum must reach;
-    ``occupancy``: (c, gamma) of a condition on the own cell's released value
-    x~_0 as well, x~_0 > c or x~_0 >= gamma (the sum) / sums[i] (None: the
+    ``occupancy``: (c, share) of a condition on the own cell's released value
+    x~_0 as well, x~_0 > c or x~_0 >= share (the sum) / sums[i] (None: the
     test has no such condition)."""
 
     weights: tuple[tuple[float, ...], ...]

@@ -121,7 +121,7 @@ class GaussianTailProbability:
     def __float__(self) -> float:
         return _gaussian_law.tail(float(self.sigma2), self.k)
 
-    def neg_log_rho(self) -> float:
+    def neg_log_miss(self) -> float:
         """-ln(1 - p) in floating point (layout only)."""
         return -math.log1p(-float(self))
 
@@ -136,12 +136,12 @@ class GaussianTailProbability:
             self._best = (digits, tail_interval(self.sigma2, self.k, digits))
         return self._best[1]
 
-    def log_rho(self, iv: _Iv) -> Interval:
+    def log_miss(self, iv: _Iv) -> Interval:
         """Interval of ln(1 - p) at the precision of ``iv``."""
         # one step of 20 digits at a time, so that the first call serves the
         # digit tables of every offset
         p = self.interval(20 * math.ceil((iv.prec + 5) / 20))
-        rho = iv.one_minus(p)
-        if rho[0] <= 0:
+        miss = iv.one_minus(p)
+        if miss[0] <= 0:
             raise ArithmeticError("precision too low")
-        return iv.ln(rho)
+        return iv.ln(miss)

@@ -5,8 +5,8 @@ The sparse histogram must release every empty cell independently with
 probability ``p = P(Z >= theta)``. Walking the cells is out of the question
 (10^8 to 10^30 of them), so the released ones are found by *geometric
 skipping*: in a sequence of i.i.d. Bernoulli(p) trials the numbers of failures
-between successes are i.i.d. Geometric(p), ``P(G >= g) = rho^g`` with
-``rho = 1 - p``. This module samples G exactly, with integer comparisons on
+between successes are i.i.d. Geometric(p), ``P(G >= g) = miss^g`` with
+``miss = 1 - p`` (the chance one trial misses). This module samples G exactly, with integer comparisons on
 random words only: no floating-point sampler, no approximation.
 
 Exactness
@@ -20,11 +20,11 @@ precision (:class:`ExactProbability`). :class:`TailProbability` is
 :class:`dpdbscan.release.samplers.gaussian_tail.GaussianTailProbability`.
 
 1. *Digits.* Write ``G = L + 2^o H`` with ``L = G mod 2^o``. Because
-   ``P(G = g)`` is proportional to ``rho^g`` and ``rho^g`` factorises over any
-   positional split of ``g``, ``H`` is Geometric with ratio ``rho^(2^o)`` and
+   ``P(G = g)`` is proportional to ``miss^g`` and ``miss^g`` factorises over any
+   positional split of ``g``, ``H`` is Geometric with ratio ``miss^(2^o)`` and
    independent of ``L``, and ``L``'s base-``2^w`` digits are independent,
    digit ``c`` (bits ``o_c .. o_c + w - 1``) truncated geometric on
-   ``[0, 2^w)`` with ratio ``r = rho^(2^o_c)``:
+   ``[0, 2^w)`` with ratio ``r = miss^(2^o_c)``:
    ``P(D <= l) = (1 - r^(l+1)) / (1 - r^(2^w))``. ``H`` is sampled capped: the
    outcomes ``0 .. 2^w - 1`` with ``P(H <= h) = 1 - r^(h+1)``, plus "overflow"
    (``H >= 2^w``, probability ``r^(2^w)``), after which ``H - 2^w`` is again
@@ -44,7 +44,7 @@ precision (:class:`ExactProbability`). :class:`TailProbability` is
    interval give the same integer; otherwise the precision is raised. For
    :class:`TailProbability` this terminates because ``F(l) 2^K`` is never an
    integer: for ``a > 0`` or ``b > 0`` the number ``exp(-a)`` or ``exp(-b)``
-   is transcendental (Lindemann), hence so is ``rho`` and every ``r^j``, and
+   is transcendental (Lindemann), hence so is ``miss`` and every ``r^j``, and
    ``F(l)`` is a non-constant rational function of one of them. The one
    rational case, ``p = 1/2`` (``a = b = 0``), is sampled separately:
    Geometric(1/2) is the number of 1 bits before the first 0 in fair bits.
@@ -90,7 +90,7 @@ Interval = tuple[Decimal, Decimal]
 class ExactProbability(Protocol):
     """A real number p in (0, 1) given by rigorous intervals.
 
-    ``log_rho(iv)`` encloses ``ln(1 - p)`` at the precision of ``iv``; the
+    ``log_miss(iv)`` encloses ``ln(1 - p)`` at the precision of ``iv``; the
     float methods only choose the digit layout and batch sizes. Instances
     are hashable (the digit tables are cached per probability).
     """
@@ -102,11 +102,11 @@ class ExactProbability(Protocol):
 
     def __hash__(self) -> int: ...
 
-    def neg_log_rho(self) -> float: ...
+    def neg_log_miss(self) -> float: ...
 
     def digits_of_inverse(self) -> int: ...
 
-    def log_rho(self, iv: _Iv) -> Interval: ...
+    def log_miss(self, iv: _Iv) -> Interval: ...
 
 
 class TailProbability:
@@ -144,7 +144,7 @@ class TailProbability:
     def is_half(self) -> bool:
         return self.a == 0 and self.b == 0
 
-    def neg_log_rho(self) -> float:
+    def neg_log_miss(self) -> float:
         """c = -ln(1 - p) in floating point (layout only), 0 if p underflows."""
         return -math.log1p(-float(self))
 
@@ -152,16 +152,16 @@ class TailProbability:
         """About log10(1/p): how many decimal digits of 1 - p are all 9s."""
         return max(0, math.ceil((float(self.a) + math.log1p(math.exp(-float(self.b)))) / math.log(10)))
 
-    def log_rho(self, iv: _Iv) -> Interval:
-        """Interval of ln(rho) = ln(1 - p) < 0."""
+    def log_miss(self, iv: _Iv) -> Interval:
+        """Interval of ln(miss) = ln(1 - p) < 0."""
         ea = iv.exp(iv.neg(iv.frac(self.a)))
         eb = iv.exp(iv.neg(iv.frac(self.b)))
         one_plus_eb = (iv.lo.add(1, eb[0]), iv.hi.add(1, eb[1]))
         p = iv.div_pos(ea, one_plus_eb)
-        rho = iv.one_minus(p)
-        if rho[0] <= 0:
+        miss = iv.one_minus(p)
+        if miss[0] <= 0:
             raise ArithmeticError("precision too low")
-        return iv.ln(rho)
+        return iv.ln(miss)
 
 
 # --------------------------------------------------------------------------- #
@@ -227,7 +227,7 @@ class _Digit:
     """One digit of G: bits ``offset .. offset + width - 1``.
 
     ``top=False``: truncated geometric on [0, 2^width) with ratio
-    ``r = rho^(2^offset)``, CDF ``(1 - r^(l+1)) / (1 - r^m)``, thresholds for
+    ``r = miss^(2^offset)``, CDF ``(1 - r^(l+1)) / (1 - r^m)``, thresholds for
     l = 0 .. m - 2. ``top=True``: capped geometric, CDF ``1 - r^(h+1)``,
     thresholds for h = 0 .. m - 1; outcome m means overflow.
     """
@@ -252,7 +252,7 @@ class _Digit:
     def _cdf_intervals(self, prec: int, ls):
         """Intervals of F(l) for each l in ``ls`` (sorted), at ``prec`` digits."""
         iv = _Iv(prec)
-        log_r = iv.scale(self.tail.log_rho(iv), 1 << self.offset)
+        log_r = iv.scale(self.tail.log_miss(iv), 1 << self.offset)
         need = sorted({int(lv) + 1 for lv in ls} | ({self.m} if not self.top else set()))
         # powers r^j by exp(j ln r) when few are needed, else by a chain of products
         pw = {}
@@ -374,10 +374,10 @@ class _Layout:
     """Which digits make up G, for gaps that matter only below ``limit``."""
 
     def __init__(self, tail: ExactProbability, limit: int):
-        c = tail.neg_log_rho()
+        c = tail.neg_log_miss()
         j_limit = max(int(limit).bit_length(), 1)
         if c > 0:
-            # rho^(2^J) <= 2^-12: the top digit rarely overflows
+            # miss^(2^J) <= 2^-12: the top digit rarely overflows
             j_total = max(math.ceil(math.log2(_OVERFLOW_LOG2 * math.log(2.0) / c)), 0)
         else:
             j_total = j_limit + _WIDTH + 1

@@ -35,7 +35,7 @@ class DensityCore:
     weights : BallWeights
     min_samples : float
     occupancy : float
-        gamma of the occupancy condition (0: none).
+        The occupancy share of the condition (0: none).
     """
 
     fine: Grid
@@ -59,7 +59,7 @@ def fine_grid(grid: Grid, k: int) -> Grid:
 #: costs memory for the weights (a float per cell) but not time per cell.
 MAX_KAPPA = 2_000_000
 
-OCCUPANCY = 0.5  # gamma: a core sub-cell's cell holds >= gamma x the ball's mean count per cell
+OCCUPANCY = 0.5  # share: a core sub-cell's cell holds >= share x the ball's mean count per cell
 OCCUPANCY_SIGMAS = 2.0  # ... or at least this many standard deviations of one cell's noise
 
 
@@ -158,11 +158,11 @@ def density_field(
     model behind E~ would put points in every sub-cell of a cell holding any.
     So a sub-cell of cell X is core only if also
 
-        x~_X > c_1 sigma_Z   or   x~_X >= gamma * E~(q) / S(q),   S(q) = sum_Y W(q, Y),
+        x~_X > c_1 sigma_Z   or   x~_X >= share * E~(q) / S(q),   S(q) = sum_Y W(q, Y),
 
     i.e. X reads as clearly non-empty (c_1 = ``occupancy_sigmas`` standard
     deviations of one cell's noise, 2 by default) or holds at least
-    ``gamma`` times the mean count per cell of q's alpha-ball. A cell in a
+    ``share`` times the mean count per cell of q's alpha-ball. A cell in a
     gap beside clusters fails both (x_X ~ 0 while the ball is full); a cell
     inside a cluster or on a thin filament passes the second (its density is
     about the ball's, or more), a sparse edge cell of a dense cluster the
@@ -170,15 +170,15 @@ def density_field(
     the first alternative.
 
     Post-processing of ``hist`` and public parameters only. Candidate cells:
-    with gamma > 0 a core sub-cell's own cell holds x~_X >= gamma T / max S
+    with share > 0 a core sub-cell's own cell holds x~_X >= share T / max S
     (T the smallest threshold), so only those cells are evaluated; with
-    gamma = 0, the cells within reach of a cell holding >= T / max S.
+    share = 0, the cells within reach of a cell holding >= T / max S.
     """
     grid = hist.grid
     k = int(subcells)
-    gamma = float(occupancy)
+    share = float(occupancy)
     occupancy_sigmas = float(occupancy_sigmas)
-    if not (math.isfinite(gamma) and gamma >= 0):
+    if not (math.isfinite(share) and share >= 0):
         raise ValueError(f"occupancy must be a number >= 0, got occupancy={occupancy!r}")
     weights = ball_weights(grid.d, float(grid.eta), k, estimate)
     m = margin(
@@ -203,13 +203,13 @@ def density_field(
     # the thresholds only grow with MinPts (m(q) = max(c sigma, G_0 - MinPts) with
     # the guard), so cells that fail the smallest fail every larger MinPts
     S = weights.sums
-    if gamma > 0:
-        # (own > c sigma_Z or own >= gamma E/S) and E >= T imply own >= min(c sigma_Z, gamma T/S)
+    if share > 0:
+        # (own > c sigma_Z or own >= share E/S) and E >= T imply own >= min(c sigma_Z, share T/S)
         occ_abs = occupancy_sigmas * math.sqrt(noise_variance(hist.noise, hist.scale))
         cut = (
-            min(occ_abs, gamma * tmin / float(S.max()))
+            min(occ_abs, share * tmin / float(S.max()))
             if occupancy_sigmas >= 0
-            else gamma * tmin / float(S.max())
+            else share * tmin / float(S.max())
         )
         cand, own = _occupied_cells(hist, max(cut, 1e-12) * (1 - 1e-9))
         if hist.kind == "dense" and cand.size:
@@ -228,7 +228,7 @@ def density_field(
     E = weighted_sums_at(hist, weights, cand)
     live = E >= thresholds[None, :]
     if own is not None:
-        occupied = own[:, None] >= gamma * E / S[None, :]
+        occupied = own[:, None] >= share * E / S[None, :]
         if occupancy_sigmas >= 0:
             occupied |= (own > occ_abs)[:, None]
         live &= occupied
@@ -250,7 +250,7 @@ def density_field(
         margin_rule,
         float(beta),
         bool(guard),
-        gamma,
+        share,
         float(min_samples),
     )
 
