@@ -291,7 +291,7 @@ BROKEN = {
     "epsilon -1": ("dense, bound test", _set("privacy", "epsilon", -1.0)),
     "histogram epsilon -1": ("dense, density test", _set("histogram", "epsilon", -1.0)),
     "delta -0.1": ("dense, density test", _set("privacy", "delta", -0.1)),
-    "eps 0": ("dense, density test", _set("params", "alpha", 0)),
+    "eps 0": ("dense, density test", _set("params", "eps", 0)),
     "release eps 0": ("dense, density test", _set("release", "eps", 0.0)),
     "eta 4.5": ("dense, density test", _set("params", "eta", 4.5)),
     "release eta 9": ("dense, density test", _set("release", "eta", 9)),
@@ -307,7 +307,7 @@ BROKEN = {
     "units without their bound": ("dense, density test", _set("privacy", "unit", "unit")),
     "margin 'paper' with the density test": ("dense, density test", _set("params", "margin", "paper")),
     "margin 2 with the bound test": ("dense, bound test", _set("params", "margin", 2.0)),
-    "version 2": ("dense, density test", _set("version", 2)),
+    "version 3": ("dense, density test", _set("version", 3)),
     "a choice of k without units": (
         "dense, density test",
         _set(
@@ -386,7 +386,7 @@ ONLY_THE_LOADER = {
     "a cell outside the grid": ("dense, density test", _set("spans", 0, "cells", 0, [10**6, 0]), "outside"),
     "spans out of order": ("dense, density test", _set("spans", 0, "id", 5), "numbered"),
     "subcells^d above 4096": ("dense, density test", _set("params", "subcells", 100), "too large"),
-    "gamma not the margin of the parameters": ("dense, bound test", _set("noise_margin", 1.0), "margins"),
+    "noise_margin not the margin of the parameters": ("dense, bound test", _set("noise_margin", 1.0), "margins"),
     "kappa_q not the grid's": ("dense, density test", _set("guarantee", "kappa_q", 21), "do not match"),
     "histogram shape not the grid's": (
         "dense, density test",
@@ -421,7 +421,7 @@ def test_what_only_the_loader_checks(documents, case):
     "field",
     [
         ("release",),
-        ("gamma_upper",),
+        ("noise_margin_upper",),
         ("span_grid",),
         ("grid", "width"),
         ("params", "border"),

@@ -254,7 +254,8 @@ def _model_from_dict(data: dict) -> SpanModel:
     epsilon = _param("epsilon", priv["epsilon"], "privacy.epsilon")
     noise = _choice(priv["noise"], "privacy.noise", NOISE_KINDS)
     key = noise_key(noise)
-    scale = _real(priv.get(key, epsilon), f"privacy.{key}", 0, low_open=True)
+    _need(key in priv, f"privacy.{key} is missing ({noise} noise)")
+    scale = _real(priv[key], f"privacy.{key}", 0, low_open=True)
     theta = _theta(data.get("theta"))
     core = _param("core", p.get("core", "bound"), "params.core")
     test = core_test(core)
@@ -360,9 +361,10 @@ def _from_version_1(data: dict) -> dict:
             out[part] = {new if k == old else k: v for k, v in out[part].items()}
     for part, old in (("privacy", "noise_scale"), ("histogram", "scale")):
         d = out.get(part)
-        if isinstance(d, dict) and old in d:
-            key = noise_key(str(d.get("noise")))
-            out[part] = {key if k == old else k: v for k, v in d.items()}
+        if isinstance(d, dict):
+            # files before the scale was recorded drew Laplace noise at the epsilon they state
+            value = d.get(old, d.get("epsilon"))
+            out[part] = {k: v for k, v in d.items() if k != old} | {noise_key(str(d.get("noise"))): value}
     return out
 
 
@@ -581,7 +583,7 @@ def histogram_from_dict(grid: Grid, d: dict) -> NoisyHistogram:
         keys=keys,
         theta=theta,
         noise=noise,
-        scale=_real(d.get(noise_key(noise), epsilon), f"histogram.{noise_key(noise)}", 0, low_open=True),
+        scale=_real(d[noise_key(noise)], f"histogram.{noise_key(noise)}", 0, low_open=True),
         epsilon=epsilon,
         delta=_param("delta", d.get("delta", 0.0), "histogram.delta"),
     )
