@@ -92,7 +92,7 @@ def facts(model) -> dict:
         "max_points_per_cell": None if units is None else units.max_points_per_cell,
         "zcdp_rho": rel.rho,
         "unit_choice": rel.unit_choice is not None,
-        "eps": model.grid.eps,
+        "eps": model.grid.alpha,
         "release_eps": rel.eps,
         "min_samples": model.spec.min_samples,
         "core": model.spec.core,
