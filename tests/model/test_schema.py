@@ -386,7 +386,7 @@ ONLY_THE_LOADER = {
     "a cell outside the grid": ("dense, density test", _set("spans", 0, "cells", 0, [10**6, 0]), "outside"),
     "spans out of order": ("dense, density test", _set("spans", 0, "id", 5), "numbered"),
     "subcells^d above 4096": ("dense, density test", _set("params", "subcells", 100), "too large"),
-    "noise_margin not the margin of the parameters": ("dense, bound test", _set("noise_margin", 1.0), "margins"),
+    "noise_margin not the parameters' margin": ("dense, bound test", _set("noise_margin", 1.0), "margins"),
     "kappa_q not the grid's": ("dense, density test", _set("guarantee", "kappa_q", 21), "do not match"),
     "histogram shape not the grid's": (
         "dense, density test",

@@ -13,11 +13,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..laws.noise import TypedNoiseParameter
 from .grid import Grid, lookup
 
 
 @dataclass(frozen=True, eq=False)
-class NoisyHistogram:
+class NoisyHistogram(TypedNoiseParameter):
     """A DP release of per-cell counts.
 
     ``kind == "dense"``: ``values`` has ``grid.shape`` and covers every cell.
@@ -58,17 +59,8 @@ class NoisyHistogram:
     epsilon: float
     delta: float
 
-    @property
-    def sigma2(self) -> float | None:
-        """The discrete Gaussian's sigma^2 (None for Laplace noise): ``scale``
-        typed by the noise's family."""
-        return float(self.scale) if self.noise == "gaussian" else None
-
-    @property
-    def count_epsilon(self) -> float | None:
-        """The epsilon one count's Laplace or discrete Laplace noise is drawn
-        with (None for Gaussian noise): ``scale`` typed by the noise's family."""
-        return None if self.noise == "gaussian" else float(self.scale)
+    def _noise_parameter(self) -> tuple[str, float]:
+        return self.noise, self.scale
 
     @property
     def released_keys(self) -> np.ndarray:

@@ -205,7 +205,31 @@ def resolution(noise: str, scale: float) -> float:
     return max(1.0, math.sqrt(scale) if noise == "gaussian" else 1.0 / scale)
 
 
+class TypedNoiseParameter:
+    """The noise's parameter named by its family, for a record that holds it
+    untyped (``scale``: what the laws above dispatch on by family):
+    :attr:`count_epsilon` for Laplace and discrete Laplace noise, the epsilon
+    one count's noise is drawn with, and :attr:`sigma2` for the discrete
+    Gaussian's sigma^2; the other is None. The model file names it the same
+    way."""
+
+    def _noise_parameter(self) -> tuple[str, float]:
+        """(the family, its parameter)."""
+        raise NotImplementedError
+
+    @property
+    def sigma2(self) -> float | None:
+        family, value = self._noise_parameter()
+        return float(value) if family == "gaussian" else None
+
+    @property
+    def count_epsilon(self) -> float | None:
+        family, value = self._noise_parameter()
+        return None if family == "gaussian" else float(value)
+
+
 __all__ = [
+    "TypedNoiseParameter",
     "KINDS",
     "is_integer",
     "rational_epsilon",

@@ -22,6 +22,7 @@ from typing import TypeAlias
 import numpy as np
 
 from ..cells.grid import Grid
+from ..laws.noise import TypedNoiseParameter
 
 #: A seed for reproducible (insecure) noise: an int or a numpy Generator.
 Seed: TypeAlias = int | np.integer | np.random.Generator
@@ -59,7 +60,7 @@ class SpanSpec:
 
 
 @dataclass(frozen=True)
-class NoiseSpec:
+class NoiseSpec(TypedNoiseParameter):
     """The noise of a release: its family and how it is calibrated.
 
     Attributes
@@ -87,17 +88,8 @@ class NoiseSpec:
     l1_sensitivity: float
     l2_sensitivity: float
 
-    @property
-    def sigma2(self) -> float | None:
-        """The discrete Gaussian's sigma^2 (None for Laplace noise): ``scale``
-        typed by the noise's family."""
-        return float(self.scale) if self.kind == "gaussian" else None
-
-    @property
-    def count_epsilon(self) -> float | None:
-        """The epsilon one count's Laplace or discrete Laplace noise is drawn
-        with (None for Gaussian noise): ``scale`` typed by the noise's family."""
-        return None if self.kind == "gaussian" else float(self.scale)
+    def _noise_parameter(self) -> tuple[str, float]:
+        return self.kind, self.scale
 
 
 @dataclass(frozen=True)
@@ -168,7 +160,7 @@ class ReleaseSpec:
 
 
 @dataclass(frozen=True)
-class ReleaseInfo:
+class ReleaseInfo(TypedNoiseParameter):
     """The public facts of a release that its spans refer to.
 
     Attributes
@@ -214,17 +206,8 @@ class ReleaseInfo:
     units: UnitBound | None
     unit_choice: UnitChoice | None
 
-    @property
-    def sigma2(self) -> float | None:
-        """The discrete Gaussian's sigma^2 (None for Laplace noise): ``noise_scale``
-        typed by the noise's family."""
-        return float(self.noise_scale) if self.noise == "gaussian" else None
-
-    @property
-    def count_epsilon(self) -> float | None:
-        """The epsilon one count's Laplace or discrete Laplace noise is drawn
-        with (None for Gaussian noise): ``noise_scale`` typed by the noise's family."""
-        return None if self.noise == "gaussian" else float(self.noise_scale)
+    def _noise_parameter(self) -> tuple[str, float]:
+        return self.noise, self.noise_scale
 
 
 __all__ = ["Seed", "SpanSpec", "NoiseSpec", "UnitBound", "UnitChoice", "ReleaseSpec", "ReleaseInfo"]
