@@ -82,6 +82,9 @@ def test_the_forecast_s_old_margin_name_warns():
 def test_a_grid_takes_its_radius_as_eps():
     g = Grid([0.0, 0.0], [1.0, 1.0], eps=0.1)
     assert g.eps == 0.1 and g.to_dict()["eps"] == 0.1 and "alpha" not in g.to_dict()
+    with pytest.warns(FutureWarning, match=r"Grid\(alpha=...\) is renamed Grid\(eps=...\)"):
+        old = Grid([0.0, 0.0], [1.0, 1.0], alpha=0.1)
+    assert old == g
 
 
 def _keys(d, prefix=""):

@@ -90,7 +90,7 @@ def test_neighbour_offsets_never_alias_onto_real_cells():
 
 
 def test_wide_keys_when_universe_exceeds_int64():
-    g = Grid(np.zeros(12), np.ones(12), alpha=1e-3)
+    g = Grid(np.zeros(12), np.ones(12), eps=1e-3)
     assert g.wide
     assert g.n_cells > 2**63
     rng = np.random.default_rng(1)

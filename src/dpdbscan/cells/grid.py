@@ -26,6 +26,7 @@ import math
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import InitVar, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -411,6 +412,26 @@ class Grid:
             "kappa": self.kappa,
             "n_cells": str(self.n_cells),
         }
+
+
+_grid_init = Grid.__init__
+
+
+@functools.wraps(_grid_init)
+def _init_taking_alpha(self: Grid, *args: Any, alpha: float | None = None, **kw: Any) -> None:
+    """``Grid(..., alpha=...)``, the 0.2.0 keyword of the radius, keeps
+    working for one release (FutureWarning); the radius is ``eps``."""
+    if alpha is not None:
+        warnings.warn(
+            "Grid(alpha=...) is renamed Grid(eps=...); the old name goes in the next release",
+            FutureWarning,
+            2,
+        )
+        kw["eps"] = alpha
+    _grid_init(self, *args, **kw)
+
+
+Grid.__init__ = _init_taking_alpha  # type: ignore[method-assign]
 
 
 def offset_runs(offsets: np.ndarray) -> Iterator[tuple[np.ndarray, int, int]]:

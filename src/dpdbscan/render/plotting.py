@@ -575,7 +575,7 @@ def plot_model(
             n_labels=n_labels,
             context=context,
         )
-        title = f"{model.n_spans} DP span(s), alpha={alpha}, MinPts={model.spec.min_samples}\n{_brief(model)}"
+        title = f"{model.n_spans} DP span(s), eps={alpha}, MinPts={model.spec.min_samples}\n{_brief(model)}"
         heat = [im for im in ax.images if im.get_gid() == "heat"]
         if heat:
             title += f"\nover the {heat[0].get_label()}"
