@@ -127,7 +127,7 @@ def run(
         "rows": rows,
         "trees": trees,
         "t_sweep": t_sweep,
-        "choice": [choice["alpha"], choice["min_samples"]],
+        "choice": [choice["eps"], choice["min_samples"]],
     }
 
 

@@ -268,7 +268,7 @@ def _auto_model(
         choice = auto.choose_params(
             hist, replace(spec, min_samples=plan.min_samples or 1), plan.eps, plan.min_samples
         )
-        alpha, m = choice["alpha"], choice["min_samples"]
+        alpha, m = choice["eps"], choice["min_samples"]
         record = {
             "criterion": auto.CRITERION,
             "selection": "flat",

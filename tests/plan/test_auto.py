@@ -238,7 +238,7 @@ def test_a_merged_parent_at_a_larger_alpha_does_not_hide_its_children():
     big = _ladder(2.0, (80.0, 160.0, 320.0, 640.0), [one] * 4, 10)
     small = _ladder(1.0, (40.0, 80.0, 160.0, 320.0), [two] * 4, 8)
     got = auto.choose({**big, **small}, 2)
-    assert (got["alpha"], got["clusters"]) == (1.0, 3)
+    assert (got["eps"], got["clusters"]) == (1.0, 3)
     # in log T alone (the former criterion) the parent wins: its life is as long
     # and it holds more mass
     best_log = max(got["scores"], key=lambda r: (r[2], r[0]))
@@ -246,7 +246,7 @@ def test_a_merged_parent_at_a_larger_alpha_does_not_hide_its_children():
     # when the larger alpha separates them too, it places the cut (more extent)
     big = _ladder(2.0, (80.0, 160.0, 320.0, 640.0), [one] + [two] * 3, 12)
     got = auto.choose({**big, **small}, 2)
-    assert (got["alpha"], got["min_samples"], got["clusters"]) == (2.0, 7, 3)
+    assert (got["eps"], got["min_samples"], got["clusters"]) == (2.0, 7, 3)
 
 
 def test_hdbscan_lambda_is_one_scale_for_every_alpha():

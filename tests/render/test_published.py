@@ -170,7 +170,7 @@ def test_published_files_say_what_each_unit_contributed():
     m = hand_model([square(4, 4, 4)], shape=(12, 12), width=0.05, geo=True)
     props = geojson(m)["properties"]
     assert props["counted"] == "each row counted"
-    assert props["alpha_units"].startswith("km on the ground")
+    assert props["eps_units"].startswith("km on the ground")
     m.metadata["events"] = {**Stops(0.1, "5min").record(), "time_column": "time"}
     assert "stops, not its rows" in protection_fields(m)["counted"]
     assert "within 100 m of their first point for at least 5 min" in geojson(m)["properties"]["counted"]
@@ -180,4 +180,4 @@ def test_published_files_say_what_each_unit_contributed():
     assert counted_brief(ends, "cab", km) == "the pick-ups of each cab"
     assert counted_brief(None, "cab", km) is None
     plain = hand_model([square(2, 2, 3)], shape=(10, 10))
-    assert geojson(plain)["properties"]["alpha_units"] == "the data's own units"
+    assert geojson(plain)["properties"]["eps_units"] == "the data's own units"

@@ -99,7 +99,7 @@ def to_geojson(
         "properties": {
             **protection_fields(model),
             "eps": grid.eps,
-            "alpha_units": "km on the ground (the model's local projection)"
+            "eps_units": "km on the ground (the model's local projection)"
             if geo
             else "the data's own units",
             "min_samples": model.spec.min_samples,

@@ -181,7 +181,7 @@ def choose(table: dict[tuple[float, int], Partition], d: int) -> dict:
     the number of clusters from the scores on HDBSCAN's lambda, then, among
     the grid points with that many, the highest score in log T.
 
-    ``d`` is the dimension (public). Returns a dict with ``alpha``,
+    ``d`` is the dimension (public). Returns a dict with ``eps``,
     ``min_samples``, ``score`` (in log T), ``clusters`` (significant clusters
     alive there) and ``scores``: a list of [alpha, MinPts, score in log T,
     clusters, score on lambda] for every grid point. When no grid point has
@@ -211,7 +211,7 @@ def choose(table: dict[tuple[float, int], Partition], d: int) -> dict:
     else:
         best = max(same, key=order(2))
     return {
-        "alpha": float(best[0]),
+        "eps": float(best[0]),
         "min_samples": int(best[1]),
         "score": float(best[2]),
         "clusters": int(best[3]),
