@@ -99,9 +99,7 @@ def to_geojson(
         "properties": {
             **protection_fields(model),
             "eps": grid.eps,
-            "eps_units": "km on the ground (the model's local projection)"
-            if geo
-            else "the data's own units",
+            "eps_units": "km on the ground (the model's local projection)" if geo else "the data's own units",
             "min_samples": model.spec.min_samples,
             **coordinate_fields(model, transform),
             "coordinate_decimals": precision,
