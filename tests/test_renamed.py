@@ -116,3 +116,14 @@ def test_the_model_file_writes_one_name_per_quantity(noise, key):
     assert (hist.sigma2 is None) == (noise != "gaussian") and (hist.count_epsilon is None) == (
         noise == "gaussian"
     )
+
+
+def test_the_level_records_old_radius_name_warns():
+    from dpdbscan.post.levelsearch import select_levels
+
+    est = _fit(core="density")
+    m = est.spans_
+    sel = select_levels(m.histogram, m.spec, (), alpha=0.1)
+    for obj in (sel, sel.tree, sel.spans[0], sel.tree.levels[0]):
+        with pytest.warns(FutureWarning, match="alpha is renamed eps"):
+            assert obj.alpha == obj.eps == 0.1

@@ -68,6 +68,7 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
+from ..exceptions import renamed
 from ..params.specs import SpanSpec
 from .auto import _parents, hdbscan_lambda, min_samples_ladder
 from .coretests.coretest import over_candidates, relaxed
@@ -130,7 +131,8 @@ class LevelTree:
 
     Attributes
     ----------
-    alpha : float
+    eps : float
+        The radius (the paper's alpha; old attribute name ``alpha``).
     levels : tuple of Partition
         The spans at each MinPts, by MinPts.
     scale : tuple of float
@@ -152,6 +154,8 @@ class LevelTree:
     selected: tuple
     score: float
     close: tuple = ()
+
+    alpha = renamed("alpha", "eps")
 
     @property
     def min_samples(self) -> list[int]:
@@ -341,7 +345,7 @@ class SpanLevel:
     ----------
     span : int
         Its id in :attr:`LevelSpans.labels`.
-    alpha, min_samples, threshold : float, int, float
+    eps, min_samples, threshold : float, int, float
         The level it was taken at: its cluster's birth, or the largest MinPts
         of the ladder above it at which the span has the same core sub-cells
         (where the empty-space guard holds the threshold, several MinPts do):
@@ -371,6 +375,8 @@ class SpanLevel:
     cluster: int
     fits: bool = True
 
+    alpha = renamed("alpha", "eps")
+
 
 @dataclass(frozen=True)
 class LevelSpans:
@@ -384,8 +390,9 @@ class LevelSpans:
     core_keys, labels : ndarray
         Sorted keys of the selected core sub-cells and their span id
         (0..n_spans-1, numbered by smallest key), as a flat model's.
-    alpha : float
-        The alpha of every selected span (the border radius of ``predict``).
+    eps : float
+        The radius (alpha) of every selected span (the border radius of
+        ``predict``; old attribute name ``alpha``).
     spans : tuple of SpanLevel
         Per span id: the level it comes from.
     tree : LevelTree
@@ -412,6 +419,8 @@ class LevelSpans:
     candidates: int
     unsure: bool
     runner_up: float | None = None
+
+    alpha = renamed("alpha", "eps")
 
     @property
     def n_spans(self) -> int:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..cells.grid import Grid, lookup
 from ..cells.histogram import NoisyHistogram
+from ..exceptions import renamed
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,8 @@ class Partition:
 
     Attributes
     ----------
-    alpha, min_samples : float, int
+    eps, min_samples : float, int
+        The radius (the paper's alpha; old attribute name ``alpha``) and MinPts.
     keys : ndarray
         Sorted keys of the core sub-cells in the release's sub-cell grid
         (the same encoding for every alpha, so partitions compare directly).
@@ -37,6 +39,8 @@ class Partition:
     labels: np.ndarray
     mass: np.ndarray
     threshold: float
+
+    alpha = renamed("alpha", "eps")
 
     @property
     def n_spans(self) -> int:
