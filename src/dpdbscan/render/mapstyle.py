@@ -184,7 +184,7 @@ def noise_floor(hist: NoisyHistogram, f: int = 1, margin: float = 0.0) -> float:
     noise of a block of ``f x f`` cells (one cell's noise has standard
     deviation ``sigma``, e.g. ``sqrt(2)/epsilon`` for Laplace noise; a block
     sum of ``f**2`` cells ``f sigma``), or the core test's noise ``margin``
-    (the model's gamma) when that is larger: a count the release cannot tell
+    (the model's noise_margin) when that is larger: a count the release cannot tell
     from noise at the spans' own standard is not drawn as something counted.
     0 without noise."""
     sigma = math.sqrt(noise_variance(hist.noise, hist.scale))
