@@ -70,7 +70,7 @@ def test_contract_and_fitted_attributes():
     assert b.tau_ == pytest.approx(2 * b.noise_margin_)
     assert m.n_cells_ == m.spans_.release.grid.n_cells == m.histogram_.grid.n_cells
     assert m.budget_spent_ == (1.0, 0.0)
-    for key in ("rho", "tau", "beta", "kappa_q", "n_cells", "epsilon", "delta"):
+    for key in ("approx_ratio", "tau", "beta", "kappa_q", "n_cells", "epsilon", "delta"):
         assert key in m.guarantee_
     # two quantities, two names (issue 23): cells within eps of a cell, of a sub-cell
     assert "kappa" not in m.guarantee_ and m.guarantee_["kappa_q"] == 15

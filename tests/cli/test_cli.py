@@ -75,7 +75,7 @@ def test_fit_writes_model_geojson_png_and_summary(capsys, blobs_csv, tmp_path):
     assert "2 span(s)" in out and "guarantee" in out
     assert "blobs.spans.json" in out
     model = load_model(tmp_path / "out" / "blobs.spans.json")
-    assert f"rho={model.spans.approx_ratio:g}" in out
+    assert f"({model.spans.approx_ratio:g} x eps, MinPts=" in out
     assert model.n_spans == 2 and model.spec.min_samples == 20 and model.grid.eps == 0.5
     assert model.metadata["columns"] == ["x", "y"]  # "label" left out
     assert model.metadata["bounds_source"].startswith("public")
@@ -450,7 +450,7 @@ def test_info_lists_parameters_and_guarantees(capsys, blobs_model):
         ("noise", ["(dense histogram)"]),
         ("eps", ["(eps, alpha)"]),
         ("min_samples", ["(min_samples, MinPts)"]),
-        ("approximation", [f"rho={m.spans.approx_ratio:g}"]),
+        ("approximation", [f"approximation ratio {m.spans.approx_ratio:g}"]),
         ("additive error", ["tau"]),
         ("failure", ["(beta=0.1)"]),
         ("grid", ["(|X|, w)", f"kappa={m.release.grid.kappa}", f"kappa_q={m.spans.kappa_q}"]),

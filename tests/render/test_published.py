@@ -163,7 +163,7 @@ def test_the_histogram_pictures_say_who_is_protected_too(person_level, kind):
 def test_published_files_say_what_each_unit_contributed():
     """A release of each unit's stops (or trip ends) says so where it is
     published: the GeoJSON's ``counted``, the title and the map's legend;
-    one of the rows says so too. The GeoJSON states alpha's units."""
+    one of the rows says so too. The GeoJSON states eps's units."""
     from dpdbscan.model.describe import counted_brief, protection_fields
     from dpdbscan.traces import Stops, TripEnds
 
