@@ -13,7 +13,11 @@ the share of it that goes to the activity table. It is released in two parts:
     discrete Gaussian added to every entry.
 
 Places are found once and their activity measured per period: a span keeps
-its id in every period because it is the same span. The guarantee
+its id in every period because it is the same span. A period's spans are the
+spans ACTIVE in it: those whose noisy mass in that period is at least the
+interval's half-width h (the 95% interval excludes zero), a rule on the
+released table and the public sigma^2 alone (:func:`active_spans`), so
+post-processing at no cost. The guarantee
 (docs/privacy.md §5.2): (a) is rho_a-zCDP for each unit; given (a)'s output,
 which point is in which span is a public function, so (b) is a mechanism
 chosen after seeing (a) and is rho_b-zCDP for each unit whatever (a) said;
@@ -204,6 +208,15 @@ class Series:
         ]
 
 
+def active_spans(table: np.ndarray, sigma2: float, level: float = LEVEL) -> np.ndarray:
+    """Which spans are a period's spans: boolean (n_spans, n_periods), True
+    where the noisy mass is at least the half-width h of the ``level``
+    interval (:func:`dpdbscan.release.periodtable.half_width`), i.e. where
+    the interval excludes zero. Post-processing of the released table and
+    the public sigma^2: it costs nothing."""
+    return np.asarray(table) >= periodtable.half_width(sigma2, level)
+
+
 def _table_seed(random_state: Any) -> Any:
     """The table's own research seed (a different stream from the spans'
     release); None and Generators pass through."""
@@ -280,9 +293,24 @@ def fit_series(
         _table_seed(p.get("random_state")),
     )
     record = plan.record(unit_name)
-    record = {**record, "table": {**record["table"], "noisy_mass": table.tolist()}}
+    active = active_spans(table, plan.sigma2)
+    record = {
+        **record,
+        "table": {**record["table"], "noisy_mass": table.tolist()},
+        # each period's spans: the ids active in it (public: from the table)
+        "period_spans": [np.flatnonzero(active[:, t]).tolist() for t in range(active.shape[1])],
+    }
     model = replace(model, metadata={**model.metadata, "series": record})
     return Series(model, table, plan)
 
 
-__all__ = ["DEFAULT_SHARE", "LEVEL", "Series", "SeriesPlan", "fit_series", "plan_series", "statement"]
+__all__ = [
+    "DEFAULT_SHARE",
+    "LEVEL",
+    "Series",
+    "active_spans",
+    "SeriesPlan",
+    "fit_series",
+    "plan_series",
+    "statement",
+]
