@@ -54,7 +54,7 @@ def plot_periods(model: SpanModel, *, dpi: float = 110):
     rows = math.ceil(n / cols)
     proj = projection_of(model)
     T = (lambda xy: np.asarray(xy, dtype=np.float64)) if proj is None else proj.inverse
-    aspect = "equal" if proj is None else proj.aspect
+    aspect: spanplot.Aspect = "equal" if proj is None else proj.aspect
     stats = span_stats(model)
     fig, axes = plt.subplots(
         rows,
