@@ -1,5 +1,9 @@
 """An interactive map of a span model: one self-contained HTML file.
 
+A series over time (``fit --per``) gets a period control in the panel: each
+period shows its active spans filled and the others dashed (the same spans,
+ids and colours in every period), from the released table alone.
+
 :func:`map_html` writes the spans as SVG polygons over the released noisy
 histogram (a PNG heat layer inlined as a data URI), in the colours of every
 picture (:func:`dpdbscan.render.mapstyle.span_hex`) and with the ids of the
