@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..render.periodplot import save_periods
 from ..series import DEFAULT_SHARE, LEVEL, SeriesPlan, plan_series
 from ..traces.periods import KINDS, Periods
 from .common import ArgTarget, atomic_write, check_writable, one_line
@@ -169,8 +170,6 @@ def write_periods_png(model: SpanModel, path: Path, failed: list[str]) -> bool:
     atomically; a failure is added to ``failed`` (the release is kept)."""
     if model.grid.d != 2:
         return False
-    from ..render.periodplot import save_periods  # matplotlib: only when drawn
-
     try:
         atomic_write(path, lambda target: save_periods(model, target))
     except Exception as exc:  # the release is safe: report, do not lose it
