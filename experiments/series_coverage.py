@@ -6,6 +6,15 @@ the CHANGELOG), then
 
     python -m experiments.series_coverage OUT/NAME.spans.json
 
+The runs of docs/privacy.md §5.2 ("Measured on Cabs"), one per seed S, per
+P in week (--to 2008-06-14) and day (--to 2008-06-10), share H in 0.4, 0.5:
+
+    dpdbscan fit cabs_sf_cabs.parquet --geo --columns x y \
+        --bounds -122.6 37.55 -122.3 37.85 --unit cab --epsilon 1 --delta 1e-6 \
+        --time time --trip-ends occupied --per P --from 2008-05-17 --to TO \
+        --tz America/Los_Angeles --eps 300m --min-samples 30 \
+        --max-cells-per-unit 500 --table-share H --seed S --out-dir OUT
+
 takes the 5 cells (of the release's grid) with the most pick-ups over the
 horizon and, for every (period, cell) among them where at least 100 distinct
 cabs picked up in that period, whether the cell lies in one of THAT period's
