@@ -53,8 +53,13 @@ from .release.backends import NumpyBackend
 from .traces import parse_times
 from .traces.periods import Periods
 
-#: The share of the lifetime budget spent on the table unless told.
-DEFAULT_SHARE = 0.5
+#: The share of the lifetime budget spent on the table unless told. Why 0.4:
+#: on full Cabs pick-ups (docs/privacy.md §5.2) 0.4 kept every busy cell in the
+#: horizon's spans and gave the days' table the least misses over the seeds
+#: tried; 0.5 and 0.6 let more spans through or fewer (the table's bound is
+#: k = spans x periods, so each extra span adds noise to every entry), 0.2
+#: left the days' table too noisy.
+DEFAULT_SHARE = 0.4
 #: The level of the intervals written beside each noisy mass.
 LEVEL = 0.95
 
