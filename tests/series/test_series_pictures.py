@@ -96,7 +96,7 @@ def test_small_multiples_one_panel_per_period_filled_where_active(series, capsys
             (coll,) = [c for c in ax.collections if c.get_gid() == f"period-{t}"]
             filled = np.flatnonzero(coll.get_facecolors()[:, 3] > 0).tolist()
             assert filled == model.metadata["series"]["period_spans"][t]
-        assert "each cab over the whole series" in fig.texts[0].get_text()  # the unit and budget
+        assert "each cab over the whole series" in " ".join(fig.texts[0].get_text().split())  # unit, budget
     finally:
         plt.close(fig)
 

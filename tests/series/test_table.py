@@ -101,7 +101,8 @@ def test_plan_splits_the_lifetime_budget():
     assert plan.k == 5 and plan.m == 1
     assert rho_a + plan.table_rho <= rho
     # the default share: 0.4 of rho to the table, 0.6 to the spans
-    assert rho_a == pytest.approx(0.6 * rho, rel=1e-6) and plan.table_rho == pytest.approx(0.4 * rho, rel=1e-6)
+    assert rho_a == pytest.approx(0.6 * rho, rel=1e-6)
+    assert plan.table_rho == pytest.approx(0.4 * rho, rel=1e-6)
     assert zcdp.epsilon_for(rho_a + plan.table_rho, 1e-6) <= 1.0
     assert plan.cost.epsilon == 1.0 and plan.cost.rho == rho
 

@@ -14,6 +14,7 @@ the lifetime budget. Needs matplotlib, imported where it is used.
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +60,7 @@ def plot_periods(model: SpanModel, *, dpi: float = 110):
     fig, axes = plt.subplots(
         rows,
         cols,
-        figsize=(cols * PANEL_INCHES, rows * PANEL_INCHES + 0.9),
+        figsize=(cols * PANEL_INCHES, rows * PANEL_INCHES + 1.2),
         dpi=dpi,
         squeeze=False,
         sharex=True,
@@ -95,11 +96,12 @@ def plot_periods(model: SpanModel, *, dpi: float = 110):
         ax.tick_params(labelsize=6)
     if proj is not None:
         add_scale_bar(axes[0, 0], proj.kx)
-    fig.suptitle(
-        f"{model.n_spans} DP span(s) found once over the horizon; filled: the period's spans (active, "
-        f"95% interval of the noisy mass above 0)\n{series['statement']}",
-        fontsize=8,
+    head = (
+        f"{model.n_spans} DP span(s) found once over the horizon; filled: the period's spans (active: "
+        f"the 95% interval of the noisy mass above 0). {series['statement']}"
     )
+    # about 14 characters an inch at 8 points: the guarantee is never cut off
+    fig.suptitle(textwrap.fill(head, width=int(cols * PANEL_INCHES * 14)), fontsize=8)
     return fig
 
 
