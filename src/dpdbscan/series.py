@@ -90,8 +90,13 @@ class SeriesPlan:
 
     def calibrated(self, n_spans: int) -> SeriesPlan:
         """The plan once the spans are released: k = S x T when it was "all"
-        (at least 1), and sigma^2 for rho_b at sensitivity sqrt(k) m."""
-        k = self.k if self.k is not None else max(1, n_spans * self.periods.n_periods)
+        (at least 1), a given k lowered to S x T when it is larger (no unit
+        has more pairs than there are, so a larger k only adds noise; S is
+        public then), and sigma^2 for rho_b at sensitivity sqrt(k) m."""
+        pairs = n_spans * self.periods.n_periods
+        k = self.k if self.k is not None else max(1, pairs)
+        if pairs > 0:
+            k = min(k, pairs)
         return replace(self, k=k, sigma2=periodtable.sigma2_for(self.table_rho, k, self.m))
 
     def record(self, unit: str | None = None) -> dict:
