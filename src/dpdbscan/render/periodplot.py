@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from ..model.record import SpanModel
 from ..model.stats import span_stats
 from . import spanplot
 from .plotting import _plt, add_scale_bar, span_paths
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: At most this many panels in a row.
 MAX_COLUMNS = 7
@@ -39,7 +43,7 @@ def period_spans(model: SpanModel) -> list[list[int]]:
     return [[int(s) for s in ids] for ids in series["period_spans"]]
 
 
-def plot_periods(model: SpanModel, *, dpi: float = 110):
+def plot_periods(model: SpanModel, *, dpi: float = 110) -> Figure:
     """The small multiples of ``model`` (a 2-D series): a matplotlib figure,
     one panel per period in calendar order, titled by the period's start."""
     plt = _plt()
