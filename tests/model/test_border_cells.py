@@ -104,3 +104,17 @@ def test_the_model_file_keeps_the_rule_and_its_histogram(rank, tmp_path):
     data = json.loads(path.read_text())
     del data["params"]["border_cells"]
     assert model_from_dict(data).spec.border_cells == "any"
+
+
+def test_the_summary_says_which_cells_join(rank):
+    from dpdbscan.model import summary
+
+    _, model = rank
+    h = model.histogram
+    text = summary(model)
+    assert (
+        f"where the release shows them (a cell's noisy count at least {shown_count(h.noise, h.scale):,} points)"
+        in text
+    )
+    classic = replace(model, spec=replace(model.spec, border_cells="any"))
+    assert "where the release shows them" not in summary(classic)
