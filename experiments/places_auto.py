@@ -95,7 +95,7 @@ def stops(path: Path = TRACES) -> tuple[np.ndarray, np.ndarray]:
     import pyarrow.parquet as pq
 
     from dpdbscan import Stops
-    from dpdbscan.testing import Equirectangular, event_rows, factorize
+    from dpdbscan.research import Equirectangular, event_rows, factorize
 
     t = pq.read_table(path, columns=["x", "y", "cab", "time"])
     lonlat = np.column_stack([t.column("x").to_numpy(), t.column("y").to_numpy()])
@@ -219,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def figure(model, lonlat: np.ndarray, cabs: np.ndarray, seed: int, path: Path) -> None:
     """The place mode's spans beside the same release without the prior."""
     from dpdbscan import DPDBSCAN
-    from dpdbscan.testing import Equirectangular, format_km, plot_model
+    from dpdbscan.research import Equirectangular, format_km, plot_model
 
     from .figures import pyplot
 

@@ -112,9 +112,7 @@ def test_the_summary_says_which_cells_join(rank):
     _, model = rank
     h = model.histogram
     text = summary(model)
-    assert (
-        f"where the release shows them (a cell's noisy count at least {shown_count(h.noise, h.scale):,} points)"
-        in text
-    )
+    t = shown_count(h.noise, h.scale)
+    assert f"where the release shows them (a cell's noisy count at least {t:,} points)" in text
     classic = replace(model, spec=replace(model.spec, border_cells="any"))
     assert "where the release shows them" not in summary(classic)
