@@ -75,7 +75,9 @@ def test_packing_any_widths(widths, n, seed):
     limits = tuple(1 << b for b in widths)
     p = cell_keys.Packing.for_ranges(0, limits)
     rng = np.random.default_rng(seed)
-    c = np.stack([rng.integers(0, v, n, dtype=np.int64, endpoint=False) for v in limits], axis=1).reshape(n, len(limits))
+    c = np.stack([rng.integers(0, v, n, dtype=np.int64, endpoint=False) for v in limits], axis=1).reshape(
+        n, len(limits)
+    )
     if n:
         c[0] = [v - 1 for v in limits]
         c[-1] = 0
