@@ -99,6 +99,9 @@ def to_geojson(
         "properties": {
             **protection_fields(model),
             "alpha": grid.alpha,
+            "alpha_units": "km on the ground (the model's local projection)"
+            if geo
+            else "the data's own units",
             "min_samples": model.spec.min_samples,
             **coordinate_fields(model, transform),
             "coordinate_decimals": precision,

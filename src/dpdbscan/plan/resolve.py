@@ -172,7 +172,7 @@ def check_scale(eps: float, lower: np.ndarray, upper: np.ndarray, *, cli: bool =
         raise ValueError(
             f"{shown} is at least the public box's longest side ({side:g}, in the same units): "
             "every point would be within eps of the others and the release could not separate "
-            f"clusters, so no budget is spent on it. Use an eps well below the box's size (say "
+            f"clusters, so nothing is released. Use an eps well below the box's size (say "
             f"{side / 20:.3g} or less)"
         )
 

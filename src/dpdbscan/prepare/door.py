@@ -378,7 +378,7 @@ def check_columns(
         raise ValueError(
             f"in d={d} at eta={eta:g} an eps-neighbourhood has {count_neighbours(d, eta):,} "
             f"cells, more than any core test can evaluate ({MAX_KAPPA:,}): the release could have no "
-            "span, so no budget is spent on it. Use fewer columns (--columns)"
+            "span, so nothing is released. Use fewer columns (--columns)"
         )
     if geo and d != 2:
         shown = f" ({', '.join(map(str, names))})" if names else ""
