@@ -12,7 +12,7 @@ from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid, neighbour_offsets, offset_runs, sorted_runs
 from dpdbscan.cells.pairs import chebyshev_pairs, forced
 from dpdbscan.model.predict import border_labels
-from dpdbscan.post.coretests.density.sums import _sparse_run_sums
+from dpdbscan.post.coretests.density.weightedsums import _sparse_run_sums
 from dpdbscan.post.coretests.density.weights import ball_weights
 from dpdbscan.post.sums import sparse_neighbour_sums
 

@@ -8,7 +8,7 @@ from dpdbscan.geometry.outlines import cells_to_polygons  # noqa: E402
 from dpdbscan.geometry.projection import Equirectangular  # noqa: E402
 from dpdbscan.model import model_from_dict, model_to_dict  # noqa: E402
 from dpdbscan.model.stats import span_stats  # noqa: E402
-from dpdbscan.post.coretests.bound.core import neighbour_sums  # noqa: E402
+from dpdbscan.post.coretests.bound.corecells import neighbour_sums  # noqa: E402
 from dpdbscan.render import mapstyle, plotting  # noqa: E402
 
 from releases import span_region  # noqa: E402
@@ -453,7 +453,7 @@ def test_a_span_has_one_colour_in_every_picture_and_the_map():
     from matplotlib.colors import to_rgb
 
     from dpdbscan.model.stats import span_stats
-    from dpdbscan.render import explore as E
+    from dpdbscan.render import explorepanels as E
     from dpdbscan.render.webmap import map_html
 
     rng = np.random.default_rng(3)

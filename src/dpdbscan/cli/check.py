@@ -23,7 +23,7 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..geometry import projection
-from ..plan.forecast import fit_cost
+from ..plan.outlook import fit_cost
 from ..plan.resolve import forecast_of
 from ..prepare import Points, split_bounds
 from ..prepare.clipping import clipping_counts, outside_hint, rows_all

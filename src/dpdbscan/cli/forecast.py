@@ -9,9 +9,9 @@ import json
 
 from ..geometry import projection
 from ..model.codec import jsonable
+from ..params.validation import check_positive
 from ..plan.resolve import forecast_of, validated
 from ..prepare import project_box, read_length, split_bounds
-from ..spec.validation import check_positive
 from ..traces import event_words
 from .common import EXIT_OK, ArgTarget, WarningSink, border_value, floats, number_or_text, table_formats
 from .fit import PRIVACY_OPTIONS, events_from_args

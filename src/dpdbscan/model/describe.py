@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..geometry.projection import format_km, projection_of
-from ..post.coretests import core_test
-from ..post.coretests.base import grid_words, histogram_words
-from ..post.coretests.density.margins import swamped
-from ..post.coretests.density.test import density_margin
+from ..params.paramwords import grid_words, histogram_words
+from ..post.coretests.density.densitymargin import swamped
+from ..post.coretests.density.densitytest import density_margin
 from ..traces import event_words
 from .codec import jsonable, unit_choice_dict
 from .guarantee import eps_candidates, guarantee, unit_noun
 from .levels import is_levels, level_lines
 from .record import SpanModel
+from .words import words_of
 
 # the margin and what it was computed from, in report order
 MARGIN_FIGURES = (
@@ -272,7 +272,7 @@ def summary(model: SpanModel) -> str:
     """The release in a few lines (what ``dpdbscan fit`` prints): each a
     sentence, with the paper's symbols in brackets."""
     g, s, spec, rel = model.grid, model.spans, model.spec, model.release
-    test = core_test(spec.core)
+    test = words_of(spec.core)
     length = length_of(model)
     core = "sub-cell" if spec.subcells > 1 else "cell"
     noun = unit_noun(model)

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..geometry.projection import projection_of
-from ..spec.validation import check_array
+from ..params.validation import check_array
 from .describe import protection_fields
 from .record import SpanModel
 from .stats import is_geographic

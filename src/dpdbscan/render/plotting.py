@@ -30,7 +30,7 @@ from .._optional import require
 from ..geometry.projection import format_km, projection_of
 from ..model.describe import protection_brief
 from ..model.stats import span_stats
-from ..post.coretests.bound.core import neighbour_sums
+from ..post.coretests.bound.corecells import neighbour_sums
 from . import spanplot
 from .context import Context, load_context
 from .mapstyle import PALETTE
