@@ -253,7 +253,7 @@ def _auto_model(
     spec: SpanSpec = replace(r.spans, beta=r.spans.beta / len(plan.eps))
     chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
     sel: levelsearch.LevelSpans | None = None
-    if p["selection"] == "levels" and plan.min_samples is None and spec.core == "density":
+    if p["selection"] == "levels" and plan.min_samples is None and core_test(spec.core).selects_levels:
         sel = levelsearch.select_levels(hist, spec, plan.eps, max_extent=extent)
         ladder = levelsearch.ladder(hist)
         alpha = sel.alpha

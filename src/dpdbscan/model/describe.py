@@ -9,6 +9,7 @@ from collections.abc import Callable
 from ..geometry.projection import format_km, projection_of
 from ..laws.noise import shown_count
 from ..params.paramwords import grid_words, histogram_words
+from ..post.coretests import core_test
 from ..post.coretests.density.densitymargin import swamped
 from ..post.coretests.density.densitytest import density_margin
 from ..traces import event_words
@@ -239,7 +240,7 @@ def swamped_min_samples(model: SpanModel) -> int | None:
     when MinPts matters (the guard does not bind everywhere) or for the
     bound test. Public values only."""
     spec, rel = model.spec, model.release
-    if spec.core != "density":
+    if not core_test(spec.core).guard_swamps:
         return None
     grid = model.histogram.grid if model.histogram is not None else rel.grid.at_alpha(model.grid.alpha)
     _, m = density_margin(grid, rel.histogram, rel.noise, rel.noise_scale, rel.theta, spec)
