@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpdbscan import DPDBSCAN
-from dpdbscan.cells.grid import Grid, neighbour_offsets, offset_runs, sorted_runs
 from dpdbscan.cells import pairs as pairs_module
+from dpdbscan.cells.grid import Grid, neighbour_offsets, offset_runs, sorted_runs
 from dpdbscan.cells.pairs import bucket_half, chebyshev_pairs, forced
 from dpdbscan.model.predict import border_labels
 from dpdbscan.post.coretests.density.sums import _sparse_run_sums
