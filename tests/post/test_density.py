@@ -599,7 +599,15 @@ def test_cube_sums_are_the_mass_of_each_cube_and_bound_the_neighbourhood(d, inte
     keys = np.unique(g.encode(coords))
     vals = rng.integers(1, 40, keys.size) if integer else rng.exponential(4.0, keys.size) + 0.5
     hist = NoisyHistogram(
-        grid=g, kind="sparse", values=vals, keys=keys, theta=1.0, noise="laplace", scale=1.0, epsilon=1.0, delta=0.0
+        grid=g,
+        kind="sparse",
+        values=vals,
+        keys=keys,
+        theta=1.0,
+        noise="laplace",
+        scale=1.0,
+        epsilon=1.0,
+        delta=0.0,
     )
     cand = np.unique(g.encode(np.stack([rng.integers(0, s, 150) for s in g.shape], axis=1)))
     got = _cube_sums(hist, cand)
