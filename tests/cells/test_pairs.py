@@ -13,6 +13,7 @@ from dpdbscan.cells import pairs as pairs_module
 from dpdbscan.cells.grid import Grid, neighbour_offsets, offset_runs, sorted_runs
 from dpdbscan.cells.pairs import bucket_half, chebyshev_pairs, forced
 from dpdbscan.model.predict import border_labels
+from dpdbscan.post.coretests.density import sums as density_sums
 from dpdbscan.post.coretests.density.sums import _sparse_run_sums
 from dpdbscan.post.coretests.density.weights import ball_weights
 from dpdbscan.post.sums import sparse_neighbour_sums
@@ -134,11 +135,20 @@ def test_weighted_sums_over_pairs_equal_the_runs(d, k, seed):
     if d > 3:
         k = 1
     W = ball_weights(d, float(g.eta), k)
-    with forced(False):
-        runs = _sparse_run_sums(g, keys, vals, W, query)
+    limit = density_sums.MAX_DENSE_CELLS
+    density_sums.MAX_DENSE_CELLS = 0  # the runs themselves, not the dense layout
+    try:
+        with forced(False):
+            runs = _sparse_run_sums(g, keys, vals, W, query)
+    finally:
+        density_sums.MAX_DENSE_CELLS = limit
     with forced(True):
         pairs = _sparse_run_sums(g, keys, vals, W, query)
     assert np.array_equal(pairs, runs)  # floats: the same additions in the same order
+    if d <= 6:
+        # the release laid out densely (small universes): gathers, same order
+        dense = density_sums._dense_run_sums(g, keys, vals.astype(np.float64), W, query)
+        assert np.array_equal(dense, runs)
 
 
 @SETTINGS
