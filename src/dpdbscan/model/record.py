@@ -29,7 +29,14 @@ from ..geometry.outlines import Outlines, outlines
 from ..post.coretests import Spans, core_test
 from ..spec.specs import ReleaseInfo, SpanSpec
 from ..spec.validation import check_array
-from .predict import degrees_given, outside_note, predict_spans, span_regions
+from .predict import (
+    degrees_given,
+    outside_note,
+    predict_cells,
+    predict_spans,
+    regions_are_cheap,
+    span_regions,
+)
 from .stats import SpanStats, compute_stats
 
 
@@ -105,6 +112,11 @@ class SpanModel:
         note = outside_note(self.grid, X)
         if note:
             warnings.warn(note, PrivateNoteWarning, stacklevel=2)
+        if "_regions" not in self.__dict__ and not regions_are_cheap(self.grid):
+            # the points' cells alone: the same labels as the regions' (which
+            # in high dimension hold millions of cells per core cell)
+            to = core_test(self.spec.core).predict_to
+            return predict_cells(self.grid, self.core_keys, self.labels, X, self.spec.border, to)
         keys, labels = self.regions()
         return predict_spans(self.grid, keys, labels, X)
 
