@@ -138,6 +138,8 @@ def _grid_pairs(
     """:func:`chebyshev_pairs` over all 2^d shifted grids of buckets of side
     ``L = 2 * half`` (``half >= R + 1``; :func:`bucket_half` by default)."""
     d = a.shape[1]
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if half is None:
         half = bucket_half(d, R, a.shape[0] + (0 if a is b else b.shape[0]), int(max(a.max(), b.max())) + 1)
     if half < R + 1:
@@ -145,8 +147,6 @@ def _grid_pairs(
     L = 2 * half
     nb = (int(max(a.max(), b.max())) + half) // L + 1
     same = a is b
-    if a.shape[0] == 0 or b.shape[0] == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     # near[k]: the cells within R of an unshifted bucket border along axis k, the
     # only ones that can pair across it (grids shifted along k need no others)
     # as one bit per axis (bit d - 1 - k for axis k, as in g below)
