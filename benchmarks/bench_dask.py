@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from dpdbscan import DPDBSCAN, Grid, InsecureRandomnessWarning, SpanModel
-from dpdbscan.testing import dask_backend
+from dpdbscan.research import dask_backend
 
 LOWER, UPPER = 0.0, 100.0
 # Two grids: a coarse one (dense histogram, ~2e4 cells) and a fine one (sparse

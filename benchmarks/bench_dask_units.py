@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from dpdbscan import DPDBSCAN, InsecureRandomnessWarning
-from dpdbscan.testing import dask_backend
+from dpdbscan.research import dask_backend
 
 SIDE = 100.0  # km: the city's square
 PARAMS: dict[str, Any] = dict(

@@ -27,7 +27,7 @@ from fractions import Fraction
 from functools import partial
 from typing import Any
 
-from dpdbscan.testing import (
+from dpdbscan.research import (
     SecureSource,
     SeededSource,
     discrete_gaussian,

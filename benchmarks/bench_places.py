@@ -103,7 +103,7 @@ def events(data: Path, kind: str) -> tuple[np.ndarray, np.ndarray]:
     import pyarrow.parquet as pq
 
     from dpdbscan import Stops, TripEnds
-    from dpdbscan.testing import Equirectangular, event_rows, factorize
+    from dpdbscan.research import Equirectangular, event_rows, factorize
 
     t = pq.read_table(data, columns=["x", "y", "cab", "time", "occupied"])
     lonlat = np.column_stack([t.column("x").to_numpy(), t.column("y").to_numpy()])

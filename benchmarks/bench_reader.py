@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import pyarrow.csv as pacsv
 
     import dpdbscan
-    from dpdbscan.testing import read_input
+    from dpdbscan.research import read_input
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_reader_"))
     try:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from dpdbscan import DPDBSCAN, Grid, InsecureRandomnessWarning, UtilityWarning
-from dpdbscan.testing import SecureSource, SeededSource, discrete_laplace, rational_epsilon
+from dpdbscan.research import SecureSource, SeededSource, discrete_laplace, rational_epsilon
 
 TARGET = 1.5
 BOX = (0.0, 100.0)

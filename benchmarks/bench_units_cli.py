@@ -98,7 +98,7 @@ def one_cab_spans(labels: np.ndarray, cabs: np.ndarray, n_spans: int) -> dict[st
 def evaluate(model_path: Path, X: np.ndarray, cabs: np.ndarray) -> dict[str, Any]:
     """The release judged against the private data (evaluation only)."""
     from dpdbscan import load_model
-    from dpdbscan.testing import projection_of
+    from dpdbscan.research import projection_of
 
     model = load_model(model_path)
     proj = projection_of(model)

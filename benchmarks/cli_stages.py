@@ -60,7 +60,7 @@ def main(argv: Sequence[str]) -> dict[str, Any]:
     t["import"] = time.perf_counter() - start
 
     from dpdbscan import DPDBSCAN, SpanModel, fit_lonlat, save_geojson, save_model
-    from dpdbscan.testing import plot_model, read_input, save_figure
+    from dpdbscan.research import plot_model, read_input, save_figure
 
     s = time.perf_counter()
     X = read_input(args.input, header=args.header, progress=False).X

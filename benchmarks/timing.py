@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from dpdbscan import DPDBSCAN, Grid
-from dpdbscan.testing import run_length
+from dpdbscan.research import run_length
 
 from .bench_data import Dataset
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dpdbscan import DPDBSCAN
-from dpdbscan.testing import format_km, plot_model
+from dpdbscan.research import format_km, plot_model
 
 from . import datasets, options
 from .data import GEO_BOXES

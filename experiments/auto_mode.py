@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from dpdbscan import DPDBSCAN, SpanModel
-from dpdbscan.testing import auto_points_per_cell
+from dpdbscan.research import auto_points_per_cell
 
 from . import baselines, datasets, devsuite, generalization, options
 from .accuracy import scores

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from dpdbscan import DPDBSCAN, Grid
-from dpdbscan.testing import (
+from dpdbscan.research import (
     AUTO_MAX_CELLS,
     auto_base_eps,
     auto_choose,

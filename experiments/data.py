@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dpdbscan.testing import Equirectangular
+from dpdbscan.research import Equirectangular
 
 REPO = Path(__file__).resolve().parents[1]
 #: The environment variable that names the data folder.

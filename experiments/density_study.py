@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dpdbscan.testing import density_field, merge_centres, predict_spans, span_regions
+from dpdbscan.research import density_field, merge_centres, predict_spans, span_regions
 
 from . import baselines, datasets, devsuite, options
 from .accuracy import scores

@@ -1,4 +1,4 @@
-"""Experiment-specific figures (the library's own plots come through dpdbscan.testing).
+"""Experiment-specific figures (the library's own plots come through dpdbscan.research).
 
 Each function draws one figure of the paper's Experiments section into a PNG
 and returns nothing; the numbers behind the figures are computed elsewhere.
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpdbscan.testing import (
+from dpdbscan.research import (
     Equirectangular,
     plot_histogram,
     plot_labels,

@@ -5,7 +5,7 @@ figures, and the design study of the selection.
 The figures fit the library's two selections with the same seed (the same
 release) and draw the library's condensed-tree plot. The design study runs
 variants of the selection on the tune scenes, the dev suite or the paper's
-sets through the research hooks (:mod:`dpdbscan.testing`), each release made
+sets through the research hooks (:mod:`dpdbscan.research`), each release made
 once and shared by every variant.
 
     python -m experiments.levels_eval --suite tune --n-scenes 100 --out /tmp/levels_tune.json
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from dpdbscan import DPDBSCAN, SpanModel
-from dpdbscan.testing import (
+from dpdbscan.research import (
     ladder_sweep,
     levels_alpha_scores,
     levels_finish,

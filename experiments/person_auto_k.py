@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import dpdbscan
-from dpdbscan.testing import Equirectangular
+from dpdbscan.research import Equirectangular
 
 from . import options
 from .data import GEO_BOXES, data_path

@@ -16,7 +16,7 @@ For each fit:
 
 * spans: how many spans the release has;
 * ARI: of the ``predict`` labels of every point against those of the fit's
-  noiseless twin (:func:`dpdbscan.testing.noiseless_twin`: the same counts,
+  noiseless twin (:func:`dpdbscan.research.noiseless_twin`: the same counts,
   at person level after the same choice of each cab's cells, without noise,
   post-processed by the same core test with margins 0). It measures what the
   noise costs, not what the contribution bound costs;
@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from dpdbscan import Grid, SpanModel, fit_lonlat
-from dpdbscan.testing import Equirectangular, noiseless_twin
+from dpdbscan.research import Equirectangular, noiseless_twin
 
 from . import data, options
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from dpdbscan import SpanModel
-from dpdbscan.testing import plot_model, save_figure
+from dpdbscan.research import plot_model, save_figure
 
 from . import data, options
 from .person_level import cabs_fit, level_params

@@ -185,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def figure(model, lonlat: np.ndarray, cabs: np.ndarray, seed: int, path: Path) -> None:
     """The place mode's spans beside the same release without the prior."""
     from dpdbscan import DPDBSCAN
-    from dpdbscan.testing import Equirectangular, format_km, plot_model
+    from dpdbscan.research import Equirectangular, format_km, plot_model
 
     from .figures import pyplot
 

@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 from dpdbscan import TripEnds, load_model
-from dpdbscan.testing import Periods, events_rows, parse_times, predict_spans, projection_of
+from dpdbscan.research import Periods, events_rows, parse_times, predict_spans, projection_of
 
 from .data import data_path
 

@@ -21,13 +21,13 @@ from dpdbscan.cells.grid import Grid
 from dpdbscan.cells.histogram import NoisyHistogram
 from dpdbscan.model.build import model_of
 from dpdbscan.model.record import SpanModel
+from dpdbscan.params.parameters import PARAMETERS
+from dpdbscan.params.specs import ReleaseSpec, SpanSpec
 from dpdbscan.plan.resolve import release_spec
-from dpdbscan.post.spans import build_spans
+from dpdbscan.post.coretests import build_spans
 from dpdbscan.release.backends import NumpyBackend
 from dpdbscan.release.mechanism import release_histogram as _release_histogram
 from dpdbscan.release.points import clean_points
-from dpdbscan.spec.parameters import PARAMETERS
-from dpdbscan.spec.specs import ReleaseSpec, SpanSpec
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from dpdbscan.cells.grid import Grid
 from dpdbscan.cells.subcells import SubcellLayout
 from dpdbscan.geometry.projection import Equirectangular
 from dpdbscan.model.record import SpanModel
+from dpdbscan.params.specs import ReleaseInfo, SpanSpec
 from dpdbscan.post.coretests import Spans
-from dpdbscan.spec.specs import ReleaseInfo, SpanSpec
 
 from releases import make_histogram
 

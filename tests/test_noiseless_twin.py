@@ -1,4 +1,4 @@
-"""``dpdbscan.testing.noiseless_twin``: the spans of a fitted release without
+"""``dpdbscan.research.noiseless_twin``: the spans of a fitted release without
 its noise, the reference of the accuracy studies (experiments/person_level.py).
 
 The twin must count exactly what the release counted: at person level the
@@ -18,8 +18,8 @@ import pytest
 
 from dpdbscan import DPDBSCAN, with_params
 from dpdbscan.exceptions import UtilityWarning, WeakPrivacyWarning
-from dpdbscan.laws import gaussian
-from dpdbscan.testing import noiseless_twin
+from dpdbscan.laws import discretegaussian as gaussian
+from dpdbscan.research import noiseless_twin
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpdbscan.exceptions.InsecureRandomnessWarning")
 

@@ -1,6 +1,6 @@
 """experiments/ and benchmarks/ use the library as a user would: its public
 names (``from dpdbscan import ...``) and the research hooks of
-``dpdbscan.testing``, nothing else inside the package; no ``sys.path``
+``dpdbscan.research``, nothing else inside the package; no ``sys.path``
 manipulation (they run as ``python -m experiments.<name>``); no absolute path."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 import dpdbscan
-import dpdbscan.testing
+import dpdbscan.research
 from experiments.data import REPO
 
 FILES = sorted(p for d in ("experiments", "benchmarks") for p in (REPO / d).rglob("*.py"))
-ALLOWED = {"dpdbscan", "dpdbscan.testing"}
+ALLOWED = {"dpdbscan", "dpdbscan.research"}
 
 
 def _rel(path: Path) -> str:
@@ -74,8 +74,8 @@ def test_no_sys_path_and_no_absolute_paths(path):
 
 
 def test_the_research_hooks_exist():
-    assert set(dpdbscan.testing.__all__) <= set(dir(dpdbscan.testing))
-    for name in dpdbscan.testing.__all__:
-        assert f"``{name}``" in (dpdbscan.testing.__doc__ or ""), f"{name} is not described"
+    assert set(dpdbscan.research.__all__) <= set(dir(dpdbscan.research))
+    for name in dpdbscan.research.__all__:
+        assert f"``{name}``" in (dpdbscan.research.__doc__ or ""), f"{name} is not described"
     # nothing public is reached through the hooks
-    assert not set(dpdbscan.testing.__all__) & set(dpdbscan.__all__)
+    assert not set(dpdbscan.research.__all__) & set(dpdbscan.__all__)

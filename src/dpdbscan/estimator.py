@@ -14,16 +14,16 @@ from .exceptions import PrivacyLeakWarning
 from .geometry.projection import check_lonlat_names
 from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
+from .params.parameters import PARAMETERS, check_units
+from .params.specs import ReleaseSpec, Seed
+from .params.validation import check_array, check_bounds, check_positive, standardised_note
 from .pipeline import fit as fit_release
-from .plan.forecast import Forecast
+from .plan.outlook import Forecast
 from .plan.resolve import forecast_of, validated
 from .prepare import Points, Source, prepare, read_length
 from .release.accountant import Accountant
 from .release.backends import Backend, NumpyBackend, resolve_backend
 from .release.backends.base import PointsInput
-from .spec.parameters import PARAMETERS, check_units
-from .spec.specs import ReleaseSpec, Seed
-from .spec.validation import check_array, check_bounds, check_positive, standardised_note
 from .traces import Stops, TripEnds
 
 
@@ -289,7 +289,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.backend = backend
 
     def _validated(self, stacklevel: int = 3, unit_name: str | None = None) -> dict[str, Any]:
-        """Every parameter checked against the one table (dpdbscan.spec.parameters)."""
+        """Every parameter checked against the one table (dpdbscan.params.parameters)."""
         names = [n for n in PARAMETERS if n != "bounds"]
         # a warning (a weak epsilon) points at the line that called fit or forecast
         return validated({n: getattr(self, n) for n in names}, stacklevel=stacklevel, unit_name=unit_name)
@@ -317,7 +317,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             pandas' NA) is dropped. Each id is read on its own, never through
             a type chosen from the others: a numpy, pandas or pyarrow array
             by its dtype, a list or an object array id by id (``1`` and
-            ``'1'`` are two units; :mod:`dpdbscan.files.units`). The release
+            ``'1'`` are two units; :mod:`dpdbscan.files.unitids`). The release
             then protects each unit with all its rows (person-level), after
             bounding its contribution
             (``max_cells_per_unit``, ``max_points_per_cell``). With the Dask
@@ -449,7 +449,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         is spent: the margin, the noise of one neighbourhood estimate, the
         smallest neighbourhood count a core sub-cell needs, and a sentence on
         which cluster densities are detectable (a
-        :class:`dpdbscan.plan.forecast.Forecast`).
+        :class:`dpdbscan.plan.outlook.Forecast`).
 
         Public inputs only: ``bounds`` are required, and ``n_expected`` is
         your own guess of the number of points (the library never measures

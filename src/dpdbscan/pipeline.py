@@ -29,19 +29,19 @@ from .model.build import model_of
 from .model.describe import swamped_min_samples
 from .model.guarantee import unit_noun
 from .model.record import SpanModel
+from .model.words import words_of
+from .params.specs import ReleaseSpec, SpanSpec
 from .plan.autoplan import Plan, place_candidates, place_extent
-from .plan.forecast import forecast
+from .plan.outlook import forecast
 from .plan.resolve import Resolved, resolve
-from .post import auto, levels
-from .post.coretests import core_test
-from .post.spans import build_spans
+from .post import auto, levelsearch
+from .post.coretests import build_spans, core_test
 from .progress import stage
 from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
 from .release.bounding import count_distinct_units, factorize
 from .release.mechanism import release_choosing, release_histogram
-from .spec.specs import ReleaseSpec, SpanSpec
 from .traces import Events, event_rows, group_codes, take_rows
 
 #: A delta within this factor of one over the number of units is "not far
@@ -167,7 +167,10 @@ def fit(
     # public parameters and the release only (post-processing): safe to say
     released = model.histogram if model.histogram is not None else hist  # at the spans' eps
     noun = unit_noun(model)
-    note = core_test(model.spec.core).utility_note(released, model.spans, model.spec, fc.noise_std, noun)
+    problems = core_test(model.spec.core).problems(released, model.spans, model.spec)
+    note = words_of(model.spec.core).utility_note(
+        released, model.spans, model.spec, problems, fc.noise_std, noun
+    )
     flat = swamped_min_samples(model)
     if note and flat is not None:
         note += (
@@ -226,7 +229,7 @@ def _auto_model(
     hist: NoisyHistogram, r: Resolved, plan: Plan, p: Mapping[str, Any], metadata: dict
 ) -> SpanModel:
     """The spans chosen from the release (post-processing): each cluster at
-    its own level (``selection="levels"``, :mod:`dpdbscan.post.levels`) or
+    its own level (``selection="levels"``, :mod:`dpdbscan.post.levelsearch`) or
     one flat cut at a chosen (eps, MinPts) (``"flat"``, :mod:`dpdbscan.post.auto`).
     The tree of levels is over MinPts: with a fixed MinPts, or a core test
     other than the density test, the choice is the flat cut.
@@ -243,19 +246,19 @@ def _auto_model(
     plan = replace(plan, eps=place_candidates(plan.eps, extent))
     spec: SpanSpec = replace(r.spans, beta=r.spans.beta / len(plan.eps))
     chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
-    sel: levels.LevelSpans | None = None
+    sel: levelsearch.LevelSpans | None = None
     if p["selection"] == "levels" and plan.min_samples is None and spec.core == "density":
-        sel = levels.select_levels(hist, spec, plan.eps, max_extent=extent)
-        ladder = levels.ladder(hist)
+        sel = levelsearch.select_levels(hist, spec, plan.eps, max_extent=extent)
+        ladder = levelsearch.ladder(hist)
         alpha = sel.alpha
         m = min((s.min_samples for s in sel.spans), default=ladder[0])
         record = {
-            "criterion": levels.CRITERION,
+            "criterion": levelsearch.CRITERION,
             "selection": "levels",
             "score": float(sel.tree.score),
             "clusters": sel.n_spans,
             "min_samples_candidates": ladder,
-            **levels.record(sel),
+            **levelsearch.record(sel),
         }
         if extent is not None:
             record["max_extent"] = float(extent)

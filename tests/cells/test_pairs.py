@@ -13,8 +13,8 @@ from dpdbscan.cells import pairs as pairs_module
 from dpdbscan.cells.grid import Grid, neighbour_offsets, offset_runs, sorted_runs
 from dpdbscan.cells.pairs import bucket_half, chebyshev_pairs, forced
 from dpdbscan.model.predict import border_labels
-from dpdbscan.post.coretests.density import sums as density_sums
-from dpdbscan.post.coretests.density.sums import _sparse_run_sums
+from dpdbscan.post.coretests.density import weightedsums as density_sums
+from dpdbscan.post.coretests.density.weightedsums import _sparse_run_sums
 from dpdbscan.post.coretests.density.weights import ball_weights
 from dpdbscan.post.sums import sparse_neighbour_sums
 

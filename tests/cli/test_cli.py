@@ -1156,7 +1156,7 @@ def test_too_many_dimensions_are_refused_before_spending(capsys, tmp_path):
         "--out-dir",
         tmp_path,
     )
-    assert rc == 2 and "d=10" in err and "no budget is spent" in err
+    assert rc == 2 and "d=10" in err and "nothing is released" in err
     assert not (tmp_path / "ten.spans.json").exists()
 
 
@@ -1420,7 +1420,7 @@ def test_eps_as_large_as_the_box_is_refused_before_spending(capsys, tmp_path):
         "--out-dir",
         tmp_path / "o",
     )
-    assert rc == 2 and "at least the public box's longest side" in err and "no budget is spent" in err
+    assert rc == 2 and "at least the public box's longest side" in err and "nothing is released" in err
     assert not (tmp_path / "o").exists()
     assert len(err.strip().splitlines()) == 1
 

@@ -312,3 +312,33 @@ def test_bounds_are_required(capsys, box_csv):
 def test_quiet_prints_nothing(capsys, box_csv):
     rc, out, err = run(capsys, "check", box_csv, "--header", "--bounds", "0", "10", "--quiet")
     assert (rc, out, err) == (0, "", "")
+
+
+def test_person_level_check_speaks_in_units_and_metres(capsys, geo_csv):
+    """At person level the forecast is measured against the bounded
+    unit-cell contributions, not "points", and its table and sentence give
+    lengths on the ground (m), not bare km."""
+    path, _ = geo_csv
+    rc, _, err = run(
+        capsys,
+        "check",
+        path,
+        "--header",
+        "--geo",
+        "--bounds",
+        *SF,
+        "--eps",
+        "20m",
+        "--min-samples",
+        "10",
+        "--unit",
+        "id",
+        "--max-cells-per-unit",
+        "5",
+        "--delta",
+        "1e-6",
+    )
+    assert rc == 0, err
+    assert "unit-cell contributions the bounded counts hold" in line_of(err, "forecast")
+    sentence = next(ln for ln in lines(err) if "Person-level: each unit adds to at most 5 cells" in ln)
+    assert "At eps 20 m (cells of 14.1 m)" in sentence

@@ -129,7 +129,7 @@ MISTAKES = [
     (
         "too many columns for any core test",
         "fit {wide} --eps 0.5 --min-samples 5 --bounds 0 1 --out-dir {out}",
-        "no budget is spent",
+        "nothing is released",
     ),
     (
         "--png on 3-D data",

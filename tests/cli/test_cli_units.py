@@ -440,7 +440,9 @@ def test_check_describes_the_units(capsys, tmp_path):
     assert f"{30 / 40:.0%} of the units have more than k cells" in bound
     assert f"the bounded counts add up to {kept:.1%}" in bound
     n = sum(min(u + 1, 10) for u in range(40))
-    assert f"measured against the about {n:,} points the bounded counts hold" in _private(err, "forecast")
+    assert f"measured against the about {n:,} unit-cell contributions the bounded counts hold" in _private(
+        err, "forecast"
+    )
 
 
 def test_check_without_k_shows_the_quartiles_and_no_forecast(capsys, tmp_path, data):

@@ -1,4 +1,4 @@
-"""How privacy unit ids are read (dpdbscan.files.units).
+"""How privacy unit ids are read (dpdbscan.files.unitids).
 
 Each id is read on its own, by its own type and value, never through a type
 chosen from the other ids: adding one id to the input never changes how any
@@ -29,10 +29,10 @@ from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
 from dpdbscan.exceptions import UtilityWarning
 from dpdbscan.files.reader import read_input
-from dpdbscan.files.units import read_units
+from dpdbscan.files.unitids import read_units
+from dpdbscan.params.specs import UnitBound
 from dpdbscan.release.bounding import BoundingKey, count_units, factorize
 from dpdbscan.release.samplers.integers import SeededSource
-from dpdbscan.spec.specs import UnitBound
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpdbscan.exceptions.InsecureRandomnessWarning")
 

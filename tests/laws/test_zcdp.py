@@ -18,7 +18,7 @@ import pytest
 from dpdbscan.exceptions import BudgetExceeded
 from dpdbscan.laws import zcdp
 from dpdbscan.release.accountant import BudgetAccountant
-from dpdbscan.release.histograms.noise import DiscreteGaussian
+from dpdbscan.release.histograms.countnoise import DiscreteGaussian
 
 RHOS = [1e-4, 1e-3, 0.01, 1 / 32, 0.1, 0.5, 1.0, 5.0]
 DELTAS = [1e-1, 1e-3, 1e-6, 1e-9, 1e-12]

@@ -12,7 +12,7 @@ from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
 from dpdbscan.model import describe, finest_eps, guarantee, save_model, summary, with_params
 from dpdbscan.post.ladder import Partition, agreement
-from dpdbscan.render import explore as E
+from dpdbscan.render import explorepanels as E
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

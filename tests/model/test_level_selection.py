@@ -16,8 +16,9 @@ import pytest
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
 from dpdbscan.model import describe, guarantee, load_model, save_model, summary, with_params
-from dpdbscan.post import auto, levels
-from dpdbscan.render import explore as E
+from dpdbscan.post import auto
+from dpdbscan.post import levelsearch as levels
+from dpdbscan.render import explorepanels as E
 
 from levelpoints import BOX, bridged_blobs
 

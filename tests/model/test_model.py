@@ -180,8 +180,8 @@ def test_border_labels_points_near_span_cells():
     cells = np.array([[5, 5], [9, 5]])
     keys = g.encode(cells)
     from dpdbscan.model.record import SpanModel as SM
+    from dpdbscan.params.specs import ReleaseInfo, SpanSpec
     from dpdbscan.post.coretests import Spans
-    from dpdbscan.spec.specs import ReleaseInfo, SpanSpec
 
     def bound_model(border):
         spans = Spans(g, keys, np.array([0, 1]), 1.0, 1.0, 2.0, 7.0, 9, g.n_cells, 7.0, None)
@@ -225,7 +225,7 @@ def test_reported_guarantee_recomputes_gamma(kw):
     guarantee() reported 21 and |X|. Now Gamma recomputed from what
     guarantee() reports equals the Gamma that was used."""
     from dpdbscan import DPDBSCAN
-    from dpdbscan.post.coretests.bound.margins import margins
+    from dpdbscan.post.coretests.bound.boundmargin import margins
 
     params = {**dict(eps=0.05, min_samples=5, bounds=(0, 1), random_state=0), **kw}
     m = DPDBSCAN(**params).fit(np.random.default_rng(0).random((300, 2))).spans_

@@ -115,7 +115,7 @@ def test_the_warning_counts_cabs_and_says_min_samples_is_swamped(trips, capsys):
 
 def test_explore_s_default_min_samples_start_above_the_swamp(trips, tmp_path, capsys):
     from dpdbscan.model import save_model
-    from dpdbscan.render.explore import default_grid
+    from dpdbscan.render.explorepanels import default_grid
 
     model = _fit(trips, 5)
     flat = swamped_min_samples(model)

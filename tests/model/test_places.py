@@ -1,5 +1,5 @@
 """The automatic mode in geographic mode finds places (dpdbscan.plan.autoplan's
-place prior, dpdbscan.post.levels' largest extent): spans at most a kilometre
+place prior, dpdbscan.post.levelsearch' largest extent): spans at most a kilometre
 across, eps candidates up to half of that, a too-large cluster replaced by the
 places inside it, and the summary saying so. Elsewhere the mode is unchanged."""
 
@@ -14,7 +14,7 @@ from dpdbscan import DPDBSCAN, fit_lonlat, predict_lonlat
 from dpdbscan.geometry.projection import Equirectangular
 from dpdbscan.model import summary
 from dpdbscan.plan import autoplan
-from dpdbscan.post import levels
+from dpdbscan.post import levelsearch as levels
 from dpdbscan.post.partition import Partition
 
 BOUNDS = (-122.50, 37.70, -122.40, 37.80)  # about 8.8 x 11.1 km

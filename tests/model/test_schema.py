@@ -4,7 +4,7 @@ Every kind of model the library saves must match the schema (and load, and
 match again once re-saved); files broken by hand (a wrong type, a missing
 field, a value out of range) must be refused by the schema and by the loader
 alike. The schema's ranges are the parameter table's
-(:data:`dpdbscan.spec.parameters.PARAMETERS`). Where the schema and the loader
+(:data:`dpdbscan.params.parameters.PARAMETERS`). Where the schema and the loader
 disagree today, the tests below say so case by case.
 """
 
@@ -24,8 +24,8 @@ from jsonschema import Draft202012Validator
 from dpdbscan import DPDBSCAN
 from dpdbscan.estimator import fit_lonlat
 from dpdbscan.model import load_model, model_from_dict, save_model, to_json, with_params
+from dpdbscan.params.parameters import PARAMETERS, Integer, Options, Real
 from dpdbscan.post.coretests import CORE_TESTS
-from dpdbscan.spec.parameters import PARAMETERS, Integer, Options, Real
 
 from spanmodels import hand_model
 

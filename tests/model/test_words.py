@@ -13,7 +13,7 @@ import pytest
 
 from dpdbscan import DPDBSCAN, fit_lonlat
 from dpdbscan.model import guarantee, save_model, summary
-from dpdbscan.post.coretests.base import within_words
+from dpdbscan.model.coretestwords import within_words
 
 from clirun import blob_points, run
 
@@ -184,3 +184,15 @@ def test_forecast_lines_are_sentences(capsys):
     assert "(the largest m(q); margin=1 sigma with the empty-space guard)" in rows["margin"]
     assert "(min_samples=1000 plus the margin)" in rows["threshold"]
     assert not [old for old in ("|X|=", "std 2.93", "eps-neighbourhood count >=") if old in out], out
+
+
+def test_every_core_test_has_its_words():
+    """The core tests compute, the model states: one entry of words per test
+    of the registry, under the same name."""
+    from dpdbscan.model.words import WORDS, words_of
+    from dpdbscan.post.coretests import CORE_TESTS
+
+    assert sorted(WORDS) == sorted(CORE_TESTS)
+    assert all(words_of(name).name == name for name in CORE_TESTS)
+    with pytest.raises(ValueError, match="core must be one of"):
+        words_of("nope")

@@ -12,10 +12,10 @@ import pytest
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
 from dpdbscan.model import describe, guarantee, load_model, save_model, summary, with_params
+from dpdbscan.params.parameters import PARAMETERS
 from dpdbscan.plan import autoplan
 from dpdbscan.post import auto
 from dpdbscan.post.ladder import Partition
-from dpdbscan.spec.parameters import PARAMETERS
 
 MAX_CELLS = PARAMETERS["max_cells"].default
 

@@ -193,7 +193,7 @@ def test_cli_forecast_refuses_bad_input(capsys, argv, match):
 
 
 def test_fit_cost_follows_the_benchmarks_lines():
-    from dpdbscan.plan.forecast import fit_cost
+    from dpdbscan.plan.outlook import fit_cost
 
     # 2-D, dense: 45 ns and 16 B per point, plus 0.18 s and 120 MB per 4.4M cells
     fc = DPDBSCAN(eps=0.05, min_samples=20, bounds=(0, 1)).forecast(1e6, n_features=2)

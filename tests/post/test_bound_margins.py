@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpdbscan.post.coretests.bound import margins as bounds
+from dpdbscan.post.coretests.bound import boundmargin as bounds
 from dpdbscan.release.histograms import ContinuousLaplace, DiscreteLaplace
 from dpdbscan.release.samplers.integers import SeededSource
 

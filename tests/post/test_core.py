@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from dpdbscan.cells.grid import Grid
-from dpdbscan.post.coretests.bound import core
+from dpdbscan.post.coretests.bound import corecells as core
 from dpdbscan.post.sums import dense_neighbour_sums
 
 from releases import make_histogram
@@ -63,7 +63,7 @@ def test_sum_threshold_rules():
 
 def _core_subcells_reference(hist, threshold, layout):
     """The per-position loop over the whole universe (before the speed-up)."""
-    from dpdbscan.post.coretests.bound import core
+    from dpdbscan.post.coretests.bound import corecells as core
 
     keys, sums = [], []
     for pos, offsets in layout.positions:
@@ -91,7 +91,7 @@ def _core_subcells_reference(hist, threshold, layout):
 @pytest.mark.parametrize("k", [2, 3])
 def test_subcell_core_cells_match_full_evaluation(d, kind, k):
     from dpdbscan.cells.subcells import SubcellLayout
-    from dpdbscan.post.coretests.bound import core
+    from dpdbscan.post.coretests.bound import corecells as core
 
     rng = np.random.default_rng(d * 10 + k)
     g = Grid(np.zeros(d), np.full(d, 1.0), {1: 0.01, 2: 0.04, 3: 0.2}[d])
@@ -121,7 +121,7 @@ def test_subcell_core_cells_match_full_evaluation(d, kind, k):
 def test_dense_core_cells_from_candidates_match_full_sums(d, kind):
     """k = 1 on a dense histogram: candidates around heavy cells give exactly
     the cells and sums of the full evaluation."""
-    from dpdbscan.post.coretests.bound import core
+    from dpdbscan.post.coretests.bound import corecells as core
     from dpdbscan.post.sums import dense_candidates, dense_neighbour_sums
 
     rng = np.random.default_rng(40 + d)

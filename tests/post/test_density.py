@@ -590,7 +590,7 @@ def test_density_margins_are_stable_at_extreme_epsilon(noise, epsilon):
 @pytest.mark.parametrize("integer", [True, False])
 def test_cube_sums_are_the_mass_of_each_cube_and_bound_the_neighbourhood(d, integer):
     from dpdbscan.cells.histogram import NoisyHistogram
-    from dpdbscan.post.coretests.density.core import _cube_sums
+    from dpdbscan.post.coretests.density.coresubcells import _cube_sums
     from dpdbscan.post.sums import sparse_neighbour_sums
 
     rng = np.random.default_rng(d + 10 * integer)
@@ -624,7 +624,7 @@ def test_cube_sums_are_the_mass_of_each_cube_and_bound_the_neighbourhood(d, inte
 
 @pytest.mark.parametrize("d,k", [(2, 2), (3, 1), (4, 1)])
 def test_density_field_is_the_same_with_or_without_the_cube_bound(d, k, monkeypatch):
-    from dpdbscan.post.coretests.density import core as dcore
+    from dpdbscan.post.coretests.density import coresubcells as dcore
 
     rng = np.random.default_rng(d)
     c = rng.uniform(0.3, 0.7, (3, d))

@@ -158,7 +158,7 @@ def test_each_place_s_probability_bounds_the_noise_above_its_margin(noise, scale
     the tail is no larger than p, and the next lower level must not hold
     too (p is the smallest stated level that holds, rounded up, not an
     arbitrarily loose one)."""
-    from dpdbscan.post.coretests.density.margins import PLACE_LEVELS, margin, place_tail
+    from dpdbscan.post.coretests.density.densitymargin import PLACE_LEVELS, margin, place_tail
 
     weights = ball_weights(2, 4.0, 2)
     m = margin(1.0, weights, noise, scale, 0.1, 3249, min_samples=10)
@@ -189,7 +189,7 @@ def test_what_a_place_needs_holds_at_beta(min_samples):
     sub-position: drawn noise, one-sided Clopper-Pearson at 1e-6. Where the
     guard sets the threshold M is far above MinPts; at a large MinPts it is
     about MinPts (one sigma of margin against the 0.9 quantile)."""
-    from dpdbscan.post.coretests.density.margins import margin, place_count
+    from dpdbscan.post.coretests.density.densitymargin import margin, place_count
 
     weights = ball_weights(2, 4.0, 2)
     m = margin(1.0, weights, "discrete", 1.0, 0.1, 3249, min_samples=min_samples)

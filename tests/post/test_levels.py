@@ -1,4 +1,4 @@
-"""Clusters at their own level (issue 21, dpdbscan.post.levels): the
+"""Clusters at their own level (issue 21, dpdbscan.post.levelsearch): the
 condensed tree over a MinPts ladder, the excess-of-mass selection, the
 choice of eps, spans taken at their own level and what each is guaranteed
 to be. The automatic mode's use of it: tests/model/test_level_selection.py."""
@@ -12,11 +12,11 @@ import pytest
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.model.predict import predict_spans, span_regions
-from dpdbscan.post import levels
-from dpdbscan.post.coretests.density.test import density_guarantee
+from dpdbscan.params.specs import SpanSpec
+from dpdbscan.post import levelsearch as levels
+from dpdbscan.post.coretests import build_spans
+from dpdbscan.post.coretests.density.densitytest import density_guarantee
 from dpdbscan.post.partition import Partition
-from dpdbscan.post.spans import build_spans
-from dpdbscan.spec.specs import SpanSpec
 
 from levelpoints import BOX, bridged_blobs
 from releases import library, release_histogram

@@ -19,11 +19,11 @@ from dpdbscan import DPDBSCAN, ZCDPAccountant, load_model, save_model
 from dpdbscan.cells.grid import Grid
 from dpdbscan.exceptions import UtilityWarning
 from dpdbscan.laws import zcdp
+from dpdbscan.params.specs import UnitBound
 from dpdbscan.release.accountant import BudgetAccountant
 from dpdbscan.release.bounding import BoundingKey, bounded_counts, factorize, kept_pairs, pairs_of
 from dpdbscan.release.samplers.integers import SeededSource
 from dpdbscan.release.samplers.philox import philox4x32
-from dpdbscan.spec.specs import UnitBound
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpdbscan.exceptions.InsecureRandomnessWarning")
 

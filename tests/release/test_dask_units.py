@@ -26,7 +26,8 @@ import distributed  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dpdbscan import DPDBSCAN, Grid  # noqa: E402
-from dpdbscan.files.units import read_units  # noqa: E402
+from dpdbscan.files.unitids import read_units  # noqa: E402
+from dpdbscan.params.specs import UnitBound  # noqa: E402
 from dpdbscan.release.backends import NumpyBackend  # noqa: E402
 from dpdbscan.release.backends.dask_backend import (  # noqa: E402
     DaskBackend,
@@ -35,7 +36,6 @@ from dpdbscan.release.backends.dask_backend import (  # noqa: E402
 )
 from dpdbscan.release.bounding import BoundingKey, count_units, count_units_choosing, unit_words  # noqa: E402
 from dpdbscan.release.samplers.integers import SeededSource  # noqa: E402
-from dpdbscan.spec.specs import UnitBound  # noqa: E402
 
 from test_dask import EPS  # noqa: E402
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from dpdbscan.cells.grid import Grid
+from dpdbscan.params.specs import UnitBound
 from dpdbscan.release import bounding
 from dpdbscan.release.bounding import BoundingKey, bound_parts, count_units, pairs_of
 from dpdbscan.release.engine import LocalEngine, merge_counts
-from dpdbscan.spec.specs import UnitBound
 
 GRID = Grid(np.zeros(2), np.full(2, 10.0), 0.5, 4.0)
 BOUND = UnitBound(max_cells_per_unit=3, max_points_per_cell=2)

@@ -1,7 +1,7 @@
 """The exact discrete Gaussian: sampler, tail sampler, the float law, the
 exact tail probability of the sparse histogram's skipping, and the noise
 class (``dpdbscan.release.samplers.gaussian``, ``_gaussian_law``, ``_gaussian_tail``,
-``histograms.noise.DiscreteGaussian``).
+``histograms.countnoise.DiscreteGaussian``).
 
 False-failure rate: every statistical check is :func:`stats.assert_fits`
 (exact binomial bounds on every bin and a chi-square test) or one exact
@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpdbscan.laws import gaussian as law
-from dpdbscan.release.histograms import noise as noise_mod
-from dpdbscan.release.histograms.noise import DiscreteGaussian
+from dpdbscan.laws import discretegaussian as law
+from dpdbscan.release.histograms import countnoise as noise_mod
+from dpdbscan.release.histograms.countnoise import DiscreteGaussian
 from dpdbscan.release.samplers import gaussian as G
 from dpdbscan.release.samplers import skipping as B
 from dpdbscan.release.samplers.gaussian_tail import GaussianTailProbability, tail_interval
@@ -443,7 +443,7 @@ def test_noises_are_built_from_the_release_spec():
     """The noise of a release comes from its NoiseSpec: sigma^2 for the
     Gaussian, epsilon over the L1 sensitivity for Laplace; exact counts
     ("none") cannot be asked for."""
-    from dpdbscan.spec.specs import NoiseSpec
+    from dpdbscan.params.specs import NoiseSpec
 
     g = noise_mod.noise_of(NoiseSpec("gaussian", 1.0, 1e-6, 2.5, 0.2, 1.0, 1.0))
     assert isinstance(g, DiscreteGaussian) and g.sigma2 == 2.5

@@ -5,8 +5,8 @@ import pytest
 from scipy import stats
 
 from dpdbscan.cells.grid import Grid
-from dpdbscan.plan.histogram import default_theta, stability_theta
-from dpdbscan.post.coretests.bound.margins import gamma, gamma_laplace, tau
+from dpdbscan.plan.histogramchoice import default_theta, stability_theta
+from dpdbscan.post.coretests.bound.boundmargin import gamma, gamma_laplace, tau
 from dpdbscan.release.backends.numpy_backend import NumpyBackend
 from dpdbscan.release.bounding import run_length
 from dpdbscan.release.histograms import (
@@ -148,7 +148,7 @@ def test_gaussian_margins_are_valid_and_tighter_than_subgaussian(sigma2):
     """Issue 20: the bound test's two-sided margin for discrete Gaussian
     noise (Chernoff with its exact MGF) is below the subgaussian union
     bound, holds on draws, and is not vacuous."""
-    from dpdbscan.post.coretests.bound.margins import gamma_chernoff, gamma_subgaussian, margins
+    from dpdbscan.post.coretests.bound.boundmargin import gamma_chernoff, gamma_subgaussian, margins
     from dpdbscan.release.histograms import DiscreteGaussian
 
     for kappa, n_events in [(15, 1), (21, 1849), (117, 10**8)]:
@@ -173,7 +173,7 @@ def test_gaussian_margins_are_valid_and_tighter_than_subgaussian(sigma2):
 
 @pytest.mark.parametrize("noise", ["discrete", "laplace"])
 def test_chernoff_margin_is_valid_and_tighter(noise):
-    from dpdbscan.post.coretests.bound.margins import gamma_chernoff
+    from dpdbscan.post.coretests.bound.boundmargin import gamma_chernoff
 
     for kappa, n_events in [(15, 1), (21, 1849), (117, 10**8)]:
         assert gamma_chernoff(noise, 1.0, kappa, n_events, 0.1) < gamma_laplace(1.0, kappa, n_events, 0.1)
@@ -231,7 +231,8 @@ def test_stability_with_gaussian_noise_splits_delta():
 
     from dpdbscan import DPDBSCAN
     from dpdbscan.exceptions import UtilityWarning
-    from dpdbscan.laws import gaussian, zcdp
+    from dpdbscan.laws import discretegaussian as gaussian
+    from dpdbscan.laws import zcdp
 
     k, m, eps, delta = 4, 2, 1.0, 1e-6
     rng = np.random.default_rng(0)

@@ -348,7 +348,7 @@ def test_a_backend_must_choose_exactly_once():
 def test_the_utility_note_quotes_the_chosen_k_s_noise():
     """The note after a fit quotes one estimate's noise at the k chosen, not
     at the stand-in release (the largest candidate) planned before it."""
-    from dpdbscan.plan.forecast import forecast
+    from dpdbscan.plan.outlook import forecast
 
     X, units = crowd()
     with pytest.warns(UtilityWarning, match="standard deviation") as caught:

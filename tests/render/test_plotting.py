@@ -8,7 +8,7 @@ from dpdbscan.geometry.outlines import cells_to_polygons  # noqa: E402
 from dpdbscan.geometry.projection import Equirectangular  # noqa: E402
 from dpdbscan.model import model_from_dict, model_to_dict  # noqa: E402
 from dpdbscan.model.stats import span_stats  # noqa: E402
-from dpdbscan.post.coretests.bound.core import neighbour_sums  # noqa: E402
+from dpdbscan.post.coretests.bound.corecells import neighbour_sums  # noqa: E402
 from dpdbscan.render import mapstyle, plotting  # noqa: E402
 
 from releases import span_region  # noqa: E402
@@ -453,7 +453,7 @@ def test_a_span_has_one_colour_in_every_picture_and_the_map():
     from matplotlib.colors import to_rgb
 
     from dpdbscan.model.stats import span_stats
-    from dpdbscan.render import explore as E
+    from dpdbscan.render import explorepanels as E
     from dpdbscan.render.webmap import map_html
 
     rng = np.random.default_rng(3)
@@ -520,3 +520,21 @@ def test_labels_without_a_model_are_never_grey():
     (pts,) = [c for c in ax.collections if c.get_gid() == "labelled"]
     assert not any(_is_grey(c[:3]) for c in pts.get_facecolor())
     _close(ax)
+
+
+def test_the_background_import_leaves_pyplot_and_its_styles_alone():
+    """``fit --png`` imports matplotlib on a thread while the fit runs; the
+    thread must not import pyplot, whose style library is read under a
+    process-wide ``warnings.catch_warnings(record=True)`` that swallowed a
+    warning the fit gave meanwhile (seen re-logged as "In
+    .../petroff8.mplstyle: ..."). Checked in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from dpdbscan.render import plotting; plotting.preload(); "
+        "print('matplotlib.figure' in sys.modules, 'matplotlib.style' in sys.modules, "
+        "'matplotlib.pyplot' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False", "False"]

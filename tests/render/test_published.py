@@ -81,6 +81,9 @@ def test_the_png_title_says_who_is_protected(person_level):
     model = load_model(person_level / "trips.spans.json")
     ax = plot_model(model, kind="spans")
     title = ax.get_title()
+    lines = title.split("\n")
+    assert max(map(len, lines)) <= 110  # wrapped: a long line would be cut at the figure's edge
+    title = " ".join(lines)
     k, m = model.release.units.max_cells_per_unit, model.release.units.max_points_per_cell
     assert f"person-level: each cab is protected (k={k} cells and m={m} point" in title
     assert "epsilon=1, delta=1e-06" in title and "rho=" in title
@@ -150,3 +153,26 @@ def test_the_histogram_pictures_say_who_is_protected_too(person_level, kind):
     ax = plot_model(load_model(person_level / "trips.spans.json"), kind=kind)
     assert "\nperson-level: each cab is protected (k=" in ax.get_title()
     plt.close(ax.figure)
+
+
+def test_published_files_say_what_each_unit_contributed():
+    """A release of each unit's stops (or trip ends) says so where it is
+    published: the GeoJSON's ``counted``, the title and the map's legend;
+    one of the rows says so too. The GeoJSON states alpha's units."""
+    from dpdbscan.model.describe import counted_brief, protection_fields
+    from dpdbscan.traces import Stops, TripEnds
+
+    m = hand_model([square(4, 4, 4)], shape=(12, 12), width=0.05, geo=True)
+    props = geojson(m)["properties"]
+    assert props["counted"] == "each row counted"
+    assert props["alpha_units"].startswith("km on the ground")
+    m.metadata["events"] = {**Stops(0.1, "5min").record(), "time_column": "time"}
+    assert "stops, not its rows" in protection_fields(m)["counted"]
+    assert "within 100 m of their first point for at least 5 min" in geojson(m)["properties"]["counted"]
+    km = lambda v: f"{v:g} km"  # noqa: E731
+    assert counted_brief(m.metadata["events"], "cab", km) == "the stops of each cab (0.1 km, 5 min)"
+    ends = {**TripEnds("pickup").record(), "time_column": "time"}
+    assert counted_brief(ends, "cab", km) == "the pick-ups of each cab"
+    assert counted_brief(None, "cab", km) is None
+    plain = hand_model([square(2, 2, 3)], shape=(10, 10))
+    assert geojson(plain)["properties"]["alpha_units"] == "the data's own units"

@@ -82,8 +82,8 @@ def test_the_interval_holds_its_level():
 
 
 def test_plan_splits_the_lifetime_budget():
+    from dpdbscan.params.parameters import validate
     from dpdbscan.series import plan_series
-    from dpdbscan.spec.parameters import validate
     from dpdbscan.traces.periods import Periods
 
     p = validate(dict(eps=0.5, min_samples=20, epsilon=1.0, delta=1e-6, max_cells_per_unit=4))
@@ -106,8 +106,8 @@ def test_plan_splits_the_lifetime_budget():
 
 
 def test_plan_with_the_stability_histogram_splits_by_basic_composition():
+    from dpdbscan.params.parameters import validate
     from dpdbscan.series import plan_series
-    from dpdbscan.spec.parameters import validate
     from dpdbscan.traces.periods import Periods
 
     p = validate(dict(eps=0.5, min_samples=20, epsilon=1.0, delta=1e-6, max_cells_per_unit=4,

@@ -23,13 +23,13 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..geometry import projection
-from ..plan.forecast import fit_cost
+from ..plan.outlook import fit_cost
 from ..plan.resolve import forecast_of
 from ..prepare import Points, split_bounds
 from ..prepare.clipping import clipping_counts, outside_hint, rows_all
 from ..prepare.door import apply_transforms, read_file, say_read
 from ..release.bounding import BoundingKey, factorize, pairs_of
-from .common import EXIT_OK, ArgTarget, Notes, WarningSink
+from .common import EXIT_OK, ArgTarget, Notes, WarningSink, table_formats
 from .fit import FitOptions, check_fit_params
 from .options import (
     add_dbscan_options,
@@ -116,12 +116,16 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
         # a person-level release counts the bounded contributions, not the rows
         n = int(round(bounded))
         fc = forecast_of(p, pts.lower, pts.upper, n_points=n, units=True)
-        against = f"the about {n:,} points the bounded counts hold"
+        against = (
+            f"the about {n:,} unit-cell contributions the bounded counts hold (each unit in at most "
+            f"k cells, at most m points in each)"
+        )
     notes(
         f"forecast  : eps={length(fc.eps)}, min_samples={fc.min_samples:g}, epsilon={fc.epsilon:g}, "
         f"measured against {against} (no budget spent, nothing released)"
     )
-    for line in fc.lines(n_name="n"):
+    short, volume = table_formats(opts.geo, pts.X.shape[1])
+    for line in fc.lines(n_name="n", length=short, volume=volume):
         notes(line)
     notes(f"fit       : reading took {read_seconds:.2g} s here; the fit after it " + fit_cost(fc, n).line())
     sink.flush()

@@ -329,3 +329,14 @@ def points_for(
             f"model has {model.grid.d}; choose them with --columns"
         )
     return (X if proj is None else proj.forward(X)), X, names
+
+
+def table_formats(geo: bool, d: int) -> tuple[Callable[[float], str], Callable[[float], str]]:
+    """A length (3 significant digits; m or km with --geo) and a cell volume
+    (km² with --geo) for the person-level table."""
+    if geo:
+        return (
+            lambda km: f"{km * 1000:.3g} m" if km < 1 else f"{km:.3g} km",
+            lambda a: f"{a:.3g} km²",
+        )
+    return (lambda v: f"{v:.3g}", lambda a: f"{a:.3g} (units^{d})" if d != 1 else f"{a:.3g}")

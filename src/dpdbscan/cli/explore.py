@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from ..geometry import projection
+from ..params.parameters import check_param
 from ..prepare import read_length
-from ..render import explore as _explore
-from ..spec.parameters import check_param
+from ..render import explorepanels as _explore
 from .common import EXIT_OK, EXIT_PARTIAL, ArgTarget, WarningSink, atomic_write, check_writable, one_line
 from .common import read_model as load_model
 

@@ -25,6 +25,8 @@ from ..exceptions import InsecureRandomnessWarning
 from ..files import ReadOptions
 from ..geometry import projection
 from ..model import summary as model_summary
+from ..params.parameters import check_param, check_units
+from ..params.validation import standardised_note
 from ..pipeline import events_of, events_rows
 from ..pipeline import fit as fit_release
 from ..plan.resolve import check_scale, validated
@@ -33,8 +35,6 @@ from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..render import plotting
 from ..series import SeriesPlan, fit_series
-from ..spec.parameters import check_param, check_units
-from ..spec.validation import standardised_note
 from ..traces import Events, Stops, TripEnds, parse_times, take_rows
 from .common import (
     PRIVATE,
@@ -46,10 +46,10 @@ from .common import (
     read_options_from_args,
     stem,
 )
+from .fitseries import SeriesOptions, check_series, periods_path, write_periods_csv
 from .ledger import charging
 from .maps import picture_options
 from .outputs import Outputs, out_paths, report, write_outputs
-from .series import SeriesOptions, check_series, periods_path, write_periods_csv
 
 if TYPE_CHECKING:
     from ..model.record import SpanModel

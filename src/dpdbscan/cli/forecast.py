@@ -9,11 +9,11 @@ import json
 
 from ..geometry import projection
 from ..model.codec import jsonable
+from ..params.validation import check_positive
 from ..plan.resolve import forecast_of, validated
 from ..prepare import project_box, read_length, split_bounds
-from ..spec.validation import check_positive
 from ..traces import event_words
-from .common import EXIT_OK, ArgTarget, WarningSink, border_value, floats, number_or_text
+from .common import EXIT_OK, ArgTarget, WarningSink, border_value, floats, number_or_text, table_formats
 from .fit import PRIVACY_OPTIONS, events_from_args
 from .options import DEFAULTS, add_unit_options
 
@@ -183,18 +183,7 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
             f"counts  : {event_words(events.record(), length)}; --n-expected is then your guess of "
             "the number of those points"
         )
-    short, volume = _formats(geo, fc.d)
+    short, volume = table_formats(geo, fc.d)
     for line in fc.lines(length=short, volume=volume):
         print(line)
     return EXIT_OK
-
-
-def _formats(geo: bool, d: int):
-    """A length (3 significant digits; m or km with --geo) and a cell volume
-    (km² with --geo) for the person-level table."""
-    if geo:
-        return (
-            lambda km: f"{km * 1000:.3g} m" if km < 1 else f"{km:.3g} km",
-            lambda a: f"{a:.3g} km²",
-        )
-    return (lambda v: f"{v:.3g}", lambda a: f"{a:.3g} (units^{d})" if d != 1 else f"{a:.3g}")

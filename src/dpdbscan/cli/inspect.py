@@ -17,8 +17,8 @@ from ..model import describe, eps_candidates, guarantee
 from ..model.describe import noise_words, protection, swamped_words
 from ..model.guarantee import levels_words, unit_noun
 from ..model.levels import is_levels, level_lines
-from ..post.coretests import core_test
-from ..post.coretests.base import grid_words
+from ..model.words import words_of
+from ..params.paramwords import grid_words
 from ..render import plotting
 from .common import EXIT_OK, Notes, WarningSink, points_for, progress_flag, read_options_from_args
 from .common import read_model as load_model
@@ -101,7 +101,7 @@ def cmd_info(args: argparse.Namespace, sink: WarningSink) -> int:
         print(json.dumps(describe(model), indent=2, allow_nan=False))
         return EXIT_OK
     g, proj = model.grid, projection.projection_of(model)
-    test = core_test(model.spec.core)
+    test = words_of(model.spec.core)
     # The histogram's grid; spans may sit on a finer sub-cell grid.
     hg = model.release.grid
     length = projection.format_km if proj is not None else (lambda v: f"{v:g}")

@@ -22,6 +22,7 @@ from .explore import EXAMPLES as EXPLORE_EXAMPLES
 from .explore import add_arguments as add_explore_arguments
 from .explore import cmd_explore
 from .fit import cmd_fit
+from .fitseries import add_period_options
 from .forecast import EXAMPLES as FORECAST_EXAMPLES
 from .forecast import add_arguments as add_forecast_arguments
 from .forecast import cmd_forecast
@@ -32,7 +33,6 @@ from .maps import EXAMPLES as MAP_EXAMPLES
 from .maps import add_picture_options
 from .maps import register as register_map
 from .options import add_fit_options, add_input_options
-from .series import add_period_options
 from .sweep import cmd_sweep
 
 STREAMS = (

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 
 from ..files import FORMATS
+from ..params.parameters import PARAMETERS
 from ..post.coretests import CORE_TESTS
-from ..spec.parameters import PARAMETERS
 from .common import ArgTarget, number_or_text
 from .maps import add_picture_options
 

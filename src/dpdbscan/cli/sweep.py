@@ -17,8 +17,8 @@ from pathlib import Path
 from ..geometry import projection
 from ..model import finest_eps, with_params
 from ..model.describe import protection
+from ..params.parameters import check_param
 from ..prepare import read_length
-from ..spec.parameters import check_param
 from .common import EXIT_OK, EXIT_PARTIAL, Notes, WarningSink, stem
 from .common import read_model as load_model
 from .fit import FitOptions, check_fit_params, fit_model

@@ -56,7 +56,7 @@ from .layout import (
     skipped_index_columns,
 )
 from .records import BlockCounts, CsvLayout, unit_missing
-from .units import arrow_type_ok
+from .unitids import arrow_type_ok
 
 BlockHook = Callable[[np.ndarray], None]
 
@@ -501,7 +501,7 @@ def _has_parquet_files(path: Path) -> bool:
 def _unit_type_ok(t: Any) -> bool:
     """A Parquet column type that can name units: integers, booleans,
     floats, text or bytes, or a dictionary of them (as in memory,
-    :func:`dpdbscan.files.units.arrow_type_ok`; a column of nulls only is not)."""
+    :func:`dpdbscan.files.unitids.arrow_type_ok`; a column of nulls only is not)."""
     import pyarrow as pa
 
     return arrow_type_ok(t) and not pa.types.is_null(t)

@@ -7,7 +7,7 @@ its ``scale``:
   the epsilon the noise is drawn with);
 * ``"laplace"``: the paper's continuous Laplace Lap(1 / scale);
 * ``"gaussian"``: the discrete Gaussian N_Z(0, sigma^2) with sigma^2 = scale
-  (:mod:`dpdbscan.laws.gaussian`);
+  (:mod:`dpdbscan.laws.discretegaussian`);
 * ``"none"``: exact counts (the oracle tests).
 
 Public mathematics only: nothing here draws noise.
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import gaussian as _gaussian
+from . import discretegaussian as _gaussian
 
 KINDS = ("discrete", "laplace", "gaussian", "none")
 

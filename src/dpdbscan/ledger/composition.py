@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..laws import zcdp
-from ..spec.specs import ReleaseInfo, ReleaseSpec
+from ..params.specs import ReleaseInfo, ReleaseSpec
 
 #: Relative slack of the comparison with the budget: covers the rounding of
 #: decimal inputs (ten releases at epsilon=0.1 fit a budget of 1), nothing more.
@@ -96,8 +96,8 @@ def pure(epsilon: float) -> Cost:
 
 def release_cost(release: ReleaseSpec | ReleaseInfo) -> Cost:
     """The cost of a release, from its public record: the resolved
-    :class:`~dpdbscan.spec.specs.ReleaseSpec` before it is made, or the
-    :class:`~dpdbscan.spec.specs.ReleaseInfo` a model keeps of it after."""
+    :class:`~dpdbscan.params.specs.ReleaseSpec` before it is made, or the
+    :class:`~dpdbscan.params.specs.ReleaseInfo` a model keeps of it after."""
     if isinstance(release, ReleaseSpec):
         epsilon, delta, rho = release.noise.epsilon, release.delta_spent, release.noise.rho
     else:

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cells.histogram import NoisyHistogram
+from ..params.specs import ReleaseInfo, SpanSpec, UnitBound, UnitChoice
 from ..post.coretests import Spans
-from ..spec.specs import ReleaseInfo, SpanSpec, UnitBound, UnitChoice
 from .record import SpanModel
 
 

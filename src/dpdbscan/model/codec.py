@@ -22,9 +22,9 @@ import numpy as np
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..cells.subcells import SubcellLayout
+from ..params.parameters import check_param
+from ..params.specs import ReleaseInfo, SpanSpec, UnitBound, UnitChoice
 from ..post.coretests import Stored, core_test
-from ..spec.parameters import check_param
-from ..spec.specs import ReleaseInfo, SpanSpec, UnitBound, UnitChoice
 from .guarantee import guarantee
 from .record import SpanModel
 

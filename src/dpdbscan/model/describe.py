@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..geometry.projection import format_km, projection_of
-from ..post.coretests import core_test
-from ..post.coretests.base import grid_words, histogram_words
-from ..post.coretests.density.margins import swamped
-from ..post.coretests.density.test import density_margin
+from ..params.paramwords import grid_words, histogram_words
+from ..post.coretests.density.densitymargin import swamped
+from ..post.coretests.density.densitytest import density_margin
 from ..traces import event_words
 from .codec import jsonable, unit_choice_dict
 from .guarantee import eps_candidates, guarantee, unit_noun
 from .levels import is_levels, level_lines
 from .record import SpanModel
+from .words import words_of
 
 # the margin and what it was computed from, in report order
 MARGIN_FIGURES = (
@@ -93,10 +93,26 @@ def protection_brief(model: SpanModel, greek: bool = False) -> str:
     who = model.metadata.get("unit_column") or "unit"
     k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
     zcdp = "" if rel.rho is None else f" ({r}={rel.rho:.3g} zCDP)"
+    counted = counted_brief(model.metadata.get("events"), who, length_of(model))
     return (
         f"person-level: each {who} is protected (k={k:,} cell{'s' if k != 1 else ''} and m={m} "
         f"point{'s' if m != 1 else ''} per cell per {who}); {budget}{zcdp}"
+        + (f"; counted: {counted}" if counted else "")
     )
+
+
+def counted_brief(events: dict | None, who: str, length: Callable[[float], str]) -> str | None:
+    """What each unit contributed when it was not its rows, in a few words
+    for a title or a legend ("the stops of each cab (100 m, 5 min)"); None
+    when the rows themselves were counted."""
+    if not events:
+        return None
+    if events.get("kind") == "stops":
+        return f"the stops of each {who} ({length(events['radius'])}, {events['duration_s'] / 60:g} min)"
+    ends = {"pickup": "pick-ups", "dropoff": "drop-offs"}.get(
+        events.get("ends", ""), "pick-ups and drop-offs"
+    )
+    return f"the {ends} of each {who}"
 
 
 def protection_fields(model: SpanModel) -> dict:
@@ -108,6 +124,7 @@ def protection_fields(model: SpanModel) -> dict:
     return {
         "privacy_level": "event" if units is None else "person",
         "protects": protection(model),
+        "counted": _counted(model),
         "unit_column": None if units is None else model.metadata.get("unit_column"),
         "max_cells_per_unit": None if units is None else units.max_cells_per_unit,
         "max_points_per_cell": None if units is None else units.max_points_per_cell,
@@ -115,6 +132,15 @@ def protection_fields(model: SpanModel) -> dict:
         "delta": rel.delta,
         "zcdp_rho": rel.rho,
     }
+
+
+def _counted(model: SpanModel) -> str:
+    """What one contribution is, for a published file: the rows (event
+    level), each unit's rows, or each unit's stops or trip ends."""
+    events = model.metadata.get("events")
+    if events:
+        return f"counted {event_words(events, length_of(model))}"
+    return "each row counted" if model.release.units is None else "each unit's rows counted"
 
 
 def describe(model: SpanModel) -> dict:
@@ -246,7 +272,7 @@ def summary(model: SpanModel) -> str:
     """The release in a few lines (what ``dpdbscan fit`` prints): each a
     sentence, with the paper's symbols in brackets."""
     g, s, spec, rel = model.grid, model.spans, model.spec, model.release
-    test = core_test(spec.core)
+    test = words_of(spec.core)
     length = length_of(model)
     core = "sub-cell" if spec.subcells > 1 else "cell"
     noun = unit_noun(model)

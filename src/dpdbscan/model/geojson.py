@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..geometry.projection import projection_of
-from ..spec.validation import check_array
+from ..params.validation import check_array
 from .describe import protection_fields
 from .record import SpanModel
 from .stats import is_geographic
@@ -99,6 +99,9 @@ def to_geojson(
         "properties": {
             **protection_fields(model),
             "alpha": grid.alpha,
+            "alpha_units": "km on the ground (the model's local projection)"
+            if geo
+            else "the data's own units",
             "min_samples": model.spec.min_samples,
             **coordinate_fields(model, transform),
             "coordinate_decimals": precision,

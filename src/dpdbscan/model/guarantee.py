@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 
+from ..params.specs import UnitBound
 from ..post.coretests import core_test
-from ..post.coretests.density.test import place_words
-from ..spec.specs import UnitBound
+from .densitywords import place_words
 from .levels import level_guarantees
 from .record import SpanModel
+from .words import words_of
 
 #: Spans whose own statement the guarantee's words list (all are in ``levels``).
 LISTED = 6
@@ -38,6 +39,7 @@ def guarantee(model: SpanModel) -> dict:
     test = core_test(model.spec.core)
     c = eps_candidates(model)
     g = test.guarantee(model.spans, model.spec, model.release, c)
+    g["statement"] = words_of(model.spec.core).statement(g, model.spans, model.spec, model.release, c)
     per_span = level_guarantees(model, c)
     if per_span:
         g["levels"] = per_span

@@ -1,5 +1,5 @@
 """A model whose spans were each taken at their own level of the release's
-density tree (``selection="levels"``, :mod:`dpdbscan.post.levels`): what
+density tree (``selection="levels"``, :mod:`dpdbscan.post.levelsearch`): what
 each span is, what it is guaranteed to be, the words of the summary, and the
 other answer of an unsure choice (for ``explore``).
 
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..post import levels as _levels
+from ..post import levelsearch as _levels
 from ..post.coretests import core_test
 from .record import SpanModel
 from .reparam import remodel
@@ -30,7 +30,7 @@ def is_levels(model: SpanModel) -> bool:
 
 
 def level_guarantees(model: SpanModel, candidates: int) -> list[dict[str, Any]]:
-    """Each span's guarantee at its own level (:func:`dpdbscan.post.levels.level_guarantee`),
+    """Each span's guarantee at its own level (:func:`dpdbscan.post.levelsearch.level_guarantee`),
     with a union over ``candidates`` eps: one dict per span id with ``span``,
     ``eps``, ``min_samples``, ``m_star``, ``within_clusters_at`` and
     ``probability``. Empty for a model that is not a level selection."""

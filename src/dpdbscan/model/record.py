@@ -26,9 +26,9 @@ from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..exceptions import PrivateNoteWarning
 from ..geometry.outlines import Outlines, outlines
+from ..params.specs import ReleaseInfo, SpanSpec
+from ..params.validation import check_array
 from ..post.coretests import Spans, core_test
-from ..spec.specs import ReleaseInfo, SpanSpec
-from ..spec.validation import check_array
 from .predict import (
     degrees_given,
     outside_note,

@@ -7,16 +7,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..params.parameters import check_param
+from ..params.validation import check_min_samples
 from ..post.coretests import core_test
-from ..spec.parameters import check_param
-from ..spec.validation import check_min_samples
 from .build import model_of
 from .record import SpanModel
 
 if TYPE_CHECKING:
     from ..cells.histogram import NoisyHistogram
+    from ..params.specs import SpanSpec
     from ..post.coretests import Spans
-    from ..spec.specs import SpanSpec
 
 
 def finest_eps(model: SpanModel) -> float:

@@ -52,9 +52,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from ..laws import noise as laws
+from ..params.specs import ReleaseSpec, SpanSpec
 from ..post.coretests import Statistic, core_test
 from ..post.coretests.density import weighted_quantile
-from ..spec.specs import ReleaseSpec, SpanSpec
 
 #: The shares of beta tried for the side conditions of a detection (the
 #: density test's occupancy, a truncating release's theta); the sum's

@@ -4,8 +4,8 @@ file is read or any budget is spent.
 :func:`validated` checks a set of parameter values against the table (every
 default comes from there), the rules that tie them together and the core
 test's own rules; :func:`resolve` turns the result and the public box into
-frozen records (:class:`~dpdbscan.spec.specs.ReleaseSpec`,
-:class:`~dpdbscan.spec.specs.SpanSpec`) and, in the automatic mode, its plan.
+frozen records (:class:`~dpdbscan.params.specs.ReleaseSpec`,
+:class:`~dpdbscan.params.specs.SpanSpec`) and, in the automatic mode, its plan.
 The estimator, the command line, the forecast and the experiments all go
 through here, so a parameter means the same everywhere.
 
@@ -29,15 +29,15 @@ from ..cells.grid import MAX_KAPPA, Grid
 from ..exceptions import UtilityWarning
 from ..laws import noise as laws
 from ..laws import zcdp
+from ..params.parameters import check_units, namer, validate
+from ..params.specs import NoiseSpec, ReleaseSpec, Seed, SpanSpec, UnitBound, UnitChoice
 from ..post.auto import MIN_SAMPLES_LOW
 from ..post.coretests import CORE_TESTS, FALLBACK, CoreTest, core_test
-from ..spec.parameters import check_units, namer, validate
-from ..spec.specs import NoiseSpec, ReleaseSpec, Seed, SpanSpec, UnitBound, UnitChoice
 from . import autoplan
 from . import units as unit_plan
 from .detection import unit_forecast
-from .forecast import Forecast, forecast
-from .histogram import choose_kind, sparse_theta, stability_theta
+from .histogramchoice import choose_kind, sparse_theta, stability_theta
+from .outlook import Forecast, forecast
 
 
 def validated(
@@ -172,7 +172,7 @@ def check_scale(eps: float, lower: np.ndarray, upper: np.ndarray, *, cli: bool =
         raise ValueError(
             f"{shown} is at least the public box's longest side ({side:g}, in the same units): "
             "every point would be within eps of the others and the release could not separate "
-            f"clusters, so no budget is spent on it. Use an eps well below the box's size (say "
+            f"clusters, so nothing is released. Use an eps well below the box's size (say "
             f"{side / 20:.3g} or less)"
         )
 
@@ -326,7 +326,7 @@ def forecast_of(
     cli: bool = False,
 ) -> Forecast:
     """What a release with :func:`validated` parameters ``p`` in the public box
-    would detect, before anything is spent (:mod:`dpdbscan.plan.forecast`).
+    would detect, before anything is spent (:mod:`dpdbscan.plan.outlook`).
     Public inputs only; ``n_expected`` (default ``p["n_expected"]``) is the
     user's guess of the number of points. With ``eps="auto"`` it is the base
     release's forecast (``min_samples="auto"`` at its smallest candidate).

@@ -58,7 +58,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..cells.histogram import NoisyHistogram
-from ..spec.specs import SpanSpec
+from ..params.specs import SpanSpec
 from .ladder import Partition, sweep
 
 #: The criterion's name, recorded in the model.

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..cells.histogram import NoisyHistogram
-from ..spec.specs import SpanSpec
+from ..params.specs import SpanSpec
 from .coretests import core_test
 from .partition import Partition, sub_cell_mass
 
@@ -29,7 +29,7 @@ def sweep(
 
     ``alphas`` must be at least the release's resolution (the diagonal of its
     cells). Each core test serves the whole ladder its own way
-    (:meth:`~.coretests.base.CoreTest.ladder`): the density test with one
+    (:meth:`~.coretests.coretest.CoreTest.ladder`): the density test with one
     weighted-sum pass per alpha for every MinPts.
     """
     return core_test(spec.core).ladder(hist, spec, alphas, min_samples)

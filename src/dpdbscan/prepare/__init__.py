@@ -3,7 +3,7 @@ command line alike (:mod:`.door`).
 
 Points or files, the columns, the units, the public box and the lon/lat
 projection (:mod:`.box`), the per-unit preparation steps
-(:data:`~dpdbscan.prepare.points.Transform`) and the private notes
+(:data:`~dpdbscan.prepare.prepared.Transform`) and the private notes
 (:mod:`.notes`, :mod:`.clipping`). Public inputs steer everything here; what
 is read from the points is said only as a private note on standard error.
 """
@@ -11,7 +11,7 @@ is read from the points is said only as a private note on standard error.
 from .box import Box, project_box, public_box, read_length, split_bounds
 from .door import Source, check_unit_ids, n_features_of, prepare, read_file
 from .notes import PRIVATE, Notes
-from .points import Points, Transform
+from .prepared import Points, Transform
 
 __all__ = [
     "PRIVATE",

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..exceptions import PrivacyLeakWarning
 from ..geometry.projection import Equirectangular, Vector, parse_length
-from ..spec.validation import bounds_from_data, check_bounds
+from ..params.validation import bounds_from_data, check_bounds
 
 
 def read_length(text: str | float, *, geo: bool, auto: bool = False) -> float | Literal["auto"]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .box import project_box, split_bounds
 from .notes import Notes
-from .points import Points
+from .prepared import Points
 
 
 class BlockPrep:

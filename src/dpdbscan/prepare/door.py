@@ -3,10 +3,10 @@
 The estimator (:class:`dpdbscan.DPDBSCAN`, :func:`dpdbscan.estimator.fit_lonlat`)
 and the command line (``fit``, ``sweep``, ``check``) describe what to read in
 a :class:`Source`, a typed record of public choices, and :func:`prepare`
-returns the :class:`~dpdbscan.prepare.points.Points` the mechanism receives.
+returns the :class:`~dpdbscan.prepare.prepared.Points` the mechanism receives.
 In order, once:
 
-1. the points: an array in memory (checked, :func:`~dpdbscan.spec.validation.check_array`),
+1. the points: an array in memory (checked, :func:`~dpdbscan.params.validation.check_array`),
    a file read by the one reader (:func:`read_file`: the columns, the unit's
    column, the lon/lat projection and the clipping counts block by block), or
    files and dask objects a distributed backend reads itself (only their
@@ -21,7 +21,7 @@ In order, once:
 The release (:func:`dpdbscan.pipeline.fit`) then bounds each unit's
 contribution and counts. Nothing in this package draws noise or spends budget.
 
-Adding a preparation step: write it as a :data:`~dpdbscan.prepare.points.Transform`
+Adding a preparation step: write it as a :data:`~dpdbscan.prepare.prepared.Transform`
 (a function of the prepared points that returns new ones, one unit at a time)
 and append it to :attr:`Source.transforms` where the caller builds its
 :class:`Source` (the command line's :func:`dpdbscan.cli.fit.source_of`, the
@@ -46,13 +46,13 @@ import numpy as np
 from ..cells.grid import MAX_KAPPA, count_neighbours
 from ..files import InputPlan, ReadOptions, open_input, read_columns
 from ..files.formats import looks_like_unit
-from ..files.units import read_units
+from ..files.unitids import read_units
 from ..geometry.projection import check_lonlat_names, default_geo_columns
-from ..spec.validation import check_array
+from ..params.validation import check_array
 from .box import Box, public_box, split_bounds
 from .clipping import BlockPrep, note_clipping
 from .notes import Notes
-from .points import Points, Transform
+from .prepared import Points, Transform
 
 
 @dataclass(frozen=True)
@@ -93,12 +93,12 @@ class Source:
         The per-unit preparation steps, applied in order after the points
         are read, projected and their units checked, and before the release
         bounds each unit's contribution. Each must treat one unit's rows
-        alone (see :data:`~dpdbscan.prepare.points.Transform`). In-memory
+        alone (see :data:`~dpdbscan.prepare.prepared.Transform`). In-memory
         points only.
     time_column, status_column : str, optional
         A trace's time and 0/1 status columns of a file (names or 0-based
         indices), read row for row with the points into
-        :attr:`Points.times <dpdbscan.prepare.points.Points>` and ``status``
+        :attr:`Points.times <dpdbscan.prepare.prepared.Points>` and ``status``
         for the steps above (``--time``, ``--trip-ends``).
     """
 
@@ -378,7 +378,7 @@ def check_columns(
         raise ValueError(
             f"in d={d} at eta={eta:g} an eps-neighbourhood has {count_neighbours(d, eta):,} "
             f"cells, more than any core test can evaluate ({MAX_KAPPA:,}): the release could have no "
-            "span, so no budget is spent on it. Use fewer columns (--columns)"
+            "span, so nothing is released. Use fewer columns (--columns)"
         )
     if geo and d != 2:
         shown = f" ({', '.join(map(str, names))})" if names else ""
@@ -404,7 +404,7 @@ def geo_columns_hint(names: Sequence[str] | None) -> str:
 
 def check_unit_ids(units: Any, X: Any) -> Any:
     """The units of in-memory rows, one id per row, read before anything is
-    counted or spent (:func:`dpdbscan.files.units.read_units`: each id on
+    counted or spent (:func:`dpdbscan.files.unitids.read_units`: each id on
     its own, never through a type chosen from the others; an id that cannot
     be read exactly is refused). A column name is passed on to a
     distributed backend. Public checks only: the shape and the types, never

@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 
 from ..cells.grid import Grid
-from ..files.units import read_units
-from ..spec.specs import UnitBound
+from ..files.unitids import read_units
+from ..params.specs import UnitBound
 from .engine import Engine, LocalEngine, merge_counts
 from .points import clean_points
 from .samplers.integers import Source
@@ -87,7 +87,7 @@ class Pairs:
 def factorize(units: Any) -> tuple[np.ndarray, np.ndarray]:
     """(codes, uniques): ``codes[i]`` the index of row i's unit in ``uniques``,
     -1 for a missing unit (None, NaN, null). The ids are read first by
-    :func:`dpdbscan.files.units.read_units`, each on its own: an array typed
+    :func:`dpdbscan.files.unitids.read_units`, each on its own: an array typed
     by its owner (numpy, pandas, pyarrow) by that type, anything else (a list,
     an object array) id by id, so that no id decides how another is read.
     Numbers and text of a typed array are sorted; ids read one by one are

@@ -3,7 +3,7 @@
 :func:`release_histogram` counts the points (after the per-record rule, and
 per privacy unit after its contribution bound), checks the counts, and calls
 exactly one histogram of :mod:`.histograms` with the noise the
-:class:`~dpdbscan.spec.specs.ReleaseSpec` calibrated. Everything that shapes
+:class:`~dpdbscan.params.specs.ReleaseSpec` calibrated. Everything that shapes
 it (grid, histogram kind, theta, noise scale, bounds) was decided from public
 inputs before (:mod:`dpdbscan.plan.resolve`). Nothing after it reads the
 points again.
@@ -19,13 +19,13 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
-from ..spec.specs import ReleaseSpec, Seed
+from ..params.specs import ReleaseSpec, Seed
 from . import unitchoice
 from .backends import Backend, resolve_backend
 from .backends.base import CellCounts, DenseBackend, PointsInput, UnitBackend, UnitChoiceBackend
 from .bounding import BoundingKey
 from .histograms import dense_histogram, sparse_histogram, stability_histogram
-from .histograms.noise import Noise, noise_of
+from .histograms.countnoise import Noise, noise_of
 from .samplers.integers import Source, make_source
 
 HISTOGRAMS = ("dense", "sparse", "stability")
@@ -105,7 +105,7 @@ def release_choosing(
 
     ``choices`` holds the release at each public candidate k
     (:func:`dpdbscan.plan.resolve.resolve`), all with the same
-    :class:`~dpdbscan.spec.specs.UnitChoice`. The backend counts each unit's
+    :class:`~dpdbscan.params.specs.UnitChoice`. The backend counts each unit's
     distinct cells and, in the same pass, bounds the units by the k that
     :func:`.unitchoice.choose` draws from them (the exponential mechanism,
     ``unit_choice.rho``-zCDP); the noise of the chosen release spends the rest

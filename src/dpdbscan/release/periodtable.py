@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from ..laws import gaussian as _law
+from ..laws import discretegaussian as _law
 from ..laws import zcdp
-from ..spec.specs import Seed
+from ..params.specs import Seed
 from .bounding import BoundingKey, factorize, keep_smallest, run_length, unit_words
 from .samplers.gaussian import discrete_gaussian, rational_sigma2
 from .samplers.integers import SecureSource, SeededSource, make_source

@@ -18,6 +18,7 @@ the axis-aligned affine maps used here. ``aspect`` is matplotlib's (use
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -29,7 +30,7 @@ from .._optional import require
 from ..geometry.projection import format_km, projection_of
 from ..model.describe import protection_brief
 from ..model.stats import span_stats
-from ..post.coretests.bound.core import neighbour_sums
+from ..post.coretests.bound.corecells import neighbour_sums
 from . import spanplot
 from .context import Context, load_context
 from .mapstyle import PALETTE
@@ -54,6 +55,16 @@ MAX_PIXELS = 4_000_000
 #: What a picture of the private points says about itself (title, watermark, PNG metadata).
 PRIVATE_PICTURE = "PRIVATE: shows the data points; NOT a DP release, do not publish"
 _WATERMARK = "private-watermark"
+
+
+def _brief(model: SpanModel) -> str:
+    """Who the release protects, wrapped to the width of a picture's title
+    (a long line would be cut at the figure's edge)."""
+    return "\n".join(textwrap.wrap(protection_brief(model), TITLE_WIDTH, break_on_hyphens=False))
+
+
+#: Characters per line of a picture's title at its fontsize (9 pt on a ~900 px figure).
+TITLE_WIDTH = 100
 
 
 def mark_private(ax: Axes) -> Axes:
@@ -96,8 +107,19 @@ def _plt():
 def preload() -> None:
     """Import what drawing a PNG needs (pyplot, and Pillow's image plugins,
     which matplotlib's PNG writer initialises on first use), so that a later
-    picture does not pay for it; the command line runs this on a thread."""
-    _plt()
+    picture does not pay for it; the command line runs this on a thread.
+
+    Not pyplot: importing it reads matplotlib's style library under
+    ``warnings.catch_warnings(record=True)``, which is process-wide in this
+    Python, so a warning the fit gave meanwhile on the main thread was
+    swallowed and re-logged as "In .../petroff8.mplstyle: ...". pyplot
+    itself takes ~10 ms of the ~0.4 s; the figure, Agg and image modules
+    are the rest."""
+    matplotlib = require("matplotlib", "plotting")
+    matplotlib.use("Agg", force=False)
+    import matplotlib.backends.backend_agg
+    import matplotlib.figure
+    import matplotlib.image  # noqa: F401 - imported for their cost, here
     from PIL import Image  # a dependency of matplotlib
 
     Image.preinit()
@@ -349,7 +371,7 @@ def plot_spans(
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     ax.set_aspect(aspect)
-    ax.set_title(title or f"{model.n_spans} DP span(s)\n{protection_brief(model)}", fontsize=9)
+    ax.set_title(title or f"{model.n_spans} DP span(s)\n{_brief(model)}", fontsize=9)
     if points is not None and len(points):
         mark_private(ax)
     return ax
@@ -531,11 +553,11 @@ def plot_model(
     if kind == "histogram":
         assert model.histogram is not None  # checked above
         ax = plot_histogram(model.histogram, ax, transform=transform, aspect=aspect)
-        ax.set_title(f"{ax.get_title()}\n{protection_brief(model)}", fontsize=9)
+        ax.set_title(f"{ax.get_title()}\n{_brief(model)}", fontsize=9)
     elif kind == "sums":
         assert model.histogram is not None  # checked above
         ax = plot_neighbour_sums(model.histogram, ax, transform=transform, aspect=aspect)
-        ax.set_title(f"{ax.get_title()}\n{protection_brief(model)}", fontsize=9)
+        ax.set_title(f"{ax.get_title()}\n{_brief(model)}", fontsize=9)
     elif kind == "spans":
         alpha = format_km(model.grid.alpha) if proj is not None else f"{model.grid.alpha:g}"
         view: Extent = "spans"
@@ -553,10 +575,7 @@ def plot_model(
             n_labels=n_labels,
             context=context,
         )
-        title = (
-            f"{model.n_spans} DP span(s), alpha={alpha}, MinPts={model.spec.min_samples}\n"
-            f"{protection_brief(model)}"
-        )
+        title = f"{model.n_spans} DP span(s), alpha={alpha}, MinPts={model.spec.min_samples}\n{_brief(model)}"
         heat = [im for im in ax.images if im.get_gid() == "heat"]
         if heat:
             title += f"\nover the {heat[0].get_label()}"

@@ -1,16 +1,18 @@
 """The core tests, one folder each, behind one small interface
-(:class:`~.base.CoreTest`).
+(:class:`~.coretest.CoreTest`).
 
 This registry is the one place that maps a test's name (the ``core``
 parameter, the model file's tag) to the test. To add a test: a folder with a
-``test.py`` defining a :class:`~.base.CoreTest` subclass, and one line here.
+module defining a :class:`~.coretest.CoreTest` subclass, and one line here.
 """
 
 from __future__ import annotations
 
-from .base import CoreTest, Figures, Spans, Statistic, Stored
-from .bound.test import BoundTest
-from .density.test import DensityTest
+from ...cells.histogram import NoisyHistogram
+from ...params.specs import SpanSpec
+from .bound.boundtest import BoundTest
+from .coretest import CoreTest, Figures, Spans, Statistic, Stored
+from .density.densitytest import DensityTest
 
 #: Every core test by name.
 CORE_TESTS: dict[str, CoreTest] = {t.name: t for t in (DensityTest(), BoundTest())}
@@ -28,4 +30,28 @@ def core_test(name: str) -> CoreTest:
         raise ValueError(f"core must be one of {tuple(CORE_TESTS)}, got core={name!r}") from None
 
 
-__all__ = ["CORE_TESTS", "FALLBACK", "CoreTest", "Figures", "Spans", "Statistic", "Stored", "core_test"]
+def build_spans(
+    hist: NoisyHistogram, spec: SpanSpec, gamma: float | None = None, gamma_upper: float | None = None
+) -> Spans:
+    """Core cells (or sub-cells) and spans from a released histogram, by the
+    core test ``spec.core`` names (post-processing only: the histogram and
+    public parameters).
+
+    ``gamma`` (and ``gamma_upper``) override the margins of a test that takes
+    them (the bound test; tests use 0 for the noiseless oracle); by default
+    they are the release's.
+    """
+    return core_test(spec.core).build(hist, spec, gamma=gamma, gamma_upper=gamma_upper)
+
+
+__all__ = [
+    "CORE_TESTS",
+    "FALLBACK",
+    "CoreTest",
+    "Figures",
+    "Spans",
+    "Statistic",
+    "Stored",
+    "build_spans",
+    "core_test",
+]

@@ -54,8 +54,8 @@ from ...files.records import (
     split_first_line,
     unit_missing,
 )
-from ...files.units import canonical_ids, id_token, read_units, token_id
-from ...spec.specs import UnitBound
+from ...files.unitids import canonical_ids, id_token, read_units, token_id
+from ...params.specs import UnitBound
 from .. import bounding
 from ..bounding import BoundingKey
 from ..engine import merge_counts, merged_exactly_once
@@ -182,8 +182,8 @@ def unit_kind(dtype: Any, name: str = "units") -> str:
     value; NaN is missing), ``"text"`` (strings and bytes: by their bytes)
     or ``"object"`` (an ``object`` column, whose values were never typed
     together: each by its own type, as in memory,
-    :func:`dpdbscan.files.units.read_units`, and shuffled as its
-    :func:`~dpdbscan.files.units.id_token`). A categorical column is read as
+    :func:`dpdbscan.files.unitids.read_units`, and shuffled as its
+    :func:`~dpdbscan.files.unitids.id_token`). A categorical column is read as
     its categories' type."""
     import pandas as pd
 
@@ -254,7 +254,7 @@ def unit_array(values: Any, kind: str) -> Any:
 
 def _object_tokens(values: Any) -> Any:
     """An object column's ids as an Arrow binary array of their tokens, each
-    read on its own (:func:`dpdbscan.files.units.read_units`)."""
+    read on its own (:func:`dpdbscan.files.unitids.read_units`)."""
     import pyarrow as pa
 
     if isinstance(values, pa.ChunkedArray):

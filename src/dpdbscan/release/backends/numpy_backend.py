@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...cells.grid import Grid
-from ...spec.specs import UnitBound
+from ...params.specs import UnitBound
 from ..bounding import BoundingKey, count_units, count_units_choosing, run_length
 from ..points import clean_points
 from .base import CellCounts

@@ -6,8 +6,8 @@ Only :mod:`dpdbscan.release.mechanism` calls these; post-processing reads their
 output, :class:`~dpdbscan.cells.histogram.NoisyHistogram`, and never imports them.
 """
 
+from .countnoise import ContinuousLaplace, DiscreteGaussian, DiscreteLaplace, noise_of
 from .dense import dense_histogram
-from .noise import ContinuousLaplace, DiscreteGaussian, DiscreteLaplace, noise_of
 from .sparse import sparse_histogram
 from .stability import stability_histogram
 

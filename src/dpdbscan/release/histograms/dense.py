@@ -12,7 +12,7 @@ import numpy as np
 from ...cells.grid import Grid
 from ...cells.histogram import NoisyHistogram
 from ..samplers.integers import Source
-from .noise import Noise
+from .countnoise import Noise
 
 
 def dense_histogram(

@@ -35,7 +35,7 @@ from ...cells.histogram import NoisyHistogram
 from ..backends.base import CellCounts
 from ..samplers import skipping as _bernoulli
 from ..samplers.integers import Source
-from .noise import Noise
+from .countnoise import Noise
 
 _INT_SAFE = 1 << 62
 

@@ -15,14 +15,14 @@ from ...cells.grid import Grid
 from ...cells.histogram import NoisyHistogram
 from ..backends.base import CellCounts
 from ..samplers.integers import Source
-from .noise import Noise
+from .countnoise import Noise
 
 
 def stability_histogram(
     grid: Grid, cells: CellCounts, noise: Noise, source: Source, theta: float, epsilon: float, delta: float
 ) -> NoisyHistogram:
     """Noise on the occupied cells; those with a noisy count >= ``theta``
-    (:func:`dpdbscan.plan.histogram.stability_theta` for ``delta``) are
+    (:func:`dpdbscan.plan.histogramchoice.stability_theta` for ``delta``) are
     released, a release stated as (``epsilon``, ``delta``)-DP."""
     z = noise.sample(source, cells.keys.size)
     noisy = cells.counts + z if noise.integer else cells.counts.astype(np.float64) + z

@@ -13,7 +13,7 @@ decided by integer comparisons on the words of a :class:`~dpdbscan.release.sampl
   ``exp(-Y^2 / (2 sigma^2)) exp(-sigma^2 / (2 t^2))``, so an accepted ``Y``
   has exactly the target law. Each round proposes for every sample still
   missing (vectorised); a round accepts with probability
-  :func:`dpdbscan.laws.gaussian.laplace_acceptance` (0.54 at sigma = 1, 0.76
+  :func:`dpdbscan.laws.discretegaussian.laplace_acceptance` (0.54 at sigma = 1, 0.76
   for large sigma).
 * :func:`discrete_gaussian_tail` draws ``Z | Z >= k`` the same way on the
   half line: ``X = k + G``, ``G`` geometric with rate ``lam``
@@ -48,7 +48,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ...laws import gaussian as _gaussian_law
+from ...laws import discretegaussian as _gaussian_law
 from . import integers as _random
 from .integers import Source
 
@@ -289,7 +289,7 @@ def discrete_gaussian_tail(source: Source, n: int, sigma2: Fraction | int, k: in
     Expected proposals per draw:
     ``1 / ((1 - e^-lam) exp(lam k - lam^2 sigma^2 / 2) T_k)``,
     ``T_k = sum_{j >= k} exp(-j^2 / (2 sigma^2))``
-    (:func:`dpdbscan.laws.gaussian.tail_acceptance`): about 1.3 at k = 0,
+    (:func:`dpdbscan.laws.discretegaussian.tail_acceptance`): about 1.3 at k = 0,
     1.5 at k = sigma and closer to 1 further out.
     """
     s2 = _as_sigma2(sigma2)

@@ -43,7 +43,7 @@ import math
 from decimal import Decimal
 from fractions import Fraction
 
-from ...laws import gaussian as _gaussian_law
+from ...laws import discretegaussian as _gaussian_law
 from .skipping import Interval, _Iv
 
 _ZERO = Decimal(0)

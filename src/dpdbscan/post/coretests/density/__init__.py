@@ -38,7 +38,7 @@ Facts used by the guarantee (docs/density-notes.md)
 * ``sum_Y W(q, Y) = V_d (alpha / w)^d``, the volume of the alpha-ball in cells.
 """
 
-from .core import (  # noqa: F401
+from .coresubcells import (  # noqa: F401
     MAX_KAPPA,
     OCCUPANCY,
     OCCUPANCY_SIGMAS,
@@ -46,9 +46,9 @@ from .core import (  # noqa: F401
     DensityField,
     density_field,
     fine_grid,
-    utility_note,
+    utility_problems,
 )
-from .margins import (  # noqa: F401
+from .densitymargin import (  # noqa: F401
     MARGINS,
     Margin,
     accuracy_margin,
@@ -58,7 +58,7 @@ from .margins import (  # noqa: F401
     weighted_quantile,
     weighted_tail_bound,
 )
-from .sums import dense_weighted_sums, weighted_sums_at  # noqa: F401
+from .weightedsums import dense_weighted_sums, weighted_sums_at  # noqa: F401
 from .weights import ESTIMATES, BallWeights, ball_weights  # noqa: F401
 
 __all__ = [
@@ -74,7 +74,7 @@ __all__ = [
     "fine_grid",
     "margin",
     "noise_variance",
-    "utility_note",
+    "utility_problems",
     "weighted_quantile",
     "weighted_sums_at",
     "weighted_tail_bound",

@@ -13,8 +13,8 @@ from ....cells.grid import Grid, lookup
 from ....cells.histogram import NoisyHistogram
 from ...pruning import live_cells
 from ...sums import sparse_neighbour_sums
-from .margins import Margin, empty_truncation, margin, noise_variance
-from .sums import weighted_sums_at
+from .densitymargin import Margin, empty_truncation, margin, noise_variance
+from .weightedsums import weighted_sums_at
 from .weights import BallWeights, ball_weights
 
 
@@ -432,34 +432,21 @@ def _sparse_near(grid: Grid, heavy: np.ndarray, offsets: np.ndarray) -> np.ndarr
     return cand
 
 
-def utility_note(
-    hist: NoisyHistogram,
-    core_keys: np.ndarray,
-    k: int,
-    n_spans: int,
-    min_samples: float,
-    margin_value: float,
-    noise_std: float | None = None,
-    noun: str = "points",
-) -> str | None:
-    """A warning text when the release says little, or None.
+def utility_problems(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_spans: int) -> tuple[str, ...]:
+    """What makes a release say little, as codes (the model states them:
+    :mod:`dpdbscan.model.densitywords`): ``"no_span"``, ``"single_span"``
+    (one cluster, or clusters that merged, or only one dense enough to pass),
+    ``"uncovered"`` (less than half of the released positive mass in cells
+    that hold a core sub-cell: most of the data would be labelled noise, the
+    threshold dwarfs their estimated neighbourhood counts). Empty when none.
 
-    Reads public parameters and the release only, and quotes no released
-    value. Warns on (a) no span, (b) a single span, (c) less than half of the
-    released positive mass in cells that hold a core sub-cell (most of the
-    data would be labelled noise: the threshold dwarfs their estimated
-    neighbourhood counts). The text names the threshold's parts, and says so
-    when the noise margin is at least min_samples; ``noun`` names what the
-    counts count (units at person level).
+    Reads public parameters and the release only.
     """
     problems = []
     if n_spans == 0:
-        problems.append("the release has no span")
+        problems.append("no_span")
     elif n_spans == 1:
-        problems.append(
-            "the release has a single span (one cluster, or clusters that merged, "
-            "or only one dense enough to pass)"
-        )
+        problems.append("single_span")
     values = np.asarray(hist.values)
     total = _positive_mass(values)
     if total > 0 and n_spans > 0:
@@ -471,26 +458,8 @@ def utility_note(
             inside = lookup(hist.released_keys, values, keys)
         covered = float(np.maximum(inside, 0).sum(dtype=np.float64))
         if covered < 0.5 * total:
-            problems.append(
-                "less than half of the noisy counts lie in cells of the spans, so "
-                "most points will be labelled noise"
-            )
-    if not problems:
-        return None
-    threshold = min_samples + margin_value
-    cause = (
-        f"A sub-cell is core only when its estimated eps-neighbourhood holds about "
-        f"{threshold:.0f} {noun}: min_samples={min_samples:g} plus the noise margin "
-        f"{margin_value:.1f} at epsilon={hist.epsilon:g}"
-        + ("" if noise_std is None else f" (one estimate's noise has standard deviation {noise_std:.1f})")
-    )
-    if margin_value >= min_samples:
-        cause += " (the margin dominates: the data are small or sparse for this epsilon)"
-    return (
-        "; ".join(problems) + ". " + cause + ". Small or sparse data need a larger eps or a "
-        "larger epsilon; 'dpdbscan forecast' shows what a release can detect before it is "
-        "made (docs/parameters.md)."
-    )
+            problems.append("uncovered")
+    return tuple(problems)
 
 
 def _positive_mass(values: np.ndarray, chunk: int = 1 << 20) -> float:

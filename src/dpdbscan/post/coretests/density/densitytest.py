@@ -7,7 +7,7 @@ within alpha form a span. Its guarantee is one-sided (docs/density-notes.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,29 +15,24 @@ import numpy as np
 from ....cells.grid import Grid
 from ....cells.histogram import NoisyHistogram
 from ....cells.subcells import SubcellLayout
+from ....params.paramwords import margin_rule_words
+from ....params.specs import ReleaseInfo, SpanSpec
 from ....progress import stage
-from ....spec.specs import ReleaseInfo, SpanSpec
 from ...merge import centre_merge, merge_centres
 from ...partition import Partition, sub_cell_mass
-from ..base import (
+from ..coretest import (
     CoreTest,
     Figures,
     Namer,
     Spans,
     Statistic,
     Stored,
-    no_guarantee,
     over_candidates,
-    plain_length,
     relaxed,
     spans_on,
-    union_note,
-    union_void,
-    union_words,
-    within_words,
 )
-from .core import MAX_KAPPA, OCCUPANCY, OCCUPANCY_SIGMAS, density_field, utility_note
-from .margins import (
+from .coresubcells import MAX_KAPPA, OCCUPANCY, OCCUPANCY_SIGMAS, density_field, utility_problems
+from .densitymargin import (
     MARGINS,
     Margin,
     accuracy_margin,
@@ -144,62 +139,6 @@ def _spans(
     )
 
 
-def density_rule(rule: str | float, symbol: str = "") -> str:
-    """The density test's margin rule in words (summary, ``dpdbscan info``,
-    the forecast); ``symbol`` starts the closing bracket (e.g. the
-    forecast's "the largest m(q); ")."""
-    if rule == "pointwise":
-        words, name = "a Chernoff bound at beta for each sub-cell", "pointwise"
-    elif rule == "chernoff":
-        words, name = "a Chernoff bound over every sub-cell at once", "chernoff"
-    else:
-        c = float(rule)
-        words = f"{c:g} standard deviation{'' if c == 1 else 's'} of the estimate's noise"
-        name = f"{c:g} sigma"
-    return f"{words}, more where little was counted nearby ({symbol}margin={name} with the empty-space guard)"
-
-
-ONE_SIDED = "spans need not cover every cluster (one-sided)"
-
-
-def density_sentence(
-    probability: float,
-    within: Mapping[str, float],
-    rho: float,
-    length: Callable[[float], str] = plain_length,
-    place: Mapping[str, Any] | None = None,
-) -> str:
-    """The density test's guarantee in words: every span at once (see
-    :func:`within_words`), led by what holds for each place alone
-    (``place``, :func:`place_words`) when the all-at-once statement
-    certifies no density (MinPts = 1 there)."""
-    alone = place_words(place, length) if math.ceil(within["min_samples"]) <= 1 else ""
-    at_once = f"with probability >= {probability:g}, {within_words(within, rho, length)}"
-    if alone:
-        at_once = f"all at once, {at_once}"
-    return f"{alone}{at_once}; {ONE_SIDED}"
-
-
-def place_words(place: Mapping[str, Any] | None, length: Callable[[float], str] = plain_length) -> str:
-    """ "Each place alone: ..." (with its closing "; "), or "" when the margin
-    buys no statement for a single place (a probability of 1/2 or more)."""
-    if not place or place.get("probability") is None or place["probability"] >= 0.5:
-        return ""
-    m, counted = place["min_samples"], str(place.get("counted") or "points")
-    if counted != "points":
-        counted += " counted (each once per cell)"
-    needs = place.get("needs")
-    more = (
-        ""
-        if not needs
-        else f", and one with fewer than {needs['min_samples']:,} at most {needs['probability']:g}"
-    )
-    return (
-        f"each place alone: one with fewer than {m:,.0f} {counted} within {length(place['alpha'])} "
-        f"is core with probability at most {place['probability']:g}{more}; "
-    )
-
-
 def each_place(
     extra: Mapping[str, Any], min_samples: float, radius: float, candidates: int, beta: float
 ) -> dict | None:
@@ -294,7 +233,7 @@ class DensityTest(CoreTest):
             margin_value=gamma,
             terms=int(weights.offsets.shape[0]),
             kappa_q=int(SubcellLayout(grid, spec.subcells).kappa_q),
-            margin_text=density_rule(spec.margin, "the largest m(q); "),
+            margin_text=margin_rule_words(spec.margin, "the largest m(q); "),
         )
 
     def statistic(
@@ -321,22 +260,12 @@ class DensityTest(CoreTest):
 
         With M* < 1 that says nothing (every location of the space is then
         core), so ``probability`` and ``within_clusters_at`` are None and
-        ``statement`` reads "no guarantee"."""
+        the model's words read "no guarantee"."""
         extra = spans.extra or {}
         m_star = extra.get("m_star")
         within = relaxed(spans.rho * spans.grid.alpha, m_star)
         probability = over_candidates(extra.get("probability"), candidates) if within is not None else None
         place = each_place(extra, spec.min_samples, spans.rho * spans.grid.alpha, candidates, spec.beta)
-        alone = place_words(place)
-        at_once = "all at once, " if alone else ""
-        if within is None:
-            statement = alone + at_once + no_guarantee(m_star)
-        elif probability is None:
-            statement = alone + at_once + union_void(candidates, spec.beta)
-        else:
-            statement = density_sentence(probability, within, spans.rho, place=place) + union_words(
-                candidates, spec.beta
-            )
         return {
             "core": self.name,
             "rho": spans.rho,
@@ -356,47 +285,10 @@ class DensityTest(CoreTest):
             "within_clusters_at": within,
             "each_place": place,
             "eps_candidates": candidates,
-            "statement": statement,
+            "statement": None,  # the model's words (model.densitywords)
             "epsilon": release.epsilon,
             "delta": release.delta,
         }
-
-    def threshold_text(self, threshold: float, core: str, noun: str = "points") -> str:
-        return (
-            f"with the noise margin a {core} needs an estimated {threshold:.1f} {noun} or more "
-            f"within eps (threshold E~ >= {threshold:.1f})"
-        )
-
-    def margin_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
-        return (
-            f"at most {spans.gamma:.2f} {noun} are added to min_samples so that noise alone rarely "
-            f"makes a place core (m(q) <= {spans.gamma:.2f}): {density_rule(spec.margin)}"
-        )
-
-    def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
-        return (
-            f"density: a sub-cell is core when its estimated number of {noun} within eps, from the "
-            "noisy counts of the cells around it, reaches min_samples plus a noise margin, at most "
-            f"{spans.threshold:.1f} {noun} (E~ >= MinPts + m(q), m(q) <= {spans.gamma:.2f}), in a cell "
-            "the release shows as occupied; core sub-cells whose centres lie within eps of each other "
-            f"form one span. The margin is {density_rule(spec.margin)}"
-        )
-
-    def tau_text(self, spans: Spans) -> str:
-        return (
-            "none: the density test promises that spans stay within dense clusters, not that every "
-            "cluster is found (one-sided, no tau)"
-        )
-
-    def guarantee_text(self, g: dict, spans: Spans, length: Callable[[float], str]) -> str:
-        within = g["within_clusters_at"]
-        if g["probability"] is None or within is None:
-            return g["statement"]
-        return density_sentence(g["probability"], within, spans.rho, length, g.get("each_place"))
-
-    def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
-        text = self.guarantee_text(g, spans, length)
-        return f"  guarantee: {text}; core test: density{union_note(candidates)}"
 
     def ladder(
         self, hist: NoisyHistogram, spec: SpanSpec, alphas: Sequence[float], min_samples: Sequence[int]
@@ -427,19 +319,8 @@ class DensityTest(CoreTest):
                 out[(alpha, m)] = Partition(alpha, m, keys_all[sel], last[1], mass_all[sel], thr)
         return out
 
-    def utility_note(
-        self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, noise_std: float, noun: str = "points"
-    ) -> str | None:
-        return utility_note(
-            hist,
-            spans.core_keys,
-            spec.subcells,
-            spans.n_spans,
-            spec.min_samples,
-            spans.gamma,
-            noise_std=noise_std,
-            noun=noun,
-        )
+    def problems(self, hist: NoisyHistogram, spans: Spans, spec: SpanSpec) -> tuple[str, ...]:
+        return utility_problems(hist, spans.core_keys, spec.subcells, spans.n_spans)
 
 
 __all__ = [
@@ -447,8 +328,5 @@ __all__ = [
     "density_guarantee",
     "density_margin",
     "density_spans",
-    "density_rule",
-    "density_sentence",
     "each_place",
-    "place_words",
 ]

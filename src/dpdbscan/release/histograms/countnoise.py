@@ -19,10 +19,10 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ...laws import gaussian as _gaussian_law
+from ...laws import discretegaussian as _gaussian_law
 from ...laws import noise as laws
 from ...laws import zcdp
-from ...spec.specs import NoiseSpec
+from ...params.specs import NoiseSpec
 from ..samplers import gaussian as _gaussian
 from ..samplers import integers as _random
 from ..samplers.gaussian_tail import GaussianTailProbability
@@ -191,7 +191,7 @@ Noise = DiscreteLaplace | ContinuousLaplace | DiscreteGaussian
 
 
 def noise_of(spec: NoiseSpec) -> Noise:
-    """The noise a release's :class:`~dpdbscan.spec.specs.NoiseSpec` describes:
+    """The noise a release's :class:`~dpdbscan.params.specs.NoiseSpec` describes:
     one count's Laplace noise at ``scale`` (epsilon over the L1 sensitivity),
     or the discrete Gaussian with sigma^2 = ``scale``."""
     if spec.kind == "discrete":

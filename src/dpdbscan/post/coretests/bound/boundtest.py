@@ -7,7 +7,7 @@ guarantee is the paper's two-sided sandwich.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -16,28 +16,22 @@ from ....cells.grid import MAX_KAPPA, Grid
 from ....cells.histogram import NoisyHistogram
 from ....cells.subcells import SubcellLayout
 from ....laws.noise import variance as noise_variance
-from ....spec.specs import ReleaseInfo, SpanSpec
+from ....params.paramwords import threshold_rule_words
+from ....params.specs import ReleaseInfo, SpanSpec
 from ...merge import merge_cells
-from ..base import (
+from ..coretest import (
     CoreTest,
     Figures,
     Namer,
     Spans,
     Statistic,
     Stored,
-    covers_words,
-    no_guarantee,
     over_candidates,
-    plain_length,
     relaxed,
     spans_on,
-    union_note,
-    union_void,
-    union_words,
-    within_words,
 )
-from . import margins as bounds
-from .core import core_cells, sum_threshold
+from . import boundmargin as bounds
+from .corecells import core_cells, sum_threshold
 
 
 def bound_margins(
@@ -136,10 +130,7 @@ class BoundTest(CoreTest):
             margin_value=bounds.tau(gamma, gamma_upper) if spec.raise_min_samples else 0.0,
             terms=int(layout.kappa_q),
             kappa_q=int(layout.kappa_q),
-            margin_text="how far the noisy upper bound may be off, both ways together "
-            "(tau = Gamma_low + Gamma_up)"
-            if spec.raise_min_samples
-            else "none: the theoretical rule compares the noisy upper bound with min_samples itself",
+            margin_text=threshold_rule_words(spec.raise_min_samples),
         )
 
     def statistic(
@@ -171,24 +162,13 @@ class BoundTest(CoreTest):
         """
         tau = spans.tau if spans.tau is not None else bounds.tau(spans.gamma, spans.gamma_upper)
         upper = spec.min_samples + (tau if spec.raise_min_samples else 0.0)
-        legacy = spans.gamma_upper is None and release.histogram != "dense"
+        legacy = no_upper_margin(spans, release)
         probability = None if legacy else over_candidates(1.0 - spec.beta, candidates)
         alpha = spans.grid.alpha
         covers = {"alpha": alpha, "min_samples": upper}
         # upper - tau, without the float residue of adding and taking tau back
         lower = float(spec.min_samples) - (0.0 if spec.raise_min_samples else tau)
         within = relaxed(spans.rho * alpha, lower)
-        if legacy:
-            statement = (
-                "no guarantee established: this model was saved before the upper margin of "
-                f"its {release.histogram} histogram was recorded"
-            )
-        elif probability is None:
-            statement = union_void(candidates, spec.beta)
-        else:
-            statement = sandwich_sentence(probability, covers, within, lower, spans.rho) + union_words(
-                candidates, spec.beta
-            )
         return {
             "core": self.name,
             "probability": probability,
@@ -209,74 +189,17 @@ class BoundTest(CoreTest):
             "covers_clusters_at": covers,
             "within_clusters_at": within,
             "eps_candidates": candidates,
-            "statement": statement,
+            "statement": None,  # the model's words (model.boundwords)
             "epsilon": release.epsilon,
             "delta": release.delta,
         }
 
-    def threshold_text(self, threshold: float, core: str, noun: str = "points") -> str:
-        return (
-            f"a {core} is core when a noisy upper bound of its {noun} within eps reaches "
-            f"{threshold:.1f} (threshold UB~ >= {threshold:.1f})"
-        )
 
-    def margin_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
-        up = spans.gamma if spans.gamma_upper is None else spans.gamma_upper
-        symbols = (
-            f"Gamma={spans.gamma:.2f}"
-            if up == spans.gamma
-            else f"Gamma_low={spans.gamma:.2f}, Gamma_up={up:.2f}"
-        )
-        return (
-            f"with probability >= {1 - spec.beta:g} the noise of every upper bound stays within "
-            f"{spans.gamma:.2f} below and {up:.2f} above ({symbols}, the {spec.margin} rule)"
-        )
-
-    def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
-        what = "min_samples plus the additive error tau" if spec.raise_min_samples else "min_samples"
-        return (
-            f"bound (the paper's test): a cell is core when a noisy upper bound of its {noun} within "
-            f"eps reaches {what}, {spans.threshold:.1f} (UB~ >= "
-            + ("MinPts + tau)" if spec.raise_min_samples else "MinPts)")
-        )
-
-    def tau_text(self, spans: Spans) -> str:
-        return (
-            f"{spans.tau:.2f} points: how far the noisy upper bound may be off, both ways together "
-            "(tau = Gamma_low + Gamma_up)"
-        )
-
-    def guarantee_text(self, g: dict, spans: Spans, length: Callable[[float], str]) -> str:
-        if g["probability"] is None:
-            return g["statement"]
-        lower = g["covers_clusters_at"]["min_samples"] - g["tau"]
-        return sandwich_sentence(
-            g["probability"], g["covers_clusters_at"], g["within_clusters_at"], lower, spans.rho, length
-        )
-
-    def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
-        tau = "" if g["tau"] is None else f" (tau={g['tau']:.1f})"
-        text = self.guarantee_text(g, spans, length)
-        return f"  guarantee: {text}; core test: bound{tau}{union_note(candidates)}"
-
-
-def sandwich_sentence(
-    probability: float,
-    covers: Mapping[str, float],
-    within: Mapping[str, float] | None,
-    lower: float,
-    rho: float,
-    length: Callable[[float], str] = plain_length,
-) -> str:
-    """The bound test's two-sided ("sandwich") guarantee in words: clusters
-    are found whole, and spans stay within clusters (or why they need not,
-    when MinPts - tau < 1)."""
-    head = f"with probability >= {probability:g}, both ways (the paper's sandwich): " + covers_words(
-        covers, length
-    )
-    if within is None:
-        return head + "; " + no_guarantee(lower, "that spans stay within clusters")
-    return head + ", and " + within_words(within, rho, length)
+def no_upper_margin(spans: Spans, release: ReleaseInfo) -> bool:
+    """Whether the spans come from a model saved before the upper margin of
+    a truncating (sparse or stability) histogram was recorded: such a model
+    has no established guarantee."""
+    return spans.gamma_upper is None and release.histogram != "dense"
 
 
 def _spans(
@@ -303,4 +226,4 @@ def _spans(
     )
 
 
-__all__ = ["BoundTest", "bound_margins", "sandwich_sentence"]
+__all__ = ["BoundTest", "bound_margins", "no_upper_margin"]

@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ....laws import gaussian as _gaussian
+from ....laws import discretegaussian as _gaussian
 from ....laws.noise import is_integer, lam_top, log_mgf, reach
 
 
@@ -207,7 +207,7 @@ def _tail_mgf(noise: str, epsilon: float, t: np.ndarray, lam: float) -> np.ndarr
 
     Discrete Laplace (``t`` integers): P(Z = z) = c q^|z|, c = (1-q)/(1+q).
     Continuous Laplace: density (epsilon/2) exp(-epsilon |z|). Discrete
-    Gaussian (``epsilon`` is sigma^2): summed (:func:`dpdbscan.laws.gaussian.tail_mgfs`).
+    Gaussian (``epsilon`` is sigma^2): summed (:func:`dpdbscan.laws.discretegaussian.tail_mgfs`).
     """
     t = np.asarray(t, dtype=np.float64)
     if noise == "gaussian":

@@ -17,12 +17,12 @@ from dpdbscan import DPDBSCAN
 from dpdbscan.cells.histogram import NoisyHistogram
 from dpdbscan.cli.main import build_parser
 from dpdbscan.model.record import SpanModel
+from dpdbscan.params import specs
+from dpdbscan.params.parameters import PARAMETERS
 from dpdbscan.plan.autoplan import Plan
-from dpdbscan.plan.forecast import Forecast
+from dpdbscan.plan.outlook import Forecast
 from dpdbscan.plan.resolve import Resolved, resolve, validated
 from dpdbscan.post.coretests import CORE_TESTS, Figures, Spans
-from dpdbscan.spec import specs
-from dpdbscan.spec.parameters import PARAMETERS
 
 #: Every record that public parameters resolve to, or that carries them.
 RECORDS = [

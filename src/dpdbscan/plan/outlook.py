@@ -7,7 +7,7 @@ Every number is a function of the public grid (bounds, eps, eta), the noise
 law (epsilon, discrete or continuous Laplace), the histogram the mechanism
 will choose (from |X| alone), beta, MinPts and the sub-cells: the same
 functions the post-processing calls after a release, so a fit reports the
-same numbers (``post.density.utility_note``). ``n_expected`` is the user's
+same numbers (``model.densitywords.DensityWords.utility_note``). ``n_expected`` is the user's
 own public guess of the number of points; nothing here reads data.
 """
 
@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from ..laws import noise as laws
+from ..params.paramwords import grid_words, histogram_words
+from ..params.specs import ReleaseSpec, SpanSpec
 from ..post.coretests import core_test
-from ..post.coretests.base import grid_words, histogram_words
-from ..post.coretests.density.margins import swamped
-from ..post.coretests.density.test import density_margin
-from ..spec.specs import ReleaseSpec, SpanSpec
+from ..post.coretests.density.densitymargin import swamped
+from ..post.coretests.density.densitytest import density_margin
 from .detection import UnitForecast
 
 #: Rough cost of one term of a neighbourhood sum (one gathered noisy count),

@@ -16,7 +16,7 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 
-from ....laws import gaussian as _gaussian
+from ....laws import discretegaussian as _gaussian
 from ....laws.noise import cdf as _noise_cdf
 from ....laws.noise import is_integer, lam_top, log_mgf, reach, resolution
 from ....laws.noise import tail as _noise_tail

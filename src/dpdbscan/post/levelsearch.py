@@ -68,10 +68,10 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
-from ..spec.specs import SpanSpec
+from ..params.specs import SpanSpec
 from .auto import _parents, hdbscan_lambda, min_samples_ladder
-from .coretests.base import over_candidates, relaxed
-from .coretests.density.test import density_guarantee
+from .coretests.coretest import over_candidates, relaxed
+from .coretests.density.densitytest import density_guarantee
 from .ladder import sweep
 from .partition import Partition
 

@@ -1,6 +1,6 @@
 """One table of bad parameter values, through the API and the command line.
 
-Every public parameter is checked by ``dpdbscan.spec.parameters`` before any data are
+Every public parameter is checked by ``dpdbscan.params.parameters`` before any data are
 read: the estimator raises with ``name=value`` in the message, the CLI prints
 one ``dpdbscan fit: error:`` line naming the option, exits 2, and has not read the
 input (the input path does not even exist here).
@@ -15,8 +15,8 @@ import pytest
 
 from dpdbscan import DPDBSCAN, UtilityWarning, WeakPrivacyWarning
 from dpdbscan.cli import main
+from dpdbscan.params.parameters import MAX_EPSILON, PARAMETERS, WEAK_EPSILON, check_param, check_units
 from dpdbscan.plan.resolve import validated as validate
-from dpdbscan.spec.parameters import MAX_EPSILON, PARAMETERS, WEAK_EPSILON, check_param, check_units
 
 X = np.random.default_rng(0).random((50, 2))
 BASE = dict(eps=0.1, min_samples=5, epsilon=1.0, bounds=(0, 1), random_state=None)

@@ -1,0 +1,169 @@
+"""The words of the density test (``core="density"``, the default): its rule,
+margin, threshold, one-sided guarantee (every span at once, and each place
+alone) and the note on a release that says little.
+
+The numbers are the test's (:mod:`dpdbscan.post.coretests.density`); this
+module only states them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..cells.histogram import NoisyHistogram
+from ..params.paramwords import margin_rule_words
+from ..params.specs import ReleaseInfo, SpanSpec
+from ..post.coretests.density.densitytest import DensityTest
+from ..post.spans import Spans
+from .coretestwords import (
+    CoreTestWords,
+    no_guarantee,
+    plain_length,
+    union_note,
+    union_void,
+    union_words,
+    within_words,
+)
+
+ONE_SIDED = "spans need not cover every cluster (one-sided)"
+
+
+class DensityWords(CoreTestWords):
+    name = DensityTest.name
+
+    def statement(self, g: dict, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> str:
+        within, probability, place = g["within_clusters_at"], g["probability"], g["each_place"]
+        alone = place_words(place)
+        at_once = "all at once, " if alone else ""
+        if within is None:
+            return alone + at_once + no_guarantee((spans.extra or {}).get("m_star"))
+        if probability is None:
+            return alone + at_once + union_void(candidates, spec.beta)
+        return density_sentence(probability, within, spans.rho, place=place) + union_words(
+            candidates, spec.beta
+        )
+
+    def threshold_text(self, threshold: float, core: str, noun: str = "points") -> str:
+        return (
+            f"with the noise margin a {core} needs an estimated {threshold:.1f} {noun} or more "
+            f"within eps (threshold E~ >= {threshold:.1f})"
+        )
+
+    def margin_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
+        return (
+            f"at most {spans.gamma:.2f} {noun} are added to min_samples so that noise alone rarely "
+            f"makes a place core (m(q) <= {spans.gamma:.2f}): {margin_rule_words(spec.margin)}"
+        )
+
+    def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:
+        return (
+            f"density: a sub-cell is core when its estimated number of {noun} within eps, from the "
+            "noisy counts of the cells around it, reaches min_samples plus a noise margin, at most "
+            f"{spans.threshold:.1f} {noun} (E~ >= MinPts + m(q), m(q) <= {spans.gamma:.2f}), in a cell "
+            "the release shows as occupied; core sub-cells whose centres lie within eps of each other "
+            f"form one span. The margin is {margin_rule_words(spec.margin)}"
+        )
+
+    def tau_text(self, spans: Spans) -> str:
+        return (
+            "none: the density test promises that spans stay within dense clusters, not that every "
+            "cluster is found (one-sided, no tau)"
+        )
+
+    def guarantee_text(self, g: dict, spans: Spans, length: Callable[[float], str]) -> str:
+        within = g["within_clusters_at"]
+        if g["probability"] is None or within is None:
+            return g["statement"]
+        return density_sentence(g["probability"], within, spans.rho, length, g.get("each_place"))
+
+    def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
+        text = self.guarantee_text(g, spans, length)
+        return f"  guarantee: {text}; core test: density{union_note(candidates)}"
+
+    def utility_note(
+        self,
+        hist: NoisyHistogram,
+        spans: Spans,
+        spec: SpanSpec,
+        problems: tuple[str, ...],
+        noise_std: float,
+        noun: str = "points",
+    ) -> str | None:
+        """A warning text when the release says little (the problems of
+        :func:`dpdbscan.post.coretests.density.coresubcells.utility_problems`),
+        or None. Quotes no released value: the text names the threshold's
+        parts, and says so when the noise margin is at least min_samples;
+        ``noun`` names what the counts count (units at person level)."""
+        if not problems:
+            return None
+        min_samples, margin_value = spec.min_samples, spans.gamma
+        threshold = min_samples + margin_value
+        cause = (
+            f"A sub-cell is core only when its estimated eps-neighbourhood holds about "
+            f"{threshold:.0f} {noun}: min_samples={min_samples:g} plus the noise margin "
+            f"{margin_value:.1f} at epsilon={hist.epsilon:g}"
+            + ("" if noise_std is None else f" (one estimate's noise has standard deviation {noise_std:.1f})")
+        )
+        if margin_value >= min_samples:
+            cause += " (the margin dominates: the data are small or sparse for this epsilon)"
+        return (
+            "; ".join(PROBLEMS[p] for p in problems)
+            + ". "
+            + cause
+            + ". Small or sparse data need a larger eps or a "
+            "larger epsilon; 'dpdbscan forecast' shows what a release can detect before it is "
+            "made (docs/parameters.md)."
+        )
+
+
+#: The problems of a release that says little, in words.
+PROBLEMS = {
+    "no_span": "the release has no span",
+    "single_span": "the release has a single span (one cluster, or clusters that merged, "
+    "or only one dense enough to pass)",
+    "uncovered": "less than half of the noisy counts lie in cells of the spans, so "
+    "most points will be labelled noise",
+}
+
+
+def density_sentence(
+    probability: float,
+    within: Mapping[str, float],
+    rho: float,
+    length: Callable[[float], str] = plain_length,
+    place: Mapping[str, Any] | None = None,
+) -> str:
+    """The density test's guarantee in words: every span at once (see
+    :func:`~.coretestwords.within_words`), led by what holds for each place
+    alone (``place``, :func:`place_words`) when the all-at-once statement
+    certifies no density (MinPts = 1 there)."""
+    alone = place_words(place, length) if math.ceil(within["min_samples"]) <= 1 else ""
+    at_once = f"with probability >= {probability:g}, {within_words(within, rho, length)}"
+    if alone:
+        at_once = f"all at once, {at_once}"
+    return f"{alone}{at_once}; {ONE_SIDED}"
+
+
+def place_words(place: Mapping[str, Any] | None, length: Callable[[float], str] = plain_length) -> str:
+    """ "Each place alone: ..." (with its closing "; "), or "" when the margin
+    buys no statement for a single place (a probability of 1/2 or more)."""
+    if not place or place.get("probability") is None or place["probability"] >= 0.5:
+        return ""
+    m, counted = place["min_samples"], str(place.get("counted") or "points")
+    if counted != "points":
+        counted += " counted (each once per cell)"
+    needs = place.get("needs")
+    more = (
+        ""
+        if not needs
+        else f", and one with fewer than {needs['min_samples']:,} at most {needs['probability']:g}"
+    )
+    return (
+        f"each place alone: one with fewer than {m:,.0f} {counted} within {length(place['alpha'])} "
+        f"is core with probability at most {place['probability']:g}{more}; "
+    )
+
+
+__all__ = ["ONE_SIDED", "DensityWords", "PROBLEMS", "density_sentence", "place_words"]

@@ -1,0 +1,267 @@
+"""Research hooks: the parts of the mechanism that experiments/ and benchmarks/ study.
+
+Not the library's API. The experiments and benchmarks of this repository look
+inside the mechanism (the counting floor, the noise samplers, the density
+field, spans over a ladder of (eps, MinPts) from one release) and take those
+parts from this module and from nowhere else inside the package, so that the
+package can be reorganised by keeping this one module working. **Everything
+here is for research and may change or go away without notice**; to use the
+library, use :class:`dpdbscan.DPDBSCAN` and :class:`dpdbscan.SpanModel`. Each
+name is re-exported from its home in the package, where its docstring says
+how it works:
+
+Counting and noise (benchmarks)
+    ``run_length``: unique keys and counts of sorted cell keys (the counting floor).
+    ``SecureSource``: the operating system's CSPRNG, the default noise source.
+    ``SeededSource``: a seeded, reproducible and NOT secure noise source.
+    ``discrete_laplace``: exact discrete Laplace draws at a rational epsilon.
+    ``rational_epsilon``: the rational epsilon (rounded down) that noise is drawn with.
+    ``discrete_gaussian``: exact discrete Gaussian draws N_Z(0, sigma^2).
+    ``discrete_gaussian_tail``: exact draws of Z | Z >= k (released empty cells).
+    ``floor_sigma``: floor(sigma) of a rational sigma^2 (the Gaussian's proposal).
+    ``dask_backend``: a Dask backend instance (needs the ``dask`` extra).
+    ``read_input``: points of a file by the command line's reader.
+
+Post-processing of one release (studies of the density test and the automatic mode)
+    ``density_field``: the density core test's field (every MinPts from one pass).
+    ``merge_centres``: span labels of core sub-cells merged by centre distance.
+    ``span_regions``: the sub-cells each span claims within a border radius.
+    ``predict_spans``: span labels of points from released regions (predict's rule).
+    ``ladder_sweep``: spans at every (alpha, MinPts) of a grid from one release.
+    ``ladder_stability``: agreement of each grid point's spans with its neighbours'.
+    ``auto_choose``: the automatic mode's label-free choice of (alpha, MinPts).
+    ``auto_base_eps``: the smallest eps whose grid has at most a number of cells.
+    ``AUTO_MAX_CELLS``: the automatic mode's default cap on its base release's cells.
+    ``auto_points_per_cell``: a block in which the automatic mode's points per
+    base cell take another value.
+    ``span_parents``: the span of a lower MinPts level holding each span of a higher one.
+    ``levels_select``: spans selected at their own levels from one release (the design study).
+    ``levels_tree``: the condensed tree and selection of one alpha's MinPts ladder.
+    ``levels_finish``: the selected spans of a tree.
+    ``levels_alpha_scores``: every candidate alpha's total selected stability.
+    ``levels_ladder``: the MinPts ladder of a release.
+    ``levels_scale``: the level of each partition on the stability scale.
+    ``noiseless_twin``: the spans a fitted model's release would give without
+    noise (the same grid, contribution bound and bounding key; exact counts;
+    the same core test), the reference of accuracy studies.
+
+Traces and units (the places studies' ground truth, recomputed from the private file)
+    ``factorize``: each row's unit as a code, read id by id (the release's own reading).
+    ``parse_times``: a time column (unix seconds, ISO text, timestamps) as unix seconds.
+    ``event_rows``: the rows that are stops or trip ends, given each row's unit code.
+    ``events_rows``: the same for every unit of a file (what ``--stops``/``--trip-ends`` count).
+    ``Periods``: the calendar periods of a series over time (``--per``).
+
+Geometry and figures (the experiments' data and pictures)
+    ``Equirectangular``: lon/lat <-> km, the library's projection.
+    ``projection_of``: the projection a saved `--geo` model was made in (None otherwise).
+    ``format_km``: a length in km as text ("50 m", "1.2 km").
+    ``plot_labels``, ``plot_histogram``, ``plot_neighbour_sums``, ``plot_spans``,
+    ``plot_model``, ``plot_condensed_tree``: the library's figures (``dpdbscan plot``).
+    ``save_figure``: write a figure the way ``dpdbscan fit`` writes its picture.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from .cells.histogram import NoisyHistogram
+from .files import read_input
+from .geometry.projection import Equirectangular, format_km, projection_of
+from .model.build import model_of
+from .model.predict import predict_spans, span_regions
+from .model.record import SpanModel
+from .params.parameters import PARAMETERS
+from .pipeline import events_rows
+from .plan import autoplan
+from .plan.autoplan import base_eps as auto_base_eps
+from .post.auto import _parents as span_parents
+from .post.auto import choose as auto_choose
+from .post.coretests import build_spans
+from .post.coretests.density import density_field
+from .post.ladder import stability as ladder_stability
+from .post.ladder import sweep as ladder_sweep
+from .post.levelsearch import alpha_scores as levels_alpha_scores
+from .post.levelsearch import finish as levels_finish
+from .post.levelsearch import ladder as levels_ladder
+from .post.levelsearch import level_scale as levels_scale
+from .post.levelsearch import level_tree as levels_tree
+from .post.levelsearch import select_levels as levels_select
+from .post.merge import merge_centres
+from .release.backends import NumpyBackend
+from .release.bounding import BoundingKey, count_units, factorize, run_length
+from .release.samplers.gaussian import discrete_gaussian, discrete_gaussian_tail, floor_sigma
+from .release.samplers.integers import (
+    SecureSource,
+    SeededSource,
+    discrete_laplace,
+    make_source,
+    rational_epsilon,
+)
+from .render.plotting import (
+    plot_condensed_tree,
+    plot_histogram,
+    plot_labels,
+    plot_model,
+    plot_neighbour_sums,
+    plot_spans,
+)
+from .render.plotting import save as save_figure
+from .traces import event_rows, parse_times
+from .traces.periods import Periods
+
+#: The automatic mode's default cap on its base release's cells (the table's).
+AUTO_MAX_CELLS = PARAMETERS["max_cells"].default
+
+__all__ = [
+    "AUTO_MAX_CELLS",
+    "Equirectangular",
+    "Periods",
+    "event_rows",
+    "events_rows",
+    "factorize",
+    "parse_times",
+    "projection_of",
+    "SecureSource",
+    "SeededSource",
+    "auto_base_eps",
+    "auto_choose",
+    "auto_points_per_cell",
+    "dask_backend",
+    "density_field",
+    "discrete_gaussian",
+    "discrete_gaussian_tail",
+    "discrete_laplace",
+    "floor_sigma",
+    "format_km",
+    "ladder_stability",
+    "ladder_sweep",
+    "levels_alpha_scores",
+    "levels_finish",
+    "levels_ladder",
+    "levels_scale",
+    "levels_select",
+    "levels_tree",
+    "merge_centres",
+    "noiseless_twin",
+    "plot_condensed_tree",
+    "plot_histogram",
+    "plot_labels",
+    "plot_model",
+    "plot_neighbour_sums",
+    "plot_spans",
+    "predict_spans",
+    "rational_epsilon",
+    "read_input",
+    "run_length",
+    "save_figure",
+    "span_parents",
+    "span_regions",
+]
+
+
+@contextmanager
+def auto_points_per_cell(value: float) -> Iterator[None]:
+    """Research: the automatic mode's points per base cell set to ``value``
+    inside the block (a study of its design); may change."""
+    old = autoplan.POINTS_PER_CELL
+    autoplan.POINTS_PER_CELL = float(value)
+    try:
+        yield
+    finally:
+        autoplan.POINTS_PER_CELL = old
+
+
+def dask_backend(**kwargs: Any) -> Any:
+    """Research: a Dask backend (``DaskBackend(**kwargs)``) for benchmarks; may
+    change. Needs the ``dask`` extra."""
+    # lazy: dask is an optional dependency
+    from .release.backends.dask_backend import DaskBackend
+
+    return DaskBackend(**kwargs)
+
+
+def noiseless_twin(model: SpanModel, X: Any, units: Any = None, random_state: int | None = None) -> SpanModel:
+    """Research: the spans ``model``'s release would have given without noise.
+
+    The same grid, histogram kind and contribution bound as the release that
+    made ``model``, the exact (bounded) counts of ``X`` in place of the noisy
+    ones, post-processed by the same core test with the same span parameters
+    (every margin is 0 for a release without noise). The reference of
+    accuracy studies: the spans differ from ``model``'s by the noise alone.
+    Not a DP release: it reads the data without noise.
+
+    Parameters
+    ----------
+    model : SpanModel
+        A fitted model (not the automatic mode's, not re-parameterised to
+        another eps; another MinPts is fine).
+    X : array of shape (n, d)
+        The points ``model`` was fitted on, in its coordinates (km for a
+        ``fit_lonlat`` model: project them with its projection).
+    units : array of shape (n,), optional
+        The privacy unit of each row, for a person-level ``model``.
+    random_state : int, optional
+        The seed ``model`` was fitted with (person-level only): the release
+        draws its bounding key first from that seed's source, so the same key
+        keeps the same cells of every unit here. A secure release's key is
+        gone with it: there is no twin of a release fitted with
+        ``random_state=None``.
+
+    Returns
+    -------
+    SpanModel
+        Its histogram has noise ``"none"`` and epsilon ``inf``; a truncating
+        release (sparse, stability) becomes the occupied cells (theta 1).
+    """
+    release = model.release
+    # the cells' keys (and with them the bounding priorities) are those of the fit's grid
+    if model.auto is not None or (release.grid.alpha, release.grid.eta) != (release.eps, release.eta):
+        raise ValueError("noiseless_twin needs a model as fitted (not the automatic mode's, not another eps)")
+    grid = release.grid
+    X = np.asarray(X, dtype=np.float64)
+    if release.units is None:
+        if units is not None:
+            raise ValueError("units were given for an event-level model")
+        cells = NumpyBackend().count(grid, X)
+        keys, counts = cells.keys, cells.counts
+    else:
+        if units is None or random_state is None:
+            raise ValueError("a person-level model's twin needs its units and the seed it was fitted with")
+        # the order of release.mechanism.release_histogram: the key is the source's first draw
+        key = BoundingKey.draw(make_source(random_state, warn=False))
+        keys, counts = count_units(grid, X, np.asarray(units), release.units, key)
+    if release.histogram == "dense":
+        values = np.zeros(grid.shape, dtype=np.int64)
+        if keys.size:
+            values[tuple(grid.decode(keys).T)] = counts
+        hist = NoisyHistogram(grid, "dense", values, None, -math.inf, "none", math.inf, math.inf, 0.0)
+    else:
+        hist = NoisyHistogram(
+            grid,
+            release.histogram,
+            np.asarray(counts, dtype=np.int64),
+            keys,
+            1.0,
+            "none",
+            math.inf,
+            math.inf,
+            0.0,
+        )
+    spans = build_spans(hist, model.spec)
+    return model_of(
+        hist,
+        spans,
+        model.spec,
+        fit=(release.eps, release.eta, release.min_samples),
+        auto=None,
+        metadata=model.metadata,
+        rho=None,
+        units=release.units,
+        unit_choice=release.unit_choice,
+    )
