@@ -6,15 +6,20 @@ kappa grows as about (2 sqrt(d) + 1)^d: 609 cells in 4-D, 28,197 in 6-D and
 so listing the pairs that do exist costs far less in high dimension.
 
 Shifted grids: two cells whose coordinates differ by at most ``R`` along
-every axis share a bucket of side ``L = 2R + 2`` in at least one of the 2^d
-grids shifted by 0 or ``R + 1`` along each axis (along one axis the two
-grids' bucket borders alternate ``R + 1`` apart, and a gap of at most ``R``
-cannot straddle two of them). Each grid is one sort of the bucket ids, and
-a pair is kept only in the grid whose shifts are its canonical ones (shift 0
-along the axes where the pair already shares an unshifted bucket), so every
-pair is listed exactly once. The cost is about 2^d sorts of the cells plus
-the pairs found, against kappa-dependent lookups per cell for the runs of
-offsets (``offset_runs``); :func:`pairs_cheaper` chooses between them.
+every axis share a bucket of side ``L = 2 half`` (any ``half >= R + 1``) in
+at least one of the 2^d grids shifted by 0 or ``half`` along each axis (along
+one axis the two grids' bucket borders alternate ``half`` apart, and a gap of
+at most ``R`` cannot straddle two of them). A pair is kept only in the grid
+whose shifts are its canonical ones (shift 0 along the axes where the pair
+already shares an unshifted bucket), so every pair is listed exactly once,
+and a grid shifted along an axis needs only the cells within R of an
+unshifted border there. Larger buckets (:func:`bucket_half`, a public cost
+model) leave fewer cells near a border, which matters in high dimension;
+inside a bucket the cells within R along one axis are the candidates, one
+sort and two binary searches per grid, generated in chunks of bounded size.
+The cost is about sum over the grids of their cells, plus the candidates,
+against kappa-dependent lookups per cell for the runs of offsets
+(``offset_runs``); :func:`pairs_cheaper` chooses between them.
 
 Offsets are told apart exactly by :func:`offset_codes` (an integer per
 offset), so the sums over pairs can reproduce the runs' order of additions
@@ -105,8 +110,8 @@ def chebyshev_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, n
     """Every pair ``(i, j)`` with ``max_k |b[j, k] - a[i, k]| <= R``.
 
     ``a`` and ``b`` are non-negative integer coordinate rows (n, d) and (m, d);
-    each pair appears once, in no particular order. Memory: the cells and
-    the pairs of one shifted grid at a time.
+    each pair appears once, in no particular order. Memory: the cells, the
+    pairs found and one chunk of candidates at a time.
     """
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
