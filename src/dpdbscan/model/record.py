@@ -117,7 +117,8 @@ class SpanModel:
             # the points' cells alone: the same labels as the regions' (which
             # in high dimension hold millions of cells per core cell)
             to = core_test(self.spec.core).predict_to
-            return predict_cells(self.grid, self.core_keys, self.labels, X, self.spec.border, to)
+            keep = None if self.spec.border_cells == "any" else (lambda keys: occupied_border(self, keys))
+            return predict_cells(self.grid, self.core_keys, self.labels, X, self.spec.border, to, keep)
         keys, labels = self.regions()
         return predict_spans(self.grid, keys, labels, X)
 
