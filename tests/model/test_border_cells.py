@@ -116,3 +116,21 @@ def test_the_summary_says_which_cells_join(rank):
     assert f"where the release shows them (a cell's noisy count at least {t:,} points)" in text
     classic = replace(model, spec=replace(model.spec, border_cells="any"))
     assert "where the release shows them" not in summary(classic)
+
+
+def test_predict_without_the_regions_keeps_the_rule(rank, monkeypatch):
+    # on grids too large for the region raster, predict labels the points'
+    # cells alone: the same labels, the occupied rule included
+    from dpdbscan.model import record
+
+    km, model = rank
+    g = model.grid
+    classic = replace(model, spec=replace(model.spec, border_cells="any"))
+    pts = np.vstack([km, g.decode(classic.regions()[0]) * g.width + g.lower + g.width / 2])
+    want = [m.predict(pts) for m in (model, classic)]
+    monkeypatch.setattr(record, "regions_are_cheap", lambda grid: False)
+    fresh = [replace(model), replace(classic)]  # no regions cached yet
+    got = [m.predict(pts) for m in fresh]
+    assert all("_regions" not in m.__dict__ for m in fresh)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert not np.array_equal(want[0], want[1])  # the rule changes some labels

@@ -30,7 +30,14 @@ from ..laws.noise import shown_count
 from ..params.specs import ReleaseInfo, SpanSpec
 from ..params.validation import check_array
 from ..post.coretests import Spans, core_test
-from .predict import degrees_given, outside_note, predict_spans, span_regions
+from .predict import (
+    degrees_given,
+    outside_note,
+    predict_cells,
+    predict_spans,
+    regions_are_cheap,
+    span_regions,
+)
 from .stats import SpanStats, compute_stats
 
 
@@ -106,6 +113,12 @@ class SpanModel:
         note = outside_note(self.grid, X)
         if note:
             warnings.warn(note, PrivateNoteWarning, stacklevel=2)
+        if "_regions" not in self.__dict__ and not regions_are_cheap(self.grid):
+            # the points' cells alone: the same labels as the regions' (which
+            # in high dimension hold millions of cells per core cell)
+            to = core_test(self.spec.core).predict_to
+            keep = None if self.spec.border_cells == "any" else (lambda keys: occupied_border(self, keys))
+            return predict_cells(self.grid, self.core_keys, self.labels, X, self.spec.border, to, keep)
         keys, labels = self.regions()
         return predict_spans(self.grid, keys, labels, X)
 
