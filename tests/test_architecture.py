@@ -330,3 +330,34 @@ def test_post_processing_writes_no_sentences():
     per core test)."""
     found = sentence_writers(sorted((SRC / "post").rglob("*.py")))
     assert not found, found
+
+
+def core_test_comparisons(paths, names) -> list[str]:
+    """Places that compare a value with a core test's name (``== "density"``,
+    ``in ("bound", ...)``): what a test can do belongs on the test itself."""
+    out = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in [node.left, *node.comparators]:
+                values = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                if any(isinstance(v, ast.Constant) and v.value in names for v in values):
+                    out.append(f"{path.name}:{node.lineno}")
+                    break
+    return out
+
+
+def test_the_comparison_counter_sees_one(tmp_path):
+    fake = tmp_path / "x.py"
+    fake.write_text('if spec.core == "density":\n    pass\nif k in ("bound", "x"):\n    pass\n')
+    found = core_test_comparisons([fake], {"density", "bound"})
+    assert len(found) == 2
+
+
+def test_core_tests_are_compared_by_name_only_in_their_registry():
+    from dpdbscan.post.coretests import CORE_TESTS
+
+    registry = SRC / "post" / "coretests"
+    paths = [p for p in sorted(SRC.rglob("*.py")) if registry not in p.parents]
+    assert core_test_comparisons(paths, set(CORE_TESTS)) == []

@@ -9,9 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpdbscan import DPDBSCAN
+from dpdbscan.cells import pairs as pairs_module
 from dpdbscan.cells.grid import Grid, neighbour_offsets, offset_runs, sorted_runs
-from dpdbscan.cells.pairs import chebyshev_pairs, forced
+from dpdbscan.cells.pairs import bucket_half, chebyshev_pairs, forced
 from dpdbscan.model.predict import border_labels
+from dpdbscan.post.coretests.density import weightedsums as density_sums
 from dpdbscan.post.coretests.density.weightedsums import _sparse_run_sums
 from dpdbscan.post.coretests.density.weights import ball_weights
 from dpdbscan.post.sums import sparse_neighbour_sums
@@ -42,6 +44,44 @@ def test_chebyshev_pairs_are_every_pair_once(d, R, side, n, m, seed):
     assert got == brute_pairs(a, b, R)
     i, j = chebyshev_pairs(a, a, R)  # the self-join path
     assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(a, a, R)
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    extra=st.integers(0, 4),
+    side=st.integers(1, 30),
+    n=st.integers(1, 80),
+    m=st.integers(1, 200),
+    chunk=st.sampled_from([1, 7, 1 << 22]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_every_bucket_side_and_chunk_gives_every_pair_once(d, R, extra, side, n, m, chunk, seed):
+    # buckets of side 2 * half for any half >= R + 1, and candidates in chunks
+    # as small as one row's: the same pairs, each once
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, side, (n, d))
+    b = rng.integers(0, side, (m, d))
+    before = pairs_module._CHUNK
+    pairs_module._CHUNK = chunk
+    try:
+        i, j = pairs_module._grid_pairs(a, b, R, R + 1 + extra)
+        assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(a, b, R)
+        i, j = pairs_module._grid_pairs(a, a, R, R + 1 + extra)
+        assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(a, a, R)
+    finally:
+        pairs_module._CHUNK = before
+
+
+def test_bucket_half_grows_with_dimension_on_sparse_cells():
+    # minimal buckets for crowded cells (a 4-D release: 738k cells of 67^4),
+    # larger ones when most cells would sit near a border of the minimal ones
+    # (a sparse release in 8-D)
+    assert bucket_half(4, 2, 738_058, 67) == 3
+    assert bucket_half(8, 3, 300_000, 48) > 4
+    with pytest.raises(ValueError):
+        pairs_module._grid_pairs(np.zeros((2, 2), int), np.zeros((2, 2), int), 3, 3)
 
 
 def test_sorted_runs_number_the_runs_of_offset_runs():
@@ -95,11 +135,20 @@ def test_weighted_sums_over_pairs_equal_the_runs(d, k, seed):
     if d > 3:
         k = 1
     W = ball_weights(d, float(g.eta), k)
-    with forced(False):
-        runs = _sparse_run_sums(g, keys, vals, W, query)
+    limit = density_sums.MAX_DENSE_CELLS
+    density_sums.MAX_DENSE_CELLS = 0  # the runs themselves, not the dense layout
+    try:
+        with forced(False):
+            runs = _sparse_run_sums(g, keys, vals, W, query)
+    finally:
+        density_sums.MAX_DENSE_CELLS = limit
     with forced(True):
         pairs = _sparse_run_sums(g, keys, vals, W, query)
     assert np.array_equal(pairs, runs)  # floats: the same additions in the same order
+    if d <= 6:
+        # the release laid out densely (small universes): gathers, same order
+        dense = density_sums._dense_run_sums(g, keys, vals.astype(np.float64), W, query)
+        assert np.array_equal(dense, runs)
 
 
 @SETTINGS

@@ -185,7 +185,7 @@ def test_border_labels_points_near_span_cells():
 
     def bound_model(border):
         spans = Spans(g, keys, np.array([0, 1]), 1.0, 1.0, 2.0, 7.0, 9, g.n_cells, 7.0, None)
-        spec = SpanSpec(5, 0.1, 1, "chernoff", border, True, "bound")
+        spec = SpanSpec(5, 0.1, 1, "chernoff", border, "any", True, "bound")
         rel = ReleaseInfo(g, "dense", float("-inf"), "discrete", 1.0, 1.0, 0.0, 0.1, 4.0, 5, None, None, None)
         return SM(spans=spans, spec=spec, release=rel, histogram=None, auto=None, metadata={})
 
@@ -471,3 +471,23 @@ def test_a_guarantee_at_minpts_below_one_reads_no_guarantee(tmp_path, capsys):
     assert gv["statement"].startswith("each place alone: ") and "MinPts = -4 < 1" in gv["statement"]
     assert "; all at once, no guarantee: " in gv["statement"]
     assert "; all at once, no guarantee: " in summary(void) and "MinPts=-4" not in summary(void)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 5, 7])
+@pytest.mark.parametrize("to", ["cells", "centres"])
+def test_labelling_the_points_cells_equals_the_regions(d, to):
+    # predict without the regions (high dimension) gives the regions' labels
+    from dpdbscan.model.predict import predict_cells, predict_spans, span_regions
+
+    rng = np.random.default_rng(d)
+    g = Grid(np.zeros(d), np.ones(d), 0.3 if d > 2 else 0.05, 4.0)
+    core = np.unique(g.encode(np.stack([rng.integers(0, s, 30) for s in g.shape], axis=1)))
+    labels = rng.integers(0, 3, core.size)
+    X = np.concatenate([rng.random((400, d)), g.decode(core[:5]) * g.width + g.width / 2 + 1e-3])
+    X[0] = 2.0  # outside the box
+    border = g.eps
+    keys, lab = span_regions(g, core, labels, border, to)
+    want = predict_spans(g, keys, lab, X)
+    got = predict_cells(g, core, labels, X, border, to)
+    assert np.array_equal(got, want)
+    assert (want >= 0).any() and (want == -1).any()

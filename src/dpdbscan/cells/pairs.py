@@ -6,15 +6,20 @@ kappa grows as about (2 sqrt(d) + 1)^d: 609 cells in 4-D, 28,197 in 6-D and
 so listing the pairs that do exist costs far less in high dimension.
 
 Shifted grids: two cells whose coordinates differ by at most ``R`` along
-every axis share a bucket of side ``L = 2R + 2`` in at least one of the 2^d
-grids shifted by 0 or ``R + 1`` along each axis (along one axis the two
-grids' bucket borders alternate ``R + 1`` apart, and a gap of at most ``R``
-cannot straddle two of them). Each grid is one sort of the bucket ids, and
-a pair is kept only in the grid whose shifts are its canonical ones (shift 0
-along the axes where the pair already shares an unshifted bucket), so every
-pair is listed exactly once. The cost is about 2^d sorts of the cells plus
-the pairs found, against kappa-dependent lookups per cell for the runs of
-offsets (``offset_runs``); :func:`pairs_cheaper` chooses between them.
+every axis share a bucket of side ``L = 2 half`` (any ``half >= R + 1``) in
+at least one of the 2^d grids shifted by 0 or ``half`` along each axis (along
+one axis the two grids' bucket borders alternate ``half`` apart, and a gap of
+at most ``R`` cannot straddle two of them). A pair is kept only in the grid
+whose shifts are its canonical ones (shift 0 along the axes where the pair
+already shares an unshifted bucket), so every pair is listed exactly once,
+and a grid shifted along an axis needs only the cells within R of an
+unshifted border there. Larger buckets (:func:`bucket_half`, a public cost
+model) leave fewer cells near a border, which matters in high dimension;
+inside a bucket the cells within R along one axis are the candidates, one
+sort and two binary searches per grid, generated in chunks of bounded size.
+The cost is about sum over the grids of their cells, plus the candidates,
+against kappa-dependent lookups per cell for the runs of offsets
+(``offset_runs``); :func:`pairs_cheaper` chooses between them.
 
 Offsets are told apart exactly by :func:`offset_codes` (an integer per
 offset), so the sums over pairs can reproduce the runs' order of additions
@@ -97,15 +102,16 @@ def pairs_cheaper(
 
 
 def _prefilter(d: int, small: int, large: int) -> bool:
-    return small * 3**d * 4 < large
+    # the small side's 3^d buckets each against the 2^d grids over both sides
+    return small * 3**d * 2 < (small + large) * 2**d
 
 
 def chebyshev_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
     """Every pair ``(i, j)`` with ``max_k |b[j, k] - a[i, k]| <= R``.
 
     ``a`` and ``b`` are non-negative integer coordinate rows (n, d) and (m, d);
-    each pair appears once, in no particular order. Memory: the cells and
-    the pairs of one shifted grid at a time.
+    each pair appears once, in no particular order. Memory: the cells, the
+    pairs found and one chunk of candidates at a time.
     """
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
@@ -131,51 +137,90 @@ def chebyshev_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, n
     return _grid_pairs(a, b, R)
 
 
-def _grid_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`chebyshev_pairs` over all 2^d shifted grids."""
+def _grid_pairs(
+    a: np.ndarray, b: np.ndarray, R: int, half: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`chebyshev_pairs` over all 2^d shifted grids of buckets of side
+    ``L = 2 * half`` (``half >= R + 1``; :func:`bucket_half` by default)."""
     d = a.shape[1]
-    L = 2 * R + 2
-    half = R + 1
-    nb = (int(max(a.max(), b.max())) + half) // L + 1
-    same = a is b
     if a.shape[0] == 0 or b.shape[0] == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if half is None:
+        half = bucket_half(d, R, a.shape[0] + (0 if a is b else b.shape[0]), int(max(a.max(), b.max())) + 1)
+    if half < R + 1:
+        raise ValueError("buckets of side 2 * half need half >= R + 1")
+    L = 2 * half
+    nb = (int(max(a.max(), b.max())) + half) // L + 1
+    same = a is b
     # near[k]: the cells within R of an unshifted bucket border along axis k, the
     # only ones that can pair across it (grids shifted along k need no others)
-    near_a = _near_border(a, R, L)
-    near_b = near_a if same else _near_border(b, R, L)
+    # as one bit per axis (bit d - 1 - k for axis k, as in g below)
+    near_a = _near_border(a, R, L) @ (1 << np.arange(d - 1, -1, -1, dtype=np.int64))
+    near_b = near_a if same else _near_border(b, R, L) @ (1 << np.arange(d - 1, -1, -1, dtype=np.int64))
     cols_a = [np.ascontiguousarray(a[:, k]) for k in range(d)]
     cols_b = cols_a if same else [np.ascontiguousarray(b[:, k]) for k in range(d)]
     out_i, out_j = [], []
     for g in range(2**d):
         shifted = np.array([(g >> (d - 1 - k)) & 1 for k in range(d)], dtype=bool)
-        sa = np.flatnonzero(near_a[:, shifted].all(axis=1)) if shifted.any() else np.arange(a.shape[0])
-        sb = (
-            sa
-            if same
-            else (np.flatnonzero(near_b[:, shifted].all(axis=1)) if shifted.any() else np.arange(b.shape[0]))
-        )
+        sa = np.flatnonzero((near_a & g) == g) if g else np.arange(a.shape[0])
+        sb = sa if same else (np.flatnonzero((near_b & g) == g) if g else np.arange(b.shape[0]))
         if sa.size == 0 or sb.size == 0:
             continue
         shift = shifted.astype(np.int64) * half
         ids_a = _bucket_ids(a[sa], shift, L, nb)
         ids_b = ids_a if same else _bucket_ids(b[sb], shift, L, nb)
-        ia, ja = _bucket_pairs(ids_a, ids_b, same)
-        ia, ja = sa[ia], sb[ja]
-        # axis by axis, dropping pairs as soon as one axis fails
-        for k in np.argsort(~shifted, kind="stable"):  # shifted axes first: they fail most
-            ca, cb = cols_a[k][ia], cols_b[k][ja]
-            keep = np.abs(cb - ca) <= R
-            if shifted[k]:
-                # canonical grid: shifted exactly along the axes where the pair
-                # does not share an unshifted bucket
-                keep &= ca // L != cb // L
-            ia, ja = ia[keep], ja[keep]
-        out_i.append(ia)
-        out_j.append(ja)
+        # sweep along an unshifted axis if there is one (shifted ones are
+        # crowded near the borders): only cells within R along it are candidates
+        sweep = int(np.flatnonzero(~shifted)[-1]) if not shifted.all() else d - 1
+        for ia, ja in _bucket_pairs(ids_a, ids_b, cols_a[sweep][sa], cols_b[sweep][sb], R, same):
+            ia, ja = sa[ia], sb[ja]
+            # axis by axis, dropping pairs as soon as one axis fails
+            for k in np.argsort(~shifted, kind="stable"):  # shifted axes first: they fail most
+                if k == sweep:
+                    continue
+                ca, cb = cols_a[k][ia], cols_b[k][ja]
+                keep = np.abs(cb - ca) <= R
+                if shifted[k]:
+                    # canonical grid: shifted exactly along the axes where the pair
+                    # does not share an unshifted bucket
+                    keep &= ca // L != cb // L
+                ia, ja = ia[keep], ja[keep]
+            if shifted[sweep]:
+                keep = cols_a[sweep][ia] // L != cols_b[sweep][ja] // L
+                ia, ja = ia[keep], ja[keep]
+            out_i.append(ia)
+            out_j.append(ja)
     if not out_i:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(out_i), np.concatenate(out_j)
+
+
+#: Cost of one candidate pair of a bucket (index arithmetic and the per-axis
+#: checks) against one cell in one shifted grid: measured, a rough guide only.
+_PAIR_COST = 0.25
+
+
+def bucket_half(d: int, R: int, n: int, extent: int) -> int:
+    """Half the bucket side of the shifted grids for ``n`` cells of coordinates
+    below ``extent`` (a public cost model: sizes only).
+
+    Along an axis a cell takes part in the grids shifted along it only if it
+    lies within R of an unshifted border, a fraction p = R / half of them, so
+    the 2^d grids hold about n (1 + p)^d cells together: the minimal buckets
+    (half = R + 1) make every grid nearly full in high dimension. Larger
+    buckets cut that, but hold more cells each: the pairs of a bucket within
+    R along the sweep axis are candidates, about n^2 (1 + p^2)^d (2R + 1) /
+    (2 half buckets) over all grids if the cells were spread evenly.
+    """
+    best, best_cost = R + 1, math.inf
+    for half in range(R + 1, max(R + 2, extent + 1)):
+        p = min(R / half, 1.0)
+        buckets = max(extent / (2 * half), 1.0) ** d
+        pairs = n * n * (1 + p * p) ** d * (2 * R + 1) / (2 * half * buckets)
+        cost = n * (1 + p) ** d + _PAIR_COST * pairs
+        if cost < best_cost:
+            best, best_cost = half, cost
+    return best
 
 
 def _near_buckets(small: np.ndarray, large: np.ndarray, L: int) -> np.ndarray:
@@ -183,9 +228,13 @@ def _near_buckets(small: np.ndarray, large: np.ndarray, L: int) -> np.ndarray:
     along every axis, from the bucket of some row of ``small``."""
     d = small.shape[1]
     nb = int(max(small.max(), large.max())) // L + 3
-    bs = small // L + 1
     steps = np.array(np.meshgrid(*([np.array([-1, 0, 1])] * d), indexing="ij")).reshape(d, -1).T
-    ids = np.unique(_ids((bs[:, None, :] + steps[None, :, :]).reshape(-1, d), nb))
+    # ids are linear in the coordinates, and the padding keeps every step inside
+    own, delta = _ids(small // L + 1, nb), _ids(steps, nb)
+    per = max(1, _CHUNK // delta.size)  # ids held at once: about _CHUNK
+    ids = np.unique(
+        np.concatenate([np.unique(own[s : s + per, None] + delta[None, :]) for s in range(0, own.size, per)])
+    )
     mine = _ids(large // L + 1, nb)
     pos = np.minimum(np.searchsorted(ids, mine), ids.size - 1)
     return np.flatnonzero(ids[pos] == mine)
@@ -213,38 +262,54 @@ def _bucket_ids(c: np.ndarray, shift: np.ndarray, L: int, nb: int) -> np.ndarray
     return ids
 
 
-def _bucket_pairs(ba: np.ndarray, bb: np.ndarray, same: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Every (i, j) with ``ba[i] == bb[j]``."""
-    oa = np.argsort(ba, kind="stable")
-    sa = ba[oa]
-    ua, sta, cnta = _groups(sa)
-    if same:
-        ob, ub, stb, cntb = oa, ua, sta, cnta
-        xa = xb = np.arange(ua.size)
+#: Candidate pairs generated at once (a few hundred MB of indices at most).
+_CHUNK = 1 << 22
+
+
+def _bucket_pairs(
+    ba: np.ndarray, bb: np.ndarray, ka: np.ndarray, kb: np.ndarray, R: int, same: bool = False
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every (i, j) with ``ba[i] == bb[j]`` and ``|ka[i] - kb[j]| <= R``, in
+    chunks of about :data:`_CHUNK` pairs (memory bounded whatever the
+    buckets hold).
+
+    ``ka``, ``kb`` are non-negative coordinates along one axis: b is sorted
+    by (bucket, coordinate) and each row of a takes the window of b's rows
+    in its bucket within R along that axis.
+    """
+    if ba.size == 0 or bb.size == 0:
+        return
+    width = int(max(ka.max(), kb.max())) + 2 * R + 1  # windows never reach another bucket
+    if (int(max(ba.max(), bb.max())) + 1) * width < 1 << 62:
+        ra, rb = ba, bb  # bucket ids themselves: one sort fewer
+    elif same:
+        _, inv = np.unique(ba, return_inverse=True)
+        ra = rb = inv.astype(np.int64)
     else:
-        ob = np.argsort(bb, kind="stable")
-        ub, stb, cntb = _groups(bb[ob])
-        _, xa, xb = np.intersect1d(ua, ub, assume_unique=True, return_indices=True)
-    if xa.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    na, nbb = cnta[xa], cntb[xb]
-    per = na * nbb
-    total = int(per.sum())
-    # pair t of a bucket: row t // nb of a's block, column t % nb of b's
-    grp = np.repeat(np.arange(xa.size), per)
-    first = np.concatenate(([0], np.cumsum(per)[:-1]))
-    t = np.arange(total, dtype=np.int64) - first[grp]
-    nbg = nbb[grp]
-    ra = sta[xa][grp] + t // nbg
-    rb = stb[xb][grp] + t % nbg
-    return oa[ra], ob[rb]
-
-
-def _groups(sorted_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct values of a sorted array, where each starts and how many."""
-    start = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
-    counts = np.diff(np.append(start, sorted_ids.size))
-    return sorted_ids[start], start, counts
+        _, inv = np.unique(np.concatenate((ba, bb)), return_inverse=True)
+        ra, rb = inv[: ba.size].astype(np.int64), inv[ba.size :].astype(np.int64)
+    key_a = ra * width + ka
+    key_b = key_a if same else rb * width + kb
+    ob = np.argsort(key_b, kind="stable")
+    sk = key_b[ob]
+    lo = np.searchsorted(sk, key_a - R, side="left")
+    cnt = np.searchsorted(sk, key_a + R, side="right") - lo
+    rows = np.flatnonzero(cnt)
+    if rows.size == 0:
+        return
+    ends = np.cumsum(cnt[rows])
+    start = 0
+    while start < rows.size:
+        # rows[start:stop] give at most _CHUNK pairs (or one row, if more)
+        base = int(ends[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(ends, base + _CHUNK, side="right")), start + 1)
+        r = rows[start:stop]
+        c = cnt[r]
+        i = np.repeat(r, c)
+        first = np.repeat(lo[r] - (np.cumsum(c) - c), c)
+        j = ob[first + np.arange(i.size, dtype=np.int64)]
+        yield i, j
+        start = stop
 
 
 __all__ = ["chebyshev_pairs", "offset_codes", "codes_fit", "pairs_cheaper", "forced"]

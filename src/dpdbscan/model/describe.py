@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..geometry.projection import format_km, projection_of
+from ..laws.noise import shown_count
 from ..params.paramwords import grid_words, histogram_words
+from ..post.coretests import core_test
 from ..post.coretests.density.densitymargin import swamped
 from ..post.coretests.density.densitytest import density_margin
 from ..traces import event_words
@@ -178,6 +180,7 @@ def describe(model: SpanModel) -> dict:
         "span_cell_width": g.width,
         "span_shape": list(g.shape),
         "border": spec.border,
+        "border_cells": spec.border_cells,
         "n_spans": model.n_spans,
         "n_core_cells": model.n_core_cells,
         "bounds": {"lower": g.lower.tolist(), "upper": g.upper.tolist()},
@@ -237,7 +240,7 @@ def swamped_min_samples(model: SpanModel) -> int | None:
     when MinPts matters (the guard does not bind everywhere) or for the
     bound test. Public values only."""
     spec, rel = model.spec, model.release
-    if spec.core != "density":
+    if not core_test(spec.core).guard_swamps:
         return None
     grid = model.histogram.grid if model.histogram is not None else rel.grid.at_eps(model.grid.eps)
     _, m = density_margin(grid, rel.histogram, rel.noise, rel.noise_scale, rel.theta, spec)
@@ -286,7 +289,8 @@ def summary(model: SpanModel) -> str:
         "  margin  : "
         + test.margin_text(s, spec, noun)
         + f"; points within {length(spec.border)} of a core {core} join its span "
-        f"(border={length(spec.border)})",
+        + border_cells_words(model)
+        + f"(border={length(spec.border)})",
         *swamp_line(model, noun),
         test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
     ]
@@ -344,6 +348,17 @@ def origin_lines(model: SpanModel) -> list[str]:
             "these spans re-parameterise it (no extra budget)"
         ]
     return []
+
+
+def border_cells_words(model: SpanModel) -> str:
+    """ "where the release shows ... " (with its trailing space) when only
+    cells that show points join as border (``border_cells="occupied"``),
+    else ""."""
+    h = model.histogram
+    if model.spec.border_cells != "occupied" or h is None:
+        return ""
+    t = shown_count(h.noise, h.scale)
+    return f"where the release shows them (a cell's noisy count at least {t:,} {unit_noun(model)}) "
 
 
 __all__ = [

@@ -307,7 +307,7 @@ def _swamped(release: ReleaseSpec, spans: SpanSpec) -> int | None:
     """The largest MinPts that gives the same core test as ``spans``'s
     when the empty-space guard swamps MinPts (:func:`.margins.swamped`), or
     None. Public inputs only."""
-    if spans.core != "density":
+    if not core_test(spans.core).guard_swamps:
         return None
     _, m = density_margin(
         release.grid, release.histogram, release.noise.kind, release.noise.scale, release.theta, spans

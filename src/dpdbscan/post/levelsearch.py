@@ -71,6 +71,7 @@ from ..cells.histogram import NoisyHistogram
 from ..exceptions import renamed
 from ..params.specs import SpanSpec
 from .auto import _parents, hdbscan_lambda, min_samples_ladder
+from .coretests import core_test
 from .coretests.coretest import over_candidates, relaxed
 from .coretests.density.densitytest import density_guarantee
 from .ladder import sweep
@@ -605,7 +606,7 @@ def select_levels(
         are, and a cluster that shrinks to fit while still one span is
         selectable from the level where it fits. None: no limit.
     """
-    if spec.core != "density":
+    if not core_test(spec.core).selects_levels:
         raise ValueError("level selection needs the density test (core='density')")
     ms = ladder(hist, min_samples)
     d = hist.grid.d

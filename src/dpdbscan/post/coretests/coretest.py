@@ -110,6 +110,12 @@ class CoreTest(ABC):
     max_kappa: ClassVar[int]
     #: Whether a number is a margin rule (c sigmas) besides the named rules.
     numeric_margin: ClassVar[bool]
+    #: Whether the automatic mode's level selection (one MinPts per span,
+    #: :mod:`dpdbscan.post.levelsearch`) can choose from this test's spans.
+    selects_levels: ClassVar[bool]
+    #: Whether the margin's empty-space guard can swamp MinPts (every MinPts
+    #: below some value then gives the same release; :func:`.density.swamped`).
+    guard_swamps: ClassVar[bool]
 
     # -- parameters ---------------------------------------------------------
     @abstractmethod

@@ -53,6 +53,8 @@ class BoundTest(CoreTest):
     margin_rules = ("chernoff", "paper")
     max_kappa = MAX_KAPPA
     numeric_margin = False
+    selects_levels = False
+    guard_swamps = False
 
     def check(self, values: Mapping[str, Any], opt: Namer, cli: bool) -> None:
         rule = values["margin"]

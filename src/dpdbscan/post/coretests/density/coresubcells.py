@@ -266,14 +266,64 @@ def _reachable(hist: NoisyHistogram, cand: np.ndarray, threshold: float) -> np.n
     array, then the exact sums by runs decide the rest.
     """
     mask = np.ones(cand.size, dtype=bool)
-    blocks = _bucket_block_sums(hist, cand)
-    if blocks is not None:
-        mask = blocks >= threshold
+    cube = _cube_sums(hist, cand)
+    if cube is not None:
+        # NB(X) lies in the cube of side 2 reach + 1 around X: a bound almost
+        # as tight as the exact sums (609 of 625 cells in 4-D) at a fraction
+        # of their cost; when it keeps most candidates the exact sums would
+        # too, and the weighted sums decide anyway
+        mask = cube >= threshold
+        if mask.sum() > cand.size // 2:
+            return mask
+    else:
+        blocks = _bucket_block_sums(hist, cand)
+        if blocks is not None:
+            mask = blocks >= threshold
     idx = np.flatnonzero(mask)
     if idx.size:
         sums = sparse_neighbour_sums(hist.grid, hist.released_keys, hist.values, cand[idx])
         mask[idx[sums < threshold]] = False
     return mask
+
+
+#: Cells of the padded universe up to which :func:`_cube_sums` holds it densely
+#: (int32 or float64, two arrays at once: at most 512 MB).
+_MAX_CUBE_CELLS = 1 << 25
+
+
+def _cube_sums(hist: NoisyHistogram, cand: np.ndarray) -> np.ndarray | None:
+    """Released mass in the cube of side 2 reach + 1 around each candidate
+    (an upper bound of its NB sum on a non-negative release), by box sums
+    along each axis over the dense universe; None when that is too large."""
+    grid = hist.grid
+    R = int(np.abs(grid.offsets).max()) if grid.offsets.size else 0
+    shape = tuple(s + 2 * R + 1 for s in grid.shape)
+    if math.prod(shape) > _MAX_CUBE_CELLS:
+        return None
+    values = hist.values
+    total = float(np.abs(values).sum())
+    exact = values.dtype.kind in "iu" and total < 2**31 - 1
+    dtype = np.int32 if exact else np.float64
+    A = np.zeros(shape, dtype=dtype)
+    # cell x of an axis at index x + R + 1: a leading zero, then R of padding
+    A[tuple((grid.decode(hist.released_keys) + R + 1).T)] = values
+    for axis, size in enumerate(grid.shape):
+        np.cumsum(A, axis=axis, dtype=dtype, out=A)
+        hi, lo, at = [slice(None)] * grid.d, [slice(None)] * grid.d, [slice(None)] * grid.d
+        # cells x - R .. x + R sit at x + 1 .. x + 2R + 1: C[x + 2R + 1] - C[x],
+        # stored at x's own index (the right side is computed before it is stored;
+        # the padding keeps prefix sums of zeros, never read as a box sum)
+        hi[axis], lo[axis], at[axis] = (
+            slice(2 * R + 1, size + 2 * R + 1),
+            slice(0, size),
+            slice(R + 1, R + 1 + size),
+        )
+        A[tuple(at)] = A[tuple(hi)] - A[tuple(lo)]
+    sums = A[tuple((grid.decode(cand) + R + 1).T)]
+    if exact:
+        return sums.astype(np.int64)
+    # rounding of prefix sums is relative to their size: slack that keeps a bound
+    return sums * (1 + 1e-9) + 1e-9 * grid.d * total
 
 
 _MAX_BUCKETS = 1 << 24  # at most 128 MB (float64 bincount, transient) + 2 x 64 MB (float32)

@@ -163,6 +163,8 @@ class DensityTest(CoreTest):
     margin_rules = MARGINS
     max_kappa = MAX_KAPPA
     numeric_margin = True
+    selects_levels = True
+    guard_swamps = True
 
     def check(self, values: Mapping[str, Any], opt: Namer, cli: bool) -> None:
         if values["margin"] == "paper":

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ....cells.grid import Grid, lookup, offset_runs
@@ -106,6 +108,8 @@ def _sparse_run_sums(grid: Grid, rkeys, rvals, weights: BallWeights, query) -> n
             part = np.bincount(group, weights=weights.W[r, col] * vals, minlength=gq.size)
             out[:, r] += np.bincount(gq, weights=part, minlength=query.size)
         return out
+    if _dense_cheaper(grid, off, rkeys.size):
+        return _dense_run_sums(grid, rkeys, rvals, weights, query)
     index = {tuple(o): i for i, o in enumerate(off.tolist())}
     for prefix, lo, hi in offset_runs(off):
         base = grid.key_delta(np.append(prefix, 0))
@@ -124,4 +128,54 @@ def _sparse_run_sums(grid: Grid, rkeys, rvals, weights: BallWeights, query) -> n
         contrib = wcol * rvals[ridx]
         for r in range(n_pos):
             out[:, r] += np.bincount(rows, weights=contrib[r], minlength=query.size)
+    return out
+
+
+#: Cells of the padded universe up to which a sparse release is also held
+#: densely (float64: at most 256 MB) for :func:`_dense_run_sums`.
+MAX_DENSE_CELLS = 1 << 25
+_DENSE_ROWS = 1 << 15  # query rows per block of the dense sums
+
+
+def _dense_cheaper(grid: Grid, offsets: np.ndarray, n_keys: int) -> bool:
+    """A public cost model: one gather per offset against two binary searches
+    per run of offsets, when the padded universe is small enough to hold."""
+    R = int(np.abs(offsets).max()) if offsets.size else 0
+    if math.prod(s + 2 * R for s in grid.shape) > MAX_DENSE_CELLS:
+        return False
+    n_runs = sum(1 for _ in offset_runs(offsets))
+    return offsets.shape[0] < 2 * n_runs * max(math.log2(max(n_keys, 2)), 1.0)
+
+
+def _dense_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeights, query) -> np.ndarray:
+    """:func:`_sparse_run_sums` from gathers in the released values laid out
+    densely (unreleased cells read 0): per query and run, the terms in key
+    order from 0, then the runs in order, as the runs add them, so the sums
+    are the same bit for bit (a zero term leaves a sum unchanged)."""
+    off = weights.offsets
+    R = int(np.abs(off).max()) if off.size else 0
+    P = np.zeros(tuple(s + 2 * R for s in grid.shape))
+    P[tuple((grid.decode(rkeys) + R).T)] = rvals
+    strides = np.array(P.strides, dtype=np.int64) // P.itemsize
+    flat = P.ravel()
+    index = {tuple(o): i for i, o in enumerate(off.tolist())}
+    runs = [
+        (
+            int(np.dot(prefix, strides[:-1])) if prefix.size else 0,
+            lo,
+            hi,
+            [index[tuple(prefix.tolist()) + (t,)] for t in range(lo, hi + 1)],
+        )
+        for prefix, lo, hi in offset_runs(off)
+    ]
+    Wt = weights.W.T  # (offsets, positions)
+    out = np.zeros((query.size, Wt.shape[1]))
+    for a in range(0, query.size, _DENSE_ROWS):
+        base = (grid.decode(query[a : a + _DENSE_ROWS]) + R) @ strides
+        block = out[a : a + _DENSE_ROWS]
+        for shift, lo, hi, cols in runs:
+            acc = np.zeros_like(block)
+            for t, col in zip(range(lo, hi + 1), cols):
+                acc += flat[base + (shift + t)][:, None] * Wt[col][None, :]
+            block += acc
     return out
