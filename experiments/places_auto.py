@@ -17,6 +17,12 @@ HDBSCAN's clustered points lies in it).
     .venv/bin/python -m experiments.places_auto --seeds 0-2 --out results/places_auto
     .venv/bin/python -m experiments.places_auto --seeds 0 --hdbscan
     .venv/bin/python -m experiments.places_auto --seeds 0 --figure docs/images/places_auto.png
+    .venv/bin/python -m experiments.places_auto --events stops --seeds 0-2
+    .venv/bin/python -m experiments.places_auto --events stops --eps 200m --min-samples 30 --seeds 0-9
+
+``--events stops`` fits the stops instead (the library's ``Stops("100m",
+"5min")`` per cab, what ``--stops 100m 5min`` counts); ``--eps`` and
+``--min-samples`` fix the parameters instead of choosing them.
 
 ``--figure`` draws the first seed's model beside the same release (the same
 seed) selected without the place prior (``DPDBSCAN`` on the projected
@@ -63,16 +69,16 @@ def pickups(path: Path = TRACES) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fit_auto(lonlat: np.ndarray, cabs: np.ndarray, seed: int, **kw: Any):
-    """The automatic mode at person level (the issue's settings)."""
+    """The automatic mode at person level (the issue's settings); ``kw`` may
+    fix ``eps`` and ``min_samples`` instead."""
     from dpdbscan import fit_lonlat
 
+    kw = {"eps": "auto", "min_samples": "auto", **kw}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fit_lonlat(
             lonlat,
             bounds=BOX,
-            eps="auto",
-            min_samples="auto",
             epsilon=1.0,
             delta=1e-6,
             units=cabs,
@@ -82,9 +88,29 @@ def fit_auto(lonlat: np.ndarray, cabs: np.ndarray, seed: int, **kw: Any):
         )
 
 
-def metric(model_path: Path) -> str:
+def stops(path: Path = TRACES) -> tuple[np.ndarray, np.ndarray]:
+    """(lon/lat of every stop, the cab's code of each): the library's own
+    ``Stops("100m", "5min")`` per cab (what ``--stops 100m 5min`` counts),
+    recomputed here for evaluation."""
+    import pyarrow.parquet as pq
+
+    from dpdbscan import Stops
+    from dpdbscan.research import Equirectangular, event_rows, factorize
+
+    t = pq.read_table(path, columns=["x", "y", "cab", "time"])
+    lonlat = np.column_stack([t.column("x").to_numpy(), t.column("y").to_numpy()])
+    proj = Equirectangular.from_bounds(list(BOX[:2]), list(BOX[2:]))
+    codes, _ = factorize(t.column("cab"))
+    rows = event_rows(Stops(0.1, 300.0), proj.forward(lonlat), codes, t.column("time"), None)
+    return lonlat[rows], np.asarray(codes)[rows]
+
+
+EVENTS = {"pickups": pickups, "stops": stops}
+
+
+def metric(model_path: Path, events: str = "pickups") -> str:
     """places_metric.py's line for a saved model."""
-    cmd = [sys.executable, str(METRIC), str(model_path), str(TRACES), "--unit", "cab", "--events", "pickups"]
+    cmd = [sys.executable, str(METRIC), str(model_path), str(TRACES), "--unit", "cab", "--events", events]
     cmd += ["--status", "occupied", "--box", *map(str, BOX)]
     return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
 
@@ -145,6 +171,9 @@ def hdbscan_reference(lonlat: np.ndarray, n: int = 30_000, seed: int = 0) -> dic
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="0")
+    ap.add_argument("--events", choices=sorted(EVENTS), default="pickups")
+    ap.add_argument("--eps", default="auto", help='"auto" (default) or a fixed eps such as "200m"')
+    ap.add_argument("--min-samples", default="auto")
     ap.add_argument("--out", default="results/places_auto")
     ap.add_argument("--hdbscan", action="store_true")
     ap.add_argument("--selection", default="levels")
@@ -153,8 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     lo, hi = (int(s) for s in (o.seeds.split("-") * 2)[:2])
     out = Path(o.out)
     out.mkdir(parents=True, exist_ok=True)
-    lonlat, cabs = pickups()
-    print(f"{len(lonlat):,} pick-ups of {len(np.unique(cabs))} cabs", file=sys.stderr)
+    lonlat, cabs = EVENTS[o.events]()
+    print(f"{len(lonlat):,} {o.events} of {len(np.unique(cabs))} cabs", file=sys.stderr)
     rows = []
     if o.hdbscan:
         ref = hdbscan_reference(lonlat)
@@ -162,16 +191,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append({"method": "hdbscan", **ref})
     for seed in range(lo, hi + 1):
         t0 = time.perf_counter()
-        model = fit_auto(lonlat, cabs, seed, selection=o.selection)
+        fixed = {"selection": o.selection} if o.eps == "auto" else {}
+        if o.eps != "auto":
+            fixed["eps"] = o.eps
+        if o.min_samples != "auto":
+            fixed["min_samples"] = int(o.min_samples)
+        model = fit_auto(lonlat, cabs, seed, **fixed)
         secs = time.perf_counter() - t0
-        path = out / f"pickups_auto_{seed}.spans.json"
+        path = out / f"{o.events}_{o.eps}_{seed}.spans.json"
         _save(model, path)
         row = {
             "seed": seed,
             "seconds": round(secs, 2),
             **describe(model),
             "one_cab_spans": one_cab_spans(model, lonlat, cabs),
-            "metric": metric(path),
+            "metric": metric(path, o.events),
         }
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "eps_scores"}))

@@ -6,9 +6,20 @@ the CHANGELOG), then
 
     python -m experiments.series_coverage OUT/NAME.spans.json
 
+The runs of docs/privacy.md §5.2 ("Measured on Cabs"), one per seed S, per
+P in week (--to 2008-06-14) and day (--to 2008-06-10), share H in 0.4, 0.5:
+
+    dpdbscan fit cabs_sf_cabs.parquet --geo --columns x y \
+        --bounds -122.6 37.55 -122.3 37.85 --unit cab --epsilon 1 --delta 1e-6 \
+        --time time --trip-ends occupied --per P --from 2008-05-17 --to TO \
+        --tz America/Los_Angeles --eps 300m --min-samples 30 \
+        --max-cells-per-unit 500 --table-share H --seed S --out-dir OUT
+
 takes the 5 cells (of the release's grid) with the most pick-ups over the
 horizon and, for every (period, cell) among them where at least 100 distinct
-cabs picked up in that period, whether the cell lies in a span. It reads the
+cabs picked up in that period, whether the cell lies in one of THAT period's
+spans (a span active in it, ``metadata.series.period_spans``; also reported:
+in any span of the horizon). It reads the
 private data to score a release (a measurement, not a release) and prints one
 JSON line: the pairs, how many are covered and the share.
 """
@@ -51,7 +62,8 @@ def coverage(model_path: str) -> dict:
     uk, cnt = np.unique(keys, return_counts=True)
     top = uk[np.argsort(-cnt)[:BUSIEST]]
     rk, rl = model.regions()
-    pairs = covered = 0
+    pairs = covered = in_horizon = 0
+    period_spans = [set(ids) for ids in model.metadata["series"]["period_spans"]]
     spans_of_top = []
     for key in top:
         sel = keys == key
@@ -60,7 +72,8 @@ def coverage(model_path: str) -> dict:
         for ti in range(per.n_periods):
             if np.unique(cab[sel & (idx == ti)]).size >= MIN_CABS:
                 pairs += 1
-                covered += span >= 0
+                in_horizon += span >= 0
+                covered += span in period_spans[ti]
     # the table against the unbounded truth: distinct cabs with a pick-up in
     # each span in each period (what m = 1 counts before the k-pair bound)
     labels = predict_spans(grid, rk, rl, np.clip(P, grid.lower, grid.upper))
@@ -82,6 +95,9 @@ def coverage(model_path: str) -> dict:
         "busy_pairs": pairs,
         "covered": covered,
         "share": covered / max(pairs, 1),
+        "in_horizon_spans": in_horizon,
+        "cell_width_km": float(grid.width),
+        "spans_area_km2": round(float(rk.shape[0] * grid.width**2), 2),
         "top_cell_spans": spans_of_top,
     }
 

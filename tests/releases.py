@@ -70,6 +70,7 @@ class Config:
             subcells=self.subcells,
             margin=self.margin,
             border=float(self.border),
+            border_cells="any",
             raise_min_samples=raise_min_samples,
             core=self.core,
         )
@@ -151,6 +152,7 @@ def spans_from_histogram(
         subcells=subcells,
         margin=margin,
         border=float(border),
+        border_cells="any",
         raise_min_samples=raise_min_samples,
         core=core,
     )

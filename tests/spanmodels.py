@@ -91,6 +91,7 @@ def hand_model(
         subcells=subcells,
         margin="paper",
         border=0.0,
+        border_cells="any",
         raise_min_samples=True,
         core="bound",
     )

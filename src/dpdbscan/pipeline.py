@@ -113,6 +113,12 @@ def fit(
     :meth:`dpdbscan.ledger.Ledger.reserve`).
     """
     r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1)
+    if place_extent(dict(metadata or {})) is not None and r.auto is None:
+        # a geographic map at the user's eps and MinPts publishes places: a
+        # border cell joins only where the release shows points
+        # (model.record.occupied_border; public metadata). The automatic mode
+        # bounds its spans by the place prior instead (docs/places.md)
+        r = replace(r, spans=replace(r.spans, border_cells="occupied"))
     fc = forecast(r.release, r.spans)
     for note in fc.slow:
         # public (kappa, |X|, d): said before anything is counted or spent

@@ -13,7 +13,11 @@ the share of it that goes to the activity table. It is released in two parts:
     discrete Gaussian added to every entry.
 
 Places are found once and their activity measured per period: a span keeps
-its id in every period because it is the same span. The guarantee
+its id in every period because it is the same span. A period's spans are the
+spans ACTIVE in it: those whose noisy mass in that period is at least the
+interval's half-width h (the 95% interval excludes zero), a rule on the
+released table and the public sigma^2 alone (:func:`active_spans`), so
+post-processing at no cost. The guarantee
 (docs/privacy.md §5.2): (a) is rho_a-zCDP for each unit; given (a)'s output,
 which point is in which span is a public function, so (b) is a mechanism
 chosen after seeing (a) and is rho_b-zCDP for each unit whatever (a) said;
@@ -49,8 +53,13 @@ from .release.backends import NumpyBackend
 from .traces import parse_times
 from .traces.periods import Periods
 
-#: The share of the lifetime budget spent on the table unless told.
-DEFAULT_SHARE = 0.5
+#: The share of the lifetime budget spent on the table unless told. Why 0.4:
+#: on full Cabs pick-ups (docs/privacy.md §5.2) 0.4 kept every busy cell in the
+#: horizon's spans and gave the days' table the least misses over the seeds
+#: tried; 0.5 and 0.6 let more spans through or fewer (the table's bound is
+#: k = spans x periods, so each extra span adds noise to every entry), 0.2
+#: left the days' table too noisy.
+DEFAULT_SHARE = 0.4
 #: The level of the intervals written beside each noisy mass.
 LEVEL = 0.95
 
@@ -81,8 +90,13 @@ class SeriesPlan:
 
     def calibrated(self, n_spans: int) -> SeriesPlan:
         """The plan once the spans are released: k = S x T when it was "all"
-        (at least 1), and sigma^2 for rho_b at sensitivity sqrt(k) m."""
-        k = self.k if self.k is not None else max(1, n_spans * self.periods.n_periods)
+        (at least 1), a given k lowered to S x T when it is larger (no unit
+        has more pairs than there are, so a larger k only adds noise; S is
+        public then), and sigma^2 for rho_b at sensitivity sqrt(k) m."""
+        pairs = n_spans * self.periods.n_periods
+        k = self.k if self.k is not None else max(1, pairs)
+        if pairs > 0:
+            k = min(k, pairs)
         return replace(self, k=k, sigma2=periodtable.sigma2_for(self.table_rho, k, self.m))
 
     def record(self, unit: str | None = None) -> dict:
@@ -204,6 +218,15 @@ class Series:
         ]
 
 
+def active_spans(table: np.ndarray, sigma2: float, level: float = LEVEL) -> np.ndarray:
+    """Which spans are a period's spans: boolean (n_spans, n_periods), True
+    where the noisy mass is at least the half-width h of the ``level``
+    interval (:func:`dpdbscan.release.periodtable.half_width`), i.e. where
+    the interval excludes zero. Post-processing of the released table and
+    the public sigma^2: it costs nothing."""
+    return np.asarray(table) >= periodtable.half_width(sigma2, level)
+
+
 def _table_seed(random_state: Any) -> Any:
     """The table's own research seed (a different stream from the spans'
     release); None and Generators pass through."""
@@ -280,9 +303,24 @@ def fit_series(
         _table_seed(p.get("random_state")),
     )
     record = plan.record(unit_name)
-    record = {**record, "table": {**record["table"], "noisy_mass": table.tolist()}}
+    active = active_spans(table, plan.sigma2)
+    record = {
+        **record,
+        "table": {**record["table"], "noisy_mass": table.tolist()},
+        # each period's spans: the ids active in it (public: from the table)
+        "period_spans": [np.flatnonzero(active[:, t]).tolist() for t in range(active.shape[1])],
+    }
     model = replace(model, metadata={**model.metadata, "series": record})
     return Series(model, table, plan)
 
 
-__all__ = ["DEFAULT_SHARE", "LEVEL", "Series", "SeriesPlan", "fit_series", "plan_series", "statement"]
+__all__ = [
+    "DEFAULT_SHARE",
+    "LEVEL",
+    "Series",
+    "active_spans",
+    "SeriesPlan",
+    "fit_series",
+    "plan_series",
+    "statement",
+]

@@ -139,7 +139,14 @@ def _release(noise="discrete", seed=0, histogram="dense"):
     config = library(1.0, noise=noise, histogram=histogram, border=0.1)
     hist = release_histogram(grid, X, config, seed)
     spec = SpanSpec(
-        min_samples=5, beta=0.1, subcells=2, margin=1.0, border=0.1, raise_min_samples=True, core="density"
+        min_samples=5,
+        beta=0.1,
+        subcells=2,
+        margin=1.0,
+        border=0.1,
+        border_cells="any",
+        raise_min_samples=True,
+        core="density",
     )
     return X, y, hist, spec
 

@@ -176,3 +176,19 @@ def test_published_files_say_what_each_unit_contributed():
     assert counted_brief(None, "cab", km) is None
     plain = hand_model([square(2, 2, 3)], shape=(10, 10))
     assert geojson(plain)["properties"]["alpha_units"] == "the data's own units"
+
+
+@pytest.mark.parametrize("size", [(500, 640), (900, 700), (1600, 900)])
+def test_the_png_title_fits_the_figure(person_level, size):
+    """The title is wrapped to the picture's width: at 500 px wide the
+    protection line took ~130 characters of 9-pt text and was cut on both
+    sides. Checked with the drawn text's extent, not its length."""
+    from dpdbscan.render.plotting import plot_model
+
+    model = load_model(person_level / "trips.spans.json")
+    ax = plot_model(model, kind="spans", size=size)
+    fig = ax.figure
+    fig.canvas.draw()
+    extent = ax.title.get_window_extent(fig.canvas.get_renderer())
+    assert 0 <= extent.x0 and extent.x1 <= fig.bbox.width
+    assert "person-level: each cab is protected" in " ".join(ax.get_title().split("\n"))

@@ -50,7 +50,9 @@ def test_a_series_end_to_end_charged_once(traces, tmp_path, capsys):
     rc, out, err = run(capsys, "ledger", "init", ledger, "--dataset", "cabs", "--epsilon", "2",
                        "--delta", "1e-5", "--unit", "cab")  # fmt: skip
     assert rc == 0
-    argv = ["fit", traces, *ARGS, "--out-dir", tmp_path / "out", "--ledger", ledger, "--dataset", "cabs"]
+    # seeded, as below: the 14 cells' intervals and the two spans fail now and then unseeded
+    argv = ["fit", traces, *ARGS, "--seed", "5", "--out-dir", tmp_path / "out", "--ledger", ledger,
+            "--dataset", "cabs"]  # fmt: skip
     rc, out, err = run(capsys, *argv)
     assert rc == 0, err
     assert "series  : (epsilon=2, delta=1e-05)-differential privacy for each cab" in out

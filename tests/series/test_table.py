@@ -100,7 +100,9 @@ def test_plan_splits_the_lifetime_budget():
     rho_a = zcdp.rho_for(plan.spans_epsilon, 1e-6)
     assert plan.k == 5 and plan.m == 1
     assert rho_a + plan.table_rho <= rho
-    assert rho_a == pytest.approx(rho / 2, rel=1e-6) and plan.table_rho == pytest.approx(rho / 2, rel=1e-6)
+    # the default share: 0.4 of rho to the table, 0.6 to the spans
+    assert rho_a == pytest.approx(0.6 * rho, rel=1e-6)
+    assert plan.table_rho == pytest.approx(0.4 * rho, rel=1e-6)
     assert zcdp.epsilon_for(rho_a + plan.table_rho, 1e-6) <= 1.0
     assert plan.cost.epsilon == 1.0 and plan.cost.rho == rho
 
@@ -119,3 +121,18 @@ def test_plan_with_the_stability_histogram_splits_by_basic_composition():
     assert (plan.spans_epsilon, plan.spans_delta) == (0.75, 5e-7)
     assert plan.table_rho == zcdp.rho_for(0.25, 5e-7)
     assert plan.cost.rho is None and (plan.cost.epsilon, plan.cost.delta) == (1.0, 1e-6)
+
+
+def test_a_bound_above_every_pair_is_lowered_to_spans_times_periods():
+    from dpdbscan.params.parameters import validate
+    from dpdbscan.series import plan_series
+    from dpdbscan.traces.periods import Periods
+
+    p = validate(dict(eps=0.5, min_samples=20, epsilon=1.0, delta=1e-6, max_cells_per_unit=4))
+    weeks = Periods("week", "2024-01-01", "2024-02-05")  # 5 weeks
+    plan = plan_series(p, np.zeros(2), np.full(2, 10.0), weeks, max_pairs_per_unit=50)
+    assert plan.k == 50  # before the spans: as given
+    three = plan.calibrated(3)  # 15 pairs exist: no unit has more, k = 50 would only add noise
+    assert three.k == 15 and three.sigma2 == periodtable.sigma2_for(plan.table_rho, 15, 1)
+    assert plan.calibrated(20).k == 50  # 100 pairs: the bound as given
+    assert three.cost == plan.cost  # the cost is rho_b's either way

@@ -12,11 +12,13 @@ in an int64 the key is a mixed-radix integer whose radix in each dimension is
 ``shape[i] + reach``: the ``reach`` spare slots per dimension make every
 neighbour offset a constant key difference that never aliases onto a real
 cell of another row, so neighbour sums become lookups of contiguous key runs.
-When the universe does not fit (say d = 12 with a fine grid), keys are the
-coordinate rows themselves, packed big-endian into fixed-width byte strings
-(numpy ``void``) whose byte order equals the lexicographic order of the
-coordinates: every operation used here (sort, searchsorted, equality) still
-works, only slower. Overflow is never silent.
+When the universe does not fit (a fine 3-D grid, d = 8 at a few hundred
+cells per side), keys are the coordinate rows packed into as few 64-bit words
+as their padded ranges need, stored big-endian as one numpy ``void`` whose
+byte order is the lexicographic order of the coordinates
+(:mod:`dpdbscan.cells.keys`): ``np.sort`` and ``==`` stay correct, and the
+sorting and searching here run on the words as integers. Overflow is never
+silent: a coordinate beyond the padding has no key.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import InitVar, dataclass, field
 
 import numpy as np
+
+from . import keys as _keys
 
 #: A 1-D sequence of numbers (a list, a tuple or an array).
 Vector = Sequence[float] | np.ndarray
@@ -166,6 +170,7 @@ class Grid:
     wide: bool = field(init=False)
     _radix: tuple = field(init=False, repr=False)
     _strides: np.ndarray = field(init=False, repr=False)
+    _packing: _keys.Packing | None = field(init=False, repr=False)
 
     def __post_init__(self, cell_width: float | None = None) -> None:
         lower = np.asarray(self.lower, dtype=np.float64).ravel()
@@ -194,7 +199,12 @@ class Grid:
         if not wide:
             for i in range(d - 2, -1, -1):
                 strides[i] = strides[i + 1] * radix[i + 1]
+        # packed keys: coordinates from -bias to shape + bias (twice the reach
+        # of NB and one more: room for offsets of sub-cell neighbourhoods)
+        bias = 2 * reach + 1
+        packing = _keys.Packing.for_ranges(bias, tuple(s + 2 * bias for s in shape)) if wide else None
         for name, val in [
+            ("_packing", packing),
             ("width", w),
             ("shape", shape),
             ("reach", reach),
@@ -348,7 +358,7 @@ class Grid:
     # ------------------------------------------------------------------- keys
     @property
     def key_dtype(self) -> np.dtype:
-        return np.dtype(("V", 8 * self.d)) if self.wide else np.dtype(np.int64)
+        return self._packing.dtype if self._packing is not None else np.dtype(np.int64)
 
     def encode(self, coords: np.ndarray) -> np.ndarray:
         """Keys of integer coordinate rows (which may lie in the padding)."""
@@ -359,16 +369,13 @@ class Grid:
             for i in range(self.d - 1):
                 key += coords[:, i] * int(self._strides[i])
             return key
-        # Bias by reach so padding coordinates stay non-negative, then pack
-        # big-endian so byte order = numeric order.
-        biased = (coords + self.reach).astype(">i8")
-        return np.ascontiguousarray(biased).view(self.key_dtype).ravel()
+        assert self._packing is not None
+        return self._packing.encode(coords)
 
     def decode(self, keys: np.ndarray) -> np.ndarray:
         """Coordinates of keys (inverse of :meth:`encode`)."""
-        if self.wide:
-            raw = np.ascontiguousarray(keys).view(">i8").reshape(-1, self.d)
-            return raw.astype(np.int64) - self.reach
+        if self._packing is not None:
+            return self._packing.decode(keys).reshape(-1, self.d)
         keys = np.asarray(keys, dtype=np.int64)
         out = np.empty((keys.size, self.d), dtype=np.int64)
         rem = keys.copy()
@@ -443,13 +450,14 @@ def search_keys(sorted_keys: np.ndarray, query: np.ndarray) -> tuple[np.ndarray,
 
     ``hit[i]`` is True when ``sorted_keys[idx[i]] == query[i]``; ``idx`` is
     clipped into range so it can always be used as an index. Works for int64
-    and packed (void) keys. The one sorted-key lookup of the package.
+    and packed keys (on their words, :mod:`dpdbscan.cells.keys`). The one
+    sorted-key lookup of the package.
     """
     query = np.asarray(query)
     if sorted_keys.size == 0:
         return np.zeros(query.shape, dtype=np.intp), np.zeros(query.shape, dtype=bool)
-    idx = np.minimum(np.searchsorted(sorted_keys, query), sorted_keys.size - 1)
-    return idx, sorted_keys[idx] == query
+    idx = np.minimum(_keys.searchsorted(sorted_keys, query), sorted_keys.size - 1)
+    return idx, _keys.equal_at(sorted_keys, idx, query)
 
 
 def lookup(sorted_keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:

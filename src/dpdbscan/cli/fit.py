@@ -46,7 +46,14 @@ from .common import (
     read_options_from_args,
     stem,
 )
-from .fitseries import SeriesOptions, check_series, periods_path, write_periods_csv
+from .fitseries import (
+    SeriesOptions,
+    check_series,
+    periods_path,
+    periods_png_path,
+    write_periods_csv,
+    write_periods_png,
+)
 from .ledger import charging
 from .maps import picture_options
 from .outputs import Outputs, out_paths, report, write_outputs
@@ -480,6 +487,7 @@ def cmd_fit(args: argparse.Namespace, sink: WarningSink) -> int:
     paths = out_paths(outputs, name)
     series = None if series_opts is None else check_series(series_opts, opts, p)
     table = None if series is None else periods_path(outputs, name)
+    multiples = None if series is None else periods_png_path(outputs, name)
     unit = None if opts.unit is None else str(opts.unit)
     with charging(
         opts,
@@ -495,6 +503,8 @@ def cmd_fit(args: argparse.Namespace, sink: WarningSink) -> int:
         if table is not None:
             write_periods_csv(model, table)
             written.append(str(table))
+        if multiples is not None and write_periods_png(model, multiples, failed):
+            written.append(str(multiples))
         charged(model, written)
     print(summary(model))
     if series is not None:

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..render.periodplot import save_periods
 from ..series import DEFAULT_SHARE, LEVEL, SeriesPlan, plan_series
 from ..traces.periods import KINDS, Periods
-from .common import ArgTarget, atomic_write, check_writable
+from .common import ArgTarget, atomic_write, check_writable, one_line
 from .ledger import ChargedOptions, public_box_of
 
 if TYPE_CHECKING:
@@ -154,12 +155,36 @@ def periods_path(outputs: Outputs, name: str) -> Path:
     return path
 
 
+def periods_png_path(outputs: Outputs, name: str) -> Path | None:
+    """Where the small multiples go (``<stem>.periods.png`` beside the
+    table), None with ``--no-png``; checked writable before any record is read."""
+    if outputs.no_png:
+        return None
+    path = Path(outputs.out_dir) / f"{name}.periods.png"
+    check_writable([path], outputs.input)
+    return path
+
+
+def write_periods_png(model: SpanModel, path: Path, failed: list[str]) -> bool:
+    """The small multiples (:mod:`dpdbscan.render.periodplot`), written
+    atomically; a failure is added to ``failed`` (the release is kept)."""
+    if model.grid.d != 2:
+        return False
+    try:
+        atomic_write(path, lambda target: save_periods(model, target))
+    except Exception as exc:  # the release is safe: report, do not lose it
+        failed.append(f"{path} ({one_line(exc)})")
+        return False
+    return True
+
+
 def write_periods_csv(model: SpanModel, path: Path) -> None:
     """The table as CSV: one row per (span, period), with the interval; the
     first lines (``#``) state the unit protected and the lifetime budget."""
     rec = model.metadata["series"]
     t = rec["table"]
     h, starts = int(t["interval_half_width"]), rec["periods"]["starts"]
+    active = [set(ids) for ids in rec["period_spans"]]
 
     def write(target: Path) -> None:
         with open(target, "w", newline="", encoding="utf-8") as f:
@@ -172,15 +197,24 @@ def write_periods_csv(model: SpanModel, path: Path) -> None:
             )
             f.write(
                 f"# low and high: a {LEVEL:.0%} interval of the bounded mass (noisy +- {h}); "
-                "periods start at period_start\n"
+                "periods start at period_start; active 1: the span is one of the period's spans "
+                "(low > 0, from the noisy mass alone)\n"
             )
             w = csv.writer(f)
-            w.writerow(["span", "period_start", "noisy_mass", "low", "high"])
+            w.writerow(["span", "period_start", "noisy_mass", "low", "high", "active"])
             for s, row in enumerate(t["noisy_mass"]):
                 for i, v in enumerate(row):
-                    w.writerow([s, starts[i], v, v - h, v + h])
+                    w.writerow([s, starts[i], v, v - h, v + h, int(s in active[i])])
 
     atomic_write(path, write)
 
 
-__all__ = ["SeriesOptions", "add_period_options", "check_series", "periods_path", "write_periods_csv"]
+__all__ = [
+    "SeriesOptions",
+    "add_period_options",
+    "check_series",
+    "periods_path",
+    "periods_png_path",
+    "write_periods_csv",
+    "write_periods_png",
+]

@@ -82,6 +82,29 @@ def tail(noise: str, scale: float, theta: float) -> float:
     return 0.0 if theta > 0 else 1.0
 
 
+#: A cell "shows points" when its noisy count reaches what the noise alone
+#: reaches with at most this probability (:func:`shown_count`).
+SHOWN_LEVEL = 0.01
+
+
+def shown_count(noise: str, scale: float, level: float = SHOWN_LEVEL) -> int:
+    """The smallest count t >= 1 with P(Z >= t) <= ``level`` for one noise
+    term: a cell whose noisy count reaches t holds points, unless the noise
+    alone put it there (probability at most ``level`` for an empty cell).
+    Public (the noise's kind and scale)."""
+    hi = 1
+    while tail(noise, scale, hi) > level:
+        hi *= 2
+    lo = hi // 2
+    while hi - lo > 1:  # tail(lo) > level >= tail(hi), or lo = 0
+        mid = (lo + hi) // 2
+        if tail(noise, scale, mid) > level:
+            lo = mid
+        else:
+            hi = mid
+    return max(hi, 1)
+
+
 def variance(noise: str, scale: float) -> float:
     """Variance of one noise term: discrete Laplace 2q/(1-q)^2 with
     q = exp(-scale); continuous Laplace 2/scale^2; the discrete Gaussian's
@@ -211,6 +234,8 @@ __all__ = [
     "rational_epsilon",
     "drawn_scale",
     "tail",
+    "shown_count",
+    "SHOWN_LEVEL",
     "variance",
     "mgf_limit",
     "log_mgf",

@@ -33,6 +33,8 @@ VERSION = 1
 HISTOGRAM_KINDS = ("dense", "sparse", "stability")
 #: Noises a release file may name (exact counts are for the tests only).
 NOISE_KINDS = ("discrete", "laplace", "gaussian")
+#: Which cells within the border radius join a span (:class:`SpanSpec`).
+BORDER_CELLS = ("any", "occupied")
 
 
 # --------------------------------------------------------------------------- #
@@ -79,6 +81,7 @@ def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
             "raise_min_samples": spec.raise_min_samples,
             "subcells": spec.subcells,
             "border": spec.border,
+            **({} if spec.border_cells == "any" else {"border_cells": spec.border_cells}),
             "margin": spec.margin,
             "core": spec.core,
         },
@@ -99,6 +102,11 @@ def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
         out["auto"] = dict(model.auto)
     if include_histogram and model.histogram is not None:
         out["histogram"] = histogram_to_dict(model.histogram)
+    elif spec.border_cells == "occupied":
+        raise ValueError(
+            "this model's border cells are those the release shows holding points: it reads the noisy "
+            "histogram, so the model must be saved with it (include_histogram=True)"
+        )
     return out
 
 
@@ -261,8 +269,13 @@ def _model_from_dict(data: dict) -> SpanModel:
         subcells=k,
         margin=rule,
         border=_real(p.get("border", 0.0), "params.border", 0),
+        border_cells=_choice(p.get("border_cells", "any"), "params.border_cells", BORDER_CELLS),
         raise_min_samples=raise_min,
         core=core,
+    )
+    _need(
+        spec.border_cells == "any" or hist is not None,
+        "params.border_cells 'occupied' needs the model's histogram, which the file does not hold",
     )
     used = data.get("guarantee", {})
     _need(isinstance(used, dict), "guarantee must be an object")

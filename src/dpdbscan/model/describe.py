@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..geometry.projection import format_km, projection_of
+from ..laws.noise import shown_count
 from ..params.paramwords import grid_words, histogram_words
 from ..post.coretests.density.densitymargin import swamped
 from ..post.coretests.density.densitytest import density_margin
@@ -178,6 +179,7 @@ def describe(model: SpanModel) -> dict:
         "span_cell_width": g.width,
         "span_shape": list(g.shape),
         "border": spec.border,
+        "border_cells": spec.border_cells,
         "n_spans": model.n_spans,
         "n_core_cells": model.n_core_cells,
         "bounds": {"lower": g.lower.tolist(), "upper": g.upper.tolist()},
@@ -286,7 +288,8 @@ def summary(model: SpanModel) -> str:
         "  margin  : "
         + test.margin_text(s, spec, noun)
         + f"; points within {length(spec.border)} of a core {core} join its span "
-        f"(border={length(spec.border)})",
+        + border_cells_words(model)
+        + f"(border={length(spec.border)})",
         *swamp_line(model, noun),
         test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
     ]
@@ -344,6 +347,17 @@ def origin_lines(model: SpanModel) -> list[str]:
             "these spans re-parameterise it (no extra budget)"
         ]
     return []
+
+
+def border_cells_words(model: SpanModel) -> str:
+    """ "where the release shows ... " (with its trailing space) when only
+    cells that show points join as border (``border_cells="occupied"``),
+    else ""."""
+    h = model.histogram
+    if model.spec.border_cells != "occupied" or h is None:
+        return ""
+    t = shown_count(h.noise, h.scale)
+    return f"where the release shows them (a cell's noisy count at least {t:,} {unit_noun(model)}) "
 
 
 __all__ = [

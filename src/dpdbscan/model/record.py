@@ -26,6 +26,7 @@ from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..exceptions import PrivateNoteWarning
 from ..geometry.outlines import Outlines, outlines
+from ..laws.noise import shown_count
 from ..params.specs import ReleaseInfo, SpanSpec
 from ..params.validation import check_array
 from ..post.coretests import Spans, core_test
@@ -117,7 +118,11 @@ class SpanModel:
     @functools.cached_property
     def _regions(self) -> tuple[np.ndarray, np.ndarray]:
         to = core_test(self.spec.core).predict_to
-        return span_regions(self.grid, self.core_keys, self.labels, self.spec.border, to)
+        keys, labels = span_regions(self.grid, self.core_keys, self.labels, self.spec.border, to)
+        if self.spec.border_cells == "any":
+            return keys, labels
+        keep = occupied_border(self, keys)
+        return keys[keep], labels[keep]
 
     def outlines(self) -> Outlines:
         """The polygons of every span's region (2-D), in cell units of
@@ -140,4 +145,27 @@ class SpanModel:
         return compute_stats(self.spans, self.spec.subcells, keys, labels, self.histogram)
 
 
-__all__ = ["SpanModel"]
+def occupied_border(model: SpanModel, keys: np.ndarray) -> np.ndarray:
+    """Which of the region cells ``keys`` (sorted span-grid keys) stay with
+    ``border_cells="occupied"``: the core cells, and the border cells whose
+    cell of the release shows points (its noisy count reaches
+    :func:`dpdbscan.laws.noise.shown_count` of the release's noise).
+
+    Why: DBSCAN's border points are points, within eps of a core point; on
+    the grid every cell within the radius of a core centre would join, held
+    points or not, and a core centre is itself up to eps from the points that
+    make it core, so a published place would reach up to 2 eps beyond them:
+    the streets around a rank. Post-processing of the release only."""
+    hist = model.histogram
+    if hist is None:
+        raise ValueError(
+            "this model's border cells are those the release shows holding points, and it has no "
+            "histogram to read them from"
+        )
+    k = model.spec.subcells
+    cells = hist.grid.encode(model.grid.decode(keys) // k)
+    core = np.isin(keys, model.core_keys, assume_unique=True)
+    return core | (hist.value_at(cells) >= shown_count(hist.noise, hist.scale))
+
+
+__all__ = ["SpanModel", "occupied_border"]

@@ -124,6 +124,7 @@ def resolve(
         subcells=k,
         margin=test.resolve_margin(margin),
         border=float(border),
+        border_cells="any",
         raise_min_samples=bool(p["raise_min_samples"]),
         core=test.name,
     )

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cells import keys as cell_keys
 from ..cells.grid import Grid
 from ..files.unitids import read_units
 from ..params.specs import UnitBound
@@ -318,7 +319,7 @@ def run_length(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = sorted_keys.size
     if n == 0:
         return sorted_keys[:0], np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+    starts = cell_keys.run_starts(sorted_keys)
     counts = np.diff(np.append(starts, n))
     return sorted_keys[starts], counts.astype(np.int64)
 
@@ -331,8 +332,7 @@ def _codes(grid: Grid, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lut = np.empty(grid.key_space, dtype=np.int64)
         lut[occupied] = np.arange(occupied.size)
         return occupied.astype(keys.dtype), lut[keys]
-    uniq, inv = np.unique(keys, return_inverse=True)
-    return uniq, inv.ravel().astype(np.int64)
+    return cell_keys.unique(keys)
 
 
 def kept_pairs(grid: Grid, pairs: Pairs, bound: UnitBound, key: BoundingKey) -> np.ndarray:
@@ -381,8 +381,8 @@ def bounded_counts(
     capped = np.minimum(pairs.counts[keep], int(bound.max_points_per_cell))
     if keys.size == 0:
         return keys, capped
-    uniq, inv = np.unique(keys, return_inverse=True)
-    return uniq, np.bincount(inv.ravel(), weights=capped, minlength=uniq.size).astype(np.int64)
+    uniq, inv = cell_keys.unique(keys)
+    return uniq, np.bincount(inv, weights=capped, minlength=uniq.size).astype(np.int64)
 
 
 def bound_parts(

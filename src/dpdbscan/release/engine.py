@@ -23,6 +23,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..cells import keys as cell_keys
+
 
 class Engine(Protocol):
     """The primitives :func:`dpdbscan.release.bounding.bound_parts` and its
@@ -54,17 +56,17 @@ class LocalEngine:
 def merge_counts(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Merge sorted ``(keys, counts)`` pairs into one, summing equal keys.
 
-    Works for int64 keys and for the packed ``void`` keys of wide grids (their
-    byte order is the order of the coordinates, so a stable sort is enough).
+    Works for int64 keys and for the packed keys of wide grids (sorted on
+    their words, :mod:`dpdbscan.cells.keys`).
     """
     keys = np.concatenate([k for k, _ in parts])
     counts = np.concatenate([c for _, c in parts]).astype(np.int64, copy=False)
     if keys.size == 0:
         return keys, counts
     # The inputs are sorted runs; a stable sort (timsort/radix) exploits that.
-    order = np.argsort(keys, kind="stable")
+    order = cell_keys.argsort(keys)
     keys, counts = keys[order], counts[order]
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    starts = cell_keys.run_starts(keys)
     return keys[starts], np.add.reduceat(counts, starts)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cells import keys as cell_keys
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..params.specs import ReleaseSpec, Seed
@@ -180,11 +181,11 @@ def _canonical(cells: CellCounts) -> CellCounts:
     k = cells.keys
     if k.size < 2:
         return cells
-    # void (wide) keys support argsort and ==, not <: compare through argsort
-    order = np.argsort(k, kind="stable")
+    # packed (wide) keys have no <: compare through a stable argsort
+    order = cell_keys.argsort(k)
     if not np.array_equal(order, np.arange(k.size)):
         cells = CellCounts(k[order], cells.counts[order])
-    if np.any(cells.keys[1:] == cells.keys[:-1]):
+    if cell_keys.run_starts(cells.keys).size != k.size:
         raise ValueError(
             "the backend returned duplicate cell keys; a backend must return "
             "each occupied cell once with its total count"

@@ -57,14 +57,23 @@ PRIVATE_PICTURE = "PRIVATE: shows the data points; NOT a DP release, do not publ
 _WATERMARK = "private-watermark"
 
 
-def _brief(model: SpanModel) -> str:
-    """Who the release protects, wrapped to the width of a picture's title
-    (a long line would be cut at the figure's edge)."""
-    return "\n".join(textwrap.wrap(protection_brief(model), TITLE_WIDTH, break_on_hyphens=False))
+def _set_title(ax: Axes, text: str) -> None:
+    """Set a 9-pt title wrapped to the width the axes leave it (a long line
+    would be cut at the figure's edge): DejaVu Sans at 9 pt averages under
+    0.62 em per character, and a title may use the axes' width and a little
+    of the margins."""
+    fig = ax.figure
+    box = ax.get_position()
+    points = fig.bbox.width * 72.0 / fig.dpi * min(1.0, box.width + 0.15)
+    chars = max(30, int(points / (TITLE_POINTS * 0.62)))
+    lines = [
+        w for line in text.split("\n") for w in (textwrap.wrap(line, chars, break_on_hyphens=False) or [""])
+    ]
+    ax.set_title("\n".join(lines), fontsize=TITLE_POINTS)
 
 
-#: Characters per line of a picture's title at its fontsize (9 pt on a ~900 px figure).
-TITLE_WIDTH = 100
+#: The size of a picture's title, in points.
+TITLE_POINTS = 9
 
 
 def mark_private(ax: Axes) -> Axes:
@@ -371,7 +380,7 @@ def plot_spans(
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     ax.set_aspect(aspect)
-    ax.set_title(title or f"{model.n_spans} DP span(s)\n{_brief(model)}", fontsize=9)
+    _set_title(ax, title or f"{model.n_spans} DP span(s)\n{protection_brief(model)}")
     if points is not None and len(points):
         mark_private(ax)
     return ax
@@ -553,11 +562,11 @@ def plot_model(
     if kind == "histogram":
         assert model.histogram is not None  # checked above
         ax = plot_histogram(model.histogram, ax, transform=transform, aspect=aspect)
-        ax.set_title(f"{ax.get_title()}\n{_brief(model)}", fontsize=9)
+        _set_title(ax, f"{ax.get_title()}\n{protection_brief(model)}")
     elif kind == "sums":
         assert model.histogram is not None  # checked above
         ax = plot_neighbour_sums(model.histogram, ax, transform=transform, aspect=aspect)
-        ax.set_title(f"{ax.get_title()}\n{_brief(model)}", fontsize=9)
+        _set_title(ax, f"{ax.get_title()}\n{protection_brief(model)}")
     elif kind == "spans":
         alpha = format_km(model.grid.alpha) if proj is not None else f"{model.grid.alpha:g}"
         view: Extent = "spans"
@@ -575,11 +584,14 @@ def plot_model(
             n_labels=n_labels,
             context=context,
         )
-        title = f"{model.n_spans} DP span(s), alpha={alpha}, MinPts={model.spec.min_samples}\n{_brief(model)}"
+        title = (
+            f"{model.n_spans} DP span(s), alpha={alpha}, MinPts={model.spec.min_samples}\n"
+            f"{protection_brief(model)}"
+        )
         heat = [im for im in ax.images if im.get_gid() == "heat"]
         if heat:
             title += f"\nover the {heat[0].get_label()}"
-        ax.set_title(title, fontsize=9)
+        _set_title(ax, title)
         if P_model is not None and len(P_model):
             mark_private(ax)
     else:

@@ -1,5 +1,9 @@
 """An interactive map of a span model: one self-contained HTML file.
 
+A series over time (``fit --per``) gets a period control in the panel: each
+period shows its active spans filled and the others dashed (the same spans,
+ids and colours in every period), from the released table alone.
+
 :func:`map_html` writes the spans as SVG polygons over the released noisy
 histogram (a PNG heat layer inlined as a data URI), in the colours of every
 picture (:func:`dpdbscan.render.mapstyle.span_hex`) and with the ids of the
@@ -95,6 +99,7 @@ def map_html(
         "n_labels": int(n_labels),
         "labels": [[int(s), *(float(v) for v in stats.anchor[s])] for s in order],
         "tiles": None if tiles is None else tiles.config(),
+        "periods": _periods_config(model),
     }
     heat_svg, heat_note = _heat_layer(model)
     title = title or f"DP spans: {model.n_spans} span(s), epsilon={model.release.epsilon:g}"
@@ -120,6 +125,7 @@ def map_html(
         "SPAN_TRANSFORM": (
             f"matrix({_num(grid.width)} 0 0 {_num(-grid.width)} {_num(grid.lower[0])} {_num(-grid.lower[1])})"
         ),
+        "PERIODS": _periods_control(model),
         **_context_parts(context),
         **_tiles_parts(tiles),
     }
@@ -150,6 +156,43 @@ def _axis_names(model, geo: bool) -> list[str]:
         return ["longitude (degrees)", "latitude (degrees)"]
     cols = model.metadata.get("columns") or []
     return [str(c) for c in cols] if len(cols) == 2 else ["x", "y"]
+
+
+def _periods_config(model: SpanModel) -> dict | None:
+    """A series' periods for the page's period control (None otherwise):
+    each period's start, its active spans, and the noisy masses, shape
+    (spans, periods), with the interval's half-width. All of it released."""
+    series = model.metadata.get("series")
+    if not series or "period_spans" not in series:
+        return None
+    table = series["table"]
+    return {
+        "per": series["periods"]["per"],
+        "starts": list(series["periods"]["starts"]),
+        "active": [[int(s) for s in ids] for ids in series["period_spans"]],
+        "mass": [[int(v) for v in row] for row in table["noisy_mass"]],
+        "half_width": int(table["interval_half_width"]),
+    }
+
+
+def _periods_control(model: SpanModel) -> str:
+    """The panel's period control (a select: the whole horizon, then each
+    period), with the series' guarantee; empty for a model of one release."""
+    cfg = _periods_config(model)
+    if cfg is None:
+        return ""
+    options = ['<option value="-1">whole horizon (all spans)</option>'] + [
+        f'<option value="{t}">{html.escape(start[:16].replace("T", " "))} '
+        f"({len(cfg['active'][t])} active)</option>"
+        for t, start in enumerate(cfg["starts"])
+    ]
+    statement = html.escape(model.metadata["series"]["statement"])
+    return (
+        f'<p class="note">Series over time: the spans are found once over the horizon; a '
+        f"{html.escape(cfg['per'])}'s spans are those whose noisy mass that {html.escape(cfg['per'])} "
+        f"has a 95% interval above 0 (filled; the others dashed). {statement}.</p>"
+        f'<label>{html.escape(cfg["per"])} <select id="period">' + "".join(options) + "</select></label>"
+    )
 
 
 def _context_parts(context: Context | None) -> dict[str, str]:

@@ -281,9 +281,9 @@ def _pairs_meta(grid: Grid, kind: str) -> Any:
 
 
 def _cell_columns(grid: Grid) -> list[str]:
-    """The cell key as columns: one int64, or (wide grids) the d words of
+    """The cell key as columns: one int64, or (wide grids) the words of
     its packed bytes, read back bit for bit."""
-    return [f"cell{i}" for i in range(grid.d)] if grid.wide else ["cell"]
+    return [f"cell{i}" for i in range(grid.key_dtype.itemsize // 8)] if grid.wide else ["cell"]
 
 
 def _cell_words(grid: Grid, keys: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...cells import keys as cell_keys
 from ...cells.grid import Grid
 from ...params.specs import UnitBound
 from ..bounding import BoundingKey, count_units, count_units_choosing, run_length
@@ -32,7 +33,7 @@ def count_keys(keys: np.ndarray, key_space: int | None = None) -> CellCounts:
         counts = np.bincount(keys, minlength=key_space)
         occupied = np.flatnonzero(counts)
         return CellCounts(occupied.astype(np.int64), counts[occupied].astype(np.int64))
-    k, c = run_length(np.sort(keys, kind="stable" if keys.dtype.kind == "V" else None))
+    k, c = run_length(keys[cell_keys.argsort(keys)] if cell_keys.is_packed(keys) else np.sort(keys))
     return CellCounts(k, c)
 
 

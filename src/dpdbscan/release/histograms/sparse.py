@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...cells import keys as cell_keys
 from ...cells.grid import Grid, search_keys
 from ...cells.histogram import NoisyHistogram
 from ..backends.base import CellCounts
@@ -108,7 +109,7 @@ def _merge_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return b
     if b.size == 0:
         return a
-    pos = np.searchsorted(a, b) + np.arange(b.size)
+    pos = cell_keys.searchsorted(a, b) + np.arange(b.size)
     out = np.empty(a.size + b.size, dtype=a.dtype)
     from_b = np.zeros(out.size, dtype=bool)
     from_b[pos] = True
@@ -135,7 +136,7 @@ def sparse_histogram(
         empty_vals = empty_vals.astype(np.float64)
 
     # canonical (sorted) order reveals nothing: merge the two sorted parts
-    pos = np.searchsorted(rel_keys, empty_keys) + np.arange(m)
+    pos = cell_keys.searchsorted(rel_keys, empty_keys) + np.arange(m)
     all_keys = np.empty(rel_keys.size + m, dtype=keys.dtype)
     all_vals = np.empty(rel_keys.size + m, dtype=rel_vals.dtype)
     from_empty = np.zeros(all_keys.size, dtype=bool)

@@ -1,0 +1,157 @@
+"""A series' pictures: the small multiples (one panel per period) and the
+HTML map's period control, from a real ``dpdbscan fit --per`` on a CSV.
+
+Place A is busy every day of the week, place B only on the first three:
+A is one of every day's spans, B of the first three days' only. The
+browser test opens the page in headless Chromium (skipped without it,
+a failure under DPDBSCAN_REQUIRE_BROWSER=1, as in tests/render/test_webmap.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import datetime as dt
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+
+from dpdbscan import load_model
+from dpdbscan.render.periodplot import plot_periods
+from dpdbscan.render.webmap import map_html
+from tests.clirun import run
+
+from cdp import Browser, find_chromium
+
+START = dt.datetime(2024, 3, 4, tzinfo=dt.UTC).timestamp()
+ARGS = ["--header", "--columns", "x", "y", "--unit", "cab", "--max-cells-per-unit", "8", "--time", "time",
+        "--per", "day", "--from", "2024-03-04", "--to", "2024-03-11", "--bounds", "0", "0", "10", "10",
+        "--eps", "0.5", "--min-samples", "30", "--epsilon", "2", "--delta", "1e-5",
+        "--seed", "3"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory):
+    """The release of 300 cabs over 7 days: A = (2, 2) every day, B = (7, 7)
+    on days 0-2 only (none of B's rows after day 3)."""
+    tmp = tmp_path_factory.mktemp("series")
+    rng = np.random.default_rng(5)
+    n = 16000
+    cab = rng.integers(0, 300, n)
+    day = rng.integers(0, 7, n)
+    at_b = (rng.random(n) < 0.5) & (day < 3)
+    xy = np.where(at_b[:, None], 7.0, 2.0) + rng.normal(0, 0.3, (n, 2))
+    t = START + day * 86400 + rng.uniform(0, 86400, n)
+    path = tmp / "cabs.csv"
+    with open(path, "w") as f:
+        f.write("x,y,cab,time\n")
+        f.writelines(f"{xy[i, 0]:.4f},{xy[i, 1]:.4f},c{cab[i]},{t[i]:.0f}\n" for i in range(n))
+    out = tmp / "out"
+    return path, out
+
+
+def _fit(series, capsys):
+    path, out = series
+    if not (out / "cabs.spans.json").exists():
+        rc, _, err = run(capsys, "fit", path, *ARGS, "--out-dir", out)
+        assert rc == 0, err
+    return load_model(out / "cabs.spans.json"), out
+
+
+def test_each_period_has_its_active_spans_in_the_files(series, capsys):
+    model, out = _fit(series, capsys)
+    rec = model.metadata["series"]
+    assert model.n_spans == 2
+    a = model.predict(np.array([[2.0, 2.0]]))[0]
+    b = model.predict(np.array([[7.0, 7.0]]))[0]
+    assert {a, b} == {0, 1}
+    # A every day, B on days 0-2 only
+    assert rec["period_spans"] == [sorted([a, b])] * 3 + [[a]] * 4
+    # the rule: active where the noisy mass is at least the 95 % interval's half-width
+    h = rec["table"]["interval_half_width"]
+    table = np.array(rec["table"]["noisy_mass"])
+    assert [np.flatnonzero(table[:, t] >= h).tolist() for t in range(7)] == rec["period_spans"]
+    lines = (out / "cabs.periods.csv").read_text().splitlines()
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    active = {(int(r["span"]), r["period_start"][:10]) for r in rows if r["active"] == "1"}
+    assert active == {
+        (s, rec["periods"]["starts"][t][:10]) for t, ids in enumerate(rec["period_spans"]) for s in ids
+    }
+
+
+def test_small_multiples_one_panel_per_period_filled_where_active(series, capsys):
+    model, out = _fit(series, capsys)
+    png = out / "cabs.periods.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import matplotlib.pyplot as plt
+
+    fig = plot_periods(model)
+    try:
+        panels = [ax for ax in fig.axes if ax.collections]
+        assert len(panels) == 7
+        for t, ax in enumerate(panels):
+            (coll,) = [c for c in ax.collections if c.get_gid() == f"period-{t}"]
+            filled = np.flatnonzero(coll.get_facecolors()[:, 3] > 0).tolist()
+            assert filled == model.metadata["series"]["period_spans"][t]
+        assert "each cab over the whole series" in " ".join(fig.texts[0].get_text().split())  # unit, budget
+    finally:
+        plt.close(fig)
+
+
+def test_the_map_has_a_period_control_with_the_released_table(series, capsys):
+    model, _ = _fit(series, capsys)
+    page = map_html(model)
+    cfg = json.loads(re.search(r'id="dpdbscan-config">(.*?)</script>', page, re.S).group(1))
+    rec = model.metadata["series"]
+    assert cfg["periods"]["active"] == rec["period_spans"]
+    assert cfg["periods"]["mass"] == rec["table"]["noisy_mass"]
+    options = re.findall(r'<option value="(-?\d+)">([^<]*)</option>', page)
+    assert [int(v) for v, _ in options] == list(range(-1, 7))
+    assert options[4][1].startswith("2024-03-07 00:00 (1 active)")
+    assert "each cab over the whole series" in page
+    # a model of one release has no control
+    plain = map_html(dataclasses.replace(model, metadata={}))
+    assert 'id="period"' not in plain and '"periods": null' in plain
+
+
+# --------------------------------------------------------------------------- #
+# in a real browser
+
+CHROMIUM = find_chromium()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        if os.environ.get("DPDBSCAN_REQUIRE_BROWSER") == "1":
+            pytest.fail("DPDBSCAN_REQUIRE_BROWSER=1 but no Chromium found (apt-get install chromium)")
+        pytest.skip("no Chromium installed (apt-get install chromium; see docs/maps.md)")
+    with Browser(CHROMIUM, width=1000, height=750) as b:
+        yield b
+
+
+@pytest.mark.browser
+def test_choosing_a_period_in_chromium_dims_the_idle_spans(series, capsys, browser, tmp_path):
+    model, out = _fit(series, capsys)
+    rc, _, err = run(capsys, "map", out / "cabs.spans.json", "-o", tmp_path / "series.html")
+    assert rc == 0, err
+    browser.open((tmp_path / "series.html").resolve().as_uri())
+    browser.wait_for("document.documentElement.dataset.ready === '1'")
+    assert browser.evaluate("document.documentElement.dataset.activeSpans") == "2"  # whole horizon
+    expected = model.metadata["series"]["period_spans"]
+    for t in (0, 5):
+        browser.evaluate(
+            f"(() => {{ const s = document.getElementById('period'); s.value = '{t}';"
+            " s.dispatchEvent(new Event('change')); })()"
+        )
+        shown = browser.evaluate(
+            "Array.from(document.querySelectorAll('path.span:not(.idle)')).map(p => +p.dataset.id)"
+        )
+        assert sorted(shown) == expected[t]
+        assert browser.evaluate("document.documentElement.dataset.period") == str(t)
+    # the idle span is drawn without fill
+    idle = browser.evaluate("getComputedStyle(document.querySelector('path.span.idle')).fillOpacity")
+    assert float(idle) == 0.0
