@@ -35,7 +35,7 @@ from .plan.autoplan import Plan, place_candidates, place_extent
 from .plan.outlook import forecast
 from .plan.resolve import Resolved, resolve
 from .post import auto, levelsearch
-from .post.coretests import build_spans, core_test
+from .post.coretests import Spans, build_spans, core_test
 from .progress import stage
 from .release.accountant import Accountant
 from .release.backends import Backend
@@ -153,17 +153,7 @@ def fit(
         stage("core test and spans")
         spans = build_spans(hist, r.spans)
         fit_params = (r.release.grid.eps, r.release.grid.eta, r.spans.min_samples)
-        model = model_of(
-            hist,
-            spans,
-            r.spans,
-            fit=fit_params,
-            auto=None,
-            metadata=meta,
-            rho=r.release.noise.rho,
-            units=r.release.units,
-            unit_choice=r.release.unit_choice,
-        )
+        model = _model_of(r, hist, spans, r.spans, fit=fit_params, auto=None, metadata=meta)
     else:
         stage("choosing eps and MinPts from the release")
         model = _auto_model(hist, r, r.auto, p, meta)
@@ -304,17 +294,15 @@ def _auto_model(
         "chosen": chosen,
     }
     fit_params = (float(hist.grid.eps), float(hist.grid.eta), m)
-    return model_of(
-        h,
-        spans,
-        spec,
-        fit=fit_params,
-        auto=record,
-        metadata=metadata,
-        rho=r.release.noise.rho,
-        units=r.release.units,
-        unit_choice=r.release.unit_choice,
-    )
+    return _model_of(r, h, spans, spec, fit=fit_params, auto=record, metadata=metadata)
+
+
+def _model_of(r: Resolved, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, **fit: Any) -> SpanModel:
+    """The model of ``spans`` from the release ``r`` made (its zCDP rho,
+    contribution bound and choice of k); ``fit``: the ``fit``, ``auto`` and
+    ``metadata`` of :func:`~dpdbscan.model.build.model_of`."""
+    rel = r.release
+    return model_of(hist, spans, spec, rho=rel.noise.rho, units=rel.units, unit_choice=rel.unit_choice, **fit)
 
 
 __all__ = ["fit"]

@@ -7,8 +7,16 @@ import pytest
 
 from dpdbscan.cells.grid import Grid
 
+# eta = 1 in d = 4 (trials 11 and 23: 16^4 cells, 21,056 offsets) and the
+# second d = 3 one (14) cost the one-lookup-per-offset reference seconds a
+# trial; they run in `make test-slow`. `make test` keeps d = 4 at eta 4 and 2
+# and eta = 1 in d <= 3 (trial 2 for d = 3).
+SLOW_TRIALS = (11, 14, 23)
 
-@pytest.mark.parametrize("trial", range(24))
+
+@pytest.mark.parametrize(
+    "trial", [pytest.param(t, marks=pytest.mark.slow) if t in SLOW_TRIALS else t for t in range(24)]
+)
 def test_merge_by_runs_matches_one_lookup_per_offset(trial):
     from dpdbscan.post.merge import _merge_by_offsets, merge_cells
 

@@ -261,3 +261,22 @@ def test_stability_with_gaussian_noise_splits_delta():
     text = (Path(__file__).resolve().parents[2] / "docs" / "privacy.md").read_text()
     assert "Not\nprovided: a stability histogram with Gaussian noise" not in text
     assert "With Gaussian noise and units" in text
+
+
+@pytest.mark.parametrize("noise", ["discrete", "laplace"])
+def test_dense_noise_is_the_same_drawn_on_a_thread_or_not(monkeypatch, noise):
+    """A dense release draws its noise on a second thread from
+    ``THREADED_NOISE_CELLS`` cells on and inline below: the same seed gives
+    the same histogram either way."""
+    from dpdbscan.release import mechanism
+
+    from releases import Config, release_histogram
+
+    grid = Grid(np.zeros(2), np.ones(2), 0.1)
+    X = np.random.default_rng(0).random((500, 2))
+    config = Config(epsilon=1.0, histogram="dense", noise=noise)
+    made = []
+    for threshold in (0, grid.n_cells + 1):
+        monkeypatch.setattr(mechanism, "THREADED_NOISE_CELLS", threshold)
+        made.append(release_histogram(grid, X, config, SeededSource(7)))
+    assert np.array_equal(made[0].values, made[1].values) and made[0].values.size == grid.n_cells

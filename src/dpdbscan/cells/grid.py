@@ -99,18 +99,25 @@ def neighbour_offsets(d: int, eta: float) -> np.ndarray:
     lim = _gap2_limit(d, eta)
     reach = int(math.isqrt(lim)) + 1 if lim >= 0 else 0
     gaps = np.arange(-reach, reach + 1)
-    g2 = np.maximum(np.abs(gaps) - 1, 0) ** 2
-    # Build dimension by dimension, pruning partial sums that already exceed r^2.
+    return offsets_within(gaps, np.maximum(np.abs(gaps) - 1, 0) ** 2, d, lim)
+
+
+def offsets_within(steps: np.ndarray, part: np.ndarray, d: int, lim: float) -> np.ndarray:
+    """The offsets in ``steps`` along each of ``d`` axes whose sum of
+    ``part`` (a step's term, at its index) is at most ``lim``, as an (m, d)
+    int64 array in lexicographic order. Built axis by axis, pruning the
+    partial sums that already pass the limit (no product of all offsets);
+    the sums add left to right, as a per-offset rule would."""
     rows = np.zeros((1, 0), dtype=np.int64)
     acc = np.zeros(1)
     for _ in range(d):
-        new_acc = (acc[:, None] + g2[None, :]).ravel()
+        new_acc = (acc[:, None] + part[None, :]).ravel()
         new_rows = np.concatenate(
-            [np.repeat(rows, gaps.size, axis=0), np.tile(gaps, rows.shape[0])[:, None]], axis=1
+            [np.repeat(rows, steps.size, axis=0), np.tile(steps, rows.shape[0])[:, None]], axis=1
         )
         keep = new_acc <= lim
         rows, acc = new_rows[keep], new_acc[keep]
-    return rows.astype(np.int64)
+    return rows.astype(np.int64, copy=False)
 
 
 def approximation_ratio(eta: float, subcells: int = 1) -> float:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cells.grid import Grid, search_keys
+from ..cells.grid import Grid, offsets_within, search_keys
 from ..cells.pairs import chebyshev_pairs, codes_fit, offset_codes, pairs_cheaper
 
 
@@ -248,16 +248,7 @@ def _region_offsets(d: int, radius_cells: float, to: str) -> np.ndarray:
     lim = radius_cells * radius_cells * (1 + TIE_TOLERANCE)  # a superset; border_labels decides
     steps = np.arange(-R, R + 1)
     part = np.maximum(np.abs(steps) - 0.5, 0.0) ** 2 if to == "cells" else (steps * steps).astype(np.float64)
-    rows = np.zeros((1, 0), dtype=np.int64)
-    acc = np.zeros(1)
-    for _ in range(d):
-        # the same sums in the same order as the per-offset rule: left to right
-        new_acc = (acc[:, None] + part[None, :]).ravel()
-        new_rows = np.concatenate(
-            [np.repeat(rows, steps.size, axis=0), np.tile(steps, rows.shape[0])[:, None]], axis=1
-        )
-        keep = new_acc <= lim
-        rows, acc = new_rows[keep], new_acc[keep]
+    rows = offsets_within(steps, part, d, lim)
     rows.setflags(write=False)
     return rows
 

@@ -81,9 +81,7 @@ def sparse_neighbour_sums(
         qi, ri, run, _ = pairs
         if qi.size == 0:
             return out
-        new = np.ones(qi.size, dtype=bool)
-        new[1:] = (qi[1:] != qi[:-1]) | (run[1:] != run[:-1])
-        first = np.flatnonzero(new)
+        first = np.flatnonzero(group_starts(qi, run))
         last = np.append(first[1:], qi.size) - 1
         diff = cs[ri[last] + 1] - cs[ri[first]]
         if acc_dtype == np.int64:
@@ -98,6 +96,14 @@ def sparse_neighbour_sums(
         b = np.searchsorted(keys, query + (base + hi), side="right")
         out += cs[b] - cs[a]
     return out
+
+
+def group_starts(qi: np.ndarray, run: np.ndarray) -> np.ndarray:
+    """True at the first of each (query, run) group of :func:`run_pairs`'s
+    pairs, which come sorted by query, then run."""
+    new = np.ones(qi.size, dtype=bool)
+    new[1:] = (qi[1:] != qi[:-1]) | (run[1:] != run[:-1])
+    return new
 
 
 def run_pairs(

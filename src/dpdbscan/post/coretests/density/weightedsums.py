@@ -9,7 +9,7 @@ import numpy as np
 
 from ....cells.grid import Grid, lookup, offset_runs
 from ....cells.histogram import NoisyHistogram
-from ...sums import run_pairs
+from ...sums import group_starts, run_pairs
 from .weights import BallWeights
 
 
@@ -99,8 +99,7 @@ def _sparse_run_sums(grid: Grid, rkeys, rvals, weights: BallWeights, query) -> n
         qi, ri, run, col = pairs
         if qi.size == 0:
             return out
-        new = np.ones(qi.size, dtype=bool)
-        new[1:] = (qi[1:] != qi[:-1]) | (run[1:] != run[:-1])
+        new = group_starts(qi, run)
         group = np.cumsum(new) - 1
         gq = qi[new]
         vals = rvals[ri]
