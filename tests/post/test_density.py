@@ -641,3 +641,21 @@ def test_density_field_is_the_same_with_or_without_the_cube_bound(d, k, monkeypa
     a, b = fields
     assert a.keys.size > 0
     assert np.array_equal(a.keys, b.keys) and np.array_equal(a.estimates, b.estimates)
+
+
+@pytest.mark.parametrize("noise,scale", [("discrete", 1.0), ("laplace", 0.5), ("gaussian", 30.0)])
+@pytest.mark.parametrize("truncation", [None, "positive"])
+def test_a_shared_law_gives_each_level_its_own_quantile(noise, scale, truncation):
+    """place_tail reads many levels off one law built with the lowest
+    level's z_max (``floor``): each quantile is within one bin of the one
+    built with its own z_max (the law only reaches farther out, moving less
+    mass inwards)."""
+    from dpdbscan.post.coretests.density.densitymargin import PLACE_LEVELS, resolution
+
+    W = ball_weights(2, 4.0, 2).W[0]
+    W = tuple(float(x) for x in W[W > 0])
+    delta = 0.01 * resolution(noise, scale)
+    for level in PLACE_LEVELS:
+        own = weighted_quantile(noise, scale, W, level, truncation)
+        shared = weighted_quantile(noise, scale, W, level, truncation, PLACE_LEVELS[0])
+        assert abs(shared - own) <= delta + 1e-12, (level, own, shared)

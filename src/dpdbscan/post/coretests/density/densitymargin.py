@@ -91,7 +91,12 @@ def _term_cdf(noise: str, epsilon: float, truncation):
 
 @functools.lru_cache(maxsize=1024)
 def weighted_quantile(
-    noise: str, epsilon: float, weights: tuple, level: float, truncation: Truncation = None
+    noise: str,
+    epsilon: float,
+    weights: tuple,
+    level: float,
+    truncation: Truncation = None,
+    floor: float | None = None,
 ) -> float:
     """g with P(sum_Y W_Y R_Y >= g) <= level, computed exactly up to binning.
 
@@ -105,9 +110,42 @@ def weighted_quantile(
     high dimension) the Chernoff bound with the exact MGF of the (truncated)
     term is used instead, and the smaller of the two is returned otherwise:
     both are rigorous.
+
+    ``floor``: a lower level whose z_max (farther out) the law may be built
+    with, so that the quantiles of many levels share one law (the law is
+    the same or longer, the mass moved inwards smaller: each quantile is as
+    rigorous as with its own z_max). Used when that law is not too long.
     """
     if noise == "none" or math.isinf(epsilon):
         return 0.0
+    w = np.asarray(weights, dtype=np.float64)
+    w = w[w > 0]
+    uniq, counts = np.unique(w, return_counts=True)
+    law = None
+    if floor is not None and floor < level:
+        law = _binned_survival(noise, epsilon, weights, floor, truncation)
+    if law is None:
+        law = _binned_survival(noise, epsilon, weights, level, truncation)
+    if law is None:
+        return _chernoff(noise, epsilon, uniq, counts, level, truncation)
+    survival, offset, delta = law
+    above = np.flatnonzero(survival > level)
+    i = int(above[-1]) if above.size else -1
+    # P(B > i + offset) <= level, so P(sum > (i + offset) delta) <= level and
+    # P(sum >= g) <= level for g one bin higher. With many terms the binning
+    # slack can exceed Chernoff's: both are valid, take the smaller.
+    return min((i + offset + 1) * delta, _chernoff(noise, epsilon, uniq, counts, level, truncation))
+
+
+@functools.lru_cache(maxsize=16)
+def _binned_survival(
+    noise: str, epsilon: float, weights: tuple, level: float, truncation: Truncation
+) -> tuple[np.ndarray, int, float] | None:
+    """The survival function of the binned sum of :func:`weighted_quantile`
+    with z_max for ``level``: (survival, offset, delta) with survival[i] =
+    P(B >= i + offset), bins of width delta; None when it would be longer
+    than :data:`_MAX_LAW`. Cached: the laws of a model's few sub-positions
+    serve all the levels asked of them."""
     cdf, nonneg = _term_cdf(noise, epsilon, truncation)
     delta = 0.01 * resolution(noise, epsilon)
     zmax = reach(noise, epsilon, -(math.log(1e6 / level) + 2.0))
@@ -126,19 +164,15 @@ def weighted_quantile(
         offset += jlo * int(ci)
         length += (jhi - jlo) * int(ci)
         if length > _MAX_LAW:
-            return _chernoff(noise, epsilon, uniq, counts, level, truncation)
+            return None
     n = 1 << int(math.ceil(math.log2(length)))
     spec = np.ones(n // 2 + 1, dtype=np.complex128)
     for pmf, ci in laws:
         spec *= np.fft.rfft(pmf, n) ** ci
     law = np.maximum(np.fft.irfft(spec, n)[:length], 0.0)
-    survival = np.cumsum(law[::-1])[::-1]  # survival[i] = P(B >= i + offset)
-    above = np.flatnonzero(survival > level)
-    i = int(above[-1]) if above.size else -1
-    # P(B > i + offset) <= level, so P(sum > (i + offset) delta) <= level and
-    # P(sum >= g) <= level for g one bin higher. With many terms the binning
-    # slack can exceed Chernoff's: both are valid, take the smaller.
-    return min((i + offset + 1) * delta, _chernoff(noise, epsilon, uniq, counts, level, truncation))
+    survival = np.cumsum(law[::-1])[::-1]
+    survival.flags.writeable = False  # shared by the cache
+    return survival, offset, delta
 
 
 _MAX_LAW = 1 << 20
@@ -327,7 +361,10 @@ def place_tail(
     worst = 0.0
     for row, mq in zip(weights.W, m.values):
         key = _rounded(row)
-        held = (lv for lv in PLACE_LEVELS if weighted_quantile(noise, float(epsilon), key, lv, trunc) <= mq)
+        floor = PLACE_LEVELS[0]  # one law per sub-position for all the levels
+        held = (
+            lv for lv in PLACE_LEVELS if weighted_quantile(noise, float(epsilon), key, lv, trunc, floor) <= mq
+        )
         p = next(held, None)
         if p is None:
             return None
@@ -353,7 +390,10 @@ def place_count(
     if noise == "none" or math.isinf(epsilon):
         return int(math.floor(min_samples + float(m.values.min()))) + 1
     trunc = None if kind == "dense" else "positive"
-    g = np.array([weighted_quantile(noise, float(epsilon), _rounded(row), beta, trunc) for row in weights.W])
+    floor = PLACE_LEVELS[0]  # the laws of place_tail, when beta is above it
+    g = np.array(
+        [weighted_quantile(noise, float(epsilon), _rounded(row), beta, trunc, floor) for row in weights.W]
+    )
     return int(math.floor(min_samples + float((m.values - g).min()))) + 1
 
 
