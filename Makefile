@@ -50,7 +50,7 @@ demo: $(STAMP)
 
 # the library's tests only (tests/); the experiments' are `make test-experiments`
 test: lint
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q -n auto --durations=15
 
 # ruff (lint and format) on the library, its tests, the experiments and the
 # benchmarks, and mypy on all but the tests (pyproject); part of `make test`
@@ -69,10 +69,10 @@ test-experiments: $(STAMP) $(BSTAMP)
 
 # The library's tests against the oldest supported dependencies (ci/oldest.txt).
 test-oldest: $(OSTAMP)
-	$(OBIN)/python -m pytest -q -p no:cacheprovider
+	$(OBIN)/python -m pytest -q -n auto -p no:cacheprovider
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -n auto -m slow
 
 # The map in headless Chromium; fails (instead of skipping) when Chromium is
 # missing. Install it with: apt-get install -y chromium (docs/maps.md).
