@@ -36,9 +36,10 @@ before a record is read.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -235,6 +236,54 @@ def _table_seed(random_state: Any) -> Any:
     return random_state
 
 
+@dataclass(frozen=True)
+class PeriodOf:
+    """Each time's period (-1: missing, not a time, or outside the horizon):
+    :func:`dpdbscan.traces.parse_times` then :meth:`Periods.index`, the rule
+    in memory, as a value a distributed backend ships to its workers."""
+
+    periods: Periods
+
+    def __call__(self, values: Any) -> np.ndarray:
+        return self.periods.index(parse_times(values))
+
+
+@dataclass(frozen=True)
+class SpanOf:
+    """Each point's released span (-1: none), clipped into the box first:
+    a public function of the released spans (post-processing), the rule in
+    memory, as a value a distributed backend ships to its workers."""
+
+    model: SpanModel
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        keys, labels = self.model.regions()
+        with np.errstate(invalid="ignore"):
+            clipped = np.clip(np.asarray(X, dtype=np.float64), self.model.grid.lower, self.model.grid.upper)
+        return np.asarray(predict_spans(self.model.grid, keys, labels, clipped), dtype=np.int64)
+
+
+class SeriesBackend(Protocol):
+    """What a distributed backend offers a series over time
+    (:class:`dpdbscan.release.backends.dask_backend.DaskBackend` has it):
+    a view reading only the rows of a time window, and the bounded span x
+    period table computed where the data lives."""
+
+    def windowed(self, time: str, period_of: Callable[[Any], np.ndarray]) -> Any: ...
+
+    def period_table(
+        self,
+        grid: Any,
+        X: Any,
+        units: str,
+        span_of: Callable[[np.ndarray], np.ndarray],
+        shape: tuple[int, int],
+        k: int,
+        m: int,
+        key: Any,
+    ) -> np.ndarray: ...
+
+
 def fit_series(
     X: np.ndarray,
     lower: np.ndarray,
@@ -247,13 +296,26 @@ def fit_series(
     unit_name: str | None = None,
     metadata: dict[str, Any] | None = None,
     stacklevel: int = 2,
+    backend: SeriesBackend | None = None,
 ) -> Series:
     """Release the series of ``plan``: the spans of the rows in the horizon
     (at ``plan.spans_epsilon``), then the span x period table. ``times``: one
     per row (unix seconds, ISO text or timestamps,
-    :func:`dpdbscan.traces.parse_times`)."""
+    :func:`dpdbscan.traces.parse_times`).
+
+    ``backend`` (a distributed backend, :class:`SeriesBackend`): ``X`` is
+    what it reads (files, a dask DataFrame), ``units`` and ``times`` the
+    names of the unit and time columns; the spans are released from the
+    rows of the horizon (:meth:`~SeriesBackend.windowed`) and the table is
+    bounded where the data lives (:meth:`~SeriesBackend.period_table`). The
+    randomness is drawn in the same order as in memory: the same seed gives
+    the same release (spans and table)."""
     if units is None:
         raise ValueError("a series protects each unit over its whole horizon: give units (--unit)")
+    if backend is not None and not isinstance(X, np.ndarray):
+        return _fit_distributed(
+            X, lower, upper, p, units, times, plan, backend, unit_name, metadata, stacklevel + 1
+        )
     X = np.asarray(X, dtype=np.float64)
     period = plan.periods.index(parse_times(times))
     if period.size != X.shape[0]:
@@ -267,12 +329,7 @@ def fit_series(
     else:
         units = np.asarray(units)[inside]
     spans_p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
-    if plan.cost.rho is not None:
-        # the plan composed in zCDP from the box the options gave; the box
-        # the points are read with must give the same kind of release (public)
-        r = resolve(spans_p, lower, upper, units=True, stacklevel=stacklevel + 1).release
-        if r.histogram == "stability" or r.noise.rho is None:
-            raise ValueError("the series was planned for a zCDP release of the spans; this box gives another")
+    _check_zcdp(plan, spans_p, lower, upper, stacklevel + 1)
     record = plan.record(unit_name)
     model = fit_release(
         X,
@@ -288,13 +345,9 @@ def fit_series(
     # span, from the released regions alone
     plan = plan.calibrated(model.n_spans)
     assert plan.k is not None and plan.sigma2 is not None
-    keys, labels = model.regions()
-    with np.errstate(invalid="ignore"):
-        clipped = np.clip(X, model.grid.lower, model.grid.upper)
-    span = predict_spans(model.grid, keys, labels, clipped)
     table = periodtable.release_table(
         units,
-        span,
+        SpanOf(model)(X),
         period,
         (model.n_spans, plan.periods.n_periods),
         plan.k,
@@ -302,6 +355,66 @@ def fit_series(
         plan.sigma2,
         _table_seed(p.get("random_state")),
     )
+    return _released(model, table, plan, unit_name)
+
+
+def _check_zcdp(plan: SeriesPlan, spans_p: dict, lower: Any, upper: Any, stacklevel: int) -> None:
+    """The plan composed in zCDP from the box the options gave; the box the
+    points are read with must give the same kind of release (public)."""
+    if plan.cost.rho is not None:
+        r = resolve(spans_p, lower, upper, units=True, stacklevel=stacklevel + 1).release
+        if r.histogram == "stability" or r.noise.rho is None:
+            raise ValueError("the series was planned for a zCDP release of the spans; this box gives another")
+
+
+def _fit_distributed(
+    X: Any,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    p: dict[str, Any],
+    units: Any,
+    times: Any,
+    plan: SeriesPlan,
+    backend: SeriesBackend,
+    unit_name: str | None,
+    metadata: dict[str, Any] | None,
+    stacklevel: int,
+) -> Series:
+    """:func:`fit_series` on a distributed backend: the same two parts, the
+    same randomness in the same order, the rows read where they live."""
+    if not isinstance(units, str) or not isinstance(times, str):
+        raise ValueError(
+            "a series on a distributed backend names its unit and time columns: give units and times as names"
+        )
+    spans_p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
+    _check_zcdp(plan, spans_p, lower, upper, stacklevel + 1)
+    window = backend.windowed(times, PeriodOf(plan.periods))
+    model = fit_release(
+        X,
+        lower,
+        upper,
+        spans_p,
+        backend=window,
+        units=units,
+        metadata={**(metadata or {}), "series": plan.record(unit_name)},
+        stacklevel=stacklevel + 1,
+    )
+    plan = plan.calibrated(model.n_spans)
+    assert plan.k is not None and plan.sigma2 is not None
+    shape = (model.n_spans, plan.periods.n_periods)
+    k, m = plan.k, plan.m
+    table = periodtable.release_exact(
+        lambda key: window.period_table(model.grid, X, units, SpanOf(model), shape, k, m, key),
+        plan.sigma2,
+        _table_seed(p.get("random_state")),
+    )
+    return _released(model, table, plan, unit_name)
+
+
+def _released(model: SpanModel, table: np.ndarray, plan: SeriesPlan, unit_name: str | None) -> Series:
+    """The series of released spans and table: the table and each period's
+    active spans recorded in the model (public: from the table)."""
+    assert plan.sigma2 is not None
     record = plan.record(unit_name)
     active = active_spans(table, plan.sigma2)
     record = {
@@ -317,7 +430,10 @@ def fit_series(
 __all__ = [
     "DEFAULT_SHARE",
     "LEVEL",
+    "PeriodOf",
     "Series",
+    "SeriesBackend",
+    "SpanOf",
     "active_spans",
     "SeriesPlan",
     "fit_series",

@@ -15,7 +15,7 @@ import threading
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from ..prepare import Points, Source, Transform, prepare, project_box, read_leng
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..render import plotting
-from ..series import SeriesPlan, fit_series
+from ..series import SeriesBackend, SeriesPlan, fit_series
 from ..traces import Events, Stops, TripEnds, parse_times, take_rows
 from .common import (
     PRIVATE,
@@ -385,7 +385,13 @@ def fit_model(
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         if series is not None:
             return _series_model(
-                opts, sink, pts, {**p, "min_samples": min_samples, "events": None}, series, meta
+                opts,
+                sink,
+                pts,
+                {**p, "min_samples": min_samples, "events": None},
+                series,
+                meta,
+                cast(SeriesBackend, backend) if dask else None,
             )
         model = fit_release(
             pts.X,
@@ -408,20 +414,29 @@ def fit_model(
 
 
 def _series_model(
-    opts: FitOptions, sink: WarningSink, pts: Points, p: dict, series: SeriesPlan, meta: dict
+    opts: FitOptions,
+    sink: WarningSink,
+    pts: Points,
+    p: dict,
+    series: SeriesPlan,
+    meta: dict,
+    backend: SeriesBackend | None = None,
 ) -> SpanModel:
-    """:func:`dpdbscan.series.fit_series` of the points the door prepared."""
+    """:func:`dpdbscan.series.fit_series` of the points the door prepared
+    (``backend``: the Dask backend, which reads the rows and their time
+    column itself)."""
     made = fit_series(
         pts.X,
         pts.lower,
         pts.upper,
         p,
         pts.units,
-        pts.times,
+        pts.times if backend is None else opts.time,
         series,
         unit_name=None if pts.unit_name is None else str(pts.unit_name),
         metadata={**meta, "time_column": str(opts.time)},
         stacklevel=4,
+        backend=backend,
     )
     sink.flush()
     return made.model

@@ -128,8 +128,6 @@ def check_series(s: SeriesOptions, opts: SeriesInputs, p: dict[str, Any]) -> Ser
         raise ValueError("--per needs --time COLUMN: each row's time decides its period")
     if s.period_from is None or s.period_to is None:
         raise ValueError("--per needs a public horizon: --from DATE --to DATE (not taken from the data)")
-    if opts.backend == "dask":
-        raise ValueError("--per runs on the numpy backend only, for now")
     if p.get("max_cells_per_unit") is None:
         raise ValueError("--per needs --max-cells-per-unit K (the spans' own bound)")
     periods = Periods(s.per, s.period_from, s.period_to, s.tz)

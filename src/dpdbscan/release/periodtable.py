@@ -34,6 +34,7 @@ leaves this module.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -68,22 +69,53 @@ def _pairs(
     units: Any, spans: np.ndarray, periods: np.ndarray, n_periods: int, key: BoundingKey
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(unit code, pair key, count, unit words) of the (unit, span x period)
-    pairs, sorted by unit then key; pair key = span * n_periods + period."""
+    pairs of rows, sorted by unit then key; pair key = span * n_periods + period."""
     codes, uniques = factorize(units)
     spans, periods = np.asarray(spans, dtype=np.int64), np.asarray(periods, dtype=np.int64)
     if not (codes.size == spans.size == periods.size):
         raise ValueError("units, spans and periods need one value per row each")
     ok = (codes >= 0) & (spans >= 0) & (periods >= 0)
-    codes, pair = codes[ok], spans[ok] * n_periods + periods[ok]
+    pair = spans[ok] * n_periods + periods[ok]
+    return summed_pairs(codes[ok], pair, np.ones(pair.size, dtype=np.int64), uniques, key)
+
+
+def summed_pairs(
+    codes: np.ndarray, pair: np.ndarray, counts: np.ndarray, uniques: np.ndarray, key: BoundingKey
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(unit code, pair key, count, unit words) of entries that each name a
+    unit (``codes``, indices into ``uniques``), a pair and a number of
+    points, equal (unit, pair) entries summed, sorted by unit then key: the
+    rows in memory (one point each), or the partial counts a distributed
+    backend gathered for a set of units. A unit's words depend on the unit
+    and the key alone, so any set of units gives the same words."""
+    codes, pair = np.asarray(codes, dtype=np.int64), np.asarray(pair, dtype=np.int64)
     order = np.lexsort((pair, codes))
-    codes, pair = codes[order], pair[order]
+    codes, pair, counts = codes[order], pair[order], np.asarray(counts, dtype=np.int64)[order]
     n = codes.size
     if n == 0:
         z = np.zeros(0, dtype=np.int64)
         return z, z, z, unit_words(uniques, key)
     starts = np.flatnonzero(np.concatenate(([True], (codes[1:] != codes[:-1]) | (pair[1:] != pair[:-1]))))
-    counts = np.diff(np.append(starts, n)).astype(np.int64)
-    return codes[starts], pair[starts], counts, unit_words(uniques, key)
+    return codes[starts], pair[starts], np.add.reduceat(counts, starts), unit_words(uniques, key)
+
+
+def bounded_pairs(
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    shape: tuple[int, int],
+    k: int,
+    m: int,
+    key: BoundingKey,
+) -> np.ndarray:
+    """The exact bounded table (private) of summed pairs (:func:`summed_pairs`)
+    holding every pair of their units: the sum over those units of
+    min(count, m) over the k pairs each keeps. Tables of disjoint sets of
+    units add up to the table of their union."""
+    n_spans, n_periods = shape
+    u, pair, counts, words = pairs
+    keep = keep_smallest(u, int(k), lambda idx: words64(words[u[idx]], pair[idx].view(np.uint64), key.philox))
+    capped = np.minimum(counts[keep], int(m))
+    flat = np.bincount(pair[keep], weights=capped, minlength=n_spans * n_periods)
+    return flat.astype(np.int64).reshape(n_spans, n_periods)
 
 
 def bounded_table(
@@ -97,12 +129,7 @@ def bounded_table(
 ) -> np.ndarray:
     """The exact bounded table (private), shape (n_spans, n_periods): the sum
     over units of min(count, m) over the k (span, period) pairs each keeps."""
-    n_spans, n_periods = shape
-    u, pair, counts, words = _pairs(units, spans, periods, n_periods, key)
-    keep = keep_smallest(u, int(k), lambda idx: words64(words[u[idx]], pair[idx].view(np.uint64), key.philox))
-    capped = np.minimum(counts[keep], int(m))
-    flat = np.bincount(pair[keep], weights=capped, minlength=n_spans * n_periods)
-    return flat.astype(np.int64).reshape(n_spans, n_periods)
+    return bounded_pairs(_pairs(units, spans, periods, shape[1], key), shape, k, m, key)
 
 
 def pairs_per_unit(units: Any, spans: np.ndarray, periods: np.ndarray, n_periods: int) -> np.ndarray:
@@ -122,13 +149,27 @@ def release_table(
     sigma2: float,
     random_state: Seed | SecureSource | SeededSource | None = None,
 ) -> np.ndarray:
-    """The noisy table, shape (n_spans, n_periods): :func:`bounded_table` plus
-    discrete Gaussian noise with (at least) ``sigma2`` on every entry. The
-    bound's key and the noise come from ``random_state`` (None: the
-    operating system's secure randomness)."""
+    """The noisy table, shape (n_spans, n_periods): :func:`bounded_table`
+    plus discrete Gaussian noise with (at least) ``sigma2`` on every entry
+    (:func:`release_exact`)."""
+    return release_exact(
+        lambda key: bounded_table(units, spans, periods, shape, k, m, key), sigma2, random_state
+    )
+
+
+def release_exact(
+    exact_of: Callable[[BoundingKey], np.ndarray],
+    sigma2: float,
+    random_state: Seed | SecureSource | SeededSource | None = None,
+) -> np.ndarray:
+    """``exact_of(key)`` (the exact bounded table, computed in memory or on
+    a cluster) plus discrete Gaussian noise with (at least) ``sigma2`` on
+    every entry. The bound's key and then the noise come from
+    ``random_state`` (None: the operating system's secure randomness), in
+    that order whoever computes the table: the same seed, the same release."""
     source = make_source(random_state, warn=False)
     key = BoundingKey.draw(source)
-    exact = bounded_table(units, spans, periods, shape, k, m, key)
+    exact = np.asarray(exact_of(key), dtype=np.int64)
     # sigma^2 rounded up to the rational the exact sampler draws with
     noise = discrete_gaussian(source, exact.size, rational_sigma2(sigma2))
     return exact + noise.reshape(exact.shape).astype(np.int64)
@@ -148,11 +189,14 @@ def half_width(sigma2: float, level: float = 0.95) -> int:
 
 
 __all__ = [
+    "bounded_pairs",
     "bounded_table",
     "half_width",
     "pairs_per_unit",
+    "release_exact",
     "release_table",
     "rho_of",
     "sensitivity",
     "sigma2_for",
+    "summed_pairs",
 ]

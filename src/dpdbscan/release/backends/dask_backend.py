@@ -31,6 +31,7 @@ shuffled partition exactly as in memory (see the "units" section below).
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import logging
 import os
@@ -56,7 +57,7 @@ from ...files.records import (
 )
 from ...files.unitids import canonical_ids, id_token, read_units, token_id
 from ...params.specs import UnitBound
-from .. import bounding
+from .. import bounding, periodtable
 from ..bounding import BoundingKey
 from ..engine import merge_counts, merged_exactly_once
 from .base import CellCounts
@@ -172,7 +173,7 @@ def _merge_parts(*parts):
 # the unit, the cell and the key only, so the kept pairs are the in-memory
 # ones; shuffled partitions hold disjoint sets of units, so their bounded
 # per-cell counts add up to the in-memory counts.
-_UNIT, _COUNT = "unit", "count"
+_UNIT, _COUNT, _PAIR = "unit", "count", "pair"
 
 
 def unit_kind(dtype: Any, name: str = "units") -> str:
@@ -323,13 +324,23 @@ def _pairs(grid: Grid, X: np.ndarray, units: Any, keep: np.ndarray, kind: str) -
     return _pairs_frame(counted.rename_columns(names).select([_UNIT, *cells, _COUNT]), kind)
 
 
-def _frame_pairs(grid, frame, columns, unit, kind):
-    """One partition of a dataframe: its pairs and its tally."""
+def _frame_pairs(grid, frame, columns, unit, kind, window=None):
+    """One partition of a dataframe: its pairs and its tally (``window``:
+    the rows whose time is in no period are dropped, :meth:`DaskBackend.windowed`)."""
+    X, units, keep, period, tally = _frame_rows(frame, columns, unit, kind, window)
+    return _pairs(grid, X, units, keep if period is None else keep & (period >= 0), kind), tally
+
+
+def _frame_rows(frame, columns, unit, kind, window=None):
+    """``(points, units, unit present, period or None, tally)`` of one
+    partition of a dataframe; the period of each row by ``window``
+    (``(time column, period_of)``), -1 outside the horizon."""
     X, bad = frame_values(frame, columns)
     units = unit_array(frame[unit], kind)
     missing = unit_missing(units)
     tally = _tally(len(frame), int(bad.sum()), missing_unit=int(np.count_nonzero(missing & ~bad)))
-    return _pairs(grid, X, units, ~missing, kind), tally
+    period = None if window is None else np.asarray(window[1](frame[window[0]]), dtype=np.int64)
+    return X, units, ~missing, period, tally
 
 
 def _array_pairs(grid, block, units, kind):
@@ -341,19 +352,93 @@ def _array_pairs(grid, block, units, kind):
     return _pairs(grid, X, units, ~missing, kind), tally
 
 
-def _csv_pairs(grid, data, layout, header, first, where):
+def _csv_pairs(grid, data, layout, header, first, where, window=None):
     """One block of CSV text: its pairs and its tally. A row whose unit is
-    missing reads as NaN (:func:`records.parse_records`), so it is dropped."""
-    X, units, counts = parse_records(_csv_body(data, layout, header, first, where), layout)
+    missing reads as NaN (:func:`records.parse_records`), so it is dropped;
+    so is one whose time is in no period (``window``: ``(time field, period_of)``)."""
+    X, units, keep, period, tally = _csv_rows(data, layout, header, first, where, window)
+    return _pairs(grid, X, units, keep if period is None else keep & (period >= 0), "text"), tally
+
+
+def _csv_rows(data, layout, header, first, where, window=None):
+    """:func:`_frame_rows` of one block of CSV text. The time field is read
+    as the in-memory reader reads it (:func:`dpdbscan.files.reader.read_columns`):
+    its text, null when missing, row for row with the points (the block
+    parsed a second time with the time as the layout's unit field)."""
+    body = _csv_body(data, layout, header, first, where)
+    X, units, counts = parse_records(body, layout)
     units = unit_array(units, "text")
     tally = _tally(counts.rows, counts.unparseable, counts.malformed, counts.missing_unit)
-    return _pairs(grid, X, units, ~unit_missing(units), "text"), tally
+    period = None
+    if window is not None:
+        _, times, _ = parse_records(body, dataclasses.replace(layout, unit=window[0]))
+        period = np.asarray(window[1](times), dtype=np.int64)
+    return X, units, ~unit_missing(units), period, tally
+
+
+def _table_pairs(rows, span_of, n_periods, kind):
+    """The (unit, pair, count) rows of one partition for the span x period
+    table (pair = span * n_periods + period): a row counts when its unit is
+    present, its point in a released span (``span_of``, public after the
+    spans' release) and its time in a period; and its tally."""
+    import pyarrow as pa
+
+    X, units, keep, period, tally = rows
+    span = np.asarray(span_of(X), dtype=np.int64)
+    keep = keep & (span >= 0) & (period >= 0)
+    pair = span[keep] * n_periods + period[keep]
+    table = pa.table({_UNIT: units.filter(pa.array(keep)), _PAIR: pair})
+    counted = table.group_by([_UNIT, _PAIR], use_threads=False).aggregate([([], "count_all")])
+    names = [_COUNT if n == "count_all" else n for n in counted.column_names]
+    return _pairs_frame(counted.rename_columns(names).select([_UNIT, _PAIR, _COUNT]), kind), tally
+
+
+def _frame_table(frame, columns, unit, kind, window, span_of, n_periods):
+    return _table_pairs(_frame_rows(frame, columns, unit, kind, window), span_of, n_periods, kind)
+
+
+def _csv_table(data, layout, header, first, where, window, span_of, n_periods):
+    return _table_pairs(_csv_rows(data, layout, header, first, where, window), span_of, n_periods, "text")
+
+
+def _table_meta(kind: str) -> Any:
+    """The empty frame of the table's pairs (:func:`_table_pairs`)."""
+    import pyarrow as pa
+
+    columns = {_UNIT: pa.array([], type=_unit_type(kind))}
+    columns.update({c: pa.array([], type=pa.int64()) for c in (_PAIR, _COUNT)})
+    return _pairs_frame(pa.table(columns), kind)
+
+
+def _bounded_table_part(frame, kind, shape, k, m, key) -> tuple[np.ndarray, int]:
+    """The bounded table of one shuffled partition (every pair of its units),
+    by the function that bounds the rows in memory
+    (:func:`dpdbscan.release.periodtable.bounded_pairs`), and 1 (a partition)."""
+    codes, uniques = _shuffled_units(frame, kind)
+    pair, counts = frame[_PAIR].to_numpy(dtype=np.int64), frame[_COUNT].to_numpy(dtype=np.int64)
+    pairs = periodtable.summed_pairs(codes, pair, counts, uniques, key)
+    return periodtable.bounded_pairs(pairs, shape, k, m, key), 1
+
+
+def _sum_tables(*parts: tuple[np.ndarray, int]) -> tuple[np.ndarray, int]:
+    return np.sum([t for t, _ in parts], axis=0), sum(n for _, n in parts)
 
 
 def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> bounding.Pairs:
     """The pairs of one shuffled partition, which holds every pair of its
     units: their partial counts summed by ``bounding.summed_pairs``, the
     function that makes the in-memory pairs (``bounding.pairs_of``)."""
+    codes, uniques = _shuffled_units(frame, kind)
+    words = np.ascontiguousarray(frame[_cell_columns(grid)].to_numpy(dtype=np.int64))
+    keys = words.view(grid.key_dtype).ravel() if grid.wide else words.ravel()
+    counts = frame[_COUNT].to_numpy(dtype=np.int64)
+    return bounding.summed_pairs(grid, codes, keys, counts, uniques, key)
+
+
+def _shuffled_units(frame: Any, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, uniques) of a shuffled partition's units, the uniques as in
+    memory (an object column's tokens back to their ids) so that their
+    words are the in-memory ones."""
     import pyarrow as pa
 
     enc = unit_array(pa.array(frame[_UNIT]), kind).dictionary_encode()
@@ -361,10 +446,7 @@ def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> boundi
     uniques = enc.dictionary.to_numpy(zero_copy_only=False)
     if kind == "object":
         uniques = _token_ids(uniques)
-    words = np.ascontiguousarray(frame[_cell_columns(grid)].to_numpy(dtype=np.int64))
-    keys = words.view(grid.key_dtype).ravel() if grid.wide else words.ravel()
-    counts = frame[_COUNT].to_numpy(dtype=np.int64)
-    return bounding.summed_pairs(grid, codes, keys, counts, uniques, key)
+    return codes, uniques
 
 
 def _token_ids(tokens: np.ndarray) -> np.ndarray:
@@ -639,6 +721,8 @@ class DaskBackend:
         self.fields = fields
         self.timeout = timeout
         self.input_counts: BlockCounts | None = None
+        # (time column, period_of): the rows read (windowed)
+        self.window: tuple[str, Callable[[Any], np.ndarray]] | None = None
         self._session_client = None
         self._session_cluster = None
 
@@ -705,6 +789,8 @@ class DaskBackend:
     # -------------------------------------------------------------- counting
     def count(self, grid: Grid, X: Any) -> CellCounts:
         """Exact counts of the occupied cells of ``X`` (keys sorted ascending)."""
+        if self.window is not None:
+            raise ValueError("a time window is read for person-level counts (with units) only")
         self.input_counts = None
         local = self._local_block(grid, X)
         if local is not None:
@@ -790,6 +876,14 @@ class DaskBackend:
         None (``units`` None: a count without units)."""
         import pandas as pd
 
+        if self.window is not None:
+            if isinstance(X, (pd.DataFrame, np.ndarray)):
+                raise ValueError(
+                    "a time window is read by the workers: give files or a dask DataFrame "
+                    "(points in memory take the numpy backend)"
+                )
+            return None
+
         if isinstance(X, pd.DataFrame):
             unit = units if isinstance(units, str) else None
             cols = coordinate_columns(
@@ -829,30 +923,56 @@ class DaskBackend:
             return [dask.delayed(_array_part)(grid, b) for b in blocks.to_delayed().ravel().tolist()]
         raise _unsupported(X)
 
-    def _pair_tasks(self, grid, X, units) -> tuple[str, list]:
+    def _pair_tasks(self, grid, X, units, table=None) -> tuple[str, list]:
         """The units' kind, and one delayed ``(pairs, tally)`` per partition
-        of ``X`` (:func:`_pairs`)."""
+        of ``X`` (:func:`_pairs`; ``table``, ``(span_of, n_periods)``: the
+        span x period table's pairs instead, :func:`_table_pairs`). With a
+        time window (:meth:`windowed`) the rows whose time is in no period
+        are dropped."""
         import dask
         import dask.array as da
         import dask.dataframe as dd
 
+        window = self.window
         paths = _as_paths(X)
         if paths is not None:
             unit = _unit_name(units)
             if file_format(paths, self.file_format) == "csv":
-                layout, header, blocks = self._csv_blocks(grid, paths, unit)
-                part = dask.delayed(_csv_pairs, nout=2)
-                return "text", [part(grid, b, layout, header, first, where) for b, first, where in blocks]
-            X = self._read_parquet(paths, grid.d, unit)
+                time = None if window is None else window[0]
+                layout, header, blocks, field = self._csv_blocks(grid, paths, unit, time)
+                w = None if window is None else (field, window[1])
+                if table is None:
+                    part = dask.delayed(_csv_pairs, nout=2)
+                    return "text", [
+                        part(grid, b, layout, header, first, where, w) for b, first, where in blocks
+                    ]
+                part = dask.delayed(_csv_table, nout=2)
+                return "text", [
+                    part(b, layout, header, first, where, w, *table) for b, first, where in blocks
+                ]
+            X = self._read_parquet(paths, grid.d, unit, None if window is None else window[0])
         if isinstance(X, dd.DataFrame):
             unit = _unit_name(units)
             cols = coordinate_columns(
                 X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d, unit
             )
             kind = unit_kind(X.dtypes[unit], unit)
-            part = dask.delayed(_frame_pairs, nout=2)
-            return kind, [part(grid, p, cols, unit, kind) for p in X[[*cols, unit]].to_delayed()]
+            wanted = [*cols, unit]
+            if window is not None:
+                _check_time_column(X.columns, cols, window[0])
+                wanted.append(window[0])
+            frames = X[wanted].to_delayed()
+            if table is None:
+                part = dask.delayed(_frame_pairs, nout=2)
+                return kind, [part(grid, p, cols, unit, kind, window) for p in frames]
+            part = dask.delayed(_frame_table, nout=2)
+            return kind, [part(p, cols, unit, kind, window, *table) for p in frames]
         if isinstance(X, da.Array):
+            if window is not None:
+                raise ValueError(
+                    "a time window reads each row's time from a column: give files or a dask "
+                    "DataFrame, not a dask array"
+                )
             if isinstance(units, str):
                 raise ValueError(
                     f"units={units!r} names a column, but X is a dask array: pass one id per row"
@@ -871,6 +991,68 @@ class DaskBackend:
             ]
         raise _unsupported(X)
 
+    def period_table(
+        self,
+        grid: Grid,
+        X: Any,
+        units: str,
+        span_of: Callable[[np.ndarray], np.ndarray],
+        shape: tuple[int, int],
+        k: int,
+        m: int,
+        key: BoundingKey,
+    ) -> np.ndarray:
+        """The exact span x period table of a series over time, bounded per
+        unit (private), shape ``(n_spans, n_periods)``: the rows of
+        :meth:`windowed`'s window (its period from its time), each in the
+        released span ``span_of`` gives its point (-1: none; a public
+        function of the released spans, shipped to the workers). Each
+        partition's (unit, pair, count) rows are shuffled by unit; each
+        shuffled partition, holding every pair of its units, is bounded by
+        the function that bounds the rows in memory
+        (:func:`dpdbscan.release.periodtable.bounded_pairs`), with the same
+        key: the same pairs are kept, and the partitions' tables (disjoint
+        units) add up to :func:`~dpdbscan.release.periodtable.bounded_table`
+        of the same rows."""
+        import dask
+
+        if self.window is None:
+            raise ValueError(
+                "the span x period table needs a time window: DaskBackend.windowed(time, period_of)"
+            )
+        self.input_counts = None
+        kind, tasks = self._pair_tasks(grid, X, units, (span_of, shape[1]))
+        if not tasks:
+            self.input_counts = BlockCounts()
+            return np.zeros(shape, dtype=np.int64)
+        import dask.dataframe as dd
+
+        pairs = dd.from_delayed([t[0] for t in tasks], meta=_table_meta(kind), verify_meta=False)
+        shuffled = pairs.shuffle(on=_UNIT, npartitions=len(tasks), shuffle_method="p2p").to_delayed()
+        parts = [dask.delayed(_bounded_table_part)(p, kind, shape, k, m, key) for p in shuffled]
+        total = self._tree(parts, _sum_tables)
+        tallies = self._tree([t[1] for t in tasks], _sum_tallies)
+        with self._client() as client, _quiet_shuffle_notes():
+            (exact, merged), tally = client.compute([total, tallies], sync=True)
+        merged_exactly_once(int(merged), len(parts))
+        check_tally(tally, len(tasks))
+        self.input_counts = _input_counts(tally)
+        return np.asarray(exact, dtype=np.int64).reshape(shape)
+
+    def windowed(self, time: str, period_of: Callable[[Any], np.ndarray]) -> DaskBackend:
+        """This backend (same cluster and options) reading only the rows of a
+        public time window: ``time`` names the time column (a Parquet or
+        dataframe column, a declared CSV header's field), ``period_of`` maps
+        a partition's time values (a pandas Series, or the CSV field's text
+        as an Arrow array, as the in-memory reader gives it) to each row's
+        period, -1 outside the horizon (such a row is dropped, as a missing
+        unit is). For a series over time (:func:`dpdbscan.series.fit_series`)."""
+        if not isinstance(time, str):
+            raise TypeError(f"the time column is a column's name (a str), not {type(time).__name__}")
+        other = copy.copy(self)
+        other.window = (time, period_of)
+        return other
+
     def _shuffled(self, grid, kind, tasks) -> list:
         """The delayed partitions of the pairs of ``tasks`` shuffled by unit:
         each holds every pair of its units."""
@@ -883,10 +1065,10 @@ class DaskBackend:
         return pairs.shuffle(on=_UNIT, npartitions=len(tasks), shuffle_method="p2p").to_delayed()
 
     # ----------------------------------------------------------------- files
-    def _read_parquet(self, paths, d, unit=None):
+    def _read_parquet(self, paths, d, unit=None, time=None):
         """Lazy dask DataFrame of the coordinate columns of Parquet files
         (and of the unit column ``unit``, whose declared type must be one a
-        unit can have)."""
+        unit can have, and of the time column ``time``)."""
         import dask.dataframe as dd
 
         schema = self._parquet_schema(paths)
@@ -901,6 +1083,9 @@ class DaskBackend:
         if unit is not None:
             unit_kind(schema.dtypes[unit], unit)
             cols = [*cols, unit]
+        if time is not None:
+            _check_time_column(schema.columns, cols, time)
+            cols = [*cols, time]
         return dd.read_parquet(paths, columns=cols, storage_options=self.storage_options)
 
     def _parquet_schema(self, paths):
@@ -966,10 +1151,15 @@ class DaskBackend:
                 )
         return names, layout, (names if declared else None), files, blocks
 
-    def _csv_blocks(self, grid, paths, unit=None):
+    def _csv_blocks(self, grid, paths, unit=None, time=None):
         """``(layout, header, [(block, first block of its file, file), ...])``
-        of CSV files (:meth:`_csv_plan`), with ``grid.d`` coordinates."""
+        of CSV files (:meth:`_csv_plan`), with ``grid.d`` coordinates; with
+        ``time`` (a field's name), its index in the header is added last."""
         names, layout, header, files, blocks = self._csv_plan(paths, grid.d, unit)
+        field = None
+        if time is not None:
+            _check_time_column(names, [names[i] for i in layout.usecols], time)
+            field = names.index(time)
         if len(layout.usecols) != grid.d:
             chosen = [names[i] for i in layout.usecols]
             raise ValueError(
@@ -981,7 +1171,7 @@ class DaskBackend:
             for where, file_blocks in zip(files, blocks)
             for i, block in enumerate(file_blocks)
         ]
-        return layout, header, parts
+        return (layout, header, parts) if time is None else (layout, header, parts, field)
 
     def _csv_blocksize(self, paths):
         # Compressed text cannot be split into byte ranges: one partition per file.
@@ -1037,6 +1227,17 @@ def _default_columns(unit: str | None):
     return lambda names, numeric: [
         n for n in names if n.lower() != LABEL_COLUMN and not is_index_column(n) and n != unit
     ]
+
+
+def _check_time_column(names: Sequence, columns: Sequence, time: str) -> None:
+    """The time column exists (public names: a header or a schema) and is
+    not a coordinate."""
+    if time not in list(names):
+        raise ValueError(f"no time column {time!r}; the data has columns {list(names)}")
+    if time in list(columns):
+        raise ValueError(
+            f"the time column {time!r} is also a coordinate column; name the coordinates in columns="
+        )
 
 
 def _unit_name(units: Any) -> str:

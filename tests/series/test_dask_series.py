@@ -1,0 +1,186 @@
+"""``fit --per`` on the Dask backend: the same release (spans and span x
+period table) as in memory for the same seed.
+
+The Dask path reads the rows where they live: the spans' release keeps the
+rows of the horizon (each partition parses its own times), and the table's
+(unit, span, period) pairs are shuffled by unit and bounded where all of a
+unit's pairs are. Every cab's rows are spread over every partition here and
+the bound k bites (each cab has more pairs than k), so a unit bounded per
+input partition, or a row outside the horizon let in, would change the table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+pa = pytest.importorskip("pyarrow")
+import pyarrow.parquet as pq  # noqa: E402
+
+import dpdbscan.cli.fit as cli_fit  # noqa: E402
+from dpdbscan import Grid, load_model  # noqa: E402
+from dpdbscan.release import periodtable  # noqa: E402
+from dpdbscan.release.backends.dask_backend import DaskBackend  # noqa: E402
+from dpdbscan.release.bounding import BoundingKey  # noqa: E402
+from dpdbscan.series import PeriodOf, SpanOf  # noqa: E402
+from dpdbscan.traces.periods import Periods  # noqa: E402
+from tests.clirun import run  # noqa: E402
+
+START = dt.datetime(2024, 3, 4, tzinfo=dt.UTC).timestamp()
+ARGS = ["--columns", "x", "y", "--unit", "cab", "--max-cells-per-unit", "8", "--time", "time",
+        "--per", "day", "--from", "2024-03-04", "--to", "2024-03-08", "--bounds", "0", "0", "10", "10",
+        "--eps", "0.5", "--min-samples", "30", "--epsilon", "2", "--delta", "1e-5", "--no-png",
+        "--max-pairs-per-unit", "3", "--seed", "11"]  # fmt: skip
+
+
+def make_traces(n=10_000, seed=0):
+    """200 cabs, two places, times over 6 days (one before and one after the
+    4-day horizon): (x, y, cab, unix seconds)."""
+    rng = np.random.default_rng(seed)
+    cab = rng.integers(0, 200, n)
+    xy = np.array([[2.0, 2.0], [7.0, 7.0]])[rng.integers(0, 2, n)] + rng.normal(0, 0.3, (n, 2))
+    t = np.floor(START + rng.uniform(-86400, 5 * 86400, n))
+    return xy, cab, t
+
+
+@pytest.fixture(scope="module")
+def traces():
+    return make_traces()
+
+
+def write_csv(path, traces):
+    """Times as ISO text or unix seconds (alternating), a few rows without a time."""
+    xy, cab, t = traces
+    with open(path, "w") as f:
+        f.write("x,y,cab,time\n")
+        for i in range(len(t)):
+            if i % 97 == 0:
+                when = ""
+            elif i % 2:
+                when = dt.datetime.fromtimestamp(t[i], dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            else:
+                when = f"{t[i]:.0f}"
+            f.write(f"{float(xy[i, 0])!r},{float(xy[i, 1])!r},c{cab[i]},{when}\n")
+    return path
+
+
+def write_parquet(directory, traces, parts=4):
+    """Typed columns: timestamps (UTC) and integer cabs, in ``parts`` files."""
+    xy, cab, t = traces
+    directory.mkdir()
+    for j, rows in enumerate(np.array_split(np.arange(len(t)), parts)):
+        table = pa.table(
+            {
+                "x": xy[rows, 0],
+                "y": xy[rows, 1],
+                "cab": cab[rows].astype(np.int64),
+                "time": pa.array((t[rows] * 1e6).astype(np.int64), type=pa.timestamp("us", tz="UTC")),
+            }
+        )
+        pq.write_table(table, directory / f"part-{j}.parquet")
+    return directory
+
+
+@pytest.fixture
+def on_client(client, monkeypatch):
+    """``--backend dask`` on the test cluster, with small CSV blocks (several partitions)."""
+    made = cli_fit.dask_backend
+
+    def backend(opts):
+        b = made(opts)
+        b.client, b.blocksize = client, 20_000
+        return b
+
+    monkeypatch.setattr(cli_fit, "dask_backend", backend)
+
+
+def release_of(capsys, tmp_path, source, name, *extra):
+    rc, out, err = run(capsys, "fit", source, *ARGS, *extra, "--out-dir", tmp_path / name, "--name", "cabs")
+    assert rc == 0, err
+    return load_model(tmp_path / name / "cabs.spans.json"), out
+
+
+def assert_same_series(got, want):
+    assert got.n_spans == want.n_spans >= 2
+    assert got.regions()[0].tolist() == want.regions()[0].tolist()
+    assert got.regions()[1].tolist() == want.regions()[1].tolist()
+    g, w = got.metadata["series"], want.metadata["series"]
+    assert g["table"]["noisy_mass"] == w["table"]["noisy_mass"]
+    assert g["period_spans"] == w["period_spans"]
+    assert g["table"]["max_pairs_per_unit"] == w["table"]["max_pairs_per_unit"] == 3
+    assert g["statement"] == w["statement"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_same_series_as_in_memory(traces, tmp_path, capsys, on_client, fmt):
+    source = (
+        write_csv(tmp_path / "cabs.csv", traces)
+        if fmt == "csv"
+        else write_parquet(tmp_path / "cabs.parquet", traces)
+    )
+    header = ["--header"] if fmt == "csv" else []
+    want, _ = release_of(capsys, tmp_path, source, "memory", *header)
+    got, out = release_of(capsys, tmp_path, source, "dask", *header, "--backend", "dask")
+    assert_same_series(got, want)
+    assert "series  : (epsilon=2, delta=1e-05)-differential privacy for each cab" in out
+    rows = (tmp_path / "dask" / "cabs.periods.csv").read_text()
+    assert rows == (tmp_path / "memory" / "cabs.periods.csv").read_text()
+    geo = json.loads((tmp_path / "dask" / "cabs.spans.geojson").read_text())
+    assert geo["properties"]["unit_protected"] == "cab"
+
+
+def test_the_dask_table_is_the_bounded_table_in_memory(client, traces, tmp_path):
+    """The exact bounded table, before noise, with a bound that bites: the
+    same as the in-memory function on the same rows and key; rows outside
+    the horizon count nowhere."""
+    xy, cab, t = traces
+    source = write_parquet(tmp_path / "cabs.parquet", traces, parts=5)
+    periods = Periods("day", "2024-03-04", "2024-03-08")
+    # spans: the two places, as any released model would give them (a public function here)
+    span_of = _TwoPlaces()
+    key = BoundingKey((7, 9), bytes(range(16)))
+    period = PeriodOf(periods)(t)
+    assert (period < 0).any()  # rows outside the horizon exist
+    want = periodtable.bounded_table(cab, span_of(xy), period, (2, 4), 3, 1, key)
+    pairs = periodtable.pairs_per_unit(cab, span_of(xy), period, 4)
+    assert pairs.max() > 3  # the bound bites
+    backend = DaskBackend(client=client, columns=["x", "y"]).windowed("time", PeriodOf(periods))
+    grid = Grid(np.zeros(2), np.full(2, 10.0), 0.6)
+    got = backend.period_table(grid, str(source), "cab", span_of, (2, 4), 3, 1, key)
+    assert got.tolist() == want.tolist()
+    assert got.sum() > 0
+
+
+class _TwoPlaces:
+    """Span 0 left of x = 4.5, span 1 right of x = 5.5, none between."""
+
+    def __call__(self, X):
+        x = np.asarray(X)[:, 0]
+        return np.where(x < 4.5, 0, np.where(x > 5.5, 1, -1))
+
+
+def test_span_of_is_the_in_memory_rule(traces, tmp_path, capsys):
+    """SpanOf (what the workers run) places every point as the in-memory path does."""
+    xy, _, _ = traces
+    source = write_csv(tmp_path / "cabs.csv", traces)
+    model, _ = release_of(capsys, tmp_path, source, "memory", "--header")
+    spans = SpanOf(model)(xy)
+    assert set(np.unique(spans)) <= set(range(-1, model.n_spans))
+    assert (spans >= 0).mean() > 0.5
+
+
+def test_refused_with_a_dask_array(client):
+    da = pytest.importorskip("dask.array")
+    backend = DaskBackend(client=client).windowed(
+        "time", PeriodOf(Periods("day", "2024-03-04", "2024-03-08"))
+    )
+    grid = Grid(np.zeros(2), np.full(2, 10.0), 0.6)
+    X = da.zeros((10, 2), chunks=5)
+    with pytest.raises(ValueError, match="dask DataFrame"):
+        backend.period_table(
+            grid, X, np.arange(10), _TwoPlaces(), (2, 4), 3, 1, BoundingKey((1, 2), bytes(16))
+        )
