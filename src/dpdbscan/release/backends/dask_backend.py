@@ -910,7 +910,7 @@ class DaskBackend:
         paths = _as_paths(X)
         if paths is not None:
             if file_format(paths, self.file_format) == "csv":
-                layout, header, blocks = self._csv_blocks(grid, paths)
+                layout, header, blocks, _ = self._csv_blocks(grid, paths)
                 part = dask.delayed(_csv_part)
                 return [part(grid, block, layout, header, first, where) for block, first, where in blocks]
             X = self._read_parquet(paths, grid.d)
@@ -1152,9 +1152,10 @@ class DaskBackend:
         return names, layout, (names if declared else None), files, blocks
 
     def _csv_blocks(self, grid, paths, unit=None, time=None):
-        """``(layout, header, [(block, first block of its file, file), ...])``
-        of CSV files (:meth:`_csv_plan`), with ``grid.d`` coordinates; with
-        ``time`` (a field's name), its index in the header is added last."""
+        """``(layout, header, [(block, first block of its file, file), ...],
+        time field)`` of CSV files (:meth:`_csv_plan`), with ``grid.d``
+        coordinates; the time field: the index of the field ``time`` names
+        in the header (None without ``time``)."""
         names, layout, header, files, blocks = self._csv_plan(paths, grid.d, unit)
         field = None
         if time is not None:
@@ -1171,7 +1172,7 @@ class DaskBackend:
             for where, file_blocks in zip(files, blocks)
             for i, block in enumerate(file_blocks)
         ]
-        return (layout, header, parts) if time is None else (layout, header, parts, field)
+        return layout, header, parts, field
 
     def _csv_blocksize(self, paths):
         # Compressed text cannot be split into byte ranges: one partition per file.
