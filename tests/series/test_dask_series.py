@@ -184,3 +184,24 @@ def test_refused_with_a_dask_array(client):
         backend.period_table(
             grid, X, np.arange(10), _TwoPlaces(), (2, 4), 3, 1, BoundingKey((1, 2), bytes(16))
         )
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (["--time", "when"], "no time column 'when'"),
+        (["--trip-ends", "cab"], "--stops and --trip-ends read each unit's trace in time order"),
+    ],
+)
+def test_refused_on_dask_before_any_record(traces, tmp_path, capsys, on_client, change, words):
+    source = write_csv(tmp_path / "cabs.csv", traces)
+    args = list(ARGS)
+    if change[0] in args:
+        args[args.index(change[0]) + 1] = change[1]
+    else:
+        args += change
+    rc, out, err = run(
+        capsys, "fit", source, "--header", *args, "--backend", "dask", "--out-dir", tmp_path / "o"
+    )
+    assert rc == 2 and words in err
+    assert not (tmp_path / "o" / "cabs.spans.json").exists()
