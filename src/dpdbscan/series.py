@@ -312,50 +312,66 @@ def fit_series(
     the same release (spans and table)."""
     if units is None:
         raise ValueError("a series protects each unit over its whole horizon: give units (--unit)")
-    if backend is not None and not isinstance(X, np.ndarray):
-        return _fit_distributed(
-            X, lower, upper, p, units, times, plan, backend, unit_name, metadata, stacklevel + 1
-        )
-    X = np.asarray(X, dtype=np.float64)
-    period = plan.periods.index(parse_times(times))
-    if period.size != X.shape[0]:
-        raise ValueError(f"times has {period.size} values for {X.shape[0]} rows: give one time per row")
-    inside = period >= 0
-    X, period = X[inside], period[inside]
-    if type(units).__module__.split(".")[0] == "pyarrow":  # the file readers' unit column
-        import pyarrow as pa  # lazy: only for input the readers gave as Arrow
-
-        units = units.filter(pa.array(inside))
-    else:
-        units = np.asarray(units)[inside]
     spans_p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
     _check_zcdp(plan, spans_p, lower, upper, stacklevel + 1)
-    record = plan.record(unit_name)
-    model = fit_release(
-        X,
-        lower,
-        upper,
-        spans_p,
-        backend=NumpyBackend(),
-        units=units,
-        metadata={**(metadata or {}), "series": record},
-        stacklevel=stacklevel + 1,
-    )
+    meta = {**(metadata or {}), "series": plan.record(unit_name)}
+    exact_of: Callable[[SpanModel, tuple[int, int], int, int, Any], np.ndarray]
+    if backend is not None and not isinstance(X, np.ndarray):
+        # the rows read where they live: the horizon's rows for (a), then
+        # the table bounded per unit after a shuffle by unit (b)
+        if not isinstance(units, str) or not isinstance(times, str):
+            raise ValueError(
+                "a series on a distributed backend names its unit and time columns: give both as names"
+            )
+        window = backend.windowed(times, PeriodOf(plan.periods))
+        model = fit_release(
+            X, lower, upper, spans_p, backend=window, units=units, metadata=meta, stacklevel=stacklevel + 1
+        )
+
+        def exact_of(model, shape, k, m, key):
+            return window.period_table(model.grid, X, units, SpanOf(model), shape, k, m, key)
+
+    else:
+        X, units, period = _in_horizon(X, units, times, plan.periods)
+        model = fit_release(
+            X,
+            lower,
+            upper,
+            spans_p,
+            backend=NumpyBackend(),
+            units=units,
+            metadata=meta,
+            stacklevel=stacklevel + 1,
+        )
+
+        def exact_of(model, shape, k, m, key):
+            return periodtable.bounded_table(units, SpanOf(model)(X), period, shape, k, m, key)
+
     # public after (a): the number of spans (so k when "all") and a point's
     # span, from the released regions alone
     plan = plan.calibrated(model.n_spans)
     assert plan.k is not None and plan.sigma2 is not None
-    table = periodtable.release_table(
-        units,
-        SpanOf(model)(X),
-        period,
-        (model.n_spans, plan.periods.n_periods),
-        plan.k,
-        plan.m,
-        plan.sigma2,
-        _table_seed(p.get("random_state")),
+    shape, k, m = (model.n_spans, plan.periods.n_periods), plan.k, plan.m
+    # the bound's key, then the noise, from the table's seed: the same order
+    # wherever the exact table is computed (the same seed, the same release)
+    table = periodtable.release_exact(
+        lambda key: exact_of(model, shape, k, m, key), plan.sigma2, _table_seed(p.get("random_state"))
     )
     return _released(model, table, plan, unit_name)
+
+
+def _in_horizon(X: Any, units: Any, times: Any, periods: Periods) -> tuple[np.ndarray, Any, np.ndarray]:
+    """The rows (points, units) whose time is in a period, and their period."""
+    X = np.asarray(X, dtype=np.float64)
+    period = periods.index(parse_times(times))
+    if period.size != X.shape[0]:
+        raise ValueError(f"times has {period.size} values for {X.shape[0]} rows: give one time per row")
+    inside = period >= 0
+    if type(units).__module__.split(".")[0] == "pyarrow":  # the file readers' unit column
+        import pyarrow as pa  # lazy: only for input the readers gave as Arrow
+
+        return X[inside], units.filter(pa.array(inside)), period[inside]
+    return X[inside], np.asarray(units)[inside], period[inside]
 
 
 def _check_zcdp(plan: SeriesPlan, spans_p: dict, lower: Any, upper: Any, stacklevel: int) -> None:
@@ -365,50 +381,6 @@ def _check_zcdp(plan: SeriesPlan, spans_p: dict, lower: Any, upper: Any, stackle
         r = resolve(spans_p, lower, upper, units=True, stacklevel=stacklevel + 1).release
         if r.histogram == "stability" or r.noise.rho is None:
             raise ValueError("the series was planned for a zCDP release of the spans; this box gives another")
-
-
-def _fit_distributed(
-    X: Any,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    p: dict[str, Any],
-    units: Any,
-    times: Any,
-    plan: SeriesPlan,
-    backend: SeriesBackend,
-    unit_name: str | None,
-    metadata: dict[str, Any] | None,
-    stacklevel: int,
-) -> Series:
-    """:func:`fit_series` on a distributed backend: the same two parts, the
-    same randomness in the same order, the rows read where they live."""
-    if not isinstance(units, str) or not isinstance(times, str):
-        raise ValueError(
-            "a series on a distributed backend names its unit and time columns: give units and times as names"
-        )
-    spans_p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
-    _check_zcdp(plan, spans_p, lower, upper, stacklevel + 1)
-    window = backend.windowed(times, PeriodOf(plan.periods))
-    model = fit_release(
-        X,
-        lower,
-        upper,
-        spans_p,
-        backend=window,
-        units=units,
-        metadata={**(metadata or {}), "series": plan.record(unit_name)},
-        stacklevel=stacklevel + 1,
-    )
-    plan = plan.calibrated(model.n_spans)
-    assert plan.k is not None and plan.sigma2 is not None
-    shape = (model.n_spans, plan.periods.n_periods)
-    k, m = plan.k, plan.m
-    table = periodtable.release_exact(
-        lambda key: window.period_table(model.grid, X, units, SpanOf(model), shape, k, m, key),
-        plan.sigma2,
-        _table_seed(p.get("random_state")),
-    )
-    return _released(model, table, plan, unit_name)
 
 
 def _released(model: SpanModel, table: np.ndarray, plan: SeriesPlan, unit_name: str | None) -> Series:
