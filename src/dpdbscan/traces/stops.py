@@ -81,7 +81,10 @@ def stop_rows(
     where = np.flatnonzero(candidate)
     starts = where[np.append(True, np.diff(where) > 1)] if where.size else where
     end_of = ends[np.searchsorted(ends, starts, side="right")]
-    known = dict(zip(starts.tolist(), _run_ends(cols, starts, reach[starts] + 1, end_of, r2).tolist()))
+    # and, for those, the candidate that the chain visits next (the first at
+    # or after the stop's end; the end lies beyond the anchor)
+    after = np.searchsorted(where, _run_ends(cols, starts, reach[starts] + 1, end_of, r2))
+    known = dict(zip(starts.tolist(), after.tolist()))
     # the chain: from k, the next stop is the first candidate at or after k
     cands = where.tolist()
     bounds = ends.tolist()
@@ -90,11 +93,12 @@ def stop_rows(
     while i < len(cands):
         k = cands[i]
         out.append(k)
-        e = known.get(k)
-        if e is None:
+        nxt = known.get(k)
+        if nxt is None:
             unit_end = bounds[bisect.bisect_right(bounds, k)]
             e = _run_end(cols, k, int(reach[k]) + 1, unit_end, r2)
-        i = bisect.bisect_left(cands, e, i + 1)
+            nxt = bisect.bisect_left(cands, e, i + 1)
+        i = nxt
     return np.sort(rows[np.asarray(out, dtype=np.int64)])
 
 
