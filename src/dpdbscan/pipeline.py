@@ -26,6 +26,7 @@ import numpy as np
 from .cells.histogram import NoisyHistogram
 from .exceptions import PrivateNoteWarning, UtilityWarning
 from .model.build import model_of
+from .model.coretestwords import QuietRelease
 from .model.describe import swamped_min_samples
 from .model.guarantee import unit_noun
 from .model.record import SpanModel
@@ -165,7 +166,7 @@ def fit(
     noun = unit_noun(model)
     problems = core_test(model.spec.core).problems(released, model.spans, model.spec)
     note = words_of(model.spec.core).utility_note(
-        released, model.spans, model.spec, problems, fc.noise_std, noun
+        QuietRelease(released, model.spans, model.spec, problems, fc.noise_std, noun)
     )
     flat = swamped_min_samples(model)
     if note and flat is not None:

@@ -221,8 +221,10 @@ def test_a_large_random_field_with_many_groups():
 @pytest.mark.slow
 def test_the_spans_of_a_real_model(shared_data):
     """A geographic model of Cabs-tiny (alpha = 20 m, MinPts = 40): about
-    204,000 region cells in 689 spans, each span's outline against GEOS's union
-    of its cells (GEOS takes about 5 s here, the tracer 0.3 s)."""
+    127,000 region cells in ~700 spans (204,000 before geographic maps kept
+    only the border cells where the release shows points), each span's
+    outline against GEOS's union of its cells (GEOS takes about 5 s here,
+    the tracer 0.3 s)."""
     import warnings
 
     from dpdbscan.estimator import fit_lonlat
@@ -235,7 +237,7 @@ def test_the_spans_of_a_real_model(shared_data):
             X, bounds=(-122.48, 37.72, -122.38, 37.82), eps="20m", min_samples=40, random_state=0
         )
     keys, labels = model.regions()
-    assert keys.size > 150_000 and model.n_spans > 500
+    assert keys.size > 100_000 and model.n_spans > 500
     cells = model.grid.decode(keys)
     out = model.outlines()
     for s in range(model.n_spans):

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpdbscan.traces import Stops, event_rows, parse_radius
+from dpdbscan.traces import stops as stops_module
 from dpdbscan.traces.order import trace_order
 from dpdbscan.traces.stops import stop_rows
 
@@ -204,3 +205,43 @@ def test_each_unit_s_trace_is_the_same_whatever_the_file_s_order(seed, layout):
         mine = rows[c[rows] == u]
         assert np.array_equal(X[mine], X[full[c[full] == u]])
         assert np.all(np.flatnonzero(c[rows] == u) == np.arange(len(mine)) + np.flatnonzero(c[rows] == u)[0])
+
+
+def _events(X, c, t, rows):
+    return sorted(zip(c[rows].tolist(), t[rows].tolist(), map(tuple, X[rows].tolist())))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 6),
+    st.integers(1, 40),
+    st.sampled_from([1.0, 2.0, 0.5]),
+    st.sampled_from([1.0, 3.0, 5.0]),
+    st.integers(1, 9),
+    st.booleans(),
+)
+def test_lattice_traces_match_the_definition_in_any_block(
+    seed, n_units, n_points, radius, duration, block, shuffle
+):
+    """Integer places and times: steps of exactly the radius and of exactly
+    twice it (the pruning rule's edge), durations met exactly, ties in time,
+    repeated rows and units of one point, with blocks of a few anchors so
+    that runs and units cross the blocks' edges; the same stops as the
+    definition (as points: repeated rows are interchangeable)."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, n_points + 1, n_units)
+    sizes[0] = 1  # a unit of one point
+    c = np.repeat(np.arange(n_units), sizes)
+    steps = rng.choice([0, 0, 1, 2, 4], size=(c.size, 2)) * rng.choice([-1, 1], size=(c.size, 2))
+    X = np.cumsum(steps, axis=0) * 0.5
+    t = np.cumsum(rng.integers(0, 3, c.size)).astype(np.float64)  # 0: a tie in time
+    if shuffle:
+        perm = rng.permutation(c.size)
+        X, c, t = X[perm], c[perm], t[perm]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(stops_module, "_BLOCK", block)
+        got = stop_rows(X, c, t, radius, duration)
+    want = reference_stops(X, c, t, radius, duration)
+    assert got.size == want.size
+    assert _events(X, c, t, got) == _events(X, c, t, want)

@@ -69,6 +69,24 @@ PRIVACY_OPTIONS = ("epsilon", "delta", "eta", "beta", "histogram", "noise", "the
 _OPTIONAL = ("max_cells", "n_expected", "selection")
 _UNIT_BOUNDS = ("max_cells_per_unit", "max_points_per_cell")
 _DBSCAN = ("eps", "min_samples")
+#: Options that become the :class:`FitOptions` field of their name as parsed.
+_AS_PARSED = (
+    "input",
+    "eps",
+    "subcells",
+    "margin",
+    "core",
+    "border",
+    "seed",
+    "backend",
+    "scheduler",
+    "theoretical_threshold",
+    "bounds_from_data",
+    "ref_lat",
+    "quiet",
+)
+#: The same for options only some commands have (None where absent).
+_IF_PRESENT = ("unit", "ledger", "dataset", "time", "trip_ends", "per")
 
 
 @dataclass(frozen=True)
@@ -133,36 +151,19 @@ class FitOptions:
         for name in _UNIT_BOUNDS:
             if hasattr(args, name):
                 params[name] = getattr(args, name)
-        unit = getattr(args, "unit", None)
+        as_parsed: dict[str, Any] = {name: getattr(args, name) for name in _AS_PARSED}
+        as_parsed.update({name: getattr(args, name, None) for name in _IF_PRESENT})
         return cls(
-            input=args.input,
+            **as_parsed,
             read=read_options_from_args(args),
-            eps=args.eps,
             min_samples=tuple(m) if isinstance(m, (list, tuple)) else (m,),
             params=params,
-            subcells=args.subcells,
-            margin=args.margin,
-            core=args.core,
-            border=args.border,
-            seed=args.seed,
-            backend=args.backend,
-            scheduler=args.scheduler,
-            theoretical_threshold=args.theoretical_threshold,
             bounds_text=None if args.bounds is None else tuple(args.bounds),
-            bounds_from_data=args.bounds_from_data,
             geo=bool(args.geo),
-            ref_lat=args.ref_lat,
-            unit=unit,
-            quiet=args.quiet,
             progress=progress_flag(getattr(args, "no_progress", False)),
             need_2d=need_2d,
             columns_text=None if args.columns is None else tuple(args.columns),
-            ledger=getattr(args, "ledger", None),
-            dataset=getattr(args, "dataset", None),
             events=events_from_args(args),
-            time=getattr(args, "time", None),
-            trip_ends=getattr(args, "trip_ends", None),
-            per=getattr(args, "per", None),
         )
 
     @property

@@ -14,11 +14,28 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
 from ..cells.histogram import NoisyHistogram
 from ..params.specs import ReleaseInfo, SpanSpec
 from ..post.spans import Spans
+
+
+@dataclass(frozen=True)
+class QuietRelease:
+    """What a note on a release that says little is written from: public
+    parameters and the release only (post-processing). ``problems``: the
+    test's (:meth:`~dpdbscan.post.coretests.CoreTest.problems`), empty when
+    the release is useful; ``noise_std``: one estimate's noise (the
+    forecast's); ``noun``: what the counts count (units at person level)."""
+
+    hist: NoisyHistogram
+    spans: Spans
+    spec: SpanSpec
+    problems: tuple[str, ...]
+    noise_std: float
+    noun: str = "points"
 
 
 class CoreTestWords(ABC):
@@ -61,19 +78,12 @@ class CoreTestWords(ABC):
     def guarantee_text(self, g: dict, spans: Spans, length: Callable[[float], str]) -> str:
         """The guarantee in words for ``dpdbscan info``, lengths through ``length``."""
 
-    def utility_note(
-        self,
-        hist: NoisyHistogram,
-        spans: Spans,
-        spec: SpanSpec,
-        problems: tuple[str, ...],
-        noise_std: float,
-        noun: str = "points",
-    ) -> str | None:
+    def utility_note(self, r: QuietRelease) -> str | None:
         """A note on a release that is unlikely to be useful, from the test's
-        ``problems`` (:meth:`~dpdbscan.post.coretests.CoreTest.problems`), or None."""
-        if not problems:
+        ``r.problems``, or None."""
+        if not r.problems:
             return None
+        spans, spec = r.spans, r.spec
         return (
             f"the release has no span: a cell is core only when about {spans.threshold:.0f} noisy "
             f"points lie within eps of it (min_samples={spec.min_samples} plus the margin "

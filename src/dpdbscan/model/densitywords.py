@@ -12,13 +12,13 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..cells.histogram import NoisyHistogram
 from ..params.paramwords import margin_rule_words
 from ..params.specs import ReleaseInfo, SpanSpec
 from ..post.coretests.density.densitytest import DensityTest
 from ..post.spans import Spans
 from .coretestwords import (
     CoreTestWords,
+    QuietRelease,
     no_guarantee,
     plain_length,
     union_note,
@@ -83,23 +83,15 @@ class DensityWords(CoreTestWords):
         text = self.guarantee_text(g, spans, length)
         return f"  guarantee: {text}; core test: density{union_note(candidates)}"
 
-    def utility_note(
-        self,
-        hist: NoisyHistogram,
-        spans: Spans,
-        spec: SpanSpec,
-        problems: tuple[str, ...],
-        noise_std: float,
-        noun: str = "points",
-    ) -> str | None:
+    def utility_note(self, r: QuietRelease) -> str | None:
         """A warning text when the release says little (the problems of
         :func:`dpdbscan.post.coretests.density.coresubcells.utility_problems`),
         or None. Quotes no released value: the text names the threshold's
-        parts, and says so when the noise margin is at least min_samples;
-        ``noun`` names what the counts count (units at person level)."""
-        if not problems:
+        parts, and says so when the noise margin is at least min_samples."""
+        if not r.problems:
             return None
-        min_samples, margin_value = spec.min_samples, spans.noise_margin
+        hist, problems, noise_std, noun = r.hist, r.problems, r.noise_std, r.noun
+        min_samples, margin_value = r.spec.min_samples, r.spans.noise_margin
         threshold = min_samples + margin_value
         cause = (
             f"A sub-cell is core only when its estimated eps-neighbourhood holds about "

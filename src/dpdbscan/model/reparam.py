@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..params.parameters import check_param
 from ..params.validation import check_min_samples
-from ..post.coretests import core_test
+from ..post.coretests import MarginOverride, core_test
 from .build import model_of
 from .record import SpanModel
 
@@ -76,12 +76,8 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     # margins that depend on the cells and alpha only are kept at the same alpha
     same = hist is model.histogram
     s = model.spans
-    spans = test.build(
-        hist,
-        spec,
-        noise_margin=s.noise_margin if same else None,
-        noise_margin_upper=s.noise_margin_upper if same else None,
-    )
+    kept = MarginOverride(s.noise_margin, s.noise_margin_upper) if same else None
+    spans = test.build(hist, spec, kept)
     return remodel(model, hist, spans, spec)
 
 

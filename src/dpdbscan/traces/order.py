@@ -19,9 +19,10 @@ _KEY_LIMIT = 1 << 62
 def usable(X: np.ndarray, codes: np.ndarray, times: np.ndarray) -> np.ndarray:
     """Which rows take part: a unit (code >= 0), a finite time and finite
     coordinates. The others are dropped by the per-record rule (each alone)."""
-    ok = (codes >= 0) & np.isfinite(times)
-    if X.shape[1]:
-        ok &= np.isfinite(X).all(axis=1)
+    ok = codes >= 0
+    ok &= np.isfinite(times)
+    for j in range(X.shape[1]):  # a column at a time: no (n, d) temporary
+        ok &= np.isfinite(X[:, j])
     return ok
 
 

@@ -44,6 +44,11 @@ from .order import trace_order, unit_ends
 #: The first block of the doubling scan for a stop's end.
 _FIRST_BLOCK = 32
 
+#: Anchors per block of the candidates' first offset: its temporaries stay
+#: small and in cache (whole-array temporaries of ten million rows cost
+#: more in fresh memory than in arithmetic).
+_BLOCK = 1 << 16
+
 
 def stop_rows(
     X: np.ndarray, codes: np.ndarray, times: np.ndarray, radius: float, duration: float
@@ -76,7 +81,10 @@ def stop_rows(
     where = np.flatnonzero(candidate)
     starts = where[np.append(True, np.diff(where) > 1)] if where.size else where
     end_of = ends[np.searchsorted(ends, starts, side="right")]
-    known = dict(zip(starts.tolist(), _run_ends(cols, starts, reach[starts] + 1, end_of, r2).tolist()))
+    # and, for those, the candidate that the chain visits next (the first at
+    # or after the stop's end; the end lies beyond the anchor)
+    after = np.searchsorted(where, _run_ends(cols, starts, reach[starts] + 1, end_of, r2))
+    known = dict(zip(starts.tolist(), after.tolist()))
     # the chain: from k, the next stop is the first candidate at or after k
     cands = where.tolist()
     bounds = ends.tolist()
@@ -85,11 +93,12 @@ def stop_rows(
     while i < len(cands):
         k = cands[i]
         out.append(k)
-        e = known.get(k)
-        if e is None:
+        nxt = known.get(k)
+        if nxt is None:
             unit_end = bounds[bisect.bisect_right(bounds, k)]
             e = _run_end(cols, k, int(reach[k]) + 1, unit_end, r2)
-        i = bisect.bisect_left(cands, e, i + 1)
+            nxt = bisect.bisect_left(cands, e, i + 1)
+        i = nxt
     return np.sort(rows[np.asarray(out, dtype=np.int64)])
 
 
@@ -125,8 +134,9 @@ def _candidates(
     the radius until ``duration`` has passed, and the first point where it
     has (``reach``; meaningful for candidates only).
 
-    The first offset on whole shifted arrays (contiguous, no gathers): most
-    points of a moving unit leave the radius at once. Then offset by offset
+    The first offset on shifted slices (contiguous, no gathers), block by
+    block (:func:`_first_offset`): most points of a moving unit leave the
+    radius at once. Then offset by offset
     on the undecided points only, carrying their own coordinates, unit and
     time along instead of gathering them again.
     """
@@ -135,31 +145,13 @@ def _candidates(
     reach = np.empty(n, dtype=np.int64)
     if n < 2:
         return candidate, reach
-    a, b = slice(0, n - 1), slice(1, n)
-    d2 = np.zeros(n - 1)
-    buf = np.empty(n - 1)
-    for col in cols:
-        np.subtract(col[b], col[a], out=buf)
-        np.multiply(buf, buf, out=buf)
-        d2 += buf
-    same = c[b] == c[a]
-    within = d2 <= r2
-    within &= same
-    done = t[b] - t[a] >= duration
-    done &= within
-    candidate[a] = done
-    reach[a][done] = np.flatnonzero(done) + 1
-    within &= ~done
-    # A necessary condition prunes most of the rest at once: two points of
-    # one run are within 2 radius of each other, so a run from i ends at the
-    # latest at the first step k >= i longer than that (or into another
-    # unit), and it lasts only if t[k] - t[i] >= duration.
-    jump = d2 > 4 * r2
-    jump |= ~same
-    first = np.where(jump, np.arange(n - 1), n - 1)
-    first = np.minimum.accumulate(first[::-1])[::-1]
-    within &= t[first] - t[a] >= duration
-    alive = np.flatnonzero(within)
+    parts = []
+    carry = n - 1  # the first long step at or after the block's end (none: n - 1)
+    for lo in range(((n - 2) // _BLOCK) * _BLOCK, -1, -_BLOCK):
+        hi = min(lo + _BLOCK, n - 1)
+        alive, carry = _first_offset(cols, c, t, r2, duration, lo, hi, carry, candidate, reach)
+        parts.append(alive)
+    alive = np.concatenate(parts[::-1])
     # the undecided anchors' own values, filtered along with them
     own = [col[alive] for col in cols]
     unit, start = c[alive], t[alive]
@@ -184,6 +176,52 @@ def _candidates(
         own = [v[within] for v in own]
         step += 1
     return candidate, reach
+
+
+def _first_offset(
+    cols: list[np.ndarray],
+    c: np.ndarray,
+    t: np.ndarray,
+    r2: float,
+    duration: float,
+    lo: int,
+    hi: int,
+    carry: int,
+    candidate: np.ndarray,
+    reach: np.ndarray,
+) -> tuple[np.ndarray, int]:
+    """The first offset of :func:`_candidates` for the anchors ``lo <= i <
+    hi`` (contiguous slices, no gathers): marks those whose next point
+    already ends a lasting run, and returns the anchors still undecided after
+    the pruning rule, with the first long step at or after ``lo`` (``carry``:
+    the first at or after ``hi``)."""
+    a, b = slice(lo, hi), slice(lo + 1, hi + 1)
+    d2 = np.zeros(hi - lo)
+    buf = np.empty(hi - lo)
+    for col in cols:
+        np.subtract(col[b], col[a], out=buf)
+        np.multiply(buf, buf, out=buf)
+        d2 += buf
+    same = c[b] == c[a]
+    within = d2 <= r2
+    within &= same
+    start = t[a]
+    done = t[b] - start >= duration
+    done &= within
+    candidate[a] = done
+    hit = np.flatnonzero(done) + lo
+    reach[hit] = hit + 1
+    within &= ~done
+    # A necessary condition prunes most of the rest at once: two points of
+    # one run are within 2 radius of each other, so a run from i ends at the
+    # latest at the first step k >= i longer than that (or into another
+    # unit), and it lasts only if t[k] - t[i] >= duration.
+    jump = d2 > 4 * r2
+    jump |= ~same
+    first = np.where(jump, np.arange(lo, hi), carry)
+    first = np.minimum.accumulate(first[::-1])[::-1]
+    within &= t[first] - start >= duration
+    return np.flatnonzero(within) + lo, int(first[0])
 
 
 def _run_end(cols: list[np.ndarray], k: int, start: int, end: int, r2: float) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...cells.histogram import NoisyHistogram
 from ...params.specs import SpanSpec
 from .bound.boundtest import BoundTest
-from .coretest import CoreTest, Figures, Spans, Statistic, Stored
+from .coretest import CoreTest, Figures, MarginOverride, Spans, Statistic, Stored
 from .density.densitytest import DensityTest
 
 #: Every core test by name.
@@ -44,9 +44,7 @@ def build_spans(
     them (the bound test; tests use 0 for the noiseless oracle); by default
     they are the release's.
     """
-    return core_test(spec.core).build(
-        hist, spec, noise_margin=noise_margin, noise_margin_upper=noise_margin_upper
-    )
+    return core_test(spec.core).build(hist, spec, MarginOverride(noise_margin, noise_margin_upper))
 
 
 __all__ = [
@@ -54,6 +52,7 @@ __all__ = [
     "FALLBACK",
     "CoreTest",
     "Figures",
+    "MarginOverride",
     "Spans",
     "Statistic",
     "Stored",

@@ -51,6 +51,17 @@ class Stored:
 
 
 @dataclass(frozen=True)
+class MarginOverride:
+    """Noise margins that replace the release's in :meth:`CoreTest.build`
+    (tests use 0 for the noiseless oracle; a re-parameterisation at the same
+    alpha keeps the margins it had). None: the release's own; a test whose
+    margin is not a single number (density) ignores them."""
+
+    lower: float | None = None
+    upper: float | None = None
+
+
+@dataclass(frozen=True)
 class Figures:
     """What a release will show before it is made (the forecast's numbers).
 
@@ -136,17 +147,9 @@ class CoreTest(ABC):
 
     # -- spans --------------------------------------------------------------
     @abstractmethod
-    def build(
-        self,
-        hist: NoisyHistogram,
-        spec: SpanSpec,
-        *,
-        noise_margin: float | None = None,
-        noise_margin_upper: float | None = None,
-    ) -> Spans:
-        """Core (sub-)cells and spans from the release (post-processing only).
-        ``noise_margin``/``noise_margin_upper`` override the margins (tests; a
-        re-parameterisation at the same alpha)."""
+    def build(self, hist: NoisyHistogram, spec: SpanSpec, margins: MarginOverride | None = None) -> Spans:
+        """Core (sub-)cells and spans from the release (post-processing only);
+        ``margins`` override the release's (:class:`MarginOverride`; None: none)."""
 
     @abstractmethod
     def spans_of(

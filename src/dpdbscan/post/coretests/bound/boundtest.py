@@ -19,17 +19,8 @@ from ....laws.noise import variance as noise_variance
 from ....params.paramwords import threshold_rule_words
 from ....params.specs import ReleaseInfo, SpanSpec
 from ...merge import merge_cells
-from ..coretest import (
-    CoreTest,
-    Figures,
-    Namer,
-    Spans,
-    Statistic,
-    Stored,
-    over_candidates,
-    relaxed,
-    spans_on,
-)
+from ...spans import Spans, spans_on
+from ..coretest import CoreTest, Figures, MarginOverride, Namer, Statistic, Stored, over_candidates, relaxed
 from . import boundmargin as bounds
 from .corecells import core_cells, sum_threshold
 
@@ -79,16 +70,9 @@ class BoundTest(CoreTest):
     def border_at(self, border: float, alpha: float, new_alpha: float) -> float:
         return border  # a cell size: the cells stay the release's
 
-    def build(
-        self,
-        hist: NoisyHistogram,
-        spec: SpanSpec,
-        *,
-        noise_margin: float | None = None,
-        noise_margin_upper: float | None = None,
-    ) -> Spans:
+    def build(self, hist: NoisyHistogram, spec: SpanSpec, margins: MarginOverride | None = None) -> Spans:
         layout = SubcellLayout(hist.grid, spec.subcells)
-        gamma, gamma_upper = noise_margin, noise_margin_upper
+        gamma, gamma_upper = (margins.lower, margins.upper) if margins else (None, None)
         if gamma is None:
             gamma, gamma_upper = bound_margins(
                 hist.kind, hist.theta, hist.noise, hist.scale, layout, str(spec.margin), spec.beta

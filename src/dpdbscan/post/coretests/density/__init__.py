@@ -38,18 +38,8 @@ Facts used by the guarantee (docs/density-notes.md)
 * ``sum_Y W(q, Y) = V_d (alpha / w)^d``, the volume of the alpha-ball in cells.
 """
 
-from .coresubcells import (  # noqa: F401
-    MAX_KAPPA,
-    OCCUPANCY,
-    OCCUPANCY_SIGMAS,
-    DensityCore,
-    DensityField,
-    density_field,
-    fine_grid,
-    utility_problems,
-)
-from .densitymargin import (  # noqa: F401
-    MARGINS,
+from .coresubcells import DensityCore, DensityField, density_field, fine_grid, utility_problems
+from .densitymargin import (
     Margin,
     accuracy_margin,
     empty_truncation,
@@ -58,8 +48,8 @@ from .densitymargin import (  # noqa: F401
     weighted_quantile,
     weighted_tail_bound,
 )
-from .weightedsums import dense_weighted_sums, weighted_sums_at  # noqa: F401
-from .weights import ESTIMATES, BallWeights, ball_weights  # noqa: F401
+from .weightedsums import dense_weighted_sums, weighted_sums_at
+from .weights import BallWeights, ball_weights
 
 __all__ = [
     "BallWeights",

@@ -20,17 +20,8 @@ from ....params.specs import ReleaseInfo, SpanSpec
 from ....progress import stage
 from ...merge import centre_merge, merge_centres
 from ...partition import Partition, sub_cell_mass
-from ..coretest import (
-    CoreTest,
-    Figures,
-    Namer,
-    Spans,
-    Statistic,
-    Stored,
-    over_candidates,
-    relaxed,
-    spans_on,
-)
+from ...spans import Spans, spans_on
+from ..coretest import CoreTest, Figures, MarginOverride, Namer, Statistic, Stored, over_candidates, relaxed
 from .coresubcells import MAX_KAPPA, OCCUPANCY, OCCUPANCY_SIGMAS, density_field, utility_problems
 from .densitymargin import (
     MARGINS,
@@ -189,14 +180,7 @@ class DensityTest(CoreTest):
     def border_at(self, border: float, alpha: float, new_alpha: float) -> float:
         return border * new_alpha / alpha
 
-    def build(
-        self,
-        hist: NoisyHistogram,
-        spec: SpanSpec,
-        *,
-        noise_margin: float | None = None,
-        noise_margin_upper: float | None = None,
-    ) -> Spans:
+    def build(self, hist: NoisyHistogram, spec: SpanSpec, margins: MarginOverride | None = None) -> Spans:
         dc = density_field(
             hist, spec.min_samples, subcells=spec.subcells, margin_rule=spec.margin, beta=spec.beta
         ).core(spec.min_samples)
