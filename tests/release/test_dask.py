@@ -451,6 +451,30 @@ def test_csv_without_header_reads_its_first_line_as_data(client, grid, X, tmp_pa
         DaskBackend(client=client).count(grid, str(path))
 
 
+@pytest.mark.parametrize(
+    "start, header",
+    [
+        ("\ufeff", False),  # a byte order mark before the first record
+        ("\ufeffx,y\n", True),
+        ("\n\r\nx,y\n", True),  # empty lines before the header
+        ("\ufeff\nx,y\r\n", True),
+        ("", False),
+    ],
+)
+def test_csv_file_starts_read_as_the_in_memory_reader_reads_them(client, grid, X, tmp_path, start, header):
+    """One rule for a file's start (files.records.split_head): both doors read the same rows."""
+    from dpdbscan.files.reader import read_input
+
+    body = _csv_text(X[:500])[len("x,y\n") :]
+    path = tmp_path / "s.csv"
+    path.write_bytes((start + body).encode())
+    want = read_input(path, header=header, d=2)
+    assert len(want.X) == 500 and want.n_unparseable == want.n_malformed == 0
+    got = DaskBackend(client=client, header=header, blocksize=2_000).count(grid, str(path))
+    assert_same_counts(got, reference(grid, want.X))
+    assert got.counts.sum() > 0
+
+
 def test_csv_files_must_share_the_header(client, grid, X, tmp_path):
     d = tmp_path / "csv"
     d.mkdir()

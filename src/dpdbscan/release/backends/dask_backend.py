@@ -52,7 +52,7 @@ from ...files.records import (
     header_fields,
     parse_block,
     parse_records,
-    split_first_line,
+    split_head,
     unit_missing,
 )
 from ...files.unitids import canonical_ids, id_token, read_units, token_id
@@ -62,8 +62,6 @@ from ..bounding import BoundingKey
 from ..engine import merge_counts, merged_exactly_once
 from .base import CellCounts
 from .numpy_backend import NumpyBackend
-
-_BOM = b"\xef\xbb\xbf"
 
 
 def _require_dask():
@@ -143,18 +141,19 @@ def _csv_part(grid, data: bytes, layout: CsvLayout, header: list | None, first: 
 
 def _csv_body(data: bytes, layout: CsvLayout, header: list | None, first: bool, where: str) -> bytes:
     """The records of one block of CSV text. ``first`` marks a file's first
-    block: a byte order mark is dropped there and, when ``header`` (the
-    declared header's names) is given, the first line is checked and dropped."""
-    if first:
-        data = data[3:] if data.startswith(_BOM) else data
-    if first and header is not None and data.strip(b"\r\n"):
-        line, data = split_first_line(data.lstrip(b"\r\n"))
-        if header_fields(line, layout.delimiter) != header:
-            raise ValueError(
-                f"{where}: its header differs from the first file's "
-                f"({', '.join(header)}); count such files separately"
-            )
-    return data
+    block, whose start is read as the in-memory reader reads a file's
+    (:func:`dpdbscan.files.records.split_head`): a byte order mark dropped
+    and, when ``header`` (the declared header's names) is given, the header
+    line split off, and refused unless it names the first file's fields."""
+    if not first:
+        return data
+    line, body = split_head(data, header is not None)
+    if line is not None and header is not None and header_fields(line, layout.delimiter) != header:
+        raise ValueError(
+            f"{where}: its header differs from the first file's "
+            f"({', '.join(header)}); count such files separately"
+        )
+    return body
 
 
 def _merge_parts(*parts):
@@ -1094,7 +1093,7 @@ class DaskBackend:
         return dd.read_parquet(paths, storage_options=self.storage_options)
 
     @staticmethod
-    def _read_options(columns, header, delimiter, fields, file_format) -> ReadOptions:
+    def _read_options(columns, header, delimiter, fields, file_format, unit=None) -> ReadOptions:
         if columns is not None and not isinstance(columns, (str, list, tuple)):
             raise ValueError(f"columns must be a name or a list of names, got columns={columns!r}")
         return ReadOptions(
@@ -1103,17 +1102,24 @@ class DaskBackend:
             delimiter=delimiter,
             fields=fields,
             file_format=file_format,
+            unit=unit,
         )
 
     def _csv_plan(self, paths, d, unit=None):
         """``(names, layout, declared header or None, files, blocks)`` of CSV
-        files, from the options and, when declared, the first file's header
-        line (:func:`dpdbscan.files.layout.csv_layout`); no record is read.
-        ``unit``: the name of the privacy unit's field (``layout.unit``),
-        never a coordinate."""
+        files, by the in-memory reader's plan: the layout from the options
+        and, when declared, the first file's header line
+        (:func:`dpdbscan.files.layout.csv_layout`, which also places the
+        privacy unit's field ``unit`` and refuses it as a coordinate), the
+        header line found as that reader finds it
+        (:func:`dpdbscan.files.records.split_head`); no record is read. Only
+        the blocks are this backend's own: byte ranges of whole lines, read
+        by the workers."""
         from dask.bytes import read_bytes
 
-        options = self._read_options(self.columns, self.header, self.delimiter, self.fields, self.file_format)
+        options = self._read_options(
+            self.columns, self.header, self.delimiter, self.fields, self.file_format, unit
+        )
         fmt = format_of(paths[0], self.file_format)
         declared = options.has_header
         if declared is None:
@@ -1133,22 +1139,9 @@ class DaskBackend:
             if isinstance(exc, FileNotFoundError) or "no files" in str(exc):
                 raise FileNotFoundError(f"no CSV files found at {paths}") from None
             raise
-        line = None
-        if declared:
-            sample = sample[3:] if sample.startswith(_BOM) else sample
-            first, _ = split_first_line(sample.lstrip(b"\r\n"))
-            line = first if first.strip() else None
+        line = split_head(sample, True)[0] if declared else None
         where = str(files[0]) if files else str(paths[0])
-        names, layout = csv_layout(fmt, options, line, d, _default_columns(unit), where=where)
-        if unit is not None:
-            if unit not in names:
-                raise ValueError(f"no unit column {unit!r} in {where} (columns: {names})")
-            layout = dataclasses.replace(layout, unit=names.index(unit))
-            if layout.unit in layout.usecols:
-                raise ValueError(
-                    f"the unit column {unit!r} is also a coordinate column: a privacy unit is not "
-                    "a coordinate; name only the coordinate columns in columns="
-                )
+        names, layout = csv_layout(fmt, options, line, d, where=where)
         return names, layout, (names if declared else None), files, blocks
 
     def _csv_blocks(self, grid, paths, unit=None, time=None):
@@ -1218,16 +1211,6 @@ class DaskBackend:
     def __repr__(self) -> str:
         where = self.scheduler or ("client" if self.client is not None else "LocalCluster")
         return f"DaskBackend({where!r}, columns={self.columns!r})"
-
-
-def _default_columns(unit: str | None):
-    """The default coordinate columns of a CSV header when ``unit`` names
-    the unit column (None: the layout's own default)."""
-    if unit is None:
-        return None
-    return lambda names, numeric: [
-        n for n in names if n.lower() != LABEL_COLUMN and not is_index_column(n) and n != unit
-    ]
 
 
 def _check_time_column(names: Sequence, columns: Sequence, time: str) -> None:
