@@ -35,7 +35,6 @@ def add_period_options(p: ArgTarget) -> None:
     g.add_argument(
         "--per",
         choices=KINDS,
-        default=None,
         help="find the spans once over the horizon, then release each span's noisy mass per period "
         "(<stem>.periods.csv); --epsilon/--delta are the lifetime budget of each unit for it all",
     )
@@ -45,9 +44,7 @@ def add_period_options(p: ArgTarget) -> None:
     g.add_argument(
         "--to", dest="period_to", metavar="DATE", help="the horizon's end (excluded; a period's start)"
     )
-    g.add_argument(
-        "--tz", default=None, metavar="ZONE", help="the calendar's time zone (IANA name; default UTC)"
-    )
+    g.add_argument("--tz", metavar="ZONE", help="the calendar's time zone (IANA name; default UTC)")
     g.add_argument(
         "--table-share",
         type=float,

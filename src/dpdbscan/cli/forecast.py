@@ -46,11 +46,10 @@ def add_arguments(p: ArgTarget) -> None:
     p.add_argument(
         "--dims",
         type=int,
-        default=None,
         help="number of dimensions when --bounds gives one lower and one upper value",
     )
     p.add_argument("--geo", action="store_true", help="bounds are lon/lat degrees; eps a length")
-    p.add_argument("--ref-lat", type=float, default=None, help="see 'dpdbscan fit --help'")
+    p.add_argument("--ref-lat", type=float, help="see 'dpdbscan fit --help'")
     p.add_argument(
         "--eps",
         "--alpha",
@@ -63,7 +62,6 @@ def add_arguments(p: ArgTarget) -> None:
     p.add_argument(
         "--n-expected",
         type=float,
-        default=None,
         metavar="N",
         help="your own public guess of the number of points (never measured)",
     )
@@ -81,7 +79,7 @@ def add_arguments(p: ArgTarget) -> None:
         default=DEFAULTS["noise"],
         help="auto (discrete Laplace; Gaussian with --max-cells-per-unit), discrete, laplace or gaussian",
     )
-    p.add_argument("--theta", type=float, default=None)
+    p.add_argument("--theta", type=float)
     p.add_argument("--subcells", default=DEFAULTS["subcells"])
     p.add_argument("--core", default=DEFAULTS["core"])
     p.add_argument("--margin", default=DEFAULTS["margin"])
@@ -107,7 +105,6 @@ def add_arguments(p: ArgTarget) -> None:
     u.add_argument(
         "--n-units-expected",
         type=float,
-        default=None,
         metavar="N",
         help="your own public guess of the number of privacy units (people, cabs; never "
         "measured): the forecast compares what a cell must hold with N x M, the most it can",
@@ -116,7 +113,6 @@ def add_arguments(p: ArgTarget) -> None:
         "--eps-ladder",
         nargs="+",
         metavar="ALPHA",
-        default=None,
         help="eps values to forecast the person-level release at (with --geo lengths like 200m); "
         "default: eps x 1/4, 1/2, 1, 2, 4",
     )
