@@ -218,10 +218,18 @@ def test_same_release_with_wide_keys(client):
 
 
 # ------------------------------------------------------------- columns
-def test_default_columns_skip_label_and_non_numeric(client, grid, X, tmp_path):
+def test_default_columns_skip_label_and_refuse_non_numeric(client, grid, X, tmp_path):
+    """The in-memory reader's rule (files.layout.schema_columns): the label
+    is left out; a text column is not silently skipped, it must be named out."""
+    from dpdbscan.files.reader import read_input
+
     df = frame(X).assign(name="a")[["label", "x", "name", "y"]]
     path = tmp_path / "t.parquet"
     df.to_parquet(path, index=False)
+    for read in (lambda: DaskBackend(client=client).count(grid, str(path)), lambda: read_input(path)):
+        with pytest.raises(ValueError, match=r"t.parquet: column\(s\) name are not numeric.*--columns"):
+            read()
+    df.drop(columns="name").to_parquet(path, index=False)
     backend = DaskBackend(client=client)
     assert backend.n_features(str(path)) == 2
     assert_same_counts(backend.count(grid, str(path)), reference(grid, X))
@@ -237,7 +245,7 @@ def test_explicit_columns_in_their_order(client, grid, X, tmp_path):
 def test_missing_column_is_a_clear_error(client, grid, X, tmp_path):
     path = tmp_path / "t.parquet"
     frame(X).to_parquet(path, index=False)
-    with pytest.raises(ValueError, match=r"columns \['z'\] not found.*'x', 'y', 'label'"):
+    with pytest.raises(ValueError, match=r"no column 'z' in .*t.parquet \(columns: 'x', 'y', 'label'\)"):
         DaskBackend(client=client, columns=["x", "z"]).count(grid, str(path))
 
 
@@ -501,7 +509,7 @@ def test_text_column_of_a_dataframe_is_read_value_by_value(client, grid, X):
 def test_parquet_text_column_is_a_schema_error(client, grid, X, tmp_path):
     path = tmp_path / "t.parquet"
     frame(X).assign(name="a").to_parquet(path, index=False)
-    with pytest.raises(ValueError, match="column 'name' is not numeric in the Parquet schema"):
+    with pytest.raises(ValueError, match=r"t.parquet: column 'name' is not numeric \(type "):
         DaskBackend(client=client, columns=["x", "name"]).count(grid, str(path))
 
 

@@ -43,8 +43,8 @@ import numpy as np
 
 from ..._optional import require
 from ...cells.grid import Grid
-from ...files.formats import LABEL_COLUMN, format_of, is_index_column
-from ...files.layout import ReadOptions, csv_layout
+from ...files.formats import format_of
+from ...files.layout import ReadOptions, csv_layout, schema_columns
 from ...files.records import (
     BlockCounts,
     CsvLayout,
@@ -523,52 +523,39 @@ def _quiet_shuffle_notes():
 # ------------------------------------------------------------------ columns
 def coordinate_columns(
     names: Sequence[str],
-    numeric: Sequence[bool] | None,
+    dtypes: Any,
     columns: Sequence[str] | str | None,
     d: int | None,
     unit: str | None = None,
+    *,
+    file: str | None = None,
 ) -> list:
-    """The coordinate columns of a table: ``columns`` if given, else every
-    column except one named ``"label"``, unnamed index columns and the unit
-    column ``unit`` that is declared numeric (``numeric``: one flag per name,
-    from the schema; None for CSV, whose header declares no types: every
-    column counts). Their number must be ``d`` (not checked when ``d`` is
-    None). A unit column named in ``columns`` is refused: a unit is not a
-    coordinate."""
+    """The coordinate columns of a table with a schema (``dtypes``: its
+    declared types by name), by the in-memory reader's rule
+    (:func:`dpdbscan.files.layout.schema_columns`): ``columns`` if given
+    (names or 0-based indices), else every column except one named
+    ``"label"``, unnamed index columns and the unit column ``unit``, each
+    declared numeric; the unit column never a coordinate. A Parquet ``file``
+    (its name, for messages) also refuses a named column not declared
+    numeric; a dataframe's is read value by value (:func:`frame_values`).
+    Their number must be ``d`` (not checked when ``d`` is None)."""
     names = list(names)
-    numeric = [True] * len(names) if numeric is None else list(numeric)
-    if unit is not None:
-        _check_unit_column(names, columns, unit)
-    if columns is not None:
-        columns = [columns] if isinstance(columns, str) else list(columns)
-        missing = [c for c in columns if c not in names]
-        if missing:
-            raise ValueError(f"columns {missing} not found; the data has columns {names}")
-        chosen = columns
-    else:
-        chosen = [
-            c
-            for c, num in zip(names, numeric)
-            if str(c).lower() != LABEL_COLUMN and not is_index_column(c) and num and c != unit
-        ]
+    types = [dtypes[c] for c in names]
+    idx, _ = schema_columns(
+        names,
+        _numeric_flags(dtypes, names),
+        columns,
+        unit,
+        types=None if file is None else types,
+        where="the dataframe" if file is None else file,
+    )
+    chosen = [names[i] for i in idx]
     if d is not None and len(chosen) != d:
         raise ValueError(
             f"the grid has d={d} dimensions (from bounds) but {len(chosen)} coordinate "
             f"columns were selected: {chosen} (data columns: {names}); pass columns=[...]"
         )
     return chosen
-
-
-def _check_unit_column(names: Sequence, columns: Sequence | str | None, unit: str) -> None:
-    """The unit column exists and is not also a coordinate (names are the
-    public schema: a header or a Parquet/dataframe schema)."""
-    if unit not in list(names):
-        raise ValueError(f"no unit column {unit!r}; the data has columns {list(names)}")
-    if columns is not None and unit in ([columns] if isinstance(columns, str) else list(columns)):
-        raise ValueError(
-            f"the unit column {unit!r} is also in columns={list(columns)}: a privacy unit is not "
-            "a coordinate; name only the coordinate columns in columns="
-        )
 
 
 def _numeric_flags(dtypes, names) -> list[bool]:
@@ -885,9 +872,7 @@ class DaskBackend:
 
         if isinstance(X, pd.DataFrame):
             unit = units if isinstance(units, str) else None
-            cols = coordinate_columns(
-                X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d, unit
-            )
+            cols = coordinate_columns(X.columns, X.dtypes, self.columns, grid.d, unit)
             points, bad = frame_points(X, cols)
             self.input_counts = BlockCounts(rows=len(points), unparseable=bad)
             return points, (read_units(X[unit]) if unit is not None else units)
@@ -914,7 +899,7 @@ class DaskBackend:
                 return [part(grid, block, layout, header, first, where) for block, first, where in blocks]
             X = self._read_parquet(paths, grid.d)
         if isinstance(X, dd.DataFrame):
-            cols = coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d)
+            cols = coordinate_columns(X.columns, X.dtypes, self.columns, grid.d)
             part = dask.delayed(_frame_part)
             return [part(grid, p, cols) for p in X[cols].to_delayed()]
         if isinstance(X, da.Array):
@@ -952,9 +937,7 @@ class DaskBackend:
             X = self._read_parquet(paths, grid.d, unit, None if window is None else window[0])
         if isinstance(X, dd.DataFrame):
             unit = _unit_name(units)
-            cols = coordinate_columns(
-                X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d, unit
-            )
+            cols = coordinate_columns(X.columns, X.dtypes, self.columns, grid.d, unit)
             kind = unit_kind(X.dtypes[unit], unit)
             wanted = [*cols, unit]
             if window is not None:
@@ -1071,14 +1054,7 @@ class DaskBackend:
         import dask.dataframe as dd
 
         schema = self._parquet_schema(paths)
-        numeric = _numeric_flags(schema.dtypes, schema.columns)
-        cols = coordinate_columns(schema.columns, numeric, self.columns, d, unit)
-        for c in cols:
-            if not numeric[list(schema.columns).index(c)]:
-                raise ValueError(
-                    f"column {c!r} is not numeric in the Parquet schema "
-                    f"(type {schema.dtypes[c]}); choose numeric columns"
-                )
+        cols = coordinate_columns(schema.columns, schema.dtypes, self.columns, d, unit, file=str(paths[0]))
         if unit is not None:
             unit_kind(schema.dtypes[unit], unit)
             cols = [*cols, unit]
@@ -1189,10 +1165,12 @@ class DaskBackend:
                 if self.header is False and self.fields is None and self.columns is None:
                     return None  # as many as the bounds say (d fields a line)
                 return len(self._csv_plan(paths, None, unit)[1].usecols)
-            X = self._parquet_schema(paths)
+            schema = self._parquet_schema(paths)
+            return len(
+                coordinate_columns(schema.columns, schema.dtypes, self.columns, None, unit, file=paths[0])
+            )
         if isinstance(X, (dd.DataFrame, pd.DataFrame)):
-            flags = _numeric_flags(X.dtypes, X.columns)
-            return len(coordinate_columns(X.columns, flags, self.columns, None, unit))
+            return len(coordinate_columns(X.columns, X.dtypes, self.columns, None, unit))
         shape = getattr(X, "shape", None)
         if shape is not None and len(shape) == 2:
             return int(shape[1])
