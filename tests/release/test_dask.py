@@ -25,7 +25,13 @@ from hypothesis import strategies as st  # noqa: E402
 
 from dpdbscan import DPDBSCAN, Grid  # noqa: E402
 from dpdbscan.release.backends import NumpyBackend  # noqa: E402
-from dpdbscan.release.backends.dask_backend import DaskBackend, count_block, file_format, merge_counts  # noqa: E402
+from dpdbscan.release.backends.dask_backend import (  # noqa: E402
+    DaskBackend,
+    DaskEngine,
+    count_block,
+    file_format,
+    merge_counts,
+)
 from dpdbscan.release.backends.numpy_backend import count_keys  # noqa: E402
 from dpdbscan.release.points import clean_points  # noqa: E402
 
@@ -517,12 +523,12 @@ def test_parquet_text_column_is_a_schema_error(client, grid, X, tmp_path):
 def test_a_lost_partition_is_refused(client, grid, X, monkeypatch):
     """If the reduce ever merged fewer partitions than planned, the count is
     refused, not released."""
-    original = DaskBackend._tree
+    original = DaskEngine.reduce
 
-    def lossy(self, tasks, merge):
-        return original(self, tasks[1:], merge)
+    def lossy(self, parts, merge):
+        return original(self, parts[1:] if len(parts) > 1 else parts, merge)
 
-    monkeypatch.setattr(DaskBackend, "_tree", lossy)
+    monkeypatch.setattr(DaskEngine, "reduce", lossy)
     ddf = dd.from_pandas(frame(X), npartitions=4)
     with pytest.raises(RuntimeError, match="merged 3 partition result.*for 4 partition"):
         DaskBackend(client=client).count(grid, ddf)

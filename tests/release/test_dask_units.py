@@ -31,6 +31,7 @@ from dpdbscan.params.specs import UnitBound  # noqa: E402
 from dpdbscan.release.backends import NumpyBackend  # noqa: E402
 from dpdbscan.release.backends.dask_backend import (  # noqa: E402
     DaskBackend,
+    DaskEngine,
     _token_ids,  # noqa: E402
     unit_array,
 )
@@ -451,12 +452,12 @@ def test_bad_rows_are_dropped_and_no_unit_is_quoted(client, grid, data, key, tmp
 def test_a_lost_partition_is_refused(client, grid, data, key, monkeypatch):
     """A reduce that merged fewer shuffled partitions than there are is
     refused, not released."""
-    original = DaskBackend._tree
+    original = DaskEngine.reduce
 
-    def lossy(self, tasks, merge):
-        return original(self, tasks[1:] if len(tasks) > 1 else tasks, merge)
+    def lossy(self, parts, merge):
+        return original(self, parts[1:] if len(parts) > 1 else parts, merge)
 
-    monkeypatch.setattr(DaskBackend, "_tree", lossy)
+    monkeypatch.setattr(DaskEngine, "reduce", lossy)
     X, ids = data
     ddf = dd.from_pandas(table(X, ids), npartitions=4)
     with pytest.raises(RuntimeError, match="merged 3 partition result.*for 4 partition"):

@@ -409,18 +409,14 @@ def _table_meta(kind: str) -> Any:
     return _pairs_frame(pa.table(columns), kind)
 
 
-def _bounded_table_part(frame, kind, shape, k, m, key) -> tuple[np.ndarray, int]:
+def _bounded_table_part(frame, kind, shape, k, m, key) -> np.ndarray:
     """The bounded table of one shuffled partition (every pair of its units),
     by the function that bounds the rows in memory
-    (:func:`dpdbscan.release.periodtable.bounded_pairs`), and 1 (a partition)."""
+    (:func:`dpdbscan.release.periodtable.bounded_pairs`)."""
     codes, uniques = _shuffled_units(frame, kind)
     pair, counts = frame[_PAIR].to_numpy(dtype=np.int64), frame[_COUNT].to_numpy(dtype=np.int64)
     pairs = periodtable.summed_pairs(codes, pair, counts, uniques, key)
-    return periodtable.bounded_pairs(pairs, shape, k, m, key), 1
-
-
-def _sum_tables(*parts: tuple[np.ndarray, int]) -> tuple[np.ndarray, int]:
-    return np.sum([t for t, _ in parts], axis=0), sum(n for _, n in parts)
+    return periodtable.bounded_pairs(pairs, shape, k, m, key)
 
 
 def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> bounding.Pairs:
@@ -455,16 +451,18 @@ def _token_ids(tokens: np.ndarray) -> np.ndarray:
     return out
 
 
-def _sum_tallies(*tallies):
-    return np.sum(tallies, axis=0)
+def _sum_arrays(*arrays):
+    """Tallies, or the tables of disjoint sets of units, added up."""
+    return np.sum(arrays, axis=0)
 
 
 class DaskEngine:
     """The engine primitives (:mod:`dpdbscan.release.engine`) on a Dask
     cluster: partitions are futures held by the workers; ``reduce`` merges
     them ``split_every`` at a time in a tree and refuses a merge that did not
-    take every partition exactly once. The backend also reads partitions of
-    files (:meth:`DaskBackend._pair_tasks`) and shuffles pairs by unit
+    take every partition exactly once: the one tree every count of the
+    backend is reduced in. The backend also reads partitions of files
+    (:meth:`DaskBackend._pair_tasks`) and shuffles pairs by unit
     (:meth:`DaskBackend._shuffled`) for it."""
 
     def __init__(self, client: Any, split_every: int = 8) -> None:
@@ -785,9 +783,10 @@ class DaskBackend:
         if not tasks:
             self.input_counts = BlockCounts()
             return _no_cells(grid)
-        final = self._tree(tasks, _merge_parts)
         with self._client() as client:
-            keys, counts, tally = client.compute(final, sync=True)
+            keys, counts, tally = DaskEngine(client, self.split_every).reduce(
+                client.compute(tasks), _merge_parts
+            )
         check_tally(tally, len(tasks))
         self.input_counts = _input_counts(tally)
         return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
@@ -839,15 +838,14 @@ class DaskBackend:
                 choose(np.zeros(0, dtype=np.int64))  # the choice is made once, even on no data
             self.input_counts = BlockCounts()
             return _no_cells(grid)
-        shuffled = self._shuffled(grid, kind, tasks)
-        tallies = self._tree([t[1] for t in tasks], _sum_tallies)
+        shuffled = self._shuffled(tasks, _pairs_meta(grid, kind))
+        # each shuffled partition's pairs summed, kept on the workers
+        summed = [dask.delayed(_summed_pairs)(grid, p, kind, key) for p in shuffled]
         with self._client() as client, _quiet_shuffle_notes():
-            # each shuffled partition's pairs summed, kept on the workers
-            summed = [dask.delayed(_summed_pairs)(grid, p, kind, key) for p in shuffled]
-            *pairs, tally = client.compute([*summed, tallies])
             engine = DaskEngine(client, self.split_every)
+            pairs, tallies = _split(client.compute([*summed, *[t[1] for t in tasks]]), len(summed))
             keys, counts = bounding.bound_parts(engine, pairs, grid, key, bound=bound, choose=choose)
-            tally = tally.result()
+            tally = engine.reduce(tallies, _sum_arrays)
         check_tally(tally, len(tasks))
         self.input_counts = _input_counts(tally)
         return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
@@ -1007,16 +1005,13 @@ class DaskBackend:
         if not tasks:
             self.input_counts = BlockCounts()
             return np.zeros(shape, dtype=np.int64)
-        import dask.dataframe as dd
-
-        pairs = dd.from_delayed([t[0] for t in tasks], meta=_table_meta(kind), verify_meta=False)
-        shuffled = pairs.shuffle(on=_UNIT, npartitions=len(tasks), shuffle_method="p2p").to_delayed()
+        shuffled = self._shuffled(tasks, _table_meta(kind))
         parts = [dask.delayed(_bounded_table_part)(p, kind, shape, k, m, key) for p in shuffled]
-        total = self._tree(parts, _sum_tables)
-        tallies = self._tree([t[1] for t in tasks], _sum_tallies)
         with self._client() as client, _quiet_shuffle_notes():
-            (exact, merged), tally = client.compute([total, tallies], sync=True)
-        merged_exactly_once(int(merged), len(parts))
+            engine = DaskEngine(client, self.split_every)
+            tables, tallies = _split(client.compute([*parts, *[t[1] for t in tasks]]), len(parts))
+            exact = engine.reduce(tables, _sum_arrays)
+            tally = engine.reduce(tallies, _sum_arrays)
         check_tally(tally, len(tasks))
         self.input_counts = _input_counts(tally)
         return np.asarray(exact, dtype=np.int64).reshape(shape)
@@ -1035,12 +1030,13 @@ class DaskBackend:
         other.window = (time, period_of)
         return other
 
-    def _shuffled(self, grid, kind, tasks) -> list:
-        """The delayed partitions of the pairs of ``tasks`` shuffled by unit:
-        each holds every pair of its units."""
+    @staticmethod
+    def _shuffled(tasks, meta) -> list:
+        """The delayed partitions of the pairs of ``tasks`` (frames like
+        ``meta``) shuffled by unit: each holds every pair of its units."""
         import dask.dataframe as dd
 
-        pairs = dd.from_delayed([t[0] for t in tasks], meta=_pairs_meta(grid, kind), verify_meta=False)
+        pairs = dd.from_delayed([t[0] for t in tasks], meta=meta, verify_meta=False)
         # P2P, named: dask's default without a *default* client (ours is not
         # one) is "disk", a partd directory on the driver's machine that the
         # workers of a multi-machine cluster cannot share.
@@ -1176,16 +1172,6 @@ class DaskBackend:
             return int(shape[1])
         return None
 
-    def _tree(self, tasks, merge):
-        """Merge per-partition results ``split_every`` at a time with ``merge``."""
-        import dask
-
-        merge = dask.delayed(merge)
-        level = tasks
-        while len(level) > 1:
-            level = [merge(*level[i : i + self.split_every]) for i in range(0, len(level), self.split_every)]
-        return level[0]
-
     def __repr__(self) -> str:
         where = self.scheduler or ("client" if self.client is not None else "LocalCluster")
         return f"DaskBackend({where!r}, columns={self.columns!r})"
@@ -1223,6 +1209,11 @@ def _unsupported(X: Any) -> TypeError:
         "the dask backend counts paths or globs of Parquet/CSV files (any fsspec URL), "
         f"dask DataFrames, dask arrays, numpy arrays or pandas DataFrames; got {type(X).__name__}"
     )
+
+
+def _split(futures: list, n: int) -> tuple[list, list]:
+    """The first ``n`` futures and the rest."""
+    return futures[:n], futures[n:]
 
 
 def _no_cells(grid: Grid) -> CellCounts:
