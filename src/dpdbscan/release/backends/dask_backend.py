@@ -547,11 +547,16 @@ def coordinate_columns(
         types=None if file is None else types,
         where="the dataframe" if file is None else file,
     )
-    chosen = [names[i] for i in idx]
+    return _as_many_as_bounds([names[i] for i in idx], d, names)
+
+
+def _as_many_as_bounds(chosen: list, d: int | None, names: Sequence) -> list:
+    """``chosen``, refused unless they are ``d`` coordinates (not checked
+    when ``d`` is None); ``names``: every column (public)."""
     if d is not None and len(chosen) != d:
         raise ValueError(
             f"the grid has d={d} dimensions (from bounds) but {len(chosen)} coordinate "
-            f"columns were selected: {chosen} (data columns: {names}); pass columns=[...]"
+            f"columns were selected: {chosen} (data columns: {list(names)}); pass columns=[...]"
         )
     return chosen
 
@@ -1126,12 +1131,7 @@ class DaskBackend:
         if time is not None:
             _check_time_column(names, [names[i] for i in layout.usecols], time)
             field = names.index(time)
-        if len(layout.usecols) != grid.d:
-            chosen = [names[i] for i in layout.usecols]
-            raise ValueError(
-                f"the grid has d={grid.d} dimensions (from bounds) but {len(chosen)} coordinate "
-                f"columns were selected: {chosen} (columns: {names}); pass columns=[...]"
-            )
+        _as_many_as_bounds([names[i] for i in layout.usecols], grid.d, names)
         parts = [
             (block, i == 0, where)
             for where, file_blocks in zip(files, blocks)
