@@ -12,12 +12,26 @@ from __future__ import annotations
 
 import argparse
 import csv
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
+
+from ..ledger import Ledger, compose
 from ..render.periodplot import save_periods
-from ..series import DEFAULT_SHARE, LEVEL, SeriesPlan, plan_series
+from ..series import (
+    DEFAULT_SHARE,
+    LEVEL,
+    SeriesPlan,
+    check_append_ledger,
+    plan_series,
+    released_through,
+    series_charges,
+)
 from ..traces.periods import KINDS, Periods
 from .common import ArgTarget, atomic_write, check_writable, one_line
 from .ledger import ChargedOptions, public_box_of
@@ -71,6 +85,30 @@ def add_period_options(p: ArgTarget) -> None:
         metavar="M",
         help="each unit adds at most M to a span's mass in one period (default 1: distinct units)",
     )
+    g.add_argument(
+        "--places-periods",
+        type=int,
+        default=None,
+        metavar="N",
+        help="an appendable series: find the spans once from the first N periods, then release each "
+        "period's masses on its own (rho_b / T each, K pairs per unit per period), so that later "
+        "periods can be appended with --append as they complete, charged to the same plan",
+    )
+    g.add_argument(
+        "--through",
+        default=None,
+        metavar="DATE",
+        help="with --places-periods or --append: release the periods up to DATE now (a period's "
+        "start; default --to); the rest later with --append",
+    )
+    g.add_argument(
+        "--append",
+        default=None,
+        metavar="MODEL",
+        help="append the next periods to the appendable series in MODEL (its latest .spans.json), "
+        "with the same options as the run that started it: the same spans, only the new periods' "
+        "rows read, each period charged to the series in --ledger",
+    )
 
 
 def _int_or_all(text: str) -> int | str:
@@ -102,6 +140,9 @@ class SeriesOptions:
     table_share: float
     max_pairs_per_unit: int | str
     max_points_per_pair: int
+    places_periods: int | None = None
+    through: str | None = None
+    append: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SeriesOptions | None:
@@ -116,6 +157,9 @@ class SeriesOptions:
             table_share=args.table_share,
             max_pairs_per_unit=args.max_pairs_per_unit,
             max_points_per_pair=args.max_points_per_pair,
+            places_periods=args.places_periods,
+            through=args.through,
+            append=args.append,
         )
 
 
@@ -130,6 +174,21 @@ def check_series(s: SeriesOptions, opts: SeriesInputs, p: dict[str, Any]) -> Ser
         raise ValueError("--per needs a public horizon: --from DATE --to DATE (not taken from the data)")
     if p.get("max_cells_per_unit") is None:
         raise ValueError("--per needs --max-cells-per-unit K (the spans' own bound)")
+    if s.append is not None and s.places_periods is None:
+        raise ValueError(
+            "--append continues an appendable series: give the options of the run that started it, "
+            "--places-periods N included"
+        )
+    if s.through is not None and s.places_periods is None:
+        raise ValueError(
+            "--through releases part of an appendable series: give --places-periods N (a series "
+            "without it is released whole, its spans found over the whole horizon)"
+        )
+    if s.places_periods is not None and opts.backend == "dask":
+        raise ValueError(
+            "--places-periods runs in memory only (the Dask backend releases a whole series): "
+            "drop --backend dask"
+        )
     periods = Periods(s.per, s.period_from, s.period_to, s.tz)
     box = public_box_of(opts)
     if box is None:
@@ -144,7 +203,119 @@ def check_series(s: SeriesOptions, opts: SeriesInputs, p: dict[str, Any]) -> Ser
         share=s.table_share,
         max_pairs_per_unit=s.max_pairs_per_unit,
         max_points_per_pair=s.max_points_per_pair,
+        places=s.places_periods,
     )
+
+
+@dataclass(frozen=True)
+class SeriesRun:
+    """One run of an appendable series: release up to ``through`` (None: the
+    horizon's end); ``previous``: the model it continues (None: a start);
+    ``series_id``: its series in the ledger; ``charged``: the ledger's rows
+    are reserved already. Public."""
+
+    through: str | None
+    previous: SpanModel | None
+    series_id: int | None
+    charged: bool
+
+
+#: What must agree between an appendable series' record and the plan the
+#: options give for an append: the periods, the budget and its split, the bound.
+_SAME = ("periods", "unit", "lifetime_budget", "table_share", "composition", "spans_release")
+
+
+def check_append(plan: SeriesPlan, unit: str | None, previous: SpanModel, box: Any) -> None:
+    """Refuse an append whose options do not give the series' own plan (the
+    public record of the model it continues), naming what differs."""
+    rec = previous.metadata.get("series") or {}
+    if "appendable" not in rec:
+        raise ValueError("--append: the model is not an appendable series (started with --places-periods N)")
+    mine = plan.record(unit)
+    differ = [key for key in _SAME if mine.get(key) != rec.get(key)]
+    table, theirs = mine["table"], rec["table"]
+    differ += [f"table.{key}" for key in ("rho", "max_points_per_pair") if table[key] != theirs[key]]
+    if mine["appendable"]["places_periods"] != rec["appendable"]["places_periods"]:
+        differ.append("--places-periods")
+    if box is None or not (
+        np.allclose(previous.grid.lower, box[0], rtol=0, atol=1e-9)
+        and np.allclose(previous.grid.upper, box[1], rtol=0, atol=1e-9)
+    ):
+        differ.append("--bounds")
+    if differ:
+        raise ValueError(
+            f"--append: these options do not give the plan of the series in the model ({', '.join(differ)} "
+            "differ): give the options of the run that started it"
+        )
+
+
+@contextmanager
+def charging_series(
+    ledger: str | None,
+    dataset: str | None,
+    plan: SeriesPlan,
+    previous: SpanModel | None,
+    unit: str | None,
+    params: dict[str, Any],
+) -> Iterator[tuple[int | None, Callable[[Sequence[str]], None]]]:
+    """Reserve an appendable series' rows in the ledger before any record is
+    read (a new series: its spans and the periods up to ``--through``; an
+    append: the new periods, charged to the model's series), and yield the
+    series' id and the function to call with the files once written. A
+    failure after reserving marks the rows failed; they stay counted."""
+    upto = released_through(plan.periods, params.get("through"))
+    sid = None if previous is None else previous.metadata["series"].get("series_id")
+    if previous is not None:
+        check_append_ledger(sid, ledger is not None)
+    if ledger is None:
+        yield sid, lambda files: None
+        return
+    if dataset is None:
+        raise ValueError(
+            "--ledger needs --dataset NAME, the dataset whose lifetime budget this series is charged to"
+        )
+    if previous is None:
+        charges = series_charges(plan, 0, upto, spans=True)
+        sid, rows = Ledger(ledger, dataset).reserve_series(
+            charges, command="fit", params=params, unit_column=unit, plan=plan.record(unit)
+        )
+    else:
+        first = int(previous.metadata["series"]["released_periods"])
+        if upto <= first:
+            yield sid, lambda files: None  # append_periods says why there is nothing to do
+            return
+        charges = series_charges(plan, first, upto, spans=False)
+        sid, rows = Ledger(ledger, dataset).reserve_series(
+            charges, command="fit --append", params=params, unit_column=unit, series_id=sid
+        )
+    cost = compose([c for _, c in charges], plan.delta)
+    print(
+        f"dpdbscan: ledger {ledger}: series {sid} of {dataset!r} charged {len(rows)} release(s) "
+        f"({', '.join('spans' if p is None else p[:10] for p, _ in charges)}) at "
+        f"(epsilon={cost.epsilon:.6g}, delta={cost.delta:.3g}) together, by {cost.method}; the "
+        f"dataset's total is now (epsilon={rows[-1].total.epsilon:.6g}, delta={rows[-1].total.delta:.3g})",
+        file=sys.stderr,
+    )
+    done = False
+
+    def written(files: Sequence[str]) -> None:
+        nonlocal done
+        for r in rows:
+            r.written(files)
+        done = True
+
+    try:
+        yield sid, written
+    except BaseException:
+        if not done:
+            for r in rows:
+                r.failed()
+            print(
+                f"dpdbscan: ledger {ledger}: series {sid}'s {len(rows)} release(s) stay charged "
+                "(status failed): the command failed after reserving, possibly after reading data",
+                file=sys.stderr,
+            )
+        raise
 
 
 def periods_path(outputs: Outputs, name: str) -> Path:
@@ -190,9 +361,17 @@ def write_periods_csv(model: SpanModel, path: Path) -> None:
             f.write(
                 f"# unit protected: {rec['unit']}; lifetime budget per unit: epsilon="
                 f"{rec['lifetime_budget']['epsilon']:g}, delta={rec['lifetime_budget']['delta']:g}; "
-                f"at most {t['max_pairs_per_unit']} (span, period) pair(s) per unit over the horizon, "
+                f"at most {t['max_pairs_per_unit']} (span, period) pair(s) per unit over "
+                f"{t.get('bound_over', 'the whole horizon')}, "
                 f"{t['max_points_per_pair']} point(s) each; discrete Gaussian sigma^2={t['sigma2']:.6g}\n"
             )
+            if "appendable" in rec:
+                f.write(
+                    f"# appendable series: {rec['released_periods']} of {rec['periods']['n_periods']} "
+                    f"period(s) released so far, the spans from the first "
+                    f"{rec['appendable']['places_periods']}; each period charged "
+                    f"rho={rec['appendable']['period_rho']:.6g} (ledger series: {rec.get('series_id')})\n"
+                )
             f.write(
                 f"# low and high: a {LEVEL:.0%} interval of the bounded mass (noisy +- {h}); "
                 "periods start at period_start; active 1: the span is one of the period's spans "
@@ -209,6 +388,9 @@ def write_periods_csv(model: SpanModel, path: Path) -> None:
 
 __all__ = [
     "SeriesOptions",
+    "SeriesRun",
+    "charging_series",
+    "check_append",
     "add_period_options",
     "check_series",
     "periods_path",
