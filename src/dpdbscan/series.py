@@ -163,7 +163,7 @@ class SeriesPlan:
     def _appendable_record(self) -> dict[str, Any]:
         """The public facts a later run needs to append periods."""
         assert self.places is not None and self.spans_cost is not None
-        first = self.periods.starts[self.places] if self.places < self.periods.n_periods else self.periods.end
+        first = period_end(self.periods, self.places)
         return {
             "places_periods": self.places,
             "places_from": self.periods.start,
@@ -515,7 +515,7 @@ def start_series(
     if upto < plan.places:
         raise ValueError(
             f"the spans come from the first {plan.places} {plan.periods.kind}(s): --through must be "
-            f"{plan._appendable_record()['places_to']} or later"
+            f"{period_end(plan.periods, plan.places)} or later"
         )
     reservations: list[Reservation] = []
     if ledger is not None:
@@ -585,7 +585,7 @@ def append_periods(
     if upto <= first:
         raise ValueError(
             f"nothing to append: this series has released its {plan.periods.kind}s up to "
-            f"{_period_end(plan.periods, first)}; give --through a later period's start (or --to "
+            f"{period_end(plan.periods, first)}; give --through a later period's start (or --to "
             f"{plan.periods.end})"
             if first < plan.periods.n_periods
             else f"nothing to append: every {plan.periods.kind} of this series up to {plan.periods.end} "
@@ -598,7 +598,7 @@ def append_periods(
         _, reservations = ledger.reserve_series(
             series_charges(plan, first, upto, spans=False),
             command="append_periods",
-            params={"series_id": sid, "through": _period_end(plan.periods, upto)},
+            params={"series_id": sid, "through": period_end(plan.periods, upto)},
             unit_column=None if rec.get("unit") == "the privacy unit" else rec.get("unit"),
             series_id=sid,
         )
@@ -639,7 +639,8 @@ def check_append_ledger(series_id: int | None, with_ledger: bool) -> None:
         )
 
 
-def _period_end(periods: Periods, upto: int) -> str:
+def period_end(periods: Periods, upto: int) -> str:
+    """The end of the first ``upto`` periods (a period's start, or the horizon's end)."""
     return periods.starts[upto] if upto < periods.n_periods else periods.end
 
 
@@ -687,12 +688,7 @@ def _columns(
     k, m = plan.k, plan.m
 
     def exact_of(key: Any) -> np.ndarray:
-        cols: list[np.ndarray] = []
-        for t in range(first, upto):
-            sel = period == t
-            tab = periodtable.bounded_table(_take(units, sel), span[sel], period[sel], shape, k, m, key)
-            cols.append(tab[:, t])
-        return np.stack(cols, axis=1) if cols else np.zeros((model.n_spans, 0), dtype=np.int64)
+        return periodtable.bounded_columns(units, span, period, first, upto, shape, k, m, key)
 
     return periodtable.release_exact(exact_of, plan.sigma2, random_state)
 
@@ -752,6 +748,7 @@ __all__ = [
     "DEFAULT_SHARE",
     "append_periods",
     "check_append_ledger",
+    "period_end",
     "plan_from_record",
     "released_through",
     "series_charges",

@@ -32,6 +32,9 @@ from ..series import (
     released_through,
     series_charges,
 )
+from ..series import (
+    period_end,
+)
 from ..traces.periods import KINDS, Periods
 from .common import ArgTarget, atomic_write, check_writable, one_line
 from .ledger import ChargedOptions, public_box_of
@@ -196,7 +199,7 @@ def check_series(s: SeriesOptions, opts: SeriesInputs, p: dict[str, Any]) -> Ser
             "--per plans its budget before reading: give --bounds with one lower and one upper value per "
             "column, or --columns, or --geo"
         )
-    return plan_series(
+    plan = plan_series(
         p,
         *box,
         periods,
@@ -205,6 +208,12 @@ def check_series(s: SeriesOptions, opts: SeriesInputs, p: dict[str, Any]) -> Ser
         max_points_per_pair=s.max_points_per_pair,
         places=s.places_periods,
     )
+    if plan.places is not None and s.append is None and released_through(periods, s.through) < plan.places:
+        raise ValueError(
+            f"the spans come from the first {plan.places} {periods.kind}(s): --through must be "
+            f"{period_end(periods, plan.places)} or later"
+        )
+    return plan
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,43 @@ def bounded_table(
     return bounded_pairs(_pairs(units, spans, periods, shape[1], key), shape, k, m, key)
 
 
+def bounded_columns(
+    units: Any,
+    spans: np.ndarray,
+    periods: np.ndarray,
+    first: int,
+    upto: int,
+    shape: tuple[int, int],
+    k: int,
+    m: int,
+    key: BoundingKey,
+) -> np.ndarray:
+    """The exact columns (private) of periods ``first`` to ``upto - 1``,
+    shape (n_spans, upto - first), EACH PERIOD BOUNDED ON ITS OWN: in each
+    period a unit counts in at most k of its (span, that period) pairs, m
+    points each. One unit changes each column by at most sqrt(k) m in L2,
+    whatever it does in the other periods (an appendable series releases
+    each column at its own rho)."""
+    periods = np.asarray(periods, dtype=np.int64)
+    spans = np.asarray(spans, dtype=np.int64)
+    cols = [np.zeros(0, dtype=np.int64)][:0]
+    for t in range(first, upto):
+        sel = periods == t
+        mine = units.filter(_arrow_mask(sel)) if _is_arrow(units) else np.asarray(units)[sel]
+        cols.append(bounded_table(mine, spans[sel], periods[sel], shape, k, m, key)[:, t])
+    return np.stack(cols, axis=1) if cols else np.zeros((shape[0], 0), dtype=np.int64)
+
+
+def _is_arrow(values: Any) -> bool:
+    return type(values).__module__.split(".")[0] == "pyarrow"
+
+
+def _arrow_mask(mask: np.ndarray) -> Any:
+    import pyarrow as pa  # lazy: only for input the readers gave as Arrow
+
+    return pa.array(mask)
+
+
 def pairs_per_unit(units: Any, spans: np.ndarray, periods: np.ndarray, n_periods: int) -> np.ndarray:
     """How many (span, period) pairs each unit occupies before the bound
     (private: for tests and private notes)."""
@@ -189,6 +226,7 @@ def half_width(sigma2: float, level: float = 0.95) -> int:
 
 
 __all__ = [
+    "bounded_columns",
     "bounded_pairs",
     "bounded_table",
     "half_width",
