@@ -28,12 +28,10 @@ from ..series import (
     LEVEL,
     SeriesPlan,
     check_append_ledger,
+    period_end,
     plan_series,
     released_through,
     series_charges,
-)
-from ..series import (
-    period_end,
 )
 from ..traces.periods import KINDS, Periods
 from .common import ArgTarget, atomic_write, check_writable, one_line
