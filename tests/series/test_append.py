@@ -18,8 +18,8 @@ import pytest
 from dpdbscan import load_model
 from dpdbscan.exceptions import BudgetExceeded
 from dpdbscan.laws import zcdp
-from dpdbscan.params.parameters import validate
 from dpdbscan.ledger import Cost, Ledger, read_ledger
+from dpdbscan.params.parameters import validate
 from dpdbscan.release import periodtable
 from dpdbscan.series import append_periods, plan_series, start_series
 from dpdbscan.traces.periods import Periods
