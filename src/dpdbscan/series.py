@@ -52,7 +52,7 @@ from .plan.resolve import resolve
 from .release import periodtable
 from .release.backends import NumpyBackend
 from .traces import parse_times
-from .traces.periods import Periods
+from .traces.periods import Periods, parse_local, zone
 
 if TYPE_CHECKING:
     from .ledger import Ledger, Reservation
@@ -466,8 +466,6 @@ def released_through(periods: Periods, through: str | None) -> int:
 
 
 def _local_seconds(text: str, tz: str | None) -> float:
-    from .traces.periods import parse_local, zone
-
     return parse_local(text, zone(tz)).timestamp()
 
 
