@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from ..ledger import Ledger, compose
+from ..release import periodtable
 from ..render.periodplot import save_periods
 from ..series import (
     DEFAULT_SHARE,
@@ -42,10 +44,14 @@ if TYPE_CHECKING:
     from .outputs import Outputs
 
 
-def add_period_options(p: ArgTarget) -> None:
-    """The options of a series over time (fit only)."""
+def add_period_options(p: ArgTarget, *, release: bool = True) -> None:
+    """The options of a series over time: ``fit``'s (``release``), or the
+    plan's alone for ``forecast`` and ``check`` (what a series would detect;
+    no --through or --append: they release nothing)."""
     g = p.add_argument_group(
         "hotspots over time (with --unit and --time; one lifetime budget per unit for the whole series)"
+        if release
+        else "hotspots over time (--per: what each period of a series at these options could detect)"
     )
     g.add_argument(
         "--per",
@@ -95,6 +101,8 @@ def add_period_options(p: ArgTarget) -> None:
         "period's masses on its own (rho_b / T each, K pairs per unit per period), so that later "
         "periods can be appended with --append as they complete, charged to the same plan",
     )
+    if not release:
+        return
     g.add_argument(
         "--through",
         default=None,
@@ -152,16 +160,97 @@ class SeriesOptions:
             return None
         return cls(
             per=args.per,
+            places_periods=args.places_periods,
+            through=getattr(args, "through", None),
+            append=getattr(args, "append", None),
             period_from=args.period_from,
             period_to=args.period_to,
             tz=args.tz,
             table_share=args.table_share,
             max_pairs_per_unit=args.max_pairs_per_unit,
             max_points_per_pair=args.max_points_per_pair,
-            places_periods=args.places_periods,
-            through=args.through,
-            append=args.append,
         )
+
+
+#: The numbers of spans a forecast shows the table at (S is released with the spans).
+FORECAST_SPANS = (1, 2, 5, 10, 20)
+
+#: Why ``sweep`` has no ``--per``, said when it is given.
+NO_SWEEP = (
+    "sweep has no --per: it re-derives spans at several (eps, MinPts) from ONE noisy histogram at no "
+    "extra budget, and a series' table is a release of its own for each set of spans (its keys are "
+    "the spans), so a table per swept setting would spend the table's budget once per setting. "
+    "Choose the spans' parameters with sweep (or explore) on a release without --per, then run "
+    "'dpdbscan fit --per' once; 'dpdbscan forecast --per' and 'dpdbscan check --per' show what "
+    "each period could detect, spending nothing"
+)
+
+
+def plan_of(s: SeriesOptions, p: dict[str, Any], lower: Any, upper: Any) -> SeriesPlan:
+    """The plan a series at these options would have (public inputs only):
+    what ``forecast --per`` and ``check --per`` describe."""
+    if p.get("max_cells_per_unit") is None or not isinstance(p.get("max_cells_per_unit"), int):
+        raise ValueError(
+            "--per forecasts a person-level series: give --max-cells-per-unit K (a number; the spans' bound)"
+        )
+    if s.period_from is None or s.period_to is None:
+        raise ValueError("--per needs a public horizon: --from DATE --to DATE")
+    return plan_series(
+        p,
+        lower,
+        upper,
+        Periods(s.per, s.period_from, s.period_to, s.tz),
+        share=s.table_share,
+        max_pairs_per_unit=s.max_pairs_per_unit,
+        max_points_per_pair=s.max_points_per_pair,
+        places=s.places_periods,
+    )
+
+
+def table_forecast(plan: SeriesPlan, spans: Sequence[int] = FORECAST_SPANS) -> list[dict[str, Any]]:
+    """What a period's masses can show for each number of spans S (public:
+    the plan and S): the bound K, sigma, the half-width h (a span is one of
+    a period's spans when its noisy mass is at least h) and the bounded mass
+    it needs to be found active with probability 0.95."""
+    rows = []
+    for n in spans:
+        c = plan.calibrated(n)
+        assert c.k is not None and c.sigma2 is not None
+        rows.append(
+            {
+                "n_spans": n,
+                "max_pairs_per_unit": c.k,
+                "sigma": math.sqrt(c.sigma2),
+                "interval_half_width": periodtable.half_width(c.sigma2, LEVEL),
+                "active_with_probability_095_from": periodtable.detectable(c.sigma2, LEVEL),
+            }
+        )
+    return rows
+
+
+def table_forecast_lines(plan: SeriesPlan, unit: str = "units") -> list[str]:
+    """:func:`table_forecast` in words, one line per number of spans."""
+    per = plan.periods.kind
+    bound = "a period" if plan.appendable else "the horizon"
+    lines = [
+        f"series  : {plan.periods.n_periods} {per}(s) from {plan.periods.start} to {plan.periods.end}; "
+        f"the spans at epsilon={plan.spans_epsilon:.6g} (the forecast above is theirs), "
+        + (
+            f"each {per}'s masses at rho={plan.period_rho:.4g}"
+            if plan.appendable
+            else f"the span x {per} table at rho={plan.table_rho:.4g}"
+        ),
+        f"table   : the spans' number S is released with them, so per S: K (pairs per unit over {bound}), "
+        f"the noise sigma, h (a span is one of a {per}'s spans when its noisy mass that {per} is >= h) "
+        f"and the bounded mass (with M = 1: distinct {unit} in it that {per}) that is active with "
+        "probability 0.95",
+    ]
+    for r in table_forecast(plan):
+        lines.append(
+            f"  S={r['n_spans']:<3} K={r['max_pairs_per_unit']:<6} sigma={r['sigma']:<8.1f} "
+            f"h={r['interval_half_width']:<6} active w.p. 0.95 from {r['active_with_probability_095_from']}"
+        )
+    return lines
 
 
 def check_series(s: SeriesOptions, opts: SeriesInputs, p: dict[str, Any]) -> SeriesPlan:
@@ -394,6 +483,11 @@ def write_periods_csv(model: SpanModel, path: Path) -> None:
 
 
 __all__ = [
+    "FORECAST_SPANS",
+    "NO_SWEEP",
+    "plan_of",
+    "table_forecast",
+    "table_forecast_lines",
     "SeriesOptions",
     "SeriesRun",
     "charging_series",

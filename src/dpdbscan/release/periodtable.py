@@ -225,8 +225,22 @@ def half_width(sigma2: float, level: float = 0.95) -> int:
     return h
 
 
+def detectable(sigma2: float, level: float = 0.95) -> int:
+    """The smallest bounded mass mu that is found active (noisy mass >= the
+    half-width h of the ``level`` interval) with probability at least
+    ``level``: mu = h + d, d the smallest integer >= 0 with
+    P(Z >= d + 1) <= 1 - level (public: from sigma^2 alone)."""
+    h = half_width(sigma2, level)
+    s2 = float(rational_sigma2(sigma2))
+    d = int(math.floor(math.sqrt(2 * s2 * math.log(1 / (1 - level))))) + 1  # Gaussian bound: enough
+    while d > 0 and _law.tail(s2, d) <= 1 - level:  # P(Z >= (d - 1) + 1)
+        d -= 1
+    return h + d
+
+
 __all__ = [
     "bounded_columns",
+    "detectable",
     "bounded_pairs",
     "bounded_table",
     "half_width",

@@ -1,0 +1,91 @@
+"""``--per`` beyond fit: what each period of a series could detect
+(``forecast --per``, public; ``check --per``, private notes), and why
+``sweep`` has none."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpdbscan.laws import discretegaussian as law
+from dpdbscan.params.parameters import validate
+from dpdbscan.release import periodtable
+from dpdbscan.release.samplers.gaussian import rational_sigma2
+from dpdbscan.series import plan_series
+from dpdbscan.traces.periods import Periods
+from tests.clirun import run
+from tests.series.test_append import _rows, _write
+
+FORECAST = ["forecast", "--bounds", "0", "0", "10", "10", "--eps", "0.5", "--min-samples", "30",
+            "--epsilon", "2", "--delta", "1e-5", "--max-cells-per-unit", "8", "--noise", "gaussian",
+            "--per", "day", "--from", "2024-03-04", "--to", "2024-03-11"]  # fmt: skip
+
+
+@pytest.mark.parametrize("sigma2", [3.0, 161.65, 12345.6])
+def test_detectable_is_the_smallest_mass_found_active_with_probability_095(sigma2):
+    h = periodtable.half_width(sigma2)
+    mu = periodtable.detectable(sigma2)
+    s2 = float(rational_sigma2(sigma2))
+
+    def active(m: int) -> float:  # P(m + Z >= h) = P(Z >= h - m)
+        return law.tail(s2, h - m)
+
+    assert active(mu) >= 0.95 > active(mu - 1)
+    assert mu > h
+
+
+def test_forecast_per_gives_the_spans_share_and_each_spans_count(capsys):
+    rc, out, err = run(capsys, *FORECAST, "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    p = validate(
+        dict(epsilon=2.0, delta=1e-5, eps=0.5, min_samples=30, max_cells_per_unit=8, noise="gaussian")
+    )
+    plan = plan_series(p, np.zeros(2), np.full(2, 10.0), Periods("day", "2024-03-04", "2024-03-11"))
+    assert doc["epsilon"] == pytest.approx(plan.spans_epsilon) and doc["epsilon"] < 2
+    rows = doc["series"]["table_forecast"]
+    assert [r["n_spans"] for r in rows] == [1, 2, 5, 10, 20]
+    for r in rows:
+        c = plan.calibrated(r["n_spans"])
+        assert r["max_pairs_per_unit"] == 7 * r["n_spans"]
+        assert r["sigma"] ** 2 == pytest.approx(c.sigma2)
+        assert r["interval_half_width"] == periodtable.half_width(c.sigma2)
+    # an appendable plan bounds each period: K = S, the same noise
+    rc, out, err = run(capsys, *FORECAST, "--places-periods", "3", "--json")
+    assert rc == 0, err
+    appendable = json.loads(out)["series"]["table_forecast"]
+    assert [r["max_pairs_per_unit"] for r in appendable] == [1, 2, 5, 10, 20]
+    assert [r["interval_half_width"] for r in appendable] == [r["interval_half_width"] for r in rows]
+    rc, out, err = run(capsys, *FORECAST)
+    assert rc == 0 and "S=5   K=35" in out and "active w.p. 0.95 from" in out
+
+
+def test_forecast_per_needs_a_person_level_bound(capsys):
+    args = list(FORECAST)
+    i = args.index("--max-cells-per-unit")
+    del args[i : i + 2]
+    rc, out, err = run(capsys, *args)
+    assert rc == 2 and "--max-cells-per-unit" in err
+
+
+def test_check_per_notes_each_periods_rows_and_units(tmp_path, capsys):
+    path = _write(tmp_path / "cabs.csv", *_rows())
+    rc, out, err = run(capsys, "check", path, "--header", "--columns", "x", "y", "--unit", "cab",
+                       "--max-cells-per-unit", "8", "--time", "time", "--per", "day", "--from",
+                       "2024-03-04", "--to", "2024-03-11", "--bounds", "0", "0", "10", "10", "--eps", "0.5",
+                       "--min-samples", "30", "--epsilon", "2", "--delta", "1e-5")  # fmt: skip
+    assert rc == 0, err
+    assert out == ""  # private notes only
+    line = next(x for x in err.splitlines() if "periods   :" in x)
+    assert line.startswith("[private: do not publish]")
+    assert "7 day(s)" in line and "units (cab) per day" in line and "dropped" in line
+    assert "S=2   K=14" in err
+
+
+def test_sweep_says_why_it_has_no_per(tmp_path, capsys):
+    path = _write(tmp_path / "cabs.csv", *_rows(n=500))
+    rc, out, err = run(capsys, "sweep", path, "--header", "--columns", "x", "y", "--bounds", "0", "0", "10",
+                       "10", "--eps", "0.5", "--min-samples", "30", "--per", "day")  # fmt: skip
+    assert rc == 2 and "sweep has no --per" in err and "spend the table's budget once per setting" in err
