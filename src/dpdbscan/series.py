@@ -49,8 +49,9 @@ from .model.predict import predict_spans
 from .model.record import SpanModel
 from .pipeline import fit as fit_release
 from .plan.resolve import resolve
-from .release import periodtable
+from .release import periodtable, unitchoice
 from .release.backends import NumpyBackend
+from .release.samplers.integers import make_source
 from .traces import parse_times
 from .traces.periods import Periods, parse_local, zone
 
@@ -64,6 +65,9 @@ if TYPE_CHECKING:
 #: k = spans x periods, so each extra span adds noise to every entry), 0.2
 #: left the days' table too noisy.
 DEFAULT_SHARE = 0.4
+#: The share of the table's rho_b spent choosing K privately
+#: (``max_pairs_per_unit="auto"``), as for cells (:data:`dpdbscan.plan.units.SHARE`).
+PAIRS_SHARE = 0.1
 #: The level of the intervals written beside each noisy mass.
 LEVEL = 0.95
 
@@ -94,6 +98,27 @@ class SeriesPlan:
     places: int | None = None
     period_rho: float | None = None
     spans_cost: Cost | None = None
+    choose_k: bool = False
+
+    @property
+    def choice_rho(self) -> float:
+        """The rho spent choosing k privately ("auto"): :data:`PAIRS_SHARE` of rho_b."""
+        return PAIRS_SHARE * self.table_rho if self.choose_k else 0.0
+
+    @property
+    def noise_rho(self) -> float:
+        """The rho the whole-horizon table's noise is calibrated to: rho_b,
+        less the choice of k when "auto" (their sum never above rho_b)."""
+        if not self.choose_k:
+            return self.table_rho
+        r = self.table_rho - self.choice_rho
+        while Fraction(r) + Fraction(self.choice_rho) > Fraction(self.table_rho):
+            r = math.nextafter(r, 0.0)
+        return r
+
+    def chosen(self, k: int) -> SeriesPlan:
+        """The plan once k is chosen ("auto"): sigma^2 for the noise's rho at sqrt(k) m."""
+        return replace(self, k=int(k), sigma2=periodtable.sigma2_for(self.noise_rho, int(k), self.m))
 
     @property
     def appendable(self) -> bool:
@@ -116,10 +141,12 @@ class SeriesPlan:
         period's S, sigma^2 for rho_b / T."""
         per_bound = self.appendable
         pairs = n_spans * (1 if per_bound else self.periods.n_periods)
+        if self.choose_k:  # k is chosen from the data once the spans are out
+            return self
         k = self.k if self.k is not None else max(1, pairs)
         if pairs > 0:
             k = min(k, pairs)
-        rho = self.period_rho if per_bound else self.table_rho
+        rho = self.period_rho if per_bound else self.noise_rho
         assert rho is not None
         return replace(self, k=k, sigma2=periodtable.sigma2_for(rho, k, self.m))
 
@@ -129,6 +156,8 @@ class SeriesPlan:
             bound: dict[str, Any] = {
                 "max_pairs_per_unit": "all (spans per period, fixed once the spans are released)"
                 if self.appendable
+                else "auto (chosen privately once the spans are released)"
+                if self.choose_k
                 else "all (spans x periods, fixed once the spans are released)"
             }
         else:
@@ -155,6 +184,20 @@ class SeriesPlan:
                 "interval_level": LEVEL,
                 "bound_over": "each period" if self.appendable else "the whole horizon",
                 **bound,
+                **(
+                    {
+                        "pairs_choice": {
+                            "rho": self.choice_rho,
+                            "noise_rho": self.noise_rho,
+                            "share_of_table": PAIRS_SHARE,
+                            "candidates": "round(2^(i/4)) up to spans x periods",
+                            "mechanism": "exponential mechanism on the pairs per unit (as for cells, "
+                            "docs/privacy.md 1.7)",
+                        }
+                    }
+                    if self.choose_k
+                    else {}
+                ),
             },
             "cost": {"epsilon": self.cost.epsilon, "delta": self.cost.delta, "rho": self.cost.rho},
             **({"appendable": self._appendable_record()} if self.appendable else {}),
@@ -230,7 +273,13 @@ def plan_series(
             f"the spans of an appendable series come from its first N periods: N must be 1 to "
             f"{periods.n_periods}, got {places!r}"
         )
-    k = None if max_pairs_per_unit in (None, "all") else int(max_pairs_per_unit)
+    choose_k = max_pairs_per_unit == "auto"
+    if choose_k and places is not None:
+        raise ValueError(
+            "--max-pairs-per-unit auto chooses K once from the whole horizon's pairs, which an "
+            "appendable series does not have when it starts: give K (pairs per unit per period) or all"
+        )
+    k = None if max_pairs_per_unit in (None, "all", "auto") else int(max_pairs_per_unit)
     m = int(max_points_per_pair)
     if (k is not None and k < 1) or m < 1:
         raise ValueError("the table's bound needs at least 1 pair per unit and 1 point per pair")
@@ -252,6 +301,8 @@ def plan_series(
         plan = SeriesPlan(
             periods, epsilon, delta, share, k, m, method, spans_epsilon, delta, rho_b, None, cost
         )
+        if choose_k:
+            plan = replace(plan, choose_k=True)
         if places is not None:
             plan = replace(
                 plan,
@@ -267,6 +318,11 @@ def plan_series(
         )
     spans_epsilon, spans_delta = (1 - share) * epsilon, delta / 2
     rho_b = zcdp.rho_for(share * epsilon, delta / 2)
+    if choose_k:
+        raise ValueError(
+            "--max-pairs-per-unit auto composes in zCDP: it needs the dense or sparse histogram with "
+            "Gaussian noise for the spans, not the stability histogram this box gives"
+        )
     method = "basic composition (the spans' stability histogram is not zCDP)"
     cost = Cost(epsilon, delta, None)
     plan = SeriesPlan(
@@ -401,6 +457,8 @@ def fit_series(
     the same release (spans and table)."""
     if units is None:
         raise ValueError("a series protects each unit over its whole horizon: give units (--unit)")
+    if plan.choose_k and backend is not None and not isinstance(X, np.ndarray):
+        raise ValueError("--max-pairs-per-unit auto runs in memory only: give K or all with --backend dask")
     spans_p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
     _check_zcdp(plan, spans_p, lower, upper, stacklevel + 1)
     meta = {**(metadata or {}), "series": plan.record(unit_name)}
@@ -439,13 +497,14 @@ def fit_series(
     # public after (a): the number of spans (so k when "all") and a point's
     # span, from the released regions alone
     plan = plan.calibrated(model.n_spans)
+    source = make_source(_table_seed(p.get("random_state")), warn=False)
+    if plan.choose_k:
+        plan = plan.chosen(_choose_pairs(model, X, units, period, plan, source))
     assert plan.k is not None and plan.sigma2 is not None
     shape, k, m = (model.n_spans, plan.periods.n_periods), plan.k, plan.m
-    # the bound's key, then the noise, from the table's seed: the same order
-    # wherever the exact table is computed (the same seed, the same release)
-    table = periodtable.release_exact(
-        lambda key: exact_of(model, shape, k, m, key), plan.sigma2, _table_seed(p.get("random_state"))
-    )
+    # the choice of k (auto), the bound's key, then the noise, from the
+    # table's seed: the same order wherever the exact table is computed
+    table = periodtable.release_exact(lambda key: exact_of(model, shape, k, m, key), plan.sigma2, source)
     return _released(model, table, plan, unit_name)
 
 
@@ -700,6 +759,27 @@ def _take(units: Any, mask: np.ndarray) -> Any:
     return np.asarray(units)[mask]
 
 
+def _choose_pairs(
+    model: SpanModel, X: np.ndarray, units: Any, period: np.ndarray, plan: SeriesPlan, source: Any
+) -> int:
+    """K chosen privately (``max_pairs_per_unit="auto"``): the exponential
+    mechanism of :mod:`dpdbscan.release.unitchoice` on each unit's number of
+    (span, period) pairs (private), among the public ladder round(2^(i/4))
+    up to S x T, at :attr:`SeriesPlan.choice_rho`. Its score is the signal
+    to noise K gives a pair every unit is in, sum_u min(1, K / c_u) / sqrt(K):
+    the trade of the cells' k, for pairs. Adding or removing one unit adds
+    or removes one count, so the choice is choice_rho-zCDP for each unit."""
+    cap = max(1, model.n_spans * plan.periods.n_periods)
+    ladder: list[int] = []
+    i = 0
+    while (k := round(2.0 ** (i / 4))) <= cap:
+        if not ladder or k > ladder[-1]:
+            ladder.append(k)
+        i += 1
+    pairs = periodtable.pairs_per_unit(units, SpanOf(model)(X), period, plan.periods.n_periods)
+    return ladder[unitchoice.choose(pairs, ladder, plan.choice_rho, source)]
+
+
 def _in_horizon(X: Any, units: Any, times: Any, periods: Periods) -> tuple[np.ndarray, Any, np.ndarray]:
     """The rows (points, units) whose time is in a period, and their period."""
     X = np.asarray(X, dtype=np.float64)
@@ -744,6 +824,7 @@ def _released(
 
 __all__ = [
     "DEFAULT_SHARE",
+    "PAIRS_SHARE",
     "append_periods",
     "check_append_ledger",
     "period_end",

@@ -28,6 +28,7 @@ from ..render.periodplot import save_periods
 from ..series import (
     DEFAULT_SHARE,
     LEVEL,
+    PAIRS_SHARE,
     SeriesPlan,
     check_append_ledger,
     period_end,
@@ -81,9 +82,10 @@ def add_period_options(p: ArgTarget, *, release: bool = True) -> None:
         type=_int_or_all,
         default="all",
         metavar="K",
-        help="each unit counts in at most K (span, period) pairs over the whole horizon (default all: "
-        "K = spans x periods, fixed once the spans are released; no unit is cut, the noise grows as "
-        "sqrt(K))",
+        help="each unit counts in at most K (span, period) pairs over the whole horizon (per period "
+        "with --places-periods). all (the default): K = spans x periods, fixed once the spans are "
+        "released; no unit is cut, the noise grows as sqrt(K). auto: K chosen privately from the "
+        f"pairs per unit, for {PAIRS_SHARE:g} of the table's budget (not with --places-periods)",
     )
     g.add_argument(
         "--max-points-per-pair",
@@ -121,12 +123,12 @@ def add_period_options(p: ArgTarget, *, release: bool = True) -> None:
 
 
 def _int_or_all(text: str) -> int | str:
-    if text.strip().lower() == "all":
-        return "all"
+    if text.strip().lower() in ("all", "auto"):
+        return text.strip().lower()
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number or 'all', got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, 'all' or 'auto', got {text!r}") from None
 
 
 class SeriesInputs(ChargedOptions, Protocol):
