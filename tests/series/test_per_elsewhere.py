@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from dpdbscan import load_model
 from dpdbscan.laws import discretegaussian as law
 from dpdbscan.params.parameters import validate
 from dpdbscan.release import periodtable
@@ -89,3 +90,41 @@ def test_sweep_says_why_it_has_no_per(tmp_path, capsys):
     rc, out, err = run(capsys, "sweep", path, "--header", "--columns", "x", "y", "--bounds", "0", "0", "10",
                        "10", "--eps", "0.5", "--min-samples", "30", "--per", "day")  # fmt: skip
     assert rc == 2 and "sweep has no --per" in err and "spend the table's budget once per setting" in err
+
+
+# --------------------------------------------------------------------------- #
+# K chosen privately (--max-pairs-per-unit auto)
+
+
+def test_auto_pairs_spend_a_share_of_the_table_and_no_more():
+    from fractions import Fraction
+
+    p = validate(dict(epsilon=1.0, delta=1e-6, eps=0.5, min_samples=20, max_cells_per_unit=4))
+    plan = plan_series(p, np.zeros(2), np.full(2, 10.0), Periods("week", "2024-01-01", "2024-02-05"),
+                       max_pairs_per_unit="auto")  # fmt: skip
+    assert plan.choose_k and plan.k is None and plan.calibrated(5).k is None  # chosen from the data
+    assert plan.choice_rho == pytest.approx(0.1 * plan.table_rho)
+    assert Fraction(plan.choice_rho) + Fraction(plan.noise_rho) <= Fraction(plan.table_rho)
+    assert plan.record()["table"]["max_pairs_per_unit"].startswith("auto")
+    chosen = plan.chosen(12)
+    assert chosen.sigma2 == pytest.approx(periodtable.sigma2_for(plan.noise_rho, 12, 1))
+    with pytest.raises(ValueError, match="appendable series"):
+        plan_series(p, np.zeros(2), np.full(2, 10.0), Periods("week", "2024-01-01", "2024-02-05"),
+                    max_pairs_per_unit="auto", places=2)  # fmt: skip
+
+
+def test_auto_pairs_choose_about_each_units_number_of_pairs(tmp_path, capsys):
+    # every cab is in ~13.5 of the 14 (place, day) pairs: the signal to noise peaks there
+    path = _write(tmp_path / "cabs.csv", *_rows())
+    rc, out, err = run(capsys, "fit", path, "--header", "--columns", "x", "y", "--unit", "cab",
+                       "--max-cells-per-unit", "8", "--time", "time", "--per", "day", "--from",
+                       "2024-03-04", "--to", "2024-03-11", "--bounds", "0", "0", "10", "10", "--eps", "0.5",
+                       "--min-samples", "30", "--epsilon", "2", "--delta", "1e-5",
+                       "--no-png", "--max-pairs-per-unit", "auto", "--seed", "5", "--out-dir", tmp_path / "o")  # fmt: skip
+    assert rc == 0, err
+
+    t = load_model(tmp_path / "o" / "cabs.spans.json").metadata["series"]["table"]
+    assert t["max_pairs_per_unit"] in (11, 13)  # the ladder's 1, 2, 3, ..., 11, 13 (<= 2 x 7)
+    assert t["pairs_choice"]["rho"] == pytest.approx(0.1 * t["rho"])
+    assert t["sigma2"] == pytest.approx(periodtable.sigma2_for(t["pairs_choice"]["noise_rho"],
+                                                               t["max_pairs_per_unit"], 1))  # fmt: skip
