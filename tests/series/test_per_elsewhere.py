@@ -120,7 +120,8 @@ def test_auto_pairs_choose_about_each_units_number_of_pairs(tmp_path, capsys):
                        "--max-cells-per-unit", "8", "--time", "time", "--per", "day", "--from",
                        "2024-03-04", "--to", "2024-03-11", "--bounds", "0", "0", "10", "10", "--eps", "0.5",
                        "--min-samples", "30", "--epsilon", "2", "--delta", "1e-5",
-                       "--no-png", "--max-pairs-per-unit", "auto", "--seed", "5", "--out-dir", tmp_path / "o")  # fmt: skip
+                       "--no-png", "--max-pairs-per-unit", "auto", "--seed", "5",
+                       "--out-dir", tmp_path / "o")  # fmt: skip
     assert rc == 0, err
 
     t = load_model(tmp_path / "o" / "cabs.spans.json").metadata["series"]["table"]
