@@ -38,7 +38,7 @@ def test_detectable_is_the_smallest_mass_found_active_with_probability_095(sigma
 
 
 def test_forecast_per_gives_the_spans_share_and_each_spans_count(capsys):
-    rc, out, err = run(capsys, *FORECAST, "--json")
+    rc, out, err = run(capsys, *FORECAST, "--max-pairs-per-unit", "all", "--json")
     assert rc == 0, err
     doc = json.loads(out)
     p = validate(
@@ -59,8 +59,17 @@ def test_forecast_per_gives_the_spans_share_and_each_spans_count(capsys):
     appendable = json.loads(out)["series"]["table_forecast"]
     assert [r["max_pairs_per_unit"] for r in appendable] == [1, 2, 5, 10, 20]
     assert [r["interval_half_width"] for r in appendable] == [r["interval_half_width"] for r in rows]
+    rc, out, err = run(capsys, *FORECAST, "--max-pairs-per-unit", "all")
+    assert rc == 0 and "S=5   K=35 " in out and "active w.p. 0.95 from" in out
+    # the default in memory chooses K privately: at most S x T, at 0.9 of the table's rho
+    rc, out, err = run(capsys, *FORECAST, "--json")
+    assert rc == 0, err
+    auto = json.loads(out)["series"]["table_forecast"]
+    assert all(r["chosen_privately"] for r in auto)
+    assert [r["max_pairs_per_unit"] for r in auto] == [r["max_pairs_per_unit"] for r in rows]
+    assert all(a["sigma"] > r["sigma"] for a, r in zip(auto, rows))  # 0.9 of the rho at the same K
     rc, out, err = run(capsys, *FORECAST)
-    assert rc == 0 and "S=5   K=35" in out and "active w.p. 0.95 from" in out
+    assert rc == 0 and "S=5   K<=35 " in out and "chosen privately" in out
 
 
 def test_forecast_per_needs_a_person_level_bound(capsys):
@@ -82,7 +91,7 @@ def test_check_per_notes_each_periods_rows_and_units(tmp_path, capsys):
     line = next(x for x in err.splitlines() if "periods   :" in x)
     assert line.startswith("[private: do not publish]")
     assert "7 day(s)" in line and "units (cab) per day" in line and "dropped" in line
-    assert "S=2   K=14" in err
+    assert "S=2   K<=14 " in err  # auto by default: at most S x T
 
 
 def test_sweep_says_why_it_has_no_per(tmp_path, capsys):
@@ -114,7 +123,8 @@ def test_auto_pairs_spend_a_share_of_the_table_and_no_more():
 
 
 def test_auto_pairs_choose_about_each_units_number_of_pairs(tmp_path, capsys):
-    # every cab is in ~13.5 of the 14 (place, day) pairs: the signal to noise peaks there
+    # every cab is in ~13.5 of the 14 (place, day) pairs: the signal to noise peaks there.
+    # auto is the default in memory; given here, and the default checked below
     path = _write(tmp_path / "cabs.csv", *_rows())
     rc, out, err = run(capsys, "fit", path, "--header", "--columns", "x", "y", "--unit", "cab",
                        "--max-cells-per-unit", "8", "--time", "time", "--per", "day", "--from",
@@ -129,3 +139,13 @@ def test_auto_pairs_choose_about_each_units_number_of_pairs(tmp_path, capsys):
     assert t["pairs_choice"]["rho"] == pytest.approx(0.1 * t["rho"])
     assert t["sigma2"] == pytest.approx(periodtable.sigma2_for(t["pairs_choice"]["noise_rho"],
                                                                t["max_pairs_per_unit"], 1))  # fmt: skip
+
+
+def test_auto_is_the_default_in_memory_and_all_where_it_cannot_run():
+    from dpdbscan.cli.fitseries import SeriesOptions, pairs_bound
+
+    s = SeriesOptions("day", "2024-03-04", "2024-03-11", None, 0.4, None, 1)
+    assert pairs_bound(s) == "auto"
+    assert pairs_bound(s, dask=True) == "all"
+    assert pairs_bound(SeriesOptions("day", "2024-03-04", "2024-03-11", None, 0.4, None, 1, 3)) == "all"
+    assert pairs_bound(SeriesOptions("day", "2024-03-04", "2024-03-11", None, 0.4, 9, 1)) == 9

@@ -80,12 +80,13 @@ def add_period_options(p: ArgTarget, *, release: bool = True) -> None:
     g.add_argument(
         "--max-pairs-per-unit",
         type=_int_or_all,
-        default="all",
+        default=None,
         metavar="K",
         help="each unit counts in at most K (span, period) pairs over the whole horizon (per period "
-        "with --places-periods). all (the default): K = spans x periods, fixed once the spans are "
-        "released; no unit is cut, the noise grows as sqrt(K). auto: K chosen privately from the "
-        f"pairs per unit, for {PAIRS_SHARE:g} of the table's budget (not with --places-periods)",
+        "with --places-periods). auto (the default in memory): K chosen privately from the pairs "
+        f"per unit, for {PAIRS_SHARE:g} of the table's budget; all (the default with --places-periods "
+        "or --backend dask): K = spans x periods (spans with --places-periods), fixed once the "
+        "spans are released, no unit cut, the noise growing as sqrt(K)",
     )
     g.add_argument(
         "--max-points-per-pair",
@@ -149,7 +150,7 @@ class SeriesOptions:
     period_to: str | None
     tz: str | None
     table_share: float
-    max_pairs_per_unit: int | str
+    max_pairs_per_unit: int | str | None
     max_points_per_pair: int
     places_periods: int | None = None
     through: str | None = None
@@ -188,6 +189,15 @@ NO_SWEEP = (
 )
 
 
+def pairs_bound(s: SeriesOptions, dask: bool = False) -> int | str:
+    """``--max-pairs-per-unit`` as given, or its default: "auto" (K chosen
+    privately) for a whole-horizon table in memory, "all" for an appendable
+    series (no horizon's pairs to choose from when it starts) and on Dask."""
+    if s.max_pairs_per_unit is not None:
+        return s.max_pairs_per_unit
+    return "all" if s.places_periods is not None or dask else "auto"
+
+
 def plan_of(s: SeriesOptions, p: dict[str, Any], lower: Any, upper: Any) -> SeriesPlan:
     """The plan a series at these options would have (public inputs only):
     what ``forecast --per`` and ``check --per`` describe."""
@@ -203,7 +213,7 @@ def plan_of(s: SeriesOptions, p: dict[str, Any], lower: Any, upper: Any) -> Seri
         upper,
         Periods(s.per, s.period_from, s.period_to, s.tz),
         share=s.table_share,
-        max_pairs_per_unit=s.max_pairs_per_unit,
+        max_pairs_per_unit=pairs_bound(s),
         max_points_per_pair=s.max_points_per_pair,
         places=s.places_periods,
     )
@@ -216,12 +226,14 @@ def table_forecast(plan: SeriesPlan, spans: Sequence[int] = FORECAST_SPANS) -> l
     it needs to be found active with probability 0.95."""
     rows = []
     for n in spans:
-        c = plan.calibrated(n)
+        # auto: K is chosen from the data, at most S x T; its noise at most that K's
+        c = plan.chosen(n * plan.periods.n_periods) if plan.choose_k else plan.calibrated(n)
         assert c.k is not None and c.sigma2 is not None
         rows.append(
             {
                 "n_spans": n,
                 "max_pairs_per_unit": c.k,
+                "chosen_privately": plan.choose_k,
                 "sigma": math.sqrt(c.sigma2),
                 "interval_half_width": periodtable.half_width(c.sigma2, LEVEL),
                 "active_with_probability_095_from": periodtable.detectable(c.sigma2, LEVEL),
@@ -245,11 +257,18 @@ def table_forecast_lines(plan: SeriesPlan, unit: str = "units") -> list[str]:
         f"table   : the spans' number S is released with them, so per S: K (pairs per unit over {bound}), "
         f"the noise sigma, h (a span is one of a {per}'s spans when its noisy mass that {per} is >= h) "
         f"and the bounded mass (with M = 1: distinct {unit} in it that {per}) that is active with "
-        "probability 0.95",
+        "probability 0.95"
+        + (
+            "; K is chosen privately from the data (auto): the rows are its largest, S x T, and so "
+            "the most noise it can have"
+            if plan.choose_k
+            else ""
+        ),
     ]
     for r in table_forecast(plan):
+        k = f"K{'<=' if r['chosen_privately'] else '='}{r['max_pairs_per_unit']}"
         lines.append(
-            f"  S={r['n_spans']:<3} K={r['max_pairs_per_unit']:<6} sigma={r['sigma']:<8.1f} "
+            f"  S={r['n_spans']:<3} {k:<8} sigma={r['sigma']:<8.1f} "
             f"h={r['interval_half_width']:<6} active w.p. 0.95 from {r['active_with_probability_095_from']}"
         )
     return lines
@@ -293,7 +312,7 @@ def check_series(s: SeriesOptions, opts: SeriesInputs, p: dict[str, Any]) -> Ser
         *box,
         periods,
         share=s.table_share,
-        max_pairs_per_unit=s.max_pairs_per_unit,
+        max_pairs_per_unit=pairs_bound(s, opts.backend == "dask"),
         max_points_per_pair=s.max_points_per_pair,
         places=s.places_periods,
     )
@@ -487,6 +506,7 @@ def write_periods_csv(model: SpanModel, path: Path) -> None:
 __all__ = [
     "FORECAST_SPANS",
     "NO_SWEEP",
+    "pairs_bound",
     "plan_of",
     "table_forecast",
     "table_forecast_lines",
