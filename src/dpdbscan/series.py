@@ -253,9 +253,12 @@ def plan_series(
 ) -> SeriesPlan:
     """Split the lifetime (``p["epsilon"]``, ``p["delta"]``) between the
     spans and the table, and calibrate the table (public inputs only).
-    ``max_pairs_per_unit``: an integer, or "all" (None too): every
-    (span, period) pair, k = S x T once the S spans are released (no unit is
-    cut; the noise grows as sqrt(S T)).
+    ``max_pairs_per_unit``: an integer, or "all" (None too, the default
+    here): every (span, period) pair, k = S x T once the S spans are
+    released (no unit is cut; the noise grows as sqrt(S T)); or "auto" (the
+    command line's default in memory): k chosen privately from each unit's
+    number of pairs once the spans are released, for :data:`PAIRS_SHARE` of
+    rho_b (:func:`_choose_pairs`; in memory, whole-horizon tables only).
 
     ``places``: an appendable series (:func:`start_series`,
     :func:`append_periods`): the spans are found once from the first
