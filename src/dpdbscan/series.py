@@ -49,9 +49,8 @@ from .model.predict import predict_spans
 from .model.record import SpanModel
 from .pipeline import fit as fit_release
 from .plan.resolve import resolve
-from .release import periodtable, unitchoice
+from .release import periodtable
 from .release.backends import NumpyBackend
-from .release.samplers.integers import make_source
 from .traces import parse_times
 from .traces.periods import Periods, parse_local, zone
 
@@ -500,7 +499,7 @@ def fit_series(
     # public after (a): the number of spans (so k when "all") and a point's
     # span, from the released regions alone
     plan = plan.calibrated(model.n_spans)
-    source = make_source(_table_seed(p.get("random_state")), warn=False)
+    source = periodtable.table_source(_table_seed(p.get("random_state")))
     if plan.choose_k:
         plan = plan.chosen(_choose_pairs(model, X, units, period, plan, source))
     assert plan.k is not None and plan.sigma2 is not None
@@ -772,15 +771,11 @@ def _choose_pairs(
     to noise K gives a pair every unit is in, sum_u min(1, K / c_u) / sqrt(K):
     the trade of the cells' k, for pairs. Adding or removing one unit adds
     or removes one count, so the choice is choice_rho-zCDP for each unit."""
-    cap = max(1, model.n_spans * plan.periods.n_periods)
-    ladder: list[int] = []
-    i = 0
-    while (k := round(2.0 ** (i / 4))) <= cap:
-        if not ladder or k > ladder[-1]:
-            ladder.append(k)
-        i += 1
-    pairs = periodtable.pairs_per_unit(units, SpanOf(model)(X), period, plan.periods.n_periods)
-    return ladder[unitchoice.choose(pairs, ladder, plan.choice_rho, source)]
+    cap = model.n_spans * plan.periods.n_periods
+    spans = SpanOf(model)(X)
+    return periodtable.choose_pairs_k(
+        units, spans, period, plan.periods.n_periods, cap, plan.choice_rho, source
+    )
 
 
 def _in_horizon(X: Any, units: Any, times: Any, periods: Periods) -> tuple[np.ndarray, Any, np.ndarray]:

@@ -9,6 +9,7 @@ import csv
 import datetime as dt
 import json
 import math
+import re
 import warnings
 from fractions import Fraction
 
@@ -87,6 +88,11 @@ def test_a_series_started_then_appended_keeps_its_spans_and_charges_each_period(
         (1, f"2024-03-0{d}T00:00:00+00:00") for d in (4, 5, 6, 7)
     ]
     assert all(r.status == "written" for r in account.releases)
+    # the map's period control offers the released days only (the whole horizon, then 4)
+    rc, _, err = run(capsys, "map", tmp_path / "o1" / "cabs.spans.json", "-o", tmp_path / "o1.html")
+    assert rc == 0, err
+    page = (tmp_path / "o1.html").read_text()
+    assert len(re.findall(r'<option value="(-?\d+)">', page)) == 5
 
     o1, o2 = tmp_path / "o1" / "cabs.spans.json", tmp_path / "o2" / "cabs.spans.json"
     rc, out, err = run(capsys, "fit", traces, *ARGS, *charged, "--append", o1, "--through", "2024-03-10",

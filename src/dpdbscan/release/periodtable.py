@@ -42,6 +42,7 @@ import numpy as np
 from ..laws import discretegaussian as _law
 from ..laws import zcdp
 from ..params.specs import Seed
+from . import unitchoice
 from .bounding import BoundingKey, factorize, keep_smallest, run_length, unit_words
 from .samplers.gaussian import discrete_gaussian, rational_sigma2
 from .samplers.integers import SecureSource, SeededSource, make_source
@@ -212,6 +213,30 @@ def release_exact(
     return exact + noise.reshape(exact.shape).astype(np.int64)
 
 
+def table_source(random_state: Seed | SecureSource | SeededSource | None) -> SecureSource | SeededSource:
+    """The randomness of a table's release (None: the operating system's
+    secure randomness), made once so that a private choice of k, the bound's
+    key and the noise are drawn from it in that order."""
+    return make_source(random_state, warn=False)
+
+
+def choose_pairs_k(
+    units: Any, spans: np.ndarray, periods: np.ndarray, n_periods: int, cap: int, rho: float, source: Any
+) -> int:
+    """k for the table chosen privately: the exponential mechanism of
+    :mod:`.unitchoice` on each unit's number of (span, period) pairs
+    (private), among the public ladder round(2^(i/4)) up to ``cap``, at
+    ``rho`` (rho-zCDP for each unit: one unit adds or removes one count)."""
+    ladder: list[int] = []
+    i = 0
+    while (k := round(2.0 ** (i / 4))) <= max(1, int(cap)):
+        if not ladder or k > ladder[-1]:
+            ladder.append(k)
+        i += 1
+    pairs = pairs_per_unit(units, spans, periods, n_periods)
+    return ladder[unitchoice.choose(pairs, ladder, rho, source)]
+
+
 def half_width(sigma2: float, level: float = 0.95) -> int:
     """The smallest integer h with P(|Z| > h) <= 1 - level for the discrete
     Gaussian Z of ``sigma2``: [noisy - h, noisy + h] holds the exact bounded
@@ -240,6 +265,8 @@ def detectable(sigma2: float, level: float = 0.95) -> int:
 
 __all__ = [
     "bounded_columns",
+    "choose_pairs_k",
+    "table_source",
     "detectable",
     "bounded_pairs",
     "bounded_table",
