@@ -15,6 +15,7 @@ from ..prepare import project_box, read_length, split_bounds
 from ..traces import event_words
 from .common import EXIT_OK, ArgTarget, WarningSink, border_value, floats, number_or_text, table_formats
 from .fit import PRIVACY_OPTIONS, events_from_args
+from .fitseries import SeriesOptions, add_period_options, plan_of, table_forecast, table_forecast_lines
 from .options import DEFAULTS, add_unit_options
 
 EXAMPLES = """examples:
@@ -116,6 +117,7 @@ def add_arguments(p: ArgTarget) -> None:
         help="eps values to forecast the person-level release at (with --geo lengths like 200m); "
         "default: eps x 1/4, 1/2, 1, 2, 4",
     )
+    add_period_options(p, release=False)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -161,9 +163,16 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
     lower, upper = split_bounds(raw, d, geo)
     if geo:
         _, lower, upper = project_box(lower, upper, args.ref_lat)
+    series = SeriesOptions.from_args(args)
+    plan = None if series is None else plan_of(series, p, lower, upper)
+    if plan is not None:
+        # a series: the spans are released at their share of the lifetime budget
+        p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
     fc = forecast_of(p, lower, upper, n_expected=n, n_units_expected=n_units, eps_ladder=ladder, cli=True)
     if args.json:
         out = jsonable(fc.to_dict())
+        if plan is not None:
+            out["series"] = jsonable({**plan.record(), "table_forecast": table_forecast(plan)})
         if events is not None:
             out["events"] = events.record()
         print(json.dumps(out, indent=2, allow_nan=False))
@@ -182,4 +191,7 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
     short, volume = table_formats(geo, fc.d)
     for line in fc.lines(length=short, volume=volume):
         print(line)
+    if plan is not None:
+        for line in table_forecast_lines(plan):
+            print(line)
     return EXIT_OK
