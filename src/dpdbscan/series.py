@@ -115,6 +115,12 @@ class SeriesPlan:
             r = math.nextafter(r, 0.0)
         return r
 
+    def table_bound(self, n_spans: int) -> periodtable.TableBound:
+        """The calibrated table's public plan once the ``n_spans`` spans are
+        released: its shape (spans, periods) and the bound (k pairs, m points)."""
+        assert self.k is not None, "a table is bounded once k is fixed (calibrated or chosen)"
+        return periodtable.TableBound((n_spans, self.periods.n_periods), self.k, self.m)
+
     def chosen(self, k: int) -> SeriesPlan:
         """The plan once k is chosen ("auto"): sigma^2 for the noise's rho at sqrt(k) m."""
         return replace(self, k=int(k), sigma2=periodtable.sigma2_for(self.noise_rho, int(k), self.m))
@@ -410,6 +416,10 @@ class SpanOf:
         return np.asarray(predict_spans(self.model.grid, keys, labels, clipped), dtype=np.int64)
 
 
+#: Each point's released span (-1: none), as :class:`SpanOf` gives it.
+SpanFunction = Callable[[np.ndarray], np.ndarray]
+
+
 class SeriesBackend(Protocol):
     """What a distributed backend offers a series over time
     (:class:`dpdbscan.release.backends.dask_backend.DaskBackend` has it):
@@ -419,15 +429,7 @@ class SeriesBackend(Protocol):
     def windowed(self, time: str, period_of: Callable[[Any], np.ndarray]) -> Any: ...
 
     def period_table(
-        self,
-        grid: Any,
-        X: Any,
-        units: str,
-        span_of: Callable[[np.ndarray], np.ndarray],
-        shape: tuple[int, int],
-        k: int,
-        m: int,
-        key: Any,
+        self, grid: Any, X: Any, units: str, span_of: SpanFunction, bound: periodtable.TableBound, key: Any
     ) -> np.ndarray: ...
 
 
@@ -464,7 +466,7 @@ def fit_series(
     spans_p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
     _check_zcdp(plan, spans_p, lower, upper, stacklevel + 1)
     meta = {**(metadata or {}), "series": plan.record(unit_name)}
-    exact_of: Callable[[SpanModel, tuple[int, int], int, int, Any], np.ndarray]
+    exact_of: Callable[[SpanModel, periodtable.TableBound, Any], np.ndarray]
     if backend is not None and not isinstance(X, np.ndarray):
         # the rows read where they live: the horizon's rows for (a), then
         # the table bounded per unit after a shuffle by unit (b)
@@ -477,8 +479,8 @@ def fit_series(
             X, lower, upper, spans_p, backend=window, units=units, metadata=meta, stacklevel=stacklevel + 1
         )
 
-        def exact_of(model, shape, k, m, key):
-            return window.period_table(model.grid, X, units, SpanOf(model), shape, k, m, key)
+        def exact_of(model, bound, key):
+            return window.period_table(model.grid, X, units, SpanOf(model), bound, key)
 
     else:
         X, units, period = _in_horizon(X, units, times, plan.periods)
@@ -493,8 +495,8 @@ def fit_series(
             stacklevel=stacklevel + 1,
         )
 
-        def exact_of(model, shape, k, m, key):
-            return periodtable.bounded_table(units, SpanOf(model)(X), period, shape, k, m, key)
+        def exact_of(model, bound, key):
+            return periodtable.bounded_table(units, SpanOf(model)(X), period, bound, key)
 
     # public after (a): the number of spans (so k when "all") and a point's
     # span, from the released regions alone
@@ -502,11 +504,11 @@ def fit_series(
     source = periodtable.table_source(_table_seed(p.get("random_state")))
     if plan.choose_k:
         plan = plan.chosen(_choose_pairs(model, X, units, period, plan, source))
-    assert plan.k is not None and plan.sigma2 is not None
-    shape, k, m = (model.n_spans, plan.periods.n_periods), plan.k, plan.m
+    assert plan.sigma2 is not None
+    bound = plan.table_bound(model.n_spans)
     # the choice of k (auto), the bound's key, then the noise, from the
     # table's seed: the same order wherever the exact table is computed
-    table = periodtable.release_exact(lambda key: exact_of(model, shape, k, m, key), plan.sigma2, source)
+    table = periodtable.release_exact(lambda key: exact_of(model, bound, key), plan.sigma2, source)
     return _released(model, table, plan, unit_name)
 
 
@@ -741,13 +743,12 @@ def _columns(
     (S, upto - first): each period bounded on its own (each unit at most k
     of its (span, that period) pairs, m points each), the discrete Gaussian
     with the plan's sigma^2 on every entry."""
-    assert plan.k is not None and plan.sigma2 is not None
+    assert plan.sigma2 is not None
     span = SpanOf(model)(X) if X.shape[0] else np.zeros(0, dtype=np.int64)
-    shape = (model.n_spans, plan.periods.n_periods)
-    k, m = plan.k, plan.m
+    bound = plan.table_bound(model.n_spans)
 
     def exact_of(key: Any) -> np.ndarray:
-        return periodtable.bounded_columns(units, span, period, first, upto, shape, k, m, key)
+        return periodtable.bounded_columns(units, span, period, first, upto, bound, key)
 
     return periodtable.release_exact(exact_of, plan.sigma2, random_state)
 

@@ -265,21 +265,20 @@ def test_each_period_is_bounded_on_its_own():
     period = np.repeat(np.arange(T), 3)
     units = np.zeros(3 * T, dtype=np.int64)
     key = periodtable.BoundingKey((1, 2), bytes(range(16)))
-    cols = periodtable.bounded_columns(units, spans, period, 2, T, (2, T), 1, 1, key)
+    cols = periodtable.bounded_columns(units, spans, period, 2, T, periodtable.TableBound((2, T), 1, 1), key)
     assert cols.shape == (2, T - 2) and cols.sum(axis=0).tolist() == [1] * (T - 2)
-    both = periodtable.bounded_columns(units, spans, period, 0, T, (2, T), 2, 5, key)
+    both = periodtable.bounded_columns(units, spans, period, 0, T, periodtable.TableBound((2, T), 2, 5), key)
     assert both.tolist() == [[1] * T, [2] * T]  # m = 5 lets its 2 points in span 1 count
     # one unit changes each column by at most sqrt(k) m, however many periods it is in
     rng = np.random.default_rng(2)
     units = rng.integers(0, 30, 2000)
     spans = rng.integers(-1, 3, 2000)
     period = rng.integers(-1, T, 2000)
-    full = periodtable.bounded_columns(units, spans, period, 0, T, (3, T), 2, 2, key)
+    bound = periodtable.TableBound((3, T), 2, 2)
+    full = periodtable.bounded_columns(units, spans, period, 0, T, bound, key)
     for u in range(30):
         keep = units != u
-        diff = full - periodtable.bounded_columns(
-            units[keep], spans[keep], period[keep], 0, T, (3, T), 2, 2, key
-        )
+        diff = full - periodtable.bounded_columns(units[keep], spans[keep], period[keep], 0, T, bound, key)
         assert np.all(np.sqrt((diff.astype(float) ** 2).sum(axis=0)) <= math.sqrt(2) * 2 + 1e-12)
 
 

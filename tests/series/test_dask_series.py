@@ -145,12 +145,12 @@ def test_the_dask_table_is_the_bounded_table_in_memory(client, traces, tmp_path)
     key = BoundingKey((7, 9), bytes(range(16)))
     period = PeriodOf(periods)(t)
     assert (period < 0).any()  # rows outside the horizon exist
-    want = periodtable.bounded_table(cab, span_of(xy), period, (2, 4), 3, 1, key)
+    want = periodtable.bounded_table(cab, span_of(xy), period, periodtable.TableBound((2, 4), 3, 1), key)
     pairs = periodtable.pairs_per_unit(cab, span_of(xy), period, 4)
     assert pairs.max() > 3  # the bound bites
     backend = DaskBackend(client=client, columns=["x", "y"]).windowed("time", PeriodOf(periods))
     grid = Grid(np.zeros(2), np.full(2, 10.0), 0.6)
-    got = backend.period_table(grid, str(source), "cab", span_of, (2, 4), 3, 1, key)
+    got = backend.period_table(grid, str(source), "cab", span_of, periodtable.TableBound((2, 4), 3, 1), key)
     assert got.tolist() == want.tolist()
     assert got.sum() > 0
 
@@ -182,7 +182,12 @@ def test_refused_with_a_dask_array(client):
     X = da.zeros((10, 2), chunks=5)
     with pytest.raises(ValueError, match="dask DataFrame"):
         backend.period_table(
-            grid, X, np.arange(10), _TwoPlaces(), (2, 4), 3, 1, BoundingKey((1, 2), bytes(16))
+            grid,
+            X,
+            np.arange(10),
+            _TwoPlaces(),
+            periodtable.TableBound((2, 4), 3, 1),
+            BoundingKey((1, 2), bytes(16)),
         )
 
 

@@ -11,6 +11,7 @@ import pytest
 from dpdbscan.laws import zcdp
 from dpdbscan.release import periodtable
 from dpdbscan.release.bounding import BoundingKey
+from dpdbscan.release.periodtable import TableBound
 
 
 def _key(seed: int = 0) -> BoundingKey:
@@ -25,7 +26,7 @@ def test_a_unit_in_every_period_counts_in_at_most_k_pairs():
     units = np.zeros(spans.size, dtype=np.int64)
     assert periodtable.pairs_per_unit(units, spans, periods, T).tolist() == [2 * T]
     for m in (1, 2):
-        table = periodtable.bounded_table(units, spans, periods, (2, T), k, m, _key())
+        table = periodtable.bounded_table(units, spans, periods, TableBound((2, T), k, m), _key())
         assert np.count_nonzero(table) == k  # k pairs kept over the whole horizon
         assert table.sum() == k * m  # m points each (3 > m are there)
 
@@ -38,13 +39,15 @@ def test_one_unit_changes_the_table_by_the_stated_sensitivity():
     spans = rng.integers(-1, S, n)  # -1: in no span, counted nowhere
     periods = rng.integers(-1, T, n)  # -1: outside the horizon
     key = _key(3)
-    full = periodtable.bounded_table(units, spans, periods, (S, T), k, m, key)
+    full = periodtable.bounded_table(units, spans, periods, TableBound((S, T), k, m), key)
     l1, l2 = periodtable.sensitivity(k, m)
     assert (l1, l2) == (k * m, math.sqrt(k) * m)
     worst = 0.0
     for u in range(50):
         keep = units != u
-        diff = full - periodtable.bounded_table(units[keep], spans[keep], periods[keep], (S, T), k, m, key)
+        diff = full - periodtable.bounded_table(
+            units[keep], spans[keep], periods[keep], TableBound((S, T), k, m), key
+        )
         assert np.abs(diff).sum() <= l1
         worst = max(worst, float(np.sqrt((diff.astype(float) ** 2).sum())))
     assert worst <= l2 + 1e-12
@@ -55,7 +58,7 @@ def test_rows_outside_spans_or_periods_count_nowhere():
     units = np.array([1, 1, 2, 2, 3])
     spans = np.array([0, -1, 0, 1, 0])
     periods = np.array([0, 0, -1, 1, 1])
-    got = periodtable.bounded_table(units, spans, periods, (2, 2), 10, 1, _key())
+    got = periodtable.bounded_table(units, spans, periods, TableBound((2, 2), 10, 1), _key())
     assert got.tolist() == [[1, 1], [0, 1]]
 
 
@@ -66,7 +69,7 @@ def test_the_noise_is_calibrated_to_the_l2_sensitivity():
     assert periodtable.rho_of(s2, k, m) <= rho * (1 + 1e-12)
     # the drawn noise has that variance (20,000 zero entries)
     n = 20000
-    noisy = periodtable.release_table(np.zeros(0), np.zeros(0), np.zeros(0), (n, 1), k, m, s2, 7)
+    noisy = periodtable.release_exact(lambda key: np.zeros((n, 1), dtype=np.int64), s2, 7)
     assert noisy.var() == pytest.approx(s2, rel=0.05)
     assert abs(noisy.mean()) < 4 * math.sqrt(s2 / n)
 
@@ -74,7 +77,7 @@ def test_the_noise_is_calibrated_to_the_l2_sensitivity():
 def test_the_interval_holds_its_level():
     s2 = 64.0
     h = periodtable.half_width(s2, 0.95)
-    noise = periodtable.release_table(np.zeros(0), np.zeros(0), np.zeros(0), (40000, 1), 1, 1, s2, 11)
+    noise = periodtable.release_exact(lambda key: np.zeros((40000, 1), dtype=np.int64), s2, 11)
     outside = float(np.mean(np.abs(noise) > h))
     assert outside <= 0.05 + 0.005
     assert float(np.mean(np.abs(noise) > h - 1)) > 0.05 - 0.005  # and is the smallest such

@@ -33,8 +33,10 @@ leaves this module.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,9 +46,26 @@ from ..laws import zcdp
 from ..params.specs import Seed
 from . import unitchoice
 from .bounding import BoundingKey, factorize, keep_smallest, run_length, unit_words
+from .engine import Engine, LocalEngine
 from .samplers.gaussian import discrete_gaussian, rational_sigma2
 from .samplers.integers import SecureSource, SeededSource, make_source
 from .samplers.philox import words64
+
+
+@dataclass(frozen=True)
+class TableBound:
+    """The public plan of one table's exact counts: its ``shape`` (spans,
+    periods) and each unit's bound, ``k`` (span, period) pairs of ``m``
+    points each. Public: fixed once the spans are released."""
+
+    shape: tuple[int, int]
+    k: int
+    m: int
+
+
+#: The summed (unit code, pair key, count, unit words) of a set of rows
+#: (:func:`summed_pairs`): one partition of the table's bounding.
+TablePairs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def sensitivity(k: int, m: int) -> tuple[float, float]:
@@ -68,7 +87,7 @@ def rho_of(sigma2: float, k: int, m: int) -> float:
 
 def _pairs(
     units: Any, spans: np.ndarray, periods: np.ndarray, n_periods: int, key: BoundingKey
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> TablePairs:
     """(unit code, pair key, count, unit words) of the (unit, span x period)
     pairs of rows, sorted by unit then key; pair key = span * n_periods + period."""
     codes, uniques = factorize(units)
@@ -82,7 +101,7 @@ def _pairs(
 
 def summed_pairs(
     codes: np.ndarray, pair: np.ndarray, counts: np.ndarray, uniques: np.ndarray, key: BoundingKey
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> TablePairs:
     """(unit code, pair key, count, unit words) of entries that each name a
     unit (``codes``, indices into ``uniques``), a pair and a number of
     points, equal (unit, pair) entries summed, sorted by unit then key: the
@@ -100,37 +119,50 @@ def summed_pairs(
     return codes[starts], pair[starts], np.add.reduceat(counts, starts), unit_words(uniques, key)
 
 
-def bounded_pairs(
-    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    shape: tuple[int, int],
-    k: int,
-    m: int,
-    key: BoundingKey,
-) -> np.ndarray:
+def bounded_pairs(pairs: TablePairs, bound: TableBound, key: BoundingKey) -> np.ndarray:
     """The exact bounded table (private) of summed pairs (:func:`summed_pairs`)
     holding every pair of their units: the sum over those units of
     min(count, m) over the k pairs each keeps. Tables of disjoint sets of
     units add up to the table of their union."""
-    n_spans, n_periods = shape
+    n_spans, n_periods = bound.shape
     u, pair, counts, words = pairs
-    keep = keep_smallest(u, int(k), lambda idx: words64(words[u[idx]], pair[idx].view(np.uint64), key.philox))
-    capped = np.minimum(counts[keep], int(m))
+    keep = keep_smallest(
+        u, int(bound.k), lambda idx: words64(words[u[idx]], pair[idx].view(np.uint64), key.philox)
+    )
+    capped = np.minimum(counts[keep], int(bound.m))
     flat = np.bincount(pair[keep], weights=capped, minlength=n_spans * n_periods)
     return flat.astype(np.int64).reshape(n_spans, n_periods)
 
 
-def bounded_table(
-    units: Any,
-    spans: np.ndarray,
-    periods: np.ndarray,
-    shape: tuple[int, int],
-    k: int,
-    m: int,
-    key: BoundingKey,
+def bound_table_parts(
+    engine: Engine, parts: Sequence[Any], bound: TableBound, key: BoundingKey
 ) -> np.ndarray:
-    """The exact bounded table (private), shape (n_spans, n_periods): the sum
-    over units of min(count, m) over the k (span, period) pairs each keeps."""
-    return bounded_pairs(_pairs(units, spans, periods, shape[1], key), shape, k, m, key)
+    """The exact bounded table (private) of partitions of :data:`TablePairs`,
+    each holding every pair of its units (the rows in memory: one
+    partition; a cluster's: its pairs shuffled by unit), on the
+    ``engine``'s primitives (:mod:`dpdbscan.release.engine`), as
+    :func:`dpdbscan.release.bounding.bound_parts` bounds the cells: each
+    partition bounded alone (a unit's priorities depend on the unit, the
+    pair and the key only), the tables of disjoint sets of units added up.
+    The one place the table's bound is applied."""
+    if not parts:
+        return np.zeros(bound.shape, dtype=np.int64)
+    tables = engine.map(functools.partial(bounded_pairs, bound=bound, key=key), parts)
+    return np.asarray(engine.reduce(tables, _sum_tables), dtype=np.int64).reshape(bound.shape)
+
+
+def _sum_tables(*tables: np.ndarray) -> np.ndarray:
+    return np.sum(tables, axis=0)
+
+
+def bounded_table(
+    units: Any, spans: np.ndarray, periods: np.ndarray, bound: TableBound, key: BoundingKey
+) -> np.ndarray:
+    """The exact bounded table (private), shape ``bound.shape``: the sum
+    over units of min(count, m) over the k (span, period) pairs each keeps
+    (rows in memory: :func:`bound_table_parts` of one partition)."""
+    pairs = _pairs(units, spans, periods, bound.shape[1], key)
+    return bound_table_parts(LocalEngine(), [pairs], bound, key)
 
 
 def bounded_columns(
@@ -139,9 +171,7 @@ def bounded_columns(
     periods: np.ndarray,
     first: int,
     upto: int,
-    shape: tuple[int, int],
-    k: int,
-    m: int,
+    bound: TableBound,
     key: BoundingKey,
 ) -> np.ndarray:
     """The exact columns (private) of periods ``first`` to ``upto - 1``,
@@ -156,8 +186,8 @@ def bounded_columns(
     for t in range(first, upto):
         sel = periods == t
         mine = units.filter(_arrow_mask(sel)) if _is_arrow(units) else np.asarray(units)[sel]
-        cols.append(bounded_table(mine, spans[sel], periods[sel], shape, k, m, key)[:, t])
-    return np.stack(cols, axis=1) if cols else np.zeros((shape[0], 0), dtype=np.int64)
+        cols.append(bounded_table(mine, spans[sel], periods[sel], bound, key)[:, t])
+    return np.stack(cols, axis=1) if cols else np.zeros((bound.shape[0], 0), dtype=np.int64)
 
 
 def _is_arrow(values: Any) -> bool:
@@ -175,24 +205,6 @@ def pairs_per_unit(units: Any, spans: np.ndarray, periods: np.ndarray, n_periods
     (private: for tests and private notes)."""
     u, _, _, _ = _pairs(units, spans, periods, n_periods, BoundingKey((0, 0), bytes(16)))
     return run_length(u)[1]
-
-
-def release_table(
-    units: Any,
-    spans: np.ndarray,
-    periods: np.ndarray,
-    shape: tuple[int, int],
-    k: int,
-    m: int,
-    sigma2: float,
-    random_state: Seed | SecureSource | SeededSource | None = None,
-) -> np.ndarray:
-    """The noisy table, shape (n_spans, n_periods): :func:`bounded_table`
-    plus discrete Gaussian noise with (at least) ``sigma2`` on every entry
-    (:func:`release_exact`)."""
-    return release_exact(
-        lambda key: bounded_table(units, spans, periods, shape, k, m, key), sigma2, random_state
-    )
 
 
 def release_exact(
@@ -264,6 +276,9 @@ def detectable(sigma2: float, level: float = 0.95) -> int:
 
 
 __all__ = [
+    "TableBound",
+    "TablePairs",
+    "bound_table_parts",
     "bounded_columns",
     "choose_pairs_k",
     "table_source",
@@ -273,7 +288,6 @@ __all__ = [
     "half_width",
     "pairs_per_unit",
     "release_exact",
-    "release_table",
     "rho_of",
     "sensitivity",
     "sigma2_for",

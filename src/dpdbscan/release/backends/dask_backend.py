@@ -33,10 +33,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import logging
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Self
 
 import numpy as np
@@ -409,17 +410,16 @@ def _table_meta(kind: str) -> Any:
     return _pairs_frame(pa.table(columns), kind)
 
 
-def _bounded_table_part(frame, kind, shape, k, m, key) -> np.ndarray:
-    """The bounded table of one shuffled partition (every pair of its units),
-    by the function that bounds the rows in memory
-    (:func:`dpdbscan.release.periodtable.bounded_pairs`)."""
+def _summed_table_pairs(frame: Any, kind: str, key: BoundingKey) -> periodtable.TablePairs:
+    """The table's pairs of one shuffled partition, which holds every pair of
+    its units: their partial counts summed by the function that sums the
+    rows in memory (:func:`dpdbscan.release.periodtable.summed_pairs`)."""
     codes, uniques = _shuffled_units(frame, kind)
     pair, counts = frame[_PAIR].to_numpy(dtype=np.int64), frame[_COUNT].to_numpy(dtype=np.int64)
-    pairs = periodtable.summed_pairs(codes, pair, counts, uniques, key)
-    return periodtable.bounded_pairs(pairs, shape, k, m, key)
+    return periodtable.summed_pairs(codes, pair, counts, uniques, key)
 
 
-def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> bounding.Pairs:
+def _summed_pairs(frame: Any, grid: Grid, kind: str, key: BoundingKey) -> bounding.Pairs:
     """The pairs of one shuffled partition, which holds every pair of its
     units: their partial counts summed by ``bounding.summed_pairs``, the
     function that makes the in-memory pairs (``bounding.pairs_of``)."""
@@ -458,15 +458,35 @@ def _sum_arrays(*arrays):
 
 class DaskEngine:
     """The engine primitives (:mod:`dpdbscan.release.engine`) on a Dask
-    cluster: partitions are futures held by the workers; ``reduce`` merges
-    them ``split_every`` at a time in a tree and refuses a merge that did not
-    take every partition exactly once: the one tree every count of the
-    backend is reduced in. The backend also reads partitions of files
-    (:meth:`DaskBackend._pair_tasks`) and shuffles pairs by unit
-    (:meth:`DaskBackend._shuffled`) for it."""
+    cluster: partitions are futures held by the workers. Besides ``map``,
+    ``gather`` and ``reduce`` (partitions merged ``split_every`` at a time in
+    a tree, refused unless every partition was merged exactly once: the one
+    tree every count of the backend is reduced in), it runs the reads of the
+    partitions the backend planned (``read``, :meth:`DaskBackend._pair_tasks`)
+    and shuffles pairs by unit (``shuffle``), so that what is done with them (the
+    contribution bounds, :func:`dpdbscan.release.bounding.bound_parts` and
+    :func:`dpdbscan.release.periodtable.bound_table_parts`) is written once,
+    above the engine, for memory and cluster alike."""
 
     def __init__(self, client: Any, split_every: int = 8) -> None:
         self.client, self.split_every = client, split_every
+
+    def read(self, reads: Sequence[Any]) -> list[Any]:
+        """The planned reads (delayed, one a partition) run on the workers:
+        one future each, computed in one graph."""
+        return self.client.compute(list(reads))
+
+    def shuffle(self, parts: Sequence[Any], meta: Any, on: str = _UNIT) -> list[Any]:
+        """Frames (partitions like ``meta``) shuffled by their column ``on``:
+        as many partitions, each holding every row of its values of ``on``."""
+        import dask.dataframe as dd
+
+        frame = dd.from_delayed(list(parts), meta=meta, verify_meta=False)
+        # P2P, named: dask's default without a *default* client (ours is not
+        # one) is "disk", a partd directory on the driver's machine that the
+        # workers of a multi-machine cluster cannot share.
+        shuffled = frame.shuffle(on=on, npartitions=len(parts), shuffle_method="p2p")
+        return self.client.compute(shuffled.to_delayed())
 
     def map(self, f: Callable[[Any], Any], parts: Sequence[Any]) -> list[Any]:
         return self.client.map(f, parts)
@@ -788,10 +808,8 @@ class DaskBackend:
         if not tasks:
             self.input_counts = BlockCounts()
             return _no_cells(grid)
-        with self._client() as client:
-            keys, counts, tally = DaskEngine(client, self.split_every).reduce(
-                client.compute(tasks), _merge_parts
-            )
+        with self._engine() as engine:
+            keys, counts, tally = engine.reduce(engine.read(tasks), _merge_parts)
         check_tally(tally, len(tasks))
         self.input_counts = _input_counts(tally)
         return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
@@ -828,8 +846,6 @@ class DaskBackend:
 
     def _count_units(self, grid, X, units, key, *, bound=None, choose=None) -> CellCounts:
         """:meth:`count_units` (``bound``) or :meth:`count_units_choosing` (``choose``)."""
-        import dask
-
         self.input_counts = None
         local = self._local_units(grid, X, units)
         if local is not None:
@@ -843,16 +859,10 @@ class DaskBackend:
                 choose(np.zeros(0, dtype=np.int64))  # the choice is made once, even on no data
             self.input_counts = BlockCounts()
             return _no_cells(grid)
-        shuffled = self._shuffled(tasks, _pairs_meta(grid, kind))
-        # each shuffled partition's pairs summed, kept on the workers
-        summed = [dask.delayed(_summed_pairs)(grid, p, kind, key) for p in shuffled]
-        with self._client() as client, _quiet_shuffle_notes():
-            engine = DaskEngine(client, self.split_every)
-            pairs, tallies = _split(client.compute([*summed, *[t[1] for t in tasks]]), len(summed))
+        with self._engine() as engine:
+            summed = functools.partial(_summed_pairs, grid=grid, kind=kind, key=key)
+            pairs = self._by_unit(engine, tasks, _pairs_meta(grid, kind), summed)
             keys, counts = bounding.bound_parts(engine, pairs, grid, key, bound=bound, choose=choose)
-            tally = engine.reduce(tallies, _sum_arrays)
-        check_tally(tally, len(tasks))
-        self.input_counts = _input_counts(tally)
         return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
 
     def _local_block(self, grid, X):
@@ -982,44 +992,54 @@ class DaskBackend:
         X: Any,
         units: str,
         span_of: Callable[[np.ndarray], np.ndarray],
-        shape: tuple[int, int],
-        k: int,
-        m: int,
+        bound: periodtable.TableBound,
         key: BoundingKey,
     ) -> np.ndarray:
         """The exact span x period table of a series over time, bounded per
-        unit (private), shape ``(n_spans, n_periods)``: the rows of
-        :meth:`windowed`'s window (its period from its time), each in the
-        released span ``span_of`` gives its point (-1: none; a public
-        function of the released spans, shipped to the workers). Each
-        partition's (unit, pair, count) rows are shuffled by unit; each
-        shuffled partition, holding every pair of its units, is bounded by
-        the function that bounds the rows in memory
-        (:func:`dpdbscan.release.periodtable.bounded_pairs`), with the same
-        key: the same pairs are kept, and the partitions' tables (disjoint
-        units) add up to :func:`~dpdbscan.release.periodtable.bounded_table`
-        of the same rows."""
-        import dask
-
+        unit (private), shape ``bound.shape``: the rows of :meth:`windowed`'s
+        window (its period from its time), each in the released span
+        ``span_of`` gives its point (-1: none; a public function of the
+        released spans, shipped to the workers). Each partition's (unit,
+        pair, count) rows are shuffled by unit; each shuffled partition,
+        holding every pair of its units, is summed and bounded by the
+        functions that do it in memory
+        (:func:`dpdbscan.release.periodtable.bound_table_parts`), with the
+        same key: the same pairs are kept, and the partitions' tables
+        (disjoint units) add up to
+        :func:`~dpdbscan.release.periodtable.bounded_table` of the same rows."""
         if self.window is None:
             raise ValueError(
                 "the span x period table needs a time window: DaskBackend.windowed(time, period_of)"
             )
         self.input_counts = None
-        kind, tasks = self._pair_tasks(grid, X, units, (span_of, shape[1]))
+        kind, tasks = self._pair_tasks(grid, X, units, (span_of, bound.shape[1]))
         if not tasks:
             self.input_counts = BlockCounts()
-            return np.zeros(shape, dtype=np.int64)
-        shuffled = self._shuffled(tasks, _table_meta(kind))
-        parts = [dask.delayed(_bounded_table_part)(p, kind, shape, k, m, key) for p in shuffled]
-        with self._client() as client, _quiet_shuffle_notes():
-            engine = DaskEngine(client, self.split_every)
-            tables, tallies = _split(client.compute([*parts, *[t[1] for t in tasks]]), len(parts))
-            exact = engine.reduce(tables, _sum_arrays)
-            tally = engine.reduce(tallies, _sum_arrays)
+            return np.zeros(bound.shape, dtype=np.int64)
+        with self._engine() as engine:
+            summed = functools.partial(_summed_table_pairs, kind=kind, key=key)
+            pairs = self._by_unit(engine, tasks, _table_meta(kind), summed)
+            return periodtable.bound_table_parts(engine, pairs, bound, key)
+
+    def _by_unit(self, engine: DaskEngine, tasks: list, meta: Any, summed: Callable[[Any], Any]) -> list:
+        """Partitions each holding every pair of its units: the planned
+        reads of ``tasks`` (``(pairs, tally)`` each, :meth:`_pair_tasks`)
+        run, their pairs (frames like ``meta``) shuffled by unit, and each
+        shuffled partition's partial counts summed by ``summed``, kept on the
+        workers. The reads' tallies are reduced and checked
+        (:attr:`input_counts`)."""
+        read = engine.read([part for task in tasks for part in task])
+        pairs, tallies = read[0::2], read[1::2]
+        tally = engine.reduce(tallies, _sum_arrays)
         check_tally(tally, len(tasks))
         self.input_counts = _input_counts(tally)
-        return np.asarray(exact, dtype=np.int64).reshape(shape)
+        return engine.map(summed, engine.shuffle(pairs, meta))
+
+    @contextlib.contextmanager
+    def _engine(self) -> Iterator[DaskEngine]:
+        """The engine on this backend's cluster, its shuffles' notes quiet."""
+        with self._client() as client, _quiet_shuffle_notes():
+            yield DaskEngine(client, self.split_every)
 
     def windowed(self, time: str, period_of: Callable[[Any], np.ndarray]) -> DaskBackend:
         """This backend (same cluster and options) reading only the rows of a
@@ -1034,18 +1054,6 @@ class DaskBackend:
         other = copy.copy(self)
         other.window = (time, period_of)
         return other
-
-    @staticmethod
-    def _shuffled(tasks, meta) -> list:
-        """The delayed partitions of the pairs of ``tasks`` (frames like
-        ``meta``) shuffled by unit: each holds every pair of its units."""
-        import dask.dataframe as dd
-
-        pairs = dd.from_delayed([t[0] for t in tasks], meta=meta, verify_meta=False)
-        # P2P, named: dask's default without a *default* client (ours is not
-        # one) is "disk", a partd directory on the driver's machine that the
-        # workers of a multi-machine cluster cannot share.
-        return pairs.shuffle(on=_UNIT, npartitions=len(tasks), shuffle_method="p2p").to_delayed()
 
     # ----------------------------------------------------------------- files
     def _read_parquet(self, paths, d, unit=None, time=None):
@@ -1209,11 +1217,6 @@ def _unsupported(X: Any) -> TypeError:
         "the dask backend counts paths or globs of Parquet/CSV files (any fsspec URL), "
         f"dask DataFrames, dask arrays, numpy arrays or pandas DataFrames; got {type(X).__name__}"
     )
-
-
-def _split(futures: list, n: int) -> tuple[list, list]:
-    """The first ``n`` futures and the rest."""
-    return futures[:n], futures[n:]
 
 
 def _no_cells(grid: Grid) -> CellCounts:
