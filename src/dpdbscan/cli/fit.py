@@ -337,22 +337,21 @@ def dask_backend(opts: FitOptions) -> Backend:
     """The Dask backend of ``--backend dask``: it reads the files itself, by
     the same public options as the local reader."""
     dask = require("dpdbscan.release.backends.dask_backend", "--backend dask", package="dask")
-    read = {k: getattr(opts.read, k) for k in ("header", "delimiter", "fields", "file_format")}
-    return dask.DaskBackend(scheduler=opts.scheduler, columns=opts.columns, **read)
+    return dask.DaskBackend(scheduler=opts.scheduler, read=opts.read)
 
 
 def fit_model(
     opts: FitOptions,
     sink: WarningSink,
     p: dict,
-    min_samples: int,
     notes: Notes,
     *,
     preload_png: bool = False,
     series: SeriesPlan | None = None,
     run: SeriesRun | None = None,
 ) -> SpanModel:
-    """Run one release with the validated parameters ``p``; returns the
+    """Run one release with the validated parameters ``p`` (its
+    ``min_samples`` the one released: a sweep gives its smallest); returns the
     SpanModel. ``preload_png``: import matplotlib while the release is made.
     ``series``: a series over time (``--per``): the spans of the horizon and
     the span x period table, recorded in the model (:func:`dpdbscan.series.fit_series`);
@@ -391,28 +390,21 @@ def fit_model(
             "secure: for research only, do not publish this release",
             file=sys.stderr,
         )
+    # the events are made by the door (events_step), once
+    p = {**p, "events": None}
     with progress("fitting", enabled=opts.progress, ticking=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         if series is not None and run is not None:
-            return _appendable_model(
-                sink, pts, {**p, "min_samples": min_samples, "events": None}, series, run, meta, opts
-            )
+            return _appendable_model(sink, pts, p, series, run, meta, opts)
         if series is not None:
             return _series_model(
-                opts,
-                sink,
-                pts,
-                {**p, "min_samples": min_samples, "events": None},
-                series,
-                meta,
-                cast(SeriesBackend, backend) if dask else None,
+                opts, sink, pts, p, series, meta, cast(SeriesBackend, backend) if dask else None
             )
         model = fit_release(
             pts.X,
             pts.lower,
             pts.upper,
-            # the events are made by the door (events_step), once
-            {**p, "min_samples": min_samples, "events": None},
+            p,
             backend=backend,
             metadata=meta,
             units=pts.units,
@@ -574,16 +566,7 @@ def _fit_appendable(
         params["append_to"] = str(s.append)
     with charging_series(opts.ledger, opts.dataset, series, previous, unit, params) as (sid, charged):
         run = SeriesRun(s.through, previous, sid, opts.ledger is not None)
-        model = fit_model(
-            opts,
-            sink,
-            p,
-            p["min_samples"],
-            notes,
-            preload_png=paths["png"] is not None,
-            series=series,
-            run=run,
-        )
+        model = fit_model(opts, sink, p, notes, preload_png=paths["png"] is not None, series=series, run=run)
         written, failed = _write_all(model, paths, notes, picture, *extra_paths)
         charged(written)
     return model, written, failed
@@ -617,9 +600,7 @@ def cmd_fit(args: argparse.Namespace, sink: WarningSink) -> int:
             cost=None if series is None else series.cost,
             extra=None if series is None else {"series": series.record(unit)},
         ) as charged:  # --ledger: reserved before any record is read; a series once, at its whole cost
-            model = fit_model(
-                opts, sink, p, p["min_samples"], notes, preload_png=paths["png"] is not None, series=series
-            )
+            model = fit_model(opts, sink, p, notes, preload_png=paths["png"] is not None, series=series)
             written, failed = _write_all(model, paths, notes, picture, table, multiples)
             charged(model, written)
     print(summary(model))

@@ -127,7 +127,7 @@ def cmd_sweep(args: argparse.Namespace, sink: WarningSink) -> int:
     rows, failed_all, files = [], [], []
     with charging(opts, p, "sweep") if args.model is None else nullcontext(None) as charged:
         if args.model is None:  # --ledger: reserved before any record is read
-            base = fit_model(opts, sink, p, values[0], notes)
+            base = fit_model(opts, sink, {**p, "min_samples": values[0]}, notes)
         for alpha, tag in eps:
             for m in values:
                 same = alpha == base.grid.eps and m == base.spec.min_samples

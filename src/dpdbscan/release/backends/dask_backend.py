@@ -45,7 +45,7 @@ import numpy as np
 from ..._optional import require
 from ...cells.grid import Grid
 from ...files.formats import format_of
-from ...files.layout import ReadOptions, csv_layout, schema_columns
+from ...files.layout import Columns, ReadOptions, csv_layout, schema_columns
 from ...files.records import (
     BlockCounts,
     CsvLayout,
@@ -542,7 +542,7 @@ def _quiet_shuffle_notes():
 def coordinate_columns(
     names: Sequence[str],
     dtypes: Any,
-    columns: Sequence[str] | str | None,
+    columns: Columns | None,
     d: int | None,
     unit: str | None = None,
     *,
@@ -667,9 +667,16 @@ class DaskBackend:
     timeout : float, default=10
         Seconds to wait for the ``scheduler`` to answer before giving up with
         a ``ConnectionError`` (a stopped scheduler must not hang the fit).
+    read : ReadOptions, default=None
+        The reading options above as one record, as the command line's
+        reader takes them (:class:`dpdbscan.files.layout.ReadOptions`; its
+        ``unit`` is ignored: each count names its unit column). Not with
+        ``columns``, ``header``, ``delimiter``, ``fields`` or ``file_format``.
 
     Attributes
     ----------
+    read : ReadOptions
+        How files are read (the reading parameters, checked).
     input_counts : BlockCounts or None
         After a count of files or dask collections: rows read, rows with a
         value that is not a number, malformed CSV lines and (person-level
@@ -705,6 +712,7 @@ class DaskBackend:
         header: bool | None = None,
         fields: int | None = None,
         timeout: float = 10.0,
+        read: ReadOptions | None = None,
     ) -> None:
         _require_dask()
         if scheduler is not None and client is not None:
@@ -713,21 +721,25 @@ class DaskBackend:
             raise ValueError(f"split_every must be an integer >= 2, got split_every={split_every!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got timeout={timeout!r}")
-        # checked now, not at the first fit
-        self._read_options(columns, header, delimiter, fields, file_format)
+        if columns is not None and not isinstance(columns, (str, list, tuple)):
+            raise ValueError(f"columns must be a name or a list of names, got columns={columns!r}")
+        cols = None if columns is None else ((columns,) if isinstance(columns, str) else tuple(columns))
+        # ReadOptions' field order; checked now, not at the first fit
+        given = (cols, header, delimiter, fields, file_format)
+        if read is not None and any(v is not None for v in given):
+            raise ValueError(
+                "pass read=ReadOptions(...) or columns, header, delimiter, fields and file_format, not both"
+            )
+        # the unit column is named per count
+        self.read = dataclasses.replace(read, unit=None) if read is not None else ReadOptions(*given)
         self.scheduler = scheduler
-        self.columns = columns
         self.client = client
         self.n_workers = n_workers
         self.threads_per_worker = threads_per_worker
         self.processes = processes
-        self.file_format = file_format
         self.split_every = split_every
         self.blocksize = blocksize
         self.storage_options = storage_options
-        self.delimiter = delimiter
-        self.header = header
-        self.fields = fields
         self.timeout = timeout
         self.input_counts: BlockCounts | None = None
         # (time column, period_of): the rows read (windowed)
@@ -885,7 +897,7 @@ class DaskBackend:
 
         if isinstance(X, pd.DataFrame):
             unit = units if isinstance(units, str) else None
-            cols = coordinate_columns(X.columns, X.dtypes, self.columns, grid.d, unit)
+            cols = coordinate_columns(X.columns, X.dtypes, self.read.columns, grid.d, unit)
             points, bad = frame_points(X, cols)
             self.input_counts = BlockCounts(rows=len(points), unparseable=bad)
             return points, (read_units(X[unit]) if unit is not None else units)
@@ -906,13 +918,13 @@ class DaskBackend:
 
         paths = _as_paths(X)
         if paths is not None:
-            if file_format(paths, self.file_format) == "csv":
+            if file_format(paths, self.read.file_format) == "csv":
                 layout, header, blocks, _ = self._csv_blocks(grid, paths)
                 part = dask.delayed(_csv_part)
                 return [part(grid, block, layout, header, first, where) for block, first, where in blocks]
             X = self._read_parquet(paths, grid.d)
         if isinstance(X, dd.DataFrame):
-            cols = coordinate_columns(X.columns, X.dtypes, self.columns, grid.d)
+            cols = coordinate_columns(X.columns, X.dtypes, self.read.columns, grid.d)
             part = dask.delayed(_frame_part)
             return [part(grid, p, cols) for p in X[cols].to_delayed()]
         if isinstance(X, da.Array):
@@ -934,7 +946,7 @@ class DaskBackend:
         paths = _as_paths(X)
         if paths is not None:
             unit = _unit_name(units)
-            if file_format(paths, self.file_format) == "csv":
+            if file_format(paths, self.read.file_format) == "csv":
                 time = None if window is None else window[0]
                 layout, header, blocks, field = self._csv_blocks(grid, paths, unit, time)
                 w = None if window is None else (field, window[1])
@@ -950,7 +962,7 @@ class DaskBackend:
             X = self._read_parquet(paths, grid.d, unit, None if window is None else window[0])
         if isinstance(X, dd.DataFrame):
             unit = _unit_name(units)
-            cols = coordinate_columns(X.columns, X.dtypes, self.columns, grid.d, unit)
+            cols = coordinate_columns(X.columns, X.dtypes, self.read.columns, grid.d, unit)
             kind = unit_kind(X.dtypes[unit], unit)
             wanted = [*cols, unit]
             if window is not None:
@@ -1063,7 +1075,9 @@ class DaskBackend:
         import dask.dataframe as dd
 
         schema = self._parquet_schema(paths)
-        cols = coordinate_columns(schema.columns, schema.dtypes, self.columns, d, unit, file=str(paths[0]))
+        cols = coordinate_columns(
+            schema.columns, schema.dtypes, self.read.columns, d, unit, file=str(paths[0])
+        )
         if unit is not None:
             unit_kind(schema.dtypes[unit], unit)
             cols = [*cols, unit]
@@ -1077,19 +1091,6 @@ class DaskBackend:
 
         return dd.read_parquet(paths, storage_options=self.storage_options)
 
-    @staticmethod
-    def _read_options(columns, header, delimiter, fields, file_format, unit=None) -> ReadOptions:
-        if columns is not None and not isinstance(columns, (str, list, tuple)):
-            raise ValueError(f"columns must be a name or a list of names, got columns={columns!r}")
-        return ReadOptions(
-            columns=None if columns is None else ((columns,) if isinstance(columns, str) else tuple(columns)),
-            header=header,
-            delimiter=delimiter,
-            fields=fields,
-            file_format=file_format,
-            unit=unit,
-        )
-
     def _csv_plan(self, paths, d, unit=None):
         """``(names, layout, declared header or None, files, blocks)`` of CSV
         files, by the in-memory reader's plan: the layout from the options
@@ -1102,10 +1103,8 @@ class DaskBackend:
         by the workers."""
         from dask.bytes import read_bytes
 
-        options = self._read_options(
-            self.columns, self.header, self.delimiter, self.fields, self.file_format, unit
-        )
-        fmt = format_of(paths[0], self.file_format)
+        options = dataclasses.replace(self.read, unit=unit)
+        fmt = format_of(paths[0], self.read.file_format)
         declared = options.has_header
         if declared is None:
             csv_layout(fmt, options, None, d, where=str(paths[0]))  # refused: say which option
@@ -1116,7 +1115,7 @@ class DaskBackend:
                 blocksize=self._csv_blocksize(paths),
                 # the first line is read only when it is a declared header
                 sample="64 kiB" if declared else False,
-                compression=("gzip" if fmt.gzip else None) if self.file_format else "infer",
+                compression=("gzip" if fmt.gzip else None) if self.read.file_format else "infer",
                 include_path=True,
                 **(self.storage_options or {}),
             )
@@ -1149,7 +1148,7 @@ class DaskBackend:
 
     def _csv_blocksize(self, paths):
         # Compressed text cannot be split into byte ranges: one partition per file.
-        compressed = any(format_of(p, self.file_format).gzip for p in paths)
+        compressed = any(format_of(p, self.read.file_format).gzip for p in paths)
         return None if compressed else self.blocksize
 
     def n_features(self, X: Any, unit: str | None = None) -> int | None:
@@ -1165,16 +1164,18 @@ class DaskBackend:
 
         paths = _as_paths(X)
         if paths is not None:
-            if file_format(paths, self.file_format) == "csv":
-                if self.header is False and self.fields is None and self.columns is None:
+            if file_format(paths, self.read.file_format) == "csv":
+                if self.read.header is False and self.read.fields is None and self.read.columns is None:
                     return None  # as many as the bounds say (d fields a line)
                 return len(self._csv_plan(paths, None, unit)[1].usecols)
             schema = self._parquet_schema(paths)
             return len(
-                coordinate_columns(schema.columns, schema.dtypes, self.columns, None, unit, file=paths[0])
+                coordinate_columns(
+                    schema.columns, schema.dtypes, self.read.columns, None, unit, file=paths[0]
+                )
             )
         if isinstance(X, (dd.DataFrame, pd.DataFrame)):
-            return len(coordinate_columns(X.columns, X.dtypes, self.columns, None, unit))
+            return len(coordinate_columns(X.columns, X.dtypes, self.read.columns, None, unit))
         shape = getattr(X, "shape", None)
         if shape is not None and len(shape) == 2:
             return int(shape[1])
@@ -1182,7 +1183,7 @@ class DaskBackend:
 
     def __repr__(self) -> str:
         where = self.scheduler or ("client" if self.client is not None else "LocalCluster")
-        return f"DaskBackend({where!r}, columns={self.columns!r})"
+        return f"DaskBackend({where!r}, read={self.read!r})"
 
 
 def _check_time_column(names: Sequence, columns: Sequence, time: str) -> None:
