@@ -32,7 +32,8 @@ from ..release.bounding import BoundingKey, factorize, pairs_of
 from ..series import SeriesPlan
 from ..traces import parse_times
 from .common import EXIT_OK, ArgTarget, Notes, WarningSink, table_formats
-from .fit import FitOptions, check_fit_params
+from .fit import check_fit_params
+from .fitoptions import FitOptions
 from .fitseries import SeriesOptions, add_period_options, check_series, table_forecast_lines
 from .options import (
     add_dbscan_options,

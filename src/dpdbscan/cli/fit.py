@@ -1,7 +1,8 @@
 """``dpdbscan fit`` (and the release ``sweep`` makes first): spend the budget
 once, write the release.
 
-The command's options become typed records at its entry (:class:`FitOptions`,
+The command's options become typed records at its entry
+(:class:`~dpdbscan.cli.fitoptions.FitOptions`,
 :class:`~dpdbscan.cli.outputs.Outputs`): nothing below :func:`cmd_fit` sees
 the argparse namespace. The points come through the door
 (:func:`dpdbscan.prepare.prepare`), as the estimator's do.
@@ -13,40 +14,31 @@ import argparse
 import sys
 import threading
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
-
-import numpy as np
 
 from .. import __version__
 from .._optional import require
 from ..exceptions import InsecureRandomnessWarning
-from ..files import ReadOptions
 from ..geometry import projection
 from ..model import summary as model_summary
 from ..params.parameters import check_param, check_units
 from ..params.validation import standardised_note
-from ..pipeline import events_of, events_rows
 from ..pipeline import fit as fit_release
 from ..plan.resolve import check_scale, validated
-from ..prepare import Points, Source, Transform, prepare, project_box, read_length, split_bounds
+from ..prepare import Points, prepare, project_box, read_length, split_bounds
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..render import plotting
 from ..series import SeriesBackend, SeriesPlan, append_periods, fit_series, start_series
-from ..traces import Events, Stops, TripEnds, parse_times, take_rows
 from .common import (
     PRIVATE,
     Notes,
     WarningSink,
     border_value,
-    floats,
-    progress_flag,
     read_model,
-    read_options_from_args,
     stem,
 )
+from .fitoptions import FitOptions
 from .fitseries import (
     SeriesOptions,
     SeriesRun,
@@ -68,141 +60,7 @@ if TYPE_CHECKING:
     from ..model.record import SpanModel
 
 
-#: Options that go to the parameter table as they were parsed.
-PRIVACY_OPTIONS = ("epsilon", "delta", "eta", "beta", "histogram", "noise", "theta")
-#: Options the parameter table takes only when the command has them (and,
-#: but for the unit bounds, only when given).
-_OPTIONAL = ("max_cells", "n_expected", "selection")
-_UNIT_BOUNDS = ("max_cells_per_unit", "max_points_per_cell")
 _DBSCAN = ("eps", "min_samples")
-#: Options that become the :class:`FitOptions` field of their name as parsed.
-_AS_PARSED = (
-    "input",
-    "eps",
-    "subcells",
-    "margin",
-    "core",
-    "border",
-    "seed",
-    "backend",
-    "scheduler",
-    "theoretical_threshold",
-    "bounds_from_data",
-    "ref_lat",
-    "quiet",
-)
-#: The same for options only some commands have (None where absent).
-_IF_PRESENT = ("unit", "ledger", "dataset", "time", "trip_ends", "per")
-
-
-@dataclass(frozen=True)
-class FitOptions:
-    """The options of ``fit``, ``sweep`` and ``check`` that shape a release,
-    typed: what the command line turns its namespace into at a command's
-    entry (:meth:`from_args`). All public.
-
-    ``eps`` and ``border`` are the texts given (lengths such as ``50m`` with
-    ``geo``), ``min_samples`` the values given (a sweep's several),
-    ``bounds_text`` the ``--bounds`` tokens (read as numbers by
-    :attr:`bounds`, where the checks want it), ``params`` the privacy and
-    optional parameters for the parameter table, ``need_2d`` the options
-    that need two coordinates (``--png``, ``--geojson``), ``transforms``
-    the per-unit preparation steps handed to the door
-    (:attr:`dpdbscan.prepare.Source.transforms`), ``columns_text`` the
-    ``--columns`` tokens as given, and ``ledger``/``dataset`` the budget
-    ledger a release is charged to (:mod:`dpdbscan.cli.ledger`), ``events``
-    the stops or trip ends each unit's rows become (``--stops``,
-    ``--trip-ends``; read from ``time`` and ``trip_ends``, the columns).
-    """
-
-    input: str
-    read: ReadOptions
-    eps: Any = None
-    min_samples: tuple = (None,)
-    params: Mapping[str, Any] = field(default_factory=dict)
-    subcells: Any = "auto"
-    margin: Any = "auto"
-    core: Any = "density"
-    border: Any = "auto"
-    seed: int | None = None
-    backend: str = "numpy"
-    scheduler: str | None = None
-    theoretical_threshold: bool = False
-    bounds_text: tuple | None = None
-    bounds_from_data: bool = False
-    geo: bool = False
-    ref_lat: float | None = None
-    unit: str | None = None
-    quiet: bool = False
-    progress: bool | None = None
-    need_2d: tuple[str, ...] = ()
-    transforms: tuple[Transform, ...] = ()
-    columns_text: tuple | None = None
-    ledger: str | None = None
-    dataset: str | None = None
-    events: Events | None = None
-    time: str | None = None
-    trip_ends: str | None = None
-    per: str | None = None
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace, need_2d: tuple[str, ...] = ()) -> FitOptions:
-        """The command's options, typed: the boundary between argparse and
-        the rest of the command line."""
-        m = args.min_samples
-        params = {name: getattr(args, name) for name in PRIVACY_OPTIONS}
-        for name in _OPTIONAL:
-            if getattr(args, name, None) is not None:
-                params[name] = getattr(args, name)
-        for name in _UNIT_BOUNDS:
-            if hasattr(args, name):
-                params[name] = getattr(args, name)
-        as_parsed: dict[str, Any] = {name: getattr(args, name) for name in _AS_PARSED}
-        as_parsed.update({name: getattr(args, name, None) for name in _IF_PRESENT})
-        return cls(
-            **as_parsed,
-            read=read_options_from_args(args),
-            min_samples=tuple(m) if isinstance(m, (list, tuple)) else (m,),
-            params=params,
-            bounds_text=None if args.bounds is None else tuple(args.bounds),
-            geo=bool(args.geo),
-            progress=progress_flag(getattr(args, "no_progress", False)),
-            need_2d=need_2d,
-            columns_text=None if args.columns is None else tuple(args.columns),
-            events=events_from_args(args),
-        )
-
-    @property
-    def columns(self) -> list[str] | None:
-        return None if self.read.columns is None else [str(c) for c in self.read.columns]
-
-    @property
-    def bounds(self) -> list[float] | None:
-        return None if self.bounds_text is None else floats(self.bounds_text, "--bounds")
-
-    def source(self, notes: Notes | None = None) -> Source:
-        """What the door prepares (:func:`dpdbscan.prepare.prepare`): with
-        ``events``, the trace's columns and the step that makes each unit's
-        events (its private note to ``notes``) after the door's own."""
-        events = self.events
-        # a series (--per) keeps each event's time: it falls in the period of its first point
-        keep_times = self.per is not None
-        steps = self.transforms + (() if events is None else (events_step(events, notes, keep_times),))
-        return Source(
-            self.input,
-            read=self.read,
-            bounds=self.bounds,
-            flat_bounds=True,
-            geo=self.geo,
-            ref_lat=self.ref_lat,
-            bounds_label="--bounds",
-            cli=True,
-            need_2d=self.need_2d,
-            progress=self.progress,
-            transforms=steps,
-            time_column=None if events is None and self.per is None else self.time,
-            status_column=self.trip_ends if events is not None and events.needs_status else None,
-        )
 
 
 def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_run: bool = False) -> dict:
@@ -261,59 +119,6 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
         raise ValueError("give either --bounds or --bounds-from-data, not both")
     _check_scale_early(opts, p)
     return p
-
-
-def events_from_args(args: argparse.Namespace, *, reads: bool = True) -> Events | None:
-    """``--stops`` or ``--trip-ends`` as a resolved transformation (public:
-    the options alone), or None; refused with a message naming the option
-    before any file is read. ``reads``: the command reads data, so the
-    transformation needs ``--time``."""
-    stops, ends_col = getattr(args, "stops", None), getattr(args, "trip_ends", None)
-    time_col, ends = getattr(args, "time", None), getattr(args, "ends", None)
-    if stops is not None and ends_col is not None:
-        raise ValueError("give --stops or --trip-ends, not both (one release counts one kind of place)")
-    if ends is not None and ends_col is None:
-        raise ValueError("--ends goes with --trip-ends COLUMN")
-    if stops is None and ends_col is None:
-        if time_col is not None and getattr(args, "per", None) is None:
-            raise ValueError("--time is read only for --stops, --trip-ends or --per")
-        return None
-    if reads and time_col is None:
-        raise ValueError(
-            f"{'--stops' if stops is not None else '--trip-ends'} needs --time COLUMN: each unit's "
-            "points are read in time order"
-        )
-    geo = bool(getattr(args, "geo", False))
-    try:
-        if stops is not None:
-            return Stops(*stops).resolved(geo=geo)
-        return TripEnds(ends or "pickup").resolved(geo=geo)
-    except ValueError as exc:
-        raise ValueError(f"{'--stops' if stops is not None else '--ends'}: {exc}") from None
-
-
-def events_step(events: Events, notes: Notes | None = None, keep_times: bool = False) -> Transform:
-    """The door's per-unit step of ``--stops`` or ``--trip-ends``
-    (:data:`dpdbscan.prepare.Transform`): each unit's stops or trip ends, one
-    row each, from its own rows alone (:func:`dpdbscan.pipeline.events_of`,
-    the estimator's too), with a private note of how many. ``keep_times``
-    (a series over time): each event keeps its first point's time."""
-
-    def step(pts: Points) -> Points:
-        n_rows = pts.X.shape[0]
-        times = None
-        if keep_times:
-            X64 = np.asarray(pts.X, dtype=np.float64)
-            rows = events_rows(events, X64, pts.units, pts.times, pts.status)
-            X, units, times = pts.X[rows], take_rows(pts.units, rows), parse_times(pts.times)[rows]
-        else:
-            X, units = events_of(events, pts.X, pts.units, pts.times, pts.status)
-        what = "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
-        if notes is not None:
-            notes(f"{X.shape[0]:,} {what} of the units found in {n_rows:,} rows are counted")
-        return replace(pts, X=X, units=units, counts=None, times=times, status=None)
-
-    return step
 
 
 def _check_scale_early(opts: FitOptions, p: dict) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,7 +38,8 @@ from ..series import (
 )
 from ..traces.periods import KINDS, Periods
 from .common import ArgTarget, atomic_write, check_writable, one_line
-from .ledger import ChargedOptions, public_box_of
+from .fitoptions import FitOptions
+from .ledger import public_box_of
 
 if TYPE_CHECKING:
     from ..model.record import SpanModel
@@ -127,14 +128,6 @@ def _int_or_all(text: str) -> int | str:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, 'all' or 'auto', got {text!r}") from None
-
-
-class SeriesInputs(ChargedOptions, Protocol):
-    """What planning a series reads of a command's typed options
-    (:class:`dpdbscan.cli.fit.FitOptions` has it all). Public."""
-
-    @property
-    def time(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -271,7 +264,7 @@ def table_forecast_lines(plan: SeriesPlan, unit: str = "units") -> list[str]:
     return lines
 
 
-def check_series(s: SeriesOptions, opts: SeriesInputs, p: dict[str, Any]) -> SeriesPlan:
+def check_series(s: SeriesOptions, opts: FitOptions, p: dict[str, Any]) -> SeriesPlan:
     """The series' public plan, or a refusal naming the option, before any
     record is read."""
     if opts.unit is None:

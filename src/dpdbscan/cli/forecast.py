@@ -14,7 +14,7 @@ from ..plan.resolve import forecast_of, validated
 from ..prepare import project_box, read_length, split_bounds
 from ..traces import event_words
 from .common import EXIT_OK, ArgTarget, WarningSink, border_value, floats, number_or_text, table_formats
-from .fit import PRIVACY_OPTIONS, events_from_args
+from .fitoptions import PRIVACY_OPTIONS, events_from_args
 from .fitseries import SeriesOptions, add_period_options, plan_of, table_forecast, table_forecast_lines
 from .options import DEFAULTS, add_unit_options
 

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..ledger import SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
 from ..ledger.store import Account, Release
@@ -26,6 +26,7 @@ from ..plan.resolve import resolve
 from ..prepare import project_box, split_bounds
 from ..prepare.door import declared_dimension
 from .common import EXIT_OK, ArgTarget, WarningSink
+from .fitoptions import FitOptions
 
 if TYPE_CHECKING:
     from ..model.record import SpanModel
@@ -161,48 +162,7 @@ def _command(r: Release) -> str:
 # charging a release
 
 
-class ChargedOptions(Protocol):
-    """What charging a release reads of a command's typed options
-    (:class:`dpdbscan.cli.fit.FitOptions` has it all). Public."""
-
-    @property
-    def ledger(self) -> str | None: ...
-
-    @property
-    def dataset(self) -> str | None: ...
-
-    @property
-    def input(self) -> str: ...
-
-    @property
-    def backend(self) -> str: ...
-
-    @property
-    def bounds_text(self) -> tuple | None: ...
-
-    @property
-    def bounds_from_data(self) -> bool: ...
-
-    @property
-    def geo(self) -> bool: ...
-
-    @property
-    def ref_lat(self) -> float | None: ...
-
-    @property
-    def columns_text(self) -> tuple | None: ...
-
-    @property
-    def unit(self) -> str | None: ...
-
-    @property
-    def bounds(self) -> list[float] | None: ...
-
-    @property
-    def columns(self) -> list[str] | None: ...
-
-
-def public_cost(opts: ChargedOptions, p: dict[str, Any]) -> Cost:
+def public_cost(opts: FitOptions, p: dict[str, Any]) -> Cost:
     """The cost of the release the options describe, from public inputs
     only (the options and the public box; no record read). When the options
     leave the number of columns to the file (``--bounds`` with two numbers
@@ -218,7 +178,7 @@ def public_cost(opts: ChargedOptions, p: dict[str, Any]) -> Cost:
     return release_cost(r.release)
 
 
-def public_box_of(opts: ChargedOptions) -> tuple[Any, Any] | None:
+def public_box_of(opts: FitOptions) -> tuple[Any, Any] | None:
     """The public box (lower, upper) in the fit's coordinates (km with
     --geo) from the options alone, or None when the number of columns is left
     to the file or there are no --bounds."""
@@ -232,7 +192,7 @@ def public_box_of(opts: ChargedOptions) -> tuple[Any, Any] | None:
     return lower, upper
 
 
-def public_params(opts: ChargedOptions, p: dict[str, Any], command: str) -> dict[str, Any]:
+def public_params(opts: FitOptions, p: dict[str, Any], command: str) -> dict[str, Any]:
     """What the ledger records of a release's parameters: the validated
     public ones, the input and the box as given; the seed only as whether
     there was one (it makes the noise predictable)."""
@@ -251,13 +211,13 @@ def public_params(opts: ChargedOptions, p: dict[str, Any], command: str) -> dict
     }
 
 
-def check_ledger_options(opts: ChargedOptions) -> tuple[str, str] | None:
+def check_ledger_options(opts: FitOptions) -> tuple[str, str] | None:
     """``--ledger`` and ``--dataset`` (both or neither), checked with the
     input's path before anything is reserved; None without a ledger."""
     return _check_options(opts)
 
 
-def _check_options(opts: ChargedOptions) -> tuple[str, str] | None:
+def _check_options(opts: FitOptions) -> tuple[str, str] | None:
     path, dataset = opts.ledger, opts.dataset
     if path is None and dataset is None:
         return None
@@ -281,7 +241,7 @@ def _check_options(opts: ChargedOptions) -> tuple[str, str] | None:
 
 @contextmanager
 def charging(
-    opts: ChargedOptions,
+    opts: FitOptions,
     p: dict[str, Any],
     command: str,
     *,

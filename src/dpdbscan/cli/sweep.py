@@ -21,7 +21,8 @@ from ..params.parameters import check_param
 from ..prepare import read_length
 from .common import EXIT_OK, EXIT_PARTIAL, Notes, WarningSink, stem
 from .common import read_model as load_model
-from .fit import FitOptions, check_fit_params, fit_model
+from .fit import check_fit_params, fit_model
+from .fitoptions import FitOptions
 from .fitseries import NO_SWEEP
 from .ledger import charging
 from .maps import picture_options

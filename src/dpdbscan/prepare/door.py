@@ -28,7 +28,7 @@ and append it to :attr:`Source.transforms` where the caller builds its
 estimator's ``fit``). A step that reads another column names it in the
 :class:`Source` (``time_column``, ``status_column``: read beside the points
 into ``Points.times`` and ``Points.status``); the worked example is
-``--stops``/``--trip-ends`` (:func:`dpdbscan.cli.fit.events_step`).
+``--stops``/``--trip-ends`` (:func:`dpdbscan.cli.fitoptions.events_step`).
 """
 
 from __future__ import annotations
