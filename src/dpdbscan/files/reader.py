@@ -57,7 +57,7 @@ from .layout import (
     skipped_index_columns,
 )
 from .records import BlockCounts, CsvLayout, unit_missing
-from .unitids import arrow_type_ok
+from .unitids import unit_kind_of_arrow
 
 BlockHook = Callable[[np.ndarray], None]
 
@@ -499,15 +499,6 @@ def _has_parquet_files(path: Path) -> bool:
     )
 
 
-def _unit_type_ok(t: Any) -> bool:
-    """A Parquet column type that can name units: integers, booleans,
-    floats, text or bytes, or a dictionary of them (as in memory,
-    :func:`dpdbscan.files.unitids.arrow_type_ok`; a column of nulls only is not)."""
-    import pyarrow as pa
-
-    return arrow_type_ok(t) and not pa.types.is_null(t)
-
-
 class _ParquetSource:
     """A Parquet file, or a directory of them read as one dataset: the
     schema (metadata, public), the number of rows (metadata) and the rows
@@ -555,7 +546,7 @@ def _open_parquet(
     idx, unit = schema_columns(
         schema.names, numeric, options.columns, options.unit, choose, types=types, where=str(path)
     )
-    if unit is not None and not _unit_type_ok(schema[unit].type):
+    if unit is not None and unit_kind_of_arrow(schema[unit].type) is None:
         raise ValueError(
             f"{path}: the --unit column {schema.names[unit]!r} has type {schema[unit].type}; "
             "a unit must be integers, floats or text"

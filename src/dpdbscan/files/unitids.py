@@ -139,18 +139,33 @@ def arrow_type_ok(t: Any) -> bool:
     floats, text, bytes, all missing, or a dictionary of those."""
     import pyarrow as pa
 
+    return pa.types.is_null(t) or unit_kind_of_arrow(t) is not None
+
+
+def unit_kind_of_arrow(t: Any) -> str | None:
+    """How the values of a column of *declared* Arrow type ``t`` are units
+    (never from the values): ``"int"`` (integers and booleans, by value),
+    ``"float"`` (by value; NaN is missing), ``"text"`` (strings and bytes:
+    by their bytes), a dictionary as its values' type; None for any other
+    type (a column of nulls only included), which cannot name units. The one
+    rule of a unit column's type: the reader's Parquet files and the Dask
+    backend's tables and arrays alike."""
+    import pyarrow as pa
+
     if pa.types.is_dictionary(t):
-        return arrow_type_ok(t.value_type)
-    return bool(
-        pa.types.is_integer(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_string(t)
+        return unit_kind_of_arrow(t.value_type)
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if (
+        pa.types.is_string(t)
         or pa.types.is_large_string(t)
         or pa.types.is_binary(t)
         or pa.types.is_large_binary(t)
-        or pa.types.is_null(t)
-    )
+    ):
+        return "text"
+    return None
 
 
 def canonical_ids(values: list) -> np.ndarray:
@@ -229,4 +244,5 @@ __all__ = [
     "id_token",
     "read_units",
     "token_id",
+    "unit_kind_of_arrow",
 ]

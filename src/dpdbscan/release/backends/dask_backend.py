@@ -56,7 +56,7 @@ from ...files.records import (
     split_head,
     unit_missing,
 )
-from ...files.unitids import canonical_ids, id_token, read_units, token_id
+from ...files.unitids import canonical_ids, id_token, read_units, token_id, unit_kind_of_arrow
 from ...params.specs import UnitBound
 from .. import bounding, periodtable
 from ..bounding import BoundingKey
@@ -179,32 +179,39 @@ _UNIT, _COUNT, _PAIR = "unit", "count", "pair"
 def unit_kind(dtype: Any, name: str = "units") -> str:
     """How the values of a unit column become units, from its *declared*
     type (a Parquet schema, a dataframe's or an array's dtype; never its
-    values): ``"int"`` (booleans and integers, by value), ``"float"`` (by
-    value; NaN is missing), ``"text"`` (strings and bytes: by their bytes)
-    or ``"object"`` (an ``object`` column, whose values were never typed
-    together: each by its own type, as in memory,
-    :func:`dpdbscan.files.unitids.read_units`, and shuffled as its
-    :func:`~dpdbscan.files.unitids.id_token`). A categorical column is read as
-    its categories' type."""
+    values): the rule of the reader's Parquet files
+    (:func:`dpdbscan.files.unitids.unit_kind_of_arrow`: ``"int"``,
+    ``"float"`` or ``"text"``) on the dtype's Arrow type, or ``"object"``
+    (an ``object`` column, whose values were never typed together: each by
+    its own type, as in memory, :func:`dpdbscan.files.unitids.read_units`,
+    and shuffled as its :func:`~dpdbscan.files.unitids.id_token`). A
+    categorical column is read as its categories' type."""
     import pandas as pd
 
-    t = pd.api.types
     if isinstance(dtype, pd.CategoricalDtype):
         return unit_kind(dtype.categories.dtype, name)
-    if t.is_bool_dtype(dtype) or t.is_integer_dtype(dtype):
-        return "int"
-    if t.is_float_dtype(dtype):
-        return "float"
-    if t.is_object_dtype(dtype):
+    if pd.api.types.is_object_dtype(dtype):
         return "object"
-    if t.is_string_dtype(dtype):
-        return "text"
-    if isinstance(dtype, pd.ArrowDtype):
-        import pyarrow as pa
+    arrow = _arrow_type(dtype)
+    kind = None if arrow is None else unit_kind_of_arrow(arrow)
+    if kind is None:
+        raise TypeError(f"the unit column {name!r} has type {dtype}; units must be numbers or text")
+    return kind
 
-        if pa.types.is_binary(dtype.pyarrow_dtype) or pa.types.is_large_binary(dtype.pyarrow_dtype):
-            return "text"
-    raise TypeError(f"the unit column {name!r} has type {dtype}; units must be numbers or text")
+
+def _arrow_type(dtype: Any) -> Any:
+    """The Arrow type of a pandas or numpy dtype (None when it has none)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    if isinstance(dtype, pd.ArrowDtype):
+        return dtype.pyarrow_dtype
+    if isinstance(dtype, pd.StringDtype):
+        return pa.string()
+    try:
+        return pa.from_numpy_dtype(getattr(dtype, "numpy_dtype", dtype))
+    except (pa.ArrowNotImplementedError, TypeError):
+        return None
 
 
 def _unit_type(kind: str) -> Any:
