@@ -10,7 +10,7 @@ import pytest
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.params.specs import UnitBound
-from dpdbscan.release import bounding
+from dpdbscan.release import bounding, periodtable
 from dpdbscan.release.bounding import BoundingKey, bound_parts, count_units, pairs_of
 from dpdbscan.release.engine import LocalEngine, merge_counts
 
@@ -102,3 +102,56 @@ def _counts(X):
     from dpdbscan.release.backends.dask_backend import count_block
 
     return count_block(GRID, X)
+
+
+def _table_rows(seed: int = 4):
+    rng = np.random.default_rng(seed)
+    n = 3000
+    return rng.integers(0, 80, n), rng.integers(-1, 3, n), rng.integers(-1, 6, n)
+
+
+def _table_parts(units, spans, periods, n_parts):
+    """The table's summed pairs (rows in a span and a period) in partitions
+    that each hold every row of their units."""
+    ok = (spans >= 0) & (periods >= 0)
+    units, pair = units[ok], spans[ok] * 6 + periods[ok]
+    owner = units % n_parts
+    return [
+        periodtable.summed_pairs(
+            units[mine], pair[mine], np.ones(mine.sum(), dtype=np.int64), np.arange(80), KEY
+        )
+        for mine in (owner == i for i in range(n_parts))
+    ]
+
+
+TABLE = periodtable.TableBound((3, 6), 2, 1)
+
+
+@pytest.mark.parametrize("n_parts", [1, 3])
+def test_the_table_bounded_over_partitions_by_unit_is_the_table_of_all_rows(n_parts):
+    units, spans, periods = _table_rows()
+    want = periodtable.bounded_table(units, spans, periods, TABLE, KEY)
+    got = periodtable.bound_table_parts(
+        LocalEngine(), _table_parts(units, spans, periods, n_parts), TABLE, KEY
+    )
+    assert got.tolist() == want.tolist()
+    assert 0 < want.sum() < np.count_nonzero((spans >= 0) & (periods >= 0))  # the bound bites
+
+
+def test_the_dask_engine_bounds_the_table_and_shuffles_by_unit(client):
+    pd = pytest.importorskip("pandas")
+    from dpdbscan.release.backends.dask_backend import DaskEngine
+
+    units, spans, periods = _table_rows(5)
+    engine = DaskEngine(client, split_every=2)
+    parts = client.scatter(_table_parts(units, spans, periods, 4))
+    want = periodtable.bounded_table(units, spans, periods, TABLE, KEY)
+    assert periodtable.bound_table_parts(engine, parts, TABLE, KEY).tolist() == want.tolist()
+    # a shuffle by unit: every row kept, each unit's rows in one partition
+    frames = [pd.DataFrame({"unit": units[i::3], "row": np.arange(len(units))[i::3]}) for i in range(3)]
+    meta = frames[0].iloc[:0]
+    shuffled = engine.gather(engine.shuffle(client.scatter(frames), meta))
+    assert len(shuffled) == 3
+    assert sorted(np.concatenate([f["row"].to_numpy() for f in shuffled]).tolist()) == list(range(len(units)))
+    owners = [set(f["unit"].tolist()) for f in shuffled]
+    assert sum(len(o) for o in owners) == len(set().union(*owners)) == len(np.unique(units))

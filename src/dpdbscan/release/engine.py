@@ -11,9 +11,11 @@ The mechanism's counting is written once, over partitions of rows (or of
 
 :class:`LocalEngine` runs them in this process, on a list; the Dask backend's
 engine (:class:`dpdbscan.release.backends.dask_backend.DaskEngine`) runs them
-on a cluster, where it also reads partitions of files and shuffles pairs by
-unit. What is done with the partitions, the contribution bound above all
-(:func:`dpdbscan.release.bounding.bound_parts`), is the same code on both.
+on a cluster, where it also runs the backend's planned reads of partitions
+and shuffles pairs by unit. What is done with the partitions, the
+contribution bounds above all (the cells':
+:func:`dpdbscan.release.bounding.bound_parts`; a series' table:
+:func:`dpdbscan.release.periodtable.bound_table_parts`), is the same code on both.
 """
 
 from __future__ import annotations
