@@ -106,6 +106,70 @@ def test_the_score_has_sensitivity_one(seed):
         assert max(abs(a - b) for a, b in zip(u, v)) <= 1
 
 
+def _busiest_units(rng, n):
+    """(pair units, pair counts) of n units with skewed per-cell counts."""
+    cells = rng.integers(1, 400, n)
+    units = np.repeat(np.arange(n), cells)
+    counts = np.maximum(1, rng.pareto(rng.uniform(0.5, 3), units.size) * 3).astype(np.int64)
+    return units, counts
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_busiest_score_has_sensitivity_one(seed):
+    """Units that keep their busiest cells: adding or removing one unit (any
+    counts, one cell or many, even or skewed) moves every score by at most 1."""
+    rng = np.random.default_rng(seed)
+    units, counts = _busiest_units(rng, int(rng.integers(1, 200)))
+    cands = (1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128, 181, 256, 1024, 4096)
+    base = unitchoice.tally_busiest(units, counts, cands)
+    u = unitchoice.scores(base, cands)
+    n = int(units.max()) + 1
+    others = [
+        np.array([1]),
+        np.array([10**6]),
+        np.ones(500, dtype=np.int64),
+        np.array([1000] + [1] * 300),
+        np.maximum(1, rng.pareto(1.0, int(rng.integers(1, 3000))) * 5).astype(np.int64),
+    ]
+    for extra in others:
+        more = unitchoice.tally_busiest(
+            np.append(units, np.full(extra.size, n)), np.append(counts, extra), cands
+        )
+        assert max(abs(a - b) for a, b in zip(u, unitchoice.scores(more, cands))) <= 1
+    gone = int(rng.integers(n))
+    keep = units != gone
+    less = unitchoice.tally_busiest(units[keep], counts[keep], cands)
+    assert max(abs(a - b) for a, b in zip(u, unitchoice.scores(less, cands))) <= 1
+
+
+def test_the_busiest_tally_adds_over_parts_and_equals_uniform_on_even_counts():
+    rng = np.random.default_rng(3)
+    units, counts = _busiest_units(rng, 50)
+    cands = (1, 4, 16, 64, 256)
+    whole = unitchoice.tally_busiest(units, counts, cands)
+    cut = units < 20
+    parts = unitchoice.tally_busiest(units[cut], counts[cut], cands) + unitchoice.tally_busiest(
+        units[~cut], counts[~cut], cands
+    )
+    assert parts == whole
+    # one point per cell: the busiest k cells hold k / c of the points, as at random
+    even = unitchoice.tally_busiest(units, np.ones_like(units), cands)
+    assert even.terms == unitchoice.tally_cells(np.bincount(units), cands).terms
+
+
+def test_the_busiest_score_prefers_a_small_k_when_units_return_to_few_cells():
+    """Each unit has 300 cells, 90% of its points in 10 of them: at random
+    the best k is about 300; keeping the busiest, about 10."""
+    n = 300
+    units = np.repeat(np.arange(n), 300)
+    counts = np.tile(np.r_[np.full(10, 81), np.ones(290, dtype=np.int64)], n)
+    cands = unit_plan.candidates(Grid(np.zeros(2), np.ones(2), 0.003, 4.0))
+    busy = unitchoice.scores(unitchoice.tally_busiest(units, counts, cands), cands)
+    flat = unitchoice.scores(np.full(n, 300), cands)
+    assert 8 <= cands[int(np.argmax(busy))] <= 16
+    assert 200 <= cands[int(np.argmax(flat))] <= 400
+
+
 def test_the_score_of_one_unit_against_none():
     cands = (1, 2, 4, 8)
     assert unitchoice.scores(np.zeros(0, dtype=np.int64), cands) == [0, 0, 0, 0]

@@ -225,6 +225,8 @@ PARAMETERS: dict[str, Param] = {
     # chosen privately by the release (plan.units, release.unitchoice)
     "max_cells_per_unit": Param(None, (NoneValue(), Options("auto"), Integer(1)), "--max-cells-per-unit"),
     "max_points_per_cell": Param(1, (Integer(1),), "--max-points-per-cell"),
+    # which k cells a unit with more keeps: its busiest (most points first) or k at random
+    "cell_choice": Param("busiest", (Options("busiest", "uniform"),), "--cell-choice", False),
     # each unit's stops or trip ends instead of its rows (dpdbscan.traces), before
     # bounding; on the command line --stops RADIUS DURATION or --trip-ends COLUMN
     "events": Param(
