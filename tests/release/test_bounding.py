@@ -97,9 +97,19 @@ def test_person_level_default_noise_is_gaussian_and_the_model_says_so(tmp_path):
     priv = json.loads(path.read_text())["privacy"]
     assert priv["unit"] == "unit" and priv["max_cells_per_unit"] == 20 and priv["max_points_per_cell"] == 1
     assert priv["rho"] == pytest.approx(rho, rel=1e-12)
+    assert priv["cell_choice"] == "busiest"
     back = load_model(path)
     assert back.release.units == rel.units and back.release.rho == rel.rho
     assert np.array_equal(back.predict(PROBES), est.predict(PROBES))
+    # a file written before the choice was recorded kept k cells at random
+    data = json.loads(path.read_text())
+    del data["privacy"]["cell_choice"]
+    path.write_text(json.dumps(data))
+    assert load_model(path).release.units.cell_choice == "uniform"
+    data["privacy"]["cell_choice"] = "loudest"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="cell_choice"):
+        load_model(path)
 
 
 def test_event_level_model_says_row():

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +52,6 @@ from .engine import Engine, LocalEngine, merge_counts
 from .points import clean_points
 from .samplers.integers import Source
 from .samplers.philox import words64
-from .unitchoice import Tally, tally_busiest, tally_cells
 
 
 @dataclass(frozen=True)
@@ -408,7 +406,7 @@ def bound_parts(
     key: BoundingKey,
     *,
     bound: UnitBound | None = None,
-    choose: Callable[[Any], UnitBound] | None = None,
+    choose: Callable[[np.ndarray], UnitBound] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The bounded cell counts of partitions of :class:`Pairs`, each holding
     every pair of its units (the rows in memory: one partition; a cluster's:
@@ -417,20 +415,12 @@ def bound_parts(
 
     The bound is ``bound``, or ``choose(cells per unit)`` (the private choice
     of k, :mod:`.unitchoice`), called once with every unit's number of cells
-    (:func:`cells_per_unit`, gathered from the partitions), or for a
-    :class:`BusiestChoice` with the :class:`~.unitchoice.Tally` of the
-    units' counts (:func:`choice_tally`, summed over the partitions). Each partition
+    (:func:`cells_per_unit`, gathered from the partitions). Each partition
     is bounded alone (a unit's priorities depend on the unit, the cell and
     the key only) and the bounded counts are merged: units in different
     partitions are different units, so the sums are the counts of bounding
     all the pairs at once. The one place the bound is applied."""
-    if isinstance(choose, BusiestChoice):
-        # what the score reads of units that keep their busiest cells: their counts, tallied per part
-        tallies = engine.gather(
-            engine.map(functools.partial(choice_tally, candidates=choose.candidates), parts)
-        )
-        bound = choose(functools.reduce(operator.add, tallies, Tally.empty(len(choose.candidates))))
-    elif choose is not None:
+    if choose is not None:
         cells = engine.gather(engine.map(cells_per_unit, parts))
         bound = choose(np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64))
     if bound is None:
@@ -452,29 +442,6 @@ def count_units(
     """The bounded cell counts of in-memory points ``X`` with one unit id per
     row: the reference of ``UnitBackend.count_units``."""
     return bound_parts(LocalEngine(), [pairs_of(grid, X, units, key)], grid, key, bound=bound)
-
-
-@dataclass(frozen=True)
-class BusiestChoice:
-    """The private choice of k for units that keep their busiest cells
-    (``cell_choice="busiest"``): ``pick`` is called once with the
-    :class:`~.unitchoice.Tally` of every unit's counts at the public
-    ``candidates`` (a backend with no rows at all may call it with an empty
-    array of cells per unit instead) and returns the bound."""
-
-    candidates: tuple[int, ...]
-    pick: Callable[[Tally], UnitBound]
-
-    def __call__(self, seen: Tally | np.ndarray) -> UnitBound:
-        if not isinstance(seen, Tally):
-            seen = tally_cells(seen, self.candidates)
-        return self.pick(seen)
-
-
-def choice_tally(pairs: Pairs, candidates: tuple[int, ...]) -> Tally:
-    """:func:`~.unitchoice.tally_busiest` of one partition's pairs (each
-    unit's pairs all in it)."""
-    return tally_busiest(pairs.units, pairs.counts, candidates)
 
 
 def cells_per_unit(pairs: Pairs) -> np.ndarray:
@@ -500,12 +467,10 @@ def count_units_choosing(
 
 __all__ = [
     "BoundingKey",
-    "BusiestChoice",
     "Pairs",
     "bound_parts",
     "bounded_counts",
     "cells_per_unit",
-    "choice_tally",
     "count_distinct_units",
     "count_units",
     "count_units_choosing",

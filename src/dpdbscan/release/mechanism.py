@@ -24,7 +24,7 @@ from ..params.specs import ReleaseSpec, Seed
 from . import unitchoice
 from .backends import Backend, resolve_backend
 from .backends.base import CellCounts, DenseBackend, PointsInput, UnitBackend, UnitChoiceBackend
-from .bounding import BoundingKey, BusiestChoice
+from .bounding import BoundingKey
 from .histograms import dense_histogram, sparse_histogram, stability_histogram
 from .histograms.countnoise import Noise, noise_of
 from .samplers.integers import Source, make_source
@@ -139,14 +139,12 @@ def release_choosing(
     key = BoundingKey.draw(source)
     picked: list[ReleaseSpec] = []
 
-    def pick(seen):
+    def choose(cells):
         if picked:
             raise RuntimeError("the backend asked for the choice of k twice; it is made once")
-        picked.append(choices[unitchoice.choose(seen, choice.candidates, choice.rho, source)])
+        picked.append(choices[unitchoice.choose(cells, choice.candidates, choice.rho, source)])
         return picked[0].units
 
-    busiest = choices[0].units is not None and choices[0].units.cell_choice == "busiest"
-    choose = BusiestChoice(tuple(choice.candidates), pick) if busiest else pick
     counts = backend.count_units_choosing(choices[0].grid, X, units, choose, key)
     if len(picked) != 1:
         raise RuntimeError("the backend counted without choosing max_cells_per_unit")

@@ -83,7 +83,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -105,83 +104,23 @@ def _terms(cells: np.ndarray, k: int) -> np.ndarray:
     return np.rint(Q * t).astype(np.int64)
 
 
-@dataclass(frozen=True)
-class Tally:
-    """What the score reads of the units, summed over them (private): per
-    candidate k_i, ``terms`` F_i = sum over units of T_u(k_i) and ``covered``
-    R_i, the units that k_i covers; ``units`` N. Additive, so partitions of
-    the units (a cluster's) are tallied alone and summed."""
+def scores(cells: np.ndarray, candidates: Sequence[int]) -> list[Fraction]:
+    """The score u_i of every candidate (sensitivity 1; see the module).
 
-    terms: tuple[int, ...]
-    covered: tuple[int, ...]
-    units: int
-
-    def __add__(self, other: Tally) -> Tally:
-        return Tally(
-            tuple(a + b for a, b in zip(self.terms, other.terms, strict=True)),
-            tuple(a + b for a, b in zip(self.covered, other.covered, strict=True)),
-            self.units + other.units,
-        )
-
-    @classmethod
-    def empty(cls, n: int) -> Tally:
-        return cls((0,) * n, (0,) * n, 0)
-
-
-def tally_cells(cells: np.ndarray, candidates: Sequence[int]) -> Tally:
-    """The tally of units that keep k cells at random (``cell_choice``
-    "uniform"), from each unit's number of distinct cells c_u: T(c_u, k) and
-    covered when c_u <= k."""
+    ``cells``: the number of distinct cells of every unit that has one
+    (private); ``candidates``: the public candidates for k, ascending."""
     c = np.asarray(cells, dtype=np.int64)
     c = c[c > 0]
     ks = [int(k) for k in candidates]
     # units with the same cell count have the same terms: sum by distinct count
     values, mult = np.unique(c, return_counts=True)
-    F = tuple(int(np.dot(_terms(values, k), mult)) if values.size else 0 for k in ks)
+    F = [int(np.dot(_terms(values, k), mult)) if values.size else 0 for k in ks]
     ranks = np.searchsorted(np.sort(c), np.asarray(ks, dtype=np.int64), side="right")
-    return Tally(F, tuple(int(r) for r in ranks), int(c.size))
-
-
-def tally_busiest(units: np.ndarray, counts: np.ndarray, candidates: Sequence[int]) -> Tally:
-    """The tally of units that keep their k busiest cells (``cell_choice``
-    "busiest"), from their (unit, cell) pairs: ``units`` each pair's unit
-    (pairs grouped by unit), ``counts`` its points. g_u(k) is the share of
-    u's points in its k cells of most points; T_u(k) = round(Q g_u(k) /
-    sqrt(k)); u is covered when g_u(k) >= 1/2 (see the module)."""
-    ks = [int(k) for k in candidates]
-    u = np.asarray(units, dtype=np.int64)
-    if u.size == 0:
-        return Tally.empty(len(ks))
-    n = np.asarray(counts, dtype=np.int64)
-    order = np.lexsort((-n, u))
-    u, n = u[order], n[order]
-    start = np.flatnonzero(np.concatenate(([True], u[1:] != u[:-1])))
-    size = np.diff(np.append(start, u.size))
-    cum = np.cumsum(n)
-    before = cum[start] - n[start]
-    total = cum[start + size - 1] - before
-    terms, covered = [], []
-    for k in ks:
-        kept = cum[start + np.minimum(size, k) - 1] - before
-        g = kept.astype(np.float64) / total.astype(np.float64)
-        terms.append(int(np.rint(Q * g / math.sqrt(k)).astype(np.int64).sum()))
-        covered.append(int(np.count_nonzero(2 * kept >= total)))
-    return Tally(tuple(terms), tuple(covered), int(start.size))
-
-
-def scores(cells: np.ndarray | Tally, candidates: Sequence[int]) -> list[Fraction]:
-    """The score u_i of every candidate (sensitivity 1; see the module).
-
-    ``cells``: the number of distinct cells of every unit that has one
-    (private; units keeping k cells at random), or the :class:`Tally` of
-    the units; ``candidates``: the public candidates for k, ascending."""
-    t = cells if isinstance(cells, Tally) else tally_cells(cells, candidates)
-    ks = [int(k) for k in candidates]
-    F, n = t.terms, t.units
+    n = int(c.size)
     inv = [1.0 / math.sqrt(k) for k in ks]
     out = []
     for i in range(len(ks)):
-        u = min(Fraction(0), int(t.covered[i]) - FLOOR * n)
+        u = min(Fraction(0), int(ranks[i]) - FLOOR * n)
         for j in range(len(ks)):
             if j != i:
                 s = Fraction(Q * abs(inv[i] - inv[j]) + 2.0)
@@ -199,14 +138,14 @@ def _lambda(rho: float) -> Fraction:
     return max(lam, Fraction(0))
 
 
-def exponents(cells: np.ndarray | Tally, candidates: Sequence[int], rho: float) -> list[int]:
+def exponents(cells: np.ndarray, candidates: Sequence[int], rho: float) -> list[int]:
     """a_i: candidate i is drawn with probability proportional to exp(-a_i / 2**20)."""
     u = scores(cells, candidates)
     lam, top = _lambda(rho), max(u)
     return [math.ceil(lam * (top - ui) * DEN) for ui in u]
 
 
-def probabilities(cells: np.ndarray | Tally, candidates: Sequence[int], rho: float) -> np.ndarray:
+def probabilities(cells: np.ndarray, candidates: Sequence[int], rho: float) -> np.ndarray:
     """The probability that :func:`choose` picks each candidate (floats of the
     exact law), for tests and reports."""
     a = np.asarray(exponents(cells, candidates, rho), dtype=np.float64) / DEN
@@ -241,7 +180,7 @@ def draw(a: Sequence[int], source: Source) -> int:
             return i
 
 
-def choose(cells: np.ndarray | Tally, candidates: Sequence[int], rho: float, source: Source) -> int:
+def choose(cells: np.ndarray, candidates: Sequence[int], rho: float, source: Source) -> int:
     """The index of the chosen candidate: the exponential mechanism on
     :func:`scores`, rho-zCDP with respect to adding or removing one unit's
     ``cells`` entry (see the module)."""
@@ -250,16 +189,4 @@ def choose(cells: np.ndarray | Tally, candidates: Sequence[int], rho: float, sou
     return draw(exponents(cells, candidates, rho), source)
 
 
-__all__ = [
-    "Q",
-    "DEN",
-    "FLOOR",
-    "Tally",
-    "tally_cells",
-    "tally_busiest",
-    "scores",
-    "exponents",
-    "probabilities",
-    "draw",
-    "choose",
-]
+__all__ = ["Q", "DEN", "FLOOR", "scores", "exponents", "probabilities", "draw", "choose"]
