@@ -397,8 +397,9 @@ def check_units(p: dict[str, Any], units: bool, *, cli: bool = False) -> None:
         )
     if not units:
         given = [n for n in ("max_cells_per_unit",) if p[n] is not None]
-        if p["max_points_per_cell"] != PARAMETERS["max_points_per_cell"].default:
-            given.append("max_points_per_cell")
+        for n in ("max_points_per_cell", "cell_choice"):
+            if p.get(n, PARAMETERS[n].default) != PARAMETERS[n].default:
+                given.append(n)
         if given:
             what = " and ".join(opt(n) for n in given)
             where = "--unit COLUMN" if cli else "units=... to fit() (one id per row)"
