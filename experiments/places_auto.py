@@ -20,6 +20,9 @@ HDBSCAN's clustered points lies in it).
     .venv/bin/python -m experiments.places_auto --events stops --seeds 0-2
     .venv/bin/python -m experiments.places_auto --events stops --eps 200m --min-samples 30 --seeds 0-9
 
+``--cell-choice uniform`` keeps k cells of each cab at random instead of
+its busiest (the default).
+
 ``--events stops`` fits the stops instead (the library's ``Stops("100m",
 "5min")`` per cab, what ``--stops 100m 5min`` counts); ``--eps`` and
 ``--min-samples`` fix the parameters instead of choosing them.
@@ -177,6 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default="results/places_auto")
     ap.add_argument("--hdbscan", action="store_true")
     ap.add_argument("--selection", default="levels")
+    ap.add_argument(
+        "--cell-choice", default="busiest", choices=["busiest", "uniform"], help="which k cells a cab keeps"
+    )
     ap.add_argument("--figure", type=Path, default=None)
     o = ap.parse_args(argv)
     lo, hi = (int(s) for s in (o.seeds.split("-") * 2)[:2])
@@ -191,17 +197,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append({"method": "hdbscan", **ref})
     for seed in range(lo, hi + 1):
         t0 = time.perf_counter()
-        fixed = {"selection": o.selection} if o.eps == "auto" else {}
+        fixed: dict[str, Any] = {"selection": o.selection} if o.eps == "auto" else {}
+        fixed["cell_choice"] = o.cell_choice
         if o.eps != "auto":
             fixed["eps"] = o.eps
         if o.min_samples != "auto":
             fixed["min_samples"] = int(o.min_samples)
         model = fit_auto(lonlat, cabs, seed, **fixed)
         secs = time.perf_counter() - t0
-        path = out / f"{o.events}_{o.eps}_{seed}.spans.json"
+        path = out / f"{o.events}_{o.eps}_{o.cell_choice}_{seed}.spans.json"
         _save(model, path)
         row = {
             "seed": seed,
+            "cell_choice": o.cell_choice,
+            "k": model.release.units.max_cells_per_unit,
             "seconds": round(secs, 2),
             **describe(model),
             "one_cab_spans": one_cab_spans(model, lonlat, cabs),
