@@ -13,7 +13,9 @@ jitter). Every point is known to be a dwell or a drive.
 Ground truth, as ``shared/tools/places_metric.py`` reads it from a file
 (cells of eps / sqrt 2, distinct units per cell): the 20 cells where the
 most units dwell, and the 50 cells the most units pass through where under
-2% of those units dwell. Each release is person-level (the unit), epsilon 1,
+2% of those units dwell, here also at least :data:`AWAY` from every cell
+where 10 or more units dwell (the straight roads converge on the places, so
+the busiest drive-only cells would otherwise be a place's doorstep). Each release is person-level (the unit), epsilon 1,
 delta 1e-6, k chosen privately, eps 200 m, MinPts ``--min-samples``: on the
 raw points and on the units' stops (``Stops(100 m, 5 min)``), each with
 ``cell_choice`` "busiest" and "uniform", the same seed for both.
@@ -36,6 +38,8 @@ HOURS = 6.0
 N_PLACES = 40
 SPEED = 30.0 / 3600.0  # km per second
 EPS = 0.2
+#: A passage cell is this far (km) from every cell where 10 or more units dwell.
+AWAY = 0.5
 
 
 def traces(n_units: int, every: float, seed: int) -> dict[str, np.ndarray]:
@@ -105,11 +109,16 @@ def truth(t: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     top = ce[np.argsort(-ne)[:20]]
     share = np.array([ev.get(c, 0) / n for c, n in zip(ca.tolist(), na.tolist())])
     order = np.argsort(-na)
-    passage = np.array([c for c, q in zip(ca[order], share[order]) if q < 0.02][:50])
 
     def centre(c: np.ndarray) -> np.ndarray:
         return np.c_[(c // 100_000 + 0.5) * w, (c % 100_000 + 0.5) * w]
 
+    # roads converge on the places: a passage cell lies AWAY from every dwell cell of many units
+    busy = centre(ce[ne >= 10])
+    far = np.array(
+        [busy.size == 0 or np.hypot(*(busy - centre(np.array([c]))).T).min() > AWAY for c in ca[order]]
+    )
+    passage = np.array([c for c, q, f in zip(ca[order], share[order], far) if q < 0.02 and f][:50])
     return centre(top), centre(passage)
 
 
