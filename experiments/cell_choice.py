@@ -15,9 +15,10 @@ Ground truth, as ``shared/tools/places_metric.py`` reads it from a file
 most units dwell, and the 50 cells the most units pass through where under
 2% of those units dwell, here also at least :data:`AWAY` from every cell
 where 10 or more units dwell (the straight roads converge on the places, so
-the busiest drive-only cells would otherwise be a place's doorstep). Each release is person-level (the unit), epsilon 1,
-delta 1e-6, k chosen privately, eps 200 m, MinPts ``--min-samples``: on the
-raw points and on the units' stops (``Stops(100 m, 5 min)``), each with
+the busiest drive-only cells would otherwise be a place's doorstep).
+
+Each release is person-level (the unit), epsilon 1, delta 1e-6, k chosen
+privately, eps 200 m, MinPts ``--min-samples``: on the raw points and on the units' stops (``Stops(100 m, 5 min)``), each with
 ``cell_choice`` "busiest" and "uniform", the same seed for both.
 
     .venv/bin/python -m experiments.cell_choice [--units 1500] [--seeds 0-2] [--every 5 60 600]
