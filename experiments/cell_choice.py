@@ -18,8 +18,9 @@ where 10 or more units dwell (the straight roads converge on the places, so
 the busiest drive-only cells would otherwise be a place's doorstep).
 
 Each release is person-level (the unit), epsilon 1, delta 1e-6, k chosen
-privately, eps 200 m, MinPts ``--min-samples``: on the raw points and on the units' stops (``Stops(100 m, 5 min)``), each with
-``cell_choice`` "busiest" and "uniform", the same seed for both.
+privately, eps 200 m, MinPts ``--min-samples``: on the raw points and on
+the units' stops (``Stops(100 m, 5 min)``), each with ``cell_choice``
+"busiest" and "uniform", the same seed for both.
 
     .venv/bin/python -m experiments.cell_choice [--units 1500] [--seeds 0-2] [--every 5 60 600]
 """
