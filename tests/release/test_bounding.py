@@ -129,13 +129,14 @@ def _pairs(X, units, seed=0):
     return grid, key, pairs_of(grid, X, units, key)
 
 
-def test_each_unit_keeps_at_most_k_cells_and_m_points_per_cell():
+@pytest.mark.parametrize("choice", ["uniform", "busiest"])
+def test_each_unit_keeps_at_most_k_cells_and_m_points_per_cell(choice):
     rng = np.random.default_rng(0)
     X = rng.random((30_000, 2))
     units = rng.integers(0, 300, 30_000)
     for k, m in [(1, 1), (5, 2), (40, 3)]:
         grid, key, pairs = _pairs(X, units)
-        bound = UnitBound(k, m)
+        bound = UnitBound(k, m, choice)
         keep = kept_pairs(grid, pairs, bound, key)
         per_unit = np.bincount(pairs.units[keep], minlength=pairs.n_units)
         cells = np.bincount(pairs.units, minlength=pairs.n_units)
@@ -179,7 +180,7 @@ def test_the_choice_of_cells_is_uniform():
     for _ in range(trials):
         key = BoundingKey.draw(source)
         pairs = pairs_of(grid, X, units, key)
-        keep = kept_pairs(grid, pairs, UnitBound(3, 1), key)
+        keep = kept_pairs(grid, pairs, UnitBound(3, 1, "uniform"), key)
         sub = tuple(pairs.keys[keep].tolist())
         subsets[sub] = subsets.get(sub, 0) + 1
     assert len(subsets) == math.comb(10, 3)

@@ -110,7 +110,7 @@ class UnitBound:
 
     max_cells_per_unit: int
     max_points_per_cell: int
-    cell_choice: str = "uniform"
+    cell_choice: str
 
 
 @dataclass(frozen=True)

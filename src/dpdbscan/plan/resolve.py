@@ -228,7 +228,7 @@ def unit_bound(p: Mapping[str, Any], units: bool, k: int | None = None) -> UnitB
     return UnitBound(
         max_cells_per_unit=cells,
         max_points_per_cell=int(p["max_points_per_cell"]),
-        cell_choice=str(p.get("cell_choice", "uniform")),
+        cell_choice=str(p["cell_choice"]),
     )
 
 
