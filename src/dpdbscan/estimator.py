@@ -96,8 +96,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         a unit may add to, Laplace's as k).
     max_cells_per_unit : int or "auto", default=None
         Person-level releases (``fit(X, units=...)``): at most this many
-        cells k count each unit's points, chosen uniformly at random among
-        the cells the unit occupies. Required with units. "auto" chooses k
+        cells k count each unit's points, chosen among the cells the unit
+        occupies by ``cell_choice``. Required with units. "auto" chooses k
         privately with the exponential mechanism, for 10% of the budget's
         zCDP rho, among public candidates (1, 2^(1/4), 2^(1/2), ... up to
         the grid's cells), favouring the one that maximises the signal to

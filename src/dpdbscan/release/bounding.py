@@ -7,7 +7,8 @@ bounded first:
 * at most ``m = max_points_per_cell`` of its points count in any one cell
   (the count of a (unit, cell) pair is capped at m);
 * at most ``k = max_cells_per_unit`` of the cells it occupies count at all,
-  chosen uniformly at random among them.
+  its busiest (``cell_choice="busiest"``) or k at random among them
+  (``"uniform"``).
 
 Adding or removing one unit then changes at most k counts, each by at most m:
 the bounded count vector has L1 sensitivity k m and L2 sensitivity sqrt(k) m,
@@ -18,7 +19,11 @@ the first two 32-bit words of Philox4x32-10 at the counter (unit, cell) under
 a 64-bit key drawn from the release's randomness source (the operating
 system's CSPRNG unless a research seed is given), and each unit keeps its k
 pairs of smallest priority: a uniformly random k-subset of its cells (ties
-have probability about 2**-64 per pair and go to the smaller cell key). The
+have probability about 2**-64 per pair and go to the smaller cell key). With
+``cell_choice="busiest"`` it keeps its pairs of most points first, the
+priority ordering only pairs of equal count: the busiest k, ties at random.
+Either way a unit's choice reads its own pairs and the key, nothing else,
+which is all the sensitivity argument needs (docs/privacy.md 1.2). The
 priorities depend on the unit, the cell and the key only, never on the other
 units or on the order or partitioning of the rows, so a backend that sees a
 unit's rows together (the Dask backend, after a shuffle by unit) keeps exactly
