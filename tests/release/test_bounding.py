@@ -86,7 +86,7 @@ def test_person_level_default_noise_is_gaussian_and_the_model_says_so(tmp_path):
         est.fit(X, units=units)
     rel = est.spans_.release
     assert rel.noise == "gaussian"
-    assert rel.units == UnitBound(max_cells_per_unit=20, max_points_per_cell=1)
+    assert rel.units == UnitBound(max_cells_per_unit=20, max_points_per_cell=1, cell_choice="busiest")
     rho = zcdp.rho_for(1.0, 1e-6)
     assert rel.rho == pytest.approx(rho, rel=1e-12)
     # sigma^2 = (sqrt(k) m)^2 / (2 rho), rounded up by the sampler by < 1e-5
@@ -97,9 +97,19 @@ def test_person_level_default_noise_is_gaussian_and_the_model_says_so(tmp_path):
     priv = json.loads(path.read_text())["privacy"]
     assert priv["unit"] == "unit" and priv["max_cells_per_unit"] == 20 and priv["max_points_per_cell"] == 1
     assert priv["rho"] == pytest.approx(rho, rel=1e-12)
+    assert priv["cell_choice"] == "busiest"
     back = load_model(path)
     assert back.release.units == rel.units and back.release.rho == rel.rho
     assert np.array_equal(back.predict(PROBES), est.predict(PROBES))
+    # a file written before the choice was recorded kept k cells at random
+    data = json.loads(path.read_text())
+    del data["privacy"]["cell_choice"]
+    path.write_text(json.dumps(data))
+    assert load_model(path).release.units.cell_choice == "uniform"
+    data["privacy"]["cell_choice"] = "loudest"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="cell_choice"):
+        load_model(path)
 
 
 def test_event_level_model_says_row():
@@ -119,13 +129,14 @@ def _pairs(X, units, seed=0):
     return grid, key, pairs_of(grid, X, units, key)
 
 
-def test_each_unit_keeps_at_most_k_cells_and_m_points_per_cell():
+@pytest.mark.parametrize("choice", ["uniform", "busiest"])
+def test_each_unit_keeps_at_most_k_cells_and_m_points_per_cell(choice):
     rng = np.random.default_rng(0)
     X = rng.random((30_000, 2))
     units = rng.integers(0, 300, 30_000)
     for k, m in [(1, 1), (5, 2), (40, 3)]:
         grid, key, pairs = _pairs(X, units)
-        bound = UnitBound(k, m)
+        bound = UnitBound(k, m, choice)
         keep = kept_pairs(grid, pairs, bound, key)
         per_unit = np.bincount(pairs.units[keep], minlength=pairs.n_units)
         cells = np.bincount(pairs.units, minlength=pairs.n_units)
@@ -135,19 +146,21 @@ def test_each_unit_keeps_at_most_k_cells_and_m_points_per_cell():
         assert counts.sum() == np.minimum(pairs.counts[keep], m).sum()
 
 
-def test_removing_one_unit_changes_the_counts_within_the_sensitivity():
+@pytest.mark.parametrize("choice", ["uniform", "busiest"])
+def test_removing_one_unit_changes_the_counts_within_the_sensitivity(choice):
     rng = np.random.default_rng(1)
     X = rng.random((20_000, 2)) * 0.2 + 0.4  # crowded cells, many units each
     units = rng.integers(0, 100, 20_000)
     k, m = 7, 3
+    bound = UnitBound(k, m, choice)
     grid = Grid(np.zeros(2), np.ones(2), 0.03, 4.0)
     key = BoundingKey.draw(SeededSource(5))
-    counts = bounded_counts(grid, pairs_of(grid, X, units, key), UnitBound(k, m), key)
+    counts = bounded_counts(grid, pairs_of(grid, X, units, key), bound, key)
     full = dict(zip(*(a.tolist() for a in counts)))
     for gone in (0, 17, 99):
         rest = units != gone
         pairs = pairs_of(grid, X[rest], units[rest], key)
-        less = dict(zip(*(a.tolist() for a in bounded_counts(grid, pairs, UnitBound(k, m), key))))
+        less = dict(zip(*(a.tolist() for a in bounded_counts(grid, pairs, bound, key))))
         diff = np.array([full.get(c, 0) - less.get(c, 0) for c in set(full) | set(less)])
         assert np.all(diff >= 0)  # only the removed unit's own cells change
         assert np.abs(diff).sum() <= k * m
@@ -167,7 +180,7 @@ def test_the_choice_of_cells_is_uniform():
     for _ in range(trials):
         key = BoundingKey.draw(source)
         pairs = pairs_of(grid, X, units, key)
-        keep = kept_pairs(grid, pairs, UnitBound(3, 1), key)
+        keep = kept_pairs(grid, pairs, UnitBound(3, 1, "uniform"), key)
         sub = tuple(pairs.keys[keep].tolist())
         subsets[sub] = subsets.get(sub, 0) + 1
     assert len(subsets) == math.comb(10, 3)
@@ -175,13 +188,38 @@ def test_the_choice_of_cells_is_uniform():
     assert stats.chisquare(observed).pvalue > 1e-3
 
 
-def test_the_choice_does_not_depend_on_row_order_or_the_other_units():
+def test_the_busiest_cells_are_kept_and_ties_are_uniform():
+    """One unit: 4 points in cell A, 3 in B, 1 in each of 8 more cells; k = 3
+    keeps A and B always and each of the 8 others with probability 1/8
+    (chi-square); m still caps what each kept cell counts."""
+    cells = np.arange(10)[:, None] * np.array([0.1, 0.0]) + 0.05
+    X = np.vstack([cells[:1].repeat(4, axis=0), cells[1:2].repeat(3, axis=0), cells[2:]])
+    units = np.zeros(len(X), dtype=np.int64)
+    grid = Grid(np.zeros(2), np.ones(2), 0.03, 4.0)
+    source = SeededSource(11)
+    third: dict[int, int] = {}
+    for _ in range(2_000):
+        key = BoundingKey.draw(source)
+        pairs = pairs_of(grid, X, units, key)
+        keep = kept_pairs(grid, pairs, UnitBound(3, 2, "busiest"), key)
+        kept = sorted(pairs.counts[keep].tolist())
+        assert kept[1:] == [3, 4] and kept[0] == 1
+        one = int(pairs.keys[keep & (pairs.counts == 1)][0])
+        third[one] = third.get(one, 0) + 1
+        _, counts = bounded_counts(grid, pairs, UnitBound(3, 2, "busiest"), key)
+        assert sorted(counts.tolist()) == [1, 2, 2]
+    assert len(third) == 8
+    assert stats.chisquare(np.array(list(third.values()))).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("choice", ["uniform", "busiest"])
+def test_the_choice_does_not_depend_on_row_order_or_the_other_units(choice):
     rng = np.random.default_rng(2)
     X = rng.random((5_000, 2))
     units = rng.choice(np.array(["ann", "bob", "cy", "dee", ""], dtype=object), 5_000)
     grid = Grid(np.zeros(2), np.ones(2), 0.03, 4.0)
     key = BoundingKey.draw(SeededSource(3))
-    bound = UnitBound(4, 1)
+    bound = UnitBound(4, 1, choice)
 
     def kept(Xs, us):
         pairs = pairs_of(grid, Xs, us, key)

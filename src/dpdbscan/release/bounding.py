@@ -7,7 +7,8 @@ bounded first:
 * at most ``m = max_points_per_cell`` of its points count in any one cell
   (the count of a (unit, cell) pair is capped at m);
 * at most ``k = max_cells_per_unit`` of the cells it occupies count at all,
-  chosen uniformly at random among them.
+  its busiest (``cell_choice="busiest"``) or k at random among them
+  (``"uniform"``).
 
 Adding or removing one unit then changes at most k counts, each by at most m:
 the bounded count vector has L1 sensitivity k m and L2 sensitivity sqrt(k) m,
@@ -18,7 +19,11 @@ the first two 32-bit words of Philox4x32-10 at the counter (unit, cell) under
 a 64-bit key drawn from the release's randomness source (the operating
 system's CSPRNG unless a research seed is given), and each unit keeps its k
 pairs of smallest priority: a uniformly random k-subset of its cells (ties
-have probability about 2**-64 per pair and go to the smaller cell key). The
+have probability about 2**-64 per pair and go to the smaller cell key). With
+``cell_choice="busiest"`` it keeps its pairs of most points first, the
+priority ordering only pairs of equal count: the busiest k, ties at random.
+Either way a unit's choice reads its own pairs and the key, nothing else,
+which is all the sensitivity argument needs (docs/privacy.md 1.2). The
 priorities depend on the unit, the cell and the key only, never on the other
 units or on the order or partitioning of the rows, so a backend that sees a
 unit's rows together (the Dask backend, after a shuffle by unit) keeps exactly
@@ -337,19 +342,30 @@ def _codes(grid: Grid, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def kept_pairs(grid: Grid, pairs: Pairs, bound: UnitBound, key: BoundingKey) -> np.ndarray:
     """Which pairs the bound keeps: each unit's ``max_cells_per_unit`` pairs
-    of smallest priority (a boolean mask over ``pairs``)."""
+    of smallest priority, or with ``cell_choice="busiest"`` of most points
+    first (ties by priority); a boolean mask over ``pairs``."""
 
     def priorities(idx: np.ndarray) -> np.ndarray:
         return words64(pairs.unit_words[pairs.units[idx]], cell_words(grid, pairs.keys[idx]), key.philox)
 
-    return keep_smallest(pairs.units, int(bound.max_cells_per_unit), priorities)
+    busiest = pairs.counts if bound.cell_choice == "busiest" else None
+    return keep_smallest(pairs.units, int(bound.max_cells_per_unit), priorities, busiest=busiest)
 
 
-def keep_smallest(units: np.ndarray, k: int, priorities: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+def keep_smallest(
+    units: np.ndarray,
+    k: int,
+    priorities: Callable[[np.ndarray], np.ndarray],
+    *,
+    busiest: np.ndarray | None = None,
+) -> np.ndarray:
     """A mask keeping each unit's ``k`` pairs of smallest priority, over pairs
     sorted by unit (then key). ``priorities(idx)`` gives the priorities of the
     pairs at ``idx``; it is called only for the units with more than k pairs
-    (the others keep them all). Shared by the cells' bound and the periods'
+    (the others keep them all). With ``busiest`` (each pair's own number of
+    points), a unit keeps its pairs of most points first and the priority
+    only breaks ties: still a choice that reads nothing but the unit's own
+    pairs. Shared by the cells' bound and the periods'
     (:mod:`dpdbscan.release.periodtable`)."""
     n = units.size
     if n == 0:
@@ -361,8 +377,11 @@ def keep_smallest(units: np.ndarray, k: int, priorities: Callable[[np.ndarray], 
     if over.any():
         idx = np.flatnonzero(over)
         prio = priorities(idx)
-        # by unit, then priority (then key, already the order within a unit)
-        order = np.lexsort((prio, units[idx]))
+        # by unit, then (busiest: most points first) priority (then key, already the order within a unit)
+        if busiest is None:
+            order = np.lexsort((prio, units[idx]))
+        else:
+            order = np.lexsort((prio, -np.asarray(busiest, dtype=np.int64)[idx], units[idx]))
         u = units[idx][order]
         first = np.flatnonzero(np.concatenate(([True], u[1:] != u[:-1])))
         rank = np.arange(idx.size) - np.repeat(first, np.diff(np.append(first, idx.size)))
