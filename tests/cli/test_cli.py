@@ -688,7 +688,7 @@ def test_dask_backend_missing_names_the_extra(capsys, blobs_csv, monkeypatch, tm
 
 def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, monkeypatch, tmp_path):
     """The CLI does not read the file itself: it hands the path to the backend."""
-    from dpdbscan.files import read_points
+    from dpdbscan.files import ReadOptions, read_points
     from dpdbscan.release.backends import NumpyBackend
 
     seen = {}
@@ -696,8 +696,8 @@ def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, mon
     class FakeDask:
         name = "dask"
 
-        def __init__(self, scheduler=None, columns=None, **read):
-            seen.update(scheduler=scheduler, columns=columns, read=read)
+        def __init__(self, scheduler=None, *, read):
+            seen.update(scheduler=scheduler, read=read)
 
         def count(self, grid, X):
             seen["X"] = X
@@ -708,7 +708,7 @@ def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, mon
             )
 
     def self_columns():
-        return seen["columns"]
+        return list(seen["read"].columns)
 
     fake = types.ModuleType("dpdbscan.release.backends.dask_backend")
     fake.DaskBackend = FakeDask
@@ -738,11 +738,11 @@ def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, mon
         "0",
     )
     assert rc == 0, err
+    # the reading options whole, as the local reader takes them
     assert seen == {
         "scheduler": "tcp://scheduler.example.org:8786",
-        "columns": ["x", "y"],
         "X": str(blobs_csv),
-        "read": {"header": True, "delimiter": None, "fields": None, "file_format": None},
+        "read": ReadOptions(columns=("x", "y"), header=True),
     }
     assert "2 span(s)" in out and "read " not in err
 
