@@ -211,6 +211,30 @@ def test_missing_units_are_dropped_and_types_are_read():
             factorize(other)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int64", "uint8", "uint64", "bool"])
+@pytest.mark.parametrize("spread", ["narrow", "wide"])
+def test_integer_units_are_coded_as_by_sorting(dtype, spread):
+    # the lookup table (ids in a narrow range) and the sort (a wide one) give
+    # np.unique's codes and uniques, and the count of distinct units
+    from dpdbscan.release.bounding import count_distinct_units
+
+    rng = np.random.default_rng(len(dtype) + len(spread))
+    info = np.iinfo(dtype) if dtype != "bool" else np.iinfo(np.uint8)
+    for n in (0, 1, 7, 3_000):
+        if dtype == "bool":
+            u = rng.random(n) < 0.5
+        elif spread == "narrow":
+            lo = int(rng.integers(info.min, info.max - 100, endpoint=True)) if info.bits < 64 else info.max - 500
+            u = rng.integers(lo, lo + 100, n, endpoint=True, dtype=dtype)
+        else:
+            u = rng.integers(info.min, info.max, n, endpoint=True, dtype=dtype)
+        codes, uniq = factorize(u)
+        want_uniq, want_codes = np.unique(u, return_inverse=True)
+        assert codes.dtype == np.int64 and uniq.dtype == want_uniq.dtype
+        assert np.array_equal(codes, want_codes.ravel()) and np.array_equal(uniq, want_uniq)
+        assert count_distinct_units(u) == want_uniq.size
+
+
 def test_a_row_with_a_missing_unit_or_coordinate_is_dropped_alone():
     X = np.array([[0.1, 0.1], [0.1, 0.1], [np.nan, 0.5], [0.9, 0.9]])
     units = np.array(["a", None, "b", "b"], dtype=object)

@@ -96,7 +96,9 @@ def factorize(units: Any) -> tuple[np.ndarray, np.ndarray]:
     u = read_units(units)
     if not isinstance(u, np.ndarray):
         return _factorize_arrow_array(u)
-    if u.dtype.kind in "iubUS":
+    if u.dtype.kind in "iub":
+        return _factorize_ints(u.ravel())
+    if u.dtype.kind in "US":
         uniq, codes = np.unique(u, return_inverse=True)
         return codes.astype(np.int64).ravel(), uniq
     if u.dtype.kind == "f":
@@ -121,8 +123,38 @@ def factorize(units: Any) -> tuple[np.ndarray, np.ndarray]:
 def count_distinct_units(units: Any) -> int:
     """The number of distinct units with an id (private: for the data
     owner's notes after a release, never for a decision before one)."""
-    codes, _ = factorize(units)
-    return int(np.unique(codes[codes >= 0]).size)
+    codes, uniques = factorize(units)
+    # by counting, not np.unique: a codes' range is the uniques', and
+    # numpy's hash-based unique is many times slower than a sort here
+    return int(np.count_nonzero(np.bincount(codes[codes >= 0], minlength=len(uniques))))
+
+
+def _factorize_ints(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`factorize` of integers (or booleans): the sorted distinct
+    values and each row's index among them, by a lookup table over the
+    values' range when it is not much larger than the rows (ids 0..n_units,
+    the usual case: linear time), else by sorting. The same codes and
+    uniques either way."""
+    if u.size == 0:
+        return np.zeros(0, dtype=np.int64), u[:0].copy()
+    if u.dtype.kind == "b":
+        u = u.view(np.uint8)
+        codes, uniq = _factorize_ints(u)
+        return codes, uniq.astype(bool)
+    lo, hi = int(u.min()), int(u.max())
+    if hi - lo >= max(_BINCOUNT_MAX, u.size // 2):
+        uniq, codes = np.unique(u, return_inverse=True)
+        return codes.astype(np.int64).ravel(), uniq
+    if u.dtype == np.uint64:  # below 2**26 once lo is taken away: no wrap
+        offset = (u - np.uint64(lo)).view(np.int64)
+    else:
+        offset = u.astype(np.int64, copy=False)
+        offset = offset - lo if lo else offset
+    present = np.bincount(offset, minlength=hi - lo + 1) > 0
+    lut = np.cumsum(present) - 1
+    codes = lut[offset]
+    uniq = np.flatnonzero(present).astype(u.dtype) + u.dtype.type(lo)
+    return codes.astype(np.int64, copy=False), uniq
 
 
 def _factorize_text(u: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
