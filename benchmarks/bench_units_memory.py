@@ -125,7 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         t = time.perf_counter()
         make(tmp, args.n, args.units, args.seed)
         print(f"{args.n:,} rows, {args.units:,} units made in {time.perf_counter() - t:.0f} s", flush=True)
-        cmd = [sys.executable, "-m", "benchmarks.peakrss", sys.executable, "-m", "benchmarks.bench_units_memory"]
+        me = [sys.executable, "-m", "benchmarks.bench_units_memory"]
+        cmd = [sys.executable, "-m", "benchmarks.peakrss", *me]
         for r in range(args.repeats):
             for level in ("event", "person") if r % 2 == 0 else ("person", "event"):
                 res = subprocess.run([*cmd, "--one", str(tmp), level], capture_output=True, text=True)

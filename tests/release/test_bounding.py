@@ -224,7 +224,8 @@ def test_integer_units_are_coded_as_by_sorting(dtype, spread):
         if dtype == "bool":
             u = rng.random(n) < 0.5
         elif spread == "narrow":
-            lo = int(rng.integers(info.min, info.max - 100, endpoint=True)) if info.bits < 64 else info.max - 500
+            top = info.max - 100
+            lo = int(rng.integers(info.min, top, endpoint=True)) if info.bits < 64 else top - 400
             u = rng.integers(lo, lo + 100, n, endpoint=True, dtype=dtype)
         else:
             u = rng.integers(info.min, info.max, n, endpoint=True, dtype=dtype)
