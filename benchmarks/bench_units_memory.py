@@ -145,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     med = {lv: statistics.median(m["wall_s"] for m in rs) for lv, rs in runs.items()}
+    cpu = {lv: statistics.median(m["cpu_s"] for m in rs) for lv, rs in runs.items()}
     mem = statistics.median(m["above_input_bytes"] for m in runs["person"])
     out = {
         "n": args.n,
@@ -153,13 +154,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "person_wall_s": med["person"],
         "event_wall_s": med["event"],
         "ratio": med["person"] / med["event"],
+        "person_cpu_s": cpu["person"],
+        "event_cpu_s": cpu["event"],
+        "cpu_ratio": cpu["person"] / cpu["event"],
         "person_above_input_bytes": mem,
         "event_above_input_bytes": statistics.median(m["above_input_bytes"] for m in runs["event"]),
         "same_release": len({m["release_sum"] for m in runs["person"]}) == 1,
         "runs": runs,
     }
     print(
-        f"person {med['person']:.2f} s / event {med['event']:.2f} s = {out['ratio']:.2f}x (target <= 3x); "
+        f"person {med['person']:.2f} s / event {med['event']:.2f} s = {out['ratio']:.2f}x (target <= 3x; "
+        f"CPU {cpu['person']:.2f} s / {cpu['event']:.2f} s = {out['cpu_ratio']:.2f}x); "
         f"person {mem / GB:.2f} GB above the input (target <= 4 GB); event "
         f"{out['event_above_input_bytes'] / GB:.2f} GB"
     )
