@@ -174,7 +174,6 @@ def test_units_data_is_seeded_with_its_schema_and_units_spread_over_parts(tmp_pa
 
 
 def test_units_memory_makes_the_dask_benchmarks_rows_and_fits_both_levels(tmp_path, monkeypatch):
-    import pyarrow.parquet as pq
 
     from benchmarks import bench_dask_units, bench_units_memory
 
