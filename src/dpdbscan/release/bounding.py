@@ -318,9 +318,8 @@ def kept_keys(grid: Grid, X: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, 
     missing) or with a non-finite coordinate is dropped, every other row's
     point is clipped into the box. Returns the rows kept (a mask) and their
     cell keys."""
-    finite = np.isfinite(X).all(axis=1)
-    if not finite.all():
-        keep = keep & finite
+    if not np.isfinite(X).all():  # one flat pass; the rows' mask only when needed
+        keep = keep & np.isfinite(X).all(axis=1)
     kept = X if keep.all() else X[keep]
     return keep, grid.keys_of_points(clean_points(grid, kept, clip=False))
 
@@ -505,6 +504,11 @@ def bounded_counts(
     capped = np.minimum(pairs.counts[keep], int(bound.max_points_per_cell))
     if keys.size == 0:
         return keys, capped
+    if not grid.wide and grid.key_space <= max(_BINCOUNT_MAX, 4 * keys.size):
+        # a table over the key space (every kept pair counts at least 1 point)
+        table = np.bincount(keys, weights=capped, minlength=grid.key_space)
+        uniq = np.flatnonzero(table)
+        return uniq.astype(keys.dtype, copy=False), table[uniq].astype(np.int64)
     uniq, inv = cell_keys.unique(keys)
     return uniq, np.bincount(inv, weights=capped, minlength=uniq.size).astype(np.int64)
 
