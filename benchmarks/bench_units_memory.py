@@ -64,14 +64,6 @@ def make(directory: Path, n: int, n_units: int, seed: int) -> None:
     del X, units
 
 
-def _status(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
 def one(directory: Path, level: str) -> dict[str, Any]:
     """One fit in this process (``level``: "person" or "event")."""
     from dpdbscan import DPDBSCAN, InsecureRandomnessWarning
@@ -87,9 +79,7 @@ def one(directory: Path, level: str) -> dict[str, Any]:
         warnings.simplefilter("ignore")
         DPDBSCAN(**params).fit(X[:1000], units=None if units is None else units[:1000])
     input_bytes = X.nbytes + (0 if units is None else units.nbytes)
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    rss0 = _status("VmRSS")
+    rss0 = bench_dask_units._hwm_reset()  # the peak counter reset; resident bytes now
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     est = DPDBSCAN(**params).fit(X, units=units)
     wall = time.perf_counter() - t0
@@ -100,7 +90,7 @@ def one(directory: Path, level: str) -> dict[str, Any]:
         "wall_s": wall,
         "cpu_s": r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime,
         "input_bytes": input_bytes,
-        "above_input_bytes": _status("VmHWM") - rss0,
+        "above_input_bytes": bench_dask_units._hwm() - rss0,
         "cells": int(est.histogram_.values.size),
         "spans": int(est.spans_.n_spans),
         "release_sum": int(est.histogram_.values.sum()),
