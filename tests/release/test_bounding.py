@@ -410,9 +410,11 @@ def test_delta_against_the_number_of_units_is_a_private_note_after_the_release()
         person_level(delta=1e-6, max_cells_per_unit=4).fit(X, units=units)  # far below 1/536: no note
 
 
-def _keep_smallest_by_lexsort(units, k, prio):
-    """The reference: each unit's k pairs first by (priority, position)."""
-    order = np.lexsort((np.arange(units.size), prio, units))
+def _keep_smallest_by_lexsort(units, k, prio, busiest=None):
+    """The reference: each unit's k pairs first by (priority, position), or
+    with ``busiest`` by (most points, priority, position)."""
+    most = np.zeros(units.size, dtype=np.int64) if busiest is None else -busiest
+    order = np.lexsort((np.arange(units.size), prio, most, units))
     keep = np.zeros(units.size, dtype=bool)
     u = units[order]
     first = np.flatnonzero(np.concatenate(([True], u[1:] != u[:-1])))
@@ -437,6 +439,12 @@ def test_keep_smallest_is_each_units_k_smallest_priorities_ties_by_position(seed
     assert np.array_equal(got, _keep_smallest_by_lexsort(units, k, prio))
     per_unit = np.bincount(units[got], minlength=units.max() + 1)
     assert np.array_equal(per_unit, np.minimum(np.bincount(units), k))
+    # the busiest choice: most points first, the priority breaking ties (small
+    # counts tie often; a huge one leaves too few bits and takes the sort)
+    for top in (4, 2**40):
+        points = rng.integers(1, top, units.size)
+        got = keep_smallest(units, k, lambda idx: prio[idx], busiest=points)
+        assert np.array_equal(got, _keep_smallest_by_lexsort(units, k, prio, points))
 
 
 def test_many_units_and_cells_give_the_same_pairs_by_cell_keys_as_by_cell_ranks():

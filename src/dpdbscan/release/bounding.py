@@ -473,16 +473,16 @@ def keep_smallest(
     if over.any():
         idx = np.flatnonzero(over)
         prio = priorities(idx)
-        if busiest is None:
-            fast = _smallest_by_threshold(size[size > k], k, prio)
-            if fast is not None:
-                keep[idx] = fast
-                return keep
-            # by unit, then priority (then key, already the order within a unit)
-            order = np.lexsort((prio, units[idx]))
-        else:
-            # by unit, then most points first, then priority
-            order = np.lexsort((prio, -np.asarray(busiest, dtype=np.int64)[idx], units[idx]))
+        fewer = None
+        if busiest is not None:
+            points = np.asarray(busiest, dtype=np.int64)[idx]
+            fewer = points.max() - points  # most points first: fewest missing
+        fast = _smallest_by_threshold(size[size > k], k, prio, fewer)
+        if fast is not None:
+            keep[idx] = fast
+            return keep
+        # by unit, then (busiest: most points first) priority (then key, already the order within a unit)
+        order = np.lexsort((prio, units[idx]) if fewer is None else (prio, fewer, units[idx]))
         u = units[idx][order]
         first = np.flatnonzero(np.concatenate(([True], u[1:] != u[:-1])))
         rank = np.arange(idx.size) - np.repeat(first, np.diff(np.append(first, idx.size)))
@@ -490,20 +490,29 @@ def keep_smallest(
     return keep
 
 
-def _smallest_by_threshold(sizes: np.ndarray, k: int, prio: np.ndarray) -> np.ndarray | None:
+def _smallest_by_threshold(
+    sizes: np.ndarray, k: int, prio: np.ndarray, major: np.ndarray | None = None
+) -> np.ndarray | None:
     """:func:`keep_smallest` of consecutive groups of ``sizes`` pairs (each
     more than k) with 64-bit priorities ``prio``, by one sort of int64 words
-    (the group's index in the high bits, the priority's top bits below it)
-    and a threshold per group: each group keeps the pairs at or below its
-    k-th smallest word. Exact when no two words are equal (then the words
-    order each group as the full priorities do); None when two are, for the
-    caller's sort by (unit, priority, key), which breaks such ties."""
+    (the group's index in the high bits, then ``major`` if given, a
+    non-negative rank that orders before the priority, then the priority's
+    top bits) and a threshold per group: each group keeps the pairs at or
+    below its k-th smallest word. Exact when no two words are equal (then the
+    words order each group as (major, full priority) do); None when two are,
+    or when too few bits are left for the priority, for the caller's sort by
+    (unit, major, priority, key), which breaks such ties."""
     groups = int(sizes.size)
     bits = max(groups - 1, 1).bit_length()
+    major_bits = 0 if major is None else int(major.max()).bit_length()
+    if 63 - bits - major_bits < 16:
+        return None
     g = np.repeat(np.arange(groups, dtype=np.int64), sizes)
-    words = (np.asarray(prio, dtype=np.uint64) >> np.uint64(bits + 1)).view(np.int64)
+    words = (np.asarray(prio, dtype=np.uint64) >> np.uint64(bits + major_bits + 1)).view(np.int64)
     words |= g << (63 - bits)
     del g
+    if major is not None and major_bits:
+        words |= np.asarray(major, dtype=np.int64) << (63 - bits - major_bits)
     ordered = np.sort(words)
     if (ordered[1:] == ordered[:-1]).any():
         return None
