@@ -249,6 +249,31 @@ def test_missing_units_are_dropped_and_types_are_read():
             factorize(other)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int64", "uint8", "uint64", "bool"])
+@pytest.mark.parametrize("spread", ["narrow", "wide"])
+def test_integer_units_are_coded_as_by_sorting(dtype, spread):
+    # the lookup table (ids in a narrow range) and the sort (a wide one) give
+    # np.unique's codes and uniques, and the count of distinct units
+    from dpdbscan.release.bounding import count_distinct_units
+
+    rng = np.random.default_rng(len(dtype) + len(spread))
+    info = np.iinfo(dtype) if dtype != "bool" else np.iinfo(np.uint8)
+    for n in (0, 1, 7, 3_000):
+        if dtype == "bool":
+            u = rng.random(n) < 0.5
+        elif spread == "narrow":
+            top = info.max - 100
+            lo = int(rng.integers(info.min, top, endpoint=True)) if info.bits < 64 else top - 400
+            u = rng.integers(lo, lo + 100, n, endpoint=True, dtype=dtype)
+        else:
+            u = rng.integers(info.min, info.max, n, endpoint=True, dtype=dtype)
+        codes, uniq = factorize(u)
+        want_uniq, want_codes = np.unique(u, return_inverse=True)
+        assert codes.dtype == np.int64 and uniq.dtype == want_uniq.dtype
+        assert np.array_equal(codes, want_codes.ravel()) and np.array_equal(uniq, want_uniq)
+        assert count_distinct_units(u) == want_uniq.size
+
+
 def test_a_row_with_a_missing_unit_or_coordinate_is_dropped_alone():
     X = np.array([[0.1, 0.1], [0.1, 0.1], [np.nan, 0.5], [0.9, 0.9]])
     units = np.array(["a", None, "b", "b"], dtype=object)
@@ -383,3 +408,62 @@ def test_delta_against_the_number_of_units_is_a_private_note_after_the_release()
         warnings.simplefilter("error", PrivateNoteWarning)
         warnings.simplefilter("ignore", UtilityWarning)
         person_level(delta=1e-6, max_cells_per_unit=4).fit(X, units=units)  # far below 1/536: no note
+
+
+def _keep_smallest_by_lexsort(units, k, prio, busiest=None):
+    """The reference: each unit's k pairs first by (priority, position), or
+    with ``busiest`` by (most points, priority, position)."""
+    most = np.zeros(units.size, dtype=np.int64) if busiest is None else -busiest
+    order = np.lexsort((np.arange(units.size), prio, most, units))
+    keep = np.zeros(units.size, dtype=bool)
+    u = units[order]
+    first = np.flatnonzero(np.concatenate(([True], u[1:] != u[:-1])))
+    rank = np.arange(u.size) - np.repeat(first, np.diff(np.append(first, u.size)))
+    keep[order[rank < k]] = True
+    return keep
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_keep_smallest_is_each_units_k_smallest_priorities_ties_by_position(seed):
+    from dpdbscan.release.bounding import keep_smallest
+
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 6))
+    units = np.sort(rng.integers(0, int(rng.integers(1, 400)), int(rng.integers(1, 3_000))))
+    prio = rng.integers(0, 2**64, units.size, dtype=np.uint64, endpoint=False)
+    if seed % 3 == 1:  # equal top bits: the words tie, the full priorities do not
+        prio &= np.uint64(0xFF)
+    if seed % 3 == 2:  # equal full priorities: ties go to the earlier pair
+        prio = rng.integers(0, 3, units.size).astype(np.uint64) << np.uint64(60)
+    got = keep_smallest(units, k, lambda idx: prio[idx])
+    assert np.array_equal(got, _keep_smallest_by_lexsort(units, k, prio))
+    per_unit = np.bincount(units[got], minlength=units.max() + 1)
+    assert np.array_equal(per_unit, np.minimum(np.bincount(units), k))
+    # the busiest choice: most points first, the priority breaking ties (small
+    # counts tie often; a huge one leaves too few bits and takes the sort)
+    for top in (4, 2**40):
+        points = rng.integers(1, top, units.size)
+        got = keep_smallest(units, k, lambda idx: prio[idx], busiest=points)
+        assert np.array_equal(got, _keep_smallest_by_lexsort(units, k, prio, points))
+
+
+def test_many_units_and_cells_give_the_same_pairs_by_cell_keys_as_by_cell_ranks():
+    # 10,000 units x ~15,000 occupied cells: too many pairs for a table, so
+    # pairs_of sorts words made of the raw cell keys; summed_pairs goes
+    # through the cells' ranks. The same pairs, counts and order.
+    from dpdbscan.release.bounding import factorize, kept_keys, summed_pairs
+
+    rng = np.random.default_rng(11)
+    X = rng.random((40_000, 2))
+    X[1::3] = X[::3][: len(X[1::3])]  # repeated cells within and across units
+    units = rng.integers(0, 10_000, len(X)) * 7 - 30_000
+    grid = Grid(np.zeros(2), np.ones(2), 0.01, 4.0)
+    key = BoundingKey.draw(SeededSource(5))
+    got = pairs_of(grid, X, units, key)
+    codes, uniques = factorize(units)
+    _, keys = kept_keys(grid, X, codes >= 0)
+    want = summed_pairs(grid, codes, keys, None, uniques, key)
+    assert got.units.size > 20_000 and got.counts.max() > 1
+    for field in ("units", "keys", "counts", "unit_words", "uniques"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    assert got.keys.dtype == want.keys.dtype
