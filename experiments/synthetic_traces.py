@@ -60,6 +60,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -106,7 +107,7 @@ class Roads:
     """The road graph: nodes (km), their speed (km/s) and the edges' times."""
 
     nodes: np.ndarray
-    graph: object  # scipy.sparse csr of travel times (s)
+    graph: Any  # scipy.sparse csr of travel times (s)
     airport_dir: float
 
     @classmethod
@@ -193,7 +194,9 @@ class Places:
     @classmethod
     def build(cls, rng: np.random.Generator, roads: Roads) -> Places:
         kind: list[str] = []
-        centres, radii, weights = [], [], []
+        centres: list[np.ndarray] = []
+        radii: list[float] = []
+        weights: list[float] = []
         for name, (count, (r0, r1), factor) in KINDS.items():
             for i in range(count):
                 r = rng.uniform(r0, r1)
@@ -285,6 +288,10 @@ class _Trace:
         self.s: list[np.ndarray] = [np.zeros(1)]
         self.now = t
         self.pos = p
+        self.unit, self.node = 0, 0
+        self.router: _Router
+        self.rng: np.random.Generator
+        self.stays: list[tuple] = []
 
     def go(self, P: np.ndarray, dt: np.ndarray, status: int) -> None:
         """Move through points P (the first is where it is) taking dt seconds per leg."""
@@ -299,6 +306,30 @@ class _Trace:
 
     def stay(self, seconds: float, status: int) -> None:
         self.go(np.vstack([self.pos, self.pos]), np.array([seconds]), status)
+
+    def drive(self, to_node: int, status: int, spot: np.ndarray, speed: float) -> None:
+        """Along the roads from where it is to ``to_node``, then to ``spot``
+        (walking pace off the road), sometimes waiting in a jam on the way."""
+        P, dt = self.router.path(self.node, to_node)
+        P = np.vstack([self.pos, P, spot])
+        dt = np.r_[np.hypot(*(P[1] - P[0])) / (15 / 3600), dt / speed]
+        dt = np.r_[dt, np.hypot(*(P[-1] - P[-2])) / (15 / 3600)] + 1e-3
+        if len(P) > 8 and self.rng.uniform() < 0.15:  # a jam on the way
+            k = int(self.rng.integers(2, len(P) - 2))
+            self.go(P[: k + 1], dt[:k], status)
+            t0 = self.now
+            self.stay(self.rng.uniform(180, 480), status)
+            self.stays.append((self.unit, JAM, t0, self.now, *self.pos))
+            self.go(P[k:], dt[k:], status)
+        else:
+            self.go(P, dt, status)
+        self.node = to_node
+
+    def dwell(self, place: int, seconds: float, status: int) -> None:
+        """Stay at a place (recorded in the truth)."""
+        t0 = self.now
+        self.stay(seconds, status)
+        self.stays.append((self.unit, place, t0, self.now, *self.pos))
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return np.concatenate(self.t), np.concatenate(self.p), np.concatenate(self.s)
@@ -364,30 +395,9 @@ def generate(
     pickups: list[tuple] = []
     for u in range(units):
         tr = _Trace(START + rng.uniform(4, 7) * 3600, homes[u])
-        node = int(home_nodes[u])
+        tr.unit, tr.node, tr.router, tr.rng, tr.stays = u, int(home_nodes[u]), router, rng, stays
+        drive, dwell = tr.drive, tr.dwell
         off: list[tuple[float, float]] = []  # device-off intervals (home, units without it)
-
-        def drive(to_node: int, status: int, spot: np.ndarray, speed: float) -> None:
-            nonlocal node
-            P, dt = router.path(node, to_node)
-            P = np.vstack([tr.pos, P, spot])
-            dt = np.r_[np.hypot(*(P[1] - P[0])) / (15 / 3600), dt / speed]
-            dt = np.r_[dt, np.hypot(*(P[-1] - P[-2])) / (15 / 3600)] + 1e-3
-            if len(P) > 8 and rng.uniform() < 0.15:  # a jam on the way
-                k = int(rng.integers(2, len(P) - 2))
-                tr.go(P[: k + 1], dt[:k], status)
-                t0 = tr.now
-                tr.stay(rng.uniform(180, 480), status)
-                stays.append((u, JAM, t0, tr.now, *tr.pos))
-                tr.go(P[k:], dt[k:], status)
-            else:
-                tr.go(P, dt, status)
-            node = to_node
-
-        def dwell(place: int, seconds: float, status: int) -> None:
-            t0 = tr.now
-            tr.stay(seconds, status)
-            stays.append((u, place, t0, tr.now, *tr.pos))
 
         for day in range(days):
             day0 = START + day * 86400
@@ -405,7 +415,8 @@ def generate(
                     if rng.uniform() < 0.35:
                         a = int(rng.choice(ranks, p=pr))
                         drive(int(places.node[a]), 0, places.spot(rng, a), speed)
-                        wait = rng.uniform(1800, 3600) if places.kind[a] == "airport" else rng.uniform(300, 1800)
+                        airport = places.kind[a] == "airport"
+                        wait = rng.uniform(1800, 3600) if airport else rng.uniform(300, 1800)
                     else:
                         a = int(rng.choice(len(p), p=p))
                         drive(int(places.node[a]), 0, places.spot(rng, a), speed)
