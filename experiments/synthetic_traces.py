@@ -26,8 +26,8 @@ and the automatic mode are designed for traces in general:
     (``occupied`` = 1, from boarding until alighting) to another place;
     sometimes a break of 15-60 min at a small place;
   - ``people``: from home to places by popularity, staying 5 min to 2 h
-    (lognormal), ``occupied`` = 1 while travelling (so trip ends are
-    departures and arrivals);
+    (lognormal), ``occupied`` = 1 while travelling (so a "pick-up" is a
+    departure from a place, a "drop-off" an arrival);
 
   both sometimes wait in a jam on the road for 3-8 min (a stop that is no
   place: one unit's, at a random spot) and stay at home overnight (with the
@@ -438,8 +438,8 @@ def generate(
                 else:
                     a = int(rng.choice(len(p), p=p))
                     drive(int(places.node[a]), 1, places.spot(rng, a), speed)
-                    pickups.append((u, a, tr.now, *tr.pos))  # arrival
                     dwell(a, float(np.clip(rng.lognormal(math.log(1800), 0.8), 300, 7200)), 0)
+                    pickups.append((u, a, tr.now, *tr.pos))  # a trip begins: the departure
             drive(int(home_nodes[u]), 0, homes[u], 1.0)
         t, P, s = tr.arrays()
         ts = _sample_times(rng, t[0], t[-1], interval, off)

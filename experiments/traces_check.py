@@ -20,7 +20,7 @@ share of the 50 busiest road cells far from every place and home that lie in
 spans. Also: spans mostly one unit's events.
 
 ``--series`` adds, per configuration, ``--per day`` and ``--per week`` over the
-horizon (pick-ups, eps 200 m, MINPTS, ``--max-cells-per-unit 500``), each
+horizon (pick-ups, eps 200 m, MINPTS, ``--max-cells-per-unit auto``), each
 charged to a ledger with a lifetime epsilon of 1 (a second identical run must
 be refused), and scores the busy (period, cell) pairs
 (``experiments.series_coverage``: the 5 busiest pick-up cells, pairs with at
@@ -154,7 +154,7 @@ def series(traces: Path, out: Path, units: int, days: int, seed: int, per: str) 
     day0 = dt.datetime.fromtimestamp(START, dt.UTC)
     to = (day0 + dt.timedelta(days=days)).strftime("%Y-%m-%d")
     cmd = [dpdbscan(), "fit", str(traces), *common(units, False, seed), *KINDS["pickups"]]
-    cmd += ["--max-cells-per-unit", "500", "--epsilon", "1", "--seed", str(seed), "--per", per]
+    cmd += ["--max-cells-per-unit", "auto", "--epsilon", "1", "--seed", str(seed), "--per", per]
     cmd += ["--from", day0.strftime("%Y-%m-%d"), "--to", to, "--ledger", str(ledger), "--dataset", dataset]
     cmd += ["--no-png", "--no-geojson", "--quiet", "--no-progress", "--out-dir", str(out), "--name", per]
     t0 = time.perf_counter()
@@ -185,9 +185,22 @@ def series(traces: Path, out: Path, units: int, days: int, seed: int, per: str) 
     return row
 
 
-def run(kind: str, units: int, days: int, interval: float, seed: int, root: Path, with_series: bool) -> list:
+def run(
+    kind: str, units: int, days: int, interval: float, seed: int, root: Path, with_series: bool | str
+) -> list:
     tag = f"{kind}_u{units}_d{days}_i{interval:g}_s{seed}"
     out = root / tag
+    if with_series == "only":  # the series of traces written before
+        rows = []
+        for per in ("day", "week") if days % 7 == 0 else ("day",):
+            row = {
+                "config": tag,
+                "run": f"per-{per}",
+                **series(out / "traces.parquet", out, units, days, seed, per),
+            }
+            rows.append(row)
+            _emit(row, root)
+        return rows
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -241,6 +254,33 @@ def _emit(row: dict[str, Any], root: Path) -> None:
         f.write(line + "\n")
 
 
+def table(path: Path) -> str:
+    """Markdown tables of the runs in a runs.jsonl: one row per configuration and run."""
+    cols = (
+        "config | fixes | run | spans | events | top-20 | passage | one-unit | places (truth) | roads (truth)"
+    )
+    cols += " | eps"
+    lines = [f"| {cols} |", "|" + "---|" * (cols.count("|") + 1)]
+    scols = "config | per | spans | busy pairs | covered | share | 2nd run exit | ledger epsilon"
+    series = [f"| {scols} |", "|" + "---|" * (scols.count("|") + 1)]
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        if r["run"].startswith("per-"):
+            series.append(
+                f"| {r['config']} | {r['per']} | {r.get('n_spans')} | {r.get('busy_pairs')} | "
+                f"{r.get('covered')} | {r.get('share', 0):.2f} | {r.get('again_exit')} | "
+                f"{r.get('ledger_spent_epsilon')} |"
+            )
+            continue
+        eps = f"{r['auto_eps_m']} m" if "auto_eps_m" in r else "200 m"
+        lines.append(
+            f"| {r['config']} | {r['fixes']:,} | {r['run']} | {r.get('spans')} | {r.get('events', 0):,} | "
+            f"{r.get('top20')} | {r.get('passage')} | {r.get('one_unit_spans')} | "
+            f"{r.get('truth_top20_places')} | {r.get('truth_road_cells')} | {eps} |"
+        )
+    return "\n".join(lines) + "\n\n" + "\n".join(series)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kind", choices=["taxi", "people"], default="taxi")
@@ -249,13 +289,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--intervals", default="60,600", help="seconds between fixes, comma-separated")
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--series", action="store_true", help="also --per day and --per week with a ledger")
+    ap.add_argument("--series-only", action="store_true", help="only the series, of traces written before")
     ap.add_argument("--out", type=Path, default=Path("results/traces"))
+    ap.add_argument("--table", action="store_true", help="print OUT/runs.jsonl as markdown tables")
     o = ap.parse_args(argv)
+    if o.table:
+        print(table(o.out / "runs.jsonl"))
+        return 0
     o.out.mkdir(parents=True, exist_ok=True)
     for units in (int(v) for v in o.units.split(",")):
         for interval in (float(v) for v in o.intervals.split(",")):
             for seed in (int(v) for v in o.seeds.split(",")):
-                run(o.kind, units, o.days, interval, seed, o.out, o.series)
+                series_mode = "only" if o.series_only else o.series
+                run(o.kind, units, o.days, interval, seed, o.out, series_mode)
     return 0
 
 
