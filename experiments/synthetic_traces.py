@@ -499,6 +499,18 @@ def road_cells(city: City, width_km: float, n: int = 50, clear_km: float = 0.3) 
     return to_lonlat(C[far][order])
 
 
+def top_event_cells(city: City, rows: np.ndarray, width_km: float, n: int = 20) -> np.ndarray:
+    """Centres (lon/lat) of the ``n`` cells (as :func:`road_cells`) where the
+    most distinct units have an event (``rows``: the events' rows), as the
+    shared places metric ranks them."""
+    lo = to_km(np.array([box()[:2]]))[0]
+    ij = np.floor((to_km(city.lonlat[rows]) - lo) / width_km).astype(np.int64)
+    pair = np.unique(city.unit[rows].astype(np.int64) * 10**12 + ij[:, 0] * 1_000_000 + ij[:, 1])
+    cells, nu = np.unique(pair % 10**12, return_counts=True)
+    top = cells[np.argsort(-nu, kind="stable")[:n]]
+    return to_lonlat(lo + (np.column_stack([top // 1_000_000, top % 1_000_000]) + 0.5) * width_km)
+
+
 def top_places(city: City, n: int = 20, min_s: float = 300.0) -> np.ndarray:
     """The ``n`` real places where the most distinct units stayed at least ``min_s``."""
     s = city.stays

@@ -24,7 +24,7 @@ horizon (pick-ups, eps 200 m, MINPTS, ``--max-cells-per-unit auto``), each
 charged to a ledger with a lifetime epsilon of 1 (a second identical run must
 be refused), and scores the busy (period, cell) pairs
 (``experiments.series_coverage``: the 5 busiest pick-up cells, pairs with at
-least max(10, fleet / 5) distinct units that period).
+least 100 distinct units that period, as on Cabs; a fifth of a fleet under 500).
 
     python -m experiments.traces_check --units 500 --days 7 --intervals 60,600 --seeds 0,1 --series
     python -m experiments.traces_check --units 150 --days 3 --intervals 5,60,600 --seeds 0 --kind people
@@ -179,7 +179,7 @@ def series(traces: Path, out: Path, units: int, days: int, seed: int, per: str) 
     if first.returncode != 0:
         row["stderr"] = first.stderr.strip()[-400:]
         return row
-    cov = coverage(str(out / f"{per}.spans.json"), str(traces), UNIT, max(10, units // 5))
+    cov = coverage(str(out / f"{per}.spans.json"), str(traces), UNIT, min(100, max(10, units // 5)))
     keep = ("n_periods", "n_spans", "busy_pairs", "covered", "share", "in_horizon_spans")
     row.update({k: cov[k] for k in keep})
     return row

@@ -9,7 +9,16 @@ import pytest
 
 from dpdbscan import Stops, fit_lonlat, predict_lonlat
 from experiments.person_level import one_unit_spans
-from experiments.synthetic_traces import HOME, JAM, box, generate, road_cells, to_lonlat, top_places
+from experiments.synthetic_traces import (
+    HOME,
+    JAM,
+    box,
+    generate,
+    road_cells,
+    to_lonlat,
+    top_event_cells,
+    top_places,
+)
 
 #: the metric's cells at eps 200 m (alpha / sqrt 2)
 CELL_KM = 0.2 / np.sqrt(2)
@@ -78,27 +87,25 @@ def test_stops_find_the_busiest_place_and_leave_the_roads_that_raw_traces_cover(
 @pytest.mark.slow
 def test_a_week_of_500_taxis_at_epsilon_1():
     """The issue's settings (eps 200 m, MinPts 30, epsilon 1, k chosen
-    privately) on a week of 500 taxis sampled every minute: the busiest
-    place in a span, no busy road cell far from places in one, no span mostly
-    one taxi's stops."""
-    city = generate(units=500, days=7, interval=60.0, seed=5)
-    roads = road_cells(city, CELL_KM)
-    busiest = int(top_places(city, 1)[0])
+    privately) on a week of 500 taxis sampled every minute: of the 20 cells
+    where the most taxis stop, at least 85% in spans (the target is 90%:
+    one seeded release, a margin for its noise); none of the 50 busiest
+    road cells far from every place; no span mostly one taxi's stops."""
     from dpdbscan.research import Equirectangular, event_rows
 
+    city = generate(units=500, days=7, interval=60.0, seed=5)
     proj = Equirectangular.from_bounds(list(box()[:2]), list(box()[2:]))
     rows = event_rows(Stops(0.1, 300.0), proj.forward(city.lonlat), city.unit, city.time)
-    for seed in (0, 1):
-        m = _fit(
-            city,
-            seed,
-            min_samples=30,
-            epsilon=1.0,
-            max_cells_per_unit="auto",
-            times=city.time,
-            events=Stops("100m", "5min"),
-        )
-        assert _held(m, city, busiest) >= 0.5
-        assert np.mean(np.asarray(predict_lonlat(m, roads)) >= 0) <= 0.1
-        labels = np.asarray(predict_lonlat(m, city.lonlat[rows]))
-        assert one_unit_spans(labels, city.unit[rows], m.n_spans)[0] == 0
+    m = _fit(
+        city,
+        0,
+        min_samples=30,
+        epsilon=1.0,
+        max_cells_per_unit="auto",
+        times=city.time,
+        events=Stops("100m", "5min"),
+    )
+    assert np.mean(np.asarray(predict_lonlat(m, top_event_cells(city, rows, CELL_KM))) >= 0) >= 0.85
+    assert np.mean(np.asarray(predict_lonlat(m, road_cells(city, CELL_KM))) >= 0) <= 0.1
+    labels = np.asarray(predict_lonlat(m, city.lonlat[rows]))
+    assert one_unit_spans(labels, city.unit[rows], m.n_spans)[0] == 0
