@@ -255,7 +255,7 @@ def _emit(row: dict[str, Any], root: Path) -> None:
 
 
 def table(path: Path) -> str:
-    """Markdown tables of the runs in a runs.jsonl: one row per configuration and run."""
+    """Markdown tables of the runs in a runs.jsonl: one row per configuration and run (its latest)."""
     cols = (
         "config | fixes | run | spans | events | top-20 | passage | one-unit | places (truth) | roads (truth)"
     )
@@ -263,8 +263,11 @@ def table(path: Path) -> str:
     lines = [f"| {cols} |", "|" + "---|" * (cols.count("|") + 1)]
     scols = "config | per | spans | busy pairs | covered | share | 2nd run exit | ledger epsilon"
     series = [f"| {scols} |", "|" + "---|" * (scols.count("|") + 1)]
+    latest = {}  # a rerun (--series-only) replaces the row it repeats
     for line in path.read_text().splitlines():
         r = json.loads(line)
+        latest[r["config"], r["run"]] = r
+    for r in latest.values():
         if r["run"].startswith("per-"):
             series.append(
                 f"| {r['config']} | {r['per']} | {r.get('n_spans')} | {r.get('busy_pairs')} | "
