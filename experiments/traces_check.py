@@ -269,9 +269,10 @@ def table(path: Path) -> str:
         latest[r["config"], r["run"]] = r
     for r in latest.values():
         if r["run"].startswith("per-"):
+            share = f"{r['share']:.2f}" if r.get("busy_pairs") else "-"  # no busy pair: nothing to cover
             series.append(
                 f"| {r['config']} | {r['per']} | {r.get('n_spans')} | {r.get('busy_pairs')} | "
-                f"{r.get('covered')} | {r.get('share', 0):.2f} | {r.get('again_exit')} | "
+                f"{r.get('covered')} | {share} | {r.get('again_exit')} | "
                 f"{r.get('ledger_spent_epsilon')} |"
             )
             continue
