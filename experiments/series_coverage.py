@@ -22,6 +22,10 @@ spans (a span active in it, ``metadata.series.period_spans``; also reported:
 in any span of the horizon). It reads the
 private data to score a release (a measurement, not a release) and prints one
 JSON line: the pairs, how many are covered and the share.
+
+``coverage(model, traces, unit, min_units)`` scores a series of other traces
+in the same layout (x, y, the unit's column, time, occupied): the synthetic
+city's, in ``experiments.traces_check``.
 """
 
 from __future__ import annotations
