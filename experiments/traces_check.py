@@ -30,6 +30,8 @@ least 100 distinct units that period, as on Cabs; a fifth of a fleet under 500).
     python -m experiments.traces_check --units 150 --days 3 --intervals 5,60,600 --seeds 0 --kind people
 
 One JSON line per run on standard output (also appended to OUT/runs.jsonl).
+``--table`` prints them as markdown; ``--offsets FOLDER ...`` how far the
+pick-ups that ``--trip-ends`` finds lie from where passengers really boarded.
 """
 
 from __future__ import annotations
@@ -254,6 +256,39 @@ def _emit(row: dict[str, Any], root: Path) -> None:
         f.write(line + "\n")
 
 
+def boarding_offsets(out: Path) -> dict[str, Any]:
+    """How far each pick-up that ``--trip-ends`` finds (a ride's first
+    occupied fix) lies from where the passenger really boarded (the truth's
+    ``pickups.csv``), for the traces written in ``out``."""
+    import pyarrow.parquet as pq
+
+    from dpdbscan import TripEnds
+    from dpdbscan.research import events_rows
+
+    from .synthetic_traces import to_km
+
+    t = pq.read_table(out / "traces.parquet")
+    X = np.column_stack([t["x"].to_numpy(), t["y"].to_numpy()])
+    rows = events_rows(TripEnds("pickup").resolved(geo=True), X, t[UNIT], t["time"], t["occupied"])
+    unit = np.array([int(v[1:]) for v in t[UNIT].take(rows).to_pylist()])  # "u00042" -> 42
+    when, at = t["time"].to_numpy()[rows], to_km(X[rows])
+    truth = np.loadtxt(out / "pickups.csv", delimiter=",", ndmin=2)  # unit, place, time, x, y
+    key = truth[:, 0] * 1e10 + truth[:, 2]
+    order = np.argsort(key)
+    truth, key = truth[order], key[order]
+    j = np.searchsorted(key, unit * 1e10 + when, side="right") - 1  # the unit's last boarding before
+    ok = (j >= 0) & (truth[np.maximum(j, 0), 0] == unit)
+    d = 1000 * np.hypot(*(at[ok] - truth[j[ok], 3:5]).T)
+    return {
+        "config": out.name,
+        "pickups": int(len(rows)),
+        "matched": round(float(ok.mean()), 3),
+        "median_m": round(float(np.median(d))),
+        "p90_m": round(float(np.percentile(d, 90))),
+        "over_200m": round(float(np.mean(d > 200)), 2),
+    }
+
+
 def table(path: Path) -> str:
     """Markdown tables of the runs in a runs.jsonl: one row per configuration and run (its latest)."""
     cols = (
@@ -296,9 +331,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--series-only", action="store_true", help="only the series, of traces written before")
     ap.add_argument("--out", type=Path, default=Path("results/traces"))
     ap.add_argument("--table", action="store_true", help="print OUT/runs.jsonl as markdown tables")
+    ap.add_argument("--offsets", nargs="+", type=Path, help="pick-ups' distances from boarding, per folder")
     o = ap.parse_args(argv)
     if o.table:
         print(table(o.out / "runs.jsonl"))
+        return 0
+    if o.offsets:
+        for folder in o.offsets:
+            print(json.dumps(boarding_offsets(folder)))
         return 0
     o.out.mkdir(parents=True, exist_ok=True)
     for units in (int(v) for v in o.units.split(",")):
