@@ -12,7 +12,12 @@ proportional to
     f(k) = sum_u t(c_u, k),    t(c, k) = min(1, k / c) / sqrt(k),
 
 which grows as sqrt(k) while k is below most units' own counts and falls
-as 1 / sqrt(k) once it is above them all. On full Cabs (536 cabs, cells of
+as 1 / sqrt(k) once it is above them all. Units that keep their busiest
+cells (``cell_choice="busiest"``, the default) keep at least the share
+min(1, k / c_u) of their points, so f is then a lower bound of what k keeps;
+a score of the share of each unit's points in its k busiest cells was
+measured and dropped (it chose tiny k where each unit's busiest cells are
+its own, docs/parameters.md section 5). On full Cabs (536 cabs, cells of
 141 m) f is largest at k = 2,539, the 48th percentile of c_u, 1.42 times
 f(1000); the 90th percentile (2,860) gives 1.38 times. A fixed quantile
 is right for one distribution and not another (over lognormal, uniform,
