@@ -342,3 +342,35 @@ def test_person_level_check_speaks_in_units_and_metres(capsys, geo_csv):
     assert "unit-cell contributions the bounded counts hold" in line_of(err, "forecast")
     sentence = next(ln for ln in lines(err) if "Person-level: each unit adds to at most 5 cells" in ln)
     assert "At eps 20 m (cells of 14.1 m)" in sentence
+
+
+@pytest.mark.parametrize(
+    ("choice", "kept", "capped"), [("busiest", "63.6%", "18.2%"), ("uniform", "45.5%", "18.2%")]
+)
+def test_the_bound_line_follows_the_cell_choice(capsys, tmp_path, choice, kept, capped):
+    """Unit a has 5, 3 and 1 points in three far-apart cells, unit b 2 in
+    one: k = 1 keeps a's busiest (5) and b's 2 of 11 points, exactly; at
+    random a keeps a third of its 9 on average (3 + 2 of 11); m = 1 keeps one
+    point of each kept cell either way."""
+    rows = ["x,y,u"] + ["1,1,a"] * 5 + ["11,11,a"] * 3 + ["21,21,a"] + ["1,21,b"] * 2
+    path = tmp_path / "units.csv"
+    path.write_text("\n".join(rows) + "\n")
+    args = ["check", str(path), "--header", "--columns", "x", "y", "--bounds", "0", "30"]
+    args += [
+        "--eps",
+        "1",
+        "--min-samples",
+        "2",
+        "--unit",
+        "u",
+        "--max-cells-per-unit",
+        "1",
+        "--delta",
+        "1e-6",
+    ]
+    rc, _, err = run(capsys, *args, "--cell-choice", choice)
+    assert rc == 0, err
+    bound = line_of(err, "bound")
+    assert f"keeps {kept} of the points" in bound
+    assert ("its busiest cells" in bound) == (choice == "busiest")
+    assert f"add up to {capped} of the points" in bound

@@ -99,7 +99,7 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     missing = [opt for opt, key in (("--eps", "eps"), ("--min-samples", "min_samples")) if p[key] is None]
     if missing:
         if pts.units is not None:
-            for line in unit_lines(pts, None, k, p["max_points_per_cell"], length)[0]:
+            for line in unit_lines(pts, None, k, p["max_points_per_cell"], length, p["cell_choice"])[0]:
                 notes(line)
         notes(f"no grid, kappa, margin, threshold or fit cost: give {' and '.join(missing)} to see them")
         return EXIT_OK
@@ -113,7 +113,7 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     against = f"the {n:,} rows kept"
     if person:
         grid = Grid(pts.lower, pts.upper, fc.eps, p["eta"])
-        lines, bounded = unit_lines(pts, grid, k, p["max_points_per_cell"], length)
+        lines, bounded = unit_lines(pts, grid, k, p["max_points_per_cell"], length, p["cell_choice"])
         for line in lines:
             notes(line)
         if bounded is None:
@@ -184,13 +184,19 @@ def _spread(values: np.ndarray) -> str:
 
 
 def unit_lines(
-    pts: Points, grid: Grid | None, k: int | str | None, m: int, length: Callable[[float], str]
+    pts: Points,
+    grid: Grid | None,
+    k: int | str | None,
+    m: int,
+    length: Callable[[float], str],
+    cell_choice: str = "busiest",
 ) -> tuple[list[str], float | None]:
     """Private notes on the privacy units of ``pts`` (``--unit``): how many,
     their points and, on the release's ``grid`` (None: not known yet),
     their cells, and what share of the points the bound ``k`` cells and
-    ``m`` points per cell keeps (expected over the random choice of cells;
-    for k at the quartiles of the cells per unit when ``k`` is not a number).
+    ``m`` points per cell keeps: exactly for ``cell_choice="busiest"`` (the
+    sum over each unit's k busiest cells does not depend on how ties are
+    broken), expected over the random choice of cells for "uniform".
     The rows are the ones a fit keeps (finite coordinates, a unit). Also
     returns the expected sum of the bounded counts (None when ``k`` or the
     grid is not known): the points a person-level release counts."""
@@ -220,18 +226,28 @@ def unit_lines(
     capped = np.bincount(pairs.units, weights=np.minimum(pairs.counts, m), minlength=pairs.n_units)
 
     def kept(k: int) -> tuple[float, float, float]:
+        over = float(np.count_nonzero(cells[present] > k)) / n_units
+        if cell_choice == "busiest":
+            # each unit's k cells of most points: rank the pairs by unit, then points down
+            order = np.lexsort((-pairs.counts, pairs.units))
+            u = pairs.units[order]
+            first = np.flatnonzero(np.concatenate(([True], u[1:] != u[:-1])))
+            rank = np.arange(u.size) - np.repeat(first, np.diff(np.append(first, u.size)))
+            top = order[rank < k]
+            return (
+                float(pairs.counts[top].sum()) / total,
+                float(np.minimum(pairs.counts[top], m).sum()) / total,
+                over,
+            )
         share = np.minimum(1.0, k / np.maximum(cells, 1))  # each unit keeps k of its cells at random
-        return (
-            float(share @ points) / total,
-            float(share @ capped) / total,
-            float(np.count_nonzero(cells[present] > k)) / n_units,
-        )
+        return float(share @ points) / total, float(share @ capped) / total, over
 
     if isinstance(k, int):
         pts_share, capped_share, over = kept(k)
+        how = "its busiest cells" if cell_choice == "busiest" else "expected over the random choice of cells"
         out.append(
-            f"bound     : k = {k:,} cells per unit keeps {pts_share:.1%} of the points (expected over the "
-            f"random choice of cells; {over:.0%} of the units have more than k cells); with at most "
+            f"bound     : k = {k:,} cells per unit keeps {pts_share:.1%} of the points ({how}; "
+            f"{over:.0%} of the units have more than k cells); with at most "
             f"m = {m} point(s) per cell the bounded counts add up to {capped_share:.1%} of the points"
         )
         return out, capped_share * total
