@@ -129,6 +129,45 @@ def test_neighbour_sums_over_pairs_equal_the_runs(d, seed, integer):
 
 
 @SETTINGS
+@given(d=st.integers(1, 8), seed=st.integers(0, 2**32 - 1), integer=st.booleans())
+def test_sums_from_the_pairs_among_the_released_cells_equal_the_runs(d, seed, integer):
+    """Queries that are the released cells (the pairs among them, searched
+    once per shifted grid), most of them, or a few after those pairs were
+    found (held for the same keys array, never for another one): the same
+    sums, bit for bit, as the runs."""
+    from dpdbscan.post import sums as sums_mod
+
+    rng, g, keys, vals, _ = _sparse_release(d, seed, integer)
+    off = _offsets(g, rng)
+    sums_mod._SELF_PAIRS.clear()
+    for query in (keys, keys[rng.random(keys.size) < 0.9], keys[rng.random(keys.size) < 0.2]):
+        with forced(False):
+            runs = sparse_neighbour_sums(g, keys, vals, query, off)
+        with forced(True):
+            pairs = sparse_neighbour_sums(g, keys, vals, query, off)
+        assert np.array_equal(pairs, runs)
+    # another array of the same cells, one value changed: never the held pairs' sums
+    other = keys.copy()
+    vals2 = vals.copy()
+    vals2[0] += 5
+    with forced(False):
+        runs = sparse_neighbour_sums(g, other, vals2, other, off)
+    with forced(True):
+        assert np.array_equal(sparse_neighbour_sums(g, other, vals2, other, off), runs)
+    # another array of as many cells with the same first and last: its own pairs
+    free = np.setdiff1d(g.encode(g.all_coords()), keys)
+    free = free[(free > keys[0]) & (free < keys[-1])]
+    if keys.size > 2 and free.size:
+        moved = np.sort(np.append(np.delete(keys, keys.size // 2), free[0]))
+        ones = np.ones(moved.size, dtype=np.int64)
+        with forced(True):
+            sparse_neighbour_sums(g, keys, vals, keys, off)  # the pairs of keys held
+            got = sparse_neighbour_sums(g, moved, ones, moved, off)
+        with forced(False):
+            assert np.array_equal(got, sparse_neighbour_sums(g, moved, ones, moved, off))
+
+
+@SETTINGS
 @given(d=st.integers(1, 6), k=st.sampled_from([1, 2]), seed=st.integers(0, 2**32 - 1))
 def test_weighted_sums_over_pairs_equal_the_runs(d, k, seed):
     rng, g, keys, vals, query = _sparse_release(d, seed, integer=bool(seed % 2))
