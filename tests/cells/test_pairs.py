@@ -74,6 +74,30 @@ def test_every_bucket_side_and_chunk_gives_every_pair_once(d, R, extra, side, n,
         pairs_module._CHUNK = before
 
 
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 12),
+    top=st.sampled_from([-1, 0, 1]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_packed_lanes_give_every_pair_once_up_to_their_limit(d, R, side, top, seed):
+    """Coordinates packed into lanes of 64 // d bits hold values below
+    h = 2^(bits - 2): pairs at the top of that range (no borrow may cross a
+    lane), and just above it (the per-axis checks instead), are all found."""
+    rng = np.random.default_rng(seed)
+    h = 1 << (64 // d - 2)
+    hi = min(h + top, 1 << 40)  # lanes end at h; one above: the per-axis checks
+    lo = max(hi - side, 0)
+    a = rng.integers(lo, hi, (int(rng.integers(1, 60)), d))
+    b = rng.integers(lo, hi, (int(rng.integers(1, 200)), d))
+    assert (pairs_module._Lanes.of(a, b, R, 2 * R + 2, False) is None) == (int(max(a.max(), b.max())) >= h)
+    for x, y in ((a, b), (a, a)):
+        i, j = pairs_module._grid_pairs(x, y, R, R + 1)
+        assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(x, y, R)
+
+
 def test_bucket_half_grows_with_dimension_on_sparse_cells():
     # minimal buckets for crowded cells (a 4-D release: 738k cells of 67^4),
     # larger ones when most cells would sit near a border of the minimal ones
