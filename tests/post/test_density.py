@@ -626,3 +626,21 @@ def test_a_shared_law_gives_each_level_its_own_quantile(noise, scale, truncation
         own = weighted_quantile(noise, scale, W, level, truncation)
         shared = weighted_quantile(noise, scale, W, level, truncation, PLACE_LEVELS[0])
         assert abs(shared - own) <= delta + 1e-12, (level, own, shared)
+
+
+def test_margin_keys_are_held_for_read_only_weights_only():
+    """The sorted weights of a sub-position key the margins' caches: held for
+    the ball weights (read-only), recomputed for a writable array, which may
+    change between calls."""
+    from dpdbscan.post.coretests.density.densitymargin import _rounded
+
+    W = ball_weights(3, 4.0, 2).W
+    assert not W.flags.writeable
+    key = _rounded(W[1])
+    assert _rounded(W[1]) is key and hash(key) == hash(tuple(key))
+    assert key == tuple(sorted(float(round(x, 12)) for x in W[1] if x > 0))
+    mine = W.copy()
+    k1 = _rounded(mine[1])
+    assert k1 == key and k1 is not key
+    mine[1, np.flatnonzero(mine[1])[0]] = 0.5
+    assert _rounded(mine[1]) != key
