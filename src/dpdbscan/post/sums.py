@@ -155,13 +155,32 @@ def run_pairs(
         qi, ri = chebyshev_pairs(qc, kc, R)
     if qi.size == 0:
         return _no_pairs()
-    pos = np.searchsorted(codes, offset_codes(kc[ri] - qc[qi], R))
-    pos = np.minimum(pos, codes.size - 1)
-    hit = codes[pos] == offset_codes(kc[ri] - qc[qi], R)
+    pair_codes = _pair_codes(kc, qc, ri, qi, R)
+    pos = np.minimum(np.searchsorted(codes, pair_codes), codes.size - 1)
+    hit = codes[pos] == pair_codes
     qi, ri, pos = qi[hit], ri[hit], pos[hit]
     run = run_of[pos]
-    order = np.lexsort((ri, run, qi))
+    if query.size * n_runs * keys.size < 1 << 62:
+        # (query, run, key) as one integer: one sort of unique numbers, the
+        # order of the lexsort of the three
+        order = np.argsort((qi * n_runs + run) * keys.size + ri)
+    else:
+        order = np.lexsort((ri, run, qi))
     return qi[order], ri[order], run[order], row[pos[order]]
+
+
+def _pair_codes(kc: np.ndarray, qc: np.ndarray, ri: np.ndarray, qi: np.ndarray, R: int) -> np.ndarray:
+    """:func:`offset_codes` of ``kc[ri] - qc[qi]``. The code is linear in the
+    offset, so it is the difference of each cell's linear code (one per
+    cell, not per pair) plus a constant, when those fit an int64."""
+    d = kc.shape[1]
+    base = 2 * R + 1
+    top = max(int(kc.max()), int(qc.max()), 1)
+    if top * base**d >= 1 << 62:
+        return offset_codes(kc[ri] - qc[qi], R)
+    weights = base ** np.arange(d - 1, -1, -1, dtype=np.int64)
+    const = int(offset_codes(np.zeros((1, d), dtype=np.int64), R)[0])
+    return (kc @ weights)[ri] - (qc @ weights)[qi] + const
 
 
 class _LastSelfPairs:
