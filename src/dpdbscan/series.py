@@ -39,12 +39,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from .laws import zcdp
-from .ledger import Cost
+from .ledger import Cost, release_cost
 from .model.predict import predict_spans
 from .model.record import SpanModel
 from .pipeline import fit as fit_release
@@ -52,7 +52,10 @@ from .plan.resolve import resolve
 from .release import periodtable
 from .release.backends import NumpyBackend
 from .traces import parse_times
-from .traces.periods import Periods
+from .traces.periods import Periods, parse_local, zone
+
+if TYPE_CHECKING:
+    from .ledger import Ledger, Reservation
 
 #: The share of the lifetime budget spent on the table unless told. Why 0.4:
 #: on full Cabs pick-ups (docs/privacy.md §5.2) 0.4 kept every busy cell in the
@@ -61,6 +64,9 @@ from .traces.periods import Periods
 #: k = spans x periods, so each extra span adds noise to every entry), 0.2
 #: left the days' table too noisy.
 DEFAULT_SHARE = 0.4
+#: The share of the table's rho_b spent choosing K privately
+#: (``max_pairs_per_unit="auto"``), as for cells (:data:`dpdbscan.plan.units.SHARE`).
+PAIRS_SHARE = 0.1
 #: The level of the intervals written beside each noisy mass.
 LEVEL = 0.95
 
@@ -88,23 +94,70 @@ class SeriesPlan:
     table_rho: float
     sigma2: float | None
     cost: Cost
+    places: int | None = None
+    period_rho: float | None = None
+    spans_cost: Cost | None = None
+    choose_k: bool = False
+
+    @property
+    def choice_rho(self) -> float:
+        """The rho spent choosing k privately ("auto"): :data:`PAIRS_SHARE` of rho_b."""
+        return PAIRS_SHARE * self.table_rho if self.choose_k else 0.0
+
+    @property
+    def noise_rho(self) -> float:
+        """The rho the whole-horizon table's noise is calibrated to: rho_b,
+        less the choice of k when "auto" (their sum never above rho_b)."""
+        if not self.choose_k:
+            return self.table_rho
+        r = self.table_rho - self.choice_rho
+        while Fraction(r) + Fraction(self.choice_rho) > Fraction(self.table_rho):
+            r = math.nextafter(r, 0.0)
+        return r
+
+    def chosen(self, k: int) -> SeriesPlan:
+        """The plan once k is chosen ("auto"): sigma^2 for the noise's rho at sqrt(k) m."""
+        return replace(self, k=int(k), sigma2=periodtable.sigma2_for(self.noise_rho, int(k), self.m))
+
+    @property
+    def appendable(self) -> bool:
+        """Whether the periods are released one by one (the spans from the
+        first ``places`` periods, each period's column at ``period_rho``)."""
+        return self.places is not None
+
+    def period_cost(self) -> Cost:
+        """What one period's column costs (an appendable plan): rho_b / T,
+        stated as (epsilon, delta) at the lifetime delta."""
+        assert self.period_rho is not None
+        return Cost(zcdp.epsilon_for(self.period_rho, self.delta), self.delta, self.period_rho)
 
     def calibrated(self, n_spans: int) -> SeriesPlan:
         """The plan once the spans are released: k = S x T when it was "all"
         (at least 1), a given k lowered to S x T when it is larger (no unit
         has more pairs than there are, so a larger k only adds noise; S is
-        public then), and sigma^2 for rho_b at sensitivity sqrt(k) m."""
-        pairs = n_spans * self.periods.n_periods
+        public then), and sigma^2 for rho_b at sensitivity sqrt(k) m. An
+        appendable plan bounds each period on its own: k pairs of the
+        period's S, sigma^2 for rho_b / T."""
+        per_bound = self.appendable
+        pairs = n_spans * (1 if per_bound else self.periods.n_periods)
+        if self.choose_k:  # k is chosen from the data once the spans are out
+            return self
         k = self.k if self.k is not None else max(1, pairs)
         if pairs > 0:
             k = min(k, pairs)
-        return replace(self, k=k, sigma2=periodtable.sigma2_for(self.table_rho, k, self.m))
+        rho = self.period_rho if per_bound else self.noise_rho
+        assert rho is not None
+        return replace(self, k=k, sigma2=periodtable.sigma2_for(rho, k, self.m))
 
     def record(self, unit: str | None = None) -> dict:
         """The plan as the files state it (JSON-safe)."""
         if self.k is None or self.sigma2 is None:
             bound: dict[str, Any] = {
-                "max_pairs_per_unit": "all (spans x periods, fixed once the spans are released)"
+                "max_pairs_per_unit": "all (spans per period, fixed once the spans are released)"
+                if self.appendable
+                else "auto (chosen privately once the spans are released)"
+                if self.choose_k
+                else "all (spans x periods, fixed once the spans are released)"
             }
         else:
             l1, l2 = periodtable.sensitivity(self.k, self.m)
@@ -128,7 +181,41 @@ class SeriesPlan:
                 "max_points_per_pair": self.m,
                 "noise": "discrete Gaussian",
                 "interval_level": LEVEL,
+                "bound_over": "each period" if self.appendable else "the whole horizon",
                 **bound,
+                **(
+                    {
+                        "pairs_choice": {
+                            "rho": self.choice_rho,
+                            "noise_rho": self.noise_rho,
+                            "share_of_table": PAIRS_SHARE,
+                            "candidates": "round(2^(i/4)) up to spans x periods",
+                            "mechanism": "exponential mechanism on the pairs per unit (as for cells, "
+                            "docs/privacy.md 1.7)",
+                        }
+                    }
+                    if self.choose_k
+                    else {}
+                ),
+            },
+            "cost": {"epsilon": self.cost.epsilon, "delta": self.cost.delta, "rho": self.cost.rho},
+            **({"appendable": self._appendable_record()} if self.appendable else {}),
+        }
+
+    def _appendable_record(self) -> dict[str, Any]:
+        """The public facts a later run needs to append periods."""
+        assert self.places is not None and self.spans_cost is not None
+        first = period_end(self.periods, self.places)
+        return {
+            "places_periods": self.places,
+            "places_from": self.periods.start,
+            "places_to": first,
+            "period_rho": self.period_rho,
+            "period_cost": {"epsilon": self.period_cost().epsilon, "delta": self.delta},
+            "spans_cost": {
+                "epsilon": self.spans_cost.epsilon,
+                "delta": self.spans_cost.delta,
+                "rho": self.spans_cost.rho,
             },
         }
 
@@ -136,6 +223,14 @@ class SeriesPlan:
 def statement(plan: SeriesPlan, unit: str | None) -> str:
     """The guarantee in words, for every file of the series."""
     who = f"each {unit}" if unit else "each privacy unit"
+    if plan.appendable:
+        return (
+            f"(epsilon={plan.epsilon:g}, delta={plan.delta:g})-differential privacy for {who} over the "
+            f"whole planned series ({plan.periods.n_periods} {plan.periods.kind}(s) from "
+            f"{plan.periods.start} to {plan.periods.end}, {plan.periods.tz or 'UTC'}; periods released "
+            f"as they complete, each charged rho_b/T): the spans of the first {plan.places} "
+            f"{plan.periods.kind}(s) and every period's masses together, by {plan.method}"
+        )
     return (
         f"(epsilon={plan.epsilon:g}, delta={plan.delta:g})-differential privacy for {who} over the "
         f"whole series ({plan.periods.n_periods} {plan.periods.kind}(s) from {plan.periods.start} to "
@@ -153,18 +248,40 @@ def plan_series(
     share: float = DEFAULT_SHARE,
     max_pairs_per_unit: int | str | None = "all",
     max_points_per_pair: int = 1,
+    places: int | None = None,
 ) -> SeriesPlan:
     """Split the lifetime (``p["epsilon"]``, ``p["delta"]``) between the
     spans and the table, and calibrate the table (public inputs only).
-    ``max_pairs_per_unit``: an integer, or "all" (None too): every
-    (span, period) pair, k = S x T once the S spans are released (no unit is
-    cut; the noise grows as sqrt(S T))."""
+    ``max_pairs_per_unit``: an integer, or "all" (None too, the default
+    here): every (span, period) pair, k = S x T once the S spans are
+    released (no unit is cut; the noise grows as sqrt(S T)); or "auto" (the
+    command line's default in memory): k chosen privately from each unit's
+    number of pairs once the spans are released, for :data:`PAIRS_SHARE` of
+    rho_b (:func:`_choose_pairs`; in memory, whole-horizon tables only).
+
+    ``places``: an appendable series (:func:`start_series`,
+    :func:`append_periods`): the spans are found once from the first
+    ``places`` periods, and each period's column of the table is released
+    on its own (as the period completes) at rho_b / T, its bound per period
+    (k of the S spans, default all S: no unit is cut). With k = S that is
+    the noise of the flat table at k = S x T: sigma^2 = S T m^2 / (2 rho_b)."""
     epsilon, delta = float(p["epsilon"]), float(p["delta"])
     if not delta > 0:
         raise ValueError("a series adds Gaussian noise to its table: give a lifetime --delta > 0")
     if not 0 < share < 1:
         raise ValueError(f"the table's share of the budget must be in (0, 1), got {share!r}")
-    k = None if max_pairs_per_unit in (None, "all") else int(max_pairs_per_unit)
+    if places is not None and not 1 <= int(places) <= periods.n_periods:
+        raise ValueError(
+            f"the spans of an appendable series come from its first N periods: N must be 1 to "
+            f"{periods.n_periods}, got {places!r}"
+        )
+    choose_k = max_pairs_per_unit == "auto"
+    if choose_k and places is not None:
+        raise ValueError(
+            "--max-pairs-per-unit auto chooses K once from the whole horizon's pairs, which an "
+            "appendable series does not have when it starts: give K (pairs per unit per period) or all"
+        )
+    k = None if max_pairs_per_unit in (None, "all", "auto") else int(max_pairs_per_unit)
     m = int(max_points_per_pair)
     if (k is not None and k < 1) or m < 1:
         raise ValueError("the table's bound needs at least 1 pair per unit and 1 point per pair")
@@ -186,15 +303,45 @@ def plan_series(
         plan = SeriesPlan(
             periods, epsilon, delta, share, k, m, method, spans_epsilon, delta, rho_b, None, cost
         )
+        if choose_k:
+            plan = replace(plan, choose_k=True)
+        if places is not None:
+            plan = replace(
+                plan,
+                places=int(places),
+                period_rho=_period_rho(rho, rho_a, periods.n_periods),
+                spans_cost=release_cost(spans),
+            )
         return plan if k is None else plan.calibrated(0)
+    if places is not None:
+        raise ValueError(
+            "an appendable series charges each period in zCDP: its spans need the dense or sparse "
+            "histogram with Gaussian noise, not the stability histogram this box gives"
+        )
     spans_epsilon, spans_delta = (1 - share) * epsilon, delta / 2
     rho_b = zcdp.rho_for(share * epsilon, delta / 2)
+    if choose_k:
+        raise ValueError(
+            "--max-pairs-per-unit auto composes in zCDP: it needs the dense or sparse histogram with "
+            "Gaussian noise for the spans, not the stability histogram this box gives"
+        )
     method = "basic composition (the spans' stability histogram is not zCDP)"
     cost = Cost(epsilon, delta, None)
     plan = SeriesPlan(
         periods, epsilon, delta, share, k, m, method, spans_epsilon, spans_delta, rho_b, None, cost
     )
     return plan if k is None else plan.calibrated(0)
+
+
+def _period_rho(rho: float, rho_a: float, n_periods: int) -> float:
+    """rho_b / T, rounded down until rho_a + T (rho_b / T) <= rho exactly
+    (on the rationals): the T columns and the spans never exceed the plan."""
+    r = (rho - rho_a) / n_periods
+    while Fraction(rho_a) + n_periods * Fraction(r) > Fraction(rho):
+        r = math.nextafter(r, 0.0)
+    if not r > 0:  # pragma: no cover - share in (0, 1) leaves some
+        raise ValueError("the table's share of the budget is too small to calibrate its noise")
+    return r
 
 
 @dataclass(frozen=True)
@@ -312,6 +459,8 @@ def fit_series(
     the same release (spans and table)."""
     if units is None:
         raise ValueError("a series protects each unit over its whole horizon: give units (--unit)")
+    if plan.choose_k and backend is not None and not isinstance(X, np.ndarray):
+        raise ValueError("--max-pairs-per-unit auto runs in memory only: give K or all with --backend dask")
     spans_p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
     _check_zcdp(plan, spans_p, lower, upper, stacklevel + 1)
     meta = {**(metadata or {}), "series": plan.record(unit_name)}
@@ -350,14 +499,283 @@ def fit_series(
     # public after (a): the number of spans (so k when "all") and a point's
     # span, from the released regions alone
     plan = plan.calibrated(model.n_spans)
+    source = periodtable.table_source(_table_seed(p.get("random_state")))
+    if plan.choose_k:
+        plan = plan.chosen(_choose_pairs(model, X, units, period, plan, source))
     assert plan.k is not None and plan.sigma2 is not None
     shape, k, m = (model.n_spans, plan.periods.n_periods), plan.k, plan.m
-    # the bound's key, then the noise, from the table's seed: the same order
-    # wherever the exact table is computed (the same seed, the same release)
-    table = periodtable.release_exact(
-        lambda key: exact_of(model, shape, k, m, key), plan.sigma2, _table_seed(p.get("random_state"))
-    )
+    # the choice of k (auto), the bound's key, then the noise, from the
+    # table's seed: the same order wherever the exact table is computed
+    table = periodtable.release_exact(lambda key: exact_of(model, shape, k, m, key), plan.sigma2, source)
     return _released(model, table, plan, unit_name)
+
+
+def released_through(periods: Periods, through: str | None) -> int:
+    """How many periods are released once the periods up to ``through`` (a
+    period's start, or the horizon's end; None: the end) are: public, from
+    the plan and the option alone."""
+    if through is None:
+        return periods.n_periods
+    at = _local_seconds(through, periods.tz)
+    hits = np.flatnonzero(periods.edges == at)
+    if hits.size == 0 or hits[0] == 0:
+        raise ValueError(
+            f"--through {through}: not the end of a period of this series ({periods.kind}s from "
+            f"{periods.start} to {periods.end}): give a period's start after --from, or --to"
+        )
+    return int(hits[0])
+
+
+def _local_seconds(text: str, tz: str | None) -> float:
+    return parse_local(text, zone(tz)).timestamp()
+
+
+def series_charges(plan: SeriesPlan, first: int, upto: int, *, spans: bool) -> list[tuple[str | None, Cost]]:
+    """The ledger's rows for releasing periods ``first`` to ``upto - 1`` of
+    an appendable plan (and its spans first, when ``spans``): (period start
+    or None, cost). Public: the plan alone."""
+    assert plan.spans_cost is not None
+    rows: list[tuple[str | None, Cost]] = [(None, plan.spans_cost)] if spans else []
+    return rows + [(plan.periods.starts[t], plan.period_cost()) for t in range(first, upto)]
+
+
+def start_series(
+    X: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    p: dict[str, Any],
+    units: Any,
+    times: Any,
+    plan: SeriesPlan,
+    *,
+    through: str | None = None,
+    ledger: Ledger | None = None,
+    series_id: int | None = None,
+    unit_name: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    stacklevel: int = 2,
+) -> Series:
+    """Start an appendable series (``plan`` made with ``places=N``): the
+    spans from the rows of the first N periods, then each period's column
+    of the table up to ``through`` (a period's start; None: the whole
+    horizon; at least the first N periods). Later periods are appended by
+    :func:`append_periods`, which reads only their rows.
+
+    ``ledger``: charged before anything is released, in one transaction: a
+    new series (its public plan) and one row for the spans and one per
+    period (:meth:`dpdbscan.ledger.Ledger.reserve_series`); refused when it
+    does not fit. ``series_id``: a series the caller has already charged
+    (the command line reserves before it reads the file)."""
+    if not plan.appendable or plan.places is None:
+        raise ValueError("start_series needs an appendable plan: plan_series(..., places=N)")
+    if units is None:
+        raise ValueError("a series protects each unit over its whole horizon: give units (--unit)")
+    upto = released_through(plan.periods, through)
+    if upto < plan.places:
+        raise ValueError(
+            f"the spans come from the first {plan.places} {plan.periods.kind}(s): --through must be "
+            f"{period_end(plan.periods, plan.places)} or later"
+        )
+    reservations: list[Reservation] = []
+    if ledger is not None:
+        series_id, reservations = ledger.reserve_series(
+            series_charges(plan, 0, upto, spans=True),
+            command="start_series",
+            params={"series": plan.record(unit_name)},
+            unit_column=unit_name,
+            plan=plan.record(unit_name),
+        )
+    spans_p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
+    _check_zcdp(plan, spans_p, lower, upper, stacklevel + 1)
+    X, units, period = _in_horizon(X, units, times, plan.periods)
+    first = period < plan.places
+    model = fit_release(
+        X[first],
+        lower,
+        upper,
+        spans_p,
+        backend=NumpyBackend(),
+        units=_take(units, first),
+        metadata={**(metadata or {}), "series": plan.record(unit_name)},
+        stacklevel=stacklevel + 1,
+    )
+    plan = plan.calibrated(model.n_spans)
+    assert plan.k is not None and plan.sigma2 is not None
+    table = _columns(model, X, units, period, 0, upto, plan, _table_seed(p.get("random_state")))
+    made = _released(model, table, plan, unit_name, {"released_periods": upto, "series_id": series_id})
+    for r in reservations:
+        r.written([])
+    return made
+
+
+def append_periods(
+    model: SpanModel,
+    X: np.ndarray,
+    units: Any,
+    times: Any,
+    *,
+    through: str | None = None,
+    ledger: Ledger | None = None,
+    charged: bool = False,
+    random_state: Any = None,
+) -> Series:
+    """Append the next periods of an appendable series (``model``: its
+    latest spans file, :func:`start_series` or an earlier append) up to
+    ``through`` (None: the horizon's end): each new period's column of the
+    table from the rows whose time is in it (all other rows are dropped, so
+    no earlier period is read again), at the plan's rho_b / T each. The
+    spans are the model's own (the same places, the same ids).
+
+    The state between runs is public: the plan and the released columns in
+    the model's ``metadata["series"]``, and (with a ledger) the series' rows
+    there, which refuse a period charged before even from an older file.
+    ``ledger``: required when the series was started with one (each new
+    period is charged to the same series before anything is read);
+    ``charged``: the caller has reserved them already (the command line)."""
+    rec = model.metadata.get("series") or {}
+    if "appendable" not in rec:
+        raise ValueError(
+            "this model is not an appendable series: start one with --places-periods N "
+            "(plan_series(..., places=N) and start_series)"
+        )
+    plan = plan_from_record(rec)
+    first = int(rec["released_periods"])
+    upto = released_through(plan.periods, through)
+    if upto <= first:
+        raise ValueError(
+            f"nothing to append: this series has released its {plan.periods.kind}s up to "
+            f"{period_end(plan.periods, first)}; give --through a later period's start (or --to "
+            f"{plan.periods.end})"
+            if first < plan.periods.n_periods
+            else f"nothing to append: every {plan.periods.kind} of this series up to {plan.periods.end} "
+            "is released; a longer horizon is a new series"
+        )
+    sid = rec.get("series_id")
+    check_append_ledger(sid, ledger is not None or charged)
+    reservations: list[Reservation] = []
+    if ledger is not None and not charged:
+        _, reservations = ledger.reserve_series(
+            series_charges(plan, first, upto, spans=False),
+            command="append_periods",
+            params={"series_id": sid, "through": period_end(plan.periods, upto)},
+            unit_column=None if rec.get("unit") == "the privacy unit" else rec.get("unit"),
+            series_id=sid,
+        )
+    X, units, period = _in_horizon(X, units, times, plan.periods)
+    new = (period >= first) & (period < upto)
+    X, units, period = X[new], _take(units, new), period[new]
+    seed = random_state
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        seed = int(np.random.SeedSequence([int(seed), 0x5E41E5, first]).generate_state(1, np.uint64)[0])
+    cols = _columns(model, X, units, period, first, upto, plan, seed)
+    old = np.asarray(rec["table"]["noisy_mass"], dtype=np.int64).reshape(model.n_spans, first)
+    unit_name = None if rec.get("unit") == "the privacy unit" else rec.get("unit")
+    made = _released(
+        model,
+        np.concatenate([old, cols], axis=1),
+        plan,
+        unit_name,
+        {"released_periods": upto, "series_id": sid},
+    )
+    for r in reservations:
+        r.written([])
+    return made
+
+
+def check_append_ledger(series_id: int | None, with_ledger: bool) -> None:
+    """An append is charged where the series was: refuse a ledger for a
+    series started without one, and no ledger for one started with one."""
+    if series_id is not None and not with_ledger:
+        raise ValueError(
+            f"this series is recorded in a ledger (series {series_id}): give the ledger (--ledger, "
+            "--dataset) so that each new period is charged to it"
+        )
+    if series_id is None and with_ledger:
+        raise ValueError(
+            "this series was started without a ledger: its spans and first periods are charged "
+            "nowhere, so a ledger cannot account for it; append without one (and count), or start "
+            "a new series with --ledger"
+        )
+
+
+def period_end(periods: Periods, upto: int) -> str:
+    """The end of the first ``upto`` periods (a period's start, or the horizon's end)."""
+    return periods.starts[upto] if upto < periods.n_periods else periods.end
+
+
+def plan_from_record(rec: dict[str, Any]) -> SeriesPlan:
+    """The calibrated appendable plan a series' record states (public)."""
+    per, t, app = rec["periods"], rec["table"], rec["appendable"]
+    periods = Periods(per["per"], per["from"], per["to"], None if per["tz"] == "UTC" else per["tz"])
+    cost, spans = rec["cost"], app["spans_cost"]
+    return SeriesPlan(
+        periods=periods,
+        epsilon=float(rec["lifetime_budget"]["epsilon"]),
+        delta=float(rec["lifetime_budget"]["delta"]),
+        share=float(rec["table_share"]),
+        k=int(t["max_pairs_per_unit"]),
+        m=int(t["max_points_per_pair"]),
+        method=str(rec["composition"]),
+        spans_epsilon=float(rec["spans_release"]["epsilon"]),
+        spans_delta=float(rec["spans_release"]["delta"]),
+        table_rho=float(t["rho"]),
+        sigma2=float(t["sigma2"]),
+        cost=Cost(float(cost["epsilon"]), float(cost["delta"]), cost["rho"]),
+        places=int(app["places_periods"]),
+        period_rho=float(app["period_rho"]),
+        spans_cost=Cost(float(spans["epsilon"]), float(spans["delta"]), spans["rho"]),
+    )
+
+
+def _columns(
+    model: SpanModel,
+    X: np.ndarray,
+    units: Any,
+    period: np.ndarray,
+    first: int,
+    upto: int,
+    plan: SeriesPlan,
+    random_state: Any,
+) -> np.ndarray:
+    """The noisy columns of periods ``first`` to ``upto - 1``, shape
+    (S, upto - first): each period bounded on its own (each unit at most k
+    of its (span, that period) pairs, m points each), the discrete Gaussian
+    with the plan's sigma^2 on every entry."""
+    assert plan.k is not None and plan.sigma2 is not None
+    span = SpanOf(model)(X) if X.shape[0] else np.zeros(0, dtype=np.int64)
+    shape = (model.n_spans, plan.periods.n_periods)
+    k, m = plan.k, plan.m
+
+    def exact_of(key: Any) -> np.ndarray:
+        return periodtable.bounded_columns(units, span, period, first, upto, shape, k, m, key)
+
+    return periodtable.release_exact(exact_of, plan.sigma2, random_state)
+
+
+def _take(units: Any, mask: np.ndarray) -> Any:
+    """The units of the rows in ``mask`` (numpy or the readers' Arrow column)."""
+    if type(units).__module__.split(".")[0] == "pyarrow":
+        import pyarrow as pa  # lazy: only for input the readers gave as Arrow
+
+        return units.filter(pa.array(mask))
+    return np.asarray(units)[mask]
+
+
+def _choose_pairs(
+    model: SpanModel, X: np.ndarray, units: Any, period: np.ndarray, plan: SeriesPlan, source: Any
+) -> int:
+    """K chosen privately (``max_pairs_per_unit="auto"``): the exponential
+    mechanism of :mod:`dpdbscan.release.unitchoice` on each unit's number of
+    (span, period) pairs (private), among the public ladder round(2^(i/4))
+    up to S x T, at :attr:`SeriesPlan.choice_rho`. Its score is the signal
+    to noise K gives a pair every unit is in, sum_u min(1, K / c_u) / sqrt(K):
+    the trade of the cells' k, for pairs. Adding or removing one unit adds
+    or removes one count, so the choice is choice_rho-zCDP for each unit."""
+    cap = model.n_spans * plan.periods.n_periods
+    spans = SpanOf(model)(X)
+    return periodtable.choose_pairs_k(
+        units, spans, period, plan.periods.n_periods, cap, plan.choice_rho, source
+    )
 
 
 def _in_horizon(X: Any, units: Any, times: Any, periods: Periods) -> tuple[np.ndarray, Any, np.ndarray]:
@@ -367,11 +785,7 @@ def _in_horizon(X: Any, units: Any, times: Any, periods: Periods) -> tuple[np.nd
     if period.size != X.shape[0]:
         raise ValueError(f"times has {period.size} values for {X.shape[0]} rows: give one time per row")
     inside = period >= 0
-    if type(units).__module__.split(".")[0] == "pyarrow":  # the file readers' unit column
-        import pyarrow as pa  # lazy: only for input the readers gave as Arrow
-
-        return X[inside], units.filter(pa.array(inside)), period[inside]
-    return X[inside], np.asarray(units)[inside], period[inside]
+    return X[inside], _take(units, inside), period[inside]
 
 
 def _check_zcdp(plan: SeriesPlan, spans_p: dict, lower: Any, upper: Any, stacklevel: int) -> None:
@@ -383,11 +797,18 @@ def _check_zcdp(plan: SeriesPlan, spans_p: dict, lower: Any, upper: Any, stackle
             raise ValueError("the series was planned for a zCDP release of the spans; this box gives another")
 
 
-def _released(model: SpanModel, table: np.ndarray, plan: SeriesPlan, unit_name: str | None) -> Series:
+def _released(
+    model: SpanModel,
+    table: np.ndarray,
+    plan: SeriesPlan,
+    unit_name: str | None,
+    extra: dict[str, Any] | None = None,
+) -> Series:
     """The series of released spans and table: the table and each period's
-    active spans recorded in the model (public: from the table)."""
+    active spans recorded in the model (public: from the table); ``extra``:
+    an appendable series' state (periods released so far, its ledger id)."""
     assert plan.sigma2 is not None
-    record = plan.record(unit_name)
+    record = {**plan.record(unit_name), **(extra or {})}
     active = active_spans(table, plan.sigma2)
     record = {
         **record,
@@ -401,6 +822,14 @@ def _released(model: SpanModel, table: np.ndarray, plan: SeriesPlan, unit_name: 
 
 __all__ = [
     "DEFAULT_SHARE",
+    "PAIRS_SHARE",
+    "append_periods",
+    "check_append_ledger",
+    "period_end",
+    "plan_from_record",
+    "released_through",
+    "series_charges",
+    "start_series",
     "LEVEL",
     "PeriodOf",
     "Series",

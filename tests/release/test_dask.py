@@ -25,7 +25,13 @@ from hypothesis import strategies as st  # noqa: E402
 
 from dpdbscan import DPDBSCAN, Grid  # noqa: E402
 from dpdbscan.release.backends import NumpyBackend  # noqa: E402
-from dpdbscan.release.backends.dask_backend import DaskBackend, count_block, file_format, merge_counts  # noqa: E402
+from dpdbscan.release.backends.dask_backend import (  # noqa: E402
+    DaskBackend,
+    DaskEngine,
+    count_block,
+    file_format,
+    merge_counts,
+)
 from dpdbscan.release.backends.numpy_backend import count_keys  # noqa: E402
 from dpdbscan.release.points import clean_points  # noqa: E402
 
@@ -218,10 +224,18 @@ def test_same_release_with_wide_keys(client):
 
 
 # ------------------------------------------------------------- columns
-def test_default_columns_skip_label_and_non_numeric(client, grid, X, tmp_path):
+def test_default_columns_skip_label_and_refuse_non_numeric(client, grid, X, tmp_path):
+    """The in-memory reader's rule (files.layout.schema_columns): the label
+    is left out; a text column is not silently skipped, it must be named out."""
+    from dpdbscan.files.reader import read_input
+
     df = frame(X).assign(name="a")[["label", "x", "name", "y"]]
     path = tmp_path / "t.parquet"
     df.to_parquet(path, index=False)
+    for read in (lambda: DaskBackend(client=client).count(grid, str(path)), lambda: read_input(path)):
+        with pytest.raises(ValueError, match=r"t.parquet: column\(s\) name are not numeric.*--columns"):
+            read()
+    df.drop(columns="name").to_parquet(path, index=False)
     backend = DaskBackend(client=client)
     assert backend.n_features(str(path)) == 2
     assert_same_counts(backend.count(grid, str(path)), reference(grid, X))
@@ -237,7 +251,7 @@ def test_explicit_columns_in_their_order(client, grid, X, tmp_path):
 def test_missing_column_is_a_clear_error(client, grid, X, tmp_path):
     path = tmp_path / "t.parquet"
     frame(X).to_parquet(path, index=False)
-    with pytest.raises(ValueError, match=r"columns \['z'\] not found.*'x', 'y', 'label'"):
+    with pytest.raises(ValueError, match=r"no column 'z' in .*t.parquet \(columns: 'x', 'y', 'label'\)"):
         DaskBackend(client=client, columns=["x", "z"]).count(grid, str(path))
 
 
@@ -451,6 +465,30 @@ def test_csv_without_header_reads_its_first_line_as_data(client, grid, X, tmp_pa
         DaskBackend(client=client).count(grid, str(path))
 
 
+@pytest.mark.parametrize(
+    "start, header",
+    [
+        ("\ufeff", False),  # a byte order mark before the first record
+        ("\ufeffx,y\n", True),
+        ("\n\r\nx,y\n", True),  # empty lines before the header
+        ("\ufeff\nx,y\r\n", True),
+        ("", False),
+    ],
+)
+def test_csv_file_starts_read_as_the_in_memory_reader_reads_them(client, grid, X, tmp_path, start, header):
+    """One rule for a file's start (files.records.split_head): both doors read the same rows."""
+    from dpdbscan.files.reader import read_input
+
+    body = _csv_text(X[:500])[len("x,y\n") :]
+    path = tmp_path / "s.csv"
+    path.write_bytes((start + body).encode())
+    want = read_input(path, header=header, d=2)
+    assert len(want.X) == 500 and want.n_unparseable == want.n_malformed == 0
+    got = DaskBackend(client=client, header=header, blocksize=2_000).count(grid, str(path))
+    assert_same_counts(got, reference(grid, want.X))
+    assert got.counts.sum() > 0
+
+
 def test_csv_files_must_share_the_header(client, grid, X, tmp_path):
     d = tmp_path / "csv"
     d.mkdir()
@@ -477,7 +515,7 @@ def test_text_column_of_a_dataframe_is_read_value_by_value(client, grid, X):
 def test_parquet_text_column_is_a_schema_error(client, grid, X, tmp_path):
     path = tmp_path / "t.parquet"
     frame(X).assign(name="a").to_parquet(path, index=False)
-    with pytest.raises(ValueError, match="column 'name' is not numeric in the Parquet schema"):
+    with pytest.raises(ValueError, match=r"t.parquet: column 'name' is not numeric \(type "):
         DaskBackend(client=client, columns=["x", "name"]).count(grid, str(path))
 
 
@@ -485,12 +523,12 @@ def test_parquet_text_column_is_a_schema_error(client, grid, X, tmp_path):
 def test_a_lost_partition_is_refused(client, grid, X, monkeypatch):
     """If the reduce ever merged fewer partitions than planned, the count is
     refused, not released."""
-    original = DaskBackend._tree
+    original = DaskEngine.reduce
 
-    def lossy(self, tasks, merge):
-        return original(self, tasks[1:], merge)
+    def lossy(self, parts, merge):
+        return original(self, parts[1:] if len(parts) > 1 else parts, merge)
 
-    monkeypatch.setattr(DaskBackend, "_tree", lossy)
+    monkeypatch.setattr(DaskEngine, "reduce", lossy)
     ddf = dd.from_pandas(frame(X), npartitions=4)
     with pytest.raises(RuntimeError, match="merged 3 partition result.*for 4 partition"):
         DaskBackend(client=client).count(grid, ddf)

@@ -231,6 +231,11 @@ def parquet_dir(tmp_path, points, units):
     return d
 
 
+#: The coordinates of parquet_dir: its text "cab" column is not one, and an event-level read
+#: would refuse it from the default selection (the reader's rule, files.layout.schema_columns).
+COORDS = ["x", "y"]
+
+
 def fit(X, backend, units=None):
     """An event-level fit, or with ``units`` a person-level one."""
     person = (
@@ -291,7 +296,7 @@ def assert_same_release(got, want):
 @pytest.mark.parametrize("level", ["event", "person"])
 def test_fit_through_a_scheduler_address_equals_in_memory(start_cluster, parquet_dir, points, units, level):
     cluster = start_cluster()
-    backend = DaskBackend(scheduler=cluster.address)
+    backend = DaskBackend(scheduler=cluster.address, columns=COORDS)
     column, ids = ("cab", units) if level == "person" else (None, None)
     got = Background(fit, str(parquet_dir), backend, column).result()
     assert_same_release(got, fit(points, "numpy", ids))
@@ -309,7 +314,7 @@ def test_killing_a_worker_mid_fit_gives_the_same_release_or_one_clear_error(
     victim, survivor = cluster.workers
     column, ids = ("cab", units) if level == "person" else (None, None)
     want = fit(points, "numpy", ids)
-    job = Background(fit, str(parquet_dir), DaskBackend(scheduler=cluster.address), column)
+    job = Background(fit, str(parquet_dir), DaskBackend(scheduler=cluster.address, columns=COORDS), column)
     deadline = time.monotonic() + FIT_TIMEOUT
     while cluster.marks_of(victim) == 0:  # wait until the victim is counting a partition
         assert not job.done(), "the fit ended before the victim started a partition"
@@ -336,7 +341,7 @@ def test_stopped_scheduler_is_a_clear_error_not_a_hang(start_cluster, parquet_di
     address = cluster.address
     cluster.stop()
     assert cluster.scheduler.poll() is not None
-    backend = DaskBackend(scheduler=address, timeout=3)
+    backend = DaskBackend(scheduler=address, timeout=3, columns=COORDS)
     job = Background(fit, str(parquet_dir), backend)
     # FIT_TIMEOUT only turns a hang into a failure; the error comes after ~3 s.
     with pytest.raises(ConnectionError, match=f"cannot reach the Dask scheduler at {address} within 3 s"):

@@ -31,6 +31,7 @@ from dpdbscan.params.specs import UnitBound  # noqa: E402
 from dpdbscan.release.backends import NumpyBackend  # noqa: E402
 from dpdbscan.release.backends.dask_backend import (  # noqa: E402
     DaskBackend,
+    DaskEngine,
     _token_ids,  # noqa: E402
     unit_array,
 )
@@ -393,9 +394,9 @@ def test_unit_column_is_not_a_coordinate(client, grid, data, key, tmp_path):
     assert_same_counts(
         backend.count_units(grid, path, "unit", BOUND, key), count_units(grid, X, units, BOUND, key)
     )
-    with pytest.raises(ValueError, match="the unit column 'unit' is also in columns"):
+    with pytest.raises(ValueError, match=r"column 'unit' is the privacy unit \(--unit\) and a coordinate"):
         DaskBackend(client=client, columns=["x", "unit"]).count_units(grid, path, "unit", BOUND, key)
-    with pytest.raises(ValueError, match="no unit column 'cab'"):
+    with pytest.raises(ValueError, match=r"--unit \(unit=\): no column 'cab'"):
         backend.count_units(grid, path, "cab", BOUND, key)
     with pytest.raises(TypeError, match="units must be the name of the unit column"):
         backend.count_units(grid, path, units, BOUND, key)
@@ -405,10 +406,13 @@ def test_csv_unit_column_by_header(client, grid, data, key, tmp_path):
     X, ids = data
     units = unit_values(ids, "text")
     path = write_csv(table(X, units)[["unit", "x", "y"]], tmp_path / "csv").as_posix()
-    with pytest.raises(ValueError, match="the unit column 'unit' is also a coordinate column"):
+    # the in-memory reader's layout rules and words (files.layout.csv_layout)
+    with pytest.raises(ValueError, match=r"column 'unit' is the privacy unit \(--unit\) and a coordinate"):
         DaskBackend(client=client, columns=["unit", "x"]).count_units(grid, path, "unit", BOUND, key)
-    with pytest.raises(ValueError, match="no unit column 'cab'"):
+    with pytest.raises(ValueError, match=r"--unit \(unit=\): no column 'cab'"):
         DaskBackend(client=client, header=True).count_units(grid, path, "cab", BOUND, key)
+    # a unit named implies a header, as it does for the in-memory reader
+    assert DaskBackend(client=client).n_features(path, unit="unit") == 2
     backend = DaskBackend(client=client, header=True)
     assert backend.n_features(path, unit="unit") == 2
     assert_same_counts(
@@ -448,12 +452,12 @@ def test_bad_rows_are_dropped_and_no_unit_is_quoted(client, grid, data, key, tmp
 def test_a_lost_partition_is_refused(client, grid, data, key, monkeypatch):
     """A reduce that merged fewer shuffled partitions than there are is
     refused, not released."""
-    original = DaskBackend._tree
+    original = DaskEngine.reduce
 
-    def lossy(self, tasks, merge):
-        return original(self, tasks[1:] if len(tasks) > 1 else tasks, merge)
+    def lossy(self, parts, merge):
+        return original(self, parts[1:] if len(parts) > 1 else parts, merge)
 
-    monkeypatch.setattr(DaskBackend, "_tree", lossy)
+    monkeypatch.setattr(DaskEngine, "reduce", lossy)
     X, ids = data
     ddf = dd.from_pandas(table(X, ids), npartitions=4)
     with pytest.raises(RuntimeError, match="merged 3 partition result.*for 4 partition"):

@@ -29,8 +29,11 @@ from ..prepare import Points, split_bounds
 from ..prepare.clipping import clipping_counts, outside_hint, rows_all
 from ..prepare.door import apply_transforms, read_file, say_read
 from ..release.bounding import BoundingKey, factorize, pairs_of
+from ..series import SeriesPlan
+from ..traces import parse_times
 from .common import EXIT_OK, ArgTarget, Notes, WarningSink, table_formats
 from .fit import FitOptions, check_fit_params
+from .fitseries import SeriesOptions, add_period_options, check_series, table_forecast_lines
 from .options import (
     add_dbscan_options,
     add_domain_options,
@@ -63,6 +66,7 @@ def add_arguments(p: ArgTarget) -> None:
     add_domain_options(p, from_data=False)
     add_privacy_options(p, seed=False)
     add_unit_options(p)
+    add_period_options(p, release=False)
     # what fit's checks read and a dry run does not offer
     p.set_defaults(seed=None, backend="numpy", scheduler=None, bounds_from_data=False)
 
@@ -71,6 +75,11 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     opts = FitOptions.from_args(args)
     p = check_fit_params(opts, dry_run=True)
     notes = Notes(opts.quiet)
+    series = SeriesOptions.from_args(args)
+    # --per: the plan from public inputs, before reading; the spans get their share
+    plan = None if series is None else check_series(series, opts, p)
+    if plan is not None:
+        p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
     bounds_in = opts.bounds
     assert bounds_in is not None  # check has no --bounds-from-data
     start = time.perf_counter()
@@ -128,8 +137,32 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     for line in fc.lines(n_name="n", length=short, volume=volume):
         notes(line)
     notes(f"fit       : reading took {read_seconds:.2g} s here; the fit after it " + fit_cost(fc, n).line())
+    if plan is not None:
+        for line in period_lines(pts, plan, str(opts.unit)):
+            notes(line)
     sink.flush()
     return EXIT_OK
+
+
+def period_lines(pts: Points, plan: SeriesPlan, unit: str) -> list[str]:
+    """What a series' periods hold (private: rows and distinct units per
+    period, rows in no period), then what each period's masses can show
+    (public: the plan, :func:`dpdbscan.cli.fitseries.table_forecast_lines`)."""
+    period = plan.periods.index(parse_times(pts.times)) if pts.times is not None else None
+    if period is None:
+        return ["periods   : no time column was read (--time COLUMN)"]
+    kind = plan.periods.kind
+    codes, _ = factorize(pts.units)
+    inside = period >= 0
+    rows = np.bincount(period[inside], minlength=plan.periods.n_periods)
+    pairs = np.unique(np.stack([period[inside], codes[inside]]), axis=1)
+    units = np.bincount(pairs[0], minlength=plan.periods.n_periods) if pairs.size else rows * 0
+    return [
+        f"periods   : {plan.periods.n_periods} {kind}(s); rows per {kind} {_spread(rows)}; distinct "
+        f"units ({unit}) per {kind} {_spread(units)}; {int((~inside).sum()):,} row(s) with no time "
+        "or outside the horizon, dropped",
+        *table_forecast_lines(plan, unit),
+    ]
 
 
 _QUANTILES = (

@@ -34,7 +34,7 @@ from ..prepare import Points, Source, Transform, prepare, project_box, read_leng
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..render import plotting
-from ..series import SeriesBackend, SeriesPlan, fit_series
+from ..series import SeriesBackend, SeriesPlan, append_periods, fit_series, start_series
 from ..traces import Events, Stops, TripEnds, parse_times, take_rows
 from .common import (
     PRIVATE,
@@ -43,22 +43,28 @@ from .common import (
     border_value,
     floats,
     progress_flag,
+    read_model,
     read_options_from_args,
     stem,
 )
 from .fitseries import (
     SeriesOptions,
+    SeriesRun,
+    charging_series,
+    check_append,
     check_series,
     periods_path,
     periods_png_path,
     write_periods_csv,
     write_periods_png,
 )
-from .ledger import charging
+from .ledger import charging, check_ledger_options, public_box_of, public_params
 from .maps import picture_options
 from .outputs import Outputs, out_paths, report, write_outputs
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..model.record import SpanModel
 
 
@@ -344,11 +350,14 @@ def fit_model(
     *,
     preload_png: bool = False,
     series: SeriesPlan | None = None,
+    run: SeriesRun | None = None,
 ) -> SpanModel:
     """Run one release with the validated parameters ``p``; returns the
     SpanModel. ``preload_png``: import matplotlib while the release is made.
     ``series``: a series over time (``--per``): the spans of the horizon and
-    the span x period table, recorded in the model (:func:`dpdbscan.series.fit_series`)."""
+    the span x period table, recorded in the model (:func:`dpdbscan.series.fit_series`);
+    ``run``: an appendable series' start or append (:func:`dpdbscan.series.start_series`,
+    :func:`~dpdbscan.series.append_periods`)."""
     meta: dict[str, Any] = {
         "tool": f"dpdbscan {__version__}",
         "eps_text": str(opts.eps),
@@ -384,6 +393,10 @@ def fit_model(
         )
     with progress("fitting", enabled=opts.progress, ticking=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
+        if series is not None and run is not None:
+            return _appendable_model(
+                sink, pts, {**p, "min_samples": min_samples, "events": None}, series, run, meta, opts
+            )
         if series is not None:
             return _series_model(
                 opts,
@@ -443,6 +456,41 @@ def _series_model(
     return made.model
 
 
+def _appendable_model(
+    sink: WarningSink, pts: Points, p: dict, plan: SeriesPlan, run: SeriesRun, meta: dict, opts: FitOptions
+) -> SpanModel:
+    """An appendable series: started (its spans and first periods) or
+    continued (``run.previous``: only the new periods' rows count)."""
+    unit_name = None if pts.unit_name is None else str(pts.unit_name)
+    if run.previous is not None:
+        made = append_periods(
+            run.previous,
+            pts.X,
+            pts.units,
+            pts.times,
+            through=run.through,
+            charged=run.charged,
+            random_state=p.get("random_state"),
+        )
+    else:
+        made = start_series(
+            pts.X,
+            pts.lower,
+            pts.upper,
+            p,
+            pts.units,
+            pts.times,
+            plan,
+            through=run.through,
+            series_id=run.series_id,
+            unit_name=unit_name,
+            metadata={**meta, "time_column": str(opts.time)},
+            stacklevel=4,
+        )
+    sink.flush()
+    return made.model
+
+
 def summary(model: SpanModel) -> str:
     """The release's summary, with lengths in m/km for geographic models."""
     lines = [model_summary(model)]
@@ -489,6 +537,58 @@ def preload_matplotlib() -> threading.Thread:
     return thread
 
 
+def _write_all(
+    model: SpanModel, paths: dict, notes: Notes, picture: Any, table: Path | None, multiples: Path | None
+) -> tuple[list[str], list[str]]:
+    """The release's files, and a series' table and small multiples."""
+    written, failed = write_outputs(model, paths, notes, picture)
+    if table is not None:
+        write_periods_csv(model, table)
+        written.append(str(table))
+    if multiples is not None and write_periods_png(model, multiples, failed):
+        written.append(str(multiples))
+    return written, failed
+
+
+def _fit_appendable(
+    opts: FitOptions,
+    sink: WarningSink,
+    p: dict,
+    notes: Notes,
+    series: SeriesPlan,
+    s: SeriesOptions,
+    paths: dict,
+    picture: Any,
+    extra_paths: tuple[Path | None, Path | None],
+) -> tuple[SpanModel, list[str], list[str]]:
+    """``--places-periods``: start an appendable series or (``--append``)
+    continue one; the ledger's rows reserved before any record is read."""
+    unit = None if opts.unit is None else str(opts.unit)
+    previous = None
+    if s.append is not None:
+        previous = read_model(s.append)
+        check_append(series, unit, previous, public_box_of(opts))
+    check_ledger_options(opts)
+    params = {**public_params(opts, p, "fit"), "series": series.record(unit), "through": s.through}
+    if previous is not None:
+        params["append_to"] = str(s.append)
+    with charging_series(opts.ledger, opts.dataset, series, previous, unit, params) as (sid, charged):
+        run = SeriesRun(s.through, previous, sid, opts.ledger is not None)
+        model = fit_model(
+            opts,
+            sink,
+            p,
+            p["min_samples"],
+            notes,
+            preload_png=paths["png"] is not None,
+            series=series,
+            run=run,
+        )
+        written, failed = _write_all(model, paths, notes, picture, *extra_paths)
+        charged(written)
+    return model, written, failed
+
+
 def cmd_fit(args: argparse.Namespace, sink: WarningSink) -> int:
     picture = picture_options(args)
     need_2d = tuple(
@@ -505,23 +605,23 @@ def cmd_fit(args: argparse.Namespace, sink: WarningSink) -> int:
     table = None if series is None else periods_path(outputs, name)
     multiples = None if series is None else periods_png_path(outputs, name)
     unit = None if opts.unit is None else str(opts.unit)
-    with charging(
-        opts,
-        p,
-        "fit",
-        cost=None if series is None else series.cost,
-        extra=None if series is None else {"series": series.record(unit)},
-    ) as charged:  # --ledger: reserved before any record is read; a series once, at its whole cost
-        model = fit_model(
-            opts, sink, p, p["min_samples"], notes, preload_png=paths["png"] is not None, series=series
+    if series is not None and series_opts is not None and series.appendable:
+        model, written, failed = _fit_appendable(
+            opts, sink, p, notes, series, series_opts, paths, picture, (table, multiples)
         )
-        written, failed = write_outputs(model, paths, notes, picture)
-        if table is not None:
-            write_periods_csv(model, table)
-            written.append(str(table))
-        if multiples is not None and write_periods_png(model, multiples, failed):
-            written.append(str(multiples))
-        charged(model, written)
+    else:
+        with charging(
+            opts,
+            p,
+            "fit",
+            cost=None if series is None else series.cost,
+            extra=None if series is None else {"series": series.record(unit)},
+        ) as charged:  # --ledger: reserved before any record is read; a series once, at its whole cost
+            model = fit_model(
+                opts, sink, p, p["min_samples"], notes, preload_png=paths["png"] is not None, series=series
+            )
+            written, failed = _write_all(model, paths, notes, picture, table, multiples)
+            charged(model, written)
     print(summary(model))
     if series is not None:
         print(

@@ -12,12 +12,30 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
+
+from ..ledger import Ledger, compose
+from ..release import periodtable
 from ..render.periodplot import save_periods
-from ..series import DEFAULT_SHARE, LEVEL, SeriesPlan, plan_series
+from ..series import (
+    DEFAULT_SHARE,
+    LEVEL,
+    PAIRS_SHARE,
+    SeriesPlan,
+    check_append_ledger,
+    period_end,
+    plan_series,
+    released_through,
+    series_charges,
+)
 from ..traces.periods import KINDS, Periods
 from .common import ArgTarget, atomic_write, check_writable, one_line
 from .ledger import ChargedOptions, public_box_of
@@ -27,15 +45,18 @@ if TYPE_CHECKING:
     from .outputs import Outputs
 
 
-def add_period_options(p: ArgTarget) -> None:
-    """The options of a series over time (fit only)."""
+def add_period_options(p: ArgTarget, *, release: bool = True) -> None:
+    """The options of a series over time: ``fit``'s (``release``), or the
+    plan's alone for ``forecast`` and ``check`` (what a series would detect;
+    no --through or --append: they release nothing)."""
     g = p.add_argument_group(
         "hotspots over time (with --unit and --time; one lifetime budget per unit for the whole series)"
+        if release
+        else "hotspots over time (--per: what each period of a series at these options could detect)"
     )
     g.add_argument(
         "--per",
         choices=KINDS,
-        default=None,
         help="find the spans once over the horizon, then release each span's noisy mass per period "
         "(<stem>.periods.csv); --epsilon/--delta are the lifetime budget of each unit for it all",
     )
@@ -45,9 +66,7 @@ def add_period_options(p: ArgTarget) -> None:
     g.add_argument(
         "--to", dest="period_to", metavar="DATE", help="the horizon's end (excluded; a period's start)"
     )
-    g.add_argument(
-        "--tz", default=None, metavar="ZONE", help="the calendar's time zone (IANA name; default UTC)"
-    )
+    g.add_argument("--tz", metavar="ZONE", help="the calendar's time zone (IANA name; default UTC)")
     g.add_argument(
         "--table-share",
         type=float,
@@ -58,11 +77,13 @@ def add_period_options(p: ArgTarget) -> None:
     g.add_argument(
         "--max-pairs-per-unit",
         type=_int_or_all,
-        default="all",
+        default=None,
         metavar="K",
-        help="each unit counts in at most K (span, period) pairs over the whole horizon (default all: "
-        "K = spans x periods, fixed once the spans are released; no unit is cut, the noise grows as "
-        "sqrt(K))",
+        help="each unit counts in at most K (span, period) pairs over the whole horizon (per period "
+        "with --places-periods). auto (the default in memory): K chosen privately from the pairs "
+        f"per unit, for {PAIRS_SHARE:g} of the table's budget; all (the default with --places-periods "
+        "or --backend dask): K = spans x periods (spans with --places-periods), fixed once the "
+        "spans are released, no unit cut, the noise growing as sqrt(K)",
     )
     g.add_argument(
         "--max-points-per-pair",
@@ -71,15 +92,41 @@ def add_period_options(p: ArgTarget) -> None:
         metavar="M",
         help="each unit adds at most M to a span's mass in one period (default 1: distinct units)",
     )
+    g.add_argument(
+        "--places-periods",
+        type=int,
+        default=None,
+        metavar="N",
+        help="an appendable series: find the spans once from the first N periods, then release each "
+        "period's masses on its own (rho_b / T each, K pairs per unit per period), so that later "
+        "periods can be appended with --append as they complete, charged to the same plan",
+    )
+    if not release:
+        return
+    g.add_argument(
+        "--through",
+        default=None,
+        metavar="DATE",
+        help="with --places-periods or --append: release the periods up to DATE now (a period's "
+        "start; default --to); the rest later with --append",
+    )
+    g.add_argument(
+        "--append",
+        default=None,
+        metavar="MODEL",
+        help="append the next periods to the appendable series in MODEL (its latest .spans.json), "
+        "with the same options as the run that started it: the same spans, only the new periods' "
+        "rows read, each period charged to the series in --ledger",
+    )
 
 
 def _int_or_all(text: str) -> int | str:
-    if text.strip().lower() == "all":
-        return "all"
+    if text.strip().lower() in ("all", "auto"):
+        return text.strip().lower()
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number or 'all', got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, 'all' or 'auto', got {text!r}") from None
 
 
 class SeriesInputs(ChargedOptions, Protocol):
@@ -100,8 +147,11 @@ class SeriesOptions:
     period_to: str | None
     tz: str | None
     table_share: float
-    max_pairs_per_unit: int | str
+    max_pairs_per_unit: int | str | None
     max_points_per_pair: int
+    places_periods: int | None = None
+    through: str | None = None
+    append: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> SeriesOptions | None:
@@ -110,6 +160,9 @@ class SeriesOptions:
             return None
         return cls(
             per=args.per,
+            places_periods=args.places_periods,
+            through=getattr(args, "through", None),
+            append=getattr(args, "append", None),
             period_from=args.period_from,
             period_to=args.period_to,
             tz=args.tz,
@@ -117,6 +170,105 @@ class SeriesOptions:
             max_pairs_per_unit=args.max_pairs_per_unit,
             max_points_per_pair=args.max_points_per_pair,
         )
+
+
+#: The numbers of spans a forecast shows the table at (S is released with the spans).
+FORECAST_SPANS = (1, 2, 5, 10, 20)
+
+#: Why ``sweep`` has no ``--per``, said when it is given.
+NO_SWEEP = (
+    "sweep has no --per: it re-derives spans at several (eps, MinPts) from ONE noisy histogram at no "
+    "extra budget, and a series' table is a release of its own for each set of spans (its keys are "
+    "the spans), so a table per swept setting would spend the table's budget once per setting. "
+    "Choose the spans' parameters with sweep (or explore) on a release without --per, then run "
+    "'dpdbscan fit --per' once; 'dpdbscan forecast --per' and 'dpdbscan check --per' show what "
+    "each period could detect, spending nothing"
+)
+
+
+def pairs_bound(s: SeriesOptions, dask: bool = False) -> int | str:
+    """``--max-pairs-per-unit`` as given, or its default: "auto" (K chosen
+    privately) for a whole-horizon table in memory, "all" for an appendable
+    series (no horizon's pairs to choose from when it starts) and on Dask."""
+    if s.max_pairs_per_unit is not None:
+        return s.max_pairs_per_unit
+    return "all" if s.places_periods is not None or dask else "auto"
+
+
+def plan_of(s: SeriesOptions, p: dict[str, Any], lower: Any, upper: Any) -> SeriesPlan:
+    """The plan a series at these options would have (public inputs only):
+    what ``forecast --per`` and ``check --per`` describe."""
+    if p.get("max_cells_per_unit") is None or not isinstance(p.get("max_cells_per_unit"), int):
+        raise ValueError(
+            "--per forecasts a person-level series: give --max-cells-per-unit K (a number; the spans' bound)"
+        )
+    if s.period_from is None or s.period_to is None:
+        raise ValueError("--per needs a public horizon: --from DATE --to DATE")
+    return plan_series(
+        p,
+        lower,
+        upper,
+        Periods(s.per, s.period_from, s.period_to, s.tz),
+        share=s.table_share,
+        max_pairs_per_unit=pairs_bound(s),
+        max_points_per_pair=s.max_points_per_pair,
+        places=s.places_periods,
+    )
+
+
+def table_forecast(plan: SeriesPlan, spans: Sequence[int] = FORECAST_SPANS) -> list[dict[str, Any]]:
+    """What a period's masses can show for each number of spans S (public:
+    the plan and S): the bound K, sigma, the half-width h (a span is one of
+    a period's spans when its noisy mass is at least h) and the bounded mass
+    it needs to be found active with probability 0.95."""
+    rows = []
+    for n in spans:
+        # auto: K is chosen from the data, at most S x T; its noise at most that K's
+        c = plan.chosen(n * plan.periods.n_periods) if plan.choose_k else plan.calibrated(n)
+        assert c.k is not None and c.sigma2 is not None
+        rows.append(
+            {
+                "n_spans": n,
+                "max_pairs_per_unit": c.k,
+                "chosen_privately": plan.choose_k,
+                "sigma": math.sqrt(c.sigma2),
+                "interval_half_width": periodtable.half_width(c.sigma2, LEVEL),
+                "active_with_probability_095_from": periodtable.detectable(c.sigma2, LEVEL),
+            }
+        )
+    return rows
+
+
+def table_forecast_lines(plan: SeriesPlan, unit: str = "units") -> list[str]:
+    """:func:`table_forecast` in words, one line per number of spans."""
+    per = plan.periods.kind
+    bound = "a period" if plan.appendable else "the horizon"
+    lines = [
+        f"series  : {plan.periods.n_periods} {per}(s) from {plan.periods.start} to {plan.periods.end}; "
+        f"the spans at epsilon={plan.spans_epsilon:.6g} (the forecast above is theirs), "
+        + (
+            f"each {per}'s masses at rho={plan.period_rho:.4g}"
+            if plan.appendable
+            else f"the span x {per} table at rho={plan.table_rho:.4g}"
+        ),
+        f"table   : the spans' number S is released with them, so per S: K (pairs per unit over {bound}), "
+        f"the noise sigma, h (a span is one of a {per}'s spans when its noisy mass that {per} is >= h) "
+        f"and the bounded mass (with M = 1: distinct {unit} in it that {per}) that is active with "
+        "probability 0.95"
+        + (
+            "; K is chosen privately from the data (auto): the rows are its largest, S x T, and so "
+            "the most noise it can have"
+            if plan.choose_k
+            else ""
+        ),
+    ]
+    for r in table_forecast(plan):
+        k = f"K{'<=' if r['chosen_privately'] else '='}{r['max_pairs_per_unit']}"
+        lines.append(
+            f"  S={r['n_spans']:<3} {k:<8} sigma={r['sigma']:<8.1f} "
+            f"h={r['interval_half_width']:<6} active w.p. 0.95 from {r['active_with_probability_095_from']}"
+        )
+    return lines
 
 
 def check_series(s: SeriesOptions, opts: SeriesInputs, p: dict[str, Any]) -> SeriesPlan:
@@ -130,6 +282,21 @@ def check_series(s: SeriesOptions, opts: SeriesInputs, p: dict[str, Any]) -> Ser
         raise ValueError("--per needs a public horizon: --from DATE --to DATE (not taken from the data)")
     if p.get("max_cells_per_unit") is None:
         raise ValueError("--per needs --max-cells-per-unit K (the spans' own bound)")
+    if s.append is not None and s.places_periods is None:
+        raise ValueError(
+            "--append continues an appendable series: give the options of the run that started it, "
+            "--places-periods N included"
+        )
+    if s.through is not None and s.places_periods is None:
+        raise ValueError(
+            "--through releases part of an appendable series: give --places-periods N (a series "
+            "without it is released whole, its spans found over the whole horizon)"
+        )
+    if s.places_periods is not None and opts.backend == "dask":
+        raise ValueError(
+            "--places-periods runs in memory only (the Dask backend releases a whole series): "
+            "drop --backend dask"
+        )
     periods = Periods(s.per, s.period_from, s.period_to, s.tz)
     box = public_box_of(opts)
     if box is None:
@@ -137,14 +304,132 @@ def check_series(s: SeriesOptions, opts: SeriesInputs, p: dict[str, Any]) -> Ser
             "--per plans its budget before reading: give --bounds with one lower and one upper value per "
             "column, or --columns, or --geo"
         )
-    return plan_series(
+    plan = plan_series(
         p,
         *box,
         periods,
         share=s.table_share,
-        max_pairs_per_unit=s.max_pairs_per_unit,
+        max_pairs_per_unit=pairs_bound(s, opts.backend == "dask"),
         max_points_per_pair=s.max_points_per_pair,
+        places=s.places_periods,
     )
+    if plan.places is not None and s.append is None and released_through(periods, s.through) < plan.places:
+        raise ValueError(
+            f"the spans come from the first {plan.places} {periods.kind}(s): --through must be "
+            f"{period_end(periods, plan.places)} or later"
+        )
+    return plan
+
+
+@dataclass(frozen=True)
+class SeriesRun:
+    """One run of an appendable series: release up to ``through`` (None: the
+    horizon's end); ``previous``: the model it continues (None: a start);
+    ``series_id``: its series in the ledger; ``charged``: the ledger's rows
+    are reserved already. Public."""
+
+    through: str | None
+    previous: SpanModel | None
+    series_id: int | None
+    charged: bool
+
+
+#: What must agree between an appendable series' record and the plan the
+#: options give for an append: the periods, the budget and its split, the bound.
+_SAME = ("periods", "unit", "lifetime_budget", "table_share", "composition", "spans_release")
+
+
+def check_append(plan: SeriesPlan, unit: str | None, previous: SpanModel, box: Any) -> None:
+    """Refuse an append whose options do not give the series' own plan (the
+    public record of the model it continues), naming what differs."""
+    rec = previous.metadata.get("series") or {}
+    if "appendable" not in rec:
+        raise ValueError("--append: the model is not an appendable series (started with --places-periods N)")
+    mine = plan.record(unit)
+    differ = [key for key in _SAME if mine.get(key) != rec.get(key)]
+    table, theirs = mine["table"], rec["table"]
+    differ += [f"table.{key}" for key in ("rho", "max_points_per_pair") if table[key] != theirs[key]]
+    if mine["appendable"]["places_periods"] != rec["appendable"]["places_periods"]:
+        differ.append("--places-periods")
+    if box is None or not (
+        np.allclose(previous.grid.lower, box[0], rtol=0, atol=1e-9)
+        and np.allclose(previous.grid.upper, box[1], rtol=0, atol=1e-9)
+    ):
+        differ.append("--bounds")
+    if differ:
+        raise ValueError(
+            f"--append: these options do not give the plan of the series in the model ({', '.join(differ)} "
+            "differ): give the options of the run that started it"
+        )
+
+
+@contextmanager
+def charging_series(
+    ledger: str | None,
+    dataset: str | None,
+    plan: SeriesPlan,
+    previous: SpanModel | None,
+    unit: str | None,
+    params: dict[str, Any],
+) -> Iterator[tuple[int | None, Callable[[Sequence[str]], None]]]:
+    """Reserve an appendable series' rows in the ledger before any record is
+    read (a new series: its spans and the periods up to ``--through``; an
+    append: the new periods, charged to the model's series), and yield the
+    series' id and the function to call with the files once written. A
+    failure after reserving marks the rows failed; they stay counted."""
+    upto = released_through(plan.periods, params.get("through"))
+    sid = None if previous is None else previous.metadata["series"].get("series_id")
+    if previous is not None:
+        check_append_ledger(sid, ledger is not None)
+    if ledger is None:
+        yield sid, lambda files: None
+        return
+    if dataset is None:
+        raise ValueError(
+            "--ledger needs --dataset NAME, the dataset whose lifetime budget this series is charged to"
+        )
+    if previous is None:
+        charges = series_charges(plan, 0, upto, spans=True)
+        sid, rows = Ledger(ledger, dataset).reserve_series(
+            charges, command="fit", params=params, unit_column=unit, plan=plan.record(unit)
+        )
+    else:
+        first = int(previous.metadata["series"]["released_periods"])
+        if upto <= first:
+            yield sid, lambda files: None  # append_periods says why there is nothing to do
+            return
+        charges = series_charges(plan, first, upto, spans=False)
+        sid, rows = Ledger(ledger, dataset).reserve_series(
+            charges, command="fit --append", params=params, unit_column=unit, series_id=sid
+        )
+    cost = compose([c for _, c in charges], plan.delta)
+    print(
+        f"dpdbscan: ledger {ledger}: series {sid} of {dataset!r} charged {len(rows)} release(s) "
+        f"({', '.join('spans' if p is None else p[:10] for p, _ in charges)}) at "
+        f"(epsilon={cost.epsilon:.6g}, delta={cost.delta:.3g}) together, by {cost.method}; the "
+        f"dataset's total is now (epsilon={rows[-1].total.epsilon:.6g}, delta={rows[-1].total.delta:.3g})",
+        file=sys.stderr,
+    )
+    done = False
+
+    def written(files: Sequence[str]) -> None:
+        nonlocal done
+        for r in rows:
+            r.written(files)
+        done = True
+
+    try:
+        yield sid, written
+    except BaseException:
+        if not done:
+            for r in rows:
+                r.failed()
+            print(
+                f"dpdbscan: ledger {ledger}: series {sid}'s {len(rows)} release(s) stay charged "
+                "(status failed): the command failed after reserving, possibly after reading data",
+                file=sys.stderr,
+            )
+        raise
 
 
 def periods_path(outputs: Outputs, name: str) -> Path:
@@ -190,9 +475,17 @@ def write_periods_csv(model: SpanModel, path: Path) -> None:
             f.write(
                 f"# unit protected: {rec['unit']}; lifetime budget per unit: epsilon="
                 f"{rec['lifetime_budget']['epsilon']:g}, delta={rec['lifetime_budget']['delta']:g}; "
-                f"at most {t['max_pairs_per_unit']} (span, period) pair(s) per unit over the horizon, "
+                f"at most {t['max_pairs_per_unit']} (span, period) pair(s) per unit over "
+                f"{t.get('bound_over', 'the whole horizon')}, "
                 f"{t['max_points_per_pair']} point(s) each; discrete Gaussian sigma^2={t['sigma2']:.6g}\n"
             )
+            if "appendable" in rec:
+                f.write(
+                    f"# appendable series: {rec['released_periods']} of {rec['periods']['n_periods']} "
+                    f"period(s) released so far, the spans from the first "
+                    f"{rec['appendable']['places_periods']}; each period charged "
+                    f"rho={rec['appendable']['period_rho']:.6g} (ledger series: {rec.get('series_id')})\n"
+                )
             f.write(
                 f"# low and high: a {LEVEL:.0%} interval of the bounded mass (noisy +- {h}); "
                 "periods start at period_start; active 1: the span is one of the period's spans "
@@ -208,7 +501,16 @@ def write_periods_csv(model: SpanModel, path: Path) -> None:
 
 
 __all__ = [
+    "FORECAST_SPANS",
+    "NO_SWEEP",
+    "pairs_bound",
+    "plan_of",
+    "table_forecast",
+    "table_forecast_lines",
     "SeriesOptions",
+    "SeriesRun",
+    "charging_series",
+    "check_append",
     "add_period_options",
     "check_series",
     "periods_path",

@@ -15,6 +15,7 @@ from ..prepare import project_box, read_length, split_bounds
 from ..traces import event_words
 from .common import EXIT_OK, ArgTarget, WarningSink, border_value, floats, number_or_text, table_formats
 from .fit import PRIVACY_OPTIONS, events_from_args
+from .fitseries import SeriesOptions, add_period_options, plan_of, table_forecast, table_forecast_lines
 from .options import DEFAULTS, add_unit_options
 
 EXAMPLES = """examples:
@@ -46,11 +47,10 @@ def add_arguments(p: ArgTarget) -> None:
     p.add_argument(
         "--dims",
         type=int,
-        default=None,
         help="number of dimensions when --bounds gives one lower and one upper value",
     )
     p.add_argument("--geo", action="store_true", help="bounds are lon/lat degrees; eps a length")
-    p.add_argument("--ref-lat", type=float, default=None, help="see 'dpdbscan fit --help'")
+    p.add_argument("--ref-lat", type=float, help="see 'dpdbscan fit --help'")
     p.add_argument(
         "--eps",
         "--alpha",
@@ -63,7 +63,6 @@ def add_arguments(p: ArgTarget) -> None:
     p.add_argument(
         "--n-expected",
         type=float,
-        default=None,
         metavar="N",
         help="your own public guess of the number of points (never measured)",
     )
@@ -81,7 +80,7 @@ def add_arguments(p: ArgTarget) -> None:
         default=DEFAULTS["noise"],
         help="auto (discrete Laplace; Gaussian with --max-cells-per-unit), discrete, laplace or gaussian",
     )
-    p.add_argument("--theta", type=float, default=None)
+    p.add_argument("--theta", type=float)
     p.add_argument("--subcells", default=DEFAULTS["subcells"])
     p.add_argument("--core", default=DEFAULTS["core"])
     p.add_argument("--margin", default=DEFAULTS["margin"])
@@ -107,7 +106,6 @@ def add_arguments(p: ArgTarget) -> None:
     u.add_argument(
         "--n-units-expected",
         type=float,
-        default=None,
         metavar="N",
         help="your own public guess of the number of privacy units (people, cabs; never "
         "measured): the forecast compares what a cell must hold with N x M, the most it can",
@@ -116,10 +114,10 @@ def add_arguments(p: ArgTarget) -> None:
         "--eps-ladder",
         nargs="+",
         metavar="ALPHA",
-        default=None,
         help="eps values to forecast the person-level release at (with --geo lengths like 200m); "
         "default: eps x 1/4, 1/2, 1, 2, 4",
     )
+    add_period_options(p, release=False)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -165,9 +163,16 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
     lower, upper = split_bounds(raw, d, geo)
     if geo:
         _, lower, upper = project_box(lower, upper, args.ref_lat)
+    series = SeriesOptions.from_args(args)
+    plan = None if series is None else plan_of(series, p, lower, upper)
+    if plan is not None:
+        # a series: the spans are released at their share of the lifetime budget
+        p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
     fc = forecast_of(p, lower, upper, n_expected=n, n_units_expected=n_units, eps_ladder=ladder, cli=True)
     if args.json:
         out = jsonable(fc.to_dict())
+        if plan is not None:
+            out["series"] = jsonable({**plan.record(), "table_forecast": table_forecast(plan)})
         if events is not None:
             out["events"] = events.record()
         print(json.dumps(out, indent=2, allow_nan=False))
@@ -186,4 +191,7 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
     short, volume = table_formats(geo, fc.d)
     for line in fc.lines(length=short, volume=volume):
         print(line)
+    if plan is not None:
+        for line in table_forecast_lines(plan):
+            print(line)
     return EXIT_OK

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..ledger import SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
-from ..ledger.store import Account
+from ..ledger.store import Account, Release
 from ..plan.resolve import resolve
 from ..prepare import project_box, split_bounds
 from ..prepare.door import declared_dimension
@@ -134,18 +134,27 @@ def account_lines(a: Account) -> list[str]:
         return lines
     units = [r.unit if r.unit_column is None else f"{r.unit} ({r.unit_column})" for r in a.releases]
     wide = max(4, *map(len, units))
-    cmd = max(7, *(len(r.command) for r in a.releases))
+    commands = [_command(r) for r in a.releases]
+    cmd = max(7, *map(len, commands))
     lines.append(
         f"  {'id':>4}  {'status':<8}  {'reserved (UTC)':<29}  {'command':<{cmd}}  {'unit':<{wide}}  "
         f"{'epsilon':>7}  {'delta':>7}  {'rho':>9}  files"
     )
-    for r, unit in zip(a.releases, units):
+    for r, unit, command in zip(a.releases, units, commands):
         rho = "-" if r.cost.rho is None else f"{r.cost.rho:.4g}"
         lines.append(
-            f"  {r.id:>4}  {r.status:<8}  {r.reserved:<29}  {r.command:<{cmd}}  {unit:<{wide}}  "
+            f"  {r.id:>4}  {r.status:<8}  {r.reserved:<29}  {command:<{cmd}}  {unit:<{wide}}  "
             f"{r.cost.epsilon:>7g}  {r.cost.delta:>7.3g}  {rho:>9}  {', '.join(r.files) or '-'}"
         )
     return lines
+
+
+def _command(r: Release) -> str:
+    """The command, and for a release of a series its series and period
+    (``spans`` for the series' places)."""
+    if r.series_id is None:
+        return r.command
+    return f"{r.command} [series {r.series_id}: {'spans' if r.period is None else r.period[:16]}]"
 
 
 # --------------------------------------------------------------------------- #
@@ -240,6 +249,12 @@ def public_params(opts: ChargedOptions, p: dict[str, Any], command: str) -> dict
         "geo": bool(opts.geo),
         "columns": None if opts.columns_text is None else list(opts.columns_text),
     }
+
+
+def check_ledger_options(opts: ChargedOptions) -> tuple[str, str] | None:
+    """``--ledger`` and ``--dataset`` (both or neither), checked with the
+    input's path before anything is reserved; None without a ledger."""
+    return _check_options(opts)
 
 
 def _check_options(opts: ChargedOptions) -> tuple[str, str] | None:

@@ -233,6 +233,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="re-parameterise this saved model instead of fitting")
     add_input_options(p, dask=True)
     add_fit_options(p, sweep=True)
+    p.add_argument(
+        "--per",
+        default=None,
+        metavar="PERIOD",
+        help="not for sweep (a series' table is a release per set of spans: the error says why); "
+        "use 'fit --per', and 'forecast --per' or 'check --per' to see what each period could detect",
+    )
     # With --model the DBSCAN radius defaults to the model's.
     for a in p._actions:
         if a.dest == "eps":

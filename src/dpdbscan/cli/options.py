@@ -29,7 +29,6 @@ def add_input_options(p: ArgTarget, *, dask: bool = False) -> None:
     )
     g.add_argument(
         "--delimiter",
-        default=None,
         help="CSV separator (default: tab for .tsv/.tab files, else ','; never guessed from the file)",
     )
     h = g.add_mutually_exclusive_group()
@@ -47,7 +46,6 @@ def add_input_options(p: ArgTarget, *, dask: bool = False) -> None:
     g.add_argument(
         "--fields",
         type=int,
-        default=None,
         metavar="N",
         help="fields on each line of a CSV without a header (default: the number of coordinates "
         "the bounds give); lines with another number are dropped",
@@ -55,7 +53,6 @@ def add_input_options(p: ArgTarget, *, dask: bool = False) -> None:
     g.add_argument(
         "--format",
         choices=FORMATS,
-        default=None,
         help="file format (default: from the file name's extension; standard input '-' is csv)",
     )
 
@@ -89,7 +86,6 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
         g.add_argument(
             "--n-expected",
             type=number_or_text,
-            default=None,
             metavar="N",
             help="your public guess of the number of points: --eps auto sizes its "
             "release to it (about N epsilon / 0.3 cells; 20,000 assumed)",
@@ -184,7 +180,6 @@ def add_domain_options(p: ArgTarget, *, from_data: bool = True) -> None:
     b.add_argument(
         "--ref-lat",
         type=float,
-        default=None,
         help="public latitude where the projection is exact (default: centre of --bounds)",
     )
 
@@ -222,12 +217,11 @@ def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
         "floating-point Laplace (not exact), or the exact discrete Gaussian (needs --delta); "
         "'auto': Laplace when each row is its own unit, Gaussian with --unit (default auto)",
     )
-    q.add_argument("--theta", type=float, default=None, help="threshold of the sparse histogram")
+    q.add_argument("--theta", type=float, help="threshold of the sparse histogram")
     if seed:
         q.add_argument(
             "--seed",
             type=int,
-            default=None,
             help="reproducible but INSECURE noise (research only; default: OS randomness)",
         )
 
@@ -241,7 +235,6 @@ def add_unit_options(p: ArgTarget, *, column: bool = True) -> None:
         u.add_argument(
             "--unit",
             metavar="COLUMN",
-            default=None,
             help="the column that names each row's person (a cab, a user), by name (header or "
             "schema) or 0-based index: every row of one unit is protected together; rows without "
             "one are dropped. Without it each row is protected, not each person",
@@ -277,7 +270,6 @@ def add_trace_options(p: ArgTarget) -> None:
     t.add_argument(
         "--time",
         metavar="COLUMN",
-        default=None,
         help="the column of each row's time, by name or 0-based index: unix seconds, ISO 8601 text "
         "(UTC unless it says otherwise) or a Parquet timestamp; a row with a bad time is dropped",
     )
@@ -285,7 +277,6 @@ def add_trace_options(p: ArgTarget) -> None:
         "--stops",
         nargs=2,
         metavar=("RADIUS", "DURATION"),
-        default=None,
         help="count each unit's stops instead of its rows: runs of its points (in time order) that "
         "stay within RADIUS of where they began for at least DURATION, one point (the first) per "
         "stop; e.g. --stops 100m 5min (RADIUS in the data's units without --geo)",
@@ -293,14 +284,12 @@ def add_trace_options(p: ArgTarget) -> None:
     t.add_argument(
         "--trip-ends",
         metavar="COLUMN",
-        default=None,
         help="count each unit's trip ends instead of its rows, from this 0/1 status column "
         "(1: carrying; Cabs' occupied): see --ends",
     )
     t.add_argument(
         "--ends",
         choices=("pickup", "dropoff", "both"),
-        default=None,
         help="with --trip-ends: a ride's first point (pickup, the default), its last (dropoff) or both",
     )
 

@@ -22,6 +22,7 @@ from ..prepare import read_length
 from .common import EXIT_OK, EXIT_PARTIAL, Notes, WarningSink, stem
 from .common import read_model as load_model
 from .fit import FitOptions, check_fit_params, fit_model
+from .fitseries import NO_SWEEP
 from .ledger import charging
 from .maps import picture_options
 from .outputs import Outputs, out_paths, write_outputs
@@ -75,6 +76,8 @@ def _tag(text: str) -> str:
 
 
 def cmd_sweep(args: argparse.Namespace, sink: WarningSink) -> int:
+    if getattr(args, "per", None) is not None:
+        raise ValueError(NO_SWEEP)
     if (args.input is None) == (args.model is None):
         raise ValueError("sweep needs either an input data file or --model MODEL.json (not both)")
     values = sorted({check_param("min_samples", m, cli=True) for m in args.min_samples})

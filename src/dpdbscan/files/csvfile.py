@@ -20,10 +20,17 @@ from typing import Any
 
 import numpy as np
 
-from .records import BlockCounts, CsvLayout, count_lines, last_line_end, parse_records, split_first_line
+from .records import (
+    BlockCounts,
+    CsvLayout,
+    count_lines,
+    header_start,
+    last_line_end,
+    parse_records,
+    split_head,
+)
 
 _BATCH = 1 << 22  # bytes per CSV block: big enough to be fast, small enough to overlap well
-_BOM = b"\xef\xbb\xbf"
 
 
 class Source:
@@ -231,26 +238,22 @@ def _joined(units: list, layout: CsvLayout) -> Any:
 
 def first_line(source: Source) -> tuple[bytes | None, bytes]:
     """``(the first non-empty line, the bytes after it)`` of ``source``;
-    ``(None, b"")`` for a file with no line. Only for a declared header:
-    the first line of a file without one is a record like any other."""
+    ``(None, b"")`` for a file with no line (:func:`records.split_head`).
+    Only for a declared header: the first line of a file without one is a
+    record like any other."""
     data = b""
     while True:  # up to the end of the first non-empty line
         chunk = source.read(1 << 16)
-        data = (data + chunk).lstrip(b"\r\n")
-        if data.startswith(_BOM):
-            data = data[3:].lstrip(b"\r\n")
+        data = header_start(data + chunk)
         if not chunk or last_line_end(data):
             break
-    if not data.strip(b"\r\n"):
-        return None, b""
-    return split_first_line(data)
+    return split_head(data, True)
 
 
 def strip_bom(source: Source) -> bytes:
     """The first bytes of ``source`` without a UTF-8 byte order mark (an
     encoding mark of the file, not part of its first record)."""
-    head = source.read(3)
-    return head[3:] if head == _BOM else head
+    return split_head(source.read(3), False)[1]
 
 
 def read_blocks(

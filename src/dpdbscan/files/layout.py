@@ -287,6 +287,32 @@ def resolve_columns(
     return out
 
 
+def schema_columns(
+    names: Sequence[str],
+    numeric: Sequence[bool],
+    columns: Columns | None,
+    unit: str | int | None,
+    choose: ColumnChooser | None = None,
+    *,
+    types: Sequence[object] | None = None,
+    where: str = "the file",
+) -> tuple[list[int], int | None]:
+    """``(coordinate columns, the unit's column or None)``, as indices, of a
+    table whose schema declares its columns' types (a Parquet file or
+    dataset, a dataframe): the unit by :func:`resolve_unit`, the coordinates
+    by :func:`resolve_columns` from ``numeric`` (one flag per name). With
+    ``types`` (a file's schema, public like the names) a named coordinate
+    that is not declared numeric is refused, naming its type; without them
+    (a dataframe) its values are read one by one. The same rule for every
+    reader of such a table, in memory or on a cluster."""
+    unit_at = resolve_unit(names, unit, where=where)
+    idx = resolve_columns(names, numeric, columns, choose, where=where, unit=unit_at)
+    for i in idx:
+        if types is not None and not numeric[i]:
+            raise ValueError(f"{where}: column {str(names[i])!r} is not numeric (type {types[i]})")
+    return idx, unit_at
+
+
 def skipped_index_columns(names: Sequence[str], idx: Sequence[int], columns: Columns | None) -> list[str]:
     """Index columns the default selection left out (for a note)."""
     if columns is not None:
@@ -301,6 +327,7 @@ __all__ = [
     "csv_layout",
     "resolve_columns",
     "resolve_unit",
+    "schema_columns",
     "skipped_index_columns",
     "undecided_header",
 ]

@@ -53,6 +53,7 @@ from .layout import (
     csv_layout,
     resolve_columns,
     resolve_unit,
+    schema_columns,
     skipped_index_columns,
 )
 from .records import BlockCounts, CsvLayout, unit_missing
@@ -550,16 +551,15 @@ def _open_parquet(
         raise _io_error(str(path), "Parquet", exc) from None
     schema = pf.schema
     numeric = [_is_numeric(f.type) for f in schema]
-    unit = resolve_unit(schema.names, options.unit, where=str(path))
+    types = [f.type for f in schema]
+    idx, unit = schema_columns(
+        schema.names, numeric, options.columns, options.unit, choose, types=types, where=str(path)
+    )
     if unit is not None and not _unit_type_ok(schema[unit].type):
         raise ValueError(
             f"{path}: the --unit column {schema.names[unit]!r} has type {schema[unit].type}; "
             "a unit must be integers, floats or text"
         )
-    idx = resolve_columns(schema.names, numeric, options.columns, choose, where=str(path), unit=unit)
-    for i in idx:
-        if not numeric[i]:
-            raise ValueError(f"{path}: column {schema.names[i]!r} is not numeric (type {schema[i].type})")
     names = [schema.names[i] for i in idx]
     skipped = skipped_index_columns(schema.names, idx, options.columns)
     unit_name = None if unit is None else schema.names[unit]

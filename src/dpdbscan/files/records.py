@@ -131,8 +131,34 @@ def last_line_end(data: bytes) -> int:
     return max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
 
 
-def _strip_bom(line: bytes) -> bytes:
-    return line[3:] if line.startswith(b"\xef\xbb\xbf") else line
+#: A UTF-8 byte order mark: an encoding mark of the file, not part of its first record.
+BOM = b"\xef\xbb\xbf"
+
+
+def drop_bom(data: bytes) -> bytes:
+    """``data`` without a leading byte order mark (:data:`BOM`)."""
+    return data[3:] if data.startswith(BOM) else data
+
+
+def header_start(data: bytes) -> bytes:
+    """A file's first bytes from its first non-empty line on, a byte order
+    mark dropped: where a declared header begins."""
+    return drop_bom(data.lstrip(b"\r\n")).lstrip(b"\r\n")
+
+
+def split_head(data: bytes, header: bool) -> tuple[bytes | None, bytes]:
+    """``(header line or None, the records after it)`` of a CSV file's first
+    bytes, by the one rule every reader of a file's start follows (a file
+    read whole, or the first block of a file read in blocks): a byte order
+    mark is dropped and, when the options *declare* a header (``header``),
+    the first non-empty line is it (None for a file with no line). Without a
+    declared header the first line is a record like any other."""
+    if not header:
+        return None, drop_bom(data)
+    data = header_start(data)
+    if not data:
+        return None, b""
+    return split_first_line(data)
 
 
 def header_fields(line: bytes, delimiter: str) -> list[str]:
@@ -141,7 +167,7 @@ def header_fields(line: bytes, delimiter: str) -> list[str]:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    line = _strip_bom(line)
+    line = drop_bom(line)
     if not line.strip():
         return []
     # Names are the public schema; bytes that are not UTF-8 become U+FFFD.
@@ -429,6 +455,10 @@ def _middle_line_end(data: bytes) -> int:
 
 
 __all__ = [
+    "BOM",
+    "drop_bom",
+    "header_start",
+    "split_head",
     "NULL_VALUES",
     "NUMBER_PATTERN",
     "BlockCounts",

@@ -13,9 +13,11 @@ server) with these tables (schema version 1):
   it must protect the same unit: a budget is a statement about one unit;
 * ``series(id, dataset, created, plan)``: a planned series of releases (a
   horizon cut into periods under one lifetime budget; ``plan`` is its public
-  plan as JSON), :meth:`Ledger.add_series`. No command writes one yet; the
-  releases of a series carry its ``series_id`` and their ``period`` and are
-  charged like any other;
+  plan as JSON), written by :meth:`Ledger.reserve_series` (``fit --per ...
+  --places-periods N`` and ``--append``) or :meth:`Ledger.add_series`; the
+  releases of a series carry its ``series_id`` and their ``period`` (the
+  period's start; NULL for the series' spans) and are charged like any
+  other, and a period is charged to its series once;
 * ``releases(id, dataset, series_id, period, status, reserved, finished,
   command, params, unit, unit_column, epsilon, delta, rho, files, pid)``:
   one row per release, written **before** the data are read (status
@@ -485,45 +487,128 @@ class Ledger:
         text = json.dumps(dict(params), sort_keys=True, default=str)
         with self._open() as con, _write(con, self.path):
             b = _budget(con, self.path, self.dataset)
-            epsilon, delta = b.epsilon, b.delta
             _check_unit(b, self.path, self.dataset, unit, unit_column)
             if series_id is not None:
                 row = con.execute("SELECT dataset FROM series WHERE id = ?", (series_id,)).fetchone()
                 if row is None or row[0] != self.dataset:
                     raise LedgerError(f"the ledger {self.path} has no series {series_id} of {self.dataset!r}")
-            costs = [r.cost for r in _releases(con, self.dataset)]
-            total = compose([*costs, cost], delta)
-            if not fits(total, epsilon, delta):
-                before = compose(costs, delta)
+            total = self._check_fits(con, b, [cost])
+            rid = self._insert(con, cost, command, text, unit, unit_column, series_id, period)
+        return Reservation(self, rid, cost, total)
+
+    def _check_fits(self, con: sqlite3.Connection, b: _Budget, new: Sequence[Cost]) -> Total:
+        """The dataset's total with ``new`` added, or BudgetExceeded."""
+        costs = [r.cost for r in _releases(con, self.dataset)]
+        total = compose([*costs, *new], b.delta)
+        if not fits(total, b.epsilon, b.delta):
+            before = compose(costs, b.delta)
+            eps = math.fsum(c.epsilon for c in new)
+            dlt = math.fsum(c.delta for c in new)
+            raise BudgetExceeded(
+                f"the ledger {self.path} refuses this release: dataset {self.dataset!r} has a "
+                f"lifetime budget of (epsilon={b.epsilon:g}, delta={b.delta:g}) and {len(costs)} "
+                f"release(s) spent (epsilon={before.epsilon:.6g}, delta={before.delta:.3g}) by "
+                f"{before.method}; with this one at (epsilon={eps:g}, delta={dlt:g}) "
+                f"the total would be (epsilon={total.epsilon:.6g}, delta={total.delta:.3g}). "
+                "Nothing was read or written"
+            )
+        return total
+
+    def _insert(
+        self,
+        con: sqlite3.Connection,
+        cost: Cost,
+        command: str,
+        text: str,
+        unit: str,
+        unit_column: str | None,
+        series_id: int | None,
+        period: str | None,
+    ) -> int:
+        cur = con.execute(
+            "INSERT INTO releases (dataset, series_id, period, status, reserved, command, params, "
+            "unit, unit_column, epsilon, delta, rho, pid) "
+            "VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.dataset,
+                series_id,
+                period,
+                _now(),
+                command,
+                text,
+                unit,
+                unit_column,
+                cost.epsilon,
+                cost.delta,
+                cost.rho,
+                os.getpid(),
+            ),
+        )
+        return int(cur.lastrowid or 0)
+
+    def reserve_series(
+        self,
+        charges: Sequence[tuple[str | None, Cost]],
+        *,
+        command: str,
+        params: Mapping[str, Any],
+        unit_column: str | None,
+        plan: Mapping[str, Any] | None = None,
+        series_id: int | None = None,
+    ) -> tuple[int, list[Reservation]]:
+        """Reserve releases of an appendable series in ONE write transaction,
+        one row per charge (``period``: the period's start, or None for the
+        series' spans): with ``plan`` a new series is recorded first (its id
+        returned); with ``series_id`` an earlier one is appended to. Refused
+        (:class:`~dpdbscan.exceptions.BudgetExceeded`, nothing written) when
+        a period was already charged to the series, when the series' rows
+        would cost more rho than its plan (``plan["cost"]["rho"]``), or when
+        the dataset's lifetime budget would be exceeded. Person level only:
+        a series protects each unit over its horizon."""
+        if (plan is None) == (series_id is None):
+            raise ValueError("give the plan of a new series or the id of a recorded one, not both")
+        text = json.dumps(dict(params), sort_keys=True, default=str)
+        costs = [c for _, c in charges]
+        with self._open() as con, _write(con, self.path):
+            b = _budget(con, self.path, self.dataset)
+            _check_unit(b, self.path, self.dataset, "person", unit_column)
+            if plan is not None:
+                recorded = dict(plan)
+                cur = con.execute(
+                    "INSERT INTO series (dataset, created, plan) VALUES (?, ?, ?)",
+                    (self.dataset, _now(), json.dumps(recorded, sort_keys=True, default=str)),
+                )
+                sid = int(cur.lastrowid or 0)
+            else:
+                row = con.execute("SELECT dataset, plan FROM series WHERE id = ?", (series_id,)).fetchone()
+                if row is None or row[0] != self.dataset:
+                    raise LedgerError(f"the ledger {self.path} has no series {series_id} of {self.dataset!r}")
+                sid, recorded = int(series_id), json.loads(row[1])  # type: ignore[arg-type]
+            mine = [r for r in _releases(con, self.dataset) if r.series_id == sid]
+            done = {r.period for r in mine if r.period is not None}
+            again = [p for p, _ in charges if p is not None and p in done]
+            if again:
                 raise BudgetExceeded(
-                    f"the ledger {self.path} refuses this release: dataset {self.dataset!r} has a "
-                    f"lifetime budget of (epsilon={epsilon:g}, delta={delta:g}) and {len(costs)} "
-                    f"release(s) spent (epsilon={before.epsilon:.6g}, delta={before.delta:.3g}) by "
-                    f"{before.method}; with this one at (epsilon={cost.epsilon:g}, delta={cost.delta:g}) "
-                    f"the total would be (epsilon={total.epsilon:.6g}, delta={total.delta:.3g}). "
+                    f"the ledger {self.path} refuses this release: series {sid} of {self.dataset!r} "
+                    f"already released the period(s) {', '.join(again)}; a period is released once. "
                     "Nothing was read or written"
                 )
-            cur = con.execute(
-                "INSERT INTO releases (dataset, series_id, period, status, reserved, command, params, "
-                "unit, unit_column, epsilon, delta, rho, pid) "
-                "VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    self.dataset,
-                    series_id,
-                    period,
-                    _now(),
-                    command,
-                    text,
-                    unit,
-                    unit_column,
-                    cost.epsilon,
-                    cost.delta,
-                    cost.rho,
-                    os.getpid(),
-                ),
-            )
-            rid = int(cur.lastrowid or 0)
-        return Reservation(self, rid, cost, total)
+            if any(p is None for p, _ in charges) and any(r.period is None for r in mine):
+                raise BudgetExceeded(
+                    f"the ledger {self.path} refuses this release: series {sid} of {self.dataset!r} "
+                    "already released its spans. Nothing was read or written"
+                )
+            planned = (recorded.get("cost") or {}).get("rho")
+            spent_rho = math.fsum(r.cost.rho or 0.0 for r in mine) + math.fsum(c.rho or 0.0 for c in costs)
+            if planned is None or any(c.rho is None for c in costs) or spent_rho > planned * (1 + 1e-12):
+                raise BudgetExceeded(
+                    f"the ledger {self.path} refuses this release: series {sid} of {self.dataset!r} was "
+                    f"planned at rho={planned}, and its releases with this one would spend "
+                    f"rho={spent_rho:.6g}. Nothing was read or written"
+                )
+            total = self._check_fits(con, b, costs)
+            rids = [self._insert(con, c, command, text, "person", unit_column, sid, p) for p, c in charges]
+        return sid, [Reservation(self, rid, c, total) for rid, c in zip(rids, costs)]
 
     def add_series(self, plan: Mapping[str, Any]) -> int:
         """Record a planned series of releases of this dataset (its public

@@ -17,7 +17,6 @@ from .coretestwords import (
     covers_words,
     no_guarantee,
     plain_length,
-    union_note,
     union_void,
     union_words,
     within_words,
@@ -85,11 +84,6 @@ class BoundWords(CoreTestWords):
             spans.approx_ratio,
             length,
         )
-
-    def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
-        tau = "" if g["tau"] is None else f" (tau={g['tau']:.1f})"
-        text = self.guarantee_text(g, spans, length)
-        return f"  guarantee: {text}; core test: bound{tau}{union_note(candidates)}"
 
 
 def sandwich_sentence(

@@ -61,10 +61,14 @@ class CoreTestWords(ABC):
         """The margin in words for the summary, e.g. ``... (m(q) <= 2.93)``;
         ``noun`` as for :meth:`threshold_text`."""
 
-    @abstractmethod
     def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
         """The summary's guarantee line from the guarantee's dict ``g``,
-        lengths through ``length``."""
+        lengths through ``length``: :meth:`guarantee_text`, then the core
+        test's name with its additive error tau (a test without one records
+        None) and the union over the eps candidates."""
+        tau = "" if g["tau"] is None else f" (tau={g['tau']:.1f})"
+        text = self.guarantee_text(g, spans, length)
+        return f"  guarantee: {text}; core test: {self.name}{tau}{union_note(candidates)}"
 
     @abstractmethod
     def rule_text(self, spans: Spans, spec: SpanSpec, noun: str = "points") -> str:

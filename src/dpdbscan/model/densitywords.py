@@ -21,7 +21,6 @@ from .coretestwords import (
     QuietRelease,
     no_guarantee,
     plain_length,
-    union_note,
     union_void,
     union_words,
     within_words,
@@ -78,10 +77,6 @@ class DensityWords(CoreTestWords):
         if g["probability"] is None or within is None:
             return g["statement"]
         return density_sentence(g["probability"], within, spans.approx_ratio, length, g.get("each_place"))
-
-    def guarantee_line(self, g: dict, spans: Spans, candidates: int, length: Callable[[float], str]) -> str:
-        text = self.guarantee_text(g, spans, length)
-        return f"  guarantee: {text}; core test: density{union_note(candidates)}"
 
     def utility_note(self, r: QuietRelease) -> str | None:
         """A warning text when the release says little (the problems of

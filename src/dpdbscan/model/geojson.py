@@ -119,6 +119,7 @@ def _series_properties(model: SpanModel) -> dict:
         "lifetime_budget": dict(series["lifetime_budget"]),
         "privacy": series["statement"],
         "periods": {k: series["periods"][k] for k in ("per", "from", "to", "tz", "n_periods")},
+        **({"released_periods": series["released_periods"]} if "released_periods" in series else {}),
     }
 
 

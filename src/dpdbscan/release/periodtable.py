@@ -42,6 +42,7 @@ import numpy as np
 from ..laws import discretegaussian as _law
 from ..laws import zcdp
 from ..params.specs import Seed
+from . import unitchoice
 from .bounding import BoundingKey, factorize, keep_smallest, run_length, unit_words
 from .samplers.gaussian import discrete_gaussian, rational_sigma2
 from .samplers.integers import SecureSource, SeededSource, make_source
@@ -132,6 +133,43 @@ def bounded_table(
     return bounded_pairs(_pairs(units, spans, periods, shape[1], key), shape, k, m, key)
 
 
+def bounded_columns(
+    units: Any,
+    spans: np.ndarray,
+    periods: np.ndarray,
+    first: int,
+    upto: int,
+    shape: tuple[int, int],
+    k: int,
+    m: int,
+    key: BoundingKey,
+) -> np.ndarray:
+    """The exact columns (private) of periods ``first`` to ``upto - 1``,
+    shape (n_spans, upto - first), EACH PERIOD BOUNDED ON ITS OWN: in each
+    period a unit counts in at most k of its (span, that period) pairs, m
+    points each. One unit changes each column by at most sqrt(k) m in L2,
+    whatever it does in the other periods (an appendable series releases
+    each column at its own rho)."""
+    periods = np.asarray(periods, dtype=np.int64)
+    spans = np.asarray(spans, dtype=np.int64)
+    cols = [np.zeros(0, dtype=np.int64)][:0]
+    for t in range(first, upto):
+        sel = periods == t
+        mine = units.filter(_arrow_mask(sel)) if _is_arrow(units) else np.asarray(units)[sel]
+        cols.append(bounded_table(mine, spans[sel], periods[sel], shape, k, m, key)[:, t])
+    return np.stack(cols, axis=1) if cols else np.zeros((shape[0], 0), dtype=np.int64)
+
+
+def _is_arrow(values: Any) -> bool:
+    return type(values).__module__.split(".")[0] == "pyarrow"
+
+
+def _arrow_mask(mask: np.ndarray) -> Any:
+    import pyarrow as pa  # lazy: only for input the readers gave as Arrow
+
+    return pa.array(mask)
+
+
 def pairs_per_unit(units: Any, spans: np.ndarray, periods: np.ndarray, n_periods: int) -> np.ndarray:
     """How many (span, period) pairs each unit occupies before the bound
     (private: for tests and private notes)."""
@@ -175,6 +213,30 @@ def release_exact(
     return exact + noise.reshape(exact.shape).astype(np.int64)
 
 
+def table_source(random_state: Seed | SecureSource | SeededSource | None) -> SecureSource | SeededSource:
+    """The randomness of a table's release (None: the operating system's
+    secure randomness), made once so that a private choice of k, the bound's
+    key and the noise are drawn from it in that order."""
+    return make_source(random_state, warn=False)
+
+
+def choose_pairs_k(
+    units: Any, spans: np.ndarray, periods: np.ndarray, n_periods: int, cap: int, rho: float, source: Any
+) -> int:
+    """k for the table chosen privately: the exponential mechanism of
+    :mod:`.unitchoice` on each unit's number of (span, period) pairs
+    (private), among the public ladder round(2^(i/4)) up to ``cap``, at
+    ``rho`` (rho-zCDP for each unit: one unit adds or removes one count)."""
+    ladder: list[int] = []
+    i = 0
+    while (k := round(2.0 ** (i / 4))) <= max(1, int(cap)):
+        if not ladder or k > ladder[-1]:
+            ladder.append(k)
+        i += 1
+    pairs = pairs_per_unit(units, spans, periods, n_periods)
+    return ladder[unitchoice.choose(pairs, ladder, rho, source)]
+
+
 def half_width(sigma2: float, level: float = 0.95) -> int:
     """The smallest integer h with P(|Z| > h) <= 1 - level for the discrete
     Gaussian Z of ``sigma2``: [noisy - h, noisy + h] holds the exact bounded
@@ -188,7 +250,24 @@ def half_width(sigma2: float, level: float = 0.95) -> int:
     return h
 
 
+def detectable(sigma2: float, level: float = 0.95) -> int:
+    """The smallest bounded mass mu that is found active (noisy mass >= the
+    half-width h of the ``level`` interval) with probability at least
+    ``level``: mu = h + d, d the smallest integer >= 0 with
+    P(Z >= d + 1) <= 1 - level (public: from sigma^2 alone)."""
+    h = half_width(sigma2, level)
+    s2 = float(rational_sigma2(sigma2))
+    d = int(math.floor(math.sqrt(2 * s2 * math.log(1 / (1 - level))))) + 1  # Gaussian bound: enough
+    while d > 0 and _law.tail(s2, d) <= 1 - level:  # P(Z >= (d - 1) + 1)
+        d -= 1
+    return h + d
+
+
 __all__ = [
+    "bounded_columns",
+    "choose_pairs_k",
+    "table_source",
+    "detectable",
     "bounded_pairs",
     "bounded_table",
     "half_width",

@@ -168,7 +168,8 @@ def _periods_config(model: SpanModel) -> dict | None:
     table = series["table"]
     return {
         "per": series["periods"]["per"],
-        "starts": list(series["periods"]["starts"]),
+        # an appendable series released so far: its released periods only
+        "starts": list(series["periods"]["starts"])[: len(series["period_spans"])],
         "active": [[int(s) for s in ids] for ids in series["period_spans"]],
         "mass": [[int(v) for v in row] for row in table["noisy_mass"]],
         "half_width": int(table["interval_half_width"]),

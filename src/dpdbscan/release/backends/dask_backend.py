@@ -43,8 +43,8 @@ import numpy as np
 
 from ..._optional import require
 from ...cells.grid import Grid
-from ...files.formats import LABEL_COLUMN, format_of, is_index_column
-from ...files.layout import ReadOptions, csv_layout
+from ...files.formats import format_of
+from ...files.layout import ReadOptions, csv_layout, schema_columns
 from ...files.records import (
     BlockCounts,
     CsvLayout,
@@ -52,7 +52,7 @@ from ...files.records import (
     header_fields,
     parse_block,
     parse_records,
-    split_first_line,
+    split_head,
     unit_missing,
 )
 from ...files.unitids import canonical_ids, id_token, read_units, token_id
@@ -62,8 +62,6 @@ from ..bounding import BoundingKey
 from ..engine import merge_counts, merged_exactly_once
 from .base import CellCounts
 from .numpy_backend import NumpyBackend
-
-_BOM = b"\xef\xbb\xbf"
 
 
 def _require_dask():
@@ -143,18 +141,19 @@ def _csv_part(grid, data: bytes, layout: CsvLayout, header: list | None, first: 
 
 def _csv_body(data: bytes, layout: CsvLayout, header: list | None, first: bool, where: str) -> bytes:
     """The records of one block of CSV text. ``first`` marks a file's first
-    block: a byte order mark is dropped there and, when ``header`` (the
-    declared header's names) is given, the first line is checked and dropped."""
-    if first:
-        data = data[3:] if data.startswith(_BOM) else data
-    if first and header is not None and data.strip(b"\r\n"):
-        line, data = split_first_line(data.lstrip(b"\r\n"))
-        if header_fields(line, layout.delimiter) != header:
-            raise ValueError(
-                f"{where}: its header differs from the first file's "
-                f"({', '.join(header)}); count such files separately"
-            )
-    return data
+    block, whose start is read as the in-memory reader reads a file's
+    (:func:`dpdbscan.files.records.split_head`): a byte order mark dropped
+    and, when ``header`` (the declared header's names) is given, the header
+    line split off, and refused unless it names the first file's fields."""
+    if not first:
+        return data
+    line, body = split_head(data, header is not None)
+    if line is not None and header is not None and header_fields(line, layout.delimiter) != header:
+        raise ValueError(
+            f"{where}: its header differs from the first file's "
+            f"({', '.join(header)}); count such files separately"
+        )
+    return body
 
 
 def _merge_parts(*parts):
@@ -410,18 +409,14 @@ def _table_meta(kind: str) -> Any:
     return _pairs_frame(pa.table(columns), kind)
 
 
-def _bounded_table_part(frame, kind, shape, k, m, key) -> tuple[np.ndarray, int]:
+def _bounded_table_part(frame, kind, shape, k, m, key) -> np.ndarray:
     """The bounded table of one shuffled partition (every pair of its units),
     by the function that bounds the rows in memory
-    (:func:`dpdbscan.release.periodtable.bounded_pairs`), and 1 (a partition)."""
+    (:func:`dpdbscan.release.periodtable.bounded_pairs`)."""
     codes, uniques = _shuffled_units(frame, kind)
     pair, counts = frame[_PAIR].to_numpy(dtype=np.int64), frame[_COUNT].to_numpy(dtype=np.int64)
     pairs = periodtable.summed_pairs(codes, pair, counts, uniques, key)
-    return periodtable.bounded_pairs(pairs, shape, k, m, key), 1
-
-
-def _sum_tables(*parts: tuple[np.ndarray, int]) -> tuple[np.ndarray, int]:
-    return np.sum([t for t, _ in parts], axis=0), sum(n for _, n in parts)
+    return periodtable.bounded_pairs(pairs, shape, k, m, key)
 
 
 def _summed_pairs(grid: Grid, frame: Any, kind: str, key: BoundingKey) -> bounding.Pairs:
@@ -456,16 +451,18 @@ def _token_ids(tokens: np.ndarray) -> np.ndarray:
     return out
 
 
-def _sum_tallies(*tallies):
-    return np.sum(tallies, axis=0)
+def _sum_arrays(*arrays):
+    """Tallies, or the tables of disjoint sets of units, added up."""
+    return np.sum(arrays, axis=0)
 
 
 class DaskEngine:
     """The engine primitives (:mod:`dpdbscan.release.engine`) on a Dask
     cluster: partitions are futures held by the workers; ``reduce`` merges
     them ``split_every`` at a time in a tree and refuses a merge that did not
-    take every partition exactly once. The backend also reads partitions of
-    files (:meth:`DaskBackend._pair_tasks`) and shuffles pairs by unit
+    take every partition exactly once: the one tree every count of the
+    backend is reduced in. The backend also reads partitions of files
+    (:meth:`DaskBackend._pair_tasks`) and shuffles pairs by unit
     (:meth:`DaskBackend._shuffled`) for it."""
 
     def __init__(self, client: Any, split_every: int = 8) -> None:
@@ -524,52 +521,44 @@ def _quiet_shuffle_notes():
 # ------------------------------------------------------------------ columns
 def coordinate_columns(
     names: Sequence[str],
-    numeric: Sequence[bool] | None,
+    dtypes: Any,
     columns: Sequence[str] | str | None,
     d: int | None,
     unit: str | None = None,
+    *,
+    file: str | None = None,
 ) -> list:
-    """The coordinate columns of a table: ``columns`` if given, else every
-    column except one named ``"label"``, unnamed index columns and the unit
-    column ``unit`` that is declared numeric (``numeric``: one flag per name,
-    from the schema; None for CSV, whose header declares no types: every
-    column counts). Their number must be ``d`` (not checked when ``d`` is
-    None). A unit column named in ``columns`` is refused: a unit is not a
-    coordinate."""
+    """The coordinate columns of a table with a schema (``dtypes``: its
+    declared types by name), by the in-memory reader's rule
+    (:func:`dpdbscan.files.layout.schema_columns`): ``columns`` if given
+    (names or 0-based indices), else every column except one named
+    ``"label"``, unnamed index columns and the unit column ``unit``, each
+    declared numeric; the unit column never a coordinate. A Parquet ``file``
+    (its name, for messages) also refuses a named column not declared
+    numeric; a dataframe's is read value by value (:func:`frame_values`).
+    Their number must be ``d`` (not checked when ``d`` is None)."""
     names = list(names)
-    numeric = [True] * len(names) if numeric is None else list(numeric)
-    if unit is not None:
-        _check_unit_column(names, columns, unit)
-    if columns is not None:
-        columns = [columns] if isinstance(columns, str) else list(columns)
-        missing = [c for c in columns if c not in names]
-        if missing:
-            raise ValueError(f"columns {missing} not found; the data has columns {names}")
-        chosen = columns
-    else:
-        chosen = [
-            c
-            for c, num in zip(names, numeric)
-            if str(c).lower() != LABEL_COLUMN and not is_index_column(c) and num and c != unit
-        ]
+    types = [dtypes[c] for c in names]
+    idx, _ = schema_columns(
+        names,
+        _numeric_flags(dtypes, names),
+        columns,
+        unit,
+        types=None if file is None else types,
+        where="the dataframe" if file is None else file,
+    )
+    return _as_many_as_bounds([names[i] for i in idx], d, names)
+
+
+def _as_many_as_bounds(chosen: list, d: int | None, names: Sequence) -> list:
+    """``chosen``, refused unless they are ``d`` coordinates (not checked
+    when ``d`` is None); ``names``: every column (public)."""
     if d is not None and len(chosen) != d:
         raise ValueError(
             f"the grid has d={d} dimensions (from bounds) but {len(chosen)} coordinate "
-            f"columns were selected: {chosen} (data columns: {names}); pass columns=[...]"
+            f"columns were selected: {chosen} (data columns: {list(names)}); pass columns=[...]"
         )
     return chosen
-
-
-def _check_unit_column(names: Sequence, columns: Sequence | str | None, unit: str) -> None:
-    """The unit column exists and is not also a coordinate (names are the
-    public schema: a header or a Parquet/dataframe schema)."""
-    if unit not in list(names):
-        raise ValueError(f"no unit column {unit!r}; the data has columns {list(names)}")
-    if columns is not None and unit in ([columns] if isinstance(columns, str) else list(columns)):
-        raise ValueError(
-            f"the unit column {unit!r} is also in columns={list(columns)}: a privacy unit is not "
-            "a coordinate; name only the coordinate columns in columns="
-        )
 
 
 def _numeric_flags(dtypes, names) -> list[bool]:
@@ -799,9 +788,10 @@ class DaskBackend:
         if not tasks:
             self.input_counts = BlockCounts()
             return _no_cells(grid)
-        final = self._tree(tasks, _merge_parts)
         with self._client() as client:
-            keys, counts, tally = client.compute(final, sync=True)
+            keys, counts, tally = DaskEngine(client, self.split_every).reduce(
+                client.compute(tasks), _merge_parts
+            )
         check_tally(tally, len(tasks))
         self.input_counts = _input_counts(tally)
         return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
@@ -853,15 +843,14 @@ class DaskBackend:
                 choose(np.zeros(0, dtype=np.int64))  # the choice is made once, even on no data
             self.input_counts = BlockCounts()
             return _no_cells(grid)
-        shuffled = self._shuffled(grid, kind, tasks)
-        tallies = self._tree([t[1] for t in tasks], _sum_tallies)
+        shuffled = self._shuffled(tasks, _pairs_meta(grid, kind))
+        # each shuffled partition's pairs summed, kept on the workers
+        summed = [dask.delayed(_summed_pairs)(grid, p, kind, key) for p in shuffled]
         with self._client() as client, _quiet_shuffle_notes():
-            # each shuffled partition's pairs summed, kept on the workers
-            summed = [dask.delayed(_summed_pairs)(grid, p, kind, key) for p in shuffled]
-            *pairs, tally = client.compute([*summed, tallies])
             engine = DaskEngine(client, self.split_every)
+            pairs, tallies = _split(client.compute([*summed, *[t[1] for t in tasks]]), len(summed))
             keys, counts = bounding.bound_parts(engine, pairs, grid, key, bound=bound, choose=choose)
-            tally = tally.result()
+            tally = engine.reduce(tallies, _sum_arrays)
         check_tally(tally, len(tasks))
         self.input_counts = _input_counts(tally)
         return CellCounts(np.asarray(keys, dtype=grid.key_dtype), np.asarray(counts, dtype=np.int64))
@@ -886,9 +875,7 @@ class DaskBackend:
 
         if isinstance(X, pd.DataFrame):
             unit = units if isinstance(units, str) else None
-            cols = coordinate_columns(
-                X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d, unit
-            )
+            cols = coordinate_columns(X.columns, X.dtypes, self.columns, grid.d, unit)
             points, bad = frame_points(X, cols)
             self.input_counts = BlockCounts(rows=len(points), unparseable=bad)
             return points, (read_units(X[unit]) if unit is not None else units)
@@ -915,7 +902,7 @@ class DaskBackend:
                 return [part(grid, block, layout, header, first, where) for block, first, where in blocks]
             X = self._read_parquet(paths, grid.d)
         if isinstance(X, dd.DataFrame):
-            cols = coordinate_columns(X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d)
+            cols = coordinate_columns(X.columns, X.dtypes, self.columns, grid.d)
             part = dask.delayed(_frame_part)
             return [part(grid, p, cols) for p in X[cols].to_delayed()]
         if isinstance(X, da.Array):
@@ -953,9 +940,7 @@ class DaskBackend:
             X = self._read_parquet(paths, grid.d, unit, None if window is None else window[0])
         if isinstance(X, dd.DataFrame):
             unit = _unit_name(units)
-            cols = coordinate_columns(
-                X.columns, _numeric_flags(X.dtypes, X.columns), self.columns, grid.d, unit
-            )
+            cols = coordinate_columns(X.columns, X.dtypes, self.columns, grid.d, unit)
             kind = unit_kind(X.dtypes[unit], unit)
             wanted = [*cols, unit]
             if window is not None:
@@ -1025,16 +1010,13 @@ class DaskBackend:
         if not tasks:
             self.input_counts = BlockCounts()
             return np.zeros(shape, dtype=np.int64)
-        import dask.dataframe as dd
-
-        pairs = dd.from_delayed([t[0] for t in tasks], meta=_table_meta(kind), verify_meta=False)
-        shuffled = pairs.shuffle(on=_UNIT, npartitions=len(tasks), shuffle_method="p2p").to_delayed()
+        shuffled = self._shuffled(tasks, _table_meta(kind))
         parts = [dask.delayed(_bounded_table_part)(p, kind, shape, k, m, key) for p in shuffled]
-        total = self._tree(parts, _sum_tables)
-        tallies = self._tree([t[1] for t in tasks], _sum_tallies)
         with self._client() as client, _quiet_shuffle_notes():
-            (exact, merged), tally = client.compute([total, tallies], sync=True)
-        merged_exactly_once(int(merged), len(parts))
+            engine = DaskEngine(client, self.split_every)
+            tables, tallies = _split(client.compute([*parts, *[t[1] for t in tasks]]), len(parts))
+            exact = engine.reduce(tables, _sum_arrays)
+            tally = engine.reduce(tallies, _sum_arrays)
         check_tally(tally, len(tasks))
         self.input_counts = _input_counts(tally)
         return np.asarray(exact, dtype=np.int64).reshape(shape)
@@ -1053,12 +1035,13 @@ class DaskBackend:
         other.window = (time, period_of)
         return other
 
-    def _shuffled(self, grid, kind, tasks) -> list:
-        """The delayed partitions of the pairs of ``tasks`` shuffled by unit:
-        each holds every pair of its units."""
+    @staticmethod
+    def _shuffled(tasks, meta) -> list:
+        """The delayed partitions of the pairs of ``tasks`` (frames like
+        ``meta``) shuffled by unit: each holds every pair of its units."""
         import dask.dataframe as dd
 
-        pairs = dd.from_delayed([t[0] for t in tasks], meta=_pairs_meta(grid, kind), verify_meta=False)
+        pairs = dd.from_delayed([t[0] for t in tasks], meta=meta, verify_meta=False)
         # P2P, named: dask's default without a *default* client (ours is not
         # one) is "disk", a partd directory on the driver's machine that the
         # workers of a multi-machine cluster cannot share.
@@ -1072,14 +1055,7 @@ class DaskBackend:
         import dask.dataframe as dd
 
         schema = self._parquet_schema(paths)
-        numeric = _numeric_flags(schema.dtypes, schema.columns)
-        cols = coordinate_columns(schema.columns, numeric, self.columns, d, unit)
-        for c in cols:
-            if not numeric[list(schema.columns).index(c)]:
-                raise ValueError(
-                    f"column {c!r} is not numeric in the Parquet schema "
-                    f"(type {schema.dtypes[c]}); choose numeric columns"
-                )
+        cols = coordinate_columns(schema.columns, schema.dtypes, self.columns, d, unit, file=str(paths[0]))
         if unit is not None:
             unit_kind(schema.dtypes[unit], unit)
             cols = [*cols, unit]
@@ -1094,7 +1070,7 @@ class DaskBackend:
         return dd.read_parquet(paths, storage_options=self.storage_options)
 
     @staticmethod
-    def _read_options(columns, header, delimiter, fields, file_format) -> ReadOptions:
+    def _read_options(columns, header, delimiter, fields, file_format, unit=None) -> ReadOptions:
         if columns is not None and not isinstance(columns, (str, list, tuple)):
             raise ValueError(f"columns must be a name or a list of names, got columns={columns!r}")
         return ReadOptions(
@@ -1103,17 +1079,24 @@ class DaskBackend:
             delimiter=delimiter,
             fields=fields,
             file_format=file_format,
+            unit=unit,
         )
 
     def _csv_plan(self, paths, d, unit=None):
         """``(names, layout, declared header or None, files, blocks)`` of CSV
-        files, from the options and, when declared, the first file's header
-        line (:func:`dpdbscan.files.layout.csv_layout`); no record is read.
-        ``unit``: the name of the privacy unit's field (``layout.unit``),
-        never a coordinate."""
+        files, by the in-memory reader's plan: the layout from the options
+        and, when declared, the first file's header line
+        (:func:`dpdbscan.files.layout.csv_layout`, which also places the
+        privacy unit's field ``unit`` and refuses it as a coordinate), the
+        header line found as that reader finds it
+        (:func:`dpdbscan.files.records.split_head`); no record is read. Only
+        the blocks are this backend's own: byte ranges of whole lines, read
+        by the workers."""
         from dask.bytes import read_bytes
 
-        options = self._read_options(self.columns, self.header, self.delimiter, self.fields, self.file_format)
+        options = self._read_options(
+            self.columns, self.header, self.delimiter, self.fields, self.file_format, unit
+        )
         fmt = format_of(paths[0], self.file_format)
         declared = options.has_header
         if declared is None:
@@ -1133,22 +1116,9 @@ class DaskBackend:
             if isinstance(exc, FileNotFoundError) or "no files" in str(exc):
                 raise FileNotFoundError(f"no CSV files found at {paths}") from None
             raise
-        line = None
-        if declared:
-            sample = sample[3:] if sample.startswith(_BOM) else sample
-            first, _ = split_first_line(sample.lstrip(b"\r\n"))
-            line = first if first.strip() else None
+        line = split_head(sample, True)[0] if declared else None
         where = str(files[0]) if files else str(paths[0])
-        names, layout = csv_layout(fmt, options, line, d, _default_columns(unit), where=where)
-        if unit is not None:
-            if unit not in names:
-                raise ValueError(f"no unit column {unit!r} in {where} (columns: {names})")
-            layout = dataclasses.replace(layout, unit=names.index(unit))
-            if layout.unit in layout.usecols:
-                raise ValueError(
-                    f"the unit column {unit!r} is also a coordinate column: a privacy unit is not "
-                    "a coordinate; name only the coordinate columns in columns="
-                )
+        names, layout = csv_layout(fmt, options, line, d, where=where)
         return names, layout, (names if declared else None), files, blocks
 
     def _csv_blocks(self, grid, paths, unit=None, time=None):
@@ -1161,12 +1131,7 @@ class DaskBackend:
         if time is not None:
             _check_time_column(names, [names[i] for i in layout.usecols], time)
             field = names.index(time)
-        if len(layout.usecols) != grid.d:
-            chosen = [names[i] for i in layout.usecols]
-            raise ValueError(
-                f"the grid has d={grid.d} dimensions (from bounds) but {len(chosen)} coordinate "
-                f"columns were selected: {chosen} (columns: {names}); pass columns=[...]"
-            )
+        _as_many_as_bounds([names[i] for i in layout.usecols], grid.d, names)
         parts = [
             (block, i == 0, where)
             for where, file_blocks in zip(files, blocks)
@@ -1196,38 +1161,20 @@ class DaskBackend:
                 if self.header is False and self.fields is None and self.columns is None:
                     return None  # as many as the bounds say (d fields a line)
                 return len(self._csv_plan(paths, None, unit)[1].usecols)
-            X = self._parquet_schema(paths)
+            schema = self._parquet_schema(paths)
+            return len(
+                coordinate_columns(schema.columns, schema.dtypes, self.columns, None, unit, file=paths[0])
+            )
         if isinstance(X, (dd.DataFrame, pd.DataFrame)):
-            flags = _numeric_flags(X.dtypes, X.columns)
-            return len(coordinate_columns(X.columns, flags, self.columns, None, unit))
+            return len(coordinate_columns(X.columns, X.dtypes, self.columns, None, unit))
         shape = getattr(X, "shape", None)
         if shape is not None and len(shape) == 2:
             return int(shape[1])
         return None
 
-    def _tree(self, tasks, merge):
-        """Merge per-partition results ``split_every`` at a time with ``merge``."""
-        import dask
-
-        merge = dask.delayed(merge)
-        level = tasks
-        while len(level) > 1:
-            level = [merge(*level[i : i + self.split_every]) for i in range(0, len(level), self.split_every)]
-        return level[0]
-
     def __repr__(self) -> str:
         where = self.scheduler or ("client" if self.client is not None else "LocalCluster")
         return f"DaskBackend({where!r}, columns={self.columns!r})"
-
-
-def _default_columns(unit: str | None):
-    """The default coordinate columns of a CSV header when ``unit`` names
-    the unit column (None: the layout's own default)."""
-    if unit is None:
-        return None
-    return lambda names, numeric: [
-        n for n in names if n.lower() != LABEL_COLUMN and not is_index_column(n) and n != unit
-    ]
 
 
 def _check_time_column(names: Sequence, columns: Sequence, time: str) -> None:
@@ -1262,6 +1209,11 @@ def _unsupported(X: Any) -> TypeError:
         "the dask backend counts paths or globs of Parquet/CSV files (any fsspec URL), "
         f"dask DataFrames, dask arrays, numpy arrays or pandas DataFrames; got {type(X).__name__}"
     )
+
+
+def _split(futures: list, n: int) -> tuple[list, list]:
+    """The first ``n`` futures and the rest."""
+    return futures[:n], futures[n:]
 
 
 def _no_cells(grid: Grid) -> CellCounts:
