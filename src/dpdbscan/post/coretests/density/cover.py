@@ -90,7 +90,7 @@ def shell_cover(offsets: np.ndarray, kernel: np.ndarray, cross: bool = True) -> 
     b_s = max(0, M1_s - M2_s) (one coordinate at s: also in one B_{k,s});
     M1_s, M2_s the largest kernel of each class (0 when it has none).
     ``cross=False``: cubes only (c_s = max(M1_s, M2_s) - acc), a looser
-    bound at an eighth of the corners in 4-D. A tiny slack on c_R keeps the
+    bound at a fifth of the corners in 4-D. A tiny slack on c_R keeps the
     pointwise coefficients above the kernel despite rounding (c_R reaches
     every offset of the cube).
     """
