@@ -196,6 +196,10 @@ def _grid_pairs(
                 ia, ja = ia[keep], ja[keep]
             out_i.append(ia)
             out_j.append(ja)
+    if same:
+        # the self-join found each pair of distinct rows once: both orders, and (i, i)
+        own = np.arange(a.shape[0], dtype=np.int64)
+        out_i, out_j = out_i + out_j + [own], out_j + out_i + [own]
     if not out_i:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(out_i), np.concatenate(out_j)
@@ -335,7 +339,8 @@ def _bucket_pairs(
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Every (i, j) with ``ba[i] == bb[j]`` and ``|ka[i] - kb[j]| <= R``, in
     chunks of about :data:`_CHUNK` pairs (memory bounded whatever the
-    buckets hold).
+    buckets hold). With ``same`` (a and b one array): each pair with i != j
+    once, in one of its two orders, and no (i, i).
 
     ``ka``, ``kb`` are non-negative coordinates along one axis: b is sorted
     by (bucket, coordinate) and each row of a takes the window of b's rows
@@ -357,14 +362,16 @@ def _bucket_pairs(
     ob = np.argsort(key_b, kind="stable")
     sk = key_b[ob]
     if same:
-        # the needles are the keys themselves: searched in sorted order (each
-        # search starts where the last ended, several times faster), then
-        # put back in row order
+        # a self-join lists each unordered pair once: the row at sorted
+        # position p takes the rows after it in the sort within R (the
+        # caller mirrors them and adds (i, i)); the needles are the keys
+        # themselves, searched in sorted order (each search starts where the
+        # last ended, several times faster), then put back in row order
+        at = np.arange(sk.size, dtype=np.int64)
         lo = np.empty(sk.size, dtype=np.int64)
         cnt = np.empty(sk.size, dtype=np.int64)
-        lo[ob] = np.searchsorted(sk, sk - R, side="left")
-        cnt[ob] = np.searchsorted(sk, sk + R, side="right")
-        cnt -= lo
+        lo[ob] = at + 1
+        cnt[ob] = np.searchsorted(sk, sk + R, side="right") - at - 1
     else:
         lo = np.searchsorted(sk, key_a - R, side="left")
         cnt = np.searchsorted(sk, key_a + R, side="right") - lo
