@@ -40,7 +40,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -65,10 +65,8 @@ ROWS_PER_PART = 1_000_000
 
 
 # ------------------------------------------------------------------ the data
-def write(directory: str, n: int, n_units: int, seed: int = 20) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def city(n: int, n_units: int, seed: int = 20) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The city's rows, ``ROWS_PER_PART`` at a time: (X, unit) per part."""
     rng = np.random.default_rng(seed)
     hot = rng.uniform(10, SIDE - 10, size=(60, 2))
     hot_size = rng.uniform(0.3, 3.0, size=60)
@@ -82,15 +80,23 @@ def write(directory: str, n: int, n_units: int, seed: int = 20) -> None:
     places = near_hotspots(3 * n_units).reshape(n_units, 3, 2)
     weight = rng.lognormal(sigma=1.0, size=n_units)
     cum = np.cumsum(weight / weight.sum())
-    os.makedirs(directory, exist_ok=False)
-    for i, size in enumerate(np.diff(np.append(np.arange(0, n, ROWS_PER_PART), n))):
+    for size in np.diff(np.append(np.arange(0, n, ROWS_PER_PART), n)):
         unit = np.minimum(np.searchsorted(cum, rng.random(size)), n_units - 1)
         which = rng.choice(3, size=size, p=[0.5, 0.3, 0.2])
         X = places[unit, which] + rng.normal(scale=0.02, size=(size, 2))
         trip = rng.random(size) < 0.1
         X[trip] = near_hotspots(int(trip.sum()))
-        table = pa.table({"x": X[:, 0], "y": X[:, 1], "unit": unit.astype(np.int64)})
-        pq.write_table(table, os.path.join(directory, f"part-{i:04d}.parquet"), row_group_size=size)
+        yield X, unit.astype(np.int64)
+
+
+def write(directory: str, n: int, n_units: int, seed: int = 20) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    os.makedirs(directory, exist_ok=False)
+    for i, (X, unit) in enumerate(city(n, n_units, seed)):
+        table = pa.table({"x": X[:, 0], "y": X[:, 1], "unit": unit})
+        pq.write_table(table, os.path.join(directory, f"part-{i:04d}.parquet"), row_group_size=len(unit))
 
 
 def read_all(directory: str) -> tuple[np.ndarray, np.ndarray]:

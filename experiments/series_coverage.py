@@ -22,6 +22,10 @@ spans (a span active in it, ``metadata.series.period_spans``; also reported:
 in any span of the horizon). It reads the
 private data to score a release (a measurement, not a release) and prints one
 JSON line: the pairs, how many are covered and the share.
+
+``coverage(model, traces, unit, min_units)`` scores a series of other traces
+in the same layout (x, y, the unit's column, time, occupied): the synthetic
+city's, in ``experiments.traces_check``.
 """
 
 from __future__ import annotations
@@ -40,18 +44,24 @@ BUSIEST = 5
 MIN_CABS = 100
 
 
-def coverage(model_path: str) -> dict:
+def coverage(
+    model_path: str, traces: str | None = None, unit: str = "cab", min_units: int = MIN_CABS
+) -> dict:
+    """The busy (period, cell) pairs of ``traces`` (default: full Cabs; columns
+    x, y, ``unit``, time, occupied) and how many lie in their period's spans;
+    busy: at least ``min_units`` distinct units picked up there that period."""
     import pyarrow.parquet as pq
 
     model = load_model(model_path)
-    t = pq.read_table(data_path("cabs_sf_cabs.parquet"), columns=["x", "y", "cab", "time", "occupied"])
+    path = data_path("cabs_sf_cabs.parquet") if traces is None else traces
+    t = pq.read_table(path, columns=["x", "y", unit, "time", "occupied"])
     X = np.column_stack([t["x"].to_numpy(), t["y"].to_numpy()]).astype(float)
-    rows = events_rows(TripEnds("pickup").resolved(geo=True), X, t["cab"], t["time"], t["occupied"])
+    rows = events_rows(TripEnds("pickup").resolved(geo=True), X, t[unit], t["time"], t["occupied"])
     proj = projection_of(model)
     if proj is None:
         raise ValueError("a --geo model is needed")
     P = proj.forward(X[rows])
-    cab = np.asarray(t["cab"].take(rows).to_pylist())
+    cab = np.asarray(t[unit].take(rows).to_pylist())
     s = model.metadata["series"]["periods"]
     per = Periods(s["per"], s["from"], s["to"], None if s["tz"] == "UTC" else s["tz"])
     idx = per.index(parse_times(t["time"].take(rows)))
@@ -70,7 +80,7 @@ def coverage(model_path: str) -> dict:
         span = int(predict_spans(grid, rk, rl, P[sel][:1])[0])  # one cell: one label
         spans_of_top.append(span)
         for ti in range(per.n_periods):
-            if np.unique(cab[sel & (idx == ti)]).size >= MIN_CABS:
+            if np.unique(cab[sel & (idx == ti)]).size >= min_units:
                 pairs += 1
                 in_horizon += span >= 0
                 covered += span in period_spans[ti]
@@ -82,7 +92,7 @@ def coverage(model_path: str) -> dict:
         for ti in range(per.n_periods):
             truth[sp, ti] = np.unique(cab[(labels == sp) & (idx == ti)]).size
     noisy = np.array(model.metadata["series"]["table"]["noisy_mass"], dtype=float).reshape(truth.shape)
-    big = truth >= MIN_CABS
+    big = truth >= min_units
     return {
         "per": s["per"],
         "table_median_noisy_over_distinct_cabs": (

@@ -173,6 +173,25 @@ def test_units_data_is_seeded_with_its_schema_and_units_spread_over_parts(tmp_pa
     assert len(first & last) > 100
 
 
+def test_units_memory_makes_the_dask_benchmarks_rows_and_fits_both_levels(tmp_path, monkeypatch):
+
+    from benchmarks import bench_dask_units, bench_units_memory
+
+    monkeypatch.setattr(bench_dask_units, "ROWS_PER_PART", 5_000)
+    bench_units_memory.make(tmp_path, 12_000, 200, seed=20)
+    bench_dask_units.write(str(tmp_path / "parquet"), 12_000, 200)
+    X, units = bench_dask_units.read_all(str(tmp_path / "parquet"))
+    assert np.array_equal(np.load(tmp_path / "X.npy"), X)
+    assert np.array_equal(np.load(tmp_path / "units.npy"), units)
+    person = bench_units_memory.one(tmp_path, "person")
+    again = bench_units_memory.one(tmp_path, "person")
+    event = bench_units_memory.one(tmp_path, "event")
+    assert person["n"] == event["n"] == 12_000
+    assert person["input_bytes"] == X.nbytes + units.nbytes and event["input_bytes"] == X.nbytes
+    assert person["release_sum"] == again["release_sum"]  # random_state=0: the same release
+    assert person["wall_s"] > 0 and person["above_input_bytes"] >= 0
+
+
 def test_places_report_has_both_ratios():
     from benchmarks import bench_places
 

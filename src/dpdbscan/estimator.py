@@ -96,8 +96,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         a unit may add to, Laplace's as k).
     max_cells_per_unit : int or "auto", default=None
         Person-level releases (``fit(X, units=...)``): at most this many
-        cells k count each unit's points, chosen uniformly at random among
-        the cells the unit occupies. Required with units. "auto" chooses k
+        cells k count each unit's points, chosen among the cells the unit
+        occupies by ``cell_choice``. Required with units. "auto" chooses k
         privately with the exponential mechanism, for 10% of the budget's
         zCDP rho, among public candidates (1, 2^(1/4), 2^(1/2), ... up to
         the grid's cells), favouring the one that maximises the signal to
@@ -107,6 +107,12 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         Person-level releases: at most this many points m of one unit count
         in a cell. A cell's count is then at most m times the number of
         units seen there (with m = 1: the number of people).
+    cell_choice : {"busiest", "uniform"}, default="busiest"
+        Person-level releases: which k cells a unit with more than k keeps:
+        its busiest (the cells where it has the most points, ties at random)
+        or k at random. Each unit's choice reads its own rows only, so the
+        guarantee is the same either way (docs/privacy.md); the busiest
+        cells keep the places a unit returns to (docs/parameters.md).
     events : Stops or TripEnds, default=None
         Person-level releases of places, not passage: count each unit's
         stops (``Stops(radius, duration)``: runs of its points within
@@ -261,6 +267,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         core: Literal["density", "bound"] = "density",
         max_cells_per_unit: int | Literal["auto"] | None = None,
         max_points_per_cell: int = 1,
+        cell_choice: Literal["busiest", "uniform"] = "busiest",
         events: Stops | TripEnds | None = None,
         accountant: Accountant | None = None,
         ledger: Ledger | None = None,
@@ -288,6 +295,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         self.core = core
         self.max_cells_per_unit = max_cells_per_unit
         self.max_points_per_cell = max_points_per_cell
+        self.cell_choice = cell_choice
         self.events = events
         self.accountant = accountant
         self.ledger = ledger

@@ -270,6 +270,32 @@ def test_parquet_unit_of_another_type_is_refused_from_the_schema(capsys, tmp_pat
     assert rc == 2 and "--unit column 'person' has type timestamp" in err
 
 
+@pytest.mark.parametrize("choice", ["uniform", "busiest"])
+def test_cell_choice_reaches_the_release_and_the_file(capsys, tmp_path, data, choice):
+    """--cell-choice gives the library's release with the same choice; the
+    crowd's units have 20 points in more than k = 5 cells, so the choice
+    matters, and the two give different counts."""
+    X, names = data
+    path = csv_file(tmp_path, X, names)
+    args = ["--unit", "person", "--max-cells-per-unit", "5", "--seed", "3", "--cell-choice", choice]
+    rc, out, err, model = fit(capsys, tmp_path, path, *args, name=choice)
+    assert rc == 0, err
+    ref = library_release(X, names, 3, max_cells_per_unit=5, cell_choice=choice)
+    assert same_release(model, ref)
+    other = library_release(
+        X, names, 3, max_cells_per_unit=5, cell_choice="uniform" if choice == "busiest" else "busiest"
+    )
+    assert model_to_dict(other)["histogram"] != model_to_dict(model)["histogram"]
+    assert json.loads((tmp_path / f"{choice}.spans.json").read_text())["privacy"]["cell_choice"] == choice
+
+
+def test_cell_choice_needs_units(capsys, tmp_path, data):
+    X, names = data
+    path = csv_file(tmp_path, X, names)
+    rc, out, err, model = fit(capsys, tmp_path, path, "--cell-choice", "uniform")
+    assert rc == 2 and model is None and "--cell-choice" in err and "--unit" in err
+
+
 def test_unit_needs_its_bound(capsys, tmp_path, data):
     X, names = data
     path = csv_file(tmp_path, X, names)

@@ -77,7 +77,7 @@ def test_one_float_id_does_not_merge_sixty_integer_ids():
     assert len(set(codes[: 60 * 40].tolist())) == 60
     grid = Grid(np.zeros(2), np.ones(2), 0.03, 4.0)
     key = BoundingKey.draw(SeededSource(1))
-    keys, counts = count_units(grid, X, units, UnitBound(4, 2), key)
+    keys, counts = count_units(grid, X, units, UnitBound(4, 2, "busiest"), key)
     spot = int(grid.keys_of_points(np.array([[0.25, 0.25]]))[0])
     assert dict(zip(keys.tolist(), counts.tolist()))[spot] == 120
 

@@ -86,7 +86,7 @@ def test_person_level_default_noise_is_gaussian_and_the_model_says_so(tmp_path):
         est.fit(X, units=units)
     rel = est.spans_.release
     assert rel.noise == "gaussian"
-    assert rel.units == UnitBound(max_cells_per_unit=20, max_points_per_cell=1)
+    assert rel.units == UnitBound(max_cells_per_unit=20, max_points_per_cell=1, cell_choice="busiest")
     rho = zcdp.rho_for(1.0, 1e-6)
     assert rel.rho == pytest.approx(rho, rel=1e-12)
     # sigma^2 = (sqrt(k) m)^2 / (2 rho), rounded up by the sampler by < 1e-5
@@ -97,9 +97,19 @@ def test_person_level_default_noise_is_gaussian_and_the_model_says_so(tmp_path):
     priv = json.loads(path.read_text())["privacy"]
     assert priv["unit"] == "unit" and priv["max_cells_per_unit"] == 20 and priv["max_points_per_cell"] == 1
     assert priv["rho"] == pytest.approx(rho, rel=1e-12)
+    assert priv["cell_choice"] == "busiest"
     back = load_model(path)
     assert back.release.units == rel.units and back.release.rho == rel.rho
     assert np.array_equal(back.predict(PROBES), est.predict(PROBES))
+    # a file written before the choice was recorded kept k cells at random
+    data = json.loads(path.read_text())
+    del data["privacy"]["cell_choice"]
+    path.write_text(json.dumps(data))
+    assert load_model(path).release.units.cell_choice == "uniform"
+    data["privacy"]["cell_choice"] = "loudest"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="cell_choice"):
+        load_model(path)
 
 
 def test_event_level_model_says_row():
@@ -119,13 +129,14 @@ def _pairs(X, units, seed=0):
     return grid, key, pairs_of(grid, X, units, key)
 
 
-def test_each_unit_keeps_at_most_k_cells_and_m_points_per_cell():
+@pytest.mark.parametrize("choice", ["uniform", "busiest"])
+def test_each_unit_keeps_at_most_k_cells_and_m_points_per_cell(choice):
     rng = np.random.default_rng(0)
     X = rng.random((30_000, 2))
     units = rng.integers(0, 300, 30_000)
     for k, m in [(1, 1), (5, 2), (40, 3)]:
         grid, key, pairs = _pairs(X, units)
-        bound = UnitBound(k, m)
+        bound = UnitBound(k, m, choice)
         keep = kept_pairs(grid, pairs, bound, key)
         per_unit = np.bincount(pairs.units[keep], minlength=pairs.n_units)
         cells = np.bincount(pairs.units, minlength=pairs.n_units)
@@ -135,19 +146,21 @@ def test_each_unit_keeps_at_most_k_cells_and_m_points_per_cell():
         assert counts.sum() == np.minimum(pairs.counts[keep], m).sum()
 
 
-def test_removing_one_unit_changes_the_counts_within_the_sensitivity():
+@pytest.mark.parametrize("choice", ["uniform", "busiest"])
+def test_removing_one_unit_changes_the_counts_within_the_sensitivity(choice):
     rng = np.random.default_rng(1)
     X = rng.random((20_000, 2)) * 0.2 + 0.4  # crowded cells, many units each
     units = rng.integers(0, 100, 20_000)
     k, m = 7, 3
+    bound = UnitBound(k, m, choice)
     grid = Grid(np.zeros(2), np.ones(2), 0.03, 4.0)
     key = BoundingKey.draw(SeededSource(5))
-    counts = bounded_counts(grid, pairs_of(grid, X, units, key), UnitBound(k, m), key)
+    counts = bounded_counts(grid, pairs_of(grid, X, units, key), bound, key)
     full = dict(zip(*(a.tolist() for a in counts)))
     for gone in (0, 17, 99):
         rest = units != gone
         pairs = pairs_of(grid, X[rest], units[rest], key)
-        less = dict(zip(*(a.tolist() for a in bounded_counts(grid, pairs, UnitBound(k, m), key))))
+        less = dict(zip(*(a.tolist() for a in bounded_counts(grid, pairs, bound, key))))
         diff = np.array([full.get(c, 0) - less.get(c, 0) for c in set(full) | set(less)])
         assert np.all(diff >= 0)  # only the removed unit's own cells change
         assert np.abs(diff).sum() <= k * m
@@ -167,7 +180,7 @@ def test_the_choice_of_cells_is_uniform():
     for _ in range(trials):
         key = BoundingKey.draw(source)
         pairs = pairs_of(grid, X, units, key)
-        keep = kept_pairs(grid, pairs, UnitBound(3, 1), key)
+        keep = kept_pairs(grid, pairs, UnitBound(3, 1, "uniform"), key)
         sub = tuple(pairs.keys[keep].tolist())
         subsets[sub] = subsets.get(sub, 0) + 1
     assert len(subsets) == math.comb(10, 3)
@@ -175,13 +188,38 @@ def test_the_choice_of_cells_is_uniform():
     assert stats.chisquare(observed).pvalue > 1e-3
 
 
-def test_the_choice_does_not_depend_on_row_order_or_the_other_units():
+def test_the_busiest_cells_are_kept_and_ties_are_uniform():
+    """One unit: 4 points in cell A, 3 in B, 1 in each of 8 more cells; k = 3
+    keeps A and B always and each of the 8 others with probability 1/8
+    (chi-square); m still caps what each kept cell counts."""
+    cells = np.arange(10)[:, None] * np.array([0.1, 0.0]) + 0.05
+    X = np.vstack([cells[:1].repeat(4, axis=0), cells[1:2].repeat(3, axis=0), cells[2:]])
+    units = np.zeros(len(X), dtype=np.int64)
+    grid = Grid(np.zeros(2), np.ones(2), 0.03, 4.0)
+    source = SeededSource(11)
+    third: dict[int, int] = {}
+    for _ in range(2_000):
+        key = BoundingKey.draw(source)
+        pairs = pairs_of(grid, X, units, key)
+        keep = kept_pairs(grid, pairs, UnitBound(3, 2, "busiest"), key)
+        kept = sorted(pairs.counts[keep].tolist())
+        assert kept[1:] == [3, 4] and kept[0] == 1
+        one = int(pairs.keys[keep & (pairs.counts == 1)][0])
+        third[one] = third.get(one, 0) + 1
+        _, counts = bounded_counts(grid, pairs, UnitBound(3, 2, "busiest"), key)
+        assert sorted(counts.tolist()) == [1, 2, 2]
+    assert len(third) == 8
+    assert stats.chisquare(np.array(list(third.values()))).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("choice", ["uniform", "busiest"])
+def test_the_choice_does_not_depend_on_row_order_or_the_other_units(choice):
     rng = np.random.default_rng(2)
     X = rng.random((5_000, 2))
     units = rng.choice(np.array(["ann", "bob", "cy", "dee", ""], dtype=object), 5_000)
     grid = Grid(np.zeros(2), np.ones(2), 0.03, 4.0)
     key = BoundingKey.draw(SeededSource(3))
-    bound = UnitBound(4, 1)
+    bound = UnitBound(4, 1, choice)
 
     def kept(Xs, us):
         pairs = pairs_of(grid, Xs, us, key)
@@ -209,6 +247,31 @@ def test_missing_units_are_dropped_and_types_are_read():
     for other in (np.array([1 + 2j]), np.array([(1, 2), "a", None], dtype=object)):
         with pytest.raises(TypeError):
             factorize(other)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int64", "uint8", "uint64", "bool"])
+@pytest.mark.parametrize("spread", ["narrow", "wide"])
+def test_integer_units_are_coded_as_by_sorting(dtype, spread):
+    # the lookup table (ids in a narrow range) and the sort (a wide one) give
+    # np.unique's codes and uniques, and the count of distinct units
+    from dpdbscan.release.bounding import count_distinct_units
+
+    rng = np.random.default_rng(len(dtype) + len(spread))
+    info = np.iinfo(dtype) if dtype != "bool" else np.iinfo(np.uint8)
+    for n in (0, 1, 7, 3_000):
+        if dtype == "bool":
+            u = rng.random(n) < 0.5
+        elif spread == "narrow":
+            top = info.max - 100
+            lo = int(rng.integers(info.min, top, endpoint=True)) if info.bits < 64 else top - 400
+            u = rng.integers(lo, lo + 100, n, endpoint=True, dtype=dtype)
+        else:
+            u = rng.integers(info.min, info.max, n, endpoint=True, dtype=dtype)
+        codes, uniq = factorize(u)
+        want_uniq, want_codes = np.unique(u, return_inverse=True)
+        assert codes.dtype == np.int64 and uniq.dtype == want_uniq.dtype
+        assert np.array_equal(codes, want_codes.ravel()) and np.array_equal(uniq, want_uniq)
+        assert count_distinct_units(u) == want_uniq.size
 
 
 def test_a_row_with_a_missing_unit_or_coordinate_is_dropped_alone():
@@ -345,3 +408,62 @@ def test_delta_against_the_number_of_units_is_a_private_note_after_the_release()
         warnings.simplefilter("error", PrivateNoteWarning)
         warnings.simplefilter("ignore", UtilityWarning)
         person_level(delta=1e-6, max_cells_per_unit=4).fit(X, units=units)  # far below 1/536: no note
+
+
+def _keep_smallest_by_lexsort(units, k, prio, busiest=None):
+    """The reference: each unit's k pairs first by (priority, position), or
+    with ``busiest`` by (most points, priority, position)."""
+    most = np.zeros(units.size, dtype=np.int64) if busiest is None else -busiest
+    order = np.lexsort((np.arange(units.size), prio, most, units))
+    keep = np.zeros(units.size, dtype=bool)
+    u = units[order]
+    first = np.flatnonzero(np.concatenate(([True], u[1:] != u[:-1])))
+    rank = np.arange(u.size) - np.repeat(first, np.diff(np.append(first, u.size)))
+    keep[order[rank < k]] = True
+    return keep
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_keep_smallest_is_each_units_k_smallest_priorities_ties_by_position(seed):
+    from dpdbscan.release.bounding import keep_smallest
+
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 6))
+    units = np.sort(rng.integers(0, int(rng.integers(1, 400)), int(rng.integers(1, 3_000))))
+    prio = rng.integers(0, 2**64, units.size, dtype=np.uint64, endpoint=False)
+    if seed % 3 == 1:  # equal top bits: the words tie, the full priorities do not
+        prio &= np.uint64(0xFF)
+    if seed % 3 == 2:  # equal full priorities: ties go to the earlier pair
+        prio = rng.integers(0, 3, units.size).astype(np.uint64) << np.uint64(60)
+    got = keep_smallest(units, k, lambda idx: prio[idx])
+    assert np.array_equal(got, _keep_smallest_by_lexsort(units, k, prio))
+    per_unit = np.bincount(units[got], minlength=units.max() + 1)
+    assert np.array_equal(per_unit, np.minimum(np.bincount(units), k))
+    # the busiest choice: most points first, the priority breaking ties (small
+    # counts tie often; a huge one leaves too few bits and takes the sort)
+    for top in (4, 2**40):
+        points = rng.integers(1, top, units.size)
+        got = keep_smallest(units, k, lambda idx: prio[idx], busiest=points)
+        assert np.array_equal(got, _keep_smallest_by_lexsort(units, k, prio, points))
+
+
+def test_many_units_and_cells_give_the_same_pairs_by_cell_keys_as_by_cell_ranks():
+    # 10,000 units x ~15,000 occupied cells: too many pairs for a table, so
+    # pairs_of sorts words made of the raw cell keys; summed_pairs goes
+    # through the cells' ranks. The same pairs, counts and order.
+    from dpdbscan.release.bounding import factorize, kept_keys, summed_pairs
+
+    rng = np.random.default_rng(11)
+    X = rng.random((40_000, 2))
+    X[1::3] = X[::3][: len(X[1::3])]  # repeated cells within and across units
+    units = rng.integers(0, 10_000, len(X)) * 7 - 30_000
+    grid = Grid(np.zeros(2), np.ones(2), 0.01, 4.0)
+    key = BoundingKey.draw(SeededSource(5))
+    got = pairs_of(grid, X, units, key)
+    codes, uniques = factorize(units)
+    _, keys = kept_keys(grid, X, codes >= 0)
+    want = summed_pairs(grid, codes, keys, None, uniques, key)
+    assert got.units.size > 20_000 and got.counts.max() > 1
+    for field in ("units", "keys", "counts", "unit_words", "uniques"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    assert got.keys.dtype == want.keys.dtype

@@ -41,7 +41,7 @@ from dpdbscan.release.samplers.integers import SeededSource  # noqa: E402
 from test_dask import EPS  # noqa: E402
 
 BOUNDS = ([0.0, 0.0], [10.0, 10.0])
-BOUND = UnitBound(max_cells_per_unit=5, max_points_per_cell=2)
+BOUND = UnitBound(max_cells_per_unit=5, max_points_per_cell=2, cell_choice="busiest")
 N_UNITS = 400
 SECRET = "bob@example.com"
 
@@ -141,7 +141,7 @@ def test_the_data_makes_bounding_bite(grid, data, key):
     bounded = count_units(grid, X, ids, BOUND, key)
     plain = NumpyBackend().count(grid, X)
     assert bounded[1].sum() < plain.counts.sum() / 3
-    big = count_units(grid, X, ids, UnitBound(10_000, 10_000), key)
+    big = count_units(grid, X, ids, UnitBound(10_000, 10_000, "busiest"), key)
     np.testing.assert_array_equal(big[1], plain.counts)
 
 
@@ -277,7 +277,7 @@ class Choose:
 
     def __call__(self, cells):
         self.seen.append(np.sort(np.asarray(cells)))
-        return UnitBound(max(1, int(np.median(cells))) if len(cells) else 1, 2)
+        return UnitBound(max(1, int(np.median(cells))) if len(cells) else 1, 2, "busiest")
 
 
 @pytest.mark.parametrize("where", ["parquet", "csv"])

@@ -15,7 +15,7 @@ from dpdbscan.release.bounding import BoundingKey, bound_parts, count_units, pai
 from dpdbscan.release.engine import LocalEngine, merge_counts
 
 GRID = Grid(np.zeros(2), np.full(2, 10.0), 0.5, 4.0)
-BOUND = UnitBound(max_cells_per_unit=3, max_points_per_cell=2)
+BOUND = UnitBound(max_cells_per_unit=3, max_points_per_cell=2, cell_choice="busiest")
 KEY = BoundingKey((12345, 678), bytes(range(16)))
 
 

@@ -73,7 +73,7 @@ PRIVACY_OPTIONS = ("epsilon", "delta", "eta", "beta", "histogram", "noise", "the
 #: Options the parameter table takes only when the command has them (and,
 #: but for the unit bounds, only when given).
 _OPTIONAL = ("max_cells", "n_expected", "selection")
-_UNIT_BOUNDS = ("max_cells_per_unit", "max_points_per_cell")
+_UNIT_BOUNDS = ("max_cells_per_unit", "max_points_per_cell", "cell_choice")
 _DBSCAN = ("eps", "min_samples")
 #: Options that become the :class:`FitOptions` field of their name as parsed.
 _AS_PARSED = (

@@ -245,7 +245,7 @@ def add_unit_options(p: ArgTarget, *, column: bool = True) -> None:
         default=DEFAULTS["max_cells_per_unit"],
         type=_int_or_auto,
         help=when
-        + "the most cells one unit adds to, chosen at random among its cells "
+        + "the most cells one unit adds to (which ones: --cell-choice) "
         + (
             "(a number, or 'auto': chosen privately for 10%% of the budget, docs/parameters.md); "
             "required with --unit"
@@ -260,6 +260,15 @@ def add_unit_options(p: ArgTarget, *, column: bool = True) -> None:
         type=_int_or_auto,
         help=when + "the most points one unit adds to a cell (default 1: a cell counts people)",
     )
+    if column:
+        u.add_argument(
+            "--cell-choice",
+            choices=("busiest", "uniform"),
+            default=DEFAULTS["cell_choice"],
+            help="which K cells a unit with more keeps: its busiest (most points first, ties at "
+            "random; the places it returns to) or K at random (default %(default)s; the guarantee "
+            "is the same, docs/privacy.md)",
+        )
     add_trace_options(p)
 
 

@@ -51,6 +51,7 @@ _FIT_ONLY = (
     "unit",
     "max_cells_per_unit",
     "max_points_per_cell",
+    "cell_choice",
     "ledger",
     "dataset",
 )

@@ -71,6 +71,7 @@ def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
                 else {
                     "max_cells_per_unit": rel.units.max_cells_per_unit,
                     "max_points_per_cell": rel.units.max_points_per_cell,
+                    "cell_choice": rel.units.cell_choice,
                 }
             ),
             **({} if rel.rho is None else {"rho": rel.rho}),
@@ -395,11 +396,16 @@ def _units(priv: dict) -> UnitBound | None:
     unit = _choice(priv.get("unit", "row"), "privacy.unit", ("row", "unit"))
     names = ("max_cells_per_unit", "max_points_per_cell")
     if unit == "row":
-        _need(not any(n in priv for n in names), "privacy.max_cells_per_unit needs privacy.unit 'unit'")
+        _need(
+            not any(n in priv for n in (*names, "cell_choice")),
+            "privacy.max_cells_per_unit needs privacy.unit 'unit'",
+        )
         return None
     k, m = (_param(n, priv.get(n), f"privacy.{n}") for n in names)
     _need(isinstance(k, int), "privacy.max_cells_per_unit must be an integer")
-    return UnitBound(max_cells_per_unit=int(k), max_points_per_cell=int(m))
+    # files before the choice was recorded kept k cells at random
+    how = _choice(priv.get("cell_choice", "uniform"), "privacy.cell_choice", ("busiest", "uniform"))
+    return UnitBound(max_cells_per_unit=int(k), max_points_per_cell=int(m), cell_choice=how)
 
 
 def _unit_choice(raw: Any, units: UnitBound | None, rho: float | None) -> UnitChoice | None:

@@ -163,6 +163,7 @@ def describe(model: SpanModel) -> dict:
         "unit_column": model.metadata.get("unit_column"),
         "max_cells_per_unit": None if rel.units is None else rel.units.max_cells_per_unit,
         "max_points_per_cell": None if rel.units is None else rel.units.max_points_per_cell,
+        "cell_choice": None if rel.units is None else rel.units.cell_choice,
         "zcdp_rho": rel.rho,
         "eps": g.eps,
         "min_samples": spec.min_samples,
@@ -305,7 +306,8 @@ def unit_lines(model: SpanModel) -> list[str]:
         return []
     b, c = rel.units, rel.unit_choice
     line = (
-        f"  units   : each unit adds to at most k={b.max_cells_per_unit:,} cell(s), "
+        f"  units   : each unit adds to at most k={b.max_cells_per_unit:,} cell(s)"
+        f"{' (its busiest)' if b.cell_choice == 'busiest' else ''}, "
         f"at most m={b.max_points_per_cell} point(s) to each"
     )
     if c is not None:

@@ -225,6 +225,8 @@ PARAMETERS: dict[str, Param] = {
     # chosen privately by the release (plan.units, release.unitchoice)
     "max_cells_per_unit": Param(None, (NoneValue(), Options("auto"), Integer(1)), "--max-cells-per-unit"),
     "max_points_per_cell": Param(1, (Integer(1),), "--max-points-per-cell"),
+    # which k cells a unit with more keeps: its busiest (most points first) or k at random
+    "cell_choice": Param("busiest", (Options("busiest", "uniform"),), "--cell-choice", False),
     # each unit's stops or trip ends instead of its rows (dpdbscan.traces), before
     # bounding; on the command line --stops RADIUS DURATION or --trip-ends COLUMN
     "events": Param(
@@ -395,8 +397,9 @@ def check_units(p: dict[str, Any], units: bool, *, cli: bool = False) -> None:
         )
     if not units:
         given = [n for n in ("max_cells_per_unit",) if p[n] is not None]
-        if p["max_points_per_cell"] != PARAMETERS["max_points_per_cell"].default:
-            given.append("max_points_per_cell")
+        for n in ("max_points_per_cell", "cell_choice"):
+            if p.get(n, PARAMETERS[n].default) != PARAMETERS[n].default:
+                given.append(n)
         if given:
             what = " and ".join(opt(n) for n in given)
             where = "--unit COLUMN" if cli else "units=... to fit() (one id per row)"

@@ -104,10 +104,13 @@ class NoiseSpec(TypedNoiseParameter):
 class UnitBound:
     """Contribution bounds per privacy unit (a person): at most
     ``max_points_per_cell`` points in any cell and ``max_cells_per_unit``
-    cells."""
+    cells, which a unit with more keeps by ``cell_choice``: "uniform" (k of
+    its cells at random) or "busiest" (its k cells of most points, ties at
+    random; :mod:`dpdbscan.release.bounding`)."""
 
     max_cells_per_unit: int
     max_points_per_cell: int
+    cell_choice: str
 
 
 @dataclass(frozen=True)

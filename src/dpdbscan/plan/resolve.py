@@ -225,7 +225,11 @@ def unit_bound(p: Mapping[str, Any], units: bool, k: int | None = None) -> UnitB
     if (given == "auto") != (k is not None):
         raise ValueError("a candidate k goes with max_cells_per_unit='auto', and only with it")
     cells = int(k if k is not None else given)
-    return UnitBound(max_cells_per_unit=cells, max_points_per_cell=int(p["max_points_per_cell"]))
+    return UnitBound(
+        max_cells_per_unit=cells,
+        max_points_per_cell=int(p["max_points_per_cell"]),
+        cell_choice=str(p["cell_choice"]),
+    )
 
 
 def _split_rho(rho: float, share: float) -> tuple[float, float]:

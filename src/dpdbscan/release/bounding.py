@@ -7,7 +7,8 @@ bounded first:
 * at most ``m = max_points_per_cell`` of its points count in any one cell
   (the count of a (unit, cell) pair is capped at m);
 * at most ``k = max_cells_per_unit`` of the cells it occupies count at all,
-  chosen uniformly at random among them.
+  its busiest (``cell_choice="busiest"``) or k at random among them
+  (``"uniform"``).
 
 Adding or removing one unit then changes at most k counts, each by at most m:
 the bounded count vector has L1 sensitivity k m and L2 sensitivity sqrt(k) m,
@@ -18,7 +19,11 @@ the first two 32-bit words of Philox4x32-10 at the counter (unit, cell) under
 a 64-bit key drawn from the release's randomness source (the operating
 system's CSPRNG unless a research seed is given), and each unit keeps its k
 pairs of smallest priority: a uniformly random k-subset of its cells (ties
-have probability about 2**-64 per pair and go to the smaller cell key). The
+have probability about 2**-64 per pair and go to the smaller cell key). With
+``cell_choice="busiest"`` it keeps its pairs of most points first, the
+priority ordering only pairs of equal count: the busiest k, ties at random.
+Either way a unit's choice reads its own pairs and the key, nothing else,
+which is all the sensitivity argument needs (docs/privacy.md 1.2). The
 priorities depend on the unit, the cell and the key only, never on the other
 units or on the order or partitioning of the rows, so a backend that sees a
 unit's rows together (the Dask backend, after a shuffle by unit) keeps exactly
@@ -96,7 +101,9 @@ def factorize(units: Any) -> tuple[np.ndarray, np.ndarray]:
     u = read_units(units)
     if not isinstance(u, np.ndarray):
         return _factorize_arrow_array(u)
-    if u.dtype.kind in "iubUS":
+    if u.dtype.kind in "iub":
+        return _factorize_ints(u.ravel())
+    if u.dtype.kind in "US":
         uniq, codes = np.unique(u, return_inverse=True)
         return codes.astype(np.int64).ravel(), uniq
     if u.dtype.kind == "f":
@@ -121,8 +128,59 @@ def factorize(units: Any) -> tuple[np.ndarray, np.ndarray]:
 def count_distinct_units(units: Any) -> int:
     """The number of distinct units with an id (private: for the data
     owner's notes after a release, never for a decision before one)."""
-    codes, _ = factorize(units)
-    return int(np.unique(codes[codes >= 0]).size)
+    u = read_units(units)
+    if isinstance(u, np.ndarray) and u.dtype.kind in "iub":
+        return int(_factorize_ints(u.ravel(), codes=False)[1].size)  # every value is a unit
+    codes, uniques = factorize(u)
+    # by counting, not np.unique: a codes' range is the uniques', and
+    # numpy's hash-based unique is many times slower than a sort here
+    return int(np.count_nonzero(np.bincount(codes[codes >= 0], minlength=len(uniques))))
+
+
+def _factorize_ints(u: np.ndarray, codes: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`factorize` of integers (or booleans): the sorted distinct
+    values and each row's index among them, by a lookup table over the
+    values' range when it is not much larger than the rows (ids 0..n_units,
+    the usual case: linear time), else by sorting. The same codes and
+    uniques either way; ``codes=False``: the uniques only (empty codes)."""
+    if u.size == 0:
+        return np.zeros(0, dtype=np.int64), u[:0].copy()
+    if u.dtype.kind == "b":
+        u = u.view(np.uint8)
+        found, uniq = _factorize_ints(u, codes)
+        return found, uniq.astype(bool)
+    lo, hi = int(u.min()), int(u.max())
+    if hi - lo >= max(_BINCOUNT_MAX, u.size // 2):
+        if not codes:  # sorted, not np.unique's hash table (slow on many values)
+            s = np.sort(u)
+            return np.zeros(0, dtype=np.int64), s[np.concatenate(([True], s[1:] != s[:-1]))]
+        uniq, inverse = np.unique(u, return_inverse=True)
+        return inverse.astype(np.int64).ravel(), uniq
+    present = np.zeros(hi - lo + 1, dtype=bool)
+    for start in range(0, u.size, _CHUNK):
+        present[_offsets(u[start : start + _CHUNK], lo)] = True
+    uniq = np.flatnonzero(present).astype(u.dtype) + u.dtype.type(lo)
+    if not codes:
+        return np.zeros(0, dtype=np.int64), uniq
+    lut = np.cumsum(present) - 1
+    out = np.empty(u.size, dtype=np.int64)
+    for start in range(0, u.size, _CHUNK):  # in chunks: no row-sized temporary
+        np.take(lut, _offsets(u[start : start + _CHUNK], lo), out=out[start : start + _CHUNK])
+    return out, uniq
+
+
+#: Rows per chunk where a row-sized temporary is avoided.
+_CHUNK = 1 << 20
+
+
+def _offsets(u: np.ndarray, lo: int) -> np.ndarray:
+    """``u - lo`` as int64, for integers within 2**26 above ``lo`` (no wrap,
+    uint64 included)."""
+    if u.dtype == np.uint64:
+        return (u - np.uint64(lo)).view(np.int64)
+    offset = u.astype(np.int64)
+    offset -= lo
+    return offset
 
 
 def _factorize_text(u: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -251,6 +309,11 @@ def pairs_of(grid: Grid, X: np.ndarray, units: np.ndarray, key: BoundingKey) -> 
     keep, keys = kept_keys(grid, X, codes >= 0)
     if not keep.all():
         codes = codes[keep]
+    elif not codes.flags.writeable:
+        codes = codes.copy()
+    direct = _sorted_row_pairs(grid, codes, keys, uniques, key)
+    if direct is not None:
+        return direct
     return summed_pairs(grid, codes, keys, None, uniques, key)
 
 
@@ -260,9 +323,8 @@ def kept_keys(grid: Grid, X: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, 
     missing) or with a non-finite coordinate is dropped, every other row's
     point is clipped into the box. Returns the rows kept (a mask) and their
     cell keys."""
-    finite = np.isfinite(X).all(axis=1)
-    if not finite.all():
-        keep = keep & finite
+    if not np.isfinite(X).all():  # one flat pass; the rows' mask only when needed
+        keep = keep & np.isfinite(X).all(axis=1)
     kept = X if keep.all() else X[keep]
     return keep, grid.keys_of_points(clean_points(grid, kept, clip=False))
 
@@ -314,6 +376,45 @@ def summed_pairs(
 _BINCOUNT_MAX = 1 << 26
 
 
+def _sorted_row_pairs(
+    grid: Grid, codes: np.ndarray, keys: np.ndarray, uniques: np.ndarray, key: BoundingKey
+) -> Pairs | None:
+    """:func:`summed_pairs` of rows (one point each) when there are too
+    many (unit, cell) combinations to count in a table: one int64 word per
+    row, unit code times the grid's key space plus the cell key itself (no
+    lookup of the cells' ranks), made in ``codes``' own memory (which this
+    overwrites), sorted in place, then run-length counted: one row-sized
+    array beyond the keys. The same pairs, in the same order, as
+    :func:`summed_pairs`. None (``codes`` untouched) when the table is small
+    enough (:func:`summed_pairs` counts it) or the words would not fit in
+    int64 (wide grids)."""
+    if grid.wide or codes.size == 0:
+        return None
+    n_units = int(codes.max()) + 1
+    space = grid.key_space
+    if n_units * space >= 2**62:
+        return None
+    limit = max(_BINCOUNT_MAX, 4 * codes.size)
+    if n_units * space <= limit:
+        return None  # counted in a table of (unit, cell rank)
+    if space <= limit and n_units * np.count_nonzero(np.bincount(keys, minlength=space)) <= limit:
+        return None  # few occupied cells: the same table over the cells' ranks
+    pair = codes
+    pair *= space
+    pair += keys
+    pair.sort()
+    first, summed = run_length(pair)
+    del pair
+    units, cells = np.divmod(first, space)
+    return Pairs(
+        units=units,
+        keys=cells.astype(keys.dtype, copy=False),
+        counts=summed,
+        unit_words=unit_words(uniques, key),
+        uniques=uniques,
+    )
+
+
 def run_length(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unique keys and their multiplicities of an already sorted array."""
     n = sorted_keys.size
@@ -337,19 +438,30 @@ def _codes(grid: Grid, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def kept_pairs(grid: Grid, pairs: Pairs, bound: UnitBound, key: BoundingKey) -> np.ndarray:
     """Which pairs the bound keeps: each unit's ``max_cells_per_unit`` pairs
-    of smallest priority (a boolean mask over ``pairs``)."""
+    of smallest priority, or with ``cell_choice="busiest"`` of most points
+    first (ties by priority); a boolean mask over ``pairs``."""
 
     def priorities(idx: np.ndarray) -> np.ndarray:
         return words64(pairs.unit_words[pairs.units[idx]], cell_words(grid, pairs.keys[idx]), key.philox)
 
-    return keep_smallest(pairs.units, int(bound.max_cells_per_unit), priorities)
+    busiest = pairs.counts if bound.cell_choice == "busiest" else None
+    return keep_smallest(pairs.units, int(bound.max_cells_per_unit), priorities, busiest=busiest)
 
 
-def keep_smallest(units: np.ndarray, k: int, priorities: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+def keep_smallest(
+    units: np.ndarray,
+    k: int,
+    priorities: Callable[[np.ndarray], np.ndarray],
+    *,
+    busiest: np.ndarray | None = None,
+) -> np.ndarray:
     """A mask keeping each unit's ``k`` pairs of smallest priority, over pairs
     sorted by unit (then key). ``priorities(idx)`` gives the priorities of the
     pairs at ``idx``; it is called only for the units with more than k pairs
-    (the others keep them all). Shared by the cells' bound and the periods'
+    (the others keep them all). With ``busiest`` (each pair's own number of
+    points), a unit keeps its pairs of most points first and the priority
+    only breaks ties: still a choice that reads nothing but the unit's own
+    pairs. Shared by the cells' bound and the periods'
     (:mod:`dpdbscan.release.periodtable`)."""
     n = units.size
     if n == 0:
@@ -361,13 +473,53 @@ def keep_smallest(units: np.ndarray, k: int, priorities: Callable[[np.ndarray], 
     if over.any():
         idx = np.flatnonzero(over)
         prio = priorities(idx)
-        # by unit, then priority (then key, already the order within a unit)
-        order = np.lexsort((prio, units[idx]))
+        fewer = None
+        if busiest is not None:
+            points = np.asarray(busiest, dtype=np.int64)[idx]
+            fewer = points.max() - points  # most points first: fewest missing
+        fast = _smallest_by_threshold(size[size > k], k, prio, fewer)
+        if fast is not None:
+            keep[idx] = fast
+            return keep
+        # by unit, then (busiest: most points first) priority (then key, already the order within a unit)
+        order = np.lexsort((prio, units[idx]) if fewer is None else (prio, fewer, units[idx]))
         u = units[idx][order]
         first = np.flatnonzero(np.concatenate(([True], u[1:] != u[:-1])))
         rank = np.arange(idx.size) - np.repeat(first, np.diff(np.append(first, idx.size)))
         keep[idx[order[rank < k]]] = True
     return keep
+
+
+def _smallest_by_threshold(
+    sizes: np.ndarray, k: int, prio: np.ndarray, major: np.ndarray | None = None
+) -> np.ndarray | None:
+    """:func:`keep_smallest` of consecutive groups of ``sizes`` pairs (each
+    more than k) with 64-bit priorities ``prio``, by one sort of int64 words
+    (the group's index in the high bits, then ``major`` if given, a
+    non-negative rank that orders before the priority, then the priority's
+    top bits) and a threshold per group: each group keeps the pairs at or
+    below its k-th smallest word. Exact when no two words are equal (then the
+    words order each group as (major, full priority) do); None when two are,
+    or when too few bits are left for the priority, for the caller's sort by
+    (unit, major, priority, key), which breaks such ties."""
+    groups = int(sizes.size)
+    bits = max(groups - 1, 1).bit_length()
+    major_bits = 0 if major is None else int(major.max()).bit_length()
+    if 63 - bits - major_bits < 16:
+        return None
+    g = np.repeat(np.arange(groups, dtype=np.int64), sizes)
+    words = (np.asarray(prio, dtype=np.uint64) >> np.uint64(bits + major_bits + 1)).view(np.int64)
+    words |= g << (63 - bits)
+    del g
+    if major is not None and major_bits:
+        words |= np.asarray(major, dtype=np.int64) << (63 - bits - major_bits)
+    ordered = np.sort(words)
+    if (ordered[1:] == ordered[:-1]).any():
+        return None
+    first = np.cumsum(sizes) - sizes
+    threshold = ordered[first + (k - 1)]
+    del ordered
+    return words <= np.repeat(threshold, sizes)
 
 
 def bounded_counts(
@@ -381,6 +533,11 @@ def bounded_counts(
     capped = np.minimum(pairs.counts[keep], int(bound.max_points_per_cell))
     if keys.size == 0:
         return keys, capped
+    if not grid.wide and grid.key_space <= max(_BINCOUNT_MAX, 4 * keys.size):
+        # a table over the key space (every kept pair counts at least 1 point)
+        table = np.bincount(keys, weights=capped, minlength=grid.key_space)
+        uniq = np.flatnonzero(table)
+        return uniq.astype(keys.dtype, copy=False), table[uniq].astype(np.int64)
     uniq, inv = cell_keys.unique(keys)
     return uniq, np.bincount(inv, weights=capped, minlength=uniq.size).astype(np.int64)
 

@@ -12,7 +12,12 @@ proportional to
     f(k) = sum_u t(c_u, k),    t(c, k) = min(1, k / c) / sqrt(k),
 
 which grows as sqrt(k) while k is below most units' own counts and falls
-as 1 / sqrt(k) once it is above them all. On full Cabs (536 cabs, cells of
+as 1 / sqrt(k) once it is above them all. Units that keep their busiest
+cells (``cell_choice="busiest"``, the default) keep at least the share
+min(1, k / c_u) of their points, so f is then a lower bound of what k keeps;
+a score of the share of each unit's points in its k busiest cells was
+measured and dropped (it chose tiny k where each unit's busiest cells are
+its own, docs/parameters.md section 5). On full Cabs (536 cabs, cells of
 141 m) f is largest at k = 2,539, the 48th percentile of c_u, 1.42 times
 f(1000); the 90th percentile (2,860) gives 1.38 times. A fixed quantile
 is right for one distribution and not another (over lognormal, uniform,
@@ -26,15 +31,21 @@ and 53rd percentiles), so the score is f itself, made private:
   |1/sqrt(k_i) - 1/sqrt(k_j)|, for c <= min(k_i, k_j), and the two roundings
   add at most 1 (the other 1 covers the floating point of Q t). D_ij is the
   number of units by which k_i beats k_j.
-* A floor: R_i - N / 5, with R_i the number of units with c_u <= k_i and N
-  the number of units. Below the 20th percentile of c_u the score cannot
-  rise above minus the units missing to it. Why: f can peak at a tiny k
+* A floor: R_i - N / 5, with R_i the number of units with c_u <= 2 k_i
+  (units of which k_i keeps at least half the cells) and N the number of
+  units. Below half the 20th percentile of c_u the score cannot rise above
+  minus the units missing to it. Why: f can peak at a tiny k
   because a handful of units with very few cells add their whole count at
   very little noise (on Cabs about ten added one-cell units would make k = 1
   the maximum of f), and no choice at a tenth of the budget can tell that
   from noise, so without the floor the mechanism spreads its mass over the
   small candidates (expected f of the choice 0.34 of the best on Cabs; 0.99
-  with the floor).
+  with the floor). Why 2 k_i and not k_i: where the units are alike, f
+  peaks just above the smallest c_u, below the 20th percentile, and a
+  floor at k_i scored that best candidate almost as low as k = 1 (a month
+  of 500 synthetic taxis, 204 to 262 pick-up cells each: -72 against -100,
+  k <= 10 drawn with probability 0.42; 0.008 with the floor at 2 k_i, and
+  on Cabs the same 0.99).
 
 The score of k_i is u_i = min(0, min_j D_ij, R_i - N / 5): 0 for the best
 candidate by f that clears the floor, minus the units it falls short by for
@@ -93,7 +104,7 @@ from .samplers.integers import Source, bernoulli_exp_neg, randbelow
 Q = 1 << 24
 #: Denominator of the exponents a_i / DEN the candidates are drawn with.
 DEN = 1 << 20
-#: The floor: below this quantile of cells per unit the score is the units missing to it.
+#: The floor: below half this quantile of cells per unit the score is the units missing to it.
 FLOOR = Fraction(1, 5)
 
 
@@ -115,7 +126,8 @@ def scores(cells: np.ndarray, candidates: Sequence[int]) -> list[Fraction]:
     # units with the same cell count have the same terms: sum by distinct count
     values, mult = np.unique(c, return_counts=True)
     F = [int(np.dot(_terms(values, k), mult)) if values.size else 0 for k in ks]
-    ranks = np.searchsorted(np.sort(c), np.asarray(ks, dtype=np.int64), side="right")
+    # the floor's R_i: units of which k_i keeps at least half the cells
+    ranks = np.searchsorted(np.sort(c), 2 * np.asarray(ks, dtype=np.int64), side="right")
     n = int(c.size)
     inv = [1.0 / math.sqrt(k) for k in ks]
     out = []
