@@ -108,3 +108,32 @@ def test_wide_keys_when_universe_exceeds_int64():
     assert cells.counts.sum() == 250
     assert np.all(np.diff(g.decode(cells.keys)[:, 0]) >= 0)
     assert sorted(cells.counts.tolist(), reverse=True)[:50] == [2] * 50
+
+
+def test_sorted_runs_are_held_for_read_only_offsets_only():
+    """NB and the ball weights' support are read-only and computed once per
+    process: their runs are held by identity. A writable array is sorted
+    afresh on every call (it may have changed), and a held array's entry
+    goes with it."""
+    import gc
+
+    from dpdbscan.cells import grid as grid_module
+    from dpdbscan.cells.grid import neighbour_offsets, sorted_runs
+
+    off = neighbour_offsets(3, 4.0)
+    assert not off.flags.writeable and neighbour_offsets(3, 4.0) is off
+    first = sorted_runs(off)
+    assert sorted_runs(off) is first and not first[0].flags.writeable
+    mine = off[::-1].copy()  # writable, other order: the same runs
+    a, b = sorted_runs(mine), sorted_runs(mine)
+    assert a is not b and np.array_equal(a[0], first[0]) and np.array_equal(a[1], first[1])
+    mine[0] = mine[0] + 100  # changed in place: the next call sees it
+    assert not np.array_equal(sorted_runs(mine)[0], first[0])
+    gone = np.array(off[:5])
+    gone.setflags(write=False)
+    sorted_runs(gone)
+    at = id(gone)
+    assert at in grid_module._RUNS
+    del gone
+    gc.collect()
+    assert at not in grid_module._RUNS

@@ -74,6 +74,30 @@ def test_every_bucket_side_and_chunk_gives_every_pair_once(d, R, extra, side, n,
         pairs_module._CHUNK = before
 
 
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 12),
+    top=st.sampled_from([-1, 0, 1]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_packed_lanes_give_every_pair_once_up_to_their_limit(d, R, side, top, seed):
+    """Coordinates packed into lanes of 64 // d bits hold values below
+    h = 2^(bits - 2): pairs at the top of that range (no borrow may cross a
+    lane), and just above it (the per-axis checks instead), are all found."""
+    rng = np.random.default_rng(seed)
+    h = 1 << (64 // d - 2)
+    hi = min(h + top, 1 << 40)  # lanes end at h; one above: the per-axis checks
+    lo = max(hi - side, 0)
+    a = rng.integers(lo, hi, (int(rng.integers(1, 60)), d))
+    b = rng.integers(lo, hi, (int(rng.integers(1, 200)), d))
+    assert (pairs_module._Lanes.of(a, b, R, 2 * R + 2, False) is None) == (int(max(a.max(), b.max())) >= h)
+    for x, y in ((a, b), (a, a)):
+        i, j = pairs_module._grid_pairs(x, y, R, R + 1)
+        assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(x, y, R)
+
+
 def test_bucket_half_grows_with_dimension_on_sparse_cells():
     # minimal buckets for crowded cells (a 4-D release: 738k cells of 67^4),
     # larger ones when most cells would sit near a border of the minimal ones
@@ -126,6 +150,45 @@ def test_neighbour_sums_over_pairs_equal_the_runs(d, seed, integer):
         pairs = sparse_neighbour_sums(g, keys, vals, query, off)
     assert pairs.dtype == runs.dtype
     assert np.array_equal(pairs, runs)
+
+
+@SETTINGS
+@given(d=st.integers(1, 8), seed=st.integers(0, 2**32 - 1), integer=st.booleans())
+def test_sums_from_the_pairs_among_the_released_cells_equal_the_runs(d, seed, integer):
+    """Queries that are the released cells (the pairs among them, searched
+    once per shifted grid), most of them, or a few after those pairs were
+    found (held for the same keys array, never for another one): the same
+    sums, bit for bit, as the runs."""
+    from dpdbscan.post import sums as sums_mod
+
+    rng, g, keys, vals, _ = _sparse_release(d, seed, integer)
+    off = _offsets(g, rng)
+    sums_mod._SELF_PAIRS.clear()
+    for query in (keys, keys[rng.random(keys.size) < 0.9], keys[rng.random(keys.size) < 0.2]):
+        with forced(False):
+            runs = sparse_neighbour_sums(g, keys, vals, query, off)
+        with forced(True):
+            pairs = sparse_neighbour_sums(g, keys, vals, query, off)
+        assert np.array_equal(pairs, runs)
+    # another array of the same cells, one value changed: never the held pairs' sums
+    other = keys.copy()
+    vals2 = vals.copy()
+    vals2[0] += 5
+    with forced(False):
+        runs = sparse_neighbour_sums(g, other, vals2, other, off)
+    with forced(True):
+        assert np.array_equal(sparse_neighbour_sums(g, other, vals2, other, off), runs)
+    # another array of as many cells with the same first and last: its own pairs
+    free = np.setdiff1d(g.encode(g.all_coords()), keys)
+    free = free[(free > keys[0]) & (free < keys[-1])]
+    if keys.size > 2 and free.size:
+        moved = np.sort(np.append(np.delete(keys, keys.size // 2), free[0]))
+        ones = np.ones(moved.size, dtype=np.int64)
+        with forced(True):
+            sparse_neighbour_sums(g, keys, vals, keys, off)  # the pairs of keys held
+            got = sparse_neighbour_sums(g, moved, ones, moved, off)
+        with forced(False):
+            assert np.array_equal(got, sparse_neighbour_sums(g, moved, ones, moved, off))
 
 
 @SETTINGS

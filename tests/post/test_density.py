@@ -586,45 +586,12 @@ def test_density_margins_are_stable_at_extreme_epsilon(noise, epsilon):
         assert np.all(G <= accuracy_margin(bw, noise, 10.0, 0.1, 10_000, kind) + 1e-9)
 
 
-@pytest.mark.parametrize("d", [1, 2, 3, 4])
-@pytest.mark.parametrize("integer", [True, False])
-def test_cube_sums_are_the_mass_of_each_cube_and_bound_the_neighbourhood(d, integer):
-    from dpdbscan.cells.histogram import NoisyHistogram
-    from dpdbscan.post.coretests.density.coresubcells import _cube_sums
-    from dpdbscan.post.sums import sparse_neighbour_sums
-
-    rng = np.random.default_rng(d + 10 * integer)
-    g = Grid(np.zeros(d), np.ones(d), 0.3 if d > 2 else 0.1, 4.0)
-    coords = np.stack([rng.integers(0, s, 200) for s in g.shape], axis=1)
-    keys = np.unique(g.encode(coords))
-    vals = rng.integers(1, 40, keys.size) if integer else rng.exponential(4.0, keys.size) + 0.5
-    hist = NoisyHistogram(
-        grid=g,
-        kind="sparse",
-        values=vals,
-        keys=keys,
-        theta=1.0,
-        noise="laplace",
-        scale=1.0,
-        epsilon=1.0,
-        delta=0.0,
-    )
-    cand = np.unique(g.encode(np.stack([rng.integers(0, s, 150) for s in g.shape], axis=1)))
-    got = _cube_sums(hist, cand)
-    R = int(np.abs(g.offsets).max())
-    D = np.abs(g.decode(cand)[:, None, :] - g.decode(keys)[None, :, :]).max(axis=2)
-    brute = ((D <= R) * vals[None, :]).sum(axis=1)
-    exact = sparse_neighbour_sums(g, keys, vals, cand)
-    if integer:
-        assert np.array_equal(got, brute)
-    else:
-        assert np.all(got >= brute) and np.allclose(got, brute)
-    assert np.all(got >= exact)
-
-
 @pytest.mark.parametrize("d,k", [(2, 2), (3, 1), (4, 1)])
-def test_density_field_is_the_same_with_or_without_the_cube_bound(d, k, monkeypatch):
-    from dpdbscan.post.coretests.density import coresubcells as dcore
+def test_density_field_is_the_same_with_or_without_the_box_cover(d, k, monkeypatch):
+    """The box-cover bound (post/coretests/density/cover.py) only discards
+    cells the exact sums would: the same field without it (MAX_TABLE_CELLS
+    = 0 sends every candidate to the bucket bound and the exact sums)."""
+    from dpdbscan.post.coretests.density import cover
 
     rng = np.random.default_rng(d)
     c = rng.uniform(0.3, 0.7, (3, d))
@@ -635,8 +602,8 @@ def test_density_field_is_the_same_with_or_without_the_cube_bound(d, k, monkeypa
     cfg = MechanismConfig(histogram="sparse", epsilon=1.0, delta=0.0)
     hist = release_histogram(grid, X, cfg, d)
     fields = []
-    for limit in (dcore._MAX_CUBE_CELLS, 0):
-        monkeypatch.setattr(dcore, "_MAX_CUBE_CELLS", limit)
+    for limit in (cover.MAX_TABLE_CELLS, 0):
+        monkeypatch.setattr(cover, "MAX_TABLE_CELLS", limit)
         fields.append(density_field(hist, 10, subcells=k))
     a, b = fields
     assert a.keys.size > 0
@@ -659,3 +626,21 @@ def test_a_shared_law_gives_each_level_its_own_quantile(noise, scale, truncation
         own = weighted_quantile(noise, scale, W, level, truncation)
         shared = weighted_quantile(noise, scale, W, level, truncation, PLACE_LEVELS[0])
         assert abs(shared - own) <= delta + 1e-12, (level, own, shared)
+
+
+def test_margin_keys_are_held_for_read_only_weights_only():
+    """The sorted weights of a sub-position key the margins' caches: held for
+    the ball weights (read-only), recomputed for a writable array, which may
+    change between calls."""
+    from dpdbscan.post.coretests.density.densitymargin import _rounded
+
+    W = ball_weights(3, 4.0, 2).W
+    assert not W.flags.writeable
+    key = _rounded(W[1])
+    assert _rounded(W[1]) is key and hash(key) == hash(tuple(key))
+    assert key == tuple(sorted(float(round(x, 12)) for x in W[1] if x > 0))
+    mine = W.copy()
+    k1 = _rounded(mine[1])
+    assert k1 == key and k1 is not key
+    mine[1, np.flatnonzero(mine[1])[0]] = 0.5
+    assert _rounded(mine[1]) != key

@@ -159,6 +159,7 @@ def _grid_pairs(
     near_b = near_a if same else _near_border(b, R, L) @ (1 << np.arange(d - 1, -1, -1, dtype=np.int64))
     cols_a = [np.ascontiguousarray(a[:, k]) for k in range(d)]
     cols_b = cols_a if same else [np.ascontiguousarray(b[:, k]) for k in range(d)]
+    lanes = _Lanes.of(a, b, R, L, same)
     out_i, out_j = [], []
     for g in range(2**d):
         shifted = np.array([(g >> (d - 1 - k)) & 1 for k in range(d)], dtype=bool)
@@ -174,6 +175,11 @@ def _grid_pairs(
         sweep = int(np.flatnonzero(~shifted)[-1]) if not shifted.all() else d - 1
         for ia, ja in _bucket_pairs(ids_a, ids_b, cols_a[sweep][sa], cols_b[sweep][sb], R, same):
             ia, ja = sa[ia], sb[ja]
+            if lanes is not None:
+                keep = lanes.within(ia, ja) & lanes.apart(ia, ja, shifted)
+                out_i.append(ia[keep])
+                out_j.append(ja[keep])
+                continue
             # axis by axis, dropping pairs as soon as one axis fails
             for k in np.argsort(~shifted, kind="stable"):  # shifted axes first: they fail most
                 if k == sweep:
@@ -190,9 +196,71 @@ def _grid_pairs(
                 ia, ja = ia[keep], ja[keep]
             out_i.append(ia)
             out_j.append(ja)
+    if same:
+        # the self-join found each pair of distinct rows once: both orders, and (i, i)
+        own = np.arange(a.shape[0], dtype=np.int64)
+        out_i, out_j = out_i + out_j + [own], out_j + out_i + [own]
     if not out_i:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(out_i), np.concatenate(out_j)
+
+
+class _Lanes:
+    """Every cell's coordinates packed into one uint64, a lane of b = 64 // d
+    bits per axis (coordinates below h = 2^(b - 2)), so the per-axis checks
+    of a candidate pair are a few integer operations on two words (no
+    borrow crosses a lane: every lane stays within [0, 2^b)).
+
+    Within R: y = a + h - b per lane lies in [1, 2h - 1]; y + h - 1 - R has
+    its top bit set iff a - b > R, y + h + R has it clear iff a - b < -R.
+    Apart (canonical grids): the buckets' indices a // L, b // L differ on
+    a lane iff their XOR x >= 1, iff x + 2h - 1 has its top bit set.
+    """
+
+    def __init__(self, pa, pb, qa, qb, d: int, bits: int, R: int):
+        self.pa, self.pb, self.qa, self.qb = pa, pb, qa, qb
+        h = 1 << (bits - 2)
+        rep = sum(1 << (bits * k) for k in range(d))  # 1 in every lane
+        self.top = [np.uint64((1 << (bits - 1)) << (bits * k)) for k in range(d)]
+        self.H = np.uint64((1 << (bits - 1)) * rep)
+        self.base = np.uint64(h * rep)
+        self.upper = np.uint64((h - 1 - R) * rep)
+        self.lower = np.uint64((h + R) * rep)
+        self.ones = np.uint64((2 * h - 1) * rep)
+
+    @classmethod
+    def of(cls, a: np.ndarray, b: np.ndarray, R: int, L: int, same: bool) -> _Lanes | None:
+        d = a.shape[1]
+        bits = 64 // d
+        if bits < 4:
+            return None
+        h = 1 << (bits - 2)
+        if int(max(a.max(), b.max())) >= h or R >= h:
+            return None
+
+        def pack(c: np.ndarray) -> np.ndarray:
+            out = np.zeros(c.shape[0], dtype=np.uint64)
+            for k in range(d):
+                out |= c[:, k].astype(np.uint64) << np.uint64(bits * k)
+            return out
+
+        pa, qa = pack(a), pack(a // L)
+        pb, qb = (pa, qa) if same else (pack(b), pack(b // L))
+        return cls(pa, pb, qa, qb, d, bits, R)
+
+    def within(self, ia: np.ndarray, ja: np.ndarray) -> np.ndarray:
+        """|a - b| <= R along every axis."""
+        y = self.pa[ia] + self.base - self.pb[ja]
+        H = self.H
+        return (((y + self.upper) & H) == 0) & (((y + self.lower) & H) == H)
+
+    def apart(self, ia: np.ndarray, ja: np.ndarray, shifted: np.ndarray) -> np.ndarray:
+        """In different unshifted buckets along every shifted axis."""
+        if not shifted.any():
+            return np.ones(ia.size, dtype=bool)
+        Hs = np.uint64(sum(int(t) for t, s in zip(self.top, shifted) if s))
+        x = self.qa[ia] ^ self.qb[ja]
+        return ((x + self.ones) & Hs) == Hs
 
 
 #: Cost of one candidate pair of a bucket (index arithmetic and the per-axis
@@ -271,7 +339,8 @@ def _bucket_pairs(
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Every (i, j) with ``ba[i] == bb[j]`` and ``|ka[i] - kb[j]| <= R``, in
     chunks of about :data:`_CHUNK` pairs (memory bounded whatever the
-    buckets hold).
+    buckets hold). With ``same`` (a and b one array): each pair with i != j
+    once, in one of its two orders, and no (i, i).
 
     ``ka``, ``kb`` are non-negative coordinates along one axis: b is sorted
     by (bucket, coordinate) and each row of a takes the window of b's rows
@@ -292,8 +361,20 @@ def _bucket_pairs(
     key_b = key_a if same else rb * width + kb
     ob = np.argsort(key_b, kind="stable")
     sk = key_b[ob]
-    lo = np.searchsorted(sk, key_a - R, side="left")
-    cnt = np.searchsorted(sk, key_a + R, side="right") - lo
+    if same:
+        # a self-join lists each unordered pair once: the row at sorted
+        # position p takes the rows after it in the sort within R (the
+        # caller mirrors them and adds (i, i)); the needles are the keys
+        # themselves, searched in sorted order (each search starts where the
+        # last ended, several times faster), then put back in row order
+        at = np.arange(sk.size, dtype=np.int64)
+        lo = np.empty(sk.size, dtype=np.int64)
+        cnt = np.empty(sk.size, dtype=np.int64)
+        lo[ob] = at + 1
+        cnt[ob] = np.searchsorted(sk, sk + R, side="right") - at - 1
+    else:
+        lo = np.searchsorted(sk, key_a - R, side="left")
+        cnt = np.searchsorted(sk, key_a + R, side="right") - lo
     rows = np.flatnonzero(cnt)
     if rows.size == 0:
         return

@@ -13,6 +13,7 @@ from ....cells.grid import Grid, lookup
 from ....cells.histogram import NoisyHistogram
 from ...pruning import live_cells
 from ...sums import sparse_neighbour_sums
+from .cover import cover_sums
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
 from .weightedsums import weighted_sums_at
 from .weights import BallWeights, ball_weights
@@ -220,7 +221,7 @@ def density_field(
                 keep = near[tuple(grid.decode(cand).T)]
                 cand, own = cand[keep], own[keep]
         elif cand.size and hist.values.min() >= 0:
-            keep = _reachable(hist, cand, tmin * (1 - 1e-9))
+            keep = _reachable(hist, cand, tmin * (1 - 1e-9), weights, own)
             cand, own = cand[keep], own[keep]
     else:
         cand = _candidates(hist, weights, tmin)
@@ -255,75 +256,39 @@ def density_field(
     )
 
 
-def _reachable(hist: NoisyHistogram, cand: np.ndarray, threshold: float) -> np.ndarray:
+def _reachable(
+    hist: NoisyHistogram,
+    cand: np.ndarray,
+    threshold: float,
+    weights: BallWeights,
+    own: np.ndarray | None = None,
+) -> np.ndarray:
     """Mask of candidate cells X whose released mass over NB(X) reaches the
     threshold. On a non-negative release E~(q) <= sum_{NB(X)} x~ (W <= 1 and
     NB(q) within NB(X)), so the others cannot hold a core sub-cell.
 
-    A sparse release scatters many lone empty cells over the universe; a
-    block sum over buckets of ``side >= reach`` cells (NB(X) lies in the 3^d
-    buckets around X's) discards most of them at the cost of one small dense
-    array, then the exact sums by runs decide the rest.
+    A sparse release scatters many lone empty cells over the universe. On a
+    small universe the box bound of :mod:`.cover` (sum_o max_q W(q, o) x~_{X+o}
+    from above, a few box sums of one summed-area table) rules out nearly
+    all of them; elsewhere a block sum over buckets of ``side >= reach``
+    cells (NB(X) lies in the 3^d buckets around X's) discards some at the
+    cost of one small dense array, then the exact sums by runs decide the rest.
     """
     mask = np.ones(cand.size, dtype=bool)
-    cube = _cube_sums(hist, cand)
-    if cube is not None:
-        # NB(X) lies in the cube of side 2 reach + 1 around X: a bound almost
-        # as tight as the exact sums (609 of 625 cells in 4-D) at a fraction
-        # of their cost; when it keeps most candidates the exact sums would
-        # too, and the weighted sums decide anyway
-        mask = cube >= threshold
-        if mask.sum() > cand.size // 2:
-            return mask
-    else:
-        blocks = _bucket_block_sums(hist, cand)
-        if blocks is not None:
-            mask = blocks >= threshold
+    cover = cover_sums(hist, cand, weights, own, threshold)
+    if cover is not None:
+        # within 2x of the weighted sums themselves (156 cells' worth of weight
+        # against 79 in 4-D), where the NB sums weigh 609 cells by 1: they
+        # would discard next to nothing more; the weighted sums decide the rest
+        return cover >= threshold
+    blocks = _bucket_block_sums(hist, cand)
+    if blocks is not None:
+        mask = blocks >= threshold
     idx = np.flatnonzero(mask)
     if idx.size:
         sums = sparse_neighbour_sums(hist.grid, hist.released_keys, hist.values, cand[idx])
         mask[idx[sums < threshold]] = False
     return mask
-
-
-#: Cells of the padded universe up to which :func:`_cube_sums` holds it densely
-#: (int32 or float64, two arrays at once: at most 512 MB).
-_MAX_CUBE_CELLS = 1 << 25
-
-
-def _cube_sums(hist: NoisyHistogram, cand: np.ndarray) -> np.ndarray | None:
-    """Released mass in the cube of side 2 reach + 1 around each candidate
-    (an upper bound of its NB sum on a non-negative release), by box sums
-    along each axis over the dense universe; None when that is too large."""
-    grid = hist.grid
-    R = int(np.abs(grid.offsets).max()) if grid.offsets.size else 0
-    shape = tuple(s + 2 * R + 1 for s in grid.shape)
-    if math.prod(shape) > _MAX_CUBE_CELLS:
-        return None
-    values = hist.values
-    total = float(np.abs(values).sum())
-    exact = values.dtype.kind in "iu" and total < 2**31 - 1
-    dtype = np.int32 if exact else np.float64
-    A = np.zeros(shape, dtype=dtype)
-    # cell x of an axis at index x + R + 1: a leading zero, then R of padding
-    A[tuple((grid.decode(hist.released_keys) + R + 1).T)] = values
-    for axis, size in enumerate(grid.shape):
-        np.cumsum(A, axis=axis, dtype=dtype, out=A)
-        hi, lo, at = [slice(None)] * grid.d, [slice(None)] * grid.d, [slice(None)] * grid.d
-        # cells x - R .. x + R sit at x + 1 .. x + 2R + 1: C[x + 2R + 1] - C[x],
-        # stored at x's own index (the right side is computed before it is stored;
-        # the padding keeps prefix sums of zeros, never read as a box sum)
-        hi[axis], lo[axis], at[axis] = (
-            slice(2 * R + 1, size + 2 * R + 1),
-            slice(0, size),
-            slice(R + 1, R + 1 + size),
-        )
-        A[tuple(at)] = A[tuple(hi)] - A[tuple(lo)]
-    sums = A[tuple((grid.decode(cand) + R + 1).T)]
-    if exact:
-        return sums.astype(np.int64)
-    # rounding of prefix sums is relative to their size: slack that keeps a bound
-    return sums * (1 + 1e-9) + 1e-9 * grid.d * total
 
 
 _MAX_BUCKETS = 1 << 24  # at most 128 MB (float64 bincount, transient) + 2 x 64 MB (float32)

@@ -107,7 +107,7 @@ def _sparse_run_sums(grid: Grid, rkeys, rvals, weights: BallWeights, query) -> n
             part = np.bincount(group, weights=weights.W[r, col] * vals, minlength=gq.size)
             out[:, r] += np.bincount(gq, weights=part, minlength=query.size)
         return out
-    if _dense_cheaper(grid, off, rkeys.size):
+    if _dense_cheaper(grid, off, rkeys.size, query.size):
         return _dense_run_sums(grid, rkeys, rvals, weights, query)
     index = {tuple(o): i for i, o in enumerate(off.tolist())}
     for prefix, lo, hi in offset_runs(off):
@@ -136,14 +136,17 @@ MAX_DENSE_CELLS = 1 << 25
 _DENSE_ROWS = 1 << 15  # query rows per block of the dense sums
 
 
-def _dense_cheaper(grid: Grid, offsets: np.ndarray, n_keys: int) -> bool:
-    """A public cost model: one gather per offset against two binary searches
-    per run of offsets, when the padded universe is small enough to hold."""
+def _dense_cheaper(grid: Grid, offsets: np.ndarray, n_keys: int, n_query: int) -> bool:
+    """A public cost model: one gather per offset and query, plus laying the
+    padded universe out once, against two binary searches per run of offsets
+    and query; only when the padded universe is small enough to hold."""
     R = int(np.abs(offsets).max()) if offsets.size else 0
-    if math.prod(s + 2 * R for s in grid.shape) > MAX_DENSE_CELLS:
+    cells = math.prod(s + 2 * R for s in grid.shape)
+    if cells > MAX_DENSE_CELLS:
         return False
     n_runs = sum(1 for _ in offset_runs(offsets))
-    return offsets.shape[0] < 2 * n_runs * max(math.log2(max(n_keys, 2)), 1.0)
+    runs = 2 * n_runs * max(math.log2(max(n_keys, 2)), 1.0) * n_query
+    return offsets.shape[0] * n_query + cells < runs
 
 
 def _dense_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeights, query) -> np.ndarray:

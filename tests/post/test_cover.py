@@ -1,0 +1,176 @@
+"""The box-cover bound of the density test (post/coretests/density/cover.py):
+an upper bound of every weighted ball sum of a cell, from a few box sums of
+one summed-area table, that discards released empty cells before the exact
+sums. It must never fall below an exact sum (else a core cell is lost)."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from dpdbscan.cells.grid import Grid
+from dpdbscan.cells.histogram import NoisyHistogram
+from dpdbscan.post.coretests.density import ball_weights, density_field, weighted_sums_at
+from dpdbscan.post.coretests.density import cover as cover_mod
+from dpdbscan.post.coretests.density.cover import ShellCover, cover_sums, shell_cover
+
+from releases import Config as MechanismConfig
+from releases import release_histogram
+
+CASES = [(1, 2, 4.0), (2, 1, 4.0), (2, 2, 4.0), (2, 3, 2.0), (3, 1, 4.0), (3, 2, 4.0), (4, 1, 4.0)]
+
+
+def _cube(d: int, R: int) -> np.ndarray:
+    return np.array(list(itertools.product(range(-R, R + 1), repeat=d)), dtype=np.int64)
+
+
+@pytest.mark.parametrize("d,k,eta", CASES)
+@pytest.mark.parametrize("cross", [True, False])
+def test_the_cover_weighs_every_offset_of_the_cube_at_least_as_the_kernel(d, k, eta, cross):
+    w = ball_weights(d, eta, k)
+    K = w.W.max(axis=0)
+    c = shell_cover(w.offsets, K, cross=cross)
+    R = int(np.abs(w.offsets).max())
+    cube = _cube(d, R)
+    P = c.pointwise(cube)
+    kernel = np.zeros(cube.shape[0])
+    pos = {tuple(o): i for i, o in enumerate(cube.tolist())}
+    kernel[[pos[tuple(o)] for o in w.offsets.tolist()]] = K
+    assert np.all(P >= kernel) and np.all(P >= 0)
+    # and it is no loose bound: the full cover weighs far less than the cube
+    if cross and d >= 3:
+        assert P.sum() < 0.5 * cube.shape[0]
+        assert P.sum() < 2.5 * K.sum()
+
+
+def _grid_of(d: int, eta: float, side: int) -> Grid:
+    """A grid of at least ``side`` cells per axis over [0, 1]^d."""
+    eps = 4 * math.sqrt(d) / (eta * side) * 0.999
+    g = Grid(np.zeros(d), np.ones(d), eps, eta)
+    assert min(g.shape) >= side
+    return g
+
+
+def _sparse(g: Grid, keys: np.ndarray, vals: np.ndarray) -> NoisyHistogram:
+    order = np.argsort(keys)
+    return NoisyHistogram(
+        grid=g,
+        kind="sparse",
+        values=vals[order],
+        keys=keys[order],
+        theta=1.0,
+        noise="laplace",
+        scale=1.0,
+        epsilon=1.0,
+        delta=0.0,
+    )
+
+
+def _one_neighbour_each(d: int, k: int, eta: float, integer: bool):
+    """One candidate per offset of the cube, each with exactly one released
+    cell in its cube, at that offset: the bound at each candidate is the
+    cover's coefficient of one offset, the exact sums W(q, o) times its value."""
+    w = ball_weights(d, eta, k)
+    R = int(np.abs(w.offsets).max())
+    cube = _cube(d, R)
+    L = 2 * (2 * R + 1)  # candidates' cubes never meet
+    m = math.ceil(cube.shape[0] ** (1 / d) - 1e-9)
+    while m**d < cube.shape[0]:
+        m += 1
+    g = _grid_of(d, eta, m * L + 2 * R + 1)
+    lattice = np.array(list(itertools.product(range(m), repeat=d)), dtype=np.int64)[: cube.shape[0]]
+    centres = lattice * L + R + 1
+    released = centres + cube
+    vals = np.full(released.shape[0], 7 if integer else 7.25)
+    hist = _sparse(g, g.encode(released), vals.astype(np.int64) if integer else vals)
+    return hist, w, np.sort(g.encode(centres))
+
+
+@pytest.mark.parametrize("d,k,eta", CASES)
+@pytest.mark.parametrize("integer", [True, False])
+def test_the_bound_holds_at_every_single_offset(d, k, eta, integer):
+    """A cover that missed one offset's kernel would fail here."""
+    hist, w, cand = _one_neighbour_each(d, k, eta, integer)
+    exact = weighted_sums_at(hist, w, cand).max(axis=1)
+    bound = cover_sums(hist, cand, w)
+    assert bound is not None
+    assert np.all(bound >= exact)
+    # with a threshold: the looser cubes-only bound where it already falls short
+    for t in (1.0, 3.0, 6.0):
+        staged = cover_sums(hist, cand, w, threshold=t)
+        assert np.all(staged >= exact)
+        assert np.array_equal(staged >= t, bound >= t)
+
+
+@pytest.mark.parametrize("d,k,eta", [(2, 2, 4.0), (3, 1, 4.0), (4, 1, 4.0)])
+def test_the_check_catches_an_unsafe_cover(d, k, eta, monkeypatch):
+    """The single-offset check above is sharp: shave a little off one
+    coefficient of the cover and some candidate's bound falls below its sum."""
+    hist, w, cand = _one_neighbour_each(d, k, eta, True)
+    exact = weighted_sums_at(hist, w, cand).max(axis=1)
+    honest = shell_cover
+
+    def shaved(offsets, kernel, cross=True):
+        c = honest(offsets, kernel, cross)
+        cube, crossed = c.cube.copy(), c.cross.copy()
+        if crossed[1:].any():
+            r = int(np.flatnonzero(crossed)[-1])
+            crossed[r] *= 0.99
+        else:
+            cube[-1] -= 0.01 * max(cube[-1], 1e-3)
+        return ShellCover(cube, crossed)
+
+    monkeypatch.setattr(cover_mod, "shell_cover", shaved)
+    assert np.any(cover_sums(hist, cand, w) < exact)
+
+
+@pytest.mark.parametrize("d,k,eta", CASES)
+@pytest.mark.parametrize("integer", [True, False])
+def test_the_bound_holds_on_random_releases(d, k, eta, integer):
+    rng = np.random.default_rng(100 * d + 10 * k + integer)
+    w = ball_weights(d, eta, k)
+    g = _grid_of(d, eta, {1: 400, 2: 60, 3: 24, 4: 14}[d])
+    n = min(g.n_cells // 4, 3000)
+    coords = np.stack([rng.integers(0, s, n) for s in g.shape], axis=1)
+    # a few dense clumps and a scatter
+    coords[: n // 3] = np.minimum(coords[: n // 3] % 5 + np.array(g.shape) // 2, np.array(g.shape) - 1)
+    keys = np.unique(g.encode(coords))
+    vals = rng.integers(1, 40, keys.size) if integer else rng.exponential(4.0, keys.size) + 0.5
+    hist = _sparse(g, keys, vals)
+    cand = np.unique(
+        np.concatenate([keys, g.encode(np.stack([rng.integers(0, s, 500) for s in g.shape], axis=1))])
+    )
+    exact = weighted_sums_at(hist, w, cand).max(axis=1)
+    bound = cover_sums(hist, cand, w)
+    assert np.all(bound >= exact)
+    t = float(np.quantile(exact, 0.8))
+    staged = cover_sums(hist, cand, w, threshold=t)
+    assert np.all(staged >= exact) and np.array_equal(staged >= t, bound >= t)
+    # not vacuous: it is within a small factor of the exact sums somewhere
+    assert np.any((bound > 0) & (bound <= 3 * exact + 1e-9))
+
+
+def test_the_cover_discards_most_empty_cells_and_keeps_the_field():
+    """4-D blobs and a sparse release at the benchmark's resolution: the
+    cover rules out most released cells, and the field is the same without it."""
+    d = 4
+    rng = np.random.default_rng(7)
+    c = rng.uniform(0.3, 0.7, (4, d))
+    X = np.clip(c[rng.integers(0, 4, 6000)] + rng.normal(0, 0.01, (6000, d)), 0, 1)
+    X = np.concatenate([X, rng.random((600, d))])
+    grid = Grid(np.zeros(d), np.ones(d), 0.06, 4.0)
+    hist = release_histogram(grid, X, MechanismConfig(histogram="sparse", epsilon=1.0), 3)
+    field = density_field(hist, 10, subcells=1)
+    w = ball_weights(d, 4.0, 1)
+    T = float(field.thresholds(10).min())
+    bound = cover_sums(hist, hist.released_keys, w, hist.values)
+    assert np.mean(bound >= T) < 0.5  # most are discarded
+    limit = cover_mod.MAX_TABLE_CELLS
+    try:
+        cover_mod.MAX_TABLE_CELLS = 0
+        without = density_field(hist, 10, subcells=1)
+    finally:
+        cover_mod.MAX_TABLE_CELLS = limit
+    assert field.keys.size > 0
+    assert np.array_equal(field.keys, without.keys) and np.array_equal(field.estimates, without.estimates)
