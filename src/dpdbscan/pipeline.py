@@ -240,7 +240,7 @@ def _auto_model(
     """
     # geographic mode: spans at the scale of places (public prior, autoplan.PLACE_EXTENT_KM)
     extent = place_extent(metadata) if p["selection"] == "levels" and plan.min_samples is None else None
-    plan = replace(plan, eps=place_candidates(plan.eps, extent))
+    plan = replace(plan, eps=place_candidates(plan.eps, extent, hist.grid.d, float(hist.grid.eta)))
     spec: SpanSpec = replace(r.spans, beta=r.spans.beta / len(plan.eps))
     chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
     sel: levelsearch.LevelSpans | None = None

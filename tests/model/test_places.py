@@ -1,6 +1,6 @@
 """The automatic mode in geographic mode finds places (dpdbscan.plan.autoplan's
 place prior, dpdbscan.post.levelsearch' largest extent): spans at most a kilometre
-across, eps candidates up to half of that, a too-large cluster replaced by the
+across, eps candidates up to where a point-like place is drawn that wide, a too-large cluster replaced by the
 places inside it, and the summary saying so. Elsewhere the mode is unchanged."""
 
 from __future__ import annotations
@@ -51,9 +51,20 @@ def city():
 def test_the_place_prior_is_public_and_geographic_only():
     assert autoplan.place_extent({"projection": {"units": "km"}}) == autoplan.PLACE_EXTENT_KM == 1.0
     assert autoplan.place_extent({}) is None and autoplan.place_extent(None) is None
-    cands = (0.1, 0.2, 0.4, 0.8)
-    assert autoplan.place_candidates(cands, 1.0) == (0.1, 0.2, 0.4)
-    assert autoplan.place_candidates(cands, 0.1) == (0.1,)  # the smallest when none can draw a place
+    cands = (0.05, 0.05 * 2**0.5, 0.1, 0.1 * 2**0.5, 0.2, 0.2 * 2**0.5, 0.4)
+    # a point-like place at eps is drawn (2 sqrt 2 + 1 + 2) eps across at eta = 4: 1 km at 171.6 m
+    top = autoplan.place_radius(1.0, 2, 4.0)
+    assert top == pytest.approx(1.0 / (2 * 2**0.5 + 3.0))
+    got = autoplan.place_candidates(cands, 1.0, 2, 4.0)
+    # quarter-octave steps from the smallest up to that radius, never more than the plan had
+    assert got == pytest.approx([0.05 * 2 ** (i / 4) for i in range(len(got))])
+    assert len(got) == 7 and max(got) <= top  # 8 would fit below the radius: capped at the plan's 7
+    assert len(autoplan.place_candidates(cands[:3], 1.0, 2, 4.0)) == 3  # capped by the plan's count
+    # from 0.1 the radius allows 0.1 x 2^(3/4) = 0.168 and not 0.2: four of the plan's five
+    assert autoplan.place_candidates(cands[2:], 1.0, 2, 4.0) == pytest.approx(
+        [0.1 * 2 ** (i / 4) for i in range(4)]
+    )
+    assert autoplan.place_candidates(cands, 0.1, 2, 4.0) == (0.05,)  # the smallest when none can draw a place
     assert autoplan.place_candidates(cands, None) == cands
 
 
@@ -61,7 +72,7 @@ def test_geographic_automatic_mode_returns_places_not_the_city(city):
     X, model = city
     a = model.auto
     assert a["max_extent"] == 1.0
-    assert all(2 * e <= 1.0 for e in a["eps_candidates"])
+    assert all(e <= autoplan.place_radius(1.0, 2, 4.0) for e in a["eps_candidates"][1:])
     assert len(a["eps_candidates"]) > 1
     # every span that fits is at most 1 km across as predict draws it
     part = Partition(model.grid.eps, 1, model.core_keys, model.labels, np.ones(model.core_keys.size), 1.0)

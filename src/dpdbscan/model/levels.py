@@ -105,7 +105,8 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
         "most massive level set, the whole city, wins)",
         f"            eps among {len(cands)} candidate(s) "
         + (f"{1000 * min(cands):.0f}..{1000 * max(cands):.0f} m" if cands else "")
-        + f" (at most half of {1000 * extent:.0f} m), chosen by the stability of the places it finds; "
+        + f" (up to where a place at one point is drawn {1000 * extent:.0f} m across), chosen by the "
+        "stability of the places it finds; "
         "a larger cluster is replaced by the places inside it",
     ]
     if whole:

@@ -93,14 +93,33 @@ def place_extent(metadata: dict | None) -> float | None:
     return None
 
 
-def place_candidates(eps: tuple, extent: float | None) -> tuple:
-    """The eps candidates that can draw a place: a core sub-cell alone makes
-    a span 2 eps across, so eps above half the place extent cannot (the
-    smallest candidate is kept when none can). All of them without a
-    place prior."""
+def place_radius(extent: float, d: int, eta: float) -> float:
+    """The largest eps at which a place as small as a point is drawn within
+    ``extent``: its core sub-cells are those within eps of its cell (a box
+    eps + w + eps wide, w = eta eps / (4 sqrt d) the cell's width, so a
+    diagonal of sqrt(d) (2 eps + w)) and ``predict`` adds eps on either
+    side. Public: the prior, d and eta."""
+    return float(extent) / (2.0 * math.sqrt(d) + eta / 4.0 + 2.0)
+
+
+def place_candidates(eps: tuple, extent: float | None, d: int = 2, eta: float = 4.0) -> tuple:
+    """The eps candidates that can draw a place within ``extent``: from the
+    smallest candidate (the release's own eps) to :func:`place_radius` in
+    quarter-octave steps (at most as many candidates as ``eps``, none above
+    its largest). Above that radius even a place at a single point is wider
+    than the prior while it is whole: its core is the disc eps around it,
+    so such a candidate scores only the peaks of its places (Cabs and a
+    synthetic city: 0 at 2 and 2.8 times the base). The range that remains
+    is narrow, hence the finer steps. Only the smallest when none fits; all
+    of ``eps`` without a place prior."""
     if extent is None:
         return tuple(eps)
-    return tuple(e for e in eps if 2.0 * e <= extent) or tuple(eps[:1])
+    base = float(eps[0])
+    top = min(float(max(eps)), place_radius(extent, d, eta))
+    if top <= base:
+        return (eps[0],)
+    n = min(len(eps), 1 + int(math.floor(4.0 * math.log2(top / base) + 1e-9)))
+    return tuple(base * 2 ** (i / 4) for i in range(n))
 
 
 def plan(
@@ -137,6 +156,7 @@ __all__ = [
     "base_eps",
     "place_extent",
     "place_candidates",
+    "place_radius",
     "ASSUMED_N",
     "PLACE_EXTENT_KM",
 ]
