@@ -434,8 +434,8 @@ class SeriesBackend(Protocol):
 
 
 @dataclass(frozen=True)
-class SeriesRows:
-    """What one release of a series reads: the rows ``X`` with their
+class SeriesInput:
+    """What one release of a series takes: the rows ``X`` with their
     ``units`` and ``times`` (one per row: unix seconds, ISO text or
     timestamps, :func:`dpdbscan.traces.parse_times`; private), the public box
     (``lower``, ``upper``) they are read with and the release's parameters
@@ -460,7 +460,7 @@ class SeriesRows:
 
 
 def fit_series(
-    rows: SeriesRows,
+    data: SeriesInput,
     plan: SeriesPlan,
     *,
     unit_name: str | None = None,
@@ -468,22 +468,22 @@ def fit_series(
     stacklevel: int = 2,
     backend: SeriesBackend | None = None,
 ) -> Series:
-    """Release the series of ``plan``: the spans of the ``rows`` in the
+    """Release the series of ``plan``: the spans of the rows of ``data`` in the
     horizon (at ``plan.spans_epsilon``), then the span x period table.
 
-    ``backend`` (a distributed backend, :class:`SeriesBackend`): ``rows.X``
-    is what it reads (files, a dask DataFrame), ``rows.units`` and
-    ``rows.times`` the names of the unit and time columns; the spans are released from the
-    rows of the horizon (:meth:`~SeriesBackend.windowed`) and the table is
-    bounded where the data lives (:meth:`~SeriesBackend.period_table`). The
+    ``backend`` (a distributed backend, :class:`SeriesBackend`): ``data.X``
+    is what it reads (files, a dask DataFrame), ``data.units`` and
+    ``data.times`` the names of the unit and time columns; the spans are
+    released from the rows of the horizon (:meth:`~SeriesBackend.windowed`)
+    and the table is bounded where the data lives (:meth:`~SeriesBackend.period_table`). The
     randomness is drawn in the same order as in memory: the same seed gives
     the same release (spans and table)."""
-    X, lower, upper, units, times = rows.X, rows.lower, rows.upper, rows.units, rows.times
+    X, lower, upper, units, times = data.X, data.lower, data.upper, data.units, data.times
     if units is None:
         raise ValueError("a series protects each unit over its whole horizon: give units (--unit)")
     if plan.choose_k and backend is not None and not isinstance(X, np.ndarray):
         raise ValueError("--max-pairs-per-unit auto runs in memory only: give K or all with --backend dask")
-    spans_p = rows.spans_params(plan, stacklevel + 1)
+    spans_p = data.spans_params(plan, stacklevel + 1)
     meta = {**(metadata or {}), "series": plan.record(unit_name)}
     exact_of: Callable[[SpanModel, periodtable.TableBound, Any], np.ndarray]
     if backend is not None and not isinstance(X, np.ndarray):
@@ -520,7 +520,7 @@ def fit_series(
     # public after (a): the number of spans (so k when "all") and a point's
     # span, from the released regions alone
     plan = plan.calibrated(model.n_spans)
-    source = periodtable.table_source(_table_seed(rows.p.get("random_state")))
+    source = periodtable.table_source(_table_seed(data.p.get("random_state")))
     if plan.choose_k:
         plan = plan.chosen(_choose_pairs(model, X, units, period, plan, source))
     assert plan.sigma2 is not None
@@ -561,7 +561,7 @@ def series_charges(plan: SeriesPlan, first: int, upto: int, *, spans: bool) -> l
 
 
 def start_series(
-    rows: SeriesRows,
+    data: SeriesInput,
     plan: SeriesPlan,
     *,
     through: str | None = None,
@@ -572,7 +572,7 @@ def start_series(
     stacklevel: int = 2,
 ) -> Series:
     """Start an appendable series (``plan`` made with ``places=N``): the
-    spans from the ``rows`` of the first N periods, then each period's column
+    spans from the rows of ``data`` in the first N periods, then each period's column
     of the table up to ``through`` (a period's start; None: the whole
     horizon; at least the first N periods). Later periods are appended by
     :func:`append_periods`, which reads only their rows.
@@ -584,7 +584,7 @@ def start_series(
     (the command line reserves before it reads the file)."""
     if not plan.appendable or plan.places is None:
         raise ValueError("start_series needs an appendable plan: plan_series(..., places=N)")
-    if rows.units is None:
+    if data.units is None:
         raise ValueError("a series protects each unit over its whole horizon: give units (--unit)")
     upto = released_through(plan.periods, through)
     if upto < plan.places:
@@ -601,13 +601,13 @@ def start_series(
             unit_column=unit_name,
             plan=plan.record(unit_name),
         )
-    spans_p = rows.spans_params(plan, stacklevel + 1)
-    X, units, period = _in_horizon(rows.X, rows.units, rows.times, plan.periods)
+    spans_p = data.spans_params(plan, stacklevel + 1)
+    X, units, period = _in_horizon(data.X, data.units, data.times, plan.periods)
     first = period < plan.places
     model = fit_release(
         X[first],
-        rows.lower,
-        rows.upper,
+        data.lower,
+        data.upper,
         spans_p,
         backend=NumpyBackend(),
         units=_take(units, first),
@@ -616,7 +616,7 @@ def start_series(
     )
     plan = plan.calibrated(model.n_spans)
     assert plan.k is not None and plan.sigma2 is not None
-    table = _columns(model, X, units, period, 0, upto, plan, _table_seed(rows.p.get("random_state")))
+    table = _columns(model, X, units, period, 0, upto, plan, _table_seed(data.p.get("random_state")))
     made = _released(model, table, plan, unit_name, {"released_periods": upto, "series_id": series_id})
     for r in reservations:
         r.written([])
@@ -851,7 +851,7 @@ __all__ = [
     "SpanOf",
     "active_spans",
     "SeriesPlan",
-    "SeriesRows",
+    "SeriesInput",
     "fit_series",
     "plan_series",
     "statement",
