@@ -433,13 +433,34 @@ class SeriesBackend(Protocol):
     ) -> np.ndarray: ...
 
 
+@dataclass(frozen=True)
+class SeriesInput:
+    """What one release of a series takes: the rows ``X`` with their
+    ``units`` and ``times`` (one per row: unix seconds, ISO text or
+    timestamps, :func:`dpdbscan.traces.parse_times`; private), the public box
+    (``lower``, ``upper``) they are read with and the release's parameters
+    ``p`` (its epsilon and delta are replaced by the plan's share for the
+    spans). With a distributed backend (:func:`fit_series`), ``X`` is what it
+    reads and ``units`` and ``times`` name the columns."""
+
+    X: Any
+    lower: np.ndarray
+    upper: np.ndarray
+    p: dict[str, Any]
+    units: Any
+    times: Any
+
+    def spans_params(self, plan: SeriesPlan, stacklevel: int) -> dict[str, Any]:
+        """The parameters of the spans' release (a): ``p`` at the plan's
+        (epsilon, delta) for the spans, checked to compose as planned with
+        the box the rows are read with (public)."""
+        spans_p = {**self.p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
+        _check_zcdp(plan, spans_p, self.lower, self.upper, stacklevel + 1)
+        return spans_p
+
+
 def fit_series(
-    X: np.ndarray,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    p: dict[str, Any],
-    units: Any,
-    times: Any,
+    data: SeriesInput,
     plan: SeriesPlan,
     *,
     unit_name: str | None = None,
@@ -447,24 +468,22 @@ def fit_series(
     stacklevel: int = 2,
     backend: SeriesBackend | None = None,
 ) -> Series:
-    """Release the series of ``plan``: the spans of the rows in the horizon
-    (at ``plan.spans_epsilon``), then the span x period table. ``times``: one
-    per row (unix seconds, ISO text or timestamps,
-    :func:`dpdbscan.traces.parse_times`).
+    """Release the series of ``plan``: the spans of the rows of ``data`` in the
+    horizon (at ``plan.spans_epsilon``), then the span x period table.
 
-    ``backend`` (a distributed backend, :class:`SeriesBackend`): ``X`` is
-    what it reads (files, a dask DataFrame), ``units`` and ``times`` the
-    names of the unit and time columns; the spans are released from the
-    rows of the horizon (:meth:`~SeriesBackend.windowed`) and the table is
-    bounded where the data lives (:meth:`~SeriesBackend.period_table`). The
+    ``backend`` (a distributed backend, :class:`SeriesBackend`): ``data.X``
+    is what it reads (files, a dask DataFrame), ``data.units`` and
+    ``data.times`` the names of the unit and time columns; the spans are
+    released from the rows of the horizon (:meth:`~SeriesBackend.windowed`)
+    and the table is bounded where the data lives (:meth:`~SeriesBackend.period_table`). The
     randomness is drawn in the same order as in memory: the same seed gives
     the same release (spans and table)."""
+    X, lower, upper, units, times = data.X, data.lower, data.upper, data.units, data.times
     if units is None:
         raise ValueError("a series protects each unit over its whole horizon: give units (--unit)")
     if plan.choose_k and backend is not None and not isinstance(X, np.ndarray):
         raise ValueError("--max-pairs-per-unit auto runs in memory only: give K or all with --backend dask")
-    spans_p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
-    _check_zcdp(plan, spans_p, lower, upper, stacklevel + 1)
+    spans_p = data.spans_params(plan, stacklevel + 1)
     meta = {**(metadata or {}), "series": plan.record(unit_name)}
     exact_of: Callable[[SpanModel, periodtable.TableBound, Any], np.ndarray]
     if backend is not None and not isinstance(X, np.ndarray):
@@ -501,7 +520,7 @@ def fit_series(
     # public after (a): the number of spans (so k when "all") and a point's
     # span, from the released regions alone
     plan = plan.calibrated(model.n_spans)
-    source = periodtable.table_source(_table_seed(p.get("random_state")))
+    source = periodtable.table_source(_table_seed(data.p.get("random_state")))
     if plan.choose_k:
         plan = plan.chosen(_choose_pairs(model, X, units, period, plan, source))
     assert plan.sigma2 is not None
@@ -542,12 +561,7 @@ def series_charges(plan: SeriesPlan, first: int, upto: int, *, spans: bool) -> l
 
 
 def start_series(
-    X: np.ndarray,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    p: dict[str, Any],
-    units: Any,
-    times: Any,
+    data: SeriesInput,
     plan: SeriesPlan,
     *,
     through: str | None = None,
@@ -558,7 +572,7 @@ def start_series(
     stacklevel: int = 2,
 ) -> Series:
     """Start an appendable series (``plan`` made with ``places=N``): the
-    spans from the rows of the first N periods, then each period's column
+    spans from the rows of ``data`` in the first N periods, then each period's column
     of the table up to ``through`` (a period's start; None: the whole
     horizon; at least the first N periods). Later periods are appended by
     :func:`append_periods`, which reads only their rows.
@@ -570,7 +584,7 @@ def start_series(
     (the command line reserves before it reads the file)."""
     if not plan.appendable or plan.places is None:
         raise ValueError("start_series needs an appendable plan: plan_series(..., places=N)")
-    if units is None:
+    if data.units is None:
         raise ValueError("a series protects each unit over its whole horizon: give units (--unit)")
     upto = released_through(plan.periods, through)
     if upto < plan.places:
@@ -587,14 +601,13 @@ def start_series(
             unit_column=unit_name,
             plan=plan.record(unit_name),
         )
-    spans_p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
-    _check_zcdp(plan, spans_p, lower, upper, stacklevel + 1)
-    X, units, period = _in_horizon(X, units, times, plan.periods)
+    spans_p = data.spans_params(plan, stacklevel + 1)
+    X, units, period = _in_horizon(data.X, data.units, data.times, plan.periods)
     first = period < plan.places
     model = fit_release(
         X[first],
-        lower,
-        upper,
+        data.lower,
+        data.upper,
         spans_p,
         backend=NumpyBackend(),
         units=_take(units, first),
@@ -603,7 +616,7 @@ def start_series(
     )
     plan = plan.calibrated(model.n_spans)
     assert plan.k is not None and plan.sigma2 is not None
-    table = _columns(model, X, units, period, 0, upto, plan, _table_seed(p.get("random_state")))
+    table = _columns(model, X, units, period, 0, upto, plan, _table_seed(data.p.get("random_state")))
     made = _released(model, table, plan, unit_name, {"released_periods": upto, "series_id": series_id})
     for r in reservations:
         r.written([])
@@ -838,6 +851,7 @@ __all__ = [
     "SpanOf",
     "active_spans",
     "SeriesPlan",
+    "SeriesInput",
     "fit_series",
     "plan_series",
     "statement",

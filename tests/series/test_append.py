@@ -22,7 +22,7 @@ from dpdbscan.laws import zcdp
 from dpdbscan.ledger import Cost, Ledger, read_ledger
 from dpdbscan.params.parameters import validate
 from dpdbscan.release import periodtable
-from dpdbscan.series import append_periods, plan_series, start_series
+from dpdbscan.series import SeriesInput, append_periods, plan_series, start_series
 from dpdbscan.traces.periods import Periods
 from tests.clirun import run
 
@@ -288,8 +288,8 @@ def test_python_start_and_append_charge_one_series(tmp_path):
     led = Ledger.create(tmp_path / "b.ledger", "cabs", 2.0, 1e-5, unit="cab")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # seeded research noise, said by the release
-        s = start_series(xy, np.zeros(2), np.full(2, 10.0), {**p, "random_state": 3}, cab, t, plan,
-                         through="2024-03-07", ledger=led, unit_name="cab")  # fmt: skip
+        data = SeriesInput(xy, np.zeros(2), np.full(2, 10.0), {**p, "random_state": 3}, cab, t)
+        s = start_series(data, plan, through="2024-03-07", ledger=led, unit_name="cab")
     assert s.table.shape == (s.model.n_spans, 3)
     later = append_periods(s.model, xy, cab, t, through="2024-03-09", ledger=led, random_state=4)
     assert later.table.shape == (s.model.n_spans, 5)

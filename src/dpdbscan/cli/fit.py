@@ -29,7 +29,7 @@ from ..prepare import Points, prepare, project_box, read_length, split_bounds
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..render import plotting
-from ..series import SeriesBackend, SeriesPlan, append_periods, fit_series, start_series
+from ..series import SeriesBackend, SeriesInput, SeriesPlan, append_periods, fit_series, start_series
 from .common import (
     PRIVATE,
     Notes,
@@ -237,12 +237,7 @@ def _series_model(
     (``backend``: the Dask backend, which reads the rows and their time
     column itself)."""
     made = fit_series(
-        pts.X,
-        pts.lower,
-        pts.upper,
-        p,
-        pts.units,
-        pts.times if backend is None else opts.time,
+        SeriesInput(pts.X, pts.lower, pts.upper, p, pts.units, pts.times if backend is None else opts.time),
         series,
         unit_name=None if pts.unit_name is None else str(pts.unit_name),
         metadata={**meta, "time_column": str(opts.time)},
@@ -271,12 +266,7 @@ def _appendable_model(
         )
     else:
         made = start_series(
-            pts.X,
-            pts.lower,
-            pts.upper,
-            p,
-            pts.units,
-            pts.times,
+            SeriesInput(pts.X, pts.lower, pts.upper, p, pts.units, pts.times),
             plan,
             through=run.through,
             series_id=run.series_id,
