@@ -137,3 +137,20 @@ def test_sorted_runs_are_held_for_read_only_offsets_only():
     del gone
     gc.collect()
     assert at not in grid_module._RUNS
+
+
+def test_lexicographic_order_is_lexsorts():
+    """The runs' sort (one argsort of a linear code, or none for sorted
+    rows) orders rows as np.lexsort does, ties included."""
+    from dpdbscan.cells.grid import _lexicographic_order, sorted_runs
+
+    rng = np.random.default_rng(3)
+    for d in (1, 2, 3, 5, 8):
+        rows = rng.integers(-4, 5, size=(400, d))
+        rows[::7] = rows[0]  # ties
+        want = rows[np.lexsort(rows.T[::-1])]
+        assert np.array_equal(rows[_lexicographic_order(rows)], want)
+        assert isinstance(_lexicographic_order(want), slice)
+        assert np.array_equal(sorted_runs(rows)[0], want)
+    wide = np.array([[0, 1 << 40], [-(1 << 40), 0], [0, 0]])  # codes beyond int64: lexsort
+    assert np.array_equal(wide[_lexicographic_order(wide)], wide[np.lexsort(wide.T[::-1])])

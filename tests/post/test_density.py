@@ -644,3 +644,27 @@ def test_margin_keys_are_held_for_read_only_weights_only():
     assert k1 == key and k1 is not key
     mine[1, np.flatnonzero(mine[1])[0]] = 0.5
     assert _rounded(mine[1]) != key
+
+
+def test_ball_weights_are_one_entry_whatever_the_call():
+    """The density test and its figures call the weights with and without
+    the estimate spelled out: one computation, one object."""
+    a = ball_weights(3, 4.0, 2)
+    assert ball_weights(3, 4.0, 2, "average") is a and ball_weights(3, 4, k=2, estimate="average") is a
+    assert ball_weights(3, 4.0, 2, "centre") is not a
+
+
+def test_margin_multiset_is_held_by_the_key():
+    """The distinct weights of a key and their counts, computed once per key,
+    are np.unique of its positive weights (a plain tuple is not held)."""
+    from dpdbscan.post.coretests.density.densitymargin import _multiset, _rounded
+
+    W = ball_weights(3, 4.0, 2).W
+    key = _rounded(W[2])
+    uniq, counts = _multiset(key)
+    w = np.asarray(key)
+    want_u, want_c = np.unique(w[w > 0], return_counts=True)
+    assert np.array_equal(uniq, want_u) and np.array_equal(counts, want_c)
+    assert _multiset(key)[0] is uniq and not uniq.flags.writeable
+    plain = tuple(key)
+    assert np.array_equal(_multiset(plain)[0], want_u) and _multiset(plain)[0] is not _multiset(plain)[0]

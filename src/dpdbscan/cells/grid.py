@@ -502,12 +502,36 @@ def _forget(table: dict, at: Any, _ref: object) -> None:
 def _sorted_runs(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     off = np.asarray(offsets, dtype=np.int64)
     off = off.reshape(-1, off.shape[-1]) if off.ndim > 1 else off.reshape(-1, 1)
-    off = off[np.lexsort(off.T[::-1])]
+    order = _lexicographic_order(off)
+    # a copy either way: a view would keep a held array alive through its runs
+    off = off[order] if not isinstance(order, slice) else off.copy()
     if off.shape[0] == 0:
         return off, np.zeros(0, dtype=np.int64)
     new = np.ones(off.shape[0], dtype=bool)
     new[1:] = np.any(off[1:, :-1] != off[:-1, :-1], axis=1) | (off[1:, -1] != off[:-1, -1] + 1)
     return off, np.cumsum(new) - 1
+
+
+def _lexicographic_order(rows: np.ndarray) -> np.ndarray | slice:
+    """The order of ``np.lexsort(rows.T[::-1])`` (rows in lexicographic
+    order, ties in their order), or ``slice(None)`` when they are in it
+    already (the ball weights' support is built sorted). One stable argsort
+    of a linear code when the rows' code fits an int64: a lexsort of the
+    1.28M offsets of d = 8 over their 8 columns took 0.7 s."""
+    n, d = rows.shape
+    if n < 2 or d == 0:
+        return slice(None)
+    lo = int(rows.min())
+    span = int(rows.max()) - lo + 1
+    if span**d >= 1 << 62:
+        return np.lexsort(rows.T[::-1])
+    code = np.zeros(n, dtype=np.int64)
+    for k in range(d):
+        code *= span
+        code += rows[:, k] - lo
+    if bool(np.all(code[1:] >= code[:-1])):
+        return slice(None)
+    return np.argsort(code, kind="stable")
 
 
 def search_keys(sorted_keys: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

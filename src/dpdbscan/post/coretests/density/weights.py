@@ -124,17 +124,23 @@ def _support(d: int, eta: float, k: int, centre: bool) -> list[tuple[tuple[int, 
     lim = A * (1 - 1e-12)
     out = []
     for pos in itertools.product(range(k), repeat=d):
-        rows = np.zeros((1, 0), dtype=np.int64)
         acc = np.zeros(1)
+        links = []  # per axis: each kept row's parent row and step
         for s in pos:
             lo, hi = ((s + 0.5) / k, (s + 0.5) / k) if centre else (s / k, (s + 1) / k)
             g2 = np.array([max(o - hi, lo - (o + 1), 0.0) ** 2 for o in steps.tolist()])
             new_acc = (acc[:, None] + g2[None, :]).ravel()
-            new_rows = np.concatenate(
-                [np.repeat(rows, steps.size, axis=0), np.tile(steps, rows.shape[0])[:, None]], axis=1
-            )
-            keep = new_acc < lim
-            rows, acc = new_rows[keep], new_acc[keep]
+            kept = np.flatnonzero(new_acc < lim)
+            acc = new_acc[kept]
+            links.append(np.divmod(kept, steps.size))
+        # the rows from their links, last axis first (the rows themselves,
+        # grown axis by axis, took a second in d = 8)
+        rows = np.empty((acc.size, d), dtype=np.int64)
+        at = np.arange(acc.size)
+        for axis in range(d - 1, -1, -1):
+            parent, step = links[axis]
+            rows[:, axis] = steps[step[at]]
+            at = parent[at]
         out.append((pos, rows))
     return out
 
@@ -187,6 +193,8 @@ def _unique_rows(a: np.ndarray) -> np.ndarray:
     c = np.zeros(a.shape[0], dtype=np.int64)
     for i in range(a.shape[1]):
         c = c * span + (a[:, i] - lo)
+    if bool(np.all(c[1:] > c[:-1])):
+        return a  # distinct and in order already (one sub-position)
     _, first = np.unique(c, return_index=True)
     return a[first]
 
@@ -202,12 +210,18 @@ def _rows_in(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
             c = c * span + (a[:, i] - lo)
         return c
 
+    if table is rows:
+        return np.arange(rows.shape[0])
     return np.searchsorted(code(table), code(rows))
 
 
-@functools.lru_cache(maxsize=64)
 def ball_weights(d: int, eta: float, k: int = 1, estimate: str = "average", bins: int = _BINS) -> BallWeights:
     """The weights W(q, Y), computed once per (d, eta, k, estimate).
+
+    One cache entry whatever the spelling of the call (``lru_cache`` keys
+    ``f(d, eta, 1)`` and ``f(d, eta, 1, "average")`` apart: the density
+    test and its figures computed the 8-D weights twice, and every cache
+    keyed by the weights' arrays after them held two copies).
 
     Exact in d = 1; in higher d by deterministic numerical integration: the
     law of the squared distance along each axis is binned exactly (CDF
@@ -226,10 +240,16 @@ def ball_weights(d: int, eta: float, k: int = 1, estimate: str = "average", bins
         raise ValueError(
             f"subcells={k} gives {k**d} sub-cells per cell in d={d}; use fewer sub-cells in high dimension"
         )
+    return _ball_weights(int(d), float(eta), k, str(estimate), int(bins))
+
+
+@functools.lru_cache(maxsize=64)
+def _ball_weights(d: int, eta: float, k: int, estimate: str, bins: int) -> BallWeights:
     centre = estimate == "centre"
     A = (4.0 * math.sqrt(d) / eta) ** 2
     support = _support(d, float(eta), k, centre)
-    union = _unique_rows(np.concatenate([offs for _, offs in support]))  # lexicographic
+    every = support[0][1] if len(support) == 1 else np.concatenate([offs for _, offs in support])
+    union = _unique_rows(every)  # lexicographic
     W = np.zeros((len(support), union.shape[0]))
     memo: dict[tuple, float] = {}
     span = 2 * (int(np.abs(union).max()) if union.size else 0) + 1
