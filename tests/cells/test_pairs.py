@@ -303,3 +303,59 @@ def test_person_level_fits_are_the_same_with_and_without_pairs(d):
         max_cells_per_unit=2,
         histogram="sparse",
     )
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 12),
+    n=st.integers(0, 200),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_half_pairs_are_every_pair_of_distinct_rows_once(d, R, side, n, seed):
+    from dpdbscan.cells.pairs import chebyshev_half_pairs
+
+    a = np.random.default_rng(seed).integers(0, side, (n, d))
+    i, j = chebyshev_half_pairs(a, R)
+    assert not np.any(i == j)
+    both = sorted(zip(i.tolist() + j.tolist(), j.tolist() + i.tolist()))
+    own = [(r, r) for r in range(n)]
+    assert sorted(both + own) == brute_pairs(a, a, R)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(d=st.integers(1, 8), seed=st.integers(0, 2**32 - 1), integer=st.booleans())
+def test_reaching_sums_then_weighted_sums_of_the_survivors(d, seed, integer):
+    """The NB sums of (most of) the released cells from pairs listed once
+    equal the pairs' sums of :func:`sparse_neighbour_sums` (equal to the
+    runs', tested above) up to rounding; the pairs they hold (the cells
+    reaching the threshold only) give the weighted sums of those cells bit
+    for bit as the runs, and a query beyond them is never answered from them."""
+    from dpdbscan.post import sums as sums_mod
+
+    rng, g, keys, vals, _ = _sparse_release(d, seed, integer)
+    k = 2 if d <= 3 else 1
+    W = ball_weights(d, float(g.eta), k) if d <= 6 else None  # runs over 1.28M offsets: slow
+    for query in (keys, keys[rng.random(keys.size) < 0.9], keys[: keys.size // 2]):
+        sums_mod._SELF_PAIRS.clear()
+        with forced(True):
+            want = sparse_neighbour_sums(g, keys, vals, query)
+        threshold = float(np.quantile(want, 0.7)) if want.size else 1.0
+        sums_mod._SELF_PAIRS.clear()
+        with forced(True):
+            got = sums_mod.reaching_sums(g, keys, vals, query, threshold)
+        if query.size == 0 or 4 * query.size < 3 * keys.size:
+            assert got is None
+            continue
+        assert got is not None
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-9)
+        assert sums_mod._SELF_PAIRS.get(keys, int(np.abs(g.offsets).max())) is not None
+        if W is None:
+            continue
+        survivors, others = query[got >= threshold], query[got < threshold]
+        for part in (survivors, others):
+            with forced(True):
+                held = _sparse_run_sums(g, keys, vals, W, part)
+            with forced(False):
+                assert np.array_equal(held, _sparse_run_sums(g, keys, vals, W, part))

@@ -668,3 +668,45 @@ def test_margin_multiset_is_held_by_the_key():
     assert _multiset(key)[0] is uniq and not uniq.flags.writeable
     plain = tuple(key)
     assert np.array_equal(_multiset(plain)[0], want_u) and _multiset(plain)[0] is not _multiset(plain)[0]
+
+
+@pytest.mark.parametrize(
+    ("d", "alpha", "seed"), [(5, 0.04, 0), pytest.param(6, 0.05, 1, marks=pytest.mark.slow)]
+)
+def test_reaching_sums_give_the_same_model(monkeypatch, d, alpha, seed):
+    """A sparse fit in 5-D and 6-D (most released cells empty: noise above
+    theta) gives the same model file, byte for byte, with the NB sums of the
+    released cells from pairs listed once as without them (the bucket block
+    sums and the runs or pairs of :func:`sparse_neighbour_sums`)."""
+    import hashlib
+    import warnings
+
+    from dpdbscan.post import sums as sums_mod
+    from dpdbscan.post.coretests.density import coresubcells
+
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.2, 0.8, (4, d))
+    X = np.clip(centres[rng.integers(0, 4, 6000)] + rng.normal(0, 0.02, (6000, d)), 0, 1)
+    X[:1000] = rng.uniform(0, 1, (1000, d))
+    calls = []
+    real = sums_mod.reaching_sums
+
+    def counted(*args):
+        out = real(*args)
+        calls.append(out is not None)
+        return out
+
+    def fit():
+        est = DPDBSCAN(alpha, min_samples=20, epsilon=1.0, bounds=(0.0, 1.0), random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X)
+        return hashlib.sha256(to_json(est.spans_).encode()).hexdigest()
+
+    monkeypatch.setattr(coresubcells, "reaching_sums", counted)
+    sums_mod._SELF_PAIRS.clear()
+    new = fit()
+    assert calls == [True]
+    monkeypatch.setattr(coresubcells, "reaching_sums", lambda *args: None)
+    sums_mod._SELF_PAIRS.clear()
+    assert fit() == new

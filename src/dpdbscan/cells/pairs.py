@@ -137,8 +137,20 @@ def chebyshev_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, n
     return _grid_pairs(a, b, R)
 
 
+def chebyshev_half_pairs(a: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs of distinct rows of ``a`` within ``R`` of each other along
+    every axis, each unordered pair once (in one of its two orders, no
+    ``(i, i)``): :func:`chebyshev_pairs` of ``a`` with itself is these,
+    both ways, and the rows with themselves. Half the pairs to hold when a
+    caller can use each one both ways."""
+    a = np.asarray(a, dtype=np.int64)
+    if a.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return _grid_pairs(a, a, R, mirror=False)
+
+
 def _grid_pairs(
-    a: np.ndarray, b: np.ndarray, R: int, half: int | None = None
+    a: np.ndarray, b: np.ndarray, R: int, half: int | None = None, mirror: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`chebyshev_pairs` over all 2^d shifted grids of buckets of side
     ``L = 2 * half`` (``half >= R + 1``; :func:`bucket_half` by default)."""
@@ -161,10 +173,21 @@ def _grid_pairs(
     cols_b = cols_a if same else [np.ascontiguousarray(b[:, k]) for k in range(d)]
     lanes = _Lanes.of(a, b, R, L, same)
     out_i, out_j = [], []
+    # the cells of grid g are those of g without its lowest bit that are near
+    # a border along that bit's axis too: each grid filters a smaller one's
+    # cells (in increasing row order, as a scan of every cell would give)
+    subsets: dict[int, tuple[np.ndarray, np.ndarray]] = {0: (np.arange(a.shape[0]), np.arange(b.shape[0]))}
     for g in range(2**d):
         shifted = np.array([(g >> (d - 1 - k)) & 1 for k in range(d)], dtype=bool)
-        sa = np.flatnonzero((near_a & g) == g) if g else np.arange(a.shape[0])
-        sb = sa if same else (np.flatnonzero((near_b & g) == g) if g else np.arange(b.shape[0]))
+        if g:
+            low = g & -g
+            pa, pb = subsets[g ^ low]
+            sa = pa[(near_a[pa] & low) != 0]
+            sb = sa if same else pb[(near_b[pb] & low) != 0]
+            subsets[g] = (sa, sb)
+        else:
+            sa, sb = subsets[0]
+            sb = sa if same else sb
         if sa.size == 0 or sb.size == 0:
             continue
         shift = shifted.astype(np.int64) * half
@@ -196,7 +219,7 @@ def _grid_pairs(
                 ia, ja = ia[keep], ja[keep]
             out_i.append(ia)
             out_j.append(ja)
-    if same:
+    if same and mirror:
         # the self-join found each pair of distinct rows once: both orders, and (i, i)
         own = np.arange(a.shape[0], dtype=np.int64)
         out_i, out_j = out_i + out_j + [own], out_j + out_i + [own]
@@ -393,4 +416,4 @@ def _bucket_pairs(
         start = stop
 
 
-__all__ = ["chebyshev_pairs", "offset_codes", "codes_fit", "pairs_cheaper", "forced"]
+__all__ = ["chebyshev_pairs", "chebyshev_half_pairs", "offset_codes", "codes_fit", "pairs_cheaper", "forced"]

@@ -54,7 +54,7 @@ class SubsetMerge:
             return
         offsets = grid.offsets if offsets is None else np.asarray(offsets, dtype=np.int64)
         # the offsets are symmetric: those lexicographically > 0 find every edge once
-        self.positive = offsets[[tuple(o) > (0,) * grid.d for o in offsets.tolist()]]
+        self.positive = offsets[_lexicographically_positive(offsets)]
         if grid.wide or self.positive.size == 0:
             return
         for prefix, lo, hi in _runs(self.positive):
@@ -182,6 +182,16 @@ def centre_merge(fine: Grid, keys: np.ndarray, radius: float | None = None) -> S
     """:func:`merge_centres` for many subsets of ``keys`` (:class:`SubsetMerge`)."""
     r2 = radius_cells2(fine, fine.eps if radius is None else radius)
     return SubsetMerge(fine, keys, centre_offsets(fine.d, r2))
+
+
+def _lexicographically_positive(offsets: np.ndarray) -> np.ndarray:
+    """Mask of the offsets lexicographically above 0 (the first non-zero
+    coordinate positive), without a Python loop over the 1.28M offsets of
+    d = 8."""
+    off = np.asarray(offsets)
+    nz = off != 0
+    first = np.argmax(nz, axis=1)
+    return nz.any(axis=1) & (off[np.arange(off.shape[0]), first] > 0)
 
 
 __all__ = [

@@ -6,6 +6,7 @@ Post-processing: reads the released histogram only, never the points.
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from ..cells.grid import Grid, lookup, offset_runs, sorted_runs
 from ..cells.histogram import NoisyHistogram
-from ..cells.pairs import chebyshev_pairs, codes_fit, offset_codes, pairs_cheaper
+from ..cells.pairs import chebyshev_half_pairs, chebyshev_pairs, codes_fit, offset_codes, pairs_cheaper
 
 
 def padded_prefix_sums(values: np.ndarray, R: int) -> np.ndarray:
@@ -120,21 +121,28 @@ def run_pairs(
     offset's row in ``offsets``. The order is the order in which the runs
     add the terms up, so sums over pairs equal theirs bit for bit.
     """
-    offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, grid.d)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if offsets.ndim != 2 or offsets.shape[1] != grid.d:
+        offsets = offsets.reshape(-1, grid.d)  # (a new view: never held)
     if offsets.shape[0] == 0 or keys.size == 0 or query.size == 0:
         return None
-    R = int(np.abs(offsets).max())
+    R = _reach(offsets)
     if not codes_fit(grid.d, R):
         return None
     off_sorted, run_of = sorted_runs(offsets)
     n_runs = int(run_of[-1]) + 1
     if not pairs_cheaper(grid.d, n_runs, query.size, keys.size, offsets.shape[0], grid.n_cells):
         return None
-    codes = offset_codes(off_sorted, R)  # increasing: lexicographic order
-    row = _rows_of(offsets, off_sorted, codes, R)
+    codes, row = _offset_tables(offsets, off_sorted, R)
     kc = grid.decode(keys)
-    cached = _SELF_PAIRS.get(keys, R)
-    sub = _rows_in(keys, query) if cached is not None or 4 * query.size >= 3 * keys.size else None
+    most = 4 * query.size >= 3 * keys.size
+    held = _SELF_PAIRS.get(keys, R)
+    sub = _rows_in(keys, query) if held is not None or most else None
+    cached = None
+    if sub is not None and held is not None and (held[1] is None or bool(held[1][sub].all())):
+        cached = held[0]  # every query's pairs are held
+    if cached is None and not most:
+        sub = None
     if sub is not None:
         # the queries are (most of) the released cells, or the pairs among
         # them are at hand: those pairs (one sort per shifted grid instead of
@@ -189,7 +197,9 @@ class _LastSelfPairs:
     of every released cell, then the weighted sums of the survivors). Held
     by the array's identity, through a weak reference: a new release (a new
     array) never reads them. Only pure functions of the keys are held, as
-    one tuple replaced at once (threads read either the old or the new)."""
+    one tuple replaced at once (threads read either the old or the new).
+    ``rows``: the rows of ``keys`` whose pairs (as the first of a pair) are
+    all held, None for every row."""
 
     def __init__(self) -> None:
         self._held: tuple | None = None
@@ -198,14 +208,17 @@ class _LastSelfPairs:
     def _signature(keys: np.ndarray, R: int) -> tuple:
         return (R, keys.size, int(keys[0]), int(keys[-1])) if keys.size else (R, 0)
 
-    def get(self, keys: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def get(self, keys: np.ndarray, R: int) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray | None] | None:
+        """``(pairs, rows)`` held for these keys, or None."""
         held = self._held
         if held is None or held[0]() is not keys or held[1] != self._signature(keys, R):
             return None
-        return held[2]
+        return held[2], held[3]
 
-    def put(self, keys: np.ndarray, R: int, pairs: tuple[np.ndarray, np.ndarray]) -> None:
-        self._held = (weakref.ref(keys, self._drop), self._signature(keys, R), pairs)
+    def put(
+        self, keys: np.ndarray, R: int, pairs: tuple[np.ndarray, np.ndarray], rows: np.ndarray | None = None
+    ) -> None:
+        self._held = (weakref.ref(keys, self._drop), self._signature(keys, R), pairs, rows)
 
     def _drop(self, ref: weakref.ref) -> None:
         held = self._held
@@ -220,6 +233,78 @@ _SELF_PAIRS = _LastSelfPairs()
 _MAX_HELD = 1 << 23  # pairs held between calls: at most 128 MB
 
 
+def reaching_sums(
+    grid: Grid, keys: np.ndarray, values: np.ndarray, query: np.ndarray, threshold: float
+) -> np.ndarray | None:
+    """sum over NB(q) of the released values for each query key, when the
+    queries are most of the released cells (sorted ``keys``), from one
+    self-join of the released cells that lists each pair once and uses it
+    both ways; None when the pairs are not the way there (use
+    :func:`sparse_neighbour_sums`).
+
+    The terms are added in another order than :func:`sparse_neighbour_sums`'
+    (the same sums up to rounding): for bounds compared with a threshold
+    that leaves room for rounding. The pairs of the cells whose sum reaches
+    ``threshold`` are held for the next :func:`run_pairs` on these keys
+    (the weighted sums of those cells).
+    """
+    offsets = grid.offsets
+    if grid.wide or keys.size == 0 or query.size == 0 or offsets.shape[0] == 0:
+        return None
+    R = _reach(offsets)
+    if not codes_fit(grid.d, R) or 4 * query.size < 3 * keys.size:
+        return None
+    sub = _rows_in(keys, query)
+    n_runs = int(sorted_runs(offsets)[1][-1]) + 1
+    if sub is None or not pairs_cheaper(
+        grid.d, n_runs, query.size, keys.size, offsets.shape[0], grid.n_cells
+    ):
+        return None
+    kc = grid.decode(keys)
+    i, j = chebyshev_half_pairs(kc, R)
+    member = _held(f"members{R}", offsets, lambda: _Members(offset_codes(offsets, R), R, grid.d))
+    code = _pair_codes(kc, kc, j, i, R)  # of kc[j] - kc[i]
+    zero = int(offset_codes(np.zeros((1, grid.d), dtype=np.int64), R)[0])
+    ahead = member(code)  # j in NB(i)
+    back = member(2 * zero - code)  # i in NB(j): the code of the opposite offset
+    vals = values.astype(np.float64)
+    sums = vals.copy() if member(np.array([zero]))[0] else np.zeros(keys.size)
+    sums += np.bincount(i[ahead], weights=vals[j[ahead]], minlength=keys.size)
+    sums += np.bincount(j[back], weights=vals[i[back]], minlength=keys.size)
+    reach = sums >= threshold
+    fwd, rev = reach[i], reach[j]
+    n_held = int(fwd.sum()) + int(rev.sum()) + int(reach.sum())
+    if n_held <= _MAX_HELD:
+        own = np.flatnonzero(reach)
+        held = (np.concatenate((i[fwd], j[rev], own)), np.concatenate((j[fwd], i[rev], own)))
+        _SELF_PAIRS.put(keys, R, held, reach)
+    return sums[sub]
+
+
+class _Members:
+    """Whether offset codes are among a set's: a table of the whole cube of
+    offsets when it is small (one gather per pair), else a binary search."""
+
+    _TABLE = 1 << 24
+
+    def __init__(self, codes: np.ndarray, R: int, d: int) -> None:
+        size = (2 * R + 1) ** d
+        self.table: np.ndarray | None = None
+        if size <= self._TABLE:
+            self.table = np.zeros(size, dtype=bool)
+            self.table[codes] = True
+        else:
+            self.codes = np.sort(codes)
+
+    def __call__(self, code: np.ndarray) -> np.ndarray:
+        if self.table is not None:
+            return self.table[code]
+        if self.codes.size == 0:
+            return np.zeros(code.shape, dtype=bool)
+        pos = np.minimum(np.searchsorted(self.codes, code), self.codes.size - 1)
+        return self.codes[pos] == code
+
+
 def _rows_in(keys: np.ndarray, query: np.ndarray) -> np.ndarray | None:
     """Row in the sorted ``keys`` of each query key, or None unless every
     query key is one of them."""
@@ -230,6 +315,47 @@ def _rows_in(keys: np.ndarray, query: np.ndarray) -> np.ndarray | None:
 def _no_pairs() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     z = np.zeros(0, dtype=np.int64)
     return z, z, z, z
+
+
+#: :func:`_offset_tables` and :func:`_reach` of read-only offset arrays (NB,
+#: the ball weights' support: 1.28M offsets in d = 8), by the array's identity.
+_TABLES: dict[tuple[str, int], tuple[weakref.ref, object]] = {}
+
+
+def _held(name: str, offsets: np.ndarray, make):
+    """``make()``, held for a read-only ``offsets`` while it lives."""
+    if offsets.flags.writeable:
+        return make()
+    at = (name, id(offsets))
+    hit = _TABLES.get(at)
+    if hit is not None and hit[0]() is offsets:
+        return hit[1]
+    out = make()
+    _TABLES[at] = (weakref.ref(offsets, functools.partial(_forget, at)), out)
+    return out
+
+
+def _forget(at: tuple[str, int], _ref: object) -> None:
+    _TABLES.pop(at, None)  # the offsets are gone
+
+
+def _reach(offsets: np.ndarray) -> int:
+    """The largest coordinate of the offsets in absolute value."""
+    return _held("reach", offsets, lambda: int(np.abs(offsets).max()))
+
+
+def _offset_tables(offsets: np.ndarray, off_sorted: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """The codes of the sorted offsets (increasing: lexicographic order) and
+    each one's row in ``offsets``."""
+
+    def make() -> tuple[np.ndarray, np.ndarray]:
+        codes = offset_codes(off_sorted, R)
+        row = _rows_of(offsets, off_sorted, codes, R)
+        codes.setflags(write=False)
+        row.setflags(write=False)
+        return codes, row
+
+    return _held(f"tables{R}", offsets, make)
 
 
 def _rows_of(offsets: np.ndarray, off_sorted: np.ndarray, codes: np.ndarray, R: int) -> np.ndarray:

@@ -12,7 +12,7 @@ import numpy as np
 from ....cells.grid import Grid, lookup
 from ....cells.histogram import NoisyHistogram
 from ...pruning import live_cells
-from ...sums import sparse_neighbour_sums
+from ...sums import reaching_sums, sparse_neighbour_sums
 from .cover import cover_sums
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
 from .weightedsums import weighted_sums_at
@@ -281,6 +281,11 @@ def _reachable(
         # against 79 in 4-D), where the NB sums weigh 609 cells by 1: they
         # would discard next to nothing more; the weighted sums decide the rest
         return cover >= threshold
+    # most candidates are most released cells: their NB sums from one
+    # self-join of the released cells, each pair used both ways
+    sums = reaching_sums(hist.grid, hist.released_keys, hist.values, cand, threshold)
+    if sums is not None:
+        return sums >= threshold
     blocks = _bucket_block_sums(hist, cand)
     if blocks is not None:
         mask = blocks >= threshold
