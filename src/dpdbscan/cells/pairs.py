@@ -196,13 +196,16 @@ def _grid_pairs(
         # sweep along an unshifted axis if there is one (shifted ones are
         # crowded near the borders): only cells within R along it are candidates
         sweep = int(np.flatnonzero(~shifted)[-1]) if not shifted.all() else d - 1
+        # the grid's own lanes: candidates checked by their rows in the grid
+        # (small arrays), and only the pairs kept mapped back to the cells
+        mine = lanes.subset(sa, sb, same) if lanes is not None else None
         for ia, ja in _bucket_pairs(ids_a, ids_b, cols_a[sweep][sa], cols_b[sweep][sb], R, same):
-            ia, ja = sa[ia], sb[ja]
-            if lanes is not None:
-                keep = lanes.within(ia, ja) & lanes.apart(ia, ja, shifted)
-                out_i.append(ia[keep])
-                out_j.append(ja[keep])
+            if mine is not None:
+                keep = mine.within(ia, ja) & mine.apart(ia, ja, shifted)
+                out_i.append(sa[ia[keep]])
+                out_j.append(sb[ja[keep]])
                 continue
+            ia, ja = sa[ia], sb[ja]
             # axis by axis, dropping pairs as soon as one axis fails
             for k in np.argsort(~shifted, kind="stable"):  # shifted axes first: they fail most
                 if k == sweep:
@@ -250,6 +253,14 @@ class _Lanes:
         self.upper = np.uint64((h - 1 - R) * rep)
         self.lower = np.uint64((h + R) * rep)
         self.ones = np.uint64((2 * h - 1) * rep)
+
+    def subset(self, sa: np.ndarray, sb: np.ndarray, same: bool) -> _Lanes:
+        """The lanes of rows ``sa`` of a and ``sb`` of b (the same constants)."""
+        out = object.__new__(_Lanes)
+        out.__dict__.update(self.__dict__)
+        out.pa, out.qa = self.pa[sa], self.qa[sa]
+        out.pb, out.qb = (out.pa, out.qa) if same else (self.pb[sb], self.qb[sb])
+        return out
 
     @classmethod
     def of(cls, a: np.ndarray, b: np.ndarray, R: int, L: int, same: bool) -> _Lanes | None:
