@@ -260,12 +260,6 @@ def _model_from_dict(data: dict) -> SpanModel:
     keys, lab = _span_cells(data["spans"], grid)
     hist = histogram_from_dict(hgrid, data["histogram"]) if "histogram" in data else None
     _need(hist is None or hist.kind == kind, "histogram.kind differs from privacy.histogram")
-    epsilon = _param("epsilon", priv["epsilon"], "privacy.epsilon")
-    noise = _choice(priv["noise"], "privacy.noise", NOISE_KINDS)
-    key = noise_key(noise)
-    _need(key in priv, f"privacy.{key} is missing ({noise} noise)")
-    scale = _real(priv[key], f"privacy.{key}", 0, low_open=True)
-    theta = _theta(data.get("theta"))
     core = _param("core", p.get("core", "bound"), "params.core")
     test = core_test(core)
     rule = p.get("margin", "paper")
@@ -290,6 +284,8 @@ def _model_from_dict(data: dict) -> SpanModel:
         spec.border_cells == "any" or hist is not None,
         "params.border_cells 'occupied' needs the model's histogram, which the file does not hold",
     )
+    fit = _release(data.get("release"), alpha, eta, spec.min_samples)
+    release = _release_info(priv, data.get("theta"), hgrid, kind, fit)
     used = data.get("guarantee", {})
     _need(isinstance(used, dict), "guarantee must be an object")
     if "n_events" in used:  # what the margins were computed with must be what the spans need
@@ -305,21 +301,37 @@ def _model_from_dict(data: dict) -> SpanModel:
     upper = None if upper is None else _real(upper, "noise_margin_upper", 0)
     margin = _real(data["noise_margin"], "noise_margin", 0)
     try:
-        spans = test.restore(Stored(hgrid, grid, keys, lab, kind, noise, scale, theta, margin, upper), spec)
+        stored = Stored(
+            hgrid, grid, keys, lab, kind, release.noise, release.noise_scale, release.theta, margin, upper
+        )
+        spans = test.restore(stored, spec)
     except ValueError as exc:
         raise MalformedModel(f"malformed dpdbscan span model: {exc}") from None
     metadata = data.get("metadata", {})
     _need(isinstance(metadata, dict), "metadata must be an object")
-    fit = _release(data.get("release"), alpha, eta, spec.min_samples)
+    auto = data.get("auto")
+    _need(auto is None or isinstance(auto, dict), "auto must be an object")
+    if auto is not None and auto.get("selection") == "levels":
+        _levels_record(auto, int(lab.max()) + 1 if lab.size else 0, alpha, spec.min_samples)
+    return SpanModel(spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=metadata)
+
+
+def _release_info(priv: dict, theta: Any, hgrid: Grid, kind: str, fit: dict) -> ReleaseInfo:
+    """The public facts of the release: the file's privacy section, its
+    ``theta`` and the parameters ``fit`` of the fit that spent the budget
+    (:func:`_release`), on the histogram's grid ``hgrid``."""
+    noise = _choice(priv["noise"], "privacy.noise", NOISE_KINDS)
+    key = noise_key(noise)
+    _need(key in priv, f"privacy.{key} is missing ({noise} noise)")
     units = _units(priv)
     rho = _rho(priv, noise)
-    release = ReleaseInfo(
+    return ReleaseInfo(
         grid=hgrid,
         histogram=kind,
-        theta=theta,
+        theta=_theta(theta),
         noise=noise,
-        noise_scale=scale,
-        epsilon=epsilon,
+        noise_scale=_real(priv[key], f"privacy.{key}", 0, low_open=True),
+        epsilon=_param("epsilon", priv["epsilon"], "privacy.epsilon"),
         delta=_param("delta", priv["delta"], "privacy.delta"),
         eps=fit["eps"],
         eta=fit["eta"],
@@ -328,11 +340,6 @@ def _model_from_dict(data: dict) -> SpanModel:
         units=units,
         unit_choice=_unit_choice(priv.get("unit_choice"), units, rho),
     )
-    auto = data.get("auto")
-    _need(auto is None or isinstance(auto, dict), "auto must be an object")
-    if auto is not None and auto.get("selection") == "levels":
-        _levels_record(auto, int(lab.max()) + 1 if lab.size else 0, alpha, spec.min_samples)
-    return SpanModel(spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=metadata)
 
 
 def _levels_record(auto: dict, n_spans: int, alpha: float, lowest: int) -> None:
