@@ -583,36 +583,43 @@ def histogram_from_dict(grid: Grid, d: dict) -> NoisyHistogram:
     """The released histogram of a model file, checked against its grid."""
     _need(isinstance(d, dict), "histogram must be an object")
     kind = _choice(d["kind"], "histogram.kind", HISTOGRAM_KINDS)
-    theta = _theta(d.get("theta"))
     values = unpack(d["values"])
     _need(
         values.dtype.kind in "iuf" and bool(np.all(np.isfinite(values))),
         "histogram values must be finite numbers",
     )
     noise = _choice(d["noise"], "histogram.noise", NOISE_KINDS)
-    epsilon = _param("epsilon", d["epsilon"], "histogram.epsilon")
-    keys = None
-    if kind != "dense":
-        _need(values.ndim == 1, "histogram values must be a list")
-        c = _cells(unpack(d["cells"]), grid.d, grid.shape, "histogram cells")
-        _need(c.shape[0] == values.size, "histogram cells and values differ in number")
-        keys = grid.encode(c)
-        order = np.argsort(keys, kind="stable")
-        keys, values = keys[order], values[order]
-        _need(bool(np.all(keys[1:] != keys[:-1])) if keys.size > 1 else True, "histogram cells repeat")
-    else:
-        _need(tuple(values.shape) == tuple(grid.shape), "histogram shape does not match the grid")
+    keys, values = _released_cells(grid, kind, values, d)
     return NoisyHistogram(
         grid=grid,
         kind=kind,
         values=values,
         keys=keys,
-        theta=theta,
+        theta=_theta(d.get("theta")),
         noise=noise,
         scale=_real(d[noise_key(noise)], f"histogram.{noise_key(noise)}", 0, low_open=True),
-        epsilon=epsilon,
+        epsilon=_param("epsilon", d["epsilon"], "histogram.epsilon"),
         delta=_param("delta", d.get("delta", 0.0), "histogram.delta"),
     )
+
+
+def _released_cells(
+    grid: Grid, kind: str, values: np.ndarray, d: dict
+) -> tuple[np.ndarray | None, np.ndarray]:
+    """(keys, values) of a histogram: a dense one covers the grid (no keys),
+    the others list their cells (``d["cells"]``), put in key order here and
+    refused if one repeats."""
+    if kind == "dense":
+        _need(tuple(values.shape) == tuple(grid.shape), "histogram shape does not match the grid")
+        return None, values
+    _need(values.ndim == 1, "histogram values must be a list")
+    c = _cells(unpack(d["cells"]), grid.d, grid.shape, "histogram cells")
+    _need(c.shape[0] == values.size, "histogram cells and values differ in number")
+    keys = grid.encode(c)
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    _need(bool(np.all(keys[1:] != keys[:-1])) if keys.size > 1 else True, "histogram cells repeat")
+    return keys, values
 
 
 __all__ = [
