@@ -385,15 +385,14 @@ def _csv_rows(data, layout, header, first, where, window=None):
 
 def _table_pairs(rows, span_of, n_periods, kind):
     """The (unit, pair, count) rows of one partition for the span x period
-    table (pair = span * n_periods + period): a row counts when its unit is
-    present, its point in a released span (``span_of``, public after the
-    spans' release) and its time in a period; and its tally."""
+    table, by the rule of the rows in memory
+    (:func:`dpdbscan.release.periodtable.pair_keys`: a row counts when its
+    unit is present, its point in a released span, ``span_of``, public after
+    the spans' release, and its time in a period); and its tally."""
     import pyarrow as pa
 
     X, units, keep, period, tally = rows
-    span = np.asarray(span_of(X), dtype=np.int64)
-    keep = keep & (span >= 0) & (period >= 0)
-    pair = span[keep] * n_periods + period[keep]
+    keep, pair = periodtable.pair_keys(keep, span_of(X), period, n_periods)
     table = pa.table({_UNIT: units.filter(pa.array(keep)), _PAIR: pair})
     counted = table.group_by([_UNIT, _PAIR], use_threads=False).aggregate([([], "count_all")])
     names = [_COUNT if n == "count_all" else n for n in counted.column_names]
