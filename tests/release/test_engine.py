@@ -12,9 +12,12 @@ import pytest
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.params.specs import UnitBound
+from dpdbscan.plan.resolve import release_spec, validated
 from dpdbscan.release import bounding, periodtable
+from dpdbscan.release.backends.base import CellCounts
 from dpdbscan.release.bounding import BoundingKey, bound_parts, count_units, pairs_of
 from dpdbscan.release.engine import LocalEngine, merge_counts, pairs_by_unit
+from dpdbscan.release.mechanism import release_histogram
 
 GRID = Grid(np.zeros(2), np.full(2, 10.0), 0.5, 4.0)
 BOUND = UnitBound(max_cells_per_unit=3, max_points_per_cell=2, cell_choice="busiest")
@@ -220,3 +223,48 @@ def test_a_read_lost_from_the_tally_is_refused():
 
     with pytest.raises(RuntimeError, match="merged 2 partition result.*for 3 partition"):
         pairs_by_unit(LocalEngine(), [reads[0], reads[1], functools.partial(lost, reads[2])], None, len)
+
+
+class _EngineBackend:
+    """A unit backend that counts by the one way from reads to bounded
+    counts (:func:`_bounded_by_unit`) on ``engine``, the rows read in four
+    partitions: the mechanism draws the key and the noise."""
+
+    def __init__(self, engine, delayed=None):
+        self.engine, self.delayed = engine, delayed
+
+    def count(self, grid, X):
+        raise AssertionError("a person-level release counts with units")
+
+    def count_units(self, grid, X, units, bound, key):
+        from dpdbscan.release.backends.dask_backend import _pairs_meta, _summed_pairs
+
+        assert grid is GRID
+        summed = functools.partial(_summed_pairs, grid=GRID, kind="int", key=key)
+        pairs, _ = pairs_by_unit(
+            self.engine, _reads(X, units, 4, self.delayed), _pairs_meta(GRID, "int"), summed
+        )
+        return CellCounts(*bound_parts(self.engine, pairs, GRID, key, bound=bound))
+
+
+@pytest.mark.parametrize("histogram", ["dense", "sparse"])
+def test_the_same_seed_gives_the_same_release_on_both_engines(client, histogram):
+    dask = pytest.importorskip("dask")
+    from dpdbscan.release.backends.dask_backend import DaskEngine
+
+    X, units = _rows(9)
+    p = validated({"max_cells_per_unit": 3, "max_points_per_cell": 2, "delta": 1e-6, "histogram": histogram})
+    spec = release_spec(p, GRID, units=True)
+    releases = [
+        release_histogram(spec, X, backend=backend, random_state=11, units=units)
+        for backend in (
+            "numpy",
+            _EngineBackend(LocalEngine()),
+            _EngineBackend(DaskEngine(client), dask.delayed),
+        )
+    ]
+    want = releases[0]
+    assert want.kind == histogram and want.values.size > 0
+    for got in releases[1:]:
+        np.testing.assert_array_equal(got.values, want.values)
+        np.testing.assert_array_equal(got.keys, want.keys)
