@@ -341,7 +341,7 @@ def _forget(at: tuple[str, int], _ref: object) -> None:
 
 def _reach(offsets: np.ndarray) -> int:
     """The largest coordinate of the offsets in absolute value."""
-    return _held("reach", offsets, lambda: int(np.abs(offsets).max()))
+    return _held("reach", offsets, lambda: max(int(offsets.max()), -int(offsets.min())))
 
 
 def _offset_tables(offsets: np.ndarray, off_sorted: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
