@@ -123,7 +123,9 @@ def test_sorted_runs_are_held_for_read_only_offsets_only():
     off = neighbour_offsets(3, 4.0)
     assert not off.flags.writeable and neighbour_offsets(3, 4.0) is off
     first = sorted_runs(off)
-    assert sorted_runs(off) is first and not first[0].flags.writeable
+    again = sorted_runs(off)
+    assert again[0] is first[0] and again[1] is first[1] and not first[0].flags.writeable
+    assert first[0] is off  # sorted already: the offsets themselves, not a copy
     mine = off[::-1].copy()  # writable, other order: the same runs
     a, b = sorted_runs(mine), sorted_runs(mine)
     assert a is not b and np.array_equal(a[0], first[0]) and np.array_equal(a[1], first[1])

@@ -478,7 +478,7 @@ def offset_runs(offsets: np.ndarray) -> Iterator[tuple[np.ndarray, int, int]]:
 
 #: :func:`sorted_runs` of read-only offset arrays (NB of a grid, the ball
 #: weights' support: computed once per process), by the array's identity.
-_RUNS: dict[int, tuple[weakref.ref, tuple[np.ndarray, np.ndarray]]] = {}
+_RUNS: dict[int, tuple[weakref.ref, tuple[np.ndarray | None, np.ndarray]]] = {}
 
 
 def sorted_runs(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -490,14 +490,21 @@ def sorted_runs(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if held:
         hit = _RUNS.get(id(offsets))
         if hit is not None and hit[0]() is offsets:
-            return hit[1]
-    out = _sorted_runs(offsets)
-    if held:
-        for a in out:
-            a.setflags(write=False)
-        at = id(offsets)
-        _RUNS[at] = (weakref.ref(offsets, functools.partial(_forget, _RUNS, at)), out)
-    return out
+            off, run = hit[1]
+            return (offsets if off is None else off), run
+    off, run, same = _sorted_runs(offsets)
+    if not held:
+        return (off.copy() if same else off), run  # (a writable input may change)
+    # offsets sorted already (2-D int64) are their own sorted copy: the entry
+    # holds None for them (holding them, or a view, would keep them alive)
+    same = same and offsets.dtype == np.int64 and offsets.ndim == 2
+    if not same and off.base is not None:
+        off = off.copy()
+    off.setflags(write=False)
+    run.setflags(write=False)
+    at = id(offsets)
+    _RUNS[at] = (weakref.ref(offsets, functools.partial(_forget, _RUNS, at)), (None if same else off, run))
+    return (offsets if same else off), run
 
 
 def _forget(table: dict, at: Any, _ref: object) -> None:
@@ -505,17 +512,20 @@ def _forget(table: dict, at: Any, _ref: object) -> None:
     table.pop(at, None)
 
 
-def _sorted_runs(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _sorted_runs(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The sorted offsets (the input, or a view of it, when sorted already),
+    the run of each and whether they were sorted already."""
     off = np.asarray(offsets, dtype=np.int64)
     off = off.reshape(-1, off.shape[-1]) if off.ndim > 1 else off.reshape(-1, 1)
     order = _lexicographic_order(off)
-    # a copy either way: a view would keep a held array alive through its runs
-    off = off[order] if not isinstance(order, slice) else off.copy()
+    same = isinstance(order, slice)
+    if not same:
+        off = off[order]
     if off.shape[0] == 0:
-        return off, np.zeros(0, dtype=np.int64)
+        return off, np.zeros(0, dtype=np.int64), same
     new = np.ones(off.shape[0], dtype=bool)
     new[1:] = np.any(off[1:, :-1] != off[:-1, :-1], axis=1) | (off[1:, -1] != off[:-1, -1] + 1)
-    return off, np.cumsum(new) - 1
+    return off, np.cumsum(new) - 1, same
 
 
 def _lexicographic_order(rows: np.ndarray) -> np.ndarray | slice:

@@ -350,7 +350,8 @@ def _offset_tables(offsets: np.ndarray, off_sorted: np.ndarray, R: int) -> tuple
 
     def make() -> tuple[np.ndarray, np.ndarray]:
         codes = offset_codes(off_sorted, R)
-        row = _rows_of(offsets, off_sorted, codes, R)
+        # (offsets sorted already are their own sorted array: rows in order)
+        row = np.arange(codes.size) if off_sorted is offsets else _rows_of(offsets, off_sorted, codes, R)
         codes.setflags(write=False)
         row.setflags(write=False)
         return codes, row
