@@ -120,10 +120,17 @@ def offsets_within(steps: np.ndarray, part: np.ndarray, d: int, lim: float) -> n
         kept = np.flatnonzero(new_acc <= lim)
         acc = new_acc[kept]
         links.append(np.divmod(kept, steps.size))
-    # the rows from their links, last axis first (growing the rows axis by
-    # axis copied them d times: half a second for the 1.28M offsets of d = 8)
-    rows = np.empty((acc.size, d), dtype=np.int64)
-    at = np.arange(acc.size)
+    return rows_from_links(links, steps, acc.size)
+
+
+def rows_from_links(links: list, steps: np.ndarray, n: int) -> np.ndarray:
+    """The (n, d) int64 rows of offsets grown axis by axis from ``steps``,
+    given per axis each kept partial row's (parent, step index), last axis
+    first (growing the rows themselves copied them d times: half a second
+    for the 1.28M offsets of d = 8)."""
+    d = len(links)
+    rows = np.empty((n, d), dtype=np.int64)
+    at = np.arange(n)
     for axis in range(d - 1, -1, -1):
         parent, step = links[axis]
         rows[:, axis] = steps[step[at]]

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ....cells.grid import rows_from_links
+
 ESTIMATES = ("average", "centre")
 _BINS = 1 << 13  # bins of the squared distance per dimension (weights to ~1e-7)
 
@@ -133,15 +135,7 @@ def _support(d: int, eta: float, k: int, centre: bool) -> list[tuple[tuple[int, 
             kept = np.flatnonzero(new_acc < lim)
             acc = new_acc[kept]
             links.append(np.divmod(kept, steps.size))
-        # the rows from their links, last axis first (the rows themselves,
-        # grown axis by axis, took a second in d = 8)
-        rows = np.empty((acc.size, d), dtype=np.int64)
-        at = np.arange(acc.size)
-        for axis in range(d - 1, -1, -1):
-            parent, step = links[axis]
-            rows[:, axis] = steps[step[at]]
-            at = parent[at]
-        out.append((pos, rows))
+        out.append((pos, rows_from_links(links, steps, acc.size)))
     return out
 
 
