@@ -54,6 +54,7 @@ from ..cells.grid import Grid
 from ..files.unitids import read_units
 from ..params.specs import UnitBound
 from .engine import Engine, LocalEngine, merge_counts
+from .pairwords import pair_runs
 from .points import clean_points
 from .samplers.integers import Source
 from .samplers.philox import words64
@@ -165,7 +166,9 @@ def _factorize_ints(u: np.ndarray, codes: bool = True) -> tuple[np.ndarray, np.n
     lut = np.cumsum(present) - 1
     out = np.empty(u.size, dtype=np.int64)
     for start in range(0, u.size, _CHUNK):  # in chunks: no row-sized temporary
-        np.take(lut, _offsets(u[start : start + _CHUNK], lo), out=out[start : start + _CHUNK])
+        # every offset is within the table: "wrap" never wraps, and unlike
+        # "raise" it writes to ``out`` without an intermediate buffer
+        np.take(lut, _offsets(u[start : start + _CHUNK], lo), out=out[start : start + _CHUNK], mode="wrap")
     return out, uniq
 
 
@@ -382,10 +385,11 @@ def _sorted_row_pairs(
     """:func:`summed_pairs` of rows (one point each) when there are too
     many (unit, cell) combinations to count in a table: one int64 word per
     row, unit code times the grid's key space plus the cell key itself (no
-    lookup of the cells' ranks), made in ``codes``' own memory (which this
-    overwrites), sorted in place, then run-length counted: one row-sized
-    array beyond the keys. The same pairs, in the same order, as
-    :func:`summed_pairs`. None (``codes`` untouched) when the table is small
+    lookup of the cells' ranks), sorted as 32-bit words in buckets of units
+    (:func:`dpdbscan.release.pairwords.pair_runs`) or, when those do not
+    fit, made in ``codes``' own memory (which this then overwrites) and
+    sorted in place; then run-length counted. The same pairs, in the same
+    order, as :func:`summed_pairs`. None (``codes`` untouched) when the table is small
     enough (:func:`summed_pairs` counts it) or the words would not fit in
     int64 (wide grids)."""
     if grid.wide or codes.size == 0:
@@ -399,13 +403,17 @@ def _sorted_row_pairs(
         return None  # counted in a table of (unit, cell rank)
     if space <= limit and n_units * np.count_nonzero(np.bincount(keys, minlength=space)) <= limit:
         return None  # few occupied cells: the same table over the cells' ranks
-    pair = codes
-    pair *= space
-    pair += keys
-    pair.sort()
-    first, summed = run_length(pair)
-    del pair
-    units, cells = np.divmod(first, space)
+    runs = pair_runs(codes, keys, n_units, space)
+    if runs is not None:
+        units, cells, summed = runs
+    else:
+        pair = codes
+        pair *= space
+        pair += keys
+        pair.sort()
+        first, summed = run_length(pair)
+        del pair
+        units, cells = np.divmod(first, space)
     return Pairs(
         units=units,
         keys=cells.astype(keys.dtype, copy=False),
