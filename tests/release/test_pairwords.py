@@ -55,3 +55,19 @@ def test_bucket_bits_keep_words_within_32_bits_or_decline():
     assert bucket_bits(2**40, 2**20) is None  # too many buckets
     with pytest.raises(ValueError):
         pair_runs(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 1, 2**31, bits=2)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sorted_in_groups_equals_one_sort(seed):
+    from dpdbscan.release.pairwords import sorted_in_groups
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 60, int(rng.integers(1, 3_000)))
+    group = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+    words = (group << 40) | rng.integers(0, 2**40, group.size)
+    if seed % 2:  # equal words within groups
+        words &= ~np.int64(2**40 - 8)
+    for block in (1, 7, 64, 1 << 16):
+        got = sorted_in_groups(words, sizes, block=block)
+        assert np.array_equal(got, np.sort(words)), block
+    assert seed % 2 or sizes.max() == 1 or not np.array_equal(words, np.sort(words))  # not sorted already

@@ -54,7 +54,7 @@ from ..cells.grid import Grid
 from ..files.unitids import read_units
 from ..params.specs import UnitBound
 from .engine import Engine, LocalEngine, merge_counts
-from .pairwords import pair_runs
+from .pairwords import pair_runs, sorted_in_groups
 from .points import clean_points
 from .samplers.integers import Source
 from .samplers.philox import words64
@@ -521,7 +521,7 @@ def _smallest_by_threshold(
     del g
     if major is not None and major_bits:
         words |= np.asarray(major, dtype=np.int64) << (63 - bits - major_bits)
-    ordered = np.sort(words)
+    ordered = sorted_in_groups(words, sizes)  # the group's index is in the high bits
     if (ordered[1:] == ordered[:-1]).any():
         return None
     first = np.cumsum(sizes) - sizes
