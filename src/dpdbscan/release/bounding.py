@@ -178,9 +178,11 @@ _CHUNK = 1 << 20
 
 def _offsets(u: np.ndarray, lo: int) -> np.ndarray:
     """``u - lo`` as int64, for integers within 2**26 above ``lo`` (no wrap,
-    uint64 included)."""
+    uint64 included); ``u`` itself when that is it (not to be written to)."""
     if u.dtype == np.uint64:
         return (u - np.uint64(lo)).view(np.int64)
+    if u.dtype == np.int64 and lo == 0:
+        return u  # read only by the callers: no copy
     offset = u.astype(np.int64)
     offset -= lo
     return offset
