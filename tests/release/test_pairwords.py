@@ -71,3 +71,24 @@ def test_sorted_in_groups_equals_one_sort(seed):
         got = sorted_in_groups(words, sizes, block=block)
         assert np.array_equal(got, np.sort(words)), block
     assert seed % 2 or sizes.max() == 1 or not np.array_equal(words, np.sort(words))  # not sorted already
+
+
+def test_rows_with_a_non_finite_coordinate_are_dropped_from_the_pairs():
+    from dpdbscan import Grid
+    from dpdbscan.release.bounding import BoundingKey, _all_finite, pairs_of
+    from dpdbscan.release.samplers.integers import SeededSource
+
+    rng = np.random.default_rng(3)
+    X = rng.random((5_000, 2)) * 1.2 - 0.1  # some outside the box: clipped
+    units = rng.integers(0, 900, len(X))
+    bad = np.array([7, 4_000])
+    Xbad = X.copy()
+    Xbad[bad[0], 1], Xbad[bad[1], 0] = np.nan, -np.inf
+    assert _all_finite(X) and not _all_finite(Xbad) and not _all_finite(Xbad[:, ::-1])
+    grid = Grid(np.zeros(2), np.ones(2), 0.01, 4.0)
+    key = BoundingKey.draw(SeededSource(1))
+    ok = np.ones(len(X), dtype=bool)
+    ok[bad] = False
+    got, want = pairs_of(grid, Xbad, units, key), pairs_of(grid, X[ok], units[ok], key)
+    for field in ("units", "keys", "counts"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field

@@ -55,7 +55,6 @@ from ..files.unitids import read_units
 from ..params.specs import UnitBound
 from .engine import Engine, LocalEngine, merge_counts
 from .pairwords import pair_runs, sorted_in_groups
-from .points import clean_points
 from .samplers.integers import Source
 from .samplers.philox import words64
 
@@ -328,10 +327,19 @@ def kept_keys(grid: Grid, X: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, 
     missing) or with a non-finite coordinate is dropped, every other row's
     point is clipped into the box. Returns the rows kept (a mask) and their
     cell keys."""
-    if not np.isfinite(X).all():  # one flat pass; the rows' mask only when needed
+    if not _all_finite(X):  # one pass in chunks; the rows' mask only when needed
         keep = keep & np.isfinite(X).all(axis=1)
     kept = X if keep.all() else X[keep]
-    return keep, grid.keys_of_points(clean_points(grid, kept, clip=False))
+    # every kept row is finite now: the keys clip into the box (clean_points'
+    # rule, without its second pass over the points)
+    return keep, grid.keys_of_points(kept)
+
+
+def _all_finite(X: np.ndarray) -> bool:
+    """``np.isfinite(X).all()`` without a temporary as large as ``X``."""
+    flat = X.reshape(-1) if X.flags.c_contiguous else X
+    step = _CHUNK if flat.ndim == 1 else max(1, _CHUNK // max(X.shape[1], 1))
+    return all(bool(np.isfinite(flat[a : a + step]).all()) for a in range(0, flat.shape[0], step))
 
 
 def summed_pairs(
