@@ -14,9 +14,9 @@ bucket ``(code mod 2**b) * key_space + cell_key`` fits a uint32. One pass
 over the rows in cache-sized chunks scatters each row's 32-bit word to its
 bucket (a stable radix argsort of the chunk's small bucket numbers, then one
 scatter to consecutive places in each bucket); each bucket (about 2**16 to a
-few hundred thousand words) is then sorted alone, in the caches, on two
-threads when there are two cores (numpy's sort releases the GIL; the buckets
-are disjoint). Buckets come in unit order and a bucket's
+few hundred thousand words) is then sorted alone and run-length counted
+while it is in the caches, on two threads when there are two cores (numpy's
+sort releases the GIL; the buckets are disjoint). Buckets come in unit order and a bucket's
 words in (unit, cell) order, so the runs are exactly those of sorting the
 64-bit words: the same pairs, in the same order, with the same counts. Only
 the speed depends on the buckets, never the result.
@@ -24,8 +24,11 @@ the speed depends on the buckets, never the result.
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -115,24 +118,33 @@ def pair_runs(
         dest += np.arange(c.size)
         words[dest] = w32[order]
         at += counts
-    _sort_buckets(words, start, end, threads)
-    # runs: a new word, or a new bucket (equal words of two buckets are two units)
-    new = np.empty(n, dtype=bool)
-    if n:
-        new[0] = True
-        np.not_equal(words[1:], words[:-1], out=new[1:])
-        new[start[size > 0]] = True
-    first = np.flatnonzero(new)
-    del new
-    counts_of = np.diff(np.append(first, n)).astype(np.int64)
-    bucket = np.repeat(
-        np.arange(n_buckets, dtype=np.int64), np.diff(np.searchsorted(first, np.append(start, n)))
+    # each bucket sorted and run-length counted while it is in the caches
+    runs = _for_buckets(
+        functools.partial(_bucket_runs, words, space=space, bits=bits), start, end, threads, n
     )
-    w64 = words[first].astype(np.int64)
     del words
-    units, cells = np.divmod(w64, space)
-    units += bucket << bits
+    if not runs:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy(), empty.copy()
+    units, cells, counts_of = (np.concatenate(part) for part in zip(*runs))
     return units, cells, counts_of
+
+
+def _bucket_runs(
+    words: np.ndarray, j: int, a: int, b: int, *, space: int, bits: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bucket ``j`` (``words[a:b]``) sorted in place, then its (units, cells,
+    counts): a run of equal words is one pair (runs never cross buckets)."""
+    seg = words[a:b]
+    seg.sort()
+    new = np.empty(seg.size, dtype=bool)
+    new[0] = True
+    np.not_equal(seg[1:], seg[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    counts = np.diff(first, append=seg.size).astype(np.int64)
+    units, cells = np.divmod(seg[first].astype(np.int64), space)
+    units += j << bits
+    return units, cells, counts
 
 
 def sorted_in_groups(words: np.ndarray, sizes: np.ndarray, *, block: int = 1 << 16) -> np.ndarray:
@@ -157,16 +169,26 @@ def sorted_in_groups(words: np.ndarray, sizes: np.ndarray, *, block: int = 1 << 
 
 def _sort_buckets(words: np.ndarray, start: np.ndarray, end: np.ndarray, threads: int | None) -> None:
     """Sort ``words[start[j]:end[j]]`` in place for every bucket j."""
-    spans = [(int(a), int(b)) for a, b in zip(start, end) if b - a > 1]
+
+    def sort(words: np.ndarray, j: int, a: int, b: int) -> None:
+        words[a:b].sort()
+
+    _for_buckets(functools.partial(sort, words), start, end, threads, int(words.size))
+
+
+def _for_buckets(
+    work: Callable[[int, int, int], Any], start: np.ndarray, end: np.ndarray, threads: int | None, n: int
+) -> list:
+    """``work(j, start[j], end[j])`` for every non-empty bucket j, in order,
+    on ``threads`` threads (default: two when the machine has two cores and
+    there are 2**22 words or more); the results in bucket order."""
+    spans = [(j, int(a), int(b)) for j, (a, b) in enumerate(zip(start, end)) if b > a]
     if threads is None:
-        threads = 2 if (os.cpu_count() or 1) >= 2 and words.size >= 1 << 22 else 1
+        threads = 2 if (os.cpu_count() or 1) >= 2 and n >= 1 << 22 else 1
     if threads <= 1 or len(spans) < 2:
-        for a, b in spans:
-            words[a:b].sort()
-        return
+        return [work(*s) for s in spans]
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        for _ in pool.map(lambda s: words[s[0] : s[1]].sort(), spans):
-            pass
+        return list(pool.map(lambda s: work(*s), spans))
 
 
 __all__ = ["CHUNK", "bucket_bits", "pair_runs", "sorted_in_groups"]
