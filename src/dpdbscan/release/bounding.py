@@ -162,8 +162,12 @@ def _factorize_ints(u: np.ndarray, codes: bool = True) -> tuple[np.ndarray, np.n
     uniq = np.flatnonzero(present).astype(u.dtype) + u.dtype.type(lo)
     if not codes:
         return np.zeros(0, dtype=np.int64), uniq
-    lut = np.cumsum(present) - 1
     out = np.empty(u.size, dtype=np.int64)
+    if uniq.size == present.size:  # every value of the range is an id: the codes are the offsets
+        for start in range(0, u.size, _CHUNK):
+            out[start : start + _CHUNK] = _offsets(u[start : start + _CHUNK], lo)
+        return out, uniq
+    lut = np.cumsum(present) - 1
     for start in range(0, u.size, _CHUNK):  # in chunks: no row-sized temporary
         # every offset is within the table: "wrap" never wraps, and unlike
         # "raise" it writes to ``out`` without an intermediate buffer
