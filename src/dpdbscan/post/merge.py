@@ -91,10 +91,19 @@ class SubsetMerge:
         linked = np.cumsum(chain[:-1])[:-1] > 0  # cell j joined to j + 1
         # consecutive linked cells form groups; the remaining edges join groups
         group = np.concatenate(([0], np.cumsum(~linked)))
-        r = group[np.concatenate(src)] if src else np.zeros(0, np.int64)
-        c = group[np.concatenate(dst)] if dst else np.zeros(0, np.int64)
-        keep = r != c
-        labels = connected_components(int(group[-1]) + 1, r[keep], c[keep])
+        r_parts, c_parts = [], []
+        for frm, to in zip(src, dst):
+            r, c = group[frm], group[to]
+            # within one run both ends only grow with the source key, so the
+            # many cells of one group that reach the same group through it
+            # give consecutive copies of one edge: keep the first of each
+            new = r != c
+            new[1:] &= (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+            r_parts.append(r[new])
+            c_parts.append(c[new])
+        r = np.concatenate(r_parts) if r_parts else np.zeros(0, np.int64)
+        c = np.concatenate(c_parts) if c_parts else np.zeros(0, np.int64)
+        labels = connected_components(int(group[-1]) + 1, r, c)
         return canonical_labels(labels[group])
 
 
