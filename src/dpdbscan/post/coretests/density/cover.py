@@ -80,7 +80,9 @@ class ShellCover:
         return out
 
 
-def shell_cover(offsets: np.ndarray, kernel: np.ndarray, cross: bool = True) -> ShellCover:
+def shell_cover(
+    offsets: np.ndarray, kernel: np.ndarray, cross: bool = True, from_radius: int = 1
+) -> ShellCover:
     """Box coefficients whose pointwise coefficient is >= ``kernel`` at every
     offset (and >= 0 at every offset of the cube outside ``offsets``).
 
@@ -90,7 +92,10 @@ def shell_cover(offsets: np.ndarray, kernel: np.ndarray, cross: bool = True) -> 
     b_s = max(0, M1_s - M2_s) (one coordinate at s: also in one B_{k,s});
     M1_s, M2_s the largest kernel of each class (0 when it has none).
     ``cross=False``: cubes only (c_s = max(M1_s, M2_s) - acc), a looser
-    bound at a fifth of the corners in 4-D. A tiny slack on c_R keeps the
+    bound at a fifth of the corners in 4-D; ``from_radius``: cross boxes
+    only from that radius out (cubes inside), in between (4-D: cross boxes
+    at R = 2 only take 6 boxes instead of 10 and keep 5,766 of 81,475
+    candidates where all take 5,201). A tiny slack on c_R keeps the
     pointwise coefficients above the kernel despite rounding (c_R reaches
     every offset of the cube).
     """
@@ -107,7 +112,7 @@ def shell_cover(offsets: np.ndarray, kernel: np.ndarray, cross: bool = True) -> 
         shell = s == r
         m1 = float(K[shell & (at == 1)].max(initial=0.0))
         m2 = float(K[shell & (at > 1)].max(initial=0.0))
-        if cross:
+        if cross and r >= from_radius:
             c[r] = m2 - acc
             b[r] = max(0.0, m1 - m2)
         else:
@@ -121,7 +126,7 @@ def shell_cover(offsets: np.ndarray, kernel: np.ndarray, cross: bool = True) -> 
 #: Cells of the padded universe up to which :func:`cover_sums` holds its
 #: summed-area table (int32 or float64: at most 256 MB).
 MAX_TABLE_CELLS = 1 << 25
-_ROWS = 1 << 16  # candidates per block of corner gathers
+_ROWS = 1 << 13  # candidates per block of corner gathers (and one BLAS thread)
 
 
 def cover_sums(
@@ -145,8 +150,9 @@ def cover_sums(
     most of them at 16 corners each instead of 117 gathers and a product.
 
     ``own``: the candidates' released values, if the caller has them. With
-    a ``threshold``, the cubes-only bound is computed first and the full one
-    only where that reaches the threshold: every value returned is an upper
+    a ``threshold``, the cubes-only bound is computed first, then (R > 1)
+    the one with cross boxes at R only, then the full one, each only where
+    the one before reaches the threshold: every value returned is an upper
     bound, tight enough to compare with the threshold.
     """
     grid = hist.grid
@@ -171,8 +177,14 @@ def cover_sums(
     mine = np.maximum(np.asarray(mine, dtype=np.float64), 0.0)
     if threshold is None:
         return table.bound(base, mine, shell_cover(weights.offsets, kernel))
+    # from the cheapest bound to the tightest, each on the cells the one
+    # before could not rule out
     out = table.bound(base, mine, shell_cover(weights.offsets, kernel, cross=False))
     again = np.flatnonzero(out >= threshold)
+    if R > 1:
+        outer = shell_cover(weights.offsets, kernel, from_radius=R)
+        out[again] = table.bound(base[again], mine[again], outer)
+        again = again[out[again] >= threshold]
     out[again] = table.bound(base[again], mine[again], shell_cover(weights.offsets, kernel))
     return out
 
@@ -215,12 +227,14 @@ class _Table:
                     pos = np.where(self.corners == 1, a[None, :], -a[None, :] - 1)
                     boxes.append((float(coef), pos @ self.strides))
         out = cover.cube[0] * own
-        kind = np.int64 if self.exact else np.float64
+        # a float product with the signs: integer corners (< 2^31 each, 2^d
+        # of them) sum exactly in float64, and it is 25% faster than int64
+        signs = self.signs.astype(np.float64)
         for a0 in range(0, base.size, _ROWS):
             b = base[a0 : a0 + _ROWS, None]
             acc = out[a0 : a0 + _ROWS]
             for coef, deltas in boxes:
-                acc += coef * (self.flat[b + deltas[None, :]].astype(kind) @ self.signs)
+                acc += coef * (self.flat[b + deltas[None, :]] @ signs)
         # rounding: integer box sums are exact; float prefix sums err by a
         # few ulps of the total per corner
         magnitude = abs(float(cover.cube[0])) + sum(abs(c) for c, _ in boxes)
