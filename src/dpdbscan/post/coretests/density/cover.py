@@ -166,13 +166,17 @@ def cover_sums(
     exact = values.dtype.kind in "iu" and total < 2**31 - 1
     S = np.zeros(shape, dtype=np.int32 if exact else np.float64)
     # cell x of an axis at index x + R + 1 (index 0 holds the prefix's zero)
+    coords = None
     if hist.kind == "dense":
         np.maximum(values, 0, out=S[tuple(slice(R + 1, R + 1 + s) for s in grid.shape)], casting="unsafe")
     else:
-        S[tuple((grid.decode(hist.released_keys) + R + 1).T)] = np.maximum(values, 0)
+        coords = grid.decode(hist.released_keys)
+        S[tuple((coords + R + 1).T)] = np.maximum(values, 0)
+        if not np.array_equal(cand, hist.released_keys):  # (the candidates are often all of them)
+            coords = None
     _prefix_sums(S)
     table = _Table(S, exact, total)
-    base = (grid.decode(cand) + R + 1) @ table.strides
+    base = ((grid.decode(cand) if coords is None else coords) + R + 1) @ table.strides
     mine = hist.value_at(cand) if own is None else own
     mine = np.maximum(np.asarray(mine, dtype=np.float64), 0.0)
     if threshold is None:
