@@ -258,6 +258,8 @@ def test_a_fit_is_the_same_bit_for_bit_with_or_without_the_cover(d, shape, histo
         return bound
 
     monkeypatch.setattr(coresubcells, "cover_sums", counting)
+    # wherever the cost model would skip it (small grids), the cover runs
+    monkeypatch.setattr(coresubcells, "cover_pays", lambda *a: True)
     digests = []
     for limit in (cover_mod.MAX_TABLE_CELLS, 0):
         monkeypatch.setattr(cover_mod, "MAX_TABLE_CELLS", limit)
@@ -272,3 +274,18 @@ def test_a_fit_is_the_same_bit_for_bit_with_or_without_the_cover(d, shape, histo
             assert est.spans_.spans.n_spans > 0
     assert ruled_out and ruled_out[0] > 0  # the cover was used, and ruled cells out
     assert digests[0] == digests[1]
+
+
+def test_the_cover_is_used_where_it_pays():
+    """The public cost model: the 3-D benchmark's dense release (184k
+    candidates, 117 offsets, 0.78M cells) takes the cover; the 2-D one at
+    1e6 points (100k candidates, 21 offsets, 0.51M cells) does not; a
+    universe above the table's limit never does."""
+    from dpdbscan.post.coretests.density.cover import cover_pays
+
+    w3 = ball_weights(3, 4.0, 2)
+    w2 = ball_weights(2, 4.0, 2)
+    assert w3.offsets.shape[0] == 117 and w2.offsets.shape[0] == 21
+    assert cover_pays((87, 87, 87), w3.offsets, 184_000)
+    assert not cover_pays((708, 708), w2.offsets, 100_000)
+    assert not cover_pays((400, 400, 400), w3.offsets, 10**8)

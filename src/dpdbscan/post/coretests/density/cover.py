@@ -193,6 +193,17 @@ def cover_sums(
     return out
 
 
+def cover_pays(shape: tuple[int, ...], offsets: np.ndarray, n_cand: int) -> bool:
+    """Whether the cover is worth its table before the exact dense sums: a
+    public cost model, the sums' gathers (one per offset and candidate)
+    against 8 per cell of the padded universe (zeros, prefix sums, corners).
+    3-D blobs: 184k candidates x 117 offsets against 0.78M cells (yes);
+    2-D at 1e6 points: 100k x 21 against 0.51M (no: it cost more than it saved)."""
+    R = int(np.abs(offsets).max()) if offsets.size else 0
+    cells = math.prod(s + 2 * R + 1 for s in shape)
+    return cells <= MAX_TABLE_CELLS and n_cand * offsets.shape[0] >= 8 * cells
+
+
 def _prefix_sums(S: np.ndarray) -> None:
     """Summed-area table in place. Along the leading axes one slice at a time
     (contiguous blocks: numpy's cumsum along a non-last axis of a large
@@ -246,4 +257,4 @@ class _Table:
         return out * (1 + 1e-12) + 1e-9 * (1.0 + magnitude * scale)
 
 
-__all__ = ["ShellCover", "shell_cover", "cover_sums", "MAX_TABLE_CELLS"]
+__all__ = ["ShellCover", "shell_cover", "cover_sums", "cover_pays", "MAX_TABLE_CELLS"]
