@@ -145,4 +145,6 @@ def test_the_command_line_s_geo_mode_finds_places(city, tmp_path, capsys):
     assert main(args) == 0
     assert "places  : geographic mode" in capsys.readouterr().out
     model = load_model(tmp_path / "o" / "city.spans.json")  # the record passes the schema
-    assert model.auto["max_extent"] == 1.0 and all("fits" in lv for lv in model.auto["levels"])
+    assert model.auto["max_extent"] == 1.0 and all(
+        "fits" in lv and "piece" in lv for lv in model.auto["levels"]
+    )

@@ -99,6 +99,7 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
         return []
     cands = a.get("eps_candidates") or []
     whole = sum(1 for lv in a.get("levels") or [] if lv.get("fits") is False)
+    pieces = sum(1 for lv in a.get("levels") or [] if lv.get("piece"))
     out = [
         f"  places  : geographic mode, so spans are places: at most {1000 * extent:.0f} m across as predict "
         "draws them (a public prior: a place is tens of metres to about a kilometre; without it the "
@@ -109,6 +110,12 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
         "stability of the places it finds; "
         "a larger cluster is replaced by the places inside it",
     ]
+    if pieces:
+        out.append(
+            f"            {pieces} span(s) are place-sized pieces of a district (a larger cluster with "
+            "places inside it), cut where the release shows least; its parts narrower than 2 eps "
+            "(roads) left out"
+        )
     if whole:
         out.append(
             f"            {whole} span(s) larger than that kept whole: the release shows no place "
