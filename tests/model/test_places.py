@@ -87,9 +87,14 @@ def test_geographic_automatic_mode_returns_places_not_the_city(city):
     on = np.asarray(predict_lonlat(model, X))
     assert np.bincount(on[on >= 0]).max() < 0.25 * len(X)
     # the road is denser than the district and holds no place: where a span
-    # covers it, that span is one kept whole and says so (fits False)
+    # covers it there, that span says it is no place of its own: kept whole
+    # (fits False) or a piece of a larger cluster (piece True: the road's
+    # cluster, which holds segments that fit)
     road = np.asarray(predict_lonlat(model, BOUNDS[:2] + np.array([[3.0, 3.5], [6.5, 3.5]]) / KM))
-    assert all(not fits[s] for s in road[road >= 0].tolist())
+    piece = {lv["span"]: lv["piece"] for lv in a["levels"]}
+    assert all(not fits[s] or piece[s] for s in road[road >= 0].tolist())
+    # every piece fits (checked above) and comes with places that fit
+    assert any(piece.values()) and all(fits[s] for s, p in piece.items() if p)
 
 
 def test_the_summary_says_it_looked_for_places_and_why(city):

@@ -303,20 +303,10 @@ def test_cut_to_fit_cuts_the_longest_side_at_the_least_mass():
         assert np.hypot(*side) <= 5.0
 
 
-def test_opened_drops_a_band_and_keeps_a_wide_block():
-    block = [(x, y) for x in range(12) for y in range(12)]
-    band = [(x, 5) for x in range(12, 40)]
-    xy = np.array(block + band)
-    keep = levels.opened(xy, 1.0, 1.0)
-    # one cell wide: gone, but for the cell next to the block (in a disc inside it)
-    assert keep[len(block)] and not keep[len(block) + 1 :].any()
-    assert keep[: len(block)].sum() >= len(block) - 4  # all but the corners
-    assert levels.opened(xy, 1.0, 0.5).all()  # a radius under one cell keeps everything
-
-
 def _district():
     """A 12 x 12 block of cells with a road (one cell wide) leaving it, too
-    large at level 0; at level 1 only a 2 x 2 place inside the block."""
+    large at level 0; at level 1 only a 2 x 2 place inside the block (the
+    block's cells and the place's)."""
     grid = Grid(np.zeros(2), np.full(2, 40.0), 1.0, 4.0)  # cells 1/sqrt(2) wide
     block = [(x, y) for x in range(12) for y in range(12)]
     road = [(x, 5) for x in range(12, 40)]
@@ -324,17 +314,18 @@ def _district():
     k0 = np.sort(grid.encode(np.array(block + road)))
     k1 = np.sort(grid.encode(np.array(place)))
     lv = [_part(k0, np.zeros(k0.size), [10.0] * k0.size, 5, 10.0), _part(k1, [0] * 4, [10.0] * 4, 6, 20.0)]
-    return grid, lv, grid.encode(np.array(road[1:])), k1
+    return grid, lv, k0, k1
 
 
 def test_a_district_with_a_place_inside_is_cut_into_pieces_that_fit():
-    grid, lv, road, place = _district()
+    grid, lv, district, place = _district()
     extent = 2.0 + 4.0  # pieces of at most 4 x 4 cells (a diagonal of 4), border eps on either side
     tree = levels.level_tree(lv, 1.0, 2, scale="logT", extent=(grid, extent))
     assert [c.fits for c in tree.clusters] == [False, True] and tree.selected == (1,)
     got = np.concatenate([p.keys for p in tree.pieces])
+    # the district but the place, each sub-cell in one piece
     assert len(tree.pieces) >= 9 and np.unique(got).size == got.size
-    assert not np.isin(got, road).any() and not np.isin(got, place).any()  # not the road, not the place
+    assert sorted(got.tolist()) == sorted(np.setdiff1d(district, place).tolist())
     keys, labels, spans = levels.spans_of(tree)
     assert len(spans) == 1 + len(tree.pieces) and sum(s.piece for s in spans) == len(tree.pieces)
     part = Partition(1.0, 5, keys, labels, np.ones(keys.size), 10.0)

@@ -113,8 +113,7 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
     if pieces:
         out.append(
             f"            {pieces} span(s) are place-sized pieces of a district (a larger cluster with "
-            "places inside it), cut where the release shows least; its parts narrower than 2 eps "
-            "(roads) left out"
+            "places inside it, kept in full rather than only its places), cut where the release shows least"
         )
     if whole:
         out.append(

@@ -88,13 +88,6 @@ MIN_SHARE = 0.002
 #: Two choices are "close" when the runner-up's score is at least this share of the best.
 CLOSE = 0.9
 SCALES = ("lambda", "logT")
-#: The part of a too-large cluster cut into pieces is where it is at least
-#: 2 x WIDE x eps wide (:func:`opened`): a district of places is wide in
-#: every direction, a busy road through it (or a road with one busy spot) is
-#: a band, and a band narrower than that is not cut into "places". (2 eps
-#: would also drop bands a little wider, but on Cabs it dropped most of
-#: downtown too: the core sets of a release are ragged.)
-WIDE = 1.0
 
 
 @dataclass(frozen=True)
@@ -320,31 +313,6 @@ def cut_to_fit(coords: np.ndarray, mass: np.ndarray, width: float, most: float) 
     return sorted(out, key=lambda i: int(i.min()))
 
 
-def opened(coords: np.ndarray, width: float, radius: float) -> np.ndarray:
-    """Which of ``coords`` (distinct sub-cell coordinates, cells ``width``
-    wide) the morphological opening by a disc of ``radius`` keeps: those in
-    some disc of that radius (over cell centres) that lies wholly in the
-    set. Parts narrower than 2 x ``radius`` vanish; wide parts keep their
-    shape."""
-    r = int(math.floor(radius / width + 1e-9))
-    if coords.size == 0 or r < 1:
-        return np.ones(len(coords), dtype=bool)
-    d = coords.shape[1]
-    steps = np.stack(np.meshgrid(*[np.arange(-r, r + 1)] * d, indexing="ij"), -1).reshape(-1, d)
-    disc = steps[(steps**2).sum(axis=1) <= r * r]
-    at = coords - coords.min(axis=0) + r
-    shape = tuple(int(x) for x in at.max(axis=0) + r + 1)
-    inside = np.zeros(shape, dtype=bool)
-    inside[tuple(at.T)] = True
-    centre = inside.copy()  # cells whose whole disc is inside
-    for o in disc:
-        centre &= np.roll(inside, tuple(-o), axis=tuple(range(d)))
-    kept = np.zeros(shape, dtype=bool)
-    for o in disc:
-        kept |= np.roll(centre, tuple(o), axis=tuple(range(d)))
-    return kept[tuple(at.T)]
-
-
 def district_pieces(
     clusters: Sequence[Cluster],
     selected: Sequence[int],
@@ -358,13 +326,12 @@ def district_pieces(
 
     A cluster that is larger than ``extent`` and has a selected cluster that
     fits below it is a district of places (downtown), not one large thing
-    such as a road (a too-large cluster with no place inside is kept whole,
-    :func:`select_clusters`). Excess of mass keeps only the places inside
+    the release cannot split (a too-large cluster with no place inside is
+    kept whole, :func:`select_clusters`). Excess of mass keeps only the places inside
     it, at their higher levels; at a budget that shows one peak in a
     plateau that is the peak alone, and the district's other busy cells
-    fall out. Its span at birth, where it is at least 2 x WIDE x eps wide
-    (:func:`opened`: not the roads through it), less its children's spans
-    at theirs, is cut into pieces that fit ``extent`` (:func:`cut_to_fit`, border eps
+    fall out. Its span at birth less its children's spans at theirs is cut
+    into pieces that fit ``extent`` (:func:`cut_to_fit`, border eps
     included as in :func:`span_extents`); a piece is kept when its noisy
     mass is significant (max(MinPts of that level, ``min_mass``)). Every
     piece's sub-cells are core at the cluster's birth, so a piece lies in a
@@ -372,24 +339,12 @@ def district_pieces(
     and the children's spans are disjoint. Post-processing: keys, masses
     and the public grid.
     """
-    parent = {c.id: c.parent for c in clusters}
-    hosts: set[int] = set()
-    for i in selected:
-        if not clusters[i].fits:
-            continue
-        j = parent[i]
-        while j >= 0:
-            if not clusters[j].fits:
-                hosts.add(j)
-            j = parent[j]
     out = []
-    for h in sorted(hosts):
+    for h in sorted(district_hosts(clusters, selected)):
         c = clusters[h]
         p = levels[c.birth]
         inside = p.labels == c.spans[0]
         keys, mass = p.keys[inside], p.mass[inside]
-        wide = opened(grid.decode(keys), float(grid.width), WIDE * float(p.eps))
-        keys, mass = keys[wide], mass[wide]
         for k in c.children:
             q = levels[clusters[k].birth]
             keep = ~np.isin(keys, q.keys[q.labels == clusters[k].spans[0]], assume_unique=True)
@@ -401,6 +356,22 @@ def district_pieces(
             if float(mass[idx].sum()) >= least:
                 out.append(Piece(h, keys[idx], float(mass[idx].sum())))
     return out
+
+
+def district_hosts(clusters: Sequence[Cluster], selected: Sequence[int]) -> set[int]:
+    """The too-large clusters :func:`district_pieces` cuts: those above a
+    selected cluster that fits (a place inside them)."""
+    parent = {c.id: c.parent for c in clusters}
+    hosts: set[int] = set()
+    for i in selected:
+        if not clusters[i].fits:
+            continue
+        j = parent[i]
+        while j >= 0:
+            if not clusters[j].fits:
+                hosts.add(j)
+            j = parent[j]
+    return hosts
 
 
 def select_clusters(
@@ -474,6 +445,9 @@ def level_tree(
     clusters = condensed_tree(levels, lam, min_mass, fits)
     selected, score, close = select_clusters(clusters, method, flip)
     pieces = () if extent is None else district_pieces(clusters, selected, levels, *extent, min_mass)
+    if pieces:
+        cut = {piece.cluster for piece in pieces}
+        selected = [i for i in selected if i not in cut]
     return LevelTree(
         float(alpha),
         tuple(levels),
@@ -957,6 +931,7 @@ __all__ = [
     "span_extents",
     "cut_to_fit",
     "district_pieces",
+    "district_hosts",
     "level_guarantee",
     "record",
     "CRITERION",
