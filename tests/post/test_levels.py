@@ -332,6 +332,13 @@ def test_a_district_with_a_place_inside_is_cut_into_pieces_that_fit():
     assert (levels.span_extents(part, grid) <= extent + 1e-9).all()  # every span fits, pieces included
     # a piece must be significant: at a share of the mass no piece of 16 cells reaches, none is kept
     assert levels.level_tree(lv, 1.0, 2, scale="logT", min_mass=161.0, extent=(grid, extent)).pieces == ()
+    # another selection of the same tree (explore's alternative) brings its own pieces
+    none = levels.reselect(tree, [], 0.0)
+    assert none.selected == () and none.pieces == ()
+    again = levels.reselect(none, [1], tree.score)
+    assert again.selected == (1,) and [p.keys.tolist() for p in again.pieces] == [
+        p.keys.tolist() for p in tree.pieces
+    ]
     # without a place inside, nothing is cut (the cluster is kept whole)
     whole = levels.condensed_tree(lv[:1], [0.0], fits=[np.array([False])])
     assert levels.district_pieces(whole, [0], lv[:1], grid, extent) == []

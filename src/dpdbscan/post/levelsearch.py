@@ -168,6 +168,9 @@ class LevelTree:
     pieces : tuple of Piece
         With a largest extent: place-sized pieces of the too-large clusters
         that places were selected inside (:func:`district_pieces`).
+    extent : tuple or None
+        (the grid of the partitions' keys, the largest extent) the tree was
+        built with, or None; ``min_mass`` the significant mass.
     """
 
     eps: float
@@ -178,6 +181,8 @@ class LevelTree:
     score: float
     close: tuple = ()
     pieces: tuple = ()
+    extent: tuple[Grid, float] | None = None
+    min_mass: float = 0.0
 
     alpha = renamed("alpha", "eps")
 
@@ -444,20 +449,31 @@ def level_tree(
     fits = None if extent is None else [span_extents(p, extent[0]) <= extent[1] for p in levels]
     clusters = condensed_tree(levels, lam, min_mass, fits)
     selected, score, close = select_clusters(clusters, method, flip)
-    pieces = () if extent is None else district_pieces(clusters, selected, levels, *extent, min_mass)
-    if pieces:
-        cut = {piece.cluster for piece in pieces}
-        selected = [i for i in selected if i not in cut]
-    return LevelTree(
+    tree = LevelTree(
         float(alpha),
         tuple(levels),
         tuple(lam),
         tuple(clusters),
-        tuple(selected),
+        (),
         score,
         tuple(close),
-        tuple(pieces),
+        extent=extent,
+        min_mass=float(min_mass),
     )
+    return reselect(tree, selected, score)
+
+
+def reselect(tree: LevelTree, selected: Sequence[int], score: float) -> LevelTree:
+    """``tree`` with the selection ``selected`` (total stability ``score``)
+    and, with a largest extent, the district pieces that go with it
+    (:func:`district_pieces`)."""
+    pieces: list[Piece] = []
+    if tree.extent is not None:
+        grid, most = tree.extent
+        pieces = district_pieces(tree.clusters, selected, tree.levels, grid, most, tree.min_mass)
+    cut = {piece.cluster for piece in pieces}
+    keep = tuple(i for i in selected if i not in cut)
+    return replace(tree, selected=keep, score=float(score), pieces=tuple(pieces))
 
 
 @dataclass(frozen=True)
@@ -817,9 +833,7 @@ def alternative(
         return None
     t = sel.tree
     flipped, score, _ = select_clusters(t.clusters, kw.get("method", "eom"), flip=t.close)
-    return finish(
-        replace(t, selected=tuple(flipped), score=score, close=()), sel.grid, sel.alphas, sel.candidates
-    )
+    return finish(replace(reselect(t, flipped, score), close=()), sel.grid, sel.alphas, sel.candidates)
 
 
 def level_guarantee(
@@ -932,6 +946,7 @@ __all__ = [
     "cut_to_fit",
     "district_pieces",
     "district_hosts",
+    "reselect",
     "level_guarantee",
     "record",
     "CRITERION",
