@@ -101,6 +101,9 @@ def test_the_summary_says_it_looked_for_places_and_why(city):
     text = summary(city[1])
     assert "places  : geographic mode" in text and "at most 1000 m across" in text
     assert "tens of metres to about a kilometre" in text
+    # the city's road cluster has places inside: the rest of it is drawn in pieces, and counted
+    pieces = sum(1 for lv in city[1].auto["levels"] if lv["piece"])
+    assert pieces > 0 and f"{pieces} span(s) are such pieces of a district" in text
 
 
 def test_without_a_projection_the_automatic_mode_has_no_place_prior(city):

@@ -108,12 +108,12 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
         + (f"{1000 * min(cands):.0f}..{1000 * max(cands):.0f} m" if cands else "")
         + f" (up to where a place at one point is drawn {1000 * extent:.0f} m across), chosen by the "
         "stability of the places it finds; "
-        "a larger cluster is replaced by the places inside it",
+        "a larger cluster is replaced by the places inside it and place-sized pieces of the rest",
     ]
     if pieces:
         out.append(
-            f"            {pieces} span(s) are place-sized pieces of a district (a larger cluster with "
-            "places inside it, kept in full rather than only its places), cut where the release shows least"
+            f"            {pieces} span(s) are such pieces of a district (a larger cluster with places "
+            "inside it), cut where the release shows least"
         )
     if whole:
         out.append(
