@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from dpdbscan import DPDBSCAN
+from dpdbscan.cells.grid import Grid
 from dpdbscan.cells.histogram import NoisyHistogram
 from dpdbscan.cli.main import build_parser
 from dpdbscan.model.record import SpanModel
@@ -103,3 +104,29 @@ def test_every_record_is_built_from_the_table_alone(core, eps):
     assert r.spans.core == core and r.spans.beta == PARAMETERS["beta"].default
     assert (r.auto is not None) == (eps == "auto")
     assert r.release.noise.epsilon == PARAMETERS["epsilon"].default
+
+
+@pytest.mark.parametrize("histogram", ["dense", "sparse", "stability"])
+@pytest.mark.parametrize("noise", ["discrete", "laplace", "gaussian"])
+def test_the_delta_a_release_spends_follows_from_its_histogram_and_noise(histogram, noise):
+    delta = 1e-6
+    for_noise, for_threshold = specs.split_delta(histogram, noise, delta)
+    spends = histogram == "stability" or noise == "gaussian"
+    assert for_noise + for_threshold == (delta if spends else 0.0)
+    assert (for_noise > 0) == (noise == "gaussian")
+    assert (for_threshold > 0) == (histogram == "stability")
+    bound = specs.UnitBound(max_cells_per_unit=4, max_points_per_cell=2, cell_choice="busiest")
+    rho = (0.5, 0.4) if noise == "gaussian" else None
+    calibrated = specs.NoiseSpec.calibrated(noise, 1.0, delta, bound, rho)
+    grid = Grid(np.zeros(2), np.ones(2), 0.1, 4.0)
+    spec = specs.ReleaseSpec(grid, histogram, 0.0, calibrated, bound, None)
+    assert (spec.delta_spent, spec.delta_threshold) == ((delta if spends else 0.0), for_threshold)
+    assert (spec.noise.l1_sensitivity, spec.noise.l2_sensitivity) == (8.0, 4.0)
+    # Gaussian: sigma^2 = L2^2 / (2 rho of the noise); Laplace: one count at epsilon / L1
+    assert spec.noise.scale == pytest.approx(16 / 0.8 if noise == "gaussian" else 1 / 8, rel=1e-4)
+    assert spec.noise.rho == (0.5 if noise == "gaussian" else None)
+
+
+def test_gaussian_noise_needs_its_rho():
+    with pytest.raises(ValueError, match="rho"):
+        specs.NoiseSpec.calibrated("gaussian", 1.0, 1e-6, None, None)

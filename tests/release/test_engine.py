@@ -5,14 +5,19 @@ partition is refused."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.params.specs import UnitBound
+from dpdbscan.plan.resolve import release_spec, validated
 from dpdbscan.release import bounding, periodtable
+from dpdbscan.release.backends.base import CellCounts
 from dpdbscan.release.bounding import BoundingKey, bound_parts, count_units, pairs_of
-from dpdbscan.release.engine import LocalEngine, merge_counts
+from dpdbscan.release.engine import LocalEngine, merge_counts, pairs_by_unit
+from dpdbscan.release.mechanism import release_histogram
 
 GRID = Grid(np.zeros(2), np.full(2, 10.0), 0.5, 4.0)
 BOUND = UnitBound(max_cells_per_unit=3, max_points_per_cell=2, cell_choice="busiest")
@@ -155,3 +160,111 @@ def test_the_dask_engine_bounds_the_table_and_shuffles_by_unit(client):
     assert sorted(np.concatenate([f["row"].to_numpy() for f in shuffled]).tolist()) == list(range(len(units)))
     owners = [set(f["unit"].tolist()) for f in shuffled]
     assert sum(len(o) for o in owners) == len(set().union(*owners)) == len(np.unique(units))
+
+
+def _reads(X, units, n_parts, delayed):
+    """The rows read in ``n_parts`` partitions (not by unit), each read giving
+    its (unit, cell, count) pairs and tally as the Dask backend's reads do:
+    a call here, a task for a cluster (``delayed``)."""
+    pd = pytest.importorskip("pandas")
+    from dpdbscan.release.backends.dask_backend import _frame_pairs
+
+    frame = pd.DataFrame({"x": X[:, 0], "y": X[:, 1], "unit": units})
+    frames = [frame.iloc[i::n_parts] for i in range(n_parts)]
+    read = functools.partial if delayed is None else (lambda f, *a: delayed(f, nout=2)(*a))
+    return [read(_frame_pairs, GRID, f, ["x", "y"], "unit", "int") for f in frames]
+
+
+def _bounded_by_unit(engine, reads):
+    """The one way from reads to bounded counts, on ``engine``."""
+    from dpdbscan.release.backends.dask_backend import _pairs_meta, _summed_pairs
+
+    summed = functools.partial(_summed_pairs, grid=GRID, kind="int", key=KEY)
+    pairs, tally = pairs_by_unit(engine, reads, _pairs_meta(GRID, "int"), summed)
+    return bound_parts(engine, pairs, GRID, KEY, bound=BOUND), tally
+
+
+def test_the_way_from_reads_to_bounded_counts_is_one_on_both_engines(client):
+    dask = pytest.importorskip("dask")
+    from dpdbscan.release.backends.dask_backend import DaskEngine
+
+    X, units = _rows(6)
+    want = count_units(GRID, X, units, BOUND, KEY)
+    local, tally = _bounded_by_unit(LocalEngine(), _reads(X, units, 4, None))
+    cluster, cluster_tally = _bounded_by_unit(
+        DaskEngine(client, split_every=2), _reads(X, units, 4, dask.delayed)
+    )
+    for got in (local, cluster):
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    assert tally.tolist() == cluster_tally.tolist()
+    assert tally[:2].tolist() == [4, len(X)]  # every partition and row read once
+
+
+def test_the_local_shuffle_puts_each_units_rows_in_one_partition():
+    pd = pytest.importorskip("pandas")
+    units = np.random.default_rng(7).integers(0, 50, 600)
+    frames = [pd.DataFrame({"unit": units[i::3], "row": np.arange(600)[i::3]}) for i in range(3)]
+    shuffled = LocalEngine().shuffle(frames, frames[0].iloc[:0], "unit")
+    assert len(shuffled) == 3
+    assert sorted(np.concatenate([f["row"].to_numpy() for f in shuffled]).tolist()) == list(range(600))
+    owners = [set(f["unit"].tolist()) for f in shuffled]
+    assert sum(len(o) for o in owners) == len(set().union(*owners)) == len(np.unique(units))
+    assert all(len(o) > 0 for o in owners)  # the units are spread, not all in one
+
+
+def test_a_read_lost_from_the_tally_is_refused():
+    X, units = _rows(8)
+    reads = _reads(X, units, 3, None)
+
+    def lost(read):
+        pairs, tally = read()
+        return pairs, tally * 0  # as if the read never counted itself
+
+    with pytest.raises(RuntimeError, match="merged 2 partition result.*for 3 partition"):
+        pairs_by_unit(LocalEngine(), [reads[0], reads[1], functools.partial(lost, reads[2])], None, len)
+
+
+class _EngineBackend:
+    """A unit backend that counts by the one way from reads to bounded
+    counts (:func:`_bounded_by_unit`) on ``engine``, the rows read in four
+    partitions: the mechanism draws the key and the noise."""
+
+    def __init__(self, engine, delayed=None):
+        self.engine, self.delayed = engine, delayed
+
+    def count(self, grid, X):
+        raise AssertionError("a person-level release counts with units")
+
+    def count_units(self, grid, X, units, bound, key):
+        from dpdbscan.release.backends.dask_backend import _pairs_meta, _summed_pairs
+
+        assert grid is GRID
+        summed = functools.partial(_summed_pairs, grid=GRID, kind="int", key=key)
+        pairs, _ = pairs_by_unit(
+            self.engine, _reads(X, units, 4, self.delayed), _pairs_meta(GRID, "int"), summed
+        )
+        return CellCounts(*bound_parts(self.engine, pairs, GRID, key, bound=bound))
+
+
+@pytest.mark.parametrize("histogram", ["dense", "sparse"])
+def test_the_same_seed_gives_the_same_release_on_both_engines(client, histogram):
+    dask = pytest.importorskip("dask")
+    from dpdbscan.release.backends.dask_backend import DaskEngine
+
+    X, units = _rows(9)
+    p = validated({"max_cells_per_unit": 3, "max_points_per_cell": 2, "delta": 1e-6, "histogram": histogram})
+    spec = release_spec(p, GRID, units=True)
+    releases = [
+        release_histogram(spec, X, backend=backend, random_state=11, units=units)
+        for backend in (
+            "numpy",
+            _EngineBackend(LocalEngine()),
+            _EngineBackend(DaskEngine(client), dask.delayed),
+        )
+    ]
+    want = releases[0]
+    assert want.kind == histogram and want.values.size > 0
+    for got in releases[1:]:
+        np.testing.assert_array_equal(got.values, want.values)
+        np.testing.assert_array_equal(got.keys, want.keys)

@@ -16,7 +16,7 @@ from ..traces import event_words
 from .common import EXIT_OK, ArgTarget, WarningSink, border_value, floats, number_or_text, table_formats
 from .fitoptions import PRIVACY_OPTIONS, events_from_args
 from .fitseries import SeriesOptions, add_period_options, plan_of, table_forecast, table_forecast_lines
-from .options import DEFAULTS, add_unit_options
+from .options import add_table_option, add_unit_options
 
 EXAMPLES = """examples:
   # Cabs-tiny as in the paper, expecting about 400,000 trips
@@ -59,36 +59,36 @@ def add_arguments(p: ArgTarget) -> None:
         help="radius (with --geo a length such as 50m), or 'auto' for the automatic mode's base release",
     )
     p.add_argument("--min-samples", "--minpts", required=True, metavar="MINPTS", help="MinPts, or 'auto'")
-    p.add_argument("--epsilon", type=float, default=DEFAULTS["epsilon"], help="privacy budget (default 1)")
+    add_table_option(p, "epsilon", type=float, help="privacy budget (default 1)")
     p.add_argument(
         "--n-expected",
         type=float,
         metavar="N",
         help="your own public guess of the number of points (never measured)",
     )
-    p.add_argument("--eta", type=float, default=DEFAULTS["eta"])
-    p.add_argument("--beta", type=float, default=DEFAULTS["beta"])
-    p.add_argument(
-        "--delta",
+    add_table_option(p, "eta", type=float)
+    add_table_option(p, "beta", type=float)
+    add_table_option(
+        p,
+        "delta",
         type=float,
-        default=DEFAULTS["delta"],
         help="the delta of an (epsilon, delta) release: needed by Gaussian noise (person-level)",
     )
-    p.add_argument("--histogram", default=DEFAULTS["histogram"])
-    p.add_argument(
-        "--noise",
-        default=DEFAULTS["noise"],
+    add_table_option(p, "histogram")
+    add_table_option(
+        p,
+        "noise",
         help="auto (discrete Laplace; Gaussian with --max-cells-per-unit), discrete, laplace or gaussian",
     )
     p.add_argument("--theta", type=float)
-    p.add_argument("--subcells", default=DEFAULTS["subcells"])
-    p.add_argument("--core", default=DEFAULTS["core"])
-    p.add_argument("--margin", default=DEFAULTS["margin"])
-    p.add_argument("--border", default=DEFAULTS["border"])
-    p.add_argument(
-        "--max-cells",
+    add_table_option(p, "subcells")
+    add_table_option(p, "core")
+    add_table_option(p, "margin")
+    add_table_option(p, "border")
+    add_table_option(
+        p,
+        "max_cells",
         type=int,
-        default=DEFAULTS["max_cells"],
         help="automatic mode: public cap on the cells of its release",
     )
     add_unit_options(p, column=False)

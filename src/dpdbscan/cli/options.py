@@ -5,6 +5,7 @@ alike, so that their parsing and their errors are the same."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ..files import FORMATS
 from ..params.parameters import PARAMETERS
@@ -14,6 +15,16 @@ from .maps import add_picture_options
 
 #: The command line's defaults are the parameter table's.
 DEFAULTS = {name: param.default for name, param in PARAMETERS.items()}
+
+
+def add_table_option(g: ArgTarget, name: str, **kw: Any) -> None:
+    """The option of the parameter table's ``name``: its flag and its default
+    are the table's (:data:`~dpdbscan.params.parameters.PARAMETERS`), the
+    rest (type, metavar, help) what ``kw`` says."""
+    flag = PARAMETERS[name].cli
+    if flag is None:
+        raise ValueError(f"the parameter {name!r} has no command-line option")
+    g.add_argument(flag, default=DEFAULTS[name], **kw)
 
 
 def add_input_options(p: ArgTarget, *, dask: bool = False) -> None:
@@ -76,10 +87,10 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
         ),
     )
     if not sweep:
-        g.add_argument(
-            "--max-cells",
+        add_table_option(
+            g,
+            "max_cells",
             type=number_or_text,
-            default=DEFAULTS["max_cells"],
             metavar="N",
             help="--eps auto: public cap on the cells of its one release (default 2^20)",
         )
@@ -90,10 +101,10 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
             help="your public guess of the number of points: --eps auto sizes its "
             "release to it (about N epsilon / 0.3 cells; 20,000 assumed)",
         )
-        g.add_argument(
-            "--selection",
+        add_table_option(
+            g,
+            "selection",
             choices=("levels", "flat"),
-            default=DEFAULTS["selection"],
             help="--min-samples auto: 'levels' (default) takes each cluster at its own MinPts "
             "of the release's density tree; 'flat' one (eps, MinPts) for all",
         )
@@ -111,39 +122,39 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
             else "; 'auto' with --eps auto chooses both from one release (docs/parameters.md)"
         ),
     )
-    g.add_argument(
-        "--eta",
+    add_table_option(
+        g,
+        "eta",
         type=float,
-        default=DEFAULTS["eta"],
         help="grid parameter in (0, 4]; cell width eta*eps/(4 sqrt d) (default 4)",
     )
-    g.add_argument(
-        "--subcells",
+    add_table_option(
+        g,
+        "subcells",
         type=number_or_text,
-        default=DEFAULTS["subcells"],
         help="decide core cells and merge on sub-cells of width w/SUBCELLS "
         "('auto' = 2 for d <= 3, else 1; 1 = the paper's procedure); no privacy cost",
     )
-    g.add_argument(
-        "--core",
-        default=DEFAULTS["core"],
+    add_table_option(
+        g,
+        "core",
         metavar="{" + ",".join(CORE_TESTS) + "}",
         help="core test: 'density' (default) estimates each sub-cell's "
         "eps-neighbourhood count and labels like DBSCAN (one-sided guarantee: no "
         "span reaches beyond the clusters); 'bound' is the paper's noisy upper "
         "bound with its two-sided sandwich guarantee",
     )
-    g.add_argument(
-        "--margin",
-        default=DEFAULTS["margin"],
+    add_table_option(
+        g,
+        "margin",
         type=number_or_text,
         metavar="MARGIN",
         help="density test: c of the margin c sigma ('auto' = 1); bound test: Gamma by "
         "'chernoff' (exact MGF; 'auto') or 'paper'",
     )
-    g.add_argument(
-        "--border",
-        default=DEFAULTS["border"],
+    add_table_option(
+        g,
+        "border",
         help="predict: a point within this distance of a core sub-cell centre (density) "
         "or core sub-cell (bound) joins its span ('auto' = eps for density, half a "
         "sub-cell diameter for bound; 0 = cell membership only; with --geo a length "
@@ -187,31 +198,31 @@ def add_domain_options(p: ArgTarget, *, from_data: bool = True) -> None:
 def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
     """The budget and the histogram (``seed=False``: no noise is drawn)."""
     q = p.add_argument_group("privacy")
-    q.add_argument("--epsilon", type=float, default=DEFAULTS["epsilon"], help="privacy budget (default 1)")
-    q.add_argument(
-        "--delta",
+    add_table_option(q, "epsilon", type=float, help="privacy budget (default 1)")
+    add_table_option(
+        q,
+        "delta",
         type=float,
-        default=DEFAULTS["delta"],
         help="delta of an (epsilon, delta) release: needed by Gaussian noise (with --unit) "
         "and the stability histogram; say 1e-6 (default 0)",
     )
-    q.add_argument(
-        "--beta",
+    add_table_option(
+        q,
+        "beta",
         type=float,
-        default=DEFAULTS["beta"],
         help="failure probability of the guarantee (default 0.1; the paper's code used 0.5)",
     )
-    q.add_argument(
-        "--histogram",
-        default=DEFAULTS["histogram"],
+    add_table_option(
+        q,
+        "histogram",
         metavar="{auto,dense,sparse,stability}",
         help="naive histogram over all cells (dense), the paper's linear-time one "
         "(sparse) or the (epsilon, delta) stability one; 'auto' picks dense or "
         "sparse from the number of cells alone (public) (default auto)",
     )
-    q.add_argument(
-        "--noise",
-        default=DEFAULTS["noise"],
+    add_table_option(
+        q,
+        "noise",
         metavar="{auto,discrete,laplace,gaussian}",
         help="exact discrete Laplace noise from the OS's secure randomness, the paper's "
         "floating-point Laplace (not exact), or the exact discrete Gaussian (needs --delta); "
@@ -239,10 +250,10 @@ def add_unit_options(p: ArgTarget, *, column: bool = True) -> None:
             "schema) or 0-based index: every row of one unit is protected together; rows without "
             "one are dropped. Without it each row is protected, not each person",
         )
-    u.add_argument(
-        "--max-cells-per-unit",
+    add_table_option(
+        u,
+        "max_cells_per_unit",
         metavar="K",
-        default=DEFAULTS["max_cells_per_unit"],
         type=_int_or_auto,
         help=when
         + "the most cells one unit adds to (which ones: --cell-choice) "
@@ -253,18 +264,18 @@ def add_unit_options(p: ArgTarget, *, column: bool = True) -> None:
             else "(a number)"
         ),
     )
-    u.add_argument(
-        "--max-points-per-cell",
+    add_table_option(
+        u,
+        "max_points_per_cell",
         metavar="M",
-        default=DEFAULTS["max_points_per_cell"],
         type=_int_or_auto,
         help=when + "the most points one unit adds to a cell (default 1: a cell counts people)",
     )
     if column:
-        u.add_argument(
-            "--cell-choice",
+        add_table_option(
+            u,
+            "cell_choice",
             choices=("busiest", "uniform"),
-            default=DEFAULTS["cell_choice"],
             help="which K cells a unit with more keeps: its busiest (most points first, ties at "
             "random; the places it returns to) or K at random (default %(default)s; the guarantee "
             "is the same, docs/privacy.md)",
@@ -338,9 +349,9 @@ def add_fit_options(p: ArgTarget, *, sweep: bool) -> None:
     add_unit_options(p)
     add_ledger_options(p)
     c = p.add_argument_group("computing")
-    c.add_argument(
-        "--backend",
-        default=DEFAULTS["backend"],
+    add_table_option(
+        c,
+        "backend",
         metavar="{numpy,dask}",
         help="count cells in memory (numpy, default) or on a Dask cluster",
     )

@@ -260,12 +260,6 @@ def _model_from_dict(data: dict) -> SpanModel:
     keys, lab = _span_cells(data["spans"], grid)
     hist = histogram_from_dict(hgrid, data["histogram"]) if "histogram" in data else None
     _need(hist is None or hist.kind == kind, "histogram.kind differs from privacy.histogram")
-    epsilon = _param("epsilon", priv["epsilon"], "privacy.epsilon")
-    noise = _choice(priv["noise"], "privacy.noise", NOISE_KINDS)
-    key = noise_key(noise)
-    _need(key in priv, f"privacy.{key} is missing ({noise} noise)")
-    scale = _real(priv[key], f"privacy.{key}", 0, low_open=True)
-    theta = _theta(data.get("theta"))
     core = _param("core", p.get("core", "bound"), "params.core")
     test = core_test(core)
     rule = p.get("margin", "paper")
@@ -290,6 +284,8 @@ def _model_from_dict(data: dict) -> SpanModel:
         spec.border_cells == "any" or hist is not None,
         "params.border_cells 'occupied' needs the model's histogram, which the file does not hold",
     )
+    fit = _release(data.get("release"), alpha, eta, spec.min_samples)
+    release = _release_info(priv, data.get("theta"), hgrid, kind, fit)
     used = data.get("guarantee", {})
     _need(isinstance(used, dict), "guarantee must be an object")
     if "n_events" in used:  # what the margins were computed with must be what the spans need
@@ -305,21 +301,37 @@ def _model_from_dict(data: dict) -> SpanModel:
     upper = None if upper is None else _real(upper, "noise_margin_upper", 0)
     margin = _real(data["noise_margin"], "noise_margin", 0)
     try:
-        spans = test.restore(Stored(hgrid, grid, keys, lab, kind, noise, scale, theta, margin, upper), spec)
+        stored = Stored(
+            hgrid, grid, keys, lab, kind, release.noise, release.noise_scale, release.theta, margin, upper
+        )
+        spans = test.restore(stored, spec)
     except ValueError as exc:
         raise MalformedModel(f"malformed dpdbscan span model: {exc}") from None
     metadata = data.get("metadata", {})
     _need(isinstance(metadata, dict), "metadata must be an object")
-    fit = _release(data.get("release"), alpha, eta, spec.min_samples)
+    auto = data.get("auto")
+    _need(auto is None or isinstance(auto, dict), "auto must be an object")
+    if auto is not None and auto.get("selection") == "levels":
+        _levels_record(auto, int(lab.max()) + 1 if lab.size else 0, alpha, spec.min_samples)
+    return SpanModel(spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=metadata)
+
+
+def _release_info(priv: dict, theta: Any, hgrid: Grid, kind: str, fit: dict) -> ReleaseInfo:
+    """The public facts of the release: the file's privacy section, its
+    ``theta`` and the parameters ``fit`` of the fit that spent the budget
+    (:func:`_release`), on the histogram's grid ``hgrid``."""
+    noise = _choice(priv["noise"], "privacy.noise", NOISE_KINDS)
+    key = noise_key(noise)
+    _need(key in priv, f"privacy.{key} is missing ({noise} noise)")
     units = _units(priv)
     rho = _rho(priv, noise)
-    release = ReleaseInfo(
+    return ReleaseInfo(
         grid=hgrid,
         histogram=kind,
-        theta=theta,
+        theta=_theta(theta),
         noise=noise,
-        noise_scale=scale,
-        epsilon=epsilon,
+        noise_scale=_real(priv[key], f"privacy.{key}", 0, low_open=True),
+        epsilon=_param("epsilon", priv["epsilon"], "privacy.epsilon"),
         delta=_param("delta", priv["delta"], "privacy.delta"),
         eps=fit["eps"],
         eta=fit["eta"],
@@ -328,11 +340,6 @@ def _model_from_dict(data: dict) -> SpanModel:
         units=units,
         unit_choice=_unit_choice(priv.get("unit_choice"), units, rho),
     )
-    auto = data.get("auto")
-    _need(auto is None or isinstance(auto, dict), "auto must be an object")
-    if auto is not None and auto.get("selection") == "levels":
-        _levels_record(auto, int(lab.max()) + 1 if lab.size else 0, alpha, spec.min_samples)
-    return SpanModel(spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=metadata)
 
 
 def _levels_record(auto: dict, n_spans: int, alpha: float, lowest: int) -> None:
@@ -576,36 +583,43 @@ def histogram_from_dict(grid: Grid, d: dict) -> NoisyHistogram:
     """The released histogram of a model file, checked against its grid."""
     _need(isinstance(d, dict), "histogram must be an object")
     kind = _choice(d["kind"], "histogram.kind", HISTOGRAM_KINDS)
-    theta = _theta(d.get("theta"))
     values = unpack(d["values"])
     _need(
         values.dtype.kind in "iuf" and bool(np.all(np.isfinite(values))),
         "histogram values must be finite numbers",
     )
     noise = _choice(d["noise"], "histogram.noise", NOISE_KINDS)
-    epsilon = _param("epsilon", d["epsilon"], "histogram.epsilon")
-    keys = None
-    if kind != "dense":
-        _need(values.ndim == 1, "histogram values must be a list")
-        c = _cells(unpack(d["cells"]), grid.d, grid.shape, "histogram cells")
-        _need(c.shape[0] == values.size, "histogram cells and values differ in number")
-        keys = grid.encode(c)
-        order = np.argsort(keys, kind="stable")
-        keys, values = keys[order], values[order]
-        _need(bool(np.all(keys[1:] != keys[:-1])) if keys.size > 1 else True, "histogram cells repeat")
-    else:
-        _need(tuple(values.shape) == tuple(grid.shape), "histogram shape does not match the grid")
+    keys, values = _released_cells(grid, kind, values, d)
     return NoisyHistogram(
         grid=grid,
         kind=kind,
         values=values,
         keys=keys,
-        theta=theta,
+        theta=_theta(d.get("theta")),
         noise=noise,
         scale=_real(d[noise_key(noise)], f"histogram.{noise_key(noise)}", 0, low_open=True),
-        epsilon=epsilon,
+        epsilon=_param("epsilon", d["epsilon"], "histogram.epsilon"),
         delta=_param("delta", d.get("delta", 0.0), "histogram.delta"),
     )
+
+
+def _released_cells(
+    grid: Grid, kind: str, values: np.ndarray, d: dict
+) -> tuple[np.ndarray | None, np.ndarray]:
+    """(keys, values) of a histogram: a dense one covers the grid (no keys),
+    the others list their cells (``d["cells"]``), put in key order here and
+    refused if one repeats."""
+    if kind == "dense":
+        _need(tuple(values.shape) == tuple(grid.shape), "histogram shape does not match the grid")
+        return None, values
+    _need(values.ndim == 1, "histogram values must be a list")
+    c = _cells(unpack(d["cells"]), grid.d, grid.shape, "histogram cells")
+    _need(c.shape[0] == values.size, "histogram cells and values differ in number")
+    keys = grid.encode(c)
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    _need(bool(np.all(keys[1:] != keys[:-1])) if keys.size > 1 else True, "histogram cells repeat")
+    return keys, values
 
 
 __all__ = [

@@ -295,7 +295,7 @@ def summary(model: SpanModel) -> str:
         *swamp_line(model, noun),
         test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
     ]
-    return "\n".join(lines + unit_lines(model) + origin_lines(model))
+    return "\n".join(lines + unit_lines(model) + event_lines(model) + origin_lines(model))
 
 
 def unit_lines(model: SpanModel) -> list[str]:
@@ -316,14 +316,19 @@ def unit_lines(model: SpanModel) -> list[str]:
             f"{c.candidates[-1]:,}) by the exponential mechanism, for {c.share:.0%} of rho"
         )
     # the accuracy statement is about what was counted, not the raw rows
-    lines = [line + "; the guarantee's clusters are those of the data so bounded"]
+    return [line + "; the guarantee's clusters are those of the data so bounded"]
+
+
+def event_lines(model: SpanModel) -> list[str]:
+    """What a person-level release counted when each unit's events (its
+    stops, its trip ends) stood for its rows."""
     events = model.metadata.get("events")
-    if events:
-        lines.append(
-            f"  events  : counted {event_words(events, length_of(model))}; each unit's from its own rows "
-            "alone, so the protection of each unit is unchanged"
-        )
-    return lines
+    if model.release.units is None or not events:
+        return []
+    return [
+        f"  events  : counted {event_words(events, length_of(model))}; each unit's from its own rows "
+        "alone, so the protection of each unit is unchanged"
+    ]
 
 
 def origin_lines(model: SpanModel) -> list[str]:
@@ -375,6 +380,7 @@ __all__ = [
     "protection_brief",
     "protection_fields",
     "unit_lines",
+    "event_lines",
     "MARGIN_FIGURES",
     "NOISE_NAMES",
 ]

@@ -16,13 +16,15 @@ field here has a default.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TypeAlias
 
 import numpy as np
 
 from ..cells.grid import Grid
-from ..laws.noise import TypedNoiseParameter
+from ..laws import zcdp
+from ..laws.noise import TypedNoiseParameter, drawn_scale
 
 #: A seed for reproducible (insecure) noise: an int or a numpy Generator.
 Seed: TypeAlias = int | np.integer | np.random.Generator
@@ -96,6 +98,27 @@ class NoiseSpec(TypedNoiseParameter):
     l1_sensitivity: float
     l2_sensitivity: float
 
+    @classmethod
+    def calibrated(
+        cls, kind: str, epsilon: float, delta: float, bound: UnitBound | None, rho: tuple[float, float] | None
+    ) -> NoiseSpec:
+        """The noise of ``kind`` for a release stated as (``epsilon``,
+        ``delta``) whose units are bounded by ``bound`` (None: a row is the
+        unit). The sensitivities: L1 k m, L2 sqrt(k) m (1 and 1 for a row).
+        Laplace: one count's noise drawn at epsilon / L1, as the sampler
+        draws it (rounded down). Gaussian: ``rho`` is (the rho the release
+        spends, the part of it the noise gets), and sigma^2 = L2^2 / (2 rho
+        of the noise), as the sampler draws it (rounded up, by < 1e-5
+        relative: its histogram records it)."""
+        k, m = (bound.max_cells_per_unit, bound.max_points_per_cell) if bound else (1, 1)
+        l1, l2 = float(k * m), math.sqrt(k) * m
+        if kind != "gaussian":
+            return cls(kind, epsilon, delta, drawn_scale(kind, epsilon / l1), None, l1, l2)
+        if rho is None:
+            raise ValueError("Gaussian noise is calibrated to a zCDP rho")
+        spent, for_noise = rho
+        return cls(kind, epsilon, delta, zcdp.sigma2_for(for_noise, l2), spent, l1, l2)
+
     def _noise_parameter(self) -> tuple[str, float]:
         return self.kind, self.scale
 
@@ -152,12 +175,10 @@ class ReleaseSpec:
     unit_choice : UnitChoice or None
         With ``max_cells_per_unit="auto"``: how k was chosen (this release is
         one of the candidates', its noise at the budget the choice left).
-    delta_spent : float
-        The delta the release spends (0 for a pure epsilon-DP histogram).
-    delta_threshold : float
-        The part of it the stability histogram's threshold spends: the
-        probability that a cell only one unit occupies is released (0 for
-        the dense and sparse histograms).
+
+    The delta the release spends, and how it splits between the noise and
+    the stability histogram's threshold, follow from the histogram and the
+    noise (:func:`split_delta`): :attr:`delta_spent`, :attr:`delta_threshold`.
     """
 
     grid: Grid
@@ -166,8 +187,31 @@ class ReleaseSpec:
     noise: NoiseSpec
     units: UnitBound | None
     unit_choice: UnitChoice | None
-    delta_spent: float
-    delta_threshold: float
+
+    @property
+    def delta_spent(self) -> float:
+        """The delta the release spends (0 for a pure epsilon-DP histogram)."""
+        return self.noise.delta if (self.histogram == "stability" or self.noise.kind == "gaussian") else 0.0
+
+    @property
+    def delta_threshold(self) -> float:
+        """The part of it the stability histogram's threshold spends: the
+        probability that a cell only one unit occupies is released (0 for
+        the dense and sparse histograms)."""
+        return split_delta(self.histogram, self.noise.kind, self.noise.delta)[1]
+
+
+def split_delta(histogram: str, noise: str, delta: float) -> tuple[float, float]:
+    """(the delta the noise spends, the delta the threshold spends) of a
+    release stated with ``delta``. Gaussian noise spends all of it, or half
+    with the stability histogram, whose threshold spends the other half;
+    Laplace noise spends none, and the stability histogram's threshold all
+    of it. The dense and sparse histograms have no threshold that spends
+    delta."""
+    if noise == "gaussian":
+        for_noise = delta / 2 if histogram == "stability" else delta
+        return for_noise, delta - for_noise
+    return 0.0, delta if histogram == "stability" else 0.0
 
 
 @dataclass(frozen=True)
@@ -221,4 +265,13 @@ class ReleaseInfo(TypedNoiseParameter):
         return self.noise, self.noise_scale
 
 
-__all__ = ["Seed", "SpanSpec", "NoiseSpec", "UnitBound", "UnitChoice", "ReleaseSpec", "ReleaseInfo"]
+__all__ = [
+    "Seed",
+    "SpanSpec",
+    "NoiseSpec",
+    "UnitBound",
+    "UnitChoice",
+    "ReleaseSpec",
+    "ReleaseInfo",
+    "split_delta",
+]

@@ -30,7 +30,7 @@ from ..exceptions import UtilityWarning
 from ..laws import noise as laws
 from ..laws import zcdp
 from ..params.parameters import check_units, namer, validate
-from ..params.specs import NoiseSpec, ReleaseSpec, Seed, SpanSpec, UnitBound, UnitChoice
+from ..params.specs import NoiseSpec, ReleaseSpec, Seed, SpanSpec, UnitBound, UnitChoice, split_delta
 from ..post.auto import MIN_SAMPLES_LOW
 from ..post.coretests import CORE_TESTS, FALLBACK, CoreTest, core_test
 from . import autoplan
@@ -269,53 +269,29 @@ def release_spec(
     epsilon, delta = float(p["epsilon"]), float(p["delta"])
     chosen = k is not None
     bound = unit_bound(p, units, k)
-    k, m = (bound.max_cells_per_unit, bound.max_points_per_cell) if bound else (1, 1)
-    l1, l2 = float(k * m), math.sqrt(k) * m
     kind_noise = noise_kind(p, units)
     kind = choose_kind(p["histogram"], grid, delta)
-    delta_threshold = 0.0
-    rho = None
+    rhos = None  # Gaussian: (the rho spent, the noise's part of it)
     choice = None
     if chosen and kind_noise != "gaussian":
         raise ValueError("max_cells_per_unit='auto' chooses k for Gaussian noise only")
+    delta_noise, delta_threshold = split_delta(kind, kind_noise, delta)
     if kind_noise == "gaussian":
-        delta_noise = delta / 2 if kind == "stability" else delta
-        delta_threshold = delta - delta_noise
         rho = zcdp.rho_for(epsilon, delta_noise)
-        rho_noise = rho
+        rhos = (rho, rho)
         if chosen:
             rho_choice, rho_noise = _split_rho(rho, unit_plan.SHARE)
+            rhos = (rho, rho_noise)
             choice = UnitChoice(candidates=unit_plan.candidates(grid), share=unit_plan.SHARE, rho=rho_choice)
-        # the sampler rounds sigma^2 up (by < 1e-5 relative): its histogram records it
-        scale = zcdp.sigma2_for(rho_noise, l2)
-    else:
-        delta_threshold = delta if kind == "stability" else 0.0
-        scale = laws.drawn_scale(kind_noise, epsilon / l1)
-    noise = NoiseSpec(
-        kind=kind_noise,
-        epsilon=epsilon,
-        delta=delta,
-        scale=scale,
-        rho=rho,
-        l1_sensitivity=l1,
-        l2_sensitivity=l2,
-    )
+    noise = NoiseSpec.calibrated(kind_noise, epsilon, delta, bound, rhos)
     if kind == "dense":
         theta = float("-inf")
     elif kind == "sparse":
-        theta = sparse_theta(p["theta"], grid, kind_noise, scale, p["max_empty_cells"])
+        theta = sparse_theta(p["theta"], grid, kind_noise, noise.scale, p["max_empty_cells"])
     else:
-        theta = stability_theta(kind_noise, scale, delta_threshold, step=m, cells=k)
-    return ReleaseSpec(
-        grid=grid,
-        histogram=kind,
-        theta=theta,
-        noise=noise,
-        units=bound,
-        unit_choice=choice,
-        delta_spent=delta if (kind == "stability" or kind_noise == "gaussian") else 0.0,
-        delta_threshold=delta_threshold,
-    )
+        k, m = (bound.max_cells_per_unit, bound.max_points_per_cell) if bound else (1, 1)
+        theta = stability_theta(kind_noise, noise.scale, delta_threshold, step=m, cells=k)
+    return ReleaseSpec(grid=grid, histogram=kind, theta=theta, noise=noise, units=bound, unit_choice=choice)
 
 
 def forecast_of(

@@ -94,9 +94,21 @@ def _pairs(
     spans, periods = np.asarray(spans, dtype=np.int64), np.asarray(periods, dtype=np.int64)
     if not (codes.size == spans.size == periods.size):
         raise ValueError("units, spans and periods need one value per row each")
-    ok = (codes >= 0) & (spans >= 0) & (periods >= 0)
-    pair = spans[ok] * n_periods + periods[ok]
+    ok, pair = pair_keys(codes >= 0, spans, periods, n_periods)
     return summed_pairs(codes[ok], pair, np.ones(pair.size, dtype=np.int64), uniques, key)
+
+
+def pair_keys(
+    keep: np.ndarray, spans: np.ndarray, periods: np.ndarray, n_periods: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The per-record rule of the table, in memory and on every partition of
+    a cluster alike: a row counts when it is in ``keep`` (its unit is
+    present), its point in a released span and its time in a period (-1:
+    none). Returns the rows that count (a mask) and their pair keys, span *
+    ``n_periods`` + period."""
+    spans, periods = np.asarray(spans, dtype=np.int64), np.asarray(periods, dtype=np.int64)
+    ok = keep & (spans >= 0) & (periods >= 0)
+    return ok, spans[ok] * n_periods + periods[ok]
 
 
 def summed_pairs(
@@ -286,6 +298,7 @@ __all__ = [
     "bounded_pairs",
     "bounded_table",
     "half_width",
+    "pair_keys",
     "pairs_per_unit",
     "release_exact",
     "rho_of",

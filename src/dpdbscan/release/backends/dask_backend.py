@@ -60,7 +60,7 @@ from ...files.unitids import canonical_ids, id_token, read_units, token_id, unit
 from ...params.specs import UnitBound
 from .. import bounding, periodtable
 from ..bounding import BoundingKey
-from ..engine import merge_counts, merged_exactly_once
+from ..engine import merge_counts, merged_exactly_once, pairs_by_unit
 from .base import CellCounts
 from .numpy_backend import NumpyBackend
 
@@ -385,15 +385,14 @@ def _csv_rows(data, layout, header, first, where, window=None):
 
 def _table_pairs(rows, span_of, n_periods, kind):
     """The (unit, pair, count) rows of one partition for the span x period
-    table (pair = span * n_periods + period): a row counts when its unit is
-    present, its point in a released span (``span_of``, public after the
-    spans' release) and its time in a period; and its tally."""
+    table, by the rule of the rows in memory
+    (:func:`dpdbscan.release.periodtable.pair_keys`: a row counts when its
+    unit is present, its point in a released span, ``span_of``, public after
+    the spans' release, and its time in a period); and its tally."""
     import pyarrow as pa
 
     X, units, keep, period, tally = rows
-    span = np.asarray(span_of(X), dtype=np.int64)
-    keep = keep & (span >= 0) & (period >= 0)
-    pair = span[keep] * n_periods + period[keep]
+    keep, pair = periodtable.pair_keys(keep, span_of(X), period, n_periods)
     table = pa.table({_UNIT: units.filter(pa.array(keep)), _PAIR: pair})
     counted = table.group_by([_UNIT, _PAIR], use_threads=False).aggregate([([], "count_all")])
     names = [_COUNT if n == "count_all" else n for n in counted.column_names]
@@ -456,11 +455,6 @@ def _token_ids(tokens: np.ndarray) -> np.ndarray:
     out = np.empty(len(tokens), dtype=object)
     out[:] = [token_id(t) for t in tokens.tolist()]
     return out
-
-
-def _sum_arrays(*arrays):
-    """Tallies, or the tables of disjoint sets of units, added up."""
-    return np.sum(arrays, axis=0)
 
 
 class DaskEngine:
@@ -1041,18 +1035,12 @@ class DaskBackend:
             return periodtable.bound_table_parts(engine, pairs, bound, key)
 
     def _by_unit(self, engine: DaskEngine, tasks: list, meta: Any, summed: Callable[[Any], Any]) -> list:
-        """Partitions each holding every pair of its units: the planned
-        reads of ``tasks`` (``(pairs, tally)`` each, :meth:`_pair_tasks`)
-        run, their pairs (frames like ``meta``) shuffled by unit, and each
-        shuffled partition's partial counts summed by ``summed``, kept on the
-        workers. The reads' tallies are reduced and checked
-        (:attr:`input_counts`)."""
-        read = engine.read([part for task in tasks for part in task])
-        pairs, tallies = read[0::2], read[1::2]
-        tally = engine.reduce(tallies, _sum_arrays)
-        check_tally(tally, len(tasks))
+        """:func:`dpdbscan.release.engine.pairs_by_unit` of the planned reads
+        ``tasks`` (``(pairs, tally)`` each, :meth:`_pair_tasks`), the reads'
+        tally kept (:attr:`input_counts`)."""
+        pairs, tally = pairs_by_unit(engine, tasks, meta, summed, _UNIT)
         self.input_counts = _input_counts(tally)
-        return engine.map(summed, engine.shuffle(pairs, meta))
+        return pairs
 
     @contextlib.contextmanager
     def _engine(self) -> Iterator[DaskEngine]:
