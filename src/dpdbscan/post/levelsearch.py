@@ -28,7 +28,10 @@ it, each at its own MinPts:
   are never ancestor and descendant, so their spans are disjoint, and they
   lie in different spans of a common level, so no two core centres of
   different selected spans are within alpha: ``predict`` with border alpha
-  labels points as it does for a flat model;
+  labels points as it does for a flat model. With a largest extent (places),
+  the rest of a too-large cluster with places selected inside it is added in
+  pieces that fit (:func:`district_pieces`): disjoint from the rest, side by
+  side with each other, and ``predict`` gives a point its nearest core's;
 * *which alpha* (:func:`choose_alpha`): every candidate alpha of the plan
   gets its own tree and selection (on cells), scored by its total selected
   stability on HDBSCAN's lambda (T^(1/d) / alpha, one scale for every alpha;
