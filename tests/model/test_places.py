@@ -106,6 +106,16 @@ def test_the_summary_says_it_looked_for_places_and_why(city):
     assert pieces > 0 and f"{pieces} span(s) are such pieces of a district" in text
 
 
+def test_the_summary_names_one_eps_candidate_as_the_only_one():
+    from dpdbscan.model.levels import place_lines
+
+    one = " ".join(place_lines({"max_extent": 1.0, "eps_candidates": [0.163], "levels": []}))
+    assert "eps 163 m, the only candidate up to where a place at one point is drawn 1000 m across" in one
+    assert "candidates" not in one.replace("the only candidate", "")
+    many = " ".join(place_lines({"max_extent": 1.0, "eps_candidates": [0.1, 0.163], "levels": []}))
+    assert "eps among 2 candidates 100..163 m" in many and "chosen by the stability" in many
+
+
 def test_without_a_projection_the_automatic_mode_has_no_place_prior(city):
     X = city[0]
     proj = Equirectangular.from_bounds(list(BOUNDS[:2]), list(BOUNDS[2:]))
