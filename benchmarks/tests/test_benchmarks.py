@@ -107,6 +107,20 @@ def test_dirty_copy_replaces_rows_evenly(tmp_path):
     assert sum(r == b"0.3,bob@example.com" for r in rows) == 5 and rows[0] == b"x,y"
 
 
+def test_cold_runs_get_the_librarys_bytecode_whatever_the_environment_says():
+    import importlib.util
+    from pathlib import Path
+
+    import dpdbscan
+
+    pkg = Path(dpdbscan.__file__).parent
+    modules = (pkg / "__init__.py", pkg / "cli" / "main.py", pkg / "release" / "pairwords.py")
+    Path(importlib.util.cache_from_source(str(modules[-1]))).unlink(missing_ok=True)
+    run._compile_library()  # writes even under PYTHONDONTWRITEBYTECODE=1
+    for module in modules:
+        assert Path(importlib.util.cache_from_source(str(module))).is_file(), module
+
+
 def test_peakrss_reports_the_child(capfd):
     assert peakrss.main([sys.executable, "-c", "print('hello')"]) == 0
     out = capfd.readouterr().out.strip().splitlines()

@@ -261,6 +261,7 @@ def _auto_model(
             record["max_extent"] = float(extent)
             for lv, s in zip(record["levels"], sel.spans):
                 lv["fits"] = bool(s.fits)
+                lv["piece"] = bool(s.piece)
     else:
         choice = auto.choose_params(
             hist, replace(spec, min_samples=plan.min_samples or 1), plan.eps, plan.min_samples

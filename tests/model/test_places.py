@@ -87,15 +87,33 @@ def test_geographic_automatic_mode_returns_places_not_the_city(city):
     on = np.asarray(predict_lonlat(model, X))
     assert np.bincount(on[on >= 0]).max() < 0.25 * len(X)
     # the road is denser than the district and holds no place: where a span
-    # covers it, that span is one kept whole and says so (fits False)
+    # covers it there, that span says it is no place of its own: kept whole
+    # (fits False) or a piece of a larger cluster (piece True: the road's
+    # cluster, which holds segments that fit)
     road = np.asarray(predict_lonlat(model, BOUNDS[:2] + np.array([[3.0, 3.5], [6.5, 3.5]]) / KM))
-    assert all(not fits[s] for s in road[road >= 0].tolist())
+    piece = {lv["span"]: lv["piece"] for lv in a["levels"]}
+    assert all(not fits[s] or piece[s] for s in road[road >= 0].tolist())
+    # every piece fits (checked above) and comes with places that fit
+    assert any(piece.values()) and all(fits[s] for s, p in piece.items() if p)
 
 
 def test_the_summary_says_it_looked_for_places_and_why(city):
     text = summary(city[1])
     assert "places  : geographic mode" in text and "at most 1000 m across" in text
     assert "tens of metres to about a kilometre" in text
+    # the city's road cluster has places inside: the rest of it is drawn in pieces, and counted
+    pieces = sum(1 for lv in city[1].auto["levels"] if lv["piece"])
+    assert pieces > 0 and f"{pieces} span(s) are such pieces of a district" in text
+
+
+def test_the_summary_names_one_eps_candidate_as_the_only_one():
+    from dpdbscan.model.levels import place_lines
+
+    one = " ".join(place_lines({"max_extent": 1.0, "eps_candidates": [0.163], "levels": []}))
+    assert "eps 163 m, the only candidate up to where a place at one point is drawn 1000 m across" in one
+    assert "candidates" not in one.replace("the only candidate", "")
+    many = " ".join(place_lines({"max_extent": 1.0, "eps_candidates": [0.1, 0.163], "levels": []}))
+    assert "eps among 2 candidates 100..163 m" in many and "chosen by the stability" in many
 
 
 def test_without_a_projection_the_automatic_mode_has_no_place_prior(city):
@@ -145,4 +163,6 @@ def test_the_command_line_s_geo_mode_finds_places(city, tmp_path, capsys):
     assert main(args) == 0
     assert "places  : geographic mode" in capsys.readouterr().out
     model = load_model(tmp_path / "o" / "city.spans.json")  # the record passes the schema
-    assert model.auto["max_extent"] == 1.0 and all("fits" in lv for lv in model.auto["levels"])
+    assert model.auto["max_extent"] == 1.0 and all(
+        "fits" in lv and "piece" in lv for lv in model.auto["levels"]
+    )

@@ -26,11 +26,11 @@ def _cube(d: int, R: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("d,k,eta", CASES)
-@pytest.mark.parametrize("cross", [True, False])
-def test_the_cover_weighs_every_offset_of_the_cube_at_least_as_the_kernel(d, k, eta, cross):
+@pytest.mark.parametrize("cross,from_radius", [(True, 1), (False, 1), (True, 2), (True, 3)])
+def test_the_cover_weighs_every_offset_of_the_cube_at_least_as_the_kernel(d, k, eta, cross, from_radius):
     w = ball_weights(d, eta, k)
     K = w.W.max(axis=0)
-    c = shell_cover(w.offsets, K, cross=cross)
+    c = shell_cover(w.offsets, K, cross=cross, from_radius=from_radius)
     R = int(np.abs(w.offsets).max())
     cube = _cube(d, R)
     P = c.pointwise(cube)
@@ -39,7 +39,7 @@ def test_the_cover_weighs_every_offset_of_the_cube_at_least_as_the_kernel(d, k, 
     kernel[[pos[tuple(o)] for o in w.offsets.tolist()]] = K
     assert np.all(P >= kernel) and np.all(P >= 0)
     # and it is no loose bound: the full cover weighs far less than the cube
-    if cross and d >= 3:
+    if cross and from_radius == 1 and d >= 3:
         assert P.sum() < 0.5 * cube.shape[0]
         assert P.sum() < 2.5 * K.sum()
 
@@ -174,3 +174,118 @@ def test_the_cover_discards_most_empty_cells_and_keeps_the_field():
         cover_mod.MAX_TABLE_CELLS = limit
     assert field.keys.size > 0
     assert np.array_equal(field.keys, without.keys) and np.array_equal(field.estimates, without.estimates)
+
+
+def _dense(g: Grid, values: np.ndarray) -> NoisyHistogram:
+    return NoisyHistogram(
+        grid=g,
+        kind="dense",
+        values=values,
+        keys=None,
+        theta=0.0,
+        noise="discrete",
+        scale=1.0,
+        epsilon=1.0,
+        delta=0.0,
+    )
+
+
+@pytest.mark.parametrize("d,k,eta", CASES)
+@pytest.mark.parametrize("integer", [True, False])
+def test_the_bound_holds_on_signed_dense_releases(d, k, eta, integer):
+    """A dense release carries negative noise: the table holds positive
+    parts, and the bound still sits above every exact sum (which reads the
+    negative values too)."""
+    rng = np.random.default_rng(1000 + 100 * d + 10 * k + integer)
+    w = ball_weights(d, eta, k)
+    g = _grid_of(d, eta, {1: 400, 2: 60, 3: 24, 4: 12}[d])
+    noise = rng.normal(0, 2.0, g.shape)
+    values = np.round(noise).astype(np.int64) if integer else noise
+    centre = tuple(s // 2 for s in g.shape)
+    values[centre] += 60  # and a clump
+    cand = g.encode(g.all_coords())
+    exact = weighted_sums_at(_dense(g, values), w, cand).max(axis=1)
+    hist = _dense(g, values)
+    bound = cover_sums(hist, cand, w)
+    assert bound is not None and np.all(bound >= exact)
+    for t in (float(np.quantile(exact, 0.9)), float(exact.max()) * 0.9):
+        staged = cover_sums(hist, cand, w, threshold=t)
+        assert np.all(staged >= exact) and np.array_equal(staged >= t, bound >= t)
+        assert np.any(staged < t)  # not vacuous: it rules some out
+
+
+def _shape(shape: str, n: int, d: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if shape == "uniform":
+        return rng.random((n, d))
+    c = rng.uniform(0.2, 0.8, (6, d))
+    X = np.clip(c[rng.integers(0, 6, n)] + rng.normal(0, 0.015, (n, d)), 0, 1)
+    if shape == "half":
+        X[: n // 2] = rng.random((n // 2, d))
+    return X
+
+
+@pytest.mark.parametrize(
+    "d,shape,histogram,seed",
+    [
+        (2, "blobs", "dense", 0),
+        (3, "blobs", "dense", 1),
+        (3, "half", "dense", 2),
+        (3, "uniform", "auto", 3),
+        (3, "blobs", "sparse", 4),
+        (4, "blobs", "auto", 5),
+        (4, "half", "sparse", 6),
+    ],
+)
+def test_a_fit_is_the_same_bit_for_bit_with_or_without_the_cover(d, shape, histogram, seed, monkeypatch):
+    """The whole model file (SHA-256 of its JSON) for one seed: the cover
+    only rules out cells the exact sums would, dense or sparse."""
+    import hashlib
+    import warnings
+
+    from dpdbscan import DPDBSCAN
+    from dpdbscan.model.codec import to_json
+    from dpdbscan.post.coretests.density import coresubcells
+
+    X = _shape(shape, 6000, d, seed)
+    eps = {2: 0.01, 3: 0.04, 4: 0.08}[d]
+    ruled_out = []
+
+    def counting(hist, cand, weights, own=None, threshold=None):
+        bound = cover_sums(hist, cand, weights, own, threshold)
+        if bound is not None and threshold is not None:
+            ruled_out.append(int(np.sum(bound < threshold)))
+        return bound
+
+    monkeypatch.setattr(coresubcells, "cover_sums", counting)
+    # wherever the cost model would skip it (small grids), the cover runs
+    monkeypatch.setattr(coresubcells, "cover_pays", lambda *a: True)
+    digests = []
+    for limit in (cover_mod.MAX_TABLE_CELLS, 0):
+        monkeypatch.setattr(cover_mod, "MAX_TABLE_CELLS", limit)
+        est = DPDBSCAN(
+            eps, min_samples=10, epsilon=1.0, bounds=(0.0, 1.0), random_state=seed, histogram=histogram
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X)
+        digests.append(hashlib.sha256(to_json(est.spans_).encode()).hexdigest())
+        if shape != "uniform":
+            assert est.spans_.spans.n_spans > 0
+    assert ruled_out and ruled_out[0] > 0  # the cover was used, and ruled cells out
+    assert digests[0] == digests[1]
+
+
+def test_the_cover_is_used_where_it_pays():
+    """The public cost model: the 3-D benchmark's dense release (184k
+    candidates, 117 offsets, 0.78M cells) takes the cover; the 2-D one at
+    1e6 points (100k candidates, 21 offsets, 0.51M cells) does not; a
+    universe above the table's limit never does."""
+    from dpdbscan.post.coretests.density.cover import cover_pays
+
+    w3 = ball_weights(3, 4.0, 2)
+    w2 = ball_weights(2, 4.0, 2)
+    assert w3.offsets.shape[0] == 117 and w2.offsets.shape[0] == 21
+    assert cover_pays((87, 87, 87), w3.offsets, 184_000)
+    assert not cover_pays((708, 708), w2.offsets, 100_000)
+    assert not cover_pays((400, 400, 400), w3.offsets, 10**8)

@@ -288,3 +288,57 @@ def test_span_extents_is_the_drawn_region_across():
     ext = levels.span_extents(p, grid)
     assert ext[0] == pytest.approx(np.hypot(3 * w, w) + 2.0)
     assert ext[1] == pytest.approx(np.hypot(w, w) + 2.0)
+
+
+def test_cut_to_fit_cuts_the_longest_side_at_the_least_mass():
+    xy = np.array([(x, y) for x in range(20) for y in range(4)])
+    mass = np.where(xy[:, 0] == 12, 0.0, 1.0)  # a valley at column 12
+    pieces = levels.cut_to_fit(xy, mass, 1.0, float(np.hypot(12, 4)))
+    assert [sorted(set(xy[i, 0].tolist())) for i in pieces] == [list(range(12)), list(range(12, 20))]
+    # each piece fits, and they cover every cell once
+    small = levels.cut_to_fit(xy, np.ones(len(xy)), 1.0, 5.0)
+    assert sorted(np.concatenate(small).tolist()) == list(range(len(xy)))
+    for i in small:
+        side = xy[i].max(axis=0) - xy[i].min(axis=0) + 1
+        assert np.hypot(*side) <= 5.0
+
+
+def _district():
+    """A 12 x 12 block of cells with a road (one cell wide) leaving it, too
+    large at level 0; at level 1 only a 2 x 2 place inside the block (the
+    block's cells and the place's)."""
+    grid = Grid(np.zeros(2), np.full(2, 40.0), 1.0, 4.0)  # cells 1/sqrt(2) wide
+    block = [(x, y) for x in range(12) for y in range(12)]
+    road = [(x, 5) for x in range(12, 40)]
+    place = [(x, y) for x in (4, 5) for y in (4, 5)]
+    k0 = np.sort(grid.encode(np.array(block + road)))
+    k1 = np.sort(grid.encode(np.array(place)))
+    lv = [_part(k0, np.zeros(k0.size), [10.0] * k0.size, 5, 10.0), _part(k1, [0] * 4, [10.0] * 4, 6, 20.0)]
+    return grid, lv, k0, k1
+
+
+def test_a_district_with_a_place_inside_is_cut_into_pieces_that_fit():
+    grid, lv, district, place = _district()
+    extent = 2.0 + 4.0  # pieces of at most 4 x 4 cells (a diagonal of 4), border eps on either side
+    tree = levels.level_tree(lv, 1.0, 2, scale="logT", extent=(grid, extent))
+    assert [c.fits for c in tree.clusters] == [False, True] and tree.selected == (1,)
+    got = np.concatenate([p.keys for p in tree.pieces])
+    # the district but the place, each sub-cell in one piece
+    assert len(tree.pieces) >= 9 and np.unique(got).size == got.size
+    assert sorted(got.tolist()) == sorted(np.setdiff1d(district, place).tolist())
+    keys, labels, spans = levels.spans_of(tree)
+    assert len(spans) == 1 + len(tree.pieces) and sum(s.piece for s in spans) == len(tree.pieces)
+    part = Partition(1.0, 5, keys, labels, np.ones(keys.size), 10.0)
+    assert (levels.span_extents(part, grid) <= extent + 1e-9).all()  # every span fits, pieces included
+    # a piece must be significant: at a share of the mass no piece of 16 cells reaches, none is kept
+    assert levels.level_tree(lv, 1.0, 2, scale="logT", min_mass=161.0, extent=(grid, extent)).pieces == ()
+    # another selection of the same tree (explore's alternative) brings its own pieces
+    none = levels.reselect(tree, [], 0.0)
+    assert none.selected == () and none.pieces == ()
+    again = levels.reselect(none, [1], tree.score)
+    assert again.selected == (1,) and [p.keys.tolist() for p in again.pieces] == [
+        p.keys.tolist() for p in tree.pieces
+    ]
+    # without a place inside, nothing is cut (the cluster is kept whole)
+    whole = levels.condensed_tree(lv[:1], [0.0], fits=[np.array([False])])
+    assert levels.district_pieces(whole, [0], lv[:1], grid, extent) == []

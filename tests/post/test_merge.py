@@ -86,3 +86,31 @@ def test_no_core_cells_need_no_neighbourhood():
     empty = np.zeros(0, np.int64)
     assert merge_cells(g, empty).size == 0
     assert SubsetMerge(g, empty).labels(np.zeros(0, bool)).size == 0
+
+
+@pytest.mark.parametrize("trial", range(8))
+def test_counts_below_by_table_equal_binary_searches(trial, monkeypatch):
+    """The neighbour intervals from the cumulative count table are the
+    binary searches' (the table is used where the keys' span is small),
+    and so are the spans."""
+    from dpdbscan.post import merge as merge_mod
+    from dpdbscan.post.merge import SubsetMerge, centre_offsets, radius_cells2
+
+    rng = np.random.default_rng(1300 + trial)
+    d = trial % 4 + 1
+    g = Grid(np.zeros(d), np.ones(d), {1: 0.01, 2: 0.02, 3: 0.1, 4: 0.3}[d], 4.0)
+    n = int(min(2000, 0.3 * g.n_cells))
+    coords = np.unique(np.stack([rng.integers(0, s, n) for s in g.shape], 1), axis=0)
+    keys = np.sort(g.encode(coords))
+    probe = np.concatenate([keys - 3, keys, keys + 1, [keys[0] - 10**6, keys[-1] + 10**6]])
+    below = merge_mod._counts_below(keys, 10)
+    assert below.__name__ == "below"  # the table, not the searches
+    assert np.array_equal(below(probe), np.searchsorted(keys, probe, side="left"))
+    offsets = centre_offsets(d, radius_cells2(g, g.eps)) if trial % 2 else None
+    with_table = SubsetMerge(g, keys, offsets)
+    monkeypatch.setattr(merge_mod, "_MAX_TABLE", 0)
+    searched = SubsetMerge(g, keys, offsets)
+    assert len(with_table.intervals) == len(searched.intervals) > 0
+    for (a, b), (c, e) in zip(with_table.intervals, searched.intervals):
+        assert np.array_equal(a, c) and np.array_equal(b, e)
+    assert np.array_equal(with_table.labels(), searched.labels())

@@ -91,6 +91,19 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
     return lines
 
 
+def _eps_choice(cands: list, extent: float) -> str:
+    """How eps was chosen in the geographic mode: among several candidates by
+    stability, or the one candidate the place prior leaves."""
+    reach = f"a place at one point is drawn {1000 * extent:.0f} m across"
+    if len(cands) == 1:
+        return f"            eps {1000 * cands[0]:.0f} m, the only candidate up to where {reach}; "
+    span = f"{1000 * min(cands):.0f}..{1000 * max(cands):.0f} m " if cands else ""
+    return (
+        f"            eps among {len(cands)} candidates {span}(up to where {reach}), chosen by the "
+        "stability of the places it finds; "
+    )
+
+
 def place_lines(a: Mapping[str, Any]) -> list[str]:
     """What the geographic mode's place prior did (``auto["max_extent"]``),
     in words; empty without it. Public values only."""
@@ -99,16 +112,19 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
         return []
     cands = a.get("eps_candidates") or []
     whole = sum(1 for lv in a.get("levels") or [] if lv.get("fits") is False)
+    pieces = sum(1 for lv in a.get("levels") or [] if lv.get("piece"))
     out = [
         f"  places  : geographic mode, so spans are places: at most {1000 * extent:.0f} m across as predict "
         "draws them (a public prior: a place is tens of metres to about a kilometre; without it the "
         "most massive level set, the whole city, wins)",
-        f"            eps among {len(cands)} candidate(s) "
-        + (f"{1000 * min(cands):.0f}..{1000 * max(cands):.0f} m" if cands else "")
-        + f" (up to where a place at one point is drawn {1000 * extent:.0f} m across), chosen by the "
-        "stability of the places it finds; "
-        "a larger cluster is replaced by the places inside it",
+        _eps_choice(cands, extent)
+        + "a larger cluster is replaced by the places inside it and place-sized pieces of the rest",
     ]
+    if pieces:
+        out.append(
+            f"            {pieces} span(s) are such pieces of a district (a larger cluster with places "
+            "inside it), cut where the release shows least"
+        )
     if whole:
         out.append(
             f"            {whole} span(s) larger than that kept whole: the release shows no place "

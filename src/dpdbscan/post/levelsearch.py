@@ -28,7 +28,10 @@ it, each at its own MinPts:
   are never ancestor and descendant, so their spans are disjoint, and they
   lie in different spans of a common level, so no two core centres of
   different selected spans are within alpha: ``predict`` with border alpha
-  labels points as it does for a flat model;
+  labels points as it does for a flat model. With a largest extent (places),
+  the rest of a too-large cluster with places selected inside it is added in
+  pieces that fit (:func:`district_pieces`): disjoint from the rest, side by
+  side with each other, and ``predict`` gives a point its nearest core's;
 * *which alpha* (:func:`choose_alpha`): every candidate alpha of the plan
   gets its own tree and selection (on cells), scored by its total selected
   stability on HDBSCAN's lambda (T^(1/d) / alpha, one scale for every alpha;
@@ -127,6 +130,25 @@ class Cluster:
 
 
 @dataclass(frozen=True)
+class Piece:
+    """A place-sized piece of a cluster too large to be selected whole.
+
+    Attributes
+    ----------
+    cluster : int
+        The too-large cluster's id (the piece's cells are core at its birth).
+    keys : ndarray
+        Sorted keys of its core sub-cells.
+    mass : float
+        Their noisy mass.
+    """
+
+    cluster: int
+    keys: np.ndarray
+    mass: float
+
+
+@dataclass(frozen=True)
 class LevelTree:
     """The condensed tree of one alpha's MinPts ladder and its selection.
 
@@ -146,6 +168,12 @@ class LevelTree:
     close : tuple of int
         Clusters whose choice was close (kept with a stability below
         1 / CLOSE x its children's best, or dropped for children within CLOSE).
+    pieces : tuple of Piece
+        With a largest extent: place-sized pieces of the too-large clusters
+        that places were selected inside (:func:`district_pieces`).
+    extent : tuple or None
+        (the grid of the partitions' keys, the largest extent) the tree was
+        built with, or None; ``min_mass`` the significant mass.
     """
 
     eps: float
@@ -155,6 +183,9 @@ class LevelTree:
     selected: tuple
     score: float
     close: tuple = ()
+    pieces: tuple = ()
+    extent: tuple[Grid, float] | None = None
+    min_mass: float = 0.0
 
     alpha = renamed("alpha", "eps")
 
@@ -263,6 +294,94 @@ def span_extents(p: Partition, grid: Grid) -> np.ndarray:
     return np.sqrt((side**2).sum(axis=1)) + 2.0 * float(p.eps)
 
 
+def cut_to_fit(coords: np.ndarray, mass: np.ndarray, width: float, most: float) -> list[np.ndarray]:
+    """Indices of ``coords`` (sub-cell coordinates, cells ``width`` wide) in
+    pieces whose bounding box's diagonal is at most ``most``: the box is cut
+    across its longest side, in its middle half, between the two adjacent
+    slices of least total ``mass`` (a valley of the release where there is
+    one; ties nearest the middle), and each side again until it fits."""
+    out: list[np.ndarray] = []
+    todo = [np.arange(len(coords))]
+    while todo:
+        idx = todo.pop()
+        c = coords[idx]
+        lo, hi = c.min(axis=0), c.max(axis=0)
+        n = hi - lo + 1
+        if float(np.sqrt(((n * width) ** 2).sum())) <= most or int(n.max()) < 2:
+            out.append(idx)
+            continue
+        ax = int(np.argmax(n))
+        at = c[:, ax] - lo[ax]
+        slices = np.bincount(at, weights=mass[idx], minlength=int(n[ax]))
+        cuts = np.arange(max(1, int(n[ax]) // 4), int(n[ax]) - int(n[ax]) // 4 + 1)
+        cuts = cuts[(cuts >= 1) & (cuts <= n[ax] - 1)]
+        valley = slices[cuts - 1] + slices[cuts]
+        cut = cuts[np.lexsort((np.abs(2 * cuts - n[ax]), valley))[0]]
+        todo += [idx[at >= cut], idx[at < cut]]
+    return sorted(out, key=lambda i: int(i.min()))
+
+
+def district_pieces(
+    clusters: Sequence[Cluster],
+    selected: Sequence[int],
+    levels: Sequence[Partition],
+    grid: Grid,
+    extent: float,
+    min_mass: float = 0.0,
+) -> list[Piece]:
+    """What the places selected inside a too-large cluster leave of it, in
+    place-sized pieces.
+
+    A cluster that is larger than ``extent`` and has a selected cluster that
+    fits below it is a district of places (downtown), not one large thing
+    the release cannot split (a too-large cluster with no place inside is
+    kept whole, :func:`select_clusters`). Excess of mass keeps only the places inside
+    it, at their higher levels; at a budget that shows one peak in a
+    plateau that is the peak alone, and the district's other busy cells
+    fall out. Its span at birth less its children's spans at theirs is cut
+    into pieces that fit ``extent`` (:func:`cut_to_fit`, border eps
+    included as in :func:`span_extents`); a piece is kept when its noisy
+    mass is significant (max(MinPts of that level, ``min_mass``)). Every
+    piece's sub-cells are core at the cluster's birth, so a piece lies in a
+    span of the density test at that level (its guarantee); pieces, places
+    and the children's spans are disjoint. Post-processing: keys, masses
+    and the public grid.
+    """
+    out = []
+    for h in sorted(district_hosts(clusters, selected)):
+        c = clusters[h]
+        p = levels[c.birth]
+        inside = p.labels == c.spans[0]
+        keys, mass = p.keys[inside], p.mass[inside]
+        for k in c.children:
+            q = levels[clusters[k].birth]
+            keep = ~np.isin(keys, q.keys[q.labels == clusters[k].spans[0]], assume_unique=True)
+            keys, mass = keys[keep], mass[keep]
+        if keys.size == 0:
+            continue
+        least = max(float(p.min_samples), float(min_mass))
+        for idx in cut_to_fit(grid.decode(keys), mass, float(grid.width), float(extent) - 2.0 * float(p.eps)):
+            if float(mass[idx].sum()) >= least:
+                out.append(Piece(h, keys[idx], float(mass[idx].sum())))
+    return out
+
+
+def district_hosts(clusters: Sequence[Cluster], selected: Sequence[int]) -> set[int]:
+    """The too-large clusters :func:`district_pieces` cuts: those above a
+    selected cluster that fits (a place inside them)."""
+    parent = {c.id: c.parent for c in clusters}
+    hosts: set[int] = set()
+    for i in selected:
+        if not clusters[i].fits:
+            continue
+        j = parent[i]
+        while j >= 0:
+            if not clusters[j].fits:
+                hosts.add(j)
+            j = parent[j]
+    return hosts
+
+
 def select_clusters(
     clusters: Sequence[Cluster], method: str = "eom", flip: Collection[int] = ()
 ) -> tuple[list[int], float, list[int]]:
@@ -333,9 +452,31 @@ def level_tree(
     fits = None if extent is None else [span_extents(p, extent[0]) <= extent[1] for p in levels]
     clusters = condensed_tree(levels, lam, min_mass, fits)
     selected, score, close = select_clusters(clusters, method, flip)
-    return LevelTree(
-        float(alpha), tuple(levels), tuple(lam), tuple(clusters), tuple(selected), score, tuple(close)
+    tree = LevelTree(
+        float(alpha),
+        tuple(levels),
+        tuple(lam),
+        tuple(clusters),
+        (),
+        score,
+        tuple(close),
+        extent=extent,
+        min_mass=float(min_mass),
     )
+    return reselect(tree, selected, score)
+
+
+def reselect(tree: LevelTree, selected: Sequence[int], score: float) -> LevelTree:
+    """``tree`` with the selection ``selected`` (total stability ``score``)
+    and, with a largest extent, the district pieces that go with it
+    (:func:`district_pieces`)."""
+    pieces: list[Piece] = []
+    if tree.extent is not None:
+        grid, most = tree.extent
+        pieces = district_pieces(tree.clusters, selected, tree.levels, grid, most, tree.min_mass)
+    cut = {piece.cluster for piece in pieces}
+    keep = tuple(i for i in selected if i not in cut)
+    return replace(tree, selected=keep, score=float(score), pieces=tuple(pieces))
 
 
 @dataclass(frozen=True)
@@ -364,6 +505,10 @@ class SpanLevel:
         Whether it is at most the selection's largest extent (always True
         without one); False for a cluster kept whole because the release
         shows nothing that fits below it.
+    piece : bool
+        Whether it is a place-sized piece of a too-large cluster with places
+        inside it (:func:`district_pieces`; ``cluster`` is that cluster,
+        ``stability`` its stability times the piece's share of its mass).
     """
 
     span: int
@@ -375,6 +520,7 @@ class SpanLevel:
     mass: float
     cluster: int
     fits: bool = True
+    piece: bool = False
 
     alpha = renamed("alpha", "eps")
 
@@ -429,45 +575,50 @@ class LevelSpans:
 
 
 def spans_of(tree: LevelTree) -> tuple[np.ndarray, np.ndarray, list[SpanLevel]]:
-    """The selected clusters' spans at birth: sorted keys, span ids numbered
-    by smallest key, and each span's level."""
-    parts, ids = [], []
-    for i, cid in enumerate(tree.selected):
+    """The selected clusters' spans at birth and the pieces of too-large
+    clusters (:attr:`LevelTree.pieces`): sorted keys, span ids numbered by
+    smallest key, and each span's level."""
+    parts, levels = [], []
+    for cid in tree.selected:
         c = tree.clusters[cid]
         p = tree.levels[c.birth]
         keys = p.keys[p.labels == c.spans[0]]
+        p = tree.levels[_same_cells_up_to(tree, c, keys)]
         parts.append(keys)
-        ids.append(np.full(keys.size, i, dtype=np.int64))
+        levels.append((c, p, float(c.stability), float(c.masses[0]), bool(c.fits), False))
+    for piece in tree.pieces:
+        c = tree.clusters[piece.cluster]
+        share = piece.mass / c.masses[0] if c.masses[0] > 0 else 0.0
+        parts.append(piece.keys)
+        levels.append((c, tree.levels[c.birth], float(c.stability) * share, piece.mass, True, True))
     if not parts:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), []
     keys = np.concatenate(parts)
-    raw = np.concatenate(ids)
+    raw = np.concatenate([np.full(k.size, i, dtype=np.int64) for i, k in enumerate(parts)])
     order = np.argsort(keys, kind="stable")
     keys, raw = keys[order], raw[order]
     if np.any(keys[1:] == keys[:-1]):
         raise AssertionError("selected spans overlap")  # impossible for a nested tree
     # canonical numbering: by smallest key
-    first = np.full(len(tree.selected), keys.size, dtype=np.int64)
+    first = np.full(len(parts), keys.size, dtype=np.int64)
     np.minimum.at(first, raw, np.arange(keys.size))
-    rank = np.empty(len(tree.selected), dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(tree.selected))
-    spans = []
-    for i, cid in enumerate(tree.selected):
-        c = tree.clusters[cid]
-        p = tree.levels[_same_cells_up_to(tree, c, parts[i])]
-        spans.append(
-            SpanLevel(
-                int(rank[i]),
-                tree.eps,
-                int(p.min_samples),
-                float(p.threshold),
-                int(tree.levels[c.death].min_samples),
-                float(c.stability),
-                float(c.masses[0]),
-                int(cid),
-                bool(c.fits),
-            )
+    rank = np.empty(len(parts), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(parts))
+    spans = [
+        SpanLevel(
+            int(rank[i]),
+            tree.eps,
+            int(p.min_samples),
+            float(p.threshold),
+            int(tree.levels[c.death].min_samples),
+            stability,
+            mass,
+            int(c.id),
+            fits,
+            piece,
         )
+        for i, (c, p, stability, mass, fits, piece) in enumerate(levels)
+    ]
     spans.sort(key=lambda s: s.span)
     return keys, rank[raw], spans
 
@@ -630,7 +781,9 @@ def select_levels(
         cells = level_tree(
             [coarse[(chosen, m)] for m in ms], chosen, d, min_mass=min_mass, method=method, extent=on_cells
         )
-        start = min((cells.clusters[i].birth for i in cells.selected), default=1) - 1
+        born = [cells.clusters[i].birth for i in cells.selected]
+        born += [cells.clusters[piece.cluster].birth for piece in cells.pieces]
+        start = min(born, default=1) - 1
         ms = ms[max(start, 0) :]
     sub = hist.grid.subdivided(int(spec.subcells))
     fine = sweep(hist, spec, [chosen], ms)
@@ -683,9 +836,7 @@ def alternative(
         return None
     t = sel.tree
     flipped, score, _ = select_clusters(t.clusters, kw.get("method", "eom"), flip=t.close)
-    return finish(
-        replace(t, selected=tuple(flipped), score=score, close=()), sel.grid, sel.alphas, sel.candidates
-    )
+    return finish(replace(reselect(t, flipped, score), close=()), sel.grid, sel.alphas, sel.candidates)
 
 
 def level_guarantee(
@@ -779,6 +930,7 @@ def record(sel: LevelSpans, digits: int = 6) -> dict[str, Any]:
 
 __all__ = [
     "Cluster",
+    "Piece",
     "LevelTree",
     "LevelSpans",
     "SpanLevel",
@@ -794,6 +946,10 @@ __all__ = [
     "alternative",
     "spans_of",
     "span_extents",
+    "cut_to_fit",
+    "district_pieces",
+    "district_hosts",
+    "reselect",
     "level_guarantee",
     "record",
     "CRITERION",

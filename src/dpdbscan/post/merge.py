@@ -57,10 +57,13 @@ class SubsetMerge:
         self.positive = offsets[_lexicographically_positive(offsets)]
         if grid.wide or self.positive.size == 0:
             return
-        for prefix, lo, hi in _runs(self.positive):
+        runs = _runs(self.positive)
+        below = _counts_below(keys, 2 * len(runs))
+        for prefix, lo, hi in runs:
             base = grid.key_delta(np.append(prefix, 0))
-            a = np.searchsorted(keys, keys + (base + lo), side="left")
-            b = np.searchsorted(keys, keys + (base + hi), side="right")
+            # [a, b): the keys in [key + base + lo, key + base + hi]
+            a = below(keys + (base + lo))
+            b = below(keys + (base + hi + 1))
             self.intervals.append((a, b))
 
     def labels(self, mask: np.ndarray | None = None) -> np.ndarray:
@@ -91,11 +94,48 @@ class SubsetMerge:
         linked = np.cumsum(chain[:-1])[:-1] > 0  # cell j joined to j + 1
         # consecutive linked cells form groups; the remaining edges join groups
         group = np.concatenate(([0], np.cumsum(~linked)))
-        r = group[np.concatenate(src)] if src else np.zeros(0, np.int64)
-        c = group[np.concatenate(dst)] if dst else np.zeros(0, np.int64)
-        keep = r != c
-        labels = connected_components(int(group[-1]) + 1, r[keep], c[keep])
+        r_parts, c_parts = [], []
+        for frm, to in zip(src, dst):
+            r, c = group[frm], group[to]
+            # within one run both ends only grow with the source key, so the
+            # many cells of one group that reach the same group through it
+            # give consecutive copies of one edge: keep the first of each
+            new = r != c
+            new[1:] &= (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+            r_parts.append(r[new])
+            c_parts.append(c[new])
+        r = np.concatenate(r_parts) if r_parts else np.zeros(0, np.int64)
+        c = np.concatenate(c_parts) if c_parts else np.zeros(0, np.int64)
+        labels = connected_components(int(group[-1]) + 1, r, c)
         return canonical_labels(labels[group])
+
+
+#: At most this many entries in the table of :func:`_counts_below`
+_MAX_TABLE = 1 << 25
+
+
+def _counts_below(keys: np.ndarray, lookups: int):
+    """``f(v)``: the number of ``keys`` (sorted, unique) below each ``v``,
+    as ``np.searchsorted(keys, v, side="left")``. Where the keys' span is
+    small against the lookups to come (the sub-cells of a 3-D release), one
+    cumulative count over the span answers each lookup with a gather instead
+    of a binary search: a table entry costs about one step of a search
+    (measured: 3-D sub-cells, span 4.1M, 25,400 keys, 38 lookups each:
+    7 ms against 17 ms)."""
+    n = keys.size
+    span = int(keys[-1] - keys[0]) + 1 if n else 0
+    steps = n * max(lookups, 1) * math.log2(n + 1)
+    if n == 0 or span > min(_MAX_TABLE, steps):
+        return lambda v: np.searchsorted(keys, v, side="left")
+    first = keys[0]
+    table = np.zeros(span + 1, dtype=np.int64 if n >= 2**31 else np.int32)
+    table[keys - first + 1] = 1
+    np.cumsum(table, out=table)  # table[i]: keys below first + i
+
+    def below(v: np.ndarray) -> np.ndarray:
+        return table[np.clip(v - first, 0, span)].astype(np.int64)
+
+    return below
 
 
 def _runs(offsets: np.ndarray) -> list[tuple[np.ndarray, int, int]]:

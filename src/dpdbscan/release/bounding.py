@@ -54,7 +54,7 @@ from ..cells.grid import Grid
 from ..files.unitids import read_units
 from ..params.specs import UnitBound
 from .engine import Engine, LocalEngine, merge_counts
-from .points import clean_points
+from .pairwords import pair_runs, sorted_in_groups
 from .samplers.integers import Source
 from .samplers.philox import words64
 
@@ -162,10 +162,16 @@ def _factorize_ints(u: np.ndarray, codes: bool = True) -> tuple[np.ndarray, np.n
     uniq = np.flatnonzero(present).astype(u.dtype) + u.dtype.type(lo)
     if not codes:
         return np.zeros(0, dtype=np.int64), uniq
-    lut = np.cumsum(present) - 1
     out = np.empty(u.size, dtype=np.int64)
+    if uniq.size == present.size:  # every value of the range is an id: the codes are the offsets
+        for start in range(0, u.size, _CHUNK):
+            out[start : start + _CHUNK] = _offsets(u[start : start + _CHUNK], lo)
+        return out, uniq
+    lut = np.cumsum(present) - 1
     for start in range(0, u.size, _CHUNK):  # in chunks: no row-sized temporary
-        np.take(lut, _offsets(u[start : start + _CHUNK], lo), out=out[start : start + _CHUNK])
+        # every offset is within the table: "wrap" never wraps, and unlike
+        # "raise" it writes to ``out`` without an intermediate buffer
+        np.take(lut, _offsets(u[start : start + _CHUNK], lo), out=out[start : start + _CHUNK], mode="wrap")
     return out, uniq
 
 
@@ -175,9 +181,11 @@ _CHUNK = 1 << 20
 
 def _offsets(u: np.ndarray, lo: int) -> np.ndarray:
     """``u - lo`` as int64, for integers within 2**26 above ``lo`` (no wrap,
-    uint64 included)."""
+    uint64 included); ``u`` itself when that is it (not to be written to)."""
     if u.dtype == np.uint64:
         return (u - np.uint64(lo)).view(np.int64)
+    if u.dtype == np.int64 and lo == 0:
+        return u  # read only by the callers: no copy
     offset = u.astype(np.int64)
     offset -= lo
     return offset
@@ -323,10 +331,19 @@ def kept_keys(grid: Grid, X: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, 
     missing) or with a non-finite coordinate is dropped, every other row's
     point is clipped into the box. Returns the rows kept (a mask) and their
     cell keys."""
-    if not np.isfinite(X).all():  # one flat pass; the rows' mask only when needed
+    if not _all_finite(X):  # one pass in chunks; the rows' mask only when needed
         keep = keep & np.isfinite(X).all(axis=1)
     kept = X if keep.all() else X[keep]
-    return keep, grid.keys_of_points(clean_points(grid, kept, clip=False))
+    # every kept row is finite now: the keys clip into the box (clean_points'
+    # rule, without its second pass over the points)
+    return keep, grid.keys_of_points(kept)
+
+
+def _all_finite(X: np.ndarray) -> bool:
+    """``np.isfinite(X).all()`` without a temporary as large as ``X``."""
+    flat = X.reshape(-1) if X.flags.c_contiguous else X
+    step = _CHUNK if flat.ndim == 1 else max(1, _CHUNK // max(X.shape[1], 1))
+    return all(bool(np.isfinite(flat[a : a + step]).all()) for a in range(0, flat.shape[0], step))
 
 
 def summed_pairs(
@@ -382,10 +399,11 @@ def _sorted_row_pairs(
     """:func:`summed_pairs` of rows (one point each) when there are too
     many (unit, cell) combinations to count in a table: one int64 word per
     row, unit code times the grid's key space plus the cell key itself (no
-    lookup of the cells' ranks), made in ``codes``' own memory (which this
-    overwrites), sorted in place, then run-length counted: one row-sized
-    array beyond the keys. The same pairs, in the same order, as
-    :func:`summed_pairs`. None (``codes`` untouched) when the table is small
+    lookup of the cells' ranks), sorted as 32-bit words in buckets of units
+    (:func:`dpdbscan.release.pairwords.pair_runs`) or, when those do not
+    fit, made in ``codes``' own memory (which this then overwrites) and
+    sorted in place; then run-length counted. The same pairs, in the same
+    order, as :func:`summed_pairs`. None (``codes`` untouched) when the table is small
     enough (:func:`summed_pairs` counts it) or the words would not fit in
     int64 (wide grids)."""
     if grid.wide or codes.size == 0:
@@ -399,13 +417,17 @@ def _sorted_row_pairs(
         return None  # counted in a table of (unit, cell rank)
     if space <= limit and n_units * np.count_nonzero(np.bincount(keys, minlength=space)) <= limit:
         return None  # few occupied cells: the same table over the cells' ranks
-    pair = codes
-    pair *= space
-    pair += keys
-    pair.sort()
-    first, summed = run_length(pair)
-    del pair
-    units, cells = np.divmod(first, space)
+    runs = pair_runs(codes, keys, n_units, space)
+    if runs is not None:
+        units, cells, summed = runs
+    else:
+        pair = codes
+        pair *= space
+        pair += keys
+        pair.sort()
+        first, summed = run_length(pair)
+        del pair
+        units, cells = np.divmod(first, space)
     return Pairs(
         units=units,
         keys=cells.astype(keys.dtype, copy=False),
@@ -513,7 +535,7 @@ def _smallest_by_threshold(
     del g
     if major is not None and major_bits:
         words |= np.asarray(major, dtype=np.int64) << (63 - bits - major_bits)
-    ordered = np.sort(words)
+    ordered = sorted_in_groups(words, sizes)  # the group's index is in the high bits
     if (ordered[1:] == ordered[:-1]).any():
         return None
     first = np.cumsum(sizes) - sizes

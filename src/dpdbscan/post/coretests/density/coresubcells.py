@@ -13,7 +13,7 @@ from ....cells.grid import Grid, lookup
 from ....cells.histogram import NoisyHistogram
 from ...pruning import live_cells
 from ...sums import reaching_sums, sparse_neighbour_sums
-from .cover import cover_sums
+from .cover import cover_pays, cover_sums
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
 from .weightedsums import weighted_sums_at
 from .weights import BallWeights, ball_weights
@@ -220,6 +220,13 @@ def density_field(
                 near = _dense_near_mask(grid, heavy, weights.offsets)
                 keep = near[tuple(grid.decode(cand).T)]
                 cand, own = cand[keep], own[keep]
+            if cover_pays(grid.shape, weights.offsets, cand.size):
+                # cells whose noise clears the cut: the box cover of the
+                # positive parts rules most of them out (cover.py)
+                bound = cover_sums(hist, cand, weights, own, tmin * (1 - 1e-9))
+                if bound is not None:
+                    keep = bound >= tmin * (1 - 1e-9)
+                    cand, own = cand[keep], own[keep]
         elif cand.size and hist.values.min() >= 0:
             keep = _reachable(hist, cand, tmin * (1 - 1e-9), weights, own)
             cand, own = cand[keep], own[keep]
