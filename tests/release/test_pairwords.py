@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from dpdbscan.cells.grid import Grid
 from dpdbscan.release.bounding import run_length
 from dpdbscan.release.pairwords import bucket_bits, pair_runs
 
@@ -92,3 +93,129 @@ def test_rows_with_a_non_finite_coordinate_are_dropped_from_the_pairs():
     got, want = pairs_of(grid, Xbad, units, key), pairs_of(grid, X[ok], units[ok], key)
     for field in ("units", "keys", "counts"):
         assert np.array_equal(getattr(got, field), getattr(want, field)), field
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_row_words_then_their_runs_equal_pair_runs(seed):
+    from dpdbscan.release.pairwords import row_words, runs_of_row_words
+
+    rng = np.random.default_rng(100 + seed)
+    n_units, space = int(rng.integers(1, 3_000)), int(rng.integers(1, 5_000))
+    codes = rng.integers(0, n_units, int(rng.integers(1, 20_000)))
+    keys = rng.integers(0, space, codes.size)
+    keys[1::4] = keys[::4][: keys[1::4].size]  # repeated pairs
+    top = (2**32 // space).bit_length() - 1
+    for bits in sorted({0, min(2, top), top}):
+        for chunk in (1, 333, 1 << 20):
+            occupied = np.zeros(space, dtype=bool)
+            made = row_words(
+                codes, lambda a, b: keys[a:b], n_units, space, bits, chunk=chunk, occupied=occupied
+            )
+            assert made is not None
+            got = runs_of_row_words(codes, *made, space, bits, chunk=chunk)
+            want = pair_runs(codes, keys, n_units, space, bits=bits, chunk=chunk)
+            assert want is not None
+            for g, w in zip(got, want):
+                assert np.array_equal(g, w), (bits, chunk)
+            assert np.array_equal(occupied, np.bincount(keys, minlength=space) > 0)
+    # keys_of giving up (a non-finite point in some chunk): no words at all
+    assert row_words(codes, lambda a, b: None if b > 5 else keys[a:b], n_units, space, 0, chunk=5) is None
+
+
+def _reference_pairs(grid, X, units, key):
+    """The pairs by the rows' whole key array and summed_pairs' table or sort."""
+    from dpdbscan.release.bounding import factorize, kept_keys, summed_pairs
+
+    codes, uniques = factorize(units)
+    keep, keys = kept_keys(grid, X, codes >= 0)
+    return summed_pairs(grid, codes[keep], keys, None, uniques, key)
+
+
+@pytest.mark.parametrize("corner", [1.0, 0.3])
+def test_pairs_made_a_chunk_of_keys_at_a_time_equal_the_whole_key_array(corner):
+    # 8,000 units x 20,164 cells: too many for a table of (unit, cell), so
+    # the keys are made chunk by chunk; spread over the box the words are
+    # sorted in buckets, in a corner (~1,800 occupied cells) the table of
+    # occupied cells takes them. Either way the pairs of the whole key array.
+    from dpdbscan.release.bounding import BoundingKey, _row_pairs_of_points, factorize, pairs_of
+    from dpdbscan.release.samplers.integers import SeededSource
+
+    rng = np.random.default_rng(21)
+    X = rng.random((40_000, 2)) * corner
+    X[1::3] = X[::3][: len(X[1::3])]  # repeated cells within and across units
+    X[5] = [2.0, -1.0]  # clipped into the box
+    units = rng.integers(0, 8_000, len(X)) * 3 - 100
+    grid = Grid(np.zeros(2), np.ones(2), 0.01, 4.0)
+    key = BoundingKey.draw(SeededSource(4))
+    want = _reference_pairs(grid, X, units, key)
+    codes, uniques = factorize(units)
+    got = [pairs_of(grid, X, units, key)]
+    for chunk, bits in ((1_000, 0), (777, 3), (1 << 20, None)):
+        got.append(_row_pairs_of_points(grid, X, codes, uniques, key, chunk=chunk, bits=bits))
+    assert want.units.size > 10_000 and want.counts.max() > 1
+    for g in got:
+        assert g is not None
+        for field in ("units", "keys", "counts", "unit_words", "uniques"):
+            assert np.array_equal(getattr(g, field), getattr(want, field)), field
+        assert g.keys.dtype == want.keys.dtype
+
+
+def test_a_non_finite_point_or_a_missing_unit_leaves_the_rows_to_be_dropped_first():
+    from dpdbscan.release.bounding import BoundingKey, _row_pairs_of_points, factorize, pairs_of
+    from dpdbscan.release.samplers.integers import SeededSource
+
+    rng = np.random.default_rng(22)
+    X = rng.random((30_000, 2))
+    units = rng.integers(0, 8_000, len(X)).astype(np.float64)
+    grid = Grid(np.zeros(2), np.ones(2), 0.01, 4.0)
+    key = BoundingKey.draw(SeededSource(6))
+    codes, uniques = factorize(units)
+    assert _row_pairs_of_points(grid, X, codes, uniques, key, chunk=1_000) is not None
+    Xbad, ubad = X.copy(), units.copy()
+    Xbad[29_500, 1] = np.inf  # in the last chunk: the words made so far are dropped
+    ubad[3] = np.nan
+    for Xs, us in ((Xbad, units), (X, ubad), (Xbad, ubad)):
+        codes, uniques = factorize(us)
+        assert _row_pairs_of_points(grid, Xs, codes, uniques, key, chunk=1_000) is None
+        got, want = pairs_of(grid, Xs, us, key), _reference_pairs(grid, Xs, us, key)
+        for field in ("units", "keys", "counts"):
+            assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    ok = np.isfinite(Xbad).all(axis=1) & ~np.isnan(ubad)
+    got, want = pairs_of(grid, Xbad, ubad, key), pairs_of(grid, X[ok], units[ok], key)
+    for field in ("units", "keys", "counts"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+
+
+def test_the_release_is_the_same_bit_for_bit_without_the_chunked_keys(monkeypatch):
+    import warnings
+
+    from dpdbscan import DPDBSCAN
+    from dpdbscan.release import bounding
+
+    rng = np.random.default_rng(23)
+    X = np.concatenate([rng.normal(0.3, 0.05, (20_000, 2)), rng.random((20_000, 2))]).clip(0, 1)
+    units = rng.integers(0, 8_000, len(X))
+    X[7] = np.nan  # dropped either way (the whole-array path then)
+    params = dict(
+        eps=0.01, min_samples=5, epsilon=1.0, delta=1e-6, bounds=([0.0, 0.0], [1.0, 1.0]),
+        noise="gaussian", max_cells_per_unit=3, max_points_per_cell=2, random_state=7,
+    )  # fmt: skip
+    calls = []
+    real = bounding._row_pairs_of_points
+
+    def spy(*a, **k):
+        calls.append(out := real(*a, **k))
+        return out
+
+    fits = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for finite in (True, False):
+            Xs, us = (X[8:], units[8:]) if finite else (X, units)
+            monkeypatch.setattr(bounding, "_row_pairs_of_points", spy)
+            fits.append(DPDBSCAN(**params).fit(Xs, units=us).histogram_)
+            monkeypatch.setattr(bounding, "_row_pairs_of_points", lambda *a, **k: None)
+            fits.append(DPDBSCAN(**params).fit(Xs, units=us).histogram_)
+    assert calls[0] is not None and calls[1] is None  # chunked keys; dropped rows first
+    for chunked, whole in (fits[:2], fits[2:]):
+        assert np.array_equal(chunked.keys, whole.keys) and np.array_equal(chunked.values, whole.values)

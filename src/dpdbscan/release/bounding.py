@@ -54,7 +54,7 @@ from ..cells.grid import Grid
 from ..files.unitids import read_units
 from ..params.specs import UnitBound
 from .engine import Engine, LocalEngine, merge_counts
-from .pairwords import pair_runs, sorted_in_groups
+from .pairwords import CHUNK, bucket_bits, pair_runs, row_words, runs_of_row_words, sorted_in_groups
 from .samplers.integers import Source
 from .samplers.philox import words64
 
@@ -314,6 +314,9 @@ def pairs_of(grid: Grid, X: np.ndarray, units: np.ndarray, key: BoundingKey) -> 
     if len(units) != X.shape[0]:
         raise ValueError(f"units has {len(units)} ids for {X.shape[0]} rows: give one id per row")
     codes, uniques = factorize(units)
+    fused = _row_pairs_of_points(grid, X, codes, uniques, key)
+    if fused is not None:
+        return fused
     keep, keys = kept_keys(grid, X, codes >= 0)
     if not keep.all():
         codes = codes[keep]
@@ -431,6 +434,68 @@ def _sorted_row_pairs(
     return Pairs(
         units=units,
         keys=cells.astype(keys.dtype, copy=False),
+        counts=summed,
+        unit_words=unit_words(uniques, key),
+        uniques=uniques,
+    )
+
+
+def _row_pairs_of_points(
+    grid: Grid,
+    X: np.ndarray,
+    codes: np.ndarray,
+    uniques: np.ndarray,
+    key: BoundingKey,
+    *,
+    chunk: int = CHUNK,
+    bits: int | None = None,
+) -> Pairs | None:
+    """:func:`pairs_of` without the rows' cell keys as one array (8 bytes a
+    row, written once and read three times): each chunk of rows gets its
+    keys, and at once its 32-bit words of (unit, cell)
+    (:func:`dpdbscan.release.pairwords.row_words`), while it is in the
+    caches; the words are then bucketed, sorted and counted as
+    :func:`_sorted_row_pairs` does, or, when a table is smaller (few units
+    times the occupied cells, marked on the way), the keys read back from
+    the words go to :func:`summed_pairs`. The same pairs, order and counts
+    as :func:`pairs_of`'s other paths. None (nothing changed) for them:
+    when a row's unit is missing or a chunk has a non-finite point (the
+    rows are then dropped first), when the table of units times the key
+    space is small, when the words do not fit 32 bits, or on wide grids.
+    Which path runs depends on sizes and the rows' validity only, never
+    the pairs it gives. ``chunk`` and ``bits`` (units per bucket, log2)
+    are for tests."""
+    if grid.wide or codes.size == 0 or int(codes.min()) < 0:
+        return None
+    n_units = int(codes.max()) + 1
+    space = grid.key_space
+    limit = max(_BINCOUNT_MAX, 4 * codes.size)
+    if n_units * space >= 2**62 or n_units * space <= limit:
+        return None
+    bits = bucket_bits(n_units, space, int(codes.size)) if bits is None else bits
+    if bits is None:
+        return None
+    occupied = np.zeros(space, dtype=bool) if space <= limit else None
+
+    def keys_of(a: int, b: int) -> np.ndarray | None:
+        rows = X[a:b]
+        return grid.keys_of_points(rows) if np.isfinite(rows).all() else None
+
+    made = row_words(codes, keys_of, n_units, space, bits, chunk=chunk, occupied=occupied)
+    if made is None:
+        return None
+    words, per_chunk = made
+    if occupied is not None and n_units * int(np.count_nonzero(occupied)) <= limit:
+        del occupied
+        keys = np.empty(words.size, dtype=np.int64)  # a word is (code mod 2**bits) * space + key
+        np.remainder(words, np.uint32(space), out=keys, casting="unsafe")
+        del words
+        return summed_pairs(grid, codes, keys, None, uniques, key)
+    del occupied
+    units, cells, summed = runs_of_row_words(codes, words, per_chunk, space, bits, chunk=chunk)
+    return Pairs(
+        units=units,
+        keys=cells.astype(grid.key_dtype, copy=False),
         counts=summed,
         unit_words=unit_words(uniques, key),
         uniques=uniques,

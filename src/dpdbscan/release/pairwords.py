@@ -88,26 +88,104 @@ def pair_runs(
     elif (1 << bits) * space > _WORD:
         raise ValueError(f"2**{bits} units of {space} cells do not fit 32-bit words")
     n = int(codes.size)
-    n_buckets = (max(n_units - 1, 0) >> bits) + 1
-    small = np.uint8 if n_buckets <= 256 else np.uint16
+    per_chunk = _bucket_sizes(codes, n_units, bits, chunk)
+
+    def words_of(a: int, c: np.ndarray) -> np.ndarray:
+        w = c & np.int64((1 << bits) - 1)
+        w *= space
+        w += keys[a : a + c.size]
+        return w.astype(np.uint32)
+
+    return _runs(codes, words_of, per_chunk, space, bits, chunk, threads, n)
+
+
+def row_words(
+    codes: np.ndarray,
+    keys_of: Callable[[int, int], np.ndarray | None],
+    n_units: int,
+    space: int,
+    bits: int,
+    *,
+    chunk: int = CHUNK,
+    occupied: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The first pass of :func:`pair_runs` when the cell keys are not an
+    array but made a chunk at a time (``keys_of(a, b)``: the int64 keys of
+    rows a to b, or None to give up, e.g. on a non-finite point): each row's
+    32-bit word ``(code mod 2**bits) * space + key``, in row order, and how
+    many rows of each chunk fall in each bucket; None when ``keys_of`` gave
+    up. The keys never exist for all rows at once (8 bytes a row), only
+    their words (4). ``occupied`` (a bool array over the key space), when
+    given, is marked at every key. :func:`runs_of_row_words` finishes."""
+    n = int(codes.size)
     low = np.int64((1 << bits) - 1)
-    starts_of = range(0, n, chunk)
-    # how many rows of each chunk go to each bucket
+    n_buckets = (max(n_units - 1, 0) >> bits) + 1
+    words = np.empty(n, dtype=np.uint32)
+    per_chunk = np.empty((len(range(0, n, chunk)), n_buckets), dtype=np.int64)
+    for i, a in enumerate(range(0, n, chunk)):
+        c = codes[a : a + chunk]
+        k = keys_of(a, a + c.size)
+        if k is None:
+            return None
+        if occupied is not None:
+            occupied[k] = True
+        w = c & low
+        w *= space
+        w += k
+        words[a : a + c.size] = w
+        per_chunk[i] = np.bincount(c >> bits, minlength=n_buckets)
+    return words, per_chunk
+
+
+def runs_of_row_words(
+    codes: np.ndarray,
+    words: np.ndarray,
+    per_chunk: np.ndarray,
+    space: int,
+    bits: int,
+    *,
+    chunk: int = CHUNK,
+    threads: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`pair_runs` from :func:`row_words`' words (given the same
+    ``codes``, ``bits`` and ``chunk``): the same pairs, order and counts."""
+    return _runs(
+        codes, lambda a, c: words[a : a + c.size], per_chunk, space, bits, chunk, threads, int(codes.size)
+    )
+
+
+def _bucket_sizes(codes: np.ndarray, n_units: int, bits: int, chunk: int) -> np.ndarray:
+    """How many rows of each chunk go to each bucket."""
+    n_buckets = (max(n_units - 1, 0) >> bits) + 1
+    starts_of = range(0, int(codes.size), chunk)
     per_chunk = np.empty((len(starts_of), n_buckets), dtype=np.int64)
     for i, a in enumerate(starts_of):
         per_chunk[i] = np.bincount(codes[a : a + chunk] >> bits, minlength=n_buckets)
+    return per_chunk
+
+
+def _runs(
+    codes: np.ndarray,
+    words_of: Callable[[int, np.ndarray], np.ndarray],
+    per_chunk: np.ndarray,
+    space: int,
+    bits: int,
+    chunk: int,
+    threads: int | None,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scatter every chunk's 32-bit words (``words_of(start, codes of the
+    chunk)``) to their buckets, then sort and run-length count each bucket."""
+    n_buckets = per_chunk.shape[1]
+    small = np.uint8 if n_buckets <= 256 else np.uint16
     size = per_chunk.sum(axis=0)
     end = np.cumsum(size)
     start = end - size
     words = np.empty(n, dtype=np.uint32)
     at = start.copy()
-    for i, a in enumerate(starts_of):
+    for i, a in enumerate(range(0, n, chunk)):
         c = codes[a : a + chunk]
-        w = c & low
-        w *= space
-        w += keys[a : a + chunk]
-        w32 = w.astype(np.uint32)
-        del w
+        w32 = words_of(a, c)
         if n_buckets == 1:
             words[a : a + c.size] = w32
             continue
@@ -191,4 +269,4 @@ def _for_buckets(
         return list(pool.map(lambda s: work(*s), spans))
 
 
-__all__ = ["CHUNK", "bucket_bits", "pair_runs", "sorted_in_groups"]
+__all__ = ["CHUNK", "bucket_bits", "pair_runs", "row_words", "runs_of_row_words", "sorted_in_groups"]
