@@ -219,3 +219,25 @@ def test_the_release_is_the_same_bit_for_bit_without_the_chunked_keys(monkeypatc
     assert calls[0] is not None and calls[1] is None  # chunked keys; dropped rows first
     for chunked, whole in (fits[:2], fits[2:]):
         assert np.array_equal(chunked.keys, whole.keys) and np.array_equal(chunked.values, whole.values)
+
+
+def test_ids_that_are_their_own_codes_are_read_not_copied_and_never_written():
+    from dpdbscan.release.bounding import BoundingKey, factorize, pairs_of
+    from dpdbscan.release.samplers.integers import SeededSource
+
+    rng = np.random.default_rng(24)
+    units = np.arange(30_000, dtype=np.int64) % 1_000
+    rng.shuffle(units)
+    codes, uniques = factorize(units)
+    assert np.shares_memory(codes, units) and not codes.flags.writeable
+    assert np.array_equal(codes, units) and np.array_equal(uniques, np.arange(1_000))
+    assert units.flags.writeable  # the caller's array is untouched
+    X = rng.random((units.size, 2))
+    before = units.copy()
+    key = BoundingKey.draw(SeededSource(8))
+    # a key space above 2**32 (no 32-bit words) and one of 20,164 cells
+    for grid in (Grid(np.zeros(2), np.ones(2), 1e-5, 4.0), Grid(np.zeros(2), np.ones(2), 0.01, 4.0)):
+        got, want = pairs_of(grid, X, units, key), _reference_pairs(grid, X, units.copy(), key)
+        for field in ("units", "keys", "counts"):
+            assert np.array_equal(getattr(got, field), getattr(want, field)), field
+        assert np.array_equal(units, before)

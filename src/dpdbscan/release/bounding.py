@@ -162,6 +162,11 @@ def _factorize_ints(u: np.ndarray, codes: bool = True) -> tuple[np.ndarray, np.n
     uniq = np.flatnonzero(present).astype(u.dtype) + u.dtype.type(lo)
     if not codes:
         return np.zeros(0, dtype=np.int64), uniq
+    if uniq.size == present.size and lo == 0 and u.dtype == np.int64:
+        # ids 0..n-1 are their own codes: a read-only view, not an 8-byte-a-row copy
+        same = u.view()
+        same.flags.writeable = False
+        return same, uniq
     out = np.empty(u.size, dtype=np.int64)
     if uniq.size == present.size:  # every value of the range is an id: the codes are the offsets
         for start in range(0, u.size, _CHUNK):
