@@ -107,17 +107,13 @@ def test_row_words_then_their_runs_equal_pair_runs(seed):
     top = (2**32 // space).bit_length() - 1
     for bits in sorted({0, min(2, top), top}):
         for chunk in (1, 333, 1 << 20):
-            occupied = np.zeros(space, dtype=bool)
-            made = row_words(
-                codes, lambda a, b: keys[a:b], n_units, space, bits, chunk=chunk, occupied=occupied
-            )
+            made = row_words(codes, lambda a, b: keys[a:b], n_units, space, bits, chunk=chunk)
             assert made is not None
             got = runs_of_row_words(codes, *made, space, bits, chunk=chunk)
             want = pair_runs(codes, keys, n_units, space, bits=bits, chunk=chunk)
             assert want is not None
             for g, w in zip(got, want):
                 assert np.array_equal(g, w), (bits, chunk)
-            assert np.array_equal(occupied, np.bincount(keys, minlength=space) > 0)
     # keys_of giving up (a non-finite point in some chunk): no words at all
     assert row_words(codes, lambda a, b: None if b > 5 else keys[a:b], n_units, space, 0, chunk=5) is None
 
@@ -132,11 +128,12 @@ def _reference_pairs(grid, X, units, key):
 
 
 @pytest.mark.parametrize("corner", [1.0, 0.3])
-def test_pairs_made_a_chunk_of_keys_at_a_time_equal_the_whole_key_array(corner):
+def test_pairs_made_a_chunk_of_keys_at_a_time_equal_the_whole_key_array(corner, monkeypatch):
     # 8,000 units x 20,164 cells: too many for a table of (unit, cell), so
     # the keys are made chunk by chunk; spread over the box the words are
     # sorted in buckets, in a corner (~1,800 occupied cells) the table of
     # occupied cells takes them. Either way the pairs of the whole key array.
+    from dpdbscan.release import bounding
     from dpdbscan.release.bounding import BoundingKey, _row_pairs_of_points, factorize, pairs_of
     from dpdbscan.release.samplers.integers import SeededSource
 
@@ -149,9 +146,13 @@ def test_pairs_made_a_chunk_of_keys_at_a_time_equal_the_whole_key_array(corner):
     key = BoundingKey.draw(SeededSource(4))
     want = _reference_pairs(grid, X, units, key)
     codes, uniques = factorize(units)
+    tables = []
+    real = bounding.summed_pairs
+    monkeypatch.setattr(bounding, "summed_pairs", lambda *a: tables.append(1) or real(*a))
     got = [pairs_of(grid, X, units, key)]
     for chunk, bits in ((1_000, 0), (777, 3), (1 << 20, None)):
         got.append(_row_pairs_of_points(grid, X, codes, uniques, key, chunk=chunk, bits=bits))
+    assert len(tables) == (4 if corner < 1 else 0)  # the occupied cells' table, or the sorted words
     assert want.units.size > 10_000 and want.counts.max() > 1
     for g in got:
         assert g is not None

@@ -461,7 +461,8 @@ def _row_pairs_of_points(
     (:func:`dpdbscan.release.pairwords.row_words`), while it is in the
     caches; the words are then bucketed, sorted and counted as
     :func:`_sorted_row_pairs` does, or, when a table is smaller (few units
-    times the occupied cells, marked on the way), the keys read back from
+    times the occupied cells, marked on the way until there are too
+    many), the keys read back from
     the words go to :func:`summed_pairs`. The same pairs, order and counts
     as :func:`pairs_of`'s other paths. None (nothing changed) for them:
     when a row's unit is missing or a chunk has a non-finite point (the
@@ -480,23 +481,32 @@ def _row_pairs_of_points(
     bits = bucket_bits(n_units, space, int(codes.size)) if bits is None else bits
     if bits is None:
         return None
-    occupied = np.zeros(space, dtype=bool) if space <= limit else None
+    # the table of occupied cells serves when they are at most ``cap``: they
+    # are marked until more than that are seen (then the words are sorted)
+    cap = limit // n_units if space <= limit else -1
+    occupied = np.zeros(space, dtype=bool) if cap >= 0 else None
+    few = [cap >= 0]
 
     def keys_of(a: int, b: int) -> np.ndarray | None:
         rows = X[a:b]
-        return grid.keys_of_points(rows) if np.isfinite(rows).all() else None
+        if not np.isfinite(rows).all():
+            return None
+        k = grid.keys_of_points(rows)
+        if few[0]:
+            assert occupied is not None
+            occupied[k] = True
+            few[0] = int(np.count_nonzero(occupied)) <= cap
+        return k
 
-    made = row_words(codes, keys_of, n_units, space, bits, chunk=chunk, occupied=occupied)
+    made = row_words(codes, keys_of, n_units, space, bits, chunk=chunk)
     if made is None:
         return None
     words, per_chunk = made
-    if occupied is not None and n_units * int(np.count_nonzero(occupied)) <= limit:
-        del occupied
+    if few[0]:  # n_units * occupied cells <= limit
         keys = np.empty(words.size, dtype=np.int64)  # a word is (code mod 2**bits) * space + key
         np.remainder(words, np.uint32(space), out=keys, casting="unsafe")
         del words
         return summed_pairs(grid, codes, keys, None, uniques, key)
-    del occupied
     units, cells, summed = runs_of_row_words(codes, words, per_chunk, space, bits, chunk=chunk)
     return Pairs(
         units=units,

@@ -107,7 +107,6 @@ def row_words(
     bits: int,
     *,
     chunk: int = CHUNK,
-    occupied: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The first pass of :func:`pair_runs` when the cell keys are not an
     array but made a chunk at a time (``keys_of(a, b)``: the int64 keys of
@@ -115,8 +114,7 @@ def row_words(
     32-bit word ``(code mod 2**bits) * space + key``, in row order, and how
     many rows of each chunk fall in each bucket; None when ``keys_of`` gave
     up. The keys never exist for all rows at once (8 bytes a row), only
-    their words (4). ``occupied`` (a bool array over the key space), when
-    given, is marked at every key. :func:`runs_of_row_words` finishes."""
+    their words (4). :func:`runs_of_row_words` finishes."""
     n = int(codes.size)
     low = np.int64((1 << bits) - 1)
     n_buckets = (max(n_units - 1, 0) >> bits) + 1
@@ -127,8 +125,6 @@ def row_words(
         k = keys_of(a, a + c.size)
         if k is None:
             return None
-        if occupied is not None:
-            occupied[k] = True
         w = c & low
         w *= space
         w += k
