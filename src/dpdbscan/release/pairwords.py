@@ -20,6 +20,11 @@ sort releases the GIL; the buckets are disjoint). Buckets come in unit order and
 words in (unit, cell) order, so the runs are exactly those of sorting the
 64-bit words: the same pairs, in the same order, with the same counts. Only
 the speed depends on the buckets, never the result.
+
+When the rows' cell keys are not already an array, :func:`row_words` makes
+them a chunk at a time and keeps only each row's 32-bit word (4 bytes a row
+instead of the keys' 8), and :func:`runs_of_row_words` scatters, sorts and
+counts those words as :func:`pair_runs` does.
 """
 
 from __future__ import annotations
