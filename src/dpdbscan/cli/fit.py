@@ -14,6 +14,7 @@ import argparse
 import sys
 import threading
 import warnings
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import __version__
@@ -24,10 +25,11 @@ from ..model import summary as model_summary
 from ..params.parameters import check_param, check_units
 from ..params.validation import standardised_note
 from ..pipeline import fit as fit_release
-from ..plan.resolve import check_scale, validated
+from ..plan.resolve import check_scale, resolve, validated
 from ..prepare import Points, prepare, project_box, read_length, split_bounds
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
+from ..release.backends.numpy_backend import StreamedCounts
 from ..render import plotting
 from ..series import SeriesBackend, SeriesInput, SeriesPlan, append_periods, fit_series, start_series
 from .common import (
@@ -138,6 +140,37 @@ def _check_scale_early(opts: FitOptions, p: dict) -> None:
     check_scale(eps, lower, upper, cli=True)
 
 
+def streamed_counts(opts: FitOptions, p: dict) -> StreamedCounts | None:
+    """The dense counts to make while the file is read, or None.
+
+    The grid and the kind of histogram come from the public options and box
+    alone (:func:`dpdbscan.plan.resolve.resolve`, as the fit will make them),
+    so the cells can be counted block by block on the reading threads and the
+    counting hides behind the parsing. Only for an event-level dense release
+    from a file with two bounds per column; the release is the same bit for
+    bit (:class:`~dpdbscan.release.backends.numpy_backend.PrecountedBackend`
+    falls back to counting whenever the rows or the grid differ). Any problem
+    with the options is left for the fit to report.
+    """
+    b = opts.bounds
+    if opts.unit is not None or opts.events is not None or opts.bounds_text is None or b is None:
+        return None
+    if len(b) < 2 or len(b) % 2:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the fit says them, once
+            lower, upper = split_bounds(b, len(b) // 2, opts.geo)
+            if opts.geo:
+                _, lower, upper = project_box(lower, upper, opts.ref_lat)
+            r = resolve(p, lower, upper)
+    except (ValueError, TypeError, ArithmeticError):
+        return None
+    if r.choices or r.release.histogram != "dense" or r.release.units is not None:
+        return None
+    return StreamedCounts(r.release.grid)
+
+
 def dask_backend(opts: FitOptions) -> Backend:
     """The Dask backend of ``--backend dask``: it reads the files itself, by
     the same public options as the local reader."""
@@ -176,7 +209,13 @@ def fit_model(
             meta["unit_column"] = pts.unit_name  # public: the option
         meta.update(pts.meta)
     else:
-        pts = prepare(opts.source(notes), eta=p["eta"], notes=notes)
+        streamed = None if series is not None else streamed_counts(opts, p)
+        source = opts.source(notes)
+        if streamed is not None and not source.transforms and source.time_column is None:
+            source = replace(source, block_counter=streamed)
+        pts = prepare(source, eta=p["eta"], notes=notes)
+        if streamed is not None:
+            backend = streamed.backend_for(pts.X)
         meta.update(pts.meta)
         if pts.unit_name is not None:
             meta["unit_column"] = pts.unit_name  # public: the option, from the header or schema

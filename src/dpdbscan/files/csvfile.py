@@ -172,10 +172,20 @@ class _Rows:
 
 def _records(block: bytes) -> int:
     """The number of records (non-empty lines) of a block, as parse_block
-    returns them; a quick count when no line is empty."""
-    if b"\r" not in block and b"\n\n" not in block and not block.startswith(b"\n"):
-        return block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
-    return count_lines(block)
+    returns them; a quick count when no line is empty and no ``\r`` ends one.
+
+    It runs on the reading thread for every block before the block is handed
+    on, so it must be quick: numpy's comparisons take about 0.6 ms a 4 MB
+    block, where ``b"\n\n" in block`` alone took 4-7 ms (Python's substring
+    search is slow on a needle of a frequent byte), about 0.3 s of the main
+    thread's time on the Cabs file.
+    """
+    if not block or b"\r" in block:
+        return count_lines(block)
+    nl = np.frombuffer(block, dtype=np.uint8) == 10
+    if nl[0] or np.count_nonzero(nl[1:] & nl[:-1]):  # an empty line
+        return count_lines(block)
+    return int(np.count_nonzero(nl)) + (0 if nl[-1] else 1)
 
 
 def _parse_into(block: bytes, layout, hook, dest: np.ndarray) -> tuple[BlockCounts, Any]:

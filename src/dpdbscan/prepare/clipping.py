@@ -11,6 +11,7 @@ does the projection and the counting block by block while a file is read.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,8 +26,9 @@ class BlockPrep:
     read (:meth:`dpdbscan.files.InputPlan.read`'s ``block_hook``, on the parsing
     threads): with ``--geo``, project lon/lat to km in place; then count
     what the per-record rule will drop or clip (:func:`clipping_counts`,
-    for the private notes). Both are per row, so doing them block by block
-    gives the same array and the same counts as doing them afterwards.
+    for the private notes); then hand the block to ``counter`` (the cell
+    counts, made while reading). All are per row, so doing them block by
+    block gives the same array and the same counts as doing them afterwards.
 
     It sets itself up from the public ``--bounds`` and the number of columns
     of the first block; where that fails (wrong number of bounds, a bad
@@ -34,8 +36,14 @@ class BlockPrep:
     command's own checks after the read report the problem as usual.
     """
 
-    def __init__(self, bounds_in: list[float], geo: bool, ref_lat: float | None) -> None:
-        self.bounds_in, self.geo, self.ref_lat = bounds_in, geo, ref_lat
+    def __init__(
+        self,
+        bounds_in: list[float],
+        geo: bool,
+        ref_lat: float | None,
+        counter: Callable[[np.ndarray], None] | None = None,
+    ) -> None:
+        self.bounds_in, self.geo, self.ref_lat, self.counter = bounds_in, geo, ref_lat, counter
         self._lock = threading.Lock()
         self._setup: dict[int, Any] = {}
         self._counts: list[dict] = []
@@ -64,6 +72,8 @@ class BlockPrep:
         if proj is not None:
             proj.forward(X, out=X)
         counts = clipping_counts(X, lower, upper)
+        if self.counter is not None:
+            self.counter(X)
         with self._lock:
             self._counts.append(counts)
             self._rows += X.shape[0]

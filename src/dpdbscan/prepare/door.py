@@ -37,7 +37,7 @@ import numbers
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -100,6 +100,13 @@ class Source:
         indices), read row for row with the points into
         :attr:`Points.times <dpdbscan.prepare.prepared.Points>` and ``status``
         for the steps above (``--time``, ``--trip-ends``).
+    block_counter : callable, optional
+        Called on every block of a file's rows once it is projected (on the
+        reading threads, so thread-safe), with the rows as the mechanism will
+        receive them: the command line counts the cells there while the file
+        is read (:class:`dpdbscan.release.backends.numpy_backend.StreamedCounts`).
+        Not called when the box cannot be set up from the bounds, or with
+        preparation steps (which replace the rows).
     """
 
     data: Any
@@ -116,6 +123,7 @@ class Source:
     transforms: tuple[Transform, ...] = ()
     time_column: str | None = None
     status_column: str | None = None
+    block_counter: Callable[[np.ndarray], None] | None = None
 
     @property
     def columns(self) -> list[str] | None:
@@ -220,7 +228,11 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
     goes to ``notes`` (private; None: not said)."""
     assert source.read is not None
     bounds = None if source.bounds is None else [float(v) for v in source.bounds]
-    prep = None if bounds is None or source.transforms else BlockPrep(bounds, source.geo, source.ref_lat)
+    prep = (
+        None
+        if bounds is None or source.transforms
+        else BlockPrep(bounds, source.geo, source.ref_lat, source.block_counter)
+    )
     d = declared_dimension(source.geo, bounds, source.columns)
     with open_points(source.data, source.read, d=d, geo=source.geo) as plan:
         # the columns are known from public input: refuse a bad layout before any record is read

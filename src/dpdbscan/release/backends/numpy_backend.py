@@ -7,6 +7,7 @@ with the number of points, ``np.bincount`` is faster still.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -87,3 +88,93 @@ class NumpyBackend:
             idx = grid.linear_index(clean_points(grid, X[a : a + _DENSE_BLOCK], clip=False), strides)
             counts += np.bincount(idx, minlength=grid.n_cells)
         return counts.reshape(grid.shape)
+
+
+class StreamedCounts:
+    """The dense counts of :meth:`NumpyBackend.dense_counts`, made block by
+    block while a file is still being read (a reader's block hook, called on
+    its parsing threads), so that the counting hides behind the parsing.
+
+    The grid is public (the options and the public box), known before any
+    record is read. Each block goes through the same per-record rule
+    (:func:`~dpdbscan.release.points.clean_points`) and cell index as the
+    backend's; the counts are integers, so summing them by block in any
+    order gives exactly the counts of all rows at once. No noise is drawn
+    here: the histogram is released once, after all counts, as without it.
+    The cell indices wait in groups of about ``_DENSE_BLOCK`` rows before
+    they are counted, so no index array as long as the input is held.
+    """
+
+    def __init__(self, grid: Grid) -> None:
+        self.grid = grid
+        self._strides = np.cumprod((grid.shape[1:] + (1,))[::-1])[::-1]
+        self._lock, self._add = threading.Lock(), threading.Lock()
+        self._waiting: list[np.ndarray] = []
+        self._n_waiting = 0
+        self._total: np.ndarray | None = None
+        self.rows = 0
+
+    def __call__(self, X: np.ndarray) -> None:
+        idx = self.grid.linear_index(clean_points(self.grid, X, clip=False), self._strides)
+        with self._lock:
+            self._waiting.append(idx)
+            self._n_waiting += idx.size
+            self.rows += X.shape[0]
+            if self._n_waiting < _DENSE_BLOCK:
+                return
+            group, self._waiting, self._n_waiting = self._waiting, [], 0
+        self._count(group)
+
+    def _count(self, group: list[np.ndarray]) -> None:
+        if not group:
+            return
+        c = np.bincount(np.concatenate(group), minlength=self.grid.n_cells)
+        with self._add:
+            if self._total is None:
+                self._total = c
+            else:
+                self._total += c
+
+    def counts(self) -> np.ndarray:
+        """The counts of every row seen, as an array of ``grid.shape``."""
+        with self._lock:
+            group, self._waiting, self._n_waiting = self._waiting, [], 0
+        self._count(group)
+        total = np.zeros(self.grid.n_cells, dtype=np.int64) if self._total is None else self._total
+        return total.reshape(self.grid.shape)
+
+    def backend_for(self, X: np.ndarray) -> NumpyBackend:
+        """The numpy backend, answering ``dense_counts`` with these counts
+        when it is asked about this very array ``X`` on this grid."""
+        return PrecountedBackend(self, X)
+
+
+def _same_cells(a: Grid, b: Grid) -> bool:
+    """Whether two grids put every point in the same cell (public fields)."""
+    return (
+        a.shape == b.shape
+        and a.width == b.width
+        and np.array_equal(a.lower, b.lower)
+        and np.array_equal(a.upper, b.upper)
+    )
+
+
+class PrecountedBackend(NumpyBackend):
+    """:class:`NumpyBackend` with the dense counts of one array already made
+    while it was read (:class:`StreamedCounts`).
+
+    It uses them once, only for the very array they were made from (the same
+    object, every row seen) and a grid with the same cells; anything else
+    (rows replaced by a preparation step, another grid) is counted afresh,
+    so it always returns what :class:`NumpyBackend` would.
+    """
+
+    def __init__(self, streamed: StreamedCounts, X: np.ndarray) -> None:
+        self._streamed: StreamedCounts | None = streamed
+        self._X = X
+
+    def dense_counts(self, grid: Grid, X: np.ndarray) -> np.ndarray:
+        s, self._streamed = self._streamed, None  # used once: the caller may add noise in place
+        if s is not None and X is self._X and s.rows == X.shape[0] and _same_cells(grid, s.grid):
+            return s.counts()
+        return super().dense_counts(grid, X)
