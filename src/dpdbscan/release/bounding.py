@@ -89,6 +89,16 @@ class Pairs:
     def n_units(self) -> int:
         return int(self.uniques.size)
 
+    @classmethod
+    def of_runs(
+        cls, units: np.ndarray, keys: np.ndarray, counts: np.ndarray, uniques: np.ndarray, key: BoundingKey
+    ) -> Pairs:
+        """The pairs from the runs of a sort by (unit, cell): the units'
+        codes, the cells' keys and their counts, in that order."""
+        return cls(
+            units=units, keys=keys, counts=counts, unit_words=unit_words(uniques, key), uniques=uniques
+        )
+
 
 def factorize(units: Any) -> tuple[np.ndarray, np.ndarray]:
     """(codes, uniques): ``codes[i]`` the index of row i's unit in ``uniques``,
@@ -389,13 +399,7 @@ def summed_pairs(
         first = pair[starts]
         weights = np.asarray(counts, dtype=np.int64)[order]
         summed = np.add.reduceat(weights, starts) if starts.size else weights
-    return Pairs(
-        units=first // n_cells,
-        keys=cell_keys[first % n_cells],
-        counts=summed,
-        unit_words=unit_words(uniques, key),
-        uniques=uniques,
-    )
+    return Pairs.of_runs(first // n_cells, cell_keys[first % n_cells], summed, uniques, key)
 
 
 _BINCOUNT_MAX = 1 << 26
@@ -436,13 +440,7 @@ def _sorted_row_pairs(
         first, summed = run_length(pair)
         del pair
         units, cells = np.divmod(first, space)
-    return Pairs(
-        units=units,
-        keys=cells.astype(keys.dtype, copy=False),
-        counts=summed,
-        unit_words=unit_words(uniques, key),
-        uniques=uniques,
-    )
+    return Pairs.of_runs(units, cells.astype(keys.dtype, copy=False), summed, uniques, key)
 
 
 def _row_pairs_of_points(
@@ -508,13 +506,7 @@ def _row_pairs_of_points(
         del words
         return summed_pairs(grid, codes, keys, None, uniques, key)
     units, cells, summed = runs_of_row_words(codes, words, per_chunk, space, bits, chunk=chunk)
-    return Pairs(
-        units=units,
-        keys=cells.astype(grid.key_dtype, copy=False),
-        counts=summed,
-        unit_words=unit_words(uniques, key),
-        uniques=uniques,
-    )
+    return Pairs.of_runs(units, cells.astype(grid.key_dtype, copy=False), summed, uniques, key)
 
 
 def run_length(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
