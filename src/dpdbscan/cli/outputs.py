@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..geometry import projection
 from ..model import SpanModel, save_geojson, save_model
+from . import forked
 from .common import (
     EXIT_OK,
     EXIT_PARTIAL,
@@ -69,17 +70,29 @@ def write_outputs(
 ) -> tuple[list[str], list[str]]:
     """Write the release (JSON), GeoJSON and PNG, each atomically.
 
-    The JSON is written on a second thread (compressing the noisy histogram
-    runs outside the GIL) while GeoJSON and PNG are drawn into temporary
-    files; they are renamed into place only once the JSON is safe on disk,
-    so a failed release leaves no GeoJSON or picture of it behind.
-    ``picture`` holds the PNG's ``size`` and ``extent`` (cli/maps.py).
-    Returns (written, failed). A failed GeoJSON or picture does not lose the
-    release: the JSON is kept and the failure is reported.
+    The picture is drawn by a forked copy of the command on the machine's
+    other core (:mod:`dpdbscan.cli.forked`; in this process where forking is
+    not safe), the JSON is written on a second thread (compressing the noisy
+    histogram runs outside the GIL) and the GeoJSON here, the three at once.
+    GeoJSON and picture go to temporary files; they are renamed into place
+    only once the JSON is safe on disk, so a failed release leaves no
+    GeoJSON or picture of it behind. ``picture`` holds the PNG's ``size``
+    and ``extent`` (cli/maps.py). Returns (written, failed). A failed
+    GeoJSON or picture does not lose the release: the JSON is kept and the
+    failure is reported.
     """
     written: list[str] = []
     failed: list[str] = []
     errors: list[BaseException] = []
+    two_d = model.grid.d == 2
+    if not two_d and (paths["geojson"] is not None or paths["png"] is not None):
+        print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D", file=sys.stderr)
+
+    def draw(t: Path) -> None:
+        draw_spans_png(model, t, **(picture or {}))
+
+    # forked before any thread of this call starts (a fork copies no thread)
+    drawing = forked.start(paths["png"], draw) if two_d and paths["png"] is not None else None
 
     def save_json():
         try:
@@ -91,27 +104,31 @@ def write_outputs(
     saver.start()
     staged: list[tuple[str, Path]] = []
     try:
-        if model.grid.d != 2:
-            if paths["geojson"] is not None or paths["png"] is not None:
-                print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D", file=sys.stderr)
-        else:
+        if two_d:
             proj = projection.projection_of(model)
             extras = (
                 (
                     "geojson",
                     lambda t: save_geojson(model, t, transform=None if proj is None else proj.inverse),
                 ),
-                ("png", lambda t: draw_spans_png(model, t, **(picture or {}))),
+                ("png", None if drawing is not None else draw),
             )
             for kind, write in extras:
-                if paths[kind] is None:
+                if paths[kind] is None or write is None:
                     continue
                 try:
                     staged.append((kind, write_temp(paths[kind], write)))
                 except Exception as exc:  # the release is safe: report, do not lose it
                     failed.append(f"{paths[kind]} ({one_line(exc)})")
+        if drawing is not None:
+            try:
+                staged.append(("png", drawing.result()))
+            except Exception as exc:  # as above
+                failed.append(f"{paths['png']} ({one_line(exc)})")
     except BaseException:
         saver.join()
+        if drawing is not None:
+            drawing.cancel()
         for _, tmp in staged:
             tmp.unlink(missing_ok=True)
         raise
@@ -121,10 +138,14 @@ def write_outputs(
             tmp.unlink(missing_ok=True)
         raise errors[0]
     written.append(str(paths["json"]))
-    for kind, tmp in staged:
+    for kind, tmp in sorted(staged, key=lambda s: KINDS.index(s[0])):
         os.replace(tmp, paths[kind])
         written.append(str(paths[kind]))
     return written, failed
+
+
+#: The order in which the written files are named.
+KINDS = ("json", "geojson", "png")
 
 
 def report(written: list[str], failed: list[str]) -> int:
