@@ -559,11 +559,11 @@ def pack(arr: np.ndarray) -> dict:
     return {
         "dtype": arr.dtype.str,
         "shape": list(arr.shape),
-        "zlib_base64": base64.b64encode(_deflate(arr.reshape(-1).view(np.uint8))).decode("ascii"),
+        "zlib_base64": base64.b64encode(_deflate(memoryview(arr.reshape(-1).view(np.uint8)))).decode("ascii"),
     }
 
 
-def _deflate(raw: bytes | np.ndarray) -> bytes:
+def _deflate(raw: bytes | memoryview) -> bytes:
     """A zlib stream of ``raw`` at level 1: by ISA-L when ``isal`` is installed
     (about 4 times faster: 0.04 s against 0.15 s for the 17.6 MB histogram of
     full Cabs here, within 1% of the size), else by zlib. Either is read back
