@@ -559,7 +559,7 @@ def pack(arr: np.ndarray) -> dict:
     return {
         "dtype": arr.dtype.str,
         "shape": list(arr.shape),
-        "zlib_base64": base64.b64encode(_deflate(memoryview(arr.reshape(-1).view(np.uint8)))).decode("ascii"),
+        "zlib_base64": base64.b64encode(_deflate(arr.reshape(-1).view(np.uint8).data)).decode("ascii"),
     }
 
 
