@@ -105,3 +105,62 @@ def test_fit_draws_the_picture_in_a_copy_and_reports_its_failure(capsys, tmp_pat
     assert f"no fonts in process {os.getpid()})" not in err  # drawn by the copy
     assert load_model(out / "blobs.spans.json").n_spans == 2
     assert sorted(p.name for p in out.iterdir()) == ["blobs.spans.geojson", "blobs.spans.json"]
+
+
+@needs_fork
+def test_a_waiting_copy_prepares_when_told_and_works_when_sent(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    waiting = forked.wait_for_work(lambda: (marks / "prepared").touch(), lambda p, t: t.write_text(p))
+    assert forked.peek_waiting() is waiting and not (marks / "prepared").exists()
+    assert forked.take_waiting() is waiting and forked.peek_waiting() is None
+    waiting.go()
+    temp = waiting.send("the job", tmp_path / "a.png").result()
+    assert temp.read_text() == "the job" and (marks / "prepared").exists()
+
+
+@needs_fork
+def test_a_waiting_copy_is_cancelled_and_reaped(tmp_path):
+    waiting = forked.wait_for_work(lambda: None, lambda p, t: t.write_text(p))
+    forked.cancel_waiting()
+    assert forked.peek_waiting() is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(waiting.pid, os.WNOHANG)
+    # a second one replaces the first
+    first = forked.wait_for_work(lambda: None, lambda p, t: None)
+    second = forked.wait_for_work(lambda: None, lambda p, t: None)
+    assert forked.peek_waiting() is second
+    with pytest.raises(ChildProcessError):
+        os.waitpid(first.pid, os.WNOHANG)
+    forked.cancel_waiting()
+
+
+FIT_IN_A_FRESH_PROCESS = """
+import os, sys
+from dpdbscan.cli import main
+rc = main(sys.argv[1:])
+try:
+    left = os.waitpid(-1, os.WNOHANG)
+except ChildProcessError:
+    left = None
+print(rc, "matplotlib" in sys.modules, left)
+"""
+
+
+@needs_fork
+@pytest.mark.parametrize("png", [True, False])
+def test_fit_draws_in_the_copy_it_forked_before_reading_and_leaves_none(tmp_path, png):
+    """The command itself never imports matplotlib: the copy forked before
+    the read imports it and draws; no process is left behind either way."""
+    import subprocess
+    import sys
+
+    csv = write_csv(tmp_path / "blobs.csv", blob_points(), label=lambda x, y: int(x > 5))
+    args = ["fit", str(csv), "--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10"]
+    args += ["--seed", "0", "--out-dir", str(tmp_path / "o"), *([] if png else ["--no-png"])]
+    res = subprocess.run(
+        [sys.executable, "-c", FIT_IN_A_FRESH_PROCESS, *args], capture_output=True, text=True, check=True
+    )
+    assert res.stdout.split("\n")[-2] == "0 False None"
+    assert (tmp_path / "o" / "blobs.spans.png").exists() == png
+    assert leftovers(tmp_path / "o") == []

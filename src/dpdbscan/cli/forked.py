@@ -13,6 +13,14 @@ been raised at home) or success. The command renames the file into place
 only once the release itself is safe (:func:`dpdbscan.cli.outputs.write_outputs`),
 and removes it if anything failed, also when the copy died without a word.
 
+A copy can also be forked early and left waiting (:func:`wait_for_work`):
+``fit`` forks one before it reads the file, while the process is still
+small (a fork copies its page tables, and every page the command writes
+afterwards that the copy still shares is copied once), lets it import
+matplotlib while the release is made (in its own process it does not hold
+up the fit for the GIL, as an import on a thread does) and then sends it
+the release, pickled, to draw.
+
 Forking is done only where it is safe and useful: on Linux, with at least
 two cores to run on, and when no other Python thread is running (a thread
 holding a lock at the fork would leave the lock held for ever in the copy).
@@ -21,13 +29,16 @@ Elsewhere :func:`start` returns None and the caller writes the file itself.
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .common import Writer, temp_beside
 
@@ -124,13 +135,143 @@ def start(path: Path, write: Writer) -> Forked | None:
             except BaseException as exc:  # noqa: BLE001 - reported to the command
                 temp.unlink(missing_ok=True)
                 report = _pickled(exc)
-            view = memoryview(report)
-            while view:
-                view = view[os.write(write_end, view) :]
+            _write_all(write_end, report)
         finally:
             os._exit(code)
     os.close(write_end)
     return Forked(pid, read_end, temp)
+
+
+@dataclass
+class Waiting:
+    """A forked copy waiting for its one job (:func:`wait_for_work`): its
+    process, the pipe it takes orders from and the pipe it reports on."""
+
+    pid: int
+    orders: int
+    reports: int
+    started: bool = False
+    closed: bool = False
+
+    def go(self) -> None:
+        """Let the copy prepare (import what it needs) now."""
+        if not self.started:
+            self.started = True
+            os.write(self.orders, b"g")
+
+    def send(self, payload: Any, path: Path) -> Forked:
+        """Hand the copy its job: ``work(payload, temp)``, ``temp`` a
+        temporary file beside ``path``; its :meth:`Forked.result` says how
+        it went."""
+        self.go()
+        temp = temp_beside(Path(path), "fork")
+        self.closed = True
+        try:
+            with os.fdopen(self.orders, "wb") as f:
+                pickle.dump((payload, temp), f, protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException:
+            Forked(self.pid, self.reports, temp).cancel()
+            raise
+        return Forked(self.pid, self.reports, temp)
+
+    def cancel(self) -> None:
+        """No job after all: the copy leaves without doing anything."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            os.kill(self.pid, signal.SIGTERM)  # it may be importing: no need to wait for that
+        except ProcessLookupError:
+            pass
+        os.close(self.orders)
+        os.close(self.reports)
+        os.waitpid(self.pid, 0)
+
+
+#: The copy :func:`wait_for_work` left waiting, until :func:`take_waiting`.
+_waiting: Waiting | None = None
+
+
+def wait_for_work(prepare: Callable[[], object], work: Callable[[Any, Path], object]) -> Waiting | None:
+    """Fork a copy that waits: on :meth:`Waiting.go` it runs ``prepare()``
+    (an error there is left for ``work`` to meet), then on
+    :meth:`Waiting.send` ``work(payload, temp)``. The copy is kept for
+    :func:`take_waiting` (one at a time: an older one is cancelled). None
+    when :func:`can_fork` says no."""
+    global _waiting
+    cancel_waiting()
+    if not can_fork():
+        return None
+    take_orders, give_orders = os.pipe()
+    read_reports, write_reports = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the copy
+        code = 1
+        try:
+            os.close(give_orders)
+            os.close(read_reports)
+            code = _serve(os.fdopen(take_orders, "rb"), write_reports, prepare, work)
+        finally:
+            os._exit(code)
+    os.close(take_orders)
+    os.close(write_reports)
+    _waiting = Waiting(pid, give_orders, read_reports)
+    return _waiting
+
+
+def _serve(orders, reports: int, prepare: Callable[[], object], work: Callable[[Any, Path], object]) -> int:
+    """The waiting copy's life: its exit status (0 also when no job came)."""
+    if orders.read(1) != b"g":
+        return 0
+    try:
+        prepare()
+    except Exception:  # noqa: BLE001 - met again, and reported, by the work
+        pass
+    try:
+        payload, temp = pickle.load(orders)
+    except EOFError:
+        return 0
+    code = 1
+    try:
+        work(payload, temp)
+        report, code = b"ok", 0
+    except BaseException as exc:  # noqa: BLE001 - reported to the command
+        temp.unlink(missing_ok=True)
+        report = _pickled(exc)
+    _write_all(reports, report)
+    return code
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def take_waiting() -> Waiting | None:
+    """The copy left waiting, now the caller's to send or cancel (None if
+    there is none)."""
+    global _waiting
+    waiting, _waiting = _waiting, None
+    return waiting
+
+
+def peek_waiting() -> Waiting | None:
+    """The copy left waiting, still waiting (None if there is none)."""
+    return _waiting
+
+
+def cancel_waiting() -> None:
+    """Cancel the copy left waiting, if any (the command ends without
+    drawing, or failed before it could)."""
+    waiting = take_waiting()
+    if waiting is not None:
+        waiting.cancel()
+
+
+atexit.register(cancel_waiting)
 
 
 def _pickled(exc: BaseException) -> bytes:
@@ -144,4 +285,14 @@ def _pickled(exc: BaseException) -> bytes:
         return pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
 
 
-__all__ = ["Forked", "can_fork", "start", "JOINABLE"]
+__all__ = [
+    "Forked",
+    "Waiting",
+    "can_fork",
+    "start",
+    "wait_for_work",
+    "take_waiting",
+    "peek_waiting",
+    "cancel_waiting",
+    "JOINABLE",
+]

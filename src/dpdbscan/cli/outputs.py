@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..geometry import projection
 from ..model import SpanModel, save_geojson, save_model
+from ..render import plotting
 from . import forked
 from .common import (
     EXIT_OK,
@@ -92,7 +93,15 @@ def write_outputs(
         draw_spans_png(model, t, **(picture or {}))
 
     # forked before any thread of this call starts (a fork copies no thread)
-    drawing = forked.start(paths["png"], draw) if two_d and paths["png"] is not None else None
+    waiting = forked.take_waiting()
+    drawing = None
+    if two_d and paths["png"] is not None:
+        if waiting is not None:
+            drawing = waiting.send((model, picture), paths["png"])
+        else:
+            drawing = forked.start(paths["png"], draw)
+    elif waiting is not None:
+        waiting.cancel()
 
     def save_json():
         try:
@@ -142,6 +151,30 @@ def write_outputs(
         os.replace(tmp, paths[kind])
         written.append(str(paths[kind]))
     return written, failed
+
+
+def wait_to_draw() -> bool:
+    """Fork a copy of the command that imports matplotlib once told to
+    (:meth:`dpdbscan.cli.forked.Waiting.go`) and then draws the picture of
+    the release :func:`write_outputs` sends it. Called before the input is
+    read, while the process is small. False when forking is not safe here
+    (the picture is then drawn as :func:`write_outputs` says)."""
+    return forked.wait_for_work(plotting.preload, _draw_sent) is not None
+
+
+def start_drawing() -> bool:
+    """Tell the copy of :func:`wait_to_draw` to import matplotlib now;
+    False if there is none."""
+    waiting = forked.peek_waiting()
+    if waiting is None:
+        return False
+    waiting.go()
+    return True
+
+
+def _draw_sent(payload: tuple[SpanModel, dict | None], temp: Path) -> None:
+    model, picture = payload
+    draw_spans_png(model, temp, **(picture or {}))
 
 
 #: The order in which the written files are named.
