@@ -47,15 +47,21 @@ from .common import Writer, temp_beside
 JOINABLE = ("dpdbscan-preload",)
 
 
-def can_fork() -> bool:
-    """Whether :func:`start` may fork now: Linux, two cores or more, and no
-    other Python thread alive once the joinable ones are done."""
+def fork_helps() -> bool:
+    """Whether a forked copy can run beside the command: Linux (where
+    ``fork`` is safe for this library's modules), two cores or more."""
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return False
     try:
-        if len(os.sched_getaffinity(0)) < 2:
-            return False
+        return len(os.sched_getaffinity(0)) >= 2
     except (AttributeError, OSError):
+        return False
+
+
+def can_fork() -> bool:
+    """Whether :func:`start` may fork now: :func:`fork_helps`, and no other
+    Python thread alive once the joinable ones are done."""
+    if not fork_helps():
         return False
     me = threading.current_thread()
     for t in threading.enumerate():
@@ -289,6 +295,7 @@ __all__ = [
     "Forked",
     "Waiting",
     "can_fork",
+    "fork_helps",
     "start",
     "wait_for_work",
     "take_waiting",
