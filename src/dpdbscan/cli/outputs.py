@@ -72,15 +72,17 @@ def write_outputs(
     """Write the release (JSON), GeoJSON and PNG, each atomically.
 
     The picture is drawn by a forked copy of the command on the machine's
-    other core (:mod:`dpdbscan.cli.forked`; in this process where forking is
-    not safe), the JSON is written on a second thread (compressing the noisy
-    histogram runs outside the GIL) and the GeoJSON here, the three at once.
-    GeoJSON and picture go to temporary files; they are renamed into place
-    only once the JSON is safe on disk, so a failed release leaves no
-    GeoJSON or picture of it behind. ``picture`` holds the PNG's ``size``
-    and ``extent`` (cli/maps.py). Returns (written, failed). A failed
-    GeoJSON or picture does not lose the release: the JSON is kept and the
-    failure is reported.
+    other core (:mod:`dpdbscan.cli.forked`: the one ``fit`` left waiting
+    (:func:`wait_to_draw`), sent the release with the spans' outlines and
+    figures computed here once for both GeoJSON and picture, or else one
+    forked now; in this process where forking is not safe), the JSON is
+    written on a second thread (compressing the noisy histogram runs outside
+    the GIL) and the GeoJSON here, the three at once. GeoJSON and picture go
+    to temporary files; they are renamed into place only once the JSON is
+    safe on disk, so a failed release leaves no GeoJSON or picture of it
+    behind. ``picture`` holds the PNG's ``size`` and ``extent``
+    (cli/maps.py). Returns (written, failed). A failed GeoJSON or picture
+    does not lose the release: the JSON is kept and the failure is reported.
     """
     written: list[str] = []
     failed: list[str] = []
@@ -88,20 +90,18 @@ def write_outputs(
     two_d = model.grid.d == 2
     if not two_d and (paths["geojson"] is not None or paths["png"] is not None):
         print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D", file=sys.stderr)
+    want_png = two_d and paths["png"] is not None
 
     def draw(t: Path) -> None:
         draw_spans_png(model, t, **(picture or {}))
 
-    # forked before any thread of this call starts (a fork copies no thread)
     waiting = forked.take_waiting()
-    drawing = None
-    if two_d and paths["png"] is not None:
-        if waiting is not None:
-            drawing = waiting.send((model, picture), paths["png"])
-        else:
-            drawing = forked.start(paths["png"], draw)
-    elif waiting is not None:
+    if waiting is not None and not want_png:
         waiting.cancel()
+        waiting = None
+    drawing = None
+    if want_png and waiting is None:
+        drawing = forked.start(paths["png"], draw)  # before any thread of this call starts
 
     def save_json():
         try:
@@ -113,6 +113,9 @@ def write_outputs(
     saver.start()
     staged: list[tuple[str, Path]] = []
     try:
+        if waiting is not None:
+            drawing = _send(waiting, model, picture, paths["png"], failed)
+            waiting = None
         if two_d:
             proj = projection.projection_of(model)
             extras = (
@@ -120,7 +123,7 @@ def write_outputs(
                     "geojson",
                     lambda t: save_geojson(model, t, transform=None if proj is None else proj.inverse),
                 ),
-                ("png", None if drawing is not None else draw),
+                ("png", draw if want_png and drawing is None and not failed else None),
             )
             for kind, write in extras:
                 if paths[kind] is None or write is None:
@@ -136,6 +139,8 @@ def write_outputs(
                 failed.append(f"{paths['png']} ({one_line(exc)})")
     except BaseException:
         saver.join()
+        if waiting is not None:
+            waiting.cancel()
         if drawing is not None:
             drawing.cancel()
         for _, tmp in staged:
@@ -151,6 +156,24 @@ def write_outputs(
         os.replace(tmp, paths[kind])
         written.append(str(paths[kind]))
     return written, failed
+
+
+def _send(
+    waiting: forked.Waiting, model: SpanModel, picture: dict | None, path: Path, failed: list[str]
+) -> forked.Forked | None:
+    """Send the waiting copy the release to draw, with the spans' regions,
+    outlines and figures (cached on the model, pickled with it): the
+    GeoJSON needs them too, and computed once here they are not computed
+    again in the copy. A failure to send is the picture's (``failed``)."""
+    try:
+        model.regions(), model.stats, model.outlines()
+    except Exception:  # noqa: BLE001 - met again, and reported, by the GeoJSON and the picture
+        pass
+    try:
+        return waiting.send((model, picture), path)
+    except Exception as exc:  # the release is safe: report, do not lose it
+        failed.append(f"{path} ({one_line(exc)})")
+        return None
 
 
 def wait_to_draw() -> bool:
