@@ -54,7 +54,7 @@ from ..cells.grid import Grid
 from ..files.unitids import read_units
 from ..params.specs import UnitBound
 from .engine import Engine, LocalEngine, merge_counts
-from .pairwords import CHUNK, bucket_bits, pair_runs, row_words, runs_of_row_words, sorted_in_groups
+from .pairwords import CHUNK, bucket_bits, pair_runs, row_words, sorted_in_groups
 from .samplers.integers import Source
 from .samplers.philox import words64
 
@@ -499,13 +499,11 @@ def _row_pairs_of_points(
     made = row_words(codes, keys_of, n_units, space, bits, chunk=chunk)
     if made is None:
         return None
-    words, per_chunk = made
     if few[0]:  # n_units * occupied cells <= limit
-        keys = np.empty(words.size, dtype=np.int64)  # a word is (code mod 2**bits) * space + key
-        np.remainder(words, np.uint32(space), out=keys, casting="unsafe")
-        del words
+        keys = made.keys()
+        del made
         return summed_pairs(grid, codes, keys, None, uniques, key)
-    units, cells, summed = runs_of_row_words(codes, words, per_chunk, space, bits, chunk=chunk)
+    units, cells, summed = made.runs()
     return Pairs.of_runs(units, cells.astype(grid.key_dtype, copy=False), summed, uniques, key)
 
 
