@@ -146,7 +146,11 @@ def test_a_waiting_copy_is_cancelled_and_reaped(tmp_path):
 
 FIT_IN_A_FRESH_PROCESS = """
 import os, sys
-from dpdbscan.cli import main
+from dpdbscan.cli import main, outputs
+if os.environ.get("BREAK_THE_RELEASE"):
+    def broken(model, path, include_histogram=True):
+        raise OSError(28, "No space left on device")
+    outputs.save_model = broken
 rc = main(sys.argv[1:])
 try:
     left = os.waitpid(-1, os.WNOHANG)
@@ -173,3 +177,22 @@ def test_fit_draws_in_the_copy_it_forked_before_reading_and_leaves_none(tmp_path
     assert res.stdout.split("\n")[-2] == "0 False None"
     assert (tmp_path / "o" / "blobs.spans.png").exists() == png
     assert leftovers(tmp_path / "o") == []
+
+
+@needs_fork
+def test_a_failed_release_leaves_no_picture_and_no_copy_behind(tmp_path):
+    import subprocess
+    import sys
+
+    csv = write_csv(tmp_path / "blobs.csv", blob_points(), label=lambda x, y: int(x > 5))
+    args = ["fit", str(csv), "--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10"]
+    args += ["--seed", "0", "--out-dir", str(tmp_path / "o")]
+    res = subprocess.run(
+        [sys.executable, "-c", FIT_IN_A_FRESH_PROCESS, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "BREAK_THE_RELEASE": "1"},
+    )
+    assert res.stdout.split("\n")[-2] == "2 False None" and "No space left" in res.stderr
+    assert list((tmp_path / "o").iterdir()) == []

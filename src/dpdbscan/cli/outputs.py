@@ -76,8 +76,9 @@ def write_outputs(
     (:func:`wait_to_draw`), sent the release with the spans' outlines and
     figures computed here once for both GeoJSON and picture, or else one
     forked now; in this process where forking is not safe), the JSON is
-    written on a second thread (compressing the noisy histogram runs outside
-    the GIL) and the GeoJSON here, the three at once. GeoJSON and picture go
+    written on a second thread once the picture is under way (compressing
+    the noisy histogram runs outside the GIL) and the GeoJSON here, the
+    three at once. GeoJSON and picture go
     to temporary files; they are renamed into place only once the JSON is
     safe on disk, so a failed release leaves no GeoJSON or picture of it
     behind. ``picture`` holds the PNG's ``size`` and ``extent``
@@ -100,7 +101,11 @@ def write_outputs(
         waiting.cancel()
         waiting = None
     drawing = None
-    if want_png and waiting is None:
+    if waiting is not None:
+        # first: the picture is the longest of the three, and the JSON's
+        # thread would hold up the geometry sent with the release for the GIL
+        drawing = _send(waiting, model, picture, paths["png"], failed)
+    elif want_png:
         drawing = forked.start(paths["png"], draw)  # before any thread of this call starts
 
     def save_json():
@@ -113,9 +118,6 @@ def write_outputs(
     saver.start()
     staged: list[tuple[str, Path]] = []
     try:
-        if waiting is not None:
-            drawing = _send(waiting, model, picture, paths["png"], failed)
-            waiting = None
         if two_d:
             proj = projection.projection_of(model)
             extras = (
@@ -139,8 +141,6 @@ def write_outputs(
                 failed.append(f"{paths['png']} ({one_line(exc)})")
     except BaseException:
         saver.join()
-        if waiting is not None:
-            waiting.cancel()
         if drawing is not None:
             drawing.cancel()
         for _, tmp in staged:
@@ -166,9 +166,13 @@ def _send(
     GeoJSON needs them too, and computed once here they are not computed
     again in the copy. A failure to send is the picture's (``failed``)."""
     try:
-        model.regions(), model.stats, model.outlines()
-    except Exception:  # noqa: BLE001 - met again, and reported, by the GeoJSON and the picture
-        pass
+        try:
+            model.regions(), model.stats, model.outlines()
+        except Exception:  # noqa: BLE001 - met again, and reported, by the GeoJSON and the picture
+            pass
+    except BaseException:  # interrupted: the copy is not left waiting
+        waiting.cancel()
+        raise
     try:
         return waiting.send((model, picture), path)
     except Exception as exc:  # the release is safe: report, do not lose it
