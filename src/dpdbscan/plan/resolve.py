@@ -94,18 +94,33 @@ def resolve(
     units: bool = False,
     cli: bool = False,
     stacklevel: int = 2,
+    places: float | None = None,
 ) -> Resolved:
     """The release and spans of :func:`validated` parameters ``p`` in the
     public box ``[lower, upper]``; ``units``: whether the rows carry
-    privacy-unit ids (:func:`release_spec`). Public inputs only; warns
+    privacy-unit ids (:func:`release_spec`); ``places``: the place prior of
+    a geographic fit (:func:`dpdbscan.plan.autoplan.place_extent`), which
+    sets the automatic mode's base at person level when it selects levels
+    (:func:`dpdbscan.plan.autoplan.plan`). Public inputs only; warns
     (UtilityWarning) of a grid no core test can use, and of Laplace noise
     at a contribution bound where Gaussian noise would be smaller."""
     check_units(dict(p), units, cli=cli)
     plan = None
     eps, min_samples = p["eps"], p["min_samples"]
     if "auto" in (eps, min_samples):
+        # the place prior holds where the spans are selected at their own levels
+        prior = places if p["selection"] == "levels" and min_samples == "auto" else None
         plan = autoplan.plan(
-            lower, upper, p["eta"], eps, min_samples, p["epsilon"], p["max_cells"], p["n_expected"]
+            lower,
+            upper,
+            p["eta"],
+            eps,
+            min_samples,
+            p["epsilon"],
+            p["max_cells"],
+            p["n_expected"],
+            places=prior,
+            units=units,
         )
         eps, min_samples = plan.base_eps, plan.min_samples or MIN_SAMPLES_LOW
     check_scale(float(eps), lower, upper, cli=cli)

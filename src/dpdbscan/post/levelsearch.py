@@ -279,19 +279,44 @@ def condensed_tree(
 
 def span_extents(p: Partition, grid: Grid) -> np.ndarray:
     """How far across each span of ``p`` reaches as ``predict`` draws it: the
-    diagonal of the bounding box of its core sub-cells (``grid``: the grid
-    their keys are in) plus the border alpha on either side. Post-processing:
-    keys and public grid only."""
+    widest extent of its core sub-cells' footprints (``grid``: the grid their
+    keys are in), plus the border alpha on either side.
+
+    The widest extent is the largest width of the footprints projected on
+    :func:`directions` (in 2-D every 22.5 degrees: within 2% of the true
+    diameter, never above it). The diagonal of the bounding box would
+    overstate a round place by sqrt 2: a place at one point is core in a
+    disc around its cell, as wide along the axes as along the diagonals.
+    Post-processing: keys and public grid only."""
     if p.n_spans == 0:
         return np.zeros(0)
-    c = grid.decode(p.keys)
-    lo = np.full((p.n_spans, grid.d), np.iinfo(np.int64).max, dtype=np.int64)
-    hi = np.full((p.n_spans, grid.d), -1, dtype=np.int64)
-    for i in range(grid.d):
-        np.minimum.at(lo[:, i], p.labels, c[:, i])
-        np.maximum.at(hi[:, i], p.labels, c[:, i])
-    side = (hi - lo + 1) * float(grid.width)
-    return np.sqrt((side**2).sum(axis=1)) + 2.0 * float(p.eps)
+    order = np.argsort(p.labels, kind="stable")
+    c = grid.decode(p.keys[order]).astype(np.float64)
+    starts = np.flatnonzero(np.r_[True, p.labels[order][1:] != p.labels[order][:-1]])
+    ids = p.labels[order][starts]
+    widest = np.zeros(p.n_spans)
+    for u in directions(grid.d):
+        at = c @ u
+        across = np.maximum.reduceat(at, starts) - np.minimum.reduceat(at, starts) + float(np.abs(u).sum())
+        widest[ids] = np.maximum(widest[ids], across * float(grid.width))
+    return widest + 2.0 * float(p.eps)
+
+
+def directions(d: int) -> np.ndarray:
+    """Unit vectors a span's width is measured along (:func:`span_extents`):
+    in 2-D every 22.5 degrees; else the axes and the diagonals of every
+    pair of axes."""
+    if d == 2:
+        a = np.arange(8) * math.pi / 8
+        return np.column_stack([np.cos(a), np.sin(a)])
+    out = list(np.eye(d))
+    for i in range(d):
+        for j in range(i + 1, d):
+            for sign in (1.0, -1.0):
+                v = np.zeros(d)
+                v[i], v[j] = 1.0, sign
+                out.append(v / math.sqrt(2.0))
+    return np.asarray(out)
 
 
 def cut_to_fit(coords: np.ndarray, mass: np.ndarray, width: float, most: float) -> list[np.ndarray]:
@@ -946,6 +971,7 @@ __all__ = [
     "alternative",
     "spans_of",
     "span_extents",
+    "directions",
     "cut_to_fit",
     "district_pieces",
     "district_hosts",
