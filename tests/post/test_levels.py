@@ -279,6 +279,25 @@ def test_a_too_large_cluster_with_no_place_inside_is_kept_whole():
     assert not tree[0].fits
 
 
+def test_a_too_large_cluster_with_no_place_inside_is_drawn_in_pieces_that_fit():
+    # the district of _district() at one level: nothing that fits below it, so
+    # the selection keeps it, and it is drawn as place-sized pieces of itself
+    grid, lv, district, _ = _district()
+    extent = 2.0 + 4.0
+    tree = levels.level_tree(lv[:1], 1.0, 2, scale="logT", extent=(grid, extent))
+    assert [c.fits for c in tree.clusters] == [False] and tree.selected == ()
+    got = np.concatenate([p.keys for p in tree.pieces])
+    assert sorted(got.tolist()) == district.tolist() and np.unique(got).size == got.size
+    keys, labels, spans = levels.spans_of(tree)
+    assert all(s.piece and s.fits for s in spans) and len(spans) == len(tree.pieces) >= 9
+    part = Partition(1.0, 5, keys, labels, np.ones(keys.size), 10.0)
+    assert (levels.span_extents(part, grid) <= extent + 1e-9).all()
+    # where no piece is significant it stays whole, as the release shows it
+    whole = levels.level_tree(lv[:1], 1.0, 2, scale="logT", min_mass=161.0, extent=(grid, extent))
+    assert whole.selected == (0,) and whole.pieces == ()
+    assert [s.fits for s in levels.spans_of(whole)[2]] == [False]
+
+
 def test_span_extents_is_the_drawn_region_across():
     grid = Grid(np.zeros(2), np.full(2, 10.0), 1.0, 4.0)  # cells of width 1 / sqrt(2)
     w = grid.width
@@ -358,6 +377,7 @@ def test_a_district_with_a_place_inside_is_cut_into_pieces_that_fit():
     assert again.selected == (1,) and [p.keys.tolist() for p in again.pieces] == [
         p.keys.tolist() for p in tree.pieces
     ]
-    # without a place inside, nothing is cut (the cluster is kept whole)
+    # without a place inside, the whole of it is cut (nothing to leave out)
     whole = levels.condensed_tree(lv[:1], [0.0], fits=[np.array([False])])
-    assert levels.district_pieces(whole, [0], lv[:1], grid, extent) == []
+    cut = levels.district_pieces(whole, [0], lv[:1], grid, extent)
+    assert sorted(np.concatenate([p.keys for p in cut]).tolist()) == district.tolist()

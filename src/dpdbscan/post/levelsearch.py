@@ -358,12 +358,14 @@ def district_pieces(
     place-sized pieces.
 
     A cluster that is larger than ``extent`` and has a selected cluster that
-    fits below it is a district of places (downtown), not one large thing
-    the release cannot split (a too-large cluster with no place inside is
-    kept whole, :func:`select_clusters`). Excess of mass keeps only the places inside
-    it, at their higher levels; at a budget that shows one peak in a
-    plateau that is the peak alone, and the district's other busy cells
-    fall out. Its span at birth less its children's spans at theirs is cut
+    fits below it is a district of places (downtown). Excess of mass keeps
+    only the places inside it, at their higher levels; at a budget that
+    shows one peak in a plateau that is the peak alone, and the district's
+    other busy cells fall out. A too-large cluster with no place inside is
+    selected itself (:func:`select_clusters`) and cut the same way, whole:
+    the release cannot tell its places apart, and one span kilometres
+    across would draw the streets between them as a place (:func:`district_hosts`).
+    Its span at birth less its children's spans at theirs is cut
     into pieces that fit ``extent`` (:func:`cut_to_fit`, border eps
     included as in :func:`span_extents`); a piece is kept when its noisy
     mass is significant (max(MinPts of that level, ``min_mass``)). Every
@@ -393,11 +395,14 @@ def district_pieces(
 
 def district_hosts(clusters: Sequence[Cluster], selected: Sequence[int]) -> set[int]:
     """The too-large clusters :func:`district_pieces` cuts: those above a
-    selected cluster that fits (a place inside them)."""
+    selected cluster that fits (a place inside them), and a selected one
+    that does not fit (the release shows no place inside it: its pieces
+    are where its mass lies, not one span across a district)."""
     parent = {c.id: c.parent for c in clusters}
     hosts: set[int] = set()
     for i in selected:
         if not clusters[i].fits:
+            hosts.add(i)
             continue
         j = parent[i]
         while j >= 0:
@@ -529,7 +534,8 @@ class SpanLevel:
     fits : bool
         Whether it is at most the selection's largest extent (always True
         without one); False for a cluster kept whole because the release
-        shows nothing that fits below it.
+        shows nothing that fits below it and no piece of it is significant
+        (:func:`district_pieces`).
     piece : bool
         Whether it is a place-sized piece of a too-large cluster with places
         inside it (:func:`district_pieces`; ``cluster`` is that cluster,
