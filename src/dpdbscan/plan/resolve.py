@@ -320,6 +320,7 @@ def forecast_of(
     n_units_expected: float | None = None,
     eps_ladder: Sequence[float] | None = None,
     cli: bool = False,
+    places: float | None = None,
 ) -> Forecast:
     """What a release with :func:`validated` parameters ``p`` in the public box
     would detect, before anything is spent (:mod:`dpdbscan.plan.outlook`).
@@ -337,7 +338,9 @@ def forecast_of(
     (:mod:`dpdbscan.plan.detection`) at its eps and at each eps of
     ``eps_ladder`` (default: eps x 1/4, 1/2, 1, 2, 4, those below the box's
     longest side); ``n_units_expected`` is the user's public guess of the
-    number of units. ``cli``: messages name the command line's options."""
+    number of units. ``cli``: messages name the command line's options;
+    ``places``: the place prior of a geographic fit, as :func:`resolve`
+    takes it (the automatic mode's base at person level)."""
     opt = namer(cli)
     if n_expected is None:
         n_expected = p["n_expected"]
@@ -354,7 +357,9 @@ def forecast_of(
             f"{given} forecast a person-level release: give {opt('max_cells_per_unit')} (the most "
             "cells one unit adds to)"
         )
-    r = resolve({**p, "n_expected": n_expected}, lower, upper, units=units, cli=cli, stacklevel=3)
+    r = resolve(
+        {**p, "n_expected": n_expected}, lower, upper, units=units, cli=cli, stacklevel=3, places=places
+    )
     fc = forecast(r.release, r.spans, n_expected=n_expected if n_points is None else n_points)
     if not units:
         return fc
