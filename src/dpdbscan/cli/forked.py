@@ -35,6 +35,7 @@ import pickle
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,7 +130,7 @@ def start(path: Path, write: Writer) -> Forked | None:
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    pid = _fork()
     if pid == 0:  # the copy: write, report, and leave without running any exit handler
         os.close(read_end)
         code = 1
@@ -212,7 +213,7 @@ def wait_for_work(prepare: Callable[[], object], work: Callable[[Any, Path], obj
     read_reports, write_reports = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    pid = _fork()
     if pid == 0:  # the copy
         code = 1
         try:
@@ -278,6 +279,17 @@ def cancel_waiting() -> None:
 
 
 atexit.register(cancel_waiting)
+
+
+def _fork() -> int:
+    """``os.fork()``, without the DeprecationWarning Python 3.12 and later
+    give in a process with several threads: :func:`can_fork` has found no
+    other Python thread, and the ones the warning also counts are native
+    pools (OpenBLAS's, started with numpy) that wait idle between calls and
+    set themselves up again in a forked process."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
 
 
 def _pickled(exc: BaseException) -> bytes:
