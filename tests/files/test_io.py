@@ -851,3 +851,24 @@ def test_result_grows_when_the_size_guess_is_short(monkeypatch, tmp_path):
     assert X.shape == (3005, 2)
     np.testing.assert_array_equal(X[3:3003], np.column_stack([np.arange(3000), -np.arange(3000)]))
     np.testing.assert_array_equal(X[-2:], [[7, 8], [9, 10]])
+
+
+@pytest.mark.parametrize("block", [32, 1 << 24])
+@pytest.mark.parametrize("line", [b"\xef\xbb\xbf", b"\xef\xbb\xbf3,4"])
+def test_a_line_starting_with_a_byte_order_mark_reads_as_anywhere_else(tmp_path, block, line):
+    """A byte order mark that starts a line after the header (so it may start
+    a block) is that line's bytes, read as they would be in mid-file; before,
+    pyarrow dropped it at a block's start and the release failed on one line."""
+    rows = []
+    for where in ("first", "middle"):
+        body = [line, b"5,6", b"7,8"] if where == "first" else [b"5,6", line, b"7,8"]
+        path = tmp_path / f"{where}.csv"
+        path.write_bytes(b"x,y\n" + b"\n".join(body) + b"\n")
+        old, dpio._BATCH = dpio._BATCH, block
+        try:
+            got = read_input(path, header=True)
+        finally:
+            dpio._BATCH = old
+        assert got.X.shape == (3, 2)
+        rows.append(got.X[0] if where == "first" else got.X[1])
+    np.testing.assert_array_equal(rows[0], rows[1])

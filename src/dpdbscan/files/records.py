@@ -206,8 +206,14 @@ def parse_records(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, pa.Array 
     d = len(layout.usecols)
     if not data.strip(b"\r\n"):
         return np.empty((0, d)), _no_units(layout, 0), BlockCounts()
+    # pyarrow drops a byte order mark at the start of what it is given, and a
+    # block (or a half of one) may start on a line that begins with one. The
+    # file's own mark is gone before the first block; here it is a line's
+    # bytes, read as anywhere else in the file. An empty line in front keeps
+    # pyarrow from seeing it first and is itself skipped.
+    given = b"\n" + data if data.startswith(BOM) else data
     try:
-        X, units, counts = _parse(data, layout)
+        X, units, counts = _parse(given, layout)
         # Only a quote can join lines; a block without one needs no check.
         joined = b'"' in data and counts.rows != count_lines(data)
     except pa.ArrowInvalid:
