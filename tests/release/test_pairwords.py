@@ -96,26 +96,38 @@ def test_rows_with_a_non_finite_coordinate_are_dropped_from_the_pairs():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_row_words_then_their_runs_equal_pair_runs(seed):
-    from dpdbscan.release.pairwords import row_words, runs_of_row_words
+def test_words_bucketed_a_chunk_of_keys_at_a_time_give_the_sorted_pairs(seed):
+    from dpdbscan.release.pairwords import bucketed
 
     rng = np.random.default_rng(100 + seed)
     n_units, space = int(rng.integers(1, 3_000)), int(rng.integers(1, 5_000))
     codes = rng.integers(0, n_units, int(rng.integers(1, 20_000)))
     keys = rng.integers(0, space, codes.size)
     keys[1::4] = keys[::4][: keys[1::4].size]  # repeated pairs
+    want = _by_int64_sort(codes, keys, space)
     top = (2**32 // space).bit_length() - 1
-    for bits in sorted({0, min(2, top), top}):
+    asked = []
+
+    def keys_of(a, b):
+        asked.append((a, b))
+        return keys[a:b]
+
+    for bits in sorted({0, min(2, top), top}):  # up to thousands of buckets (a scatter, not slices)
         for chunk in (1, 333, 1 << 20):
-            made = row_words(codes, lambda a, b: keys[a:b], n_units, space, bits, chunk=chunk)
+            asked.clear()
+            made = bucketed(codes, keys_of, n_units, space, bits, chunk=chunk)
             assert made is not None
-            got = runs_of_row_words(codes, *made, space, bits, chunk=chunk)
-            want = pair_runs(codes, keys, n_units, space, bits=bits, chunk=chunk)
-            assert want is not None
-            for g, w in zip(got, want):
-                assert np.array_equal(g, w), (bits, chunk)
+            assert asked == [(a, min(a + chunk, codes.size)) for a in range(0, codes.size, chunk)]
+            for threads in (1, 2):
+                again = bucketed(codes, keys_of, n_units, space, bits, chunk=chunk)
+                for g, w in zip(again.pairs(threads), want):
+                    assert np.array_equal(g, w), (bits, chunk, threads)
+            # the rows' codes and keys read back, bucket by bucket
+            c, k = made.codes_and_keys()
+            assert np.array_equal(np.sort(c * space + k), np.sort(codes * space + keys))
+            assert np.array_equal(c >> bits, np.sort(codes >> bits)), (bits, chunk)  # bucket by bucket
     # keys_of giving up (a non-finite point in some chunk): no words at all
-    assert row_words(codes, lambda a, b: None if b > 5 else keys[a:b], n_units, space, 0, chunk=5) is None
+    assert bucketed(codes, lambda a, b: None if b > 5 else keys[a:b], n_units, space, 0, chunk=5) is None
 
 
 def _reference_pairs(grid, X, units, key):
@@ -202,7 +214,7 @@ def test_the_release_is_the_same_bit_for_bit_without_the_chunked_keys(monkeypatc
         noise="gaussian", max_cells_per_unit=3, max_points_per_cell=2, random_state=7,
     )  # fmt: skip
     calls = []
-    real = bounding._row_pairs_of_points
+    real = bounding._bucketed_rows
 
     def spy(*a, **k):
         calls.append(out := real(*a, **k))
@@ -213,11 +225,12 @@ def test_the_release_is_the_same_bit_for_bit_without_the_chunked_keys(monkeypatc
         warnings.simplefilter("ignore")
         for finite in (True, False):
             Xs, us = (X[8:], units[8:]) if finite else (X, units)
-            monkeypatch.setattr(bounding, "_row_pairs_of_points", spy)
+            monkeypatch.setattr(bounding, "_bucketed_rows", spy)
             fits.append(DPDBSCAN(**params).fit(Xs, units=us).histogram_)
-            monkeypatch.setattr(bounding, "_row_pairs_of_points", lambda *a, **k: None)
+            monkeypatch.setattr(bounding, "_bucketed_rows", lambda *a, **k: None)
             fits.append(DPDBSCAN(**params).fit(Xs, units=us).histogram_)
-    assert calls[0] is not None and calls[1] is None  # chunked keys; dropped rows first
+    assert calls[0] is not None and not calls[0][1]  # words in buckets, each bounded alone
+    assert calls[1] is None  # a non-finite point: dropped rows first
     for chunked, whole in (fits[:2], fits[2:]):
         assert np.array_equal(chunked.keys, whole.keys) and np.array_equal(chunked.values, whole.values)
 

@@ -33,6 +33,7 @@ import functools
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,111 @@ def bucket_bits(n_units: int, space: int, n_rows: int | None = None) -> int | No
     return bits
 
 
+@dataclass(frozen=True)
+class Buckets:
+    """Rows' 32-bit (unit, cell) words grouped by bucket of units:
+    ``words[start[j]:end[j]]`` holds bucket j's words ``(code mod 2**bits) *
+    space + key``, the units of the bucket ``j * 2**bits`` to ``(j + 1) *
+    2**bits - 1``. Private data."""
+
+    words: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    bits: int
+    space: int
+
+    def codes_and_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every row's unit code and cell key (int64), bucket by bucket."""
+        size = self.end - self.start
+        codes = np.repeat(np.arange(size.size, dtype=np.int64) << self.bits, size)
+        codes += self.words // np.uint32(self.space)
+        keys = np.empty(self.words.size, dtype=np.int64)
+        np.remainder(self.words, np.uint32(self.space), out=keys, casting="unsafe")
+        return codes, keys
+
+    def runs(
+        self, work: Callable[[np.ndarray, np.ndarray, np.ndarray], Any], threads: int | None = None
+    ) -> list:
+        """``work(units, cells, counts)`` of every non-empty bucket, in order:
+        the bucket sorted in place and run-length counted while it is in the
+        caches (a run of equal words is one (unit, cell) pair; runs never
+        cross buckets), its pairs sorted by unit code then cell key, all
+        int64. On ``threads`` threads (default: two when the machine has
+        two cores and there are 2**22 words or more)."""
+
+        def one(j: int, a: int, b: int) -> Any:
+            return work(*_bucket_runs(self.words, j, a, b, space=self.space, bits=self.bits))
+
+        return _for_buckets(one, self.start, self.end, threads, int(self.words.size))
+
+    def pairs(self, threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(units, cells, counts) of every bucket's runs, as three arrays:
+        what run-length counting the sorted 64-bit words gives."""
+        runs = self.runs(_as_is, threads)
+        if not runs:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty.copy(), empty.copy()
+        units, cells, counts = (np.concatenate(part) for part in zip(*runs))
+        return units, cells, counts
+
+
+def bucketed(
+    codes: np.ndarray,
+    keys_of: Callable[[int, int], np.ndarray | None],
+    n_units: int,
+    space: int,
+    bits: int,
+    *,
+    chunk: int = CHUNK,
+) -> Buckets | None:
+    """Every row's 32-bit word, scattered to its bucket in one pass over the
+    rows in chunks: ``keys_of(a, b)`` gives the int64 cell keys of rows a to
+    b (or None to give up, e.g. on a non-finite point: then None), made a
+    chunk at a time, so that the keys never exist for all rows at once (8
+    bytes a row), nor the words in row order; ``codes`` the rows' unit codes
+    in [0, n_units). A first pass over ``codes`` counts each chunk's rows
+    per bucket, which places every bucket. In a chunk the words are ordered
+    by bucket (a stable radix argsort of the bucket numbers, one byte each
+    up to 256 buckets) and copied to the buckets as slices."""
+    n = int(codes.size)
+    low = np.int64((1 << bits) - 1)
+    per_chunk = _bucket_sizes(codes, n_units, bits, chunk)
+    n_buckets = per_chunk.shape[1]
+    small = np.uint8 if n_buckets <= 256 else np.uint16
+    size = per_chunk.sum(axis=0)
+    end = np.cumsum(size)
+    start = end - size
+    words = np.empty(n, dtype=np.uint32)
+    at = start.copy()
+    for i, a in enumerate(range(0, n, chunk)):
+        c = codes[a : a + chunk]
+        k = keys_of(a, a + c.size)
+        if k is None:
+            return None
+        w = c & low
+        w *= space
+        w += k
+        if n_buckets == 1:
+            words[a : a + c.size] = w
+            continue
+        counts = per_chunk[i]
+        by_bucket = w.astype(np.uint32)[np.argsort((c >> bits).astype(small), kind="stable")]
+        if n_buckets <= _SLICED_BUCKETS:
+            # the chunk's rows of bucket j, in order, go to at[j], at[j] + 1, ...
+            o = 0
+            for j in np.flatnonzero(counts).tolist():
+                m = int(counts[j])
+                t = int(at[j])
+                words[t : t + m] = by_bucket[o : o + m]
+                o += m
+        else:
+            dest = np.repeat(at - (np.cumsum(counts) - counts), counts)
+            dest += np.arange(c.size)
+            words[dest] = by_bucket
+        at += counts
+    return Buckets(words, start, end, bits, space)
+
+
 def pair_runs(
     codes: np.ndarray,
     keys: np.ndarray,
@@ -92,67 +198,18 @@ def pair_runs(
             return None
     elif (1 << bits) * space > _WORD:
         raise ValueError(f"2**{bits} units of {space} cells do not fit 32-bit words")
-    n = int(codes.size)
-    per_chunk = _bucket_sizes(codes, n_units, bits, chunk)
-
-    def words_of(a: int, c: np.ndarray) -> np.ndarray:
-        w = c & np.int64((1 << bits) - 1)
-        w *= space
-        w += keys[a : a + c.size]
-        return w.astype(np.uint32)
-
-    return _runs(codes, words_of, per_chunk, space, bits, chunk, threads, n)
+    buckets = bucketed(codes, lambda a, b: keys[a:b], n_units, space, bits, chunk=chunk)
+    assert buckets is not None  # keys_of never gives up
+    return buckets.pairs(threads)
 
 
-def row_words(
-    codes: np.ndarray,
-    keys_of: Callable[[int, int], np.ndarray | None],
-    n_units: int,
-    space: int,
-    bits: int,
-    *,
-    chunk: int = CHUNK,
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """The first pass of :func:`pair_runs` when the cell keys are not an
-    array but made a chunk at a time (``keys_of(a, b)``: the int64 keys of
-    rows a to b, or None to give up, e.g. on a non-finite point): each row's
-    32-bit word ``(code mod 2**bits) * space + key``, in row order, and how
-    many rows of each chunk fall in each bucket; None when ``keys_of`` gave
-    up. The keys never exist for all rows at once (8 bytes a row), only
-    their words (4). :func:`runs_of_row_words` finishes."""
-    n = int(codes.size)
-    low = np.int64((1 << bits) - 1)
-    n_buckets = (max(n_units - 1, 0) >> bits) + 1
-    words = np.empty(n, dtype=np.uint32)
-    per_chunk = np.empty((len(range(0, n, chunk)), n_buckets), dtype=np.int64)
-    for i, a in enumerate(range(0, n, chunk)):
-        c = codes[a : a + chunk]
-        k = keys_of(a, a + c.size)
-        if k is None:
-            return None
-        w = c & low
-        w *= space
-        w += k
-        words[a : a + c.size] = w
-        per_chunk[i] = np.bincount(c >> bits, minlength=n_buckets)
-    return words, per_chunk
+def _as_is(*runs: np.ndarray) -> tuple[np.ndarray, ...]:
+    return runs
 
 
-def runs_of_row_words(
-    codes: np.ndarray,
-    words: np.ndarray,
-    per_chunk: np.ndarray,
-    space: int,
-    bits: int,
-    *,
-    chunk: int = CHUNK,
-    threads: int | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`pair_runs` from :func:`row_words`' words (given the same
-    ``codes``, ``bits`` and ``chunk``): the same pairs, order and counts."""
-    return _runs(
-        codes, lambda a, c: words[a : a + c.size], per_chunk, space, bits, chunk, threads, int(codes.size)
-    )
+#: Up to this many buckets a chunk's words go to them as slices (a Python
+#: loop over the buckets), above it by one scatter.
+_SLICED_BUCKETS = 4096
 
 
 def _bucket_sizes(codes: np.ndarray, n_units: int, bits: int, chunk: int) -> np.ndarray:
@@ -163,50 +220,6 @@ def _bucket_sizes(codes: np.ndarray, n_units: int, bits: int, chunk: int) -> np.
     for i, a in enumerate(starts_of):
         per_chunk[i] = np.bincount(codes[a : a + chunk] >> bits, minlength=n_buckets)
     return per_chunk
-
-
-def _runs(
-    codes: np.ndarray,
-    words_of: Callable[[int, np.ndarray], np.ndarray],
-    per_chunk: np.ndarray,
-    space: int,
-    bits: int,
-    chunk: int,
-    threads: int | None,
-    n: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Scatter every chunk's 32-bit words (``words_of(start, codes of the
-    chunk)``) to their buckets, then sort and run-length count each bucket."""
-    n_buckets = per_chunk.shape[1]
-    small = np.uint8 if n_buckets <= 256 else np.uint16
-    size = per_chunk.sum(axis=0)
-    end = np.cumsum(size)
-    start = end - size
-    words = np.empty(n, dtype=np.uint32)
-    at = start.copy()
-    for i, a in enumerate(range(0, n, chunk)):
-        c = codes[a : a + chunk]
-        w32 = words_of(a, c)
-        if n_buckets == 1:
-            words[a : a + c.size] = w32
-            continue
-        order = np.argsort((c >> bits).astype(small), kind="stable")  # a radix sort
-        counts = per_chunk[i]
-        # the chunk's rows of bucket j, in order, go to at[j], at[j] + 1, ...
-        dest = np.repeat(at - (np.cumsum(counts) - counts), counts)
-        dest += np.arange(c.size)
-        words[dest] = w32[order]
-        at += counts
-    # each bucket sorted and run-length counted while it is in the caches
-    runs = _for_buckets(
-        functools.partial(_bucket_runs, words, space=space, bits=bits), start, end, threads, n
-    )
-    del words
-    if not runs:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty.copy(), empty.copy()
-    units, cells, counts_of = (np.concatenate(part) for part in zip(*runs))
-    return units, cells, counts_of
 
 
 def _bucket_runs(
@@ -270,4 +283,4 @@ def _for_buckets(
         return list(pool.map(lambda s: work(*s), spans))
 
 
-__all__ = ["CHUNK", "bucket_bits", "pair_runs", "row_words", "runs_of_row_words", "sorted_in_groups"]
+__all__ = ["CHUNK", "Buckets", "bucket_bits", "bucketed", "pair_runs", "sorted_in_groups"]
