@@ -58,6 +58,23 @@ def test_bucket_bits_keep_words_within_32_bits_or_decline():
         pair_runs(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 1, 2**31, bits=2)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_a_bucket_sorted_in_parts_is_one_sort_of_it(seed):
+    from dpdbscan.release.pairwords import _sorted_bucket
+
+    rng = np.random.default_rng(300 + seed)
+    space = int(2 ** rng.integers(0, 24)) if seed % 2 else int(rng.integers(1, 2**20))
+    top = (2**32 // space).bit_length() - 1  # 2**top * space <= 2**32, up to equality
+    bits = top if seed < 4 else int(rng.integers(0, top + 1))
+    n = int(rng.integers(1 << 14, 1 << 17))
+    units = rng.integers(0, 2**bits, n)
+    units[: n // 3] = units[0]  # one busy unit: a part far above the others
+    words = (units * space + rng.integers(0, space, n)).astype(np.uint32)
+    for size in (n, 10, 0):
+        got = _sorted_bucket(words[:size].copy(), space, bits)
+        assert np.array_equal(got, np.sort(words[:size])), (space, bits, size)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_sorted_in_groups_equals_one_sort(seed):
     from dpdbscan.release.pairwords import sorted_in_groups

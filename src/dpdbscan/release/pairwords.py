@@ -144,6 +144,10 @@ def bucketed(
     end = np.cumsum(size)
     start = end - size
     words = np.empty(n, dtype=np.uint32)
+    if n_buckets > 1:
+        # touched in order first: the scattered first writes to fresh pages
+        # below cost ten times more
+        words.fill(0)
     at = start.copy()
     for i, a in enumerate(range(0, n, chunk)):
         c = codes[a : a + chunk]
@@ -225,10 +229,10 @@ def _bucket_sizes(codes: np.ndarray, n_units: int, bits: int, chunk: int) -> np.
 def _bucket_runs(
     words: np.ndarray, j: int, a: int, b: int, *, space: int, bits: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bucket ``j`` (``words[a:b]``) sorted in place, then its (units, cells,
-    counts): a run of equal words is one pair (runs never cross buckets)."""
-    seg = words[a:b]
-    seg.sort()
+    """Bucket ``j`` (``words[a:b]``) sorted (:func:`_sorted_bucket`), then its
+    (units, cells, counts): a run of equal words is one pair (runs never
+    cross buckets)."""
+    seg = _sorted_bucket(words[a:b], space, bits)
     new = np.empty(seg.size, dtype=bool)
     new[0] = True
     np.not_equal(seg[1:], seg[:-1], out=new[1:])
@@ -237,6 +241,35 @@ def _bucket_runs(
     units, cells = np.divmod(seg[first].astype(np.int64), space)
     units += j << bits
     return units, cells, counts
+
+
+#: Buckets of at least this many words are sorted in parts (:func:`_sorted_bucket`).
+_SPLIT_WORDS = 1 << 14
+
+
+def _sorted_bucket(seg: np.ndarray, space: int, bits: int) -> np.ndarray:
+    """The words of one bucket of ``2**bits`` units, sorted: in place, or
+    (large buckets) as a new array made in two steps. The words are split
+    by their unit's top bits into up to 256 parts of consecutive units (a
+    stable radix argsort of one byte, while the bucket is in the caches),
+    and each part, about a thousand words, is sorted alone: a sort costs
+    about 2.5 ns a word more for every doubling of its length (10 ns a word
+    at 2**12 words, 26 ns at 2**18 here), and the parts come in unit order,
+    so the result is the one sort of the whole bucket."""
+    top = min(bits, 8)
+    if seg.size < _SPLIT_WORDS or top == 0:
+        seg.sort()
+        return seg
+    # a word is unit * space + key (key < space): its unit's top bits
+    part = seg // np.uint32(space << (bits - top))
+    sizes = np.bincount(part, minlength=1 << top)
+    out = seg[np.argsort(part.astype(np.uint8), kind="stable")]
+    a = 0
+    for b in np.cumsum(sizes).tolist():
+        if b - a > 1:
+            out[a:b].sort()
+        a = b
+    return out
 
 
 def sorted_in_groups(words: np.ndarray, sizes: np.ndarray, *, block: int = 1 << 16) -> np.ndarray:
