@@ -272,3 +272,45 @@ def test_ids_that_are_their_own_codes_are_read_not_copied_and_never_written():
         for field in ("units", "keys", "counts"):
             assert np.array_equal(getattr(got, field), getattr(want, field)), field
         assert np.array_equal(units, before)
+
+
+@pytest.mark.parametrize("ids", ["0..n-1", "offset", "text"])
+def test_counts_bounded_bucket_by_bucket_equal_bounding_all_the_pairs(ids, monkeypatch):
+    # count_units bounds each bucket of units alone and sums as it goes (a
+    # table, or gathered when the key space is large); the reference bounds
+    # every pair of pairs_of at once (bound_parts). Forced small buckets and
+    # a small table limit take the other branches.
+    from dpdbscan.params.specs import UnitBound
+    from dpdbscan.release import bounding
+    from dpdbscan.release.bounding import BoundingKey, bound_parts, count_units, pairs_of
+    from dpdbscan.release.engine import LocalEngine
+    from dpdbscan.release.samplers.integers import SeededSource
+
+    rng = np.random.default_rng(25)
+    X = np.concatenate([rng.normal(0.4, 0.03, (10_000, 2)), rng.random((30_000, 2))]).clip(0, 1)
+    units = rng.integers(0, 6_000, len(X))
+    units[:5_000] = rng.integers(0, 50, 5_000)  # busy units: many cells, counts above m
+    units = {
+        "0..n-1": units,
+        "offset": units * 3 + 17,
+        "text": np.char.add("u", units.astype(str)),
+    }[ids]
+    grid = Grid(np.zeros(2), np.ones(2), 0.005, 4.0)  # 83,000 cells: too many for a table
+    key = BoundingKey.draw(SeededSource(9))
+    seen = []
+    real = bounding._bucketed_rows
+    monkeypatch.setattr(bounding, "_bucketed_rows", lambda *a, **k: seen.append(out := real(*a, **k)) or out)
+    for bound in (UnitBound(3, 2, "busiest"), UnitBound(1, 1, "uniform"), UnitBound(40, 5, "busiest")):
+        want = bound_parts(LocalEngine(), [pairs_of(grid, X, units, key)], grid, key, bound=bound)
+        for bits, table_max in ((None, None), (5, 1_000)):
+            with monkeypatch.context() as m:
+                if bits is not None:
+                    m.setattr(bounding, "bucket_bits", lambda *a, bits=bits: bits)
+                if table_max is not None:
+                    m.setattr(bounding, "_BINCOUNT_MAX", table_max)
+                seen.clear()
+                got = count_units(grid, X, units, bound, key)
+            assert seen and seen[-1] is not None and not seen[-1][1]  # bounded bucket by bucket
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and np.array_equal(g, w), (bound, bits, table_max)
+    assert want[1].sum() > 10_000

@@ -742,16 +742,22 @@ def count_units(
     if made is not None and not made[1]:
         words = unit_words(uniques, key)
 
-        def bounded(
-            units: np.ndarray, cells: np.ndarray, counts: np.ndarray
-        ) -> tuple[np.ndarray, np.ndarray]:
+        def bounded(units: np.ndarray, cells: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, ...]:
             pairs = Pairs(units, cells.astype(grid.key_dtype, copy=False), counts, words, uniques)
             return kept_capped(grid, pairs, bound, key)
 
         kept = made[0].runs(bounded)
-        if not kept:
-            return summed_by_key(grid, np.zeros(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64))
-        return summed_by_key(grid, *(np.concatenate(part) for part in zip(*kept)))
+        if grid.key_space > _BINCOUNT_MAX:
+            parts = list(kept)
+            if not parts:
+                return summed_by_key(grid, np.zeros(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64))
+            return summed_by_key(grid, *(np.concatenate(part) for part in zip(*parts)))
+        # summed as each bucket is bounded: no array of every kept pair
+        table = np.zeros(grid.key_space, dtype=np.int64)
+        for cells, capped in kept:
+            np.add.at(table, cells, capped)
+        uniq = np.flatnonzero(table)  # every kept pair counts at least 1 point
+        return uniq.astype(grid.key_dtype, copy=False), table[uniq]
     pairs = _pairs_of_codes(grid, X, codes, uniques, key, made)
     return bound_parts(LocalEngine(), [pairs], grid, key, bound=bound)
 
