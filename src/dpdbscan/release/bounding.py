@@ -707,7 +707,8 @@ def bound_parts(
     is bounded alone (a unit's priorities depend on the unit, the cell and
     the key only) and the bounded counts are merged: units in different
     partitions are different units, so the sums are the counts of bounding
-    all the pairs at once. The one place the bound is applied."""
+    all the pairs at once. The bound itself is :func:`kept_capped`, here and
+    in :func:`count_units`' buckets of units."""
     if choose is not None:
         cells = engine.gather(engine.map(cells_per_unit, parts))
         bound = choose(np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64))

@@ -10,21 +10,24 @@ is far larger than the caches and every word is 8 bytes.
 
 The same order, cheaper: the units are cut into buckets of ``2**b``
 consecutive codes, with ``2**b * key_space <= 2**32``, so that within a
-bucket ``(code mod 2**b) * key_space + cell_key`` fits a uint32. One pass
-over the rows in cache-sized chunks scatters each row's 32-bit word to its
-bucket (a stable radix argsort of the chunk's small bucket numbers, then one
-scatter to consecutive places in each bucket); each bucket (about 2**16 to a
-few hundred thousand words) is then sorted alone and run-length counted
-while it is in the caches, on two threads when there are two cores (numpy's
-sort releases the GIL; the buckets are disjoint). Buckets come in unit order and a bucket's
-words in (unit, cell) order, so the runs are exactly those of sorting the
-64-bit words: the same pairs, in the same order, with the same counts. Only
-the speed depends on the buckets, never the result.
+bucket ``(code mod 2**b) * key_space + cell_key`` fits a uint32.
+:func:`bucketed` makes each row's word a chunk of rows at a time, with the
+chunk's cell keys (which never exist for all rows at once), and scatters it
+at once to its bucket: a stable radix argsort of the chunk's bucket numbers
+(one byte each), then one slice copy per bucket; a first pass over the unit
+codes has counted each chunk's rows per bucket. Each bucket (about 2**16 to
+a few hundred thousand words) is then sorted and run-length counted while
+it is in the caches, on two threads when there are two cores (numpy's sort
+releases the GIL; the buckets are disjoint). A large bucket is sorted in
+parts of consecutive units (:func:`_sorted_bucket`): a sort's cost per word
+grows with its length. Buckets come in unit order and a bucket's words in
+(unit, cell) order, so the runs are exactly those of sorting the 64-bit
+words: the same pairs, in the same order, with the same counts. Only the
+speed depends on the buckets, never the result.
 
-When the rows' cell keys are not already an array, :func:`row_words` makes
-them a chunk at a time and keeps only each row's 32-bit word (4 bytes a row
-instead of the keys' 8), and :func:`runs_of_row_words` scatters, sorts and
-counts those words as :func:`pair_runs` does.
+A bucket holds whole units, so a person-level count can bound each bucket
+alone as it comes (:meth:`Buckets.runs`, :func:`dpdbscan.release.bounding.count_units`):
+the pairs of all units never exist at once.
 """
 
 from __future__ import annotations
