@@ -132,11 +132,14 @@ def test_words_bucketed_a_chunk_of_keys_at_a_time_give_the_sorted_pairs(seed):
     for bits in sorted({0, min(2, top), top}):  # up to thousands of buckets (a scatter, not slices)
         for chunk in (1, 333, 1 << 20):
             asked.clear()
-            made = bucketed(codes, keys_of, n_units, space, bits, chunk=chunk)
+            made = bucketed(codes, keys_of, n_units, space, bits, chunk=chunk, threads=1)
             assert made is not None
             assert asked == [(a, min(a + chunk, codes.size)) for a in range(0, codes.size, chunk)]
             for threads in (1, 2):
-                again = bucketed(codes, keys_of, n_units, space, bits, chunk=chunk)
+                asked.clear()
+                again = bucketed(codes, keys_of, n_units, space, bits, chunk=chunk, threads=threads)
+                assert sorted(asked) == [(a, min(a + chunk, codes.size)) for a in range(0, codes.size, chunk)]
+                assert np.array_equal(again.words, made.words)  # the same places, in any order of the chunks
                 for g, w in zip(again.pairs(threads), want):
                     assert np.array_equal(g, w), (bits, chunk, threads)
             # the rows' codes and keys read back, bucket by bucket
@@ -144,7 +147,9 @@ def test_words_bucketed_a_chunk_of_keys_at_a_time_give_the_sorted_pairs(seed):
             assert np.array_equal(np.sort(c * space + k), np.sort(codes * space + keys))
             assert np.array_equal(c >> bits, np.sort(codes >> bits)), (bits, chunk)  # bucket by bucket
     # keys_of giving up (a non-finite point in some chunk): no words at all
-    assert bucketed(codes, lambda a, b: None if b > 5 else keys[a:b], n_units, space, 0, chunk=5) is None
+    for threads in (1, 2):
+        gives_up = lambda a, b: None if b > 5 else keys[a:b]  # noqa: E731
+        assert bucketed(codes, gives_up, n_units, space, 0, chunk=5, threads=threads) is None
 
 
 def _reference_pairs(grid, X, units, key):
@@ -181,7 +186,11 @@ def test_pairs_made_a_chunk_of_keys_at_a_time_equal_the_whole_key_array(corner, 
     got = [pairs_of(grid, X, units, key)]
     for chunk, bits in ((1_000, 0), (777, 3), (1 << 20, None)):
         got.append(_row_pairs_of_points(grid, X, codes, uniques, key, chunk=chunk, bits=bits))
-    assert len(tables) == (4 if corner < 1 else 0)  # the occupied cells' table, or the sorted words
+    real_bucketed = bounding.bucketed
+    # the chunks on two threads: the same choice of path, the same pairs
+    monkeypatch.setattr(bounding, "bucketed", lambda *a, **k: real_bucketed(*a, **k, threads=2))
+    got.append(_row_pairs_of_points(grid, X, codes, uniques, key, chunk=500))
+    assert len(tables) == (5 if corner < 1 else 0)  # the occupied cells' table, or the sorted words
     assert want.units.size > 10_000 and want.counts.max() > 1
     for g in got:
         assert g is not None

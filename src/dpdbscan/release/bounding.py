@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -502,21 +503,24 @@ def _bucketed_rows(
     # are marked until more than that are seen (then the words are sorted)
     cap = limit // n_units if space <= limit else -1
     occupied = np.zeros(space, dtype=bool) if cap >= 0 else None
-    few = [cap >= 0]
+    many = threading.Event()  # only ever set: the same answer whatever order the chunks come in
+    if cap < 0:
+        many.set()
 
     def keys_of(a: int, b: int) -> np.ndarray | None:
         rows = X[a:b]
         if not np.isfinite(rows).all():
             return None
         k = grid.keys_of_points(rows)
-        if few[0]:
+        if not many.is_set():
             assert occupied is not None
-            occupied[k] = True
-            few[0] = int(np.count_nonzero(occupied)) <= cap
+            occupied[k] = True  # chunks on two threads only ever write True
+            if int(np.count_nonzero(occupied)) > cap:
+                many.set()
         return k
 
     buckets = bucketed(codes, keys_of, n_units, space, bits, chunk=chunk)
-    return None if buckets is None else (buckets, few[0])
+    return None if buckets is None else (buckets, not many.is_set())
 
 
 def _pairs_of_buckets(

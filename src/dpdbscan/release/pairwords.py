@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -130,6 +131,7 @@ def bucketed(
     bits: int,
     *,
     chunk: int = CHUNK,
+    threads: int | None = None,
 ) -> Buckets | None:
     """Every row's 32-bit word, scattered to its bucket in one pass over the
     rows in chunks: ``keys_of(a, b)`` gives the int64 cell keys of rows a to
@@ -137,9 +139,12 @@ def bucketed(
     chunk at a time, so that the keys never exist for all rows at once (8
     bytes a row), nor the words in row order; ``codes`` the rows' unit codes
     in [0, n_units). A first pass over ``codes`` counts each chunk's rows
-    per bucket, which places every bucket. In a chunk the words are ordered
-    by bucket (a stable radix argsort of the bucket numbers, one byte each
-    up to 256 buckets) and copied to the buckets as slices."""
+    per bucket, which places every chunk's rows in every bucket. In a chunk
+    the words are ordered by bucket (a stable radix argsort of the bucket
+    numbers, one byte each up to 256 buckets) and copied to the buckets as
+    slices. The chunks go to ``threads`` threads (default: as for the
+    buckets' sorts), each writing its own places; ``keys_of`` must then be
+    safe to call from two threads at once, in any order of the chunks."""
     n = int(codes.size)
     low = np.int64((1 << bits) - 1)
     per_chunk = _bucket_sizes(codes, n_units, bits, chunk)
@@ -148,25 +153,33 @@ def bucketed(
     size = per_chunk.sum(axis=0)
     end = np.cumsum(size)
     start = end - size
+    # where chunk i's rows of bucket j begin: after the earlier chunks' rows of j
+    at_of = np.cumsum(per_chunk, axis=0)
+    at_of -= per_chunk
+    at_of += start
     words = np.empty(n, dtype=np.uint32)
     if n_buckets > 1:
         # touched in order first: the scattered first writes to fresh pages
         # below cost ten times more
         words.fill(0)
-    at = start.copy()
-    for i, a in enumerate(range(0, n, chunk)):
+    gave_up = threading.Event()
+
+    def scatter(i: int) -> None:
+        a = i * chunk
         c = codes[a : a + chunk]
-        k = keys_of(a, a + c.size)
+        k = None if gave_up.is_set() else keys_of(a, a + c.size)
         if k is None:
-            return None
+            gave_up.set()
+            return
         w = c & low
         w *= space
         w += k
         if n_buckets == 1:
             words[a : a + c.size] = w
-            continue
+            return
         counts = per_chunk[i]
         by_bucket = w.astype(np.uint32)[np.argsort((c >> bits).astype(small), kind="stable")]
+        at = at_of[i]
         if n_buckets <= _SLICED_BUCKETS:
             # the chunk's rows of bucket j, in order, go to at[j], at[j] + 1, ...
             o = 0
@@ -179,8 +192,17 @@ def bucketed(
             dest = np.repeat(at - (np.cumsum(counts) - counts), counts)
             dest += np.arange(c.size)
             words[dest] = by_bucket
-        at += counts
-    return Buckets(words, start, end, bits, space)
+
+    for _ in _for_buckets(
+        lambda i, a, b: scatter(i),
+        np.arange(per_chunk.shape[0]),
+        np.arange(per_chunk.shape[0]) + 1,
+        threads,
+        n,
+    ):
+        if gave_up.is_set():
+            break
+    return None if gave_up.is_set() else Buckets(words, start, end, bits, space)
 
 
 def pair_runs(
