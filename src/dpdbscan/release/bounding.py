@@ -78,17 +78,14 @@ class BoundingKey:
 class Pairs:
     """The (unit, cell) pairs of a set of rows: for each, the unit's code
     (an index into ``uniques``), the cell's key and its number of points.
-    Sorted by unit, then cell. Private data."""
+    Sorted by unit, then cell. ``unit_words``: each unit's word for the
+    priorities (:func:`unit_words`). Private data."""
 
     units: np.ndarray
     keys: np.ndarray
     counts: np.ndarray
     unit_words: np.ndarray
     uniques: np.ndarray
-
-    @property
-    def n_units(self) -> int:
-        return int(self.uniques.size)
 
     @classmethod
     def of_runs(
@@ -99,6 +96,10 @@ class Pairs:
         return cls(
             units=units, keys=keys, counts=counts, unit_words=unit_words(uniques, key), uniques=uniques
         )
+
+    @property
+    def n_units(self) -> int:
+        return int(self.uniques.size)
 
 
 def factorize(units: Any) -> tuple[np.ndarray, np.ndarray]:
