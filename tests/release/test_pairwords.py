@@ -304,6 +304,7 @@ def test_counts_bounded_bucket_by_bucket_equal_bounding_all_the_pairs(ids, monke
         "offset": units * 3 + 17,
         "text": np.char.add("u", units.astype(str)),
     }[ids]
+    before = units.copy()
     grid = Grid(np.zeros(2), np.ones(2), 0.005, 4.0)  # 83,000 cells: too many for a table
     key = BoundingKey.draw(SeededSource(9))
     seen = []
@@ -323,3 +324,4 @@ def test_counts_bounded_bucket_by_bucket_equal_bounding_all_the_pairs(ids, monke
             for g, w in zip(got, want):
                 assert g.dtype == w.dtype and np.array_equal(g, w), (bound, bits, table_max)
     assert want[1].sum() > 10_000
+    assert np.array_equal(units, before)  # ids 0..n-1 are read as their own codes, never written

@@ -739,10 +739,11 @@ def count_units(
 
     When the rows' words go to buckets of units (:func:`_bucketed_rows`),
     each bucket is a partition of whole units, as in :func:`bound_parts`: it
-    is sorted, counted and bounded while it is in the caches, and only the
-    kept pairs' keys and capped counts are gathered and summed (the units'
-    pairs never exist all at once). The same counts as bounding all the
-    pairs at once: a unit's choice reads its own pairs and the key only."""
+    is sorted, counted and bounded while it is in the caches, and its kept
+    pairs' capped counts are added to the cells' table as it comes (the
+    units' pairs, and the kept ones, never exist all at once). The same
+    counts as bounding all the pairs at once: a unit's choice reads its own
+    pairs and the key only."""
     X = _rows_of(X, units)
     codes, uniques, n_units = _unit_codes(units)
     made = _bucketed_rows(grid, X, codes, n_units)
