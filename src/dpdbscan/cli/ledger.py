@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ledger import SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
 from ..ledger.store import Account, Release
+from ..plan.autoplan import PLACE_EXTENT_KM
 from ..plan.resolve import resolve
 from ..prepare import project_box, split_bounds
 from ..prepare.door import declared_dimension
@@ -180,7 +181,9 @@ def public_cost(opts: FitOptions, p: dict[str, Any]) -> Cost:
         return upper_cost(p["epsilon"], p["delta"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fit itself says them
-        r = resolve(p, *box, units=opts.unit is not None, cli=True)
+        # the fit's own plan: --geo looks for places (its base at person level)
+        places = PLACE_EXTENT_KM if opts.geo else None
+        r = resolve(p, *box, units=opts.unit is not None, cli=True, places=places)
     return release_cost(r.release)
 
 
