@@ -20,7 +20,7 @@ fit yields B independent runs of the pair (block of D, same block plus one
 unit), as tests/test_audit.py's strips do for single points.
 
 The power check: the same audit of a mechanism that forgets the bound
-(``bounded_counts`` patched to count every point of every unit) must see an
+(``kept_capped`` patched to count every point of every unit) must see an
 epsilon above the claim. There the unit adds 6 x POINTS = 120 to the six
 cells' sum against a noise standard deviation of about 44 (sigma^2 = k m^2 /
 (2 rho) = 328 per cell): P_D(sum >= 0) is about 1/2 against P_D'(sum >= 0)
@@ -144,10 +144,8 @@ def _check(audits: list[EventAudit], label: str) -> float:
 
 
 def _forget_the_bound(grid, pairs, bound, key):
-    """A broken bounding stage: every point of every unit counts."""
-    keys, counts = pairs.keys, pairs.counts
-    uniq, inv = np.unique(keys, return_inverse=True)
-    return uniq, np.bincount(inv.ravel(), weights=counts, minlength=uniq.size).astype(np.int64)
+    """A broken bound: every pair is kept, every point of every unit counts."""
+    return pairs.keys, pairs.counts
 
 
 def test_one_whole_unit_stays_within_epsilon_at_delta():
@@ -156,7 +154,7 @@ def test_one_whole_unit_stays_within_epsilon_at_delta():
 
 
 def test_the_unit_audit_sees_a_release_that_forgets_the_bound(monkeypatch):
-    monkeypatch.setattr(bounding, "bounded_counts", _forget_the_bound)
+    monkeypatch.setattr(bounding, "kept_capped", _forget_the_bound)
     worst = _check(_events(*_runs(B_QUICK, 1, 8_000)), "no bound")
     assert worst > EPSILON
 

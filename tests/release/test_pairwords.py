@@ -58,6 +58,23 @@ def test_bucket_bits_keep_words_within_32_bits_or_decline():
         pair_runs(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 1, 2**31, bits=2)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_a_bucket_sorted_in_parts_is_one_sort_of_it(seed):
+    from dpdbscan.release.pairwords import _sorted_bucket
+
+    rng = np.random.default_rng(300 + seed)
+    space = int(2 ** rng.integers(0, 24)) if seed % 2 else int(rng.integers(1, 2**20))
+    top = (2**32 // space).bit_length() - 1  # 2**top * space <= 2**32, up to equality
+    bits = top if seed < 4 else int(rng.integers(0, top + 1))
+    n = int(rng.integers(1 << 14, 1 << 17))
+    units = rng.integers(0, 2**bits, n)
+    units[: n // 3] = units[0]  # one busy unit: a part far above the others
+    words = (units * space + rng.integers(0, space, n)).astype(np.uint32)
+    for size in (n, 10, 0):
+        got = _sorted_bucket(words[:size].copy(), space, bits)
+        assert np.array_equal(got, np.sort(words[:size])), (space, bits, size)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_sorted_in_groups_equals_one_sort(seed):
     from dpdbscan.release.pairwords import sorted_in_groups
@@ -96,27 +113,43 @@ def test_rows_with_a_non_finite_coordinate_are_dropped_from_the_pairs():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_row_words_then_their_runs_equal_pair_runs(seed):
-    from dpdbscan.release.pairwords import row_words
+def test_words_bucketed_a_chunk_of_keys_at_a_time_give_the_sorted_pairs(seed):
+    from dpdbscan.release.pairwords import bucketed
 
     rng = np.random.default_rng(100 + seed)
     n_units, space = int(rng.integers(1, 3_000)), int(rng.integers(1, 5_000))
     codes = rng.integers(0, n_units, int(rng.integers(1, 20_000)))
     keys = rng.integers(0, space, codes.size)
     keys[1::4] = keys[::4][: keys[1::4].size]  # repeated pairs
+    want = _by_int64_sort(codes, keys, space)
     top = (2**32 // space).bit_length() - 1
-    for bits in sorted({0, min(2, top), top}):
+    asked = []
+
+    def keys_of(a, b):
+        asked.append((a, b))
+        return keys[a:b]
+
+    for bits in sorted({0, min(2, top), top}):  # up to thousands of buckets (a scatter, not slices)
         for chunk in (1, 333, 1 << 20):
-            made = row_words(codes, lambda a, b: keys[a:b], n_units, space, bits, chunk=chunk)
+            asked.clear()
+            made = bucketed(codes, keys_of, n_units, space, bits, chunk=chunk, threads=1)
             assert made is not None
-            got = made.runs()
-            assert np.array_equal(made.keys(), keys), (bits, chunk)
-            want = pair_runs(codes, keys, n_units, space, bits=bits, chunk=chunk)
-            assert want is not None
-            for g, w in zip(got, want):
-                assert np.array_equal(g, w), (bits, chunk)
+            assert asked == [(a, min(a + chunk, codes.size)) for a in range(0, codes.size, chunk)]
+            for threads in (1, 2):
+                asked.clear()
+                again = bucketed(codes, keys_of, n_units, space, bits, chunk=chunk, threads=threads)
+                assert sorted(asked) == [(a, min(a + chunk, codes.size)) for a in range(0, codes.size, chunk)]
+                assert np.array_equal(again.words, made.words)  # the same places, in any order of the chunks
+                for g, w in zip(again.pairs(threads), want):
+                    assert np.array_equal(g, w), (bits, chunk, threads)
+            # the rows' codes and keys read back, bucket by bucket
+            c, k = made.codes_and_keys()
+            assert np.array_equal(np.sort(c * space + k), np.sort(codes * space + keys))
+            assert np.array_equal(c >> bits, np.sort(codes >> bits)), (bits, chunk)  # bucket by bucket
     # keys_of giving up (a non-finite point in some chunk): no words at all
-    assert row_words(codes, lambda a, b: None if b > 5 else keys[a:b], n_units, space, 0, chunk=5) is None
+    for threads in (1, 2):
+        gives_up = lambda a, b: None if b > 5 else keys[a:b]  # noqa: E731
+        assert bucketed(codes, gives_up, n_units, space, 0, chunk=5, threads=threads) is None
 
 
 def _reference_pairs(grid, X, units, key):
@@ -153,7 +186,11 @@ def test_pairs_made_a_chunk_of_keys_at_a_time_equal_the_whole_key_array(corner, 
     got = [pairs_of(grid, X, units, key)]
     for chunk, bits in ((1_000, 0), (777, 3), (1 << 20, None)):
         got.append(_row_pairs_of_points(grid, X, codes, uniques, key, chunk=chunk, bits=bits))
-    assert len(tables) == (4 if corner < 1 else 0)  # the occupied cells' table, or the sorted words
+    real_bucketed = bounding.bucketed
+    # the chunks on two threads: the same choice of path, the same pairs
+    monkeypatch.setattr(bounding, "bucketed", lambda *a, **k: real_bucketed(*a, **k, threads=2))
+    got.append(_row_pairs_of_points(grid, X, codes, uniques, key, chunk=500))
+    assert len(tables) == (5 if corner < 1 else 0)  # the occupied cells' table, or the sorted words
     assert want.units.size > 10_000 and want.counts.max() > 1
     for g in got:
         assert g is not None
@@ -203,7 +240,7 @@ def test_the_release_is_the_same_bit_for_bit_without_the_chunked_keys(monkeypatc
         noise="gaussian", max_cells_per_unit=3, max_points_per_cell=2, random_state=7,
     )  # fmt: skip
     calls = []
-    real = bounding._row_pairs_of_points
+    real = bounding._bucketed_rows
 
     def spy(*a, **k):
         calls.append(out := real(*a, **k))
@@ -214,11 +251,12 @@ def test_the_release_is_the_same_bit_for_bit_without_the_chunked_keys(monkeypatc
         warnings.simplefilter("ignore")
         for finite in (True, False):
             Xs, us = (X[8:], units[8:]) if finite else (X, units)
-            monkeypatch.setattr(bounding, "_row_pairs_of_points", spy)
+            monkeypatch.setattr(bounding, "_bucketed_rows", spy)
             fits.append(DPDBSCAN(**params).fit(Xs, units=us).histogram_)
-            monkeypatch.setattr(bounding, "_row_pairs_of_points", lambda *a, **k: None)
+            monkeypatch.setattr(bounding, "_bucketed_rows", lambda *a, **k: None)
             fits.append(DPDBSCAN(**params).fit(Xs, units=us).histogram_)
-    assert calls[0] is not None and calls[1] is None  # chunked keys; dropped rows first
+    assert calls[0] is not None and not calls[0][1]  # words in buckets, each bounded alone
+    assert calls[1] is None  # a non-finite point: dropped rows first
     for chunked, whole in (fits[:2], fits[2:]):
         assert np.array_equal(chunked.keys, whole.keys) and np.array_equal(chunked.values, whole.values)
 
@@ -243,3 +281,47 @@ def test_ids_that_are_their_own_codes_are_read_not_copied_and_never_written():
         for field in ("units", "keys", "counts"):
             assert np.array_equal(getattr(got, field), getattr(want, field)), field
         assert np.array_equal(units, before)
+
+
+@pytest.mark.parametrize("ids", ["0..n-1", "offset", "text"])
+def test_counts_bounded_bucket_by_bucket_equal_bounding_all_the_pairs(ids, monkeypatch):
+    # count_units bounds each bucket of units alone and sums as it goes (a
+    # table, or gathered when the key space is large); the reference bounds
+    # every pair of pairs_of at once (bound_parts). Forced small buckets and
+    # a small table limit take the other branches.
+    from dpdbscan.params.specs import UnitBound
+    from dpdbscan.release import bounding
+    from dpdbscan.release.bounding import BoundingKey, bound_parts, count_units, pairs_of
+    from dpdbscan.release.engine import LocalEngine
+    from dpdbscan.release.samplers.integers import SeededSource
+
+    rng = np.random.default_rng(25)
+    X = np.concatenate([rng.normal(0.4, 0.03, (10_000, 2)), rng.random((30_000, 2))]).clip(0, 1)
+    units = rng.integers(0, 6_000, len(X))
+    units[:5_000] = rng.integers(0, 50, 5_000)  # busy units: many cells, counts above m
+    units = {
+        "0..n-1": units,
+        "offset": units * 3 + 17,
+        "text": np.char.add("u", units.astype(str)),
+    }[ids]
+    before = units.copy()
+    grid = Grid(np.zeros(2), np.ones(2), 0.005, 4.0)  # 83,000 cells: too many for a table
+    key = BoundingKey.draw(SeededSource(9))
+    seen = []
+    real = bounding._bucketed_rows
+    monkeypatch.setattr(bounding, "_bucketed_rows", lambda *a, **k: seen.append(out := real(*a, **k)) or out)
+    for bound in (UnitBound(3, 2, "busiest"), UnitBound(1, 1, "uniform"), UnitBound(40, 5, "busiest")):
+        want = bound_parts(LocalEngine(), [pairs_of(grid, X, units, key)], grid, key, bound=bound)
+        for bits, table_max in ((None, None), (5, 1_000)):
+            with monkeypatch.context() as m:
+                if bits is not None:
+                    m.setattr(bounding, "bucket_bits", lambda *a, bits=bits: bits)
+                if table_max is not None:
+                    m.setattr(bounding, "_BINCOUNT_MAX", table_max)
+                seen.clear()
+                got = count_units(grid, X, units, bound, key)
+            assert seen and seen[-1] is not None and not seen[-1][1]  # bounded bucket by bucket
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and np.array_equal(g, w), (bound, bits, table_max)
+    assert want[1].sum() > 10_000
+    assert np.array_equal(units, before)  # ids 0..n-1 are read as their own codes, never written

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +55,7 @@ from ..cells.grid import Grid
 from ..files.unitids import read_units
 from ..params.specs import UnitBound
 from .engine import Engine, LocalEngine, merge_counts
-from .pairwords import CHUNK, bucket_bits, pair_runs, row_words, sorted_in_groups
+from .pairwords import CHUNK, Buckets, bucket_bits, bucketed, pair_runs, sorted_in_groups
 from .samplers.integers import Source
 from .samplers.philox import words64
 
@@ -326,13 +327,32 @@ def cell_words(grid: Grid, keys: np.ndarray) -> np.ndarray:
 def pairs_of(grid: Grid, X: np.ndarray, units: np.ndarray, key: BoundingKey) -> Pairs:
     """The (unit, cell) pairs of the rows of ``X`` (after the per-record rule)
     and their counts."""
+    X = _rows_of(X, units)
+    codes, uniques = factorize(units)
+    return _pairs_of_codes(grid, X, codes, uniques, key, _bucketed_rows(grid, X, codes))
+
+
+def _rows_of(X: Any, units: Any) -> np.ndarray:
+    """``X`` as float64 rows, refused unless ``units`` has one id per row."""
     X = np.asarray(X, dtype=np.float64)
     if len(units) != X.shape[0]:
         raise ValueError(f"units has {len(units)} ids for {X.shape[0]} rows: give one id per row")
-    codes, uniques = factorize(units)
-    fused = _row_pairs_of_points(grid, X, codes, uniques, key)
-    if fused is not None:
-        return fused
+    return X
+
+
+def _pairs_of_codes(
+    grid: Grid,
+    X: np.ndarray,
+    codes: np.ndarray,
+    uniques: np.ndarray,
+    key: BoundingKey,
+    bucketed_rows: tuple[Buckets, bool] | None,
+) -> Pairs:
+    """:func:`pairs_of` of rows whose units are coded (``codes`` indices into
+    ``uniques``, -1 missing), from their words in buckets when
+    :func:`_bucketed_rows` made them, else from the rows' whole key array."""
+    if bucketed_rows is not None:
+        return _pairs_of_buckets(grid, *bucketed_rows, uniques, key)
     keep, keys = kept_keys(grid, X, codes >= 0)
     if not keep.all():
         codes = codes[keep]
@@ -444,35 +464,35 @@ def _sorted_row_pairs(
     return Pairs.of_runs(units, cells.astype(keys.dtype, copy=False), summed, uniques, key)
 
 
-def _row_pairs_of_points(
+def _bucketed_rows(
     grid: Grid,
     X: np.ndarray,
     codes: np.ndarray,
-    uniques: np.ndarray,
-    key: BoundingKey,
+    n_units: int | None = None,
     *,
     chunk: int = CHUNK,
     bits: int | None = None,
-) -> Pairs | None:
-    """:func:`pairs_of` without the rows' cell keys as one array (8 bytes a
-    row, written once and read three times): each chunk of rows gets its
-    keys, and at once its 32-bit words of (unit, cell)
-    (:func:`dpdbscan.release.pairwords.row_words`), while it is in the
-    caches; the words are then bucketed, sorted and counted as
-    :func:`_sorted_row_pairs` does, or, when a table is smaller (few units
-    times the occupied cells, marked on the way until there are too
-    many), the keys read back from
-    the words go to :func:`summed_pairs`. The same pairs, order and counts
-    as :func:`pairs_of`'s other paths. None (nothing changed) for them:
-    when a row's unit is missing or a chunk has a non-finite point (the
-    rows are then dropped first), when the table of units times the key
-    space is small, when the words do not fit 32 bits, or on wide grids.
-    Which path runs depends on sizes and the rows' validity only, never
-    the pairs it gives. ``chunk`` and ``bits`` (units per bucket, log2)
-    are for tests."""
-    if grid.wide or codes.size == 0 or int(codes.min()) < 0:
+) -> tuple[Buckets, bool] | None:
+    """The rows' 32-bit (unit, cell) words in buckets of units
+    (:func:`dpdbscan.release.pairwords.bucketed`), without the rows' cell
+    keys as one array (8 bytes a row): each chunk of rows gets its keys and
+    at once its words, while it is in the caches. Also whether a table is
+    smaller than sorting them (few units times the occupied cells, marked on
+    the way until there are too many): then :func:`summed_pairs` counts the
+    rows (:func:`_pairs_of_buckets`). ``n_units``: every code is known to be
+    in [0, n_units) (None: read from ``codes``). None (nothing made) for the
+    other paths of :func:`pairs_of`: when a row's unit is missing or a chunk
+    has a non-finite point (the rows are then dropped first), when the table
+    of units times the key space is small, when the words do not fit 32
+    bits, or on wide grids. Which path runs depends on sizes and the rows'
+    validity only, never the pairs it gives. ``chunk`` and ``bits`` (units
+    per bucket, log2) are for tests."""
+    if grid.wide or codes.size == 0:
         return None
-    n_units = int(codes.max()) + 1
+    if n_units is None:
+        if int(codes.min()) < 0:
+            return None
+        n_units = int(codes.max()) + 1
     space = grid.key_space
     limit = max(_BINCOUNT_MAX, 4 * codes.size)
     if n_units * space >= 2**62 or n_units * space <= limit:
@@ -484,28 +504,54 @@ def _row_pairs_of_points(
     # are marked until more than that are seen (then the words are sorted)
     cap = limit // n_units if space <= limit else -1
     occupied = np.zeros(space, dtype=bool) if cap >= 0 else None
-    few = [cap >= 0]
+    many = threading.Event()  # only ever set: the same answer whatever order the chunks come in
+    if cap < 0:
+        many.set()
 
     def keys_of(a: int, b: int) -> np.ndarray | None:
         rows = X[a:b]
         if not np.isfinite(rows).all():
             return None
         k = grid.keys_of_points(rows)
-        if few[0]:
+        if not many.is_set():
             assert occupied is not None
-            occupied[k] = True
-            few[0] = int(np.count_nonzero(occupied)) <= cap
+            occupied[k] = True  # chunks on two threads only ever write True
+            if int(np.count_nonzero(occupied)) > cap:
+                many.set()
         return k
 
-    made = row_words(codes, keys_of, n_units, space, bits, chunk=chunk)
-    if made is None:
-        return None
-    if few[0]:  # n_units * occupied cells <= limit
-        keys = made.keys()
-        del made
+    buckets = bucketed(codes, keys_of, n_units, space, bits, chunk=chunk)
+    return None if buckets is None else (buckets, not many.is_set())
+
+
+def _pairs_of_buckets(
+    grid: Grid, buckets: Buckets, few: bool, uniques: np.ndarray, key: BoundingKey
+) -> Pairs:
+    """The pairs of :func:`_bucketed_rows`' words: each bucket sorted and
+    run-length counted, or (``few``) the rows' codes and keys read back from
+    the words and counted in :func:`summed_pairs`' table. The same pairs,
+    order and counts as :func:`pairs_of`'s other paths."""
+    if few:  # n_units * occupied cells <= limit
+        codes, keys = buckets.codes_and_keys()
         return summed_pairs(grid, codes, keys, None, uniques, key)
-    units, cells, summed = made.runs()
+    units, cells, summed = buckets.pairs()
     return Pairs.of_runs(units, cells.astype(grid.key_dtype, copy=False), summed, uniques, key)
+
+
+def _row_pairs_of_points(
+    grid: Grid,
+    X: np.ndarray,
+    codes: np.ndarray,
+    uniques: np.ndarray,
+    key: BoundingKey,
+    *,
+    chunk: int = CHUNK,
+    bits: int | None = None,
+) -> Pairs | None:
+    """:func:`pairs_of` by :func:`_bucketed_rows`, or None when that path
+    does not serve."""
+    made = _bucketed_rows(grid, X, codes, chunk=chunk, bits=bits)
+    return None if made is None else _pairs_of_buckets(grid, *made, uniques, key)
 
 
 def run_length(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -606,7 +652,8 @@ def _smallest_by_threshold(
     del g
     if major is not None and major_bits:
         words |= np.asarray(major, dtype=np.int64) << (63 - bits - major_bits)
-    ordered = sorted_in_groups(words, sizes)  # the group's index is in the high bits
+    # the group's index is in the high bits; runs of ~1,000 words sort 2.5 times cheaper a word than 2**16
+    ordered = sorted_in_groups(words, sizes, block=1 << 10)
     if (ordered[1:] == ordered[:-1]).any():
         return None
     first = np.cumsum(sizes) - sizes
@@ -621,9 +668,20 @@ def bounded_counts(
     """The cell counts after the contribution bound: the sum over units of
     min(count, max_points_per_cell) over the cells each unit keeps, as
     (sorted unique keys, counts); cells no kept pair touches are absent."""
+    return summed_by_key(grid, *kept_capped(grid, pairs, bound, key))
+
+
+def kept_capped(
+    grid: Grid, pairs: Pairs, bound: UnitBound, key: BoundingKey
+) -> tuple[np.ndarray, np.ndarray]:
+    """The cell keys of the pairs the bound keeps (:func:`kept_pairs`) and
+    their counts capped at ``max_points_per_cell``, in the pairs' order."""
     keep = kept_pairs(grid, pairs, bound, key)
-    keys = pairs.keys[keep]
-    capped = np.minimum(pairs.counts[keep], int(bound.max_points_per_cell))
+    return pairs.keys[keep], np.minimum(pairs.counts[keep], int(bound.max_points_per_cell))
+
+
+def summed_by_key(grid: Grid, keys: np.ndarray, capped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted unique keys, summed counts) of kept pairs' keys and capped counts."""
     if keys.size == 0:
         return keys, capped
     if not grid.wide and grid.key_space <= max(_BINCOUNT_MAX, 4 * keys.size):
@@ -655,7 +713,8 @@ def bound_parts(
     is bounded alone (a unit's priorities depend on the unit, the cell and
     the key only) and the bounded counts are merged: units in different
     partitions are different units, so the sums are the counts of bounding
-    all the pairs at once. The one place the bound is applied."""
+    all the pairs at once. The bound itself is :func:`kept_capped`, here and
+    in :func:`count_units`' buckets of units."""
     if choose is not None:
         cells = engine.gather(engine.map(cells_per_unit, parts))
         bound = choose(np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64))
@@ -676,8 +735,66 @@ def count_units(
     grid: Grid, X: np.ndarray, units: np.ndarray, bound: UnitBound, key: BoundingKey
 ) -> tuple[np.ndarray, np.ndarray]:
     """The bounded cell counts of in-memory points ``X`` with one unit id per
-    row: the reference of ``UnitBackend.count_units``."""
-    return bound_parts(LocalEngine(), [pairs_of(grid, X, units, key)], grid, key, bound=bound)
+    row: the reference of ``UnitBackend.count_units``.
+
+    When the rows' words go to buckets of units (:func:`_bucketed_rows`),
+    each bucket is a partition of whole units, as in :func:`bound_parts`: it
+    is sorted, counted and bounded while it is in the caches, and its kept
+    pairs' capped counts are added to the cells' table as it comes (the
+    units' pairs, and the kept ones, never exist all at once). The same
+    counts as bounding all the pairs at once: a unit's choice reads its own
+    pairs and the key only."""
+    X = _rows_of(X, units)
+    codes, uniques, n_units = _unit_codes(units)
+    made = _bucketed_rows(grid, X, codes, n_units)
+    if made is not None and not made[1]:
+        words = unit_words(uniques, key)
+
+        def bounded(units: np.ndarray, cells: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, ...]:
+            pairs = Pairs(units, cells.astype(grid.key_dtype, copy=False), counts, words, uniques)
+            return kept_capped(grid, pairs, bound, key)
+
+        kept = made[0].runs(bounded)
+        if grid.key_space > _BINCOUNT_MAX:
+            parts = list(kept)
+            if not parts:
+                return summed_by_key(grid, np.zeros(0, dtype=grid.key_dtype), np.zeros(0, dtype=np.int64))
+            return summed_by_key(grid, *(np.concatenate(part) for part in zip(*parts)))
+        # summed as each bucket is bounded: no array of every kept pair
+        table = np.zeros(grid.key_space, dtype=np.int64)
+        for cells, capped in kept:
+            np.add.at(table, cells, capped)
+        uniq = np.flatnonzero(table)  # every kept pair counts at least 1 point
+        return uniq.astype(grid.key_dtype, copy=False), table[uniq]
+    pairs = _pairs_of_codes(grid, X, codes, uniques, key, made)
+    return bound_parts(LocalEngine(), [pairs], grid, key, bound=bound)
+
+
+def _unit_codes(units: Any) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """:func:`factorize` for a count, and the number of codes when every row
+    has one (None: not known). Integer ids whose range is not much wider
+    than the rows (at most 2**20 values or an eighth of the rows) are coded
+    by their offset from the smallest, without first marking which values
+    occur (a pass over the rows): ``uniques`` is then the whole range, and a
+    value no row has is a unit without pairs, which nothing counts. Ids
+    0..n-1 are their own codes (a read-only view). Everything else is
+    factorized."""
+    u = read_units(units)
+    if isinstance(u, np.ndarray) and u.dtype.kind in "iu" and u.size:
+        u = u.ravel()
+        lo, hi = int(u.min()), int(u.max())
+        if hi - lo < max(1 << 20, u.size // 8):
+            uniques = np.arange(hi - lo + 1).astype(u.dtype) + u.dtype.type(lo)
+            if lo == 0 and u.dtype == np.int64:
+                codes = u.view()
+                codes.flags.writeable = False
+            else:
+                codes = np.empty(u.size, dtype=np.int64)
+                for start in range(0, u.size, _CHUNK):
+                    codes[start : start + _CHUNK] = _offsets(u[start : start + _CHUNK], lo)
+            return codes, uniques, int(uniques.size)
+    codes, uniques = factorize(u)
+    return codes, uniques, None
 
 
 def cells_per_unit(pairs: Pairs) -> np.ndarray:
@@ -698,7 +815,10 @@ def count_units_choosing(
     ``choose`` (the private choice of k, :mod:`.unitchoice`) is called once
     with :func:`cells_per_unit` and returns the bound the counts are made
     with. The reference of ``UnitChoiceBackend.count_units_choosing``."""
-    return bound_parts(LocalEngine(), [pairs_of(grid, X, units, key)], grid, key, choose=choose)
+    X = _rows_of(X, units)
+    codes, uniques, n_units = _unit_codes(units)
+    pairs = _pairs_of_codes(grid, X, codes, uniques, key, _bucketed_rows(grid, X, codes, n_units))
+    return bound_parts(LocalEngine(), [pairs], grid, key, choose=choose)
 
 
 __all__ = [
@@ -712,10 +832,12 @@ __all__ = [
     "count_units_choosing",
     "factorize",
     "keep_smallest",
+    "kept_capped",
     "kept_keys",
     "kept_pairs",
     "pairs_of",
     "run_length",
+    "summed_by_key",
     "summed_pairs",
     "unit_words",
 ]
