@@ -92,7 +92,7 @@ def test_packed_lanes_give_every_pair_once_up_to_their_limit(d, R, side, top, se
     lo = max(hi - side, 0)
     a = rng.integers(lo, hi, (int(rng.integers(1, 60)), d))
     b = rng.integers(lo, hi, (int(rng.integers(1, 200)), d))
-    assert (pairs_module._Lanes.of(a, b, R, 2 * R + 2, False) is None) == (int(max(a.max(), b.max())) >= h)
+    assert (pairs_module._Lanes.of(a, b, R, False) is None) == (int(max(a.max(), b.max())) >= h)
     for x, y in ((a, b), (a, a)):
         i, j = pairs_module._grid_pairs(x, y, R, R + 1)
         assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(x, y, R)
