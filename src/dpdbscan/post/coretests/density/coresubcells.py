@@ -391,7 +391,7 @@ def _dense_near(grid: Grid, heavy_flat: np.ndarray, offsets: np.ndarray) -> np.n
 
 def _dense_near_mask(grid: Grid, heavy_flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Boolean array of grid.shape: X + o is heavy for some offset o."""
-    R = max(int(np.abs(offsets).max()), 1)
+    R = max(int(offsets.max()), -int(offsets.min()), 1)
     shape = grid.shape
     mask = np.zeros(tuple(s + 2 * R for s in shape), dtype=bool)
     pstrides = np.array(mask.strides, dtype=np.int64)
