@@ -23,6 +23,8 @@ scene's seed):
   labelling with ``predict``;
 * ``auto``: the same release (the same seed) with ``selection="flat"``, the
   flat cut of the automatic mode before issue 21;
+* ``guess``: ``levels`` given the scene's n as the user's public guess
+  (``n_expected``): the base release sized for n points instead of 20,000;
 * ``hand``: the density test (library defaults) at the scene's hand-picked
   (alpha, MinPts): the pair of the grid below with the best non-private
   DBSCAN ARI, as the dev suite's params.json was made;
@@ -95,10 +97,22 @@ PROBE = 2_000
 MIN_SAMPLE = 2_000
 HDBSCAN_SAMPLE = 20_000
 HDBSCAN_SHARE = 0.01
-METHODS = ("auto", "levels", "hand", "dbscan", "hdbscan", "kmeans")
+METHODS = ("auto", "levels", "guess", "hand", "dbscan", "hdbscan", "kmeans")
 #: Paired differences reported in the summary (a, b): mean of a - b.
-PAIRS = (("levels", "auto"), ("auto", "hdbscan"), ("levels", "hdbscan"), ("auto", "hand"), ("levels", "hand"))
+PAIRS = (
+    ("levels", "auto"),
+    ("auto", "hdbscan"),
+    ("levels", "hdbscan"),
+    ("guess", "levels"),
+    ("guess", "hdbscan"),
+    ("auto", "hand"),
+    ("levels", "hand"),
+)
 BOOTSTRAP = 10_000
+#: Scene sizes of the summary's breakdown; the close splits' (n from 2,000)
+#: split where the automatic mode stops trailing HDBSCAN.
+SIZE_BINS = ((5_000, 20_000), (20_000, 60_000), (60_000, 200_001))
+CLOSE_SIZE_BINS = ((2_000, 6_000), (6_000, 20_001))
 BOOTSTRAP_SEED = 21
 
 
@@ -233,9 +247,10 @@ def hdbscan_ari(sc: scenes.Scene) -> float:
 # DP methods
 
 
-def auto_model(sc: scenes.Scene, selection: str = "levels"):
+def auto_model(sc: scenes.Scene, selection: str = "levels", guess_n: bool = False):
     """The automatic mode's model of a scene (``selection``: "levels", the
-    default, or "flat"); the release depends on the seed only."""
+    default, or "flat"; ``guess_n``: given the scene's n as ``n_expected``);
+    the release depends on the seed (and the guess) only."""
     from dpdbscan import DPDBSCAN
 
     est = DPDBSCAN(
@@ -245,6 +260,7 @@ def auto_model(sc: scenes.Scene, selection: str = "levels"):
         bounds=sc.bounds,
         random_state=sc.seed,
         selection=selection,
+        n_expected=float(sc.n) if guess_n else None,
     )
     return est.fit(sc.X).spans_
 
@@ -296,6 +312,11 @@ def run_scene(seed: int, methods: Sequence[str]) -> dict:
                 + "-".join(map(str, ms))
                 + ("/unsure" if model.auto.get("unsure") else "")
             )
+        if "guess" in methods:
+            t = time.perf_counter()
+            model = auto_model(sc, "levels", guess_n=True)
+            row["guess"] = ari(sc.y, model.predict(sc.X))
+            row["guess_s"] = round(time.perf_counter() - t, 3)
         if {"hand", "dbscan"} & set(methods):
             t = time.perf_counter()
             best = best_dbscan(sc)
@@ -371,6 +392,7 @@ def present(rows: list[dict]) -> list[str]:
 NAMES = {
     "auto": 'automatic mode, flat cut (`selection="flat"`)',
     "levels": "automatic mode, clusters at their own level",
+    "guess": "the same given n (`n_expected`, a public guess)",
     "hand": "density test at the hand-picked (alpha, MinPts)",
     "dbscan": "non-private DBSCAN at the hand-picked (alpha, MinPts)",
     "hdbscan": "non-private HDBSCAN (min_cluster_size 1% of n)",
@@ -427,11 +449,12 @@ def summary(rows: list[dict], split: str) -> str:
     for tag in tags:
         sub = [r for r in rows if tag in str(r["tags"]).split()]
         out.append(f"| {tag} | {len(sub)} | " + " | ".join(f"{np.mean(_col(sub, m)):.3f}" for m in ms) + " |")
-    for lo, hi in ((5_000, 20_000), (20_000, 60_000), (60_000, 200_001)):
+    small = any(int(r["n"]) < SIZE_BINS[0][0] for r in rows)
+    for lo, hi in CLOSE_SIZE_BINS if small else SIZE_BINS:
         sub = [r for r in rows if lo <= int(r["n"]) < hi]
         if sub:
             out.append(
-                f"| n in [{lo:,}, {min(hi, 200_000):,}] | {len(sub)} | "
+                f"| n in [{lo:,}, {hi - hi % 1_000:,}] | {len(sub)} | "
                 + " | ".join(f"{np.mean(_col(sub, m)):.3f}" for m in ms)
                 + " |"
             )

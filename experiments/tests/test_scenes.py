@@ -190,3 +190,23 @@ def test_run_scene_fits_both_selections():
     assert -1.0 <= row["auto"] <= 1.0 and -1.0 <= row["levels"] <= 1.0
     alpha, spans, *rest = row["levels_params"].split("/")
     assert float(alpha) > 0 and int(spans) >= 0 and row["levels_s"] > 0
+
+
+def test_small_scenes_are_broken_down_where_the_gap_is():
+    rows = [
+        {"seed": str(s), "n": str(n), "tags": "2d strands", "levels": str(v), "levels_s": "1"}
+        for s, n, v in [(1, 2_500, 0.5), (2, 5_999, 0.7), (3, 6_000, 0.9), (4, 19_000, 0.8)]
+    ]
+    text = scene_bench.summary(rows, "close-tune")
+    assert "| n in [2,000, 6,000] | 2 | 0.600 |" in text
+    assert "| n in [6,000, 20,000] | 2 | 0.850 |" in text
+    big = scene_bench.summary([{**r, "n": str(int(r["n"]) * 10)} for r in rows], "tune")
+    assert "| n in [20,000, 60,000] | 2 |" in big and "[2,000, 6,000]" not in big
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_the_guess_of_n_sizes_the_base_release():
+    sc = scenes.close_scene(30_001)  # 2,592 points: a base for them is coarser than for 20,000
+    plain, guess = scene_bench.auto_model(sc), scene_bench.auto_model(sc, guess_n=True)
+    assert guess.auto is not None and plain.auto is not None
+    assert guess.auto["base_eps"] > 2 * plain.auto["base_eps"]

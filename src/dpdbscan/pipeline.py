@@ -113,8 +113,9 @@ def fit(
     are made); it may refuse by raising (a ledger's reservation,
     :meth:`dpdbscan.ledger.Ledger.reserve`).
     """
-    r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1)
-    if place_extent(dict(metadata or {})) is not None and r.auto is None:
+    places = place_extent(dict(metadata or {}))
+    r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1, places=places)
+    if places is not None and r.auto is None:
         # a geographic map at the user's eps and MinPts publishes places: a
         # border cell joins only where the release shows points
         # (model.record.occupied_border; public metadata). The automatic mode

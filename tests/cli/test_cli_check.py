@@ -374,3 +374,21 @@ def test_the_bound_line_follows_the_cell_choice(capsys, tmp_path, choice, kept, 
     assert f"keeps {kept} of the points" in bound
     assert ("its busiest cells" in bound) == (choice == "busiest")
     assert f"add up to {capped} of the points" in bound
+
+
+def test_a_geographic_forecast_plans_the_person_level_automatic_mode_as_the_fit_does(capsys):
+    from dpdbscan.plan.autoplan import PLACE_EXTENT_KM, place_radius
+
+    box = ["--bounds", "-122.6", "37.55", "-122.3", "37.85"]
+    auto = ["--eps", "auto", "--min-samples", "auto", "--delta", "1e-6", "--json"]
+    rc, out, err = run(capsys, "forecast", "--geo", *box, *auto, "--max-cells-per-unit", "20")
+    assert rc == 0, err
+    # the fit's base: the place radius, whatever the rows' number (public: --geo, units)
+    assert json.loads(out)["eps"] == pytest.approx(place_radius(PLACE_EXTENT_KM, 2, 4.0))
+    rc, out, err = run(
+        capsys, "forecast", "--geo", *box, *auto, "--max-cells-per-unit", "20", "--n-expected", "1e7"
+    )
+    assert rc == 0 and json.loads(out)["eps"] == pytest.approx(place_radius(PLACE_EXTENT_KM, 2, 4.0))
+    # event level keeps its points-per-cell base
+    rc, out, err = run(capsys, "forecast", "--geo", *box, *auto)
+    assert rc == 0 and json.loads(out)["eps"] < 0.99 * place_radius(PLACE_EXTENT_KM, 2, 4.0)  # 163 m

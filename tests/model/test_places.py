@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dpdbscan import DPDBSCAN, fit_lonlat, predict_lonlat
+from dpdbscan.cells.grid import Grid
 from dpdbscan.geometry.projection import Equirectangular
 from dpdbscan.model import summary
 from dpdbscan.plan import autoplan
@@ -166,3 +167,47 @@ def test_the_command_line_s_geo_mode_finds_places(city, tmp_path, capsys):
     assert model.auto["max_extent"] == 1.0 and all(
         "fits" in lv and "piece" in lv for lv in model.auto["levels"]
     )
+
+
+def test_a_person_level_search_for_places_is_released_at_the_place_radius():
+    lower, upper = np.zeros(2), np.full(2, 30.0)
+    top = autoplan.place_radius(1.0, 2, 4.0)
+
+    def base(units, places=1.0, n=None, cells=10**7, hi=upper):
+        return autoplan.plan(lower, hi, 4.0, "auto", "auto", 1.0, cells, n, places=places, units=units)
+
+    person = base(True)
+    assert person.base_eps == pytest.approx(top)
+    # the release's counts are units per cell: the rows' number does not move it
+    assert base(True, n=5e6).base_eps == person.base_eps
+    # only its one candidate is left for the places (none above the radius)
+    assert autoplan.place_candidates(person.eps, 1.0) == (person.eps[0],)
+    # event level, or without the prior: the points-per-cell base as before
+    plain = base(False, places=None).base_eps
+    assert base(False).base_eps == base(True, places=None).base_eps == plain != person.base_eps
+    # the cap on cells still holds: a box too large for it is released coarser
+    wide = base(True, cells=1 << 12, hi=upper * 100)
+    assert Grid(lower, upper * 100, wide.base_eps, 4.0).n_cells <= 1 << 12 and wide.base_eps > top
+
+
+def test_person_level_places_in_the_automatic_mode(city):
+    X = city[0]
+    units = np.arange(len(X)) % 300  # 300 units, each all over the city
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = fit_lonlat(
+            X,
+            bounds=BOUNDS,
+            eps="auto",
+            min_samples="auto",
+            epsilon=1.0,
+            delta=1e-6,
+            units=units,
+            max_cells_per_unit=20,
+            random_state=0,
+        )
+    a = m.auto
+    assert a["base_eps"] == pytest.approx(autoplan.place_radius(1.0, 2, 4.0))
+    assert a["eps_candidates"] == [a["eps"]]
+    text = summary(m)
+    assert "the only candidate" in text and "chosen among" not in text

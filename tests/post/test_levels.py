@@ -279,6 +279,25 @@ def test_a_too_large_cluster_with_no_place_inside_is_kept_whole():
     assert not tree[0].fits
 
 
+def test_a_too_large_cluster_with_no_place_inside_is_drawn_in_pieces_that_fit():
+    # the district of _district() at one level: nothing that fits below it, so
+    # the selection keeps it, and it is drawn as place-sized pieces of itself
+    grid, lv, district, _ = _district()
+    extent = 2.0 + 4.0
+    tree = levels.level_tree(lv[:1], 1.0, 2, scale="logT", extent=(grid, extent))
+    assert [c.fits for c in tree.clusters] == [False] and tree.selected == ()
+    got = np.concatenate([p.keys for p in tree.pieces])
+    assert sorted(got.tolist()) == district.tolist() and np.unique(got).size == got.size
+    keys, labels, spans = levels.spans_of(tree)
+    assert all(s.piece and s.fits for s in spans) and len(spans) == len(tree.pieces) >= 9
+    part = Partition(1.0, 5, keys, labels, np.ones(keys.size), 10.0)
+    assert (levels.span_extents(part, grid) <= extent + 1e-9).all()
+    # where no piece is significant it stays whole, as the release shows it
+    whole = levels.level_tree(lv[:1], 1.0, 2, scale="logT", min_mass=161.0, extent=(grid, extent))
+    assert whole.selected == (0,) and whole.pieces == ()
+    assert [s.fits for s in levels.spans_of(whole)[2]] == [False]
+
+
 def test_span_extents_is_the_drawn_region_across():
     grid = Grid(np.zeros(2), np.full(2, 10.0), 1.0, 4.0)  # cells of width 1 / sqrt(2)
     w = grid.width
@@ -286,8 +305,27 @@ def test_span_extents_is_the_drawn_region_across():
     order = np.argsort(keys)
     p = _part(keys[order], np.array([0, 0, 1])[order], [1.0] * 3, 5, 10.0, alpha=1.0)
     ext = levels.span_extents(p, grid)
-    assert ext[0] == pytest.approx(np.hypot(3 * w, w) + 2.0)
+    # the widest extent of the footprints (corner to corner here), measured
+    # every 22.5 degrees: within 2% below it, never above; border eps on either side
+    assert 0.98 * np.hypot(3 * w, w) + 2.0 <= ext[0] <= np.hypot(3 * w, w) + 2.0
     assert ext[1] == pytest.approx(np.hypot(w, w) + 2.0)
+
+
+def test_span_extents_does_not_take_a_round_place_for_its_bounding_box():
+    # a disc of cells, radius 10 cells: 21 cells across every way, where its
+    # bounding box's diagonal is 21 sqrt 2
+    grid = Grid(np.zeros(2), np.full(2, 40.0), 1.0, 4.0)
+    xy = np.array([(x, y) for x in range(-10, 11) for y in range(-10, 11) if x * x + y * y <= 100]) + 20
+    keys = np.sort(grid.encode(xy))
+    ext = levels.span_extents(_part(keys, np.zeros(keys.size), [1.0] * keys.size, 5, 10.0, alpha=1.0), grid)
+    assert 21 * grid.width + 2.0 <= ext[0] <= 22.5 * grid.width + 2.0  # not 29.7 cells
+    # several spans at once, in any order of their labels, each measured alone
+    two = np.sort(grid.encode(np.array([[0, 0], [0, 3], [30, 30]])))
+    lab = np.array([1, 1, 0])[np.argsort(grid.encode(np.array([[0, 0], [0, 3], [30, 30]])))]
+    ext = levels.span_extents(_part(two, lab, [1.0] * 3, 5, 10.0, alpha=1.0), grid)
+    across = np.hypot(4, 1) * grid.width  # 4 x 1 cells, corner to corner
+    assert 0.98 * across + 2.0 <= ext[1] <= across + 2.0
+    assert ext[0] == pytest.approx(np.sqrt(2) * grid.width + 2.0)
 
 
 def test_cut_to_fit_cuts_the_longest_side_at_the_least_mass():
@@ -339,6 +377,7 @@ def test_a_district_with_a_place_inside_is_cut_into_pieces_that_fit():
     assert again.selected == (1,) and [p.keys.tolist() for p in again.pieces] == [
         p.keys.tolist() for p in tree.pieces
     ]
-    # without a place inside, nothing is cut (the cluster is kept whole)
+    # without a place inside, the whole of it is cut (nothing to leave out)
     whole = levels.condensed_tree(lv[:1], [0.0], fits=[np.array([False])])
-    assert levels.district_pieces(whole, [0], lv[:1], grid, extent) == []
+    cut = levels.district_pieces(whole, [0], lv[:1], grid, extent)
+    assert sorted(np.concatenate([p.keys for p in cut]).tolist()) == district.tolist()

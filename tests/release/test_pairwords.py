@@ -97,7 +97,7 @@ def test_rows_with_a_non_finite_coordinate_are_dropped_from_the_pairs():
 
 @pytest.mark.parametrize("seed", range(4))
 def test_row_words_then_their_runs_equal_pair_runs(seed):
-    from dpdbscan.release.pairwords import row_words, runs_of_row_words
+    from dpdbscan.release.pairwords import row_words
 
     rng = np.random.default_rng(100 + seed)
     n_units, space = int(rng.integers(1, 3_000)), int(rng.integers(1, 5_000))
@@ -109,7 +109,8 @@ def test_row_words_then_their_runs_equal_pair_runs(seed):
         for chunk in (1, 333, 1 << 20):
             made = row_words(codes, lambda a, b: keys[a:b], n_units, space, bits, chunk=chunk)
             assert made is not None
-            got = runs_of_row_words(codes, *made, space, bits, chunk=chunk)
+            got = made.runs()
+            assert np.array_equal(made.keys(), keys), (bits, chunk)
             want = pair_runs(codes, keys, n_units, space, bits=bits, chunk=chunk)
             assert want is not None
             for g, w in zip(got, want):

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..geometry import projection
+from ..plan.autoplan import PLACE_EXTENT_KM
 from ..plan.outlook import fit_cost
 from ..plan.resolve import forecast_of
 from ..prepare import Points, split_bounds
@@ -105,11 +106,14 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
         return EXIT_OK
     n = counts["n_ok"]
     person = pts.units is not None
+    places = PLACE_EXTENT_KM if opts.geo else None  # the fit's own plan: --geo looks for places
     if person and not isinstance(k, int):
         # the cells per unit are measured on the grid, which does not depend on k
-        fc = forecast_of({**p, "max_cells_per_unit": 1}, pts.lower, pts.upper, n_points=n, units=True)
+        fc = forecast_of(
+            {**p, "max_cells_per_unit": 1}, pts.lower, pts.upper, n_points=n, units=True, places=places
+        )
     else:
-        fc = forecast_of(p, pts.lower, pts.upper, n_points=n, units=person)
+        fc = forecast_of(p, pts.lower, pts.upper, n_points=n, units=person, places=places)
     against = f"the {n:,} rows kept"
     if person:
         grid = Grid(pts.lower, pts.upper, fc.eps, p["eta"])
@@ -125,7 +129,7 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
             return EXIT_OK
         # a person-level release counts the bounded contributions, not the rows
         n = int(round(bounded))
-        fc = forecast_of(p, pts.lower, pts.upper, n_points=n, units=True)
+        fc = forecast_of(p, pts.lower, pts.upper, n_points=n, units=True, places=places)
         against = (
             f"the about {n:,} unit-cell contributions the bounded counts hold (each unit in at most "
             f"k cells, at most m points in each)"

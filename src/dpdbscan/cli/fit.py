@@ -185,16 +185,15 @@ def fit_model(
     notes: Notes,
     *,
     preload_png: bool = False,
-    series: SeriesPlan | None = None,
-    run: SeriesRun | None = None,
+    series: SeriesPlan | SeriesRun | None = None,
 ) -> SpanModel:
     """Run one release with the validated parameters ``p`` (its
     ``min_samples`` the one released: a sweep gives its smallest); returns the
     SpanModel. ``preload_png``: import matplotlib while the release is made.
     ``series``: a series over time (``--per``): the spans of the horizon and
     the span x period table, recorded in the model (:func:`dpdbscan.series.fit_series`);
-    ``run``: an appendable series' start or append (:func:`dpdbscan.series.start_series`,
-    :func:`~dpdbscan.series.append_periods`)."""
+    or a :class:`SeriesRun`, an appendable series' start or append
+    (:func:`dpdbscan.series.start_series`, :func:`~dpdbscan.series.append_periods`)."""
     meta: dict[str, Any] = {
         "tool": f"dpdbscan {__version__}",
         "eps_text": str(opts.eps),
@@ -238,8 +237,8 @@ def fit_model(
     p = {**p, "events": None}
     with progress("fitting", enabled=opts.progress, ticking=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
-        if series is not None and run is not None:
-            return _appendable_model(sink, pts, p, series, run, meta, opts)
+        if isinstance(series, SeriesRun):
+            return _appendable_model(sink, pts, p, series, meta, opts)
         if series is not None:
             return _series_model(
                 opts, sink, pts, p, series, meta, cast(SeriesBackend, backend) if dask else None
@@ -288,7 +287,7 @@ def _series_model(
 
 
 def _appendable_model(
-    sink: WarningSink, pts: Points, p: dict, plan: SeriesPlan, run: SeriesRun, meta: dict, opts: FitOptions
+    sink: WarningSink, pts: Points, p: dict, run: SeriesRun, meta: dict, opts: FitOptions
 ) -> SpanModel:
     """An appendable series: started (its spans and first periods) or
     continued (``run.previous``: only the new periods' rows count)."""
@@ -306,7 +305,7 @@ def _appendable_model(
     else:
         made = start_series(
             SeriesInput(pts.X, pts.lower, pts.upper, p, pts.units, pts.times),
-            plan,
+            run.plan,
             through=run.through,
             series_id=run.series_id,
             unit_name=unit_name,
@@ -399,8 +398,8 @@ def _fit_appendable(
     if previous is not None:
         params["append_to"] = str(s.append)
     with charging_series(opts.ledger, opts.dataset, series, previous, unit, params) as (sid, charged):
-        run = SeriesRun(s.through, previous, sid, opts.ledger is not None)
-        model = fit_model(opts, sink, p, notes, preload_png=paths["png"] is not None, series=series, run=run)
+        run = SeriesRun(series, s.through, previous, sid, opts.ledger is not None)
+        model = fit_model(opts, sink, p, notes, preload_png=paths["png"] is not None, series=run)
         written, failed = _write_all(model, paths, notes, picture, *extra_paths)
         charged(written)
     return model, written, failed

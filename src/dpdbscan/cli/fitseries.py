@@ -316,11 +316,12 @@ def check_series(s: SeriesOptions, opts: FitOptions, p: dict[str, Any]) -> Serie
 
 @dataclass(frozen=True)
 class SeriesRun:
-    """One run of an appendable series: release up to ``through`` (None: the
-    horizon's end); ``previous``: the model it continues (None: a start);
-    ``series_id``: its series in the ledger; ``charged``: the ledger's rows
-    are reserved already. Public."""
+    """One run of the appendable series ``plan``: release up to ``through``
+    (None: the horizon's end); ``previous``: the model it continues (None: a
+    start); ``series_id``: its series in the ledger; ``charged``: the
+    ledger's rows are reserved already. Public."""
 
+    plan: SeriesPlan
     through: str | None
     previous: SpanModel | None
     series_id: int | None

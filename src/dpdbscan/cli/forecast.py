@@ -10,6 +10,7 @@ import json
 from ..geometry import projection
 from ..model.codec import jsonable
 from ..params.validation import check_positive
+from ..plan.autoplan import PLACE_EXTENT_KM
 from ..plan.resolve import forecast_of, validated
 from ..prepare import project_box, read_length, split_bounds
 from ..traces import event_words
@@ -168,7 +169,10 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
     if plan is not None:
         # a series: the spans are released at their share of the lifetime budget
         p = {**p, "epsilon": plan.spans_epsilon, "delta": plan.spans_delta}
-    fc = forecast_of(p, lower, upper, n_expected=n, n_units_expected=n_units, eps_ladder=ladder, cli=True)
+    places = PLACE_EXTENT_KM if geo else None  # the fit's own plan: --geo looks for places
+    fc = forecast_of(
+        p, lower, upper, n_expected=n, n_units_expected=n_units, eps_ladder=ladder, cli=True, places=places
+    )
     if args.json:
         out = jsonable(fc.to_dict())
         if plan is not None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ledger import SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
 from ..ledger.store import Account, Release
+from ..plan.autoplan import PLACE_EXTENT_KM
 from ..plan.resolve import resolve
 from ..prepare import project_box, split_bounds
 from ..prepare.door import declared_dimension
@@ -62,32 +63,38 @@ _ACTIONS = {
 }
 
 
+#: Each action's options after the ledger file: flag -> ``add_argument``'s keywords.
+_OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
+    "init": {
+        "--dataset": {"metavar": "NAME", "required": True, "help": "the dataset's name"},
+        "--epsilon": {"type": float, "required": True, "help": "the lifetime epsilon (> 0)"},
+        "--delta": {
+            "type": float,
+            "default": 0.0,
+            "help": "the lifetime delta (default 0; person-level releases need one, e.g. 1e-6)",
+        },
+        "--unit": {
+            "metavar": "COLUMN",
+            "help": "a budget per person: each value of this column (as fit's --unit) is protected "
+            "for its lifetime, and only releases with --unit COLUMN are charged to it. Default: a "
+            "budget per row (event level), for releases without --unit",
+        },
+    },
+    "show": {
+        "--dataset": {"metavar": "NAME", "help": "only this dataset"},
+        "--json": {"action": "store_true", "help": "machine-readable output"},
+    },
+}
+
+
 def add_arguments(p: argparse.ArgumentParser, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
     """``ledger init`` and ``ledger show`` (each with the options of ``parents``)."""
     sub = p.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
-    init, show = (
-        sub.add_parser(name, parents=list(parents), help=short, description=long)
-        for name, (short, long) in _ACTIONS.items()
-    )
-    for action in (init, show):
+    for name, (short, long) in _ACTIONS.items():
+        action = sub.add_parser(name, parents=list(parents), help=short, description=long)
         action.add_argument("ledger", metavar="LEDGER", help="the ledger file (SQLite)")
-    init.add_argument("--dataset", metavar="NAME", required=True, help="the dataset's name")
-    init.add_argument("--epsilon", type=float, required=True, help="the lifetime epsilon (> 0)")
-    init.add_argument(
-        "--delta",
-        type=float,
-        default=0.0,
-        help="the lifetime delta (default 0; person-level releases need one, e.g. 1e-6)",
-    )
-    init.add_argument(
-        "--unit",
-        metavar="COLUMN",
-        help="a budget per person: each value of this column (as fit's --unit) is protected for "
-        "its lifetime, and only releases with --unit COLUMN are charged to it. Default: a "
-        "budget per row (event level), for releases without --unit",
-    )
-    show.add_argument("--dataset", metavar="NAME", help="only this dataset")
-    show.add_argument("--json", action="store_true", help="machine-readable output")
+        for flag, kw in _OPTIONS[name].items():
+            action.add_argument(flag, **kw)
 
 
 def cmd_ledger(args: argparse.Namespace, sink: WarningSink) -> int:
@@ -174,7 +181,9 @@ def public_cost(opts: FitOptions, p: dict[str, Any]) -> Cost:
         return upper_cost(p["epsilon"], p["delta"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fit itself says them
-        r = resolve(p, *box, units=opts.unit is not None, cli=True)
+        # the fit's own plan: --geo looks for places (its base at person level)
+        places = PLACE_EXTENT_KM if opts.geo else None
+        r = resolve(p, *box, units=opts.unit is not None, cli=True, places=places)
     return release_cost(r.release)
 
 

@@ -295,10 +295,10 @@ def summary(model: SpanModel) -> str:
         *swamp_line(model, noun),
         test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
     ]
-    return "\n".join(lines + unit_lines(model) + event_lines(model) + origin_lines(model))
+    return "\n".join(lines + bound_lines(model) + event_lines(model) + origin_lines(model))
 
 
-def unit_lines(model: SpanModel) -> list[str]:
+def bound_lines(model: SpanModel) -> list[str]:
     """The contribution bound of a person-level release, and how k was
     chosen when the release chose it."""
     rel = model.release
@@ -379,7 +379,7 @@ __all__ = [
     "protection",
     "protection_brief",
     "protection_fields",
-    "unit_lines",
+    "bound_lines",
     "event_lines",
     "MARGIN_FIGURES",
     "NOISE_NAMES",

@@ -122,13 +122,13 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
     ]
     if pieces:
         out.append(
-            f"            {pieces} span(s) are such pieces of a district (a larger cluster with places "
-            "inside it), cut where the release shows least"
+            f"            {pieces} span(s) are such pieces of a district (a larger cluster, with or "
+            "without places the release tells apart inside it), cut where the release shows least"
         )
     if whole:
         out.append(
             f"            {whole} span(s) larger than that kept whole: the release shows no place "
-            "inside them (too little signal to tell them apart at this budget)"
+            "inside them and no piece of them is significant (too little signal at this budget)"
         )
     return out
 

@@ -162,23 +162,27 @@ class UnitChoice:
 class ReleaseSpec:
     """The one release that spends the budget, decided from public inputs.
 
+    The delta the release spends, and how it splits between the noise and
+    the stability histogram's threshold, follow from the histogram and the
+    noise (:func:`split_delta`): :attr:`delta_spent`, :attr:`delta_threshold`.
+
     Attributes
     ----------
     grid : Grid
         The public grid of the cells counted.
     histogram : {"dense", "sparse", "stability"}
+        Which DP histogram counts them (:mod:`dpdbscan.release.histograms`):
+        every cell of the grid, the paper's linear-time sparse one, or the
+        (epsilon, delta) stability histogram.
     theta : float
         Release threshold of a truncating histogram (-inf for dense).
     noise : NoiseSpec
+        The noise's family and calibration.
     units : UnitBound or None
         None: each row is its own privacy unit.
     unit_choice : UnitChoice or None
         With ``max_cells_per_unit="auto"``: how k was chosen (this release is
         one of the candidates', its noise at the budget the choice left).
-
-    The delta the release spends, and how it splits between the noise and
-    the stability histogram's threshold, follow from the histogram and the
-    noise (:func:`split_delta`): :attr:`delta_spent`, :attr:`delta_threshold`.
     """
 
     grid: Grid

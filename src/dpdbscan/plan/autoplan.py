@@ -95,10 +95,13 @@ def place_extent(metadata: dict | None) -> float | None:
 
 def place_radius(extent: float, d: int, eta: float) -> float:
     """The largest eps at which a place as small as a point is drawn within
-    ``extent``: its core sub-cells are those within eps of its cell (a box
-    eps + w + eps wide, w = eta eps / (4 sqrt d) the cell's width, so a
-    diagonal of sqrt(d) (2 eps + w)) and ``predict`` adds eps on either
-    side. Public: the prior, d and eta."""
+    ``extent``, even counted by its bounding box: its core sub-cells are
+    those within eps of its cell (a box eps + w + eps wide, w = eta eps /
+    (4 sqrt d) the cell's width, so a diagonal of sqrt(d) (2 eps + w)) and
+    ``predict`` adds eps on either side. Its widest extent
+    (:func:`dpdbscan.post.levelsearch.span_extents`) is less, about the
+    cell's diagonal plus 4 eps (5 eps at eta = 4): a place at one point
+    fits with room to spare. Public: the prior, d and eta."""
     return float(extent) / (2.0 * math.sqrt(d) + eta / 4.0 + 2.0)
 
 
@@ -131,13 +134,31 @@ def plan(
     epsilon: float,
     max_cells: int,
     n_expected: float | None,
+    *,
+    places: float | None = None,
+    units: bool = False,
 ) -> Plan:
     """The public plan of an automatic fit (``eps`` and/or ``min_samples``
     "auto"): the base eps from the box, epsilon, the cap and the user's
-    guess ``n_expected`` (:func:`base_cells`), and the eps candidates."""
+    guess ``n_expected`` (:func:`base_cells`), and the eps candidates.
+
+    ``places``: the place prior's extent (:func:`place_extent`) when the
+    automatic mode looks for places. A person-level release (``units``)
+    then has its base at :func:`place_radius` (no finer than the cap
+    allows), whatever ``n_expected``: its counts are distinct units per
+    cell, each unit adding to at most k cells, so every cell's noise is that
+    of k (not of the rows' number), and a neighbourhood sums the noise of
+    as many cells at any eps (eta fixed). A place's units in an eps-ball
+    grow with eps, so the largest eps that still draws a place at one point
+    within the prior sees the most places over the noise (full Cabs, each
+    cab protected: the three busy stop cells that are never core at 163 m,
+    the points-per-cell base, are at 182 m; docs/parameters.md section 6).
+    That one candidate is left (:func:`place_candidates`)."""
     if eps == "auto":
         b = base_eps(lower, upper, eta, base_cells(epsilon, n_expected, max_cells))
         d = np.asarray(lower).size
+        if places is not None and units:
+            b = max(place_radius(places, d, eta), base_eps(lower, upper, eta, int(max_cells)))
         cands = tuple(
             b * 2 ** (i / 2)
             for i in range(EPS_STEPS)

@@ -319,6 +319,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     """The forecast of the release ``release`` and its spans ``spans`` (as
     :func:`dpdbscan.plan.resolve.resolve` makes them). Public inputs only;
     ``n_expected`` is the user's own guess of the number of points."""
+    n_expected = None if n_expected is None else float(n_expected)  # any real, ints too
     grid, kind, theta = release.grid, release.histogram, release.theta
     d = grid.d
     k = int(spans.subcells)
@@ -335,7 +336,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     if n_expected is not None:
         volume = math.prod(float(hi - lo) for lo, hi in zip(grid.lower, grid.upper))
         ball = math.pi ** (d / 2) / math.gamma(d / 2 + 1) * grid.eps**d
-        expected = float(n_expected) * min(ball / volume, 1.0)
+        expected = n_expected * min(ball / volume, 1.0)
         factor = threshold / expected if expected > 0 else math.inf
     candidates = None
     if kind == "dense":
@@ -388,7 +389,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
         margin=float(margin_value),
         noise_margin=float(gamma),
         threshold=float(threshold),
-        n_expected=None if n_expected is None else float(n_expected),
+        n_expected=n_expected,
         expected_count=expected,
         density_factor=factor,
         terms_per_cell=terms,

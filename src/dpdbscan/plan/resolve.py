@@ -94,18 +94,33 @@ def resolve(
     units: bool = False,
     cli: bool = False,
     stacklevel: int = 2,
+    places: float | None = None,
 ) -> Resolved:
     """The release and spans of :func:`validated` parameters ``p`` in the
     public box ``[lower, upper]``; ``units``: whether the rows carry
-    privacy-unit ids (:func:`release_spec`). Public inputs only; warns
+    privacy-unit ids (:func:`release_spec`); ``places``: the place prior of
+    a geographic fit (:func:`dpdbscan.plan.autoplan.place_extent`), which
+    sets the automatic mode's base at person level when it selects levels
+    (:func:`dpdbscan.plan.autoplan.plan`). Public inputs only; warns
     (UtilityWarning) of a grid no core test can use, and of Laplace noise
     at a contribution bound where Gaussian noise would be smaller."""
     check_units(dict(p), units, cli=cli)
     plan = None
     eps, min_samples = p["eps"], p["min_samples"]
     if "auto" in (eps, min_samples):
+        # the place prior holds where the spans are selected at their own levels
+        prior = places if p["selection"] == "levels" and min_samples == "auto" else None
         plan = autoplan.plan(
-            lower, upper, p["eta"], eps, min_samples, p["epsilon"], p["max_cells"], p["n_expected"]
+            lower,
+            upper,
+            p["eta"],
+            eps,
+            min_samples,
+            p["epsilon"],
+            p["max_cells"],
+            p["n_expected"],
+            places=prior,
+            units=units,
         )
         eps, min_samples = plan.base_eps, plan.min_samples or MIN_SAMPLES_LOW
     check_scale(float(eps), lower, upper, cli=cli)
@@ -305,6 +320,7 @@ def forecast_of(
     n_units_expected: float | None = None,
     eps_ladder: Sequence[float] | None = None,
     cli: bool = False,
+    places: float | None = None,
 ) -> Forecast:
     """What a release with :func:`validated` parameters ``p`` in the public box
     would detect, before anything is spent (:mod:`dpdbscan.plan.outlook`).
@@ -322,7 +338,9 @@ def forecast_of(
     (:mod:`dpdbscan.plan.detection`) at its eps and at each eps of
     ``eps_ladder`` (default: eps x 1/4, 1/2, 1, 2, 4, those below the box's
     longest side); ``n_units_expected`` is the user's public guess of the
-    number of units. ``cli``: messages name the command line's options."""
+    number of units. ``cli``: messages name the command line's options;
+    ``places``: the place prior of a geographic fit, as :func:`resolve`
+    takes it (the automatic mode's base at person level)."""
     opt = namer(cli)
     if n_expected is None:
         n_expected = p["n_expected"]
@@ -339,7 +357,9 @@ def forecast_of(
             f"{given} forecast a person-level release: give {opt('max_cells_per_unit')} (the most "
             "cells one unit adds to)"
         )
-    r = resolve({**p, "n_expected": n_expected}, lower, upper, units=units, cli=cli, stacklevel=3)
+    r = resolve(
+        {**p, "n_expected": n_expected}, lower, upper, units=units, cli=cli, stacklevel=3, places=places
+    )
     fc = forecast(r.release, r.spans, n_expected=n_expected if n_points is None else n_points)
     if not units:
         return fc

@@ -54,7 +54,7 @@ from ..cells.grid import Grid
 from ..files.unitids import read_units
 from ..params.specs import UnitBound
 from .engine import Engine, LocalEngine, merge_counts
-from .pairwords import CHUNK, bucket_bits, pair_runs, row_words, runs_of_row_words, sorted_in_groups
+from .pairwords import CHUNK, bucket_bits, pair_runs, row_words, sorted_in_groups
 from .samplers.integers import Source
 from .samplers.philox import words64
 
@@ -77,17 +77,14 @@ class BoundingKey:
 class Pairs:
     """The (unit, cell) pairs of a set of rows: for each, the unit's code
     (an index into ``uniques``), the cell's key and its number of points.
-    Sorted by unit, then cell. Private data."""
+    Sorted by unit, then cell. ``unit_words``: each unit's word for the
+    priorities (:func:`unit_words`). Private data."""
 
     units: np.ndarray
     keys: np.ndarray
     counts: np.ndarray
     unit_words: np.ndarray
     uniques: np.ndarray
-
-    @property
-    def n_units(self) -> int:
-        return int(self.uniques.size)
 
     @classmethod
     def of_runs(
@@ -98,6 +95,10 @@ class Pairs:
         return cls(
             units=units, keys=keys, counts=counts, unit_words=unit_words(uniques, key), uniques=uniques
         )
+
+    @property
+    def n_units(self) -> int:
+        return int(self.uniques.size)
 
 
 def factorize(units: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -499,13 +500,11 @@ def _row_pairs_of_points(
     made = row_words(codes, keys_of, n_units, space, bits, chunk=chunk)
     if made is None:
         return None
-    words, per_chunk = made
     if few[0]:  # n_units * occupied cells <= limit
-        keys = np.empty(words.size, dtype=np.int64)  # a word is (code mod 2**bits) * space + key
-        np.remainder(words, np.uint32(space), out=keys, casting="unsafe")
-        del words
+        keys = made.keys()
+        del made
         return summed_pairs(grid, codes, keys, None, uniques, key)
-    units, cells, summed = runs_of_row_words(codes, words, per_chunk, space, bits, chunk=chunk)
+    units, cells, summed = made.runs()
     return Pairs.of_runs(units, cells.astype(grid.key_dtype, copy=False), summed, uniques, key)
 
 

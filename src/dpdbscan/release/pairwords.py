@@ -33,6 +33,7 @@ import functools
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -104,6 +105,44 @@ def pair_runs(
     return _runs(codes, words_of, per_chunk, space, bits, chunk, threads, n)
 
 
+@dataclass(frozen=True)
+class RowWords:
+    """Each row's 32-bit word ``(code mod 2**bits) * space + key``, in row
+    order, and how many rows of each chunk fall in each bucket: the first
+    pass of :func:`pair_runs`, kept with the ``codes``, ``space``, ``bits``
+    and ``chunk`` it was made with, so that :meth:`runs` finishes it the
+    same way (:func:`row_words` makes one)."""
+
+    codes: np.ndarray
+    words: np.ndarray
+    per_chunk: np.ndarray
+    space: int
+    bits: int
+    chunk: int
+
+    def runs(self, *, threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`pair_runs` from the words: the same pairs, order and counts
+        (``threads`` as there)."""
+        words = self.words
+        return _runs(
+            self.codes,
+            lambda a, c: words[a : a + c.size],
+            self.per_chunk,
+            self.space,
+            self.bits,
+            self.chunk,
+            threads,
+            int(self.codes.size),
+        )
+
+    def keys(self) -> np.ndarray:
+        """The rows' int64 cell keys, read back from their words (a word's
+        remainder by ``space``)."""
+        keys = np.empty(self.words.size, dtype=np.int64)
+        np.remainder(self.words, np.uint32(self.space), out=keys, casting="unsafe")
+        return keys
+
+
 def row_words(
     codes: np.ndarray,
     keys_of: Callable[[int, int], np.ndarray | None],
@@ -112,14 +151,13 @@ def row_words(
     bits: int,
     *,
     chunk: int = CHUNK,
-) -> tuple[np.ndarray, np.ndarray] | None:
+) -> RowWords | None:
     """The first pass of :func:`pair_runs` when the cell keys are not an
     array but made a chunk at a time (``keys_of(a, b)``: the int64 keys of
     rows a to b, or None to give up, e.g. on a non-finite point): each row's
-    32-bit word ``(code mod 2**bits) * space + key``, in row order, and how
-    many rows of each chunk fall in each bucket; None when ``keys_of`` gave
-    up. The keys never exist for all rows at once (8 bytes a row), only
-    their words (4). :func:`runs_of_row_words` finishes."""
+    32-bit word and the chunks' bucket sizes (:class:`RowWords`); None when
+    ``keys_of`` gave up. The keys never exist for all rows at once (8 bytes
+    a row), only their words (4). :meth:`RowWords.runs` finishes."""
     n = int(codes.size)
     low = np.int64((1 << bits) - 1)
     n_buckets = (max(n_units - 1, 0) >> bits) + 1
@@ -135,24 +173,7 @@ def row_words(
         w += k
         words[a : a + c.size] = w
         per_chunk[i] = np.bincount(c >> bits, minlength=n_buckets)
-    return words, per_chunk
-
-
-def runs_of_row_words(
-    codes: np.ndarray,
-    words: np.ndarray,
-    per_chunk: np.ndarray,
-    space: int,
-    bits: int,
-    *,
-    chunk: int = CHUNK,
-    threads: int | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`pair_runs` from :func:`row_words`' words (given the same
-    ``codes``, ``bits`` and ``chunk``): the same pairs, order and counts."""
-    return _runs(
-        codes, lambda a, c: words[a : a + c.size], per_chunk, space, bits, chunk, threads, int(codes.size)
-    )
+    return RowWords(codes, words, per_chunk, space, bits, chunk)
 
 
 def _bucket_sizes(codes: np.ndarray, n_units: int, bits: int, chunk: int) -> np.ndarray:
@@ -270,4 +291,4 @@ def _for_buckets(
         return list(pool.map(lambda s: work(*s), spans))
 
 
-__all__ = ["CHUNK", "bucket_bits", "pair_runs", "row_words", "runs_of_row_words", "sorted_in_groups"]
+__all__ = ["CHUNK", "RowWords", "bucket_bits", "pair_runs", "row_words", "sorted_in_groups"]
