@@ -1,18 +1,21 @@
 """Where the time of one ``dpdbscan fit`` goes, stage by stage, in one fresh process.
 
 Runs the steps of ``dpdbscan fit FILE --header --geo --bounds ... --eps ...
---min-samples ...`` with the library's own functions, one after another (the
-command writes the JSON on a second thread while it draws the GeoJSON and the
-picture, and projects each block while reading; here each stage is timed
-alone), and prints one JSON line:
+--min-samples ...`` with the library's own functions, one after another, and
+prints one JSON line. The command overlaps them: it projects each block while
+reading, forks a copy of itself before the read that imports matplotlib while
+the release is made and then draws the picture, and writes the JSON on a
+second thread while it writes the GeoJSON. Here each stage is timed alone, in
+this one process:
 
 * ``import``  — importing the command line (``dpdbscan.cli``), its cold start;
 * ``read``    — reading the file with the command line's reader;
 * ``fit``     — the release: ``fit_lonlat`` with ``--geo`` (projecting to km
   included), else ``DPDBSCAN.fit``;
-* ``json``, ``geojson``, ``png`` — writing each output as the command does (the
-  picture includes importing matplotlib, which the command starts on a thread
-  while reading);
+* ``json``, ``geojson``, ``png`` — writing each output as the command does
+  (the GeoJSON includes the spans' regions, outlines and figures, which the
+  picture then reuses; the picture includes importing matplotlib, which the
+  command does in its forked copy while the release is made);
 * ``peak_rss_bytes`` — the process's peak resident memory.
 
     .venv/bin/python -m benchmarks.cli_stages FILE.csv.gz --header --geo \\

@@ -156,3 +156,27 @@ def test_lexicographic_order_is_lexsorts():
         assert np.array_equal(sorted_runs(rows)[0], want)
     wide = np.array([[0, 1 << 40], [-(1 << 40), 0], [0, 0]])  # codes beyond int64: lexsort
     assert np.array_equal(wide[_lexicographic_order(wide)], wide[np.lexsort(wide.T[::-1])])
+
+
+def test_a_dense_histogram_reads_values_as_its_list_of_released_cells_does():
+    """value_at reads a dense histogram's array straight; the same values as
+    looking the keys up among its non-zero cells, 0 for padding keys."""
+    from dpdbscan.cells.grid import lookup
+    from dpdbscan.cells.histogram import NoisyHistogram
+
+    grid = Grid(np.zeros(2), np.array([3.7, 2.3]), eps=0.4 * math.sqrt(2), eta=1.0)
+    rng = np.random.default_rng(5)
+    values = rng.integers(-9, 9, grid.shape) * (rng.random(grid.shape) < 0.3)
+    hist = NoisyHistogram(grid, "dense", values, None, float("-inf"), "laplace", 1.0, 1.0, 0.0)
+    coords = np.column_stack(
+        [rng.integers(-2, grid.shape[0] + 3, 5000), rng.integers(-2, grid.shape[1] + 3, 5000)]
+    )
+    every = np.arange(grid.key_space)
+    padding = every[~grid.valid(grid.decode(every))]
+    keys = np.concatenate([grid.encode(coords[grid.valid(coords)]), padding])
+    assert padding.size > 0
+    got = hist.value_at(keys)
+    np.testing.assert_array_equal(got, lookup(*hist.sparse(), keys))
+    assert got.dtype == values.dtype and np.count_nonzero(got) > 0
+    zero = NoisyHistogram(grid, "dense", np.zeros(grid.shape), None, float("-inf"), "laplace", 1.0, 1.0, 0.0)
+    assert zero.value_at(keys).dtype == lookup(*zero.sparse(), keys).dtype

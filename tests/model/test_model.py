@@ -97,6 +97,24 @@ def test_json_roundtrip(tmp_path):
         with_params(small, min_samples=3)
 
 
+@pytest.mark.parametrize("d,histogram", [(1, "dense"), (2, "dense"), (2, "sparse"), (3, "sparse")])
+def test_to_json_is_json_dumps_of_the_document(d, histogram):
+    """to_json writes the spans' cells with one string format; the text is
+    json.dumps(model_to_dict(model)) to the byte, with and without spans."""
+    from dpdbscan.model import model_to_dict
+
+    rng = np.random.default_rng(d)
+    X = np.vstack([0.5 + 0.03 * rng.standard_normal((600, d)), 0.2 + 0.02 * rng.standard_normal((400, d))])
+    est = DPDBSCAN(eps=0.05, min_samples=5, epsilon=1.0, bounds=(0, 1), random_state=1, histogram=histogram)
+    m = est.fit(X).spans_
+    m.metadata["note"] = 'a "quoted" text, \u00e9 and\nlines'
+    assert m.n_spans >= 2
+    for hist in (True, False):
+        assert to_json(m, hist) == json.dumps(model_to_dict(m, hist))
+    none = DPDBSCAN(eps=0.05, min_samples=10**6, epsilon=1.0, bounds=(0, 1), random_state=1).fit(X).spans_
+    assert none.n_spans == 0 and to_json(none) == json.dumps(model_to_dict(none))
+
+
 @pytest.mark.parametrize(
     "content", ['{"format": "other"}', "not json", '{"format": "dpdbscan.spans", "version": 1}']
 )

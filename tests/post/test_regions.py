@@ -62,3 +62,21 @@ def test_offset_distances_match_border_labels():
                 continue
             lab = predict.border_labels(g, k, np.array([0]), cell, dd * g.width * (1 + 1e-6), to)
             assert lab[0] == 0
+
+
+@pytest.mark.parametrize("d", [1, 3])
+@pytest.mark.parametrize("seed", range(4))
+def test_region_paths_agree_in_other_dimensions(monkeypatch, d, seed):
+    """The raster covers a window around the core cells, row-major in any d."""
+    rng = np.random.default_rng(seed)
+    g = Grid(np.zeros(d), rng.uniform(2, 4, d), rng.uniform(0.2, 0.5), eta=float(rng.choice([1, 2])))
+    n = int(rng.integers(1, min(200, g.n_cells)))
+    # away from the lower corner, so that the window starts inside the grid
+    coords = np.unique(np.column_stack([rng.integers(s // 3, s, n) for s in g.shape]), axis=0)
+    keys = np.sort(g.encode(coords))
+    labels = merge_cells(g, keys)
+    for to in ("cells", "centres"):
+        got = _paths(monkeypatch, g, keys, labels, float(g.width * rng.choice([1.0, 1.5, 2.3])), to)
+        for name in ("bitmap", "sorted"):
+            assert np.array_equal(got[name][0], got["raster"][0]), name
+            assert np.array_equal(got[name][1], got["raster"][1]), name

@@ -538,3 +538,29 @@ def test_the_background_import_leaves_pyplot_and_its_styles_alone():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "False", "False"]
+
+
+def test_histogram_window_sums_integer_counts_as_the_float_path_does():
+    """Integer counts are summed in blocks in place (no padded float copy of
+    the window); the same image as the float path, ragged last blocks too."""
+    from dataclasses import replace
+
+    from dpdbscan.cells.grid import Grid
+    from dpdbscan.cells.histogram import NoisyHistogram
+
+    grid = Grid(np.zeros(2), np.array([13.7, 9.1]), eps=0.2 * 4 * np.sqrt(2), eta=1.0)
+    rng = np.random.default_rng(2)
+    values = rng.integers(-5, 40, grid.shape)
+    hist = NoisyHistogram(grid, "dense", values, None, float("-inf"), "laplace", 1.0, 1.0, 0.0)
+    as_float = replace(hist, values=values.astype(np.float64))
+    for lo, hi, max_pixels in (
+        ((0, 0), grid.shape, 300),
+        ((3, 5), (60, 41), 97),
+        ((7, 2), (9, 45), 10**6),
+        ((-4, 0), (200, 200), 50),
+        ((10, 10), (10, 12), 4),
+    ):
+        img, f, first = mapstyle.histogram_window(hist, lo, hi, max_pixels)
+        want, f2, first2 = mapstyle.histogram_window(as_float, lo, hi, max_pixels)
+        assert f == f2 and np.array_equal(first, first2) and img.dtype == np.float64
+        np.testing.assert_array_equal(img, want)

@@ -84,8 +84,7 @@ def write_temp(path: Path, write: Writer) -> Path:
     for a rename onto ``path`` later (``os.replace``); removed on failure."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # same folder (rename is atomic there), same suffix (matplotlib reads it)
-    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
+    tmp = temp_beside(path)
     try:
         write(tmp)
     except BaseException:
@@ -93,6 +92,14 @@ def write_temp(path: Path, write: Writer) -> Path:
             tmp.unlink()
         raise
     return tmp
+
+
+def temp_beside(path: Path, tag: str = "") -> Path:
+    """A temporary name for ``path``: the same folder (a rename is atomic
+    there) and the same suffix (matplotlib reads it), named after this
+    process (and ``tag``) so that two writers never share one."""
+    path = Path(path)
+    return path.with_name(f".{path.stem}.tmp-{os.getpid()}{tag and '-' + tag}{path.suffix}")
 
 
 def check_writable(paths: Iterable[Path | str | None], source: str | None = None) -> None:

@@ -54,7 +54,7 @@ from .fitseries import (
 )
 from .ledger import charging, check_ledger_options, public_box_of, public_params
 from .maps import picture_options
-from .outputs import Outputs, out_paths, report, write_outputs
+from .outputs import Outputs, out_paths, report, start_drawing, wait_to_draw, write_outputs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -189,7 +189,9 @@ def fit_model(
 ) -> SpanModel:
     """Run one release with the validated parameters ``p`` (its
     ``min_samples`` the one released: a sweep gives its smallest); returns the
-    SpanModel. ``preload_png``: import matplotlib while the release is made.
+    SpanModel. ``preload_png``: import matplotlib while the release is made
+    (in a forked copy that then draws the picture, :func:`.outputs.wait_to_draw`,
+    or else on a thread).
     ``series``: a series over time (``--per``): the spans of the horizon and
     the span x period table, recorded in the model (:func:`dpdbscan.series.fit_series`);
     or a :class:`SeriesRun`, an appendable series' start or append
@@ -209,6 +211,8 @@ def fit_model(
         meta.update(pts.meta)
     else:
         streamed = None if series is not None else streamed_counts(opts, p)
+        if preload_png and series is None:
+            wait_to_draw()  # a copy forked while the process is small, to draw the picture
         source = opts.source(notes)
         if streamed is not None and not source.transforms and source.time_column is None:
             source = replace(source, block_counter=streamed)
@@ -225,7 +229,7 @@ def fit_model(
         if opts.events.needs_status:
             meta["events"]["status_column"] = str(opts.trip_ends)
 
-    if preload_png:
+    if preload_png and not start_drawing():
         preload_matplotlib()
     if opts.seed is not None:
         print(

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
+from . import forked
 from .check import EXAMPLES as CHECK_EXAMPLES
 from .check import add_arguments as add_check_arguments
 from .check import cmd_check
@@ -336,6 +337,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dpdbscan: interrupted", file=sys.stderr)
         return 130
+    finally:
+        forked.cancel_waiting()  # a copy forked to draw a picture that was never sent
 
 
 __all__ = ["main", "build_parser"]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from ..geometry import projection
 from ..model import SpanModel, save_geojson, save_model
+from ..render import plotting
+from . import forked
 from .common import (
     EXIT_OK,
     EXIT_PARTIAL,
@@ -69,17 +71,42 @@ def write_outputs(
 ) -> tuple[list[str], list[str]]:
     """Write the release (JSON), GeoJSON and PNG, each atomically.
 
-    The JSON is written on a second thread (compressing the noisy histogram
-    runs outside the GIL) while GeoJSON and PNG are drawn into temporary
-    files; they are renamed into place only once the JSON is safe on disk,
-    so a failed release leaves no GeoJSON or picture of it behind.
-    ``picture`` holds the PNG's ``size`` and ``extent`` (cli/maps.py).
-    Returns (written, failed). A failed GeoJSON or picture does not lose the
-    release: the JSON is kept and the failure is reported.
+    The picture is drawn by a forked copy of the command on the machine's
+    other core (:mod:`dpdbscan.cli.forked`: the one ``fit`` left waiting
+    (:func:`wait_to_draw`), sent the release with the spans' outlines and
+    figures computed here once for both GeoJSON and picture, or else one
+    forked now; in this process where forking is not safe), the JSON is
+    written on a second thread once the picture is under way (compressing
+    the noisy histogram runs outside the GIL) and the GeoJSON here, the
+    three at once. GeoJSON and picture go
+    to temporary files; they are renamed into place only once the JSON is
+    safe on disk, so a failed release leaves no GeoJSON or picture of it
+    behind. ``picture`` holds the PNG's ``size`` and ``extent``
+    (cli/maps.py). Returns (written, failed). A failed GeoJSON or picture
+    does not lose the release: the JSON is kept and the failure is reported.
     """
     written: list[str] = []
     failed: list[str] = []
     errors: list[BaseException] = []
+    two_d = model.grid.d == 2
+    if not two_d and (paths["geojson"] is not None or paths["png"] is not None):
+        print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D", file=sys.stderr)
+    want_png = two_d and paths["png"] is not None
+
+    def draw(t: Path) -> None:
+        draw_spans_png(model, t, **(picture or {}))
+
+    waiting = forked.take_waiting()
+    if waiting is not None and not want_png:
+        waiting.cancel()
+        waiting = None
+    drawing = None
+    if waiting is not None:
+        # first: the picture is the longest of the three, and the JSON's
+        # thread would hold up the geometry sent with the release for the GIL
+        drawing = _send(waiting, model, picture, paths["png"], failed)
+    elif want_png:
+        drawing = forked.start(paths["png"], draw)  # before any thread of this call starts
 
     def save_json():
         try:
@@ -91,27 +118,31 @@ def write_outputs(
     saver.start()
     staged: list[tuple[str, Path]] = []
     try:
-        if model.grid.d != 2:
-            if paths["geojson"] is not None or paths["png"] is not None:
-                print(f"note: GeoJSON and PNG need 2-D data; skipped for {model.grid.d}-D", file=sys.stderr)
-        else:
+        if two_d:
             proj = projection.projection_of(model)
             extras = (
                 (
                     "geojson",
                     lambda t: save_geojson(model, t, transform=None if proj is None else proj.inverse),
                 ),
-                ("png", lambda t: draw_spans_png(model, t, **(picture or {}))),
+                ("png", draw if want_png and drawing is None and not failed else None),
             )
             for kind, write in extras:
-                if paths[kind] is None:
+                if paths[kind] is None or write is None:
                     continue
                 try:
                     staged.append((kind, write_temp(paths[kind], write)))
                 except Exception as exc:  # the release is safe: report, do not lose it
                     failed.append(f"{paths[kind]} ({one_line(exc)})")
+        if drawing is not None:
+            try:
+                staged.append(("png", drawing.result()))
+            except Exception as exc:  # as above
+                failed.append(f"{paths['png']} ({one_line(exc)})")
     except BaseException:
         saver.join()
+        if drawing is not None:
+            drawing.cancel()
         for _, tmp in staged:
             tmp.unlink(missing_ok=True)
         raise
@@ -121,10 +152,60 @@ def write_outputs(
             tmp.unlink(missing_ok=True)
         raise errors[0]
     written.append(str(paths["json"]))
-    for kind, tmp in staged:
+    for kind, tmp in sorted(staged, key=lambda s: KINDS.index(s[0])):
         os.replace(tmp, paths[kind])
         written.append(str(paths[kind]))
     return written, failed
+
+
+def _send(
+    waiting: forked.Waiting, model: SpanModel, picture: dict | None, path: Path, failed: list[str]
+) -> forked.Forked | None:
+    """Send the waiting copy the release to draw, with the spans' regions,
+    outlines and figures (cached on the model, pickled with it): the
+    GeoJSON needs them too, and computed once here they are not computed
+    again in the copy. A failure to send is the picture's (``failed``)."""
+    try:
+        try:
+            model.regions(), model.stats, model.outlines()
+        except Exception:  # noqa: BLE001 - met again, and reported, by the GeoJSON and the picture
+            pass
+    except BaseException:  # interrupted: the copy is not left waiting
+        waiting.cancel()
+        raise
+    try:
+        return waiting.send((model, picture), path)
+    except Exception as exc:  # the release is safe: report, do not lose it
+        failed.append(f"{path} ({one_line(exc)})")
+        return None
+
+
+def wait_to_draw() -> bool:
+    """Fork a copy of the command that imports matplotlib once told to
+    (:meth:`dpdbscan.cli.forked.Waiting.go`) and then draws the picture of
+    the release :func:`write_outputs` sends it. Called before the input is
+    read, while the process is small. False when forking is not safe here
+    (the picture is then drawn as :func:`write_outputs` says)."""
+    return forked.wait_for_work(plotting.preload, _draw_sent) is not None
+
+
+def start_drawing() -> bool:
+    """Tell the copy of :func:`wait_to_draw` to import matplotlib now;
+    False if there is none."""
+    waiting = forked.peek_waiting()
+    if waiting is None:
+        return False
+    waiting.go()
+    return True
+
+
+def _draw_sent(payload: tuple[SpanModel, dict | None], temp: Path) -> None:
+    model, picture = payload
+    draw_spans_png(model, temp, **(picture or {}))
+
+
+#: The order in which the written files are named.
+KINDS = ("json", "geojson", "png")
 
 
 def report(written: list[str], failed: list[str]) -> int:

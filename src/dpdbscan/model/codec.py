@@ -46,15 +46,26 @@ BORDER_CELLS = ("any", "occupied")
 
 def model_to_dict(model: SpanModel, include_histogram: bool = True) -> dict:
     """The JSON document of a :class:`~dpdbscan.model.record.SpanModel`."""
-    spans, spec, rel = model.spans, model.spec, model.release
-    # cells grouped by span, each span's in key order (a stable sort by span)
-    order = np.argsort(spans.labels, kind="stable")
-    cells = spans.grid.decode(spans.core_keys[order]).tolist()
-    ends = np.cumsum(np.bincount(spans.labels, minlength=spans.n_spans)).tolist()
+    cells, ends = span_cells(model)
+    rows = cells.tolist()
     span_list = [
-        {"id": s, "n_cells": b - a, "cells": cells[a:b]}
-        for s, (a, b) in enumerate(zip([0] + ends[:-1], ends))
+        {"id": s, "n_cells": b - a, "cells": rows[a:b]} for s, (a, b) in enumerate(zip([0] + ends[:-1], ends))
     ]
+    return _document(model, include_histogram, span_list)
+
+
+def span_cells(model: SpanModel) -> tuple[np.ndarray, list[int]]:
+    """The core cells' coordinates grouped by span, each span's in key order
+    (a stable sort by span), and where each span's rows end."""
+    spans = model.spans
+    order = np.argsort(spans.labels, kind="stable")
+    cells = spans.grid.decode(spans.core_keys[order])
+    return cells, np.cumsum(np.bincount(spans.labels, minlength=spans.n_spans)).tolist()
+
+
+def _document(model: SpanModel, include_histogram: bool, span_list: Any) -> dict:
+    """:func:`model_to_dict` with ``span_list`` as its ``spans``."""
+    spans, spec, rel = model.spans, model.spec, model.release
     out = {
         "format": FORMAT,
         "version": VERSION,
@@ -132,7 +143,31 @@ def unit_choice_dict(choice: UnitChoice) -> dict:
 
 
 def to_json(model: SpanModel, include_histogram: bool = True) -> str:
-    return json.dumps(model_to_dict(model, include_histogram))
+    """``json.dumps(model_to_dict(model))``, the same text made faster: the
+    spans' cells (often 10^5 and more) are written by one string format
+    instead of as Python lists through the JSON encoder."""
+    doc = _document(model, include_histogram, None)
+    # a dict is encoded as its items joined by ", " (json's default separators)
+    items = (
+        f"{json.dumps(k)}: {spans_json(model) if k == 'spans' else json.dumps(v)}" for k, v in doc.items()
+    )
+    return "{" + ", ".join(items) + "}"
+
+
+def spans_json(model: SpanModel) -> str:
+    """``json.dumps`` of :func:`model_to_dict`'s ``spans`` list."""
+    cells, ends = span_cells(model)
+    n, d = cells.shape
+    # every cell "[i, j]", one per line of one formatted string, then split
+    rows = (("[" + ", ".join(["%d"] * d) + "]\n") * n % tuple(cells.ravel().tolist())).split("\n")
+    return (
+        "["
+        + ", ".join(
+            f'{{"id": {s}, "n_cells": {b - a}, "cells": [{", ".join(rows[a:b])}]}}'
+            for s, (a, b) in enumerate(zip([0] + ends[:-1], ends))
+        )
+        + "]"
+    )
 
 
 def save_model(model: SpanModel, path: Path | str, include_histogram: bool = True) -> None:
@@ -524,11 +559,11 @@ def pack(arr: np.ndarray) -> dict:
     return {
         "dtype": arr.dtype.str,
         "shape": list(arr.shape),
-        "zlib_base64": base64.b64encode(_deflate(arr.tobytes())).decode("ascii"),
+        "zlib_base64": base64.b64encode(_deflate(arr.reshape(-1).view(np.uint8).data)).decode("ascii"),
     }
 
 
-def _deflate(raw: bytes) -> bytes:
+def _deflate(raw: bytes | memoryview) -> bytes:
     """A zlib stream of ``raw`` at level 1: by ISA-L when ``isal`` is installed
     (about 4 times faster: 0.04 s against 0.15 s for the 17.6 MB histogram of
     full Cabs here, within 1% of the size), else by zlib. Either is read back

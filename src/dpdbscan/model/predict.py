@@ -178,11 +178,20 @@ def _regions_by_shells(
     offs, dist = offs[inside], dist[inside]
     order = np.argsort(dist, kind="stable")
     offs, dist = offs[order], dist[order]
-    free = np.iinfo(np.int32).max
-    raster = np.full(grid.key_space, free, dtype=np.int32)
-    raster[core_keys] = labels
+    # The raster covers the window of cells the offsets reach from the core
+    # cells, not the whole key space: fewer pages to fill (first touching a
+    # page is what a large raster costs), and 2-byte ids when they fit.
     coords = grid.decode(core_keys)
-    lab32 = labels.astype(np.int32)
+    reach = np.abs(offs).max(axis=0) if offs.size else np.zeros(grid.d, dtype=np.int64)
+    lo = np.maximum(coords.min(axis=0) - reach, 0)
+    shape = np.minimum(coords.max(axis=0) + reach + 1, np.asarray(grid.shape, dtype=np.int64)) - lo
+    strides = np.cumprod(np.r_[1, shape[:0:-1]])[::-1].astype(np.int64)  # C order in the window
+    ids = np.int16 if int(labels.max()) < np.iinfo(np.int16).max else np.int32
+    free = np.iinfo(ids).max
+    raster = np.full(int(np.prod(shape)), free, dtype=ids)
+    wkeys = (coords - lo) @ strides if grid.d > 1 else (coords - lo)[:, 0]
+    raster[wkeys] = labels
+    lab = labels.astype(ids)
     a = 0
     while a < offs.shape[0]:
         # a shell: distances equal up to the tie tolerance of border_labels
@@ -195,15 +204,17 @@ def _regions_by_shells(
                 continue  # the core cells themselves
             c = coords + o
             ok = grid.valid(c)
-            k = core_keys[ok] + grid.key_delta(o)
+            k = wkeys[ok] + int(o @ strides)
             new = raster[k] == free  # not labelled by a nearer shell
             keys.append(k[new])
-            labs.append(lab32[ok][new])
+            labs.append(lab[ok][new])
         if keys:
             np.minimum.at(raster, np.concatenate(keys), np.concatenate(labs))
         a = b
-    region = np.flatnonzero(raster != free).astype(np.int64)
-    return region, raster[region].astype(np.int64)
+    region = np.flatnonzero(raster != free)
+    # window order is grid key order (both row-major over the cells)
+    cells = np.stack(np.unravel_index(region, tuple(int(v) for v in shape)), axis=1) + lo
+    return grid.encode(cells), raster[region].astype(np.int64)
 
 
 def _bitmap(grid: Grid, keys: np.ndarray) -> np.ndarray | None:

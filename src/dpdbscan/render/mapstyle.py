@@ -164,7 +164,15 @@ def histogram_window(
     out_shape = tuple(int(s) for s in -(-size // f))
     img = np.zeros(out_shape, dtype=np.float64)
     if hist.kind == "dense":
-        v = np.asarray(hist.values[lo[0] : hi[0], lo[1] : hi[1]], dtype=np.float64)
+        window = hist.values[lo[0] : hi[0], lo[1] : hi[1]]
+        if window.size and window.dtype.kind in "iu":
+            # integer counts: block sums in place, without a padded float copy
+            # of the window (the same sums, exact in float64 either way)
+            if f > 1:
+                window = np.add.reduceat(window, np.arange(0, window.shape[0], f), axis=0)
+                window = np.add.reduceat(window, np.arange(0, window.shape[1], f), axis=1)
+            return window.astype(np.float64), f, lo
+        v = np.asarray(window, dtype=np.float64)
         pad = [(0, out_shape[0] * f - v.shape[0]), (0, out_shape[1] * f - v.shape[1])]
         if v.size:
             v = np.pad(v, pad)

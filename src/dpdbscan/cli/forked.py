@@ -1,0 +1,317 @@
+"""One output file written by a forked copy of the command, beside the rest.
+
+``fit`` writes up to three files of one release, each a few tenths of a
+second of Python (the picture most: matplotlib draws and encodes it while
+holding the GIL). A thread would wait for the GIL; a copy of the process made
+by ``fork`` has the release in memory already (copy on write, nothing
+pickled) and draws on the machine's other core while the command writes the
+JSON and GeoJSON.
+
+The copy writes a temporary file beside the output and reports through a
+pipe: the error it raised (pickled, so the command reports it as if it had
+been raised at home) or success. The command renames the file into place
+only once the release itself is safe (:func:`dpdbscan.cli.outputs.write_outputs`),
+and removes it if anything failed, also when the copy died without a word.
+
+A copy can also be forked early and left waiting (:func:`wait_for_work`):
+``fit`` forks one before it reads the file, while the process is still
+small (a fork copies its page tables, and every page the command writes
+afterwards that the copy still shares is copied once), lets it import
+matplotlib while the release is made (in its own process it does not hold
+up the fit for the GIL, as an import on a thread does) and then sends it
+the release, pickled, to draw.
+
+Forking is done only where it is safe and useful: on Linux, with at least
+two cores to run on, and when no other Python thread is running (a thread
+holding a lock at the fork would leave the lock held for ever in the copy).
+Elsewhere :func:`start` returns None and the caller writes the file itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import signal
+import sys
+import threading
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .common import Writer, temp_beside
+
+#: Threads of the command that may be waited for before a fork: the
+#: matplotlib import ``fit`` starts while reading (cli/fit.py).
+JOINABLE = ("dpdbscan-preload",)
+
+
+def fork_helps() -> bool:
+    """Whether a forked copy can run beside the command: Linux (where
+    ``fork`` is safe for this library's modules), two cores or more."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return False
+    try:
+        return len(os.sched_getaffinity(0)) >= 2
+    except (AttributeError, OSError):
+        return False
+
+
+def can_fork() -> bool:
+    """Whether :func:`start` may fork now: :func:`fork_helps`, and no other
+    Python thread alive once the joinable ones are done."""
+    if not fork_helps():
+        return False
+    me = threading.current_thread()
+    for t in threading.enumerate():
+        if t is not me and t.name in JOINABLE:
+            t.join()
+    return threading.main_thread() is me and threading.active_count() == 1
+
+
+@dataclass
+class Forked:
+    """A file being written by a forked copy: its process, the pipe it
+    reports on, and the temporary file it writes."""
+
+    pid: int
+    pipe: int
+    temp: Path
+    done: bool = False
+
+    def result(self) -> Path:
+        """Wait for the copy; the temporary file it wrote, or raise what it
+        raised (the temporary file removed)."""
+        with os.fdopen(self.pipe, "rb") as f:
+            report = f.read()
+        _, status = os.waitpid(self.pid, 0)
+        self.done = True
+        code = os.waitstatus_to_exitcode(status)
+        if code == 0 and report == b"ok" and self.temp.exists():
+            return self.temp
+        self.temp.unlink(missing_ok=True)
+        if report and report != b"ok":
+            raise _unpickled(report)
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        raise RuntimeError(f"the process drawing it {how}")
+
+    def cancel(self) -> None:
+        """Stop the copy (the command failed) and remove its file."""
+        if not self.done:
+            try:
+                os.kill(self.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            os.close(self.pipe)
+            os.waitpid(self.pid, 0)
+            self.done = True
+        self.temp.unlink(missing_ok=True)
+
+
+def _unpickled(report: bytes) -> BaseException:
+    try:
+        exc = pickle.loads(report)
+    except Exception:  # noqa: BLE001 - an error that does not unpickle is still reported
+        return RuntimeError(report.decode("utf-8", "replace"))
+    return exc if isinstance(exc, BaseException) else RuntimeError(str(exc))
+
+
+def start(path: Path, write: Writer) -> Forked | None:
+    """``write(temp)`` in a forked copy of this process, ``temp`` a
+    temporary file beside ``path``; None (nothing started) when
+    :func:`can_fork` says no."""
+    if not can_fork():
+        return None
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = temp_beside(path, "fork")
+    read_end, write_end = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = _fork()
+    if pid == 0:  # the copy: write, report, and leave without running any exit handler
+        os.close(read_end)
+        code = 1
+        try:
+            try:
+                write(temp)
+                report = b"ok"
+                code = 0
+            except BaseException as exc:  # noqa: BLE001 - reported to the command
+                temp.unlink(missing_ok=True)
+                report = _pickled(exc)
+            _write_all(write_end, report)
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    return Forked(pid, read_end, temp)
+
+
+@dataclass
+class Waiting:
+    """A forked copy waiting for its one job (:func:`wait_for_work`): its
+    process, the pipe it takes orders from and the pipe it reports on."""
+
+    pid: int
+    orders: int
+    reports: int
+    started: bool = False
+    closed: bool = False
+
+    def go(self) -> None:
+        """Let the copy prepare (import what it needs) now."""
+        if not self.started:
+            self.started = True
+            os.write(self.orders, b"g")
+
+    def send(self, payload: Any, path: Path) -> Forked:
+        """Hand the copy its job: ``work(payload, temp)``, ``temp`` a
+        temporary file beside ``path``; its :meth:`Forked.result` says how
+        it went."""
+        self.go()
+        temp = temp_beside(Path(path), "fork")
+        self.closed = True
+        try:
+            with os.fdopen(self.orders, "wb") as f:
+                pickle.dump((payload, temp), f, protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException:
+            Forked(self.pid, self.reports, temp).cancel()
+            raise
+        return Forked(self.pid, self.reports, temp)
+
+    def cancel(self) -> None:
+        """No job after all: the copy leaves without doing anything."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            os.kill(self.pid, signal.SIGTERM)  # it may be importing: no need to wait for that
+        except ProcessLookupError:
+            pass
+        os.close(self.orders)
+        os.close(self.reports)
+        os.waitpid(self.pid, 0)
+
+
+#: The copy :func:`wait_for_work` left waiting, until :func:`take_waiting`.
+_waiting: Waiting | None = None
+
+
+def wait_for_work(prepare: Callable[[], object], work: Callable[[Any, Path], object]) -> Waiting | None:
+    """Fork a copy that waits: on :meth:`Waiting.go` it runs ``prepare()``
+    (an error there is left for ``work`` to meet), then on
+    :meth:`Waiting.send` ``work(payload, temp)``. The copy is kept for
+    :func:`take_waiting` (one at a time: an older one is cancelled). None
+    when :func:`can_fork` says no."""
+    global _waiting
+    cancel_waiting()
+    if not can_fork():
+        return None
+    take_orders, give_orders = os.pipe()
+    read_reports, write_reports = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = _fork()
+    if pid == 0:  # the copy
+        code = 1
+        try:
+            os.close(give_orders)
+            os.close(read_reports)
+            code = _serve(os.fdopen(take_orders, "rb"), write_reports, prepare, work)
+        finally:
+            os._exit(code)
+    os.close(take_orders)
+    os.close(write_reports)
+    _waiting = Waiting(pid, give_orders, read_reports)
+    return _waiting
+
+
+def _serve(orders, reports: int, prepare: Callable[[], object], work: Callable[[Any, Path], object]) -> int:
+    """The waiting copy's life: its exit status (0 also when no job came)."""
+    if orders.read(1) != b"g":
+        return 0
+    try:
+        prepare()
+    except Exception:  # noqa: BLE001 - met again, and reported, by the work
+        pass
+    try:
+        payload, temp = pickle.load(orders)
+    except EOFError:
+        return 0
+    code = 1
+    try:
+        work(payload, temp)
+        report, code = b"ok", 0
+    except BaseException as exc:  # noqa: BLE001 - reported to the command
+        temp.unlink(missing_ok=True)
+        report = _pickled(exc)
+    _write_all(reports, report)
+    return code
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def take_waiting() -> Waiting | None:
+    """The copy left waiting, now the caller's to send or cancel (None if
+    there is none)."""
+    global _waiting
+    waiting, _waiting = _waiting, None
+    return waiting
+
+
+def peek_waiting() -> Waiting | None:
+    """The copy left waiting, still waiting (None if there is none)."""
+    return _waiting
+
+
+def cancel_waiting() -> None:
+    """Cancel the copy left waiting, if any (the command ends without
+    drawing, or failed before it could)."""
+    waiting = take_waiting()
+    if waiting is not None:
+        waiting.cancel()
+
+
+atexit.register(cancel_waiting)
+
+
+def _fork() -> int:
+    """``os.fork()``, without the DeprecationWarning Python 3.12 and later
+    give in a process with several threads: :func:`can_fork` has found no
+    other Python thread, and the ones the warning also counts are native
+    pools (OpenBLAS's, started with numpy) that wait idle between calls and
+    set themselves up again in a forked process."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
+
+
+def _pickled(exc: BaseException) -> bytes:
+    """The error as the command can raise it again: pickled, or failing
+    that its text in a RuntimeError."""
+    try:
+        data = pickle.dumps(exc)
+        pickle.loads(data)
+        return data
+    except Exception:  # noqa: BLE001 - a local class, a lambda inside, ...
+        return pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
+
+
+__all__ = [
+    "Forked",
+    "Waiting",
+    "can_fork",
+    "fork_helps",
+    "start",
+    "wait_for_work",
+    "take_waiting",
+    "peek_waiting",
+    "cancel_waiting",
+    "JOINABLE",
+]

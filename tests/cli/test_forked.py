@@ -1,0 +1,198 @@
+"""The picture drawn by a forked copy of the command (dpdbscan.cli.forked):
+its file, its errors and its death all come home, and no temporary file is
+left behind."""
+
+import os
+import signal
+import threading
+
+import pytest
+
+from dpdbscan.cli import forked
+from dpdbscan.model import load_model
+
+from clirun import blob_points, run, write_csv
+
+needs_fork = pytest.mark.skipif(not forked.fork_helps(), reason="no fork here (one core, not Linux)")
+
+
+@pytest.fixture(autouse=True)
+def idle_threads_allowed(request, monkeypatch):
+    """Other tests leave idle daemon threads behind in this process (Dask's,
+    tqdm's), and can_fork refuses to fork beside any thread: here the
+    copies are forked all the same, except where the refusal is tested."""
+    if "thread" not in request.node.name:
+        monkeypatch.setattr(forked, "can_fork", forked.fork_helps)
+
+
+def leftovers(folder):
+    return sorted(p.name for p in folder.iterdir() if ".tmp-" in p.name)
+
+
+@needs_fork
+def test_the_copy_writes_the_file_in_another_process(tmp_path):
+    job = forked.start(tmp_path / "a.png", lambda t: t.write_text(str(os.getpid())))
+    assert job is not None
+    temp = job.result()
+    assert temp.parent == tmp_path and temp.name.startswith(".a.tmp-")
+    assert int(temp.read_text()) not in (os.getpid(), 0)
+
+
+@needs_fork
+def test_an_error_in_the_copy_is_raised_at_home_and_its_file_removed(tmp_path):
+    def broken(t):
+        t.write_text("half")
+        raise OSError(28, "No space left on device")
+
+    job = forked.start(tmp_path / "a.png", broken)
+    with pytest.raises(OSError, match="No space left"):
+        job.result()
+    assert leftovers(tmp_path) == []
+
+
+@needs_fork
+def test_an_error_that_does_not_pickle_still_says_what_it_was(tmp_path):
+    class Local(Exception):
+        pass
+
+    def broken(t):
+        raise Local("fonts missing")
+
+    with pytest.raises(RuntimeError, match="Local: fonts missing"):
+        forked.start(tmp_path / "a.png", broken).result()
+
+
+@needs_fork
+def test_a_copy_that_dies_is_reported_and_leaves_no_file(tmp_path):
+    def killed(t):
+        t.write_text("half")
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    with pytest.raises(RuntimeError, match="killed by signal 9"):
+        forked.start(tmp_path / "a.png", killed).result()
+    assert leftovers(tmp_path) == []
+
+
+@needs_fork
+def test_cancel_stops_the_copy_and_removes_its_file(tmp_path):
+    def slow(t):
+        t.write_text("half")
+        signal.pause()
+
+    job = forked.start(tmp_path / "a.png", slow)
+    job.cancel()
+    assert leftovers(tmp_path) == []
+    with pytest.raises(ChildProcessError):
+        os.waitpid(job.pid, os.WNOHANG)  # reaped
+
+
+def test_no_fork_while_another_thread_runs(tmp_path):
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not forked.can_fork()
+        assert forked.start(tmp_path / "a.png", lambda t: t.write_text("x")) is None
+    finally:
+        stop.set()
+        other.join()
+
+
+@needs_fork
+def test_fit_draws_the_picture_in_a_copy_and_reports_its_failure(capsys, tmp_path, monkeypatch):
+    from dpdbscan.cli import outputs
+
+    def broken(model, path):
+        raise RuntimeError(f"no fonts in process {os.getpid()}")
+
+    monkeypatch.setattr(outputs, "draw_spans_png", broken)
+    csv = write_csv(tmp_path / "blobs.csv", blob_points(), label=lambda x, y: int(x > 5))
+    out = tmp_path / "o"
+    args = ("--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10", "--seed", "0")
+    rc, _, err = run(capsys, "fit", csv, *args, "--out-dir", out)
+    assert rc == 1 and "could not write" in err and "no fonts in process" in err
+    assert f"no fonts in process {os.getpid()})" not in err  # drawn by the copy
+    assert load_model(out / "blobs.spans.json").n_spans == 2
+    assert sorted(p.name for p in out.iterdir()) == ["blobs.spans.geojson", "blobs.spans.json"]
+
+
+@needs_fork
+def test_a_waiting_copy_prepares_when_told_and_works_when_sent(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    waiting = forked.wait_for_work(lambda: (marks / "prepared").touch(), lambda p, t: t.write_text(p))
+    assert forked.peek_waiting() is waiting and not (marks / "prepared").exists()
+    assert forked.take_waiting() is waiting and forked.peek_waiting() is None
+    waiting.go()
+    temp = waiting.send("the job", tmp_path / "a.png").result()
+    assert temp.read_text() == "the job" and (marks / "prepared").exists()
+
+
+@needs_fork
+def test_a_waiting_copy_is_cancelled_and_reaped(tmp_path):
+    waiting = forked.wait_for_work(lambda: None, lambda p, t: t.write_text(p))
+    forked.cancel_waiting()
+    assert forked.peek_waiting() is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(waiting.pid, os.WNOHANG)
+    # a second one replaces the first
+    first = forked.wait_for_work(lambda: None, lambda p, t: None)
+    second = forked.wait_for_work(lambda: None, lambda p, t: None)
+    assert forked.peek_waiting() is second
+    with pytest.raises(ChildProcessError):
+        os.waitpid(first.pid, os.WNOHANG)
+    forked.cancel_waiting()
+
+
+FIT_IN_A_FRESH_PROCESS = """
+import os, sys
+from dpdbscan.cli import main, outputs
+if os.environ.get("BREAK_THE_RELEASE"):
+    def broken(model, path, include_histogram=True):
+        raise OSError(28, "No space left on device")
+    outputs.save_model = broken
+rc = main(sys.argv[1:])
+try:
+    left = os.waitpid(-1, os.WNOHANG)
+except ChildProcessError:
+    left = None
+print(rc, "matplotlib" in sys.modules, left)
+"""
+
+
+@needs_fork
+@pytest.mark.parametrize("png", [True, False])
+def test_fit_draws_in_the_copy_it_forked_before_reading_and_leaves_none(tmp_path, png):
+    """The command itself never imports matplotlib: the copy forked before
+    the read imports it and draws; no process is left behind either way."""
+    import subprocess
+    import sys
+
+    csv = write_csv(tmp_path / "blobs.csv", blob_points(), label=lambda x, y: int(x > 5))
+    args = ["fit", str(csv), "--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10"]
+    args += ["--seed", "0", "--out-dir", str(tmp_path / "o"), *([] if png else ["--no-png"])]
+    res = subprocess.run(
+        [sys.executable, "-c", FIT_IN_A_FRESH_PROCESS, *args], capture_output=True, text=True, check=True
+    )
+    assert res.stdout.split("\n")[-2] == "0 False None"
+    assert (tmp_path / "o" / "blobs.spans.png").exists() == png
+    assert leftovers(tmp_path / "o") == []
+
+
+@needs_fork
+def test_a_failed_release_leaves_no_picture_and_no_copy_behind(tmp_path):
+    import subprocess
+    import sys
+
+    csv = write_csv(tmp_path / "blobs.csv", blob_points(), label=lambda x, y: int(x > 5))
+    args = ["fit", str(csv), "--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10"]
+    args += ["--seed", "0", "--out-dir", str(tmp_path / "o")]
+    res = subprocess.run(
+        [sys.executable, "-c", FIT_IN_A_FRESH_PROCESS, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "BREAK_THE_RELEASE": "1"},
+    )
+    assert res.stdout.split("\n")[-2] == "2 False None" and "No space left" in res.stderr
+    assert list((tmp_path / "o").iterdir()) == []
