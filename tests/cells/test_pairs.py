@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells import pairs as pairs_module
-from dpdbscan.cells.grid import Grid, neighbour_offsets, offset_runs, sorted_runs
+from dpdbscan.cells.grid import Grid, neighbour_offsets, offset_runs, search_keys, sorted_runs
 from dpdbscan.cells.pairs import bucket_half, chebyshev_pairs, forced
 from dpdbscan.model.predict import border_labels
 from dpdbscan.post.coretests.density import weightedsums as density_sums
@@ -92,7 +92,7 @@ def test_packed_lanes_give_every_pair_once_up_to_their_limit(d, R, side, top, se
     lo = max(hi - side, 0)
     a = rng.integers(lo, hi, (int(rng.integers(1, 60)), d))
     b = rng.integers(lo, hi, (int(rng.integers(1, 200)), d))
-    assert (pairs_module._Lanes.of(a, b, R, 2 * R + 2, False) is None) == (int(max(a.max(), b.max())) >= h)
+    assert (pairs_module._Lanes.of(a, b, R, False) is None) == (int(max(a.max(), b.max())) >= h)
     for x, y in ((a, b), (a, a)):
         i, j = pairs_module._grid_pairs(x, y, R, R + 1)
         assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(x, y, R)
@@ -359,3 +359,31 @@ def test_reaching_sums_then_weighted_sums_of_the_survivors(d, seed, integer):
                 held = _sparse_run_sums(g, keys, vals, W, part)
             with forced(False):
                 assert np.array_equal(held, _sparse_run_sums(g, keys, vals, W, part))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(d=st.integers(1, 6), seed=st.integers(0, 2**32 - 1), integer=st.booleans())
+def test_reaching_sums_with_a_kernel_weigh_each_offset(d, seed, integer):
+    """With a kernel (offsets and weights, not symmetric: each way of a pair
+    takes its own offset's weight), the sums from the pairs listed once are
+    sum_o w(o) x~_{q + o}, counted offset by offset."""
+    from dpdbscan.post import sums as sums_mod
+
+    rng, g, keys, vals, _ = _sparse_release(d, seed, integer)
+    off = g.offsets
+    off = off[rng.random(off.shape[0]) < 0.7]
+    if off.shape[0] == 0:
+        return
+    w = rng.random(off.shape[0])
+    sums_mod._SELF_PAIRS.clear()
+    with forced(True):
+        got = sums_mod.reaching_sums(g, keys, vals, keys, 1.0, (off, w))
+    assert got is not None
+    want = np.zeros(keys.size)
+    coords = g.decode(keys)
+    for o, wo in zip(off, w):
+        t = coords + o
+        ok = np.flatnonzero(g.valid(t))
+        idx, hit = search_keys(keys, g.encode(t[ok]))
+        want[ok[hit]] += wo * vals[idx[hit]]
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-9)

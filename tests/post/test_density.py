@@ -710,3 +710,33 @@ def test_reaching_sums_give_the_same_model(monkeypatch, d, alpha, seed):
     monkeypatch.setattr(coresubcells, "reaching_sums", lambda *args: None)
     sums_mod._SELF_PAIRS.clear()
     assert fit() == new
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_reachable_cells_hold_every_cell_whose_weighted_sum_reaches(seed):
+    """The filter of the sparse density test in 5-D (the kernel's inner
+    offsets from a self-join, its outer shell bounded by block sums) keeps
+    every released cell whose weighted sum E~ reaches the threshold, at
+    several thresholds (a superset: the model is the same), and rules out
+    most of the others."""
+    from dpdbscan.post.coretests.density import coresubcells
+    from dpdbscan.post.coretests.density.weightedsums import weighted_sums_at
+    from dpdbscan.post.coretests.density.weights import ball_weights
+
+    d = 5
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.2, 0.8, (4, d))
+    X = np.clip(centres[rng.integers(0, 4, 6000)] + rng.normal(0, 0.02, (6000, d)), 0, 1)
+    X[:1000] = rng.uniform(0, 1, (1000, d))
+    grid = Grid(np.zeros(d), np.ones(d), 0.04, 4.0)
+    hist = release_histogram(grid, X, MechanismConfig(histogram="sparse", epsilon=1.0), SeededSource(seed))
+    W = ball_weights(d, 4.0, 1)
+    assert coresubcells._inner_kernel(grid, W.offsets, W.W.max(axis=0)) is not None  # the path tested
+    keys = hist.released_keys
+    E = weighted_sums_at(hist, W, keys).max(axis=1)
+    for q in (0.5, 0.9, 0.99, 0.999):
+        t = float(np.quantile(E, q))
+        keep = coresubcells._reachable(hist, keys, t * (1 - 1e-9), W, hist.values)
+        assert keep[E >= t].all()
+        if q >= 0.99:
+            assert keep.sum() <= 3 * (E >= t).sum() + 10

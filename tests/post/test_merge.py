@@ -114,3 +114,28 @@ def test_counts_below_by_table_equal_binary_searches(trial, monkeypatch):
     for (a, b), (c, e) in zip(with_table.intervals, searched.intervals):
         assert np.array_equal(a, c) and np.array_equal(b, e)
     assert np.array_equal(with_table.labels(), searched.labels())
+
+
+@pytest.mark.parametrize("trial", range(12))
+def test_merge_by_pairs_equals_merge_by_runs(trial):
+    """The edges from the pairs of cells within reach (high dimension) give
+    the same labels as the runs, for the whole key set and for subsets."""
+    from dpdbscan.cells.pairs import forced
+    from dpdbscan.post.merge import SubsetMerge, centre_offsets, radius_cells2
+
+    rng = np.random.default_rng(1300 + trial)
+    d = trial % 6 + 1 if trial < 6 else trial % 5 + 2  # (no centre offsets in 1-D)
+    g = Grid(np.zeros(d), np.ones(d), {1: 0.01, 2: 0.02, 3: 0.05, 4: 0.1, 5: 0.15, 6: 0.2}[d], 4.0)
+    offsets = None if trial < 6 else centre_offsets(d, radius_cells2(g, g.eps))
+    n = int(min(1500, 0.8 * g.n_cells / len(g.offsets if offsets is None else offsets)))
+    coords = np.unique(np.stack([rng.integers(0, s, n) for s in g.shape], 1), axis=0)
+    keys = np.sort(g.encode(coords))
+    with forced(False):
+        runs = SubsetMerge(g, keys, offsets)
+    with forced(True):
+        pairs = SubsetMerge(g, keys, offsets)
+    assert runs.edges is None and pairs.edges is not None
+    assert np.array_equal(pairs.labels(), runs.labels())
+    for mask in (rng.random(keys.size) < 0.5, rng.random(keys.size) < 0.1, np.zeros(keys.size, bool)):
+        assert np.array_equal(pairs.labels(mask), runs.labels(mask))
+    assert np.unique(runs.labels()).size > 1 or keys.size < 2

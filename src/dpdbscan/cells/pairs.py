@@ -7,19 +7,24 @@ so listing the pairs that do exist costs far less in high dimension.
 
 Shifted grids: two cells whose coordinates differ by at most ``R`` along
 every axis share a bucket of side ``L = 2 half`` (any ``half >= R + 1``) in
-at least one of the 2^d grids shifted by 0 or ``half`` along each axis (along
-one axis the two grids' bucket borders alternate ``half`` apart, and a gap of
-at most ``R`` cannot straddle two of them). A pair is kept only in the grid
-whose shifts are its canonical ones (shift 0 along the axes where the pair
-already shares an unshifted bucket), so every pair is listed exactly once,
-and a grid shifted along an axis needs only the cells within R of an
-unshifted border there. Larger buckets (:func:`bucket_half`, a public cost
-model) leave fewer cells near a border, which matters in high dimension;
-inside a bucket the cells within R along one axis are the candidates, one
-sort and two binary searches per grid, generated in chunks of bounded size.
-The cost is about sum over the grids of their cells, plus the candidates,
-against kappa-dependent lookups per cell for the runs of offsets
-(``offset_runs``); :func:`pairs_cheaper` chooses between them.
+at least one of the 2^e grids shifted by 0 or ``half`` along each of e
+bucketed axes (along one axis the two grids' bucket borders alternate
+``half`` apart, and a gap of at most ``R`` cannot straddle two of them). A
+pair is kept only in the grid whose shifts are its canonical ones (shifted
+exactly along the axes where the pair straddles an unshifted border), so
+every pair is listed once; a grid shifted along an axis needs only the cells
+within R of an unshifted border there, and of those a cell just below the
+border pairs only with one just above it (their side patterns are
+complements: part of the sort key). The widest axis carries no buckets: in
+the sort by (bucket, side pattern, coordinate along it) each cell's
+candidates are the window within R along it, one sort and two binary
+searches (of sorted needles) per grid. In high dimension, where the cells
+are sparse, :func:`plan` (a public cost model) may leave more axes without
+buckets (fewer grids, more candidates) and picks the bucket side; the
+candidates are checked on all axes at once on packed lanes, in chunks of
+bounded size. The cost is about sum over the grids of their cells, plus the
+candidates, against kappa-dependent lookups per cell for the runs of
+offsets (``offset_runs``); :func:`pairs_cheaper` chooses between them.
 
 Offsets are told apart exactly by :func:`offset_codes` (an integer per
 offset), so the sums over pairs can reproduce the runs' order of additions
@@ -152,35 +157,49 @@ def chebyshev_half_pairs(a: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]
 def _grid_pairs(
     a: np.ndarray, b: np.ndarray, R: int, half: int | None = None, mirror: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`chebyshev_pairs` over all 2^d shifted grids of buckets of side
-    ``L = 2 * half`` (``half >= R + 1``; :func:`bucket_half` by default)."""
+    """:func:`chebyshev_pairs` over the 2^e shifted grids of buckets of side
+    ``L = 2 * half`` (``half >= R + 1``) along e of the axes (:func:`plan`
+    by default, which also picks e; all axes but the sweep one when ``half``
+    is given).
+
+    Along the sweep axis (the widest) there are no buckets: a sorted key
+    (bucket, side pattern, sweep coordinate) gives each cell the window of
+    cells within R along it. The other axes that are not bucketed (only
+    when many cells are spread over many buckets: high dimension) are
+    checked with the rest, on the packed lanes.
+    """
+    same = a is b
     d = a.shape[1]
     if a.shape[0] == 0 or b.shape[0] == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    top = a.max(axis=0) if same else np.maximum(a.max(axis=0), b.max(axis=0))
+    extents = [int(t) + 1 for t in top]
     if half is None:
-        half = bucket_half(d, R, a.shape[0] + (0 if a is b else b.shape[0]), int(max(a.max(), b.max())) + 1)
+        half, e = plan(d, R, a.shape[0], None if same else b.shape[0], extents)
+    else:
+        e = d - 1
     if half < R + 1:
         raise ValueError("buckets of side 2 * half need half >= R + 1")
     L = 2 * half
-    nb = (int(max(a.max(), b.max())) + half) // L + 1
-    same = a is b
-    # near[k]: the cells within R of an unshifted bucket border along axis k, the
-    # only ones that can pair across it (grids shifted along k need no others)
-    # as one bit per axis (bit d - 1 - k for axis k, as in g below)
-    near_a = _near_border(a, R, L) @ (1 << np.arange(d - 1, -1, -1, dtype=np.int64))
-    near_b = near_a if same else _near_border(b, R, L) @ (1 << np.arange(d - 1, -1, -1, dtype=np.int64))
+    # the widest axis is swept; the next e widest are bucketed
+    by_width = sorted(range(d), key=lambda k: (-extents[k], -k))
+    sweep, axes, free = by_width[0], by_width[1 : 1 + e], by_width[1 + e :]
+    nb = max((extents[k] - 1 + half) // L + 1 for k in axes) if axes else 1
+    if nb**e >= (1 << 62) >> e:
+        raise ValueError("too many buckets for int64 bucket ids")
     cols_a = [np.ascontiguousarray(a[:, k]) for k in range(d)]
     cols_b = cols_a if same else [np.ascontiguousarray(b[:, k]) for k in range(d)]
-    lanes = _Lanes.of(a, b, R, L, same)
+    near_a, high_a = _border_bits(cols_a, axes, R, L)
+    near_b, high_b = (near_a, high_a) if same else _border_bits(cols_b, axes, R, L)
+    lanes = _Lanes.of(a, b, R, same)
+    width = extents[sweep] + 2 * R + 2  # windows never reach another bucket's keys
     out_i, out_j = [], []
     # the cells of grid g are those of g without its lowest bit that are near
     # a border along that bit's axis too: each grid filters a smaller one's
-    # cells (in increasing row order, as a scan of every cell would give)
     subsets: dict[int, tuple[np.ndarray, np.ndarray]] = {0: (np.arange(a.shape[0]), np.arange(b.shape[0]))}
-    for g in range(2**d):
-        shifted = np.array([(g >> (d - 1 - k)) & 1 for k in range(d)], dtype=bool)
+    for g in range(1 << e):
+        low = g & -g
         if g:
-            low = g & -g
             pa, pb = subsets[g ^ low]
             sa = pa[(near_a[pa] & low) != 0]
             sb = sa if same else pb[(near_b[pb] & low) != 0]
@@ -190,38 +209,38 @@ def _grid_pairs(
             sb = sa if same else sb
         if sa.size == 0 or sb.size == 0:
             continue
-        shift = shifted.astype(np.int64) * half
-        ids_a = _bucket_ids(a[sa], shift, L, nb)
-        ids_b = ids_a if same else _bucket_ids(b[sb], shift, L, nb)
-        # sweep along an unshifted axis if there is one (shifted ones are
-        # crowded near the borders): only cells within R along it are candidates
-        sweep = int(np.flatnonzero(~shifted)[-1]) if not shifted.all() else d - 1
-        # the grid's own lanes: candidates checked by their rows in the grid
-        # (small arrays), and only the pairs kept mapped back to the cells
-        mine = lanes.subset(sa, sb, same) if lanes is not None else None
-        for ia, ja in _bucket_pairs(ids_a, ids_b, cols_a[sweep][sa], cols_b[sweep][sb], R, same):
-            if mine is not None:
-                keep = mine.within(ia, ja) & mine.apart(ia, ja, shifted)
-                out_i.append(sa[ia[keep]])
-                out_j.append(sb[ja[keep]])
-                continue
-            ia, ja = sa[ia], sb[ja]
-            # axis by axis, dropping pairs as soon as one axis fails
-            for k in np.argsort(~shifted, kind="stable"):  # shifted axes first: they fail most
-                if k == sweep:
-                    continue
-                ca, cb = cols_a[k][ia], cols_b[k][ja]
-                keep = np.abs(cb - ca) <= R
-                if shifted[k]:
-                    # canonical grid: shifted exactly along the axes where the pair
-                    # does not share an unshifted bucket
-                    keep &= ca // L != cb // L
-                ia, ja = ia[keep], ja[keep]
-            if shifted[sweep]:
-                keep = cols_a[sweep][ia] // L != cols_b[sweep][ja] // L
-                ia, ja = ia[keep], ja[keep]
-            out_i.append(ia)
-            out_j.append(ja)
+        shift = [half * ((g >> (e - 1 - t)) & 1) for t in range(e)]
+        if same and g == 0:
+            # one sort: each row takes the rows after it in the window
+            A = B = sa
+            ka = kb = _bucket_ids(cols_a, axes, shift, L, nb, sa)
+        elif same:
+            # a pair straddles a border along every shifted axis, so its cells'
+            # side patterns are complements: those low along g's lowest axis
+            # look for those high along it, each pair once
+            pat = high_a[sa] & g
+            first = (pat & low) == 0
+            A, B = sa[first], sa[~first]
+            ka = (_bucket_ids(cols_a, axes, shift, L, nb, A) << e) + (~pat[first] & g)
+            kb = (_bucket_ids(cols_a, axes, shift, L, nb, B) << e) + pat[~first]
+        else:
+            A, B = sa, sb
+            ka = (_bucket_ids(cols_a, axes, shift, L, nb, A) << e) + (~high_a[A] & g)
+            kb = (_bucket_ids(cols_b, axes, shift, L, nb, B) << e) + (high_b[B] & g)
+        if A.size == 0 or B.size == 0:
+            continue
+        self_join = same and g == 0
+        for ia, jb in _window_pairs(ka, kb, cols_a[sweep][A], cols_b[sweep][B], R, width, self_join):
+            i, j = A[ia], B[jb]
+            if lanes is not None:
+                keep = lanes.within(i, j)
+                i, j = i[keep], j[keep]
+            else:
+                for k in axes + free:  # axis by axis, dropping pairs as soon as one fails
+                    keep = np.abs(cols_b[k][j] - cols_a[k][i]) <= R
+                    i, j = i[keep], j[keep]
+            out_i.append(i)
+            out_j.append(j)
     if same and mirror:
         # the self-join found each pair of distinct rows once: both orders, and (i, i)
         own = np.arange(a.shape[0], dtype=np.int64)
@@ -229,6 +248,22 @@ def _grid_pairs(
     if not out_i:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(out_i), np.concatenate(out_j)
+
+
+def _border_bits(cols: list[np.ndarray], axes: list[int], R: int, L: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, one bit per bucketed axis (bit e - 1 - t for ``axes[t]``):
+    within R of an unshifted bucket border (below it by at most R, or above
+    it by at most R - 1), and on its upper side (above it)."""
+    e = len(axes)
+    near = np.zeros(cols[0].size, dtype=np.int64)
+    high = np.zeros(cols[0].size, dtype=np.int64)
+    for t, k in enumerate(axes):
+        r = cols[k] % L
+        up = r < R
+        bit = np.int64(1 << (e - 1 - t))
+        near |= (up | (r >= L - R)) * bit
+        high |= up * bit
+    return near, high
 
 
 class _Lanes:
@@ -239,31 +274,19 @@ class _Lanes:
 
     Within R: y = a + h - b per lane lies in [1, 2h - 1]; y + h - 1 - R has
     its top bit set iff a - b > R, y + h + R has it clear iff a - b < -R.
-    Apart (canonical grids): the buckets' indices a // L, b // L differ on
-    a lane iff their XOR x >= 1, iff x + 2h - 1 has its top bit set.
     """
 
-    def __init__(self, pa, pb, qa, qb, d: int, bits: int, R: int):
-        self.pa, self.pb, self.qa, self.qb = pa, pb, qa, qb
+    def __init__(self, pa: np.ndarray, pb: np.ndarray, d: int, bits: int, R: int) -> None:
+        self.pa, self.pb = pa, pb
         h = 1 << (bits - 2)
         rep = sum(1 << (bits * k) for k in range(d))  # 1 in every lane
-        self.top = [np.uint64((1 << (bits - 1)) << (bits * k)) for k in range(d)]
         self.H = np.uint64((1 << (bits - 1)) * rep)
         self.base = np.uint64(h * rep)
         self.upper = np.uint64((h - 1 - R) * rep)
         self.lower = np.uint64((h + R) * rep)
-        self.ones = np.uint64((2 * h - 1) * rep)
-
-    def subset(self, sa: np.ndarray, sb: np.ndarray, same: bool) -> _Lanes:
-        """The lanes of rows ``sa`` of a and ``sb`` of b (the same constants)."""
-        out = object.__new__(_Lanes)
-        out.__dict__.update(self.__dict__)
-        out.pa, out.qa = self.pa[sa], self.qa[sa]
-        out.pb, out.qb = (out.pa, out.qa) if same else (self.pb[sb], self.qb[sb])
-        return out
 
     @classmethod
-    def of(cls, a: np.ndarray, b: np.ndarray, R: int, L: int, same: bool) -> _Lanes | None:
+    def of(cls, a: np.ndarray, b: np.ndarray, R: int, same: bool) -> _Lanes | None:
         d = a.shape[1]
         bits = 64 // d
         if bits < 4:
@@ -278,51 +301,68 @@ class _Lanes:
                 out |= c[:, k].astype(np.uint64) << np.uint64(bits * k)
             return out
 
-        pa, qa = pack(a), pack(a // L)
-        pb, qb = (pa, qa) if same else (pack(b), pack(b // L))
-        return cls(pa, pb, qa, qb, d, bits, R)
+        pa = pack(a)
+        return cls(pa, pa if same else pack(b), d, bits, R)
 
-    def within(self, ia: np.ndarray, ja: np.ndarray) -> np.ndarray:
-        """|a - b| <= R along every axis."""
-        y = self.pa[ia] + self.base - self.pb[ja]
+    def within(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """|a[i] - b[j]| <= R along every axis."""
+        y = self.pa[i] + self.base - self.pb[j]
         H = self.H
         return (((y + self.upper) & H) == 0) & (((y + self.lower) & H) == H)
 
-    def apart(self, ia: np.ndarray, ja: np.ndarray, shifted: np.ndarray) -> np.ndarray:
-        """In different unshifted buckets along every shifted axis."""
-        if not shifted.any():
-            return np.ones(ia.size, dtype=bool)
-        Hs = np.uint64(sum(int(t) for t, s in zip(self.top, shifted) if s))
-        x = self.qa[ia] ^ self.qb[ja]
-        return ((x + self.ones) & Hs) == Hs
+
+#: Cost of one candidate pair (index arithmetic and the packed checks)
+#: against one cell in one shifted grid (ids, a sort, two searches):
+#: measured in 5-D and 6-D, a rough guide only.
+_PAIR_COST = 0.2
 
 
-#: Cost of one candidate pair of a bucket (index arithmetic and the per-axis
-#: checks) against one cell in one shifted grid: measured, a rough guide only.
-_PAIR_COST = 0.25
+def plan(d: int, R: int, n_a: int, n_b: int | None, extents: list[int]) -> tuple[int, int]:
+    """``(half, e)``: half the bucket side of the shifted grids and how many
+    axes carry buckets, for ``n_a`` cells against ``n_b`` (None: the
+    self-join) of coordinates below ``extents`` (a public cost model: sizes
+    only).
+
+    Along a bucketed axis a cell takes part in the grids shifted along it
+    only if it lies within R of an unshifted border, a fraction p = R / half
+    of them, so the 2^e grids hold about n (1 + p)^e cells together. The
+    candidates of a cell are the cells of its bucket (side 2 half along the
+    e axes, the whole extent along the others) within R along the sweep
+    axis, the ones across a border only on its other side: about
+    n_a n_b / V (2 half)^e (2R + 1) (1 + p^2 / 2)^e times the extents of
+    the free axes, over all grids, if the cells were spread evenly.
+    """
+    order = sorted(extents, reverse=True)
+    vol = float(math.prod(order))
+    n_other = n_a if n_b is None else n_b
+    cells_n = n_a if n_b is None else n_a + n_b
+    pair_scale = n_a * n_other / vol / (2 if n_b is None else 1)
+    best, best_cost = (R + 1, d - 1), math.inf
+    for e in range(d - 1, -1, -1):
+        free = math.prod(order[1 + e :])
+        for half in _halves(R, order[1] if d > 1 else 1):
+            p = min(R / half, 1.0)
+            span = math.prod(min(2 * half, x) for x in order[1 : 1 + e])
+            cands = pair_scale * span * free * min(2 * R + 1, order[0]) * (1 + p * p / 2) ** e
+            cost = cells_n * (1 + p) ** e + _PAIR_COST * cands
+            if cost < best_cost:
+                best, best_cost = (half, e), cost
+    return best
+
+
+def _halves(R: int, extent: int) -> list[int]:
+    """Bucket half-sides worth trying: every one up to R + 16, then doubling
+    (beyond the extent a bucket holds the whole axis)."""
+    out = list(range(R + 1, R + 17))
+    while out[-1] < extent:
+        out.append(2 * out[-1])
+    return out
 
 
 def bucket_half(d: int, R: int, n: int, extent: int) -> int:
-    """Half the bucket side of the shifted grids for ``n`` cells of coordinates
-    below ``extent`` (a public cost model: sizes only).
-
-    Along an axis a cell takes part in the grids shifted along it only if it
-    lies within R of an unshifted border, a fraction p = R / half of them, so
-    the 2^d grids hold about n (1 + p)^d cells together: the minimal buckets
-    (half = R + 1) make every grid nearly full in high dimension. Larger
-    buckets cut that, but hold more cells each: the pairs of a bucket within
-    R along the sweep axis are candidates, about n^2 (1 + p^2)^d (2R + 1) /
-    (2 half buckets) over all grids if the cells were spread evenly.
-    """
-    best, best_cost = R + 1, math.inf
-    for half in range(R + 1, max(R + 2, extent + 1)):
-        p = min(R / half, 1.0)
-        buckets = max(extent / (2 * half), 1.0) ** d
-        pairs = n * n * (1 + p * p) ** d * (2 * R + 1) / (2 * half * buckets)
-        cost = n * (1 + p) ** d + _PAIR_COST * pairs
-        if cost < best_cost:
-            best, best_cost = half, cost
-    return best
+    """Half the bucket side :func:`plan` picks for a self-join of ``n`` cells
+    of coordinates below ``extent`` along every axis."""
+    return plan(d, R, n, None, [extent] * d)[0]
 
 
 def _near_buckets(small: np.ndarray, large: np.ndarray, L: int) -> np.ndarray:
@@ -350,17 +390,13 @@ def _ids(c: np.ndarray, nb: int) -> np.ndarray:
     return out
 
 
-def _near_border(c: np.ndarray, R: int, L: int) -> np.ndarray:
-    """(n, d) bool: within R of a multiple of L from below or at most R - 1 above."""
-    r = c % L
-    return (r < R) | (r >= L - R)
-
-
-def _bucket_ids(c: np.ndarray, shift: np.ndarray, L: int, nb: int) -> np.ndarray:
-    ids = np.zeros(c.shape[0], dtype=np.int64)
-    for k in range(c.shape[1]):
+def _bucket_ids(
+    cols: list[np.ndarray], axes: list[int], shift: list[int], L: int, nb: int, rows: np.ndarray
+) -> np.ndarray:
+    ids = np.zeros(rows.size, dtype=np.int64)
+    for t, k in enumerate(axes):
         ids *= nb
-        ids += (c[:, k] + shift[k]) // L
+        ids += (cols[k][rows] + shift[t]) // L
     return ids
 
 
@@ -368,47 +404,43 @@ def _bucket_ids(c: np.ndarray, shift: np.ndarray, L: int, nb: int) -> np.ndarray
 _CHUNK = 1 << 22
 
 
-def _bucket_pairs(
-    ba: np.ndarray, bb: np.ndarray, ka: np.ndarray, kb: np.ndarray, R: int, same: bool = False
+def _window_pairs(
+    ka: np.ndarray, kb: np.ndarray, sa: np.ndarray, sb: np.ndarray, R: int, width: int, same: bool = False
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Every (i, j) with ``ba[i] == bb[j]`` and ``|ka[i] - kb[j]| <= R``, in
+    """Every (i, j) with ``ka[i] == kb[j]`` and ``|sa[i] - sb[j]| <= R``, in
     chunks of about :data:`_CHUNK` pairs (memory bounded whatever the
     buckets hold). With ``same`` (a and b one array): each pair with i != j
     once, in one of its two orders, and no (i, i).
 
-    ``ka``, ``kb`` are non-negative coordinates along one axis: b is sorted
-    by (bucket, coordinate) and each row of a takes the window of b's rows
-    in its bucket within R along that axis.
+    ``sa``, ``sb`` are non-negative coordinates below ``width - 2R - 1``: b
+    is sorted by (id, coordinate) and each row of a takes the window of b's
+    rows with its id within R along that axis. The rows of a are searched in
+    sorted order (each search starts where the last ended, several times
+    faster than in row order).
     """
-    if ba.size == 0 or bb.size == 0:
+    if ka.size == 0 or kb.size == 0:
         return
-    width = int(max(ka.max(), kb.max())) + 2 * R + 1  # windows never reach another bucket
-    if (int(max(ba.max(), bb.max())) + 1) * width < 1 << 62:
-        ra, rb = ba, bb  # bucket ids themselves: one sort fewer
-    elif same:
-        _, inv = np.unique(ba, return_inverse=True)
-        ra = rb = inv.astype(np.int64)
-    else:
-        _, inv = np.unique(np.concatenate((ba, bb)), return_inverse=True)
-        ra, rb = inv[: ba.size].astype(np.int64), inv[ba.size :].astype(np.int64)
-    key_a = ra * width + ka
-    key_b = key_a if same else rb * width + kb
-    ob = np.argsort(key_b, kind="stable")
+    if (int(max(ka.max(), kb.max())) + 1) * width >= 1 << 62:
+        if same:
+            ka = kb = np.unique(ka, return_inverse=True)[1].astype(np.int64)
+        else:
+            inv = np.unique(np.concatenate((ka, kb)), return_inverse=True)[1].astype(np.int64)
+            ka, kb = inv[: ka.size], inv[ka.size :]
+    key_b = kb * width + sb
+    ob = np.argsort(key_b)
     sk = key_b[ob]
     if same:
-        # a self-join lists each unordered pair once: the row at sorted
-        # position p takes the rows after it in the sort within R (the
-        # caller mirrors them and adds (i, i)); the needles are the keys
-        # themselves, searched in sorted order (each search starts where the
-        # last ended, several times faster), then put back in row order
-        at = np.arange(sk.size, dtype=np.int64)
-        lo = np.empty(sk.size, dtype=np.int64)
-        cnt = np.empty(sk.size, dtype=np.int64)
-        lo[ob] = at + 1
-        cnt[ob] = np.searchsorted(sk, sk + R, side="right") - at - 1
+        # the row at sorted position p takes the rows after it within R (the
+        # caller mirrors them and adds (i, i))
+        oa = ob
+        lo = np.arange(1, sk.size + 1, dtype=np.int64)
+        cnt = np.searchsorted(sk, sk + R, side="right") - lo
     else:
-        lo = np.searchsorted(sk, key_a - R, side="left")
-        cnt = np.searchsorted(sk, key_a + R, side="right") - lo
+        key_a = ka * width + sa
+        oa = np.argsort(key_a)
+        na = key_a[oa]
+        lo = np.searchsorted(sk, na - R, side="left")
+        cnt = np.searchsorted(sk, na + R, side="right") - lo
     rows = np.flatnonzero(cnt)
     if rows.size == 0:
         return
@@ -420,7 +452,7 @@ def _bucket_pairs(
         stop = max(int(np.searchsorted(ends, base + _CHUNK, side="right")), start + 1)
         r = rows[start:stop]
         c = cnt[r]
-        i = np.repeat(r, c)
+        i = np.repeat(oa[r], c)
         first = np.repeat(lo[r] - (np.cumsum(c) - c), c)
         j = ob[first + np.arange(i.size, dtype=np.int64)]
         yield i, j

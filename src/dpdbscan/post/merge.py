@@ -24,6 +24,7 @@ import numpy as np
 
 from ..cells.components import connected_components
 from ..cells.grid import Grid, offset_runs, search_keys
+from ..cells.pairs import chebyshev_half_pairs, codes_fit, offset_codes, pairs_cheaper
 
 _TOL = 1e-9  # relative slack on lattice distances: they are exact up to rounding
 
@@ -49,6 +50,7 @@ class SubsetMerge:
     def __init__(self, grid: Grid, keys: np.ndarray, offsets: np.ndarray | None = None) -> None:
         self.grid, self.keys = grid, keys
         self.intervals: list[tuple[np.ndarray, np.ndarray]] = []
+        self.edges: tuple[np.ndarray, np.ndarray] | None = None
         if keys.size == 0:  # nothing to merge: not even NB is needed (it may be huge)
             self.positive = np.zeros((0, grid.d), dtype=np.int64)
             return
@@ -58,6 +60,14 @@ class SubsetMerge:
         if grid.wide or self.positive.size == 0:
             return
         runs = _runs(self.positive)
+        R = max(int(self.positive.max()), -int(self.positive.min()))
+        if codes_fit(grid.d, R) and pairs_cheaper(
+            grid.d, len(runs), keys.size, keys.size, offsets.shape[0], grid.n_cells
+        ):
+            # many runs (high dimension): the edges themselves, from the
+            # pairs of keys within reach (cells/pairs.py)
+            self.edges = _pair_edges(grid, keys, self.positive, R)
+            return
         below = _counts_below(keys, 2 * len(runs))
         for prefix, lo, hi in runs:
             base = grid.key_delta(np.append(prefix, 0))
@@ -75,6 +85,13 @@ class SubsetMerge:
             return np.zeros(0, dtype=np.int64)
         if self.grid.wide or self.positive.size == 0:
             return _merge_by_offsets(self.grid, keys, self.positive)
+        if self.edges is not None:
+            i, j = self.edges
+            if mask is not None:
+                keep = mask[i] & mask[j]
+                at = np.cumsum(mask) - 1  # each kept key's row in the subset
+                i, j = at[i[keep]], at[j[keep]]
+            return canonical_labels(connected_components(m, i, j))
         if mask is None:
             rank, kept = None, None
         else:
@@ -147,6 +164,21 @@ def _runs(offsets: np.ndarray) -> list[tuple[np.ndarray, int, int]]:
 @functools.lru_cache(maxsize=64)
 def _runs_cached(d: int, raw: bytes) -> list[tuple[np.ndarray, int, int]]:
     return list(offset_runs(np.frombuffer(raw, dtype=np.int64).reshape(-1, d)))
+
+
+def _pair_edges(grid: Grid, keys: np.ndarray, positive: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """The edges among ``keys`` (rows) at an offset of ``positive`` or its
+    opposite, each once: the pairs within R along every axis, kept when
+    their offset is one of the set's (compared by :func:`offset_codes`)."""
+    kc = grid.decode(keys)
+    i, j = chebyshev_half_pairs(kc, R)
+    if i.size == 0:
+        return i, j
+    codes = np.sort(np.concatenate((offset_codes(positive, R), offset_codes(-positive, R))))
+    diff = offset_codes(kc[j] - kc[i], R)
+    pos = np.minimum(np.searchsorted(codes, diff), codes.size - 1)
+    hit = codes[pos] == diff
+    return i[hit], j[hit]
 
 
 def _merge_by_offsets(grid: Grid, core_keys: np.ndarray, positive: np.ndarray) -> np.ndarray:

@@ -234,7 +234,12 @@ _MAX_HELD = 1 << 23  # pairs held between calls: at most 128 MB
 
 
 def reaching_sums(
-    grid: Grid, keys: np.ndarray, values: np.ndarray, query: np.ndarray, threshold: float
+    grid: Grid,
+    keys: np.ndarray,
+    values: np.ndarray,
+    query: np.ndarray,
+    threshold: float,
+    kernel: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray | None:
     """sum over NB(q) of the released values for each query key, when the
     queries are most of the released cells (sorted ``keys``), from one
@@ -242,13 +247,17 @@ def reaching_sums(
     both ways; None when the pairs are not the way there (use
     :func:`sparse_neighbour_sums`).
 
+    ``kernel``: ``(offsets, weights)``, the sums of ``weights[o] x~_{q + o}``
+    over those offsets instead of NB's with weight 1 (each way of a pair
+    takes its own offset's weight, 0 off the set).
+
     The terms are added in another order than :func:`sparse_neighbour_sums`'
     (the same sums up to rounding): for bounds compared with a threshold
     that leaves room for rounding. The pairs of the cells whose sum reaches
     ``threshold`` are held for the next :func:`run_pairs` on these keys
     (the weighted sums of those cells).
     """
-    offsets = grid.offsets
+    offsets = grid.offsets if kernel is None else kernel[0]
     if grid.wide or keys.size == 0 or query.size == 0 or offsets.shape[0] == 0:
         return None
     R = _reach(offsets)
@@ -262,15 +271,16 @@ def reaching_sums(
         return None
     kc = grid.decode(keys)
     i, j = chebyshev_half_pairs(kc, R)
-    member = _held(f"members{R}", offsets, lambda: _Members(offset_codes(offsets, R), R, grid.d))
+    codes = _held(f"codes{R}", offsets, lambda: offset_codes(offsets, R))
+    weight = _Weights(codes, None if kernel is None else np.asarray(kernel[1], dtype=np.float64), R, grid.d)
     code = _pair_codes(kc, kc, j, i, R)  # of kc[j] - kc[i]
     zero = int(offset_codes(np.zeros((1, grid.d), dtype=np.int64), R)[0])
-    ahead = member(code)  # j in NB(i)
-    back = member(2 * zero - code)  # i in NB(j): the code of the opposite offset
     vals = values.astype(np.float64)
-    sums = vals.copy() if member(np.array([zero]))[0] else np.zeros(keys.size)
-    sums += np.bincount(i[ahead], weights=vals[j[ahead]], minlength=keys.size)
-    sums += np.bincount(j[back], weights=vals[i[back]], minlength=keys.size)
+    sums = vals * weight(np.array([zero]))[0]
+    # j in the sum of i at kc[j] - kc[i]; i in the sum of j at the opposite
+    # offset, whose code is 2 zero - code
+    sums += np.bincount(i, weights=weight(code) * vals[j], minlength=keys.size)
+    sums += np.bincount(j, weights=weight(2 * zero - code) * vals[i], minlength=keys.size)
     reach = sums >= threshold
     fwd, rev = reach[i], reach[j]
     n_held = int(fwd.sum()) + int(rev.sum()) + int(reach.sum())
@@ -281,28 +291,31 @@ def reaching_sums(
     return sums[sub]
 
 
-class _Members:
-    """Whether offset codes are among a set's: a table of the whole cube of
-    offsets when it is small (one gather per pair), else a binary search."""
+class _Weights:
+    """The weight of each offset code (0 off the set; 1 on it without
+    weights): a table over the whole cube of offsets when it is small (one
+    gather per pair), else a binary search of the codes."""
 
-    _TABLE = 1 << 24
+    _TABLE = 1 << 22
 
-    def __init__(self, codes: np.ndarray, R: int, d: int) -> None:
+    def __init__(self, codes: np.ndarray, weights: np.ndarray | None, R: int, d: int) -> None:
+        w = np.ones(codes.size) if weights is None else weights
         size = (2 * R + 1) ** d
         self.table: np.ndarray | None = None
         if size <= self._TABLE:
-            self.table = np.zeros(size, dtype=bool)
-            self.table[codes] = True
+            self.table = np.zeros(size)
+            self.table[codes] = w
         else:
-            self.codes = np.sort(codes)
+            order = np.argsort(codes, kind="stable")
+            self.codes, self.w = codes[order], w[order]
 
     def __call__(self, code: np.ndarray) -> np.ndarray:
         if self.table is not None:
             return self.table[code]
         if self.codes.size == 0:
-            return np.zeros(code.shape, dtype=bool)
+            return np.zeros(code.shape)
         pos = np.minimum(np.searchsorted(self.codes, code), self.codes.size - 1)
-        return self.codes[pos] == code
+        return np.where(self.codes[pos] == code, self.w[pos], 0.0)
 
 
 def _rows_in(keys: np.ndarray, query: np.ndarray) -> np.ndarray | None:

@@ -156,7 +156,7 @@ def cover_sums(
     bound, tight enough to compare with the threshold.
     """
     grid = hist.grid
-    R = int(np.abs(weights.offsets).max()) if weights.offsets.size else 0
+    R = max(int(weights.offsets.max()), -int(weights.offsets.min())) if weights.offsets.size else 0
     shape = tuple(s + 2 * R + 1 for s in grid.shape)
     if math.prod(shape) > MAX_TABLE_CELLS:
         return None
@@ -199,7 +199,7 @@ def cover_pays(shape: tuple[int, ...], offsets: np.ndarray, n_cand: int) -> bool
     against 8 per cell of the padded universe (zeros, prefix sums, corners).
     3-D blobs: 184k candidates x 117 offsets against 0.78M cells (yes);
     2-D at 1e6 points: 100k x 21 against 0.51M (no: it cost more than it saved)."""
-    R = int(np.abs(offsets).max()) if offsets.size else 0
+    R = max(int(offsets.max()), -int(offsets.min())) if offsets.size else 0
     cells = math.prod(s + 2 * R + 1 for s in shape)
     return cells <= MAX_TABLE_CELLS and n_cand * offsets.shape[0] >= 8 * cells
 

@@ -19,7 +19,7 @@ def dense_weighted_sums(grid: Grid, values: np.ndarray, weights: BallWeights) ->
     Straight shifted sums over the padded array (every cell; for tests, plots
     and small grids). :func:`weighted_sums_at` is the fast path.
     """
-    R = int(np.abs(weights.offsets).max()) if weights.offsets.size else 0
+    R = max(int(weights.offsets.max()), -int(weights.offsets.min())) if weights.offsets.size else 0
     P = np.zeros(tuple(s + 2 * R for s in grid.shape))
     P[tuple(slice(R, R + s) for s in grid.shape)] = values
     out = np.zeros((len(weights.positions),) + tuple(grid.shape))
@@ -55,7 +55,7 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
     if n == 0:
         return out
     if hist.kind == "dense":
-        R = max(int(np.abs(weights.offsets).max()), 1)
+        R = max(int(weights.offsets.max()), -int(weights.offsets.min()), 1)
         P = np.zeros(tuple(s + 2 * R for s in grid.shape))
         P[tuple(slice(R, R + s) for s in grid.shape)] = hist.values
         strides = np.array(P.strides, dtype=np.int64) // P.itemsize
@@ -140,7 +140,7 @@ def _dense_cheaper(grid: Grid, offsets: np.ndarray, n_keys: int, n_query: int) -
     """A public cost model: one gather per offset and query, plus laying the
     padded universe out once, against two binary searches per run of offsets
     and query; only when the padded universe is small enough to hold."""
-    R = int(np.abs(offsets).max()) if offsets.size else 0
+    R = max(int(offsets.max()), -int(offsets.min())) if offsets.size else 0
     cells = math.prod(s + 2 * R for s in grid.shape)
     if cells > MAX_DENSE_CELLS:
         return False
