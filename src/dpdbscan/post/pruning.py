@@ -42,6 +42,7 @@ _BIAS = 2  # bucket coordinates are shifted so that +-2 buckets stay in range
 DENSE_BUCKETS = 1 << 24  # largest bucket grid held as a dense array
 COARSE_BUCKETS = 1 << 21  # a first, coarser grid is cheap below this
 SPARSE_BUCKETS = 1 << 22  # most fine buckets whose block sums are looked up
+MAX_BUCKET_CELLS = 1 << 24  # most cells of live buckets listed at once (128 MB of keys)
 
 
 def live_cells(
@@ -69,11 +70,11 @@ def core_candidates(
     """
     reg = regions(grid, keys, vals, threshold)
     heavy = heavy[reg.near(heavy)] if heavy.size else heavy
-    cells = reg.live_bucket_cells(limit=heavy.size * grid.kappa)
+    # both ways are bounded by memory, not only by which lists fewer cells
+    cells = reg.live_bucket_cells(limit=min(heavy.size * grid.kappa, MAX_BUCKET_CELLS))
     if cells is not None:
         return cells
-    cand = neighbourhood(grid, heavy)
-    return cand[reg.may_be_core(cand)] if cand.size else cand
+    return neighbourhood(grid, heavy, keep=reg.may_be_core)
 
 
 class Regions(Protocol):
@@ -112,7 +113,10 @@ def regions(grid: Grid, keys: np.ndarray, vals: np.ndarray, threshold: float) ->
             live = np.argwhere(coarse.live) - _BIAS
             k = side // reach
             if live.shape[0] * k**grid.d > SPARSE_BUCKETS:
-                return coarse
+                # too many fine buckets to look up one by one: the dense
+                # fine grid when it fits (noise scattered over a large
+                # universe makes most coarse blocks live, few fine ones)
+                return _Buckets(grid, keys, vals, thr, reach) if n_fine <= DENSE_BUCKETS else coarse
             steps = np.array(list(itertools.product(range(k), repeat=grid.d)), dtype=np.int64)
             fine = (live[:, None, :] * k + steps[None, :, :]).reshape(-1, grid.d)
             return _SparseBuckets(grid, keys, vals, thr, reach, fine)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 
@@ -380,21 +381,52 @@ def _rows_of(offsets: np.ndarray, off_sorted: np.ndarray, codes: np.ndarray, R: 
     return row
 
 
-def neighbourhood(grid: Grid, keys: np.ndarray) -> np.ndarray:
-    """Sorted unique keys of every valid cell in NB of the given cells."""
+#: Cells generated at once by :func:`neighbourhood` (before dropping the
+#: repeats): kappa per given cell, d int64 coordinates each, so about
+#: 2^21 x 8 x (d + 2) bytes of scratch whatever the number of cells.
+NEIGHBOURHOOD_CHUNK = 1 << 21
+
+
+def neighbourhood(
+    grid: Grid, keys: np.ndarray, keep: Callable[[np.ndarray], np.ndarray] | None = None
+) -> np.ndarray:
+    """Sorted unique keys of every valid cell in NB of the given cells, and
+    of those only the ones ``keep`` (a mask of sorted keys) passes.
+
+    The kappa shifted copies of every given cell are generated a chunk of
+    cells at a time, their repeats dropped and ``keep`` applied before the
+    next chunk: the scratch memory is bounded by :data:`NEIGHBOURHOOD_CHUNK`,
+    the rest is the result (in high dimension NB(X) has thousands of cells
+    and the shifted copies of a few hundred thousand cells would not fit).
+    """
     if keys.size == 0:
         return keys
-    coords = grid.decode(keys)
-    parts = []
-    for o in grid.offsets:
-        c = coords + o
-        parts.append(c[grid.valid(c)])
-    allc = np.concatenate(parts)
-    cand = np.sort(grid.encode(allc))
-    if cand.size:
-        keep = np.concatenate(([True], cand[1:] != cand[:-1]))
-        cand = cand[keep]
-    return cand
+    offsets = grid.offsets
+    per = max(1, NEIGHBOURHOOD_CHUNK // len(offsets))
+    parts: list[np.ndarray] = []
+    held, merge_at = 0, NEIGHBOURHOOD_CHUNK
+    for start in range(0, keys.size, per):
+        coords = grid.decode(keys[start : start + per])
+        c = (coords[:, None, :] + offsets[None, :, :]).reshape(-1, grid.d)
+        cand = _sorted_unique(grid.encode(c[grid.valid(c)]))
+        del c
+        if keep is not None and cand.size:
+            cand = cand[keep(cand)]
+        parts.append(cand)
+        held += cand.size
+        if len(parts) > 1 and held > merge_at:
+            parts = [_sorted_unique(np.concatenate(parts))]
+            held = parts[0].size
+            merge_at = max(merge_at, 2 * held)  # amortised: the result is re-sorted O(log) times
+    return parts[0] if len(parts) == 1 else _sorted_unique(np.concatenate(parts))
+
+
+def _sorted_unique(keys: np.ndarray) -> np.ndarray:
+    """Sorted keys without repeats (also packed keys, which np.unique may not order)."""
+    keys = np.sort(keys)
+    if keys.size:
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+    return keys
 
 
 class SumsAt:
