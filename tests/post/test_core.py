@@ -45,6 +45,29 @@ def test_bucket_pruning_changes_nothing(monkeypatch, d, alpha, seed):
         assert np.array_equal(k0, k1) and np.array_equal(s0, s1)
 
 
+@pytest.mark.parametrize("layout_k", [1, 2])
+@pytest.mark.parametrize("d,alpha,seed", [(2, 0.04, 0), (3, 0.15, 2)])
+def test_core_cells_in_chunks_of_candidates_change_nothing(monkeypatch, d, alpha, seed, layout_k):
+    """Sums taken a few candidates at a time (to bound the pairs in memory)
+    give the same core cells and sums as in one go, also with every bound
+    tight (small neighbourhood chunks, few listed bucket cells)."""
+    from dpdbscan.cells.subcells import SubcellLayout
+    from dpdbscan.post import pruning, sums
+
+    grid = Grid(np.zeros(d), np.ones(d), alpha)
+    hist, _ = _sparse_hist(grid, seed)
+    layout = SubcellLayout(grid, layout_k)
+    expect = [core.core_cells(hist, thr, layout) for thr in (100.0, 400.0)]
+    assert expect[1][0].size > 0
+    monkeypatch.setattr(core, "_query_chunk", lambda hist: 7)
+    monkeypatch.setattr(core, "_BUCKET_PRUNE_ABOVE", 0)
+    monkeypatch.setattr(sums, "NEIGHBOURHOOD_CHUNK", 3 * grid.kappa)
+    monkeypatch.setattr(pruning, "MAX_BUCKET_CELLS", 10)
+    for thr, (k0, s0) in zip((100.0, 400.0), expect, strict=True):
+        k1, s1 = core.core_cells(hist, thr, layout)
+        assert np.array_equal(k0, k1) and np.array_equal(s0, s1)
+
+
 def test_sparse_threshold_must_be_positive():
     grid = Grid([0, 0], [1, 1], 0.1)
     hist, _ = _sparse_hist(grid, 0)

@@ -37,14 +37,16 @@ def _force_regions(monkeypatch, regions, g):
     if regions == "supercells":
         monkeypatch.setattr(pruning, "COARSE_BUCKETS", 0)
         monkeypatch.setattr(pruning, "DENSE_BUCKETS", 0)
-    elif regions == "two-level":  # side-2 reach buckets fit, side-reach ones do not
+    elif regions in ("two-level", "two-level-dense"):  # side-2 reach buckets fit, side-reach ones do not
         r = max(g.reach, 1)
         n2 = pruning._n_buckets(g.shape, 2 * r)
         if n2 < pruning._n_buckets(g.shape, r) and n2 <= 1 << 20:
             monkeypatch.setattr(pruning, "COARSE_BUCKETS", n2)
+            if regions == "two-level-dense":  # too many fine buckets to look up one by one
+                monkeypatch.setattr(pruning, "SPARSE_BUCKETS", 0)
 
 
-@pytest.mark.parametrize("regions", ["buckets", "two-level", "supercells"])
+@pytest.mark.parametrize("regions", ["buckets", "two-level", "two-level-dense", "supercells"])
 @pytest.mark.parametrize("trial", range(20))
 def test_live_cells_keep_every_core_cell_and_its_neighbours(trial, regions, monkeypatch):
     """Brute force: every core cell and every released cell in NB of a core
@@ -69,7 +71,9 @@ def test_live_cells_keep_every_core_cell_and_its_neighbours(trial, regions, monk
     assert not live_cells(g, keys, vals, keys, float(vals.sum()) + 1).any()
 
 
-@pytest.mark.parametrize("mode", ["buckets", "two-level", "bucket-neighbourhood", "supercells"])
+@pytest.mark.parametrize(
+    "mode", ["buckets", "two-level", "two-level-dense", "bucket-neighbourhood", "supercells"]
+)
 @pytest.mark.parametrize("trial", range(12))
 def test_core_candidates_contain_every_core_cell(trial, mode, monkeypatch):
     """Brute force: the candidates of pruning.core_candidates are sorted,
@@ -123,3 +127,22 @@ def test_two_level_buckets_refine_inside_live_coarse_buckets(d, monkeypatch):
     assert reg.may_be_core(allc).sum() < allc.size / 4  # and it prunes
     cand = pruning.core_candidates(g, keys, vals, keys, thr)
     assert np.isin(core_keys, cand).all()
+
+
+@pytest.mark.parametrize("trial", range(10))
+def test_neighbourhood_in_chunks_is_the_whole_neighbourhood(trial, monkeypatch):
+    """A few cells at a time (bounded scratch memory), with the repeats
+    merged as they go, and a filter applied per chunk: the same sorted
+    distinct cells as every shifted copy at once (brute force), also for
+    packed keys."""
+    from dpdbscan.post import sums
+
+    rng = np.random.default_rng(500 + trial)
+    g, keys, _ = _random_release(rng, trial)
+    c = (g.decode(keys)[:, None, :] + g.offsets[None, :, :]).reshape(-1, g.d)
+    expect = np.unique(g.encode(c[g.valid(c)]))
+    chosen = expect[rng.random(expect.size) < 0.3]
+    monkeypatch.setattr(sums, "NEIGHBOURHOOD_CHUNK", int(rng.integers(1, 5)) * g.kappa)
+    assert np.array_equal(sums.neighbourhood(g, keys), expect)
+    kept = sums.neighbourhood(g, keys, keep=lambda q: np.isin(q, chosen))
+    assert np.array_equal(kept, chosen)

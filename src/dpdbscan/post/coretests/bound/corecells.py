@@ -11,6 +11,8 @@ which holds for the dense histogram only; bounds.margins.)
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -58,10 +60,10 @@ def core_cells(
     cand = _candidate_cells(hist, threshold, layout)
     sums_at = SumsAt(hist)
     keys, sums = [], []
+    per = _query_chunk(hist)
     for pos, offsets in layout.positions:
         assert offsets is not None  # only k = 1 has a position without offsets
-        cs = sums_at(cand, offsets)
-        ck, cs = cand[cs >= threshold], cs[cs >= threshold]
+        ck, cs = _at_least(cand, functools.partial(_at_offsets, sums_at, offsets), threshold, per)
         fk = layout.fine_keys(ck, pos)
         # fine_keys drops sub-cells outside the box: keep sums aligned
         if fk.size != ck.size:
@@ -72,6 +74,10 @@ def core_cells(
     all_keys, all_sums = np.concatenate(keys), np.concatenate(sums)
     order = np.argsort(all_keys, kind="stable")
     return all_keys[order], all_sums[order]
+
+
+def _at_offsets(sums_at: SumsAt, offsets: np.ndarray, query: np.ndarray) -> np.ndarray:
+    return sums_at(query, offsets)
 
 
 def _below_all_sums(hist: NoisyHistogram, threshold: float) -> bool:
@@ -142,12 +148,43 @@ def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
             cand = neighbourhood(grid, heavy)
     else:
         cand = neighbourhood(grid, keys)
-    sums = sparse_neighbour_sums(grid, keys, vals, cand, offsets)
-    mask = sums >= threshold
-    return cand[mask], sums[mask]
+    return _at_least(
+        cand, lambda q: sparse_neighbour_sums(grid, keys, vals, q, offsets), threshold, _query_chunk(hist)
+    )
 
 
 _BUCKET_PRUNE_ABOVE = 4_000_000
+#: Pairs (candidate, released cell within reach) a chunk of candidates may
+#: hold at most (each a few int64s), counting kappa per candidate or every
+#: released cell, whichever is fewer.
+PAIRS_CHUNK = 1 << 24
+
+
+def _query_chunk(hist: NoisyHistogram) -> int:
+    """Candidates whose sums are taken at once: bounded by :data:`PAIRS_CHUNK`
+    pairs, but never fewer than the released cells (each call also reads
+    all of them once)."""
+    n_released = hist.values.size if hist.kind == "dense" else hist.sparse()[0].size
+    return max(1 << 12, n_released, PAIRS_CHUNK // max(1, min(hist.grid.kappa, n_released)))
+
+
+def _at_least(
+    cand: np.ndarray, sums_of: Callable[[np.ndarray], np.ndarray], threshold: float, per: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The candidates whose sum reaches ``threshold``, and those sums, taken
+    ``per`` candidates at a time: a cell's sum does not depend on which
+    other cells are asked with it, so the result is the same as in one go,
+    with the pairs of one chunk in memory only."""
+    keys, sums = [], []
+    for start in range(0, max(cand.size, 1), per):
+        q = cand[start : start + per]
+        s = sums_of(q)
+        keep = s >= threshold
+        keys.append(q[keep])
+        sums.append(s[keep])
+    if len(keys) == 1:
+        return keys[0], sums[0]
+    return np.concatenate(keys), np.concatenate(sums)
 
 
 def neighbour_sums(hist: NoisyHistogram) -> tuple[np.ndarray, np.ndarray]:
