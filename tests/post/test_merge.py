@@ -139,3 +139,34 @@ def test_merge_by_pairs_equals_merge_by_runs(trial):
     for mask in (rng.random(keys.size) < 0.5, rng.random(keys.size) < 0.1, np.zeros(keys.size, bool)):
         assert np.array_equal(pairs.labels(mask), runs.labels(mask))
     assert np.unique(runs.labels()).size > 1 or keys.size < 2
+
+
+@pytest.mark.parametrize("trial", range(8))
+def test_merge_by_a_spanning_forest_in_blocks_equals_merge_by_runs(trial, monkeypatch):
+    """The pairs listed a block of keys at a time and cut down to a spanning
+    forest whenever the edges held pass a (here tiny) limit: the same labels
+    of all the keys as the runs; a subset is refused (the forest lost its
+    edges)."""
+    from dpdbscan.cells.pairs import forced
+    from dpdbscan.post import merge as merge_mod
+    from dpdbscan.post.merge import SubsetMerge, centre_offsets, radius_cells2
+
+    rng = np.random.default_rng(1700 + trial)
+    d = trial % 4 + 2
+    g = Grid(np.zeros(d), np.ones(d), {2: 0.02, 3: 0.05, 4: 0.1, 5: 0.15}[d], 4.0)
+    offsets = None if trial < 4 else centre_offsets(d, radius_cells2(g, g.eps))
+    n = int(min(1500, 0.8 * g.n_cells / len(g.offsets if offsets is None else offsets)))
+    blob = np.array(g.shape) // 3 + rng.integers(-3, 4, (300, d))  # a dense corner: many pairs
+    scatter = np.stack([rng.integers(0, s, n) for s in g.shape], 1)
+    keys = np.unique(g.encode(np.concatenate([blob, scatter])))
+    with forced(False):
+        expect = SubsetMerge(g, keys, offsets).labels()
+    monkeypatch.setattr(merge_mod, "FOREST_PAIRS", int(rng.integers(5, 60)))
+    with forced(True):
+        forest = SubsetMerge(g, keys, offsets, subsets=False)
+        assert forest.edges is not None and forest.edges[0].size < keys.size
+        assert np.array_equal(forest.labels(), expect)
+        assert np.array_equal(merge_mod.merge_cells(g, keys, offsets), expect)
+    assert np.unique(expect).size > 1
+    with pytest.raises(ValueError, match="all its keys"):
+        forest.labels(rng.random(keys.size) < 0.5)
