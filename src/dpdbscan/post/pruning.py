@@ -12,7 +12,10 @@ NB(X). Two kinds of region are used (:func:`regions`):
   filters on a dense bucket array, linear in the number of buckets. Buckets
   of side reach prune best; when their grid is large, buckets of side
   k reach come first and the side-reach block sums are looked up only inside
-  the live coarse buckets (:func:`regions`).
+  the live coarse buckets, or on the dense side-reach grid when too many are
+  live (:func:`regions`). The cells of live buckets are listed only when they
+  fit a memory budget (:data:`MAX_BUCKET_CELLS`); else the neighbourhood of
+  the heavy cells, filtered a chunk at a time.
 * shifted super-cells, on universes too large for that: with super-cells of
   side L = (d + 1)(2 reach + 1) in d + 1 grids shifted by i (2 reach + 1)
   cells (i = 0..d), every NB(X) lies inside one super-cell of at least one
