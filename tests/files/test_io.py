@@ -624,6 +624,15 @@ def test_fuzz_csv_reader_drops_exactly_the_bad_rows(tmp_path_factory, table, blo
     assert not any(c in " ".join(got.notes()) for r in rows for c in r if len(c.strip()) >= 3)
 
 
+def _read_in_blocks(path, block):
+    """``read_input(path, header=True)`` reading the file ``block`` bytes at a time."""
+    old, dpio._BATCH = dpio._BATCH, block
+    try:
+        return read_input(path, header=True)
+    finally:
+        dpio._BATCH = old
+
+
 @FUZZ
 @given(
     good=st.lists(st.tuples(st.integers(-999, 999), st.integers(-999, 999)), min_size=1, max_size=20),
@@ -647,11 +656,7 @@ def test_fuzz_raw_garbage_lines_never_touch_other_lines(tmp_path_factory, good, 
         marks.insert(pos, True)
     path = tmp_path_factory.mktemp("raw") / "g.csv"
     path.write_bytes(b"x,y\n" + b"\n".join(lines) + b"\n")
-    old, dpio._BATCH = dpio._BATCH, block
-    try:
-        got = read_input(path, header=True)
-    finally:
-        dpio._BATCH = old
+    got = _read_in_blocks(path, block)
     assert got.X.shape == (len(lines), 2)  # one row per non-empty line, in order
     ok = ~np.array(marks)
     np.testing.assert_array_equal(got.X[ok], np.array(good, dtype=float))
@@ -864,11 +869,7 @@ def test_a_line_starting_with_a_byte_order_mark_reads_as_anywhere_else(tmp_path,
         body = [line, b"5,6", b"7,8"] if where == "first" else [b"5,6", line, b"7,8"]
         path = tmp_path / f"{where}.csv"
         path.write_bytes(b"x,y\n" + b"\n".join(body) + b"\n")
-        old, dpio._BATCH = dpio._BATCH, block
-        try:
-            got = read_input(path, header=True)
-        finally:
-            dpio._BATCH = old
+        got = _read_in_blocks(path, block)
         assert got.X.shape == (3, 2)
         rows.append(got.X[0] if where == "first" else got.X[1])
     np.testing.assert_array_equal(rows[0], rows[1])
