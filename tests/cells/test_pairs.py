@@ -1,6 +1,7 @@
 """Pairs of cells within reach (cells/pairs.py), and every sum built on them
 equal bit for bit to the runs of offsets they replace when those are dear."""
 
+import math
 import warnings
 
 import numpy as np
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells import pairs as pairs_module
 from dpdbscan.cells.grid import Grid, neighbour_offsets, offset_runs, search_keys, sorted_runs
-from dpdbscan.cells.pairs import bucket_half, chebyshev_pairs, forced
+from dpdbscan.cells.pairs import chebyshev_pairs, forced
 from dpdbscan.model.predict import border_labels
 from dpdbscan.post.coretests.density import weightedsums as density_sums
 from dpdbscan.post.coretests.density.weightedsums import _sparse_run_sums
@@ -46,32 +47,40 @@ def test_chebyshev_pairs_are_every_pair_once(d, R, side, n, m, seed):
     assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(a, a, R)
 
 
+def _layout(monkeypatch, d, e, side, sweep_side):
+    """Every later :class:`CellIndex` laid out with buckets of ``side`` along
+    the first e axes but one and ``sweep_side`` along the sweep axis (0)."""
+    axes = list(range(1, 1 + min(e, d - 1))) + [0]
+    sides = [side] * (len(axes) - 1) + [sweep_side]
+    monkeypatch.setattr(pairs_module, "plan", lambda *args: (axes, sides, 0.0))
+
+
 @SETTINGS
 @given(
     d=st.integers(1, 8),
     R=st.integers(0, 3),
-    extra=st.integers(0, 4),
+    e=st.integers(0, 7),
+    bucket=st.integers(1, 9),
+    sweep_side=st.integers(1, 5),
     side=st.integers(1, 30),
     n=st.integers(1, 80),
     m=st.integers(1, 200),
-    chunk=st.sampled_from([1, 7, 1 << 22]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_every_bucket_side_and_chunk_gives_every_pair_once(d, R, extra, side, n, m, chunk, seed):
-    # buckets of side 2 * half for any half >= R + 1, and candidates in chunks
-    # as small as one row's: the same pairs, each once
+def test_every_layout_gives_every_pair_once(d, R, e, bucket, sweep_side, side, n, m, seed):
+    # buckets of any side along any number of axes (smaller than R too):
+    # the same pairs, each once, queried both ways and as a self-join
     rng = np.random.default_rng(seed)
     a = rng.integers(0, side, (n, d))
     b = rng.integers(0, side, (m, d))
-    before = pairs_module._CHUNK
-    pairs_module._CHUNK = chunk
-    try:
-        i, j = pairs_module._grid_pairs(a, b, R, R + 1 + extra)
+    with pytest.MonkeyPatch.context() as mp:
+        _layout(mp, d, e, bucket, sweep_side)
+        i, j = chebyshev_pairs(a, b, R)
         assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(a, b, R)
-        i, j = pairs_module._grid_pairs(a, a, R, R + 1 + extra)
+        i, j = chebyshev_pairs(b, a, R)
+        assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(b, a, R)
+        i, j = chebyshev_pairs(a, a, R)
         assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(a, a, R)
-    finally:
-        pairs_module._CHUNK = before
 
 
 @SETTINGS
@@ -92,20 +101,43 @@ def test_packed_lanes_give_every_pair_once_up_to_their_limit(d, R, side, top, se
     lo = max(hi - side, 0)
     a = rng.integers(lo, hi, (int(rng.integers(1, 60)), d))
     b = rng.integers(lo, hi, (int(rng.integers(1, 200)), d))
-    assert (pairs_module._Lanes.of(a, b, R, False) is None) == (int(max(a.max(), b.max())) >= h)
-    for x, y in ((a, b), (a, a)):
-        i, j = pairs_module._grid_pairs(x, y, R, R + 1)
-        assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(x, y, R)
+    index = pairs_module.CellIndex(b, R)
+    assert (index._lanes(R).size == 0) == (int(b.max()) >= h)
+    i, j = index.pairs(a, R)
+    assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(a, b, R)
+    i, j = index.half_pairs(R)
+    both = sorted(zip(i.tolist() + j.tolist(), j.tolist() + i.tolist())) + [(r, r) for r in range(b.shape[0])]
+    assert sorted(both) == brute_pairs(b, b, R)
 
 
-def test_bucket_half_grows_with_dimension_on_sparse_cells():
-    # minimal buckets for crowded cells (a 4-D release: 738k cells of 67^4),
-    # larger ones when most cells would sit near a border of the minimal ones
-    # (a sparse release in 8-D)
-    assert bucket_half(4, 2, 738_058, 67) == 3
-    assert bucket_half(8, 3, 300_000, 48) > 4
-    with pytest.raises(ValueError):
-        pairs_module._grid_pairs(np.zeros((2, 2), int), np.zeros((2, 2), int), 3, 3)
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 20),
+    shift=st.integers(-8, 30),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_queries_beyond_the_laid_out_cells_find_their_pairs(d, R, side, shift, seed):
+    # query cells below 0 or past the last laid-out coordinate (their boxes
+    # may still reach in): the buckets they meet are computed, not tabled
+    rng = np.random.default_rng(seed)
+    b = rng.integers(0, side, (int(rng.integers(1, 150)), d))
+    a = rng.integers(0, side, (int(rng.integers(1, 40)), d)) + shift
+    i, j = pairs_module.CellIndex(b, R).pairs(a, R)
+    assert sorted(zip(i.tolist(), j.tolist())) == brute_pairs(a, b, R)
+
+
+def test_the_layout_fits_a_table_of_a_few_entries_per_cell():
+    # crowded cells (a 4-D release: 738k cells of 67^4) take small buckets on
+    # every axis; sparse cells in 8-D leave axes without buckets or take
+    # larger ones, the table within its bound either way
+    for d, R, n, side in ((4, 2, 738_058, 67), (6, 3, 461_494, 49), (8, 3, 300_000, 48), (3, 1, 10, 1000)):
+        axes, sides, cost = pairs_module.plan(d, R, n, n, [side] * d)
+        assert sorted(axes) == sorted(set(axes)) and len(axes) == len(sides) >= 1
+        size = math.prod((side - 1) // s + 1 for s in sides)
+        assert size <= max(pairs_module._ENTRIES_PER_CELL * n, pairs_module._MIN_ENTRIES)
+        assert 0 < cost < math.inf
 
 
 def test_sorted_runs_number_the_runs_of_offset_runs():
@@ -155,22 +187,21 @@ def test_neighbour_sums_over_pairs_equal_the_runs(d, seed, integer):
 @SETTINGS
 @given(d=st.integers(1, 8), seed=st.integers(0, 2**32 - 1), integer=st.booleans())
 def test_sums_from_the_pairs_among_the_released_cells_equal_the_runs(d, seed, integer):
-    """Queries that are the released cells (the pairs among them, searched
-    once per shifted grid), most of them, or a few after those pairs were
-    found (held for the same keys array, never for another one): the same
-    sums, bit for bit, as the runs."""
+    """Queries that are the released cells, most of them, or a few, from the
+    table of buckets of the released cells (held for the same keys array,
+    never for another one): the same sums, bit for bit, as the runs."""
     from dpdbscan.post import sums as sums_mod
 
     rng, g, keys, vals, _ = _sparse_release(d, seed, integer)
     off = _offsets(g, rng)
-    sums_mod._SELF_PAIRS.clear()
+    sums_mod._LAST_INDEX.clear()
     for query in (keys, keys[rng.random(keys.size) < 0.9], keys[rng.random(keys.size) < 0.2]):
         with forced(False):
             runs = sparse_neighbour_sums(g, keys, vals, query, off)
         with forced(True):
             pairs = sparse_neighbour_sums(g, keys, vals, query, off)
         assert np.array_equal(pairs, runs)
-    # another array of the same cells, one value changed: never the held pairs' sums
+    # another array of the same cells, one value changed: its own sums
     other = keys.copy()
     vals2 = vals.copy()
     vals2[0] += 5
@@ -185,7 +216,7 @@ def test_sums_from_the_pairs_among_the_released_cells_equal_the_runs(d, seed, in
         moved = np.sort(np.append(np.delete(keys, keys.size // 2), free[0]))
         ones = np.ones(moved.size, dtype=np.int64)
         with forced(True):
-            sparse_neighbour_sums(g, keys, vals, keys, off)  # the pairs of keys held
+            sparse_neighbour_sums(g, keys, vals, keys, off)  # the table of keys held
             got = sparse_neighbour_sums(g, moved, ones, moved, off)
         with forced(False):
             assert np.array_equal(got, sparse_neighbour_sums(g, moved, ones, moved, off))
@@ -327,30 +358,30 @@ def test_half_pairs_are_every_pair_of_distinct_rows_once(d, R, side, n, seed):
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(d=st.integers(1, 8), seed=st.integers(0, 2**32 - 1), integer=st.booleans())
 def test_reaching_sums_then_weighted_sums_of_the_survivors(d, seed, integer):
-    """The NB sums of (most of) the released cells from pairs listed once
-    equal the pairs' sums of :func:`sparse_neighbour_sums` (equal to the
-    runs', tested above) up to rounding; the pairs they hold (the cells
-    reaching the threshold only) give the weighted sums of those cells bit
-    for bit as the runs, and a query beyond them is never answered from them."""
+    """The NB sums of (most of) the released cells from a self-join that
+    visits each pair once equal the pairs' sums of
+    :func:`sparse_neighbour_sums` (equal to the runs', tested above) up to
+    rounding; the table of buckets they hold gives the weighted sums of the
+    cells above a threshold, and of the others, bit for bit as the runs."""
     from dpdbscan.post import sums as sums_mod
 
     rng, g, keys, vals, _ = _sparse_release(d, seed, integer)
     k = 2 if d <= 3 else 1
     W = ball_weights(d, float(g.eta), k) if d <= 6 else None  # runs over 1.28M offsets: slow
     for query in (keys, keys[rng.random(keys.size) < 0.9], keys[: keys.size // 2]):
-        sums_mod._SELF_PAIRS.clear()
+        sums_mod._LAST_INDEX.clear()
         with forced(True):
             want = sparse_neighbour_sums(g, keys, vals, query)
         threshold = float(np.quantile(want, 0.7)) if want.size else 1.0
-        sums_mod._SELF_PAIRS.clear()
+        sums_mod._LAST_INDEX.clear()
         with forced(True):
-            got = sums_mod.reaching_sums(g, keys, vals, query, threshold)
+            got = sums_mod.reaching_sums(g, keys, vals, query)
         if query.size == 0 or 4 * query.size < 3 * keys.size:
             assert got is None
             continue
         assert got is not None
         assert np.allclose(got, want, rtol=1e-12, atol=1e-9)
-        assert sums_mod._SELF_PAIRS.get(keys, int(np.abs(g.offsets).max())) is not None
+        assert sums_mod._LAST_INDEX.get(keys) is not None
         if W is None:
             continue
         survivors, others = query[got >= threshold], query[got < threshold]
@@ -375,9 +406,9 @@ def test_reaching_sums_with_a_kernel_weigh_each_offset(d, seed, integer):
     if off.shape[0] == 0:
         return
     w = rng.random(off.shape[0])
-    sums_mod._SELF_PAIRS.clear()
+    sums_mod._LAST_INDEX.clear()
     with forced(True):
-        got = sums_mod.reaching_sums(g, keys, vals, keys, 1.0, (off, w))
+        got = sums_mod.reaching_sums(g, keys, vals, keys, (off, w))
     assert got is not None
     want = np.zeros(keys.size)
     coords = g.decode(keys)
@@ -387,3 +418,82 @@ def test_reaching_sums_with_a_kernel_weigh_each_offset(d, seed, integer):
         idx, hit = search_keys(keys, g.encode(t[ok]))
         want[ok[hit]] += wo * vals[idx[hit]]
     assert np.allclose(got, want, rtol=1e-12, atol=1e-9)
+
+
+def _weight_oracle(a, vals, R, codes, weights):
+    """sum over the rows q within R of each row p (p itself included) of
+    w(a[q] - a[p]) vals[q], w looked up by offset code (0 off the set): the
+    all-pairs numpy oracle of :meth:`CellIndex.half_sums`."""
+    w = dict(zip(codes.tolist(), weights.tolist()))
+    out = np.zeros(a.shape[0])
+    for p, q in brute_pairs(a, a, R):
+        code = int(pairs_module.offset_codes((a[q] - a[p])[None, :], R)[0])
+        out[p] += w.get(code, 0.0) * vals[q]
+    return out
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 12),
+    n=st.integers(1, 150),
+    threads=st.sampled_from([1, 2, 3]),
+    searched=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_half_sums_weigh_every_pair_both_ways(d, R, side, n, threads, searched, seed):
+    """The self-join's sums (each pair visited once, each way with its own
+    offset's weight; the weights from a table of every code or a binary
+    search of the codes; the cells in one to three threads) equal the
+    all-pairs sums up to rounding."""
+    rng = np.random.default_rng(seed)
+    a = np.unique(rng.integers(0, side, (n, d)), axis=0)
+    vals = rng.exponential(4.0, a.shape[0])
+    cube = pairs_module.offset_codes(np.zeros((1, d), int), R)[0] * 2 + 1  # (2R + 1)^d codes
+    codes = np.unique(rng.integers(0, cube, int(rng.integers(1, 60))))
+    if rng.random() < 0.5:
+        codes = np.union1d(codes, [cube // 2])  # the zero offset
+    weights = rng.random(codes.size)
+    with pytest.MonkeyPatch.context() as mp:
+        if searched:
+            mp.setattr(pairs_module.OffsetWeights, "TABLE", 0)
+        w = pairs_module.OffsetWeights(codes, weights, R, d)
+    assert (w.table.size == 0) == searched
+    got = pairs_module.CellIndex(a, R).half_sums(vals, R, w, threads)
+    assert np.allclose(got, _weight_oracle(a, vals, R, codes, weights), rtol=1e-12, atol=1e-12)
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 12),
+    searched=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_offset_pairs_come_sorted_by_query_run_and_row(d, R, side, searched, seed):
+    """Each query's laid-out cells at an offset of the set, with the offset's
+    position among the sorted codes (from a table of every code or a binary
+    search): the all-pairs list, sorted by query, run of offsets, row."""
+    rng = np.random.default_rng(seed)
+    b = np.unique(rng.integers(0, side, (int(rng.integers(1, 120)), d)), axis=0)
+    a = rng.integers(-1, side + 1, (int(rng.integers(1, 40)), d))
+    off = np.unique(rng.integers(-R, R + 1, (int(rng.integers(1, 80)), d)), axis=0)
+    srt, run_of = sorted_runs(off)
+    codes = pairs_module.offset_codes(srt, R)
+    with pytest.MonkeyPatch.context() as mp:
+        if searched:
+            mp.setattr(pairs_module.OffsetPositions, "TABLE", 0)
+        positions = pairs_module.OffsetPositions(codes, R, d)
+    assert (positions.table.size == 0) == searched
+    qi, ri, pos = pairs_module.CellIndex(b, R).offset_pairs(a, R, positions, run_of)
+    where = {c: i for i, c in enumerate(codes.tolist())}
+    want = []
+    for i, j in brute_pairs(a, b, R):
+        at = where.get(int(pairs_module.offset_codes((b[j] - a[i])[None, :], R)[0]))
+        if at is not None:
+            want.append((i, int(run_of[at]), j, at))
+    want.sort()
+    got = list(zip(qi.tolist(), run_of[pos].tolist(), ri.tolist(), pos.tolist()))
+    assert got == want

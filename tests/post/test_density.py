@@ -704,11 +704,11 @@ def test_reaching_sums_give_the_same_model(monkeypatch, d, alpha, seed):
         return hashlib.sha256(to_json(est.spans_).encode()).hexdigest()
 
     monkeypatch.setattr(coresubcells, "reaching_sums", counted)
-    sums_mod._SELF_PAIRS.clear()
+    sums_mod._LAST_INDEX.clear()
     new = fit()
     assert calls == [True]
     monkeypatch.setattr(coresubcells, "reaching_sums", lambda *args: None)
-    sums_mod._SELF_PAIRS.clear()
+    sums_mod._LAST_INDEX.clear()
     assert fit() == new
 
 

@@ -5,26 +5,21 @@ kappa grows as about (2 sqrt(d) + 1)^d: 609 cells in 4-D, 28,197 in 6-D and
 1,278,129 in 8-D. A sparse release holds few cells within reach of each other,
 so listing the pairs that do exist costs far less in high dimension.
 
-Shifted grids: two cells whose coordinates differ by at most ``R`` along
-every axis share a bucket of side ``L = 2 half`` (any ``half >= R + 1``) in
-at least one of the 2^e grids shifted by 0 or ``half`` along each of e
-bucketed axes (along one axis the two grids' bucket borders alternate
-``half`` apart, and a gap of at most ``R`` cannot straddle two of them). A
-pair is kept only in the grid whose shifts are its canonical ones (shifted
-exactly along the axes where the pair straddles an unshifted border), so
-every pair is listed once; a grid shifted along an axis needs only the cells
-within R of an unshifted border there, and of those a cell just below the
-border pairs only with one just above it (their side patterns are
-complements: part of the sort key). The widest axis carries no buckets: in
-the sort by (bucket, side pattern, coordinate along it) each cell's
-candidates are the window within R along it, one sort and two binary
-searches (of sorted needles) per grid. In high dimension, where the cells
-are sparse, :func:`plan` (a public cost model) may leave more axes without
-buckets (fewer grids, more candidates) and picks the bucket side; the
-candidates are checked on all axes at once on packed lanes, in chunks of
-bounded size. The cost is about sum over the grids of their cells, plus the
-candidates, against kappa-dependent lookups per cell for the runs of
-offsets (``offset_runs``); :func:`pairs_cheaper` chooses between them.
+A table of buckets (:class:`CellIndex`): the cells are laid out by bucket,
+a bucket being ``c // side`` along some of the axes (the bucketed ones), a
+counting sort into a dense table with one entry per bucket. The widest axis
+is the sweep axis: it is the table's last digit, so the cells of one bucket
+of the other axes within R along it are one run of positions. A query cell
+reads the runs of the buckets its box of half-side R meets (about
+``(1 + 2R / side)`` buckets per bucketed axis) and checks each cell in them
+on every axis; axes left without buckets (when many cells are spread over
+many buckets: high dimension) are checked with the rest. :func:`plan` (a
+public cost model of the sizes) picks the axes and sides within a table of
+a few entries per cell; the compiled walk is in :mod:`.pairkernels`. The
+cost is about the cells plus the table, plus per query cell the buckets it
+reads and the cells in them, against kappa-dependent lookups per cell for
+the runs of offsets (``offset_runs``); :func:`pairs_cheaper` chooses
+between them.
 
 Offsets are told apart exactly by :func:`offset_codes` (an integer per
 offset), so the sums over pairs can reproduce the runs' order of additions
@@ -38,10 +33,6 @@ import math
 from collections.abc import Iterator
 
 import numpy as np
-
-#: Cost of one cell in one shifted grid, in binary-search steps (bucket ids,
-#: an argsort and the cross products): measured ratio, a rough guide only.
-_GRID_COST = 8.0
 
 
 def offset_codes(offsets: np.ndarray, R: int) -> np.ndarray:
@@ -80,35 +71,326 @@ def forced(use_pairs: bool | None) -> Iterator[None]:
 #: offsets) the runs, which hold one run's worth, are used whatever they cost.
 MAX_PAIRS = 1 << 25
 
+#: Costs of the cost models, in nanoseconds (measured in 5-D and 6-D on the
+#: benchmark's releases; a rough guide only): one binary search step of the
+#: runs, one bucket read by a query cell, one cell checked, one cell laid
+#: out, one table entry.
+_STEP, _READ, _CHECK, _LAYOUT, _ENTRY = 4.0, 8.0, 2.0, 12.0, 1.5
+
 
 def pairs_cheaper(
     d: int, n_runs: int, n_query: int, n_keys: int, n_offsets: int = 0, n_cells: int = 0
 ) -> bool:
-    """Whether the shifted grids should beat one pair of binary searches per
-    run of offsets and query cell (a public cost model: sizes only).
+    """Whether the table of buckets should beat one pair of binary searches
+    per run of offsets and query cell (a public cost model: sizes only).
 
     With ``n_offsets`` and ``n_cells`` (the universe's), the pairs expected
     if the cells were spread evenly must stay below :data:`MAX_PAIRS`, even
-    when :func:`forced`: dense releases keep the runs."""
+    when :func:`forced`: dense releases keep the runs. In one and two
+    dimensions the runs are few and the pairs are not tried (they would
+    load the compiled kernels, which a 2-D fit never does)."""
     if n_cells and n_query * n_keys * n_offsets / n_cells > MAX_PAIRS:
         return False
     if _FORCED[0] is not None:
         return _FORCED[0]
-    log = max(math.log2(max(n_query + n_keys, 2)), 1.0)
-    runs_cost = 2.0 * n_runs * n_query * log
-    small, large = sorted((n_query, n_keys))
-    if _prefilter(d, small, large):
-        # the large side is first cut down to the buckets next to the small
-        # side's (:func:`chebyshev_pairs`); about as many cells remain
-        grid_cost = small * 3**d * 2.0 + large * log + (2**d) * 2 * small * _GRID_COST * log
-    else:
-        grid_cost = (2**d) * (n_query + n_keys) * _GRID_COST * log
-    return grid_cost < runs_cost
+    if d <= 2:
+        return False
+    log = max(math.log2(max(n_keys, 2)), 1.0)
+    runs_cost = 2.0 * n_runs * n_query * log * _STEP
+    R = _reach_of(n_offsets, d)
+    side = max(int(round((n_cells or n_keys) ** (1.0 / d))), 1)
+    return plan(d, R, n_keys, n_query, [side] * d)[2] < runs_cost
 
 
-def _prefilter(d: int, small: int, large: int) -> bool:
-    # the small side's 3^d buckets each against the 2^d grids over both sides
-    return small * 3**d * 2 < (small + large) * 2**d
+def _reach_of(n_offsets: int, d: int) -> int:
+    """The half-side of the smallest cube holding ``n_offsets`` offsets about
+    0 (the reach, for a cost model that is given their number only)."""
+    return max(int(math.ceil((max(n_offsets, 1) ** (1.0 / d) - 1) / 2)), 0)
+
+
+#: Table entries allowed per laid-out cell (beyond a floor for few cells).
+_ENTRIES_PER_CELL, _MIN_ENTRIES = 4, 1 << 16
+
+
+def plan(d: int, R: int, n: int, m: int, extents: list[int]) -> tuple[list[int], list[int], float]:
+    """``(axes, sides, cost)``: the bucketed axes (the sweep axis last) and
+    their bucket sides for ``n`` cells of coordinates below ``extents``
+    queried by ``m`` cells with boxes of half-side R, and the cost model's
+    estimate in nanoseconds (a public cost model: sizes only).
+
+    A query reads about ``prod (1 + 2R / side)`` buckets over the bucketed
+    axes but the sweep one (one run along it) and checks the cells in its
+    buckets, about ``n / V`` times the product over the axes of
+    ``side + 2R`` (the extent on a free axis), if the cells were spread
+    evenly; the table has one entry per bucket, at most
+    :data:`_ENTRIES_PER_CELL` per cell.
+    """
+    ext = [max(int(x), 1) for x in extents]
+    by_width = sorted(range(d), key=lambda k: (-ext[k], k))
+    sweep, rest = by_width[0], by_width[1:]
+    density = n / math.prod(float(x) for x in ext)
+    limit = max(_ENTRIES_PER_CELL * n, _MIN_ENTRIES)
+    best: tuple[list[int], list[int], float] = ([sweep], [max(ext[sweep], 1)], math.inf)
+    sides = sorted(set(list(range(1, 2 * R + 3)) + [2**t for t in range(1, 40) if 2**t < max(ext)]))
+    for s_side in sides:
+        n_sweep = (ext[sweep] - 1) // s_side + 1
+        if n_sweep > limit:
+            continue
+        window = min(2 * R + s_side, ext[sweep])
+        for e in range(len(rest) + 1):
+            axes = rest[:e]
+            for side in sides if e else [1]:
+                nbs = [(ext[k] - 1) // side + 1 for k in axes]
+                size = n_sweep * math.prod(nbs)
+                if size > limit:
+                    continue
+                reads = math.prod(min((2 * R + side) / side, nb) for nb in nbs)
+                box = window * math.prod(min(side + 2 * R, ext[k]) for k in axes)
+                box *= math.prod(float(ext[k]) for k in rest[e:])
+                cost = m * (reads * _READ + density * box * _CHECK) + n * _LAYOUT + size * _ENTRY
+                if cost < best[2]:
+                    best = (axes + [sweep], [side] * e + [s_side], cost)
+    return best
+
+
+#: Coordinates up to which the buckets they fall in (and the first and last
+#: bucket their boxes meet) are tabled; beyond, they are divided out.
+_TABLED = 1 << 16
+
+
+class CellIndex:
+    """Cells (integer coordinate rows, non-negative) laid out in a table of
+    buckets, for the cells within R of query cells along every axis.
+
+    Built for boxes of half-side ``R`` queried by about ``n_query`` cells
+    (which only steer the layout: any R may be asked). Memory: the cells in
+    layout order (coordinates, packed lanes, linear codes) and the table
+    (a few entries per cell)."""
+
+    def __init__(self, coords: np.ndarray, R: int, n_query: int | None = None) -> None:
+        pairkernels = _kernels()
+        coords = np.ascontiguousarray(coords, dtype=np.int64)
+        n, d = coords.shape
+        self.n, self.d = n, d
+        extents = [int(x) + 1 for x in coords.max(axis=0)] if n else [1] * d
+        axes, sides, _ = plan(d, R, n, n if n_query is None else n_query, extents)
+        self.nb = np.array([(extents[k] - 1) // s + 1 for k, s in zip(axes, sides)], dtype=np.int64)
+        self.strides = np.array(
+            [math.prod(self.nb[t + 1 :].tolist()) for t in range(len(axes))], dtype=np.int64
+        )
+        self.axes = np.array(axes, dtype=np.int64)
+        self.sides = np.array(sides, dtype=np.int64)
+        self.top = max(extents)
+        self.tabled = min(self.top, _TABLED)  # coordinates below it have their buckets tabled
+        bucket = np.arange(self.tabled)[None, :] // self.sides[:, None]
+        self.start, self.order = pairkernels.bucket_layout(
+            coords, self.axes, self.sides, bucket, self.strides, int(np.prod(self.nb))
+        )
+        self.coords = coords[self.order]  # in layout order: each bucket's cells side by side
+        self.bits = 64 // d
+        self._packed: np.ndarray | None = None
+        self._per_reach: dict[int, tuple] = {}
+
+    def _walk(self, R: int) -> tuple:
+        """The arguments of a walk at reach R: the laid-out cells, packed
+        lanes, the table and the first and last bucket met per coordinate."""
+        held = self._per_reach.get(R)
+        if held is None:
+            x = np.arange(self.tabled)[None, :]
+            low = np.maximum(x - R, 0) // self.sides[:, None]
+            high = np.minimum((x + R) // self.sides[:, None], self.nb[:, None] - 1)
+            held = (low, high)
+            self._per_reach[R] = held
+        lanes = self._lanes(R)
+        pk = self._packed if lanes.size else np.zeros(self.n, dtype=np.uint64)
+        assert pk is not None
+        low, high = held
+        return (
+            self.coords,
+            pk,
+            int(R),
+            lanes,
+            self.axes,
+            self.sides,
+            self.nb,
+            self.strides,
+            self.start,
+            low,
+            high,
+        )
+
+    def _lanes(self, R: int, top: int = 0) -> np.ndarray:
+        """``(H, base, upper, lower)`` of the packed lanes at reach R, or empty
+        when coordinates (or ``top``, a query's largest) do not fit them."""
+        bits = self.bits
+        if bits < 4:
+            return np.zeros(0, dtype=np.uint64)
+        h = 1 << (bits - 2)
+        if max(self.top - 1, top, R) >= h:
+            return np.zeros(0, dtype=np.uint64)
+        if self._packed is None:
+            self._packed = self.pack(self.coords)
+        rep = sum(1 << (bits * k) for k in range(self.d))  # 1 in every lane
+        H, base = (1 << (bits - 1)) * rep, h * rep
+        return np.array([H, base, (h - 1 - R) * rep, (h + R) * rep], dtype=np.uint64)
+
+    def pack(self, coords: np.ndarray) -> np.ndarray:
+        """Each row's coordinates in one uint64 (lanes of ``64 // d`` bits)."""
+        out = np.zeros(coords.shape[0], dtype=np.uint64)
+        for k in range(self.d):
+            out |= coords[:, k].astype(np.uint64) << np.uint64(self.bits * k)
+        return out
+
+    def _query(self, query: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray, tuple]:
+        """Query rows, packed as the walk wants them, and the walk."""
+        q = np.ascontiguousarray(query, dtype=np.int64).reshape(-1, self.d)
+        walk = self._walk(R)
+        top = int(q.max()) if q.size else 0
+        if walk[3].size and (top >= 1 << (self.bits - 2) or (q.size and int(q.min()) < 0)):
+            walk = walk[:1] + (np.zeros(self.n, dtype=np.uint64), walk[2], np.zeros(0, np.uint64)) + walk[4:]
+        qk = self.pack(q) if walk[3].size else np.zeros(q.shape[0], dtype=np.uint64)
+        return q, qk, walk
+
+    def pairs(self, query: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every ``(i, j)``: query row i, indexed row j within R along every axis."""
+        pairkernels = _kernels()
+        if self.n == 0 or len(query) == 0:
+            return _none()
+        q, qk, walk = self._query(query, R)
+        return pairkernels.box_pairs(q, qk, *walk, self.order, False, 0, q.shape[0])
+
+    def half_pairs(self, R: int) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs of distinct indexed rows within R, each once (rows)."""
+        pairkernels = _kernels()
+        if self.n == 0:
+            return _none()
+        walk = self._walk(R)
+        return pairkernels.box_pairs(walk[0], walk[1], *walk, self.order, True, 0, self.n)
+
+    def linear_codes(self, coords: np.ndarray, R: int) -> np.ndarray:
+        """sum_k c_k (2R + 1)^(d - 1 - k) of each row, modulo 2^64 (int64
+        wrapping): the difference of two is the code of their offset less
+        the zero offset's, exactly, since codes fit an int64."""
+        base = 2 * R + 1
+        out = np.zeros(coords.shape[0], dtype=np.int64)
+        with np.errstate(over="ignore"):
+            for k in range(self.d):
+                out *= base
+                out += coords[:, k]
+        return out
+
+    def half_sums(self, values: np.ndarray, R: int, weight: OffsetWeights, threads: int = 1) -> np.ndarray:
+        """Per indexed row: ``w(0) values`` plus, over the other rows within R
+        along every axis, ``w(offset) x value`` (each pair visited once and
+        used both ways; in ``threads`` chunks of the cells at once, the
+        kernels release the GIL); ``weight`` gives w of an offset code."""
+        pairkernels = _kernels()
+        vals = np.asarray(values, dtype=np.float64)[self.order]
+        sc, pk, R, lanes, *walk = self._walk(R)
+        lin = self.linear_codes(sc, R)
+
+        def part(p0: int, p1: int) -> np.ndarray:
+            return pairkernels.half_sums(
+                sc, pk, lin, vals, R, lanes, *walk, weight.table, weight.codes, weight.weights, p0, p1
+            )
+
+        laid = vals * weight.at_zero
+        for s in _in_threads(part, _chunks(self.n, threads)):
+            laid += s
+        out = np.empty(self.n)
+        out[self.order] = laid
+        return out
+
+    def offset_pairs(
+        self, query: np.ndarray, R: int, positions: OffsetPositions, run_of: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(qi, ri, pos)``: the query rows, the indexed rows at an offset of
+        a set and that offset's position in its sorted codes, sorted by
+        query row, then ``run_of`` the position, then indexed row."""
+        pairkernels = _kernels()
+        if self.n == 0 or len(query) == 0:
+            z = np.zeros(0, np.int64)
+            return z, z, z
+        q, qk, walk = self._query(query, R)
+        lin = self.linear_codes(walk[0], R)
+        ql = self.linear_codes(q, R)
+        sc, pk, *rest = walk
+        return pairkernels.offset_pairs(
+            q, qk, ql, sc, pk, lin, *rest, self.order, positions.table, positions.codes, run_of, self.n
+        )
+
+
+def _kernels():
+    """The compiled kernels' module, imported at the first use."""
+    # lazy: numba (0.4 s to load) only where pairs are cheaper: never in a 2-D fit
+    from . import pairkernels
+
+    return pairkernels
+
+
+def _chunks(n: int, threads: int) -> list[tuple[int, int]]:
+    """``threads`` ranges of about equal size covering ``0 : n``."""
+    k = max(1, min(threads, n))
+    cuts = [n * t // k for t in range(k + 1)]
+    return [(cuts[t], cuts[t + 1]) for t in range(k)]
+
+
+def _in_threads(fn, ranges: list[tuple[int, int]]) -> list:
+    """``fn(*r)`` for every range, in threads when there are several (the
+    kernels release the GIL), in the order of the ranges."""
+    if len(ranges) == 1:
+        return [fn(*ranges[0])]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+        return list(pool.map(lambda r: fn(*r), ranges))
+
+
+class OffsetWeights:
+    """The weight of each offset code (0 off the set): a table over the cube
+    of codes when it is small, else the sorted codes and their weights."""
+
+    TABLE = 1 << 22
+
+    def __init__(self, codes: np.ndarray, weights: np.ndarray, R: int, d: int) -> None:
+        codes = np.asarray(codes, dtype=np.int64)
+        weights = np.asarray(weights, dtype=np.float64)
+        zero = (2 * R + 1) ** d // 2  # the code of the zero offset (the middle of the cube)
+        size = (2 * R + 1) ** d
+        if size <= self.TABLE:
+            self.table = np.zeros(size)
+            self.table[codes] = weights
+            self.codes, self.weights = np.zeros(0, np.int64), np.zeros(0)
+            self.at_zero = float(self.table[zero])
+            return
+        self.table = np.zeros(0)
+        if codes.size > 1 and not bool(np.all(codes[1:] > codes[:-1])):
+            order = np.argsort(codes, kind="stable")
+            codes, weights = codes[order], weights[order]
+        self.codes, self.weights = np.ascontiguousarray(codes), np.ascontiguousarray(weights)
+        at = min(int(np.searchsorted(codes, zero)), max(codes.size - 1, 0))
+        self.at_zero = float(weights[at]) if codes.size and codes[at] == zero else 0.0
+
+
+class OffsetPositions:
+    """The position of each offset code among the sorted ``codes`` (-1 off the
+    set): a table over the cube of codes when it is small, else a binary
+    search of them."""
+
+    TABLE = 1 << 22
+
+    def __init__(self, codes: np.ndarray, R: int, d: int) -> None:
+        self.codes = np.ascontiguousarray(codes, dtype=np.int64)
+        size = (2 * R + 1) ** d
+        if size <= self.TABLE:
+            self.table = np.full(size, -1, dtype=np.int64)
+            self.table[self.codes] = np.arange(self.codes.size)
+        else:
+            self.table = np.zeros(0, np.int64)
+
+
+def _none() -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros(0, np.int64), np.zeros(0, np.int64)
 
 
 def chebyshev_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
@@ -116,30 +398,21 @@ def chebyshev_pairs(a: np.ndarray, b: np.ndarray, R: int) -> tuple[np.ndarray, n
 
     ``a`` and ``b`` are non-negative integer coordinate rows (n, d) and (m, d);
     each pair appears once, in no particular order. Memory: the cells, the
-    pairs found and one chunk of candidates at a time.
+    table of the larger side and the pairs found.
     """
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
-    d = a.shape[1]
     if a.shape[0] == 0 or b.shape[0] == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    L = 2 * R + 2
-    half = R + 1
-    top = int(max(a.max(), b.max())) + half
-    nb = top // L + 1
-    if nb**d >= 1 << 62:
-        raise ValueError("too many buckets for int64 bucket ids")
-    same = a is b
-    if not same and _prefilter(d, min(a.shape[0], b.shape[0]), max(a.shape[0], b.shape[0])):
-        # few cells on one side: keep only the other side's cells in buckets
-        # next to theirs (each pair lies in buckets at most one apart per axis)
-        small_is_a = a.shape[0] <= b.shape[0]
-        small, large = (a, b) if small_is_a else (b, a)
-        sel = _near_buckets(small, large, L)
-        i, j = _grid_pairs(small, large[sel], R)
-        j = sel[j]
-        return (i, j) if small_is_a else (j, i)
-    return _grid_pairs(a, b, R)
+        return _none()
+    if a is b:
+        i, j = chebyshev_half_pairs(a, R)
+        own = np.arange(a.shape[0], dtype=np.int64)
+        return np.concatenate((i, j, own)), np.concatenate((j, i, own))
+    if a.shape[0] > b.shape[0]:
+        # the larger side is laid out, the smaller one queries it
+        j, i = CellIndex(a, R, b.shape[0]).pairs(b, R)
+        return i, j
+    return CellIndex(b, R, a.shape[0]).pairs(a, R)
 
 
 def chebyshev_half_pairs(a: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
@@ -150,313 +423,18 @@ def chebyshev_half_pairs(a: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]
     caller can use each one both ways."""
     a = np.asarray(a, dtype=np.int64)
     if a.shape[0] == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return _grid_pairs(a, a, R, mirror=False)
+        return _none()
+    return CellIndex(a, R).half_pairs(R)
 
 
-def _grid_pairs(
-    a: np.ndarray, b: np.ndarray, R: int, half: int | None = None, mirror: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`chebyshev_pairs` over the 2^e shifted grids of buckets of side
-    ``L = 2 * half`` (``half >= R + 1``) along e of the axes (:func:`plan`
-    by default, which also picks e; all axes but the sweep one when ``half``
-    is given).
-
-    Along the sweep axis (the widest) there are no buckets: a sorted key
-    (bucket, side pattern, sweep coordinate) gives each cell the window of
-    cells within R along it. The other axes that are not bucketed (only
-    when many cells are spread over many buckets: high dimension) are
-    checked with the rest, on the packed lanes.
-    """
-    same = a is b
-    d = a.shape[1]
-    if a.shape[0] == 0 or b.shape[0] == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    top = a.max(axis=0) if same else np.maximum(a.max(axis=0), b.max(axis=0))
-    extents = [int(t) + 1 for t in top]
-    if half is None:
-        half, e = plan(d, R, a.shape[0], None if same else b.shape[0], extents)
-    else:
-        e = d - 1
-    if half < R + 1:
-        raise ValueError("buckets of side 2 * half need half >= R + 1")
-    L = 2 * half
-    # the widest axis is swept; the next e widest are bucketed
-    by_width = sorted(range(d), key=lambda k: (-extents[k], -k))
-    sweep, axes, free = by_width[0], by_width[1 : 1 + e], by_width[1 + e :]
-    nb = max((extents[k] - 1 + half) // L + 1 for k in axes) if axes else 1
-    if nb**e >= (1 << 62) >> e:
-        raise ValueError("too many buckets for int64 bucket ids")
-    cols_a = [np.ascontiguousarray(a[:, k]) for k in range(d)]
-    cols_b = cols_a if same else [np.ascontiguousarray(b[:, k]) for k in range(d)]
-    near_a, high_a = _border_bits(cols_a, axes, R, L)
-    near_b, high_b = (near_a, high_a) if same else _border_bits(cols_b, axes, R, L)
-    lanes = _Lanes.of(a, b, R, same)
-    width = extents[sweep] + 2 * R + 2  # windows never reach another bucket's keys
-    out_i, out_j = [], []
-    # the cells of grid g are those of g without its lowest bit that are near
-    # a border along that bit's axis too: each grid filters a smaller one's
-    subsets: dict[int, tuple[np.ndarray, np.ndarray]] = {0: (np.arange(a.shape[0]), np.arange(b.shape[0]))}
-    for g in range(1 << e):
-        low = g & -g
-        if g:
-            pa, pb = subsets[g ^ low]
-            sa = pa[(near_a[pa] & low) != 0]
-            sb = sa if same else pb[(near_b[pb] & low) != 0]
-            subsets[g] = (sa, sb)
-        else:
-            sa, sb = subsets[0]
-            sb = sa if same else sb
-        if sa.size == 0 or sb.size == 0:
-            continue
-        shift = [half * ((g >> (e - 1 - t)) & 1) for t in range(e)]
-        if same and g == 0:
-            # one sort: each row takes the rows after it in the window
-            A = B = sa
-            ka = kb = _bucket_ids(cols_a, axes, shift, L, nb, sa)
-        elif same:
-            # a pair straddles a border along every shifted axis, so its cells'
-            # side patterns are complements: those low along g's lowest axis
-            # look for those high along it, each pair once
-            pat = high_a[sa] & g
-            first = (pat & low) == 0
-            A, B = sa[first], sa[~first]
-            ka = (_bucket_ids(cols_a, axes, shift, L, nb, A) << e) + (~pat[first] & g)
-            kb = (_bucket_ids(cols_a, axes, shift, L, nb, B) << e) + pat[~first]
-        else:
-            A, B = sa, sb
-            ka = (_bucket_ids(cols_a, axes, shift, L, nb, A) << e) + (~high_a[A] & g)
-            kb = (_bucket_ids(cols_b, axes, shift, L, nb, B) << e) + (high_b[B] & g)
-        if A.size == 0 or B.size == 0:
-            continue
-        self_join = same and g == 0
-        for ia, jb in _window_pairs(ka, kb, cols_a[sweep][A], cols_b[sweep][B], R, width, self_join):
-            i, j = A[ia], B[jb]
-            if lanes is not None:
-                keep = lanes.within(i, j)
-                i, j = i[keep], j[keep]
-            else:
-                for k in axes + free:  # axis by axis, dropping pairs as soon as one fails
-                    keep = np.abs(cols_b[k][j] - cols_a[k][i]) <= R
-                    i, j = i[keep], j[keep]
-            out_i.append(i)
-            out_j.append(j)
-    if same and mirror:
-        # the self-join found each pair of distinct rows once: both orders, and (i, i)
-        own = np.arange(a.shape[0], dtype=np.int64)
-        out_i, out_j = out_i + out_j + [own], out_j + out_i + [own]
-    if not out_i:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(out_i), np.concatenate(out_j)
-
-
-def _border_bits(cols: list[np.ndarray], axes: list[int], R: int, L: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per cell, one bit per bucketed axis (bit e - 1 - t for ``axes[t]``):
-    within R of an unshifted bucket border (below it by at most R, or above
-    it by at most R - 1), and on its upper side (above it)."""
-    e = len(axes)
-    near = np.zeros(cols[0].size, dtype=np.int64)
-    high = np.zeros(cols[0].size, dtype=np.int64)
-    for t, k in enumerate(axes):
-        r = cols[k] % L
-        up = r < R
-        bit = np.int64(1 << (e - 1 - t))
-        near |= (up | (r >= L - R)) * bit
-        high |= up * bit
-    return near, high
-
-
-class _Lanes:
-    """Every cell's coordinates packed into one uint64, a lane of b = 64 // d
-    bits per axis (coordinates below h = 2^(b - 2)), so the per-axis checks
-    of a candidate pair are a few integer operations on two words (no
-    borrow crosses a lane: every lane stays within [0, 2^b)).
-
-    Within R: y = a + h - b per lane lies in [1, 2h - 1]; y + h - 1 - R has
-    its top bit set iff a - b > R, y + h + R has it clear iff a - b < -R.
-    """
-
-    def __init__(self, pa: np.ndarray, pb: np.ndarray, d: int, bits: int, R: int) -> None:
-        self.pa, self.pb = pa, pb
-        h = 1 << (bits - 2)
-        rep = sum(1 << (bits * k) for k in range(d))  # 1 in every lane
-        self.H = np.uint64((1 << (bits - 1)) * rep)
-        self.base = np.uint64(h * rep)
-        self.upper = np.uint64((h - 1 - R) * rep)
-        self.lower = np.uint64((h + R) * rep)
-
-    @classmethod
-    def of(cls, a: np.ndarray, b: np.ndarray, R: int, same: bool) -> _Lanes | None:
-        d = a.shape[1]
-        bits = 64 // d
-        if bits < 4:
-            return None
-        h = 1 << (bits - 2)
-        if int(max(a.max(), b.max())) >= h or R >= h:
-            return None
-
-        def pack(c: np.ndarray) -> np.ndarray:
-            out = np.zeros(c.shape[0], dtype=np.uint64)
-            for k in range(d):
-                out |= c[:, k].astype(np.uint64) << np.uint64(bits * k)
-            return out
-
-        pa = pack(a)
-        return cls(pa, pa if same else pack(b), d, bits, R)
-
-    def within(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """|a[i] - b[j]| <= R along every axis."""
-        y = self.pa[i] + self.base - self.pb[j]
-        H = self.H
-        return (((y + self.upper) & H) == 0) & (((y + self.lower) & H) == H)
-
-
-#: Cost of one candidate pair (index arithmetic and the packed checks)
-#: against one cell in one shifted grid (ids, a sort, two searches):
-#: measured in 5-D and 6-D, a rough guide only.
-_PAIR_COST = 0.2
-
-
-def plan(d: int, R: int, n_a: int, n_b: int | None, extents: list[int]) -> tuple[int, int]:
-    """``(half, e)``: half the bucket side of the shifted grids and how many
-    axes carry buckets, for ``n_a`` cells against ``n_b`` (None: the
-    self-join) of coordinates below ``extents`` (a public cost model: sizes
-    only).
-
-    Along a bucketed axis a cell takes part in the grids shifted along it
-    only if it lies within R of an unshifted border, a fraction p = R / half
-    of them, so the 2^e grids hold about n (1 + p)^e cells together. The
-    candidates of a cell are the cells of its bucket (side 2 half along the
-    e axes, the whole extent along the others) within R along the sweep
-    axis, the ones across a border only on its other side: about
-    n_a n_b / V (2 half)^e (2R + 1) (1 + p^2 / 2)^e times the extents of
-    the free axes, over all grids, if the cells were spread evenly.
-    """
-    order = sorted(extents, reverse=True)
-    vol = float(math.prod(order))
-    n_other = n_a if n_b is None else n_b
-    cells_n = n_a if n_b is None else n_a + n_b
-    pair_scale = n_a * n_other / vol / (2 if n_b is None else 1)
-    best, best_cost = (R + 1, d - 1), math.inf
-    for e in range(d - 1, -1, -1):
-        free = math.prod(order[1 + e :])
-        for half in _halves(R, order[1] if d > 1 else 1):
-            p = min(R / half, 1.0)
-            span = math.prod(min(2 * half, x) for x in order[1 : 1 + e])
-            cands = pair_scale * span * free * min(2 * R + 1, order[0]) * (1 + p * p / 2) ** e
-            cost = cells_n * (1 + p) ** e + _PAIR_COST * cands
-            if cost < best_cost:
-                best, best_cost = (half, e), cost
-    return best
-
-
-def _halves(R: int, extent: int) -> list[int]:
-    """Bucket half-sides worth trying: every one up to R + 16, then doubling
-    (beyond the extent a bucket holds the whole axis)."""
-    out = list(range(R + 1, R + 17))
-    while out[-1] < extent:
-        out.append(2 * out[-1])
-    return out
-
-
-def bucket_half(d: int, R: int, n: int, extent: int) -> int:
-    """Half the bucket side :func:`plan` picks for a self-join of ``n`` cells
-    of coordinates below ``extent`` along every axis."""
-    return plan(d, R, n, None, [extent] * d)[0]
-
-
-def _near_buckets(small: np.ndarray, large: np.ndarray, L: int) -> np.ndarray:
-    """Rows of ``large`` whose bucket of side L is at most one bucket away,
-    along every axis, from the bucket of some row of ``small``."""
-    d = small.shape[1]
-    nb = int(max(small.max(), large.max())) // L + 3
-    steps = np.array(np.meshgrid(*([np.array([-1, 0, 1])] * d), indexing="ij")).reshape(d, -1).T
-    # ids are linear in the coordinates, and the padding keeps every step inside
-    own, delta = _ids(small // L + 1, nb), _ids(steps, nb)
-    per = max(1, _CHUNK // delta.size)  # ids held at once: about _CHUNK
-    ids = np.unique(
-        np.concatenate([np.unique(own[s : s + per, None] + delta[None, :]) for s in range(0, own.size, per)])
-    )
-    mine = _ids(large // L + 1, nb)
-    pos = np.minimum(np.searchsorted(ids, mine), ids.size - 1)
-    return np.flatnonzero(ids[pos] == mine)
-
-
-def _ids(c: np.ndarray, nb: int) -> np.ndarray:
-    out = np.zeros(c.shape[0], dtype=np.int64)
-    for k in range(c.shape[1]):
-        out *= nb
-        out += c[:, k]
-    return out
-
-
-def _bucket_ids(
-    cols: list[np.ndarray], axes: list[int], shift: list[int], L: int, nb: int, rows: np.ndarray
-) -> np.ndarray:
-    ids = np.zeros(rows.size, dtype=np.int64)
-    for t, k in enumerate(axes):
-        ids *= nb
-        ids += (cols[k][rows] + shift[t]) // L
-    return ids
-
-
-#: Candidate pairs generated at once (a few hundred MB of indices at most).
-_CHUNK = 1 << 22
-
-
-def _window_pairs(
-    ka: np.ndarray, kb: np.ndarray, sa: np.ndarray, sb: np.ndarray, R: int, width: int, same: bool = False
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Every (i, j) with ``ka[i] == kb[j]`` and ``|sa[i] - sb[j]| <= R``, in
-    chunks of about :data:`_CHUNK` pairs (memory bounded whatever the
-    buckets hold). With ``same`` (a and b one array): each pair with i != j
-    once, in one of its two orders, and no (i, i).
-
-    ``sa``, ``sb`` are non-negative coordinates below ``width - 2R - 1``: b
-    is sorted by (id, coordinate) and each row of a takes the window of b's
-    rows with its id within R along that axis. The rows of a are searched in
-    sorted order (each search starts where the last ended, several times
-    faster than in row order).
-    """
-    if ka.size == 0 or kb.size == 0:
-        return
-    if (int(max(ka.max(), kb.max())) + 1) * width >= 1 << 62:
-        if same:
-            ka = kb = np.unique(ka, return_inverse=True)[1].astype(np.int64)
-        else:
-            inv = np.unique(np.concatenate((ka, kb)), return_inverse=True)[1].astype(np.int64)
-            ka, kb = inv[: ka.size], inv[ka.size :]
-    key_b = kb * width + sb
-    ob = np.argsort(key_b)
-    sk = key_b[ob]
-    if same:
-        # the row at sorted position p takes the rows after it within R (the
-        # caller mirrors them and adds (i, i))
-        oa = ob
-        lo = np.arange(1, sk.size + 1, dtype=np.int64)
-        cnt = np.searchsorted(sk, sk + R, side="right") - lo
-    else:
-        key_a = ka * width + sa
-        oa = np.argsort(key_a)
-        na = key_a[oa]
-        lo = np.searchsorted(sk, na - R, side="left")
-        cnt = np.searchsorted(sk, na + R, side="right") - lo
-    rows = np.flatnonzero(cnt)
-    if rows.size == 0:
-        return
-    ends = np.cumsum(cnt[rows])
-    start = 0
-    while start < rows.size:
-        # rows[start:stop] give at most _CHUNK pairs (or one row, if more)
-        base = int(ends[start - 1]) if start else 0
-        stop = max(int(np.searchsorted(ends, base + _CHUNK, side="right")), start + 1)
-        r = rows[start:stop]
-        c = cnt[r]
-        i = np.repeat(oa[r], c)
-        first = np.repeat(lo[r] - (np.cumsum(c) - c), c)
-        j = ob[first + np.arange(i.size, dtype=np.int64)]
-        yield i, j
-        start = stop
-
-
-__all__ = ["chebyshev_pairs", "chebyshev_half_pairs", "offset_codes", "codes_fit", "pairs_cheaper", "forced"]
+__all__ = [
+    "CellIndex",
+    "OffsetPositions",
+    "OffsetWeights",
+    "chebyshev_pairs",
+    "chebyshev_half_pairs",
+    "offset_codes",
+    "codes_fit",
+    "pairs_cheaper",
+    "forced",
+]

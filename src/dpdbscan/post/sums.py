@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import weakref
 from collections.abc import Callable
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from ..cells.grid import Grid, lookup, offset_runs, sorted_runs
 from ..cells.histogram import NoisyHistogram
-from ..cells.pairs import chebyshev_half_pairs, chebyshev_pairs, codes_fit, offset_codes, pairs_cheaper
+from ..cells.pairs import CellIndex, OffsetPositions, OffsetWeights, codes_fit, offset_codes, pairs_cheaper
 
 
 def padded_prefix_sums(values: np.ndarray, R: int) -> np.ndarray:
@@ -113,8 +114,9 @@ def run_pairs(
     grid: Grid, keys: np.ndarray, query: np.ndarray, offsets: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """The released cells (sorted ``keys``) at an offset of ``offsets`` from
-    each query key, as pairs found by shifted grids (:mod:`dpdbscan.cells.pairs`),
-    or None when one search per run of offsets is the cheaper way.
+    each query key, as pairs found in a table of buckets
+    (:class:`~dpdbscan.cells.pairs.CellIndex`), or None when one search per
+    run of offsets is the cheaper way.
 
     Returns ``(qi, ri, run, col)`` sorted by query index, then run of
     :func:`~dpdbscan.cells.grid.offset_runs`, then key: the query's index,
@@ -134,92 +136,35 @@ def run_pairs(
     n_runs = int(run_of[-1]) + 1
     if not pairs_cheaper(grid.d, n_runs, query.size, keys.size, offsets.shape[0], grid.n_cells):
         return None
-    codes, row = _offset_tables(offsets, off_sorted, R)
-    kc = grid.decode(keys)
-    most = 4 * query.size >= 3 * keys.size
-    held = _SELF_PAIRS.get(keys, R)
-    sub = _rows_in(keys, query) if held is not None or most else None
-    cached = None
-    if sub is not None and held is not None and (held[1] is None or bool(held[1][sub].all())):
-        cached = held[0]  # every query's pairs are held
-    if cached is None and not most:
-        sub = None
-    if sub is not None:
-        # the queries are (most of) the released cells, or the pairs among
-        # them are at hand: those pairs (one sort per shifted grid instead of
-        # two), then the queries' (the same pairs, sorted the same way below)
-        qc = kc[sub]
-        if cached is None:
-            cached = chebyshev_pairs(kc, kc, R)
-            if cached[0].size <= _MAX_HELD:
-                _SELF_PAIRS.put(keys, R, cached)
-        ki, ri = cached
-        where = np.full(keys.size, -1, dtype=np.int64)
-        where[sub] = np.arange(query.size)
-        qi = where[ki]
-        keep = qi >= 0
-        qi, ri = qi[keep], ri[keep]
-    else:
-        qc = grid.decode(query)
-        qi, ri = chebyshev_pairs(qc, kc, R)
-    if qi.size == 0:
-        return _no_pairs()
-    pair_codes = _pair_codes(kc, qc, ri, qi, R)
-    pos = np.minimum(np.searchsorted(codes, pair_codes), codes.size - 1)
-    hit = codes[pos] == pair_codes
-    qi, ri, pos = qi[hit], ri[hit], pos[hit]
-    run = run_of[pos]
-    if query.size * n_runs * keys.size < 1 << 62:
-        # (query, run, key) as one integer: one sort of unique numbers, the
-        # order of the lexsort of the three
-        order = np.argsort((qi * n_runs + run) * keys.size + ri)
-    else:
-        order = np.lexsort((ri, run, qi))
-    return qi[order], ri[order], run[order], row[pos[order]]
+    positions, row = _offset_tables(offsets, off_sorted, R, grid.d)
+    index = _index_of(grid, keys, R, query.size)
+    qi, ri, pos = index.offset_pairs(grid.decode(query), R, positions, run_of)
+    return qi, ri, run_of[pos], row[pos]
 
 
-def _pair_codes(kc: np.ndarray, qc: np.ndarray, ri: np.ndarray, qi: np.ndarray, R: int) -> np.ndarray:
-    """:func:`offset_codes` of ``kc[ri] - qc[qi]``. The code is linear in the
-    offset, so it is the difference of each cell's linear code (one per
-    cell, not per pair) plus a constant, when those fit an int64."""
-    d = kc.shape[1]
-    base = 2 * R + 1
-    top = max(int(kc.max()), int(qc.max()), 1)
-    if top * base**d >= 1 << 62:
-        return offset_codes(kc[ri] - qc[qi], R)
-    weights = base ** np.arange(d - 1, -1, -1, dtype=np.int64)
-    const = int(offset_codes(np.zeros((1, d), dtype=np.int64), R)[0])
-    return (kc @ weights)[ri] - (qc @ weights)[qi] + const
-
-
-class _LastSelfPairs:
-    """The Chebyshev pairs among the cells of the last ``keys`` array they
-    were computed for (the density test asks for them twice: its NB sums
-    of every released cell, then the weighted sums of the survivors). Held
-    by the array's identity, through a weak reference: a new release (a new
-    array) never reads them. Only pure functions of the keys are held, as
-    one tuple replaced at once (threads read either the old or the new).
-    ``rows``: the rows of ``keys`` whose pairs (as the first of a pair) are
-    all held, None for every row."""
+class _LastIndex:
+    """The table of buckets of the last ``keys`` array it was built for (the
+    density test asks twice: the bounds of every released cell, then the
+    weighted sums of the survivors). Held by the array's identity, through a
+    weak reference: a new release (a new array) never reads it. Only a pure
+    function of the keys is held, as one tuple replaced at once (threads
+    read either the old or the new)."""
 
     def __init__(self) -> None:
         self._held: tuple | None = None
 
     @staticmethod
-    def _signature(keys: np.ndarray, R: int) -> tuple:
-        return (R, keys.size, int(keys[0]), int(keys[-1])) if keys.size else (R, 0)
+    def _signature(keys: np.ndarray) -> tuple:
+        return (keys.size, int(keys[0]), int(keys[-1])) if keys.size else (0,)
 
-    def get(self, keys: np.ndarray, R: int) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray | None] | None:
-        """``(pairs, rows)`` held for these keys, or None."""
+    def get(self, keys: np.ndarray) -> CellIndex | None:
         held = self._held
-        if held is None or held[0]() is not keys or held[1] != self._signature(keys, R):
+        if held is None or held[0]() is not keys or held[1] != self._signature(keys):
             return None
-        return held[2], held[3]
+        return held[2]
 
-    def put(
-        self, keys: np.ndarray, R: int, pairs: tuple[np.ndarray, np.ndarray], rows: np.ndarray | None = None
-    ) -> None:
-        self._held = (weakref.ref(keys, self._drop), self._signature(keys, R), pairs, rows)
+    def put(self, keys: np.ndarray, index: CellIndex) -> None:
+        self._held = (weakref.ref(keys, self._drop), self._signature(keys), index)
 
     def _drop(self, ref: weakref.ref) -> None:
         held = self._held
@@ -230,8 +175,17 @@ class _LastSelfPairs:
         self._held = None
 
 
-_SELF_PAIRS = _LastSelfPairs()
-_MAX_HELD = 1 << 23  # pairs held between calls: at most 128 MB
+_LAST_INDEX = _LastIndex()
+
+
+def _index_of(grid: Grid, keys: np.ndarray, R: int, n_query: int) -> CellIndex:
+    """The :class:`CellIndex` of the released cells ``keys``: the one held
+    for this array, or a new one (then held)."""
+    index = _LAST_INDEX.get(keys)
+    if index is None:
+        index = CellIndex(grid.decode(keys), R, n_query)
+        _LAST_INDEX.put(keys, index)
+    return index
 
 
 def reaching_sums(
@@ -239,12 +193,11 @@ def reaching_sums(
     keys: np.ndarray,
     values: np.ndarray,
     query: np.ndarray,
-    threshold: float,
     kernel: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray | None:
     """sum over NB(q) of the released values for each query key, when the
     queries are most of the released cells (sorted ``keys``), from one
-    self-join of the released cells that lists each pair once and uses it
+    self-join of the released cells that visits each pair once and uses it
     both ways; None when the pairs are not the way there (use
     :func:`sparse_neighbour_sums`).
 
@@ -252,11 +205,11 @@ def reaching_sums(
     over those offsets instead of NB's with weight 1 (each way of a pair
     takes its own offset's weight, 0 off the set).
 
-    The terms are added in another order than :func:`sparse_neighbour_sums`'
+    The terms are added in another order than :func:`sparse_neighbour_sums'`
     (the same sums up to rounding): for bounds compared with a threshold
-    that leaves room for rounding. The pairs of the cells whose sum reaches
-    ``threshold`` are held for the next :func:`run_pairs` on these keys
-    (the weighted sums of those cells).
+    that leaves room for rounding. The table of buckets of the released
+    cells is held for the next :func:`run_pairs` on these keys (the
+    weighted sums of the cells that pass).
     """
     offsets = grid.offsets if kernel is None else kernel[0]
     if grid.wide or keys.size == 0 or query.size == 0 or offsets.shape[0] == 0:
@@ -270,53 +223,22 @@ def reaching_sums(
         grid.d, n_runs, query.size, keys.size, offsets.shape[0], grid.n_cells
     ):
         return None
-    kc = grid.decode(keys)
-    i, j = chebyshev_half_pairs(kc, R)
     codes = _held(f"codes{R}", offsets, lambda: offset_codes(offsets, R))
-    weight = _Weights(codes, None if kernel is None else np.asarray(kernel[1], dtype=np.float64), R, grid.d)
-    code = _pair_codes(kc, kc, j, i, R)  # of kc[j] - kc[i]
-    zero = int(offset_codes(np.zeros((1, grid.d), dtype=np.int64), R)[0])
-    vals = values.astype(np.float64)
-    sums = vals * weight(np.array([zero]))[0]
-    # j in the sum of i at kc[j] - kc[i]; i in the sum of j at the opposite
-    # offset, whose code is 2 zero - code
-    sums += np.bincount(i, weights=weight(code) * vals[j], minlength=keys.size)
-    sums += np.bincount(j, weights=weight(2 * zero - code) * vals[i], minlength=keys.size)
-    reach = sums >= threshold
-    fwd, rev = reach[i], reach[j]
-    n_held = int(fwd.sum()) + int(rev.sum()) + int(reach.sum())
-    if n_held <= _MAX_HELD:
-        own = np.flatnonzero(reach)
-        held = (np.concatenate((i[fwd], j[rev], own)), np.concatenate((j[fwd], i[rev], own)))
-        _SELF_PAIRS.put(keys, R, held, reach)
+    w = np.ones(codes.size) if kernel is None else np.asarray(kernel[1], dtype=np.float64)
+    weight = OffsetWeights(codes, w, R, grid.d)
+    sums = _index_of(grid, keys, R, keys.size).half_sums(values, R, weight, _threads(keys.size))
     return sums[sub]
 
 
-class _Weights:
-    """The weight of each offset code (0 off the set; 1 on it without
-    weights): a table over the whole cube of offsets when it is small (one
-    gather per pair), else a binary search of the codes."""
+#: Released cells from which the self-join runs in two threads (the kernel
+#: releases the GIL; each thread sums its own share of the cells).
+_THREADED = 1 << 16
 
-    _TABLE = 1 << 22
 
-    def __init__(self, codes: np.ndarray, weights: np.ndarray | None, R: int, d: int) -> None:
-        w = np.ones(codes.size) if weights is None else weights
-        size = (2 * R + 1) ** d
-        self.table: np.ndarray | None = None
-        if size <= self._TABLE:
-            self.table = np.zeros(size)
-            self.table[codes] = w
-        else:
-            order = np.argsort(codes, kind="stable")
-            self.codes, self.w = codes[order], w[order]
-
-    def __call__(self, code: np.ndarray) -> np.ndarray:
-        if self.table is not None:
-            return self.table[code]
-        if self.codes.size == 0:
-            return np.zeros(code.shape)
-        pos = np.minimum(np.searchsorted(self.codes, code), self.codes.size - 1)
-        return np.where(self.codes[pos] == code, self.w[pos], 0.0)
+def _threads(n: int) -> int:
+    """Threads for a self-join of n cells: two on a machine with two cores or
+    more when n is large, else one."""
+    return 2 if n >= _THREADED and (os.cpu_count() or 1) >= 2 else 1
 
 
 def _rows_in(keys: np.ndarray, query: np.ndarray) -> np.ndarray | None:
@@ -324,11 +246,6 @@ def _rows_in(keys: np.ndarray, query: np.ndarray) -> np.ndarray | None:
     query key is one of them."""
     pos = np.minimum(np.searchsorted(keys, query), keys.size - 1)
     return pos if np.array_equal(keys[pos], query) else None
-
-
-def _no_pairs() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    z = np.zeros(0, dtype=np.int64)
-    return z, z, z, z
 
 
 #: :func:`_offset_tables` and :func:`_reach` of read-only offset arrays (NB,
@@ -358,17 +275,18 @@ def _reach(offsets: np.ndarray) -> int:
     return _held("reach", offsets, lambda: max(int(offsets.max()), -int(offsets.min())))
 
 
-def _offset_tables(offsets: np.ndarray, off_sorted: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
-    """The codes of the sorted offsets (increasing: lexicographic order) and
-    each one's row in ``offsets``."""
+def _offset_tables(
+    offsets: np.ndarray, off_sorted: np.ndarray, R: int, d: int
+) -> tuple[OffsetPositions, np.ndarray]:
+    """The position of each offset code among the sorted offsets' (increasing:
+    lexicographic order) and each sorted offset's row in ``offsets``."""
 
-    def make() -> tuple[np.ndarray, np.ndarray]:
+    def make() -> tuple[OffsetPositions, np.ndarray]:
         codes = offset_codes(off_sorted, R)
         # (offsets sorted already are their own sorted array: rows in order)
         row = np.arange(codes.size) if off_sorted is offsets else _rows_of(offsets, off_sorted, codes, R)
-        codes.setflags(write=False)
         row.setflags(write=False)
-        return codes, row
+        return OffsetPositions(codes, R, d), row
 
     return _held(f"tables{R}", offsets, make)
 

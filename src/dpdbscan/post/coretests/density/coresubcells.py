@@ -303,12 +303,12 @@ def _reachable(
         # self-join of reach R - 1, plus that weight times the block sum
         # around the cell (which holds the shell), a bound all the same
         off_in, k_in, w_out = inner
-        sums = reaching_sums(hist.grid, hist.released_keys, hist.values, cand, math.inf, (off_in, k_in))
+        sums = reaching_sums(hist.grid, hist.released_keys, hist.values, cand, (off_in, k_in))
         if sums is not None:
             blocks = _bucket_block_sums(hist, cand)
             assert blocks is not None  # (the inner kernel is chosen only when they fit)
             return sums + w_out * blocks >= threshold
-    sums = reaching_sums(hist.grid, hist.released_keys, hist.values, cand, threshold, kernel)
+    sums = reaching_sums(hist.grid, hist.released_keys, hist.values, cand, kernel)
     if sums is not None:
         return sums >= threshold
     blocks = _bucket_block_sums(hist, cand)

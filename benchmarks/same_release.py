@@ -1,0 +1,174 @@
+"""The same release, bit for bit, from two source trees: seeded fits in 5 to
+8 dimensions whose model files and predict labels must not change when a
+step of the post-processing is made faster.
+
+Each case fits seeded points with a fixed ``random_state`` (research
+randomness: the noise is reproducible) and digests the model file
+(``save_model``, histogram included) and the labels ``predict`` gives the
+training points. The cases: d = 5, 6, 7, 8; sparse and dense histograms;
+one and two sub-cells; the density and bound core tests; person level
+(``units=``); the points of ``benchmarks.bench_dims`` (d = 5, 6, 8) at the
+benchmark's settings.
+
+    python -m benchmarks.same_release                 # this tree's digests
+    python -m benchmarks.same_release --tree ../main  # this tree against another checkout
+    python -m benchmarks.same_release --only 0,3      # some cases only
+
+With ``--tree`` the cases also run in a child process with the other
+tree's ``src`` first on the path, and every digest is compared; the exit
+status is 1 when one differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from . import blobs_nd
+
+
+def _blobs(d: int, n: int, seed: int, spread: float = 0.02) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.2, 0.8, (5, d))
+    X = centres[rng.integers(0, 5, n)] + rng.normal(0, spread, (n, d))
+    X[: n // 8] = rng.uniform(0, 1, (n // 8, d))
+    return np.clip(X, 0.0, 1.0)
+
+
+#: (name, d, points, keyword arguments of DPDBSCAN, person level)
+CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
+    (
+        "5-D sparse density k=1",
+        5,
+        ("blobs", 20_000, 1),
+        dict(eps=0.05, histogram="sparse", subcells=1),
+        False,
+    ),
+    (
+        "5-D sparse density k=2",
+        5,
+        ("blobs", 20_000, 2),
+        dict(eps=0.06, histogram="sparse", subcells=2),
+        False,
+    ),
+    ("5-D dense density k=1", 5, ("blobs", 20_000, 3), dict(eps=0.3, histogram="dense", subcells=1), False),
+    ("5-D sparse bound", 5, ("blobs", 20_000, 4), dict(eps=0.05, histogram="sparse", core="bound"), False),
+    (
+        "6-D sparse density k=1",
+        6,
+        ("blobs", 20_000, 5),
+        dict(eps=0.06, histogram="sparse", subcells=1),
+        False,
+    ),
+    ("6-D dense density k=2", 6, ("blobs", 20_000, 6), dict(eps=0.45, histogram="dense", subcells=2), False),
+    (
+        "6-D sparse person level",
+        6,
+        ("blobs", 20_000, 7),
+        dict(eps=0.06, histogram="sparse", delta=1e-6),
+        True,
+    ),
+    ("7-D sparse density", 7, ("blobs", 20_000, 8), dict(eps=0.07, histogram="sparse"), False),
+    ("7-D sparse bound", 7, ("blobs", 20_000, 9), dict(eps=0.07, histogram="sparse", core="bound"), False),
+    ("8-D sparse density", 8, ("blobs", 20_000, 10), dict(eps=0.08, histogram="sparse"), False),
+    (
+        "8-D sparse density k=2",
+        8,
+        ("blobs", 10_000, 11),
+        dict(eps=0.1, histogram="sparse", subcells=2),
+        False,
+    ),
+    ("bench_dims 5-D", 5, ("bench", 0, 0), dict(eps=blobs_nd.ALPHA[5]), False),
+    ("bench_dims 6-D", 6, ("bench", 0, 0), dict(eps=blobs_nd.ALPHA[6]), False),
+    ("bench_dims 8-D", 8, ("bench", 0, 0), dict(eps=blobs_nd.ALPHA[8]), False),
+    ("bench_dims 6-D seed 3", 6, ("bench", 0, 3), dict(eps=blobs_nd.ALPHA[6]), False),
+]
+
+
+def _points(d: int, kind: str, n: int, seed: int) -> np.ndarray:
+    return blobs_nd.points(d, seed) if kind == "bench" else _blobs(d, n, seed)
+
+
+def run_case(i: int) -> dict:
+    """Fit case i; the digests of its model file and predict labels."""
+    from dpdbscan import DPDBSCAN, save_model
+
+    name, d, (kind, n, seed), kw, person = CASES[i]
+    X = _points(d, kind, n, seed)
+    args = dict(min_samples=blobs_nd.MIN_SAMPLES, epsilon=1.0, bounds=(0.0, 1.0), random_state=100 + i)
+    args.update(kw)
+    if person:
+        args.update(max_cells_per_unit=2)
+    est = DPDBSCAN(**args)
+    units = np.arange(X.shape[0]) // 3 if person else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        est.fit(X, units=units)
+        seconds = time.perf_counter() - t0
+        labels = np.asarray(est.predict(X), dtype=np.int64)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.json"
+        save_model(est.spans_, path)
+        model = path.read_bytes()
+    return {
+        "case": i,
+        "name": name,
+        "model": hashlib.sha256(model).hexdigest(),
+        "labels": hashlib.sha256(labels.tobytes()).hexdigest(),
+        "spans": int(labels.max()) + 1 if labels.size else 0,
+        "seconds": round(seconds, 3),
+    }
+
+
+def _child(tree: Path, cases: list[int]) -> list[dict]:
+    env = dict(os.environ)
+    here = Path(__file__).resolve().parents[1]
+    env["PYTHONPATH"] = os.pathsep.join([str(tree / "src"), str(here)])
+    args = [sys.executable, "-m", "benchmarks.same_release", "--json", "--only", ",".join(map(str, cases))]
+    out = subprocess.run(args, env=env, capture_output=True, text=True, check=True, cwd=here)
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", type=Path, help="another checkout's root: compare its digests with this tree's")
+    ap.add_argument("--only", help="comma-separated case numbers (all by default)")
+    ap.add_argument("--json", action="store_true", help="one JSON line per case (what --tree reads)")
+    a = ap.parse_args(argv)
+    cases = [int(c) for c in a.only.split(",")] if a.only else list(range(len(CASES)))
+    if a.tree is None:
+        for i in cases:
+            r = run_case(i)
+            print(
+                json.dumps(r) if a.json else f"{i:2d} {r['name']:26s} {r['model'][:16]} {r['labels'][:16]}",
+                flush=True,
+            )
+        return 0
+    theirs = {r["case"]: r for r in _child(a.tree, cases)}
+    differ = 0
+    for i in cases:
+        r, t = run_case(i), theirs[i]
+        same = r["model"] == t["model"] and r["labels"] == t["labels"]
+        differ += not same
+        print(
+            f"{i:2d} {r['name']:26s} {'same' if same else 'DIFFERENT'}  spans {r['spans']}/{t['spans']}"
+            f"  fit {r['seconds']:.2f} s here, {t['seconds']:.2f} s there",
+            flush=True,
+        )
+    print(f"{len(cases) - differ} of {len(cases)} cases the same bit for bit")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,337 @@
+"""Compiled kernels of :mod:`dpdbscan.cells.pairs`: a table of buckets over
+cell coordinates, and the joins that walk it.
+
+Imported only inside the functions of ``pairs.py`` that need them (numba's
+import and first call cost about 0.4 s, which a 2-D fit must not pay).
+
+The cells are laid out in the order of their table entry: the entry of a
+cell is a mixed-radix number over the bucketed axes, its bucket
+``c[axes[t]] // sides[t]`` along each, with the sweep axis last (stride 1).
+``start[t]`` is the first position of entry t (``start[-1]`` is n), so the
+cells of one bucket of the other axes whose sweep buckets lie in ``[lo,
+hi]`` are the one run of positions ``start[base + lo] : start[base + hi +
+1]``. A query cell reads the runs of the buckets that meet its box of
+half-side R (``low[t, x]``, ``high[t, x]``: the first and last bucket along
+axis ``axes[t]`` that the box around coordinate x meets) and checks every
+cell in them on all axes at once, on packed lanes (:func:`within`); the
+axes without buckets ("free") are checked the same way. Everything here
+reads coordinates of public cells (released or core) only.
+
+Packed lanes: every cell's coordinates in one uint64, ``bits`` per axis and
+coordinates below ``h = 2^(bits - 2)``, so the per-axis checks of a pair are
+a few integer operations on two words (no borrow crosses a lane: every lane
+stays within [0, 2^bits)). ``lanes = (H, base, upper, lower)``: with y =
+``qp + base - pk[q]`` (a - b + h per lane, in [1, 2h - 1]), y + upper has a
+lane's top bit set iff a - b > R, y + lower has it clear iff a - b < -R.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import kernel
+
+
+@kernel
+def bucket_layout(coords, axes, sides, low_of, strides, size):
+    """``(start, order)``: a counting sort of the rows of ``coords`` by table
+    entry (stable: rows of one entry keep their order). ``low_of[t, x]``:
+    the bucket of coordinate x along ``axes[t]`` (x // ``sides[t]`` beyond
+    the table)."""
+    n = coords.shape[0]
+    entry = np.empty(n, np.int64)
+    start = np.zeros(size + 1, np.int64)
+    tabled = low_of.shape[1]
+    for i in range(n):
+        t = 0
+        for a in range(axes.size):
+            x = coords[i, axes[a]]
+            t += (low_of[a, x] if x < tabled else x // sides[a]) * strides[a]
+        entry[i] = t
+        start[t + 1] += 1
+    for t in range(size):
+        start[t + 1] += start[t]
+    fill = start[:size].copy()
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        t = entry[i]
+        order[fill[t]] = i
+        fill[t] += 1
+    return start, order
+
+
+@kernel
+def _box(c, R, axes, sides, nb, strides, low, high, u, ulo, uhi):
+    """Sets up the walk over the buckets that the box of half-side R around
+    ``c`` meets: ``ulo``/``uhi`` per bucketed axis (the sweep axis last) and
+    ``u`` at the first; returns the table base of the first bucket, or -1
+    when the box meets none."""
+    base = 0
+    for t in range(axes.size):
+        x = c[axes[t]]
+        if 0 <= x < low.shape[1]:
+            lo = low[t, x]
+            hi = high[t, x]
+        else:
+            lo = max(x - R, 0) // sides[t]
+            hi = min((x + R) // sides[t], nb[t] - 1)
+        if lo > hi:
+            return -1
+        ulo[t] = lo
+        uhi[t] = hi
+        u[t] = lo
+        if t < axes.size - 1:
+            base += lo * strides[t]
+    return base
+
+
+@kernel
+def _next(base, strides, u, ulo, uhi, e):
+    """The base of the next bucket of the walk (odometer over the e bucketed
+    axes but the sweep one), or -1 after the last."""
+    t = e - 1
+    while t >= 0:
+        if u[t] < uhi[t]:
+            u[t] += 1
+            return base + strides[t]
+        base -= (u[t] - ulo[t]) * strides[t]
+        u[t] = ulo[t]
+        t -= 1
+    return -1
+
+
+@kernel
+def within(qp, pq, lanes):
+    """Whether the cells packed as ``qp`` and ``pq`` are within R of each
+    other along every axis (``lanes`` as in the module's docstring)."""
+    y = qp + lanes[1] - pq
+    return (((y + lanes[2]) & lanes[0]) == 0) & (((y + lanes[3]) & lanes[0]) == lanes[0])
+
+
+@kernel
+def _close(c, sc, q, R):
+    """:func:`within` axis by axis (coordinates too wide for the lanes)."""
+    for k in range(c.size):
+        df = sc[q, k] - c[k]
+        if df > R or df < -R:
+            return False
+    return True
+
+
+@kernel
+def _grown(a, need):
+    """``a`` with room for ``need`` entries (doubled, the old ones copied)."""
+    if need <= a.size:
+        return a
+    out = np.empty(max(need, 2 * a.size), a.dtype)
+    out[: a.size] = a
+    return out
+
+
+@kernel
+def _hits(i, c, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, first, buf):
+    """The positions of the laid-out cells within R of ``c`` (packed ``qp``)
+    along every axis, those from ``first`` on, into ``buf`` (grown as
+    needed); returns ``(buf, count)``. ``walk``: scratch (3, axes)."""
+    e = axes.size - 1
+    u, ulo, uhi = walk[0], walk[1], walk[2]
+    base = _box(c, R, axes, sides, nb, strides, low, high, u, ulo, uhi)
+    got = 0
+    if base < 0:
+        return buf, got
+    slo, shi = ulo[e], uhi[e] + 1
+    packed = lanes.size > 0
+    if first > 0:
+        # the buckets laid out before the first cell's hold none of the later ones
+        mine = 0
+        for t in range(e):
+            mine += (sc[first - 1, axes[t]] // sides[t]) * strides[t]
+        while 0 <= base < mine:
+            base = _next(base, strides, u, ulo, uhi, e)
+    while base >= 0:
+        a = max(start[base + slo], first)
+        b = start[base + shi]
+        if b > a:
+            if got + (b - a) > buf.size:
+                buf = _grown(buf, got + (b - a))
+            if packed:
+                for q in range(a, b):
+                    buf[got] = q  # kept only if within (no branch on it)
+                    got += within(qp, pk[q], lanes)
+            else:
+                for q in range(a, b):
+                    if _close(c, sc, q, R):
+                        buf[got] = q
+                        got += 1
+        base = _next(base, strides, u, ulo, uhi, e)
+    return buf, got
+
+
+@kernel
+def box_pairs(qc, qk, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, order, half, p0, p1):
+    """Every (query row, indexed row) within R of each other along every
+    axis, for the query rows ``p0 : p1`` of ``qc`` (packed ``qk``) against
+    the laid-out cells ``sc`` (packed ``pk``; ``sc[p]`` is the cell of row
+    ``order[p]``). With ``half`` (``qc`` is ``sc`` itself), each pair of
+    distinct cells once, from its earlier position, in rows."""
+    walk = np.empty((3, axes.size), np.int64)
+    buf = np.empty(64, np.int64)
+    cap = max(16, 2 * (p1 - p0))
+    oi = np.empty(cap, np.int64)
+    oj = np.empty(cap, np.int64)
+    n_out = 0
+    for i in range(p0, p1):
+        first = i + 1 if half else 0
+        buf, got = _hits(
+            i, qc[i], qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, first, buf
+        )
+        if n_out + got > oi.size:
+            oi = _grown(oi, n_out + got)
+            oj = _grown(oj, n_out + got)
+        row = order[i] if half else i
+        for t in range(got):
+            oi[n_out] = row
+            oj[n_out] = order[buf[t]]
+            n_out += 1
+    return oi[:n_out].copy(), oj[:n_out].copy()
+
+
+@kernel
+def half_sums(
+    sc, pk, lin, vals, R, lanes, axes, sides, nb, strides, start, low, high, table, codes, weights, p0, p1
+):
+    """For the laid-out cells ``p0 : p1``, each pair with a later cell q within
+    R along every axis, visited once: ``w(sc[q] - sc[p]) vals[q]`` added to
+    p's sum and ``w(sc[p] - sc[q]) vals[p]`` to q's; returns the sums of every
+    cell (zero where nothing was added).
+
+    ``lin[p]``: the linear code of ``sc[p]`` (base 2R + 1), so the offset code
+    of a pair is ``lin[q] - lin[p]`` plus the code of the zero offset. ``w``
+    of a code: ``table[code]`` when ``table`` is not empty, else its weight in
+    the sorted ``codes`` (0 when absent)."""
+    n = sc.shape[0]
+    base = 2 * R + 1
+    zero = 0
+    for _k in range(sc.shape[1]):
+        zero = zero * base + R
+    use_table = table.size > 0
+    sums = np.zeros(n)
+    walk = np.empty((3, axes.size), np.int64)
+    buf = np.empty(64, np.int64)
+    for p in range(p0, p1):
+        buf, got = _hits(
+            p, sc[p], pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, p + 1, buf
+        )
+        if got == 0:
+            continue
+        vp = vals[p]
+        lp = lin[p] - zero
+        acc = 0.0
+        for t in range(got):
+            q = buf[t]
+            code = lin[q] - lp
+            back = 2 * zero - code
+            if use_table:
+                wf = table[code]
+                wb = table[back]
+            else:
+                wf = _weight(codes, weights, code)
+                wb = _weight(codes, weights, back)
+            acc += wf * vals[q]
+            sums[q] += wb * vp
+        sums[p] += acc
+    return sums
+
+
+@kernel
+def _weight(codes, weights, code):
+    k = np.searchsorted(codes, code)
+    if k < codes.size and codes[k] == code:
+        return weights[k]
+    return 0.0
+
+
+@kernel
+def offset_pairs(
+    qc,
+    qk,
+    ql,
+    sc,
+    pk,
+    lin,
+    R,
+    lanes,
+    axes,
+    sides,
+    nb,
+    strides,
+    start,
+    low,
+    high,
+    order,
+    table,
+    codes,
+    run_of,
+    n_keys,
+):
+    """``(qi, ri, pos)``: each query row, each indexed row at an offset of the
+    set, and that offset's position in the sorted ``codes``; sorted by query
+    row, then the offset's run (``run_of[pos]``), then indexed row.
+    ``ql``, ``lin``: the linear codes of the query and laid-out cells.
+
+    The position of a code: ``table[code]`` (-1 off the set) when ``table``
+    is not empty, else a binary search of ``codes``."""
+    m = qc.shape[0]
+    base = 2 * R + 1
+    zero = 0
+    for _k in range(sc.shape[1]):
+        zero = zero * base + R
+    use_table = table.size > 0
+    walk = np.empty((3, axes.size), np.int64)
+    buf = np.empty(64, np.int64)
+    cap = max(16, 2 * m)
+    oq = np.empty(cap, np.int64)
+    orow = np.empty(cap, np.int64)
+    opos = np.empty(cap, np.int64)
+    bkey = np.empty(64, np.int64)
+    bpos = np.empty(64, np.int64)
+    n_out = 0
+    for i in range(m):
+        buf, got = _hits(
+            i, qc[i], qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, 0, buf
+        )
+        if got == 0:
+            continue
+        if got > bkey.size:
+            bkey = _grown(bkey, got)
+            bpos = _grown(bpos, got)
+        lq = ql[i] - zero
+        kept = 0
+        for t in range(got):
+            q = buf[t]
+            code = lin[q] - lq
+            if use_table:
+                pos = table[code]
+            else:
+                pos = np.searchsorted(codes, code)
+                if pos >= codes.size or codes[pos] != code:
+                    pos = -1
+            if pos < 0:
+                continue
+            bkey[kept] = run_of[pos] * n_keys + order[q]
+            bpos[kept] = pos
+            kept += 1
+        if kept == 0:
+            continue
+        srt = np.argsort(bkey[:kept])
+        if n_out + kept > oq.size:
+            oq = _grown(oq, n_out + kept)
+            orow = _grown(orow, n_out + kept)
+            opos = _grown(opos, n_out + kept)
+        for t in range(kept):
+            s = srt[t]
+            oq[n_out] = i
+            orow[n_out] = bkey[s] % n_keys
+            opos[n_out] = bpos[s]
+            n_out += 1
+    return oq[:n_out].copy(), orow[:n_out].copy(), opos[:n_out].copy()
