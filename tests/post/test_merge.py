@@ -93,6 +93,7 @@ def test_counts_below_by_table_equal_binary_searches(trial, monkeypatch):
     """The neighbour intervals from the cumulative count table are the
     binary searches' (the table is used where the keys' span is small),
     and so are the spans."""
+    from dpdbscan.cells.pairs import forced
     from dpdbscan.post import merge as merge_mod
     from dpdbscan.post.merge import SubsetMerge, centre_offsets, radius_cells2
 
@@ -107,9 +108,10 @@ def test_counts_below_by_table_equal_binary_searches(trial, monkeypatch):
     assert below.__name__ == "below"  # the table, not the searches
     assert np.array_equal(below(probe), np.searchsorted(keys, probe, side="left"))
     offsets = centre_offsets(d, radius_cells2(g, g.eps)) if trial % 2 else None
-    with_table = SubsetMerge(g, keys, offsets)
-    monkeypatch.setattr(merge_mod, "_MAX_TABLE", 0)
-    searched = SubsetMerge(g, keys, offsets)
+    with forced(False):  # the runs, whatever the pairs would cost
+        with_table = SubsetMerge(g, keys, offsets)
+        monkeypatch.setattr(merge_mod, "_MAX_TABLE", 0)
+        searched = SubsetMerge(g, keys, offsets)
     assert len(with_table.intervals) == len(searched.intervals) > 0
     for (a, b), (c, e) in zip(with_table.intervals, searched.intervals):
         assert np.array_equal(a, c) and np.array_equal(b, e)

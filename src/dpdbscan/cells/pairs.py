@@ -86,14 +86,15 @@ def pairs_cheaper(
 
     With ``n_offsets`` and ``n_cells`` (the universe's), the pairs expected
     if the cells were spread evenly must stay below :data:`MAX_PAIRS`, even
-    when :func:`forced`: dense releases keep the runs. In one and two
-    dimensions the runs are few and the pairs are not tried (they would
-    load the compiled kernels, which a 2-D fit never does)."""
+    when :func:`forced`: dense releases keep the runs. Up to three
+    dimensions the runs are few (at most 19 per cell in 3-D) and the pairs
+    are not tried: they would load the compiled kernels (0.4 s), which a fit
+    below 4-D never does."""
     if n_cells and n_query * n_keys * n_offsets / n_cells > MAX_PAIRS:
         return False
     if _FORCED[0] is not None:
         return _FORCED[0]
-    if d <= 2:
+    if d <= 3:
         return False
     log = max(math.log2(max(n_keys, 2)), 1.0)
     runs_cost = 2.0 * n_runs * n_query * log * _STEP
