@@ -49,10 +49,17 @@ def test_chebyshev_pairs_are_every_pair_once(d, R, side, n, m, seed):
 
 def _layout(monkeypatch, d, e, side, sweep_side):
     """Every later :class:`CellIndex` laid out with buckets of ``side`` along
-    the first e axes but one and ``sweep_side`` along the sweep axis (0)."""
+    the first e axes but one and ``sweep_side`` along the sweep axis (0),
+    the sides doubled while the table would pass 2^16 entries."""
     axes = list(range(1, 1 + min(e, d - 1))) + [0]
-    sides = [side] * (len(axes) - 1) + [sweep_side]
-    monkeypatch.setattr(pairs_module, "plan", lambda *args: (axes, sides, 0.0))
+
+    def plan(d, R, n, m, extents):
+        sides = [side] * (len(axes) - 1) + [sweep_side]
+        while math.prod((extents[k] - 1) // s + 1 for k, s in zip(axes, sides)) > 1 << 16:
+            sides = [2 * s for s in sides]
+        return axes, sides, 0.0
+
+    monkeypatch.setattr(pairs_module, "plan", plan)
 
 
 @SETTINGS

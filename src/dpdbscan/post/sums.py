@@ -244,6 +244,8 @@ def _threads(n: int) -> int:
 def _rows_in(keys: np.ndarray, query: np.ndarray) -> np.ndarray | None:
     """Row in the sorted ``keys`` of each query key, or None unless every
     query key is one of them."""
+    if query.size == keys.size and np.array_equal(query, keys):
+        return np.arange(keys.size)  # (the usual case: every released cell)
     pos = np.minimum(np.searchsorted(keys, query), keys.size - 1)
     return pos if np.array_equal(keys[pos], query) else None
 
