@@ -466,7 +466,7 @@ def test_half_sums_weigh_every_pair_both_ways(d, R, side, n, threads, searched, 
         if searched:
             mp.setattr(pairs_module.OffsetWeights, "TABLE", 0)
         w = pairs_module.OffsetWeights(codes, weights, R, d)
-    assert (w.table.size == 0) == searched
+    assert (w.table.size == 0) == (searched or (2 * R + 1) ** d > pairs_module.OffsetWeights.TABLE)
     got = pairs_module.CellIndex(a, R).half_sums(vals, R, w, threads)
     assert np.allclose(got, _weight_oracle(a, vals, R, codes, weights), rtol=1e-12, atol=1e-12)
 
@@ -493,7 +493,7 @@ def test_offset_pairs_come_sorted_by_query_run_and_row(d, R, side, searched, see
         if searched:
             mp.setattr(pairs_module.OffsetPositions, "TABLE", 0)
         positions = pairs_module.OffsetPositions(codes, R, d)
-    assert (positions.table.size == 0) == searched
+    assert (positions.table.size == 0) == (searched or (2 * R + 1) ** d > pairs_module.OffsetPositions.TABLE)
     qi, ri, pos = pairs_module.CellIndex(b, R).offset_pairs(a, R, positions, run_of)
     where = {c: i for i, c in enumerate(codes.tolist())}
     want = []
