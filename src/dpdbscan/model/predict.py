@@ -365,7 +365,7 @@ def _border_labels_by_pairs(
     R: int,
 ) -> np.ndarray:
     """:func:`border_labels` from the pairs (cell, core cell) at an offset of
-    :func:`region_offsets`, found by shifted grids instead of one lookup per
+    :func:`region_offsets`, found in a table of buckets instead of one lookup per
     offset. The same distances, computed the same way; the nearest core cell
     wins, ties to the smaller span id. Distances between lattice points are
     either equal or far more than the tie tolerance apart, so this is the
