@@ -164,6 +164,37 @@ def cover_sums(
     values = hist.values
     total = float(np.maximum(values, 0).sum(dtype=np.float64))
     exact = values.dtype.kind in "iu" and total < 2**31 - 1
+    mine = hist.value_at(cand) if own is None else own
+    mine = np.maximum(np.asarray(mine, dtype=np.float64), 0.0)
+    # from the cheapest bound to the tightest, each on the cells the one
+    # before could not rule out
+    if threshold is None:
+        covers = [shell_cover(weights.offsets, kernel)]
+    else:
+        covers = [shell_cover(weights.offsets, kernel, cross=False)]
+        if R > 1:
+            covers.append(shell_cover(weights.offsets, kernel, from_radius=R))
+        covers.append(shell_cover(weights.offsets, kernel))
+    if grid.d >= 3 and not grid.wide:
+        return _compiled_cover(hist, np.asarray(cand), mine, covers, R, exact, total, threshold)
+    return _numpy_cover(hist, cand, mine, covers, R, exact, total, threshold)
+
+
+def _numpy_cover(
+    hist: NoisyHistogram,
+    cand: np.ndarray,
+    mine: np.ndarray,
+    covers: list[ShellCover],
+    R: int,
+    exact: bool,
+    total: float,
+    threshold: float | None,
+) -> np.ndarray:
+    """:func:`cover_sums` from one summed-area table of the padded universe
+    (2-D, which never loads the compiler, and wide keys)."""
+    grid = hist.grid
+    values = hist.values
+    shape = tuple(s + 2 * R + 1 for s in grid.shape)
     S = np.zeros(shape, dtype=np.int32 if exact else np.float64)
     # cell x of an axis at index x + R + 1 (index 0 holds the prefix's zero)
     coords = None
@@ -177,20 +208,92 @@ def cover_sums(
     _prefix_sums(S)
     table = _Table(S, exact, total)
     base = ((grid.decode(cand) if coords is None else coords) + R + 1) @ table.strides
-    mine = hist.value_at(cand) if own is None else own
-    mine = np.maximum(np.asarray(mine, dtype=np.float64), 0.0)
-    if threshold is None:
-        return table.bound(base, mine, shell_cover(weights.offsets, kernel))
-    # from the cheapest bound to the tightest, each on the cells the one
-    # before could not rule out
-    out = table.bound(base, mine, shell_cover(weights.offsets, kernel, cross=False))
-    again = np.flatnonzero(out >= threshold)
-    if R > 1:
-        outer = shell_cover(weights.offsets, kernel, from_radius=R)
-        out[again] = table.bound(base[again], mine[again], outer)
+    out = table.bound(base, mine, covers[0])
+    again = np.arange(out.size) if threshold is None else np.flatnonzero(out >= threshold)
+    for cover in covers[1:]:
+        out[again] = table.bound(base[again], mine[again], cover)
         again = again[out[again] >= threshold]
-    out[again] = table.bound(base[again], mine[again], shell_cover(weights.offsets, kernel))
     return out
+
+
+def _compiled_cover(
+    hist: NoisyHistogram,
+    cand: np.ndarray,
+    mine: np.ndarray,
+    covers: list[ShellCover],
+    R: int,
+    exact: bool,
+    total: float,
+    threshold: float | None,
+) -> np.ndarray:
+    """:func:`cover_sums` from 3-D up by the compiled slab pass of
+    :mod:`.coverkernel` (the summed-area table of the whole padded universe
+    and its 2^d corner gathers per box cost far more in memory traffic; 2-D
+    fits keep the numpy path, they never load the compiler)."""
+    from .coverkernel import as_table_values, staged_cover
+
+    grid = hist.grid
+    d = grid.d
+    if cand.size > 1 and not bool(np.all(cand[1:] >= cand[:-1])):
+        order = np.argsort(cand, kind="stable")
+        out = np.empty(cand.size)
+        out[order] = _compiled_cover(hist, cand[order], mine[order], covers, R, exact, total, threshold)
+        return out
+    pdims = [s + 2 * R + 1 for s in grid.shape[1:]]
+    pstrides = np.ones(d - 1, dtype=np.int64)
+    for a in range(d - 3, -1, -1):
+        pstrides[a] = pstrides[a + 1] * pdims[a + 1]
+    corners = np.array(list(itertools.product((0, 1), repeat=d - 1)), dtype=np.int64).reshape(-1, d - 1)
+    signs = np.where((d - 1 - corners.sum(axis=1)) % 2 == 0, 1, -1).astype(np.int64)
+    halves = []  # (half-width along the first axis, along the others): C_r, then B_{k,r}
+    radius = []
+    for r in range(1, R + 1):
+        halves.append((r, np.full(d - 1, r)))
+        halves += [(r if k == 0 else r - 1, np.where(np.arange(d) == k, r, r - 1)[1:]) for k in range(d)]
+        radius += [r] * (d + 1)
+    box_h0 = np.array([h0 for h0, _ in halves], dtype=np.int64)
+    box_deltas = np.array(
+        [np.where(corners == 1, h[None, :], -h[None, :] - 1) @ pstrides for _, h in halves], dtype=np.int64
+    ).reshape(len(halves), -1)
+    coef = np.zeros((len(covers), len(halves)))
+    for s, cover in enumerate(covers):
+        coef[s] = [cover.cube[r] if j % (d + 1) == 0 else cover.cross[r] for j, r in enumerate(radius)]
+    c0 = np.array([cover.cube[0] for cover in covers])
+    # rounding: integer box sums are exact; float ones err by a few ulps of
+    # the total per corner and per slab summed
+    scale = 1.0 if exact else 2**d * (2 * R + 1) * (total + 1.0)
+    magnitude = np.abs(c0) + np.abs(coef).sum(axis=1)
+    slack = 1e-9 * (1.0 + magnitude * scale)
+    if hist.kind == "dense":
+        keys = np.empty(0, dtype=np.int64)
+        vals = as_table_values(np.ascontiguousarray(hist.values).ravel(), exact)
+    else:
+        keys = np.asarray(hist.released_keys, dtype=np.int64)
+        vals = as_table_values(hist.values, exact)
+    size = math.prod(pdims)
+    dtype = np.int32 if exact else np.float64
+    ring = np.empty((2 * R + 1, size), dtype=dtype)
+    A = np.empty((R + 1, size), dtype=dtype)
+    thr = math.inf if threshold is None else float(threshold)
+    return staged_cover(
+        hist.kind == "dense",
+        keys,
+        vals,
+        np.asarray(grid.shape, dtype=np.int64),
+        np.array([grid.key_delta(e) for e in np.eye(d, dtype=np.int64)], dtype=np.int64),
+        R,
+        np.asarray(cand, dtype=np.int64),
+        mine,
+        box_h0,
+        box_deltas,
+        signs,
+        coef,
+        c0,
+        slack,
+        thr,
+        ring,
+        A,
+    )
 
 
 def cover_pays(shape: tuple[int, ...], offsets: np.ndarray, n_cand: int) -> bool:

@@ -1,0 +1,163 @@
+"""The compiled box cover of :mod:`.cover`: one pass over the universe in
+slabs (the cells sharing their first coordinate), holding only the 2R + 1
+slabs a candidate's boxes reach, so its tables stay in cache.
+
+Per slab j: the summed-area table of its positive parts over the other
+d - 1 axes (padded, a zero row first on each). The sums over the 2r + 1
+slabs around slab i, A_r = sum_{|j - i| <= r} S_j (r = 0..R), turn a box of
+half-width h0 along the first axis and h along the others into 2^(d-1)
+corners of one table, A_{h0}. Each candidate of slab i reads the boxes
+of the cheapest bound first and stops at the first bound below the
+threshold (the staged bound of :func:`.cover.cover_sums`).
+
+Imported only inside the functions that call it (numba's import and first
+dispatch; a 2-D fit never comes here).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...._jit import kernel
+
+
+@kernel
+def _slab_table(out, j, dense, keys, vals, shape, key_strides, pdims, pstrides, R, ptr):
+    """Summed-area table of slab j into ``out`` (zeros outside the grid);
+    ``ptr[0]``: the first sparse key not yet placed (keys are sorted)."""
+    d = shape.size
+    out[:] = 0
+    if 0 <= j < shape[0]:
+        if dense:
+            # the cells of slab j, row-major in the flat values
+            n = 1
+            for a in range(1, d):
+                n *= shape[a]
+            start = j * n
+            for c in range(n):
+                rem = c
+                idx = 0
+                for a in range(d - 1, 0, -1):
+                    x = rem % shape[a]
+                    rem //= shape[a]
+                    idx += (x + R + 1) * pstrides[a]
+                v = vals[start + c]
+                if v > 0:
+                    out[idx] = v
+        else:
+            p = ptr[0]
+            stop = (j + 1) * key_strides[0]
+            while p < keys.size and keys[p] < stop:
+                rem = keys[p] - j * key_strides[0]
+                idx = 0
+                for a in range(1, d):
+                    x = rem // key_strides[a]
+                    rem -= x * key_strides[a]
+                    idx += (x + R + 1) * pstrides[a]
+                v = vals[p]
+                if v > 0:
+                    out[idx] = v
+                p += 1
+            ptr[0] = p
+    # prefix sums along the axes 1..d-1 of the padded slab
+    size = out.size
+    for a in range(1, d):
+        st = pstrides[a]
+        n = pdims[a]
+        block = n * st
+        for b in range(0, size, block):
+            if st == 1:
+                acc = out[b]
+                for i in range(1, n):
+                    acc += out[b + i]
+                    out[b + i] = acc
+            else:
+                for i in range(1, n):
+                    r = b + i * st
+                    for t in range(st):
+                        out[r + t] += out[r - st + t]
+
+
+@kernel
+def staged_cover(
+    dense, keys, vals, shape, key_strides, R, cand, own, box_h0, box_deltas, signs, coef, c0, slack, thr, ring, A
+):
+    """The staged bound at each sorted candidate key (see the module).
+
+    ``box_h0[b]``, ``box_deltas[b]``: box b's half-width along the first axis
+    and its corners' offsets in a padded slab (signs ``signs``); stage s bounds
+    by ``c0[s] * own + sum_b coef[s, b] * box_b``, then ``* (1 + 1e-12) +
+    slack[s]``, and the next stage runs only where it reaches ``thr``.
+    ``ring`` (2R + 1 slabs) and ``A`` (R + 1 slabs): work tables of the
+    table's dtype (int32 sums are exact; their corners add in int64).
+    """
+    d = shape.size
+    L = 2 * R + 1
+    pdims = np.empty(d, np.int64)
+    pstrides = np.empty(d, np.int64)
+    pdims[0] = 1
+    for a in range(1, d):
+        pdims[a] = shape[a] + 2 * R + 1
+    pstrides[d - 1] = 1
+    for a in range(d - 2, -1, -1):
+        pstrides[a] = pstrides[a + 1] * pdims[a + 1]
+    ptr = np.zeros(1, np.int64)
+    for j in range(-R, R):
+        _slab_table(ring[(j + L) % L], j, dense, keys, vals, shape, key_strides, pdims, pstrides, R, ptr)
+    nbox = box_h0.size
+    nst = c0.size
+    ncorner = signs.size
+    out = np.empty(cand.size)
+    box = np.empty(nbox)
+    done = np.zeros(nbox, np.bool_)
+    q = 0
+    size = ring.shape[1]
+    for i in range(shape[0]):
+        # slab i + R enters (in the slot of slab i - R - 1)
+        _slab_table(ring[(i + R) % L], i + R, dense, keys, vals, shape, key_strides, pdims, pstrides, R, ptr)
+        if q >= cand.size or cand[q] >= (i + 1) * key_strides[0]:
+            continue  # no candidate in slab i
+        A0 = ring[i % L]
+        for t in range(size):
+            A[0, t] = A0[t]
+        for r in range(1, R + 1):
+            lo = ring[(i - r + L) % L]
+            hi = ring[(i + r) % L]
+            for t in range(size):
+                A[r, t] = A[r - 1, t] + lo[t] + hi[t]
+        while q < cand.size and cand[q] < (i + 1) * key_strides[0]:
+            rem = cand[q] - i * key_strides[0]
+            base = 0
+            for a in range(1, d):
+                x = rem // key_strides[a]
+                rem -= x * key_strides[a]
+                base += (x + R + 1) * pstrides[a]
+            mine = own[q] if own[q] > 0 else 0.0
+            done[:] = False
+            for s in range(nst):
+                acc = c0[s] * mine
+                for b in range(nbox):
+                    cf = coef[s, b]
+                    if cf != 0.0:
+                        if not done[b]:
+                            row = A[box_h0[b]]
+                            tot = row[base + box_deltas[b, 0]] * signs[0]
+                            for c in range(1, ncorner):
+                                tot += row[base + box_deltas[b, c]] * signs[c]
+                            box[b] = tot
+                            done[b] = True
+                        acc += cf * box[b]
+                val = acc * (1 + 1e-12) + slack[s]
+                out[q] = val
+                if val < thr:
+                    break
+            q += 1
+    return out
+
+
+def as_table_values(values: np.ndarray, exact: bool) -> np.ndarray:
+    """The values in the dtype the kernel sums them in."""
+    return np.asarray(values, dtype=np.int64 if exact else np.float64)
+
+
+__all__ = ["staged_cover", "as_table_values"]
