@@ -227,10 +227,10 @@ def _compiled_cover(
     threshold: float | None,
 ) -> np.ndarray:
     """:func:`cover_sums` from 3-D up by the compiled slab pass of
-    :mod:`.coverkernel` (the summed-area table of the whole padded universe
+    :mod:`.compiled` (the summed-area table of the whole padded universe
     and its 2^d corner gathers per box cost far more in memory traffic; 2-D
     fits keep the numpy path, they never load the compiler)."""
-    from .coverkernel import as_table_values, staged_cover
+    from .compiled import as_table_values, staged_cover
 
     grid = hist.grid
     d = grid.d

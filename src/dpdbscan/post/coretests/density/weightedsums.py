@@ -90,8 +90,18 @@ def _sparse_run_sums(grid: Grid, rkeys, rvals, weights: BallWeights, query) -> n
     out = np.zeros((query.size, n_pos))
     if rkeys.size == 0:
         return out
-    off = weights.offsets
     rvals = rvals.astype(np.float64)
+    if grid.d >= 3:
+        return _compiled_run_sums(grid, rkeys, rvals, weights, query)
+    return _numpy_run_sums(grid, rkeys, rvals, weights, query)
+
+
+def _numpy_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeights, query) -> np.ndarray:
+    """:func:`_sparse_run_sums` in numpy (2-D, which never loads the compiler):
+    pairs from shifted grids, dense gathers or two searches per run."""
+    n_pos = len(weights.positions)
+    out = np.zeros((query.size, n_pos))
+    off = weights.offsets
     pairs = run_pairs(grid, rkeys, query, off)
     if pairs is not None:
         # the same terms in the same order as the runs below: per (query,
@@ -127,6 +137,51 @@ def _sparse_run_sums(grid: Grid, rkeys, rvals, weights: BallWeights, query) -> n
         contrib = wcol * rvals[ridx]
         for r in range(n_pos):
             out[:, r] += np.bincount(rows, weights=contrib[r], minlength=query.size)
+    return out
+
+
+#: Rows (cells but the last coordinate) per released cell up to which the
+#: compiled run sums index the rows (else they bisect).
+_ROWS_PER_KEY = 8
+
+
+def _compiled_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeights, query) -> np.ndarray:
+    """:func:`_sparse_run_sums` from 3-D up by the compiled kernel: the same
+    terms in the same order (2-D never loads the compiler)."""
+    from .compiled import row_index, run_sums
+
+    off = weights.offsets
+    index = {tuple(o): i for i, o in enumerate(off.tolist())}
+    delta, lo, hi, first, cols = [], [], [], [], []
+    for prefix, a, b in offset_runs(off):
+        delta.append(grid.key_delta(np.append(prefix, 0)))
+        lo.append(a)
+        hi.append(b)
+        first.append(len(cols))
+        cols += [index[tuple(prefix.tolist()) + (t,)] for t in range(a, b + 1)]
+    rkeys = np.asarray(rkeys, dtype=np.int64)
+    row_stride = grid.key_delta(np.eye(grid.d, dtype=np.int64)[-2])
+    n_rows = int(rkeys[-1]) // row_stride + 1
+    if n_rows <= _ROWS_PER_KEY * rkeys.size + (1 << 16):
+        starts = row_index(rkeys, row_stride, n_rows)
+    else:
+        starts = np.empty(0, dtype=np.int64)
+    out = np.empty((query.size, len(weights.positions)))
+    as_int = np.asarray
+    run_sums(
+        rkeys,
+        rvals,
+        as_int(query, dtype=np.int64),
+        as_int(delta, dtype=np.int64),
+        as_int(lo, dtype=np.int64),
+        as_int(hi, dtype=np.int64),
+        as_int(first, dtype=np.int64),
+        as_int(cols, dtype=np.int64),
+        np.ascontiguousarray(weights.W.T, dtype=np.float64),
+        row_stride,
+        starts,
+        out,
+    )
     return out
 
 

@@ -1,4 +1,6 @@
-"""The compiled box cover of :mod:`.cover`: one pass over the universe in
+"""Compiled kernels of the density test from 3-D up.
+
+:func:`staged_cover`, the box cover of :mod:`.cover`: one pass over the universe in
 slabs (the cells sharing their first coordinate), holding only the 2R + 1
 slabs a candidate's boxes reach, so its tables stay in cache.
 
@@ -9,6 +11,11 @@ half-width h0 along the first axis and h along the others into 2^(d-1)
 corners of one table, A_{h0}. Each candidate of slab i reads the boxes
 of the cheapest bound first and stops at the first bound below the
 threshold (the staged bound of :func:`.cover.cover_sums`).
+
+:func:`run_sums`, the sparse weighted sums of :mod:`.weightedsums`: per
+query, per run of offsets (one key interval), the released cells inside
+it, found in the rows of a row index (or by bisection), added in the
+order the numpy runs add them, so the sums are the same bit for bit.
 
 Imported only inside the functions that call it (numba's import and first
 dispatch; a 2-D fit never comes here).
@@ -155,9 +162,72 @@ def staged_cover(
     return out
 
 
+@kernel
+def row_index(keys, row_stride, n_rows):
+    """``starts[r]``: the first of the sorted ``keys`` in row r (key //
+    row_stride), r = 0..n_rows (the last is keys.size)."""
+    starts = np.empty(n_rows + 1, np.int64)
+    p = 0
+    for r in range(n_rows + 1):
+        bound = r * row_stride
+        while p < keys.size and keys[p] < bound:
+            p += 1
+        starts[r] = p
+    return starts
+
+
+@kernel
+def run_sums(rkeys, rvals, query, run_delta, run_lo, run_hi, run_first, cols, Wt, row_stride, starts, out):
+    """``out[i] = sum over runs j (in order) of sum over the released keys k
+    in [query[i] + run_delta[j] + run_lo[j], ... + run_hi[j]] (in key order)
+    of Wt[cols[run_first[j] + t]] * rvals[k]``, t = k - query[i] - run_delta[j]
+    - run_lo[j]; each run's sum from 0 and added only when it holds a key
+    (the numpy runs' order). ``starts``: :func:`row_index` of the keys, or
+    empty to bisect."""
+    n_pos = Wt.shape[1]
+    acc = np.empty(n_pos)
+    n_rows = starts.size - 1
+    for i in range(query.size):
+        for r in range(n_pos):
+            out[i, r] = 0.0
+        for j in range(run_delta.size):
+            a = query[i] + run_delta[j] + run_lo[j]
+            b = query[i] + run_delta[j] + run_hi[j]
+            if n_rows >= 0:
+                ra = a // row_stride
+                if ra < 0:
+                    ra = 0
+                if ra > n_rows:
+                    ra = n_rows
+                p = starts[ra]
+                while p < rkeys.size and rkeys[p] < a:
+                    p += 1
+            else:
+                lo, hi = 0, rkeys.size
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if rkeys[mid] < a:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                p = lo
+            if p >= rkeys.size or rkeys[p] > b:
+                continue
+            for r in range(n_pos):
+                acc[r] = 0.0
+            while p < rkeys.size and rkeys[p] <= b:
+                c = cols[run_first[j] + (rkeys[p] - a)]
+                v = rvals[p]
+                for r in range(n_pos):
+                    acc[r] += Wt[c, r] * v
+                p += 1
+            for r in range(n_pos):
+                out[i, r] += acc[r]
+
+
 def as_table_values(values: np.ndarray, exact: bool) -> np.ndarray:
     """The values in the dtype the kernel sums them in."""
     return np.asarray(values, dtype=np.int64 if exact else np.float64)
 
 
-__all__ = ["staged_cover", "as_table_values"]
+__all__ = ["staged_cover", "as_table_values", "row_index", "run_sums"]
