@@ -29,7 +29,21 @@ from ...._jit import kernel
 
 
 @kernel
-def _slab_table(out, j, dense, keys, vals, shape, key_strides, pdims, pstrides, R, ptr):
+def _div(x, m, inv):
+    """x // m for 0 <= x < 2^51 and m > 0 by a float product (inv = 1 / m)
+    and one correction: an integer division by a number known only at run
+    time costs tens of cycles, and the keys are decoded per cell."""
+    q = np.int64(x * inv)
+    r = x - q * m
+    if r < 0:
+        q -= 1
+    elif r >= m:
+        q += 1
+    return q
+
+
+@kernel
+def _slab_table(out, j, dense, keys, vals, shape, key_strides, inv, pdims, pstrides, R, ptr):
     """Summed-area table of slab j into ``out`` (zeros outside the grid);
     ``ptr[0]``: the first sparse key not yet placed (keys are sorted)."""
     d = shape.size
@@ -45,9 +59,9 @@ def _slab_table(out, j, dense, keys, vals, shape, key_strides, pdims, pstrides, 
                 rem = c
                 idx = 0
                 for a in range(d - 1, 0, -1):
-                    x = rem % shape[a]
-                    rem //= shape[a]
-                    idx += (x + R + 1) * pstrides[a]
+                    nxt = _div(rem, shape[a], 1.0 / shape[a])
+                    idx += (rem - nxt * shape[a] + R + 1) * pstrides[a]
+                    rem = nxt
                 v = vals[start + c]
                 if v > 0:
                     out[idx] = v
@@ -58,7 +72,7 @@ def _slab_table(out, j, dense, keys, vals, shape, key_strides, pdims, pstrides, 
                 rem = keys[p] - j * key_strides[0]
                 idx = 0
                 for a in range(1, d):
-                    x = rem // key_strides[a]
+                    x = _div(rem, key_strides[a], inv[a])
                     rem -= x * key_strides[a]
                     idx += (x + R + 1) * pstrides[a]
                 v = vals[p]
@@ -66,23 +80,26 @@ def _slab_table(out, j, dense, keys, vals, shape, key_strides, pdims, pstrides, 
                     out[idx] = v
                 p += 1
             ptr[0] = p
-    # prefix sums along the axes 1..d-1 of the padded slab
+    # prefix sums along the axes 1..d-1 of the padded slab: the last in
+    # each row, then each other axis as one flat pass per block of it
     size = out.size
-    for a in range(1, d):
+    n = pdims[d - 1]
+    for b in range(0, size, n):
+        acc = out[b]
+        for i in range(b + 1, b + n):
+            acc += out[i]
+            out[i] = acc
+    for a in range(d - 2, 0, -1):
         st = pstrides[a]
-        n = pdims[a]
-        block = n * st
+        block = pdims[a] * st
         for b in range(0, size, block):
-            if st == 1:
-                acc = out[b]
-                for i in range(1, n):
-                    acc += out[b + i]
-                    out[b + i] = acc
-            else:
-                for i in range(1, n):
-                    r = b + i * st
-                    for t in range(st):
-                        out[r + t] += out[r - st + t]
+            _add_behind(out, b + st, b + block, st)
+
+
+@kernel
+def _add_behind(out, lo, hi, st):
+    for i in range(lo, hi):
+        out[i] += out[i - st]
 
 
 @kernel
@@ -109,20 +126,35 @@ def staged_cover(
     for a in range(d - 2, -1, -1):
         pstrides[a] = pstrides[a + 1] * pdims[a + 1]
     ptr = np.zeros(1, np.int64)
+    inv = 1.0 / key_strides
     for j in range(-R, R):
-        _slab_table(ring[(j + L) % L], j, dense, keys, vals, shape, key_strides, pdims, pstrides, R, ptr)
+        _slab_table(ring[(j + L) % L], j, dense, keys, vals, shape, key_strides, inv, pdims, pstrides, R, ptr)
     nbox = box_h0.size
     nst = c0.size
     ncorner = signs.size
+    size = ring.shape[1]
+    flat = A.reshape(-1)
+    # per stage, the boxes it weighs (nonzero coefficients)
+    active = np.zeros((nst, nbox), np.int64)
+    n_active = np.zeros(nst, np.int64)
+    for s in range(nst):
+        for b in range(nbox):
+            if coef[s, b] != 0.0:
+                active[s, n_active[s]] = b
+                n_active[s] += 1
+    corner = np.empty((nbox, ncorner), np.int64)
+    for b in range(nbox):
+        for c in range(ncorner):
+            corner[b, c] = box_h0[b] * size + box_deltas[b, c]
     out = np.empty(cand.size)
     box = np.empty(nbox)
-    done = np.zeros(nbox, np.bool_)
+    stamp = np.full(nbox, -1, np.int64)
     q = 0
-    size = ring.shape[1]
     for i in range(shape[0]):
         # slab i + R enters (in the slot of slab i - R - 1)
-        _slab_table(ring[(i + R) % L], i + R, dense, keys, vals, shape, key_strides, pdims, pstrides, R, ptr)
-        if q >= cand.size or cand[q] >= (i + 1) * key_strides[0]:
+        _slab_table(ring[(i + R) % L], i + R, dense, keys, vals, shape, key_strides, inv, pdims, pstrides, R, ptr)
+        top = (i + 1) * key_strides[0]
+        if q >= cand.size or cand[q] >= top:
             continue  # no candidate in slab i
         A0 = ring[i % L]
         for t in range(size):
@@ -132,28 +164,25 @@ def staged_cover(
             hi = ring[(i + r) % L]
             for t in range(size):
                 A[r, t] = A[r - 1, t] + lo[t] + hi[t]
-        while q < cand.size and cand[q] < (i + 1) * key_strides[0]:
+        while q < cand.size and cand[q] < top:
             rem = cand[q] - i * key_strides[0]
             base = 0
             for a in range(1, d):
-                x = rem // key_strides[a]
+                x = _div(rem, key_strides[a], inv[a])
                 rem -= x * key_strides[a]
                 base += (x + R + 1) * pstrides[a]
             mine = own[q] if own[q] > 0 else 0.0
-            done[:] = False
             for s in range(nst):
                 acc = c0[s] * mine
-                for b in range(nbox):
-                    cf = coef[s, b]
-                    if cf != 0.0:
-                        if not done[b]:
-                            row = A[box_h0[b]]
-                            tot = row[base + box_deltas[b, 0]] * signs[0]
-                            for c in range(1, ncorner):
-                                tot += row[base + box_deltas[b, c]] * signs[c]
-                            box[b] = tot
-                            done[b] = True
-                        acc += cf * box[b]
+                for u in range(n_active[s]):
+                    b = active[s, u]
+                    if stamp[b] != q:
+                        tot = flat[base + corner[b, 0]] * signs[0]
+                        for c in range(1, ncorner):
+                            tot += flat[base + corner[b, c]] * signs[c]
+                        box[b] = tot
+                        stamp[b] = q
+                    acc += coef[s, b] * box[b]
                 val = acc * (1 + 1e-12) + slack[s]
                 out[q] = val
                 if val < thr:
@@ -187,6 +216,7 @@ def run_sums(rkeys, rvals, query, run_delta, run_lo, run_hi, run_first, cols, Wt
     n_pos = Wt.shape[1]
     acc = np.empty(n_pos)
     n_rows = starts.size - 1
+    inv = 1.0 / row_stride
     for i in range(query.size):
         for r in range(n_pos):
             out[i, r] = 0.0
@@ -194,9 +224,7 @@ def run_sums(rkeys, rvals, query, run_delta, run_lo, run_hi, run_first, cols, Wt
             a = query[i] + run_delta[j] + run_lo[j]
             b = query[i] + run_delta[j] + run_hi[j]
             if n_rows >= 0:
-                ra = a // row_stride
-                if ra < 0:
-                    ra = 0
+                ra = _div(a, row_stride, inv) if a >= 0 else 0
                 if ra > n_rows:
                     ra = n_rows
                 p = starts[ra]
