@@ -10,9 +10,8 @@ import pytest
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.cells.histogram import NoisyHistogram
-from dpdbscan.post.coretests.density import ball_weights
+from dpdbscan.post.coretests.density import ball_weights, weightedsums
 from dpdbscan.post.coretests.density import cover as cover_mod
-from dpdbscan.post.coretests.density import weightedsums
 
 
 def _grid(d: int, side: int, eta: float = 4.0) -> Grid:
@@ -127,6 +126,30 @@ def test_the_float_product_division_is_floor_division():
 
     rng = np.random.default_rng(0)
     for m in (1, 3, 67, 69 * 69, 71**3, 2**31 - 1):
-        xs = np.concatenate([rng.integers(0, 2**50, 2000), np.arange(0, 5 * m, max(1, m // 7)), [m - 1, m, m + 1]])
+        near = np.arange(0, 5 * m, max(1, m // 7))
+        xs = np.concatenate([rng.integers(0, 2**50, 2000), near, [m - 1, m, m + 1]])
         for x in xs.tolist():
             assert _div(x, m, 1.0 / m) == x // m
+
+
+def test_from_3d_the_compiled_cover_takes_universes_beyond_the_numpy_table(monkeypatch):
+    """The slab pass holds 3R + 2 slabs, not the universe: above the numpy
+    table's limit it still bounds (where the candidates' exact sums would
+    read more cells), the same values as below it; 2-D keeps the limit."""
+    hist = _release("sparse", 3, 9, True, 5)
+    w = ball_weights(3, 4.0, 1)
+    cand = hist.released_keys
+    R = int(np.abs(w.offsets).max())
+    cells = math.prod(s + 2 * R + 1 for s in hist.grid.shape)
+    assert cells <= cand.size * w.offsets.shape[0]
+    below = cover_mod.cover_sums(hist, cand, w)
+    monkeypatch.setattr(cover_mod, "MAX_TABLE_CELLS", cells // 4)
+    above = cover_mod.cover_sums(hist, cand, w)
+    assert below is not None and above is not None and np.array_equal(above, below)
+    monkeypatch.setattr(cover_mod, "MAX_TABLE_CELLS", cells // 32)
+    assert cover_mod.cover_sums(hist, cand, w) is None
+    flat = _release("sparse", 2, 30, True, 6)
+    w2 = ball_weights(2, 4.0, 1)
+    R2 = int(np.abs(w2.offsets).max())
+    monkeypatch.setattr(cover_mod, "MAX_TABLE_CELLS", math.prod(s + 2 * R2 + 1 for s in flat.grid.shape) - 1)
+    assert cover_mod.cover_sums(flat, flat.released_keys, w2) is None

@@ -104,7 +104,23 @@ def _add_behind(out, lo, hi, st):
 
 @kernel
 def staged_cover(
-    dense, keys, vals, shape, key_strides, R, cand, own, box_h0, box_deltas, signs, coef, c0, slack, thr, ring, A
+    dense,
+    keys,
+    vals,
+    shape,
+    key_strides,
+    R,
+    cand,
+    own,
+    box_h0,
+    box_deltas,
+    signs,
+    coef,
+    c0,
+    slack,
+    thr,
+    ring,
+    A,
 ):
     """The staged bound at each sorted candidate key (see the module).
 
@@ -152,7 +168,9 @@ def staged_cover(
     q = 0
     for i in range(shape[0]):
         # slab i + R enters (in the slot of slab i - R - 1)
-        _slab_table(ring[(i + R) % L], i + R, dense, keys, vals, shape, key_strides, inv, pdims, pstrides, R, ptr)
+        _slab_table(
+            ring[(i + R) % L], i + R, dense, keys, vals, shape, key_strides, inv, pdims, pstrides, R, ptr
+        )
         top = (i + 1) * key_strides[0]
         if q >= cand.size or cand[q] >= top:
             continue  # no candidate in slab i

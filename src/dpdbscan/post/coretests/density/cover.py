@@ -126,6 +126,13 @@ def shell_cover(
 #: Cells of the padded universe up to which :func:`cover_sums` holds its
 #: summed-area table (int32 or float64: at most 256 MB).
 MAX_TABLE_CELLS = 1 << 25
+#: From 3-D up the compiled pass holds 3R + 2 slabs, not the universe: it
+#: takes universes up to this many times :data:`MAX_TABLE_CELLS` where the
+#: candidates' exact sums would read more cells (a public cost model: about
+#: one table cell per gather, 4-D at eps = 0.02 has 1.2e8 cells against
+#: 497k candidates x 609 offsets), and slabs up to :data:`MAX_SLAB_CELLS`.
+COMPILED_TABLE_FACTOR = 16
+MAX_SLAB_CELLS = 1 << 22
 _ROWS = 1 << 13  # candidates per block of corner gathers (and one BLAS thread)
 
 
@@ -139,7 +146,8 @@ def cover_sums(
     """The bound of this module (:func:`shell_cover` of the weights' kernel)
     at each candidate key of a release: every box sum is 2^d corners of one
     summed-area table of the universe padded by R. None when that table
-    would hold more than :data:`MAX_TABLE_CELLS` cells.
+    would hold more than :data:`MAX_TABLE_CELLS` cells (from 3-D up: see
+    :data:`COMPILED_TABLE_FACTOR`).
 
     The table holds the positive parts of the values: with W >= 0,
     sum_o W(q, o) x~ <= sum_o W(q, o) max(x~, 0), so the bound holds for a
@@ -158,7 +166,14 @@ def cover_sums(
     grid = hist.grid
     R = max(int(weights.offsets.max()), -int(weights.offsets.min())) if weights.offsets.size else 0
     shape = tuple(s + 2 * R + 1 for s in grid.shape)
-    if math.prod(shape) > MAX_TABLE_CELLS:
+    compiled = grid.d >= 3 and not grid.wide
+    cells = math.prod(shape)
+    if cells > MAX_TABLE_CELLS and not (
+        compiled
+        and cells <= COMPILED_TABLE_FACTOR * MAX_TABLE_CELLS
+        and cells <= cand.size * weights.offsets.shape[0]
+        and math.prod(shape[1:]) <= MAX_SLAB_CELLS
+    ):
         return None
     kernel = weights.W.max(axis=0)
     values = hist.values
@@ -175,7 +190,7 @@ def cover_sums(
         if R > 1:
             covers.append(shell_cover(weights.offsets, kernel, from_radius=R))
         covers.append(shell_cover(weights.offsets, kernel))
-    if grid.d >= 3 and not grid.wide:
+    if compiled:
         return _compiled_cover(hist, np.asarray(cand), mine, covers, R, exact, total, threshold)
     return _numpy_cover(hist, cand, mine, covers, R, exact, total, threshold)
 
@@ -360,4 +375,12 @@ class _Table:
         return out * (1 + 1e-12) + 1e-9 * (1.0 + magnitude * scale)
 
 
-__all__ = ["ShellCover", "shell_cover", "cover_sums", "cover_pays", "MAX_TABLE_CELLS"]
+__all__ = [
+    "ShellCover",
+    "shell_cover",
+    "cover_sums",
+    "cover_pays",
+    "MAX_TABLE_CELLS",
+    "COMPILED_TABLE_FACTOR",
+    "MAX_SLAB_CELLS",
+]

@@ -152,7 +152,11 @@ def _compiled_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeight
 
     off = weights.offsets
     index = {tuple(o): i for i, o in enumerate(off.tolist())}
-    delta, lo, hi, first, cols = [], [], [], [], []
+    delta: list[int] = []
+    lo: list[int] = []
+    hi: list[int] = []
+    first: list[int] = []
+    cols: list[int] = []
     for prefix, a, b in offset_runs(off):
         delta.append(grid.key_delta(np.append(prefix, 0)))
         lo.append(a)
