@@ -245,6 +245,7 @@ def _compiled_cover(
     :mod:`.compiled` (the summed-area table of the whole padded universe
     and its 2^d corner gathers per box cost far more in memory traffic; 2-D
     fits keep the numpy path, they never load the compiler)."""
+    # lazy: numba loads only where a kernel runs (never on a 2-D fit)
     from .compiled import as_table_values, staged_cover
 
     grid = hist.grid

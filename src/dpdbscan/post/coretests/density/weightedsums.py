@@ -148,6 +148,7 @@ _ROWS_PER_KEY = 8
 def _compiled_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeights, query) -> np.ndarray:
     """:func:`_sparse_run_sums` from 3-D up by the compiled kernel: the same
     terms in the same order (2-D never loads the compiler)."""
+    # lazy: numba loads only where a kernel runs (never on a 2-D fit)
     from .compiled import row_index, run_sums
 
     off = weights.offsets
