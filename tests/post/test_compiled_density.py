@@ -132,12 +132,12 @@ def test_the_float_product_division_is_floor_division():
             assert _div(x, m, 1.0 / m) == x // m
 
 
-def test_from_3d_the_compiled_cover_takes_universes_beyond_the_numpy_table(monkeypatch):
+def test_from_4d_the_compiled_cover_takes_universes_beyond_the_numpy_table(monkeypatch):
     """The slab pass holds 3R + 2 slabs, not the universe: above the numpy
     table's limit it still bounds (where the candidates' exact sums would
-    read more cells), the same values as below it; 2-D keeps the limit."""
-    hist = _release("sparse", 3, 9, True, 5)
-    w = ball_weights(3, 4.0, 1)
+    read more cells), the same values as below it; 2-D and 3-D keep the limit."""
+    hist = _release("sparse", 4, 7, True, 5)
+    w = ball_weights(4, 4.0, 1)
     cand = hist.released_keys
     R = int(np.abs(w.offsets).max())
     cells = math.prod(s + 2 * R + 1 for s in hist.grid.shape)
@@ -148,8 +148,36 @@ def test_from_3d_the_compiled_cover_takes_universes_beyond_the_numpy_table(monke
     assert below is not None and above is not None and np.array_equal(above, below)
     monkeypatch.setattr(cover_mod, "MAX_TABLE_CELLS", cells // 32)
     assert cover_mod.cover_sums(hist, cand, w) is None
-    flat = _release("sparse", 2, 30, True, 6)
-    w2 = ball_weights(2, 4.0, 1)
-    R2 = int(np.abs(w2.offsets).max())
-    monkeypatch.setattr(cover_mod, "MAX_TABLE_CELLS", math.prod(s + 2 * R2 + 1 for s in flat.grid.shape) - 1)
-    assert cover_mod.cover_sums(flat, flat.released_keys, w2) is None
+    for d, side in ((2, 30), (3, 9)):
+        low = _release("sparse", d, side, True, 6)
+        wl = ball_weights(d, 4.0, 1)
+        Rl = int(np.abs(wl.offsets).max())
+        monkeypatch.setattr(
+            cover_mod, "MAX_TABLE_CELLS", math.prod(s + 2 * Rl + 1 for s in low.grid.shape) - 1
+        )
+        assert cover_mod.cover_sums(low, low.released_keys, wl) is None
+
+
+THREE_D_FIT = """
+import sys, warnings
+import numpy as np
+from dpdbscan import DPDBSCAN
+warnings.simplefilter("ignore")
+rng = np.random.default_rng(0)
+X = np.clip(rng.normal(0.5, 0.05, (4000, 3)), 0, 1)
+for histogram in ("sparse", "dense"):
+    est = DPDBSCAN(0.03, min_samples=10, epsilon=1.0, bounds=(0.0, 1.0), random_state=0, histogram=histogram)
+    est.fit(X).predict(X)
+print("numba" in sys.modules)
+"""
+
+
+def test_a_three_dimensional_fit_never_imports_numba():
+    """Below COMPILED_FROM_D the numpy steps run: a 3-D command does not pay
+    numba's import and first dispatch."""
+    import subprocess
+    import sys
+
+    assert cover_mod.COMPILED_FROM_D == 4
+    out = subprocess.run([sys.executable, "-c", THREE_D_FIT], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,4 +1,5 @@
-"""Compiled kernels of the density test from 3-D up.
+"""Compiled kernels of the density test from 4-D up (:data:`.cover.COMPILED_FROM_D`;
+the kernels themselves take any d >= 2, and the tests run them from 3-D).
 
 :func:`staged_cover`, the box cover of :mod:`.cover`: one pass over the universe in
 slabs (the cells sharing their first coordinate), holding only the 2R + 1

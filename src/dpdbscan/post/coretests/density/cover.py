@@ -126,7 +126,13 @@ def shell_cover(
 #: Cells of the padded universe up to which :func:`cover_sums` holds its
 #: summed-area table (int32 or float64: at most 256 MB).
 MAX_TABLE_CELLS = 1 << 25
-#: From 3-D up the compiled pass holds 3R + 2 slabs, not the universe: it
+#: The dimension from which the density test's numpy steps give way to the
+#: compiled kernels of :mod:`.compiled`. In 3-D the numpy table is within
+#: 10% of the kernel on the benchmark's points, and numba's import and first
+#: dispatch (0.4-1.3 s per process, more memory) would fall on every 3-D
+#: command; 2-D must never load it.
+COMPILED_FROM_D = 4
+#: From 4-D up the compiled pass holds 3R + 2 slabs, not the universe: it
 #: takes universes up to this many times :data:`MAX_TABLE_CELLS` where the
 #: candidates' exact sums would read more cells (a public cost model: about
 #: one table cell per gather, 4-D at eps = 0.02 has 1.2e8 cells against
@@ -146,7 +152,7 @@ def cover_sums(
     """The bound of this module (:func:`shell_cover` of the weights' kernel)
     at each candidate key of a release: every box sum is 2^d corners of one
     summed-area table of the universe padded by R. None when that table
-    would hold more than :data:`MAX_TABLE_CELLS` cells (from 3-D up: see
+    would hold more than :data:`MAX_TABLE_CELLS` cells (from 4-D up: see
     :data:`COMPILED_TABLE_FACTOR`).
 
     The table holds the positive parts of the values: with W >= 0,
@@ -166,7 +172,7 @@ def cover_sums(
     grid = hist.grid
     R = max(int(weights.offsets.max()), -int(weights.offsets.min())) if weights.offsets.size else 0
     shape = tuple(s + 2 * R + 1 for s in grid.shape)
-    compiled = grid.d >= 3 and not grid.wide
+    compiled = grid.d >= COMPILED_FROM_D and not grid.wide
     cells = math.prod(shape)
     if cells > MAX_TABLE_CELLS and not (
         compiled
@@ -206,7 +212,7 @@ def _numpy_cover(
     threshold: float | None,
 ) -> np.ndarray:
     """:func:`cover_sums` from one summed-area table of the padded universe
-    (2-D, which never loads the compiler, and wide keys)."""
+    (below :data:`COMPILED_FROM_D`, which never load the compiler, and wide keys)."""
     grid = hist.grid
     values = hist.values
     shape = tuple(s + 2 * R + 1 for s in grid.shape)
@@ -241,10 +247,9 @@ def _compiled_cover(
     total: float,
     threshold: float | None,
 ) -> np.ndarray:
-    """:func:`cover_sums` from 3-D up by the compiled slab pass of
+    """:func:`cover_sums` from 4-D up by the compiled slab pass of
     :mod:`.compiled` (the summed-area table of the whole padded universe
-    and its 2^d corner gathers per box cost far more in memory traffic; 2-D
-    fits keep the numpy path, they never load the compiler)."""
+    and its 2^d corner gathers per box cost far more in memory traffic)."""
     # lazy: numba loads only where a kernel runs (never on a 2-D fit)
     from .compiled import as_table_values, staged_cover
 
@@ -383,5 +388,6 @@ __all__ = [
     "cover_pays",
     "MAX_TABLE_CELLS",
     "COMPILED_TABLE_FACTOR",
+    "COMPILED_FROM_D",
     "MAX_SLAB_CELLS",
 ]

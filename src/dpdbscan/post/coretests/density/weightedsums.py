@@ -10,6 +10,7 @@ import numpy as np
 from ....cells.grid import Grid, lookup, offset_runs
 from ....cells.histogram import NoisyHistogram
 from ...sums import group_starts, run_pairs
+from .cover import COMPILED_FROM_D
 from .weights import BallWeights
 
 
@@ -91,13 +92,13 @@ def _sparse_run_sums(grid: Grid, rkeys, rvals, weights: BallWeights, query) -> n
     if rkeys.size == 0:
         return out
     rvals = rvals.astype(np.float64)
-    if grid.d >= 3:
+    if grid.d >= COMPILED_FROM_D:
         return _compiled_run_sums(grid, rkeys, rvals, weights, query)
     return _numpy_run_sums(grid, rkeys, rvals, weights, query)
 
 
 def _numpy_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeights, query) -> np.ndarray:
-    """:func:`_sparse_run_sums` in numpy (2-D, which never loads the compiler):
+    """:func:`_sparse_run_sums` in numpy (below :data:`~.cover.COMPILED_FROM_D`):
     pairs from shifted grids, dense gathers or two searches per run."""
     n_pos = len(weights.positions)
     out = np.zeros((query.size, n_pos))
@@ -146,8 +147,8 @@ _ROWS_PER_KEY = 8
 
 
 def _compiled_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeights, query) -> np.ndarray:
-    """:func:`_sparse_run_sums` from 3-D up by the compiled kernel: the same
-    terms in the same order (2-D never loads the compiler)."""
+    """:func:`_sparse_run_sums` from :data:`~.cover.COMPILED_FROM_D` up by the
+    compiled kernel: the same terms in the same order."""
     # lazy: numba loads only where a kernel runs (never on a 2-D fit)
     from .compiled import row_index, run_sums
 
