@@ -181,3 +181,22 @@ def test_a_three_dimensional_fit_never_imports_numba():
     assert cover_mod.COMPILED_FROM_D == 4
     out = subprocess.run([sys.executable, "-c", THREE_D_FIT], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_dense_sums_gather_the_same_matrix_as_numpy():
+    """From 4-D up the dense sums gather their matrix compiled; the product
+    after it is numpy's, so the sums are those of numpy's fancy index."""
+    from dpdbscan.post.coretests.density import weighted_sums_at
+
+    hist = _release("dense", 4, 7, False, 9)
+    g = hist.grid
+    w = ball_weights(4, 4.0, 2)
+    keys = np.sort(np.random.default_rng(1).choice(g.encode(g.all_coords()), 500, replace=False))
+    R = max(int(np.abs(w.offsets).max()), 1)
+    P = np.zeros(tuple(s + 2 * R for s in g.shape))
+    P[tuple(slice(R, R + s) for s in g.shape)] = hist.values
+    strides = np.array(P.strides, dtype=np.int64) // P.itemsize
+    base = (g.decode(keys) + R) @ strides
+    G = P.ravel()[base[:, None] + (w.offsets @ strides)[None, :]]
+    oracle = np.matmul(G, np.ascontiguousarray(w.W.T))
+    assert np.array_equal(weighted_sums_at(hist, w, keys), oracle)

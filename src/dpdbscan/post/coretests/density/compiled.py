@@ -272,9 +272,19 @@ def run_sums(rkeys, rvals, query, run_delta, run_lo, run_hi, run_first, cols, Wt
                 out[i, r] += acc[r]
 
 
+@kernel
+def gather_rows(flat, base, deltas, G):
+    """``G[i, j] = flat[base[i] + deltas[j]]``: the dense release's values
+    around each candidate, the matrix the weights multiply."""
+    for i in range(base.size):
+        b = base[i]
+        for j in range(deltas.size):
+            G[i, j] = flat[b + deltas[j]]
+
+
 def as_table_values(values: np.ndarray, exact: bool) -> np.ndarray:
     """The values in the dtype the kernel sums them in."""
     return np.asarray(values, dtype=np.int64 if exact else np.float64)
 
 
-__all__ = ["staged_cover", "as_table_values", "row_index", "run_sums"]
+__all__ = ["staged_cover", "as_table_values", "row_index", "run_sums", "gather_rows"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -63,9 +64,19 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
         deltas = weights.offsets @ strides
         flat = P.ravel()
         step = _rows_per_block(deltas.size)
+        gather: Callable[..., None] | None = None
+        if grid.d >= COMPILED_FROM_D:
+            # lazy: numba loads only where a kernel runs (never on a 2-D fit)
+            from .compiled import gather_rows as gather
         for a in range(0, n, step):
             base = (grid.decode(keys[a : a + step]) + R) @ strides
-            G = flat[base[:, None] + deltas[None, :]]
+            if gather is None:
+                G = flat[base[:, None] + deltas[None, :]]
+            else:
+                # the same matrix in one compiled pass (numpy's fancy index
+                # builds the index matrix first); the same product after it
+                G = np.empty((base.size, deltas.size))
+                gather(flat, base, deltas, G)
             np.matmul(G, Wt, out=out[a : a + step])
         return out
     if grid.wide:
