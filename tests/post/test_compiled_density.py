@@ -200,3 +200,20 @@ def test_the_dense_sums_gather_the_same_matrix_as_numpy():
     G = P.ravel()[base[:, None] + (w.offsets @ strides)[None, :]]
     oracle = np.matmul(G, np.ascontiguousarray(w.W.T))
     assert np.array_equal(weighted_sums_at(hist, w, keys), oracle)
+
+
+def test_keys_beyond_the_grid_get_no_bound_not_garbage():
+    """Keys in the key space's padding (a coordinate at the shape) bound
+    nothing: +inf, never a value read off the end of a table."""
+    hist = _release("sparse", 4, 7, True, 11)
+    g = hist.grid
+    w = ball_weights(4, 4.0, 1)
+    R, covers = _covers(w, None)
+    inside = g.encode(np.array([[1, 2, 3, 4], [3, 3, 3, 3]]))
+    beyond = g.encode(np.array([[2, g.shape[1], 0, 0], [g.shape[0], 0, 0, 0]]))
+    cand = np.concatenate([inside, beyond])
+    mine = np.zeros(cand.size)
+    total = float(hist.values.sum())
+    out = cover_mod._compiled_cover(hist, cand, mine, covers, R, True, total, None)
+    oracle = cover_mod._numpy_cover(hist, inside, mine[:2], covers, R, True, total, None)
+    assert np.allclose(out[:2], oracle, rtol=1e-12) and np.all(np.isinf(out[2:]))

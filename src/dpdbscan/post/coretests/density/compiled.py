@@ -163,7 +163,7 @@ def staged_cover(
     for b in range(nbox):
         for c in range(ncorner):
             corner[b, c] = box_h0[b] * size + box_deltas[b, c]
-    out = np.empty(cand.size)
+    out = np.full(cand.size, np.inf)  # (keys beyond the grid keep no bound)
     box = np.empty(nbox)
     stamp = np.full(nbox, -1, np.int64)
     q = 0
@@ -186,10 +186,16 @@ def staged_cover(
         while q < cand.size and cand[q] < top:
             rem = cand[q] - i * key_strides[0]
             base = 0
+            outside = False
             for a in range(1, d):
                 x = _div(rem, key_strides[a], inv[a])
                 rem -= x * key_strides[a]
                 base += (x + R + 1) * pstrides[a]
+                if x >= shape[a]:
+                    outside = True
+            if outside:  # no cell of the grid: no bound (numpy would raise)
+                q += 1
+                continue
             mine = own[q] if own[q] > 0 else 0.0
             for s in range(nst):
                 acc = c0[s] * mine
