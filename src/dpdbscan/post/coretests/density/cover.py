@@ -26,10 +26,12 @@ cube (and >= 0 off the ball). On a non-negative release
           <= c_0 x~_X + sum_r c_r C_r(X) + b_r sum_k B_{k,r}(X),
 
 a handful of box sums per cell, read from one summed-area table of the
-universe (:func:`cover_sums`). In 4-D the bound's expected value over
-uniform noise is 156 cells' worth (the kernel's 79) instead of 625. It is post-processing
-of the release and public constants (the weights) only: cells it rules out
-fail the exact test anyway, so the release's core cells are unchanged.
+universe (:func:`cover_sums`; from 4-D up, the compiled pass of
+:mod:`.compiled` holds only the slabs of the table a candidate reaches).
+In 4-D the bound's expected value over uniform noise is 156 cells' worth
+(the kernel's 79) instead of 625. It is post-processing of the release and
+public constants (the weights) only: cells it rules out fail the exact test
+anyway, so the release's core cells are unchanged.
 """
 
 from __future__ import annotations
