@@ -105,24 +105,24 @@ def _add_behind(out, lo, hi, st):
 
 @kernel
 def staged_cover(
-    dense,
-    keys,
-    vals,
-    shape,
-    key_strides,
-    R,
-    cand,
-    own,
-    box_h0,
-    box_deltas,
-    signs,
-    coef,
-    c0,
-    slack,
-    thr,
-    ring,
-    A,
-):
+    dense: bool,
+    keys: np.ndarray,
+    vals: np.ndarray,
+    shape: np.ndarray,
+    key_strides: np.ndarray,
+    R: int,
+    cand: np.ndarray,
+    own: np.ndarray,
+    box_h0: np.ndarray,
+    box_deltas: np.ndarray,
+    signs: np.ndarray,
+    coef: np.ndarray,
+    c0: np.ndarray,
+    slack: np.ndarray,
+    thr: float,
+    ring: np.ndarray,
+    A: np.ndarray,
+) -> np.ndarray:
     """The staged bound at each sorted candidate key (see the module).
 
     ``box_h0[b]``, ``box_deltas[b]``: box b's half-width along the first axis
@@ -217,7 +217,7 @@ def staged_cover(
 
 
 @kernel
-def row_index(keys, row_stride, n_rows):
+def row_index(keys: np.ndarray, row_stride: int, n_rows: int) -> np.ndarray:
     """``starts[r]``: the first of the sorted ``keys`` in row r (key //
     row_stride), r = 0..n_rows (the last is keys.size)."""
     starts = np.empty(n_rows + 1, np.int64)
@@ -231,7 +231,20 @@ def row_index(keys, row_stride, n_rows):
 
 
 @kernel
-def run_sums(rkeys, rvals, query, run_delta, run_lo, run_hi, run_first, cols, Wt, row_stride, starts, out):
+def run_sums(
+    rkeys: np.ndarray,
+    rvals: np.ndarray,
+    query: np.ndarray,
+    run_delta: np.ndarray,
+    run_lo: np.ndarray,
+    run_hi: np.ndarray,
+    run_first: np.ndarray,
+    cols: np.ndarray,
+    Wt: np.ndarray,
+    row_stride: int,
+    starts: np.ndarray,
+    out: np.ndarray,
+) -> None:
     """``out[i] = sum over runs j (in order) of sum over the released keys k
     in [query[i] + run_delta[j] + run_lo[j], ... + run_hi[j]] (in key order)
     of Wt[cols[run_first[j] + t]] * rvals[k]``, t = k - query[i] - run_delta[j]
@@ -279,7 +292,7 @@ def run_sums(rkeys, rvals, query, run_delta, run_lo, run_hi, run_first, cols, Wt
 
 
 @kernel
-def gather_rows(flat, base, deltas, G):
+def gather_rows(flat: np.ndarray, base: np.ndarray, deltas: np.ndarray, G: np.ndarray) -> None:
     """``G[i, j] = flat[base[i] + deltas[j]]``: the dense release's values
     around each candidate, the matrix the weights multiply."""
     for i in range(base.size):
