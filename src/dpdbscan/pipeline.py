@@ -31,7 +31,7 @@ from .model.describe import swamped_min_samples
 from .model.guarantee import unit_noun
 from .model.record import SpanModel
 from .model.words import words_of
-from .params.specs import ReleaseSpec, SpanSpec
+from .params.specs import ReleaseSpec, Seed, SpanSpec
 from .plan.autoplan import Plan, place_candidates, place_extent
 from .plan.outlook import forecast
 from .plan.resolve import Resolved, resolve
@@ -42,7 +42,8 @@ from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
 from .release.bounding import count_distinct_units, factorize
-from .release.mechanism import release_choosing, release_histogram
+from .release.mechanism import release_choosing, release_count, release_histogram
+from .release.samplers.integers import SecureSource, SeededSource, make_source
 from .traces import Events, event_rows, group_codes, take_rows
 
 #: A delta within this factor of one over the number of units is "not far
@@ -112,6 +113,12 @@ def fit(
     accountant's check and before the mechanism reads a point (or the events
     are made); it may refuse by raising (a ledger's reservation,
     :meth:`dpdbscan.ledger.Ledger.reserve`).
+
+    The automatic mode without a guess of n (event level, outside
+    geographic mode) first makes a DP count of the points for a share of
+    the same budget (:data:`dpdbscan.plan.autoplan.COUNT_SHARE`) and sizes
+    its grid from it (:func:`dpdbscan.plan.autoplan.sized_n`); the
+    release's total (epsilon, delta), reserved and charged, is unchanged.
     """
     places = place_extent(dict(metadata or {}))
     r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1, places=places)
@@ -136,6 +143,16 @@ def fit(
             **(metadata or {}),
             "events": {**events.record(), **dict(metadata or {}).get("events", {})},
         }
+    random_state: Seed | SecureSource | SeededSource | None = r.random_state
+    if r.release.size_estimate is not None:
+        # the automatic mode's DP count of the points sizes the grid
+        # (plan.autoplan.sized_n); it spends its share of the stated budget,
+        # and its noise and the histogram's come from one source
+        stage("counting the points (a DP count that sizes the grid)")
+        source = make_source(random_state)
+        count = release_count(r.release.size_estimate, r.release.grid, X, backend=backend, source=source)
+        r = resolve(p, lower, upper, stacklevel=stacklevel + 1, places=places, size_estimate=count)
+        random_state = source
     if r.choices:
         stage("counting cells, adding noise and choosing k")
         made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
@@ -144,7 +161,7 @@ def fit(
         fc = forecast(r.release, r.spans)
     else:
         stage("counting cells and adding noise")
-        hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)
+        hist = release_histogram(r.release, X, backend=backend, random_state=random_state, units=units)
     if accountant is not None:
         charge(accountant, r.release, spend=True)
     note = _delta_note(units, r.release.noise.delta)
@@ -305,7 +322,16 @@ def _model_of(r: Resolved, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, *
     contribution bound and choice of k); ``fit``: the ``fit``, ``auto`` and
     ``metadata`` of :func:`~dpdbscan.model.build.model_of`."""
     rel = r.release
-    return model_of(hist, spans, spec, rho=rel.noise.rho, units=rel.units, unit_choice=rel.unit_choice, **fit)
+    return model_of(
+        hist,
+        spans,
+        spec,
+        rho=rel.noise.rho,
+        units=rel.units,
+        unit_choice=rel.unit_choice,
+        size_estimate=rel.size_estimate,
+        **fit,
+    )
 
 
 __all__ = ["fit"]

@@ -20,14 +20,14 @@ import numpy as np
 from ..cells import keys as cell_keys
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
-from ..params.specs import ReleaseSpec, Seed
+from ..params.specs import ReleaseSpec, Seed, SizeEstimate
 from . import unitchoice
 from .backends import Backend, resolve_backend
 from .backends.base import CellCounts, DenseBackend, PointsInput, UnitBackend, UnitChoiceBackend
 from .bounding import BoundingKey
 from .histograms import dense_histogram, sparse_histogram, stability_histogram
-from .histograms.countnoise import Noise, noise_of
-from .samplers.integers import Source, make_source
+from .histograms.countnoise import Noise, noise_at, noise_of
+from .samplers.integers import SecureSource, SeededSource, Source, make_source
 
 HISTOGRAMS = ("dense", "sparse", "stability")
 
@@ -41,7 +41,7 @@ def release_histogram(
     X: PointsInput,
     *,
     backend: Backend | str | None = None,
-    random_state: Seed | None = None,
+    random_state: Seed | SecureSource | SeededSource | None = None,
     units: Any = None,
 ) -> NoisyHistogram:
     """The DP histogram of the cell counts of ``X`` that ``spec`` describes.
@@ -100,6 +100,30 @@ def release_histogram(
                 )
             return dense_histogram(grid, counts, noise, source, *stated, z)
     return _release(spec, grid, _canonical(backend.count(grid, X)), noise, source, stated)
+
+
+def release_count(
+    size: SizeEstimate,
+    grid: Grid,
+    X: PointsInput,
+    *,
+    backend: Backend | str | None = None,
+    source: Source,
+) -> float:
+    """The automatic mode's DP count of the points (``size``, from
+    :func:`dpdbscan.plan.resolve.release_spec`): the rows the release on
+    ``grid``'s box will count (after the per-record rule) plus one draw of
+    the count's noise, at sensitivity 1 (each row is its own unit). Draws
+    from ``source`` before the histogram's noise, which the caller then
+    draws from the same source, so the two are independent. Counted on one
+    cell over the whole box: only the total is needed."""
+    backend = resolve_backend(backend)
+    side = float(np.max(grid.upper - grid.lower))
+    # a cell at least as wide as the box: eta eps / (4 sqrt d) >= side
+    whole = Grid(grid.lower, grid.upper, 4.0 * np.sqrt(grid.d) * side / grid.eta * 1.01, grid.eta)
+    n = int(np.sum(backend.count(whole, X).counts, dtype=np.int64))
+    z = noise_at(size.noise, size.scale).sample(source, 1)
+    return float(n + z[0])
 
 
 def release_choosing(
@@ -193,4 +217,4 @@ def _canonical(cells: CellCounts) -> CellCounts:
     return cells
 
 
-__all__ = ["HISTOGRAMS", "release_choosing", "release_histogram"]
+__all__ = ["HISTOGRAMS", "release_choosing", "release_count", "release_histogram"]
