@@ -31,7 +31,7 @@ from .model.describe import swamped_min_samples
 from .model.guarantee import unit_noun
 from .model.record import SpanModel
 from .model.words import words_of
-from .params.specs import ReleaseSpec, Seed, SpanSpec
+from .params.specs import ReleaseSpec, SpanSpec
 from .plan.autoplan import Plan, place_candidates, place_extent
 from .plan.outlook import forecast
 from .plan.resolve import Resolved, resolve
@@ -42,8 +42,7 @@ from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
 from .release.bounding import count_distinct_units, factorize
-from .release.mechanism import release_choosing, release_count, release_histogram
-from .release.samplers.integers import SecureSource, SeededSource, make_source
+from .release.mechanism import Randomness, release_choosing, release_count, release_histogram
 from .traces import Events, event_rows, group_codes, take_rows
 
 #: A delta within this factor of one over the number of units is "not far
@@ -143,16 +142,16 @@ def fit(
             **(metadata or {}),
             "events": {**events.record(), **dict(metadata or {}).get("events", {})},
         }
-    random_state: Seed | SecureSource | SeededSource | None = r.random_state
+    random_state: Randomness | None = r.random_state
     if r.release.size_estimate is not None:
         # the automatic mode's DP count of the points sizes the grid
         # (plan.autoplan.sized_n); it spends its share of the stated budget,
         # and its noise and the histogram's come from one source
         stage("counting the points (a DP count that sizes the grid)")
-        source = make_source(random_state)
-        count = release_count(r.release.size_estimate, r.release.grid, X, backend=backend, source=source)
+        count, random_state = release_count(
+            r.release.size_estimate, r.release.grid, X, backend=backend, random_state=random_state
+        )
         r = resolve(p, lower, upper, stacklevel=stacklevel + 1, places=places, size_estimate=count)
-        random_state = source
     if r.choices:
         stage("counting cells, adding noise and choosing k")
         made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)

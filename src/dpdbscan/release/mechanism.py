@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -31,6 +31,10 @@ from .samplers.integers import SecureSource, SeededSource, Source, make_source
 
 HISTOGRAMS = ("dense", "sparse", "stability")
 
+#: What a release draws its noise from: a seed (research), or a source
+#: already drawn from (the automatic mode's count, :func:`release_count`).
+Randomness: TypeAlias = Seed | SecureSource | SeededSource
+
 #: From this many cells on, a dense release draws its noise on a second
 #: thread while the points are counted.
 THREADED_NOISE_CELLS = 1 << 16
@@ -41,7 +45,7 @@ def release_histogram(
     X: PointsInput,
     *,
     backend: Backend | str | None = None,
-    random_state: Seed | SecureSource | SeededSource | None = None,
+    random_state: Randomness | None = None,
     units: Any = None,
 ) -> NoisyHistogram:
     """The DP histogram of the cell counts of ``X`` that ``spec`` describes.
@@ -108,22 +112,26 @@ def release_count(
     X: PointsInput,
     *,
     backend: Backend | str | None = None,
-    source: Source,
-) -> float:
+    random_state: Randomness | None = None,
+) -> tuple[float, SecureSource | SeededSource]:
     """The automatic mode's DP count of the points (``size``, from
     :func:`dpdbscan.plan.resolve.release_spec`): the rows the release on
     ``grid``'s box will count (after the per-record rule) plus one draw of
-    the count's noise, at sensitivity 1 (each row is its own unit). Draws
-    from ``source`` before the histogram's noise, which the caller then
-    draws from the same source, so the two are independent. Counted on one
-    cell over the whole box: only the total is needed."""
+    the count's noise, at sensitivity 1 (each row is its own unit).
+
+    Returns the count and the source it drew from, from which the caller
+    draws the histogram's noise next (``random_state`` of
+    :func:`release_histogram`): one stream, so the two are independent
+    (two sources of one seed would repeat each other). Counted on one cell
+    over the whole box: only the total is needed."""
     backend = resolve_backend(backend)
+    source = make_source(random_state)
     side = float(np.max(grid.upper - grid.lower))
     # a cell at least as wide as the box: eta eps / (4 sqrt d) >= side
     whole = Grid(grid.lower, grid.upper, 4.0 * np.sqrt(grid.d) * side / grid.eta * 1.01, grid.eta)
     n = int(np.sum(backend.count(whole, X).counts, dtype=np.int64))
     z = noise_at(size.noise, size.scale).sample(source, 1)
-    return float(n + z[0])
+    return float(n + z[0]), source
 
 
 def release_choosing(
@@ -217,4 +225,4 @@ def _canonical(cells: CellCounts) -> CellCounts:
     return cells
 
 
-__all__ = ["HISTOGRAMS", "release_choosing", "release_count", "release_histogram"]
+__all__ = ["HISTOGRAMS", "Randomness", "release_choosing", "release_count", "release_histogram"]
