@@ -357,3 +357,11 @@ def test_cli_fit_auto_and_info(tmp_path, capsys):
     assert f"MinPts = {m.spec.min_samples}" in info
     assert main(["info", str(tmp_path / "b.spans.json"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["auto"]["min_samples"] == m.spec.min_samples
+
+
+def test_the_forecast_says_the_automatic_mode_counts_the_points(capsys):
+    box = ["--bounds", "0", "0", "10", "8"]
+    assert main(["forecast", "--eps", "auto", "--min-samples", "auto", *box]) == 0
+    assert "count     : without --n-expected the fit first spends 1% of the budget" in capsys.readouterr().out
+    assert main(["forecast", "--eps", "auto", "--min-samples", "auto", "--n-expected", "3000", *box]) == 0
+    assert "DP count" not in capsys.readouterr().out
