@@ -51,7 +51,17 @@ from typing import Any
 import numpy as np
 
 from .data import data_dir
-from .synthetic_traces import START, City, box, generate, road_cells, to_lonlat, top_places
+from .synthetic_traces import (
+    START,
+    City,
+    box,
+    generate,
+    interval_tag,
+    parse_interval,
+    road_cells,
+    to_lonlat,
+    top_places,
+)
 
 METRIC = data_dir().parent / "tools" / "places_metric.py"  # beside the shared data
 UNIT = "taxi"
@@ -188,9 +198,15 @@ def series(traces: Path, out: Path, units: int, days: int, seed: int, per: str) 
 
 
 def run(
-    kind: str, units: int, days: int, interval: float, seed: int, root: Path, with_series: bool | str
+    kind: str,
+    units: int,
+    days: int,
+    interval: float | tuple[float, float],
+    seed: int,
+    root: Path,
+    with_series: bool | str,
 ) -> list:
-    tag = f"{kind}_u{units}_d{days}_i{interval:g}_s{seed}"
+    tag = f"{kind}_u{units}_d{days}_i{interval_tag(interval)}_s{seed}"
     out = root / tag
     if with_series == "only":  # the series of traces written before
         rows = []
@@ -325,7 +341,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--kind", choices=["taxi", "people"], default="taxi")
     ap.add_argument("--units", default="500", help="fleet sizes, comma-separated")
     ap.add_argument("--days", type=int, default=7)
-    ap.add_argument("--intervals", default="60,600", help="seconds between fixes, comma-separated")
+    ap.add_argument(
+        "--intervals",
+        default="60,600",
+        help="seconds between fixes, comma-separated; LO-HI: each unit its own, log-uniform (5-600)",
+    )
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--series", action="store_true", help="also --per day and --per week with a ledger")
     ap.add_argument("--series-only", action="store_true", help="only the series, of traces written before")
@@ -342,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     o.out.mkdir(parents=True, exist_ok=True)
     for units in (int(v) for v in o.units.split(",")):
-        for interval in (float(v) for v in o.intervals.split(",")):
+        for interval in (parse_interval(v) for v in o.intervals.split(",")):
             for seed in (int(v) for v in o.seeds.split(",")):
                 series_mode = "only" if o.series_only else o.series
                 run(o.kind, units, o.days, interval, seed, o.out, series_mode)
