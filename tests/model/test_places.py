@@ -185,9 +185,17 @@ def test_a_person_level_search_for_places_is_released_at_the_place_radius():
     # event level, or without the prior: the points-per-cell base as before
     plain = base(False, places=None).base_eps
     assert base(False).base_eps == base(True, places=None).base_eps == plain != person.base_eps
-    # the cap on cells still holds: a box too large for it is released coarser
+    # a box as wide as a region (195 km) keeps the place radius past the
+    # default cap on cells (2^20), up to the dense histogram's 2^23 cells
+    region = base(True, cells=1 << 20, hi=upper * 6.5)
+    assert region.base_eps == pytest.approx(top)
+    assert 1 << 20 < Grid(lower, upper * 6.5, top, 4.0).n_cells <= autoplan.PLACE_MAX_CELLS
+    # a box too large for that is released coarser, within the larger cap
     wide = base(True, cells=1 << 12, hi=upper * 100)
-    assert Grid(lower, upper * 100, wide.base_eps, 4.0).n_cells <= 1 << 12 and wide.base_eps > top
+    assert Grid(lower, upper * 100, wide.base_eps, 4.0).n_cells <= autoplan.PLACE_MAX_CELLS
+    assert wide.base_eps > top
+    huge = base(True, cells=1 << 26, hi=upper * 100)
+    assert Grid(lower, upper * 100, huge.base_eps, 4.0).n_cells <= 1 << 26 and huge.base_eps < wide.base_eps
 
 
 def test_person_level_places_in_the_automatic_mode(city):
