@@ -114,7 +114,7 @@ def test_a_week_of_500_taxis_at_epsilon_1():
 
 #: sampling intervals (s) of the small cities below: every 10 s, a minute, ten
 #: minutes, and each unit its own between 10 s and ten minutes
-RATES = [10.0, 60.0, 600.0, (10.0, 600.0)]
+RATES: list[float | tuple[float, float]] = [10.0, 60.0, 600.0, (10.0, 600.0)]
 
 
 @pytest.fixture(scope="module")
