@@ -351,6 +351,11 @@ def test_cli_fit_auto_and_info(tmp_path, capsys):
     assert abs(m.release.size_estimate.value - 2400) < 2_000
     sized = base_cells(1.0, n_expected=autoplan.sized_n(m.release.size_estimate.value))
     assert m.release.eps == autoplan.base_eps(*BOX, 4.0, sized)
+    # the same release as the estimator's at the same seed: the histogram's noise
+    # continues the count's stream (no noise drawn ahead from the stream's start)
+    est = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=0).fit(X).spans_
+    assert est.release.size_estimate == m.release.size_estimate
+    np.testing.assert_array_equal(est.predict(X), m.predict(X))
     assert main(["info", str(tmp_path / "b.spans.json")]) == 0
     info = capsys.readouterr().out
     assert "auto : eps and min_samples chosen from the release without labels" in info
