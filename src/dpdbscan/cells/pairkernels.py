@@ -33,7 +33,14 @@ from .._jit import kernel
 
 
 @kernel
-def bucket_layout(coords, axes, sides, low_of, strides, size):
+def bucket_layout(
+    coords: np.ndarray,
+    axes: np.ndarray,
+    sides: np.ndarray,
+    low_of: np.ndarray,
+    strides: np.ndarray,
+    size: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(start, order)``: a counting sort of the rows of ``coords`` by table
     entry (stable: rows of one entry keep their order). ``low_of[t, x]``:
     the bucket of coordinate x along ``axes[t]`` (x // ``sides[t]`` beyond
@@ -101,7 +108,7 @@ def _next(base, strides, u, ulo, uhi, e):
 
 
 @kernel
-def within(qp, pq, lanes):
+def within(qp: np.uint64, pq: np.uint64, lanes: np.ndarray) -> bool:
     """Whether the cells packed as ``qp`` and ``pq`` are within R of each
     other along every axis (``lanes`` as in the module's docstring)."""
     y = qp + lanes[1] - pq
@@ -168,7 +175,25 @@ def _hits(i, c, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high
 
 
 @kernel
-def box_pairs(qc, qk, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, order, half, p0, p1):
+def box_pairs(
+    qc: np.ndarray,
+    qk: np.ndarray,
+    sc: np.ndarray,
+    pk: np.ndarray,
+    R: int,
+    lanes: np.ndarray,
+    axes: np.ndarray,
+    sides: np.ndarray,
+    nb: np.ndarray,
+    strides: np.ndarray,
+    start: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    order: np.ndarray,
+    half: bool,
+    p0: int,
+    p1: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """Every (query row, indexed row) within R of each other along every
     axis, for the query rows ``p0 : p1`` of ``qc`` (packed ``qk``) against
     the laid-out cells ``sc`` (packed ``pk``; ``sc[p]`` is the cell of row
@@ -198,8 +223,25 @@ def box_pairs(qc, qk, sc, pk, R, lanes, axes, sides, nb, strides, start, low, hi
 
 @kernel
 def half_sums(
-    sc, pk, lin, vals, R, lanes, axes, sides, nb, strides, start, low, high, table, codes, weights, p0, p1
-):
+    sc: np.ndarray,
+    pk: np.ndarray,
+    lin: np.ndarray,
+    vals: np.ndarray,
+    R: int,
+    lanes: np.ndarray,
+    axes: np.ndarray,
+    sides: np.ndarray,
+    nb: np.ndarray,
+    strides: np.ndarray,
+    start: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    table: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray,
+    p0: int,
+    p1: int,
+) -> np.ndarray:
     """For the laid-out cells ``p0 : p1``, each pair with a later cell q within
     R along every axis, visited once: ``w(sc[q] - sc[p]) vals[q]`` added to
     p's sum and ``w(sc[p] - sc[q]) vals[p]`` to q's; returns the sums of every
@@ -253,27 +295,27 @@ def _weight(codes, weights, code):
 
 @kernel
 def offset_pairs(
-    qc,
-    qk,
-    ql,
-    sc,
-    pk,
-    lin,
-    R,
-    lanes,
-    axes,
-    sides,
-    nb,
-    strides,
-    start,
-    low,
-    high,
-    order,
-    table,
-    codes,
-    run_of,
-    n_keys,
-):
+    qc: np.ndarray,
+    qk: np.ndarray,
+    ql: np.ndarray,
+    sc: np.ndarray,
+    pk: np.ndarray,
+    lin: np.ndarray,
+    R: int,
+    lanes: np.ndarray,
+    axes: np.ndarray,
+    sides: np.ndarray,
+    nb: np.ndarray,
+    strides: np.ndarray,
+    start: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    order: np.ndarray,
+    table: np.ndarray,
+    codes: np.ndarray,
+    run_of: np.ndarray,
+    n_keys: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(qi, ri, pos)``: each query row, each indexed row at an offset of the
     set, and that offset's position in the sorted ``codes``; sorted by query
     row, then the offset's run (``run_of[pos]``), then indexed row.
