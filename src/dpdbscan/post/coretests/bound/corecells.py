@@ -22,6 +22,7 @@ from ....cells.histogram import NoisyHistogram
 from ....cells.subcells import SubcellLayout
 from ...pruning import core_candidates
 from ...sums import SumsAt, dense_candidates, dense_neighbour_sums, neighbourhood, sparse_neighbour_sums
+from .boundsums import run_sums
 
 
 def sum_threshold(
@@ -77,7 +78,10 @@ def core_cells(
 
 
 def _at_offsets(sums_at: SumsAt, offsets: np.ndarray, query: np.ndarray) -> np.ndarray:
-    return sums_at(query, offsets)
+    hist = sums_at.hist
+    if hist.kind == "dense":
+        return sums_at(query, offsets)
+    return run_sums(hist.grid, hist.released_keys, hist.values, query, offsets)
 
 
 def _below_all_sums(hist: NoisyHistogram, threshold: float) -> bool:
@@ -148,9 +152,7 @@ def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
             cand = neighbourhood(grid, heavy)
     else:
         cand = neighbourhood(grid, keys)
-    return _at_least(
-        cand, lambda q: sparse_neighbour_sums(grid, keys, vals, q, offsets), threshold, _query_chunk(hist)
-    )
+    return _at_least(cand, lambda q: run_sums(grid, keys, vals, q, offsets), threshold, _query_chunk(hist))
 
 
 _BUCKET_PRUNE_ABOVE = 4_000_000
