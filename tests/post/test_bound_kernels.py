@@ -127,5 +127,7 @@ def test_run_sums_take_any_offset_set():
     vals = rng.integers(0, 9, keys.size)
     kc, qc = grid.decode(keys), grid.decode(query)
     chosen = {tuple(o) for o in offsets.tolist()}
-    want = [sum(v for c, v in zip(kc.tolist(), vals) if tuple(np.subtract(c, q)) in chosen) for q in qc.tolist()]
+    want = [
+        sum(v for c, v in zip(kc.tolist(), vals) if tuple(np.subtract(c, q)) in chosen) for q in qc.tolist()
+    ]
     assert np.array_equal(run_sums(grid, keys, vals, query, offsets), np.array(want))
