@@ -9,12 +9,15 @@ values at an offset of the set, exactly for integers and bit for bit as
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
 from dpdbscan.cells.grid import Grid
 from dpdbscan.post.coretests.bound.boundmerge import block_offsets, merge_core_cells
 from dpdbscan.post.coretests.bound.boundsums import run_sums
+from dpdbscan.post.coretests.bound.triesums import box_sums_above, core_cells_by_boxes, trie_sums
 from dpdbscan.post.sums import sparse_neighbour_sums
 
 CASES = [(1, 4.0), (2, 4.0), (2, 2.0), (3, 4.0), (3, 8.0), (4, 4.0), (4, 2.0), (5, 4.0), (6, 8.0), (8, 16.0)]
@@ -131,3 +134,68 @@ def test_run_sums_take_any_offset_set():
         sum(v for c, v in zip(kc.tolist(), vals) if tuple(np.subtract(c, q)) in chosen) for q in qc.tolist()
     ]
     assert np.array_equal(run_sums(grid, keys, vals, query, offsets), np.array(want))
+
+
+@pytest.mark.parametrize("d, eta", CASES)
+def test_trie_sums_match_the_oracle_bit_for_bit(d, eta):
+    """The trie's walk adds the runs' differences in the runs' order."""
+    rng = np.random.default_rng(d * 11 + int(eta))
+    grid = Grid(np.zeros(d), np.ones(d), 0.3, eta)
+    for trial in range(3):
+        keys = _random_cells(rng, grid, int(rng.integers(1, 150)), clustered=trial % 2 == 0)
+        query = _random_cells(rng, grid, 60, clustered=trial % 2 == 1)
+        kc, qc = grid.decode(keys), grid.decode(query)
+        ints = rng.integers(0, 30, keys.size)
+        want = np.array([ints[_in_nb(grid, kc - q)].sum() for q in qc])
+        assert np.array_equal(trie_sums(grid, keys, ints, qc), want)
+        floats = rng.normal(3.0, 2.0, keys.size)
+        assert np.array_equal(
+            trie_sums(grid, keys, floats, qc), sparse_neighbour_sums(grid, keys, floats, query)
+        )
+
+
+def _box_oracle(grid: Grid, keys, vals, corners, side):
+    """Sum over the released cells within NB of some cell of each box."""
+    kc = grid.decode(keys)
+    out = []
+    steps = np.array(list(itertools.product(range(side), repeat=grid.d)), dtype=np.int64)
+    for c in corners:
+        near = np.zeros(keys.size, dtype=bool)
+        for s in steps:
+            near |= _in_nb(grid, kc - (c + s))
+        out.append(vals[near].sum())
+    return np.array(out)
+
+
+@pytest.mark.parametrize("d, eta", [(1, 4.0), (2, 4.0), (3, 2.0), (4, 4.0)])
+def test_box_sums_bound_every_cell_of_the_box(d, eta):
+    rng = np.random.default_rng(d)
+    grid = Grid(np.zeros(d), np.ones(d), 0.3, eta)
+    keys = _random_cells(rng, grid, 80, clustered=True)
+    vals = rng.integers(0, 9, keys.size)
+    for side in (2, 4):
+        corners = np.array(list(itertools.product(*(range(0, n, side) for n in grid.shape))), dtype=np.int64)
+        corners = corners.reshape(-1, d)
+        want = _box_oracle(grid, keys, vals, corners, side)
+        assert np.array_equal(trie_sums(grid, keys, vals, corners, side), want)
+        for floor in (1, 8, 20):
+            assert np.array_equal(box_sums_above(grid, keys, vals, side, floor), corners[want >= floor])
+
+
+@pytest.mark.parametrize("d, eta", [(1, 4.0), (2, 4.0), (3, 4.0), (4, 4.0), (5, 8.0)])
+def test_core_cells_by_boxes_are_every_cell_that_reaches_the_threshold(d, eta, monkeypatch):
+    from dpdbscan.post.coretests.bound import triesums
+
+    rng = np.random.default_rng(d + 50)
+    grid = Grid(np.zeros(d), np.ones(d), 0.3, eta)
+    every = grid.all_coords()
+    for first in (triesums.FIRST_BOXES, 1):  # one level, or every level from coarse boxes down
+        monkeypatch.setattr(triesums, "FIRST_BOXES", first)
+        for _trial in range(3):
+            keys = _random_cells(rng, grid, 150, clustered=True)
+            for vals in (rng.integers(0, 20, keys.size), rng.gamma(2.0, 3.0, keys.size)):
+                sums = sparse_neighbour_sums(grid, keys, vals, grid.encode(every))
+                for threshold in (5, 40, 120):
+                    got, got_sums = core_cells_by_boxes(grid, keys, vals, threshold)
+                    assert np.array_equal(got, grid.encode(every[sums >= threshold]))
+                    assert np.array_equal(got_sums, sums[sums >= threshold])
