@@ -49,28 +49,17 @@ BOX_CHUNK = 1 << 20
 def trie_sums(
     grid: Grid, keys: np.ndarray, values: np.ndarray, corners: np.ndarray, side: int = 1
 ) -> np.ndarray:
-    """Per row of ``corners`` (integer coordinates), the sum of the released
-    values (sorted int64 ``keys``) over the union of NB of the cells of the
-    box of ``side`` cells per axis at that corner: for ``side`` 1, the sum
-    over NB of that cell, as :func:`~dpdbscan.post.sums.sparse_neighbour_sums`
-    adds it."""
-    acc = np.int64 if values.dtype.kind in "iub" else np.float64
-    out = np.zeros(corners.shape[0], dtype=acc)
-    if keys.size == 0 or corners.shape[0] == 0:
-        return out
-    cs = np.zeros(values.size + 1, dtype=acc)
-    np.cumsum(values, out=cs[1:])
-    lim = _gap2_limit(grid.d, grid.eta)
-    if lim < 0:
-        return out
-    isq = np.array([math.isqrt(b) for b in range(lim + 1)], dtype=np.int64)
-    strides = np.array(
-        [grid.key_delta(np.eye(grid.d, dtype=np.int64)[i]) for i in range(grid.d)], dtype=np.int64
-    )
-    shape = np.array(grid.shape, dtype=np.int64)
-    _kernel()(
-        keys, cs, strides, shape, np.ascontiguousarray(corners, dtype=np.int64), int(side), int(lim), isq, out
-    )
+    """Per row of ``corners`` (integer coordinates in the grid), the sum of
+    the released values (sorted int64 ``keys``) over the union of NB of the
+    cells of the box of ``side`` cells per axis at that corner: for ``side``
+    1, the sum over NB of that cell, as
+    :func:`~dpdbscan.post.sums.sparse_neighbour_sums` adds it."""
+    corners = np.asarray(corners, dtype=np.int64).reshape(-1, grid.d)
+    at = grid.encode(corners)
+    order = np.argsort(at, kind="stable")
+    sums = line_sums(grid, keys, values, at[order], side)
+    out = np.empty_like(sums)
+    out[order] = sums
     return out
 
 
@@ -110,10 +99,41 @@ def core_cells_by_boxes(
 def exact_sums(grid: Grid, keys: np.ndarray, values: np.ndarray, cells: np.ndarray) -> np.ndarray:
     """Sums over NB at the sorted ``cells``, bit for bit as
     :func:`~dpdbscan.post.sums.sparse_neighbour_sums`: by the runs' walk
-    where NB has few runs (up to 5-D), else by the trie's."""
+    where NB has few runs (up to 5-D), else by the trie's, one walk per
+    line of cells (:func:`line_sums`)."""
     if sorted_runs(grid.offsets)[1].size and int(sorted_runs(grid.offsets)[1][-1]) < MAX_WALK_RUNS:
         return run_sums(grid, keys, values, cells)
-    return trie_sums(grid, keys, values, grid.decode(cells), 1)
+    return line_sums(grid, keys, values, cells, 1)
+
+
+def line_sums(
+    grid: Grid, keys: np.ndarray, values: np.ndarray, cells: np.ndarray, side: int = 1
+) -> np.ndarray:
+    """:func:`trie_sums` of the boxes at the sorted ``cells``, with one walk
+    of the first d - 1 axes for all the boxes of one line (they differ along
+    the last axis only, so they reach the same released lines with the same
+    budgets); each box then takes its own interval of each line reached, in
+    the same order as alone: the same additions."""
+    acc = np.int64 if values.dtype.kind in "iub" else np.float64
+    out = np.zeros(cells.size, dtype=acc)
+    lim = _gap2_limit(grid.d, grid.eta)
+    if keys.size == 0 or cells.size == 0 or lim < 0:
+        return out
+    cs = np.zeros(values.size + 1, dtype=acc)
+    np.cumsum(values, out=cs[1:])
+    isq = np.array([math.isqrt(b) for b in range(lim + 1)], dtype=np.int64)
+    eye = np.eye(grid.d, dtype=np.int64)
+    strides = np.array([grid.key_delta(eye[i]) for i in range(grid.d)], dtype=np.int64)
+    qc = grid.decode(cells)
+    new = np.ones(cells.size, dtype=bool)
+    if grid.d > 1:
+        new[1:] = np.any(qc[1:, :-1] != qc[:-1, :-1], axis=1)
+    else:
+        new[1:] = False
+    starts = np.append(np.flatnonzero(new), cells.size).astype(np.int64)
+    shape = np.array(grid.shape, dtype=np.int64)
+    _line_kernel()(keys, cs, strides, shape, qc, starts, int(side), int(lim), isq, out)
+    return out
 
 
 def box_sums_above(grid: Grid, keys: np.ndarray, values: np.ndarray, side: int, floor: float) -> np.ndarray:
@@ -135,6 +155,99 @@ def box_sums_above(grid: Grid, keys: np.ndarray, values: np.ndarray, side: int, 
     _scatter_kernel()(grid.decode(keys), values.astype(acc), int(side), int(lim), isq, nb, out)
     live = np.flatnonzero(out >= floor)
     return np.stack(np.unravel_index(live, tuple(nb)), axis=1).astype(np.int64) * side
+
+
+@functools.cache
+def _line_kernel():
+    """The compiled walk of the trie per line of query cells."""
+    from ...._jit import kernel
+
+    @kernel
+    def lower_bound(keys, lo, hi, target):
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if keys[mid] < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    @kernel
+    def walk_lines(keys, cs, strides, shape, qc, starts, side, lim, isq, out):
+        d = qc.shape[1]
+        n = keys.size
+        last = d - 1
+        lo = np.zeros(d, dtype=np.int64)
+        hi = np.zeros(d, dtype=np.int64)
+        base = np.zeros(d, dtype=np.int64)
+        used = np.zeros(d, dtype=np.int64)
+        cur = np.zeros(d, dtype=np.int64)
+        end = np.zeros(d, dtype=np.int64)
+        pos = np.zeros(d, dtype=np.int64)
+        for line in range(starts.size - 1):
+            first = starts[line]
+            stop = starts[line + 1]
+            k = 0
+            lo[0] = 0
+            hi[0] = n
+            base[0] = 0
+            used[0] = 0
+            entering = True
+            while k >= 0:
+                if entering:
+                    entering = False
+                    w = isq[lim - used[k]]
+                    if k == last:
+                        # each cell of the line: its interval of this released line
+                        i = lo[k]
+                        j = lo[k]
+                        for q in range(first, stop):
+                            x = qc[q, k]
+                            a = max(x - 1 - w, 0)
+                            b = min(x + side + w, shape[k] - 1)
+                            if a <= b:
+                                i = lower_bound(keys, i, hi[k], base[k] + a)
+                                if j < i:
+                                    j = i
+                                j = lower_bound(keys, j, hi[k], base[k] + b + 1)
+                                out[q] += cs[j] - cs[i]
+                        k -= 1
+                        continue
+                    x = qc[first, k]
+                    cur[k] = max(x - 1 - w, 0)
+                    end[k] = min(x + side + w, shape[k] - 1)
+                    pos[k] = lo[k]
+                if cur[k] > end[k]:
+                    k -= 1
+                    continue
+                v = cur[k]
+                cur[k] += 1
+                x = qc[first, k]
+                t = 0
+                if v < x - 1:
+                    t = (x - 1 - v) * (x - 1 - v)
+                elif v > x + side:
+                    t = (v - x - side) * (v - x - side)
+                cost = used[k] + t
+                if cost > lim:
+                    continue
+                b0 = base[k] + v * strides[k]
+                i = lower_bound(keys, pos[k], hi[k], b0)
+                if i == hi[k]:
+                    cur[k] = end[k] + 1
+                    continue
+                j = lower_bound(keys, i, hi[k], b0 + strides[k])
+                pos[k] = j
+                if i == j:
+                    continue
+                lo[k + 1] = i
+                hi[k + 1] = j
+                base[k + 1] = b0
+                used[k + 1] = cost
+                k += 1
+                entering = True
+
+    return walk_lines
 
 
 @functools.cache
@@ -187,93 +300,4 @@ def _scatter_kernel():
     return scatter
 
 
-@functools.cache
-def _kernel():
-    """The compiled trie walk (compiled at the first call, cached on disk)."""
-    from ...._jit import kernel
-
-    @kernel
-    def lower_bound(keys, lo, hi, target):
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if keys[mid] < target:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
-
-    @kernel
-    def term(v, x, side):
-        # squared distance of coordinate v to [x - 1, x + side]
-        if v < x - 1:
-            return (x - 1 - v) * (x - 1 - v)
-        if v > x + side:
-            return (v - x - side) * (v - x - side)
-        return 0
-
-    @kernel
-    def walk(keys, cs, strides, shape, corners, side, lim, isq, out):
-        d = corners.shape[1]
-        n = keys.size
-        lo = np.zeros(d, dtype=np.int64)
-        hi = np.zeros(d, dtype=np.int64)
-        base = np.zeros(d, dtype=np.int64)
-        used = np.zeros(d, dtype=np.int64)
-        cur = np.zeros(d, dtype=np.int64)
-        end = np.zeros(d, dtype=np.int64)
-        pos = np.zeros(d, dtype=np.int64)
-        last = d - 1
-        for q in range(corners.shape[0]):
-            acc = out[q]
-            k = 0
-            lo[0] = 0
-            hi[0] = n
-            base[0] = 0
-            used[0] = 0
-            entering = True
-            while k >= 0:
-                if entering:
-                    entering = False
-                    w = isq[lim - used[k]]
-                    x = corners[q, k]
-                    a = max(x - 1 - w, 0)
-                    b = min(x + side + w, shape[k] - 1)
-                    if k == last:
-                        if a <= b:
-                            i = lower_bound(keys, lo[k], hi[k], base[k] + a * strides[k])
-                            j = lower_bound(keys, i, hi[k], base[k] + (b + 1) * strides[k])
-                            acc += cs[j] - cs[i]
-                        k -= 1
-                        continue
-                    cur[k] = a
-                    end[k] = b
-                    pos[k] = lo[k]
-                if cur[k] > end[k]:
-                    k -= 1
-                    continue
-                v = cur[k]
-                cur[k] += 1
-                cost = used[k] + term(v, corners[q, k], side)
-                if cost > lim:
-                    continue
-                b0 = base[k] + v * strides[k]
-                i = lower_bound(keys, pos[k], hi[k], b0)
-                if i == hi[k]:
-                    cur[k] = end[k] + 1
-                    continue
-                j = lower_bound(keys, i, hi[k], b0 + strides[k])
-                pos[k] = j
-                if i == j:
-                    continue
-                lo[k + 1] = i
-                hi[k + 1] = j
-                base[k + 1] = b0
-                used[k + 1] = cost
-                k += 1
-                entering = True
-            out[q] = acc
-
-    return walk
-
-
-__all__ = ["trie_sums", "core_cells_by_boxes"]
+__all__ = ["trie_sums", "line_sums", "core_cells_by_boxes", "box_sums_above"]
