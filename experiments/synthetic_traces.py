@@ -221,10 +221,10 @@ class Places:
     def __len__(self) -> int:
         return len(self.kind)
 
-    def spot(self, rng: np.random.Generator, i: int) -> np.ndarray:
+    def spot(self, rng: np.random.Generator, i: int) -> tuple[float, float]:
         """A uniform point of place i (where a unit stands in it)."""
-        a, r = rng.uniform(0, 2 * math.pi), self.radius[i] * math.sqrt(rng.uniform())
-        return self.centre[i] + r * np.array([math.cos(a), math.sin(a)])
+        a, r = rng.uniform(0, 2 * math.pi), float(self.radius[i]) * math.sqrt(rng.uniform())
+        return (float(self.centre[i, 0]) + r * math.cos(a), float(self.centre[i, 1]) + r * math.sin(a))
 
 
 def _clear(c: np.ndarray, r: float, centres: list, radii: list) -> bool:
@@ -247,6 +247,8 @@ class City:
     stays: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
     #: every pick-up (boarding): unit, place, time, x, y (km)
     pickups: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
+    #: each unit's sampling interval (s, before jitter)
+    interval: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def write(self, out: Path, unit_column: str = "taxi") -> Path:
         """traces.parquet (x, y, <unit>, time, occupied), places.csv, stays.csv, pickups.csv."""
@@ -279,51 +281,63 @@ class City:
         return out / "traces.parquet"
 
 
+#: walking pace off the road (km/s), from the road to a spot in a place and back
+WALK = 15 / 3600
+
+
 class _Trace:
-    """One unit's piecewise-linear trajectory: vertices (time, x, y, status)."""
+    """One unit's piecewise-linear trajectory: vertices (time, x, y, status),
+    the status of a vertex being that of the leg from it on. Plain lists,
+    extended a path at a time: a week of thousands of units is generated in
+    a minute or so."""
 
     def __init__(self, t: float, p: np.ndarray) -> None:
-        self.t: list[np.ndarray] = [np.array([t])]
-        self.p: list[np.ndarray] = [p[None, :]]
-        self.s: list[np.ndarray] = [np.zeros(1)]
+        self.T: list[float] = [t]
+        self.X: list[float] = [float(p[0])]
+        self.Y: list[float] = [float(p[1])]
+        self.S: list[int] = [0]
         self.now = t
-        self.pos = p
+        self.pos = (float(p[0]), float(p[1]))
         self.unit, self.node = 0, 0
         self.router: _Router
         self.rng: np.random.Generator
         self.stays: list[tuple] = []
 
-    def go(self, P: np.ndarray, dt: np.ndarray, status: int) -> None:
-        """Move through points P (the first is where it is) taking dt seconds per leg."""
-        if len(P) < 2:
-            return
-        tt = self.now + np.cumsum(dt)
-        self.t.append(tt)
-        self.p.append(P[1:])
-        self.s[-1][-1] = status  # the leg from the last vertex on
-        self.s.append(np.full(len(tt), status, float))
-        self.now, self.pos = float(tt[-1]), P[-1]
-
     def stay(self, seconds: float, status: int) -> None:
-        self.go(np.vstack([self.pos, self.pos]), np.array([seconds]), status)
+        self.S[-1] = status
+        self.now += seconds
+        self.T.append(self.now)
+        self.X.append(self.pos[0])
+        self.Y.append(self.pos[1])
+        self.S.append(status)
 
-    def drive(self, to_node: int, status: int, spot: np.ndarray, speed: float) -> None:
+    def drive(self, to_node: int, status: int, spot: tuple[float, float] | np.ndarray, speed: float) -> None:
         """Along the roads from where it is to ``to_node``, then to ``spot``
         (walking pace off the road), sometimes waiting in a jam on the way."""
-        P, dt = self.router.path(self.node, to_node)
-        P = np.vstack([self.pos, P, spot])
-        dt = np.r_[np.hypot(*(P[1] - P[0])) / (15 / 3600), dt / speed]
-        dt = np.r_[dt, np.hypot(*(P[-1] - P[-2])) / (15 / 3600)] + 1e-3
-        if len(P) > 8 and self.rng.uniform() < 0.15:  # a jam on the way
-            k = int(self.rng.integers(2, len(P) - 2))
-            self.go(P[: k + 1], dt[:k], status)
-            t0 = self.now
-            self.stay(self.rng.uniform(180, 480), status)
-            self.stays.append((self.unit, JAM, t0, self.now, *self.pos))
-            self.go(P[k:], dt[k:], status)
-        else:
-            self.go(P, dt, status)
-        self.node = to_node
+        P, ct, X, Y = self.router.path(self.node, to_node)
+        px, py = self.pos
+        sx, sy = float(spot[0]), float(spot[1])
+        # each leg takes its time plus a millisecond (no two vertices at one time)
+        t0 = self.now + math.hypot(P[0, 0] - px, P[0, 1] - py) / WALK + 1e-3
+        t = t0 + ct / speed + 1e-3 * np.arange(len(P))
+        t_end = float(t[-1]) + math.hypot(sx - P[-1, 0], sy - P[-1, 1]) / WALK + 1e-3
+        T = t.tolist()
+        if len(P) + 2 > 8 and self.rng.uniform() < 0.15:  # a jam on the way, at a road node
+            j = int(self.rng.integers(2, len(P))) - 1
+            jam = self.rng.uniform(180, 480)
+            self.stays.append((self.unit, JAM, T[j], T[j] + jam, X[j], Y[j]))
+            T = T[: j + 1] + [v + jam for v in T[j:]]
+            X, Y = X[: j + 1] + X[j:], Y[: j + 1] + Y[j:]
+            t_end += jam
+        self.S[-1] = status
+        self.T += T
+        self.T.append(t_end)
+        self.X += X
+        self.X.append(sx)
+        self.Y += Y
+        self.Y.append(sy)
+        self.S += [status] * (len(T) + 1)
+        self.now, self.pos, self.node = t_end, (sx, sy), to_node
 
     def dwell(self, place: int, seconds: float, status: int) -> None:
         """Stay at a place (recorded in the truth)."""
@@ -332,7 +346,7 @@ class _Trace:
         self.stays.append((self.unit, place, t0, self.now, *self.pos))
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return np.concatenate(self.t), np.concatenate(self.p), np.concatenate(self.s)
+        return np.array(self.T), np.column_stack([self.X, self.Y]), np.array(self.S, dtype=float)
 
 
 class _Router:
@@ -343,11 +357,12 @@ class _Router:
 
         self.roads = roads
         self.sources = {int(s): i for i, s in enumerate(sources)}
-        _, self.pred = dijkstra(roads.graph, indices=sources, return_predecessors=True)
-        self.cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self.dist, self.pred = dijkstra(roads.graph, indices=sources, return_predecessors=True)
+        self.cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, list[float], list[float]]] = {}
 
-    def path(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """(points km, seconds per leg) from node a to node b; one of them a source."""
+    def path(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray, list[float], list[float]]:
+        """(points km, cumulative seconds from the first, and the points' x and
+        y as lists) from node a to node b; one of them a source."""
         key = (a, b)
         if key in self.cache:
             return self.cache[key]
@@ -359,27 +374,43 @@ class _Router:
             ids.append(int(row[ids[-1]]))
         ids = ids if flip else ids[::-1]
         idx = np.array(ids)
-        g = self.roads.graph
-        legs = g[idx[:-1], idx[1:]]
-        dt = np.asarray(legs.toarray() if hasattr(legs, "toarray") else legs, dtype=float).ravel()
-        out = (self.roads.nodes[idx], dt)
+        d = self.dist[self.sources[s], idx]  # times from the source along its shortest path
+        ct = d[0] - d if flip else d
+        P = self.roads.nodes[idx]
+        out = (P, ct, P[:, 0].tolist(), P[:, 1].tolist())
         self.cache[key] = out
         return out
+
+
+def unit_intervals(units: int, interval: float | tuple[float, float], seed: int) -> np.ndarray:
+    """Each unit's sampling interval (s): ``interval`` for all, or for a
+    range (lo, hi) one drawn per unit log-uniformly (as fleets mix devices:
+    a fix every few seconds on some, every few minutes on most), from a
+    stream of its own so a fixed interval leaves the traces as they were."""
+    if isinstance(interval, tuple):
+        lo, hi = interval
+        if not 0 < lo <= hi:
+            raise ValueError(f"an interval range needs 0 < lo <= hi, got {interval}")
+        u = np.random.default_rng([seed, 1]).uniform(size=units)
+        return np.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))
+    return np.full(units, float(interval))
 
 
 def generate(
     units: int = 200,
     days: int = 7,
-    interval: float = 60.0,
+    interval: float | tuple[float, float] = 60.0,
     seed: int = 0,
     kind: str = "taxi",
     noise_m: float = 8.0,
 ) -> City:
     """A city, its units' traces sampled every ``interval`` seconds (jittered,
-    with gaps, with GPS noise) over ``days`` days, and the truth."""
+    with gaps, with GPS noise; a range (lo, hi): each unit its own interval,
+    :func:`unit_intervals`) over ``days`` days, and the truth."""
     if kind not in ("taxi", "people"):
         raise ValueError(f"kind must be taxi or people, got {kind!r}")
     rng = np.random.default_rng(seed)
+    every = unit_intervals(units, interval, seed)
     roads = Roads.build(rng)
     places = Places.build(rng, roads)
     home_nodes = rng.choice(len(roads.nodes), size=units)
@@ -388,6 +419,17 @@ def generate(
     p = places.weight / places.weight.sum()
     ranks = np.flatnonzero([k in ("airport", "station", "mall") for k in places.kind])
     pr = p[ranks] / p[ranks].sum()
+    # rng.choice(n, p=q) draws one rng.random() into q's normalised cumulative sum:
+    # the same draws, without its per-call checks
+    cdf, cdf_r = p.cumsum(), pr.cumsum()
+    cdf, cdf_r = cdf / cdf[-1], cdf_r / cdf_r[-1]
+
+    def pick() -> int:
+        return int(cdf.searchsorted(rng.random(), side="right"))
+
+    def pick_rank() -> int:
+        return int(ranks[cdf_r.searchsorted(rng.random(), side="right")])
+
     smalls = np.flatnonzero([k == "small" for k in places.kind])
     home_on = rng.uniform(size=units) < 0.5
     cols: list[list[np.ndarray]] = [[], [], [], [], []]
@@ -413,12 +455,12 @@ def generate(
                 speed = rng.uniform(0.6, 1.1)
                 if kind == "taxi":
                     if rng.uniform() < 0.35:
-                        a = int(rng.choice(ranks, p=pr))
+                        a = pick_rank()
                         drive(int(places.node[a]), 0, places.spot(rng, a), speed)
                         airport = places.kind[a] == "airport"
                         wait = rng.uniform(1800, 3600) if airport else rng.uniform(300, 1800)
                     else:
-                        a = int(rng.choice(len(p), p=p))
+                        a = pick()
                         drive(int(places.node[a]), 0, places.spot(rng, a), speed)
                         wait = rng.uniform(60, 180)
                     t0 = tr.now
@@ -428,7 +470,7 @@ def generate(
                     stays.append((u, a, t0, tr.now, *tr.pos))
                     b = a
                     while b == a:
-                        b = int(rng.choice(len(p), p=p))
+                        b = pick()
                     drive(int(places.node[b]), 1, places.spot(rng, b), speed)
                     dwell(b, rng.uniform(30, 120), 0)
                     if rng.uniform() < 0.1:
@@ -436,13 +478,13 @@ def generate(
                         drive(int(places.node[c]), 0, places.spot(rng, c), speed)
                         dwell(c, rng.uniform(900, 3600), 0)
                 else:
-                    a = int(rng.choice(len(p), p=p))
+                    a = pick()
                     drive(int(places.node[a]), 1, places.spot(rng, a), speed)
                     dwell(a, float(np.clip(rng.lognormal(math.log(1800), 0.8), 300, 7200)), 0)
                     pickups.append((u, a, tr.now, *tr.pos))  # a trip begins: the departure
             drive(int(home_nodes[u]), 0, homes[u], 1.0)
         t, P, s = tr.arrays()
-        ts = _sample_times(rng, t[0], t[-1], interval, off)
+        ts = _sample_times(rng, t[0], t[-1], float(every[u]), off)
         pos = np.column_stack([np.interp(ts, t, P[:, 0]), np.interp(ts, t, P[:, 1])])
         st = s[np.clip(np.searchsorted(t, ts, side="right") - 1, 0, len(s) - 1)]
         sd = np.where(rng.uniform(size=len(ts)) < 0.01, 60.0, noise_m) / 1000
@@ -458,6 +500,7 @@ def generate(
     city.occupied = np.concatenate(cols[3])
     city.stays = np.array(stays, dtype=float)
     city.pickups = np.array(pickups, dtype=float)
+    city.interval = every
     return city
 
 
@@ -520,11 +563,27 @@ def top_places(city: City, n: int = 20, min_s: float = 300.0) -> np.ndarray:
     return pl[np.argsort(-nu)[:n]]
 
 
+def parse_interval(text: str) -> float | tuple[float, float]:
+    """``"60"`` -> 60.0 (every unit); ``"5-600"`` -> (5.0, 600.0) (a range, one per unit)."""
+    lo, sep, hi = text.partition("-")
+    return (float(lo), float(hi)) if sep else float(lo)
+
+
+def interval_tag(interval: float | tuple[float, float]) -> str:
+    """``60`` or ``5-600``: an interval as a folder name shows it."""
+    return f"{interval[0]:g}-{interval[1]:g}" if isinstance(interval, tuple) else f"{interval:g}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--units", type=int, default=200)
     ap.add_argument("--days", type=int, default=7)
-    ap.add_argument("--interval", type=float, default=60.0, help="seconds between fixes (before jitter)")
+    ap.add_argument(
+        "--interval",
+        type=parse_interval,
+        default=60.0,
+        help="seconds between fixes (before jitter), or LO-HI: each unit its own, log-uniform (5-600)",
+    )
     ap.add_argument("--kind", choices=["taxi", "people"], default="taxi")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("results/traces/city"))
@@ -533,7 +592,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = city.write(o.out)
     print(
         f"{path}: {len(city.time):,} fixes of {o.units} units, {len(city.pickups):,} pick-ups, "
-        f"{len(city.stays):,} stays; box {' '.join(f'{b:.5f}' for b in box())}",
+        f"{len(city.stays):,} stays, intervals {interval_tag(o.interval)} s; "
+        f"box {' '.join(f'{b:.5f}' for b in box())}",
         file=sys.stderr,
     )
     return 0

@@ -9,6 +9,9 @@ public box, seeded noise (``--seed``: research runs):
 * ``stops``   fixed: ``--time time --stops 100m 5min --eps 200m --min-samples MINPTS``
 * ``pickups`` fixed: ``--time time --trip-ends occupied`` (the same parameters)
 * ``stops-auto`` and ``pickups-auto``: the same without eps and MinPts (``auto``)
+* with ``--box-km 15,100``: each of these again given a wider public box
+  (half-width 100 km, as a user might give a whole region; runs named
+  ``...-box200km``), scored on the city's own cells
 
 MINPTS is 30 for fleets of 300 or more, a tenth of the fleet below (at least
 10). Each model is scored by the shared ``places_metric.py`` (top-20 event
@@ -51,7 +54,18 @@ from typing import Any
 import numpy as np
 
 from .data import data_dir
-from .synthetic_traces import START, City, box, generate, road_cells, to_lonlat, top_places
+from .synthetic_traces import (
+    HALF_KM,
+    START,
+    City,
+    box,
+    generate,
+    interval_tag,
+    parse_interval,
+    road_cells,
+    to_lonlat,
+    top_places,
+)
 
 METRIC = data_dir().parent / "tools" / "places_metric.py"  # beside the shared data
 UNIT = "taxi"
@@ -69,15 +83,17 @@ def dpdbscan() -> str:
     return str(Path(sys.executable).with_name("dpdbscan"))
 
 
-def common(units: int, auto: bool, seed: int) -> list[str]:
-    b = [f"{v:.6f}" for v in box()]
+def common(units: int, auto: bool, seed: int, half_km: float = HALF_KM) -> list[str]:
+    b = [f"{v:.6f}" for v in box(half_km=half_km)]
     par = ["--eps", "auto", "--min-samples", "auto"] if auto else ["--eps", "200m", "--min-samples"]
     par += [] if auto else [str(min_pts(units))]
     return ["--geo", "--columns", "x", "y", "--bounds", *b, *par, "--unit", UNIT, "--delta", "1e-6"]
 
 
-def fit(traces: Path, out: Path, name: str, kind: str, units: int, auto: bool, seed: int) -> dict[str, Any]:
-    cmd = [dpdbscan(), "fit", str(traces), *common(units, auto, seed), *KINDS[kind]]
+def fit(
+    traces: Path, out: Path, name: str, kind: str, units: int, auto: bool, seed: int, half_km: float = HALF_KM
+) -> dict[str, Any]:
+    cmd = [dpdbscan(), "fit", str(traces), *common(units, auto, seed, half_km), *KINDS[kind]]
     cmd += ["--max-cells-per-unit", "auto", "--epsilon", "1", "--seed", str(seed)]
     cmd += ["--no-png", "--no-geojson", "--quiet", "--no-progress", "--out-dir", str(out), "--name", name]
     t0 = time.perf_counter()
@@ -188,9 +204,16 @@ def series(traces: Path, out: Path, units: int, days: int, seed: int, per: str) 
 
 
 def run(
-    kind: str, units: int, days: int, interval: float, seed: int, root: Path, with_series: bool | str
+    kind: str,
+    units: int,
+    days: int,
+    interval: float | tuple[float, float],
+    seed: int,
+    root: Path,
+    with_series: bool | str,
+    boxes: Sequence[float] = (HALF_KM,),
 ) -> list:
-    tag = f"{kind}_u{units}_d{days}_i{interval:g}_s{seed}"
+    tag = f"{kind}_u{units}_d{days}_i{interval_tag(interval)}_s{seed}"
     out = root / tag
     if with_series == "only":  # the series of traces written before
         rows = []
@@ -216,18 +239,20 @@ def run(
         "minpts": min_pts(units),
     }
     rows = []
-    for events in ("stops", "pickups"):
-        for auto in (False, True):
-            name = f"{events}{'-auto' if auto else ''}"
-            row = {**base, "run": name, **fit(traces, out, name, events, units, auto, seed)}
-            if row["exit"] == 0:
-                model = out / f"{name}.spans.json"
-                row.update(metric(model, traces, events))
-                row.update(truth_scores(city, model, events))
-                if auto:
-                    row.update(_auto_choice(model))
-            rows.append(row)
-            _emit(row, root)
+    runs = [(h, e, a) for h in boxes for e in ("stops", "pickups") for a in (False, True)]
+    for half_km, events, auto in runs:
+        name = f"{events}{'-auto' if auto else ''}"
+        if half_km != HALF_KM:  # the commands given a wider public box (the metric keeps the city's)
+            name += f"-box{2 * half_km:g}km"
+        row = {**base, "run": name, **fit(traces, out, name, events, units, auto, seed, half_km)}
+        if row["exit"] == 0:
+            model = out / f"{name}.spans.json"
+            row.update(metric(model, traces, events))
+            row.update(truth_scores(city, model, events))
+            if auto:
+                row.update(_auto_choice(model))
+        rows.append(row)
+        _emit(row, root)
     if with_series:
         for per in ("day", "week") if days % 7 == 0 else ("day",):
             row = {**base, "run": f"per-{per}", **series(traces, out, units, days, seed, per)}
@@ -325,8 +350,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--kind", choices=["taxi", "people"], default="taxi")
     ap.add_argument("--units", default="500", help="fleet sizes, comma-separated")
     ap.add_argument("--days", type=int, default=7)
-    ap.add_argument("--intervals", default="60,600", help="seconds between fixes, comma-separated")
+    ap.add_argument(
+        "--intervals",
+        default="60,600",
+        help="seconds between fixes, comma-separated; LO-HI: each unit its own, log-uniform (5-600)",
+    )
     ap.add_argument("--seeds", default="0")
+    ap.add_argument(
+        "--box-km",
+        default=f"{HALF_KM:g}",
+        help="half-widths (km) of the public boxes the commands are given, comma-separated "
+        f"(default {HALF_KM:g}: the city's; a wider one as a user might give a whole region)",
+    )
     ap.add_argument("--series", action="store_true", help="also --per day and --per week with a ledger")
     ap.add_argument("--series-only", action="store_true", help="only the series, of traces written before")
     ap.add_argument("--out", type=Path, default=Path("results/traces"))
@@ -342,10 +377,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     o.out.mkdir(parents=True, exist_ok=True)
     for units in (int(v) for v in o.units.split(",")):
-        for interval in (float(v) for v in o.intervals.split(",")):
+        for interval in (parse_interval(v) for v in o.intervals.split(",")):
             for seed in (int(v) for v in o.seeds.split(",")):
                 series_mode = "only" if o.series_only else o.series
-                run(o.kind, units, o.days, interval, seed, o.out, series_mode)
+                boxes = [float(v) for v in o.box_km.split(",")]
+                run(o.kind, units, o.days, interval, seed, o.out, series_mode, boxes)
     return 0
 
 

@@ -81,7 +81,7 @@ def _exports(page: str) -> list[str]:
 
 
 def test_the_page_s_python_runs(tmp_path, env, monkeypatch):
-    (block,) = python_blocks(PAGE.read_text())
+    block, forecast = python_blocks(PAGE.read_text())
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DPDBSCAN_DATA", env["DPDBSCAN_DATA"])
     scope: dict = {}
@@ -89,3 +89,8 @@ def test_the_page_s_python_runs(tmp_path, env, monkeypatch):
         exec(compile(block, str(PAGE), "exec"), scope)
     assert scope["pickups"].metadata["events"]["kind"] == "trip ends"
     assert scope["stops"].metadata["events"] == {"kind": "stops", "radius": 0.1, "duration_s": 300.0}
+    # the forecast of the geographic automatic mode at person level: its base at the place radius
+    from dpdbscan.plan.autoplan import PLACE_EXTENT_KM, place_radius
+
+    exec(compile(forecast, str(PAGE), "exec"), scope)
+    assert scope["fc"].eps == pytest.approx(place_radius(PLACE_EXTENT_KM, 2, 4.0))

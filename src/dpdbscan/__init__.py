@@ -42,6 +42,7 @@ __version__ = "0.3.0.dev0"
 __all__ = [
     "DPDBSCAN",
     "fit_lonlat",
+    "forecast_lonlat",
     "Stops",
     "TripEnds",
     "SpanModel",
@@ -71,7 +72,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("DPDBSCAN", "fit_lonlat"):
+    if name in ("DPDBSCAN", "fit_lonlat", "forecast_lonlat"):
         # lazy: scikit-learn takes about a second to import; the CLI never needs it
         from . import estimator
 

@@ -18,9 +18,10 @@ from .params.parameters import PARAMETERS, check_units
 from .params.specs import ReleaseSpec, Seed
 from .params.validation import check_array, check_bounds, check_positive, standardised_note
 from .pipeline import fit as fit_release
+from .plan.autoplan import place_extent
 from .plan.outlook import Forecast
 from .plan.resolve import forecast_of, validated
-from .prepare import Points, Source, prepare, read_length
+from .prepare import Points, Source, prepare, public_box, read_length
 from .release.accountant import Accountant
 from .release.backends import Backend, NumpyBackend, resolve_backend
 from .release.backends.base import PointsInput
@@ -478,8 +479,25 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         ``n_units_expected`` (your own guess of the number of units), how far
         a unit may roam and still be seen, at each eps of ``eps_ladder``
         (default: eps x 1/4 .. x 4).
+
+        This plans the release of :meth:`fit`; for longitude/latitude
+        points forecast with :func:`forecast_lonlat`, which plans what
+        :func:`fit_lonlat` does (its box in km and its place prior).
         """
-        p = self._validated()
+        return self._forecast(n_expected, n_features, n_units_expected, eps_ladder, places=None)
+
+    def _forecast(
+        self,
+        n_expected: float | None,
+        n_features: int | None,
+        n_units_expected: float | None,
+        eps_ladder: Sequence[float] | None,
+        *,
+        places: float | None,
+    ) -> Forecast:
+        """:meth:`forecast`, with the place prior of a geographic fit
+        (``places``, :func:`dpdbscan.plan.autoplan.place_extent`)."""
+        p = self._validated(stacklevel=4)
         if self.bounds is None:
             raise ValueError("forecast needs public bounds=(lower, upper): it reads no data")
         if n_expected is not None:
@@ -492,7 +510,13 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             eps_ladder = [check_positive("eps_ladder", e) for e in eps_ladder]
         lower, upper = check_bounds(self.bounds, n_features)
         return forecast_of(
-            p, lower, upper, n_expected=n_expected, n_units_expected=n_units_expected, eps_ladder=eps_ladder
+            p,
+            lower,
+            upper,
+            n_expected=n_expected,
+            n_units_expected=n_units_expected,
+            eps_ladder=eps_ladder,
+            places=places,
         )
 
     @property
@@ -599,6 +623,44 @@ def fit_lonlat(
     return est._release(
         pts, p, resolve_backend(p["backend"]), metadata, command="fit_lonlat", times=times, status=status
     ).spans_
+
+
+def forecast_lonlat(
+    *,
+    bounds: Sequence[float],
+    eps: float | str,
+    min_samples: int | Literal["auto"] = 5,
+    epsilon: float = 1.0,
+    ref_lat: float | None = None,
+    n_expected: float | None = None,
+    n_units_expected: float | None = None,
+    eps_ladder: Sequence[float | str] | None = None,
+    **kwargs: Any,
+) -> Forecast:
+    """What :func:`fit_lonlat` with these parameters would detect, before
+    any budget is spent: the Python side of ``dpdbscan forecast --geo``.
+
+    The same plan as the fit's: the public box in degrees projected to km
+    as :func:`fit_lonlat` projects it, and, as a geographic fit looks for
+    places, the place prior of the automatic mode (at person level its base
+    release is at the largest eps that draws a place within a kilometre;
+    docs/places.md). :meth:`DPDBSCAN.forecast` plans :meth:`DPDBSCAN.fit`,
+    which has no such prior, and would forecast another release.
+
+    Public inputs only. ``bounds``, ``eps``, ``ref_lat`` and the keyword
+    arguments as for :func:`fit_lonlat`; ``eps_ladder``: lengths ("100m")
+    or km; ``n_expected``, ``n_units_expected``: your own guesses, as for
+    :meth:`DPDBSCAN.forecast` (lengths in the forecast are km).
+    """
+    if not (isinstance(bounds, (tuple, list)) and len(bounds) == 4):
+        raise ValueError(
+            f"bounds must be (lon_min, lat_min, lon_max, lat_max) in degrees, got bounds={bounds!r}"
+        )
+    box = public_box([float(v) for v in bounds], 2, flat=True, geo=True, ref_lat=ref_lat)
+    km = read_length(eps, geo=True, auto=True)
+    ladder = None if eps_ladder is None else [float(read_length(e, geo=True)) for e in eps_ladder]
+    est = DPDBSCAN(km, min_samples=min_samples, epsilon=epsilon, bounds=(box.lower, box.upper), **kwargs)
+    return est._forecast(n_expected, 2, n_units_expected, ladder, places=place_extent(box.meta))
 
 
 def _check_events(p: dict[str, Any], units: Any, times: Any, status: Any, *, geo: bool) -> None:

@@ -42,7 +42,7 @@ from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
 from .release.bounding import count_distinct_units, factorize
-from .release.mechanism import release_choosing, release_histogram
+from .release.mechanism import NoiseAhead, release_choosing, release_histogram
 from .traces import Events, event_rows, group_codes, take_rows
 
 #: A delta within this factor of one over the number of units is "not far
@@ -86,6 +86,7 @@ def fit(
     times: Any = None,
     status: Any = None,
     before_release: Callable[[ReleaseSpec], object] | None = None,
+    noise_ahead: NoiseAhead | None = None,
     stacklevel: int = 2,
 ) -> SpanModel:
     """Release DP spans of ``X`` inside the public box ``[lower, upper]`` with
@@ -112,6 +113,10 @@ def fit(
     accountant's check and before the mechanism reads a point (or the events
     are made); it may refuse by raising (a ledger's reservation,
     :meth:`dpdbscan.ledger.Ledger.reserve`).
+
+    ``noise_ahead``: a dense release's noise drawn before the points were
+    read (:class:`dpdbscan.release.mechanism.NoiseAhead`); the release uses
+    it only if it was drawn for this very release.
     """
     places = place_extent(dict(metadata or {}))
     r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1, places=places)
@@ -144,7 +149,9 @@ def fit(
         fc = forecast(r.release, r.spans)
     else:
         stage("counting cells and adding noise")
-        hist = release_histogram(r.release, X, backend=backend, random_state=r.random_state, units=units)
+        hist = release_histogram(
+            r.release, X, backend=backend, random_state=r.random_state, units=units, ahead=noise_ahead
+        )
     if accountant is not None:
         charge(accountant, r.release, spend=True)
     note = _delta_note(units, r.release.noise.delta)

@@ -392,3 +392,23 @@ def test_a_geographic_forecast_plans_the_person_level_automatic_mode_as_the_fit_
     # event level keeps its points-per-cell base
     rc, out, err = run(capsys, "forecast", "--geo", *box, *auto)
     assert rc == 0 and json.loads(out)["eps"] < 0.99 * place_radius(PLACE_EXTENT_KM, 2, 4.0)  # 163 m
+
+
+def test_clipping_counts_match_a_plain_count_over_several_scan_blocks(monkeypatch):
+    from dpdbscan.prepare import clipping
+
+    monkeypatch.setattr(clipping, "_SCAN_ROWS", 64)  # many blocks, a short last one
+    rng = np.random.default_rng(4)
+    lower, upper = np.array([0.0, -1.0, 2.0]), np.array([1.0, 1.0, 3.0])
+    X = rng.uniform(-0.5, 3.5, (1000, 3))
+    X[rng.choice(1000, 40, replace=False), rng.integers(0, 3, 40)] = np.nan
+    X[rng.choice(1000, 10, replace=False), rng.integers(0, 3, 10)] = np.inf
+    X[200:264] = 0.5  # a whole block inside the box
+    X[200:264, 1:] = [0.0, 2.5]
+    got = clipping.clipping_counts(X, lower, upper)
+    finite = np.isfinite(X).all(axis=1)
+    out = finite & ~((X >= lower) & (X <= upper)).all(axis=1)
+    assert got["n_bad"] == int((~finite).sum()) and got["n_ok"] == int(finite.sum())
+    assert got["outside"] == int(out.sum())
+    np.testing.assert_array_equal(got["below"], (X[out] < lower).sum(axis=0))
+    np.testing.assert_array_equal(got["above"], (X[out] > upper).sum(axis=0))

@@ -1,5 +1,6 @@
-"""The cells counted while the file is read (``fit``'s streamed counts) give
-the release of counting after the read, bit for bit, on awkward CSV files."""
+"""The cells counted while the file is read (``fit``'s streamed counts), with
+the noise drawn meanwhile, give the release of counting after the read, bit
+for bit, on awkward CSV files."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from dpdbscan.cells.grid import Grid
 from dpdbscan.cli import fit as cli_fit
 from dpdbscan.files import csvfile
+from dpdbscan.release import mechanism
 from dpdbscan.release.backends import NumpyBackend
 from dpdbscan.release.backends import numpy_backend as nb
 
@@ -64,8 +66,18 @@ def test_streamed_counts_give_the_same_release(tmp_path, capsys, monkeypatch, gz
         return counts(self)
 
     monkeypatch.setattr(nb.StreamedCounts, "counts", spy)
+    taken: list[bool] = []
+    take = mechanism.NoiseAhead.take
+
+    def took(self, spec, random_state):
+        z = take(self, spec, random_state)
+        taken.append(z is not None)
+        return z
+
+    monkeypatch.setattr(mechanism.NoiseAhead, "take", took)
     streamed = _fit(capsys, path, tmp_path / "streamed", extra)
     assert seen == [X.shape[0] + 5]  # every record but the empty line, the bad ones as NaN rows
+    assert taken == [True]  # the noise drawn while the file was read
     monkeypatch.setattr(cli_fit, "streamed_counts", lambda opts, p: None)
     after = _fit(capsys, path, tmp_path / "after", extra)
     assert seen == [X.shape[0] + 5]  # not used the second time

@@ -237,3 +237,15 @@ def test_fit_lonlat_refuses_latitude_first_columns():
         fit_lonlat(df[["y", "x"]], **box)
     with pytest.raises(ValueError, match="lat"):  # a box whose ranges cannot be lon/lat
         fit_lonlat(df[["x", "y"]].to_numpy(), bounds=(37.70, -122.52, 37.83, -122.35), eps="100m")
+
+
+def test_forward_is_the_formula_value_by_value_and_works_in_place():
+    proj = Equirectangular.from_bounds(SF_LOWER, SF_UPPER)
+    rng = np.random.default_rng(2)
+    P = np.column_stack([rng.uniform(-123, -122, 1000), rng.uniform(37, 38, 1000)])
+    P[::97] = np.nan
+    want = np.column_stack([(P[:, 0] - proj.lon0) * proj.kx, (P[:, 1] - proj.lat0) * KM_PER_DEGREE])
+    np.testing.assert_array_equal(proj.forward(P), want)  # bit for bit, NaN where NaN
+    Q = P.copy()
+    assert proj.forward(Q, out=Q) is Q
+    np.testing.assert_array_equal(Q, want)

@@ -185,9 +185,17 @@ def test_a_person_level_search_for_places_is_released_at_the_place_radius():
     # event level, or without the prior: the points-per-cell base as before
     plain = base(False, places=None).base_eps
     assert base(False).base_eps == base(True, places=None).base_eps == plain != person.base_eps
-    # the cap on cells still holds: a box too large for it is released coarser
+    # a box as wide as a region (195 km) keeps the place radius past the
+    # default cap on cells (2^20), up to the dense histogram's 2^23 cells
+    region = base(True, cells=1 << 20, hi=upper * 6.5)
+    assert region.base_eps == pytest.approx(top)
+    assert 1 << 20 < Grid(lower, upper * 6.5, top, 4.0).n_cells <= autoplan.PLACE_MAX_CELLS
+    # a box too large for that is released coarser, within the larger cap
     wide = base(True, cells=1 << 12, hi=upper * 100)
-    assert Grid(lower, upper * 100, wide.base_eps, 4.0).n_cells <= 1 << 12 and wide.base_eps > top
+    assert Grid(lower, upper * 100, wide.base_eps, 4.0).n_cells <= autoplan.PLACE_MAX_CELLS
+    assert wide.base_eps > top
+    huge = base(True, cells=1 << 26, hi=upper * 100)
+    assert Grid(lower, upper * 100, huge.base_eps, 4.0).n_cells <= 1 << 26 and huge.base_eps < wide.base_eps
 
 
 def test_person_level_places_in_the_automatic_mode(city):
@@ -211,3 +219,42 @@ def test_person_level_places_in_the_automatic_mode(city):
     assert a["eps_candidates"] == [a["eps"]]
     text = summary(m)
     assert "the only candidate" in text and "chosen among" not in text
+
+
+def test_forecast_lonlat_plans_the_release_that_fit_lonlat_makes(city, capsys):
+    """The Python door's forecast of a geographic fit is the fit's own plan
+    (the projected box and the place prior: the base release fit_lonlat
+    makes) and the same forecast as ``dpdbscan forecast --geo``;
+    DPDBSCAN.forecast on the same box in km plans DPDBSCAN.fit, without the
+    prior, hence another base release at person level."""
+    import json
+
+    from dpdbscan import forecast_lonlat
+    from dpdbscan.prepare import project_box
+
+    from clirun import run
+
+    X = city[0]
+    units = np.arange(len(X)) % 300
+    common = dict(eps="auto", min_samples="auto", epsilon=1.0, delta=1e-6, max_cells_per_unit=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = fit_lonlat(X, bounds=BOUNDS, units=units, random_state=0, **common)
+        fc = forecast_lonlat(bounds=BOUNDS, n_units_expected=300, **common)
+        _, lo, hi = project_box(BOUNDS[:2], BOUNDS[2:], None)
+        plain = DPDBSCAN(bounds=(lo, hi), **common).forecast()
+    assert fc.eps == pytest.approx(m.auto["base_eps"]) == pytest.approx(float(m.release.grid.eps))
+    box = ["--bounds", *map(str, BOUNDS), "--eps", "auto", "--min-samples", "auto", "--delta", "1e-6"]
+    rc, out, err = run(capsys, "forecast", "--geo", *box, "--max-cells-per-unit", "20", "--json")
+    assert rc == 0, err
+    cli = json.loads(out)
+    for key in ("eps", "min_samples", "margin", "threshold", "noise_std", "n_cells"):
+        assert fc.to_dict()[key] == pytest.approx(cli[key]), key
+    assert plain.eps < 0.99 * fc.eps  # without the prior: the points-per-cell base
+    assert fc.units is not None and fc.units.n_units == 300
+    # lengths on the ground, as fit_lonlat takes them
+    at = forecast_lonlat(bounds=BOUNDS, **{**common, "eps": "200m", "min_samples": 30}, eps_ladder=["100m"])
+    assert at.eps == pytest.approx(0.2)
+    assert [round(d.eps, 6) for d in at.units.ladder] == [0.1, 0.2]
+    with pytest.raises(ValueError, match="bounds must be"):
+        forecast_lonlat(bounds=BOUNDS[:2], **common)

@@ -80,3 +80,20 @@ def test_region_paths_agree_in_other_dimensions(monkeypatch, d, seed):
         for name in ("bitmap", "sorted"):
             assert np.array_equal(got[name][0], got["raster"][0]), name
             assert np.array_equal(got[name][1], got["raster"][1]), name
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_region_paths_agree_away_from_the_grids_edges(monkeypatch, seed):
+    """Core cells whose border never leaves the grid (the raster then skips
+    the bounds checks along every axis) and cells at the edge along one axis."""
+    rng = np.random.default_rng(seed)
+    g = Grid([0.0, 0.0], [20.0, 20.0], 0.4)
+    for lo, hi in (((20, 20), (60, 60)), ((0, 20), (60, 60))):
+        coords = np.unique(np.column_stack([rng.integers(a, b, 150) for a, b in zip(lo, hi)]), axis=0)
+        keys = np.sort(g.encode(coords))
+        labels = merge_cells(g, keys)
+        for to in ("cells", "centres"):
+            got = _paths(monkeypatch, g, keys, labels, float(g.width * 2.3), to)
+            for name in ("bitmap", "sorted"):
+                assert np.array_equal(got[name][0], got["raster"][0]), name
+                assert np.array_equal(got[name][1], got["raster"][1]), name

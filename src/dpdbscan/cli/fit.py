@@ -30,6 +30,7 @@ from ..prepare import Points, prepare, project_box, read_length, split_bounds
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..release.backends.numpy_backend import StreamedCounts
+from ..release.mechanism import NoiseAhead
 from ..render import plotting
 from ..series import SeriesBackend, SeriesInput, SeriesPlan, append_periods, fit_series, start_series
 from .common import (
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..model.record import SpanModel
+    from ..params.specs import ReleaseSpec
 
 
 _DBSCAN = ("eps", "min_samples")
@@ -152,6 +154,13 @@ def streamed_counts(opts: FitOptions, p: dict) -> StreamedCounts | None:
     falls back to counting whenever the rows or the grid differ). Any problem
     with the options is left for the fit to report.
     """
+    release = dense_release(opts, p)
+    return None if release is None else StreamedCounts(release.grid)
+
+
+def dense_release(opts: FitOptions, p: dict) -> ReleaseSpec | None:
+    """The event-level dense release the public options and box make, or
+    None (see :func:`streamed_counts`; any problem is left for the fit)."""
     b = opts.bounds
     if opts.unit is not None or opts.events is not None or opts.bounds_text is None or b is None:
         return None
@@ -168,7 +177,19 @@ def streamed_counts(opts: FitOptions, p: dict) -> StreamedCounts | None:
         return None
     if r.choices or r.release.histogram != "dense" or r.release.units is not None:
         return None
-    return StreamedCounts(r.release.grid)
+    return r.release
+
+
+def noise_ahead(opts: FitOptions, p: dict) -> NoiseAhead | None:
+    """Start drawing the noise of the dense release (:func:`dense_release`)
+    now, before the file is read: it depends on the public options and the
+    randomness alone (:class:`~dpdbscan.release.mechanism.NoiseAhead`). The
+    release uses it only if it is the release drawn for."""
+    release = dense_release(opts, p)
+    seed = p.get("random_state")
+    if release is None or not (seed is None or isinstance(seed, int)):
+        return None
+    return NoiseAhead(release, seed)
 
 
 def dask_backend(opts: FitOptions) -> Backend:
@@ -203,6 +224,7 @@ def fit_model(
     }
     dask = opts.backend == "dask"
     backend: Backend = NumpyBackend()
+    ahead: NoiseAhead | None = None
     if dask:
         backend = dask_backend(opts)
         pts = prepare(opts.source(), eta=p["eta"], backend=backend)
@@ -213,6 +235,8 @@ def fit_model(
         streamed = None if series is not None else streamed_counts(opts, p)
         if preload_png and series is None:
             wait_to_draw()  # a copy forked while the process is small, to draw the picture
+        # after the fork (which wants no other thread), before the read
+        ahead = None if streamed is None else noise_ahead(opts, p)
         source = opts.source(notes)
         if streamed is not None and not source.transforms and source.time_column is None:
             source = replace(source, block_counter=streamed)
@@ -255,6 +279,7 @@ def fit_model(
             backend=backend,
             metadata=meta,
             units=pts.units,
+            noise_ahead=ahead,
             stacklevel=3,
         )
     sink.flush()

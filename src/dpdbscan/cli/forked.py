@@ -44,8 +44,9 @@ from typing import Any
 from .common import Writer, temp_beside
 
 #: Threads of the command that may be waited for before a fork: the
-#: matplotlib import ``fit`` starts while reading (cli/fit.py).
-JOINABLE = ("dpdbscan-preload",)
+#: matplotlib import ``fit`` starts while reading (cli/fit.py) and the
+#: noise it draws ahead (:class:`dpdbscan.release.mechanism.NoiseAhead`).
+JOINABLE = ("dpdbscan-preload", "dpdbscan-noise")
 
 
 def fork_helps() -> bool:

@@ -186,7 +186,13 @@ def wait_to_draw() -> bool:
     the release :func:`write_outputs` sends it. Called before the input is
     read, while the process is small. False when forking is not safe here
     (the picture is then drawn as :func:`write_outputs` says)."""
-    return forked.wait_for_work(plotting.preload, _draw_sent) is not None
+    return forked.wait_for_work(_prepare_to_draw, _draw_sent) is not None
+
+
+def _prepare_to_draw() -> None:
+    """What the copy of :func:`wait_to_draw` imports while the release is
+    made: everything the picture needs, pyplot too (nothing else runs in it)."""
+    plotting.preload(alone=True)
 
 
 def start_drawing() -> bool:

@@ -304,7 +304,8 @@ def _assemble(parts, n_groups: int) -> Outlines:
         ext = np.flatnonzero(~hole)
         owner = np.full(int(piece.max()) + 1 if R else 0, -1, dtype=np.int64)
         owner[piece[ext]] = ext
-        if np.unique(piece[ext]).size != ext.size or np.any(owner[piece[hole]] < 0):
+        twice = ext.size > 0 and int(np.bincount(piece[ext]).max()) > 1  # a piece with two exteriors
+        if twice or np.any(owner[piece[hole]] < 0):
             raise AssertionError("outline tracing found a piece without exactly one exterior ring")
         parent = np.where(hole, owner[piece], rank)
         all_v.append(verts)

@@ -171,9 +171,13 @@ class Equirectangular:
             raise ValueError(f"geographic points must be (n, 2) lon/lat columns, got shape {P.shape}")
         if out is None:
             out = np.empty_like(P)
-        # row-wise broadcasting: contiguous passes, same arithmetic per value
-        np.subtract(P, np.array([self.lon0, self.lat0]), out=out)
-        np.multiply(out, np.array([self.kx, KM_PER_DEGREE]), out=out)
+        # column by column, with scalars: broadcasting a pair over the rows
+        # runs numpy's inner loop two values at a time (six times slower on
+        # the blocks ``fit`` projects while reading); the same arithmetic per value
+        for j, (origin, scale) in enumerate(((self.lon0, self.kx), (self.lat0, KM_PER_DEGREE))):
+            col = out[:, j]
+            np.subtract(P[:, j], origin, out=col)
+            np.multiply(col, scale, out=col)
         return out
 
     def inverse(self, xy: Vector) -> np.ndarray:

@@ -192,6 +192,8 @@ def _regions_by_shells(
     wkeys = (coords - lo) @ strides if grid.d > 1 else (coords - lo)[:, 0]
     raster[wkeys] = labels
     lab = labels.astype(ids)
+    cols = [np.ascontiguousarray(coords[:, i]) for i in range(grid.d)]
+    cmin, cmax = coords.min(axis=0), coords.max(axis=0)
     a = 0
     while a < offs.shape[0]:
         # a shell: distances equal up to the tie tolerance of border_labels
@@ -202,12 +204,11 @@ def _regions_by_shells(
         for o in offs[a:b]:
             if not o.any():
                 continue  # the core cells themselves
-            c = coords + o
-            ok = grid.valid(c)
-            k = wkeys[ok] + int(o @ strides)
+            ok = _inside_at(cols, cmin, cmax, o, grid.shape)
+            k = (wkeys if ok is None else wkeys[ok]) + int(o @ strides)
             new = raster[k] == free  # not labelled by a nearer shell
             keys.append(k[new])
-            labs.append(lab[ok][new])
+            labs.append((lab if ok is None else lab[ok])[new])
         if keys:
             np.minimum.at(raster, np.concatenate(keys), np.concatenate(labs))
         a = b
@@ -215,6 +216,24 @@ def _regions_by_shells(
     # window order is grid key order (both row-major over the cells)
     cells = np.stack(np.unravel_index(region, tuple(int(v) for v in shape)), axis=1) + lo
     return grid.encode(cells), raster[region].astype(np.int64)
+
+
+def _inside_at(
+    cols: list[np.ndarray], cmin: np.ndarray, cmax: np.ndarray, o: np.ndarray, shape: tuple[int, ...]
+) -> np.ndarray | None:
+    """Which cells (coordinates by column, within ``cmin..cmax``) stay in the
+    grid moved by ``o``; None when all do. :meth:`Grid.valid` of the moved
+    cells, column by column and only along the axes where some leave (on a
+    city's spans in a wider box, none do): adding an offset pair to every
+    row ran numpy's loop two values at a time."""
+    ok = None
+    for i, c in enumerate(cols):
+        oi = int(o[i])
+        if cmin[i] + oi >= 0 and cmax[i] + oi < shape[i]:
+            continue
+        here = (c >= -oi) & (c < shape[i] - oi)
+        ok = here if ok is None else ok & here
+    return ok
 
 
 def _bitmap(grid: Grid, keys: np.ndarray) -> np.ndarray | None:

@@ -35,6 +35,15 @@ MIN_BASE_CELLS = 1 << 10
 #: cities, not a fact read from the data. Without it the level selection
 #: takes the most massive long-lived level set, "the city".
 PLACE_EXTENT_KM = 1.0
+#: The most cells a person-level search for places may release at the place
+#: radius (:func:`place_radius`; or ``max_cells`` if larger): the dense
+#: histogram's largest universe, as a fit at a fixed eps may use. A box as
+#: wide as a whole region (190 km at 121 m cells: 2.6 million) keeps the
+#: place radius; under the default ``max_cells`` (2^20) its base grew to
+#: 270 m, whose spans cannot be places (a synthetic week of 2,000 taxis'
+#: stops: 146 spans and 0.28 of the passage cells in them, against 18 and
+#: 0.04 at the place radius). Public: d, eta, the box.
+PLACE_MAX_CELLS = 1 << 23
 
 
 @dataclass(frozen=True)
@@ -144,8 +153,9 @@ def plan(
 
     ``places``: the place prior's extent (:func:`place_extent`) when the
     automatic mode looks for places. A person-level release (``units``)
-    then has its base at :func:`place_radius` (no finer than the cap
-    allows), whatever ``n_expected``: its counts are distinct units per
+    then has its base at :func:`place_radius` (no finer than
+    :data:`PLACE_MAX_CELLS` or ``max_cells``, the larger, allows), whatever
+    ``n_expected``: its counts are distinct units per
     cell, each unit adding to at most k cells, so every cell's noise is that
     of k (not of the rows' number), and a neighbourhood sums the noise of
     as many cells at any eps (eta fixed). A place's units in an eps-ball
@@ -158,7 +168,8 @@ def plan(
         b = base_eps(lower, upper, eta, base_cells(epsilon, n_expected, max_cells))
         d = np.asarray(lower).size
         if places is not None and units:
-            b = max(place_radius(places, d, eta), base_eps(lower, upper, eta, int(max_cells)))
+            cap = max(int(max_cells), PLACE_MAX_CELLS)
+            b = max(place_radius(places, d, eta), base_eps(lower, upper, eta, cap))
         cands = tuple(
             b * 2 ** (i / 2)
             for i in range(EPS_STEPS)
@@ -180,4 +191,5 @@ __all__ = [
     "place_radius",
     "ASSUMED_N",
     "PLACE_EXTENT_KM",
+    "PLACE_MAX_CELLS",
 ]

@@ -114,9 +114,19 @@ def clipping_counts(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> dict
     lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
     n_bad = outside = 0
     below, above = np.zeros(d, dtype=np.int64), np.zeros(d, dtype=np.int64)
+    rows = min(X.shape[0], _SCAN_ROWS)
+    inside_buf, test_buf = np.empty(rows, dtype=bool), np.empty(rows, dtype=bool)
     for a in range(0, X.shape[0], _SCAN_ROWS):
         B = X[a : a + _SCAN_ROWS]
-        inside = rows_all((B >= lower) & (B <= upper))  # NaN compares False
+        inside, test = inside_buf[: B.shape[0]], test_buf[: B.shape[0]]
+        # column by column against scalars (NaN compares False): comparing
+        # (n, d) with a (d,) pair runs numpy's loop d values at a time
+        for j in range(d):
+            np.greater_equal(B[:, j], lower[j], out=inside if j == 0 else test)
+            if j:
+                inside &= test
+            np.less_equal(B[:, j], upper[j], out=test)
+            inside &= test
         if inside.all():
             continue
         finite = rows_all(np.isfinite(B))

@@ -113,17 +113,21 @@ def _plt():
     return require("matplotlib.pyplot", "plotting")
 
 
-def preload() -> None:
-    """Import what drawing a PNG needs (pyplot, and Pillow's image plugins,
-    which matplotlib's PNG writer initialises on first use), so that a later
-    picture does not pay for it; the command line runs this on a thread.
+def preload(alone: bool = False) -> None:
+    """Import what drawing a PNG needs (matplotlib's figure, Agg and image
+    modules, and Pillow's image plugins, which matplotlib's PNG writer
+    initialises on first use), so that a later picture does not pay for it;
+    the command line runs this on a thread.
 
     Not pyplot: importing it reads matplotlib's style library under
     ``warnings.catch_warnings(record=True)``, which is process-wide in this
     Python, so a warning the fit gave meanwhile on the main thread was
-    swallowed and re-logged as "In .../petroff8.mplstyle: ...". pyplot
-    itself takes ~10 ms of the ~0.4 s; the figure, Agg and image modules
-    are the rest."""
+    swallowed and re-logged as "In .../petroff8.mplstyle: ...".
+
+    ``alone``: nothing else runs in this process meanwhile (the forked copy
+    that only draws, :mod:`dpdbscan.cli.forked`), so pyplot and the rest of
+    what the spans picture uses are imported too: in that copy they took
+    0.1-0.2 s of the picture's own time, after the release was made."""
     matplotlib = require("matplotlib", "plotting")
     matplotlib.use("Agg", force=False)
     import matplotlib.backends.backend_agg
@@ -132,6 +136,11 @@ def preload() -> None:
     from PIL import Image  # a dependency of matplotlib
 
     Image.preinit()
+    if alone:
+        _plt()
+        import matplotlib.collections
+        import matplotlib.patheffects
+        import mpl_toolkits.axes_grid1.anchored_artists  # noqa: F401 - the scale bar's
 
 
 def _check_2d(grid):

@@ -100,7 +100,9 @@ class StreamedCounts:
     (:func:`~dpdbscan.release.points.clean_points`) and cell index as the
     backend's; the counts are integers, so summing them by block in any
     order gives exactly the counts of all rows at once. No noise is drawn
-    here: the histogram is released once, after all counts, as without it.
+    here (the command draws it meanwhile on a thread of its own,
+    :class:`~dpdbscan.release.mechanism.NoiseAhead`): the histogram is
+    released once, after all counts, as without it.
     The cell indices wait in groups of about ``_DENSE_BLOCK`` rows before
     they are counted, so no index array as long as the input is held.
     """

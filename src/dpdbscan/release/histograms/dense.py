@@ -28,12 +28,18 @@ def dense_histogram(
     a release stated as (``epsilon``, ``delta``)-DP.
 
     ``z``, when given, is ``noise.sample(source, counts.size)`` drawn
-    beforehand (it does not depend on the data), used once, here.
+    beforehand (it does not depend on the data), used once, here: the noisy
+    counts may be written into it.
     """
     if z is None:
         z = noise.sample(source, counts.size)
     z = z.reshape(counts.shape)
-    values = counts + z if noise.integer else counts.astype(np.float64) + z
+    if noise.integer and np.result_type(counts, z) == z.dtype:
+        # the noise was drawn for this release alone: the sum goes into its
+        # array (one large array fewer to allocate and first touch)
+        values = np.add(z, counts, out=z)
+    else:
+        values = counts + z if noise.integer else counts.astype(np.float64) + z
     return NoisyHistogram(
         grid=grid,
         kind="dense",

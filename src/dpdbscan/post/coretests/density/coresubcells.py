@@ -463,7 +463,9 @@ def utility_problems(hist: NoisyHistogram, core_keys: np.ndarray, k: int, n_span
     total = _positive_mass(values)
     if total > 0 and n_spans > 0:
         grid = hist.grid
-        keys = np.unique(grid.encode(fine_grid(grid, k).decode(core_keys) // k))
+        keys = np.sort(grid.encode(fine_grid(grid, k).decode(core_keys) // k))
+        # the distinct cells (np.unique without flags first imports numpy.ma: 50 ms)
+        keys = keys[np.r_[True, keys[1:] != keys[:-1]]] if keys.size else keys
         if hist.kind == "dense":
             inside = values[tuple(grid.decode(keys).T)]
         else:
