@@ -19,11 +19,15 @@ cells is the set of offsets from its lowest corner whose terms
 ``h_s(o_i)`` (0 on ``[-1, s]``, the squared distance to that interval
 beyond) sum to at most ``lim``, and with non-negative values its sum bounds
 every cell's. :func:`core_cells_by_boxes` starts from boxes of side 2^j
-covering the grid, keeps those whose bound reaches the threshold, splits
-them in 2^d and goes on down to single cells, where the walk gives the exact
-sums. Every core cell lies in a kept box at every level, so the cells found
-are exactly the core cells, without enumerating NB around every released
-cell (28,197 cells per cell in 6-D). Post-processing: reads the release only.
+covering the grid (their bounds all at once: each released cell adds its
+value to the boxes within its reach, on a dense array of the boxes), keeps
+those whose bound reaches the threshold, splits them in 2^d and goes on down
+to single cells, where the walk gives the exact sums. Every core cell lies
+in a kept box at every level, so the cells found are exactly the core
+cells, without enumerating NB around every released cell (28,197 cells per
+cell in 6-D). The cells or boxes of one line (the same first d - 1
+coordinates) share one walk (:func:`line_sums`). Post-processing: reads the
+release only.
 """
 
 from __future__ import annotations
