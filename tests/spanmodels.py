@@ -109,6 +109,7 @@ def hand_model(
         None,
         None,
         None,
+        None,
     )
     return SpanModel(spans=spans_, spec=spec, release=release, histogram=hist, auto=None, metadata=meta)
 

@@ -35,7 +35,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "dpdbscan"
 
 # Layers, lowest first: the packages (or top-level modules) in each.
 LAYERS = {
-    "base": {"exceptions", "_optional", "progress", "files"},
+    "base": {"exceptions", "_optional", "_jit", "progress", "files"},
     "shared": {"cells", "geometry", "laws", "traces"},
     "params": {"params"},
     "prepare": {"prepare"},

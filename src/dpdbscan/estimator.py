@@ -133,11 +133,15 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     max_cells : int, default=2**20
         Automatic mode only: public cap on the cells of its one release.
     n_expected : float, default=None
-        Your own public guess of the number of points (the library never
-        measures it). The automatic mode sizes its base release to it (about
-        ``n_expected * epsilon / 0.3`` cells, at most ``max_cells``; 20,000
-        points are assumed when it is None), and :meth:`forecast` reports
-        which cluster densities it can detect. Nothing else uses it.
+        Your own public guess of the number of points. The automatic mode
+        sizes its base release to it (about ``n_expected * epsilon / 0.3``
+        cells, at most ``max_cells``), and :meth:`forecast` reports which
+        cluster densities it can detect. When it is None, an event-level
+        automatic fit in 1 or 2 dimensions (not ``fit_lonlat``) spends 1% of
+        its budget on a DP count of the points and sizes its base for the
+        count where it is below 6,000 (docs/privacy.md section 1.7a);
+        otherwise, and above that, 20,000 points are assumed. Nothing else
+        uses it.
     raise_min_samples : bool, default=True
         Bound test only: the paper's practical rule (core iff UB~ >= MinPts +
         tau). False gives the theoretical rule (UB~ >= MinPts).
@@ -466,8 +470,9 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         :class:`dpdbscan.plan.outlook.Forecast`).
 
         Public inputs only: ``bounds`` are required, and ``n_expected`` is
-        your own guess of the number of points (the library never measures
-        it). ``n_features`` is needed only when the bounds are two scalars.
+        your own guess of the number of points (the forecast reads no
+        data; without it, an automatic fit may count the points privately,
+        see ``n_expected`` above). ``n_features`` is needed only when the bounds are two scalars.
         With ``eps="auto"`` the forecast is for the base release;
         ``min_samples="auto"`` is forecast at its smallest candidate.
 

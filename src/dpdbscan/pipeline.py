@@ -42,7 +42,7 @@ from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
 from .release.bounding import count_distinct_units, factorize
-from .release.mechanism import NoiseAhead, release_choosing, release_histogram
+from .release.mechanism import NoiseAhead, Randomness, release_choosing, release_count, release_histogram
 from .traces import Events, event_rows, group_codes, take_rows
 
 #: A delta within this factor of one over the number of units is "not far
@@ -117,6 +117,15 @@ def fit(
     ``noise_ahead``: a dense release's noise drawn before the points were
     read (:class:`dpdbscan.release.mechanism.NoiseAhead`); the release uses
     it only if it was drawn for this very release.
+
+    The automatic mode without a guess of n (event level, 1 or 2
+    dimensions, outside geographic mode) first makes a DP count of the
+    points for a share of the same budget
+    (:data:`dpdbscan.plan.autoplan.COUNT_SHARE`) and sizes its grid from it
+    (:func:`dpdbscan.plan.autoplan.sized_n`); the release's total (epsilon,
+    delta), reserved and charged, is unchanged. Its histogram's noise then
+    continues the count's stream of randomness, so noise drawn ahead is not
+    used (it was drawn from the stream's start).
     """
     places = place_extent(dict(metadata or {}))
     r = resolve(p, lower, upper, units=units is not None, stacklevel=stacklevel + 1, places=places)
@@ -141,6 +150,16 @@ def fit(
             **(metadata or {}),
             "events": {**events.record(), **dict(metadata or {}).get("events", {})},
         }
+    random_state: Randomness | None = r.random_state
+    if r.release.size_estimate is not None:
+        # the automatic mode's DP count of the points sizes the grid
+        # (plan.autoplan.sized_n); it spends its share of the stated budget,
+        # and its noise and the histogram's come from one source
+        stage("counting the points (a DP count that sizes the grid)")
+        count, random_state = release_count(
+            r.release.size_estimate, r.release.grid, X, backend=backend, random_state=random_state
+        )
+        r = resolve(p, lower, upper, stacklevel=stacklevel + 1, places=places, size_estimate=count)
     if r.choices:
         stage("counting cells, adding noise and choosing k")
         made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
@@ -150,7 +169,7 @@ def fit(
     else:
         stage("counting cells and adding noise")
         hist = release_histogram(
-            r.release, X, backend=backend, random_state=r.random_state, units=units, ahead=noise_ahead
+            r.release, X, backend=backend, random_state=random_state, units=units, ahead=noise_ahead
         )
     if accountant is not None:
         charge(accountant, r.release, spend=True)
@@ -312,7 +331,16 @@ def _model_of(r: Resolved, hist: NoisyHistogram, spans: Spans, spec: SpanSpec, *
     contribution bound and choice of k); ``fit``: the ``fit``, ``auto`` and
     ``metadata`` of :func:`~dpdbscan.model.build.model_of`."""
     rel = r.release
-    return model_of(hist, spans, spec, rho=rel.noise.rho, units=rel.units, unit_choice=rel.unit_choice, **fit)
+    return model_of(
+        hist,
+        spans,
+        spec,
+        rho=rel.noise.rho,
+        units=rel.units,
+        unit_choice=rel.unit_choice,
+        size_estimate=rel.size_estimate,
+        **fit,
+    )
 
 
 __all__ = ["fit"]

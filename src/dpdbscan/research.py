@@ -264,4 +264,5 @@ def noiseless_twin(model: SpanModel, X: Any, units: Any = None, random_state: in
         rho=None,
         units=release.units,
         unit_choice=release.unit_choice,
+        size_estimate=release.size_estimate,
     )

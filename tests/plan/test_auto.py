@@ -42,10 +42,12 @@ def blobs(n=2000, seed=0, centres=((2, 2), (7, 6), (2.5, 6.5)), spread=0.35):
 
 @quiet
 def test_the_release_grid_does_not_depend_on_the_data():
+    # given the user's guess of n the plan reads nothing of the data
     X1, _ = blobs(1000, 0)
     X2, _ = blobs(300, 1, centres=((8, 1), (1, 7)), spread=1.0)
-    m1 = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=0).fit(X1).spans_
-    m2 = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=1).fit(X2).spans_
+    fit = dict(min_samples="auto", bounds=BOX, n_expected=20_000)
+    m1 = DPDBSCAN("auto", random_state=0, **fit).fit(X1).spans_
+    m2 = DPDBSCAN("auto", random_state=1, **fit).fit(X2).spans_
     g1, g2 = m1.release.grid, m2.release.grid
     assert (g1.shape, g1.width) == (g2.shape, g2.width)
     np.testing.assert_array_equal(g1.lower, g2.lower)
@@ -53,6 +55,65 @@ def test_the_release_grid_does_not_depend_on_the_data():
     assert m1.release.eps == m2.release.eps == want
     assert m1.auto["eps_candidates"] == m2.auto["eps_candidates"]
     assert m1.auto["base_eps"] == m1.release.eps
+    assert m1.release.size_estimate is None and m1.release.noise_scale == pytest.approx(1.0)
+
+
+@quiet
+def test_without_a_guess_a_dp_count_sizes_the_grid(tmp_path):
+    # small data: the base is sized for the DP count, which spends its share of epsilon
+    X, _ = blobs(1000, 0)
+    m = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=0).fit(X).spans_
+    size = m.release.size_estimate
+    assert size is not None and size.share == autoplan.COUNT_SHARE and size.noise == "discrete"
+    assert abs(size.value - 3000) < 2_000  # 3,000 points, noise sd ~141
+    assert size.scale + m.release.noise_scale <= 1.0 == m.release.epsilon
+    assert m.release.noise_scale == pytest.approx(1.0 - autoplan.COUNT_SHARE, rel=1e-5)
+    sized = base_cells(1.0, n_expected=autoplan.sized_n(size.value))
+    assert (
+        m.release.eps == autoplan.base_eps(*BOX, 4.0, sized) > autoplan.base_eps(*BOX, 4.0, base_cells(1.0))
+    )
+    save_model(m, tmp_path / "m.json")
+    assert load_model(tmp_path / "m.json").release == m.release
+    assert "a DP count of the points" in summary(m)
+    # at SMALL_N and above (noise sd ~141 against 7,500 points): the base for ASSUMED_N
+    big, _ = blobs(2500, 1)
+    m = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=0).fit(big).spans_
+    assert m.release.size_estimate.value >= autoplan.SMALL_N
+    assert m.release.eps == autoplan.base_eps(*BOX, 4.0, base_cells(1.0))
+    # Gaussian noise: the count spends its share of rho
+    m = (
+        DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=0, noise="gaussian", delta=1e-6)
+        .fit(X)
+        .spans_
+    )
+    size = m.release.size_estimate
+    assert size.noise == "gaussian" and size.rho == pytest.approx(autoplan.COUNT_SHARE * m.release.rho)
+    assert size.scale == pytest.approx(1.0 / (2.0 * size.rho))
+    save_model(m, tmp_path / "g.json")
+    assert load_model(tmp_path / "g.json").release == m.release
+
+
+@quiet
+def test_the_count_is_made_only_where_it_sizes_the_grid():
+    from dpdbscan.plan.resolve import resolve, validated
+
+    lo3, hi3 = np.zeros(3), np.ones(3)
+    cases = [
+        ({"eps": "auto", "min_samples": "auto"}, BOX, True),
+        ({"eps": "auto", "min_samples": "auto", "n_expected": 3000}, BOX, False),
+        ({"eps": 0.5, "min_samples": "auto"}, BOX, False),
+        ({"eps": 0.5, "min_samples": 10}, BOX, False),
+        ({"eps": "auto", "min_samples": "auto"}, (lo3, hi3), False),  # 3-D keeps the base for ASSUMED_N
+    ]
+    for values, box, counts in cases:
+        r = resolve(validated(values), *box)
+        assert (r.release.size_estimate is not None) == counts, values
+        if not counts:
+            assert r.release.noise.scale == pytest.approx(1.0)
+    assert not autoplan.counts_points("auto", None, 2, True, None)  # person level
+    assert not autoplan.counts_points("auto", None, 2, False, 1.0)  # geographic mode
+    assert autoplan.sized_n(None) is None and autoplan.sized_n(autoplan.SMALL_N) is None
+    assert autoplan.sized_n(-50.0) == 1.0 and autoplan.sized_n(2000.0) == 2000.0
 
 
 def test_the_base_is_sized_by_public_inputs():
@@ -259,7 +320,7 @@ def test_hdbscan_lambda_is_one_scale_for_every_alpha():
 def test_cli_fit_auto_and_info(tmp_path, capsys):
     X, _ = blobs(800)
     path = tmp_path / "b.csv"
-    path.write_text("x,y\n" + "\n".join(f"{a!r},{b!r}" for a, b in X) + "\n")
+    path.write_text("x,y\n" + "\n".join(f"{float(a)!r},{float(b)!r}" for a, b in X) + "\n")
     rc = main(
         [
             "fit",
@@ -286,10 +347,26 @@ def test_cli_fit_auto_and_info(tmp_path, capsys):
     assert "auto    : eps and min_samples chosen" in out
     m = load_model(tmp_path / "b.spans.json")
     assert m.auto is not None
-    assert m.release.eps == autoplan.base_eps(*BOX, 4.0, base_cells(1.0))
+    # 2,400 points: the base is sized for the DP count of them
+    assert abs(m.release.size_estimate.value - 2400) < 2_000
+    sized = base_cells(1.0, n_expected=autoplan.sized_n(m.release.size_estimate.value))
+    assert m.release.eps == autoplan.base_eps(*BOX, 4.0, sized)
+    # the same release as the estimator's at the same seed: the histogram's noise
+    # continues the count's stream (no noise drawn ahead from the stream's start)
+    est = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=0).fit(X).spans_
+    assert est.release.size_estimate == m.release.size_estimate
+    np.testing.assert_array_equal(est.predict(X), m.predict(X))
     assert main(["info", str(tmp_path / "b.spans.json")]) == 0
     info = capsys.readouterr().out
     assert "auto : eps and min_samples chosen from the release without labels" in info
     assert f"MinPts = {m.spec.min_samples}" in info
     assert main(["info", str(tmp_path / "b.spans.json"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["auto"]["min_samples"] == m.spec.min_samples
+
+
+def test_the_forecast_says_the_automatic_mode_counts_the_points(capsys):
+    box = ["--bounds", "0", "0", "10", "8"]
+    assert main(["forecast", "--eps", "auto", "--min-samples", "auto", *box]) == 0
+    assert "count     : without --n-expected the fit first spends 1% of the budget" in capsys.readouterr().out
+    assert main(["forecast", "--eps", "auto", "--min-samples", "auto", "--n-expected", "3000", *box]) == 0
+    assert "DP count" not in capsys.readouterr().out

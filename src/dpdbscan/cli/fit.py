@@ -189,6 +189,9 @@ def noise_ahead(opts: FitOptions, p: dict) -> NoiseAhead | None:
     seed = p.get("random_state")
     if release is None or not (seed is None or isinstance(seed, int)):
         return None
+    if release.size_estimate is not None:
+        # the automatic mode counts the points first; its noise follows the count's
+        return None
     return NoiseAhead(release, seed)
 
 

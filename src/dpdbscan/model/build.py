@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cells.histogram import NoisyHistogram
-from ..params.specs import ReleaseInfo, SpanSpec, UnitBound, UnitChoice
+from ..params.specs import ReleaseInfo, SizeEstimate, SpanSpec, UnitBound, UnitChoice
 from ..post.coretests import Spans
 from .record import SpanModel
 
@@ -23,13 +23,16 @@ def model_of(
     rho: float | None,
     units: UnitBound | None,
     unit_choice: UnitChoice | None,
+    size_estimate: SizeEstimate | None = None,
 ) -> SpanModel:
     """The model of ``spans``, made with ``spec`` from the release ``hist``
     (its grid at the spans' alpha). ``fit`` is (eps, eta, min_samples) of the
     fit that spent the budget; ``auto`` the automatic mode's record;
     ``rho`` and ``units`` the release's zCDP rho (Gaussian noise) and
     contribution bound (None: a row is the unit); ``unit_choice`` how k was
-    chosen privately (``max_cells_per_unit="auto"``), else None."""
+    chosen privately (``max_cells_per_unit="auto"``), else None;
+    ``size_estimate`` the automatic mode's DP count of the points, when it
+    sized the grid."""
     eps, eta, min_samples = fit
     release = ReleaseInfo(
         grid=hist.grid,
@@ -45,6 +48,7 @@ def model_of(
         rho=None if rho is None else float(rho),
         units=units,
         unit_choice=unit_choice,
+        size_estimate=size_estimate,
     )
     return SpanModel(
         spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=dict(metadata)

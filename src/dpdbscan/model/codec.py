@@ -23,7 +23,7 @@ from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..cells.subcells import SubcellLayout
 from ..params.parameters import check_param
-from ..params.specs import ReleaseInfo, SpanSpec, UnitBound, UnitChoice
+from ..params.specs import ReleaseInfo, SizeEstimate, SpanSpec, UnitBound, UnitChoice
 from ..post.coretests import Stored, core_test
 from .guarantee import guarantee
 from .record import SpanModel
@@ -87,6 +87,7 @@ def _document(model: SpanModel, include_histogram: bool, span_list: Any) -> dict
             ),
             **({} if rel.rho is None else {"rho": rel.rho}),
             **({} if rel.unit_choice is None else {"unit_choice": unit_choice_dict(rel.unit_choice)}),
+            **({} if rel.size_estimate is None else {"size_estimate": size_estimate_dict(rel.size_estimate)}),
         },
         "params": {
             "eps": spans.grid.eps,
@@ -130,6 +131,16 @@ def noise_key(noise: str) -> str:
     ``sigma2`` (the discrete Gaussian's sigma^2) or ``count_epsilon`` (the
     epsilon one count's Laplace or discrete Laplace noise is drawn with)."""
     return "sigma2" if noise == "gaussian" else "count_epsilon"
+
+
+def size_estimate_dict(size: SizeEstimate) -> dict:
+    """The automatic mode's DP count of the points, as the model file records it."""
+    return {
+        "share": size.share,
+        noise_key(size.noise): size.scale,
+        **({} if size.rho is None else {"rho": size.rho}),
+        "value": size.value,
+    }
 
 
 def unit_choice_dict(choice: UnitChoice) -> dict:
@@ -374,6 +385,7 @@ def _release_info(priv: dict, theta: Any, hgrid: Grid, kind: str, fit: dict) -> 
         rho=rho,
         units=units,
         unit_choice=_unit_choice(priv.get("unit_choice"), units, rho),
+        size_estimate=_size_estimate(priv.get("size_estimate"), noise, units, rho),
     )
 
 
@@ -475,6 +487,23 @@ def _unit_choice(raw: Any, units: UnitBound | None, rho: float | None) -> UnitCh
     share = _real(raw["share"], "privacy.unit_choice.share", 0, 1, low_open=True, high_open=True)
     spent = _real(raw["rho"], "privacy.unit_choice.rho", 0, rho, low_open=True)
     return UnitChoice(candidates=tuple(cands), share=share, rho=spent)
+
+
+def _size_estimate(raw: Any, noise: str, units: UnitBound | None, rho: float | None) -> SizeEstimate | None:
+    """The automatic mode's DP count of the points (event-level only): its
+    share of the budget, its noise (the release's family) and its value."""
+    if raw is None:
+        return None
+    _need(isinstance(raw, dict), "privacy.size_estimate must be an object")
+    _need(units is None, "privacy.size_estimate is for event-level releases only")
+    key = noise_key(noise)
+    names = {"share", key, "value"} | ({"rho"} if noise == "gaussian" else set())
+    _need(set(raw) == names, f"privacy.size_estimate must hold {', '.join(sorted(names))}")
+    share = _real(raw["share"], "privacy.size_estimate.share", 0, 1, low_open=True, high_open=True)
+    scale = _real(raw[key], f"privacy.size_estimate.{key}", 0, low_open=True)
+    spent = None if rho is None else _real(raw["rho"], "privacy.size_estimate.rho", 0, rho, low_open=True)
+    value = _real(raw["value"], "privacy.size_estimate.value")
+    return SizeEstimate(share=share, noise=noise, scale=scale, rho=spent, value=value)
 
 
 def _min_samples(value: Any) -> int:

@@ -13,7 +13,7 @@ from ..post.coretests import core_test
 from ..post.coretests.density.densitymargin import swamped
 from ..post.coretests.density.densitytest import density_margin
 from ..traces import event_words
-from .codec import jsonable, unit_choice_dict
+from .codec import jsonable, size_estimate_dict, unit_choice_dict
 from .guarantee import eps_candidates, guarantee, unit_noun
 from .levels import is_levels, level_lines
 from .record import SpanModel
@@ -190,6 +190,7 @@ def describe(model: SpanModel) -> dict:
         "release": {"eps": rel.eps, "eta": rel.eta, "min_samples": rel.min_samples},
         "auto": None if model.auto is None else dict(model.auto),
         "unit_choice": None if rel.unit_choice is None else unit_choice_dict(rel.unit_choice),
+        "size_estimate": None if rel.size_estimate is None else size_estimate_dict(rel.size_estimate),
     }
     if model.metadata.get("projection") is not None:
         info["units"] = "km"
@@ -295,7 +296,9 @@ def summary(model: SpanModel) -> str:
         *swamp_line(model, noun),
         test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
     ]
-    return "\n".join(lines + bound_lines(model) + event_lines(model) + origin_lines(model))
+    return "\n".join(
+        lines + bound_lines(model) + size_lines(model) + event_lines(model) + origin_lines(model)
+    )
 
 
 def bound_lines(model: SpanModel) -> list[str]:
@@ -317,6 +320,18 @@ def bound_lines(model: SpanModel) -> list[str]:
         )
     # the accuracy statement is about what was counted, not the raw rows
     return [line + "; the guarantee's clusters are those of the data so bounded"]
+
+
+def size_lines(model: SpanModel) -> list[str]:
+    """The automatic mode's DP count of the points, when it sized the grid."""
+    size = model.release.size_estimate
+    if size is None or size.value is None:
+        return []
+    part = "rho" if size.rho is not None else "epsilon"
+    return [
+        f"  count   : a DP count of the points, {size.value:,.0f}, sized the grid "
+        f"(for {size.share:.0%} of {part}, part of the budget above)"
+    ]
 
 
 def event_lines(model: SpanModel) -> list[str]:

@@ -102,6 +102,7 @@ def remodel(
         rho=rel.rho,
         units=rel.units,
         unit_choice=rel.unit_choice,
+        size_estimate=rel.size_estimate,
     )
 
 

@@ -7,8 +7,9 @@ or read back from a saved release. ``tests/spec/test_specs.py`` checks that no
 field here has a default.
 
 * :class:`SpanSpec`: the post-processing (the core test and its settings).
-* :class:`NoiseSpec`, :class:`UnitBound`, :class:`UnitChoice` and
-  :class:`ReleaseSpec`: the one release that spends the budget.
+* :class:`NoiseSpec`, :class:`UnitBound`, :class:`UnitChoice`,
+  :class:`SizeEstimate` and :class:`ReleaseSpec`: the one release that
+  spends the budget.
 * :class:`ReleaseInfo`: the public facts of a release that its spans and
   guarantee refer to, kept by the model even when it is saved without its
   noisy histogram.
@@ -159,6 +160,38 @@ class UnitChoice:
 
 
 @dataclass(frozen=True)
+class SizeEstimate:
+    """The automatic mode's DP count of the points, which sizes its release's
+    grid (:func:`dpdbscan.plan.autoplan.sized_n`) when the user gives no
+    guess of n: a noisy count of the rows the release counts, for a stated
+    share of the budget, made before the histogram (one row changes it by
+    at most 1). Event-level releases only.
+
+    Attributes
+    ----------
+    share : float
+        The share of the release's epsilon (Laplace noise) or zCDP rho
+        (Gaussian noise) the count spends; the histogram's noise is
+        calibrated to the rest.
+    noise : {"discrete", "laplace", "gaussian"}
+        The count's noise: the release's family.
+    scale : float
+        Its parameter, as :attr:`NoiseSpec.scale`: the epsilon the count's
+        Laplace noise is drawn with, or the Gaussian's sigma^2.
+    rho : float or None
+        Gaussian: the rho the count spends (part of the release's rho).
+    value : float or None
+        The noisy count (a DP quantity, public once made); None before it is made.
+    """
+
+    share: float
+    noise: str
+    scale: float
+    rho: float | None
+    value: float | None
+
+
+@dataclass(frozen=True)
 class ReleaseSpec:
     """The one release that spends the budget, decided from public inputs.
 
@@ -183,6 +216,9 @@ class ReleaseSpec:
     unit_choice : UnitChoice or None
         With ``max_cells_per_unit="auto"``: how k was chosen (this release is
         one of the candidates', its noise at the budget the choice left).
+    size_estimate : SizeEstimate or None
+        The automatic mode without a guess of n: the DP count that sized
+        the grid (its noise at the budget the count left).
     """
 
     grid: Grid
@@ -191,6 +227,7 @@ class ReleaseSpec:
     noise: NoiseSpec
     units: UnitBound | None
     unit_choice: UnitChoice | None
+    size_estimate: SizeEstimate | None
 
     @property
     def delta_spent(self) -> float:
@@ -249,6 +286,9 @@ class ReleaseInfo(TypedNoiseParameter):
     unit_choice : UnitChoice or None
         With ``max_cells_per_unit="auto"``: how k was chosen privately (its
         rho is part of ``rho``).
+    size_estimate : SizeEstimate or None
+        The automatic mode's DP count of the points, when it sized the
+        grid (its share is part of ``epsilon`` / ``rho``).
     """
 
     grid: Grid
@@ -264,6 +304,7 @@ class ReleaseInfo(TypedNoiseParameter):
     rho: float | None
     units: UnitBound | None
     unit_choice: UnitChoice | None
+    size_estimate: SizeEstimate | None
 
     def _noise_parameter(self) -> tuple[str, float]:
         return self.noise, self.noise_scale
@@ -275,6 +316,7 @@ __all__ = [
     "NoiseSpec",
     "UnitBound",
     "UnitChoice",
+    "SizeEstimate",
     "ReleaseSpec",
     "ReleaseInfo",
     "split_delta",

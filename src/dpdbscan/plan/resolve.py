@@ -30,7 +30,16 @@ from ..exceptions import UtilityWarning
 from ..laws import noise as laws
 from ..laws import zcdp
 from ..params.parameters import check_units, namer, validate
-from ..params.specs import NoiseSpec, ReleaseSpec, Seed, SpanSpec, UnitBound, UnitChoice, split_delta
+from ..params.specs import (
+    NoiseSpec,
+    ReleaseSpec,
+    Seed,
+    SizeEstimate,
+    SpanSpec,
+    UnitBound,
+    UnitChoice,
+    split_delta,
+)
 from ..post.auto import MIN_SAMPLES_LOW
 from ..post.coretests import CORE_TESTS, FALLBACK, CoreTest, core_test
 from . import autoplan
@@ -95,6 +104,7 @@ def resolve(
     cli: bool = False,
     stacklevel: int = 2,
     places: float | None = None,
+    size_estimate: float | None = None,
 ) -> Resolved:
     """The release and spans of :func:`validated` parameters ``p`` in the
     public box ``[lower, upper]``; ``units``: whether the rows carry
@@ -103,13 +113,21 @@ def resolve(
     sets the automatic mode's base at person level when it selects levels
     (:func:`dpdbscan.plan.autoplan.plan`). Public inputs only; warns
     (UtilityWarning) of a grid no core test can use, and of Laplace noise
-    at a contribution bound where Gaussian noise would be smaller."""
+    at a contribution bound where Gaussian noise would be smaller.
+
+    ``size_estimate``: the automatic mode's DP count of the points, once
+    made (:func:`dpdbscan.plan.autoplan.counts_points` says when the plan
+    makes one; the release's ``size_estimate`` records its share). Before
+    the count the release stands on the grid for ASSUMED_N points, as it
+    does when the count is SMALL_N or more."""
     check_units(dict(p), units, cli=cli)
     plan = None
+    counted = False
     eps, min_samples = p["eps"], p["min_samples"]
     if "auto" in (eps, min_samples):
         # the place prior holds where the spans are selected at their own levels
         prior = places if p["selection"] == "levels" and min_samples == "auto" else None
+        counted = autoplan.counts_points(eps, p["n_expected"], np.asarray(lower).size, units, places)
         plan = autoplan.plan(
             lower,
             upper,
@@ -118,7 +136,7 @@ def resolve(
             min_samples,
             p["epsilon"],
             p["max_cells"],
-            p["n_expected"],
+            autoplan.sized_n(size_estimate) if counted else p["n_expected"],
             places=prior,
             units=units,
         )
@@ -148,7 +166,7 @@ def resolve(
         choices = tuple(release_spec(p, grid, units=True, k=k) for k in unit_plan.candidates(grid))
         release = choices[-1]
     else:
-        release = release_spec(p, grid, units=units)
+        release = release_spec(p, grid, units=units, count=counted, size_estimate=size_estimate)
     _warn_laplace_units(release, p, namer(cli), stacklevel + 1)
     return Resolved(release, spans, plan, p["random_state"], choices)
 
@@ -249,7 +267,8 @@ def unit_bound(p: Mapping[str, Any], units: bool, k: int | None = None) -> UnitB
 
 def _split_rho(rho: float, share: float) -> tuple[float, float]:
     """(rho of the choice of k, rho of the noise): ``share`` of ``rho`` and the
-    rest, rounded so that the two add up to no more than ``rho``."""
+    rest, rounded so that the two add up to no more than ``rho`` (an epsilon
+    splits the same way)."""
     choice = rho * share
     noise = rho - choice
     while Fraction(noise) + Fraction(choice) > Fraction(rho):
@@ -258,7 +277,13 @@ def _split_rho(rho: float, share: float) -> tuple[float, float]:
 
 
 def release_spec(
-    p: Mapping[str, Any], grid: Grid, *, units: bool = False, k: int | None = None
+    p: Mapping[str, Any],
+    grid: Grid,
+    *,
+    units: bool = False,
+    k: int | None = None,
+    count: bool = False,
+    size_estimate: float | None = None,
 ) -> ReleaseSpec:
     """The release of parameters ``p`` on the public ``grid``: its noise, the
     histogram (from |X|) and theta (from the noise law and the caps).
@@ -280,6 +305,14 @@ def release_spec(
     spends :data:`dpdbscan.plan.units.SHARE` of rho and the noise is
     calibrated to the rest; the total rho is what the release spends and
     records (``noise.rho``), the choice's part in ``unit_choice``.
+
+    ``count``: the automatic mode counts the points first
+    (:func:`dpdbscan.plan.autoplan.counts_points`, event-level only): the
+    count spends :data:`dpdbscan.plan.autoplan.COUNT_SHARE` of epsilon
+    (Laplace; basic composition) or of rho (Gaussian; zCDP composition) at
+    sensitivity 1, and the histogram's noise is calibrated to the rest; the
+    release is stated with the whole (epsilon, delta). ``size_estimate``:
+    the count, once made (recorded in ``size_estimate.value``).
     """
     epsilon, delta = float(p["epsilon"]), float(p["delta"])
     chosen = k is not None
@@ -288,9 +321,13 @@ def release_spec(
     kind = choose_kind(p["histogram"], grid, delta)
     rhos = None  # Gaussian: (the rho spent, the noise's part of it)
     choice = None
+    size = None
     if chosen and kind_noise != "gaussian":
         raise ValueError("max_cells_per_unit='auto' chooses k for Gaussian noise only")
+    if count and (units or chosen):
+        raise ValueError("the automatic mode counts the points of event-level releases only")
     delta_noise, delta_threshold = split_delta(kind, kind_noise, delta)
+    epsilon_noise = epsilon
     if kind_noise == "gaussian":
         rho = zcdp.rho_for(epsilon, delta_noise)
         rhos = (rho, rho)
@@ -298,7 +335,19 @@ def release_spec(
             rho_choice, rho_noise = _split_rho(rho, unit_plan.SHARE)
             rhos = (rho, rho_noise)
             choice = UnitChoice(candidates=unit_plan.candidates(grid), share=unit_plan.SHARE, rho=rho_choice)
-    noise = NoiseSpec.calibrated(kind_noise, epsilon, delta, bound, rhos)
+        if count:
+            rho_count, rho_noise = _split_rho(rho, autoplan.COUNT_SHARE)
+            rhos = (rho, rho_noise)
+            sigma2 = zcdp.sigma2_for(rho_count, 1.0)
+            size = SizeEstimate(autoplan.COUNT_SHARE, kind_noise, sigma2, rho_count, size_estimate)
+    elif count:
+        epsilon_count, epsilon_noise = _split_rho(epsilon, autoplan.COUNT_SHARE)
+        scale = laws.drawn_scale(kind_noise, epsilon_count)
+        size = SizeEstimate(autoplan.COUNT_SHARE, kind_noise, scale, None, size_estimate)
+    noise = NoiseSpec.calibrated(kind_noise, epsilon_noise, delta, bound, rhos)
+    if epsilon_noise != epsilon:
+        # stated with the whole epsilon: the count spent the rest
+        noise = replace(noise, epsilon=epsilon)
     if kind == "dense":
         theta = float("-inf")
     elif kind == "sparse":
@@ -306,7 +355,15 @@ def release_spec(
     else:
         k, m = (bound.max_cells_per_unit, bound.max_points_per_cell) if bound else (1, 1)
         theta = stability_theta(kind_noise, noise.scale, delta_threshold, step=m, cells=k)
-    return ReleaseSpec(grid=grid, histogram=kind, theta=theta, noise=noise, units=bound, unit_choice=choice)
+    return ReleaseSpec(
+        grid=grid,
+        histogram=kind,
+        theta=theta,
+        noise=noise,
+        units=bound,
+        unit_choice=choice,
+        size_estimate=size,
+    )
 
 
 def forecast_of(

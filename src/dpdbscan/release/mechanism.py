@@ -14,23 +14,27 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from ..cells import keys as cell_keys
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
-from ..params.specs import ReleaseSpec, Seed
+from ..params.specs import ReleaseSpec, Seed, SizeEstimate
 from . import unitchoice
 from .backends import Backend, resolve_backend
 from .backends.base import CellCounts, DenseBackend, PointsInput, UnitBackend, UnitChoiceBackend
 from .bounding import BoundingKey
 from .histograms import dense_histogram, sparse_histogram, stability_histogram
-from .histograms.countnoise import Noise, noise_of
-from .samplers.integers import Source, make_source
+from .histograms.countnoise import Noise, noise_at, noise_of
+from .samplers.integers import SecureSource, SeededSource, Source, make_source
 
 HISTOGRAMS = ("dense", "sparse", "stability")
+
+#: What a release draws its noise from: a seed (research), or a source
+#: already drawn from (the automatic mode's count, :func:`release_count`).
+Randomness: TypeAlias = Seed | SecureSource | SeededSource
 
 #: From this many cells on, a dense release draws its noise on a second
 #: thread while the points are counted.
@@ -79,9 +83,11 @@ class NoiseAhead:
         self._thread = threading.Thread(target=draw, name=self.THREAD, daemon=True)
         self._thread.start()
 
-    def take(self, spec: ReleaseSpec, random_state: Seed | None) -> np.ndarray | None:
+    def take(self, spec: ReleaseSpec, random_state: Randomness | None) -> np.ndarray | None:
         """The noise, if drawn for this release's noise, cells and
-        randomness (None otherwise); never the same noise twice."""
+        randomness (None otherwise: a source already drawn from, as after
+        the automatic mode's count, is not the randomness it was drawn
+        with); never the same noise twice."""
         self._thread.join()
         z, self._z = self._z, None
         if z is None or (spec.noise, spec.grid.n_cells, random_state) != self._key:
@@ -94,7 +100,7 @@ def release_histogram(
     X: PointsInput,
     *,
     backend: Backend | str | None = None,
-    random_state: Seed | None = None,
+    random_state: Randomness | None = None,
     units: Any = None,
     ahead: NoiseAhead | None = None,
 ) -> NoisyHistogram:
@@ -160,6 +166,34 @@ def release_histogram(
                 )
             return dense_histogram(grid, counts, noise, source, *stated, z)
     return _release(spec, grid, _canonical(backend.count(grid, X)), noise, source, stated)
+
+
+def release_count(
+    size: SizeEstimate,
+    grid: Grid,
+    X: PointsInput,
+    *,
+    backend: Backend | str | None = None,
+    random_state: Randomness | None = None,
+) -> tuple[float, SecureSource | SeededSource]:
+    """The automatic mode's DP count of the points (``size``, from
+    :func:`dpdbscan.plan.resolve.release_spec`): the rows the release on
+    ``grid``'s box will count (after the per-record rule) plus one draw of
+    the count's noise, at sensitivity 1 (each row is its own unit).
+
+    Returns the count and the source it drew from, from which the caller
+    draws the histogram's noise next (``random_state`` of
+    :func:`release_histogram`): one stream, so the two are independent
+    (two sources of one seed would repeat each other). Counted on one cell
+    over the whole box: only the total is needed."""
+    backend = resolve_backend(backend)
+    source = make_source(random_state)
+    side = float(np.max(grid.upper - grid.lower))
+    # a cell at least as wide as the box: eta eps / (4 sqrt d) >= side
+    whole = Grid(grid.lower, grid.upper, 4.0 * np.sqrt(grid.d) * side / grid.eta * 1.01, grid.eta)
+    n = int(np.sum(backend.count(whole, X).counts, dtype=np.int64))
+    z = noise_at(size.noise, size.scale).sample(source, 1)
+    return float(n + z[0]), source
 
 
 def release_choosing(
@@ -253,4 +287,4 @@ def _canonical(cells: CellCounts) -> CellCounts:
     return cells
 
 
-__all__ = ["HISTOGRAMS", "NoiseAhead", "release_choosing", "release_histogram"]
+__all__ = ["HISTOGRAMS", "NoiseAhead", "Randomness", "release_choosing", "release_count", "release_histogram"]

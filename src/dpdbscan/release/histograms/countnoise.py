@@ -194,13 +194,19 @@ def noise_of(spec: NoiseSpec) -> Noise:
     """The noise a release's :class:`~dpdbscan.params.specs.NoiseSpec` describes:
     one count's Laplace noise at ``scale`` (epsilon over the L1 sensitivity),
     or the discrete Gaussian with sigma^2 = ``scale``."""
-    if spec.kind == "discrete":
-        return DiscreteLaplace(spec.scale)
-    if spec.kind == "laplace":
-        return ContinuousLaplace(spec.scale)
-    if spec.kind == "gaussian":
-        return DiscreteGaussian(spec.scale)
-    raise ValueError(f"noise must be 'discrete', 'laplace' or 'gaussian', got {spec.kind!r}")
+    return noise_at(spec.kind, spec.scale)
 
 
-__all__ = ["DiscreteLaplace", "ContinuousLaplace", "DiscreteGaussian", "Noise", "noise_of"]
+def noise_at(kind: str, scale: float) -> Noise:
+    """The noise of family ``kind`` at its parameter ``scale`` (Laplace: the
+    epsilon one count is drawn with; Gaussian: sigma^2)."""
+    if kind == "discrete":
+        return DiscreteLaplace(scale)
+    if kind == "laplace":
+        return ContinuousLaplace(scale)
+    if kind == "gaussian":
+        return DiscreteGaussian(scale)
+    raise ValueError(f"noise must be 'discrete', 'laplace' or 'gaussian', got {kind!r}")
+
+
+__all__ = ["DiscreteLaplace", "ContinuousLaplace", "DiscreteGaussian", "Noise", "noise_at", "noise_of"]

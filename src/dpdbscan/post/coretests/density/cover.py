@@ -26,10 +26,12 @@ cube (and >= 0 off the ball). On a non-negative release
           <= c_0 x~_X + sum_r c_r C_r(X) + b_r sum_k B_{k,r}(X),
 
 a handful of box sums per cell, read from one summed-area table of the
-universe (:func:`cover_sums`). In 4-D the bound's expected value over
-uniform noise is 156 cells' worth (the kernel's 79) instead of 625. It is post-processing
-of the release and public constants (the weights) only: cells it rules out
-fail the exact test anyway, so the release's core cells are unchanged.
+universe (:func:`cover_sums`; from 4-D up, the compiled pass of
+:mod:`.compiled` holds only the slabs of the table a candidate reaches).
+In 4-D the bound's expected value over uniform noise is 156 cells' worth
+(the kernel's 79) instead of 625. It is post-processing of the release and
+public constants (the weights) only: cells it rules out fail the exact test
+anyway, so the release's core cells are unchanged.
 """
 
 from __future__ import annotations
@@ -126,6 +128,19 @@ def shell_cover(
 #: Cells of the padded universe up to which :func:`cover_sums` holds its
 #: summed-area table (int32 or float64: at most 256 MB).
 MAX_TABLE_CELLS = 1 << 25
+#: The dimension from which the density test's numpy steps give way to the
+#: compiled kernels of :mod:`.compiled`. In 3-D the numpy table is within
+#: 10% of the kernel on the benchmark's points, and numba's import and first
+#: dispatch (0.4-1.3 s per process, more memory) would fall on every 3-D
+#: command; 2-D must never load it.
+COMPILED_FROM_D = 4
+#: From 4-D up the compiled pass holds 3R + 2 slabs, not the universe: it
+#: takes universes up to this many times :data:`MAX_TABLE_CELLS` where the
+#: candidates' exact sums would read more cells (a public cost model: about
+#: one table cell per gather, 4-D at eps = 0.02 has 1.2e8 cells against
+#: 497k candidates x 609 offsets), and slabs up to :data:`MAX_SLAB_CELLS`.
+COMPILED_TABLE_FACTOR = 16
+MAX_SLAB_CELLS = 1 << 22
 _ROWS = 1 << 13  # candidates per block of corner gathers (and one BLAS thread)
 
 
@@ -139,7 +154,8 @@ def cover_sums(
     """The bound of this module (:func:`shell_cover` of the weights' kernel)
     at each candidate key of a release: every box sum is 2^d corners of one
     summed-area table of the universe padded by R. None when that table
-    would hold more than :data:`MAX_TABLE_CELLS` cells.
+    would hold more than :data:`MAX_TABLE_CELLS` cells (from 4-D up: see
+    :data:`COMPILED_TABLE_FACTOR`).
 
     The table holds the positive parts of the values: with W >= 0,
     sum_o W(q, o) x~ <= sum_o W(q, o) max(x~, 0), so the bound holds for a
@@ -158,12 +174,50 @@ def cover_sums(
     grid = hist.grid
     R = max(int(weights.offsets.max()), -int(weights.offsets.min())) if weights.offsets.size else 0
     shape = tuple(s + 2 * R + 1 for s in grid.shape)
-    if math.prod(shape) > MAX_TABLE_CELLS:
+    compiled = grid.d >= COMPILED_FROM_D and not grid.wide
+    cells = math.prod(shape)
+    if cells > MAX_TABLE_CELLS and not (
+        compiled
+        and cells <= COMPILED_TABLE_FACTOR * MAX_TABLE_CELLS
+        and cells <= cand.size * weights.offsets.shape[0]
+        and math.prod(shape[1:]) <= MAX_SLAB_CELLS
+    ):
         return None
     kernel = weights.W.max(axis=0)
     values = hist.values
     total = float(np.maximum(values, 0).sum(dtype=np.float64))
     exact = values.dtype.kind in "iu" and total < 2**31 - 1
+    mine = hist.value_at(cand) if own is None else own
+    mine = np.maximum(np.asarray(mine, dtype=np.float64), 0.0)
+    # from the cheapest bound to the tightest, each on the cells the one
+    # before could not rule out
+    if threshold is None:
+        covers = [shell_cover(weights.offsets, kernel)]
+    else:
+        covers = [shell_cover(weights.offsets, kernel, cross=False)]
+        if R > 1:
+            covers.append(shell_cover(weights.offsets, kernel, from_radius=R))
+        covers.append(shell_cover(weights.offsets, kernel))
+    if compiled:
+        return _compiled_cover(hist, np.asarray(cand), mine, covers, R, exact, total, threshold)
+    return _numpy_cover(hist, cand, mine, covers, R, exact, total, threshold)
+
+
+def _numpy_cover(
+    hist: NoisyHistogram,
+    cand: np.ndarray,
+    mine: np.ndarray,
+    covers: list[ShellCover],
+    R: int,
+    exact: bool,
+    total: float,
+    threshold: float | None,
+) -> np.ndarray:
+    """:func:`cover_sums` from one summed-area table of the padded universe
+    (below :data:`COMPILED_FROM_D`, which never load the compiler, and wide keys)."""
+    grid = hist.grid
+    values = hist.values
+    shape = tuple(s + 2 * R + 1 for s in grid.shape)
     S = np.zeros(shape, dtype=np.int32 if exact else np.float64)
     # cell x of an axis at index x + R + 1 (index 0 holds the prefix's zero)
     coords = None
@@ -177,20 +231,92 @@ def cover_sums(
     _prefix_sums(S)
     table = _Table(S, exact, total)
     base = ((grid.decode(cand) if coords is None else coords) + R + 1) @ table.strides
-    mine = hist.value_at(cand) if own is None else own
-    mine = np.maximum(np.asarray(mine, dtype=np.float64), 0.0)
-    if threshold is None:
-        return table.bound(base, mine, shell_cover(weights.offsets, kernel))
-    # from the cheapest bound to the tightest, each on the cells the one
-    # before could not rule out
-    out = table.bound(base, mine, shell_cover(weights.offsets, kernel, cross=False))
-    again = np.flatnonzero(out >= threshold)
-    if R > 1:
-        outer = shell_cover(weights.offsets, kernel, from_radius=R)
-        out[again] = table.bound(base[again], mine[again], outer)
+    out = table.bound(base, mine, covers[0])
+    again = np.arange(out.size) if threshold is None else np.flatnonzero(out >= threshold)
+    for cover in covers[1:]:
+        out[again] = table.bound(base[again], mine[again], cover)
         again = again[out[again] >= threshold]
-    out[again] = table.bound(base[again], mine[again], shell_cover(weights.offsets, kernel))
     return out
+
+
+def _compiled_cover(
+    hist: NoisyHistogram,
+    cand: np.ndarray,
+    mine: np.ndarray,
+    covers: list[ShellCover],
+    R: int,
+    exact: bool,
+    total: float,
+    threshold: float | None,
+) -> np.ndarray:
+    """:func:`cover_sums` from 4-D up by the compiled slab pass of
+    :mod:`.compiled` (the summed-area table of the whole padded universe
+    and its 2^d corner gathers per box cost far more in memory traffic)."""
+    # lazy: numba loads only where a kernel runs (never on a 2-D fit)
+    from .compiled import as_table_values, staged_cover
+
+    grid = hist.grid
+    d = grid.d
+    if cand.size > 1 and not bool(np.all(cand[1:] >= cand[:-1])):
+        order = np.argsort(cand, kind="stable")
+        out = np.empty(cand.size)
+        out[order] = _compiled_cover(hist, cand[order], mine[order], covers, R, exact, total, threshold)
+        return out
+    pdims = [s + 2 * R + 1 for s in grid.shape[1:]]
+    pstrides = np.ones(d - 1, dtype=np.int64)
+    for a in range(d - 3, -1, -1):
+        pstrides[a] = pstrides[a + 1] * pdims[a + 1]
+    corners = np.array(list(itertools.product((0, 1), repeat=d - 1)), dtype=np.int64).reshape(-1, d - 1)
+    signs = np.where((d - 1 - corners.sum(axis=1)) % 2 == 0, 1, -1).astype(np.int64)
+    halves = []  # (half-width along the first axis, along the others): C_r, then B_{k,r}
+    radius = []
+    for r in range(1, R + 1):
+        halves.append((r, np.full(d - 1, r)))
+        halves += [(r if k == 0 else r - 1, np.where(np.arange(d) == k, r, r - 1)[1:]) for k in range(d)]
+        radius += [r] * (d + 1)
+    box_h0 = np.array([h0 for h0, _ in halves], dtype=np.int64)
+    box_deltas = np.array(
+        [np.where(corners == 1, h[None, :], -h[None, :] - 1) @ pstrides for _, h in halves], dtype=np.int64
+    ).reshape(len(halves), -1)
+    coef = np.zeros((len(covers), len(halves)))
+    for s, cover in enumerate(covers):
+        coef[s] = [cover.cube[r] if j % (d + 1) == 0 else cover.cross[r] for j, r in enumerate(radius)]
+    c0 = np.array([cover.cube[0] for cover in covers])
+    # rounding: integer box sums are exact; float ones err by a few ulps of
+    # the total per corner and per slab summed
+    scale = 1.0 if exact else 2**d * (2 * R + 1) * (total + 1.0)
+    magnitude = np.abs(c0) + np.abs(coef).sum(axis=1)
+    slack = 1e-9 * (1.0 + magnitude * scale)
+    if hist.kind == "dense":
+        keys = np.empty(0, dtype=np.int64)
+        vals = as_table_values(np.ascontiguousarray(hist.values).ravel(), exact)
+    else:
+        keys = np.asarray(hist.released_keys, dtype=np.int64)
+        vals = as_table_values(hist.values, exact)
+    size = math.prod(pdims)
+    dtype = np.int32 if exact else np.float64
+    ring = np.empty((2 * R + 1, size), dtype=dtype)
+    A = np.empty((R + 1, size), dtype=dtype)
+    thr = math.inf if threshold is None else float(threshold)
+    return staged_cover(
+        hist.kind == "dense",
+        keys,
+        vals,
+        np.asarray(grid.shape, dtype=np.int64),
+        np.array([grid.key_delta(e) for e in np.eye(d, dtype=np.int64)], dtype=np.int64),
+        R,
+        np.asarray(cand, dtype=np.int64),
+        mine,
+        box_h0,
+        box_deltas,
+        signs,
+        coef,
+        c0,
+        slack,
+        thr,
+        ring,
+        A,
+    )
 
 
 def cover_pays(shape: tuple[int, ...], offsets: np.ndarray, n_cand: int) -> bool:
@@ -257,4 +383,13 @@ class _Table:
         return out * (1 + 1e-12) + 1e-9 * (1.0 + magnitude * scale)
 
 
-__all__ = ["ShellCover", "shell_cover", "cover_sums", "cover_pays", "MAX_TABLE_CELLS"]
+__all__ = [
+    "ShellCover",
+    "shell_cover",
+    "cover_sums",
+    "cover_pays",
+    "MAX_TABLE_CELLS",
+    "COMPILED_TABLE_FACTOR",
+    "COMPILED_FROM_D",
+    "MAX_SLAB_CELLS",
+]

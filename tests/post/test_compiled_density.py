@@ -1,0 +1,219 @@
+"""The density test's compiled kernels (post/coretests/density/compiled.py)
+against their numpy oracles on small random releases: the staged box cover
+(summed-area table of the padded universe) and the sparse run sums (which
+must agree bit for bit: the release depends on them)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from dpdbscan.cells.grid import Grid
+from dpdbscan.cells.histogram import NoisyHistogram
+from dpdbscan.post.coretests.density import ball_weights, weightedsums
+from dpdbscan.post.coretests.density import cover as cover_mod
+
+
+def _grid(d: int, side: int, eta: float = 4.0) -> Grid:
+    eps = 4 * math.sqrt(d) / (eta * side) * 0.999
+    return Grid(np.zeros(d), np.ones(d), eps, eta)
+
+
+def _release(kind: str, d: int, side: int, integer: bool, seed: int) -> NoisyHistogram:
+    rng = np.random.default_rng(seed)
+    g = _grid(d, side)
+    if kind == "dense":
+        noise = rng.normal(0, 2.0, g.shape)
+        values = np.round(noise).astype(np.int64) if integer else noise
+        values[tuple(s // 2 for s in g.shape)] += 50
+        return NoisyHistogram(
+            grid=g, kind="dense", values=values, keys=None, theta=0.0,
+            noise="discrete", scale=1.0, epsilon=1.0, delta=0.0,
+        )  # fmt: skip
+    n = max(1, g.n_cells // 6)
+    coords = np.stack([rng.integers(0, s, n) for s in g.shape], axis=1)
+    # a clump, and cells on the universe's faces (the tables' padding)
+    coords[: n // 4] = np.minimum(coords[: n // 4] % 3 + np.array(g.shape) // 2, np.array(g.shape) - 1)
+    coords[n // 4 : n // 3, 0] = 0
+    coords[n // 3 : n // 2, -1] = np.array(g.shape)[-1] - 1
+    keys = np.unique(g.encode(coords))
+    vals = rng.integers(1, 30, keys.size) if integer else rng.exponential(5.0, keys.size) + 0.5
+    return NoisyHistogram(
+        grid=g, kind="sparse", values=vals, keys=keys, theta=1.0,
+        noise="laplace", scale=1.0, epsilon=1.0, delta=0.0,
+    )  # fmt: skip
+
+
+def _covers(weights, threshold):
+    K = weights.W.max(axis=0)
+    R = int(np.abs(weights.offsets).max())
+    if threshold is None:
+        return R, [cover_mod.shell_cover(weights.offsets, K)]
+    covers = [cover_mod.shell_cover(weights.offsets, K, cross=False)]
+    if R > 1:
+        covers.append(cover_mod.shell_cover(weights.offsets, K, from_radius=R))
+    return R, covers + [cover_mod.shell_cover(weights.offsets, K)]
+
+
+CASES = [(3, 1, 9), (3, 2, 8), (4, 1, 7), (4, 2, 6), (5, 1, 5)]
+
+
+@pytest.mark.parametrize("d,k,side", CASES)
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+@pytest.mark.parametrize("integer", [True, False])
+def test_the_compiled_cover_is_the_numpy_table_s(d, k, side, kind, integer):
+    hist = _release(kind, d, side, integer, 10 * d + k + 3 * integer)
+    g = hist.grid
+    w = ball_weights(d, 4.0, k)
+    rng = np.random.default_rng(d + k)
+    every = g.encode(g.all_coords())
+    # unsorted candidates, with repeats
+    cand = rng.choice(every, min(every.size, 400), replace=True)
+    mine = np.maximum(np.asarray(hist.value_at(cand), dtype=np.float64), 0.0)
+    total = float(np.maximum(hist.values, 0).sum())
+    exact = hist.values.dtype.kind in "iu"
+    oracle_full = None
+    for threshold in (None, "q50", "q90"):
+        if threshold is not None:
+            assert oracle_full is not None
+            threshold = float(np.quantile(oracle_full, 0.5 if threshold == "q50" else 0.9))
+        R, covers = _covers(w, threshold)
+        args = (hist, cand, mine, covers, R, exact, total, threshold)
+        oracle = cover_mod._numpy_cover(*args)
+        compiled = cover_mod._compiled_cover(*args)
+        if threshold is None:
+            oracle_full = oracle
+        # integer tables: the same box sums and products in the same order
+        # (the slack's magnitude adds up in another order); float tables: the
+        # rounding slack, larger for the sums over 2R + 1 slabs
+        magnitude = max(float(np.abs(c.cube).sum() + d * np.abs(c.cross).sum()) for c in covers)
+        tol = 1e-12 if exact else 1e-9
+        scale = 1.0 if exact else 2**d * (2 * R + 1) * (total + 1.0) * (1.0 + magnitude)
+        assert np.allclose(compiled, oracle, rtol=tol, atol=tol * scale)
+        assert np.all(compiled >= oracle - 1e-9 * (1.0 + np.abs(oracle)))
+        if threshold is not None:
+            near = np.abs(oracle - threshold) <= 1e-6 * (1.0 + scale)
+            assert np.array_equal((compiled >= threshold)[~near], (oracle >= threshold)[~near])
+            assert 0 < np.sum(oracle >= threshold) < cand.size  # the case decides something
+
+
+@pytest.mark.parametrize("d,k,side", CASES)
+@pytest.mark.parametrize("integer", [True, False])
+def test_the_compiled_run_sums_are_the_numpy_runs_bit_for_bit(d, k, side, integer):
+    hist = _release("sparse", d, side, integer, 100 + 10 * d + k)
+    g = hist.grid
+    w = ball_weights(d, 4.0, k)
+    rng = np.random.default_rng(7 * d + k)
+    every = g.encode(g.all_coords())
+    query = np.sort(rng.choice(every, min(every.size, 300), replace=False))
+    rvals = hist.values.astype(np.float64)
+    oracle = weightedsums._numpy_run_sums(g, hist.released_keys, rvals, w, query)
+    compiled = weightedsums._compiled_run_sums(g, hist.released_keys, rvals, w, query)
+    assert np.count_nonzero(oracle) > 0
+    assert np.array_equal(compiled, oracle)
+    # and by bisection where the row index would be too large
+    limit = weightedsums._ROWS_PER_KEY
+    try:
+        weightedsums._ROWS_PER_KEY = -(1 << 20)
+        bisected = weightedsums._compiled_run_sums(g, hist.released_keys, rvals, w, query)
+    finally:
+        weightedsums._ROWS_PER_KEY = limit
+    assert np.array_equal(bisected, oracle)
+
+
+def test_the_float_product_division_is_floor_division():
+    from dpdbscan.post.coretests.density.compiled import _div
+
+    rng = np.random.default_rng(0)
+    for m in (1, 3, 67, 69 * 69, 71**3, 2**31 - 1):
+        near = np.arange(0, 5 * m, max(1, m // 7))
+        xs = np.concatenate([rng.integers(0, 2**50, 2000), near, [m - 1, m, m + 1]])
+        for x in xs.tolist():
+            assert _div(x, m, 1.0 / m) == x // m
+
+
+def test_from_4d_the_compiled_cover_takes_universes_beyond_the_numpy_table(monkeypatch):
+    """The slab pass holds 3R + 2 slabs, not the universe: above the numpy
+    table's limit it still bounds (where the candidates' exact sums would
+    read more cells), the same values as below it; 2-D and 3-D keep the limit."""
+    hist = _release("sparse", 4, 7, True, 5)
+    w = ball_weights(4, 4.0, 1)
+    cand = hist.released_keys
+    R = int(np.abs(w.offsets).max())
+    cells = math.prod(s + 2 * R + 1 for s in hist.grid.shape)
+    assert cells <= cand.size * w.offsets.shape[0]
+    below = cover_mod.cover_sums(hist, cand, w)
+    monkeypatch.setattr(cover_mod, "MAX_TABLE_CELLS", cells // 4)
+    above = cover_mod.cover_sums(hist, cand, w)
+    assert below is not None and above is not None and np.array_equal(above, below)
+    monkeypatch.setattr(cover_mod, "MAX_TABLE_CELLS", cells // 32)
+    assert cover_mod.cover_sums(hist, cand, w) is None
+    for d, side in ((2, 30), (3, 9)):
+        low = _release("sparse", d, side, True, 6)
+        wl = ball_weights(d, 4.0, 1)
+        Rl = int(np.abs(wl.offsets).max())
+        monkeypatch.setattr(
+            cover_mod, "MAX_TABLE_CELLS", math.prod(s + 2 * Rl + 1 for s in low.grid.shape) - 1
+        )
+        assert cover_mod.cover_sums(low, low.released_keys, wl) is None
+
+
+THREE_D_FIT = """
+import sys, warnings
+import numpy as np
+from dpdbscan import DPDBSCAN
+warnings.simplefilter("ignore")
+rng = np.random.default_rng(0)
+X = np.clip(rng.normal(0.5, 0.05, (4000, 3)), 0, 1)
+for histogram in ("sparse", "dense"):
+    est = DPDBSCAN(0.03, min_samples=10, epsilon=1.0, bounds=(0.0, 1.0), random_state=0, histogram=histogram)
+    est.fit(X).predict(X)
+print("numba" in sys.modules)
+"""
+
+
+def test_a_three_dimensional_fit_never_imports_numba():
+    """Below COMPILED_FROM_D the numpy steps run: a 3-D command does not pay
+    numba's import and first dispatch."""
+    import subprocess
+    import sys
+
+    assert cover_mod.COMPILED_FROM_D == 4
+    out = subprocess.run([sys.executable, "-c", THREE_D_FIT], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_the_dense_sums_gather_the_same_matrix_as_numpy():
+    """From 4-D up the dense sums gather their matrix compiled; the product
+    after it is numpy's, so the sums are those of numpy's fancy index."""
+    from dpdbscan.post.coretests.density import weighted_sums_at
+
+    hist = _release("dense", 4, 7, False, 9)
+    g = hist.grid
+    w = ball_weights(4, 4.0, 2)
+    keys = np.sort(np.random.default_rng(1).choice(g.encode(g.all_coords()), 500, replace=False))
+    R = max(int(np.abs(w.offsets).max()), 1)
+    P = np.zeros(tuple(s + 2 * R for s in g.shape))
+    P[tuple(slice(R, R + s) for s in g.shape)] = hist.values
+    strides = np.array(P.strides, dtype=np.int64) // P.itemsize
+    base = (g.decode(keys) + R) @ strides
+    G = P.ravel()[base[:, None] + (w.offsets @ strides)[None, :]]
+    oracle = np.matmul(G, np.ascontiguousarray(w.W.T))
+    assert np.array_equal(weighted_sums_at(hist, w, keys), oracle)
+
+
+def test_keys_beyond_the_grid_get_no_bound_not_garbage():
+    """Keys in the key space's padding (a coordinate at the shape) bound
+    nothing: +inf, never a value read off the end of a table."""
+    hist = _release("sparse", 4, 7, True, 11)
+    g = hist.grid
+    w = ball_weights(4, 4.0, 1)
+    R, covers = _covers(w, None)
+    inside = g.encode(np.array([[1, 2, 3, 4], [3, 3, 3, 3]]))
+    beyond = g.encode(np.array([[2, g.shape[1], 0, 0], [g.shape[0], 0, 0, 0]]))
+    cand = np.concatenate([inside, beyond])
+    mine = np.zeros(cand.size)
+    total = float(hist.values.sum())
+    out = cover_mod._compiled_cover(hist, cand, mine, covers, R, True, total, None)
+    oracle = cover_mod._numpy_cover(hist, inside, mine[:2], covers, R, True, total, None)
+    assert np.allclose(out[:2], oracle, rtol=1e-12) and np.all(np.isinf(out[2:]))
