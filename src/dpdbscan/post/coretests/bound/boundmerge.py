@@ -103,6 +103,7 @@ def block_offsets(d: int, lim: int) -> np.ndarray:
 @functools.cache
 def _join_blocks_kernel():
     """The compiled union-find over blocks (compiled at the first call)."""
+    # lazy: numba loads only where a kernel runs (never on a 2-D fit)
     from ...._jit import kernel
 
     @kernel

@@ -62,6 +62,7 @@ def run_table(grid: Grid, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 @functools.cache
 def _kernel():
     """The compiled walk (compiled at the first call, cached on disk)."""
+    # lazy: numba loads only where a kernel runs (never on a 2-D fit)
     from ...._jit import kernel
 
     @kernel

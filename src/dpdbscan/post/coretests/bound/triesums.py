@@ -165,6 +165,7 @@ def box_sums_above(grid: Grid, keys: np.ndarray, values: np.ndarray, side: int, 
 @functools.cache
 def _line_kernel():
     """The compiled walk of the trie per line of query cells."""
+    # lazy: numba loads only where a kernel runs (never on a 2-D fit)
     from ...._jit import kernel
 
     @kernel
@@ -258,6 +259,7 @@ def _line_kernel():
 @functools.cache
 def _scatter_kernel():
     """The compiled scatter of released cells into box sums."""
+    # lazy: numba loads only where a kernel runs (never on a 2-D fit)
     from ...._jit import kernel
 
     @kernel
