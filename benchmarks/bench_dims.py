@@ -16,8 +16,12 @@ are), scored by the adjusted Rand index against the ``dbscan`` package's.
 Rounds are interleaved (``dbscan``, then dpdbscan, each round) so both see the
 same machine load; scikit-learn runs once per dimension (it is slow).
 
+With ``--core bound`` each round also fits the paper's core test
+(``core="bound"``) on the same points, reported beside the density test's
+fit (same-round ratios to it and to ``dbscan``).
+
     python -m benchmarks.bench_dims [--dims 2,3,4,5,6,8] [--repeats 3] [--seed 0]
-                                    [--no-sklearn] [--json out.json] [--md out.md]
+                                    [--no-sklearn] [--core bound] [--json out.json] [--md out.md]
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import numpy as np
 
 from . import blobs_nd
 
-METHODS = ("dbscan", "dpdbscan", "sklearn")
+METHODS = ("dbscan", "dpdbscan", "sklearn", "dpdbscan-bound")
 #: The issue's targets: fit <= 2x the ``dbscan`` package, <= 2 GB, ARI >= 0.95.
 TIME_RATIO, PEAK_GB, MIN_ARI = 2.0, 2.0, 0.95
 
@@ -61,7 +65,8 @@ def _fit(method: str, X: np.ndarray, d: int) -> tuple[float, np.ndarray]:
 
     from dpdbscan import DPDBSCAN
 
-    est = DPDBSCAN(alpha, min_samples=m, epsilon=1.0, bounds=(0.0, 1.0))
+    core = "bound" if method == "dpdbscan-bound" else "density"
+    est = DPDBSCAN(alpha, min_samples=m, epsilon=1.0, bounds=(0.0, 1.0), core=core)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
@@ -103,7 +108,9 @@ def _load() -> str:
         return "?"
 
 
-def measure(dims: list[int], repeats: int, seed: int, sklearn: bool, n: int | None = None) -> list[dict]:
+def measure(
+    dims: list[int], repeats: int, seed: int, sklearn: bool, n: int | None = None, bound: bool = False
+) -> list[dict]:
     """One row per dimension: medians, same-run ratios, peak RSS and ARI."""
     from sklearn.metrics import adjusted_rand_score
 
@@ -111,6 +118,8 @@ def measure(dims: list[int], repeats: int, seed: int, sklearn: bool, n: int | No
     with tempfile.TemporaryDirectory() as tmp:
         for d in dims:
             runs: dict[str, list[dict]] = {"dbscan": [], "dpdbscan": []}
+            if bound:
+                runs["dpdbscan-bound"] = []
             load = [_load()]
             for _ in range(repeats):
                 for method in runs:
@@ -141,6 +150,14 @@ def measure(dims: list[int], repeats: int, seed: int, sklearn: bool, n: int | No
                 if "fit_s" in a and "fit_s" in b
             ]
             row["ratio"] = statistics.median(pairs) if pairs else None
+            if bound:
+                for name, base in (("bound_vs_density", "dpdbscan"), ("bound_vs_dbscan", "dbscan")):
+                    same = [
+                        a["fit_s"] / b["fit_s"]
+                        for a, b in zip(runs["dpdbscan-bound"], runs[base])
+                        if "fit_s" in a and "fit_s" in b
+                    ]
+                    row[name] = statistics.median(same) if same else None
             row["pass"] = bool(
                 ours is not None
                 and peer is not None
@@ -183,7 +200,24 @@ def markdown(rows: list[dict]) -> str:
             f"{_fmt(peer['peak_gb'], '.2f')} GB | {_fmt(ours['ari'], '.4f')} | "
             f"{_fmt(sk['fit_s'], '.2f') + ' s' if sk else '–'} | {' / '.join(r['load_before_after'])} |"
         )
-    return head + "\n".join(body) + "\n"
+    text = head + "\n".join(body) + "\n"
+    if any("dpdbscan-bound" in r for r in rows):
+        text += (
+            "\n| d | n | bound test fit | density test fit | bound / density (same rounds) | "
+            "`dbscan` fit | bound / `dbscan` | bound first fit of the process | bound peak | "
+            "ARI bound vs `dbscan` | load (before, after) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n"
+        )
+        for r in rows:
+            b, ours, peer = r["dpdbscan-bound"], r["dpdbscan"], r["dbscan"]
+            text += (
+                f"| {r['d']} | {r['n']:,} | {_fmt(b['fit_s'], '.3f')} s | {_fmt(ours['fit_s'], '.3f')} s | "
+                f"{_fmt(r['bound_vs_density'], '.2f')}x | {_fmt(peer['fit_s'], '.3f')} s | "
+                f"{_fmt(r['bound_vs_dbscan'], '.2f')}x | {_fmt(b.get('cold_s'), '.3f')} s | "
+                f"{_fmt(b['peak_gb'], '.2f')} GB | {_fmt(b['ari'], '.4f')} | "
+                f"{' / '.join(r['load_before_after'])} |\n"
+            )
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n", type=int, default=None, help="points (default: 1e6 in 2-D, 1e5 above)")
     ap.add_argument("--no-sklearn", action="store_true")
+    ap.add_argument(
+        "--core", choices=("density", "bound"), default="density", help="bound: also fit the bound test"
+    )
     ap.add_argument("--json")
     ap.add_argument("--md")
     ap.add_argument("--child", choices=METHODS, help=argparse.SUPPRESS)
@@ -202,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.child:
         child(a.child, dims[0], a.seed, a.n, a.labels_out)
         return 0
-    rows = measure(dims, a.repeats, a.seed, not a.no_sklearn, a.n)
+    rows = measure(dims, a.repeats, a.seed, not a.no_sklearn, a.n, a.core == "bound")
     text = markdown(rows)
     print(text)
     if a.md:

@@ -22,7 +22,8 @@ from ...merge import merge_cells
 from ...spans import Spans, spans_on
 from ..coretest import CoreTest, Figures, MarginOverride, Namer, Statistic, Stored, over_candidates, relaxed
 from . import boundmargin as bounds
-from .corecells import core_cells, sum_threshold
+from .boundmerge import merge_core_cells
+from .corecells import compiled, core_cells, sum_threshold
 
 
 def bound_margins(
@@ -79,7 +80,14 @@ class BoundTest(CoreTest):
             )
         thr = sum_threshold(spec.min_samples, gamma, spec.raise_min_samples, gamma_upper)
         keys, _ = core_cells(hist, thr, layout)
-        return _spans(layout, keys, merge_cells(layout.fine, keys), gamma, gamma_upper, spec)
+        return _spans(
+            layout,
+            keys,
+            merge_core_cells(layout.fine, keys) if compiled(layout.fine) else merge_cells(layout.fine, keys),
+            gamma,
+            gamma_upper,
+            spec,
+        )
 
     def spans_of(
         self, hist: NoisyHistogram, spec: SpanSpec, core_keys: np.ndarray, labels: np.ndarray

@@ -17,11 +17,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from ....cells.grid import MAX_KAPPA
+from ....cells.grid import MAX_KAPPA, Grid
 from ....cells.histogram import NoisyHistogram
 from ....cells.subcells import SubcellLayout
 from ...pruning import core_candidates
 from ...sums import SumsAt, dense_candidates, dense_neighbour_sums, neighbourhood, sparse_neighbour_sums
+from .boundsums import run_sums
+from .triesums import core_cells_by_boxes
 
 
 def sum_threshold(
@@ -77,7 +79,10 @@ def core_cells(
 
 
 def _at_offsets(sums_at: SumsAt, offsets: np.ndarray, query: np.ndarray) -> np.ndarray:
-    return sums_at(query, offsets)
+    hist = sums_at.hist
+    if hist.kind == "dense" or not compiled(hist.grid):
+        return sums_at(query, offsets)
+    return run_sums(hist.grid, hist.released_keys, hist.values, query, offsets)
 
 
 def _below_all_sums(hist: NoisyHistogram, threshold: float) -> bool:
@@ -138,6 +143,9 @@ def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
             f"the core threshold on neighbour sums is {threshold:.3g} <= 0, so every cell "
             "of the universe would be core; raise min_samples or use raise_min_samples=True"
         )
+    if offsets is None and compiled(grid) and vals.size and vals.min() >= 0:
+        # boxes from coarse to fine, bounding their cells' sums (triesums.py)
+        return core_cells_by_boxes(grid, keys, vals, threshold)
     if vals.size and vals.min() >= 0:
         # A sum of kappa non-negative values reaches the threshold only if one
         # of them reaches threshold / kappa: candidates lie around those.
@@ -148,9 +156,20 @@ def _core_cells(hist: NoisyHistogram, threshold: float, offsets, kappa: int):
             cand = neighbourhood(grid, heavy)
     else:
         cand = neighbourhood(grid, keys)
+    if compiled(grid):
+        return _at_least(
+            cand, lambda q: run_sums(grid, keys, vals, q, offsets), threshold, _query_chunk(hist)
+        )
     return _at_least(
         cand, lambda q: sparse_neighbour_sums(grid, keys, vals, q, offsets), threshold, _query_chunk(hist)
     )
+
+
+def compiled(grid: Grid) -> bool:
+    """Whether the compiled kernels take the sums of a sparse release on
+    ``grid``: from 4-D up (below, numpy is fast and a fit must not import
+    numba), with int64 keys."""
+    return grid.d >= 4 and not grid.wide
 
 
 _BUCKET_PRUNE_ABOVE = 4_000_000
