@@ -205,8 +205,27 @@ def test_small_scenes_are_broken_down_where_the_gap_is():
 
 
 @pytest.mark.filterwarnings("ignore")
-def test_the_guess_of_n_sizes_the_base_release():
-    sc = scenes.close_scene(30_001)  # 2,592 points: a base for them is coarser than for 20,000
+def test_the_guess_of_n_or_the_dp_count_sizes_the_base_release():
+    """A 2-D scene of 2,592 points: given as n_expected, or counted with DP
+    when no guess is given, n sizes a base coarser than one for 20,000."""
+    from dpdbscan import DPDBSCAN
+
+    sc = scenes.close_scene(30_001)
+    assert sc.X.shape[1] == 2 and sc.n < 6_000
     plain, guess = scene_bench.auto_model(sc), scene_bench.auto_model(sc, guess_n=True)
-    assert guess.auto is not None and plain.auto is not None
-    assert guess.auto["base_eps"] > 2 * plain.auto["base_eps"]
+    big = (
+        DPDBSCAN(
+            "auto",
+            min_samples="auto",
+            epsilon=scene_bench.EPSILON,
+            bounds=sc.bounds,
+            random_state=sc.seed,
+            n_expected=20_000.0,
+        )
+        .fit(sc.X)
+        .spans_
+    )
+    assert guess.auto is not None and plain.auto is not None and big.auto is not None
+    assert guess.auto["base_eps"] > 2 * big.auto["base_eps"]
+    assert plain.auto["base_eps"] > 2 * big.auto["base_eps"]
+    assert plain.auto["base_eps"] == pytest.approx(guess.auto["base_eps"], rel=0.1)
