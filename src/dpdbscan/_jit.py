@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+import numpy as np
 from numba import njit
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -25,3 +26,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 def kernel(fn: F) -> F:
     """``fn`` compiled at its first call (for those argument types), cached on disk."""
     return cast(F, njit(cache=True, nogil=True)(fn))
+
+
+@kernel
+def lower_bound(keys: np.ndarray, lo: int, hi: int, target: int) -> int:
+    """The first index in ``lo:hi`` of the sorted ``keys`` whose key is at
+    least ``target`` (``hi`` if none): a binary search for kernels, which
+    cannot call ``np.searchsorted`` on a slice without a copy."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[mid] < target:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

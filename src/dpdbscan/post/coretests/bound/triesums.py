@@ -166,17 +166,7 @@ def box_sums_above(grid: Grid, keys: np.ndarray, values: np.ndarray, side: int, 
 def _line_kernel():
     """The compiled walk of the trie per line of query cells."""
     # lazy: numba loads only where a kernel runs (never on a 2-D fit)
-    from ...._jit import kernel
-
-    @kernel
-    def lower_bound(keys, lo, hi, target):
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if keys[mid] < target:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+    from ...._jit import kernel, lower_bound
 
     @kernel
     def walk_lines(keys, cs, strides, shape, qc, starts, side, lim, isq, out):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...._jit import kernel
+from ...._jit import kernel, lower_bound
 
 
 @kernel
@@ -269,14 +269,7 @@ def run_sums(
                 while p < rkeys.size and rkeys[p] < a:
                     p += 1
             else:
-                lo, hi = 0, rkeys.size
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if rkeys[mid] < a:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                p = lo
+                p = lower_bound(rkeys, 0, rkeys.size, a)
             if p >= rkeys.size or rkeys[p] > b:
                 continue
             for r in range(n_pos):
