@@ -111,7 +111,16 @@ def _parse_arrow(values: Any) -> np.ndarray:
         out = ints.astype(np.float64) / per_second
         out[values.is_null().to_numpy(zero_copy_only=False)] = np.nan
         return out
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t):
+    if pa.types.is_integer(t):
+        # numpy's conversion, value by value: Arrow's cast refuses the whole
+        # column when one integer is beyond 2^53 (a bad value must drop its
+        # row, not the file), and it takes one pass instead of three
+        ints = pc.fill_null(values, 0) if values.null_count else values
+        out = ints.to_numpy(zero_copy_only=False).astype(np.float64)
+        if values.null_count:
+            out[values.is_null().to_numpy(zero_copy_only=False)] = np.nan
+        return out
+    if pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t):
         out = pc.fill_null(values.cast(pa.float64()), float("nan")).to_numpy(zero_copy_only=False)
         out = np.array(out, dtype=np.float64)
         out[~np.isfinite(out)] = np.nan
