@@ -24,8 +24,12 @@ where the previous run ended), so one compiled loop
 reads each trace once in the trace order, without copying the points into
 that order: a stop is read once, and an anchor that is no stop only until
 its run leaves the radius or lasts ``duration``. Numba's import and first
-call (about 0.4 s together) cost less than the vectorised passes did on
-dense traces (a fix every few seconds) and about as much on Cabs.
+call (about 0.4 s of CPU together) are paid by a fit with stops only, and
+are less than the vectorised scan they replaced cost, which read every
+point's next points offset by offset over whole arrays: in a fresh
+process, on full Cabs 1.4-1.8 s against 0.6-0.7 s all told, on a day of
+taxis sampled every 5-60 s 3.1-3.8 s against 0.5-0.8 s
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
