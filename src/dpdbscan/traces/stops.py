@@ -60,6 +60,7 @@ def stop_rows(
     rows = trace_order(X, codes, times)
     if rows.size == 0:
         return rows
+    # lazy: numba loads only where stops are made (never on a fit without them)
     from .stopscan import stop_anchors
 
     anchors = stop_anchors(X, rows, codes, times, float(radius) ** 2, float(duration))
