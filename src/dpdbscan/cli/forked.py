@@ -129,8 +129,7 @@ def start(path: Path, write: Writer) -> Forked | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = temp_beside(path, "fork")
     read_end, write_end = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_std()
     pid = _fork()
     if pid == 0:  # the copy: write, report, and leave without running any exit handler
         os.close(read_end)
@@ -212,8 +211,7 @@ def wait_for_work(prepare: Callable[[], object], work: Callable[[Any, Path], obj
         return None
     take_orders, give_orders = os.pipe()
     read_reports, write_reports = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_std()
     pid = _fork()
     if pid == 0:  # the copy
         code = 1
@@ -280,6 +278,15 @@ def cancel_waiting() -> None:
 
 
 atexit.register(cancel_waiting)
+
+
+def _flush_std() -> None:
+    """Flush standard output and error before a fork (what is buffered
+    would otherwise be written twice); either may be None (closed when the
+    command started)."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
 
 
 def _fork() -> int:
