@@ -28,7 +28,6 @@ from ..model import SpanModel, load_model
 from ..prepare.box import read_length
 from ..prepare.door import open_points
 from ..prepare.notes import PRIVATE, Notes
-from ..render import plotting
 
 EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -355,6 +354,9 @@ def draw_spans_png(
 ) -> None:
     """The spans' picture (``size`` in pixels, ``extent`` in the model's
     display units), written to ``path``."""
+    # lazy: the drawing modules load only where a picture is drawn (fit: in its drawing copy)
+    from ..render import plotting
+
     ax = plotting.plot_model(model, "spans", size=size, extent=extent, dpi=dpi)
     plotting.save(ax, path, dpi=dpi)
 
