@@ -19,7 +19,9 @@ small (a fork copies its page tables, and every page the command writes
 afterwards that the copy still shares is copied once), lets it import
 matplotlib while the release is made (in its own process it does not hold
 up the fit for the GIL, as an import on a thread does) and then sends it
-the release, pickled, to draw.
+the release to draw: pickled, its arrays out of band, and written to the
+copy by a thread, so that the command writes its other files meanwhile
+even when the copy is still importing.
 
 Forking is done only where it is safe and useful: on Linux, with at least
 two cores to run on, and when no other Python thread is running (a thread
