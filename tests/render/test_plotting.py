@@ -333,6 +333,34 @@ def test_span_neighbours_are_the_same_by_either_sort():
         assert fast == [(a + 1, b + 1) for a, b in rows] and len(fast) > 0
 
 
+def _greedy_colouring_numpy(n, edges, n_colours, order=None):
+    """The colouring's rule with numpy's counting: the oracle."""
+    adj = [[] for _ in range(n)]
+    for a, b in edges:
+        if a != b:
+            adj[a].append(b)
+            adj[b].append(a)
+    colour = np.full(n, -1, dtype=np.int64)
+    uses = np.zeros(n_colours, dtype=np.int64)
+    for v in range(n) if order is None else order:
+        taken = np.bincount([colour[u] for u in adj[v] if colour[u] >= 0], minlength=n_colours)
+        free = np.flatnonzero(taken == 0)
+        c = int(free[np.argmin(uses[free])]) if free.size else int(np.argmin(taken))
+        colour[v] = c
+        uses[c] += 1
+    return colour
+
+
+def test_greedy_colouring_is_the_oracles():
+    rng = np.random.default_rng(1)
+    for t in range(100):
+        n, n_colours = int(rng.integers(1, 120)), int(rng.integers(1, 10))
+        edges = [(int(a), int(b)) for a, b in rng.integers(0, n, (int(rng.integers(0, 6 * n + 1)), 2))]
+        order = None if t % 2 else np.lexsort((np.arange(n), -rng.integers(0, 50, n)))
+        want = _greedy_colouring_numpy(n, edges, n_colours, order)
+        np.testing.assert_array_equal(mapstyle.greedy_colouring(n, edges, n_colours, order), want)
+
+
 def test_greedy_colouring_separates_neighbours():
     n = len(mapstyle.PALETTE)
     clique = [(a, b) for a in range(n) for b in range(a + 1, n)]

@@ -104,15 +104,22 @@ def greedy_colouring(
         if a != b:
             adj[a].append(b)
             adj[b].append(a)
-    colour = np.full(n, -1, dtype=np.int64)
-    uses = np.zeros(n_colours, dtype=np.int64)
-    for v in range(n) if order is None else order:
-        taken = np.bincount([colour[u] for u in adj[v] if colour[u] >= 0], minlength=n_colours)
-        free = np.flatnonzero(taken == 0)
-        c = int(free[np.argmin(uses[free])]) if free.size else int(np.argmin(taken))
+    # plain lists: a few neighbours per node, where numpy's calls cost more
+    # than the counting (20 ms for 500 spans, now a few)
+    colour = [-1] * n
+    uses = [0] * n_colours
+    palette = range(n_colours)
+    for v in range(n) if order is None else np.asarray(order).tolist():
+        taken = [0] * n_colours
+        for u in adj[v]:
+            if colour[u] >= 0:
+                taken[colour[u]] += 1
+        free = [c for c in palette if taken[c] == 0]
+        # min() keeps the first of equals: the smallest index on a tie
+        c = min(free, key=uses.__getitem__) if free else min(palette, key=taken.__getitem__)
         colour[v] = c
         uses[c] += 1
-    return colour
+    return np.asarray(colour, dtype=np.int64)
 
 
 def span_colours(model: SpanModel, radius: int | None = None, n_colours: int = len(PALETTE)) -> np.ndarray:
