@@ -207,9 +207,7 @@ def test_small_scenes_are_broken_down_where_the_gap_is():
 @pytest.mark.filterwarnings("ignore")
 def test_the_guess_of_n_or_the_dp_count_sizes_the_base_release():
     """A 2-D scene of 2,592 points: given as n_expected, or counted with DP
-    when no guess is given, n sizes a base coarser than one for 20,000 (the
-    count's base for half the count, twice the points per cell: coarser
-    still than the guess's)."""
+    when no guess is given, n sizes a base coarser than one for 20,000."""
     from dpdbscan import DPDBSCAN
 
     sc = scenes.close_scene(30_001)
@@ -230,5 +228,4 @@ def test_the_guess_of_n_or_the_dp_count_sizes_the_base_release():
     assert guess.auto is not None and plain.auto is not None and big.auto is not None
     assert guess.auto["base_eps"] > 2 * big.auto["base_eps"]
     assert plain.auto["base_eps"] > 2 * big.auto["base_eps"]
-    # half the cells: sqrt(2) times the guess's eps in 2-D (the count is off by ~140 points)
-    assert plain.auto["base_eps"] == pytest.approx(2**0.5 * guess.auto["base_eps"], rel=0.1)
+    assert plain.auto["base_eps"] == pytest.approx(guess.auto["base_eps"], rel=0.1)

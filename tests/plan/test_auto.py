@@ -113,9 +113,7 @@ def test_the_count_is_made_only_where_it_sizes_the_grid():
     assert not autoplan.counts_points("auto", None, 2, True, None)  # person level
     assert not autoplan.counts_points("auto", None, 2, False, 1.0)  # geographic mode
     assert autoplan.sized_n(None) is None and autoplan.sized_n(autoplan.SMALL_N) is None
-    assert autoplan.sized_n(-50.0) == 1.0 and autoplan.sized_n(2000.0) == autoplan.COUNT_SIZING * 2000.0
-    # twice the points per cell of a guess of n: a coarser base than the guess's
-    assert base_cells(1.0, autoplan.sized_n(3000.0)) < base_cells(1.0, 3000.0)
+    assert autoplan.sized_n(-50.0) == 1.0 and autoplan.sized_n(2000.0) == 2000.0
 
 
 def test_the_base_is_sized_by_public_inputs():

@@ -40,13 +40,6 @@ MIN_BASE_CELLS = 1 << 10
 #: points (discrete Laplace at 0.01), and the histogram's grows by 1%.
 COUNT_SHARE = 0.01
 SMALL_N = 6_000
-#: Below SMALL_N the base is sized for this share of the count: twice the
-#: points per cell a guess of n gets (POINTS_PER_CELL / COUNT_SIZING). A
-#: small set's thin shapes hold a few hundred points each, and a coarser
-#: cell lifts their eps-ball counts over the empty-space guard more than it
-#: blurs them (120 small 2-D close-tune scenes: docs/parameters.md, "The
-#: count"); a base for the count itself, or twice it, scored lower.
-COUNT_SIZING = 0.5
 #: The count is made in at most this many dimensions. In 3-D the base
 #: sized for a small count cost as much as it gained in 2-D (close-tune
 #: scenes below 6,000 points: 2-D +0.055, 3-D -0.035 mean ARI), so a 3-D
@@ -112,12 +105,12 @@ def counts_points(
 
 
 def sized_n(estimate: float | None) -> float | None:
-    """The n the base is sized for, from the DP count ``estimate``:
-    COUNT_SIZING times the count below SMALL_N (at least 1), else None
-    (ASSUMED_N, as without a count). Post-processing of the count."""
+    """The n the base is sized for, from the DP count ``estimate``: the
+    count itself below SMALL_N (at least 1), else None (ASSUMED_N, as
+    without a count). Post-processing of the count."""
     if estimate is None or estimate >= SMALL_N:
         return None
-    return max(COUNT_SIZING * float(estimate), 1.0)
+    return max(float(estimate), 1.0)
 
 
 def base_eps(lower: ArrayLike, upper: ArrayLike, eta: float, cells: int) -> float:
@@ -236,7 +229,6 @@ __all__ = [
     "ASSUMED_N",
     "COUNT_SHARE",
     "SMALL_N",
-    "COUNT_SIZING",
     "COUNT_MAX_D",
     "counts_points",
     "sized_n",
