@@ -16,6 +16,8 @@ from dpdbscan.cli.common import end_process
 atexit.register(lambda: print("handler ran", flush=False))
 print("buffered", end=" ")  # not flushed yet: end_process must write it
 sys.stderr.write("note ")
+if "profiled" in sys.argv:
+    sys.setprofile(lambda *a: None)
 if "thread" in sys.argv:
     threading.Thread(target=lambda: (time.sleep(0.3), print("thread done"))).start()
 code = end_process(int(sys.argv[1]))
@@ -69,3 +71,10 @@ def test_in_a_thread_it_returns():
     t.start()
     t.join()
     assert got == [5]
+
+
+def test_under_a_profiler_the_normal_exit_writes_its_results():
+    # python -m cProfile, coverage: they write what they measured in the normal exit
+    r = run(6, "profiled")
+    assert r.returncode == 6
+    assert r.stdout == "buffered returned 6\nhandler ran\n"

@@ -75,13 +75,17 @@ def end_process(code: int) -> int:
     error are flushed. Only the ``dpdbscan`` process itself calls this
     (``main()`` without arguments), and only when no other thread runs:
     with one (a Dask cluster's, a pool not shut down) the normal exit, which
-    waits for it, is left to do its work. A flush that fails (a reader
+    waits for it, is left to do its work, and so it is under a profiler or
+    a tracer (``python -m cProfile``, coverage), which write their results
+    then. A flush that fails (a reader
     closed the pipe) also leaves the exit to Python, which reports it as
     it always has.
     """
     import atexit
     import threading
 
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return code  # a profiler or coverage writes its results in the normal exit
     me = threading.current_thread()
     if me is not threading.main_thread() or any(t is not me and not t.daemon for t in threading.enumerate()):
         return code
