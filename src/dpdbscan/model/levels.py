@@ -188,25 +188,17 @@ def alternative(model: SpanModel) -> SpanModel | None:
         raise ValueError("this model was saved without its noisy histogram; cannot rebuild the alternative")
     hist, spec = model.histogram, model.spec
     runner = a.get("runner_up")
+
+    def select(alpha: float) -> _levels.LevelSpans:
+        """The selection at ``alpha`` as the model made it (the place prior and peak share, if any)."""
+        extent, share = a.get("max_extent"), a.get("peak_share")
+        return _levels.select_levels(hist, spec, (), alpha=alpha, max_extent=extent, peak_share=share)
+
     if runner:
-        other = _levels.select_levels(
-            hist,
-            spec,
-            (),
-            alpha=float(runner["eps"]),
-            max_extent=a.get("max_extent"),
-            peak_share=a.get("peak_share"),
-        )
+        other = select(float(runner["eps"]))
     else:
         # the same alpha's tree, rebuilt from the release; then the close calls reversed
-        same = _levels.select_levels(
-            hist,
-            spec,
-            (),
-            alpha=float(a["eps"]),
-            max_extent=a.get("max_extent"),
-            peak_share=a.get("peak_share"),
-        )
+        same = select(float(a["eps"]))
         flipped = _levels.alternative(same, None, None)
         if flipped is None:
             return None
