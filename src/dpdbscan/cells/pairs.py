@@ -308,6 +308,25 @@ class CellIndex:
         out[self.order] = laid
         return out
 
+    def components(self, R: int, joined: OffsetWeights) -> np.ndarray:
+        """Per indexed row, the smallest row of its component in the graph
+        joining two rows within R along every axis whose offset ``joined``
+        weighs > 0 (a symmetric set): a union-find over the pairs as they
+        are found, in memory linear in the rows, not the pairs."""
+        pairkernels = _kernels()
+        if self.n == 0:
+            return np.zeros(0, np.int64)
+        sc, pk, R, lanes, *walk = self._walk(R)
+        lin = self.linear_codes(sc, R)
+        weights = (joined.table, joined.codes, joined.weights)
+        root = pairkernels.half_roots(sc, pk, lin, R, lanes, *walk, *weights)
+        # positions to rows: each component's smallest row stands for it
+        smallest = np.full(self.n, self.n, dtype=np.int64)
+        np.minimum.at(smallest, root, self.order)
+        out = np.empty(self.n, dtype=np.int64)
+        out[self.order] = smallest[root]
+        return out
+
     def offset_pairs(
         self, query: np.ndarray, R: int, positions: OffsetPositions, run_of: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
