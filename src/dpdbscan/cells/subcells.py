@@ -63,8 +63,8 @@ def _sub_offsets(d: int, eta: float, k: int):
         rows = np.zeros((1, 0), dtype=np.int64)
         acc = np.zeros(1)
         for i in range(d):
-            g = np.array([gaps[i][o] for o in steps])
-            new_acc = (acc[:, None] + g[None, :]).ravel()
+            gap_i = np.array([gaps[i][o] for o in steps])
+            new_acc = (acc[:, None] + gap_i[None, :]).ravel()
             keep = new_acc < r2 * (1 - 1e-12)
             rows = np.concatenate(
                 [np.repeat(rows, step.size, axis=0), np.tile(step, rows.shape[0])[:, None]], axis=1
