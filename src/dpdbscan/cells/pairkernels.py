@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._jit import find_root, kernel
 
 
 @kernel
@@ -380,15 +380,6 @@ def offset_pairs(
 
 
 @kernel
-def _root(parent, x):
-    """The root of x's tree, halving the path on the way."""
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
-
-
-@kernel
 def half_roots(
     sc: np.ndarray,
     pk: np.ndarray,
@@ -430,13 +421,13 @@ def half_roots(
             code = lin[q] - lp
             w = table[code] if use_table else _weight(codes, weights, code)
             if w > 0:
-                a = _root(parent, p)
-                b = _root(parent, q)
+                a = find_root(parent, p)
+                b = find_root(parent, q)
                 if a != b:
                     if a < b:
                         parent[b] = a
                     else:
                         parent[a] = b
     for p in range(n):
-        parent[p] = _root(parent, p)
+        parent[p] = find_root(parent, p)
     return parent
