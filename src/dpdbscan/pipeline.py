@@ -272,7 +272,8 @@ def _auto_model(
     chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
     sel: levelsearch.LevelSpans | None = None
     if p["selection"] == "levels" and plan.min_samples is None and core_test(spec.core).selects_levels:
-        sel = levelsearch.select_levels(hist, spec, plan.eps, max_extent=extent)
+        share_of = levelsearch.significance_of(hist.grid.d, r.release.units is not None, extent)
+        sel = levelsearch.select_levels(hist, spec, plan.eps, max_extent=extent, share_of=share_of)
         ladder = levelsearch.ladder(hist)
         alpha = sel.eps
         m = min((s.min_samples for s in sel.spans), default=ladder[0])
@@ -284,6 +285,9 @@ def _auto_model(
             "min_samples_candidates": ladder,
             **levelsearch.record(sel),
         }
+        if share_of == "total" and extent is None:
+            # recorded only where it is not the default (2-D models unchanged)
+            record["share_of"] = share_of
         if extent is not None:
             record["max_extent"] = float(extent)
             for lv, s in zip(record["levels"], sel.spans):

@@ -180,11 +180,18 @@ def alternative(model: SpanModel) -> SpanModel | None:
     runner = a.get("runner_up")
     if runner:
         other = _levels.select_levels(
-            hist, spec, (), alpha=float(runner["eps"]), max_extent=a.get("max_extent")
+            hist,
+            spec,
+            (),
+            alpha=float(runner["eps"]),
+            max_extent=a.get("max_extent"),
+            share_of=a.get("share_of"),
         )
     else:
         # the same alpha's tree, rebuilt from the release; then the close calls reversed
-        same = _levels.select_levels(hist, spec, (), alpha=float(a["eps"]), max_extent=a.get("max_extent"))
+        same = _levels.select_levels(
+            hist, spec, (), alpha=float(a["eps"]), max_extent=a.get("max_extent"), share_of=a.get("share_of")
+        )
         flipped = _levels.alternative(same, None, None)
         if flipped is None:
             return None

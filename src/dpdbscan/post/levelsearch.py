@@ -88,6 +88,9 @@ CRITERION = (
 #: A span is significant when its noisy mass reaches this share of the
 #: released positive mass (and MinPts).
 MIN_SHARE = 0.002
+#: From this many dimensions on, an event-level selection takes MIN_SHARE of
+#: the noisy total, not of the positive part (:func:`significance_of`).
+TOTAL_SHARE_MIN_D = 3
 #: Two choices are "close" when the runner-up's score is at least this share of the best.
 CLOSE = 0.9
 SCALES = ("lambda", "logT")
@@ -728,6 +731,26 @@ def choose_alpha(rows: Sequence[tuple[float, float, int]]) -> tuple[float, float
     return chosen[0], (max(other, key=lambda r: (r[1], r[0]))[0] if other and best[1] > 0 else None)
 
 
+def significance_of(d: int, units: bool, max_extent: float | None) -> str:
+    """Which released mass a span's significant share is of
+    (``share_of`` of :func:`select_levels`): the noisy total with a largest
+    extent (places), and in TOTAL_SHARE_MIN_D dimensions or more at event
+    level; else the positive part.
+
+    The automatic base release has about ASSUMED_N / POINTS_PER_CELL cells
+    whatever n (:mod:`dpdbscan.plan.autoplan`), and the positive part of
+    their noise is about 0.43 per cell at epsilon = 1, some 28,000 in all.
+    In 2-D a small set's base is sized for its DP count, so the positive
+    part stays about 2.4 n; in 3-D (no count) it stays at 28,000 + n, and
+    0.2% of it is 3% of a 2,000-point set: with twenty clusters, half of
+    them are never significant. The noisy total is unbiased for n at any
+    size. Person-level releases keep the positive part (not measured
+    there). Public inputs only."""
+    if max_extent is not None or (d >= TOTAL_SHARE_MIN_D and not units):
+        return "total"
+    return "positive"
+
+
 def select_levels(
     hist: NoisyHistogram,
     spec: SpanSpec,
@@ -741,6 +764,7 @@ def select_levels(
     coarse: dict[tuple[float, int], Partition] | None = None,
     bottom: bool = False,
     max_extent: float | None = None,
+    share_of: str | None = None,
 ) -> LevelSpans:
     """Spans selected at their own levels from the release ``hist``.
     Post-processing only.
@@ -766,7 +790,7 @@ def select_levels(
         The stability scale of the final tree.
     min_share : float
         A span is significant when its mass reaches this share of the
-        released positive mass (and MinPts).
+        released mass (``share_of``) and MinPts.
     method : {"eom", "leaf"}
         Excess of mass or the leaves of the tree.
     alpha : float, optional
@@ -787,18 +811,26 @@ def select_levels(
         a cluster larger than that is never selected, its sub-clusters
         are, and a cluster that shrinks to fit while still one span is
         selectable from the level where it fits. None: no limit.
+    share_of : {"positive", "total"}, optional
+        Which released mass ``min_share`` is a share of: its positive part
+        or the noisy total (:func:`significance_of`). Default: the total
+        with ``max_extent``, else the positive part.
     """
     if not core_test(spec.core).selects_levels:
         raise ValueError("level selection needs the density test (core='density')")
     ms = ladder(hist, min_samples)
     d = hist.grid.d
-    if max_extent is None:
+    if share_of is None:
+        share_of = "positive" if max_extent is None else "total"
+    if share_of == "positive":
         min_mass = min_share * float(np.maximum(hist.values, 0).sum())
-    else:
+    elif share_of == "total":
         # places are small against the whole: the share is of the noisy
         # total (unbiased), not of its positive part, which where most cells
         # are empty is mostly noise (Cabs at person level: 3.0 M against 0.2 M)
         min_mass = min_share * max(float(hist.values.sum()), 0.0)
+    else:
+        raise ValueError(f"share_of must be 'positive' or 'total', got {share_of!r}")
     cands = [float(a) for a in eps_candidates] if alpha is None else [float(alpha)]
     rows: list[tuple[float, float, int]] = []
     chosen, runner = cands[0], None
@@ -986,5 +1018,7 @@ __all__ = [
     "record",
     "CRITERION",
     "MIN_SHARE",
+    "TOTAL_SHARE_MIN_D",
+    "significance_of",
     "CLOSE",
 ]
