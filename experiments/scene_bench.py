@@ -10,7 +10,8 @@ confidence intervals, paired differences, a breakdown by scene family).
 
 Seeds, fixed before any result was seen: the tune split is scenes
 :data:`TUNE_SEEDS` (10,000 + i), the held-out split :data:`HELDOUT_SEEDS`
-(20,000 + i); ``--n-scenes N`` takes the first N of either. Designs are
+(20,000 + i); ``--n-scenes N`` takes the first N of either (``--dims 3``: the 3-D
+scenes among them). Designs are
 compared on the tune split only; the held-out split is run once, for the
 final numbers.
 
@@ -80,11 +81,22 @@ SPLITS = {
 }
 
 
+def _close(seed: int) -> bool:
+    return seed in CLOSE_TUNE_SEEDS or seed in CLOSE_HELDOUT_SEEDS
+
+
 def scene_of(seed: int) -> scenes.Scene:
     """The scene of a seed of any split: the close splits' own generator
     for their seeds, :func:`experiments.scenes.scene` for the others."""
-    close = seed in CLOSE_TUNE_SEEDS or seed in CLOSE_HELDOUT_SEEDS
-    return scenes.close_scene(seed) if close else scenes.scene(seed)
+    return scenes.close_scene(seed) if _close(seed) else scenes.scene(seed)
+
+
+def split_seeds(split: str, n_scenes: int, dims: int | None = None) -> list[int]:
+    """The first ``n_scenes`` seeds of ``split``; with ``dims``, only those
+    whose scene has that dimension (the 3-D study: designed on the 3-D
+    scenes of the tune splits, held-out 3-D scenes run once)."""
+    seeds = list(SPLITS[split][:n_scenes])
+    return [s for s in seeds if dims is None or scenes.dimension(s, _close(s)) == dims]
 
 
 EPSILON = 1.0
@@ -474,8 +486,15 @@ def read_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def run(split: str, n_scenes: int, out: Path, methods: Sequence[str], resume: bool = False) -> list[dict]:
-    seeds = list(SPLITS[split][:n_scenes])
+def run(
+    split: str,
+    n_scenes: int,
+    out: Path,
+    methods: Sequence[str],
+    resume: bool = False,
+    dims: int | None = None,
+) -> list[dict]:
+    seeds = split_seeds(split, n_scenes, dims)
     path = out.with_suffix(".csv")
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = read_rows(path) if resume else []
@@ -510,6 +529,13 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="prefix of the .csv and .md files")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--resume", action="store_true", help="skip the scenes already in <out>.csv")
+    ap.add_argument(
+        "--dims",
+        type=int,
+        choices=(2, 3),
+        default=None,
+        help="only the scenes of this dimension among the first N",
+    )
     args = ap.parse_args(argv)
     methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
     bad = set(methods) - set(METHODS)
@@ -518,7 +544,7 @@ def main(argv=None) -> int:
     if not 1 <= args.n_scenes <= len(SPLITS[args.split]):
         raise SystemExit(f"--n-scenes must be 1..{len(SPLITS[args.split])}")
     t0 = time.perf_counter()
-    rows = run(args.split, args.n_scenes, args.out, methods, args.resume)
+    rows = run(args.split, args.n_scenes, args.out, methods, args.resume, args.dims)
     print(summary(rows, args.split))
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     return 0
