@@ -10,7 +10,8 @@ confidence intervals, paired differences, a breakdown by scene family).
 
 Seeds, fixed before any result was seen: the tune split is scenes
 :data:`TUNE_SEEDS` (10,000 + i), the held-out split :data:`HELDOUT_SEEDS`
-(20,000 + i); ``--n-scenes N`` takes the first N of either. Designs are
+(20,000 + i); ``--n-scenes N`` takes the first N of either (``--dims 3``: the 3-D
+scenes among them). Designs are
 compared on the tune split only; the held-out split is run once, for the
 final numbers. ``--small-2d FIRST`` keeps only the 2-D scenes below 6,000
 points (where the automatic mode sizes its base from a DP count), from the
@@ -85,11 +86,22 @@ SPLITS = {
 }
 
 
+def _close(seed: int) -> bool:
+    return seed in CLOSE_TUNE_SEEDS or seed in CLOSE_HELDOUT_SEEDS
+
+
 def scene_of(seed: int) -> scenes.Scene:
     """The scene of a seed of any split: the close splits' own generator
     for their seeds, :func:`experiments.scenes.scene` for the others."""
-    close = seed in CLOSE_TUNE_SEEDS or seed in CLOSE_HELDOUT_SEEDS
-    return scenes.close_scene(seed) if close else scenes.scene(seed)
+    return scenes.close_scene(seed) if _close(seed) else scenes.scene(seed)
+
+
+def split_seeds(split: str, n_scenes: int, dims: int | None = None) -> list[int]:
+    """The first ``n_scenes`` seeds of ``split``; with ``dims``, only those
+    whose scene has that dimension (the 3-D study: designed on the 3-D
+    scenes of the tune splits, held-out 3-D scenes run once)."""
+    seeds = list(SPLITS[split][:n_scenes])
+    return [s for s in seeds if dims is None or scenes.dimension(s, _close(s)) == dims]
 
 
 EPSILON = 1.0
@@ -507,12 +519,15 @@ def run(
     methods: Sequence[str],
     resume: bool = False,
     small_2d: int | None = None,
+    dims: int | None = None,
 ) -> list[dict]:
     """Run the first ``n_scenes`` scenes of ``split`` (with ``small_2d``, the
-    first ``n_scenes`` of :func:`small_2d_seeds` from that index on),
-    append their rows to ``<out>.csv`` and write the summary ``<out>.md``."""
+    first ``n_scenes`` of :func:`small_2d_seeds` from that index on; with
+    ``dims``, the scenes of that dimension among the first ``n_scenes``,
+    :func:`split_seeds`), append their rows to ``<out>.csv`` and write the
+    summary ``<out>.md``."""
     if small_2d is None:
-        seeds = list(SPLITS[split][:n_scenes])
+        seeds = split_seeds(split, n_scenes, dims)
     else:
         seeds = small_2d_seeds(split, small_2d, n_scenes)
     path = out.with_suffix(".csv")
@@ -550,6 +565,13 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--resume", action="store_true", help="skip the scenes already in <out>.csv")
     ap.add_argument(
+        "--dims",
+        type=int,
+        choices=(2, 3),
+        default=None,
+        help="only the scenes of this dimension among the first N",
+    )
+    ap.add_argument(
         "--small-2d",
         type=int,
         default=None,
@@ -565,7 +587,9 @@ def main(argv=None) -> int:
     if not 1 <= args.n_scenes <= len(SPLITS[args.split]):
         raise SystemExit(f"--n-scenes must be 1..{len(SPLITS[args.split])}")
     t0 = time.perf_counter()
-    rows = run(args.split, args.n_scenes, args.out, methods, args.resume, args.small_2d)
+    if args.small_2d is not None and args.dims is not None:
+        raise SystemExit("--small-2d and --dims choose scenes each their own way: give one")
+    rows = run(args.split, args.n_scenes, args.out, methods, args.resume, args.small_2d, args.dims)
     print(summary(rows, args.split))
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     return 0

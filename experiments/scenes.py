@@ -506,9 +506,19 @@ def close_scene(seed: int) -> Scene:
     return _scene(seed, CLOSE_TAG, (*CLOSE_FAMILIES, "spiral", "curve"), CLOSE_N)
 
 
+def dimension(seed: int, close: bool = False) -> int:
+    """The dimension of :func:`scene` (``close``: :func:`close_scene`) of
+    ``seed``, the first draw of its stream, without drawing the rest."""
+    return _dimension(np.random.default_rng(np.random.SeedSequence([CLOSE_TAG if close else TAG, int(seed)])))
+
+
+def _dimension(rng: np.random.Generator) -> int:
+    return 2 if rng.random() < 0.7 else 3
+
+
 def _scene(seed: int, tag: int, palette_from: tuple | None, n_range: tuple) -> Scene:
     rng = np.random.default_rng(np.random.SeedSequence([tag, int(seed)]))
-    d = 2 if rng.random() < 0.7 else 3
+    d = _dimension(rng)
     n = int(round(math.exp(rng.uniform(math.log(n_range[0]), math.log(n_range[1])))))
     k = int(math.floor(math.exp(rng.uniform(math.log(K_MIN), math.log(K_MAX + 1)))))
     k = min(max(k, K_MIN), K_MAX)

@@ -57,6 +57,16 @@ def test_the_splits_are_disjoint_and_fixed():
     assert scene_bench.CLOSE_TUNE_SEEDS[0] == 30_000 and scene_bench.CLOSE_HELDOUT_SEEDS[0] == 40_000
 
 
+def test_a_dimension_filter_keeps_the_scenes_of_that_dimension():
+    # the first draw of a scene's stream, without drawing the rest
+    three = scene_bench.split_seeds("close-tune", 20, dims=3)
+    assert three == [30_000, 30_017, 30_018]
+    assert scene_bench.split_seeds("tune", 3, dims=3) == [10_001, 10_002]
+    for seed in (30_000, 30_001):
+        assert scenes.dimension(seed, close=True) == scene_bench.scene_of(seed).d
+    assert scenes.dimension(10_000) == scenes.scene(10_000).d == 2
+
+
 @pytest.mark.parametrize("seed", (30_001, 30_010, 30_015, 30_018))
 def test_close_scenes_put_thin_shapes_next_to_each_other(seed):
     sc = scene_bench.scene_of(seed)

@@ -274,7 +274,10 @@ def _auto_model(
     if p["selection"] == "levels" and plan.min_samples is None and core_test(spec.core).selects_levels:
         # places counted in units: dense relative to the release's peak
         peak = PLACE_PEAK_SHARE if extent is not None and r.release.units is not None else None
-        sel = levelsearch.select_levels(hist, spec, plan.eps, max_extent=extent, peak_share=peak)
+        share_of = levelsearch.significance_of(hist.grid.d, r.release.units is not None, extent)
+        sel = levelsearch.select_levels(
+            hist, spec, plan.eps, max_extent=extent, peak_share=peak, share_of=share_of
+        )
         ladder = levelsearch.ladder(hist)
         alpha = sel.eps
         m = min((s.min_samples for s in sel.spans), default=ladder[0])
@@ -286,6 +289,9 @@ def _auto_model(
             "min_samples_candidates": ladder,
             **levelsearch.record(sel),
         }
+        if share_of == "total" and extent is None:
+            # recorded only where it is not the default (2-D models unchanged)
+            record["share_of"] = share_of
         if extent is not None:
             record["max_extent"] = float(extent)
             if peak is not None:

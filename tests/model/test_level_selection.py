@@ -109,6 +109,32 @@ def test_the_record_and_the_guarantee_survive_a_round_trip(unsure, tmp_path):
     assert guarantee(small) == guarantee(unsure)
 
 
+@quiet
+def test_a_3d_selection_records_that_significance_is_a_share_of_the_total(clear):
+    # many small clusters in 3-D: the share of the noisy total, recorded so
+    # that explore's alternative rebuilds the same tree; 2-D models keep the
+    # positive part and record nothing new
+    rng = np.random.default_rng(3)
+    centres = rng.uniform(1, 9, (12, 3))
+    X = np.vstack([rng.normal(c, 0.15, (150, 3)) for c in centres])
+    model = (
+        DPDBSCAN(
+            "auto",
+            min_samples="auto",
+            bounds=(np.zeros(3), np.full(3, 10.0)),
+            random_state=0,
+            max_cells=1 << 13,
+        )
+        .fit(X)
+        .spans_
+    )
+    assert model.auto["share_of"] == "total" and model.auto["selection"] == "levels"
+    total = float(model.histogram.values.sum())
+    sel = levels.select_levels(model.histogram, model.spec, (), alpha=model.auto["eps"], share_of="total")
+    assert sel.tree.min_mass == pytest.approx(levels.MIN_SHARE * total)
+    assert "share_of" not in clear.auto
+
+
 def test_each_span_states_its_own_guarantee(unsure):
     m = unsure
     g = guarantee(m)

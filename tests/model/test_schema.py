@@ -106,6 +106,12 @@ MODELS = {
     "automatic eps and MinPts": lambda: _fit(eps="auto", min_samples="auto", max_cells=1 << 14),
     "automatic, flat cut": lambda: _fit(eps="auto", min_samples="auto", max_cells=1 << 14, selection="flat"),
     "automatic eps": lambda: _fit(eps="auto", max_cells=1 << 14),
+    "automatic, 3-D": lambda: _fit(
+        X=np.c_[_points(), np.random.default_rng(4).random(1400)],
+        eps="auto",
+        min_samples="auto",
+        max_cells=1 << 12,
+    ),
     "with_params": lambda: with_params(_fit(), eps=0.1, min_samples=8),
     "with_min_samples, bound test": lambda: with_params(_fit(core="bound"), min_samples=3),
     "geographic (fit_lonlat)": lambda: fit_lonlat(
@@ -205,6 +211,7 @@ def test_the_saved_models_cover_the_schema_s_variants(saved):
         ),
         "auto": any("auto" in d for d in docs),
         "selection": {d["auto"].get("selection") for d in docs if "auto" in d},
+        "share of the total": any(d.get("auto", {}).get("share_of") == "total" for d in docs),
         "levels with spans": any(
             d.get("auto", {}).get("levels") and d["guarantee"].get("levels") for d in docs
         ),

@@ -221,6 +221,30 @@ def test_each_span_s_guarantee_is_the_density_test_s_at_its_own_level():
     assert stars == sorted(stars)
 
 
+def test_significance_is_a_share_of_the_noisy_total_in_3d_and_for_places():
+    assert levels.significance_of(2, False, None) == "positive"
+    assert levels.significance_of(3, False, None) == "total"
+    assert levels.significance_of(4, False, None) == "total"
+    # person level keeps the positive part; places take the total at any d
+    assert levels.significance_of(3, True, None) == "positive"
+    assert levels.significance_of(2, True, 1.0) == "total"
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_the_significant_mass_is_the_share_of_the_chosen_mass():
+    _, _, hist, params = _release(noise="discrete", seed=1)
+    positive = float(np.maximum(hist.values, 0).sum())
+    total = float(hist.values.sum())
+    # the noise's positive part adds to the positive mass, not to the total
+    assert positive > total > 0
+    default = levels.select_levels(hist, params, (0.1,))
+    by_total = levels.select_levels(hist, params, (0.1,), share_of="total")
+    assert default.tree.min_mass == pytest.approx(levels.MIN_SHARE * positive)
+    assert by_total.tree.min_mass == pytest.approx(levels.MIN_SHARE * total)
+    with pytest.raises(ValueError, match="share_of"):
+        levels.select_levels(hist, params, (0.1,), share_of="all")
+
+
 def test_level_selection_needs_the_density_test():
     _, _, hist, params = _release()
     with pytest.raises(ValueError, match="density"):

@@ -190,9 +190,12 @@ def alternative(model: SpanModel) -> SpanModel | None:
     runner = a.get("runner_up")
 
     def select(alpha: float) -> _levels.LevelSpans:
-        """The selection at ``alpha`` as the model made it (the place prior and peak share, if any)."""
+        """The selection at ``alpha`` as the model made it (the place prior, peak share and
+        significance's mass, if recorded)."""
         extent, share = a.get("max_extent"), a.get("peak_share")
-        return _levels.select_levels(hist, spec, (), alpha=alpha, max_extent=extent, peak_share=share)
+        return _levels.select_levels(
+            hist, spec, (), alpha=alpha, max_extent=extent, peak_share=share, share_of=a.get("share_of")
+        )
 
     if runner:
         other = select(float(runner["eps"]))

@@ -14,11 +14,12 @@ This module builds that tree at one alpha and selects disjoint spans from
 it, each at its own MinPts:
 
 * the *condensed tree* (:func:`condensed_tree`): a span is significant when
-  its noisy mass reaches max(MinPts, ``min_share`` x the released positive
-  mass); a cluster is born at the lowest level or where its parent splits
-  into two or more significant spans, lives while one significant span
-  continues it, and its *stability* is its mass integrated over its life on
-  the level scale lambda (HDBSCAN's excess of mass);
+  its noisy mass reaches max(MinPts, ``min_share`` x the released mass: its
+  positive part, or its noisy total, :func:`significance_of`); a cluster is
+  born at the lowest level or where its parent splits into two or more
+  significant spans, lives while one significant span continues it, and its
+  *stability* is its mass integrated over its life on the level scale
+  lambda (HDBSCAN's excess of mass);
 * the *selection* (:func:`select_clusters`): excess of mass, bottom-up, a
   cluster is kept when its stability is at least the total of the best
   selection below it; the root of a single tree is not selectable unless it
@@ -44,8 +45,9 @@ it, each at its own MinPts:
   tree selects a cluster.
 
 A span is significant by default at :data:`MIN_SHARE` (0.2%) of the released
-positive mass; the design study and its numbers are in docs/parameters.md
-(sections 5 and 6).
+positive mass, or of the noisy total in 3-D and up and for places
+(:func:`significance_of`); the design study and its numbers are in
+docs/parameters.md (sections 6 and 7).
 
 **Guarantee.** Every selected span is a span of the density test at its own
 (alpha, MinPts) on the release. At one alpha the accuracy event of the
@@ -88,6 +90,9 @@ CRITERION = (
 #: A span is significant when its noisy mass reaches this share of the
 #: released positive mass (and MinPts).
 MIN_SHARE = 0.002
+#: From this many dimensions on, an event-level selection takes MIN_SHARE of
+#: the noisy total, not of the positive part (:func:`significance_of`).
+TOTAL_SHARE_MIN_D = 3
 #: Two choices are "close" when the runner-up's score is at least this share of the best.
 CLOSE = 0.9
 SCALES = ("lambda", "logT")
@@ -751,6 +756,27 @@ def above_peak(levels: Sequence[Partition], share: float) -> list[int]:
     return keep or [levels[-1].min_samples]
 
 
+def significance_of(d: int, units: bool, max_extent: float | None) -> str:
+    """Which released mass a span's significant share is of
+    (``share_of`` of :func:`select_levels`): the noisy total with a largest
+    extent (places), and in TOTAL_SHARE_MIN_D dimensions or more at event
+    level; else the positive part.
+
+    The automatic base release has about ASSUMED_N / POINTS_PER_CELL cells
+    whatever n (:mod:`dpdbscan.plan.autoplan`), and the positive part of
+    their noise is about 0.43 per cell at epsilon = 1, some 28,000 in all.
+    In 2-D a small set's base is sized for its DP count, so the positive
+    part stays about 2.4 n; in 3-D (no count) it stays at 28,000 + n, and
+    0.2% of it is about 60 points, 3% of a 2,000-point set, whose small
+    clusters are then never significant. The noisy total is unbiased for n
+    at any size (3-D close-tune scenes: 7 of 40 better, none worse, +0.010
+    mean ARI; docs/parameters.md section 7). Person-level releases keep the
+    positive part (not measured there). Public inputs only."""
+    if max_extent is not None or (d >= TOTAL_SHARE_MIN_D and not units):
+        return "total"
+    return "positive"
+
+
 def select_levels(
     hist: NoisyHistogram,
     spec: SpanSpec,
@@ -765,6 +791,7 @@ def select_levels(
     bottom: bool = False,
     max_extent: float | None = None,
     peak_share: float | None = None,
+    share_of: str | None = None,
 ) -> LevelSpans:
     """Spans selected at their own levels from the release ``hist``.
     Post-processing only.
@@ -790,7 +817,7 @@ def select_levels(
         The stability scale of the final tree.
     min_share : float
         A span is significant when its mass reaches this share of the
-        released positive mass (and MinPts).
+        released mass (``share_of``) and MinPts.
     method : {"eom", "leaf"}
         Excess of mass or the leaves of the tree.
     alpha : float, optional
@@ -816,18 +843,26 @@ def select_levels(
         share of the release's peak at the chosen alpha (:func:`above_peak`):
         a cluster must be dense relative to the densest, not only above the
         noise. None: every level of the ladder.
+    share_of : {"positive", "total"}, optional
+        Which released mass ``min_share`` is a share of: its positive part
+        or the noisy total (:func:`significance_of`). Default: the total
+        with ``max_extent``, else the positive part.
     """
     if not core_test(spec.core).selects_levels:
         raise ValueError("level selection needs the density test (core='density')")
     ms = ladder(hist, min_samples)
     d = hist.grid.d
-    if max_extent is None:
+    if share_of is None:
+        share_of = "positive" if max_extent is None else "total"
+    if share_of == "positive":
         min_mass = min_share * float(np.maximum(hist.values, 0).sum())
-    else:
+    elif share_of == "total":
         # places are small against the whole: the share is of the noisy
         # total (unbiased), not of its positive part, which where most cells
         # are empty is mostly noise (Cabs at person level: 3.0 M against 0.2 M)
         min_mass = min_share * max(float(hist.values.sum()), 0.0)
+    else:
+        raise ValueError(f"share_of must be 'positive' or 'total', got {share_of!r}")
     cands = [float(a) for a in eps_candidates] if alpha is None else [float(alpha)]
     rows: list[tuple[float, float, int]] = []
     chosen, runner = cands[0], None
@@ -1018,5 +1053,7 @@ __all__ = [
     "record",
     "CRITERION",
     "MIN_SHARE",
+    "TOTAL_SHARE_MIN_D",
+    "significance_of",
     "CLOSE",
 ]
