@@ -105,6 +105,8 @@ def _join_blocks_kernel():
     """The compiled union-find over blocks (compiled at the first call)."""
     # lazy: numba loads only where a kernel runs (never on a 2-D fit)
     from ...._jit import find_root as find
+
+    # lazy: as above
     from ...._jit import kernel
 
     @kernel
