@@ -4,6 +4,7 @@ against their numpy oracles on small random releases: the staged box cover
 must agree bit for bit: the release depends on them)."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -217,3 +218,25 @@ def test_keys_beyond_the_grid_get_no_bound_not_garbage():
     out = cover_mod._compiled_cover(hist, cand, mine, covers, R, True, total, None)
     oracle = cover_mod._numpy_cover(hist, inside, mine[:2], covers, R, True, total, None)
     assert np.allclose(out[:2], oracle, rtol=1e-12) and np.all(np.isinf(out[2:]))
+
+
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+@pytest.mark.parametrize("integer", [True, False])
+def test_the_cover_in_two_threads_is_the_cover_in_one(monkeypatch, kind, integer):
+    """Each thread bounds the candidates of its half of the slabs with its own
+    tables: the same bounds as one pass over all of them."""
+    hist = _release(kind, 4, 9, integer, 21 + integer)
+    g = hist.grid
+    w = ball_weights(4, 4.0, 1)
+    cand = g.encode(g.all_coords())
+    mine = np.maximum(np.asarray(hist.value_at(cand), dtype=np.float64), 0.0)
+    total = float(np.maximum(hist.values, 0).sum())
+    exact = hist.values.dtype.kind in "iu"
+    R, covers = _covers(w, None)
+    one = cover_mod._compiled_cover(hist, cand, mine, covers, R, exact, total, None)
+    monkeypatch.setattr(cover_mod, "THREADED_CELLS", 0)
+    monkeypatch.setattr(cover_mod, "THREADED_SLABS", 1)
+    assert cover_mod._threads(g.n_cells, g.shape[0], R) == (2 if (os.cpu_count() or 1) >= 2 else 1)
+    monkeypatch.setattr(cover_mod.os, "cpu_count", lambda: 2)
+    two = cover_mod._compiled_cover(hist, cand, mine, covers, R, exact, total, None)
+    assert np.isfinite(one).all() and np.array_equal(one, two)

@@ -122,8 +122,13 @@ def staged_cover(
     thr: float,
     ring: np.ndarray,
     A: np.ndarray,
-) -> np.ndarray:
-    """The staged bound at each sorted candidate key (see the module).
+    first: int,
+    stop: int,
+    out: np.ndarray,
+) -> None:
+    """The staged bound at each sorted candidate key of the slabs ``first``
+    to ``stop - 1`` (see the module), into ``out`` (the others are left as
+    they are: a part of the slabs per thread, each with its own work tables).
 
     ``box_h0[b]``, ``box_deltas[b]``: box b's half-width along the first axis
     and its corners' offsets in a padded slab (signs ``signs``); stage s bounds
@@ -142,9 +147,11 @@ def staged_cover(
     pstrides[d - 1] = 1
     for a in range(d - 2, -1, -1):
         pstrides[a] = pstrides[a + 1] * pdims[a + 1]
+    # the first sparse key of slab first - R (the first the ring holds)
     ptr = np.zeros(1, np.int64)
+    ptr[0] = lower_bound(keys, 0, keys.size, (first - R) * key_strides[0])
     inv = 1.0 / key_strides
-    for j in range(-R, R):
+    for j in range(first - R, first + R):
         _slab_table(ring[(j + L) % L], j, dense, keys, vals, shape, key_strides, inv, pdims, pstrides, R, ptr)
     nbox = box_h0.size
     nst = c0.size
@@ -163,11 +170,10 @@ def staged_cover(
     for b in range(nbox):
         for c in range(ncorner):
             corner[b, c] = box_h0[b] * size + box_deltas[b, c]
-    out = np.full(cand.size, np.inf)  # (keys beyond the grid keep no bound)
     box = np.empty(nbox)
     stamp = np.full(nbox, -1, np.int64)
-    q = 0
-    for i in range(shape[0]):
+    q = lower_bound(cand, 0, cand.size, first * key_strides[0])
+    for i in range(first, stop):
         # slab i + R enters (in the slot of slab i - R - 1)
         _slab_table(
             ring[(i + R) % L], i + R, dense, keys, vals, shape, key_strides, inv, pdims, pstrides, R, ptr
@@ -213,7 +219,6 @@ def staged_cover(
                 if val < thr:
                     break
             q += 1
-    return out
 
 
 @kernel
@@ -285,6 +290,34 @@ def run_sums(
 
 
 @kernel
+def dense_reach(
+    flat: np.ndarray, base: np.ndarray, deltas: np.ndarray, kmax: np.ndarray, kmin: np.ndarray, thr: float
+) -> np.ndarray:
+    """Whether each row's sums may reach ``thr``: ``U = sum_j x_j (kmax_j if
+    x_j > 0 else kmin_j)``, x_j = ``flat[base[i] + deltas[j]]``, bounds every
+    sum_j W[r, j] x_j with kmin <= W[r, :] <= kmax, and a row is kept when
+    U plus the rounding of two sums of its terms in any order (this one and
+    a matrix product's, gamma_n sum |k x| each) reaches ``thr``."""
+    n = deltas.size
+    u = n * 2.0**-53
+    gamma = u / (1.0 - u) if u < 0.5 else np.inf
+    wmax = 0.0
+    for j in range(n):
+        wmax = max(wmax, abs(kmax[j]), abs(kmin[j]))
+    keep = np.zeros(base.size, np.bool_)
+    for i in range(base.size):
+        b = base[i]
+        acc = 0.0
+        mag = 0.0
+        for j in range(n):
+            x = flat[b + deltas[j]]
+            acc += x * (kmax[j] if x > 0 else kmin[j])
+            mag += abs(x)
+        keep[i] = acc + 4.0 * gamma * wmax * mag + 1e-300 >= thr
+    return keep
+
+
+@kernel
 def gather_rows(flat: np.ndarray, base: np.ndarray, deltas: np.ndarray, G: np.ndarray) -> None:
     """``G[i, j] = flat[base[i] + deltas[j]]``: the dense release's values
     around each candidate, the matrix the weights multiply."""
@@ -299,4 +332,4 @@ def as_table_values(values: np.ndarray, exact: bool) -> np.ndarray:
     return np.asarray(values, dtype=np.int64 if exact else np.float64)
 
 
-__all__ = ["staged_cover", "as_table_values", "row_index", "run_sums", "gather_rows"]
+__all__ = ["staged_cover", "as_table_values", "row_index", "run_sums", "gather_rows", "dense_reach"]

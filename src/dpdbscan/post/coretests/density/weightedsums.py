@@ -91,6 +91,37 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
     return _sparse_run_sums(grid, hist.released_keys, hist.values, weights, keys)
 
 
+def dense_reaching(
+    hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray, threshold: float
+) -> np.ndarray:
+    """Mask of the cells (keys of a dense release, from :data:`~.cover.COMPILED_FROM_D`
+    up) whose sums E~(q) may reach ``threshold`` at some sub-position: one
+    compiled pass of sum_o x~_{X+o} times the largest weight of offset o
+    where x~ > 0 and the smallest where not, an upper bound of every
+    position's sum, with room for the rounding of the matrix product of
+    :func:`weighted_sums_at`. A cell it drops has E~ below the threshold
+    there too, so the sums of the cells it keeps decide the same cores; it
+    reads 609 values per cell in 4-D (no matrix of them in memory), the
+    product 609 per cell and sub-position. Post-processing of the release."""
+    # lazy: numba loads only where a kernel runs (never on a 2-D fit)
+    from .compiled import dense_reach
+
+    grid = hist.grid
+    R = max(int(weights.offsets.max()), -int(weights.offsets.min()), 1)
+    P = np.zeros(tuple(s + 2 * R for s in grid.shape))
+    P[tuple(slice(R, R + s) for s in grid.shape)] = hist.values
+    strides = np.array(P.strides, dtype=np.int64) // P.itemsize
+    deltas = weights.offsets @ strides
+    order = np.argsort(deltas, kind="stable")  # (runs along the last axis read memory in order)
+    kmax = weights.W.max(axis=0)[order]
+    kmin = weights.W.min(axis=0)[order]
+    keep = np.empty(keys.size, dtype=bool)
+    for a in range(0, keys.size, _DENSE_ROWS):
+        base = (grid.decode(keys[a : a + _DENSE_ROWS]) + R) @ strides
+        keep[a : a + _DENSE_ROWS] = dense_reach(P.ravel(), base, deltas[order], kmax, kmin, float(threshold))
+    return keep
+
+
 def _rows_per_block(terms: int) -> int:
     return max(1, min(_CHUNK, _GATHER // max(terms, 1)))
 
