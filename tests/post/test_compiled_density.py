@@ -244,13 +244,14 @@ def test_the_cover_in_two_threads_is_the_cover_in_one(monkeypatch, kind, integer
 
 @pytest.mark.parametrize("k", [1, 2])
 @pytest.mark.parametrize("integer", [True, False])
-def test_the_dense_reach_keeps_every_cell_whose_sums_reach_the_threshold(k, integer):
-    """The compiled bound of a dense release's sums drops only cells whose
-    every sub-position's sum (the matrix product's) is below the threshold,
-    and it does drop some."""
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+def test_the_reach_keeps_every_cell_whose_sums_reach_the_threshold(kind, k, integer):
+    """The compiled bound of a release's sums drops only cells whose every
+    sub-position's sum (the matrix product's, or the runs') is below the
+    threshold, and it does drop some."""
     from dpdbscan.post.coretests.density import weighted_sums_at
 
-    hist = _release("dense", 4, 8, integer, 30 + k + 2 * integer)
+    hist = _release(kind, 4, 8, integer, 30 + k + 2 * integer)
     g = hist.grid
     w = ball_weights(4, 4.0, k)
     keys = g.encode(g.all_coords())
@@ -258,8 +259,9 @@ def test_the_dense_reach_keeps_every_cell_whose_sums_reach_the_threshold(k, inte
     top = E.max(axis=1)
     for q in (0.5, 0.9, 0.99):
         threshold = float(np.quantile(top, q))
-        keep = weightedsums.dense_reaching(hist, w, keys, threshold)
+        keep = weightedsums.may_reach(hist, w, keys, threshold)
         assert np.all(keep[top >= threshold])
         assert 0 < keep.sum() < keys.size
         if k == 1:  # one position: the bound is the sum itself, up to rounding
             assert not np.any(keep[top < threshold - 1e-9 * (1 + np.abs(hist.values).sum())])
+    assert weightedsums.reach_pays(hist, w.offsets, keys.size)

@@ -13,9 +13,9 @@ from ....cells.grid import Grid, lookup
 from ....cells.histogram import NoisyHistogram
 from ...pruning import live_cells
 from ...sums import reaching_sums, sparse_neighbour_sums
-from .cover import COMPILED_FROM_D, cover_pays, cover_sums
+from .cover import cover_pays, cover_sums
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
-from .weightedsums import dense_reaching, weighted_sums_at
+from .weightedsums import may_reach, reach_pays, weighted_sums_at
 from .weights import BallWeights, ball_weights
 
 
@@ -233,10 +233,10 @@ def density_field(
     else:
         cand = _candidates(hist, weights, tmin)
         own = None
-    if hist.kind == "dense" and grid.d >= COMPILED_FROM_D and cand.size:
+    if reach_pays(hist, weights.offsets, cand.size):
         # an upper bound of every sub-position's sum in one compiled pass: the
-        # matrix product below only for the cells it cannot rule out
-        keep = dense_reaching(hist, weights, cand, tmin)
+        # exact sums below only for the cells it cannot rule out
+        keep = may_reach(hist, weights, cand, tmin)
         cand = cand[keep]
         own = None if own is None else own[keep]
     E = weighted_sums_at(hist, weights, cand)
