@@ -134,8 +134,9 @@ def staged_cover(
     and its corners' offsets in a padded slab (signs ``signs``); stage s bounds
     by ``c0[s] * own + sum_b coef[s, b] * box_b``, then ``* (1 + 1e-12) +
     slack[s]``, and the next stage runs only where it reaches ``thr``.
-    ``ring`` (2R + 1 slabs) and ``A`` (R + 1 slabs): work tables of the
-    table's dtype (int32 sums are exact; their corners add in int64).
+    ``ring`` (2R + 1 slabs) and ``A`` (R + 1 slabs; row 0 is not used: A_0
+    is slab i in the ring): work tables of the table's dtype (int32 sums are
+    exact; their corners add in int64).
     """
     d = shape.size
     L = 2 * R + 1
@@ -181,14 +182,15 @@ def staged_cover(
         top = (i + 1) * key_strides[0]
         if q >= cand.size or cand[q] >= top:
             continue  # no candidate in slab i
+        # A_0 is slab i's own table (boxes of half-width 0 along the first
+        # axis read it in the ring; A's row 0 is not used)
         A0 = ring[i % L]
-        for t in range(size):
-            A[0, t] = A0[t]
         for r in range(1, R + 1):
             lo = ring[(i - r + L) % L]
             hi = ring[(i + r) % L]
+            below = A0 if r == 1 else A[r - 1]
             for t in range(size):
-                A[r, t] = A[r - 1, t] + lo[t] + hi[t]
+                A[r, t] = below[t] + lo[t] + hi[t]
         while q < cand.size and cand[q] < top:
             rem = cand[q] - i * key_strides[0]
             base = 0
@@ -208,9 +210,10 @@ def staged_cover(
                 for u in range(n_active[s]):
                     b = active[s, u]
                     if stamp[b] != q:
-                        tot = flat[base + corner[b, 0]] * signs[0]
+                        src = A0 if box_h0[b] == 0 else flat
+                        tot = src[base + corner[b, 0]] * signs[0]
                         for c in range(1, ncorner):
-                            tot += flat[base + corner[b, c]] * signs[c]
+                            tot += src[base + corner[b, c]] * signs[c]
                         box[b] = tot
                         stamp[b] = q
                     acc += coef[s, b] * box[b]
