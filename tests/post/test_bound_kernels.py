@@ -83,9 +83,9 @@ def test_block_offsets_cover_every_pair_of_blocks_in_reach(d, eta):
     """A block offset is listed when some pair of cells of the two blocks is
     in NB (checked over every offset of NB)."""
     grid = Grid(np.zeros(d), np.ones(d), 0.3, eta)
-    from dpdbscan.cells.grid import _gap2_limit
+    from dpdbscan.cells.grid import gap2_limit
 
-    listed = {tuple(o) for o in block_offsets(d, _gap2_limit(d, eta)).tolist()}
+    listed = {tuple(o) for o in block_offsets(d, gap2_limit(d, eta)).tolist()}
     rng = np.random.default_rng(d)
     for o in grid.offsets:
         a = rng.integers(0, 2, d)  # a cell's place in its block

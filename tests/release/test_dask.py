@@ -202,6 +202,22 @@ def test_same_release_as_in_memory(client, X, tmp_path, histogram, source):
     assert_same_release(got, want)
 
 
+def test_automatic_mode_counts_like_in_memory(client, X, tmp_path):
+    """The automatic mode's DP count of the points (2-D, event level, no
+    ``n_expected``) reads the Parquet parts once more on the cluster: the count, the
+    grid it sizes and the release equal the in-memory fit's."""
+    data = str(write_parquet(X, tmp_path / "pq", label=False))
+    kw = dict(eps="auto", min_samples="auto", epsilon=1.0, bounds=BOUNDS, random_state=3)
+    want = DPDBSCAN(**kw).fit(X)
+    got = DPDBSCAN(**kw, backend=DaskBackend(client=client)).fit(data)
+    a, b = got.spans_, want.spans_
+    assert b.release.size_estimate is not None, "the automatic mode made no count: this test proves nothing"
+    assert a.release.size_estimate == b.release.size_estimate
+    assert a.release.eps == b.release.eps and a.auto["eps_candidates"] == b.auto["eps_candidates"]
+    assert a.spec.min_samples == b.spec.min_samples
+    assert_same_release(got, want)
+
+
 @pytest.mark.slow  # 20-50 s; the in-memory wide path runs in tests/model/test_model.py
 def test_same_release_with_wide_keys(client):
     """A grid too fine for int64 keys: packed keys all the way to the spans."""

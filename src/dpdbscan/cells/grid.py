@@ -52,7 +52,7 @@ def _radius2(d: int, eta: float) -> float:
     return r * r
 
 
-def _gap2_limit(d: int, eta: float) -> int:
+def gap2_limit(d: int, eta: float) -> int:
     """Largest integer sum of squared gaps that is still < (alpha/w)^2."""
     r2 = _radius2(d, eta)
     lim = int(math.floor(r2))
@@ -63,7 +63,7 @@ def _gap2_limit(d: int, eta: float) -> int:
 
 def count_neighbours(d: int, eta: float) -> int:
     """kappa = |NB(X)| without enumerating the offsets (exact, any d)."""
-    lim = _gap2_limit(d, eta)
+    lim = gap2_limit(d, eta)
     reach = int(math.isqrt(lim)) + 1 if lim >= 0 else 0
     # multiplicity of each squared gap in one dimension
     per_dim = {0: 3 if reach >= 1 else 1}
@@ -99,7 +99,7 @@ def neighbour_offsets(d: int, eta: float) -> np.ndarray:
             f"more than {MAX_KAPPA} cannot be enumerated (and the noise margin would "
             "swamp any cluster): use fewer dimensions or a larger eta"
         )
-    lim = _gap2_limit(d, eta)
+    lim = gap2_limit(d, eta)
     reach = int(math.isqrt(lim)) + 1 if lim >= 0 else 0
     gaps = np.arange(-reach, reach + 1)
     out = offsets_within(gaps, np.maximum(np.abs(gaps) - 1, 0) ** 2, d, lim)
@@ -210,7 +210,7 @@ class Grid:
                 )
             w = float(cell_width)
         shape = tuple(max(1, int(math.ceil((hi - lo) / w))) for lo, hi in zip(lower, upper))
-        lim = _gap2_limit(d, self.eta)
+        lim = gap2_limit(d, self.eta)
         reach = int(math.isqrt(lim)) + 1 if lim >= 0 else 0
         radix = tuple(s + reach for s in shape)
         total = 1

@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from ....cells.grid import Grid, _gap2_limit, offsets_within
+from ....cells.grid import Grid, gap2_limit, offsets_within
 from ...merge import canonical_labels, merge_cells
 
 #: Block keys (biased block coordinates in mixed radix) must fit an int64.
@@ -46,7 +46,7 @@ def merge_core_cells(grid: Grid, core_keys: np.ndarray) -> np.ndarray:
     m = core_keys.size
     if m == 0:
         return np.zeros(0, dtype=np.int64)
-    lim = _gap2_limit(grid.d, grid.eta)
+    lim = gap2_limit(grid.d, grid.eta)
     block = _blocks(grid.decode(core_keys), lim)
     if block is None:  # block keys overflow an int64: the general merge
         return merge_cells(grid, core_keys)

@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from ....cells.grid import Grid, _gap2_limit, sorted_runs
+from ....cells.grid import Grid, gap2_limit, sorted_runs
 from .boundsums import run_sums
 
 #: Boxes of the first level at most (the whole grid in boxes of side 2^j, a
@@ -121,7 +121,7 @@ def line_sums(
     the same order as alone: the same additions."""
     acc = np.int64 if values.dtype.kind in "iub" else np.float64
     out = np.zeros(cells.size, dtype=acc)
-    lim = _gap2_limit(grid.d, grid.eta)
+    lim = gap2_limit(grid.d, grid.eta)
     if keys.size == 0 or cells.size == 0 or lim < 0:
         return out
     cs = np.zeros(values.size + 1, dtype=acc)
@@ -148,7 +148,7 @@ def box_sums_above(grid: Grid, keys: np.ndarray, values: np.ndarray, side: int, 
     on a dense array of the boxes (a compiled scatter)."""
     d = grid.d
     nb = np.array([-(-n // side) for n in grid.shape], dtype=np.int64)
-    lim = _gap2_limit(d, grid.eta)
+    lim = gap2_limit(d, grid.eta)
     integer = values.dtype.kind in "iub"
     small = integer and float(np.abs(values).sum()) < 2**31
     acc = np.int32 if small else (np.int64 if integer else np.float64)
