@@ -245,7 +245,7 @@ def test_the_cover_in_two_threads_is_the_cover_in_one(monkeypatch, kind, integer
 @pytest.mark.parametrize("k", [1, 2])
 @pytest.mark.parametrize("integer", [True, False])
 @pytest.mark.parametrize("kind", ["sparse", "dense"])
-def test_the_reach_keeps_every_cell_whose_sums_reach_the_threshold(kind, k, integer):
+def test_the_reach_keeps_every_cell_whose_sums_reach_the_threshold(kind, k, integer, monkeypatch):
     """The compiled bound of a release's sums drops only cells whose every
     sub-position's sum (the matrix product's, or the runs') is below the
     threshold, and it does drop some."""
@@ -265,3 +265,6 @@ def test_the_reach_keeps_every_cell_whose_sums_reach_the_threshold(kind, k, inte
         if k == 1:  # one position: the bound is the sum itself, up to rounding
             assert not np.any(keep[top < threshold - 1e-9 * (1 + np.abs(hist.values).sum())])
     assert weightedsums.reach_pays(hist, w.offsets, keys.size)
+    # in blocks of cells (two threads on two cores): the same mask
+    monkeypatch.setattr(weightedsums, "_DENSE_ROWS", 97)
+    assert np.array_equal(weightedsums.may_reach(hist, w, keys, threshold), keep)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 
 import numpy as np
@@ -118,9 +119,22 @@ def may_reach(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray, thre
     kmax = weights.W.max(axis=0)[order]
     kmin = weights.W.min(axis=0)[order]
     keep = np.empty(keys.size, dtype=bool)
-    for a in range(0, keys.size, _DENSE_ROWS):
+    flat, run = P.ravel(), deltas[order]
+
+    def part(a: int) -> None:
         base = (grid.decode(keys[a : a + _DENSE_ROWS]) + R) @ strides
-        keep[a : a + _DENSE_ROWS] = dense_reach(P.ravel(), base, deltas[order], kmax, kmin, float(threshold))
+        keep[a : a + _DENSE_ROWS] = dense_reach(flat, base, run, kmax, kmin, float(threshold))
+
+    blocks = range(0, keys.size, _DENSE_ROWS)
+    if len(blocks) > 1 and (os.cpu_count() or 1) >= 2:
+        # two threads, a block of cells at a time each (the kernel releases the GIL)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            list(pool.map(part, blocks))
+    else:
+        for a in blocks:
+            part(a)
     return keep
 
 
