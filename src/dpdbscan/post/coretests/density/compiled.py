@@ -11,7 +11,18 @@ slabs around slab i, A_r = sum_{|j - i| <= r} S_j (r = 0..R), turn a box of
 half-width h0 along the first axis and h along the others into 2^(d-1)
 corners of one table, A_{h0}. Each candidate of slab i reads the boxes
 of the cheapest bound first and stops at the first bound below the
-threshold (the staged bound of :func:`.cover.cover_sums`).
+threshold (the staged bound of :func:`.cover.cover_sums`). A call covers
+a range of slabs (it first builds the 2R slabs before the range), so two
+threads can each take half of the universe with their own tables.
+
+(A variant that holds the full d-dimensional prefix P_j of the slabs up to
+j, built in one pass per slab, and reads each box as corners of
+P_{i+h0} - P_{i-h0-1}, was tried in 4-D: its tables cost about as much and
+its queries read twice the corners, 0.18-0.21 s against 0.13 s per fit.)
+
+:func:`dense_reach`, the upper bound of :func:`.weightedsums.may_reach`: per
+cell, one pass over its offsets with the largest or smallest weight of each
+by the sign of the value, and room for rounding.
 
 :func:`run_sums`, the sparse weighted sums of :mod:`.weightedsums`: per
 query, per run of offsets (one key interval), the released cells inside
