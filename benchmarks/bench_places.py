@@ -1,24 +1,42 @@
-"""Places, not passage: stops and pick-ups of full Cabs, their cost and their maps.
+"""Places, not passage: the cost of stops and pick-ups against a person-level fit, and their maps.
 
-Runs, interleaved and each in a fresh process (``benchmarks.peakrss``),
-``--runs`` times each (the whole command: reading, the events, the release,
-JSON and GeoJSON; no picture)::
+Two files (``--files``, both by default):
 
-    person : dpdbscan fit cabs_sf_cabs.parquet --geo --columns x y \\
-                 --bounds -122.6 37.55 -122.3 37.85 --eps 200m --min-samples 30 \\
-                 --unit cab --max-cells-per-unit auto --delta 1e-6 --epsilon 1
+* ``cabs``: full Cabs (``cabs_sf_cabs.parquet`` of the data folder; a fix
+  about every minute, 11M fixes), unit ``cab``, its public box;
+* ``dense``: one day of 2,000 generated taxis each sampled every 5-60 s
+  (``experiments.synthetic_traces``, seed 0, each taxi its own interval:
+  6.2M fixes), unit ``taxi``, the generated city's public box; written once
+  into ``results/traces/bench-dense-2000u-1d-5-60s-seed0/`` (git-ignored)
+  and read from there by later runs.
+
+On each, runs in fresh processes (``benchmarks.peakrss``), the kinds
+interleaved round by round, ``--runs`` rounds (the whole command: reading,
+the events, the release, JSON and GeoJSON; no picture)::
+
+    person : dpdbscan fit FILE --geo --columns x y --bounds BOX --eps 200m --min-samples 30 \\
+                 --unit UNIT --max-cells-per-unit auto --delta 1e-6 --epsilon 1
     stops  : the same with --time time --stops 100m 5min
     pickups: the same with --time time --trip-ends occupied
 
-and reports the median wall times and their ratios to ``person`` (the
-target: stops add at most 1.5x). Then, on every stops and pick-ups model
-(evaluation only: it reads the private ``cab`` column, which no release
-does): the shared places metric (``--metric``, the ``places_metric.py`` tool
-of the shared folder: top-20 event cells in spans >= 0.90, passage cells
-<= 0.10) and, per span, the share of its events from its most frequent cab
-(no span may be mostly one cab's). Prints one JSON line, then a table.
+and reports, per kind, the median wall time, CPU time (the process's user +
+system: it moves less with others' load than wall time) and peak RSS, and
+against ``person`` both the ratio of the medians and the median of the
+same-round ratios (the target: stops add at most 1.5x, in CPU time where the
+machine is shared). The 1-minute load average is read before every run and
+reported (min, median, max). The stops' process pays numba's import and its
+first call (the stop scanner is compiled); a fit without stops imports no
+numba.
 
-    .venv/bin/python -m benchmarks.bench_places [--runs 3] [--data PATH] [--metric PATH]
+Then, unless ``--no-metric``, on every stops and pick-ups model (evaluation
+only: it reads the private unit column, which no release does): the shared
+places metric (``--metric``, the ``places_metric.py`` tool of the shared
+folder: top-20 event cells in spans >= 0.90, passage cells <= 0.10) and, per
+span, the share of its events from its most frequent unit (no span may be
+mostly one unit's). Prints one JSON line, then a table per file.
+
+    .venv/bin/python -m benchmarks.bench_places [--runs 3] [--files cabs,dense] [--kinds person,stops]
+        [--no-metric] [--data PATH] [--metric PATH]
 
 The noise is the secure default (no seed): each run is a different release.
 """
@@ -27,42 +45,87 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.bench_units_cli import one_cab_spans, timed_run
+from benchmarks.bench_units_cli import REPO, one_cab_spans, timed_run
 from experiments.data import data_dir
 
 FILE = "cabs_sf_cabs.parquet"
 BOX = ["-122.6", "37.55", "-122.3", "37.85"]
-COMMON = ["--geo", "--columns", "x", "y", "--bounds", *BOX, "--eps", "200m", "--min-samples", "30"]
-PERSON = ["--unit", "cab", "--max-cells-per-unit", "auto", "--delta", "1e-6", "--epsilon", "1"]
 KINDS = {
     "person": [],
     "stops": ["--time", "time", "--stops", "100m", "5min"],
     "pickups": ["--time", "time", "--trip-ends", "occupied"],
 }
-METRIC_EVENTS = {"stops": ["--events", "stops"], "pickups": ["--events", "pickups", "--status", "occupied"]}
-TARGET = 1.5  # stops' wall time / the person-level fit's
+TARGET = 1.5  # stops' time / the person-level fit's
 DEFAULT_METRIC = data_dir().parent / "tools" / "places_metric.py"  # beside the shared data
+#: The dense synthetic day: units, days, each unit's interval range (s), seed.
+DENSE_UNITS, DENSE_DAYS, DENSE_INTERVAL, DENSE_SEED = 2000, 1, (5.0, 60.0), 0
 
 
-def command(data: Path, out_dir: Path, name: str, kind: str) -> list[str]:
+@dataclass(frozen=True)
+class Case:
+    """A file of traces and what is public about it: its box and its columns."""
+
+    path: Path
+    box: list[str]
+    unit: str = "cab"
+    status: str = "occupied"
+
+
+def cabs_case(data: Path | None) -> Case:
+    return Case(data or data_dir() / FILE, BOX, "cab")
+
+
+def dense_case(folder: Path | None = None) -> Case:
+    """The dense synthetic day, generated (seeded) the first time only."""
+    from experiments import synthetic_traces as st
+
+    lo, hi = DENSE_INTERVAL
+    tag = f"{DENSE_UNITS}u-{DENSE_DAYS}d-{lo:g}-{hi:g}s-seed{DENSE_SEED}"
+    folder = folder or REPO / "results" / "traces" / f"bench-dense-{tag}"
+    path = folder / "traces.parquet"
+    if not path.exists():
+        city = st.generate(DENSE_UNITS, DENSE_DAYS, DENSE_INTERVAL, DENSE_SEED, "taxi")
+        city.write(folder)
+    return Case(path, [f"{b:.6f}" for b in st.box()], "taxi")
+
+
+def command(case: Case, out_dir: Path, name: str, kind: str) -> list[str]:
     dpdbscan = str(Path(sys.executable).with_name("dpdbscan"))
     return [
         dpdbscan,
         "fit",
-        str(data),
-        *COMMON,
-        *PERSON,
+        str(case.path),
+        "--geo",
+        "--columns",
+        "x",
+        "y",
+        "--bounds",
+        *case.box,
+        "--eps",
+        "200m",
+        "--min-samples",
+        "30",
+        "--unit",
+        case.unit,
+        "--max-cells-per-unit",
+        "auto",
+        "--delta",
+        "1e-6",
+        "--epsilon",
+        "1",
         *KINDS[kind],
         "--no-png",
         "--out-dir",
@@ -73,19 +136,20 @@ def command(data: Path, out_dir: Path, name: str, kind: str) -> list[str]:
     ]
 
 
-def places_metric(tool: Path, model: Path, data: Path, kind: str) -> dict[str, Any]:
+def places_metric(tool: Path, model: Path, case: Case, kind: str) -> dict[str, Any]:
     """The shared tool's two shares (top event cells and passage cells in spans)."""
+    events = ["--events", "stops"] if kind == "stops" else ["--events", "pickups", "--status", case.status]
     res = subprocess.run(
         [
             sys.executable,
             str(tool),
             str(model),
-            str(data),
+            str(case.path),
             "--unit",
-            "cab",
+            case.unit,
             "--box",
-            *BOX,
-            *METRIC_EVENTS[kind],
+            *case.box,
+            *events,
         ],
         capture_output=True,
         text=True,
@@ -97,100 +161,135 @@ def places_metric(tool: Path, model: Path, data: Path, kind: str) -> dict[str, A
     return {"top20_in_spans": float(m.group(1)), "passage_in_spans": float(m.group(2))}
 
 
-def events(data: Path, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    """The events the release counted (lon/lat) and their cabs, recomputed
+def events(case: Case, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """The events the release counted (lon/lat) and their units, recomputed
     here from the private file for evaluation (the library's own functions)."""
     import pyarrow.parquet as pq
 
     from dpdbscan import Stops, TripEnds
     from dpdbscan.research import Equirectangular, event_rows, factorize
 
-    t = pq.read_table(data, columns=["x", "y", "cab", "time", "occupied"])
+    t = pq.read_table(case.path, columns=["x", "y", case.unit, "time", case.status])
     lonlat = np.column_stack([t.column("x").to_numpy(), t.column("y").to_numpy()])
-    box = [float(v) for v in BOX]
+    box = [float(v) for v in case.box]
     proj = Equirectangular.from_bounds(box[:2], box[2:])
-    codes, _ = factorize(t.column("cab"))
+    codes, _ = factorize(t.column(case.unit))
     ev = Stops(0.1, 300.0) if kind == "stops" else TripEnds("pickup")
-    rows = event_rows(ev, proj.forward(lonlat), codes, t.column("time"), t.column("occupied"))
+    rows = event_rows(ev, proj.forward(lonlat), codes, t.column("time"), t.column(case.status))
     return lonlat[rows], codes[rows]
+
+
+def bench_file(case: Case, kinds: Sequence[str], runs: int, metric: Path | None) -> dict[str, Any]:
+    """One file's rounds, the kinds interleaved; the medians and the ratios."""
+    from dpdbscan import load_model, predict_lonlat
+
+    out: dict[str, Any] = {"file": str(case.path), "runs": runs, "command": {}, "time": {}, "releases": {}}
+    evaluated = {k: events(case, k) for k in kinds if k != "person"} if metric is not None else {}
+    times: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
+    with tempfile.TemporaryDirectory() as tmp:
+        for run in range(runs):
+            for kind in kinds:
+                cmd = command(case, Path(tmp), f"{kind}{run}", kind)
+                out["command"][kind] = " ".join(cmd[1:])
+                load = os.getloadavg()[0]
+                times[kind].append(timed_run(cmd) | {"load": load})
+                if kind == "person" or metric is None:
+                    continue
+                path = Path(tmp) / f"{kind}{run}.spans.json"
+                model = load_model(path)
+                lonlat, units = evaluated[kind]
+                labels = np.asarray(predict_lonlat(model, lonlat))
+                rel = {**one_cab_spans(labels, units, model.n_spans), "events": int(len(units))}
+                if metric.exists():
+                    rel.update(places_metric(metric, path, case, kind))
+                out["releases"].setdefault(kind, []).append(rel)
+    for kind, got in times.items():
+        out["time"][kind] = {
+            k: statistics.median(r[k] for r in got) for k in ("wall_s", "cpu_s", "peak_rss_bytes")
+        } | {"wall_s_all": [r["wall_s"] for r in got], "cpu_s_all": [r["cpu_s"] for r in got]}
+    loads = [r["load"] for got in times.values() for r in got]
+    out["load"] = {"min": min(loads), "median": statistics.median(loads), "max": max(loads)}
+    if "person" in times:
+        others = [k for k in kinds if k != "person"]
+        for clock in ("wall", "cpu"):
+            base = out["time"]["person"][f"{clock}_s"]
+            out[f"ratio_{clock}"] = {k: out["time"][k][f"{clock}_s"] / base for k in others}
+            # the same round's ratio: both runs met about the same load
+            out[f"round_ratio_{clock}"] = {
+                k: statistics.median(
+                    a[f"{clock}_s"] / b[f"{clock}_s"] for a, b in zip(times[k], times["person"])
+                )
+                for k in others
+            }
+    out["target_ratio"] = TARGET
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--data", type=Path, default=None, help=f"the file (default: the data folder's {FILE})")
+    ap.add_argument(
+        "--files", default="cabs,dense", help="which files: cabs, dense or both (comma-separated)"
+    )
+    ap.add_argument("--kinds", default="person,stops,pickups", help="which commands (person first)")
+    ap.add_argument(
+        "--data", type=Path, default=None, help=f"the Cabs file (default: the data folder's {FILE})"
+    )
     ap.add_argument("--metric", type=Path, default=DEFAULT_METRIC, help="the shared places_metric.py")
+    ap.add_argument("--no-metric", action="store_true", help="time only: no evaluation of the releases")
     args = ap.parse_args(argv)
-    data = args.data or data_dir() / FILE
-    out: dict[str, Any] = {"file": str(data), "runs": args.runs, "command": {}, "time": {}, "releases": {}}
-    from dpdbscan import load_model, predict_lonlat
-
-    evaluated = {k: events(data, k) for k in ("stops", "pickups")}
-    with tempfile.TemporaryDirectory() as tmp:
-        times: dict[str, list[dict[str, Any]]] = {k: [] for k in KINDS}
-        for run in range(args.runs):
-            for kind in KINDS:
-                cmd = command(data, Path(tmp), f"{kind}{run}", kind)
-                out["command"][kind] = " ".join(cmd[1:])
-                times[kind].append(timed_run(cmd))
-                if kind == "person":
-                    continue
-                path = Path(tmp) / f"{kind}{run}.spans.json"
-                model = load_model(path)
-                lonlat, cabs = evaluated[kind]
-                labels = np.asarray(predict_lonlat(model, lonlat))
-                rel = {**one_cab_spans(labels, cabs, model.n_spans), "events": int(len(cabs))}
-                if args.metric.exists():
-                    rel.update(places_metric(args.metric, path, data, kind))
-                out["releases"].setdefault(kind, []).append(rel)
-    for kind, runs in times.items():
-        out["time"][kind] = {
-            k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "peak_rss_bytes")
-        } | {"wall_s_all": [r["wall_s"] for r in runs]}
-    base = out["time"]["person"]["wall_s"]
-    out["ratio_wall"] = {k: out["time"][k]["wall_s"] / base for k in ("stops", "pickups")}
-    # CPU time (the process's own, user + system) moves less with the machine's load than wall time
-    cpu = out["time"]["person"]["cpu_s"]
-    out["ratio_cpu"] = {k: out["time"][k]["cpu_s"] / cpu for k in ("stops", "pickups")}
-    out["target_ratio"] = TARGET
+    kinds = [k for k in args.kinds.split(",") if k]
+    if any(k not in KINDS for k in kinds):
+        ap.error(f"--kinds: each one of {', '.join(KINDS)}")
+    makers = {"cabs": lambda: cabs_case(args.data), "dense": dense_case}
+    names = [f for f in args.files.split(",") if f]
+    if any(f not in makers for f in names):
+        ap.error(f"--files: each one of {', '.join(makers)}")
+    metric = None if args.no_metric else args.metric
+    out = {"files": {f: bench_file(makers[f](), kinds, args.runs, metric) for f in names}}
     print(json.dumps(out))
     print(markdown(out))
     return out
 
 
 def markdown(out: dict[str, Any]) -> str:
-    rows = [
-        "| release | wall (median) | / person | CPU (median) | / person | spans | mostly one cab "
-        "| top-20 cells in spans "
-        "| passage cells in spans |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for kind in KINDS:
-        t = out["time"][kind]
-        rel = out["releases"].get(kind, [])
-        ratio = 1.0 if kind == "person" else out["ratio_wall"][kind]
-        ratio_cpu = 1.0 if kind == "person" else out["ratio_cpu"][kind]
+    lines = []
+    for name, got in out["files"].items():
+        load = got["load"]
+        lines += [
+            f"\n{name}: {got['file']} ({got['runs']} rounds; load {load['min']:.1f} / {load['median']:.1f} / "
+            f"{load['max']:.1f} min / median / max)",
+            "",
+            "| release | wall (median) | / person | CPU (median) | / person | same-round CPU ratio "
+            "| peak RSS | spans | mostly one unit | top-20 cells in spans | passage cells in spans |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for kind, t in got["time"].items():
+            rel = got["releases"].get(kind, [])
+            person = kind == "person"
+            ratio = 1.0 if person else got["ratio_wall"][kind]
+            ratio_cpu = 1.0 if person else got["ratio_cpu"][kind]
+            round_cpu = 1.0 if person else got["round_ratio_cpu"][kind]
 
-        def joined(key: str, rel: list = rel) -> str:
-            return "/".join(
-                f"{r[key]:.2f}" if isinstance(r.get(key), float) else str(r.get(key, "-")) for r in rel
-            )
+            def joined(key: str, rel: list = rel) -> str:
+                return "/".join(
+                    f"{r[key]:.2f}" if isinstance(r.get(key), float) else str(r.get(key, "-")) for r in rel
+                )
 
-        cells = (
-            " | ".join(
-                joined(k) for k in ("spans", "spans_mostly_one_cab", "top20_in_spans", "passage_in_spans")
+            keys = ("spans", "spans_mostly_one_cab", "top20_in_spans", "passage_in_spans")
+            cells = " | ".join(joined(k) for k in keys) if rel else " | | | "
+            lines.append(
+                f"| {kind} | {t['wall_s']:.2f} s | {ratio:.2f} | {t['cpu_s']:.2f} s | {ratio_cpu:.2f} "
+                f"| {round_cpu:.2f} | {t['peak_rss_bytes'] / 1e9:.2f} GB | {cells} |"
             )
-            if rel
-            else "(the raw traces) | | |"
-        )
-        rows.append(
-            f"| {kind} | {t['wall_s']:.2f} s | {ratio:.2f} | {t['cpu_s']:.2f} s | {ratio_cpu:.2f} | {cells} |"
-        )
-    rows.append(
-        f"\nstops / person: wall {out['ratio_wall']['stops']:.2f}, CPU {out['ratio_cpu']['stops']:.2f} "
-        f"(target <= {TARGET:g})"
-    )
-    return "\n".join(rows)
+        if "stops" in got.get("ratio_wall", {}):
+            wall, cpu = got["ratio_wall"]["stops"], got["ratio_cpu"]["stops"]
+            lines.append(
+                f"\nstops / person: wall {wall:.2f}, CPU {cpu:.2f} "
+                f"(same round: wall {got['round_ratio_wall']['stops']:.2f}, CPU "
+                f"{got['round_ratio_cpu']['stops']:.2f}; target <= {TARGET:g})"
+            )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

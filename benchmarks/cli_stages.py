@@ -9,9 +9,15 @@ second thread while it writes the GeoJSON. Here each stage is timed alone, in
 this one process:
 
 * ``import``  — importing the command line (``dpdbscan.cli``), its cold start;
-* ``read``    — reading the file with the command line's reader;
+* ``read``    — reading the file with the command line's reader (and only
+  reading: the command also projects each block and counts its cells on the
+  reading threads);
 * ``fit``     — the release: ``fit_lonlat`` with ``--geo`` (projecting to km
-  included), else ``DPDBSCAN.fit``;
+  included), else ``DPDBSCAN.fit``. It includes what the command does beside
+  the read (projecting, counting the cells, drawing the noise of every cell
+  on a thread), so this stage overstates the command's fit, and the sum of
+  the stages the command: ``benchmarks.run``'s csv section times the
+  command itself, JSON only, with the GeoJSON and with all three;
 * ``json``, ``geojson``, ``png`` — writing each output as the command does
   (the GeoJSON includes the spans' regions, outlines and figures, which the
   picture then reuses; the picture includes importing matplotlib, which the

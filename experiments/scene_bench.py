@@ -12,7 +12,12 @@ Seeds, fixed before any result was seen: the tune split is scenes
 :data:`TUNE_SEEDS` (10,000 + i), the held-out split :data:`HELDOUT_SEEDS`
 (20,000 + i); ``--n-scenes N`` takes the first N of either. Designs are
 compared on the tune split only; the held-out split is run once, for the
-final numbers.
+final numbers. ``--small-2d FIRST`` keeps only the 2-D scenes below 6,000
+points (where the automatic mode sizes its base from a DP count), from the
+split's FIRST-th seed on, ``--n-scenes`` of them:
+
+    python -m experiments.scene_bench --split close-tune --small-2d 80 --n-scenes 120 \
+        --methods levels,hdbscan --out results/scenes/close-tune-small
 
 Methods (ARI against the scene's labels, noise -1 its own class; every DP
 method at epsilon = 1 with the scene's public box and ``random_state`` = the
@@ -474,8 +479,42 @@ def read_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def run(split: str, n_scenes: int, out: Path, methods: Sequence[str], resume: bool = False) -> list[dict]:
-    seeds = list(SPLITS[split][:n_scenes])
+#: ``--small-2d``: the scenes the automatic mode's DP count sizes the base
+#: for (2-D, below this many points; the library's autoplan.SMALL_N).
+SMALL_2D_N = 6_000
+
+
+def small_2d_seeds(split: str, first: int, count: int) -> list[int]:
+    """The first ``count`` seeds of ``split`` from its ``first``-th on whose
+    scenes are 2-D with fewer than :data:`SMALL_2D_N` points: more of the
+    small sets where single noise draws vary most, on seeds fixed with the
+    split (the close-tune split from 80 on: the scenes beyond its first 80)."""
+    seeds = SPLITS[split]
+    out: list[int] = []
+    for seed in seeds[first:]:
+        if len(out) == count:
+            break
+        sc = scene_of(seed)
+        if sc.d == 2 and sc.n < SMALL_2D_N:
+            out.append(seed)
+    return out
+
+
+def run(
+    split: str,
+    n_scenes: int,
+    out: Path,
+    methods: Sequence[str],
+    resume: bool = False,
+    small_2d: int | None = None,
+) -> list[dict]:
+    """Run the first ``n_scenes`` scenes of ``split`` (with ``small_2d``, the
+    first ``n_scenes`` of :func:`small_2d_seeds` from that index on),
+    append their rows to ``<out>.csv`` and write the summary ``<out>.md``."""
+    if small_2d is None:
+        seeds = list(SPLITS[split][:n_scenes])
+    else:
+        seeds = small_2d_seeds(split, small_2d, n_scenes)
     path = out.with_suffix(".csv")
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = read_rows(path) if resume else []
@@ -510,6 +549,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="prefix of the .csv and .md files")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--resume", action="store_true", help="skip the scenes already in <out>.csv")
+    ap.add_argument(
+        "--small-2d",
+        type=int,
+        default=None,
+        metavar="FIRST",
+        help=f"only 2-D scenes below {SMALL_2D_N:,} points, from the split's FIRST-th seed on "
+        "(--n-scenes counts those)",
+    )
     args = ap.parse_args(argv)
     methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
     bad = set(methods) - set(METHODS)
@@ -518,7 +565,7 @@ def main(argv=None) -> int:
     if not 1 <= args.n_scenes <= len(SPLITS[args.split]):
         raise SystemExit(f"--n-scenes must be 1..{len(SPLITS[args.split])}")
     t0 = time.perf_counter()
-    rows = run(args.split, args.n_scenes, args.out, methods, args.resume)
+    rows = run(args.split, args.n_scenes, args.out, methods, args.resume, args.small_2d)
     print(summary(rows, args.split))
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     return 0

@@ -78,6 +78,8 @@ KINDS = {
     "medium": (20, (0.06, 0.15), 1.0),
     "small": (120, (0.02, 0.06), 0.5),
 }
+#: How far from its rank a taxi queues when ranks are points (km).
+RANK_KM = 0.04
 #: Stay kinds in the truth besides places (their place id).
 HOME, JAM = -1, -2
 
@@ -190,6 +192,7 @@ class Places:
     radius: np.ndarray
     weight: np.ndarray
     node: np.ndarray
+    node_xy: np.ndarray  # where each place's access node is (km)
 
     @classmethod
     def build(cls, rng: np.random.Generator, roads: Roads) -> Places:
@@ -216,10 +219,23 @@ class Places:
                 weights.append(factor * (1 + rng.pareto(1.2)))
         centre = np.array(centres)
         radius = np.array(radii)
-        return cls(kind, centre, radius, np.array(weights), roads.nearest(centre))
+        node = roads.nearest(centre)
+        return cls(kind, centre, radius, np.array(weights), node, roads.nodes[node])
 
     def __len__(self) -> int:
         return len(self.kind)
+
+    def rank(self, rng: np.random.Generator, i: int) -> tuple[float, float]:
+        """Where a taxi queues at place i when ranks are points: within
+        RANK_KM of the rank, on the place's edge towards its access road
+        (a terminal's taxi lane, a station's rank), not anywhere in the
+        place. The same two draws as :meth:`spot`."""
+        c = self.centre[i]
+        to = self.node_xy[i] - c
+        r = float(np.hypot(*to))
+        at = c + (to / r * min(float(self.radius[i]), r) if r > 0 else 0.0)
+        a, d = rng.uniform(0, 2 * math.pi), RANK_KM * math.sqrt(rng.uniform())
+        return (float(at[0]) + d * math.cos(a), float(at[1]) + d * math.sin(a))
 
     def spot(self, rng: np.random.Generator, i: int) -> tuple[float, float]:
         """A uniform point of place i (where a unit stands in it)."""
@@ -382,6 +398,11 @@ class _Router:
         return out
 
 
+def places_queue(ranks: str):
+    """Where a taxi queues at a rank: :meth:`Places.spot` or :meth:`Places.rank`."""
+    return Places.rank if ranks == "point" else Places.spot
+
+
 def unit_intervals(units: int, interval: float | tuple[float, float], seed: int) -> np.ndarray:
     """Each unit's sampling interval (s): ``interval`` for all, or for a
     range (lo, hi) one drawn per unit log-uniformly (as fleets mix devices:
@@ -403,13 +424,23 @@ def generate(
     seed: int = 0,
     kind: str = "taxi",
     noise_m: float = 8.0,
+    ranks: str = "spread",
 ) -> City:
     """A city, its units' traces sampled every ``interval`` seconds (jittered,
     with gaps, with GPS noise; a range (lo, hi): each unit its own interval,
-    :func:`unit_intervals`) over ``days`` days, and the truth."""
+    :func:`unit_intervals`) over ``days`` days, and the truth.
+
+    ``ranks``: where taxis queue at a rank (the airport, a station, a
+    mall): ``"spread"`` anywhere in the place, uniformly (the airport's
+    queue over a disc 1.8 km across; the traces of earlier runs), or
+    ``"point"`` within RANK_KM of one rank on the place's edge towards its
+    road (:meth:`Places.rank`; the same random draws otherwise)."""
     if kind not in ("taxi", "people"):
         raise ValueError(f"kind must be taxi or people, got {kind!r}")
+    if ranks not in ("spread", "point"):
+        raise ValueError(f"ranks must be spread or point, got {ranks!r}")
     rng = np.random.default_rng(seed)
+    queue_at = places_queue(ranks)
     every = unit_intervals(units, interval, seed)
     roads = Roads.build(rng)
     places = Places.build(rng, roads)
@@ -417,8 +448,8 @@ def generate(
     homes = roads.nodes[home_nodes] + rng.normal(0, 0.03, (units, 2))
     router = _Router(roads, np.unique(places.node))
     p = places.weight / places.weight.sum()
-    ranks = np.flatnonzero([k in ("airport", "station", "mall") for k in places.kind])
-    pr = p[ranks] / p[ranks].sum()
+    at_ranks = np.flatnonzero([k in ("airport", "station", "mall") for k in places.kind])
+    pr = p[at_ranks] / p[at_ranks].sum()
     # rng.choice(n, p=q) draws one rng.random() into q's normalised cumulative sum:
     # the same draws, without its per-call checks
     cdf, cdf_r = p.cumsum(), pr.cumsum()
@@ -428,7 +459,7 @@ def generate(
         return int(cdf.searchsorted(rng.random(), side="right"))
 
     def pick_rank() -> int:
-        return int(ranks[cdf_r.searchsorted(rng.random(), side="right")])
+        return int(at_ranks[cdf_r.searchsorted(rng.random(), side="right")])
 
     smalls = np.flatnonzero([k == "small" for k in places.kind])
     home_on = rng.uniform(size=units) < 0.5
@@ -456,7 +487,7 @@ def generate(
                 if kind == "taxi":
                     if rng.uniform() < 0.35:
                         a = pick_rank()
-                        drive(int(places.node[a]), 0, places.spot(rng, a), speed)
+                        drive(int(places.node[a]), 0, queue_at(places, rng, a), speed)
                         airport = places.kind[a] == "airport"
                         wait = rng.uniform(1800, 3600) if airport else rng.uniform(300, 1800)
                     else:
@@ -586,9 +617,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--kind", choices=["taxi", "people"], default="taxi")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--ranks",
+        choices=["spread", "point"],
+        default="spread",
+        help="taxis queue anywhere in a rank place (spread, as before) or at one rank on its edge (point)",
+    )
     ap.add_argument("--out", type=Path, default=Path("results/traces/city"))
     o = ap.parse_args(argv)
-    city = generate(o.units, o.days, o.interval, o.seed, o.kind)
+    city = generate(o.units, o.days, o.interval, o.seed, o.kind, ranks=o.ranks)
     path = city.write(o.out)
     print(
         f"{path}: {len(city.time):,} fixes of {o.units} units, {len(city.pickups):,} pick-ups, "

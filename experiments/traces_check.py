@@ -31,6 +31,7 @@ least 100 distinct units that period, as on Cabs; a fifth of a fleet under 500).
 
     python -m experiments.traces_check --units 500 --days 7 --intervals 60,600 --seeds 0,1 --series
     python -m experiments.traces_check --units 150 --days 3 --intervals 5,60,600 --seeds 0 --kind people
+    python -m experiments.traces_check --units 2000 --days 1 --intervals 5-60 --ranks point
 
 One JSON line per run on standard output (also appended to OUT/runs.jsonl).
 ``--table`` prints them as markdown; ``--offsets FOLDER ...`` how far the
@@ -212,8 +213,11 @@ def run(
     root: Path,
     with_series: bool | str,
     boxes: Sequence[float] = (HALF_KM,),
+    ranks: str = "spread",
 ) -> list:
-    tag = f"{kind}_u{units}_d{days}_i{interval_tag(interval)}_s{seed}"
+    tag = f"{kind}_u{units}_d{days}_i{interval_tag(interval)}_s{seed}" + (
+        "_rpoint" if ranks == "point" else ""
+    )
     out = root / tag
     if with_series == "only":  # the series of traces written before
         rows = []
@@ -229,7 +233,7 @@ def run(
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        city = generate(units, days, interval, seed, kind)
+        city = generate(units, days, interval, seed, kind, ranks=ranks)
     traces = city.write(out, UNIT)
     base = {
         "config": tag,
@@ -362,6 +366,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="half-widths (km) of the public boxes the commands are given, comma-separated "
         f"(default {HALF_KM:g}: the city's; a wider one as a user might give a whole region)",
     )
+    ap.add_argument(
+        "--ranks",
+        choices=["spread", "point"],
+        default="spread",
+        help="taxis queue anywhere in a rank place (spread) or at one rank on its edge (point: ..._rpoint)",
+    )
     ap.add_argument("--series", action="store_true", help="also --per day and --per week with a ledger")
     ap.add_argument("--series-only", action="store_true", help="only the series, of traces written before")
     ap.add_argument("--out", type=Path, default=Path("results/traces"))
@@ -381,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for seed in (int(v) for v in o.seeds.split(",")):
                 series_mode = "only" if o.series_only else o.series
                 boxes = [float(v) for v in o.box_km.split(",")]
-                run(o.kind, units, o.days, interval, seed, o.out, series_mode, boxes)
+                run(o.kind, units, o.days, interval, seed, o.out, series_mode, boxes, o.ranks)
     return 0
 
 

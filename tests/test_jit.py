@@ -45,3 +45,31 @@ def test_a_kernel_compiles_and_runs_as_python_would():
     compiled = kernel(running_max)
     np.testing.assert_array_equal(compiled(a), running_max(a))
     np.testing.assert_array_equal(compiled(a), np.maximum.accumulate(a))
+
+
+TRIP_ENDS_THEN_STOPS = """
+import sys, warnings
+import numpy as np
+from dpdbscan import DPDBSCAN, Stops, TripEnds
+warnings.simplefilter("ignore")
+rng = np.random.default_rng(0)
+n = 4000
+X = rng.random((n, 2)) * 0.01 + 0.5
+units = np.repeat(np.arange(40), n // 40)
+times = np.tile(np.arange(n // 40) * 30.0, 40)
+status = (np.arange(n) // 7) % 2
+kw = dict(eps=0.05, min_samples=5, epsilon=1.0, delta=1e-6, bounds=(0.0, 1.0), max_cells_per_unit=4)
+DPDBSCAN(**kw, events=TripEnds("pickup"), random_state=0).fit(X, units=units, times=times, status=status)
+print("numba" in sys.modules)
+DPDBSCAN(**kw, events=Stops(0.1, 300.0), random_state=0).fit(X, units=units, times=times)
+print("numba" in sys.modules)
+"""
+
+
+def test_only_the_stops_scanner_imports_numba_on_traces():
+    """Trip ends stay on numpy; stops load numba when they are made (the
+    compiled scanner, imported inside ``stop_rows``)."""
+    out = subprocess.run(
+        [sys.executable, "-c", TRIP_ENDS_THEN_STOPS], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["False", "True"]

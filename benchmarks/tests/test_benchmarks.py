@@ -206,17 +206,23 @@ def test_units_memory_makes_the_dask_benchmarks_rows_and_fits_both_levels(tmp_pa
     assert person["wall_s"] > 0 and person["above_input_bytes"] >= 0
 
 
-def test_places_report_has_both_ratios():
+def test_places_report_has_both_ratios_and_the_load():
     from benchmarks import bench_places
 
-    t = {"wall_s": 2.0, "cpu_s": 1.0}
+    t = {"wall_s": 2.0, "cpu_s": 1.0, "peak_rss_bytes": 1e9}
     rel = {"spans": 3, "spans_mostly_one_cab": 0, "top20_in_spans": 0.95, "passage_in_spans": 0.05}
-    out = {
-        "time": {"person": t, "stops": {"wall_s": 3.0, "cpu_s": 1.4}, "pickups": t},
+    got = {
+        "file": "traces.parquet",
+        "runs": 3,
+        "load": {"min": 1.0, "median": 2.5, "max": 4.0},
+        "time": {"person": t, "stops": {"wall_s": 3.0, "cpu_s": 1.4, "peak_rss_bytes": 2e9}, "pickups": t},
         "releases": {"stops": [rel], "pickups": [rel]},
         "ratio_wall": {"stops": 1.5, "pickups": 1.0},
         "ratio_cpu": {"stops": 1.4, "pickups": 1.0},
+        "round_ratio_wall": {"stops": 1.45, "pickups": 1.0},
+        "round_ratio_cpu": {"stops": 1.35, "pickups": 1.0},
     }
-    md = bench_places.markdown(out)
-    assert "| stops | 3.00 s | 1.50 | 1.40 s | 1.40 | 3 | 0 | 0.95 | 0.05 |" in md
-    assert "wall 1.50, CPU 1.40 (target <= 1.5)" in md
+    md = bench_places.markdown({"files": {"dense": got}})
+    assert "| stops | 3.00 s | 1.50 | 1.40 s | 1.40 | 1.35 | 2.00 GB | 3 | 0 | 0.95 | 0.05 |" in md
+    assert "wall 1.50, CPU 1.40 (same round: wall 1.45, CPU 1.35; target <= 1.5)" in md
+    assert "load 1.0 / 2.5 / 4.0" in md

@@ -151,6 +151,15 @@ def test_run_scene_on_a_small_scene(monkeypatch):
     assert int(sample) <= 3_000
 
 
+def test_small_2d_seeds_are_the_split_s_small_2d_scenes():
+    # the close-tune split from its 81st seed: only 2-D scenes below 6,000 points, in order
+    seeds = scene_bench.small_2d_seeds("close-tune", 80, 5)
+    assert seeds == [30_082, 30_083, 30_084, 30_085, 30_088]
+    for seed in range(30_080, seeds[-1] + 1):
+        sc = scene_bench.scene_of(seed)
+        assert (seed in seeds) == (sc.d == 2 and sc.n < scene_bench.SMALL_2D_N)
+
+
 def _blobs():
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal((2, 2), 0.3, (3000, 2)), rng.normal((7, 6), 0.5, (3000, 2))])

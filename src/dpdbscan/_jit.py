@@ -40,3 +40,13 @@ def lower_bound(keys: np.ndarray, lo: int, hi: int, target: int) -> int:
         else:
             hi = mid
     return lo
+
+
+@kernel
+def find_root(parent: np.ndarray, x: int) -> int:
+    """The root of x's tree in a union-find's ``parent`` array, halving the
+    path on the way (the merges of core cells share it)."""
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x

@@ -32,7 +32,7 @@ from .model.guarantee import unit_noun
 from .model.record import SpanModel
 from .model.words import words_of
 from .params.specs import ReleaseSpec, SpanSpec
-from .plan.autoplan import Plan, place_candidates, place_extent
+from .plan.autoplan import PLACE_PEAK_SHARE, Plan, place_candidates, place_extent
 from .plan.outlook import forecast
 from .plan.resolve import Resolved, resolve
 from .post import auto, levelsearch
@@ -272,7 +272,9 @@ def _auto_model(
     chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
     sel: levelsearch.LevelSpans | None = None
     if p["selection"] == "levels" and plan.min_samples is None and core_test(spec.core).selects_levels:
-        sel = levelsearch.select_levels(hist, spec, plan.eps, max_extent=extent)
+        # places counted in units: dense relative to the release's peak
+        peak = PLACE_PEAK_SHARE if extent is not None and r.release.units is not None else None
+        sel = levelsearch.select_levels(hist, spec, plan.eps, max_extent=extent, peak_share=peak)
         ladder = levelsearch.ladder(hist)
         alpha = sel.eps
         m = min((s.min_samples for s in sel.spans), default=ladder[0])
@@ -286,6 +288,8 @@ def _auto_model(
         }
         if extent is not None:
             record["max_extent"] = float(extent)
+            if peak is not None:
+                record["peak_share"] = float(peak)
             for lv, s in zip(record["levels"], sel.spans):
                 lv["fits"] = bool(s.fits)
                 lv["piece"] = bool(s.piece)

@@ -504,3 +504,34 @@ def test_offset_pairs_come_sorted_by_query_run_and_row(d, R, side, searched, see
     want.sort()
     got = list(zip(qi.tolist(), run_of[pos].tolist(), ri.tolist(), pos.tolist()))
     assert got == want
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 12),
+    n=st.integers(0, 120),
+    keep=st.floats(0.0, 1.0),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_components_join_the_pairs_at_offsets_of_the_set(d, R, side, n, keep, seed):
+    # the union-find over the walk's pairs: per row the smallest row of its
+    # component, against a brute force over every pair at an offset of a
+    # random symmetric set (the rest within R are not joined)
+    from dpdbscan.cells.components import connected_components
+    from dpdbscan.cells.pairs import OffsetWeights, offset_codes
+
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, side, (n, d))
+    off = np.array(list(np.ndindex(*(2 * R + 1,) * d)), dtype=np.int64).reshape(-1, d) - R
+    off = off[rng.random(off.shape[0]) < keep]
+    off = np.unique(np.concatenate([off, -off]), axis=0)
+    codes = offset_codes(off, R)
+    got = pairs_module.CellIndex(a, R).components(R, OffsetWeights(codes, np.ones(codes.size), R, d))
+    i, j = (np.array(x, dtype=np.int64) for x in zip(*brute_pairs(a, a, R))) if n else (np.zeros(0, int),) * 2
+    hit = np.isin(offset_codes(a[j] - a[i], R), codes) & (i != j) if i.size else np.zeros(0, bool)
+    root = connected_components(n, i[hit], j[hit])
+    smallest = np.full(n, n)
+    np.minimum.at(smallest, root, np.arange(n))
+    assert np.array_equal(got, smallest[root])

@@ -5,7 +5,9 @@ left behind."""
 import os
 import signal
 import threading
+import time
 
+import numpy as np
 import pytest
 
 from dpdbscan.cli import forked
@@ -126,6 +128,48 @@ def test_a_waiting_copy_prepares_when_told_and_works_when_sent(tmp_path):
     waiting.go()
     temp = waiting.send("the job", tmp_path / "a.png").result()
     assert temp.read_text() == "the job" and (marks / "prepared").exists()
+
+
+@needs_fork
+def test_the_job_is_sent_while_the_copy_still_prepares_and_arrives_whole(tmp_path):
+    # the copy prepares until the test lets it go, which the test does only
+    # once send has returned: a send that waited for the copy to read its
+    # 40 MB would never return (the copy gives up after 60 s and says so)
+    go = tmp_path / "go"
+    let_go = []  # in the copy: whether the test let it go (rather than it giving up)
+
+    def prepare():
+        for _ in range(6000):
+            if go.exists():
+                let_go.append(True)
+                return
+            time.sleep(0.01)
+
+    def work(job, temp):
+        arrays, text = job
+        temp.write_text(f"{bool(let_go)} {text} " + " ".join(str(int(a.sum())) for a in arrays))
+
+    arrays = [np.arange(5_000_000, dtype=np.int64), np.ones((3, 7)), np.arange(10)[::2]]
+    waiting = forked.wait_for_work(prepare, work)
+    forked.take_waiting()
+    job = waiting.send((arrays, "job"), tmp_path / "a.png")
+    go.touch()
+    said = job.result().read_text().split()
+    assert said == ["True", "job", *(str(int(a.sum())) for a in arrays)]
+
+
+def test_a_job_packs_its_arrays_out_of_band_and_unpacks_the_same():
+    import io
+
+    job = ({"h": np.arange(1000).reshape(10, 100), "f": np.linspace(0, 1, 7)}, "x", [1, 2])
+    parts = forked._packed(job)
+    assert int.from_bytes(parts[0], "little") == 2  # both arrays out of band
+    got = forked._unpacked(io.BufferedReader(io.BytesIO(b"".join(bytes(p) for p in parts))))
+    assert got[1:] == job[1:]
+    for k in job[0]:
+        np.testing.assert_array_equal(got[0][k], job[0][k])
+    with pytest.raises(EOFError):
+        forked._unpacked(io.BufferedReader(io.BytesIO(b"".join(bytes(p) for p in parts)[:-8])))
 
 
 @needs_fork

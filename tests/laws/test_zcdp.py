@@ -175,3 +175,31 @@ def test_accountant_approximate_spends_and_refusals():
         no_delta.check_rho(0.01)  # rho-zCDP never gives pure DP
     with pytest.raises(ValueError):
         zcdp.ZCDPAccountant(delta=2.0)
+
+
+def test_bisection_stops_early_with_the_answer_of_every_step(monkeypatch):
+    """_boundary stops once lo and hi are neighbouring floats; the conversions
+    are then bit for bit those of all _STEPS bisection steps."""
+
+    def every_step(above, lo, hi):
+        for _ in range(zcdp._STEPS):
+            mid = 0.5 * (lo + hi)
+            if above(mid):
+                hi = mid
+            else:
+                lo = mid
+        return lo, hi
+
+    rng = np.random.default_rng(0)
+    cases = [(1.0, 1e-6), (0.1, 1e-9), (8.0, 1e-5), (3.0, 0.5)]
+    cases += [(float(e), float(d)) for e, d in zip(rng.uniform(0.01, 10, 12), 10 ** rng.uniform(-12, -2, 12))]
+    fast = [
+        (zcdp._rho_for.__wrapped__(e, d), zcdp.delta_for(e * e / 3, e), zcdp.epsilon_for(e * e / 5, d))
+        for e, d in cases
+    ]
+    monkeypatch.setattr(zcdp, "_boundary", every_step)
+    slow = [
+        (zcdp._rho_for.__wrapped__(e, d), zcdp.delta_for(e * e / 3, e), zcdp.epsilon_for(e * e / 5, d))
+        for e, d in cases
+    ]
+    assert fast == slow

@@ -258,3 +258,45 @@ def test_forecast_lonlat_plans_the_release_that_fit_lonlat_makes(city, capsys):
     assert [round(d.eps, 6) for d in at.units.ladder] == [0.1, 0.2]
     with pytest.raises(ValueError, match="bounds must be"):
         forecast_lonlat(bounds=BOUNDS[:2], **common)
+
+
+def test_above_peak_keeps_the_levels_dense_relative_to_the_densest():
+    from types import SimpleNamespace as P
+
+    ladder = [P(min_samples=m, threshold=100.0 + m, n_spans=1) for m in (5, 50, 400, 1000)]
+    ladder.append(P(min_samples=4000, threshold=4100.0, n_spans=0))  # nothing core: not the peak
+    assert levels.above_peak(ladder, 0.09) == [5, 50, 400, 1000, 4000]  # the margin (105) is above 9% of 1100
+    assert levels.above_peak(ladder, 0.25) == [400, 1000, 4000]
+    assert levels.above_peak(ladder, 5.0) == [4000]  # none reaches it: the top level
+
+
+def test_person_level_places_are_dense_relative_to_the_densest():
+    """A large fleet at person level: a place where every unit stops makes
+    the release's peak; a spot where a few hundredths of the units stop (a
+    jam on a busy road) is above the noise (a span when every level is kept)
+    but below PLACE_PEAK_SHARE of the peak and is no place; one where a
+    tenth stop is. Without units (event level) the prior is not applied."""
+    rng = np.random.default_rng(3)
+    n = 16000
+    # km from the box's corner: how many units stop there (the last, 1.7%, is a span without the prior)
+    spots = {(2.0, 2.0): n, (6.0, 8.0): n // 10, (6.0, 3.0): n // 60}
+    parts, units = [], []
+    for c, k in spots.items():
+        parts.append(rng.normal(c, 0.02, (k, 2)))
+        units.append(rng.choice(n, size=k, replace=False))
+    X = BOUNDS[:2] + np.vstack(parts) / KM
+    U = np.concatenate(units)
+    kw = dict(bounds=BOUNDS, eps="auto", min_samples="auto", epsilon=1.0, delta=1e-6, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = fit_lonlat(X, units=U, max_cells_per_unit=1, **kw)
+    a = m.auto
+    assert a["peak_share"] == autoplan.PLACE_PEAK_SHARE
+    assert a["tree"]["min_samples"][0] > a["min_samples_candidates"][0]
+    at = np.asarray(predict_lonlat(m, BOUNDS[:2] + np.array(list(spots)) / KM))
+    assert at[0] >= 0 and at[1] >= 0 and at[2] == -1
+    assert "relative to the densest" in summary(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        e = fit_lonlat(X, **kw)
+    assert "peak_share" not in e.auto

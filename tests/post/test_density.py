@@ -712,14 +712,17 @@ def test_reaching_sums_give_the_same_model(monkeypatch, d, alpha, seed):
     assert fit() == new
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_reachable_cells_hold_every_cell_whose_weighted_sum_reaches(seed):
+@pytest.mark.parametrize("seed,shell", [(0, "blocks"), (1, "blocks"), (0, "join")])
+def test_reachable_cells_hold_every_cell_whose_weighted_sum_reaches(seed, shell, monkeypatch):
     """The filter of the sparse density test in 5-D (the kernel's inner
-    offsets from a self-join, its outer shell bounded by block sums) keeps
-    every released cell whose weighted sum E~ reaches the threshold, at
-    several thresholds (a superset: the model is the same), and rules out
-    most of the others."""
+    offsets from a self-join, its outer shell bounded by block sums, or the
+    whole kernel from the self-join where that costs less) keeps every
+    released cell whose weighted sum E~ reaches the threshold, at several
+    thresholds (a superset: the model is the same), and rules out most of
+    the others."""
     from dpdbscan.post.coretests.density import coresubcells
+
+    monkeypatch.setattr(coresubcells, "_SHELL_NS", math.inf if shell == "blocks" else 0.0)
     from dpdbscan.post.coretests.density.weightedsums import weighted_sums_at
     from dpdbscan.post.coretests.density.weights import ball_weights
 
@@ -731,7 +734,8 @@ def test_reachable_cells_hold_every_cell_whose_weighted_sum_reaches(seed):
     grid = Grid(np.zeros(d), np.ones(d), 0.04, 4.0)
     hist = release_histogram(grid, X, MechanismConfig(histogram="sparse", epsilon=1.0), SeededSource(seed))
     W = ball_weights(d, 4.0, 1)
-    assert coresubcells._inner_kernel(grid, W.offsets, W.W.max(axis=0)) is not None  # the path tested
+    inner = coresubcells._inner_kernel(grid, W.offsets, W.W.max(axis=0), hist.released_keys.size)
+    assert (inner is not None) == (shell == "blocks")  # the path tested
     keys = hist.released_keys
     E = weighted_sums_at(hist, W, keys).max(axis=1)
     for q in (0.5, 0.9, 0.99, 0.999):

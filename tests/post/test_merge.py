@@ -144,11 +144,10 @@ def test_merge_by_pairs_equals_merge_by_runs(trial):
 
 
 @pytest.mark.parametrize("trial", range(8))
-def test_merge_by_a_spanning_forest_in_blocks_equals_merge_by_runs(trial, monkeypatch):
-    """The pairs listed a block of keys at a time and cut down to a spanning
-    forest whenever the edges held pass a (here tiny) limit: the same labels
-    of all the keys as the runs; a subset is refused (the forest lost its
-    edges)."""
+def test_merge_by_a_spanning_forest_equals_merge_by_runs(trial):
+    """The pairs joined by a union-find as the walk finds them, kept as a
+    spanning forest: the same labels of all the keys as the runs; a subset
+    is refused (the forest lost its edges)."""
     from dpdbscan.cells.pairs import forced
     from dpdbscan.post import merge as merge_mod
     from dpdbscan.post.merge import SubsetMerge, centre_offsets, radius_cells2
@@ -163,7 +162,6 @@ def test_merge_by_a_spanning_forest_in_blocks_equals_merge_by_runs(trial, monkey
     keys = np.unique(g.encode(np.concatenate([blob, scatter])))
     with forced(False):
         expect = SubsetMerge(g, keys, offsets).labels()
-    monkeypatch.setattr(merge_mod, "FOREST_PAIRS", int(rng.integers(5, 60)))
     with forced(True):
         forest = SubsetMerge(g, keys, offsets, subsets=False)
         assert forest.edges is not None and forest.edges[0].size < keys.size

@@ -322,6 +322,45 @@ def test_span_neighbours_are_spans_within_the_radius():
     assert (0, 2) not in mapstyle.span_neighbours(cells, labels, radius=9)
 
 
+def test_span_neighbours_are_the_same_by_either_sort():
+    # labels from 0 take the one-key sort; shifted to start at -1, the rows' sort
+    rng = np.random.default_rng(4)
+    cells = rng.integers(0, 400, (3000, 2))
+    labels = rng.integers(0, 60, 3000)
+    for radius in (1, 5, 30):
+        fast = mapstyle.span_neighbours(cells, labels, radius)
+        rows = mapstyle.span_neighbours(cells, labels - 1, radius)
+        assert fast == [(a + 1, b + 1) for a, b in rows] and len(fast) > 0
+
+
+def _greedy_colouring_numpy(n, edges, n_colours, order=None):
+    """The colouring's rule with numpy's counting: the oracle."""
+    adj = [[] for _ in range(n)]
+    for a, b in edges:
+        if a != b:
+            adj[a].append(b)
+            adj[b].append(a)
+    colour = np.full(n, -1, dtype=np.int64)
+    uses = np.zeros(n_colours, dtype=np.int64)
+    for v in range(n) if order is None else order:
+        taken = np.bincount([colour[u] for u in adj[v] if colour[u] >= 0], minlength=n_colours)
+        free = np.flatnonzero(taken == 0)
+        c = int(free[np.argmin(uses[free])]) if free.size else int(np.argmin(taken))
+        colour[v] = c
+        uses[c] += 1
+    return colour
+
+
+def test_greedy_colouring_is_the_oracles():
+    rng = np.random.default_rng(1)
+    for t in range(100):
+        n, n_colours = int(rng.integers(1, 120)), int(rng.integers(1, 10))
+        edges = [(int(a), int(b)) for a, b in rng.integers(0, n, (int(rng.integers(0, 6 * n + 1)), 2))]
+        order = None if t % 2 else np.lexsort((np.arange(n), -rng.integers(0, 50, n)))
+        want = _greedy_colouring_numpy(n, edges, n_colours, order)
+        np.testing.assert_array_equal(mapstyle.greedy_colouring(n, edges, n_colours, order), want)
+
+
 def test_greedy_colouring_separates_neighbours():
     n = len(mapstyle.PALETTE)
     clique = [(a, b) for a in range(n) for b in range(a + 1, n)]
@@ -564,3 +603,18 @@ def test_histogram_window_sums_integer_counts_as_the_float_path_does():
         want, f2, first2 = mapstyle.histogram_window(as_float, lo, hi, max_pixels)
         assert f == f2 and np.array_equal(first, first2) and img.dtype == np.float64
         np.testing.assert_array_equal(img, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint32])
+def test_block_sums_are_reduceats_sums(dtype):
+    # on windows of a larger array (not contiguous), ragged last runs, either axis
+    rng = np.random.default_rng(5)
+    big = rng.integers(0, 1000, (53, 71)).astype(dtype)
+    for window in (big, big[3:50, 7:66], big[:1, 2:9], big[5:6, 5:6]):
+        for f in (1, 2, 3, 8, 100):
+            for axis in (0, 1):
+                starts = np.arange(0, window.shape[axis], f)
+                want = np.add.reduceat(window, starts, axis=axis)
+                got = mapstyle._block_sums(window, f, axis)
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got, want)

@@ -1,6 +1,7 @@
-"""Stops: the vectorised detector against a plain loop over each unit's
-trace, row-order invariance, one unit's stops from its own rows only, and
-the edges of the radius and the duration."""
+"""Stops: the compiled scanner against a plain loop over each unit's
+trace (the definition read literally, in Python), row-order invariance,
+one unit's stops from its own rows only, and the edges of the radius and
+the duration."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpdbscan.traces import Stops, event_rows, parse_radius
-from dpdbscan.traces import stops as stops_module
 from dpdbscan.traces.order import trace_order
 from dpdbscan.traces.stops import stop_rows
 
@@ -218,17 +218,13 @@ def _events(X, c, t, rows):
     st.integers(1, 40),
     st.sampled_from([1.0, 2.0, 0.5]),
     st.sampled_from([1.0, 3.0, 5.0]),
-    st.integers(1, 9),
     st.booleans(),
 )
-def test_lattice_traces_match_the_definition_in_any_block(
-    seed, n_units, n_points, radius, duration, block, shuffle
-):
+def test_lattice_traces_match_the_definition(seed, n_units, n_points, radius, duration, shuffle):
     """Integer places and times: steps of exactly the radius and of exactly
-    twice it (the pruning rule's edge), durations met exactly, ties in time,
-    repeated rows and units of one point, with blocks of a few anchors so
-    that runs and units cross the blocks' edges; the same stops as the
-    definition (as points: repeated rows are interchangeable)."""
+    twice it, durations met exactly, ties in time, repeated rows and units
+    of one point; the same stops as the definition (as points: repeated
+    rows are interchangeable)."""
     rng = np.random.default_rng(seed)
     sizes = rng.integers(1, n_points + 1, n_units)
     sizes[0] = 1  # a unit of one point
@@ -239,9 +235,39 @@ def test_lattice_traces_match_the_definition_in_any_block(
     if shuffle:
         perm = rng.permutation(c.size)
         X, c, t = X[perm], c[perm], t[perm]
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(stops_module, "_BLOCK", block)
-        got = stop_rows(X, c, t, radius, duration)
+    got = stop_rows(X, c, t, radius, duration)
     want = reference_stops(X, c, t, radius, duration)
     assert got.size == want.size
     assert _events(X, c, t, got) == _events(X, c, t, want)
+
+
+@pytest.mark.parametrize("layout", ["fortran", "strided", "int32 codes", "3-D"])
+def test_any_array_layout_gives_the_definition_s_stops(layout):
+    """The scanner reads the points through the trace order: a column-major
+    or strided X, narrower codes and a third axis change nothing."""
+    rng = np.random.default_rng(7)
+    X, c, t = traces(rng, 5, 300, 5.0)
+    perm = rng.permutation(len(c))  # not grouped: the sorted order
+    X, c, t = X[perm], c[perm], t[perm]
+    if layout == "3-D":
+        X = np.column_stack([X, rng.normal(0, 0.01, len(c))])
+    want = reference_stops(X, c, t, 0.1, 300.0)
+    if layout == "fortran":
+        X = np.asfortranarray(X)
+    elif layout == "strided":
+        X = np.repeat(X, 2, axis=1)[:, ::2]
+    elif layout == "int32 codes":
+        c = c.astype(np.int32)
+    got = stop_rows(X, c, t, 0.1, 300.0)
+    assert got.size > 0 and np.array_equal(got, want)
+
+
+def test_a_long_stay_sampled_every_second_is_one_stop():
+    # two hours at one place, a fix a second with GPS noise, then a drive away
+    rng = np.random.default_rng(3)
+    stay = rng.normal(0, 0.005, (7200, 2))
+    drive = np.column_stack([np.arange(1, 301) * 0.02, np.zeros(300)])
+    X = np.vstack([stay, drive])
+    c = np.zeros(len(X), dtype=np.int64)
+    t = np.arange(len(X), dtype=np.float64)
+    assert stop_rows(X, c, t, 0.1, 300.0).tolist() == reference_stops(X, c, t, 0.1, 300.0).tolist() == [0]

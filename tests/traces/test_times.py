@@ -54,6 +54,7 @@ def test_one_bad_value_among_many_costs_only_itself():
     [
         pa.array([T0, None], type=pa.float64()),
         pa.array([int(T0), None], type=pa.int64()),
+        pa.chunked_array([pa.array([int(T0)], pa.uint32()), pa.array([None], pa.uint32())]),
         pa.array([int(T0) * 1000, None], type=pa.timestamp("ms")),
         pa.array([int(T0) * 10**9, None], type=pa.timestamp("ns", tz="UTC")),
         pa.chunked_array([pa.array([str(int(T0)), None]).cast(pa.binary())]),
@@ -66,6 +67,12 @@ def test_one_bad_value_among_many_costs_only_itself():
 def test_types(values):
     got = parse_times(values)
     assert got[0] == T0 and np.isnan(got[1])
+
+
+def test_an_integer_beyond_float_precision_is_one_value_not_a_failure():
+    # Arrow's cast refuses a whole int64 column over one value past 2^53
+    got = parse_times(pa.array([int(T0), 2**60 + 1, None], type=pa.int64()))
+    assert got[0] == T0 and got[1] == float(2**60) and np.isnan(got[2])
 
 
 def test_pandas_time_zones():

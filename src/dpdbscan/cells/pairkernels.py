@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._jit import find_root, kernel
 
 
 @kernel
@@ -377,3 +377,57 @@ def offset_pairs(
             opos[n_out] = bpos[s]
             n_out += 1
     return oq[:n_out].copy(), orow[:n_out].copy(), opos[:n_out].copy()
+
+
+@kernel
+def half_roots(
+    sc: np.ndarray,
+    pk: np.ndarray,
+    lin: np.ndarray,
+    R: int,
+    lanes: np.ndarray,
+    axes: np.ndarray,
+    sides: np.ndarray,
+    nb: np.ndarray,
+    strides: np.ndarray,
+    start: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    table: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray,
+) -> np.ndarray:
+    """The root (a laid-out position) of each laid-out cell's component in
+    the graph joining two cells within R along every axis whose offset has a
+    weight > 0 (``lin``, ``table``, ``codes``, ``weights`` as in
+    :func:`half_sums`): a union-find over the pairs, each visited once and
+    never held, so the memory is the cells' whatever the pairs."""
+    n = sc.shape[0]
+    base = 2 * R + 1
+    zero = 0
+    for _k in range(sc.shape[1]):
+        zero = zero * base + R
+    use_table = table.size > 0
+    parent = np.arange(n)
+    walk = np.empty((3, axes.size), np.int64)
+    buf = np.empty(64, np.int64)
+    for p in range(n):
+        buf, got = _hits(
+            p, sc[p], pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, p + 1, buf
+        )
+        lp = lin[p] - zero
+        for t in range(got):
+            q = buf[t]
+            code = lin[q] - lp
+            w = table[code] if use_table else _weight(codes, weights, code)
+            if w > 0:
+                a = find_root(parent, p)
+                b = find_root(parent, q)
+                if a != b:
+                    if a < b:
+                        parent[b] = a
+                    else:
+                        parent[a] = b
+    for p in range(n):
+        parent[p] = find_root(parent, p)
+    return parent

@@ -131,27 +131,33 @@ def plan(d: int, R: int, n: int, m: int, extents: list[int]) -> tuple[list[int],
     sweep, rest = by_width[0], by_width[1:]
     density = n / math.prod(float(x) for x in ext)
     limit = max(_ENTRIES_PER_CELL * n, _MIN_ENTRIES)
-    best: tuple[list[int], list[int], float] = ([sweep], [max(ext[sweep], 1)], math.inf)
     sides = sorted(set(list(range(1, 2 * R + 3)) + [2**t for t in range(1, 40) if 2**t < max(ext)]))
-    for s_side in sides:
-        n_sweep = (ext[sweep] - 1) // s_side + 1
-        if n_sweep > limit:
-            continue
-        window = min(2 * R + s_side, ext[sweep])
-        for e in range(len(rest) + 1):
-            axes = rest[:e]
-            for side in sides if e else [1]:
-                nbs = [(ext[k] - 1) // side + 1 for k in axes]
-                size = n_sweep * math.prod(nbs)
-                if size > limit:
-                    continue
-                reads = math.prod(min((2 * R + side) / side, nb) for nb in nbs)
-                box = window * math.prod(min(side + 2 * R, ext[k]) for k in axes)
-                box *= math.prod(float(ext[k]) for k in rest[e:])
-                cost = m * (reads * _READ + density * box * _CHECK) + n * _LAYOUT + size * _ENTRY
-                if cost < best[2]:
-                    best = (axes + [sweep], [side] * e + [s_side], cost)
-    return best
+    # every (sweep side, bucketed axes e, side) at once, in the order a loop
+    # over them would take (the first of equal costs wins); products of
+    # integers as floats, exact below 2^53 (far beyond any table allowed)
+    sd = np.array(sides, dtype=np.float64)[:, None]  # (sides, 1)
+    er = np.array([ext[k] for k in rest], dtype=np.float64)[None, :]  # (1, d - 1)
+    nbs = np.floor((er - 1) / sd) + 1  # buckets per axis, per side
+    one = np.ones((sd.size, 1))
+    size_e = np.cumprod(np.hstack((one, nbs)), axis=1)  # (sides, d): the first e axes
+    reads_e = np.cumprod(np.hstack((one, np.minimum((2 * R + sd) / sd, nbs))), axis=1)
+    box_e = np.cumprod(np.hstack((one, np.minimum(sd + 2 * R, er))), axis=1)
+    free_e = np.array([math.prod(float(ext[k]) for k in rest[e:]) for e in range(d)])
+    n_sweep = np.floor((ext[sweep] - 1) / sd[:, 0]) + 1  # per sweep side
+    window = np.minimum(2 * R + sd[:, 0], ext[sweep])
+    # (sweep side, e, side): e = 0 has no bucketed axis, its one entry side 1
+    size = n_sweep[:, None, None] * size_e.T[None, :, :]
+    reads = np.broadcast_to(reads_e.T[None, :, :], size.shape)
+    box = window[:, None, None] * box_e.T[None, :, :] * free_e[None, :, None]
+    cost = m * (reads * _READ + density * box * _CHECK) + n * _LAYOUT + size * _ENTRY
+    cost[:, 0, 1:] = math.inf
+    cost[(size > limit) | (n_sweep > limit)[:, None, None]] = math.inf
+    at = int(np.argmin(cost))
+    s_at, e, side_at = np.unravel_index(at, cost.shape)
+    if not math.isfinite(cost.flat[at]):
+        return [sweep], [max(ext[sweep], 1)], math.inf
+    side = sides[int(side_at)] if e else 1
+    return rest[: int(e)] + [sweep], [side] * int(e) + [sides[int(s_at)]], float(cost.flat[at])
 
 
 #: Coordinates up to which the buckets they fall in (and the first and last
@@ -300,6 +306,25 @@ class CellIndex:
             laid += s
         out = np.empty(self.n)
         out[self.order] = laid
+        return out
+
+    def components(self, R: int, joined: OffsetWeights) -> np.ndarray:
+        """Per indexed row, the smallest row of its component in the graph
+        joining two rows within R along every axis whose offset ``joined``
+        weighs > 0 (a symmetric set): a union-find over the pairs as they
+        are found, in memory linear in the rows, not the pairs."""
+        pairkernels = _kernels()
+        if self.n == 0:
+            return np.zeros(0, np.int64)
+        sc, pk, R, lanes, *walk = self._walk(R)
+        lin = self.linear_codes(sc, R)
+        weights = (joined.table, joined.codes, joined.weights)
+        root = pairkernels.half_roots(sc, pk, lin, R, lanes, *walk, *weights)
+        # positions to rows: each component's smallest row stands for it
+        smallest = np.full(self.n, self.n, dtype=np.int64)
+        np.minimum.at(smallest, root, self.order)
+        out = np.empty(self.n, dtype=np.int64)
+        out[self.order] = smallest[root]
         return out
 
     def offset_pairs(

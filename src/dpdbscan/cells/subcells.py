@@ -55,12 +55,22 @@ def _sub_offsets(d: int, eta: float, k: int):
                     gap = 0.0
                 g[o] = max(gap, 0.0) ** 2
             gaps.append(g)
-        offs = [
-            o
-            for o in itertools.product(steps, repeat=d)
-            if sum(gaps[i][o[i]] for i in range(d)) < r2 * (1 - 1e-12)
-        ]
-        out.append((pos, np.array(offs, dtype=np.int64).reshape(-1, d)))
+        # itertools.product(steps, repeat=d) filtered on the sum of the gaps,
+        # axis by axis in its order; the same float additions as summing each
+        # offset's gaps from 0, and a partial sum past the limit stays past it
+        # (the gaps are >= 0), so those are dropped as they appear
+        step = np.array(list(steps), dtype=np.int64)
+        rows = np.zeros((1, 0), dtype=np.int64)
+        acc = np.zeros(1)
+        for i in range(d):
+            gap_i = np.array([gaps[i][o] for o in steps])
+            new_acc = (acc[:, None] + gap_i[None, :]).ravel()
+            keep = new_acc < r2 * (1 - 1e-12)
+            rows = np.concatenate(
+                [np.repeat(rows, step.size, axis=0), np.tile(step, rows.shape[0])[:, None]], axis=1
+            )[keep]
+            acc = new_acc[keep]
+        out.append((pos, rows.reshape(-1, d)))
     return tuple(out)
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from ..geometry import projection
 from ..params.parameters import check_param
 from ..prepare import read_length
-from ..render import explorepanels as _explore
 from .common import EXIT_OK, EXIT_PARTIAL, ArgTarget, WarningSink, atomic_write, check_writable, one_line
 from .common import read_model as load_model
 
@@ -92,6 +91,9 @@ def cmd_explore(args: argparse.Namespace, sink: WarningSink) -> int:
             f"{model.grid.d}-D: use --no-png for the table alone"
         )
     check_writable([table, png], source=args.model)
+    # lazy: the drawing modules load only in the command that draws them
+    from ..render import explorepanels as _explore
+
     ex = _explore.explore(model, eps, ms)
     atomic_write(table, lambda t: _explore.write_table(ex, t))
     written, failed = [str(table)], []

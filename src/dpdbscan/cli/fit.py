@@ -31,7 +31,6 @@ from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..release.backends.numpy_backend import StreamedCounts
 from ..release.mechanism import NoiseAhead
-from ..render import plotting
 from ..series import SeriesBackend, SeriesInput, SeriesPlan, append_periods, fit_series, start_series
 from .common import (
     PRIVATE,
@@ -385,6 +384,9 @@ def preload_matplotlib() -> threading.Thread:
 
     def load():
         try:
+            # lazy: matplotlib's side loads only on this thread, not before the read
+            from ..render import plotting
+
             plotting.preload()
         except Exception:  # noqa: BLE001 - reported when the picture is drawn
             pass

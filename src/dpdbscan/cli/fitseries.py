@@ -24,7 +24,6 @@ import numpy as np
 
 from ..ledger import Ledger, compose
 from ..release import periodtable
-from ..render.periodplot import save_periods
 from ..series import (
     DEFAULT_SHARE,
     LEVEL,
@@ -448,6 +447,9 @@ def write_periods_png(model: SpanModel, path: Path, failed: list[str]) -> bool:
     if model.grid.d != 2:
         return False
     try:
+        # lazy: the drawing modules load only in a command that draws
+        from ..render.periodplot import save_periods
+
         atomic_write(path, lambda target: save_periods(model, target))
     except Exception as exc:  # the release is safe: report, do not lose it
         failed.append(f"{path} ({one_line(exc)})")

@@ -19,7 +19,9 @@ small (a fork copies its page tables, and every page the command writes
 afterwards that the copy still shares is copied once), lets it import
 matplotlib while the release is made (in its own process it does not hold
 up the fit for the GIL, as an import on a thread does) and then sends it
-the release, pickled, to draw.
+the release to draw: pickled, its arrays out of band, and written to the
+copy by a thread, so that the command writes its other files meanwhile
+even when the copy is still importing.
 
 Forking is done only where it is safe and useful: on Linux, with at least
 two cores to run on, and when no other Python thread is running (a thread
@@ -33,6 +35,7 @@ import atexit
 import os
 import pickle
 import signal
+import struct
 import sys
 import threading
 import warnings
@@ -81,6 +84,7 @@ class Forked:
     pipe: int
     temp: Path
     done: bool = False
+    sender: threading.Thread | None = None
 
     def result(self) -> Path:
         """Wait for the copy; the temporary file it wrote, or raise what it
@@ -89,6 +93,7 @@ class Forked:
             report = f.read()
         _, status = os.waitpid(self.pid, 0)
         self.done = True
+        self._join_sender()
         code = os.waitstatus_to_exitcode(status)
         if code == 0 and report == b"ok" and self.temp.exists():
             return self.temp
@@ -108,7 +113,15 @@ class Forked:
             os.close(self.pipe)
             os.waitpid(self.pid, 0)
             self.done = True
+        self._join_sender()
         self.temp.unlink(missing_ok=True)
+
+    def _join_sender(self) -> None:
+        # the copy has left: the thread sending it the job ends too (at the
+        # latest on the broken pipe)
+        if self.sender is not None:
+            self.sender.join()
+            self.sender = None
 
 
 def _unpickled(report: bytes) -> BaseException:
@@ -129,8 +142,7 @@ def start(path: Path, write: Writer) -> Forked | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = temp_beside(path, "fork")
     read_end, write_end = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_std()
     pid = _fork()
     if pid == 0:  # the copy: write, report, and leave without running any exit handler
         os.close(read_end)
@@ -170,17 +182,28 @@ class Waiting:
     def send(self, payload: Any, path: Path) -> Forked:
         """Hand the copy its job: ``work(payload, temp)``, ``temp`` a
         temporary file beside ``path``; its :meth:`Forked.result` says how
-        it went."""
+        it went.
+
+        The job is pickled here, its arrays out of band (not copied into the
+        pickle: :func:`_packed`), and written to the copy by a thread: the
+        copy may still be importing what it needs, and the command goes on
+        with its other files meanwhile instead of waiting for it to read. The
+        payload must not change until :meth:`Forked.result` (a release does
+        not)."""
         self.go()
         temp = temp_beside(Path(path), "fork")
         self.closed = True
         try:
-            with os.fdopen(self.orders, "wb") as f:
-                pickle.dump((payload, temp), f, protocol=pickle.HIGHEST_PROTOCOL)
+            parts = _packed((payload, temp))
         except BaseException:
+            os.close(self.orders)
             Forked(self.pid, self.reports, temp).cancel()
             raise
-        return Forked(self.pid, self.reports, temp)
+        sender = threading.Thread(
+            target=_send_parts, args=(self.orders, parts), name="dpdbscan-send", daemon=True
+        )
+        sender.start()
+        return Forked(self.pid, self.reports, temp, sender=sender)
 
     def cancel(self) -> None:
         """No job after all: the copy leaves without doing anything."""
@@ -212,8 +235,7 @@ def wait_for_work(prepare: Callable[[], object], work: Callable[[Any, Path], obj
         return None
     take_orders, give_orders = os.pipe()
     read_reports, write_reports = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_std()
     pid = _fork()
     if pid == 0:  # the copy
         code = 1
@@ -238,7 +260,7 @@ def _serve(orders, reports: int, prepare: Callable[[], object], work: Callable[[
     except Exception:  # noqa: BLE001 - met again, and reported, by the work
         pass
     try:
-        payload, temp = pickle.load(orders)
+        payload, temp = _unpacked(orders)
     except EOFError:
         return 0
     code = 1
@@ -252,10 +274,66 @@ def _serve(orders, reports: int, prepare: Callable[[], object], work: Callable[[
     return code
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data).cast("B")
     while view:
         view = view[os.write(fd, view) :]
+
+
+def _packed(job: Any) -> list[bytes | memoryview]:
+    """``job`` as the pieces :func:`_unpacked` reads: its pickle (protocol
+    5) with every large array left out of band, then those arrays' bytes,
+    each after its length. A release holds its noisy histogram, tens of MB:
+    sent out of band it is neither copied into the pickle here nor out of
+    it in the copy."""
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(job, protocol=5, buffer_callback=buffers.append)
+    views = [b.raw() for b in buffers]
+    parts: list[bytes | memoryview] = [_LENGTH.pack(len(views)), _LENGTH.pack(len(data)), data]
+    for v in views:
+        parts += [_LENGTH.pack(v.nbytes), v]
+    return parts
+
+
+def _send_parts(fd: int, parts: list[bytes | memoryview]) -> None:
+    """Write the pieces to the copy and close the pipe (on a thread: the
+    writes release the GIL). A copy that left early breaks the pipe: what it
+    says, or its death, is reported by :meth:`Forked.result`."""
+    try:
+        for part in parts:
+            _write_all(fd, part)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _unpacked(orders) -> Any:
+    """The job :func:`_packed` made, read from the pipe ``orders``."""
+    n_buffers = _read_length(orders)
+    data = _read_exactly(orders, _read_length(orders))
+    buffers = [_read_exactly(orders, _read_length(orders)) for _ in range(n_buffers)]
+    return pickle.loads(data, buffers=buffers)
+
+
+def _read_length(orders) -> int:
+    return int(_LENGTH.unpack(_read_exactly(orders, _LENGTH.size))[0])
+
+
+def _read_exactly(orders, n: int) -> bytearray:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = orders.readinto(view[got:])
+        if not k:
+            raise EOFError("the command closed the pipe before the whole job came")
+        got += k
+    return buf
+
+
+#: Lengths in the job sent to a waiting copy: unsigned 64-bit, little-endian.
+_LENGTH = struct.Struct("<Q")
 
 
 def take_waiting() -> Waiting | None:
@@ -280,6 +358,15 @@ def cancel_waiting() -> None:
 
 
 atexit.register(cancel_waiting)
+
+
+def _flush_std() -> None:
+    """Flush standard output and error before a fork (what is buffered
+    would otherwise be written twice); either may be None (closed when the
+    command started)."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
 
 
 def _fork() -> int:

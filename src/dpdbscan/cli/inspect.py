@@ -19,7 +19,6 @@ from ..model.guarantee import levels_words, unit_noun
 from ..model.levels import is_levels, level_lines
 from ..model.words import words_of
 from ..params.paramwords import grid_words
-from ..render import plotting
 from .common import EXIT_OK, Notes, WarningSink, points_for, progress_flag, read_options_from_args
 from .common import read_model as load_model
 from .maps import picture_options
@@ -73,6 +72,9 @@ def cmd_plot(args: argparse.Namespace, sink: WarningSink) -> int:
             "(the picture says so in its title and a watermark)",
             file=sys.stderr,
         )
+    # lazy: the drawing modules load only in a command that draws
+    from ..render import plotting
+
     ax = plotting.plot_model(model, args.kind, points, max_points=args.max_points, dpi=args.dpi, **picture)
     plotting.save(ax, out, dpi=args.dpi)
     print(f"wrote {out}")

@@ -18,7 +18,15 @@ from . import forked
 from .check import EXAMPLES as CHECK_EXAMPLES
 from .check import add_arguments as add_check_arguments
 from .check import cmd_check
-from .common import EXIT_BAD_INPUT, EXIT_OK, WarningSink, error_prefix, keep_freed_memory, one_line
+from .common import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    WarningSink,
+    end_process,
+    error_prefix,
+    keep_freed_memory,
+    one_line,
+)
 from .explore import EXAMPLES as EXPLORE_EXAMPLES
 from .explore import add_arguments as add_explore_arguments
 from .explore import cmd_explore
@@ -309,6 +317,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     if argv is None:
         keep_freed_memory()
+        return end_process(_run(None))
+    return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words = sys.argv[1:] if argv is None else [str(a) for a in argv]
     if isinstance(parser, _Parser):

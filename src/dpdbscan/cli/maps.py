@@ -15,7 +15,6 @@ from pathlib import Path
 
 from ..render.context import MAX_CONTEXT_BYTES, load_context
 from ..render.tiles import DEFAULT_MAX_ZOOM, Tiles
-from ..render.webmap import map_html
 from .common import EXIT_OK, ArgTarget, WarningSink, atomic_write, check_writable
 from .common import read_model as load_model
 
@@ -116,6 +115,9 @@ def cmd_map(args: argparse.Namespace, sink: WarningSink) -> int:
     if args.context is not None:
         context = load_context(args.context, model)
         print(f"note: {context.describe()}", file=sys.stderr)
+    # lazy: the map's modules load only in the command that writes one
+    from ..render.webmap import map_html
+
     text = map_html(model, title=args.title, context=context, tiles=tiles)
     atomic_write(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
     print(f"wrote {out}")

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from ..geometry import projection
 from ..model import SpanModel, save_geojson, save_model
-from ..render import plotting
 from . import forked
 from .common import (
     EXIT_OK,
@@ -192,6 +191,9 @@ def wait_to_draw() -> bool:
 def _prepare_to_draw() -> None:
     """What the copy of :func:`wait_to_draw` imports while the release is
     made: everything the picture needs, pyplot too (nothing else runs in it)."""
+    # lazy: in the drawing copy only, not in the command before its read
+    from ..render import plotting
+
     plotting.preload(alone=True)
 
 

@@ -120,6 +120,16 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
         _eps_choice(cands, extent)
         + "a larger cluster is replaced by the places inside it and place-sized pieces of the rest",
     ]
+    share = a.get("peak_share")
+    tree_ms = (a.get("tree") or {}).get("min_samples") or []
+    ladder = a.get("min_samples_candidates") or []
+    if share and tree_ms and ladder and tree_ms[0] > ladder[0]:
+        out.append(
+            f"            counted in units, a place is dense relative to the densest: levels below "
+            f"{100 * share:g}% of the release's peak left out (the tree starts at MinPts {tree_ms[0]}, "
+            "not at the noise margin: a busy road's few stops in a hundred passing are many units in a "
+            "large fleet)"
+        )
     if pieces:
         out.append(
             f"            {pieces} span(s) are such pieces of a district (a larger cluster, with or "
@@ -178,13 +188,17 @@ def alternative(model: SpanModel) -> SpanModel | None:
         raise ValueError("this model was saved without its noisy histogram; cannot rebuild the alternative")
     hist, spec = model.histogram, model.spec
     runner = a.get("runner_up")
+
+    def select(alpha: float) -> _levels.LevelSpans:
+        """The selection at ``alpha`` as the model made it (the place prior and peak share, if any)."""
+        extent, share = a.get("max_extent"), a.get("peak_share")
+        return _levels.select_levels(hist, spec, (), alpha=alpha, max_extent=extent, peak_share=share)
+
     if runner:
-        other = _levels.select_levels(
-            hist, spec, (), alpha=float(runner["eps"]), max_extent=a.get("max_extent")
-        )
+        other = select(float(runner["eps"]))
     else:
         # the same alpha's tree, rebuilt from the release; then the close calls reversed
-        same = _levels.select_levels(hist, spec, (), alpha=float(a["eps"]), max_extent=a.get("max_extent"))
+        same = select(float(a["eps"]))
         flipped = _levels.alternative(same, None, None)
         if flipped is None:
             return None

@@ -728,6 +728,29 @@ def choose_alpha(rows: Sequence[tuple[float, float, int]]) -> tuple[float, float
     return chosen[0], (max(other, key=lambda r: (r[1], r[0]))[0] if other and best[1] > 0 else None)
 
 
+def above_peak(levels: Sequence[Partition], share: float) -> list[int]:
+    """The MinPts of ``levels`` (one alpha's ladder on cells, by MinPts)
+    whose core threshold is at least ``share`` of the peak: the highest
+    threshold at which the release still has a core cell (at least the
+    top level when none reaches it).
+
+    Why, for places counted in units: an absolute MinPts cannot tell the
+    places of a large fleet from where it merely passes. Stops (or trip
+    ends) on a road grow with the traffic on it, as the units at a place
+    grow with its popularity, and a release of the events alone does not
+    see the traffic: with thousands of units, the few in a hundred of
+    those passing a busy road who stop there (a jam) are hundreds of units
+    in an alpha-ball, above the noise and above any MinPts a small fleet
+    would call a place. The peak grows with the fleet and the horizon in
+    the same way, so a share of it is "many units" at any size; where the
+    noise margin is above that share of the peak (small fleets, short
+    horizons, full Cabs) no level is left out. Post-processing: the
+    thresholds of the release's partitions."""
+    top = max((p.threshold for p in levels if p.n_spans), default=0.0)
+    keep = [p.min_samples for p in levels if p.threshold >= share * top]
+    return keep or [levels[-1].min_samples]
+
+
 def select_levels(
     hist: NoisyHistogram,
     spec: SpanSpec,
@@ -741,6 +764,7 @@ def select_levels(
     coarse: dict[tuple[float, int], Partition] | None = None,
     bottom: bool = False,
     max_extent: float | None = None,
+    peak_share: float | None = None,
 ) -> LevelSpans:
     """Spans selected at their own levels from the release ``hist``.
     Post-processing only.
@@ -787,6 +811,11 @@ def select_levels(
         a cluster larger than that is never selected, its sub-clusters
         are, and a cluster that shrinks to fit while still one span is
         selectable from the level where it fits. None: no limit.
+    peak_share : float, optional
+        Leave out of the tree the levels whose core threshold is below this
+        share of the release's peak at the chosen alpha (:func:`above_peak`):
+        a cluster must be dense relative to the densest, not only above the
+        noise. None: every level of the ladder.
     """
     if not core_test(spec.core).selects_levels:
         raise ValueError("level selection needs the density test (core='density')")
@@ -808,6 +837,8 @@ def select_levels(
     if len(cands) > 1:
         rows = alpha_scores(coarse, d, min_mass=min_mass, method=method, extent=on_cells)
         chosen, runner = choose_alpha(rows)
+    if peak_share is not None:
+        ms = above_peak([coarse[(chosen, m)] for m in ms], peak_share)
     if not bottom:
         cells = level_tree(
             [coarse[(chosen, m)] for m in ms], chosen, d, min_mass=min_mass, method=method, extent=on_cells
@@ -971,6 +1002,7 @@ __all__ = [
     "level_scale",
     "select_levels",
     "ladder",
+    "above_peak",
     "alpha_scores",
     "finish",
     "choose_alpha",

@@ -24,7 +24,14 @@ import numpy as np
 
 from ..cells.components import connected_components
 from ..cells.grid import Grid, offset_runs, search_keys
-from ..cells.pairs import chebyshev_half_pairs, chebyshev_pairs, codes_fit, offset_codes, pairs_cheaper
+from ..cells.pairs import (
+    CellIndex,
+    OffsetWeights,
+    chebyshev_half_pairs,
+    codes_fit,
+    offset_codes,
+    pairs_cheaper,
+)
 
 _TOL = 1e-9  # relative slack on lattice distances: they are exact up to rounding
 
@@ -47,9 +54,10 @@ class SubsetMerge:
     at every level this way (``post/sweep.py``).
 
     With ``subsets=False`` only :meth:`labels` of all the keys is asked, and
-    edges found as pairs are kept as a spanning forest, a block of keys at a
-    time (:func:`_forest_edges`): the memory is that of the keys, not of the
-    pairs (hundreds of millions among dense core sub-cells in 4-D).
+    edges found as pairs are kept as a spanning forest (:func:`_forest_edges`,
+    a union-find over the pairs as they are found): the memory is that of the
+    keys, not of the pairs (hundreds of millions among dense core sub-cells
+    in 4-D).
     """
 
     def __init__(
@@ -215,59 +223,20 @@ def _offset_member(positive: np.ndarray, R: int):
     return search
 
 
-#: Pairs (before the offset test) listed at once by :func:`_forest_edges`,
-#: and edges held before they are cut down to a spanning forest.
-FOREST_PAIRS = 1 << 23
-
-
 def _forest_edges(
     grid: Grid, keys: np.ndarray, positive: np.ndarray, R: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Edges with the components of :func:`_pair_edges`'s, in memory linear
-    in the keys: the pairs of a block of rows (with each other, and with the
-    later rows within R along the first axis: keys are sorted, so those are
-    the next rows) are listed and tested a block at a time, and whenever the
-    edges held pass :data:`FOREST_PAIRS` they are replaced by a spanning
-    forest (each key to the smallest of its component so far). Each pair is
-    listed once, in the block of its earlier row; the block grows or shrinks
-    with the pairs per row the last block found."""
-    kc = grid.decode(keys)
-    m = keys.size
-    member = _offset_member(positive, R)
-    first = kc[:, 0]
-    held_i: list[np.ndarray] = []
-    held_j: list[np.ndarray] = []
-    held, s, rows = 0, 0, max(1, min(1 << 12, FOREST_PAIRS // 64))
-    while s < m:
-        e = min(m, s + rows)
-        w = int(np.searchsorted(first, first[e - 1] + R, side="right"))
-        i, j = chebyshev_half_pairs(kc[s:e], R)
-        i, j = i + s, j + s
-        if w > e:
-            bi, bj = chebyshev_pairs(kc[s:e], kc[e:w], R)
-            i, j = np.concatenate((i, bi + s)), np.concatenate((j, bj + e))
-        listed = i.size
-        if i.size:
-            hit = member(kc[j] - kc[i])
-            held_i.append(i[hit])
-            held_j.append(j[hit])
-            held += int(hit.sum())
-        if held > FOREST_PAIRS:
-            fi, fj = _forest(m, np.concatenate(held_i), np.concatenate(held_j))
-            held_i, held_j, held = [fi], [fj], fi.size
-        # next block: about FOREST_PAIRS pairs at this block's rate
-        per_row = max(listed / (e - s), 1.0)
-        rows = max(1, min(1 << 20, int(FOREST_PAIRS / per_row)))
-        s = e
-    if not held_i:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(held_i), np.concatenate(held_j)
-
-
-def _forest(m: int, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A spanning forest of the graph: each node to its component's smallest."""
-    root = connected_components(m, i, j)
-    moved = np.flatnonzero(root != np.arange(m))
+    in the keys: a spanning forest (each key to the smallest of its
+    component), from a union-find over the pairs within reach as the
+    compiled walk finds them (:meth:`~dpdbscan.cells.pairs.CellIndex.components`).
+    Dense core sub-cells have thousands of pairs each (5-D, two sub-cells:
+    32k keys, about 10^8 pairs), which listing and testing in numpy took
+    seconds per 10^7."""
+    codes = np.concatenate((offset_codes(positive, R), offset_codes(-positive, R)))
+    joined = OffsetWeights(codes, np.ones(codes.size), R, grid.d)
+    root = CellIndex(grid.decode(keys), R).components(R, joined)
+    moved = np.flatnonzero(root != np.arange(keys.size))
     return moved, root[moved]
 
 

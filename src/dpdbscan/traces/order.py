@@ -31,8 +31,10 @@ def trace_order(X: np.ndarray, codes: np.ndarray, times: np.ndarray) -> np.ndarr
     time order (then by coordinates): sorted by (unit code, time,
     coordinates), or, when the file already keeps each unit's rows together
     in strictly increasing or decreasing time (as trace files do), unit by
-    unit in the file's order of units. Either way every unit's trace is the
-    same sequence, which is all the events depend on.
+    unit in the file's order of units or its reverse. Either way every
+    unit's trace is the same sequence, which is all the events depend on
+    (not the order of the units: each unit's events are its own, and the
+    callers sort the rows they keep).
 
     Speed: a file of grouped traces needs no sort (a few passes to check
     it); otherwise integral times (unix seconds) sort as one int64 key with
@@ -75,42 +77,47 @@ def trace_order(X: np.ndarray, codes: np.ndarray, times: np.ndarray) -> np.ndarr
 def _grouped_order(c: np.ndarray, t: np.ndarray) -> np.ndarray | None:
     """The order of rows already grouped by unit, each unit's block in
     strictly increasing or strictly decreasing time (reversed then); None
-    when the rows are not so (a unit in two blocks, a tie or a turn in time)."""
+    when the rows are not so (a unit in two blocks, a tie or a turn in time).
+
+    Streaming passes over booleans only (no per-block sums): step i goes
+    from row i to row i + 1, and a block is one direction when none of its
+    steps is flat and no two of its consecutive steps differ."""
     n = c.size
     if n < 2:
         return None
-    starts = np.concatenate(([0], np.flatnonzero(c[1:] != c[:-1]) + 1))
+    cut = c[1:] != c[:-1]  # step i leaves a unit's block
+    starts = np.flatnonzero(cut)
+    starts += 1
+    starts = np.concatenate(([0], starts))
     if np.bincount(c[starts]).max() > 1:  # some unit's rows are in two blocks
         return None
-    sizes = np.diff(np.append(starts, n))
-    # step i goes from row i to row i + 1; the last row of each block has no step
-    rising = np.zeros(n, dtype=bool)
-    falling = np.zeros(n, dtype=bool)
-    rising[:-1] = t[1:] > t[:-1]
-    falling[:-1] = t[1:] < t[:-1]
-    last = starts + sizes - 1
-    rising[last] = False
-    falling[last] = False
-    up = np.add.reduceat(rising, starts)
-    down = np.add.reduceat(falling, starts)
-    steps = sizes - 1
-    if not np.all((up == steps) | (down == steps)):
+    up = t[1:] > t[:-1]
+    flat = up == (t[1:] < t[:-1])  # neither up nor down: a tie
+    flat &= ~cut
+    if flat.any():
         return None
+    turn = up[1:] != up[:-1]  # steps i and i + 1 differ ...
+    turn &= ~cut[1:]
+    turn &= ~cut[:-1]  # ... within one block
+    if turn.any():
+        return None
+    # each block's direction is that of its first step (a block of one row has none)
+    sizes = np.diff(np.append(starts, n))
+    multi = sizes > 1
+    reverse = np.zeros(starts.size, dtype=bool)
+    reverse[multi] = ~up[starts[multi]]
+    if not reverse.any():
+        return np.arange(n)
+    if reverse[multi].all():
+        # every block newest first (as many trace files are): the whole file
+        # backwards, the units then in the reverse order
+        return np.arange(n - 1, -1, -1)
+    # row i of a reversed block [s, e] goes to s + e - i
+    last = starts + sizes - 1
     order = np.arange(n)
-    reverse = (down == steps) & (steps > 0)
-    if reverse.any():
-        # row i of a reversed block [s, e] goes to s + e - i
-        order *= np.repeat(np.where(reverse, -1, 1), sizes)
-        order += np.repeat(np.where(reverse, starts + last, 0), sizes)
+    order *= np.repeat(np.where(reverse, -1, 1), sizes)
+    order += np.repeat(np.where(reverse, starts + last, 0), sizes)
     return order
 
 
-def unit_ends(codes_sorted: np.ndarray) -> np.ndarray:
-    """For sorted codes, the positions where each unit's rows end (the
-    start of the next unit), ascending, the last being ``len(codes)``."""
-    n = codes_sorted.size
-    cuts = np.flatnonzero(codes_sorted[1:] != codes_sorted[:-1]) + 1
-    return np.append(cuts, n).astype(np.int64)
-
-
-__all__ = ["trace_order", "unit_ends", "usable"]
+__all__ = ["trace_order", "usable"]

@@ -104,14 +104,8 @@ def block_offsets(d: int, lim: int) -> np.ndarray:
 def _join_blocks_kernel():
     """The compiled union-find over blocks (compiled at the first call)."""
     # lazy: numba loads only where a kernel runs (never on a 2-D fit)
+    from ...._jit import find_root as find
     from ...._jit import kernel
-
-    @kernel
-    def find(parent, x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
 
     @kernel
     def join_blocks(keys, bounds, coords, dkeys, lim):

@@ -302,7 +302,7 @@ def _reachable(
     # non-negative release E~(q) <= sum_o K(o) x~_{X+o}, far tighter than
     # the NB sum (294 cells' worth of weight against 3,903 cells in 5-D)
     kernel = (weights.offsets, weights.W.max(axis=0))
-    inner = _inner_kernel(hist.grid, *kernel)
+    inner = _inner_kernel(hist.grid, *kernel, n_keys=hist.released_keys.size)
     if inner is not None:
         # the kernel is all but zero on its outer shell (5-D: at most 0.7%
         # at Chebyshev radius 3): the sums over the inner offsets from a
@@ -329,16 +329,26 @@ def _reachable(
 
 _MAX_BUCKETS = 1 << 24  # at most 128 MB (float64 bincount, transient) + 2 x 64 MB (float32)
 _OUTER_KERNEL = 0.01  # the kernel's largest weight on the shell left to the block sums
+#: CPU costs of the two ways to the shell (measured in 5-D on the benchmark's
+#: release, 368k cells and 4.1M buckets): the block sums, per bucket and
+#: axis (a pass over the array each), against the self-join's shell, per
+#: released cell (reach R against R - 1: 0.156 s against 0.113 s)
+_BLOCK_NS, _SHELL_NS = 3.5, 120.0
 
 
-def _inner_kernel(grid: Grid, offsets: np.ndarray, kernel: np.ndarray):
+def _inner_kernel(grid: Grid, offsets: np.ndarray, kernel: np.ndarray, n_keys: int | None = None):
     """``(offsets, weights, w_out)``: the kernel's offsets within Chebyshev
     radius R - 1 (R its reach) and its largest weight beyond, when that is
     below :data:`_OUTER_KERNEL` and the bucket block sums of side R fit their
-    dense array; else None. Public: the weights and the grid's shape only."""
+    dense array and, given the released cells ``n_keys``, cost less than
+    the whole kernel's self-join would more; else None. Public: the
+    weights, the grid's shape and the number of released cells only."""
     R = max(int(offsets.max()), -int(offsets.min())) if offsets.size else 0
-    if R < 2 or math.prod(-(-s // R) + 2 for s in grid.shape) > _MAX_BUCKETS:
+    buckets = math.prod(-(-s // R) + 2 for s in grid.shape) if R else 0
+    if R < 2 or buckets > _MAX_BUCKETS:
         return None
+    if n_keys is not None and grid.d * buckets * _BLOCK_NS > n_keys * _SHELL_NS:
+        return None  # (a sparse release on a large universe: the join's shell is cheaper)
     cheb = np.abs(offsets).max(axis=1)
     inner = cheb < R
     w_out = float(kernel[~inner].max()) if (~inner).any() else 0.0

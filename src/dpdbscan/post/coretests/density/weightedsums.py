@@ -248,18 +248,17 @@ def _compiled_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeight
     from .compiled import row_index, run_sums
 
     off = weights.offsets
-    index = {tuple(o): i for i, o in enumerate(off.tolist())}
-    delta: list[int] = []
-    lo: list[int] = []
-    hi: list[int] = []
-    first: list[int] = []
-    cols: list[int] = []
-    for prefix, a, b in offset_runs(off):
-        delta.append(grid.key_delta(np.append(prefix, 0)))
-        lo.append(a)
-        hi.append(b)
-        first.append(len(cols))
-        cols += [index[tuple(prefix.tolist()) + (t,)] for t in range(a, b + 1)]
+    # the runs of offset_runs as arrays: its order of offsets, numbered
+    srt, run = sorted_runs(off)
+    if srt.shape[0] == 0:
+        return np.zeros((query.size, len(weights.positions)))
+    first = np.flatnonzero(np.concatenate(([True], run[1:] != run[:-1])))
+    last = np.append(first[1:], run.size) - 1
+    lo, hi = srt[first, -1], srt[last, -1]
+    strides = np.array([grid.key_delta(e) for e in np.eye(grid.d, dtype=np.int64)], dtype=np.int64)
+    delta = srt[first, :-1] @ strides[:-1]
+    # each sorted offset's row in the weights (the support is built sorted)
+    cols = np.arange(srt.shape[0]) if srt is off else np.lexsort(np.asarray(off).T[::-1])
     rkeys = np.asarray(rkeys, dtype=np.int64)
     row_stride = grid.key_delta(np.eye(grid.d, dtype=np.int64)[-2])
     n_rows = int(rkeys[-1]) // row_stride + 1

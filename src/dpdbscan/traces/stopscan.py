@@ -1,0 +1,67 @@
+"""The compiled scan of :mod:`dpdbscan.traces.stops`: each unit's trace
+read once, as a person reading it would.
+
+Imported only inside :func:`dpdbscan.traces.stops.stop_rows` (numba's import
+and first call cost about 0.4 s, which a fit without stops must not pay).
+Every point is read through ``rows`` (the trace order) instead of being
+copied into that order first: for a file that already keeps each unit's
+rows together in time order, ``rows`` is ``0, 1, 2, ...`` and the reads
+are sequential.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import kernel
+
+
+@kernel
+def stop_anchors(
+    X: np.ndarray, rows: np.ndarray, codes: np.ndarray, times: np.ndarray, r2: float, duration: float
+) -> np.ndarray:
+    """The positions in ``rows`` of the stops' first points (ascending).
+
+    ``rows``: the trace order (each unit's rows together, in time order);
+    ``codes``, ``times`` and ``X`` are indexed by row. From each anchor the
+    run extends while the next point of the same unit lies within the
+    radius (squared distance <= ``r2``, summed over the axes in order, as
+    numpy would); the run is a stop when its last point is at least
+    ``duration`` after the anchor, and the next anchor is then the first
+    point that left, else the very next point.
+
+    Work: a stop is read once; an anchor that is no stop reads only the
+    points until it leaves the radius or the run reaches ``duration`` (past
+    which it is a stop), so a moving unit costs a step or two a point.
+    """
+    n = rows.shape[0]
+    d = X.shape[1]
+    out = np.empty(n, np.int64)
+    m = 0
+    i = 0
+    while i < n:
+        a = rows[i]
+        unit = codes[a]
+        start = times[a]
+        j = i + 1
+        lasting = False
+        while j < n:
+            b = rows[j]
+            if codes[b] != unit:
+                break
+            d2 = 0.0
+            for k in range(d):
+                diff = X[b, k] - X[a, k]
+                d2 += diff * diff
+            if d2 > r2:
+                break
+            if not lasting and times[b] - start >= duration:
+                lasting = True
+            j += 1
+        if lasting:
+            out[m] = i
+            m += 1
+            i = j
+        else:
+            i += 1
+    return out[:m]

@@ -1,0 +1,20 @@
+"""What the command loads before it reads a file: nothing that only draws
+(the picture is drawn by a forked copy that imports its modules itself)."""
+
+import subprocess
+import sys
+
+DRAWING = (
+    "matplotlib",
+    "dpdbscan.render.plotting",
+    "dpdbscan.render.spanplot",
+    "dpdbscan.render.webmap",
+    "dpdbscan.render.explorepanels",
+    "dpdbscan.render.periodplot",
+)
+
+
+def test_the_command_line_loads_no_drawing_module():
+    code = f"import sys, dpdbscan.cli; print([m for m in {DRAWING!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
