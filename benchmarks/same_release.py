@@ -1,14 +1,14 @@
-"""The same release, bit for bit, from two source trees: seeded fits in 5 to
+"""The same release, bit for bit, from two source trees: seeded fits in 4 to
 8 dimensions whose model files and predict labels must not change when a
 step of the post-processing is made faster.
 
 Each case fits seeded points with a fixed ``random_state`` (research
 randomness: the noise is reproducible) and digests the model file
 (``save_model``, histogram included) and the labels ``predict`` gives the
-training points. The cases: d = 5, 6, 7, 8; sparse and dense histograms;
-one and two sub-cells; the density and bound core tests; person level
-(``units=``); the points of ``benchmarks.bench_dims`` (d = 5, 6, 8) at the
-benchmark's settings.
+training points. The cases: d = 4, 5, 6, 7, 8; sparse and dense
+histograms; one and two sub-cells; the density and bound core tests; person
+level (``units=``); the points of ``benchmarks.bench_dims`` (d = 4, 5, 6, 8)
+at the benchmark's settings and, in 4-D, other seeds and alphas.
 
     python -m benchmarks.same_release                 # this tree's digests
     python -m benchmarks.same_release --tree ../main  # this tree against another checkout
@@ -92,6 +92,13 @@ CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
     ("bench_dims 6-D", 6, ("bench", 0, 0), dict(eps=blobs_nd.ALPHA[6]), False),
     ("bench_dims 8-D", 8, ("bench", 0, 0), dict(eps=blobs_nd.ALPHA[8]), False),
     ("bench_dims 6-D seed 3", 6, ("bench", 0, 3), dict(eps=blobs_nd.ALPHA[6]), False),
+    ("bench_dims 4-D", 4, ("bench", 0, 0), dict(eps=blobs_nd.ALPHA[4]), False),
+    ("bench_dims 4-D seed 1 a=.02", 4, ("bench", 0, 1), dict(eps=0.02), False),
+    ("bench_dims 4-D seed 2 a=.04", 4, ("bench", 0, 2), dict(eps=0.04), False),
+    ("4-D bench dense a=.04 k=2", 4, ("bench", 0, 0), dict(eps=0.04, histogram="dense", subcells=2), False),
+    ("4-D bench sparse a=.04 k=2", 4, ("bench", 0, 1), dict(eps=0.04, histogram="sparse", subcells=2), False),
+    ("4-D dense density k=1", 4, ("blobs", 20_000, 12), dict(eps=0.1, histogram="dense", subcells=1), False),
+    ("4-D sparse bound", 4, ("blobs", 20_000, 13), dict(eps=0.05, histogram="sparse", core="bound"), False),
 ]
 
 

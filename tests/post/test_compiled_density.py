@@ -4,6 +4,7 @@ against their numpy oracles on small random releases: the staged box cover
 must agree bit for bit: the release depends on them)."""
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -217,3 +218,53 @@ def test_keys_beyond_the_grid_get_no_bound_not_garbage():
     out = cover_mod._compiled_cover(hist, cand, mine, covers, R, True, total, None)
     oracle = cover_mod._numpy_cover(hist, inside, mine[:2], covers, R, True, total, None)
     assert np.allclose(out[:2], oracle, rtol=1e-12) and np.all(np.isinf(out[2:]))
+
+
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+@pytest.mark.parametrize("integer", [True, False])
+def test_the_cover_in_two_threads_is_the_cover_in_one(monkeypatch, kind, integer):
+    """Each thread bounds the candidates of its half of the slabs with its own
+    tables: the same bounds as one pass over all of them."""
+    hist = _release(kind, 4, 9, integer, 21 + integer)
+    g = hist.grid
+    w = ball_weights(4, 4.0, 1)
+    cand = g.encode(g.all_coords())
+    mine = np.maximum(np.asarray(hist.value_at(cand), dtype=np.float64), 0.0)
+    total = float(np.maximum(hist.values, 0).sum())
+    exact = hist.values.dtype.kind in "iu"
+    R, covers = _covers(w, None)
+    one = cover_mod._compiled_cover(hist, cand, mine, covers, R, exact, total, None)
+    monkeypatch.setattr(cover_mod, "THREADED_CELLS", 0)
+    monkeypatch.setattr(cover_mod, "THREADED_SLABS", 1)
+    assert cover_mod._threads(g.n_cells, g.shape[0], R) == (2 if (os.cpu_count() or 1) >= 2 else 1)
+    monkeypatch.setattr(cover_mod.os, "cpu_count", lambda: 2)
+    two = cover_mod._compiled_cover(hist, cand, mine, covers, R, exact, total, None)
+    assert np.isfinite(one).all() and np.array_equal(one, two)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("integer", [True, False])
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+def test_the_reach_keeps_every_cell_whose_sums_reach_the_threshold(kind, k, integer, monkeypatch):
+    """The compiled bound of a release's sums drops only cells whose every
+    sub-position's sum (the matrix product's, or the runs') is below the
+    threshold, and it does drop some."""
+    from dpdbscan.post.coretests.density import weighted_sums_at
+
+    hist = _release(kind, 4, 8, integer, 30 + k + 2 * integer)
+    g = hist.grid
+    w = ball_weights(4, 4.0, k)
+    keys = g.encode(g.all_coords())
+    E = weighted_sums_at(hist, w, keys)
+    top = E.max(axis=1)
+    for q in (0.5, 0.9, 0.99):
+        threshold = float(np.quantile(top, q))
+        keep = weightedsums.may_reach(hist, w, keys, threshold)
+        assert np.all(keep[top >= threshold])
+        assert 0 < keep.sum() < keys.size
+        if k == 1:  # one position: the bound is the sum itself, up to rounding
+            assert not np.any(keep[top < threshold - 1e-9 * (1 + np.abs(hist.values).sum())])
+    assert weightedsums.reach_pays(hist, w.offsets, keys.size)
+    # in blocks of cells (two threads on two cores): the same mask
+    monkeypatch.setattr(weightedsums, "_DENSE_ROWS", 97)
+    assert np.array_equal(weightedsums.may_reach(hist, w, keys, threshold), keep)

@@ -193,11 +193,34 @@ def _pair_edges(grid: Grid, keys: np.ndarray, positive: np.ndarray, R: int) -> t
     i, j = chebyshev_half_pairs(kc, R)
     if i.size == 0:
         return i, j
-    codes = np.sort(np.concatenate((offset_codes(positive, R), offset_codes(-positive, R))))
-    diff = offset_codes(kc[j] - kc[i], R)
-    pos = np.minimum(np.searchsorted(codes, diff), codes.size - 1)
-    hit = codes[pos] == diff
+    hit = _offset_member(positive, R)(kc[j] - kc[i])
     return i[hit], j[hit]
+
+
+#: Offset codes up to which :func:`_offset_member` tables the cube of them
+#: (one byte each) instead of searching the set's sorted codes.
+_MEMBER_TABLE = 1 << 22
+
+
+def _offset_member(positive: np.ndarray, R: int):
+    """A function of offsets (rows within R along every axis) telling which
+    are in the symmetric set ``positive`` plus its opposites: a table over
+    the cube of :func:`offset_codes` where it is small (4-D sub-cells at
+    reach 4: 6,561 entries, a gather per pair instead of a binary search),
+    else a search of the set's sorted codes."""
+    codes = np.sort(np.concatenate((offset_codes(positive, R), offset_codes(-positive, R))))
+    cube = (2 * R + 1) ** positive.shape[1]
+    if cube <= _MEMBER_TABLE:
+        table = np.zeros(cube, dtype=bool)
+        table[codes] = True
+        return lambda off: table[offset_codes(off, R)]
+
+    def search(off: np.ndarray) -> np.ndarray:
+        diff = offset_codes(off, R)
+        pos = np.minimum(np.searchsorted(codes, diff), codes.size - 1)
+        return codes[pos] == diff
+
+    return search
 
 
 def _forest_edges(

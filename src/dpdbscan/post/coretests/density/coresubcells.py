@@ -15,7 +15,7 @@ from ...pruning import live_cells
 from ...sums import reaching_sums, sparse_neighbour_sums
 from .cover import cover_pays, cover_sums
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
-from .weightedsums import weighted_sums_at
+from .weightedsums import may_reach, reach_pays, weighted_sums_at
 from .weights import BallWeights, ball_weights
 
 
@@ -233,6 +233,12 @@ def density_field(
     else:
         cand = _candidates(hist, weights, tmin)
         own = None
+    if reach_pays(hist, weights.offsets, cand.size):
+        # an upper bound of every sub-position's sum in one compiled pass: the
+        # exact sums below only for the cells it cannot rule out
+        keep = may_reach(hist, weights, cand, tmin)
+        cand = cand[keep]
+        own = None if own is None else own[keep]
     E = weighted_sums_at(hist, weights, cand)
     live = E >= thresholds[None, :]
     if own is not None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -295,28 +296,48 @@ def _compiled_cover(
         vals = as_table_values(hist.values, exact)
     size = math.prod(pdims)
     dtype = np.int32 if exact else np.float64
-    ring = np.empty((2 * R + 1, size), dtype=dtype)
-    A = np.empty((R + 1, size), dtype=dtype)
     thr = math.inf if threshold is None else float(threshold)
-    return staged_cover(
-        hist.kind == "dense",
-        keys,
-        vals,
-        np.asarray(grid.shape, dtype=np.int64),
-        np.array([grid.key_delta(e) for e in np.eye(d, dtype=np.int64)], dtype=np.int64),
-        R,
-        np.asarray(cand, dtype=np.int64),
-        mine,
-        box_h0,
-        box_deltas,
-        signs,
-        coef,
-        c0,
-        slack,
-        thr,
-        ring,
-        A,
-    )
+    shape = np.asarray(grid.shape, dtype=np.int64)
+    key_strides = np.array([grid.key_delta(e) for e in np.eye(d, dtype=np.int64)], dtype=np.int64)
+    cand = np.asarray(cand, dtype=np.int64)
+    out = np.full(cand.size, np.inf)  # (keys beyond the grid keep no bound)
+
+    def part(first: int, stop: int) -> None:
+        # each part its own work tables: 2R + 1 slabs and R + 1 sums of them
+        ring = np.empty((2 * R + 1, size), dtype=dtype)
+        A = np.empty((R + 1, size), dtype=dtype)
+        staged_cover(
+            hist.kind == "dense", keys, vals, shape, key_strides, R, cand, mine, box_h0, box_deltas,
+            signs, coef, c0, slack, thr, ring, A, first, stop, out,
+        )  # fmt: skip
+
+    n0 = grid.shape[0]
+    threads = _threads(math.prod(shape.tolist()), n0, R)
+    cuts = [n0 * t // threads for t in range(threads + 1)]
+    if threads == 1:
+        part(0, n0)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(lambda t: part(cuts[t], cuts[t + 1]), range(threads)))
+    return out
+
+
+#: Cells of the universe from which the compiled cover runs in two threads
+#: (each half of the slabs, with its own tables; the kernel releases the GIL).
+THREADED_CELLS = 1 << 22
+#: ... and from this many slabs per slab of reach (a part builds 2R more)
+THREADED_SLABS = 8
+
+
+def _threads(cells: int, n0: int, R: int) -> int:
+    """Threads of the compiled cover: two on a machine with two cores or more
+    when the universe is large and long (each part builds 2R slabs more),
+    else one. Public sizes only; the bounds are the same either way."""
+    if cells >= THREADED_CELLS and n0 >= THREADED_SLABS * 2 * R and (os.cpu_count() or 1) >= 2:
+        return 2
+    return 1
 
 
 def cover_pays(shape: tuple[int, ...], offsets: np.ndarray, n_cand: int) -> bool:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 
 import numpy as np
@@ -89,6 +90,69 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
             np.matmul(vals, Wt, out=out[a : a + step])
         return out
     return _sparse_run_sums(grid, hist.released_keys, hist.values, weights, keys)
+
+
+def may_reach(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray, threshold: float) -> np.ndarray:
+    """Mask of the cells (keys, from :data:`~.cover.COMPILED_FROM_D` up) whose
+    sums E~(q) may reach ``threshold`` at some sub-position: one compiled
+    pass of sum_o x~_{X+o} times the largest weight of offset o where x~ > 0
+    and the smallest where not (unreleased cells of a sparse release read
+    0), an upper bound of every position's sum, with room for the rounding
+    of the sums of :func:`weighted_sums_at` in any order. A cell it drops
+    has E~ below the threshold there too, so the sums of the cells it keeps
+    decide the same cores; it reads 609 values per cell in 4-D and holds no
+    matrix of them, where the dense product reads 609 per cell and
+    sub-position. Post-processing of the release."""
+    # lazy: numba loads only where a kernel runs (never on a 2-D fit)
+    from .compiled import dense_reach
+
+    grid = hist.grid
+    R = max(int(weights.offsets.max()), -int(weights.offsets.min()), 1)
+    P = np.zeros(tuple(s + 2 * R for s in grid.shape))
+    if hist.kind == "dense":
+        P[tuple(slice(R, R + s) for s in grid.shape)] = hist.values
+    else:
+        P[tuple((grid.decode(hist.released_keys) + R).T)] = hist.values
+    strides = np.array(P.strides, dtype=np.int64) // P.itemsize
+    deltas = weights.offsets @ strides
+    order = np.argsort(deltas, kind="stable")  # (runs along the last axis read memory in order)
+    kmax = weights.W.max(axis=0)[order]
+    kmin = weights.W.min(axis=0)[order]
+    keep = np.empty(keys.size, dtype=bool)
+    flat, run = P.ravel(), deltas[order]
+
+    def part(a: int) -> None:
+        base = (grid.decode(keys[a : a + _DENSE_ROWS]) + R) @ strides
+        keep[a : a + _DENSE_ROWS] = dense_reach(flat, base, run, kmax, kmin, float(threshold))
+
+    blocks = range(0, keys.size, _DENSE_ROWS)
+    if len(blocks) > 1 and (os.cpu_count() or 1) >= 2:
+        # two threads, a block of cells at a time each (the kernel releases the GIL)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            list(pool.map(part, blocks))
+    else:
+        for a in blocks:
+            part(a)
+    return keep
+
+
+def reach_pays(hist: NoisyHistogram, offsets: np.ndarray, n_cells: int) -> bool:
+    """Whether :func:`may_reach` should run before the sums of ``n_cells``
+    cells (a public cost model of the sizes): on a dense release from
+    :data:`~.cover.COMPILED_FROM_D` up always (its product reads every
+    offset of every cell and sub-position); on a sparse one when the cells'
+    offsets outnumber the padded universe it lays out, and that fits
+    :data:`MAX_DENSE_CELLS`."""
+    grid = hist.grid
+    if grid.d < COMPILED_FROM_D or grid.wide or n_cells == 0:
+        return False
+    if hist.kind == "dense":
+        return True
+    R = max(int(offsets.max()), -int(offsets.min()), 1) if offsets.size else 1
+    cells = math.prod(s + 2 * R for s in grid.shape)
+    return cells <= MAX_DENSE_CELLS and n_cells * offsets.shape[0] > cells
 
 
 def _rows_per_block(terms: int) -> int:
