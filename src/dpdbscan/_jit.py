@@ -50,3 +50,20 @@ def find_root(parent: np.ndarray, x: int) -> int:
         parent[x] = parent[parent[x]]
         x = parent[x]
     return x
+
+
+@kernel
+def link_roots(parent: np.ndarray, a: int, b: int) -> None:
+    """Join the trees of roots ``a`` and ``b`` under the smaller of the two
+    (so a tree's root is its least member, whatever the order of joins)."""
+    if a < b:
+        parent[b] = a
+    elif b < a:
+        parent[a] = b
+
+
+@kernel
+def flatten_roots(parent: np.ndarray) -> None:
+    """Point every member of the union-find straight at its root."""
+    for x in range(parent.size):
+        parent[x] = find_root(parent, x)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import find_root, kernel
+from .._jit import find_root, flatten_roots, kernel, link_roots
 
 
 @kernel
@@ -421,13 +421,6 @@ def half_roots(
             code = lin[q] - lp
             w = table[code] if use_table else _weight(codes, weights, code)
             if w > 0:
-                a = find_root(parent, p)
-                b = find_root(parent, q)
-                if a != b:
-                    if a < b:
-                        parent[b] = a
-                    else:
-                        parent[a] = b
-    for p in range(n):
-        parent[p] = find_root(parent, p)
+                link_roots(parent, find_root(parent, p), find_root(parent, q))
+    flatten_roots(parent)
     return parent

@@ -104,10 +104,7 @@ def block_offsets(d: int, lim: int) -> np.ndarray:
 def _join_blocks_kernel():
     """The compiled union-find over blocks (compiled at the first call)."""
     # lazy: numba loads only where a kernel runs (never on a 2-D fit)
-    from ...._jit import find_root as find
-
-    # lazy: as above
-    from ...._jit import kernel
+    from ...._jit import find_root, flatten_roots, kernel, link_roots
 
     @kernel
     def join_blocks(keys, bounds, coords, dkeys, lim):
@@ -138,8 +135,8 @@ def _join_blocks_kernel():
                     h = (h + 1) & mask
                 if other < 0:
                     continue
-                ra = find(parent, b)
-                rb = find(parent, other)
+                ra = find_root(parent, b)
+                rb = find_root(parent, other)
                 if ra == rb:
                     continue
                 hit = False
@@ -158,12 +155,8 @@ def _join_blocks_kernel():
                     if hit:
                         break
                 if hit:
-                    if ra < rb:
-                        parent[rb] = ra
-                    else:
-                        parent[ra] = rb
-        for b in range(n):
-            parent[b] = find(parent, b)
+                    link_roots(parent, ra, rb)
+        flatten_roots(parent)
         return parent
 
     return join_blocks
