@@ -252,10 +252,7 @@ def half_sums(
     of a code: ``table[code]`` when ``table`` is not empty, else its weight in
     the sorted ``codes`` (0 when absent)."""
     n = sc.shape[0]
-    base = 2 * R + 1
-    zero = 0
-    for _k in range(sc.shape[1]):
-        zero = zero * base + R
+    zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
     sums = np.zeros(n)
     walk = np.empty((3, axes.size), np.int64)
@@ -283,6 +280,17 @@ def half_sums(
             sums[q] += wb * vp
         sums[p] += acc
     return sums
+
+
+@kernel
+def _zero_code(d, R):
+    """The linear code (base 2R + 1) of the zero offset in ``d`` dimensions:
+    a pair's offset code is ``lin[q] - lin[p]`` plus this."""
+    base = 2 * R + 1
+    zero = 0
+    for _k in range(d):
+        zero = zero * base + R
+    return zero
 
 
 @kernel
@@ -324,10 +332,7 @@ def offset_pairs(
     The position of a code: ``table[code]`` (-1 off the set) when ``table``
     is not empty, else a binary search of ``codes``."""
     m = qc.shape[0]
-    base = 2 * R + 1
-    zero = 0
-    for _k in range(sc.shape[1]):
-        zero = zero * base + R
+    zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
     walk = np.empty((3, axes.size), np.int64)
     buf = np.empty(64, np.int64)
@@ -403,10 +408,7 @@ def half_roots(
     :func:`half_sums`): a union-find over the pairs, each visited once and
     never held, so the memory is the cells' whatever the pairs."""
     n = sc.shape[0]
-    base = 2 * R + 1
-    zero = 0
-    for _k in range(sc.shape[1]):
-        zero = zero * base + R
+    zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
     parent = np.arange(n)
     walk = np.empty((3, axes.size), np.int64)
