@@ -1,37 +1,37 @@
 """Spans the release shows: a geographic map at the user's eps and MinPts
-draws a span only where its cells show at least MinPts points (units at
-person level) beyond the noise.
+draws a span only where the release shows points (units at person level)
+in it, beyond what the noise alone puts there.
 
-Why: a DBSCAN cluster holds at least MinPts points, those within eps of any
-of its core points. The density test calls a sub-cell core when the noisy
-estimate of its eps-ball count reaches MinPts plus a margin; across the
-tens of thousands of sub-cells near a city's roads a few pass by noise
-alone, and each is a span of one or two sub-cells whose cells hold a unit or
-none (a synthetic day of 2,000 taxis' pick-ups: one such span in two of
-three releases at 200 m / MinPts 30, noisy counts 15 to 34 where the noise's
-standard deviation is 16 taxis; docs/places.md section 6). What such a span
-draws is the noise, and its few events may be one unit's.
+Why: the density test calls a sub-cell core when the noisy estimate of its
+eps-ball count reaches MinPts plus a margin; across the tens of thousands of
+sub-cells near a city's roads a few pass by noise alone, and each is a span
+of one or two sub-cells whose cells hold a unit or none (a synthetic day of
+2,000 taxis' pick-ups at 200 m / MinPts 30: one or two such spans in each
+of five releases, noisy counts 15 to 34 where one cell's noise has a
+standard deviation of 16 taxis; docs/places.md section 3). What such a
+span draws is the noise, and its few events may be one unit's.
 
 The rule: span ``s`` is kept when the noisy counts of the histogram cells of
 its region (its core sub-cells' cells and the border cells that join it,
 each cell once, as ``predict`` draws it) add up to at least
 
-    MinPts + t sqrt(n),
+    t sqrt(n),
 
 ``n`` the number of those cells and ``t`` the count one cell's noise alone
 reaches with probability at most 1% (:func:`dpdbscan.laws.noise.shown_count`,
-the level at which a border cell joins): "the release shows at least MinPts
-points in it". For the Gaussian noise of a person-level release ``t sqrt(n)``
-is the same level for the sum of ``n`` terms; for Laplace noise it is above
-it (a sum of Laplace terms has lighter tails than one term scaled). The
-spans left are renumbered in order (still by smallest cell).
+the level at which a border cell joins; for one cell the rule is that
+one's). For the Gaussian noise of a person-level release ``t sqrt(n)`` is
+the same level for the sum of ``n`` terms; for Laplace noise it is above it
+(a sum of Laplace terms has lighter tails than one term scaled). The floor
+does not depend on MinPts, so where the margin swamps MinPts every MinPts
+below it still gives the same spans. The spans left are renumbered in
+order (still by smallest cell).
 
-Post-processing: the released counts and public parameters (MinPts, the
-noise's law and scale) only. Used where the border rule is
-``border_cells="occupied"`` (a geographic map at a given eps and MinPts,
-:func:`dpdbscan.pipeline.fit` and :func:`dpdbscan.model.reparam.with_params`);
-the automatic mode bounds its spans by the place prior and its significance
-instead.
+Post-processing: the released counts and public parameters (the noise's law
+and scale) only. Used where the border rule is ``border_cells="occupied"``
+(a geographic map at a given eps and MinPts, :func:`dpdbscan.pipeline.fit`
+and :func:`dpdbscan.model.reparam.with_params`); the automatic mode bounds
+its spans by the place prior and its significance instead.
 """
 
 from __future__ import annotations
@@ -64,13 +64,13 @@ def shown_mass(model: SpanModel) -> tuple[np.ndarray, np.ndarray]:
 
 
 def shown_floor(model: SpanModel, n_cells: np.ndarray) -> np.ndarray:
-    """The mass a span of ``n_cells`` histogram cells must reach: MinPts
-    plus ``t sqrt(n)`` (module docstring). Public."""
+    """The mass a span of ``n_cells`` histogram cells must reach: ``t
+    sqrt(n)`` (module docstring). Public."""
     hist = model.histogram
     if hist is None:
         raise ValueError("which spans the release shows is read from its histogram, and this model has none")
     t = shown_count(hist.noise, hist.scale)
-    return model.spec.min_samples + t * np.sqrt(np.asarray(n_cells, dtype=np.float64))
+    return t * np.sqrt(np.asarray(n_cells, dtype=np.float64))
 
 
 def shown_spans(model: SpanModel) -> SpanModel:
@@ -95,9 +95,8 @@ def shown_words(model: SpanModel, noun: str) -> str:
         return ""
     t = shown_count(h.noise, h.scale)
     return (
-        f"a span is drawn only where its cells' noisy counts add up to at least min_samples "
-        f"({model.spec.min_samples:,}) plus {t:,} {noun} times the square root of its number of cells "
-        f"(the release shows at least min_samples {noun} in it)"
+        f"a span is drawn only where the release shows {noun} in it: its cells' noisy counts add up "
+        f"to at least {t:,} times the square root of their number"
     )
 
 
