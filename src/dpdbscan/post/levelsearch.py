@@ -992,7 +992,11 @@ def alternative(
         return None
     t = sel.tree
     flipped, score, _ = select_clusters(t.clusters, kw.get("method", "eom"), flip=t.close)
-    return finish(replace(reselect(t, flipped, score), close=()), sel.grid, sel.alphas, sel.candidates)
+    tree = replace(reselect(t, flipped, score), close=())
+    if tree.pieces and hist is not None and spec is not None:
+        # its pieces as the selection's own: dense without the places beside them
+        tree = replace(tree, pieces=standalone_pieces(tree, hist, spec, sel.grid))
+    return finish(tree, sel.grid, sel.alphas, sel.candidates)
 
 
 def level_guarantee(
