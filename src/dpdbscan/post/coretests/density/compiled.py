@@ -341,9 +341,143 @@ def gather_rows(flat: np.ndarray, base: np.ndarray, deltas: np.ndarray, G: np.nd
             G[i, j] = flat[b + deltas[j]]
 
 
+@kernel
+def walk_reach(
+    vals: np.ndarray,
+    shape: np.ndarray,
+    coords: np.ndarray,
+    R: int,
+    table: np.ndarray,
+    half: np.ndarray,
+    kmax: np.ndarray,
+    kmin: np.ndarray,
+    n_terms: int,
+    thr: float,
+) -> np.ndarray:
+    """:func:`dense_reach` on a grid small beside its ball: per cell, the
+    cells of the grid within ``R`` along each axis in row-major order (their
+    offsets in the sorted order :func:`dense_reach` reads), each offset's
+    column from ``table`` (-1 outside the ball; ``half``: the table's
+    half-widths). The offsets that leave the grid read 0 there and add
+    exact zeros, so the sums are the same bit for bit (``n_terms``: every
+    offset's count, for the same room for rounding)."""
+    d = shape.size
+    u = n_terms * 2.0**-53
+    gamma = u / (1.0 - u) if u < 0.5 else np.inf
+    wmax = 0.0
+    for j in range(kmax.size):
+        wmax = max(wmax, abs(kmax[j]), abs(kmin[j]))
+    vs, ts = _row_major(shape), _row_major(2 * half + 1)
+    lo = np.empty(d, np.int64)
+    hi = np.empty(d, np.int64)
+    y = np.empty(d, np.int64)
+    keep = np.zeros(coords.shape[0], np.bool_)
+    last = d - 1
+    for i in range(coords.shape[0]):
+        for a in range(d):
+            lo[a] = max(coords[i, a] - R, 0)
+            hi[a] = min(coords[i, a] + R, shape[a] - 1)
+            y[a] = lo[a]
+        acc = 0.0
+        mag = 0.0
+        while True:
+            bv = 0
+            bt = 0
+            for a in range(last):
+                bv += y[a] * vs[a]
+                bt += (y[a] - coords[i, a] + half[a]) * ts[a]
+            bt += half[last] - coords[i, last]
+            for t in range(lo[last], hi[last] + 1):
+                j = table[bt + t]
+                if j >= 0:
+                    x = vals[bv + t]
+                    acc += x * (kmax[j] if x > 0 else kmin[j])
+                    mag += abs(x)
+            a = last - 1
+            while a >= 0:
+                y[a] += 1
+                if y[a] <= hi[a]:
+                    break
+                y[a] = lo[a]
+                a -= 1
+            if a < 0:
+                break
+        keep[i] = acc + 4.0 * gamma * wmax * mag + 1e-300 >= thr
+    return keep
+
+
+@kernel
+def walk_rows(
+    vals: np.ndarray,
+    shape: np.ndarray,
+    coords: np.ndarray,
+    R: int,
+    table: np.ndarray,
+    half: np.ndarray,
+    G: np.ndarray,
+) -> None:
+    """:func:`gather_rows` on a grid small beside its ball: ``G[i, j]`` the
+    value of cell ``coords[i]`` + offset j (column j of ``table``), 0 where
+    that leaves the grid, from a walk over the grid's cells within ``R``
+    of it (the same matrix)."""
+    d = shape.size
+    vs, ts = _row_major(shape), _row_major(2 * half + 1)
+    lo = np.empty(d, np.int64)
+    hi = np.empty(d, np.int64)
+    y = np.empty(d, np.int64)
+    last = d - 1
+    for i in range(coords.shape[0]):
+        for j in range(G.shape[1]):
+            G[i, j] = 0.0
+        for a in range(d):
+            lo[a] = max(coords[i, a] - R, 0)
+            hi[a] = min(coords[i, a] + R, shape[a] - 1)
+            y[a] = lo[a]
+        while True:
+            bv = 0
+            bt = 0
+            for a in range(last):
+                bv += y[a] * vs[a]
+                bt += (y[a] - coords[i, a] + half[a]) * ts[a]
+            bt += half[last] - coords[i, last]
+            for t in range(lo[last], hi[last] + 1):
+                j = table[bt + t]
+                if j >= 0:
+                    G[i, j] = vals[bv + t]
+            a = last - 1
+            while a >= 0:
+                y[a] += 1
+                if y[a] <= hi[a]:
+                    break
+                y[a] = lo[a]
+                a -= 1
+            if a < 0:
+                break
+
+
+@kernel
+def _row_major(dims: np.ndarray) -> np.ndarray:
+    """Row-major strides of an array of these dimensions."""
+    st = np.empty(dims.size, np.int64)
+    acc = 1
+    for a in range(dims.size - 1, -1, -1):
+        st[a] = acc
+        acc *= dims[a]
+    return st
+
+
 def as_table_values(values: np.ndarray, exact: bool) -> np.ndarray:
     """The values in the dtype the kernel sums them in."""
     return np.asarray(values, dtype=np.int64 if exact else np.float64)
 
 
-__all__ = ["staged_cover", "as_table_values", "row_index", "run_sums", "gather_rows", "dense_reach"]
+__all__ = [
+    "staged_cover",
+    "as_table_values",
+    "row_index",
+    "run_sums",
+    "gather_rows",
+    "dense_reach",
+    "walk_reach",
+    "walk_rows",
+]

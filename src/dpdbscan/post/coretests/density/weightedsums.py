@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,12 +60,23 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
         return out
     if hist.kind == "dense":
         R = max(int(weights.offsets.max()), -int(weights.offsets.min()), 1)
+        step = _rows_per_block(weights.offsets.shape[0])
+        walk = _grid_walk(grid, weights.offsets, R)
+        if walk is not None:
+            # lazy: numba loads only where a kernel runs (never on a 2-D fit)
+            from .compiled import walk_rows
+
+            vals = np.ascontiguousarray(hist.values, dtype=np.float64).ravel()
+            for a in range(0, n, step):
+                G = np.empty((min(step, n - a), weights.offsets.shape[0]))
+                walk_rows(vals, walk.shape, grid.decode(keys[a : a + step]), R, walk.table, walk.half, G)
+                np.matmul(G, Wt, out=out[a : a + step])
+            return out
         P = np.zeros(tuple(s + 2 * R for s in grid.shape))
         P[tuple(slice(R, R + s) for s in grid.shape)] = hist.values
         strides = np.array(P.strides, dtype=np.int64) // P.itemsize
         deltas = weights.offsets @ strides
         flat = P.ravel()
-        step = _rows_per_block(deltas.size)
         gather: Callable[..., None] | None = None
         if grid.d >= COMPILED_FROM_D:
             # lazy: numba loads only where a kernel runs (never on a 2-D fit)
@@ -104,10 +116,27 @@ def may_reach(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray, thre
     matrix of them, where the dense product reads 609 per cell and
     sub-position. Post-processing of the release."""
     # lazy: numba loads only where a kernel runs (never on a 2-D fit)
-    from .compiled import dense_reach
+    from .compiled import dense_reach, walk_reach
 
     grid = hist.grid
     R = max(int(weights.offsets.max()), -int(weights.offsets.min()), 1)
+    walk = _grid_walk(grid, weights.offsets, R)
+    if walk is not None:
+        vals = np.zeros(grid.shape)
+        if hist.kind == "dense":
+            vals[...] = hist.values
+        else:
+            vals[tuple(grid.decode(hist.released_keys).T)] = hist.values
+        flat_vals = vals.ravel()
+        wmax, wmin = weights.W.max(axis=0), weights.W.min(axis=0)
+        n_terms = weights.offsets.shape[0]
+        mask = np.empty(keys.size, dtype=bool)
+        for a in range(0, keys.size, _DENSE_ROWS):
+            coords = grid.decode(keys[a : a + _DENSE_ROWS])
+            mask[a : a + _DENSE_ROWS] = walk_reach(
+                flat_vals, walk.shape, coords, R, walk.table, walk.half, wmax, wmin, n_terms, float(threshold)
+            )
+        return mask
     P = np.zeros(tuple(s + 2 * R for s in grid.shape))
     if hist.kind == "dense":
         P[tuple(slice(R, R + s) for s in grid.shape)] = hist.values
@@ -136,6 +165,45 @@ def may_reach(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray, thre
         for a in blocks:
             part(a)
     return keep
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """A grid small beside its ball (public sizes): ``table[o + half]`` is the
+    column of offset o in the weights (-1 where o is not in the ball), for
+    every offset between two cells of the grid within the ball's reach."""
+
+    shape: np.ndarray
+    half: np.ndarray
+    table: np.ndarray
+
+
+#: Entries of the offset table of :func:`_grid_walk` at most (int64: 256 MB).
+_MAX_WALK_TABLE = 1 << 25
+
+
+def _grid_walk(grid: Grid, offsets: np.ndarray, R: int) -> _Walk | None:
+    """The offset table for walking, per cell, the grid's cells within reach
+    instead of every offset of the ball, when that visits at most half as
+    many (a coarse grid in high dimension: a 4^8 grid of 65,536 cells under
+    a ball of 1.28 million offsets, most of which leave the grid), and the
+    table fits :data:`_MAX_WALK_TABLE`; else None (public sizes only).
+
+    Both ways read the same values in the same order with the offsets that
+    leave the grid (zeros of the padding) left out, so the sums are the same
+    bit for bit."""
+    if grid.d < COMPILED_FROM_D or grid.wide or offsets.shape[0] == 0:
+        return None
+    shape = np.asarray(grid.shape, dtype=np.int64)
+    half = np.minimum(shape - 1, R)
+    visits = math.prod(int(min(s, 2 * R + 1)) for s in shape)
+    entries = math.prod(int(2 * h + 1) for h in half)
+    if 2 * visits > offsets.shape[0] or entries > _MAX_WALK_TABLE or grid.n_cells > MAX_DENSE_CELLS:
+        return None
+    inside = np.all(np.abs(offsets) <= half, axis=1)
+    table = np.full(tuple(int(2 * h + 1) for h in half), -1, dtype=np.int64)
+    table[tuple((offsets[inside] + half).T)] = np.flatnonzero(inside)
+    return _Walk(shape, half, table.ravel())
 
 
 def reach_pays(hist: NoisyHistogram, offsets: np.ndarray, n_cells: int) -> bool:
