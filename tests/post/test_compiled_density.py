@@ -268,3 +268,30 @@ def test_the_reach_keeps_every_cell_whose_sums_reach_the_threshold(kind, k, inte
     # in blocks of cells (two threads on two cores): the same mask
     monkeypatch.setattr(weightedsums, "_DENSE_ROWS", 97)
     assert np.array_equal(weightedsums.may_reach(hist, w, keys, threshold), keep)
+
+
+@pytest.mark.parametrize("d,side", [(4, 2), (4, 3), (5, 2)])
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+def test_walking_a_small_grid_is_the_padded_gather_bit_for_bit(d, side, k, kind, monkeypatch):
+    """On a grid small beside its ball the sums and the reach walk the grid's
+    cells within reach instead of every offset: the same matrix and the same
+    bound, bit for bit, as the padded array's (the oracle, with no walk)."""
+    from dpdbscan.post.coretests.density import weighted_sums_at
+
+    hist = _release(kind, d, side, False, 40 + d + side + k)
+    g = hist.grid
+    w = ball_weights(d, 4.0, k)
+    R = max(int(np.abs(w.offsets).max()), 1)
+    assert weightedsums._grid_walk(g, w.offsets, R) is not None
+    keys = g.encode(g.all_coords())
+    E = weighted_sums_at(hist, w, keys)
+    top = E.max(axis=1)
+    thresholds = [float(np.quantile(top, q)) for q in (0.3, 0.8)] + [2 * float(top.max()) + 10]
+    reach = [weightedsums.may_reach(hist, w, keys, t) for t in thresholds]
+    monkeypatch.setattr(weightedsums, "_grid_walk", lambda *a: None)
+    assert np.array_equal(E, weighted_sums_at(hist, w, keys))
+    for t, mask in zip(thresholds, reach):
+        oracle = weightedsums.may_reach(hist, w, keys, t)
+        assert np.array_equal(mask, oracle)
+    assert reach[0].any() and not reach[-1].all()
