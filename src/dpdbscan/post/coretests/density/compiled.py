@@ -415,11 +415,14 @@ def walk_rows(
     table: np.ndarray,
     half: np.ndarray,
     G: np.ndarray,
+    clear: bool,
 ) -> None:
-    """:func:`gather_rows` on a grid small beside its ball: ``G[i, j]`` the
-    value of cell ``coords[i]`` + offset j (column j of ``table``), 0 where
-    that leaves the grid, from a walk over the grid's cells within ``R``
-    of it (the same matrix)."""
+    """:func:`gather_rows` on a grid small beside its ball, into a ``G`` of
+    zeros: ``G[i, j]`` the value of cell ``coords[i]`` + offset j (column j
+    of ``table``), left 0 where that leaves the grid, from a walk over the
+    grid's cells within ``R`` of it (the same matrix). ``clear``: write 0
+    where the walk wrote, so ``G`` is zeros again for the next block (a few
+    entries of each row, where zeroing whole rows writes every offset)."""
     d = shape.size
     vs, ts = _row_major(shape), _row_major(2 * half + 1)
     lo = np.empty(d, np.int64)
@@ -427,8 +430,6 @@ def walk_rows(
     y = np.empty(d, np.int64)
     last = d - 1
     for i in range(coords.shape[0]):
-        for j in range(G.shape[1]):
-            G[i, j] = 0.0
         for a in range(d):
             lo[a] = max(coords[i, a] - R, 0)
             hi[a] = min(coords[i, a] + R, shape[a] - 1)
@@ -443,7 +444,7 @@ def walk_rows(
             for t in range(lo[last], hi[last] + 1):
                 j = table[bt + t]
                 if j >= 0:
-                    G[i, j] = vals[bv + t]
+                    G[i, j] = 0.0 if clear else vals[bv + t]
             a = last - 1
             while a >= 0:
                 y[a] += 1

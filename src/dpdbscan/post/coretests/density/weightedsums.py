@@ -67,10 +67,13 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
             from .compiled import walk_rows
 
             vals = np.ascontiguousarray(hist.values, dtype=np.float64).ravel()
+            G = np.zeros((min(step, n), weights.offsets.shape[0]))
             for a in range(0, n, step):
-                G = np.empty((min(step, n - a), weights.offsets.shape[0]))
-                walk_rows(vals, walk.shape, grid.decode(keys[a : a + step]), R, walk.table, walk.half, G)
-                np.matmul(G, Wt, out=out[a : a + step])
+                coords = grid.decode(keys[a : a + step])
+                rows = G[: coords.shape[0]]
+                walk_rows(vals, walk.shape, coords, R, walk.table, walk.half, rows, False)
+                np.matmul(rows, Wt, out=out[a : a + step])
+                walk_rows(vals, walk.shape, coords, R, walk.table, walk.half, rows, True)
             return out
         P = np.zeros(tuple(s + 2 * R for s in grid.shape))
         P[tuple(slice(R, R + s) for s in grid.shape)] = hist.values
