@@ -503,6 +503,49 @@ def dense_reach(
 
 
 @kernel
+def linear_reach(
+    flat: np.ndarray, base: np.ndarray, deltas: np.ndarray, k: np.ndarray, thr: float
+) -> np.ndarray:
+    """:func:`dense_reach` where every sub-position weighs an offset alike
+    (one sub-cell: ``kmax == kmin == k``): the sum is linear, so it runs in
+    four partial sums, not one chain of dependent additions (its latency,
+    not the reads, bound the single chain: 0.61 against 0.97 s of CPU on
+    the 4-D benchmark's dense release at eps = 0.04). The terms are summed
+    in another order; the room for rounding covers any order."""
+    n = deltas.size
+    u = n * 2.0**-53
+    gamma = u / (1.0 - u) if u < 0.5 else np.inf
+    wmax = 0.0
+    for j in range(n):
+        wmax = max(wmax, abs(k[j]))
+    n4 = n - n % 4
+    keep = np.zeros(base.size, np.bool_)
+    for i in range(base.size):
+        b = base[i]
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        a3 = 0.0
+        mag = 0.0
+        for j in range(0, n4, 4):
+            x0 = flat[b + deltas[j]]
+            x1 = flat[b + deltas[j + 1]]
+            x2 = flat[b + deltas[j + 2]]
+            x3 = flat[b + deltas[j + 3]]
+            a0 += x0 * k[j]
+            a1 += x1 * k[j + 1]
+            a2 += x2 * k[j + 2]
+            a3 += x3 * k[j + 3]
+            mag += abs(x0) + abs(x1) + abs(x2) + abs(x3)
+        for j in range(n4, n):
+            x = flat[b + deltas[j]]
+            a0 += x * k[j]
+            mag += abs(x)
+        keep[i] = (a0 + a1) + (a2 + a3) + 4.0 * gamma * wmax * mag + 1e-300 >= thr
+    return keep
+
+
+@kernel
 def gather_rows(flat: np.ndarray, base: np.ndarray, deltas: np.ndarray, G: np.ndarray) -> None:
     """``G[i, j] = flat[base[i] + deltas[j]]``: the dense release's values
     around each candidate, the matrix the weights multiply."""
@@ -517,4 +560,12 @@ def as_table_values(values: np.ndarray, exact: bool) -> np.ndarray:
     return np.asarray(values, dtype=np.int64 if exact else np.float64)
 
 
-__all__ = ["streamed_cover", "as_table_values", "row_index", "run_sums", "gather_rows", "dense_reach"]
+__all__ = [
+    "streamed_cover",
+    "as_table_values",
+    "row_index",
+    "run_sums",
+    "gather_rows",
+    "dense_reach",
+    "linear_reach",
+]

@@ -104,7 +104,7 @@ def may_reach(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray, thre
     matrix of them, where the dense product reads 609 per cell and
     sub-position. Post-processing of the release."""
     # lazy: numba loads only where a kernel runs (never on a 2-D fit)
-    from .compiled import dense_reach
+    from .compiled import dense_reach, linear_reach
 
     grid = hist.grid
     R = max(int(weights.offsets.max()), -int(weights.offsets.min()), 1)
@@ -121,9 +121,14 @@ def may_reach(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray, thre
     keep = np.empty(keys.size, dtype=bool)
     flat, run = P.ravel(), deltas[order]
 
+    linear = bool(np.array_equal(kmax, kmin))  # one sub-position: the sum is linear
+
     def part(a: int) -> None:
         base = (grid.decode(keys[a : a + _DENSE_ROWS]) + R) @ strides
-        keep[a : a + _DENSE_ROWS] = dense_reach(flat, base, run, kmax, kmin, float(threshold))
+        if linear:
+            keep[a : a + _DENSE_ROWS] = linear_reach(flat, base, run, kmax, float(threshold))
+        else:
+            keep[a : a + _DENSE_ROWS] = dense_reach(flat, base, run, kmax, kmin, float(threshold))
 
     blocks = range(0, keys.size, _DENSE_ROWS)
     if len(blocks) > 1 and (os.cpu_count() or 1) >= 2:
