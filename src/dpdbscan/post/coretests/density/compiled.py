@@ -29,7 +29,8 @@ not the same loops on flat indices, 0.45 against 1.85 ns per cell.)
 
 :func:`dense_reach`, the upper bound of :func:`.weightedsums.may_reach`: per
 cell, one pass over its offsets with the largest or smallest weight of each
-by the sign of the value, and room for rounding.
+by the sign of the value, and room for rounding; :func:`linear_reach` the
+same where one weight serves both signs (one sub-cell), in four partial sums.
 
 :func:`run_sums`, the sparse weighted sums of :mod:`.weightedsums`: per
 query, per run of offsets (one key interval), the released cells inside
