@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import find_root, flatten_roots, kernel, link_roots
+from .._jit import find_root, flatten_roots, inlined, kernel, link_roots
 
 
 @kernel
@@ -68,14 +68,15 @@ def bucket_layout(
 
 
 @kernel
-def _box(c, R, axes, sides, nb, strides, low, high, u, ulo, uhi):
+def _box(qc, i, R, axes, sides, nb, strides, low, high, walk):
     """Sets up the walk over the buckets that the box of half-side R around
-    ``c`` meets: ``ulo``/``uhi`` per bucketed axis (the sweep axis last) and
-    ``u`` at the first; returns the table base of the first bucket, or -1
-    when the box meets none."""
+    the cell ``qc[i]`` meets: in ``walk`` (3, axes), the bucket (row 0) at
+    the first and the walk's first and last bucket (rows 1, 2) per bucketed
+    axis (the sweep axis last); returns the table base of the first bucket,
+    or -1 when the box meets none."""
     base = 0
     for t in range(axes.size):
-        x = c[axes[t]]
+        x = qc[i, axes[t]]
         if 0 <= x < low.shape[1]:
             lo = low[t, x]
             hi = high[t, x]
@@ -84,25 +85,25 @@ def _box(c, R, axes, sides, nb, strides, low, high, u, ulo, uhi):
             hi = min((x + R) // sides[t], nb[t] - 1)
         if lo > hi:
             return -1
-        ulo[t] = lo
-        uhi[t] = hi
-        u[t] = lo
+        walk[0, t] = lo
+        walk[1, t] = lo
+        walk[2, t] = hi
         if t < axes.size - 1:
             base += lo * strides[t]
     return base
 
 
 @kernel
-def _next(base, strides, u, ulo, uhi, e):
+def _next(base, strides, walk, e):
     """The base of the next bucket of the walk (odometer over the e bucketed
     axes but the sweep one), or -1 after the last."""
     t = e - 1
     while t >= 0:
-        if u[t] < uhi[t]:
-            u[t] += 1
+        if walk[0, t] < walk[2, t]:
+            walk[0, t] += 1
             return base + strides[t]
-        base -= (u[t] - ulo[t]) * strides[t]
-        u[t] = ulo[t]
+        base -= (walk[0, t] - walk[1, t]) * strides[t]
+        walk[0, t] = walk[1, t]
         t -= 1
     return -1
 
@@ -116,10 +117,10 @@ def within(qp: np.uint64, pq: np.uint64, lanes: np.ndarray) -> bool:
 
 
 @kernel
-def _close(c, sc, q, R):
+def _close(qc, i, sc, q, R):
     """:func:`within` axis by axis (coordinates too wide for the lanes)."""
-    for k in range(c.size):
-        df = sc[q, k] - c[k]
+    for k in range(qc.shape[1]):
+        df = sc[q, k] - qc[i, k]
         if df > R or df < -R:
             return False
     return True
@@ -135,18 +136,17 @@ def _grown(a, need):
     return out
 
 
-@kernel
-def _hits(i, c, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, first, buf):
-    """The positions of the laid-out cells within R of ``c`` (packed ``qp``)
+@inlined
+def _hits(i, qc, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, first, buf):
+    """The positions of the laid-out cells within R of ``qc[i]`` (packed ``qp``)
     along every axis, those from ``first`` on, into ``buf`` (grown as
     needed); returns ``(buf, count)``. ``walk``: scratch (3, axes)."""
     e = axes.size - 1
-    u, ulo, uhi = walk[0], walk[1], walk[2]
-    base = _box(c, R, axes, sides, nb, strides, low, high, u, ulo, uhi)
+    base = _box(qc, i, R, axes, sides, nb, strides, low, high, walk)
     got = 0
     if base < 0:
         return buf, got
-    slo, shi = ulo[e], uhi[e] + 1
+    slo, shi = walk[1, e], walk[2, e] + 1
     packed = lanes.size > 0
     if first > 0:
         # the buckets laid out before the first cell's hold none of the later ones
@@ -154,7 +154,7 @@ def _hits(i, c, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high
         for t in range(e):
             mine += (sc[first - 1, axes[t]] // sides[t]) * strides[t]
         while 0 <= base < mine:
-            base = _next(base, strides, u, ulo, uhi, e)
+            base = _next(base, strides, walk, e)
     while base >= 0:
         a = max(start[base + slo], first)
         b = start[base + shi]
@@ -167,10 +167,10 @@ def _hits(i, c, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high
                     got += within(qp, pk[q], lanes)
             else:
                 for q in range(a, b):
-                    if _close(c, sc, q, R):
+                    if _close(qc, i, sc, q, R):
                         buf[got] = q
                         got += 1
-        base = _next(base, strides, u, ulo, uhi, e)
+        base = _next(base, strides, walk, e)
     return buf, got
 
 
@@ -208,7 +208,7 @@ def box_pairs(
     for i in range(p0, p1):
         first = i + 1 if half else 0
         buf, got = _hits(
-            i, qc[i], qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, first, buf
+            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, first, buf
         )
         if n_out + got > oi.size:
             oi = _grown(oi, n_out + got)
@@ -259,7 +259,7 @@ def half_sums(
     buf = np.empty(64, np.int64)
     for p in range(p0, p1):
         buf, got = _hits(
-            p, sc[p], pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, p + 1, buf
+            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, p + 1, buf
         )
         if got == 0:
             continue
@@ -345,7 +345,7 @@ def offset_pairs(
     n_out = 0
     for i in range(m):
         buf, got = _hits(
-            i, qc[i], qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, 0, buf
+            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, 0, buf
         )
         if got == 0:
             continue
@@ -415,7 +415,7 @@ def half_roots(
     buf = np.empty(64, np.int64)
     for p in range(n):
         buf, got = _hits(
-            p, sc[p], pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, p + 1, buf
+            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, p + 1, buf
         )
         lp = lin[p] - zero
         for t in range(got):
