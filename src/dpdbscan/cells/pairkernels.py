@@ -40,12 +40,13 @@ def bucket_layout(
     low_of: np.ndarray,
     strides: np.ndarray,
     size: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(start, order)``: a counting sort of the rows of ``coords`` by table
-    entry (stable: rows of one entry keep their order). ``low_of[t, x]``:
-    the bucket of coordinate x along ``axes[t]`` (x // ``sides[t]`` beyond
-    the table)."""
-    n = coords.shape[0]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(start, order, laid)``: a counting sort of the rows of ``coords`` by
+    table entry (stable: rows of one entry keep their order) and the rows
+    in that order (``laid[p] = coords[order[p]]``, moved as they are
+    sorted). ``low_of[t, x]``: the bucket of coordinate x along ``axes[t]``
+    (x // ``sides[t]`` beyond the table)."""
+    n, d = coords.shape
     entry = np.empty(n, np.int64)
     start = np.zeros(size + 1, np.int64)
     tabled = low_of.shape[1]
@@ -60,11 +61,56 @@ def bucket_layout(
         start[t + 1] += start[t]
     fill = start[:size].copy()
     order = np.empty(n, np.int64)
+    laid = np.empty((n, d), np.int64)
     for i in range(n):
         t = entry[i]
-        order[fill[t]] = i
-        fill[t] += 1
-    return start, order
+        p = fill[t]
+        order[p] = i
+        for k in range(d):
+            laid[p, k] = coords[i, k]
+        fill[t] = p + 1
+    return start, order, laid
+
+
+@kernel
+def column_max(coords: np.ndarray) -> np.ndarray:
+    """The largest value of each column of ``coords`` (n >= 1 rows): one
+    pass over the rows (numpy's reduction along axis 0 of a narrow int64
+    array strides through it once per column)."""
+    n, d = coords.shape
+    top = coords[0].copy()
+    for i in range(1, n):
+        for k in range(d):
+            if coords[i, k] > top[k]:
+                top[k] = coords[i, k]
+    return top
+
+
+@kernel
+def packed_lanes(coords: np.ndarray, bits: int) -> np.ndarray:
+    """Each row's coordinates in one uint64, ``bits`` per axis, the first
+    axis lowest (non-negative coordinates below 2^bits)."""
+    n, d = coords.shape
+    out = np.empty(n, np.uint64)
+    for i in range(n):
+        v = np.uint64(0)
+        for k in range(d - 1, -1, -1):
+            v = (v << np.uint64(bits)) | np.uint64(coords[i, k])
+        out[i] = v
+    return out
+
+
+@kernel
+def linear_codes(coords: np.ndarray, base: int) -> np.ndarray:
+    """sum_k c_k base^(d - 1 - k) of each row, wrapping modulo 2^64."""
+    n, d = coords.shape
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        v = 0
+        for k in range(d):
+            v = v * base + coords[i, k]
+        out[i] = v
+    return out
 
 
 @kernel

@@ -179,7 +179,7 @@ class CellIndex:
         coords = np.ascontiguousarray(coords, dtype=np.int64)
         n, d = coords.shape
         self.n, self.d = n, d
-        extents = [int(x) + 1 for x in coords.max(axis=0)] if n else [1] * d
+        extents = [int(x) + 1 for x in pairkernels.column_max(coords)] if n else [1] * d
         axes, sides, _ = plan(d, R, n, n if n_query is None else n_query, extents)
         self.nb = np.array([(extents[k] - 1) // s + 1 for k, s in zip(axes, sides)], dtype=np.int64)
         self.strides = np.array(
@@ -190,10 +190,10 @@ class CellIndex:
         self.top = max(extents)
         self.tabled = min(self.top, _TABLED)  # coordinates below it have their buckets tabled
         bucket = np.arange(self.tabled)[None, :] // self.sides[:, None]
-        self.start, self.order = pairkernels.bucket_layout(
+        # the cells in layout order: each bucket's cells side by side
+        self.start, self.order, self.coords = pairkernels.bucket_layout(
             coords, self.axes, self.sides, bucket, self.strides, int(np.prod(self.nb))
         )
-        self.coords = coords[self.order]  # in layout order: each bucket's cells side by side
         self.bits = 64 // d
         self._packed: np.ndarray | None = None
         self._per_reach: dict[int, tuple] = {}
@@ -243,10 +243,7 @@ class CellIndex:
 
     def pack(self, coords: np.ndarray) -> np.ndarray:
         """Each row's coordinates in one uint64 (lanes of ``64 // d`` bits)."""
-        out = np.zeros(coords.shape[0], dtype=np.uint64)
-        for k in range(self.d):
-            out |= coords[:, k].astype(np.uint64) << np.uint64(self.bits * k)
-        return out
+        return _kernels().packed_lanes(np.ascontiguousarray(coords, dtype=np.int64), self.bits)
 
     def _query(self, query: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray, tuple]:
         """Query rows, packed as the walk wants them, and the walk."""
@@ -278,13 +275,7 @@ class CellIndex:
         """sum_k c_k (2R + 1)^(d - 1 - k) of each row, modulo 2^64 (int64
         wrapping): the difference of two is the code of their offset less
         the zero offset's, exactly, since codes fit an int64."""
-        base = 2 * R + 1
-        out = np.zeros(coords.shape[0], dtype=np.int64)
-        with np.errstate(over="ignore"):
-            for k in range(self.d):
-                out *= base
-                out += coords[:, k]
-        return out
+        return _kernels().linear_codes(np.ascontiguousarray(coords, dtype=np.int64), 2 * R + 1)
 
     def half_sums(self, values: np.ndarray, R: int, weight: OffsetWeights, threads: int = 1) -> np.ndarray:
         """Per indexed row: ``w(0) values`` plus, over the other rows within R
