@@ -120,6 +120,14 @@ def test_the_compiled_run_sums_are_the_numpy_runs_bit_for_bit(d, k, side, intege
     finally:
         weightedsums._ROWS_PER_KEY = limit
     assert np.array_equal(bisected, oracle)
+    # and in two threads, half of the queries each
+    threaded = weightedsums._THREADED_RUN_VISITS
+    try:
+        weightedsums._THREADED_RUN_VISITS = 0
+        halves = weightedsums._compiled_run_sums(g, hist.released_keys, rvals, w, query)
+    finally:
+        weightedsums._THREADED_RUN_VISITS = threaded
+    assert np.array_equal(halves, oracle)
 
 
 def test_the_float_product_division_is_floor_division():

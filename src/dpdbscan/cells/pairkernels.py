@@ -40,36 +40,75 @@ def bucket_layout(
     low_of: np.ndarray,
     strides: np.ndarray,
     size: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(start, order, laid)``: a counting sort of the rows of ``coords`` by
-    table entry (stable: rows of one entry keep their order) and the rows
-    in that order (``laid[p] = coords[order[p]]``, moved as they are
-    sorted). ``low_of[t, x]``: the bucket of coordinate x along ``axes[t]``
-    (x // ``sides[t]`` beyond the table)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(start, order, laid, col)``: a counting sort of the rows of
+    ``coords`` by table entry (stable: rows of one entry keep their order),
+    the rows in that order (``laid[p] = coords[order[p]]``, moved as they
+    are sorted) and the entry of each laid-out row but its last digit (the
+    sweep axis', stride 1): the base of its bucket over the other axes.
+    ``low_of[t, x]``: the bucket of coordinate x along ``axes[t]`` (x //
+    ``sides[t]`` beyond the table)."""
     n, d = coords.shape
     entry = np.empty(n, np.int64)
+    sweep = np.empty(n, np.int64)
     start = np.zeros(size + 1, np.int64)
     tabled = low_of.shape[1]
     for i in range(n):
         t = 0
+        b = 0
         for a in range(axes.size):
             x = coords[i, axes[a]]
-            t += (low_of[a, x] if x < tabled else x // sides[a]) * strides[a]
+            b = low_of[a, x] if x < tabled else x // sides[a]
+            t += b * strides[a]
         entry[i] = t
+        sweep[i] = b  # (the last axis: stride 1)
         start[t + 1] += 1
     for t in range(size):
         start[t + 1] += start[t]
     fill = start[:size].copy()
     order = np.empty(n, np.int64)
     laid = np.empty((n, d), np.int64)
+    col = np.empty(n, np.int64)
     for i in range(n):
         t = entry[i]
         p = fill[t]
         order[p] = i
+        col[p] = t - sweep[i]
         for k in range(d):
             laid[p, k] = coords[i, k]
         fill[t] = p + 1
-    return start, order, laid
+    return start, order, laid, col
+
+
+@kernel
+def decode_keys(keys: np.ndarray, strides: np.ndarray) -> np.ndarray:
+    """Coordinates of int64 cell keys ``sum_k c_k strides[k]`` (0 <= c_k,
+    strides decreasing, the last 1). Below 2^51 a quotient is a float
+    product and one correction (an integer division by a number known only
+    at run time costs tens of cycles; six per key in 6-D)."""
+    n, d = keys.size, strides.size
+    inv = 1.0 / strides.astype(np.float64)
+    out = np.empty((n, d), np.int64)
+    for i in range(n):
+        rem = keys[i]
+        for k in range(d - 1):
+            m = strides[k]
+            if rem < 1 << 51:
+                q = np.int64(rem * inv[k])
+                r = rem - q * m
+                if r < 0:
+                    q -= 1
+                    r += m
+                elif r >= m:
+                    q += 1
+                    r -= m
+            else:
+                q = rem // m
+                r = rem - q * m
+            out[i, k] = q
+            rem = r
+        out[i, d - 1] = rem
+    return out
 
 
 @kernel
@@ -183,10 +222,12 @@ def _grown(a, need):
 
 
 @inlined
-def _hits(i, qc, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, first, buf):
+def _hits(i, qc, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, first, buf):
     """The positions of the laid-out cells within R of ``qc[i]`` (packed ``qp``)
     along every axis, those from ``first`` on, into ``buf`` (grown as
-    needed); returns ``(buf, count)``. ``walk``: scratch (3, axes)."""
+    needed); returns ``(buf, count)``. ``walk``: scratch (3, axes).
+    ``col[p]``: the table base of the laid-out cell p's bucket (its entry
+    but the sweep axis' digit)."""
     e = axes.size - 1
     base = _box(qc, i, R, axes, sides, nb, strides, low, high, walk)
     got = 0
@@ -196,9 +237,7 @@ def _hits(i, qc, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, hig
     packed = lanes.size > 0
     if first > 0:
         # the buckets laid out before the first cell's hold none of the later ones
-        mine = 0
-        for t in range(e):
-            mine += (sc[first - 1, axes[t]] // sides[t]) * strides[t]
+        mine = col[first - 1]
         while 0 <= base < mine:
             base = _next(base, strides, walk, e)
     while base >= 0:
@@ -235,6 +274,7 @@ def box_pairs(
     start: np.ndarray,
     low: np.ndarray,
     high: np.ndarray,
+    col: np.ndarray,
     order: np.ndarray,
     half: bool,
     p0: int,
@@ -254,7 +294,7 @@ def box_pairs(
     for i in range(p0, p1):
         first = i + 1 if half else 0
         buf, got = _hits(
-            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, first, buf
+            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, first, buf
         )
         if n_out + got > oi.size:
             oi = _grown(oi, n_out + got)
@@ -282,6 +322,7 @@ def half_sums(
     start: np.ndarray,
     low: np.ndarray,
     high: np.ndarray,
+    col: np.ndarray,
     table: np.ndarray,
     codes: np.ndarray,
     weights: np.ndarray,
@@ -305,7 +346,7 @@ def half_sums(
     buf = np.empty(64, np.int64)
     for p in range(p0, p1):
         buf, got = _hits(
-            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, p + 1, buf
+            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
         )
         if got == 0:
             continue
@@ -364,6 +405,7 @@ def offset_pairs(
     start: np.ndarray,
     low: np.ndarray,
     high: np.ndarray,
+    col: np.ndarray,
     order: np.ndarray,
     table: np.ndarray,
     codes: np.ndarray,
@@ -391,7 +433,7 @@ def offset_pairs(
     n_out = 0
     for i in range(m):
         buf, got = _hits(
-            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, 0, buf
+            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, 0, buf
         )
         if got == 0:
             continue
@@ -444,6 +486,7 @@ def half_roots(
     start: np.ndarray,
     low: np.ndarray,
     high: np.ndarray,
+    col: np.ndarray,
     table: np.ndarray,
     codes: np.ndarray,
     weights: np.ndarray,
@@ -461,7 +504,7 @@ def half_roots(
     buf = np.empty(64, np.int64)
     for p in range(n):
         buf, got = _hits(
-            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, p + 1, buf
+            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
         )
         lp = lin[p] - zero
         for t in range(got):

@@ -191,7 +191,7 @@ class CellIndex:
         self.tabled = min(self.top, _TABLED)  # coordinates below it have their buckets tabled
         bucket = np.arange(self.tabled)[None, :] // self.sides[:, None]
         # the cells in layout order: each bucket's cells side by side
-        self.start, self.order, self.coords = pairkernels.bucket_layout(
+        self.start, self.order, self.coords, self.col = pairkernels.bucket_layout(
             coords, self.axes, self.sides, bucket, self.strides, int(np.prod(self.nb))
         )
         self.bits = 64 // d
@@ -224,6 +224,7 @@ class CellIndex:
             self.start,
             low,
             high,
+            self.col,
         )
 
     def _lanes(self, R: int, top: int = 0) -> np.ndarray:
@@ -335,6 +336,14 @@ class CellIndex:
         return pairkernels.offset_pairs(
             q, qk, ql, sc, pk, lin, *rest, self.order, positions.table, positions.codes, run_of, self.n
         )
+
+
+def decode_keys(keys: np.ndarray, strides: np.ndarray) -> np.ndarray:
+    """Coordinate rows of int64 cell keys ``sum_k c_k strides[k]`` (the
+    grid's strides, the last 1), as :meth:`~dpdbscan.cells.grid.Grid.decode`
+    gives them, by a compiled pass (kernels are loaded: only for the pairs)."""
+    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    return _kernels().decode_keys(keys, np.ascontiguousarray(strides, dtype=np.int64))
 
 
 def _kernels():
@@ -450,6 +459,7 @@ __all__ = [
     "OffsetWeights",
     "chebyshev_pairs",
     "chebyshev_half_pairs",
+    "decode_keys",
     "offset_codes",
     "codes_fit",
     "pairs_cheaper",

@@ -268,21 +268,29 @@ def _compiled_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeight
         starts = np.empty(0, dtype=np.int64)
     out = np.empty((query.size, len(weights.positions)))
     as_int = np.asarray
-    run_sums(
-        rkeys,
-        rvals,
-        as_int(query, dtype=np.int64),
-        as_int(delta, dtype=np.int64),
-        as_int(lo, dtype=np.int64),
-        as_int(hi, dtype=np.int64),
-        as_int(first, dtype=np.int64),
-        as_int(cols, dtype=np.int64),
-        np.ascontiguousarray(weights.W.T, dtype=np.float64),
-        row_stride,
-        starts,
-        out,
-    )
+    query = as_int(query, dtype=np.int64)
+    runs = (as_int(v, dtype=np.int64) for v in (delta, lo, hi, first, cols))
+    fixed = (*runs, np.ascontiguousarray(weights.W.T, dtype=np.float64), row_stride, starts)
+
+    def part(a: int, b: int) -> None:
+        # each query's row of out is its own: the parts add in the same order
+        run_sums(rkeys, rvals, query[a:b], *fixed, out[a:b])
+
+    n = query.size
+    if n * delta.size >= _THREADED_RUN_VISITS and n >= 2 and (os.cpu_count() or 1) >= 2:
+        # two threads, half the queries each (the kernel releases the GIL)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            list(pool.map(lambda ab: part(*ab), [(0, n // 2), (n // 2, n)]))
+    else:
+        part(0, n)
     return out
+
+
+#: (query, run) visits of :func:`_compiled_run_sums` from which it runs in
+#: two threads (5-D benchmark: 2,714 queries x 2,401 runs, 35 ms in one).
+_THREADED_RUN_VISITS = 1 << 20
 
 
 #: Cells of the padded universe up to which a sparse release is also held
