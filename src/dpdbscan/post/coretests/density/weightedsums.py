@@ -269,12 +269,12 @@ def _compiled_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeight
     out = np.empty((query.size, len(weights.positions)))
     as_int = np.asarray
     query = as_int(query, dtype=np.int64)
-    runs = (as_int(v, dtype=np.int64) for v in (delta, lo, hi, first, cols))
-    fixed = (*runs, np.ascontiguousarray(weights.W.T, dtype=np.float64), row_stride, starts)
+    delta, lo, hi, first, cols = (as_int(v, dtype=np.int64) for v in (delta, lo, hi, first, cols))
+    Wt = np.ascontiguousarray(weights.W.T, dtype=np.float64)
 
     def part(a: int, b: int) -> None:
         # each query's row of out is its own: the parts add in the same order
-        run_sums(rkeys, rvals, query[a:b], *fixed, out[a:b])
+        run_sums(rkeys, rvals, query[a:b], delta, lo, hi, first, cols, Wt, row_stride, starts, out[a:b])
 
     n = query.size
     if n * delta.size >= _THREADED_RUN_VISITS and n >= 2 and (os.cpu_count() or 1) >= 2:
