@@ -137,11 +137,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         sizes its base release to it (about ``n_expected * epsilon / 0.3``
         cells, at most ``max_cells``), and :meth:`forecast` reports which
         cluster densities it can detect. When it is None, an event-level
-        automatic fit in 1 or 2 dimensions (not ``fit_lonlat``) spends 1% of
-        its budget on a DP count of the points and sizes its base for the
-        count where it is below 6,000 (docs/privacy.md section 1.7a);
-        otherwise, and above that, 20,000 points are assumed. Nothing else
-        uses it.
+        automatic fit (not ``fit_lonlat``) spends 1% of its budget on a DP
+        count of the points and sizes its base for the count where it is
+        below 6,000 in 1-D and 2-D, above 20,000 in 3-D and up
+        (docs/privacy.md section 1.7a); otherwise 20,000 points are
+        assumed. Nothing else uses it.
     raise_min_samples : bool, default=True
         Bound test only: the paper's practical rule (core iff UB~ >= MinPts +
         tau). False gives the theoretical rule (UB~ >= MinPts).

@@ -118,10 +118,10 @@ def fit(
     read (:class:`dpdbscan.release.mechanism.NoiseAhead`); the release uses
     it only if it was drawn for this very release.
 
-    The automatic mode without a guess of n (event level, 1 or 2
-    dimensions, outside geographic mode) first makes a DP count of the
-    points for a share of the same budget
-    (:data:`dpdbscan.plan.autoplan.COUNT_SHARE`) and sizes its grid from it
+    The automatic mode without a guess of n (event level, outside
+    geographic mode) first makes a DP count of the points for a share of
+    the same budget (:data:`dpdbscan.plan.autoplan.COUNT_SHARE`) and sizes
+    its grid from it
     (:func:`dpdbscan.plan.autoplan.sized_n`); the release's total (epsilon,
     delta), reserved and charged, is unchanged. Its histogram's noise then
     continues the count's stream of randomness, so noise drawn ahead is not

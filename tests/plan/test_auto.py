@@ -103,17 +103,44 @@ def test_the_count_is_made_only_where_it_sizes_the_grid():
         ({"eps": "auto", "min_samples": "auto", "n_expected": 3000}, BOX, False),
         ({"eps": 0.5, "min_samples": "auto"}, BOX, False),
         ({"eps": 0.5, "min_samples": 10}, BOX, False),
-        ({"eps": "auto", "min_samples": "auto"}, (lo3, hi3), False),  # 3-D keeps the base for ASSUMED_N
+        ({"eps": "auto", "min_samples": "auto"}, (lo3, hi3), True),  # 3-D: for large sets
+        ({"eps": "auto", "min_samples": "auto", "n_expected": 3000}, (lo3, hi3), False),
     ]
     for values, box, counts in cases:
         r = resolve(validated(values), *box)
         assert (r.release.size_estimate is not None) == counts, values
         if not counts:
             assert r.release.noise.scale == pytest.approx(1.0)
-    assert not autoplan.counts_points("auto", None, 2, True, None)  # person level
-    assert not autoplan.counts_points("auto", None, 2, False, 1.0)  # geographic mode
+    assert not autoplan.counts_points("auto", None, True, None)  # person level
+    assert not autoplan.counts_points("auto", None, False, 1.0)  # geographic mode
     assert autoplan.sized_n(None) is None and autoplan.sized_n(autoplan.SMALL_N) is None
     assert autoplan.sized_n(-50.0) == 1.0 and autoplan.sized_n(2000.0) == 2000.0
+    # 3-D and up: the count sizes the base above LARGE_N only (finer cells)
+    assert autoplan.sized_n(2000.0, 3) is None and autoplan.sized_n(autoplan.LARGE_N, 3) is None
+    assert autoplan.sized_n(60_000.0, 3) == 60_000.0 == autoplan.sized_n(60_000.0, 5)
+    assert autoplan.sized_n(60_000.0, 2) is None
+
+
+@quiet
+def test_a_3d_count_makes_the_base_finer_for_large_sets_only():
+    from dpdbscan.plan.resolve import resolve, validated
+
+    lo3, hi3 = np.zeros(3), np.ones(3)
+    auto3 = validated({"eps": "auto", "min_samples": "auto"})
+    assumed = autoplan.base_eps(lo3, hi3, 4.0, base_cells(1.0))
+    for count, cells in ((2_000.0, base_cells(1.0)), (80_000.0, base_cells(1.0, n_expected=80_000))):
+        r = resolve(auto3, lo3, hi3, size_estimate=count)
+        assert r.release.grid.eps == autoplan.base_eps(lo3, hi3, 4.0, cells)
+        assert r.release.size_estimate.value == count
+        assert r.release.noise.scale == pytest.approx(1.0 - autoplan.COUNT_SHARE, rel=1e-5)
+    assert r.release.grid.eps < assumed  # the large set's base is finer
+    # a fit records the count it spent its share on
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.2, 0.8, (3000, 3))
+    m = DPDBSCAN("auto", min_samples="auto", bounds=(lo3, hi3), random_state=0).fit(X).spans_
+    size = m.release.size_estimate
+    assert size is not None and abs(size.value - 3000) < 2_000 and m.release.eps == assumed
+    assert "a DP count of the points" in summary(m)
 
 
 def test_the_base_is_sized_by_public_inputs():
@@ -370,3 +397,6 @@ def test_the_forecast_says_the_automatic_mode_counts_the_points(capsys):
     assert "count     : without --n-expected the fit first spends 1% of the budget" in capsys.readouterr().out
     assert main(["forecast", "--eps", "auto", "--min-samples", "auto", "--n-expected", "3000", *box]) == 0
     assert "DP count" not in capsys.readouterr().out
+    box3 = ["--bounds", "0", "0", "0", "10", "8", "6"]
+    assert main(["forecast", "--eps", "auto", "--min-samples", "auto", *box3]) == 0
+    assert "sizes its grid for the count where it is above 20,000 (finer cells)" in capsys.readouterr().out

@@ -10,7 +10,7 @@ import json
 from ..geometry import projection
 from ..model.codec import jsonable
 from ..params.validation import check_positive
-from ..plan.autoplan import COUNT_SHARE, PLACE_EXTENT_KM, SMALL_N, counts_points
+from ..plan.autoplan import ASSUMED_N, COUNT_SHARE, LARGE_N, PLACE_EXTENT_KM, SMALL_N, counts_points
 from ..plan.resolve import forecast_of, validated
 from ..prepare import project_box, read_length, split_bounds
 from ..traces import event_words
@@ -187,11 +187,14 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
         f"forecast for eps={length(fc.eps)}, min_samples={fc.min_samples:g}, "
         f"epsilon={fc.epsilon:g}{level} (public inputs only; nothing is read or spent)"
     )
-    if counts_points(p["eps"], n, len(lower), p["max_cells_per_unit"] is not None, places):
+    if counts_points(p["eps"], n, p["max_cells_per_unit"] is not None, places):
+        if len(lower) >= 3:
+            where = f"above {LARGE_N:,} (finer cells); this forecast is the grid for {ASSUMED_N:,} or fewer"
+        else:
+            where = f"below {SMALL_N:,} (coarser cells); this forecast is the grid for {SMALL_N:,} or more"
         print(
             f"count     : without --n-expected the fit first spends {COUNT_SHARE:.0%} of the budget on a DP "
-            f"count of the points and sizes its grid for the count where it is below {SMALL_N:,} "
-            f"(coarser cells); this forecast is the grid for {SMALL_N:,} points or more"
+            f"count of the points and sizes its grid for the count where it is {where}"
         )
     if events is not None:
         print(

@@ -31,20 +31,25 @@ MIN_BASE_CELLS = 1 << 10
 #: Without a guess of n, an event-level automatic fit spends this share of
 #: its budget (of epsilon, or of rho with Gaussian noise) on a DP count of
 #: the points (:class:`dpdbscan.params.specs.SizeEstimate`), and sizes its
-#: base for that count where the count is below SMALL_N (:func:`sized_n`).
-#: A small set cannot afford the noise of a grid sized for ASSUMED_N: thin
-#: shapes of a few hundred points each fall apart under the empty-space
-#: guard; a set of SMALL_N points or more resolves thin gaps better on the
-#: finer grid (docs/parameters.md, "Thin shapes next to each other"). At
-#: epsilon = 1 the count's noise has a standard deviation of about 140
-#: points (discrete Laplace at 0.01), and the histogram's grows by 1%.
+#: base from that count (:func:`sized_n`). In 1-D and 2-D, for the count
+#: where it is below SMALL_N: a small set cannot afford the noise of a grid
+#: sized for ASSUMED_N (thin shapes of a few hundred points each fall apart
+#: under the empty-space guard), and a set of SMALL_N points or more
+#: resolves thin gaps better on the finer grid (docs/parameters.md, "Thin
+#: shapes next to each other"). At epsilon = 1 the count's noise has a
+#: standard deviation of about 140 points (discrete Laplace at 0.01), and
+#: the histogram's grows by 1%.
 COUNT_SHARE = 0.01
 SMALL_N = 6_000
-#: The count is made in at most this many dimensions. In 3-D the base
-#: sized for a small count cost as much as it gained in 2-D (close-tune
-#: scenes below 6,000 points: 2-D +0.055, 3-D -0.035 mean ARI), so a 3-D
-#: fit keeps the base for ASSUMED_N and its whole budget for the histogram.
-COUNT_MAX_D = 2
+#: In 3-D and up the count sizes the base the other way: for the count
+#: where it is above LARGE_N, else for ASSUMED_N. A 3-D base for ASSUMED_N
+#: has about 40 cells along each side of the box, and a larger set's thin
+#: shapes closer than its eps run together; a 3-D base sized for a small
+#: count cost as much as it gained in 2-D (close-tune scenes below 6,000
+#: points: 2-D +0.055, 3-D -0.035 mean ARI), so below ASSUMED_N it keeps
+#: the base for ASSUMED_N (docs/parameters.md, "3-D: the count sizes the
+#: base for large sets").
+LARGE_N = ASSUMED_N
 #: In geographic mode (lon/lat projected to km) the automatic mode looks for
 #: places: a selected span reaches at most this far across (km), as
 #: ``predict`` draws it. A place (a station, a hotel's entrance, a terminal,
@@ -105,22 +110,26 @@ def base_cells(epsilon: float, n_expected: float | None, max_cells: int) -> int:
     return int(max(MIN_BASE_CELLS, min(float(max_cells), target)))
 
 
-def counts_points(
-    eps: float | str, n_expected: float | None, d: int, units: bool, places: float | None
-) -> bool:
+def counts_points(eps: float | str, n_expected: float | None, units: bool, places: float | None) -> bool:
     """Whether the plan sizes its base from a DP count of the points: eps
-    "auto" without the user's guess ``n_expected``, in at most COUNT_MAX_D
-    dimensions, at event level (a person-level count would need a bound on
-    each unit's rows) and outside geographic mode (whose place prior was
-    designed on the base for ASSUMED_N). Public inputs only."""
-    return eps == "auto" and n_expected is None and d <= COUNT_MAX_D and not units and places is None
+    "auto" without the user's guess ``n_expected``, at event level (a
+    person-level count would need a bound on each unit's rows) and outside
+    geographic mode (whose place prior was designed on the base for
+    ASSUMED_N), in any dimension (:func:`sized_n` says how the count is
+    used there). Public inputs only."""
+    return eps == "auto" and n_expected is None and not units and places is None
 
 
-def sized_n(estimate: float | None) -> float | None:
-    """The n the base is sized for, from the DP count ``estimate``: the
-    count itself below SMALL_N (at least 1), else None (ASSUMED_N, as
-    without a count). Post-processing of the count."""
-    if estimate is None or estimate >= SMALL_N:
+def sized_n(estimate: float | None, d: int = 2) -> float | None:
+    """The n the base is sized for, from the DP count ``estimate`` in ``d``
+    dimensions: in 1-D and 2-D the count itself below SMALL_N (at least 1),
+    in 3-D and up the count above LARGE_N; else None (ASSUMED_N, as without
+    a count). Post-processing of the count."""
+    if estimate is None:
+        return None
+    if d >= 3:
+        return float(estimate) if estimate > LARGE_N else None
+    if estimate >= SMALL_N:
         return None
     return max(float(estimate), 1.0)
 
@@ -241,7 +250,7 @@ __all__ = [
     "ASSUMED_N",
     "COUNT_SHARE",
     "SMALL_N",
-    "COUNT_MAX_D",
+    "LARGE_N",
     "counts_points",
     "sized_n",
     "PLACE_EXTENT_KM",

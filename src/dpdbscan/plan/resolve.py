@@ -119,7 +119,8 @@ def resolve(
     made (:func:`dpdbscan.plan.autoplan.counts_points` says when the plan
     makes one; the release's ``size_estimate`` records its share). Before
     the count the release stands on the grid for ASSUMED_N points, as it
-    does when the count is SMALL_N or more."""
+    does when the count is SMALL_N or more (in 3-D and up: LARGE_N or
+    less)."""
     check_units(dict(p), units, cli=cli)
     plan = None
     counted = False
@@ -127,7 +128,8 @@ def resolve(
     if "auto" in (eps, min_samples):
         # the place prior holds where the spans are selected at their own levels
         prior = places if p["selection"] == "levels" and min_samples == "auto" else None
-        counted = autoplan.counts_points(eps, p["n_expected"], np.asarray(lower).size, units, places)
+        d = np.asarray(lower).size
+        counted = autoplan.counts_points(eps, p["n_expected"], units, places)
         plan = autoplan.plan(
             lower,
             upper,
@@ -136,7 +138,7 @@ def resolve(
             min_samples,
             p["epsilon"],
             p["max_cells"],
-            autoplan.sized_n(size_estimate) if counted else p["n_expected"],
+            autoplan.sized_n(size_estimate, d) if counted else p["n_expected"],
             places=prior,
             units=units,
         )
