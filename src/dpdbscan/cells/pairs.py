@@ -171,8 +171,8 @@ class CellIndex:
 
     Built for boxes of half-side ``R`` queried by about ``n_query`` cells
     (which only steer the layout: any R may be asked). Memory: the cells in
-    layout order (coordinates, packed lanes, linear codes) and the table
-    (a few entries per cell)."""
+    layout order (coordinates, packed lanes, linear codes, the base of each
+    one's bucket) and the table (a few entries per cell)."""
 
     def __init__(self, coords: np.ndarray, R: int, n_query: int | None = None) -> None:
         pairkernels = _kernels()
