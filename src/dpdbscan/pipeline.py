@@ -30,6 +30,7 @@ from .model.coretestwords import QuietRelease
 from .model.describe import swamped_min_samples
 from .model.guarantee import unit_noun
 from .model.record import SpanModel
+from .model.shown import shown_spans
 from .model.words import words_of
 from .params.specs import ReleaseSpec, SpanSpec
 from .plan.autoplan import PLACE_PEAK_SHARE, Plan, place_candidates, place_extent
@@ -182,6 +183,9 @@ def fit(
         spans = build_spans(hist, r.spans)
         fit_params = (r.release.grid.eps, r.release.grid.eta, r.spans.min_samples)
         model = _model_of(r, hist, spans, r.spans, fit=fit_params, auto=None, metadata=meta)
+        if r.spans.border_cells == "occupied":
+            # a geographic map draws only the spans the release shows (model.shown)
+            model = shown_spans(model)
     else:
         stage("choosing eps and MinPts from the release")
         model = _auto_model(hist, r, r.auto, p, meta)

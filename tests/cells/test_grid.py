@@ -75,6 +75,24 @@ def test_keys_roundtrip_and_order_int64():
     assert np.array_equal(g.keys_of_points(X), g.encode(g.coords(X)))
 
 
+def test_cell_coordinates_are_the_clamped_floor_at_every_edge():
+    """The cell of a coordinate is floor((x - lower) / w) clamped into the
+    grid, also for values on cell faces, on the box's faces, far outside it
+    (overflowing to inf), at -0.0 and at +-inf; the same through coords,
+    keys_of_points and linear_index."""
+    g = Grid([-1.0, 2.0], [3.0, 5.5], eps=0.37)
+    edges = [g.lower[0] + k * g.width for k in (-1, 0, 1, 2, g.shape[0] - 1, g.shape[0])]
+    special = [-0.0, 0.0, -1e308, 1e308, -np.inf, np.inf, g.upper[0], g.lower[0], np.nextafter(g.upper[0], 0)]
+    rng = np.random.default_rng(3)
+    xs = np.concatenate([edges, special, np.nextafter(edges, np.inf), rng.uniform(-3, 6, 2000)])
+    X = np.column_stack([xs, rng.uniform(1.0, 7.0, xs.size)])
+    with np.errstate(over="ignore", invalid="ignore"):
+        floor = np.floor((X - g.lower) / g.width)
+    want = np.minimum(np.maximum(floor, 0), np.asarray(g.shape) - 1).astype(np.int64)
+    assert np.array_equal(g.coords(X), want)
+    assert np.array_equal(g.keys_of_points(X), g.encode(want))
+
+
 def test_neighbour_offsets_never_alias_onto_real_cells():
     g = Grid([0, 0], [1, 1], eps=0.2)
     all_c = g.all_coords()

@@ -172,6 +172,35 @@ def test_a_job_packs_its_arrays_out_of_band_and_unpacks_the_same():
         forked._unpacked(io.BufferedReader(io.BytesIO(b"".join(bytes(p) for p in parts)[:-8])))
 
 
+@pytest.mark.parametrize("iov_max", [1, 2, 1024])
+@pytest.mark.parametrize("at_most", [3, 7, 1 << 20])
+def test_the_pieces_are_written_whole_and_in_order(tmp_path, monkeypatch, iov_max, at_most):
+    """One gathering write sends the pieces; a write that takes only part of
+    them (a signal) or only so many pieces a call goes on where it stopped."""
+    calls = []
+    real = os.writev
+
+    def partial(fd, views):
+        calls.append(len(views))
+        assert len(views) <= iov_max
+        took, left = [], at_most
+        for v in views:
+            took.append(v[:left])
+            left -= len(took[-1])
+            if not left:
+                break
+        return real(fd, took)
+
+    monkeypatch.setattr(forked.os, "writev", partial)
+    monkeypatch.setattr(forked, "_IOV_MAX", iov_max)
+    pieces = [b"ab", b"", memoryview(np.arange(5, dtype=np.int64)), b"c", bytes(range(40))]
+    with open(tmp_path / "out", "wb") as f:
+        forked._writev_all(f.fileno(), [memoryview(p).cast("B") for p in pieces])
+    assert (tmp_path / "out").read_bytes() == b"".join(bytes(p) for p in pieces)
+    if at_most > 100 and iov_max == 1024:
+        assert calls == [4]  # all at once (the empty piece left out)
+
+
 @needs_fork
 def test_a_waiting_copy_is_cancelled_and_reaped(tmp_path):
     waiting = forked.wait_for_work(lambda: None, lambda p, t: t.write_text(p))

@@ -873,3 +873,27 @@ def test_a_line_starting_with_a_byte_order_mark_reads_as_anywhere_else(tmp_path,
         assert got.X.shape == (3, 2)
         rows.append(got.X[0] if where == "first" else got.X[1])
     np.testing.assert_array_equal(rows[0], rows[1])
+
+
+@pytest.mark.parametrize("block", [64, 300, 1 << 24])
+def test_block_hook_sees_each_block_in_place_also_when_a_block_is_read_in_parts(tmp_path, monkeypatch, block):
+    """The reader parses a block straight into its place in the result, and
+    the hook changes it there; a block pyarrow cannot read at once (a
+    malformed line that is not UTF-8) is read in parts and then copied into
+    place: the hook's changes land in the result either way, once a row."""
+    lines = [f"{i},{-i / 7!r}" for i in range(120)]
+    lines[37] = "1,2,\xff"  # the wrong number of fields, not UTF-8
+    path = tmp_path / "p.csv"
+    path.write_bytes(("x,y\n" + "\n".join(lines) + "\n").encode("latin-1"))
+    monkeypatch.setattr(dpio, "_BATCH", block)
+    plain = read_input(path, header=True)
+    seen = []
+
+    def hook(X):
+        seen.append(X.shape[0])
+        X *= 2.0
+
+    got = read_input(path, header=True, block_hook=hook)
+    assert sum(seen) == 120 and got.n_malformed == plain.n_malformed == 1
+    np.testing.assert_array_equal(got.X, 2.0 * plain.X)
+    assert np.isnan(got.X[37]).all() and got.X[119, 0] == 238.0

@@ -189,14 +189,16 @@ def _records(block: bytes) -> int:
 
 
 def _parse_into(block: bytes, layout, hook, dest: np.ndarray) -> tuple[BlockCounts, Any]:
-    """Parse one block into its place ``dest``; its counts and its units
-    (an Arrow array, or None when the layout reads no unit)."""
-    X, units, counts = parse_records(block, layout)
+    """Parse one block into its place ``dest`` (straight into it, unless the
+    block had to be read in parts); its counts and its units (an Arrow
+    array, or None when the layout reads no unit)."""
+    X, units, counts = parse_records(block, layout, out=dest)
     if X.shape[0] != dest.shape[0]:  # pragma: no cover - parse_records returns one row a record
         raise RuntimeError("a CSV block held a different number of records than counted")
+    if X is not dest:
+        dest[...] = X
     if hook is not None:
-        hook(X)
-    dest[...] = X
+        hook(dest)
     return counts, units
 
 

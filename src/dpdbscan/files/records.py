@@ -198,9 +198,16 @@ def parse_block(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, BlockCounts
     return X, counts
 
 
-def parse_records(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, pa.Array | None, BlockCounts]:
+def parse_records(
+    data: bytes, layout: CsvLayout, out: np.ndarray | None = None
+) -> tuple[np.ndarray, pa.Array | None, BlockCounts]:
     """:func:`parse_block`, and the privacy unit of every row: a binary Arrow
-    array (null where missing), or None when the layout reads no unit."""
+    array (null where missing), or None when the layout reads no unit.
+
+    ``out``: an (n, d) float array to hold the rows when the block has
+    exactly n records (the file reader's place for them in its result,
+    which saves copying every block once more); the array returned is then
+    ``out`` itself, else a new one."""
     import pyarrow as pa
 
     d = len(layout.usecols)
@@ -213,7 +220,7 @@ def parse_records(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, pa.Array 
     # pyarrow from seeing it first and is itself skipped.
     given = b"\n" + data if data.startswith(BOM) else data
     try:
-        X, units, counts = _parse(given, layout)
+        X, units, counts = _parse(given, layout, out)
         # Only a quote can join lines; a block without one needs no check.
         joined = b'"' in data and counts.rows != count_lines(data)
     except pa.ArrowInvalid:
@@ -238,7 +245,9 @@ def _no_units(layout: CsvLayout, n: int) -> pa.Array | None:
     return None if layout.unit is None else pa.nulls(n, pa.binary())
 
 
-def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, pa.Array | None, BlockCounts]:
+def _parse(
+    data: bytes, layout: CsvLayout, out: np.ndarray | None = None
+) -> tuple[np.ndarray, pa.Array | None, BlockCounts]:
     import pyarrow as pa
 
     try:
@@ -250,7 +259,8 @@ def _parse(data: bytes, layout: CsvLayout) -> tuple[np.ndarray, pa.Array | None,
         table, invalid = _arrow_read(data, layout, pa.binary())
         bad = np.zeros(table.num_rows, dtype=bool)
     n = table.num_rows + len(invalid)
-    X = np.empty((n, len(layout.usecols)))
+    d = len(layout.usecols)
+    X = out if out is not None and out.shape == (n, d) and out.dtype == np.float64 else np.empty((n, d))
     rows: slice | np.ndarray = slice(None)
     valid = None
     if invalid:

@@ -17,6 +17,7 @@ from .codec import jsonable, size_estimate_dict, unit_choice_dict
 from .guarantee import eps_candidates, guarantee, unit_noun
 from .levels import is_levels, level_lines
 from .record import SpanModel
+from .shown import shown_words
 from .words import words_of
 
 # the margin and what it was computed from, in report order
@@ -292,7 +293,8 @@ def summary(model: SpanModel) -> str:
         + test.margin_text(s, spec, noun)
         + f"; points within {length(spec.border)} of a core {core} join its span "
         + border_cells_words(model)
-        + f"(border={length(spec.border)})",
+        + f"(border={length(spec.border)})"
+        + (f"; {shown}" if (shown := shown_words(model, noun)) else ""),
         *swamp_line(model, noun),
         test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
     ]

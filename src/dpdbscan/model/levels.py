@@ -202,7 +202,7 @@ def alternative(model: SpanModel) -> SpanModel | None:
     else:
         # the same alpha's tree, rebuilt from the release; then the close calls reversed
         same = select(float(a["eps"]))
-        flipped = _levels.alternative(same, None, None)
+        flipped = _levels.alternative(same, hist, spec)
         if flipped is None:
             return None
         other = flipped

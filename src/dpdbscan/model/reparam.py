@@ -12,6 +12,7 @@ from ..params.validation import check_min_samples
 from ..post.coretests import MarginOverride, core_test
 from .build import model_of
 from .record import SpanModel
+from .shown import shown_spans
 
 if TYPE_CHECKING:
     from ..cells.histogram import NoisyHistogram
@@ -78,7 +79,9 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     s = model.spans
     kept = MarginOverride(s.noise_margin, s.noise_margin_upper) if same else None
     spans = test.build(hist, spec, kept)
-    return remodel(model, hist, spans, spec)
+    out = remodel(model, hist, spans, spec)
+    # a geographic map draws only the spans the release shows, as when fitted
+    return shown_spans(out) if spec.border_cells == "occupied" else out
 
 
 def remodel(

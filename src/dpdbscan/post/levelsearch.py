@@ -33,6 +33,8 @@ it, each at its own MinPts:
   the rest of a too-large cluster with places selected inside it is added in
   pieces that fit (:func:`district_pieces`): disjoint from the rest, side by
   side with each other, and ``predict`` gives a point its nearest core's;
+  a piece is kept only where it is dense without the selected places beside
+  it (:func:`standalone_pieces`);
 * *which alpha* (:func:`choose_alpha`): every candidate alpha of the plan
   gets its own tree and selection (on cells), scored by its total selected
   stability on HDBSCAN's lambda (T^(1/d) / alpha, one scale for every alpha;
@@ -893,7 +895,64 @@ def select_levels(
         method=method,
         extent=None if max_extent is None else (sub, float(max_extent)),
     )
+    if tree.pieces:
+        tree = replace(tree, pieces=standalone_pieces(tree, hist, spec, sub))
     return finish(tree, sub, rows, len(cands), runner)
+
+
+def without_places(hist: NoisyHistogram, grid: Grid, keys: np.ndarray, k: int) -> NoisyHistogram:
+    """``hist`` less the mass of the sub-cells ``keys`` (of ``grid``, ``k``
+    per cell along an axis): each cell's noisy count times the share of its
+    k^d sub-cells not among them (the sub-cells' share of a count, as
+    :func:`~.partition.sub_cell_mass` takes it), rounded."""
+    if keys.size == 0:
+        return hist
+    cells, per = np.unique(grid.decode(keys) // k, axis=0, return_counts=True)
+    left = 1.0 - per / float(k**grid.d)
+    if hist.kind == "dense":
+        values = hist.values.copy()
+        at = tuple(cells.T)
+        values[at] = np.rint(values[at] * left).astype(values.dtype)
+        return replace(hist, values=values)
+    ck = hist.grid.encode(cells)
+    idx = np.searchsorted(hist.released_keys, ck)
+    idx = np.minimum(idx, max(hist.released_keys.size - 1, 0))
+    hit = hist.released_keys[idx] == ck if hist.released_keys.size else np.zeros(ck.size, dtype=bool)
+    values = hist.values.copy()
+    values[idx[hit]] = np.rint(values[idx[hit]] * left[hit]).astype(values.dtype)
+    return replace(hist, values=values)
+
+
+def standalone_pieces(tree: LevelTree, hist: NoisyHistogram, spec: SpanSpec, grid: Grid) -> tuple:
+    """The pieces of ``tree`` that are dense without the places beside
+    them: a piece is kept when one of its sub-cells is still core at its
+    cluster's birth level in the release less the mass of the selected
+    clusters' spans (:func:`without_places`; the density test, the same
+    margins). A piece's sub-cells are core through the mass within eps of
+    them, and beside a busy place much of it is the place's: the fringe of
+    a station is a ring of cells whose noise happened to be high enough
+    (a synthetic day: 8 sub-cells of noisy counts 28 to 34, where one
+    cell's noise has standard deviation 13.5, holding two stops). Pieces
+    of a district of places, each holding its own units, stay. Post-processing:
+    the release and public parameters."""
+    k = int(spec.subcells)
+    placed = [
+        tree.levels[tree.clusters[i].birth].keys[
+            tree.levels[tree.clusters[i].birth].labels == tree.clusters[i].spans[0]
+        ]
+        for i in tree.selected
+    ]
+    keys = np.unique(np.concatenate(placed)) if placed else np.zeros(0, dtype=np.int64)
+    alone = without_places(hist, grid, keys, k)
+    out = []
+    cores: dict[int, np.ndarray] = {}
+    for piece in tree.pieces:
+        m = tree.levels[tree.clusters[piece.cluster].birth].min_samples
+        if m not in cores:
+            cores[m] = sweep(alone, spec, [tree.eps], [m])[(tree.eps, m)].keys
+        if np.isin(piece.keys, cores[m], assume_unique=True).any():
+            out.append(piece)
+    return tuple(out)
 
 
 def finish(
@@ -933,7 +992,11 @@ def alternative(
         return None
     t = sel.tree
     flipped, score, _ = select_clusters(t.clusters, kw.get("method", "eom"), flip=t.close)
-    return finish(replace(reselect(t, flipped, score), close=()), sel.grid, sel.alphas, sel.candidates)
+    tree = replace(reselect(t, flipped, score), close=())
+    if tree.pieces and hist is not None and spec is not None:
+        # its pieces as the selection's own: dense without the places beside them
+        tree = replace(tree, pieces=standalone_pieces(tree, hist, spec, sel.grid))
+    return finish(tree, sel.grid, sel.alphas, sel.candidates)
 
 
 def level_guarantee(
@@ -1047,6 +1110,8 @@ __all__ = [
     "directions",
     "cut_to_fit",
     "district_pieces",
+    "standalone_pieces",
+    "without_places",
     "district_hosts",
     "reselect",
     "level_guarantee",
