@@ -28,6 +28,14 @@ def kernel(fn: F) -> F:
     return cast(F, njit(cache=True, nogil=True)(fn))
 
 
+def inlined(fn: F) -> F:
+    """A helper of kernels, compiled into each kernel that calls it (numba's
+    inlining of its code, before LLVM sees it): for a step called once per
+    cell in a hot loop, where a call passing a dozen arrays (and the
+    reference counts of the one it returns) costs more than the step."""
+    return cast(F, njit(cache=True, nogil=True, inline="always")(fn))
+
+
 @kernel
 def lower_bound(keys: np.ndarray, lo: int, hi: int, target: int) -> int:
     """The first index in ``lo:hi`` of the sorted ``keys`` whose key is at

@@ -75,6 +75,26 @@ def test_keys_roundtrip_and_order_int64():
     assert np.array_equal(g.keys_of_points(X), g.encode(g.coords(X)))
 
 
+@pytest.mark.parametrize("d,eps", [(1, 0.01), (2, 0.003), (3, 0.05), (4, 0.03), (5, 0.1), (8, 0.3)])
+def test_keys_of_row_major_positions_are_the_keys_of_their_coordinates(d, eps):
+    """A sparse release's selected cells come as row-major indices; their
+    keys by d - 1 divisions are those of the unravelled coordinates, and
+    decoding them gives the coordinates back (padding and negative keys too)."""
+    g = Grid(np.zeros(d), np.ones(d), eps)
+    assert not g.wide
+    rng = np.random.default_rng(d)
+    p = np.sort(rng.integers(0, g.n_cells, 5000))
+    p[0], p[-1] = 0, g.n_cells - 1
+    coords = np.stack(np.unravel_index(p, g.shape), axis=1)
+    assert np.array_equal(g.keys_of_positions(p), g.encode(coords))
+    assert np.array_equal(g.decode(g.encode(coords)), coords)
+    # the padding past the top of each axis, and negative keys (the first
+    # axis below 0): decode's floor divisions are np.divmod's
+    off = coords + g.reach
+    off[:, 0] -= 2 * g.reach
+    assert np.any(g.encode(off) < 0) and np.array_equal(g.decode(g.encode(off)), off)
+
+
 def test_cell_coordinates_are_the_clamped_floor_at_every_edge():
     """The cell of a coordinate is floor((x - lower) / w) clamped into the
     grid, also for values on cell faces, on the box's faces, far outside it

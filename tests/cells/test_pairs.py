@@ -535,3 +535,20 @@ def test_components_join_the_pairs_at_offsets_of_the_set(d, R, side, n, keep, se
     smallest = np.full(n, n)
     np.minimum.at(smallest, root, np.arange(n))
     assert np.array_equal(got, smallest[root])
+
+
+@pytest.mark.parametrize("d,eps", [(4, 2e-4), (5, 0.02), (6, 0.05), (8, 0.015), (3, 1e-5)])
+def test_compiled_decoding_is_the_grid_s(d, eps):
+    """Keys below and beyond 2^51 (the float products' limit): the compiled
+    pass gives Grid.decode's coordinates, corners included."""
+    g = Grid(np.zeros(d), np.ones(d), eps)
+    assert not g.wide
+    rng = np.random.default_rng(d)
+    c = np.stack([rng.integers(0, s, 20_000) for s in g.shape], axis=1)
+    c[:3] = np.array(g.shape) - 1
+    c[3:6] = 0
+    keys = g.encode(c)
+    strides = np.array([g.key_delta(e) for e in np.eye(d, dtype=np.int64)], dtype=np.int64)
+    got = pairs_module.decode_keys(keys, strides)
+    assert np.array_equal(got, g.decode(keys))
+    assert np.array_equal(got, c)

@@ -122,6 +122,21 @@ def test_the_compiled_run_sums_are_the_numpy_runs_bit_for_bit(d, k, side, intege
     assert np.array_equal(bisected, oracle)
 
 
+def test_the_run_sums_in_two_threads_are_those_in_one(monkeypatch):
+    """Each thread sums half of the queries (a row is one query's alone):
+    the same sums bit for bit as one pass."""
+    hist = _release("sparse", 4, 8, False, 77)
+    g = hist.grid
+    w = ball_weights(4, 4.0, 2)
+    query = g.encode(g.all_coords())
+    rvals = hist.values.astype(np.float64)
+    one = weightedsums._compiled_run_sums(g, hist.released_keys, rvals, w, query)
+    monkeypatch.setattr(weightedsums, "_THREADED_RUN_VISITS", 0)
+    monkeypatch.setattr(weightedsums.os, "cpu_count", lambda: 2)
+    two = weightedsums._compiled_run_sums(g, hist.released_keys, rvals, w, query)
+    assert np.count_nonzero(one) > 0 and np.array_equal(one, two)
+
+
 def test_the_float_product_division_is_floor_division():
     from dpdbscan.post.coretests.density.compiled import _div
 
@@ -236,7 +251,7 @@ def test_the_cover_in_two_threads_is_the_cover_in_one(monkeypatch, kind, integer
     one = cover_mod._compiled_cover(hist, cand, mine, covers, R, exact, total, None)
     monkeypatch.setattr(cover_mod, "THREADED_CELLS", 0)
     monkeypatch.setattr(cover_mod, "THREADED_SLABS", 1)
-    assert cover_mod._threads(g.n_cells, g.shape[0], R) == (2 if (os.cpu_count() or 1) >= 2 else 1)
+    assert cover_mod._threads(g.n_cells, g.shape[0]) == (2 if (os.cpu_count() or 1) >= 2 else 1)
     monkeypatch.setattr(cover_mod.os, "cpu_count", lambda: 2)
     two = cover_mod._compiled_cover(hist, cand, mine, covers, R, exact, total, None)
     assert np.isfinite(one).all() and np.array_equal(one, two)

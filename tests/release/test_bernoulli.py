@@ -285,3 +285,49 @@ def test_inversion_counts_thresholds_below_the_word(top):
     words = R.astype(np.uint32).view(np.uint64)  # the sampler views raw words as uint32 pairs
     out = dig.sample(_Words(words), R.size)
     assert np.array_equal(out, np.searchsorted(T, R, side="left"))
+
+
+@pytest.mark.parametrize("fast_bits", [3, 8, 32])
+@pytest.mark.parametrize("name", ["discrete eps=1 theta=5", "discrete eps=0.7 theta=20"])
+def test_a_digit_is_the_count_of_thresholds_below_its_word(fast_bits, name, monkeypatch):
+    """The guide table's shortcut (its first threshold per bucket, steps over
+    the rest, ties only where the count's threshold equals the word) gives
+    D = #{l : T_l < R}, and the ties go to the slow path in index order:
+    the same digits, word for word, as that count taken straight."""
+    monkeypatch.setattr(B, "FAST_BITS", fast_bits)
+    tail = TAILS[name]
+    digit = B._Digit(tail, 0, 8, True)
+    n = 5000
+    words = SeededSource(11).raw((n + 1) // 2).view(np.uint32)[:n].astype(np.uint64)
+    R = words >> np.uint64(32 - fast_bits)
+    T = digit.fast
+    D0 = np.searchsorted(T, R, side="left").astype(np.int64)
+    tie = np.flatnonzero((D0 < T.size) & (T[np.minimum(D0, T.size - 1)] == R))
+    assert fast_bits == 32 or tie.size > 0  # (the small tables tie)
+    after = SeededSource(11)
+    after.raw((n + 1) // 2)  # the words of the fast digits, then the slow path's
+    for i in tie:
+        D0[i] = digit._resolve(after, int(R[i]), int(D0[i]))
+    assert np.array_equal(digit.sample(SeededSource(11), n), D0)
+
+
+def test_a_top_digit_alone_is_the_gap_capped_at_the_limit():
+    """Where the layout has no low digits (offset 0), G is the top digit
+    (with its overflows drawn afresh) capped at the limit: the digits' sum
+    taken straight on the same words."""
+    n = 20_000
+    for tail, limit in ((TAILS["discrete eps=1 theta=1"], 12), (TAILS["discrete eps=1 theta=5"], 1000)):
+        lay = B._Layout(tail, limit)
+        assert lay.o_top == 0 and not lay.chunks
+        top = B._get_digit(tail, 0, lay.w_top, True)
+        src = SeededSource(5)
+        h = top.sample(src, n)
+        pending = np.flatnonzero(h == top.m)
+        while pending.size:
+            pending = pending[h[pending] < limit]
+            d = top.sample(src, pending.size)
+            h[pending] += d
+            pending = pending[d == top.m]
+        g, beyond = B.geometric(SeededSource(5), n, tail, limit=limit)
+        assert g.dtype == np.int64 and np.array_equal(g, np.where(h >= limit, limit, h))
+        assert np.array_equal(beyond, h >= limit) and beyond.any() and not beyond.all()

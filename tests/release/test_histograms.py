@@ -219,6 +219,22 @@ def test_merge_sorted():
         split = rng.random(allk.size) < 0.5
         a, b = np.sort(allk[split]), np.sort(allk[~split])
         assert np.array_equal(_merge_sorted(a, b), np.sort(allk))
+        # values ride along (of the first array's dtype), whichever is shorter
+        keys, vals = _merge_sorted(a, b, (a * 10, (b * 10).astype(np.float64)))
+        assert np.array_equal(keys, np.sort(allk)) and np.array_equal(vals, keys * 10)
+        assert vals.dtype == a.dtype
+
+
+def test_which_selected_cells_are_occupied_either_way_round():
+    """The selected cells found among the occupied ones: the shorter array
+    is looked up in the longer, the same mask either way."""
+    from dpdbscan.release.histograms.sparse import _is_in
+
+    rng = np.random.default_rng(1)
+    for n_occ, n_sel in ((30, 500), (500, 30), (0, 10), (10, 0)):
+        occ = np.unique(rng.integers(0, 2000, n_occ))
+        sel = np.unique(rng.integers(0, 2000, n_sel))
+        assert np.array_equal(_is_in(occ, sel), np.isin(sel, occ))
 
 
 def test_stability_with_gaussian_noise_splits_delta():

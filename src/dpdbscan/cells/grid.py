@@ -408,12 +408,42 @@ class Grid:
         """Coordinates of keys (inverse of :meth:`encode`)."""
         if self._packing is not None:
             return self._packing.decode(keys).reshape(-1, self.d)
-        keys = np.asarray(keys, dtype=np.int64)
+        keys = np.asarray(keys, dtype=np.int64).ravel()
         out = np.empty((keys.size, self.d), dtype=np.int64)
         rem = keys.copy()
-        for i in range(self.d):
-            out[:, i], rem = np.divmod(rem, self._strides[i])
+        for i in range(self.d - 1):
+            # a floor division by a scalar and a product: numpy divides by a
+            # scalar 10x faster than np.divmod computes both
+            q = rem // int(self._strides[i])
+            out[:, i] = q
+            q *= int(self._strides[i])
+            rem -= q
+        out[:, -1] = rem
         return out
+
+    def keys_of_positions(self, positions: np.ndarray) -> np.ndarray:
+        """Keys (int64 keys only) of cells given by their row-major index
+        among the grid's cells (the order of the universe's Bernoulli trials
+        in a sparse release): with L_i and K_i the row-major strides of the
+        shape and of the key radix (shape + reach), a cell's key is
+
+            p + reach * sum_{i < d - 1} (p // L_i) * K_{i + 1},
+
+        since its coordinate c_i = p // L_i - shape_i * (p // L_{i - 1}) and
+        K_i - shape_{i + 1} K_{i + 1} = reach K_{i + 1}: d - 1 divisions by
+        a scalar, where the coordinates would take d divmods and an encode.
+        """
+        if self.wide:
+            raise ValueError("keys_of_positions needs int64 keys (this grid packs its keys)")
+        p = np.asarray(positions, dtype=np.int64).ravel()
+        key = p.copy()
+        step = 1  # L_i, from the last axis up
+        for i in range(self.d - 2, -1, -1):
+            step *= self.shape[i + 1]
+            m = p // step
+            m *= self.reach * int(self._strides[i + 1])
+            key += m
+        return key
 
     def valid(self, coords: np.ndarray) -> np.ndarray:
         """Rows of integer coordinates that name a cell of the grid."""

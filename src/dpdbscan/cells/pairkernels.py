@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import find_root, flatten_roots, kernel, link_roots
+from .._jit import find_root, flatten_roots, inlined, kernel, link_roots
 
 
 @kernel
@@ -40,42 +40,128 @@ def bucket_layout(
     low_of: np.ndarray,
     strides: np.ndarray,
     size: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(start, order)``: a counting sort of the rows of ``coords`` by table
-    entry (stable: rows of one entry keep their order). ``low_of[t, x]``:
-    the bucket of coordinate x along ``axes[t]`` (x // ``sides[t]`` beyond
-    the table)."""
-    n = coords.shape[0]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(start, order, laid, col)``: a counting sort of the rows of
+    ``coords`` by table entry (stable: rows of one entry keep their order),
+    the rows in that order (``laid[p] = coords[order[p]]``, moved as they
+    are sorted) and the entry of each laid-out row but its last digit (the
+    sweep axis', stride 1): the base of its bucket over the other axes.
+    ``low_of[t, x]``: the bucket of coordinate x along ``axes[t]`` (x //
+    ``sides[t]`` beyond the table)."""
+    n, d = coords.shape
     entry = np.empty(n, np.int64)
+    sweep = np.empty(n, np.int64)
     start = np.zeros(size + 1, np.int64)
     tabled = low_of.shape[1]
     for i in range(n):
         t = 0
+        b = 0
         for a in range(axes.size):
             x = coords[i, axes[a]]
-            t += (low_of[a, x] if x < tabled else x // sides[a]) * strides[a]
+            b = low_of[a, x] if x < tabled else x // sides[a]
+            t += b * strides[a]
         entry[i] = t
+        sweep[i] = b  # (the last axis: stride 1)
         start[t + 1] += 1
     for t in range(size):
         start[t + 1] += start[t]
     fill = start[:size].copy()
     order = np.empty(n, np.int64)
+    laid = np.empty((n, d), np.int64)
+    col = np.empty(n, np.int64)
     for i in range(n):
         t = entry[i]
-        order[fill[t]] = i
-        fill[t] += 1
-    return start, order
+        p = fill[t]
+        order[p] = i
+        col[p] = t - sweep[i]
+        for k in range(d):
+            laid[p, k] = coords[i, k]
+        fill[t] = p + 1
+    return start, order, laid, col
 
 
 @kernel
-def _box(c, R, axes, sides, nb, strides, low, high, u, ulo, uhi):
+def decode_keys(keys: np.ndarray, strides: np.ndarray) -> np.ndarray:
+    """Coordinates of int64 cell keys ``sum_k c_k strides[k]`` (0 <= c_k,
+    strides decreasing, the last 1). Below 2^51 a quotient is a float
+    product and one correction (an integer division by a number known only
+    at run time costs tens of cycles; six per key in 6-D)."""
+    n, d = keys.size, strides.size
+    inv = 1.0 / strides.astype(np.float64)
+    out = np.empty((n, d), np.int64)
+    for i in range(n):
+        rem = keys[i]
+        for k in range(d - 1):
+            m = strides[k]
+            if rem < 1 << 51:
+                q = np.int64(rem * inv[k])
+                r = rem - q * m
+                if r < 0:
+                    q -= 1
+                    r += m
+                elif r >= m:
+                    q += 1
+                    r -= m
+            else:
+                q = rem // m
+                r = rem - q * m
+            out[i, k] = q
+            rem = r
+        out[i, d - 1] = rem
+    return out
+
+
+@kernel
+def column_max(coords: np.ndarray) -> np.ndarray:
+    """The largest value of each column of ``coords`` (n >= 1 rows): one
+    pass over the rows (numpy's reduction along axis 0 of a narrow int64
+    array strides through it once per column)."""
+    n, d = coords.shape
+    top = coords[0].copy()
+    for i in range(1, n):
+        for k in range(d):
+            if coords[i, k] > top[k]:
+                top[k] = coords[i, k]
+    return top
+
+
+@kernel
+def packed_lanes(coords: np.ndarray, bits: int) -> np.ndarray:
+    """Each row's coordinates in one uint64, ``bits`` per axis, the first
+    axis lowest (non-negative coordinates below 2^bits)."""
+    n, d = coords.shape
+    out = np.empty(n, np.uint64)
+    for i in range(n):
+        v = np.uint64(0)
+        for k in range(d - 1, -1, -1):
+            v = (v << np.uint64(bits)) | np.uint64(coords[i, k])
+        out[i] = v
+    return out
+
+
+@kernel
+def linear_codes(coords: np.ndarray, base: int) -> np.ndarray:
+    """sum_k c_k base^(d - 1 - k) of each row, wrapping modulo 2^64."""
+    n, d = coords.shape
+    out = np.empty(n, np.int64)
+    for i in range(n):
+        v = 0
+        for k in range(d):
+            v = v * base + coords[i, k]
+        out[i] = v
+    return out
+
+
+@kernel
+def _box(qc, i, R, axes, sides, nb, strides, low, high, walk):
     """Sets up the walk over the buckets that the box of half-side R around
-    ``c`` meets: ``ulo``/``uhi`` per bucketed axis (the sweep axis last) and
-    ``u`` at the first; returns the table base of the first bucket, or -1
-    when the box meets none."""
+    the cell ``qc[i]`` meets: in ``walk`` (3, axes), the bucket (row 0) at
+    the first and the walk's first and last bucket (rows 1, 2) per bucketed
+    axis (the sweep axis last); returns the table base of the first bucket,
+    or -1 when the box meets none."""
     base = 0
     for t in range(axes.size):
-        x = c[axes[t]]
+        x = qc[i, axes[t]]
         if 0 <= x < low.shape[1]:
             lo = low[t, x]
             hi = high[t, x]
@@ -84,25 +170,25 @@ def _box(c, R, axes, sides, nb, strides, low, high, u, ulo, uhi):
             hi = min((x + R) // sides[t], nb[t] - 1)
         if lo > hi:
             return -1
-        ulo[t] = lo
-        uhi[t] = hi
-        u[t] = lo
+        walk[0, t] = lo
+        walk[1, t] = lo
+        walk[2, t] = hi
         if t < axes.size - 1:
             base += lo * strides[t]
     return base
 
 
 @kernel
-def _next(base, strides, u, ulo, uhi, e):
+def _next(base, strides, walk, e):
     """The base of the next bucket of the walk (odometer over the e bucketed
     axes but the sweep one), or -1 after the last."""
     t = e - 1
     while t >= 0:
-        if u[t] < uhi[t]:
-            u[t] += 1
+        if walk[0, t] < walk[2, t]:
+            walk[0, t] += 1
             return base + strides[t]
-        base -= (u[t] - ulo[t]) * strides[t]
-        u[t] = ulo[t]
+        base -= (walk[0, t] - walk[1, t]) * strides[t]
+        walk[0, t] = walk[1, t]
         t -= 1
     return -1
 
@@ -116,10 +202,10 @@ def within(qp: np.uint64, pq: np.uint64, lanes: np.ndarray) -> bool:
 
 
 @kernel
-def _close(c, sc, q, R):
+def _close(qc, i, sc, q, R):
     """:func:`within` axis by axis (coordinates too wide for the lanes)."""
-    for k in range(c.size):
-        df = sc[q, k] - c[k]
+    for k in range(qc.shape[1]):
+        df = sc[q, k] - qc[i, k]
         if df > R or df < -R:
             return False
     return True
@@ -135,26 +221,25 @@ def _grown(a, need):
     return out
 
 
-@kernel
-def _hits(i, c, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, first, buf):
-    """The positions of the laid-out cells within R of ``c`` (packed ``qp``)
+@inlined
+def _hits(i, qc, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, first, buf):
+    """The positions of the laid-out cells within R of ``qc[i]`` (packed ``qp``)
     along every axis, those from ``first`` on, into ``buf`` (grown as
-    needed); returns ``(buf, count)``. ``walk``: scratch (3, axes)."""
+    needed); returns ``(buf, count)``. ``walk``: scratch (3, axes).
+    ``col[p]``: the table base of the laid-out cell p's bucket (its entry
+    but the sweep axis' digit)."""
     e = axes.size - 1
-    u, ulo, uhi = walk[0], walk[1], walk[2]
-    base = _box(c, R, axes, sides, nb, strides, low, high, u, ulo, uhi)
+    base = _box(qc, i, R, axes, sides, nb, strides, low, high, walk)
     got = 0
     if base < 0:
         return buf, got
-    slo, shi = ulo[e], uhi[e] + 1
+    slo, shi = walk[1, e], walk[2, e] + 1
     packed = lanes.size > 0
     if first > 0:
         # the buckets laid out before the first cell's hold none of the later ones
-        mine = 0
-        for t in range(e):
-            mine += (sc[first - 1, axes[t]] // sides[t]) * strides[t]
+        mine = col[first - 1]
         while 0 <= base < mine:
-            base = _next(base, strides, u, ulo, uhi, e)
+            base = _next(base, strides, walk, e)
     while base >= 0:
         a = max(start[base + slo], first)
         b = start[base + shi]
@@ -167,10 +252,10 @@ def _hits(i, c, qp, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high
                     got += within(qp, pk[q], lanes)
             else:
                 for q in range(a, b):
-                    if _close(c, sc, q, R):
+                    if _close(qc, i, sc, q, R):
                         buf[got] = q
                         got += 1
-        base = _next(base, strides, u, ulo, uhi, e)
+        base = _next(base, strides, walk, e)
     return buf, got
 
 
@@ -189,6 +274,7 @@ def box_pairs(
     start: np.ndarray,
     low: np.ndarray,
     high: np.ndarray,
+    col: np.ndarray,
     order: np.ndarray,
     half: bool,
     p0: int,
@@ -208,7 +294,7 @@ def box_pairs(
     for i in range(p0, p1):
         first = i + 1 if half else 0
         buf, got = _hits(
-            i, qc[i], qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, first, buf
+            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, first, buf
         )
         if n_out + got > oi.size:
             oi = _grown(oi, n_out + got)
@@ -236,6 +322,7 @@ def half_sums(
     start: np.ndarray,
     low: np.ndarray,
     high: np.ndarray,
+    col: np.ndarray,
     table: np.ndarray,
     codes: np.ndarray,
     weights: np.ndarray,
@@ -259,7 +346,7 @@ def half_sums(
     buf = np.empty(64, np.int64)
     for p in range(p0, p1):
         buf, got = _hits(
-            p, sc[p], pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, p + 1, buf
+            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
         )
         if got == 0:
             continue
@@ -318,6 +405,7 @@ def offset_pairs(
     start: np.ndarray,
     low: np.ndarray,
     high: np.ndarray,
+    col: np.ndarray,
     order: np.ndarray,
     table: np.ndarray,
     codes: np.ndarray,
@@ -345,7 +433,7 @@ def offset_pairs(
     n_out = 0
     for i in range(m):
         buf, got = _hits(
-            i, qc[i], qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, 0, buf
+            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, 0, buf
         )
         if got == 0:
             continue
@@ -398,6 +486,7 @@ def half_roots(
     start: np.ndarray,
     low: np.ndarray,
     high: np.ndarray,
+    col: np.ndarray,
     table: np.ndarray,
     codes: np.ndarray,
     weights: np.ndarray,
@@ -415,7 +504,7 @@ def half_roots(
     buf = np.empty(64, np.int64)
     for p in range(n):
         buf, got = _hits(
-            p, sc[p], pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, walk, p + 1, buf
+            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
         )
         lp = lin[p] - zero
         for t in range(got):

@@ -171,15 +171,15 @@ class CellIndex:
 
     Built for boxes of half-side ``R`` queried by about ``n_query`` cells
     (which only steer the layout: any R may be asked). Memory: the cells in
-    layout order (coordinates, packed lanes, linear codes) and the table
-    (a few entries per cell)."""
+    layout order (coordinates, packed lanes, linear codes, the base of each
+    one's bucket) and the table (a few entries per cell)."""
 
     def __init__(self, coords: np.ndarray, R: int, n_query: int | None = None) -> None:
         pairkernels = _kernels()
         coords = np.ascontiguousarray(coords, dtype=np.int64)
         n, d = coords.shape
         self.n, self.d = n, d
-        extents = [int(x) + 1 for x in coords.max(axis=0)] if n else [1] * d
+        extents = [int(x) + 1 for x in pairkernels.column_max(coords)] if n else [1] * d
         axes, sides, _ = plan(d, R, n, n if n_query is None else n_query, extents)
         self.nb = np.array([(extents[k] - 1) // s + 1 for k, s in zip(axes, sides)], dtype=np.int64)
         self.strides = np.array(
@@ -190,10 +190,10 @@ class CellIndex:
         self.top = max(extents)
         self.tabled = min(self.top, _TABLED)  # coordinates below it have their buckets tabled
         bucket = np.arange(self.tabled)[None, :] // self.sides[:, None]
-        self.start, self.order = pairkernels.bucket_layout(
+        # the cells in layout order: each bucket's cells side by side
+        self.start, self.order, self.coords, self.col = pairkernels.bucket_layout(
             coords, self.axes, self.sides, bucket, self.strides, int(np.prod(self.nb))
         )
-        self.coords = coords[self.order]  # in layout order: each bucket's cells side by side
         self.bits = 64 // d
         self._packed: np.ndarray | None = None
         self._per_reach: dict[int, tuple] = {}
@@ -224,6 +224,7 @@ class CellIndex:
             self.start,
             low,
             high,
+            self.col,
         )
 
     def _lanes(self, R: int, top: int = 0) -> np.ndarray:
@@ -243,10 +244,7 @@ class CellIndex:
 
     def pack(self, coords: np.ndarray) -> np.ndarray:
         """Each row's coordinates in one uint64 (lanes of ``64 // d`` bits)."""
-        out = np.zeros(coords.shape[0], dtype=np.uint64)
-        for k in range(self.d):
-            out |= coords[:, k].astype(np.uint64) << np.uint64(self.bits * k)
-        return out
+        return _kernels().packed_lanes(np.ascontiguousarray(coords, dtype=np.int64), self.bits)
 
     def _query(self, query: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray, tuple]:
         """Query rows, packed as the walk wants them, and the walk."""
@@ -278,13 +276,7 @@ class CellIndex:
         """sum_k c_k (2R + 1)^(d - 1 - k) of each row, modulo 2^64 (int64
         wrapping): the difference of two is the code of their offset less
         the zero offset's, exactly, since codes fit an int64."""
-        base = 2 * R + 1
-        out = np.zeros(coords.shape[0], dtype=np.int64)
-        with np.errstate(over="ignore"):
-            for k in range(self.d):
-                out *= base
-                out += coords[:, k]
-        return out
+        return _kernels().linear_codes(np.ascontiguousarray(coords, dtype=np.int64), 2 * R + 1)
 
     def half_sums(self, values: np.ndarray, R: int, weight: OffsetWeights, threads: int = 1) -> np.ndarray:
         """Per indexed row: ``w(0) values`` plus, over the other rows within R
@@ -344,6 +336,14 @@ class CellIndex:
         return pairkernels.offset_pairs(
             q, qk, ql, sc, pk, lin, *rest, self.order, positions.table, positions.codes, run_of, self.n
         )
+
+
+def decode_keys(keys: np.ndarray, strides: np.ndarray) -> np.ndarray:
+    """Coordinate rows of int64 cell keys ``sum_k c_k strides[k]`` (the
+    grid's strides, the last 1), as :meth:`~dpdbscan.cells.grid.Grid.decode`
+    gives them, by a compiled pass (kernels are loaded: only for the pairs)."""
+    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    return _kernels().decode_keys(keys, np.ascontiguousarray(strides, dtype=np.int64))
 
 
 def _kernels():
@@ -459,6 +459,7 @@ __all__ = [
     "OffsetWeights",
     "chebyshev_pairs",
     "chebyshev_half_pairs",
+    "decode_keys",
     "offset_codes",
     "codes_fit",
     "pairs_cheaper",

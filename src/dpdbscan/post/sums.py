@@ -16,7 +16,15 @@ import numpy as np
 
 from ..cells.grid import Grid, lookup, offset_runs, sorted_runs
 from ..cells.histogram import NoisyHistogram
-from ..cells.pairs import CellIndex, OffsetPositions, OffsetWeights, codes_fit, offset_codes, pairs_cheaper
+from ..cells.pairs import (
+    CellIndex,
+    OffsetPositions,
+    OffsetWeights,
+    codes_fit,
+    decode_keys,
+    offset_codes,
+    pairs_cheaper,
+)
 
 
 def padded_prefix_sums(values: np.ndarray, R: int) -> np.ndarray:
@@ -183,9 +191,16 @@ def _index_of(grid: Grid, keys: np.ndarray, R: int, n_query: int) -> CellIndex:
     for this array, or a new one (then held)."""
     index = _LAST_INDEX.get(keys)
     if index is None:
-        index = CellIndex(grid.decode(keys), R, n_query)
+        # (int64 keys: decoded by the compiled pass, a float product per axis)
+        coords = grid.decode(keys) if grid.wide else decode_keys(keys, _key_strides(grid))
+        index = CellIndex(coords, R, n_query)
         _LAST_INDEX.put(keys, index)
     return index
+
+
+def _key_strides(grid: Grid) -> np.ndarray:
+    """The key of a unit step along each axis (int64 keys)."""
+    return np.array([grid.key_delta(e) for e in np.eye(grid.d, dtype=np.int64)], dtype=np.int64)
 
 
 def reaching_sums(

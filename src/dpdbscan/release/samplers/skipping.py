@@ -243,6 +243,11 @@ class _Digit:
         self.shift = max(self.fast_bits - _WIDTH, 0)
         starts = np.arange(1 << (self.fast_bits - self.shift), dtype=np.uint64) << np.uint64(self.shift)
         self.guide = np.searchsorted(self.fast, starts, side="left").astype(np.int64)
+        # ... and T_{guide[i]}, the first threshold a value of bucket i is
+        # compared with (past the last threshold: a value no R reaches)
+        self.guide_next = np.full(self.guide.size, np.iinfo(np.uint64).max, dtype=np.uint64)
+        below = self.guide < self.fast.size
+        self.guide_next[below] = self.fast[self.guide[below]]
 
     def _prec0(self) -> int:
         # 1 - r^j is about j 2^offset p: keep ~25 digits beyond its leading zeros
@@ -315,16 +320,21 @@ class _Digit:
         T = self.fast
         # D = #{l : T_l < R}: start from the guide (all l below it qualify),
         # then step over the few thresholds left in R's guide interval
-        D = self.guide[R >> np.uint64(self.shift)]
+        bucket = R >> np.uint64(self.shift)
+        D = self.guide[bucket]
+        first = self.guide_next[bucket]  # T_D (no R reaches it past the last)
         last = T.size - 1
-        step = np.flatnonzero((D <= last) & (T[np.minimum(D, last)] < R))
+        step = np.flatnonzero(first < R)
+        stepped = step
         while step.size:
             D[step] += 1
             d = D[step]
             step = step[(d <= last) & (T[np.minimum(d, last)] < R[step])]
         if T.size:
-            tie = np.flatnonzero(T[np.minimum(D, last)] == R)
-            for i in tie:
+            # ties T_D == R: where D did not move, T_D is ``first``
+            tie = first == R
+            tie[stepped] = T[np.minimum(D[stepped], last)] == R[stepped]
+            for i in np.flatnonzero(tie):
                 D[i] = self._resolve(source, int(R[i]), int(D[i]))
         return D
 
@@ -444,11 +454,15 @@ def geometric(
         h[pending] += d
         pending = pending[d == top.m]
     beyond = h >= h_cap
+    small = limit <= 1 << 62
+    if small and lay.o_top == 0:
+        # G is the top digit alone (no low digits, h_cap = limit): G = H,
+        # capped at the limit (what the digits' sum below gives, in 2 passes)
+        return np.minimum(h, limit), beyond
     live = np.flatnonzero(~beyond)
     digits = [(lay.o_top, h[live])]
     if live.size:  # the low digits' tables are built only when needed
         digits += [(o, _get_digit(tail, o, w, False).sample(source, live.size)) for o, w in lay.chunks]
-    small = limit <= 1 << 62
     if small:
         g = np.full(n, limit, dtype=np.int64)
         gl = np.zeros(live.size, dtype=np.int64)

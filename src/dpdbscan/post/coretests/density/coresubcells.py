@@ -13,7 +13,7 @@ from ....cells.grid import Grid, lookup
 from ....cells.histogram import NoisyHistogram
 from ...pruning import live_cells
 from ...sums import reaching_sums, sparse_neighbour_sums
-from .cover import cover_pays, cover_sums
+from .cover import COMPILED_FROM_D, cover_pays, cover_sums, shell_cover
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
 from .weightedsums import may_reach, reach_pays, weighted_sums_at
 from .weights import BallWeights, ball_weights
@@ -220,7 +220,7 @@ def density_field(
                 near = _dense_near_mask(grid, heavy, weights.offsets)
                 keep = near[tuple(grid.decode(cand).T)]
                 cand, own = cand[keep], own[keep]
-            if cover_pays(grid.shape, weights.offsets, cand.size):
+            if cover_pays(grid.shape, weights.offsets, cand.size) and _cover_beats_noise(hist, weights, tmin):
                 # cells whose noise clears the cut: the box cover of the
                 # positive parts rules most of them out (cover.py)
                 bound = cover_sums(hist, cand, weights, own, tmin * (1 - 1e-9))
@@ -267,6 +267,28 @@ def density_field(
         share,
         float(min_samples),
     )
+
+
+def _cover_beats_noise(hist: NoisyHistogram, weights: BallWeights, threshold: float) -> bool:
+    """Whether the box cover can rule out a cell of a dense release that
+    holds noise alone: there its bound is about the cover's total weight
+    times the mean positive part of the noise, E Z+ = E|Z| / 2 <= sigma / 2,
+    which must stay below the threshold (a public estimate: the weights,
+    the noise's law and scale). Below :data:`~.cover.COMPILED_FROM_D` always
+    (nothing else rules those cells out before the exact sums). 3-D: 35
+    cells' worth of weight; 4-D: 156, and at the benchmark's noise (sigma
+    1.36) a bound near 106 against a threshold of 54: at eps = 0.04 it kept
+    1.36M of 1.69M candidates for 1 s of CPU, and the compiled bound of
+    :func:`~.weightedsums.may_reach`, which reads the signed values, decides
+    them alone (6,455 kept)."""
+    if hist.grid.d < COMPILED_FROM_D:
+        return True
+    R = max(int(weights.offsets.max()), -int(weights.offsets.min())) if weights.offsets.size else 0
+    cube = (
+        np.array(np.meshgrid(*[np.arange(-R, R + 1)] * hist.grid.d, indexing="ij")).reshape(hist.grid.d, -1).T
+    )
+    weight = float(shell_cover(weights.offsets, weights.W.max(axis=0)).pointwise(cube).sum())
+    return weight * math.sqrt(noise_variance(hist.noise, hist.scale)) / 2 < threshold
 
 
 def _reachable(

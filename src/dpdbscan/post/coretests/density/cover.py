@@ -27,7 +27,7 @@ cube (and >= 0 off the ball). On a non-negative release
 
 a handful of box sums per cell, read from one summed-area table of the
 universe (:func:`cover_sums`; from 4-D up, the compiled pass of
-:mod:`.compiled` holds only the slabs of the table a candidate reaches).
+:mod:`.compiled` streams the tables plane by plane, holding a few planes).
 In 4-D the bound's expected value over uniform noise is 156 cells' worth
 (the kernel's 79) instead of 625. It is post-processing of the release and
 public constants (the weights) only: cells it rules out fail the exact test
@@ -135,11 +135,13 @@ MAX_TABLE_CELLS = 1 << 25
 #: dispatch (0.4-1.3 s per process, more memory) would fall on every 3-D
 #: command; 2-D must never load it.
 COMPILED_FROM_D = 4
-#: From 4-D up the compiled pass holds 3R + 2 slabs, not the universe: it
+#: From 4-D up the compiled pass holds a few planes, not the universe: it
 #: takes universes up to this many times :data:`MAX_TABLE_CELLS` where the
 #: candidates' exact sums would read more cells (a public cost model: about
 #: one table cell per gather, 4-D at eps = 0.02 has 1.2e8 cells against
-#: 497k candidates x 609 offsets), and slabs up to :data:`MAX_SLAB_CELLS`.
+#: 497k candidates x 609 offsets), and slabs up to :data:`MAX_SLAB_CELLS`
+#: (the routing of the slab pass it replaced, kept: a slab's planes are
+#: built once per slab and each of its 2R + 1 neighbours).
 COMPILED_TABLE_FACTOR = 16
 MAX_SLAB_CELLS = 1 << 22
 _ROWS = 1 << 13  # candidates per block of corner gathers (and one BLAS thread)
@@ -250,11 +252,11 @@ def _compiled_cover(
     total: float,
     threshold: float | None,
 ) -> np.ndarray:
-    """:func:`cover_sums` from 4-D up by the compiled slab pass of
+    """:func:`cover_sums` from 4-D up by the compiled streamed pass of
     :mod:`.compiled` (the summed-area table of the whole padded universe
     and its 2^d corner gathers per box cost far more in memory traffic)."""
     # lazy: numba loads only where a kernel runs (never on a 2-D fit)
-    from .compiled import as_table_values, staged_cover
+    from .compiled import as_table_values, streamed_cover
 
     grid = hist.grid
     d = grid.d
@@ -263,22 +265,13 @@ def _compiled_cover(
         out = np.empty(cand.size)
         out[order] = _compiled_cover(hist, cand[order], mine[order], covers, R, exact, total, threshold)
         return out
-    pdims = [s + 2 * R + 1 for s in grid.shape[1:]]
-    pstrides = np.ones(d - 1, dtype=np.int64)
-    for a in range(d - 3, -1, -1):
-        pstrides[a] = pstrides[a + 1] * pdims[a + 1]
-    corners = np.array(list(itertools.product((0, 1), repeat=d - 1)), dtype=np.int64).reshape(-1, d - 1)
-    signs = np.where((d - 1 - corners.sum(axis=1)) % 2 == 0, 1, -1).astype(np.int64)
-    halves = []  # (half-width along the first axis, along the others): C_r, then B_{k,r}
+    halves = []  # half-widths along every axis: C_r, then B_{k,r}
     radius = []
     for r in range(1, R + 1):
-        halves.append((r, np.full(d - 1, r)))
-        halves += [(r if k == 0 else r - 1, np.where(np.arange(d) == k, r, r - 1)[1:]) for k in range(d)]
+        halves.append(np.full(d, r))
+        halves += [np.where(np.arange(d) == k, r, r - 1) for k in range(d)]
         radius += [r] * (d + 1)
-    box_h0 = np.array([h0 for h0, _ in halves], dtype=np.int64)
-    box_deltas = np.array(
-        [np.where(corners == 1, h[None, :], -h[None, :] - 1) @ pstrides for _, h in halves], dtype=np.int64
-    ).reshape(len(halves), -1)
+    box_h = np.array(halves, dtype=np.int64).reshape(len(halves), d)
     coef = np.zeros((len(covers), len(halves)))
     for s, cover in enumerate(covers):
         coef[s] = [cover.cube[r] if j % (d + 1) == 0 else cover.cross[r] for j, r in enumerate(radius)]
@@ -294,7 +287,7 @@ def _compiled_cover(
     else:
         keys = np.asarray(hist.released_keys, dtype=np.int64)
         vals = as_table_values(hist.values, exact)
-    size = math.prod(pdims)
+    plane = [s + 2 * R + 1 for s in grid.shape[2:]]
     dtype = np.int32 if exact else np.float64
     thr = math.inf if threshold is None else float(threshold)
     shape = np.asarray(grid.shape, dtype=np.int64)
@@ -303,39 +296,45 @@ def _compiled_cover(
     out = np.full(cand.size, np.inf)  # (keys beyond the grid keep no bound)
 
     def part(first: int, stop: int) -> None:
-        # each part its own work tables: 2R + 1 slabs and R + 1 sums of them
-        ring = np.empty((2 * R + 1, size), dtype=dtype)
-        A = np.empty((R + 1, size), dtype=dtype)
-        staged_cover(
-            hist.kind == "dense", keys, vals, shape, key_strides, R, cand, mine, box_h0, box_deltas,
-            signs, coef, c0, slack, thr, ring, A, first, stop, out,
+        # each part its own work tables: R planes of raw sums, R rings of
+        # 2R + 2 planes of the tables A_r, a running row
+        Z = np.zeros((R, math.prod(plane)), dtype=dtype)
+        T = np.empty((R, 2 * R + 2, math.prod(plane)), dtype=dtype)
+        qrow = np.empty(math.prod(plane[1:]), dtype=dtype)
+        streamed_cover(
+            hist.kind == "dense", keys, vals, shape, key_strides, R, cand, mine, box_h,
+            coef, c0, slack, thr, Z, T, qrow, first, stop, out,
         )  # fmt: skip
 
     n0 = grid.shape[0]
-    threads = _threads(math.prod(shape.tolist()), n0, R)
-    cuts = [n0 * t // threads for t in range(threads + 1)]
+    threads = _threads(math.prod(shape.tolist()), n0)
     if threads == 1:
         part(0, n0)
     else:
         from concurrent.futures import ThreadPoolExecutor
 
+        # the slabs are independent: halve those holding candidates
+        slab_of = np.searchsorted(cand, np.arange(n0 + 1, dtype=np.int64) * int(key_strides[0]))
+        busy = np.flatnonzero(np.diff(slab_of) > 0)
+        cut = int(busy[busy.size // 2]) if busy.size > 1 else n0
+        cuts = [0, cut, n0]
         with ThreadPoolExecutor(max_workers=threads) as pool:
             list(pool.map(lambda t: part(cuts[t], cuts[t + 1]), range(threads)))
     return out
 
 
 #: Cells of the universe from which the compiled cover runs in two threads
-#: (each half of the slabs, with its own tables; the kernel releases the GIL).
+#: (each half of the busy slabs, with its own tables; the kernel releases the GIL).
 THREADED_CELLS = 1 << 22
-#: ... and from this many slabs per slab of reach (a part builds 2R more)
+#: ... and from this many slabs
 THREADED_SLABS = 8
 
 
-def _threads(cells: int, n0: int, R: int) -> int:
+def _threads(cells: int, n0: int) -> int:
     """Threads of the compiled cover: two on a machine with two cores or more
-    when the universe is large and long (each part builds 2R slabs more),
-    else one. Public sizes only; the bounds are the same either way."""
-    if cells >= THREADED_CELLS and n0 >= THREADED_SLABS * 2 * R and (os.cpu_count() or 1) >= 2:
+    when the universe is large and has a few slabs, else one. Public sizes
+    only; the bounds are the same either way (the slabs are independent)."""
+    if cells >= THREADED_CELLS and n0 >= THREADED_SLABS and (os.cpu_count() or 1) >= 2:
         return 2
     return 1
 
