@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...._jit import kernel, lower_bound
+from ...._jit import inlined, kernel, lower_bound
 
 
 @kernel
@@ -589,33 +589,18 @@ def walk_reach(
     keep = np.zeros(coords.shape[0], np.bool_)
     last = d - 1
     for i in range(coords.shape[0]):
-        for a in range(d):
-            lo[a] = max(coords[i, a] - R, 0)
-            hi[a] = min(coords[i, a] + R, shape[a] - 1)
-            y[a] = lo[a]
+        _box_start(coords[i], R, shape, lo, hi, y)
         acc = 0.0
         mag = 0.0
         while True:
-            bv = 0
-            bt = 0
-            for a in range(last):
-                bv += y[a] * vs[a]
-                bt += (y[a] - coords[i, a] + half[a]) * ts[a]
-            bt += half[last] - coords[i, last]
+            bv, bt = _row_bases(y, coords[i], half, vs, ts)
             for t in range(lo[last], hi[last] + 1):
                 j = table[bt + t]
                 if j >= 0:
                     x = vals[bv + t]
                     acc += x * (kmax[j] if x > 0 else kmin[j])
                     mag += abs(x)
-            a = last - 1
-            while a >= 0:
-                y[a] += 1
-                if y[a] <= hi[a]:
-                    break
-                y[a] = lo[a]
-                a -= 1
-            if a < 0:
+            if not _next_row(y, lo, hi):
                 break
         keep[i] = acc + 4.0 * gamma * wmax * mag + 1e-300 >= thr
     return keep
@@ -645,30 +630,58 @@ def walk_rows(
     y = np.empty(d, np.int64)
     last = d - 1
     for i in range(coords.shape[0]):
-        for a in range(d):
-            lo[a] = max(coords[i, a] - R, 0)
-            hi[a] = min(coords[i, a] + R, shape[a] - 1)
-            y[a] = lo[a]
+        _box_start(coords[i], R, shape, lo, hi, y)
         while True:
-            bv = 0
-            bt = 0
-            for a in range(last):
-                bv += y[a] * vs[a]
-                bt += (y[a] - coords[i, a] + half[a]) * ts[a]
-            bt += half[last] - coords[i, last]
+            bv, bt = _row_bases(y, coords[i], half, vs, ts)
             for t in range(lo[last], hi[last] + 1):
                 j = table[bt + t]
                 if j >= 0:
                     G[i, j] = 0.0 if clear else vals[bv + t]
-            a = last - 1
-            while a >= 0:
-                y[a] += 1
-                if y[a] <= hi[a]:
-                    break
-                y[a] = lo[a]
-                a -= 1
-            if a < 0:
+            if not _next_row(y, lo, hi):
                 break
+
+
+@inlined
+def _box_start(
+    c: np.ndarray, R: int, shape: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: np.ndarray
+) -> None:
+    """The grid's cells within ``R`` of cell ``c`` along each axis: their
+    box ``lo..hi`` (clipped to the grid), and ``y`` at its first row."""
+    for a in range(c.size):
+        lo[a] = max(c[a] - R, 0)
+        hi[a] = min(c[a] + R, shape[a] - 1)
+        y[a] = lo[a]
+
+
+@inlined
+def _row_bases(
+    y: np.ndarray, c: np.ndarray, half: np.ndarray, vs: np.ndarray, ts: np.ndarray
+) -> tuple[int, int]:
+    """Where row ``y`` of the box (all axes but the last) starts in the
+    grid's values and in the offsets' ``table``, less the last axis's
+    coordinate: cell ``y`` + (t on the last axis) is at ``bv + t`` and its
+    offset from ``c`` at ``bt + t``."""
+    last = y.size - 1
+    bv = 0
+    bt = 0
+    for a in range(last):
+        bv += y[a] * vs[a]
+        bt += (y[a] - c[a] + half[a]) * ts[a]
+    return bv, bt + half[last] - c[last]
+
+
+@inlined
+def _next_row(y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Step ``y`` to the box's next row in row-major order (the last axis is
+    walked by the caller); False when the box is done."""
+    a = y.size - 2
+    while a >= 0:
+        y[a] += 1
+        if y[a] <= hi[a]:
+            return True
+        y[a] = lo[a]
+        a -= 1
+    return False
 
 
 @kernel
