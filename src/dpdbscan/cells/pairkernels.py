@@ -308,6 +308,83 @@ def box_pairs(
 
 
 @kernel
+def nearest_labels(
+    qc: np.ndarray,
+    qk: np.ndarray,
+    sc: np.ndarray,
+    pk: np.ndarray,
+    R: int,
+    lanes: np.ndarray,
+    axes: np.ndarray,
+    sides: np.ndarray,
+    nb: np.ndarray,
+    strides: np.ndarray,
+    start: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    col: np.ndarray,
+    labels: np.ndarray,
+    centres: bool,
+    lim: float,
+    reach: float,
+    strict: bool,
+    tol: float,
+    p0: int,
+    p1: int,
+) -> np.ndarray:
+    """For the query rows ``p0 : p1``, the smallest of the ``labels`` (by
+    laid-out position) of the laid-out cells nearest to the query cell's
+    centre within R along every axis, or -1; each query's pairs are
+    walked and dropped, none held.
+
+    The distance, in cell widths, from the centre of cell c to cell t
+    (``centres``: to t's centre) is the root of ``s = sum_k g_k^2``, g_k =
+    ``max(|t_k - c_k| - 1/2, 0)`` (``|t_k - c_k|``): halves and integers, so
+    ``s`` is exact in any order of additions. A cell counts when ``s <=
+    lim`` and its distance is below ``reach`` (at most, unless
+    ``strict``); the nearest are those within ``tol x max(best, 1)`` of
+    the least distance."""
+    d = qc.shape[1]
+    walk = np.empty((3, axes.size), np.int64)
+    buf = np.empty(64, np.int64)
+    dist = np.empty(64)
+    out = np.full(p1 - p0, -1, np.int64)
+    for i in range(p0, p1):
+        buf, got = _hits(
+            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, 0, buf
+        )
+        if got > dist.size:
+            dist = np.empty(buf.size)
+        best = np.inf
+        for t in range(got):
+            q = buf[t]
+            s = 0.0
+            for k in range(d):
+                g = float(abs(sc[q, k] - qc[i, k]))
+                if not centres:
+                    g = max(g - 0.5, 0.0)
+                s += g * g
+            r = np.sqrt(s) if s <= lim else np.inf
+            if strict and not r < reach or not strict and not r <= reach:
+                r = np.inf
+            dist[t] = r
+            best = min(best, r)
+        if best == np.inf:
+            continue
+        slack = tol * max(best, 1.0)
+        lab = labels[buf[0]]
+        first = True
+        for t in range(got):
+            if dist[t] < np.inf and abs(dist[t] - best) <= slack:
+                v = labels[buf[t]]
+                if first or v < lab:
+                    lab = v
+                    first = False
+        out[i - p0] = lab
+    return out
+
+
+@kernel
 def half_sums(
     sc: np.ndarray,
     pk: np.ndarray,

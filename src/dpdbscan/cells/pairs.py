@@ -67,6 +67,16 @@ def forced(use_pairs: bool | None) -> Iterator[None]:
         _FORCED[0] = before
 
 
+def walk_wanted(d: int) -> bool:
+    """Whether a join that holds no pairs (:meth:`CellIndex.nearest`) walks
+    the table of buckets rather than looking up each offset: from 3-D up,
+    where a ball's offsets (hundreds in 3-D, millions in 8-D with sub-cells)
+    outnumber the cells a walk meets; not below, where the offsets are few
+    and the kernels' load (0.4 s) would fall on a 2-D fit. :func:`forced`
+    decides within its block."""
+    return _FORCED[0] if _FORCED[0] is not None else d >= 3
+
+
 #: Pairs held at once: beyond this many expected (about 1 GB of indices and
 #: offsets) the runs, which hold one run's worth, are used whatever they cost.
 MAX_PAIRS = 1 << 25
@@ -319,6 +329,35 @@ class CellIndex:
         out[self.order] = smallest[root]
         return out
 
+    def nearest(
+        self,
+        query: np.ndarray,
+        R: int,
+        labels: np.ndarray,
+        *,
+        centres: bool,
+        lim: float,
+        reach: float,
+        strict: bool,
+        tol: float,
+    ) -> np.ndarray:
+        """Per query row (a cell), the smallest of the ``labels`` (one per
+        indexed row) of the indexed cells within R along every axis nearest
+        to the query cell's centre, or -1 where none counts: each pair is
+        checked as the walk finds it and dropped, so the memory is the cells'
+        whatever the pairs (:func:`.pairkernels.nearest_labels` says which
+        count: distances to the cells, or their ``centres``, whose squared
+        sum of halves is at most ``lim`` and below ``reach``; ties within
+        ``tol``)."""
+        pairkernels = _kernels()
+        if self.n == 0 or len(query) == 0:
+            return np.full(len(query), -1, dtype=np.int64)
+        q, qk, walk = self._query(query, R)
+        laid = np.ascontiguousarray(np.asarray(labels, dtype=np.int64)[self.order])
+        return pairkernels.nearest_labels(
+            q, qk, *walk, laid, centres, float(lim), float(reach), strict, float(tol), 0, q.shape[0]
+        )
+
     def offset_pairs(
         self, query: np.ndarray, R: int, positions: OffsetPositions, run_of: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -463,5 +502,6 @@ __all__ = [
     "offset_codes",
     "codes_fit",
     "pairs_cheaper",
+    "walk_wanted",
     "forced",
 ]

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..cells.grid import Grid, offsets_within, search_keys
-from ..cells.pairs import chebyshev_pairs, codes_fit, offset_codes, pairs_cheaper
+from ..cells.pairs import CellIndex, walk_wanted
 
 
 def outside_note(grid: Grid, X: np.ndarray) -> str | None:
@@ -327,12 +327,8 @@ def border_labels(
     """
     cells = np.asarray(cells, dtype=np.int64).reshape(-1, grid.d)
     radius = border / grid.width
-    offsets = _region_offsets(grid.d, radius, to)
-    R = int(math.floor(radius + 0.5)) + 1
-    if codes_fit(grid.d, R) and pairs_cheaper(
-        grid.d, offsets.shape[0], cells.shape[0], core_keys.size, offsets.shape[0], grid.n_cells
-    ):
-        return _border_labels_by_pairs(grid, core_keys, labels, cells, radius, to, offsets, R)
+    if walk_wanted(grid.d):
+        return _border_labels_by_walk(grid, core_keys, labels, cells, radius, to)
     u = cells + 0.5  # the centres, in cell units
     best = np.full(cells.shape[0], np.inf)
     lab = np.full(cells.shape[0], -1, dtype=np.int64)
@@ -373,49 +369,30 @@ def border_labels(
     return lab
 
 
-def _border_labels_by_pairs(
-    grid: Grid,
-    core_keys: np.ndarray,
-    labels: np.ndarray,
-    cells: np.ndarray,
-    radius: float,
-    to: str,
-    offsets: np.ndarray,
-    R: int,
+def _border_labels_by_walk(
+    grid: Grid, core_keys: np.ndarray, labels: np.ndarray, cells: np.ndarray, radius: float, to: str
 ) -> np.ndarray:
-    """:func:`border_labels` from the pairs (cell, core cell) at an offset of
-    :func:`region_offsets`, found in a table of buckets instead of one lookup per
-    offset. The same distances, computed the same way; the nearest core cell
-    wins, ties to the smaller span id. Distances between lattice points are
-    either equal or far more than the tie tolerance apart, so this is the
-    per-offset rule's result."""
-    lab = np.full(cells.shape[0], -1, dtype=np.int64)
-    core = grid.decode(core_keys)
-    ci, ki = chebyshev_pairs(cells, core, R)
-    if ci.size == 0:
-        return lab
-    codes = np.sort(offset_codes(offsets, R))
-    diff = offset_codes(core[ki] - cells[ci], R)
-    pos = np.minimum(np.searchsorted(codes, diff), codes.size - 1)
-    ok = codes[pos] == diff
-    ci, ki = ci[ok], ki[ok]
-    tr, ur = core[ki].astype(np.float64), cells[ci] + 0.5
-    if to == "cells":
-        gap = np.maximum(np.maximum(tr - ur, ur - (tr + 1.0)), 0.0)
-    else:
-        gap = np.abs(ur - (tr + 0.5))
-    dist = np.sqrt(np.sort(gap * gap, axis=1).sum(axis=1))
-    inside = dist <= radius * (1 + TIE_TOLERANCE) if to == "centres" else dist < radius * (1 - TIE_TOLERANCE)
-    ci, dist, span = ci[inside], dist[inside], labels[ki[inside]]
-    if ci.size == 0:
-        return lab
-    order = np.lexsort((span, dist, ci))
-    ci, dist, span = ci[order], dist[order], span[order]
-    first = np.flatnonzero(np.concatenate(([True], ci[1:] != ci[:-1])))
-    best = np.repeat(dist[first], np.diff(np.append(first, ci.size)))
-    tie = np.abs(dist - best) <= TIE_TOLERANCE * np.maximum(best, 1.0)
-    lab[ci[first]] = np.minimum.reduceat(np.where(tie, span, np.iinfo(np.int64).max), first)
-    return lab
+    """:func:`border_labels` by a compiled walk of the core cells near each
+    cell (:meth:`~dpdbscan.cells.pairs.CellIndex.nearest`), in time about
+    the core cells it meets and memory the cells', where the offsets'
+    lookups cost the size of the border ball per cell (millions in 8-D
+    with sub-cells). The same rule: the offsets of :func:`region_offsets`
+    (squared gaps summed within their limit, exact: halves and integers),
+    the same distances and tests, ties to the smaller span id."""
+    if core_keys.size == 0 or cells.shape[0] == 0:
+        return np.full(cells.shape[0], -1, dtype=np.int64)
+    R = int(math.floor(radius + 0.5)) + 1
+    index = CellIndex(grid.decode(core_keys), R, cells.shape[0])
+    return index.nearest(
+        cells,
+        R,
+        labels,
+        centres=to == "centres",
+        lim=radius * radius * (1 + TIE_TOLERANCE),
+        reach=radius * (1 + TIE_TOLERANCE) if to == "centres" else radius * (1 - TIE_TOLERANCE),
+        strict=to != "centres",
+        tol=TIE_TOLERANCE,
+    )
 
 
 __all__ = [
