@@ -164,15 +164,18 @@ def _predict_both(monkeypatch, est, X):
 
 
 FITS = [
-    # (d, histogram, core, subcells, person level)
+    # (d, histogram, core, subcells, person level); 7-D and 8-D with two
+    # sub-cells are left out: the oracle's offsets (millions) and the density
+    # test's ball weights take gigabytes there
     (3, "sparse", "density", 2, False),
     (3, "dense", "bound", 1, True),
     (4, "dense", "density", 2, False),
     (5, "sparse", "density", 2, True),
     (5, "sparse", "bound", 2, False),
-    (6, "sparse", "density", 1, False),
-    (8, "sparse", "bound", 1, True),
-    (8, "sparse", "density", 2, False),
+    (6, "sparse", "bound", 2, False),
+    (6, "sparse", "density", 1, True),
+    (8, "sparse", "bound", 1, False),
+    (8, "sparse", "density", 1, False),
 ]
 
 
@@ -187,13 +190,11 @@ def test_predict_of_seeded_fits_equals_the_oracles(monkeypatch, d, histogram, co
     kw.update(core=core, subcells=subcells)
     units = None
     if person:
-        kw.update(delta=1e-6, max_cells_per_unit=2)
-        units = np.arange(X.shape[0]) // 3
+        kw.update(delta=1e-6, max_cells_per_unit=6)
+        units = np.arange(X.shape[0]) // 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = DPDBSCAN(eps, **kw).fit(X, units=units)
-    if est.spans_.core_keys.size == 0:
-        pytest.skip("no core cell in this release")  # (not expected: the blobs are dense)
     Q = np.concatenate([X, np.random.default_rng(0).uniform(-0.1, 1.1, (1000, d))])
     labels = _predict_both(monkeypatch, est, Q)
     assert (labels >= 0).any() and (labels == -1).any()
