@@ -66,11 +66,12 @@ RULES: tuple[tuple[str, float, bool], ...] = (
 #: (name, keyword arguments of :func:`extend`) of the extensions scored.
 EXTENSIONS: tuple[tuple[str, dict], ...] = (
     ("add larger gap0.5", {"which": "larger", "gap": 0.5}),
-    ("grow gap0.5", {"grow": {"gap": 0.5, "add": False}}),
     ("grow gap0.5 +add", {"grow": {"gap": 0.5}}),
-    ("grow gap1 +add", {"grow": {"gap": 1.0}}),
     ("grow 1 step gap0.5 +add", {"grow": {"gap": 0.5, "steps": 1}}),
-    ("grow 2 steps gap0.5 +add", {"grow": {"gap": 0.5, "steps": 2}}),
+    ("grow share0.5 +add", {"grow": {"gap": 0.5, "share": 0.5}}),
+    ("grow share0.3 +add", {"grow": {"gap": 0.5, "share": 0.3}}),
+    ("grow share0.7 +add", {"grow": {"gap": 0.5, "share": 0.7}}),
+    ("grow share0.5", {"grow": {"gap": 0.5, "share": 0.5, "add": False}}),
 )
 
 
@@ -154,13 +155,15 @@ def _near(grid: Any, spans: Sequence[dict], keys: np.ndarray, eps: float, gap: f
     return False
 
 
-def grow(sel: dict, gap: float = 0.5, add: bool = True, steps: int = 99) -> list[dict]:
+def grow(sel: dict, gap: float = 0.5, add: bool = True, steps: int = 99, share: float = 1.0) -> list[dict]:
     """Each of the chosen alpha's spans at the largest larger candidate alpha
     (at most ``steps`` candidates up) at which one selected span holds it
     and comes near no other kept span (``gap`` as :func:`extend`): each
     cluster at its own largest extent, the rule the choice of alpha applies
-    to the whole release. Then, with ``add``, :func:`extend` over the larger
-    alphas."""
+    to the whole release; with ``share`` < 1 only where the kept span holds
+    less than that share of the larger one's noisy mass (the chosen alpha
+    kept only a peak of it). Then, with ``add``, :func:`extend` over the
+    larger alphas."""
     larger = sorted(a for a in sel["candidates"] if a > sel["eps"])[:steps]
     kept = [s for s in sel["base"] if s["keys"].size]
     for i in range(len(kept)):
@@ -169,6 +172,8 @@ def grow(sel: dict, gap: float = 0.5, add: bool = True, steps: int = 99) -> list
         for a in larger:
             over = [c for c in sel["per"][a] if np.isin(c["keys"], cur["keys"]).any()]
             if len(over) != 1 or _near(sel["grid"], others, over[0]["keys"], a, gap):
+                break
+            if cur["mass"] >= share * over[0]["mass"]:
                 break
             cur = over[0]
         kept[i] = cur
@@ -262,12 +267,12 @@ def cases(args: argparse.Namespace):
     if args.suite == "scenes":
         for seed in scene_bench.small_2d_seeds(args.split, args.small_2d, args.n_scenes):
             sc = scene_bench.scene_of(seed)
-            yield str(seed), sc.X, sc.y, sc.bounds, seed
+            yield str(seed), sc.X, sc.y, sc.bounds, seed, sc
     else:
         sets, _ = auto_mode.load("dev", None)
         for ds in sets:
             for seed in options.seed_range(args.seeds):
-                yield f"{ds.name}/{seed}", ds.X, ds.labels, ds.bounds, seed
+                yield f"{ds.name}/{seed}", ds.X, ds.labels, ds.bounds, seed, None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -279,12 +284,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0-4", help="dev suite: the fits' seeds")
     ap.add_argument("--cache", type=Path, default=Path("results/cache/scale"))
     ap.add_argument("--out", type=Path, help="per-case rows (CSV)")
+    ap.add_argument("--hdbscan", action="store_true", help="scenes: non-private HDBSCAN beside them")
     args = ap.parse_args(argv)
     rows: list[dict] = []
-    for name, X, y, bounds, seed in cases(args):
+    for name, X, y, bounds, seed, sc in cases(args):
         t0 = time.perf_counter()
         sel = _cached(args.cache / args.suite, name, X, y, bounds, seed)
         r = {"case": name, "model": sel["model_ari"], "eps": sel["eps"], **score_case(sel, X, y)}
+        if args.hdbscan and sc is not None:
+            r["hdbscan"] = scene_bench.hdbscan_ari(sc)
         rows.append(r)
         print(
             f"{name}: model {r['model']:.3f} default {r['default']:.3f} "
