@@ -26,6 +26,7 @@ sub-cell centre within the span's own alpha (``own``) or within the chosen
 alpha for every span (``chosen``, what ``predict`` with one border gives).
 
     python -m experiments.scale_study --split close-tune --small-2d 80 --n-scenes 60
+    python -m experiments.scale_study --split close-tune --dims 3 --n-scenes 60 --hdbscan
     python -m experiments.scale_study --suite dev --seeds 0-4
 
 Per-scene selections are cached under ``--cache`` so the rules can be
@@ -265,7 +266,11 @@ def _cached(cache: Path, name: str, X, y, bounds, seed: int) -> dict:
 
 def cases(args: argparse.Namespace):
     if args.suite == "scenes":
-        for seed in scene_bench.small_2d_seeds(args.split, args.small_2d, args.n_scenes):
+        if args.dims is not None:
+            seeds = scene_bench.split_seeds(args.split, args.n_scenes, dims=args.dims)
+        else:
+            seeds = scene_bench.small_2d_seeds(args.split, args.small_2d, args.n_scenes)
+        for seed in seeds:
             sc = scene_bench.scene_of(seed)
             yield str(seed), sc.X, sc.y, sc.bounds, seed, sc
     else:
@@ -281,6 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--split", default="close-tune", choices=tuple(scene_bench.SPLITS))
     ap.add_argument("--small-2d", type=int, default=80, metavar="FIRST")
     ap.add_argument("--n-scenes", type=int, default=60)
+    ap.add_argument("--dims", type=int, help="the scenes of this dimension among the first N")
     ap.add_argument("--seeds", default="0-4", help="dev suite: the fits' seeds")
     ap.add_argument("--cache", type=Path, default=Path("results/cache/scale"))
     ap.add_argument("--out", type=Path, help="per-case rows (CSV)")
