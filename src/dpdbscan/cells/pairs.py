@@ -76,6 +76,13 @@ MAX_PAIRS = 1 << 25
 #: runs, one bucket read by a query cell, one cell checked, one cell laid
 #: out, one table entry.
 _STEP, _READ, _CHECK, _LAYOUT, _ENTRY = 4.0, 2.0, 0.5, 12.0, 1.5
+#: A bucket read of a table of ``size`` entries costs ``_READ + _MISS *
+#: size / (size + _CACHED)``: past the cache (about 2^17 entries of int64)
+#: nearly every read misses. Fitted (least squares, with ``_CHECK``) on the
+#: layout and self-join of the benchmark's 5-D, 6-D and 8-D releases over
+#: 36 bucket sides: the table of one entry per cell or so that the
+#: earlier constants (8 ns a read, 2 a check) chose cost 20-40% more than
+#: one of a few 2^16 entries with twice the cells checked.
 _MISS, _CACHED = 16.0, 1 << 17
 
 
