@@ -212,9 +212,10 @@ def fit_model(
 ) -> SpanModel:
     """Run one release with the validated parameters ``p`` (its
     ``min_samples`` the one released: a sweep gives its smallest); returns the
-    SpanModel. ``preload_png``: import matplotlib while the release is made
-    (in a forked copy that then draws the picture, :func:`.outputs.wait_to_draw`,
-    or else on a thread).
+    SpanModel. ``preload_png``: import matplotlib while the file is read
+    and the release made, in a copy forked before the read that then draws
+    the picture (:func:`.outputs.wait_to_draw`), or else on a thread once
+    the file is read (:func:`preload_matplotlib`).
     ``series``: a series over time (``--per``): the spans of the horizon and
     the span x period table, recorded in the model (:func:`dpdbscan.series.fit_series`);
     or a :class:`SeriesRun`, an appendable series' start or append
@@ -236,7 +237,11 @@ def fit_model(
     else:
         streamed = None if series is not None else streamed_counts(opts, p)
         if preload_png and series is None:
-            wait_to_draw()  # a copy forked while the process is small, to draw the picture
+            # a copy forked while the process is small, to draw the picture;
+            # it imports matplotlib now, beside the read (the PNG is asked
+            # for on the command line: public), and draws once sent the release
+            if wait_to_draw():
+                start_drawing()
         # after the fork (which wants no other thread), before the read
         ahead = None if streamed is None else noise_ahead(opts, p)
         source = opts.source(notes)
