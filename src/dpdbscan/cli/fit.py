@@ -194,6 +194,13 @@ def noise_ahead(opts: FitOptions, p: dict) -> NoiseAhead | None:
     return NoiseAhead(release, seed)
 
 
+def _two_d_by_options(opts: FitOptions) -> bool:
+    """Whether the public options alone say the points are 2-D (a picture
+    is drawn only of 2-D points): four bounds, a lower and an upper for
+    each of two columns (lon/lat with --geo)."""
+    return opts.bounds_text is not None and len(opts.bounds_text) == 4
+
+
 def dask_backend(opts: FitOptions) -> Backend:
     """The Dask backend of ``--backend dask``: it reads the files itself, by
     the same public options as the local reader."""
@@ -238,9 +245,10 @@ def fit_model(
         streamed = None if series is not None else streamed_counts(opts, p)
         if preload_png and series is None:
             # a copy forked while the process is small, to draw the picture;
-            # it imports matplotlib now, beside the read (the PNG is asked
-            # for on the command line: public), and draws once sent the release
-            if wait_to_draw():
+            # it imports matplotlib now, beside the read, when the options
+            # say the points are 2-D (else after the read, once they are
+            # known to be), and draws once sent the release
+            if wait_to_draw() and _two_d_by_options(opts):
                 start_drawing()
         # after the fork (which wants no other thread), before the read
         ahead = None if streamed is None else noise_ahead(opts, p)
