@@ -309,20 +309,7 @@ def test_a_read_that_fails_leaves_no_copy_behind(tmp_path):
     whole = gzip.compress(b"x,y\n" + b"1.0,2.0\n" * 5000)
     damaged = tmp_path / "damaged.csv.gz"
     damaged.write_bytes(whole[: len(whole) // 2])
-    args = [
-        "fit",
-        str(damaged),
-        "--header",
-        "--eps",
-        "0.5",
-        "--min-samples",
-        "20",
-        "--bounds",
-        "0",
-        "0",
-        "10",
-        "10",
-    ]
+    args = ["fit", str(damaged), *"--header --eps 0.5 --min-samples 20 --bounds 0 0 10 10".split()]
     args += ["--seed", "0", "--out-dir", str(tmp_path / "o")]
     res = subprocess.run(
         [sys.executable, "-c", FIT_IN_A_FRESH_PROCESS, *args], capture_output=True, text=True
