@@ -8,7 +8,8 @@ randomness: the noise is reproducible) and digests the model file
 training points. The cases: d = 4, 5, 6, 7, 8; sparse and dense
 histograms; one and two sub-cells; the density and bound core tests; person
 level (``units=``); the points of ``benchmarks.bench_dims`` (d = 4, 5, 6, 8)
-at the benchmark's settings and, in 4-D, other seeds and alphas.
+at the benchmark's settings and, in 4-D, other seeds and alphas; the
+automatic mode (eps and MinPts, or eps alone) in 2, 3, 4, 6 and 8-D.
 
     python -m benchmarks.same_release                 # this tree's digests
     python -m benchmarks.same_release --tree ../main  # this tree against another checkout
@@ -45,7 +46,8 @@ def _blobs(d: int, n: int, seed: int, spread: float = 0.02) -> np.ndarray:
     return np.clip(X, 0.0, 1.0)
 
 
-#: the automatic mode (eps and MinPts chosen from the release)
+#: the automatic mode (eps and MinPts chosen from the release; "automatic
+#: eps": MinPts fixed, the flat cut)
 _AUTO: dict = dict(eps="auto", min_samples="auto")
 
 #: (name, d, points, keyword arguments of DPDBSCAN, person level)
@@ -107,6 +109,11 @@ CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
     ("automatic 4-D bench", 4, ("bench", 0, 0), _AUTO, False),
     ("automatic 6-D bench", 6, ("bench", 0, 0), _AUTO, False),
     ("automatic 8-D bench", 8, ("bench", 0, 0), _AUTO, False),
+    ("automatic eps 2-D", 2, ("blobs", 100_000, 15), dict(eps="auto"), False),
+    ("automatic eps 3-D bench", 3, ("bench", 0, 0), dict(eps="auto"), False),
+    ("automatic eps 4-D bench", 4, ("bench", 0, 0), dict(eps="auto"), False),
+    ("automatic eps 6-D bench", 6, ("bench", 0, 0), dict(eps="auto"), False),
+    ("automatic eps 8-D bench", 8, ("bench", 0, 0), dict(eps="auto"), False),
 ]
 
 

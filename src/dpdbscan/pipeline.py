@@ -285,6 +285,7 @@ def _auto_model(
     spec: SpanSpec = replace(r.spans, beta=r.spans.beta / len(plan.eps))
     chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
     sel: levelsearch.LevelSpans | None = None
+    choice: dict[str, Any] = {}
     if p["selection"] == "levels" and plan.min_samples is None and core_test(spec.core).selects_levels:
         # places counted in units: dense relative to the release's peak
         peak = PLACE_PEAK_SHARE if extent is not None and r.release.units is not None else None
@@ -331,13 +332,22 @@ def _auto_model(
         border = spec.border
     spec = replace(spec, min_samples=m, border=float(border))
     h = hist.on_grid(hist.grid.at_eps(alpha))
-    if sel is None:
+    # the spans the choice already has: the level selection's, or the flat
+    # cut's sweep's at the chosen (eps, MinPts) where it was on the same
+    # sub-cells by the density test (its spans there are build_spans')
+    made: tuple[Any, np.ndarray, np.ndarray] | None = None
+    if sel is not None:
+        made = (sel.grid, sel.core_keys, sel.labels)
+    elif choice.get("partition") is not None and test.selects_levels:
+        made = (hist.grid.subdivided(spec.subcells), choice["partition"].keys, choice["partition"].labels)
+    if made is None:
         spans = build_spans(h, spec)
     else:
-        # the selection's keys are in the base release's sub-cell grid; both
-        # encodings are row-major, so the sorted order and the labels carry over
-        keys = h.grid.subdivided(spec.subcells).encode(sel.grid.decode(sel.core_keys))
-        spans = test.spans_of(h, spec, keys, sel.labels)
+        # the keys are in the base release's sub-cell grid; both encodings
+        # are row-major, so the sorted order and the labels carry over
+        grid, core_keys, labels = made
+        keys = h.grid.subdivided(spec.subcells).encode(grid.decode(core_keys))
+        spans = test.spans_of(h, spec, keys, labels)
     record = {
         **record,
         "base_eps": float(hist.grid.eps),
