@@ -218,7 +218,7 @@ class ExactRows:
     depend on the rows beside it), so a row's sums are the same bit for
     bit as the whole call's. Blocks already computed are kept."""
 
-    def __init__(self, hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray):
+    def __init__(self, hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) -> None:
         self.hist, self.weights, self.keys = hist, weights, keys
         self.step = _rows_per_block(weights.offsets.shape[0])
         self._blocks: dict[int, np.ndarray] = {}
