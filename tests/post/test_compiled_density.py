@@ -5,6 +5,7 @@ must agree bit for bit: the release depends on them)."""
 
 import math
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -317,3 +318,69 @@ def test_walking_a_small_grid_is_the_padded_gather_bit_for_bit(d, side, k, kind,
         oracle = weightedsums.may_reach(hist, w, keys, t)
         assert np.array_equal(mask, oracle)
     assert reach[0].any() and not reach[-1].all()
+
+
+@dataclass(frozen=True)
+class _Widened(weightedsums.WalkBounds):
+    """Bounds whose room for settling is wider than the rounding's, keeping
+    the same cells (a product's rounding may depend on the rows beside it)."""
+
+    reach_room: np.ndarray
+
+    def reach(self, threshold: float) -> np.ndarray:
+        return weightedsums.WalkBounds(self.sums, self.reach_room).reach(threshold)
+
+
+def _bump(d: int, side: int, amp: float, seed: int) -> NoisyHistogram:
+    """A dense release on a grid the walk serves: a blob and noise, so the
+    cells' sums spread over many MinPts' thresholds."""
+    g = Grid(np.zeros(d), np.ones(d), 1.0001 * math.sqrt(d) / side, 4.0)
+    c = np.stack(np.meshgrid(*[np.arange(s) for s in g.shape], indexing="ij"), axis=-1)
+    bump = 40.0 * np.exp(-((c - np.array(g.shape) / 2.0) ** 2).sum(axis=-1) / 2.0)
+    values = amp * bump + np.random.default_rng(seed).normal(0, 1.5, g.shape)
+    return NoisyHistogram(
+        grid=g, kind="dense", values=values, keys=None, theta=0.0,
+        noise="laplace", scale=1.0, epsilon=1.0, delta=0.0,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("widen", [0.0, 3.0])
+@pytest.mark.parametrize("d,side,amp", [(4, 3, 1.0), (5, 4, 0.3)])
+def test_a_walked_field_decides_the_product_s_cores_bit_for_bit(d, side, amp, widen, monkeypatch):
+    """With one sub-cell on a grid the walk serves, the field's estimates
+    are the walk's sums, and the product's only where a comparison is too
+    close to call: the same cells and the same cores at every MinPts as
+    the product's sums everywhere (the oracle, with no walk). ``widen``
+    widens the room for rounding, so that many estimates are settled,
+    some only by a later MinPts (``widen``: a room of at least that many
+    points); a settled one is the product's, bit for bit."""
+    from dpdbscan.post.coretests.density import coresubcells, density_field
+
+    hist = _bump(d, side, amp, 50 + d)
+    w = ball_weights(d, 4.0, 1)
+    assert weightedsums._grid_walk(hist.grid, w.offsets, max(int(np.abs(w.offsets).max()), 1)) is not None
+    walk = coresubcells.walk_bounds
+
+    def widened(*a):
+        b = walk(*a)
+        return None if b is None else _Widened(b.sums, np.maximum(b.room, widen), b.room)
+
+    monkeypatch.setattr(coresubcells, "walk_bounds", widened)
+    field = density_field(hist, 1, subcells=1)
+    assert field.unsettled is not None
+    monkeypatch.setattr(coresubcells, "walk_bounds", lambda *a: None)
+    oracle = density_field(hist, 1, subcells=1)
+    assert oracle.unsettled is None and field.keys.size > 0
+    assert np.array_equal(field.keys, oracle.keys)
+    np.testing.assert_allclose(field.estimates, oracle.estimates, rtol=1e-9)
+    settled_first = int((field.unsettled.room == 0).sum())
+    counts = set()
+    for m in range(1, 1200, 9):
+        core = field.core_mask(m)
+        assert np.array_equal(core, oracle.core_mask(m)), m
+        counts.add(int(core.sum()))
+    assert len(counts) > 5  # the ladder crosses many cells' sums
+    settled = field.unsettled.room == 0
+    assert np.array_equal(field.estimates[settled], oracle.estimates[settled])
+    if widen > 0:
+        assert settled_first < settled.sum()

@@ -557,7 +557,7 @@ def gather_rows(flat: np.ndarray, base: np.ndarray, deltas: np.ndarray, G: np.nd
 
 
 @kernel
-def walk_reach(
+def walk_bounds(
     vals: np.ndarray,
     shape: np.ndarray,
     coords: np.ndarray,
@@ -566,27 +566,23 @@ def walk_reach(
     half: np.ndarray,
     kmax: np.ndarray,
     kmin: np.ndarray,
-    n_terms: int,
-    thr: float,
-) -> np.ndarray:
-    """:func:`dense_reach` on a grid small beside its ball: per cell, the
-    cells of the grid within ``R`` along each axis in row-major order (their
-    offsets in the sorted order :func:`dense_reach` reads), each offset's
-    column from ``table`` (-1 outside the ball; ``half``: the table's
-    half-widths). The offsets that leave the grid read 0 there and add
-    exact zeros, so the sums are the same bit for bit (``n_terms``: every
-    offset's count, for the same room for rounding)."""
+    acc_out: np.ndarray,
+    mag_out: np.ndarray,
+) -> None:
+    """The terms of :func:`dense_reach` on a grid small beside its ball:
+    per cell, ``acc_out = sum_j x_j (kmax_j if x_j > 0 else kmin_j)`` and
+    ``mag_out = sum_j |x_j|`` over the cells of the grid within ``R`` along
+    each axis in row-major order (their offsets in the sorted order
+    :func:`dense_reach` reads), each offset's column from ``table`` (-1
+    outside the ball; ``half``: the table's half-widths). The offsets that
+    leave the grid read 0 there and add exact zeros, so both are the same
+    bit for bit as over every offset; with one sub-position (``kmax ==
+    kmin``) ``acc_out`` is the weighted sum itself, in the walk's order."""
     d = shape.size
-    u = n_terms * 2.0**-53
-    gamma = u / (1.0 - u) if u < 0.5 else np.inf
-    wmax = 0.0
-    for j in range(kmax.size):
-        wmax = max(wmax, abs(kmax[j]), abs(kmin[j]))
     vs, ts = _row_major(shape), _row_major(2 * half + 1)
     lo = np.empty(d, np.int64)
     hi = np.empty(d, np.int64)
     y = np.empty(d, np.int64)
-    keep = np.zeros(coords.shape[0], np.bool_)
     last = d - 1
     for i in range(coords.shape[0]):
         _box_start(coords[i], R, shape, lo, hi, y)
@@ -602,8 +598,8 @@ def walk_reach(
                     mag += abs(x)
             if not _next_row(y, lo, hi):
                 break
-        keep[i] = acc + 4.0 * gamma * wmax * mag + 1e-300 >= thr
-    return keep
+        acc_out[i] = acc
+        mag_out[i] = mag
 
 
 @kernel
@@ -708,6 +704,6 @@ __all__ = [
     "gather_rows",
     "dense_reach",
     "linear_reach",
-    "walk_reach",
+    "walk_bounds",
     "walk_rows",
 ]

@@ -119,27 +119,13 @@ def may_reach(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray, thre
     matrix of them, where the dense product reads 609 per cell and
     sub-position. Post-processing of the release."""
     # lazy: numba loads only where a kernel runs (never on a 2-D fit)
-    from .compiled import dense_reach, linear_reach, walk_reach
+    from .compiled import dense_reach, linear_reach
 
+    bounds = walk_bounds(hist, weights, keys)
+    if bounds is not None:
+        return bounds.reach(threshold)
     grid = hist.grid
     R = max(int(weights.offsets.max()), -int(weights.offsets.min()), 1)
-    walk = _grid_walk(grid, weights.offsets, R)
-    if walk is not None:
-        vals = np.zeros(grid.shape)
-        if hist.kind == "dense":
-            vals[...] = hist.values
-        else:
-            vals[tuple(grid.decode(hist.released_keys).T)] = hist.values
-        flat_vals = vals.ravel()
-        wmax, wmin = weights.W.max(axis=0), weights.W.min(axis=0)
-        n_terms = weights.offsets.shape[0]
-        mask = np.empty(keys.size, dtype=bool)
-        for a in range(0, keys.size, _DENSE_ROWS):
-            coords = grid.decode(keys[a : a + _DENSE_ROWS])
-            mask[a : a + _DENSE_ROWS] = walk_reach(
-                flat_vals, walk.shape, coords, R, walk.table, walk.half, wmax, wmin, n_terms, float(threshold)
-            )
-        return mask
     P = np.zeros(tuple(s + 2 * R for s in grid.shape))
     if hist.kind == "dense":
         P[tuple(slice(R, R + s) for s in grid.shape)] = hist.values
@@ -173,6 +159,82 @@ def may_reach(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray, thre
         for a in blocks:
             part(a)
     return keep
+
+
+@dataclass(frozen=True)
+class WalkBounds:
+    """Per cell, on a grid the walk serves (:func:`_grid_walk`): ``sums``
+    = sum_o x~_{X+o} times the largest weight of offset o where x~ > 0 and
+    the smallest where not, the upper bound of :func:`may_reach`; with one
+    sub-position it is the weighted sum E~ itself, added in the walk's
+    order. ``room``: what the rounding of two sums of these terms in any
+    order can differ by, 4 gamma_n max|W| sum_o |x~_{X+o}| (n every offset
+    of the ball), so the matrix product's sum of a cell (one sub-position)
+    lies within ``room`` of ``sums``."""
+
+    sums: np.ndarray
+    room: np.ndarray
+
+    def reach(self, threshold: float) -> np.ndarray:
+        """The cells whose sums may reach ``threshold`` (:func:`may_reach`)."""
+        return self.sums + self.room + 1e-300 >= threshold
+
+
+def walk_bounds(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) -> WalkBounds | None:
+    """:class:`WalkBounds` of the cells ``keys`` (from :data:`~.cover.COMPILED_FROM_D`
+    up), or None where the grid is not walked (public sizes)."""
+    grid = hist.grid
+    R = max(int(weights.offsets.max()), -int(weights.offsets.min()), 1)
+    walk = _grid_walk(grid, weights.offsets, R)
+    if walk is None:
+        return None
+    # lazy: numba loads only where a kernel runs (never on a 2-D fit)
+    from .compiled import walk_bounds as walk_kernel
+
+    vals = np.zeros(grid.shape)
+    if hist.kind == "dense":
+        vals[...] = hist.values
+    else:
+        vals[tuple(grid.decode(hist.released_keys).T)] = hist.values
+    flat_vals = vals.ravel()
+    kmax, kmin = weights.W.max(axis=0), weights.W.min(axis=0)
+    sums = np.empty(keys.size)
+    mag = np.empty(keys.size)
+    for a in range(0, keys.size, _DENSE_ROWS):
+        coords = grid.decode(keys[a : a + _DENSE_ROWS])
+        b = a + coords.shape[0]
+        walk_kernel(flat_vals, walk.shape, coords, R, walk.table, walk.half, kmax, kmin, sums[a:b], mag[a:b])
+    # gamma_n of n terms, as dense_reach takes it (every offset of the ball)
+    u = weights.offsets.shape[0] * 2.0**-53
+    gamma = u / (1.0 - u) if u < 0.5 else math.inf
+    wmax = max(float(np.abs(kmax).max()), float(np.abs(kmin).max())) if kmax.size else 0.0
+    return WalkBounds(sums, 4.0 * gamma * wmax * mag)
+
+
+class ExactRows:
+    """The sums :func:`weighted_sums_at` gives the cells ``keys`` (in this
+    order), computed only for the rows asked for: each in its block of
+    rows, as the whole call computes it (a matrix product's rounding may
+    depend on the rows beside it), so a row's sums are the same bit for
+    bit as the whole call's. Blocks already computed are kept."""
+
+    def __init__(self, hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) -> None:
+        self.hist, self.weights, self.keys = hist, weights, keys
+        self.step = _rows_per_block(weights.offsets.shape[0])
+        self._blocks: dict[int, np.ndarray] = {}
+
+    def rows(self, idx: np.ndarray) -> np.ndarray:
+        """The sums of rows ``idx``: (len(idx), k^d)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        out = np.empty((idx.size, self.weights.W.shape[0]))
+        block = idx // self.step
+        for b in np.unique(block).tolist():
+            if b not in self._blocks:
+                a = b * self.step
+                self._blocks[b] = weighted_sums_at(self.hist, self.weights, self.keys[a : a + self.step])
+            at = block == b
+            out[at] = self._blocks[b][idx[at] - b * self.step]
+        return out
 
 
 @dataclass(frozen=True)
