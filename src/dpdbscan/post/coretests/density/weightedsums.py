@@ -218,9 +218,10 @@ def reach_stages(deltas: np.ndarray, kmax: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def _stages_pay(n_keys: int, ends: np.ndarray, padded: int, d: int) -> bool:
-    """Whether the box sums (d passes over the padded array) cost less than
-    the reads the first stage may save (a public model of the sizes)."""
-    return n_keys * int(ends[-1] - ends[0]) > 4 * d * padded
+    """Whether the box sums (d passes over the padded array, each about as
+    dear per entry as 5 reads of an offset) cost less than the reads the
+    first stage may save (a public model of the sizes)."""
+    return n_keys * int(ends[-1] - ends[0]) > 8 * d * padded
 
 
 @dataclass(frozen=True)
