@@ -302,8 +302,10 @@ def test_the_box_sums_are_numpys(d, dims, R, scale):
     oracle = np.zeros(dims)
     for o in np.ndindex(*(2 * R + 1,) * d):
         oracle += P[tuple(slice(oi, oi + s) for oi, s in zip(o, dims))]
-    got = positive_box_sums(x.ravel(), np.array(dims, dtype=np.int64), R, scale)
-    assert np.array_equal(got.reshape(dims), oracle)
+    for work in (np.float64, np.float32):
+        a, b = np.empty(x.size, work), np.empty(x.size, work)
+        got = positive_box_sums(x.ravel(), np.array(dims, dtype=np.int64), R, scale, a, b)
+        assert got.dtype == work and np.array_equal(got.reshape(dims), oracle)
 
 
 @pytest.mark.parametrize("k", [1, 2])

@@ -481,17 +481,19 @@ def run_sums(
 
 
 @kernel
-def positive_box_sums(flat: np.ndarray, dims: np.ndarray, R: int, scale: float) -> np.ndarray:
+def positive_box_sums(
+    flat: np.ndarray, dims: np.ndarray, R: int, scale: float, a: np.ndarray, b: np.ndarray
+) -> np.ndarray:
     """Per entry of the padded array ``flat`` (row-major, ``dims``), the sum
     over the box of half-width ``R`` around it (clipped to the array) of
     ``ceil(scale * max(x, 0))``: integers, exact in float64 while below
     2^53 (the caller checks that they are), and at least ``scale`` times
     the positive parts. One running-window pass per axis: the last axis
     cell by cell, the others over rows of the later axes (slices: LLVM
-    vectorizes those)."""
+    vectorizes those). ``a`` and ``b``: two arrays of ``flat``'s size to
+    work in (float32 where every sum stays below 2^24, which halves the
+    memory traffic), one of which is returned."""
     n = flat.size
-    a = np.empty(n, np.float64)
-    b = np.empty(n, np.float64)
     m = dims[dims.size - 1]
     reach = min(R, m - 1)
     q = np.empty(m, np.float64)

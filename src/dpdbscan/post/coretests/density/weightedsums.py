@@ -159,11 +159,13 @@ def may_reach(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray, thre
     # one's are counted in 1/256ths (the bound loosens by 1/256 per cell)
     scale = 1.0 if np.issubdtype(np.asarray(hist.values).dtype, np.integer) else 256.0
     dims = np.array(P.shape, dtype=np.int64)
-    top = float(np.abs(flat).max()) if flat.size else 0.0
+    top = max(float(flat.max()), -float(flat.min())) if flat.size else 0.0
     box = np.zeros(1)
-    exact = (top * scale + 1) * P.size < 2.0**52  # (every box sum an integer below 2^53)
-    if ends.size > 1 and exact and _stages_pay(keys.size, ends, P.size, grid.d):
-        box = positive_box_sums(flat, dims, R, scale)
+    # every box sum an integer below 2^53 (float64), or below 2^24 (float32)
+    bound = (top * scale + 1) * min(P.size, (2 * R + 2) ** grid.d)  # (partial windows too)
+    if ends.size > 1 and bound < 2.0**52 and _stages_pay(keys.size, ends, P.size, grid.d):
+        work = np.float32 if bound < 2.0**23 else np.float64
+        box = positive_box_sums(flat, dims, R, scale, np.empty(P.size, work), np.empty(P.size, work))
     else:
         ends, rest = ends[-1:], rest[-1:]
     # the rounding of two sums of n terms x_j k_j (this bound's in any order
