@@ -286,6 +286,53 @@ def test_the_reach_keeps_every_cell_whose_sums_reach_the_threshold(kind, k, inte
     assert np.array_equal(weightedsums.may_reach(hist, w, keys, threshold), keep)
 
 
+@pytest.mark.parametrize("d,dims,R", [(2, (7, 9), 2), (3, (5, 6, 8), 2), (4, (6, 5, 7, 4), 3), (1, (11,), 4)])
+@pytest.mark.parametrize("scale", [1.0, 256.0])
+def test_the_box_sums_are_numpys(d, dims, R, scale):
+    """The positive parts' box sums of the staged reach: per entry, the sum
+    of ceil(scale max(x, 0)) over the box of half-width R clipped to the
+    array, exactly (integers in float64)."""
+    from dpdbscan.post.coretests.density.compiled import positive_box_sums
+
+    rng = np.random.default_rng(d + int(scale))
+    x = rng.normal(0, 3.0, dims)
+    if scale == 1.0:
+        x = np.round(x)
+    q = np.ceil(np.maximum(x, 0) * scale)
+    P = np.pad(q, R)
+    oracle = np.zeros(dims)
+    for o in np.ndindex(*(2 * R + 1,) * d):
+        oracle += P[tuple(slice(oi, oi + s) for oi, s in zip(o, dims))]
+    for work in (np.float64, np.float32):
+        a, b = np.empty(x.size, work), np.empty(x.size, work)
+        got = positive_box_sums(x.ravel(), np.array(dims, dtype=np.int64), R, scale, a, b)
+        assert got.dtype == work and np.array_equal(got.reshape(dims), oracle)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("integer", [True, False])
+def test_the_stages_drop_only_what_the_whole_bound_drops(k, integer, monkeypatch):
+    """Read in stages (the heaviest offsets first, then the box of positive
+    parts for the rest), the reach keeps the cells that the bound over every
+    offset keeps."""
+    hist = _release("dense", 4, 12, integer, 50 + k)
+    g = hist.grid
+    w = ball_weights(4, 4.0, k)
+    keys = g.encode(g.all_coords())
+    R = int(np.abs(w.offsets).max())
+    P = np.pad(np.asarray(hist.values, dtype=np.float64), R)
+    strides = np.array(P.strides, dtype=np.int64) // P.itemsize
+    order, ends, rest = weightedsums.reach_stages(w.offsets @ strides, w.W.max(axis=0))
+    assert ends.size > 1 and ends[-1] == w.offsets.shape[0]
+    assert np.all(np.diff(rest) <= 0) and rest[-1] == 0
+    assert weightedsums._stages_pay(keys.size, ends, P.size, 4)
+    staged = [weightedsums.may_reach(hist, w, keys, t) for t in (10.0, 30.0)]
+    monkeypatch.setattr(weightedsums, "_STAGE_CUTS", ())
+    whole = [weightedsums.may_reach(hist, w, keys, t) for t in (10.0, 30.0)]
+    for a, b in zip(staged, whole):
+        assert np.array_equal(a, b) and 0 < a.sum() < keys.size
+
+
 @pytest.mark.parametrize("d,side", [(4, 2), (4, 3), (5, 2)])
 @pytest.mark.parametrize("k", [1, 2])
 @pytest.mark.parametrize("kind", ["sparse", "dense"])
@@ -314,6 +361,8 @@ def test_walking_a_small_grid_is_the_padded_gather_bit_for_bit(d, side, k, kind,
     assert np.array_equal(E3, weighted_sums_at(hist, w, keys))
     monkeypatch.setattr(weightedsums, "_GATHER", gather)
     assert np.array_equal(E, weighted_sums_at(hist, w, keys))
+    # the padded path's bound read whole (its stages drop the same cells)
+    monkeypatch.setattr(weightedsums, "_STAGE_CUTS", ())
     for t, mask in zip(thresholds, reach):
         oracle = weightedsums.may_reach(hist, w, keys, t)
         assert np.array_equal(mask, oracle)

@@ -480,8 +480,7 @@ def _occupied_cells(hist: NoisyHistogram, cut: float):
     if hist.kind == "dense":
         flat = hist.values.ravel()
         idx = np.flatnonzero(flat >= cut)  # row-major: sorted by key
-        keys = grid.encode(np.stack(np.unravel_index(idx, grid.shape), axis=1))
-        return keys, flat[idx]
+        return _keys_of_flat(grid, idx), flat[idx]
     sel = hist.values >= cut
     return hist.released_keys[sel], hist.values[sel]
 
@@ -516,6 +515,16 @@ def _dense_near(grid: Grid, heavy_flat: np.ndarray, offsets: np.ndarray) -> np.n
     """Sorted keys of the cells X with X + o heavy for some offset o (the
     reflected neighbourhood: X's sum reads X + o)."""
     idx = np.flatnonzero(_dense_near_mask(grid, heavy_flat, offsets))
+    return _keys_of_flat(grid, idx)
+
+
+def _keys_of_flat(grid: Grid, idx: np.ndarray) -> np.ndarray:
+    """Keys of cells given by their row-major index in a dense histogram:
+    from the index itself where the keys are int64 (no coordinates: on the
+    4-D dense release at eps = 0.04 the coordinates of 1.69M candidates
+    cost 0.05 s), else by the coordinates."""
+    if not grid.wide:
+        return grid.keys_of_positions(idx)
     return grid.encode(np.stack(np.unravel_index(idx, grid.shape), axis=1))
 
 
