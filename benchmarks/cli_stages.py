@@ -4,7 +4,7 @@ Runs the steps of ``dpdbscan fit FILE --header --geo --bounds ... --eps ...
 --min-samples ...`` with the library's own functions, one after another, and
 prints one JSON line. The command overlaps them: it projects each block while
 reading, forks a copy of itself before the read that imports matplotlib while
-the release is made and then draws the picture, and writes the JSON on a
+the file is read and the release made and then draws the picture, and writes the JSON on a
 second thread while it writes the GeoJSON. Here each stage is timed alone, in
 this one process:
 
@@ -21,7 +21,7 @@ this one process:
 * ``json``, ``geojson``, ``png`` — writing each output as the command does
   (the GeoJSON includes the spans' regions, outlines and figures, which the
   picture then reuses; the picture includes importing matplotlib, which the
-  command does in its forked copy while the release is made);
+  command does in its forked copy while the file is read);
 * ``peak_rss_bytes`` — the process's peak resident memory.
 
     .venv/bin/python -m benchmarks.cli_stages FILE.csv.gz --header --geo \\

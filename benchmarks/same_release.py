@@ -8,7 +8,8 @@ randomness: the noise is reproducible) and digests the model file
 training points. The cases: d = 4, 5, 6, 7, 8; sparse and dense
 histograms; one and two sub-cells; the density and bound core tests; person
 level (``units=``); the points of ``benchmarks.bench_dims`` (d = 4, 5, 6, 8)
-at the benchmark's settings and, in 4-D, other seeds and alphas.
+at the benchmark's settings and, in 4-D, other seeds and alphas; the
+automatic mode (eps and MinPts, or eps alone) in 2, 3, 4, 6 and 8-D.
 
     python -m benchmarks.same_release                 # this tree's digests
     python -m benchmarks.same_release --tree ../main  # this tree against another checkout
@@ -44,6 +45,10 @@ def _blobs(d: int, n: int, seed: int, spread: float = 0.02) -> np.ndarray:
     X[: n // 8] = rng.uniform(0, 1, (n // 8, d))
     return np.clip(X, 0.0, 1.0)
 
+
+#: the automatic mode (eps and MinPts chosen from the release; "automatic
+#: eps": MinPts fixed, the flat cut)
+_AUTO: dict = dict(eps="auto", min_samples="auto")
 
 #: (name, d, points, keyword arguments of DPDBSCAN, person level)
 CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
@@ -99,6 +104,16 @@ CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
     ("4-D bench sparse a=.04 k=2", 4, ("bench", 0, 1), dict(eps=0.04, histogram="sparse", subcells=2), False),
     ("4-D dense density k=1", 4, ("blobs", 20_000, 12), dict(eps=0.1, histogram="dense", subcells=1), False),
     ("4-D sparse bound", 4, ("blobs", 20_000, 13), dict(eps=0.05, histogram="sparse", core="bound"), False),
+    ("automatic 2-D", 2, ("blobs", 100_000, 14), _AUTO, False),
+    ("automatic 3-D bench", 3, ("bench", 0, 0), _AUTO, False),
+    ("automatic 4-D bench", 4, ("bench", 0, 0), _AUTO, False),
+    ("automatic 6-D bench", 6, ("bench", 0, 0), _AUTO, False),
+    ("automatic 8-D bench", 8, ("bench", 0, 0), _AUTO, False),
+    ("automatic eps 2-D", 2, ("blobs", 100_000, 15), dict(eps="auto"), False),
+    ("automatic eps 3-D bench", 3, ("bench", 0, 0), dict(eps="auto"), False),
+    ("automatic eps 4-D bench", 4, ("bench", 0, 0), dict(eps="auto"), False),
+    ("automatic eps 6-D bench", 6, ("bench", 0, 0), dict(eps="auto"), False),
+    ("automatic eps 8-D bench", 8, ("bench", 0, 0), dict(eps="auto"), False),
 ]
 
 
@@ -120,9 +135,9 @@ def run_case(i: int) -> dict:
     units = np.arange(X.shape[0]) // 3 if person else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         est.fit(X, units=units)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         labels = np.asarray(est.predict(X), dtype=np.int64)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.json"
@@ -135,6 +150,7 @@ def run_case(i: int) -> dict:
         "labels": hashlib.sha256(labels.tobytes()).hexdigest(),
         "spans": int(labels.max()) + 1 if labels.size else 0,
         "seconds": round(seconds, 3),
+        "cpu": round(cpu, 3),
     }
 
 

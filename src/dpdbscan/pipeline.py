@@ -3,7 +3,8 @@
 :func:`fit` is the one entry point of the estimator and the command line:
 
 1. resolve the parameters on the public box (:func:`dpdbscan.plan.resolve.resolve`),
-   and say before anything is counted if the fit will be slow;
+   and say before anything is counted if the fit will be slow (an automatic
+   fit that counts the points first says it on the grid the count sized);
 2. check the accountant and hand the release to ``before_release`` (a ledger
    reserves its cost there), then release the noisy histogram: the one place
    the budget is spent (:func:`dpdbscan.release.mechanism.release_histogram`);
@@ -34,7 +35,7 @@ from .model.shown import shown_spans
 from .model.words import words_of
 from .params.specs import ReleaseSpec, SpanSpec
 from .plan.autoplan import PLACE_PEAK_SHARE, Plan, place_candidates, place_extent
-from .plan.outlook import forecast
+from .plan.outlook import Forecast, forecast
 from .plan.resolve import Resolved, resolve
 from .post import auto, levelsearch
 from .post.coretests import Spans, build_spans, core_test
@@ -72,6 +73,12 @@ def _delta_note(units: Any, delta: float) -> str | None:
         "did with probability about delta. Choose delta from a public bound on the population "
         "(docs/parameters.md)"
     )
+
+
+def _warn_slow(fc: Forecast, stacklevel: int) -> None:
+    """Say when the forecast's grid makes the fit slow (public inputs)."""
+    for note in fc.slow:
+        warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
 
 
 def fit(
@@ -137,9 +144,9 @@ def fit(
         # bounds its spans by the place prior instead (docs/places.md)
         r = replace(r, spans=replace(r.spans, border_cells="occupied"))
     fc = forecast(r.release, r.spans)
-    for note in fc.slow:
+    if r.release.size_estimate is None:
         # public (kappa, |X|, d): said before anything is counted or spent
-        warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
+        _warn_slow(fc, stacklevel + 1)
     if accountant is not None:
         charge(accountant, r.release, spend=False)
     if before_release is not None:
@@ -161,6 +168,9 @@ def fit(
             r.release.size_estimate, r.release.grid, X, backend=backend, random_state=random_state
         )
         r = resolve(p, lower, upper, stacklevel=stacklevel + 1, places=places, size_estimate=count)
+        # on the grid the count sized (public: the parameters and the DP
+        # count), not the one for ASSUMED_N points the plan stood on before it
+        _warn_slow(forecast(r.release, r.spans), stacklevel + 1)
     if r.choices:
         stage("counting cells, adding noise and choosing k")
         made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
@@ -275,6 +285,7 @@ def _auto_model(
     spec: SpanSpec = replace(r.spans, beta=r.spans.beta / len(plan.eps))
     chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
     sel: levelsearch.LevelSpans | None = None
+    choice: dict[str, Any] = {}
     if p["selection"] == "levels" and plan.min_samples is None and core_test(spec.core).selects_levels:
         # places counted in units: dense relative to the release's peak
         peak = PLACE_PEAK_SHARE if extent is not None and r.release.units is not None else None
@@ -321,13 +332,22 @@ def _auto_model(
         border = spec.border
     spec = replace(spec, min_samples=m, border=float(border))
     h = hist.on_grid(hist.grid.at_eps(alpha))
-    if sel is None:
+    # the spans the choice already has: the level selection's, or the flat
+    # cut's sweep's at the chosen (eps, MinPts) where it was on the same
+    # sub-cells by the density test (its spans there are build_spans')
+    made: tuple[Any, np.ndarray, np.ndarray] | None = None
+    if sel is not None:
+        made = (sel.grid, sel.core_keys, sel.labels)
+    elif choice.get("partition") is not None and test.selects_levels:
+        made = (hist.grid.subdivided(spec.subcells), choice["partition"].keys, choice["partition"].labels)
+    if made is None:
         spans = build_spans(h, spec)
     else:
-        # the selection's keys are in the base release's sub-cell grid; both
-        # encodings are row-major, so the sorted order and the labels carry over
-        keys = h.grid.subdivided(spec.subcells).encode(sel.grid.decode(sel.core_keys))
-        spans = test.spans_of(h, spec, keys, sel.labels)
+        # the keys are in the base release's sub-cell grid; both encodings
+        # are row-major, so the sorted order and the labels carry over
+        grid, core_keys, labels = made
+        keys = h.grid.subdivided(spec.subcells).encode(grid.decode(core_keys))
+        spans = test.spans_of(h, spec, keys, labels)
     record = {
         **record,
         "base_eps": float(hist.grid.eps),

@@ -269,3 +269,51 @@ def test_a_failed_release_leaves_no_picture_and_no_copy_behind(tmp_path):
     )
     assert res.stdout.split("\n")[-2] == "2 False None" and "No space left" in res.stderr
     assert list((tmp_path / "o").iterdir()) == []
+
+
+@needs_fork
+@pytest.mark.parametrize("bounds", [("0", "0", "10", "10"), ("0", "10")])
+def test_fit_lets_the_copy_import_before_the_read(capsys, tmp_path, monkeypatch, bounds):
+    """The picture is asked for on the command line (public): when the
+    bounds say the points are 2-D, the copy is told to import matplotlib
+    before the first row is read, so that the import runs beside the read
+    (else after it, when the points may not be 2-D); it gets the release
+    only after the fit either way."""
+    from dpdbscan.cli import fit
+
+    seen = []
+    real_prepare = fit.prepare
+
+    def prepare(*a, **k):
+        waiting = forked.peek_waiting()
+        assert waiting is not None and not waiting.closed
+        seen.append(waiting.started)
+        return real_prepare(*a, **k)
+
+    monkeypatch.setattr(fit, "prepare", prepare)
+    csv = write_csv(tmp_path / "blobs.csv", blob_points(), label=lambda x, y: int(x > 5))
+    args = ("--header", "--eps", "0.5", "--min-samples", "20", "--bounds", *bounds, "--seed", "0")
+    rc, _, _ = run(capsys, "fit", csv, *args, "--out-dir", tmp_path / "o")
+    assert rc == 0 and seen == [len(bounds) == 4]
+    assert (tmp_path / "o" / "blobs.spans.png").exists() and leftovers(tmp_path / "o") == []
+
+
+@needs_fork
+def test_a_read_that_fails_leaves_no_copy_behind(tmp_path):
+    """The copy is importing when the read fails: the command ends with
+    the read's error and reaps it; nothing is written."""
+    import gzip
+    import subprocess
+    import sys
+
+    whole = gzip.compress(b"x,y\n" + b"1.0,2.0\n" * 5000)
+    damaged = tmp_path / "damaged.csv.gz"
+    damaged.write_bytes(whole[: len(whole) // 2])
+    args = ["fit", str(damaged), *"--header --eps 0.5 --min-samples 20 --bounds 0 0 10 10".split()]
+    args += ["--seed", "0", "--out-dir", str(tmp_path / "o")]
+    res = subprocess.run(
+        [sys.executable, "-c", FIT_IN_A_FRESH_PROCESS, *args], capture_output=True, text=True
+    )
+    assert res.stdout.split("\n")[-2] == "2 False None", res.stderr
+    assert "cannot read" in res.stderr
+    assert not (tmp_path / "o").exists() or list((tmp_path / "o").iterdir()) == []

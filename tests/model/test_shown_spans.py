@@ -16,7 +16,7 @@ from dpdbscan.geometry.projection import Equirectangular
 from dpdbscan.laws.noise import shown_count
 from dpdbscan.model import summary
 from dpdbscan.model.reparam import remodel, with_params
-from dpdbscan.model.shown import shown_floor, shown_mass, shown_spans
+from dpdbscan.model.shown import _distinct_pairs, shown_floor, shown_mass, shown_spans
 from dpdbscan.post.coretests import build_spans
 
 BOUNDS = (-122.50, 37.70, -122.40, 37.80)  # about 8.8 x 11.1 km
@@ -119,3 +119,26 @@ def test_the_summary_says_the_rule(rank):
     assert f"noisy counts add up to at least {t:,} times the square root of their number" in text
     classic = replace(rank, spec=replace(rank.spec, border_cells="any"))
     assert "square root of their number" not in summary(classic)
+
+
+def test_distinct_pairs_are_numpys_unique_rows_in_its_order():
+    rng = np.random.default_rng(3)
+    span = rng.integers(-3, 5, 2000)
+    cell = rng.integers(-(2**40), 2**40, 2000) // 2**37  # many repeats, negative too
+    oracle = np.unique(np.column_stack([span, cell]), axis=0)
+    got = np.column_stack(_distinct_pairs(span, cell))
+    np.testing.assert_array_equal(got, oracle)
+    empty = _distinct_pairs(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    assert empty[0].size == 0 and empty[1].size == 0
+
+
+def test_shown_mass_adds_up_as_numpys_unique_rows_did(rank):
+    # the oracle: the pairs by np.unique(axis=0), summed in its order
+    keys, labels = rank.regions()
+    hist = rank.histogram
+    cells = hist.grid.encode(rank.grid.decode(keys) // rank.spec.subcells)
+    pairs = np.unique(np.column_stack([labels.astype(np.int64), cells.astype(np.int64)]), axis=0)
+    values = np.asarray(hist.value_at(pairs[:, 1]), dtype=np.float64)
+    mass, n = shown_mass(rank)
+    assert mass.tobytes() == np.bincount(pairs[:, 0], weights=values, minlength=rank.n_spans).tobytes()
+    np.testing.assert_array_equal(n, np.bincount(pairs[:, 0], minlength=rank.n_spans))

@@ -74,12 +74,15 @@ def test_without_a_guess_a_dp_count_sizes_the_grid(tmp_path):
     )
     save_model(m, tmp_path / "m.json")
     assert load_model(tmp_path / "m.json").release == m.release
-    assert "a DP count of the points" in summary(m)
+    assert "a DP count of the points" in summary(m) and "sized the grid" in summary(m)
     # at SMALL_N and above (noise sd ~141 against 7,500 points): the base for ASSUMED_N
     big, _ = blobs(2500, 1)
     m = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=0).fit(big).spans_
     assert m.release.size_estimate.value >= autoplan.SMALL_N
     assert m.release.eps == autoplan.base_eps(*BOX, 4.0, base_cells(1.0))
+    # the summary says the count left the grid as it was
+    text = summary(m)
+    assert "sized the grid" not in text and "the grid is the one for 20,000 points" in text
     # Gaussian noise: the count spends its share of rho
     m = (
         DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=0, noise="gaussian", delta=1e-6)
@@ -140,7 +143,39 @@ def test_a_3d_count_makes_the_base_finer_for_large_sets_only():
     m = DPDBSCAN("auto", min_samples="auto", bounds=(lo3, hi3), random_state=0).fit(X).spans_
     size = m.release.size_estimate
     assert size is not None and abs(size.value - 3000) < 2_000 and m.release.eps == assumed
-    assert "a DP count of the points" in summary(m)
+    assert "a DP count of the points" in summary(m) and "sized the grid" not in summary(m)
+    assert "at most 20,000 in 3-D and up, so the grid is the one for 20,000 points" in summary(m)
+
+
+def test_an_automatic_fit_that_counts_warns_of_slowness_on_the_grid_it_uses(monkeypatch):
+    # the slowness notes come from the forecast of the grid the DP count
+    # sized, not of the grid for ASSUMED_N the plan stood on before the count
+    import warnings
+    from dataclasses import replace
+
+    from dpdbscan import pipeline
+    from dpdbscan.exceptions import UtilityWarning
+
+    real = pipeline.forecast
+    seen = []
+
+    def forecast(release, spans, **kw):
+        fc = real(release, spans, **kw)
+        seen.append(release.grid.n_cells)
+        return replace(fc, slow=(f"slow on {release.grid.n_cells} cells",))
+
+    monkeypatch.setattr(pipeline, "forecast", forecast)
+    X, _ = blobs(1000, 0)  # 3,000 points: the count sizes a coarser grid
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=0).fit(X).spans_
+    slow = [
+        str(w.message)
+        for w in caught
+        if issubclass(w.category, UtilityWarning) and "slow on" in str(w.message)
+    ]
+    assert m.release.grid.n_cells < base_cells(1.0) and seen[0] != m.release.grid.n_cells
+    assert slow == [f"slow on {m.release.grid.n_cells} cells"]
 
 
 def test_the_base_is_sized_by_public_inputs():

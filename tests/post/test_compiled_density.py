@@ -5,6 +5,7 @@ must agree bit for bit: the release depends on them)."""
 
 import math
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -285,6 +286,53 @@ def test_the_reach_keeps_every_cell_whose_sums_reach_the_threshold(kind, k, inte
     assert np.array_equal(weightedsums.may_reach(hist, w, keys, threshold), keep)
 
 
+@pytest.mark.parametrize("d,dims,R", [(2, (7, 9), 2), (3, (5, 6, 8), 2), (4, (6, 5, 7, 4), 3), (1, (11,), 4)])
+@pytest.mark.parametrize("scale", [1.0, 256.0])
+def test_the_box_sums_are_numpys(d, dims, R, scale):
+    """The positive parts' box sums of the staged reach: per entry, the sum
+    of ceil(scale max(x, 0)) over the box of half-width R clipped to the
+    array, exactly (integers in float64)."""
+    from dpdbscan.post.coretests.density.compiled import positive_box_sums
+
+    rng = np.random.default_rng(d + int(scale))
+    x = rng.normal(0, 3.0, dims)
+    if scale == 1.0:
+        x = np.round(x)
+    q = np.ceil(np.maximum(x, 0) * scale)
+    P = np.pad(q, R)
+    oracle = np.zeros(dims)
+    for o in np.ndindex(*(2 * R + 1,) * d):
+        oracle += P[tuple(slice(oi, oi + s) for oi, s in zip(o, dims))]
+    for work in (np.float64, np.float32):
+        a, b = np.empty(x.size, work), np.empty(x.size, work)
+        got = positive_box_sums(x.ravel(), np.array(dims, dtype=np.int64), R, scale, a, b)
+        assert got.dtype == work and np.array_equal(got.reshape(dims), oracle)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("integer", [True, False])
+def test_the_stages_drop_only_what_the_whole_bound_drops(k, integer, monkeypatch):
+    """Read in stages (the heaviest offsets first, then the box of positive
+    parts for the rest), the reach keeps the cells that the bound over every
+    offset keeps."""
+    hist = _release("dense", 4, 12, integer, 50 + k)
+    g = hist.grid
+    w = ball_weights(4, 4.0, k)
+    keys = g.encode(g.all_coords())
+    R = int(np.abs(w.offsets).max())
+    P = np.pad(np.asarray(hist.values, dtype=np.float64), R)
+    strides = np.array(P.strides, dtype=np.int64) // P.itemsize
+    order, ends, rest = weightedsums.reach_stages(w.offsets @ strides, w.W.max(axis=0))
+    assert ends.size > 1 and ends[-1] == w.offsets.shape[0]
+    assert np.all(np.diff(rest) <= 0) and rest[-1] == 0
+    assert weightedsums._stages_pay(keys.size, ends, P.size, 4)
+    staged = [weightedsums.may_reach(hist, w, keys, t) for t in (10.0, 30.0)]
+    monkeypatch.setattr(weightedsums, "_STAGE_CUTS", ())
+    whole = [weightedsums.may_reach(hist, w, keys, t) for t in (10.0, 30.0)]
+    for a, b in zip(staged, whole):
+        assert np.array_equal(a, b) and 0 < a.sum() < keys.size
+
+
 @pytest.mark.parametrize("d,side", [(4, 2), (4, 3), (5, 2)])
 @pytest.mark.parametrize("k", [1, 2])
 @pytest.mark.parametrize("kind", ["sparse", "dense"])
@@ -313,7 +361,75 @@ def test_walking_a_small_grid_is_the_padded_gather_bit_for_bit(d, side, k, kind,
     assert np.array_equal(E3, weighted_sums_at(hist, w, keys))
     monkeypatch.setattr(weightedsums, "_GATHER", gather)
     assert np.array_equal(E, weighted_sums_at(hist, w, keys))
+    # the padded path's bound read whole (its stages drop the same cells)
+    monkeypatch.setattr(weightedsums, "_STAGE_CUTS", ())
     for t, mask in zip(thresholds, reach):
         oracle = weightedsums.may_reach(hist, w, keys, t)
         assert np.array_equal(mask, oracle)
     assert reach[0].any() and not reach[-1].all()
+
+
+@dataclass(frozen=True)
+class _Widened(weightedsums.WalkBounds):
+    """Bounds whose room for settling is wider than the rounding's, keeping
+    the same cells (a product's rounding may depend on the rows beside it)."""
+
+    reach_room: np.ndarray
+
+    def reach(self, threshold: float) -> np.ndarray:
+        return weightedsums.WalkBounds(self.sums, self.reach_room).reach(threshold)
+
+
+def _bump(d: int, side: int, amp: float, seed: int) -> NoisyHistogram:
+    """A dense release on a grid the walk serves: a blob and noise, so the
+    cells' sums spread over many MinPts' thresholds."""
+    g = Grid(np.zeros(d), np.ones(d), 1.0001 * math.sqrt(d) / side, 4.0)
+    c = np.stack(np.meshgrid(*[np.arange(s) for s in g.shape], indexing="ij"), axis=-1)
+    bump = 40.0 * np.exp(-((c - np.array(g.shape) / 2.0) ** 2).sum(axis=-1) / 2.0)
+    values = amp * bump + np.random.default_rng(seed).normal(0, 1.5, g.shape)
+    return NoisyHistogram(
+        grid=g, kind="dense", values=values, keys=None, theta=0.0,
+        noise="laplace", scale=1.0, epsilon=1.0, delta=0.0,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("widen", [0.0, 3.0])
+@pytest.mark.parametrize("d,side,amp", [(4, 3, 1.0), (5, 4, 0.3)])
+def test_a_walked_field_decides_the_product_s_cores_bit_for_bit(d, side, amp, widen, monkeypatch):
+    """With one sub-cell on a grid the walk serves, the field's estimates
+    are the walk's sums, and the product's only where a comparison is too
+    close to call: the same cells and the same cores at every MinPts as
+    the product's sums everywhere (the oracle, with no walk). ``widen``
+    widens the room for rounding, so that many estimates are settled,
+    some only by a later MinPts (``widen``: a room of at least that many
+    points); a settled one is the product's, bit for bit."""
+    from dpdbscan.post.coretests.density import coresubcells, density_field
+
+    hist = _bump(d, side, amp, 50 + d)
+    w = ball_weights(d, 4.0, 1)
+    assert weightedsums._grid_walk(hist.grid, w.offsets, max(int(np.abs(w.offsets).max()), 1)) is not None
+    walk = coresubcells.walk_bounds
+
+    def widened(*a):
+        b = walk(*a)
+        return None if b is None else _Widened(b.sums, np.maximum(b.room, widen), b.room)
+
+    monkeypatch.setattr(coresubcells, "walk_bounds", widened)
+    field = density_field(hist, 1, subcells=1)
+    assert field.unsettled is not None
+    monkeypatch.setattr(coresubcells, "walk_bounds", lambda *a: None)
+    oracle = density_field(hist, 1, subcells=1)
+    assert oracle.unsettled is None and field.keys.size > 0
+    assert np.array_equal(field.keys, oracle.keys)
+    np.testing.assert_allclose(field.estimates, oracle.estimates, rtol=1e-9)
+    settled_first = int((field.unsettled.room == 0).sum())
+    counts = set()
+    for m in range(1, 1200, 9):
+        core = field.core_mask(m)
+        assert np.array_equal(core, oracle.core_mask(m)), m
+        counts.add(int(core.sum()))
+    assert len(counts) > 5  # the ladder crosses many cells' sums
+    settled = field.unsettled.room == 0
+    assert np.array_equal(field.estimates[settled], oracle.estimates[settled])
+    if widen > 0:
+        assert settled_first < settled.sum()

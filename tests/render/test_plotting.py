@@ -618,3 +618,35 @@ def test_block_sums_are_reduceats_sums(dtype):
                 got = mapstyle._block_sums(window, f, axis)
                 assert got.dtype == want.dtype
                 np.testing.assert_array_equal(got, want)
+
+
+def test_the_warm_up_changes_no_picture(tmp_path):
+    """The drawing copy of ``fit`` draws a picture of nothing first
+    (``preload(alone=True)``): the release's picture drawn after it has the
+    same bytes as one drawn first thing in a fresh process."""
+    import subprocess
+    import sys
+
+    from dpdbscan import save_model
+
+    spans = (
+        DPDBSCAN(eps=0.5, min_samples=20, epsilon=1.0, bounds=(0.0, 10.0), random_state=0).fit(blobs()).spans_
+    )
+    save_model(spans, tmp_path / "m.json")
+    draw = (
+        "import sys; from dpdbscan import load_model; from dpdbscan.cli.common import draw_spans_png; "
+        "draw_spans_png(load_model(sys.argv[1]), sys.argv[2])"
+    )
+    cold = tmp_path / "cold.png"
+    subprocess.run([sys.executable, "-c", draw, str(tmp_path / "m.json"), str(cold)], check=True)
+    import matplotlib.pyplot as plt
+
+    open_before = plt.get_fignums()
+    plotting.preload(alone=True)
+    assert plt.get_fignums() == open_before  # the warm-up's figure is closed
+    from dpdbscan import load_model
+    from dpdbscan.cli.common import draw_spans_png
+
+    warm = tmp_path / "warm.png"
+    draw_spans_png(load_model(tmp_path / "m.json"), warm)
+    assert warm.read_bytes() == cold.read_bytes()

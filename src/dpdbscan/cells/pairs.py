@@ -85,7 +85,15 @@ MAX_PAIRS = 1 << 25
 #: benchmark's releases; a rough guide only): one binary search step of the
 #: runs, one bucket read by a query cell, one cell checked, one cell laid
 #: out, one table entry.
-_STEP, _READ, _CHECK, _LAYOUT, _ENTRY = 4.0, 8.0, 2.0, 12.0, 1.5
+_STEP, _READ, _CHECK, _LAYOUT, _ENTRY = 4.0, 2.0, 0.5, 12.0, 1.5
+#: A bucket read of a table of ``size`` entries costs ``_READ + _MISS *
+#: size / (size + _CACHED)``: past the cache (about 2^17 entries of int64)
+#: nearly every read misses. Fitted (least squares, with ``_CHECK``) on the
+#: layout and self-join of the benchmark's 5-D, 6-D and 8-D releases over
+#: 36 bucket sides: the table of one entry per cell or so that the
+#: earlier constants (8 ns a read, 2 a check) chose cost 20-40% more than
+#: one of a few 2^16 entries with twice the cells checked.
+_MISS, _CACHED = 16.0, 1 << 17
 
 
 def pairs_cheaper(
@@ -141,7 +149,7 @@ def plan(d: int, R: int, n: int, m: int, extents: list[int]) -> tuple[list[int],
     sweep, rest = by_width[0], by_width[1:]
     density = n / math.prod(float(x) for x in ext)
     limit = max(_ENTRIES_PER_CELL * n, _MIN_ENTRIES)
-    sides = sorted(set(list(range(1, 2 * R + 3)) + [2**t for t in range(1, 40) if 2**t < max(ext)]))
+    sides = sorted(set(list(range(1, 4 * R + 5)) + [2**t for t in range(1, 40) if 2**t < max(ext)]))
     # every (sweep side, bucketed axes e, side) at once, in the order a loop
     # over them would take (the first of equal costs wins); products of
     # integers as floats, exact below 2^53 (far beyond any table allowed)
@@ -159,7 +167,8 @@ def plan(d: int, R: int, n: int, m: int, extents: list[int]) -> tuple[list[int],
     size = n_sweep[:, None, None] * size_e.T[None, :, :]
     reads = np.broadcast_to(reads_e.T[None, :, :], size.shape)
     box = window[:, None, None] * box_e.T[None, :, :] * free_e[None, :, None]
-    cost = m * (reads * _READ + density * box * _CHECK) + n * _LAYOUT + size * _ENTRY
+    read = _READ + _MISS * size / (size + _CACHED)  # a read of a large table misses the cache
+    cost = m * (reads * read + density * box * _CHECK) + n * _LAYOUT + size * _ENTRY
     cost[:, 0, 1:] = math.inf
     cost[(size > limit) | (n_sweep > limit)[:, None, None]] = math.inf
     at = int(np.argmin(cost))

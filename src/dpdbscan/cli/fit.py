@@ -194,6 +194,13 @@ def noise_ahead(opts: FitOptions, p: dict) -> NoiseAhead | None:
     return NoiseAhead(release, seed)
 
 
+def _two_d_by_options(opts: FitOptions) -> bool:
+    """Whether the public options alone say the points are 2-D (a picture
+    is drawn only of 2-D points): four bounds, a lower and an upper for
+    each of two columns (lon/lat with --geo)."""
+    return opts.bounds_text is not None and len(opts.bounds_text) == 4
+
+
 def dask_backend(opts: FitOptions) -> Backend:
     """The Dask backend of ``--backend dask``: it reads the files itself, by
     the same public options as the local reader."""
@@ -212,9 +219,10 @@ def fit_model(
 ) -> SpanModel:
     """Run one release with the validated parameters ``p`` (its
     ``min_samples`` the one released: a sweep gives its smallest); returns the
-    SpanModel. ``preload_png``: import matplotlib while the release is made
-    (in a forked copy that then draws the picture, :func:`.outputs.wait_to_draw`,
-    or else on a thread).
+    SpanModel. ``preload_png``: import matplotlib while the file is read
+    and the release made, in a copy forked before the read that then draws
+    the picture (:func:`.outputs.wait_to_draw`), or else on a thread once
+    the file is read (:func:`preload_matplotlib`).
     ``series``: a series over time (``--per``): the spans of the horizon and
     the span x period table, recorded in the model (:func:`dpdbscan.series.fit_series`);
     or a :class:`SeriesRun`, an appendable series' start or append
@@ -236,7 +244,12 @@ def fit_model(
     else:
         streamed = None if series is not None else streamed_counts(opts, p)
         if preload_png and series is None:
-            wait_to_draw()  # a copy forked while the process is small, to draw the picture
+            # a copy forked while the process is small, to draw the picture;
+            # it imports matplotlib now, beside the read, when the options
+            # say the points are 2-D (else after the read, once they are
+            # known to be), and draws once sent the release
+            if wait_to_draw() and _two_d_by_options(opts):
+                start_drawing()
         # after the fork (which wants no other thread), before the read
         ahead = None if streamed is None else noise_ahead(opts, p)
         source = opts.source(notes)

@@ -17,8 +17,10 @@ A copy can also be forked early and left waiting (:func:`wait_for_work`):
 ``fit`` forks one before it reads the file, while the process is still
 small (a fork copies its page tables, and every page the command writes
 afterwards that the copy still shares is copied once), lets it import
-matplotlib while the release is made (in its own process it does not hold
-up the fit for the GIL, as an import on a thread does) and then sends it
+matplotlib while the file is read and the release made (in its own process
+it does not hold up the read or the fit for the GIL, as an import on a
+thread does; after the read it was still importing when the release was
+ready, the fit having become shorter than the import) and then sends it
 the release to draw: pickled, its arrays out of band, and written to the
 copy by a thread, so that the command writes its other files meanwhile
 even when the copy is still importing.

@@ -181,7 +181,8 @@ def _send(
 
 def wait_to_draw() -> bool:
     """Fork a copy of the command that imports matplotlib once told to
-    (:meth:`dpdbscan.cli.forked.Waiting.go`) and then draws the picture of
+    (:meth:`dpdbscan.cli.forked.Waiting.go`, which ``fit`` does at once, so
+    that the import runs beside the read) and then draws the picture of
     the release :func:`write_outputs` sends it. Called before the input is
     read, while the process is small. False when forking is not safe here
     (the picture is then drawn as :func:`write_outputs` says)."""
@@ -189,8 +190,11 @@ def wait_to_draw() -> bool:
 
 
 def _prepare_to_draw() -> None:
-    """What the copy of :func:`wait_to_draw` imports while the release is
-    made: everything the picture needs, pyplot too (nothing else runs in it)."""
+    """What the copy of :func:`wait_to_draw` imports while the file is
+    read and the release made: everything the picture needs, pyplot too
+    (nothing else runs in it), and a first picture of nothing
+    (:func:`dpdbscan.render.plotting.preload`). Nothing here depends on the
+    data: the copy has none of it until the release is sent."""
     # lazy: in the drawing copy only, not in the command before its read
     from ..render import plotting
 
@@ -198,8 +202,8 @@ def _prepare_to_draw() -> None:
 
 
 def start_drawing() -> bool:
-    """Tell the copy of :func:`wait_to_draw` to import matplotlib now;
-    False if there is none."""
+    """Tell the copy of :func:`wait_to_draw` to import matplotlib now (a
+    second call does nothing); False if there is none."""
     waiting = forked.peek_waiting()
     if waiting is None:
         return False

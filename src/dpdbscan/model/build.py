@@ -32,7 +32,7 @@ def model_of(
     contribution bound (None: a row is the unit); ``unit_choice`` how k was
     chosen privately (``max_cells_per_unit="auto"``), else None;
     ``size_estimate`` the automatic mode's DP count of the points, when it
-    sized the grid."""
+    made one (to size its grid, which the count may leave as it is)."""
     eps, eta, min_samples = fit
     release = ReleaseInfo(
         grid=hist.grid,

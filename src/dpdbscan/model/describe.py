@@ -9,6 +9,7 @@ from collections.abc import Callable
 from ..geometry.projection import format_km, projection_of
 from ..laws.noise import shown_count
 from ..params.paramwords import grid_words, histogram_words
+from ..params.sizing import ASSUMED_N, LARGE_N, SMALL_N, sized_n
 from ..post.coretests import core_test
 from ..post.coretests.density.densitymargin import swamped
 from ..post.coretests.density.densitytest import density_margin
@@ -325,14 +326,21 @@ def bound_lines(model: SpanModel) -> list[str]:
 
 
 def size_lines(model: SpanModel) -> list[str]:
-    """The automatic mode's DP count of the points, when it sized the grid."""
+    """The automatic mode's DP count of the points, when it made one, and
+    whether it sized the grid (:func:`~dpdbscan.params.sizing.sized_n`: in
+    2-D only below SMALL_N, in 3-D and up only above LARGE_N; elsewhere the
+    grid is the one for ASSUMED_N points, as without a count)."""
     size = model.release.size_estimate
     if size is None or size.value is None:
         return []
     part = "rho" if size.rho is not None else "epsilon"
+    spent = f"for {size.share:.0%} of {part}, part of the budget above"
+    if sized_n(size.value, model.release.grid.d) is not None:
+        return [f"  count   : a DP count of the points, {size.value:,.0f}, sized the grid ({spent})"]
+    where = f"at most {LARGE_N:,} in 3-D and up" if model.release.grid.d >= 3 else f"at least {SMALL_N:,}"
     return [
-        f"  count   : a DP count of the points, {size.value:,.0f}, sized the grid "
-        f"(for {size.share:.0%} of {part}, part of the budget above)"
+        f"  count   : a DP count of the points, {size.value:,.0f} ({spent}); {where}, so the grid "
+        f"is the one for {ASSUMED_N:,} points, as without a count"
     ]
 
 

@@ -55,12 +55,26 @@ def shown_mass(model: SpanModel) -> tuple[np.ndarray, np.ndarray]:
     if n == 0:
         return np.zeros(0), np.zeros(0, dtype=np.int64)
     keys, labels = model.regions()
-    cells = hist.grid.encode(model.grid.decode(keys) // model.spec.subcells)
-    pairs = np.unique(np.column_stack([labels.astype(np.int64), cells.astype(np.int64)]), axis=0)
-    values = np.asarray(hist.value_at(pairs[:, 1]), dtype=np.float64)
-    mass = np.bincount(pairs[:, 0], weights=values, minlength=n)
-    count = np.bincount(pairs[:, 0], minlength=n)
+    cells = hist.grid.encode(model.grid.decode(keys) // model.spec.subcells).astype(np.int64)
+    span, cell = _distinct_pairs(labels.astype(np.int64), cells)
+    values = np.asarray(hist.value_at(cell), dtype=np.float64)
+    mass = np.bincount(span, weights=values, minlength=n)
+    count = np.bincount(span, minlength=n)
     return mass, count
+
+
+def _distinct_pairs(span: np.ndarray, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (span, cell) pairs, sorted by span and then cell: the
+    rows of ``np.unique(np.column_stack([span, cell]), axis=0)``, in the
+    same order (so the masses add up in the same order, bit for bit), by
+    an indirect sort of the two columns. ``np.unique`` with ``axis`` sorts
+    the rows as opaque records, 30 times slower (0.18 s of the Cabs fit's
+    0.5 s after the read)."""
+    order = np.lexsort((cell, span))
+    span, cell = span[order], cell[order]
+    first = np.ones(span.size, dtype=bool)
+    first[1:] = (span[1:] != span[:-1]) | (cell[1:] != cell[:-1])
+    return span[first], cell[first]
 
 
 def shown_floor(model: SpanModel, n_cells: np.ndarray) -> np.ndarray:

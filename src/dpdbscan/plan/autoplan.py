@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..cells.grid import Grid, count_neighbours
+from ..params.sizing import ASSUMED_N, LARGE_N, SMALL_N, sized_n
 
 #: eps candidates: the base resolution times sqrt(2)^i
 EPS_STEPS = 7
@@ -26,30 +27,16 @@ MAX_CANDIDATE_KAPPA = 2_000
 #: points per cell times epsilon. n is the user's public guess n_expected, or
 #: ASSUMED_N (the size at which DP clustering at epsilon ~ 1 makes sense).
 POINTS_PER_CELL = 0.3
-ASSUMED_N = 20_000
 MIN_BASE_CELLS = 1 << 10
 #: Without a guess of n, an event-level automatic fit spends this share of
 #: its budget (of epsilon, or of rho with Gaussian noise) on a DP count of
 #: the points (:class:`dpdbscan.params.specs.SizeEstimate`), and sizes its
-#: base from that count (:func:`sized_n`). In 1-D and 2-D, for the count
-#: where it is below SMALL_N: a small set cannot afford the noise of a grid
-#: sized for ASSUMED_N (thin shapes of a few hundred points each fall apart
-#: under the empty-space guard), and a set of SMALL_N points or more
-#: resolves thin gaps better on the finer grid (docs/parameters.md, "Thin
-#: shapes next to each other"). At epsilon = 1 the count's noise has a
-#: standard deviation of about 140 points (discrete Laplace at 0.01), and
-#: the histogram's grows by 1%.
+#: base from that count (:func:`~dpdbscan.params.sizing.sized_n`: in 1-D
+#: and 2-D for the count below SMALL_N, in 3-D and up above LARGE_N, else
+#: for ASSUMED_N). At epsilon = 1 the count's noise has a standard deviation
+#: of about 140 points (discrete Laplace at 0.01), and the histogram's grows
+#: by 1%.
 COUNT_SHARE = 0.01
-SMALL_N = 6_000
-#: In 3-D and up the count sizes the base the other way: for the count
-#: where it is above LARGE_N, else for ASSUMED_N. A 3-D base for ASSUMED_N
-#: has about 40 cells along each side of the box, and a larger set's thin
-#: shapes closer than its eps run together; a 3-D base sized for a small
-#: count cost as much as it gained in 2-D (close-tune scenes below 6,000
-#: points: 2-D +0.055, 3-D -0.035 mean ARI), so below ASSUMED_N it keeps
-#: the base for ASSUMED_N (docs/parameters.md, "3-D: the count sizes the
-#: base for large sets").
-LARGE_N = ASSUMED_N
 #: In geographic mode (lon/lat projected to km) the automatic mode looks for
 #: places: a selected span reaches at most this far across (km), as
 #: ``predict`` draws it. A place (a station, a hotel's entrance, a terminal,
@@ -118,20 +105,6 @@ def counts_points(eps: float | str, n_expected: float | None, units: bool, place
     ASSUMED_N), in any dimension (:func:`sized_n` says how the count is
     used there). Public inputs only."""
     return eps == "auto" and n_expected is None and not units and places is None
-
-
-def sized_n(estimate: float | None, d: int = 2) -> float | None:
-    """The n the base is sized for, from the DP count ``estimate`` in ``d``
-    dimensions: in 1-D and 2-D the count itself below SMALL_N (at least 1),
-    in 3-D and up the count above LARGE_N; else None (ASSUMED_N, as without
-    a count). Post-processing of the count."""
-    if estimate is None:
-        return None
-    if d >= 3:
-        return float(estimate) if estimate > LARGE_N else None
-    if estimate >= SMALL_N:
-        return None
-    return max(float(estimate), 1.0)
 
 
 def base_eps(lower: ArrayLike, upper: ArrayLike, eta: float, cells: int) -> float:

@@ -89,7 +89,8 @@ def choose_params(
 ) -> dict:
     """(eps, MinPts) chosen from the release ``hist`` by :func:`choose` over
     ``eps_candidates`` and, unless ``min_samples`` is fixed, a MinPts ladder
-    from the released mass. Post-processing only."""
+    from the released mass. Post-processing only. With one sub-cell
+    (``spec.subcells``, as the sweep) ``partition`` is the spans there."""
     if min_samples is not None:
         ms = [min_samples]
     else:
@@ -97,6 +98,10 @@ def choose_params(
     k = min(int(spec.subcells), SELECTION_SUBCELLS)
     table = sweep(hist, replace(spec, subcells=k), eps_candidates, ms)
     out = choose(table, hist.grid.d)
+    if k == int(spec.subcells):
+        # the final spans are on cells too: the sweep's at the choice are
+        # they (8-D: the density test is not run twice)
+        out["partition"] = table[(out["eps"], out["min_samples"])]
     out.update(
         {
             "base_eps": float(hist.grid.eps),

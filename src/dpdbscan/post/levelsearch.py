@@ -885,7 +885,13 @@ def select_levels(
         start = min(born, default=1) - 1
         ms = ms[max(start, 0) :]
     sub = hist.grid.subdivided(int(spec.subcells))
-    fine = sweep(hist, spec, [chosen], ms)
+    if int(spec.subcells) == 1:
+        # the final spans are on cells too: the cells' sweep holds them (the
+        # same spans at every MinPts of the ladder; 8-D: its weighted sums,
+        # half of the fit, are not computed twice)
+        fine = coarse
+    else:
+        fine = sweep(hist, spec, [chosen], ms)
     tree = level_tree(
         [fine[(chosen, m)] for m in ms],
         chosen,

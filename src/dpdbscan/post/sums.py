@@ -186,6 +186,12 @@ class _LastIndex:
 _LAST_INDEX = _LastIndex()
 
 
+def index_held(keys: np.ndarray) -> bool:
+    """Whether the table of buckets of these very ``keys`` is held (by the
+    self-join of :func:`reaching_sums`): pairs against it cost no layout."""
+    return _LAST_INDEX.get(keys) is not None
+
+
 def _index_of(grid: Grid, keys: np.ndarray, R: int, n_query: int) -> CellIndex:
     """The :class:`CellIndex` of the released cells ``keys``: the one held
     for this array, or a new one (then held)."""

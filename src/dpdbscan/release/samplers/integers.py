@@ -293,7 +293,8 @@ def geometric_exp_neg1(source: Source, n: int) -> np.ndarray:
 def _geometric_from_first(source, code: np.ndarray) -> np.ndarray:
     """Finish the count of ``geometric_exp_neg1`` given its first-round codes."""
     v = (code == 1).astype(np.int64)
-    idx = np.flatnonzero(code)
+    # (of a bool array: numpy's nonzero of uint8 codes took 60x longer)
+    idx = np.flatnonzero(code != 0)
     while idx.size:
         code = _exp1_codes(source, idx.size)
         v[idx] += code == 1

@@ -15,7 +15,7 @@ from ...pruning import live_cells
 from ...sums import reaching_sums, sparse_neighbour_sums
 from .cover import COMPILED_FROM_D, cover_pays, cover_sums, shell_cover
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
-from .weightedsums import may_reach, reach_pays, weighted_sums_at
+from .weightedsums import ExactRows, may_reach, reach_pays, walk_bounds, weighted_sums_at
 from .weights import BallWeights, ball_weights
 
 
@@ -64,6 +64,45 @@ OCCUPANCY = 0.5  # share: a core sub-cell's cell holds >= share x the ball's mea
 OCCUPANCY_SIGMAS = 2.0  # ... or at least this many standard deviations of one cell's noise
 
 
+@dataclass
+class Unsettled:
+    """Estimates of a :class:`DensityField` that are the walk's sums
+    (:class:`~.weightedsums.WalkBounds`, one sub-position), each within
+    ``room`` of the matrix product's (``room`` 0 once it is the product's).
+    The product's sums decide every comparison, so an estimate within
+    twice its room of a threshold is replaced by the product's first
+    (:meth:`settle`): the field decides the same cores, bit for bit, as
+    from the product's sums everywhere, and a coarse 8-D grid (4^8 cells
+    under a ball of 1.28M offsets, most of which leave it) computes the
+    product for next to no cells.
+
+    Attributes
+    ----------
+    exact : ExactRows
+        The product's sums of the candidate cells, by row on demand.
+    rows : ndarray
+        Each estimate's row there.
+    room : ndarray
+        Each estimate's room.
+    """
+
+    exact: ExactRows
+    rows: np.ndarray
+    room: np.ndarray
+
+    def settle(self, estimates: np.ndarray, thresholds: np.ndarray) -> None:
+        """Replace by the product's sums the ``estimates`` that lie within
+        twice their room of ``thresholds`` (in place)."""
+        near = (self.room > 0) & (np.abs(estimates - thresholds) <= 2.0 * self.room)
+        self.fix(estimates, np.flatnonzero(near))
+
+    def fix(self, estimates: np.ndarray, idx: np.ndarray) -> None:
+        """Replace ``estimates[idx]`` by the product's sums (in place)."""
+        if idx.size:
+            estimates[idx] = self.exact.rows(self.rows[idx])[:, 0]
+            self.room[idx] = 0.0
+
+
 @dataclass(frozen=True)
 class DensityField:
     """E~(q) of every occupied sub-cell that can be core at any MinPts >= the
@@ -95,6 +134,7 @@ class DensityField:
     guard: bool
     occupancy: float
     min_samples: float
+    unsettled: Unsettled | None = None
 
     def margin(self, min_samples: float) -> Margin:
         """m(q) per sub-position at this MinPts (public quantities only)."""
@@ -121,7 +161,10 @@ class DensityField:
             raise ValueError(
                 f"this field was built for min_samples >= {self.min_samples:g}, got {min_samples:g}"
             )
-        return self.estimates >= self.thresholds(min_samples)[self.position]
+        thresholds = self.thresholds(min_samples)[self.position]
+        if self.unsettled is not None:
+            self.unsettled.settle(self.estimates, thresholds)
+        return self.estimates >= thresholds
 
     def core(self, min_samples: float) -> DensityCore:
         """The core sub-cells at this MinPts."""
@@ -233,13 +276,29 @@ def density_field(
     else:
         cand = _candidates(hist, weights, tmin)
         own = None
+    E = unsettled = None
     if reach_pays(hist, weights.offsets, cand.size):
         # an upper bound of every sub-position's sum in one compiled pass: the
         # exact sums below only for the cells it cannot rule out
-        keep = may_reach(hist, weights, cand, tmin)
+        bounds = walk_bounds(hist, weights, cand)
+        keep = may_reach(hist, weights, cand, tmin) if bounds is None else bounds.reach(tmin)
         cand = cand[keep]
         own = None if own is None else own[keep]
-    E = weighted_sums_at(hist, weights, cand)
+        if bounds is not None and hist.kind == "dense" and len(weights.positions) == 1:
+            # one sub-position: the bound is the sum itself, in the walk's
+            # order; the product's sums only where the comparisons below
+            # (and the field's at a larger MinPts, Unsettled) are too close
+            # to call
+            E, room = bounds.sums[keep][:, None], bounds.room[keep]
+            unsettled = Unsettled(ExactRows(hist, weights, cand), np.arange(cand.size), room)
+            near = np.abs(E[:, 0] - thresholds[0]) <= 2.0 * room
+            if own is not None:
+                lo = share * (E[:, 0] - 2.0 * room) / S[0]
+                hi = share * (E[:, 0] + 2.0 * room) / S[0]
+                near |= (own >= lo) & (own < hi)
+            unsettled.fix(E[:, 0], np.flatnonzero(near))
+    if E is None:
+        E = weighted_sums_at(hist, weights, cand)
     live = E >= thresholds[None, :]
     if own is not None:
         occupied = own[:, None] >= share * E / S[None, :]
@@ -254,6 +313,9 @@ def density_field(
     est = E[rows, cols][inside]
     position = cols[inside]
     order = np.argsort(fkeys, kind="stable")
+    if unsettled is not None:
+        at = rows[inside][order]
+        unsettled = Unsettled(unsettled.exact, at, unsettled.room[at]) if unsettled.room[at].any() else None
     return DensityField(
         hist,
         fine,
@@ -266,6 +328,7 @@ def density_field(
         bool(guard),
         share,
         float(min_samples),
+        unsettled,
     )
 
 
@@ -417,8 +480,7 @@ def _occupied_cells(hist: NoisyHistogram, cut: float):
     if hist.kind == "dense":
         flat = hist.values.ravel()
         idx = np.flatnonzero(flat >= cut)  # row-major: sorted by key
-        keys = grid.encode(np.stack(np.unravel_index(idx, grid.shape), axis=1))
-        return keys, flat[idx]
+        return _keys_of_flat(grid, idx), flat[idx]
     sel = hist.values >= cut
     return hist.released_keys[sel], hist.values[sel]
 
@@ -453,6 +515,16 @@ def _dense_near(grid: Grid, heavy_flat: np.ndarray, offsets: np.ndarray) -> np.n
     """Sorted keys of the cells X with X + o heavy for some offset o (the
     reflected neighbourhood: X's sum reads X + o)."""
     idx = np.flatnonzero(_dense_near_mask(grid, heavy_flat, offsets))
+    return _keys_of_flat(grid, idx)
+
+
+def _keys_of_flat(grid: Grid, idx: np.ndarray) -> np.ndarray:
+    """Keys of cells given by their row-major index in a dense histogram:
+    from the index itself where the keys are int64 (no coordinates: on the
+    4-D dense release at eps = 0.04 the coordinates of 1.69M candidates
+    cost 0.05 s), else by the coordinates."""
+    if not grid.wide:
+        return grid.keys_of_positions(idx)
     return grid.encode(np.stack(np.unravel_index(idx, grid.shape), axis=1))
 
 
