@@ -25,8 +25,11 @@ method at epsilon = 1 with the scene's public box and ``random_state`` = the
 scene's seed):
 
 * ``levels``: ``DPDBSCAN(eps="auto", min_samples="auto")``, the automatic
-  mode as it ships (``selection="levels"``: each cluster at its own MinPts),
-  labelling with ``predict``;
+  mode as it ships (``selection="levels"``: each cluster at its own MinPts,
+  and at its own eps where a larger candidate's span holds it), labelling
+  with ``predict``;
+* ``oneeps``: the same release with ``selection="one-eps"``: every span at
+  the chosen eps (the automatic mode before spans at their own eps);
 * ``auto``: the same release (the same seed) with ``selection="flat"``, the
   flat cut of the automatic mode before issue 21;
 * ``guess``: ``levels`` given the scene's n as the user's public guess
@@ -114,9 +117,11 @@ PROBE = 2_000
 MIN_SAMPLE = 2_000
 HDBSCAN_SAMPLE = 20_000
 HDBSCAN_SHARE = 0.01
-METHODS = ("auto", "levels", "guess", "hand", "dbscan", "hdbscan", "kmeans")
+METHODS = ("auto", "oneeps", "levels", "guess", "hand", "dbscan", "hdbscan", "kmeans")
 #: Paired differences reported in the summary (a, b): mean of a - b.
 PAIRS = (
+    ("levels", "oneeps"),
+    ("oneeps", "hdbscan"),
     ("levels", "auto"),
     ("auto", "hdbscan"),
     ("levels", "hdbscan"),
@@ -318,16 +323,23 @@ def run_scene(seed: int, methods: Sequence[str]) -> dict:
             row["auto"] = ari(sc.y, model.predict(sc.X))
             row["auto_s"] = row["fit_s"] = round(time.perf_counter() - t, 3)
             row["auto_params"] = f"{model.grid.eps:.5g}/{model.spec.min_samples}/{model.n_spans}"
+        if "oneeps" in methods:
+            t = time.perf_counter()
+            model = auto_model(sc, "one-eps")
+            row["oneeps"] = ari(sc.y, model.predict(sc.X))
+            row["oneeps_s"] = round(time.perf_counter() - t, 3)
         if "levels" in methods:
             t = time.perf_counter()
             model = auto_model(sc, "levels")
             row["levels"] = ari(sc.y, model.predict(sc.X))
             row["levels_s"] = round(time.perf_counter() - t, 3)
             ms = sorted({int(lv["min_samples"]) for lv in model.auto.get("levels") or []})
+            taken = [lv["taken"] for lv in model.auto.get("levels") or [] if lv.get("taken")]
             row["levels_params"] = (
                 f"{model.grid.eps:.5g}/{model.n_spans}/"
                 + "-".join(map(str, ms))
                 + ("/unsure" if model.auto.get("unsure") else "")
+                + (f"/grown{taken.count('grown')}+added{taken.count('added')}" if taken else "")
             )
         if "guess" in methods:
             t = time.perf_counter()
@@ -408,7 +420,8 @@ def present(rows: list[dict]) -> list[str]:
 
 NAMES = {
     "auto": 'automatic mode, flat cut (`selection="flat"`)',
-    "levels": "automatic mode, clusters at their own level",
+    "oneeps": 'clusters at their own level, every span at one eps (`selection="one-eps"`)',
+    "levels": "automatic mode, clusters at their own level (and own eps)",
     "guess": "the same given n (`n_expected`, a public guess)",
     "hand": "density test at the hand-picked (alpha, MinPts)",
     "dbscan": "non-private DBSCAN at the hand-picked (alpha, MinPts)",

@@ -44,13 +44,17 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     min_samples : int or "auto", default=5
         The user's non-private MinPts (a point counts itself, as in
         scikit-learn). "auto": chosen from the release (with ``eps``).
-    selection : {"levels", "flat"}, default="levels"
+    selection : {"levels", "one-eps", "flat"}, default="levels"
         With ``min_samples="auto"``: "levels" takes each cluster at its own
-        level of the release's density tree (its own MinPts, at one chosen
-        eps; HDBSCAN's excess of mass), "flat" one (eps, MinPts) for all.
-        Post-processing of the same release: no extra budget. The model
-        records each span's level (``spans_.auto["levels"]``) and the
-        guarantee states each span's (docs/parameters.md).
+        level of the release's density tree (its own MinPts at the chosen
+        eps; HDBSCAN's excess of mass) and, at event level in 2-D and 3-D
+        outside the geographic mode, a cluster that the chosen eps keeps
+        only a peak of, or misses, at a larger candidate eps where one span
+        holds it (its own eps); "one-eps" every span at the chosen eps;
+        "flat" one (eps, MinPts) for all. Post-processing of the same
+        release: no extra budget. The model records each span's level and
+        eps (``spans_.auto["levels"]``) and the guarantee states each
+        span's (docs/parameters.md).
     epsilon : float, default=1.0
         Privacy budget.
     bounds : tuple (lower, upper), default=None
@@ -264,7 +268,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         max_empty_cells: float = 2**20,
         max_cells: int = 2**20,
         n_expected: float | None = None,
-        selection: Literal["levels", "flat"] = "levels",
+        selection: Literal["levels", "one-eps", "flat"] = "levels",
         raise_min_samples: bool = True,
         subcells: int | Literal["auto"] = "auto",
         margin: Literal["auto", "chernoff", "paper", "pointwise"] | float = "auto",

@@ -37,7 +37,7 @@ from .params.specs import ReleaseSpec, SpanSpec
 from .plan.autoplan import PLACE_PEAK_SHARE, Plan, place_candidates, place_extent
 from .plan.outlook import Forecast, forecast
 from .plan.resolve import Resolved, resolve
-from .post import auto, levelsearch
+from .post import auto, levelsearch, ownscale
 from .post.coretests import Spans, build_spans, core_test
 from .progress import stage
 from .release.accountant import Accountant
@@ -280,19 +280,25 @@ def _auto_model(
     on MinPts, so choosing MinPts, or one MinPts per span, costs nothing.
     """
     # geographic mode: spans at the scale of places (public prior, autoplan.PLACE_EXTENT_KM)
-    extent = place_extent(metadata) if p["selection"] == "levels" and plan.min_samples is None else None
+    extent = place_extent(metadata) if p["selection"] != "flat" and plan.min_samples is None else None
     plan = replace(plan, eps=place_candidates(plan.eps, extent, hist.grid.d, float(hist.grid.eta)))
     spec: SpanSpec = replace(r.spans, beta=r.spans.beta / len(plan.eps))
     chosen = [k for k, v in (("eps", len(plan.eps) > 1), ("min_samples", plan.min_samples is None)) if v]
     sel: levelsearch.LevelSpans | None = None
     choice: dict[str, Any] = {}
-    if p["selection"] == "levels" and plan.min_samples is None and core_test(spec.core).selects_levels:
+    if p["selection"] != "flat" and plan.min_samples is None and core_test(spec.core).selects_levels:
         # places counted in units: dense relative to the release's peak
         peak = PLACE_PEAK_SHARE if extent is not None and r.release.units is not None else None
         share_of = levelsearch.significance_of(hist.grid.d, r.release.units is not None, extent)
-        sel = levelsearch.select_levels(
-            hist, spec, plan.eps, max_extent=extent, peak_share=peak, share_of=share_of
-        )
+        if p["selection"] == "levels" and ownscale.applies(
+            hist.grid.d, r.release.units is not None, extent, len(plan.eps)
+        ):
+            # each cluster at its own scale: spans of larger candidate eps beside the chosen's
+            sel = ownscale.select(hist, spec, plan.eps, share_of=share_of)
+        else:
+            sel = levelsearch.select_levels(
+                hist, spec, plan.eps, max_extent=extent, peak_share=peak, share_of=share_of
+            )
         ladder = levelsearch.ladder(hist)
         alpha = sel.eps
         m = min((s.min_samples for s in sel.spans), default=ladder[0])

@@ -104,9 +104,11 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
         add_table_option(
             g,
             "selection",
-            choices=("levels", "flat"),
+            choices=("levels", "one-eps", "flat"),
             help="--min-samples auto: 'levels' (default) takes each cluster at its own MinPts "
-            "of the release's density tree; 'flat' one (eps, MinPts) for all",
+            "of the release's density tree, and at a larger candidate eps where only that eps "
+            "shows it whole (event level, 2-D and 3-D); 'one-eps' every span at the chosen eps; "
+            "'flat' one (eps, MinPts) for all",
         )
     g.add_argument(
         "--min-samples",

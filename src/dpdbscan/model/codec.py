@@ -390,21 +390,28 @@ def _release_info(priv: dict, theta: Any, hgrid: Grid, kind: str, fit: dict) -> 
 
 
 def _levels_record(auto: dict, n_spans: int, alpha: float, lowest: int) -> None:
-    """A level selection's record names each span once, at the spans' eps,
-    at a MinPts no lower than the model's (its lowest); the guarantee and the
-    summary read it."""
+    """A level selection's record names each span once, at the spans' eps
+    (or, a span taken at its own scale, at a larger candidate eps), at a
+    MinPts no lower than the model's (its lowest); the guarantee, the
+    summary and ``predict`` (each span's border) read it."""
     levels = auto.get("levels")
     if not isinstance(levels, list):
         raise MalformedModel("malformed dpdbscan span model: auto.levels must be a list")
     _need(len(levels) == n_spans, "auto.levels must list every span once")
+    larger = [float(a) for a in auto.get("eps_candidates") or [] if isinstance(a, (int, float)) and a > alpha]
     for i, lv in enumerate(levels):
         _need(
             isinstance(lv, dict) and lv.get("span") == i, f"auto.levels must be numbered 0, 1, ... (span {i})"
         )
-        _need(
-            math.isclose(_real(lv.get("eps"), "auto.levels.eps", 0, low_open=True), alpha, rel_tol=1e-9),
-            f"auto.levels[{i}].eps is not the spans' eps",
-        )
+        eps = _real(lv.get("eps"), "auto.levels.eps", 0, low_open=True)
+        if "taken" in lv:
+            _need(lv["taken"] in ("grown", "added"), f"auto.levels[{i}].taken must be 'grown' or 'added'")
+            _need(
+                any(math.isclose(eps, a, rel_tol=1e-9) for a in larger),
+                f"auto.levels[{i}].eps is not a candidate eps larger than the spans' eps",
+            )
+        else:
+            _need(math.isclose(eps, alpha, rel_tol=1e-9), f"auto.levels[{i}].eps is not the spans' eps")
         m = _min_samples(lv.get("min_samples"))
         _need(m >= lowest, f"auto.levels[{i}].min_samples is below the model's min_samples")
         for name in ("threshold", "stability", "stability_share", "mass"):

@@ -14,6 +14,7 @@ Everything here reads the model only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -37,17 +38,19 @@ def level_guarantees(model: SpanModel, candidates: int) -> list[dict[str, Any]]:
     if not is_levels(model):
         return []
     rel, spec = model.release, model.spec
-    grid = rel.grid  # the release's cells measured at the spans' eps
     rho = model.spans.approx_ratio
     out = []
-    cache: dict[int, dict[str, Any]] = {}
+    cache: dict[tuple[float, int], dict[str, Any]] = {}
     for lv in (model.auto or {})["levels"]:
-        m = int(lv["min_samples"])
-        if m not in cache:
-            cache[m] = _levels.level_guarantee(
+        m, eps = int(lv["min_samples"]), float(lv["eps"])
+        if (eps, m) not in cache:
+            # the release's cells measured at the span's own eps (the spans'
+            # eps but for spans a larger candidate eps gave, lv["taken"])
+            grid = rel.grid if math.isclose(eps, rel.grid.eps, rel_tol=1e-9) else rel.grid.at_eps(eps)
+            cache[(eps, m)] = _levels.level_guarantee(
                 grid, rel.histogram, rel.noise, rel.noise_scale, rel.theta, spec, m, candidates, rho
             )
-        out.append({"span": int(lv["span"]), "eps": float(lv["eps"]), **cache[m]})
+        out.append({"span": int(lv["span"]), "eps": eps, **cache[(eps, m)]})
     return out
 
 

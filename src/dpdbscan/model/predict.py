@@ -99,6 +99,63 @@ def span_regions(
     return cand[keep], lab[keep]
 
 
+def span_regions_each(
+    grid: Grid, core_keys: np.ndarray, labels: np.ndarray, borders: np.ndarray, to: str = "centres"
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`span_regions` with each span's own border radius
+    (``borders[span id]``; spans taken at their own eps): a cell goes to the
+    span of the nearest core cell centre within that span's radius, ties to
+    the smaller span id. With one radius for every span it is
+    :func:`span_regions`. Only ``to="centres"`` (the density test)."""
+    radii = np.unique(np.asarray(borders, dtype=np.float64))
+    if radii.size <= 1:
+        return span_regions(grid, core_keys, labels, float(radii[0]) if radii.size else 0.0, to)
+    parts = []
+    for r in radii.tolist():
+        mine = np.isin(labels, np.flatnonzero(borders == r))
+        if mine.any():
+            parts.append(span_regions(grid, core_keys[mine], labels[mine], r, to))
+    keys = np.concatenate([k for k, _ in parts])
+    labs = np.concatenate([lab for _, lab in parts])
+    order = np.argsort(keys, kind="stable")
+    keys, labs = keys[order], labs[order]
+    return _nearest_claim(grid, core_keys, labels, keys, labs, to)
+
+
+def _nearest_claim(
+    grid: Grid, core_keys: np.ndarray, labels: np.ndarray, keys: np.ndarray, labs: np.ndarray, to: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Of the claims (sorted ``keys``, repeated where several spans' regions
+    reach a cell, and the claiming ``labs``), each cell's nearest: the span
+    whose nearest core centre is nearest the cell's centre (distances in
+    cell widths), ties (:data:`TIE_TOLERANCE`) to the smaller span id."""
+    if to != "centres":
+        raise ValueError("spans of their own radius are the density test's (distances to core centres)")
+    uniq, start, count = np.unique(keys, return_index=True, return_counts=True)
+    if not np.any(count > 1):
+        return keys, labs
+    # lazy: scipy.spatial is needed only by models with spans of several eps
+    from scipy.spatial import cKDTree
+
+    many = np.repeat(count > 1, count)
+    ck, cl = keys[many], labs[many]
+    pts = grid.decode(ck).astype(np.float64)
+    dist = np.empty(ck.size)
+    for span in np.unique(cl).tolist():
+        at = cl == span
+        tree = cKDTree(grid.decode(core_keys[labels == span]).astype(np.float64))
+        dist[at] = tree.query(pts[at])[0]
+    group = np.repeat(np.arange(int((count > 1).sum())), count[count > 1])
+    best = np.full(group.max() + 1, np.inf)
+    np.minimum.at(best, group, dist)
+    near = dist <= best[group] + TIE_TOLERANCE * np.maximum(best[group], 1.0)
+    win = np.full(best.size, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(win, group[near], cl[near])
+    out = labs[start].copy()
+    out[count > 1] = win
+    return uniq, out
+
+
 def regions_are_cheap(grid: Grid) -> bool:
     """Whether :func:`span_regions` runs on a raster of the key space (fast
     whatever the border region's size) rather than cell by cell."""
@@ -136,6 +193,44 @@ def predict_cells(
     if keep is not None:
         sel = np.flatnonzero(lab >= 0)
         lab[sel[~keep(cells[sel])]] = -1
+    out[inside] = lab[inv.reshape(-1)]
+    return out
+
+
+def predict_cells_each(
+    grid: Grid,
+    core_keys: np.ndarray,
+    labels: np.ndarray,
+    X: np.ndarray,
+    borders: np.ndarray,
+    to: str = "centres",
+    keep: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
+    """:func:`predict_cells` with each span's own border radius: the labels
+    of :func:`span_regions_each` at the points' own cells."""
+    out = np.full(X.shape[0], -1, dtype=np.int64)
+    if X.shape[0] == 0 or core_keys.size == 0:
+        return out
+    with np.errstate(invalid="ignore"):
+        inside = grid.inside(X)
+    cells, inv = np.unique(grid.keys_of_points(X[inside]), return_inverse=True)
+    claims, labs = [], []
+    for r in np.unique(np.asarray(borders, dtype=np.float64)).tolist():
+        mine = np.isin(labels, np.flatnonzero(borders == r))
+        if not mine.any():
+            continue
+        lab = predict_cells(grid, core_keys[mine], labels[mine], grid.cell_centres(grid.decode(cells)), r, to)
+        claims.append(cells[lab >= 0])
+        labs.append(lab[lab >= 0])
+    keys = np.concatenate(claims)
+    lab_all = np.concatenate(labs)
+    order = np.argsort(keys, kind="stable")
+    keys, lab_all = _nearest_claim(grid, core_keys, labels, keys[order], lab_all[order], to)
+    if keep is not None:
+        lab_all = np.where(keep(keys), lab_all, -1)
+    idx, hit = search_keys(keys, cells)
+    lab = np.full(cells.size, -1, dtype=np.int64)
+    lab[hit] = lab_all[idx[hit]]
     out[inside] = lab[inv.reshape(-1)]
     return out
 
@@ -398,7 +493,9 @@ def _border_labels_by_walk(
 __all__ = [
     "degrees_given",
     "span_regions",
+    "span_regions_each",
     "predict_spans",
+    "predict_cells_each",
     "predict_cells",
     "regions_are_cheap",
     "border_labels",

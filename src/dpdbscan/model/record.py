@@ -34,9 +34,11 @@ from .predict import (
     degrees_given,
     outside_note,
     predict_cells,
+    predict_cells_each,
     predict_spans,
     regions_are_cheap,
     span_regions,
+    span_regions_each,
 )
 from .stats import SpanStats, compute_stats
 
@@ -118,6 +120,9 @@ class SpanModel:
             # in high dimension hold millions of cells per core cell)
             to = core_test(self.spec.core).predict_to
             keep = None if self.spec.border_cells == "any" else (lambda keys: occupied_border(self, keys))
+            each = self.span_borders
+            if each is not None:
+                return predict_cells_each(self.grid, self.core_keys, self.labels, X, each, to, keep)
             return predict_cells(self.grid, self.core_keys, self.labels, X, self.spec.border, to, keep)
         keys, labels = self.regions()
         return predict_spans(self.grid, keys, labels, X)
@@ -129,9 +134,27 @@ class SpanModel:
         return self._regions
 
     @functools.cached_property
+    def span_borders(self) -> np.ndarray | None:
+        """Each span's border radius where spans were taken at their own eps
+        (a level selection's ``auto["levels"][i]["eps"]``: the core test's
+        border at that eps), else None (one radius, ``spec.border``)."""
+        levels = (self.auto or {}).get("levels") or []
+        if (self.auto or {}).get("selection") != "levels" or len(levels) != self.n_spans:
+            return None
+        eps = np.array([float(lv["eps"]) for lv in levels])
+        if np.allclose(eps, self.grid.eps, rtol=1e-9, atol=0.0):
+            return None
+        test = core_test(self.spec.core)
+        return np.array([float(test.border_at(self.spec.border, self.grid.eps, e)) for e in eps])
+
+    @functools.cached_property
     def _regions(self) -> tuple[np.ndarray, np.ndarray]:
         to = core_test(self.spec.core).predict_to
-        keys, labels = span_regions(self.grid, self.core_keys, self.labels, self.spec.border, to)
+        each = self.span_borders
+        if each is not None:
+            keys, labels = span_regions_each(self.grid, self.core_keys, self.labels, each, to)
+        else:
+            keys, labels = span_regions(self.grid, self.core_keys, self.labels, self.spec.border, to)
         if self.spec.border_cells == "any":
             return keys, labels
         keep = occupied_border(self, keys)

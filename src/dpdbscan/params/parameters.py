@@ -213,8 +213,10 @@ PARAMETERS: dict[str, Param] = {
     "max_cells": Param(2**20, (Integer(MIN_AUTO_CELLS, MAX_AUTO_CELLS),), "--max-cells"),
     "n_expected": Param(None, (NoneValue(), Real(0, low_open=True)), "--n-expected"),
     # the automatic mode (min_samples="auto"): each cluster at its own level of
-    # the release's density tree, or one flat cut (post.levelsearch, post.auto)
-    "selection": Param("levels", (Options("levels", "flat"),), "--selection", False),
+    # the release's density tree (and, "levels", at its own eps where a larger
+    # candidate's span holds it, post.ownscale; "one-eps": every span at the
+    # chosen eps), or one flat cut (post.levelsearch, post.auto)
+    "selection": Param("levels", (Options("levels", "one-eps", "flat"),), "--selection", False),
     "raise_min_samples": Param(True, (Boolean(),), _NO_CLI, False),
     "subcells": Param("auto", (Options("auto"), Integer(1)), "--subcells", False),
     "margin": Param("auto", (Options("auto", "chernoff", "paper", "pointwise"), Real(0)), "--margin", False),

@@ -127,7 +127,7 @@ def resolve(
     eps, min_samples = p["eps"], p["min_samples"]
     if "auto" in (eps, min_samples):
         # the place prior holds where the spans are selected at their own levels
-        prior = places if p["selection"] == "levels" and min_samples == "auto" else None
+        prior = places if p["selection"] != "flat" and min_samples == "auto" else None
         d = np.asarray(lower).size
         counted = autoplan.counts_points(eps, p["n_expected"], units, places)
         plan = autoplan.plan(

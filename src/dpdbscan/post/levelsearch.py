@@ -576,8 +576,10 @@ class LevelSpans:
         Sorted keys of the selected core sub-cells and their span id
         (0..n_spans-1, numbered by smallest key), as a flat model's.
     eps : float
-        The radius (alpha) of every selected span (the border radius of
-        ``predict``; old attribute name ``alpha``).
+        The chosen radius (alpha): of every selected span, but for those a
+        larger candidate alpha gave (``taken``; each :class:`SpanLevel`
+        has its own, ``predict``'s border radius for the span); old
+        attribute name ``alpha``.
     spans : tuple of SpanLevel
         Per span id: the level it comes from.
     tree : LevelTree
@@ -592,6 +594,11 @@ class LevelSpans:
         keep-or-split choice was within CLOSE (:func:`alternative`).
     runner_up : float or None
         That other alpha (:func:`choose_alpha`), or None.
+    taken : tuple
+        Per span id, how a span of another alpha was taken
+        (:mod:`.ownscale`): "grown" from a span of ``eps``, or "added"
+        where ``eps`` kept nothing; None for a span of ``eps``. Empty when
+        every span is of ``eps``.
     """
 
     grid: Grid
@@ -604,6 +611,7 @@ class LevelSpans:
     candidates: int
     unsure: bool
     runner_up: float | None = None
+    taken: tuple = ()
 
     alpha = renamed("alpha", "eps")
 
@@ -1076,6 +1084,8 @@ def record(sel: LevelSpans, digits: int = 6) -> dict[str, Any]:
                 "stability": r(s.stability),
                 "stability_share": r(s.stability / total),
                 "mass": r(s.mass),
+                # a span of a larger alpha (.ownscale): absent from the others
+                **({"taken": sel.taken[s.span]} if sel.taken and sel.taken[s.span] else {}),
             }
             for s in sel.spans
         ],

@@ -1,0 +1,175 @@
+"""Each cluster at its own scale: spans of larger candidate alphas beside
+the chosen alpha's, from the same release.
+
+The level selection (:mod:`.levelsearch`) takes one alpha for the whole
+release, and every candidate alpha's tree comes from the same release. A
+small or sparse cluster that the chosen alpha keeps only a peak of, or
+drops, is often one span of its own at a larger candidate alpha. This rule
+keeps the chosen alpha's selection and, span by span:
+
+* *grows* a kept span to the span a larger candidate alpha selects over it
+  (candidates in increasing order, one step at a time), while exactly one
+  selected span of that alpha holds some of its core sub-cells, that span
+  comes within ``gap`` x (alpha' + alpha'') of no other kept span (nor
+  shares a sub-cell with one), and the kept span holds less than
+  :data:`GROW_SHARE` of its noisy mass (the chosen alpha kept only a peak
+  of it);
+* *adds* the spans larger candidate alphas select where nothing is kept
+  (nearest candidate first): a span of alpha' is added when none of its
+  core sub-cell centres lies within :data:`GAP` x (alpha' + alpha'') of a
+  kept span of alpha''.
+
+Every span so taken is a span of the density test at its own (alpha',
+MinPts) on the one release, among the candidates whose margins already
+took beta / c: post-processing, no extra budget; its guarantee is at its
+own (rho alpha', M*) (:func:`.levelsearch.level_guarantee` on the grid at
+alpha'). Each larger candidate costs the sweep of its own ladder on the
+sub-cells. ``predict`` labels a point by the nearest core sub-cell centre
+within the span's own alpha. The design study and its numbers are in
+docs/parameters.md (section 7, "each cluster at its own scale").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..cells.grid import Grid
+from ..cells.histogram import NoisyHistogram
+from ..params.specs import SpanSpec
+from . import levelsearch as _levels
+from .ladder import sweep
+
+#: A kept span grows to a larger alpha's span only while it holds less than
+#: this share of that span's noisy mass (fixed on the first 60 small 2-D tune scenes).
+GROW_SHARE = 0.5
+#: A larger alpha's span is kept only when none of its core centres lies
+#: within GAP x (its alpha + the other's) of a kept span.
+GAP = 0.5
+#: The dimensions the rule was measured in (2-D and 3-D scenes; elsewhere
+#: the selection keeps one alpha).
+DIMS = (2, 3)
+
+
+@dataclass(frozen=True)
+class _Span:
+    """A selected span and where it comes from (one alpha's selection)."""
+
+    keys: np.ndarray
+    level: _levels.SpanLevel
+    how: str | None = None  # None: the chosen alpha's, kept; "grown" or "added"
+
+    @property
+    def eps(self) -> float:
+        return float(self.level.eps)
+
+
+def applies(d: int, units: bool, max_extent: float | None, candidates: int) -> bool:
+    """Whether the automatic mode's level selection takes spans of other
+    alphas: at event level, outside the place search (geographic mode), in
+    :data:`DIMS`, with more than one candidate alpha. Public inputs only."""
+    return d in DIMS and not units and max_extent is None and candidates > 1
+
+
+def select(
+    hist: NoisyHistogram,
+    spec: SpanSpec,
+    eps_candidates: Sequence[float],
+    *,
+    alpha: float | None = None,
+    share_of: str | None = None,
+) -> _levels.LevelSpans:
+    """:func:`.levelsearch.select_levels` (the chosen alpha, or ``alpha``),
+    then each larger candidate's own selection from the same release and
+    :func:`widen`. Post-processing only."""
+    cands = [float(a) for a in eps_candidates]
+    ms = _levels.ladder(hist)
+    coarse = sweep(hist, replace(spec, subcells=1), cands, ms)
+    sel = _levels.select_levels(hist, spec, cands, alpha=alpha, coarse=coarse, share_of=share_of)
+    per = {
+        a: _levels.select_levels(hist, spec, cands, alpha=a, coarse=coarse, share_of=share_of)
+        for a in cands
+        if a > sel.eps
+    }
+    return widen(sel, per)
+
+
+def widen(sel: _levels.LevelSpans, per: Mapping[float, _levels.LevelSpans]) -> _levels.LevelSpans:
+    """``sel`` (one alpha's selection) with its spans grown and spans added
+    from the selections of larger alphas ``per`` (module docstring). ``sel``
+    itself when the rule takes nothing."""
+    grid = sel.grid
+    kept = [_Span(k, s) for k, s in zip(_span_keys(sel), sel.spans)]
+    larger = {a: [_Span(k, s) for k, s in zip(_span_keys(o), o.spans)] for a, o in per.items() if a > sel.eps}
+    order = sorted(larger)
+    for i in range(len(kept)):
+        cur = kept[i]
+        others = kept[:i] + kept[i + 1 :]
+        for a in order:
+            over = [c for c in larger[a] if np.isin(c.keys, cur.keys).any()]
+            if len(over) != 1 or _near(grid, others, over[0].keys, a, GAP):
+                break
+            if cur.level.mass >= GROW_SHARE * over[0].level.mass:
+                break
+            cur = replace(over[0], how="grown")
+        kept[i] = cur
+    trees = [(_tree(grid, s.keys), s.eps) for s in kept]
+    for a in order:  # nearest the chosen alpha first
+        for c in larger[a]:
+            pts = grid.cell_centres(grid.decode(c.keys))
+            if any(np.isfinite(t.query(pts, distance_upper_bound=GAP * (a + e))[0]).any() for t, e in trees):
+                continue
+            kept.append(replace(c, how="added"))
+            trees.append((_tree(grid, c.keys), a))
+    if all(s.how is None for s in kept):
+        return sel
+    return _relabelled(sel, kept)
+
+
+def _span_keys(sel: _levels.LevelSpans) -> list[np.ndarray]:
+    return [sel.core_keys[sel.labels == s.span] for s in sel.spans]
+
+
+def _tree(grid: Grid, keys: np.ndarray):
+    # lazy: scipy.spatial costs its import on fits that never take another alpha
+    from scipy.spatial import cKDTree
+
+    return cKDTree(grid.cell_centres(grid.decode(keys)))
+
+
+def _near(grid: Grid, spans: Sequence[_Span], keys: np.ndarray, eps: float, gap: float) -> bool:
+    """Whether a core sub-cell centre of ``keys`` (a span of ``eps``) is within
+    ``gap`` x (``eps`` + their alpha) of one of ``spans``' (or shares a key)."""
+    pts = grid.cell_centres(grid.decode(keys))
+    for t in spans:
+        if np.isin(keys, t.keys).any():
+            return True
+        if np.isfinite(_tree(grid, t.keys).query(pts, distance_upper_bound=gap * (eps + t.eps))[0]).any():
+            return True
+    return False
+
+
+def _relabelled(sel: _levels.LevelSpans, spans: Sequence[_Span]) -> _levels.LevelSpans:
+    """A :class:`~.levelsearch.LevelSpans` of ``spans`` (disjoint), numbered by
+    smallest key as :func:`.levelsearch.spans_of` numbers them."""
+    keys = np.concatenate([s.keys for s in spans])
+    raw = np.concatenate([np.full(s.keys.size, i, dtype=np.int64) for i, s in enumerate(spans)])
+    order = np.argsort(keys, kind="stable")
+    keys, raw = keys[order], raw[order]
+    if np.any(keys[1:] == keys[:-1]):
+        raise AssertionError("spans of different alphas overlap")  # the gap rule keeps them apart
+    first = np.full(len(spans), keys.size, dtype=np.int64)
+    np.minimum.at(first, raw, np.arange(keys.size))
+    rank = np.empty(len(spans), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(spans))
+    levels = [None] * len(spans)
+    how: list[str | None] = [None] * len(spans)
+    for i, s in enumerate(spans):
+        levels[int(rank[i])] = replace(s.level, span=int(rank[i]))
+        how[int(rank[i])] = s.how
+    return replace(sel, core_keys=keys, labels=rank[raw], spans=tuple(levels), taken=tuple(how))
+
+
+__all__ = ["GROW_SHARE", "GAP", "DIMS", "applies", "select", "widen"]
