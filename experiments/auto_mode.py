@@ -60,9 +60,11 @@ def evaluate(
     kmeans: bool = True,
     guess_n: bool = False,
     flat: bool = True,
+    beside: str = "flat",
 ) -> list[dict]:
     """One row per set: ARI of the automatic mode (``auto``: its default
-    selection; ``flat``: the flat cut of the same release, when ``flat``), of
+    selection; ``flat``: the same release with ``selection=beside``, the flat
+    cut by default, when ``flat``), of
     the hand-picked fit and of DP-KMeans per seed, and what the automatic
     mode chose. ``epsilon`` is one budget or one per set name (the
     generalization cases have their own)."""
@@ -85,7 +87,7 @@ def evaluate(
             r["chosen"].append((model.grid.eps, chosen_min_samples(model), model.n_spans))
             r["seconds"].append(sec)
             if flat:
-                cut, _ = auto_fit(ds, seed, eps, selection="flat", **extra)
+                cut, _ = auto_fit(ds, seed, eps, selection=beside, **extra)
                 r["flat"].append(scores(y, cut.predict(ds.X))["ARI"])
             r["fixed"].append(scores(y, fixed_fit(ds, seed, eps).predict(ds.X))["ARI"])
             if kmeans:
@@ -179,6 +181,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-flat", action="store_true", help="skip the flat cut (selection='flat') of the same release"
     )
     ap.add_argument(
+        "--beside",
+        default="flat",
+        choices=("flat", "one-eps"),
+        help="the selection fitted beside the default from the same release (its column 'flat cut ARI')",
+    )
+    ap.add_argument(
         "--guess-n", action="store_true", help="pass the set's size as the user's public guess n_expected"
     )
     args = ap.parse_args(argv)
@@ -193,6 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             kmeans=not args.no_kmeans,
             guess_n=args.guess_n,
             flat=not args.no_flat,
+            beside=args.beside,
         )
     print(
         f"automatic mode, {args.suite} sets, epsilon = {args.epsilon:g}, seeds {args.seeds}, "

@@ -290,9 +290,8 @@ def _auto_model(
         # places counted in units: dense relative to the release's peak
         peak = PLACE_PEAK_SHARE if extent is not None and r.release.units is not None else None
         share_of = levelsearch.significance_of(hist.grid.d, r.release.units is not None, extent)
-        if p["selection"] == "levels" and ownscale.applies(
-            hist.grid.d, r.release.units is not None, extent, len(plan.eps)
-        ):
+        own = ownscale.applies(hist.grid.d, r.release.units is not None, extent, len(plan.eps))
+        if own and p["selection"] == "levels":
             # each cluster at its own scale: spans of larger candidate eps beside the chosen's
             sel = ownscale.select(hist, spec, plan.eps, share_of=share_of)
         else:
@@ -310,6 +309,9 @@ def _auto_model(
             "min_samples_candidates": ladder,
             **levelsearch.record(sel),
         }
+        if own and p["selection"] == "one-eps":
+            # recorded only where it is not the default (explore's alternative keeps one eps too)
+            record["one_eps"] = True
         if share_of == "total" and extent is None:
             # recorded only where it is not the default (2-D models unchanged)
             record["share_of"] = share_of

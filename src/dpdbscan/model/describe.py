@@ -15,7 +15,7 @@ from ..post.coretests.density.densitymargin import swamped
 from ..post.coretests.density.densitytest import density_margin
 from ..traces import event_words
 from .codec import jsonable, size_estimate_dict, unit_choice_dict
-from .guarantee import eps_candidates, guarantee, unit_noun
+from .guarantee import eps_candidates, guarantee, own_eps_spans, unit_noun
 from .levels import is_levels, level_lines
 from .record import SpanModel
 from .shown import shown_words
@@ -297,10 +297,24 @@ def summary(model: SpanModel) -> str:
         + f"(border={length(spec.border)})"
         + (f"; {shown}" if (shown := shown_words(model, noun)) else ""),
         *swamp_line(model, noun),
-        test.guarantee_line(guarantee(model), s, eps_candidates(model), length),
+        own_eps_words(model, test.guarantee_line(guarantee(model), s, eps_candidates(model), length)),
     ]
     return "\n".join(
         lines + bound_lines(model) + size_lines(model) + event_lines(model) + origin_lines(model)
+    )
+
+
+def own_eps_words(model: SpanModel, line: str) -> str:
+    """The guarantee line of a level selection with spans at an eps of their
+    own (:mod:`dpdbscan.post.ownscale`): its all-at-once statement is of
+    the spans at the model's eps; the others' are at their own eps."""
+    own = own_eps_spans(guarantee(model).get("levels") or [], model.grid.eps)
+    if not own:
+        return line
+    return (
+        line.replace("every span lies", f"every span at eps={model.grid.eps:g} lies", 1)
+        + f"; the {len(own)} span(s) at a larger eps of their own each lie within one (ratio x its eps, "
+        "M*)-cluster at its own level, with the same probability (levels below)"
     )
 
 

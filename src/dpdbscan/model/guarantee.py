@@ -11,6 +11,7 @@ at its own MinPts (:mod:`.levels`).
 
 from __future__ import annotations
 
+import math
 import re
 
 from ..params.specs import UnitBound
@@ -43,7 +44,13 @@ def guarantee(model: SpanModel) -> dict:
     per_span = level_guarantees(model, c)
     if per_span:
         g["levels"] = per_span
-        g["statement"] += levels_words(per_span)
+        own = own_eps_spans(per_span, model.grid.eps)
+        if own:
+            # the all-at-once statement is at the chosen eps: not of the spans at their own
+            g["statement"] = g["statement"].replace(
+                "every span lies", f"every span at eps={model.grid.eps:g} lies", 1
+            )
+        g["statement"] += levels_words(per_span, model.grid.eps)
     noun = unit_noun(model)
     if noun != "points" and g.get("each_place"):
         # at person level with m = 1 the counts are of units: say so
@@ -54,21 +61,42 @@ def guarantee(model: SpanModel) -> dict:
     return g if words is None else {**g, "statement": f"{g['statement']}; {words}"}
 
 
-def levels_words(per_span: list[dict] | None) -> str:
-    """Each span's own statement in words (a level selection; "" for none)."""
+def own_eps_spans(per_span: list[dict], eps: float) -> list[dict]:
+    """The spans of a level selection taken at an eps of their own (a larger
+    candidate's, :mod:`dpdbscan.post.ownscale`), not the model's ``eps``."""
+    return [s for s in per_span if not math.isclose(float(s["eps"]), eps, rel_tol=1e-9)]
+
+
+def levels_words(per_span: list[dict] | None, eps: float | None = None) -> str:
+    """Each span's own statement in words (a level selection; "" for none);
+    ``eps``: the model's, to name the spans taken at an eps of their own."""
     if not per_span:
         return ""
     held = [s for s in per_span if s["probability"] is not None]
     if not held:
         return "; no span has a statement of its own (M* < 1 at every selected level)"
+    own = {s["span"] for s in own_eps_spans(per_span, eps)} if eps is not None else set()
     p = min(s["probability"] for s in held)
-    shown = sorted(held, key=lambda s: -s["m_star"])[:LISTED]
-    parts = ", ".join(f"span {s['span']} (MinPts {s['min_samples']}): M* = {s['m_star']}" for s in shown)
+    shown = sorted(held, key=lambda s: (s["span"] not in own, -s["m_star"]))[:LISTED]
+    parts = ", ".join(
+        f"span {s['span']} ("
+        + (f"eps {s['eps']:.4g}, " if s["span"] in own else "")
+        + f"MinPts {s['min_samples']}): M* = {s['m_star']}"
+        for s in shown
+    )
     more = f", and {len(held) - len(shown)} more" if len(held) > len(shown) else ""
+    if not own:
+        return (
+            f". Each span was taken at its own MinPts; with probability >= {p:g} (the same event: "
+            "at one eps it does not depend on MinPts) each also lies in the span of one (ratio x eps, "
+            f"M*)-cluster at its own level: {parts}{more}"
+        )
     return (
-        f". Each span was taken at its own MinPts; with probability >= {p:g} (the same event: "
-        "at one eps it does not depend on MinPts) each also lies in the span of one (ratio x eps, "
-        f"M*)-cluster at its own level: {parts}{more}"
+        f". Each span was taken at its own MinPts, and {len(own)} at a larger candidate eps of its own "
+        f"(where the chosen eps kept only a peak of it, or nothing); with probability >= {p:g} (the "
+        "same event: every candidate eps's margins took their share of beta, and at one eps it does "
+        "not depend on MinPts) each lies in the span of one (ratio x its own eps, M*)-cluster at its "
+        f"own level: {parts}{more}"
     )
 
 
@@ -100,4 +128,4 @@ def unit_words(units: UnitBound | None) -> str | None:
     )
 
 
-__all__ = ["eps_candidates", "guarantee", "levels_words", "unit_noun", "unit_words"]
+__all__ = ["eps_candidates", "guarantee", "levels_words", "own_eps_spans", "unit_noun", "unit_words"]

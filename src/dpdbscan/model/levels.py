@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..post import levelsearch as _levels
+from ..post import ownscale
 from ..post.coretests import core_test
 from .record import SpanModel
 from .reparam import remodel
@@ -73,13 +74,27 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
         + (f"; eps chosen among {n_eps} by total stability" if "eps" in (a.get("chosen") or []) else "")
         + ")"
     ]
+    taken = [lv for lv in spans if lv.get("taken")]
+    if taken:
+        grown = sum(1 for lv in taken if lv["taken"] == "grown")
+        lines.append(
+            f"            {len(taken)} of them at a larger candidate eps of their own ({grown} grown from a "
+            f"span of eps={model.grid.eps:g} that held under half of its noisy mass, "
+            f"{len(taken) - grown} added where eps={model.grid.eps:g} kept nothing); predict's border "
+            "for each is its own eps"
+        )
     lines += place_lines(a)
     for lv in sorted(spans, key=lambda lv: -lv["stability"])[:top]:
+        at = f"eps={lv['eps']:.4g} ({lv['taken']}), " if lv.get("taken") else ""
         lines.append(
-            f"    span {lv['span']}: MinPts {lv['min_samples']} (threshold {lv['threshold']:.1f}), one "
+            f"    span {lv['span']}: {at}MinPts {lv['min_samples']} (threshold {lv['threshold']:.1f}), one "
             f"span up to MinPts {lv['last_min_samples']}, stability {lv['stability']:.3g} "
             f"({100 * lv['stability_share']:.0f}% of the selected), noisy mass {lv['mass']:.0f}"
-            + (f"; within one (ratio x eps, {m_star[lv['span']]})-cluster" if lv["span"] in m_star else "")
+            + (
+                f"; within one (ratio x {'its ' if lv.get('taken') else ''}eps, {m_star[lv['span']]})-cluster"
+                if lv["span"] in m_star
+                else ""
+            )
         )
     if len(spans) > top:
         lines.append(f"    ... and {len(spans) - top} more (dpdbscan info --json: auto.levels)")
@@ -191,11 +206,17 @@ def alternative(model: SpanModel) -> SpanModel | None:
         raise ValueError("this model was saved without its noisy histogram; cannot rebuild the alternative")
     hist, spec = model.histogram, model.spec
     runner = a.get("runner_up")
+    extent, share = a.get("max_extent"), a.get("peak_share")
+    cands = [float(x) for x in a.get("eps_candidates") or []]
+    # spans at their own eps as the fit took them (post.ownscale), unless it
+    # kept one eps (selection="one-eps")
+    own = not a.get("one_eps") and ownscale.applies(
+        hist.grid.d, model.release.units is not None, extent, len(cands)
+    )
 
     def select(alpha: float) -> _levels.LevelSpans:
         """The selection at ``alpha`` as the model made it (the place prior, peak share and
         significance's mass, if recorded)."""
-        extent, share = a.get("max_extent"), a.get("peak_share")
         return _levels.select_levels(
             hist, spec, (), alpha=alpha, max_extent=extent, peak_share=share, share_of=a.get("share_of")
         )
@@ -209,6 +230,9 @@ def alternative(model: SpanModel) -> SpanModel | None:
         if flipped is None:
             return None
         other = flipped
+    if own:
+        larger = ownscale.larger_selections(hist, spec, cands, other.eps, share_of=a.get("share_of"))
+        other = ownscale.widen(other, larger)
     test = core_test(spec.core)
     h = hist.on_grid(hist.grid.at_eps(other.eps))
     m = min((s.min_samples for s in other.spans), default=spec.min_samples)

@@ -219,7 +219,13 @@ def predict_cells_each(
         mine = np.isin(labels, np.flatnonzero(borders == r))
         if not mine.any():
             continue
-        lab = predict_cells(grid, core_keys[mine], labels[mine], grid.cell_centres(grid.decode(cells)), r, to)
+        ck, cl = core_keys[mine], labels[mine]
+        idx, hit = search_keys(ck, cells)
+        lab = np.full(cells.size, -1, dtype=np.int64)
+        lab[hit] = cl[idx[hit]]
+        miss = np.flatnonzero(~hit)
+        if r > 0 and miss.size:
+            lab[miss] = border_labels(grid, ck, cl, grid.decode(cells[miss]), r, to)
         claims.append(cells[lab >= 0])
         labs.append(lab[lab >= 0])
     keys = np.concatenate(claims)

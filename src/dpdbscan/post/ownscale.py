@@ -85,15 +85,32 @@ def select(
     then each larger candidate's own selection from the same release and
     :func:`widen`. Post-processing only."""
     cands = [float(a) for a in eps_candidates]
-    ms = _levels.ladder(hist)
-    coarse = sweep(hist, replace(spec, subcells=1), cands, ms)
+    coarse = sweep(hist, replace(spec, subcells=1), cands, _levels.ladder(hist))
     sel = _levels.select_levels(hist, spec, cands, alpha=alpha, coarse=coarse, share_of=share_of)
-    per = {
-        a: _levels.select_levels(hist, spec, cands, alpha=a, coarse=coarse, share_of=share_of)
-        for a in cands
-        if a > sel.eps
+    return widen(sel, larger_selections(hist, spec, cands, sel.eps, share_of=share_of, coarse=coarse))
+
+
+def larger_selections(
+    hist: NoisyHistogram,
+    spec: SpanSpec,
+    eps_candidates: Sequence[float],
+    above: float,
+    *,
+    share_of: str | None = None,
+    coarse: dict | None = None,
+) -> dict[float, _levels.LevelSpans]:
+    """Each candidate alpha above ``above``: its own level selection from
+    the release (its tree on cells, then on sub-cells: one sweep each).
+    ``coarse``: the sweep on cells over the candidates, when the caller has it."""
+    larger = [float(a) for a in eps_candidates if float(a) > above]
+    if not larger:
+        return {}
+    if coarse is None:
+        coarse = sweep(hist, replace(spec, subcells=1), larger, _levels.ladder(hist))
+    return {
+        a: _levels.select_levels(hist, spec, larger, alpha=a, coarse=coarse, share_of=share_of)
+        for a in larger
     }
-    return widen(sel, per)
 
 
 def widen(sel: _levels.LevelSpans, per: Mapping[float, _levels.LevelSpans]) -> _levels.LevelSpans:
@@ -172,4 +189,4 @@ def _relabelled(sel: _levels.LevelSpans, spans: Sequence[_Span]) -> _levels.Leve
     return replace(sel, core_keys=keys, labels=rank[raw], spans=tuple(levels), taken=tuple(how))
 
 
-__all__ = ["GROW_SHARE", "GAP", "DIMS", "applies", "select", "widen"]
+__all__ = ["GROW_SHARE", "GAP", "DIMS", "applies", "select", "larger_selections", "widen"]
