@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import warnings
-from importlib import resources
 from dataclasses import replace
+from importlib import resources
 
 import numpy as np
 import pytest

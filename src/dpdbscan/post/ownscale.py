@@ -181,7 +181,7 @@ def _relabelled(sel: _levels.LevelSpans, spans: Sequence[_Span]) -> _levels.Leve
     np.minimum.at(first, raw, np.arange(keys.size))
     rank = np.empty(len(spans), dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(spans))
-    levels = [None] * len(spans)
+    levels: list[_levels.SpanLevel | None] = [None] * len(spans)
     how: list[str | None] = [None] * len(spans)
     for i, s in enumerate(spans):
         levels[int(rank[i])] = replace(s.level, span=int(rank[i]))
