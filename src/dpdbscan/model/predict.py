@@ -184,17 +184,26 @@ def predict_cells(
     with np.errstate(invalid="ignore"):
         inside = grid.inside(X)
     cells, inv = np.unique(grid.keys_of_points(X[inside]), return_inverse=True)
+    lab = _cell_labels(grid, core_keys, labels, cells, border, to)
+    if keep is not None:
+        sel = np.flatnonzero(lab >= 0)
+        lab[sel[~keep(cells[sel])]] = -1
+    out[inside] = lab[inv.reshape(-1)]
+    return out
+
+
+def _cell_labels(
+    grid: Grid, core_keys: np.ndarray, labels: np.ndarray, cells: np.ndarray, border: float, to: str
+) -> np.ndarray:
+    """The span of each of the sorted keys ``cells``: its own if core, else
+    the border rule's (:func:`border_labels`), -1 for none."""
     idx, hit = search_keys(core_keys, cells)
     lab = np.full(cells.size, -1, dtype=np.int64)
     lab[hit] = labels[idx[hit]]
     miss = np.flatnonzero(~hit)
     if border > 0 and miss.size:
         lab[miss] = border_labels(grid, core_keys, labels, grid.decode(cells[miss]), border, to)
-    if keep is not None:
-        sel = np.flatnonzero(lab >= 0)
-        lab[sel[~keep(cells[sel])]] = -1
-    out[inside] = lab[inv.reshape(-1)]
-    return out
+    return lab
 
 
 def predict_cells_each(
@@ -219,13 +228,7 @@ def predict_cells_each(
         mine = np.isin(labels, np.flatnonzero(borders == r))
         if not mine.any():
             continue
-        ck, cl = core_keys[mine], labels[mine]
-        idx, hit = search_keys(ck, cells)
-        lab = np.full(cells.size, -1, dtype=np.int64)
-        lab[hit] = cl[idx[hit]]
-        miss = np.flatnonzero(~hit)
-        if r > 0 and miss.size:
-            lab[miss] = border_labels(grid, ck, cl, grid.decode(cells[miss]), r, to)
+        lab = _cell_labels(grid, core_keys[mine], labels[mine], cells, r, to)
         claims.append(cells[lab >= 0])
         labs.append(lab[lab >= 0])
     keys = np.concatenate(claims)
