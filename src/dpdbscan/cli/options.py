@@ -107,7 +107,7 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
             choices=("levels", "one-eps", "flat"),
             help="--min-samples auto: 'levels' (default) takes each cluster at its own MinPts "
             "of the release's density tree, and at a larger candidate eps where only that eps "
-            "shows it whole (event level, 2-D and 3-D); 'one-eps' every span at the chosen eps; "
+            "shows it whole (event level, 2-D); 'one-eps' every span at the chosen eps; "
             "'flat' one (eps, MinPts) for all",
         )
     g.add_argument(

@@ -48,9 +48,11 @@ GROW_SHARE = 0.5
 #: A larger alpha's span is kept only when none of its core centres lies
 #: within GAP x (its alpha + the other's) of a kept span.
 GAP = 0.5
-#: The dimensions the rule was measured in (2-D and 3-D scenes; elsewhere
-#: the selection keeps one alpha).
-DIMS = (2, 3)
+#: The dimensions the rule runs in. It was measured in 2-D and 3-D, but in
+#: 3-D it bought +0.004 on 2 of 19 close-tune scenes for 3-4x the CPU of an
+#: automatic fit (docs/parameters.md section 7), so elsewhere the selection
+#: keeps one alpha.
+DIMS = (2,)
 
 
 @dataclass(frozen=True)
