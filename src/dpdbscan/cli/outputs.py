@@ -184,12 +184,25 @@ def wait_to_draw() -> bool:
     (:meth:`dpdbscan.cli.forked.Waiting.go`, which ``fit`` does at once, so
     that the import runs beside the read) and then draws the picture of
     the release :func:`write_outputs` sends it. Called before the input is
-    read, while the process is small. False when forking is not safe here
-    (the picture is then drawn as :func:`write_outputs` says)."""
-    return forked.wait_for_work(_prepare_to_draw, _draw_sent) is not None
+    read, while the process is small. The copy forked at the command's
+    start (:mod:`dpdbscan.cli.early`) is kept instead, when there is one.
+    False when forking is not safe here (the picture is then drawn as
+    :func:`write_outputs` says)."""
+    if forked.peek_waiting() is not None:
+        return True
+    return forked.wait_for_work(prepare_to_draw, draw_sent) is not None
 
 
-def _prepare_to_draw() -> None:
+def started_early() -> bool:
+    """Whether the waiting copy was forked at the command's start and has
+    imported matplotlib already (:mod:`dpdbscan.cli.early`): ``fit``
+    then tells it to go on only once the file is read, so that the rest of
+    its imports run beside the fit, when a core is free, not the read."""
+    waiting = forked.peek_waiting()
+    return waiting is not None and waiting.early
+
+
+def prepare_to_draw() -> None:
     """What the copy of :func:`wait_to_draw` imports while the file is
     read and the release made: everything the picture needs, pyplot too
     (nothing else runs in it), and a first picture of nothing
@@ -211,7 +224,7 @@ def start_drawing() -> bool:
     return True
 
 
-def _draw_sent(payload: tuple[SpanModel, dict | None], temp: Path) -> None:
+def draw_sent(payload: tuple[SpanModel, dict | None], temp: Path) -> None:
     model, picture = payload
     draw_spans_png(model, temp, **(picture or {}))
 
