@@ -22,7 +22,6 @@ from .exceptions import (
 
 if TYPE_CHECKING:
     from .cells.grid import Grid, neighbour_offsets
-    from .estimator import DPDBSCAN, fit_lonlat, forecast_lonlat
     from .laws.zcdp import ZCDPAccountant
     from .ledger import Ledger
     from .model import (
