@@ -5,17 +5,19 @@
 (about 0.45 s of CPU) before it can draw. The command's own imports (numpy,
 the library: 0.2-0.3 s) keep one core busy and leave the other idle; the
 read then keeps both busy; the fit after it one again. So the copy is
-forked here, first thing, when the words of the command line say it is
-``fit`` with a picture, and it imports matplotlib itself at once (numpy with
-it: the copy has none of the command's modules). The rest of what it needs
-(matplotlib's figure and Agg modules, pyplot, the library's drawing modules,
-a first picture of nothing) it imports when ``fit`` tells it to go, once
-the file is read (:func:`dpdbscan.cli.fit.fit_model`), beside the fit.
+forked here, first thing (after numpy, which both need), when the words
+of the command line say it is ``fit`` with a picture, and it imports
+matplotlib itself at once, beside the command's own modules. The rest of
+what it needs (matplotlib's figure and Agg modules, pyplot, the library's
+drawing modules, a first picture of nothing) it imports when ``fit`` tells
+it to go, once the file is read (:func:`dpdbscan.cli.fit.fit_model`),
+beside the fit: there the command keeps one core busy again.
 
 Only the words are looked at here, before the command's parser exists;
 ``fit`` decides later, from its parsed options, whether it draws at all,
 and a copy it does not use is cancelled (:func:`dpdbscan.cli.forked.cancel_waiting`).
-Only the standard library is imported here and in :mod:`.forked`.
+Only the standard library (and numpy, to fork) is imported here and in
+:mod:`.forked`.
 """
 
 from __future__ import annotations
@@ -50,13 +52,17 @@ def start(words: Sequence[str]) -> bool:
     (:func:`draws_picture`) and forking helps here; whether it was forked."""
     if not draws_picture(words):
         return False
+    # numpy first, here: the command needs it anyway, and the copy then has
+    # it without importing it again
+    import numpy  # noqa: F401
+
     return forked.wait_for_work(_prepare, _draw, early=_import_matplotlib) is not None
 
 
 def _import_matplotlib() -> None:
-    """In the copy, at once: matplotlib itself (numpy with it), about as
-    long as the command's own imports; its figure and Agg modules, about
-    as long again, follow with the rest (:func:`_prepare`) beside the fit,
+    """In the copy, at once: matplotlib itself, about as long as the
+    command's own imports; its figure and Agg modules, twice as long,
+    follow with the rest (:func:`_prepare`) beside the fit,
     where they do not take a core from the read. Its warnings are not the
     command's (the copy that ``fit`` forks itself records them and never
     prints them either)."""
