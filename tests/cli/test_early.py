@@ -145,3 +145,52 @@ def test_no_early_copy_without_a_picture(tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines()[-1] == "forks [] left None matplotlib False"
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["blobs.spans.geojson", "blobs.spans.json"]
+
+
+@pytest.fixture
+def forks_beside_idle_threads(monkeypatch):
+    """As in test_forked: other tests leave idle daemon threads in this process."""
+    monkeypatch.setattr(forked, "can_fork", forked.fork_helps)
+
+
+@needs_fork
+@pytest.mark.parametrize(("load", "before_the_read"), [(0.3, False), (50.0, True)])
+def test_the_early_copy_goes_on_after_the_read_only_on_an_idle_machine(
+    capsys, tmp_path, monkeypatch, forks_beside_idle_threads, load, before_the_read
+):
+    """On an idle machine the read keeps every core busy: the early copy's
+    other imports wait for the fit, which keeps one busy; on a busy one the
+    copy goes on before the read, as the copy fit forks itself does."""
+    from dpdbscan.cli import fit, outputs
+
+    seen = []
+    real_prepare = fit.prepare
+
+    def prepare(*a, **k):
+        waiting = forked.peek_waiting()
+        assert waiting is not None and waiting.early and not waiting.closed
+        seen.append(waiting.started)
+        return real_prepare(*a, **k)
+
+    monkeypatch.setattr(fit, "prepare", prepare)
+    monkeypatch.setattr(outputs.os, "getloadavg", lambda: (load, load, load))
+    csv = write_csv(tmp_path / "blobs.csv", blob_points(), label=lambda x, y: int(x > 5))
+    words = [
+        "fit",
+        str(csv),
+        "--header",
+        "--eps",
+        "0.5",
+        "--min-samples",
+        "20",
+        "--bounds",
+        "0",
+        "0",
+        "10",
+        "10",
+    ]
+    words += ["--seed", "0", "--out-dir", str(tmp_path / "o")]
+    assert early.start(words)
+    rc, _, _ = run(capsys, *words)
+    assert rc == 0 and seen == [before_the_read] and forked.peek_waiting() is None
+    assert (tmp_path / "o" / "blobs.spans.png").exists()

@@ -193,13 +193,25 @@ def wait_to_draw() -> bool:
     return forked.wait_for_work(prepare_to_draw, draw_sent) is not None
 
 
-def started_early() -> bool:
-    """Whether the waiting copy was forked at the command's start and has
-    imported matplotlib already (:mod:`dpdbscan.cli.early`): ``fit``
-    then tells it to go on only once the file is read, so that the rest of
-    its imports run beside the fit, when a core is free, not the read."""
+def go_after_read() -> bool:
+    """Whether ``fit`` tells the waiting copy to go on with its imports only
+    once the file is read, beside the fit, rather than before the read.
+
+    Only for the copy forked at the command's start, which has imported
+    matplotlib already (:mod:`dpdbscan.cli.early`), and only on a machine
+    that is otherwise idle (its load average below its number of cores):
+    there the read keeps every core busy and the fit only one, so the rest
+    of the copy's imports (0.2-0.3 s of CPU) cost the read a core's worth
+    and the fit nothing. On a busy machine every stage shares the cores
+    with other work anyway, and the copy is better ready when the release
+    is: it goes on before the read, as the copy ``fit`` forks itself does."""
     waiting = forked.peek_waiting()
-    return waiting is not None and waiting.early
+    if waiting is None or not waiting.early:
+        return False
+    try:
+        return os.getloadavg()[0] < len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return False
 
 
 def prepare_to_draw() -> None:
