@@ -352,8 +352,7 @@ def draw_spans_png(
     # lazy: the drawing modules load only where a picture is drawn (fit: in its drawing copy)
     from ..render import plotting
 
-    ax = plotting.plot_model(model, "spans", size=size, extent=extent, dpi=dpi)
-    plotting.save(ax, path, dpi=dpi)
+    plotting.spans_png(model, path, dpi=dpi, size=size, extent=extent)
 
 
 def points_for(

@@ -73,18 +73,23 @@ def _import_matplotlib() -> None:
 
 
 def _prepare() -> None:
-    """In the copy, told to go: the rest of what drawing needs."""
+    """In the copy, told to go: the rest of what drawing needs (as
+    :func:`dpdbscan.cli.outputs.prepare_to_draw`, without the command's
+    other modules, which the copy does not need)."""
     # lazy: in the drawing copy only, once the command has read its input
-    from . import outputs
+    from ..render import plotting
 
-    outputs.prepare_to_draw()
+    plotting.preload(alone=True)
 
 
 def _draw(payload: Any, temp: Path) -> None:
+    """In the copy, sent the release: its picture (as
+    :func:`dpdbscan.cli.outputs.draw_sent`)."""
     # lazy: as _prepare's
-    from . import outputs
+    from ..render import plotting
 
-    outputs.draw_sent(payload, temp)
+    model, picture = payload
+    plotting.spans_png(model, temp, **(picture or {}))
 
 
 __all__ = ["draws_picture", "start"]
