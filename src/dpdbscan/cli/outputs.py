@@ -199,19 +199,38 @@ def go_after_read() -> bool:
 
     Only for the copy forked at the command's start, which has imported
     matplotlib already (:mod:`dpdbscan.cli.early`), and only on a machine
-    that is otherwise idle (its load average below its number of cores):
-    there the read keeps every core busy and the fit only one, so the rest
-    of the copy's imports (0.2-0.3 s of CPU) cost the read a core's worth
-    and the fit nothing. On a busy machine every stage shares the cores
-    with other work anyway, and the copy is better ready when the release
-    is: it goes on before the read, as the copy ``fit`` forks itself does."""
+    that is otherwise idle (fewer threads running elsewhere than it has
+    cores, :func:`running_elsewhere`): there the read keeps every core busy
+    and the fit only one, so the rest of the copy's imports (0.2-0.4 s of
+    CPU) cost the read a core's worth and the fit nothing. On a busy
+    machine every stage shares the cores with other work anyway, and the
+    copy is better ready when the release is: it goes on before the read,
+    as the copy ``fit`` forks itself does."""
     waiting = forked.peek_waiting()
     if waiting is None or not waiting.early:
         return False
     try:
-        return os.getloadavg()[0] < len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return False
+    return running_elsewhere() < cores
+
+
+#: Linux's load figures: three averages, then runnable/all threads, then the last pid.
+LOADAVG = "/proc/loadavg"
+
+
+def running_elsewhere() -> float:
+    """How many threads run or wait for a core on this machine now besides
+    the caller: Linux's count of runnable threads (``/proc/loadavg``), less
+    one, or else the 1-minute load average. The count of now, not the
+    average: a benchmark's back-to-back commands keep the average of an
+    otherwise idle machine above its cores."""
+    try:
+        with open(LOADAVG, encoding="ascii") as f:
+            return int(f.read().split()[3].split("/")[0]) - 1
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0]
 
 
 def prepare_to_draw() -> None:
