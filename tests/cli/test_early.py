@@ -16,6 +16,12 @@ from clirun import blob_points, run, write_csv
 needs_fork = pytest.mark.skipif(not forked.fork_helps(), reason="no fork here (one core, not Linux)")
 
 
+@pytest.fixture(autouse=True)
+def forks_beside_idle_threads(monkeypatch):
+    """As in test_forked: other tests leave idle daemon threads in this process."""
+    monkeypatch.setattr(forked, "can_fork", forked.fork_helps)
+
+
 @pytest.mark.parametrize(
     ("words", "draws"),
     [
@@ -147,16 +153,10 @@ def test_no_early_copy_without_a_picture(tmp_path):
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["blobs.spans.geojson", "blobs.spans.json"]
 
 
-@pytest.fixture
-def forks_beside_idle_threads(monkeypatch):
-    """As in test_forked: other tests leave idle daemon threads in this process."""
-    monkeypatch.setattr(forked, "can_fork", forked.fork_helps)
-
-
 @needs_fork
 @pytest.mark.parametrize(("load", "before_the_read"), [(0, False), (50, True)])
 def test_the_early_copy_goes_on_after_the_read_only_on_an_idle_machine(
-    capsys, tmp_path, monkeypatch, forks_beside_idle_threads, load, before_the_read
+    capsys, tmp_path, monkeypatch, load, before_the_read
 ):
     """On an idle machine the read keeps every core busy: the early copy's
     other imports wait for the fit, which keeps one busy; on a busy one the
