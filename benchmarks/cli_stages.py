@@ -8,7 +8,7 @@ the file is read and the release made and then draws the picture, and writes the
 second thread while it writes the GeoJSON. Here each stage is timed alone, in
 this one process:
 
-* ``import``  — importing the command line (``dpdbscan.cli``), its cold start;
+* ``import``  — importing the command line's commands (``dpdbscan.cli.command``), its cold start;
 * ``read``    — reading the file with the command line's reader (and only
   reading: the command also projects each block and counts its cells on the
   reading threads);
@@ -65,7 +65,7 @@ def main(argv: Sequence[str]) -> dict[str, Any]:
     args = parse(argv)
     t: dict[str, Any] = {}
     start = time.perf_counter()
-    importlib.import_module("dpdbscan.cli")
+    importlib.import_module("dpdbscan.cli.command")
     t["import"] = time.perf_counter() - start
 
     from dpdbscan import DPDBSCAN, SpanModel, fit_lonlat, save_geojson, save_model

@@ -331,7 +331,7 @@ def cli_section(args: argparse.Namespace, out: Out) -> None:
                 t0 = time.perf_counter()
                 # what the command imports (the estimator, and scikit-learn
                 # with it, is not on its path)
-                subprocess.run([sys.executable, "-c", "import dpdbscan.cli.main"], check=True)
+                subprocess.run([sys.executable, "-c", "import dpdbscan.cli.command"], check=True)
                 imp.append(time.perf_counter() - t0)
             warm = [_fit_seconds(ds) for _ in range(args.repeats + 1)][1:]
             floor = [floor_seconds(ds) for _ in range(args.repeats + 1)][1:]

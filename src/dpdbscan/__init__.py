@@ -1,15 +1,15 @@
 """dpdbscan: differentially private DBSCAN that publishes cluster spans.
 
 Implements Qiu and Yi, "Approximate DBSCAN under Differential Privacy".
-The estimator (which imports scikit-learn) is loaded on first use, so the
-command line starts quickly. docs/architecture.md maps the modules.
+Its public names are loaded on first use (the estimator imports
+scikit-learn), so the command line starts quickly. docs/architecture.md maps the modules.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from .cells.grid import Grid, neighbour_offsets
 from .exceptions import (
     BudgetExceeded,
     InsecureRandomnessWarning,
@@ -19,22 +19,25 @@ from .exceptions import (
     UtilityWarning,
     WeakPrivacyWarning,
 )
-from .laws.zcdp import ZCDPAccountant
-from .ledger import Ledger
-from .model import (
-    SpanModel,
-    describe,
-    geojson,
-    guarantee,
-    load_model,
-    predict_lonlat,
-    save_geojson,
-    save_model,
-    summary,
-    with_params,
-)
-from .release.accountant import BudgetAccountant
-from .traces import Stops, TripEnds
+
+if TYPE_CHECKING:
+    from .cells.grid import Grid, neighbour_offsets
+    from .laws.zcdp import ZCDPAccountant
+    from .ledger import Ledger
+    from .model import (
+        SpanModel,
+        describe,
+        geojson,
+        guarantee,
+        load_model,
+        predict_lonlat,
+        save_geojson,
+        save_model,
+        summary,
+        with_params,
+    )
+    from .release.accountant import BudgetAccountant
+    from .traces import Stops, TripEnds
 
 #: The one version source (pyproject.toml reads it from here).
 __version__ = "0.3.0.dev0"
@@ -71,10 +74,44 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("DPDBSCAN", "fit_lonlat", "forecast_lonlat"):
-        # lazy: scikit-learn takes about a second to import; the CLI never needs it
-        from . import estimator
+#: Where each public name lives, imported on first use (PEP 562): ``import
+#: dpdbscan`` alone loads no numpy, so the command line can start its drawing
+#: copy before its own imports (:mod:`dpdbscan.cli`); scikit-learn (the
+#: estimator's) takes about a second to import and the command line never
+#: needs it.
+_LAZY = {
+    **dict.fromkeys(("DPDBSCAN", "fit_lonlat", "forecast_lonlat"), "estimator"),
+    **dict.fromkeys(("Grid", "neighbour_offsets"), "cells.grid"),
+    "ZCDPAccountant": "laws.zcdp",
+    "Ledger": "ledger",
+    **dict.fromkeys(
+        (
+            "SpanModel",
+            "describe",
+            "geojson",
+            "guarantee",
+            "load_model",
+            "predict_lonlat",
+            "save_geojson",
+            "save_model",
+            "summary",
+            "with_params",
+        ),
+        "model",
+    ),
+    "BudgetAccountant": "release.accountant",
+    **dict.fromkeys(("Stops", "TripEnds"), "traces"),
+}
 
-        return getattr(estimator, name)
-    raise AttributeError(f"module 'dpdbscan' has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dpdbscan' has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # once: later look-ups find it here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

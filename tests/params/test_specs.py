@@ -16,7 +16,7 @@ import pytest
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
 from dpdbscan.cells.histogram import NoisyHistogram
-from dpdbscan.cli.main import build_parser
+from dpdbscan.cli.command import build_parser
 from dpdbscan.model.record import SpanModel
 from dpdbscan.params import specs
 from dpdbscan.params.parameters import PARAMETERS

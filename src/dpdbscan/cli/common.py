@@ -28,6 +28,7 @@ from ..model import SpanModel, load_model
 from ..prepare.box import read_length
 from ..prepare.door import open_points
 from ..prepare.notes import PRIVATE, Notes
+from .tempfiles import Writer, temp_beside
 
 EXIT_OK, EXIT_PARTIAL, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -109,8 +110,6 @@ def _flushed() -> bool:
 
 #: What the option helpers add arguments to: a parser or one of its groups.
 ArgTarget = argparse.ArgumentParser | argparse._ArgumentGroup
-#: Writes one output file at the path it is given.
-Writer = Callable[[Path], object]
 
 
 def atomic_write(path: Path, write: Writer) -> None:
@@ -137,14 +136,6 @@ def write_temp(path: Path, write: Writer) -> Path:
             tmp.unlink()
         raise
     return tmp
-
-
-def temp_beside(path: Path, tag: str = "") -> Path:
-    """A temporary name for ``path``: the same folder (a rename is atomic
-    there) and the same suffix (matplotlib reads it), named after this
-    process (and ``tag``) so that two writers never share one."""
-    path = Path(path)
-    return path.with_name(f".{path.stem}.tmp-{os.getpid()}{tag and '-' + tag}{path.suffix}")
 
 
 def check_writable(paths: Iterable[Path | str | None], source: str | None = None) -> None:
@@ -361,8 +352,7 @@ def draw_spans_png(
     # lazy: the drawing modules load only where a picture is drawn (fit: in its drawing copy)
     from ..render import plotting
 
-    ax = plotting.plot_model(model, "spans", size=size, extent=extent, dpi=dpi)
-    plotting.save(ax, path, dpi=dpi)
+    plotting.spans_png(model, path, dpi=dpi, size=size, extent=extent)
 
 
 def points_for(

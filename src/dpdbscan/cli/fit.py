@@ -54,7 +54,7 @@ from .fitseries import (
 )
 from .ledger import charging, check_ledger_options, public_box_of, public_params
 from .maps import picture_options
-from .outputs import Outputs, out_paths, report, start_drawing, wait_to_draw, write_outputs
+from .outputs import Outputs, go_after_read, out_paths, report, start_drawing, wait_to_draw, write_outputs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -247,8 +247,11 @@ def fit_model(
             # a copy forked while the process is small, to draw the picture;
             # it imports matplotlib now, beside the read, when the options
             # say the points are 2-D (else after the read, once they are
-            # known to be), and draws once sent the release
-            if wait_to_draw() and _two_d_by_options(opts):
+            # known to be), and draws once sent the release. The copy forked
+            # at the command's start imported matplotlib beside the
+            # command's imports: on an idle machine it goes on after the
+            # read, beside the fit
+            if wait_to_draw() and _two_d_by_options(opts) and not go_after_read():
                 start_drawing()
         # after the fork (which wants no other thread), before the read
         ahead = None if streamed is None else noise_ahead(opts, p)

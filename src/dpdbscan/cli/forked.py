@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .common import Writer, temp_beside
+from .tempfiles import Writer, temp_beside
 
 #: Threads of the command that may be waited for before a fork: the
 #: matplotlib import ``fit`` starts while reading (cli/fit.py) and the
@@ -174,6 +174,9 @@ class Waiting:
     reports: int
     started: bool = False
     closed: bool = False
+    #: forked at the command's start, importing its first part at once
+    #: (:func:`wait_for_work`'s ``early``)
+    early: bool = False
 
     def go(self) -> None:
         """Let the copy prepare (import what it needs) now."""
@@ -225,10 +228,16 @@ class Waiting:
 _waiting: Waiting | None = None
 
 
-def wait_for_work(prepare: Callable[[], object], work: Callable[[Any, Path], object]) -> Waiting | None:
+def wait_for_work(
+    prepare: Callable[[], object],
+    work: Callable[[Any, Path], object],
+    early: Callable[[], object] | None = None,
+) -> Waiting | None:
     """Fork a copy that waits: on :meth:`Waiting.go` it runs ``prepare()``
     (an error there is left for ``work`` to meet), then on
-    :meth:`Waiting.send` ``work(payload, temp)``. The copy is kept for
+    :meth:`Waiting.send` ``work(payload, temp)``. ``early()``, if given,
+    runs in the copy at once, before it waits for :meth:`Waiting.go` (an
+    error there is left for ``prepare``). The copy is kept for
     :func:`take_waiting` (one at a time: an older one is cancelled). None
     when :func:`can_fork` says no."""
     global _waiting
@@ -244,23 +253,31 @@ def wait_for_work(prepare: Callable[[], object], work: Callable[[Any, Path], obj
         try:
             os.close(give_orders)
             os.close(read_reports)
-            code = _serve(os.fdopen(take_orders, "rb"), write_reports, prepare, work)
+            code = _serve(os.fdopen(take_orders, "rb"), write_reports, prepare, work, early)
         finally:
             os._exit(code)
     os.close(take_orders)
     os.close(write_reports)
-    _waiting = Waiting(pid, give_orders, read_reports)
+    _waiting = Waiting(pid, give_orders, read_reports, early=early is not None)
     return _waiting
 
 
-def _serve(orders, reports: int, prepare: Callable[[], object], work: Callable[[Any, Path], object]) -> int:
+def _serve(
+    orders,
+    reports: int,
+    prepare: Callable[[], object],
+    work: Callable[[Any, Path], object],
+    early: Callable[[], object] | None = None,
+) -> int:
     """The waiting copy's life: its exit status (0 also when no job came)."""
-    if orders.read(1) != b"g":
-        return 0
-    try:
-        prepare()
-    except Exception:  # noqa: BLE001 - met again, and reported, by the work
-        pass
+    for step, wait in ((early, False), (prepare, True)):
+        if wait and orders.read(1) != b"g":
+            return 0
+        try:
+            if step is not None:
+                step()
+        except Exception:  # noqa: BLE001 - met again, and reported, by the work
+            pass
     try:
         payload, temp = _unpacked(orders)
     except EOFError:

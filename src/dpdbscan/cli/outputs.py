@@ -184,12 +184,56 @@ def wait_to_draw() -> bool:
     (:meth:`dpdbscan.cli.forked.Waiting.go`, which ``fit`` does at once, so
     that the import runs beside the read) and then draws the picture of
     the release :func:`write_outputs` sends it. Called before the input is
-    read, while the process is small. False when forking is not safe here
-    (the picture is then drawn as :func:`write_outputs` says)."""
-    return forked.wait_for_work(_prepare_to_draw, _draw_sent) is not None
+    read, while the process is small. The copy forked at the command's
+    start (:mod:`dpdbscan.cli.early`) is kept instead, when there is one.
+    False when forking is not safe here (the picture is then drawn as
+    :func:`write_outputs` says)."""
+    if forked.peek_waiting() is not None:
+        return True
+    return forked.wait_for_work(prepare_to_draw, draw_sent) is not None
 
 
-def _prepare_to_draw() -> None:
+def go_after_read() -> bool:
+    """Whether ``fit`` tells the waiting copy to go on with its imports only
+    once the file is read, beside the fit, rather than before the read.
+
+    Only for the copy forked at the command's start, which has imported
+    matplotlib already (:mod:`dpdbscan.cli.early`), and only on a machine
+    that is otherwise idle (fewer threads running elsewhere than it has
+    cores, :func:`running_elsewhere`): there the read keeps every core busy
+    and the fit only one, so the rest of the copy's imports (0.2-0.4 s of
+    CPU) cost the read a core's worth and the fit nothing. On a busy
+    machine every stage shares the cores with other work anyway, and the
+    copy is better ready when the release is: it goes on before the read,
+    as the copy ``fit`` forks itself does."""
+    waiting = forked.peek_waiting()
+    if waiting is None or not waiting.early:
+        return False
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return False
+    return running_elsewhere() < cores
+
+
+#: Linux's load figures: three averages, then runnable/all threads, then the last pid.
+LOADAVG = "/proc/loadavg"
+
+
+def running_elsewhere() -> float:
+    """How many threads run or wait for a core on this machine now besides
+    the caller: Linux's count of runnable threads (``/proc/loadavg``), less
+    one, or else the 1-minute load average. The count of now, not the
+    average: a benchmark's back-to-back commands keep the average of an
+    otherwise idle machine above its cores."""
+    try:
+        with open(LOADAVG, encoding="ascii") as f:
+            return int(f.read().split()[3].split("/")[0]) - 1
+    except (OSError, ValueError, IndexError):
+        return os.getloadavg()[0]
+
+
+def prepare_to_draw() -> None:
     """What the copy of :func:`wait_to_draw` imports while the file is
     read and the release made: everything the picture needs, pyplot too
     (nothing else runs in it), and a first picture of nothing
@@ -211,7 +255,7 @@ def start_drawing() -> bool:
     return True
 
 
-def _draw_sent(payload: tuple[SpanModel, dict | None], temp: Path) -> None:
+def draw_sent(payload: tuple[SpanModel, dict | None], temp: Path) -> None:
     model, picture = payload
     draw_spans_png(model, temp, **(picture or {}))
 

@@ -691,8 +691,23 @@ def save(ax: Axes, path: Path | str, dpi: float = 150) -> None:
     _plt().close(root)
 
 
+def spans_png(
+    model: SpanModel,
+    path: Path | str,
+    *,
+    dpi: int = 120,
+    size: tuple[int, int] | None = None,
+    extent: Sequence[float] | None = None,
+) -> None:
+    """The spans' picture ``dpdbscan fit`` writes (``size`` in pixels,
+    ``extent`` in the model's display units), written to ``path``."""
+    ax = plot_model(model, "spans", size=size, extent=extent, dpi=dpi)
+    save(ax, path, dpi=dpi)
+
+
 __all__ = [
     "preload",
+    "spans_png",
     "plot_histogram",
     "plot_neighbour_sums",
     "plot_spans",

@@ -34,7 +34,7 @@ import numpy as np
 
 import dpdbscan
 from dpdbscan import DPDBSCAN, load_model, predict_lonlat, save_model, summary, with_params
-from dpdbscan.cli.main import main
+from dpdbscan.cli.command import main
 
 HERE = Path(__file__).resolve().parent
 BOX = (0.0, 0.0, 10.0, 10.0)

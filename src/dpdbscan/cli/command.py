@@ -322,6 +322,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    try:
+        return _parsed_and_run(argv)
+    finally:
+        # a copy forked to draw a picture that was never sent (forked at
+        # the start, :mod:`.early`, also when the words were refused)
+        forked.cancel_waiting()
+
+
+def _parsed_and_run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words = sys.argv[1:] if argv is None else [str(a) for a in argv]
     if isinstance(parser, _Parser):
@@ -350,8 +359,6 @@ def _run(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         print("dpdbscan: interrupted", file=sys.stderr)
         return 130
-    finally:
-        forked.cancel_waiting()  # a copy forked to draw a picture that was never sent
 
 
 __all__ = ["main", "build_parser"]
