@@ -185,3 +185,30 @@ def test_per_unit_rates_and_times_as_text(cities):
     b = _fit(city, 0, times=text, **common)
     assert a.n_spans >= 1
     assert np.array_equal(a.histogram.values, b.histogram.values) and a.n_spans == b.n_spans
+
+
+def test_heavy_gaps_keep_the_trajectories_and_switch_the_device_off_at_long_stays():
+    """``gaps="heavy"`` (T-Drive's kind of trace) draws its gaps and steps
+    from a stream of its own: the same stays and pick-ups as ``"light"``,
+    fewer fixes, irregular steps, gaps of hours, and long stays with no fix
+    inside but one at each end (a stop across a gap)."""
+    light = generate(units=30, days=2, interval=60.0, seed=3)
+    heavy = generate(units=30, days=2, interval=60.0, seed=3, gaps="heavy")
+    again = generate(units=30, days=2, interval=60.0, seed=3, gaps="heavy")
+    assert np.array_equal(heavy.time, again.time) and np.array_equal(heavy.lonlat, again.lonlat)
+    assert np.array_equal(light.stays, heavy.stays) and np.array_equal(light.pickups, heavy.pickups)
+    assert 0.3 * len(light.time) < len(heavy.time) < 0.9 * len(light.time)
+    same_l, same_h = (c.unit[1:] == c.unit[:-1] for c in (light, heavy))
+    steps_l, steps_h = np.diff(light.time)[same_l], np.diff(heavy.time)[same_h]
+    assert np.mean(steps_h > 3600) > 3 * np.mean(steps_l > 3600)  # gaps of hours
+    short_l, short_h = steps_l[steps_l < 300], steps_h[steps_h < 300]
+    assert np.std(short_h) > 2 * np.std(short_l)  # irregular steps, not +-30%
+    # a long stay at a place with the device off: a fix just before and just after, none inside
+    s = heavy.stays[(heavy.stays[:, 1] >= 0) & (heavy.stays[:, 3] - heavy.stays[:, 2] >= 1800)]
+    dark = 0
+    for unit, _, t0, t1, *_ in s:
+        t = heavy.time[heavy.unit == unit]
+        dark += int(not np.any((t > t0 + 70) & (t < t1 - 70)))
+    assert dark >= 0.3 * len(s)
+    with pytest.raises(ValueError, match="gaps"):
+        generate(units=2, days=1, gaps="none")
