@@ -361,7 +361,7 @@ def table(path: Path) -> str:
     cols = (
         "config | fixes | run | spans | events | top-20 | passage | one-unit | places (truth) | roads (truth)"
     )
-    cols += " | eps"
+    cols += " | eps | max one-unit share | fit CPU s"
     lines = [f"| {cols} |", "|" + "---|" * (cols.count("|") + 1)]
     scols = "config | per | spans | busy pairs | covered | share | 2nd run exit | ledger epsilon"
     series = [f"| {scols} |", "|" + "---|" * (scols.count("|") + 1)]
@@ -382,7 +382,8 @@ def table(path: Path) -> str:
         lines.append(
             f"| {r['config']} | {r['fixes']:,} | {r['run']} | {r.get('spans')} | {r.get('events', 0):,} | "
             f"{r.get('top20')} | {r.get('passage')} | {r.get('one_unit_spans')} | "
-            f"{r.get('truth_top20_places')} | {r.get('truth_road_cells')} | {eps} |"
+            f"{r.get('truth_top20_places')} | {r.get('truth_road_cells')} | {eps} | "
+            f"{r.get('max_unit_share', '-')} | {r.get('cpu_s', '-')} |"
         )
     return "\n".join(lines) + "\n\n" + "\n".join(series)
 

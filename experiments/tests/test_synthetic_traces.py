@@ -212,3 +212,16 @@ def test_heavy_gaps_keep_the_trajectories_and_switch_the_device_off_at_long_stay
     assert dark >= 0.3 * len(s)
     with pytest.raises(ValueError, match="gaps"):
         generate(units=2, days=1, gaps="none")
+
+
+def test_the_largest_one_unit_share_of_a_span():
+    """traces_check's max_unit_share against a count by hand: span 0 holds
+    events of units 7, 7, 7, 2 (share 0.75), span 1 of units 2 and 5 (0.5);
+    outside spans (-1) nothing counts; no event in a span gives 0."""
+    from experiments.traces_check import max_unit_share
+
+    labels = np.array([0, 0, 0, 0, 1, 1, -1, -1, -1])
+    units = np.array([7, 7, 7, 2, 2, 5, 5, 5, 5])
+    assert max_unit_share(labels, units, 2) == 0.75
+    assert max_unit_share(labels[4:], units[4:], 2) == 0.5
+    assert max_unit_share(np.full(3, -1), np.arange(3), 0) == 0.0
