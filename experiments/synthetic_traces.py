@@ -528,8 +528,8 @@ def generate(
         ts, pos = _fixes(rng, t, P, float(every[u]), off, noise_m)
         if gaps == "heavy":  # the same main draws made and set aside: the next units' trajectories unchanged
             side = np.random.default_rng([seed, 2, u])
-            heavy_off = off + _heavy_gaps(side, t[0], t[-1], stays[first_stay:])
-            ts, pos = _fixes(side, t, P, float(every[u]), heavy_off, noise_m, irregular=True)
+            dark, pins = _heavy_gaps(side, t[0], t[-1], stays[first_stay:])
+            ts, pos = _fixes(side, t, P, float(every[u]), off + dark, noise_m, irregular=True, pins=pins)
         st = s[np.clip(np.searchsorted(t, ts, side="right") - 1, 0, len(s) - 1)]
         cols[0].append(pos)
         cols[1].append(np.full(len(ts), u))
@@ -554,9 +554,13 @@ def _fixes(
     off: list[tuple[float, float]],
     noise_m: float,
     irregular: bool = False,
+    pins: Sequence[float] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A trajectory's fix times (:func:`_sample_times`) and noisy positions (km)."""
+    """A trajectory's fix times (:func:`_sample_times`, and ``pins``: fixes
+    at given times) and noisy positions (km)."""
     ts = _sample_times(rng, t[0], t[-1], interval, off, irregular)
+    if len(pins):
+        ts = np.unique(np.r_[ts, np.clip(pins, t[0], t[-1])])
     pos = np.column_stack([np.interp(ts, t, P[:, 0]), np.interp(ts, t, P[:, 1])])
     sd = np.where(rng.uniform(size=len(ts)) < 0.01, 60.0, noise_m) / 1000
     pos += rng.normal(0, 1, pos.shape) * sd[:, None]
@@ -565,21 +569,25 @@ def _fixes(
 
 def _heavy_gaps(
     side: np.random.Generator, t0: float, t1: float, stays: list[tuple]
-) -> list[tuple[float, float]]:
+) -> tuple[list[tuple[float, float]], list[float]]:
     """The device-off spans of ``gaps="heavy"`` (T-Drive's kind of trace):
     about one gap an hour of 2 min to several hours (lognormal, median
     10 min, at most 4 h), wherever the unit is, and, at half of its stays
     of 10 min or more (a break, a long queue, a night at home), the device
-    switched off from a minute after arriving until a minute before leaving:
-    a gap with the same place on both sides."""
+    switched off from a minute after arriving until a minute before leaving,
+    with a fix at each (a device reports as it is switched off and on): a
+    gap with the same place on both sides. Returns the spans and those fixes'
+    times."""
     n = side.poisson((t1 - t0) / 3600)
     a = side.uniform(t0, t1, n)
     length = np.minimum(side.lognormal(math.log(600), 1.0, n), 4 * 3600)
     spans = [(float(x), float(x + g)) for x, g in zip(a, length)]
+    pins: list[float] = []
     for st in stays:
         if st[3] - st[2] >= 600 and side.uniform() < 0.5:
             spans.append((st[2] + 60, st[3] - 60))
-    return spans
+            pins += [st[2] + 60, st[3] - 60]
+    return spans, pins
 
 
 def _sample_times(

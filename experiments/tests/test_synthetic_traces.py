@@ -16,6 +16,7 @@ from experiments.synthetic_traces import (
     generate,
     interval_tag,
     road_cells,
+    to_km,
     to_lonlat,
     top_event_cells,
     top_places,
@@ -203,13 +204,18 @@ def test_heavy_gaps_keep_the_trajectories_and_switch_the_device_off_at_long_stay
     assert np.mean(steps_h > 3600) > 3 * np.mean(steps_l > 3600)  # gaps of hours
     short_l, short_h = steps_l[steps_l < 300], steps_h[steps_h < 300]
     assert np.std(short_h) > 2 * np.std(short_l)  # irregular steps, not +-30%
-    # a long stay at a place with the device off: a fix just before and just after, none inside
+    # a long stay at a place with the device off: a fix as it goes off and as it comes on, none
+    # between (a stop across a gap), at about half the long stays
     s = heavy.stays[(heavy.stays[:, 1] >= 0) & (heavy.stays[:, 3] - heavy.stays[:, 2] >= 1800)]
     dark = 0
     for unit, _, t0, t1, *_ in s:
         t = heavy.time[heavy.unit == unit]
-        dark += int(not np.any((t > t0 + 70) & (t < t1 - 70)))
-    assert dark >= 0.3 * len(s)
+        ends = np.any(np.abs(t - (t0 + 60)) <= 1) and np.any(np.abs(t - (t1 - 60)) <= 1)
+        dark += int(ends and not np.any((t > t0 + 62) & (t < t1 - 62)))
+    assert 0.3 * len(s) <= dark <= 0.7 * len(s)
+    rows = Stops(0.1, 300.0).rows(to_km(heavy.lonlat), heavy.unit, heavy.time.astype(float))
+    light_rows = Stops(0.1, 300.0).rows(to_km(light.lonlat), light.unit, light.time.astype(float))
+    assert 0.5 * len(light_rows) < len(rows) < len(light_rows)  # gaps lose short stays, not the dark ones
     with pytest.raises(ValueError, match="gaps"):
         generate(units=2, days=1, gaps="none")
 
