@@ -196,7 +196,7 @@ def test_a_min_samples_small_beside_a_large_fleet_is_said_with_what_would_keep_t
     line = next(x for x in summary(model).splitlines() if x.startswith("  fleet   :"))
     assert f"MinPts=5 is small beside this release: its busiest cell counts about {busiest:,.0f} cabs" in line
     assert f"({model.spans.threshold:,.0f} cabs within eps)" in line
-    assert f"a MinPts near {FLEET_SHARE * busiest:,.0f} (5% of the busiest cell)" in line
+    assert f"at least 10% of the busiest cell (about {FLEET_SHARE * busiest:,.0f})" in line
     # at that MinPts the threshold is no longer small beside the release, and nothing is said
     near = with_params(model, min_samples=round(FLEET_SHARE * busiest))
     assert near.spans.threshold >= FLEET_SHARE * busiest and fleet_line(near, "cabs") == []
