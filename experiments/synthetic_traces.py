@@ -670,18 +670,9 @@ def interval_tag(interval: float | tuple[float, float]) -> str:
     return f"{interval[0]:g}-{interval[1]:g}" if isinstance(interval, tuple) else f"{interval:g}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--units", type=int, default=200)
-    ap.add_argument("--days", type=int, default=7)
-    ap.add_argument(
-        "--interval",
-        type=parse_interval,
-        default=60.0,
-        help="seconds between fixes (before jitter), or LO-HI: each unit its own, log-uniform (5-600)",
-    )
-    ap.add_argument("--kind", choices=["taxi", "people"], default="taxi")
-    ap.add_argument("--seed", type=int, default=0)
+def city_options(ap: argparse.ArgumentParser) -> None:
+    """``--ranks`` and ``--gaps``, the generator's options (also traces_check's,
+    whose folders then end in ``_rpoint`` and ``_gheavy``)."""
     ap.add_argument(
         "--ranks",
         choices=["spread", "point"],
@@ -695,6 +686,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="gaps of 5-45 min every ~3 h (light, as before) or T-Drive's kind: ~1 an hour up to 4 h, "
         "the device off during half the long stays, irregular steps (heavy)",
     )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--units", type=int, default=200)
+    ap.add_argument("--days", type=int, default=7)
+    ap.add_argument(
+        "--interval",
+        type=parse_interval,
+        default=60.0,
+        help="seconds between fixes (before jitter), or LO-HI: each unit its own, log-uniform (5-600)",
+    )
+    ap.add_argument("--kind", choices=["taxi", "people"], default="taxi")
+    ap.add_argument("--seed", type=int, default=0)
+    city_options(ap)
     ap.add_argument("--out", type=Path, default=Path("results/traces/city"))
     o = ap.parse_args(argv)
     city = generate(o.units, o.days, o.interval, o.seed, o.kind, ranks=o.ranks, gaps=o.gaps)

@@ -61,6 +61,7 @@ from .synthetic_traces import (
     START,
     City,
     box,
+    city_options,
     generate,
     interval_tag,
     parse_interval,
@@ -405,24 +406,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="half-widths (km) of the public boxes the commands are given, comma-separated "
         f"(default {HALF_KM:g}: the city's; a wider one as a user might give a whole region)",
     )
-    ap.add_argument(
-        "--ranks",
-        choices=["spread", "point"],
-        default="spread",
-        help="taxis queue anywhere in a rank place (spread) or at one rank on its edge (point: ..._rpoint)",
-    )
+    city_options(ap)
     ap.add_argument(
         "--events",
         default="stops,pickups",
         help="which runs, comma-separated: stops, pickups, raw (every fix, scored against the stops)",
     )
     ap.add_argument("--modes", default="fixed,auto", help="fixed (eps 200 m, MINPTS), auto, or both")
-    ap.add_argument(
-        "--gaps",
-        choices=["light", "heavy"],
-        default="light",
-        help="the generator's gaps (light: as before; heavy: T-Drive's kind, ..._gheavy)",
-    )
     ap.add_argument("--series", action="store_true", help="also --per day and --per week with a ledger")
     ap.add_argument("--series-only", action="store_true", help="only the series, of traces written before")
     ap.add_argument("--out", type=Path, default=Path("results/traces"))
