@@ -425,6 +425,7 @@ def generate(
     kind: str = "taxi",
     noise_m: float = 8.0,
     ranks: str = "spread",
+    gaps: str = "light",
 ) -> City:
     """A city, its units' traces sampled every ``interval`` seconds (jittered,
     with gaps, with GPS noise; a range (lo, hi): each unit its own interval,
@@ -434,11 +435,19 @@ def generate(
     mall): ``"spread"`` anywhere in the place, uniformly (the airport's
     queue over a disc 1.8 km across; the traces of earlier runs), or
     ``"point"`` within RANK_KM of one rank on the place's edge towards its
-    road (:meth:`Places.rank`; the same random draws otherwise)."""
+    road (:meth:`Places.rank`; the same random draws otherwise).
+
+    ``gaps``: ``"light"`` (a gap of 5-45 min about every three hours, the
+    traces of earlier runs) or ``"heavy"`` (:func:`_heavy_gaps`: about one
+    an hour, up to 4 h, the device off during half the long stays, and
+    irregular steps; drawn from a stream of their own, so the trajectories
+    are those of ``"light"``)."""
     if kind not in ("taxi", "people"):
         raise ValueError(f"kind must be taxi or people, got {kind!r}")
     if ranks not in ("spread", "point"):
         raise ValueError(f"ranks must be spread or point, got {ranks!r}")
+    if gaps not in ("light", "heavy"):
+        raise ValueError(f"gaps must be light or heavy, got {gaps!r}")
     rng = np.random.default_rng(seed)
     queue_at = places_queue(ranks)
     every = unit_intervals(units, interval, seed)
@@ -467,6 +476,7 @@ def generate(
     stays: list[tuple] = []
     pickups: list[tuple] = []
     for u in range(units):
+        first_stay = len(stays)
         tr = _Trace(START + rng.uniform(4, 7) * 3600, homes[u])
         tr.unit, tr.node, tr.router, tr.rng, tr.stays = u, int(home_nodes[u]), router, rng, stays
         drive, dwell = tr.drive, tr.dwell
@@ -515,11 +525,12 @@ def generate(
                     pickups.append((u, a, tr.now, *tr.pos))  # a trip begins: the departure
             drive(int(home_nodes[u]), 0, homes[u], 1.0)
         t, P, s = tr.arrays()
-        ts = _sample_times(rng, t[0], t[-1], float(every[u]), off)
-        pos = np.column_stack([np.interp(ts, t, P[:, 0]), np.interp(ts, t, P[:, 1])])
+        ts, pos = _fixes(rng, t, P, float(every[u]), off, noise_m)
+        if gaps == "heavy":  # the same main draws made and set aside: the next units' trajectories unchanged
+            side = np.random.default_rng([seed, 2, u])
+            dark, pins = _heavy_gaps(side, t[0], t[-1], stays[first_stay:])
+            ts, pos = _fixes(side, t, P, float(every[u]), off + dark, noise_m, irregular=True, pins=pins)
         st = s[np.clip(np.searchsorted(t, ts, side="right") - 1, 0, len(s) - 1)]
-        sd = np.where(rng.uniform(size=len(ts)) < 0.01, 60.0, noise_m) / 1000
-        pos += rng.normal(0, 1, pos.shape) * sd[:, None]
         cols[0].append(pos)
         cols[1].append(np.full(len(ts), u))
         cols[2].append(np.round(ts).astype(np.int64))
@@ -535,12 +546,66 @@ def generate(
     return city
 
 
+def _fixes(
+    rng: np.random.Generator,
+    t: np.ndarray,
+    P: np.ndarray,
+    interval: float,
+    off: list[tuple[float, float]],
+    noise_m: float,
+    irregular: bool = False,
+    pins: Sequence[float] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """A trajectory's fix times (:func:`_sample_times`, and ``pins``: fixes
+    at given times) and noisy positions (km)."""
+    ts = _sample_times(rng, t[0], t[-1], interval, off, irregular)
+    if len(pins):
+        ts = np.unique(np.r_[ts, np.clip(pins, t[0], t[-1])])
+    pos = np.column_stack([np.interp(ts, t, P[:, 0]), np.interp(ts, t, P[:, 1])])
+    sd = np.where(rng.uniform(size=len(ts)) < 0.01, 60.0, noise_m) / 1000
+    pos += rng.normal(0, 1, pos.shape) * sd[:, None]
+    return ts, pos
+
+
+def _heavy_gaps(
+    side: np.random.Generator, t0: float, t1: float, stays: list[tuple]
+) -> tuple[list[tuple[float, float]], list[float]]:
+    """The device-off spans of ``gaps="heavy"`` (T-Drive's kind of trace):
+    about one gap an hour of 2 min to several hours (lognormal, median
+    10 min, at most 4 h), wherever the unit is, and, at half of its stays
+    of 10 min or more (a break, a long queue, a night at home), the device
+    switched off from a minute after arriving until a minute before leaving,
+    with a fix at each (a device reports as it is switched off and on): a
+    gap with the same place on both sides. Returns the spans and those fixes'
+    times."""
+    n = side.poisson((t1 - t0) / 3600)
+    a = side.uniform(t0, t1, n)
+    length = np.minimum(side.lognormal(math.log(600), 1.0, n), 4 * 3600)
+    spans = [(float(x), float(x + g)) for x, g in zip(a, length)]
+    pins: list[float] = []
+    for st in stays:
+        if st[3] - st[2] >= 600 and side.uniform() < 0.5:
+            spans.append((st[2] + 60, st[3] - 60))
+            pins += [st[2] + 60, st[3] - 60]
+    return spans, pins
+
+
 def _sample_times(
-    rng: np.random.Generator, t0: float, t1: float, interval: float, off: list[tuple[float, float]]
+    rng: np.random.Generator,
+    t0: float,
+    t1: float,
+    interval: float,
+    off: list[tuple[float, float]],
+    irregular: bool = False,
 ) -> np.ndarray:
-    """Fix times every ``interval`` (+-30%), minus gaps and device-off spans."""
+    """Fix times every ``interval`` (+-30%), minus gaps and device-off spans;
+    ``irregular``: each step also scaled by a lognormal factor of mean 1
+    (sigma 0.7, as T-Drive's steps vary)."""
     n = int((t1 - t0) / interval * 1.05) + 2
-    ts = t0 + np.cumsum(interval * rng.uniform(0.7, 1.3, n))
+    step = interval * rng.uniform(0.7, 1.3, n)
+    if irregular:  # twice as many steps: their sum may fall short of t1
+        step = np.r_[step, interval * rng.uniform(0.7, 1.3, n)] * rng.lognormal(-0.245, 0.7, 2 * n)
+    ts = t0 + np.cumsum(step)
     ts = ts[ts <= t1]
     n_gaps = rng.poisson((t1 - t0) / (3 * 3600))
     g0 = rng.uniform(t0, t1, n_gaps)
@@ -605,6 +670,24 @@ def interval_tag(interval: float | tuple[float, float]) -> str:
     return f"{interval[0]:g}-{interval[1]:g}" if isinstance(interval, tuple) else f"{interval:g}"
 
 
+def city_options(ap: argparse.ArgumentParser) -> None:
+    """``--ranks`` and ``--gaps``, the generator's options (also traces_check's,
+    whose folders then end in ``_rpoint`` and ``_gheavy``)."""
+    ap.add_argument(
+        "--ranks",
+        choices=["spread", "point"],
+        default="spread",
+        help="taxis queue anywhere in a rank place (spread, as before) or at one rank on its edge (point)",
+    )
+    ap.add_argument(
+        "--gaps",
+        choices=["light", "heavy"],
+        default="light",
+        help="gaps of 5-45 min every ~3 h (light, as before) or T-Drive's kind: ~1 an hour up to 4 h, "
+        "the device off during half the long stays, irregular steps (heavy)",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--units", type=int, default=200)
@@ -617,15 +700,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--kind", choices=["taxi", "people"], default="taxi")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument(
-        "--ranks",
-        choices=["spread", "point"],
-        default="spread",
-        help="taxis queue anywhere in a rank place (spread, as before) or at one rank on its edge (point)",
-    )
+    city_options(ap)
     ap.add_argument("--out", type=Path, default=Path("results/traces/city"))
     o = ap.parse_args(argv)
-    city = generate(o.units, o.days, o.interval, o.seed, o.kind, ranks=o.ranks)
+    city = generate(o.units, o.days, o.interval, o.seed, o.kind, ranks=o.ranks, gaps=o.gaps)
     path = city.write(o.out)
     print(
         f"{path}: {len(city.time):,} fixes of {o.units} units, {len(city.pickups):,} pick-ups, "

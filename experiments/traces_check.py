@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import re
 import subprocess
 import sys
@@ -60,6 +61,7 @@ from .synthetic_traces import (
     START,
     City,
     box,
+    city_options,
     generate,
     interval_tag,
     parse_interval,
@@ -73,7 +75,10 @@ UNIT = "taxi"
 KINDS = {
     "stops": ["--time", "time", "--stops", "100m", "5min"],
     "pickups": ["--time", "time", "--trip-ends", "occupied"],
+    "raw": [],  # every fix, as the README's person-level command (scored against the stops)
 }
+#: which events the metric scores each kind of run against
+SCORED = {"stops": "stops", "pickups": "pickups", "raw": "stops"}
 
 
 def min_pts(units: int) -> int:
@@ -97,9 +102,13 @@ def fit(
     cmd = [dpdbscan(), "fit", str(traces), *common(units, auto, seed, half_km), *KINDS[kind]]
     cmd += ["--max-cells-per-unit", "auto", "--epsilon", "1", "--seed", str(seed)]
     cmd += ["--no-png", "--no-geojson", "--quiet", "--no-progress", "--out-dir", str(out), "--name", name]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _children_cpu()
     res = subprocess.run(cmd, capture_output=True, text=True)
-    row: dict[str, Any] = {"seconds": round(time.perf_counter() - t0, 1), "exit": res.returncode}
+    row: dict[str, Any] = {
+        "seconds": round(time.perf_counter() - t0, 1),
+        "cpu_s": round(_children_cpu() - c0, 1),
+        "exit": res.returncode,
+    }
     if res.returncode != 0:
         row["stderr"] = res.stderr.strip()[-400:]
         return row
@@ -108,6 +117,12 @@ def fit(
     if auto:
         row["auto_line"] = next((ln.strip() for ln in res.stdout.splitlines() if "chose" in ln), None)
     return row
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of the finished child processes so far."""
+    t = os.times()
+    return t.children_user + t.children_system
 
 
 def metric(model: Path, traces: Path, kind: str) -> dict[str, Any]:
@@ -134,10 +149,14 @@ def truth_scores(city: City, model_path: Path, kind: str) -> dict[str, Any]:
     model = load_model(model_path)
     b = box()
     proj = Equirectangular.from_bounds(list(b[:2]), list(b[2:]))
-    events = Stops(0.1, 300.0) if kind == "stops" else TripEnds("pickup")
-    rows = event_rows(events, proj.forward(city.lonlat), city.unit, city.time, city.occupied)
+    if kind == "raw":  # every fix counted
+        rows = np.arange(len(city.time))
+    else:
+        events = Stops(0.1, 300.0) if kind == "stops" else TripEnds("pickup")
+        rows = event_rows(events, proj.forward(city.lonlat), city.unit, city.time, city.occupied)
     labels = np.asarray(predict_lonlat(model, city.lonlat[rows]))
     one, _ = one_unit_spans(labels, city.unit[rows], model.n_spans)
+    share = max_unit_share(labels, city.unit[rows], model.n_spans)
     found, units = [], []
     for pl in top_places(city):
         s = city.stays[(city.stays[:, 1] == pl) & (city.stays[:, 3] - city.stays[:, 2] >= 300)]
@@ -149,11 +168,26 @@ def truth_scores(city: City, model_path: Path, kind: str) -> dict[str, Any]:
     kinds = [city.places.kind[int(p)] for p in top_places(city)]
     return {
         "one_unit_spans": one,
+        "max_unit_share": round(share, 2),
         "truth_top20_places": round(float(np.mean(found)), 2),
         "truth_missed": [f"{k}:{n}" for k, f, n in zip(kinds, found, units) if not f],
         "truth_found": [f"{k}:{n}" for k, f, n in zip(kinds, found, units) if f],
         "truth_road_cells": round(float(on_road.mean()), 2),
     }
+
+
+def max_unit_share(labels: np.ndarray, units: np.ndarray, n_spans: int) -> float:
+    """The largest share of one span's events that come from one unit (0: no event in a span)."""
+    inside = labels >= 0
+    if not inside.any():
+        return 0.0
+    _, u = np.unique(units[inside], return_inverse=True)
+    n_units = int(u.max()) + 1
+    table = np.bincount(labels[inside].astype(np.int64) * n_units + u, minlength=n_spans * n_units)
+    table = table.reshape(n_spans, n_units)
+    total = table.sum(axis=1)
+    held = total > 0
+    return float((table.max(axis=1)[held] / total[held]).max())
 
 
 def series(traces: Path, out: Path, units: int, days: int, seed: int, per: str) -> dict[str, Any]:
@@ -214,9 +248,14 @@ def run(
     with_series: bool | str,
     boxes: Sequence[float] = (HALF_KM,),
     ranks: str = "spread",
+    gaps: str = "light",
+    kinds: Sequence[str] = ("stops", "pickups"),
+    modes: Sequence[bool] = (False, True),
 ) -> list:
-    tag = f"{kind}_u{units}_d{days}_i{interval_tag(interval)}_s{seed}" + (
-        "_rpoint" if ranks == "point" else ""
+    tag = (
+        f"{kind}_u{units}_d{days}_i{interval_tag(interval)}_s{seed}"
+        + ("_rpoint" if ranks == "point" else "")
+        + ("_gheavy" if gaps == "heavy" else "")
     )
     out = root / tag
     if with_series == "only":  # the series of traces written before
@@ -233,7 +272,7 @@ def run(
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        city = generate(units, days, interval, seed, kind, ranks=ranks)
+        city = generate(units, days, interval, seed, kind, ranks=ranks, gaps=gaps)
     traces = city.write(out, UNIT)
     base = {
         "config": tag,
@@ -243,7 +282,7 @@ def run(
         "minpts": min_pts(units),
     }
     rows = []
-    runs = [(h, e, a) for h in boxes for e in ("stops", "pickups") for a in (False, True)]
+    runs = [(h, e, a) for h in boxes for e in kinds for a in modes]
     for half_km, events, auto in runs:
         name = f"{events}{'-auto' if auto else ''}"
         if half_km != HALF_KM:  # the commands given a wider public box (the metric keeps the city's)
@@ -251,7 +290,7 @@ def run(
         row = {**base, "run": name, **fit(traces, out, name, events, units, auto, seed, half_km)}
         if row["exit"] == 0:
             model = out / f"{name}.spans.json"
-            row.update(metric(model, traces, events))
+            row.update(metric(model, traces, SCORED[events]))
             row.update(truth_scores(city, model, events))
             if auto:
                 row.update(_auto_choice(model))
@@ -323,7 +362,7 @@ def table(path: Path) -> str:
     cols = (
         "config | fixes | run | spans | events | top-20 | passage | one-unit | places (truth) | roads (truth)"
     )
-    cols += " | eps"
+    cols += " | eps | max one-unit share | fit CPU s"
     lines = [f"| {cols} |", "|" + "---|" * (cols.count("|") + 1)]
     scols = "config | per | spans | busy pairs | covered | share | 2nd run exit | ledger epsilon"
     series = [f"| {scols} |", "|" + "---|" * (scols.count("|") + 1)]
@@ -344,7 +383,8 @@ def table(path: Path) -> str:
         lines.append(
             f"| {r['config']} | {r['fixes']:,} | {r['run']} | {r.get('spans')} | {r.get('events', 0):,} | "
             f"{r.get('top20')} | {r.get('passage')} | {r.get('one_unit_spans')} | "
-            f"{r.get('truth_top20_places')} | {r.get('truth_road_cells')} | {eps} |"
+            f"{r.get('truth_top20_places')} | {r.get('truth_road_cells')} | {eps} | "
+            f"{r.get('max_unit_share', '-')} | {r.get('cpu_s', '-')} |"
         )
     return "\n".join(lines) + "\n\n" + "\n".join(series)
 
@@ -366,12 +406,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="half-widths (km) of the public boxes the commands are given, comma-separated "
         f"(default {HALF_KM:g}: the city's; a wider one as a user might give a whole region)",
     )
+    city_options(ap)
     ap.add_argument(
-        "--ranks",
-        choices=["spread", "point"],
-        default="spread",
-        help="taxis queue anywhere in a rank place (spread) or at one rank on its edge (point: ..._rpoint)",
+        "--events",
+        default="stops,pickups",
+        help="which runs, comma-separated: stops, pickups, raw (every fix, scored against the stops)",
     )
+    ap.add_argument("--modes", default="fixed,auto", help="fixed (eps 200 m, MINPTS), auto, or both")
     ap.add_argument("--series", action="store_true", help="also --per day and --per week with a ledger")
     ap.add_argument("--series-only", action="store_true", help="only the series, of traces written before")
     ap.add_argument("--out", type=Path, default=Path("results/traces"))
@@ -391,7 +432,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             for seed in (int(v) for v in o.seeds.split(",")):
                 series_mode = "only" if o.series_only else o.series
                 boxes = [float(v) for v in o.box_km.split(",")]
-                run(o.kind, units, o.days, interval, seed, o.out, series_mode, boxes, o.ranks)
+                kinds = [v for v in o.events.split(",") if v in KINDS]
+                modes = [v == "auto" for v in o.modes.split(",") if v in ("fixed", "auto")]
+                run(
+                    o.kind,
+                    units,
+                    o.days,
+                    interval,
+                    seed,
+                    o.out,
+                    series_mode,
+                    boxes,
+                    o.ranks,
+                    o.gaps,
+                    kinds,
+                    modes,
+                )
     return 0
 
 

@@ -16,6 +16,7 @@ from experiments.synthetic_traces import (
     generate,
     interval_tag,
     road_cells,
+    to_km,
     to_lonlat,
     top_event_cells,
     top_places,
@@ -185,3 +186,48 @@ def test_per_unit_rates_and_times_as_text(cities):
     b = _fit(city, 0, times=text, **common)
     assert a.n_spans >= 1
     assert np.array_equal(a.histogram.values, b.histogram.values) and a.n_spans == b.n_spans
+
+
+def test_heavy_gaps_keep_the_trajectories_and_switch_the_device_off_at_long_stays():
+    """``gaps="heavy"`` (T-Drive's kind of trace) draws its gaps and steps
+    from a stream of its own: the same stays and pick-ups as ``"light"``,
+    fewer fixes, irregular steps, gaps of hours, and long stays with no fix
+    inside but one at each end (a stop across a gap)."""
+    light = generate(units=30, days=2, interval=60.0, seed=3)
+    heavy = generate(units=30, days=2, interval=60.0, seed=3, gaps="heavy")
+    again = generate(units=30, days=2, interval=60.0, seed=3, gaps="heavy")
+    assert np.array_equal(heavy.time, again.time) and np.array_equal(heavy.lonlat, again.lonlat)
+    assert np.array_equal(light.stays, heavy.stays) and np.array_equal(light.pickups, heavy.pickups)
+    assert 0.3 * len(light.time) < len(heavy.time) < 0.9 * len(light.time)
+    same_l, same_h = (c.unit[1:] == c.unit[:-1] for c in (light, heavy))
+    steps_l, steps_h = np.diff(light.time)[same_l], np.diff(heavy.time)[same_h]
+    assert np.mean(steps_h > 3600) > 3 * np.mean(steps_l > 3600)  # gaps of hours
+    short_l, short_h = steps_l[steps_l < 300], steps_h[steps_h < 300]
+    assert np.std(short_h) > 2 * np.std(short_l)  # irregular steps, not +-30%
+    # a long stay at a place with the device off: a fix as it goes off and as it comes on, none
+    # between (a stop across a gap), at about half the long stays
+    s = heavy.stays[(heavy.stays[:, 1] >= 0) & (heavy.stays[:, 3] - heavy.stays[:, 2] >= 1800)]
+    dark = 0
+    for unit, _, t0, t1, *_ in s:
+        t = heavy.time[heavy.unit == unit]
+        ends = np.any(np.abs(t - (t0 + 60)) <= 1) and np.any(np.abs(t - (t1 - 60)) <= 1)
+        dark += int(ends and not np.any((t > t0 + 62) & (t < t1 - 62)))
+    assert 0.3 * len(s) <= dark <= 0.7 * len(s)
+    rows = Stops(0.1, 300.0).rows(to_km(heavy.lonlat), heavy.unit, heavy.time.astype(float))
+    light_rows = Stops(0.1, 300.0).rows(to_km(light.lonlat), light.unit, light.time.astype(float))
+    assert 0.5 * len(light_rows) < len(rows) < len(light_rows)  # gaps lose short stays, not the dark ones
+    with pytest.raises(ValueError, match="gaps"):
+        generate(units=2, days=1, gaps="none")
+
+
+def test_the_largest_one_unit_share_of_a_span():
+    """traces_check's max_unit_share against a count by hand: span 0 holds
+    events of units 7, 7, 7, 2 (share 0.75), span 1 of units 2 and 5 (0.5);
+    outside spans (-1) nothing counts; no event in a span gives 0."""
+    from experiments.traces_check import max_unit_share
+
+    labels = np.array([0, 0, 0, 0, 1, 1, -1, -1, -1])
+    units = np.array([7, 7, 7, 2, 2, 5, 5, 5, 5])
+    assert max_unit_share(labels, units, 2) == 0.75
+    assert max_unit_share(labels[4:], units[4:], 2) == 0.5
+    assert max_unit_share(np.full(3, -1), np.arange(3), 0) == 0.0

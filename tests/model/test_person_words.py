@@ -171,3 +171,40 @@ def test_info_says_cabs_and_the_swamp(trips, tmp_path, capsys):
     core = next(x for x in out.splitlines() if x.strip().startswith("core test"))
     assert "its estimated number of cabs within eps" in core
     assert f"every min_samples from 1 to {swamped_min_samples(model):,} gives this same release" in line
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """A large fleet: 4,000 cabs at one place (a cell's worth), and each
+    cab's few other points spread over the box."""
+    tmp = tmp_path_factory.mktemp("fleet")
+    rng = np.random.default_rng(3)
+    n = 4000
+    X = np.vstack([rng.normal([0.3, 0.3], 0.003, size=(n, 2)), rng.uniform(0, 1, (2 * n, 2))])
+    cab = np.concatenate([np.arange(n), rng.integers(0, n, 2 * n)])
+    rows = "\n".join(f"{x:.6f},{y:.6f},{u}" for (x, y), u in zip(X, cab))
+    (tmp / "trips.csv").write_text("x,y,cab\n" + rows + "\n")
+    return tmp
+
+
+def test_a_min_samples_small_beside_a_large_fleet_is_said_with_what_would_keep_to_places(fleet):
+    from dpdbscan.model.describe import FLEET_SHARE, fleet_line
+
+    model = _fit(fleet, 5, "--max-cells-per-unit", "4")
+    busiest = float(np.max(model.histogram.values))
+    assert model.spans.threshold < FLEET_SHARE * busiest  # the case the line is for
+    line = next(x for x in summary(model).splitlines() if x.startswith("  fleet   :"))
+    assert f"MinPts=5 is small beside this release: its busiest cell counts about {busiest:,.0f} cabs" in line
+    assert f"({model.spans.threshold:,.0f} cabs within eps)" in line
+    assert f"at least 10% of the busiest cell (about {FLEET_SHARE * busiest:,.0f})" in line
+    # at that MinPts the threshold is no longer small beside the release, and nothing is said
+    near = with_params(model, min_samples=round(FLEET_SHARE * busiest))
+    assert near.spans.threshold >= FLEET_SHARE * busiest and fleet_line(near, "cabs") == []
+    assert "fleet   :" not in summary(near)
+
+
+def test_no_fleet_line_for_a_fleet_of_hundreds(trips):
+    from dpdbscan.model.describe import fleet_line
+
+    model = _fit(trips, 5)
+    assert fleet_line(model, "cabs") == [] and "fleet   :" not in summary(model)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from ..geometry.projection import format_km, projection_of
 from ..laws.noise import shown_count
 from ..params.paramwords import grid_words, histogram_words
@@ -275,6 +277,48 @@ def swamp_line(model: SpanModel, noun: str) -> list[str]:
     ]
 
 
+#: A person-level release whose core threshold is under this share of its
+#: busiest cell's noisy count says that MinPts is small beside the fleet.
+FLEET_SHARE = 0.1
+
+
+def fleet_line(model: SpanModel, noun: str) -> list[str]:
+    """The summary's note when a fixed MinPts, counted in units, is small
+    beside the release: the core threshold (MinPts plus the margin, units
+    within eps) under FLEET_SHARE of the busiest cell's noisy count.
+
+    Why: an absolute MinPts cannot tell a large fleet's places from where it
+    merely passes. Stops or trip ends on a road grow with the traffic on
+    it: with thousands of units, the few in a hundred of those passing a
+    busy road who stop there (a jam) are hundreds of units within eps, over
+    a MinPts such as 30 that makes places of a fleet of hundreds (10,000
+    synthetic taxis a week, MinPts 30: 0.78 of the busiest passage cells in
+    spans, the threshold 2.9% of the busiest cell; MinPts 1,000: 0.18 and
+    11%; the automatic mode 0.02; 2,000 taxis, MinPts 30: 0.00 to 0.02 and
+    12-21%; docs/places.md section 6). The release does not see the traffic;
+    its busiest cell grows with the fleet and the horizon as the roads' stops
+    do, so a share of it is "many units" at any size. MinPts is the user's:
+    this only says so, and the least a fixed MinPts would need. Post-processing: the
+    noisy histogram and the release's threshold, nothing else."""
+    h, units = model.histogram, model.release.units
+    if units is None or units.max_points_per_cell != 1 or model.auto is not None or h is None:
+        return []
+    if not core_test(model.spec.core).guard_swamps:  # the density test: a threshold in units within eps
+        return []
+    busiest = float(np.max(np.asarray(h.values), initial=0.0))
+    threshold = float(model.spans.threshold)
+    if not (threshold > 0 and threshold < FLEET_SHARE * busiest):
+        return []
+    return [
+        f"  fleet   : MinPts={model.spec.min_samples} is small beside this release: its busiest cell "
+        f"counts about {busiest:,.0f} {noun}, {busiest / threshold:,.0f} times the core threshold "
+        f"({threshold:,.0f} {noun} within eps); in a fleet this large the few in a hundred of the "
+        f"{noun} passing a busy road who stop there can pass it, so spans may follow roads. The automatic "
+        "mode (eps and min_samples auto) leaves out what is small beside its peak; a fixed MinPts must be "
+        f"far larger: at least {FLEET_SHARE:.0%} of the busiest cell (about {FLEET_SHARE * busiest:,.0f})"
+    ]
+
+
 def summary(model: SpanModel) -> str:
     """The release in a few lines (what ``dpdbscan fit`` prints): each a
     sentence, with the paper's symbols in brackets."""
@@ -297,6 +341,7 @@ def summary(model: SpanModel) -> str:
         + f"(border={length(spec.border)})"
         + (f"; {shown}" if (shown := shown_words(model, noun)) else ""),
         *swamp_line(model, noun),
+        *fleet_line(model, noun),
         own_eps_words(model, test.guarantee_line(guarantee(model), s, eps_candidates(model), length)),
     ]
     return "\n".join(

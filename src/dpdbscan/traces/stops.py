@@ -9,6 +9,16 @@ the first point, take the longest run that stays within the radius; if it
 lasts long enough it is a stop and the next run begins at the first point
 that left the radius; if not, the next run begins at the very next point.
 
+Only the reported fixes count, whatever the time between them: two
+consecutive fixes ``duration`` or more apart within ``radius`` are a stop
+(a fix every ten minutes, or a gap of hours with the device off), as the
+definition reads. A unit seen at the same place before and after a gap was
+there both times, most often parked; a bound on the gap would have no value
+right for every sampling rate; and a unit adds at most once to a cell, so a
+unit's own place (a home seen across nights) stays one unit, under any
+MinPts that counts units (docs/places.md section 1). A stay shorter than
+the sampling interval is seen at most once and makes no stop.
+
 Each stop becomes **one point: the run's first point** (its anchor). Why the
 first point and not the run's mean: the definition measures the run from
 its first point, so every point of the stop lies within ``radius`` of it and
