@@ -97,7 +97,14 @@ _MISS, _CACHED = 16.0, 1 << 17
 
 
 def pairs_cheaper(
-    d: int, n_runs: int, n_query: int, n_keys: int, n_offsets: int = 0, n_cells: int = 0
+    d: int,
+    n_runs: int,
+    n_query: int,
+    n_keys: int,
+    n_offsets: int = 0,
+    n_cells: int = 0,
+    *,
+    held: bool = True,
 ) -> bool:
     """Whether the table of buckets should beat one pair of binary searches
     per run of offsets and query cell (a public cost model: sizes only).
@@ -107,8 +114,11 @@ def pairs_cheaper(
     when :func:`forced`: dense releases keep the runs. Up to three
     dimensions the runs are few (at most 19 per cell in 3-D) and the pairs
     are not tried: they would load the compiled kernels (0.4 s), which a fit
-    below 4-D never does."""
-    if n_cells and n_query * n_keys * n_offsets / n_cells > MAX_PAIRS:
+    below 4-D never does. ``held=False``: a join that visits each pair and
+    drops it (a self-join's sums, :meth:`CellIndex.half_sums`), whose
+    memory is the cells' whatever the pairs: :data:`MAX_PAIRS` does not
+    bound it."""
+    if held and n_cells and n_query * n_keys * n_offsets / n_cells > MAX_PAIRS:
         return False
     if _FORCED[0] is not None:
         return _FORCED[0]

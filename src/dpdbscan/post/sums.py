@@ -241,7 +241,7 @@ def reaching_sums(
     sub = _rows_in(keys, query)
     n_runs = int(sorted_runs(offsets)[1][-1]) + 1
     if sub is None or not pairs_cheaper(
-        grid.d, n_runs, query.size, keys.size, offsets.shape[0], grid.n_cells
+        grid.d, n_runs, query.size, keys.size, offsets.shape[0], grid.n_cells, held=False
     ):
         return None
     codes = _held(f"codes{R}", offsets, lambda: offset_codes(offsets, R))
