@@ -329,6 +329,32 @@ class CellIndex:
         out[self.order] = laid
         return out
 
+    def sums_at(
+        self, query: np.ndarray, values: np.ndarray, R: int, weight: OffsetWeights, threads: int = 1
+    ) -> np.ndarray:
+        """Per query row (a cell): over the indexed rows within R along every
+        axis, the sum of ``w(offset) x value`` (``weight`` as in
+        :meth:`half_sums`; the query's own cell counts where it is indexed).
+        No pair is held; in ``threads`` chunks of the queries at once."""
+        pairkernels = _kernels()
+        out = np.zeros(len(query))
+        if self.n == 0 or len(query) == 0:
+            return out
+        vals = np.asarray(values, dtype=np.float64)[self.order]
+        q, qk, walk = self._query(query, R)
+        sc, pk, R, lanes, *rest = walk
+        lin = self.linear_codes(sc, R)
+        ql = self.linear_codes(q, R)
+
+        def part(p0: int, p1: int) -> None:
+            pairkernels.query_sums(
+                q, qk, ql, sc, pk, lin, vals, R, lanes, *rest,
+                weight.table, weight.codes, weight.weights, p0, p1, out,
+            )  # fmt: skip
+
+        _in_threads(part, _chunks(q.shape[0], threads))
+        return out
+
     def components(self, R: int, joined: OffsetWeights) -> np.ndarray:
         """Per indexed row, the smallest row of its component in the graph
         joining two rows within R along every axis whose offset ``joined``

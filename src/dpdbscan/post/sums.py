@@ -251,6 +251,26 @@ def reaching_sums(
     return sums[sub]
 
 
+def kernel_sums_at(
+    grid: Grid, keys: np.ndarray, values: np.ndarray, query: np.ndarray, kernel: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """sum_o weights[o] x~_{q + o} over the kernel's ``(offsets, weights)``
+    for each query key (released or not), from the table of buckets of the
+    released cells (sorted ``keys``; the one held by :func:`reaching_sums`
+    when it is) walked per query, no pair held. In another order than the
+    runs' (the same sums up to rounding): for bounds compared with a
+    threshold that leaves room for rounding. Int64 keys only."""
+    offsets, w = kernel
+    out = np.zeros(query.size)
+    if keys.size == 0 or query.size == 0 or offsets.shape[0] == 0:
+        return out
+    R = _reach(offsets)
+    weight = OffsetWeights(offset_codes(offsets, R), np.asarray(w, dtype=np.float64), R, grid.d)
+    index = _index_of(grid, keys, R, query.size)
+    coords = decode_keys(query, _key_strides(grid))
+    return index.sums_at(coords, values, R, weight, _threads(query.size))
+
+
 #: Released cells from which the self-join runs in two threads (the kernel
 #: releases the GIL; each thread sums its own share of the cells).
 _THREADED = 1 << 16
