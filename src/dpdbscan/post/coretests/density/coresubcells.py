@@ -455,7 +455,11 @@ def _joined_kernel_sums(
             if idx.size:
                 shell = np.abs(kernel[0]).max(axis=1) > np.abs(off_in).max(initial=0)
                 out = kernel_sums_at(
-                    hist.grid, hist.released_keys, hist.values, cand[idx], (kernel[0][shell], kernel[1][shell])
+                    hist.grid,
+                    hist.released_keys,
+                    hist.values,
+                    cand[idx],
+                    (kernel[0][shell], kernel[1][shell]),
                 )
                 keep[idx] = sums[idx] + out >= threshold
             return keep
