@@ -8,7 +8,8 @@ randomness: the noise is reproducible) and digests the model file
 training points. The cases: d = 4, 5, 6, 7, 8; sparse and dense
 histograms; one and two sub-cells; the density and bound core tests; person
 level (``units=``); the points of ``benchmarks.bench_dims`` (d = 4, 5, 6, 8)
-at the benchmark's settings and, in 4-D, other seeds and alphas; the
+at the benchmark's settings and, in 4-D, other seeds and alphas (in 5-D
+and 6-D 1.5x and 2x the benchmark's alpha, seeds 1 and 2: issue 30); the
 automatic mode (eps and MinPts, or eps alone) in 2, 3, 4, 6 and 8-D.
 
     python -m benchmarks.same_release                 # this tree's digests
