@@ -423,14 +423,19 @@ def test_reaching_sums_with_a_kernel_weigh_each_offset(d, seed, integer):
     with forced(True):
         got = sums_mod.reaching_sums(g, keys, vals, keys, (off, w))
     assert got is not None
-    want = np.zeros(keys.size)
-    coords = g.decode(keys)
+    assert np.allclose(got, _kernel_oracle(g, keys, vals, keys, off, w), rtol=1e-12, atol=1e-9)
+
+
+def _kernel_oracle(g, keys, vals, query, off, w):
+    """sum_o w(o) x~_{q + o} at each query key, counted offset by offset."""
+    want = np.zeros(query.size)
+    coords = g.decode(query)
     for o, wo in zip(off, w):
         t = coords + o
         ok = np.flatnonzero(g.valid(t))
         idx, hit = search_keys(keys, g.encode(t[ok]))
         want[ok[hit]] += wo * vals[idx[hit]]
-    assert np.allclose(got, want, rtol=1e-12, atol=1e-9)
+    return want
 
 
 def _weight_oracle(a, vals, R, codes, weights):
@@ -588,11 +593,4 @@ def test_kernel_sums_at_any_cell_weigh_each_offset(d, seed, integer, held):
         with forced(True):
             sums_mod.reaching_sums(g, keys, vals, keys, (off, w))
     got = sums_mod.kernel_sums_at(g, keys, vals, query, (off, w))
-    want = np.zeros(query.size)
-    coords = g.decode(query)
-    for o, wo in zip(off, w):
-        t = coords + o
-        ok = np.flatnonzero(g.valid(t))
-        idx, hit = search_keys(keys, g.encode(t[ok]))
-        want[ok[hit]] += wo * vals[idx[hit]]
-    assert np.allclose(got, want, rtol=1e-12, atol=1e-9)
+    assert np.allclose(got, _kernel_oracle(g, keys, vals, query, off, w), rtol=1e-12, atol=1e-9)
