@@ -8,7 +8,8 @@ randomness: the noise is reproducible) and digests the model file
 training points. The cases: d = 4, 5, 6, 7, 8; sparse and dense
 histograms; one and two sub-cells; the density and bound core tests; person
 level (``units=``); the points of ``benchmarks.bench_dims`` (d = 4, 5, 6, 8)
-at the benchmark's settings and, in 4-D, other seeds and alphas; the
+at the benchmark's settings and, in 4-D, other seeds and alphas (in 5-D
+and 6-D 1.5x and 2x the benchmark's alpha, seeds 1 and 2: issue 30); the
 automatic mode (eps and MinPts, or eps alone) in 2, 3, 4, 6 and 8-D.
 
     python -m benchmarks.same_release                 # this tree's digests
@@ -114,6 +115,15 @@ CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
     ("automatic eps 4-D bench", 4, ("bench", 0, 0), dict(eps="auto"), False),
     ("automatic eps 6-D bench", 6, ("bench", 0, 0), dict(eps="auto"), False),
     ("automatic eps 8-D bench", 8, ("bench", 0, 0), dict(eps="auto"), False),
+    # issue 30's survey: 1.5x and 2x the benchmark's alpha, sparse, nearly all noise
+    ("bench_dims 5-D seed 1 a=.06", 5, ("bench", 0, 1), dict(eps=0.06), False),
+    ("bench_dims 5-D seed 2 a=.06", 5, ("bench", 0, 2), dict(eps=0.06), False),
+    ("bench_dims 5-D seed 1 a=.08", 5, ("bench", 0, 1), dict(eps=0.08), False),
+    ("bench_dims 5-D seed 2 a=.08", 5, ("bench", 0, 2), dict(eps=0.08), False),
+    ("bench_dims 6-D seed 1 a=.075", 6, ("bench", 0, 1), dict(eps=0.075), False),
+    ("bench_dims 6-D seed 2 a=.075", 6, ("bench", 0, 2), dict(eps=0.075), False),
+    ("bench_dims 6-D seed 1 a=.1", 6, ("bench", 0, 1), dict(eps=0.1), False),
+    ("bench_dims 6-D seed 2 a=.1", 6, ("bench", 0, 2), dict(eps=0.1), False),
 ]
 
 

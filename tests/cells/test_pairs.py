@@ -423,14 +423,19 @@ def test_reaching_sums_with_a_kernel_weigh_each_offset(d, seed, integer):
     with forced(True):
         got = sums_mod.reaching_sums(g, keys, vals, keys, (off, w))
     assert got is not None
-    want = np.zeros(keys.size)
-    coords = g.decode(keys)
+    assert np.allclose(got, _kernel_oracle(g, keys, vals, keys, off, w), rtol=1e-12, atol=1e-9)
+
+
+def _kernel_oracle(g, keys, vals, query, off, w):
+    """sum_o w(o) x~_{q + o} at each query key, counted offset by offset."""
+    want = np.zeros(query.size)
+    coords = g.decode(query)
     for o, wo in zip(off, w):
         t = coords + o
         ok = np.flatnonzero(g.valid(t))
         idx, hit = search_keys(keys, g.encode(t[ok]))
         want[ok[hit]] += wo * vals[idx[hit]]
-    assert np.allclose(got, want, rtol=1e-12, atol=1e-9)
+    return want
 
 
 def _weight_oracle(a, vals, R, codes, weights):
@@ -558,3 +563,34 @@ def test_compiled_decoding_is_the_grid_s(d, eps):
     got = pairs_module.decode_keys(keys, strides)
     assert np.array_equal(got, g.decode(keys))
     assert np.array_equal(got, c)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(d=st.integers(2, 6), seed=st.integers(0, 2**32 - 1), integer=st.booleans(), held=st.booleans())
+def test_kernel_sums_at_any_cell_weigh_each_offset(d, seed, integer, held):
+    """The kernel sums walked per query cell (released or not, from the
+    table of buckets a self-join left held or a new one) are sum_o w(o)
+    x~_{q + o}, counted offset by offset."""
+    from dpdbscan.post import sums as sums_mod
+
+    rng, g, keys, vals, _ = _sparse_release(d, seed, integer)
+    off = g.offsets
+    off = off[rng.random(off.shape[0]) < 0.7]
+    if off.shape[0] == 0:
+        return
+    w = rng.random(off.shape[0])
+    n = int(rng.integers(1, 200))
+    query = np.unique(
+        np.concatenate(
+            [
+                keys[rng.random(keys.size) < 0.5],
+                g.encode(np.stack([rng.integers(0, s, n) for s in g.shape], axis=1)),
+            ]
+        )
+    )
+    sums_mod._LAST_INDEX.clear()
+    if held:
+        with forced(True):
+            sums_mod.reaching_sums(g, keys, vals, keys, (off, w))
+    got = sums_mod.kernel_sums_at(g, keys, vals, query, (off, w))
+    assert np.allclose(got, _kernel_oracle(g, keys, vals, query, off, w), rtol=1e-12, atol=1e-9)

@@ -744,3 +744,96 @@ def test_reachable_cells_hold_every_cell_whose_weighted_sum_reaches(seed, shell,
         assert keep[E >= t].all()
         if q >= 0.99:
             assert keep.sum() <= 3 * (E >= t).sum() + 10
+
+
+@pytest.mark.parametrize("seed,path", [(0, "cube"), (1, "blocks"), (2, "join")])
+def test_join_before_the_cover_keeps_every_cell_that_reaches(seed, path, monkeypatch):
+    """In 5-D on a universe the box cover takes (eps = 0.08), the self-join
+    goes first: the inner kernel's sums with the block bound, the cube
+    masses and the shell's own sums (or the whole kernel's join) keep every
+    released cell whose weighted sum E~ reaches the threshold, and far
+    fewer of the others than the cover; the fit's model is the one the
+    cover first gives."""
+    import hashlib
+    import warnings
+
+    from dpdbscan.post import sums as sums_mod
+    from dpdbscan.post.coretests.density import coresubcells
+    from dpdbscan.post.coretests.density.cover import cover_sums
+    from dpdbscan.post.coretests.density.weightedsums import weighted_sums_at
+    from dpdbscan.post.coretests.density.weights import ball_weights
+
+    monkeypatch.setattr(coresubcells, "_SHELL_NS", 0.0 if path == "join" else 120.0)
+    monkeypatch.setattr(coresubcells, "_CUBE_ENTRIES_PER_CELL", math.inf if path == "cube" else 0.0)
+    d, eps = 5, 0.08
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.2, 0.8, (4, d))
+    X = np.clip(centres[rng.integers(0, 4, 6000)] + rng.normal(0, 0.02, (6000, d)), 0, 1)
+    X[:1000] = rng.uniform(0, 1, (1000, d))
+    grid = Grid(np.zeros(d), np.ones(d), eps, 4.0)
+    hist = release_histogram(grid, X, MechanismConfig(histogram="sparse", epsilon=1.0), SeededSource(seed))
+    W = ball_weights(d, 4.0, 1)
+    inner = coresubcells._inner_kernel(grid, W.offsets, W.W.max(axis=0), hist.released_keys.size)
+    assert (inner is not None) == (path != "join")  # the path tested
+    keys = hist.released_keys
+    E = weighted_sums_at(hist, W, keys).max(axis=1)
+    for q in (0.5, 0.9, 0.99, 0.999):
+        t = float(np.quantile(E, q))
+        sums_mod._LAST_INDEX.clear()
+        keep = coresubcells._reachable(hist, keys, t * (1 - 1e-9), W, hist.values)
+        assert keep[E >= t].all()
+        cover = cover_sums(hist, keys, W, hist.values, t * (1 - 1e-9))
+        assert cover is not None  # (the cover would take this universe)
+        assert keep.sum() <= (cover >= t * (1 - 1e-9)).sum()
+        if q >= 0.99:
+            assert keep.sum() <= 3 * (E >= t).sum() + 10
+
+    def fit():
+        est = DPDBSCAN(eps, min_samples=20, epsilon=1.0, bounds=(0.0, 1.0), random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X)
+        return hashlib.sha256(to_json(est.spans_).encode()).hexdigest()
+
+    sums_mod._LAST_INDEX.clear()
+    new = fit()
+    monkeypatch.setattr(coresubcells, "JOIN_FIRST_FROM_D", 99)
+    sums_mod._LAST_INDEX.clear()
+    assert fit() == new
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cube_masses_hold_the_cube_and_are_the_buckets_it_meets(seed, monkeypatch):
+    """The cube masses of the sparse density test: at least the released
+    positive mass within R of each cell along every axis, and exactly the
+    mass of the buckets that cube meets (integer and float releases; the
+    bucket side forced up by a small table)."""
+    from dpdbscan.post.coretests.density import coresubcells
+
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(2, 6))
+    grid = Grid(np.zeros(d), np.ones(d), 0.3 if d > 3 else 0.1, 4.0)
+    n = int(rng.integers(1, 400))
+    keys = np.unique(grid.encode(np.stack([rng.integers(0, s, n) for s in grid.shape], axis=1)))
+    integer = seed % 2 == 0
+    vals = rng.integers(1, 40, keys.size) if integer else rng.exponential(4.0, keys.size) + 0.5
+    hist = make_histogram(grid, "sparse", vals, keys)
+    monkeypatch.setattr(coresubcells, "_CUBE_ENTRIES_PER_CELL", math.inf)
+    monkeypatch.setattr(coresubcells, "_MAX_CUBE_BUCKETS", int(rng.integers(8, 4 * grid.n_cells)))
+    m = int(rng.integers(1, 100))
+    cand = np.unique(grid.encode(np.stack([rng.integers(0, s, m) for s in grid.shape], axis=1)))
+    R = int(rng.integers(1, 4))
+    got = coresubcells._cube_masses(hist, cand, R)
+    if got is None:
+        return
+    side = 1
+    while math.prod(-(-s // side) + 1 for s in grid.shape) > coresubcells._MAX_CUBE_BUCKETS:
+        side *= 2
+    kc, qc = grid.decode(keys), grid.decode(cand)
+    near = np.abs(qc[:, None, :] - kc[None, :, :]).max(axis=2) <= R
+    met = (
+        (kc[None, :, :] // side >= (qc[:, None, :] - R) // side)
+        & (kc[None, :, :] // side <= (qc[:, None, :] + R) // side)
+    ).all(axis=2)
+    assert (got >= near @ vals - 1e-9).all()
+    assert np.allclose(got, met @ vals, rtol=1e-12, atol=1e-6)

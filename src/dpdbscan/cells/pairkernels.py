@@ -447,6 +447,54 @@ def half_sums(
 
 
 @kernel
+def query_sums(
+    qc: np.ndarray,
+    qk: np.ndarray,
+    ql: np.ndarray,
+    sc: np.ndarray,
+    pk: np.ndarray,
+    lin: np.ndarray,
+    vals: np.ndarray,
+    R: int,
+    lanes: np.ndarray,
+    axes: np.ndarray,
+    sides: np.ndarray,
+    nb: np.ndarray,
+    strides: np.ndarray,
+    start: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    col: np.ndarray,
+    table: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray,
+    p0: int,
+    p1: int,
+    out: np.ndarray,
+) -> None:
+    """For the query rows ``p0 : p1`` of ``qc`` (packed ``qk``, linear codes
+    ``ql``), ``out[i]`` = the sum over the laid-out cells q within R along
+    every axis of ``w(sc[q] - qc[i]) vals[q]`` (``w`` as in
+    :func:`half_sums`; nothing held per pair)."""
+    zero = _zero_code(sc.shape[1], R)
+    use_table = table.size > 0
+    walk = np.empty((3, axes.size), np.int64)
+    buf = np.empty(64, np.int64)
+    for i in range(p0, p1):
+        buf, got = _hits(
+            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, 0, buf
+        )
+        lq = ql[i] - zero
+        acc = 0.0
+        for t in range(got):
+            q = buf[t]
+            code = lin[q] - lq
+            w = table[code] if use_table else _weight(codes, weights, code)
+            acc += w * vals[q]
+        out[i] = acc
+
+
+@kernel
 def _zero_code(d, R):
     """The linear code (base 2R + 1) of the zero offset in ``d`` dimensions:
     a pair's offset code is ``lin[q] - lin[p]`` plus this."""

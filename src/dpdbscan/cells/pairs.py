@@ -97,7 +97,14 @@ _MISS, _CACHED = 16.0, 1 << 17
 
 
 def pairs_cheaper(
-    d: int, n_runs: int, n_query: int, n_keys: int, n_offsets: int = 0, n_cells: int = 0
+    d: int,
+    n_runs: int,
+    n_query: int,
+    n_keys: int,
+    n_offsets: int = 0,
+    n_cells: int = 0,
+    *,
+    held: bool = True,
 ) -> bool:
     """Whether the table of buckets should beat one pair of binary searches
     per run of offsets and query cell (a public cost model: sizes only).
@@ -107,8 +114,11 @@ def pairs_cheaper(
     when :func:`forced`: dense releases keep the runs. Up to three
     dimensions the runs are few (at most 19 per cell in 3-D) and the pairs
     are not tried: they would load the compiled kernels (0.4 s), which a fit
-    below 4-D never does."""
-    if n_cells and n_query * n_keys * n_offsets / n_cells > MAX_PAIRS:
+    below 4-D never does. ``held=False``: a join that visits each pair and
+    drops it (a self-join's sums, :meth:`CellIndex.half_sums`), whose
+    memory is the cells' whatever the pairs: :data:`MAX_PAIRS` does not
+    bound it."""
+    if held and n_cells and n_query * n_keys * n_offsets / n_cells > MAX_PAIRS:
         return False
     if _FORCED[0] is not None:
         return _FORCED[0]
@@ -317,6 +327,32 @@ class CellIndex:
             laid += s
         out = np.empty(self.n)
         out[self.order] = laid
+        return out
+
+    def sums_at(
+        self, query: np.ndarray, values: np.ndarray, R: int, weight: OffsetWeights, threads: int = 1
+    ) -> np.ndarray:
+        """Per query row (a cell): over the indexed rows within R along every
+        axis, the sum of ``w(offset) x value`` (``weight`` as in
+        :meth:`half_sums`; the query's own cell counts where it is indexed).
+        No pair is held; in ``threads`` chunks of the queries at once."""
+        pairkernels = _kernels()
+        out = np.zeros(len(query))
+        if self.n == 0 or len(query) == 0:
+            return out
+        vals = np.asarray(values, dtype=np.float64)[self.order]
+        q, qk, walk = self._query(query, R)
+        sc, pk, R, lanes, *rest = walk
+        lin = self.linear_codes(sc, R)
+        ql = self.linear_codes(q, R)
+
+        def part(p0: int, p1: int) -> None:
+            pairkernels.query_sums(
+                q, qk, ql, sc, pk, lin, vals, R, lanes, *rest,
+                weight.table, weight.codes, weight.weights, p0, p1, out,
+            )  # fmt: skip
+
+        _in_threads(part, _chunks(q.shape[0], threads))
         return out
 
     def components(self, R: int, joined: OffsetWeights) -> np.ndarray:

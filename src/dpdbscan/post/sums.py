@@ -241,7 +241,7 @@ def reaching_sums(
     sub = _rows_in(keys, query)
     n_runs = int(sorted_runs(offsets)[1][-1]) + 1
     if sub is None or not pairs_cheaper(
-        grid.d, n_runs, query.size, keys.size, offsets.shape[0], grid.n_cells
+        grid.d, n_runs, query.size, keys.size, offsets.shape[0], grid.n_cells, held=False
     ):
         return None
     codes = _held(f"codes{R}", offsets, lambda: offset_codes(offsets, R))
@@ -249,6 +249,26 @@ def reaching_sums(
     weight = OffsetWeights(codes, w, R, grid.d)
     sums = _index_of(grid, keys, R, keys.size).half_sums(values, R, weight, _threads(keys.size))
     return sums[sub]
+
+
+def kernel_sums_at(
+    grid: Grid, keys: np.ndarray, values: np.ndarray, query: np.ndarray, kernel: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """sum_o weights[o] x~_{q + o} over the kernel's ``(offsets, weights)``
+    for each query key (released or not), from the table of buckets of the
+    released cells (sorted ``keys``; the one held by :func:`reaching_sums`
+    when it is) walked per query, no pair held. In another order than the
+    runs' (the same sums up to rounding): for bounds compared with a
+    threshold that leaves room for rounding. Int64 keys only."""
+    offsets, w = kernel
+    out = np.zeros(query.size)
+    if keys.size == 0 or query.size == 0 or offsets.shape[0] == 0:
+        return out
+    R = _reach(offsets)
+    weight = OffsetWeights(offset_codes(offsets, R), np.asarray(w, dtype=np.float64), R, grid.d)
+    index = _index_of(grid, keys, R, query.size)
+    coords = decode_keys(query, _key_strides(grid))
+    return index.sums_at(coords, values, R, weight, _threads(query.size))
 
 
 #: Released cells from which the self-join runs in two threads (the kernel
