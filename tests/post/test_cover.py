@@ -315,9 +315,11 @@ def test_a_dense_release_skips_the_cover_where_noise_alone_would_pass_it():
 
 @pytest.mark.parametrize("d,k,eta", [(2, 2, 4.0), (3, 1, 4.0), (3, 2, 4.0), (3, 3, 2.0), (4, 1, 4.0)])
 def test_the_compiled_table_bound_is_the_numpy_bound_bit_for_bit(d, k, eta, monkeypatch):
-    """A large dense integer release reads its table's corners in one
-    compiled pass (:meth:`_Table.compiled_bounds`): the same bound values as
-    numpy's, float for float, staged or not, so it keeps the same cells."""
+    """A large dense integer release in 3-D reads its table's corners in
+    one compiled pass (:meth:`_Table.compiled_bounds`): the same bound
+    values as numpy's, float for float, staged or not, so it keeps the same
+    cells; and its exact sums gather in place the matrix the padded copy
+    gives (the same sums bit for bit)."""
     rng = np.random.default_rng(2000 + 100 * d + 10 * k)
     w = ball_weights(d, eta, k)
     g = _grid_of(d, eta, {2: 60, 3: 24, 4: 12}[d])
@@ -339,6 +341,13 @@ def test_the_compiled_table_bound_is_the_numpy_bound_bit_for_bit(d, k, eta, monk
         assert np.all(out[1] >= exact)
         if t is not None:
             assert 0 < np.sum(out[1] >= t) < cand.size  # staged, and not vacuous
+    # (the compiled limit is 0 here: 3-D takes the in-place gathers)
+    assert cover_mod.dense_compiled(g) == (d == 3)
+    border = g.encode(np.array([[0] * d, [s - 1 for s in g.shape]]))
+    rows = np.unique(np.concatenate([cand, border]))
+    in_place = weighted_sums_at(hist, w, rows)
+    monkeypatch.setattr(cover_mod, "COMPILED_DENSE_CELLS", 1 << 62)
+    assert np.array_equal(in_place, weighted_sums_at(hist, w, rows))
 
 
 def _cover_args(hist, cand, w, own, threshold):

@@ -686,6 +686,28 @@ def gather_rows(flat: np.ndarray, base: np.ndarray, deltas: np.ndarray, G: np.nd
 
 
 @kernel
+def gather_unpadded(
+    vals: np.ndarray, shape: np.ndarray, coords: np.ndarray, offsets: np.ndarray, G: np.ndarray
+) -> None:
+    """``G[i, j]``: the dense release's value (row-major ``vals`` of
+    ``shape``) at cell ``coords[i] + offsets[j]``, 0 outside the grid: the
+    matrix :func:`gather_rows` reads from the zero-padded copy, without
+    the copy."""
+    d = shape.size
+    for i in range(coords.shape[0]):
+        for j in range(offsets.shape[0]):
+            at = 0
+            inside = True
+            for a in range(d):
+                c = coords[i, a] + offsets[j, a]
+                if c < 0 or c >= shape[a]:
+                    inside = False
+                    break
+                at = at * shape[a] + c
+            G[i, j] = vals[at] if inside else 0.0
+
+
+@kernel
 def walk_bounds(
     vals: np.ndarray,
     shape: np.ndarray,

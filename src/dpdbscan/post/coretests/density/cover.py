@@ -215,6 +215,13 @@ def cover_sums(
     return _numpy_cover(hist, cand, mine, covers, R, exact, total, threshold)
 
 
+def dense_compiled(grid: Grid) -> bool:
+    """Whether a dense release on ``grid`` below :data:`COMPILED_FROM_D`
+    takes the compiled steps: 3-D, at least :data:`COMPILED_DENSE_CELLS`
+    cells (public sizes; 2-D never loads the compiler)."""
+    return 3 <= grid.d < COMPILED_FROM_D and not grid.wide and grid.n_cells >= COMPILED_DENSE_CELLS
+
+
 def _key_strides(grid: Grid) -> np.ndarray:
     """The key difference of a step along each axis (int64 keys)."""
     return np.array([grid.key_delta(e) for e in np.eye(grid.d, dtype=np.int64)], dtype=np.int64)
@@ -250,7 +257,7 @@ def _numpy_cover(
             coords = None
     _prefix_sums(S)
     table = _Table(S, exact, total)
-    if exact and hist.kind == "dense" and grid.n_cells >= COMPILED_DENSE_CELLS:
+    if exact and hist.kind == "dense" and dense_compiled(grid):
         thr = -math.inf if threshold is None else float(threshold)
         return table.compiled_bounds(grid, np.asarray(cand), R + 1, mine, covers, thr)
     base = ((grid.decode(cand) if coords is None else coords) + R + 1) @ table.strides
@@ -469,4 +476,6 @@ __all__ = [
     "COMPILED_TABLE_FACTOR",
     "COMPILED_FROM_D",
     "MAX_SLAB_CELLS",
+    "COMPILED_DENSE_CELLS",
+    "dense_compiled",
 ]
