@@ -1,5 +1,8 @@
 """Compiled kernels of the density test from 4-D up (:data:`.cover.COMPILED_FROM_D`;
-the kernels themselves take any d >= 2, and the tests run them from 3-D).
+the kernels themselves take any d >= 2, and the tests run them from 3-D),
+and in 3-D on large dense grids (:func:`.cover.dense_compiled`): the box
+cover's corners (:func:`table_bounds`) and the exact sums' gathers
+(:func:`gather_unpadded`).
 
 :func:`streamed_cover`, the box cover of :mod:`.cover`: per slab i (the
 cells sharing their first coordinate) that holds a candidate, the tables

@@ -145,12 +145,15 @@ COMPILED_FROM_D = 4
 #: built once per slab and each of its 2R + 1 neighbours).
 COMPILED_TABLE_FACTOR = 16
 #: Below :data:`COMPILED_FROM_D`, a dense integer release of at least this
-#: many cells (a public size: 3-D at alpha <= 0.013 with eta = 4) reads its
+#: many cells (a public size: 3-D at alpha <= 0.0136 with eta = 4) reads its
 #: table's corners in one compiled pass (:meth:`_Table.compiled_bounds`, the
-#: same bounds): 3-D at alpha 0.01 (5.3M cells, 1.43M candidates) took
-#: 0.16 s of CPU in numpy, where the `dbscan` package's whole fit takes
-#: 0.2 s. Smaller grids (the 3-D benchmark's 659k cells) stay in numpy and
-#: never load the compiler.
+#: same bounds), and its exact sums gather in place, without a padded copy
+#: (:func:`.weightedsums.weighted_sums_at`): 3-D at alpha 0.01 (5.3M cells,
+#: 1.43M candidates) took 0.16 s of CPU for the bound in numpy and 0.09 s
+#: compiled, where the `dbscan` package's whole fit takes 0.2 s. A process's
+#: first such fit pays numba's import (0.1-0.7 s of CPU measured under load).
+#: Smaller grids (the 3-D benchmark's 659k cells) stay in numpy and never
+#: load the compiler.
 COMPILED_DENSE_CELLS = 1 << 21
 MAX_SLAB_CELLS = 1 << 22
 _ROWS = 1 << 13  # candidates per block of corner gathers (and one BLAS thread)
