@@ -171,7 +171,8 @@ def _counts_below(keys: np.ndarray, lookups: int):
     # (span + 1 positions: a lookup past the last key reads position span)
     bits = np.zeros((span >> 6) + 1, dtype=np.uint64)
     starts = np.flatnonzero(np.r_[True, word[1:] != word[:-1]])
-    bits[word[starts]] = np.bitwise_or.reduceat(np.left_shift(np.uint64(1), (at & 63).astype(np.uint64)), starts)
+    one_bit = np.left_shift(np.uint64(1), (at & 63).astype(np.uint64))
+    bits[word[starts]] = np.bitwise_or.reduceat(one_bit, starts)
     before = np.zeros(bits.size, dtype=np.int64)
     np.cumsum(np.bitwise_count(bits[:-1]), out=before[1:])
 
