@@ -10,7 +10,8 @@ histograms; one and two sub-cells; the density and bound core tests; person
 level (``units=``); the points of ``benchmarks.bench_dims`` (d = 4, 5, 6, 8)
 at the benchmark's settings and, in 4-D, other seeds and alphas (in 5-D
 and 6-D 1.5x and 2x the benchmark's alpha, seeds 1 and 2: issue 30); the
-automatic mode (eps and MinPts, or eps alone) in 2, 3, 4, 6 and 8-D.
+automatic mode (eps and MinPts, or eps alone) in 2, 3, 4, 6 and 8-D; the
+dense 3-D and 4-D releases of issue 30's other alphas (cases 40 and up).
 
     python -m benchmarks.same_release                 # this tree's digests
     python -m benchmarks.same_release --tree ../main  # this tree against another checkout
@@ -124,6 +125,19 @@ CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
     ("bench_dims 6-D seed 2 a=.075", 6, ("bench", 0, 2), dict(eps=0.075), False),
     ("bench_dims 6-D seed 1 a=.1", 6, ("bench", 0, 1), dict(eps=0.1), False),
     ("bench_dims 6-D seed 2 a=.1", 6, ("bench", 0, 2), dict(eps=0.1), False),
+    # issue 30's other alphas (dense releases of 1-5M cells)
+    ("3-D bench a=.01 seed 1", 3, ("bench", 0, 1), dict(eps=0.01), False),
+    ("3-D bench a=.01 seed 2 k=1", 3, ("bench", 0, 2), dict(eps=0.01, subcells=1), False),
+    ("3-D bench a=.015 seed 2", 3, ("bench", 0, 2), dict(eps=0.015), False),
+    ("3-D bench a=.01 bound", 3, ("bench", 0, 1), dict(eps=0.01, core="bound"), False),
+    ("3-D a=.01 gaussian delta", 3, ("bench", 0, 2), dict(eps=0.01, noise="gaussian", delta=1e-6), False),
+    ("3-D a=.01 laplace", 3, ("bench", 0, 1), dict(eps=0.01, noise="laplace"), False),
+    ("4-D bench a=.045 seed 1", 4, ("bench", 0, 1), dict(eps=0.045), False),
+    ("4-D bench a=.045 seed 2 k=2", 4, ("bench", 0, 2), dict(eps=0.045, subcells=2), False),
+    ("4-D bench a=.06 seed 1 k=2", 4, ("bench", 0, 1), dict(eps=0.06, subcells=2), False),
+    ("4-D bench a=.06 seed 2 k=1", 4, ("bench", 0, 2), dict(eps=0.06, subcells=1), False),
+    ("4-D bench a=.04 seed 2 bound", 4, ("bench", 0, 2), dict(eps=0.04, core="bound"), False),
+    ("4-D a=.045 gaussian delta", 4, ("bench", 0, 1), dict(eps=0.045, noise="gaussian", delta=1e-6), False),
 ]
 
 

@@ -311,3 +311,84 @@ def test_a_dense_release_skips_the_cover_where_noise_alone_would_pass_it():
     assert not _cover_beats_noise(dense(4, 1.0), w4, 54.27)
     assert _cover_beats_noise(dense(4, 10.0), w4, 54.27)
     assert _cover_beats_noise(dense(3, 1.0), ball_weights(3, 4.0, 2), 54.27)
+
+
+@pytest.mark.parametrize("d,k,eta", [(2, 2, 4.0), (3, 1, 4.0), (3, 2, 4.0), (3, 3, 2.0), (4, 1, 4.0)])
+def test_the_compiled_table_bound_is_the_numpy_bound_bit_for_bit(d, k, eta, monkeypatch):
+    """A large dense integer release in 3-D reads its table's corners in
+    one compiled pass (:meth:`_Table.compiled_bounds`): the same bound
+    values as numpy's, float for float, staged or not, so it keeps the same
+    cells; and its exact sums gather in place the matrix the padded copy
+    gives (the same sums bit for bit)."""
+    rng = np.random.default_rng(2000 + 100 * d + 10 * k)
+    w = ball_weights(d, eta, k)
+    g = _grid_of(d, eta, {2: 60, 3: 24, 4: 12}[d])
+    values = np.round(rng.laplace(0, 1.5, g.shape)).astype(np.int64)
+    for _ in range(4):  # clumps
+        at = tuple(int(rng.integers(2, s - 2)) for s in g.shape)
+        values[at] += int(rng.integers(20, 200))
+    hist = _dense(g, values)
+    flat = values.ravel()
+    cand = g.encode(np.stack(np.unravel_index(np.flatnonzero(flat >= 1), g.shape), axis=1))
+    own = flat[flat >= 1]
+    exact = weighted_sums_at(hist, w, cand).max(axis=1)
+    for t in (None, float(np.quantile(exact, 0.99)), 0.5 * float(exact.max())):
+        out = []
+        for limit in (1 << 62, 0):  # numpy's corners, then the compiled pass
+            monkeypatch.setattr(cover_mod, "COMPILED_DENSE_CELLS", limit)
+            out.append(cover_mod._numpy_cover(*_cover_args(hist, cand, w, own, t)))
+        assert np.array_equal(out[0], out[1])
+        assert np.all(out[1] >= exact)
+        if t is not None:
+            assert 0 < np.sum(out[1] >= t) < cand.size  # staged, and not vacuous
+    # (the compiled limit is 0 here: 3-D takes the in-place gathers)
+    assert cover_mod.dense_compiled(g) == (d == 3)
+    border = g.encode(np.array([[0] * d, [s - 1 for s in g.shape]]))
+    rows = np.unique(np.concatenate([cand, border]))
+    in_place = weighted_sums_at(hist, w, rows)
+    monkeypatch.setattr(cover_mod, "COMPILED_DENSE_CELLS", 1 << 62)
+    assert np.array_equal(in_place, weighted_sums_at(hist, w, rows))
+
+
+def _cover_args(hist, cand, w, own, threshold):
+    """The arguments :func:`cover_sums` passes to its numpy path."""
+    R = int(np.abs(w.offsets).max())
+    kernel = w.W.max(axis=0)
+    if threshold is None:
+        covers = [shell_cover(w.offsets, kernel)]
+    else:
+        covers = [shell_cover(w.offsets, kernel, cross=False)]
+        covers += [shell_cover(w.offsets, kernel, from_radius=R)] if R > 1 else []
+        covers.append(shell_cover(w.offsets, kernel))
+    total = float(np.maximum(hist.values, 0).sum())
+    mine = np.maximum(own.astype(np.float64), 0.0)
+    return hist, cand, mine, covers, R, True, total, threshold
+
+
+THREE_D_BENCHMARK_FIT = """
+import sys, warnings
+from benchmarks import blobs_nd
+from dpdbscan import DPDBSCAN
+warnings.simplefilter("ignore")
+X = blobs_nd.points(3, 0, 20_000)
+est = DPDBSCAN(0.02, min_samples=20, epsilon=1.0, bounds=(0.0, 1.0), random_state=0).fit(X)
+print(est.spans_.spans.n_spans > 0, "numba" in sys.modules)
+"""
+
+
+def test_the_three_dimensional_benchmark_grid_never_loads_the_compiler():
+    """3-D at the benchmark's alpha (659k cells) stays below
+    :data:`~.cover.COMPILED_DENSE_CELLS`: its fits never pay numba's import."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    g = Grid(np.zeros(3), np.ones(3), 0.02, 4.0)
+    assert g.n_cells < cover_mod.COMPILED_DENSE_CELLS <= Grid(np.zeros(3), np.ones(3), 0.01, 4.0).n_cells
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "src"), str(root)]))
+    out = subprocess.run(
+        [sys.executable, "-c", THREE_D_BENCHMARK_FIT], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.split() == ["True", "False"]

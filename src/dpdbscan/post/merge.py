@@ -153,23 +153,34 @@ _MAX_TABLE = 1 << 25
 def _counts_below(keys: np.ndarray, lookups: int):
     """``f(v)``: the number of ``keys`` (sorted, unique) below each ``v``,
     as ``np.searchsorted(keys, v, side="left")``. Where the keys' span is
-    small against the lookups to come (the sub-cells of a 3-D release), one
-    cumulative count over the span answers each lookup with a gather instead
-    of a binary search: a table entry costs about one step of a search
-    (measured: 3-D sub-cells, span 4.1M, 25,400 keys, 38 lookups each:
-    7 ms against 17 ms)."""
+    small against the lookups to come (the sub-cells of a 3-D release), a
+    rank over the span answers each lookup with gathers instead of a binary
+    search: one bit per position of the span and the count of keys before
+    each 64-bit word, so the count below v is the word's count plus the set
+    bits of its word below v (a table of one count per position, as before,
+    cost a zeroed array and a cumulative sum of the whole span: 3-D at alpha
+    0.01, span 30M, 76k keys, 0.05-0.1 s of a 0.6 s fit)."""
     n = keys.size
     span = int(keys[-1] - keys[0]) + 1 if n else 0
     steps = n * max(lookups, 1) * math.log2(n + 1)
     if n == 0 or span > min(_MAX_TABLE, steps):
         return lambda v: np.searchsorted(keys, v, side="left")
     first = keys[0]
-    table = np.zeros(span + 1, dtype=np.int64 if n >= 2**31 else np.int32)
-    table[keys - first + 1] = 1
-    np.cumsum(table, out=table)  # table[i]: keys below first + i
+    at = keys - first
+    word = at >> 6
+    # (span + 1 positions: a lookup past the last key reads position span)
+    bits = np.zeros((span >> 6) + 1, dtype=np.uint64)
+    starts = np.flatnonzero(np.r_[True, word[1:] != word[:-1]])
+    one_bit = np.left_shift(np.uint64(1), (at & 63).astype(np.uint64))
+    bits[word[starts]] = np.bitwise_or.reduceat(one_bit, starts)
+    before = np.zeros(bits.size, dtype=np.int64)
+    np.cumsum(np.bitwise_count(bits[:-1]), out=before[1:])
 
     def below(v: np.ndarray) -> np.ndarray:
-        return table[np.clip(v - first, 0, span)].astype(np.int64)
+        p = np.clip(v - first, 0, span)
+        w = p >> 6
+        low = np.left_shift(np.uint64(1), (p & 63).astype(np.uint64)) - np.uint64(1)
+        return before[w] + np.bitwise_count(bits[w] & low)
 
     return below
 

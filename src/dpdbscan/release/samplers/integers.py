@@ -347,11 +347,9 @@ def discrete_laplace(source: Source, n: int, epsilon: Fraction) -> np.ndarray:
             y[bad] = _one_sided(source, bad.size, s, t)
             neg[bad] = _raw_bits(source, bad.size)
             bad = bad[neg[bad] & (y[bad] == 0)]
-    # y -> -y where neg, in two's complement: (y ^ -1) + 1
-    m = neg.view(np.int8).astype(np.int64)
-    np.negative(m, out=m)
-    y ^= m
-    y -= m
+    # y -> -y where neg, in place (one masked pass: the two's complement
+    # (y ^ -1) + 1 through an int64 copy of the mask took four)
+    np.negative(y, out=y, where=neg)
     return y
 
 

@@ -1,5 +1,8 @@
 """Compiled kernels of the density test from 4-D up (:data:`.cover.COMPILED_FROM_D`;
-the kernels themselves take any d >= 2, and the tests run them from 3-D).
+the kernels themselves take any d >= 2, and the tests run them from 3-D),
+and in 3-D on large dense grids (:func:`.cover.dense_compiled`): the box
+cover's corners (:func:`table_bounds`) and the exact sums' gathers
+(:func:`gather_unpadded`).
 
 :func:`streamed_cover`, the box cover of :mod:`.cover`: per slab i (the
 cells sharing their first coordinate) that holds a candidate, the tables
@@ -625,6 +628,57 @@ def staged_reach(
 
 
 @kernel
+def table_bounds(
+    flat: np.ndarray,
+    keys: np.ndarray,
+    key_strides: np.ndarray,
+    strides: np.ndarray,
+    pad: int,
+    own: np.ndarray,
+    c0: np.ndarray,
+    first: np.ndarray,
+    coef: np.ndarray,
+    deltas: np.ndarray,
+    signs: np.ndarray,
+    slack: np.ndarray,
+    thr: float,
+    out: np.ndarray,
+) -> None:
+    """The staged bound of :func:`.cover._numpy_cover` at each key, from the
+    same summed-area table of integers (``flat``), the same float values:
+    stage s is ``c0[s] * own`` plus ``coef[j]`` times the box sum of box j
+    (2^d corners ``deltas[j]`` with ``signs``, an exact integer) for j in
+    ``first[s]:first[s + 1]``, added in that order, then times 1 + 1e-12
+    plus ``slack[s]``; a stage runs only where the one before reaches
+    ``thr``. Keys are decoded with the grid's ``key_strides`` and offset by
+    ``pad`` on every axis of the table (``strides``)."""
+    d = strides.size
+    stages = c0.size
+    inv = 1.0 / key_strides.astype(np.float64)
+    corners = signs.size
+    for i in range(keys.size):
+        rem = keys[i]
+        base = 0
+        for a in range(d - 1):
+            c = _div(rem, key_strides[a], inv[a])
+            rem -= c * key_strides[a]
+            base += (c + pad) * strides[a]
+        base += rem + pad
+        for s in range(stages):
+            v = c0[s] * own[i]
+            for j in range(first[s], first[s + 1]):
+                box = np.int64(0)
+                row = deltas[j]
+                for c in range(corners):
+                    box += signs[c] * np.int64(flat[base + row[c]])
+                v = v + coef[j] * np.float64(box)
+            v = v * (1 + 1e-12) + slack[s]
+            out[i] = v
+            if v < thr:
+                break
+
+
+@kernel
 def gather_rows(flat: np.ndarray, base: np.ndarray, deltas: np.ndarray, G: np.ndarray) -> None:
     """``G[i, j] = flat[base[i] + deltas[j]]``: the dense release's values
     around each candidate, the matrix the weights multiply."""
@@ -632,6 +686,28 @@ def gather_rows(flat: np.ndarray, base: np.ndarray, deltas: np.ndarray, G: np.nd
         b = base[i]
         for j in range(deltas.size):
             G[i, j] = flat[b + deltas[j]]
+
+
+@kernel
+def gather_unpadded(
+    vals: np.ndarray, shape: np.ndarray, coords: np.ndarray, offsets: np.ndarray, G: np.ndarray
+) -> None:
+    """``G[i, j]``: the dense release's value (row-major ``vals`` of
+    ``shape``) at cell ``coords[i] + offsets[j]``, 0 outside the grid: the
+    matrix :func:`gather_rows` reads from the zero-padded copy, without
+    the copy."""
+    d = shape.size
+    for i in range(coords.shape[0]):
+        for j in range(offsets.shape[0]):
+            at = 0
+            inside = True
+            for a in range(d):
+                c = coords[i, a] + offsets[j, a]
+                if c < 0 or c >= shape[a]:
+                    inside = False
+                    break
+                at = at * shape[a] + c
+            G[i, j] = vals[at] if inside else 0.0
 
 
 @kernel

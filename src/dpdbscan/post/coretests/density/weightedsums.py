@@ -13,7 +13,7 @@ import numpy as np
 from ....cells.grid import Grid, lookup, offset_runs, sorted_runs
 from ....cells.histogram import NoisyHistogram
 from ...sums import group_starts, index_held, run_pairs
-from .cover import COMPILED_FROM_D
+from .cover import COMPILED_FROM_D, dense_compiled
 from .weights import BallWeights
 
 
@@ -74,6 +74,21 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
                 walk_rows(vals, walk.shape, coords, R, walk.table, walk.half, rows, False)
                 np.matmul(rows, Wt, out=out[a : a + step])
                 walk_rows(vals, walk.shape, coords, R, walk.table, walk.half, rows, True)
+            return out
+        if dense_compiled(grid):
+            # lazy: numba loads only where a kernel runs (3-D: large dense grids)
+            from .compiled import gather_unpadded
+
+            # the same matrices as the padded copy's below, read in place
+            # (the copy of 5.3M cells took most of the time of 22k rows)
+            vals = np.ascontiguousarray(hist.values).ravel()
+            shape = np.asarray(grid.shape, dtype=np.int64)
+            offsets = np.ascontiguousarray(weights.offsets, dtype=np.int64)
+            for a in range(0, n, step):
+                coords = grid.decode(keys[a : a + step])
+                G = np.empty((coords.shape[0], offsets.shape[0]))
+                gather_unpadded(vals, shape, coords, offsets, G)
+                np.matmul(G, Wt, out=out[a : a + step])
             return out
         P = np.zeros(tuple(s + 2 * R for s in grid.shape))
         P[tuple(slice(R, R + s) for s in grid.shape)] = hist.values
