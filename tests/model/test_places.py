@@ -292,7 +292,8 @@ def test_the_place_floor_does_not_follow_the_densest_place_alone():
 
     def release(margin: float, peak: int) -> list:
         return [
-            P(min_samples=m, threshold=m + margin, n_spans=n if m <= peak else 0) for m, n in zip(rungs, spans)
+            P(min_samples=m, threshold=m + margin, n_spans=n if m <= peak else 0)
+            for m, n in zip(rungs, spans)
         ]
 
     one, other = release(61.0, 20480), release(56.0, 40960)
