@@ -11,7 +11,8 @@ of fixes: minutes per model); the rebuilt models are written to ``--out``.
 ``traces_check`` makes such models and traces (synthetic cities).
 
     python -m experiments.place_floor MODEL.spans.json --rules 0.025:1,0.08:2
-    python -m experiments.place_floor MODEL.spans.json --traces TRACES.parquet --events stops --out results/floor
+    python -m experiments.place_floor MODEL.spans.json --traces TRACES.parquet --events stops \\
+        --out results/floor
 
 docs/places.md section 6 (a synthetic week of 10,000 taxis) has what it
 measured.
@@ -74,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         for share, rank in rules:
             m, floor = rebuilt(model, share, rank)
-            row = f"{path}: floor {100 * share:g}% of peak #{rank}: final tree from MinPts {floor}, {m.n_spans} spans"
+            row = f"{path}: floor {100 * share:g}% of peak #{rank}: "
+            row += f"final tree from MinPts {floor}, {m.n_spans} spans"
             if o.traces is not None:
                 o.out.mkdir(parents=True, exist_ok=True)
                 saved = o.out / f"{path.name.split('.')[0]}-{share:g}-{rank}.spans.json"
