@@ -34,7 +34,7 @@ from .model.record import SpanModel
 from .model.shown import shown_spans
 from .model.words import words_of
 from .params.specs import ReleaseSpec, SpanSpec
-from .plan.autoplan import PLACE_PEAK_SHARE, Plan, place_candidates, place_extent
+from .plan.autoplan import PLACE_PEAK_RANK, PLACE_PEAK_SHARE, Plan, place_candidates, place_extent
 from .plan.outlook import Forecast, forecast
 from .plan.resolve import Resolved, resolve
 from .post import auto, levelsearch, ownscale
@@ -296,7 +296,13 @@ def _auto_model(
             sel = ownscale.select(hist, spec, plan.eps, share_of=share_of)
         else:
             sel = levelsearch.select_levels(
-                hist, spec, plan.eps, max_extent=extent, peak_share=peak, share_of=share_of
+                hist,
+                spec,
+                plan.eps,
+                max_extent=extent,
+                peak_share=peak,
+                share_of=share_of,
+                peak_rank=PLACE_PEAK_RANK,
             )
         ladder = levelsearch.ladder(hist)
         alpha = sel.eps
@@ -319,6 +325,7 @@ def _auto_model(
             record["max_extent"] = float(extent)
             if peak is not None:
                 record["peak_share"] = float(peak)
+                record["peak_rank"] = PLACE_PEAK_RANK
             for lv, s in zip(record["levels"], sel.spans):
                 lv["fits"] = bool(s.fits)
                 lv["piece"] = bool(s.piece)

@@ -268,18 +268,52 @@ def test_above_peak_keeps_the_levels_dense_relative_to_the_densest():
     assert levels.above_peak(ladder, 0.09) == [5, 50, 400, 1000, 4000]  # the margin (105) is above 9% of 1100
     assert levels.above_peak(ladder, 0.25) == [400, 1000, 4000]
     assert levels.above_peak(ladder, 5.0) == [4000]  # none reaches it: the top level
+    # by rank: the peak where the release still has that many spans (the most it has, if fewer)
+    ladder[1].n_spans = ladder[2].n_spans = 2
+    assert levels.above_peak(ladder, 0.25, rank=2) == [50, 400, 1000, 4000]  # 25% of 500
+    assert levels.above_peak(ladder, 0.9, rank=2) == [400, 1000, 4000]
+    assert levels.above_peak(ladder, 0.25, rank=3) == levels.above_peak(ladder, 0.25, rank=2)
+
+
+def test_the_place_floor_does_not_follow_the_densest_place_alone():
+    """Two releases of the same city's fleet (hand-made ladders of one alpha,
+    the thresholds and span counts of two synthetic weeks of 10,000 taxis'
+    stops, seeds 0 and 1): the roads' jams make many small spans at the low
+    levels, the places few at the high ones, and the two differ only in how
+    far the densest place (an airport) peaks above the second. The tree's
+    first level is the same in both; taken as a share of the densest place's
+    peak alone (rank 1) it is two rungs apart whatever the share, and on
+    the second release it let the jams in (82 spans, 0.32 of the passage
+    cells, where the first drew 13 spans, 0.02)."""
+    from types import SimpleNamespace as P
+
+    rungs = [453, 640, 905, 1280, 1810, 2560, 3620, 5120, 7241, 10240, 14482, 20480, 28963, 40960, 57926]
+    spans = [109, 66, 30, 12, 9, 7, 6, 5, 5, 4, 2, 1, 1, 1, 0]
+
+    def release(margin: float, peak: int) -> list:
+        return [
+            P(min_samples=m, threshold=m + margin, n_spans=n if m <= peak else 0)
+            for m, n in zip(rungs, spans)
+        ]
+
+    one, other = release(61.0, 20480), release(56.0, 40960)
+    share, rank = autoplan.PLACE_PEAK_SHARE, autoplan.PLACE_PEAK_RANK
+    assert levels.above_peak(one, share, rank)[0] == levels.above_peak(other, share, rank)[0] == 1280
+    for s in (0.025, 0.05, 0.08):  # where the floor binds
+        assert levels.above_peak(one, s, 1)[0] != levels.above_peak(other, s, 1)[0]
 
 
 def test_person_level_places_are_dense_relative_to_the_densest():
     """A large fleet at person level: a place where every unit stops makes
     the release's peak; a spot where a few hundredths of the units stop (a
     jam on a busy road) is above the noise (a span when every level is kept)
-    but below PLACE_PEAK_SHARE of the peak and is no place; one where a
-    tenth stop is. Without units (event level) the prior is not applied."""
+    but below PLACE_PEAK_SHARE of the second place's peak (a quarter stop
+    there) and is no place; one where a tenth stop is. Without units (event
+    level) the prior is not applied."""
     rng = np.random.default_rng(3)
     n = 16000
-    # km from the box's corner: how many units stop there (the last, 1.7%, is a span without the prior)
-    spots = {(2.0, 2.0): n, (6.0, 8.0): n // 10, (6.0, 3.0): n // 60}
+    # km from the box's corner: how many units stop there (the last, 0.6%, is a span without the prior)
+    spots = {(2.0, 2.0): n, (6.0, 8.0): n // 10, (6.0, 3.0): n // 160, (3.0, 6.0): n // 4}
     parts, units = [], []
     for c, k in spots.items():
         parts.append(rng.normal(c, 0.02, (k, 2)))
@@ -291,10 +325,10 @@ def test_person_level_places_are_dense_relative_to_the_densest():
         warnings.simplefilter("ignore")
         m = fit_lonlat(X, units=U, max_cells_per_unit=1, **kw)
     a = m.auto
-    assert a["peak_share"] == autoplan.PLACE_PEAK_SHARE
+    assert a["peak_share"] == autoplan.PLACE_PEAK_SHARE and a["peak_rank"] == autoplan.PLACE_PEAK_RANK
     assert a["tree"]["min_samples"][0] > a["min_samples_candidates"][0]
     at = np.asarray(predict_lonlat(m, BOUNDS[:2] + np.array(list(spots)) / KM))
-    assert at[0] >= 0 and at[1] >= 0 and at[2] == -1
+    assert at[0] >= 0 and at[1] >= 0 and at[3] >= 0 and at[2] == -1
     assert "relative to the densest" in summary(m)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

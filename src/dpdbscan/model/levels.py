@@ -144,7 +144,8 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
     if share and tree_ms and ladder and tree_ms[0] > ladder[0]:
         out.append(
             f"            counted in units, a place is dense relative to the densest: levels below "
-            f"{100 * share:g}% of the release's peak left out (the tree starts at MinPts {tree_ms[0]}, "
+            f"{100 * share:g}% of the peak of the release's {_nth(int(a.get('peak_rank', 1)))}densest place "
+            f"left out (the tree starts at MinPts {tree_ms[0]}, "
             "not at the noise margin: a busy road's few stops in a hundred passing are many units in a "
             "large fleet)"
         )
@@ -159,6 +160,11 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
             "inside them and no piece of them is significant (too little signal at this budget)"
         )
     return out
+
+
+def _nth(rank: int) -> str:
+    """1 -> "", 2 -> "second ", ...: the rank of a place in words, before "densest"."""
+    return {1: "", 2: "second ", 3: "third "}.get(rank, f"{rank}th ")
 
 
 def unsure_reasons(model: SpanModel) -> list[str]:
@@ -218,7 +224,15 @@ def alternative(model: SpanModel) -> SpanModel | None:
         """The selection at ``alpha`` as the model made it (the place prior, peak share and
         significance's mass, if recorded)."""
         return _levels.select_levels(
-            hist, spec, (), alpha=alpha, max_extent=extent, peak_share=share, share_of=a.get("share_of")
+            hist,
+            spec,
+            (),
+            alpha=alpha,
+            max_extent=extent,
+            peak_share=share,
+            share_of=a.get("share_of"),
+            # models saved before the rank was recorded took the densest place's peak
+            peak_rank=int(a.get("peak_rank", 1)),
         )
 
     if runner:

@@ -54,17 +54,24 @@ PLACE_EXTENT_KM = 1.0
 #: 0.04 at the place radius). Public: d, eta, the box.
 PLACE_MAX_CELLS = 1 << 23
 #: A person-level search for places keeps the levels whose core threshold is
-#: at least this share of the release's peak (the threshold of its densest
-#: place; :func:`dpdbscan.post.levelsearch.above_peak`): "a place many units
-#: go" is relative to the fleet and the horizon, which the release alone
-#: does not state. A public prior, like :data:`PLACE_EXTENT_KM`; it leaves
-#: out only levels above the noise margin where the peak is 40 times the
+#: at least this share of the release's peak (the threshold of its
+#: :data:`PLACE_PEAK_RANK`-th densest place;
+#: :func:`dpdbscan.post.levelsearch.above_peak`): "a place many units go"
+#: is relative to the fleet and the horizon, which the release alone does
+#: not state. A public prior, like :data:`PLACE_EXTENT_KM`; it leaves out
+#: only levels above the noise margin where that peak is 12 times the
 #: margin or more (on full Cabs and fleets of hundreds it leaves out none).
-#: A synthetic week of 5,000 taxis' stops (a fix every 1-10 min): the jams
-#: on busy roads (hundreds of distinct taxis within 172 m) were 15 of 88
-#: spans, holding 0.38 of the passage cells; from 2.5% of the peak up,
-#: 0.02-0.08 (2%: 20 spans, 0.08; 3%: 12 spans, 0.02; 4%: 8 spans).
-PLACE_PEAK_SHARE = 0.025
+#: Synthetic weeks of 5,000 and 10,000 taxis' stops (a fix every 1-10 min
+#: or every 3 min): the jams on busy roads (hundreds of distinct taxis
+#: within 172 m) are spans that hold 0.3-0.4 of the passage cells when
+#: every level is kept (docs/places.md section 5).
+PLACE_PEAK_SHARE = 0.08
+#: Whose peak :data:`PLACE_PEAK_SHARE` is a share of: the second densest
+#: place's, not the densest's, which one airport or main station can put
+#: several times above every other place (10,000 taxis: the densest place
+#: peaked at 41,016 on one seed and 20,541 on the next, the second at
+#: 14,538 and 14,543).
+PLACE_PEAK_RANK = 2
 
 
 @dataclass(frozen=True)
@@ -229,4 +236,5 @@ __all__ = [
     "PLACE_EXTENT_KM",
     "PLACE_MAX_CELLS",
     "PLACE_PEAK_SHARE",
+    "PLACE_PEAK_RANK",
 ]

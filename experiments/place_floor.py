@@ -1,0 +1,91 @@
+"""Where the person-level geographic automatic mode's tree starts (its place
+floor), replayed on saved releases: the same noisy histogram, selected again
+with the floor at ``share`` of the ``rank``-th densest place's peak
+(``levelsearch.above_peak``), for each ``--rules`` pair. Post-processing of
+the saved release only: no refit, the same noise.
+
+Each model must be an automatic ``--geo`` fit saved with its histogram (the
+default). With ``--traces`` (the traces file the model was fitted from) each
+selection is scored with the shared ``places_metric.py`` (slow on millions
+of fixes: minutes per model); the rebuilt models are written to ``--out``.
+``traces_check`` makes such models and traces (synthetic cities).
+
+    python -m experiments.place_floor MODEL.spans.json --rules 0.025:1,0.08:2
+    python -m experiments.place_floor MODEL.spans.json --traces TRACES.parquet --events stops \\
+        --out results/floor
+
+docs/places.md section 6 (a synthetic week of 10,000 taxis) has what it
+measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import dpdbscan
+from dpdbscan.model.reparam import remodel
+from dpdbscan.post import levelsearch
+from dpdbscan.post.coretests import core_test
+
+from . import traces_check
+
+
+def rebuilt(model: Any, share: float, rank: int) -> tuple[Any, int]:
+    """``model``'s release selected again with the floor at ``share`` of the
+    ``rank``-th densest place's peak: (the model, the tree's first MinPts)."""
+    a, hist, spec = model.auto, model.histogram, model.spec
+    sel = levelsearch.select_levels(
+        hist,
+        spec,
+        (),
+        alpha=float(a["eps"]),
+        max_extent=a["max_extent"],
+        peak_share=share,
+        share_of=a.get("share_of"),
+        peak_rank=rank,
+    )
+    test = core_test(spec.core)
+    h = hist.on_grid(hist.grid.at_eps(sel.eps))
+    m = min((s.min_samples for s in sel.spans), default=spec.min_samples)
+    spec2 = replace(spec, min_samples=m, border=float(test.border_at(spec.border, model.grid.eps, sel.eps)))
+    keys = h.grid.subdivided(spec2.subcells).encode(sel.grid.decode(sel.core_keys))
+    record = {**a, **levelsearch.record(sel), "peak_share": share, "peak_rank": rank}
+    out = remodel(model, h, test.spans_of(h, spec2, keys, sel.labels), spec2, record)
+    return out, int(sel.tree.levels[0].min_samples) if sel.tree.levels else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="+", type=Path)
+    ap.add_argument("--rules", default="0.025:1,0.08:2", help="SHARE:RANK pairs, comma-separated")
+    ap.add_argument("--traces", type=Path, default=None, help="score with places_metric.py (one model)")
+    ap.add_argument("--events", choices=["stops", "pickups"], default="stops")
+    ap.add_argument("--out", type=Path, default=Path("results/place_floor"))
+    o = ap.parse_args(argv)
+    rules = [(float(s), int(r)) for s, r in (p.split(":") for p in o.rules.split(","))]
+    for path in o.models:
+        model = dpdbscan.load_model(path)
+        if not (model.auto or {}).get("max_extent") or model.histogram is None:
+            print(f"{path}: not a geographic automatic model with its histogram; skipped", file=sys.stderr)
+            continue
+        for share, rank in rules:
+            m, floor = rebuilt(model, share, rank)
+            row = f"{path}: floor {100 * share:g}% of peak #{rank}: "
+            row += f"final tree from MinPts {floor}, {m.n_spans} spans"
+            if o.traces is not None:
+                o.out.mkdir(parents=True, exist_ok=True)
+                saved = o.out / f"{path.name.split('.')[0]}-{share:g}-{rank}.spans.json"
+                dpdbscan.save_model(m, saved)
+                got = traces_check.metric(saved, o.traces, o.events)
+                row += f", top-20 {got['top20']:.2f}, passage {got['passage']:.2f}"
+            print(row, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
