@@ -186,4 +186,26 @@ def unique(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s[starts], inv
 
 
-__all__ = ["Packing", "argsort", "equal_at", "is_packed", "run_starts", "searchsorted", "unique", "words"]
+def popcount(x: np.ndarray) -> np.ndarray:
+    """The number of 1 bits of each uint64 (``np.bitwise_count`` from numpy 2;
+    the SWAR sum below on numpy 1.26, the oldest supported), as int64."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x).astype(np.int64)
+    m1, m2, m4 = np.uint64(0x5555555555555555), np.uint64(0x3333333333333333), np.uint64(0x0F0F0F0F0F0F0F0F)
+    x = x - ((x >> np.uint64(1)) & m1)
+    x = (x & m2) + ((x >> np.uint64(2)) & m2)
+    x = (x + (x >> np.uint64(4))) & m4
+    return ((x * np.uint64(0x0101010101010101)) >> np.uint64(56)).astype(np.int64)
+
+
+__all__ = [
+    "Packing",
+    "argsort",
+    "equal_at",
+    "is_packed",
+    "popcount",
+    "run_starts",
+    "searchsorted",
+    "unique",
+    "words",
+]

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..cells.components import connected_components
 from ..cells.grid import Grid, offset_runs, search_keys
+from ..cells.keys import popcount
 from ..cells.pairs import (
     CellIndex,
     OffsetWeights,
@@ -174,13 +175,13 @@ def _counts_below(keys: np.ndarray, lookups: int):
     one_bit = np.left_shift(np.uint64(1), (at & 63).astype(np.uint64))
     bits[word[starts]] = np.bitwise_or.reduceat(one_bit, starts)
     before = np.zeros(bits.size, dtype=np.int64)
-    np.cumsum(np.bitwise_count(bits[:-1]), out=before[1:])
+    np.cumsum(popcount(bits[:-1]), out=before[1:])
 
     def below(v: np.ndarray) -> np.ndarray:
         p = np.clip(v - first, 0, span)
         w = p >> 6
         low = np.left_shift(np.uint64(1), (p & 63).astype(np.uint64)) - np.uint64(1)
-        return before[w] + np.bitwise_count(bits[w] & low)
+        return before[w] + popcount(bits[w] & low)
 
     return below
 

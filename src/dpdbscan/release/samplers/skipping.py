@@ -70,6 +70,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ...cells.keys import popcount
 from .integers import Source
 
 FAST_BITS = 32  # bits of U compared with the fast table; tests lower it to force ties
@@ -401,18 +402,6 @@ class _Layout:
         self.tail, self.limit = tail, int(limit)
 
 
-def _popcount(x: np.ndarray) -> np.ndarray:
-    """The number of 1 bits of each uint64 (``np.bitwise_count`` from numpy 2;
-    the SWAR sum below on numpy 1.26, the oldest supported), as int64."""
-    if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(x).astype(np.int64)
-    m1, m2, m4 = np.uint64(0x5555555555555555), np.uint64(0x3333333333333333), np.uint64(0x0F0F0F0F0F0F0F0F)
-    x = x - ((x >> np.uint64(1)) & m1)
-    x = (x & m2) + ((x >> np.uint64(2)) & m2)
-    x = (x + (x >> np.uint64(4))) & m4
-    return ((x * np.uint64(0x0101010101010101)) >> np.uint64(56)).astype(np.int64)
-
-
 def _geometric_half(source, n: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
     """Geometric(1/2): the number of 1 bits before the first 0 in fair bits."""
     g = np.zeros(n, dtype=np.int64)
@@ -421,7 +410,7 @@ def _geometric_half(source, n: int, limit: int) -> tuple[np.ndarray, np.ndarray]
         w = source.raw(idx.size)
         inv = ~w  # trailing ones of w = trailing zeros of ~w
         low = inv & (~inv + np.uint64(1))  # lowest set bit (0 if w is all ones)
-        tz = _popcount(low - np.uint64(1))
+        tz = popcount(low - np.uint64(1))
         full = inv == 0
         tz[full] = 64
         g[idx] += tz
