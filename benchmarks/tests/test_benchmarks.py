@@ -114,7 +114,7 @@ def test_cold_runs_get_the_librarys_bytecode_whatever_the_environment_says():
     import dpdbscan
 
     pkg = Path(dpdbscan.__file__).parent
-    modules = (pkg / "__init__.py", pkg / "cli" / "main.py", pkg / "release" / "pairwords.py")
+    modules = (pkg / "__init__.py", pkg / "cli" / "command.py", pkg / "release" / "pairwords.py")
     Path(importlib.util.cache_from_source(str(modules[-1]))).unlink(missing_ok=True)
     run._compile_library()  # writes even under PYTHONDONTWRITEBYTECODE=1
     for module in modules:
