@@ -28,9 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import dpdbscan
-from dpdbscan.model.reparam import remodel
-from dpdbscan.post import levelsearch
-from dpdbscan.post.coretests import core_test
+from dpdbscan import research
 
 from . import traces_check
 
@@ -39,7 +37,7 @@ def rebuilt(model: Any, share: float, rank: int) -> tuple[Any, int]:
     """``model``'s release selected again with the floor at ``share`` of the
     ``rank``-th densest place's peak: (the model, the tree's first MinPts)."""
     a, hist, spec = model.auto, model.histogram, model.spec
-    sel = levelsearch.select_levels(
+    sel = research.levels_select(
         hist,
         spec,
         (),
@@ -49,13 +47,13 @@ def rebuilt(model: Any, share: float, rank: int) -> tuple[Any, int]:
         share_of=a.get("share_of"),
         peak_rank=rank,
     )
-    test = core_test(spec.core)
+    test = research.core_test(spec.core)
     h = hist.on_grid(hist.grid.at_eps(sel.eps))
     m = min((s.min_samples for s in sel.spans), default=spec.min_samples)
     spec2 = replace(spec, min_samples=m, border=float(test.border_at(spec.border, model.grid.eps, sel.eps)))
     keys = h.grid.subdivided(spec2.subcells).encode(sel.grid.decode(sel.core_keys))
-    record = {**a, **levelsearch.record(sel), "peak_share": share, "peak_rank": rank}
-    out = remodel(model, h, test.spans_of(h, spec2, keys, sel.labels), spec2, record)
+    record = {**a, **research.levels_record(sel), "peak_share": share, "peak_rank": rank}
+    out = research.remodel(model, h, test.spans_of(h, spec2, keys, sel.labels), spec2, record)
     return out, int(sel.tree.levels[0].min_samples) if sel.tree.levels else 0
 
 

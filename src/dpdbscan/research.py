@@ -37,6 +37,9 @@ Post-processing of one release (studies of the density test and the automatic mo
     ``span_parents``: the span of a lower MinPts level holding each span of a higher one.
     ``levels_select``: spans selected at their own levels from one release (the design study).
     ``levels_tree``: the condensed tree and selection of one alpha's MinPts ladder.
+    ``levels_record``: what the model records of a level selection (``auto``).
+    ``core_test``: the core test of a name (its spans, border and guarantee words).
+    ``remodel``: a model with the spans of another selection from its own release.
     ``levels_finish``: the selected spans of a tree.
     ``levels_alpha_scores``: every candidate alpha's total selected stability.
     ``levels_ladder``: the MinPts ladder of a release.
@@ -76,13 +79,14 @@ from .geometry.projection import Equirectangular, format_km, projection_of
 from .model.build import model_of
 from .model.predict import predict_spans, span_regions
 from .model.record import SpanModel
+from .model.reparam import remodel
 from .params.parameters import PARAMETERS
 from .pipeline import events_rows
 from .plan import autoplan
 from .plan.autoplan import base_eps as auto_base_eps
 from .post.auto import _parents as span_parents
 from .post.auto import choose as auto_choose
-from .post.coretests import build_spans
+from .post.coretests import build_spans, core_test
 from .post.coretests.density import density_field
 from .post.ladder import stability as ladder_stability
 from .post.ladder import sweep as ladder_sweep
@@ -91,6 +95,7 @@ from .post.levelsearch import finish as levels_finish
 from .post.levelsearch import ladder as levels_ladder
 from .post.levelsearch import level_scale as levels_scale
 from .post.levelsearch import level_tree as levels_tree
+from .post.levelsearch import record as levels_record
 from .post.levelsearch import select_levels as levels_select
 from .post.merge import merge_centres
 from .release.backends import NumpyBackend
@@ -119,6 +124,9 @@ from .traces.periods import Periods
 AUTO_MAX_CELLS = PARAMETERS["max_cells"].default
 
 __all__ = [
+    "core_test",
+    "levels_record",
+    "remodel",
     "AUTO_MAX_CELLS",
     "Equirectangular",
     "Periods",
