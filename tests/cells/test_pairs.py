@@ -197,7 +197,7 @@ def test_neighbour_sums_over_pairs_equal_the_runs(d, seed, integer):
     assert np.array_equal(pairs, runs)
 
 
-@SETTINGS
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(d=st.integers(1, 8), seed=st.integers(0, 2**32 - 1), integer=st.booleans())
 def test_sums_from_the_pairs_among_the_released_cells_equal_the_runs(d, seed, integer):
     """Queries that are the released cells, most of them, or a few, from the
