@@ -732,6 +732,8 @@ def choose_alpha(
     and the least noise per neighbourhood (its signal grows as alpha^d, its
     noise as alpha^(d/2)). On lambda alone smaller alphas win (their
     ladders reach higher, noisier density peaks) with less of each cluster.
+    With ``ties="smallest"`` they go to the smallest alpha instead (spans at
+    their own alpha on a small set's base, :func:`.ownscale.ties_for`).
     The runner-up is the best-scoring alpha within CLOSE whose selection
     has another number of clusters (None when there is none): a different
     answer the release supports almost as well.
@@ -873,6 +875,8 @@ def select_levels(
     peak_rank : int
         Whose peak ``peak_share`` is a share of: the ``peak_rank``-th
         densest place's (:func:`above_peak`).
+    ties : {"largest", "smallest"}
+        Where the near-ties of the alpha choice go (:func:`choose_alpha`).
     share_of : {"positive", "total"}, optional
         Which released mass ``min_share`` is a share of: its positive part
         or the noisy total (:func:`significance_of`). Default: the total
