@@ -19,7 +19,8 @@ limit; both near ``model`` say the release's resolution is (what no
 post-processing can buy). Labels: the nearest core sub-cell centre within the
 span's alpha, as ``predict`` draws them.
 
-    python -m experiments.auto_oracle --split close-tune --small-2d 80 --n-scenes 30 --out results/scenes/oracle-small
+    python -m experiments.auto_oracle --split close-tune --small-2d 80 --n-scenes 30 \
+        --out results/scenes/oracle-small --cache results/cache/oracle
 """
 
 from __future__ import annotations

@@ -161,39 +161,17 @@ def _points(seed=4):
     return np.vstack(parts)
 
 
-def _fit(selection="levels", seed=4, n_expected=2_600.0):
-    # n_expected: no DP count, so near-ties of eps go to the largest with and
-    # without the rule (one eps is the selection of before); the count's ties below
+def _fit(selection="levels", seed=4):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return DPDBSCAN(
-            "auto",
-            min_samples="auto",
-            bounds=BOX,
-            random_state=seed,
-            selection=selection,
-            n_expected=n_expected,
-        ).fit(_points(seed))
+        return DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=seed, selection=selection).fit(
+            _points(seed)
+        )
 
 
 @pytest.fixture(scope="module")
 def fitted():
     return _fit("levels"), _fit("one-eps")
-
-
-def test_on_a_small_counted_base_near_ties_of_eps_go_to_the_smallest():
-    m = _fit("levels", n_expected=None).spans_
-    a = m.auto
-    assert m.release.size_estimate.value < 6_000 and a["ties"] == "smallest"
-    rows = [tuple(r) for r in a["eps_scores"]]
-    pool = [r for r in rows if r[2] >= 2] or rows
-    best = max(pool, key=lambda r: (r[1], r[0]))
-    tied = [r[0] for r in pool if r[1] >= levelsearch.CLOSE * best[1] and r[2] >= best[2]]
-    assert a["eps"] == pytest.approx(min(tied))
-    # one eps keeps the choice of before (ties to the largest) and records no ties
-    one = _fit("one-eps", n_expected=None).spans_
-    assert one.auto["eps"] == pytest.approx(max(tied)) and "ties" not in one.auto
-    assert ownscale.ties_for(None) == ownscale.ties_for(6_000.0) == "largest"
 
 
 def test_the_fit_adds_the_sparse_cluster_at_its_own_eps(fitted):
@@ -301,8 +279,7 @@ def test_a_fit_the_rule_leaves_alone_is_the_one_eps_fit():
     X = np.vstack([rng.normal(c, 0.35, (1000, 2)) for c in ((2, 2), (7, 6), (2.5, 6.5))])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # n_expected: no DP count, so the eps choice is one-eps's (near-ties to the largest)
-        kw = dict(min_samples="auto", bounds=BOX, random_state=0, max_cells=1 << 12, n_expected=3_000.0)
+        kw = dict(min_samples="auto", bounds=BOX, random_state=0, max_cells=1 << 12)
         m = DPDBSCAN("auto", **kw).fit(X).spans_
         m1 = DPDBSCAN("auto", selection="one-eps", **kw).fit(X).spans_
     assert all("taken" not in lv for lv in m.auto["levels"])

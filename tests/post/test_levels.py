@@ -110,17 +110,6 @@ def test_choose_alpha_counts_on_the_best_score_and_breaks_near_ties_to_the_large
     assert levels.choose_alpha([(1.0, 5.0, 1), (2.0, 6.0, 1)]) == (2.0, None)
 
 
-def test_choose_alpha_can_break_near_ties_to_the_smallest():
-    # the same rows: 1 and 2 tie with 3 clusters; with ties to the smallest 1 wins,
-    # and 4 (another count within CLOSE) is still the runner-up
-    rows = [(1.0, 100.0, 3), (2.0, 95.0, 3), (4.0, 92.0, 2), (8.0, 200.0, 1), (16.0, 50.0, 3)]
-    assert levels.choose_alpha(rows, "smallest") == (1.0, 4.0)
-    # a near-tie with fewer clusters is not a tie either way
-    assert levels.choose_alpha([(1.0, 95.0, 2), (2.0, 100.0, 3)], "smallest") == (2.0, 1.0)
-    with pytest.raises(ValueError, match="ties"):
-        levels.choose_alpha(rows, "middle")
-
-
 def test_a_close_call_is_reported_and_its_alternative_shown():
     grid = Grid(np.zeros(2), np.ones(2), 0.1)
     sel = levels.finish(levels.level_tree(LEVELS, 1.0, 2, scale="logT"), grid, [], 1)

@@ -98,8 +98,6 @@ TOTAL_SHARE_MIN_D = 3
 #: Two choices are "close" when the runner-up's score is at least this share of the best.
 CLOSE = 0.9
 SCALES = ("lambda", "logT")
-#: Where the near-ties of :func:`choose_alpha` go.
-TIES = ("largest", "smallest")
 
 
 @dataclass(frozen=True)
@@ -719,9 +717,7 @@ def alpha_scores(
     return rows
 
 
-def choose_alpha(
-    rows: Sequence[tuple[float, float, int]], ties: str = "largest"
-) -> tuple[float, float | None]:
+def choose_alpha(rows: Sequence[tuple[float, float, int]]) -> tuple[float, float | None]:
     """The alpha of the selection and the runner-up from every candidate's
     (alpha, total stability on lambda, clusters selected) (:func:`alpha_scores`).
 
@@ -732,8 +728,6 @@ def choose_alpha(
     and the least noise per neighbourhood (its signal grows as alpha^d, its
     noise as alpha^(d/2)). On lambda alone smaller alphas win (their
     ladders reach higher, noisier density peaks) with less of each cluster.
-    With ``ties="smallest"`` they go to the smallest alpha instead (spans at
-    their own alpha on a small set's base, :func:`.ownscale.ties_for`).
     The runner-up is the best-scoring alpha within CLOSE whose selection
     has another number of clusters (None when there is none): a different
     answer the release supports almost as well.
@@ -743,10 +737,8 @@ def choose_alpha(
     # only when no alpha selects two
     pool = [r for r in rows if r[2] >= 2] or list(rows)
     best = max(pool, key=lambda r: (r[1], r[0]))
-    if ties not in TIES:
-        raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
-    tied = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] >= best[2]]
-    chosen = (max if ties == "largest" else min)(tied, key=lambda r: r[0])
+    ties = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] >= best[2]]
+    chosen = max(ties, key=lambda r: r[0])
     other = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] != chosen[2]]
     return chosen[0], (max(other, key=lambda r: (r[1], r[0]))[0] if other and best[1] > 0 else None)
 
@@ -820,7 +812,6 @@ def select_levels(
     peak_share: float | None = None,
     share_of: str | None = None,
     peak_rank: int = 1,
-    ties: str = "largest",
 ) -> LevelSpans:
     """Spans selected at their own levels from the release ``hist``.
     Post-processing only.
@@ -875,8 +866,6 @@ def select_levels(
     peak_rank : int
         Whose peak ``peak_share`` is a share of: the ``peak_rank``-th
         densest place's (:func:`above_peak`).
-    ties : {"largest", "smallest"}
-        Where the near-ties of the alpha choice go (:func:`choose_alpha`).
     share_of : {"positive", "total"}, optional
         Which released mass ``min_share`` is a share of: its positive part
         or the noisy total (:func:`significance_of`). Default: the total
@@ -905,7 +894,7 @@ def select_levels(
     on_cells = None if max_extent is None else (hist.grid, float(max_extent))
     if len(cands) > 1:
         rows = alpha_scores(coarse, d, min_mass=min_mass, method=method, extent=on_cells)
-        chosen, runner = choose_alpha(rows, ties)
+        chosen, runner = choose_alpha(rows)
     if peak_share is not None:
         ms = above_peak([coarse[(chosen, m)] for m in ms], peak_share, peak_rank)
     if not bottom:

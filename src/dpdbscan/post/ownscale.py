@@ -38,7 +38,6 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
-from ..params.sizing import SMALL_N
 from ..params.specs import SpanSpec
 from . import levelsearch as _levels
 from .ladder import sweep
@@ -76,25 +75,6 @@ def applies(d: int, units: bool, max_extent: float | None, candidates: int) -> b
     return d in DIMS and not units and max_extent is None and candidates > 1
 
 
-def ties_for(counted: float | None) -> str:
-    """Where the chosen alpha's near-ties go (:func:`.levelsearch.choose_alpha`)
-    when spans are taken at their own alpha: to the smallest where the
-    base release was sized for the DP count ``counted`` (the count's n from
-    :func:`dpdbscan.params.sizing.sized_n`: a 2-D set below SMALL_N
-    points), else to the largest, as with one alpha.
-
-    Why: the largest alpha of the near-ties takes each cluster at its
-    largest extent, and on a small set it also runs thin shapes a little
-    apart together, where the smallest of the ties still holds them apart;
-    the clusters that only a larger alpha sees whole are then grown or
-    added from the larger candidates' selections (:func:`widen`). On sets
-    of 20,000 points (the dev suite) the smallest of the ties splits rings
-    and loses (0.872 to 0.806), so the rule is for the small sets' base
-    only (docs/parameters.md section 7). Public: the DP count and fixed
-    constants."""
-    return "smallest" if counted is not None and counted < SMALL_N else "largest"
-
-
 def select(
     hist: NoisyHistogram,
     spec: SpanSpec,
@@ -102,15 +82,13 @@ def select(
     *,
     alpha: float | None = None,
     share_of: str | None = None,
-    ties: str = "largest",
 ) -> _levels.LevelSpans:
-    """:func:`.levelsearch.select_levels` (the chosen alpha, or ``alpha``;
-    near-ties to ``ties``, :func:`ties_for`), then each larger candidate's
-    own selection from the same release and :func:`widen`. Post-processing
-    only."""
+    """:func:`.levelsearch.select_levels` (the chosen alpha, or ``alpha``),
+    then each larger candidate's own selection from the same release and
+    :func:`widen`. Post-processing only."""
     cands = [float(a) for a in eps_candidates]
     coarse = sweep(hist, replace(spec, subcells=1), cands, _levels.ladder(hist))
-    sel = _levels.select_levels(hist, spec, cands, alpha=alpha, coarse=coarse, share_of=share_of, ties=ties)
+    sel = _levels.select_levels(hist, spec, cands, alpha=alpha, coarse=coarse, share_of=share_of)
     return widen(sel, larger_selections(hist, spec, cands, sel.eps, share_of=share_of, coarse=coarse))
 
 
@@ -213,4 +191,4 @@ def _relabelled(sel: _levels.LevelSpans, spans: Sequence[_Span]) -> _levels.Leve
     return replace(sel, core_keys=keys, labels=rank[raw], spans=tuple(levels), taken=tuple(how))
 
 
-__all__ = ["GROW_SHARE", "GAP", "DIMS", "applies", "ties_for", "select", "larger_selections", "widen"]
+__all__ = ["GROW_SHARE", "GAP", "DIMS", "applies", "select", "larger_selections", "widen"]
