@@ -251,11 +251,15 @@ def run(
     gaps: str = "light",
     kinds: Sequence[str] = ("stops", "pickups"),
     modes: Sequence[bool] = (False, True),
+    roads: str = "grid",
+    hubs: str = "default",
 ) -> list:
     tag = (
         f"{kind}_u{units}_d{days}_i{interval_tag(interval)}_s{seed}"
         + ("_rpoint" if ranks == "point" else "")
         + ("_gheavy" if gaps == "heavy" else "")
+        + ("" if roads == "grid" else f"_{roads}")
+        + ("" if hubs == "default" else f"_hubs{hubs}")
     )
     out = root / tag
     if with_series == "only":  # the series of traces written before
@@ -272,7 +276,7 @@ def run(
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        city = generate(units, days, interval, seed, kind, ranks=ranks, gaps=gaps)
+        city = generate(units, days, interval, seed, kind, ranks=ranks, gaps=gaps, roads_layout=roads, hubs=hubs)
     traces = city.write(out, UNIT)
     base = {
         "config": tag,
@@ -447,6 +451,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     o.gaps,
                     kinds,
                     modes,
+                    o.roads,
+                    o.hubs,
                 )
     return 0
 
