@@ -233,6 +233,8 @@ def alternative(model: SpanModel) -> SpanModel | None:
             share_of=a.get("share_of"),
             # models saved before the rank was recorded took the densest place's peak
             peak_rank=int(a.get("peak_rank", 1)),
+            # models saved before it selected short-lived clusters too
+            min_rungs=int(a.get("min_rungs", 1)),
         )
 
     if runner:

@@ -72,6 +72,12 @@ PLACE_PEAK_SHARE = 0.08
 #: peaked at 41,016 on one seed and 20,541 on the next, the second at
 #: 14,538 and 14,543).
 PLACE_PEAK_RANK = 2
+#: A person-level search for places selects no cluster whose tree lives
+#: fewer levels of the MinPts ladder (a factor sqrt 2 a level;
+#: :func:`dpdbscan.post.levelsearch.short_lived`): a place is a peak that
+#: stands out over several levels, a busy road's jams a ridge that breaks
+#: up within a level or two of where the tree starts. 1: no limit.
+PLACE_MIN_RUNGS = 1
 
 
 @dataclass(frozen=True)
@@ -237,4 +243,5 @@ __all__ = [
     "PLACE_MAX_CELLS",
     "PLACE_PEAK_SHARE",
     "PLACE_PEAK_RANK",
+    "PLACE_MIN_RUNGS",
 ]

@@ -181,6 +181,8 @@ class LevelTree:
     extent : tuple or None
         (the grid of the partitions' keys, the largest extent) the tree was
         built with, or None; ``min_mass`` the significant mass.
+    short : tuple of int
+        Clusters left unselected as short-lived (:func:`short_lived`).
     """
 
     eps: float
@@ -193,6 +195,7 @@ class LevelTree:
     pieces: tuple = ()
     extent: tuple[Grid, float] | None = None
     min_mass: float = 0.0
+    short: tuple = ()
 
     alpha = renamed("alpha", "eps")
 
@@ -420,7 +423,10 @@ def district_hosts(clusters: Sequence[Cluster], selected: Sequence[int]) -> set[
 
 
 def select_clusters(
-    clusters: Sequence[Cluster], method: str = "eom", flip: Collection[int] = ()
+    clusters: Sequence[Cluster],
+    method: str = "eom",
+    flip: Collection[int] = (),
+    short: Collection[int] = (),
 ) -> tuple[list[int], float, list[int]]:
     """Disjoint clusters of a condensed tree: excess of mass (``"eom"``) or
     the leaves (``"leaf"``). Returns (selected ids, their total stability,
@@ -430,7 +436,9 @@ def select_clusters(
     A root is not selectable when it is the only one and splits (HDBSCAN's
     ``allow_single_cluster=False``): one cluster is what every data set
     shows at a low enough level. ``flip``: clusters whose keep-or-split
-    choice is reversed (the alternative of a close call).
+    choice is reversed (the alternative of a close call). ``short``:
+    clusters that are never selected, nor anything below them
+    (:func:`short_lived`).
     """
     roots = [c.id for c in clusters if c.parent < 0]
     single = len(roots) == 1
@@ -438,6 +446,9 @@ def select_clusters(
     chosen: dict[int, list[int]] = {}
     close: list[int] = []
     for c in sorted(clusters, key=lambda c: -c.birth):  # children before parents
+        if c.id in short:
+            best[c.id], chosen[c.id] = 0.0, []
+            continue
         below = sum(best[k] for k in c.children)
         kids = [i for k in c.children for i in chosen[k]]
         if not c.fits:
@@ -470,6 +481,29 @@ def select_clusters(
     return selected, float(sum(best[r] for r in roots)), [i for i in close if i in above]
 
 
+def short_lived(clusters: Sequence[Cluster], min_samples: Sequence[int], rungs: int) -> set[int]:
+    """Clusters whose tree lives fewer than ``rungs`` levels of the ladder:
+    the cluster and everything below it are gone (no span of them is still
+    significant) before the MinPts ``rungs`` levels above its birth
+    (``min_samples``: the tree's ladder, a factor sqrt 2 a rung). A cluster
+    alive at the ladder's top level lives on (its life is not seen).
+
+    Why, for places: a place is a peak of the release, whose units stand out
+    over several rungs, from where it parts from its surroundings up to its
+    own density; a busy road's jams are a ridge as dense all along, whose
+    level sets break up and vanish within a rung or two of where the tree
+    starts, wherever it starts. Persistence in rungs is a ratio of MinPts,
+    so it holds at any fleet size and horizon. Post-processing: the tree."""
+    if rungs <= 1:
+        return set()
+    top = len(min_samples) - 1
+    reach = {c.id: c.death for c in clusters}
+    for c in sorted(clusters, key=lambda c: -c.birth):  # children before parents
+        for k in c.children:
+            reach[c.id] = max(reach[c.id], reach[k])
+    return {c.id for c in clusters if reach[c.id] < top and reach[c.id] - c.birth + 1 < rungs}
+
+
 def level_tree(
     levels: Sequence[Partition],
     alpha: float,
@@ -480,15 +514,18 @@ def level_tree(
     method: str = "eom",
     flip: Collection[int] = (),
     extent: tuple[Grid, float] | None = None,
+    min_rungs: int = 1,
 ) -> LevelTree:
     """The condensed tree of one alpha's ladder and its selection (``flip``:
     :func:`select_clusters`). ``extent``: (the grid the partitions' keys
     are in, the largest extent a selected span may have,
-    :func:`span_extents`), or None for no limit."""
+    :func:`span_extents`), or None for no limit. ``min_rungs``: a cluster
+    whose tree lives fewer levels is not selected (:func:`short_lived`)."""
     lam = level_scale(levels, alpha, d, scale)
     fits = None if extent is None else [span_extents(p, extent[0]) <= extent[1] for p in levels]
     clusters = condensed_tree(levels, lam, min_mass, fits)
-    selected, score, close = select_clusters(clusters, method, flip)
+    short = short_lived(clusters, [p.min_samples for p in levels], min_rungs)
+    selected, score, close = select_clusters(clusters, method, flip, short)
     tree = LevelTree(
         float(alpha),
         tuple(levels),
@@ -499,6 +536,7 @@ def level_tree(
         tuple(close),
         extent=extent,
         min_mass=float(min_mass),
+        short=tuple(sorted(short)),
     )
     return reselect(tree, selected, score)
 
@@ -812,6 +850,7 @@ def select_levels(
     peak_share: float | None = None,
     share_of: str | None = None,
     peak_rank: int = 1,
+    min_rungs: int = 1,
 ) -> LevelSpans:
     """Spans selected at their own levels from the release ``hist``.
     Post-processing only.
@@ -866,6 +905,9 @@ def select_levels(
     peak_rank : int
         Whose peak ``peak_share`` is a share of: the ``peak_rank``-th
         densest place's (:func:`above_peak`).
+    min_rungs : int
+        A cluster whose tree lives fewer levels of the ladder is not
+        selected (:func:`short_lived`); 1: every cluster may be.
     share_of : {"positive", "total"}, optional
         Which released mass ``min_share`` is a share of: its positive part
         or the noisy total (:func:`significance_of`). Default: the total
@@ -899,7 +941,13 @@ def select_levels(
         ms = above_peak([coarse[(chosen, m)] for m in ms], peak_share, peak_rank)
     if not bottom:
         cells = level_tree(
-            [coarse[(chosen, m)] for m in ms], chosen, d, min_mass=min_mass, method=method, extent=on_cells
+            [coarse[(chosen, m)] for m in ms],
+            chosen,
+            d,
+            min_mass=min_mass,
+            method=method,
+            extent=on_cells,
+            min_rungs=min_rungs,
         )
         born = [cells.clusters[i].birth for i in cells.selected]
         born += [cells.clusters[piece.cluster].birth for piece in cells.pieces]
@@ -921,6 +969,7 @@ def select_levels(
         min_mass=min_mass,
         method=method,
         extent=None if max_extent is None else (sub, float(max_extent)),
+        min_rungs=min_rungs,
     )
     if tree.pieces:
         tree = replace(tree, pieces=standalone_pieces(tree, hist, spec, sub))
@@ -1018,7 +1067,7 @@ def alternative(
     if not sel.tree.close:
         return None
     t = sel.tree
-    flipped, score, _ = select_clusters(t.clusters, kw.get("method", "eom"), flip=t.close)
+    flipped, score, _ = select_clusters(t.clusters, kw.get("method", "eom"), flip=t.close, short=t.short)
     tree = replace(reselect(t, flipped, score), close=())
     if tree.pieces and hist is not None and spec is not None:
         # its pieces as the selection's own: dense without the places beside them
@@ -1130,6 +1179,7 @@ __all__ = [
     "select_levels",
     "ladder",
     "above_peak",
+    "short_lived",
     "alpha_scores",
     "finish",
     "choose_alpha",
