@@ -710,7 +710,7 @@ def city_options(ap: argparse.ArgumentParser) -> None:
         "the device off during half the long stays, irregular steps (heavy)",
     )
     ap.add_argument(
-        "--roads", choices=ROADS, default="grid", help="a street grid with rings (grid) or rings and radials only"
+        "--roads", choices=ROADS, default="grid", help="a street grid with rings (grid), or rings and radials"
     )
     ap.add_argument(
         "--hubs",
@@ -737,7 +737,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("results/traces/city"))
     o = ap.parse_args(argv)
     city = generate(
-        o.units, o.days, o.interval, o.seed, o.kind, ranks=o.ranks, gaps=o.gaps, roads_layout=o.roads, hubs=o.hubs
+        o.units,
+        o.days,
+        o.interval,
+        o.seed,
+        o.kind,
+        ranks=o.ranks,
+        gaps=o.gaps,
+        roads_layout=o.roads,
+        hubs=o.hubs,
     )
     path = city.write(o.out)
     print(

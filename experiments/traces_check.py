@@ -276,7 +276,9 @@ def run(
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        city = generate(units, days, interval, seed, kind, ranks=ranks, gaps=gaps, roads_layout=roads, hubs=hubs)
+        city = generate(
+            units, days, interval, seed, kind, ranks=ranks, gaps=gaps, roads_layout=roads, hubs=hubs
+        )
     traces = city.write(out, UNIT)
     base = {
         "config": tag,
