@@ -70,13 +70,20 @@ class Metric:
     as the tool prints them, and the largest share of a span's events from
     one unit."""
 
-    def __init__(self, model: Path, traces: Path, events: str) -> None:
+    def __init__(
+        self,
+        model: Path,
+        traces: Path,
+        events: str,
+        unit: str = traces_check.UNIT,
+        bounds: Sequence[float] = (),
+    ) -> None:
         import runpy
 
         from .synthetic_traces import box
 
-        argv = [str(traces_check.METRIC), str(model), str(traces), "--unit", traces_check.UNIT]
-        argv += ["--events", events, "--status", "occupied", "--box", *(f"{v:.6f}" for v in box())]
+        argv = [str(traces_check.METRIC), str(model), str(traces), "--unit", unit, "--events", events]
+        argv += ["--status", "occupied", "--box", *(f"{v:.6f}" for v in (bounds or box()))]
         saved, sys.argv = sys.argv, argv
         try:
             self.g = runpy.run_path(str(traces_check.METRIC), run_name="places_metric")
@@ -122,7 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (model.auto or {}).get("max_extent") or model.histogram is None:
             print(f"{path}: not a geographic automatic model with its histogram; skipped", file=sys.stderr)
             continue
-        cached = Metric(path, o.traces, o.events) if o.cached and o.traces is not None else None
+        cached = None
+        if o.cached and o.traces is not None:
+            cached = Metric(path, o.traces, o.events, o.unit, o.box or ())
         for share, rank, rungs in rules:
             m, floor = rebuilt(model, share, rank, rungs)
             row = f"{path}: floor {100 * share:g}% of peak #{rank}, life >= {rungs}: "
