@@ -63,6 +63,26 @@ def rebuilt(model: Any, share: float, rank: int, rungs: int = 1) -> tuple[Any, i
     return out, int(sel.tree.levels[0].min_samples) if sel.tree.levels else 0
 
 
+def ladder_facts(model: Any) -> str:
+    """The release's ladder on cells at the model's eps: the noise margin
+    (the first level's threshold less its MinPts), the peaks of the densest
+    and second densest places (``levelsearch.above_peak``'s), the noisy
+    total, and MinPts with spans at each level."""
+    import numpy as np
+
+    a, hist, spec = model.auto, model.histogram, model.spec
+    eps = float(a["eps"])
+    ms = research.levels_ladder(hist)
+    table = research.ladder_sweep(hist, replace(spec, subcells=1), [eps], ms)
+    levels = [table[(eps, m)] for m in ms]
+    peak = [max((p.threshold for p in levels if p.n_spans >= r), default=0.0) for r in (1, 2)]
+    total = float(np.asarray(hist.values).sum())
+    spans = " ".join(f"{p.min_samples}:{p.n_spans}" for p in levels if p.n_spans)
+    margin = levels[0].threshold - levels[0].min_samples
+    out = f"margin {margin:.0f}, peak #1 {peak[0]:.0f}, #2 {peak[1]:.0f}, noisy total {total:.0f}"
+    return f"{out}; spans {spans}"
+
+
 class Metric:
     """The shared ``places_metric.py`` run once on a traces file (its events,
     top-20 and passage cells, as its own code computes them), then any
@@ -118,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="with --traces: run the metric once, score every rule in process",
     )
     ap.add_argument("--events", choices=["stops", "pickups"], default="stops")
+    ap.add_argument("--unit", default=traces_check.UNIT, help="the unit column (the metric's --unit)")
+    ap.add_argument("--box", type=float, nargs=4, default=None, help="the metric's box (default: the city's)")
     ap.add_argument("--out", type=Path, default=Path("results/place_floor"))
     o = ap.parse_args(argv)
     rules = [
@@ -129,6 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (model.auto or {}).get("max_extent") or model.histogram is None:
             print(f"{path}: not a geographic automatic model with its histogram; skipped", file=sys.stderr)
             continue
+        print(f"{path}: {ladder_facts(model)}", flush=True)
         cached = None
         if o.cached and o.traces is not None:
             cached = Metric(path, o.traces, o.events, o.unit, o.box or ())

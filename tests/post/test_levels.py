@@ -86,6 +86,9 @@ def test_a_tree_that_lives_fewer_rungs_than_the_least_is_never_selected():
     assert levels.short_lived(tree, ms, 3) == {1}
     # the root reaches the top through B: never short
     assert levels.short_lived(tree, ms, 9) == {1}
+    # judged only where born at the given MinPts (the floor)
+    assert levels.short_lived(tree, ms, 3, born_at=6) == {1}
+    assert levels.short_lived(tree, ms, 3, born_at=5) == set()
     sel, score, _ = levels.select_clusters(tree, short={1})
     assert sel == [3, 4] and score == pytest.approx(2 * 20 * 8)
     # without the top level, B's tree (born at 1, last alive at 2) is as short as A's

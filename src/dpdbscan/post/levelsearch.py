@@ -481,19 +481,26 @@ def select_clusters(
     return selected, float(sum(best[r] for r in roots)), [i for i in close if i in above]
 
 
-def short_lived(clusters: Sequence[Cluster], min_samples: Sequence[int], rungs: int) -> set[int]:
-    """Clusters whose tree lives fewer than ``rungs`` levels of the ladder:
-    the cluster and everything below it are gone (no span of them is still
-    significant) before the MinPts ``rungs`` levels above its birth
-    (``min_samples``: the tree's ladder, a factor sqrt 2 a rung). A cluster
-    alive at the ladder's top level lives on (its life is not seen).
+def short_lived(
+    clusters: Sequence[Cluster], min_samples: Sequence[int], rungs: int, born_at: int | None = None
+) -> set[int]:
+    """Clusters born at MinPts ``born_at`` (None: at any level) whose tree
+    lives fewer than ``rungs`` levels of the ladder: the cluster and
+    everything below it are gone (no span of them still significant) before
+    the MinPts ``rungs`` levels above its birth (``min_samples``: the tree's
+    ladder, a factor sqrt 2 a level). A cluster alive at the ladder's top
+    level lives on (its life is not seen).
 
-    Why, for places: a place is a peak of the release, whose units stand out
-    over several rungs, from where it parts from its surroundings up to its
-    own density; a busy road's jams are a ridge as dense all along, whose
-    level sets break up and vanish within a rung or two of where the tree
-    starts, wherever it starts. Persistence in rungs is a ratio of MinPts,
-    so it holds at any fleet size and horizon. Post-processing: the tree."""
+    Why, for places, at the floor of a tree cut by the peak share
+    (:func:`above_peak`): a place is a peak of the release, whose units
+    stand out over several levels above where the floor meets it; the jams
+    on a busy road are a ridge as dense all along, which the floor cuts into
+    small level sets that break up and vanish within a level or two,
+    wherever the floor lands. Persistence in levels is a ratio of MinPts,
+    the same at any fleet size and horizon. Not below a floor that binds:
+    near the noise margin every level's threshold is mostly the margin, and
+    real places live a level or two there too (full Cabs). Post-processing:
+    the tree."""
     if rungs <= 1:
         return set()
     top = len(min_samples) - 1
@@ -501,7 +508,13 @@ def short_lived(clusters: Sequence[Cluster], min_samples: Sequence[int], rungs: 
     for c in sorted(clusters, key=lambda c: -c.birth):  # children before parents
         for k in c.children:
             reach[c.id] = max(reach[c.id], reach[k])
-    return {c.id for c in clusters if reach[c.id] < top and reach[c.id] - c.birth + 1 < rungs}
+    return {
+        c.id
+        for c in clusters
+        if reach[c.id] < top
+        and reach[c.id] - c.birth + 1 < rungs
+        and (born_at is None or min_samples[c.birth] == born_at)
+    }
 
 
 def level_tree(
@@ -515,16 +528,18 @@ def level_tree(
     flip: Collection[int] = (),
     extent: tuple[Grid, float] | None = None,
     min_rungs: int = 1,
+    born_at: int | None = None,
 ) -> LevelTree:
     """The condensed tree of one alpha's ladder and its selection (``flip``:
     :func:`select_clusters`). ``extent``: (the grid the partitions' keys
     are in, the largest extent a selected span may have,
     :func:`span_extents`), or None for no limit. ``min_rungs``: a cluster
-    whose tree lives fewer levels is not selected (:func:`short_lived`)."""
+    born at MinPts ``born_at`` (None: any) whose tree lives fewer levels is
+    not selected (:func:`short_lived`)."""
     lam = level_scale(levels, alpha, d, scale)
     fits = None if extent is None else [span_extents(p, extent[0]) <= extent[1] for p in levels]
     clusters = condensed_tree(levels, lam, min_mass, fits)
-    short = short_lived(clusters, [p.min_samples for p in levels], min_rungs)
+    short = short_lived(clusters, [p.min_samples for p in levels], min_rungs, born_at)
     selected, score, close = select_clusters(clusters, method, flip, short)
     tree = LevelTree(
         float(alpha),
@@ -906,7 +921,8 @@ def select_levels(
         Whose peak ``peak_share`` is a share of: the ``peak_rank``-th
         densest place's (:func:`above_peak`).
     min_rungs : int
-        A cluster whose tree lives fewer levels of the ladder is not
+        With ``peak_share``, where its floor leaves levels out: a cluster
+        born at the floor whose tree lives fewer levels of the ladder is not
         selected (:func:`short_lived`); 1: every cluster may be.
     share_of : {"positive", "total"}, optional
         Which released mass ``min_share`` is a share of: its positive part
@@ -937,8 +953,11 @@ def select_levels(
     if len(cands) > 1:
         rows = alpha_scores(coarse, d, min_mass=min_mass, method=method, extent=on_cells)
         chosen, runner = choose_alpha(rows)
+    floor = None  # the MinPts where the peak share cut the ladder, if it did
     if peak_share is not None:
-        ms = above_peak([coarse[(chosen, m)] for m in ms], peak_share, peak_rank)
+        full, ms = ms, above_peak([coarse[(chosen, m)] for m in ms], peak_share, peak_rank)
+        floor = ms[0] if ms[0] > full[0] else None
+    rungs = min_rungs if floor is not None else 1
     if not bottom:
         cells = level_tree(
             [coarse[(chosen, m)] for m in ms],
@@ -947,7 +966,8 @@ def select_levels(
             min_mass=min_mass,
             method=method,
             extent=on_cells,
-            min_rungs=min_rungs,
+            min_rungs=rungs,
+            born_at=floor,
         )
         born = [cells.clusters[i].birth for i in cells.selected]
         born += [cells.clusters[piece.cluster].birth for piece in cells.pieces]
@@ -969,7 +989,8 @@ def select_levels(
         min_mass=min_mass,
         method=method,
         extent=None if max_extent is None else (sub, float(max_extent)),
-        min_rungs=min_rungs,
+        min_rungs=rungs,
+        born_at=floor,
     )
     if tree.pieces:
         tree = replace(tree, pieces=standalone_pieces(tree, hist, spec, sub))
