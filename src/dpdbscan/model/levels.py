@@ -153,8 +153,8 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
         if rungs > 1:
             out.append(
                 f"            and a cluster born there is kept only where it lasts {rungs} levels of the "
-                f"ladder (to {2 ** ((rungs - 1) / 2):g}x that MinPts): a place stands out over several levels, a "
-                "busy road's jams vanish within a level or two of where the tree starts"
+                f"ladder (to {2 ** ((rungs - 1) / 2):g}x that MinPts): a place stands out over several "
+                "levels, a busy road's jams vanish within a level or two of where the tree starts"
             )
     if pieces:
         out.append(
