@@ -4,6 +4,12 @@ with the floor at ``share`` of the ``rank``-th densest place's peak
 (``levelsearch.above_peak``), for each ``--rules`` pair. Post-processing of
 the saved release only: no refit, the same noise.
 
+A rule SHARE:RANK:RUNGS also selects no cluster born at a floor that binds
+whose tree lives fewer than RUNGS levels (``levelsearch.short_lived``).
+``--cached`` runs the shared metric once per model's traces and scores every
+rule in process (its own cells; ``--unit`` and ``--box`` for Cabs); each
+model's ladder on cells is printed first (margin, peaks, noisy total).
+
 Each model must be an automatic ``--geo`` fit saved with its histogram (the
 default). With ``--traces`` (the traces file the model was fitted from) each
 selection is scored with the shared ``places_metric.py`` (slow on millions
@@ -11,6 +17,8 @@ of fixes: minutes per model); the rebuilt models are written to ``--out``.
 ``traces_check`` makes such models and traces (synthetic cities).
 
     python -m experiments.place_floor MODEL.spans.json --rules 0.025:1,0.08:2
+    python -m experiments.place_floor MODEL.spans.json --rules 0.08:2:1,0.08:2:3 \\
+        --traces TRACES.parquet --events stops --cached
     python -m experiments.place_floor MODEL.spans.json --traces TRACES.parquet --events stops \\
         --out results/floor
 

@@ -32,6 +32,7 @@ least 100 distinct units that period, as on Cabs; a fifth of a fleet under 500).
     python -m experiments.traces_check --units 500 --days 7 --intervals 60,600 --seeds 0,1 --series
     python -m experiments.traces_check --units 150 --days 3 --intervals 5,60,600 --seeds 0 --kind people
     python -m experiments.traces_check --units 2000 --days 1 --intervals 5-60 --ranks point
+    python -m experiments.traces_check --units 5000 --days 7 --intervals 60-600 --hubs none --modes auto
 
 One JSON line per run on standard output (also appended to OUT/runs.jsonl).
 ``--table`` prints them as markdown; ``--offsets FOLDER ...`` how far the
