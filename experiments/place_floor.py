@@ -4,6 +4,12 @@ with the floor at ``share`` of the ``rank``-th densest place's peak
 (``levelsearch.above_peak``), for each ``--rules`` pair. Post-processing of
 the saved release only: no refit, the same noise.
 
+A rule SHARE:RANK:RUNGS also selects no cluster born at a floor that binds
+whose tree lives fewer than RUNGS levels (``levelsearch.short_lived``).
+``--cached`` runs the shared metric once per model's traces and scores every
+rule in process (its own cells; ``--unit`` and ``--box`` for Cabs); each
+model's ladder on cells is printed first (margin, peaks, noisy total).
+
 Each model must be an automatic ``--geo`` fit saved with its histogram (the
 default). With ``--traces`` (the traces file the model was fitted from) each
 selection is scored with the shared ``places_metric.py`` (slow on millions
@@ -11,6 +17,8 @@ of fixes: minutes per model); the rebuilt models are written to ``--out``.
 ``traces_check`` makes such models and traces (synthetic cities).
 
     python -m experiments.place_floor MODEL.spans.json --rules 0.025:1,0.08:2
+    python -m experiments.place_floor MODEL.spans.json --rules 0.08:2:1,0.08:2:3 \\
+        --traces TRACES.parquet --events stops --cached
     python -m experiments.place_floor MODEL.spans.json --traces TRACES.parquet --events stops \\
         --out results/floor
 
@@ -33,9 +41,11 @@ from dpdbscan import research
 from . import traces_check
 
 
-def rebuilt(model: Any, share: float, rank: int) -> tuple[Any, int]:
+def rebuilt(model: Any, share: float, rank: int, rungs: int = 1) -> tuple[Any, int]:
     """``model``'s release selected again with the floor at ``share`` of the
-    ``rank``-th densest place's peak: (the model, the tree's first MinPts)."""
+    ``rank``-th densest place's peak, selecting no cluster whose tree lives
+    fewer than ``rungs`` levels (``levelsearch.short_lived``): (the model,
+    the tree's first MinPts)."""
     a, hist, spec = model.auto, model.histogram, model.spec
     sel = research.levels_select(
         hist,
@@ -46,6 +56,7 @@ def rebuilt(model: Any, share: float, rank: int) -> tuple[Any, int]:
         peak_share=share,
         share_of=a.get("share_of"),
         peak_rank=rank,
+        min_rungs=rungs,
     )
     test = research.core_test(spec.core)
     h = hist.on_grid(hist.grid.at_eps(sel.eps))
@@ -53,29 +64,114 @@ def rebuilt(model: Any, share: float, rank: int) -> tuple[Any, int]:
     spec2 = replace(spec, min_samples=m, border=float(test.border_at(spec.border, model.grid.eps, sel.eps)))
     keys = h.grid.subdivided(spec2.subcells).encode(sel.grid.decode(sel.core_keys))
     record = {**a, **research.levels_record(sel), "peak_share": share, "peak_rank": rank}
+    record.pop("min_rungs", None)
+    if rungs > 1:
+        record["min_rungs"] = rungs
     out = research.remodel(model, h, test.spans_of(h, spec2, keys, sel.labels), spec2, record)
     return out, int(sel.tree.levels[0].min_samples) if sel.tree.levels else 0
+
+
+def ladder_facts(model: Any) -> str:
+    """The release's ladder on cells at the model's eps: the noise margin
+    (the first level's threshold less its MinPts), the peaks of the densest
+    and second densest places (``levelsearch.above_peak``'s), the noisy
+    total, and MinPts with spans at each level."""
+    import numpy as np
+
+    a, hist, spec = model.auto, model.histogram, model.spec
+    eps = float(a["eps"])
+    ms = research.levels_ladder(hist)
+    table = research.ladder_sweep(hist, replace(spec, subcells=1), [eps], ms)
+    levels = [table[(eps, m)] for m in ms]
+    peak = [max((p.threshold for p in levels if p.n_spans >= r), default=0.0) for r in (1, 2)]
+    total = float(np.asarray(hist.values).sum())
+    spans = " ".join(f"{p.min_samples}:{p.n_spans}" for p in levels if p.n_spans)
+    margin = levels[0].threshold - levels[0].min_samples
+    out = f"margin {margin:.0f}, peak #1 {peak[0]:.0f}, #2 {peak[1]:.0f}, noisy total {total:.0f}"
+    return f"{out}; spans {spans}"
+
+
+class Metric:
+    """The shared ``places_metric.py`` run once on a traces file (its events,
+    top-20 and passage cells, as its own code computes them), then any
+    model scored against those cells in process: top-20 and passage shares
+    as the tool prints them, and the largest share of a span's events from
+    one unit."""
+
+    def __init__(
+        self,
+        model: Path,
+        traces: Path,
+        events: str,
+        unit: str = traces_check.UNIT,
+        bounds: Sequence[float] = (),
+    ) -> None:
+        import runpy
+
+        from .synthetic_traces import box
+
+        argv = [str(traces_check.METRIC), str(model), str(traces), "--unit", unit, "--events", events]
+        argv += ["--status", "occupied", "--box", *(f"{v:.6f}" for v in (bounds or box()))]
+        saved, sys.argv = sys.argv, argv
+        try:
+            self.g = runpy.run_path(str(traces_check.METRIC), run_name="places_metric")
+        finally:
+            sys.argv = saved
+
+    def score(self, model: Any) -> dict[str, float]:
+        import numpy as np
+
+        g = self.g
+        top = float(np.mean(np.asarray(dpdbscan.predict_lonlat(model, g["centre"](g["top"]))) >= 0))
+        passage = g["passage"]
+        road = float(np.mean(np.asarray(dpdbscan.predict_lonlat(model, g["centre"](passage))) >= 0))
+        i = g["i"]
+        labels = np.asarray(dpdbscan.predict_lonlat(model, np.c_[g["x"][i], g["y"][i]]))
+        share = traces_check.max_unit_share(labels, g["u"][i], model.n_spans)
+        return {"top20": top, "passage": road, "one_unit": share}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="+", type=Path)
-    ap.add_argument("--rules", default="0.025:1,0.08:2", help="SHARE:RANK pairs, comma-separated")
+    ap.add_argument(
+        "--rules",
+        default="0.025:1,0.08:2",
+        help="SHARE:RANK[:RUNGS] (RUNGS: the least life), comma-separated",
+    )
     ap.add_argument("--traces", type=Path, default=None, help="score with places_metric.py (one model)")
+    ap.add_argument(
+        "--cached",
+        action="store_true",
+        help="with --traces: run the metric once, score every rule in process",
+    )
     ap.add_argument("--events", choices=["stops", "pickups"], default="stops")
+    ap.add_argument("--unit", default=traces_check.UNIT, help="the unit column (the metric's --unit)")
+    ap.add_argument("--box", type=float, nargs=4, default=None, help="the metric's box (default: the city's)")
     ap.add_argument("--out", type=Path, default=Path("results/place_floor"))
     o = ap.parse_args(argv)
-    rules = [(float(s), int(r)) for s, r in (p.split(":") for p in o.rules.split(","))]
+    rules = [
+        (float(r[0]), int(r[1]), int(r[2]) if len(r) > 2 else 1)
+        for r in (p.split(":") for p in o.rules.split(","))
+    ]
     for path in o.models:
         model = dpdbscan.load_model(path)
         if not (model.auto or {}).get("max_extent") or model.histogram is None:
             print(f"{path}: not a geographic automatic model with its histogram; skipped", file=sys.stderr)
             continue
-        for share, rank in rules:
-            m, floor = rebuilt(model, share, rank)
-            row = f"{path}: floor {100 * share:g}% of peak #{rank}: "
+        print(f"{path}: {ladder_facts(model)}", flush=True)
+        cached = None
+        if o.cached and o.traces is not None:
+            cached = Metric(path, o.traces, o.events, o.unit, o.box or ())
+        for share, rank, rungs in rules:
+            m, floor = rebuilt(model, share, rank, rungs)
+            row = f"{path}: floor {100 * share:g}% of peak #{rank}, life >= {rungs}: "
             row += f"final tree from MinPts {floor}, {m.n_spans} spans"
-            if o.traces is not None:
+            if cached is not None:
+                got = cached.score(m)
+                row += f", top-20 {got['top20']:.2f}, passage {got['passage']:.2f}"
+                row += f", one-unit {got['one_unit']:.3f}"
+            elif o.traces is not None:
                 o.out.mkdir(parents=True, exist_ok=True)
                 saved = o.out / f"{path.name.split('.')[0]}-{share:g}-{rank}.spans.json"
                 dpdbscan.save_model(m, saved)

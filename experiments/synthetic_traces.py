@@ -78,6 +78,18 @@ KINDS = {
     "medium": (20, (0.06, 0.15), 1.0),
     "small": (120, (0.02, 0.06), 0.5),
 }
+#: Other place mixes (``--hubs``): ``none``, a city with no dominant place
+#: (no airport; the stations as popular as malls); ``many``, two airports
+#: and six stations (several places of the airport's weight).
+HUBS = {
+    "default": KINDS,
+    "none": {k: (v if k != "station" else (v[0], v[1], 2.0)) for k, v in KINDS.items() if k != "airport"},
+    "many": {**KINDS, "airport": (2, (0.9, 0.9), 6.0), "station": (6, (0.15, 0.15), 4.0)},
+}
+#: Road layouts (``--roads``): ``grid``, a street grid every 0.8 km over the
+#: inner 16 km with rings and radials; ``ring``, no grid: six ring roads and
+#: sixteen radials (traffic on fewer, busier roads).
+ROADS = ("grid", "ring")
 #: How far from its rank a taxi queues when ranks are points (km).
 RANK_KM = 0.04
 #: Stay kinds in the truth besides places (their place id).
@@ -113,22 +125,25 @@ class Roads:
     airport_dir: float
 
     @classmethod
-    def build(cls, rng: np.random.Generator) -> Roads:
+    def build(cls, rng: np.random.Generator, layout: str = "grid") -> Roads:
         from scipy.sparse.csgraph import connected_components
         from scipy.spatial import cKDTree
 
         lines: list[tuple[np.ndarray, float]] = []
         step = 0.1
         ticks = np.round(np.arange(-8.0, 8.0 + 1e-9, step), 3)
-        for k in range(-10, 11):
-            c = round(0.8 * k, 3)
-            lines.append((np.column_stack([np.full_like(ticks, c), ticks]), 30 / 3600))
-            lines.append((np.column_stack([ticks, np.full_like(ticks, c)]), 30 / 3600))
-        for r in (4.0, 9.0, 13.0):
+        if layout == "grid":
+            for k in range(-10, 11):
+                c = round(0.8 * k, 3)
+                lines.append((np.column_stack([np.full_like(ticks, c), ticks]), 30 / 3600))
+                lines.append((np.column_stack([ticks, np.full_like(ticks, c)]), 30 / 3600))
+        rings = (4.0, 9.0, 13.0) if layout == "grid" else (1.5, 3.0, 4.5, 6.5, 9.0, 13.0)
+        for r in rings:
             n = int(math.ceil(2 * math.pi * r / step))
             a = np.linspace(0, 2 * math.pi, n + 1)
             lines.append((np.column_stack([r * np.cos(a), r * np.sin(a)]), 60 / 3600))
-        for a in np.radians(22.5 + 45.0 * np.arange(8)):
+        radials = 22.5 + 45.0 * np.arange(8) if layout == "grid" else 11.25 + 22.5 * np.arange(16)
+        for a in np.radians(radials):
             s = np.arange(0.0, 14.0 + 1e-9, step)
             lines.append((np.column_stack([s * math.cos(a), s * math.sin(a)]), 60 / 3600))
         airport_dir = math.radians(-40.0 + rng.uniform(-5, 5))
@@ -195,16 +210,17 @@ class Places:
     node_xy: np.ndarray  # where each place's access node is (km)
 
     @classmethod
-    def build(cls, rng: np.random.Generator, roads: Roads) -> Places:
+    def build(cls, rng: np.random.Generator, roads: Roads, kinds: dict | None = None) -> Places:
         kind: list[str] = []
         centres: list[np.ndarray] = []
         radii: list[float] = []
         weights: list[float] = []
-        for name, (count, (r0, r1), factor) in KINDS.items():
+        for name, (count, (r0, r1), factor) in (KINDS if kinds is None else kinds).items():
             for i in range(count):
                 r = rng.uniform(r0, r1)
-                if name == "airport":
-                    c = 12.8 * np.array([math.cos(roads.airport_dir), math.sin(roads.airport_dir)])
+                if name == "airport":  # a second one across the city
+                    a = roads.airport_dir + math.pi * i
+                    c = 12.8 * np.array([math.cos(a), math.sin(a)])
                 elif name == "station" and i == 0:
                     c = np.array([0.4, 0.4]) + rng.normal(0, 0.05, 2)  # the central station
                 else:
@@ -426,6 +442,8 @@ def generate(
     noise_m: float = 8.0,
     ranks: str = "spread",
     gaps: str = "light",
+    roads_layout: str = "grid",
+    hubs: str = "default",
 ) -> City:
     """A city, its units' traces sampled every ``interval`` seconds (jittered,
     with gaps, with GPS noise; a range (lo, hi): each unit its own interval,
@@ -441,18 +459,23 @@ def generate(
     traces of earlier runs) or ``"heavy"`` (:func:`_heavy_gaps`: about one
     an hour, up to 4 h, the device off during half the long stays, and
     irregular steps; drawn from a stream of their own, so the trajectories
-    are those of ``"light"``)."""
+    are those of ``"light"``).
+
+    ``roads_layout`` (:data:`ROADS`) and ``hubs`` (:data:`HUBS`): other city
+    layouts; the defaults give the traces of earlier runs bit for bit."""
     if kind not in ("taxi", "people"):
         raise ValueError(f"kind must be taxi or people, got {kind!r}")
     if ranks not in ("spread", "point"):
         raise ValueError(f"ranks must be spread or point, got {ranks!r}")
     if gaps not in ("light", "heavy"):
         raise ValueError(f"gaps must be light or heavy, got {gaps!r}")
+    if roads_layout not in ROADS or hubs not in HUBS:
+        raise ValueError(f"roads must be one of {ROADS} and hubs one of {tuple(HUBS)}")
     rng = np.random.default_rng(seed)
     queue_at = places_queue(ranks)
     every = unit_intervals(units, interval, seed)
-    roads = Roads.build(rng)
-    places = Places.build(rng, roads)
+    roads = Roads.build(rng, roads_layout)
+    places = Places.build(rng, roads, HUBS[hubs])
     home_nodes = rng.choice(len(roads.nodes), size=units)
     homes = roads.nodes[home_nodes] + rng.normal(0, 0.03, (units, 2))
     router = _Router(roads, np.unique(places.node))
@@ -686,6 +709,16 @@ def city_options(ap: argparse.ArgumentParser) -> None:
         help="gaps of 5-45 min every ~3 h (light, as before) or T-Drive's kind: ~1 an hour up to 4 h, "
         "the device off during half the long stays, irregular steps (heavy)",
     )
+    ap.add_argument(
+        "--roads", choices=ROADS, default="grid", help="a street grid with rings (grid), or rings and radials"
+    )
+    ap.add_argument(
+        "--hubs",
+        choices=tuple(HUBS),
+        default="default",
+        help="the place mix: one airport and three stations (default), no dominant place (none), "
+        "two airports and six stations (many)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -703,7 +736,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     city_options(ap)
     ap.add_argument("--out", type=Path, default=Path("results/traces/city"))
     o = ap.parse_args(argv)
-    city = generate(o.units, o.days, o.interval, o.seed, o.kind, ranks=o.ranks, gaps=o.gaps)
+    city = generate(
+        o.units,
+        o.days,
+        o.interval,
+        o.seed,
+        o.kind,
+        ranks=o.ranks,
+        gaps=o.gaps,
+        roads_layout=o.roads,
+        hubs=o.hubs,
+    )
     path = city.write(o.out)
     print(
         f"{path}: {len(city.time):,} fixes of {o.units} units, {len(city.pickups):,} pick-ups, "

@@ -32,6 +32,7 @@ least 100 distinct units that period, as on Cabs; a fifth of a fleet under 500).
     python -m experiments.traces_check --units 500 --days 7 --intervals 60,600 --seeds 0,1 --series
     python -m experiments.traces_check --units 150 --days 3 --intervals 5,60,600 --seeds 0 --kind people
     python -m experiments.traces_check --units 2000 --days 1 --intervals 5-60 --ranks point
+    python -m experiments.traces_check --units 5000 --days 7 --intervals 60-600 --hubs none --modes auto
 
 One JSON line per run on standard output (also appended to OUT/runs.jsonl).
 ``--table`` prints them as markdown; ``--offsets FOLDER ...`` how far the
@@ -251,11 +252,15 @@ def run(
     gaps: str = "light",
     kinds: Sequence[str] = ("stops", "pickups"),
     modes: Sequence[bool] = (False, True),
+    roads: str = "grid",
+    hubs: str = "default",
 ) -> list:
     tag = (
         f"{kind}_u{units}_d{days}_i{interval_tag(interval)}_s{seed}"
         + ("_rpoint" if ranks == "point" else "")
         + ("_gheavy" if gaps == "heavy" else "")
+        + ("" if roads == "grid" else f"_{roads}")
+        + ("" if hubs == "default" else f"_hubs{hubs}")
     )
     out = root / tag
     if with_series == "only":  # the series of traces written before
@@ -272,7 +277,9 @@ def run(
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        city = generate(units, days, interval, seed, kind, ranks=ranks, gaps=gaps)
+        city = generate(
+            units, days, interval, seed, kind, ranks=ranks, gaps=gaps, roads_layout=roads, hubs=hubs
+        )
     traces = city.write(out, UNIT)
     base = {
         "config": tag,
@@ -447,6 +454,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     o.gaps,
                     kinds,
                     modes,
+                    o.roads,
+                    o.hubs,
                 )
     return 0
 

@@ -231,3 +231,23 @@ def test_the_largest_one_unit_share_of_a_span():
     assert max_unit_share(labels, units, 2) == 0.75
     assert max_unit_share(labels[4:], units[4:], 2) == 0.5
     assert max_unit_share(np.full(3, -1), np.arange(3), 0) == 0.0
+
+
+@pytest.mark.parametrize(("roads", "hubs"), [("ring", "default"), ("grid", "none"), ("grid", "many")])
+def test_other_city_layouts(roads, hubs):
+    """``--roads ring`` (rings and radials, no street grid) and ``--hubs``
+    (no airport; two airports and six stations): the place mix is as
+    declared, the road graph connected, and the traces stay in the box."""
+    city = generate(units=6, days=1, interval=60.0, seed=4, roads_layout=roads, hubs=hubs)
+    kinds = list(city.places.kind)
+    want = {"none": (0, 3), "many": (2, 6), "default": (1, 3)}[hubs]
+    assert (kinds.count("airport"), kinds.count("station")) == want
+    lo, hi = np.array(box()[:2]), np.array(box()[2:])
+    assert np.all((city.lonlat >= lo) & (city.lonlat <= hi))
+    street = np.count_nonzero(np.isclose(city.roads.nodes[:, 0], 0.8))  # a grid street: 161 nodes
+    assert (street > 100) == (roads == "grid")
+    if hubs == "many":  # the second airport across the city from the first
+        a = city.places.centre[[i for i, k in enumerate(kinds) if k == "airport"]]
+        assert np.hypot(*(a[0] - a[1])) == pytest.approx(25.6, abs=1e-6)
+    with pytest.raises(ValueError):
+        generate(units=1, days=1, roads_layout="spiral")

@@ -34,7 +34,14 @@ from .model.record import SpanModel
 from .model.shown import shown_spans
 from .model.words import words_of
 from .params.specs import ReleaseSpec, SpanSpec
-from .plan.autoplan import PLACE_PEAK_RANK, PLACE_PEAK_SHARE, Plan, place_candidates, place_extent
+from .plan.autoplan import (
+    PLACE_MIN_RUNGS,
+    PLACE_PEAK_RANK,
+    PLACE_PEAK_SHARE,
+    Plan,
+    place_candidates,
+    place_extent,
+)
 from .plan.outlook import Forecast, forecast
 from .plan.resolve import Resolved, resolve
 from .post import auto, levelsearch, ownscale
@@ -303,6 +310,7 @@ def _auto_model(
                 peak_share=peak,
                 share_of=share_of,
                 peak_rank=PLACE_PEAK_RANK,
+                min_rungs=PLACE_MIN_RUNGS if peak is not None else 1,
             )
         ladder = levelsearch.ladder(hist)
         alpha = sel.eps
@@ -326,6 +334,8 @@ def _auto_model(
             if peak is not None:
                 record["peak_share"] = float(peak)
                 record["peak_rank"] = PLACE_PEAK_RANK
+                if PLACE_MIN_RUNGS > 1:
+                    record["min_rungs"] = PLACE_MIN_RUNGS
             for lv, s in zip(record["levels"], sel.spans):
                 lv["fits"] = bool(s.fits)
                 lv["piece"] = bool(s.piece)

@@ -326,6 +326,7 @@ def test_person_level_places_are_dense_relative_to_the_densest():
         m = fit_lonlat(X, units=U, max_cells_per_unit=1, **kw)
     a = m.auto
     assert a["peak_share"] == autoplan.PLACE_PEAK_SHARE and a["peak_rank"] == autoplan.PLACE_PEAK_RANK
+    assert a["min_rungs"] == autoplan.PLACE_MIN_RUNGS
     assert a["tree"]["min_samples"][0] > a["min_samples_candidates"][0]
     at = np.asarray(predict_lonlat(m, BOUNDS[:2] + np.array(list(spots)) / KM))
     assert at[0] >= 0 and at[1] >= 0 and at[3] >= 0 and at[2] == -1

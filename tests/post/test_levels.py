@@ -76,6 +76,31 @@ def test_excess_of_mass_keeps_a_parent_unless_its_children_hold_more():
     assert close == []
 
 
+def test_a_tree_that_lives_fewer_rungs_than_the_least_is_never_selected():
+    # A lives at levels 1-2 (two rungs) and dies below the top; B's tree
+    # (B, B1, B2) reaches the top level, so it lives on whatever its birth
+    tree = levels.condensed_tree(LEVELS, [0.0, 1.0, 2.0, 10.0])
+    ms = [p.min_samples for p in LEVELS]
+    assert levels.short_lived(tree, ms, 1) == set()
+    assert levels.short_lived(tree, ms, 2) == set()
+    assert levels.short_lived(tree, ms, 3) == {1}
+    # the root reaches the top through B: never short
+    assert levels.short_lived(tree, ms, 9) == {1}
+    # judged only where born at the given MinPts (the floor)
+    assert levels.short_lived(tree, ms, 3, born_at=6) == {1}
+    assert levels.short_lived(tree, ms, 3, born_at=5) == set()
+    sel, score, _ = levels.select_clusters(tree, short={1})
+    assert sel == [3, 4] and score == pytest.approx(2 * 20 * 8)
+    # without the top level, B's tree (born at 1, last alive at 2) is as short as A's
+    cut = levels.condensed_tree(LEVELS[:3], [0.0, 1.0, 2.0])
+    assert levels.short_lived(cut, ms[:3], 3) == set()  # B1 and B2 alive at the top of this ladder
+    # in level_tree: a short leaf leaves the selection, its spans with it
+    t = levels.level_tree(LEVELS, 1.0, 2, scale="logT", min_rungs=3)
+    assert t.short == (1,) and 1 not in t.selected
+    keys, _, _ = levels.spans_of(t)
+    assert not np.isin([1, 2, 3], keys).any()
+
+
 def test_significance_by_mass_share():
     # with a minimum mass of 35, A (30) falls out as noise: the root is no split
     # and lives on as B until nothing of 35 is left

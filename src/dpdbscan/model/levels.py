@@ -149,6 +149,13 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
             "not at the noise margin: a busy road's few stops in a hundred passing are many units in a "
             "large fleet)"
         )
+        rungs = int(a.get("min_rungs", 1))
+        if rungs > 1:
+            out.append(
+                f"            and a cluster born there is kept only where it lasts {rungs} levels of the "
+                f"ladder (to {2 ** ((rungs - 1) / 2):g}x that MinPts): a place stands out over several "
+                "levels, a busy road's jams vanish within a level or two of where the tree starts"
+            )
     if pieces:
         out.append(
             f"            {pieces} span(s) are such pieces of a district (a larger cluster, with or "
@@ -233,6 +240,8 @@ def alternative(model: SpanModel) -> SpanModel | None:
             share_of=a.get("share_of"),
             # models saved before the rank was recorded took the densest place's peak
             peak_rank=int(a.get("peak_rank", 1)),
+            # models saved before it selected short-lived clusters too
+            min_rungs=int(a.get("min_rungs", 1)),
         )
 
     if runner:

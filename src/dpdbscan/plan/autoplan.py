@@ -72,6 +72,17 @@ PLACE_PEAK_SHARE = 0.08
 #: peaked at 41,016 on one seed and 20,541 on the next, the second at
 #: 14,538 and 14,543).
 PLACE_PEAK_RANK = 2
+#: Where :data:`PLACE_PEAK_SHARE` leaves levels out, a cluster born at the
+#: tree's first level (the floor) whose tree lives fewer than this many
+#: levels of the MinPts ladder (a factor sqrt 2 a level: it is gone before
+#: twice the floor's MinPts) is not selected
+#: (:func:`dpdbscan.post.levelsearch.short_lived`): a place is a peak that
+#: stands out over several levels, a busy road's jams a ridge the floor cuts
+#: into level sets that vanish within a level or two. It makes the share's
+#: window a level wider on the low side, where the jams come in (synthetic
+#: weeks of 5,000 and 10,000 taxis' stops, docs/places.md section 6). 1: no
+#: limit. A ratio of MinPts: the same at any fleet size and horizon.
+PLACE_MIN_RUNGS = 3
 
 
 @dataclass(frozen=True)
@@ -237,4 +248,5 @@ __all__ = [
     "PLACE_MAX_CELLS",
     "PLACE_PEAK_SHARE",
     "PLACE_PEAK_RANK",
+    "PLACE_MIN_RUNGS",
 ]

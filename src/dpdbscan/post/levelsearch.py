@@ -181,6 +181,8 @@ class LevelTree:
     extent : tuple or None
         (the grid of the partitions' keys, the largest extent) the tree was
         built with, or None; ``min_mass`` the significant mass.
+    short : tuple of int
+        Clusters left unselected as short-lived (:func:`short_lived`).
     """
 
     eps: float
@@ -193,6 +195,7 @@ class LevelTree:
     pieces: tuple = ()
     extent: tuple[Grid, float] | None = None
     min_mass: float = 0.0
+    short: tuple = ()
 
     alpha = renamed("alpha", "eps")
 
@@ -420,7 +423,10 @@ def district_hosts(clusters: Sequence[Cluster], selected: Sequence[int]) -> set[
 
 
 def select_clusters(
-    clusters: Sequence[Cluster], method: str = "eom", flip: Collection[int] = ()
+    clusters: Sequence[Cluster],
+    method: str = "eom",
+    flip: Collection[int] = (),
+    short: Collection[int] = (),
 ) -> tuple[list[int], float, list[int]]:
     """Disjoint clusters of a condensed tree: excess of mass (``"eom"``) or
     the leaves (``"leaf"``). Returns (selected ids, their total stability,
@@ -430,7 +436,9 @@ def select_clusters(
     A root is not selectable when it is the only one and splits (HDBSCAN's
     ``allow_single_cluster=False``): one cluster is what every data set
     shows at a low enough level. ``flip``: clusters whose keep-or-split
-    choice is reversed (the alternative of a close call).
+    choice is reversed (the alternative of a close call). ``short``:
+    clusters that are never selected, nor anything below them
+    (:func:`short_lived`).
     """
     roots = [c.id for c in clusters if c.parent < 0]
     single = len(roots) == 1
@@ -438,6 +446,9 @@ def select_clusters(
     chosen: dict[int, list[int]] = {}
     close: list[int] = []
     for c in sorted(clusters, key=lambda c: -c.birth):  # children before parents
+        if c.id in short:
+            best[c.id], chosen[c.id] = 0.0, []
+            continue
         below = sum(best[k] for k in c.children)
         kids = [i for k in c.children for i in chosen[k]]
         if not c.fits:
@@ -470,6 +481,42 @@ def select_clusters(
     return selected, float(sum(best[r] for r in roots)), [i for i in close if i in above]
 
 
+def short_lived(
+    clusters: Sequence[Cluster], min_samples: Sequence[int], rungs: int, born_at: int | None = None
+) -> set[int]:
+    """Clusters born at MinPts ``born_at`` (None: at any level) whose tree
+    lives fewer than ``rungs`` levels of the ladder: the cluster and
+    everything below it are gone (no span of them still significant) before
+    the MinPts ``rungs`` levels above its birth (``min_samples``: the tree's
+    ladder, a factor sqrt 2 a level). A cluster alive at the ladder's top
+    level lives on (its life is not seen).
+
+    Why, for places, at the floor of a tree cut by the peak share
+    (:func:`above_peak`): a place is a peak of the release, whose units
+    stand out over several levels above where the floor meets it; the jams
+    on a busy road are a ridge as dense all along, which the floor cuts into
+    small level sets that break up and vanish within a level or two,
+    wherever the floor lands. Persistence in levels is a ratio of MinPts,
+    the same at any fleet size and horizon. Not below a floor that binds:
+    near the noise margin every level's threshold is mostly the margin, and
+    real places live a level or two there too (full Cabs). Post-processing:
+    the tree."""
+    if rungs <= 1:
+        return set()
+    top = len(min_samples) - 1
+    reach = {c.id: c.death for c in clusters}
+    for c in sorted(clusters, key=lambda c: -c.birth):  # children before parents
+        for k in c.children:
+            reach[c.id] = max(reach[c.id], reach[k])
+    return {
+        c.id
+        for c in clusters
+        if reach[c.id] < top
+        and reach[c.id] - c.birth + 1 < rungs
+        and (born_at is None or min_samples[c.birth] == born_at)
+    }
+
+
 def level_tree(
     levels: Sequence[Partition],
     alpha: float,
@@ -480,15 +527,20 @@ def level_tree(
     method: str = "eom",
     flip: Collection[int] = (),
     extent: tuple[Grid, float] | None = None,
+    min_rungs: int = 1,
+    born_at: int | None = None,
 ) -> LevelTree:
     """The condensed tree of one alpha's ladder and its selection (``flip``:
     :func:`select_clusters`). ``extent``: (the grid the partitions' keys
     are in, the largest extent a selected span may have,
-    :func:`span_extents`), or None for no limit."""
+    :func:`span_extents`), or None for no limit. ``min_rungs``: a cluster
+    born at MinPts ``born_at`` (None: any) whose tree lives fewer levels is
+    not selected (:func:`short_lived`)."""
     lam = level_scale(levels, alpha, d, scale)
     fits = None if extent is None else [span_extents(p, extent[0]) <= extent[1] for p in levels]
     clusters = condensed_tree(levels, lam, min_mass, fits)
-    selected, score, close = select_clusters(clusters, method, flip)
+    short = short_lived(clusters, [p.min_samples for p in levels], min_rungs, born_at)
+    selected, score, close = select_clusters(clusters, method, flip, short)
     tree = LevelTree(
         float(alpha),
         tuple(levels),
@@ -499,6 +551,7 @@ def level_tree(
         tuple(close),
         extent=extent,
         min_mass=float(min_mass),
+        short=tuple(sorted(short)),
     )
     return reselect(tree, selected, score)
 
@@ -812,6 +865,7 @@ def select_levels(
     peak_share: float | None = None,
     share_of: str | None = None,
     peak_rank: int = 1,
+    min_rungs: int = 1,
 ) -> LevelSpans:
     """Spans selected at their own levels from the release ``hist``.
     Post-processing only.
@@ -866,6 +920,10 @@ def select_levels(
     peak_rank : int
         Whose peak ``peak_share`` is a share of: the ``peak_rank``-th
         densest place's (:func:`above_peak`).
+    min_rungs : int
+        With ``peak_share``, where its floor leaves levels out: a cluster
+        born at the floor whose tree lives fewer levels of the ladder is not
+        selected (:func:`short_lived`); 1: every cluster may be.
     share_of : {"positive", "total"}, optional
         Which released mass ``min_share`` is a share of: its positive part
         or the noisy total (:func:`significance_of`). Default: the total
@@ -895,11 +953,21 @@ def select_levels(
     if len(cands) > 1:
         rows = alpha_scores(coarse, d, min_mass=min_mass, method=method, extent=on_cells)
         chosen, runner = choose_alpha(rows)
+    floor = None  # the MinPts where the peak share cut the ladder, if it did
     if peak_share is not None:
-        ms = above_peak([coarse[(chosen, m)] for m in ms], peak_share, peak_rank)
+        full, ms = ms, above_peak([coarse[(chosen, m)] for m in ms], peak_share, peak_rank)
+        floor = ms[0] if ms[0] > full[0] else None
+    rungs = min_rungs if floor is not None else 1
     if not bottom:
         cells = level_tree(
-            [coarse[(chosen, m)] for m in ms], chosen, d, min_mass=min_mass, method=method, extent=on_cells
+            [coarse[(chosen, m)] for m in ms],
+            chosen,
+            d,
+            min_mass=min_mass,
+            method=method,
+            extent=on_cells,
+            min_rungs=rungs,
+            born_at=floor,
         )
         born = [cells.clusters[i].birth for i in cells.selected]
         born += [cells.clusters[piece.cluster].birth for piece in cells.pieces]
@@ -921,6 +989,8 @@ def select_levels(
         min_mass=min_mass,
         method=method,
         extent=None if max_extent is None else (sub, float(max_extent)),
+        min_rungs=rungs,
+        born_at=floor,
     )
     if tree.pieces:
         tree = replace(tree, pieces=standalone_pieces(tree, hist, spec, sub))
@@ -1018,7 +1088,7 @@ def alternative(
     if not sel.tree.close:
         return None
     t = sel.tree
-    flipped, score, _ = select_clusters(t.clusters, kw.get("method", "eom"), flip=t.close)
+    flipped, score, _ = select_clusters(t.clusters, kw.get("method", "eom"), flip=t.close, short=t.short)
     tree = replace(reselect(t, flipped, score), close=())
     if tree.pieces and hist is not None and spec is not None:
         # its pieces as the selection's own: dense without the places beside them
@@ -1130,6 +1200,7 @@ __all__ = [
     "select_levels",
     "ladder",
     "above_peak",
+    "short_lived",
     "alpha_scores",
     "finish",
     "choose_alpha",
