@@ -242,16 +242,20 @@ class _KeyLayout:
         if grid.wide or grid.reach < R or grid.d < 2:
             return None
         strides = np.array([grid.key_delta(e) for e in np.eye(grid.d, dtype=np.int64)], dtype=np.int64)
-        dims = np.array([grid.shape[0] + 2 * R + 1] + [s + grid.reach for s in grid.shape[1:]], dtype=np.int64)
+        first = grid.shape[0] + 2 * R + 1
+        dims = np.array([first] + [s + grid.reach for s in grid.shape[1:]], dtype=np.int64)
         return _KeyLayout(R, dims, strides, (R + 1) * int(strides[0]))
 
     def laid_out(self, hist: NoisyHistogram) -> tuple[np.ndarray, np.ndarray]:
-        """The flat array of the release's values (float64, zeros elsewhere) and its dims."""
+        """The flat array of the release's values (float64, zeros elsewhere)
+        and its dims."""
         flat = np.zeros(int(np.prod(self.dims)))
         grid = hist.grid
         if hist.kind == "dense":
             view = flat.reshape(tuple(self.dims.tolist()))
-            cells = (slice(self.R + 1, self.R + 1 + grid.shape[0]),) + tuple(slice(0, s) for s in grid.shape[1:])
+            cells = (slice(self.R + 1, self.R + 1 + grid.shape[0]),) + tuple(
+                slice(0, s) for s in grid.shape[1:]
+            )
             view[cells] = hist.values
         else:
             flat[np.asarray(hist.released_keys, dtype=np.int64) + self.shift] = hist.values
