@@ -1,5 +1,5 @@
 """The discrete Laplace sampler's compiled rounds (``compiled=True``,
-``release/samplers/compiled.py``) against its numpy rounds, the oracle: the
+``release/samplers/noiserounds.py``) against its numpy rounds, the oracle: the
 same values from the same words, drawn in the same calls of the source, on
 ordinary words and on words that force the rare paths (more than seven CKS
 trials, rejected 16-bit words, long counts, "-0" redraws); and which dense

@@ -286,7 +286,7 @@ def geometric_exp_neg1(source: Source, n: int, compiled: bool = False) -> np.nda
     from one 16-bit word through :data:`_EXP1_CODE`; the rare words that
     need more than seven CKS trials are finished exactly by :func:`_cks_parity`.
     Only about 37% of the samples survive each round. ``compiled``: the
-    rounds' bookkeeping in compiled passes (:mod:`.compiled`), the same
+    rounds' bookkeeping in compiled passes (:mod:`.noiserounds`), the same
     words and values.
     """
     return _geometric_from_first(source, _exp1_codes(source, n), compiled)
@@ -296,7 +296,7 @@ def _geometric_from_first(source, code: np.ndarray, compiled: bool = False) -> n
     """Finish the count of ``geometric_exp_neg1`` given its first-round codes."""
     if compiled:
         # lazy: numba loads only where a fit loads it anyway (countnoise.compiled_noise)
-        from .compiled import count_round, first_counts
+        from .noiserounds import count_round, first_counts
 
         v = np.empty(code.size, dtype=np.int64)
         idx = first_counts(code, v)
@@ -337,7 +337,7 @@ def discrete_laplace(source: Source, n: int, epsilon: Fraction, compiled: bool =
 
     Z = +-Y with a fair sign, where a draw of "-0" is rejected (so that 0 is
     not counted twice) and that sample alone is drawn again. ``compiled``:
-    the rounds' bookkeeping in compiled passes (:mod:`.compiled`; where a
+    the rounds' bookkeeping in compiled passes (:mod:`.noiserounds`; where a
     fit loads numba anyway), the same words drawn in the same calls and the
     same values.
     """
@@ -349,7 +349,7 @@ def discrete_laplace(source: Source, n: int, epsilon: Fraction, compiled: bool =
         neg = _raw_bits(source, n)
         if compiled:
             # lazy: numba loads only where a fit loads it anyway (countnoise.compiled_noise)
-            from .compiled import negative_zeros, redraw_zeros
+            from .noiserounds import negative_zeros, redraw_zeros
 
             bad = negative_zeros(neg, code)
             while bad.size:
@@ -372,7 +372,7 @@ def discrete_laplace(source: Source, n: int, epsilon: Fraction, compiled: bool =
             bad = bad[neg[bad] & (y[bad] == 0)]
     if compiled:
         # lazy: numba loads only where a fit loads it anyway (countnoise.compiled_noise)
-        from .compiled import set_signs
+        from .noiserounds import set_signs
 
         set_signs(y, neg)
         return y
