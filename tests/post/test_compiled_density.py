@@ -433,3 +433,61 @@ def test_a_walked_field_decides_the_product_s_cores_bit_for_bit(d, side, amp, wi
     assert np.array_equal(field.estimates[settled], oracle.estimates[settled])
     if widen > 0:
         assert settled_first < settled.sum()
+
+
+@pytest.mark.parametrize("d,side", [(4, 3), (4, 7), (3, 6)])
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+def test_the_keys_layout_reads_the_padded_arrays_values(d, side, kind):
+    """The reach's array in the keys' own radix: at a cell's key plus the
+    shift plus an offset's key delta, the value of the array padded by R on
+    every side (0 off the grid), for every cell and every offset of the
+    cube of half-width R; and its box sums are the padded array's."""
+    from dpdbscan.post.coretests.density.compiled import positive_box_sums
+
+    hist = _release(kind, d, side, True, 70 + d + side)
+    g = hist.grid
+    R = int(np.abs(ball_weights(d, 4.0, 1).offsets).max())
+    layout = weightedsums._KeyLayout.of(g, R)
+    assert layout is not None and g.reach >= R
+    flat, dims = layout.laid_out(hist)
+    P = np.zeros(tuple(s + 2 * R for s in g.shape))
+    if kind == "dense":
+        P[tuple(slice(R, R + s) for s in g.shape)] = hist.values
+    else:
+        P[tuple((g.decode(hist.released_keys) + R).T)] = hist.values
+    coords = g.all_coords()
+    base = g.encode(coords) + layout.shift
+    cube = np.array(list(np.ndindex(*(2 * R + 1,) * d))) - R
+    got = flat[base[:, None] + (cube @ layout.strides)[None, :]]
+    want = P[tuple((coords[:, None, :] + cube[None, :, :] + R).transpose(2, 0, 1))]
+    np.testing.assert_array_equal(got, want)
+    box = positive_box_sums(flat, dims, R, 1.0, np.empty(flat.size), np.empty(flat.size))
+    padded_box = positive_box_sums(P.ravel(), np.array(P.shape, dtype=np.int64), R, 1.0,
+                                   np.empty(P.size), np.empty(P.size))  # fmt: skip
+    strides = np.array(P.strides, dtype=np.int64) // P.itemsize
+    np.testing.assert_array_equal(box[base], padded_box[(coords + R) @ strides])
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("integer", [True, False])
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+def test_the_reach_in_the_keys_layout_keeps_the_padded_arrays_cells(kind, k, integer, monkeypatch):
+    """The reach read from the keys' layout keeps the cells the padded
+    array's keeps (the oracle: the same terms in the same order), and one
+    sub-position's terms summed without their zero positive parts keep the
+    same cells as with them."""
+    from dpdbscan.post.coretests.density import compiled, weighted_sums_at
+
+    hist = _release(kind, 4, 9, integer, 80 + k + 2 * integer)
+    g = hist.grid
+    w = ball_weights(4, 4.0, k)
+    keys = g.encode(g.all_coords())
+    top = weighted_sums_at(hist, w, keys).max(axis=1)
+    thresholds = [float(np.quantile(top, q)) for q in (0.5, 0.9, 0.99)]
+    got = [weightedsums.may_reach(hist, w, keys, t) for t in thresholds]
+    monkeypatch.setattr(weightedsums._KeyLayout, "of", staticmethod(lambda grid, R: None))
+    staged = compiled.staged_reach
+    monkeypatch.setattr(compiled, "staged_reach", lambda *a: staged(*a[:-1], False))
+    for t, mask in zip(thresholds, got):
+        assert np.array_equal(mask, weightedsums.may_reach(hist, w, keys, t))
+        assert 0 < mask.sum() < keys.size

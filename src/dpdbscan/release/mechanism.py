@@ -27,7 +27,7 @@ from .backends import Backend, resolve_backend
 from .backends.base import CellCounts, DenseBackend, PointsInput, UnitBackend, UnitChoiceBackend
 from .bounding import BoundingKey
 from .histograms import dense_histogram, sparse_histogram, stability_histogram
-from .histograms.countnoise import Noise, noise_at, noise_of
+from .histograms.countnoise import Noise, dense_noise, noise_at, noise_of
 from .samplers.integers import SecureSource, SeededSource, Source, make_source
 
 HISTOGRAMS = ("dense", "sparse", "stability")
@@ -69,14 +69,14 @@ class NoiseAhead:
             isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer))
         ):
             raise TypeError(f"noise is drawn ahead for None or an integer seed, got {random_state!r}")
-        n = spec.grid.n_cells
-        self._key = (spec.noise, n, random_state)
+        grid = spec.grid
+        self._key = (spec.noise, grid.n_cells, random_state)
         self._z: np.ndarray | None = None
         noise, source = noise_of(spec.noise), make_source(random_state, warn=False)
 
         def draw() -> None:
             try:
-                self._z = noise.sample(source, n)
+                self._z = dense_noise(noise, source, grid)
             except Exception:  # noqa: BLE001 - the release draws its own (and meets it there)
                 self._z = None
 
@@ -154,11 +154,11 @@ def release_histogram(
                 counts = backend.dense_counts(grid, X)
             elif grid.n_cells >= THREADED_NOISE_CELLS:
                 with ThreadPoolExecutor(max_workers=1) as pool:
-                    drawn = pool.submit(noise.sample, source, grid.n_cells)
+                    drawn = pool.submit(dense_noise, noise, source, grid)
                     counts = backend.dense_counts(grid, X)
                     z = drawn.result()
             else:
-                z = noise.sample(source, grid.n_cells)
+                z = dense_noise(noise, source, grid)
                 counts = backend.dense_counts(grid, X)
             if counts.shape != grid.shape:
                 raise ValueError(

@@ -12,7 +12,7 @@ import numpy as np
 from ...cells.grid import Grid
 from ...cells.histogram import NoisyHistogram
 from ..samplers.integers import Source
-from .countnoise import Noise
+from .countnoise import Noise, dense_noise
 
 
 def dense_histogram(
@@ -27,12 +27,12 @@ def dense_histogram(
     """Release ``counts`` (array of ``grid.shape``) plus noise on every cell,
     a release stated as (``epsilon``, ``delta``)-DP.
 
-    ``z``, when given, is ``noise.sample(source, counts.size)`` drawn
+    ``z``, when given, is ``dense_noise(noise, source, grid)`` drawn
     beforehand (it does not depend on the data), used once, here: the noisy
     counts may be written into it.
     """
     if z is None:
-        z = noise.sample(source, counts.size)
+        z = dense_noise(noise, source, grid)
     z = z.reshape(counts.shape)
     if noise.integer and np.result_type(counts, z) == z.dtype:
         # the noise was drawn for this release alone: the sum goes into its

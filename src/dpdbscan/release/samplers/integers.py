@@ -279,19 +279,30 @@ def _exp1_codes(source, n: int, decided: bool = False) -> np.ndarray:
     return code
 
 
-def geometric_exp_neg1(source: Source, n: int) -> np.ndarray:
+def geometric_exp_neg1(source: Source, n: int, compiled: bool = False) -> np.ndarray:
     """``V`` with P(V >= v) = exp(-v): count Bernoulli(exp(-1)) successes.
 
     Each round decides one Bernoulli(exp(-1)) for every sample still running,
     from one 16-bit word through :data:`_EXP1_CODE`; the rare words that
     need more than seven CKS trials are finished exactly by :func:`_cks_parity`.
-    Only about 37% of the samples survive each round.
+    Only about 37% of the samples survive each round. ``compiled``: the
+    rounds' bookkeeping in compiled passes (:mod:`.noiserounds`), the same
+    words and values.
     """
-    return _geometric_from_first(source, _exp1_codes(source, n))
+    return _geometric_from_first(source, _exp1_codes(source, n), compiled)
 
 
-def _geometric_from_first(source, code: np.ndarray) -> np.ndarray:
+def _geometric_from_first(source, code: np.ndarray, compiled: bool = False) -> np.ndarray:
     """Finish the count of ``geometric_exp_neg1`` given its first-round codes."""
+    if compiled:
+        # lazy: numba loads only where a fit loads it anyway (countnoise.compiled_noise)
+        from .noiserounds import count_round, first_counts
+
+        v = np.empty(code.size, dtype=np.int64)
+        idx = first_counts(code, v)
+        while idx.size:
+            idx = count_round(v, idx, _exp1_codes(source, idx.size))
+        return v
     v = (code == 1).astype(np.int64)
     # (of a bool array: numpy's nonzero of uint8 codes took 60x longer)
     idx = np.flatnonzero(code != 0)
@@ -302,10 +313,10 @@ def _geometric_from_first(source, code: np.ndarray) -> np.ndarray:
     return v
 
 
-def _one_sided(source, n: int, s: int, t: int) -> np.ndarray:
+def _one_sided(source, n: int, s: int, t: int, compiled: bool = False) -> np.ndarray:
     """Y >= 0 with P(Y = y) proportional to exp(-y * s / t), exactly (CKS Alg. 2)."""
     if t == 1:  # U is always 0 and always accepted: Y = V // s
-        v = geometric_exp_neg1(source, n)
+        v = geometric_exp_neg1(source, n, compiled)
         return v if s == 1 else v // s
     # U uniform on [0, t), kept with probability exp(-U/t); a rejected U is
     # drawn again for that sample alone.
@@ -314,18 +325,21 @@ def _one_sided(source, n: int, s: int, t: int) -> np.ndarray:
     while bad.size:
         u[bad], ok_bad = _uniform_accept_exp_neg(source, bad.size, t)
         bad = bad[~ok_bad]
-    x = geometric_exp_neg1(source, n)
+    x = geometric_exp_neg1(source, n, compiled)
     x *= t
     x += u.view(np.int64)  # u < t <= 2**20
     x //= s
     return x
 
 
-def discrete_laplace(source: Source, n: int, epsilon: Fraction) -> np.ndarray:
+def discrete_laplace(source: Source, n: int, epsilon: Fraction, compiled: bool = False) -> np.ndarray:
     """``n`` exact samples with P(Z = z) proportional to exp(-epsilon |z|).
 
     Z = +-Y with a fair sign, where a draw of "-0" is rejected (so that 0 is
-    not counted twice) and that sample alone is drawn again.
+    not counted twice) and that sample alone is drawn again. ``compiled``:
+    the rounds' bookkeeping in compiled passes (:mod:`.noiserounds`; where a
+    fit loads numba anyway), the same words drawn in the same calls and the
+    same values.
     """
     s, t = epsilon.numerator, epsilon.denominator
     if s == 1 and t == 1:
@@ -333,20 +347,35 @@ def discrete_laplace(source: Source, n: int, epsilon: Fraction) -> np.ndarray:
         # rejected "-0" needs a new sign and a new first trial only.
         code = _exp1_codes(source, n, decided=True)
         neg = _raw_bits(source, n)
-        bad = np.flatnonzero(neg & (code == 0))
-        while bad.size:
-            code[bad] = _exp1_codes(source, bad.size, decided=True)
-            neg[bad] = _raw_bits(source, bad.size)
-            bad = bad[neg[bad] & (code[bad] == 0)]
-        y = _geometric_from_first(source, code)
+        if compiled:
+            # lazy: numba loads only where a fit loads it anyway (countnoise.compiled_noise)
+            from .noiserounds import negative_zeros, redraw_zeros
+
+            bad = negative_zeros(neg, code)
+            while bad.size:
+                new_code = _exp1_codes(source, bad.size, decided=True)
+                bad = redraw_zeros(bad, code, neg, new_code, _raw_bits(source, bad.size))
+        else:
+            bad = np.flatnonzero(neg & (code == 0))
+            while bad.size:
+                code[bad] = _exp1_codes(source, bad.size, decided=True)
+                neg[bad] = _raw_bits(source, bad.size)
+                bad = bad[neg[bad] & (code[bad] == 0)]
+        y = _geometric_from_first(source, code, compiled)
     else:
-        y = _one_sided(source, n, s, t)
+        y = _one_sided(source, n, s, t, compiled)
         neg = _raw_bits(source, n)
         bad = np.flatnonzero(neg & (y == 0))
         while bad.size:
-            y[bad] = _one_sided(source, bad.size, s, t)
+            y[bad] = _one_sided(source, bad.size, s, t, compiled)
             neg[bad] = _raw_bits(source, bad.size)
             bad = bad[neg[bad] & (y[bad] == 0)]
+    if compiled:
+        # lazy: numba loads only where a fit loads it anyway (countnoise.compiled_noise)
+        from .noiserounds import set_signs
+
+        set_signs(y, neg)
+        return y
     # y -> -y where neg, in place (one masked pass: the two's complement
     # (y ^ -1) + 1 through an int64 copy of the mask took four)
     np.negative(y, out=y, where=neg)

@@ -547,6 +547,7 @@ def staged_reach(
     scale: float,
     room: float,
     thr: float,
+    plain: bool = False,
 ) -> np.ndarray:
     """Whether each row's sums may reach ``thr``: ``U = sum_j x_j (kmax_j if
     x_j > 0 else kmin_j)``, x_j = ``flat[base[i] + deltas[j]]``, bounds every
@@ -564,7 +565,9 @@ def staged_reach(
     read: a row whose bound then stays below ``thr`` is dropped
     without reading the rest (a cell holding noise alone, most often
     after the centre of its ball). Each stage runs in four partial sums
-    (one chain of dependent additions is bound by its latency)."""
+    (one chain of dependent additions is bound by its latency). ``plain``
+    (dk = 0 everywhere: one sub-position) adds kmin_j x_j alone, the same
+    values (dk_j max(x_j, 0) is then +0, which leaves every sum as it is)."""
     n = deltas.size
     u = (n + 2) * 2.0**-53
     gamma = u / (1.0 - u)
@@ -591,13 +594,19 @@ def staged_reach(
                 x2 = flat[b + deltas[j + 2]]
                 x3 = flat[b + deltas[j + 3]]
                 y0 = max(x0, 0.0)
-                a0 += kmin[j] * x0 + dk[j] * y0
                 y1 = max(x1, 0.0)
-                a1 += kmin[j + 1] * x1 + dk[j + 1] * y1
                 y2 = max(x2, 0.0)
-                a2 += kmin[j + 2] * x2 + dk[j + 2] * y2
                 y3 = max(x3, 0.0)
-                a3 += kmin[j + 3] * x3 + dk[j + 3] * y3
+                if plain:
+                    a0 += kmin[j] * x0
+                    a1 += kmin[j + 1] * x1
+                    a2 += kmin[j + 2] * x2
+                    a3 += kmin[j + 3] * x3
+                else:
+                    a0 += kmin[j] * x0 + dk[j] * y0
+                    a1 += kmin[j + 1] * x1 + dk[j + 1] * y1
+                    a2 += kmin[j + 2] * x2 + dk[j + 2] * y2
+                    a3 += kmin[j + 3] * x3 + dk[j + 3] * y3
                 p0 += y0
                 p1 += y1
                 p2 += y2
