@@ -271,6 +271,29 @@ def kernel_sums_at(
     return index.sums_at(coords, values, R, weight, _threads(query.size))
 
 
+def kernel_sums_from(
+    grid: Grid, keys: np.ndarray, values: np.ndarray, rows: np.ndarray, kernel: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """sum over the given ``rows`` Y of the released cells (sorted ``keys``)
+    of ``weights[Y - X] values[Y]``, for every released cell X (by row;
+    ``weights`` those of the kernel's ``(offsets, weights)``, 0 off them):
+    :func:`kernel_sums_at` of every released cell over the few cells
+    ``rows`` only, each of those walking the table of buckets of the
+    released cells once (the one held by :func:`reaching_sums` when it
+    is), no pair held (``values`` one per released cell). In another order than the
+    runs' (the same sums up to rounding): for bounds compared with a
+    threshold that leaves room for rounding. Int64 keys only."""
+    offsets, w = kernel
+    out = np.zeros(keys.size)
+    if keys.size == 0 or rows.size == 0 or offsets.shape[0] == 0:
+        return out
+    R = _reach(offsets)
+    weight = OffsetWeights(offset_codes(offsets, R), np.asarray(w, dtype=np.float64), R, grid.d)
+    index = _index_of(grid, keys, R, keys.size)
+    coords = decode_keys(keys[rows], _key_strides(grid))
+    return index.scatter_sums(coords, np.asarray(values)[rows], R, weight, _threads(rows.size))
+
+
 #: Released cells from which the self-join runs in two threads (the kernel
 #: releases the GIL; each thread sums its own share of the cells).
 _THREADED = 1 << 16
