@@ -431,6 +431,9 @@ def _joined_kernel_sums(
     # the NB sum (294 cells' worth of weight against 3,903 cells in 5-D)
     kernel = (weights.offsets, weights.W.max(axis=0))
     inner = _inner_kernel(hist.grid, *kernel, n_keys=hist.released_keys.size)
+    capped = _capped_shell_sums(hist, cand, kernel, threshold, light=inner is not None)
+    if capped is not None:
+        return capped
     if inner is not None:
         # the kernel is all but zero on its outer shell (5-D: at most 0.7%
         # at Chebyshev radius 3): the sums over the inner offsets from a
@@ -464,9 +467,6 @@ def _joined_kernel_sums(
                 )
                 keep[idx] = sums[idx] + out >= threshold
             return keep
-    capped = _capped_shell_sums(hist, cand, kernel, threshold)
-    if capped is not None:
-        return capped
     sums = reaching_sums(hist.grid, hist.released_keys, hist.values, cand, kernel)
     if sums is not None:
         return sums >= threshold
@@ -474,7 +474,12 @@ def _joined_kernel_sums(
 
 
 def _capped_shell_sums(
-    hist: NoisyHistogram, cand: np.ndarray, kernel: tuple[np.ndarray, np.ndarray], threshold: float
+    hist: NoisyHistogram,
+    cand: np.ndarray,
+    kernel: tuple[np.ndarray, np.ndarray],
+    threshold: float,
+    *,
+    light: bool = False,
 ) -> np.ndarray | None:
     """Mask of the candidates whose kernel sums reach the threshold, by a
     self-join of reach R - 1 and a bound of the kernel's outer shell
@@ -505,7 +510,7 @@ def _capped_shell_sums(
         return None
     shell = np.abs(offsets).max(axis=1) == R
     w_shell = float(weights[shell].sum()) * (1 + 1e-12)
-    if not _capped_pays(grid, values, R, threshold, w_shell):
+    if not _capped_pays(grid, values, R, threshold, w_shell, light):
         return None
     inner = (offsets[~shell], weights[~shell])
     sums = reaching_sums(grid, keys, values, cand, inner)
@@ -551,7 +556,9 @@ def _cap(values: np.ndarray, sums: np.ndarray, w_shell: float, threshold: float)
 _LEFT_PER_HEAVY = 0.25
 
 
-def _capped_pays(grid: Grid, values: np.ndarray, R: int, threshold: float, w_shell: float) -> bool:
+def _capped_pays(
+    grid: Grid, values: np.ndarray, R: int, threshold: float, w_shell: float, light: bool = False
+) -> bool:
     """Whether the self-join of reach R - 1 and the capped shell of
     :func:`_capped_shell_sums` should cost less than the self-join of reach
     R (the cost model of :func:`~dpdbscan.cells.pairs.plan` on the grid's
@@ -567,8 +574,12 @@ def _capped_pays(grid: Grid, values: np.ndarray, R: int, threshold: float, w_she
         return False
     extents = list(grid.shape)
     full = plan(grid.d, R, n, n, extents)[2]
-    walk = 2.0 * full / n
-    return plan(grid.d, R - 1, n, n, extents)[2] + walk * n_heavy * (1 + _LEFT_PER_HEAVY) < full
+    walks = 2.0 * full / n * n_heavy * (1 + _LEFT_PER_HEAVY)
+    if light:
+        # the R - 1 join is the way anyway: the cap against the block sums
+        blocks = grid.d * math.prod(-(-s // R) + 2 for s in grid.shape) * _BLOCK_NS
+        return walks < blocks
+    return plan(grid.d, R - 1, n, n, extents)[2] + walks < full
 
 
 _MAX_BUCKETS = 1 << 24  # at most 128 MB (float64 bincount, transient) + 2 x 64 MB (float32)
