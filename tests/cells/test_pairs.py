@@ -414,11 +414,9 @@ def test_reaching_sums_with_a_kernel_weigh_each_offset(d, seed, integer):
     from dpdbscan.post import sums as sums_mod
 
     rng, g, keys, vals, _ = _sparse_release(d, seed, integer)
-    off = g.offsets
-    off = off[rng.random(off.shape[0]) < 0.7]
+    off, w = _random_kernel(rng, g)
     if off.shape[0] == 0:
         return
-    w = rng.random(off.shape[0])
     sums_mod._LAST_INDEX.clear()
     with forced(True):
         got = sums_mod.reaching_sums(g, keys, vals, keys, (off, w))
@@ -437,11 +435,9 @@ def test_kernel_sums_from_a_few_cells_weigh_each_offset(d, seed, integer, held):
     from dpdbscan.post import sums as sums_mod
 
     rng, g, keys, vals, _ = _sparse_release(d, seed, integer)
-    off = g.offsets
-    off = off[rng.random(off.shape[0]) < 0.7]
+    off, w = _random_kernel(rng, g)
     if off.shape[0] == 0:
         return
-    w = rng.random(off.shape[0])
     rows = np.flatnonzero(rng.random(keys.size) < rng.uniform(0.0, 0.5))
     sums_mod._LAST_INDEX.clear()
     if held:
@@ -450,6 +446,13 @@ def test_kernel_sums_from_a_few_cells_weigh_each_offset(d, seed, integer, held):
     got = sums_mod.kernel_sums_from(g, keys, vals, rows, (off, w))
     want = _kernel_oracle(g, keys[rows], vals[rows], keys, off, w)
     assert np.allclose(got, want, rtol=1e-12, atol=1e-9)
+
+
+def _random_kernel(rng, g):
+    """About 70% of NB's offsets (not symmetric) and random weights."""
+    off = g.offsets
+    off = off[rng.random(off.shape[0]) < 0.7]
+    return off, rng.random(off.shape[0])
 
 
 def _kernel_oracle(g, keys, vals, query, off, w):
@@ -600,11 +603,9 @@ def test_kernel_sums_at_any_cell_weigh_each_offset(d, seed, integer, held):
     from dpdbscan.post import sums as sums_mod
 
     rng, g, keys, vals, _ = _sparse_release(d, seed, integer)
-    off = g.offsets
-    off = off[rng.random(off.shape[0]) < 0.7]
+    off, w = _random_kernel(rng, g)
     if off.shape[0] == 0:
         return
-    w = rng.random(off.shape[0])
     n = int(rng.integers(1, 200))
     query = np.unique(
         np.concatenate(

@@ -723,6 +723,8 @@ def test_reachable_cells_hold_every_cell_whose_weighted_sum_reaches(seed, shell,
     from dpdbscan.post.coretests.density import coresubcells
 
     monkeypatch.setattr(coresubcells, "_SHELL_NS", math.inf if shell == "blocks" else 0.0)
+    # (the cap on the values would bound the shell before the blocks: its own test)
+    monkeypatch.setattr(coresubcells, "_capped_pays", lambda *args: False)
     from dpdbscan.post.coretests.density.weightedsums import weighted_sums_at
     from dpdbscan.post.coretests.density.weights import ball_weights
 
@@ -765,6 +767,7 @@ def test_join_before_the_cover_keeps_every_cell_that_reaches(seed, path, monkeyp
 
     monkeypatch.setattr(coresubcells, "_SHELL_NS", 0.0 if path == "join" else 120.0)
     monkeypatch.setattr(coresubcells, "_CUBE_ENTRIES_PER_CELL", math.inf if path == "cube" else 0.0)
+    monkeypatch.setattr(coresubcells, "_capped_pays", lambda *args: False)  # (its own test)
     d, eps = 5, 0.08
     rng = np.random.default_rng(seed)
     centres = rng.uniform(0.2, 0.8, (4, d))

@@ -11,8 +11,8 @@ import numpy as np
 
 from ....cells.grid import Grid, lookup
 from ....cells.histogram import NoisyHistogram
-from ...pruning import live_cells
 from ....cells.pairs import plan
+from ...pruning import live_cells
 from ...sums import kernel_sums_at, kernel_sums_from, reaching_sums, sparse_neighbour_sums
 from .cover import COMPILED_FROM_D, cover_pays, cover_sums, shell_cover
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
