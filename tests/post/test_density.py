@@ -723,6 +723,8 @@ def test_reachable_cells_hold_every_cell_whose_weighted_sum_reaches(seed, shell,
     from dpdbscan.post.coretests.density import coresubcells
 
     monkeypatch.setattr(coresubcells, "_SHELL_NS", math.inf if shell == "blocks" else 0.0)
+    # (the cap on the values would bound the shell before the blocks: its own test)
+    monkeypatch.setattr(coresubcells, "_capped_pays", lambda *args: False)
     from dpdbscan.post.coretests.density.weightedsums import weighted_sums_at
     from dpdbscan.post.coretests.density.weights import ball_weights
 
@@ -756,6 +758,7 @@ def _join_first_case(seed, path, monkeypatch):
 
     monkeypatch.setattr(coresubcells, "_SHELL_NS", 0.0 if path == "join" else 120.0)
     monkeypatch.setattr(coresubcells, "_CUBE_ENTRIES_PER_CELL", math.inf if path == "cube" else 0.0)
+    monkeypatch.setattr(coresubcells, "_capped_pays", lambda *args: False)  # (its own test)
     d = 5
     rng = np.random.default_rng(seed)
     centres = rng.uniform(0.2, 0.8, (4, d))
@@ -825,6 +828,68 @@ def test_join_before_the_cover_gives_the_cover_s_model(seed, path, monkeypatch):
     monkeypatch.setattr(coresubcells, "JOIN_FIRST_FROM_D", 99)
     sums_mod._LAST_INDEX.clear()
     assert fit() == new
+
+
+@pytest.mark.parametrize("seed,integer,cap", [(0, True, 1.0), (1, False, 0.3), (2, True, 3.0)])
+def test_capped_shell_decides_as_the_whole_kernel(seed, integer, cap, monkeypatch):
+    """The sparse density test's filter with the kernel's outer shell
+    bounded by a cap on the released values (the reach R - 1 join, the
+    cap times the shell's weight plus the heavy cells' excess, then the
+    shell's own sums): in 6-D it keeps exactly the released cells whose
+    kernel sums, counted offset by offset, reach the threshold (away from
+    the threshold by more than the rounding room), at several thresholds
+    and caps (a cap of 0.3 x the one of half the threshold leaves most
+    cells heavy, 3 x leaves most to the shell's sums)."""
+    from dpdbscan.cells.grid import search_keys
+    from dpdbscan.cells.pairs import forced
+    from dpdbscan.post import sums as sums_mod
+    from dpdbscan.post.coretests.density import coresubcells
+    from dpdbscan.post.coretests.density.weights import ball_weights
+
+    d = 6
+    rng = np.random.default_rng(seed)
+    grid = Grid(np.zeros(d), np.ones(d), 0.3, 4.0)
+    centres = rng.integers(2, min(grid.shape) - 2, (3, d))
+    n = 1500
+    coords = np.concatenate([rng.integers(0, s, (n, 1)) for s in grid.shape], axis=1)
+    coords[: n // 3] = centres[rng.integers(0, 3, n // 3)] + rng.integers(-2, 3, (n // 3, d))
+    keys = np.unique(grid.encode(np.clip(coords, 0, np.array(grid.shape) - 1)))
+    vals = rng.geometric(0.5, keys.size) + 5 if integer else rng.exponential(2.0, keys.size) + 5.0
+    heavy = rng.random(keys.size) < 0.03
+    vals = np.where(heavy, vals * rng.integers(3, 20, keys.size), vals)
+    hist = make_histogram(grid, "sparse", vals, keys)
+    W = ball_weights(d, 4.0, 1)
+    off, K = W.offsets, W.W.max(axis=0)
+    kc = grid.decode(keys)
+    E = np.zeros(keys.size)
+    for at in range(0, off.shape[0], 512):  # the oracle: offset by offset (512 at once)
+        t = (kc[None, :, :] + off[at : at + 512, None, :]).reshape(-1, d)
+        w = np.repeat(K[at : at + 512], keys.size)
+        row = np.tile(np.arange(keys.size), min(512, off.shape[0] - at))
+        ok = np.flatnonzero(grid.valid(t))
+        idx, hit = search_keys(keys, grid.encode(t[ok]))
+        np.add.at(E, row[ok[hit]], w[ok[hit]] * vals[idx[hit]])
+    monkeypatch.setattr(coresubcells, "_capped_pays", lambda *args: True)
+    monkeypatch.setattr(coresubcells, "_CAPS", (cap,))
+    walks = []
+    for name in ("kernel_sums_from", "kernel_sums_at"):
+        real = getattr(coresubcells, name)
+
+        def spy(grid, keys, values, some, kernel, real=real, name=name):
+            walks.append((name, some.size))
+            return real(grid, keys, values, some, kernel)
+
+        monkeypatch.setattr(coresubcells, name, spy)
+    for q in (0.5, 0.9, 0.99):
+        t = float(np.quantile(E, q)) * (1 - 1e-9)
+        sums_mod._LAST_INDEX.clear()
+        with forced(True):
+            keep = coresubcells._capped_shell_sums(hist, keys, (off, K), t)
+        assert keep is not None
+        far = np.abs(E - t) > 1e-9 * t
+        assert np.array_equal(keep[far], E[far] >= t)
+    # the heavy cells' excess and the shell's own sums were both walked
+    assert {name for name, size in walks if size} == {"kernel_sums_from", "kernel_sums_at"}
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -495,6 +495,56 @@ def query_sums(
 
 
 @kernel
+def scatter_sums(
+    qc: np.ndarray,
+    qk: np.ndarray,
+    ql: np.ndarray,
+    qv: np.ndarray,
+    sc: np.ndarray,
+    pk: np.ndarray,
+    lin: np.ndarray,
+    R: int,
+    lanes: np.ndarray,
+    axes: np.ndarray,
+    sides: np.ndarray,
+    nb: np.ndarray,
+    strides: np.ndarray,
+    start: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    col: np.ndarray,
+    table: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray,
+    p0: int,
+    p1: int,
+) -> np.ndarray:
+    """The transpose of :func:`query_sums`: for the query rows ``p0 : p1``
+    of ``qc`` (packed ``qk``, linear codes ``ql``, values ``qv``), each
+    laid-out cell q within R along every axis gets ``w(qc[i] - sc[q])
+    qv[i]``; returns the sums per laid-out cell (nothing held per pair).
+    A few query cells (the heavy cells of a release) reach every cell
+    around them at the cost of their own walks."""
+    zero = _zero_code(sc.shape[1], R)
+    use_table = table.size > 0
+    sums = np.zeros(sc.shape[0])
+    walk = np.empty((3, axes.size), np.int64)
+    buf = np.empty(64, np.int64)
+    for i in range(p0, p1):
+        buf, got = _hits(
+            i, qc, qk[i], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, 0, buf
+        )
+        lq = ql[i] + zero
+        v = qv[i]
+        for t in range(got):
+            q = buf[t]
+            code = lq - lin[q]
+            w = table[code] if use_table else _weight(codes, weights, code)
+            sums[q] += w * v
+    return sums
+
+
+@kernel
 def _zero_code(d, R):
     """The linear code (base 2R + 1) of the zero offset in ``d`` dimensions:
     a pair's offset code is ``lin[q] - lin[p]`` plus this."""

@@ -355,6 +355,37 @@ class CellIndex:
         _in_threads(part, _chunks(q.shape[0], threads))
         return out
 
+    def scatter_sums(
+        self, query: np.ndarray, values: np.ndarray, R: int, weight: OffsetWeights, threads: int = 1
+    ) -> np.ndarray:
+        """Per indexed row: over the query rows (cells) within R along every
+        axis, the sum of ``w(query - row) x value`` of the query (``weight``
+        as in :meth:`half_sums`): what :meth:`sums_at` would give every
+        indexed row from an index of the query cells, at the cost of the
+        queries' walks. No pair is held; in ``threads`` chunks of the
+        queries at once."""
+        pairkernels = _kernels()
+        out = np.zeros(self.n)
+        if self.n == 0 or len(query) == 0:
+            return out
+        qv = np.ascontiguousarray(values, dtype=np.float64)
+        q, qk, walk = self._query(query, R)
+        sc, pk, R, lanes, *rest = walk
+        lin = self.linear_codes(sc, R)
+        ql = self.linear_codes(q, R)
+
+        def part(p0: int, p1: int) -> np.ndarray:
+            return pairkernels.scatter_sums(
+                q, qk, ql, qv, sc, pk, lin, R, lanes, *rest,
+                weight.table, weight.codes, weight.weights, p0, p1,
+            )  # fmt: skip
+
+        laid = np.zeros(self.n)
+        for s in _in_threads(part, _chunks(q.shape[0], threads)):
+            laid += s
+        out[self.order] = laid
+        return out
+
     def components(self, R: int, joined: OffsetWeights) -> np.ndarray:
         """Per indexed row, the smallest row of its component in the graph
         joining two rows within R along every axis whose offset ``joined``

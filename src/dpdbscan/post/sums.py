@@ -260,15 +260,42 @@ def kernel_sums_at(
     when it is) walked per query, no pair held. In another order than the
     runs' (the same sums up to rounding): for bounds compared with a
     threshold that leaves room for rounding. Int64 keys only."""
-    offsets, w = kernel
-    out = np.zeros(query.size)
-    if keys.size == 0 or query.size == 0 or offsets.shape[0] == 0:
-        return out
-    R = _reach(offsets)
-    weight = OffsetWeights(offset_codes(offsets, R), np.asarray(w, dtype=np.float64), R, grid.d)
-    index = _index_of(grid, keys, R, query.size)
+    if keys.size == 0 or query.size == 0 or kernel[0].shape[0] == 0:
+        return np.zeros(query.size)
+    R, weight, index = _walked(grid, keys, kernel, query.size)
     coords = decode_keys(query, _key_strides(grid))
     return index.sums_at(coords, values, R, weight, _threads(query.size))
+
+
+def kernel_sums_from(
+    grid: Grid, keys: np.ndarray, values: np.ndarray, rows: np.ndarray, kernel: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """sum over the given ``rows`` Y of the released cells (sorted ``keys``)
+    of ``weights[Y - X] values[Y]``, for every released cell X (by row;
+    ``weights`` those of the kernel's ``(offsets, weights)``, 0 off them):
+    :func:`kernel_sums_at` of every released cell over the few cells
+    ``rows`` only, each of those walking the table of buckets of the
+    released cells once (the one held by :func:`reaching_sums` when it
+    is), no pair held (``values`` one per released cell). In another
+    order than the runs' (the same sums up to rounding): for bounds compared with a
+    threshold that leaves room for rounding. Int64 keys only."""
+    if keys.size == 0 or rows.size == 0 or kernel[0].shape[0] == 0:
+        return np.zeros(keys.size)
+    R, weight, index = _walked(grid, keys, kernel, keys.size)
+    coords = decode_keys(keys[rows], _key_strides(grid))
+    return index.scatter_sums(coords, np.asarray(values)[rows], R, weight, _threads(rows.size))
+
+
+def _walked(
+    grid: Grid, keys: np.ndarray, kernel: tuple[np.ndarray, np.ndarray], n_query: int
+) -> tuple[int, OffsetWeights, CellIndex]:
+    """The reach of a kernel's ``(offsets, weights)``, its weights by offset
+    code and the table of buckets of the released cells (``keys``) that
+    its walks read (the held one, or a new one)."""
+    offsets, w = kernel
+    R = _reach(offsets)
+    weight = OffsetWeights(offset_codes(offsets, R), np.asarray(w, dtype=np.float64), R, grid.d)
+    return R, weight, _index_of(grid, keys, R, n_query)
 
 
 #: Released cells from which the self-join runs in two threads (the kernel

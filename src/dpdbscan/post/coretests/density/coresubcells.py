@@ -11,8 +11,9 @@ import numpy as np
 
 from ....cells.grid import Grid, lookup
 from ....cells.histogram import NoisyHistogram
+from ....cells.pairs import plan
 from ...pruning import live_cells
-from ...sums import kernel_sums_at, reaching_sums, sparse_neighbour_sums
+from ...sums import kernel_sums_at, kernel_sums_from, reaching_sums, sparse_neighbour_sums
 from .cover import COMPILED_FROM_D, cover_pays, cover_sums, shell_cover
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
 from .weightedsums import ExactRows, may_reach, reach_pays, walk_bounds, weighted_sums_at
@@ -430,6 +431,9 @@ def _joined_kernel_sums(
     # the NB sum (294 cells' worth of weight against 3,903 cells in 5-D)
     kernel = (weights.offsets, weights.W.max(axis=0))
     inner = _inner_kernel(hist.grid, *kernel, n_keys=hist.released_keys.size)
+    capped = _capped_shell_sums(hist, cand, kernel, threshold, light=inner is not None)
+    if capped is not None:
+        return capped
     if inner is not None:
         # the kernel is all but zero on its outer shell (5-D: at most 0.7%
         # at Chebyshev radius 3): the sums over the inner offsets from a
@@ -467,6 +471,123 @@ def _joined_kernel_sums(
     if sums is not None:
         return sums >= threshold
     return None
+
+
+def _capped_shell_sums(
+    hist: NoisyHistogram,
+    cand: np.ndarray,
+    kernel: tuple[np.ndarray, np.ndarray],
+    threshold: float,
+    *,
+    light: bool = False,
+) -> np.ndarray | None:
+    """Mask of the candidates whose kernel sums reach the threshold, by a
+    self-join of reach R - 1 and a bound of the kernel's outer shell
+    (Chebyshev radius R) that caps the released values, or None where that
+    is not the way (:func:`_capped_pays`, public sizes and the release).
+
+    6-D at 2x the benchmark's alpha: the shell weighs up to 0.042 per
+    offset and 5.02 in all (12,636 offsets, one coordinate at +-3), too
+    much for the block sums of :func:`_inner_kernel` (9^6 cells around a
+    cell hold a cluster or hundreds of noise cells), but the release is
+    nearly all noise cells at theta or a little more. With a cap h, every
+    released value is min(x, h) + (x - h)+, so on a non-negative release
+
+        shell(X) <= h sum_shell K + sum_Y K(Y - X) (x_Y - h)+,
+
+    the second sum over the few cells above the cap (the heavy ones), each
+    walking the held table of buckets once (:func:`kernel_sums_from`). The
+    cap is chosen from the R - 1 sums: the fewest heavy cells plus cells
+    the bound cannot rule out (each costs a walk). Those left get their
+    shell's own sums (:func:`kernel_sums_at`), so the kept set is the
+    whole kernel's (6-D, alpha 0.1: 1,404 of 442,493; the R - 1 join and
+    the bound cost about a third of the reach-R join).
+
+    ``light``: the shell is light enough for the block sums of
+    :func:`_inner_kernel` (5-D), so the R - 1 join is the way anyway and
+    the cap takes the blocks' place where its walks cost less (5-D, alpha
+    0.08: a cap of 106, 200 heavy cells, 3,331 cells left to the shell's
+    sums, where the blocks and cube masses left about 12k).
+    """
+    grid, keys, values = hist.grid, hist.released_keys, hist.values
+    offsets, weights = kernel
+    R = max(int(offsets.max()), -int(offsets.min())) if offsets.size else 0
+    if R < 2 or grid.wide or keys.size == 0 or cand.size == 0:
+        return None
+    shell = np.abs(offsets).max(axis=1) == R
+    w_shell = float(weights[shell].sum()) * (1 + 1e-12)
+    if w_shell <= 0 or not _capped_pays(grid, values, R, threshold, w_shell, light):
+        return None
+    inner = (offsets[~shell], weights[~shell])
+    sums = reaching_sums(grid, keys, values, cand, inner)
+    if sums is None:
+        return None
+    h = _cap(values, sums, w_shell, threshold)
+    heavy = np.flatnonzero(values > h)
+    excess = kernel_sums_from(grid, keys, np.maximum(values - h, 0), heavy, (offsets[shell], weights[shell]))
+    rows = np.searchsorted(keys, cand)  # (the join's sums are given for released cells only)
+    keep = sums + h * w_shell + excess[rows] * (1 + 1e-12) >= threshold
+    idx = np.flatnonzero(keep)
+    if idx.size:
+        out = kernel_sums_at(grid, keys, values, cand[idx], (offsets[shell], weights[shell]))
+        keep[idx] = sums[idx] + out >= threshold
+    return keep
+
+
+#: Caps tried by :func:`_cap`, as fractions of the one whose shell bound is
+#: half the threshold
+_CAPS = (0.5, 0.625, 0.75, 0.875, 1.0, 1.125, 1.25, 1.375, 1.5)
+
+
+def _cap(values: np.ndarray, sums: np.ndarray, w_shell: float, threshold: float) -> float:
+    """The cap of :func:`_capped_shell_sums` among :data:`_CAPS` that
+    leaves the fewest walks: the cells above it plus the candidates whose
+    R - 1 sums alone reach the threshold less the capped shell (the rest of
+    the bound only adds to those)."""
+    h0 = threshold / (2.0 * w_shell)
+    best, at = -1, h0
+    for f in _CAPS:
+        h = f * h0
+        if values.dtype.kind in "iu":
+            h = float(math.floor(h))
+        walks = int(np.count_nonzero(values > h)) + int(np.count_nonzero(sums >= threshold - h * w_shell))
+        if best < 0 or walks < best:
+            best, at = walks, h
+    return at
+
+
+#: Heavy cells and cells left (walks of the shell, about twice a cell's
+#: share of the reach-R self-join each) beyond the cost of the R - 1 join
+#: that :func:`_capped_pays` expects, per heavy cell
+_LEFT_PER_HEAVY = 0.25
+
+
+def _capped_pays(
+    grid: Grid, values: np.ndarray, R: int, threshold: float, w_shell: float, light: bool = False
+) -> bool:
+    """Whether the self-join of reach R - 1 and the capped shell of
+    :func:`_capped_shell_sums` should cost less than the self-join of reach
+    R (the cost model of :func:`~dpdbscan.cells.pairs.plan` on the grid's
+    shape, the released cells and those above the cap of half the
+    threshold; a public model of sizes and the release). 6-D at alpha 0.1:
+    22,904 of 442,493 cells above a cap of 8, 0.19 s and about 0.07 s of
+    walks against 0.64 s; at alpha 0.075 the cap falls below theta, every
+    cell is above it, and the reach-R join (0.17 s) stays. ``light``
+    (5-D): against the block sums instead (alpha 0.08: 102 of 628k
+    cells above a cap of 214)."""
+    n = values.size
+    h0 = threshold / (2.0 * w_shell)
+    n_heavy = int(np.count_nonzero(values > h0))
+    if n_heavy >= n // 4:
+        return False
+    extents = list(grid.shape)
+    full = plan(grid.d, R, n, n, extents)[2]
+    walks = 2.0 * full / n * n_heavy * (1 + _LEFT_PER_HEAVY)
+    if light:
+        # the R - 1 join is the way anyway: the cap against the block sums
+        blocks = grid.d * math.prod(-(-s // R) + 2 for s in grid.shape) * _BLOCK_NS
+        return walks < blocks
+    return plan(grid.d, R - 1, n, n, extents)[2] + walks < full
 
 
 _MAX_BUCKETS = 1 << 24  # at most 128 MB (float64 bincount, transient) + 2 x 64 MB (float32)
