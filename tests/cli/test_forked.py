@@ -199,6 +199,35 @@ def test_large_arrays_go_through_the_shared_file_and_come_back_the_same():
         forked._unpacked(io.BufferedReader(io.BytesIO(b"".join(bytes(p) for p in parts))))
 
 
+def test_arrays_go_through_the_pipe_when_the_shared_file_cannot_hold_them(monkeypatch):
+    """A shared file that cannot grow (a full /dev/shm) costs nothing: the
+    sending thread puts those arrays in the pipe, inline, and the copy reads
+    the same job."""
+    import io
+
+    def full(fd, arrays):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(forked, "_write_shared", full)
+    job = ({"big": np.arange(200_000), "small": np.ones(3), "other": np.linspace(0, 1, 300_000)}, "y")
+    parts, arrays = forked._packed(job, share=True)
+    assert len(arrays) == 2
+    r, w = os.pipe()
+    got: list = []
+
+    def read():
+        with os.fdopen(r, "rb") as f:
+            got.append(forked._unpacked(f))
+
+    reader = threading.Thread(target=read)
+    reader.start()  # no shared file on this side: every array must come inline
+    forked._send_parts(w, parts, -1, arrays)
+    reader.join()
+    assert got[0][1] == "y"
+    for k, a in job[0].items():
+        np.testing.assert_array_equal(got[0][0][k], a)
+
+
 @pytest.mark.parametrize("iov_max", [1, 2, 1024])
 @pytest.mark.parametrize("at_most", [3, 7, 1 << 20])
 def test_the_pieces_are_written_whole_and_in_order(tmp_path, monkeypatch, iov_max, at_most):

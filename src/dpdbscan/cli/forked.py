@@ -355,7 +355,7 @@ def _packed(job: Any, share: bool = False) -> tuple[list[bytes | memoryview], li
     for v in views:
         if share and v.nbytes >= _SHARED_MIN:
             shared.append((end, v))
-            parts += [_LENGTH.pack(v.nbytes), _LENGTH.pack(end)]
+            parts += [_LENGTH.pack(v.nbytes), _LENGTH.pack(end)]  # see _inlined
             end += -(-v.nbytes // _ALIGN) * _ALIGN
         else:
             parts += [_LENGTH.pack(v.nbytes), _LENGTH.pack(_INLINE), v]
@@ -390,12 +390,35 @@ def _send_parts(
     try:
         if arrays:
             assert shared is not None
-            _write_shared(shared, arrays)
+            try:
+                _write_shared(shared, arrays)
+            except OSError:  # no room for it (a small /dev/shm): through the pipe after all
+                parts = _inlined(parts, arrays)
         _writev_all(fd, [memoryview(p).cast("B") for p in parts])
     except OSError:
         pass
     finally:
         os.close(fd)
+
+
+def _inlined(
+    parts: list[bytes | memoryview], arrays: list[tuple[int, memoryview]]
+) -> list[bytes | memoryview]:
+    """The pieces of :func:`_packed` with the arrays it put in the shared
+    file sent in the pipe instead, each after its length and :data:`_INLINE`."""
+    at = {_LENGTH.pack(offset): v for offset, v in arrays}
+    inline = _LENGTH.pack(_INLINE)
+    out: list[bytes | memoryview] = list(parts[:3])
+    i = 3
+    while i < len(parts):
+        length, where = parts[i], parts[i + 1]
+        if where == inline:  # its length, the marker and its bytes
+            out += [length, where, parts[i + 2]]
+            i += 3
+        else:  # its length and its offset in the shared file
+            out += [length, inline, at[bytes(where)]]
+            i += 2
+    return out
 
 
 def _write_shared(fd: int, arrays: list[tuple[int, memoryview]]) -> None:
