@@ -203,7 +203,6 @@ def test_arrays_go_through_the_pipe_when_the_shared_file_cannot_hold_them(monkey
     """A shared file that cannot grow (a full /dev/shm) costs nothing: the
     sending thread puts those arrays in the pipe, inline, and the copy reads
     the same job."""
-    import io
 
     def full(fd, arrays):
         raise OSError(28, "No space left on device")
