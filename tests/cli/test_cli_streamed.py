@@ -86,7 +86,7 @@ def test_streamed_counts_give_the_same_release(tmp_path, capsys, monkeypatch, gz
 
 
 def test_streamed_counts_match_the_backend_by_block_on_threads(monkeypatch):
-    monkeypatch.setattr(nb, "_DENSE_BLOCK", 700)  # several groups counted
+    monkeypatch.setattr(nb, "_DENSE_BLOCK", 700)  # the backend counts in several blocks
     rng = np.random.default_rng(5)
     X = rng.uniform(-1, 11, (10_000, 2))  # some outside the box: clipped onto it
     X[rng.choice(10_000, 50, replace=False), rng.integers(0, 2, 50)] = np.nan

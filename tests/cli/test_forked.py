@@ -162,14 +162,69 @@ def test_a_job_packs_its_arrays_out_of_band_and_unpacks_the_same():
     import io
 
     job = ({"h": np.arange(1000).reshape(10, 100), "f": np.linspace(0, 1, 7)}, "x", [1, 2])
-    parts = forked._packed(job)
+    parts, shared = forked._packed(job)
     assert int.from_bytes(parts[0], "little") == 2  # both arrays out of band
+    assert shared == []  # in the pipe
     got = forked._unpacked(io.BufferedReader(io.BytesIO(b"".join(bytes(p) for p in parts))))
     assert got[1:] == job[1:]
     for k in job[0]:
         np.testing.assert_array_equal(got[0][k], job[0][k])
     with pytest.raises(EOFError):
         forked._unpacked(io.BufferedReader(io.BytesIO(b"".join(bytes(p) for p in parts)[:-8])))
+
+
+@pytest.mark.skipif(forked.shared_file() is None, reason="no shared memory files here")
+def test_large_arrays_go_through_the_shared_file_and_come_back_the_same():
+    import io
+
+    big = np.arange(300_000, dtype=np.int64).reshape(1000, 300)  # 2.4 MB
+    other = np.linspace(0, 1, 200_000)  # 1.6 MB, after the first on a page of its own
+    job = ({"big": big, "small": np.ones(7), "other": other}, "x")
+    parts, arrays = forked._packed(job, share=True)
+    assert [(offset, v.nbytes) for offset, v in arrays] == [(0, big.nbytes), (2_400_256, other.nbytes)]
+    fd = forked.shared_file()
+    assert fd is not None
+    try:
+        forked._write_shared(fd, arrays)
+        pipe = io.BufferedReader(io.BytesIO(b"".join(bytes(p) for p in parts)))
+        got = forked._unpacked(pipe, fd)
+    finally:
+        os.close(fd)
+    assert got[1] == "x"
+    for k, a in job[0].items():
+        np.testing.assert_array_equal(got[0][k], a)
+    got[0]["big"][0, 0] = -1  # the copy's own (copy on write), as when read from the pipe
+    assert big[0, 0] == 0
+    with pytest.raises(EOFError):  # a copy without the file cannot take the job
+        forked._unpacked(io.BufferedReader(io.BytesIO(b"".join(bytes(p) for p in parts))))
+
+
+def test_arrays_go_through_the_pipe_when_the_shared_file_cannot_hold_them(monkeypatch):
+    """A shared file that cannot grow (a full /dev/shm) costs nothing: the
+    sending thread puts those arrays in the pipe, inline, and the copy reads
+    the same job."""
+
+    def full(fd, arrays):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(forked, "_write_shared", full)
+    job = ({"big": np.arange(200_000), "small": np.ones(3), "other": np.linspace(0, 1, 300_000)}, "y")
+    parts, arrays = forked._packed(job, share=True)
+    assert len(arrays) == 2
+    r, w = os.pipe()
+    got: list = []
+
+    def read():
+        with os.fdopen(r, "rb") as f:
+            got.append(forked._unpacked(f))
+
+    reader = threading.Thread(target=read)
+    reader.start()  # no shared file on this side: every array must come inline
+    forked._send_parts(w, parts, -1, arrays)
+    reader.join()
+    assert got[0][1] == "y"
+    for k, a in job[0].items():
+        np.testing.assert_array_equal(got[0][0][k], a)
 
 
 @pytest.mark.parametrize("iov_max", [1, 2, 1024])

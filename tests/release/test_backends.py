@@ -116,3 +116,24 @@ def test_duplicate_keys_from_a_backend_are_refused_on_every_path(histogram):
     )
     with pytest.raises(ValueError, match="duplicate"):
         DPDBSCAN(0.1, backend=PerPartition(), **kw).fit(X)
+
+
+def test_dense_counts_in_blocks_match_one_bincount(monkeypatch):
+    """Counted block by block into one array in place, the counts are those
+    of one ``np.bincount`` over every kept row's cell (rows with a NaN or an
+    infinity dropped, rows outside the box in its border cells)."""
+    from dpdbscan.release.backends import numpy_backend as nb
+
+    monkeypatch.setattr(nb, "_DENSE_BLOCK", 333)
+    rng = np.random.default_rng(11)
+    X = rng.normal(5.0, 2.5, (5_000, 2))  # some outside the box
+    X[rng.choice(5_000, 40, replace=False), rng.integers(0, 2, 40)] = np.nan
+    X[7, 0] = np.inf
+    g = Grid(np.zeros(2), np.full(2, 10.0), 0.4)
+    kept = np.clip(X[np.isfinite(X).all(axis=1)], g.lower, g.upper)
+    expected = np.bincount(
+        np.ravel_multi_index(tuple(_reference_coords(g, kept).T), g.shape), minlength=g.n_cells
+    )
+    counts = NumpyBackend().dense_counts(g, X)
+    assert counts.dtype == np.int64
+    np.testing.assert_array_equal(counts, expected.reshape(g.shape))

@@ -149,6 +149,22 @@ def test_save_writes_a_png(model, tmp_path):
     assert (tmp_path / "s.png").read_bytes()[:8] == PNG
 
 
+def test_save_compresses_less_and_keeps_every_pixel(model, tmp_path, monkeypatch):
+    """The PNG's zlib level is a speed for size trade: the pixels are those
+    of matplotlib's default level, the file is written at :data:`plotting.PNG_COMPRESS_LEVEL`."""
+    from PIL import Image
+
+    def pixels(path):
+        with Image.open(path) as im:
+            return np.asarray(im.convert("RGBA"))
+
+    plotting.save(plotting.plot_spans(model), tmp_path / "fast.png")
+    monkeypatch.setattr(plotting, "PNG_COMPRESS_LEVEL", 6)  # zlib's and Pillow's default
+    plotting.save(plotting.plot_spans(model), tmp_path / "default.png")
+    np.testing.assert_array_equal(pixels(tmp_path / "fast.png"), pixels(tmp_path / "default.png"))
+    assert (tmp_path / "fast.png").read_bytes() != (tmp_path / "default.png").read_bytes()
+
+
 def test_plots_refuse_other_dimensions():
     m = (
         DPDBSCAN(eps=1.0, min_samples=5, bounds=(0.0, 4.0), random_state=0)

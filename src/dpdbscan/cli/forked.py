@@ -23,7 +23,10 @@ thread does; after the read it was still importing when the release was
 ready, the fit having become shorter than the import) and then sends it
 the release to draw: pickled, its arrays out of band, and written to the
 copy by a thread, so that the command writes its other files meanwhile
-even when the copy is still importing.
+even when the copy is still importing. Its large arrays (the noisy
+histogram: 35 MB on Cabs) go through a shared memory file the copy
+inherited at the fork (:func:`shared_file`), which it maps instead of
+reading them through the pipe.
 
 Forking is done only where it is safe and useful: on Linux, with at least
 two cores to run on, and when no other Python thread is running (a thread
@@ -34,6 +37,7 @@ Elsewhere :func:`start` returns None and the caller writes the file itself.
 from __future__ import annotations
 
 import atexit
+import mmap
 import os
 import pickle
 import signal
@@ -87,6 +91,8 @@ class Forked:
     temp: Path
     done: bool = False
     sender: threading.Thread | None = None
+    #: the shared memory file the job's large arrays went through (closed with the copy)
+    shared: int | None = None
 
     def result(self) -> Path:
         """Wait for the copy; the temporary file it wrote, or raise what it
@@ -96,6 +102,7 @@ class Forked:
         _, status = os.waitpid(self.pid, 0)
         self.done = True
         self._join_sender()
+        self._close_shared()
         code = os.waitstatus_to_exitcode(status)
         if code == 0 and report == b"ok" and self.temp.exists():
             return self.temp
@@ -116,7 +123,13 @@ class Forked:
             os.waitpid(self.pid, 0)
             self.done = True
         self._join_sender()
+        self._close_shared()
         self.temp.unlink(missing_ok=True)
+
+    def _close_shared(self) -> None:
+        if self.shared is not None:
+            os.close(self.shared)
+            self.shared = None
 
     def _join_sender(self) -> None:
         # the copy has left: the thread sending it the job ends too (at the
@@ -177,6 +190,8 @@ class Waiting:
     #: forked at the command's start, importing its first part at once
     #: (:func:`wait_for_work`'s ``early``)
     early: bool = False
+    #: a shared memory file both have open (:func:`shared_file`), or None
+    shared: int | None = None
 
     def go(self) -> None:
         """Let the copy prepare (import what it needs) now."""
@@ -190,25 +205,28 @@ class Waiting:
         it went.
 
         The job is pickled here, its arrays out of band (not copied into the
-        pickle: :func:`_packed`), and written to the copy by a thread: the
-        copy may still be importing what it needs, and the command goes on
-        with its other files meanwhile instead of waiting for it to read. The
-        payload must not change until :meth:`Forked.result` (a release does
-        not)."""
+        pickle: :func:`_packed`; the large ones through the shared memory
+        file), and written to the copy by a thread: the copy may still be
+        importing what it needs, and the command goes on with its other
+        files meanwhile instead of waiting for it to read. The payload must
+        not change until :meth:`Forked.result` (a release does not)."""
         self.go()
         temp = temp_beside(Path(path), "fork")
         self.closed = True
         try:
-            parts = _packed((payload, temp))
+            parts, shared = _packed((payload, temp), self.shared is not None)
         except BaseException:
             os.close(self.orders)
-            Forked(self.pid, self.reports, temp).cancel()
+            Forked(self.pid, self.reports, temp, shared=self.shared).cancel()
             raise
         sender = threading.Thread(
-            target=_send_parts, args=(self.orders, parts), name="dpdbscan-send", daemon=True
+            target=_send_parts,
+            args=(self.orders, parts, self.shared, shared),
+            name="dpdbscan-send",
+            daemon=True,
         )
         sender.start()
-        return Forked(self.pid, self.reports, temp, sender=sender)
+        return Forked(self.pid, self.reports, temp, sender=sender, shared=self.shared)
 
     def cancel(self) -> None:
         """No job after all: the copy leaves without doing anything."""
@@ -221,6 +239,8 @@ class Waiting:
             pass
         os.close(self.orders)
         os.close(self.reports)
+        if self.shared is not None:
+            os.close(self.shared)
         os.waitpid(self.pid, 0)
 
 
@@ -246,6 +266,7 @@ def wait_for_work(
         return None
     take_orders, give_orders = os.pipe()
     read_reports, write_reports = os.pipe()
+    shared = shared_file()
     _flush_std()
     pid = _fork()
     if pid == 0:  # the copy
@@ -253,13 +274,29 @@ def wait_for_work(
         try:
             os.close(give_orders)
             os.close(read_reports)
-            code = _serve(os.fdopen(take_orders, "rb"), write_reports, prepare, work, early)
+            code = _serve(os.fdopen(take_orders, "rb"), write_reports, prepare, work, early, shared)
         finally:
             os._exit(code)
     os.close(take_orders)
     os.close(write_reports)
-    _waiting = Waiting(pid, give_orders, read_reports, early=early is not None)
+    _waiting = Waiting(pid, give_orders, read_reports, early=early is not None, shared=shared)
     return _waiting
+
+
+def shared_file() -> int | None:
+    """An empty anonymous shared memory file (Linux's ``memfd_create``),
+    opened before a fork so that both processes have it: the command later
+    writes a job's large arrays into it and the copy maps them, instead of
+    reading them through the pipe (35 MB on Cabs: 550 hand-overs of the
+    pipe's 64 kB, and a zeroed buffer to copy them into). None where there
+    is none (the arrays then go through the pipe)."""
+    create = getattr(os, "memfd_create", None)
+    if create is None:
+        return None
+    try:
+        return int(create("dpdbscan-job", getattr(os, "MFD_CLOEXEC", 1)))
+    except OSError:
+        return None
 
 
 def _serve(
@@ -268,6 +305,7 @@ def _serve(
     prepare: Callable[[], object],
     work: Callable[[Any, Path], object],
     early: Callable[[], object] | None = None,
+    shared: int | None = None,
 ) -> int:
     """The waiting copy's life: its exit status (0 also when no job came)."""
     for step, wait in ((early, False), (prepare, True)):
@@ -279,7 +317,7 @@ def _serve(
         except Exception:  # noqa: BLE001 - met again, and reported, by the work
             pass
     try:
-        payload, temp = _unpacked(orders)
+        payload, temp = _unpacked(orders, shared)
     except EOFError:
         return 0
     code = 1
@@ -299,25 +337,49 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _packed(job: Any) -> list[bytes | memoryview]:
+def _packed(job: Any, share: bool = False) -> tuple[list[bytes | memoryview], list[tuple[int, memoryview]]]:
     """``job`` as the pieces :func:`_unpacked` reads: its pickle (protocol
-    5) with every large array left out of band, then those arrays' bytes,
-    each after its length. A release holds its noisy histogram, tens of MB:
-    sent out of band it is neither copied into the pickle here nor out of
-    it in the copy."""
+    5) with every large array left out of band, then for each array its
+    length and where it is: after it in the pipe (:data:`_INLINE`), or,
+    with ``share``, at an offset of the shared memory file when it is
+    :data:`_SHARED_MIN` bytes or more. A release holds its noisy histogram,
+    tens of MB: sent out of band it is neither copied into the pickle here
+    nor out of it in the copy. Returns the pipe's pieces and the arrays to
+    write into the shared file first, each with its offset."""
     buffers: list[pickle.PickleBuffer] = []
     data = pickle.dumps(job, protocol=5, buffer_callback=buffers.append)
     views = [b.raw() for b in buffers]
     parts: list[bytes | memoryview] = [_LENGTH.pack(len(views)), _LENGTH.pack(len(data)), data]
+    shared: list[tuple[int, memoryview]] = []
+    end = 0
     for v in views:
-        parts += [_LENGTH.pack(v.nbytes), v]
-    return parts
+        if share and v.nbytes >= _SHARED_MIN:
+            shared.append((end, v))
+            parts += [_LENGTH.pack(v.nbytes), _LENGTH.pack(end)]  # see _inlined
+            end += -(-v.nbytes // _ALIGN) * _ALIGN
+        else:
+            parts += [_LENGTH.pack(v.nbytes), _LENGTH.pack(_INLINE), v]
+    return parts, shared
 
 
-def _send_parts(fd: int, parts: list[bytes | memoryview]) -> None:
-    """Write the pieces to the copy and close the pipe (on a thread: the
-    writes release the GIL). A copy that left early breaks the pipe: what it
-    says, or its death, is reported by :meth:`Forked.result`.
+#: Arrays of at least this many bytes go through the shared memory file.
+_SHARED_MIN = 1 << 20
+#: Their offsets there are multiples of this (any array's alignment).
+_ALIGN = 4096
+#: The offset word of an array that follows in the pipe.
+_INLINE = (1 << 64) - 1
+
+
+def _send_parts(
+    fd: int,
+    parts: list[bytes | memoryview],
+    shared: int | None = None,
+    arrays: list[tuple[int, memoryview]] | None = None,
+) -> None:
+    """Write the large arrays into the shared memory file ``shared`` at
+    their offsets, then the pieces to the copy, and close the pipe (on a
+    thread: the writes release the GIL). A copy that left early breaks the
+    pipe: what it says, or its death, is reported by :meth:`Forked.result`.
 
     All pieces go in one gathering write (``os.writev``), which returns only
     once the copy has read them all: a write per piece (45 for the Cabs
@@ -326,11 +388,48 @@ def _send_parts(fd: int, parts: list[bytes | memoryview]) -> None:
     it for up to the switch interval each time, so the copy got the release
     only once the GeoJSON was written."""
     try:
+        if arrays:
+            assert shared is not None
+            try:
+                _write_shared(shared, arrays)
+            except OSError:  # no room for it (a small /dev/shm): through the pipe after all
+                parts = _inlined(parts, arrays)
         _writev_all(fd, [memoryview(p).cast("B") for p in parts])
     except OSError:
         pass
     finally:
         os.close(fd)
+
+
+def _inlined(
+    parts: list[bytes | memoryview], arrays: list[tuple[int, memoryview]]
+) -> list[bytes | memoryview]:
+    """The pieces of :func:`_packed` with the arrays it put in the shared
+    file sent in the pipe instead, each after its length and :data:`_INLINE`."""
+    at = {_LENGTH.pack(offset): v for offset, v in arrays}
+    inline = _LENGTH.pack(_INLINE)
+    out: list[bytes | memoryview] = list(parts[:3])
+    i = 3
+    while i < len(parts):
+        length, where = parts[i], parts[i + 1]
+        if where == inline:  # its length, the marker and its bytes
+            out += [length, where, parts[i + 2]]
+            i += 3
+        else:  # its length and its offset in the shared file
+            out += [length, inline, at[bytes(where)]]
+            i += 2
+    return out
+
+
+def _write_shared(fd: int, arrays: list[tuple[int, memoryview]]) -> None:
+    """Size the shared memory file for ``arrays`` and write each at its offset."""
+    last, view = arrays[-1]
+    os.ftruncate(fd, last + view.nbytes)
+    for offset, v in arrays:
+        b = v.cast("B")
+        done = 0
+        while done < b.nbytes:
+            done += os.pwrite(fd, b[done:], offset + done)
 
 
 def _writev_all(fd: int, views: list[memoryview]) -> None:
@@ -351,11 +450,24 @@ def _writev_all(fd: int, views: list[memoryview]) -> None:
 _IOV_MAX = max(16, min(1024, os.sysconf("SC_IOV_MAX"))) if hasattr(os, "sysconf") else 16
 
 
-def _unpacked(orders) -> Any:
-    """The job :func:`_packed` made, read from the pipe ``orders``."""
+def _unpacked(orders, shared: int | None = None) -> Any:
+    """The job :func:`_packed` made, read from the pipe ``orders``; its
+    arrays in the shared memory file ``shared`` are mapped (copy on write:
+    the job's arrays are the copy's own to change, as when read), not read."""
     n_buffers = _read_length(orders)
     data = _read_exactly(orders, _read_length(orders))
-    buffers = [_read_exactly(orders, _read_length(orders)) for _ in range(n_buffers)]
+    buffers: list[bytearray | memoryview] = []
+    mapped: memoryview | None = None
+    for _ in range(n_buffers):
+        n, where = _read_length(orders), _read_length(orders)
+        if where == _INLINE:
+            buffers.append(_read_exactly(orders, n))
+            continue
+        if shared is None:
+            raise EOFError("the job's arrays are in a shared memory file this copy does not have")
+        if mapped is None:
+            mapped = memoryview(mmap.mmap(shared, os.fstat(shared).st_size, access=mmap.ACCESS_COPY))
+        buffers.append(mapped[where : where + n])
     return pickle.loads(data, buffers=buffers)
 
 
@@ -445,4 +557,5 @@ __all__ = [
     "peek_waiting",
     "cancel_waiting",
     "JOINABLE",
+    "shared_file",
 ]

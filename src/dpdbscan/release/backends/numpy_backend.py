@@ -76,6 +76,8 @@ class NumpyBackend:
         row by row, so block by block is the same), so that no index array
         as long as the input is ever held: on full Cabs that is 88 MB less
         memory touched, which costs more time than the counting itself.
+        Each block is added into one array of counts in place
+        (:func:`add_cells`).
         """
         strides = np.cumprod((grid.shape[1:] + (1,))[::-1])[::-1]  # row-major
         X = np.asarray(X)
@@ -85,9 +87,24 @@ class NumpyBackend:
             return np.bincount(idx, minlength=grid.n_cells).reshape(grid.shape)
         counts = np.zeros(grid.n_cells, dtype=np.int64)
         for a in range(0, n, _DENSE_BLOCK):
-            idx = grid.linear_index(clean_points(grid, X[a : a + _DENSE_BLOCK], clip=False), strides)
-            counts += np.bincount(idx, minlength=grid.n_cells)
+            add_cells(
+                counts, grid.linear_index(clean_points(grid, X[a : a + _DENSE_BLOCK], clip=False), strides)
+            )
         return counts.reshape(grid.shape)
+
+
+def add_cells(counts: np.ndarray, idx: np.ndarray) -> None:
+    """Add one to ``counts`` (int64, one entry per cell) at every cell index
+    of ``idx``, in place.
+
+    ``np.add.at`` on an index array and a scalar runs numpy's fast loop
+    (numpy 1.25 and later): on the Cabs file, 0.04 s of CPU for its 11M
+    points against 0.10-0.37 s for ``np.bincount`` of groups of 2M rows
+    added up, where each group's count is a fresh array of every cell
+    (35 MB of new pages the kernel zeroes, then read once more to add it).
+    Integers either way: the same counts in any order of the blocks.
+    """
+    np.add.at(counts, idx, 1)
 
 
 class StreamedCounts:
@@ -98,51 +115,35 @@ class StreamedCounts:
     The grid is public (the options and the public box), known before any
     record is read. Each block goes through the same per-record rule
     (:func:`~dpdbscan.release.points.clean_points`) and cell index as the
-    backend's; the counts are integers, so summing them by block in any
-    order gives exactly the counts of all rows at once. No noise is drawn
-    here (the command draws it meanwhile on a thread of its own,
+    backend's, and is added into one array of counts in place
+    (:func:`add_cells`, under a lock: two blocks' additions must not
+    interleave); the counts are integers, so adding them block by block in
+    any order gives exactly the counts of all rows at once. No noise is
+    drawn here (the command draws it meanwhile on a thread of its own,
     :class:`~dpdbscan.release.mechanism.NoiseAhead`): the histogram is
-    released once, after all counts, as without it.
-    The cell indices wait in groups of about ``_DENSE_BLOCK`` rows before
-    they are counted, so no index array as long as the input is held.
+    released once, after all counts, as without it. No index array longer
+    than a block is held.
     """
 
     def __init__(self, grid: Grid) -> None:
         self.grid = grid
         self._strides = np.cumprod((grid.shape[1:] + (1,))[::-1])[::-1]
-        self._lock, self._add = threading.Lock(), threading.Lock()
-        self._waiting: list[np.ndarray] = []
-        self._n_waiting = 0
+        self._lock = threading.Lock()
         self._total: np.ndarray | None = None
         self.rows = 0
 
     def __call__(self, X: np.ndarray) -> None:
         idx = self.grid.linear_index(clean_points(self.grid, X, clip=False), self._strides)
         with self._lock:
-            self._waiting.append(idx)
-            self._n_waiting += idx.size
-            self.rows += X.shape[0]
-            if self._n_waiting < _DENSE_BLOCK:
-                return
-            group, self._waiting, self._n_waiting = self._waiting, [], 0
-        self._count(group)
-
-    def _count(self, group: list[np.ndarray]) -> None:
-        if not group:
-            return
-        c = np.bincount(np.concatenate(group), minlength=self.grid.n_cells)
-        with self._add:
             if self._total is None:
-                self._total = c
-            else:
-                self._total += c
+                self._total = np.zeros(self.grid.n_cells, dtype=np.int64)
+            add_cells(self._total, idx)
+            self.rows += X.shape[0]
 
     def counts(self) -> np.ndarray:
         """The counts of every row seen, as an array of ``grid.shape``."""
         with self._lock:
-            group, self._waiting, self._n_waiting = self._waiting, [], 0
-        self._count(group)
-        total = np.zeros(self.grid.n_cells, dtype=np.int64) if self._total is None else self._total
+            total = np.zeros(self.grid.n_cells, dtype=np.int64) if self._total is None else self._total
         return total.reshape(self.grid.shape)
 
     def backend_for(self, X: np.ndarray) -> NumpyBackend:
