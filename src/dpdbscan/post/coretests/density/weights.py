@@ -132,7 +132,7 @@ def _axis_types(steps: np.ndarray, k: int, span: int) -> np.ndarray:
     o = steps[None, :]
     s = np.arange(k)[:, None]
     flip = (o > 0) | ((o == 0) & (s > k - 1 - s))
-    return (np.where(flip, -o, o) + span) * k + np.where(flip, k - 1 - s, s)
+    return ((np.where(flip, -o, o) + span) * k + np.where(flip, k - 1 - s, s)).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -291,26 +291,28 @@ def _ball_weights(d: int, eta: float, k: int, estimate: str, bins: int) -> BallW
     # no smaller in floating point too); the same sums, axis by axis, as
     # each position's support adds
     union = offsets_within(steps, gaps.min(axis=0), d, float(np.nextafter(lim, -np.inf)))
-    at = union + reach  # each offset's step index per axis
+    # each offset's step index per axis, an axis a row (contiguous gathers)
+    at = np.ascontiguousarray((union + reach).T.astype(np.intp))
     span = 2 * (int(np.abs(union).max()) if union.size else 0) + 1
     types = _axis_types(steps, k, span)
-    base = (span + 1) * k
     positions = tuple(itertools.product(range(k), repeat=d))
     table = _WeightTable(k, centre, A, bins, span)
     index = np.zeros((len(positions), union.shape[0]), dtype=np.uint16)
     support = np.empty(len(positions), dtype=np.int64)
+    # (k = 1 reflects nothing)
+    flips = _axis_flips(union, reach, gaps) if k > 1 else None
+    row_of = {pos: r for r, pos in enumerate(positions)}
     for r, pos in enumerate(positions):
-        acc = np.zeros(union.shape[0])
-        for i, s in enumerate(pos):
-            acc += gaps[s][at[:, i]]
-        cols = np.flatnonzero(acc < lim)
+        i = next((i for i, s in enumerate(pos) if 2 * s > k - 1), None)
+        if flips is not None and i is not None:
+            # a reflection of a position before it (s -> k-1-s on axis i):
+            # the same gaps and types at the reflected offsets
+            mirror = row_of[pos[:i] + (k - 1 - pos[i],) + pos[i + 1 :]]
+            index[r] = index[mirror][flips[i]]
+            support[r] = support[mirror]
+            continue
+        cols, ids = _direct_row(pos, at, gaps, types, lim, table)
         support[r] = cols.size
-        # each offset's multiset of per-axis types as one row of sorted codes
-        codes = np.sort(np.stack([types[s][at[cols, i]] for i, s in enumerate(pos)], axis=1), axis=1)
-        flat = np.zeros(cols.size, dtype=np.int64)
-        for i in range(d):
-            flat = flat * base + codes[:, i]
-        ids = table.ids(flat, codes)
         if ids.size and int(ids.max()) > np.iinfo(index.dtype).max:
             index = index.astype(np.int32)
         index[r, cols] = ids
@@ -319,6 +321,44 @@ def _ball_weights(d: int, eta: float, k: int, estimate: str, bins: int) -> BallW
     for a in (offsets, index, values, support):
         a.setflags(write=False)
     return BallWeights(d, float(eta), k, estimate, positions, offsets, index, values, support)
+
+
+def _direct_row(pos: tuple, at: np.ndarray, gaps: np.ndarray, types: np.ndarray, lim: float, table):
+    """The columns of sub-position ``pos``'s support (its squared gaps added
+    axis by axis from 0, below ``lim``) and each one's entry in the table."""
+    acc = np.zeros(at.shape[1])
+    for i, s in enumerate(pos):
+        acc += gaps[s][at[i]]
+    cols = np.flatnonzero(acc < lim)
+    every = cols.size == at.shape[1]
+    # each offset's multiset of per-axis types as one row of sorted codes
+    # (int16 where they fit: a quarter of int64's memory traffic)
+    base = int(types.max()) + 1
+    codes = np.empty((cols.size, len(pos)), dtype=np.int16 if base < 1 << 15 else np.int64)
+    for i, s in enumerate(pos):
+        codes[:, i] = types[s][at[i] if every else at[i, cols]]
+    codes.sort(axis=1)
+    flat = np.zeros(cols.size, dtype=np.int64)
+    for i in range(len(pos)):
+        flat = flat * base + codes[:, i]
+    return cols, table.ids(flat, codes)
+
+
+def _axis_flips(union: np.ndarray, reach: int, gaps: np.ndarray) -> list[np.ndarray] | None:
+    """Per axis i, the column of each offset reflected on axis i (o_i -> -o_i),
+    when the gaps are reflections of one another bit for bit (sub-position
+    s at step o and k-1-s at -o: true where s/k is exact, as for k = 2 or
+    4): then a reflected position's sums add the same floats and its weights
+    are the reflected offsets' (in d = 8 with two sub-cells, 255 of the 256
+    rows). None otherwise (k = 3: 1/3 and 2/3 round apart), or where the
+    offsets' codes would not fit an int64."""
+    d = union.shape[1]
+    width = 2 * reach + 1
+    if not np.array_equal(gaps, gaps[::-1, ::-1]) or width**d >= 1 << 62:
+        return None
+    radix = width ** np.arange(d - 1, -1, -1, dtype=np.int64)
+    code = (union + reach) @ radix  # increasing: the union is lexicographic
+    return [np.searchsorted(code, code - 2 * union[:, i] * radix[i]) for i in range(d)]
 
 
 class _WeightTable:
