@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="1,2")
     ap.add_argument("--subcells", type=int, default=None)
     ap.add_argument("--histogram", default=None)
+    ap.add_argument("--timeout", type=float, default=1200.0, help="seconds per point")
     ap.add_argument("--md", help="append the table's rows to this file")
     ap.add_argument("--child", help="one point as JSON (internal)")
     a = ap.parse_args(argv)
@@ -120,7 +121,10 @@ def main(argv: list[str] | None = None) -> int:
                 spec = json.dumps({"d": d, "alpha": alpha, "seed": seed})
                 cmd = [sys.executable, "-m", "benchmarks.survey_dims", "--child", spec]
                 cmd += [f"--{k}={v}" for k, v in extra.items()]
-                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                try:
+                    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=a.timeout)
+                except subprocess.TimeoutExpired:
+                    proc = subprocess.CompletedProcess(cmd, -1, "", f"killed after {a.timeout:g} s")
                 if proc.returncode == 0:
                     r = json.loads(proc.stdout.strip().splitlines()[-1])
                 else:

@@ -281,9 +281,7 @@ def margin(
             level = math.log(beta) - math.log(2.0) - math.log(n_events)
         else:
             level = math.log(beta)
-        vals = np.array(
-            [weighted_tail_bound(noise, float(epsilon), key, level) for key in row_keys(weights)]
-        )
+        vals = np.array([weighted_tail_bound(noise, float(epsilon), key, level) for key in row_keys(weights)])
     else:
         c = float(rule)
         if not (math.isfinite(c) and c >= 0):

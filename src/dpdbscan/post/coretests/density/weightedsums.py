@@ -488,7 +488,9 @@ def _compiled_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeight
     def part(Wt: np.ndarray, block: np.ndarray, a: int, b: int) -> None:
         run_sums(rkeys, rvals, query[a:b], delta, lo, hi, first, cols, Wt, row_stride, starts, block[a:b])
 
-    threaded = query.size * len(first) >= _THREADED_RUN_VISITS and query.size >= 2 and (os.cpu_count() or 1) >= 2
+    threaded = (
+        query.size * len(first) >= _THREADED_RUN_VISITS and query.size >= 2 and (os.cpu_count() or 1) >= 2
+    )
     for p in range(0, n_pos, width):
         Wt, block = weights.transposed(p, p + width), out[:, p : p + width]
         if threaded:
