@@ -9,13 +9,12 @@ import math
 
 import numpy as np
 import pytest
+from test_compiled_density import _release
 
 from dpdbscan.cells.subcells import _kappa_q, _sub_offsets
 from dpdbscan.post.coretests.density import ball_weights, weightedsums
 from dpdbscan.post.coretests.density.densitymargin import _rounded, row_keys
 from dpdbscan.post.coretests.density.weights import _BINS, _weight
-
-from test_compiled_density import _release
 
 
 def _oracle(d: int, eta: float, k: int, estimate: str):

@@ -500,7 +500,7 @@ def _compiled_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeight
 
             half = query.size // 2
             with ThreadPoolExecutor(max_workers=2) as pool:
-                list(pool.map(lambda ab: part(Wt, block, *ab), [(0, half), (half, query.size)]))
+                list(pool.map(part, [Wt, Wt], [block, block], [0, half], [half, query.size]))
         else:
             part(Wt, block, 0, query.size)
     return out
