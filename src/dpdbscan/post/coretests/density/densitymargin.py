@@ -452,10 +452,10 @@ def _rounded(row: np.ndarray) -> tuple:
 
 
 #: :func:`row_keys` of the ball weights held (by their identity).
-_ROW_KEYS: dict[int, tuple[weakref.ref, tuple[_Key, ...]]] = {}
+_ROW_KEYS: dict[int, tuple[weakref.ref, tuple[tuple, ...]]] = {}
 
 
-def row_keys(weights: BallWeights) -> tuple[_Key, ...]:
+def row_keys(weights: BallWeights) -> tuple[tuple, ...]:
     """The key (:func:`_rounded`) of every row of the weights, computed once
     per class of rows with the same multiset (:attr:`BallWeights.row_classes`)
     and held with the weights: in d = 8 with two sub-cells the 256 rows are
@@ -464,7 +464,7 @@ def row_keys(weights: BallWeights) -> tuple[_Key, ...]:
     hit = _ROW_KEYS.get(id(weights))
     if hit is not None and hit[0]() is weights:
         return hit[1]
-    made: dict[int, _Key] = {}
+    made: dict[int, tuple] = {}
     keys = []
     for c in weights.row_classes.tolist():
         if c not in made:

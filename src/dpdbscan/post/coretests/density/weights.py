@@ -188,7 +188,7 @@ class BallWeights:
         """W[lo:hi].T, C-contiguous: (offsets, positions lo..hi)."""
         return np.ascontiguousarray(self.table[self.index[lo:hi]].T)
 
-    def columns(self, cols: np.ndarray) -> np.ndarray:
+    def columns(self, cols: np.ndarray | int) -> np.ndarray:
         """W[:, cols]."""
         return self.table[self.index[:, cols]]
 
