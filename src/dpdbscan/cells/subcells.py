@@ -34,36 +34,43 @@ import numpy as np
 from .grid import Grid, approximation_ratio
 
 
+def _axis_gaps(d: int, eta: float, k: int) -> tuple[float, list, list]:
+    """alpha^2 in cell widths, the steps along an axis and, per sub-position
+    s, the squared gap between sub-cell [s/k, (s+1)/k] and the cell [o, o+1]
+    at each step o."""
+    r2 = (4.0 * math.sqrt(d) / eta) ** 2
+    reach = int(math.ceil(math.sqrt(r2)))
+    steps = list(range(-reach, reach + 1))
+    gaps = []
+    for s in range(k):
+        g = []
+        for o in steps:
+            if o >= 1:
+                gap = o - (s + 1) / k
+            elif o <= -1:
+                gap = s / k - (o + 1)
+            else:
+                gap = 0.0
+            g.append(max(gap, 0.0) ** 2)
+        gaps.append(g)
+    return r2, steps, gaps
+
+
 @functools.lru_cache(maxsize=64)
 def _sub_offsets(d: int, eta: float, k: int):
     """Offsets of NB(q) for every sub-position q in {0..k-1}^d (coarse units)."""
-    r2 = (4.0 * math.sqrt(d) / eta) ** 2
-    reach = int(math.ceil(math.sqrt(r2)))
-    steps = range(-reach, reach + 1)
+    r2, steps, axis_gaps = _axis_gaps(d, eta, k)
     out = []
     for pos in itertools.product(range(k), repeat=d):
-        # per-dimension gap between sub-cell [s/k, (s+1)/k] and cell [o, o+1]
-        gaps = []
-        for s in pos:
-            g = {}
-            for o in steps:
-                if o >= 1:
-                    gap = o - (s + 1) / k
-                elif o <= -1:
-                    gap = s / k - (o + 1)
-                else:
-                    gap = 0.0
-                g[o] = max(gap, 0.0) ** 2
-            gaps.append(g)
         # itertools.product(steps, repeat=d) filtered on the sum of the gaps,
         # axis by axis in its order; the same float additions as summing each
         # offset's gaps from 0, and a partial sum past the limit stays past it
         # (the gaps are >= 0), so those are dropped as they appear
-        step = np.array(list(steps), dtype=np.int64)
+        step = np.array(steps, dtype=np.int64)
         rows = np.zeros((1, 0), dtype=np.int64)
         acc = np.zeros(1)
-        for i in range(d):
-            gap_i = np.array([gaps[i][o] for o in steps])
+        for s in pos:
+            gap_i = np.array(axis_gaps[s])
             new_acc = (acc[:, None] + gap_i[None, :]).ravel()
             keep = new_acc < r2 * (1 - 1e-12)
             rows = np.concatenate(
@@ -72,6 +79,28 @@ def _sub_offsets(d: int, eta: float, k: int):
             acc = new_acc[keep]
         out.append((pos, rows.reshape(-1, d)))
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _kappa_q(d: int, eta: float, k: int) -> int:
+    """max_q |NB(q)|, the most rows of :func:`_sub_offsets` at one position,
+    counted without them (in d = 8 with two sub-cells they are 256 x 593k
+    offsets, 9.7 GB): per position, the distinct partial sums of the gaps
+    axis by axis with how many offsets reach each. Equal partial sums add
+    the next gap alike, so the counts are those of the offsets' own sums,
+    kept by the same test."""
+    r2, steps, axis_gaps = _axis_gaps(d, eta, k)
+    lim = r2 * (1 - 1e-12)
+    best = 0
+    for pos in itertools.product(range(k), repeat=d):
+        acc, count = np.zeros(1), np.ones(1, dtype=np.int64)
+        for s in pos:
+            new = (acc[:, None] + np.array(axis_gaps[s])[None, :]).ravel()
+            keep = new < lim
+            acc, inverse = np.unique(new[keep], return_inverse=True)
+            count = np.bincount(inverse.ravel(), weights=np.repeat(count, len(steps))[keep]).astype(np.int64)
+        best = max(best, int(count.sum()))
+    return best
 
 
 class SubcellLayout:
@@ -86,7 +115,8 @@ class SubcellLayout:
     fine : Grid
         The grid of sub-cells (width w/k): the resolution of the spans.
     positions : list of (tuple, ndarray)
-        Each sub-position and the offsets of its neighbourhood NB(q).
+        Each sub-position and the offsets of its neighbourhood NB(q)
+        (computed when first read: the bound test's sums walk them).
     kappa_q : int
         max |NB(q)|: the most cells within alpha of one sub-cell, the number
         of noisy terms in a sub-cell's sum (at most the grid's ``kappa``,
@@ -102,7 +132,6 @@ class SubcellLayout:
         self.k = int(k)
         if self.k == 1:
             self.fine = grid
-            self.positions: list[tuple[tuple, np.ndarray | None]] = [((0,) * grid.d, None)]
             self.kappa_q = grid.kappa
         else:
             if self.k**grid.d > 4096:
@@ -111,9 +140,14 @@ class SubcellLayout:
                     "use fewer sub-cells in high dimension"
                 )
             self.fine = grid.subdivided(self.k)
-            self.positions = list(_sub_offsets(grid.d, float(grid.eta), self.k))
-            self.kappa_q = max(len(o) for _, o in self.positions if o is not None)
+            self.kappa_q = _kappa_q(grid.d, float(grid.eta), self.k)
         self.n_events = grid.n_cells * self.k**grid.d
+
+    @functools.cached_property
+    def positions(self) -> list[tuple[tuple, np.ndarray | None]]:
+        if self.k == 1:
+            return [((0,) * self.grid.d, None)]
+        return list(_sub_offsets(self.grid.d, float(self.grid.eta), self.k))
 
     @property
     def approx_ratio(self) -> float:

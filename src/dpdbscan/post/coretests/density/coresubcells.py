@@ -118,7 +118,7 @@ class DensityField:
     estimates : ndarray
         E~(q) of each.
     position : ndarray
-        Index of each one's sub-position (row of ``weights.W``).
+        Index of each one's sub-position (row of the weights).
     weights : BallWeights
     margin_rule, beta, guard, occupancy :
         The public rule of the margin and the occupancy condition.
@@ -351,7 +351,7 @@ def _cover_beats_noise(hist: NoisyHistogram, weights: BallWeights, threshold: fl
     cube = (
         np.array(np.meshgrid(*[np.arange(-R, R + 1)] * hist.grid.d, indexing="ij")).reshape(hist.grid.d, -1).T
     )
-    weight = float(shell_cover(weights.offsets, weights.W.max(axis=0)).pointwise(cube).sum())
+    weight = float(shell_cover(weights.offsets, weights.kmax).pointwise(cube).sum())
     return weight * math.sqrt(noise_variance(hist.noise, hist.scale)) / 2 < threshold
 
 
@@ -429,7 +429,7 @@ def _joined_kernel_sums(
     # K(o) = max_q W(q, o) bounds every position's weights, so on a
     # non-negative release E~(q) <= sum_o K(o) x~_{X+o}, far tighter than
     # the NB sum (294 cells' worth of weight against 3,903 cells in 5-D)
-    kernel = (weights.offsets, weights.W.max(axis=0))
+    kernel = (weights.offsets, weights.kmax)
     inner = _inner_kernel(hist.grid, *kernel, n_keys=hist.released_keys.size)
     capped = _capped_shell_sums(hist, cand, kernel, threshold, light=inner is not None)
     if capped is not None:

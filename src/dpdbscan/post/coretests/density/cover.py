@@ -198,7 +198,7 @@ def cover_sums(
         and math.prod(shape[1:]) <= MAX_SLAB_CELLS
     ):
         return None
-    kernel = weights.W.max(axis=0)
+    kernel = weights.kmax
     values = hist.values
     total = float(np.maximum(values, 0).sum(dtype=np.float64))
     exact = values.dtype.kind in "iu" and total < 2**31 - 1

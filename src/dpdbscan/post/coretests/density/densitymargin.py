@@ -281,9 +281,7 @@ def margin(
             level = math.log(beta) - math.log(2.0) - math.log(n_events)
         else:
             level = math.log(beta)
-        vals = np.array(
-            [weighted_tail_bound(noise, float(epsilon), _rounded(row), level) for row in weights.W]
-        )
+        vals = np.array([weighted_tail_bound(noise, float(epsilon), key, level) for key in row_keys(weights)])
     else:
         c = float(rule)
         if not (math.isfinite(c) and c >= 0):
@@ -292,8 +290,8 @@ def margin(
     if guard and min_samples is not None and truncation != "zero":
         empty = np.array(
             [
-                weighted_quantile(noise, float(epsilon), _rounded(row), beta / n_events, truncation)
-                for row in weights.W
+                weighted_quantile(noise, float(epsilon), key, beta / n_events, truncation)
+                for key in row_keys(weights)
             ]
         )
         vals = np.maximum(vals, empty - min_samples)
@@ -314,7 +312,7 @@ def accuracy_margin(
     n_events = int(n_cells) * weights.k**weights.d
     trunc = None if kind == "dense" else "positive"
     return np.array(
-        [weighted_quantile(noise, float(epsilon), _rounded(row), beta / n_events, trunc) for row in weights.W]
+        [weighted_quantile(noise, float(epsilon), key, beta / n_events, trunc) for key in row_keys(weights)]
     )
 
 
@@ -354,8 +352,7 @@ def place_tail(
         return 0.0
     trunc = None if kind == "dense" else "positive"
     worst = 0.0
-    for row, mq in zip(weights.W, m.values):
-        key = _rounded(row)
+    for key, mq in zip(row_keys(weights), m.values):
         floor = PLACE_LEVELS[0]  # one law per sub-position for all the levels
         held = (
             lv for lv in PLACE_LEVELS if weighted_quantile(noise, float(epsilon), key, lv, trunc, floor) <= mq
@@ -387,7 +384,7 @@ def place_count(
     trunc = None if kind == "dense" else "positive"
     floor = PLACE_LEVELS[0]  # the laws of place_tail, when beta is above it
     g = np.array(
-        [weighted_quantile(noise, float(epsilon), _rounded(row), beta, trunc, floor) for row in weights.W]
+        [weighted_quantile(noise, float(epsilon), key, beta, trunc, floor) for key in row_keys(weights)]
     )
     return int(math.floor(min_samples + float((m.values - g).min()))) + 1
 
@@ -452,3 +449,32 @@ def _rounded(row: np.ndarray) -> tuple:
     if held:
         _KEYS[at] = (weakref.ref(base, functools.partial(_forget, at)), key)
     return key
+
+
+#: :func:`row_keys` of the ball weights held (by their identity).
+_ROW_KEYS: dict[int, tuple[weakref.ref, tuple[tuple, ...]]] = {}
+
+
+def row_keys(weights: BallWeights) -> tuple[tuple, ...]:
+    """The key (:func:`_rounded`) of every row of the weights, computed once
+    per class of rows with the same multiset (:attr:`BallWeights.row_classes`)
+    and held with the weights: in d = 8 with two sub-cells the 256 rows are
+    reflections of one another, and a key of each (593k Python floats) took
+    4.9 GB."""
+    hit = _ROW_KEYS.get(id(weights))
+    if hit is not None and hit[0]() is weights:
+        return hit[1]
+    made: dict[int, tuple] = {}
+    keys = []
+    for c in weights.row_classes.tolist():
+        if c not in made:
+            made[c] = _rounded(weights.row(c))
+        keys.append(made[c])
+    out = tuple(keys)
+    at = id(weights)
+    _ROW_KEYS[at] = (weakref.ref(weights, functools.partial(_forget_keys, at)), out)
+    return out
+
+
+def _forget_keys(at: int, _ref: object) -> None:
+    _ROW_KEYS.pop(at, None)

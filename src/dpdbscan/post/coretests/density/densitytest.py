@@ -231,10 +231,15 @@ class DensityTest(CoreTest):
         ``OCCUPANCY`` times the ball's mean count per cell)."""
         weights, m = density_margin(grid, kind, noise, scale, theta, spec)
         own = int(np.flatnonzero(~weights.offsets.any(axis=1))[0])
-        rows = tuple(tuple(sorted(float(x) for x in row[row > 0])) for row in weights.W)
+        # one tuple per class of rows with the same multiset (every row for k = 2)
+        made: dict[int, tuple] = {}
+        for c in weights.row_classes.tolist():
+            if c not in made:
+                row = weights.row(c)
+                made[c] = tuple(sorted(float(x) for x in row[row > 0]))
         return Statistic(
-            weights=rows,
-            own=tuple(float(x) for x in weights.W[:, own]),
+            weights=tuple(made[c] for c in weights.row_classes.tolist()),
+            own=tuple(float(x) for x in weights.columns(own)),
             sums=tuple(float(x) for x in weights.sums),
             thresholds=tuple(float(spec.min_samples + v) for v in m.values),
             occupancy=(OCCUPANCY_SIGMAS * math.sqrt(noise_variance(noise, scale)), OCCUPANCY),

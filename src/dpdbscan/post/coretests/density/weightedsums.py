@@ -27,11 +27,12 @@ def dense_weighted_sums(grid: Grid, values: np.ndarray, weights: BallWeights) ->
     P = np.zeros(tuple(s + 2 * R for s in grid.shape))
     P[tuple(slice(R, R + s) for s in grid.shape)] = values
     out = np.zeros((len(weights.positions),) + tuple(grid.shape))
+    W = weights.W
     for j, o in enumerate(weights.offsets):
         sl = P[tuple(slice(R + int(oi), R + int(oi) + s) for oi, s in zip(o, grid.shape))]
         for r in range(len(weights.positions)):
-            if weights.W[r, j] > 0:
-                out[r] += weights.W[r, j] * sl
+            if W[r, j] > 0:
+                out[r] += W[r, j] * sl
     return out
 
 
@@ -53,11 +54,13 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
     contiguous in the last axis plus one term per released neighbour found.
     """
     grid = hist.grid
-    Wt = np.ascontiguousarray(weights.W.T)
     n = keys.size
-    out = np.empty((n, Wt.shape[1]))
+    out = np.empty((n, len(weights.positions)))
     if n == 0:
         return out
+    if not grid.wide and hist.kind != "dense":
+        return _sparse_run_sums(grid, hist.released_keys, hist.values, weights, keys)
+    Wt = weights.transposed()
     if hist.kind == "dense":
         R = max(int(weights.offsets.max()), -int(weights.offsets.min()), 1)
         step = _rows_per_block(weights.offsets.shape[0])
@@ -118,8 +121,7 @@ def weighted_sums_at(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarra
             for j, o in enumerate(weights.offsets):
                 vals[:, j] = lookup(hist.released_keys, hist.values, grid.encode(coords + o))
             np.matmul(vals, Wt, out=out[a : a + step])
-        return out
-    return _sparse_run_sums(grid, hist.released_keys, hist.values, weights, keys)
+    return out
 
 
 def may_reach(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray, threshold: float) -> np.ndarray:
@@ -146,7 +148,7 @@ def may_reach(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray, thre
         return bounds.reach(threshold)
     grid = hist.grid
     R = max(int(weights.offsets.max()), -int(weights.offsets.min()), 1)
-    kmax, kmin = weights.W.max(axis=0), weights.W.min(axis=0)
+    kmax, kmin = weights.kmax, weights.kmin
     # the order of the terms: by stage, then by their delta in the array
     # padded by R on every side (lexicographic in the offsets)
     padded = tuple(s + 2 * R for s in grid.shape)
@@ -328,7 +330,7 @@ def walk_bounds(hist: NoisyHistogram, weights: BallWeights, keys: np.ndarray) ->
     else:
         vals[tuple(grid.decode(hist.released_keys).T)] = hist.values
     flat_vals = vals.ravel()
-    kmax, kmin = weights.W.max(axis=0), weights.W.min(axis=0)
+    kmax, kmin = weights.kmax, weights.kmin
     sums = np.empty(keys.size)
     mag = np.empty(keys.size)
     for a in range(0, keys.size, _DENSE_ROWS):
@@ -357,7 +359,7 @@ class ExactRows:
     def rows(self, idx: np.ndarray) -> np.ndarray:
         """The sums of rows ``idx``: (len(idx), k^d)."""
         idx = np.asarray(idx, dtype=np.int64)
-        out = np.empty((idx.size, self.weights.W.shape[0]))
+        out = np.empty((idx.size, len(self.weights.positions)))
         block = idx // self.step
         for b in np.unique(block).tolist():
             if b not in self._blocks:
@@ -452,7 +454,7 @@ def _sparse_run_sums(grid: Grid, rkeys, rvals, weights: BallWeights, query) -> n
         gq = qi[new]
         vals = rvals[ri]
         for r in range(n_pos):
-            part = np.bincount(group, weights=weights.W[r, col] * vals, minlength=gq.size)
+            part = np.bincount(group, weights=weights.row(r)[col] * vals, minlength=gq.size)
             out[:, r] += np.bincount(gq, weights=part, minlength=query.size)
         return out
     if compiled:
@@ -500,7 +502,7 @@ def _numpy_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeights, 
         ridx = starts + np.arange(rows.size)
         j = rkeys[ridx] - (query[rows] + base)  # last-axis offset, lo <= j <= hi
         cols = np.array([index[tuple(prefix.tolist()) + (int(t),)] for t in range(lo, hi + 1)])
-        wcol = weights.W[:, cols[j - lo]]  # (n_pos, pairs)
+        wcol = weights.columns(cols[j - lo])  # (n_pos, pairs)
         contrib = wcol * rvals[ridx]
         for r in range(n_pos):
             out[:, r] += np.bincount(rows, weights=contrib[r], minlength=query.size)
@@ -542,22 +544,35 @@ def _compiled_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeight
     as_int = np.asarray
     query = as_int(query, dtype=np.int64)
     delta, lo, hi, first, cols = (as_int(a, dtype=np.int64) for a in (delta, lo, hi, first, cols))
-    Wt = np.ascontiguousarray(weights.W.T, dtype=np.float64)
+    n_pos = len(weights.positions)
+    # the weights a block of positions at a time (each sum is one query's
+    # and one position's alone, added in the same order whatever the block):
+    # in d = 8 with two sub-cells all 256 positions' would take 2.6 GB
+    width = max(1, min(n_pos, _WEIGHT_BLOCK // max(off.shape[0], 1)))
 
-    def part(a: int, b: int) -> None:
-        run_sums(rkeys, rvals, query[a:b], delta, lo, hi, first, cols, Wt, row_stride, starts, out[a:b])
+    def part(Wt: np.ndarray, block: np.ndarray, a: int, b: int) -> None:
+        run_sums(rkeys, rvals, query[a:b], delta, lo, hi, first, cols, Wt, row_stride, starts, block[a:b])
 
-    if query.size * len(first) >= _THREADED_RUN_VISITS and query.size >= 2 and (os.cpu_count() or 1) >= 2:
-        # two threads, half of the queries each (a row of sums is one query's
-        # alone, so the sums are the same); the kernel releases the GIL
-        from concurrent.futures import ThreadPoolExecutor
+    threaded = (
+        query.size * len(first) >= _THREADED_RUN_VISITS and query.size >= 2 and (os.cpu_count() or 1) >= 2
+    )
+    for p in range(0, n_pos, width):
+        Wt, block = weights.transposed(p, p + width), out[:, p : p + width]
+        if threaded:
+            # two threads, half of the queries each (a row of sums is one query's
+            # alone, so the sums are the same); the kernel releases the GIL
+            from concurrent.futures import ThreadPoolExecutor
 
-        half = query.size // 2
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            list(pool.map(lambda ab: part(*ab), [(0, half), (half, query.size)]))
-    else:
-        part(0, query.size)
+            half = query.size // 2
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                list(pool.map(part, [Wt, Wt], [block, block], [0, half], [half, query.size]))
+        else:
+            part(Wt, block, 0, query.size)
     return out
+
+
+#: Weights (float64) per block of positions of the compiled run sums: 256 MB
+_WEIGHT_BLOCK = 1 << 25
 
 
 #: (query, run) visits from which the compiled run sums take two threads
@@ -606,7 +621,7 @@ def _dense_run_sums(grid: Grid, rkeys, rvals: np.ndarray, weights: BallWeights, 
         )
         for prefix, lo, hi in offset_runs(off)
     ]
-    Wt = weights.W.T  # (offsets, positions)
+    Wt = weights.transposed()  # (offsets, positions)
     out = np.zeros((query.size, Wt.shape[1]))
     for a in range(0, query.size, _DENSE_ROWS):
         base = (grid.decode(query[a : a + _DENSE_ROWS]) + R) @ strides

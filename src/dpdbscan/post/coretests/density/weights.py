@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ....cells.grid import rows_from_links
+from ....cells.grid import offsets_within
 
 ESTIMATES = ("average", "centre")
 _BINS = 1 << 13  # bins of the squared distance per dimension (weights to ~1e-7)
@@ -115,33 +115,37 @@ def _weight(types: tuple, k: int, centre: bool, A: float, N: int) -> float:
     return float(np.sum(mass * G(A - mean)))
 
 
-def _support(d: int, eta: float, k: int, centre: bool) -> list[tuple[tuple[int, ...], np.ndarray]]:
-    """(positions, offsets of cells at distance < alpha) per sub-position, the
-    offsets in lexicographic order. Built axis by axis, dropping partial sums
-    that already reach the limit (the sums add the same terms in the same
-    order as a sum over each offset's axes)."""
-    A = (4.0 * math.sqrt(d) / eta) ** 2
-    reach = int(math.ceil(math.sqrt(A))) + 1
-    steps = np.arange(-reach, reach + 1)
-    lim = A * (1 - 1e-12)
+def _axis_gaps(steps: np.ndarray, k: int, centre: bool) -> np.ndarray:
+    """(k, steps) squared gaps along one axis between sub-cell s (or its
+    centre) and the cell at each step, in cell widths."""
     out = []
-    for pos in itertools.product(range(k), repeat=d):
-        acc = np.zeros(1)
-        links = []  # per axis: each kept row's parent row and step
-        for s in pos:
-            lo, hi = ((s + 0.5) / k, (s + 0.5) / k) if centre else (s / k, (s + 1) / k)
-            g2 = np.array([max(o - hi, lo - (o + 1), 0.0) ** 2 for o in steps.tolist()])
-            new_acc = (acc[:, None] + g2[None, :]).ravel()
-            kept = np.flatnonzero(new_acc < lim)
-            acc = new_acc[kept]
-            links.append(np.divmod(kept, steps.size))
-        out.append((pos, rows_from_links(links, steps, acc.size)))
-    return out
+    for s in range(k):
+        lo, hi = ((s + 0.5) / k, (s + 0.5) / k) if centre else (s / k, (s + 1) / k)
+        out.append([max(o - hi, lo - (o + 1), 0.0) ** 2 for o in steps.tolist()])
+    return np.array(out)
+
+
+def _axis_types(steps: np.ndarray, k: int, span: int) -> np.ndarray:
+    """(k, steps) code of each (step, sub-position)'s axis type, canonical under
+    the reflection of :func:`_canonical_axis`: ``(o_c + span) k + s_c``, whose
+    order is the order of the (o_c, s_c) tuples."""
+    o = steps[None, :]
+    s = np.arange(k)[:, None]
+    flip = (o > 0) | ((o == 0) & (s > k - 1 - s))
+    return ((np.where(flip, -o, o) + span) * k + np.where(flip, k - 1 - s, s)).astype(np.int64)
 
 
 @dataclass(frozen=True)
 class BallWeights:
     """W(q, Y) for every sub-position q of a cell and every neighbour offset.
+
+    The weights are held as a small table of distinct values and, per
+    sub-position and offset, an index into it (2 bytes where the table
+    allows): in d = 8 with two sub-cells per side W has 256 x 1.28M
+    entries, 2.6 GB as float64 against 0.66 GB of indices. :attr:`W`
+    lays the whole matrix out (small cases, tests); the density test reads
+    it a row or a block of rows at a time (:meth:`row`, :meth:`transposed`)
+    and its column extremes (:attr:`kmax`, :attr:`kmin`).
 
     Attributes
     ----------
@@ -151,8 +155,13 @@ class BallWeights:
         The k^d sub-positions, row-major.
     offsets : ndarray of shape (m, d)
         Union over positions of the offsets with W > 0, lexicographic.
-    W : ndarray of shape (k^d, m)
-        Weights (0 where an offset is outside a position's support).
+    index : ndarray of shape (k^d, m)
+        Row of ``table`` of each weight (0 where an offset is outside a
+        position's support).
+    table : ndarray
+        The distinct weights, ``table[0] = 0``.
+    support : ndarray of shape (k^d,)
+        The offsets within alpha of each sub-position (|NB(q)|).
     """
 
     d: int
@@ -161,7 +170,9 @@ class BallWeights:
     estimate: str
     positions: tuple
     offsets: np.ndarray
-    W: np.ndarray
+    index: np.ndarray
+    table: np.ndarray
+    support: np.ndarray
 
     @property
     def ball_volume(self) -> float:
@@ -169,44 +180,73 @@ class BallWeights:
         a = 4.0 * math.sqrt(self.d) / self.eta
         return math.pi ** (self.d / 2) / math.gamma(self.d / 2 + 1) * a**self.d
 
-    @property
+    def row(self, r: int) -> np.ndarray:
+        """W[r]: the weights of sub-position r over every offset (a new array)."""
+        return self.table[self.index[r]]
+
+    def transposed(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """W[lo:hi].T, C-contiguous: (offsets, positions lo..hi)."""
+        return np.ascontiguousarray(self.table[self.index[lo:hi]].T)
+
+    def columns(self, cols: np.ndarray | int) -> np.ndarray:
+        """W[:, cols]."""
+        return self.table[self.index[:, cols]]
+
+    @functools.cached_property
+    def W(self) -> np.ndarray:
+        """The whole (k^d, m) matrix, read-only (2.6 GB in d = 8 with two
+        sub-cells: the density test reads rows and blocks instead)."""
+        W = self.table[self.index]
+        W.setflags(write=False)
+        return W
+
+    @functools.cached_property
+    def kmax(self) -> np.ndarray:
+        """max_q W(q, o) per offset: the kernel that bounds every position."""
+        return self._extreme(np.maximum)
+
+    @functools.cached_property
+    def kmin(self) -> np.ndarray:
+        """min_q W(q, o) per offset."""
+        return self._extreme(np.minimum)
+
+    def _extreme(self, op: np.ufunc) -> np.ndarray:
+        out = self.row(0)
+        for r in range(1, self.index.shape[0]):
+            op(out, self.row(r), out=out)
+        out.setflags(write=False)
+        return out
+
+    @functools.cached_property
     def sums(self) -> np.ndarray:
-        return self.W.sum(axis=1)
+        """sum_Y W(q, Y) per sub-position (each row's sum, as W.sum(axis=1) adds it)."""
+        return self._row_sums(False)
 
-    @property
+    @functools.cached_property
     def sums_of_squares(self) -> np.ndarray:
-        return (self.W * self.W).sum(axis=1)
+        return self._row_sums(True)
 
+    def _row_sums(self, squares: bool) -> np.ndarray:
+        out = np.empty(self.index.shape[0])
+        for r in range(out.size):
+            w = self.row(r)
+            out[r] = (w * w).sum() if squares else w.sum()
+        out.setflags(write=False)
+        return out
 
-def _unique_rows(a: np.ndarray) -> np.ndarray:
-    """The distinct rows of an integer array, in lexicographic order."""
-    if a.shape[0] == 0:
-        return a
-    lo = int(a.min())
-    span = int(a.max()) - lo + 1
-    c = np.zeros(a.shape[0], dtype=np.int64)
-    for i in range(a.shape[1]):
-        c = c * span + (a[:, i] - lo)
-    if bool(np.all(c[1:] > c[:-1])):
-        return a  # distinct and in order already (one sub-position)
-    _, first = np.unique(c, return_index=True)
-    return a[first]
-
-
-def _rows_in(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Index in the lexicographically sorted unique ``table`` of each of ``rows``."""
-    lo = min(int(table.min()), int(rows.min())) if table.size else 0
-    span = (max(int(table.max()), int(rows.max())) - lo + 1) if table.size else 1
-
-    def code(a):
-        c = np.zeros(a.shape[0], dtype=np.int64)
-        for i in range(a.shape[1]):
-            c = c * span + (a[:, i] - lo)
-        return c
-
-    if table is rows:
-        return np.arange(rows.shape[0])
-    return np.searchsorted(code(table), code(rows))
+    @functools.cached_property
+    def row_classes(self) -> np.ndarray:
+        """Per sub-position, the first sub-position whose row holds the same
+        multiset of weights (the same count of every table entry): rows
+        that are reflections of one another (every row for k = 2) share
+        one class, so what depends on a row's multiset is computed once."""
+        first: dict[bytes, int] = {}
+        out = np.empty(self.index.shape[0], dtype=np.int64)
+        for r in range(out.size):
+            counts = np.bincount(self.index[r], minlength=self.table.size).tobytes()
+            out[r] = first.setdefault(counts, r)
+        out.setflags(write=False)
+        return out
 
 
 def ball_weights(d: int, eta: float, k: int = 1, estimate: str = "average", bins: int = _BINS) -> BallWeights:
@@ -241,39 +281,111 @@ def ball_weights(d: int, eta: float, k: int = 1, estimate: str = "average", bins
 def _ball_weights(d: int, eta: float, k: int, estimate: str, bins: int) -> BallWeights:
     centre = estimate == "centre"
     A = (4.0 * math.sqrt(d) / eta) ** 2
-    support = _support(d, float(eta), k, centre)
-    every = support[0][1] if len(support) == 1 else np.concatenate([offs for _, offs in support])
-    union = _unique_rows(every)  # lexicographic
-    W = np.zeros((len(support), union.shape[0]))
-    memo: dict[tuple, float] = {}
+    reach = int(math.ceil(math.sqrt(A))) + 1
+    steps = np.arange(-reach, reach + 1)
+    lim = A * (1 - 1e-12)
+    gaps = _axis_gaps(steps, k, centre)
+    # the union of the supports, without them: an offset is within alpha of
+    # some sub-position iff the sum of its per-axis smallest gaps is (that
+    # position's sum adds those very floats, and a sum of larger terms is
+    # no smaller in floating point too); the same sums, axis by axis, as
+    # each position's support adds
+    union = offsets_within(steps, gaps.min(axis=0), d, float(np.nextafter(lim, -np.inf)))
+    # each offset's step index per axis, an axis a row (contiguous gathers)
+    at = np.ascontiguousarray((union + reach).T.astype(np.intp))
     span = 2 * (int(np.abs(union).max()) if union.size else 0) + 1
-    for r, (pos, offs) in enumerate(support):
-        # each offset's multiset of per-axis types as one row of sorted codes
-        # (code order = the tuples' order), each distinct row weighed once
-        # (codes below (span + 1) k: int16 when they fit, a quarter of the
-        # memory traffic of int64 over the 1.28M x 8 offsets of d = 8)
-        small: type[np.signedinteger] = np.int16 if (span + 1) * k < 1 << 15 else np.int64
-        o: np.ndarray = offs.astype(small)
-        p: np.ndarray = np.asarray(pos, dtype=small)
-        flip = (o > 0) | ((o == 0) & (p[None, :] > k - 1 - p[None, :]))
-        o_c = np.where(flip, -o, o)
-        s_c = np.where(flip, k - 1 - p[None, :], p[None, :]).astype(small)
-        codes = np.sort((o_c + small(span)) * small(k) + s_c, axis=1)
-        base = (span + 1) * k
-        flat = np.zeros(codes.shape[0], dtype=np.int64)
-        for i in range(d):
-            flat = flat * base + codes[:, i]
-        _, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
-        uniq = codes[first]
-        vals = np.empty(uniq.shape[0])
-        for u, row in enumerate(uniq.tolist()):
-            types = tuple((c // k - span, c % k) for c in row)
-            if types not in memo:
-                memo[types] = min(max(_weight(types, k, centre, A, bins), 0.0), 1.0)
-            vals[u] = memo[types]
-        cols = _rows_in(union, offs)
-        W[r, cols] = vals[inverse.ravel()]
+    types = _axis_types(steps, k, span)
+    positions = tuple(itertools.product(range(k), repeat=d))
+    table = _WeightTable(k, centre, A, bins, span)
+    index = np.zeros((len(positions), union.shape[0]), dtype=np.uint16)
+    support = np.empty(len(positions), dtype=np.int64)
+    # (k = 1 reflects nothing)
+    flips = _axis_flips(union, reach, gaps) if k > 1 else None
+    row_of = {pos: r for r, pos in enumerate(positions)}
+    for r, pos in enumerate(positions):
+        i = next((i for i, s in enumerate(pos) if 2 * s > k - 1), None)
+        if flips is not None and i is not None:
+            # a reflection of a position before it (s -> k-1-s on axis i):
+            # the same gaps and types at the reflected offsets
+            mirror = row_of[pos[:i] + (k - 1 - pos[i],) + pos[i + 1 :]]
+            index[r] = index[mirror][flips[i]]
+            support[r] = support[mirror]
+            continue
+        cols, ids = _direct_row(pos, at, gaps, types, lim, table)
+        support[r] = cols.size
+        if ids.size and int(ids.max()) > np.iinfo(index.dtype).max:
+            index = index.astype(np.int32)
+        index[r, cols] = ids
     offsets = np.ascontiguousarray(union, dtype=np.int64).reshape(-1, d)
-    W.setflags(write=False)
-    offsets.setflags(write=False)
-    return BallWeights(d, float(eta), k, estimate, tuple(p for p, _ in support), offsets, W)
+    values = np.asarray(table.values)
+    for a in (offsets, index, values, support):
+        a.setflags(write=False)
+    return BallWeights(d, float(eta), k, estimate, positions, offsets, index, values, support)
+
+
+def _direct_row(pos: tuple, at: np.ndarray, gaps: np.ndarray, types: np.ndarray, lim: float, table):
+    """The columns of sub-position ``pos``'s support (its squared gaps added
+    axis by axis from 0, below ``lim``) and each one's entry in the table."""
+    acc = np.zeros(at.shape[1])
+    for i, s in enumerate(pos):
+        acc += gaps[s][at[i]]
+    cols = np.flatnonzero(acc < lim)
+    every = cols.size == at.shape[1]
+    # each offset's multiset of per-axis types as one row of sorted codes
+    # (int16 where they fit: a quarter of int64's memory traffic)
+    base = int(types.max()) + 1
+    codes = np.empty((cols.size, len(pos)), dtype=np.int16 if base < 1 << 15 else np.int64)
+    for i, s in enumerate(pos):
+        codes[:, i] = types[s][at[i] if every else at[i, cols]]
+    codes.sort(axis=1)
+    flat = np.zeros(cols.size, dtype=np.int64)
+    for i in range(len(pos)):
+        flat = flat * base + codes[:, i]
+    return cols, table.ids(flat, codes)
+
+
+def _axis_flips(union: np.ndarray, reach: int, gaps: np.ndarray) -> list[np.ndarray] | None:
+    """Per axis i, the column of each offset reflected on axis i (o_i -> -o_i),
+    when the gaps are reflections of one another bit for bit (sub-position
+    s at step o and k-1-s at -o: true where s/k is exact, as for k = 2 or
+    4): then a reflected position's sums add the same floats and its weights
+    are the reflected offsets' (in d = 8 with two sub-cells, 255 of the 256
+    rows). None otherwise (k = 3: 1/3 and 2/3 round apart), or where the
+    offsets' codes would not fit an int64."""
+    d = union.shape[1]
+    width = 2 * reach + 1
+    if not np.array_equal(gaps, gaps[::-1, ::-1]) or width**d >= 1 << 62:
+        return None
+    radix = width ** np.arange(d - 1, -1, -1, dtype=np.int64)
+    code = (union + reach) @ radix  # increasing: the union is lexicographic
+    return [np.searchsorted(code, code - 2 * union[:, i] * radix[i]) for i in range(d)]
+
+
+class _WeightTable:
+    """The distinct weights met so far, by the code of their multiset of
+    axis types (``table.values[0]`` is 0: outside a support)."""
+
+    def __init__(self, k: int, centre: bool, A: float, bins: int, span: int) -> None:
+        self.args = (k, centre, A, bins)
+        self.span = span
+        self.codes = np.empty(0, dtype=np.int64)  # sorted
+        self.rows = np.empty(0, dtype=np.int64)  # each code's entry in values
+        self.values: list[float] = [0.0]
+
+    def ids(self, flat: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """The entries of the weights of the multisets ``flat`` (their sorted
+        type codes ``codes``), computing the new ones."""
+        at = np.minimum(np.searchsorted(self.codes, flat), max(self.codes.size - 1, 0))
+        new = self.codes[at] != flat if self.codes.size else np.ones(flat.size, dtype=bool)
+        if new.any():
+            fresh, first = np.unique(flat[new], return_index=True)
+            k, centre, A, bins = self.args
+            rows = np.arange(len(self.values), len(self.values) + fresh.size)
+            for row in codes[np.flatnonzero(new)[first]].tolist():
+                types = tuple((c // k - self.span, c % k) for c in row)
+                self.values.append(min(max(_weight(types, k, centre, A, bins), 0.0), 1.0))
+            order = np.argsort(np.concatenate([self.codes, fresh]), kind="stable")
+            self.codes = np.concatenate([self.codes, fresh])[order]
+            self.rows = np.concatenate([self.rows, rows])[order]
+            at = np.searchsorted(self.codes, flat)
+        return self.rows[at]
