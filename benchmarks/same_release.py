@@ -213,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
             f"  fit {r['seconds']:.2f} s here, {t['seconds']:.2f} s there",
             flush=True,
         )
+        if not same:
+            # both sides' digests, so that a rerun tells which side moved
+            for side, x in (("here", r), ("there", t)):
+                print(f"   {side:5s} model {x['model'][:16]} labels {x['labels'][:16]}", flush=True)
     print(f"{len(cases) - differ} of {len(cases)} cases the same bit for bit")
     return 1 if differ else 0
 
