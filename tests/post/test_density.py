@@ -678,8 +678,6 @@ def test_reaching_sums_give_the_same_model(monkeypatch, d, alpha, seed):
     theta) gives the same model file, byte for byte, with the NB sums of the
     released cells from pairs listed once as without them (the bucket block
     sums and the runs or pairs of :func:`sparse_neighbour_sums`)."""
-    import hashlib
-    import warnings
 
     from dpdbscan.post import sums as sums_mod
     from dpdbscan.post.coretests.density import coresubcells
@@ -697,11 +695,7 @@ def test_reaching_sums_give_the_same_model(monkeypatch, d, alpha, seed):
         return out
 
     def fit():
-        est = DPDBSCAN(alpha, min_samples=20, epsilon=1.0, bounds=(0.0, 1.0), random_state=seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            est.fit(X)
-        return hashlib.sha256(to_json(est.spans_).encode()).hexdigest()
+        return _model_digest(X, alpha, seed)
 
     monkeypatch.setattr(coresubcells, "reaching_sums", counted)
     sums_mod._LAST_INDEX.clear()
@@ -746,6 +740,19 @@ def test_reachable_cells_hold_every_cell_whose_weighted_sum_reaches(seed, shell,
         assert keep[E >= t].all()
         if q >= 0.99:
             assert keep.sum() <= 3 * (E >= t).sum() + 10
+
+
+def _model_digest(X, eps, seed):
+    """The SHA-256 of the JSON model of a seeded fit (MinPts 20, epsilon 1,
+    bounds (0, 1)): what two paths of the density test must agree on."""
+    import hashlib
+    import warnings
+
+    est = DPDBSCAN(eps, min_samples=20, epsilon=1.0, bounds=(0.0, 1.0), random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    return hashlib.sha256(to_json(est.spans_).encode()).hexdigest()
 
 
 JOIN_PATHS = [(0, "cube"), (1, "blocks"), (2, "join")]
@@ -808,8 +815,6 @@ def test_join_before_the_cover_keeps_every_cell_that_reaches(seed, path, monkeyp
 def test_join_before_the_cover_gives_the_cover_s_model(seed, path, monkeypatch):
     """The fit's model with the self-join first is the one the cover first
     gives, on each of the join's paths."""
-    import hashlib
-    import warnings
 
     from dpdbscan.post import sums as sums_mod
     from dpdbscan.post.coretests.density import coresubcells
@@ -817,11 +822,7 @@ def test_join_before_the_cover_gives_the_cover_s_model(seed, path, monkeypatch):
     X, eps = _join_first_case(seed, path, monkeypatch)
 
     def fit():
-        est = DPDBSCAN(eps, min_samples=20, epsilon=1.0, bounds=(0.0, 1.0), random_state=seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            est.fit(X)
-        return hashlib.sha256(to_json(est.spans_).encode()).hexdigest()
+        return _model_digest(X, eps, seed)
 
     sums_mod._LAST_INDEX.clear()
     new = fit()
