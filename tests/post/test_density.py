@@ -742,13 +742,14 @@ def test_reachable_cells_hold_every_cell_whose_weighted_sum_reaches(seed, shell,
             assert keep.sum() <= 3 * (E >= t).sum() + 10
 
 
-def _model_digest(X, eps, seed):
+def _model_digest(X, eps, seed, **kw):
     """The SHA-256 of the JSON model of a seeded fit (MinPts 20, epsilon 1,
-    bounds (0, 1)): what two paths of the density test must agree on."""
+    bounds (0, 1), other parameters ``kw``): what two paths of the density
+    test must agree on."""
     import hashlib
     import warnings
 
-    est = DPDBSCAN(eps, min_samples=20, epsilon=1.0, bounds=(0.0, 1.0), random_state=seed)
+    est = DPDBSCAN(eps, min_samples=20, epsilon=1.0, bounds=(0.0, 1.0), random_state=seed, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(X)
