@@ -36,9 +36,13 @@ def dense_weighted_sums(grid: Grid, values: np.ndarray, weights: BallWeights) ->
     return out
 
 
-# Rows per matrix product: small enough that a multi-threaded BLAS keeps it
-# on one thread. On a busy 2-core machine, OpenBLAS spreading a 21-wide
-# product of 65,536 rows over its threads took 10-50 times longer.
+# Rows per matrix product. On a busy 2-core machine, OpenBLAS spreading a
+# 21-wide product of 65,536 rows over its threads took 10-50 times longer.
+# (OpenBLAS 0.3.31 still splits 8,192 x 609 x 16 over its two threads, and
+# the last bits of a row's sums then differ from one thread's, by about
+# 1e-14 of 50; the density test's comparisons are never that close on
+# same_release's dense 4-D cases, closest 3.9e-4 on case 47, so the model
+# is the same with OPENBLAS_NUM_THREADS=1: tests/post/test_seeded_threads.py.)
 _CHUNK = 1 << 13
 #: Gathered values per block (32 MB of float64): in d = 6 an eps-neighbourhood has
 #: 28,197 cells, and 65,536 rows of them at once would take 15 GB.
