@@ -57,5 +57,7 @@ def test_a_seeded_dense_release_does_not_depend_on_its_threads(monkeypatch):
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(src), str(root), str(root / "tests")])
     code = "from tests.post.test_seeded_threads import _digest; print(_digest())"
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True
+    )
     assert out.stdout.split()[-1] == threaded
