@@ -35,6 +35,7 @@ from .model.shown import shown_spans
 from .model.words import words_of
 from .params.specs import ReleaseSpec, SpanSpec
 from .plan.autoplan import (
+    PLACE_JAM_SHARE,
     PLACE_MIN_RUNGS,
     PLACE_PEAK_RANK,
     PLACE_PEAK_SHARE,
@@ -311,6 +312,8 @@ def _auto_model(
                 share_of=share_of,
                 peak_rank=PLACE_PEAK_RANK,
                 min_rungs=PLACE_MIN_RUNGS if peak is not None else 1,
+                jam_share=PLACE_JAM_SHARE if peak is not None else None,
+                per_unit=levelsearch.unit_mass(r.release.units),
             )
         ladder = levelsearch.ladder(hist)
         alpha = sel.eps
@@ -336,6 +339,8 @@ def _auto_model(
                 record["peak_rank"] = PLACE_PEAK_RANK
                 if PLACE_MIN_RUNGS > 1:
                     record["min_rungs"] = PLACE_MIN_RUNGS
+                if PLACE_JAM_SHARE is not None:
+                    record["jam_share"] = float(PLACE_JAM_SHARE)
             for lv, s in zip(record["levels"], sel.spans):
                 lv["fits"] = bool(s.fits)
                 lv["piece"] = bool(s.piece)
