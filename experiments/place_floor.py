@@ -97,7 +97,8 @@ def ladder_facts(model: Any) -> str:
     spans = " ".join(f"{p.min_samples}:{p.n_spans}" for p in levels if p.n_spans)
     margin = levels[0].threshold - levels[0].min_samples
     out = f"margin {margin:.0f}, peak #1 {peak[0]:.0f}, #2 {peak[1]:.0f}, noisy total {total:.0f}"
-    out += f", k m {research.levels_unit_mass(model.release.units):g}, fleet ~{total / research.levels_unit_mass(model.release.units):,.0f}"
+    km = research.levels_unit_mass(model.release.units)
+    out += f", k m {km:g}, fleet ~{total / km:,.0f}"
     return f"{out}; spans {spans}"
 
 
