@@ -28,7 +28,7 @@ from .cells.histogram import NoisyHistogram
 from .exceptions import PrivateNoteWarning, UtilityWarning
 from .model.build import model_of
 from .model.coretestwords import QuietRelease
-from .model.describe import swamped_min_samples
+from .model.describe import length_of, swamped_min_samples
 from .model.guarantee import unit_noun
 from .model.record import SpanModel
 from .model.shown import shown_spans
@@ -215,7 +215,7 @@ def fit(
     noun = unit_noun(model)
     problems = core_test(model.spec.core).problems(released, model.spans, model.spec)
     note = words_of(model.spec.core).utility_note(
-        QuietRelease(released, model.spans, model.spec, problems, fc.noise_std, noun)
+        QuietRelease(released, model.spans, model.spec, problems, fc.noise_std, noun, _ground(model))
     )
     flat = swamped_min_samples(model)
     if note and flat is not None:
@@ -226,6 +226,12 @@ def fit(
     if note:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     return model
+
+
+def _ground(model: SpanModel) -> Any:
+    """How a ``--geo`` model's eps reads on the ground (metres), for its
+    warnings; None for other data, whose lengths are their own."""
+    return length_of(model) if (model.metadata or {}).get("projection") else None
 
 
 def events_of(events: Events, X: Any, units: Any, times: Any, status: Any) -> tuple[np.ndarray, Any]:

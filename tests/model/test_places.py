@@ -376,3 +376,28 @@ def test_person_level_places_are_dense_relative_to_the_densest():
         warnings.simplefilter("ignore")
         e = fit_lonlat(X, **kw)
     assert "peak_share" not in e.auto
+
+
+def test_a_small_fleet_is_told_how_many_units_a_place_needs_on_the_ground():
+    """A person-level --geo release of a fleet too small for its noise says
+    what a place needs in units within eps on the ground (metres), not in
+    the data's km."""
+    from dpdbscan import UtilityWarning
+
+    rng = np.random.default_rng(5)
+    X = BOUNDS[:2] + rng.normal((4.0, 5.0), 0.03, (60, 2)) / KM  # 60 units at one spot, each once
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit_lonlat(
+            X,
+            units=np.arange(60),
+            max_cells_per_unit=1,
+            bounds=BOUNDS,
+            eps="200m",
+            min_samples=5,
+            epsilon=1.0,
+            delta=1e-6,
+            random_state=0,
+        )
+    notes = [str(w.message) for w in caught if issubclass(w.category, UtilityWarning)]
+    assert notes and all(" units within 200 m: min_samples=5" in n for n in notes), notes
