@@ -5,7 +5,10 @@ with the floor at ``share`` of the ``rank``-th densest place's peak
 the saved release only: no refit, the same noise.
 
 A rule SHARE:RANK:RUNGS also selects no cluster born at a floor that binds
-whose tree lives fewer than RUNGS levels (``levelsearch.short_lived``).
+whose tree lives fewer than RUNGS levels (``levelsearch.short_lived``);
+SHARE:RANK:RUNGS:FLEET lets the floor bind only where FLEET of the fleet
+the release shows (its noisy total over k m) reaches the lowest level's
+threshold (``levelsearch.jam_reach``; the library's rule is 0.08:2:3:0.1).
 ``--cached`` runs the shared metric once per model's traces and scores every
 rule in process (its own cells; ``--unit`` and ``--box`` for Cabs); each
 model's ladder on cells is printed first (margin, peaks, noisy total).
