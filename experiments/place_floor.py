@@ -5,7 +5,10 @@ with the floor at ``share`` of the ``rank``-th densest place's peak
 the saved release only: no refit, the same noise.
 
 A rule SHARE:RANK:RUNGS also selects no cluster born at a floor that binds
-whose tree lives fewer than RUNGS levels (``levelsearch.short_lived``).
+whose tree lives fewer than RUNGS levels (``levelsearch.short_lived``);
+SHARE:RANK:RUNGS:FLEET lets the floor bind only where FLEET of the fleet
+the release shows (its noisy total over k m) reaches the lowest level's
+threshold (``levelsearch.jam_reach``; the library's rule is 0.08:2:3:0.1).
 ``--cached`` runs the shared metric once per model's traces and scores every
 rule in process (its own cells; ``--unit`` and ``--box`` for Cabs); each
 model's ladder on cells is printed first (margin, peaks, noisy total).
@@ -41,11 +44,15 @@ from dpdbscan import research
 from . import traces_check
 
 
-def rebuilt(model: Any, share: float, rank: int, rungs: int = 1) -> tuple[Any, int]:
+def rebuilt(
+    model: Any, share: float, rank: int, rungs: int = 1, fleet: float | None = None
+) -> tuple[Any, int]:
     """``model``'s release selected again with the floor at ``share`` of the
-    ``rank``-th densest place's peak, selecting no cluster whose tree lives
-    fewer than ``rungs`` levels (``levelsearch.short_lived``): (the model,
-    the tree's first MinPts)."""
+    ``rank``-th densest place's peak (binding only where ``fleet`` of the
+    fleet the release shows reaches the lowest threshold,
+    ``levelsearch.jam_reach``; None: always), selecting no
+    cluster whose tree lives fewer than ``rungs`` levels
+    (``levelsearch.short_lived``): (the model, the tree's first MinPts)."""
     a, hist, spec = model.auto, model.histogram, model.spec
     sel = research.levels_select(
         hist,
@@ -57,6 +64,8 @@ def rebuilt(model: Any, share: float, rank: int, rungs: int = 1) -> tuple[Any, i
         share_of=a.get("share_of"),
         peak_rank=rank,
         min_rungs=rungs,
+        jam_share=fleet,
+        per_unit=research.levels_unit_mass(model.release.units),
     )
     test = research.core_test(spec.core)
     h = hist.on_grid(hist.grid.at_eps(sel.eps))
@@ -65,8 +74,11 @@ def rebuilt(model: Any, share: float, rank: int, rungs: int = 1) -> tuple[Any, i
     keys = h.grid.subdivided(spec2.subcells).encode(sel.grid.decode(sel.core_keys))
     record = {**a, **research.levels_record(sel), "peak_share": share, "peak_rank": rank}
     record.pop("min_rungs", None)
+    record.pop("jam_share", None)
     if rungs > 1:
         record["min_rungs"] = rungs
+    if fleet is not None:
+        record["jam_share"] = fleet
     out = research.remodel(model, h, test.spans_of(h, spec2, keys, sel.labels), spec2, record)
     return out, int(sel.tree.levels[0].min_samples) if sel.tree.levels else 0
 
@@ -88,6 +100,8 @@ def ladder_facts(model: Any) -> str:
     spans = " ".join(f"{p.min_samples}:{p.n_spans}" for p in levels if p.n_spans)
     margin = levels[0].threshold - levels[0].min_samples
     out = f"margin {margin:.0f}, peak #1 {peak[0]:.0f}, #2 {peak[1]:.0f}, noisy total {total:.0f}"
+    km = research.levels_unit_mass(model.release.units)
+    out += f", k m {km:g}, fleet ~{total / km:,.0f}"
     return f"{out}; spans {spans}"
 
 
@@ -137,7 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--rules",
         default="0.025:1,0.08:2",
-        help="SHARE:RANK[:RUNGS] (RUNGS: the least life), comma-separated",
+        help="SHARE:RANK[:RUNGS[:FLEET]] (RUNGS: the least life; FLEET: the floor only where this share "
+        "of the fleet reaches the lowest threshold, levelsearch.jam_reach), comma-separated",
     )
     ap.add_argument("--traces", type=Path, default=None, help="score with places_metric.py (one model)")
     ap.add_argument(
@@ -151,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("results/place_floor"))
     o = ap.parse_args(argv)
     rules = [
-        (float(r[0]), int(r[1]), int(r[2]) if len(r) > 2 else 1)
+        (float(r[0]), int(r[1]), int(r[2]) if len(r) > 2 else 1, float(r[3]) if len(r) > 3 else None)
         for r in (p.split(":") for p in o.rules.split(","))
     ]
     for path in o.models:
@@ -163,9 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         cached = None
         if o.cached and o.traces is not None:
             cached = Metric(path, o.traces, o.events, o.unit, o.box or ())
-        for share, rank, rungs in rules:
-            m, floor = rebuilt(model, share, rank, rungs)
-            row = f"{path}: floor {100 * share:g}% of peak #{rank}, life >= {rungs}: "
+        for share, rank, rungs, fleet in rules:
+            m, floor = rebuilt(model, share, rank, rungs, fleet)
+            row = f"{path}: floor {100 * share:g}% of peak #{rank}, life >= {rungs}"
+            row += "" if fleet is None else f", where {100 * fleet:g}% of the fleet is core"
+            row += ": "
             row += f"final tree from MinPts {floor}, {m.n_spans} spans"
             if cached is not None:
                 got = cached.score(m)

@@ -28,13 +28,14 @@ from .cells.histogram import NoisyHistogram
 from .exceptions import PrivateNoteWarning, UtilityWarning
 from .model.build import model_of
 from .model.coretestwords import QuietRelease
-from .model.describe import swamped_min_samples
+from .model.describe import length_of, swamped_min_samples
 from .model.guarantee import unit_noun
 from .model.record import SpanModel
 from .model.shown import shown_spans
 from .model.words import words_of
 from .params.specs import ReleaseSpec, SpanSpec
 from .plan.autoplan import (
+    PLACE_JAM_SHARE,
     PLACE_MIN_RUNGS,
     PLACE_PEAK_RANK,
     PLACE_PEAK_SHARE,
@@ -214,7 +215,7 @@ def fit(
     noun = unit_noun(model)
     problems = core_test(model.spec.core).problems(released, model.spans, model.spec)
     note = words_of(model.spec.core).utility_note(
-        QuietRelease(released, model.spans, model.spec, problems, fc.noise_std, noun)
+        QuietRelease(released, model.spans, model.spec, problems, fc.noise_std, noun, _ground(model))
     )
     flat = swamped_min_samples(model)
     if note and flat is not None:
@@ -225,6 +226,12 @@ def fit(
     if note:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     return model
+
+
+def _ground(model: SpanModel) -> Any:
+    """How a ``--geo`` model's eps reads on the ground (metres), for its
+    warnings; None for other data, whose lengths are their own."""
+    return length_of(model) if (model.metadata or {}).get("projection") else None
 
 
 def events_of(events: Events, X: Any, units: Any, times: Any, status: Any) -> tuple[np.ndarray, Any]:
@@ -311,6 +318,8 @@ def _auto_model(
                 share_of=share_of,
                 peak_rank=PLACE_PEAK_RANK,
                 min_rungs=PLACE_MIN_RUNGS if peak is not None else 1,
+                jam_share=PLACE_JAM_SHARE if peak is not None else None,
+                per_unit=levelsearch.unit_mass(r.release.units),
             )
         ladder = levelsearch.ladder(hist)
         alpha = sel.eps
@@ -336,6 +345,8 @@ def _auto_model(
                 record["peak_rank"] = PLACE_PEAK_RANK
                 if PLACE_MIN_RUNGS > 1:
                     record["min_rungs"] = PLACE_MIN_RUNGS
+                if PLACE_JAM_SHARE is not None:
+                    record["jam_share"] = float(PLACE_JAM_SHARE)
             for lv, s in zip(record["levels"], sel.spans):
                 lv["fits"] = bool(s.fits)
                 lv["piece"] = bool(s.piece)

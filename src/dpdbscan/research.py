@@ -43,6 +43,7 @@ Post-processing of one release (studies of the density test and the automatic mo
     ``levels_finish``: the selected spans of a tree.
     ``levels_alpha_scores``: every candidate alpha's total selected stability.
     ``levels_ladder``: the MinPts ladder of a release.
+    ``levels_unit_mass``: the most one unit adds to a release's total (k m).
     ``levels_scale``: the level of each partition on the stability scale.
     ``noiseless_twin``: the spans a fitted model's release would give without
     noise (the same grid, contribution bound and bounding key; exact counts;
@@ -97,6 +98,7 @@ from .post.levelsearch import level_scale as levels_scale
 from .post.levelsearch import level_tree as levels_tree
 from .post.levelsearch import record as levels_record
 from .post.levelsearch import select_levels as levels_select
+from .post.levelsearch import unit_mass as levels_unit_mass
 from .post.merge import merge_centres
 from .release.backends import NumpyBackend
 from .release.bounding import BoundingKey, count_units, factorize, run_length
@@ -154,6 +156,7 @@ __all__ = [
     "levels_ladder",
     "levels_scale",
     "levels_select",
+    "levels_unit_mass",
     "levels_tree",
     "merge_centres",
     "noiseless_twin",

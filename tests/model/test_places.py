@@ -303,6 +303,46 @@ def test_the_place_floor_does_not_follow_the_densest_place_alone():
         assert levels.above_peak(one, s, 1)[0] != levels.above_peak(other, s, 1)[0]
 
 
+#: Two measured releases' ladders on cells at 172 m (MinPts, core threshold,
+#: spans), each with its noisy total and k: 2,000 synthetic taxis' pick-ups
+#: over two days at a fix every 10 s, and 10,000 taxis' stops over a week
+#: at 3 min (seeds 0 and 3; docs/places.md section 6).
+SHARP_SMALL_FLEET = (
+    [(5, 202.4, 21), (160, 203.0, 21), (226, 269.0, 14), (320, 363.0, 10), (453, 496.0, 6)]
+    + [(640, 683.0, 6), (905, 948.0, 4), (1280, 1323.0, 3), (2560, 2603.0, 2), (5120, 5163.0, 1)],
+    34870.0,
+    19,
+)
+LARGE_FLEET = (
+    [(5, 311.4, 139), (226, 311.4, 139), (320, 386.2, 125), (453, 519.2, 109), (640, 706.2, 81)]
+    + [(905, 971.2, 30), (1280, 1346.2, 14), (1810, 1876.2, 8), (5120, 5186.2, 5), (14482, 14548.2, 2)],
+    412703.0,
+    45,
+)
+
+
+def test_the_place_floor_binds_only_where_a_road_s_jams_could_be_core():
+    """The floor (8% of the second place's peak) is for a large fleet's jams,
+    a share of the fleet; where that share of the fleet the release shows
+    (its total over k) is under the lowest threshold, no jam can be core and
+    every level is kept. The small fleet's sharp pick-ups peak 13 times
+    above its margin, so the floor bound there and cut places (17 spans to
+    6); the large fleet's floor is where it was."""
+    from types import SimpleNamespace as P
+
+    share, rank, jam = autoplan.PLACE_PEAK_SHARE, autoplan.PLACE_PEAK_RANK, autoplan.PLACE_JAM_SHARE
+    floors = []
+    for rows, total, k in (SHARP_SMALL_FLEET, LARGE_FLEET):
+        ladder = [P(min_samples=m, threshold=t, n_spans=n) for m, t, n in rows]
+        reach = levels.jam_reach(P(values=np.array([total])), jam, k)
+        assert reach == pytest.approx(jam * total / k)
+        floors.append(
+            (levels.above_peak(ladder, share, rank)[0], levels.above_peak(ladder, share, rank, reach)[0])
+        )
+    assert floors == [(226, 5), (1280, 1280)]
+    assert levels.jam_reach(P(values=np.array([-50.0])), jam, 19) == 0.0  # a noisy total under 0: no fleet
+
+
 def test_person_level_places_are_dense_relative_to_the_densest():
     """A large fleet at person level: a place where every unit stops makes
     the release's peak; a spot where a few hundredths of the units stop (a
@@ -327,6 +367,7 @@ def test_person_level_places_are_dense_relative_to_the_densest():
     a = m.auto
     assert a["peak_share"] == autoplan.PLACE_PEAK_SHARE and a["peak_rank"] == autoplan.PLACE_PEAK_RANK
     assert a["min_rungs"] == autoplan.PLACE_MIN_RUNGS
+    assert a["jam_share"] == autoplan.PLACE_JAM_SHARE  # 10% of 16,000 units and more: jams could be core
     assert a["tree"]["min_samples"][0] > a["min_samples_candidates"][0]
     at = np.asarray(predict_lonlat(m, BOUNDS[:2] + np.array(list(spots)) / KM))
     assert at[0] >= 0 and at[1] >= 0 and at[3] >= 0 and at[2] == -1
@@ -335,3 +376,28 @@ def test_person_level_places_are_dense_relative_to_the_densest():
         warnings.simplefilter("ignore")
         e = fit_lonlat(X, **kw)
     assert "peak_share" not in e.auto
+
+
+def test_a_small_fleet_is_told_how_many_units_a_place_needs_on_the_ground():
+    """A person-level --geo release of a fleet too small for its noise says
+    what a place needs in units within eps on the ground (metres), not in
+    the data's km."""
+    from dpdbscan import UtilityWarning
+
+    rng = np.random.default_rng(5)
+    X = BOUNDS[:2] + rng.normal((4.0, 5.0), 0.03, (60, 2)) / KM  # 60 units at one spot, each once
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit_lonlat(
+            X,
+            units=np.arange(60),
+            max_cells_per_unit=1,
+            bounds=BOUNDS,
+            eps="200m",
+            min_samples=5,
+            epsilon=1.0,
+            delta=1e-6,
+            random_state=0,
+        )
+    notes = [str(w.message) for w in caught if issubclass(w.category, UtilityWarning)]
+    assert notes and all(" units within 200 m: min_samples=5" in n for n in notes), notes

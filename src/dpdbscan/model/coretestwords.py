@@ -28,7 +28,9 @@ class QuietRelease:
     parameters and the release only (post-processing). ``problems``: the
     test's (:meth:`~dpdbscan.post.coretests.CoreTest.problems`), empty when
     the release is useful; ``noise_std``: one estimate's noise (the
-    forecast's); ``noun``: what the counts count (units at person level)."""
+    forecast's); ``noun``: what the counts count (units at person level);
+    ``length``: how eps reads on the ground (a ``--geo`` model's metres),
+    None where lengths are the data's own."""
 
     hist: NoisyHistogram
     spans: Spans
@@ -36,6 +38,7 @@ class QuietRelease:
     problems: tuple[str, ...]
     noise_std: float
     noun: str = "points"
+    length: Callable[[float], str] | None = None
 
 
 class CoreTestWords(ABC):

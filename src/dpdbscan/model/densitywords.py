@@ -88,9 +88,11 @@ class DensityWords(CoreTestWords):
         hist, problems, noise_std, noun = r.hist, r.problems, r.noise_std, r.noun
         min_samples, margin_value = r.spec.min_samples, r.spans.noise_margin
         threshold = min_samples + margin_value
+        # on the ground where lengths read so: "a place needs about N taxis within 172 m"
+        within = "" if r.length is None else f" within {r.length(hist.grid.eps)}"
         cause = (
             f"A sub-cell is core only when its estimated eps-neighbourhood holds about "
-            f"{threshold:.0f} {noun}: min_samples={min_samples:g} plus the noise margin "
+            f"{threshold:.0f} {noun}{within}: min_samples={min_samples:g} plus the noise margin "
             f"{margin_value:.1f} at epsilon={hist.epsilon:g}"
             + ("" if noise_std is None else f" (one estimate's noise has standard deviation {noise_std:.1f})")
         )

@@ -242,6 +242,9 @@ def alternative(model: SpanModel) -> SpanModel | None:
             peak_rank=int(a.get("peak_rank", 1)),
             # models saved before it selected short-lived clusters too
             min_rungs=int(a.get("min_rungs", 1)),
+            # models saved before it: the floor wherever it is above the margin
+            jam_share=a.get("jam_share"),
+            per_unit=_levels.unit_mass(model.release.units),
         )
 
     if runner:

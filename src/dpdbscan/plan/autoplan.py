@@ -83,6 +83,20 @@ PLACE_PEAK_RANK = 2
 #: weeks of 5,000 and 10,000 taxis' stops, docs/places.md section 6). 1: no
 #: limit. A ratio of MinPts: the same at any fleet size and horizon.
 PLACE_MIN_RUNGS = 3
+#: The place floor (:data:`PLACE_PEAK_SHARE`) binds only where this share
+#: of the fleet the release shows (its noisy total over k m, about the
+#: number of units when k is chosen privately;
+#: :func:`dpdbscan.post.levelsearch.jam_reach`) reaches the lowest level's
+#: threshold: the floor is there for a large fleet's jams, the few in a
+#: hundred of the units passing a busy road who stop there, and those are a
+#: share of the fleet (the jams that came in under the floor: 5-7% of
+#: 5,000 and 10,000 synthetic taxis within eps). Where the second place
+#: stands far above the noise margin but the fleet is small (2,000
+#: synthetic taxis' pick-ups at a fix every 10 s to 1 min: 13-16 times the
+#: margin), the floor and the life rule cut real places and no jam (17
+#: spans to 6, 34 to 11; docs/places.md section 6). A prior, like
+#: :data:`PLACE_PEAK_SHARE`; None: the floor wherever it is above the margin.
+PLACE_JAM_SHARE: float | None = 0.1
 
 
 @dataclass(frozen=True)
@@ -249,4 +263,5 @@ __all__ = [
     "PLACE_PEAK_SHARE",
     "PLACE_PEAK_RANK",
     "PLACE_MIN_RUNGS",
+    "PLACE_JAM_SHARE",
 ]
