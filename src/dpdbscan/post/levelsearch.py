@@ -785,15 +785,32 @@ def choose_alpha(rows: Sequence[tuple[float, float, int]]) -> tuple[float, float
     has another number of clusters (None when there is none): a different
     answer the release supports almost as well.
     """
+    chosen = max(near_ties(rows), key=lambda r: r[0])
+    return chosen[0], runner_up(rows, chosen[0])
+
+
+def _pool(rows: Sequence[tuple[float, float, int]]) -> tuple[list, tuple[float, float, int]]:
     # one cluster is what every data set shows at a low enough level (HDBSCAN
     # does not select its root): alphas that select fewer than two compete
     # only when no alpha selects two
     pool = [r for r in rows if r[2] >= 2] or list(rows)
-    best = max(pool, key=lambda r: (r[1], r[0]))
-    ties = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] >= best[2]]
-    chosen = max(ties, key=lambda r: r[0])
-    other = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] != chosen[2]]
-    return chosen[0], (max(other, key=lambda r: (r[1], r[0]))[0] if other and best[1] > 0 else None)
+    return pool, max(pool, key=lambda r: (r[1], r[0]))
+
+
+def near_ties(rows: Sequence[tuple[float, float, int]]) -> list[tuple[float, float, int]]:
+    """The rows of :func:`choose_alpha`'s near-ties: scoring within CLOSE of
+    the best with at least as many clusters (the best among them)."""
+    pool, best = _pool(rows)
+    return [r for r in pool if r[1] >= CLOSE * best[1] and r[2] >= best[2]]
+
+
+def runner_up(rows: Sequence[tuple[float, float, int]], chosen: float) -> float | None:
+    """The best-scoring alpha within CLOSE of the best whose selection has
+    another number of clusters than ``chosen``'s (None when there is none)."""
+    pool, best = _pool(rows)
+    n = next(r[2] for r in rows if r[0] == chosen)
+    other = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] != n]
+    return max(other, key=lambda r: (r[1], r[0]))[0] if other and best[1] > 0 else None
 
 
 def above_peak(levels: Sequence[Partition], share: float, rank: int = 1) -> list[int]:
@@ -1221,4 +1238,6 @@ __all__ = [
     "TOTAL_SHARE_MIN_D",
     "significance_of",
     "CLOSE",
+    "near_ties",
+    "runner_up",
 ]
