@@ -130,7 +130,11 @@ def study(sc: Any) -> dict:
     sels = {a: levels_select(hist, spec, eps, alpha=a, coarse=coarse, share_of=share_of) for a in eps}
     ari = []
     for a in eps:
-        w = ownscale.widen(sels[a], {b: sels[b] for b in eps if b > a}) if hist.grid.d in ownscale.DIMS else sels[a]
+        w = (
+            ownscale.widen(sels[a], {b: sels[b] for b in eps if b > a})
+            if hist.grid.d in ownscale.DIMS
+            else sels[a]
+        )
         ari.append(scene_bench.ari(sc.y, scale_study.labels(w.grid, own_spans(w), sc.X)))
     m = len(eps)
     agree = {how: np.eye(m) for how in ("union", "inter")}
@@ -161,7 +165,11 @@ def _ties(r: dict, close: float = 0.9) -> list[int]:
     idx = range(len(r["eps"]))
     pool = [i for i in idx if r["clusters"][i] >= 2] or list(idx)
     best = max(pool, key=lambda i: (r["score"][i], r["eps"][i]))
-    return [i for i in pool if r["score"][i] >= close * r["score"][best] and r["clusters"][i] >= r["clusters"][best]]
+    return [
+        i
+        for i in pool
+        if r["score"][i] >= close * r["score"][best] and r["clusters"][i] >= r["clusters"][best]
+    ]
 
 
 def largest(close: float = 0.9) -> Callable[[dict], int]:
@@ -307,7 +315,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     records = [r for r in records if int(r["seed"]) in set(seeds)]
     hd = None
     if args.hdbscan is not None:
-        hd = {int(x["seed"]): float(x["hdbscan"]) for x in csv.DictReader(args.hdbscan.open()) if x.get("hdbscan")}
+        hd = {
+            int(x["seed"]): float(x["hdbscan"])
+            for x in csv.DictReader(args.hdbscan.open())
+            if x.get("hdbscan")
+        }
     what = "generalization cases" if cases else f"scenes of {args.split}"
     text = f"{len(records)} {what}\n\n" + table(records, hd)
     args.out.with_suffix(".md").write_text(text + "\n")

@@ -42,9 +42,11 @@ it, each at its own MinPts:
   clusters, the best score says how many clusters there are; alphas within
   CLOSE of it with at least as many clusters are ties, and ties go to the
   largest alpha (each cluster at its largest extent, the least noise per
-  neighbourhood). That alpha's tree is then rebuilt on sub-cells for the
-  final spans, from one level below the lowest level at which the cells'
-  tree selects a cluster.
+  neighbourhood; on a small counted 2-D base, to the one the other
+  candidates' selections agree with most, :func:`.ownscale.agreeing`).
+  That alpha's tree is then rebuilt on sub-cells for the final spans, from
+  one level below the lowest level at which the cells' tree selects a
+  cluster.
 
 A span is significant by default at :data:`MIN_SHARE` (0.2%) of the released
 positive mass, or of the noisy total in 3-D and up and for places

@@ -19,6 +19,10 @@ keeps the chosen alpha's selection and, span by span:
   core sub-cell centres lies within :data:`GAP` x (alpha' + alpha'') of a
   kept span of alpha''.
 
+On the base a small DP count sized (:func:`ties_for`), the chosen alpha
+itself is the near-tie whose selection the other candidates bear out most
+(:func:`agreeing`), not the largest.
+
 Every span so taken is a span of the density test at its own (alpha',
 MinPts) on the one release, among the candidates whose margins already
 took beta / c: post-processing, no extra budget; its guarantee is at its
@@ -138,7 +142,11 @@ def agreeing(sels: Mapping[float, _levels.LevelSpans], ties: Sequence[float]) ->
     alphas = sorted(sels)
 
     def mean(a: float) -> float:
-        return float(np.mean([agreement(sels[a], sels[b]) for b in alphas if b != a])) if len(alphas) > 1 else 0.0
+        return (
+            float(np.mean([agreement(sels[a], sels[b]) for b in alphas if b != a]))
+            if len(alphas) > 1
+            else 0.0
+        )
 
     return max(sorted(ties), key=lambda a: (mean(a), a))
 
@@ -163,7 +171,10 @@ def select(
     sel = _levels.select_levels(hist, spec, cands, alpha=alpha, coarse=coarse, share_of=share_of)
     if ties == "agree" and alpha is None and len(_levels.near_ties(sel.alphas)) > 1:
         # every candidate's own selection (those above the choice are needed anyway)
-        sels = {a: _levels.select_levels(hist, spec, cands, alpha=a, coarse=coarse, share_of=share_of) for a in cands}
+        sels = {
+            a: _levels.select_levels(hist, spec, cands, alpha=a, coarse=coarse, share_of=share_of)
+            for a in cands
+        }
         sels[sel.eps] = sel
         pick = agreeing(sels, [r[0] for r in _levels.near_ties(sel.alphas)])
         if pick != sel.eps:
