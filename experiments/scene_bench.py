@@ -81,11 +81,18 @@ HELDOUT_SEEDS = range(20_000, 21_000)
 #: with the family, before any result.
 CLOSE_TUNE_SEEDS = range(30_000, 31_000)
 CLOSE_HELDOUT_SEEDS = range(40_000, 41_000)
+#: Small sets of thin shapes side by side (:func:`experiments.scenes.small_scene`,
+#: 300 to 2,000 points, issue 28): tune and held-out seeds fixed with the
+#: family, before any result.
+SMALL_TUNE_SEEDS = range(50_000, 51_000)
+SMALL_HELDOUT_SEEDS = range(60_000, 61_000)
 SPLITS = {
     "tune": TUNE_SEEDS,
     "heldout": HELDOUT_SEEDS,
     "close-tune": CLOSE_TUNE_SEEDS,
     "close-heldout": CLOSE_HELDOUT_SEEDS,
+    "small-tune": SMALL_TUNE_SEEDS,
+    "small-heldout": SMALL_HELDOUT_SEEDS,
 }
 
 
@@ -93,9 +100,15 @@ def _close(seed: int) -> bool:
     return seed in CLOSE_TUNE_SEEDS or seed in CLOSE_HELDOUT_SEEDS
 
 
+def _small(seed: int) -> bool:
+    return seed in SMALL_TUNE_SEEDS or seed in SMALL_HELDOUT_SEEDS
+
+
 def scene_of(seed: int) -> scenes.Scene:
-    """The scene of a seed of any split: the close splits' own generator
-    for their seeds, :func:`experiments.scenes.scene` for the others."""
+    """The scene of a seed of any split: the close and small splits' own
+    generators for their seeds, :func:`experiments.scenes.scene` for the others."""
+    if _small(seed):
+        return scenes.small_scene(seed)
     return scenes.close_scene(seed) if _close(seed) else scenes.scene(seed)
 
 
@@ -104,7 +117,7 @@ def split_seeds(split: str, n_scenes: int, dims: int | None = None) -> list[int]
     whose scene has that dimension (the 3-D study: designed on the 3-D
     scenes of the tune splits, held-out 3-D scenes run once)."""
     seeds = list(SPLITS[split][:n_scenes])
-    return [s for s in seeds if dims is None or scenes.dimension(s, _close(s)) == dims]
+    return [s for s in seeds if dims is None or (2 if _small(s) else scenes.dimension(s, _close(s))) == dims]
 
 
 EPSILON = 1.0
@@ -134,7 +147,7 @@ BOOTSTRAP = 10_000
 #: Scene sizes of the summary's breakdown; the close splits' (n from 2,000)
 #: split where the automatic mode stops trailing HDBSCAN.
 SIZE_BINS = ((5_000, 20_000), (20_000, 60_000), (60_000, 200_001))
-CLOSE_SIZE_BINS = ((2_000, 6_000), (6_000, 20_001))
+CLOSE_SIZE_BINS = ((300, 1_000), (1_000, 2_000), (2_000, 6_000), (6_000, 20_001))
 BOOTSTRAP_SEED = 21
 
 

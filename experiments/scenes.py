@@ -92,6 +92,15 @@ CLOSE_TAG = 0xC105E
 #: n of :func:`close_scene`: the size of labelled benchmark sets (the dev
 #: suite's 20,000, the paper's 2,000 to 10,000), where the gap shows.
 CLOSE_N = (2_000, 20_000)
+#: Seed-sequence tag of :func:`small_scene`.
+SMALL_TAG = 0x5A11C
+#: n of :func:`small_scene`: below the close scenes, the size of the small
+#: labelled sets (a few hundred to 2,000 points: spirals, moons, paths).
+SMALL_N = (300, 2_000)
+#: k of :func:`small_scene`: such sets hold few clusters.
+SMALL_K = (2, 8)
+#: The palette of :func:`small_scene`: thin shapes side by side.
+SMALL_FAMILIES = (*CLOSE_FAMILIES, "spiral", "curve", "arc")
 #: Clusters per component of each kind.
 CLUSTERS = {
     "blob": 1,
@@ -494,7 +503,7 @@ def _bridge(rng, a, b, ra, rb, n, sigma, d):
 
 def scene(seed: int) -> Scene:
     """The labelled scene of ``seed`` (module docstring)."""
-    return _scene(seed, TAG, None, (N_MIN, N_MAX))
+    return _scene(seed, TAG, None, (N_MIN, N_MAX))  # bit for bit as before the close and small families
 
 
 def close_scene(seed: int) -> Scene:
@@ -504,6 +513,17 @@ def close_scene(seed: int) -> Scene:
     curves) and the plain ``spiral`` and ``curve`` families, n log-uniform
     in :data:`CLOSE_N`."""
     return _scene(seed, CLOSE_TAG, (*CLOSE_FAMILIES, "spiral", "curve"), CLOSE_N)
+
+
+def small_scene(seed: int) -> Scene:
+    """A small labelled 2-D scene of thin shapes side by side (``seed``'s
+    own stream, tag :data:`SMALL_TAG`; issue 28): drawn as :func:`scene`
+    draws, its palette from :data:`SMALL_FAMILIES` (interleaved spirals,
+    parallel curves, single spirals and curves, arcs and moons), n
+    log-uniform in :data:`SMALL_N` and k in :data:`SMALL_K`, always 2-D
+    (the dimension draw is made and ignored, so the stream is the close
+    scenes' in shape)."""
+    return _scene(seed, SMALL_TAG, SMALL_FAMILIES, SMALL_N, SMALL_K, only_2d=True)
 
 
 def dimension(seed: int, close: bool = False) -> int:
@@ -516,12 +536,20 @@ def _dimension(rng: np.random.Generator) -> int:
     return 2 if rng.random() < 0.7 else 3
 
 
-def _scene(seed: int, tag: int, palette_from: tuple | None, n_range: tuple) -> Scene:
+def _scene(
+    seed: int,
+    tag: int,
+    palette_from: tuple | None,
+    n_range: tuple,
+    k_range: tuple = (K_MIN, K_MAX),
+    only_2d: bool = False,
+) -> Scene:
     rng = np.random.default_rng(np.random.SeedSequence([tag, int(seed)]))
     d = _dimension(rng)
+    d = 2 if only_2d else d  # only_2d: the draw is made all the same
     n = int(round(math.exp(rng.uniform(math.log(n_range[0]), math.log(n_range[1])))))
-    k = int(math.floor(math.exp(rng.uniform(math.log(K_MIN), math.log(K_MAX + 1)))))
-    k = min(max(k, K_MIN), K_MAX)
+    k = int(math.floor(math.exp(rng.uniform(math.log(k_range[0]), math.log(k_range[1] + 1)))))
+    k = min(max(k, k_range[0]), k_range[1])
     families = [f for f in (palette_from or FAMILIES) if d == 3 or f != "linked"]
     palette = list(rng.choice(families, size=int(rng.integers(1, 4)), replace=False))
     h = float(rng.random())

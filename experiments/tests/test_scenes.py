@@ -77,6 +77,18 @@ def test_close_scenes_put_thin_shapes_next_to_each_other(seed):
     assert sc.tags & {"spirals", "strands", "spiral", "curve"}
 
 
+@pytest.mark.parametrize("seed", (50_000, 50_005, 60_000))
+def test_small_scenes_are_small_2d_sets_of_thin_shapes(seed):
+    sc = scene_bench.scene_of(seed)
+    np.testing.assert_array_equal(sc.X, scenes.small_scene(seed).X)
+    assert sc.d == 2 and scenes.SMALL_N[0] * 0.99 <= sc.n <= scenes.SMALL_N[1] * 1.01
+    assert scenes.SMALL_K[0] <= sc.k <= scenes.SMALL_K[1]
+    assert set(np.unique(sc.y[sc.y >= 0]).tolist()) == set(range(sc.k))
+    assert sc.tags & {"spirals", "strands", "spiral", "curve", "arc"}
+    assert scene_bench.split_seeds("small-tune", 3, dims=2) == [50_000, 50_001, 50_002]
+    assert scene_bench.split_seeds("small-tune", 3, dims=3) == []
+
+
 def test_interleaved_spirals_and_strands_are_separate_thin_clusters():
     rng = np.random.default_rng(0)
     arms = scenes.spirals(rng, [2000, 2000, 2000], 1.0, 2, 2.0, 0.3)
@@ -171,9 +183,11 @@ def test_small_2d_seeds_are_the_split_s_small_2d_scenes():
 
 
 def _blobs():
+    # 7,000 points: the DP count is above 6,000, so near-ties of eps go to the
+    # largest, the study's rule (below it they go to the one the others agree with)
     rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal((2, 2), 0.3, (3000, 2)), rng.normal((7, 6), 0.5, (3000, 2))])
-    return X, np.repeat([0, 1], 3000), (np.zeros(2), np.array([10.0, 8.0]))
+    X = np.vstack([rng.normal((2, 2), 0.3, (3500, 2)), rng.normal((7, 6), 0.5, (3500, 2))])
+    return X, np.repeat([0, 1], 3500), (np.zeros(2), np.array([10.0, 8.0]))
 
 
 def test_both_selections_come_from_one_release():
@@ -185,7 +199,7 @@ def test_both_selections_come_from_one_release():
     # the same seed, the same release: the selection is post-processing
     np.testing.assert_array_equal(flat.histogram.values, lev.histogram.values)
     assert flat.release.eps == lev.release.eps
-    assert scene_bench.ari(y, lev.predict(X)) > 0.9  # two blobs far apart, 3,000 points each
+    assert scene_bench.ari(y, lev.predict(X)) > 0.9  # two blobs far apart, 3,500 points each
     assert levels_eval.own_levels(lev) == "/".join(
         str(m) for m in sorted({lv["min_samples"] for lv in lev.auto["levels"]})
     )

@@ -33,6 +33,7 @@ from .model.guarantee import unit_noun
 from .model.record import SpanModel
 from .model.shown import shown_spans
 from .model.words import words_of
+from .params.sizing import sized_n
 from .params.specs import ReleaseSpec, SpanSpec
 from .plan.autoplan import (
     PLACE_JAM_SHARE,
@@ -305,9 +306,13 @@ def _auto_model(
         peak = PLACE_PEAK_SHARE if extent is not None and r.release.units is not None else None
         share_of = levelsearch.significance_of(hist.grid.d, r.release.units is not None, extent)
         own = ownscale.applies(hist.grid.d, r.release.units is not None, extent, len(plan.eps))
+        ties = "largest"
         if own and p["selection"] == "levels":
-            # each cluster at its own scale: spans of larger candidate eps beside the chosen's
-            sel = ownscale.select(hist, spec, plan.eps, share_of=share_of)
+            # each cluster at its own scale: spans of larger candidate eps beside the chosen's;
+            # on the base a small DP count sized, near-ties of eps to the one the others bear out
+            size = r.release.size_estimate
+            ties = ownscale.ties_for(None if size is None else sized_n(size.value, hist.grid.d))
+            sel = ownscale.select(hist, spec, plan.eps, share_of=share_of, ties=ties)
         else:
             sel = levelsearch.select_levels(
                 hist,
@@ -332,6 +337,9 @@ def _auto_model(
             "min_samples_candidates": ladder,
             **levelsearch.record(sel),
         }
+        if ties != "largest":
+            # recorded only where it is not the default (other models unchanged)
+            record["ties"] = ties
         if own and p["selection"] == "one-eps":
             # recorded only where it is not the default (explore's alternative keeps one eps too)
             record["one_eps"] = True

@@ -161,17 +161,90 @@ def _points(seed=4):
     return np.vstack(parts)
 
 
-def _fit(selection="levels", seed=4):
+def _fit(selection="levels", seed=4, n_expected=2_600.0):
+    # n_expected: no DP count, so near-ties of eps go to the largest with and
+    # without the rule (one eps is the selection of before); the count's ties below
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return DPDBSCAN("auto", min_samples="auto", bounds=BOX, random_state=seed, selection=selection).fit(
-            _points(seed)
-        )
+        return DPDBSCAN(
+            "auto",
+            min_samples="auto",
+            bounds=BOX,
+            random_state=seed,
+            selection=selection,
+            n_expected=n_expected,
+        ).fit(_points(seed))
 
 
 @pytest.fixture(scope="module")
 def fitted():
     return _fit("levels"), _fit("one-eps")
+
+
+def _ari_by_pairs(a, b):
+    """The adjusted Rand index from its definition, pair by pair."""
+    n = len(a)
+    same_a = [a[i] == a[j] for i in range(n) for j in range(i + 1, n)]
+    same_b = [b[i] == b[j] for i in range(n) for j in range(i + 1, n)]
+    pairs = len(same_a)
+    both = sum(x and y for x, y in zip(same_a, same_b))
+    expected = sum(same_a) * sum(same_b) / pairs
+    top = (sum(same_a) + sum(same_b)) / 2
+    return 1.0 if top == expected else (both - expected) / (top - expected)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_adjusted_rand_matches_its_pairwise_definition(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    a, b = rng.integers(-1, int(rng.integers(1, 5)), n), rng.integers(-1, int(rng.integers(1, 5)), n)
+    assert ownscale.adjusted_rand(a, b) == pytest.approx(_ari_by_pairs(a, b), abs=1e-12)
+
+
+def test_agreement_of_selections_is_over_the_sub_cells_core_in_either(grid):
+    a = _sel(grid, 1.0, [(_block(10, 10), 10.0), (_block(30, 30), 10.0)])
+    assert ownscale.agreement(a, a) == 1.0
+    # the same two spans seen as one: every sub-cell core in both, the split lost
+    b = _sel(grid, 2.0, [(_block(10, 10) + _block(30, 30), 20.0)])
+    assert ownscale.agreement(a, b) == pytest.approx(_ari_by_pairs([0] * 4 + [1] * 4, [0] * 8))
+    # a selection of one span: the other's sub-cells are -1 in it
+    c = _sel(grid, 2.0, [(_block(10, 10), 10.0)])
+    assert ownscale.agreement(a, c) == pytest.approx(_ari_by_pairs([0] * 4 + [1] * 4, [0] * 4 + [-1] * 4))
+
+
+def test_agreeing_takes_the_tie_the_other_candidates_bear_out(grid):
+    two = _sel(grid, 1.0, [(_block(10, 10), 10.0), (_block(30, 30), 10.0)])
+    one = _sel(grid, 2.0, [(_block(10, 10) + _block(30, 30), 20.0)])
+    two_again = _sel(grid, 4.0, [(_block(10, 10), 10.0), (_block(30, 30), 10.0)])
+    sels = {1.0: two, 2.0: one, 4.0: two_again}
+    assert ownscale.agreeing(sels, [1.0, 2.0]) == 1.0  # 1 agrees with 4, 2 with no one
+    assert ownscale.agreeing(sels, [1.0, 4.0]) == 4.0  # equal agreement: the larger
+    assert ownscale.agreeing({1.0: two}, [1.0]) == 1.0
+
+
+def test_on_a_small_counted_base_near_ties_go_to_the_eps_the_others_bear_out():
+    m = _fit("levels", n_expected=None).spans_
+    a = m.auto
+    assert m.release.size_estimate.value < 6_000 and a["ties"] == "agree"
+    tied = [r[0] for r in levelsearch.near_ties([tuple(r) for r in a["eps_scores"]])]
+    assert a["eps"] == pytest.approx(min(tied, key=lambda t: abs(t - a["eps"])))
+    # the oracle: every candidate's own selection from the same release, agreement by pairs
+    eps = [float(x) for x in a["eps_candidates"]]
+    sels = {e: levelsearch.select_levels(m.histogram, m.spec, eps, alpha=e) for e in eps}
+    keys = {e: dict(zip(s.core_keys.tolist(), s.labels.tolist())) for e, s in sels.items()}
+
+    def agree(x, y):
+        union = sorted(set(keys[x]) | set(keys[y]))
+        return _ari_by_pairs([keys[x].get(k, -1) for k in union], [keys[y].get(k, -1) for k in union])
+
+    mean = {t: np.mean([agree(t, e) for e in eps if e != t]) for t in tied}
+    want = max(sorted(tied), key=lambda t: (mean[t], t))
+    assert a["eps"] == pytest.approx(want)
+    # one eps keeps the choice of before (ties to the largest) and records no ties
+    one = _fit("one-eps", n_expected=None).spans_
+    assert one.auto["eps"] == pytest.approx(max(tied)) and "ties" not in one.auto
+    assert ownscale.ties_for(None) == ownscale.ties_for(6_000.0) == "largest"
+    assert ownscale.ties_for(5_999.0) == "agree"
 
 
 def test_the_fit_adds_the_sparse_cluster_at_its_own_eps(fitted):
@@ -279,7 +352,8 @@ def test_a_fit_the_rule_leaves_alone_is_the_one_eps_fit():
     X = np.vstack([rng.normal(c, 0.35, (1000, 2)) for c in ((2, 2), (7, 6), (2.5, 6.5))])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        kw = dict(min_samples="auto", bounds=BOX, random_state=0, max_cells=1 << 12)
+        # n_expected: no DP count, so the eps choice is one-eps's (near-ties to the largest)
+        kw = dict(min_samples="auto", bounds=BOX, random_state=0, max_cells=1 << 12, n_expected=3_000.0)
         m = DPDBSCAN("auto", **kw).fit(X).spans_
         m1 = DPDBSCAN("auto", selection="one-eps", **kw).fit(X).spans_
     assert all("taken" not in lv for lv in m.auto["levels"])

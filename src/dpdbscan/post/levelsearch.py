@@ -42,9 +42,11 @@ it, each at its own MinPts:
   clusters, the best score says how many clusters there are; alphas within
   CLOSE of it with at least as many clusters are ties, and ties go to the
   largest alpha (each cluster at its largest extent, the least noise per
-  neighbourhood). That alpha's tree is then rebuilt on sub-cells for the
-  final spans, from one level below the lowest level at which the cells'
-  tree selects a cluster.
+  neighbourhood; on a small counted 2-D base, to the one the other
+  candidates' selections agree with most, :func:`.ownscale.agreeing`).
+  That alpha's tree is then rebuilt on sub-cells for the final spans, from
+  one level below the lowest level at which the cells' tree selects a
+  cluster.
 
 A span is significant by default at :data:`MIN_SHARE` (0.2%) of the released
 positive mass, or of the noisy total in 3-D and up and for places
@@ -785,15 +787,32 @@ def choose_alpha(rows: Sequence[tuple[float, float, int]]) -> tuple[float, float
     has another number of clusters (None when there is none): a different
     answer the release supports almost as well.
     """
+    chosen = max(near_ties(rows), key=lambda r: r[0])
+    return chosen[0], runner_up(rows, chosen[0])
+
+
+def _pool(rows: Sequence[tuple[float, float, int]]) -> tuple[list, tuple[float, float, int]]:
     # one cluster is what every data set shows at a low enough level (HDBSCAN
     # does not select its root): alphas that select fewer than two compete
     # only when no alpha selects two
     pool = [r for r in rows if r[2] >= 2] or list(rows)
-    best = max(pool, key=lambda r: (r[1], r[0]))
-    ties = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] >= best[2]]
-    chosen = max(ties, key=lambda r: r[0])
-    other = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] != chosen[2]]
-    return chosen[0], (max(other, key=lambda r: (r[1], r[0]))[0] if other and best[1] > 0 else None)
+    return pool, max(pool, key=lambda r: (r[1], r[0]))
+
+
+def near_ties(rows: Sequence[tuple[float, float, int]]) -> list[tuple[float, float, int]]:
+    """The rows of :func:`choose_alpha`'s near-ties: scoring within CLOSE of
+    the best with at least as many clusters (the best among them)."""
+    pool, best = _pool(rows)
+    return [r for r in pool if r[1] >= CLOSE * best[1] and r[2] >= best[2]]
+
+
+def runner_up(rows: Sequence[tuple[float, float, int]], chosen: float) -> float | None:
+    """The best-scoring alpha within CLOSE of the best whose selection has
+    another number of clusters than ``chosen``'s (None when there is none)."""
+    pool, best = _pool(rows)
+    n = next(r[2] for r in rows if r[0] == chosen)
+    other = [r for r in pool if r[1] >= CLOSE * best[1] and r[2] != n]
+    return max(other, key=lambda r: (r[1], r[0]))[0] if other and best[1] > 0 else None
 
 
 def above_peak(
@@ -1265,4 +1284,6 @@ __all__ = [
     "TOTAL_SHARE_MIN_D",
     "significance_of",
     "CLOSE",
+    "near_ties",
+    "runner_up",
 ]

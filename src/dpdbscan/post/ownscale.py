@@ -19,6 +19,10 @@ keeps the chosen alpha's selection and, span by span:
   core sub-cell centres lies within :data:`GAP` x (alpha' + alpha'') of a
   kept span of alpha''.
 
+On the base a small DP count sized (:func:`ties_for`), the chosen alpha
+itself is the near-tie whose selection the other candidates bear out most
+(:func:`agreeing`), not the largest.
+
 Every span so taken is a span of the density test at its own (alpha',
 MinPts) on the one release, among the candidates whose margins already
 took beta / c: post-processing, no extra budget; its guarantee is at its
@@ -38,6 +42,7 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
+from ..params.sizing import SMALL_N
 from ..params.specs import SpanSpec
 from . import levelsearch as _levels
 from .ladder import sweep
@@ -75,6 +80,77 @@ def applies(d: int, units: bool, max_extent: float | None, candidates: int) -> b
     return d in DIMS and not units and max_extent is None and candidates > 1
 
 
+def ties_for(counted: float | None) -> str:
+    """Where the near-ties of the alpha choice go when spans are taken at
+    their own alpha: "agree" (:func:`agreeing`) where the base release was
+    sized for the DP count ``counted`` (the count's n from
+    :func:`dpdbscan.params.sizing.sized_n`: a 2-D set below SMALL_N
+    points), else "largest", as with one alpha (:func:`.levelsearch.choose_alpha`).
+
+    Why: on a small set the largest alpha of the near-ties also runs thin
+    shapes a little apart together, and which tie holds them apart is not
+    the smallest always (that rule lost on held-out scenes) but the one the
+    other scales of the same release bear out. On sets of 20,000 points (the
+    dev suite) smaller ties split rings, so the rule is for the small sets'
+    base only (docs/parameters.md section 7). Public: the DP count and fixed
+    constants."""
+    return "agree" if counted is not None and counted < SMALL_N else "largest"
+
+
+def agreement(a: _levels.LevelSpans, b: _levels.LevelSpans) -> float:
+    """How far two selections of one release (on the same sub-cell grid)
+    say the same: the adjusted Rand index over the sub-cells core in
+    either, a sub-cell outside one's spans labelled -1 there."""
+    keys = np.union1d(a.core_keys, b.core_keys)
+    if keys.size < 2:
+        return 0.0
+    la, lb = _labels_at(a, keys), _labels_at(b, keys)
+    return adjusted_rand(la, lb)
+
+
+def _labels_at(sel: _levels.LevelSpans, keys: np.ndarray) -> np.ndarray:
+    out = np.full(keys.size, -1, dtype=np.int64)
+    if sel.core_keys.size:
+        i = np.minimum(np.searchsorted(sel.core_keys, keys), sel.core_keys.size - 1)
+        hit = sel.core_keys[i] == keys
+        out[hit] = sel.labels[i[hit]]
+    return out
+
+
+def adjusted_rand(a: np.ndarray, b: np.ndarray) -> float:
+    """Adjusted Rand index of two labellings (Hubert and Arabie, 1985); 1.0
+    where both put everything in one class."""
+    _, ia = np.unique(a, return_inverse=True)
+    _, ib = np.unique(b, return_inverse=True)
+    table = np.zeros((int(ia.max()) + 1, int(ib.max()) + 1), dtype=np.float64)
+    np.add.at(table, (ia, ib), 1.0)
+
+    def pairs(x: np.ndarray) -> float:
+        return float(np.sum(x * (x - 1) / 2))
+
+    n = float(a.size)
+    both, rows, cols = pairs(table), pairs(table.sum(axis=1)), pairs(table.sum(axis=0))
+    expected = rows * cols / (n * (n - 1) / 2)
+    top = (rows + cols) / 2
+    return 1.0 if top == expected else (both - expected) / (top - expected)
+
+
+def agreeing(sels: Mapping[float, _levels.LevelSpans], ties: Sequence[float]) -> float:
+    """Of the near-ties ``ties``, the alpha whose selection agrees best (mean
+    :func:`agreement`) with every other candidate's in ``sels``; equal
+    agreement to the larger alpha. Post-processing: the selections only."""
+    alphas = sorted(sels)
+
+    def mean(a: float) -> float:
+        return (
+            float(np.mean([agreement(sels[a], sels[b]) for b in alphas if b != a]))
+            if len(alphas) > 1
+            else 0.0
+        )
+
+    return max(sorted(ties), key=lambda a: (mean(a), a))
+
+
 def select(
     hist: NoisyHistogram,
     spec: SpanSpec,
@@ -82,13 +158,36 @@ def select(
     *,
     alpha: float | None = None,
     share_of: str | None = None,
+    ties: str = "largest",
 ) -> _levels.LevelSpans:
-    """:func:`.levelsearch.select_levels` (the chosen alpha, or ``alpha``),
-    then each larger candidate's own selection from the same release and
-    :func:`widen`. Post-processing only."""
+    """:func:`.levelsearch.select_levels` (the chosen alpha, or ``alpha``;
+    near-ties to ``ties``, :func:`ties_for`), then each larger candidate's
+    own selection from the same release and :func:`widen`. Post-processing
+    only."""
+    if ties not in ("largest", "agree"):
+        raise ValueError(f"ties must be 'largest' or 'agree', got {ties!r}")
     cands = [float(a) for a in eps_candidates]
     coarse = sweep(hist, replace(spec, subcells=1), cands, _levels.ladder(hist))
     sel = _levels.select_levels(hist, spec, cands, alpha=alpha, coarse=coarse, share_of=share_of)
+    if ties == "agree" and alpha is None and len(_levels.near_ties(sel.alphas)) > 1:
+        # every candidate's own selection (those above the choice are needed anyway)
+        sels = {
+            a: _levels.select_levels(hist, spec, cands, alpha=a, coarse=coarse, share_of=share_of)
+            for a in cands
+        }
+        sels[sel.eps] = sel
+        pick = agreeing(sels, [r[0] for r in _levels.near_ties(sel.alphas)])
+        if pick != sel.eps:
+            runner = _levels.runner_up(sel.alphas, pick)
+            chosen = sels[pick]
+            sel = replace(
+                chosen,
+                alphas=sel.alphas,
+                candidates=sel.candidates,
+                unsure=bool(chosen.tree.close) or runner is not None,
+                runner_up=runner,
+            )
+        return widen(sel, {a: s for a, s in sels.items() if a > sel.eps})
     return widen(sel, larger_selections(hist, spec, cands, sel.eps, share_of=share_of, coarse=coarse))
 
 
@@ -191,4 +290,16 @@ def _relabelled(sel: _levels.LevelSpans, spans: Sequence[_Span]) -> _levels.Leve
     return replace(sel, core_keys=keys, labels=rank[raw], spans=tuple(levels), taken=tuple(how))
 
 
-__all__ = ["GROW_SHARE", "GAP", "DIMS", "applies", "select", "larger_selections", "widen"]
+__all__ = [
+    "GROW_SHARE",
+    "GAP",
+    "DIMS",
+    "applies",
+    "ties_for",
+    "agreement",
+    "agreeing",
+    "adjusted_rand",
+    "select",
+    "larger_selections",
+    "widen",
+]
