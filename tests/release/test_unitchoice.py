@@ -161,6 +161,38 @@ def test_units_that_are_alike_keep_their_best_k():
     assert p[(ks >= 215) & (ks <= 256)].sum() > 0.9
 
 
+def test_the_floor_spends_the_whole_sensitivity():
+    """Below the floor each unit missing to the 20th percentile costs 5/4:
+    (R - N / 5) / (1 - 1/5) moves by exactly 1 when a unit the candidate
+    keeps at least half of is added (R and N both grow by one), the most
+    the score may move; R - N / 5 moved by 4/5 and drew tiny k more often."""
+    cells = np.full(100, 1000, dtype=np.int64)
+    cands = (1, 2, 4, 1024)
+    u = unitchoice.scores(cells, cands)
+    assert u[0] == Fraction(-(100 // 5) * 5, 4)  # R = 0: minus N / 4
+    # a unit with one cell: R of k = 1 grows by one, N by one
+    v = unitchoice.scores(np.append(cells, 1), cands)
+    assert v[0] - u[0] == 1
+    # a unit far above: N grows, R does not
+    w = unitchoice.scores(np.append(cells, 10**6), cands)
+    assert w[0] - u[0] == Fraction(-1, 4)
+
+
+def test_a_tiny_k_is_drawn_rarely_where_units_have_a_hundred_cells():
+    """Units with a median of about 120 cells (lognormal, as the stops of a
+    month of 536 cabs on 121 m cells: f peaks near 108): the candidates
+    below half the 20th percentile, which lose every place, are drawn with
+    probability under 0.003 at a tenth of rho at epsilon = 1 (0.0058 with
+    the floor at 4/5 of its sensitivity on Cabs' own stops)."""
+    rng = np.random.default_rng(7)
+    cells = np.clip(np.exp(rng.normal(math.log(118), 0.35, 536)), 20, 400).astype(np.int64)
+    cands = unit_plan.candidates(Grid(np.zeros(2), np.ones(2), 0.003, 4.0))
+    ks = np.asarray(cands)
+    p = unitchoice.probabilities(cells, cands, 0.1 * zcdp.rho_for(1.0, 1e-6))
+    assert p[ks <= 20].sum() < 0.003
+    assert p[(ks >= 64) & (ks <= 152)].sum() > 0.99
+
+
 def _reference_probabilities(cells, cands, rho):
     """The exponential mechanism written out in floating point, apart from
     the library: f, the pairwise comparisons in units, the floor, and
@@ -171,7 +203,7 @@ def _reference_probabilities(cells, cands, rho):
     u = []
     for i in range(len(cands)):
         pair = [(f[i] - f[j]) / abs(inv[i] - inv[j]) for j in range(len(cands)) if j != i]
-        u.append(min(0.0, *pair, np.sum(c <= 2 * cands[i]) - c.size / 5))
+        u.append(min(0.0, *pair, (np.sum(c <= 2 * cands[i]) - c.size / 5) / (1 - 1 / 5)))
     w = np.exp(math.sqrt(8 * rho) / 2 * (np.array(u) - max(u)))
     return w / w.sum()
 

@@ -31,10 +31,17 @@ and 53rd percentiles), so the score is f itself, made private:
   |1/sqrt(k_i) - 1/sqrt(k_j)|, for c <= min(k_i, k_j), and the two roundings
   add at most 1 (the other 1 covers the floating point of Q t). D_ij is the
   number of units by which k_i beats k_j.
-* A floor: R_i - N / 5, with R_i the number of units with c_u <= 2 k_i
-  (units of which k_i keeps at least half the cells) and N the number of
-  units. Below half the 20th percentile of c_u the score cannot rise above
-  minus the units missing to it. Why: f can peak at a tiny k
+* A floor: (R_i - N / 5) / (1 - 1/5) = (5 R_i - N) / 4, with R_i the
+  number of units with c_u <= 2 k_i (units of which k_i keeps at least half
+  the cells) and N the number of units. Below half the 20th percentile of
+  c_u the score cannot rise above minus the units missing to it, each
+  counted 5/4: adding a unit changes 5 R_i - N by 4 or -1 and removing one
+  by -4 or 1, so the floor changes by at most 1, the whole sensitivity the
+  score is allowed (R_i - N / 5 itself changed by at most 4/5 and left a
+  fifth unused: on the stops of full Cabs k <= 20 was drawn with
+  probability 0.0058, one of 250 seeded draws took k = 3 and found 2 spans
+  and 0.15 of the top-20 stop cells; 0.0015 with the whole sensitivity,
+  and 0.0089 -> 0.0015 for the pick-ups). Why: f can peak at a tiny k
   because a handful of units with very few cells add their whole count at
   very little noise (on Cabs about ten added one-cell units would make k = 1
   the maximum of f), and no choice at a tenth of the budget can tell that
@@ -47,10 +54,10 @@ and 53rd percentiles), so the score is f itself, made private:
   k <= 10 drawn with probability 0.42; 0.008 with the floor at 2 k_i, and
   on Cabs the same 0.99).
 
-The score of k_i is u_i = min(0, min_j D_ij, R_i - N / 5): 0 for the best
-candidate by f that clears the floor, minus the units it falls short by for
-the others. Adding or removing one unit changes every D_ij by at most 1 and
-R_i - N / 5 by at most 4/5, so u has sensitivity 1.
+The score of k_i is u_i = min(0, min_j D_ij, (5 R_i - N) / 4): 0 for the
+best candidate by f that clears the floor, minus the units it falls short by
+for the others. Adding or removing one unit changes every D_ij and the floor
+by at most 1, so u has sensitivity 1.
 
 The mechanism. Candidate i is drawn with probability proportional to
 exp(-a_i / 2**20), a_i = ceil(2**20 lambda (max_j u_j - u_i)): the
@@ -104,7 +111,8 @@ from .samplers.integers import Source, bernoulli_exp_neg, randbelow
 Q = 1 << 24
 #: Denominator of the exponents a_i / DEN the candidates are drawn with.
 DEN = 1 << 20
-#: The floor: below half this quantile of cells per unit the score is the units missing to it.
+#: The floor: below half this quantile of cells per unit the score is minus the units missing
+#: to it, each counted 1 / (1 - FLOOR) (the floor's sensitivity is then 1; FLOOR <= 1/2).
 FLOOR = Fraction(1, 5)
 
 
@@ -132,7 +140,8 @@ def scores(cells: np.ndarray, candidates: Sequence[int]) -> list[Fraction]:
     inv = [1.0 / math.sqrt(k) for k in ks]
     out = []
     for i in range(len(ks)):
-        u = min(Fraction(0), int(ranks[i]) - FLOOR * n)
+        # (R_i - FLOOR n) / (1 - FLOOR): one unit moves it by at most 1 (FLOOR <= 1/2)
+        u = min(Fraction(0), (int(ranks[i]) - FLOOR * n) / (1 - FLOOR))
         for j in range(len(ks)):
             if j != i:
                 s = Fraction(Q * abs(inv[i] - inv[j]) + 2.0)
