@@ -496,7 +496,9 @@ class OffsetWeights:
 
     TABLE = 1 << 22
 
-    def __init__(self, codes: np.ndarray, weights: np.ndarray, R: int, d: int, limit: int | None = None) -> None:
+    def __init__(
+        self, codes: np.ndarray, weights: np.ndarray, R: int, d: int, limit: int | None = None
+    ) -> None:
         codes = np.asarray(codes, dtype=np.int64)
         weights = np.asarray(weights, dtype=np.float64)
         zero = (2 * R + 1) ** d // 2  # the code of the zero offset (the middle of the cube)

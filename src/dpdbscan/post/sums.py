@@ -294,7 +294,9 @@ def _walked(
     its walks read (the held one, or a new one)."""
     offsets, w = kernel
     R = _reach(offsets)
-    weight = OffsetWeights(offset_codes(offsets, R), np.asarray(w, dtype=np.float64), R, grid.d, _WEIGHT_TABLE)
+    weight = OffsetWeights(
+        offset_codes(offsets, R), np.asarray(w, dtype=np.float64), R, grid.d, _WEIGHT_TABLE
+    )
     return R, weight, _index_of(grid, keys, R, n_query)
 
 
