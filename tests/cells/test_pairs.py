@@ -672,3 +672,17 @@ def test_kernel_sums_at_any_cell_weigh_each_offset(d, seed, integer, held):
             sums_mod.reaching_sums(g, keys, vals, keys, (off, w))
     got = sums_mod.kernel_sums_at(g, keys, vals, query, (off, w))
     assert np.allclose(got, _kernel_oracle(g, keys, vals, query, off, w), rtol=1e-12, atol=1e-9)
+
+
+def test_weights_table_only_where_the_lookups_pay_for_it():
+    """The sums' joins table the weights of an 8-D reach-3 kernel (7^8
+    codes, above the default limit) for the self-join of a release as
+    sparse as issue 30's 8-D alpha 0.12 one (495k cells of 24^8), not for a
+    few walks, whose binary searches cost less than building the table."""
+    from dpdbscan.post import sums as sums_mod
+
+    g = Grid(np.zeros(8), np.ones(8), 0.12)
+    assert g.shape == (24,) * 8
+    assert (7**8 > pairs_module.OffsetWeights.TABLE) and 7**8 <= sums_mod._WEIGHT_TABLE
+    assert sums_mod._table_limit(g, 3, 495_382, 495_382) == sums_mod._WEIGHT_TABLE
+    assert sums_mod._table_limit(g, 3, 495_382, 100) is None
