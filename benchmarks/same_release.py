@@ -138,6 +138,9 @@ CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
     ("4-D bench a=.06 seed 2 k=1", 4, ("bench", 0, 2), dict(eps=0.06, subcells=1), False),
     ("4-D bench a=.04 seed 2 bound", 4, ("bench", 0, 2), dict(eps=0.04, core="bound"), False),
     ("4-D a=.045 gaussian delta", 4, ("bench", 0, 1), dict(eps=0.045, noise="gaussian", delta=1e-6), False),
+    # issue 30's survey in 7-D and 8-D at 2x alpha: the self-join of about 500k noise cells at reach 3
+    ("bench_dims 7-D seed 1 a=.11", 7, ("bench", 0, 1), dict(eps=0.11), False),
+    ("bench_dims 8-D seed 1 a=.12", 8, ("bench", 0, 1), dict(eps=0.12), False),
 ]
 
 

@@ -513,6 +513,57 @@ def test_half_sums_weigh_every_pair_both_ways(d, R, side, n, threads, searched, 
 
 @SETTINGS
 @given(
+    d=st.integers(5, 8),
+    R=st.integers(1, 3),
+    n=st.integers(1, 200),
+    limit=st.sampled_from([0, 1 << 10, 1 << 22, 1 << 23]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_weights_table_up_to_a_limit_gives_the_searched_sums(d, R, n, limit, seed):
+    """``OffsetWeights(..., limit)`` holds a table of the cube of codes iff
+    it has at most ``limit`` entries (the sums' joins ask up to 2^23: 8-D
+    at reach 3, 7^8 codes), and the self-join's sums with that table are
+    the sums with the binary search of the codes, bit for bit (the same
+    weights, in the same order), and the all-pairs oracle's up to
+    rounding; d = 5..8, where the releases of issue 30 are sparse."""
+    rng = np.random.default_rng(seed)
+    a = np.unique(rng.integers(0, 2 * R + 3, (n, d)), axis=0)
+    vals = rng.exponential(4.0, a.shape[0])
+    cube = (2 * R + 1) ** d
+    codes = np.unique(np.r_[rng.integers(0, cube, int(rng.integers(1, 400))), cube // 2])
+    weights = rng.random(codes.size)
+    w = pairs_module.OffsetWeights(codes, weights, R, d, limit)
+    assert (w.table.size > 0) == (cube <= limit)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pairs_module.OffsetWeights, "TABLE", 0)
+        searched = pairs_module.OffsetWeights(codes, weights, R, d)
+    assert searched.table.size == 0 and w.at_zero == searched.at_zero
+    index = pairs_module.CellIndex(a, R)
+    got = index.half_sums(vals, R, w)
+    assert np.array_equal(got, index.half_sums(vals, R, searched))
+    assert np.allclose(got, _weight_oracle(a, vals, R, codes, weights), rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=10, deadline=None)
+@given(d=st.integers(1, 8), n=st.integers(0, 300), seed=st.integers(0, 2**32 - 1))
+def test_chebyshev_radii_of_offsets(d, n, seed):
+    """The density test's shells read the Chebyshev norm of each offset
+    from :func:`~dpdbscan.post.sums.chebyshev_radii`: the largest absolute
+    coordinate of each row, read-only, the same array again for a
+    read-only ``offsets`` and a fresh one for a writeable array."""
+    from dpdbscan.post.sums import chebyshev_radii
+
+    off = np.random.default_rng(seed).integers(-4, 5, (n, d))
+    want = np.abs(off).max(axis=1) if n else np.zeros(0, np.int64)
+    got = chebyshev_radii(off)
+    assert np.array_equal(got, want) and not got.flags.writeable
+    off.setflags(write=False)
+    held = chebyshev_radii(off)
+    assert np.array_equal(held, want) and chebyshev_radii(off) is held
+
+
+@SETTINGS
+@given(
     d=st.integers(1, 8),
     R=st.integers(0, 3),
     side=st.integers(1, 12),
@@ -621,3 +672,17 @@ def test_kernel_sums_at_any_cell_weigh_each_offset(d, seed, integer, held):
             sums_mod.reaching_sums(g, keys, vals, keys, (off, w))
     got = sums_mod.kernel_sums_at(g, keys, vals, query, (off, w))
     assert np.allclose(got, _kernel_oracle(g, keys, vals, query, off, w), rtol=1e-12, atol=1e-9)
+
+
+def test_weights_table_only_where_the_lookups_pay_for_it():
+    """The sums' joins table the weights of an 8-D reach-3 kernel (7^8
+    codes, above the default limit) for the self-join of a release as
+    sparse as issue 30's 8-D alpha 0.12 one (495k cells of 24^8), not for a
+    few walks, whose binary searches cost less than building the table."""
+    from dpdbscan.post import sums as sums_mod
+
+    g = Grid(np.zeros(8), np.ones(8), 0.12)
+    assert g.shape == (24,) * 8
+    assert (7**8 > pairs_module.OffsetWeights.TABLE) and 7**8 <= sums_mod._WEIGHT_TABLE
+    assert sums_mod._table_limit(g, 3, 495_382, 495_382) == sums_mod._WEIGHT_TABLE
+    assert sums_mod._table_limit(g, 3, 495_382, 100) is None

@@ -13,7 +13,7 @@ from ....cells.grid import Grid, lookup
 from ....cells.histogram import NoisyHistogram
 from ....cells.pairs import plan
 from ...pruning import live_cells
-from ...sums import kernel_sums_at, kernel_sums_from, reaching_sums, sparse_neighbour_sums
+from ...sums import chebyshev_radii, kernel_sums_at, kernel_sums_from, reaching_sums, sparse_neighbour_sums
 from .cover import COMPILED_FROM_D, cover_pays, cover_sums, shell_cover
 from .densitymargin import Margin, empty_truncation, margin, noise_variance
 from .weightedsums import ExactRows, may_reach, reach_pays, walk_bounds, weighted_sums_at
@@ -511,10 +511,11 @@ def _capped_shell_sums(
     """
     grid, keys, values = hist.grid, hist.released_keys, hist.values
     offsets, weights = kernel
-    R = max(int(offsets.max()), -int(offsets.min())) if offsets.size else 0
+    cheb = chebyshev_radii(offsets)
+    R = int(cheb.max()) if cheb.size else 0
     if R < 2 or grid.wide or keys.size == 0 or cand.size == 0:
         return None
-    shell = np.abs(offsets).max(axis=1) == R
+    shell = cheb == R
     w_shell = float(weights[shell].sum()) * (1 + 1e-12)
     if w_shell <= 0 or not _capped_pays(grid, values, R, threshold, w_shell, light):
         return None
@@ -612,7 +613,7 @@ def _inner_kernel(grid: Grid, offsets: np.ndarray, kernel: np.ndarray, n_keys: i
         return None
     if n_keys is not None and grid.d * buckets * _BLOCK_NS > n_keys * _SHELL_NS:
         return None  # (a sparse release on a large universe: the join's shell is cheaper)
-    cheb = np.abs(offsets).max(axis=1)
+    cheb = chebyshev_radii(offsets)
     inner = cheb < R
     w_out = float(kernel[~inner].max()) if (~inner).any() else 0.0
     if w_out > _OUTER_KERNEL:
