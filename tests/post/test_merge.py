@@ -193,7 +193,7 @@ def _oracle_labels(g, keys, offsets):
     graph = coo_matrix((np.ones(int(hit.sum())), (i[hit], j[hit])), shape=(keys.size, keys.size))
     _, comp = connected_components(graph, directed=False)
     first = {}
-    for row, lab in enumerate(comp):  # keys are sorted: the first row is the smallest key
+    for lab in comp:  # keys are sorted: the first row is the smallest key
         first.setdefault(lab, len(first))
     return np.array([first[lab] for lab in comp], dtype=np.int64)
 

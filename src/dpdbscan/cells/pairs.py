@@ -386,15 +386,12 @@ class CellIndex:
         out[self.order] = laid
         return out
 
-    def components(self, R: int, joined: OffsetWeights, groups: np.ndarray | None = None) -> np.ndarray:
+    def components(self, R: int, joined: OffsetWeights) -> np.ndarray:
         """Per indexed row, the smallest row of its component in the graph
         joining two rows within R along every axis whose offset ``joined``
         weighs > 0 (a symmetric set): a union-find over the pairs as they
-        are found, in memory linear in the rows, not the pairs.
-
-        ``groups`` (one integer per row, optional): rows known to be in one
-        component share a value; they start joined, and the walk skips the
-        pairs already joined without looking their offsets up."""
+        are found, in memory linear in the rows, not the pairs (a pair
+        already joined is skipped before its offset is looked up)."""
         pairkernels = _kernels()
         if self.n == 0:
             return np.zeros(0, np.int64)
@@ -402,10 +399,6 @@ class CellIndex:
         lin = self.linear_codes(sc, R)
         weights = (joined.table, joined.codes, joined.weights)
         parent = np.arange(self.n, dtype=np.int64)
-        if groups is not None:
-            # each group's trees rooted at its first laid-out position
-            _, first, inverse = np.unique(np.asarray(groups)[self.order], return_index=True, return_inverse=True)
-            parent = first[inverse.ravel()].astype(np.int64)
         root = pairkernels.half_roots(sc, pk, lin, R, lanes, *walk, *weights, parent)
         # positions to rows: each component's smallest row stands for it
         smallest = np.full(self.n, self.n, dtype=np.int64)
@@ -414,7 +407,9 @@ class CellIndex:
         out[self.order] = smallest[root]
         return out
 
-    def block_components(self, Rb: int, members: np.ndarray, block: np.ndarray, R: int, joined: OffsetWeights) -> np.ndarray:
+    def block_components(
+        self, Rb: int, members: np.ndarray, block: np.ndarray, R: int, joined: OffsetWeights
+    ) -> np.ndarray:
         """Per member row (``members``: coordinate rows, ``block``: the
         indexed row, a block, each belongs to), a label of its component in
         the graph joining two members within R along every axis whose offset
@@ -544,7 +539,6 @@ class OffsetWeights:
         self.codes, self.weights = np.ascontiguousarray(codes), np.ascontiguousarray(weights)
         at = min(int(np.searchsorted(codes, zero)), max(codes.size - 1, 0))
         self.at_zero = float(weights[at]) if codes.size and codes[at] == zero else 0.0
-
 
     def of(self, codes: np.ndarray) -> np.ndarray:
         """The weights of offset ``codes`` (0 off the set)."""
