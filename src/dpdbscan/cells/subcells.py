@@ -139,7 +139,7 @@ class _LazyPositions(Sequence):
     def __len__(self) -> int:
         return len(self.order)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         pos = self.order[i]
