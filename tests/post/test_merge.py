@@ -170,3 +170,80 @@ def test_merge_by_a_spanning_forest_equals_merge_by_runs(trial):
     assert np.unique(expect).size > 1
     with pytest.raises(ValueError, match="all its keys"):
         forest.labels(rng.random(keys.size) < 0.5)
+
+
+def _oracle_labels(g, keys, offsets):
+    """Span labels by brute force: every pair of keys, joined when their
+    offset is one of the set's; components numbered by their smallest key."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from dpdbscan.cells.pairs import offset_codes
+
+    coords = g.decode(keys)
+    R = int(np.abs(offsets).max())
+    codes = np.sort(offset_codes(offsets, R))
+    i, j = np.triu_indices(keys.size, 1)
+    diff = coords[j] - coords[i]
+    near = np.abs(diff).max(axis=1) <= R
+    i, j, diff = i[near], j[near], diff[near]
+    c = offset_codes(diff, R)
+    at = np.minimum(np.searchsorted(codes, c), codes.size - 1)
+    hit = codes[at] == c
+    graph = coo_matrix((np.ones(int(hit.sum())), (i[hit], j[hit])), shape=(keys.size, keys.size))
+    _, comp = connected_components(graph, directed=False)
+    first = {}
+    for lab in comp:  # keys are sorted: the first row is the smallest key
+        first.setdefault(lab, len(first))
+    return np.array([first[lab] for lab in comp], dtype=np.int64)
+
+
+# (d, k, eps of the coarse grid): fine grids of a few thousand to 10^8 sub-cells
+_SUBCELL_CASES = [
+    (1, 2, 0.01), (1, 3, 0.01), (2, 2, 0.02), (2, 3, 0.03), (3, 2, 0.05), (3, 1, 0.05),
+    (4, 2, 0.1), (4, 3, 0.2), (5, 2, 0.2), (6, 2, 0.3), (6, 1, 0.2), (7, 2, 0.4), (8, 2, 0.5),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "sparse"])
+@pytest.mark.parametrize("case", range(len(_SUBCELL_CASES)))
+def test_merge_of_sub_cells_equals_brute_force(case, dense):
+    """Core sub-cells merged by centres within alpha (and by NB on the fine
+    grid), through the walk over blocks of a cell's own sub-cells (k > 1) or
+    over the sub-cells (k = 1), runs or pairs: the components of every pair
+    of keys tested against the offset set, d = 1..8."""
+    from dpdbscan.cells.pairs import forced
+    from dpdbscan.post import merge as merge_mod
+    from dpdbscan.post.merge import centre_offsets, merge_cells, radius_cells2
+
+    d, k, eps = _SUBCELL_CASES[case]
+    rng = np.random.default_rng(2100 + 2 * case + dense)
+    fine = Grid(np.zeros(d), np.ones(d), eps).subdivided(k)
+    shape = np.array(fine.shape)
+    if dense:
+        # blobs of whole and partly filled cells along the diagonal, apart
+        centres = np.floor(np.array([0.15, 0.5, 0.85])[:, None] * shape).astype(np.int64)
+        pts = centres[rng.integers(0, 3, 1500)] + rng.integers(-k, k + 1, (1500, d))
+    else:
+        pts = rng.integers(0, shape, (600, d))
+    pts = pts[(pts >= 0).all(axis=1) & (pts < shape).all(axis=1)]
+    keys = np.unique(fine.encode(pts))
+    sets = [centre_offsets(d, radius_cells2(fine, fine.eps))]
+    if d <= 5:
+        sets.append(fine.offsets)
+    for offsets in sets:
+        expect = _oracle_labels(fine, keys, offsets)
+        with forced(True):
+            assert np.array_equal(merge_cells(fine, keys, offsets), expect)
+        if d <= 6:  # (the runs of millions of offsets take a minute in 8-D)
+            with forced(False):
+                assert np.array_equal(merge_cells(fine, keys, offsets), expect)
+        assert np.array_equal(merge_cells(fine, keys, offsets), expect)
+    if k > 1:  # the blocks are a cell's own sub-cells
+        from dpdbscan.cells.pairs import OffsetWeights, offset_codes
+
+        off = sets[0]
+        R = int(np.abs(off).max())
+        joined = OffsetWeights(offset_codes(off, R), np.ones(len(off)), R, d)
+        assert merge_mod._block_side(joined, R, d) == k
+    assert np.unique(expect).size > 1 or not dense  # the dense keys split into several spans

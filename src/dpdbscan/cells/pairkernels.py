@@ -665,28 +665,123 @@ def half_roots(
     table: np.ndarray,
     codes: np.ndarray,
     weights: np.ndarray,
+    parent: np.ndarray,
 ) -> np.ndarray:
     """The root (a laid-out position) of each laid-out cell's component in
     the graph joining two cells within R along every axis whose offset has a
     weight > 0 (``lin``, ``table``, ``codes``, ``weights`` as in
     :func:`half_sums`): a union-find over the pairs, each visited once and
-    never held, so the memory is the cells' whatever the pairs."""
+    never held, so the memory is the cells' whatever the pairs.
+
+    ``parent`` (changed in place and returned): a union-find forest of the
+    positions to start from, whose trees join cells already known to be in
+    one component (each a root at its least member). A pair whose ends are
+    already in one tree is skipped before its offset is looked up (a binary
+    search when the offsets are many): in a dense cluster nearly all are."""
     n = sc.shape[0]
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
-    parent = np.arange(n)
     walk = np.empty((3, axes.size), np.int64)
     buf = np.empty(64, np.int64)
     for p in range(n):
         buf, got = _hits(
             p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
         )
+        if got == 0:
+            continue
         lp = lin[p] - zero
+        rp = find_root(parent, p)
         for t in range(got):
             q = buf[t]
+            rq = find_root(parent, q)
+            if rq == rp:
+                continue
             code = lin[q] - lp
             w = table[code] if use_table else _weight(codes, weights, code)
             if w > 0:
-                link_roots(parent, find_root(parent, p), find_root(parent, q))
+                link_roots(parent, rp, rq)
+                rp = min(rp, rq)
     flatten_roots(parent)
     return parent
+
+
+@kernel
+def block_roots(
+    sc: np.ndarray,
+    pk: np.ndarray,
+    Rb: int,
+    lanes: np.ndarray,
+    axes: np.ndarray,
+    sides: np.ndarray,
+    nb: np.ndarray,
+    strides: np.ndarray,
+    start: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    col: np.ndarray,
+    mstart: np.ndarray,
+    coords: np.ndarray,
+    lin: np.ndarray,
+    R: int,
+    table: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray,
+) -> np.ndarray:
+    """The root (a laid-out position) of each laid-out block's component in
+    the graph of blocks joined when one of their members is joined to one of
+    the other's, for blocks whose members are all joined to each other.
+
+    The blocks are laid out as by :func:`bucket_layout` (``sc`` ... ``col``
+    at reach ``Rb``: any two members within R of each other along every
+    axis lie in blocks within Rb). Block p's members are the rows ``mstart[p]
+    : mstart[p + 1]`` of ``coords`` (their coordinates, at the members'
+    scale) and ``lin`` (their linear codes, base 2R + 1); two members are
+    joined when they are within R along every axis and their offset has a
+    weight > 0 (``table``, ``codes``, ``weights`` as in :func:`half_sums`).
+    A pair of blocks already in one tree is skipped without reading its
+    members, and the members of the others are read up to the first joined
+    pair."""
+    n = sc.shape[0]
+    d = coords.shape[1]
+    zero = _zero_code(d, R)
+    use_table = table.size > 0
+    parent = np.arange(n)
+    walk = np.empty((3, axes.size), np.int64)
+    buf = np.empty(64, np.int64)
+    for p in range(n):
+        buf, got = _hits(
+            p, sc, pk[p], sc, pk, Rb, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
+        )
+        for t in range(got):
+            q = buf[t]
+            rp = find_root(parent, p)
+            rq = find_root(parent, q)
+            if rp == rq:
+                continue
+            if _members_joined(mstart, coords, lin, R, zero, use_table, table, codes, weights, p, q):
+                link_roots(parent, rp, rq)
+    flatten_roots(parent)
+    return parent
+
+
+@kernel
+def _members_joined(mstart, coords, lin, R, zero, use_table, table, codes, weights, p, q):
+    """Whether a member of block p and one of block q are joined (within R
+    along every axis and at an offset of weight > 0)."""
+    d = coords.shape[1]
+    for a in range(mstart[p], mstart[p + 1]):
+        la = lin[a] - zero
+        for c in range(mstart[q], mstart[q + 1]):
+            close = True
+            for k in range(d):
+                df = coords[c, k] - coords[a, k]
+                if df > R or df < -R:
+                    close = False
+                    break
+            if not close:
+                continue
+            code = lin[c] - la
+            w = table[code] if use_table else _weight(codes, weights, code)
+            if w > 0:
+                return True
+    return False

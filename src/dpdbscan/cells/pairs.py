@@ -390,20 +390,48 @@ class CellIndex:
         """Per indexed row, the smallest row of its component in the graph
         joining two rows within R along every axis whose offset ``joined``
         weighs > 0 (a symmetric set): a union-find over the pairs as they
-        are found, in memory linear in the rows, not the pairs."""
+        are found, in memory linear in the rows, not the pairs (a pair
+        already joined is skipped before its offset is looked up)."""
         pairkernels = _kernels()
         if self.n == 0:
             return np.zeros(0, np.int64)
         sc, pk, R, lanes, *walk = self._walk(R)
         lin = self.linear_codes(sc, R)
         weights = (joined.table, joined.codes, joined.weights)
-        root = pairkernels.half_roots(sc, pk, lin, R, lanes, *walk, *weights)
+        parent = np.arange(self.n, dtype=np.int64)
+        root = pairkernels.half_roots(sc, pk, lin, R, lanes, *walk, *weights, parent)
         # positions to rows: each component's smallest row stands for it
         smallest = np.full(self.n, self.n, dtype=np.int64)
         np.minimum.at(smallest, root, self.order)
         out = np.empty(self.n, dtype=np.int64)
         out[self.order] = smallest[root]
         return out
+
+    def block_components(
+        self, Rb: int, members: np.ndarray, block: np.ndarray, R: int, joined: OffsetWeights
+    ) -> np.ndarray:
+        """Per member row (``members``: coordinate rows, ``block``: the
+        indexed row, a block, each belongs to), a label of its component in
+        the graph joining two members within R along every axis whose offset
+        ``joined`` weighs > 0, when the members of each block are all joined
+        to each other: a union-find over the blocks within ``Rb`` (any
+        two members within R lie in such blocks), a pair of blocks already
+        joined skipped unread (:func:`.pairkernels.block_roots`). The label
+        is an indexed row of the component's blocks."""
+        pairkernels = _kernels()
+        if self.n == 0:
+            return np.zeros(0, np.int64)
+        at = np.empty(self.n, dtype=np.int64)
+        at[self.order] = np.arange(self.n)  # each block's laid-out position
+        pos = at[np.asarray(block, dtype=np.int64)]
+        by = np.argsort(pos, kind="stable")
+        mstart = np.searchsorted(pos[by], np.arange(self.n + 1)).astype(np.int64)
+        mc = np.ascontiguousarray(np.asarray(members, dtype=np.int64)[by])
+        lin = self.linear_codes(mc, R)
+        sc, pk, Rb, lanes, *walk = self._walk(Rb)
+        weights = (joined.table, joined.codes, joined.weights)
+        root = pairkernels.block_roots(sc, pk, Rb, lanes, *walk, mstart, mc, lin, int(R), *weights)
+        return self.order[root[pos]]
 
     def nearest(
         self,
@@ -516,6 +544,15 @@ class OffsetWeights:
         self.codes, self.weights = np.ascontiguousarray(codes), np.ascontiguousarray(weights)
         at = min(int(np.searchsorted(codes, zero)), max(codes.size - 1, 0))
         self.at_zero = float(weights[at]) if codes.size and codes[at] == zero else 0.0
+
+    def of(self, codes: np.ndarray) -> np.ndarray:
+        """The weights of offset ``codes`` (0 off the set)."""
+        codes = np.asarray(codes, dtype=np.int64)
+        if self.table.size:
+            return self.table[codes]
+        at = np.minimum(np.searchsorted(self.codes, codes), max(self.codes.size - 1, 0))
+        hit = self.codes[at] == codes if self.codes.size else np.zeros(codes.size, dtype=bool)
+        return np.where(hit, self.weights[at] if self.codes.size else 0.0, 0.0)
 
 
 class OffsetPositions:

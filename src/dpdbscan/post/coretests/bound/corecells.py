@@ -19,7 +19,7 @@ import numpy as np
 
 from ....cells.grid import MAX_KAPPA, Grid
 from ....cells.histogram import NoisyHistogram
-from ....cells.subcells import SubcellLayout
+from ....cells.subcells import SubcellLayout, union_offsets
 from ...pruning import core_candidates
 from ...sums import SumsAt, dense_candidates, dense_neighbour_sums, neighbourhood, sparse_neighbour_sums
 from .boundsums import run_sums
@@ -100,12 +100,19 @@ def _candidate_cells(hist: NoisyHistogram, threshold: float, layout) -> np.ndarr
     threshold: a superset of the cells holding a core sub-cell."""
     grid, vals = hist.grid, hist.values
     nb = np.ascontiguousarray(grid.offsets).view([("", np.int64)] * grid.d).ravel()
-    for _, offsets in layout.positions:
+
+    def within_nb(offsets: np.ndarray) -> bool:
         sub = np.ascontiguousarray(offsets).view([("", np.int64)] * grid.d).ravel()
-        if not np.isin(sub, nb).all():  # not a subset: every cell is a candidate
-            return _all_keys(hist)
+        return bool(np.isin(sub, nb).all())
+
+    # every NB(q) lies in one superset of them all: one check where it is in
+    # NB (it is, NB(q) being the cells within alpha of a part of X), else each
+    if not within_nb(union_offsets(grid.d, float(grid.eta), layout.k)):
+        for _, offsets in layout.positions:
+            if not within_nb(offsets):  # not a subset: every cell is a candidate
+                return _all_keys(hist)
     if hist.kind == "dense":
-        n_terms = max(len(o) for _, o in layout.positions)
+        n_terms = layout.kappa_q  # the most offsets of one NB(q)
         cand = dense_candidates(grid, vals, threshold, n_terms)
         if cand is not None:
             return cand
