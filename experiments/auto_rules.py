@@ -13,7 +13,7 @@ seed) it keeps, per candidate alpha ``a_i`` of the plan:
   ``inter`` over those core in both;
 * the ARI against the scene's labels of what the library would return had
   its choice been ``a_i``: ``a_i``'s selection, then spans of larger
-  candidates grown or added (:func:`dpdbscan.post.ownscale.widen`, the 2-D
+  candidates grown or added (:func:`dpdbscan.research.ownscale_widen`, the 2-D
   default), labelled as ``predict`` labels (the nearest core sub-cell
   centre within the span's own alpha).
 
@@ -42,8 +42,7 @@ import numpy as np
 from sklearn.metrics import adjusted_rand_score
 
 from dpdbscan import DPDBSCAN
-from dpdbscan.post import ownscale
-from dpdbscan.research import ladder_sweep, levels_ladder, levels_select
+from dpdbscan.research import OWNSCALE_DIMS, ladder_sweep, levels_ladder, levels_select, ownscale_widen
 
 from . import scale_study, scene_bench
 
@@ -131,8 +130,8 @@ def study(sc: Any) -> dict:
     ari = []
     for a in eps:
         w = (
-            ownscale.widen(sels[a], {b: sels[b] for b in eps if b > a})
-            if hist.grid.d in ownscale.DIMS
+            ownscale_widen(sels[a], {b: sels[b] for b in eps if b > a})
+            if hist.grid.d in OWNSCALE_DIMS
             else sels[a]
         )
         ari.append(scene_bench.ari(sc.y, scale_study.labels(w.grid, own_spans(w), sc.X)))

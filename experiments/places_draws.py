@@ -67,15 +67,12 @@ def centres(cells: np.ndarray) -> np.ndarray:
 
 def fit(lonlat: np.ndarray, cabs: np.ndarray, seed: int, k: int | None, **kw: Any):
     """One seeded draw; with ``k`` the private choice is offered that one candidate."""
-    from dpdbscan.plan import units as unit_plan
+    from dpdbscan.research import offered_k
 
-    offered = unit_plan.candidates
-    if k is not None:
-        unit_plan.candidates = lambda grid: (int(k),)
-    try:
+    if k is None:
         return pa.fit_auto(lonlat, cabs, seed, **kw)
-    finally:
-        unit_plan.candidates = offered
+    with offered_k(k):
+        return pa.fit_auto(lonlat, cabs, seed, **kw)
 
 
 def draw(kind: str, seed: int, k: int | None, **kw: Any) -> dict[str, Any]:
@@ -108,10 +105,15 @@ def met(r: dict[str, Any]) -> bool:
 
 def snr(kind: str, ks: Sequence[int]) -> None:
     """The noiseless estimate near each top-20 cell over the threshold, per k."""
-    from dpdbscan.params.specs import UnitBound
-    from dpdbscan.release.bounding import BoundingKey, count_units
-    from dpdbscan.release.samplers.integers import make_source
-    from dpdbscan.research import Equirectangular, NoisyHistogram, density_field
+    from dpdbscan.research import (
+        BoundingKey,
+        Equirectangular,
+        NoisyHistogram,
+        UnitBound,
+        count_units,
+        density_field,
+        make_source,
+    )
 
     lonlat, cabs, top, _ = events(kind)
     model = fit(lonlat, cabs, 0, None)

@@ -97,6 +97,10 @@ def _spans(sel: Any) -> list[dict]:
 def selections(model: Any) -> dict:
     """The default selection and every candidate alpha's own selection, all
     from ``model``'s release (the automatic mode's spec, beta / c)."""
+    if model.auto.get("ties", "largest") != "largest":
+        raise ValueError(
+            "the study replicates near-ties of alpha to the largest only (a fit given n_expected)"
+        )
     hist, spec = model.histogram, model.spec
     eps = [float(a) for a in model.auto["eps_candidates"]]
     share_of = "total" if hist.grid.d >= 3 else "positive"

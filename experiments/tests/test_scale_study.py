@@ -30,12 +30,19 @@ def case():
     bounds = (np.zeros(2), np.full(2, 10.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = DPDBSCAN("auto", min_samples="auto", bounds=bounds, random_state=5).fit(X).spans_
+        # n_expected: no DP count, so near-ties of eps go to the largest alpha, the
+        # rule the study replicates (a count below 6,000 would take the 'agree' ties)
+        model = (
+            DPDBSCAN("auto", min_samples="auto", bounds=bounds, n_expected=2_220.0, random_state=5)
+            .fit(X)
+            .spans_
+        )
     return X, y, model, scale_study.selections(model)
 
 
 def test_the_default_is_the_model_and_additions_are_disjoint(case):
     X, y, model, sel = case
+    assert model.auto.get("ties", "largest") == "largest"
     assert sel["eps"] == model.grid.eps
     assert len(sel["base"]) == len(model.auto["levels"])
     assert set(sel["per"]) == set(sel["candidates"])

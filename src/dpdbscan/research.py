@@ -45,11 +45,16 @@ Post-processing of one release (studies of the density test and the automatic mo
     ``levels_ladder``: the MinPts ladder of a release.
     ``levels_unit_mass``: the most one unit adds to a release's total (k m).
     ``levels_scale``: the level of each partition on the stability scale.
+    ``ownscale_widen``, ``OWNSCALE_DIMS``: the 2-D own-alpha widening of a
+    selection by the larger candidates' (and the dimensions it runs in).
     ``noiseless_twin``: the spans a fitted model's release would give without
     noise (the same grid, contribution bound and bounding key; exact counts;
     the same core test), the reference of accuracy studies.
 
 Traces and units (the places studies' ground truth, recomputed from the private file)
+    ``count_units``, ``BoundingKey``, ``UnitBound``, ``make_source``: the
+    per-unit contribution bound's cell counts, with its key, bound and noise source.
+    ``offered_k``: the private choice of k offered one candidate inside a block.
     ``factorize``: each row's unit as a code, read id by id (the release's own reading).
     ``parse_times``: a time column (unix seconds, ISO text, timestamps) as unix seconds.
     ``event_rows``: the rows that are stops or trip ends, given each row's unit code.
@@ -82,9 +87,12 @@ from .model.predict import predict_spans, span_regions
 from .model.record import SpanModel
 from .model.reparam import remodel
 from .params.parameters import PARAMETERS
+from .params.specs import UnitBound
 from .pipeline import events_rows
 from .plan import autoplan
+from .plan import units as unit_plan
 from .plan.autoplan import base_eps as auto_base_eps
+from .post import ownscale
 from .post.auto import _parents as span_parents
 from .post.auto import choose as auto_choose
 from .post.coretests import build_spans, core_test
@@ -124,12 +132,22 @@ from .traces.periods import Periods
 
 #: The automatic mode's default cap on its base release's cells (the table's).
 AUTO_MAX_CELLS = PARAMETERS["max_cells"].default
+#: The 2-D own-alpha widening (``ownscale.widen``) and the dimensions it runs in.
+ownscale_widen = ownscale.widen
+OWNSCALE_DIMS = ownscale.DIMS
 
 __all__ = [
     "core_test",
     "levels_record",
     "remodel",
     "AUTO_MAX_CELLS",
+    "BoundingKey",
+    "OWNSCALE_DIMS",
+    "UnitBound",
+    "count_units",
+    "make_source",
+    "offered_k",
+    "ownscale_widen",
     "Equirectangular",
     "Periods",
     "event_rows",
@@ -186,6 +204,19 @@ def auto_points_per_cell(value: float) -> Iterator[None]:
         yield
     finally:
         autoplan.POINTS_PER_CELL = old
+
+
+@contextmanager
+def offered_k(k: int) -> Iterator[None]:
+    """Research: the private choice of k (``max_cells_per_unit="auto"``)
+    offered the one candidate ``k`` inside the block (a study of the choice);
+    may change."""
+    old = unit_plan.candidates
+    unit_plan.candidates = lambda grid: (int(k),)
+    try:
+        yield
+    finally:
+        unit_plan.candidates = old
 
 
 def dask_backend(**kwargs: Any) -> Any:
