@@ -409,3 +409,15 @@ def test_the_utility_note_quotes_the_chosen_k_s_noise():
     stand_in = f"standard deviation {forecast(r.release, r.spans).noise_std:.1f})"
     notes = [str(w.message) for w in caught if "standard deviation" in str(w.message)]
     assert expected != stand_in and any(expected in n for n in notes)
+
+
+def test_the_research_hook_offers_one_k_and_restores_the_ladder():
+    from dpdbscan.research import offered_k
+
+    X, units = crowd()
+    ladder = unit_plan.candidates(Grid(np.zeros(2), np.ones(2), 0.03, 4.0))
+    with offered_k(3):
+        est = fit_quietly(auto_k(random_state=0), X, units)
+    assert est.spans_.release.units.max_cells_per_unit == 3
+    assert tuple(est.spans_.release.unit_choice.candidates) == (3,)
+    assert unit_plan.candidates(Grid(np.zeros(2), np.ones(2), 0.03, 4.0)) == ladder
