@@ -280,19 +280,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--split", default="small-tune", choices=tuple(scene_bench.SPLITS))
     ap.add_argument("--small-2d", type=int, default=None, metavar="FIRST")
     ap.add_argument("--n-scenes", type=int, default=30)
+    ap.add_argument("--first", type=int, default=0, help="start at the split's first-th seed")
     ap.add_argument("--out", type=Path, required=True, help="prefix: <out>.jsonl records, <out>.md table")
     ap.add_argument("--hdbscan", type=Path, default=None, help="a scene_bench CSV with an hdbscan column")
     ap.add_argument(
         "--generalization", action="store_true", help="experiments.generalization's sets, seeds 0-4"
     )
+    ap.add_argument(
+        "--gen-seeds",
+        type=int,
+        nargs=2,
+        default=(0, 5),
+        metavar=("FROM", "TO"),
+        help="--generalization's noise seeds FROM..TO-1",
+    )
     args = ap.parse_args(argv)
-    cases = {c.seed: c for c in generalization_cases(range(5))} if args.generalization else {}
+    gen = range(*args.gen_seeds)
+    cases = {c.seed: c for c in generalization_cases(gen)} if args.generalization else {}
     if cases:
         seeds = list(cases)
     elif args.small_2d is not None:
         seeds = scene_bench.small_2d_seeds(args.split, args.small_2d, args.n_scenes)
     else:
-        seeds = list(scene_bench.SPLITS[args.split][: args.n_scenes])
+        seeds = list(scene_bench.SPLITS[args.split][args.first : args.first + args.n_scenes])
     path = args.out.with_suffix(".jsonl")
     path.parent.mkdir(parents=True, exist_ok=True)
     records = [json.loads(x) for x in path.read_text().splitlines()] if path.is_file() else []
