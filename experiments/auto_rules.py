@@ -273,6 +273,28 @@ def table(records: Sequence[dict], hdbscan: dict[int, float] | None = None) -> s
     return "\n".join(lines)
 
 
+def families(records: Sequence[dict], hdbscan: dict[int, float] | None = None) -> str:
+    """Per scene family (a scene counts in each of its tags): the default,
+    the chosen rule (:data:`CHOSEN`), better / worse, and HDBSCAN."""
+    s = score(records)
+    hd = hdbscan or {}
+    lines = [
+        f"| family | scenes | default | {CHOSEN} | better / worse | HDBSCAN |",
+        "|---|---|---|---|---|---|",
+    ]
+    tags = sorted({t for r in records for t in r["tags"].split()})
+    for tag in tags:
+        i = [j for j, r in enumerate(records) if tag in r["tags"].split()]
+        d, c = s["default"][i], s[CHOSEN][i]
+        h = [hd[int(records[j]["seed"])] for j in i if int(records[j]["seed"]) in hd]
+        lines.append(
+            f"| {tag} | {len(i)} | {d.mean():.3f} | {c.mean():.3f} | "
+            f"{int(np.sum(c - d > 0.005))} / {int(np.sum(c - d < -0.005))} | "
+            f"{np.mean(h) if h else float('nan'):.3f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import json
 
@@ -294,9 +316,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar=("FROM", "TO"),
         help="--generalization's noise seeds FROM..TO-1",
     )
+    ap.add_argument(
+        "--gen-below",
+        type=int,
+        default=None,
+        metavar="N",
+        help="--generalization's sets of fewer than N points",
+    )
     args = ap.parse_args(argv)
     gen = range(*args.gen_seeds)
-    cases = {c.seed: c for c in generalization_cases(gen)} if args.generalization else {}
+    cases = {
+        c.seed: c
+        for c in (generalization_cases(gen) if args.generalization else [])
+        if args.gen_below is None or c.n < args.gen_below
+    }
     if cases:
         seeds = list(cases)
     elif args.small_2d is not None:
@@ -330,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if x.get("hdbscan")
         }
     what = "generalization cases" if cases else f"scenes of {args.split}"
-    text = f"{len(records)} {what}\n\n" + table(records, hd)
+    text = f"{len(records)} {what}\n\n" + table(records, hd) + "\n\n" + families(records, hd)
     args.out.with_suffix(".md").write_text(text + "\n")
     print(text)
     return 0
