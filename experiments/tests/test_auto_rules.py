@@ -9,8 +9,6 @@ import pytest
 
 from experiments import auto_rules
 
-pytestmark = pytest.mark.slow
-
 
 def _record():
     rng = np.random.default_rng(2)
@@ -22,6 +20,7 @@ def _record():
     return auto_rules.study(sc)
 
 
+@pytest.mark.slow  # a fit and every candidate's selection
 def test_every_rule_picks_a_candidate_and_the_default_is_the_model_s_choice_before_the_rule():
     r = _record()
     m = len(r["eps"])
@@ -37,3 +36,31 @@ def test_every_rule_picks_a_candidate_and_the_default_is_the_model_s_choice_befo
     assert r["chosen"] == auto_rules.RULES[auto_rules.CHOSEN](r)
     s = auto_rules.score([r])
     assert s["best alpha"][0] == max(r["ari"]) and s["model"][0] == pytest.approx(r["model"])
+
+
+def test_families_table_gives_each_tag_its_scenes_means():
+    # two hand-made records: candidate 0 ties with 1 (score within 0.9), the
+    # default takes the larger eps, the chosen rule the one agreeing best
+    agree = [[1.0, 0.2, 0.9], [0.2, 1.0, 0.1], [0.9, 0.1, 1.0]]
+
+    def rec(seed, tags, ari):
+        return {
+            "seed": seed,
+            "tags": tags,
+            "model": 0.0,
+            "eps": [1.0, 1.4, 2.0],
+            "score": [10.0, 0.0, 9.5],
+            "clusters": [2, 1, 2],
+            "ari": ari,
+            "agree": {"union": agree, "inter": agree},
+        }
+
+    records = [rec(1, "2d spirals", [0.8, 0.0, 0.4]), rec(2, "2d strands", [0.6, 0.0, 0.6])]
+    s = auto_rules.score(records)
+    assert list(s["default"]) == [0.4, 0.6] and list(s[auto_rules.CHOSEN]) == [0.8, 0.6]
+    rows = auto_rules.families(records, {1: 0.5, 2: 0.7}).splitlines()[2:]
+    assert rows == [
+        "| 2d | 2 | 0.500 | 0.700 | 1 / 0 | 0.600 |",
+        "| spirals | 1 | 0.400 | 0.800 | 1 / 0 | 0.500 |",
+        "| strands | 1 | 0.600 | 0.600 | 0 / 0 | 0.700 |",
+    ]
