@@ -56,7 +56,7 @@ def fit(sc: Any) -> Any:
                 min_samples="auto",
                 epsilon=getattr(sc, "epsilon", 1.0),
                 bounds=sc.bounds,
-                random_state=sc.seed,
+                random_state=getattr(sc, "random_state", sc.seed),
             )
             .fit(sc.X)
             .spans_
@@ -73,6 +73,8 @@ class Case:
     bounds: tuple
     epsilon: float
     name: str
+    #: the fit's seed where it is not ``seed`` (the dev suite's noise seed)
+    random_state: int | None = None
 
     @property
     def n(self) -> int:
@@ -92,6 +94,20 @@ def generalization_cases(seeds: Sequence[int]) -> list[Case]:
     return [
         Case(1000 * i + s, X, y, (-4.0, 4.0), eps, name)
         for i, (name, X, y, eps) in enumerate(generalization.cases())
+        for s in seeds
+    ]
+
+
+def dev_cases(seeds: Sequence[int]) -> list[Case]:
+    """The dev suite's 2-D sets (:func:`experiments.devsuite.load_dev`, 20,000
+    points each) at epsilon = 1, fitted with the noise seeds the dev suite
+    uses; a case's key is 1000 x the set's index + the seed."""
+    from . import devsuite
+
+    sets = [ds for ds in devsuite.load_dev() if ds.X.shape[1] == 2]
+    return [
+        Case(1000 * i + s, ds.X, ds.y, ds.bounds, 1.0, ds.name, random_state=s)
+        for i, ds in enumerate(sets)
         for s in seeds
     ]
 
@@ -301,6 +317,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--split", default="small-tune", choices=tuple(scene_bench.SPLITS))
     ap.add_argument("--small-2d", type=int, default=None, metavar="FIRST")
+    ap.add_argument(
+        "--large-2d", type=int, default=None, metavar="FIRST", help="2-D scenes of 6,000 points or more"
+    )
+    ap.add_argument("--dev", action="store_true", help="the dev suite's 2-D sets (seeds: --gen-seeds)")
     ap.add_argument("--n-scenes", type=int, default=30)
     ap.add_argument("--first", type=int, default=0, help="start at the split's first-th seed")
     ap.add_argument("--out", type=Path, required=True, help="prefix: <out>.jsonl records, <out>.md table")
@@ -330,10 +350,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for c in (generalization_cases(gen) if args.generalization else [])
         if args.gen_below is None or c.n < args.gen_below
     }
+    if args.dev:
+        cases = {c.seed: c for c in dev_cases(gen)}
     if cases:
         seeds = list(cases)
     elif args.small_2d is not None:
         seeds = scene_bench.small_2d_seeds(args.split, args.small_2d, args.n_scenes)
+    elif args.large_2d is not None:
+        seeds = scene_bench.small_2d_seeds(args.split, args.large_2d, args.n_scenes, large=True)
     else:
         seeds = list(scene_bench.SPLITS[args.split][args.first : args.first + args.n_scenes])
     path = args.out.with_suffix(".jsonl")
@@ -362,7 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for x in csv.DictReader(args.hdbscan.open())
             if x.get("hdbscan")
         }
-    what = "generalization cases" if cases else f"scenes of {args.split}"
+    what = ("dev sets" if args.dev else "generalization cases") if cases else f"scenes of {args.split}"
     text = f"{len(records)} {what}\n\n" + table(records, hd) + "\n\n" + families(records, hd)
     args.out.with_suffix(".md").write_text(text + "\n")
     print(text)

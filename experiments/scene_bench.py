@@ -522,18 +522,19 @@ def read_rows(path: Path) -> list[dict]:
 SMALL_2D_N = 6_000
 
 
-def small_2d_seeds(split: str, first: int, count: int) -> list[int]:
+def small_2d_seeds(split: str, first: int, count: int, large: bool = False) -> list[int]:
     """The first ``count`` seeds of ``split`` from its ``first``-th on whose
     scenes are 2-D with fewer than :data:`SMALL_2D_N` points: more of the
     small sets where single noise draws vary most, on seeds fixed with the
-    split (the close-tune split from 80 on: the scenes beyond its first 80)."""
+    split (the close-tune split from 80 on: the scenes beyond its first 80).
+    ``large``: those of :data:`SMALL_2D_N` points or more instead."""
     seeds = SPLITS[split]
     out: list[int] = []
     for seed in seeds[first:]:
         if len(out) == count:
             break
         sc = scene_of(seed)
-        if sc.d == 2 and sc.n < SMALL_2D_N:
+        if sc.d == 2 and (sc.n >= SMALL_2D_N) == large:
             out.append(seed)
     return out
 

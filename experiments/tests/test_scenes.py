@@ -180,6 +180,12 @@ def test_small_2d_seeds_are_the_split_s_small_2d_scenes():
     for seed in range(30_080, seeds[-1] + 1):
         sc = scene_bench.scene_of(seed)
         assert (seed in seeds) == (sc.d == 2 and sc.n < scene_bench.SMALL_2D_N)
+    # large=True: the 2-D scenes of 6,000 points or more from the split's start
+    large = scene_bench.small_2d_seeds("close-tune", 0, 3, large=True)
+    for seed in range(30_000, large[-1] + 1):
+        sc = scene_bench.scene_of(seed)
+        assert (seed in large) == (sc.d == 2 and sc.n >= scene_bench.SMALL_2D_N)
+    assert len(large) == 3
 
 
 def _blobs():
