@@ -106,7 +106,7 @@ def dev_cases(seeds: Sequence[int]) -> list[Case]:
 
     sets = [ds for ds in devsuite.load_dev() if ds.X.shape[1] == 2]
     return [
-        Case(1000 * i + s, ds.X, ds.y, ds.bounds, 1.0, ds.name, random_state=s)
+        Case(1000 * i + s, ds.X, ds.labels, ds.bounds, 1.0, ds.name, random_state=s)
         for i, ds in enumerate(sets)
         for s in seeds
     ]
