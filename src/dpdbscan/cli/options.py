@@ -306,8 +306,16 @@ def add_trace_options(p: ArgTarget) -> None:
     t.add_argument(
         "--trip-ends",
         metavar="COLUMN",
-        help="count each unit's trip ends instead of its rows, from this 0/1 status column "
-        "(1: carrying; Cabs' occupied): see --ends",
+        help="count each unit's trip ends instead of its rows, from this status column: 0/1 "
+        "(1: carrying; Cabs' occupied), booleans or the text true/false, or the two codes of "
+        "--status-values; see --ends",
+    )
+    t.add_argument(
+        "--status-values",
+        nargs=2,
+        metavar=("FREE", "CARRYING"),
+        help="with --trip-ends: the status column's two codes, e.g. --status-values free hired "
+        "(numbers too: --status-values 1 2); any other value drops its row",
     )
     t.add_argument(
         "--ends",

@@ -309,7 +309,10 @@ def schema_columns(
     idx = resolve_columns(names, numeric, columns, choose, where=where, unit=unit_at)
     for i in idx:
         if types is not None and not numeric[i]:
-            raise ValueError(f"{where}: column {str(names[i])!r} is not numeric (type {types[i]})")
+            raise ValueError(
+                f"{where}: column {str(names[i])!r} is not numeric (type {types[i]}); choose the "
+                "coordinate columns with --columns"
+            )
     return idx, unit_at
 
 

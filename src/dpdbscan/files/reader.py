@@ -631,9 +631,8 @@ def read_columns(
 
     ``column`` as read, nothing parsed: a pyarrow array of the CSV fields'
     bytes (null for a missing field or a malformed line), a Parquet column of
-    its declared type, or a .npy column. ``flag`` (None if not asked): a
-    Parquet or .npy column as declared, CSV values as numbers (NaN when not
-    a number). The columns are public input (names or 0-based indices),
+    its declared type, or a .npy column. ``flag`` (None if not asked): the
+    same. The columns are public input (names or 0-based indices),
     refused before any record is read when the file does not have them.
     Standard input cannot be read twice.
     """
@@ -654,12 +653,25 @@ def read_columns(
         cols = [np.array(arr[:, j]) for j in picked]
         return cols[0], (cols[1] if flag is not None else None)
     # CSV: the same reader, the column as a "unit" (its bytes, exactly, aligned
-    # with the rows by the same per-record rules) and the flag as the one
-    # coordinate; the file's own points are not read again
-    columns = (flag,) if flag is not None else options.columns
-    with open_input(path, replace(options, columns=columns, unit=column), d=d, choose=choose) as plan:
-        got = plan.read(progress)
-    return got.units, (None if flag is None else got.X[:, 0])
+    # with the rows by the same per-record rules); the flag the same way in a
+    # pass of its own, so that a status written as text (true/false, free/hired)
+    # is read as text
+    got = [_csv_field(path, c, options, d, choose, progress) for c in (column, flag) if c is not None]
+    return got[0], (got[1] if flag is not None else None)
+
+
+def _csv_field(
+    path: Path | str,
+    column: str | int,
+    options: ReadOptions,
+    d: int | None,
+    choose: ColumnChooser | None,
+    progress: bool | None,
+) -> Any:
+    """One CSV column's fields as bytes (null when missing), row for row with
+    the points: read as the unit column is, beside the points' columns."""
+    with open_input(path, replace(options, unit=column), d=d, choose=choose) as plan:
+        return plan.read(progress).units
 
 
 def _parquet_column(path: Path, column: str | int) -> Any:
