@@ -250,7 +250,12 @@ def events_of(events: Events, X: Any, units: Any, times: Any, status: Any) -> tu
 
 
 def events_rows(
-    events: Events, X: np.ndarray, units: Any, times: Any, status: Any, notes: Callable[[str], Any] | None = None
+    events: Events,
+    X: np.ndarray,
+    units: Any,
+    times: Any,
+    status: Any,
+    notes: Callable[[str], Any] | None = None,
 ) -> np.ndarray:
     """The rows :func:`events_of` keeps (ascending), one per event: the
     event's first point (a series over time places it by that point's time).

@@ -324,9 +324,7 @@ def open_points(
     return open_input(path, read, d=d, choose=_chooser(geo, preferred))
 
 
-def _chooser(
-    geo: bool, preferred: Sequence[str] | None = None, skip: Sequence[str | int | None] = ()
-) -> Any:
+def _chooser(geo: bool, preferred: Sequence[str] | None = None, skip: Sequence[str | int | None] = ()) -> Any:
     """The default columns of a declared header or schema: a model's own
     (``preferred``), else with ``geo`` those named like longitude and latitude,
     else, when ``skip`` names columns read beside the points (a trace's

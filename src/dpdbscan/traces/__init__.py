@@ -174,7 +174,10 @@ def unreadable_note(events: Events, times: np.ndarray, status: np.ndarray | None
         read = f"{codes[0]} or {codes[1]}" if codes else "0/1, a boolean or the text true/false"
         parts.append(f"{bad_s:,} more no status read as {read}")
         if codes is None:
-            parts[-1] += " (a status in other codes needs --status-values FREE CARRYING; in Python TripEnds(values=(free, carrying)))"
+            parts[-1] += (
+                " (a status in other codes needs --status-values FREE CARRYING; in Python "
+                "TripEnds(values=(free, carrying)))"
+            )
     return "; ".join(parts) + ": dropped before the units' events are found"
 
 
