@@ -496,6 +496,10 @@ def test_a_one_field_header_with_another_delimiter_names_the_option(tmp_path):
     path = write_csv(tmp_path / "p.csv", header="x;y", rows=["1;2"])
     with pytest.raises(ValueError, match="pass --delimiter ';'"):
         read_input(path, header=True, d=2)
+    # also when a column is named (the unit, a coordinate): the hint, not "no column"
+    for kw in ({"unit": "y", "columns": None}, {"columns": ("x", "y")}):
+        with pytest.raises(ValueError, match="pass --delimiter ';'"):
+            read_input(path, header=True, d=2, **kw)
     # told ',' for a one-coordinate file, there is one column named "x;y"
     got = read_input(path, delimiter=",", header=True)
     assert got.names == ["x;y"] and got.n_unparseable == 1

@@ -180,10 +180,11 @@ def csv_layout(
             # every field a coordinate, and one more for the unit
             n = d if options.unit is None else d + 1
         names = [str(i) for i in range(n)]
+    if has_header and len(names) == 1 and options.delimiter is None:
+        # before any column is looked up by name: a one-field header names no column
+        _hint_delimiter(names[0], delimiter, d, where)
     unit = resolve_unit(names, options.unit, where=where)
     idx = resolve_columns(names, [True] * len(names), options.columns, choose, where=where, unit=unit)
-    if has_header and len(names) == 1 and options.delimiter is None:
-        _hint_delimiter(names[0], delimiter, d, where)
     return names, CsvLayout(delimiter, len(names), tuple(idx), unit)
 
 

@@ -14,7 +14,8 @@ The text rule, after trimming spaces and tabs:
   seconds; ``nan`` and ``inf`` are no time;
 * ``YYYY-MM-DD``, optionally followed by ``T`` or a space and ``hh:mm``,
   ``hh:mm:ss`` or ``hh:mm:ss.fff...``, optionally followed by ``Z`` or an
-  offset ``+hh:mm`` / ``-hhmm``: ISO 8601. Without an offset the time is
+  offset ``+hh:mm`` / ``-hhmm`` / ``+hh`` (as PostgreSQL writes a
+  ``timestamptz``): ISO 8601. Without an offset the time is
   read as UTC (a stop's duration, the only use of times here, is the same in
   any one fixed zone);
 * anything else, and an impossible date such as ``2008-02-30``, is no time.
@@ -40,7 +41,7 @@ NUMBER_PATTERN = (
 )
 _DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
 _HMS = r"[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?"
-_ZONE = r"(?:Z|[+-][0-9]{2}:?[0-9]{2})"
+_ZONE = r"(?:Z|[+-][0-9]{2}(?::?[0-9]{2})?)"
 #: ISO 8601 text without an offset (read as UTC) and with one.
 ISO_LOCAL = rf"^{_DATE}(?:{_HMS})?$"
 ISO_ZONED = rf"^{_DATE}{_HMS}{_ZONE}$"
