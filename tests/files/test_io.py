@@ -82,6 +82,15 @@ def test_unknown_format_is_refused_naming_the_option(name):
     assert format_of(name, "csv.gz").gzip
 
 
+@pytest.mark.parametrize(
+    "name, what",
+    [("p.geojson", "GeoJSON"), ("fleet.sqlite", "SQLite"), ("t.gpkg", "GeoPackage"), ("t.DB", "database")],
+)
+def test_a_format_that_is_not_read_is_named_with_the_way_out(name, what):
+    with pytest.raises(ValueError, match=f"{what}.* is not read .*export the points as CSV or Parquet"):
+        format_of(name)
+
+
 def test_gzip_is_decided_by_the_name_not_the_content(tmp_path):
     path = tmp_path / "p.csv"
     path.write_bytes(gzip.compress(b"x,y\n1,2\n3,4\n"))
@@ -901,3 +910,13 @@ def test_block_hook_sees_each_block_in_place_also_when_a_block_is_read_in_parts(
     assert sum(seen) == 120 and got.n_malformed == plain.n_malformed == 1
     np.testing.assert_array_equal(got.X, 2.0 * plain.X)
     assert np.isnan(got.X[37]).all() and got.X[119, 0] == 238.0
+
+
+def test_a_geoparquet_geometry_column_says_how_to_give_lon_lat(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "points.parquet"
+    pq.write_table(pa.table({"geometry": pa.array([b"\x01\x01"] * 3), "cab": ["a", "b", "c"]}), path)
+    for columns in (None, ("geometry",)):
+        with pytest.raises(ValueError, match="geometry column .* is not read: write each point's longitude"):
+            read_points(path, columns=columns)
