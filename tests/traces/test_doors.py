@@ -420,3 +420,24 @@ def test_parquet_time_and_text_status_columns_are_not_coordinates(capsys, tmp_pa
         "--out-dir", str(tmp_path / "b"),
     )  # fmt: skip
     assert rc == 2 and "'busy' is not numeric" in err and "--columns" in err
+
+
+def test_times_in_milliseconds_need_time_unit_and_a_note_says_so(capsys, tmp_path):
+    X, units, times, status = traces()
+    path = tmp_path / "traces.csv"
+    rows = [
+        f"{float(a)!r},{float(b)!r},{u},{int(t) * 1000}" for a, b, u, t in zip(X[:, 0], X[:, 1], units, times)
+    ]
+    path.write_text("\n".join(["x,y,person,time", *rows]) + "\n")
+    stops = ["--time", "time", "--stops", "0.01", "5min", *QUIET]
+    rc, out, err = run(
+        capsys, "fit", str(path), *CLI, *CLI_UNIT, *stops, "--time-unit", "ms", "--out-dir", str(tmp_path)
+    )
+    assert rc == 0, err and "year 3000" not in err
+    Xe, ue = events_of(Stops(0.01, 300.0), X, units, times, status)
+    ref = DPDBSCAN(**PARAMS, random_state=3).fit(Xe, units=ue.astype(str))
+    _same_release(load_model(tmp_path / "traces.spans.json"), ref.spans_)
+    rc, out, err = run(capsys, "fit", str(path), *CLI, *CLI_UNIT, *stops, "--out-dir", str(tmp_path / "s"))
+    assert (
+        rc == 0 and "8,000 of 8,000 row(s) have times after the year 3000" in err and "--time-unit ms" in err
+    )

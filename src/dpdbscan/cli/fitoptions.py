@@ -92,6 +92,7 @@ class FitOptions:
     dataset: str | None = None
     events: Events | None = None
     time: str | None = None
+    time_unit: str = "s"
     trip_ends: str | None = None
     per: str | None = None
 
@@ -120,6 +121,7 @@ class FitOptions:
             need_2d=need_2d,
             columns_text=None if args.columns is None else tuple(args.columns),
             events=events_from_args(args),
+            time_unit=getattr(args, "time_unit", None) or "s",
         )
 
     @property
@@ -151,6 +153,7 @@ class FitOptions:
             progress=self.progress,
             transforms=steps,
             time_column=None if events is None and self.per is None else self.time,
+            time_unit=self.time_unit,
             status_column=self.trip_ends if events is not None and events.needs_status else None,
         )
 

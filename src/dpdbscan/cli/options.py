@@ -296,6 +296,14 @@ def add_trace_options(p: ArgTarget) -> None:
         "(UTC unless it says otherwise) or a Parquet timestamp; a row with a bad time is dropped",
     )
     t.add_argument(
+        "--time-unit",
+        choices=("s", "ms", "us", "ns"),
+        default="s",
+        help="what a number in the --time column counts since 1970-01-01 UTC: seconds (s, the "
+        "default), milliseconds (ms), microseconds (us) or nanoseconds (ns); ISO text and typed "
+        "timestamps say their own",
+    )
+    t.add_argument(
         "--stops",
         nargs=2,
         metavar=("RADIUS", "DURATION"),

@@ -49,6 +49,7 @@ from ..files.formats import LABEL_COLUMN, is_index_column, looks_like_unit
 from ..files.unitids import read_units
 from ..geometry.projection import check_lonlat_names, default_geo_columns
 from ..params.validation import check_array
+from ..traces import parse_times
 from .box import Box, public_box, split_bounds
 from .clipping import BlockPrep, note_clipping
 from .notes import Notes
@@ -100,6 +101,10 @@ class Source:
         indices), read row for row with the points into
         :attr:`Points.times <dpdbscan.prepare.prepared.Points>` and ``status``
         for the steps above (``--time``, ``--trip-ends``).
+    time_unit : str
+        What a number of the time column counts (``--time-unit``: ``"s"``,
+        ``"ms"``, ``"us"``, ``"ns"``); other than seconds, the times are
+        read into float seconds here (:func:`dpdbscan.traces.parse_times`).
     block_counter : callable, optional
         Called on every block of a file's rows once it is projected (on the
         reading threads, so thread-safe), with the rows as the mechanism will
@@ -122,6 +127,7 @@ class Source:
     progress: bool | None = None
     transforms: tuple[Transform, ...] = ()
     time_column: str | None = None
+    time_unit: str = "s"
     status_column: str | None = None
     block_counter: Callable[[np.ndarray], None] | None = None
 
@@ -263,6 +269,8 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
             choose=_chooser(source.geo, skip=skip),
             progress=source.progress,
         )
+        if source.time_unit != "s":
+            times = parse_times(times, source.time_unit)
     box = _box(source, X.shape[1], X)
     counts = None if prep is None else prep.result(X.shape[0])
     if box.proj is not None and counts is None:

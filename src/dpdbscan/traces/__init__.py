@@ -155,15 +155,27 @@ def event_rows(
     return events.rows(X, codes, t, s)
 
 
+#: 3000-01-01 in unix seconds: a number of seconds beyond it is most likely
+#: milliseconds (:func:`unreadable_note`).
+FAR_FUTURE = 32_503_680_000.0
+
+
 def unreadable_note(events: Events, times: np.ndarray, status: np.ndarray | None) -> str | None:
     """A private note (it counts rows of the data) of the rows dropped for a
     time or status that is missing or unreadable, from :func:`parsed_inputs`'
     values; None when every row has both. Never quotes a value."""
     bad_t = int(np.count_nonzero(np.isnan(times)))
     bad_s = 0 if status is None else int(np.count_nonzero(np.isnan(status) & ~np.isnan(times)))
-    if not bad_t and not bad_s:
-        return None
+    # after the year 3000 as seconds: most likely milliseconds (a note; the rows are kept)
+    late = int(np.count_nonzero(times > FAR_FUTURE))
     parts = []
+    if late:
+        parts.append(
+            f"{late:,} of {times.shape[0]:,} row(s) have times after the year 3000 as unix seconds: if "
+            "the column counts milliseconds, give --time-unit ms (in Python, times in seconds)"
+        )
+    if not bad_t and not bad_s:
+        return parts[0] if parts else None
     if bad_t:
         parts.append(
             f"{bad_t:,} of {times.shape[0]:,} row(s) have no readable time (unix seconds, ISO 8601 "
@@ -178,7 +190,8 @@ def unreadable_note(events: Events, times: np.ndarray, status: np.ndarray | None
                 " (a status in other codes needs --status-values FREE CARRYING; in Python "
                 "TripEnds(values=(free, carrying)))"
             )
-    return "; ".join(parts) + ": dropped before the units' events are found"
+    dropped = "; ".join(parts[1:] if late else parts) + ": dropped before the units' events are found"
+    return "; ".join(parts[:1] + [dropped]) if late else dropped
 
 
 def event_words(record: dict[str, Any], length: Any = lambda v: f"{v:g}") -> str:
