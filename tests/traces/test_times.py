@@ -109,7 +109,8 @@ def test_numbers_in_other_units_and_text_and_timestamps_as_they_are():
         np.testing.assert_array_equal(parse_times(np.array([n, n + per]), unit), [T0, T0 + 1])
         np.testing.assert_array_equal(parse_times(pa.chunked_array([[n, None]]), unit)[:1], [T0])
     stamps = pa.array([ms], pa.int64()).cast(pa.timestamp("ms"))
-    assert parse_times(stamps, "ms")[0] == T0 == parse_times(np.array([ms], np.int64).astype("datetime64[ms]"), "ms")[0]
+    typed = np.array([ms], np.int64).astype("datetime64[ms]")
+    assert parse_times(stamps, "ms")[0] == T0 == parse_times(typed, "ms")[0]
     assert parse_times(pa.array([str(ms).encode()]), "ms")[0] == T0
     with pytest.raises(ValueError, match="time unit"):
         parse_times([1], "min")
