@@ -436,7 +436,9 @@ def test_times_in_milliseconds_need_time_unit_and_a_note_says_so(capsys, tmp_pat
     assert rc == 0, err and "year 3000" not in err
     Xe, ue = events_of(Stops(0.01, 300.0), X, units, times, status)
     ref = DPDBSCAN(**PARAMS, random_state=3).fit(Xe, units=ue.astype(str))
-    _same_release(load_model(tmp_path / "traces.spans.json"), ref.spans_)
+    model = load_model(tmp_path / "traces.spans.json")
+    _same_release(model, ref.spans_)
+    assert model.metadata["events"]["time_unit"] == "ms"
     rc, out, err = run(capsys, "fit", str(path), *CLI, *CLI_UNIT, *stops, "--out-dir", str(tmp_path / "s"))
     assert (
         rc == 0 and "8,000 of 8,000 row(s) have times after the year 3000" in err and "--time-unit ms" in err
