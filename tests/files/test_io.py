@@ -8,8 +8,16 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from dpdbscan.files import (
+    ReadOptions,
+    format_of,
+    read_columns,
+    read_input,
+    read_points,
+    resolve_columns,
+    write_labels,
+)
 from dpdbscan.files import csvfile as dpio
-from dpdbscan.files import format_of, read_input, read_points, resolve_columns, write_labels
 from dpdbscan.files.records import NULL_VALUES, is_number
 from dpdbscan.model import save_model, to_json
 
@@ -920,3 +928,44 @@ def test_a_geoparquet_geometry_column_says_how_to_give_lon_lat(tmp_path):
     for columns in (None, ("geometry",)):
         with pytest.raises(ValueError, match="geometry column .* is not read: write each point's longitude"):
             read_points(path, columns=columns)
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (["1", "2"], [3, 4]),  # text ids in one file, integers in the other
+        ([1, 2], ["3", "x"]),
+        (np.array([1, 2], "datetime64[us]"), np.array([3, 4], "datetime64[ms]")),
+        (np.array([1, 2], np.int64), np.array([3, 4], np.int32)),
+    ],
+)
+def test_a_dataset_whose_files_disagree_on_a_columns_type_is_refused_before_reading(tmp_path, first, second):
+    """pyarrow would cast the second file's values to the first's type, and
+    whether that succeeds depends on the values: refused from the schemas."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    for name, col in (("a", first), ("b", second)):
+        table = pa.table({"x": [0.1, 0.2], "y": [0.3, 0.4], "u": pa.array(col)})
+        pq.write_table(table, folder / f"{name}.parquet")
+    timed = isinstance(first, np.ndarray) and first.dtype.kind == "M"
+    with pytest.raises(ValueError, match="declare column 'u' with different types"):
+        if timed:  # a trace's time column, read beside the points
+            read_columns(folder, "u", options=ReadOptions(columns=("x", "y")))
+        else:
+            read_input(folder, columns=("x", "y"), unit="u")
+    got = read_input(folder, columns=("x", "y"))  # u is not read: nothing to refuse
+    assert got.X.shape == (4, 2)
+
+
+def test_a_dataset_with_one_schema_and_dictionary_or_large_text_reads(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    units = (pa.array(["a", "b"]).dictionary_encode(), pa.array(["c", "d"], pa.large_string()))
+    for name, col in zip("ab", units):
+        pq.write_table(pa.table({"x": [0.1, 0.2], "y": [0.3, 0.4], "u": col}), folder / f"{name}.parquet")
+    got = read_input(folder, columns=("x", "y"), unit="u")
+    assert got.X.shape == (4, 2) and len(got.units) == 4

@@ -36,7 +36,7 @@ them) is read like one file; its schema is the files' metadata.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -520,6 +520,31 @@ class _ParquetSource:
     def num_rows(self) -> int:
         return self.file.metadata.num_rows if self.file is not None else self.dataset.count_rows()
 
+    def check_agreement(self, columns: Sequence[str]) -> None:
+        """Refuse a dataset whose files declare ``columns`` with other types
+        than the dataset's schema (taken from one of its files), from the
+        files' schemas alone (public metadata), before any record is read.
+        Reading them would cast each file's values to one type, and whether
+        that cast succeeds (text ids to integers, microseconds to
+        milliseconds, a large integer to a narrower one) depends on the
+        values: one row could decide whether anything is released."""
+        if self.dataset is None:
+            return
+        import pyarrow.parquet as pq
+
+        for file in self.dataset.files:
+            schema = pq.read_schema(file)
+            for name in columns:
+                if name not in schema.names:
+                    continue  # a column a file lacks reads as missing values in its rows
+                got, want = schema.field(name).type, self.schema.field(name).type
+                if not _same_values(got, want):
+                    raise ValueError(
+                        f"{self.path}: the files of this dataset declare column {name!r} with different "
+                        f"types ({want} in one, {got} in {Path(file).name}); write every file with one "
+                        "schema (each column one type) and read it again"
+                    )
+
     def batches(self, columns: list[str]):
         if self.file is not None:
             return self.file.iter_batches(batch_size=1 << 20, columns=columns)
@@ -528,6 +553,19 @@ class _ParquetSource:
     def close(self) -> None:
         if self.file is not None and hasattr(self.file, "close"):
             self.file.close()
+
+
+def _same_values(a: Any, b: Any) -> bool:
+    """Whether two Arrow types hold the same values (dictionary encoding aside)."""
+    import pyarrow as pa
+
+    def plain(t: Any) -> Any:
+        t = t.value_type if pa.types.is_dictionary(t) else t
+        if pa.types.is_large_string(t):
+            return pa.string()
+        return pa.binary() if pa.types.is_large_binary(t) else t
+
+    return bool(plain(a).equals(plain(b)))
 
 
 def _open_parquet(
@@ -554,6 +592,10 @@ def _open_parquet(
     names = [schema.names[i] for i in idx]
     skipped = skipped_index_columns(schema.names, idx, options.columns)
     unit_name = None if unit is None else schema.names[unit]
+    try:
+        pf.check_agreement(names if unit_name is None else [*names, unit_name])
+    except (pa.ArrowException, OSError) as exc:
+        raise _io_error(str(path), "Parquet", exc) from None
 
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
         X, units, n_missing = _read_parquet(pf, path, names, unit_name, progress)
@@ -684,6 +726,7 @@ def _parquet_column(path: Path, column: str | int) -> Any:
     try:
         j = resolve_unit(pf.schema.names, column, where=str(path))
         name = pf.schema.names[j]
+        pf.check_agreement([name])
         chunks = [batch.column(name) for batch in pf.batches([name])]
     except (pa.ArrowException, OSError) as exc:
         raise _io_error(str(path), "Parquet", exc) from None
