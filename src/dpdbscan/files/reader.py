@@ -36,7 +36,7 @@ them) is read like one file; its schema is the files' metadata.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -532,18 +532,8 @@ class _ParquetSource:
             return
         import pyarrow.parquet as pq
 
-        for file in self.dataset.files:
-            schema = pq.read_schema(file)
-            for name in columns:
-                if name not in schema.names:
-                    continue  # a column a file lacks reads as missing values in its rows
-                got, want = schema.field(name).type, self.schema.field(name).type
-                if not _same_values(got, want):
-                    raise ValueError(
-                        f"{self.path}: the files of this dataset declare column {name!r} with different "
-                        f"types ({want} in one, {got} in {Path(file).name}); write every file with one "
-                        "schema (each column one type) and read it again"
-                    )
+        schemas = ((Path(file).name, pq.read_schema(file)) for file in self.dataset.files)
+        check_schemas_agree(self.schema, schemas, columns, where=str(self.path))
 
     def batches(self, columns: list[str]):
         if self.file is not None:
@@ -553,6 +543,26 @@ class _ParquetSource:
     def close(self) -> None:
         if self.file is not None and hasattr(self.file, "close"):
             self.file.close()
+
+
+def check_schemas_agree(
+    schema: Any, schemas: Iterable[tuple[str, Any]], columns: Sequence[str], *, where: str
+) -> None:
+    """Refuse (ValueError, before any record is read) when a file of a
+    Parquet dataset declares one of ``columns`` with another type than the
+    dataset's ``schema``; ``schemas``: each file's (name, Arrow schema).
+    Public: the schemas alone. See :meth:`_ParquetSource.check_agreement`."""
+    for name_of_file, got_schema in schemas:
+        for name in columns:
+            if name not in got_schema.names or name not in schema.names:
+                continue  # a column a file lacks reads as missing values in its rows
+            got, want = got_schema.field(name).type, schema.field(name).type
+            if not _same_values(got, want):
+                raise ValueError(
+                    f"{where}: the files of this dataset declare column {name!r} with different "
+                    f"types ({want} in one, {got} in {name_of_file}); write every file with one "
+                    "schema (each column one type) and read it again"
+                )
 
 
 def _same_values(a: Any, b: Any) -> bool:
