@@ -123,8 +123,9 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         stops (``Stops(radius, duration)``: runs of its points within
         ``radius`` of their first point for at least ``duration`` seconds,
         one point each) or its trip ends (``TripEnds("pickup")``, from a 0/1
-        ``status``, or ``TripEnds("pickup", values=("free", "hired"))``) instead of all its rows, before its contribution is
-        bounded. Needs ``units`` and ``times`` in ``fit`` (and ``status``
+        ``status``, or ``TripEnds("pickup", values=("free", "hired"))``)
+        instead of all its rows, before its contribution is bounded.
+        Needs ``units`` and ``times`` in ``fit`` (and ``status``
         for trip ends); each unit's events come from its own rows alone, so
         the unit-level guarantee is unchanged (docs/places.md,
         docs/privacy.md section 1). ``radius`` is in the data's units

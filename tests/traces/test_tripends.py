@@ -121,3 +121,22 @@ def test_trip_ends_with_codes_record_them_and_refuse_bad_codes():
     for bad in (("free", "free"), ("free",), "fh", ("", "x")):
         with pytest.raises(ValueError, match="two"):
             TripEnds("pickup", bad).resolved(geo=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.sampled_from(["0", "1", " 1", "1.0", "true", "False", "2", "", "x", "0 "]),
+            st.text(max_size=4),
+        ),
+        max_size=30,
+    )
+)
+def test_the_text_fast_path_reads_each_value_as_the_full_rule_does(words):
+    from dpdbscan.traces.tripends import _full_status
+
+    for arr in (pa.array(words, pa.string()), pa.array([None if w is None else w.encode() for w in words])):
+        np.testing.assert_array_equal(parse_status(arr), _full_status(arr))
+        np.testing.assert_array_equal(parse_status(pa.chunked_array([arr])), _full_status(arr))

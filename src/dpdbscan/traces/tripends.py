@@ -37,6 +37,18 @@ def parse_status(values: Any, codes: tuple[str, str] | None = None) -> np.ndarra
     ``(free, carrying)`` read as 0 and 1 instead (the module docstring)."""
     if codes is not None:
         return _coded_status(values, codes)
+    plain = _plain_digits(values)
+    if plain is not None:
+        # text: "0" and "1" as they are (most rows of a CSV status), the rest by the rules below
+        s, rest = plain
+        if rest.size:
+            s[rest] = _full_status(_arrow(values).take(rest))
+        return s
+    return _full_status(values)
+
+
+def _full_status(values: Any) -> np.ndarray:
+    """:func:`parse_status`'s default rule for every value."""
     # numbers, booleans and numeric text by the time column's number rule;
     # an ISO date is a large number of seconds, hence no status
     s = parse_times(values)
@@ -46,6 +58,31 @@ def parse_status(values: Any, codes: tuple[str, str] | None = None) -> np.ndarra
         for word, value in (("false", 0.0), ("true", 1.0)):
             s[np.flatnonzero(words == word)] = value
     return s
+
+
+def _plain_digits(values: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """For text or bytes values: ``(status, rows)``, the status 0.0/1.0
+    where a value is exactly ``0`` or ``1`` and the rows of every other value
+    (to read by the full rule); None for values that are not text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if type(values).__module__.split(".")[0] != "pyarrow":
+        return None
+    arr = _arrow(values)
+    t = arr.type
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        zero, one = pa.scalar(b"0", t), pa.scalar(b"1", t)
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        zero, one = pa.scalar("0", t), pa.scalar("1", t)
+    else:
+        return None
+    is_one = pc.fill_null(pc.equal(arr, one), False).to_numpy(zero_copy_only=False)
+    is_zero = pc.fill_null(pc.equal(arr, zero), False).to_numpy(zero_copy_only=False)
+    s = np.full(len(arr), np.nan)
+    s[is_zero] = 0.0
+    s[is_one] = 1.0
+    return s, np.flatnonzero(~(is_zero | is_one))
 
 
 def _coded_status(values: Any, codes: tuple[str, str]) -> np.ndarray:
