@@ -1089,7 +1089,7 @@ class DaskBackend:
         (:func:`dpdbscan.files.reader.check_schemas_agree`): dask would cast
         every file to one type, and whether that cast succeeds depends on the
         values."""
-        import fsspec
+        import fsspec  # type: ignore[import-untyped]
         import pyarrow.parquet as pq
 
         fs, _, found = fsspec.core.get_fs_token_paths(list(paths), storage_options=self.storage_options)
