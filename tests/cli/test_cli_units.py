@@ -549,19 +549,8 @@ def test_a_delta_near_one_over_the_units_is_a_private_note_after_the_release(cap
 def test_forecast_takes_a_fits_unit_option(capsys):
     """A fit's command with ``forecast`` in place of ``fit`` (and no input)
     runs: --unit only names the unit; --max-cells-per-unit makes it person-level."""
-    common = [
-        "--geo",
-        "--bounds",
-        "-122.6",
-        "37.55",
-        "-122.3",
-        "37.85",
-        "--eps",
-        "200m",
-        "--min-samples",
-        "30",
-    ]
-    common += ["--delta", "1e-6", "--unit", "cab"]
+    common = "--geo --bounds -122.6 37.55 -122.3 37.85 --eps 200m --min-samples 30 --delta 1e-6".split()
+    common += ["--unit", "cab"]
     rc, out, err = run(capsys, "forecast", *common, "--max-cells-per-unit", "100")
     assert rc == 0, err
     ref_rc, ref, _ = run(capsys, "forecast", *common[:-2], "--max-cells-per-unit", "100")
