@@ -123,8 +123,9 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         stops (``Stops(radius, duration)``: runs of its points within
         ``radius`` of their first point for at least ``duration`` seconds,
         one point each) or its trip ends (``TripEnds("pickup")``, from a 0/1
-        ``status``) instead of all its rows, before its contribution is
-        bounded. Needs ``units`` and ``times`` in ``fit`` (and ``status``
+        ``status``, or ``TripEnds("pickup", values=("free", "hired"))``)
+        instead of all its rows, before its contribution is bounded.
+        Needs ``units`` and ``times`` in ``fit`` (and ``status``
         for trip ends); each unit's events come from its own rows alone, so
         the unit-level guarantee is unchanged (docs/places.md,
         docs/privacy.md section 1). ``radius`` is in the data's units
@@ -350,7 +351,10 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
             timestamps); a row whose time is missing or unreadable is dropped.
         status : array-like of shape (n_samples,), default=None
             With ``events=TripEnds(...)``: each row's 0/1 status (0 free,
-            1 carrying); any other value drops the row.
+            1 carrying; booleans and the text true/false too), or one of the
+            two codes of ``TripEnds(values=(free, carrying))``; any other
+            value drops the row. Numbers of ``times`` are unix seconds:
+            divide milliseconds by 1000 (or give timestamps).
         """
         return self._fit(X, {}, units, times, status)
 

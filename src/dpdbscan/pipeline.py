@@ -54,7 +54,7 @@ from .release.backends import Backend
 from .release.backends.base import PointsInput
 from .release.bounding import count_distinct_units, factorize
 from .release.mechanism import NoiseAhead, Randomness, release_choosing, release_count, release_histogram
-from .traces import Events, event_rows, group_codes, take_rows
+from .traces import Events, event_rows, group_codes, parsed_inputs, take_rows, unreadable_note
 
 #: A delta within this factor of one over the number of units is "not far
 #: below" it: the private note of :func:`_delta_note`.
@@ -249,13 +249,29 @@ def events_of(events: Events, X: Any, units: Any, times: Any, status: Any) -> tu
     return X[rows], take_rows(units, rows)
 
 
-def events_rows(events: Events, X: np.ndarray, units: Any, times: Any, status: Any) -> np.ndarray:
+def events_rows(
+    events: Events,
+    X: np.ndarray,
+    units: Any,
+    times: Any,
+    status: Any,
+    notes: Callable[[str], Any] | None = None,
+) -> np.ndarray:
     """The rows :func:`events_of` keeps (ascending), one per event: the
-    event's first point (a series over time places it by that point's time)."""
+    event's first point (a series over time places it by that point's time).
+    How many rows had no readable time or status goes to ``notes`` (private;
+    by default a :class:`PrivateNoteWarning`)."""
     codes = group_codes(units)
     if codes is None:
         codes, _ = factorize(units)
-    return event_rows(events, X, codes, times, status)
+    t, s = parsed_inputs(events, times, status)
+    note = unreadable_note(events, t, s)
+    if note:
+        if notes is None:
+            warnings.warn(note, PrivateNoteWarning, stacklevel=3)
+        else:
+            notes(note)
+    return event_rows(events, X, codes, t, s, parsed=True)
 
 
 def charge(accountant: Accountant, release: ReleaseSpec, *, spend: bool) -> None:

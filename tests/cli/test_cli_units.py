@@ -544,3 +544,16 @@ def test_a_delta_near_one_over_the_units_is_a_private_note_after_the_release(cap
     assert len(notes) == 1 and notes[0].startswith("[private: do not publish]")
     rc, out, err = run(capsys, "fit", path, *FIT, *UNIT, *QUIET_OUT, "--out-dir", tmp_path, "--seed", "0")
     assert rc == 0 and "one over the number of units" not in err
+
+
+def test_forecast_takes_a_fits_unit_option(capsys):
+    """A fit's command with ``forecast`` in place of ``fit`` (and no input)
+    runs: --unit only names the unit; --max-cells-per-unit makes it person-level."""
+    common = "--geo --bounds -122.6 37.55 -122.3 37.85 --eps 200m --min-samples 30 --delta 1e-6".split()
+    common += ["--unit", "cab"]
+    rc, out, err = run(capsys, "forecast", *common, "--max-cells-per-unit", "100")
+    assert rc == 0, err
+    ref_rc, ref, _ = run(capsys, "forecast", *common[:-2], "--max-cells-per-unit", "100")
+    assert ref_rc == 0 and out == ref and "person-level" in out
+    rc, out, err = run(capsys, "forecast", *common)
+    assert rc == 2 and not out and "--unit makes a person-level release: give --max-cells-per-unit K" in err

@@ -8,8 +8,16 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from dpdbscan.files import (
+    ReadOptions,
+    format_of,
+    read_columns,
+    read_input,
+    read_points,
+    resolve_columns,
+    write_labels,
+)
 from dpdbscan.files import csvfile as dpio
-from dpdbscan.files import format_of, read_input, read_points, resolve_columns, write_labels
 from dpdbscan.files.records import NULL_VALUES, is_number
 from dpdbscan.model import save_model, to_json
 
@@ -80,6 +88,15 @@ def test_unknown_format_is_refused_naming_the_option(name):
     with pytest.raises(ValueError, match="pass --format"):
         format_of(name)
     assert format_of(name, "csv.gz").gzip
+
+
+@pytest.mark.parametrize(
+    "name, what",
+    [("p.geojson", "GeoJSON"), ("fleet.sqlite", "SQLite"), ("t.gpkg", "GeoPackage"), ("t.DB", "database")],
+)
+def test_a_format_that_is_not_read_is_named_with_the_way_out(name, what):
+    with pytest.raises(ValueError, match=f"{what}.* is not read .*export the points as CSV or Parquet"):
+        format_of(name)
 
 
 def test_gzip_is_decided_by_the_name_not_the_content(tmp_path):
@@ -496,6 +513,10 @@ def test_a_one_field_header_with_another_delimiter_names_the_option(tmp_path):
     path = write_csv(tmp_path / "p.csv", header="x;y", rows=["1;2"])
     with pytest.raises(ValueError, match="pass --delimiter ';'"):
         read_input(path, header=True, d=2)
+    # also when a column is named (the unit, a coordinate): the hint, not "no column"
+    for kw in ({"unit": "y", "columns": None}, {"columns": ("x", "y")}):
+        with pytest.raises(ValueError, match="pass --delimiter ';'"):
+            read_input(path, header=True, d=2, **kw)
     # told ',' for a one-coordinate file, there is one column named "x;y"
     got = read_input(path, delimiter=",", header=True)
     assert got.names == ["x;y"] and got.n_unparseable == 1
@@ -897,3 +918,54 @@ def test_block_hook_sees_each_block_in_place_also_when_a_block_is_read_in_parts(
     assert sum(seen) == 120 and got.n_malformed == plain.n_malformed == 1
     np.testing.assert_array_equal(got.X, 2.0 * plain.X)
     assert np.isnan(got.X[37]).all() and got.X[119, 0] == 238.0
+
+
+def test_a_geoparquet_geometry_column_says_how_to_give_lon_lat(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "points.parquet"
+    pq.write_table(pa.table({"geometry": pa.array([b"\x01\x01"] * 3), "cab": ["a", "b", "c"]}), path)
+    for columns in (None, ("geometry",)):
+        with pytest.raises(ValueError, match="geometry column .* is not read: write each point's longitude"):
+            read_points(path, columns=columns)
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (["1", "2"], [3, 4]),  # text ids in one file, integers in the other
+        ([1, 2], ["3", "x"]),
+        (np.array([1, 2], "datetime64[us]"), np.array([3, 4], "datetime64[ms]")),
+        (np.array([1, 2], np.int64), np.array([3, 4], np.int32)),
+    ],
+)
+def test_a_dataset_whose_files_disagree_on_a_columns_type_is_refused_before_reading(tmp_path, first, second):
+    """pyarrow would cast the second file's values to the first's type, and
+    whether that succeeds depends on the values: refused from the schemas."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    for name, col in (("a", first), ("b", second)):
+        table = pa.table({"x": [0.1, 0.2], "y": [0.3, 0.4], "u": pa.array(col)})
+        pq.write_table(table, folder / f"{name}.parquet")
+    timed = isinstance(first, np.ndarray) and first.dtype.kind == "M"
+    with pytest.raises(ValueError, match="declare column 'u' with different types"):
+        if timed:  # a trace's time column, read beside the points
+            read_columns(folder, "u", options=ReadOptions(columns=("x", "y")))
+        else:
+            read_input(folder, columns=("x", "y"), unit="u")
+    got = read_input(folder, columns=("x", "y"))  # u is not read: nothing to refuse
+    assert got.X.shape == (4, 2)
+
+
+def test_a_dataset_with_one_schema_and_dictionary_or_large_text_reads(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    units = (pa.array(["a", "b"]).dictionary_encode(), pa.array(["c", "d"], pa.large_string()))
+    for name, col in zip("ab", units):
+        pq.write_table(pa.table({"x": [0.1, 0.2], "y": [0.3, 0.4], "u": col}), folder / f"{name}.parquet")
+    got = read_input(folder, columns=("x", "y"), unit="u")
+    assert got.X.shape == (4, 2) and len(got.units) == 4

@@ -462,3 +462,21 @@ def test_a_lost_partition_is_refused(client, grid, data, key, monkeypatch):
     ddf = dd.from_pandas(table(X, ids), npartitions=4)
     with pytest.raises(RuntimeError, match="merged 3 partition result.*for 4 partition"):
         DaskBackend(client=client).count_units(grid, ddf, "unit", BOUND, key)
+
+
+def test_parquet_files_that_disagree_on_the_units_type_are_refused(client, grid, data, key, tmp_path):
+    """One file's ids are integers, the other's text: dask would cast the
+    text to integers, which fails or not depending on the ids (one row would
+    decide whether anything is released). Refused from the files' schemas,
+    as the in-memory reader refuses them."""
+    X, ids = data
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    half = len(X) // 2
+    ints, text = unit_values(ids, "int"), unit_values(ids, "text")
+    table(X[:half], ints[:half]).to_parquet(folder / "part-0.parquet", index=False)
+    table(X[half:], text[half:]).to_parquet(folder / "part-1.parquet", index=False)
+    with pytest.raises(ValueError, match="declare column 'unit' with different types"):
+        DaskBackend(client=client).count_units(grid, folder.as_posix(), "unit", BOUND, key)
+    # the coordinates alone agree: the same files are read without the unit
+    assert DaskBackend(client=client, columns=["x", "y"]).count(grid, folder.as_posix()) is not None

@@ -326,3 +326,120 @@ def test_a_ledger_records_the_events_of_a_release(capsys, tmp_path):
     DPDBSCAN(**PARAMS, events=Stops(0.01, 300), ledger=Ledger(ledger, "t")).fit(X, units=units, times=times)
     text = " ".join(str(row) for row in sqlite3.connect(ledger).execute("SELECT * FROM releases"))
     assert text.count('"kind": "stops"') == 2
+
+
+def _csv_with(tmp_path, status_text, *, bad_times=0):
+    """The traces as CSV with the status written by ``status_text`` (0/1 ->
+    text) and the first ``bad_times`` rows' times unreadable."""
+    X, units, times, status = traces()
+    iso = np.datetime_as_string(times.astype("datetime64[s]"), unit="s")
+    path = tmp_path / "traces.csv"
+    lines = ["x,y,person,time,busy"]
+    for i, (a, b, u, t, s) in enumerate(zip(X[:, 0], X[:, 1], units, iso, status)):
+        when = f"{SECRET}time" if i < bad_times else f"{t}+00:00"
+        lines.append(f"{float(a)!r},{float(b)!r},{u},{when},{status_text[int(s)]}")
+    path.write_text("\n".join(lines) + "\n")
+    return path, (X, units, times, status)
+
+
+@pytest.mark.parametrize(
+    "words,extra",
+    [(("False", "True"), []), (("free", "hired"), ["--status-values", "free", "hired"])],
+)
+def test_a_status_written_as_text_gives_the_trip_ends(capsys, tmp_path, words, extra):
+    path, (X, units, times, status) = _csv_with(tmp_path, words)
+    # no --columns: the time and status columns are read beside the points, never as coordinates
+    cli = [a for a in CLI if a not in ("--columns", "x", "y")]
+    rc, out, err = run(
+        capsys, "fit", str(path), "--header", *cli, *CLI_UNIT, "--time", "time", "--trip-ends", "busy",
+        *extra, *QUIET, "--out-dir", str(tmp_path),
+    )  # fmt: skip
+    assert rc == 0, err
+    model = load_model(tmp_path / "traces.spans.json")
+    Xe, ue = events_of(TripEnds("pickup"), X, units, times, status)
+    assert len(Xe) > 0
+    _same_release(model, DPDBSCAN(**PARAMS, random_state=3).fit(Xe, units=ue.astype(str)).spans_)
+    if extra:
+        assert model.metadata["events"]["status_values"] == ["free", "hired"]
+        assert "(free: free, hired: carrying)" in out
+
+
+def test_rows_without_a_time_or_status_are_counted_privately_and_never_quoted(capsys, tmp_path):
+    path, _ = _csv_with(tmp_path, ("free", "hired"), bad_times=7)
+    rc, out, err = run(
+        capsys, "fit", str(path), *CLI, *CLI_UNIT, "--time", "time", "--trip-ends", "busy", *QUIET,
+        "--out-dir", str(tmp_path),
+    )  # fmt: skip
+    assert rc == 0, err
+    assert "[private: do not publish] 7 of 8,000 row(s) have no readable time" in err
+    assert "7,993 more no status read as 0/1" in err and "--status-values FREE CARRYING" in err
+    assert SECRET not in out + err and "hired" not in out + err
+    assert "\n0 pickup point(s)" in err or " 0 pickup point(s)" in err
+
+
+def test_the_estimator_notes_rows_without_a_time_privately():
+    from dpdbscan.exceptions import PrivateNoteWarning
+
+    X, units, times, status = traces()
+    t = times.astype(object)
+    t[:5] = "never"
+    with pytest.warns(PrivateNoteWarning, match="5 of 8,000 row"):
+        DPDBSCAN(**PARAMS, events=Stops(0.01, "5min"), random_state=3).fit(X, units=units, times=t)
+
+
+def test_status_values_need_trip_ends(capsys, tmp_path):
+    path, _ = _csv_with(tmp_path, ("0", "1"))
+    rc, out, err = run(
+        capsys, "fit", str(path), *CLI, *CLI_UNIT, "--time", "time", "--stops", "0.01", "5min",
+        "--status-values", "a", "b", *QUIET, "--out-dir", str(tmp_path),
+    )  # fmt: skip
+    assert rc == 2 and "--status-values goes with --trip-ends" in err and not list(tmp_path.glob("*.json"))
+
+
+def test_parquet_time_and_text_status_columns_are_not_coordinates(capsys, tmp_path):
+    X, units, times, status = traces()
+    path = tmp_path / "traces.parquet"
+    stamps = pa.array(times * 1000, pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+    busy = np.where(status == 1, "hired", "free")
+    pq.write_table(
+        pa.table({"x": X[:, 0], "y": X[:, 1], "person": units.astype(str), "time": stamps, "busy": busy}),
+        path,
+    )
+    cli = [a for a in CLI if a not in ("--columns", "x", "y")]
+    rc, out, err = run(
+        capsys, "fit", str(path), *cli, *CLI_UNIT, "--time", "time", "--trip-ends", "busy",
+        "--status-values", "free", "hired", *QUIET, "--out-dir", str(tmp_path),
+    )  # fmt: skip
+    assert rc == 0, err
+    Xe, ue = events_of(TripEnds("pickup"), X, units, times, status)
+    ref = DPDBSCAN(**PARAMS, random_state=3).fit(Xe, units=ue.astype(str))
+    _same_release(load_model(tmp_path / "traces.spans.json"), ref.spans_)
+    # stops name no status column: the text column is then a coordinate, refused naming --columns
+    rc, out, err = run(
+        capsys, "fit", str(path), *cli, *CLI_UNIT, "--time", "time", "--stops", "0.01", "5min", *QUIET,
+        "--out-dir", str(tmp_path / "b"),
+    )  # fmt: skip
+    assert rc == 2 and "'busy' is not numeric" in err and "--columns" in err
+
+
+def test_times_in_milliseconds_need_time_unit_and_a_note_says_so(capsys, tmp_path):
+    X, units, times, status = traces()
+    path = tmp_path / "traces.csv"
+    rows = [
+        f"{float(a)!r},{float(b)!r},{u},{int(t) * 1000}" for a, b, u, t in zip(X[:, 0], X[:, 1], units, times)
+    ]
+    path.write_text("\n".join(["x,y,person,time", *rows]) + "\n")
+    stops = ["--time", "time", "--stops", "0.01", "5min", *QUIET]
+    rc, out, err = run(
+        capsys, "fit", str(path), *CLI, *CLI_UNIT, *stops, "--time-unit", "ms", "--out-dir", str(tmp_path)
+    )
+    assert rc == 0, err and "year 3000" not in err
+    Xe, ue = events_of(Stops(0.01, 300.0), X, units, times, status)
+    ref = DPDBSCAN(**PARAMS, random_state=3).fit(Xe, units=ue.astype(str))
+    model = load_model(tmp_path / "traces.spans.json")
+    _same_release(model, ref.spans_)
+    assert model.metadata["events"]["time_unit"] == "ms"
+    rc, out, err = run(capsys, "fit", str(path), *CLI, *CLI_UNIT, *stops, "--out-dir", str(tmp_path / "s"))
+    assert (
+        rc == 0 and "8,000 of 8,000 row(s) have times after the year 3000" in err and "--time-unit ms" in err
+    )

@@ -23,6 +23,10 @@ T0 = 1211018400.0  # 2008-05-17T10:00:00Z
         ("2008-05-17T10:00:00Z", T0),
         ("2008-05-17T12:00:00+02:00", T0),
         ("2008-05-17T05:00:00-0500", T0),
+        ("2008-05-17 12:00:00+02", T0),  # PostgreSQL's text of a timestamptz
+        ("2008-05-17T03:00:00-07", T0),
+        ("2008-05-17T12:00:00+2", np.nan),
+        ("2008-05-17T12:00:00+02:0", np.nan),
         ("2008-02-30T10:00:00", np.nan),  # no such day
         ("2008-05-17T25:00:00", np.nan),
         ("17/05/2008 10:00", np.nan),
@@ -92,3 +96,21 @@ def test_durations(text, seconds):
 def test_bad_durations(text):
     with pytest.raises(ValueError, match="duration"):
         parse_duration(text)
+
+
+def test_numbers_in_other_units_and_text_and_timestamps_as_they_are():
+    pa = pytest.importorskip("pyarrow")
+    ms = T0 * 1000
+    for unit, per in (("ms", 1e3), ("us", 1e6), ("ns", 1e9)):
+        n = int(T0 * per)
+        got = parse_times(np.array([str(n), "2008-05-17T10:00:00Z", "x", None], dtype=object), unit)
+        np.testing.assert_array_equal(got[:2], [T0, T0])
+        assert np.isnan(got[2:]).all()
+        np.testing.assert_array_equal(parse_times(np.array([n, n + per]), unit), [T0, T0 + 1])
+        np.testing.assert_array_equal(parse_times(pa.chunked_array([[n, None]]), unit)[:1], [T0])
+    stamps = pa.array([ms], pa.int64()).cast(pa.timestamp("ms"))
+    typed = np.array([ms], np.int64).astype("datetime64[ms]")
+    assert parse_times(stamps, "ms")[0] == T0 == parse_times(typed, "ms")[0]
+    assert parse_times(pa.array([str(ms).encode()]), "ms")[0] == T0
+    with pytest.raises(ValueError, match="time unit"):
+        parse_times([1], "min")

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from dpdbscan.traces import TripEnds, event_rows, parse_status
 from dpdbscan.traces.tripends import trip_end_rows
 
+pa = pytest.importorskip("pyarrow")
+
 
 def test_pickups_and_dropoffs():
     # one cab, rows given newest first as in the Cabs source files
@@ -66,3 +68,75 @@ def test_invariant_to_row_order_and_per_unit(seed):
         mine = c == 0
         alone = trip_end_rows(X[mine], c[mine], t[mine], s[mine], ends)
         assert sorted(map(tuple, X[a[mine[a]]].tolist())) == sorted(map(tuple, X[mine][alone].tolist()))
+
+
+def test_status_as_text_true_false_any_case_and_trimmed():
+    # pandas writes a boolean column to CSV as True/False: each value read alone
+    got = parse_status(np.array(["True", "false", " TRUE\t", "0", "1", "yes", "", None], dtype=object))
+    assert got[:5].tolist() == [1.0, 0.0, 1.0, 0.0, 1.0] and np.isnan(got[5:]).all()
+    got = parse_status(pa.array([b"true", b"\xff", None]))
+    assert got[0] == 1.0 and np.isnan(got[1:]).all()
+
+
+@pytest.mark.parametrize(
+    "values,codes,want",
+    [
+        (
+            ["free", "hired", " hired ", "Hired", "unknown", None],
+            ("free", "hired"),
+            [0, 1, 1, None, None, None],
+        ),
+        ([1, 2, 3, None], ("1", "2"), [0, 1, None, None]),
+        ([1.0, 2.0, 2.5, float("nan")], (1, 2), [0, 1, None, None]),
+        ([True, False, None], ("false", "true"), [1, 0, None]),
+    ],
+)
+def test_status_codes_read_each_value_alone(values, codes, want):
+    for arr in (pa.array(values), np.array(values, dtype=object), pa.array(values).dictionary_encode()):
+        if (
+            isinstance(arr, pa.Array)
+            and pa.types.is_dictionary(arr.type)
+            and pa.types.is_floating(arr.type.value_type)
+        ):
+            continue
+        got = parse_status(arr, codes)
+        assert [None if np.isnan(v) else int(v) for v in got] == want
+
+
+def test_status_codes_of_one_row_never_change_the_others():
+    # adding one row of any value leaves every other row's status as it was
+    base = ["free", "hired", "free", "1", "true"]
+    ref = parse_status(np.array(base, dtype=object), ("free", "hired"))
+    for extra in ["hired", "free", "1", 2, None, b"\xff", 3.5, True]:
+        got = parse_status(np.array([*base, extra], dtype=object), ("free", "hired"))
+        np.testing.assert_array_equal(got[:-1], ref)
+
+
+def test_trip_ends_with_codes_record_them_and_refuse_bad_codes():
+    te = TripEnds("pickup", ("free", "hired")).resolved(geo=False)
+    assert te.record() == {"kind": "trip ends", "ends": "pickup", "status_values": ["free", "hired"]}
+    X, c, t = np.zeros((4, 2)), np.zeros(4, dtype=np.int64), np.arange(4.0)
+    rows = event_rows(te, X, c, t, np.array(["free", "hired", "hired", "free"], dtype=object))
+    assert rows.tolist() == [1]
+    for bad in (("free", "free"), ("free",), "fh", ("", "x")):
+        with pytest.raises(ValueError, match="two"):
+            TripEnds("pickup", bad).resolved(geo=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.sampled_from(["0", "1", " 1", "1.0", "true", "False", "2", "", "x", "0 "]),
+            st.text(max_size=4),
+        ),
+        max_size=30,
+    )
+)
+def test_the_text_fast_path_reads_each_value_as_the_full_rule_does(words):
+    from dpdbscan.traces.tripends import _full_status
+
+    for arr in (pa.array(words, pa.string()), pa.array([None if w is None else w.encode() for w in words])):
+        np.testing.assert_array_equal(parse_status(arr), _full_status(arr))
+        np.testing.assert_array_equal(parse_status(pa.chunked_array([arr])), _full_status(arr))

@@ -270,6 +270,8 @@ def fit_model(
         meta["events"] = {**opts.events.record(), "time_column": str(opts.time)}
         if opts.events.needs_status:
             meta["events"]["status_column"] = str(opts.trip_ends)
+        if opts.time_unit != "s":
+            meta["events"]["time_unit"] = opts.time_unit
 
     if preload_png and not start_drawing():
         preload_matplotlib()

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..files import ReadOptions
-from ..pipeline import events_of, events_rows
+from ..pipeline import events_rows
 from ..prepare import Points, Source, Transform
 from ..traces import Events, Stops, TripEnds, parse_times, take_rows
 from .common import Notes, floats, progress_flag, read_options_from_args
@@ -92,6 +92,7 @@ class FitOptions:
     dataset: str | None = None
     events: Events | None = None
     time: str | None = None
+    time_unit: str = "s"
     trip_ends: str | None = None
     per: str | None = None
 
@@ -120,6 +121,7 @@ class FitOptions:
             need_2d=need_2d,
             columns_text=None if args.columns is None else tuple(args.columns),
             events=events_from_args(args),
+            time_unit=getattr(args, "time_unit", None) or "s",
         )
 
     @property
@@ -151,6 +153,7 @@ class FitOptions:
             progress=self.progress,
             transforms=steps,
             time_column=None if events is None and self.per is None else self.time,
+            time_unit=self.time_unit,
             status_column=self.trip_ends if events is not None and events.needs_status else None,
         )
 
@@ -164,8 +167,11 @@ def events_from_args(args: argparse.Namespace, *, reads: bool = True) -> Events 
     time_col, ends = getattr(args, "time", None), getattr(args, "ends", None)
     if stops is not None and ends_col is not None:
         raise ValueError("give --stops or --trip-ends, not both (one release counts one kind of place)")
+    codes = getattr(args, "status_values", None)
     if ends is not None and ends_col is None:
         raise ValueError("--ends goes with --trip-ends COLUMN")
+    if codes is not None and ends_col is None:
+        raise ValueError("--status-values goes with --trip-ends COLUMN")
     if stops is None and ends_col is None:
         if time_col is not None and getattr(args, "per", None) is None:
             raise ValueError("--time is read only for --stops, --trip-ends or --per")
@@ -179,9 +185,10 @@ def events_from_args(args: argparse.Namespace, *, reads: bool = True) -> Events 
     try:
         if stops is not None:
             return Stops(*stops).resolved(geo=geo)
-        return TripEnds(ends or "pickup").resolved(geo=geo)
+        return TripEnds(ends or "pickup", None if codes is None else tuple(codes)).resolved(geo=geo)
     except ValueError as exc:
-        raise ValueError(f"{'--stops' if stops is not None else '--ends'}: {exc}") from None
+        option = "--stops" if stops is not None else ("--ends" if codes is None else "--status-values")
+        raise ValueError(f"{option}: {exc}") from None
 
 
 def events_step(events: Events, notes: Notes | None = None, keep_times: bool = False) -> Transform:
@@ -194,12 +201,11 @@ def events_step(events: Events, notes: Notes | None = None, keep_times: bool = F
     def step(pts: Points) -> Points:
         n_rows = pts.X.shape[0]
         times = None
+        X64 = np.asarray(pts.X, dtype=np.float64)
+        rows = events_rows(events, X64, pts.units, pts.times, pts.status, notes=notes or (lambda _: None))
+        X, units = (pts.X if keep_times else X64)[rows], take_rows(pts.units, rows)
         if keep_times:
-            X64 = np.asarray(pts.X, dtype=np.float64)
-            rows = events_rows(events, X64, pts.units, pts.times, pts.status)
-            X, units, times = pts.X[rows], take_rows(pts.units, rows), parse_times(pts.times)[rows]
-        else:
-            X, units = events_of(events, pts.X, pts.units, pts.times, pts.status)
+            times = parse_times(pts.times)[rows]
         what = "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
         if notes is not None:
             notes(f"{X.shape[0]:,} {what} of the units found in {n_rows:,} rows are counted")

@@ -105,6 +105,13 @@ def add_arguments(p: ArgTarget) -> None:
         "roam more than it need a coarser eps (or a larger epsilon or K).",
     )
     u.add_argument(
+        "--unit",
+        metavar="COLUMN",
+        help="accepted as fit takes it, so that a fit's command runs as a forecast: the forecast "
+        "reads no data, so the column only names the unit; the release is person-level when "
+        "--max-cells-per-unit K is given (required with --unit)",
+    )
+    u.add_argument(
         "--n-units-expected",
         type=float,
         metavar="N",
@@ -138,6 +145,11 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
         max_points_per_cell=args.max_points_per_cell,
     )
     p = validated(values, cli=True)
+    if args.unit is not None and p["max_cells_per_unit"] is None:
+        raise ValueError(
+            "--unit makes a person-level release: give --max-cells-per-unit K (a number: the "
+            "forecast reads no data, so 'auto' has nothing to choose from)"
+        )
     # --stops / --trip-ends: public; with them the counts are each unit's events
     events = events_from_args(args, reads=False)
     if events is not None and p["max_cells_per_unit"] is None:

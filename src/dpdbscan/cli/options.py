@@ -296,6 +296,14 @@ def add_trace_options(p: ArgTarget) -> None:
         "(UTC unless it says otherwise) or a Parquet timestamp; a row with a bad time is dropped",
     )
     t.add_argument(
+        "--time-unit",
+        choices=("s", "ms", "us", "ns"),
+        default="s",
+        help="what a number in the --time column counts since 1970-01-01 UTC: seconds (s, the "
+        "default), milliseconds (ms), microseconds (us) or nanoseconds (ns); ISO text and typed "
+        "timestamps say their own",
+    )
+    t.add_argument(
         "--stops",
         nargs=2,
         metavar=("RADIUS", "DURATION"),
@@ -306,8 +314,16 @@ def add_trace_options(p: ArgTarget) -> None:
     t.add_argument(
         "--trip-ends",
         metavar="COLUMN",
-        help="count each unit's trip ends instead of its rows, from this 0/1 status column "
-        "(1: carrying; Cabs' occupied): see --ends",
+        help="count each unit's trip ends instead of its rows, from this status column: 0/1 "
+        "(1: carrying; Cabs' occupied), booleans or the text true/false, or the two codes of "
+        "--status-values; see --ends",
+    )
+    t.add_argument(
+        "--status-values",
+        nargs=2,
+        metavar=("FREE", "CARRYING"),
+        help="with --trip-ends: the status column's two codes, e.g. --status-values free hired "
+        "(numbers too: --status-values 1 2); any other value drops its row",
     )
     t.add_argument(
         "--ends",

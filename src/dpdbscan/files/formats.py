@@ -37,6 +37,27 @@ _BINARY = {".parquet": "parquet", ".pq": "parquet", ".parq": "parquet", ".npy": 
 #: Compressions other than gzip that a name may carry; refused with a hint.
 _OTHER_COMPRESSION = (".bz2", ".xz", ".zst", ".zip")
 
+#: Formats that are not read, by extension, with what they are: named in the
+#: refusal with the way to a format that is (public: the file's name).
+_NOT_READ = {
+    ".geojson": "GeoJSON",
+    ".json": "JSON",
+    ".jsonl": "JSON lines",
+    ".ndjson": "JSON lines",
+    ".gpx": "GPX",
+    ".kml": "KML",
+    ".shp": "a shapefile",
+    ".gpkg": "a GeoPackage",
+    ".sqlite": "an SQLite database",
+    ".sqlite3": "an SQLite database",
+    ".db": "a database",
+    ".xlsx": "an Excel workbook",
+    ".xls": "an Excel workbook",
+    ".feather": "Arrow/Feather",
+    ".arrow": "Arrow/Feather",
+    ".orc": "ORC",
+}
+
 _INDEX_NAME = re.compile(r"^(?:|Unnamed: \d+|__index_level_\d+__)$")
 
 
@@ -114,6 +135,14 @@ def format_of(path: str | os.PathLike[str], fmt: str | None = None) -> FileForma
         return FileFormat(_BINARY[suffix])
     if name.endswith(_OTHER_COMPRESSION):
         raise ValueError(f"{text}: only gzip compression (.gz) is read; decompress the file first")
+    if suffix in _NOT_READ:
+        raise ValueError(
+            f"{text}: {_NOT_READ[suffix]} is not read (dpdbscan reads CSV, Parquet and .npy); export "
+            "the points as CSV or Parquet with one row per point and numeric columns (longitude and "
+            "latitude with --geo; a unit, time or status column beside them), e.g. with pandas or "
+            "GDAL's ogr2ogr, and fit that file (a CSV or Parquet file under this name: pass --format "
+            "(" + ", ".join(FORMATS) + "))"
+        )
     raise ValueError(
         f"{text}: cannot tell the format from the file name (known: .csv, .tsv, .txt, .tab, "
         "their .gz, .parquet, .pq, .npy); pass --format (" + ", ".join(FORMATS) + ")"

@@ -180,10 +180,11 @@ def csv_layout(
             # every field a coordinate, and one more for the unit
             n = d if options.unit is None else d + 1
         names = [str(i) for i in range(n)]
+    if has_header and len(names) == 1 and options.delimiter is None:
+        # before any column is looked up by name: a one-field header names no column
+        _hint_delimiter(names[0], delimiter, d, where)
     unit = resolve_unit(names, options.unit, where=where)
     idx = resolve_columns(names, [True] * len(names), options.columns, choose, where=where, unit=unit)
-    if has_header and len(names) == 1 and options.delimiter is None:
-        _hint_delimiter(names[0], delimiter, d, where)
     return names, CsvLayout(delimiter, len(names), tuple(idx), unit)
 
 
@@ -266,6 +267,7 @@ def resolve_columns(
                 raise ValueError(
                     f"{where}: column(s) {', '.join(bad) or '(none)'} are not numeric "
                     f"(columns: {listing}); choose the coordinate columns with --columns"
+                    + _geometry_hint(bad)
                 )
             return idx
         requested = picked
@@ -285,6 +287,22 @@ def resolve_columns(
     if not out:
         raise ValueError("no columns selected")
     return out
+
+
+#: Names GeoParquet and GIS exports give a column of encoded geometries.
+_GEOMETRY_NAMES = ("geometry", "geom", "the_geom", "wkb_geometry", "wkt", "wkb", "geog", "geography")
+
+
+def _geometry_hint(names: Sequence[str]) -> str:
+    """What to do with a column of encoded geometries (GeoParquet's WKB), by
+    its public name; "" for other columns."""
+    if not any(str(n).lower() in _GEOMETRY_NAMES for n in names):
+        return ""
+    return (
+        "; a geometry column (GeoParquet's WKB, WKT) is not read: write each point's longitude and "
+        "latitude as two numeric columns (with geopandas: df['lon'], df['lat'] = df.geometry.x, "
+        "df.geometry.y) and give them with --columns"
+    )
 
 
 def schema_columns(
@@ -309,7 +327,10 @@ def schema_columns(
     idx = resolve_columns(names, numeric, columns, choose, where=where, unit=unit_at)
     for i in idx:
         if types is not None and not numeric[i]:
-            raise ValueError(f"{where}: column {str(names[i])!r} is not numeric (type {types[i]})")
+            raise ValueError(
+                f"{where}: column {str(names[i])!r} is not numeric (type {types[i]}); choose the "
+                "coordinate columns with --columns" + _geometry_hint([names[i]])
+            )
     return idx, unit_at
 
 

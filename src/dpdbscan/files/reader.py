@@ -36,7 +36,7 @@ them) is read like one file; its schema is the files' metadata.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -520,6 +520,21 @@ class _ParquetSource:
     def num_rows(self) -> int:
         return self.file.metadata.num_rows if self.file is not None else self.dataset.count_rows()
 
+    def check_agreement(self, columns: Sequence[str]) -> None:
+        """Refuse a dataset whose files declare ``columns`` with other types
+        than the dataset's schema (taken from one of its files), from the
+        files' schemas alone (public metadata), before any record is read.
+        Reading them would cast each file's values to one type, and whether
+        that cast succeeds (text ids to integers, microseconds to
+        milliseconds, a large integer to a narrower one) depends on the
+        values: one row could decide whether anything is released."""
+        if self.dataset is None:
+            return
+        import pyarrow.parquet as pq
+
+        schemas = ((Path(file).name, pq.read_schema(file)) for file in self.dataset.files)
+        check_schemas_agree(self.schema, schemas, columns, where=str(self.path))
+
     def batches(self, columns: list[str]):
         if self.file is not None:
             return self.file.iter_batches(batch_size=1 << 20, columns=columns)
@@ -528,6 +543,39 @@ class _ParquetSource:
     def close(self) -> None:
         if self.file is not None and hasattr(self.file, "close"):
             self.file.close()
+
+
+def check_schemas_agree(
+    schema: Any, schemas: Iterable[tuple[str, Any]], columns: Sequence[str], *, where: str
+) -> None:
+    """Refuse (ValueError, before any record is read) when a file of a
+    Parquet dataset declares one of ``columns`` with another type than the
+    dataset's ``schema``; ``schemas``: each file's (name, Arrow schema).
+    Public: the schemas alone. See :meth:`_ParquetSource.check_agreement`."""
+    for name_of_file, got_schema in schemas:
+        for name in columns:
+            if name not in got_schema.names or name not in schema.names:
+                continue  # a column a file lacks reads as missing values in its rows
+            got, want = got_schema.field(name).type, schema.field(name).type
+            if not _same_values(got, want):
+                raise ValueError(
+                    f"{where}: the files of this dataset declare column {name!r} with different "
+                    f"types ({want} in one, {got} in {name_of_file}); write every file with one "
+                    "schema (each column one type) and read it again"
+                )
+
+
+def _same_values(a: Any, b: Any) -> bool:
+    """Whether two Arrow types hold the same values (dictionary encoding aside)."""
+    import pyarrow as pa
+
+    def plain(t: Any) -> Any:
+        t = t.value_type if pa.types.is_dictionary(t) else t
+        if pa.types.is_large_string(t):
+            return pa.string()
+        return pa.binary() if pa.types.is_large_binary(t) else t
+
+    return bool(plain(a).equals(plain(b)))
 
 
 def _open_parquet(
@@ -554,6 +602,10 @@ def _open_parquet(
     names = [schema.names[i] for i in idx]
     skipped = skipped_index_columns(schema.names, idx, options.columns)
     unit_name = None if unit is None else schema.names[unit]
+    try:
+        pf.check_agreement(names if unit_name is None else [*names, unit_name])
+    except (pa.ArrowException, OSError) as exc:
+        raise _io_error(str(path), "Parquet", exc) from None
 
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
         X, units, n_missing = _read_parquet(pf, path, names, unit_name, progress)
@@ -631,9 +683,8 @@ def read_columns(
 
     ``column`` as read, nothing parsed: a pyarrow array of the CSV fields'
     bytes (null for a missing field or a malformed line), a Parquet column of
-    its declared type, or a .npy column. ``flag`` (None if not asked): a
-    Parquet or .npy column as declared, CSV values as numbers (NaN when not
-    a number). The columns are public input (names or 0-based indices),
+    its declared type, or a .npy column. ``flag`` (None if not asked): the
+    same. The columns are public input (names or 0-based indices),
     refused before any record is read when the file does not have them.
     Standard input cannot be read twice.
     """
@@ -654,12 +705,25 @@ def read_columns(
         cols = [np.array(arr[:, j]) for j in picked]
         return cols[0], (cols[1] if flag is not None else None)
     # CSV: the same reader, the column as a "unit" (its bytes, exactly, aligned
-    # with the rows by the same per-record rules) and the flag as the one
-    # coordinate; the file's own points are not read again
-    columns = (flag,) if flag is not None else options.columns
-    with open_input(path, replace(options, columns=columns, unit=column), d=d, choose=choose) as plan:
-        got = plan.read(progress)
-    return got.units, (None if flag is None else got.X[:, 0])
+    # with the rows by the same per-record rules); the flag the same way in a
+    # pass of its own, so that a status written as text (true/false, free/hired)
+    # is read as text
+    got = [_csv_field(path, c, options, d, choose, progress) for c in (column, flag) if c is not None]
+    return got[0], (got[1] if flag is not None else None)
+
+
+def _csv_field(
+    path: Path | str,
+    column: str | int,
+    options: ReadOptions,
+    d: int | None,
+    choose: ColumnChooser | None,
+    progress: bool | None,
+) -> Any:
+    """One CSV column's fields as bytes (null when missing), row for row with
+    the points: read as the unit column is, beside the points' columns."""
+    with open_input(path, replace(options, unit=column), d=d, choose=choose) as plan:
+        return plan.read(progress).units
 
 
 def _parquet_column(path: Path, column: str | int) -> Any:
@@ -672,6 +736,7 @@ def _parquet_column(path: Path, column: str | int) -> Any:
     try:
         j = resolve_unit(pf.schema.names, column, where=str(path))
         name = pf.schema.names[j]
+        pf.check_agreement([name])
         chunks = [batch.column(name) for batch in pf.batches([name])]
     except (pa.ArrowException, OSError) as exc:
         raise _io_error(str(path), "Parquet", exc) from None

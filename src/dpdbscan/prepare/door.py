@@ -45,10 +45,11 @@ import numpy as np
 
 from ..cells.grid import MAX_KAPPA, count_neighbours
 from ..files import InputPlan, ReadOptions, open_input, read_columns
-from ..files.formats import looks_like_unit
+from ..files.formats import LABEL_COLUMN, is_index_column, looks_like_unit
 from ..files.unitids import read_units
 from ..geometry.projection import check_lonlat_names, default_geo_columns
 from ..params.validation import check_array
+from ..traces import parse_times
 from .box import Box, public_box, split_bounds
 from .clipping import BlockPrep, note_clipping
 from .notes import Notes
@@ -100,6 +101,10 @@ class Source:
         indices), read row for row with the points into
         :attr:`Points.times <dpdbscan.prepare.prepared.Points>` and ``status``
         for the steps above (``--time``, ``--trip-ends``).
+    time_unit : str
+        What a number of the time column counts (``--time-unit``: ``"s"``,
+        ``"ms"``, ``"us"``, ``"ns"``); other than seconds, the times are
+        read into float seconds here (:func:`dpdbscan.traces.parse_times`).
     block_counter : callable, optional
         Called on every block of a file's rows once it is projected (on the
         reading threads, so thread-safe), with the rows as the mechanism will
@@ -122,6 +127,7 @@ class Source:
     progress: bool | None = None
     transforms: tuple[Transform, ...] = ()
     time_column: str | None = None
+    time_unit: str = "s"
     status_column: str | None = None
     block_counter: Callable[[np.ndarray], None] | None = None
 
@@ -234,7 +240,10 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         else BlockPrep(bounds, source.geo, source.ref_lat, source.block_counter)
     )
     d = declared_dimension(source.geo, bounds, source.columns)
-    with open_points(source.data, source.read, d=d, geo=source.geo) as plan:
+    # the trace's time and status columns are read beside the points, never as coordinates
+    trace = tuple(c for c in (source.time_column, source.status_column) if c is not None)
+    skip = (*trace, source.read.unit) if trace else ()
+    with open_input(source.data, source.read, d=d, choose=_chooser(source.geo, skip=skip)) as plan:
         # the columns are known from public input: refuse a bad layout before any record is read
         check_columns(plan.d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=plan.names)
         _check_trace_columns(source, plan.schema_names)
@@ -257,9 +266,11 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
             None if source.status_column is None else _token(source.status_column),
             source.read,
             d=d,
-            choose=_chooser(source.geo),
+            choose=_chooser(source.geo, skip=skip),
             progress=source.progress,
         )
+        if source.time_unit != "s":
+            times = parse_times(times, source.time_unit)
     box = _box(source, X.shape[1], X)
     counts = None if prep is None else prep.result(X.shape[0])
     if box.proj is not None and counts is None:
@@ -321,16 +332,38 @@ def open_points(
     return open_input(path, read, d=d, choose=_chooser(geo, preferred))
 
 
-def _chooser(geo: bool, preferred: Sequence[str] | None = None) -> Any:
+def _chooser(geo: bool, preferred: Sequence[str] | None = None, skip: Sequence[str | int | None] = ()) -> Any:
     """The default columns of a declared header or schema: a model's own
-    (``preferred``), else with ``geo`` those named like longitude and latitude."""
+    (``preferred``), else with ``geo`` those named like longitude and latitude,
+    else, when ``skip`` names columns read beside the points (a trace's
+    ``--time`` and ``--trip-ends`` status, and the ``--unit``: names or
+    0-based indices), every column but those, ``label`` and unnamed index
+    columns. Public: the names alone decide, never the values."""
 
     def choose(names, numeric):
         if preferred and all(c in names for c in preferred):
             return list(preferred)
-        return default_geo_columns(names) if geo else None
+        picked = default_geo_columns(names) if geo else None
+        if picked is not None or not skip:
+            return picked
+        names = [str(n) for n in names]
+        left = {_named(names, c) for c in skip if c is not None}
+        rest = [
+            n
+            for i, n in enumerate(names)
+            if i not in left and n.lower() != LABEL_COLUMN and not is_index_column(n)
+        ]
+        # lon/lat are two columns: any other count is the default's error, naming --columns
+        return None if geo and len(rest) != 2 else rest
 
     return choose
+
+
+def _named(names: Sequence[str], column: str | int) -> int | None:
+    """The index of ``column`` (a name, else a 0-based index) among ``names``."""
+    if str(column) in names:
+        return list(names).index(str(column))
+    return int(column) if str(column).isdigit() else None
 
 
 def declared_dimension(

@@ -16,7 +16,7 @@ estimator's ``events`` parameter and the command line's ``--stops`` and
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -62,16 +62,35 @@ class Stops:
 class TripEnds:
     """Each unit's trip ends (:mod:`dpdbscan.traces.tripends`) from a 0/1
     status: ``"pickup"`` (a ride's first point), ``"dropoff"`` (its last)
-    or ``"both"``."""
+    or ``"both"``. ``values=(free, carrying)``: the status column's two
+    codes when it holds other text (``("free", "hired")``) or numbers
+    (``(1, 2)``); by default 0/1, booleans, or the text 0/1 or true/false."""
 
     ends: str = "pickup"
+    values: tuple[str, str] | None = None
 
     needs_status = True
 
     def resolved(self, *, geo: bool) -> TripEnds:
         if self.ends not in ENDS:
             raise ValueError(f"trip ends must be one of {', '.join(ENDS)}, got {self.ends!r}")
-        return self
+        if self.values is None:
+            return self
+        codes = self.values
+        if isinstance(codes, (str, bytes)) or len(codes) != 2:
+            raise ValueError(
+                f"the status values are two codes (free, carrying), such as ('free', 'hired'), got {codes!r}"
+            )
+        free, carrying = (str(c).strip(" \t") for c in codes)
+        if not free or not carrying or free == carrying:
+            raise ValueError(
+                f"the status values must be two different non-empty codes (free, carrying), got {codes!r}"
+            )
+        return replace(self, values=(free, carrying))
+
+    def status_of(self, status: Any) -> np.ndarray:
+        """Each row's status as 0.0 (free) or 1.0 (carrying), NaN for a bad one."""
+        return parse_status(status, self.resolved(geo=False).values)
 
     def rows(self, X: np.ndarray, codes: np.ndarray, times: np.ndarray, status: Any = None) -> np.ndarray:
         if status is None:
@@ -79,7 +98,10 @@ class TripEnds:
         return trip_end_rows(X, codes, times, status, self.ends)
 
     def record(self) -> dict[str, Any]:
-        return {"kind": "trip ends", "ends": self.ends}
+        out: dict[str, Any] = {"kind": "trip ends", "ends": self.ends}
+        if self.values is not None:
+            out["status_values"] = list(self.resolved(geo=False).values or ())
+        return out
 
 
 Events = Stops | TripEnds
@@ -110,20 +132,66 @@ def parse_radius(text: str | float, *, geo: bool) -> float:
     return value
 
 
+def parsed_inputs(events: Events, times: Any, status: Any = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(times, status)`` as read, parsed: float seconds and, for trip ends,
+    0.0/1.0 (NaN where a value is missing or unreadable: its row is dropped)."""
+    t = parse_times(times)
+    s = events.status_of(status) if isinstance(events, TripEnds) and status is not None else None
+    return t, s
+
+
 def event_rows(
-    events: Events, X: np.ndarray, codes: np.ndarray, times: Any, status: Any = None
+    events: Events, X: np.ndarray, codes: np.ndarray, times: Any, status: Any = None, *, parsed: bool = False
 ) -> np.ndarray:
     """The rows of ``X`` (ascending indices) that the transformation keeps:
     one per stop or trip end, each unit's from its own rows only.
 
     ``codes``: each row's unit as an integer (< 0: none); ``times`` and
-    ``status`` as read (parsed here by :func:`parse_times` and
-    :func:`parse_status`; a bad value drops its row)."""
-    t = parse_times(times)
-    s = parse_status(status) if events.needs_status and status is not None else None
+    ``status`` as read (parsed here by :func:`parsed_inputs`; a bad value
+    drops its row), or already parsed by it (``parsed``)."""
+    t, s = (times, status) if parsed else parsed_inputs(events, times, status)
     if t.shape[0] != X.shape[0] or (s is not None and s.shape[0] != X.shape[0]):
         raise ValueError("times (and status) must hold one value per row of X")
     return events.rows(X, codes, t, s)
+
+
+#: 3000-01-01 in unix seconds: a number of seconds beyond it is most likely
+#: milliseconds (:func:`unreadable_note`).
+FAR_FUTURE = 32_503_680_000.0
+
+
+def unreadable_note(events: Events, times: np.ndarray, status: np.ndarray | None) -> str | None:
+    """A private note (it counts rows of the data) of the rows dropped for a
+    time or status that is missing or unreadable, from :func:`parsed_inputs`'
+    values; None when every row has both. Never quotes a value."""
+    bad_t = int(np.count_nonzero(np.isnan(times)))
+    bad_s = 0 if status is None else int(np.count_nonzero(np.isnan(status) & ~np.isnan(times)))
+    # after the year 3000 as seconds: most likely milliseconds (a note; the rows are kept)
+    late = int(np.count_nonzero(times > FAR_FUTURE))
+    parts = []
+    if late:
+        parts.append(
+            f"{late:,} of {times.shape[0]:,} row(s) have times after the year 3000 as unix seconds: if "
+            "the column counts milliseconds, give --time-unit ms (in Python, times in seconds)"
+        )
+    if not bad_t and not bad_s:
+        return parts[0] if parts else None
+    if bad_t:
+        parts.append(
+            f"{bad_t:,} of {times.shape[0]:,} row(s) have no readable time (unix seconds, ISO 8601 "
+            "text or a timestamp)"
+        )
+    if bad_s:
+        codes = getattr(events, "values", None)
+        read = f"{codes[0]} or {codes[1]}" if codes else "0/1, a boolean or the text true/false"
+        parts.append(f"{bad_s:,} more no status read as {read}")
+        if codes is None:
+            parts[-1] += (
+                " (a status in other codes needs --status-values FREE CARRYING; in Python "
+                "TripEnds(values=(free, carrying)))"
+            )
+    dropped = "; ".join(parts[1:] if late else parts) + ": dropped before the units' events are found"
+    return "; ".join(parts[:1] + [dropped]) if late else dropped
 
 
 def event_words(record: dict[str, Any], length: Any = lambda v: f"{v:g}") -> str:
@@ -140,7 +208,11 @@ def event_words(record: dict[str, Any], length: Any = lambda v: f"{v:g}") -> str
     ends = {"pickup": "pick-ups (a ride's first point)", "dropoff": "drop-offs (a ride's last point)"}
     what = ends.get(record.get("ends", ""), "pick-ups and drop-offs (a ride's first and last points)")
     column = record.get("status_column")
-    return f"each unit's {what}, not its rows" + (f", from the status column {column}" if column else "")
+    codes = record.get("status_values")
+    said = f", from the status column {column}" if column else ""
+    if codes:
+        said += f" ({codes[0]}: free, {codes[1]}: carrying)"
+    return f"each unit's {what}, not its rows" + said
 
 
 def group_codes(units: Any) -> np.ndarray | None:
@@ -193,5 +265,7 @@ __all__ = [
     "parse_radius",
     "parse_status",
     "parse_times",
+    "parsed_inputs",
     "take_rows",
+    "unreadable_note",
 ]

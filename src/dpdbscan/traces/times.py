@@ -14,7 +14,8 @@ The text rule, after trimming spaces and tabs:
   seconds; ``nan`` and ``inf`` are no time;
 * ``YYYY-MM-DD``, optionally followed by ``T`` or a space and ``hh:mm``,
   ``hh:mm:ss`` or ``hh:mm:ss.fff...``, optionally followed by ``Z`` or an
-  offset ``+hh:mm`` / ``-hhmm``: ISO 8601. Without an offset the time is
+  offset ``+hh:mm`` / ``-hhmm`` / ``+hh`` (as PostgreSQL writes a
+  ``timestamptz``): ISO 8601. Without an offset the time is
   read as UTC (a stop's duration, the only use of times here, is the same in
   any one fixed zone);
 * anything else, and an impossible date such as ``2008-02-30``, is no time.
@@ -40,21 +41,33 @@ NUMBER_PATTERN = (
 )
 _DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
 _HMS = r"[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?"
-_ZONE = r"(?:Z|[+-][0-9]{2}:?[0-9]{2})"
+_ZONE = r"(?:Z|[+-][0-9]{2}(?::?[0-9]{2})?)"
 #: ISO 8601 text without an offset (read as UTC) and with one.
 ISO_LOCAL = rf"^{_DATE}(?:{_HMS})?$"
 ISO_ZONED = rf"^{_DATE}{_HMS}{_ZONE}$"
 _TRIM = r"^[ \t]+|[ \t]+$"
 
 
-def parse_times(values: Any) -> np.ndarray:
+#: The units a number of a time column may count since 1970-01-01 UTC
+#: (``--time-unit``), in parts of a second.
+TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
+
+
+def parse_times(values: Any, unit: str = "s") -> np.ndarray:
     """Float seconds since 1970-01-01 UTC for each value, NaN where the value
     is missing or not a time (the module docstring's rules).
 
     ``values``: a numpy array (numbers, ``datetime64``, text or objects), a
     pyarrow Array or ChunkedArray (numbers, timestamps, dates, text, bytes,
-    or a dictionary of them), a pandas Series or a list.
+    or a dictionary of them), a pandas Series or a list. ``unit``: what a
+    number counts (:data:`TIME_UNITS`: unix seconds by default, ``"ms"`` for
+    milliseconds, ...); typed timestamps and ISO text say their own.
     """
+    if unit not in TIME_UNITS:
+        raise ValueError(f"a time unit is one of {', '.join(TIME_UNITS)}, got {unit!r}")
+    per = TIME_UNITS[unit]
+    if per != 1.0:
+        return parse_times(values) if _typed_times(values) else _scaled(values, per)
     if type(values).__module__.split(".")[0] == "pyarrow":
         return _parse_arrow(values)
     if hasattr(values, "dtype") and str(getattr(values, "dtype", "")).startswith("datetime64[ns,"):
@@ -86,6 +99,47 @@ def parse_times(values: Any) -> np.ndarray:
             return _parse_arrow(got)
         return _parse_arrow(pa.array(arr.astype(str) if arr.dtype.kind == "S" else arr))
     raise TypeError(f"times must be numbers, timestamps or text (one per row), got dtype {arr.dtype}")
+
+
+def _typed_times(values: Any) -> bool:
+    """Whether ``values`` are typed timestamps or dates (they say their own unit)."""
+    if type(values).__module__.split(".")[0] == "pyarrow":
+        import pyarrow as pa
+
+        t = values.type.value_type if pa.types.is_dictionary(values.type) else values.type
+        return bool(pa.types.is_timestamp(t) or pa.types.is_date(t))
+    return str(getattr(values, "dtype", "")).startswith("datetime64") or (
+        hasattr(values, "dtype") and np.dtype(values.dtype).kind == "M"
+    )
+
+
+def _scaled(values: Any, per: float) -> np.ndarray:
+    """Seconds of values whose numbers count ``per`` parts of a second: each
+    number divided by ``per``, each ISO text as it is (one value at a time)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = parse_times(values)
+    if type(values).__module__.split(".")[0] == "pyarrow":
+        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+    else:
+        raw = np.asarray(values)
+        if raw.dtype.kind in "iufb":
+            return out / per
+        arr = pa.array([None if v is None else str(v) for v in raw.tolist()], type=pa.string())
+    t = arr.type
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)):
+        return out / per  # numbers
+    if pa.types.is_binary(t):
+        arr = pa.array([_utf8(v) for v in arr.to_pylist()], type=pa.string())
+    text = pc.replace_substring_regex(arr, _TRIM, "")
+    number = pc.fill_null(pc.match_substring_regex(text, NUMBER_PATTERN), False).to_numpy(
+        zero_copy_only=False
+    )
+    out[number] /= per
+    return out
 
 
 def _parse_arrow(values: Any) -> np.ndarray:
@@ -228,4 +282,4 @@ def parse_duration(text: str | float) -> float:
     return value
 
 
-__all__ = ["parse_times", "parse_duration", "NUMBER_PATTERN", "ISO_LOCAL", "ISO_ZONED"]
+__all__ = ["parse_times", "parse_duration", "NUMBER_PATTERN", "ISO_LOCAL", "ISO_ZONED", "TIME_UNITS"]

@@ -11,8 +11,11 @@ A taxi's trace says at every point whether it carries a passenger (Cabs'
 Both are observed points aboard. A unit's first point is no pick-up and its
 last no drop-off (the trace does not say whether the ride began or ended
 there). The status of a row is 0 or 1 (numbers, booleans, or text such as
-"0" and "1"); any other value, or none, drops that row alone, by the
-per-record rule, before the order is read.
+"0", "1", "true" and "false" in any case), or, with two public codes
+``values=(free, carrying)`` (``--status-values free hired``), the text that
+equals one of them; any other value, or none, drops that row alone, by the
+per-record rule, before the order is read. Each value is read alone by a
+rule fixed before any row is read: no value decides how another is read.
 """
 
 from __future__ import annotations
@@ -28,14 +31,134 @@ from .times import parse_times
 ENDS = ("pickup", "dropoff", "both")
 
 
-def parse_status(values: Any) -> np.ndarray:
+def parse_status(values: Any, codes: tuple[str, str] | None = None) -> np.ndarray:
     """Each row's status as 0.0 or 1.0, NaN where it is neither (missing,
-    text that is not a number, 2, -1, ...)."""
+    text that is not a number, 2, -1, ...). ``codes``: the two public texts
+    ``(free, carrying)`` read as 0 and 1 instead (the module docstring)."""
+    if codes is not None:
+        return _coded_status(values, codes)
+    plain = _plain_digits(values)
+    if plain is not None:
+        # text: "0" and "1" as they are (most rows of a CSV status), the rest by the rules below
+        s, rest = plain
+        if rest.size:
+            s[rest] = _full_status(_arrow(values).take(rest))
+        return s
+    return _full_status(values)
+
+
+def _full_status(values: Any) -> np.ndarray:
+    """:func:`parse_status`'s default rule for every value."""
     # numbers, booleans and numeric text by the time column's number rule;
     # an ISO date is a large number of seconds, hence no status
     s = parse_times(values)
     s[(s != 0.0) & (s != 1.0)] = np.nan
+    words = _texts(values, lower=True)
+    if words is not None:
+        for word, value in (("false", 0.0), ("true", 1.0)):
+            s[np.flatnonzero(words == word)] = value
     return s
+
+
+def _plain_digits(values: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """For text or bytes values: ``(status, rows)``, the status 0.0/1.0
+    where a value is exactly ``0`` or ``1`` and the rows of every other value
+    (to read by the full rule); None for values that are not text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if type(values).__module__.split(".")[0] != "pyarrow":
+        return None
+    arr = _arrow(values)
+    t = arr.type
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        zero, one = pa.scalar(b"0", t), pa.scalar(b"1", t)
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        zero, one = pa.scalar("0", t), pa.scalar("1", t)
+    else:
+        return None
+    is_one = pc.fill_null(pc.equal(arr, one), False).to_numpy(zero_copy_only=False)
+    is_zero = pc.fill_null(pc.equal(arr, zero), False).to_numpy(zero_copy_only=False)
+    s = np.full(len(arr), np.nan)
+    s[is_zero] = 0.0
+    s[is_one] = 1.0
+    return s, np.flatnonzero(~(is_zero | is_one))
+
+
+def _coded_status(values: Any, codes: tuple[str, str]) -> np.ndarray:
+    """0.0 where a value's text (trimmed of spaces and tabs) is ``codes[0]``,
+    1.0 where it is ``codes[1]``, NaN elsewhere. Numbers match a code that
+    is the same number (``2`` and ``2.0`` alike), booleans ``true`` and
+    ``false``."""
+    free, carrying = (str(c).strip(" \t") for c in codes)
+    words = _texts(values, lower=False)
+    if words is not None:
+        out = np.full(words.shape[0], np.nan)
+        out[words == free] = 0.0
+        out[words == carrying] = 1.0
+        return out
+    import pyarrow as pa
+
+    arr = _arrow(values)
+    if pa.types.is_boolean(arr.type):
+        return _coded_status(arr.cast(pa.string()), (free, carrying))
+    numbers = parse_times(arr)  # numbers as they are, NaN where missing
+    out = np.full(numbers.shape[0], np.nan)
+    for code, value in ((free, 0.0), (carrying, 1.0)):
+        as_number = parse_times([code])[0]
+        if np.isfinite(as_number):
+            out[numbers == as_number] = value
+    return out
+
+
+def _arrow(values: Any) -> Any:
+    """``values`` as one pyarrow Array (a dictionary decoded to its values)."""
+    import pyarrow as pa
+
+    if type(values).__module__.split(".")[0] == "pyarrow":
+        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    else:
+        raw = np.asarray(values)
+        if raw.dtype.kind == "O":
+            try:
+                arr = pa.array(raw, from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                # mixed objects: each value on its own, as text
+                arr = pa.array([None if v is None else str(v) for v in raw.tolist()], type=pa.string())
+        else:
+            arr = pa.array(raw.astype(str) if raw.dtype.kind == "S" else raw)
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    return arr
+
+
+def _texts(values: Any, *, lower: bool) -> np.ndarray | None:
+    """Each value's text, trimmed of spaces and tabs (lower-cased with
+    ``lower``; "" where missing or not UTF-8), or None when the values are
+    not text (numbers, booleans, timestamps)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = _arrow(values)
+    t = arr.type
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        try:
+            arr = arr.cast(pa.string())
+        except pa.ArrowInvalid:
+            arr = pa.array([_utf8(v) for v in arr.to_pylist()], type=pa.string())
+    elif not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return None
+    arr = pc.utf8_trim(arr, " \t")
+    if lower:
+        arr = pc.utf8_lower(arr)
+    return np.asarray(pc.fill_null(arr, "").to_numpy(zero_copy_only=False), dtype=object)
+
+
+def _utf8(raw: bytes | None) -> str | None:
+    try:
+        return None if raw is None else raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def trip_end_rows(

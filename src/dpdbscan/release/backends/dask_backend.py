@@ -46,6 +46,7 @@ from ..._optional import require
 from ...cells.grid import Grid
 from ...files.formats import format_of
 from ...files.layout import Columns, ReadOptions, csv_layout, schema_columns
+from ...files.reader import check_schemas_agree
 from ...files.records import (
     BlockCounts,
     CsvLayout,
@@ -1079,7 +1080,37 @@ class DaskBackend:
         if time is not None:
             _check_time_column(schema.columns, cols, time)
             cols = [*cols, time]
+        self._check_parquet_types(paths, cols)
         return dd.read_parquet(paths, columns=cols, storage_options=self.storage_options)
+
+    def _check_parquet_types(self, paths, columns):
+        """Refuse files that declare a read column with different types, from
+        their schemas (public), as the in-memory reader does
+        (:func:`dpdbscan.files.reader.check_schemas_agree`): dask would cast
+        every file to one type, and whether that cast succeeds depends on the
+        values."""
+        import fsspec  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq
+
+        fs, _, found = fsspec.core.get_fs_token_paths(list(paths), storage_options=self.storage_options)
+        files = []
+        for p in sorted(found):
+            if fs.isdir(p):
+                files += sorted(
+                    f for f in fs.find(p) if not f.rsplit("/", 1)[-1].startswith(("_", ".")) and fs.isfile(f)
+                )
+            else:
+                files.append(p)
+        if len(files) < 2:
+            return
+
+        def schema_of(f):
+            with fs.open(f, "rb") as handle:
+                return pq.read_schema(handle)
+
+        first = schema_of(files[0])
+        rest = ((f.rsplit("/", 1)[-1], schema_of(f)) for f in files[1:])
+        check_schemas_agree(first, rest, columns, where=str(paths[0]))
 
     def _parquet_schema(self, paths):
         import dask.dataframe as dd
