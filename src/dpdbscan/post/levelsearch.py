@@ -417,15 +417,17 @@ def district_pieces(
 
 def district_hosts(clusters: Sequence[Cluster], selected: Sequence[int]) -> set[int]:
     """The too-large clusters :func:`district_pieces` cuts: those above a
-    selected cluster that fits (a place inside them), and a selected one
-    that does not fit (the release shows no place inside it: its pieces
-    are where its mass lies, not one span across a district)."""
+    selected cluster that fits (a place inside them), a selected one that
+    does not fit (the release shows no place inside it: its pieces are
+    where its mass lies, not one span across a district), and those above
+    it (what lies outside it and its siblings: before 0.3.0 left out, and
+    with it places the flat cut holds, three top-20 pick-up cells of full
+    Cabs on one seed)."""
     parent = {c.id: c.parent for c in clusters}
     hosts: set[int] = set()
     for i in selected:
         if not clusters[i].fits:
             hosts.add(i)
-            continue
         j = parent[i]
         while j >= 0:
             if not clusters[j].fits:
