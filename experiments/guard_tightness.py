@@ -49,7 +49,9 @@ def kernels(d: int, eta: float, k: int) -> list[np.ndarray]:
     return out
 
 
-def maxima(shape: tuple[int, int], sigma: float, kern: Sequence[np.ndarray], reps: int, seed: int) -> np.ndarray:
+def maxima(
+    shape: tuple[int, int], sigma: float, kern: Sequence[np.ndarray], reps: int, seed: int
+) -> np.ndarray:
     """The largest N(q) over every sub-cell of a pure-noise box, ``reps`` times."""
     from scipy.signal import fftconvolve
 
@@ -74,7 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("the simulation is of a dense release with Gaussian noise")
     sigma = math.sqrt(hist.scale)  # the discrete Gaussian's sigma^2
     guard = float(model.spans.extra["accuracy_margin"])  # dense: G0 = G, beta / (k^d |X|)
-    k, shape = int(spec.subcells), tuple(int(n) for n in hist.grid.shape)
+    k, (rows, cols) = int(spec.subcells), (int(n) for n in hist.grid.shape)
+    shape = (rows, cols)
     events = int(np.prod(shape)) * k**hist.grid.d
     t0 = os.times()
     top = maxima(shape, sigma, kernels(hist.grid.d, float(hist.grid.eta), k), o.reps, o.seed)

@@ -67,7 +67,7 @@ def rebuilt(
         jam_share=fleet,
         per_unit=research.levels_unit_mass(model.release.units),
         # the significance the fit took (models before it: the share alone)
-        **({"noise_sds": float(a["noise_sds"])} if "noise_sds" in a else {}),
+        noise_sds=a.get("noise_sds"),
     )
     test = research.core_test(spec.core)
     h = hist.on_grid(hist.grid.at_eps(sel.eps))

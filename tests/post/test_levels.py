@@ -440,7 +440,10 @@ def test_a_district_whose_selected_parts_are_districts_too_keeps_the_rest_of_it(
     pick-ups, seed 74: three top-20 pick-up cells downtown, held by the flat
     cut, were in no span)."""
     grid, lv, district, _ = _district()
-    parts = [[(x, y) for x in range(6) for y in range(6)], [(x, y) for x in range(6, 12) for y in range(6, 12)]]
+    parts = [
+        [(x, y) for x in range(6) for y in range(6)],
+        [(x, y) for x in range(6, 12) for y in range(6, 12)],
+    ]
     k1 = grid.encode(np.array(parts[0] + parts[1]))
     order = np.argsort(k1)
     labels = np.repeat([0, 1], 36)[order]
