@@ -66,6 +66,8 @@ def rebuilt(
         min_rungs=rungs,
         jam_share=fleet,
         per_unit=research.levels_unit_mass(model.release.units),
+        # the significance the fit took (models before it: the share alone)
+        noise_sds=a.get("noise_sds"),
     )
     test = research.core_test(spec.core)
     h = hist.on_grid(hist.grid.at_eps(sel.eps))

@@ -338,6 +338,7 @@ def _auto_model(
                 peak_share=peak,
                 share_of=share_of,
                 peak_rank=PLACE_PEAK_RANK,
+                noise_sds=levelsearch.PLACE_NOISE_SDS if peak is not None else None,
                 min_rungs=PLACE_MIN_RUNGS if peak is not None else 1,
                 jam_share=PLACE_JAM_SHARE if peak is not None else None,
                 per_unit=levelsearch.unit_mass(r.release.units),
@@ -367,6 +368,7 @@ def _auto_model(
             if peak is not None:
                 record["peak_share"] = float(peak)
                 record["peak_rank"] = PLACE_PEAK_RANK
+                record["noise_sds"] = levelsearch.PLACE_NOISE_SDS
                 if PLACE_MIN_RUNGS > 1:
                     record["min_rungs"] = PLACE_MIN_RUNGS
                 if PLACE_JAM_SHARE is not None:

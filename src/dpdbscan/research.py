@@ -24,6 +24,7 @@ Counting and noise (benchmarks)
 
 Post-processing of one release (studies of the density test and the automatic mode)
     ``density_field``: the density core test's field (every MinPts from one pass).
+    ``ball_weights``: the density test's weights W(q, Y) per sub-position and offset.
     ``merge_centres``: span labels of core sub-cells merged by centre distance.
     ``span_regions``: the sub-cells each span claims within a border radius.
     ``predict_spans``: span labels of points from released regions (predict's rule).
@@ -97,6 +98,7 @@ from .post.auto import _parents as span_parents
 from .post.auto import choose as auto_choose
 from .post.coretests import build_spans, core_test
 from .post.coretests.density import density_field
+from .post.coretests.density.weights import ball_weights
 from .post.ladder import stability as ladder_stability
 from .post.ladder import sweep as ladder_sweep
 from .post.levelsearch import alpha_scores as levels_alpha_scores
@@ -163,6 +165,7 @@ __all__ = [
     "dask_backend",
     "density_field",
     "discrete_gaussian",
+    "ball_weights",
     "discrete_gaussian_tail",
     "discrete_laplace",
     "floor_sigma",

@@ -378,6 +378,49 @@ def test_person_level_places_are_dense_relative_to_the_densest():
     assert "peak_share" not in e.auto
 
 
+def test_a_small_place_counted_in_units_is_significant_above_the_noise():
+    """At person level a span is also significant where its mass reaches
+    levelsearch.PLACE_NOISE_SDS standard deviations of one sub-cell's noisy
+    mass: a small place whose 60 units are spread over 150 m is core at a
+    few sub-cells whose mass (a quarter of their cell's count each) is under
+    0.2% of a 20,000-unit release's total; the share alone left it out of
+    the tree, the place rule keeps it and the model records the rule."""
+    rng = np.random.default_rng(1)
+    big = rng.normal((2.0, 2.0), 0.02, (20000, 2))
+    r, t = 0.15 * np.sqrt(rng.uniform(size=60)), rng.uniform(0, 2 * np.pi, 60)
+    small = np.c_[6.0 + r * np.cos(t), 8.0 + r * np.sin(t)]
+    X = BOUNDS[:2] + np.vstack([big, small]) / KM
+    kw = dict(bounds=BOUNDS, eps="auto", min_samples="auto", epsilon=1.0, delta=1e-6, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = fit_lonlat(X, units=np.arange(len(X)), max_cells_per_unit=1, **kw)
+    a = m.auto
+    assert a["noise_sds"] == levels.PLACE_NOISE_SDS
+    at = np.asarray(predict_lonlat(m, BOUNDS[:2] + np.array([(2.0, 2.0), (6.0, 8.0)]) / KM))
+    assert (at >= 0).all() and at[0] != at[1]
+    place = dict(
+        alpha=a["eps"],
+        max_extent=a["max_extent"],
+        peak_share=a["peak_share"],
+        peak_rank=a["peak_rank"],
+        min_rungs=a.get("min_rungs", 1),
+        jam_share=a.get("jam_share"),
+        per_unit=levels.unit_mass(m.release.units),
+    )
+    share = levels.select_levels(m.histogram, m.spec, (), **place)
+    low = share.tree.levels[0]
+    masses = np.sort(low.span_masses())
+    floor = levels.noise_mass(m.histogram, m.spec.subcells, levels.PLACE_NOISE_SDS)
+    assert low.n_spans == 2 and floor <= masses[0] < share.tree.min_mass <= masses[1]  # core, not significant
+    assert share.n_spans == 1
+    again = levels.select_levels(m.histogram, m.spec, (), noise_sds=a["noise_sds"], **place)
+    assert again.n_spans == m.n_spans == 2 and again.tree.min_mass == pytest.approx(floor)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        e = fit_lonlat(X, **kw)
+    assert "noise_sds" not in e.auto  # event level: the share alone
+
+
 def test_a_small_fleet_is_told_how_many_units_a_place_needs_on_the_ground():
     """A person-level --geo release of a fleet too small for its noise says
     what a place needs in units within eps on the ground (metres), not in

@@ -430,3 +430,28 @@ def test_a_district_with_a_place_inside_is_cut_into_pieces_that_fit():
     whole = levels.condensed_tree(lv[:1], [0.0], fits=[np.array([False])])
     cut = levels.district_pieces(whole, [0], lv[:1], grid, extent)
     assert sorted(np.concatenate([p.keys for p in cut]).tolist()) == district.tolist()
+
+
+def test_a_district_whose_selected_parts_are_districts_too_keeps_the_rest_of_it():
+    """A too-large cluster that splits into two clusters too large as well
+    (no place inside either: each is selected and cut whole) is a district
+    too: what lies outside its parts (here two quadrants of the block and the
+    road) is cut into pieces with them, not left out of the map (full Cabs'
+    pick-ups, seed 74: three top-20 pick-up cells downtown, held by the flat
+    cut, were in no span)."""
+    grid, lv, district, _ = _district()
+    parts = [
+        [(x, y) for x in range(6) for y in range(6)],
+        [(x, y) for x in range(6, 12) for y in range(6, 12)],
+    ]
+    k1 = grid.encode(np.array(parts[0] + parts[1]))
+    order = np.argsort(k1)
+    labels = np.repeat([0, 1], 36)[order]
+    split = [lv[0], _part(k1[order], labels, [10.0] * 72, 6, 20.0)]
+    extent = 2.0 + 4.0
+    tree = levels.level_tree(split, 1.0, 2, scale="logT", extent=(grid, extent))
+    assert [c.fits for c in tree.clusters] == [False, False, False] and tree.selected == ()
+    assert levels.district_hosts(tree.clusters, [1, 2]) == {0, 1, 2}
+    got = np.concatenate([p.keys for p in tree.pieces])
+    assert np.unique(got).size == got.size and sorted(got.tolist()) == district.tolist()
+    assert {p.cluster for p in tree.pieces} == {0, 1, 2}

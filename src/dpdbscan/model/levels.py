@@ -244,6 +244,8 @@ def alternative(model: SpanModel) -> SpanModel | None:
             min_rungs=int(a.get("min_rungs", 1)),
             # models saved before it: the floor wherever it is above the margin
             jam_share=a.get("jam_share"),
+            # models saved before it: the share alone
+            noise_sds=a.get("noise_sds"),
             per_unit=_levels.unit_mass(model.release.units),
         )
 

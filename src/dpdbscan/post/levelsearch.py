@@ -78,6 +78,7 @@ import numpy as np
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..exceptions import renamed
+from ..laws.noise import variance as noise_variance
 from ..params.specs import SpanSpec
 from .auto import _parents, hdbscan_lambda, min_samples_ladder
 from .coretests import core_test
@@ -94,6 +95,15 @@ CRITERION = (
 #: A span is significant when its noisy mass reaches this share of the
 #: released positive mass (and MinPts).
 MIN_SHARE = 0.002
+#: In the geographic mode at person level (places counted in units) a span
+#: is also significant when its mass reaches this many standard deviations
+#: of the noise of one sub-cell's mass (sigma_Z / k^d, sigma_Z one cell's
+#: noise), whatever the share of the total: a small place is core at one
+#: sub-cell or two, whose mass (a share of their cell's count each) is under
+#: MIN_SHARE of the total the release counts in every cell each unit adds
+#: to; a span that noise alone lifted over the core threshold seldom holds
+#: that much (docs/places.md section 5).
+PLACE_NOISE_SDS = 3.0
 #: From this many dimensions on, an event-level selection takes MIN_SHARE of
 #: the noisy total, not of the positive part (:func:`significance_of`).
 TOTAL_SHARE_MIN_D = 3
@@ -407,15 +417,17 @@ def district_pieces(
 
 def district_hosts(clusters: Sequence[Cluster], selected: Sequence[int]) -> set[int]:
     """The too-large clusters :func:`district_pieces` cuts: those above a
-    selected cluster that fits (a place inside them), and a selected one
-    that does not fit (the release shows no place inside it: its pieces
-    are where its mass lies, not one span across a district)."""
+    selected cluster that fits (a place inside them), a selected one that
+    does not fit (the release shows no place inside it: its pieces are
+    where its mass lies, not one span across a district), and those above
+    it (what lies outside it and its siblings: before 0.3.0 left out, and
+    with it places the flat cut holds, three top-20 pick-up cells of full
+    Cabs on one seed)."""
     parent = {c.id: c.parent for c in clusters}
     hosts: set[int] = set()
     for i in selected:
         if not clusters[i].fits:
             hosts.add(i)
-            continue
         j = parent[i]
         while j >= 0:
             if not clusters[j].fits:
@@ -921,6 +933,7 @@ def select_levels(
     min_rungs: int = 1,
     jam_share: float | None = None,
     per_unit: float = 1.0,
+    noise_sds: float | None = None,
 ) -> LevelSpans:
     """Spans selected at their own levels from the release ``hist``.
     Post-processing only.
@@ -990,6 +1003,10 @@ def select_levels(
         Which released mass ``min_share`` is a share of: its positive part
         or the noisy total (:func:`significance_of`). Default: the total
         with ``max_extent``, else the positive part.
+    noise_sds : float, optional
+        A span is also significant when its mass reaches this many standard
+        deviations of one sub-cell's noisy mass (:func:`noise_mass`), where
+        that is below ``min_share`` of the mass. None: the share alone.
     """
     if not core_test(spec.core).selects_levels:
         raise ValueError("level selection needs the density test (core='density')")
@@ -1006,6 +1023,8 @@ def select_levels(
         min_mass = min_share * max(float(hist.values.sum()), 0.0)
     else:
         raise ValueError(f"share_of must be 'positive' or 'total', got {share_of!r}")
+    if noise_sds is not None:
+        min_mass = min(min_mass, noise_mass(hist, int(spec.subcells), noise_sds))
     cands = [float(a) for a in eps_candidates] if alpha is None else [float(alpha)]
     rows: list[tuple[float, float, int]] = []
     chosen, runner = cands[0], None
@@ -1058,6 +1077,14 @@ def select_levels(
     if tree.pieces:
         tree = replace(tree, pieces=standalone_pieces(tree, hist, spec, sub))
     return finish(tree, sub, rows, len(cands), runner)
+
+
+def noise_mass(hist: NoisyHistogram, k: int, sds: float) -> float:
+    """``sds`` standard deviations of one sub-cell's noisy mass, sigma_Z /
+    k^d (a cell's noise shared by its k^d sub-cells, as a span's mass takes
+    it, :func:`~.partition.sub_cell_mass`). Public: the release's noise law."""
+    sigma = math.sqrt(noise_variance(hist.noise, hist.scale))
+    return float(sds) * sigma / float(k**hist.grid.d)
 
 
 def without_places(hist: NoisyHistogram, grid: Grid, keys: np.ndarray, k: int) -> NoisyHistogram:
