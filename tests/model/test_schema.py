@@ -124,6 +124,19 @@ MODELS = {
         min_samples=10,
         random_state=0,
     ),
+    "geographic, person level, automatic (place mode)": lambda: fit_lonlat(
+        np.c_[
+            np.random.default_rng(9).normal(-122.42, 0.01, 6000),
+            np.random.default_rng(10).normal(37.77, 0.01, 6000),
+        ],
+        bounds=SF,
+        eps="auto",
+        min_samples="auto",
+        units=np.random.default_rng(11).integers(0, 400, 6000),
+        max_cells_per_unit=4,
+        delta=1e-6,
+        random_state=0,
+    ),
     "saved before gamma_upper": lambda: _legacy(_fit(histogram="sparse", core="bound", theta=0.0)),
     "universe beyond 2^53 cells (built by hand)": lambda: hand_model(
         [[(5, 5), (5, 6)]], shape=(10**9, 10**9), histogram=False
