@@ -23,6 +23,7 @@ from ....cells.subcells import SubcellLayout, union_offsets
 from ...pruning import core_candidates
 from ...sums import SumsAt, dense_candidates, dense_neighbour_sums, neighbourhood, sparse_neighbour_sums
 from .boundsums import run_sums
+from .positionsums import SUMS_CHUNK, position_sums
 from .triesums import core_cells_by_boxes
 
 
@@ -60,12 +61,17 @@ def core_cells(
     # of the positive values over NB(X): only cells where that reaches the
     # threshold can hold a core sub-cell (speed only; tests/post/test_core.py).
     cand = _candidate_cells(hist, threshold, layout)
-    sums_at = SumsAt(hist)
+    if hist.kind != "dense" and compiled(hist.grid):
+        found = _by_positions(hist, cand, threshold, layout)
+    else:
+        sums_at = SumsAt(hist)
+        per = _query_chunk(hist)
+        found = (
+            _at_least(cand, functools.partial(sums_at, offsets=offsets), threshold, per)
+            for _, offsets in layout.positions
+        )
     keys, sums = [], []
-    per = _query_chunk(hist)
-    for pos, offsets in layout.positions:
-        assert offsets is not None  # only k = 1 has a position without offsets
-        ck, cs = _at_least(cand, functools.partial(_at_offsets, sums_at, offsets), threshold, per)
+    for (pos, _), (ck, cs) in zip(layout.positions, found):
         fk = layout.fine_keys(ck, pos)
         # fine_keys drops sub-cells outside the box: keep sums aligned
         if fk.size != ck.size:
@@ -78,11 +84,28 @@ def core_cells(
     return all_keys[order], all_sums[order]
 
 
-def _at_offsets(sums_at: SumsAt, offsets: np.ndarray, query: np.ndarray) -> np.ndarray:
-    hist = sums_at.hist
-    if hist.kind == "dense" or not compiled(hist.grid):
-        return sums_at(query, offsets)
-    return run_sums(hist.grid, hist.released_keys, hist.values, query, offsets)
+def _by_positions(
+    hist: NoisyHistogram, cand: np.ndarray, threshold: float, layout: SubcellLayout
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per sub-position (in ``layout.positions`` order), the sorted candidate
+    cells whose sub-cell there has a sum reaching ``threshold``, and those
+    sums: every position's sums of a chunk of candidates in one walk
+    (:func:`~dpdbscan.post.coretests.bound.positionsums.position_sums`, the
+    same sums as the run walk of each position's offsets)."""
+    n_pos = layout.k**hist.grid.d
+    parts: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n_pos)]
+    per = max(1, SUMS_CHUNK // n_pos)
+    for start in range(0, cand.size, per):
+        q = cand[start : start + per]
+        s = position_sums(hist.grid, hist.released_keys, hist.values, q, layout.k)
+        for p in range(n_pos):
+            keep = s[:, p] >= threshold
+            parts[p].append((q[keep], s[keep, p]))
+    empty = (cand[:0], np.zeros(0, dtype=np.int64 if hist.values.dtype.kind in "iub" else np.float64))
+    return [
+        (np.concatenate([a for a, _ in got]), np.concatenate([b for _, b in got])) if got else empty
+        for got in parts
+    ]
 
 
 def _below_all_sums(hist: NoisyHistogram, threshold: float) -> bool:
