@@ -199,3 +199,28 @@ def test_core_cells_by_boxes_are_every_cell_that_reaches_the_threshold(d, eta, m
                     got, got_sums = core_cells_by_boxes(grid, keys, vals, threshold)
                     assert np.array_equal(got, grid.encode(every[sums >= threshold]))
                     assert np.array_equal(got_sums, sums[sums >= threshold])
+
+
+@pytest.mark.parametrize("d, eta", CASES)
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_position_sums_are_each_positions_run_sums_bit_for_bit(d, eta, k):
+    """Every sub-position's sums in one walk: the run walk of that
+    position's offsets (and the numpy path), integers and floats, bit for bit."""
+    from dpdbscan.cells.subcells import SubcellLayout
+    from dpdbscan.post.coretests.bound.positionsums import position_sums
+
+    if k**d > 512:
+        pytest.skip("positions enough in the smaller cases")
+    rng = np.random.default_rng(d * 13 + k)
+    grid = Grid(np.zeros(d), np.ones(d), 0.3, eta)
+    layout = SubcellLayout(grid, k)
+    for trial in range(3):
+        keys = _random_cells(rng, grid, int(rng.integers(1, 150)), clustered=trial % 2 == 0)
+        query = _random_cells(rng, grid, 50, clustered=trial % 2 == 1)
+        for vals in (rng.integers(-5, 30, keys.size), rng.normal(3.0, 5.0, keys.size)):
+            got = position_sums(grid, keys, vals, query, k)
+            assert got.shape == (query.size, k**d)
+            for p, (_, offsets) in enumerate(layout.positions):
+                offsets = grid.offsets if offsets is None else offsets
+                assert np.array_equal(got[:, p], run_sums(grid, keys, vals, query, offsets))
+                assert np.array_equal(got[:, p], sparse_neighbour_sums(grid, keys, vals, query, offsets))
