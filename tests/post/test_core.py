@@ -173,7 +173,6 @@ def test_dense_core_cells_from_candidates_match_full_sums(d, kind):
     assert used >= 1  # the candidate path was taken
 
 
-
 def _subcell_oracle(hist, thresholds, layout):
     """Every sub-cell's sum over NB(q), each released value added to the
     cells at the offsets of each position's list (dense arrays over the
@@ -202,7 +201,9 @@ def _subcell_oracle(hist, thresholds, layout):
     return out
 
 
-@pytest.mark.parametrize("d, eta", [(1, 4.0), (2, 4.0), (3, 4.0), (4, 4.0), (5, 4.0), (6, 8.0), (7, 16.0), (8, 16.0)])
+@pytest.mark.parametrize(
+    "d, eta", [(1, 4.0), (2, 4.0), (3, 4.0), (4, 4.0), (5, 4.0), (6, 8.0), (7, 16.0), (8, 16.0)]
+)
 @pytest.mark.parametrize("k", [1, 2])
 @pytest.mark.parametrize("spread", ["dense", "sparse"])
 def test_bound_core_subcells_match_the_brute_force_oracle(d, eta, k, spread):
@@ -231,8 +232,14 @@ def test_bound_core_subcells_match_the_brute_force_oracle(d, eta, k, spread):
         assert np.array_equal(got[0], want[thr][0]) and np.array_equal(got[1], want[thr][1]), thr
     if d > 4:
         return  # floats in more dimensions: test_bound_kernels, position by position
-    floats = make_histogram(grid=g, kind="sparse", values=rng.gamma(2.0, 8.0, keys.size), keys=keys, theta=2.0)
+    floats = make_histogram(
+        grid=g, kind="sparse", values=rng.gamma(2.0, 8.0, keys.size), keys=keys, theta=2.0
+    )
     for thr in (25.0, 80.0):
-        k0, s0 = _core_subcells_reference(floats, thr, layout) if k > 1 else core._core_cells(floats, thr, None, g.kappa)
+        k0, s0 = (
+            _core_subcells_reference(floats, thr, layout)
+            if k > 1
+            else core._core_cells(floats, thr, None, g.kappa)
+        )
         k1, s1 = core.core_cells(floats, thr, layout)
         assert np.array_equal(k0, k1) and np.array_equal(s0, s1)

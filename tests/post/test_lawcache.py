@@ -94,4 +94,6 @@ def test_the_default_place_is_the_users_cache_directory(monkeypatch, tmp_path):
     assert lawcache.cache_dir() == tmp_path / "dpdbscan" / f"quantiles-v{lawcache.VERSION}"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert lawcache.cache_dir() == tmp_path / "home" / ".cache" / "dpdbscan" / f"quantiles-v{lawcache.VERSION}"
+    assert (
+        lawcache.cache_dir() == tmp_path / "home" / ".cache" / "dpdbscan" / f"quantiles-v{lawcache.VERSION}"
+    )

@@ -12,7 +12,7 @@ which holds for the dense histogram only; bounds.margins.)
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -62,14 +62,9 @@ def core_cells(
     # threshold can hold a core sub-cell (speed only; tests/post/test_core.py).
     cand = _candidate_cells(hist, threshold, layout)
     if hist.kind != "dense" and compiled(hist.grid):
-        found = _by_positions(hist, cand, threshold, layout)
+        found: Iterable[tuple[np.ndarray, np.ndarray]] = _by_positions(hist, cand, threshold, layout)
     else:
-        sums_at = SumsAt(hist)
-        per = _query_chunk(hist)
-        found = (
-            _at_least(cand, functools.partial(sums_at, offsets=offsets), threshold, per)
-            for _, offsets in layout.positions
-        )
+        found = _by_offsets(hist, cand, threshold, layout)
     keys, sums = [], []
     for (pos, _), (ck, cs) in zip(layout.positions, found):
         fk = layout.fine_keys(ck, pos)
@@ -82,6 +77,18 @@ def core_cells(
     all_keys, all_sums = np.concatenate(keys), np.concatenate(sums)
     order = np.argsort(all_keys, kind="stable")
     return all_keys[order], all_sums[order]
+
+
+def _by_offsets(
+    hist: NoisyHistogram, cand: np.ndarray, threshold: float, layout: SubcellLayout
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """:func:`_by_positions` position by position, each position's sums over
+    its offsets (dense releases, and sparse ones without compiled kernels)."""
+    sums_at = SumsAt(hist)
+    per = _query_chunk(hist)
+    for _, offsets in layout.positions:
+        assert offsets is not None  # only k = 1 has a position without offsets
+        yield _at_least(cand, functools.partial(sums_at, offsets=offsets), threshold, per)
 
 
 def _by_positions(

@@ -61,7 +61,9 @@ def position_sums(grid: Grid, keys: np.ndarray, values: np.ndarray, cells: np.nd
         new = np.ones(qc.shape[0], dtype=bool)
         new[1:] = np.any(qc[1:, :-1] != qc[:-1, :-1], axis=1) if d > 1 else False
         starts = np.append(np.flatnonzero(new), qc.shape[0]).astype(np.int64)
-        _kernel()(keys, cs, strides, shape, qc, starts, reach, gaps, gaps.min(axis=0), lim, out[start : start + per])
+        _kernel()(
+            keys, cs, strides, shape, qc, starts, reach, gaps, gaps.min(axis=0), lim, out[start : start + per]
+        )
     return out
 
 
