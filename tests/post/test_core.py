@@ -243,3 +243,14 @@ def test_bound_core_subcells_match_the_brute_force_oracle(d, eta, k, spread):
         )
         k1, s1 = core.core_cells(floats, thr, layout)
         assert np.array_equal(k0, k1) and np.array_equal(s0, s1)
+
+
+@pytest.mark.parametrize("d, eta, k", [(1, 4.0, 2), (2, 4.0, 3), (3, 2.0, 2), (4, 4.0, 2), (5, 8.0, 2)])
+def test_every_positions_neighbourhood_lies_in_nb_by_codes_as_by_sets(d, eta, k):
+    from dpdbscan.cells.grid import neighbour_offsets
+    from dpdbscan.cells.subcells import SubcellLayout
+
+    nb = {tuple(o) for o in neighbour_offsets(d, eta).tolist()}
+    layout = SubcellLayout(Grid(np.zeros(d), np.ones(d), 0.3, eta), k)
+    by_sets = all({tuple(o) for o in off.tolist()} <= nb for _, off in layout.positions)
+    assert core._positions_within_nb(d, eta, k) == by_sets

@@ -18,9 +18,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from ....cells.grid import MAX_KAPPA, Grid
+from ....cells.grid import MAX_KAPPA, Grid, neighbour_offsets
 from ....cells.histogram import NoisyHistogram
-from ....cells.subcells import SubcellLayout, union_offsets
+from ....cells.subcells import SubcellLayout, position_offsets, union_offsets
 from ...pruning import core_candidates
 from ...sums import SumsAt, dense_candidates, dense_neighbour_sums, neighbourhood, sparse_neighbour_sums
 from .boundsums import run_sums
@@ -132,18 +132,8 @@ def _candidate_cells(hist: NoisyHistogram, threshold: float, layout) -> np.ndarr
     """Cells X whose positive neighbour sum sum_{NB(X)} max(x~, 0) reaches the
     threshold: a superset of the cells holding a core sub-cell."""
     grid, vals = hist.grid, hist.values
-    nb = np.ascontiguousarray(grid.offsets).view([("", np.int64)] * grid.d).ravel()
-
-    def within_nb(offsets: np.ndarray) -> bool:
-        sub = np.ascontiguousarray(offsets).view([("", np.int64)] * grid.d).ravel()
-        return bool(np.isin(sub, nb).all())
-
-    # every NB(q) lies in one superset of them all: one check where it is in
-    # NB (it is, NB(q) being the cells within alpha of a part of X), else each
-    if not within_nb(union_offsets(grid.d, float(grid.eta), layout.k)):
-        for _, offsets in layout.positions:
-            if not within_nb(offsets):  # not a subset: every cell is a candidate
-                return _all_keys(hist)
+    if not _positions_within_nb(grid.d, float(grid.eta), layout.k):
+        return _all_keys(hist)  # not a subset: every cell is a candidate
     if hist.kind == "dense":
         n_terms = layout.kappa_q  # the most offsets of one NB(q)
         cand = dense_candidates(grid, vals, threshold, n_terms)
@@ -154,6 +144,33 @@ def _candidate_cells(hist: NoisyHistogram, threshold: float, layout) -> np.ndarr
     if vals.dtype.kind == "f" and threshold > 0:  # room for the rounding of prefix sums
         threshold = max(threshold - 1e-9 * (1.0 + float(np.abs(vals).sum())), threshold / 2)
     return _core_cells(hist, threshold, None, grid.kappa)[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _positions_within_nb(d: int, eta: float, k: int) -> bool:
+    """Whether every sub-position's NB(q) lies in the grid's NB (it does,
+    NB(q) being the cells within alpha of a part of X): one check of a
+    superset of them all, else each. Offsets compared as int64 codes (the
+    void rows' ``np.isin`` took 10-30 s of CPU in 8-D)."""
+    nb = neighbour_offsets(d, eta)
+    top = int(np.abs(nb).max(initial=0))
+
+    def codes(offsets: np.ndarray) -> np.ndarray | None:
+        o = np.asarray(offsets, dtype=np.int64).reshape(-1, d)
+        if o.size and int(np.abs(o).max()) > top:
+            return None  # beyond NB's reach: not in it
+        return (o + top) @ ((2 * top + 1) ** np.arange(d, dtype=np.int64))
+
+    held = codes(nb)
+    assert held is not None
+
+    def within_nb(offsets: np.ndarray) -> bool:
+        c = codes(offsets)
+        return c is not None and bool(np.isin(c, held).all())
+
+    if within_nb(union_offsets(d, eta, k)):
+        return True
+    return all(within_nb(position_offsets(d, eta, k, pos)) for pos in itertools.product(range(k), repeat=d))
 
 
 def _all_keys(hist: NoisyHistogram) -> np.ndarray:
