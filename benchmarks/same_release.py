@@ -11,7 +11,8 @@ level (``units=``); the points of ``benchmarks.bench_dims`` (d = 4, 5, 6, 8)
 at the benchmark's settings and, in 4-D, other seeds and alphas (in 5-D
 and 6-D 1.5x and 2x the benchmark's alpha, seeds 1 and 2: issue 30); the
 automatic mode (eps and MinPts, or eps alone) in 2, 3, 4, 6 and 8-D; the
-dense 3-D and 4-D releases of issue 30's other alphas (cases 40 and up).
+dense 3-D and 4-D releases of issue 30's other alphas (cases 40 and up);
+the bound test with two sub-cells in 5-, 6- and 8-D (cases 54 and up).
 
     python -m benchmarks.same_release                 # this tree's digests
     python -m benchmarks.same_release --tree ../main  # this tree against another checkout
@@ -141,6 +142,36 @@ CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
     # issue 30's survey in 7-D and 8-D at 2x alpha: the self-join of about 500k noise cells at reach 3
     ("bench_dims 7-D seed 1 a=.11", 7, ("bench", 0, 1), dict(eps=0.11), False),
     ("bench_dims 8-D seed 1 a=.12", 8, ("bench", 0, 1), dict(eps=0.12), False),
+    # the bound test with two sub-cells from 5-D on (sub-position sums, wide merge blocks)
+    (
+        "5-D sparse bound k=2",
+        5,
+        ("blobs", 20_000, 4),
+        dict(eps=0.05, histogram="sparse", core="bound", subcells=2),
+        False,
+    ),
+    (
+        "6-D sparse bound k=2",
+        6,
+        ("blobs", 20_000, 5),
+        dict(eps=0.06, histogram="sparse", core="bound", subcells=2),
+        False,
+    ),
+    (
+        "8-D sparse bound k=2",
+        8,
+        ("blobs", 10_000, 11),
+        dict(eps=0.1, histogram="sparse", core="bound", subcells=2),
+        False,
+    ),
+    ("5-D bench a=.04 bound k=2", 5, ("bench", 0, 0), dict(eps=0.04, core="bound", subcells=2), False),
+    (
+        "5-D person level bound k=2",
+        5,
+        ("blobs", 20_000, 7),
+        dict(eps=0.06, histogram="sparse", delta=1e-6, core="bound", subcells=2),
+        True,
+    ),
 ]
 
 

@@ -1,9 +1,16 @@
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The margins' quantiles cached across processes (density/lawcache.py) go to
+# a directory of this run, never the user's cache: on, so that the suite
+# (and the CLI runs it starts) read and write them as users' fits do.
+if not os.environ.get("DPDBSCAN_CACHE_DIR"):
+    os.environ["DPDBSCAN_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpdbscan-cache-")
 
 
 def data_dir() -> Path:

@@ -199,3 +199,64 @@ def test_core_cells_by_boxes_are_every_cell_that_reaches_the_threshold(d, eta, m
                     got, got_sums = core_cells_by_boxes(grid, keys, vals, threshold)
                     assert np.array_equal(got, grid.encode(every[sums >= threshold]))
                     assert np.array_equal(got_sums, sums[sums >= threshold])
+
+
+@pytest.mark.parametrize("d, eta", CASES)
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_position_sums_are_each_positions_run_sums_bit_for_bit(d, eta, k):
+    """Every sub-position's sums in one walk: the run walk of that
+    position's offsets (and the numpy path), integers and floats, bit for bit."""
+    from dpdbscan.cells.subcells import SubcellLayout
+    from dpdbscan.post.coretests.bound.positionsums import position_sums
+
+    if k**d > 512:
+        pytest.skip("positions enough in the smaller cases")
+    rng = np.random.default_rng(d * 13 + k)
+    grid = Grid(np.zeros(d), np.ones(d), 0.3, eta)
+    layout = SubcellLayout(grid, k)
+    for trial in range(3):
+        keys = _random_cells(rng, grid, int(rng.integers(1, 150)), clustered=trial % 2 == 0)
+        query = _random_cells(rng, grid, 50, clustered=trial % 2 == 1)
+        for vals in (rng.integers(-5, 30, keys.size), rng.normal(3.0, 5.0, keys.size)):
+            got = position_sums(grid, keys, vals, query, k)
+            assert got.shape == (query.size, k**d)
+            for p, (_, offsets) in enumerate(layout.positions):
+                offsets = grid.offsets if offsets is None else offsets
+                assert np.array_equal(got[:, p], run_sums(grid, keys, vals, query, offsets))
+                assert np.array_equal(got[:, p], sparse_neighbour_sums(grid, keys, vals, query, offsets))
+
+
+@pytest.mark.parametrize("d, k", [(5, 2), (6, 2), (3, 3)])
+def test_merge_of_subcells_with_wide_blocks_matches_the_pairwise_oracle(d, k):
+    """The sub-cells' finer grid allows blocks wider than 2 (every pair of a
+    block in NB): the same components as every pair tested."""
+    from dpdbscan.cells.grid import gap2_limit
+    from dpdbscan.cells.subcells import SubcellLayout
+    from dpdbscan.post.coretests.bound.boundmerge import block_side
+
+    fine = SubcellLayout(Grid(np.zeros(d), np.ones(d), 0.3, 4.0), k).fine
+    side = block_side(d, gap2_limit(d, fine.eta))
+    assert side > 2
+    steps = np.array(list(itertools.product(range(side), repeat=d)))
+    assert _in_nb(fine, steps - steps[-1]).all()  # a block's far corners are neighbours
+    rng = np.random.default_rng(d + k)
+    for trial in range(6):
+        keys = _random_cells(rng, fine, int(rng.integers(1, 120)), clustered=trial % 2 == 0)
+        assert np.array_equal(merge_core_cells(fine, keys), _oracle_labels(fine, keys))
+
+
+@pytest.mark.parametrize("d, eta", [(2, 2.0), (3, 2.0), (5, 2.0)])
+def test_wide_block_offsets_cover_every_pair_of_blocks_in_reach(d, eta):
+    from dpdbscan.cells.grid import gap2_limit
+    from dpdbscan.post.coretests.bound.boundmerge import block_side
+
+    grid = Grid(np.zeros(d), np.ones(d), 0.3, eta)
+    lim = gap2_limit(d, eta)
+    side = block_side(d, lim)
+    listed = {tuple(o) for o in block_offsets(d, lim, side).tolist()}
+    rng = np.random.default_rng(d)
+    for o in grid.offsets:
+        a = rng.integers(0, side, d)  # a cell's place in its block
+        D = (a + o) // side
+        if any(D):
+            assert tuple(D) in listed or tuple(-D) in listed

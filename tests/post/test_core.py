@@ -171,3 +171,86 @@ def test_dense_core_cells_from_candidates_match_full_sums(d, kind):
         assert np.array_equal(g.decode(keys), expect)
         assert np.array_equal(sums, S[S >= thr])
     assert used >= 1  # the candidate path was taken
+
+
+def _subcell_oracle(hist, thresholds, layout):
+    """Every sub-cell's sum over NB(q), each released value added to the
+    cells at the offsets of each position's list (dense arrays over the
+    grid); per threshold, the sorted fine keys reaching it and their sums."""
+    g = hist.grid
+    keys, vals = hist.sparse()
+    kc = g.decode(keys)
+    shape = np.array(g.shape)
+    found: dict = {t: [] for t in thresholds}
+    for pos, offsets in layout.positions:
+        offsets = g.offsets if offsets is None else np.asarray(offsets)
+        S = np.zeros(g.shape, dtype=vals.dtype)
+        for r in range(keys.size):
+            c = kc[r] - offsets  # the cells that have r at an offset of NB(q)
+            c = c[np.all((c >= 0) & (c < shape), axis=1)]
+            np.add.at(S, tuple(c.T), vals[r])
+        f = np.argwhere(np.ones(g.shape, dtype=bool)) * layout.k + np.array(pos)
+        inside = np.all(f < np.array(layout.fine.shape), axis=1)
+        for t in thresholds:
+            hit = (S.ravel() >= t) & inside
+            found[t] += list(zip(layout.fine.encode(f[hit]).tolist(), S.ravel()[hit].tolist()))
+    out = {}
+    for t, pairs in found.items():
+        pairs.sort()
+        out[t] = (np.array([k for k, _ in pairs], dtype=np.int64), np.array([s for _, s in pairs]))
+    return out
+
+
+@pytest.mark.parametrize(
+    "d, eta", [(1, 4.0), (2, 4.0), (3, 4.0), (4, 4.0), (5, 4.0), (6, 8.0), (7, 16.0), (8, 16.0)]
+)
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("spread", ["dense", "sparse"])
+def test_bound_core_subcells_match_the_brute_force_oracle(d, eta, k, spread):
+    """Sparse releases of clumped (dense) or scattered (sparse) cells, integer
+    counts against the oracle of each position's offset list, and float
+    values (a person-level release's weights) against the run walk of each
+    position's offsets, bit for bit (up to 4-D; above, the kernel's test
+    compares every position's sums with the run walk's)."""
+    from dpdbscan.cells.subcells import SubcellLayout
+
+    rng = np.random.default_rng(d * 100 + k * 10 + (spread == "dense"))
+    g = Grid(np.zeros(d), np.ones(d), 0.2 if d < 6 else 0.3, eta)
+    layout = SubcellLayout(g, k)
+    shape = np.array(g.shape)
+    n = 40 if spread == "dense" else 20
+    if spread == "dense":
+        c = rng.integers(0, shape, size=(2, d))[rng.integers(0, 2, n)] + rng.integers(-1, 2, size=(n, d))
+    else:
+        c = rng.integers(0, shape, size=(n, d))
+    keys = np.unique(g.encode(np.clip(c, 0, shape - 1)))
+    hist = make_histogram(grid=g, kind="sparse", values=rng.integers(2, 30, keys.size), keys=keys, theta=2.0)
+    thresholds = (25.0, 80.0, 200.0)
+    want = _subcell_oracle(hist, thresholds, layout)
+    for thr in thresholds:
+        got = core.core_cells(hist, thr, layout)
+        assert np.array_equal(got[0], want[thr][0]) and np.array_equal(got[1], want[thr][1]), thr
+    if d > 4:
+        return  # floats in more dimensions: test_bound_kernels, position by position
+    floats = make_histogram(
+        grid=g, kind="sparse", values=rng.gamma(2.0, 8.0, keys.size), keys=keys, theta=2.0
+    )
+    for thr in (25.0, 80.0):
+        k0, s0 = (
+            _core_subcells_reference(floats, thr, layout)
+            if k > 1
+            else core._core_cells(floats, thr, None, g.kappa)
+        )
+        k1, s1 = core.core_cells(floats, thr, layout)
+        assert np.array_equal(k0, k1) and np.array_equal(s0, s1)
+
+
+@pytest.mark.parametrize("d, eta, k", [(1, 4.0, 2), (2, 4.0, 3), (3, 2.0, 2), (4, 4.0, 2), (5, 8.0, 2)])
+def test_every_positions_neighbourhood_lies_in_nb_by_codes_as_by_sets(d, eta, k):
+    from dpdbscan.cells.grid import neighbour_offsets
+    from dpdbscan.cells.subcells import SubcellLayout
+
+    nb = {tuple(o) for o in neighbour_offsets(d, eta).tolist()}
+    layout = SubcellLayout(Grid(np.zeros(d), np.ones(d), 0.3, eta), k)
+    by_sets = all({tuple(o) for o in off.tolist()} <= nb for _, off in layout.positions)
+    assert core._positions_within_nb(d, eta, k) == by_sets

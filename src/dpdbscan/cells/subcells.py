@@ -57,6 +57,16 @@ def _axis_gaps(d: int, eta: float, k: int) -> tuple[float, list, list]:
     return r2, steps, gaps
 
 
+def gap_table(d: int, eta: float, k: int) -> tuple[float, int, np.ndarray]:
+    """The test of :func:`position_offsets` as a table, for kernels that walk
+    the offsets instead of listing them: ``(lim, reach, gaps)``, an offset
+    o of sub-position s is in NB(q) when the squared gaps ``gaps[s_i, o_i +
+    reach]``, added axis by axis from 0 in float64, stay below ``lim``
+    (the same floats as :func:`_offsets_by_gaps` adds and compares)."""
+    r2, steps, axis_gaps = _axis_gaps(d, eta, k)
+    return r2 * (1 - 1e-12), -steps[0], np.array(axis_gaps, dtype=np.float64).reshape(k, len(steps))
+
+
 @functools.lru_cache(maxsize=64)
 def _sub_offsets(d: int, eta: float, k: int):
     """Offsets of NB(q) for every sub-position q in {0..k-1}^d (coarse units)."""

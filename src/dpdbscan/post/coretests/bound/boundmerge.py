@@ -6,7 +6,8 @@ their offset o (``lim`` from the grid's eta, :func:`~dpdbscan.cells.grid.neighbo
 Every offset with all ``|o_i| <= 1`` passes (the sum is 0), so the core
 cells of one block of 2 cells per axis are all neighbours of each other:
 a block is one node of the graph, and only pairs of blocks are left to
-join.
+join. Where ``lim`` allows it (the finer grid of sub-cells from 5-D on) the
+blocks are wider, :func:`block_side`; the numbers below are for blocks of 2.
 
 Blocks a block offset D apart hold cells at offsets ``o_i`` in
 ``{2 D_i - 1, 2 D_i, 2 D_i + 1}``, the nearest at ``|o_i| = max(2 |D_i| - 1, 0)``:
@@ -59,9 +60,10 @@ def _blocks(coords: np.ndarray, lim: int) -> np.ndarray | None:
     if lim < 0:  # NB is empty: every cell on its own
         return np.arange(coords.shape[0], dtype=np.int64)
     d = coords.shape[1]
-    deltas = block_offsets(d, lim)
+    side = block_side(d, lim)
+    deltas = block_offsets(d, lim, side)
     reach = int(np.abs(deltas).max()) if deltas.size else 0
-    bc = coords >> 1
+    bc = coords // side
     radix = bc.max(axis=0) + 2 * reach + 1
     if math.prod(int(r) for r in radix) >= _KEY_LIMIT:
         return None
@@ -84,13 +86,27 @@ def _blocks(coords: np.ndarray, lim: int) -> np.ndarray | None:
     return of_cell
 
 
+def block_side(d: int, lim: int) -> int:
+    """The widest blocks whose cells are all in NB of each other: offsets
+    within a block of side s have ``|o_i| <= s - 1``, so their sum of terms
+    is at most ``d (s - 2)^2``, which must stay within ``lim`` (s = 2 always
+    does; the sub-cells' finer grid, with a larger ``lim``, takes s = 3 from
+    5-D to 8-D: fewer blocks and 2-6 times fewer block offsets)."""
+    side = 2
+    while d * (side - 1) ** 2 <= lim:
+        side += 1
+    return side
+
+
 @functools.lru_cache(maxsize=16)
-def block_offsets(d: int, lim: int) -> np.ndarray:
-    """The lexicographically positive block offsets D whose blocks can hold
-    cells at an offset in NB: ``sum_i max(2 |D_i| - 2, 0)^2 <= lim``."""
-    top = (math.isqrt(max(lim, 0)) + 2) // 2  # 2 |D| - 2 <= sqrt(lim)
+def block_offsets(d: int, lim: int, side: int = 2) -> np.ndarray:
+    """The lexicographically positive block offsets D whose blocks (of
+    ``side`` cells per axis) can hold cells at an offset in NB: the nearest
+    cells are ``max(side |D_i| - side + 1, 0)`` apart along axis i, so
+    ``sum_i max(side |D_i| - side, 0)^2 <= lim``."""
+    top = (math.isqrt(max(lim, 0)) + 2 * side) // side  # side (|D| - 1) <= sqrt(lim)
     steps = np.arange(-top, top + 1, dtype=np.int64)
-    part = np.maximum(2 * np.abs(steps) - 2, 0) ** 2
+    part = np.maximum(side * np.abs(steps) - side, 0) ** 2
     rows = offsets_within(steps, part, d, lim)
     nz = rows != 0
     first = np.argmax(nz, axis=1)
@@ -162,4 +178,4 @@ def _join_blocks_kernel():
     return join_blocks
 
 
-__all__ = ["merge_core_cells", "block_offsets"]
+__all__ = ["merge_core_cells", "block_offsets", "block_side"]

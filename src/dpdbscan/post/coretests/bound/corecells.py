@@ -12,17 +12,19 @@ which holds for the dense histogram only; bounds.margins.)
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 import numpy as np
 
-from ....cells.grid import MAX_KAPPA, Grid
+from ....cells.grid import MAX_KAPPA, Grid, neighbour_offsets
 from ....cells.histogram import NoisyHistogram
-from ....cells.subcells import SubcellLayout, union_offsets
+from ....cells.subcells import SubcellLayout, position_offsets, union_offsets
 from ...pruning import core_candidates
 from ...sums import SumsAt, dense_candidates, dense_neighbour_sums, neighbourhood, sparse_neighbour_sums
 from .boundsums import run_sums
+from .positionsums import SUMS_CHUNK, position_sums
 from .triesums import core_cells_by_boxes
 
 
@@ -60,12 +62,14 @@ def core_cells(
     # of the positive values over NB(X): only cells where that reaches the
     # threshold can hold a core sub-cell (speed only; tests/post/test_core.py).
     cand = _candidate_cells(hist, threshold, layout)
-    sums_at = SumsAt(hist)
+    if hist.kind != "dense" and compiled(hist.grid):
+        found: Iterable[tuple[np.ndarray, np.ndarray]] = _by_positions(hist, cand, threshold, layout)
+    else:
+        found = _by_offsets(hist, cand, threshold, layout)
     keys, sums = [], []
-    per = _query_chunk(hist)
-    for pos, offsets in layout.positions:
-        assert offsets is not None  # only k = 1 has a position without offsets
-        ck, cs = _at_least(cand, functools.partial(_at_offsets, sums_at, offsets), threshold, per)
+    # the positions in the order of layout.positions, without making their
+    # offsets (in 8-D with two sub-cells, 256 lists of 593k offsets)
+    for pos, (ck, cs) in zip(itertools.product(range(layout.k), repeat=hist.grid.d), found):
         fk = layout.fine_keys(ck, pos)
         # fine_keys drops sub-cells outside the box: keep sums aligned
         if fk.size != ck.size:
@@ -78,11 +82,40 @@ def core_cells(
     return all_keys[order], all_sums[order]
 
 
-def _at_offsets(sums_at: SumsAt, offsets: np.ndarray, query: np.ndarray) -> np.ndarray:
-    hist = sums_at.hist
-    if hist.kind == "dense" or not compiled(hist.grid):
-        return sums_at(query, offsets)
-    return run_sums(hist.grid, hist.released_keys, hist.values, query, offsets)
+def _by_offsets(
+    hist: NoisyHistogram, cand: np.ndarray, threshold: float, layout: SubcellLayout
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """:func:`_by_positions` position by position, each position's sums over
+    its offsets (dense releases, and sparse ones without compiled kernels)."""
+    sums_at = SumsAt(hist)
+    per = _query_chunk(hist)
+    for _, offsets in layout.positions:
+        assert offsets is not None  # only k = 1 has a position without offsets
+        yield _at_least(cand, functools.partial(sums_at, offsets=offsets), threshold, per)
+
+
+def _by_positions(
+    hist: NoisyHistogram, cand: np.ndarray, threshold: float, layout: SubcellLayout
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per sub-position (in ``layout.positions`` order), the sorted candidate
+    cells whose sub-cell there has a sum reaching ``threshold``, and those
+    sums: every position's sums of a chunk of candidates in one walk
+    (:func:`~dpdbscan.post.coretests.bound.positionsums.position_sums`, the
+    same sums as the run walk of each position's offsets)."""
+    n_pos = layout.k**hist.grid.d
+    parts: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(n_pos)]
+    per = max(1, SUMS_CHUNK // n_pos)
+    for start in range(0, cand.size, per):
+        q = cand[start : start + per]
+        s = position_sums(hist.grid, hist.released_keys, hist.values, q, layout.k)
+        for p in range(n_pos):
+            keep = s[:, p] >= threshold
+            parts[p].append((q[keep], s[keep, p]))
+    empty = (cand[:0], np.zeros(0, dtype=np.int64 if hist.values.dtype.kind in "iub" else np.float64))
+    return [
+        (np.concatenate([a for a, _ in got]), np.concatenate([b for _, b in got])) if got else empty
+        for got in parts
+    ]
 
 
 def _below_all_sums(hist: NoisyHistogram, threshold: float) -> bool:
@@ -99,18 +132,8 @@ def _candidate_cells(hist: NoisyHistogram, threshold: float, layout) -> np.ndarr
     """Cells X whose positive neighbour sum sum_{NB(X)} max(x~, 0) reaches the
     threshold: a superset of the cells holding a core sub-cell."""
     grid, vals = hist.grid, hist.values
-    nb = np.ascontiguousarray(grid.offsets).view([("", np.int64)] * grid.d).ravel()
-
-    def within_nb(offsets: np.ndarray) -> bool:
-        sub = np.ascontiguousarray(offsets).view([("", np.int64)] * grid.d).ravel()
-        return bool(np.isin(sub, nb).all())
-
-    # every NB(q) lies in one superset of them all: one check where it is in
-    # NB (it is, NB(q) being the cells within alpha of a part of X), else each
-    if not within_nb(union_offsets(grid.d, float(grid.eta), layout.k)):
-        for _, offsets in layout.positions:
-            if not within_nb(offsets):  # not a subset: every cell is a candidate
-                return _all_keys(hist)
+    if not _positions_within_nb(grid.d, float(grid.eta), layout.k):
+        return _all_keys(hist)  # not a subset: every cell is a candidate
     if hist.kind == "dense":
         n_terms = layout.kappa_q  # the most offsets of one NB(q)
         cand = dense_candidates(grid, vals, threshold, n_terms)
@@ -121,6 +144,33 @@ def _candidate_cells(hist: NoisyHistogram, threshold: float, layout) -> np.ndarr
     if vals.dtype.kind == "f" and threshold > 0:  # room for the rounding of prefix sums
         threshold = max(threshold - 1e-9 * (1.0 + float(np.abs(vals).sum())), threshold / 2)
     return _core_cells(hist, threshold, None, grid.kappa)[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _positions_within_nb(d: int, eta: float, k: int) -> bool:
+    """Whether every sub-position's NB(q) lies in the grid's NB (it does,
+    NB(q) being the cells within alpha of a part of X): one check of a
+    superset of them all, else each. Offsets compared as int64 codes (the
+    void rows' ``np.isin`` took 10-30 s of CPU in 8-D)."""
+    nb = neighbour_offsets(d, eta)
+    top = int(np.abs(nb).max(initial=0))
+
+    def codes(offsets: np.ndarray) -> np.ndarray | None:
+        o = np.asarray(offsets, dtype=np.int64).reshape(-1, d)
+        if o.size and int(np.abs(o).max()) > top:
+            return None  # beyond NB's reach: not in it
+        return (o + top) @ ((2 * top + 1) ** np.arange(d, dtype=np.int64))
+
+    held = codes(nb)
+    assert held is not None
+
+    def within_nb(offsets: np.ndarray) -> bool:
+        c = codes(offsets)
+        return c is not None and bool(np.isin(c, held).all())
+
+    if within_nb(union_offsets(d, eta, k)):
+        return True
+    return all(within_nb(position_offsets(d, eta, k, pos)) for pos in itertools.product(range(k), repeat=d))
 
 
 def _all_keys(hist: NoisyHistogram) -> np.ndarray:

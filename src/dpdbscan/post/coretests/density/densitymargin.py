@@ -22,6 +22,7 @@ from ....laws.noise import cdf as _noise_cdf
 from ....laws.noise import is_integer, lam_top, log_mgf, reach, resolution
 from ....laws.noise import tail as _noise_tail
 from ....laws.noise import variance as noise_variance
+from . import lawcache
 from .weights import BallWeights
 
 MARGINS = ("chernoff", "pointwise")  # or a number c: c * sigma(q)
@@ -117,6 +118,21 @@ def weighted_quantile(
     """
     if noise == "none" or math.isinf(epsilon):
         return 0.0
+    uniq, counts = _multiset(weights)
+    # public inputs only: kept across processes (lawcache), the same float
+    key = lawcache.key_of((noise, float(epsilon), float(level), truncation, floor), uniq, counts)
+    held = lawcache.load(key)
+    if held is not None:
+        return held
+    value = _quantile(noise, epsilon, weights, level, truncation, floor)
+    lawcache.store(key, value)
+    return value
+
+
+def _quantile(
+    noise: str, epsilon: float, weights: tuple, level: float, truncation: Truncation, floor: float | None
+) -> float:
+    """:func:`weighted_quantile` computed (not read from the disk's cache)."""
     uniq, counts = _multiset(weights)
     law = None
     if floor is not None and floor < level:
