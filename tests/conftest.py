@@ -1,4 +1,6 @@
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -9,8 +11,11 @@ REPO = Path(__file__).resolve().parents[1]
 # The margins' quantiles cached across processes (density/lawcache.py) go to
 # a directory of this run, never the user's cache: on, so that the suite
 # (and the CLI runs it starts) read and write them as users' fits do.
+# The process that makes the directory (pytest's, or xdist's controller:
+# its workers inherit the variable) removes it when it exits.
 if not os.environ.get("DPDBSCAN_CACHE_DIR"):
     os.environ["DPDBSCAN_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpdbscan-cache-")
+    atexit.register(shutil.rmtree, os.environ["DPDBSCAN_CACHE_DIR"], ignore_errors=True)
 
 
 def data_dir() -> Path:
