@@ -1,6 +1,7 @@
 """Pairs of cells within reach (cells/pairs.py), and every sum built on them
 equal bit for bit to the runs of offsets they replace when those are dear."""
 
+import copy
 import math
 import warnings
 
@@ -508,6 +509,59 @@ def test_half_sums_weigh_every_pair_both_ways(d, R, side, n, threads, searched, 
         w = pairs_module.OffsetWeights(codes, weights, R, d)
     assert (w.table.size == 0) == (searched or (2 * R + 1) ** d > pairs_module.OffsetWeights.TABLE)
     got = pairs_module.CellIndex(a, R).half_sums(vals, R, w, threads)
+    assert np.allclose(got, _weight_oracle(a, vals, R, codes, weights), rtol=1e-12, atol=1e-12)
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 12),
+    n=st.integers(1, 150),
+    threads=st.sampled_from([1, 2, 3]),
+    searched=st.booleans(),
+    shuffled=st.booleans(),
+    skew=st.sampled_from([None, "weight", "code"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_symmetric_weights_are_told_and_looked_up_once_per_pair(
+    d, R, side, n, threads, searched, shuffled, skew, seed
+):
+    """``OffsetWeights.symmetric`` is whether every offset weighs what its
+    opposite does (the brute check over the cube of codes), for a table or
+    sorted codes, given in order or not; the self-join's sums that look one
+    weight up per pair where it holds equal bit for bit those that look up
+    both, and the all-pairs oracle's up to rounding."""
+    rng = np.random.default_rng(seed)
+    a = np.unique(rng.integers(0, side, (n, d)), axis=0)
+    vals = rng.exponential(4.0, a.shape[0])
+    cube = (2 * R + 1) ** d
+    half = np.unique(rng.integers(0, cube, int(rng.integers(1, 60))))
+    codes = np.union1d(half, (cube - 1) - half)  # every code with its opposite
+    weights = np.zeros(codes.size)
+    for c, x in zip(half.tolist(), rng.random(half.size).tolist()):
+        weights[np.searchsorted(codes, [c, cube - 1 - c])] = x
+    if skew == "weight" and codes.size:
+        weights[int(rng.integers(0, codes.size))] += 0.5  # one offset weighs more than its opposite
+    if skew == "code" and codes.size > 1:
+        drop = int(rng.integers(0, codes.size))
+        if codes[drop] != cube // 2:
+            codes, weights = np.delete(codes, drop), np.delete(weights, drop)  # an opposite left out
+    if shuffled:
+        order = rng.permutation(codes.size)
+        codes, weights = codes[order], weights[order]
+    with pytest.MonkeyPatch.context() as mp:
+        if searched:
+            mp.setattr(pairs_module.OffsetWeights, "TABLE", 0)
+        w = pairs_module.OffsetWeights(codes, weights, R, d)
+    table = np.zeros(cube)
+    table[codes] = weights
+    assert w.symmetric == bool(np.array_equal(table, table[::-1]))
+    index = pairs_module.CellIndex(a, R)
+    got = index.half_sums(vals, R, w, threads)
+    both = copy.copy(w)
+    both.symmetric = False  # each pair looks both of its weights up
+    assert np.array_equal(got, index.half_sums(vals, R, both, threads))
     assert np.allclose(got, _weight_oracle(a, vals, R, codes, weights), rtol=1e-12, atol=1e-12)
 
 

@@ -403,6 +403,7 @@ def half_sums(
     table: np.ndarray,
     codes: np.ndarray,
     weights: np.ndarray,
+    symmetric: bool,
     p0: int,
     p1: int,
 ) -> np.ndarray:
@@ -414,7 +415,11 @@ def half_sums(
     ``lin[p]``: the linear code of ``sc[p]`` (base 2R + 1), so the offset code
     of a pair is ``lin[q] - lin[p]`` plus the code of the zero offset. ``w``
     of a code: ``table[code]`` when ``table`` is not empty, else its weight in
-    the sorted ``codes`` (0 when absent)."""
+    the sorted ``codes`` (0 when absent). ``symmetric``: w(-o) = w(o) for
+    every offset (:attr:`~dpdbscan.cells.pairs.OffsetWeights.symmetric`),
+    so each pair looks one weight up, not two (the same weights: in 8-D at
+    reach 3 the table of 7^8 codes is 46 MB and each lookup is a miss of
+    the caches)."""
     n = sc.shape[0]
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
@@ -433,13 +438,12 @@ def half_sums(
         for t in range(got):
             q = buf[t]
             code = lin[q] - lp
-            back = 2 * zero - code
-            if use_table:
-                wf = table[code]
-                wb = table[back]
+            wf = table[code] if use_table else _weight(codes, weights, code)
+            if symmetric:
+                wb = wf
             else:
-                wf = _weight(codes, weights, code)
-                wb = _weight(codes, weights, back)
+                back = 2 * zero - code
+                wb = table[back] if use_table else _weight(codes, weights, back)
             acc += wf * vals[q]
             sums[q] += wb * vp
         sums[p] += acc
