@@ -675,9 +675,9 @@ def _counted(half_sums, calls):
 @pytest.mark.parametrize(
     "d,subcells,person",
     [
-        (5, 2, False),
         (8, 1, False),
         (6, 1, True),
+        pytest.param(5, 2, False, marks=pytest.mark.slow),
         pytest.param(5, 1, False, marks=pytest.mark.slow),
         pytest.param(6, 2, False, marks=pytest.mark.slow),
         pytest.param(7, 1, False, marks=pytest.mark.slow),
