@@ -1,7 +1,10 @@
 """Pairs of cells within reach (cells/pairs.py), and every sum built on them
 equal bit for bit to the runs of offsets they replace when those are dear."""
 
+import contextlib
+import copy
 import math
+import threading
 import warnings
 
 import numpy as np
@@ -509,6 +512,217 @@ def test_half_sums_weigh_every_pair_both_ways(d, R, side, n, threads, searched, 
     assert (w.table.size == 0) == (searched or (2 * R + 1) ** d > pairs_module.OffsetWeights.TABLE)
     got = pairs_module.CellIndex(a, R).half_sums(vals, R, w, threads)
     assert np.allclose(got, _weight_oracle(a, vals, R, codes, weights), rtol=1e-12, atol=1e-12)
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 12),
+    n=st.integers(1, 150),
+    threads=st.sampled_from([1, 2, 3]),
+    searched=st.booleans(),
+    shuffled=st.booleans(),
+    skew=st.sampled_from([None, "weight", "code"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_symmetric_weights_are_told_and_looked_up_once_per_pair(
+    d, R, side, n, threads, searched, shuffled, skew, seed
+):
+    """``OffsetWeights.symmetric`` is whether every offset weighs what its
+    opposite does (the brute check over the cube of codes), for a table or
+    sorted codes, given in order or not; the self-join's sums that look one
+    weight up per pair where it holds equal bit for bit those that look up
+    both, and the all-pairs oracle's up to rounding."""
+    rng = np.random.default_rng(seed)
+    a = np.unique(rng.integers(0, side, (n, d)), axis=0)
+    vals = rng.exponential(4.0, a.shape[0])
+    cube = (2 * R + 1) ** d
+    half = np.unique(rng.integers(0, cube, int(rng.integers(1, 60))))
+    codes = np.union1d(half, (cube - 1) - half)  # every code with its opposite
+    weights = np.zeros(codes.size)
+    for c, x in zip(half.tolist(), rng.random(half.size).tolist()):
+        weights[np.searchsorted(codes, [c, cube - 1 - c])] = x
+    if skew == "weight" and codes.size:
+        weights[int(rng.integers(0, codes.size))] += 0.5  # one offset weighs more than its opposite
+    if skew == "code" and codes.size > 1:
+        drop = int(rng.integers(0, codes.size))
+        if codes[drop] != cube // 2:
+            codes, weights = np.delete(codes, drop), np.delete(weights, drop)  # an opposite left out
+    if shuffled:
+        order = rng.permutation(codes.size)
+        codes, weights = codes[order], weights[order]
+    with pytest.MonkeyPatch.context() as mp:
+        if searched:
+            mp.setattr(pairs_module.OffsetWeights, "TABLE", 0)
+        w = pairs_module.OffsetWeights(codes, weights, R, d)
+    table = np.zeros(cube)
+    table[codes] = weights
+    assert w.symmetric == bool(np.array_equal(table, table[::-1]))
+    index = pairs_module.CellIndex(a, R)
+    got = index.half_sums(vals, R, w, threads)
+    both = copy.copy(w)
+    both.symmetric = False  # each pair looks both of its weights up
+    assert np.array_equal(got, index.half_sums(vals, R, both, threads))
+    assert np.allclose(got, _weight_oracle(a, vals, R, codes, weights), rtol=1e-12, atol=1e-12)
+
+
+def _one_pass_per_chunk(whole, find, add, chunks, n):
+    """What :func:`pairs._shared` must give: each chunk's sums from one
+    pass over its cells (no block found by another thread)."""
+    out = []
+    for p0, p1 in chunks:
+        sums = np.zeros(n)
+        whole(sums, p0, p1)
+        out.append(sums)
+    return out
+
+
+@contextlib.contextmanager
+def _blocks_taken_over(mp, threads, blocks=1 << 30):
+    """Within the block, :func:`pairs._shared` cuts the chunks in up to
+    ``blocks`` blocks (of one cell by default), and in a self-join in
+    ``threads`` threads the first chunk's thread waits at its first block
+    until another thread has found the pairs of one of its blocks (when it
+    has three cells or more, so three blocks or more: the others may take
+    over all but its next one); yields the number of blocks found so."""
+    from dpdbscan.cells import pairkernels
+
+    mp.setattr(pairs_module, "_BLOCK", 1)
+    mp.setattr(pairs_module, "_BLOCKS", blocks)
+    found = threading.Event()
+    count = [0]
+    whole, hits = pairkernels.half_sums, pairkernels.half_hits
+    first = [True]
+    lock = threading.Lock()
+
+    def waiting_whole(*args):
+        p0, p1 = args[-3], args[-2]
+        n = args[0].shape[0]
+        with lock:
+            wait = first[0] and p0 == 0 and p1 < n and n // min(threads, n) >= 3
+            first[0] = first[0] and not wait
+        if wait:
+            found.wait(timeout=30)
+        return whole(*args)
+
+    def counted_hits(*args):
+        out = hits(*args)
+        with lock:
+            count[0] += 1
+        found.set()
+        return out
+
+    mp.setattr(pairkernels, "half_sums", waiting_whole)
+    mp.setattr(pairkernels, "half_hits", counted_hits)
+    yield count
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 12),
+    n=st.integers(1, 150),
+    threads=st.sampled_from([2, 3]),
+    searched=st.booleans(),
+    symmetric=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_half_sums_in_threads_are_one_pass_per_chunk_whoever_finds_the_pairs(
+    d, R, side, n, threads, searched, symmetric, seed
+):
+    """The self-join's sums in two or three threads, blocks of one chunk's
+    cells found by another thread (forced: the first chunk's thread waits
+    until one is), equal bit for bit those of one pass over each chunk in
+    its thread, the chunks' sums added in turn, and the all-pairs oracle's
+    up to rounding; weights symmetric or not, from a table or searched."""
+    rng = np.random.default_rng(seed)
+    a = np.unique(rng.integers(0, side, (n, d)), axis=0)
+    vals = rng.exponential(4.0, a.shape[0])
+    cube = (2 * R + 1) ** d
+    codes = np.unique(rng.integers(0, cube, int(rng.integers(1, 60))))
+    if symmetric:
+        codes = np.union1d(codes, (cube - 1) - codes)
+    weights = rng.random(codes.size)
+    if symmetric:
+        weights = np.minimum(weights, weights[::-1])  # (codes and opposites: one order, reversed)
+    with pytest.MonkeyPatch.context() as mp:
+        if searched:
+            mp.setattr(pairs_module.OffsetWeights, "TABLE", 0)
+        w = pairs_module.OffsetWeights(codes, weights, R, d)
+    assert w.symmetric or not symmetric
+    index = pairs_module.CellIndex(a, R)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pairs_module, "_shared", _one_pass_per_chunk)
+        want = index.half_sums(vals, R, w, threads)
+    with pytest.MonkeyPatch.context() as mp, _blocks_taken_over(mp, threads) as taken:
+        got = index.half_sums(vals, R, w, threads)
+    assert np.array_equal(got, want)
+    # (the first chunk's blocks beyond its next: at least one taken over)
+    assert taken[0] >= (1 if a.shape[0] // min(threads, a.shape[0]) >= 3 else 0)
+    assert np.allclose(got, _weight_oracle(a, vals, R, codes, weights), rtol=1e-12, atol=1e-12)
+
+
+def _counted(half_sums, calls):
+    def counted(self, *args, **kwargs):
+        calls.append(self.n)
+        return half_sums(self, *args, **kwargs)
+
+    return counted
+
+
+@pytest.mark.parametrize(
+    "d,subcells,person",
+    [
+        (8, 1, False),
+        (6, 1, True),
+        pytest.param(5, 2, False, marks=pytest.mark.slow),
+        pytest.param(5, 1, False, marks=pytest.mark.slow),
+        pytest.param(6, 2, False, marks=pytest.mark.slow),
+        pytest.param(7, 1, False, marks=pytest.mark.slow),
+    ],
+)
+def test_fits_with_the_self_join_s_blocks_taken_over_are_the_same(d, subcells, person):
+    """Fits in 5-D to 8-D (sub-cells on and off, person level) whose
+    self-join runs in two threads that take over each other's blocks
+    (forced, as in the test above) give the same model and predict labels
+    as with one pass over each chunk in its thread."""
+    from dpdbscan.post import sums as sums_module
+
+    X = _blobs(d, 800, d)
+    units = np.arange(X.shape[0]) // 3 if person else None
+    kw = dict(delta=1e-6, max_cells_per_unit=2) if person else {}
+    out = []
+    for take_over in (False, True):
+        est = DPDBSCAN(
+            0.2,
+            min_samples=10,
+            random_state=d,
+            bounds=(0, 1),
+            epsilon=1.0,
+            histogram="sparse",
+            subcells=subcells,
+            **kw,
+        )
+        with contextlib.ExitStack() as stack, forced(True), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mp = stack.enter_context(pytest.MonkeyPatch.context())
+            mp.setattr(sums_module, "_threads", lambda n: 2)
+            calls: list[int] = []
+            mp.setattr(pairs_module.CellIndex, "half_sums", _counted(pairs_module.CellIndex.half_sums, calls))
+            if take_over:
+                taken = stack.enter_context(_blocks_taken_over(mp, 2, 16))
+            else:
+                mp.setattr(pairs_module, "_shared", _one_pass_per_chunk)
+            est.fit(X, units=units)
+            out.append((est.spans_, est.predict(X)))
+    assert calls, "the fit ran no self-join"
+    assert taken[0] > 0 or max(calls) < 6
+    (a, pa), (b, pb) = out
+    assert np.array_equal(a.core_keys, b.core_keys)
+    assert np.array_equal(a.labels, b.labels)
+    assert np.array_equal(pa, pb)
 
 
 @SETTINGS
