@@ -8,7 +8,10 @@ A rule SHARE:RANK:RUNGS also selects no cluster born at a floor that binds
 whose tree lives fewer than RUNGS levels (``levelsearch.short_lived``);
 SHARE:RANK:RUNGS:FLEET lets the floor bind only where FLEET of the fleet
 the release shows (its noisy total over k m) reaches the lowest level's
-threshold (``levelsearch.jam_reach``; the library's rule is 0.08:2:3:0.1).
+threshold (``levelsearch.jam_reach``; the library's rule is 0.08:2:3:0.1);
+SHARE:RANK:RUNGS:FLEET:FLOOR also puts the floor, where it binds, at
+least FLOOR of that fleet (``levelsearch.above_peak``'s ``fleet``; measured,
+not the library's rule: docs/places.md section 6; FLEET may be left empty).
 ``--cached`` runs the shared metric once per model's traces and scores every
 rule in process (its own cells; ``--unit`` and ``--box`` for Cabs); each
 model's ladder on cells is printed first (margin, peaks, noisy total).
