@@ -8,7 +8,10 @@ A rule SHARE:RANK:RUNGS also selects no cluster born at a floor that binds
 whose tree lives fewer than RUNGS levels (``levelsearch.short_lived``);
 SHARE:RANK:RUNGS:FLEET lets the floor bind only where FLEET of the fleet
 the release shows (its noisy total over k m) reaches the lowest level's
-threshold (``levelsearch.jam_reach``; the library's rule is 0.08:2:3:0.1).
+threshold (``levelsearch.jam_reach``; the library's rule is 0.08:2:3:0.1);
+SHARE:RANK:RUNGS:FLEET:FLOOR also puts the floor, where it binds, at
+least FLOOR of that fleet (``levelsearch.above_peak``'s ``fleet``; measured,
+not the library's rule: docs/places.md section 6; FLEET may be left empty).
 ``--cached`` runs the shared metric once per model's traces and scores every
 rule in process (its own cells; ``--unit`` and ``--box`` for Cabs); each
 model's ladder on cells is printed first (margin, peaks, noisy total).
@@ -45,14 +48,21 @@ from . import traces_check
 
 
 def rebuilt(
-    model: Any, share: float, rank: int, rungs: int = 1, fleet: float | None = None
+    model: Any,
+    share: float,
+    rank: int,
+    rungs: int = 1,
+    fleet: float | None = None,
+    floor: float | None = None,
 ) -> tuple[Any, int]:
     """``model``'s release selected again with the floor at ``share`` of the
     ``rank``-th densest place's peak (binding only where ``fleet`` of the
     fleet the release shows reaches the lowest threshold,
     ``levelsearch.jam_reach``; None: always), selecting no
     cluster whose tree lives fewer than ``rungs`` levels
-    (``levelsearch.short_lived``): (the model, the tree's first MinPts)."""
+    (``levelsearch.short_lived``), the floor at least ``floor`` of the
+    fleet where it binds (None: the peak's share alone): (the model, the
+    tree's first MinPts)."""
     a, hist, spec = model.auto, model.histogram, model.spec
     sel = research.levels_select(
         hist,
@@ -65,6 +75,7 @@ def rebuilt(
         peak_rank=rank,
         min_rungs=rungs,
         jam_share=fleet,
+        fleet_floor=floor,
         per_unit=research.levels_unit_mass(model.release.units),
         # the significance the fit took (models before it: the share alone)
         noise_sds=a.get("noise_sds"),
@@ -77,10 +88,13 @@ def rebuilt(
     record = {**a, **research.levels_record(sel), "peak_share": share, "peak_rank": rank}
     record.pop("min_rungs", None)
     record.pop("jam_share", None)
+    record.pop("fleet_floor", None)
     if rungs > 1:
         record["min_rungs"] = rungs
     if fleet is not None:
         record["jam_share"] = fleet
+    if floor is not None:
+        record["fleet_floor"] = floor
     out = research.remodel(model, h, test.spans_of(h, spec2, keys, sel.labels), spec2, record)
     return out, int(sel.tree.levels[0].min_samples) if sel.tree.levels else 0
 
@@ -153,8 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--rules",
         default="0.025:1,0.08:2",
-        help="SHARE:RANK[:RUNGS[:FLEET]] (RUNGS: the least life; FLEET: the floor only where this share "
-        "of the fleet reaches the lowest threshold, levelsearch.jam_reach), comma-separated",
+        help="SHARE:RANK[:RUNGS[:FLEET[:FLOOR]]] (RUNGS: the least life; FLEET: the floor only where this "
+        "share of the fleet reaches the lowest threshold, levelsearch.jam_reach; FLOOR: the floor at least "
+        "this share of the fleet), comma-separated",
     )
     ap.add_argument("--traces", type=Path, default=None, help="score with places_metric.py (one model)")
     ap.add_argument(
@@ -168,7 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("results/place_floor"))
     o = ap.parse_args(argv)
     rules = [
-        (float(r[0]), int(r[1]), int(r[2]) if len(r) > 2 else 1, float(r[3]) if len(r) > 3 else None)
+        (
+            float(r[0]),
+            int(r[1]),
+            int(r[2]) if len(r) > 2 else 1,
+            float(r[3]) if len(r) > 3 and r[3] else None,
+            float(r[4]) if len(r) > 4 else None,
+        )
         for r in (p.split(":") for p in o.rules.split(","))
     ]
     for path in o.models:
@@ -180,10 +201,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         cached = None
         if o.cached and o.traces is not None:
             cached = Metric(path, o.traces, o.events, o.unit, o.box or ())
-        for share, rank, rungs, fleet in rules:
-            m, floor = rebuilt(model, share, rank, rungs, fleet)
+        for share, rank, rungs, fleet, least in rules:
+            m, floor = rebuilt(model, share, rank, rungs, fleet, least)
             row = f"{path}: floor {100 * share:g}% of peak #{rank}, life >= {rungs}"
             row += "" if fleet is None else f", where {100 * fleet:g}% of the fleet is core"
+            row += "" if least is None else f", at least {100 * least:g}% of the fleet"
             row += ": "
             row += f"final tree from MinPts {floor}, {m.n_spans} spans"
             if cached is not None:

@@ -444,3 +444,42 @@ def test_a_small_fleet_is_told_how_many_units_a_place_needs_on_the_ground():
         )
     notes = [str(w.message) for w in caught if issubclass(w.category, UtilityWarning)]
     assert notes and all(" units within 200 m: min_samples=5" in n for n in notes), notes
+
+
+#: A measured release's ladder on cells at 172 m (MinPts, core threshold,
+#: spans), its noisy total and k: 10,000 synthetic taxis' stops over a week
+#: at 3 min, seed 4, whose second place (peak 3,676) is a quarter of seed
+#: 3's (14,548; docs/places.md section 6).
+WEAK_SECOND_PLACE = (
+    [(5, 262.9, 140), (160, 262.9, 140), (226, 281.8, 130), (320, 375.8, 111), (453, 508.8, 104)]
+    + [(640, 695.8, 47), (905, 960.8, 16), (1280, 1335.8, 6), (2560, 2615.8, 4), (3620, 3675.8, 2)]
+    + [(5120, 5175.8, 1), (40960, 41015.8, 1), (57926, 57981.8, 0)],
+    299520.0,
+    32,
+)
+
+
+def test_a_floor_at_a_share_of_the_fleet_moves_only_a_weak_second_place_s():
+    """The research knob ``fleet`` of ``above_peak`` (experiments.place_floor's
+    FLOOR; not the library's rule): where the floor binds it is at least that
+    many units. Seed 4's second place peaks low (3,676 on cells), so 8% of
+    it is 3% of the fleet the release shows (9,360 taxis) and the floor is at
+    MinPts 320; at least 5% of the fleet (468) puts it at 453. Seed 3's
+    second place is high and its floor stays; a small fleet's floor does not
+    bind at all."""
+    from types import SimpleNamespace as P
+
+    share, rank, jam = autoplan.PLACE_PEAK_SHARE, autoplan.PLACE_PEAK_RANK, autoplan.PLACE_JAM_SHARE
+    floors = []
+    for rows, total, k in (WEAK_SECOND_PLACE, LARGE_FLEET, SHARP_SMALL_FLEET):
+        ladder = [P(min_samples=m, threshold=t, n_spans=n) for m, t, n in rows]
+        hist = P(values=np.array([total]))
+        reach, fleet = levels.jam_reach(hist, jam, k), levels.jam_reach(hist, 0.05, k)
+        assert fleet == pytest.approx(0.05 * total / k)
+        floors.append(
+            (
+                levels.above_peak(ladder, share, rank, reach)[0],
+                levels.above_peak(ladder, share, rank, reach, fleet)[0],
+            )
+        )
+    assert floors == [(320, 453), (1280, 1280), (5, 5)]

@@ -828,7 +828,11 @@ def runner_up(rows: Sequence[tuple[float, float, int]], chosen: float) -> float 
 
 
 def above_peak(
-    levels: Sequence[Partition], share: float, rank: int = 1, jams: float | None = None
+    levels: Sequence[Partition],
+    share: float,
+    rank: int = 1,
+    jams: float | None = None,
+    fleet: float | None = None,
 ) -> list[int]:
     """The MinPts of ``levels`` (one alpha's ladder on cells, by MinPts)
     whose core threshold is at least ``share`` of the peak: the highest
@@ -838,6 +842,8 @@ def above_peak(
     the most units a busy road's jams may gather within eps
     (:func:`jam_reach`); where it is under the lowest level's threshold no
     jam can be core and every level is kept. None: the floor always.
+    ``fleet``: where the floor binds, it is at least this many units (a
+    share of the fleet, :func:`jam_reach`); None: the peak's share alone.
 
     Why, for places counted in units: an absolute MinPts cannot tell the
     places of a large fleet from where it merely passes. Stops (or trip
@@ -862,7 +868,8 @@ def above_peak(
     if jams is not None and levels and float(jams) < levels[0].threshold:
         return [p.min_samples for p in levels]
     top = max((p.threshold for p in levels if p.n_spans >= need), default=0.0)
-    keep = [p.min_samples for p in levels if p.threshold >= share * top]
+    cut = share * top if fleet is None else max(share * top, float(fleet))
+    keep = [p.min_samples for p in levels if p.threshold >= cut]
     return keep or [levels[-1].min_samples]
 
 
@@ -932,6 +939,7 @@ def select_levels(
     peak_rank: int = 1,
     min_rungs: int = 1,
     jam_share: float | None = None,
+    fleet_floor: float | None = None,
     per_unit: float = 1.0,
     noise_sds: float | None = None,
 ) -> LevelSpans:
@@ -997,8 +1005,12 @@ def select_levels(
         fleet (:func:`jam_reach`, with ``per_unit`` the most one unit adds
         to the total, k m) reaches the lowest level's threshold, where a
         road's jams could be core. None: wherever it is above the margin.
+    fleet_floor : float, optional
+        With ``peak_share``, where its floor binds: the floor is at least
+        this share of the fleet (:func:`jam_reach`). None: the peak's share
+        alone.
     per_unit : float
-        See ``jam_share``.
+        See ``jam_share`` and ``fleet_floor``.
     share_of : {"positive", "total"}, optional
         Which released mass ``min_share`` is a share of: its positive part
         or the noisy total (:func:`significance_of`). Default: the total
@@ -1037,7 +1049,8 @@ def select_levels(
     floor = None  # the MinPts where the peak share cut the ladder, if it did
     if peak_share is not None:
         jams = None if jam_share is None else jam_reach(hist, jam_share, per_unit)
-        full, ms = ms, above_peak([coarse[(chosen, m)] for m in ms], peak_share, peak_rank, jams)
+        fleet = None if fleet_floor is None else jam_reach(hist, fleet_floor, per_unit)
+        full, ms = ms, above_peak([coarse[(chosen, m)] for m in ms], peak_share, peak_rank, jams, fleet)
         floor = ms[0] if ms[0] > full[0] else None
     rungs = min_rungs if floor is not None else 1
     if not bottom:
