@@ -406,12 +406,11 @@ def half_sums(
     symmetric: bool,
     p0: int,
     p1: int,
-    sums: np.ndarray,
-) -> None:
+) -> np.ndarray:
     """For the laid-out cells ``p0 : p1``, each pair with a later cell q within
     R along every axis, visited once: ``w(sc[q] - sc[p]) vals[q]`` added to
-    p's sum and ``w(sc[p] - sc[q]) vals[p]`` to q's, in ``sums`` (one per
-    cell, in place; the cells in order, each after the pairs of earlier ones).
+    p's sum and ``w(sc[p] - sc[q]) vals[p]`` to q's; returns the sums of every
+    cell (zero where nothing was added).
 
     ``lin[p]``: the linear code of ``sc[p]`` (base 2R + 1), so the offset code
     of a pair is ``lin[q] - lin[p]`` plus the code of the zero offset. ``w``
@@ -421,109 +420,34 @@ def half_sums(
     so each pair looks one weight up, not two (the same weights: in 8-D at
     reach 3 the table of 7^8 codes is 46 MB and each lookup is a miss of
     the caches)."""
+    n = sc.shape[0]
     zero = _zero_code(sc.shape[1], R)
-    walk = np.empty((3, axes.size), np.int64)
-    buf = np.empty(64, np.int64)
-    for p in range(p0, p1):
-        buf, got = _hits(
-            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
-        )
-        _add_half(p, buf, 0, got, lin, vals, zero, table, codes, weights, symmetric, sums)
-
-
-@inlined
-def _add_half(p, qs, lo, hi, lin, vals, zero, table, codes, weights, symmetric, sums):
-    """The step of :func:`half_sums` at the laid-out cell p, whose later
-    cells within reach are ``qs[lo:hi]`` in the walk's order: each pair's
-    two weighted values added to ``sums`` (p's own after the others)."""
-    if hi == lo:
-        return
     use_table = table.size > 0
-    vp = vals[p]
-    lp = lin[p] - zero
-    acc = 0.0
-    for t in range(lo, hi):
-        q = qs[t]
-        code = lin[q] - lp
-        wf = table[code] if use_table else _weight(codes, weights, code)
-        if symmetric:
-            wb = wf
-        else:
-            back = 2 * zero - code
-            wb = table[back] if use_table else _weight(codes, weights, back)
-        acc += wf * vals[q]
-        sums[q] += wb * vp
-    sums[p] += acc
-
-
-@kernel
-def half_hits(
-    sc: np.ndarray,
-    pk: np.ndarray,
-    R: int,
-    lanes: np.ndarray,
-    axes: np.ndarray,
-    sides: np.ndarray,
-    nb: np.ndarray,
-    strides: np.ndarray,
-    start: np.ndarray,
-    low: np.ndarray,
-    high: np.ndarray,
-    col: np.ndarray,
-    p0: int,
-    p1: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(ends, qs)``: for the laid-out cells ``p0 : p1``, the later cells
-    within R along every axis of each, in the walk's order of
-    :func:`half_sums` (positions): those of cell p are ``qs[ends[p - p0 -
-    1] : ends[p - p0]]`` (from 0 for ``p0``). The first half of a step of
-    :func:`half_sums`, which :func:`add_half_sums` completes: any thread may
-    find a block's pairs (:func:`~dpdbscan.cells.pairs.CellIndex.half_sums`
-    lets an idle thread find the last blocks of a busy thread's cells),
-    while the sums are added in the cells' order."""
+    sums = np.zeros(n)
     walk = np.empty((3, axes.size), np.int64)
     buf = np.empty(64, np.int64)
-    ends = np.empty(p1 - p0, np.int64)
-    qs = np.empty(max(16, 2 * (p1 - p0)), np.int64)
-    n_out = 0
     for p in range(p0, p1):
         buf, got = _hits(
             p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
         )
-        if n_out + got > qs.size:
-            qs = _grown(qs, n_out + got)
+        if got == 0:
+            continue
+        vp = vals[p]
+        lp = lin[p] - zero
+        acc = 0.0
         for t in range(got):
-            qs[n_out + t] = buf[t]
-        n_out += got
-        ends[p - p0] = n_out
-    return ends, qs[:n_out]
-
-
-@kernel
-def add_half_sums(
-    lin: np.ndarray,
-    vals: np.ndarray,
-    d: int,
-    R: int,
-    table: np.ndarray,
-    codes: np.ndarray,
-    weights: np.ndarray,
-    symmetric: bool,
-    p0: int,
-    ends: np.ndarray,
-    qs: np.ndarray,
-    sums: np.ndarray,
-) -> None:
-    """Adds to ``sums`` (in place) what :func:`half_sums` adds for the cells
-    ``p0 : p0 + ends.size``, from their pairs as :func:`half_hits` gives
-    them (``d``: the cells' dimension): the same additions in the same order, so a run of blocks added in
-    turn gives that kernel's sums over them bit for bit."""
-    zero = _zero_code(d, R)
-    lo = 0
-    for i in range(ends.size):
-        hi = ends[i]
-        _add_half(p0 + i, qs, lo, hi, lin, vals, zero, table, codes, weights, symmetric, sums)
-        lo = hi
+            q = buf[t]
+            code = lin[q] - lp
+            wf = table[code] if use_table else _weight(codes, weights, code)
+            if symmetric:
+                wb = wf
+            else:
+                back = 2 * zero - code
+                wb = table[back] if use_table else _weight(codes, weights, back)
+            acc += wf * vals[q]
+            sums[q] += wb * vp
+        sums[p] += acc
+    return sums
 
 
 @kernel

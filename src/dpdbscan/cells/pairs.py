@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -310,32 +310,21 @@ class CellIndex:
     def half_sums(self, values: np.ndarray, R: int, weight: OffsetWeights, threads: int = 1) -> np.ndarray:
         """Per indexed row: ``w(0) values`` plus, over the other rows within R
         along every axis, ``w(offset) x value`` (each pair visited once and
-        used both ways); ``weight`` gives w of an offset code.
-
-        The sums are those of ``threads`` chunks of the cells, each summed in
-        the cells' order (:func:`.pairkernels.half_sums`) by a thread of its
-        own, the chunks' sums added in turn; a thread done with its chunk
-        finds the pairs of the last blocks of another's (:func:`_shared`;
-        the kernels release the GIL): the same sums bit for bit whatever the
-        threads' timing, the work shared more evenly (the first chunk's cells
-        find more pairs: 57% of the 8-D self-join's)."""
+        used both ways; in ``threads`` chunks of the cells at once, the
+        kernels release the GIL); ``weight`` gives w of an offset code."""
         pairkernels = _kernels()
         vals = np.asarray(values, dtype=np.float64)[self.order]
         sc, pk, R, lanes, *walk = self._walk(R)
         lin = self.linear_codes(sc, R)
-        by = (weight.table, weight.codes, weight.weights, weight.symmetric)
 
-        def whole(sums: np.ndarray, p0: int, p1: int) -> None:
-            pairkernels.half_sums(sc, pk, lin, vals, R, lanes, *walk, *by, p0, p1, sums)
-
-        def find(p0: int, p1: int) -> tuple[np.ndarray, np.ndarray]:
-            return pairkernels.half_hits(sc, pk, R, lanes, *walk, p0, p1)
-
-        def add(sums: np.ndarray, p0: int, found: tuple[np.ndarray, np.ndarray]) -> None:
-            pairkernels.add_half_sums(lin, vals, self.d, R, *by, p0, *found, sums)
+        def part(p0: int, p1: int) -> np.ndarray:
+            return pairkernels.half_sums(
+                sc, pk, lin, vals, R, lanes, *walk,
+                weight.table, weight.codes, weight.weights, weight.symmetric, p0, p1,
+            )  # fmt: skip
 
         laid = vals * weight.at_zero
-        for s in _shared(whole, find, add, _chunks(self.n, threads), self.n):
+        for s in _in_threads(part, _chunks(self.n, threads)):
             laid += s
         out = np.empty(self.n)
         out[self.order] = laid
@@ -525,77 +514,6 @@ def _in_threads(fn, ranges: list[tuple[int, int]]) -> list:
 
     with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
         return list(pool.map(lambda r: fn(*r), ranges))
-
-
-#: Cells per block of :func:`_shared` (at least: a chunk is cut in at most
-#: :data:`_BLOCKS` blocks)
-_BLOCK, _BLOCKS = 2048, 32
-
-
-def _shared(
-    whole: Callable[[np.ndarray, int, int], None],
-    find: Callable[[int, int], tuple],
-    add: Callable[[np.ndarray, int, tuple], None],
-    chunks: list[tuple[int, int]],
-    n: int,
-) -> list[np.ndarray]:
-    """Per chunk ``(p0, p1)`` of the cells, the sums (``n`` of them) that
-    ``whole(sums, p0, p1)`` adds, in one thread per chunk.
-
-    Each chunk is cut in blocks, which its thread takes in turn: ``whole``
-    on each, unless another thread took it first, having done with its own
-    chunk: that thread found the block's pairs (``find``, from the last
-    block of the chunk with the most left) and the chunk's thread adds them
-    in their turn (``add``), as ``whole`` would have. So every chunk's sums
-    are added in its cells' order, whatever the threads' timing, and only
-    the pairs of the blocks taken over are held."""
-    if len(chunks) == 1:
-        sums = np.zeros(n)
-        whole(sums, *chunks[0])
-        return [sums]
-    import threading
-    from concurrent.futures import Future, ThreadPoolExecutor
-
-    blocks = []
-    for p0, p1 in chunks:
-        step = max(_BLOCK, -(-(p1 - p0) // _BLOCKS))
-        blocks.append([(a, min(a + step, p1)) for a in range(p0, p1, step)])
-    nxt = [0] * len(chunks)  # each chunk's next block for its thread
-    end = [len(b) for b in blocks]  # and the blocks taken over from its end
-    taken: list[dict[int, Future]] = [{} for _ in chunks]
-    lock = threading.Lock()
-
-    def run(c: int) -> np.ndarray:
-        sums = np.zeros(n)
-        while True:
-            with lock:
-                i = nxt[c]
-                if i >= len(blocks[c]):
-                    break
-                nxt[c] = i + 1
-                mine = i < end[c]
-            if mine:
-                whole(sums, *blocks[c][i])
-            else:
-                add(sums, blocks[c][i][0], taken[c][i].result())
-        while True:  # done: the last block of the chunk with the most left
-            with lock:
-                left = [end[k] - nxt[k] for k in range(len(chunks))]
-                k = int(np.argmax(left))
-                if left[k] < 2:  # (its thread is as near as this one)
-                    return sums
-                end[k] -= 1
-                i = end[k]
-                got: Future = Future()
-                taken[k][i] = got
-            try:
-                got.set_result(find(*blocks[k][i]))
-            except BaseException as exc:  # (the chunk's thread raises it)
-                got.set_exception(exc)
-                raise
-
-    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-        return list(pool.map(run, range(len(chunks))))
 
 
 class OffsetWeights:
