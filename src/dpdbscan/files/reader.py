@@ -532,8 +532,21 @@ class _ParquetSource:
             return
         import pyarrow.parquet as pq
 
-        schemas = ((Path(file).name, pq.read_schema(file)) for file in self.dataset.files)
+        schemas = [(Path(file).name, pq.read_schema(file)) for file in self.dataset.files]
         check_schemas_agree(self.schema, schemas, columns, where=str(self.path))
+        if any(not got.equals(self.schema) for _, got in schemas):
+            self._read_plain()
+
+    def _read_plain(self) -> None:
+        """Read the dataset with each field's plain type (dictionary encoding
+        and large text aside): files that differ only in those (checked
+        from their schemas) then read on every pyarrow, whose older versions
+        cannot cast large text to a dictionary while scanning."""
+        import pyarrow as pa
+        import pyarrow.dataset as pads
+
+        self.schema = pa.schema([pa.field(f.name, _plain_type(f.type), f.nullable) for f in self.schema])
+        self.dataset = pads.dataset(self.path, format="parquet", schema=self.schema)
 
     def batches(self, columns: list[str]):
         if self.file is not None:
@@ -565,17 +578,19 @@ def check_schemas_agree(
                 )
 
 
-def _same_values(a: Any, b: Any) -> bool:
-    """Whether two Arrow types hold the same values (dictionary encoding aside)."""
+def _plain_type(t: Any) -> Any:
+    """An Arrow type without dictionary encoding or large offsets."""
     import pyarrow as pa
 
-    def plain(t: Any) -> Any:
-        t = t.value_type if pa.types.is_dictionary(t) else t
-        if pa.types.is_large_string(t):
-            return pa.string()
-        return pa.binary() if pa.types.is_large_binary(t) else t
+    t = t.value_type if pa.types.is_dictionary(t) else t
+    if pa.types.is_large_string(t):
+        return pa.string()
+    return pa.binary() if pa.types.is_large_binary(t) else t
 
-    return bool(plain(a).equals(plain(b)))
+
+def _same_values(a: Any, b: Any) -> bool:
+    """Whether two Arrow types hold the same values (dictionary encoding aside)."""
+    return bool(_plain_type(a).equals(_plain_type(b)))
 
 
 def _open_parquet(
