@@ -66,7 +66,7 @@ def test_families_table_gives_each_tag_its_scenes_means():
     ]
 
 
-def test_dev_cases_are_the_dev_suite_s_2d_sets_at_its_own_seeds():
+def test_dev_cases_are_the_dev_suite_s_2d_sets_at_its_own_seeds(dev_data):
     cases = auto_rules.dev_cases([0, 3])
     assert len({c.seed for c in cases}) == len(cases) and {c.random_state for c in cases} == {0, 3}
     assert all(c.X.shape[1] == 2 and c.epsilon == 1.0 and c.seed % 1000 == c.random_state for c in cases)
