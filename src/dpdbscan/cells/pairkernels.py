@@ -385,115 +385,6 @@ def nearest_labels(
 
 
 @kernel
-def reach_profile(offsets: np.ndarray, weights: np.ndarray, R: int) -> np.ndarray:
-    """Over the absolute offsets ``m`` in ``{0..R}^d`` (mixed radix R + 1, the
-    first axis most significant): whether some offset of a weight other than
-    0 has ``|o_k| >= m_k`` on every axis. False at m: no cell whose offset
-    lies that far or farther along every axis weighs anything, whatever the
-    set (a ball or not). Rows of ``offsets`` within R along every axis."""
-    n, d = offsets.shape
-    M = R + 1
-    size = M**d
-    out = np.zeros(size, np.bool_)
-    for i in range(n):
-        if weights[i] == 0:
-            continue
-        at = 0
-        for k in range(d):
-            at = at * M + abs(offsets[i, k])
-        out[at] = True
-    # suffix OR along each axis: out[m] = any out[m'] with m' >= m
-    step = 1
-    for _k in range(d):
-        for at in range(size - 1, -1, -1):
-            if (at // step) % M < R and out[at + step]:
-                out[at] = True
-        step *= M
-    return out
-
-
-@inlined
-def _pruned_hits(
-    p, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, buf,
-    window, wmult, gap, wlo, whi,
-):  # fmt: skip
-    """:func:`_hits` of the laid-out cell p against the later ones, skipping
-    the buckets (and the ends of the sweep axis' run) in which no cell can
-    lie at an offset of a weight other than 0: ``window[i]``, for ``i`` the
-    index of the least absolute offsets to a bucket over the axes but the
-    sweep one (``wmult`` their multipliers, bucketed axes in order), is the
-    largest reach along the sweep axis that some such offset has, or -1
-    (:meth:`~dpdbscan.cells.pairs.CellIndex.half_sums`). The positions come
-    out in the same order as :func:`_hits` gives them, those dropped being
-    cells every such offset misses. ``gap``, ``wlo``, ``whi``: scratch."""
-    e = axes.size - 1
-    first = p + 1
-    base = _box(sc, p, R, axes, sides, nb, strides, low, high, walk)
-    got = 0
-    if base < 0:
-        return buf, got
-    xs = sc[p, axes[e]]
-    ss = sides[e]
-    for w in range(R + 1):
-        # the sweep axis' first and last bucket within w of xs
-        if w == R:
-            wlo[w] = walk[1, e]
-            whi[w] = walk[2, e] + 1
-        elif ss == 1:
-            wlo[w] = max(xs - w, 0)
-            whi[w] = min(xs + w, nb[e] - 1) + 1
-        else:
-            wlo[w] = max(xs - w, 0) // ss
-            whi[w] = min((xs + w) // ss, nb[e] - 1) + 1
-    wi = 0
-    for t in range(e):
-        # the least absolute offset from p to each bucket of axis t it meets
-        x = sc[p, axes[t]]
-        s = sides[t]
-        for b in range(walk[1, t], walk[2, t] + 1):
-            m = max(b * s - x, x - (b * s + s - 1), 0)
-            gap[t, b - walk[1, t]] = m * wmult[t]
-        wi += gap[t, 0]
-    qp = pk[p]
-    packed = lanes.size > 0
-    mine = col[p]
-    while base >= 0:
-        if base >= mine:
-            w = window[wi]
-            if w >= 0:
-                a = max(start[base + wlo[w]], first)
-                b = start[base + whi[w]]
-                if b > a:
-                    if got + (b - a) > buf.size:
-                        buf = _grown(buf, got + (b - a))
-                    if packed:
-                        for q in range(a, b):
-                            buf[got] = q  # kept only if within (no branch on it)
-                            got += within(qp, pk[q], lanes)
-                    else:
-                        for q in range(a, b):
-                            if _close(sc, p, sc, q, R):
-                                buf[got] = q
-                                got += 1
-        # the next bucket (the odometer of _next), the index following it
-        t = e - 1
-        while t >= 0:
-            c = walk[0, t]
-            if c < walk[2, t]:
-                walk[0, t] = c + 1
-                wi += gap[t, c + 1 - walk[1, t]] - gap[t, c - walk[1, t]]
-                base += strides[t]
-                break
-            base -= (c - walk[1, t]) * strides[t]
-            wi += gap[t, 0] - gap[t, c - walk[1, t]]
-            walk[0, t] = walk[1, t]
-            t -= 1
-        if t < 0:
-            base = -1
-    return buf, got
-
-
-@kernel
 def half_sums(
     sc: np.ndarray,
     pk: np.ndarray,
@@ -513,8 +404,6 @@ def half_sums(
     codes: np.ndarray,
     weights: np.ndarray,
     symmetric: bool,
-    window: np.ndarray,
-    wmult: np.ndarray,
     p0: int,
     p1: int,
 ) -> np.ndarray:
@@ -530,33 +419,17 @@ def half_sums(
     every offset (:attr:`~dpdbscan.cells.pairs.OffsetWeights.symmetric`),
     so each pair looks one weight up, not two (the same weights: in 8-D at
     reach 3 the table of 7^8 codes is 46 MB and each lookup is a miss of
-    the caches).
-
-    ``window`` (not empty): the buckets no offset of a weight other than 0
-    reaches are skipped (:func:`_pruned_hits`, ``wmult`` the multipliers of
-    its index): the pairs dropped would add exact zeros (a product by a
-    weight of 0 added to a sum that is never -0), so the sums are the same
-    bit for bit."""
+    the caches)."""
     n = sc.shape[0]
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
     sums = np.zeros(n)
     walk = np.empty((3, axes.size), np.int64)
     buf = np.empty(64, np.int64)
-    pruned = window.size > 0
-    gap = np.zeros((max(axes.size - 1, 1), 2 * R + 2), np.int64)
-    wlo = np.empty(R + 1, np.int64)
-    whi = np.empty(R + 1, np.int64)
     for p in range(p0, p1):
-        if pruned:
-            buf, got = _pruned_hits(
-                p, sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, buf,
-                window, wmult, gap, wlo, whi,
-            )  # fmt: skip
-        else:
-            buf, got = _hits(
-                p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
-            )
+        buf, got = _hits(
+            p, sc, pk[p], sc, pk, R, lanes, axes, sides, nb, strides, start, low, high, col, walk, p + 1, buf
+        )
         if got == 0:
             continue
         vp = vals[p]

@@ -316,12 +316,11 @@ class CellIndex:
         vals = np.asarray(values, dtype=np.float64)[self.order]
         sc, pk, R, lanes, *walk = self._walk(R)
         lin = self.linear_codes(sc, R)
-        window, wmult = self._window(weight.profile, R)
 
         def part(p0: int, p1: int) -> np.ndarray:
             return pairkernels.half_sums(
                 sc, pk, lin, vals, R, lanes, *walk,
-                weight.table, weight.codes, weight.weights, weight.symmetric, window, wmult, p0, p1,
+                weight.table, weight.codes, weight.weights, weight.symmetric, p0, p1,
             )  # fmt: skip
 
         laid = vals * weight.at_zero
@@ -330,27 +329,6 @@ class CellIndex:
         out = np.empty(self.n)
         out[self.order] = laid
         return out
-
-    def _window(self, profile: np.ndarray, R: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(window, wmult)`` of :func:`.pairkernels.half_sums` from a
-        :func:`reach_profile` at reach R: per least absolute offsets over
-        the axes but the sweep one (mixed radix R + 1, ``wmult`` the
-        multiplier of each bucketed axis in order, the sweep one last and
-        left out), the largest reach along the sweep axis that an offset of
-        a weight other than 0 has that far along the others, or -1. Empty
-        (no pruning) without a profile or where it prunes nothing."""
-        none = np.zeros(0, np.int64)
-        if profile.size == 0 or bool(profile.all()) or self.axes.size < 2:
-            return none, none
-        M, d = R + 1, self.d
-        sweep = int(self.axes[-1])
-        # the profile is monotone along every axis: the count of the sweep
-        # axis' reaches that hold is the largest that does, plus one
-        window = np.moveaxis(profile.reshape((M,) * d), sweep, -1).sum(axis=-1).astype(np.int64) - 1
-        other = [k for k in range(d) if k != sweep]
-        mult = {k: M ** (len(other) - 1 - i) for i, k in enumerate(other)}
-        wmult = np.array([mult[int(k)] for k in self.axes[:-1]], dtype=np.int64)
-        return np.ascontiguousarray(window.reshape(-1)), wmult
 
     def sums_at(
         self, query: np.ndarray, values: np.ndarray, R: int, weight: OffsetWeights, threads: int = 1
@@ -552,15 +530,8 @@ class OffsetWeights:
     TABLE = 1 << 22
 
     def __init__(
-        self,
-        codes: np.ndarray,
-        weights: np.ndarray,
-        R: int,
-        d: int,
-        limit: int | None = None,
-        profile: np.ndarray | None = None,
+        self, codes: np.ndarray, weights: np.ndarray, R: int, d: int, limit: int | None = None
     ) -> None:
-        self.profile = np.zeros(0, dtype=np.bool_) if profile is None else np.asarray(profile, dtype=np.bool_)
         codes = np.asarray(codes, dtype=np.int64)
         weights = np.asarray(weights, dtype=np.float64)
         zero = (2 * R + 1) ** d // 2  # the code of the zero offset (the middle of the cube)
@@ -589,20 +560,6 @@ class OffsetWeights:
         at = np.minimum(np.searchsorted(self.codes, codes), max(self.codes.size - 1, 0))
         hit = self.codes[at] == codes if self.codes.size else np.zeros(codes.size, dtype=bool)
         return np.where(hit, self.weights[at] if self.codes.size else 0.0, 0.0)
-
-
-def reach_profile(offsets: np.ndarray, weights: np.ndarray, R: int) -> np.ndarray:
-    """Over the absolute offsets m in ``{0..R}^d`` (mixed radix R + 1, the
-    first axis most significant): whether some offset (a row of
-    ``offsets``, all within R along every axis) whose weight is not 0 lies
-    at least m_k away along every axis k. Where it is False no cell that far
-    weighs anything: :class:`OffsetWeights` given it (``profile``) lets the
-    self-join skip such buckets (:meth:`CellIndex.half_sums`; a ball of
-    offsets in 8-D at reach 3 holds 1.28M of the cube's 5.76M), the same
-    sums. Public: the kernel's offsets and weights only."""
-    off = np.ascontiguousarray(offsets, dtype=np.int64)
-    w = np.ascontiguousarray(weights, dtype=np.float64)
-    return _kernels().reach_profile(off.reshape(len(w), -1), w, int(R))
 
 
 def _symmetric(codes: np.ndarray, weights: np.ndarray, size: int, table: np.ndarray | None = None) -> bool:
@@ -684,7 +641,6 @@ __all__ = [
     "decode_keys",
     "offset_codes",
     "codes_fit",
-    "reach_profile",
     "pairs_cheaper",
     "walk_wanted",
     "forced",
