@@ -5,6 +5,7 @@ timing is measured by the benchmarks themselves, not asserted here."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import sys
@@ -226,3 +227,48 @@ def test_places_report_has_both_ratios_and_the_load():
     assert "| stops | 3.00 s | 1.50 | 1.40 s | 1.40 | 1.35 | 2.00 GB | 3 | 0 | 0.95 | 0.05 |" in md
     assert "wall 1.50, CPU 1.40 (same round: wall 1.45, CPU 1.35; target <= 1.5)" in md
     assert "load 1.0 / 2.5 / 4.0" in md
+
+
+def test_bench_join_times_the_captured_join_and_counts_its_pairs(tmp_path):
+    """A captured self-join (saved as the fit's own arguments) gives the sums
+    of the same join made directly, bit for bit (its digest), and the pairs
+    counted against every pair of rows by brute force."""
+    from benchmarks import bench_join
+    from dpdbscan.cells import pairs
+
+    rng = np.random.default_rng(3)
+    d, R = 5, 2
+    coords = rng.integers(0, 12, (400, d))
+    off = np.indices((2 * R + 1,) * d).reshape(d, -1).T - R
+    g = (np.maximum(np.abs(off) - 1, 0) ** 2).sum(axis=1)
+    ball = off[g < d]  # a ball of offsets, as the kernels' supports are
+    codes = pairs.offset_codes(ball, R)
+    weights = 1.0 / (1.0 + g[g < d])
+    values = rng.integers(0, 20, 400).astype(np.float64)
+    for tabled in (True, False):
+        path = tmp_path / f"join{tabled}.npz"
+        arrays = dict(coords=coords, values=values, R=np.int64(R), codes=codes, weights=weights)
+        np.savez(path, tabled=tabled, **arrays)
+        got = bench_join.time_join(path, repeats=1, count_pairs=True)
+        weight = pairs.OffsetWeights(codes, weights, R, d, None if tabled else 0)
+        assert (weight.table.size > 0) == tabled
+        want = pairs.CellIndex(coords, R).half_sums(values, R, weight)
+        assert got["digest"] == hashlib.sha256(want.tobytes()).hexdigest()
+        assert len(got["join"]) == 1 and len(got["layout"]) == 1
+        diff = coords[None, :, :] - coords[:, None, :]
+        near = np.triu(np.abs(diff).max(axis=2) <= R, k=1)
+        assert got["pairs"] == int(near.sum())
+        within_ball = np.triu((np.maximum(np.abs(diff) - 1, 0) ** 2).sum(axis=2) < d, k=1) & near
+        assert got["weighed"] == int(within_ball.sum())
+
+
+def test_bench_join_captures_the_fits_self_join(tmp_path):
+    """The capture keeps the arguments of the sparse fit's self-join (5-D at
+    twice the benchmark's alpha: every released cell, reach 2)."""
+    from benchmarks import bench_join
+
+    sizes = bench_join.capture(5, 0.08, 1, tmp_path / "j.npz", n=2000)
+    z = np.load(tmp_path / "j.npz")
+    assert sizes["cells"] == z["coords"].shape[0] == z["values"].size > 0
+    assert (sizes["d"], sizes["R"]) == (5, int(z["R"])) == (5, 2)
+    assert z["codes"].size == z["weights"].size == sizes["offsets"] and np.all(z["weights"] != 0)
