@@ -18,7 +18,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import __version__
-from .._optional import require
 from ..exceptions import InsecureRandomnessWarning
 from ..geometry import projection
 from ..model import summary as model_summary
@@ -201,13 +200,6 @@ def _two_d_by_options(opts: FitOptions) -> bool:
     return opts.bounds_text is not None and len(opts.bounds_text) == 4
 
 
-def dask_backend(opts: FitOptions) -> Backend:
-    """The Dask backend of ``--backend dask``: it reads the files itself, by
-    the same public options as the local reader."""
-    dask = require("dpdbscan.release.backends.dask_backend", "--backend dask", package="dask")
-    return dask.DaskBackend(scheduler=opts.scheduler, read=opts.read)
-
-
 def fit_model(
     opts: FitOptions,
     sink: WarningSink,
@@ -236,7 +228,7 @@ def fit_model(
     backend: Backend = NumpyBackend()
     ahead: NoiseAhead | None = None
     if dask:
-        backend = dask_backend(opts)
+        backend = opts.dask_backend()
         pts = prepare(opts.source(), eta=p["eta"], backend=backend)
         if pts.unit_name is not None:
             meta["unit_column"] = pts.unit_name  # public: the option
@@ -446,6 +438,9 @@ def _fit_appendable(
         previous = read_model(s.append)
         check_append(series, unit, previous, public_box_of(opts))
     check_ledger_options(opts)
+    if opts.ledger is not None:
+        # what public input refuses is refused before the ledger charges anything
+        opts.check_input(p["eta"])
     params = {**public_params(opts, p, "fit"), "series": series.record(unit), "through": s.through}
     if previous is not None:
         params["append_to"] = str(s.append)
