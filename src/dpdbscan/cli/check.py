@@ -31,7 +31,7 @@ from ..prepare.clipping import clipping_counts, outside_hint, rows_all
 from ..prepare.door import apply_transforms, read_file, say_read
 from ..release.bounding import BoundingKey, factorize, pairs_of
 from ..series import SeriesPlan
-from ..traces import parse_times
+from ..traces import Events, Stops, parse_times
 from .common import EXIT_OK, ArgTarget, Notes, WarningSink, table_formats
 from .fit import check_fit_params
 from .fitoptions import FitOptions
@@ -88,12 +88,21 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     source = opts.source(notes)
     pts = read_file(source, eta=p["eta"], notes=notes)
     say_read(opts.input, pts.X, pts.names, notes)
+    read_counts = pts.counts if pts.counts is not None else clipping_counts(pts.X, pts.lower, pts.upper)
     # with --stops or --trip-ends the release counts each unit's events: so does the check
+    events, n_read = opts.events, pts.X.shape[0]
     pts = apply_transforms(pts, source.transforms)
     read_seconds = time.perf_counter() - start
     counts = pts.counts if pts.counts is not None else clipping_counts(pts.X, pts.lower, pts.upper)
     lower_in, upper_in = split_bounds(bounds_in, pts.X.shape[1], opts.geo)
-    for line in data_lines(pts, counts, lower_in, upper_in, bounds_in):
+    if events is None:
+        lines = data_lines(pts, counts, lower_in, upper_in, bounds_in)
+    else:
+        lines = [
+            rows_line(n_read, read_counts, pts.units is not None),
+            *event_lines(events, pts, counts, lower_in, upper_in, bounds_in),
+        ]
+    for line in lines:
         notes(line)
     length = projection.format_km if opts.geo else (lambda v: f"{v:g}")
     k = p["max_cells_per_unit"]
@@ -265,6 +274,36 @@ def unit_lines(
     return out, None
 
 
+def rows_line(n_read: int, counts: dict, units: bool) -> str:
+    """The rows read, dropped by the per-record rule and kept (private)."""
+    return (
+        f"rows      : {n_read:,} read, {counts['n_bad']:,} dropped (missing, non-numeric or "
+        f"non-finite values{'' if not units else ', or no unit'}), {counts['n_ok']:,} kept"
+    )
+
+
+def event_lines(
+    events: Events,
+    pts: Points,
+    counts: dict,
+    lower_in: np.ndarray,
+    upper_in: np.ndarray,
+    bounds_in: list[float],
+) -> list[str]:
+    """With --stops or --trip-ends: the events the release counts instead of
+    the rows (made from the rows kept; the rows dropped for no readable time
+    or status are said above), then the ranges of the events. Private notes."""
+    what = "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
+    n = pts.X.shape[0]
+    out = [f"events    : {n:,} {what} made from the rows kept: the release counts these, not the rows"]
+    if n == 0:
+        return out  # why is said above (the events' own note)
+    ranges = data_lines(pts, counts, lower_in, upper_in, bounds_in)[1:]
+    return out + [
+        line.replace(" of the rows ", " of the events ").replace(" row(s) ", " event(s) ") for line in ranges
+    ]
+
+
 def data_lines(
     pts: Points, counts: dict, lower_in: np.ndarray, upper_in: np.ndarray, bounds_in: list[float]
 ) -> list[str]:
@@ -272,10 +311,7 @@ def data_lines(
     the file's units: degrees with --geo) and the share of the kept rows
     below its lower and above its upper bound. Private notes."""
     X, n_bad, n_ok = pts.X, counts["n_bad"], counts["n_ok"]
-    out = [
-        f"rows      : {X.shape[0]:,} read, {n_bad:,} dropped (missing, non-numeric or "
-        f"non-finite values{'' if pts.units is None else ', or no unit'}), {n_ok:,} kept"
-    ]
+    out = [rows_line(X.shape[0], counts, pts.units is not None)]
     if n_ok == 0:
         return out + ["no row is kept: check --columns, --delimiter and --header"]
     kept = X if n_bad == 0 else X[rows_all(np.isfinite(X))]

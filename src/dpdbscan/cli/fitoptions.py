@@ -225,7 +225,7 @@ def events_step(events: Events, notes: Notes | None = None, keep_times: bool = F
         if keep_times:
             times = parse_times(pts.times)[rows]
         what = "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
-        if notes is not None:
+        if notes is not None and X.shape[0]:  # none: events_rows said why
             notes(f"{X.shape[0]:,} {what} of the units found in {n_rows:,} rows are counted")
         return replace(pts, X=X, units=units, counts=None, times=times, status=None)
 

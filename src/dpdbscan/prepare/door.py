@@ -160,6 +160,9 @@ def prepare(
     if _in_memory(source, backend):
         if source.read is not None:
             pts = read_file(source, eta=eta, notes=notes)
+            if notes is not None:
+                # the rows as read, before any per-unit step makes them events
+                say_read(source.data, pts.X, pts.names, notes)
         else:
             X = check_array(source.data)
             box = _box(source, X.shape[1], X, stacklevel + 1)
@@ -425,12 +428,12 @@ def declared_dimension(
 
 
 def say_prepared(pts: Points, source: Source, notes: Notes) -> None:
-    """The private notes on prepared points: a column that looks like a
-    person's id when no unit is given, what was read, and what the
-    per-record rule drops or clips."""
+    """The private notes on prepared points (after any per-unit step): a
+    column that looks like a person's id when no unit is given, and what the
+    per-record rule drops or clips. What was read is said before the steps
+    (:func:`say_read`)."""
     if pts.unit_name is None:
         note_id_columns(pts.schema_names, pts.names)
-    say_read(source.data, pts.X, pts.names, notes)
     bounds = None if source.bounds is None else [float(v) for v in source.bounds]
     note_clipping(pts, notes, bounds, pts.counts)
 
