@@ -488,6 +488,10 @@ def test_the_estimator_says_privately_when_there_is_no_event():
     assert f"no pick-up was found in {len(X):,} rows" in text
     assert "k was drawn uniformly among them" in text
     assert est.spans_.release.unit_choice is not None  # released all the same
+    # the summary (public, the same whatever the data) says what such a draw means
+    from dpdbscan import summary
+
+    assert "the draw is close to uniform: k then says little about the data" in summary(est.spans_)
 
 
 def test_check_says_rows_read_dropped_and_events_made_apart(capsys, tmp_path):
