@@ -514,3 +514,4 @@ def test_check_says_rows_read_dropped_and_events_made_apart(capsys, tmp_path):
     assert f"rows      : {len(X):,} read, 1 dropped" in err and f"{len(X) - 1:,} kept" in err
     assert f"events    : {n_events:,} pickup point(s) made from the rows kept" in err
     assert f"{n_events:,} read" not in err
+    assert f"among the {n_events:,} events" in err  # the units' line counts the events too

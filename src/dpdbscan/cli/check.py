@@ -108,12 +108,14 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
         ]
     for line in lines:
         notes(line)
+    counted = "rows kept" if events is None else "events"
     length = projection.format_km if opts.geo else (lambda v: f"{v:g}")
     k = p["max_cells_per_unit"]
     missing = [opt for opt, key in (("--eps", "eps"), ("--min-samples", "min_samples")) if p[key] is None]
     if missing:
         if pts.units is not None:
-            for line in unit_lines(pts, None, k, p["max_points_per_cell"], length, p["cell_choice"])[0]:
+            lines, _ = unit_lines(pts, None, k, p["max_points_per_cell"], length, p["cell_choice"], counted)
+            for line in lines:
                 notes(line)
         notes(f"no grid, kappa, margin, threshold or fit cost: give {' and '.join(missing)} to see them")
         return EXIT_OK
@@ -130,7 +132,7 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     against = f"the {n:,} rows kept"
     if person:
         grid = Grid(pts.lower, pts.upper, fc.eps, p["eta"])
-        lines, bounded = unit_lines(pts, grid, k, p["max_points_per_cell"], length, p["cell_choice"])
+        lines, bounded = unit_lines(pts, grid, k, p["max_points_per_cell"], length, p["cell_choice"], counted)
         for line in lines:
             notes(line)
         if bounded is None:
@@ -207,6 +209,7 @@ def unit_lines(
     m: int,
     length: Callable[[float], str],
     cell_choice: str = "busiest",
+    counted: str = "rows kept",
 ) -> tuple[list[str], float | None]:
     """Private notes on the privacy units of ``pts`` (``--unit``): how many,
     their points and, on the release's ``grid`` (None: not known yet),
@@ -216,7 +219,9 @@ def unit_lines(
     broken), expected over the random choice of cells for "uniform".
     The rows are the ones a fit keeps (finite coordinates, a unit). Also
     returns the expected sum of the bounded counts (None when ``k`` or the
-    grid is not known): the points a person-level release counts."""
+    grid is not known): the points a person-level release counts.
+    ``counted``: what the points are (the rows kept, or the events made
+    from them)."""
     name = pts.unit_name
     if grid is None:
         codes, uniques = factorize(pts.units)
@@ -228,7 +233,7 @@ def unit_lines(
         points = np.bincount(pairs.units, weights=pairs.counts, minlength=pairs.n_units)
     present = points > 0
     n_units, total = int(np.count_nonzero(present)), float(points.sum())
-    out = [f"units     : {n_units:,} unit(s) in column {name!r} among the {total:,.0f} rows kept"]
+    out = [f"units     : {n_units:,} unit(s) in column {name!r} among the {total:,.0f} {counted}"]
     if n_units == 0:
         return out, None
     out.append(f"points    : per unit: {_spread(points[present])}")
