@@ -200,6 +200,11 @@ def _two_d_by_options(opts: FitOptions) -> bool:
     return opts.bounds_text is not None and len(opts.bounds_text) == 4
 
 
+def dask_backend(opts: FitOptions) -> Backend:
+    """The Dask backend of ``--backend dask`` (:meth:`FitOptions.dask_backend`)."""
+    return opts.dask_backend()
+
+
 def fit_model(
     opts: FitOptions,
     sink: WarningSink,
@@ -228,7 +233,7 @@ def fit_model(
     backend: Backend = NumpyBackend()
     ahead: NoiseAhead | None = None
     if dask:
-        backend = opts.dask_backend()
+        backend = dask_backend(opts)
         pts = prepare(opts.source(), eta=p["eta"], backend=backend)
         if pts.unit_name is not None:
             meta["unit_column"] = pts.unit_name  # public: the option
