@@ -438,27 +438,9 @@ def test_a_dataset_whose_schemas_disagree_is_refused_before_reserving(
     )
     assert rc == 0, err
     before = led.read_bytes()
-    rc, out, err = run(
-        capsys,
-        command_name,
-        folder,
-        *BASE[1:],
-        "--unit",
-        "cab",
-        "--max-cells-per-unit",
-        4,
-        "--delta",
-        1e-6,
-        "--no-png",
-        "--out-dir",
-        tmp_path / "o",
-        "--backend",
-        backend,
-        "--ledger",
-        led,
-        "--dataset",
-        "cabs",
-    )
+    person = ["--unit", "cab", "--max-cells-per-unit", 4, "--delta", 1e-6, "--no-png"]
+    argv = [*BASE[1:], *person, "--out-dir", tmp_path / "o", "--backend", backend]
+    rc, out, err = run(capsys, command_name, folder, *argv, "--ledger", led, "--dataset", "cabs")
     assert rc == 2 and "declare column 'cab' with different types" in err, err
     assert "charged" not in err and out == ""
     assert releases(led) == [] and led.read_bytes() == before
