@@ -54,7 +54,7 @@ from .release.backends import Backend
 from .release.backends.base import PointsInput
 from .release.bounding import count_distinct_units, factorize
 from .release.mechanism import NoiseAhead, Randomness, release_choosing, release_count, release_histogram
-from .traces import Events, event_rows, group_codes, parsed_inputs, take_rows, unreadable_note
+from .traces import Events, event_rows, group_codes, no_events_note, parsed_inputs, take_rows, unreadable_note
 
 #: A delta within this factor of one over the number of units is "not far
 #: below" it: the private note of :func:`_delta_note`.
@@ -182,7 +182,9 @@ def fit(
         _warn_slow(forecast(r.release, r.spans), stacklevel + 1)
     if r.choices:
         stage("counting cells, adding noise and choosing k")
-        made, hist = release_choosing(r.choices, X, units=units, backend=backend, random_state=r.random_state)
+        made, hist = release_choosing(
+            r.choices, X, units=units, backend=backend, random_state=r.random_state, scored=_no_unit_note
+        )
         # the noise is the chosen k's from here on (the stand-in's was the largest k's)
         r = replace(r, release=made)
         fc = forecast(r.release, r.spans)
@@ -229,6 +231,22 @@ def fit(
     return model
 
 
+def _no_unit_note(n_units: int) -> None:
+    """A private note when the private choice of k scored no unit: every
+    candidate then scores the same, so the draw is uniform and k says
+    nothing about the data (the release is still made: whether it happens
+    never depends on the data)."""
+    if n_units == 0:
+        warnings.warn(
+            "no unit has a point to count (0 units with a cell in the box): every candidate for "
+            "max_cells_per_unit scores the same, so k was drawn uniformly among them and says nothing "
+            "about the data; the release holds noise alone, made all the same (whether a release is "
+            "made never depends on the data)",
+            PrivateNoteWarning,
+            stacklevel=2,
+        )
+
+
 def _ground(model: SpanModel) -> Any:
     """How a ``--geo`` model's eps reads on the ground (metres), for its
     warnings; None for other data, whose lengths are their own."""
@@ -265,13 +283,20 @@ def events_rows(
     if codes is None:
         codes, _ = factorize(units)
     t, s = parsed_inputs(events, times, status)
-    note = unreadable_note(events, t, s)
-    if note:
+
+    def say(note: str | None) -> None:
+        if not note:
+            return
         if notes is None:
-            warnings.warn(note, PrivateNoteWarning, stacklevel=3)
+            warnings.warn(note, PrivateNoteWarning, stacklevel=4)
         else:
             notes(note)
-    return event_rows(events, X, codes, t, s, parsed=True)
+
+    say(unreadable_note(events, t, s))
+    rows = event_rows(events, X, codes, t, s, parsed=True)
+    if rows.size == 0:
+        say(no_events_note(events, X.shape[0]))
+    return rows
 
 
 def charge(accountant: Accountant, release: ReleaseSpec, *, spend: bool) -> None:

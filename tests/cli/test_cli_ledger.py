@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from clirun import blob_points, run, write_csv
@@ -378,33 +379,82 @@ def test_an_undetermined_grid_is_charged_its_upper_cost(tmp_path, capsys, data, 
     assert [r[2:5] for r in releases(ledger)] == [(1.0, 1e-6, None)]
 
 
-def test_a_fit_that_fails_after_reserving_is_marked_failed_and_stays_counted(tmp_path, capsys, data, ledger):
-    rc, _, err = run(
-        capsys,
-        "fit",
-        data,
-        "--header",
-        "--columns",
-        "x",
-        "nope",
-        "--bounds",
-        0,
-        0,
-        10,
-        10,
-        "--eps",
-        1,
-        "--min-samples",
-        20,
-        "--out-dir",
-        tmp_path / "o",
-        "--ledger",
-        ledger,
-        "--dataset",
-        "blobs",
-    )
-    assert rc == 2 and "nope" in err and "release #1 stays charged (status failed)" in err
+def test_a_fit_that_fails_after_reserving_is_marked_failed_and_stays_counted(
+    tmp_path, capsys, data, ledger, monkeypatch
+):
+    import dpdbscan.cli.fit as cli_fit
+
+    def broken(*args, **kwargs):  # a failure once the records are read (after reserving)
+        raise ValueError("the release broke")
+
+    monkeypatch.setattr(cli_fit, "fit_release", broken)
+    argv = [*BASE, "--out-dir", tmp_path / "o", "--ledger", ledger, "--dataset", "blobs"]
+    rc, _, err = run(capsys, "fit", data, *argv)
+    assert rc == 2 and "the release broke" in err and "release #1 stays charged (status failed)" in err, err
     assert [r[1:3] for r in releases(ledger)] == [("failed", 1.0)]
+
+
+def test_a_column_the_header_lacks_is_refused_before_reserving(tmp_path, capsys, data, ledger):
+    """The declared header is public: a --columns it lacks is refused before
+    the ledger charges anything (it used to be charged and marked failed)."""
+    argv = ["--header", "--columns", "x", "nope", *BASE[4:], "--out-dir", tmp_path / "o"]
+    rc, _, err = run(capsys, "fit", data, *argv, "--ledger", ledger, "--dataset", "blobs")
+    assert rc == 2 and "nope" in err and "charged" not in err, err
+    assert releases(ledger) == [] and not (tmp_path / "o").exists()
+
+
+def _mixed_dataset(folder: Path) -> Path:
+    """A Parquet dataset of two files, the unit's ids int64 in one and text
+    in the other (the schemas, public, disagree)."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    folder.mkdir()
+    X = blob_points()
+    half = len(X) // 2
+    ids = np.arange(len(X)) % 40
+    frame = pd.DataFrame({"x": X[:, 0], "y": X[:, 1]})
+    frame.iloc[:half].assign(cab=ids[:half]).to_parquet(folder / "part-0.parquet", index=False)
+    frame.iloc[half:].assign(cab=[f"c{i}" for i in ids[half:]]).to_parquet(
+        folder / "part-1.parquet", index=False
+    )
+    return folder
+
+
+@pytest.mark.parametrize("command_name", ["fit", "sweep"])
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+def test_a_dataset_whose_schemas_disagree_is_refused_before_reserving(
+    tmp_path, capsys, backend, command_name
+):
+    """Issue 28's friction: with --ledger, a Parquet dataset whose files
+    declare the unit with different types was refused only after the ledger
+    reserved the release. The schemas are public: refused first, the ledger
+    untouched, on either backend, by fit and by sweep."""
+    if backend == "dask":
+        pytest.importorskip("dask.dataframe")
+    folder = _mixed_dataset(tmp_path / "mixed")
+    led = tmp_path / "b.ledger"
+    rc, _, err = run(
+        capsys, "ledger", "init", led, "--dataset", "cabs", "--epsilon", 5, "--delta", 1e-5, "--unit", "cab"
+    )
+    assert rc == 0, err
+    before = led.read_bytes()
+    person = ["--unit", "cab", "--max-cells-per-unit", 4, "--delta", 1e-6, "--no-png"]
+    argv = [*BASE[1:], *person, "--out-dir", tmp_path / "o", "--backend", backend]
+    rc, out, err = run(capsys, command_name, folder, *argv, "--ledger", led, "--dataset", "cabs")
+    assert rc == 2 and "declare column 'cab' with different types" in err, err
+    assert "charged" not in err and out == ""
+    assert releases(led) == [] and led.read_bytes() == before
+    assert not (tmp_path / "o").exists()
+
+
+def test_dask_with_geo_is_refused_before_reserving(tmp_path, capsys, data, ledger):
+    pytest.importorskip("dask.dataframe")
+    argv = [*BASE[:6], "-122.5", "37.7", "-122.4", "37.8", "--eps", "50m", "--min-samples", 20, "--geo"]
+    rc, _, err = run(
+        capsys, "fit", data, *argv, "--backend", "dask", "--ledger", ledger, "--dataset", "blobs", "--no-png"
+    )
+    assert rc == 2 and "--geo is not supported with --backend dask" in err and "charged" not in err, err
+    assert releases(ledger) == []
 
 
 @pytest.mark.parametrize(

@@ -57,9 +57,26 @@ def test_parse_length_rejects(text, geo, match):
         parse_length(text, geo=geo)
 
 
-def test_format_km():
-    assert format_km(0.05) == "50 m"
-    assert format_km(2.5) == "2.5 km"
+@pytest.mark.parametrize(
+    "km, text",
+    [
+        (0.05, "50 m"),
+        (2.5, "2.5 km"),
+        (0.171573, "172 m"),  # the place radius: not "171.573 m"
+        (0.0353553, "35.4 m"),
+        (0.0176777, "17.7 m"),
+        (1.2, "1.2 km"),
+        (2.3456, "2.35 km"),
+        (190.4, "190 km"),
+        (12345.6, "12,300 km"),
+        (0.9996, "1 km"),  # rounds up into km, never "1000 m"
+        (0.99949, "999 m"),
+        (0.0005, "0.5 m"),
+        (0.0, "0 m"),
+    ],
+)
+def test_format_km_reads_as_a_person_writes_a_length(km, text):
+    assert format_km(km) == text
 
 
 def test_one_degree_of_latitude_is_km_per_degree():

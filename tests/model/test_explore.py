@@ -251,3 +251,18 @@ def test_a_person_level_release_explores_as_with_params(person_model, tmp_path, 
 
 def test_an_event_level_guarantee_says_nothing_of_units(model):
     assert "person-level" not in guarantee(model)["statement"]
+
+
+def test_explore_says_when_no_grid_point_has_a_span(model, tmp_path, capsys):
+    """A release where nothing reaches a threshold (here MinPts far above
+    every count; likewise a release of zero events) is said in words below
+    the table, from the release alone; one with spans says nothing of it."""
+    path = tmp_path / "m.spans.json"
+    save_model(model, path)
+    rc = main(["explore", str(path), "--eps", "0.02", "--min-samples", "100000", "200000", "--no-png"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "no span at any of these (eps, MinPts)" in out
+    rc = main(["explore", str(path), "--eps", "0.02", "--min-samples", "10", "100000", "--no-png"])
+    out, err = capsys.readouterr()
+    assert rc == 0 and "no span at any" not in out, err

@@ -104,7 +104,9 @@ def test_geographic_lengths_are_on_the_ground():
     model = fit_lonlat(P, bounds=(-122.48, 37.72, -122.38, 37.82), eps="50m", min_samples=100, random_state=0)
     rows = _lines(model)
     assert "within 50 m of it (min_samples=100, eps=50 m)" in rows["DBSCAN"]
-    assert "35.3553 m wide" in rows["grid"]
+    # lengths read as a person writes them (three digits); the model keeps the exact width
+    assert "35.4 m wide" in rows["grid"] and "35.3553" not in rows["grid"]
+    assert model.release.grid.width == pytest.approx(0.05 / 2**0.5, rel=1e-12)
     assert "within 300 m (6 x eps, MinPts=" in rows["guarantee"]
 
 

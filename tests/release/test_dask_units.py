@@ -464,19 +464,50 @@ def test_a_lost_partition_is_refused(client, grid, data, key, monkeypatch):
         DaskBackend(client=client).count_units(grid, ddf, "unit", BOUND, key)
 
 
+def mixed_dataset(folder, X, ids):
+    """A Parquet dataset of two files, the ids integers in one and text in
+    the other (their schemas disagree on the unit's type)."""
+    folder.mkdir()
+    half = len(X) // 2
+    ints, text = unit_values(ids, "int"), unit_values(ids, "text")
+    table(X[:half], ints[:half]).to_parquet(folder / "part-0.parquet", index=False)
+    table(X[half:], text[half:]).to_parquet(folder / "part-1.parquet", index=False)
+    return folder
+
+
 def test_parquet_files_that_disagree_on_the_units_type_are_refused(client, grid, data, key, tmp_path):
     """One file's ids are integers, the other's text: dask would cast the
     text to integers, which fails or not depending on the ids (one row would
     decide whether anything is released). Refused from the files' schemas,
     as the in-memory reader refuses them."""
     X, ids = data
-    folder = tmp_path / "mixed"
-    folder.mkdir()
-    half = len(X) // 2
-    ints, text = unit_values(ids, "int"), unit_values(ids, "text")
-    table(X[:half], ints[:half]).to_parquet(folder / "part-0.parquet", index=False)
-    table(X[half:], text[half:]).to_parquet(folder / "part-1.parquet", index=False)
+    folder = mixed_dataset(tmp_path / "mixed", X, ids)
     with pytest.raises(ValueError, match="declare column 'unit' with different types"):
         DaskBackend(client=client).count_units(grid, folder.as_posix(), "unit", BOUND, key)
     # the coordinates alone agree: the same files are read without the unit
     assert DaskBackend(client=client, columns=["x", "y"]).count(grid, folder.as_posix()) is not None
+
+
+def test_the_estimator_refuses_such_a_dataset_before_the_ledger_charges(client, data, tmp_path):
+    """The schemas are public: the estimator's Dask door refuses a dataset
+    whose files declare the unit with different types when the points are
+    prepared, before its ledger reserves the release (it used to be charged
+    and marked failed)."""
+    from dpdbscan import Ledger
+
+    X, ids = data
+    folder = mixed_dataset(tmp_path / "mixed", X, ids)
+    path = tmp_path / "b.ledger"
+    Ledger.create(path, "t", epsilon=5, delta=1e-5, unit="unit")
+    est = DPDBSCAN(
+        eps=1.0,
+        min_samples=20,
+        bounds=(0, 10),
+        max_cells_per_unit=5,
+        delta=1e-6,
+        backend=DaskBackend(client=client, columns=["x", "y"]),
+        ledger=Ledger(path, "t"),
+    )
+    with pytest.raises(ValueError, match="declare column 'unit' with different types"):
+        est.fit(folder.as_posix(), units="unit")
+    assert list(Ledger(path, "t").account().releases) == []

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dpdbscan import DPDBSCAN, Stops, TripEnds, fit_lonlat, load_model
+from dpdbscan.exceptions import PrivateNoteWarning
 from dpdbscan.pipeline import events_of
 
 from clirun import run
@@ -374,7 +375,7 @@ def test_rows_without_a_time_or_status_are_counted_privately_and_never_quoted(ca
     assert "[private: do not publish] 7 of 8,000 row(s) have no readable time" in err
     assert "7,993 more no status read as 0/1" in err and "--status-values FREE CARRYING" in err
     assert SECRET not in out + err and "hired" not in out + err
-    assert "\n0 pickup point(s)" in err or " 0 pickup point(s)" in err
+    assert "no pick-up was found in 8,000 rows" in err and "--status-values" in err
 
 
 def test_the_estimator_notes_rows_without_a_time_privately():
@@ -443,3 +444,74 @@ def test_times_in_milliseconds_need_time_unit_and_a_note_says_so(capsys, tmp_pat
     assert (
         rc == 0 and "8,000 of 8,000 row(s) have times after the year 3000" in err and "--time-unit ms" in err
     )
+
+
+NO_EVENTS = [
+    (["--trip-ends", "busy"], ("0", "0"), "no pick-up was found in 8,000 rows", "--status-values"),
+    (["--stops", "0.001", "5min"], ("0", "1"), "no stop was found in 8,000 rows", "--time-unit"),
+]
+
+
+@pytest.mark.parametrize("option,words,said,hint", NO_EVENTS, ids=["constant-status", "never-stops"])
+def test_no_events_with_k_auto_still_releases_and_says_why_privately(
+    capsys, tmp_path, option, words, said, hint
+):
+    """A status that never changes, or units that never stay within the
+    stop radius (0.001 here, under the fixes' own jitter), make no event.
+    With k chosen privately the release is made all the same (a public
+    rule), the stderr notes say what was read (8,000 rows, not the 0 events),
+    why there is nothing to count and that the draw of k is then uniform;
+    nothing of it reaches standard output or the model."""
+    path, _ = _csv_with(tmp_path, words)
+    unit = [a if a != "4" else "auto" for a in CLI_UNIT]
+    rc, out, err = run(
+        capsys, "fit", str(path), "--header", *CLI, *unit, "--time", "time", *option, "--no-png",
+        "--no-progress", "--out-dir", str(tmp_path / "o"),
+    )  # fmt: skip
+    assert rc == 0, err
+    assert "[private: do not publish] read 8,000 rows" in err and "read 0 rows" not in err
+    assert said in err and hint in err and "made all the same" in err
+    assert "every candidate for max_cells_per_unit scores the same" in err
+    assert "[private" not in out and said not in out
+    model = load_model(tmp_path / "o" / "traces.spans.json")
+    assert model.release.unit_choice is not None and model.n_spans == 0
+    assert said not in (tmp_path / "o" / "traces.spans.json").read_text()
+
+
+def test_the_estimator_says_privately_when_there_is_no_event():
+    X, units, times, status = traces()
+    p = {**PARAMS, "max_cells_per_unit": "auto"}
+    with pytest.warns(PrivateNoteWarning) as said:
+        est = DPDBSCAN(**p, events=TripEnds("pickup"), random_state=3)
+        est.fit(X, units=units, times=times, status=np.zeros_like(status))
+    text = " ".join(str(w.message) for w in said)
+    assert f"no pick-up was found in {len(X):,} rows" in text
+    assert "k was drawn uniformly among them" in text
+    assert est.spans_.release.unit_choice is not None  # released all the same
+    # the summary (public, the same whatever the data) says what such a draw means
+    from dpdbscan import summary
+
+    assert "the draw is close to uniform: k then says little about the data" in summary(est.spans_)
+
+
+def test_check_says_rows_read_dropped_and_events_made_apart(capsys, tmp_path):
+    """``check`` with --trip-ends: the rows line counts the rows read,
+    dropped and kept; the events line the pick-ups the release counts (the
+    number events_of makes from the rows kept), never the events as rows."""
+    path, (X, units, times, status) = _csv_with(tmp_path, ("0", "1"))
+    lines = path.read_text().splitlines()
+    lines[5] = "nan," + lines[5].split(",", 1)[1]  # one row dropped by the per-record rule
+    path.write_text("\n".join(lines) + "\n")
+    cli = [a for a in CLI_UNIT if a not in ("--seed", "3")]
+    rc, out, err = run(
+        capsys, "check", str(path), "--header", *CLI, *cli, "--time", "time", "--trip-ends", "busy"
+    )
+    assert rc == 0 and out == "", err
+    keep = np.ones(len(X), dtype=bool)
+    keep[4] = False
+    n_events = len(events_of(TripEnds("pickup"), X[keep], units[keep], times[keep], status[keep])[0])
+    assert 0 < n_events < len(X) - 1
+    assert f"rows      : {len(X):,} read, 1 dropped" in err and f"{len(X) - 1:,} kept" in err
+    assert f"events    : {n_events:,} pickup point(s) made from the rows kept" in err
+    assert f"{n_events:,} read" not in err
+    assert f"among the {n_events:,} events" in err  # the units' line counts the events too

@@ -31,7 +31,7 @@ from ..prepare.clipping import clipping_counts, outside_hint, rows_all
 from ..prepare.door import apply_transforms, read_file, say_read
 from ..release.bounding import BoundingKey, factorize, pairs_of
 from ..series import SeriesPlan
-from ..traces import parse_times
+from ..traces import Events, Stops, parse_times
 from .common import EXIT_OK, ArgTarget, Notes, WarningSink, table_formats
 from .fit import check_fit_params
 from .fitoptions import FitOptions
@@ -46,7 +46,7 @@ from .options import (
 
 EXAMPLES = """examples:
   # Cabs-tiny as in the paper: what would a fit at 50 m and MinPts 1000 see?
-  dpdbscan check ../shared/data/cabs_tiny.csv.gz --geo --bounds -122.48 37.72 -122.38 37.82 \\
+  dpdbscan check ../shared/data/cabs_tiny.csv.gz --header --geo --bounds -122.48 37.72 -122.38 37.82 \\
       --eps 50m --min-samples 1000
 
   # only the data facts (columns, rows, ranges against the bounds)
@@ -55,6 +55,10 @@ EXAMPLES = """examples:
   # person-level: how many cells does each cab visit, and what share of the points does k keep?
   dpdbscan check ../shared/data/cabs_sf_cabs.parquet --geo --columns x y --bounds -122.6 37.55 \
       -122.3 37.85 --eps 200m --min-samples 100 --unit cab --max-cells-per-unit 1000 --delta 1e-6
+
+  # stops: the rows read and dropped, then the stops the release would count instead
+  dpdbscan check ../shared/data/cabs_sf_cabs.parquet --geo --columns x y --bounds -122.6 37.55 \
+      -122.3 37.85 --eps 200m --min-samples 30 --unit cab --delta 1e-6 --time time --stops 100m 5min
 
 every line goes to standard error and starts with "[private: do not publish]": it describes
 your data, so do not publish it. Standard output stays empty.
@@ -88,19 +92,30 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     source = opts.source(notes)
     pts = read_file(source, eta=p["eta"], notes=notes)
     say_read(opts.input, pts.X, pts.names, notes)
+    read_counts = pts.counts if pts.counts is not None else clipping_counts(pts.X, pts.lower, pts.upper)
     # with --stops or --trip-ends the release counts each unit's events: so does the check
+    events, n_read = opts.events, pts.X.shape[0]
     pts = apply_transforms(pts, source.transforms)
     read_seconds = time.perf_counter() - start
     counts = pts.counts if pts.counts is not None else clipping_counts(pts.X, pts.lower, pts.upper)
     lower_in, upper_in = split_bounds(bounds_in, pts.X.shape[1], opts.geo)
-    for line in data_lines(pts, counts, lower_in, upper_in, bounds_in):
+    if events is None:
+        lines = data_lines(pts, counts, lower_in, upper_in, bounds_in)
+    else:
+        lines = [
+            rows_line(n_read, read_counts, pts.units is not None),
+            *event_lines(events, pts, counts, lower_in, upper_in, bounds_in),
+        ]
+    for line in lines:
         notes(line)
+    counted = "rows kept" if events is None else "events"
     length = projection.format_km if opts.geo else (lambda v: f"{v:g}")
     k = p["max_cells_per_unit"]
     missing = [opt for opt, key in (("--eps", "eps"), ("--min-samples", "min_samples")) if p[key] is None]
     if missing:
         if pts.units is not None:
-            for line in unit_lines(pts, None, k, p["max_points_per_cell"], length, p["cell_choice"])[0]:
+            lines, _ = unit_lines(pts, None, k, p["max_points_per_cell"], length, p["cell_choice"], counted)
+            for line in lines:
                 notes(line)
         notes(f"no grid, kappa, margin, threshold or fit cost: give {' and '.join(missing)} to see them")
         return EXIT_OK
@@ -117,7 +132,7 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     against = f"the {n:,} rows kept"
     if person:
         grid = Grid(pts.lower, pts.upper, fc.eps, p["eta"])
-        lines, bounded = unit_lines(pts, grid, k, p["max_points_per_cell"], length, p["cell_choice"])
+        lines, bounded = unit_lines(pts, grid, k, p["max_points_per_cell"], length, p["cell_choice"], counted)
         for line in lines:
             notes(line)
         if bounded is None:
@@ -194,6 +209,7 @@ def unit_lines(
     m: int,
     length: Callable[[float], str],
     cell_choice: str = "busiest",
+    counted: str = "rows kept",
 ) -> tuple[list[str], float | None]:
     """Private notes on the privacy units of ``pts`` (``--unit``): how many,
     their points and, on the release's ``grid`` (None: not known yet),
@@ -203,7 +219,9 @@ def unit_lines(
     broken), expected over the random choice of cells for "uniform".
     The rows are the ones a fit keeps (finite coordinates, a unit). Also
     returns the expected sum of the bounded counts (None when ``k`` or the
-    grid is not known): the points a person-level release counts."""
+    grid is not known): the points a person-level release counts.
+    ``counted``: what the points are (the rows kept, or the events made
+    from them)."""
     name = pts.unit_name
     if grid is None:
         codes, uniques = factorize(pts.units)
@@ -215,7 +233,7 @@ def unit_lines(
         points = np.bincount(pairs.units, weights=pairs.counts, minlength=pairs.n_units)
     present = points > 0
     n_units, total = int(np.count_nonzero(present)), float(points.sum())
-    out = [f"units     : {n_units:,} unit(s) in column {name!r} among the {total:,.0f} rows kept"]
+    out = [f"units     : {n_units:,} unit(s) in column {name!r} among the {total:,.0f} {counted}"]
     if n_units == 0:
         return out, None
     out.append(f"points    : per unit: {_spread(points[present])}")
@@ -265,6 +283,36 @@ def unit_lines(
     return out, None
 
 
+def rows_line(n_read: int, counts: dict, units: bool) -> str:
+    """The rows read, dropped by the per-record rule and kept (private)."""
+    return (
+        f"rows      : {n_read:,} read, {counts['n_bad']:,} dropped (missing, non-numeric or "
+        f"non-finite values{'' if not units else ', or no unit'}), {counts['n_ok']:,} kept"
+    )
+
+
+def event_lines(
+    events: Events,
+    pts: Points,
+    counts: dict,
+    lower_in: np.ndarray,
+    upper_in: np.ndarray,
+    bounds_in: list[float],
+) -> list[str]:
+    """With --stops or --trip-ends: the events the release counts instead of
+    the rows (made from the rows kept; the rows dropped for no readable time
+    or status are said above), then the ranges of the events. Private notes."""
+    what = "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
+    n = pts.X.shape[0]
+    out = [f"events    : {n:,} {what} made from the rows kept: the release counts these, not the rows"]
+    if n == 0:
+        return out  # why is said above (the events' own note)
+    ranges = data_lines(pts, counts, lower_in, upper_in, bounds_in)[1:]
+    return out + [
+        line.replace(" of the rows ", " of the events ").replace(" row(s) ", " event(s) ") for line in ranges
+    ]
+
+
 def data_lines(
     pts: Points, counts: dict, lower_in: np.ndarray, upper_in: np.ndarray, bounds_in: list[float]
 ) -> list[str]:
@@ -272,10 +320,7 @@ def data_lines(
     the file's units: degrees with --geo) and the share of the kept rows
     below its lower and above its upper bound. Private notes."""
     X, n_bad, n_ok = pts.X, counts["n_bad"], counts["n_ok"]
-    out = [
-        f"rows      : {X.shape[0]:,} read, {n_bad:,} dropped (missing, non-numeric or "
-        f"non-finite values{'' if pts.units is None else ', or no unit'}), {n_ok:,} kept"
-    ]
+    out = [rows_line(X.shape[0], counts, pts.units is not None)]
     if n_ok == 0:
         return out + ["no row is kept: check --columns, --delimiter and --header"]
     kept = X if n_bad == 0 else X[rows_all(np.isfinite(X))]

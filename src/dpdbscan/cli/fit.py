@@ -18,7 +18,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import __version__
-from .._optional import require
 from ..exceptions import InsecureRandomnessWarning
 from ..geometry import projection
 from ..model import summary as model_summary
@@ -202,10 +201,8 @@ def _two_d_by_options(opts: FitOptions) -> bool:
 
 
 def dask_backend(opts: FitOptions) -> Backend:
-    """The Dask backend of ``--backend dask``: it reads the files itself, by
-    the same public options as the local reader."""
-    dask = require("dpdbscan.release.backends.dask_backend", "--backend dask", package="dask")
-    return dask.DaskBackend(scheduler=opts.scheduler, read=opts.read)
+    """The Dask backend of ``--backend dask`` (:meth:`FitOptions.dask_backend`)."""
+    return opts.dask_backend()
 
 
 def fit_model(
@@ -446,6 +443,9 @@ def _fit_appendable(
         previous = read_model(s.append)
         check_append(series, unit, previous, public_box_of(opts))
     check_ledger_options(opts)
+    if opts.ledger is not None:
+        # what public input refuses is refused before the ledger charges anything
+        opts.check_input(p["eta"])
     params = {**public_params(opts, p, "fit"), "series": series.record(unit), "through": s.through}
     if previous is not None:
         params["append_to"] = str(s.append)

@@ -9,13 +9,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from .._optional import require
 from ..files import ReadOptions
 from ..pipeline import events_rows
-from ..prepare import Points, Source, Transform
+from ..prepare import Points, Source, Transform, check_source
+from ..release.backends import Backend
 from ..traces import Events, Stops, TripEnds, parse_times, take_rows
 from .common import Notes, floats, progress_flag, read_options_from_args
 
@@ -132,6 +134,22 @@ class FitOptions:
     def bounds(self) -> list[float] | None:
         return None if self.bounds_text is None else floats(self.bounds_text, "--bounds")
 
+    def dask_backend(self) -> Backend:
+        """The Dask backend of ``--backend dask``: it reads the files itself,
+        by the same public options as the local reader."""
+        dask = require("dpdbscan.release.backends.dask_backend", "--backend dask", package="dask")
+        return cast(Backend, dask.DaskBackend(scheduler=self.scheduler, read=self.read))
+
+    def check_input(self, eta: float) -> None:
+        """Every refusal that public input decides (the options, the file's
+        declared header or schema, a Parquet dataset's files declaring a read
+        column with different types, the Dask backend's own checks), without
+        reading a record (:func:`dpdbscan.prepare.check_source`): made before
+        ``--ledger`` charges a release, so that nothing is charged for a
+        command refused from public input."""
+        backend = self.dask_backend() if self.backend == "dask" else None
+        check_source(self.source(), eta=eta, backend=backend)
+
     def source(self, notes: Notes | None = None) -> Source:
         """What the door prepares (:func:`dpdbscan.prepare.prepare`): with
         ``events``, the trace's columns and the step that makes each unit's
@@ -207,7 +225,7 @@ def events_step(events: Events, notes: Notes | None = None, keep_times: bool = F
         if keep_times:
             times = parse_times(pts.times)[rows]
         what = "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
-        if notes is not None:
+        if notes is not None and X.shape[0]:  # none: events_rows said why
             notes(f"{X.shape[0]:,} {what} of the units found in {n_rows:,} rows are counted")
         return replace(pts, X=X, units=units, counts=None, times=times, status=None)
 

@@ -269,6 +269,8 @@ def charging(
     if given is None:
         yield lambda model, files: None
         return
+    # what public input refuses is refused before the ledger charges anything
+    opts.check_input(p["eta"])
     units = opts.unit
     reservation = Ledger(*given).reserve(
         public_cost(opts, p) if cost is None else cost,

@@ -8,7 +8,15 @@ one at a time by the per-record rules of :mod:`.records`.
 from .formats import FORMATS, LABEL_COLUMN, FileFormat, format_of, is_index_column
 from .labels import write_labels
 from .layout import ReadOptions, resolve_columns
-from .reader import InputPlan, InputPoints, open_input, read_columns, read_input, read_points
+from .reader import (
+    InputPlan,
+    InputPoints,
+    check_parquet_columns,
+    open_input,
+    read_columns,
+    read_input,
+    read_points,
+)
 
 __all__ = [
     "FORMATS",
@@ -21,6 +29,7 @@ __all__ = [
     "is_index_column",
     "open_input",
     "read_columns",
+    "check_parquet_columns",
     "read_input",
     "read_points",
     "resolve_columns",

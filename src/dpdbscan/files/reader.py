@@ -741,6 +741,36 @@ def _csv_field(
         return plan.read(progress).units
 
 
+def check_parquet_columns(
+    path: Path | str, columns: Sequence[str | int], options: ReadOptions | None = None
+) -> None:
+    """Refuse, from the files' schemas alone (no record read), a Parquet
+    dataset whose files declare one of ``columns`` (names or 0-based
+    indices: a trace's time and status) with different types, as
+    :func:`read_columns` would once reading; other inputs pass. For the
+    checks made before a ledger charges anything."""
+    options = options or ReadOptions()
+    if str(path) == "-" or not columns:
+        return
+    fmt = FileFormat("parquet") if Path(path).is_dir() else format_of(path, options.file_format)
+    if fmt.kind != "parquet":
+        return
+    import pyarrow as pa
+
+    _need_pyarrow("Parquet")
+    try:
+        pf = _ParquetSource(Path(path))
+    except (pa.ArrowException, OSError) as exc:
+        raise _io_error(str(path), "Parquet", exc) from None
+    try:
+        names = [pf.schema.names[resolve_unit(pf.schema.names, c, where=str(path))] for c in columns]
+        pf.check_agreement(names)
+    except (pa.ArrowException, OSError) as exc:
+        raise _io_error(str(path), "Parquet", exc) from None
+    finally:
+        pf.close()
+
+
 def _parquet_column(path: Path, column: str | int) -> Any:
     import pyarrow as pa
 
@@ -765,6 +795,7 @@ __all__ = [
     "InputPoints",
     "open_input",
     "read_columns",
+    "check_parquet_columns",
     "read_input",
     "read_points",
     "BlockCounts",

@@ -76,8 +76,31 @@ def parse_length(text: str | float, *, geo: bool) -> float:
 
 
 def format_km(km: float) -> str:
-    """``0.05`` -> ``"50 m"``; ``2.5`` -> ``"2.5 km"``."""
-    return f"{km * 1000:g} m" if km < 1 else f"{km:g} km"
+    """A length in km as a person writes it, to three significant digits:
+    ``0.05`` -> ``"50 m"``, ``0.171573`` -> ``"172 m"``, ``0.0353553`` ->
+    ``"35.4 m"``, ``1.2`` -> ``"1.2 km"``, ``190.4`` -> ``"190 km"``. For
+    messages and summaries only: the model, its JSON and GeoJSON keep the
+    exact values."""
+    if not math.isfinite(km):
+        return f"{km} km"
+    metres = _three_digits(km * 1000)
+    if abs(metres) < 1000:
+        return f"{_plain(metres)} m"
+    return f"{_plain(_three_digits(km))} km"
+
+
+def _three_digits(value: float) -> float:
+    if value == 0:
+        return 0.0
+    return round(value, 2 - math.floor(math.log10(abs(value))))
+
+
+def _plain(value: float) -> str:
+    """A rounded value without an exponent or trailing zeros, thousands
+    separated (``1,250``)."""
+    decimals = 0 if value == 0 else max(0, 2 - math.floor(math.log10(abs(value))))
+    text = f"{value:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def check_lonlat_box(lower: Vector, upper: Vector) -> None:

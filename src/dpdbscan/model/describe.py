@@ -378,7 +378,9 @@ def bound_lines(model: SpanModel) -> list[str]:
     if c is not None:
         line += (
             f"; k chosen privately among {len(c.candidates)} candidates ({c.candidates[0]:,} to "
-            f"{c.candidates[-1]:,}) by the exponential mechanism, for {c.share:.0%} of rho"
+            f"{c.candidates[-1]:,}) by the exponential mechanism, for {c.share:.0%} of rho (where "
+            "few units are counted every candidate scores about the same and the draw is close to "
+            "uniform: k then says little about the data)"
         )
     # the accuracy statement is about what was counted, not the raw rows
     return [line + "; the guarantee's clusters are those of the data so bounded"]

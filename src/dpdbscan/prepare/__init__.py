@@ -9,7 +9,7 @@ is read from the points is said only as a private note on standard error.
 """
 
 from .box import Box, project_box, public_box, read_length, split_bounds
-from .door import Source, check_unit_ids, n_features_of, prepare, read_file
+from .door import Source, check_source, check_unit_ids, n_features_of, prepare, read_file
 from .notes import PRIVATE, Notes
 from .prepared import Points, Transform
 
@@ -27,5 +27,6 @@ __all__ = [
     "project_box",
     "public_box",
     "read_file",
+    "check_source",
     "split_bounds",
 ]

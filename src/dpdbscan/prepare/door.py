@@ -37,14 +37,15 @@ import numbers
 import os
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ..cells.grid import MAX_KAPPA, count_neighbours
-from ..files import InputPlan, ReadOptions, open_input, read_columns
+from ..files import InputPlan, ReadOptions, check_parquet_columns, open_input, read_columns
 from ..files.formats import LABEL_COLUMN, is_index_column, looks_like_unit
 from ..files.unitids import read_units
 from ..geometry.projection import check_lonlat_names, default_geo_columns
@@ -159,6 +160,9 @@ def prepare(
     if _in_memory(source, backend):
         if source.read is not None:
             pts = read_file(source, eta=eta, notes=notes)
+            if notes is not None:
+                # the rows as read, before any per-unit step makes them events
+                say_read(source.data, pts.X, pts.names, notes)
         else:
             X = check_array(source.data)
             box = _box(source, X.shape[1], X, stacklevel + 1)
@@ -222,6 +226,11 @@ def _distributed(source: Source, eta: float, backend: Any) -> Points:
     box = _box(source, d, None)
     given = unit if unit is not None else source.units
     units = None if given is None else check_unit_ids(given, source.data)
+    check_files = getattr(backend, "check_files", None)
+    if callable(check_files):
+        # the files' schemas (public) refused here, before a ledger charges the release
+        time = None if source.time_column is None else str(source.time_column)
+        check_files(source.data, d, unit=unit, time=time)
     return Points(source.data, source.columns, box.lower, box.upper, None, None, units, unit, None, box.meta)
 
 
@@ -240,18 +249,8 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         else BlockPrep(bounds, source.geo, source.ref_lat, source.block_counter)
     )
     d = declared_dimension(source.geo, bounds, source.columns)
-    # the trace's time and status columns are read beside the points, never as coordinates
-    trace = tuple(c for c in (source.time_column, source.status_column) if c is not None)
-    skip = (*trace, source.read.unit) if trace else ()
-    with open_input(source.data, source.read, d=d, choose=_chooser(source.geo, skip=skip)) as plan:
-        # the columns are known from public input: refuse a bad layout before any record is read
-        check_columns(plan.d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=plan.names)
-        _check_trace_columns(source, plan.schema_names)
-        if source.geo:
-            # public names (--columns, a declared header, a Parquet schema) that say latitude first
-            check_lonlat_names(plan.names)
-        if bounds is not None:
-            split_bounds(bounds, plan.d, source.geo)
+    skip = _trace_skip(source)
+    with _opened(source, eta) as plan:
         got = plan.read(source.progress, prep)
     if notes is not None:
         for line in got.notes():
@@ -290,6 +289,55 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         times,
         status,
     )
+
+
+def _trace_skip(source: Source) -> tuple:
+    """The columns the default choice of coordinates skips: the trace's time
+    and status, read beside the points, and then the unit's."""
+    assert source.read is not None
+    trace = tuple(c for c in (source.time_column, source.status_column) if c is not None)
+    return (*trace, source.read.unit) if trace else ()
+
+
+@contextmanager
+def _opened(source: Source, eta: float) -> Iterator[InputPlan]:
+    """The file of ``source`` opened (:func:`dpdbscan.files.open_input`) and
+    its layout checked from public input alone (the options, a declared
+    header, a Parquet schema), before any record is read."""
+    assert source.read is not None
+    bounds = None if source.bounds is None else [float(v) for v in source.bounds]
+    d = declared_dimension(source.geo, bounds, source.columns)
+    choose = _chooser(source.geo, skip=_trace_skip(source))
+    with open_input(source.data, source.read, d=d, choose=choose) as plan:
+        check_columns(plan.d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=plan.names)
+        _check_trace_columns(source, plan.schema_names)
+        if source.geo:
+            # public names (--columns, a declared header, a Parquet schema) that say latitude first
+            check_lonlat_names(plan.names)
+        if bounds is not None:
+            split_bounds(bounds, plan.d, source.geo)
+        yield plan
+
+
+def check_source(source: Source, *, eta: float, backend: Any = None) -> None:
+    """Every refusal of :func:`prepare` that public input decides, without
+    reading any record: the options, the file's layout from its declared
+    header or schema, a Parquet dataset whose files declare a read column
+    (coordinates, unit, time, status) with different types, and a
+    distributed backend's own checks of its files. A command that charges a
+    ledger calls it first, so that what is refused from public input is
+    refused before anything is charged. Standard input, a pipe or any other
+    input that is not a regular file or a folder is not opened here (it can
+    be read once, and opening a pipe waits for its writer)."""
+    if not _in_memory(source, backend):
+        _distributed(source, eta, backend)
+        return
+    if source.read is None or not (os.path.isfile(source.data) or os.path.isdir(source.data)):
+        return
+    with _opened(source, eta):
+        pass
+    trace = [_token(c) for c in (source.time_column, source.status_column) if c is not None]
+    check_parquet_columns(source.data, trace, source.read)
 
 
 def _token(column: str | int) -> str | int:
@@ -380,12 +428,12 @@ def declared_dimension(
 
 
 def say_prepared(pts: Points, source: Source, notes: Notes) -> None:
-    """The private notes on prepared points: a column that looks like a
-    person's id when no unit is given, what was read, and what the
-    per-record rule drops or clips."""
+    """The private notes on prepared points (after any per-unit step): a
+    column that looks like a person's id when no unit is given, and what the
+    per-record rule drops or clips. What was read is said before the steps
+    (:func:`say_read`)."""
     if pts.unit_name is None:
         note_id_columns(pts.schema_names, pts.names)
-    say_read(source.data, pts.X, pts.names, notes)
     bounds = None if source.bounds is None else [float(v) for v in source.bounds]
     note_clipping(pts, notes, bounds, pts.counts)
 

@@ -12,7 +12,7 @@ points again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeAlias
 
@@ -203,10 +203,13 @@ def release_choosing(
     units: Any,
     backend: Backend | str | None = None,
     random_state: Seed | None = None,
+    scored: Callable[[int], object] | None = None,
 ) -> tuple[ReleaseSpec, NoisyHistogram]:
     """``max_cells_per_unit="auto"``: choose k privately, then release the
     histogram at it. Returns the release made (one of ``choices``) and its
-    histogram.
+    histogram. ``scored`` (None: nothing) is told how many units the choice
+    scored (private: for a private note; with none, every candidate scores
+    the same and the draw is uniform).
 
     ``choices`` holds the release at each public candidate k
     (:func:`dpdbscan.plan.resolve.resolve`), all with the same
@@ -237,6 +240,8 @@ def release_choosing(
         if picked:
             raise RuntimeError("the backend asked for the choice of k twice; it is made once")
         picked.append(choices[unitchoice.choose(cells, choice.candidates, choice.rho, source)])
+        if scored is not None:
+            scored(int(np.count_nonzero(np.asarray(cells) > 0)))
         return picked[0].units
 
     counts = backend.count_units_choosing(choices[0].grid, X, units, choose, key)

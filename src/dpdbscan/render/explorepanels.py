@@ -231,6 +231,13 @@ def table_lines(ex: Exploration, model: SpanModel) -> list[str]:
             f"{r.core_cells:>10}  {r.core_mass:>10.0f}  {r.core_share:>6.1%}  "
             f"{r.stability:>9.3f}"
         )
+    if ex.rows and not any(r.spans for r in ex.rows):
+        # from the release alone (post-processing): said, not left to a column of zeros
+        out.append(
+            "no span at any of these (eps, MinPts): no place reaches its threshold in this release "
+            "(the noise margin dominates; a larger epsilon or eps lowers it, and 'dpdbscan forecast' "
+            "says what a release can detect before it is made)"
+        )
     return out
 
 

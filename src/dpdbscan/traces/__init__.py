@@ -194,6 +194,31 @@ def unreadable_note(events: Events, times: np.ndarray, status: np.ndarray | None
     return "; ".join(parts[:1] + [dropped]) if late else dropped
 
 
+def no_events_note(events: Events, n_rows: int) -> str:
+    """A private note (it counts rows of the data) for when no unit's rows
+    made a single stop or trip end: what was looked for, what the release
+    then holds, and which options to check. Never quotes a value."""
+    if isinstance(events, Stops):
+        what = "stop"
+        rule = (
+            "a stop is a run of one unit's points, in time order, that stays within the radius of its "
+            "first point for at least the duration: check --stops RADIUS DURATION, --time and "
+            "--time-unit (times in milliseconds read as seconds make every run too short); in "
+            "Python events=Stops(radius, duration) and times="
+        )
+    else:
+        what = {"pickup": "pick-up", "dropoff": "drop-off"}.get(events.ends, "trip end")
+        rule = (
+            "a trip end is where one unit's status changes between its two values in time order: "
+            "check the column given to --trip-ends, --status-values (codes other than 0/1 or "
+            "true/false) and --ends; in Python events=TripEnds(...) and status="
+        )
+    return (
+        f"no {what} was found in {n_rows:,} rows: the release counts nothing but its "
+        f"noise, and is made all the same (whether a release is made never depends on the data); {rule}"
+    )
+
+
 def event_words(record: dict[str, Any], length: Any = lambda v: f"{v:g}") -> str:
     """What a release counted instead of the rows, from its public record
     (:meth:`Stops.record`, :meth:`TripEnds.record`); ``length`` formats the
@@ -260,6 +285,7 @@ __all__ = [
     "TripEnds",
     "event_rows",
     "event_words",
+    "no_events_note",
     "group_codes",
     "parse_duration",
     "parse_radius",

@@ -1083,6 +1083,18 @@ class DaskBackend:
         self._check_parquet_types(paths, cols)
         return dd.read_parquet(paths, columns=cols, storage_options=self.storage_options)
 
+    def check_files(self, X: Any, d: int, unit: str | None = None, time: str | None = None) -> None:
+        """Refuse, from their schemas alone (no record read), Parquet files
+        that :meth:`count` or :meth:`unit_pairs` would refuse when reading:
+        columns that are missing, of a type a coordinate, unit or time
+        cannot have, or declared with different types in different files.
+        Called when the points are prepared, before a ledger charges the
+        release (:func:`dpdbscan.prepare.prepare`). Other inputs pass."""
+        paths = _as_paths(X)
+        if paths is None or file_format(paths, self.read.file_format) == "csv":
+            return
+        self._read_parquet(paths, d, unit, time)
+
     def _check_parquet_types(self, paths, columns):
         """Refuse files that declare a read column with different types, from
         their schemas (public), as the in-memory reader does
