@@ -294,7 +294,7 @@ def read_model(path: Path | str) -> SpanModel:
 def read_options_from_args(args: argparse.Namespace) -> ReadOptions:
     """How to read the points file, from the command's options alone
     (``--columns``, ``--header``/``--no-header``, ``--delimiter``,
-    ``--fields``, ``--format``, ``--unit``), typed: a boundary between
+    ``--fields``, ``--format``, ``--unit``, ``--table``, ``--query``), typed: a boundary between
     argparse and the rest of the command line."""
     columns = column_tokens(getattr(args, "columns", None))
     header = (
@@ -307,6 +307,8 @@ def read_options_from_args(args: argparse.Namespace) -> ReadOptions:
         fields=getattr(args, "fields", None),
         file_format=getattr(args, "format", None),
         unit=getattr(args, "unit", None),
+        table=getattr(args, "table", None),
+        query=getattr(args, "query", None),
     )
 
 

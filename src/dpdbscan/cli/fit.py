@@ -26,7 +26,7 @@ from ..params.parameters import check_param, check_units
 from ..params.validation import standardised_note
 from ..pipeline import fit as fit_release
 from ..plan.resolve import check_scale, resolve, validated
-from ..prepare import Points, prepare, project_box, read_length, split_bounds
+from ..prepare import Points, local_formats_only, prepare, project_box, read_length, split_bounds
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..release.backends.numpy_backend import StreamedCounts
@@ -111,6 +111,8 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
         )
     if opts.ref_lat is not None and not opts.geo:
         raise ValueError("--ref-lat only applies with --geo")
+    if opts.backend == "dask":
+        local_formats_only(opts.input, opts.read)
     if opts.scheduler and opts.backend != "dask":
         raise ValueError("--scheduler needs --backend dask")
     if opts.bounds_text is None and not opts.bounds_from_data:

@@ -15,6 +15,9 @@ name                       format       delimiter
 either + ``.gz``           gzip text    as above
 ``.parquet`` ``.pq``       ``parquet``
 ``.npy``                   ``npy``
+``.sqlite`` ``.sqlite3``   ``sqlite``
+``.db``                    ``sqlite``
+``.gpkg``                  ``gpkg``
 ``-`` (standard input)     ``csv``      ``,``
 =========================  ===========  ===========
 """
@@ -30,10 +33,21 @@ from pathlib import PurePath
 LABEL_COLUMN = "label"
 
 #: Formats by name, as the ``format`` option takes them.
-FORMATS = ("csv", "csv.gz", "tsv", "tsv.gz", "parquet", "npy")
+FORMATS = ("csv", "csv.gz", "tsv", "tsv.gz", "parquet", "npy", "sqlite", "gpkg")
 
 _TEXT = {".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".tab": "tsv"}
-_BINARY = {".parquet": "parquet", ".pq": "parquet", ".parq": "parquet", ".npy": "npy"}
+_BINARY = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".parq": "parquet",
+    ".npy": "npy",
+    ".sqlite": "sqlite",
+    ".sqlite3": "sqlite",
+    ".db": "sqlite",
+    ".gpkg": "gpkg",
+}
+#: Formats that are databases: a table (or a query) in them holds the points.
+DATABASES = ("sqlite", "gpkg")
 #: Compressions other than gzip that a name may carry; refused with a hint.
 _OTHER_COMPRESSION = (".bz2", ".xz", ".zst", ".zip")
 
@@ -47,10 +61,6 @@ _NOT_READ = {
     ".gpx": "GPX",
     ".kml": "KML",
     ".shp": "a shapefile",
-    ".gpkg": "a GeoPackage",
-    ".sqlite": "an SQLite database",
-    ".sqlite3": "an SQLite database",
-    ".db": "a database",
     ".xlsx": "an Excel workbook",
     ".xls": "an Excel workbook",
     ".feather": "Arrow/Feather",
@@ -92,8 +102,9 @@ def is_index_column(name: str) -> bool:
 
 @dataclass(frozen=True)
 class FileFormat:
-    """A file's format: ``kind`` ("csv", "parquet" or "npy"), whether the
-    text is gzip-compressed, and the default delimiter of a text format."""
+    """A file's format: ``kind`` ("csv", "parquet", "npy", "sqlite" or
+    "gpkg"), whether the text is gzip-compressed, and the default delimiter
+    of a text format."""
 
     kind: str
     gzip: bool = False
@@ -102,6 +113,10 @@ class FileFormat:
     @property
     def is_text(self) -> bool:
         return self.kind == "csv"
+
+    @property
+    def is_database(self) -> bool:
+        return self.kind in DATABASES
 
 
 def _parse_format(fmt: str) -> FileFormat:
@@ -137,7 +152,8 @@ def format_of(path: str | os.PathLike[str], fmt: str | None = None) -> FileForma
         raise ValueError(f"{text}: only gzip compression (.gz) is read; decompress the file first")
     if suffix in _NOT_READ:
         raise ValueError(
-            f"{text}: {_NOT_READ[suffix]} is not read (dpdbscan reads CSV, Parquet and .npy); export "
+            f"{text}: {_NOT_READ[suffix]} is not read (dpdbscan reads CSV, Parquet, .npy, SQLite and "
+            "GeoPackage); export "
             "the points as CSV or Parquet with one row per point and numeric columns (longitude and "
             "latitude with --geo; a unit, time or status column beside them), e.g. with pandas or "
             "GDAL's ogr2ogr, and fit that file (a CSV or Parquet file under this name: pass --format "
@@ -145,11 +161,12 @@ def format_of(path: str | os.PathLike[str], fmt: str | None = None) -> FileForma
         )
     raise ValueError(
         f"{text}: cannot tell the format from the file name (known: .csv, .tsv, .txt, .tab, "
-        "their .gz, .parquet, .pq, .npy); pass --format (" + ", ".join(FORMATS) + ")"
+        "their .gz, .parquet, .pq, .npy, .sqlite, .sqlite3, .db, .gpkg); pass --format (" + ", ".join(FORMATS) + ")"
     )
 
 
 __all__ = [
+    "DATABASES",
     "FORMATS",
     "LABEL_COLUMN",
     "UNIT_NAMES",

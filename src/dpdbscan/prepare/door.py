@@ -45,7 +45,7 @@ import numpy as np
 
 from ..cells.grid import MAX_KAPPA, count_neighbours
 from ..files import InputPlan, ReadOptions, open_input, read_columns
-from ..files.formats import LABEL_COLUMN, is_index_column, looks_like_unit
+from ..files.formats import LABEL_COLUMN, format_of, is_index_column, looks_like_unit
 from ..files.unitids import read_units
 from ..geometry.projection import check_lonlat_names, default_geo_columns
 from ..params.validation import check_array
@@ -202,6 +202,8 @@ def _distributed(source: Source, eta: float, backend: Any) -> Points:
     """Files or dask objects a distributed backend reads itself: only the
     public number of coordinates and the box are prepared here."""
     unit = source.unit_column
+    if source.read is not None:
+        local_formats_only(source.data, source.read)
     if source.cli:
         if unit is not None and (not source.columns or unit.isdigit()):
             raise ValueError(
@@ -250,6 +252,7 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         if source.geo:
             # public names (--columns, a declared header, a Parquet schema) that say latitude first
             check_lonlat_names(plan.names)
+            check_lonlat_crs(plan)
         if bounds is not None:
             split_bounds(bounds, plan.d, source.geo)
         got = plan.read(source.progress, prep)
@@ -290,6 +293,18 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         times,
         status,
     )
+
+
+def check_lonlat_crs(plan: InputPlan) -> None:
+    """Refuse --geo, before any record is read, on a file whose metadata
+    declare another spatial reference than WGS 84 longitude/latitude (a
+    GeoPackage layer's SRS: public)."""
+    if plan.lonlat is False:
+        raise ValueError(
+            f"{plan.where}: --geo reads longitude/latitude in degrees (WGS 84, EPSG:4326), but the "
+            f"layer's coordinates are in {plan.crs}; reproject the layer to EPSG:4326 (e.g. ogr2ogr "
+            "-t_srs EPSG:4326), or fit its coordinates as they are without --geo"
+        )
 
 
 def _token(column: str | int) -> str | int:
@@ -474,6 +489,26 @@ def _are_paths(X: object) -> bool:
     return isinstance(X, (str, os.PathLike)) or (
         isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(p, (str, os.PathLike)) for p in X)
     )
+
+
+def local_formats_only(data: Any, read: ReadOptions) -> None:
+    """Refuse, before anything is read or charged, a file only the local
+    reader reads (SQLite, GeoPackage) when a distributed backend would read
+    it (public: the names and ``--format``)."""
+    paths = [data] if isinstance(data, (str, os.PathLike)) else data
+    for p in paths if isinstance(paths, (list, tuple)) else ():
+        if not isinstance(p, (str, os.PathLike)) or str(p) == "-" or os.path.isdir(p):
+            continue
+        try:
+            fmt = format_of(p, read.file_format)
+        except ValueError:
+            continue  # the backend says what it cannot read
+        if fmt.is_database:
+            what = "a GeoPackage" if fmt.kind == "gpkg" else "an SQLite database"
+            raise ValueError(
+                f"{p}: --backend dask reads CSV and Parquet files, not {what}; read it with the "
+                "default backend (drop --backend dask), or export the table as Parquet"
+            )
 
 
 def n_features_of(source: Source, backend: Any = None) -> int:
