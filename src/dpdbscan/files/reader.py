@@ -800,7 +800,7 @@ def _read_database(
 
     affs = [table.affinity(i) for i in idx]
     if layer is None:
-        pairs = [sqlitefile.coordinate_exprs(table.names[i], a) for i, a in enumerate(affs)]
+        pairs = [sqlitefile.coordinate_exprs(table.names[i], a) for i, a in zip(idx, affs)]
         exprs = [v for v, _ in pairs] + [b for _, b in pairs]
     else:
         exprs = [sqlitefile.quote(layer.geometry)]

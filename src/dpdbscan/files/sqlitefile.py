@@ -240,7 +240,8 @@ def companion_expr(col: str, aff: str) -> tuple[str, str]:
 def coordinates(columns: Sequence[tuple[Any, ...]], affinities: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Float64 coordinates of one chunk (``columns``: per coordinate, its
     values from :func:`coordinate_exprs`, then per coordinate its flags),
-    and a mask of the rows with a value that is not a number."""
+    NaN where a value is missing or not a number (as the CSV reader reads
+    it), and a mask of the rows with a value that is not a number."""
     import pyarrow as pa
 
     d = len(affinities)
@@ -254,7 +255,6 @@ def coordinates(columns: Sequence[tuple[Any, ...]], affinities: Sequence[str]) -
         else:
             X[:, j] = np.array(columns[j], dtype=np.float64)
         bad |= np.array(columns[d + j], dtype=bool)
-    X[bad] = np.nan
     return X, bad
 
 

@@ -242,19 +242,8 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         else BlockPrep(bounds, source.geo, source.ref_lat, source.block_counter)
     )
     d = declared_dimension(source.geo, bounds, source.columns)
-    # the trace's time and status columns are read beside the points, never as coordinates
-    trace = tuple(c for c in (source.time_column, source.status_column) if c is not None)
-    skip = (*trace, source.read.unit) if trace else ()
-    with open_input(source.data, source.read, d=d, choose=_chooser(source.geo, skip=skip)) as plan:
-        # the columns are known from public input: refuse a bad layout before any record is read
-        check_columns(plan.d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=plan.names)
-        _check_trace_columns(source, plan.schema_names)
-        if source.geo:
-            # public names (--columns, a declared header, a Parquet schema) that say latitude first
-            check_lonlat_names(plan.names)
-            check_lonlat_crs(plan)
-        if bounds is not None:
-            split_bounds(bounds, plan.d, source.geo)
+    skip = _not_coordinates(source)
+    with _open_checked(source, eta, d, skip) as plan:
         got = plan.read(source.progress, prep)
     if notes is not None:
         for line in got.notes():
@@ -305,6 +294,55 @@ def check_lonlat_crs(plan: InputPlan) -> None:
             f"layer's coordinates are in {plan.crs}; reproject the layer to EPSG:4326 (e.g. ogr2ogr "
             "-t_srs EPSG:4326), or fit its coordinates as they are without --geo"
         )
+
+
+def _open_checked(source: Source, eta: float, d: int | None, skip: Sequence[Any]) -> InputPlan:
+    """The file's plan (no record read yet), with the layout refused when
+    public input shows it cannot be used: the columns, the trace's columns,
+    lon/lat names and a declared spatial reference, the bounds."""
+    assert source.read is not None
+    plan = open_input(source.data, source.read, d=d, choose=_chooser(source.geo, skip=skip))
+    try:
+        # the columns are known from public input: refuse a bad layout before any record is read
+        check_columns(plan.d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=plan.names)
+        _check_trace_columns(source, plan.schema_names)
+        if source.geo:
+            # public names (--columns, a declared header, a Parquet schema) that say latitude first
+            check_lonlat_names(plan.names)
+            check_lonlat_crs(plan)
+        if source.bounds is not None:
+            split_bounds([float(v) for v in source.bounds], plan.d, source.geo)
+    except BaseException:
+        plan.close()
+        raise
+    return plan
+
+
+def check_database_early(source: Source, *, eta: float) -> None:
+    """For an SQLite or GeoPackage input, :func:`read_file`'s checks now,
+    from the schema and the metadata alone (no row is read): a missing
+    table, a column or unit the table lacks, a layer not in WGS 84 with
+    --geo are refused before a ledger reserves anything. Other inputs are
+    opened only when they are read."""
+    data, read = source.data, source.read
+    if read is None or not isinstance(data, (str, os.PathLike)) or str(data) == "-" or os.path.isdir(data):
+        return
+    try:
+        fmt = format_of(data, read.file_format)
+    except ValueError:
+        return  # said where the file is opened
+    if fmt.is_database and os.path.exists(data):
+        bounds = None if source.bounds is None else [float(v) for v in source.bounds]
+        d = declared_dimension(source.geo, bounds, source.columns)
+        _open_checked(source, eta, d, _not_coordinates(source)).close()
+
+
+def _not_coordinates(source: Source) -> tuple[Any, ...]:
+    """The trace's time and status columns (and then the unit's), read
+    beside the points, never as coordinates."""
+    assert source.read is not None
+    trace = tuple(c for c in (source.time_column, source.status_column) if c is not None)
+    return (*trace, source.read.unit) if trace else ()
 
 
 def _token(column: str | int) -> str | int:
