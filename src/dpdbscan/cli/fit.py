@@ -26,7 +26,7 @@ from ..params.parameters import check_param, check_units
 from ..params.validation import standardised_note
 from ..pipeline import fit as fit_release
 from ..plan.resolve import check_scale, resolve, validated
-from ..prepare import Points, check_database_early, local_formats_only, prepare, project_box, read_length, split_bounds
+from ..prepare import Points, check_layout_early, local_formats_only, prepare, project_box, read_length, split_bounds
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..release.backends.numpy_backend import StreamedCounts
@@ -125,7 +125,7 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
     _check_scale_early(opts, p)
     if opts.backend != "dask":
         # a database's schema and metadata are read now, before a ledger reserves anything
-        check_database_early(opts.source(), eta=p["eta"])
+        check_layout_early(opts.source(), eta=p["eta"])
     return p
 
 

@@ -1,5 +1,6 @@
 """Reading points from files: CSV (plain, gzip or standard input), Parquet,
-.npy, SQLite and GeoPackage (:mod:`.sqlitefile`, :mod:`.gpkgfile`).
+.npy, SQLite and GeoPackage (:mod:`.sqlitefile`, :mod:`.gpkgfile`), GeoJSON
+and GPX (:mod:`.geojsonfile`, :mod:`.gpxfile`).
 
 Reading happens in two steps. :func:`open_input` decides *how* the file is
 read from public input only (the options, the file name's extension, the
@@ -45,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from ..progress import progress as progress_bar
-from . import csvfile, gpkgfile, sqlitefile
+from . import csvfile, geojsonfile, gpkgfile, gpxfile, sqlitefile
 from .formats import FileFormat, format_of
 from .layout import (
     ColumnChooser,
@@ -260,6 +261,9 @@ def open_input(
     if fmt.is_database:
         _need_pyarrow("SQLite")
         return _open_database(path, fmt, options, choose)
+    if fmt.is_features:
+        _need_pyarrow(_FEATURE_NAMES[fmt.kind])
+        return _open_features(path, fmt, options)
     if fmt.kind == "npy":
         return _open_npy(path, fmt, options, choose)
     if fmt.kind == "parquet":
@@ -857,6 +861,132 @@ def _database_column(path: Path, fmt: FileFormat, options: ReadOptions, column: 
 
 
 # --------------------------------------------------------------------------- #
+# GeoJSON and GPX: lon/lat points by the format's definition, read as a stream
+
+_FEATURE_NAMES = {"geojson": "GeoJSON", "gpx": "GPX"}
+
+
+def _feature_unit(where: str, fmt: FileFormat, unit: str | int | None) -> str | None:
+    """The unit of a GeoJSON file (a property's name) or of a GPX file
+    (``track``), from the options alone; refused otherwise."""
+    if unit is None:
+        return None
+    if fmt.kind == "gpx":
+        name = gpxfile.COLUMNS[resolve_unit(gpxfile.COLUMNS, unit, where=where) or 0]
+        if name != "track":
+            raise ValueError(f"{where}: a GPX file's unit is its track: --unit track (each <trk> one unit)")
+        return name
+    if not isinstance(unit, str) or unit.isdigit():
+        raise ValueError(f"{where}: a GeoJSON unit is a property, named: --unit NAME (unit='NAME')")
+    return unit
+
+
+def _open_features(path: Path, fmt: FileFormat, options: ReadOptions) -> InputPlan:
+    """A GeoJSON or GPX file: its points' lon/lat (x, y), the unit by the
+    options alone; nothing is read before :meth:`InputPlan.read`."""
+    where = str(path)
+    _no_text_options(where, fmt, options)
+    what = _FEATURE_NAMES[fmt.kind]
+    if options.columns is not None:
+        raise ValueError(
+            f"{where}: the coordinates of a {what} file are its points' longitude and latitude "
+            "(x, y), not --columns"
+        )
+    unit = _feature_unit(where, fmt, options.unit)
+    names = ["x", "y"]
+
+    def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
+        got = InputPoints(np.zeros((0, 2)), names, unit_name=unit)
+        parts, units = [], []
+        unit_type = pa_type("int64" if fmt.kind == "gpx" else "binary")
+        with progress_bar(f"reading {path.name}", enabled=progress, unit="rows") as bar:
+            for X, bad, ids in _feature_chunks(path, fmt, unit, where):
+                if fmt.kind == "gpx":
+                    got.n_unparseable += int(np.count_nonzero(bad))
+                else:
+                    got.n_not_point += int(np.count_nonzero(bad))
+                if unit is not None:
+                    u = pa_array(ids, unit_type)
+                    X, missing = _drop_missing_units(X, unit_missing(u))
+                    got.n_missing_unit += missing
+                    units.append(u)
+                if hook is not None:
+                    hook(X)
+                parts.append(X)
+                bar.update(X.shape[0])
+        got.X = np.concatenate(parts) if parts else got.X
+        if unit is not None:
+            got.units = chunked(units, unit_type)
+        return got
+
+    schema = list(gpxfile.COLUMNS) if fmt.kind == "gpx" else None
+    return InputPlan(
+        where, fmt, names, [], read, unit_name=unit, schema_names=schema, crs="EPSG:4326", lonlat=True
+    )
+
+
+def _feature_chunks(path: Path, fmt: FileFormat, unit: str | None, where: str) -> Any:
+    """``(X, bad, unit ids)`` chunk by chunk; the parsers' errors name no value."""
+    try:
+        if fmt.kind == "geojson":
+            yield from geojsonfile.chunks(path, unit)
+            return
+        for rows in gpxfile.rows(path):
+            X = np.array([(r[0], r[1]) for r in rows], dtype=np.float64).reshape(-1, 2)
+            bad = np.array([r[2] for r in rows], dtype=bool)
+            yield X, bad, [r[5] for r in rows]
+    except ValueError as exc:
+        raise ValueError(f"{where}: cannot read as {_FEATURE_NAMES[fmt.kind]}: {exc}") from None
+    except OSError as exc:
+        raise _io_error(where, _FEATURE_NAMES[fmt.kind], exc) from None
+
+
+def _feature_column(path: Path, fmt: FileFormat, column: str | int) -> Any:
+    """A time or status column of a GeoJSON file (a property's text) or of a
+    GPX file (one of :data:`gpxfile.COLUMNS`), row for row with the points."""
+    where = str(path)
+    if fmt.kind == "geojson":
+        if not isinstance(column, str):
+            raise ValueError(f"{where}: a GeoJSON column is a property, named (not the index {column})")
+        return _catching(where, fmt, lambda: chunked(
+            [pa_array(c, pa_type("string")) for c in geojsonfile.column(path, column)], pa_type("string")
+        ))
+    j = resolve_unit(gpxfile.COLUMNS, column, where=where)
+    assert j is not None
+    kind = {"x": "float64", "y": "float64", "time": "string", "ele": "float64", "track": "int64"}
+    at = {"x": 0, "y": 1, "time": 3, "ele": 4, "track": 5}[gpxfile.COLUMNS[j]]
+    t = pa_type(kind[gpxfile.COLUMNS[j]])
+    return _catching(where, fmt, lambda: chunked([pa_array([r[at] for r in rows], t) for rows in gpxfile.rows(path)], t))
+
+
+def _catching(where: str, fmt: FileFormat, make: Callable[[], Any]) -> Any:
+    try:
+        return make()
+    except ValueError as exc:
+        raise ValueError(f"{where}: cannot read as {_FEATURE_NAMES[fmt.kind]}: {exc}") from None
+    except OSError as exc:
+        raise _io_error(where, _FEATURE_NAMES[fmt.kind], exc) from None
+
+
+def pa_type(name: str) -> Any:
+    import pyarrow as pa
+
+    return pa.type_for_alias(name)
+
+
+def pa_array(values: Any, t: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, type=t, from_pandas=True)
+
+
+def chunked(chunks: list[Any], t: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.chunked_array(chunks, type=t)
+
+
+# --------------------------------------------------------------------------- #
 # A companion column: a trace's time or status, row for row with the points
 
 
@@ -890,6 +1020,11 @@ def read_columns(
         _need_pyarrow("SQLite")
         return _database_column(Path(path), fmt, options, column), (
             None if flag is None else _database_column(Path(path), fmt, options, flag)
+        )
+    if fmt.is_features:
+        _need_pyarrow(_FEATURE_NAMES[fmt.kind])
+        return _feature_column(Path(path), fmt, column), (
+            None if flag is None else _feature_column(Path(path), fmt, flag)
         )
     if fmt.kind == "parquet":
         _need_pyarrow("Parquet")

@@ -318,12 +318,12 @@ def _open_checked(source: Source, eta: float, d: int | None, skip: Sequence[Any]
     return plan
 
 
-def check_database_early(source: Source, *, eta: float) -> None:
-    """For an SQLite or GeoPackage input, :func:`read_file`'s checks now,
-    from the schema and the metadata alone (no row is read): a missing
-    table, a column or unit the table lacks, a layer not in WGS 84 with
-    --geo are refused before a ledger reserves anything. Other inputs are
-    opened only when they are read."""
+def check_layout_early(source: Source, *, eta: float) -> None:
+    """For an SQLite, GeoPackage, GeoJSON or GPX input, :func:`read_file`'s
+    checks now, from the options, the schema and the metadata alone (no row
+    is read): a missing table, a column or unit the table lacks, a layer not
+    in WGS 84 with --geo are refused before a ledger reserves anything.
+    Other inputs are opened only when they are read."""
     data, read = source.data, source.read
     if read is None or not isinstance(data, (str, os.PathLike)) or str(data) == "-" or os.path.isdir(data):
         return
@@ -331,7 +331,7 @@ def check_database_early(source: Source, *, eta: float) -> None:
         fmt = format_of(data, read.file_format)
     except ValueError:
         return  # said where the file is opened
-    if fmt.is_database and os.path.exists(data):
+    if (fmt.is_database or fmt.is_features) and os.path.exists(data):
         bounds = None if source.bounds is None else [float(v) for v in source.bounds]
         d = declared_dimension(source.geo, bounds, source.columns)
         _open_checked(source, eta, d, _not_coordinates(source)).close()
@@ -531,7 +531,7 @@ def _are_paths(X: object) -> bool:
 
 def local_formats_only(data: Any, read: ReadOptions) -> None:
     """Refuse, before anything is read or charged, a file only the local
-    reader reads (SQLite, GeoPackage) when a distributed backend would read
+    reader reads (SQLite, GeoPackage, GeoJSON, GPX) when a distributed backend would read
     it (public: the names and ``--format``)."""
     paths = [data] if isinstance(data, (str, os.PathLike)) else data
     for p in paths if isinstance(paths, (list, tuple)) else ():
@@ -541,11 +541,11 @@ def local_formats_only(data: Any, read: ReadOptions) -> None:
             fmt = format_of(p, read.file_format)
         except ValueError:
             continue  # the backend says what it cannot read
-        if fmt.is_database:
-            what = "a GeoPackage" if fmt.kind == "gpkg" else "an SQLite database"
+        if fmt.is_database or fmt.is_features:
+            what = {"gpkg": "a GeoPackage", "geojson": "GeoJSON", "gpx": "GPX"}.get(fmt.kind, "an SQLite database")
             raise ValueError(
                 f"{p}: --backend dask reads CSV and Parquet files, not {what}; read it with the "
-                "default backend (drop --backend dask), or export the table as Parquet"
+                "default backend (drop --backend dask), or export the points as Parquet"
             )
 
 
