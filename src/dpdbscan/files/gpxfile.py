@@ -11,9 +11,10 @@ text of its ``<time>``, ISO 8601), ``ele`` (its ``<ele>``) and ``track``
 waypoints), which may be the privacy unit of a file that holds several
 people's tracks.
 
-Each value is read alone: a ``lat``/``lon`` or ``<ele>`` that is not a
-number by the CSV reader's grammar (:func:`dpdbscan.files.records.is_number`)
-is missing (the row is dropped, counted as a value that is not a number);
+Each value is read alone: a ``lat``/``lon`` or ``<ele>`` that is absent
+or one of the CSV reader's missing values is missing; one that is not a
+number by its grammar (:func:`dpdbscan.files.records.is_number`) is missing
+too (the row is dropped, counted as a value that is not a number);
 a point outside the public bounds is clipped as usual. A file that is not
 well-formed XML is refused as damaged, without quoting it.
 """
@@ -25,7 +26,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
-from .records import is_number
+from .records import NULL_VALUES, is_number
 
 #: The columns of every GPX file.
 COLUMNS = ("x", "y", "time", "ele", "track")
@@ -47,7 +48,7 @@ def _local(tag: str) -> str:
 def _number(text: str | None) -> tuple[float, bool]:
     """A number of the file (NaN where missing), and whether a value was
     present but not a number."""
-    if text is None:
+    if text is None or text in NULL_VALUES:
         return math.nan, False
     if not is_number(text):
         return math.nan, True
