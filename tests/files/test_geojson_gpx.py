@@ -17,6 +17,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from pointfiles import feature, write_geojson, write_gpx, write_points
 
 from dpdbscan import load_model
 from dpdbscan.files import geojsonfile, read_columns, read_input
@@ -55,29 +56,8 @@ def write_csv(path, rows):
     return path
 
 
-def feature(x, y, props):
-    return {"type": "Feature", "geometry": {"type": "Point", "coordinates": [x, y]}, "properties": props}
-
-
-def write_geojson(path, features, **top):
-    path.write_text(json.dumps({"type": "FeatureCollection", **top, "features": features}, indent=1))
-    return path
-
-
 def iso(t: int) -> str:
     return str(np.datetime64(t, "s")) + "Z"
-
-
-def write_gpx(path, tracks, waypoints=()):
-    """``tracks``: lists of (lon, lat, time) per track, each one <trk>."""
-    out = ['<?xml version="1.0" encoding="UTF-8"?>', '<gpx version="1.1" xmlns="http://www.topografix.com/GPX/1/1">']
-    out += [f'<wpt lat="{y!r}" lon="{x!r}"><name>{SECRET}</name></wpt>' for x, y in waypoints]
-    for points in tracks:
-        out.append(f"<trk><name>{SECRET}</name><trkseg>")
-        out += [f'<trkpt lat="{y}" lon="{x}"><ele>12.5</ele><time>{t}</time></trkpt>' for x, y, t in points]
-        out.append("</trkseg></trk>")
-    path.write_text("\n".join([*out, "</gpx>"]) + "\n")
-    return path
 
 
 def same_release(a, b) -> bool:
@@ -128,7 +108,11 @@ def test_geojson_memory_is_bounded(tmp_path, monkeypatch):
     n = 100_000
     with open(tmp_path / "big.geojson", "w") as f:
         f.write('{"type": "FeatureCollection", "features": [\n')
-        f.write(",\n".join(json.dumps(feature(i * 1e-6, 1.0, {"unit": i // 10, "note": "x" * 40})) for i in range(n)))
+        f.write(
+            ",\n".join(
+                json.dumps(feature(i * 1e-6, 1.0, {"unit": i // 10, "note": "x" * 40})) for i in range(n)
+            )
+        )
         f.write("\n]}\n")
     monkeypatch.setattr(geojsonfile, "CHUNK", 2_000)
     read_input(tmp_path / "big.geojson", unit="unit")  # imports done
@@ -167,7 +151,10 @@ def test_geojson_features_without_a_point_or_unit_are_dropped_and_counted(capsys
 @pytest.mark.parametrize(
     "text, match",
     [
-        (f'{{"type": "Feature", "properties": {{"a": "{SECRET}"}}, "geometry": null}}', "not a FeatureCollection"),
+        (
+            f'{{"type": "Feature", "properties": {{"a": "{SECRET}"}}, "geometry": null}}',
+            "not a FeatureCollection",
+        ),
         (f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}"}} {{}}]}}', "not the expected JSON"),
         (f"lon,lat\n{SECRET},1\n", "not the expected JSON"),
         (f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}', "not JSON"),
@@ -188,7 +175,7 @@ def test_not_geojson_is_refused_without_quoting_it(tmp_path, text, match):
 def test_gpx_tracks_give_the_points_and_release_of_the_same_csv(capsys, tmp_path):
     rows = traces(2)
     tracks = [[(x, y, iso(t)) for x, y, u, t in rows if u == k] for k in range(300)]
-    path = write_gpx(tmp_path / "t.gpx", tracks)
+    path = write_gpx(tmp_path / "t.gpx", tracks, name=SECRET)
     csv = tmp_path / "t.csv"
     csv.write_text("lon,lat,track,time\n" + "".join(f"{x!r},{y!r},{u},{iso(t)}\n" for x, y, u, t in rows))
     got = read_input(path, unit="track")
@@ -210,7 +197,7 @@ def test_gpx_tracks_give_the_points_and_release_of_the_same_csv(capsys, tmp_path
 
 def test_gpx_waypoints_and_bad_values(tmp_path):
     tracks = [[(116.3, 39.9, "2008-05-17T10:00:00Z"), (SECRET, 39.9, "x"), (116.4, "", "y")]]
-    path = write_gpx(tmp_path / "t.gpx", tracks, waypoints=[(116.1, 39.8)])
+    path = write_gpx(tmp_path / "t.gpx", tracks, waypoints=[(116.1, 39.8)], name=SECRET)
     got = read_input(path)
     np.testing.assert_array_equal(got.X[[0, 1]], [[116.1, 39.8], [116.3, 39.9]])
     assert np.isnan(got.X[2:]).any(axis=1).all() and got.n_unparseable == 1
@@ -255,3 +242,39 @@ def test_dask_is_refused_before_anything_is_read(capsys, tmp_path):
     path = write_geojson(tmp_path / "t.geojson", [feature(116.3, 39.9, {})])
     rc, out, err = run(capsys, "fit", path, "--eps", "0.1", "--min-samples", "5", *BOX, "--backend", "dask")
     assert rc == 2 and "--backend dask reads CSV and Parquet files, not GeoJSON" in err, err
+
+
+# --------------------------------------------------------------------------- #
+# neighbours: one more record is read as that record alone
+
+
+@pytest.mark.parametrize(
+    "kind, added",
+    [
+        (kind, added)
+        for kind in ("sqlite", "gpkg", "geojson", "gpx")
+        for added in ("point", "text", "no unit")
+        if (kind, added) != ("gpx", "no unit")  # every GPX track point has its track
+    ],
+)
+def test_a_file_with_one_more_record_is_read_like_the_file_and_that_record(tmp_path, kind, added):
+    rng = np.random.default_rng(7)
+    P = list(rng.uniform([116.0, 39.6], [116.6, 40.2], (600, 2)))
+    units = [f"u{i % 13}" for i in range(600)]
+    extra = {"point": ([116.3, 39.9], "u1"), "text": (None, "u2"), "no unit": ([116.3, 39.9], None)}[added]
+    unit = "track" if kind == "gpx" else "unit"
+    if kind == "gpx":
+        # a track is a unit: the record is the first point of the first track
+        units = [f"u{i // 60}" for i in range(600)]
+        extra = (extra[0], "u0")
+    write_points(tmp_path / f"d.{kind}", kind, P, units)
+    write_points(tmp_path / f"d1.{kind}", kind, [extra[0], *P], [extra[1], *units])
+    d, d1 = read_input(tmp_path / f"d.{kind}", unit=unit), read_input(tmp_path / f"d1.{kind}", unit=unit)
+    assert d1.X[1:].tobytes() == d.X.tobytes()
+    assert d1.units[1:].equals(d.units)
+    row = d1.X[0]
+    if added == "point":
+        assert row.tolist() == [116.3, 39.9] and d1.notes() == d.notes()
+    else:
+        assert np.isnan(row).any() and len(d1.notes()) == len(d.notes()) + 1
+        assert "SECRET" not in " ".join(d1.notes())

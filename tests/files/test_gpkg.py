@@ -16,6 +16,7 @@ import struct
 
 import numpy as np
 import pytest
+from pointfiles import gp_point, make_gpkg
 
 from dpdbscan import load_model
 from dpdbscan.files import read_columns, read_input
@@ -35,47 +36,11 @@ BOX = ["--bounds", "116.0", "39.6", "116.6", "40.2"]
 FIT = ["--geo", "--eps", "300m", "--min-samples", "20", *BOX, "--seed", "5", "--no-png", "--no-geojson"]
 
 
-def gp_point(x: float, y: float, srs: int = 4326, *, envelope: bool = False, big: bool = False) -> bytes:
-    """A GeoPackage binary point: header (version 0, flags, SRS id, an
-    optional xy envelope) and a WKB point, little- or big-endian."""
-    order = ">" if big else "<"
-    flags = (0 if big else 1) | (0b010 if envelope else 0)
-    head = b"GP" + bytes([0, flags]) + struct.pack(order + "i", srs)
-    if envelope:
-        head += struct.pack(order + "4d", x, x, y, y)
-    return head + struct.pack(order + "BIdd", 0 if big else 1, 1, x, y)
-
-
-def make_gpkg(path, rows, *, srs=4326, org="EPSG", kind="POINT", extra="person TEXT", table="trips"):
-    """A GeoPackage with one feature table ``table`` (geometry column
-    ``geom`` of geometry type ``kind`` in SRS ``srs``) and ``rows``
-    (geometry blob, then the ``extra`` columns)."""
-    con = sqlite3.connect(path)
-    con.executescript(
-        """
-        CREATE TABLE gpkg_spatial_ref_sys (srs_name TEXT, srs_id INTEGER PRIMARY KEY, organization TEXT,
-            organization_coordsys_id INTEGER, definition TEXT, description TEXT);
-        CREATE TABLE gpkg_contents (table_name TEXT PRIMARY KEY, data_type TEXT, identifier TEXT,
-            description TEXT, last_change TEXT, min_x REAL, min_y REAL, max_x REAL, max_y REAL, srs_id INTEGER);
-        CREATE TABLE gpkg_geometry_columns (table_name TEXT, column_name TEXT, geometry_type_name TEXT,
-            srs_id INTEGER, z TINYINT, m TINYINT);
-        """
-    )
-    con.execute("INSERT INTO gpkg_spatial_ref_sys VALUES ('a', ?, ?, ?, '', '')", (srs, org, srs))
-    con.execute("INSERT INTO gpkg_contents (table_name, data_type, srs_id) VALUES (?, 'features', ?)", (table, srs))
-    con.execute("INSERT INTO gpkg_geometry_columns VALUES (?, 'geom', ?, ?, 0, 0)", (table, kind, srs))
-    con.execute(f"CREATE TABLE {table} (fid INTEGER PRIMARY KEY, geom {kind}, {extra})")
-    width = 1 + len(extra.split(","))
-    con.executemany(f"INSERT INTO {table} (geom, {', '.join(c.split()[0] for c in extra.split(','))}) "
-                    f"VALUES ({', '.join('?' * width)})", rows)
-    con.commit()
-    con.close()
-    return path
-
-
 def lonlat(seed=0, n=3000):
     rng = np.random.default_rng(seed)
-    return np.vstack([rng.normal([116.3, 39.9], 0.004, (n, 2)), rng.uniform([116, 39.6], [116.6, 40.2], (500, 2))])
+    return np.vstack(
+        [rng.normal([116.3, 39.9], 0.004, (n, 2)), rng.uniform([116, 39.6], [116.6, 40.2], (500, 2))]
+    )
 
 
 def same_release(a, b) -> bool:
@@ -85,7 +50,9 @@ def same_release(a, b) -> bool:
 
 def test_a_point_layer_is_the_same_csv(capsys, tmp_path):
     P = lonlat()
-    rows = [(gp_point(x, y, envelope=i % 3 == 0, big=i % 5 == 0), f"p{i % 100}") for i, (x, y) in enumerate(P)]
+    rows = [
+        (gp_point(x, y, envelope=i % 3 == 0, big=i % 5 == 0), f"p{i % 100}") for i, (x, y) in enumerate(P)
+    ]
     path = make_gpkg(tmp_path / "p.gpkg", rows)
     got = read_input(path)
     assert got.names == ["x", "y"] and got.X.tobytes() == P.tobytes() and got.notes() == []

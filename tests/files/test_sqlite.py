@@ -16,10 +16,10 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from pointfiles import make_db
 
 from dpdbscan import DPDBSCAN, load_model
-from dpdbscan.files import read_columns, read_input
-from dpdbscan.files import sqlitefile
+from dpdbscan.files import read_columns, read_input, sqlitefile
 from dpdbscan.model.codec import model_to_dict
 
 from clirun import blob_points, run, write_csv
@@ -36,18 +36,6 @@ SECRET = "SECRET-VALUE-7"
 
 FIT = ["--eps", "0.5", "--min-samples", "20", "--bounds", "0", "0", "10", "10", "--seed", "5"]
 QUIET = ["--no-png", "--no-geojson", "--no-progress"]
-
-
-def make_db(path, schema: str, rows, table: str = "pts"):
-    """A database at ``path`` with one table ``table`` declared ``schema``
-    holding ``rows``; returns ``path``."""
-    con = sqlite3.connect(path)
-    con.execute(f"CREATE TABLE {table} ({schema})")
-    width = len(schema.split(","))
-    con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * width)})", rows)
-    con.commit()
-    con.close()
-    return path
 
 
 def fit(capsys, tmp_path, path, *extra, name="m"):
@@ -257,7 +245,9 @@ def test_stops_from_a_table_are_the_stops_of_the_same_csv(capsys, tmp_path):
     for u in range(150):
         pos = rng.uniform(2, 8, 2)
         for k in range(30):
-            here = np.array([3.0, 3.0]) + rng.normal(0, 0.01, 2) if 10 <= k < 21 else pos + rng.normal(0, 0.5, 2)
+            here = (
+                np.array([3.0, 3.0]) + rng.normal(0, 0.01, 2) if 10 <= k < 21 else pos + rng.normal(0, 0.5, 2)
+            )
             rows.append((float(here[0]), float(here[1]), f"p{u}", t0 + 60 * k + u))
     db = make_db(tmp_path / "t.sqlite", "x REAL, y REAL, person TEXT, time INTEGER", rows)
     csv = tmp_path / "t.csv"
@@ -287,7 +277,10 @@ def test_time_text_and_untyped_status_read_value_by_value(tmp_path):
 @pytest.mark.parametrize(
     "extra, match",
     [
-        (["--backend", "dask", "--columns", "x", "y"], "--backend dask reads CSV and Parquet files, not an SQLite"),
+        (
+            ["--backend", "dask", "--columns", "x", "y"],
+            "--backend dask reads CSV and Parquet files, not an SQLite",
+        ),
         (["--table", "nope"], "no table 'nope'"),
         (["--columns", "x", "nope"], "no column 'nope'"),
     ],

@@ -241,7 +241,21 @@ def stem(path: str) -> str:
     if any(c in path for c in "*?["):
         return "spans"
     name = Path(path).name
-    for suffix in (".gz", ".csv", ".tsv", ".txt", ".parquet", ".pq", ".npy", ".sqlite", ".sqlite3", ".db", ".gpkg", ".geojson", ".gpx"):
+    for suffix in (
+        ".gz",
+        ".csv",
+        ".tsv",
+        ".txt",
+        ".parquet",
+        ".pq",
+        ".npy",
+        ".sqlite",
+        ".sqlite3",
+        ".db",
+        ".gpkg",
+        ".geojson",
+        ".gpx",
+    ):
         name = name[: -len(suffix)] if name.lower().endswith(suffix) else name
     return name or "spans"
 

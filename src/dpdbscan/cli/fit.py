@@ -26,7 +26,15 @@ from ..params.parameters import check_param, check_units
 from ..params.validation import standardised_note
 from ..pipeline import fit as fit_release
 from ..plan.resolve import check_scale, resolve, validated
-from ..prepare import Points, check_layout_early, local_formats_only, prepare, project_box, read_length, split_bounds
+from ..prepare import (
+    Points,
+    check_layout_early,
+    local_formats_only,
+    prepare,
+    project_box,
+    read_length,
+    split_bounds,
+)
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..release.backends.numpy_backend import StreamedCounts

@@ -169,7 +169,9 @@ def format_of(path: str | os.PathLike[str], fmt: str | None = None) -> FileForma
         )
     raise ValueError(
         f"{text}: cannot tell the format from the file name (known: .csv, .tsv, .txt, .tab, "
-        "their .gz, .parquet, .pq, .npy, .sqlite, .sqlite3, .db, .gpkg, .geojson, .gpx); pass --format (" + ", ".join(FORMATS) + ")"
+        "their .gz, .parquet, .pq, .npy, .sqlite, .sqlite3, .db, .gpkg, .geojson, .gpx); pass --format ("
+        + ", ".join(FORMATS)
+        + ")"
     )
 
 

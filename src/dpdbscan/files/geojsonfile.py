@@ -170,7 +170,9 @@ def text_of(value: Any) -> str | None:
     return None
 
 
-def chunks(path: Path, unit: str | None) -> Iterator[tuple[np.ndarray, np.ndarray, list[bytes | None] | None]]:
+def chunks(
+    path: Path, unit: str | None
+) -> Iterator[tuple[np.ndarray, np.ndarray, list[bytes | None] | None]]:
     """``(X, not a point, unit tokens)`` of :data:`CHUNK` features at a time."""
     batch: list[Any] = []
     for feature in features(path):

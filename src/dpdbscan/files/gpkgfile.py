@@ -106,7 +106,9 @@ def layer_of(con: sqlite3.Connection, where: str, table: str | None) -> Layer:
     except sqlite3.DatabaseError:
         raise cannot_read(where) from None
     if row is None:
-        raise ValueError(f"{where}: the feature table {table!r} has no geometry column (gpkg_geometry_columns)")
+        raise ValueError(
+            f"{where}: the feature table {table!r} has no geometry column (gpkg_geometry_columns)"
+        )
     column, kind, srs_id, org, code = row
     if kind not in POINT_TYPES:
         raise ValueError(

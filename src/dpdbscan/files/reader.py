@@ -463,7 +463,9 @@ def _database_options(where: str, fmt: FileFormat, options: ReadOptions) -> None
         )
     if given and not fmt.is_database:
         verb = "applies" if len(given) == 1 else "apply"
-        raise ValueError(f"{where}: {' and '.join(given)} {verb} to SQLite and GeoPackage files only, not to {fmt.kind}")
+        raise ValueError(
+            f"{where}: {' and '.join(given)} {verb} to SQLite and GeoPackage files only, not to {fmt.kind}"
+        )
 
 
 def _no_text_options(where: str, fmt: FileFormat, options: ReadOptions) -> None:
@@ -751,8 +753,9 @@ def _open_database(
         table = sqlitefile.Table(con, where, layer.table if layer else options.table, options.query)
         unit = resolve_unit(table.names, options.unit, where=where)
         if unit is not None and table.affinity(unit) not in sqlitefile.UNIT_KINDS:
+            declared = table.declared[unit] or "without a type"
             raise ValueError(
-                f"{where}: the --unit column {table.names[unit]!r} is declared {table.declared[unit] or 'without a type'!r}; "
+                f"{where}: the --unit column {table.names[unit]!r} is declared {declared!r}; "
                 "a unit is read by its column's declared type, which must be INTEGER, REAL or TEXT "
                 "(a query's expression has none: select the table's column as it is)"
             )
@@ -852,6 +855,7 @@ def _database_column(path: Path, fmt: FileFormat, options: ReadOptions, column: 
         layer = gpkgfile.layer_of(con, where, options.table) if fmt.kind == "gpkg" else None
         table = sqlitefile.Table(con, where, layer.table if layer else options.table, options.query)
         j = resolve_unit(table.names, column, where=where)
+        assert j is not None  # a column was named
         expr, arrow = sqlitefile.companion_expr(table.names[j], table.affinity(j))
         kind = pa.type_for_alias(arrow)
         chunks = [pa.array(next(iter(zip(*rows))), type=kind) for rows in table.chunks([expr])]
@@ -948,15 +952,21 @@ def _feature_column(path: Path, fmt: FileFormat, column: str | int) -> Any:
     if fmt.kind == "geojson":
         if not isinstance(column, str):
             raise ValueError(f"{where}: a GeoJSON column is a property, named (not the index {column})")
-        return _catching(where, fmt, lambda: chunked(
-            [pa_array(c, pa_type("string")) for c in geojsonfile.column(path, column)], pa_type("string")
-        ))
+        return _catching(
+            where,
+            fmt,
+            lambda: chunked(
+                [pa_array(c, pa_type("string")) for c in geojsonfile.column(path, column)], pa_type("string")
+            ),
+        )
     j = resolve_unit(gpxfile.COLUMNS, column, where=where)
     assert j is not None
     kind = {"x": "float64", "y": "float64", "time": "string", "ele": "float64", "track": "int64"}
     at = {"x": 0, "y": 1, "time": 3, "ele": 4, "track": 5}[gpxfile.COLUMNS[j]]
     t = pa_type(kind[gpxfile.COLUMNS[j]])
-    return _catching(where, fmt, lambda: chunked([pa_array([r[at] for r in rows], t) for rows in gpxfile.rows(path)], t))
+    return _catching(
+        where, fmt, lambda: chunked([pa_array([r[at] for r in rows], t) for rows in gpxfile.rows(path)], t)
+    )
 
 
 def _catching(where: str, fmt: FileFormat, make: Callable[[], Any]) -> Any:

@@ -86,7 +86,9 @@ def cannot_read(where: str, exc: BaseException | None = None) -> ValueError:
     hold a value once rows are read); an OS error's own words are kept."""
     if isinstance(exc, OSError) and exc.strerror:
         return ValueError(f"{where}: cannot read as SQLite: {exc.strerror}")
-    return ValueError(f"{where}: cannot read as SQLite (the file is damaged, locked or not an SQLite database)")
+    return ValueError(
+        f"{where}: cannot read as SQLite (the file is damaged, locked or not an SQLite database)"
+    )
 
 
 def tables_of(con: sqlite3.Connection, where: str) -> list[str]:
@@ -215,7 +217,11 @@ def coordinate_exprs(col: str, aff: str) -> tuple[str, str]:
 
 #: The unit's kind by its column's affinity: (SQLite's type of a value that
 #: is a unit, the Arrow type); other affinities cannot name units.
-UNIT_KINDS = {"integer": ("'integer'", "int64"), "real": ("'integer', 'real'", "float64"), "text": ("'text'", "string")}
+UNIT_KINDS = {
+    "integer": ("'integer'", "int64"),
+    "real": ("'integer', 'real'", "float64"),
+    "text": ("'text'", "string"),
+}
 
 
 def unit_expr(col: str, aff: str) -> str:
@@ -237,7 +243,9 @@ def companion_expr(col: str, aff: str) -> tuple[str, str]:
     return f"CASE WHEN typeof({c}) IN ('integer', 'real', 'text') THEN CAST({c} AS TEXT) END", "string"
 
 
-def coordinates(columns: Sequence[tuple[Any, ...]], affinities: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def coordinates(
+    columns: Sequence[tuple[Any, ...]], affinities: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
     """Float64 coordinates of one chunk (``columns``: per coordinate, its
     values from :func:`coordinate_exprs`, then per coordinate its flags),
     NaN where a value is missing or not a number (as the CSV reader reads

@@ -9,7 +9,15 @@ is read from the points is said only as a private note on standard error.
 """
 
 from .box import Box, project_box, public_box, read_length, split_bounds
-from .door import Source, check_layout_early, check_unit_ids, local_formats_only, n_features_of, prepare, read_file
+from .door import (
+    Source,
+    check_layout_early,
+    check_unit_ids,
+    local_formats_only,
+    n_features_of,
+    prepare,
+    read_file,
+)
 from .notes import PRIVATE, Notes
 from .prepared import Points, Transform
 

@@ -542,7 +542,9 @@ def local_formats_only(data: Any, read: ReadOptions) -> None:
         except ValueError:
             continue  # the backend says what it cannot read
         if fmt.is_database or fmt.is_features:
-            what = {"gpkg": "a GeoPackage", "geojson": "GeoJSON", "gpx": "GPX"}.get(fmt.kind, "an SQLite database")
+            what = {"gpkg": "a GeoPackage", "geojson": "GeoJSON", "gpx": "GPX"}.get(
+                fmt.kind, "an SQLite database"
+            )
             raise ValueError(
                 f"{p}: --backend dask reads CSV and Parquet files, not {what}; read it with the "
                 "default backend (drop --backend dask), or export the points as Parquet"
