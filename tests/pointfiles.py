@@ -7,6 +7,11 @@ import json
 import sqlite3
 import struct
 
+#: Text that must never leave a file.
+SECRET = "SECRET-VALUE-7"
+#: Public bounds around the test points (lon/lat, Beijing).
+BOX = ["--bounds", "116.0", "39.6", "116.6", "40.2"]
+
 
 def make_db(path, schema: str, rows, table: str = "pts"):
     """A database at ``path`` with one table ``table`` declared ``schema``
@@ -94,16 +99,15 @@ def write_points(path, kind: str, P, units) -> None:
     that is not a number) with ``units`` (text, None where missing) written
     as ``kind``: "sqlite", "gpkg", "geojson" or "gpx" (units: tracks, by
     their number)."""
-    secret = "SECRET-VALUE-7"
     if kind == "sqlite":
-        rows = [(secret, 1.0, u) if p is None else (float(p[0]), float(p[1]), u) for p, u in zip(P, units)]
+        rows = [(SECRET, 1.0, u) if p is None else (float(p[0]), float(p[1]), u) for p, u in zip(P, units)]
         make_db(path, "x REAL, y REAL, unit TEXT", rows)
     elif kind == "gpkg":
-        rows = [(secret.encode() if p is None else gp_point(*map(float, p)), u) for p, u in zip(P, units)]
+        rows = [(SECRET.encode() if p is None else gp_point(*map(float, p)), u) for p, u in zip(P, units)]
         make_gpkg(path, rows, kind="GEOMETRY", extra="unit TEXT")
     elif kind == "geojson":
         feats = [
-            feature(*(map(float, p) if p is not None else (secret, 1.0)), {"unit": u})
+            feature(*(map(float, p) if p is not None else (SECRET, 1.0)), {"unit": u})
             for p, u in zip(P, units)
         ]
         write_geojson(path, feats)
@@ -111,6 +115,6 @@ def write_points(path, kind: str, P, units) -> None:
         tracks: dict = {}
         for p, u in zip(P, units):
             tracks.setdefault(u, []).append(
-                (secret, 1.0, "") if p is None else (float(p[0]), float(p[1]), "")
+                (SECRET, 1.0, "") if p is None else (float(p[0]), float(p[1]), "")
             )
         write_gpx(path, list(tracks.values()))

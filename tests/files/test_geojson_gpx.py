@@ -17,7 +17,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from pointfiles import feature, write_geojson, write_gpx, write_points
+from pointfiles import BOX, SECRET, feature, write_geojson, write_gpx, write_points
 
 from dpdbscan import load_model
 from dpdbscan.files import geojsonfile, read_columns, read_input
@@ -31,8 +31,6 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::dpdbscan.exceptions.InsecureRandomnessWarning", "ignore::dpdbscan.exceptions.UtilityWarning"
 )
 
-SECRET = "SECRET-VALUE-7"
-BOX = ["--bounds", "116.0", "39.6", "116.6", "40.2"]
 FIT = ["--geo", "--eps", "300m", "--min-samples", "10", *BOX, "--seed", "5", "--no-png", "--no-geojson"]
 UNIT = ["--max-cells-per-unit", "3", "--delta", "1e-6"]
 T0 = 1_211_018_400
@@ -148,26 +146,6 @@ def test_geojson_features_without_a_point_or_unit_are_dropped_and_counted(capsys
     assert SECRET not in out + err
 
 
-@pytest.mark.parametrize(
-    "text, match",
-    [
-        (
-            f'{{"type": "Feature", "properties": {{"a": "{SECRET}"}}, "geometry": null}}',
-            "not a FeatureCollection",
-        ),
-        (f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}"}} {{}}]}}', "not the expected JSON"),
-        (f"lon,lat\n{SECRET},1\n", "not the expected JSON"),
-        (f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}', "not JSON"),
-    ],
-)
-def test_not_geojson_is_refused_without_quoting_it(tmp_path, text, match):
-    path = tmp_path / "p.geojson"
-    path.write_text(text)
-    with pytest.raises(ValueError, match=f"cannot read as GeoJSON: {match}") as info:
-        read_input(path)
-    assert SECRET not in str(info.value)
-
-
 # --------------------------------------------------------------------------- #
 # GPX
 
@@ -207,16 +185,25 @@ def test_gpx_waypoints_and_bad_values(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "text, match",
+    "name, text, match",
     [
-        (f"<kml><Placemark>{SECRET}</Placemark></kml>", "not a GPX file"),
-        (f"<gpx><trk>{SECRET}</gpx>", "not well-formed XML"),
+        ("p.geojson", f'{{"type": "Feature", "properties": {{"a": "{SECRET}"}}}}', "not a FeatureCollection"),
+        (
+            "p.geojson",
+            f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}"}} {{}}]}}',
+            "not the expected JSON",
+        ),
+        ("p.geojson", f"lon,lat\n{SECRET},1\n", "not the expected JSON"),
+        ("p.geojson", f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}', "not JSON"),
+        ("p.gpx", f"<kml><Placemark>{SECRET}</Placemark></kml>", "not a GPX file"),
+        ("p.gpx", f"<gpx><trk>{SECRET}</gpx>", "not well-formed XML"),
     ],
 )
-def test_not_gpx_is_refused_without_quoting_it(tmp_path, text, match):
-    path = tmp_path / "p.gpx"
+def test_a_file_of_another_kind_is_refused_without_quoting_it(tmp_path, name, text, match):
+    path = tmp_path / name
     path.write_text(text)
-    with pytest.raises(ValueError, match=f"cannot read as GPX: {match}") as info:
+    what = "GPX" if name.endswith(".gpx") else "GeoJSON"
+    with pytest.raises(ValueError, match=f"cannot read as {what}: {match}") as info:
         read_input(path)
     assert SECRET not in str(info.value)
 

@@ -16,7 +16,7 @@ import struct
 
 import numpy as np
 import pytest
-from pointfiles import gp_point, make_gpkg
+from pointfiles import BOX, SECRET, gp_point, make_gpkg
 
 from dpdbscan import load_model
 from dpdbscan.files import read_columns, read_input
@@ -31,8 +31,6 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::dpdbscan.exceptions.InsecureRandomnessWarning", "ignore::dpdbscan.exceptions.UtilityWarning"
 )
 
-SECRET = "SECRET-VALUE-7"
-BOX = ["--bounds", "116.0", "39.6", "116.6", "40.2"]
 FIT = ["--geo", "--eps", "300m", "--min-samples", "20", *BOX, "--seed", "5", "--no-png", "--no-geojson"]
 
 

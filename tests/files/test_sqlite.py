@@ -16,7 +16,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from pointfiles import make_db
+from pointfiles import SECRET, make_db
 
 from dpdbscan import DPDBSCAN, load_model
 from dpdbscan.files import read_columns, read_input, sqlitefile
@@ -31,8 +31,6 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::dpdbscan.exceptions.InsecureRandomnessWarning", "ignore::dpdbscan.exceptions.UtilityWarning"
 )
 
-#: Text that must never leave the file.
-SECRET = "SECRET-VALUE-7"
 
 FIT = ["--eps", "0.5", "--min-samples", "20", "--bounds", "0", "0", "10", "10", "--seed", "5"]
 QUIET = ["--no-png", "--no-geojson", "--no-progress"]

@@ -38,7 +38,7 @@ them) is read like one file; its schema is the files' metadata.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -817,26 +817,52 @@ def _read_database(
         exprs.append(sqlitefile.unit_expr(table.names[unit], aff))
         unit_type = pa.type_for_alias(sqlitefile.UNIT_KINDS[aff][1])
     d = 2 if layer else len(idx)
-    parts, units = [], []
-    got = InputPoints(np.zeros((0, d)), [])
-    with progress_bar(f"reading {path.name}", enabled=progress, unit="rows") as bar:
+
+    def blocks() -> Iterator[tuple[np.ndarray, np.ndarray, Any]]:
         for rows in table.chunks(exprs):
             cols = list(zip(*rows))
+            ids = cols[-1] if unit_type is not None else None
             if layer is None:
-                X, bad = sqlitefile.coordinates(cols[: 2 * d], affs)
-                got.n_unparseable += int(np.count_nonzero(bad))
+                yield (*sqlitefile.coordinates(cols[: 2 * d], affs), ids)
             else:
-                X, bad = gpkgfile.points(cols[0], layer.srs_id)
-                got.n_not_point += int(np.count_nonzero(bad))
+                yield (*gpkgfile.points(cols[0], layer.srs_id), ids)
+
+    got = InputPoints(np.zeros((0, d)), [])
+    return _gather(blocks(), got, layer is not None, unit_type, hook, path, progress)
+
+
+def _gather(
+    blocks: Iterable[tuple[np.ndarray, np.ndarray, Any]],
+    got: InputPoints,
+    not_points: bool,
+    unit_type: Any,
+    hook: BlockHook | None,
+    path: Path,
+    progress: bool | None,
+) -> InputPoints:
+    """``got`` with the points of ``blocks`` (each ``(X, bad rows, unit
+    ids or None)``, in order): the bad rows counted as values that are not
+    numbers, or (``not_points``) as geometries that are not points; the
+    units typed ``unit_type`` (None: no unit), a row without one dropped."""
+    import pyarrow as pa
+
+    parts, units = [], []
+    with progress_bar(f"reading {path.name}", enabled=progress, unit="rows") as bar:
+        for X, bad, ids in blocks:
+            n_bad = int(np.count_nonzero(bad))
+            if not_points:
+                got.n_not_point += n_bad
+            else:
+                got.n_unparseable += n_bad
             if unit_type is not None:
-                u = pa.array(cols[-1], type=unit_type)
+                u = pa.array(ids, type=unit_type, from_pandas=True)
                 X, missing = _drop_missing_units(X, unit_missing(u))
                 got.n_missing_unit += missing
                 units.append(u)
             if hook is not None:
                 hook(X)
             parts.append(X)
-            bar.update(len(rows))
+            bar.update(X.shape[0])
     got.X = np.concatenate(parts) if parts else got.X
     if unit_type is not None:
         got.units = pa.chunked_array(units, type=unit_type)
@@ -901,27 +927,9 @@ def _open_features(path: Path, fmt: FileFormat, options: ReadOptions) -> InputPl
 
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
         got = InputPoints(np.zeros((0, 2)), names, unit_name=unit)
-        parts, units = [], []
-        unit_type = pa_type("int64" if fmt.kind == "gpx" else "binary")
-        with progress_bar(f"reading {path.name}", enabled=progress, unit="rows") as bar:
-            for X, bad, ids in _feature_chunks(path, fmt, unit, where):
-                if fmt.kind == "gpx":
-                    got.n_unparseable += int(np.count_nonzero(bad))
-                else:
-                    got.n_not_point += int(np.count_nonzero(bad))
-                if unit is not None:
-                    u = pa_array(ids, unit_type)
-                    X, missing = _drop_missing_units(X, unit_missing(u))
-                    got.n_missing_unit += missing
-                    units.append(u)
-                if hook is not None:
-                    hook(X)
-                parts.append(X)
-                bar.update(X.shape[0])
-        got.X = np.concatenate(parts) if parts else got.X
-        if unit is not None:
-            got.units = chunked(units, unit_type)
-        return got
+        unit_type = None if unit is None else pa_type("int64" if fmt.kind == "gpx" else "binary")
+        blocks = _feature_chunks(path, fmt, unit, where)
+        return _gather(blocks, got, fmt.kind == "geojson", unit_type, hook, path, progress)
 
     schema = list(gpxfile.COLUMNS) if fmt.kind == "gpx" else None
     return InputPlan(
