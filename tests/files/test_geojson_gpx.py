@@ -136,12 +136,13 @@ def test_geojson_features_without_a_point_or_unit_are_dropped_and_counted(capsys
     feats[4]["properties"] = {"unit": [SECRET]}
     feats[5]["properties"] = {"other": SECRET}
     feats[6]["properties"] = None
+    feats[7]["geometry"]["coordinates"] = [10**400, 39.9]  # beyond any float
     path = write_geojson(tmp_path / "t.geojson", feats)
     got = read_input(path, unit="unit")
-    assert np.isnan(got.X[:7]).all() and not np.isnan(got.X[7:]).any()
-    assert got.n_not_point == 4 and got.n_missing_unit == 3
+    assert np.isnan(got.X[:8]).all() and not np.isnan(got.X[8:]).any()
+    assert got.n_not_point == 5 and got.n_missing_unit == 3
     model, out, err = fit(capsys, tmp_path, path, "--unit", "unit", *UNIT, name="g")
-    assert "4 row(s) whose geometry is not a point (or is empty) are dropped" in err
+    assert "5 row(s) whose geometry is not a point (or is empty) are dropped" in err
     assert "3 row(s) with no unit (column 'unit', --unit) are dropped" in err
     assert SECRET not in out + err
 

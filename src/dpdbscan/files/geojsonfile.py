@@ -18,6 +18,11 @@ null, a list or an object: no unit, the row is dropped and counted), a time
 or status as the text of a string, number or boolean. Properties are never
 listed or quoted (their names are data here, not a schema), and a file that
 is not JSON, or not a FeatureCollection, is refused without quoting it.
+
+Unlike a CSV line, a JSON feature has no end that can be found without
+parsing it, so a file that is not valid JSON (one broken feature) is refused
+as a whole, while it is read: whether the rest is released then hinges on
+that feature. Valid JSON that is not a point never stops the read.
 """
 
 from __future__ import annotations
@@ -83,6 +88,8 @@ class _Stream:
                 if self.more():
                     continue
                 raise ValueError("not JSON") from None
+            except RecursionError:
+                raise ValueError("a value nested too deeply to read") from None
             if end == len(self.buf) and not self.eof and isinstance(value, (int, float)):
                 # a number may go on in the next piece
                 if self.more():
@@ -139,7 +146,10 @@ def point(feature: Any) -> tuple[float, float] | None:
     x, y = xy[0], xy[1]
     if type(x) not in (int, float) or type(y) not in (int, float):
         return None
-    x, y = float(x), float(y)
+    try:
+        x, y = float(x), float(y)
+    except OverflowError:  # an integer beyond any float
+        return None
     return None if math.isnan(x) or math.isnan(y) else (x, y)
 
 
