@@ -19,7 +19,7 @@ import pytest
 from pointfiles import SECRET, make_db
 
 from dpdbscan import DPDBSCAN, load_model
-from dpdbscan.files import read_columns, read_input, sqlitefile
+from dpdbscan.files import ReadOptions, read_columns, read_input, sqlitefile
 from dpdbscan.model.codec import model_to_dict
 
 from clirun import blob_points, run, write_csv
@@ -70,6 +70,27 @@ def test_the_fit_of_a_table_is_the_fit_of_the_same_csv(capsys, tmp_path):
     assert rc == 0, err2
     assert model.n_spans == 2 and same_release(model, ref)
     assert f"read {len(X):,} rows x 2 column(s) (x, y) from {db}" in err
+    # predict and sweep read the table as fit does
+    rc, labels, err = run(capsys, "predict", tmp_path / "m.spans.json", db, "--no-progress")
+    assert rc == 0, err
+    rc, labels_csv, err = run(capsys, "predict", tmp_path / "m.spans.json", tmp_path / "p.csv", "--header")
+    assert rc == 0, err
+    assert labels == labels_csv and labels.split() == ["label", *map(str, model.predict(X))]
+    rc, out, err = run(
+        capsys, "sweep", db, *FIT[2:], "--eps", "0.5", "0.7", "--min-samples", "20", "--out-dir", tmp_path
+    )
+    assert rc == 0 and "p.eps0.7.m20.spans.json" in out, err
+
+
+def test_a_query_reads_the_time_column_row_for_row(tmp_path):
+    rows = [(float(i), float(i % 7), f"p{i % 3}", 1000 + i) for i in range(50)]
+    db = make_db(tmp_path / "t.sqlite", "x REAL, y REAL, person TEXT, time INTEGER", rows)
+    query = "SELECT x, y, person, time FROM pts WHERE y > 2 ORDER BY time DESC"
+    got = read_input(db, ["x", "y"], unit="person", query=query)
+    times, _ = read_columns(db, "time", options=ReadOptions(query=query))
+    kept = sorted((r for r in rows if r[1] > 2), key=lambda r: -r[3])
+    assert got.X.tolist() == [[r[0], r[1]] for r in kept]
+    assert times.to_pylist() == [r[3] for r in kept] and got.units.to_pylist() == [r[2] for r in kept]
 
 
 def _people(n_units=300, per_unit=20, seed=0):
