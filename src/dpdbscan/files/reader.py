@@ -808,7 +808,7 @@ def _read_database(
     affs = [table.affinity(i) for i in idx]
     if layer is None:
         pairs = [sqlitefile.coordinate_exprs(table.names[i], a) for i, a in zip(idx, affs)]
-        exprs = [v for v, _ in pairs] + [b for _, b in pairs]
+        exprs = [v for v, _ in pairs] + [sqlitefile.bad_expr([b for _, b in pairs])]
     else:
         exprs = [sqlitefile.quote(layer.geometry)]
     unit_type = None
@@ -820,12 +820,11 @@ def _read_database(
 
     def blocks() -> Iterator[tuple[np.ndarray, np.ndarray, Any]]:
         for rows in table.chunks(exprs):
-            cols = list(zip(*rows))
-            ids = cols[-1] if unit_type is not None else None
+            ids = [r[-1] for r in rows] if unit_type is not None else None
             if layer is None:
-                yield (*sqlitefile.coordinates(cols[: 2 * d], affs), ids)
+                yield (*sqlitefile.coordinates(rows, affs), ids)
             else:
-                yield (*gpkgfile.points(cols[0], layer.srs_id), ids)
+                yield (*gpkgfile.points([r[0] for r in rows], layer.srs_id), ids)
 
     got = InputPoints(np.zeros((0, d)), [])
     return _gather(blocks(), got, layer is not None, unit_type, hook, path, progress)

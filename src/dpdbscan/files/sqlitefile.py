@@ -243,27 +243,34 @@ def companion_expr(col: str, aff: str) -> tuple[str, str]:
     return f"CASE WHEN typeof({c}) IN ('integer', 'real', 'text') THEN CAST({c} AS TEXT) END", "string"
 
 
-def coordinates(
-    columns: Sequence[tuple[Any, ...]], affinities: Sequence[str]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Float64 coordinates of one chunk (``columns``: per coordinate, its
-    values from :func:`coordinate_exprs`, then per coordinate its flags),
-    NaN where a value is missing or not a number (as the CSV reader reads
-    it), and a mask of the rows with a value that is not a number."""
+def coordinates(rows: Sequence[tuple[Any, ...]], affinities: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 coordinates of one chunk (``rows``: each the values of
+    :func:`coordinate_exprs`, one per coordinate, then the rows' flag,
+    :func:`bad_expr`), NaN where a value is missing or not a number (as the
+    CSV reader reads it), and a mask of the rows with a value that is not a
+    number."""
+    d = len(affinities)
+    if "text" not in affinities:
+        # numbers and NULLs only (the SQL made them so): one conversion
+        A = np.array([r[: d + 1] for r in rows], dtype=np.float64).reshape(-1, d + 1)
+        return np.ascontiguousarray(A[:, :d]), A[:, d] != 0
     import pyarrow as pa
 
-    d = len(affinities)
-    n = len(columns[0]) if columns else 0
-    X = np.empty((n, d))
-    bad = np.zeros(n, dtype=bool)
+    columns = list(zip(*rows)) if rows else [()] * (d + 1)
+    X = np.empty((len(rows), d))
+    bad = np.array(columns[d], dtype=bool)
     for j, aff in enumerate(affinities):
         if aff == "text":
             X[:, j], unparseable = coerce_binary(pa.array(columns[j], type=pa.string()))
             bad |= unparseable
         else:
             X[:, j] = np.array(columns[j], dtype=np.float64)
-        bad |= np.array(columns[d + j], dtype=bool)
     return X, bad
+
+
+def bad_expr(flags: Sequence[str]) -> str:
+    """1 where any of a row's coordinate ``flags`` (:func:`coordinate_exprs`) is set."""
+    return f"({' OR '.join(flags)})" if flags else "0"
 
 
 __all__ = [
@@ -275,6 +282,7 @@ __all__ = [
     "companion_expr",
     "connect",
     "coordinate_exprs",
+    "bad_expr",
     "coordinates",
     "quote",
     "tables_of",
