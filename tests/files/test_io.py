@@ -92,7 +92,7 @@ def test_unknown_format_is_refused_naming_the_option(name):
 
 @pytest.mark.parametrize(
     "name, what",
-    [("p.geojson", "GeoJSON"), ("fleet.sqlite", "SQLite"), ("t.gpkg", "GeoPackage"), ("t.DB", "database")],
+    [("p.jsonl", "JSON lines"), ("t.kml", "KML"), ("t.shp", "shapefile"), ("t.xlsx", "Excel")],
 )
 def test_a_format_that_is_not_read_is_named_with_the_way_out(name, what):
     with pytest.raises(ValueError, match=f"{what}.* is not read .*export the points as CSV or Parquet"):

@@ -235,13 +235,17 @@ def column_tokens(values: Iterable[object] | None) -> list[str] | None:
     return toks or None
 
 
+#: Extensions an input's name loses to name the outputs (``trips.csv.gz`` -> ``trips``).
+_INPUT_SUFFIXES = ".gz .csv .tsv .txt .parquet .pq .npy .sqlite .sqlite3 .db .gpkg .geojson .gpx".split()
+
+
 def stem(path: str) -> str:
     if path == "-":
         return "stdin"
     if any(c in path for c in "*?["):
         return "spans"
     name = Path(path).name
-    for suffix in (".gz", ".csv", ".tsv", ".txt", ".parquet", ".pq", ".npy"):
+    for suffix in _INPUT_SUFFIXES:
         name = name[: -len(suffix)] if name.lower().endswith(suffix) else name
     return name or "spans"
 
@@ -294,8 +298,8 @@ def read_model(path: Path | str) -> SpanModel:
 def read_options_from_args(args: argparse.Namespace) -> ReadOptions:
     """How to read the points file, from the command's options alone
     (``--columns``, ``--header``/``--no-header``, ``--delimiter``,
-    ``--fields``, ``--format``, ``--unit``), typed: a boundary between
-    argparse and the rest of the command line."""
+    ``--fields``, ``--format``, ``--unit``, ``--table``, ``--query``),
+    typed: a boundary between argparse and the rest of the command line."""
     columns = column_tokens(getattr(args, "columns", None))
     header = (
         True if getattr(args, "header", False) else (False if getattr(args, "no_header", False) else None)
@@ -307,6 +311,8 @@ def read_options_from_args(args: argparse.Namespace) -> ReadOptions:
         fields=getattr(args, "fields", None),
         file_format=getattr(args, "format", None),
         unit=getattr(args, "unit", None),
+        table=getattr(args, "table", None),
+        query=getattr(args, "query", None),
     )
 
 

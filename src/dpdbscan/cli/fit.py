@@ -25,7 +25,15 @@ from ..params.parameters import check_param, check_units
 from ..params.validation import standardised_note
 from ..pipeline import fit as fit_release
 from ..plan.resolve import check_scale, resolve, validated
-from ..prepare import Points, prepare, project_box, read_length, split_bounds
+from ..prepare import (
+    Points,
+    check_layout_early,
+    local_formats_only,
+    prepare,
+    project_box,
+    read_length,
+    split_bounds,
+)
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..release.backends.numpy_backend import StreamedCounts
@@ -110,6 +118,8 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
         )
     if opts.ref_lat is not None and not opts.geo:
         raise ValueError("--ref-lat only applies with --geo")
+    if opts.backend == "dask":
+        local_formats_only(opts.input, opts.read)
     if opts.scheduler and opts.backend != "dask":
         raise ValueError("--scheduler needs --backend dask")
     if opts.bounds_text is None and not opts.bounds_from_data:
@@ -120,6 +130,9 @@ def check_fit_params(opts: FitOptions, eps: float | str | None = None, *, dry_ru
     if opts.bounds_text is not None and opts.bounds_from_data:
         raise ValueError("give either --bounds or --bounds-from-data, not both")
     _check_scale_early(opts, p)
+    if opts.backend != "dask":
+        # a database's schema and metadata are read now, before a ledger reserves anything
+        check_layout_early(opts.source(), eta=p["eta"])
     return p
 
 

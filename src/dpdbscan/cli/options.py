@@ -66,6 +66,19 @@ def add_input_options(p: ArgTarget, *, dask: bool = False) -> None:
         choices=FORMATS,
         help="file format (default: from the file name's extension; standard input '-' is csv)",
     )
+    t = g.add_mutually_exclusive_group()
+    t.add_argument(
+        "--table",
+        metavar="NAME",
+        help="SQLite or GeoPackage input: the table (or view) that holds the points (default: the "
+        "file's only table; a GeoPackage's only feature table)",
+    )
+    t.add_argument(
+        "--query",
+        metavar="SQL",
+        help="SQLite input: a SELECT statement whose result holds the points, run on the database "
+        "opened read-only (its columns by name, as a table's)",
+    )
 
 
 def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = True) -> None:

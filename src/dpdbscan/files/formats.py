@@ -15,6 +15,11 @@ name                       format       delimiter
 either + ``.gz``           gzip text    as above
 ``.parquet`` ``.pq``       ``parquet``
 ``.npy``                   ``npy``
+``.sqlite`` ``.sqlite3``   ``sqlite``
+``.db``                    ``sqlite``
+``.gpkg``                  ``gpkg``
+``.geojson``               ``geojson``
+``.gpx``                   ``gpx``
 ``-`` (standard input)     ``csv``      ``,``
 =========================  ===========  ===========
 """
@@ -30,27 +35,36 @@ from pathlib import PurePath
 LABEL_COLUMN = "label"
 
 #: Formats by name, as the ``format`` option takes them.
-FORMATS = ("csv", "csv.gz", "tsv", "tsv.gz", "parquet", "npy")
+FORMATS = ("csv", "csv.gz", "tsv", "tsv.gz", "parquet", "npy", "sqlite", "gpkg", "geojson", "gpx")
 
 _TEXT = {".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".tab": "tsv"}
-_BINARY = {".parquet": "parquet", ".pq": "parquet", ".parq": "parquet", ".npy": "npy"}
+_BINARY = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".parq": "parquet",
+    ".npy": "npy",
+    ".sqlite": "sqlite",
+    ".sqlite3": "sqlite",
+    ".db": "sqlite",
+    ".gpkg": "gpkg",
+    ".geojson": "geojson",
+    ".gpx": "gpx",
+}
+#: Formats that are databases: a table (or a query) in them holds the points.
+DATABASES = ("sqlite", "gpkg")
+#: Formats of geographic features whose coordinates are lon/lat points (WGS 84).
+FEATURES = ("geojson", "gpx")
 #: Compressions other than gzip that a name may carry; refused with a hint.
 _OTHER_COMPRESSION = (".bz2", ".xz", ".zst", ".zip")
 
 #: Formats that are not read, by extension, with what they are: named in the
 #: refusal with the way to a format that is (public: the file's name).
 _NOT_READ = {
-    ".geojson": "GeoJSON",
     ".json": "JSON",
     ".jsonl": "JSON lines",
     ".ndjson": "JSON lines",
-    ".gpx": "GPX",
     ".kml": "KML",
     ".shp": "a shapefile",
-    ".gpkg": "a GeoPackage",
-    ".sqlite": "an SQLite database",
-    ".sqlite3": "an SQLite database",
-    ".db": "a database",
     ".xlsx": "an Excel workbook",
     ".xls": "an Excel workbook",
     ".feather": "Arrow/Feather",
@@ -92,8 +106,9 @@ def is_index_column(name: str) -> bool:
 
 @dataclass(frozen=True)
 class FileFormat:
-    """A file's format: ``kind`` ("csv", "parquet" or "npy"), whether the
-    text is gzip-compressed, and the default delimiter of a text format."""
+    """A file's format: ``kind`` ("csv", "parquet", "npy", "sqlite",
+    "gpkg", "geojson" or "gpx"), whether the text is gzip-compressed, and the default delimiter
+    of a text format."""
 
     kind: str
     gzip: bool = False
@@ -102,6 +117,14 @@ class FileFormat:
     @property
     def is_text(self) -> bool:
         return self.kind == "csv"
+
+    @property
+    def is_database(self) -> bool:
+        return self.kind in DATABASES
+
+    @property
+    def is_features(self) -> bool:
+        return self.kind in FEATURES
 
 
 def _parse_format(fmt: str) -> FileFormat:
@@ -137,7 +160,8 @@ def format_of(path: str | os.PathLike[str], fmt: str | None = None) -> FileForma
         raise ValueError(f"{text}: only gzip compression (.gz) is read; decompress the file first")
     if suffix in _NOT_READ:
         raise ValueError(
-            f"{text}: {_NOT_READ[suffix]} is not read (dpdbscan reads CSV, Parquet and .npy); export "
+            f"{text}: {_NOT_READ[suffix]} is not read (dpdbscan reads CSV, Parquet, .npy, SQLite, "
+            "GeoPackage, GeoJSON and GPX); export "
             "the points as CSV or Parquet with one row per point and numeric columns (longitude and "
             "latitude with --geo; a unit, time or status column beside them), e.g. with pandas or "
             "GDAL's ogr2ogr, and fit that file (a CSV or Parquet file under this name: pass --format "
@@ -145,11 +169,15 @@ def format_of(path: str | os.PathLike[str], fmt: str | None = None) -> FileForma
         )
     raise ValueError(
         f"{text}: cannot tell the format from the file name (known: .csv, .tsv, .txt, .tab, "
-        "their .gz, .parquet, .pq, .npy); pass --format (" + ", ".join(FORMATS) + ")"
+        "their .gz, .parquet, .pq, .npy, .sqlite, .sqlite3, .db, .gpkg, .geojson, .gpx); pass --format ("
+        + ", ".join(FORMATS)
+        + ")"
     )
 
 
 __all__ = [
+    "DATABASES",
+    "FEATURES",
     "FORMATS",
     "LABEL_COLUMN",
     "UNIT_NAMES",

@@ -71,7 +71,15 @@ class ReadOptions:
     unit : str or int, optional
         The privacy unit's column (person-level releases): a name (needs a
         header or a schema) or a 0-based index. Read as text for CSV, as its
-        declared type for Parquet; a row without one is dropped.
+        declared type for Parquet and SQLite; a row without one is dropped.
+    table : str, optional
+        The table (or view) of an SQLite database, or the feature table of a
+        GeoPackage, that holds the points (``--table``). Default: the only
+        table of the file (the only feature table of a GeoPackage).
+    query : str, optional
+        A ``SELECT`` statement of the user's, run on an SQLite database
+        opened read-only (``--query``); its result's columns are the
+        columns. Not with ``table``.
     """
 
     columns: tuple[str | int, ...] | None = None
@@ -80,6 +88,8 @@ class ReadOptions:
     fields: int | None = None
     file_format: str | None = None
     unit: str | int | None = None
+    table: str | None = None
+    query: str | None = None
 
     def __post_init__(self) -> None:
         cols = self.columns
@@ -110,6 +120,11 @@ class ReadOptions:
             raise ValueError(f"unit must be a column name or a 0-based index, got unit={u!r}")
         if self.header is True and self.fields is not None:
             raise ValueError("--fields (fields=) is for files without a header; a header gives the fields")
+        for name, value in (("table", self.table), ("query", self.query)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"{name} must be a non-empty text, got {name}={value!r}")
+        if self.table is not None and self.query is not None:
+            raise ValueError("give either --table (table=) or --query (query=), not both")
 
     @property
     def named_columns(self) -> bool:

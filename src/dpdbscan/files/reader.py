@@ -1,4 +1,6 @@
-"""Reading points from files: CSV (plain, gzip or standard input), Parquet, .npy.
+"""Reading points from files: CSV (plain, gzip or standard input), Parquet,
+.npy, SQLite and GeoPackage (:mod:`.sqlitefile`, :mod:`.gpkgfile`), GeoJSON
+and GPX (:mod:`.geojsonfile`, :mod:`.gpxfile`).
 
 Reading happens in two steps. :func:`open_input` decides *how* the file is
 read from public input only (the options, the file name's extension, the
@@ -36,7 +38,7 @@ them) is read like one file; its schema is the files' metadata.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from ..progress import progress as progress_bar
-from . import csvfile
+from . import csvfile, geojsonfile, gpkgfile, gpxfile, sqlitefile
 from .formats import FileFormat, format_of
 from .layout import (
     ColumnChooser,
@@ -90,6 +92,9 @@ class InputPoints:
         The unit column's name (public: a declared header or the schema).
     n_missing_unit : int
         Rows, not already counted above, whose unit is missing (NaN).
+    n_not_point : int
+        GeoPackage rows whose geometry is not a point of the layer's SRS
+        (or is empty or damaged).
     """
 
     X: np.ndarray
@@ -100,6 +105,7 @@ class InputPoints:
     units: Any = None
     unit_name: str | None = None
     n_missing_unit: int = 0
+    n_not_point: int = 0
 
     def notes(self) -> list[str]:
         """One line per thing the data owner should know (private notes)."""
@@ -114,6 +120,8 @@ class InputPoints:
                 f"{self.n_malformed:,} line(s) with the wrong number of fields read as missing "
                 "(check --delimiter, --header and --fields)"
             )
+        if self.n_not_point:
+            out.append(f"{self.n_not_point:,} row(s) whose geometry is not a point (or is empty) are dropped")
         if self.n_missing_unit:
             out.append(
                 f"{self.n_missing_unit:,} row(s) with no unit (column {self.unit_name!r}, --unit) are dropped"
@@ -128,6 +136,9 @@ class InputPlan:
     names the file in messages. ``unit_name`` is the privacy unit's column
     (None: no unit is read) and ``schema_names`` every column's name when a
     declared header or a schema gives them (None otherwise): public.
+    ``crs`` is the spatial reference a GeoPackage layer declares (``"EPSG:4326"``;
+    None: the file declares none) and ``lonlat`` whether it is WGS 84
+    longitude/latitude (None: not declared): metadata, public.
     :meth:`read` reads the records (once); :meth:`close` releases the file
     without reading it. Use it as a context manager.
     """
@@ -143,9 +154,12 @@ class InputPlan:
         *,
         unit_name: str | None = None,
         schema_names: list[str] | None = None,
+        crs: str | None = None,
+        lonlat: bool | None = None,
     ) -> None:
         self.where, self.format, self.names, self.skipped = where, fmt, names, skipped
         self.unit_name, self.schema_names = unit_name, schema_names
+        self.crs, self.lonlat = crs, lonlat
         self._reader, self._closer = reader, closer
         self._used = False
 
@@ -160,7 +174,8 @@ class InputPlan:
         it is copied into the result and may change it in place (the command
         line projects lon/lat there and counts rows outside the bounds). CSV
         blocks are handed to it on the parsing threads, so it must be
-        thread-safe; other formats call it once on all rows.
+        thread-safe; SQLite and GeoPackage chunks in order; other formats
+        call it once on all rows.
         """
         if self._used:
             raise RuntimeError("an InputPlan is read once")
@@ -204,8 +219,8 @@ def open_input(
         A file, a directory of Parquet files (a dataset), or ``"-"``: CSV
         from standard input (gzip with ``file_format="csv.gz"``).
     options : ReadOptions
-        Columns, the unit's column, header, delimiter, fields and format
-        (all public).
+        Columns, the unit's column, header, delimiter, fields, format, and
+        an SQLite or GeoPackage file's table or query (all public).
     d : int, optional
         The public number of coordinates (from the bounds), if fixed: the
         default field count of a CSV file without a header.
@@ -241,7 +256,14 @@ def open_input(
             )
         _need_pyarrow("CSV")
         return _open_csv(lambda: csvfile.Source.stdin(fmt.gzip), "standard input", fmt, options, d, choose)
+    _database_options(str(path), fmt, options)
     path = Path(path)
+    if fmt.is_database:
+        _need_pyarrow("SQLite")
+        return _open_database(path, fmt, options, choose)
+    if fmt.is_features:
+        _need_pyarrow(_FEATURE_NAMES[fmt.kind])
+        return _open_features(path, fmt, options)
     if fmt.kind == "npy":
         return _open_npy(path, fmt, options, choose)
     if fmt.kind == "parquet":
@@ -261,11 +283,13 @@ def read_input(
     fields: int | None = None,
     file_format: str | None = None,
     unit: str | int | None = None,
+    table: str | None = None,
+    query: str | None = None,
     d: int | None = None,
     progress: bool | None = None,
     block_hook: BlockHook | None = None,
 ) -> InputPoints:
-    """Read points from CSV, Parquet or .npy: :func:`open_input`, then
+    """Read points from CSV, Parquet, .npy, SQLite or GeoPackage: :func:`open_input`, then
     :meth:`InputPlan.read`. The keywords are :class:`ReadOptions`' fields,
     ``d`` and ``choose`` of :func:`open_input`, and ``read``'s ``progress``
     and ``block_hook``.
@@ -280,6 +304,8 @@ def read_input(
         fields=fields,
         file_format=file_format,
         unit=unit,
+        table=table,
+        query=query,
     )
     with open_input(path, options, d=d, choose=choose) as plan:
         return plan.read(progress, block_hook)
@@ -425,6 +451,21 @@ def _io_error(where: str, what: str, exc: BaseException) -> ValueError:
 
 # --------------------------------------------------------------------------- #
 # Parquet and .npy: the schema is in the file's metadata, never in its rows
+
+
+def _database_options(where: str, fmt: FileFormat, options: ReadOptions) -> None:
+    """Refuse --table and --query where they do not apply (public: the options)."""
+    given = [opt for opt, v in (("--table", options.table), ("--query", options.query)) if v is not None]
+    if fmt.kind == "gpkg" and options.query is not None:
+        raise ValueError(
+            f"{where}: --query applies to SQLite files; a GeoPackage is an SQLite file: pass "
+            "--format sqlite to query its tables (a geometry column is not read then)"
+        )
+    if given and not fmt.is_database:
+        verb = "applies" if len(given) == 1 else "apply"
+        raise ValueError(
+            f"{where}: {' and '.join(given)} {verb} to SQLite and GeoPackage files only, not to {fmt.kind}"
+        )
 
 
 def _no_text_options(where: str, fmt: FileFormat, options: ReadOptions) -> None:
@@ -679,6 +720,290 @@ def _read_parquet(
 
 
 # --------------------------------------------------------------------------- #
+# SQLite and GeoPackage: the schema and a GeoPackage's metadata, never the rows
+
+
+def _connect(path: Path) -> Any:
+    import sqlite3
+
+    try:
+        return sqlitefile.connect(path)
+    except sqlite3.Error:
+        raise sqlitefile.cannot_read(str(path)) from None
+
+
+def _open_database(
+    path: Path, fmt: FileFormat, options: ReadOptions, choose: ColumnChooser | None
+) -> InputPlan:
+    """An SQLite table, view or query (``fmt.kind == "sqlite"``), or a
+    GeoPackage's point layer, opened read-only: the columns, the unit's and
+    (GeoPackage) the layer's SRS from the schema; no row read."""
+    where = str(path)
+    _no_text_options(where, fmt, options)
+    con = _connect(path)
+    try:
+        layer = None
+        if fmt.kind == "gpkg":
+            if options.columns is not None:
+                raise ValueError(
+                    f"{where}: a GeoPackage layer's coordinates are its point geometry (x, y), not "
+                    "--columns; to read other columns read the file as SQLite: --format sqlite --table NAME"
+                )
+            layer = gpkgfile.layer_of(con, where, options.table)
+        table = sqlitefile.Table(con, where, layer.table if layer else options.table, options.query)
+        unit = resolve_unit(table.names, options.unit, where=where)
+        if unit is not None and table.affinity(unit) not in sqlitefile.UNIT_KINDS:
+            declared = table.declared[unit] or "without a type"
+            raise ValueError(
+                f"{where}: the --unit column {table.names[unit]!r} is declared {declared!r}; "
+                "a unit is read by its column's declared type, which must be INTEGER, REAL or TEXT "
+                "(a query's expression has none: select the table's column as it is)"
+            )
+        if layer is None:
+            numeric = [table.affinity(i) in ("integer", "real", "numeric") for i in range(len(table.names))]
+            idx = resolve_columns(table.names, numeric, options.columns, choose, where=where, unit=unit)
+            names = [table.names[i] for i in idx]
+        else:
+            if unit is not None and table.names[unit] == layer.geometry:
+                raise ValueError(f"{where}: the --unit column {layer.geometry!r} is the layer's geometry")
+            idx, names = [], ["x", "y"]
+    except BaseException:
+        con.close()
+        raise
+    skipped = [] if layer else skipped_index_columns(table.names, idx, options.columns)
+    unit_name = None if unit is None else table.names[unit]
+
+    def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
+        got = _read_database(table, layer, idx, unit, path, progress, hook)
+        got.names, got.skipped_columns, got.unit_name = names, skipped, unit_name
+        return got
+
+    return InputPlan(
+        where,
+        fmt,
+        names,
+        skipped,
+        read,
+        con.close,
+        unit_name=unit_name,
+        schema_names=list(table.names),
+        crs=None if layer is None else layer.srs,
+        lonlat=None if layer is None else layer.lonlat,
+    )
+
+
+def _read_database(
+    table: sqlitefile.Table,
+    layer: gpkgfile.Layer | None,
+    idx: list[int],
+    unit: int | None,
+    path: Path,
+    progress: bool | None,
+    hook: BlockHook | None,
+) -> InputPoints:
+    """Every row of ``table``, one chunk at a time: the coordinates (the
+    columns ``idx``, or the layer's points), the unit by its declared kind."""
+    import pyarrow as pa
+
+    affs = [table.affinity(i) for i in idx]
+    if layer is None:
+        pairs = [sqlitefile.coordinate_exprs(table.names[i], a) for i, a in zip(idx, affs)]
+        exprs = [v for v, _ in pairs] + [sqlitefile.bad_expr([b for _, b in pairs])]
+    else:
+        exprs = [sqlitefile.quote(layer.geometry)]
+    unit_type = None
+    if unit is not None:
+        aff = table.affinity(unit)
+        exprs.append(sqlitefile.unit_expr(table.names[unit], aff))
+        unit_type = pa.type_for_alias(sqlitefile.UNIT_KINDS[aff][1])
+    d = 2 if layer else len(idx)
+
+    def blocks() -> Iterator[tuple[np.ndarray, np.ndarray, Any]]:
+        for rows in table.chunks(exprs):
+            ids = [r[-1] for r in rows] if unit_type is not None else None
+            if layer is None:
+                yield (*sqlitefile.coordinates(rows, affs), ids)
+            else:
+                yield (*gpkgfile.points([r[0] for r in rows], layer.srs_id), ids)
+
+    got = InputPoints(np.zeros((0, d)), [])
+    return _gather(blocks(), got, layer is not None, unit_type, hook, path, progress)
+
+
+def _gather(
+    blocks: Iterable[tuple[np.ndarray, np.ndarray, Any]],
+    got: InputPoints,
+    not_points: bool,
+    unit_type: Any,
+    hook: BlockHook | None,
+    path: Path,
+    progress: bool | None,
+) -> InputPoints:
+    """``got`` with the points of ``blocks`` (each ``(X, bad rows, unit
+    ids or None)``, in order): the bad rows counted as values that are not
+    numbers, or (``not_points``) as geometries that are not points; the
+    units typed ``unit_type`` (None: no unit), a row without one dropped."""
+    import pyarrow as pa
+
+    parts, units = [], []
+    with progress_bar(f"reading {path.name}", enabled=progress, unit="rows") as bar:
+        for X, bad, ids in blocks:
+            n_bad = int(np.count_nonzero(bad))
+            if not_points:
+                got.n_not_point += n_bad
+            else:
+                got.n_unparseable += n_bad
+            if unit_type is not None:
+                u = pa.array(ids, type=unit_type, from_pandas=True)
+                X, missing = _drop_missing_units(X, unit_missing(u))
+                got.n_missing_unit += missing
+                units.append(u)
+            if hook is not None:
+                hook(X)
+            parts.append(X)
+            bar.update(X.shape[0])
+    got.X = np.concatenate(parts) if parts else got.X
+    if unit_type is not None:
+        got.units = pa.chunked_array(units, type=unit_type)
+    return got
+
+
+def _database_column(path: Path, fmt: FileFormat, options: ReadOptions, column: str | int) -> Any:
+    """A time or status column of an SQLite table or query, or of a
+    GeoPackage layer, row for row with the points (the same table, the same
+    order): a pyarrow ChunkedArray (:func:`sqlitefile.companion_expr`)."""
+    import pyarrow as pa
+
+    where = str(path)
+    con = _connect(path)
+    try:
+        layer = gpkgfile.layer_of(con, where, options.table) if fmt.kind == "gpkg" else None
+        table = sqlitefile.Table(con, where, layer.table if layer else options.table, options.query)
+        j = resolve_unit(table.names, column, where=where)
+        assert j is not None  # a column was named
+        expr, arrow = sqlitefile.companion_expr(table.names[j], table.affinity(j))
+        kind = pa.type_for_alias(arrow)
+        chunks = [pa.array(next(iter(zip(*rows))), type=kind) for rows in table.chunks([expr])]
+    finally:
+        con.close()
+    return pa.chunked_array(chunks, type=kind)
+
+
+# --------------------------------------------------------------------------- #
+# GeoJSON and GPX: lon/lat points by the format's definition, read as a stream
+
+_FEATURE_NAMES = {"geojson": "GeoJSON", "gpx": "GPX"}
+
+
+def _feature_unit(where: str, fmt: FileFormat, unit: str | int | None) -> str | None:
+    """The unit of a GeoJSON file (a property's name) or of a GPX file
+    (``track``), from the options alone; refused otherwise."""
+    if unit is None:
+        return None
+    if fmt.kind == "gpx":
+        name = gpxfile.COLUMNS[resolve_unit(gpxfile.COLUMNS, unit, where=where) or 0]
+        if name != "track":
+            raise ValueError(f"{where}: a GPX file's unit is its track: --unit track (each <trk> one unit)")
+        return name
+    if not isinstance(unit, str) or unit.isdigit():
+        raise ValueError(f"{where}: a GeoJSON unit is a property, named: --unit NAME (unit='NAME')")
+    return unit
+
+
+def _open_features(path: Path, fmt: FileFormat, options: ReadOptions) -> InputPlan:
+    """A GeoJSON or GPX file: its points' lon/lat (x, y), the unit by the
+    options alone; nothing is read before :meth:`InputPlan.read`."""
+    where = str(path)
+    _no_text_options(where, fmt, options)
+    what = _FEATURE_NAMES[fmt.kind]
+    if options.columns is not None:
+        raise ValueError(
+            f"{where}: the coordinates of a {what} file are its points' longitude and latitude "
+            "(x, y), not --columns"
+        )
+    unit = _feature_unit(where, fmt, options.unit)
+    names = ["x", "y"]
+
+    def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
+        got = InputPoints(np.zeros((0, 2)), names, unit_name=unit)
+        unit_type = None if unit is None else pa_type("int64" if fmt.kind == "gpx" else "binary")
+        blocks = _feature_chunks(path, fmt, unit, where)
+        return _gather(blocks, got, fmt.kind == "geojson", unit_type, hook, path, progress)
+
+    schema = list(gpxfile.COLUMNS) if fmt.kind == "gpx" else None
+    return InputPlan(
+        where, fmt, names, [], read, unit_name=unit, schema_names=schema, crs="EPSG:4326", lonlat=True
+    )
+
+
+def _feature_chunks(path: Path, fmt: FileFormat, unit: str | None, where: str) -> Any:
+    """``(X, bad, unit ids)`` chunk by chunk; the parsers' errors name no value."""
+    try:
+        if fmt.kind == "geojson":
+            yield from geojsonfile.chunks(path, unit)
+            return
+        for rows in gpxfile.rows(path):
+            X = np.array([(r[0], r[1]) for r in rows], dtype=np.float64).reshape(-1, 2)
+            bad = np.array([r[2] for r in rows], dtype=bool)
+            yield X, bad, [r[5] for r in rows]
+    except ValueError as exc:
+        raise ValueError(f"{where}: cannot read as {_FEATURE_NAMES[fmt.kind]}: {exc}") from None
+    except OSError as exc:
+        raise _io_error(where, _FEATURE_NAMES[fmt.kind], exc) from None
+
+
+def _feature_column(path: Path, fmt: FileFormat, column: str | int) -> Any:
+    """A time or status column of a GeoJSON file (a property's text) or of a
+    GPX file (one of :data:`gpxfile.COLUMNS`), row for row with the points."""
+    where = str(path)
+    if fmt.kind == "geojson":
+        if not isinstance(column, str):
+            raise ValueError(f"{where}: a GeoJSON column is a property, named (not the index {column})")
+        return _catching(
+            where,
+            fmt,
+            lambda: chunked(
+                [pa_array(c, pa_type("string")) for c in geojsonfile.column(path, column)], pa_type("string")
+            ),
+        )
+    j = resolve_unit(gpxfile.COLUMNS, column, where=where)
+    assert j is not None
+    kind = {"x": "float64", "y": "float64", "time": "string", "ele": "float64", "track": "int64"}
+    at = {"x": 0, "y": 1, "time": 3, "ele": 4, "track": 5}[gpxfile.COLUMNS[j]]
+    t = pa_type(kind[gpxfile.COLUMNS[j]])
+    return _catching(
+        where, fmt, lambda: chunked([pa_array([r[at] for r in rows], t) for rows in gpxfile.rows(path)], t)
+    )
+
+
+def _catching(where: str, fmt: FileFormat, make: Callable[[], Any]) -> Any:
+    try:
+        return make()
+    except ValueError as exc:
+        raise ValueError(f"{where}: cannot read as {_FEATURE_NAMES[fmt.kind]}: {exc}") from None
+    except OSError as exc:
+        raise _io_error(where, _FEATURE_NAMES[fmt.kind], exc) from None
+
+
+def pa_type(name: str) -> Any:
+    import pyarrow as pa
+
+    return pa.type_for_alias(name)
+
+
+def pa_array(values: Any, t: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, type=t, from_pandas=True)
+
+
+def chunked(chunks: list[Any], t: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.chunked_array(chunks, type=t)
+
+
+# --------------------------------------------------------------------------- #
 # A companion column: a trace's time or status, row for row with the points
 
 
@@ -698,7 +1023,8 @@ def read_columns(
 
     ``column`` as read, nothing parsed: a pyarrow array of the CSV fields'
     bytes (null for a missing field or a malformed line), a Parquet column of
-    its declared type, or a .npy column. ``flag`` (None if not asked): the
+    its declared type, an SQLite column by its declared type
+    (:func:`.sqlitefile.companion_expr`), or a .npy column. ``flag`` (None if not asked): the
     same. The columns are public input (names or 0-based indices),
     refused before any record is read when the file does not have them.
     Standard input cannot be read twice.
@@ -707,6 +1033,16 @@ def read_columns(
     if str(path) == "-":
         raise ValueError("standard input is read once; a time or status column needs a file (give its path)")
     fmt = FileFormat("parquet") if Path(path).is_dir() else format_of(path, options.file_format)
+    if fmt.is_database:
+        _need_pyarrow("SQLite")
+        return _database_column(Path(path), fmt, options, column), (
+            None if flag is None else _database_column(Path(path), fmt, options, flag)
+        )
+    if fmt.is_features:
+        _need_pyarrow(_FEATURE_NAMES[fmt.kind])
+        return _feature_column(Path(path), fmt, column), (
+            None if flag is None else _feature_column(Path(path), fmt, flag)
+        )
     if fmt.kind == "parquet":
         _need_pyarrow("Parquet")
         return _parquet_column(Path(path), column), (

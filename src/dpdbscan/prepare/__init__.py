@@ -9,7 +9,16 @@ is read from the points is said only as a private note on standard error.
 """
 
 from .box import Box, project_box, public_box, read_length, split_bounds
-from .door import Source, check_source, check_unit_ids, n_features_of, prepare, read_file
+from .door import (
+    Source,
+    check_layout_early,
+    check_source,
+    check_unit_ids,
+    local_formats_only,
+    n_features_of,
+    prepare,
+    read_file,
+)
 from .notes import PRIVATE, Notes
 from .prepared import Points, Transform
 
@@ -20,8 +29,10 @@ __all__ = [
     "Points",
     "Source",
     "Transform",
+    "check_layout_early",
     "check_unit_ids",
     "read_length",
+    "local_formats_only",
     "n_features_of",
     "prepare",
     "project_box",

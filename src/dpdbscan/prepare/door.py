@@ -46,7 +46,7 @@ import numpy as np
 
 from ..cells.grid import MAX_KAPPA, count_neighbours
 from ..files import InputPlan, ReadOptions, check_parquet_columns, open_input, read_columns
-from ..files.formats import LABEL_COLUMN, is_index_column, looks_like_unit
+from ..files.formats import LABEL_COLUMN, format_of, is_index_column, looks_like_unit
 from ..files.unitids import read_units
 from ..geometry.projection import check_lonlat_names, default_geo_columns
 from ..params.validation import check_array
@@ -206,6 +206,8 @@ def _distributed(source: Source, eta: float, backend: Any) -> Points:
     """Files or dask objects a distributed backend reads itself: only the
     public number of coordinates and the box are prepared here."""
     unit = source.unit_column
+    if source.read is not None:
+        local_formats_only(source.data, source.read)
     if source.cli:
         if unit is not None and (not source.columns or unit.isdigit()):
             raise ValueError(
@@ -291,6 +293,18 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
     )
 
 
+def check_lonlat_crs(plan: InputPlan) -> None:
+    """Refuse --geo, before any record is read, on a file whose metadata
+    declare another spatial reference than WGS 84 longitude/latitude (a
+    GeoPackage layer's SRS: public)."""
+    if plan.lonlat is False:
+        raise ValueError(
+            f"{plan.where}: --geo reads longitude/latitude in degrees (WGS 84, EPSG:4326), but the "
+            f"layer's coordinates are in {plan.crs}; reproject the layer to EPSG:4326 (e.g. ogr2ogr "
+            "-t_srs EPSG:4326), or fit its coordinates as they are without --geo"
+        )
+
+
 def _trace_skip(source: Source) -> tuple:
     """The columns the default choice of coordinates skips: the trace's time
     and status, read beside the points, and then the unit's."""
@@ -303,7 +317,8 @@ def _trace_skip(source: Source) -> tuple:
 def _opened(source: Source, eta: float) -> Iterator[InputPlan]:
     """The file of ``source`` opened (:func:`dpdbscan.files.open_input`) and
     its layout checked from public input alone (the options, a declared
-    header, a Parquet schema), before any record is read."""
+    header, a Parquet schema, a database's schema and a layer's declared
+    spatial reference), before any record is read."""
     assert source.read is not None
     bounds = None if source.bounds is None else [float(v) for v in source.bounds]
     d = declared_dimension(source.geo, bounds, source.columns)
@@ -314,6 +329,7 @@ def _opened(source: Source, eta: float) -> Iterator[InputPlan]:
         if source.geo:
             # public names (--columns, a declared header, a Parquet schema) that say latitude first
             check_lonlat_names(plan.names)
+            check_lonlat_crs(plan)
         if bounds is not None:
             split_bounds(bounds, plan.d, source.geo)
         yield plan
@@ -338,6 +354,25 @@ def check_source(source: Source, *, eta: float, backend: Any = None) -> None:
         pass
     trace = [_token(c) for c in (source.time_column, source.status_column) if c is not None]
     check_parquet_columns(source.data, trace, source.read)
+
+
+def check_layout_early(source: Source, *, eta: float) -> None:
+    """For an SQLite, GeoPackage, GeoJSON or GPX input, :func:`read_file`'s
+    checks now, from the options, the schema and the metadata alone (no row
+    is read): a missing table, a column or unit the table lacks, a layer not
+    in WGS 84 with --geo are refused before a ledger reserves anything, with
+    or without a ledger. Other inputs are opened only when they are read (or
+    by :func:`check_source` when a ledger charges)."""
+    data, read = source.data, source.read
+    if read is None or not isinstance(data, (str, os.PathLike)) or str(data) == "-" or os.path.isdir(data):
+        return
+    try:
+        fmt = format_of(data, read.file_format)
+    except ValueError:
+        return  # said where the file is opened
+    if (fmt.is_database or fmt.is_features) and os.path.exists(data):
+        with _opened(source, eta):
+            pass
 
 
 def _token(column: str | int) -> str | int:
@@ -522,6 +557,28 @@ def _are_paths(X: object) -> bool:
     return isinstance(X, (str, os.PathLike)) or (
         isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(p, (str, os.PathLike)) for p in X)
     )
+
+
+def local_formats_only(data: Any, read: ReadOptions) -> None:
+    """Refuse, before anything is read or charged, a file only the local
+    reader reads (SQLite, GeoPackage, GeoJSON, GPX) when a distributed backend would read
+    it (public: the names and ``--format``)."""
+    paths = [data] if isinstance(data, (str, os.PathLike)) else data
+    for p in paths if isinstance(paths, (list, tuple)) else ():
+        if not isinstance(p, (str, os.PathLike)) or str(p) == "-" or os.path.isdir(p):
+            continue
+        try:
+            fmt = format_of(p, read.file_format)
+        except ValueError:
+            continue  # the backend says what it cannot read
+        if fmt.is_database or fmt.is_features:
+            what = {"gpkg": "a GeoPackage", "geojson": "GeoJSON", "gpx": "GPX"}.get(
+                fmt.kind, "an SQLite database"
+            )
+            raise ValueError(
+                f"{p}: --backend dask reads CSV and Parquet files, not {what}; read it with the "
+                "default backend (drop --backend dask), or export the points as Parquet"
+            )
 
 
 def n_features_of(source: Source, backend: Any = None) -> int:

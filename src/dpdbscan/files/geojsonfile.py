@@ -1,0 +1,223 @@
+"""Points from GeoJSON: a FeatureCollection of Point features.
+
+GeoJSON (RFC 7946) writes every position as longitude, latitude in WGS 84,
+so a file is read as lon/lat (``x``, ``y``); a legacy ``crs`` member is not
+read. The file is parsed as a stream, one feature at a time
+(:func:`features`), so memory holds one chunk of features, whatever the
+file's size.
+
+GeoJSON has no schema: each feature carries its own properties, and each
+value its own JSON type. So nothing in the file decides how a value is read.
+The coordinates are the Point geometry's first two numbers; a feature whose
+geometry is missing, not a Point, or whose coordinates are not numbers is
+dropped and counted. A property named by the user (``--unit``, ``--time``,
+``--trip-ends``: public options) is read in each feature alone: a unit by
+its JSON value (text by its characters, a number by its exact value; the
+rule of :mod:`dpdbscan.files.unitids` for ids that are not typed; missing,
+null, a list or an object: no unit, the row is dropped and counted), a time
+or status as the text of a string, number or boolean. Properties are never
+listed or quoted (their names are data here, not a schema), and a file that
+is not JSON, or not a FeatureCollection, is refused without quoting it.
+
+Unlike a CSV line, a JSON feature has no end that can be found without
+parsing it, so a file that is not valid JSON (one broken feature) is refused
+as a whole, while it is read: whether the rest is released then hinges on
+that feature. Valid JSON that is not a point never stops the read.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from .unitids import canonical_id, id_token
+
+#: Features converted at a time.
+CHUNK = 1 << 15
+_READ = 1 << 20  # bytes read from the file at a time
+_WS = " \t\n\r"
+
+
+class _Stream:
+    """Text of a file read in pieces, with a position; what is behind the
+    position is dropped as the position moves on."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f, self.buf, self.pos, self.eof = f, "", 0, False
+        self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
+
+    def more(self) -> bool:
+        if self.eof:
+            return False
+        data = self.f.read(_READ)
+        self.eof = not data
+        self.buf = self.buf[self.pos :] + self.decoder.decode(data, final=self.eof)
+        self.pos = 0
+        return True
+
+    def skip_ws(self) -> str:
+        """The next character that is not white space ("" at the end)."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in _WS:
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def expect(self, chars: str) -> str:
+        c = self.skip_ws()
+        if c == "" or c not in chars:
+            raise ValueError("not the expected JSON")
+        self.pos += 1
+        return c
+
+    def value(self, decoder: json.JSONDecoder) -> Any:
+        """The next JSON value, read whole."""
+        self.skip_ws()
+        while True:
+            try:
+                value, end = decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError:
+                if self.more():
+                    continue
+                raise ValueError("not JSON") from None
+            except RecursionError:
+                raise ValueError("a value nested too deeply to read") from None
+            if end == len(self.buf) and not self.eof and isinstance(value, (int, float)):
+                # a number may go on in the next piece
+                if self.more():
+                    continue
+            self.pos = end
+            return value
+
+
+def features(path: Path) -> Iterator[Any]:
+    """The features of a GeoJSON FeatureCollection, one at a time.
+
+    ValueError (quoting nothing) when the file is not JSON or not a
+    FeatureCollection: its structure, not a feature's values."""
+    decoder = json.JSONDecoder()
+    with open(path, "rb") as f:
+        s = _Stream(f)
+        s.expect("{")
+        kind, seen = None, False
+        if s.skip_ws() == "}":
+            raise ValueError("not a FeatureCollection")
+        while True:
+            key = s.value(decoder)
+            s.expect(":")
+            if key == "features":
+                seen = True
+                s.expect("[")
+                if s.skip_ws() == "]":
+                    s.pos += 1
+                else:
+                    while True:
+                        yield s.value(decoder)
+                        if s.expect(",]") == "]":
+                            break
+            else:
+                value = s.value(decoder)
+                if key == "type":
+                    kind = value
+            if s.expect(",}") == "}":
+                break
+        if kind != "FeatureCollection" or not seen:
+            raise ValueError("not a FeatureCollection")
+
+
+def point(feature: Any) -> tuple[float, float] | None:
+    """``(lon, lat)`` of a Point feature, or None (one feature alone)."""
+    if not isinstance(feature, dict):
+        return None
+    geometry = feature.get("geometry")
+    if not isinstance(geometry, dict) or geometry.get("type") != "Point":
+        return None
+    xy = geometry.get("coordinates")
+    if not isinstance(xy, list) or len(xy) < 2:
+        return None
+    x, y = xy[0], xy[1]
+    if type(x) not in (int, float) or type(y) not in (int, float):
+        return None
+    try:
+        x, y = float(x), float(y)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return None if math.isnan(x) or math.isnan(y) else (x, y)
+
+
+def prop(feature: Any, name: str) -> Any:
+    """The property ``name`` of a feature (None where it has none)."""
+    props = feature.get("properties") if isinstance(feature, dict) else None
+    return props.get(name) if isinstance(props, dict) else None
+
+
+def unit_token(value: Any) -> bytes | None:
+    """A unit id's token (:func:`dpdbscan.files.unitids.id_token`), or
+    None for no unit: null, a list, an object."""
+    if not isinstance(value, (str, int, float)):
+        return None
+    got = canonical_id(value)
+    return None if got is None else id_token(got)
+
+
+def text_of(value: Any) -> str | None:
+    """A time's or status's text: a string as it is, a boolean as
+    ``true``/``false``, a number as Python writes it; None otherwise."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return None
+
+
+def chunks(
+    path: Path, unit: str | None
+) -> Iterator[tuple[np.ndarray, np.ndarray, list[bytes | None] | None]]:
+    """``(X, not a point, unit tokens)`` of :data:`CHUNK` features at a time."""
+    batch: list[Any] = []
+    for feature in features(path):
+        batch.append(feature)
+        if len(batch) == CHUNK:
+            yield _convert(batch, unit)
+            batch = []
+    if batch:
+        yield _convert(batch, unit)
+
+
+def _convert(batch: list[Any], unit: str | None) -> tuple[np.ndarray, np.ndarray, list[bytes | None] | None]:
+    X = np.full((len(batch), 2), np.nan)
+    bad = np.zeros(len(batch), dtype=bool)
+    for i, feature in enumerate(batch):
+        got = point(feature)
+        if got is None:
+            bad[i] = True
+        else:
+            X[i] = got
+    units = None if unit is None else [unit_token(prop(f, unit)) for f in batch]
+    return X, bad, units
+
+
+def column(path: Path, name: str) -> Iterator[list[str | None]]:
+    """The texts of the property ``name`` (:func:`text_of`), feature for
+    feature, :data:`CHUNK` at a time."""
+    batch: list[str | None] = []
+    for feature in features(path):
+        batch.append(text_of(prop(feature, name)))
+        if len(batch) == CHUNK:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+__all__ = ["CHUNK", "chunks", "column", "features", "point", "prop", "text_of", "unit_token"]

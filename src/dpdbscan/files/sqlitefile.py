@@ -1,0 +1,290 @@
+"""Points from an SQLite database: a table, a view, or the user's query.
+
+The database is opened read-only (a ``file:...?mode=ro`` URI): reading
+never changes it. What is read comes from public input only: the table
+(``--table``) or the query (``--query``) the user names, else the file's
+only table; the columns' names and *declared* types, from the schema
+(``PRAGMA table_info``; a query's columns through a temporary view, whose
+column that names a table's column keeps its declared type and whose
+expression has none). SQLite types each *value*, not each column, so the
+values never decide how a value is read: the declared type's affinity
+(SQLite's own rules, :func:`affinity`) does, fixed before any row is read.
+
+* A coordinate is a number. In a column of numeric affinity (INTEGER,
+  REAL, NUMERIC) or with no declared type, an integer or a real value is
+  read as float64; NULL is missing; text or a blob is not a number (the
+  row is dropped and counted). In a column declared TEXT (as
+  ``sqlite3``'s ``.import`` of a CSV file declares them) each value is text
+  read by the CSV reader's number grammar and its missing values
+  (:data:`dpdbscan.files.records.NULL_VALUES`).
+* The privacy unit is read by its declared kind: INTEGER as int64, REAL as
+  float64, TEXT as text; a value of another kind (text in an INTEGER
+  column, NULL) is no unit and drops its row (counted). A unit column of
+  another affinity (NUMERIC, none: a query's expression) is refused before
+  a row is read: its values would have no one kind.
+* A time or status column (``--time``, ``--trip-ends``): INTEGER as int64,
+  REAL as float64, anything else as the text of its value (ISO times,
+  ``free``/``hired``), parsed value by value downstream.
+
+Rows are fetched :data:`CHUNK` at a time, so memory holds one chunk of
+Python values beside the float64 result, whatever the table's size. No
+message quotes a value; table and column names are the schema (public, as
+a CSV header is), and an error SQLite reports while preparing the user's
+query (before any row is read) is about the query's text and the schema.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .records import NULL_VALUES, coerce_binary
+
+#: Rows fetched at a time.
+CHUNK = 1 << 16
+
+_QUERY_VIEW = "dpdbscan_query"
+
+
+def connect(path: Path | str) -> sqlite3.Connection:
+    """``path`` opened read-only (an SQLite URI with ``mode=ro``)."""
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    return sqlite3.connect(uri, uri=True, check_same_thread=False)
+
+
+def quote(name: str) -> str:
+    """An SQL identifier for ``name`` (a table or column name of the schema)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def affinity(declared: str) -> str:
+    """The affinity of a column declared ``declared`` (SQLite's rules, in
+    their order): ``"integer"``, ``"text"``, ``"blob"`` (also no declared
+    type), ``"real"`` or ``"numeric"``."""
+    t = declared.upper()
+    if "INT" in t:
+        return "integer"
+    if any(k in t for k in ("CHAR", "CLOB", "TEXT")):
+        return "text"
+    if "BLOB" in t or not t.strip():
+        return "blob"
+    if any(k in t for k in ("REAL", "FLOA", "DOUB")):
+        return "real"
+    return "numeric"
+
+
+def _listing(names: Sequence[str]) -> str:
+    return ", ".join(repr(n) for n in names[:12]) + (", ..." if len(names) > 12 else "")
+
+
+def cannot_read(where: str, exc: BaseException | None = None) -> ValueError:
+    """An error reading the database, never quoting SQLite's text (it may
+    hold a value once rows are read); an OS error's own words are kept."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return ValueError(f"{where}: cannot read as SQLite: {exc.strerror}")
+    return ValueError(
+        f"{where}: cannot read as SQLite (the file is damaged, locked or not an SQLite database)"
+    )
+
+
+def tables_of(con: sqlite3.Connection, where: str) -> list[str]:
+    """The user tables of the database (schema: public)."""
+    try:
+        rows = con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        ).fetchall()
+    except sqlite3.Error:
+        raise cannot_read(where) from None
+    return [str(r[0]) for r in rows]
+
+
+class Table:
+    """A table or view of an open database, or the result of a query: its
+    columns' names and declared types (the schema) and its rows in chunks.
+
+    ``table``: the name of a table or view; else ``query``: a SELECT
+    statement; else the database's only table. Refused (ValueError, naming
+    the option) before any row is read when none of them names rows.
+    """
+
+    def __init__(
+        self, con: sqlite3.Connection, where: str, table: str | None = None, query: str | None = None
+    ) -> None:
+        self.con, self.where = con, where
+        if query is not None:
+            self.name = "the --query result"
+            self._from = f"temp.{quote(_QUERY_VIEW)}"
+            self._prepare_query(query)
+            info = "SELECT name, type FROM temp.pragma_table_info(?)"
+            args: tuple[str, ...] = (_QUERY_VIEW,)
+        else:
+            if table is None:
+                tables = tables_of(con, where)
+                if len(tables) != 1:
+                    raise ValueError(
+                        f"{where}: the database has {len(tables)} tables"
+                        + (f" ({_listing(tables)})" if tables else "")
+                        + "; name the one that holds the points with --table (table=), or give "
+                        "--query (query=)"
+                    )
+                table = tables[0]
+            self.name = f"table {table!r}"
+            self._from = quote(table)
+            self._check_table(table)
+            info = "SELECT name, type FROM pragma_table_info(?)"
+            args = (table,)
+        try:
+            rows = con.execute(info, args).fetchall()
+        except sqlite3.Error:
+            raise cannot_read(where) from None
+        self.names = [str(r[0]) for r in rows]
+        self.declared = [str(r[1] or "") for r in rows]
+
+    def _check_table(self, table: str) -> None:
+        try:
+            found = self.con.execute(
+                "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?", (table,)
+            ).fetchone()
+        except sqlite3.Error:
+            raise cannot_read(self.where) from None
+        if found is None:
+            tables = tables_of(self.con, self.where)
+            raise ValueError(
+                f"{self.where}: no table {table!r} (--table) in the database (tables: {_listing(tables)})"
+            )
+
+    def _prepare_query(self, query: str) -> None:
+        text = query.strip().rstrip(";").strip()
+        try:
+            self.con.execute(f"DROP VIEW IF EXISTS temp.{quote(_QUERY_VIEW)}")
+            # a view compiles the statement (its columns and their declared
+            # types) and runs nothing; only a single SELECT can be one
+            self.con.execute(f"CREATE TEMP VIEW {quote(_QUERY_VIEW)} AS {text}")
+        except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc) or "malformed" in str(exc):
+                raise cannot_read(self.where) from None
+            # SQLite's words here are about the query's text and the schema (public)
+            raise ValueError(
+                f"{self.where}: --query (query=) must be one SELECT statement on this database: {exc}"
+            ) from None
+        except sqlite3.Warning:
+            raise ValueError(f"{self.where}: --query (query=) must be one SELECT statement") from None
+
+    def affinity(self, i: int) -> str:
+        return affinity(self.declared[i])
+
+    def chunks(self, exprs: Sequence[str]) -> Iterator[list[tuple[Any, ...]]]:
+        """The rows of ``exprs`` (SQL expressions over the columns), in the
+        table's order, :data:`CHUNK` rows at a time."""
+        try:
+            cur = self.con.execute(f"SELECT {', '.join(exprs)} FROM {self._from}")
+            while True:
+                rows = cur.fetchmany(CHUNK)
+                if not rows:
+                    return
+                yield rows
+        except sqlite3.Error:
+            raise cannot_read(self.where) from None
+
+
+# --------------------------------------------------------------------------- #
+# How a value is read, by its column's declared affinity
+
+
+_NULLS = ", ".join("'" + v.replace("'", "''") + "'" for v in NULL_VALUES)
+
+
+def coordinate_exprs(col: str, aff: str) -> tuple[str, str]:
+    """``(value, not a number)`` expressions of a coordinate column ``col``
+    of affinity ``aff``: the value as a REAL (or, declared TEXT, as text to
+    parse), and 1 where the value is present but of a kind that is not read
+    (text in a numeric column, a blob)."""
+    c = quote(col)
+    if aff == "text":
+        return (
+            f"CASE WHEN typeof({c}) = 'text' AND {c} NOT IN ({_NULLS}) THEN {c} END",
+            f"typeof({c}) = 'blob'",
+        )
+    return (
+        f"CASE WHEN typeof({c}) IN ('integer', 'real') THEN CAST({c} AS REAL) END",
+        f"typeof({c}) IN ('text', 'blob')",
+    )
+
+
+#: The unit's kind by its column's affinity: (SQLite's type of a value that
+#: is a unit, the Arrow type); other affinities cannot name units.
+UNIT_KINDS = {
+    "integer": ("'integer'", "int64"),
+    "real": ("'integer', 'real'", "float64"),
+    "text": ("'text'", "string"),
+}
+
+
+def unit_expr(col: str, aff: str) -> str:
+    """The unit column ``col`` (affinity ``aff``, one of :data:`UNIT_KINDS`):
+    its value where it is of the declared kind, else NULL (no unit)."""
+    kinds, arrow = UNIT_KINDS[aff]
+    c = quote(col)
+    value = f"CAST({c} AS REAL)" if arrow == "float64" else c
+    return f"CASE WHEN typeof({c}) IN ({kinds}) THEN {value} END"
+
+
+def companion_expr(col: str, aff: str) -> tuple[str, str]:
+    """A time or status column: ``(expression, Arrow type)``. INTEGER as
+    int64, REAL as float64, else the text of an integer, real or text value
+    (a blob is no value)."""
+    if aff in ("integer", "real"):
+        return unit_expr(col, aff), UNIT_KINDS[aff][1]
+    c = quote(col)
+    return f"CASE WHEN typeof({c}) IN ('integer', 'real', 'text') THEN CAST({c} AS TEXT) END", "string"
+
+
+def coordinates(rows: Sequence[tuple[Any, ...]], affinities: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 coordinates of one chunk (``rows``: each the values of
+    :func:`coordinate_exprs`, one per coordinate, then the rows' flag,
+    :func:`bad_expr`), NaN where a value is missing or not a number (as the
+    CSV reader reads it), and a mask of the rows with a value that is not a
+    number."""
+    d = len(affinities)
+    if "text" not in affinities:
+        # numbers and NULLs only (the SQL made them so): one conversion
+        A = np.array([r[: d + 1] for r in rows], dtype=np.float64).reshape(-1, d + 1)
+        return np.ascontiguousarray(A[:, :d]), A[:, d] != 0
+    import pyarrow as pa
+
+    columns = list(zip(*rows)) if rows else [()] * (d + 1)
+    X = np.empty((len(rows), d))
+    bad = np.array(columns[d], dtype=bool)
+    for j, aff in enumerate(affinities):
+        if aff == "text":
+            X[:, j], unparseable = coerce_binary(pa.array(columns[j], type=pa.string()))
+            bad |= unparseable
+        else:
+            X[:, j] = np.array(columns[j], dtype=np.float64)
+    return X, bad
+
+
+def bad_expr(flags: Sequence[str]) -> str:
+    """1 where any of a row's coordinate ``flags`` (:func:`coordinate_exprs`) is set."""
+    return f"({' OR '.join(flags)})" if flags else "0"
+
+
+__all__ = [
+    "CHUNK",
+    "Table",
+    "UNIT_KINDS",
+    "affinity",
+    "cannot_read",
+    "companion_expr",
+    "connect",
+    "coordinate_exprs",
+    "bad_expr",
+    "coordinates",
+    "quote",
+    "tables_of",
+    "unit_expr",
+]

@@ -1,0 +1,268 @@
+"""Points from GeoJSON and GPX files (dpdbscan.files.geojsonfile, .gpxfile).
+
+Both are lon/lat by their definition and read as streams, one feature or
+one point element at a time. A file must give the points of the same rows
+written as CSV, bit for bit, and the same seeded release; a feature without
+a point, a value that is not a number, a unit that is not an id drop their
+row alone, counted and never quoted; a file that is not GeoJSON or GPX is
+refused without quoting it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import tracemalloc
+
+import numpy as np
+import pytest
+from pointfiles import BOX, SECRET, feature, write_geojson, write_gpx, write_points
+
+from dpdbscan import load_model
+from dpdbscan.files import geojsonfile, read_columns, read_input
+from dpdbscan.model.codec import model_to_dict
+
+from clirun import run
+
+pa = pytest.importorskip("pyarrow")
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::dpdbscan.exceptions.InsecureRandomnessWarning", "ignore::dpdbscan.exceptions.UtilityWarning"
+)
+
+FIT = ["--geo", "--eps", "300m", "--min-samples", "10", *BOX, "--seed", "5", "--no-png", "--no-geojson"]
+UNIT = ["--max-cells-per-unit", "3", "--delta", "1e-6"]
+T0 = 1_211_018_400
+
+
+def traces(seed=0, n_units=300, per_unit=25):
+    """Each unit waits 15 minutes at one of two places, then drives; a fix a minute."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(n_units):
+        spot = np.array([[116.30, 39.90], [116.40, 39.95]][u % 3 == 0])
+        pos = rng.uniform([116.1, 39.7], [116.5, 40.1])
+        for k in range(per_unit):
+            p = spot + rng.normal(0, 2e-4, 2) if k < 15 else pos + rng.normal(0, 0.01, 2) * k
+            rows.append((float(p[0]), float(p[1]), u, T0 + 60 * k))
+    return rows
+
+
+def write_csv(path, rows):
+    path.write_text("lon,lat,unit,time\n" + "".join(f"{x!r},{y!r},u{u},{t}\n" for x, y, u, t in rows))
+    return path
+
+
+def iso(t: int) -> str:
+    return str(np.datetime64(t, "s")) + "Z"
+
+
+def same_release(a, b) -> bool:
+    a, b = model_to_dict(a), model_to_dict(b)
+    return a["histogram"] == b["histogram"] and a["spans"] == b["spans"] and a["privacy"] == b["privacy"]
+
+
+def fit(capsys, tmp_path, path, *extra, name):
+    rc, out, err = run(capsys, "fit", path, *FIT, "--out-dir", tmp_path, "--name", name, *extra)
+    assert rc == 0, err
+    return load_model(tmp_path / f"{name}.spans.json"), out, err
+
+
+# --------------------------------------------------------------------------- #
+# GeoJSON
+
+
+def test_geojson_gives_the_points_units_and_release_of_the_same_csv(capsys, tmp_path):
+    rows = traces()
+    csv = write_csv(tmp_path / "t.csv", rows)
+    path = write_geojson(
+        tmp_path / "t.geojson",
+        [feature(x, y, {"unit": f"u{u}", "time": iso(t)}) for x, y, u, t in rows],
+        name="layer",
+        crs={"type": "name", "properties": {"name": "urn:ogc:def:crs:OGC:1.3:CRS84"}},
+    )
+    got, want = read_input(path, unit="unit"), read_input(csv, ["lon", "lat"], unit="unit")
+    assert got.X.tobytes() == want.X.tobytes() and got.units.equals(want.units) and got.notes() == []
+    stops = ["--unit", "unit", *UNIT, "--time", "time", "--stops", "100m", "5min"]
+    a, out, err = fit(capsys, tmp_path, path, *stops, name="g")
+    b, _, _ = fit(capsys, tmp_path, csv, "--header", *stops, name="c")
+    assert a.n_spans >= 1 and same_release(a, b) and "each unit's stops" in out
+
+
+def test_geojson_is_read_as_a_stream(tmp_path, monkeypatch):
+    rng = np.random.default_rng(1)
+    P = rng.uniform(-180, 180, (2000, 2))
+    feats = [feature(float(x), float(y), {"n": i, "s": "x" * (i % 50)}) for i, (x, y) in enumerate(P)]
+    path = write_geojson(tmp_path / "p.geojson", feats, bbox=[-180, -90, 180, 90])
+    monkeypatch.setattr(geojsonfile, "_READ", 61)  # pieces that cut numbers, strings and features
+    assert list(geojsonfile.features(path)) == json.loads(path.read_text())["features"]
+    monkeypatch.setattr(geojsonfile, "CHUNK", 300)
+    got = read_input(path, block_hook=lambda X: None)
+    assert got.X.tobytes() == P.tobytes()
+
+
+def test_geojson_memory_is_bounded(tmp_path, monkeypatch):
+    n = 100_000
+    with open(tmp_path / "big.geojson", "w") as f:
+        f.write('{"type": "FeatureCollection", "features": [\n')
+        f.write(
+            ",\n".join(
+                json.dumps(feature(i * 1e-6, 1.0, {"unit": i // 10, "note": "x" * 40})) for i in range(n)
+            )
+        )
+        f.write("\n]}\n")
+    monkeypatch.setattr(geojsonfile, "CHUNK", 2_000)
+    read_input(tmp_path / "big.geojson", unit="unit")  # imports done
+    tracemalloc.start()
+    try:
+        got = read_input(tmp_path / "big.geojson", unit="unit")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got.X.shape == (n, 2) and got.units.num_chunks == n // 2_000
+    # the points (1.6 MB), the units and one chunk of features; json.load of
+    # the whole file (11 MB of text) holds every feature's dicts (over 100 MB)
+    assert peak < 20e6, peak
+
+
+def test_geojson_features_without_a_point_or_unit_are_dropped_and_counted(capsys, tmp_path):
+    rows = traces(1)
+    feats = [feature(x, y, {"unit": u}) for x, y, u, _ in rows]
+    feats[0]["geometry"] = {"type": "LineString", "coordinates": [[1, 2], [3, 4]]}
+    feats[1]["geometry"] = None
+    feats[2]["geometry"]["coordinates"] = [SECRET, 39.9]
+    feats[3]["geometry"]["coordinates"] = [math.nan, 39.9]
+    feats[4]["properties"] = {"unit": [SECRET]}
+    feats[5]["properties"] = {"other": SECRET}
+    feats[6]["properties"] = None
+    feats[7]["geometry"]["coordinates"] = [10**400, 39.9]  # beyond any float
+    path = write_geojson(tmp_path / "t.geojson", feats)
+    got = read_input(path, unit="unit")
+    assert np.isnan(got.X[:8]).all() and not np.isnan(got.X[8:]).any()
+    assert got.n_not_point == 5 and got.n_missing_unit == 3
+    model, out, err = fit(capsys, tmp_path, path, "--unit", "unit", *UNIT, name="g")
+    assert "5 row(s) whose geometry is not a point (or is empty) are dropped" in err
+    assert "3 row(s) with no unit (column 'unit', --unit) are dropped" in err
+    assert SECRET not in out + err
+
+
+# --------------------------------------------------------------------------- #
+# GPX
+
+
+def test_gpx_tracks_give_the_points_and_release_of_the_same_csv(capsys, tmp_path):
+    rows = traces(2)
+    tracks = [[(x, y, iso(t)) for x, y, u, t in rows if u == k] for k in range(300)]
+    path = write_gpx(tmp_path / "t.gpx", tracks, name=SECRET)
+    csv = tmp_path / "t.csv"
+    csv.write_text("lon,lat,track,time\n" + "".join(f"{x!r},{y!r},{u},{iso(t)}\n" for x, y, u, t in rows))
+    got = read_input(path, unit="track")
+    assert got.X.tobytes() == read_input(csv, ["lon", "lat"]).X.tobytes() and got.notes() == []
+    assert got.units.type == pa.int64() and got.units.to_pylist() == [r[2] for r in rows]
+    assert read_columns(path, "time")[0].to_pylist() == [iso(r[3]) for r in rows]
+    stops = ["--unit", "track", *UNIT, "--time", "time", "--stops", "100m", "5min"]
+    a, out, err = fit(capsys, tmp_path, path, *stops, name="g")
+    # the same tracks as integer units of a database (the CSV's units are text)
+    db = tmp_path / "t.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE t (lon REAL, lat REAL, track INTEGER, time TEXT)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?)", [(x, y, u, iso(t)) for x, y, u, t in rows])
+    con.commit()
+    con.close()
+    b, _, _ = fit(capsys, tmp_path, db, "--columns", "lon", "lat", *stops, name="d")
+    assert a.n_spans >= 1 and same_release(a, b) and SECRET not in out + err
+
+
+def test_gpx_waypoints_and_bad_values(tmp_path):
+    tracks = [[(116.3, 39.9, "2008-05-17T10:00:00Z"), (SECRET, 39.9, "x"), (116.4, "", "y")]]
+    path = write_gpx(tmp_path / "t.gpx", tracks, waypoints=[(116.1, 39.8)], name=SECRET)
+    got = read_input(path)
+    np.testing.assert_array_equal(got.X[[0, 1]], [[116.1, 39.8], [116.3, 39.9]])
+    assert np.isnan(got.X[2:]).any(axis=1).all() and got.n_unparseable == 1
+    got = read_input(path, unit="track")
+    assert np.isnan(got.X[0]).all() and got.n_missing_unit == 1  # the waypoint has no track
+    assert read_columns(path, "ele")[0].to_pylist() == [None, 12.5, 12.5, 12.5]
+
+
+@pytest.mark.parametrize(
+    "name, text, match",
+    [
+        ("p.geojson", f'{{"type": "Feature", "properties": {{"a": "{SECRET}"}}}}', "not a FeatureCollection"),
+        (
+            "p.geojson",
+            f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}"}} {{}}]}}',
+            "not the expected JSON",
+        ),
+        ("p.geojson", f"lon,lat\n{SECRET},1\n", "not the expected JSON"),
+        ("p.geojson", f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}', "not JSON"),
+        ("p.gpx", f"<kml><Placemark>{SECRET}</Placemark></kml>", "not a GPX file"),
+        ("p.gpx", f"<gpx><trk>{SECRET}</gpx>", "not well-formed XML"),
+    ],
+)
+def test_a_file_of_another_kind_is_refused_without_quoting_it(tmp_path, name, text, match):
+    path = tmp_path / name
+    path.write_text(text)
+    what = "GPX" if name.endswith(".gpx") else "GeoJSON"
+    with pytest.raises(ValueError, match=f"cannot read as {what}: {match}") as info:
+        read_input(path)
+    assert SECRET not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "name, kw, match",
+    [
+        ("p.gpx", {"unit": "time"}, "a GPX file's unit is its track"),
+        ("p.gpx", {"unit": "nope"}, "no column 'nope'"),
+        ("p.geojson", {"unit": 0}, "a GeoJSON unit is a property, named"),
+        ("p.geojson", {"columns": ["x", "y"]}, "its points' longitude and latitude"),
+        ("p.geojson", {"table": "t"}, "--table applies to SQLite and GeoPackage files only"),
+    ],
+)
+def test_refused_from_the_options_before_reading(tmp_path, name, kw, match):
+    path = tmp_path / name
+    path.write_text(SECRET)  # never read
+    with pytest.raises(ValueError, match=match):
+        read_input(path, **kw)
+
+
+def test_dask_is_refused_before_anything_is_read(capsys, tmp_path):
+    path = write_geojson(tmp_path / "t.geojson", [feature(116.3, 39.9, {})])
+    rc, out, err = run(capsys, "fit", path, "--eps", "0.1", "--min-samples", "5", *BOX, "--backend", "dask")
+    assert rc == 2 and "--backend dask reads CSV and Parquet files, not GeoJSON" in err, err
+
+
+# --------------------------------------------------------------------------- #
+# neighbours: one more record is read as that record alone
+
+
+@pytest.mark.parametrize(
+    "kind, added",
+    [
+        (kind, added)
+        for kind in ("sqlite", "gpkg", "geojson", "gpx")
+        for added in ("point", "text", "no unit")
+        if (kind, added) != ("gpx", "no unit")  # every GPX track point has its track
+    ],
+)
+def test_a_file_with_one_more_record_is_read_like_the_file_and_that_record(tmp_path, kind, added):
+    rng = np.random.default_rng(7)
+    P = list(rng.uniform([116.0, 39.6], [116.6, 40.2], (600, 2)))
+    units = [f"u{i % 13}" for i in range(600)]
+    extra = {"point": ([116.3, 39.9], "u1"), "text": (None, "u2"), "no unit": ([116.3, 39.9], None)}[added]
+    unit = "track" if kind == "gpx" else "unit"
+    if kind == "gpx":
+        # a track is a unit: the record is the first point of the first track
+        units = [f"u{i // 60}" for i in range(600)]
+        extra = (extra[0], "u0")
+    write_points(tmp_path / f"d.{kind}", kind, P, units)
+    write_points(tmp_path / f"d1.{kind}", kind, [extra[0], *P], [extra[1], *units])
+    d, d1 = read_input(tmp_path / f"d.{kind}", unit=unit), read_input(tmp_path / f"d1.{kind}", unit=unit)
+    assert d1.X[1:].tobytes() == d.X.tobytes()
+    assert d1.units[1:].equals(d.units)
+    row = d1.X[0]
+    if added == "point":
+        assert row.tolist() == [116.3, 39.9] and d1.notes() == d.notes()
+    else:
+        assert np.isnan(row).any() and len(d1.notes()) == len(d.notes()) + 1
+        assert "SECRET" not in " ".join(d1.notes())
