@@ -22,7 +22,7 @@ import math
 import textwrap
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -150,7 +150,7 @@ def preload(alone: bool = False) -> None:
 
 
 @contextlib.contextmanager
-def _short_artist_docs(matplotlib, alone: bool) -> Iterator[None]:
+def _short_artist_docs(matplotlib: Any, alone: bool) -> Iterator[None]:
     """While matplotlib's drawing modules load in a process that only draws
     (``alone``): every artist class it defines gets a ``set()`` whose
     docstring lists each of its properties with their own docstrings
@@ -163,7 +163,7 @@ def _short_artist_docs(matplotlib, alone: bool) -> Iterator[None]:
     or when this matplotlib has no such function."""
     artist = getattr(matplotlib, "artist", None)
     kwdoc = getattr(artist, "kwdoc", None)
-    if not alone or not callable(kwdoc):
+    if not alone or artist is None or not callable(kwdoc):
         yield
         return
     artist.kwdoc = _no_kwdoc
