@@ -636,6 +636,16 @@ def test_block_sums_are_reduceats_sums(dtype):
                 np.testing.assert_array_equal(got, want)
 
 
+def _saved_blobs_model(path):
+    """A release of the blobs saved to ``path``, for pictures drawn in fresh processes."""
+    from dpdbscan import save_model
+
+    spans = (
+        DPDBSCAN(eps=0.5, min_samples=20, epsilon=1.0, bounds=(0.0, 10.0), random_state=0).fit(blobs()).spans_
+    )
+    save_model(spans, path)
+
+
 def test_the_warm_up_changes_no_picture(tmp_path):
     """The drawing copy of ``fit`` draws a picture of nothing first
     (``preload(alone=True)``): the release's picture drawn after it has the
@@ -643,12 +653,7 @@ def test_the_warm_up_changes_no_picture(tmp_path):
     import subprocess
     import sys
 
-    from dpdbscan import save_model
-
-    spans = (
-        DPDBSCAN(eps=0.5, min_samples=20, epsilon=1.0, bounds=(0.0, 10.0), random_state=0).fit(blobs()).spans_
-    )
-    save_model(spans, tmp_path / "m.json")
+    _saved_blobs_model(tmp_path / "m.json")
     draw = (
         "import sys; from dpdbscan import load_model; from dpdbscan.cli.common import draw_spans_png; "
         "draw_spans_png(load_model(sys.argv[1]), sys.argv[2])"
@@ -677,12 +682,7 @@ def test_the_drawing_copys_short_docstrings_change_no_picture(tmp_path):
     import subprocess
     import sys
 
-    from dpdbscan import save_model
-
-    spans = (
-        DPDBSCAN(eps=0.5, min_samples=20, epsilon=1.0, bounds=(0.0, 10.0), random_state=0).fit(blobs()).spans_
-    )
-    save_model(spans, tmp_path / "m.json")
+    _saved_blobs_model(tmp_path / "m.json")
     draw = (
         "import sys; from dpdbscan import load_model; from dpdbscan.cli.common import draw_spans_png; "
         "from dpdbscan.render import plotting; import matplotlib.artist as artist; kwdoc = artist.kwdoc; "
