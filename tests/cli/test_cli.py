@@ -1211,6 +1211,27 @@ def test_fit_of_standardised_data_warns_after_the_release(capsys, tmp_path):
     assert rc == 0 and "PRIVACY WARNING" not in err
 
 
+def test_the_standardised_note_made_beside_the_release_is_the_notes_own():
+    """fit computes the standardised note on a thread while it makes the
+    release: the same note (or none), and its error raised where it is
+    asked for; the thread has ended by then."""
+    import threading
+
+    from dpdbscan.cli.fit import standardised_note_beside
+    from dpdbscan.params.validation import standardised_note
+
+    X = blob_points()
+    Z = (X - X.mean(0)) / X.std(0)
+    for points in (X, Z):
+        assert standardised_note_beside(points, "--bounds")() == standardised_note(points, "--bounds")
+    assert standardised_note_beside(Z, "--bounds")() is not None
+    note = standardised_note_beside(np.zeros(5), "--bounds")  # 1-D: no note
+    assert note() is None
+    with pytest.raises(AttributeError):
+        standardised_note_beside([[1.0, 2.0]], "--bounds")()  # as standardised_note itself
+    assert not any(t.name == "dpdbscan-note" for t in threading.enumerate())
+
+
 # --------------------------------------------------------------------------- mistakes caught early (issue 23)
 
 

@@ -131,6 +131,46 @@ def test_a_waiting_copy_prepares_when_told_and_works_when_sent(tmp_path):
 
 
 @needs_fork
+def test_a_waiting_copy_prepares_without_the_collector_and_works_with_it(tmp_path):
+    # its steps are imports: no cyclic collection meanwhile, and what they
+    # made frozen once they are done; the job runs with the collector on
+    import gc
+
+    def step(name):
+        return lambda: (tmp_path / name).write_text(f"{gc.isenabled()}")
+
+    def work(job, temp):
+        temp.write_text(f"{gc.isenabled()} {gc.get_freeze_count() > 0} {job}")
+
+    waiting = forked.wait_for_work(step("prepared"), work, early=step("early"))
+    forked.take_waiting()
+    temp = waiting.send("done", tmp_path / "a.png").result()
+    assert (tmp_path / "early").read_text() == "False"
+    assert (tmp_path / "prepared").read_text() == "False"
+    assert temp.read_text() == "True True done"
+    assert gc.isenabled()  # the command's own collector is left as it was
+
+
+def test_the_collector_is_paused_inside_and_on_again_after_with_its_objects_frozen():
+    import gc
+
+    assert gc.isenabled()
+    try:
+        with forked.collector_paused():
+            assert not gc.isenabled()
+            made = [[i] for i in range(1000)]
+        assert gc.isenabled()
+        frozen = gc.get_freeze_count()
+        assert frozen >= len(made)
+        with pytest.raises(RuntimeError), forked.collector_paused():
+            raise RuntimeError("a failed import")
+        assert gc.isenabled()  # on again after an error too
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+@needs_fork
 def test_the_job_is_sent_while_the_copy_still_prepares_and_arrives_whole(tmp_path):
     # the copy prepares until the test lets it go, which the test does only
     # once send has returned: a send that waited for the copy to read its

@@ -191,6 +191,51 @@ def test_dense_sums_match_brute_force_and_the_fast_path(d, k):
             assert fast[flat, r] == pytest.approx(_brute_estimate(grid, hist.values, bw, coord, r))
 
 
+def _padded_sums(hist, bw, keys, step):
+    """The dense sums as they were made from a zero-padded copy of the
+    histogram: one fancy-index gather per block of ``step`` rows, then the
+    product with W (the oracle of the in-place gather)."""
+    grid = hist.grid
+    R = max(int(bw.offsets.max()), -int(bw.offsets.min()), 1)
+    P = np.zeros(tuple(s + 2 * R for s in grid.shape))
+    P[tuple(slice(R, R + s) for s in grid.shape)] = hist.values
+    strides = np.array(P.strides, dtype=np.int64) // P.itemsize
+    deltas = bw.offsets @ strides
+    out = np.empty((keys.size, len(bw.positions)))
+    for a in range(0, keys.size, step):
+        base = (grid.decode(keys[a : a + step]) + R) @ strides
+        np.matmul(P.ravel()[base[:, None] + deltas[None, :]], bw.transposed(), out=out[a : a + step])
+    return out
+
+
+@pytest.mark.parametrize(
+    "d,k,eta", [(1, 2, 4.0), (2, 1, 4.0), (2, 2, 4.0), (2, 2, 2.0), (3, 2, 4.0), (3, 1, 1.0)]
+)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_dense_sums_read_in_place_are_the_padded_copys_bit_for_bit(d, k, eta, seed, monkeypatch):
+    """Below COMPILED_FROM_D the dense sums gather from the histogram itself,
+    reading 0 outside the grid: the same floats as from its zero-padded copy,
+    for cells inside and near every face, in any order, in blocks of any size
+    (integer and float values)."""
+    from dpdbscan.post.coretests.density import weightedsums
+
+    rng = np.random.default_rng(seed)
+    hist = _random_hist("dense", seed=seed, d=d, alpha=0.3 if d == 3 else 0.1)
+    if seed:  # float values (continuous noise)
+        hist = make_histogram(hist.grid, "dense", hist.values + rng.normal(0, 1.5, hist.grid.shape))
+    grid = hist.grid
+    bw = ball_weights(d, eta, k)
+    every = grid.encode(grid.all_coords())
+    keys = rng.permutation(every)[: max(1, every.size // 2)]
+    keys = np.concatenate([keys, every[:3], every[-3:]])  # the first and last cells, a repeat or two
+    step = 7
+    monkeypatch.setattr(weightedsums, "_rows_per_block", lambda terms: step)
+    got = weighted_sums_at(hist, bw, keys)
+    want = _padded_sums(hist, bw, keys, step)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert not np.all(got == 0)
+
+
 @pytest.mark.parametrize("d,k", [(1, 2), (2, 2), (3, 2)])
 def test_sparse_sums_equal_dense_sums_of_the_same_release(d, k):
     """A sparse release reads 0 where nothing is released: its sums equal the

@@ -636,6 +636,16 @@ def test_block_sums_are_reduceats_sums(dtype):
                 np.testing.assert_array_equal(got, want)
 
 
+def _saved_blobs_model(path):
+    """A release of the blobs saved to ``path``, for pictures drawn in fresh processes."""
+    from dpdbscan import save_model
+
+    spans = (
+        DPDBSCAN(eps=0.5, min_samples=20, epsilon=1.0, bounds=(0.0, 10.0), random_state=0).fit(blobs()).spans_
+    )
+    save_model(spans, path)
+
+
 def test_the_warm_up_changes_no_picture(tmp_path):
     """The drawing copy of ``fit`` draws a picture of nothing first
     (``preload(alone=True)``): the release's picture drawn after it has the
@@ -643,12 +653,7 @@ def test_the_warm_up_changes_no_picture(tmp_path):
     import subprocess
     import sys
 
-    from dpdbscan import save_model
-
-    spans = (
-        DPDBSCAN(eps=0.5, min_samples=20, epsilon=1.0, bounds=(0.0, 10.0), random_state=0).fit(blobs()).spans_
-    )
-    save_model(spans, tmp_path / "m.json")
+    _saved_blobs_model(tmp_path / "m.json")
     draw = (
         "import sys; from dpdbscan import load_model; from dpdbscan.cli.common import draw_spans_png; "
         "draw_spans_png(load_model(sys.argv[1]), sys.argv[2])"
@@ -666,3 +671,35 @@ def test_the_warm_up_changes_no_picture(tmp_path):
     warm = tmp_path / "warm.png"
     draw_spans_png(load_model(tmp_path / "m.json"), warm)
     assert warm.read_bytes() == cold.read_bytes()
+
+
+def test_the_drawing_copys_short_docstrings_change_no_picture(tmp_path):
+    """``preload(alone=True)`` in a fresh process (the drawing copy of
+    ``fit``) loads matplotlib's drawing modules with empty property lists
+    in the artists' docstrings: the picture drawn after it has the same
+    bytes as one drawn in a process that loaded them as usual, and
+    matplotlib's ``kwdoc`` is its own again afterwards."""
+    import subprocess
+    import sys
+
+    _saved_blobs_model(tmp_path / "m.json")
+    draw = (
+        "import sys; from dpdbscan import load_model; from dpdbscan.cli.common import draw_spans_png; "
+        "from dpdbscan.render import plotting; import matplotlib.artist as artist; kwdoc = artist.kwdoc; "
+        "sys.argv[3] == 'alone' and plotting.preload(alone=True); "
+        "draw_spans_png(load_model(sys.argv[1]), sys.argv[2]); "
+        "from matplotlib.lines import Line2D; "
+        "print(artist.kwdoc is kwdoc, 'drawstyle' in (Line2D.set.__doc__ or ''))"
+    )
+    said = {}
+    for how in ("usual", "alone"):
+        res = subprocess.run(
+            [sys.executable, "-c", draw, str(tmp_path / "m.json"), str(tmp_path / f"{how}.png"), how],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        said[how] = res.stdout.split()
+    assert said["usual"] == ["True", "True"]
+    assert said["alone"] == ["True", "False"]  # the short docstrings were in effect, and undone
+    assert (tmp_path / "alone.png").read_bytes() == (tmp_path / "usual.png").read_bytes()

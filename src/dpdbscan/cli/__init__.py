@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from . import early
+from . import early, forked
 
 if TYPE_CHECKING:
     import argparse
@@ -22,9 +22,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dpdbscan ARGV`` (``sys.argv`` when None: the command itself);
     the exit status (:func:`dpdbscan.cli.command.main`)."""
     if argv is None:
-        early.start(sys.argv[1:])
-    # lazy: the command's modules load once its drawing copy is under way
-    from .command import main as run
+        # the command's own imports without the cyclic garbage collector
+        # (:func:`.forked.collector_paused`; the copy forked meanwhile too)
+        with forked.collector_paused():
+            early.start(sys.argv[1:])
+            # lazy: the command's modules load once its drawing copy is under way
+            from .command import main as run
+    else:
+        # lazy: as above
+        from .command import main as run
 
     return run(argv)
 

@@ -17,11 +17,12 @@ the axis-aligned affine maps used here. ``aspect`` is matplotlib's (use
 
 from __future__ import annotations
 
+import contextlib
 import math
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -127,22 +128,54 @@ def preload(alone: bool = False) -> None:
     ``alone``: nothing else runs in this process meanwhile (the forked copy
     that only draws, :mod:`dpdbscan.cli.forked`), so pyplot and the rest of
     what the spans picture uses are imported too: in that copy they took
-    0.1-0.2 s of the picture's own time, after the release was made."""
+    0.1-0.2 s of the picture's own time, after the release was made. There
+    the artists' long docstrings are left out while the modules load
+    (:func:`_short_artist_docs`)."""
     matplotlib = require("matplotlib", "plotting")
     matplotlib.use("Agg", force=False)
-    import matplotlib.backends.backend_agg
-    import matplotlib.figure
-    import matplotlib.image  # noqa: F401 - imported for their cost, here
-    from PIL import Image  # a dependency of matplotlib
+    with _short_artist_docs(matplotlib, alone):
+        import matplotlib.backends.backend_agg
+        import matplotlib.figure
+        import matplotlib.image  # noqa: F401 - imported for their cost, here
+        from PIL import Image  # a dependency of matplotlib
 
-    Image.preinit()
+        Image.preinit()
+        if alone:
+            _plt()
+            import matplotlib.collections
+            import matplotlib.patheffects
+            import mpl_toolkits.axes_grid1.anchored_artists  # noqa: F401 - the scale bar's
     if alone:
-        _plt()
-        import matplotlib.collections
-        import matplotlib.patheffects
-        import mpl_toolkits.axes_grid1.anchored_artists  # noqa: F401 - the scale bar's
-
         _warm_up()
+
+
+@contextlib.contextmanager
+def _short_artist_docs(matplotlib: Any, alone: bool) -> Iterator[None]:
+    """While matplotlib's drawing modules load in a process that only draws
+    (``alone``): every artist class it defines gets a ``set()`` whose
+    docstring lists each of its properties with their own docstrings
+    (``matplotlib.artist.kwdoc``, run for each class as it is defined, and
+    for the docstrings that quote such lists), about 0.08 s of the 0.35 s
+    of CPU the drawing copy of ``fit`` spends importing. Nothing reads a
+    docstring there, so they are made empty meanwhile; the function is put
+    back afterwards. Drawing does not use them: the same picture, byte for
+    byte (tests/render/test_plotting.py). Does nothing when not ``alone``
+    or when this matplotlib has no such function."""
+    artist = getattr(matplotlib, "artist", None)
+    kwdoc = getattr(artist, "kwdoc", None)
+    if not alone or artist is None or not callable(kwdoc):
+        yield
+        return
+    artist.kwdoc = _no_kwdoc
+    try:
+        yield
+    finally:
+        artist.kwdoc = kwdoc
+
+
+def _no_kwdoc(_artist: object) -> str:
+    """The empty property list :func:`_short_artist_docs` puts in docstrings."""
+    return ""
 
 
 def _warm_up() -> None:
