@@ -36,7 +36,7 @@ from ...cells.histogram import NoisyHistogram
 from ..backends.base import CellCounts
 from ..samplers import skipping as _bernoulli
 from ..samplers.integers import Source
-from .countnoise import Noise
+from .countnoise import Noise, compiled_tail, tail_values
 
 _INT_SAFE = 1 << 62
 
@@ -75,7 +75,7 @@ def linear_to_coords(shape: tuple[int, ...], positions: Sequence[int] | np.ndarr
 
 
 def released_empty_cells(
-    grid: Grid, occupied_keys: np.ndarray, noise: Noise, theta: float, source: Source
+    grid: Grid, occupied_keys: np.ndarray, noise: Noise, theta: float, source: Source, compiled: bool = False
 ) -> np.ndarray:
     """Sorted keys of the empty cells released above ``theta``: each empty
     cell independently with probability P(Z >= theta), exactly.
@@ -83,7 +83,8 @@ def released_empty_cells(
     ``occupied_keys`` must be sorted. Every cell of the universe is selected
     by an exact Bernoulli process over the linear indices and the occupied
     ones are dropped; row-major order is key order, so the keys come out
-    sorted.
+    sorted. ``compiled``: the gaps drawn through compiled steps
+    (:func:`.countnoise.compiled_tail`), the same words and cells.
     """
     tail = noise.exact_tail(theta)
     positions: np.ndarray | list[int]
@@ -92,7 +93,7 @@ def released_empty_cells(
             return np.empty(0, dtype=grid.key_dtype)
         positions = np.arange(grid.n_cells, dtype=np.int64)
     else:
-        positions = _bernoulli.bernoulli_positions(source, grid.n_cells, tail)
+        positions = _bernoulli.bernoulli_positions(source, grid.n_cells, tail, compiled)
     if len(positions) == 0:
         return np.empty(0, dtype=grid.key_dtype)
     if isinstance(positions, np.ndarray) and not grid.wide:
@@ -151,9 +152,10 @@ def sparse_histogram(
     keep = noisy >= theta
     rel_keys, rel_vals = keys[keep], noisy[keep]
 
-    empty_keys = released_empty_cells(grid, keys, noise, theta, source)
+    compiled = compiled_tail(grid, noise, theta)
+    empty_keys = released_empty_cells(grid, keys, noise, theta, source, compiled)
     m = empty_keys.size
-    empty_vals = noise.sample_tail(source, m, theta)
+    empty_vals = tail_values(noise, source, m, theta, compiled)
     if not noise.integer:
         empty_vals = empty_vals.astype(np.float64)
 

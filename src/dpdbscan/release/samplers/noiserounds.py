@@ -83,6 +83,54 @@ def count_round(v: np.ndarray, idx: np.ndarray, code: np.ndarray) -> np.ndarray:
 
 
 @kernel
+def digit_outcomes(
+    words: np.ndarray, shift: int, fast: np.ndarray, guide: np.ndarray, guide_next: np.ndarray, bucket: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The fast step of :meth:`.skipping._Digit.sample` in one pass: per
+    32-bit word, its prefix ``r = word >> shift``, the number of thresholds
+    of ``fast`` below it (``D``, from the guide table of bucket ``r >>
+    bucket``, then stepping over the thresholds left below ``r``), and
+    whether ``r`` equals the threshold ``fast[D]`` (a tie, resolved in
+    Python with more words, as the numpy steps resolve it)."""
+    n = words.size
+    D = np.empty(n, np.int64)
+    tie = np.zeros(n, np.bool_)
+    last = fast.size - 1
+    for i in range(n):
+        r = np.uint64(words[i]) >> np.uint64(shift)
+        b = r >> np.uint64(bucket)
+        d = guide[b]
+        first = guide_next[b]
+        if first < r:
+            d += 1
+            while d <= last and fast[d] < r:
+                d += 1
+            if last >= 0:
+                tie[i] = fast[min(d, last)] == r
+        elif last >= 0:
+            tie[i] = first == r
+        D[i] = d
+    return D, tie
+
+
+@kernel
+def gap_positions(g: np.ndarray, last: int, n_trials: int) -> np.ndarray:
+    """The positions of successes after ``last`` given the gaps ``g``
+    (failures before each success): ``last + cumsum(g + 1)``, up to the
+    first that reaches ``n_trials`` (excluded). Each step is checked before
+    it is added, so no sum passes ``n_trials`` (no overflow for gaps up to
+    2^62)."""
+    out = np.empty(g.size, np.int64)
+    x = last
+    for i in range(g.size):
+        if g[i] >= n_trials - 1 - x:
+            return out[:i]
+        x += g[i] + 1
+        out[i] = x
+    return out
+
+
+@kernel
 def set_signs(y: np.ndarray, neg: np.ndarray) -> None:
     """``np.negative(y, out=y, where=neg)``."""
     for i in range(y.size):
@@ -90,4 +138,4 @@ def set_signs(y: np.ndarray, neg: np.ndarray) -> None:
         y[i] = (y[i] ^ s) - s
 
 
-__all__ = ["count_round", "first_counts", "negative_zeros", "redraw_zeros", "set_signs"]
+__all__ = ["count_round", "digit_outcomes", "first_counts", "gap_positions", "negative_zeros", "redraw_zeros", "set_signs"]
