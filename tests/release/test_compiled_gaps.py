@@ -237,3 +237,41 @@ def test_secure_words_are_fair_bits():
     assert lo <= ones <= hi
     # the halves are not one read twice
     assert not np.array_equal(words[: 1 << 18], words[1 << 18 :])
+
+
+@pytest.mark.parametrize("d,side", [(1, 50), (2, 9), (4, 13), (6, 5), (8, 4)])
+def test_empty_cell_keys_are_the_keys_of_the_positions_not_occupied(d, side):
+    """The keys of the positions (the grid's own formula), less the occupied
+    ones: a set difference taken straight."""
+    from dpdbscan.release.samplers.noiserounds import empty_cell_keys
+
+    grid = _grid(d, side)
+    rng = np.random.default_rng(d)
+    strides = np.array([grid.key_delta(e) for e in np.eye(d, dtype=np.int64)], dtype=np.int64)
+    shape = np.asarray(grid.shape, dtype=np.int64)
+    for share, occ_share in ((0.3, 0.2), (1.0, 0.0), (0.05, 1.0), (0.0, 0.5), (1.0, 1.0)):
+        positions = np.flatnonzero(rng.random(grid.n_cells) < share).astype(np.int64)
+        occupied = np.sort(grid.keys_of_positions(np.flatnonzero(rng.random(grid.n_cells) < occ_share)))
+        keys = grid.keys_of_positions(positions)
+        want = keys[~np.isin(keys, occupied)]
+        got = empty_cell_keys(positions, shape, strides, grid.reach, occupied)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(grid.decode(got), grid.decode(want))
+
+
+def test_merge_disjoint_is_a_sort_of_both_lists():
+    from dpdbscan.release.samplers.noiserounds import merge_disjoint
+
+    rng = np.random.default_rng(0)
+    for na, nb in ((0, 0), (0, 5), (7, 0), (1, 1), (300, 20), (20, 300), (1000, 1000)):
+        keys = rng.choice(10 * (na + nb) + 1, size=na + nb, replace=False).astype(np.int64)
+        a, b = np.sort(keys[:na]), np.sort(keys[na:])
+        for dtype in (np.int64, np.float64):
+            va = rng.integers(-50, 50, na).astype(dtype)
+            vb = rng.integers(-50, 50, nb).astype(dtype)
+            order = np.argsort(np.concatenate([a, b]))
+            got_k, got_v = merge_disjoint(a, va, b, vb)
+            np.testing.assert_array_equal(got_k, np.concatenate([a, b])[order])
+            np.testing.assert_array_equal(got_v, np.concatenate([va, vb])[order])
+            assert got_v.dtype == dtype

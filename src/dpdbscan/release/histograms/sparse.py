@@ -96,6 +96,13 @@ def released_empty_cells(
         positions = _bernoulli.bernoulli_positions(source, grid.n_cells, tail, compiled)
     if len(positions) == 0:
         return np.empty(0, dtype=grid.key_dtype)
+    if compiled and isinstance(positions, np.ndarray) and not grid.wide:
+        # lazy: numba loads only where a fit loads it anyway (countnoise.compiled_tail)
+        from ..samplers.noiserounds import empty_cell_keys
+
+        shape = np.asarray(grid.shape, dtype=np.int64)
+        strides = np.array([grid.key_delta(e) for e in np.eye(grid.d, dtype=np.int64)], dtype=np.int64)
+        return empty_cell_keys(positions, shape, strides, grid.reach, occupied_keys)
     if isinstance(positions, np.ndarray) and not grid.wide:
         keys = grid.keys_of_positions(positions)
     else:
@@ -160,7 +167,13 @@ def sparse_histogram(
         empty_vals = empty_vals.astype(np.float64)
 
     # canonical (sorted) order reveals nothing: merge the two sorted parts
-    all_keys, all_vals = _merge_sorted(rel_keys, empty_keys, (rel_vals, empty_vals))
+    if compiled and not grid.wide and rel_vals.dtype == empty_vals.dtype:
+        # lazy: numba loads only where a fit loads it anyway (countnoise.compiled_tail)
+        from ..samplers.noiserounds import merge_disjoint
+
+        all_keys, all_vals = merge_disjoint(rel_keys, rel_vals, empty_keys, empty_vals)
+    else:
+        all_keys, all_vals = _merge_sorted(rel_keys, empty_keys, (rel_vals, empty_vals))
     return NoisyHistogram(
         grid=grid,
         kind="sparse",

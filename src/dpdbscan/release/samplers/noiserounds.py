@@ -131,6 +131,70 @@ def gap_positions(g: np.ndarray, last: int, n_trials: int) -> np.ndarray:
 
 
 @kernel
+def empty_cell_keys(
+    positions: np.ndarray, shape: np.ndarray, key_strides: np.ndarray, reach: int, occupied: np.ndarray
+) -> np.ndarray:
+    """The keys of the cells at the sorted row-major ``positions`` (the
+    formula of :meth:`dpdbscan.cells.grid.Grid.keys_of_positions`) that are
+    not among the sorted ``occupied`` keys, in one pass: row-major order is
+    key order, so both lists are walked once. The quotients p // L_i (L_i
+    the row-major strides of the shape) only grow along sorted positions:
+    each is carried from the position before, a division only where a gap
+    passes two of its steps (4-D benchmark: a gap of 27 cells on average
+    against L = 67, 4,489, 300,763)."""
+    d = shape.size
+    out = np.empty(positions.size, np.int64)
+    L = np.ones(d, np.int64)
+    for i in range(d - 2, -1, -1):
+        L[i] = L[i + 1] * shape[i + 1]
+    quot = np.zeros(d, np.int64)  # p // L_i of the position before
+    base = np.zeros(d, np.int64)  # quot_i * L_i
+    add = 0  # reach * sum_{i < d - 1} quot_i K_{i + 1}
+    m = 0
+    j = 0
+    for t in range(positions.size):
+        p = positions[t]
+        for i in range(d - 1):
+            r = p - base[i]
+            if r >= L[i]:
+                step = 1 if r < 2 * L[i] else r // L[i]
+                quot[i] += step
+                base[i] += step * L[i]
+                add += step * reach * key_strides[i + 1]
+        key = p + add
+        while j < occupied.size and occupied[j] < key:
+            j += 1
+        if j < occupied.size and occupied[j] == key:
+            continue
+        out[m] = key
+        m += 1
+    return out[:m]
+
+
+@kernel
+def merge_disjoint(
+    a_keys: np.ndarray, a_vals: np.ndarray, b_keys: np.ndarray, b_vals: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two sorted key lists with no key in common, merged, with their
+    values alike (of ``a_vals``' dtype)."""
+    n = a_keys.size + b_keys.size
+    keys = np.empty(n, np.int64)
+    vals = np.empty(n, a_vals.dtype)
+    i = 0
+    j = 0
+    for t in range(n):
+        if j >= b_keys.size or (i < a_keys.size and a_keys[i] < b_keys[j]):
+            keys[t] = a_keys[i]
+            vals[t] = a_vals[i]
+            i += 1
+        else:
+            keys[t] = b_keys[j]
+            vals[t] = b_vals[j]
+            j += 1
+    return keys, vals
+
+
+@kernel
 def set_signs(y: np.ndarray, neg: np.ndarray) -> None:
     """``np.negative(y, out=y, where=neg)``."""
     for i in range(y.size):
@@ -138,4 +202,10 @@ def set_signs(y: np.ndarray, neg: np.ndarray) -> None:
         y[i] = (y[i] ^ s) - s
 
 
-__all__ = ["count_round", "digit_outcomes", "first_counts", "gap_positions", "negative_zeros", "redraw_zeros", "set_signs"]
+__all__ = [
+    "count_round",
+    "digit_outcomes",
+    "empty_cell_keys",
+    "first_counts",
+    "gap_positions",
+    "merge_disjoint", "negative_zeros", "redraw_zeros", "set_signs"]
