@@ -135,7 +135,9 @@ def test_compiled_gaps_beyond_two_to_the_62_are_python_ints_as_before():
     assert isinstance(got, list) and got == want and len(got) > 0
 
 
-@pytest.mark.parametrize("kind,scale", [("discrete", 1.0), ("discrete", 0.7), ("laplace", 1.0), ("gaussian", 2.0)])
+@pytest.mark.parametrize(
+    "kind,scale", [("discrete", 1.0), ("discrete", 0.7), ("laplace", 1.0), ("gaussian", 2.0)]
+)
 def test_compiled_tail_values_are_the_numpy_values(kind, scale):
     noise = noise_at(kind, scale)
     for theta in (0.0, 3.0, 12.5):
@@ -162,7 +164,9 @@ def test_which_sparse_releases_take_the_compiled_steps():
     assert not compiled_tail(_grid(4, 67), noise, -1.0)
 
 
-@pytest.mark.parametrize("kind,scale,theta", [("discrete", 1.0, 3.0), ("discrete", 0.5, 8.0), ("gaussian", 2.0, 4.0)])
+@pytest.mark.parametrize(
+    "kind,scale,theta", [("discrete", 1.0, 3.0), ("discrete", 0.5, 8.0), ("gaussian", 2.0, 4.0)]
+)
 def test_a_sparse_release_is_the_same_through_the_compiled_steps(kind, scale, theta, monkeypatch):
     """The whole sparse histogram on a 4-D universe of 20M cells, with and
     without the compiled steps (the public gate moved out of reach): the

@@ -208,4 +208,8 @@ __all__ = [
     "empty_cell_keys",
     "first_counts",
     "gap_positions",
-    "merge_disjoint", "negative_zeros", "redraw_zeros", "set_signs"]
+    "merge_disjoint",
+    "negative_zeros",
+    "redraw_zeros",
+    "set_signs",
+]

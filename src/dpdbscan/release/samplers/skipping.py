@@ -464,7 +464,9 @@ def geometric(
     live = np.flatnonzero(~beyond)
     digits = [(lay.o_top, h[live])]
     if live.size:  # the low digits' tables are built only when needed
-        digits += [(o, _get_digit(tail, o, w, False).sample(source, live.size, compiled)) for o, w in lay.chunks]
+        digits += [
+            (o, _get_digit(tail, o, w, False).sample(source, live.size, compiled)) for o, w in lay.chunks
+        ]
     if small:
         g = np.full(n, limit, dtype=np.int64)
         gl = np.zeros(live.size, dtype=np.int64)
