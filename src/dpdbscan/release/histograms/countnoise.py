@@ -59,13 +59,14 @@ class DiscreteLaplace:
             raise ValueError(f"the exact tail needs theta >= 0, got theta={theta!r}")
         return TailProbability.discrete(self.fraction, theta)
 
-    def sample_tail(self, source: Source, n: int, theta: float) -> np.ndarray:
-        """Z conditioned on Z >= theta (theta >= 0): theta + Geometric, exactly."""
+    def sample_tail(self, source: Source, n: int, theta: float, compiled: bool = False) -> np.ndarray:
+        """Z conditioned on Z >= theta (theta >= 0): theta + Geometric, exactly.
+        ``compiled``: the geometric's rounds compiled, the same words and values."""
         k = math.ceil(theta)
         if k < 0:
             # below 0 the conditional law is not theta + Geometric
             raise ValueError(f"the discrete tail sampler needs theta >= 0, got theta={theta!r}")
-        return k + _random.discrete_geometric(source, int(n), self.fraction)
+        return k + _random.discrete_geometric(source, int(n), self.fraction, compiled)
 
 
 class ContinuousLaplace:
@@ -212,6 +213,35 @@ def compiled_noise(grid: Grid) -> bool:
     return grid.d == 3 and grid.n_cells >= COMPILED_NOISE_CELLS_3D
 
 
+#: The expected number of empty cells a sparse release selects (public: its
+#: cells times P(Z >= theta)) from which, from :data:`COMPILED_NOISE_FROM_D`
+#: up, their positions and values are drawn with compiled steps
+#: (:func:`compiled_tail`)
+COMPILED_TAIL_CELLS = 1 << 16
+
+
+def compiled_tail(grid: Grid, noise: Noise, theta: float) -> bool:
+    """Whether a sparse release on ``grid`` draws the empty cells it
+    releases (each with probability P(Z >= ``theta``)) through compiled steps: the
+    geometric gaps' digits (:func:`~dpdbscan.release.samplers.skipping.bernoulli_positions`)
+    and, for discrete Laplace noise, the tail values' rounds
+    (:func:`tail_values`): the same words and the same release, in less
+    CPU. From 4-D up, where the density test loads numba anyway, and many
+    expected cells (public sizes only)."""
+    if grid.d < COMPILED_NOISE_FROM_D or not theta >= 0:
+        return False
+    return grid.n_cells * noise.tail(theta) >= COMPILED_TAIL_CELLS
+
+
+def tail_values(noise: Noise, source: Source, n: int, theta: float, compiled: bool) -> np.ndarray:
+    """``noise.sample_tail(source, n, theta)``, the values of the empty
+    cells a sparse release selects, through the compiled rounds with
+    ``compiled`` (discrete Laplace): the same values from the same words."""
+    if compiled and isinstance(noise, DiscreteLaplace):
+        return noise.sample_tail(source, n, theta, compiled=True)
+    return noise.sample_tail(source, n, theta)
+
+
 def dense_noise(noise: Noise, source: Source, grid: Grid) -> np.ndarray:
     """``noise.sample(source, grid.n_cells)``, the noise of every cell of a
     dense release, through the compiled rounds where :func:`compiled_noise`
@@ -246,7 +276,9 @@ __all__ = [
     "DiscreteGaussian",
     "Noise",
     "compiled_noise",
+    "compiled_tail",
     "dense_noise",
     "noise_at",
+    "tail_values",
     "noise_of",
 ]

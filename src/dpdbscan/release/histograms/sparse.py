@@ -36,7 +36,7 @@ from ...cells.histogram import NoisyHistogram
 from ..backends.base import CellCounts
 from ..samplers import skipping as _bernoulli
 from ..samplers.integers import Source
-from .countnoise import Noise
+from .countnoise import Noise, compiled_tail, tail_values
 
 _INT_SAFE = 1 << 62
 
@@ -75,7 +75,7 @@ def linear_to_coords(shape: tuple[int, ...], positions: Sequence[int] | np.ndarr
 
 
 def released_empty_cells(
-    grid: Grid, occupied_keys: np.ndarray, noise: Noise, theta: float, source: Source
+    grid: Grid, occupied_keys: np.ndarray, noise: Noise, theta: float, source: Source, compiled: bool = False
 ) -> np.ndarray:
     """Sorted keys of the empty cells released above ``theta``: each empty
     cell independently with probability P(Z >= theta), exactly.
@@ -83,7 +83,8 @@ def released_empty_cells(
     ``occupied_keys`` must be sorted. Every cell of the universe is selected
     by an exact Bernoulli process over the linear indices and the occupied
     ones are dropped; row-major order is key order, so the keys come out
-    sorted.
+    sorted. ``compiled``: the gaps drawn through compiled steps
+    (:func:`.countnoise.compiled_tail`), the same words and cells.
     """
     tail = noise.exact_tail(theta)
     positions: np.ndarray | list[int]
@@ -92,9 +93,16 @@ def released_empty_cells(
             return np.empty(0, dtype=grid.key_dtype)
         positions = np.arange(grid.n_cells, dtype=np.int64)
     else:
-        positions = _bernoulli.bernoulli_positions(source, grid.n_cells, tail)
+        positions = _bernoulli.bernoulli_positions(source, grid.n_cells, tail, compiled)
     if len(positions) == 0:
         return np.empty(0, dtype=grid.key_dtype)
+    if compiled and isinstance(positions, np.ndarray) and not grid.wide:
+        # lazy: numba loads only where a fit loads it anyway (countnoise.compiled_tail)
+        from ..samplers.noiserounds import empty_cell_keys
+
+        shape = np.asarray(grid.shape, dtype=np.int64)
+        strides = np.array([grid.key_delta(e) for e in np.eye(grid.d, dtype=np.int64)], dtype=np.int64)
+        return empty_cell_keys(positions, shape, strides, grid.reach, occupied_keys)
     if isinstance(positions, np.ndarray) and not grid.wide:
         keys = grid.keys_of_positions(positions)
     else:
@@ -151,14 +159,21 @@ def sparse_histogram(
     keep = noisy >= theta
     rel_keys, rel_vals = keys[keep], noisy[keep]
 
-    empty_keys = released_empty_cells(grid, keys, noise, theta, source)
+    compiled = compiled_tail(grid, noise, theta)
+    empty_keys = released_empty_cells(grid, keys, noise, theta, source, compiled)
     m = empty_keys.size
-    empty_vals = noise.sample_tail(source, m, theta)
+    empty_vals = tail_values(noise, source, m, theta, compiled)
     if not noise.integer:
         empty_vals = empty_vals.astype(np.float64)
 
     # canonical (sorted) order reveals nothing: merge the two sorted parts
-    all_keys, all_vals = _merge_sorted(rel_keys, empty_keys, (rel_vals, empty_vals))
+    if compiled and not grid.wide and rel_vals.dtype == empty_vals.dtype:
+        # lazy: numba loads only where a fit loads it anyway (countnoise.compiled_tail)
+        from ..samplers.noiserounds import merge_disjoint
+
+        all_keys, all_vals = merge_disjoint(rel_keys, rel_vals, empty_keys, empty_vals)
+    else:
+        all_keys, all_vals = _merge_sorted(rel_keys, empty_keys, (rel_vals, empty_vals))
     return NoisyHistogram(
         grid=grid,
         kind="sparse",

@@ -314,10 +314,22 @@ class _Digit:
             self._exact[key] = self._floors([level], K)[0]
         return self._exact[key]
 
-    def sample(self, source, n: int) -> np.ndarray:
-        """``n`` outcomes (int64): 0 .. m - 1, and m for overflow (top digit)."""
-        words = source.raw((n + 1) // 2).view(np.uint32)[:n].astype(np.uint64)
-        R = words >> np.uint64(32 - self.fast_bits)
+    def sample(self, source, n: int, compiled: bool = False) -> np.ndarray:
+        """``n`` outcomes (int64): 0 .. m - 1, and m for overflow (top digit).
+        ``compiled``: the fast step in one compiled pass
+        (:func:`.noiserounds.digit_outcomes`), the same words and outcomes."""
+        words = source.raw((n + 1) // 2).view(np.uint32)[:n]
+        if compiled:
+            # lazy: numba loads only where a fit loads it anyway (countnoise.compiled_tail)
+            from .noiserounds import digit_outcomes
+
+            D, tie = digit_outcomes(
+                words, 32 - self.fast_bits, self.fast, self.guide, self.guide_next, self.shift
+            )
+            for i in np.flatnonzero(tie):
+                D[i] = self._resolve(source, int(words[i] >> (32 - self.fast_bits)), int(D[i]))
+            return D
+        R = words.astype(np.uint64) >> np.uint64(32 - self.fast_bits)
         T = self.fast
         # D = #{l : T_l < R}: start from the guide (all l below it qualify),
         # then step over the few thresholds left in R's guide interval
@@ -420,13 +432,14 @@ def _geometric_half(source, n: int, limit: int) -> tuple[np.ndarray, np.ndarray]
 
 
 def geometric(
-    source: Source, n: int, tail: ExactProbability, limit: int = 1 << 62
+    source: Source, n: int, tail: ExactProbability, limit: int = 1 << 62, compiled: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """``n`` exact samples of G >= 0 with P(G >= g) = (1 - p)^g, capped at ``limit``.
 
     Returns ``(g, beyond)``: ``beyond[i]`` tells that ``G_i >= limit`` (its
     value is then not computed and ``g[i]`` is ``limit``). ``g`` is int64 when
-    ``limit <= 2^62``, else an object array of Python ints.
+    ``limit <= 2^62``, else an object array of Python ints. ``compiled``:
+    the digits' fast step compiled (:meth:`_Digit.sample`), the same samples.
     """
     n, limit = int(n), int(limit)
     if tail.is_half:
@@ -435,11 +448,11 @@ def geometric(
     lay = _Layout(tail, limit)
     top = _get_digit(tail, lay.o_top, lay.w_top, True)
     h_cap = -(-limit // (1 << lay.o_top))  # H >= h_cap means G >= limit
-    h = top.sample(source, n)
+    h = top.sample(source, n, compiled)
     pending = np.flatnonzero(h == top.m)
     while pending.size:  # H >= h[i]: memoryless, H - h[i] is again geometric
         pending = pending[h[pending] < h_cap]
-        d = top.sample(source, pending.size)
+        d = top.sample(source, pending.size, compiled)
         h[pending] += d
         pending = pending[d == top.m]
     beyond = h >= h_cap
@@ -451,7 +464,9 @@ def geometric(
     live = np.flatnonzero(~beyond)
     digits = [(lay.o_top, h[live])]
     if live.size:  # the low digits' tables are built only when needed
-        digits += [(o, _get_digit(tail, o, w, False).sample(source, live.size)) for o, w in lay.chunks]
+        digits += [
+            (o, _get_digit(tail, o, w, False).sample(source, live.size, compiled)) for o, w in lay.chunks
+        ]
     if small:
         g = np.full(n, limit, dtype=np.int64)
         gl = np.zeros(live.size, dtype=np.int64)
@@ -490,13 +505,17 @@ def _python_ints(digits, n: int) -> np.ndarray:
     return out
 
 
-def bernoulli_positions(source: Source, n_trials: int, tail: ExactProbability) -> np.ndarray | list[int]:
+def bernoulli_positions(
+    source: Source, n_trials: int, tail: ExactProbability, compiled: bool = False
+) -> np.ndarray | list[int]:
     """Sorted indices of the successes among ``n_trials`` i.i.d. Bernoulli(p)
     trials, exactly: the gaps between successes are i.i.d. Geometric(p).
 
     Returns an int64 array when ``n_trials <= 2^62``, else a list of Python
     ints. Gaps are drawn in batches sized from the expected count (public:
     ``n_trials`` and p); a gap that reaches past the last trial ends it.
+    ``compiled``: the gaps' digits through compiled steps (:func:`geometric`),
+    the same words and positions.
     """
     N = int(n_trials)
     small = N <= 1 << 62
@@ -506,8 +525,17 @@ def bernoulli_positions(source: Source, n_trials: int, tail: ExactProbability) -
     while last < N - 1:
         mean = (N - 1 - last) * p
         batch = int(min(mean + 6.0 * math.sqrt(mean) + 16.0, _MAX_BATCH))
-        g, _ = geometric(source, batch, tail, limit=N)  # G >= N is reported as N
-        if small:
+        g, _ = geometric(source, batch, tail, limit=N, compiled=compiled)  # G >= N is reported as N
+        if small and compiled:
+            # lazy: numba loads only where a fit loads it anyway (countnoise.compiled_tail)
+            from .noiserounds import gap_positions
+
+            pos = gap_positions(g, last, N)
+            parts.append(pos)
+            if pos.size < batch:
+                break
+            last = int(pos[-1])
+        elif small:
             pos = np.cumsum((g + 1).astype(np.uint64)) + np.uint64(last + 1)
             # increments are <= 2^62 + 1, so the sum cannot wrap before passing N
             stop = np.flatnonzero(pos >= np.uint64(N + 1))

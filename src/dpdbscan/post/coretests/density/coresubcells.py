@@ -724,8 +724,13 @@ def _occupied_cells(hist: NoisyHistogram, cut: float):
         flat = hist.values.ravel()
         idx = np.flatnonzero(flat >= cut)  # row-major: sorted by key
         return _keys_of_flat(grid, idx), flat[idx]
-    sel = hist.values >= cut
-    return hist.released_keys[sel], hist.values[sel]
+    values = hist.values
+    if values.size and values.min() >= cut:
+        # every released cell (a sparse release's values are >= theta, and
+        # the cut is often below it: 737k cells in 4-D), not copied
+        return hist.released_keys, values
+    sel = values >= cut
+    return hist.released_keys[sel], values[sel]
 
 
 def _candidates(hist: NoisyHistogram, weights: BallWeights, threshold: float) -> np.ndarray:
