@@ -38,6 +38,7 @@ from .params.specs import ReleaseSpec, SpanSpec
 from .plan.autoplan import (
     PLACE_JAM_SHARE,
     PLACE_MIN_RUNGS,
+    PLACE_OWN_NEAR,
     PLACE_OWN_SDS,
     PLACE_OWN_SHARE,
     PLACE_PEAK_RANK,
@@ -380,6 +381,7 @@ def _auto_model(
                 if PLACE_OWN_SHARE is not None:
                     record["own_share"] = float(PLACE_OWN_SHARE)
                     record["own_sds"] = float(PLACE_OWN_SDS)
+                    record["own_near"] = float(PLACE_OWN_NEAR)
                     record["own_left_out"] = int(sel.own_left_out)
             for lv, s in zip(record["levels"], sel.spans):
                 lv["fits"] = bool(s.fits)

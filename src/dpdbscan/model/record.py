@@ -29,6 +29,7 @@ from ..geometry.outlines import Outlines, outlines
 from ..laws.noise import shown_count
 from ..params.specs import ReleaseInfo, SpanSpec
 from ..params.validation import check_array
+from ..post import levelsearch
 from ..post.coretests import Spans, core_test
 from .predict import (
     degrees_given,
@@ -207,10 +208,13 @@ def occupied_border(model: SpanModel, keys: np.ndarray) -> np.ndarray:
 def own_border(model: SpanModel, keys: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Which of the region cells ``keys`` (sorted span-grid keys, of spans
     ``labels``) stay with ``border_cells="own"`` (the automatic place mode):
-    the core cells, and the border cells whose cell of the release is not
-    under ``auto["own_share"]`` of their span's busiest core cell by more
-    than ``auto["own_sds"]`` noise standard deviations, the rule its core
-    sub-cells were kept by (:func:`dpdbscan.post.levelsearch.own_cells`).
+    the core cells, those within ``auto["own_near"]`` release cell widths
+    of a core centre (a place's units may lie anywhere in its cells, and a
+    cell's edge is no edge of the place), and the border cells whose cell of
+    the release is not under ``auto["own_share"]`` of their span's busiest
+    core cell by more than ``auto["own_sds"]`` noise standard deviations,
+    the rule its core sub-cells were kept by
+    (:func:`dpdbscan.post.levelsearch.own_cells`).
 
     Why: a place's span reaches eps beyond its core, and beside a busy place
     that is the road its units pass (a synthetic week of 10,000 taxis: 8 of
@@ -224,14 +228,15 @@ def own_border(model: SpanModel, keys: np.ndarray, labels: np.ndarray) -> np.nda
         )
     if a.get("own_share") is None:
         return np.ones(keys.size, dtype=bool)  # no rule recorded: every cell within the radius
-    # lazy: post.levelsearch holds the rule; the model module is imported before it
-    from ..post import levelsearch
-
     k = model.spec.subcells
     peak = levelsearch.span_peaks(
         levelsearch.own_counts(hist, model.grid, model.core_keys, k), model.labels, model.n_spans
     )
     core = np.isin(keys, model.core_keys, assume_unique=True)
+    near = float(a.get("own_near", 0.0)) * float(hist.grid.width)
+    if near > 0:
+        to = core_test(model.spec.core).predict_to
+        core |= np.isin(keys, span_regions(model.grid, model.core_keys, model.labels, near, to)[0])
     own = levelsearch.own_counts(hist, model.grid, keys, k)
     share, sds = float(a["own_share"]), float(a.get("own_sds", 0.0))
     return core | levelsearch.own_keep(hist, own, peak[labels], share, sds)

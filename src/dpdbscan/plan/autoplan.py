@@ -114,6 +114,13 @@ PLACE_OWN_SHARE: float | None = 0.2
 #: out: where the busiest cell is not far above the noise (fleets of
 #: hundreds, full Cabs) nothing is.
 PLACE_OWN_SDS = 3.0
+#: With :data:`PLACE_OWN_SHARE`, a border cell within this many release
+#: cell widths of a core sub-cell's centre that stays is drawn whatever its
+#: count: a place's units may lie anywhere in its cells, and a cell's edge
+#: is no edge of the place (a synthetic week of 2,000 taxis: two of the
+#: top-20 stop cells lay in cells of 46 and 78 taxis beside one of 1,866,
+#: their stops across the cells' edge; docs/places.md section 6).
+PLACE_OWN_NEAR = 0.5
 
 
 @dataclass(frozen=True)
@@ -283,4 +290,5 @@ __all__ = [
     "PLACE_JAM_SHARE",
     "PLACE_OWN_SHARE",
     "PLACE_OWN_SDS",
+    "PLACE_OWN_NEAR",
 ]
