@@ -391,7 +391,9 @@ def test_a_place_is_drawn_over_its_own_units_not_the_road_beside_it(monkeypatch)
     road = np.c_[4.2 + rng.normal(0, 0.01, 400), rng.uniform(4.0, 6.0, 400)]
     other = rng.normal((2.0, 8.0), 0.02, (n // 2, 2))
     X = BOUNDS[:2] + np.vstack([place, road, other]) / KM
-    U = np.concatenate([np.arange(n), rng.choice(2 * n, 400, replace=False), rng.choice(2 * n, n // 2, replace=False)])
+    U = np.concatenate(
+        [np.arange(n), rng.choice(2 * n, 400, replace=False), rng.choice(2 * n, n // 2, replace=False)]
+    )
     kw = dict(units=U, max_cells_per_unit=1, bounds=BOUNDS, eps="auto", min_samples="auto", epsilon=1.0)
     kw.update(delta=1e-6, random_state=0)
     with warnings.catch_warnings():
@@ -424,7 +426,9 @@ def test_a_place_is_drawn_over_its_own_units_not_the_road_beside_it(monkeypatch)
         noise_sds=a.get("noise_sds"),
     )
     full = levels.select_levels(m.histogram, m.spec, (), **place_kw)
-    own = levels.select_levels(m.histogram, m.spec, (), own_share=a["own_share"], own_sds=a["own_sds"], **place_kw)
+    own = levels.select_levels(
+        m.histogram, m.spec, (), own_share=a["own_share"], own_sds=a["own_sds"], **place_kw
+    )
     assert own.n_spans == full.n_spans and own.own_left_out == a["own_left_out"]
     gone = ~np.isin(full.core_keys, own.core_keys)
     assert np.isin(own.core_keys, full.core_keys).all() and gone.sum() == own.own_left_out

@@ -328,7 +328,8 @@ def _model_from_dict(data: dict) -> SpanModel:
     )
     _need(
         spec.border_cells == "any" or hist is not None,
-        f"params.border_cells {spec.border_cells!r} needs the model's histogram, which the file does not hold",
+        f"params.border_cells {spec.border_cells!r} needs the model's histogram, which the file does "
+        "not hold",
     )
     fit = _release(data.get("release"), alpha, eta, spec.min_samples)
     release = _release_info(priv, data.get("theta"), hgrid, kind, fit)

@@ -159,10 +159,10 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
     left = int(a.get("own_left_out", 0))
     if a.get("own_share") and left:
         out.append(
-            f"            each span drawn over its own units: {left} core sub-cell(s) left out whose own noisy "
-            f"count lay under {100 * float(a['own_share']):g}% of their span's busiest cell by more than "
-            f"{float(a.get('own_sds', 0.0)):g} noise standard deviations (cells beside a busy place are core "
-            "through the place's units within eps, not their own: the road beside a station)"
+            f"            each span drawn over its own units: {left} core sub-cell(s) left out whose own "
+            f"noisy count lay under {100 * float(a['own_share']):g}% of their span's busiest cell by more "
+            f"than {float(a.get('own_sds', 0.0)):g} noise standard deviations (cells beside a busy place are "
+            "core through the place's units within eps, not their own: the road beside a station)"
         )
     if pieces:
         out.append(

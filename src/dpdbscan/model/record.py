@@ -116,7 +116,11 @@ class SpanModel:
         note = outside_note(self.grid, X)
         if note:
             warnings.warn(note, PrivateNoteWarning, stacklevel=2)
-        if "_regions" not in self.__dict__ and not regions_are_cheap(self.grid) and self.spec.border_cells != "own":
+        if (
+            "_regions" not in self.__dict__
+            and not regions_are_cheap(self.grid)
+            and self.spec.border_cells != "own"
+        ):
             # the points' cells alone: the same labels as the regions' (which
             # in high dimension hold millions of cells per core cell)
             to = core_test(self.spec.core).predict_to
@@ -158,7 +162,9 @@ class SpanModel:
             keys, labels = span_regions(self.grid, self.core_keys, self.labels, self.spec.border, to)
         if self.spec.border_cells == "any":
             return keys, labels
-        keep = own_border(self, keys, labels) if self.spec.border_cells == "own" else occupied_border(self, keys)
+        keep = (
+            own_border(self, keys, labels) if self.spec.border_cells == "own" else occupied_border(self, keys)
+        )
         return keys[keep], labels[keep]
 
     def outlines(self) -> Outlines:
@@ -224,7 +230,8 @@ def own_border(model: SpanModel, keys: np.ndarray, labels: np.ndarray) -> np.nda
     hist, a = model.histogram, model.auto or {}
     if hist is None:
         raise ValueError(
-            "this model's border cells are those of its spans' own units, and it has no histogram to read them from"
+            "this model's border cells are those of its spans' own units, and it has no histogram to "
+            "read them from"
         )
     if a.get("own_share") is None:
         return np.ones(keys.size, dtype=bool)  # no rule recorded: every cell within the radius
