@@ -105,7 +105,7 @@ PLACE_JAM_SHARE: float | None = 0.1
 #: their eps-ball holds the place, not their own units: synthetic weeks of
 #: 5,000 and 10,000 taxis' stops, road cells that 3,500-9,400 taxis pass and
 #: 25-150 stop in, 1-8% of the station's cell (docs/places.md section 6).
-#: A place's own cells that are core hold 18-100% of their span's busiest
+#: A place's own cells that are core hold 26-100% of their span's busiest
 #: (full Cabs' top-20 stop cells). A public prior, like
 #: :data:`PLACE_PEAK_SHARE`; None: every core sub-cell.
 PLACE_OWN_SHARE: float | None = 0.2

@@ -1184,9 +1184,10 @@ def own_cells(sel: LevelSpans, hist: NoisyHistogram, k: int, share: float, sds: 
     holds thousands) are core through the station's mass, and the span,
     drawn eps beyond its core, reaches the road. Their own counts are a
     few per cent of the station's; a place's own cells are not (full
-    Cabs: the top-20 stop cells that are core hold 0.18-1 of their span's
-    busiest, docs/places.md section 6). The border (eps around the core
-    sub-cells that stay) is unchanged. Every sub-cell left is core at its
+    Cabs: the top-20 stop cells that are core hold 0.26-1 of their span's
+    busiest, docs/places.md section 6). The model draws its border by the
+    same rule (``border_cells="own"``, :func:`dpdbscan.model.record.own_border`).
+    Every sub-cell left is core at its
     span's level, so each span still lies in the span of the density test
     there (its guarantee). Post-processing: the released counts and the
     public noise law."""
