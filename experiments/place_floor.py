@@ -79,6 +79,9 @@ def rebuilt(
         per_unit=research.levels_unit_mass(model.release.units),
         # the significance the fit took (models before it: the share alone)
         noise_sds=a.get("noise_sds"),
+        # drawn over their own units as the fit drew them (models before it: every core sub-cell)
+        own_share=a.get("own_share"),
+        own_sds=float(a.get("own_sds", 0.0)),
     )
     test = research.core_test(spec.core)
     h = hist.on_grid(hist.grid.at_eps(sel.eps))
@@ -86,6 +89,8 @@ def rebuilt(
     spec2 = replace(spec, min_samples=m, border=float(test.border_at(spec.border, model.grid.eps, sel.eps)))
     keys = h.grid.subdivided(spec2.subcells).encode(sel.grid.decode(sel.core_keys))
     record = {**a, **research.levels_record(sel), "peak_share": share, "peak_rank": rank}
+    if "own_share" in a:
+        record["own_left_out"] = int(sel.own_left_out)
     record.pop("min_rungs", None)
     record.pop("jam_share", None)
     record.pop("fleet_floor", None)

@@ -38,6 +38,9 @@ from .params.specs import ReleaseSpec, SpanSpec
 from .plan.autoplan import (
     PLACE_JAM_SHARE,
     PLACE_MIN_RUNGS,
+    PLACE_OWN_NEAR,
+    PLACE_OWN_SDS,
+    PLACE_OWN_SHARE,
     PLACE_PEAK_RANK,
     PLACE_PEAK_SHARE,
     Plan,
@@ -367,6 +370,8 @@ def _auto_model(
                 min_rungs=PLACE_MIN_RUNGS if peak is not None else 1,
                 jam_share=PLACE_JAM_SHARE if peak is not None else None,
                 per_unit=levelsearch.unit_mass(r.release.units),
+                own_share=PLACE_OWN_SHARE if peak is not None else None,
+                own_sds=PLACE_OWN_SDS,
             )
         ladder = levelsearch.ladder(hist)
         alpha = sel.eps
@@ -398,6 +403,11 @@ def _auto_model(
                     record["min_rungs"] = PLACE_MIN_RUNGS
                 if PLACE_JAM_SHARE is not None:
                     record["jam_share"] = float(PLACE_JAM_SHARE)
+                if PLACE_OWN_SHARE is not None:
+                    record["own_share"] = float(PLACE_OWN_SHARE)
+                    record["own_sds"] = float(PLACE_OWN_SDS)
+                    record["own_near"] = float(PLACE_OWN_NEAR)
+                    record["own_left_out"] = int(sel.own_left_out)
             for lv, s in zip(record["levels"], sel.spans):
                 lv["fits"] = bool(s.fits)
                 lv["piece"] = bool(s.piece)
@@ -418,6 +428,9 @@ def _auto_model(
     if p["border"] != "auto":
         border = spec.border
     spec = replace(spec, min_samples=m, border=float(border))
+    if "own_share" in record:
+        # the border drawn over the spans' own units too (model.record.own_border)
+        spec = replace(spec, border_cells="own")
     h = hist.on_grid(hist.grid.at_eps(alpha))
     # the spans the choice already has: the level selection's, or the flat
     # cut's sweep's at the chosen (eps, MinPts) where it was on the same

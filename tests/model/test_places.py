@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dpdbscan import DPDBSCAN, fit_lonlat, predict_lonlat
+from dpdbscan import DPDBSCAN, fit_lonlat, pipeline, predict_lonlat
 from dpdbscan.cells.grid import Grid
 from dpdbscan.geometry.projection import Equirectangular
 from dpdbscan.model import summary
@@ -376,6 +376,66 @@ def test_person_level_places_are_dense_relative_to_the_densest():
         warnings.simplefilter("ignore")
         e = fit_lonlat(X, **kw)
     assert "peak_share" not in e.auto
+
+
+def test_a_place_is_drawn_over_its_own_units_not_the_road_beside_it(monkeypatch):
+    """A road 200 m beside a place that 4,000 units stop at, where a tenth as
+    many stop along 2 km: the road's cells beside the place are core (their
+    eps-ball holds the place) and the span, drawn eps beyond its core,
+    reaches the road. Drawn over its own units (levelsearch.own_cells and
+    border_cells="own", from the same release) it stops short of the road;
+    both places stay, and the sub-cells left out are those the rule names."""
+    rng = np.random.default_rng(5)
+    n = 4000
+    place = rng.normal((4.0, 5.0), 0.015, (n, 2))
+    road = np.c_[4.2 + rng.normal(0, 0.01, 400), rng.uniform(4.0, 6.0, 400)]
+    other = rng.normal((2.0, 8.0), 0.02, (n // 2, 2))
+    X = BOUNDS[:2] + np.vstack([place, road, other]) / KM
+    U = np.concatenate(
+        [np.arange(n), rng.choice(2 * n, 400, replace=False), rng.choice(2 * n, n // 2, replace=False)]
+    )
+    kw = dict(units=U, max_cells_per_unit=1, bounds=BOUNDS, eps="auto", min_samples="auto", epsilon=1.0)
+    kw.update(delta=1e-6, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = fit_lonlat(X, **kw)
+        monkeypatch.setattr(pipeline, "PLACE_OWN_SHARE", None)
+        every = fit_lonlat(X, **kw)
+    a = m.auto
+    assert (a["own_share"], a["own_sds"], a["own_near"]) == (
+        autoplan.PLACE_OWN_SHARE,
+        autoplan.PLACE_OWN_SDS,
+        autoplan.PLACE_OWN_NEAR,
+    )
+    assert m.spec.border_cells == "own" and every.spec.border_cells == "any" and "own_share" not in every.auto
+    assert np.array_equal(m.histogram.values, every.histogram.values)  # one release, two drawings
+    km = np.array([(4.0, 5.0), (2.0, 8.0), (4.2, 5.0), (4.25, 5.0), (4.2, 5.2)])
+    drawn, before = (np.asarray(predict_lonlat(x, BOUNDS[:2] + km / KM)) for x in (m, every))
+    assert (drawn[:2] >= 0).all() and (before[:2] >= 0).all() and drawn[0] != drawn[1]
+    assert (before[2:] == before[0]).all() and (drawn[2:] == -1).all()  # the road beside the place
+    assert "drawn over its own units" in summary(m) and a["own_left_out"] > 0
+    # the selection's sub-cells: those of the spans without the rule, less the ones it names
+    place_kw = dict(
+        alpha=a["eps"],
+        max_extent=a["max_extent"],
+        peak_share=a["peak_share"],
+        peak_rank=a["peak_rank"],
+        min_rungs=a.get("min_rungs", 1),
+        jam_share=a.get("jam_share"),
+        per_unit=levels.unit_mass(m.release.units),
+        noise_sds=a.get("noise_sds"),
+    )
+    full = levels.select_levels(m.histogram, m.spec, (), **place_kw)
+    own = levels.select_levels(
+        m.histogram, m.spec, (), own_share=a["own_share"], own_sds=a["own_sds"], **place_kw
+    )
+    assert own.n_spans == full.n_spans and own.own_left_out == a["own_left_out"]
+    gone = ~np.isin(full.core_keys, own.core_keys)
+    assert np.isin(own.core_keys, full.core_keys).all() and gone.sum() == own.own_left_out
+    counts = levels.own_counts(m.histogram, full.grid, full.core_keys, m.spec.subcells)
+    peak = levels.span_peaks(counts, full.labels, full.n_spans)[full.labels]
+    sigma = np.sqrt(levels.noise_variance(m.histogram.noise, m.histogram.scale))
+    assert np.array_equal(gone, counts + a["own_sds"] * sigma < a["own_share"] * peak)
 
 
 def test_a_small_place_counted_in_units_is_significant_above_the_noise():

@@ -225,6 +225,8 @@ def test_the_saved_models_cover_the_schema_s_variants(saved):
         "auto": any("auto" in d for d in docs),
         "selection": {d["auto"].get("selection") for d in docs if "auto" in d},
         "share of the total": any(d.get("auto", {}).get("share_of") == "total" for d in docs),
+        "border cells": {d["params"].get("border_cells", "any") for d in docs},
+        "drawn over own units": any("own_share" in d.get("auto", {}) for d in docs),
         "levels with spans": any(
             d.get("auto", {}).get("levels") and d["guarantee"].get("levels") for d in docs
         ),
@@ -243,6 +245,7 @@ def test_the_saved_models_cover_the_schema_s_variants(saved):
     assert {"<i4", "<f8"} <= seen["values dtype"]
     assert seen["projection"] >= 3 and seen["dimensions"] == {1, 2, 3}
     assert seen["selection"] == {"levels", "flat"}
+    assert seen["border cells"] == {"any", "occupied", "own"}
     assert all(v for k, v in seen.items() if isinstance(v, bool))
 
 

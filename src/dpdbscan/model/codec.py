@@ -37,7 +37,7 @@ HISTOGRAM_KINDS = ("dense", "sparse", "stability")
 #: Noises a release file may name (exact counts are for the tests only).
 NOISE_KINDS = ("discrete", "laplace", "gaussian")
 #: Which cells within the border radius join a span (:class:`SpanSpec`).
-BORDER_CELLS = ("any", "occupied")
+BORDER_CELLS = ("any", "occupied", "own")
 
 
 # --------------------------------------------------------------------------- #
@@ -118,9 +118,9 @@ def _document(model: SpanModel, include_histogram: bool, span_list: Any) -> dict
         out["auto"] = dict(model.auto)
     if include_histogram and model.histogram is not None:
         out["histogram"] = histogram_to_dict(model.histogram)
-    elif spec.border_cells == "occupied":
+    elif spec.border_cells != "any":
         raise ValueError(
-            "this model's border cells are those the release shows holding points: it reads the noisy "
+            "this model's border cells are chosen by the release's noisy counts: it reads the noisy "
             "histogram, so the model must be saved with it (include_histogram=True)"
         )
     return out
@@ -328,7 +328,8 @@ def _model_from_dict(data: dict) -> SpanModel:
     )
     _need(
         spec.border_cells == "any" or hist is not None,
-        "params.border_cells 'occupied' needs the model's histogram, which the file does not hold",
+        f"params.border_cells {spec.border_cells!r} needs the model's histogram, which the file does "
+        "not hold",
     )
     fit = _release(data.get("release"), alpha, eta, spec.min_samples)
     release = _release_info(priv, data.get("theta"), hgrid, kind, fit)

@@ -448,6 +448,13 @@ def border_cells_words(model: SpanModel) -> str:
     cells that show points join as border (``border_cells="occupied"``),
     else ""."""
     h = model.histogram
+    a = model.auto or {}
+    if model.spec.border_cells == "own" and h is not None and a.get("own_share") is not None:
+        return (
+            f"where their own noisy count is not under {100 * float(a['own_share']):g}% of the span's "
+            f"busiest cell by more than {float(a.get('own_sds', 0.0)):g} noise standard deviations "
+            f"(or within {float(a.get('own_near', 0.0)):g} cell of a core centre) "
+        )
     if model.spec.border_cells != "occupied" or h is None:
         return ""
     t = shown_count(h.noise, h.scale)

@@ -156,6 +156,14 @@ def place_lines(a: Mapping[str, Any]) -> list[str]:
                 f"ladder (to {2 ** ((rungs - 1) / 2):g}x that MinPts): a place stands out over several "
                 "levels, a busy road's jams vanish within a level or two of where the tree starts"
             )
+    left = int(a.get("own_left_out", 0))
+    if a.get("own_share") and left:
+        out.append(
+            f"            each span drawn over its own units: {left} core sub-cell(s) left out whose own "
+            f"noisy count lay under {100 * float(a['own_share']):g}% of their span's busiest cell by more "
+            f"than {float(a.get('own_sds', 0.0)):g} noise standard deviations (cells beside a busy place are "
+            "core through the place's units within eps, not their own: the road beside a station)"
+        )
     if pieces:
         out.append(
             f"            {pieces} span(s) are such pieces of a district (a larger cluster, with or "
@@ -247,6 +255,9 @@ def alternative(model: SpanModel) -> SpanModel | None:
             # models saved before it: the share alone
             noise_sds=a.get("noise_sds"),
             per_unit=_levels.unit_mass(model.release.units),
+            # models saved before it: every core sub-cell drawn
+            own_share=a.get("own_share"),
+            own_sds=float(a.get("own_sds", 0.0)),
         )
 
     if runner:
@@ -277,6 +288,8 @@ def alternative(model: SpanModel) -> SpanModel | None:
         "runner_up": None,
         "close": [],
         "alternative": True,
+        # its own drawing's (absent where the fit drew every core sub-cell)
+        **({"own_left_out": int(other.own_left_out)} if a.get("own_share") else {}),
     }
     return remodel(model, h, test.spans_of(h, spec2, keys, other.labels), spec2, rec)
 

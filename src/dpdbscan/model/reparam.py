@@ -74,6 +74,9 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
         hist = hist.on_grid(grid)
         border = test.border_at(border, model.grid.eps, alpha)
     spec = replace(model.spec, min_samples=m, border=float(border))
+    if spec.border_cells == "own":
+        # the automatic place mode's drawing is its selection's; a flat cut draws every border cell
+        spec = replace(spec, border_cells="any")
     # margins that depend on the cells and alpha only are kept at the same alpha
     same = hist is model.histogram
     s = model.spans

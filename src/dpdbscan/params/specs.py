@@ -47,13 +47,15 @@ class SpanSpec:
         The core test's margin rule (see its folder in ``post/coretests``).
     border : float
         Border radius used by ``predict`` (labels only).
-    border_cells : {"any", "occupied"}
+    border_cells : {"any", "occupied", "own"}
         Which cells within the border radius join a span: ``"any"`` (every
         one, DBSCAN's rule read on the grid), or ``"occupied"``: only those
         whose cell the release shows holding points (its noisy count at
         least what the noise alone reaches with probability
         :data:`dpdbscan.laws.noise.SHOWN_LEVEL`; geographic mode, where the
-        spans are published as places).
+        spans are published as places), or ``"own"``: only those whose
+        noisy count is not far under the span's busiest cell (the automatic
+        place mode, :func:`dpdbscan.model.record.own_border`).
     raise_min_samples : bool
         Bound test: the paper's practical rule (core iff UB~ >= MinPts + tau).
     core : str

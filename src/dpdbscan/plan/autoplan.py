@@ -97,6 +97,30 @@ PLACE_MIN_RUNGS = 3
 #: spans to 6, 34 to 11; docs/places.md section 6). A prior, like
 #: :data:`PLACE_PEAK_SHARE`; None: the floor wherever it is above the margin.
 PLACE_JAM_SHARE: float | None = 0.1
+#: A person-level search for places draws each span over its own units
+#: (:func:`dpdbscan.post.levelsearch.own_cells`): a core sub-cell whose
+#: cell's noisy count is under this share of the busiest cell of its span,
+#: by more than :data:`PLACE_OWN_SDS` standard deviations of one cell's
+#: noise, is left out. Beside a busy place the road cells are core because
+#: their eps-ball holds the place, not their own units: synthetic weeks of
+#: 5,000 and 10,000 taxis' stops, road cells that 3,500-9,400 taxis pass and
+#: 25-150 stop in, 1-8% of the station's cell (docs/places.md section 6).
+#: A place's own cells that are core hold 26-100% of their span's busiest
+#: (full Cabs' top-20 stop cells). A public prior, like
+#: :data:`PLACE_PEAK_SHARE`; None: every core sub-cell.
+PLACE_OWN_SHARE: float | None = 0.2
+#: How far (in standard deviations of one cell's noise) a cell's count must
+#: lie under :data:`PLACE_OWN_SHARE` of its span's busiest before it is left
+#: out: where the busiest cell is not far above the noise (fleets of
+#: hundreds, full Cabs) nothing is.
+PLACE_OWN_SDS = 3.0
+#: With :data:`PLACE_OWN_SHARE`, a border cell within this many release
+#: cell widths of a core sub-cell's centre that stays is drawn whatever its
+#: count: a place's units may lie anywhere in its cells, and a cell's edge
+#: is no edge of the place (a synthetic week of 2,000 taxis: two of the
+#: top-20 stop cells lay in cells of 46 and 78 taxis beside one of 1,866,
+#: their stops across the cells' edge; docs/places.md section 6).
+PLACE_OWN_NEAR = 0.5
 
 
 @dataclass(frozen=True)
@@ -264,4 +288,7 @@ __all__ = [
     "PLACE_PEAK_RANK",
     "PLACE_MIN_RUNGS",
     "PLACE_JAM_SHARE",
+    "PLACE_OWN_SHARE",
+    "PLACE_OWN_SDS",
+    "PLACE_OWN_NEAR",
 ]

@@ -666,6 +666,8 @@ class LevelSpans:
         (:mod:`.ownscale`): "grown" from a span of ``eps``, or "added"
         where ``eps`` kept nothing; None for a span of ``eps``. Empty when
         every span is of ``eps``.
+    own_left_out : int
+        Core sub-cells left out of their span's drawing (:func:`own_cells`).
     """
 
     grid: Grid
@@ -679,6 +681,7 @@ class LevelSpans:
     unsure: bool
     runner_up: float | None = None
     taken: tuple = ()
+    own_left_out: int = 0
 
     alpha = renamed("alpha", "eps")
 
@@ -942,6 +945,8 @@ def select_levels(
     fleet_floor: float | None = None,
     per_unit: float = 1.0,
     noise_sds: float | None = None,
+    own_share: float | None = None,
+    own_sds: float = 0.0,
 ) -> LevelSpans:
     """Spans selected at their own levels from the release ``hist``.
     Post-processing only.
@@ -1019,6 +1024,11 @@ def select_levels(
         A span is also significant when its mass reaches this many standard
         deviations of one sub-cell's noisy mass (:func:`noise_mass`), where
         that is below ``min_share`` of the mass. None: the share alone.
+    own_share, own_sds : float, optional
+        Draw each span over its own units (:func:`own_cells`): a core
+        sub-cell whose cell's noisy count is under ``own_share`` of its
+        span's busiest cell by more than ``own_sds`` standard deviations of
+        one cell's noise is left out. None: every core sub-cell.
     """
     if not core_test(spec.core).selects_levels:
         raise ValueError("level selection needs the density test (core='density')")
@@ -1089,7 +1099,10 @@ def select_levels(
     )
     if tree.pieces:
         tree = replace(tree, pieces=standalone_pieces(tree, hist, spec, sub))
-    return finish(tree, sub, rows, len(cands), runner)
+    out = finish(tree, sub, rows, len(cands), runner)
+    if own_share is not None:
+        out = own_cells(out, hist, int(spec.subcells), own_share, own_sds)
+    return out
 
 
 def noise_mass(hist: NoisyHistogram, k: int, sds: float) -> float:
@@ -1155,6 +1168,69 @@ def standalone_pieces(tree: LevelTree, hist: NoisyHistogram, spec: SpanSpec, gri
     return tuple(out)
 
 
+def own_cells(sel: LevelSpans, hist: NoisyHistogram, k: int, share: float, sds: float) -> LevelSpans:
+    """``sel`` with each span drawn over its own units only: a core sub-cell
+    is left out when its cell's noisy count is under ``share`` of the
+    busiest cell among its span's core sub-cells by more than ``sds``
+    standard deviations of one cell's noise (count + sds sigma < share x
+    peak). The sub-cells of the busiest cell always stay, so no span is
+    lost; the spans are renumbered by smallest key (their levels with them).
+
+    Why, for places: a sub-cell is core when the noisy estimate of its
+    eps-ball reaches the threshold, and beside a busy place the ball holds
+    the place: the road cells around a station that nearly the whole fleet
+    passes and a few in a hundred of them stop in (synthetic weeks of
+    5,000 and 10,000 taxis: 25-150 taxis stopping where the station's cell
+    holds thousands) are core through the station's mass, and the span,
+    drawn eps beyond its core, reaches the road. Their own counts are a
+    few per cent of the station's; a place's own cells are not (full
+    Cabs: the top-20 stop cells that are core hold 0.26-1 of their span's
+    busiest, docs/places.md section 6). The model draws its border by the
+    same rule (``border_cells="own"``, :func:`dpdbscan.model.record.own_border`).
+    Every sub-cell left is core at its
+    span's level, so each span still lies in the span of the density test
+    there (its guarantee). Post-processing: the released counts and the
+    public noise law."""
+    if sel.core_keys.size == 0:
+        return sel
+    own = own_counts(hist, sel.grid, sel.core_keys, k)
+    keep = own_keep(hist, own, span_peaks(own, sel.labels, sel.n_spans)[sel.labels], share, sds)
+    if keep.all():
+        return sel
+    keys, old = sel.core_keys[keep], sel.labels[keep]
+    # canonical numbering again: by smallest key (keys stay sorted)
+    first = np.full(sel.n_spans, keys.size, dtype=np.int64)
+    np.minimum.at(first, old, np.arange(keys.size))
+    rank = np.empty(sel.n_spans, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(sel.n_spans)
+    spans = sorted((replace(s, span=int(rank[s.span])) for s in sel.spans), key=lambda s: s.span)
+    taken = tuple(sel.taken[i] for i in np.argsort(rank)) if sel.taken else ()
+    left = sel.own_left_out + int(keep.size - keys.size)
+    return replace(sel, core_keys=keys, labels=rank[old], spans=tuple(spans), taken=taken, own_left_out=left)
+
+
+def own_counts(hist: NoisyHistogram, grid: Grid, keys: np.ndarray, k: int) -> np.ndarray:
+    """The noisy count of the release cell of each sub-cell ``keys`` (of
+    ``grid``, ``k`` per cell along an axis)."""
+    return np.asarray(hist.value_at(hist.grid.encode(grid.decode(keys) // int(k))), dtype=np.float64)
+
+
+def span_peaks(own: np.ndarray, labels: np.ndarray, n_spans: int) -> np.ndarray:
+    """Per span, the largest of ``own`` (:func:`own_counts`) over its cells."""
+    peak = np.full(int(n_spans), -np.inf)
+    np.maximum.at(peak, labels, own)
+    return peak
+
+
+def own_keep(hist: NoisyHistogram, own: np.ndarray, peak: np.ndarray, share: float, sds: float) -> np.ndarray:
+    """Which cells of noisy counts ``own`` a span of busiest cell ``peak``
+    (per cell) draws (:func:`own_cells`): those not under ``share`` of the
+    peak by more than ``sds`` standard deviations of one cell's noise, and
+    the peak's own."""
+    sigma = math.sqrt(noise_variance(hist.noise, hist.scale))
+    return (own >= peak) | (own + float(sds) * sigma >= float(share) * peak)
+
+
 def finish(
     tree: LevelTree,
     grid: Grid,
@@ -1196,7 +1272,11 @@ def alternative(
     if tree.pieces and hist is not None and spec is not None:
         # its pieces as the selection's own: dense without the places beside them
         tree = replace(tree, pieces=standalone_pieces(tree, hist, spec, sel.grid))
-    return finish(tree, sel.grid, sel.alphas, sel.candidates)
+    out = finish(tree, sel.grid, sel.alphas, sel.candidates)
+    if kw.get("own_share") is not None and hist is not None and spec is not None:
+        # drawn over their own units, as the selection's own spans
+        out = own_cells(out, hist, int(spec.subcells), kw["own_share"], kw.get("own_sds", 0.0))
+    return out
 
 
 def level_guarantee(
@@ -1314,6 +1394,10 @@ __all__ = [
     "cut_to_fit",
     "district_pieces",
     "standalone_pieces",
+    "own_cells",
+    "own_counts",
+    "own_keep",
+    "span_peaks",
     "without_places",
     "district_hosts",
     "reselect",
