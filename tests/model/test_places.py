@@ -107,6 +107,15 @@ def test_the_summary_says_it_looked_for_places_and_why(city):
     assert pieces > 0 and f"{pieces} span(s) are such pieces of a district" in text
 
 
+def test_the_summary_says_a_geographic_eps_in_metres_or_km(city):
+    from dpdbscan.geometry.projection import format_km
+
+    m = city[1]
+    auto_line = next(line for line in summary(m).splitlines() if line.startswith("  auto    :"))
+    assert f"(eps={format_km(m.grid.eps)}," in auto_line
+    assert f"eps={m.grid.eps:g}" not in auto_line  # not the model's km as a bare number
+
+
 def test_the_summary_names_one_eps_candidate_as_the_only_one():
     from dpdbscan.model.levels import place_lines
 

@@ -255,6 +255,13 @@ def projection_of(model: object) -> Equirectangular | None:
     return None if d is None else Equirectangular.from_dict(d)
 
 
+def eps_text(model: object, value: float) -> str:
+    """A length of the span model ``model`` as its summary says it: metres
+    or km for a --geo model (:func:`format_km`, "172 m"), else the data's
+    own units (``:g``)."""
+    return format_km(value) if projection_of(model) is not None else f"{value:g}"
+
+
 def default_geo_columns(names: Sequence[str]) -> list[str] | None:
     """(lon, lat) column names when the header names them, else None."""
     lower = {str(n).lower(): n for n in names}

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..geometry.projection import format_km, projection_of
+from ..geometry.projection import eps_text, format_km, projection_of
 from ..laws.noise import shown_count
 from ..params.paramwords import grid_words, histogram_words
 from ..params.sizing import ASSUMED_N, LARGE_N, SMALL_N, sized_n
@@ -357,7 +357,7 @@ def own_eps_words(model: SpanModel, line: str) -> str:
     if not own:
         return line
     return (
-        line.replace("every span lies", f"every span at eps={model.grid.eps:g} lies", 1)
+        line.replace("every span lies", f"every span at eps={eps_text(model, model.grid.eps)} lies", 1)
         + f"; the {len(own)} span(s) at a larger eps of their own each lie within one (ratio x its eps, "
         "M*)-cluster at its own level, with the same probability (levels below)"
     )
@@ -430,14 +430,14 @@ def origin_lines(model: SpanModel) -> list[str]:
             what = f"min_samples={model.spec.min_samples}"
         return [
             f"  auto    : {chosen} chosen from the release without labels "
-            f"(eps={model.grid.eps:g}, {what}; {a.get('criterion')},"
+            f"(eps={eps_text(model, model.grid.eps)}, {what}; {a.get('criterion')},"
             f" score {a.get('score', 0):.3g}, {a.get('clusters')} cluster(s)); base release "
-            f"at eps={a.get('base_eps', rel.eps):g}, no extra budget",
+            f"at eps={eps_text(model, a.get('base_eps', rel.eps))}, no extra budget",
             *level_lines(model, guarantee(model).get("levels")),
         ]
     if rel.eps != model.grid.eps or rel.min_samples != model.spec.min_samples:
         return [
-            f"  release : made at eps={rel.eps:g}, min_samples={rel.min_samples}; "
+            f"  release : made at eps={eps_text(model, rel.eps)}, min_samples={rel.min_samples}; "
             "these spans re-parameterise it (no extra budget)"
         ]
     return []

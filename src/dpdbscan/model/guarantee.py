@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 
+from ..geometry.projection import eps_text
 from ..params.specs import UnitBound
 from ..post.coretests import core_test
 from .densitywords import place_words
@@ -48,7 +49,7 @@ def guarantee(model: SpanModel) -> dict:
         if own:
             # the all-at-once statement is at the chosen eps: not of the spans at their own
             g["statement"] = g["statement"].replace(
-                "every span lies", f"every span at eps={model.grid.eps:g} lies", 1
+                "every span lies", f"every span at eps={eps_text(model, model.grid.eps)} lies", 1
             )
         g["statement"] += levels_words(per_span, model.grid.eps)
     noun = unit_noun(model)

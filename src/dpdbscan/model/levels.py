@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ..geometry.projection import eps_text
 from ..post import levelsearch as _levels
 from ..post import ownscale
 from ..post.coretests import core_test
@@ -69,7 +70,7 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
     ms = tree.get("min_samples") or [model.spec.min_samples]
     n_eps = len(a.get("eps_candidates") or [0])
     lines = [
-        f"  levels  : {len(spans)} span(s) at eps={model.grid.eps:g}, each at its own MinPts "
+        f"  levels  : {len(spans)} span(s) at eps={eps_text(model, model.grid.eps)}, each at its own MinPts "
         f"(excess of mass over {len(ms)} MinPts {ms[0]}..{ms[-1]}"
         + (f"; eps chosen among {n_eps} by total stability" if "eps" in (a.get("chosen") or []) else "")
         + ")"
@@ -79,9 +80,9 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
         grown = sum(1 for lv in taken if lv["taken"] == "grown")
         lines.append(
             f"            {len(taken)} of them at a larger candidate eps of their own ({grown} grown from a "
-            f"span of eps={model.grid.eps:g} that held under half of its noisy mass, "
-            f"{len(taken) - grown} added where eps={model.grid.eps:g} kept nothing); predict's border "
-            "for each is its own eps"
+            f"span of eps={eps_text(model, model.grid.eps)} that held under half of its noisy mass, "
+            f"{len(taken) - grown} added where eps={eps_text(model, model.grid.eps)} kept nothing); "
+            "predict's border for each is its own eps"
         )
     lines += place_lines(a)
     for lv in sorted(spans, key=lambda lv: -lv["stability"])[:top]:
@@ -194,11 +195,11 @@ def unsure_reasons(model: SpanModel) -> list[str]:
         # (the spans of a selection can be more or fewer than its clusters)
         selects = {float(r[0]): int(r[2]) for r in a.get("eps_scores") or []}
         n, chosen = selects.get(float(runner["eps"])), selects.get(float(a.get("eps", float("nan"))))
-        words = f"eps={runner['eps']:g} scored {100 * runner['score_share']:.0f}% of the best"
+        words = f"eps={eps_text(model, runner['eps'])} scored {100 * runner['score_share']:.0f}% of the best"
         if n is not None and chosen is not None:
             words += (
-                f" and selects {_clusters(n)} where the chosen eps={float(a['eps']):g} selects "
-                f"{_clusters(chosen)}"
+                f" and selects {_clusters(n)} where the chosen "
+                f"eps={eps_text(model, float(a['eps']))} selects {_clusters(chosen)}"
             )
         why.append(words)
     for c in a.get("close") or []:
