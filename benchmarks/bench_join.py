@@ -55,7 +55,7 @@ def capture(
     ``out`` (``.npz``); returns its sizes. Raises when the fit made none
     (a path other than the sparse self-join)."""
     from dpdbscan import DPDBSCAN
-    from dpdbscan.cells import pairs
+    from dpdbscan.research import cell_pairs as pairs
 
     calls: list[dict[str, Any]] = []
     join = pairs.CellIndex.half_sums
@@ -89,7 +89,7 @@ def capture(
 
 def _weights(z: Any) -> tuple[Any, Any, int]:
     """The captured join's index arguments: ``(OffsetWeights, coords, R)``."""
-    from dpdbscan.cells import pairs
+    from dpdbscan.research import cell_pairs as pairs
 
     coords, R = np.ascontiguousarray(z["coords"]), int(z["R"])
     d = coords.shape[1]
@@ -102,7 +102,7 @@ def _weights(z: Any) -> tuple[Any, Any, int]:
 def time_join(path: str | Path, repeats: int = 3, count_pairs: bool = False) -> dict:
     """The layout and the join (one thread) of a captured self-join, each
     timed ``repeats`` times after a warm-up, in this process's tree."""
-    from dpdbscan.cells import pairs
+    from dpdbscan.research import cell_pairs as pairs
 
     z = np.load(path)
     weight, coords, R = _weights(z)
@@ -133,7 +133,7 @@ def time_join(path: str | Path, repeats: int = 3, count_pairs: bool = False) -> 
 def pair_counts(coords: np.ndarray, R: int, weight: Any, chunk: int = 1 << 20) -> dict:
     """The distinct pairs of rows within R along every axis, and those whose
     offset weighs more than 0 (either way), counted in chunks."""
-    from dpdbscan.cells import pairs
+    from dpdbscan.research import cell_pairs as pairs
 
     i, j = pairs.chebyshev_half_pairs(coords, R)
     weighed = 0

@@ -234,7 +234,7 @@ def test_bench_join_times_the_captured_join_and_counts_its_pairs(tmp_path):
     of the same join made directly, bit for bit (its digest), and the pairs
     counted against every pair of rows by brute force."""
     from benchmarks import bench_join
-    from dpdbscan.cells import pairs
+    from dpdbscan.research import cell_pairs as pairs
 
     rng = np.random.default_rng(3)
     d, R = 5, 2

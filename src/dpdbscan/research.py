@@ -25,6 +25,8 @@ Counting and noise (benchmarks)
 Post-processing of one release (studies of the density test and the automatic mode)
     ``density_field``: the density core test's field (every MinPts from one pass).
     ``ball_weights``: the density test's weights W(q, Y) per sub-position and offset.
+    ``cell_pairs``: the sparse path's self-join of released cells (``CellIndex``,
+    ``OffsetWeights``, ``offset_codes``, ``chebyshev_half_pairs``; benchmarks/bench_join.py).
     ``merge_centres``: span labels of core sub-cells merged by centre distance.
     ``span_regions``: the sub-cells each span claims within a border radius.
     ``predict_spans``: span labels of points from released regions (predict's rule).
@@ -80,6 +82,7 @@ from typing import Any
 
 import numpy as np
 
+from .cells import pairs as cell_pairs
 from .cells.histogram import NoisyHistogram
 from .files import read_input
 from .geometry.projection import Equirectangular, format_km, projection_of
@@ -166,6 +169,7 @@ __all__ = [
     "density_field",
     "discrete_gaussian",
     "ball_weights",
+    "cell_pairs",
     "discrete_gaussian_tail",
     "discrete_laplace",
     "floor_sigma",
