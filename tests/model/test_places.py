@@ -387,6 +387,21 @@ def test_person_level_places_are_dense_relative_to_the_densest():
     assert "peak_share" not in e.auto
 
 
+def _place_rules(m) -> dict:
+    """The place rules a geographic person-level automatic model recorded,
+    as levelsearch.select_levels takes them (to select again from its release)."""
+    a = m.auto
+    return dict(
+        alpha=a["eps"],
+        max_extent=a["max_extent"],
+        peak_share=a["peak_share"],
+        peak_rank=a["peak_rank"],
+        min_rungs=a.get("min_rungs", 1),
+        jam_share=a.get("jam_share"),
+        per_unit=levels.unit_mass(m.release.units),
+    )
+
+
 def test_a_place_is_drawn_over_its_own_units_not_the_road_beside_it(monkeypatch):
     """A road 200 m beside a place that 4,000 units stop at, where a tenth as
     many stop along 2 km: the road's cells beside the place are core (their
@@ -424,16 +439,7 @@ def test_a_place_is_drawn_over_its_own_units_not_the_road_beside_it(monkeypatch)
     assert (before[2:] == before[0]).all() and (drawn[2:] == -1).all()  # the road beside the place
     assert "drawn over its own units" in summary(m) and a["own_left_out"] > 0
     # the selection's sub-cells: those of the spans without the rule, less the ones it names
-    place_kw = dict(
-        alpha=a["eps"],
-        max_extent=a["max_extent"],
-        peak_share=a["peak_share"],
-        peak_rank=a["peak_rank"],
-        min_rungs=a.get("min_rungs", 1),
-        jam_share=a.get("jam_share"),
-        per_unit=levels.unit_mass(m.release.units),
-        noise_sds=a.get("noise_sds"),
-    )
+    place_kw = dict(_place_rules(m), noise_sds=a.get("noise_sds"))
     full = levels.select_levels(m.histogram, m.spec, (), **place_kw)
     own = levels.select_levels(
         m.histogram, m.spec, (), own_share=a["own_share"], own_sds=a["own_sds"], **place_kw
@@ -467,15 +473,7 @@ def test_a_small_place_counted_in_units_is_significant_above_the_noise():
     assert a["noise_sds"] == levels.PLACE_NOISE_SDS
     at = np.asarray(predict_lonlat(m, BOUNDS[:2] + np.array([(2.0, 2.0), (6.0, 8.0)]) / KM))
     assert (at >= 0).all() and at[0] != at[1]
-    place = dict(
-        alpha=a["eps"],
-        max_extent=a["max_extent"],
-        peak_share=a["peak_share"],
-        peak_rank=a["peak_rank"],
-        min_rungs=a.get("min_rungs", 1),
-        jam_share=a.get("jam_share"),
-        per_unit=levels.unit_mass(m.release.units),
-    )
+    place = _place_rules(m)
     share = levels.select_levels(m.histogram, m.spec, (), **place)
     low = share.tree.levels[0]
     masses = np.sort(low.span_masses())
