@@ -262,6 +262,48 @@ def test_bench_join_times_the_captured_join_and_counts_its_pairs(tmp_path):
         assert got["weighed"] == int(within_ball.sum())
 
 
+def test_bench_join_bounds_count_against_every_pair(tmp_path):
+    """The census of cheaper decisions (``--bounds``) against sums, box and
+    support masses made over every pair of rows by brute force."""
+    from benchmarks import bench_join
+    from dpdbscan.research import cell_pairs as pairs
+
+    rng = np.random.default_rng(5)
+    d, R = 4, 2
+    coords = rng.integers(0, 9, (300, d))
+    off = np.indices((2 * R + 1,) * d).reshape(d, -1).T - R
+    g = (np.maximum(np.abs(off) - 1, 0) ** 2).sum(axis=1)
+    ball = off[g < d]
+    values = rng.integers(1, 30, 300).astype(np.float64)
+    weights = 1.0 / (1.0 + g[g < d])
+    cut = 60.0
+    path = tmp_path / "j.npz"
+    codes = pairs.offset_codes(ball, R)
+    arrays = dict(coords=coords, values=values, R=np.int64(R), codes=codes, weights=weights)
+    np.savez(path, tabled=True, threshold=np.float64(cut), **arrays)
+    got = bench_join.bounds(path, chunk=97)
+    diff = coords[None, :, :] - coords[:, None, :]  # [x, y]: y - x
+    near = np.abs(diff).max(axis=2) <= R
+    w = np.zeros(near.shape)
+    lookup = {tuple(o): wt for o, wt in zip(ball, weights)}
+    for a, b in zip(*np.nonzero(near)):
+        w[a, b] = lookup.get(tuple(diff[a, b]), 0.0)
+    sums = (w * values[None, :]).sum(axis=1)  # (the zero offset's weight 1 on the diagonal)
+    box = (near * values[None, :]).sum(axis=1)
+    support = ((w > 0) * values[None, :]).sum(axis=1)
+    kept = sums >= cut
+    upper = np.triu(near, k=1)
+    x, y = np.nonzero(upper)
+    assert got["cells"] == 300 and got["cut"] == cut
+    assert got["kept"] == int(kept.sum()) and 0 < got["kept"] < 300
+    assert got["own_clears"] == int((values >= cut).sum())
+    assert got["box_rules_out"] == int((box < cut).sum())
+    assert got["support_rules_out"] == int((support < cut).sum())
+    assert got["pairs"] == x.size and got["weighed"] == int(((w + w.T)[x, y] > 0).sum())
+    assert got["pairs_both_kept"] == int((kept[x] & kept[y]).sum())
+    assert got["pairs_both_below_half"] == int(((sums[x] < cut / 2) & (sums[y] < cut / 2)).sum())
+
+
 def test_bench_join_captures_the_fits_self_join(tmp_path):
     """The capture keeps the arguments of the sparse fit's self-join (5-D at
     twice the benchmark's alpha: every released cell, reach 2)."""
@@ -272,3 +314,4 @@ def test_bench_join_captures_the_fits_self_join(tmp_path):
     assert sizes["cells"] == z["coords"].shape[0] == z["values"].size > 0
     assert (sizes["d"], sizes["R"]) == (5, int(z["R"])) == (5, 2)
     assert z["codes"].size == z["weights"].size == sizes["offsets"] and np.all(z["weights"] != 0)
+    assert 20 < float(z["threshold"]) < np.inf  # the density test's cut: MinPts 20 and a margin

@@ -24,6 +24,7 @@ Counting and noise (benchmarks)
 
 Post-processing of one release (studies of the density test and the automatic mode)
     ``density_field``: the density core test's field (every MinPts from one pass).
+    ``DensityField``: its class (``thresholds(m)``: MinPts + the margin per sub-position).
     ``ball_weights``: the density test's weights W(q, Y) per sub-position and offset.
     ``cell_pairs``: the sparse path's self-join of released cells (``CellIndex``,
     ``OffsetWeights``, ``offset_codes``, ``chebyshev_half_pairs``; benchmarks/bench_join.py).
@@ -100,7 +101,7 @@ from .post import ownscale
 from .post.auto import _parents as span_parents
 from .post.auto import choose as auto_choose
 from .post.coretests import build_spans, core_test
-from .post.coretests.density import density_field
+from .post.coretests.density import DensityField, density_field
 from .post.coretests.density.weights import ball_weights
 from .post.ladder import stability as ladder_stability
 from .post.ladder import sweep as ladder_sweep
@@ -167,6 +168,7 @@ __all__ = [
     "auto_points_per_cell",
     "dask_backend",
     "density_field",
+    "DensityField",
     "discrete_gaussian",
     "ball_weights",
     "cell_pairs",
