@@ -1,6 +1,7 @@
 """The density core test: ball weights, weighted sums, margins, the noiseless
 oracle, centre merging and the nearest-centre border rule."""
 
+import functools
 import itertools
 import json
 import math
@@ -799,6 +800,43 @@ def _model_digest(X, eps, seed, **kw):
         warnings.simplefilter("ignore")
         est.fit(X)
     return hashlib.sha256(to_json(est.spans_).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("subcells", [pytest.param(1, marks=pytest.mark.slow), 2])
+def test_a_looser_filter_of_reachable_cells_gives_the_same_model(subcells, monkeypatch):
+    """The sparse density test's filter (:func:`_reachable`, the self-join's
+    kernel sums against the cut) only spares the exact sums of the cells it
+    rules out: keeping more cells (those reaching half the cut) gives the
+    same model file byte for byte, so the join's sums need not be added in
+    any one order, only bound E~ from above."""
+    from dpdbscan.post.coretests.density import coresubcells
+
+    d, alpha, seed = 5, 0.08, 3
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.2, 0.8, (4, d))
+    X = np.clip(centres[rng.integers(0, 4, 6000)] + rng.normal(0, 0.02, (6000, d)), 0, 1)
+    X[:1000] = rng.uniform(0, 1, (1000, d))
+    real = coresubcells._reachable
+    kept = []
+
+    def counted(hist, cand, threshold, weights, own=None):
+        out = real(hist, cand, threshold, weights, own)
+        kept.append(int(out.sum()))
+        return out
+
+    monkeypatch.setattr(coresubcells, "_reachable", counted)
+    want = _model_digest(X, alpha, seed, subcells=subcells)
+    looser = functools.partial(_looser_filter, real, kept)
+    monkeypatch.setattr(coresubcells, "_reachable", looser)
+    assert _model_digest(X, alpha, seed, subcells=subcells) == want
+    assert len(kept) == 2 and 0 < kept[0] < kept[1]  # (the looser filter kept more)
+
+
+def _looser_filter(real, kept, hist, cand, threshold, weights, own=None):
+    """``real`` (the filter of reachable cells) at half the cut."""
+    out = real(hist, cand, threshold / 2, weights, own)
+    kept.append(int(out.sum()))
+    return out
 
 
 JOIN_PATHS = [(0, "cube"), (1, "blocks"), (2, "join")]
