@@ -1400,6 +1400,23 @@ def test_swapped_columns_are_spotted_even_when_quiet(capsys, tmp_path):
     assert "bound 37.72" in err or "bound -122.48" in err or "bound 37.82" in err or "bound -122.38" in err
 
 
+def test_latitude_first_geojson_points_get_a_note_without_columns_to_swap(capsys, tmp_path):
+    # a GeoJSON file has no --columns (its reader refuses them): the private note
+    # says the file's own points are latitude first, not "--columns y x"
+    path = tmp_path / "latlon.geojson"
+    feats = [
+        {"type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": [b, a]}}
+        for a, b in geo_points().tolist()
+    ]
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    args = ["--geo", "--bounds", *SF, "--eps", "50m", "--min-samples", "50"]
+    rc, out, err = run(capsys, "fit", path, *args, "--out-dir", tmp_path / "o", "--quiet", "--seed", "0")
+    assert rc == 0
+    assert "GeoJSON file's points are longitude first" in err and "--columns" not in err
+    rc, out, err = run(capsys, "check", path, *args)
+    assert rc == 0 and out == "" and "points look latitude first" in err and "--columns" not in err
+
+
 def test_predict_says_when_no_point_is_inside_the_box(capsys, tmp_path):
     path = write_geo_csv(tmp_path / "trips.csv", geo_points())
     run(

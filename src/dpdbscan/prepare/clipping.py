@@ -208,6 +208,13 @@ def outside_hint(pts: Points, bounds_in: list[float] | None) -> str:
             "the bounds look like xmin xmax ymin ymax: --bounds wants "
             f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}"
         )
+    elif share(F[:, ::-1], lo, hi) > 0.9 and pts.geometry is not None:
+        # no --columns to give: the file's own points are latitude first
+        hint = (
+            f"the points look latitude first: the box fits them with their two coordinates "
+            f"swapped; a {pts.geometry} file's points are longitude first (x = longitude, "
+            "y = latitude): write them so"
+        )
     elif share(F[:, ::-1], lo, hi) > 0.9:
         first = "longitude" if pts.proj is not None else "the first coordinate"
         names = pts.names or ["0", "1"]

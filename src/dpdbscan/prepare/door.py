@@ -56,6 +56,10 @@ from .clipping import BlockPrep, note_clipping
 from .notes import Notes
 from .prepared import Points, Transform
 
+#: The formats whose coordinates are their points' geometry, not columns a
+#: user names with --columns (what a note about swapped coordinates advises).
+GEOMETRY_FORMATS = {"geojson": "GeoJSON", "gpx": "GPX", "gpkg": "GeoPackage"}
+
 
 @dataclass(frozen=True)
 class Source:
@@ -290,6 +294,7 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
         box.meta,
         times,
         status,
+        GEOMETRY_FORMATS.get(plan.format.kind),
     )
 
 

@@ -26,7 +26,9 @@ class Points:
     memory, a pyarrow array from a file (binary for CSV, the declared type
     for Parquet; :func:`dpdbscan.release.bounding.factorize` takes both),
     and ``unit_name`` its column;
-    ``names`` the coordinate columns and ``schema_names`` every column's
+    ``names`` the coordinate columns (``geometry``: the format, e.g.
+    ``"GeoJSON"``, when they are its points' geometry, not columns a user can
+    name, else None) and ``schema_names`` every column's
     name from a declared header or schema (None: none declared). ``meta``
     is what the model records about the box (public). ``times`` and
     ``status``: a trace's time and 0/1 status columns as read (row for row
@@ -48,6 +50,7 @@ class Points:
     meta: dict[str, Any] = field(default_factory=dict)
     times: Any = None
     status: Any = None
+    geometry: str | None = None
 
     @property
     def d(self) -> int:
