@@ -378,9 +378,9 @@ def _block_tables(d: int, R: int, raw: bytes) -> tuple[int, np.ndarray, np.ndarr
     cells of the block at D reached from the cells in ``mask`` (bit p: the
     cell at row-major position p of the block). None without such a b."""
     offsets = np.frombuffer(raw, dtype=np.int64).reshape(-1, d)
-    member = np.zeros((2 * R + 1) ** d, dtype=bool) if codes_fit(d, R) and (2 * R + 1) ** d <= _MEMBER_TABLE else None
-    if member is None:
+    if not codes_fit(d, R) or (2 * R + 1) ** d > _MEMBER_TABLE:
         return None
+    member = np.zeros((2 * R + 1) ** d, dtype=bool)
     member[offset_codes(offsets, R)] = True
     b = 1
     while b <= R and (b + 1) ** d <= _BLOCK_BITS:

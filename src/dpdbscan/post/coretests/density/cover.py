@@ -263,7 +263,10 @@ def _numpy_cover(
     if exact and hist.kind == "dense" and dense_compiled(grid):
         thr = -math.inf if threshold is None else float(threshold)
         return table.compiled_bounds(grid, np.asarray(cand), R + 1, mine, covers, thr)
-    base = _table_index(grid, cand, R + 1, table.strides) if coords is None else (coords + R + 1) @ table.strides
+    if coords is None:
+        base = _table_index(grid, cand, R + 1, table.strides)
+    else:
+        base = (coords + R + 1) @ table.strides
     out = table.bound(base, mine, covers[0])
     again = np.arange(out.size) if threshold is None else np.flatnonzero(out >= threshold)
     for cover in covers[1:]:
