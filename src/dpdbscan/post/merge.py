@@ -316,8 +316,8 @@ def _block_labels(grid: Grid, keys: np.ndarray, offsets: np.ndarray) -> np.ndarr
     numbered the same way. None where it does not apply (wide keys, no
     block of two or more cells per axis, too many cells in a block, or a
     table of blocks over :data:`_BLOCK_TABLE` entries)."""
-    if grid.wide or keys.size < 2 or offsets.size == 0:
-        return None
+    if grid.wide or keys.size < 2 or offsets.size == 0 or 2**grid.d > _BLOCK_BITS:
+        return None  # (from 4-D on no block fits a mask: its offsets are not even read)
     R = max(int(offsets.max()), -int(offsets.min()))
     tables = _block_tables(grid.d, R, offsets.tobytes())
     if tables is None:
