@@ -12,7 +12,8 @@ at the benchmark's settings and, in 4-D, other seeds and alphas (in 5-D
 and 6-D 1.5x and 2x the benchmark's alpha, seeds 1 and 2: issue 30); the
 automatic mode (eps and MinPts, or eps alone) in 2, 3, 4, 6 and 8-D; the
 dense 3-D and 4-D releases of issue 30's other alphas (cases 40 and up);
-the bound test with two sub-cells in 5-, 6- and 8-D (cases 54 and up).
+the bound test with two sub-cells in 5-, 6- and 8-D (cases 54 and up); the
+3-D and 2-D benchmark points, other seeds and alphas (cases 59 and up).
 
     python -m benchmarks.same_release                 # this tree's digests
     python -m benchmarks.same_release --tree ../main  # this tree against another checkout
@@ -172,6 +173,14 @@ CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
         dict(eps=0.06, histogram="sparse", delta=1e-6, core="bound", subcells=2),
         True,
     ),
+    # the 3-D and 2-D benchmark points (numpy's steps: the merge of sub-cells
+    # by blocks, the box cover), other seeds and alpha 0.75x / 1.5x
+    ("bench_dims 3-D", 3, ("bench", 0, 0), dict(eps=blobs_nd.ALPHA[3]), False),
+    ("bench_dims 3-D seed 1 a=.015", 3, ("bench", 0, 1), dict(eps=0.015), False),
+    ("bench_dims 3-D seed 2 a=.03", 3, ("bench", 0, 2), dict(eps=0.03), False),
+    ("bench_dims 3-D seed 1 sparse", 3, ("bench", 0, 1), dict(eps=0.02, histogram="sparse"), False),
+    ("bench_dims 2-D", 2, ("bench", 0, 0), dict(eps=blobs_nd.ALPHA[2]), False),
+    ("bench_dims 2-D seed 1 a=.003", 2, ("bench", 0, 1), dict(eps=0.003), False),
 ]
 
 

@@ -392,3 +392,39 @@ def test_the_three_dimensional_benchmark_grid_never_loads_the_compiler():
         [sys.executable, "-c", THREE_D_BENCHMARK_FIT], capture_output=True, text=True, check=True, env=env
     )
     assert out.stdout.split() == ["True", "False"]
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_the_integer_box_sums_are_the_float_products_bit_for_bit(d):
+    """The exact table's boxes add their corners in int32 (wrapping past
+    2^31 on the way, exact at the end): the same bound, float for float, as
+    the product of each block of corners with the signs, including tables
+    whose prefix sums pass 2^29; and the candidates' table index from their
+    keys is ``(decode(keys) + pad) @ strides``."""
+    rng = np.random.default_rng(2600 + d)
+    g = _grid_of(d, 4.0, {1: 400, 2: 60, 3: 20}[d])
+    w = ball_weights(d, 4.0, 2)
+    R = int(np.abs(w.offsets).max())
+    shape = tuple(s + 2 * R + 1 for s in g.shape)
+    S = np.zeros(shape, dtype=np.int32)
+    inner = tuple(slice(R + 1, R + 1 + s) for s in g.shape)
+    S[inner] = rng.integers(0, (2**31 - 1) // g.n_cells, g.shape)
+    total = float(S.sum(dtype=np.float64))
+    cover_mod._prefix_sums(S)
+    table = cover_mod._Table(S, True, total)
+    keys = g.encode(np.stack([rng.integers(0, s, 3000) for s in g.shape], axis=1))
+    base = cover_mod._table_index(g, keys, R + 1, table.strides)
+    assert np.array_equal(base, (g.decode(keys) + R + 1) @ table.strides)
+    own = rng.random(keys.size) * 50
+    for cover in (
+        shell_cover(w.offsets, w.kmax, cross=False),
+        shell_cover(w.offsets, w.kmax, from_radius=R),
+        shell_cover(w.offsets, w.kmax),
+    ):
+        boxes, slack = table.boxes(cover)
+        expect = cover.cube[0] * own
+        for coef, deltas in boxes:
+            expect += coef * (table.flat[base[:, None] + deltas[None, :]] @ table.signs.astype(np.float64))
+        expect = expect * (1 + 1e-12) + slack
+        assert np.array_equal(table.bound(base, own, cover), expect)
+    assert int(S.max()) > 1 << 29  # (four corners of it pass 2^31)

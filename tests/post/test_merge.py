@@ -247,3 +247,53 @@ def test_merge_of_sub_cells_equals_brute_force(case, dense):
         joined = OffsetWeights(offset_codes(off, R), np.ones(len(off)), R, d)
         assert merge_mod._block_side(joined, R, d) == k
     assert np.unique(expect).size > 1 or not dense  # the dense keys split into several spans
+
+
+@pytest.mark.parametrize("trial", range(12))
+def test_merge_by_blocks_equals_brute_force(trial):
+    """Where a cube of b^d cells is all joined (b >= 2: 3-D sub-cells, and
+    2-D at some radii), blocks of cells with masks and a reach table per
+    block offset (:func:`_block_labels`) give the components of every pair
+    of keys tested against the offset set: clustered and scattered keys,
+    grids whose sides are not multiples of b, radii around the lattice's."""
+    from dpdbscan.post.merge import SubsetMerge, _block_labels, _block_tables, centre_offsets
+
+    rng = np.random.default_rng(4100 + trial)
+    d = [1, 2, 3][trial % 3]
+    r2 = float(rng.choice([4.0, 6.0, 9.0, 12.0, 17.0]))  # (above d: the diagonal joins)
+    offsets = centre_offsets(d, r2)
+    R = int(np.abs(offsets).max())
+    tables = _block_tables(d, R, offsets.tobytes())
+    assert tables is not None and tables[0] >= 2
+    g = Grid(np.zeros(d), np.ones(d), {1: 0.002, 2: 0.03, 3: 0.05}[d], 4.0)
+    shape = np.array(g.shape)
+    if trial % 2:
+        centres = rng.integers(0, shape, (4, d))
+        pts = centres[rng.integers(0, 4, 800)] + rng.integers(-3, 4, (800, d))
+    else:
+        pts = rng.integers(0, shape, (400, d))
+    pts = pts[(pts >= 0).all(axis=1) & (pts < shape).all(axis=1)]
+    keys = np.unique(g.encode(pts))
+    expect = _oracle_labels(g, keys, offsets)
+    got = _block_labels(g, keys, offsets)
+    assert got is not None
+    assert np.array_equal(got, expect)
+    if R <= g.reach:  # (the runs' key arithmetic needs offsets within the keys' padding)
+        assert np.array_equal(SubsetMerge(g, keys, offsets, subsets=False).labels(), expect)
+    assert np.unique(expect).size > 1
+
+
+def test_merge_by_blocks_declines_where_it_does_not_apply():
+    """No cube of two cells per axis all joined, or more cells in a block
+    than a mask holds: the runs or the pairs merge, as before."""
+    from dpdbscan.post.merge import _block_labels, _block_tables, centre_offsets
+
+    # the four axis neighbours only: no 2x2 block is all joined
+    cross = centre_offsets(2, 2.0)
+    assert _block_tables(2, 1, cross.tobytes()) is None
+    g = Grid(np.zeros(2), np.ones(2), 0.05, 4.0)
+    keys = np.arange(0, 50, dtype=np.int64)
+    assert _block_labels(g, keys, cross) is None
+    # 4-D: a block of 2^4 cells is more than the masks hold
+    off4 = centre_offsets(4, 12.0)
+    assert _block_tables(4, int(np.abs(off4).max()), off4.tobytes()) is None

@@ -40,6 +40,10 @@ _TOL = 1e-9  # relative slack on lattice distances: they are exact up to roundin
 def merge_cells(grid: Grid, core_keys: np.ndarray, offsets: np.ndarray | None = None) -> np.ndarray:
     """Span label of each core cell (``core_keys`` sorted, unique), joining
     cells whose offset is in ``offsets`` (symmetric; NB by default)."""
+    if offsets is not None:
+        labels = _block_labels(grid, core_keys, np.asarray(offsets, dtype=np.int64))
+        if labels is not None:
+            return labels
     return SubsetMerge(grid, core_keys, offsets, subsets=False).labels()
 
 
@@ -291,6 +295,124 @@ def _block_side(joined: OffsetWeights, R: int, d: int) -> int:
             break
         b += 1
     return b
+
+
+#: Sub-cells of a block (b^d) up to which :func:`_block_labels` tables the
+#: reach of every set of them (2^(b^d) entries per block offset)
+_BLOCK_BITS = 12
+#: Entries of the dense table of blocks (int32) up to which :func:`_block_labels` runs
+_BLOCK_TABLE = 1 << 23
+
+
+def _block_labels(grid: Grid, keys: np.ndarray, offsets: np.ndarray) -> np.ndarray | None:
+    """:func:`merge_cells` by blocks: where every two cells of a cube of b^d
+    cells are joined (:func:`_block_tables`; a cell's own sub-cells in 3-D),
+    each block holding keys is one node with a mask of the cells it holds,
+    and two blocks at block offset D are joined when a cell of one reaches
+    a cell of the other, ``reach[D][mask] & mask' != 0`` (a table per D).
+    The blocks are found in a dense table (no sort, no binary search): 3-D
+    blobs, 25k core sub-cells in 3.4-4.2k blocks, 40 block offsets that
+    join anything, against two rank lookups per key and each of 19 offset
+    runs (15 -> 4 ms of CPU). The same components,
+    numbered the same way. None where it does not apply (wide keys, no
+    block of two or more cells per axis, too many cells in a block, or a
+    table of blocks over :data:`_BLOCK_TABLE` entries)."""
+    if grid.wide or keys.size < 2 or offsets.size == 0 or 2**grid.d > _BLOCK_BITS:
+        return None  # (from 4-D on no block fits a mask: its offsets are not even read)
+    R = max(int(offsets.max()), -int(offsets.min()))
+    tables = _block_tables(grid.d, R, offsets.tobytes())
+    if tables is None:
+        return None
+    b, deltas, reach = tables
+    Rb = (R + b - 1) // b
+    shape = [-(-s // b) + 2 * Rb for s in grid.shape]
+    cells = math.prod(shape)
+    if cells > _BLOCK_TABLE:
+        return None
+    strides = np.ones(grid.d, dtype=np.int64)
+    for i in range(grid.d - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    coords = grid.decode(keys)
+    corner = coords // b
+    sub = coords - corner * b
+    at = (corner[:, -1] + Rb).astype(np.int64)
+    pos = sub[:, 0].copy()
+    for i in range(grid.d - 1):
+        at += (corner[:, i] + Rb) * int(strides[i])
+        pos = pos * b + sub[:, i + 1]
+    present = np.zeros(cells, dtype=bool)
+    present[at] = True
+    where = np.flatnonzero(present)
+    index = np.full(cells, -1, dtype=np.int32)
+    index[where] = np.arange(where.size)
+    block = index[at]
+    # distinct cells of a block have distinct bits: their sum is their union
+    masks = np.bincount(block, weights=np.left_shift(1, pos).astype(np.float64), minlength=where.size)
+    masks = masks.astype(np.int64)
+    # the adjacent blocks first; the farther ones then only between the
+    # components those left apart (inside a cluster, almost none)
+    label = None
+    near = np.abs(deltas).max(axis=1) <= 1
+    for sel in (np.flatnonzero(near), np.flatnonzero(~near)):
+        other = index[where[None, :] + (deltas[sel] @ strides)[:, None]]  # (block offsets, blocks)
+        t, src = np.nonzero(other >= 0)
+        dst = other[t, src].astype(np.int64)
+        if label is not None:
+            apart = label[src] != label[dst]
+            t, src, dst = t[apart], src[apart], dst[apart]
+        joined = (reach[sel[t], masks[src]] & masks[dst]) != 0
+        if label is None:
+            label = connected_components(where.size, src[joined], dst[joined])
+        else:
+            label = connected_components(where.size, label[src[joined]], label[dst[joined]])[label]
+    assert label is not None
+    return canonical_labels(label[block])
+
+
+@functools.lru_cache(maxsize=64)
+def _block_tables(d: int, R: int, raw: bytes) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """For the symmetric offset set ``raw`` (int64 rows of d, within R): the
+    largest block side b (b^d <= :data:`_BLOCK_BITS`, at least 2) such that
+    every nonzero offset within b - 1 along every axis is in the set; the
+    lexicographically positive block offsets D through which some cell of a
+    block reaches a cell of the block at D; and ``reach[D, mask]``, the
+    cells of the block at D reached from the cells in ``mask`` (bit p: the
+    cell at row-major position p of the block). None without such a b."""
+    offsets = np.frombuffer(raw, dtype=np.int64).reshape(-1, d)
+    if not codes_fit(d, R) or (2 * R + 1) ** d > _MEMBER_TABLE:
+        return None
+    member = np.zeros((2 * R + 1) ** d, dtype=bool)
+    member[offset_codes(offsets, R)] = True
+    b = 1
+    while b <= R and (b + 1) ** d <= _BLOCK_BITS:
+        steps = np.arange(-b, b + 1, dtype=np.int64)
+        cube = np.stack(np.meshgrid(*([steps] * d), indexing="ij"), axis=-1).reshape(-1, d)
+        if not bool(member[offset_codes(cube[cube.any(axis=1)], R)].all()):
+            break
+        b += 1
+    if b < 2:
+        return None
+    Rb = (R + b - 1) // b
+    steps = np.arange(-Rb, Rb + 1, dtype=np.int64)
+    deltas = np.stack(np.meshgrid(*([steps] * d), indexing="ij"), axis=-1).reshape(-1, d)
+    deltas = deltas[_lexicographically_positive(deltas)]
+    steps = np.arange(b, dtype=np.int64)
+    cells = np.stack(np.meshgrid(*([steps] * d), indexing="ij"), axis=-1).reshape(-1, d)  # row-major
+    n = cells.shape[0]
+    # o[D, i, j]: from cell i of a block to cell j of the block at D
+    o = b * deltas[:, None, None, :] + cells[None, None, :, :] - cells[None, :, None, :]
+    inside = np.all(np.abs(o) <= R, axis=-1)
+    J = np.zeros(inside.shape, dtype=bool)
+    J[inside] = member[offset_codes(o[inside], R)]
+    keep = J.any(axis=(1, 2))
+    deltas, J = deltas[keep], J[keep]
+    rows = (J.astype(np.int64) << np.arange(n, dtype=np.int64)).sum(axis=2)  # (D, i): mask of the j
+    reach = np.zeros((deltas.shape[0], 1 << n), dtype=np.int64)
+    for i in range(n):
+        reach[:, 1 << i : 2 << i] = reach[:, : 1 << i] | rows[:, i : i + 1]
+    deltas.setflags(write=False)
+    reach.setflags(write=False)
+    return b, deltas, reach
 
 
 def _merge_by_offsets(grid: Grid, core_keys: np.ndarray, positive: np.ndarray) -> np.ndarray:
