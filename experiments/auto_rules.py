@@ -186,7 +186,8 @@ def _ties(r: dict, close: float = 0.9, as_many: bool = True) -> list[int]:
     return [
         i
         for i in pool
-        if r["score"][i] >= close * r["score"][best] and (not as_many or r["clusters"][i] >= r["clusters"][best])
+        if r["score"][i] >= close * r["score"][best]
+        and (not as_many or r["clusters"][i] >= r["clusters"][best])
     ]
 
 
