@@ -176,19 +176,50 @@ def study(sc: Any) -> dict:
 # rules: a scene's record -> the index of the chosen alpha
 
 
-def _ties(r: dict, close: float = 0.9) -> list[int]:
+def _ties(r: dict, close: float = 0.9, as_many: bool = True) -> list[int]:
+    """The near-ties of the best-scoring candidate with two clusters or more:
+    a score within ``close`` of its, and (``as_many``, the library's rule) at
+    least as many clusters."""
     idx = range(len(r["eps"]))
     pool = [i for i in idx if r["clusters"][i] >= 2] or list(idx)
     best = max(pool, key=lambda i: (r["score"][i], r["eps"][i]))
     return [
         i
         for i in pool
-        if r["score"][i] >= close * r["score"][best] and r["clusters"][i] >= r["clusters"][best]
+        if r["score"][i] >= close * r["score"][best]
+        and (not as_many or r["clusters"][i] >= r["clusters"][best])
     ]
 
 
-def largest(close: float = 0.9) -> Callable[[dict], int]:
-    return lambda r: max(_ties(r, close))
+def largest(close: float = 0.9, as_many: bool = True) -> Callable[[dict], int]:
+    return lambda r: max(_ties(r, close, as_many))
+
+
+def plateau(r: dict, close: float = 0.9) -> int:
+    """The largest alpha of the score's plateau around its peak: from the
+    best-scoring candidate with two clusters or more, the run of adjacent
+    candidates (two clusters or more) scoring within ``close`` of it, by
+    score alone (fewer clusters allowed); the run stops at the first that
+    does not."""
+    idx = range(len(r["eps"]))
+    pool = [i for i in idx if r["clusters"][i] >= 2] or list(idx)
+    best = max(pool, key=lambda i: (r["score"][i], r["eps"][i]))
+    i = best
+    while i + 1 in pool and r["score"][i + 1] >= close * r["score"][best]:
+        i += 1
+    return i
+
+
+def plateau_from(n_min: int, close: float = 0.9) -> Callable[[dict], int]:
+    """The library's rule below ``n_min`` points, :func:`plateau` from there on."""
+    return lambda r: max(_ties(r, close)) if r["n"] < n_min else plateau(r, close)
+
+
+def largest_from(n_min: int, close: float = 0.9) -> Callable[[dict], int]:
+    """The library's rule below ``n_min`` points; from there on, near-ties
+    by score alone (fewer clusters allowed), to the largest alpha. The size
+    is a scene's n here; the library would read the release's DP count."""
+    return lambda r: max(_ties(r, close, as_many=r["n"] < n_min))
 
 
 def smallest(close: float = 0.9) -> Callable[[dict], int]:
@@ -254,6 +285,11 @@ RULES: dict[str, Callable[[dict], int]] = {
     "settled union 0.8": stable_run("union", 0.8),
     "settled union 0.6": stable_run("union", 0.6),
     "settled inter 0.9": stable_run("inter", 0.9),
+    "largest, score alone": largest(as_many=False),
+    "largest 0.8, score alone": largest(0.8, as_many=False),
+    "largest, score alone from 6,000": largest_from(6_000),
+    "plateau": plateau,
+    "plateau from 6,000": plateau_from(6_000),
 }
 
 
@@ -323,6 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--dev", action="store_true", help="the dev suite's 2-D sets (seeds: --gen-seeds)")
     ap.add_argument("--n-scenes", type=int, default=30)
     ap.add_argument("--first", type=int, default=0, help="start at the split's first-th seed")
+    ap.add_argument("--min-n", type=int, default=None, help="only the split's scenes of at least N points")
     ap.add_argument("--out", type=Path, required=True, help="prefix: <out>.jsonl records, <out>.md table")
     ap.add_argument("--hdbscan", type=Path, default=None, help="a scene_bench CSV with an hdbscan column")
     ap.add_argument(
@@ -360,6 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         seeds = scene_bench.small_2d_seeds(args.split, args.large_2d, args.n_scenes, large=True)
     else:
         seeds = list(scene_bench.SPLITS[args.split][args.first : args.first + args.n_scenes])
+        if args.min_n is not None:
+            seeds = [s for s in seeds if scene_bench.scene_of(s).n >= args.min_n]
     path = args.out.with_suffix(".jsonl")
     path.parent.mkdir(parents=True, exist_ok=True)
     records = [json.loads(x) for x in path.read_text().splitlines()] if path.is_file() else []

@@ -86,6 +86,12 @@ CLOSE_HELDOUT_SEEDS = range(40_000, 41_000)
 #: family, before any result.
 SMALL_TUNE_SEEDS = range(50_000, 51_000)
 SMALL_HELDOUT_SEEDS = range(60_000, 61_000)
+#: Thin shapes side by side at every size, 2-D and 3-D alike
+#: (:func:`experiments.scenes.thin_scene`, 1,000 to 50,000 points, issue 28:
+#: where the gap is by size and dimension): tune and held-out seeds fixed
+#: with the family, before any result (``results/scenes/autogap-seeds.md``).
+THIN_TUNE_SEEDS = range(70_000, 71_000)
+THIN_HELDOUT_SEEDS = range(80_000, 81_000)
 SPLITS = {
     "tune": TUNE_SEEDS,
     "heldout": HELDOUT_SEEDS,
@@ -93,6 +99,8 @@ SPLITS = {
     "close-heldout": CLOSE_HELDOUT_SEEDS,
     "small-tune": SMALL_TUNE_SEEDS,
     "small-heldout": SMALL_HELDOUT_SEEDS,
+    "thin-tune": THIN_TUNE_SEEDS,
+    "thin-heldout": THIN_HELDOUT_SEEDS,
 }
 
 
@@ -104,9 +112,15 @@ def _small(seed: int) -> bool:
     return seed in SMALL_TUNE_SEEDS or seed in SMALL_HELDOUT_SEEDS
 
 
+def _thin(seed: int) -> bool:
+    return seed in THIN_TUNE_SEEDS or seed in THIN_HELDOUT_SEEDS
+
+
 def scene_of(seed: int) -> scenes.Scene:
-    """The scene of a seed of any split: the close and small splits' own
+    """The scene of a seed of any split: the close, small and thin splits' own
     generators for their seeds, :func:`experiments.scenes.scene` for the others."""
+    if _thin(seed):
+        return scenes.thin_scene(seed)
     if _small(seed):
         return scenes.small_scene(seed)
     return scenes.close_scene(seed) if _close(seed) else scenes.scene(seed)
@@ -117,7 +131,13 @@ def split_seeds(split: str, n_scenes: int, dims: int | None = None) -> list[int]
     whose scene has that dimension (the 3-D study: designed on the 3-D
     scenes of the tune splits, held-out 3-D scenes run once)."""
     seeds = list(SPLITS[split][:n_scenes])
-    return [s for s in seeds if dims is None or (2 if _small(s) else scenes.dimension(s, _close(s))) == dims]
+    return [s for s in seeds if dims is None or _dims(s) == dims]
+
+
+def _dims(seed: int) -> int:
+    if _thin(seed):
+        return scene_of(seed).d
+    return 2 if _small(seed) else scenes.dimension(seed, _close(seed))
 
 
 EPSILON = 1.0
@@ -147,7 +167,7 @@ BOOTSTRAP = 10_000
 #: Scene sizes of the summary's breakdown; the close splits' (n from 2,000)
 #: split where the automatic mode stops trailing HDBSCAN.
 SIZE_BINS = ((5_000, 20_000), (20_000, 60_000), (60_000, 200_001))
-CLOSE_SIZE_BINS = ((300, 1_000), (1_000, 2_000), (2_000, 6_000), (6_000, 20_001))
+CLOSE_SIZE_BINS = ((300, 1_000), (1_000, 2_000), (2_000, 6_000), (6_000, 20_000), (20_000, 50_001))
 BOOTSTRAP_SEED = 21
 
 

@@ -101,6 +101,14 @@ SMALL_N = (300, 2_000)
 SMALL_K = (2, 8)
 #: The palette of :func:`small_scene`: thin shapes side by side.
 SMALL_FAMILIES = (*CLOSE_FAMILIES, "spiral", "curve", "arc")
+#: Seed-sequence tag of :func:`thin_scene`.
+THIN_TAG = 0x7A1C
+#: n of :func:`thin_scene`: from the small labelled sets to five times the
+#: dev suite's, across the 6,000 points where the automatic mode's base
+#: changes (issue 28: where is the gap, by size).
+THIN_N = (1_000, 50_000)
+#: Share of 3-D scenes of :func:`thin_scene` (half: the gap by dimension).
+THIN_SHARE_3D = 0.5
 #: Clusters per component of each kind.
 CLUSTERS = {
     "blob": 1,
@@ -526,6 +534,15 @@ def small_scene(seed: int) -> Scene:
     return _scene(seed, SMALL_TAG, SMALL_FAMILIES, SMALL_N, SMALL_K, only_2d=True)
 
 
+def thin_scene(seed: int) -> Scene:
+    """A labelled scene of thin shapes side by side at every size and in 2-D
+    and 3-D alike (``seed``'s own stream, tag :data:`THIN_TAG`; issue 28):
+    the palette of :func:`small_scene` (:data:`SMALL_FAMILIES`), k in
+    :data:`SMALL_K`, n log-uniform in :data:`THIN_N`, 3-D with probability
+    :data:`THIN_SHARE_3D`."""
+    return _scene(seed, THIN_TAG, SMALL_FAMILIES, THIN_N, SMALL_K, share_3d=THIN_SHARE_3D)
+
+
 def dimension(seed: int, close: bool = False) -> int:
     """The dimension of :func:`scene` (``close``: :func:`close_scene`) of
     ``seed``, the first draw of its stream, without drawing the rest."""
@@ -543,9 +560,10 @@ def _scene(
     n_range: tuple,
     k_range: tuple = (K_MIN, K_MAX),
     only_2d: bool = False,
+    share_3d: float | None = None,
 ) -> Scene:
     rng = np.random.default_rng(np.random.SeedSequence([tag, int(seed)]))
-    d = _dimension(rng)
+    d = _dimension(rng) if share_3d is None else (3 if rng.random() < share_3d else 2)
     d = 2 if only_2d else d  # only_2d: the draw is made all the same
     n = int(round(math.exp(rng.uniform(math.log(n_range[0]), math.log(n_range[1])))))
     k = int(math.floor(math.exp(rng.uniform(math.log(k_range[0]), math.log(k_range[1] + 1)))))

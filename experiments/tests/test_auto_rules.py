@@ -38,6 +38,18 @@ def test_every_rule_picks_a_candidate_and_the_default_is_the_model_s_choice_befo
     assert s["best alpha"][0] == max(r["ari"]) and s["model"][0] == pytest.approx(r["model"])
 
 
+def test_the_plateau_runs_from_the_peak_while_the_score_stays_near_it():
+    # peak at candidate 1 (16 clusters); 2 scores 0.92 of it with 4 clusters,
+    # 3 drops under 0.9 and 4 is back above: the plateau is 1..2
+    r = {"n": 20_000, "score": [3.0, 10.0, 9.2, 5.0, 9.5], "clusters": [30, 16, 4, 18, 3]}
+    r["eps"] = [1.0, 1.4, 2.0, 2.8, 4.0]
+    assert auto_rules.plateau(r) == 2
+    assert auto_rules.largest(as_many=False)(r) == 4  # ties by score alone, no run
+    assert auto_rules.RULES["default"](r) == 1  # at least as many clusters: the peak alone
+    assert auto_rules.plateau_from(6_000)(r) == 2
+    assert auto_rules.plateau_from(6_000)({**r, "n": 5_999}) == 1  # below: the library's rule
+
+
 def test_families_table_gives_each_tag_its_scenes_means():
     # two hand-made records: candidate 0 ties with 1 (score within 0.9), the
     # default takes the larger eps, the chosen rule the one agreeing best
@@ -46,6 +58,7 @@ def test_families_table_gives_each_tag_its_scenes_means():
     def rec(seed, tags, ari):
         return {
             "seed": seed,
+            "n": 1_000,
             "tags": tags,
             "model": 0.0,
             "eps": [1.0, 1.4, 2.0],

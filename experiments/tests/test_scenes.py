@@ -89,6 +89,23 @@ def test_small_scenes_are_small_2d_sets_of_thin_shapes(seed):
     assert scene_bench.split_seeds("small-tune", 3, dims=3) == []
 
 
+def test_thin_scenes_span_both_sides_of_6000_points_in_2d_and_3d():
+    seeds = list(scene_bench.THIN_TUNE_SEEDS[:12])
+    drawn = [scene_bench.scene_of(s) for s in seeds]
+    for seed, sc in zip(seeds, drawn):
+        np.testing.assert_array_equal(sc.X, scenes.thin_scene(seed).X)
+        assert scenes.THIN_N[0] * 0.99 <= sc.n <= scenes.THIN_N[1] * 1.01
+        assert scenes.SMALL_K[0] <= sc.k <= scenes.SMALL_K[1]
+        assert set(np.unique(sc.y[sc.y >= 0]).tolist()) == set(range(sc.k))
+        assert sc.tags & {"spirals", "strands", "spiral", "curve", "arc"}
+    # both dimensions and both sides of the automatic mode's 6,000 points
+    assert {(sc.d, sc.n < 6_000) for sc in drawn} == {(2, True), (2, False), (3, True), (3, False)}
+    three = scene_bench.split_seeds("thin-tune", 12, dims=3)
+    assert three == [s for s, sc in zip(seeds, drawn) if sc.d == 3]
+    # the other families' streams are untouched by the new argument
+    assert scenes.close_scene(30_000).d == scenes.dimension(30_000, close=True)
+
+
 def test_interleaved_spirals_and_strands_are_separate_thin_clusters():
     rng = np.random.default_rng(0)
     arms = scenes.spirals(rng, [2000, 2000, 2000], 1.0, 2, 2.0, 0.3)
