@@ -138,6 +138,13 @@ def span_rows(model: Any, sel: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _projection(model: Any) -> Any:
+    proj = research.projection_of(model)
+    if proj is None:
+        raise SystemExit("not a --geo model: its spans are not places")
+    return proj
+
+
 def cell_rows(model: Any, sel: Any, centres: dict[str, np.ndarray]) -> list[dict[str, Any]]:
     """Each metric cell (top-20 and passage centres) that a span holds: its
     release cell's own noisy count, as a share of its span's busiest cell
@@ -148,11 +155,11 @@ def cell_rows(model: Any, sel: Any, centres: dict[str, np.ndarray]) -> list[dict
     k = int(model.spec.subcells)
     sigma = math.sqrt(research.noise_variance(hist.noise, hist.scale))
     cells = hist.grid.encode(sel.grid.decode(sel.core_keys) // k)
-    peaks = {}
+    peaks: dict[int, tuple[float, set[int]]] = {}
     for s in sel.spans:
-        mine = np.unique(cells[sel.labels == s.span])
-        peaks[s.span] = (float(np.max(hist.value_at(mine))), set(mine.tolist()))
-    proj = research.projection_of(model)
+        keys = np.unique(cells[sel.labels == s.span])
+        peaks[s.span] = (float(np.max(hist.value_at(keys))), set(keys.tolist()))
+    proj = _projection(model)
     out = []
     for key in ("top", "passage"):
         lab = np.asarray(dpdbscan.predict_lonlat(model, centres[key]))
@@ -219,7 +226,7 @@ def replay(model: Any, centres: dict[str, np.ndarray], own: tuple[float, float])
         None,
         own,
     )
-    got = {"spans": int(m.n_spans)}
+    got: dict[str, Any] = {"spans": int(m.n_spans)}
     for key in ("top", "passage"):
         got[key] = round(float(np.mean(np.asarray(dpdbscan.predict_lonlat(m, centres[key])) >= 0)), 2)
     return got
@@ -244,8 +251,31 @@ def truth(model: Any, folder: Path, rows: list[dict[str, Any]]) -> None:
         r["home"] = round(float(np.mean(mine == HOME)), 3) if mine.size else 0.0
 
 
+def one_unit(model: Any, traces: Path, events: str, unit: str) -> float:
+    """The largest share of a span's events from one unit, the events as the
+    library counts them (``research.events_rows``: its compiled stops, not
+    the metric's Python scan, which needs 6 GB on 20M fixes)."""
+    import pyarrow.parquet as pq
+
+    ev = dpdbscan.Stops(0.1, 300.0) if events == "stops" else dpdbscan.TripEnds("pickup")
+    t = pq.read_table(traces, columns=["x", "y", unit, "time", "occupied"])
+    lonlat = np.c_[t.column("x").to_numpy(), t.column("y").to_numpy()]
+    units = t.column(unit).to_numpy()
+    proj = _projection(model)
+    rows = research.events_rows(
+        ev,
+        proj.forward(lonlat),
+        units,
+        t.column("time").to_numpy(),
+        t.column("occupied").to_numpy(),
+        notes=lambda _: None,
+    )
+    labels = np.asarray(dpdbscan.predict_lonlat(model, lonlat[rows]))
+    return traces_check.max_unit_share(labels, research.factorize(units[rows])[0], model.n_spans)
+
+
 def kind(row: dict[str, Any]) -> str:
-    """"place" (holds a top-20 cell), "jam" (a passage cell and no top-20
+    """ "place" (holds a top-20 cell), "jam" (a passage cell and no top-20
     cell, or, in a synthetic city, most of its stays are jams) or "other"."""
     if row["top"]:
         return "place"
@@ -283,6 +313,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--name", default=None, help="the city's name in --json")
     ap.add_argument("--json", type=Path, default=None, help="append one line per span")
     ap.add_argument("--own", default=None, help="SHARE:SDS,...: replay each span drawn at these")
+    ap.add_argument(
+        "--one-unit", action="store_true", help="also the largest share of a span's events from one unit"
+    )
     ap.add_argument("--compare", type=Path, default=None, help="print the ranges of a --json file")
     o = ap.parse_args(argv)
     if o.compare is not None:
@@ -297,6 +330,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if o.events == "stops":  # the truth's stays are what stops count
         truth(model, o.model.parent, rows)
     name = o.name or o.model.stem
+    if o.one_unit:
+        share = one_unit(model, o.traces, o.events, o.unit)
+        print(f"{name}: largest share of a span's {o.events} from one unit {share:.3f}")
     for pair in o.own.split(",") if o.own else ():
         share, sds = (float(v) for v in pair.split(":"))
         got = replay(model, centres, (share, sds))
@@ -314,7 +350,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f.write(json.dumps({"city": name, **c}) + "\n")
     print(f"{name}: {model.n_spans} spans; " + " ".join(f"{k}" for k in ("kind", "span", *FEATURES)))
     for r in sorted(rows, key=lambda r: (kind(r), -r["peak"])):
-        print(f"  {kind(r):5s} " + " ".join(f"{k}={r.get(k)}" for k in ("span", *FEATURES, "top", "passage", "jam", "home")))
+        print(
+            f"  {kind(r):5s} "
+            + " ".join(f"{k}={r.get(k)}" for k in ("span", *FEATURES, "top", "passage", "jam", "home"))
+        )
     if o.json is not None:
         o.json.parent.mkdir(parents=True, exist_ok=True)
         with o.json.open("a") as f:
