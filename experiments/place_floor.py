@@ -54,6 +54,7 @@ def rebuilt(
     rungs: int = 1,
     fleet: float | None = None,
     floor: float | None = None,
+    own: tuple[float, float] | None = None,
 ) -> tuple[Any, int]:
     """``model``'s release selected again with the floor at ``share`` of the
     ``rank``-th densest place's peak (binding only where ``fleet`` of the
@@ -61,9 +62,12 @@ def rebuilt(
     ``levelsearch.jam_reach``; None: always), selecting no
     cluster whose tree lives fewer than ``rungs`` levels
     (``levelsearch.short_lived``), the floor at least ``floor`` of the
-    fleet where it binds (None: the peak's share alone): (the model, the
-    tree's first MinPts)."""
+    fleet where it binds (None: the peak's share alone), each span drawn
+    over its own units at ``own`` (share, deviations; ``levelsearch.own_cells``;
+    None: as the fit drew it): (the model, the tree's first MinPts)."""
     a, hist, spec = model.auto, model.histogram, model.spec
+    if own is not None:
+        a = {**a, "own_share": float(own[0]), "own_sds": float(own[1])}
     sel = research.levels_select(
         hist,
         spec,

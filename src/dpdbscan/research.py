@@ -48,6 +48,7 @@ Post-processing of one release (studies of the density test and the automatic mo
     ``levels_alpha_scores``: every candidate alpha's total selected stability.
     ``levels_ladder``: the MinPts ladder of a release.
     ``levels_unit_mass``: the most one unit adds to a release's total (k m).
+    ``noise_variance``: the variance of one noise term of a release (its law and scale).
     ``levels_scale``: the level of each partition on the stability scale.
     ``ownscale_widen``, ``OWNSCALE_DIMS``: the 2-D own-alpha widening of a
     selection by the larger candidates' (and the dimensions it runs in).
@@ -87,6 +88,7 @@ from .cells import pairs as cell_pairs
 from .cells.histogram import NoisyHistogram
 from .files import read_input
 from .geometry.projection import Equirectangular, format_km, projection_of
+from .laws.noise import variance as noise_variance
 from .model.build import model_of
 from .model.predict import predict_spans, span_regions
 from .model.record import SpanModel
@@ -184,6 +186,7 @@ __all__ = [
     "levels_scale",
     "levels_select",
     "levels_unit_mass",
+    "noise_variance",
     "levels_tree",
     "merge_centres",
     "noiseless_twin",
