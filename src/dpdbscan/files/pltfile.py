@@ -14,7 +14,7 @@ Each line is read alone, by the CSV reader's rules
 (:mod:`dpdbscan.files.records`): an empty line is no record; a line without
 exactly 7 fields is malformed (a row of NaN, counted); a latitude or a
 longitude that is missing reads as NaN and one that is not a number by the
-CSV grammar (:func:`dpdbscan.files.records.is_number`) too, counted as a
+CSV grammar (:func:`dpdbscan.files.records.coerce_binary`) too, counted as a
 value that is not a number. Bytes that are not UTF-8 make their line
 malformed. Nothing is quoted.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .records import NULL_VALUES, is_number
+from .records import NULL_VALUES, coerce_binary
 
 #: The columns of every PLT file.
 COLUMNS = ("x", "y", "time", "alt")
@@ -35,15 +35,6 @@ _FIELDS = 7
 _NULLS = frozenset(NULL_VALUES)
 
 
-def _number(text: str) -> tuple[float, bool]:
-    """A field's number (NaN where missing), and whether it was present but not a number."""
-    if text in _NULLS:
-        return np.nan, False
-    if not is_number(text):
-        return np.nan, True
-    return float(text.strip(" \t")), False
-
-
 def read(path: Path) -> tuple[np.ndarray, np.ndarray, int, list[str | None], np.ndarray]:
     """``(X, bad, n_malformed, times, alt)`` of one file: the lon/lat rows
     (NaN where missing or malformed), the rows with a value that is not a
@@ -51,27 +42,30 @@ def read(path: Path) -> tuple[np.ndarray, np.ndarray, int, list[str | None], np.
     malformed line) and altitude. One file at a time: a trace folder's files
     are each one person's. OSError when the file cannot be read."""
     data = path.read_bytes()
-    lines = [line for line in data.splitlines()[HEADER_LINES:] if line.strip(b" \t")]
-    X = np.full((len(lines), 2), np.nan)
-    alt = np.full(len(lines), np.nan)
-    bad = np.zeros(len(lines), dtype=bool)
-    times: list[str | None] = [None] * len(lines)
-    malformed = 0
-    for i, raw in enumerate(lines):
+    lines = [line for line in data.splitlines()[HEADER_LINES:] if line]
+    fields: list[list[str] | None] = []
+    for raw in lines:
         try:
-            fields = raw.decode("utf-8").split(",")
+            got = raw.decode("utf-8").split(",")
         except UnicodeDecodeError:
-            fields = []
-        if len(fields) != _FIELDS:
-            malformed += 1
-            continue
-        lat, bad_lat = _number(fields[0])
-        lon, bad_lon = _number(fields[1])
-        X[i] = lon, lat
-        bad[i] = bad_lat or bad_lon
-        alt[i] = _number(fields[3])[0]
-        times[i] = fields[5].strip(" \t") + "T" + fields[6].strip(" \t")
-    return X, bad, malformed, times, alt
+            got = []
+        fields.append(got if len(got) == _FIELDS else None)
+    lat, bad_lat = _numbers(fields, 0)
+    lon, bad_lon = _numbers(fields, 1)
+    alt, _ = _numbers(fields, 3)
+    times = [None if f is None else f[5].strip(" \t") + "T" + f[6].strip(" \t") for f in fields]
+    X = np.column_stack([lon, lat]) if lines else np.zeros((0, 2))
+    return X, bad_lat | bad_lon, sum(1 for f in fields if f is None), times, alt
+
+
+def _numbers(fields: list[list[str] | None], j: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``j``-th field of every line as numbers, by the CSV grammar, in
+    one vectorised step (:func:`dpdbscan.files.records.coerce_binary`): NaN
+    where missing or malformed, and a mask of the values that are not numbers."""
+    import pyarrow as pa
+
+    texts = [None if f is None or f[j] in _NULLS else f[j] for f in fields]
+    return coerce_binary(pa.array(texts, type=pa.string()))
 
 
 __all__ = ["COLUMNS", "HEADER_LINES", "read"]
