@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,10 @@ def write_all(tmp: Path, P: np.ndarray, T: np.ndarray, formats: Sequence[str]) -
             )
             (tmp / "plt" / f"{name}.txt.plt").write_text(PLT_HEAD + body)
         if "gpx" in formats:
-            pts = "".join(f'<trkpt lat="{y}" lon="{x}"><time>{t}Z</time></trkpt>\n' for (x, y), t in zip(P[u].tolist(), iso))
+            pts = "".join(
+                f'<trkpt lat="{y}" lon="{x}"><time>{t}Z</time></trkpt>\n'
+                for (x, y), t in zip(P[u].tolist(), iso)
+            )
             (tmp / "gpx" / f"{name}.gpx").write_text(
                 f'<?xml version="1.0"?>\n<gpx version="1.1"><trk><trkseg>\n{pts}</trkseg></trk></gpx>\n'
             )
@@ -94,15 +98,17 @@ def readers(paths: dict[str, Path]) -> dict[str, Callable[[], int]]:
     for name, path in paths.items():
         if not name.startswith("folder"):
             continue
-        kind = name.split()[1]
-        if kind == "csv":
-            kw = {"columns": [2, 3], "header": False, "fields": 4, "also": (1,)}
-        else:
-            kw = {"also": ("time",)}
-        out[name] = lambda path=path, kind=kind, kw=kw: int(
-            read_input(path, unit_from="file", file_format=kind, **kw).X.shape[0]
-        )
+        out[name] = _folder_reader(path, name.split()[1])
     return out
+
+
+def _folder_reader(path: Path, kind: str) -> Callable[[], int]:
+    """The read of a folder of ``kind`` files, one per unit, with the time."""
+    if kind == "csv":
+        kw: dict[str, Any] = {"columns": [2, 3], "header": False, "fields": 4, "also": (1,)}
+    else:
+        kw = {"also": ("time",)}
+    return lambda: int(read_input(path, unit_from="file", file_format=kind, **kw).X.shape[0])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -129,7 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
                 wall[k].append(t1 - t0)
                 cpu[k].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
-        sizes = {k: sum(p.stat().st_size for p in ([v] if v.is_file() else v.rglob("*"))) for k, v in paths.items()}
+        sizes = {
+            k: sum(p.stat().st_size for p in ([v] if v.is_file() else v.rglob("*"))) for k, v in paths.items()
+        }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     base = statistics.median(cpu["one CSV"])

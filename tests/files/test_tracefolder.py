@@ -34,7 +34,14 @@ pytestmark = pytest.mark.filterwarnings(
 FIT = ["--geo", "--eps", "300m", "--min-samples", "10", *BOX, "--seed", "5", "--no-png", "--no-geojson"]
 UNIT = ["--max-cells-per-unit", "3", "--delta", "1e-6"]
 STOPS = ["--time", "time", "--stops", "100m", "5min"]
-PLT_HEAD = ["Geolife trajectory", "WGS 84", "Altitude is in Feet", "Reserved 3", "0,2,255,My Track,0,0,2,8421376", "0"]
+PLT_HEAD = [
+    "Geolife trajectory",
+    "WGS 84",
+    "Altitude is in Feet",
+    "Reserved 3",
+    "0,2,255,My Track,0,0,2,8421376",
+    "0",
+]
 EPOCH = dt.datetime(1899, 12, 30)
 
 
@@ -111,7 +118,9 @@ def test_a_geolife_folder_gives_the_rows_units_times_and_release_of_the_same_csv
     assert got.n_skipped_files == sum(1 for n in units if n.endswith("0"))  # the labels.txt files
     times = read_columns(csv, "time")[0].to_pylist()
     assert got.companions[0].to_pylist() == [t.decode() for t in times]
-    a, out, err = fit(capsys, tmp_path, root, "--unit-from", "folder", "--format", "plt", *UNIT, *STOPS, name="g")
+    a, out, err = fit(
+        capsys, tmp_path, root, "--unit-from", "folder", "--format", "plt", *UNIT, *STOPS, name="g"
+    )
     b, _, _ = fit(capsys, tmp_path, csv, "--unit", "unit", *UNIT, *STOPS, name="c")
     assert a.n_spans >= 1 and same_release(a, b) and "each unit's stops" in out
     assert "labels.txt" not in err and "005" not in out + err
@@ -174,7 +183,9 @@ def test_bad_rows_drop_alone_and_damaged_files_drop_their_rows(capsys, tmp_path)
     # a bad row and a malformed line in one file; a file of another format under a .plt name
     first = root / "001" / "Trajectory" / "20081020.plt"
     first.write_text(plt_text(units["001"], [f"{SECRET},116.3,0,1,1,2008-10-23,02:00:00", f"{SECRET}"]))
-    (root / "002" / "Trajectory" / "20081020.plt").write_bytes(b"h\n" * 6 + b"\xff\xfe" + SECRET.encode() * 40)
+    (root / "002" / "Trajectory" / "20081020.plt").write_bytes(
+        b"h\n" * 6 + b"\xff\xfe" + SECRET.encode() * 40
+    )
     got = read_input(root, unit_from="folder", file_format="plt")
     assert got.n_unparseable == 1 and got.n_malformed == 1 + 1  # the other file: one undecodable line
     finite = got.X[np.isfinite(got.X).all(axis=1)]
@@ -189,7 +200,9 @@ def test_bad_rows_drop_alone_and_damaged_files_drop_their_rows(capsys, tmp_path)
     assert got.X.shape == (5, 2) and got.n_damaged_files == 1 and got.n_damaged_rows == 0
     note = " ".join(got.notes())
     assert "1 file(s) of the folder could not be read" in note and SECRET not in note
-    rc, out, err = run(capsys, "fit", gpx, *FIT, "--unit-from", "file", "--format", "gpx", *UNIT, "--out-dir", tmp_path)
+    rc, out, err = run(
+        capsys, "fit", gpx, *FIT, "--unit-from", "file", "--format", "gpx", *UNIT, "--out-dir", tmp_path
+    )
     assert rc == 0 and "could not be read" in err and SECRET not in out + err
 
 
@@ -245,10 +258,16 @@ def test_files_are_read_one_at_a_time(tmp_path, monkeypatch):
         (["--unit-from", "folder", "--format", "parquet"], "not --format parquet"),
         (["--unit-from", "folder", "--format", "plt", "--unit", "x"], "not both"),
         (["--unit-from", "folder", "--format", "plt", "--columns", "x", "y"], "not --columns"),
-        (["--unit-from", "folder", "--format", "plt", "--backend", "dask", "--columns", "x", "y"], "not a folder of trace files"),
+        (
+            ["--unit-from", "folder", "--format", "plt", "--backend", "dask", "--columns", "x", "y"],
+            "not a folder of trace files",
+        ),
         (["--unit-from", "folder", "--format", "csv", "--header"], "give the coordinates' number"),
         (["--unit-from", "folder", "--format", "csv"], "--header"),
-        (["--unit-from", "folder", "--format", "plt", "--time", "when", "--stops", "100m", "5min"], "no column 'when'"),
+        (
+            ["--unit-from", "folder", "--format", "plt", "--time", "when", "--stops", "100m", "5min"],
+            "no column 'when'",
+        ),
     ],
 )
 def test_refused_before_the_ledger_reserves(capsys, tmp_path, extra, match):
@@ -257,7 +276,11 @@ def test_refused_before_the_ledger_reserves(capsys, tmp_path, extra, match):
     rc, _, err = run(capsys, "ledger", "init", ledger, "--dataset", "d", "--epsilon", "5")
     assert rc == 0, err
     # a CSV folder with a header and no --geo, --bounds or --columns: no public number of coordinates
-    fit_opts = ["--eps", "0.3", "--min-samples", "10", "--bounds", "0", "1", *FIT[-4:]] if "--header" in extra else FIT
+    fit_opts = (
+        ["--eps", "0.3", "--min-samples", "10", "--bounds", "0", "1", *FIT[-4:]]
+        if "--header" in extra
+        else FIT
+    )
     rc, out, err = run(capsys, "fit", root, *fit_opts, *UNIT, "--ledger", ledger, "--dataset", "d", *extra)
     assert rc == 2 and match in err, err
     con = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
@@ -279,7 +302,9 @@ def test_unit_from_needs_a_folder(tmp_path):
     with pytest.raises(ValueError, match="give the folder"):
         read_input(path, unit_from="file")
     got = read_input(path, also=("time",))  # one PLT file, event-level
-    assert got.X.shape == (25, 2) and got.X[0, 0] > 116 and got.X[0, 1] < 41  # lon, lat: latitude first in the file
+    assert (
+        got.X.shape == (25, 2) and got.X[0, 0] > 116 and got.X[0, 1] < 41
+    )  # lon, lat: latitude first in the file
 
 
 # --------------------------------------------------------------------------- #
@@ -287,7 +312,9 @@ def test_unit_from_needs_a_folder(tmp_path):
 
 
 def test_a_database_reads_time_and_status_in_the_points_pass(capsys, tmp_path, monkeypatch):
-    rows = [(116.3 + 1e-5 * i, 39.9, f"p{i % 40}", 1_211_018_400 + 60 * (i // 40), i % 2) for i in range(1200)]
+    rows = [
+        (116.3 + 1e-5 * i, 39.9, f"p{i % 40}", 1_211_018_400 + 60 * (i // 40), i % 2) for i in range(1200)
+    ]
     db = make_db(tmp_path / "t.sqlite", "x REAL, y REAL, person TEXT, time INTEGER, busy INTEGER", rows)
     got = read_input(db, ["x", "y"], unit="person", also=("time", "busy"))
     assert [c.to_pylist() for c in got.companions] == [[r[3] for r in rows], [r[4] for r in rows]]
@@ -297,8 +324,22 @@ def test_a_database_reads_time_and_status_in_the_points_pass(capsys, tmp_path, m
 
     monkeypatch.setattr(door, "read_columns", second_pass)
     rc, out, err = run(
-        capsys, "check", db, "--columns", "x", "y", "--geo", *BOX, "--eps", "300m", "--min-samples", "5",
-        "--unit", "person", *UNIT, *STOPS,
+        capsys,
+        "check",
+        db,
+        "--columns",
+        "x",
+        "y",
+        "--geo",
+        *BOX,
+        "--eps",
+        "300m",
+        "--min-samples",
+        "5",
+        "--unit",
+        "person",
+        *UNIT,
+        *STOPS,
     )
     assert rc == 0, err
 
@@ -308,5 +349,7 @@ def test_a_geojson_unit_property_no_feature_has_is_said(capsys, tmp_path):
     got = read_input(path, unit="person")
     assert got.n_no_unit_property and "no feature has the property 'person'" in " ".join(got.notes())
     assert not read_input(path, unit="cab").n_no_unit_property
-    rc, out, err = run(capsys, "check", path, "--geo", *BOX, "--eps", "300m", "--min-samples", "5", "--unit", "person", *UNIT)
+    rc, out, err = run(
+        capsys, "check", path, "--geo", *BOX, "--eps", "300m", "--min-samples", "5", "--unit", "person", *UNIT
+    )
     assert rc == 0 and "no feature has the property 'person'" in err, err

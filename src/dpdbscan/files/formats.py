@@ -171,8 +171,8 @@ def format_of(path: str | os.PathLike[str], fmt: str | None = None) -> FileForma
             "(" + ", ".join(FORMATS) + "))"
         )
     raise ValueError(
-        f"{text}: cannot tell the format from the file name (known: .csv, .tsv, .txt, .tab, "
-        "their .gz, .parquet, .pq, .npy, .sqlite, .sqlite3, .db, .gpkg, .geojson, .gpx, .plt); pass --format ("
+        f"{text}: cannot tell the format from the file name (known: .csv, .tsv, .txt, .tab, their "
+        ".gz, .parquet, .pq, .npy, .sqlite, .sqlite3, .db, .gpkg, .geojson, .gpx, .plt); pass --format ("
         + ", ".join(FORMATS)
         + ")"
     )

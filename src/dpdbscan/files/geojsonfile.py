@@ -206,7 +206,9 @@ def until_damaged(items: Iterator[Any], damage: Damage) -> Iterator[Any]:
 Chunk = tuple[np.ndarray, np.ndarray, "list[bytes | None] | None", "list[list[str | None]]"]
 
 
-def chunks(path: Path, unit: str | None, also: tuple[str, ...] = (), damage: Damage | None = None) -> Iterator[Chunk]:
+def chunks(
+    path: Path, unit: str | None, also: tuple[str, ...] = (), damage: Damage | None = None
+) -> Iterator[Chunk]:
     """``(X, not a point, unit tokens, texts of the properties ``also``)``
     of :data:`CHUNK` features at a time; with ``damage``, text that is not
     valid JSON ends the stream (recorded there) instead of raising."""

@@ -53,11 +53,11 @@ from .layout import (
     Columns,
     ReadOptions,
     csv_layout,
-    undecided_header,
     resolve_columns,
     resolve_unit,
     schema_columns,
     skipped_index_columns,
+    undecided_header,
 )
 from .records import BlockCounts, CsvLayout, unit_missing
 from .unitids import unit_kind_of_arrow
@@ -155,7 +155,9 @@ class InputPoints:
                 f"the --format): their {self.n_damaged_rows:,} row(s) read are dropped"
             )
         if self.n_skipped_files:
-            out.append(f"{self.n_skipped_files:,} file(s) of the folder not named as --format files are left alone")
+            out.append(
+                f"{self.n_skipped_files:,} file(s) of the folder not named as --format files are left alone"
+            )
         if self.n_no_unit_property:
             out.append(
                 f"no feature has the property {self.unit_name!r} (--unit): every row is dropped; "
@@ -1010,7 +1012,9 @@ def _feature_unit(where: str, fmt: FileFormat, unit: str | int | None) -> str | 
     return unit
 
 
-def _open_features(path: Path, fmt: FileFormat, options: ReadOptions, also: Sequence[str | int] = ()) -> InputPlan:
+def _open_features(
+    path: Path, fmt: FileFormat, options: ReadOptions, also: Sequence[str | int] = ()
+) -> InputPlan:
     """A GeoJSON, GPX or PLT file: its points' lon/lat (x, y), the unit and
     the ``also`` columns by the options alone; nothing is read before
     :meth:`InputPlan.read` but the file's first character (its envelope:
@@ -1037,7 +1041,9 @@ def _open_features(path: Path, fmt: FileFormat, options: ReadOptions, also: Sequ
         got = _gather(blocks, got, fmt.kind == "geojson", unit_type, hook, path, progress, kinds)
         if damage.ended:
             got.n_read_before_damage = damage.rows
-        got.n_no_unit_property = fmt.kind == "geojson" and unit is not None and damage.rows > 0 and not damage.units_seen
+        got.n_no_unit_property = (
+            fmt.kind == "geojson" and unit is not None and damage.rows > 0 and not damage.units_seen
+        )
         return got
 
     schema = {"gpx": list(gpxfile.COLUMNS), "plt": list(pltfile.COLUMNS)}.get(fmt.kind)
@@ -1181,7 +1187,9 @@ def _open_folder(
     else:
         _no_text_options(where, fmt, options)
         if options.columns is not None:
-            raise ValueError(f"{where}: the coordinates of {kind.upper()} files are their points' (x, y), not --columns")
+            raise ValueError(
+                f"{where}: the coordinates of {kind.upper()} files are their points' (x, y), not --columns"
+            )
         extra = tuple(_feature_companion(where, fmt, c) for c in also)
         names, schema = ["x", "y"], list(_FIXED_COLUMNS[kind])
         kinds = [pa_type(_feature_kind(fmt, c)) for c in extra]
@@ -1344,8 +1352,8 @@ def read_columns(
         # a folder of trace files reads them beside the points, in one pass
         wanted = [c for c in (column, flag) if c is not None]
         with open_input(path, options, d=d, choose=choose, also=wanted) as plan:
-            got = plan.read(progress).companions or ()
-        return got[0], (got[1] if flag is not None else None)
+            read = plan.read(progress).companions or ()
+        return read[0], (read[1] if flag is not None else None)
     fmt = FileFormat("parquet") if Path(path).is_dir() else format_of(path, options.file_format)
     if fmt.is_database:
         _need_pyarrow("SQLite")

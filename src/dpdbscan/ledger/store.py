@@ -512,8 +512,7 @@ class Ledger:
                 f"lifetime budget of (epsilon={b.epsilon:g}, delta={b.delta:g}) and {len(costs)} "
                 f"release(s) spent (epsilon={before.epsilon:.6g}, delta={before.delta:.3g}) by "
                 f"{before.method}; with this one at (epsilon={eps:g}, delta={dlt:g}) "
-                f"the total would be (epsilon={total.epsilon:.6g}, delta={total.delta:.3g}). "
-                + NOTHING_READ
+                f"the total would be (epsilon={total.epsilon:.6g}, delta={total.delta:.3g}). " + NOTHING_READ
             )
         return total
 
