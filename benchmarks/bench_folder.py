@@ -6,7 +6,7 @@ PLT, GPX, headerless CSV as T-Drive writes it) and as one CSV file with a
 unit and a time column, then times ``read_input`` of each, reading the
 points, the unit and the time (``also=("time",)``; the CSV's time in the
 second pass the command line makes for a CSV file). Interleaved
-rounds after one warm-up, the order rotated each round; medians of the CPU
+rounds after one warm-up (:func:`benchmarks.timing.interleaved`); medians of the CPU
 time (user + system: the work done, which a loaded machine distorts less
 than the wall time) and of the wall time.
 
@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 
 from dpdbscan.research import read_input
+
+from . import timing
 
 #: Seconds from 1899-12-30 (PLT's day count) to 1970-01-01.
 PLT_EPOCH = 25569 * 86400
@@ -111,6 +113,21 @@ def _folder_reader(path: Path, kind: str) -> Callable[[], int]:
     return lambda: int(read_input(path, unit_from="file", file_format=kind, **kw).X.shape[0])
 
 
+def _timed(read: Callable[[], int], wall: list[float]) -> Callable[[], float]:
+    """``read`` as a function that returns its CPU seconds (user + system)
+    and appends its wall seconds to ``wall``."""
+
+    def run() -> float:
+        gc.collect()
+        r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        read()
+        r1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        wall.append(t1 - t0)
+        return r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+
+    return run
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--units", type=int, default=2000)
@@ -124,17 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         paths = write_all(tmp, P, T, args.formats)
         fns = readers(paths)
         rows = {k: f() for k, f in fns.items()}  # warm-up: page cache, imports
-        cpu: dict[str, list[float]] = {k: [] for k in fns}
         wall: dict[str, list[float]] = {k: [] for k in fns}
+        cpu = timing.interleaved({k: _timed(f, wall[k]) for k, f in fns.items()}, args.repeats, warm=False)
         names = list(fns)
-        for r in range(args.repeats):
-            for k in names[r % len(names) :] + names[: r % len(names)]:
-                gc.collect()
-                r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-                fns[k]()
-                r1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-                wall[k].append(t1 - t0)
-                cpu[k].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
         sizes = {
             k: sum(p.stat().st_size for p in ([v] if v.is_file() else v.rglob("*"))) for k, v in paths.items()
         }

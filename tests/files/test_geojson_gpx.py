@@ -17,11 +17,9 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from pointfiles import BOX, SECRET, feature, write_geojson, write_gpx, write_points
+from pointfiles import BOX, SECRET, feature, fit, same_release, write_geojson, write_gpx, write_points
 
-from dpdbscan import load_model
 from dpdbscan.files import geojsonfile, open_input, read_columns, read_input
-from dpdbscan.model.codec import model_to_dict
 
 from clirun import run
 
@@ -31,7 +29,6 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::dpdbscan.exceptions.InsecureRandomnessWarning", "ignore::dpdbscan.exceptions.UtilityWarning"
 )
 
-FIT = ["--geo", "--eps", "300m", "--min-samples", "10", *BOX, "--seed", "5", "--no-png", "--no-geojson"]
 UNIT = ["--max-cells-per-unit", "3", "--delta", "1e-6"]
 T0 = 1_211_018_400
 
@@ -56,17 +53,6 @@ def write_csv(path, rows):
 
 def iso(t: int) -> str:
     return str(np.datetime64(t, "s")) + "Z"
-
-
-def same_release(a, b) -> bool:
-    a, b = model_to_dict(a), model_to_dict(b)
-    return a["histogram"] == b["histogram"] and a["spans"] == b["spans"] and a["privacy"] == b["privacy"]
-
-
-def fit(capsys, tmp_path, path, *extra, name):
-    rc, out, err = run(capsys, "fit", path, *FIT, "--out-dir", tmp_path, "--name", name, *extra)
-    assert rc == 0, err
-    return load_model(tmp_path / f"{name}.spans.json"), out, err
 
 
 # --------------------------------------------------------------------------- #

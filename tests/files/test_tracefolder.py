@@ -16,11 +16,9 @@ import sqlite3
 
 import numpy as np
 import pytest
-from pointfiles import BOX, SECRET, feature, make_db, write_geojson, write_gpx
+from pointfiles import BOX, FIT, SECRET, feature, fit, make_db, same_release, write_geojson, write_gpx
 
-from dpdbscan import load_model
 from dpdbscan.files import read_columns, read_input
-from dpdbscan.model.codec import model_to_dict
 from dpdbscan.prepare import door
 
 from clirun import run
@@ -31,7 +29,6 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::dpdbscan.exceptions.InsecureRandomnessWarning", "ignore::dpdbscan.exceptions.UtilityWarning"
 )
 
-FIT = ["--geo", "--eps", "300m", "--min-samples", "10", *BOX, "--seed", "5", "--no-png", "--no-geojson"]
 UNIT = ["--max-cells-per-unit", "3", "--delta", "1e-6"]
 STOPS = ["--time", "time", "--stops", "100m", "5min"]
 PLT_HEAD = [
@@ -91,17 +88,6 @@ def write_unit_csv(path, units):
         + "".join(f"{x!r},{y!r},{u},{t:%Y-%m-%dT%H:%M:%S}\n" for u, rows in units.items() for x, y, t in rows)
     )
     return path
-
-
-def same_release(a, b) -> bool:
-    a, b = model_to_dict(a), model_to_dict(b)
-    return a["histogram"] == b["histogram"] and a["spans"] == b["spans"] and a["privacy"] == b["privacy"]
-
-
-def fit(capsys, tmp_path, path, *extra, name):
-    rc, out, err = run(capsys, "fit", path, *FIT, "--out-dir", tmp_path, "--name", name, *extra)
-    assert rc == 0, err
-    return load_model(tmp_path / f"{name}.spans.json"), out, err
 
 
 # --------------------------------------------------------------------------- #
