@@ -258,6 +258,13 @@ def resolve_unit(names: Sequence[str], unit: str | int | None, *, where: str = "
     return _index_of([str(n) for n in names], unit, where, "--unit (unit=): ")
 
 
+def resolve_trace_column(names: Sequence[str], column: str | int, *, where: str = "the file") -> int:
+    """The index of a trace's time or status column (``--time``,
+    ``--trip-ends``) among public names; refused, naming those options,
+    when the file has no such column."""
+    return _index_of([str(n) for n in names], column, where, "--time/--trip-ends (a trace's column): ")
+
+
 def resolve_columns(
     names: Sequence[str],
     numeric: Sequence[bool],

@@ -54,6 +54,7 @@ from .layout import (
     ReadOptions,
     csv_layout,
     resolve_columns,
+    resolve_trace_column,
     resolve_unit,
     schema_columns,
     skipped_index_columns,
@@ -866,9 +867,7 @@ def _open_database(
 
 def _companion_index(names: Sequence[str], column: str | int, where: str) -> int:
     """The index of a time or status column among public ``names``."""
-    j = resolve_unit(names, column, where=where)
-    assert j is not None  # a column was named
-    return j
+    return resolve_trace_column(names, column, where=where)
 
 
 def _read_database(
@@ -981,8 +980,7 @@ def _database_column(path: Path, fmt: FileFormat, options: ReadOptions, column: 
     try:
         layer = gpkgfile.layer_of(con, where, options.table) if fmt.kind == "gpkg" else None
         table = sqlitefile.Table(con, where, layer.table if layer else options.table, options.query)
-        j = resolve_unit(table.names, column, where=where)
-        assert j is not None  # a column was named
+        j = _companion_index(table.names, column, where)
         expr, arrow = sqlitefile.companion_expr(table.names[j], table.affinity(j))
         kind = pa.type_for_alias(arrow)
         chunks = [pa.array(next(iter(zip(*rows))), type=kind) for rows in table.chunks([expr])]
