@@ -362,8 +362,9 @@ def check_source(source: Source, *, eta: float, backend: Any = None) -> None:
 
 
 def check_layout_early(source: Source, *, eta: float) -> None:
-    """For an SQLite, GeoPackage, GeoJSON or GPX input, :func:`read_file`'s
-    checks now, from the options, the schema and the metadata alone (no row
+    """For an SQLite, GeoPackage, GeoJSON, GPX or PLT input, or a folder of
+    trace files (``--unit-from``), :func:`read_file`'s checks now, from the
+    options, the schema, the metadata and a folder's listing alone (no row
     is read): a missing table, a column or unit the table lacks, a layer not
     in WGS 84 with --geo are refused before a ledger reserves anything, with
     or without a ledger. Other inputs are opened only when they are read (or
@@ -571,8 +572,9 @@ def _are_paths(X: object) -> bool:
 
 def local_formats_only(data: Any, read: ReadOptions) -> None:
     """Refuse, before anything is read or charged, a file only the local
-    reader reads (SQLite, GeoPackage, GeoJSON, GPX) when a distributed backend would read
-    it (public: the names and ``--format``)."""
+    reader reads (SQLite, GeoPackage, GeoJSON, GPX, PLT, a folder of trace
+    files) when a distributed backend would read it (public: the names,
+    ``--format`` and ``--unit-from``)."""
     if read.unit_from is not None:
         raise ValueError(
             f"{data}: --backend dask reads CSV and Parquet files, not a folder of trace files "
