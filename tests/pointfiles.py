@@ -7,10 +7,30 @@ import json
 import sqlite3
 import struct
 
+from dpdbscan import load_model
+from dpdbscan.model.codec import model_to_dict
+
+from clirun import run
+
 #: Text that must never leave a file.
 SECRET = "SECRET-VALUE-7"
 #: Public bounds around the test points (lon/lat, Beijing).
 BOX = ["--bounds", "116.0", "39.6", "116.6", "40.2"]
+#: A seeded geographic fit in that box, writing only the model file.
+FIT = ["--geo", "--eps", "300m", "--min-samples", "10", *BOX, "--seed", "5", "--no-png", "--no-geojson"]
+
+
+def same_release(a, b) -> bool:
+    """Whether two models hold the same noisy histogram, spans and privacy."""
+    a, b = model_to_dict(a), model_to_dict(b)
+    return a["histogram"] == b["histogram"] and a["spans"] == b["spans"] and a["privacy"] == b["privacy"]
+
+
+def fit(capsys, tmp_path, path, *extra, name):
+    """``dpdbscan fit PATH`` with :data:`FIT` and ``extra``: (model, stdout, stderr)."""
+    rc, out, err = run(capsys, "fit", path, *FIT, "--out-dir", tmp_path, "--name", name, *extra)
+    assert rc == 0, err
+    return load_model(tmp_path / f"{name}.spans.json"), out, err
 
 
 def make_db(path, schema: str, rows, table: str = "pts"):

@@ -315,3 +315,12 @@ def test_bench_join_captures_the_fits_self_join(tmp_path):
     assert (sizes["d"], sizes["R"]) == (5, int(z["R"])) == (5, 2)
     assert z["codes"].size == z["weights"].size == sizes["offsets"] and np.all(z["weights"] != 0)
     assert 20 < float(z["threshold"]) < np.inf  # the density test's cut: MinPts 20 and a margin
+
+
+def test_bench_folder_writes_the_same_rows_as_a_folder_and_one_csv(tmp_path):
+    from benchmarks import bench_folder
+
+    P, T = bench_folder.traces(4, 30, seed=1)
+    paths = bench_folder.write_all(tmp_path, P, T, ["plt", "gpx", "csv"])
+    rows = {name: read() for name, read in bench_folder.readers(paths).items()}
+    assert rows == {name: 4 * 30 for name in ("one CSV", "folder plt", "folder gpx", "folder csv")}

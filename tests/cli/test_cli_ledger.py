@@ -149,7 +149,7 @@ def test_concurrent_fits_against_a_lifetime_budget(tmp_path, capsys, data, n, bu
             assert (out / "points.spans.json").is_file() and (out / "points.spans.geojson").is_file()
             assert "charged to 'blobs'" in stderr
         else:
-            assert "refuses this release" in stderr and "Nothing was read or written" in stderr
+            assert "refuses this release" in stderr and "No record was read and nothing was written" in stderr
             assert not out.exists() and stdout == ""
     rows = releases(ledger)
     assert [(r[1], r[2], r[3]) for r in rows] == [("written", 1.0, 0.0)] * budget

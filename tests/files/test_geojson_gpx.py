@@ -17,11 +17,9 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from pointfiles import BOX, SECRET, feature, write_geojson, write_gpx, write_points
+from pointfiles import BOX, SECRET, feature, fit, same_release, write_geojson, write_gpx, write_points
 
-from dpdbscan import load_model
-from dpdbscan.files import geojsonfile, read_columns, read_input
-from dpdbscan.model.codec import model_to_dict
+from dpdbscan.files import geojsonfile, open_input, read_columns, read_input
 
 from clirun import run
 
@@ -31,7 +29,6 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::dpdbscan.exceptions.InsecureRandomnessWarning", "ignore::dpdbscan.exceptions.UtilityWarning"
 )
 
-FIT = ["--geo", "--eps", "300m", "--min-samples", "10", *BOX, "--seed", "5", "--no-png", "--no-geojson"]
 UNIT = ["--max-cells-per-unit", "3", "--delta", "1e-6"]
 T0 = 1_211_018_400
 
@@ -56,17 +53,6 @@ def write_csv(path, rows):
 
 def iso(t: int) -> str:
     return str(np.datetime64(t, "s")) + "Z"
-
-
-def same_release(a, b) -> bool:
-    a, b = model_to_dict(a), model_to_dict(b)
-    return a["histogram"] == b["histogram"] and a["spans"] == b["spans"] and a["privacy"] == b["privacy"]
-
-
-def fit(capsys, tmp_path, path, *extra, name):
-    rc, out, err = run(capsys, "fit", path, *FIT, "--out-dir", tmp_path, "--name", name, *extra)
-    assert rc == 0, err
-    return load_model(tmp_path / f"{name}.spans.json"), out, err
 
 
 # --------------------------------------------------------------------------- #
@@ -186,27 +172,58 @@ def test_gpx_waypoints_and_bad_values(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name, text, match",
+    "name, text",
     [
-        ("p.geojson", f'{{"type": "Feature", "properties": {{"a": "{SECRET}"}}}}', "not a FeatureCollection"),
-        (
-            "p.geojson",
-            f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}"}} {{}}]}}',
-            "not the expected JSON",
-        ),
-        ("p.geojson", f"lon,lat\n{SECRET},1\n", "not the expected JSON"),
-        ("p.geojson", f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}', "not JSON"),
-        ("p.gpx", f"<kml><Placemark>{SECRET}</Placemark></kml>", "not a GPX file"),
-        ("p.gpx", f"<gpx><trk>{SECRET}</gpx>", "not well-formed XML"),
+        ("p.geojson", f"lon,lat\n{SECRET},1\n"),
+        ("p.geojson", f"  \n[{SECRET}]"),
+        ("p.gpx", f"{SECRET} <gpx></gpx>"),
     ],
 )
-def test_a_file_of_another_kind_is_refused_without_quoting_it(tmp_path, name, text, match):
+def test_a_file_whose_envelope_is_of_another_kind_is_refused_before_reading(tmp_path, name, text):
     path = tmp_path / name
     path.write_text(text)
     what = "GPX" if name.endswith(".gpx") else "GeoJSON"
-    with pytest.raises(ValueError, match=f"cannot read as {what}: {match}") as info:
-        read_input(path)
+    with pytest.raises(ValueError, match=f"cannot read as {what}: it does not begin with") as info:
+        open_input(path).close()
     assert SECRET not in str(info.value)
+
+
+GOOD = [feature(116.3, 39.9, {"unit": "a"}), feature(116.31, 39.91, {"unit": "b"})]
+
+
+@pytest.mark.parametrize(
+    "name, text, kept",
+    [
+        ("p.geojson", f'{{"type": "Feature", "properties": {{"a": "{SECRET}"}}}}', 0),
+        ("p.geojson", f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}"}} {{}}]}}', 1),
+        ("p.geojson", f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}', 0),
+        ("p.geojson", json.dumps({"type": "FeatureCollection", "features": GOOD})[:-30] + SECRET, 1),
+        ("p.gpx", f"<kml><Placemark>{SECRET}</Placemark></kml>", 0),
+        ("p.gpx", f'<gpx><trk><trkseg><trkpt lat="39.9" lon="116.3"/>{SECRET}</gpx>', 0),
+    ],
+)
+def test_text_that_is_not_the_format_ends_the_stream_with_a_note(tmp_path, name, text, kept):
+    """Not valid JSON or XML, once reading began: the records before are the
+    file's rows, the rest is dropped and said in a note; nothing is refused
+    (a release never hinges on a record), nothing is quoted."""
+    path = tmp_path / name
+    path.write_text(text)
+    got = read_input(path)
+    assert got.X.shape[0] == kept
+    assert got.n_read_before_damage is not None
+    notes = " ".join(got.notes())
+    assert "the rest of it is not read" in notes and SECRET not in notes
+
+
+def test_a_cut_geojson_still_gives_a_release_charged_as_reserved(capsys, tmp_path):
+    feats = [feature(116.3 + 1e-4 * (i % 7), 39.9, {"unit": f"u{i}"}) for i in range(60)]
+    path = tmp_path / "cut.geojson"
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": feats})[:-200])
+    ledger = tmp_path / "b.ledger"
+    rc, _, err = run(capsys, "ledger", "init", ledger, "--dataset", "d", "--epsilon", 2)
+    assert rc == 0, err
+    _, _, err = fit(capsys, tmp_path, path, "--ledger", ledger, "--dataset", "d", name="m")
+    assert "the rest of it is not read" in err and "charged to 'd'" in err
 
 
 @pytest.mark.parametrize(

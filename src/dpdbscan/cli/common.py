@@ -298,7 +298,8 @@ def read_model(path: Path | str) -> SpanModel:
 def read_options_from_args(args: argparse.Namespace) -> ReadOptions:
     """How to read the points file, from the command's options alone
     (``--columns``, ``--header``/``--no-header``, ``--delimiter``,
-    ``--fields``, ``--format``, ``--unit``, ``--table``, ``--query``),
+    ``--fields``, ``--format``, ``--unit``, ``--table``, ``--query``,
+    ``--unit-from``),
     typed: a boundary between argparse and the rest of the command line."""
     columns = column_tokens(getattr(args, "columns", None))
     header = (
@@ -313,6 +314,7 @@ def read_options_from_args(args: argparse.Namespace) -> ReadOptions:
         unit=getattr(args, "unit", None),
         table=getattr(args, "table", None),
         query=getattr(args, "query", None),
+        unit_from=getattr(args, "unit_from", None),
     )
 
 

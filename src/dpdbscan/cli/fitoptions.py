@@ -65,6 +65,8 @@ class FitOptions:
     ledger a release is charged to (:mod:`dpdbscan.cli.ledger`), ``events``
     the stops or trip ends each unit's rows become (``--stops``,
     ``--trip-ends``; read from ``time`` and ``trip_ends``, the columns).
+    ``unit`` is the ``--unit`` column, or with ``--unit-from`` what one unit
+    is (``"file"`` or ``"folder"``).
     """
 
     input: str
@@ -112,6 +114,9 @@ class FitOptions:
                 params[name] = getattr(args, name)
         as_parsed: dict[str, Any] = {name: getattr(args, name) for name in _AS_PARSED}
         as_parsed.update({name: getattr(args, name, None) for name in _IF_PRESENT})
+        if getattr(args, "unit_from", None) is not None:
+            # each file or sub-folder of the input folder is a unit: its name says what one unit is
+            as_parsed["unit"] = args.unit_from
         return cls(
             **as_parsed,
             read=read_options_from_args(args),

@@ -265,6 +265,14 @@ def add_unit_options(p: ArgTarget, *, column: bool = True) -> None:
             "schema) or 0-based index: every row of one unit is protected together; rows without "
             "one are dropped. Without it each row is protected, not each person",
         )
+        u.add_argument(
+            "--unit-from",
+            choices=("file", "folder"),
+            help="the input is a folder of trace files, one per person or vehicle (GPX, CSV, "
+            "GeoLife's PLT; --format says which): each file is one unit ('file', named by its path "
+            "in the folder), or each first-level sub-folder with all its files ('folder'). Not "
+            "with --unit",
+        )
     add_table_option(
         u,
         "max_cells_per_unit",

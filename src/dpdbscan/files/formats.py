@@ -20,6 +20,7 @@ either + ``.gz``           gzip text    as above
 ``.gpkg``                  ``gpkg``
 ``.geojson``               ``geojson``
 ``.gpx``                   ``gpx``
+``.plt``                   ``plt``
 ``-`` (standard input)     ``csv``      ``,``
 =========================  ===========  ===========
 """
@@ -35,7 +36,7 @@ from pathlib import PurePath
 LABEL_COLUMN = "label"
 
 #: Formats by name, as the ``format`` option takes them.
-FORMATS = ("csv", "csv.gz", "tsv", "tsv.gz", "parquet", "npy", "sqlite", "gpkg", "geojson", "gpx")
+FORMATS = ("csv", "csv.gz", "tsv", "tsv.gz", "parquet", "npy", "sqlite", "gpkg", "geojson", "gpx", "plt")
 
 _TEXT = {".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".tab": "tsv"}
 _BINARY = {
@@ -49,11 +50,13 @@ _BINARY = {
     ".gpkg": "gpkg",
     ".geojson": "geojson",
     ".gpx": "gpx",
+    ".plt": "plt",
 }
 #: Formats that are databases: a table (or a query) in them holds the points.
 DATABASES = ("sqlite", "gpkg")
-#: Formats of geographic features whose coordinates are lon/lat points (WGS 84).
-FEATURES = ("geojson", "gpx")
+#: Formats of geographic features whose coordinates are lon/lat points (WGS 84),
+#: by the format's definition (PLT: GeoLife's traces, latitude first in the file).
+FEATURES = ("geojson", "gpx", "plt")
 #: Compressions other than gzip that a name may carry; refused with a hint.
 _OTHER_COMPRESSION = (".bz2", ".xz", ".zst", ".zip")
 
@@ -107,7 +110,7 @@ def is_index_column(name: str) -> bool:
 @dataclass(frozen=True)
 class FileFormat:
     """A file's format: ``kind`` ("csv", "parquet", "npy", "sqlite",
-    "gpkg", "geojson" or "gpx"), whether the text is gzip-compressed, and the default delimiter
+    "gpkg", "geojson", "gpx" or "plt"), whether the text is gzip-compressed, and the default delimiter
     of a text format."""
 
     kind: str
@@ -161,15 +164,15 @@ def format_of(path: str | os.PathLike[str], fmt: str | None = None) -> FileForma
     if suffix in _NOT_READ:
         raise ValueError(
             f"{text}: {_NOT_READ[suffix]} is not read (dpdbscan reads CSV, Parquet, .npy, SQLite, "
-            "GeoPackage, GeoJSON and GPX); export "
+            "GeoPackage, GeoJSON, GPX and PLT); export "
             "the points as CSV or Parquet with one row per point and numeric columns (longitude and "
             "latitude with --geo; a unit, time or status column beside them), e.g. with pandas or "
             "GDAL's ogr2ogr, and fit that file (a CSV or Parquet file under this name: pass --format "
             "(" + ", ".join(FORMATS) + "))"
         )
     raise ValueError(
-        f"{text}: cannot tell the format from the file name (known: .csv, .tsv, .txt, .tab, "
-        "their .gz, .parquet, .pq, .npy, .sqlite, .sqlite3, .db, .gpkg, .geojson, .gpx); pass --format ("
+        f"{text}: cannot tell the format from the file name (known: .csv, .tsv, .txt, .tab, their "
+        ".gz, .parquet, .pq, .npy, .sqlite, .sqlite3, .db, .gpkg, .geojson, .gpx, .plt); pass --format ("
         + ", ".join(FORMATS)
         + ")"
     )

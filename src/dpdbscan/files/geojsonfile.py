@@ -20,9 +20,12 @@ listed or quoted (their names are data here, not a schema), and a file that
 is not JSON, or not a FeatureCollection, is refused without quoting it.
 
 Unlike a CSV line, a JSON feature has no end that can be found without
-parsing it, so a file that is not valid JSON (one broken feature) is refused
-as a whole, while it is read: whether the rest is released then hinges on
-that feature. Valid JSON that is not a point never stops the read.
+parsing it, so text that is not valid JSON (one broken feature, a file cut
+short) ends the stream there: the features before it are the file's rows,
+the rest of the file is not read (:class:`Damage` says so, for a private
+note), and the release is made. Whether a release happens never hinges on
+a record; docs/privacy.md says what this means for the guarantee. Valid
+JSON that is not a point never stops the read.
 """
 
 from __future__ import annotations
@@ -180,21 +183,47 @@ def text_of(value: Any) -> str | None:
     return None
 
 
+class Damage:
+    """Where a stream of features ended early: ``ended`` is True when the
+    file stopped being valid JSON (or a FeatureCollection) after ``rows``
+    features. Private: a note for the data owner, never a refusal."""
+
+    def __init__(self) -> None:
+        self.ended, self.rows, self.units_seen = False, 0, 0
+
+
+def until_damaged(items: Iterator[Any], damage: Damage) -> Iterator[Any]:
+    """``items`` until a ValueError (the parser's: it quotes nothing), which
+    ends the stream and is recorded in ``damage``."""
+    try:
+        for item in items:
+            damage.rows += 1
+            yield item
+    except ValueError:
+        damage.ended = True
+
+
+Chunk = tuple[np.ndarray, np.ndarray, "list[bytes | None] | None", "list[list[str | None]]"]
+
+
 def chunks(
-    path: Path, unit: str | None
-) -> Iterator[tuple[np.ndarray, np.ndarray, list[bytes | None] | None]]:
-    """``(X, not a point, unit tokens)`` of :data:`CHUNK` features at a time."""
+    path: Path, unit: str | None, also: tuple[str, ...] = (), damage: Damage | None = None
+) -> Iterator[Chunk]:
+    """``(X, not a point, unit tokens, texts of the properties ``also``)``
+    of :data:`CHUNK` features at a time; with ``damage``, text that is not
+    valid JSON ends the stream (recorded there) instead of raising."""
     batch: list[Any] = []
-    for feature in features(path):
+    stream = features(path) if damage is None else until_damaged(features(path), damage)
+    for feature in stream:
         batch.append(feature)
         if len(batch) == CHUNK:
-            yield _convert(batch, unit)
+            yield _convert(batch, unit, also, damage)
             batch = []
     if batch:
-        yield _convert(batch, unit)
+        yield _convert(batch, unit, also, damage)
 
 
-def _convert(batch: list[Any], unit: str | None) -> tuple[np.ndarray, np.ndarray, list[bytes | None] | None]:
+def _convert(batch: list[Any], unit: str | None, also: tuple[str, ...], damage: Damage | None) -> Chunk:
     X = np.full((len(batch), 2), np.nan)
     bad = np.zeros(len(batch), dtype=bool)
     for i, feature in enumerate(batch):
@@ -204,7 +233,15 @@ def _convert(batch: list[Any], unit: str | None) -> tuple[np.ndarray, np.ndarray
         else:
             X[i] = got
     units = None if unit is None else [unit_token(prop(f, unit)) for f in batch]
-    return X, bad, units
+    if unit is not None and damage is not None:
+        damage.units_seen += sum(1 for f in batch if has_prop(f, unit))
+    return X, bad, units, [[text_of(prop(f, name)) for f in batch] for name in also]
+
+
+def has_prop(feature: Any, name: str) -> bool:
+    """Whether a feature has the property ``name`` (whatever its value)."""
+    props = feature.get("properties") if isinstance(feature, dict) else None
+    return isinstance(props, dict) and name in props
 
 
 def column(path: Path, name: str) -> Iterator[list[str | None]]:
@@ -220,4 +257,16 @@ def column(path: Path, name: str) -> Iterator[list[str | None]]:
         yield batch
 
 
-__all__ = ["CHUNK", "chunks", "column", "features", "point", "prop", "text_of", "unit_token"]
+__all__ = [
+    "CHUNK",
+    "Damage",
+    "chunks",
+    "column",
+    "features",
+    "has_prop",
+    "point",
+    "prop",
+    "text_of",
+    "unit_token",
+    "until_damaged",
+]

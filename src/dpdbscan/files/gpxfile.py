@@ -34,7 +34,8 @@ COLUMNS = ("x", "y", "time", "ele", "track")
 #: Rows per chunk.
 CHUNK = 1 << 15
 
-_POINTS = ("trkpt", "rtept", "wpt")
+_POINTS = frozenset(("trkpt", "rtept", "wpt"))
+_DROPPED = _POINTS | {"trkseg", "trk", "rte"}
 
 #: One row: lon, lat (NaN where missing), whether either was present but
 #: not a number, the time's text, the elevation, the track's number.
@@ -62,25 +63,30 @@ def rows(path: Path) -> Iterator[list[Row]]:
     not GPX."""
     batch: list[Row] = []
     track = -1
+    in_trk = 0  # how many <trk> elements are open around the current one
     stack: list[ET.Element] = []
+    local: dict[str, str] = {}  # tag -> its name without the namespace
     try:
         for event, elem in ET.iterparse(path, events=("start", "end")):
-            name = _local(elem.tag)
+            name = local.get(elem.tag) or local.setdefault(elem.tag, _local(elem.tag))
             if event == "start":
                 if not stack and name != "gpx":
                     raise ValueError("not a GPX file (its root element is not <gpx>)")
                 if name == "trk":
                     track += 1
+                    in_trk += 1
                 stack.append(elem)
                 continue
             stack.pop()
+            if name == "trk":
+                in_trk -= 1
             if name in _POINTS:
-                in_track = name == "trkpt" and any(_local(e.tag) == "trk" for e in stack)
+                in_track = name == "trkpt" and in_trk > 0
                 batch.append(_row(elem, track if in_track else None))
                 if len(batch) == CHUNK:
                     yield batch
                     batch = []
-            if stack and name in (*_POINTS, "trkseg", "trk", "rte"):
+            if stack and name in _DROPPED:
                 stack[-1].remove(elem)  # read: dropped, so memory holds one element
     except ET.ParseError:
         raise ValueError("not well-formed XML") from None

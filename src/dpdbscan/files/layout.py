@@ -80,6 +80,11 @@ class ReadOptions:
         A ``SELECT`` statement of the user's, run on an SQLite database
         opened read-only (``--query``); its result's columns are the
         columns. Not with ``table``.
+    unit_from : {"file", "folder"}, optional
+        A folder of trace files, one per unit (``--unit-from``): each file
+        is one unit (``"file"``, named by its path in the folder), or each
+        first-level sub-folder with its files (``"folder"``). Not with
+        ``unit`` (:mod:`dpdbscan.files.tracefolder`).
     """
 
     columns: tuple[str | int, ...] | None = None
@@ -90,6 +95,7 @@ class ReadOptions:
     unit: str | int | None = None
     table: str | None = None
     query: str | None = None
+    unit_from: str | None = None
 
     def __post_init__(self) -> None:
         cols = self.columns
@@ -125,6 +131,13 @@ class ReadOptions:
                 raise ValueError(f"{name} must be a non-empty text, got {name}={value!r}")
         if self.table is not None and self.query is not None:
             raise ValueError("give either --table (table=) or --query (query=), not both")
+        if self.unit_from is not None and self.unit_from not in ("file", "folder"):
+            raise ValueError(f"unit_from must be 'file' or 'folder', got unit_from={self.unit_from!r}")
+        if self.unit_from is not None and self.unit is not None:
+            raise ValueError(
+                "give either --unit (unit=: a column) or --unit-from (unit_from=: each file or "
+                "sub-folder of a folder is one unit), not both"
+            )
 
     @property
     def named_columns(self) -> bool:
@@ -243,6 +256,13 @@ def resolve_unit(names: Sequence[str], unit: str | int | None, *, where: str = "
     if unit is None:
         return None
     return _index_of([str(n) for n in names], unit, where, "--unit (unit=): ")
+
+
+def resolve_trace_column(names: Sequence[str], column: str | int, *, where: str = "the file") -> int:
+    """The index of a trace's time or status column (``--time``,
+    ``--trip-ends``) among public names; refused, naming those options,
+    when the file has no such column."""
+    return _index_of([str(n) for n in names], column, where, "--time/--trip-ends (a trace's column): ")
 
 
 def resolve_columns(

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from ..progress import progress as progress_bar
-from . import csvfile, geojsonfile, gpkgfile, gpxfile, sqlitefile
+from . import csvfile, geojsonfile, gpkgfile, gpxfile, pltfile, sqlitefile, tracefolder
 from .formats import FileFormat, format_of
 from .layout import (
     ColumnChooser,
@@ -54,9 +54,11 @@ from .layout import (
     ReadOptions,
     csv_layout,
     resolve_columns,
+    resolve_trace_column,
     resolve_unit,
     schema_columns,
     skipped_index_columns,
+    undecided_header,
 )
 from .records import BlockCounts, CsvLayout, unit_missing
 from .unitids import unit_kind_of_arrow
@@ -95,6 +97,20 @@ class InputPoints:
     n_not_point : int
         GeoPackage rows whose geometry is not a point of the layer's SRS
         (or is empty or damaged).
+    companions : tuple, optional
+        The columns asked beside the points (``open_input``'s ``also``: a
+        trace's time and status), row for row, when the reader read them in
+        the same pass (None: read them with :func:`read_columns`).
+    n_damaged_files, n_damaged_rows : int
+        Files of a trace folder that could not be read, and the rows read
+        from them before that: all dropped.
+    n_skipped_files : int
+        Files of a trace folder not of its format (by name), left alone.
+    n_no_unit_property : bool
+        GeoJSON with a ``--unit`` property: no feature had it (every row dropped).
+    n_read_before_damage : int, optional
+        A GeoJSON or GPX file that stopped being valid JSON or XML: the
+        records read before (the rest is not read). None: read whole.
     """
 
     X: np.ndarray
@@ -106,6 +122,12 @@ class InputPoints:
     unit_name: str | None = None
     n_missing_unit: int = 0
     n_not_point: int = 0
+    companions: tuple[Any, ...] | None = None
+    n_damaged_files: int = 0
+    n_damaged_rows: int = 0
+    n_skipped_files: int = 0
+    n_no_unit_property: bool = False
+    n_read_before_damage: int | None = None
 
     def notes(self) -> list[str]:
         """One line per thing the data owner should know (private notes)."""
@@ -122,7 +144,27 @@ class InputPoints:
             )
         if self.n_not_point:
             out.append(f"{self.n_not_point:,} row(s) whose geometry is not a point (or is empty) are dropped")
-        if self.n_missing_unit:
+        if self.n_read_before_damage is not None:
+            out.append(
+                f"the file stops being valid JSON or XML after {self.n_read_before_damage:,} "
+                "record(s): the rest of it is not read (dropped); "
+                "the release is made from the records before"
+            )
+        if self.n_damaged_files:
+            out.append(
+                f"{self.n_damaged_files:,} file(s) of the folder could not be read (damaged, or not "
+                f"the --format): their {self.n_damaged_rows:,} row(s) read are dropped"
+            )
+        if self.n_skipped_files:
+            out.append(
+                f"{self.n_skipped_files:,} file(s) of the folder not named as --format files are left alone"
+            )
+        if self.n_no_unit_property:
+            out.append(
+                f"no feature has the property {self.unit_name!r} (--unit): every row is dropped; "
+                "check the property's name (GeoJSON units are properties, named exactly)"
+            )
+        elif self.n_missing_unit:
             out.append(
                 f"{self.n_missing_unit:,} row(s) with no unit (column {self.unit_name!r}, --unit) are dropped"
             )
@@ -139,6 +181,8 @@ class InputPlan:
     ``crs`` is the spatial reference a GeoPackage layer declares (``"EPSG:4326"``;
     None: the file declares none) and ``lonlat`` whether it is WGS 84
     longitude/latitude (None: not declared): metadata, public.
+    ``companions``: whether :meth:`read` reads ``open_input``'s ``also``
+    columns in its one pass (:attr:`InputPoints.companions`).
     :meth:`read` reads the records (once); :meth:`close` releases the file
     without reading it. Use it as a context manager.
     """
@@ -156,8 +200,10 @@ class InputPlan:
         schema_names: list[str] | None = None,
         crs: str | None = None,
         lonlat: bool | None = None,
+        companions: bool = False,
     ) -> None:
         self.where, self.format, self.names, self.skipped = where, fmt, names, skipped
+        self.companions = companions
         self.unit_name, self.schema_names = unit_name, schema_names
         self.crs, self.lonlat = crs, lonlat
         self._reader, self._closer = reader, closer
@@ -210,6 +256,7 @@ def open_input(
     *,
     d: int | None = None,
     choose: ColumnChooser | None = None,
+    also: Sequence[str | int] = (),
 ) -> InputPlan:
     """Decide how ``path`` is read, from public input only; read no record.
 
@@ -228,6 +275,13 @@ def open_input(
         ``choose(names, numeric) -> names or None`` for the default
         selection from a declared header or schema (lon/lat detection, a
         model's own columns).
+    also : names or 0-based indices
+        Columns to read beside the points in the same pass (a trace's time
+        and status), into :attr:`InputPoints.companions`, where the format
+        reads them so (SQLite, GeoPackage, a folder of trace files:
+        :attr:`InputPlan.companions`); other formats leave them to
+        :func:`read_columns`. Refused before any record is read when the
+        schema lacks one.
 
     Raises
     ------
@@ -240,14 +294,23 @@ def open_input(
         if not Path(path).exists():
             raise FileNotFoundError(f"input file not found: {path}{data_hint(path)}")
         if Path(path).is_dir():
+            if options.unit_from is not None:
+                _need_pyarrow("a folder of trace files")
+                return _open_folder(Path(path), options, d, choose, also)
             # a dataset: its files' names (public) say it is one, never their bytes
             if options.file_format not in (None, "parquet") or not _has_parquet_files(Path(path)):
                 raise IsADirectoryError(
-                    f"input is a folder: {path}; a folder is read only as a Parquet dataset "
-                    "(files named *.parquet in it)"
+                    f"input is a folder: {path}; a folder is read as a Parquet dataset (files named "
+                    "*.parquet in it), or as trace files, one per person or vehicle, with --unit-from "
+                    "file|folder and --format"
                 )
             _need_pyarrow("Parquet")
             return _open_parquet(Path(path), FileFormat("parquet"), options, choose)
+    if options.unit_from is not None:
+        raise ValueError(
+            f"{'standard input' if str(path) == '-' else path}: --unit-from (unit_from=) takes the unit "
+            "from the files of a folder: give the folder"
+        )
     fmt = format_of(path, options.file_format)
     if str(path) == "-":
         if not fmt.is_text:
@@ -260,10 +323,10 @@ def open_input(
     path = Path(path)
     if fmt.is_database:
         _need_pyarrow("SQLite")
-        return _open_database(path, fmt, options, choose)
+        return _open_database(path, fmt, options, choose, also)
     if fmt.is_features:
         _need_pyarrow(_FEATURE_NAMES[fmt.kind])
-        return _open_features(path, fmt, options)
+        return _open_features(path, fmt, options, also)
     if fmt.kind == "npy":
         return _open_npy(path, fmt, options, choose)
     if fmt.kind == "parquet":
@@ -285,6 +348,8 @@ def read_input(
     unit: str | int | None = None,
     table: str | None = None,
     query: str | None = None,
+    unit_from: str | None = None,
+    also: Sequence[str | int] = (),
     d: int | None = None,
     progress: bool | None = None,
     block_hook: BlockHook | None = None,
@@ -292,7 +357,8 @@ def read_input(
     """Read points from CSV, Parquet, .npy, SQLite or GeoPackage: :func:`open_input`, then
     :meth:`InputPlan.read`. The keywords are :class:`ReadOptions`' fields,
     ``d`` and ``choose`` of :func:`open_input`, and ``read``'s ``progress``
-    and ``block_hook``.
+    and ``block_hook``, and ``also``, columns read beside the points in one
+    pass where the format can (:attr:`InputPoints.companions`).
 
     A CSV file needs ``header=True`` or ``header=False`` (column names in
     ``columns`` imply a header): its own lines never decide.
@@ -306,8 +372,9 @@ def read_input(
         unit=unit,
         table=table,
         query=query,
+        unit_from=unit_from,
     )
-    with open_input(path, options, d=d, choose=choose) as plan:
+    with open_input(path, options, d=d, choose=choose, also=also) as plan:
         return plan.read(progress, block_hook)
 
 
@@ -733,7 +800,11 @@ def _connect(path: Path) -> Any:
 
 
 def _open_database(
-    path: Path, fmt: FileFormat, options: ReadOptions, choose: ColumnChooser | None
+    path: Path,
+    fmt: FileFormat,
+    options: ReadOptions,
+    choose: ColumnChooser | None,
+    also: Sequence[str | int] = (),
 ) -> InputPlan:
     """An SQLite table, view or query (``fmt.kind == "sqlite"``), or a
     GeoPackage's point layer, opened read-only: the columns, the unit's and
@@ -767,6 +838,7 @@ def _open_database(
             if unit is not None and table.names[unit] == layer.geometry:
                 raise ValueError(f"{where}: the --unit column {layer.geometry!r} is the layer's geometry")
             idx, names = [], ["x", "y"]
+        extra = [_companion_index(table.names, c, where) for c in also]
     except BaseException:
         con.close()
         raise
@@ -774,7 +846,7 @@ def _open_database(
     unit_name = None if unit is None else table.names[unit]
 
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
-        got = _read_database(table, layer, idx, unit, path, progress, hook)
+        got = _read_database(table, layer, idx, unit, extra, path, progress, hook)
         got.names, got.skipped_columns, got.unit_name = names, skipped, unit_name
         return got
 
@@ -789,7 +861,13 @@ def _open_database(
         schema_names=list(table.names),
         crs=None if layer is None else layer.srs,
         lonlat=None if layer is None else layer.lonlat,
+        companions=True,
     )
+
+
+def _companion_index(names: Sequence[str], column: str | int, where: str) -> int:
+    """The index of a time or status column among public ``names``."""
+    return resolve_trace_column(names, column, where=where)
 
 
 def _read_database(
@@ -797,12 +875,16 @@ def _read_database(
     layer: gpkgfile.Layer | None,
     idx: list[int],
     unit: int | None,
+    extra: list[int],
     path: Path,
     progress: bool | None,
     hook: BlockHook | None,
 ) -> InputPoints:
     """Every row of ``table``, one chunk at a time: the coordinates (the
-    columns ``idx``, or the layer's points), the unit by its declared kind."""
+    columns ``idx``, or the layer's points), the unit by its declared kind,
+    and the ``extra`` columns (a trace's time and status,
+    :func:`sqlitefile.companion_expr`), all in one query: one pass, so the
+    rows cannot come in another order for one column than for another."""
     import pyarrow as pa
 
     affs = [table.affinity(i) for i in idx]
@@ -816,38 +898,55 @@ def _read_database(
         aff = table.affinity(unit)
         exprs.append(sqlitefile.unit_expr(table.names[unit], aff))
         unit_type = pa.type_for_alias(sqlitefile.UNIT_KINDS[aff][1])
+    at = len(exprs)
+    kinds = []
+    for j in extra:
+        expr, arrow = sqlitefile.companion_expr(table.names[j], table.affinity(j))
+        exprs.append(expr)
+        kinds.append(pa.type_for_alias(arrow))
     d = 2 if layer else len(idx)
 
-    def blocks() -> Iterator[tuple[np.ndarray, np.ndarray, Any]]:
+    def blocks() -> Iterator[Block]:
         for rows in table.chunks(exprs):
-            ids = [r[-1] for r in rows] if unit_type is not None else None
+            ids = [r[at - 1] for r in rows] if unit_type is not None else None
+            more = [[r[at + k] for r in rows] for k in range(len(extra))]
             if layer is None:
-                yield (*sqlitefile.coordinates(rows, affs), ids)
+                yield (*sqlitefile.coordinates(rows, affs), ids, more)
             else:
-                yield (*gpkgfile.points([r[0] for r in rows], layer.srs_id), ids)
+                yield (*gpkgfile.points([r[0] for r in rows], layer.srs_id), ids, more)
 
     got = InputPoints(np.zeros((0, d)), [])
-    return _gather(blocks(), got, layer is not None, unit_type, hook, path, progress)
+    return _gather(blocks(), got, layer is not None, unit_type, hook, path, progress, kinds)
+
+
+#: A block of rows: ``(X, bad rows, unit ids or None, the companion
+#: columns' values)``.
+Block = tuple[np.ndarray, np.ndarray, Any, list[Any]]
 
 
 def _gather(
-    blocks: Iterable[tuple[np.ndarray, np.ndarray, Any]],
+    blocks: Iterable[Block],
     got: InputPoints,
     not_points: bool,
     unit_type: Any,
     hook: BlockHook | None,
     path: Path,
     progress: bool | None,
+    kinds: Sequence[Any] | None = None,
 ) -> InputPoints:
-    """``got`` with the points of ``blocks`` (each ``(X, bad rows, unit
-    ids or None)``, in order): the bad rows counted as values that are not
-    numbers, or (``not_points``) as geometries that are not points; the
-    units typed ``unit_type`` (None: no unit), a row without one dropped."""
+    """``got`` with the points of ``blocks`` (:data:`Block`, in order): the
+    bad rows counted as values that are not numbers, or (``not_points``) as
+    geometries that are not points; the units typed ``unit_type`` (None: no
+    unit), a row without one dropped; the companion columns typed ``kinds``
+    (None: none read) into :attr:`InputPoints.companions`."""
     import pyarrow as pa
 
     parts, units = [], []
+    more: list[list[Any]] = [[] for _ in kinds or ()]
     with progress_bar(f"reading {path.name}", enabled=progress, unit="rows") as bar:
-        for X, bad, ids in blocks:
+        for X, bad, ids, values in blocks:
+            for k, t in enumerate(kinds or ()):
+                more[k].append(values[k] if isinstance(values[k], pa.Array) else pa.array(values[k], type=t))
             n_bad = int(np.count_nonzero(bad))
             if not_points:
                 got.n_not_point += n_bad
@@ -865,6 +964,8 @@ def _gather(
     got.X = np.concatenate(parts) if parts else got.X
     if unit_type is not None:
         got.units = pa.chunked_array(units, type=unit_type)
+    if kinds is not None:
+        got.companions = tuple(pa.chunked_array(m, type=t) for m, t in zip(more, kinds))
     return got
 
 
@@ -879,8 +980,7 @@ def _database_column(path: Path, fmt: FileFormat, options: ReadOptions, column: 
     try:
         layer = gpkgfile.layer_of(con, where, options.table) if fmt.kind == "gpkg" else None
         table = sqlitefile.Table(con, where, layer.table if layer else options.table, options.query)
-        j = resolve_unit(table.names, column, where=where)
-        assert j is not None  # a column was named
+        j = _companion_index(table.names, column, where)
         expr, arrow = sqlitefile.companion_expr(table.names[j], table.affinity(j))
         kind = pa.type_for_alias(arrow)
         chunks = [pa.array(next(iter(zip(*rows))), type=kind) for rows in table.chunks([expr])]
@@ -892,7 +992,7 @@ def _database_column(path: Path, fmt: FileFormat, options: ReadOptions, column: 
 # --------------------------------------------------------------------------- #
 # GeoJSON and GPX: lon/lat points by the format's definition, read as a stream
 
-_FEATURE_NAMES = {"geojson": "GeoJSON", "gpx": "GPX"}
+_FEATURE_NAMES = {"geojson": "GeoJSON", "gpx": "GPX", "plt": "PLT"}
 
 
 def _feature_unit(where: str, fmt: FileFormat, unit: str | int | None) -> str | None:
@@ -910,9 +1010,13 @@ def _feature_unit(where: str, fmt: FileFormat, unit: str | int | None) -> str | 
     return unit
 
 
-def _open_features(path: Path, fmt: FileFormat, options: ReadOptions) -> InputPlan:
-    """A GeoJSON or GPX file: its points' lon/lat (x, y), the unit by the
-    options alone; nothing is read before :meth:`InputPlan.read`."""
+def _open_features(
+    path: Path, fmt: FileFormat, options: ReadOptions, also: Sequence[str | int] = ()
+) -> InputPlan:
+    """A GeoJSON, GPX or PLT file: its points' lon/lat (x, y), the unit and
+    the ``also`` columns by the options alone; nothing is read before
+    :meth:`InputPlan.read` but the file's first character (its envelope:
+    ``{`` or ``<``)."""
     where = str(path)
     _no_text_options(where, fmt, options)
     what = _FEATURE_NAMES[fmt.kind]
@@ -922,30 +1026,106 @@ def _open_features(path: Path, fmt: FileFormat, options: ReadOptions) -> InputPl
             "(x, y), not --columns"
         )
     unit = _feature_unit(where, fmt, options.unit)
+    extra = tuple(_feature_companion(where, fmt, c) for c in also)
+    _check_envelope(path, fmt)
     names = ["x", "y"]
 
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
         got = InputPoints(np.zeros((0, 2)), names, unit_name=unit)
         unit_type = None if unit is None else pa_type("int64" if fmt.kind == "gpx" else "binary")
-        blocks = _feature_chunks(path, fmt, unit, where)
-        return _gather(blocks, got, fmt.kind == "geojson", unit_type, hook, path, progress)
+        damage = geojsonfile.Damage()
+        blocks = _feature_chunks(path, fmt, unit, where, extra, damage)
+        kinds = [pa_type(_feature_kind(fmt, c)) for c in extra]
+        got = _gather(blocks, got, fmt.kind == "geojson", unit_type, hook, path, progress, kinds)
+        if damage.ended:
+            got.n_read_before_damage = damage.rows
+        got.n_no_unit_property = (
+            fmt.kind == "geojson" and unit is not None and damage.rows > 0 and not damage.units_seen
+        )
+        return got
 
-    schema = list(gpxfile.COLUMNS) if fmt.kind == "gpx" else None
+    schema = {"gpx": list(gpxfile.COLUMNS), "plt": list(pltfile.COLUMNS)}.get(fmt.kind)
     return InputPlan(
-        where, fmt, names, [], read, unit_name=unit, schema_names=schema, crs="EPSG:4326", lonlat=True
+        where,
+        fmt,
+        names,
+        [],
+        read,
+        unit_name=unit,
+        schema_names=schema,
+        crs="EPSG:4326",
+        lonlat=True,
+        companions=True,
     )
 
 
-def _feature_chunks(path: Path, fmt: FileFormat, unit: str | None, where: str) -> Any:
-    """``(X, bad, unit ids)`` chunk by chunk; the parsers' errors name no value."""
+def _check_envelope(path: Path, fmt: FileFormat) -> None:
+    """Refuse, before a record is read, a GeoJSON file whose first
+    character is not ``{`` or a GPX file whose first is not ``<``: the
+    envelope around the records, not a record."""
+    if fmt.kind == "plt":
+        return
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096).lstrip(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1]
+    except OSError as exc:
+        raise _io_error(str(path), _FEATURE_NAMES[fmt.kind], exc) from None
+    want = b"{" if fmt.kind == "geojson" else b"<"
+    if head != want:
+        raise ValueError(
+            f"{path}: cannot read as {_FEATURE_NAMES[fmt.kind]}: it does not begin with "
+            f"{want.decode()!r} ({'a JSON object' if want == b'{' else 'XML'})"
+        )
+
+
+#: The columns of the formats whose columns are the format's, by kind, with their Arrow types.
+_FIXED_COLUMNS = {
+    "gpx": {"x": "float64", "y": "float64", "time": "string", "ele": "float64", "track": "int64"},
+    "plt": {"x": "float64", "y": "float64", "time": "string", "alt": "float64"},
+}
+
+
+def _feature_companion(where: str, fmt: FileFormat, column: str | int) -> str:
+    """A time or status column of a feature file, by the options alone: a
+    GeoJSON property (named), or one of a GPX's or PLT's fixed columns."""
+    if fmt.kind == "geojson":
+        if not isinstance(column, str) or column.isdigit():
+            raise ValueError(f"{where}: a GeoJSON column is a property, named (not the index {column})")
+        return column
+    names = list(_FIXED_COLUMNS[fmt.kind])
+    return names[_companion_index(names, column, where)]
+
+
+def _feature_kind(fmt: FileFormat, column: str) -> str:
+    return "string" if fmt.kind == "geojson" else _FIXED_COLUMNS[fmt.kind][column]
+
+
+def _feature_chunks(
+    path: Path,
+    fmt: FileFormat,
+    unit: str | None,
+    where: str,
+    also: tuple[str, ...] = (),
+    damage: geojsonfile.Damage | None = None,
+) -> Iterator[Block]:
+    """:data:`Block` by block; with ``damage``, text that is not the format
+    ends the stream (recorded there); without, it is refused. The parsers'
+    errors name no value."""
     try:
         if fmt.kind == "geojson":
-            yield from geojsonfile.chunks(path, unit)
-            return
-        for rows in gpxfile.rows(path):
-            X = np.array([(r[0], r[1]) for r in rows], dtype=np.float64).reshape(-1, 2)
-            bad = np.array([r[2] for r in rows], dtype=bool)
-            yield X, bad, [r[5] for r in rows]
+            for X, bad, ids, more in geojsonfile.chunks(path, unit, also, damage):
+                yield X, bad, ids, more
+        elif fmt.kind == "plt":
+            X, bad, _, times, alt = pltfile.read(path)
+            by = {"x": X[:, 0], "y": X[:, 1], "time": times, "alt": alt}
+            yield X, bad, None, [by[c] for c in also]
+        else:
+            rows = gpxfile.rows(path)
+            at = {"x": 0, "y": 1, "time": 3, "ele": 4, "track": 5}
+            for chunk in rows if damage is None else geojsonfile.until_damaged(rows, damage):
+                X = np.array([(r[0], r[1]) for r in chunk], dtype=np.float64).reshape(-1, 2)
+                bad = np.array([r[2] for r in chunk], dtype=bool)
+                yield X, bad, [r[5] for r in chunk], [[r[at[c]] for r in chunk] for c in also]
     except ValueError as exc:
         raise ValueError(f"{where}: cannot read as {_FEATURE_NAMES[fmt.kind]}: {exc}") from None
     except OSError as exc:
@@ -954,35 +1134,12 @@ def _feature_chunks(path: Path, fmt: FileFormat, unit: str | None, where: str) -
 
 def _feature_column(path: Path, fmt: FileFormat, column: str | int) -> Any:
     """A time or status column of a GeoJSON file (a property's text) or of a
-    GPX file (one of :data:`gpxfile.COLUMNS`), row for row with the points."""
-    where = str(path)
-    if fmt.kind == "geojson":
-        if not isinstance(column, str):
-            raise ValueError(f"{where}: a GeoJSON column is a property, named (not the index {column})")
-        return _catching(
-            where,
-            fmt,
-            lambda: chunked(
-                [pa_array(c, pa_type("string")) for c in geojsonfile.column(path, column)], pa_type("string")
-            ),
-        )
-    j = resolve_unit(gpxfile.COLUMNS, column, where=where)
-    assert j is not None
-    kind = {"x": "float64", "y": "float64", "time": "string", "ele": "float64", "track": "int64"}
-    at = {"x": 0, "y": 1, "time": 3, "ele": 4, "track": 5}[gpxfile.COLUMNS[j]]
-    t = pa_type(kind[gpxfile.COLUMNS[j]])
-    return _catching(
-        where, fmt, lambda: chunked([pa_array([r[at] for r in rows], t) for rows in gpxfile.rows(path)], t)
-    )
-
-
-def _catching(where: str, fmt: FileFormat, make: Callable[[], Any]) -> Any:
-    try:
-        return make()
-    except ValueError as exc:
-        raise ValueError(f"{where}: cannot read as {_FEATURE_NAMES[fmt.kind]}: {exc}") from None
-    except OSError as exc:
-        raise _io_error(where, _FEATURE_NAMES[fmt.kind], exc) from None
+    GPX or PLT file (one of its fixed columns), row for row with the points."""
+    name = _feature_companion(str(path), fmt, column)
+    t = pa_type(_feature_kind(fmt, name))
+    damage = geojsonfile.Damage()
+    blocks = _feature_chunks(path, fmt, None, str(path), (name,), damage)
+    return chunked([pa_array(more[0], t) for _, _, _, more in blocks], t)
 
 
 def pa_type(name: str) -> Any:
@@ -1001,6 +1158,163 @@ def chunked(chunks: list[Any], t: Any) -> Any:
     import pyarrow as pa
 
     return pa.chunked_array(chunks, type=t)
+
+
+# --------------------------------------------------------------------------- #
+# A folder of trace files, one per unit (--unit-from): :mod:`.tracefolder`
+
+
+def _open_folder(
+    root: Path, options: ReadOptions, d: int | None, choose: ColumnChooser | None, also: Sequence[str | int]
+) -> InputPlan:
+    """A folder of trace files of one format, each file (or first-level
+    sub-folder) one unit: the listing and the options decide everything
+    (:mod:`.tracefolder`); nothing of a file is read before
+    :meth:`InputPlan.read`, which reads them one at a time."""
+    where = str(root)
+    kind = tracefolder.folder_format(where, options.file_format)
+    fmt = format_of(where, kind)
+    _database_options(where, fmt, options)
+    rule = options.unit_from
+    assert rule is not None
+    files, skipped = tracefolder.listing(root, fmt)
+    tracefolder.check_rule(where, rule, files)
+    if fmt.is_text:
+        names, one, kinds = _folder_csv(where, fmt, options, d, choose, also)
+        schema = None
+    else:
+        _no_text_options(where, fmt, options)
+        if options.columns is not None:
+            raise ValueError(
+                f"{where}: the coordinates of {kind.upper()} files are their points' (x, y), not --columns"
+            )
+        extra = tuple(_feature_companion(where, fmt, c) for c in also)
+        names, schema = ["x", "y"], list(_FIXED_COLUMNS[kind])
+        kinds = [pa_type(_feature_kind(fmt, c)) for c in extra]
+
+        def one(path: Path, rows: list[int]) -> tuple[np.ndarray, int, int, list[Any]]:
+            return _trace_file(path, fmt, extra, rows)
+
+    def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
+        got = InputPoints(np.zeros((0, len(names))), names, unit_name=rule, n_skipped_files=skipped)
+        return _read_folder(root, files, rule, one, kinds, got, progress, hook)
+
+    return InputPlan(
+        where,
+        fmt,
+        names,
+        [],
+        read,
+        unit_name=rule,
+        schema_names=schema,
+        crs="EPSG:4326" if not fmt.is_text else None,
+        lonlat=True if not fmt.is_text else None,
+        companions=True,
+    )
+
+
+#: One trace file read: ``(X, rows with a value that is not a number,
+#: malformed lines, the companion columns)``; ValueError or OSError when the
+#: file is damaged, after counting in ``rows[0]`` the rows read before.
+FileReader = Callable[[Path, list[int]], tuple[np.ndarray, int, int, list[Any]]]
+
+
+def _read_folder(
+    root: Path,
+    files: Sequence[Any],
+    rule: str,
+    one: FileReader,
+    kinds: Sequence[Any],
+    got: InputPoints,
+    progress: bool | None,
+    hook: BlockHook | None,
+) -> InputPoints:
+    """Every file in ``files`` (relative paths, in order), one at a time, its
+    rows given the file's unit; a damaged file's rows dropped and counted."""
+    import pyarrow as pa
+
+    parts, units = [], []
+    more: list[list[Any]] = [[] for _ in kinds]
+    with progress_bar(f"reading {root.name}", total=len(files), enabled=progress, unit="files") as bar:
+        for rel in files:
+            rows = [0]
+            try:
+                X, n_bad, n_malformed, values = one(root / rel, rows)
+                columns = [pa_array(v, t) for v, t in zip(values, kinds)]
+            except (ValueError, OSError, pa.ArrowException):
+                got.n_damaged_files += 1
+                got.n_damaged_rows += rows[0]
+                bar.update(1)
+                continue
+            got.n_unparseable += n_bad
+            got.n_malformed += n_malformed
+            if hook is not None:
+                hook(X)
+            parts.append(X)
+            units.append(pa.array([tracefolder.unit_of(rel, rule)] * X.shape[0], type=pa.binary()))
+            for k, c in enumerate(columns):
+                more[k].append(c)
+            bar.update(1)
+    got.X = np.concatenate(parts) if parts else got.X
+    got.units = pa.chunked_array(units, type=pa.binary())
+    got.companions = tuple(pa.chunked_array(m, type=t) for m, t in zip(more, kinds))
+    return got
+
+
+def _trace_file(
+    path: Path, fmt: FileFormat, also: tuple[str, ...], rows: list[int]
+) -> tuple[np.ndarray, int, int, list[Any]]:
+    """One GPX or PLT file of a folder, whole (one unit's trace)."""
+    if fmt.kind == "plt":
+        X, bad, malformed, times, alt = pltfile.read(path)
+        by: dict[str, Any] = {"x": X[:, 0], "y": X[:, 1], "time": times, "alt": alt}
+        return X, int(np.count_nonzero(bad)), malformed, [by[c] for c in also]
+    at = {"x": 0, "y": 1, "time": 3, "ele": 4, "track": 5}
+    got: list[gpxfile.Row] = []
+    for chunk in gpxfile.rows(path):
+        got.extend(chunk)
+        rows[0] = len(got)
+    X = np.array([(r[0], r[1]) for r in got], dtype=np.float64).reshape(-1, 2)
+    n_bad = sum(1 for r in got if r[2])
+    return X, n_bad, 0, [[r[at[c]] for r in got] for c in also]
+
+
+def _folder_csv(
+    where: str,
+    fmt: FileFormat,
+    options: ReadOptions,
+    d: int | None,
+    choose: ColumnChooser | None,
+    also: Sequence[str | int],
+) -> tuple[list[str], FileReader, list[Any]]:
+    """The names, the reader of one file and the companions' types of a
+    folder of CSV files: each file read by the CSV reader under the same
+    options (its own header, when declared, names its own columns: one
+    unit's file decides only how that file is read)."""
+    one_file = replace(options, unit_from=None)
+    d = d if d is not None else (len(options.columns) if options.columns else None)
+    if options.has_header is None:
+        raise undecided_header(where)
+    if d is None:
+        raise ValueError(
+            f"{where}: a folder of CSV files is read one file at a time, each with its own header: "
+            "give the coordinates' number with --columns or --bounds (one lower and one upper value "
+            "per coordinate), or --geo"
+        )
+    if not options.has_header:
+        csv_layout(fmt, one_file, None, d, choose, where=where)  # the options alone
+    names = [str(c) for c in options.columns] if options.columns else [str(i) for i in range(d)]
+
+    def one(path: Path, rows: list[int]) -> tuple[np.ndarray, int, int, list[Any]]:
+        with open_input(path, one_file, d=d, choose=choose) as plan:
+            if plan.d != d:
+                raise ValueError("another number of columns")
+            got = plan.read(False)
+        rows[0] = got.X.shape[0]
+        values = [_csv_field(path, c, one_file, d, choose, False) for c in also]
+        return got.X, got.n_unparseable, got.n_malformed, values
+
+    return names, one, [pa_type("binary") for _ in also]
 
 
 # --------------------------------------------------------------------------- #
@@ -1032,6 +1346,12 @@ def read_columns(
     options = options or ReadOptions()
     if str(path) == "-":
         raise ValueError("standard input is read once; a time or status column needs a file (give its path)")
+    if options.unit_from is not None:
+        # a folder of trace files reads them beside the points, in one pass
+        wanted = [c for c in (column, flag) if c is not None]
+        with open_input(path, options, d=d, choose=choose, also=wanted) as plan:
+            read = plan.read(progress).companions or ()
+        return read[0], (read[1] if flag is not None else None)
     fmt = FileFormat("parquet") if Path(path).is_dir() else format_of(path, options.file_format)
     if fmt.is_database:
         _need_pyarrow("SQLite")
@@ -1086,7 +1406,7 @@ def check_parquet_columns(
     :func:`read_columns` would once reading; other inputs pass. For the
     checks made before a ledger charges anything."""
     options = options or ReadOptions()
-    if str(path) == "-" or not columns:
+    if str(path) == "-" or not columns or options.unit_from is not None:
         return
     fmt = FileFormat("parquet") if Path(path).is_dir() else format_of(path, options.file_format)
     if fmt.kind != "parquet":

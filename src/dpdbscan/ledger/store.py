@@ -62,6 +62,9 @@ FORMAT = "dpdbscan-ledger"
 BUSY_TIMEOUT = 60.0
 STATUSES = ("reserved", "written", "failed")
 UNITS = ("person", "event")
+#: What a refusal of the ledger says was done: a refused command may have
+#: opened a file's header or schema (public) to check it, never a record.
+NOTHING_READ = "No record was read and nothing was written"
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -509,8 +512,7 @@ class Ledger:
                 f"lifetime budget of (epsilon={b.epsilon:g}, delta={b.delta:g}) and {len(costs)} "
                 f"release(s) spent (epsilon={before.epsilon:.6g}, delta={before.delta:.3g}) by "
                 f"{before.method}; with this one at (epsilon={eps:g}, delta={dlt:g}) "
-                f"the total would be (epsilon={total.epsilon:.6g}, delta={total.delta:.3g}). "
-                "Nothing was read or written"
+                f"the total would be (epsilon={total.epsilon:.6g}, delta={total.delta:.3g}). " + NOTHING_READ
             )
         return total
 
@@ -591,12 +593,12 @@ class Ledger:
                 raise BudgetExceeded(
                     f"the ledger {self.path} refuses this release: series {sid} of {self.dataset!r} "
                     f"already released the period(s) {', '.join(again)}; a period is released once. "
-                    "Nothing was read or written"
+                    + NOTHING_READ
                 )
             if any(p is None for p, _ in charges) and any(r.period is None for r in mine):
                 raise BudgetExceeded(
                     f"the ledger {self.path} refuses this release: series {sid} of {self.dataset!r} "
-                    "already released its spans. Nothing was read or written"
+                    "already released its spans. " + NOTHING_READ
                 )
             planned = (recorded.get("cost") or {}).get("rho")
             spent_rho = math.fsum(r.cost.rho or 0.0 for r in mine) + math.fsum(c.rho or 0.0 for c in costs)
@@ -604,7 +606,7 @@ class Ledger:
                 raise BudgetExceeded(
                     f"the ledger {self.path} refuses this release: series {sid} of {self.dataset!r} was "
                     f"planned at rho={planned}, and its releases with this one would spend "
-                    f"rho={spent_rho:.6g}. Nothing was read or written"
+                    f"rho={spent_rho:.6g}. " + NOTHING_READ
                 )
             total = self._check_fits(con, b, costs)
             rids = [self._insert(con, c, command, text, "person", unit_column, sid, p) for p, c in charges]

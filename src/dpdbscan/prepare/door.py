@@ -263,7 +263,10 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
             notes(line)
     X, names = got.X, got.names
     times = status = None
-    if source.time_column is not None:
+    if got.companions is not None and source.time_column is not None:
+        # the trace's time and status, read in the points' own pass
+        times, status = got.companions[0], (got.companions[1] if source.status_column is not None else None)
+    elif source.time_column is not None:
         # the trace's time and status: a second pass, row for row with the points
         times, status = read_columns(
             source.data,
@@ -328,7 +331,8 @@ def _opened(source: Source, eta: float) -> Iterator[InputPlan]:
     bounds = None if source.bounds is None else [float(v) for v in source.bounds]
     d = declared_dimension(source.geo, bounds, source.columns)
     choose = _chooser(source.geo, skip=_trace_skip(source))
-    with open_input(source.data, source.read, d=d, choose=choose) as plan:
+    also = [_token(c) for c in (source.time_column, source.status_column) if c is not None]
+    with open_input(source.data, source.read, d=d, choose=choose, also=also) as plan:
         check_columns(plan.d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=plan.names)
         _check_trace_columns(source, plan.schema_names)
         if source.geo:
@@ -358,18 +362,25 @@ def check_source(source: Source, *, eta: float, backend: Any = None) -> None:
     with _opened(source, eta):
         pass
     trace = [_token(c) for c in (source.time_column, source.status_column) if c is not None]
-    check_parquet_columns(source.data, trace, source.read)
+    if source.read.unit_from is None:
+        check_parquet_columns(source.data, trace, source.read)
 
 
 def check_layout_early(source: Source, *, eta: float) -> None:
-    """For an SQLite, GeoPackage, GeoJSON or GPX input, :func:`read_file`'s
-    checks now, from the options, the schema and the metadata alone (no row
+    """For an SQLite, GeoPackage, GeoJSON, GPX or PLT input, or a folder of
+    trace files (``--unit-from``), :func:`read_file`'s checks now, from the
+    options, the schema, the metadata and a folder's listing alone (no row
     is read): a missing table, a column or unit the table lacks, a layer not
     in WGS 84 with --geo are refused before a ledger reserves anything, with
     or without a ledger. Other inputs are opened only when they are read (or
     by :func:`check_source` when a ledger charges)."""
     data, read = source.data, source.read
-    if read is None or not isinstance(data, (str, os.PathLike)) or str(data) == "-" or os.path.isdir(data):
+    if read is None or not isinstance(data, (str, os.PathLike)) or str(data) == "-":
+        return
+    if os.path.isdir(data):
+        if read.unit_from is not None:
+            with _opened(source, eta):  # a folder of trace files: its listing, no record
+                pass
         return
     try:
         fmt = format_of(data, read.file_format)
@@ -566,8 +577,14 @@ def _are_paths(X: object) -> bool:
 
 def local_formats_only(data: Any, read: ReadOptions) -> None:
     """Refuse, before anything is read or charged, a file only the local
-    reader reads (SQLite, GeoPackage, GeoJSON, GPX) when a distributed backend would read
-    it (public: the names and ``--format``)."""
+    reader reads (SQLite, GeoPackage, GeoJSON, GPX, PLT, a folder of trace
+    files) when a distributed backend would read it (public: the names,
+    ``--format`` and ``--unit-from``)."""
+    if read.unit_from is not None:
+        raise ValueError(
+            f"{data}: --backend dask reads CSV and Parquet files, not a folder of trace files "
+            "(--unit-from); read it with the default backend (drop --backend dask)"
+        )
     paths = [data] if isinstance(data, (str, os.PathLike)) else data
     for p in paths if isinstance(paths, (list, tuple)) else ():
         if not isinstance(p, (str, os.PathLike)) or str(p) == "-" or os.path.isdir(p):
@@ -577,7 +594,7 @@ def local_formats_only(data: Any, read: ReadOptions) -> None:
         except ValueError:
             continue  # the backend says what it cannot read
         if fmt.is_database or fmt.is_features:
-            what = {"gpkg": "a GeoPackage", "geojson": "GeoJSON", "gpx": "GPX"}.get(
+            what = {"gpkg": "a GeoPackage", "geojson": "GeoJSON", "gpx": "GPX", "plt": "PLT"}.get(
                 fmt.kind, "an SQLite database"
             )
             raise ValueError(

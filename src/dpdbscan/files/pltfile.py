@@ -1,0 +1,71 @@
+"""Points from PLT files, the format of Microsoft Research's GeoLife traces.
+
+A PLT file is text: 6 lines of header (fixed by the format, never read),
+then one point a line, ``lat,lon,0,altitude,days,date,time``: latitude
+first, by the format; ``days`` counts days since 1899-12-30, ``date`` and
+``time`` say the same instant as ``YYYY-MM-DD`` and ``hh:mm:ss``. Its
+columns are fixed by the format, not by the file (:data:`COLUMNS`, public):
+``x`` (the longitude, the line's second field), ``y`` (the latitude, its
+first), ``time`` (``dateTtime``, ISO 8601 text, read by
+:func:`dpdbscan.traces.parse_times` as UTC) and ``alt`` (the altitude, in
+feet).
+
+Each line is read alone, by the CSV reader's rules
+(:mod:`dpdbscan.files.records`): an empty line is no record; a line without
+exactly 7 fields is malformed (a row of NaN, counted); a latitude or a
+longitude that is missing reads as NaN and one that is not a number by the
+CSV grammar (:func:`dpdbscan.files.records.coerce_binary`) too, counted as a
+value that is not a number. Bytes that are not UTF-8 make their line
+malformed. Nothing is quoted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .records import NULL_VALUES, coerce_binary
+
+#: The columns of every PLT file.
+COLUMNS = ("x", "y", "time", "alt")
+#: Lines of header before the first point (the format's, not the file's).
+HEADER_LINES = 6
+_FIELDS = 7
+_NULLS = frozenset(NULL_VALUES)
+
+
+def read(path: Path) -> tuple[np.ndarray, np.ndarray, int, list[str | None], np.ndarray]:
+    """``(X, bad, n_malformed, times, alt)`` of one file: the lon/lat rows
+    (NaN where missing or malformed), the rows with a value that is not a
+    number, how many lines were malformed, each row's time text (None on a
+    malformed line) and altitude. One file at a time: a trace folder's files
+    are each one person's. OSError when the file cannot be read."""
+    data = path.read_bytes()
+    lines = [line for line in data.splitlines()[HEADER_LINES:] if line]
+    fields: list[list[str] | None] = []
+    for raw in lines:
+        try:
+            got = raw.decode("utf-8").split(",")
+        except UnicodeDecodeError:
+            got = []
+        fields.append(got if len(got) == _FIELDS else None)
+    lat, bad_lat = _numbers(fields, 0)
+    lon, bad_lon = _numbers(fields, 1)
+    alt, _ = _numbers(fields, 3)
+    times = [None if f is None else f[5].strip(" \t") + "T" + f[6].strip(" \t") for f in fields]
+    X = np.column_stack([lon, lat]) if lines else np.zeros((0, 2))
+    return X, bad_lat | bad_lon, sum(1 for f in fields if f is None), times, alt
+
+
+def _numbers(fields: list[list[str] | None], j: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``j``-th field of every line as numbers, by the CSV grammar, in
+    one vectorised step (:func:`dpdbscan.files.records.coerce_binary`): NaN
+    where missing or malformed, and a mask of the values that are not numbers."""
+    import pyarrow as pa
+
+    texts = [None if f is None or f[j] in _NULLS else f[j] for f in fields]
+    return coerce_binary(pa.array(texts, type=pa.string()))
+
+
+__all__ = ["COLUMNS", "HEADER_LINES", "read"]

@@ -1,0 +1,110 @@
+"""A folder of trace files, one file (or one sub-folder) per person or vehicle.
+
+Trace collections come as folders: a GPX export of many people, T-Drive's
+one text file per taxi, GeoLife's ``Data/<user>/Trajectory/*.plt``. Such a
+folder is read with ``--unit-from file`` (``ReadOptions.unit_from="file"``:
+each file is one privacy unit, named by its path relative to the folder) or
+``--unit-from folder`` (each first-level sub-folder is one unit, with all the
+files under it: GeoLife's users).
+
+What is read publicly, before any record: the folder's listing (the
+files' names, never their bytes). The format is the user's, ``--format``
+(csv, csv.gz, tsv, tsv.gz, gpx or plt; a folder of files of several
+formats is one format's files plus others left alone); the files read are
+those whose names end in that format's extensions (:data:`EXTENSIONS`),
+in the order of their relative paths; hidden files and folders and names
+starting with ``_`` are not data (as for Parquet datasets); the others
+are skipped and counted in a private note. A unit's id is the text of its
+path, typed as text whatever it looks like (``007`` and ``7`` are two
+units), and never quoted.
+
+Then the files are read one at a time, each alone by its format's
+per-record rules: a bad row is dropped; a file that cannot be read (not
+the format, a CSV header without the chosen columns, damaged XML) is
+*damaged*: its rows are dropped and counted, never fatal and never
+quoted, so whether a release happens never hinges on one unit's file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+
+from .formats import FileFormat
+
+#: How the unit is taken from a folder of trace files (``--unit-from``).
+UNIT_FROM = ("file", "folder")
+#: The formats a folder of trace files may hold (``--format``).
+FOLDER_FORMATS = ("csv", "csv.gz", "tsv", "tsv.gz", "gpx", "plt")
+
+#: The extensions of each format's files in a folder (lower case).
+EXTENSIONS = {
+    ("csv", ","): (".csv", ".txt"),
+    ("csv", "\t"): (".tsv", ".tab"),
+    ("gpx", ","): (".gpx",),
+    ("plt", ","): (".plt",),
+}
+
+
+def folder_format(where: str, file_format: str | None) -> str:
+    """The format of a trace folder's files: ``--format``, which must be
+    given (a folder's files are not sniffed, and their names may be units)."""
+    if file_format is None:
+        raise ValueError(
+            f"{where}: a folder of trace files is read in one format: pass --format "
+            f"({', '.join(FOLDER_FORMATS)}; its files of other names are left alone)"
+        )
+    if file_format not in FOLDER_FORMATS:
+        raise ValueError(
+            f"{where}: a folder of trace files holds {', '.join(FOLDER_FORMATS)} files, not "
+            f"--format {file_format} (a folder of Parquet files is read as one dataset, without --unit-from)"
+        )
+    return file_format
+
+
+def _is_data(rel: PurePosixPath) -> bool:
+    return not any(part.startswith((".", "_")) for part in rel.parts)
+
+
+def listing(root: Path, fmt: FileFormat) -> tuple[list[PurePosixPath], int]:
+    """``(files, skipped)``: the relative paths of the folder's files of
+    format ``fmt`` (by name), sorted, and how many other data files it holds.
+    Public: the names alone."""
+    ends = tuple(e + (".gz" if fmt.gzip else "") for e in EXTENSIONS[(fmt.kind, fmt.delimiter)])
+    found: list[PurePosixPath] = []
+    skipped = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")))
+        base = PurePosixPath(Path(dirpath).relative_to(root).as_posix())
+        for name in filenames:
+            rel = base / name
+            if not _is_data(rel):
+                continue
+            if name.lower().endswith(ends):
+                found.append(rel)
+            else:
+                skipped += 1
+    return sorted(found, key=lambda p: p.parts), skipped
+
+
+def check_rule(where: str, rule: str, files: list[PurePosixPath]) -> None:
+    """Refuse, from the names alone, ``--unit-from folder`` when a file lies
+    directly in the folder (it is in no unit's folder)."""
+    if rule not in UNIT_FROM:
+        raise ValueError(f"unit_from must be one of {', '.join(UNIT_FROM)}, got {rule!r}")
+    if rule == "folder" and any(len(rel.parts) == 1 for rel in files):
+        raise ValueError(
+            f"{where}: --unit-from folder takes each sub-folder as one unit, but some files lie "
+            "directly in the folder; give the folder that holds one sub-folder per unit, or "
+            "--unit-from file"
+        )
+
+
+def unit_of(rel: PurePosixPath, rule: str) -> bytes:
+    """The unit of a file at ``rel``: its relative path (``file``) or its
+    first folder's name (``folder``), as text's bytes: an id typed as text."""
+    text = rel.as_posix() if rule == "file" else rel.parts[0]
+    return text.encode("utf-8", "surrogateescape")
+
+
+__all__ = ["EXTENSIONS", "FOLDER_FORMATS", "UNIT_FROM", "check_rule", "folder_format", "listing", "unit_of"]
