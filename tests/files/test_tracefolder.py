@@ -19,6 +19,7 @@ import pytest
 from pointfiles import BOX, FIT, SECRET, feature, fit, make_db, same_release, write_geojson, write_gpx
 
 from dpdbscan.files import read_columns, read_input
+from dpdbscan.model.describe import protection_fields
 from dpdbscan.prepare import door
 
 from clirun import run
@@ -136,9 +137,14 @@ def test_a_gpx_folder_with_a_unit_per_file(capsys, tmp_path):
     got = read_input(root, unit_from="file", file_format="gpx")
     want = read_input(csv, ["lon", "lat"], unit="unit")
     assert got.X.tobytes() == want.X.tobytes() and got.units.equals(want.units) and got.notes() == []
-    a, _, _ = fit(capsys, tmp_path, root, "--unit-from", "file", "--format", "gpx", *UNIT, *STOPS, name="g")
+    a, out, _ = fit(capsys, tmp_path, root, "--unit-from", "file", "--format", "gpx", *UNIT, *STOPS, name="g")
     b, _, _ = fit(capsys, tmp_path, csv, "--unit", "unit", *UNIT, *STOPS, name="c")
     assert a.n_spans >= 1 and same_release(a, b)
+    # what is protected is said as what one unit is, not as a column named "file"
+    said = "each unit (one file of the input folder) is protected"
+    assert said in out and "column file" not in out and " files " not in out
+    props = protection_fields(a)  # the GeoJSON's top-level properties
+    assert props["unit_from"] == "file" and said in props["protects"]
 
 
 def test_a_tdrive_folder_of_csv_files_without_a_header(capsys, tmp_path):

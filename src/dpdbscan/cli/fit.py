@@ -275,6 +275,8 @@ def fit_model(
         meta.update(pts.meta)
         if pts.unit_name is not None:
             meta["unit_column"] = pts.unit_name  # public: the option, from the header or schema
+    if opts.read.unit_from is not None:
+        meta["unit_from"] = opts.read.unit_from  # public: each file or sub-folder is a unit
     meta["columns"] = list(pts.names) if pts.names else None
     if opts.events is not None:
         # public: the options and the declared header or schema's names

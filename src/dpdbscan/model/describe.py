@@ -76,14 +76,27 @@ def protection(model: SpanModel) -> str:
     budget = f"(epsilon={rel.epsilon:g}, delta={rel.delta:g})"
     if rel.units is None:
         return f"event-level: each row is protected, not each person; {budget}"
-    column = model.metadata.get("unit_column")
-    who = "each unit" + (f" (column {column})" if column else "")
+    who = "each unit" + _unit_source(model)
     k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
     rho = "" if rel.rho is None else f", rho={rel.rho:.3g} zCDP"
     return (
         f"person-level: {who} is protected: at most {k} cell{'s' if k != 1 else ''} and {m} "
         f"point{'s' if m != 1 else ''} per cell per unit; {budget}{rho}"
     )
+
+
+#: What one unit is when it comes from a folder of trace files (``--unit-from``)
+_FROM_FOLDER = {"file": "one file of the input folder", "folder": "one sub-folder of the input folder"}
+
+
+def _unit_source(model: SpanModel) -> str:
+    """Where a unit comes from, in parentheses: its column, or the file or
+    sub-folder of a folder of trace files; empty when not known."""
+    source = _FROM_FOLDER.get(str(model.metadata.get("unit_from")))
+    if source is not None:
+        return f" ({source})"
+    column = model.metadata.get("unit_column")
+    return f" (column {column})" if column else ""
 
 
 def protection_brief(model: SpanModel, greek: bool = False) -> str:
@@ -96,12 +109,14 @@ def protection_brief(model: SpanModel, greek: bool = False) -> str:
     budget = f"{e}={rel.epsilon:g}, {d}={rel.delta:g}"
     if rel.units is None:
         return f"event-level: each row is protected, not each person; {budget}"
-    who = model.metadata.get("unit_column") or "unit"
+    from_folder = model.metadata.get("unit_from") in _FROM_FOLDER
+    who = "unit" if from_folder else (model.metadata.get("unit_column") or "unit")
+    source = _unit_source(model) if from_folder else ""
     k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
     zcdp = "" if rel.rho is None else f" ({r}={rel.rho:.3g} zCDP)"
     counted = counted_brief(model.metadata.get("events"), who, length_of(model))
     return (
-        f"person-level: each {who} is protected (k={k:,} cell{'s' if k != 1 else ''} and m={m} "
+        f"person-level: each {who}{source} is protected (k={k:,} cell{'s' if k != 1 else ''} and m={m} "
         f"point{'s' if m != 1 else ''} per cell per {who}); {budget}{zcdp}"
         + (f"; counted: {counted}" if counted else "")
     )
@@ -132,6 +147,7 @@ def protection_fields(model: SpanModel) -> dict:
         "protects": protection(model),
         "counted": _counted(model),
         "unit_column": None if units is None else model.metadata.get("unit_column"),
+        "unit_from": None if units is None else model.metadata.get("unit_from"),
         "max_cells_per_unit": None if units is None else units.max_cells_per_unit,
         "max_points_per_cell": None if units is None else units.max_points_per_cell,
         "epsilon": rel.epsilon,

@@ -110,6 +110,8 @@ def unit_noun(model: SpanModel) -> str:
     if units is None or units.max_points_per_cell != 1:
         return "points"
     column = str(model.metadata.get("unit_column") or "")
+    if model.metadata.get("unit_from") is not None:
+        return "units"  # each file or sub-folder of a folder of traces: not a column's name
     if re.fullmatch(r"[a-z]{2,20}", column) and not column.endswith(("s", "id")):
         return column + "s"
     return "units"
