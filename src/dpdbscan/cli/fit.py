@@ -40,8 +40,6 @@ from ..release.backends import Backend, NumpyBackend
 from ..release.backends.numpy_backend import StreamedCounts
 from ..release.mechanism import NoiseAhead
 from ..series import SeriesBackend, SeriesInput, SeriesPlan, append_periods, fit_series, start_series
-from ..traces import Stops
-from ..traces.stops import preload_scan
 from .common import (
     PRIVATE,
     Notes,
@@ -268,8 +266,6 @@ def fit_model(
                 start_drawing()
         # after the fork (which wants no other thread), before the read
         ahead = None if streamed is None else noise_ahead(opts, p)
-        if isinstance(opts.events, Stops):
-            preload_scan()  # public: the options; numba's load beside the read
         source = opts.source(notes)
         if streamed is not None and not source.transforms and source.time_column is None:
             source = replace(source, block_counter=streamed)

@@ -44,14 +44,10 @@ taxis sampled every 5-60 s 3.1-3.8 s against 0.5-0.8 s
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from .order import trace_order
-
-#: The thread started by :func:`preload_scan`, joined by :func:`stop_rows`.
-_preloading: threading.Thread | None = None
+from .stoprounds import stop_anchors_rounds
 
 
 def stop_rows(
@@ -75,50 +71,15 @@ def stop_rows(
     rows = trace_order(X, codes, times)
     if rows.size == 0:
         return rows
-    _join_preload()
-    # lazy: numba loads only where stops are made (never on a fit without them)
-    from .stopscan import stop_anchors
+    r2, duration = float(radius) ** 2, float(duration)
+    anchors = stop_anchors_rounds(X, rows, codes, times, r2, duration)
+    if anchors is None:  # runs too long for numpy's rounds: the compiled scan
+        # lazy: numba loads only where stops are made (never on a fit without them)
+        from .stopscan import stop_anchors
 
-    # C order: the layout the kernel is compiled (and preloaded) for
-    X = np.ascontiguousarray(X)
-    anchors = stop_anchors(X, rows, codes, times, float(radius) ** 2, float(duration))
+        # C order: one layout, one compiled signature
+        anchors = stop_anchors(np.ascontiguousarray(X), rows, codes, times, r2, duration)
     return np.sort(rows[anchors])
 
 
-def preload_scan() -> None:
-    """Import numba and load the compiled scan on a background thread, for a
-    caller that will make stops and has other work first (the command line
-    reads the file meanwhile). Call it only where stops will be made (public:
-    the options), after any fork. About 0.15 s of numba's import and 0.5 s
-    of the kernel's first call (the cached machine code's load, LLVM's
-    initialisation), on a loaded machine; the kernel is called on a trace of
-    one point, the argument types :func:`stop_rows` passes. A failure is
-    left for :func:`stop_rows` to meet again and report."""
-    global _preloading
-    if _preloading is not None:
-        return
-
-    def load() -> None:
-        try:
-            # lazy: numba loads only where stops are made (never on a fit without them)
-            from .stopscan import stop_anchors
-
-            one = np.zeros(1, np.int64)
-            stop_anchors(np.zeros((1, 2)), one, one, np.zeros(1), 1.0, 1.0)
-        except Exception:  # noqa: BLE001 - stop_rows meets it again and reports it
-            pass
-
-    _preloading = threading.Thread(target=load, name="dpdbscan-stops-preload", daemon=True)
-    _preloading.start()
-
-
-def _join_preload() -> None:
-    """Wait for :func:`preload_scan`'s thread, if one was started (so no
-    thread of it is left running when the scan returns)."""
-    global _preloading
-    thread, _preloading = _preloading, None
-    if thread is not None:
-        thread.join()
-
-
-__all__ = ["preload_scan", "stop_rows"]
+__all__ = ["stop_rows"]
