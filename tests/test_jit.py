@@ -66,7 +66,8 @@ print("numba" in sys.modules)
 # one unit parked for 40 min with a fix every second: runs of 2,400 points
 m = 2400
 Y = rng.random((m, 2)) * 0.01 + 0.5
-DPDBSCAN(**kw, events=Stops(0.1, 300.0), random_state=0).fit(Y, units=np.zeros(m, int), times=np.arange(m) * 1.0)
+parked = DPDBSCAN(**kw, events=Stops(0.1, 300.0), random_state=0)
+parked.fit(Y, units=np.zeros(m, int), times=np.arange(m) * 1.0)
 print("numba" in sys.modules)
 """
 

@@ -290,7 +290,9 @@ def _kernel_anchors(X, c, t, radius, duration):
     st.sampled_from([2.0, 3.0, 5.0, 10.0]),
     st.booleans(),
 )
-def test_numpy_rounds_match_the_kernel_and_the_definition(seed, n_units, n_points, radius, duration, interleave):
+def test_numpy_rounds_match_the_kernel_and_the_definition(
+    seed, n_units, n_points, radius, duration, interleave
+):
     """Integer lattice positions and integral times: distances exactly at the
     radius and runs lasting exactly the duration are common; units of one
     point, and units' rows interleaved in the file."""
