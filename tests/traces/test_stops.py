@@ -326,6 +326,6 @@ def test_runs_too_long_for_rounds_go_to_the_kernel(monkeypatch):
     assert stoprounds.stop_anchors_rounds(X, rows, c, t, 0.01, 300.0) is None
     assert np.array_equal(stop_rows(X, c, t, 0.1, 300.0), np.sort(rows[want]))
     monkeypatch.setattr(stoprounds, "MAX_ROUNDS", 1000)
-    monkeypatch.setattr(stoprounds, "MAX_WORK", X.shape[0] - 2)
+    monkeypatch.setattr(stoprounds, "MAX_WORK", 2 * X.shape[0] - 1)
     assert stoprounds.stop_anchors_rounds(X, rows, c, t, 0.01, 300.0) is None
     assert np.array_equal(stop_rows(X, c, t, 0.1, 300.0), np.sort(rows[want]))

@@ -17,7 +17,7 @@ Work grows with the runs' lengths in points (a unit parked for hours with
 a fix every few seconds has runs of thousands of points, each read from
 each of its points): past :data:`MAX_ROUNDS` offsets or :data:`MAX_WORK`
 reads, :func:`stop_anchors_rounds` gives up and the kernel scans (at once
-for a trace of more points than that). Measured, CPU: Cabs-tiny (845,685
+for a trace of more than half as many points). Measured, CPU: Cabs-tiny (845,685
 fixes, mostly a minute or more apart) 28 offsets, 0.07 s; a synthetic week
 of 200 taxis with a fix every 10 min (125,307) 125 offsets, 0.05 s; the
 kernel's first call in a fresh process 0.3 s after numba's import.
@@ -31,10 +31,10 @@ import numpy as np
 #: The most offsets tried before the kernel takes over (about 15 numpy
 #: calls each, on the points still in their runs).
 MAX_ROUNDS = 1000
-#: The most (anchor, point) pairs read before the kernel takes over: about
-#: 0.1-0.3 s of CPU, less than numba's import and the kernel's load. A
-#: trace of more points goes to the kernel at once.
-MAX_WORK = 4_000_000
+#: The most (anchor, point) pairs read before the kernel takes over (about
+#: 100 ns each: 0.2 s of CPU, less than numba's import and the kernel's load). A
+#: trace of more than half as many points goes to the kernel at once.
+MAX_WORK = 2_000_000
 
 
 def stop_anchors_rounds(
@@ -44,7 +44,7 @@ def stop_anchors_rounds(
     :func:`dpdbscan.traces.stopscan.stop_anchors` gives them for the same
     arguments, or None when the trace is too long or its runs too long for
     rounds (checked before any work for the trace's length)."""
-    if rows.size - 1 > MAX_WORK:
+    if 2 * rows.size > MAX_WORK:  # the first two offsets alone would pass it
         return None
     units = codes[rows]
     ends = _run_ends(X[rows], units, times[rows], r2, duration)
