@@ -63,13 +63,20 @@ DPDBSCAN(**kw, events=TripEnds("pickup"), random_state=0).fit(X, units=units, ti
 print("numba" in sys.modules)
 DPDBSCAN(**kw, events=Stops(0.1, 300.0), random_state=0).fit(X, units=units, times=times)
 print("numba" in sys.modules)
+# one unit parked for 40 min with a fix every second: runs of 2,400 points
+m = 2400
+Y = rng.random((m, 2)) * 0.01 + 0.5
+parked = DPDBSCAN(**kw, events=Stops(0.1, 300.0), random_state=0)
+parked.fit(Y, units=np.zeros(m, int), times=np.arange(m) * 1.0)
+print("numba" in sys.modules)
 """
 
 
-def test_only_the_stops_scanner_imports_numba_on_traces():
-    """Trip ends stay on numpy; stops load numba when they are made (the
-    compiled scanner, imported inside ``stop_rows``)."""
+def test_only_the_stops_long_runs_import_numba_on_traces():
+    """Trip ends stay on numpy; so do stops whose runs are short (numpy's
+    rounds, dpdbscan.traces.stoprounds); runs longer than its rounds load
+    numba (the compiled scanner, imported inside ``stop_rows``)."""
     out = subprocess.run(
         [sys.executable, "-c", TRIP_ENDS_THEN_STOPS], capture_output=True, text=True, check=True
     )
-    assert out.stdout.split() == ["False", "True"]
+    assert out.stdout.split() == ["False", "False", "True"]

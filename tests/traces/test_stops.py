@@ -271,3 +271,61 @@ def test_a_long_stay_sampled_every_second_is_one_stop():
     c = np.zeros(len(X), dtype=np.int64)
     t = np.arange(len(X), dtype=np.float64)
     assert stop_rows(X, c, t, 0.1, 300.0).tolist() == reference_stops(X, c, t, 0.1, 300.0).tolist() == [0]
+
+
+def _kernel_anchors(X, c, t, radius, duration):
+    """The compiled scan's anchors for the same trace order (rows)."""
+    from dpdbscan.traces.stopscan import stop_anchors
+
+    rows = trace_order(X, c, t)
+    return rows, stop_anchors(np.ascontiguousarray(X), rows, c, t, float(radius) ** 2, float(duration))
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 6),
+    st.integers(1, 40),
+    st.sampled_from([1.0, 2.0, 3.0]),
+    st.sampled_from([2.0, 3.0, 5.0, 10.0]),
+    st.booleans(),
+)
+def test_numpy_rounds_match_the_kernel_and_the_definition(
+    seed, n_units, n_points, radius, duration, interleave
+):
+    """Integer lattice positions and integral times: distances exactly at the
+    radius and runs lasting exactly the duration are common; units of one
+    point, and units' rows interleaved in the file."""
+    from dpdbscan.traces.stoprounds import stop_anchors_rounds
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, n_points + 1, n_units)
+    c = np.repeat(np.arange(n_units), sizes).astype(np.int64)
+    steps = rng.integers(-2, 3, (c.size, 2)) * (rng.random((c.size, 1)) < 0.4)
+    X = np.cumsum(steps, axis=0).astype(np.float64)
+    t = np.concatenate([np.cumsum(rng.integers(0, 4, s)) for s in sizes]).astype(np.float64)
+    if interleave:
+        order = rng.permutation(c.size)
+        X, c, t = X[order], c[order], t[order]
+    rows, want = _kernel_anchors(X, c, t, radius, duration)
+    got = stop_anchors_rounds(X, rows, c, t, radius**2, duration)
+    assert got is not None
+    assert np.array_equal(got, want)
+    assert np.array_equal(np.sort(rows[got]), reference_stops(X, c, t, radius, duration))
+
+
+def test_runs_too_long_for_rounds_go_to_the_kernel(monkeypatch):
+    """Past the rounds' limits the compiled scan gives the stops (the same)."""
+    from dpdbscan.traces import stoprounds
+
+    rng = np.random.default_rng(3)
+    X, c, t = traces(rng, 4, 300, 2.0)
+    rows, want = _kernel_anchors(X, c, t, 0.1, 300.0)
+    assert stoprounds.stop_anchors_rounds(X, rows, c, t, 0.01, 300.0) is not None
+    monkeypatch.setattr(stoprounds, "MAX_ROUNDS", 3)
+    assert stoprounds.stop_anchors_rounds(X, rows, c, t, 0.01, 300.0) is None
+    assert np.array_equal(stop_rows(X, c, t, 0.1, 300.0), np.sort(rows[want]))
+    monkeypatch.setattr(stoprounds, "MAX_ROUNDS", 1000)
+    monkeypatch.setattr(stoprounds, "MAX_WORK", 2 * X.shape[0] - 1)
+    assert stoprounds.stop_anchors_rounds(X, rows, c, t, 0.01, 300.0) is None
+    assert np.array_equal(stop_rows(X, c, t, 0.1, 300.0), np.sort(rows[want]))

@@ -29,17 +29,20 @@ the radius by construction, so the mean would move the point by less than
 ``radius`` anyway.
 
 Speed: the run test is sequential within a unit (a run's anchor depends on
-where the previous run ended), so one compiled loop
+where the previous run ended). Two scans give the same anchors bit for bit:
+numpy's rounds (:mod:`dpdbscan.traces.stoprounds`: every point tried as an
+anchor at once, offset by offset, then the greedy choice along each unit's
+chain by doubling), for traces whose runs are short (a fix every minute or
+more: Cabs-tiny 0.07 s of CPU), and one compiled loop
 (:func:`dpdbscan.traces.stopscan.stop_anchors`, numba, imported here only)
-reads each trace once in the trace order, without copying the points into
-that order: a stop is read once, and an anchor that is no stop only until
-its run leaves the radius or lasts ``duration``. Numba's import and first
-call (about 0.4 s of CPU together) are paid by a fit with stops only, and
-are less than the vectorised scan they replaced cost, which read every
-point's next points offset by offset over whole arrays: in a fresh
-process, on full Cabs 1.4-1.8 s against 0.6-0.7 s all told, on a day of
-taxis sampled every 5-60 s 3.1-3.8 s against 0.5-0.8 s
-(docs/benchmarks.md).
+that reads each trace once in the trace order, for traces of more than 1M
+points or whose runs are long (a unit parked for hours with a fix every few
+seconds). Numba's import and first call (about 0.45 s of CPU together) are
+paid only there, where they are less than the vectorised scan they replaced
+cost, which read every point's next points offset by offset over whole
+arrays with no limit: in a fresh process, on full Cabs 1.4-1.8 s against
+0.6-0.7 s all told, on a day of taxis sampled every 5-60 s 3.1-3.8 s against
+0.5-0.8 s (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 from .order import trace_order
+from .stoprounds import stop_anchors_rounds
 
 
 def stop_rows(
@@ -70,10 +74,14 @@ def stop_rows(
     rows = trace_order(X, codes, times)
     if rows.size == 0:
         return rows
-    # lazy: numba loads only where stops are made (never on a fit without them)
-    from .stopscan import stop_anchors
+    r2, duration = float(radius) ** 2, float(duration)
+    anchors = stop_anchors_rounds(X, rows, codes, times, r2, duration)
+    if anchors is None:  # runs too long for numpy's rounds: the compiled scan
+        # lazy: numba loads only where stops are made (never on a fit without them)
+        from .stopscan import stop_anchors
 
-    anchors = stop_anchors(X, rows, codes, times, float(radius) ** 2, float(duration))
+        # C order: one layout, one compiled signature
+        anchors = stop_anchors(np.ascontiguousarray(X), rows, codes, times, r2, duration)
     return np.sort(rows[anchors])
 
 

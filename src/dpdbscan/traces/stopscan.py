@@ -1,8 +1,10 @@
 """The compiled scan of :mod:`dpdbscan.traces.stops`: each unit's trace
 read once, as a person reading it would.
 
-Imported only inside :func:`dpdbscan.traces.stops.stop_rows` (numba's import
-and first call cost about 0.4 s, which a fit without stops must not pay).
+Imported only inside :func:`dpdbscan.traces.stops.stop_rows`, when numpy's
+rounds (:mod:`dpdbscan.traces.stoprounds`) would be slow: numba's import and
+first call cost about 0.45 s, which a fit without stops, or with stops of a
+trace whose runs are short, must not pay.
 Every point is read through ``rows`` (the trace order) instead of being
 copied into that order first: for a file that already keeps each unit's
 rows together in time order, ``rows`` is ``0, 1, 2, ...`` and the reads
