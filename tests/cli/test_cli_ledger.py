@@ -533,3 +533,23 @@ def test_a_person_level_fit_is_refused_by_a_budget_per_row(tmp_path, capsys, led
     )
     assert rc == 2 and "budget per row" in err and "--unit COLUMN" in err
     assert releases(ledger) == [] and not (tmp_path / "o").exists()
+
+
+def test_ledger_show_says_what_a_planned_series_still_holds(tmp_path, capsys):
+    """After a weekly series' first week, `ledger show` says the rest of its
+    plan is kept for its weeks to come, and the remaining budget is what is
+    left beside it (not the lifetime budget minus the first week)."""
+    from dpdbscan.laws import zcdp
+    from dpdbscan.ledger import Cost, Ledger
+
+    led = Ledger.create(tmp_path / "b.ledger", "city", 2.0, 1e-6, unit="taxi")
+    rho = zcdp.rho_for(2.0, 1e-6)
+    plan = {"periods": {"per": "week", "n_periods": 4}, "cost": {"epsilon": 2.0, "delta": 1e-6, "rho": rho}}
+    charges = [(None, Cost(1.5, 1e-6, 0.6 * rho)), ("w1", Cost(0.5, 1e-6, 0.1 * rho))]
+    led.reserve_series(charges, command="fit", params={}, unit_column="taxi", plan=plan)
+    rc, out, err = run(capsys, "ledger", "show", led.path)
+    assert rc == 0, err
+    assert "held     : epsilon=2, delta=1e-06" in out and "series 1: 3 period(s) to come" in out
+    assert "beside what the series hold" in out
+    remaining = float(out.split("remaining: epsilon=")[1].split()[0])
+    assert remaining < 1e-3

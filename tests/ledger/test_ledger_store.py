@@ -398,3 +398,62 @@ def test_processes_reserving_in_a_loop_never_overspend(tmp_path):
     assert len(a.releases) == 50 and a.spent.epsilon == pytest.approx(5.0, rel=1e-12)
     assert {r.status for r in a.releases} == {"written"}
     assert integrity(led.path) == "ok"
+
+
+def _weekly_plan(epsilon: float, delta: float, weeks: int = 4) -> dict:
+    """A planned series as `fit --per week --places-periods 1` records it: the
+    whole plan's cost (epsilon, delta, rho at the lifetime delta) and its periods."""
+    from dpdbscan.laws import zcdp
+
+    rho = zcdp.rho_for(epsilon, delta)
+    cost = {"epsilon": epsilon, "delta": delta, "rho": rho}
+    return {"periods": {"per": "week", "n_periods": weeks}, "cost": cost}
+
+
+def test_a_series_whose_whole_plan_exceeds_the_budget_is_refused_at_its_first_run(tmp_path):
+    """Its first run alone (the spans and one week) fits, but the weeks to
+    come would not: refused before anything is recorded, not at week 2."""
+    led = Ledger.create(tmp_path / "b.ledger", "city", 1.0, 1e-6, unit="taxi")
+    plan = _weekly_plan(1.8, 1e-6)
+    first = [(None, Cost(0.36, 1e-6, 0.0036)), ("w1", Cost(0.83, 1e-6, 0.0172))]
+    with pytest.raises(BudgetExceeded, match=r"this series' whole plan at \(epsilon=1\.8"):
+        led.reserve_series(first, command="t", params={}, unit_column="taxi", plan=plan)
+    assert led.account().releases == []
+    con = sqlite3.connect(led.path)
+    try:
+        assert con.execute("SELECT count(*) FROM series").fetchone()[0] == 0
+    finally:
+        con.close()
+
+
+def test_a_started_series_keeps_the_budget_of_its_periods_to_come(tmp_path):
+    """Another release may not take what the series' later weeks need; the
+    weeks themselves still fit, and the account says what is held."""
+    led = Ledger.create(tmp_path / "b.ledger", "city", 2.0, 1e-6, unit="taxi")
+    plan = _weekly_plan(2.0, 1e-6)
+    rho = plan["cost"]["rho"]
+    spans, week = Cost(1.5, 1e-6, 0.6 * rho), Cost(0.5, 1e-6, 0.1 * rho)
+    sid, _ = led.reserve_series(
+        [(None, spans), ("w1", week)], command="t", params={}, unit_column="taxi", plan=plan
+    )
+    a = led.account()
+    assert a.periods_to_come == {sid: 3}
+    assert a.spent.epsilon < 2.0 - 0.2  # what was released leaves room on its own ...
+    assert a.held is not None and a.held.epsilon == pytest.approx(2.0)  # ... which the series holds
+    assert a.remaining_epsilon < 1e-3
+    assert a.to_dict()["held"]["periods_to_come"] == {str(sid): 3}
+    with pytest.raises(BudgetExceeded, match=r"series 1: 3 period\(s\) to come"):
+        led.reserve(Cost(0.2, 1e-6, 0.0005), command="t", params={}, unit="person", unit_column="taxi")
+    for w in ("w2", "w3", "w4"):
+        led.reserve_series([(w, week)], command="t", params={}, unit_column="taxi", series_id=sid)
+    done = led.account()
+    assert done.periods_to_come == {} and len(done.releases) == 5
+    assert done.spent.rho == pytest.approx(rho) and done.spent.epsilon == pytest.approx(2.0)
+
+
+def test_a_series_without_a_recorded_cost_counts_its_releases_alone(tmp_path):
+    led = Ledger.create(tmp_path / "b.ledger", "city", 1.0, 1e-6, unit="taxi")
+    sid = led.add_series({"per": "week"})
+    led.reserve(pure(0.25), command="t", params={}, unit="person", series_id=sid, period="w1")
+    a = led.account()
+    assert a.periods_to_come == {} and a.held is not None and a.held.epsilon == a.spent.epsilon == 0.25

@@ -135,9 +135,20 @@ def account_lines(a: Account) -> list[str]:
         f"dataset {a.dataset!r}: lifetime budget epsilon={a.epsilon:g}, delta={a.delta:g} "
         + _per(a.unit_column),
         f"  spent    : epsilon={s.epsilon:.6g}, delta={s.delta:.3g} by {s.method} ({counted})",
-        f"  remaining: epsilon={a.remaining_epsilon:.6g} "
-        "(the largest further pure epsilon-DP release that fits)",
     ]
+    beside = ""
+    if a.periods_to_come and a.held is not None:
+        h = a.held
+        series = ", ".join(f"series {sid}: {n} period(s) to come" for sid, n in a.periods_to_come.items())
+        lines.append(
+            f"  held     : epsilon={h.epsilon:.6g}, delta={h.delta:.3g} by {h.method}: what was spent and "
+            f"what the planned series may still release ({series}), kept for them"
+        )
+        beside = ", beside what the series hold"
+    lines.append(
+        f"  remaining: epsilon={a.remaining_epsilon:.6g} "
+        f"(the largest further pure epsilon-DP release that fits{beside})"
+    )
     if not a.releases:
         return lines
     units = [r.unit if r.unit_column is None else f"{r.unit} ({r.unit_column})" for r in a.releases]

@@ -46,7 +46,7 @@ import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -162,9 +162,15 @@ class Account:
         The releases' total (:func:`.composition.compose`).
     remaining_epsilon : float
         The largest epsilon of one further pure epsilon-DP release that fits
-        (:func:`.composition.largest_pure`): under zCDP, not simply the
-        budget minus the spent epsilon.
+        (:func:`.composition.largest_pure`) beside what is held: under zCDP,
+        not simply the budget minus the spent epsilon.
     releases : list of Release
+    held : Total
+        What the budget holds: the releases, with each planned series counted
+        at its whole plan's cost (the periods it has yet to release keep
+        their budget); ``spent`` when no series is planned.
+    periods_to_come : dict
+        Each planned series' id and how many of its periods are still to come.
     """
 
     dataset: str
@@ -176,9 +182,12 @@ class Account:
     spent: Total
     remaining_epsilon: float
     releases: list[Release]
+    held: Total | None = None
+    periods_to_come: dict[int, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         s = self.spent
+        h = self.held or s
         return {
             "dataset": self.dataset,
             "budget": {"epsilon": self.epsilon, "delta": self.delta},
@@ -192,7 +201,17 @@ class Account:
                 "basic": {"epsilon": s.basic[0], "delta": s.basic[1]},
                 "zcdp": None if s.zcdp is None else {"epsilon": s.zcdp[0], "delta": s.zcdp[1], "rho": s.rho},
             },
-            "remaining": {"epsilon": self.remaining_epsilon, "of": "one further pure epsilon-DP release"},
+            "held": {
+                "epsilon": h.epsilon,
+                "delta": h.delta,
+                "method": h.method,
+                "of": "what was spent and what the planned series may still release",
+                "periods_to_come": {str(k): v for k, v in self.periods_to_come.items()},
+            },
+            "remaining": {
+                "epsilon": self.remaining_epsilon,
+                "of": "one further pure epsilon-DP release, beside what the planned series hold",
+            },
             "releases": [r.to_dict() for r in self.releases],
         }
 
@@ -357,13 +376,69 @@ def _check_unit(b: _Budget, path: Path, dataset: str, unit: str, unit_column: st
         )
 
 
+def _plans(con: sqlite3.Connection, dataset: str) -> dict[int, dict[str, Any]]:
+    """The dataset's recorded series: their ids and public plans."""
+    rows = con.execute("SELECT id, plan FROM series WHERE dataset = ? ORDER BY id", (dataset,)).fetchall()
+    return {int(r[0]): json.loads(r[1]) for r in rows}
+
+
+def _plan_cost(plan: Mapping[str, Any]) -> Cost | None:
+    """What a series' whole plan may spend (``plan["cost"]``), or None when
+    its plan does not say (a series recorded by :meth:`Ledger.add_series`
+    without a cost counts its releases alone)."""
+    cost = plan.get("cost")
+    if not isinstance(cost, Mapping) or cost.get("epsilon") is None:
+        return None
+    rho = cost.get("rho")
+    return Cost(float(cost["epsilon"]), float(cost.get("delta") or 0.0), None if rho is None else float(rho))
+
+
+def _held(releases: Sequence[Release], plans: Mapping[int, Mapping[str, Any]]) -> list[Cost]:
+    """What the dataset's budget holds: every release's cost, except that the
+    releases of a planned series are replaced by its whole plan's cost, so
+    that the periods it has yet to release keep their budget (a series is
+    (epsilon, delta)-DP and rho-zCDP as a whole, however many of its periods
+    are out). A plan never costs less than its releases: the ledger refuses a
+    series' release beyond its plan (:meth:`Ledger.reserve_series`)."""
+    planned = {sid: c for sid, p in plans.items() if (c := _plan_cost(p)) is not None}
+    return [r.cost for r in releases if r.series_id not in planned] + list(planned.values())
+
+
 def _account(con: sqlite3.Connection, path: Path, dataset: str) -> Account:
     b = _budget(con, path, dataset)
     releases = _releases(con, dataset)
     costs = [r.cost for r in releases]
     spent = compose(costs, b.delta)
-    left = largest_pure(costs, b.epsilon, b.delta)
-    return Account(dataset, b.epsilon, b.delta, b.unit, b.unit_column, b.created, spent, left, releases)
+    plans = _plans(con, dataset)
+    held = _held(releases, plans)
+    left = largest_pure(held, b.epsilon, b.delta)
+    to_come = _periods_to_come(releases, plans)
+    return Account(
+        dataset,
+        b.epsilon,
+        b.delta,
+        b.unit,
+        b.unit_column,
+        b.created,
+        spent,
+        left,
+        releases,
+        held=compose(held, b.delta),
+        periods_to_come=to_come,
+    )
+
+
+def _periods_to_come(releases: Sequence[Release], plans: Mapping[int, Mapping[str, Any]]) -> dict[int, int]:
+    """For each planned series with periods still to release: how many."""
+    out: dict[int, int] = {}
+    for sid, plan in plans.items():
+        planned = (plan.get("periods") or {}).get("n_periods")
+        if _plan_cost(plan) is None or not isinstance(planned, int):
+            continue
+        done = {r.period for r in releases if r.series_id == sid and r.period is not None}
+        if planned > len(done):
+            out[sid] = planned - len(done)
+    return out
 
 
 @dataclass(frozen=True)
@@ -499,22 +574,48 @@ class Ledger:
             rid = self._insert(con, cost, command, text, unit, unit_column, series_id, period)
         return Reservation(self, rid, cost, total)
 
-    def _check_fits(self, con: sqlite3.Connection, b: _Budget, new: Sequence[Cost]) -> Total:
-        """The dataset's total with ``new`` added, or BudgetExceeded."""
-        costs = [r.cost for r in _releases(con, self.dataset)]
-        total = compose([*costs, *new], b.delta)
+    def _check_fits(
+        self,
+        con: sqlite3.Connection,
+        b: _Budget,
+        new: Sequence[Cost],
+        *,
+        check: Sequence[Cost] | None = None,
+        append: bool = False,
+    ) -> Total:
+        """The dataset's total spent with ``new`` added, or BudgetExceeded
+        when ``check`` (default ``new``; a new series: its whole plan) does not
+        fit beside what the budget holds: every release, each planned series
+        at its whole plan's cost (:func:`_held`), so that no other release
+        takes what a series' periods to come need. An ``append`` to a series
+        is checked beside what was spent (its plan is what it draws on)."""
+        releases = _releases(con, self.dataset)
+        costs = [r.cost for r in releases]
+        plans = _plans(con, self.dataset)
+        held = costs if append else _held(releases, plans)
+        total = compose([*held, *(new if check is None else check)], b.delta)
         if not fits(total, b.epsilon, b.delta):
-            before = compose(costs, b.delta)
-            eps = math.fsum(c.epsilon for c in new)
-            dlt = math.fsum(c.delta for c in new)
+            before = compose(held, b.delta)
+            shown = new if check is None else check
+            eps = math.fsum(c.epsilon for c in shown)
+            dlt = math.fsum(c.delta for c in shown)
+            to_come = _periods_to_come(releases, plans)
+            holds = (
+                ""
+                if append or not to_come
+                else " plus what its planned series may still release ("
+                + ", ".join(f"series {sid}: {n} period(s) to come" for sid, n in to_come.items())
+                + "), together"
+            )
+            this = "this series' whole plan" if check is not None else "this one"
             raise BudgetExceeded(
                 f"the ledger {self.path} refuses this release: dataset {self.dataset!r} has a "
                 f"lifetime budget of (epsilon={b.epsilon:g}, delta={b.delta:g}) and {len(costs)} "
-                f"release(s) spent (epsilon={before.epsilon:.6g}, delta={before.delta:.3g}) by "
-                f"{before.method}; with this one at (epsilon={eps:g}, delta={dlt:g}) "
+                f"release(s) spent{holds} (epsilon={before.epsilon:.6g}, delta={before.delta:.3g}) by "
+                f"{before.method}; with {this} at (epsilon={eps:g}, delta={dlt:g}) "
                 f"the total would be (epsilon={total.epsilon:.6g}, delta={total.delta:.3g}). " + NOTHING_READ
             )
-        return total
+        return compose([*costs, *new], b.delta)
 
     def _insert(
         self,
@@ -565,7 +666,10 @@ class Ledger:
         (:class:`~dpdbscan.exceptions.BudgetExceeded`, nothing written) when
         a period was already charged to the series, when the series' rows
         would cost more rho than its plan (``plan["cost"]["rho"]``), or when
-        the dataset's lifetime budget would be exceeded. Person level only:
+        the dataset's lifetime budget would be exceeded: a new series' whole
+        plan must fit beside what the budget holds, and from then on the
+        budget holds it whole (:func:`_held`), so the periods to come keep
+        their budget whatever else is released meanwhile. Person level only:
         a series protects each unit over its horizon."""
         if (plan is None) == (series_id is None):
             raise ValueError("give the plan of a new series or the id of a recorded one, not both")
@@ -576,6 +680,9 @@ class Ledger:
             _check_unit(b, self.path, self.dataset, "person", unit_column)
             if plan is not None:
                 recorded = dict(plan)
+                # the whole plan must fit beside what the budget holds, before it is recorded
+                whole = _plan_cost(recorded)
+                total = self._check_fits(con, b, costs, check=None if whole is None else [whole])
                 cur = con.execute(
                     "INSERT INTO series (dataset, created, plan) VALUES (?, ?, ?)",
                     (self.dataset, _now(), json.dumps(recorded, sort_keys=True, default=str)),
@@ -608,7 +715,8 @@ class Ledger:
                     f"planned at rho={planned}, and its releases with this one would spend "
                     f"rho={spent_rho:.6g}. " + NOTHING_READ
                 )
-            total = self._check_fits(con, b, costs)
+            if plan is None:
+                total = self._check_fits(con, b, costs, append=True)
             rids = [self._insert(con, c, command, text, "person", unit_column, sid, p) for p, c in charges]
         return sid, [Reservation(self, rid, c, total) for rid, c in zip(rids, costs)]
 
