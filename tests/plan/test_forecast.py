@@ -208,3 +208,18 @@ def test_fit_cost_follows_the_benchmarks_lines():
     assert fc4.terms_per_cell > 21 and fc4.seconds
     assert fit_cost(fc4, 1e5).seconds == pytest.approx(0.09 + 65e-9 * 1e5 + fc4.seconds)
     assert fit_cost(fc4, 1e5).extra_bytes == pytest.approx(26 * 1e5 + 4 * fc4.terms_per_cell * 1e5)
+
+
+def test_durations_and_sizes_read_without_exponents():
+    """check's `reading took 1.3e+02 s` and `1.4e+02 kB` (a 134 s read of a GPX
+    folder on a loaded machine) read as 130 s and 140 kB."""
+    from dpdbscan.plan.outlook import _size, duration_text, two_digits
+
+    assert [two_digits(v) for v in (0.041, 1.34, 13.4, 134.0, 99.6)] == ["0.041", "1.3", "13", "130", "100"]
+    times = [duration_text(s) for s in (0.041, 134.0, 6000.0, 20000.0)]
+    assert times == ["0.041 s", "2.2 min", "100 min", "5.6 h"]
+    assert _size(1.4e5) == "140 kB" and _size(2.9e7) == "29 MB" and _size(512) == "512 B"
+    from dpdbscan.plan.outlook import FitCost
+
+    line = FitCost(seconds=134.0, input_bytes=1.4e5, extra_bytes=1.4e6).line()
+    assert "about 2.2 min and 1.5 MB of memory (the points 140 kB, the fit 1.4 MB more)" in line

@@ -24,7 +24,7 @@ import numpy as np
 from ..cells.grid import Grid
 from ..geometry import projection
 from ..plan.autoplan import PLACE_EXTENT_KM
-from ..plan.outlook import fit_cost
+from ..plan.outlook import duration_text, fit_cost
 from ..plan.resolve import forecast_of
 from ..prepare import Points, split_bounds
 from ..prepare.clipping import clipping_counts, outside_hint, rows_all
@@ -66,7 +66,11 @@ your data, so do not publish it. Standard output stays empty.
 
 
 def add_arguments(p: ArgTarget) -> None:
-    p.add_argument("input", help="CSV (optionally gzipped; - reads standard input), Parquet or .npy")
+    p.add_argument(
+        "input",
+        help="the file fit would read: CSV (optionally gzipped; - reads standard input), Parquet, .npy, "
+        "SQLite, GeoPackage, GeoJSON, GPX or PLT; a folder of trace files with --unit-from",
+    )
     add_input_options(p)
     add_dbscan_options(p, required=False)
     add_domain_options(p, from_data=False)
@@ -156,7 +160,8 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     short, volume = table_formats(opts.geo, pts.X.shape[1])
     for line in fc.lines(n_name="n", length=short, volume=volume):
         notes(line)
-    notes(f"fit       : reading took {read_seconds:.2g} s here; the fit after it " + fit_cost(fc, n).line())
+    read = duration_text(read_seconds)
+    notes(f"fit       : reading took {read} here; the fit after it " + fit_cost(fc, n).line())
     if plan is not None:
         for line in period_lines(pts, plan, str(opts.unit)):
             notes(line)

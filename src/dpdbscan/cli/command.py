@@ -55,6 +55,9 @@ DATA = "../shared/data/cabs_tiny.csv.gz --header"
 BOX = "-122.48 37.72 -122.38 37.82"
 CABS = "../shared/data/cabs_tiny_cabs.csv.gz --header --geo --columns x y"
 PERSON = "--unit cab --max-cells-per-unit 500 --delta 1e-6"
+STOPS = "--max-cells-per-unit auto --delta 1e-6 --time time --stops 100m 5min"
+PLACES = f"--unit cab {STOPS}"
+FOLDER = "--unit-from file --format gpx --geo --bounds LON0 LAT0 LON1 LAT1"
 
 EXAMPLES = {
     "fit": f"""examples:
@@ -66,6 +69,13 @@ EXAMPLES = {
 
   # person-level: protect each cab (column cab) with all its rows, not each row
   dpdbscan fit {CABS} --bounds {BOX} --eps 100m --min-samples 50 {PERSON}
+
+  # places: where the cabs stop (within 100 m for 5 min or more), each cab protected,
+  # k chosen privately (docs/places.md)
+  dpdbscan fit {CABS} --bounds {BOX} --eps 200m --min-samples 30 {PLACES}
+
+  # a folder of GPX files, one per vehicle (each file is one unit), the same places
+  dpdbscan fit tracks/ {FOLDER} --eps 200m --min-samples 30 {STOPS}
 """,
     "predict": f"""examples:
   dpdbscan predict out/cabs_tiny.spans.json {DATA} -o labels.csv
@@ -223,8 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("fit", "release DP spans of a data file; write JSON, GeoJSON and PNG", cmd_fit)
     p.add_argument(
         "input",
-        help="CSV (optionally gzipped; - reads standard input), Parquet or .npy; "
-        "with --backend dask a path or glob",
+        help="a data file: CSV (optionally gzipped; - reads standard input), Parquet, .npy, SQLite, "
+        "GeoPackage, GeoJSON, GPX or PLT (by its extension or --format); a folder of trace files, one per "
+        "person or vehicle, with --unit-from; with --backend dask a path or glob",
     )
     add_input_options(p, dask=True)
     add_fit_options(p, sweep=False)

@@ -227,7 +227,7 @@ class Forecast:
             )
         if self.seconds is not None:
             out.append(
-                f"time      : about {_duration(self.seconds)} for the core test "
+                f"time      : about {duration_text(self.seconds)} for the core test "
                 f"({self.terms_per_cell:,} noisy counts per candidate cell)"
             )
         return out + [self.sentence()] + [f"warning: {n}" for n in self.notes]
@@ -244,8 +244,16 @@ def _percent(x: float) -> str:
     return f"{100 * x:.3g}%"
 
 
-def _duration(s: float) -> str:
-    return f"{s:.2g} s" if s < 120 else f"{s / 60:.2g} min"
+def two_digits(v: float) -> str:
+    """``v`` to two significant digits, never in exponent form (130, not 1.3e+02)."""
+    return f"{float(f'{v:.2g}'):g}" if abs(v) < 1e6 else f"{v:,.0f}"
+
+
+def duration_text(s: float) -> str:
+    """A duration in seconds, minutes or hours, to two significant digits."""
+    if s < 120:
+        return f"{two_digits(s)} s"
+    return f"{two_digits(s / 60)} min" if s < 7200 else f"{two_digits(s / 3600)} h"
 
 
 @dataclass(frozen=True)
@@ -271,7 +279,7 @@ class FitCost:
 
     def line(self) -> str:
         return (
-            f"about {_duration(self.seconds)} and {_size(self.input_bytes + self.extra_bytes)} of "
+            f"about {duration_text(self.seconds)} and {_size(self.input_bytes + self.extra_bytes)} of "
             f"memory (the points {_size(self.input_bytes)}, the fit {_size(self.extra_bytes)} more): "
             "an estimate from the benchmarks' cost model"
         )
@@ -299,7 +307,7 @@ def fit_cost(fc: Forecast, n: float) -> FitCost:
 def _size(b: float) -> str:
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if b >= scale:
-            return f"{b / scale:.2g} {unit}"
+            return f"{two_digits(b / scale)} {unit}"
     return f"{b:.0f} B"
 
 
@@ -347,7 +355,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     slow, useless = [], []
     if seconds is not None and seconds > SLOW_SECONDS:
         slow.append(
-            f"the core test may take about {_duration(seconds)}: each candidate cell sums "
+            f"the core test may take about {duration_text(seconds)}: each candidate cell sums "
             f"{terms:,} noisy counts (d={d}, eta={grid.eta:g}) over up to "
             f"{candidates:,.0f} cells. Use fewer dimensions, a larger eta or a coarser eps"
         )
@@ -401,4 +409,4 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     )
 
 
-__all__ = ["FitCost", "Forecast", "fit_cost", "forecast", "SECONDS_PER_TERM"]
+__all__ = ["FitCost", "Forecast", "fit_cost", "forecast", "SECONDS_PER_TERM", "duration_text", "two_digits"]
