@@ -101,7 +101,9 @@ def add_arguments(p: ArgTarget) -> None:
         "- beta, how many every cell within eps of a cell must keep after bounding\n"
         "for that cell to be core (a cluster), that as a share of the N units you\n"
         "expect, and so the most cells (the area) a unit may visit: a unit with more\n"
-        "than K cells keeps K of them at random. That area grows with eps: units that\n"
+        "than K cells keeps K of them, counted as if at random (--cell-choice uniform;\n"
+        "fit's default keeps each unit's busiest cells, which favours the places it\n"
+        "returns to). That area grows with eps: units that\n"
         "roam more than it need a coarser eps (or a larger epsilon or K).",
     )
     u.add_argument(

@@ -315,8 +315,9 @@ class UnitForecast:
         if d.max_unit_cells >= d.n_cells:
             return out + ", however many of the box's cells units visit."
         return (
-            out + f". A unit that visits more than {k:,} cells keeps {k:,} of them at random, so this "
-            f"holds only where units visit at most {d.max_unit_cells:,.0f} cells of "
+            out + f". A unit that visits more than {k:,} cells keeps {k:,} of them (counted here as "
+            "if at random, --cell-choice uniform; the default keeps its busiest, which favours the places "
+            f"it returns to), so this holds only where units visit at most {d.max_unit_cells:,.0f} cells of "
             f"{length(d.cell_width)} ({volume(d.max_unit_volume or math.inf)})."
             + self._ladder_words(length, volume)
         )
