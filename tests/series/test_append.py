@@ -88,6 +88,10 @@ def test_a_series_started_then_appended_keeps_its_spans_and_charges_each_period(
         (1, f"2024-03-0{d}T00:00:00+00:00") for d in (4, 5, 6, 7)
     ]
     assert all(r.status == "written" for r in account.releases)
+    # the rest of the plan is held for the days to come, and the run says so
+    assert "whole plan (epsilon=2, delta=1e-05) is held for its periods to come" in err
+    assert account.periods_to_come == {1: 3} and account.held is not None
+    assert account.held.epsilon == pytest.approx(2.0) and account.spent.epsilon < 2.0
     # the map's period control offers the released days only (the whole horizon, then 4)
     rc, _, err = run(capsys, "map", tmp_path / "o1" / "cabs.spans.json", "-o", tmp_path / "o1.html")
     assert rc == 0, err
@@ -138,6 +142,7 @@ def test_a_series_started_then_appended_keeps_its_spans_and_charges_each_period(
     assert math.fsum(r.cost.rho for r in account.releases) <= zcdp.rho_for(2.0, 1e-5)
     rc, out, err = run(capsys, "ledger", "show", ledger)
     assert "[series 1: spans]" in out and "[series 1: 2024-03-10T00:00]" in out
+    assert "held" not in out and account.periods_to_come == {}  # all released: nothing held beyond
 
 
 def test_an_append_reads_no_row_of_an_earlier_period(tmp_path, capsys):

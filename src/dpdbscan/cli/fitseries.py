@@ -400,7 +400,13 @@ def charging_series(
         f"dpdbscan: ledger {ledger}: series {sid} of {dataset!r} charged {len(rows)} release(s) "
         f"({', '.join('spans' if p is None else p[:10] for p, _ in charges)}) at "
         f"(epsilon={cost.epsilon:.6g}, delta={cost.delta:.3g}) together, by {cost.method}; the "
-        f"dataset's total is now (epsilon={rows[-1].total.epsilon:.6g}, delta={rows[-1].total.delta:.3g})",
+        f"dataset's total is now (epsilon={rows[-1].total.epsilon:.6g}, delta={rows[-1].total.delta:.3g})"
+        + (
+            f"; the series' whole plan (epsilon={plan.epsilon:g}, delta={plan.delta:g}) is held for its "
+            "periods to come ('dpdbscan ledger show')"
+            if previous is None and upto < plan.periods.n_periods
+            else ""
+        ),
         file=sys.stderr,
     )
     done = False
