@@ -92,6 +92,21 @@ def test_check_per_notes_each_periods_rows_and_units(tmp_path, capsys):
     assert line.startswith("[private: do not publish]")
     assert "7 day(s)" in line and "units (cab) per day" in line and "dropped" in line
     assert "S=2   K<=14 " in err  # auto by default: at most S x T
+    assert "rows per day" in line and "row(s) with no time" in line
+
+
+def test_check_per_counts_the_stops_per_period_when_stops_are_counted(tmp_path, capsys):
+    """With --stops the periods' counts are of the stops, as the release's
+    are, and the line says so (it said "rows per day" of the stops)."""
+    path = _write(tmp_path / "cabs.csv", *_rows())
+    rc, out, err = run(capsys, "check", path, "--header", "--columns", "x", "y", "--unit", "cab",
+                       "--max-cells-per-unit", "8", "--time", "time", "--stops", "1", "5min", "--per", "day",
+                       "--from", "2024-03-04", "--to", "2024-03-11", "--bounds", "0", "0", "10", "10",
+                       "--eps", "0.5", "--min-samples", "30", "--epsilon", "2",
+                       "--delta", "1e-5")  # fmt: skip
+    assert rc == 0, err
+    line = next(x for x in err.splitlines() if "periods   :" in x)
+    assert "events per day" in line and "event(s) with no time" in line and "rows per day" not in line
 
 
 def test_sweep_says_why_it_has_no_per(tmp_path, capsys):

@@ -163,16 +163,18 @@ def cmd_check(args: argparse.Namespace, sink: WarningSink) -> int:
     read = duration_text(read_seconds)
     notes(f"fit       : reading took {read} here; the fit after it " + fit_cost(fc, n).line())
     if plan is not None:
-        for line in period_lines(pts, plan, str(opts.unit)):
+        for line in period_lines(pts, plan, str(opts.unit), counted="rows" if events is None else "events"):
             notes(line)
     sink.flush()
     return EXIT_OK
 
 
-def period_lines(pts: Points, plan: SeriesPlan, unit: str) -> list[str]:
-    """What a series' periods hold (private: rows and distinct units per
-    period, rows in no period), then what each period's masses can show
-    (public: the plan, :func:`dpdbscan.cli.fitseries.table_forecast_lines`)."""
+def period_lines(pts: Points, plan: SeriesPlan, unit: str, counted: str = "rows") -> list[str]:
+    """What a series' periods hold (private: rows, or the events counted
+    instead with --stops or --trip-ends, and distinct units per period, those
+    in no period), then what each period's masses can show (public: the plan,
+    :func:`dpdbscan.cli.fitseries.table_forecast_lines`)."""
+    one = counted[:-1]
     period = plan.periods.index(parse_times(pts.times)) if pts.times is not None else None
     if period is None:
         return ["periods   : no time column was read (--time COLUMN)"]
@@ -183,8 +185,8 @@ def period_lines(pts: Points, plan: SeriesPlan, unit: str) -> list[str]:
     pairs = np.unique(np.stack([period[inside], codes[inside]]), axis=1)
     units = np.bincount(pairs[0], minlength=plan.periods.n_periods) if pairs.size else rows * 0
     return [
-        f"periods   : {plan.periods.n_periods} {kind}(s); rows per {kind} {_spread(rows)}; distinct "
-        f"units ({unit}) per {kind} {_spread(units)}; {int((~inside).sum()):,} row(s) with no time "
+        f"periods   : {plan.periods.n_periods} {kind}(s); {counted} per {kind} {_spread(rows)}; distinct "
+        f"units ({unit}) per {kind} {_spread(units)}; {int((~inside).sum()):,} {one}(s) with no time "
         "or outside the horizon, dropped",
         *table_forecast_lines(plan, unit),
     ]
