@@ -330,3 +330,28 @@ def test_the_ledger_refuses_a_series_beyond_its_plan_and_keeps_nothing_of_it(tmp
     con = sqlite3.connect(tmp_path / "b.ledger")
     assert con.execute("SELECT count(*) FROM series").fetchone()[0] == 1
     con.close()
+
+
+def test_the_pictures_of_a_series_with_one_period_released_keep_the_guarantee_short():
+    """After its first period, an appendable series' small multiples are one
+    panel: the figure stays three panels wide, so the guarantee above it is a
+    few lines, not a column of twelve over a 2.6-inch panel."""
+    import matplotlib.pyplot as plt
+
+    from dpdbscan.render.periodplot import MIN_WIDE, PANEL_INCHES, plot_periods
+
+    xy, cab, t = _rows()
+    p, plan = _plan(places=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # seeded research noise, said by the release
+        data = SeriesInput(xy, np.zeros(2), np.full(2, 10.0), {**p, "random_state": 3}, cab, t)
+        s = start_series(data, plan, through="2024-03-05", unit_name="cab")
+    assert len(s.model.metadata["series"]["period_spans"]) == 1
+    fig = plot_periods(s.model)
+    try:
+        assert fig.get_size_inches()[0] == pytest.approx(MIN_WIDE * PANEL_INCHES)
+        title = fig.texts[0].get_text()
+        assert "each cab over the whole planned series" in " ".join(title.split())
+        assert len(title.splitlines()) <= 5
+    finally:
+        plt.close(fig)

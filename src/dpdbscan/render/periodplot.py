@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 MAX_COLUMNS = 7
 #: One panel's width in inches.
 PANEL_INCHES = 2.6
+#: The figure is at least this many panels wide, so that the guarantee above
+#: the panels stays a few lines (one period: a 12-line column over a 2.6-inch panel).
+MIN_WIDE = 3
 
 
 def period_spans(model: SpanModel) -> list[list[int]]:
@@ -64,7 +67,7 @@ def plot_periods(model: SpanModel, *, dpi: float = 110) -> Figure:
     fig, axes = plt.subplots(
         rows,
         cols,
-        figsize=(cols * PANEL_INCHES, rows * PANEL_INCHES + 1.2),
+        figsize=(max(cols, MIN_WIDE) * PANEL_INCHES, rows * PANEL_INCHES + 1.2),
         dpi=dpi,
         squeeze=False,
         sharex=True,
@@ -105,7 +108,7 @@ def plot_periods(model: SpanModel, *, dpi: float = 110) -> Figure:
         f"the 95% interval of the noisy mass above 0). {series['statement']}"
     )
     # about 14 characters an inch at 8 points: the guarantee is never cut off
-    fig.suptitle(textwrap.fill(head, width=int(cols * PANEL_INCHES * 14)), fontsize=8)
+    fig.suptitle(textwrap.fill(head, width=int(max(cols, MIN_WIDE) * PANEL_INCHES * 14)), fontsize=8)
     return fig
 
 
