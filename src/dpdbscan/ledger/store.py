@@ -17,7 +17,10 @@ server) with these tables (schema version 1):
   --places-periods N`` and ``--append``) or :meth:`Ledger.add_series`; the
   releases of a series carry its ``series_id`` and their ``period`` (the
   period's start; NULL for the series' spans) and are charged like any
-  other, and a period is charged to its series once;
+  other, and a period is charged to its series once. A series whose plan
+  records its cost is held at that whole cost from its first run: its first
+  run is refused unless the plan fits, and other releases are checked beside
+  it (:func:`_held`), so its periods to come keep their budget;
 * ``releases(id, dataset, series_id, period, status, reserved, finished,
   command, params, unit, unit_column, epsilon, delta, rho, files, pid)``:
   one row per release, written **before** the data are read (status
