@@ -225,9 +225,11 @@ def fit(
     )
     flat = swamped_min_samples(model)
     if note and flat is not None:
+        # the automatic mode chose MinPts itself: say so rather than quote it as the user's
+        which = "the chosen " if r.auto is not None else ""
         note += (
             f" Every min_samples from 1 to {flat:,} gives this same release: the noise margin, not "
-            f"min_samples={model.spec.min_samples}, decides which places are dense at these settings."
+            f"{which}min_samples={model.spec.min_samples}, decides which places are dense at these settings."
         )
     if note:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)

@@ -208,3 +208,19 @@ def test_no_fleet_line_for_a_fleet_of_hundreds(trips):
 
     model = _fit(trips, 5)
     assert fleet_line(model, "cabs") == [] and "fleet   :" not in summary(model)
+
+
+def test_the_automatic_mode_says_its_swamped_min_samples_is_its_own_choice(trips, capsys):
+    """The automatic mode chose MinPts itself: the swamped note says "the
+    chosen min_samples", not a MinPts the user never gave."""
+    out = trips / "auto"
+    args = ["fit", str(trips / "trips.csv"), "--columns", "x", "y", "--eps", "auto", "--min-samples", "auto"]
+    args += ["--bounds", "0", "1", "--delta", "1e-6", "--unit", "cab", "--max-cells-per-unit", "10"]
+    args += ["--seed", "2", "--out-dir", str(out), "--no-png", "--no-geojson", "--no-progress"]
+    capsys.readouterr()
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    model = load_model(out / "trips.spans.json")
+    flat = swamped_min_samples(model)
+    assert flat is not None
+    assert f"not the chosen min_samples={model.spec.min_samples}, decides which places" in err
