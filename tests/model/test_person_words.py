@@ -5,6 +5,8 @@ MinPts that gives the very same release."""
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pytest
 
@@ -224,3 +226,28 @@ def test_the_automatic_mode_says_its_swamped_min_samples_is_its_own_choice(trips
     flat = swamped_min_samples(model)
     assert flat is not None
     assert f"not the chosen min_samples={model.spec.min_samples}, decides which places" in err
+
+
+def test_the_published_files_say_what_a_swamped_min_samples_really_needs(trips):
+    """The GeoJSON, the PNG's title and the HTML map's legend carry what a
+    place really needs when the margin swamps MinPts, not MinPts alone; a
+    MinPts above the margin is published plainly."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from dpdbscan.model.geojson import geojson
+    from dpdbscan.render.plotting import plot_model
+    from dpdbscan.render.webmap import map_html
+
+    model = _fit(trips, 5)
+    flat = swamped_min_samples(model)
+    assert flat is not None
+    need = f"swamped: a place needs about {model.spans.threshold:,.0f} cabs within eps"
+    props = geojson(model)["properties"]
+    assert props["min_samples"] == 5 and props["min_samples_swamped_up_to"] == flat
+    assert props["core_threshold"] == pytest.approx(model.spans.threshold)
+    assert f"MinPts=5, {need}" in plot_model(model).get_title()
+    assert need in html.unescape(map_html(model))
+    big = with_params(model, min_samples=flat + 50)
+    assert geojson(big)["properties"]["min_samples_swamped_up_to"] is None
+    assert "swamped" not in plot_model(big).get_title() and "swamped" not in map_html(big)

@@ -278,6 +278,22 @@ def swamped_words(model: SpanModel) -> str:
     return f"swamped by the noise margin: every min_samples from 1 to {flat:,} gives this same release"
 
 
+def swamp_brief(model: SpanModel) -> str:
+    """What a place really needs when the noise margin swamps MinPts ("swamped:
+    a place needs about 340 cabs within eps"), or "" when MinPts matters;
+    the published files say it beside MinPts, so that a map or a PNG never
+    suggests a density the release cannot detect. Public values only."""
+    if swamped_min_samples(model) is None:
+        return ""
+    return f"swamped: a place needs about {model.spans.threshold:,.0f} {unit_noun(model)} within eps"
+
+
+def min_samples_brief(model: SpanModel) -> str:
+    """ "MinPts=30", with :func:`swamp_brief` after it when it applies."""
+    swamp = swamp_brief(model)
+    return f"MinPts={model.spec.min_samples}" + (f", {swamp}" if swamp else "")
+
+
 def swamp_line(model: SpanModel, noun: str) -> list[str]:
     """The summary's plain warning when the noise margin swamps MinPts."""
     flat = swamped_min_samples(model)

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 
 from ..geometry.projection import projection_of
 from ..params.validation import check_array
-from .describe import protection_fields
+from .describe import protection_fields, swamped_min_samples
 from .record import SpanModel
 from .stats import is_geographic
 
@@ -101,12 +101,20 @@ def to_geojson(
             "eps": grid.eps,
             "eps_units": "km on the ground (the model's local projection)" if geo else "the data's own units",
             "min_samples": model.spec.min_samples,
+            # when the noise margin swamps MinPts, what a place really needs
+            "core_threshold": _finite(model.spans.threshold),
+            "min_samples_swamped_up_to": swamped_min_samples(model),
             **coordinate_fields(model, transform),
             "coordinate_decimals": precision,
             **_series_properties(model),
         },
         "features": features,
     }
+
+
+def _finite(x: float) -> float | None:
+    """A float for JSON, None when it is not finite (JSON has no infinity)."""
+    return float(x) if np.isfinite(x) else None
 
 
 def _series_properties(model: SpanModel) -> dict:

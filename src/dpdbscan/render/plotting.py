@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 
 from .._optional import require
 from ..geometry.projection import format_km, projection_of
-from ..model.describe import protection_brief
+from ..model.describe import min_samples_brief, protection_brief
 from ..model.stats import span_stats
 from ..post.coretests.bound.corecells import neighbour_sums
 from . import spanplot
@@ -663,8 +663,7 @@ def plot_model(
             context=context,
         )
         title = (
-            f"{model.n_spans} DP span(s), eps={alpha}, MinPts={model.spec.min_samples}\n"
-            f"{protection_brief(model)}"
+            f"{model.n_spans} DP span(s), eps={alpha}, {min_samples_brief(model)}\n{protection_brief(model)}"
         )
         heat = [im for im in ax.images if im.get_gid() == "heat"]
         if heat:

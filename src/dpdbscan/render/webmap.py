@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..geometry.projection import KM_PER_DEGREE, format_km, projection_of
-from ..model.describe import protection_brief
+from ..model.describe import protection_brief, swamp_brief
 from ..model.record import SpanModel
 from ..model.stats import format_area, span_stats
 from .context import Context, svg_path
@@ -110,6 +110,9 @@ def map_html(
     ]
     # no line breaks inside an item such as "α = 50 m"
     facts = " · ".join(i.replace(" ", "\u00a0") for i in items)
+    if swamp := swamp_brief(model):
+        # a sentence: it may wrap
+        facts += f" · {swamp}"
     width, height = box_hi - box_lo
     values = {
         "TITLE": html.escape(title),
