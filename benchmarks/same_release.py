@@ -234,24 +234,13 @@ def _trace_file(kind: str, events: str, folder: Path) -> tuple[Path, list[str]] 
     the shared Cabs-tiny file and that is absent."""
     columns = ["--columns", "x", "y", "--unit", "cab"]
     time, status = "time", "occupied"
-    fixed = ["--bounds", "0", "0", "1", "1", "--eps", "0.05", "--min-samples", "20"]
+    fixed = "--bounds 0 0 1 1 --eps 0.05 --min-samples 20".split()
     radius = "0.01"
     if kind == "cabs-tiny":
         path = Path(os.environ.get("DPDBSCAN_DATA", "../shared/data")) / "cabs_tiny_cabs.csv.gz"
         if not path.exists():
             return None
-        fixed = [
-            "--geo",
-            "--bounds",
-            "-122.6",
-            "37.55",
-            "-122.3",
-            "37.85",
-            "--eps",
-            "200m",
-            "--min-samples",
-            "30",
-        ]
+        fixed = "--geo --bounds -122.6 37.55 -122.3 37.85 --eps 200m --min-samples 30".split()
         radius = "100m"
     elif kind == "parquet":
         import pyarrow as pa

@@ -270,22 +270,14 @@ TRACES = ["--columns", "x", "y", "--eps", "0.05", "--min-samples", "5", "--bound
 PERSONS = ["--unit", "cab", "--max-cells-per-unit", "4", "--delta", "1e-6", "--seed", "3", "--no-progress"]
 
 
-def _trace_csv(n_units: int = 200) -> bytes:
+def _trace_csv() -> bytes:
     """Units that drive and stop for ten minutes at (0.3, 0.3), fixes every
-    minute, a passenger getting in at the stop's last fix, with some bad times."""
-    rng = np.random.default_rng(4)
-    lines = ["x,y,cab,time,occupied"]
-    for u in range(n_units):
-        pos = rng.uniform(0.2, 0.8, 2)
-        for k in range(30):
-            if 10 <= k < 21:
-                p, s = np.array([0.3, 0.3]) + rng.normal(0, 0.001, 2), int(k == 20)
-            else:
-                pos = np.clip(pos + rng.normal(0, 0.05, 2), 0.01, 0.99)
-                p, s = pos, 1
-            t = "bad" if (u * 30 + k) % 41 == 0 else str(T0 + 60 * k + u)
-            lines.append(f"{float(p[0])!r},{float(p[1])!r},u{u},{t},{s}")
-    return ("\n".join(lines) + "\n").encode()
+    minute, a passenger getting in at the stop's last fix, some times bad
+    (the trace file of ``benchmarks.same_release``'s file cases)."""
+    from benchmarks.same_release import _trace_lines
+
+    lines = [f"{x!r},{y!r},{u},{t},{s}" for x, y, u, t, s in _trace_lines(seed=4)]
+    return ("\n".join(["x,y,cab,time,occupied", *lines]) + "\n").encode()
 
 
 @pytest.mark.parametrize(
@@ -330,7 +322,7 @@ def test_a_time_in_milliseconds_read_in_the_points_pass_takes_time_unit(capsys, 
         con.execute("CREATE TABLE t (x REAL, y REAL, cab TEXT, time INTEGER, occupied INTEGER)")
         con.executemany(
             "INSERT INTO t VALUES (?, ?, ?, ?, ?)",
-            [(x, y, c, int(t) * scale if t.isdigit() else t, o) for x, y, c, t, o in rows],
+            [(x, y, c, int(t) * scale if t.strip().isdigit() else t, o) for x, y, c, t, o in rows],
         )
         con.commit()
         con.close()

@@ -100,7 +100,9 @@ class InputPoints:
     companions : tuple, optional
         The columns asked beside the points (``open_input``'s ``also``: a
         trace's time and status), row for row, when the reader read them in
-        the same pass (None: read them with :func:`read_columns`).
+        the same pass (None: read them with :func:`read_columns`): what
+        :func:`read_columns` returns, value for value (CSV fields' bytes,
+        Parquet columns as declared, ...).
     n_damaged_files, n_damaged_rows : int
         Files of a trace folder that could not be read, and the rows read
         from them before that: all dropped.
@@ -278,10 +280,14 @@ def open_input(
     also : names or 0-based indices
         Columns to read beside the points in the same pass (a trace's time
         and status), into :attr:`InputPoints.companions`, where the format
-        reads them so (SQLite, GeoPackage, a folder of trace files:
-        :attr:`InputPlan.companions`); other formats leave them to
-        :func:`read_columns`. Refused before any record is read when the
-        schema lacks one.
+        reads them so (:attr:`InputPlan.companions`: every format but .npy
+        and standard input; a CSV column is read so only where that pass
+        reads it exactly as :func:`read_columns` would, the same fields per
+        line and not a coordinate, and a Parquet column only when the schema
+        has it); otherwise they are left to :func:`read_columns`, which
+        reads or refuses them as before. A column an SQLite table, a
+        GeoPackage layer or the GPX and PLT formats lack is refused before
+        any record is read.
 
     Raises
     ------
@@ -1411,7 +1417,9 @@ def read_columns(
 ) -> tuple[Any, Any]:
     """Companion columns of ``path`` (a trace's time and, optionally, its
     0/1 status ``flag``), row for row with :func:`read_input`'s points under
-    the same ``options``, in one more pass: ``(column, flag)``.
+    the same ``options``, in one more pass: ``(column, flag)``. (Reading the
+    points with ``also=`` gives the same values in their own pass, where the
+    format can: :attr:`InputPoints.companions`.)
 
     ``column`` as read, nothing parsed: a pyarrow array of the CSV fields'
     bytes (null for a missing field or a malformed line), a Parquet column of
