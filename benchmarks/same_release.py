@@ -13,7 +13,13 @@ and 6-D 1.5x and 2x the benchmark's alpha, seeds 1 and 2: issue 30); the
 automatic mode (eps and MinPts, or eps alone) in 2, 3, 4, 6 and 8-D; the
 dense 3-D and 4-D releases of issue 30's other alphas (cases 40 and up);
 the bound test with two sub-cells in 5-, 6- and 8-D (cases 54 and up); the
-3-D and 2-D benchmark points, other seeds and alphas (cases 59 and up).
+3-D and 2-D benchmark points, other seeds and alphas (cases 59 and up); and
+seeded ``dpdbscan fit`` runs of trace files read with their time (and
+status) for ``--stops`` and ``--trip-ends`` (:data:`FILE_CASES`, numbered
+after them: synthetic CSV, gzip CSV without a header and Parquet with bad
+times and awkward lines, and Cabs-tiny when ``$DPDBSCAN_DATA`` holds it),
+each command in a fresh process of the tree's command line, its model,
+GeoJSON and PNG files digested.
 
     python -m benchmarks.same_release                 # this tree's digests
     python -m benchmarks.same_release --tree ../main  # this tree against another checkout
@@ -27,6 +33,7 @@ status is 1 when one differs.
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -184,6 +191,142 @@ CASES: list[tuple[str, int, tuple[str, int, int], dict, bool]] = [
 ]
 
 
+#: (name, file, the events): seeded ``dpdbscan fit`` runs of a trace file
+#: (:func:`_trace_file`), numbered after :data:`CASES`.
+FILE_CASES: list[tuple[str, str, str]] = [
+    ("CLI stops, trace csv.gz", "csv.gz", "stops"),
+    ("CLI pick-ups, trace csv.gz", "csv.gz", "pickups"),
+    ("CLI stops, headerless CSV", "headerless", "stops"),
+    ("CLI pick-ups, headerless CSV", "headerless", "pickups"),
+    ("CLI stops, trace Parquet", "parquet", "stops"),
+    ("CLI pick-ups, trace Parquet", "parquet", "pickups"),
+    ("CLI stops, Cabs-tiny", "cabs-tiny", "stops"),
+    ("CLI pick-ups, Cabs-tiny", "cabs-tiny", "pickups"),
+]
+
+#: Times a trace file may hold besides unix seconds: ISO text and bad ones.
+_ODD_TIMES = ("", "NA", "soon", "2008-05-17T10:00:00Z", '"1,5"', " 1211018407 ")
+
+
+def _trace_lines(seed: int = 0, n_units: int = 200) -> list[tuple[float, float, str, str, str]]:
+    """``(x, y, unit, time, status)`` of units that drive (fixes every
+    minute) and stop for ten minutes at (0.3, 0.3), a passenger getting in
+    at the stop's last fix; one time in 17 odd (:data:`_ODD_TIMES`)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for u in range(n_units):
+        pos = rng.uniform(0.2, 0.8, 2)
+        for k in range(30):
+            if 10 <= k < 21:
+                p, status = np.array([0.3, 0.3]) + rng.normal(0, 0.001, 2), int(k == 20)
+            else:
+                pos = np.clip(pos + rng.normal(0, 0.05, 2), 0.01, 0.99)
+                p, status = pos, 1
+            i = u * 30 + k
+            t = _ODD_TIMES[i // 17 % len(_ODD_TIMES)] if i % 17 == 0 else str(1_211_018_400 + 60 * k + u)
+            rows.append((float(p[0]), float(p[1]), f"u{u}", t, str(status)))
+    return rows
+
+
+def _trace_file(kind: str, events: str, folder: Path) -> tuple[Path, list[str]] | None:
+    """A trace file of ``kind`` written in ``folder`` and the options that
+    read it and make its ``events`` ("stops" or "pickups"); None when it is
+    the shared Cabs-tiny file and that is absent."""
+    columns = ["--columns", "x", "y", "--unit", "cab"]
+    time, status = "time", "occupied"
+    fixed = "--bounds 0 0 1 1 --eps 0.05 --min-samples 20".split()
+    radius = "0.01"
+    if kind == "cabs-tiny":
+        path = Path(os.environ.get("DPDBSCAN_DATA", "../shared/data")) / "cabs_tiny_cabs.csv.gz"
+        if not path.exists():
+            return None
+        fixed = "--geo --bounds -122.6 37.55 -122.3 37.85 --eps 200m --min-samples 30".split()
+        radius = "100m"
+    elif kind == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        cols = list(zip(*_trace_lines()))
+        table = pa.table(
+            {
+                "x": pa.array(cols[0]),
+                "y": pa.array(cols[1]),
+                "cab": pa.array(cols[2]).dictionary_encode(),
+                "time": pa.array([int(t) if t.strip().isdigit() else None for t in cols[3]], type=pa.int64()),
+                "occupied": pa.array([int(v) for v in cols[4]], type=pa.int8()),
+            }
+        )
+        path = folder / "traces.parquet"
+        pq.write_table(table, path, row_group_size=1000)
+    else:
+        lines = [f"{x!r},{y!r},{u},{t},{s}" for x, y, u, t, s in _trace_lines()]
+        # too few and too many fields, an empty line, a coordinate that is not a number
+        lines[100:100] = ["0.5,0.5,u1", '0.3,0.3,"u7",1211018400,1,9', "", "abc,0.3,u2,1211018400,0"]
+        if kind == "headerless":
+            # columns by index, a byte order mark, CRLF line ends
+            path = folder / "traces.csv"
+            path.write_bytes(("\ufeff" + "\r\n".join(lines) + "\r\n").encode())
+            columns = ["--no-header", "--fields", "5", "--columns", "0", "1", "--unit", "2"]
+            time, status = "3", "4"
+        else:
+            path = folder / "traces.csv.gz"
+            text = "\n".join(["x,y,cab,time,occupied", *lines]) + "\n"
+            path.write_bytes(gzip.compress(text.encode(), mtime=0))
+    made = ["--stops", radius, "5min"] if events == "stops" else ["--trip-ends", status]
+    return path, [*columns, *fixed, "--time", time, *made]
+
+
+def run_file_case(i: int) -> dict:
+    """File case i (:data:`FILE_CASES`): the digest of the files a seeded
+    ``dpdbscan fit`` writes (model, GeoJSON, PNG; their names in
+    ``labels``), run by this tree's command line in a fresh process."""
+    from dpdbscan import load_model
+
+    name, kind, events = FILE_CASES[i - len(CASES)]
+    with tempfile.TemporaryDirectory() as tmp:
+        made = _trace_file(kind, events, Path(tmp))
+        if made is None:
+            return {
+                "case": i,
+                "name": name,
+                "model": "absent",
+                "labels": "absent",
+                "spans": 0,
+                "seconds": 0.0,
+            }
+        path, options = made
+        out = Path(tmp) / "out"
+        cmd = [sys.executable, "-m", "dpdbscan", "fit", str(path), *options, "--max-cells-per-unit", "4"]
+        cmd += [
+            "--delta",
+            "1e-6",
+            "--seed",
+            str(100 + i),
+            "--no-progress",
+            "--out-dir",
+            str(out),
+            "--name",
+            "m",
+        ]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, capture_output=True, check=True)
+        seconds = time.perf_counter() - t0
+        files = sorted(out.iterdir())
+        digest = hashlib.sha256()
+        for f in files:
+            digest.update(f.name.encode() + b"\0" + f.read_bytes())
+        spans = load_model(out / "m.spans.json").n_spans
+    return {
+        "case": i,
+        "name": name,
+        "model": digest.hexdigest(),
+        "labels": ",".join(f.name for f in files),
+        "spans": spans,
+        "seconds": round(seconds, 3),
+        "cpu": 0.0,
+    }
+
+
 def _points(d: int, kind: str, n: int, seed: int) -> np.ndarray:
     return blobs_nd.points(d, seed) if kind == "bench" else _blobs(d, n, seed)
 
@@ -192,6 +335,8 @@ def run_case(i: int) -> dict:
     """Fit case i; the digests of its model file and predict labels."""
     from dpdbscan import DPDBSCAN, save_model
 
+    if i >= len(CASES):
+        return run_file_case(i)
     name, d, (kind, n, seed), kw, person = CASES[i]
     X = _points(d, kind, n, seed)
     args = dict(min_samples=blobs_nd.MIN_SAMPLES, epsilon=1.0, bounds=(0.0, 1.0), random_state=100 + i)
@@ -236,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="comma-separated case numbers (all by default)")
     ap.add_argument("--json", action="store_true", help="one JSON line per case (what --tree reads)")
     a = ap.parse_args(argv)
-    cases = [int(c) for c in a.only.split(",")] if a.only else list(range(len(CASES)))
+    cases = [int(c) for c in a.only.split(",")] if a.only else list(range(len(CASES) + len(FILE_CASES)))
     if a.tree is None:
         for i in cases:
             r = run_case(i)

@@ -26,7 +26,7 @@ from .records import (
     count_lines,
     header_start,
     last_line_end,
-    parse_records,
+    parse_rows,
     split_head,
 )
 
@@ -188,35 +188,40 @@ def _records(block: bytes) -> int:
     return int(np.count_nonzero(nl)) + (0 if nl[-1] else 1)
 
 
-def _parse_into(block: bytes, layout, hook, dest: np.ndarray) -> tuple[BlockCounts, Any]:
+def _parse_into(block: bytes, layout, hook, dest: np.ndarray) -> tuple[BlockCounts, Any, tuple]:
     """Parse one block into its place ``dest`` (straight into it, unless the
-    block had to be read in parts); its counts and its units (an Arrow
-    array, or None when the layout reads no unit)."""
-    X, units, counts = parse_records(block, layout, out=dest)
-    if X.shape[0] != dest.shape[0]:  # pragma: no cover - parse_records returns one row a record
+    block had to be read in parts); its counts, its units (an Arrow
+    array, or None when the layout reads no unit) and its fields of
+    ``layout.also`` (Arrow arrays)."""
+    X, units, counts, also = parse_rows(block, layout, out=dest)
+    if X.shape[0] != dest.shape[0]:  # pragma: no cover - parse_rows returns one row a record
         raise RuntimeError("a CSV block held a different number of records than counted")
     if X is not dest:
         dest[...] = X
     if hook is not None:
         hook(dest)
-    return counts, units
+    return counts, units, also
 
 
 def _parse_blocks(source: Source, head: bytes, layout, bar, hook=None):
     """Parse blocks on a few threads (pyarrow releases the GIL) while this
     thread reads and decompresses the next ones; each thread writes its rows
     into place in the result. ``hook`` runs on each parsed block first.
-    The blocks' units (when the layout reads them) are kept in file order."""
+    The blocks' units (when the layout reads them) and their fields of
+    ``layout.also`` are kept in file order."""
     workers = max(1, min(4, os.cpu_count() or 1))
     rows, counts = _Rows(len(layout.usecols), source.text_bytes), BlockCounts()
     pending: collections.deque = collections.deque()
     units: list = []
+    also: list[list] = [[] for _ in layout.also]
 
     def collect():
-        block_counts, block_units = pending.popleft().result()
+        block_counts, block_units, block_also = pending.popleft().result()
         counts.add(block_counts)
         if block_units is not None:
             units.append(block_units)
+        for k, values in enumerate(block_also):
+            also[k].append(values)
 
     def drain():
         while pending:
@@ -236,16 +241,16 @@ def _parse_blocks(source: Source, head: bytes, layout, bar, hook=None):
         finally:
             for f in pending:
                 f.cancel()
-    return rows.result(), _joined(units, layout), counts
+    units_read = None if layout.unit is None else _joined(units)
+    return rows.result(), units_read, counts, tuple(_joined(values) for values in also)
 
 
-def _joined(units: list, layout: CsvLayout) -> Any:
-    """The units of all blocks as one Arrow chunked array (None: no unit)."""
-    if layout.unit is None:
-        return None
+def _joined(parts: list) -> Any:
+    """The binary values of all blocks (their units, or a field of
+    ``layout.also``) as one Arrow chunked array."""
     import pyarrow as pa
 
-    return pa.chunked_array(units, type=pa.binary())
+    return pa.chunked_array(parts, type=pa.binary())
 
 
 def first_line(source: Source) -> tuple[bytes | None, bytes]:
@@ -274,11 +279,12 @@ def read_blocks(
     layout: CsvLayout,
     bar: Any,
     hook: Callable[[np.ndarray], None] | None = None,
-) -> tuple[np.ndarray, Any, BlockCounts]:
+) -> tuple[np.ndarray, Any, BlockCounts, tuple]:
     """Every record of ``head`` and then of ``source``, parsed with
-    ``layout``: ``(X, units, counts)``, ``units`` an Arrow chunked array of
-    binary values, one per row (null where missing), or None when the layout
-    reads no unit."""
+    ``layout``: ``(X, units, counts, also)``, ``units`` an Arrow chunked
+    array of binary values, one per row (null where missing), or None when
+    the layout reads no unit; ``also`` one such array for each field of
+    ``layout.also``, read in the same pass."""
     return _parse_blocks(source, head, layout, bar, hook)
 
 

@@ -100,7 +100,9 @@ class InputPoints:
     companions : tuple, optional
         The columns asked beside the points (``open_input``'s ``also``: a
         trace's time and status), row for row, when the reader read them in
-        the same pass (None: read them with :func:`read_columns`).
+        the same pass (None: read them with :func:`read_columns`): what
+        :func:`read_columns` returns, value for value (CSV fields' bytes,
+        Parquet columns as declared, ...).
     n_damaged_files, n_damaged_rows : int
         Files of a trace folder that could not be read, and the rows read
         from them before that: all dropped.
@@ -278,10 +280,14 @@ def open_input(
     also : names or 0-based indices
         Columns to read beside the points in the same pass (a trace's time
         and status), into :attr:`InputPoints.companions`, where the format
-        reads them so (SQLite, GeoPackage, a folder of trace files:
-        :attr:`InputPlan.companions`); other formats leave them to
-        :func:`read_columns`. Refused before any record is read when the
-        schema lacks one.
+        reads them so (:attr:`InputPlan.companions`: every format but .npy
+        and standard input; a CSV column is read so only where that pass
+        reads it exactly as :func:`read_columns` would, the same fields per
+        line and not a coordinate, and a Parquet column only when the schema
+        has it); otherwise they are left to :func:`read_columns`, which
+        reads or refuses them as before. A column an SQLite table, a
+        GeoPackage layer or the GPX and PLT formats lack is refused before
+        any record is read.
 
     Raises
     ------
@@ -305,7 +311,7 @@ def open_input(
                     "file|folder and --format"
                 )
             _need_pyarrow("Parquet")
-            return _open_parquet(Path(path), FileFormat("parquet"), options, choose)
+            return _open_parquet(Path(path), FileFormat("parquet"), options, choose, also)
     if options.unit_from is not None:
         raise ValueError(
             f"{'standard input' if str(path) == '-' else path}: --unit-from (unit_from=) takes the unit "
@@ -331,9 +337,9 @@ def open_input(
         return _open_npy(path, fmt, options, choose)
     if fmt.kind == "parquet":
         _need_pyarrow("Parquet")
-        return _open_parquet(path, fmt, options, choose)
+        return _open_parquet(path, fmt, options, choose, also)
     _need_pyarrow("CSV")
-    return _open_csv(lambda: csvfile.Source.file(path, fmt.gzip), str(path), fmt, options, d, choose)
+    return _open_csv(lambda: csvfile.Source.file(path, fmt.gzip), str(path), fmt, options, d, choose, also)
 
 
 def read_input(
@@ -436,6 +442,7 @@ def _open_csv(
     options: ReadOptions,
     d: int | None,
     choose: ColumnChooser | None,
+    also: Sequence[str | int] = (),
 ) -> InputPlan:
     import pyarrow as pa
 
@@ -450,12 +457,15 @@ def _open_csv(
         else:
             header, head = None, csvfile.strip_bom(source)
         names, layout = csv_layout(fmt, options, header, d, choose, where=where)
+        extra = _csv_companions(fmt, options, header, d, choose, layout, also, where)
     except (OSError, EOFError, pa.ArrowException, *csvfile.gzip_errors()) as exc:
         source.close()
         raise _io_error(where, "CSV", exc) from None
     except BaseException:
         source.close()
         raise
+    if extra is not None:
+        layout = replace(layout, also=extra)
     chosen = [names[i] for i in layout.usecols]
     skipped = skipped_index_columns(names, layout.usecols, options.columns)
     unit_name = None if layout.unit is None else names[layout.unit]
@@ -463,6 +473,8 @@ def _open_csv(
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
         got = _read_csv(source, where, layout, head, chosen, skipped, progress, hook)
         got.unit_name = unit_name
+        if extra is None:
+            got.companions = None
         return got
 
     return InputPlan(
@@ -474,7 +486,41 @@ def _open_csv(
         source.close,
         unit_name=unit_name,
         schema_names=names if has_header else None,
+        companions=extra is not None,
     )
+
+
+def _csv_companions(
+    fmt: FileFormat,
+    options: ReadOptions,
+    header: bytes | None,
+    d: int | None,
+    choose: ColumnChooser | None,
+    layout: CsvLayout,
+    also: Sequence[str | int],
+    where: str,
+) -> tuple[int, ...] | None:
+    """The fields of a CSV file's ``also`` columns (a trace's time and
+    status) when the points' own pass reads them exactly as
+    :func:`read_columns` reads each in a pass of its own (the column as the
+    layout's unit, :func:`_csv_field`): the same fields per line and
+    delimiter, and not a coordinate. None (no ``also``, or a column that
+    pass would read otherwise or refuse): they are left to
+    :func:`read_columns`, which reads or refuses them as before. Public: the
+    options, the declared header and ``d`` alone."""
+    if not also:
+        return None
+    fields = []
+    for column in also:
+        try:
+            _, alone = csv_layout(fmt, replace(options, unit=column), header, d, choose, where=where)
+        except ValueError:
+            return None
+        same = (alone.n_fields, alone.delimiter) == (layout.n_fields, layout.delimiter)
+        if not same or alone.unit is None or alone.unit in layout.usecols:
+            return None
+        fields.append(alone.unit)
+    return tuple(fields)
 
 
 def _read_csv(
@@ -491,7 +537,7 @@ def _read_csv(
 
     try:
         with progress_bar(f"reading {source.label}", total=source.total, enabled=progress) as bar:
-            X, units, counts = csvfile.read_blocks(source, head, layout, bar, hook)
+            X, units, counts, also = csvfile.read_blocks(source, head, layout, bar, hook)
     except (OSError, EOFError, pa.ArrowException, *csvfile.gzip_errors()) as exc:
         raise _io_error(where, "CSV", exc) from None
     finally:
@@ -504,6 +550,7 @@ def _read_csv(
         skipped_columns=skipped,
         units=units,
         n_missing_unit=counts.missing_unit,
+        companions=also,
     )
 
 
@@ -702,7 +749,11 @@ def _same_values(a: Any, b: Any) -> bool:
 
 
 def _open_parquet(
-    path: Path, fmt: FileFormat, options: ReadOptions, choose: ColumnChooser | None
+    path: Path,
+    fmt: FileFormat,
+    options: ReadOptions,
+    choose: ColumnChooser | None,
+    also: Sequence[str | int] = (),
 ) -> InputPlan:
     import pyarrow as pa
 
@@ -725,17 +776,25 @@ def _open_parquet(
     names = [schema.names[i] for i in idx]
     skipped = skipped_index_columns(schema.names, idx, options.columns)
     unit_name = None if unit is None else schema.names[unit]
+    extra = _parquet_companions(schema.names, also)
+    one_pass = bool(also) and len(extra) == len(also)
     try:
-        pf.check_agreement(names if unit_name is None else [*names, unit_name])
+        pf.check_agreement([*names, *([] if unit_name is None else [unit_name]), *extra])
     except (pa.ArrowException, OSError) as exc:
         raise _io_error(str(path), "Parquet", exc) from None
 
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
-        X, units, n_missing = _read_parquet(pf, path, names, unit_name, progress)
+        X, units, n_missing, more = _read_parquet(pf, path, names, unit_name, progress, extra)
         if hook is not None:
             hook(X)
         return InputPoints(
-            X, names, skipped_columns=skipped, units=units, unit_name=unit_name, n_missing_unit=n_missing
+            X,
+            names,
+            skipped_columns=skipped,
+            units=units,
+            unit_name=unit_name,
+            n_missing_unit=n_missing,
+            companions=more if one_pass else None,
         )
 
     return InputPlan(
@@ -747,20 +806,39 @@ def _open_parquet(
         pf.close,
         unit_name=unit_name,
         schema_names=list(schema.names),
+        companions=one_pass,
     )
 
 
+def _parquet_companions(names: Sequence[str], also: Sequence[str | int]) -> list[str]:
+    """The names of a Parquet schema's ``also`` columns (a trace's time and
+    status), read in the points' own batches; none when one is not in the
+    schema (left to :func:`read_columns`, which refuses it as before)."""
+    try:
+        return [names[resolve_trace_column(names, c)] for c in also]
+    except ValueError:
+        return []
+
+
 def _read_parquet(
-    pf: _ParquetSource, path: Path, names: list[str], unit_name: str | None, progress: bool | None
-) -> tuple[np.ndarray, Any, int]:
-    """``(X, units, rows dropped for a missing unit)``; ``units`` a
-    ChunkedArray of the unit column as declared (None without one)."""
+    pf: _ParquetSource,
+    path: Path,
+    names: list[str],
+    unit_name: str | None,
+    progress: bool | None,
+    also: Sequence[str] = (),
+) -> tuple[np.ndarray, Any, int, tuple[Any, ...]]:
+    """``(X, units, rows dropped for a missing unit, the columns also)``;
+    ``units`` a ChunkedArray of the unit column as declared (None without
+    one), and each column of ``also`` (a trace's time and status) one, as
+    declared, from the same batches."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     parts, units = [], []
+    more: list[list[Any]] = [[] for _ in also]
     n_missing = 0
-    columns = names if unit_name is None else [*names, unit_name]
+    columns = list(dict.fromkeys([*names, *([] if unit_name is None else [unit_name]), *also]))
     try:
         with progress_bar(f"reading {path.name}", total=pf.num_rows(), enabled=progress, unit="rows") as bar:
             for batch in pf.batches(columns):
@@ -776,14 +854,17 @@ def _read_parquet(
                     X, missing = _drop_missing_units(X, unit_missing(u))
                     n_missing += missing
                     units.append(u)
+                for k, name in enumerate(also):
+                    more[k].append(batch.column(name))
                 parts.append(X)
                 bar.update(batch.num_rows)
     except (pa.ArrowException, OSError) as exc:
         raise _io_error(str(path), "Parquet", exc) from None
     X = np.concatenate(parts) if parts else np.zeros((0, len(names)))
+    typed = tuple(pa.chunked_array(m, type=pf.schema.field(n).type) for m, n in zip(more, also))
     if unit_name is None:
-        return X, None, 0
-    return X, pa.chunked_array(units, type=pf.schema.field(unit_name).type), n_missing
+        return X, None, 0, typed
+    return X, pa.chunked_array(units, type=pf.schema.field(unit_name).type), n_missing, typed
 
 
 # --------------------------------------------------------------------------- #
@@ -1306,12 +1387,15 @@ def _folder_csv(
     names = [str(c) for c in options.columns] if options.columns else [str(i) for i in range(d)]
 
     def one(path: Path, rows: list[int]) -> tuple[np.ndarray, int, int, list[Any]]:
-        with open_input(path, one_file, d=d, choose=choose) as plan:
+        with open_input(path, one_file, d=d, choose=choose, also=also) as plan:
             if plan.d != d:
                 raise ValueError("another number of columns")
             got = plan.read(False)
         rows[0] = got.X.shape[0]
-        values = [_csv_field(path, c, one_file, d, choose, False) for c in also]
+        if got.companions is not None:  # read in the points' own pass
+            values = list(got.companions)
+        else:
+            values = [_csv_field(path, c, one_file, d, choose, False) for c in also]
         return got.X, got.n_unparseable, got.n_malformed, values
 
     return names, one, [pa_type("binary") for _ in also]
@@ -1333,7 +1417,9 @@ def read_columns(
 ) -> tuple[Any, Any]:
     """Companion columns of ``path`` (a trace's time and, optionally, its
     0/1 status ``flag``), row for row with :func:`read_input`'s points under
-    the same ``options``, in one more pass: ``(column, flag)``.
+    the same ``options``, in one more pass: ``(column, flag)``. (Reading the
+    points with ``also=`` gives the same values in their own pass, where the
+    format can: :attr:`InputPoints.companions`.)
 
     ``column`` as read, nothing parsed: a pyarrow array of the CSV fields'
     bytes (null for a missing field or a malformed line), a Parquet column of

@@ -96,12 +96,21 @@ class BlockCounts:
 @dataclass(frozen=True)
 class CsvLayout:
     """The public shape of a CSV file: delimiter, field count, chosen fields
-    (the coordinates) and the field of the privacy unit (None: not read)."""
+    (the coordinates), the field of the privacy unit (None: not read) and
+    ``also``, fields read beside them as their bytes (a trace's time and
+    status: null where missing and on a malformed line, exactly as the unit
+    is read, but they change no row, no count and no coordinate). A field of
+    ``also`` is never a coordinate (refused)."""
 
     delimiter: str
     n_fields: int
     usecols: tuple[int, ...]
     unit: int | None = None
+    also: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if set(self.also) & set(self.usecols):
+            raise ValueError("a field read beside the points (also) is not one of its coordinates")
 
 
 # --------------------------------------------------------------- the header
@@ -208,11 +217,22 @@ def parse_records(
     exactly n records (the file reader's place for them in its result,
     which saves copying every block once more); the array returned is then
     ``out`` itself, else a new one."""
+    X, units, counts, _ = parse_rows(data, layout, out)
+    return X, units, counts
+
+
+def parse_rows(
+    data: bytes, layout: CsvLayout, out: np.ndarray | None = None
+) -> tuple[np.ndarray, pa.Array | None, BlockCounts, tuple[pa.Array, ...]]:
+    """:func:`parse_records`, and the fields of ``layout.also`` of every row,
+    one binary Arrow array each (null where missing and on a malformed line):
+    what :func:`parse_records` returns as the unit of a layout whose unit is
+    that field, parsed in the same pass as the points."""
     import pyarrow as pa
 
     d = len(layout.usecols)
     if not data.strip(b"\r\n"):
-        return np.empty((0, d)), _no_units(layout, 0), BlockCounts()
+        return np.empty((0, d)), _no_units(layout, 0), BlockCounts(), _no_also(layout, 0)
     # pyarrow drops a byte order mark at the start of what it is given, and a
     # block (or a half of one) may start on a line that begins with one. The
     # file's own mark is gone before the first block; here it is a line's
@@ -220,7 +240,7 @@ def parse_records(
     # pyarrow from seeing it first and is itself skipped.
     given = b"\n" + data if data.startswith(BOM) else data
     try:
-        X, units, counts = _parse(given, layout, out)
+        X, units, counts, also = _parse(given, layout, out)
         # Only a quote can join lines; a block without one needs no check.
         joined = b'"' in data and counts.rows != count_lines(data)
     except pa.ArrowInvalid:
@@ -228,14 +248,20 @@ def parse_records(
         # UTF-8 never reaches the row handler): find it by halving.
         joined = True
     if not joined:
-        return X, units, counts
+        return X, units, counts, also
     cut = _middle_line_end(data)
     if cut == 0:  # one line, and it does not parse
-        return np.full((1, d), np.nan), _no_units(layout, 1), BlockCounts(rows=1, malformed=1)
-    X1, u1, c1 = parse_records(data[:cut], layout)
-    X2, u2, c2 = parse_records(data[cut:], layout)
+        return (
+            np.full((1, d), np.nan),
+            _no_units(layout, 1),
+            BlockCounts(rows=1, malformed=1),
+            _no_also(layout, 1),
+        )
+    X1, u1, c1, a1 = parse_rows(data[:cut], layout)
+    X2, u2, c2, a2 = parse_rows(data[cut:], layout)
     units = None if u1 is None or u2 is None else pa.concat_arrays([u1, u2])
-    return np.concatenate([X1, X2]), units, c1.add(c2)
+    also = tuple(pa.concat_arrays([f1, f2]) for f1, f2 in zip(a1, a2))
+    return np.concatenate([X1, X2]), units, c1.add(c2), also
 
 
 def _no_units(layout: CsvLayout, n: int) -> pa.Array | None:
@@ -245,9 +271,16 @@ def _no_units(layout: CsvLayout, n: int) -> pa.Array | None:
     return None if layout.unit is None else pa.nulls(n, pa.binary())
 
 
+def _no_also(layout: CsvLayout, n: int) -> tuple[pa.Array, ...]:
+    """``n`` missing values of each field of ``layout.also``."""
+    import pyarrow as pa
+
+    return tuple(pa.nulls(n, pa.binary()) for _ in layout.also)
+
+
 def _parse(
     data: bytes, layout: CsvLayout, out: np.ndarray | None = None
-) -> tuple[np.ndarray, pa.Array | None, BlockCounts]:
+) -> tuple[np.ndarray, pa.Array | None, BlockCounts, tuple[pa.Array, ...]]:
     import pyarrow as pa
 
     try:
@@ -279,10 +312,7 @@ def _parse(
     counts = BlockCounts(rows=n, unparseable=0 if bad is None else int(bad.sum()), malformed=len(invalid))
     units = None
     if layout.unit is not None:
-        units = table.column(len(layout.usecols)).combine_chunks()
-        if valid is not None:
-            # a malformed line has no unit: a null in its place
-            units = units.take(pa.array(np.cumsum(valid) - 1, mask=~valid))
+        units = _field(table, layout.unit, valid)
         missing = unit_missing(units)
         if missing.any():
             X[missing] = np.nan
@@ -290,7 +320,19 @@ def _parse(
             if bad is not None:
                 fine[rows] &= ~bad
             counts.missing_unit = int(np.count_nonzero(fine))
-    return X, units, counts
+    return X, units, counts, tuple(_field(table, j, valid) for j in layout.also)
+
+
+def _field(table: Any, j: int, valid: np.ndarray | None) -> pa.Array:
+    """Field ``j``'s bytes of every record of ``table`` (read as binary by
+    :func:`_arrow_read`), a null in the place of a malformed line (``valid``
+    False; None: none)."""
+    import pyarrow as pa
+
+    values = table.column(f"f{j}").combine_chunks()
+    if valid is None:
+        return values
+    return values.take(pa.array(np.cumsum(valid) - 1, mask=~valid))
 
 
 def unit_missing(units: pa.Array) -> np.ndarray:
@@ -345,9 +387,11 @@ def _arrow_read(data: bytes, layout: CsvLayout, dtype):
     names = [f"f{i}" for i in range(layout.n_fields)]
     chosen = [names[i] for i in layout.usecols]
     types = {c: dtype for c in chosen}
-    if layout.unit is not None:
-        # the unit is text, whatever it looks like: its bytes, never a number
-        types[names[layout.unit]] = pa.binary()
+    for j in (layout.unit, *layout.also):
+        if j is not None:
+            # the unit (and a time or status) is text, whatever it looks like:
+            # its bytes, never a number
+            types[names[j]] = pa.binary()
     # pyarrow decodes a malformed line to text for the handler; one that is
     # not UTF-8 would fail there and be printed as an "ignored" exception.
     handler = skip if data.isascii() or _is_utf8(data) else None
@@ -481,6 +525,7 @@ __all__ = [
     "CsvLayout",
     "parse_block",
     "parse_records",
+    "parse_rows",
     "unit_missing",
     "coerce_binary",
     "float_values",

@@ -277,8 +277,8 @@ def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Poin
             choose=_chooser(source.geo, skip=skip),
             progress=source.progress,
         )
-        if source.time_unit != "s":
-            times = parse_times(times, source.time_unit)
+    if times is not None and source.time_unit != "s":
+        times = parse_times(times, source.time_unit)
     box = _box(source, X.shape[1], X)
     counts = None if prep is None else prep.result(X.shape[0])
     if box.proj is not None and counts is None:
