@@ -72,13 +72,14 @@ def _read_whole(data: bytes) -> tuple[np.ndarray, np.ndarray, int, Any, np.ndarr
     fields = pc.split_pattern(text, ",")
     if not pc.all(pc.equal(pc.list_value_length(fields), _FIELDS)).as_py():
         return None
-    field = [pc.list_element(fields, j) for j in range(_FIELDS)]
-    lat, bad_lat = _coerce(field[0])
-    lon, bad_lon = _coerce(field[1])
-    alt, _ = _coerce(field[3])
-    date, clock = (pc.utf8_trim(field[j], " \t") for j in (5, 6))
-    times = pc.binary_join_element_wise(date, clock, "T")
-    return np.column_stack([lon, lat]), bad_lat | bad_lon, 0, times, alt
+    # the fields end to end, line after line: field j of line i at 7 i + j
+    flat, n = pc.list_flatten(fields), len(lines)
+    at = np.arange(0, _FIELDS * n, _FIELDS)
+    numbers, bad = _coerce(flat.take(pa.array(np.concatenate([at, at + 1, at + 3]))))
+    lat, lon, alt = numbers[:n], numbers[n : 2 * n], numbers[2 * n :]
+    when = pc.utf8_trim(flat.take(pa.array(np.concatenate([at + 5, at + 6]))), " \t")
+    times = pc.binary_join_element_wise(when[:n], when[n:], "T")
+    return np.column_stack([lon, lat]), bad[:n] | bad[n : 2 * n], 0, times, alt
 
 
 def _coerce(texts: Any) -> tuple[np.ndarray, np.ndarray]:
