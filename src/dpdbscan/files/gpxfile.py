@@ -157,7 +157,7 @@ def _token(prefix: str) -> re.Pattern[str]:
         ")[^<]*+)*+)"
     )
     # then children that hold elements: none a time, an elevation, a track or a point
-    tail = f"(?:<(?!/?{_READ})[^<]*+)*+"
+    tail = f"(?:<(?!/{p}(?:trkpt|rtept|wpt){_S}*+>|/?{_READ})[^<]*+)*+"  # the end tag first: the usual
     return re.compile(
         f"<{p}(trkpt|rtept|wpt){_POINT_ATTRS}{_S}*+(?:/>|>{children}{tail}</{p}\\1{_S}*+>)"
         f"|(<{p}trk{_ATTRS}{_S}*+>|</{p}trk{_S}*+>)"
