@@ -20,7 +20,21 @@ NS = {
     "1.0": "http://www.topografix.com/GPX/1/0",
 }
 #: lat/lon texts the scanner reads (with what the reference makes of them) ...
-USUAL_NUMBERS = ["39.9", "-116.25", "0", "-0", "1e3", " 7.5 ", "", "NA", "nan", "inf", "-Infinity", "abc", "1e400"]
+USUAL_NUMBERS = [
+    "39.9",
+    "-116.25",
+    "0",
+    "-0",
+    "1e3",
+    " 7.5 ",
+    "",
+    "NA",
+    "nan",
+    "inf",
+    "-Infinity",
+    "abc",
+    "1e400",
+]
 USUAL_NUMBERS += [".5", "5.", "+3", "1.2.3", "0x10", "1_000", "NaN", "None", "4e-320"]
 #: ... and texts it leaves to the reference
 UNUSUAL_NUMBERS = ["nan(1)", "&#49;.5", "1.5\n", "\t2", "1&amp;"]
@@ -61,7 +75,9 @@ class Doc:
         if not self.chance(0.05):
             attrs.append(f'lon="{self.number()}"')
         if self.chance(0.2):
-            attrs.append('latitude="9" x:lon="8"' if self.prefix == "" and self.chance(0.5) else 'a="1 &amp; >"')
+            attrs.append(
+                'latitude="9" x:lon="8"' if self.prefix == "" and self.chance(0.5) else 'a="1 &amp; >"'
+            )
         if self.chance(0.03):
             self.usual = False
             attrs = [a.replace('"', "'") for a in attrs]
@@ -93,7 +109,9 @@ class Doc:
                 out.append(f"<{self.tag('sat')}></{self.tag('sat')}>")
             elif kind == "ext":
                 simple = False
-                inner = "<ns3:hr>120</ns3:hr><ns3:cad/>" + self.pick(["", "<ns3:time>x</ns3:time>", "<ns3:ele>9</ns3:ele>"])
+                inner = "<ns3:hr>120</ns3:hr><ns3:cad/>" + self.pick(
+                    ["", "<ns3:time>x</ns3:time>", "<ns3:ele>9</ns3:ele>"]
+                )
                 if "time" in inner or "ele" in inner:
                     self.usual = False
                 out.append(f"<{self.tag('extensions')}><ns3:TPE>{inner}</ns3:TPE></{self.tag('extensions')}>")
@@ -112,13 +130,21 @@ class Doc:
     def items(self) -> list[str]:
         out = []
         if self.chance(0.3):
-            out.append(f"<{self.tag('metadata')}><{self.tag('time')}>2008</{self.tag('time')}></{self.tag('metadata')}>")
+            out.append(
+                f"<{self.tag('metadata')}><{self.tag('time')}>2008</{self.tag('time')}></{self.tag('metadata')}>"
+            )
         for _ in range(int(self.rng.integers(0, 6))):
-            kind = self.pick(["wpt", "rte", "trk", "trk", "trk", "ext trk"], ["trk/"] if self.chance(0.1) else ())
+            kind = self.pick(
+                ["wpt", "rte", "trk", "trk", "trk", "ext trk"], ["trk/"] if self.chance(0.1) else ()
+            )
             if kind == "wpt":
                 out.append(self.point("wpt"))
             elif kind == "rte":
-                out.append(f"<{self.tag('rte')}>" + "".join(self.point("rtept") for _ in range(2)) + f"</{self.tag('rte')}>")
+                out.append(
+                    f"<{self.tag('rte')}>"
+                    + "".join(self.point("rtept") for _ in range(2))
+                    + f"</{self.tag('rte')}>"
+                )
             elif kind == "trk/":
                 out.append(f"<{self.tag('trk')}/>")
             elif kind == "ext trk":  # a track (and its points) inside extensions: counted all the same
@@ -130,7 +156,10 @@ class Doc:
     def track(self) -> str:
         segs = []
         for _ in range(int(self.rng.integers(1, 3))):
-            pts = [self.point(self.pick(["trkpt", "trkpt", "trkpt", "wpt"])) for _ in range(int(self.rng.integers(0, 8)))]
+            pts = [
+                self.point(self.pick(["trkpt", "trkpt", "trkpt", "wpt"]))
+                for _ in range(int(self.rng.integers(0, 8)))
+            ]
             segs.append(f"<{self.tag('trkseg')}>" + self.sep().join(pts) + f"</{self.tag('trkseg')}>")
         name = f"<{self.tag('name')}>t</{self.tag('name')}>" if self.chance(0.5) else ""
         return f"<{self.tag('trk')}>{name}" + self.sep().join(segs) + f"</{self.tag('trk')}>"
@@ -219,7 +248,8 @@ def test_the_scanner_reads_usual_files_and_leaves_the_others(tmp_path):
     is still read right, by the test above)."""
     usual = [
         f'<gpx xmlns="{NS["1.1"]}"><trk><trkseg><trkpt lat="1" lon="2"><ele>3</ele><time>t</time>'
-        "<extensions><ns3:x xmlns:ns3='u'><ns3:hr>1</ns3:hr></ns3:x></extensions></trkpt></trkseg></trk></gpx>",
+        "<extensions><ns3:x xmlns:ns3='u'><ns3:hr>1</ns3:hr></ns3:x></extensions>"
+        "</trkpt></trkseg></trk></gpx>",
         '\ufeff<?xml version="1.0" encoding="utf-8"?>\r\n<gpx>\r\n<wpt lon="2" lat="1"/>\r\n</gpx>\r\n',
     ]
     unusual = [
@@ -259,7 +289,14 @@ CLOCKS = ["02:53:04", "\t02:53:10", "", "é"]
 def plt_bytes(rng: np.random.Generator) -> tuple[bytes, bool]:
     """A random PLT file, and whether every line after the header is UTF-8 with 7 fields."""
     usual = True
-    lines = [b"Geolife trajectory", b"WGS 84", b"Altitude is in Feet", b"Reserved 3", b"0,2,255,My Track,0,0,2,8421376", b"0"]
+    lines = [
+        b"Geolife trajectory",
+        b"WGS 84",
+        b"Altitude is in Feet",
+        b"Reserved 3",
+        b"0,2,255,My Track,0,0,2,8421376",
+        b"0",
+    ]
     lines = lines[: int(rng.integers(0, 7))] if rng.random() < 0.1 else lines
     for _ in range(int(rng.integers(0, 30))):
         pick = lambda options: options[int(rng.integers(len(options)))]  # noqa: E731

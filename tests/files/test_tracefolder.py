@@ -354,7 +354,18 @@ def test_the_ledger_says_what_one_unit_of_a_folder_is(capsys, tmp_path):
     root = write_geolife(tmp_path / "Data", traces(n_units=40), per_file=1)
     ledger = tmp_path / "budget.ledger"
     rc, out, err = run(
-        capsys, "ledger", "init", ledger, "--dataset", "d", "--epsilon", "5", "--delta", "1e-5", "--unit-from", "folder"
+        capsys,
+        "ledger",
+        "init",
+        ledger,
+        "--dataset",
+        "d",
+        "--epsilon",
+        "5",
+        "--delta",
+        "1e-5",
+        "--unit-from",
+        "folder",
     )
     assert rc == 0 and "per person: each unit (one sub-folder of the input folder)" in out, err
     fit_opts = [*FIT, *UNIT, "--unit-from", "folder", "--format", "plt", "--ledger", ledger, "--dataset", "d"]
@@ -374,6 +385,18 @@ def test_the_ledger_says_what_one_unit_of_a_folder_is(capsys, tmp_path):
         con = sqlite3.connect(f"file:{other_ledger}?mode=ro", uri=True)
         assert con.execute("SELECT count(*) FROM releases").fetchone() == (0,)
         con.close()
-    rc, _, err = run(capsys, "ledger", "init", tmp_path / "x.ledger", "--dataset", "d", "--epsilon", "5",
-                     "--unit", "u", "--unit-from", "file")
+    rc, _, err = run(
+        capsys,
+        "ledger",
+        "init",
+        tmp_path / "x.ledger",
+        "--dataset",
+        "d",
+        "--epsilon",
+        "5",
+        "--unit",
+        "u",
+        "--unit-from",
+        "file",
+    )
     assert rc == 2 and "not both" in err

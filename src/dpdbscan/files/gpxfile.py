@@ -23,18 +23,19 @@ from __future__ import annotations
 
 import codecs
 import functools
+import itertools
 import math
-import operator
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 from xml.parsers import expat
 
 import numpy as np
 
-from .records import NULL_VALUES, coerce_binary, is_number
+from .pltfile import coerce_texts
+from .records import NULL_VALUES, is_number
 
 #: The columns of every GPX file.
 COLUMNS = ("x", "y", "time", "ele", "track")
@@ -64,7 +65,14 @@ class Chunk(NamedTuple):
 
     def column(self, name: str) -> np.ndarray | list:
         """The column of :data:`COLUMNS` named ``name``."""
-        return {"x": self.lon, "y": self.lat, "time": self.time, "ele": self.ele, "track": self.track}[name]
+        columns: dict[str, np.ndarray | list] = {
+            "x": self.lon,
+            "y": self.lat,
+            "time": self.time,
+            "ele": self.ele,
+            "track": self.track,
+        }
+        return columns[name]
 
 
 def chunks(path: Path) -> Iterator[Chunk]:
@@ -127,7 +135,7 @@ _VALUE = "(?:\"[^\"]*+\"|'[^']*+')"
 _ATTRS = f"(?:{_S}++[^ \\t\\r\\n=/>]++{_S}*+={_S}*+{_VALUE})*+"
 #: A lat or lon value the scanner reads: double-quoted, nothing to replace
 #: or normalise, no ``(`` (``nan(...)``: the reference's float() refuses it).
-_NUMBER = "\"([^\"&\\t\\n\\r(]*+)\""
+_NUMBER = '"([^"&\\t\\n\\r(]*+)"'
 _POINT_ATTRS = (
     f"(?:{_S}++(?:lat{_S}*+={_S}*+{_NUMBER}"
     f"|lon{_S}*+={_S}*+{_NUMBER}"
@@ -188,27 +196,36 @@ class _Points:
         return len(self.lon)
 
     def add(self, found: list[tuple[str, ...]]) -> None:
-        """The constructs of :func:`_token`'s pattern, in order."""
+        """The constructs of :func:`_token`'s pattern, in order: the points
+        kept, each with its track (-1: none); the constructs between them
+        (few: the ``<trk>``, ``<trkseg>``... tags) move the tracks' count."""
         name, lat, lon, time, ele, trk, unusual = zip(*found)
         if any(unusual):
             raise _Unusual
-        is_point = np.fromiter(map(bool, name), bool, len(name))
-        at = np.flatnonzero(is_point)
-        pick = operator.itemgetter(*at) if len(at) > 1 else (lambda c: tuple(c[i] for i in at))
-        trkpt = np.fromiter(map("trkpt".__eq__, pick(name)), bool, len(at))
-        if any(trk):  # the tracks begun and open at each construct
-            ends = np.fromiter(map(operator.methodcaller("startswith", "</"), trk), np.int64, len(trk))
-            starts = np.fromiter(map(bool, trk), np.int64, len(trk)) - ends
-            begun = self.tracks + np.cumsum(starts)
-            open_ = self.open_tracks + np.cumsum(starts - ends)
-            self.tracks, self.open_tracks = int(begun[-1]), int(open_[-1])
-            track = np.where(trkpt & (open_[at] > 0), begun[at], -1)
-        else:
-            track = np.where(trkpt, self.tracks if self.open_tracks else -1, -1)
-        self.lon += pick(lon)
-        self.lat += pick(lat)
-        self.time += pick(time)
-        self.ele += pick(ele)
+        gaps, at = [], -1  # where the constructs that are not points are
+        for _ in range(name.count("")):
+            at = name.index("", at + 1)
+            gaps.append(at)
+        tracks, opened = [], []  # the count and the open tracks before each gap, and at the end
+        for g in gaps:
+            tracks.append(self.tracks)
+            opened.append(self.open_tracks)
+            if trk[g]:
+                closing = trk[g].startswith("</")
+                self.tracks += not closing
+                self.open_tracks += -1 if closing else 1
+        tracks.append(self.tracks)
+        opened.append(self.open_tracks)
+        ends = np.array(gaps, dtype=np.int64) - np.arange(len(gaps))  # points before each gap
+        runs = np.diff(np.concatenate([[0], ends, [len(name) - len(gaps)]]))
+        track = np.repeat(np.where(np.array(opened) > 0, tracks, -1), runs)
+        names = _without(name, gaps)
+        if names.count("trkpt") != len(names):  # a route point or a waypoint: in no track
+            track[np.fromiter(map("trkpt".__ne__, names), bool, len(names))] = -1
+        self.lon += _without(lon, gaps)
+        self.lat += _without(lat, gaps)
+        self.time += _without(time, gaps)
+        self.ele += _without(ele, gaps)
         self.track.append(track)
 
     def take(self, n: int) -> Chunk:
@@ -223,6 +240,12 @@ class _Points:
         return Chunk(x, y, bad_x | bad_y, [t or None for t in time], ele_values, _tracks(track[:n]))
 
 
+def _without(column: tuple[str, ...], gaps: list[int]) -> list[str]:
+    """``column`` without the entries at ``gaps`` (sorted)."""
+    bounds = [-1, *gaps, len(column)]
+    return list(itertools.chain.from_iterable(column[a + 1 : b] for a, b in zip(bounds, bounds[1:])))
+
+
 def _tracks(track: np.ndarray) -> list[int | None]:
     """The tracks' numbers, None for -1 (a point out of any track)."""
     if not track.size or track.max() < 0:
@@ -234,23 +257,12 @@ def _tracks(track: np.ndarray) -> list[int | None]:
 
 def _numbers(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """The texts as numbers by :func:`_number`'s rules, in one vectorised
-    step: NaN where missing (empty, as for an absent value, or one of the
-    missing values), and the mask of the texts that are not numbers."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    arr = pa.array(texts, type=pa.string())
-    missing = pc.is_in(arr, value_set=_NULLS())
-    if pc.any(missing).as_py():
-        arr = pc.if_else(missing, pa.scalar(None, pa.string()), arr)
-    return coerce_binary(arr)
-
-
-@functools.lru_cache(maxsize=1)
-def _NULLS() -> Any:  # noqa: N802 - a constant, made once pyarrow is imported
+    step (:func:`~dpdbscan.files.pltfile.coerce_texts`): NaN where missing
+    (empty, as for an absent value, or one of the missing values), and the
+    mask of the texts that are not numbers."""
     import pyarrow as pa
 
-    return pa.array(NULL_VALUES, type=pa.string())
+    return coerce_texts(pa.array(texts, type=pa.string()))
 
 
 def _scan(path: Path) -> Iterator[Chunk]:
@@ -264,7 +276,7 @@ def _scan(path: Path) -> Iterator[Chunk]:
         final = False
         while not final:
             data = f.read(_BLOCK)
-            final = not data
+            final = len(data) < _BLOCK  # a file's read is short at its end only
             if b"\x00" in data:
                 raise _Unusual  # UTF-16 without a mark, or not XML
             try:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .records import NULL_VALUES, coerce_binary
+from .records import NULL_VALUES, coerce_binary, float_values
 
 #: The columns of every PLT file.
 COLUMNS = ("x", "y", "time", "alt")
@@ -75,22 +75,31 @@ def _read_whole(data: bytes) -> tuple[np.ndarray, np.ndarray, int, Any, np.ndarr
     # the fields end to end, line after line: field j of line i at 7 i + j
     flat, n = pc.list_flatten(fields), len(lines)
     at = np.arange(0, _FIELDS * n, _FIELDS)
-    numbers, bad = _coerce(flat.take(pa.array(np.concatenate([at, at + 1, at + 3]))))
+    numbers, bad = coerce_texts(flat.take(pa.array(np.concatenate([at, at + 1, at + 3]))))
     lat, lon, alt = numbers[:n], numbers[n : 2 * n], numbers[2 * n :]
     when = pc.utf8_trim(flat.take(pa.array(np.concatenate([at + 5, at + 6]))), " \t")
     times = pc.binary_join_element_wise(when[:n], when[n:], "T")
     return np.column_stack([lon, lat]), bad[:n] | bad[n : 2 * n], 0, times, alt
 
 
-def _coerce(texts: Any) -> tuple[np.ndarray, np.ndarray]:
-    """An Arrow string column as numbers by :func:`_numbers`' rules."""
+def coerce_texts(texts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow string column as numbers by the CSV reader's rules, in
+    vectorised steps: NaN where missing (one of
+    :data:`~dpdbscan.files.records.NULL_VALUES`, the empty text included)
+    and the mask of the texts that are not numbers
+    (:func:`~dpdbscan.files.records.coerce_binary`). The same values as
+    mapping each missing text to None first: a column that casts whole
+    holds no missing text but ``nan`` and ``NaN``, which cast to the NaN a
+    missing value reads as."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    try:
+        return float_values(pc.cast(texts, pa.float64())), np.zeros(len(texts), dtype=bool)
+    except pa.ArrowInvalid:
+        pass
     missing = pc.is_in(texts, value_set=pa.array(NULL_VALUES, type=pa.string()))
-    if pc.any(missing).as_py():
-        texts = pc.if_else(missing, pa.scalar(None, pa.string()), texts)
-    return coerce_binary(texts)
+    return coerce_binary(pc.if_else(missing, pa.scalar(None, pa.string()), texts))
 
 
 def _read_lines(data: bytes) -> tuple[np.ndarray, np.ndarray, int, list[str | None], np.ndarray]:
@@ -120,4 +129,4 @@ def _numbers(fields: list[list[str] | None], j: int) -> tuple[np.ndarray, np.nda
     return coerce_binary(pa.array(texts, type=pa.string()))
 
 
-__all__ = ["COLUMNS", "HEADER_LINES", "read", "read_lines"]
+__all__ = ["COLUMNS", "HEADER_LINES", "coerce_texts", "read", "read_lines"]

@@ -57,7 +57,9 @@ def unit_words(unit_column: str | None) -> str:
 
 def unit_option(unit_column: str | None) -> str:
     """The option that gives a release the unit a ledger records."""
-    return unit_column if unit_column in LEDGER_UNIT.values() else f"--unit {unit_column}"
+    if unit_column is not None and unit_column in LEDGER_UNIT.values():
+        return unit_column
+    return f"--unit {unit_column}"
 
 
 #: The extensions of each format's files in a folder (lower case).
