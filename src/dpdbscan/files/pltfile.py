@@ -21,6 +21,7 @@ malformed. Nothing is quoted.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -57,29 +58,53 @@ def read_lines(path: Path) -> tuple[np.ndarray, np.ndarray, int, list[str | None
 
 
 def _read_whole(data: bytes) -> tuple[np.ndarray, np.ndarray, int, Any, np.ndarray] | None:
-    """:func:`read` of a file whose lines are all UTF-8 with 7 fields, in
-    vectorised steps; None for another file (or one without points)."""
+    """:func:`read` of a file whose lines are all UTF-8 with 7 fields (none
+    empty but the last), in vectorised steps: the fields are cut where the
+    commas and line ends are (NumPy), as one Arrow string array over the
+    file's bytes; None for another file (or one without points)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    lines = list(filter(None, data.splitlines()[HEADER_LINES:]))
-    if not lines:
+    start = 0
+    for _ in range(HEADER_LINES):  # the header's lines, as bytes.splitlines() cuts them
+        found = _LINE_END.search(data, start)
+        if found is None:
+            return None
+        start = found.end()
+    body = data[start:]
+    if b"\r" in body:
+        body = body.replace(b"\r\n", b"\n")
+        if b"\r" in body:
+            return None
+    if not body.endswith(b"\n"):
+        body += b"\n"
+    if body.startswith(b"\n") or b"\n\n" in body or len(body) >= 1 << 31:
         return None
     try:
-        text = pa.array(lines, type=pa.binary()).cast(pa.string())
-    except pa.ArrowInvalid:
-        return None  # a line that is not UTF-8: malformed, line by line
-    fields = pc.split_pattern(text, ",")
-    if not pc.all(pc.equal(pc.list_value_length(fields), _FIELDS)).as_py():
+        body.decode("utf-8")
+    except UnicodeDecodeError:
         return None
-    # the fields end to end, line after line: field j of line i at 7 i + j
-    flat, n = pc.list_flatten(fields), len(lines)
-    at = np.arange(0, _FIELDS * n, _FIELDS)
-    numbers, bad = coerce_texts(flat.take(pa.array(np.concatenate([at, at + 1, at + 3]))))
+    raw = np.frombuffer(body, dtype=np.uint8)
+    cuts = np.flatnonzero((raw == ord(",")) | (raw == ord("\n")))
+    n = body.count(b"\n")
+    if len(cuts) != _FIELDS * n or not (raw[cuts[_FIELDS - 1 :: _FIELDS]] == ord("\n")).all():
+        return None  # a line without 7 fields
+    # field k is body[at[k] : at[k + 1] - 1]: each value with its comma or line end, cut below
+    at = np.concatenate([[0], cuts + 1]).astype(np.int32)
+    fields = pa.StringArray.from_buffers(len(cuts), pa.py_buffer(at), pa.py_buffer(body))
+    rows = np.arange(0, _FIELDS * n, _FIELDS)
+
+    def picked(*js: int) -> Any:
+        return pc.utf8_slice_codeunits(fields.take(pa.array(np.concatenate([rows + j for j in js]))), 0, -1)
+
+    numbers, bad = coerce_texts(picked(0, 1, 3))
     lat, lon, alt = numbers[:n], numbers[n : 2 * n], numbers[2 * n :]
-    when = pc.utf8_trim(flat.take(pa.array(np.concatenate([at + 5, at + 6]))), " \t")
+    when = pc.utf8_trim(picked(5, 6), " \t")
     times = pc.binary_join_element_wise(when[:n], when[n:], "T")
     return np.column_stack([lon, lat]), bad[:n] | bad[n : 2 * n], 0, times, alt
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
 def coerce_texts(texts: Any) -> tuple[np.ndarray, np.ndarray]:
