@@ -2,8 +2,11 @@
 
 A GPX file (1.0 or 1.1) is XML: each ``<trkpt>`` (in a ``<trk>``'s
 ``<trkseg>``), ``<rtept>`` (in a ``<rte>``) and ``<wpt>`` is one row, read
-as a stream (:func:`rows`), one element at a time, so memory holds one
-chunk of rows whatever the file's size. Its columns are fixed by the
+as a stream (:func:`chunks`), a block of text at a time, so memory holds
+about one chunk of rows whatever the file's size: the stdlib's expat
+checks that the text is well-formed, a scanner of its text reads the
+points of a file of the usual shape, and ElementTree (:func:`tree_rows`,
+the reference) reads any other. Its columns are fixed by the
 format, not by the file (:data:`COLUMNS`, public): ``x`` and ``y``, the
 point's ``lon`` and ``lat`` attributes (WGS 84 degrees), ``time`` (the
 text of its ``<time>``, ISO 8601), ``ele`` (its ``<ele>``) and ``track``
