@@ -38,6 +38,19 @@ USUAL_NUMBERS = [
 USUAL_NUMBERS += [".5", "5.", "+3", "1.2.3", "0x10", "1_000", "NaN", "None", "4e-320"]
 #: ... and texts it leaves to the reference
 UNUSUAL_NUMBERS = ["nan(1)", "&#49;.5", "1.5\n", "\t2", "1&amp;"]
+#: A point's children, by kind (``p``: the GPX elements' prefix).
+CHILDREN = {
+    "ele": "<{p}ele>{text}</{p}ele>",
+    "time": "<{p}time>{text}</{p}time>",
+    "name": "<{p}name>a &amp; b &lt;c&gt;</{p}name>",
+    "hdop": "<{p}hdop/>",
+    "empty": "<{p}sat></{p}sat>",
+    "time/": "<{p}time/>",
+    "cdata": "<{p}time><![CDATA[2008-10-23T02:00:00Z]]></{p}time>",
+    "comment": '<!-- <{p}trkpt lat="1" lon="2"/> -->',
+    "nested point": '<{p}wpt lat="3" lon="4"/>',
+    "ele ref": "<{p}ele>1&#48;</{p}ele>",
+}
 TIMES = ["2008-10-23T02:00:00Z", "2008-10-23T02:00:05.250+01:00", "", "  ", "not a time", "é"]
 
 
@@ -97,34 +110,19 @@ class Doc:
             )
             if kind in ("time", "ele") and not simple:
                 self.usual = False  # a time or an elevation after a child that holds elements
-            if kind == "ele":
-                out.append(f"<{self.tag('ele')}>{self.number().strip()}</{self.tag('ele')}>")
-            elif kind == "time":
-                out.append(f"<{self.tag('time')}>{self.pick(TIMES)}</{self.tag('time')}>")
-            elif kind == "name":
-                out.append(f"<{self.tag('name')}>a &amp; b &lt;c&gt;</{self.tag('name')}>")
-            elif kind == "hdop":
-                out.append(f"<{self.tag('hdop')}/>")
-            elif kind == "empty":
-                out.append(f"<{self.tag('sat')}></{self.tag('sat')}>")
-            elif kind == "ext":
+            if kind == "ext":
                 simple = False
                 inner = "<ns3:hr>120</ns3:hr><ns3:cad/>" + self.pick(
                     ["", "<ns3:time>x</ns3:time>", "<ns3:ele>9</ns3:ele>"]
                 )
                 if "time" in inner or "ele" in inner:
                     self.usual = False
-                out.append(f"<{self.tag('extensions')}><ns3:TPE>{inner}</ns3:TPE></{self.tag('extensions')}>")
-            elif kind == "time/":
-                out.append(f"<{self.tag('time')}/>")
-            elif kind == "cdata":
-                out.append(f"<{self.tag('time')}><![CDATA[2008-10-23T02:00:00Z]]></{self.tag('time')}>")
-            elif kind == "comment":
-                out.append(f'<!-- <{self.tag("trkpt")} lat="1" lon="2"/> -->')
-            elif kind == "nested point":
-                out.append(f'<{self.tag("wpt")} lat="3" lon="4"/>')
-            else:
-                out.append(f"<{self.tag('ele')}>1&#48;</{self.tag('ele')}>")
+                out.append(
+                    f"<{{p}}extensions><ns3:TPE>{inner}</ns3:TPE></{{p}}extensions>".format(p=self.prefix)
+                )
+                continue
+            text = self.number().strip() if kind == "ele" else self.pick(TIMES) if kind == "time" else ""
+            out.append(CHILDREN[kind].format(p=self.prefix, text=text))
         return self.sep().join(["", *out, ""])
 
     def items(self) -> list[str]:
