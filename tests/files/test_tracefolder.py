@@ -345,3 +345,58 @@ def test_a_geojson_unit_property_no_feature_has_is_said(capsys, tmp_path):
         capsys, "check", path, "--geo", *BOX, "--eps", "300m", "--min-samples", "5", "--unit", "person", *UNIT
     )
     assert rc == 0 and "no feature has the property 'person'" in err, err
+
+
+def test_the_ledger_says_what_one_unit_of_a_folder_is(capsys, tmp_path):
+    """A budget per file (or sub-folder) of a folder: registered with
+    ``ledger init --unit-from``, charged by ``fit --unit-from`` alone, and
+    worded as the release's summary words it, never as a column 'file'."""
+    root = write_geolife(tmp_path / "Data", traces(n_units=40), per_file=1)
+    ledger = tmp_path / "budget.ledger"
+    rc, out, err = run(
+        capsys,
+        "ledger",
+        "init",
+        ledger,
+        "--dataset",
+        "d",
+        "--epsilon",
+        "5",
+        "--delta",
+        "1e-5",
+        "--unit-from",
+        "folder",
+    )
+    assert rc == 0 and "per person: each unit (one sub-folder of the input folder)" in out, err
+    fit_opts = [*FIT, *UNIT, "--unit-from", "folder", "--format", "plt", "--ledger", ledger, "--dataset", "d"]
+    rc, out, err = run(capsys, "fit", root, *fit_opts, "--out-dir", tmp_path)
+    assert rc == 0 and "each unit (one sub-folder of the input folder) is protected" in out, err
+    rc, shown, err = run(capsys, "ledger", "show", ledger)
+    assert rc == 0 and "per person: each unit (one sub-folder of the input folder)" in shown, err
+    assert "person (one sub-folder of the input folder)" in shown and "'folder'" not in shown
+    # a budget of another unit refuses the release before charging it: each file, or a column 'folder'
+    for other in (["--unit-from", "file"], ["--unit", "folder"]):
+        other_ledger = tmp_path / f"{other[0]}.ledger"
+        rc, _, err = run(capsys, "ledger", "init", other_ledger, "--dataset", "d", "--epsilon", "5", *other)
+        assert rc == 0, err
+        fit_opts[-3] = other_ledger
+        rc, _, err = run(capsys, "fit", root, *fit_opts, "--out-dir", tmp_path)
+        assert rc != 0 and "this release protects each unit (one sub-folder of the input folder)" in err, err
+        con = sqlite3.connect(f"file:{other_ledger}?mode=ro", uri=True)
+        assert con.execute("SELECT count(*) FROM releases").fetchone() == (0,)
+        con.close()
+    rc, _, err = run(
+        capsys,
+        "ledger",
+        "init",
+        tmp_path / "x.ledger",
+        "--dataset",
+        "d",
+        "--epsilon",
+        "5",
+        "--unit",
+        "u",
+        "--unit-from",
+        "file",
+    )
+    assert rc == 2 and "not both" in err

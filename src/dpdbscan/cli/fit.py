@@ -60,7 +60,7 @@ from .fitseries import (
     write_periods_csv,
     write_periods_png,
 )
-from .ledger import charging, check_ledger_options, public_box_of, public_params
+from .ledger import charging, check_ledger_options, ledger_unit, public_box_of, public_params
 from .maps import picture_options
 from .outputs import Outputs, go_after_read, out_paths, report, start_drawing, wait_to_draw, write_outputs
 
@@ -496,7 +496,10 @@ def _fit_appendable(
     params = {**public_params(opts, p, "fit"), "series": series.record(unit), "through": s.through}
     if previous is not None:
         params["append_to"] = str(s.append)
-    with charging_series(opts.ledger, opts.dataset, series, previous, unit, params) as (sid, charged):
+    charges = charging_series(
+        opts.ledger, opts.dataset, series, previous, unit, params, unit_column=ledger_unit(opts)
+    )
+    with charges as (sid, charged):
         run = SeriesRun(series, s.through, previous, sid, opts.ledger is not None)
         model = fit_model(opts, sink, p, notes, preload_png=paths["png"] is not None, series=run)
         written, failed = _write_all(model, paths, notes, picture, *extra_paths)

@@ -364,12 +364,16 @@ def charging_series(
     previous: SpanModel | None,
     unit: str | None,
     params: dict[str, Any],
+    *,
+    unit_column: str | None,
 ) -> Iterator[tuple[int | None, Callable[[Sequence[str]], None]]]:
     """Reserve an appendable series' rows in the ledger before any record is
     read (a new series: its spans and the periods up to ``--through``; an
     append: the new periods, charged to the model's series), and yield the
     series' id and the function to call with the files once written. A
-    failure after reserving marks the rows failed; they stay counted."""
+    failure after reserving marks the rows failed; they stay counted.
+    ``unit``: the unit as the files state it; ``unit_column``: as the ledger
+    records it (:func:`dpdbscan.cli.ledger.ledger_unit`)."""
     upto = released_through(plan.periods, params.get("through"))
     sid = None if previous is None else previous.metadata["series"].get("series_id")
     if previous is not None:
@@ -384,7 +388,7 @@ def charging_series(
     if previous is None:
         charges = series_charges(plan, 0, upto, spans=True)
         sid, rows = Ledger(ledger, dataset).reserve_series(
-            charges, command="fit", params=params, unit_column=unit, plan=plan.record(unit)
+            charges, command="fit", params=params, unit_column=unit_column, plan=plan.record(unit)
         )
     else:
         first = int(previous.metadata["series"]["released_periods"])
@@ -393,7 +397,7 @@ def charging_series(
             return
         charges = series_charges(plan, first, upto, spans=False)
         sid, rows = Ledger(ledger, dataset).reserve_series(
-            charges, command="fit --append", params=params, unit_column=unit, series_id=sid
+            charges, command="fit --append", params=params, unit_column=unit_column, series_id=sid
         )
     cost = compose([c for _, c in charges], plan.delta)
     print(

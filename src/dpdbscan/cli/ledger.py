@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..files.tracefolder import LEDGER_UNIT, UNIT_FROM, UNIT_WORDS, unit_words
 from ..ledger import SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
 from ..ledger.store import Account, Release
 from ..plan.autoplan import PLACE_EXTENT_KM
@@ -79,6 +80,12 @@ _OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
             "for its lifetime, and only releases with --unit COLUMN are charged to it. Default: a "
             "budget per row (event level), for releases without --unit",
         },
+        "--unit-from": {
+            "choices": UNIT_FROM,
+            "help": "a budget per person where each file (file) or each first-level sub-folder (folder) "
+            "of a folder of trace files is one unit, as fit's --unit-from: only such releases are "
+            "charged to it",
+        },
     },
     "show": {
         "--dataset": {"metavar": "NAME", "help": "only this dataset"},
@@ -99,10 +106,13 @@ def add_arguments(p: argparse.ArgumentParser, parents: Sequence[argparse.Argumen
 
 def cmd_ledger(args: argparse.Namespace, sink: WarningSink) -> int:
     if args.ledger_command == "init":
-        led = Ledger.create(args.ledger, args.dataset, args.epsilon, args.delta, unit=args.unit)
+        if args.unit is not None and args.unit_from is not None:
+            raise ValueError("ledger init: --unit COLUMN or --unit-from file|folder, not both")
+        unit = args.unit if args.unit_from is None else LEDGER_UNIT[args.unit_from]
+        led = Ledger.create(args.ledger, args.dataset, args.epsilon, args.delta, unit=unit)
         print(
             f"ledger {led.path}: dataset {led.dataset!r} registered with a lifetime budget of "
-            f"epsilon={args.epsilon:g}, delta={args.delta:g} {_per(args.unit)}"
+            f"epsilon={args.epsilon:g}, delta={args.delta:g} {_per(unit)}"
         )
         return EXIT_OK
     if args.dataset is not None:
@@ -120,7 +130,30 @@ def cmd_ledger(args: argparse.Namespace, sink: WarningSink) -> int:
 
 
 def _per(unit_column: str | None) -> str:
-    return "per row (event level)" if unit_column is None else f"per person (each {unit_column!r})"
+    if unit_column is None:
+        return "per row (event level)"
+    if unit_column in LEDGER_UNIT.values():
+        return f"per person: {unit_words(unit_column)}"  # each file or sub-folder of a folder
+    return f"per person ({unit_words(unit_column)})"
+
+
+def _unit_cell(r: Release) -> str:
+    """A release's unit in the table: event, or person and its column (or
+    what one unit of a folder is)."""
+    if r.unit_column is None:
+        return r.unit
+    folder = {LEDGER_UNIT[rule]: words for rule, words in UNIT_WORDS.items()}
+    return f"{r.unit} ({folder.get(r.unit_column, r.unit_column)})"
+
+
+def ledger_unit(opts: FitOptions) -> str | None:
+    """The unit a release is charged with: its column's name, or for a
+    folder of trace files (``--unit-from``) ``--unit-from file|folder``,
+    which no column's name is confused with."""
+    if opts.unit is None:
+        return None
+    rule = opts.read.unit_from
+    return LEDGER_UNIT[rule] if rule is not None else str(opts.unit)
 
 
 def account_lines(a: Account) -> list[str]:
@@ -151,7 +184,7 @@ def account_lines(a: Account) -> list[str]:
     )
     if not a.releases:
         return lines
-    units = [r.unit if r.unit_column is None else f"{r.unit} ({r.unit_column})" for r in a.releases]
+    units = [_unit_cell(r) for r in a.releases]
     wide = max(4, *map(len, units))
     commands = [_command(r) for r in a.releases]
     cmd = max(7, *map(len, commands))
@@ -282,13 +315,13 @@ def charging(
         return
     # what public input refuses is refused before the ledger charges anything
     opts.check_input(p["eta"])
-    units = opts.unit
+    units = ledger_unit(opts)
     reservation = Ledger(*given).reserve(
         public_cost(opts, p) if cost is None else cost,
         command=command,
         params={**public_params(opts, p, command), **(extra or {})},
         unit="event" if units is None else "person",
-        unit_column=None if units is None else str(units),
+        unit_column=units,
     )
     _say_reserved(reservation)
     done = False

@@ -21,11 +21,13 @@ malformed. Nothing is quoted.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from .records import NULL_VALUES, coerce_binary
+from .records import NULL_VALUES, coerce_binary, float_values
 
 #: The columns of every PLT file.
 COLUMNS = ("x", "y", "time", "alt")
@@ -35,13 +37,97 @@ _FIELDS = 7
 _NULLS = frozenset(NULL_VALUES)
 
 
-def read(path: Path) -> tuple[np.ndarray, np.ndarray, int, list[str | None], np.ndarray]:
+def read(path: Path) -> tuple[np.ndarray, np.ndarray, int, Any, np.ndarray]:
     """``(X, bad, n_malformed, times, alt)`` of one file: the lon/lat rows
     (NaN where missing or malformed), the rows with a value that is not a
     number, how many lines were malformed, each row's time text (None on a
-    malformed line) and altitude. One file at a time: a trace folder's files
-    are each one person's. OSError when the file cannot be read."""
+    malformed line; a list or an Arrow string array) and altitude. One file
+    at a time: a trace folder's files are each one person's. OSError when
+    the file cannot be read.
+
+    A file whose lines are all UTF-8 with 7 fields is read in vectorised
+    steps (Arrow's string kernels); another, line by line
+    (:func:`read_lines`, the reference): the same values either way."""
     data = path.read_bytes()
+    return _read_whole(data) or _read_lines(data)
+
+
+def read_lines(path: Path) -> tuple[np.ndarray, np.ndarray, int, list[str | None], np.ndarray]:
+    """:func:`read`, one line at a time: the reference."""
+    return _read_lines(path.read_bytes())
+
+
+def _read_whole(data: bytes) -> tuple[np.ndarray, np.ndarray, int, Any, np.ndarray] | None:
+    """:func:`read` of a file whose lines are all UTF-8 with 7 fields (none
+    empty but the last), in vectorised steps: the fields are cut where the
+    commas and line ends are (NumPy), as one Arrow string array over the
+    file's bytes; None for another file (or one without points)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    start = 0
+    for _ in range(HEADER_LINES):  # the header's lines, as bytes.splitlines() cuts them
+        found = _LINE_END.search(data, start)
+        if found is None:
+            return None
+        start = found.end()
+    body = data[start:]
+    if b"\r" in body:
+        body = body.replace(b"\r\n", b"\n")
+        if b"\r" in body:
+            return None
+    if not body.endswith(b"\n"):
+        body += b"\n"
+    if body.startswith(b"\n") or b"\n\n" in body or len(body) >= 1 << 31:
+        return None
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    raw = np.frombuffer(body, dtype=np.uint8)
+    cuts = np.flatnonzero((raw == ord(",")) | (raw == ord("\n")))
+    n = body.count(b"\n")
+    if len(cuts) != _FIELDS * n or not (raw[cuts[_FIELDS - 1 :: _FIELDS]] == ord("\n")).all():
+        return None  # a line without 7 fields
+    # field k is body[at[k] : at[k + 1] - 1]: each value with its comma or line end, cut below
+    at = np.concatenate([[0], cuts + 1]).astype(np.int32)
+    fields = pa.StringArray.from_buffers(len(cuts), pa.py_buffer(at), pa.py_buffer(body))
+    rows = np.arange(0, _FIELDS * n, _FIELDS)
+
+    def picked(*js: int) -> Any:
+        return pc.utf8_slice_codeunits(fields.take(pa.array(np.concatenate([rows + j for j in js]))), 0, -1)
+
+    numbers, bad = coerce_texts(picked(0, 1, 3))
+    lat, lon, alt = numbers[:n], numbers[n : 2 * n], numbers[2 * n :]
+    when = pc.utf8_trim(picked(5, 6), " \t")
+    times = pc.binary_join_element_wise(when[:n], when[n:], "T")
+    return np.column_stack([lon, lat]), bad[:n] | bad[n : 2 * n], 0, times, alt
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def coerce_texts(texts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow string column as numbers by the CSV reader's rules, in
+    vectorised steps: NaN where missing (one of
+    :data:`~dpdbscan.files.records.NULL_VALUES`, the empty text included)
+    and the mask of the texts that are not numbers
+    (:func:`~dpdbscan.files.records.coerce_binary`). The same values as
+    mapping each missing text to None first: a column that casts whole
+    holds no missing text but ``nan`` and ``NaN``, which cast to the NaN a
+    missing value reads as."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return float_values(pc.cast(texts, pa.float64())), np.zeros(len(texts), dtype=bool)
+    except pa.ArrowInvalid:
+        pass
+    missing = pc.is_in(texts, value_set=pa.array(NULL_VALUES, type=pa.string()))
+    return coerce_binary(pc.if_else(missing, pa.scalar(None, pa.string()), texts))
+
+
+def _read_lines(data: bytes) -> tuple[np.ndarray, np.ndarray, int, list[str | None], np.ndarray]:
     lines = [line for line in data.splitlines()[HEADER_LINES:] if line]
     fields: list[list[str] | None] = []
     for raw in lines:
@@ -68,4 +154,4 @@ def _numbers(fields: list[list[str] | None], j: int) -> tuple[np.ndarray, np.nda
     return coerce_binary(pa.array(texts, type=pa.string()))
 
 
-__all__ = ["COLUMNS", "HEADER_LINES", "read"]
+__all__ = ["COLUMNS", "HEADER_LINES", "coerce_texts", "read", "read_lines"]

@@ -1201,12 +1201,9 @@ def _feature_chunks(
             by = {"x": X[:, 0], "y": X[:, 1], "time": times, "alt": alt}
             yield X, bad, None, [by[c] for c in also]
         else:
-            rows = gpxfile.rows(path)
-            at = {"x": 0, "y": 1, "time": 3, "ele": 4, "track": 5}
-            for chunk in rows if damage is None else geojsonfile.until_damaged(rows, damage):
-                X = np.array([(r[0], r[1]) for r in chunk], dtype=np.float64).reshape(-1, 2)
-                bad = np.array([r[2] for r in chunk], dtype=bool)
-                yield X, bad, [r[5] for r in chunk], [[r[at[c]] for r in chunk] for c in also]
+            points = gpxfile.chunks(path)
+            for c in points if damage is None else geojsonfile.until_damaged(points, damage):
+                yield np.column_stack([c.lon, c.lat]), c.bad, c.track, [c.column(n) for n in also]
     except ValueError as exc:
         raise ValueError(f"{where}: cannot read as {_FEATURE_NAMES[fmt.kind]}: {exc}") from None
     except OSError as exc:
@@ -1232,6 +1229,8 @@ def pa_type(name: str) -> Any:
 def pa_array(values: Any, t: Any) -> Any:
     import pyarrow as pa
 
+    if isinstance(values, pa.Array):
+        return values.cast(t)
     return pa.array(values, type=t, from_pandas=True)
 
 
@@ -1350,14 +1349,21 @@ def _trace_file(
         X, bad, malformed, times, alt = pltfile.read(path)
         by: dict[str, Any] = {"x": X[:, 0], "y": X[:, 1], "time": times, "alt": alt}
         return X, int(np.count_nonzero(bad)), malformed, [by[c] for c in also]
-    at = {"x": 0, "y": 1, "time": 3, "ele": 4, "track": 5}
-    got: list[gpxfile.Row] = []
-    for chunk in gpxfile.rows(path):
-        got.extend(chunk)
-        rows[0] = len(got)
-    X = np.array([(r[0], r[1]) for r in got], dtype=np.float64).reshape(-1, 2)
-    n_bad = sum(1 for r in got if r[2])
-    return X, n_bad, 0, [[r[at[c]] for r in got] for c in also]
+    got: list[gpxfile.Chunk] = []
+    for chunk in gpxfile.chunks(path):
+        got.append(chunk)
+        rows[0] += len(chunk.lon)
+    got = got or [gpxfile.columns([])]
+    X = np.column_stack([np.concatenate([c.lon for c in got]), np.concatenate([c.lat for c in got])])
+    n_bad = sum(int(np.count_nonzero(c.bad)) for c in got)
+    return X, n_bad, 0, [_joined([c.column(n) for c in got]) for n in also]
+
+
+def _joined(parts: list[Any]) -> Any:
+    """Chunks' columns (arrays or lists) end to end."""
+    if parts and isinstance(parts[0], np.ndarray):
+        return np.concatenate(parts)
+    return [v for part in parts for v in part]
 
 
 def _folder_csv(

@@ -37,6 +37,31 @@ UNIT_FROM = ("file", "folder")
 #: The formats a folder of trace files may hold (``--format``).
 FOLDER_FORMATS = ("csv", "csv.gz", "tsv", "tsv.gz", "gpx", "plt")
 
+#: What one unit is, in words, for each ``--unit-from`` (the release's
+#: summary, the ledger).
+UNIT_WORDS = {"file": "one file of the input folder", "folder": "one sub-folder of the input folder"}
+#: How a ledger records a unit taken from a folder (not a column's name).
+LEDGER_UNIT = {rule: f"--unit-from {rule}" for rule in UNIT_FROM}
+
+
+def unit_words(unit_column: str | None) -> str:
+    """Who a ledger's budget or release protects, from the unit it
+    records: "each unit (one file of the input folder)" for ``--unit-from
+    file``, "each unit (one sub-folder ...)" for ``folder``, else "each
+    'COLUMN'" (a column's values)."""
+    for rule, recorded in LEDGER_UNIT.items():
+        if unit_column == recorded:
+            return f"each unit ({UNIT_WORDS[rule]})"
+    return f"each {unit_column!r}"
+
+
+def unit_option(unit_column: str | None) -> str:
+    """The option that gives a release the unit a ledger records."""
+    if unit_column is not None and unit_column in LEDGER_UNIT.values():
+        return unit_column
+    return f"--unit {unit_column}"
+
+
 #: The extensions of each format's files in a folder (lower case).
 EXTENSIONS = {
     ("csv", ","): (".csv", ".txt"),
@@ -107,4 +132,16 @@ def unit_of(rel: PurePosixPath, rule: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-__all__ = ["EXTENSIONS", "FOLDER_FORMATS", "UNIT_FROM", "check_rule", "folder_format", "listing", "unit_of"]
+__all__ = [
+    "EXTENSIONS",
+    "FOLDER_FORMATS",
+    "LEDGER_UNIT",
+    "UNIT_FROM",
+    "UNIT_WORDS",
+    "check_rule",
+    "folder_format",
+    "listing",
+    "unit_of",
+    "unit_option",
+    "unit_words",
+]

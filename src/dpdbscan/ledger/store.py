@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import BudgetExceeded, LedgerError
+from ..files.tracefolder import unit_option, unit_words
 from .composition import Cost, Total, compose, fits, largest_pure
 
 SCHEMA_VERSION = 1
@@ -363,19 +364,20 @@ def _check_unit(b: _Budget, path: Path, dataset: str, unit: str, unit_column: st
     where = f"the ledger {path}: dataset {dataset!r}"
     if b.unit == "person" and unit == "event":
         raise LedgerError(
-            f"{where} has a lifetime budget per person ({b.unit_column}); an event-level release "
-            "protects each row, and a person with n rows would pay n times its epsilon: give the "
-            f"release its unit (--unit {b.unit_column}, or units= in Python)"
+            f"{where} has a lifetime budget per person ({unit_words(b.unit_column)}); an event-level "
+            "release protects each row, and a person with n rows would pay n times its epsilon: give "
+            f"the release its unit ({unit_option(b.unit_column)}, or units= in Python)"
         )
     if b.unit == "event" and unit == "person":
         raise LedgerError(
             f"{where} has a lifetime budget per row (event level); a person-level release is "
-            "charged to a budget per person: register one with 'dpdbscan ledger init ... --unit COLUMN'"
+            "charged to a budget per person: register one with 'dpdbscan ledger init ... --unit COLUMN' "
+            "(or --unit-from file|folder)"
         )
     if unit_column is not None and b.unit_column is not None and unit_column != b.unit_column:
         raise LedgerError(
-            f"{where} has a lifetime budget per {b.unit_column!r}; this release protects each "
-            f"{unit_column!r}: one budget protects one unit"
+            f"{where} has a lifetime budget that protects {unit_words(b.unit_column)}; this release "
+            f"protects {unit_words(unit_column)}: one budget protects one unit"
         )
 
 

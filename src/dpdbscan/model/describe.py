@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..files.tracefolder import UNIT_WORDS
 from ..geometry.projection import eps_text, format_km, projection_of
 from ..laws.noise import shown_count
 from ..params.paramwords import grid_words, histogram_words
@@ -86,7 +87,7 @@ def protection(model: SpanModel) -> str:
 
 
 #: What one unit is when it comes from a folder of trace files (``--unit-from``)
-_FROM_FOLDER = {"file": "one file of the input folder", "folder": "one sub-folder of the input folder"}
+_FROM_FOLDER = UNIT_WORDS
 
 
 def _unit_source(model: SpanModel) -> str:
