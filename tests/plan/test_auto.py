@@ -131,12 +131,30 @@ def test_a_3d_count_makes_the_base_finer_for_large_sets_only():
     lo3, hi3 = np.zeros(3), np.ones(3)
     auto3 = validated({"eps": "auto", "min_samples": "auto"})
     assumed = autoplan.base_eps(lo3, hi3, 4.0, base_cells(1.0))
-    for count, cells in ((2_000.0, base_cells(1.0)), (80_000.0, base_cells(1.0, n_expected=80_000))):
+    finer = autoplan.FINER_3D
+    cases = (
+        (2_000.0, base_cells(1.0), 4),
+        (30_000.0, base_cells(1.0, n_expected=30_000 * finer), 5),
+        # from FINER_3D_UP_TO on the finer base stays that of FINER_3D_UP_TO's ...
+        (80_000.0, base_cells(1.0, n_expected=autoplan.FINER_3D_UP_TO * finer), 5),
+        # ... until the count's own is finer
+        (200_000.0, base_cells(1.0, n_expected=200_000), 4),
+    )
+    for count, cells, n_candidates in cases:
         r = resolve(auto3, lo3, hi3, size_estimate=count)
-        assert r.release.grid.eps == autoplan.base_eps(lo3, hi3, 4.0, cells)
+        assert r.release.grid.eps == autoplan.base_eps(lo3, hi3, 4.0, cells), count
+        assert len(r.auto.eps) == n_candidates, count
         assert r.release.size_estimate.value == count
         assert r.release.noise.scale == pytest.approx(1.0 - autoplan.COUNT_SHARE, rel=1e-5)
     assert r.release.grid.eps < assumed  # the large set's base is finer
+    # up to FINER_3D_UP_TO the finer ladder ends about where the count's did
+    count_base = autoplan.base_eps(lo3, hi3, 4.0, base_cells(1.0, n_expected=30_000))
+    fine = resolve(auto3, lo3, hi3, size_estimate=30_000.0).auto
+    assert fine.eps[-1] == pytest.approx(count_base * 2**1.5, rel=0.03)
+    assert fine.base_eps == pytest.approx(count_base / 2**0.5, rel=0.03)
+    # 2-D and 4-D: no finer base
+    assert autoplan.finer_n(30_000.0, 2) is None and autoplan.finer_n(30_000.0, 4) is None
+    assert autoplan.finer_n(autoplan.LARGE_N, 3) is None
     # a fit records the count it spent its share on
     rng = np.random.default_rng(0)
     X = rng.uniform(0.2, 0.8, (3000, 3))

@@ -23,6 +23,15 @@ SMALL_N = 6_000
 #: the base for ASSUMED_N (docs/parameters.md, "3-D: the count sizes the
 #: base for large sets").
 LARGE_N = ASSUMED_N
+#: In 3-D, where the count sizes the base (above LARGE_N), the base is
+#: sized for FINER_3D times the count (cells x 2.83, eps / sqrt 2), for at
+#: most FINER_3D x FINER_3D_UP_TO points and never fewer than the count:
+#: two or three thin strands a little apart came out as one cluster on the
+#: count's base (issue 28; docs/parameters.md section 7, "A finer 3-D base
+#: from a count of 20,000"). Up to 50,000 points its ladder reaches today's
+#: largest candidate with one more step (plan.autoplan.FINER_CANDIDATE_KAPPA).
+FINER_3D = 2**1.5
+FINER_3D_UP_TO = 50_000
 
 
 def sized_n(estimate: float | None, d: int = 2) -> float | None:
@@ -39,4 +48,16 @@ def sized_n(estimate: float | None, d: int = 2) -> float | None:
     return max(float(estimate), 1.0)
 
 
-__all__ = ["ASSUMED_N", "SMALL_N", "LARGE_N", "sized_n"]
+def finer_n(estimate: float | None, d: int = 2) -> float | None:
+    """The n the finer 3-D base is sized for, from the DP count
+    ``estimate`` in ``d`` dimensions: in 3-D where :func:`sized_n` sizes
+    the base for the count, max(count, min(FINER_3D x count, FINER_3D x
+    FINER_3D_UP_TO)) where that is more than the count; else None (the
+    base is :func:`sized_n`'s). Post-processing of the count."""
+    n = sized_n(estimate, d)
+    if n is None or d != 3 or n >= FINER_3D * FINER_3D_UP_TO:
+        return None
+    return min(FINER_3D * n, FINER_3D * FINER_3D_UP_TO)
+
+
+__all__ = ["ASSUMED_N", "SMALL_N", "LARGE_N", "FINER_3D", "FINER_3D_UP_TO", "sized_n", "finer_n"]

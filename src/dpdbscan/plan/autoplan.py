@@ -14,13 +14,18 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..cells.grid import Grid, count_neighbours
-from ..params.sizing import ASSUMED_N, LARGE_N, SMALL_N, sized_n
+from ..params.sizing import ASSUMED_N, FINER_3D, FINER_3D_UP_TO, LARGE_N, SMALL_N, finer_n, sized_n
 
 #: eps candidates: the base resolution times sqrt(2)^i
 EPS_STEPS = 7
 #: eps candidates stop where an eps-neighbourhood would hold more cells than this
 #: (public: d and eta); in 3-D that is eps <= 2.8 x the base
 MAX_CANDIDATE_KAPPA = 2_000
+#: ... and on the finer 3-D base (:func:`~dpdbscan.params.sizing.finer_n`)
+#: where it holds more cells than this: one more candidate (five in 3-D at
+#: eta = 4), so that up to a count of 50,000 the largest is still about
+#: 2.8 x the count's base
+FINER_CANDIDATE_KAPPA = 2_400
 #: The base release has about n epsilon / POINTS_PER_CELL cells (capped by
 #: max_cells): re-measuring it at eps = f x base sums ~ f^d cells of noise per
 #: neighbourhood, so the signal-to-noise ratio of a candidate depends on the
@@ -233,6 +238,7 @@ def plan(
     *,
     places: float | None = None,
     units: bool = False,
+    kappa: int = MAX_CANDIDATE_KAPPA,
 ) -> Plan:
     """The public plan of an automatic fit (``eps`` and/or ``min_samples``
     "auto"): the base eps from the box, epsilon, the cap and the user's
@@ -250,7 +256,10 @@ def plan(
     within the prior sees the most places over the noise (full Cabs, each
     cab protected: the three busy stop cells that are never core at 163 m,
     the points-per-cell base, are at 182 m; docs/parameters.md section 6).
-    That one candidate is left (:func:`place_candidates`)."""
+    That one candidate is left (:func:`place_candidates`).
+
+    ``kappa``: the eps candidates stop where a neighbourhood holds more
+    cells than this (:data:`FINER_CANDIDATE_KAPPA` on the finer 3-D base)."""
     if eps == "auto":
         b = base_eps(lower, upper, eta, base_cells(epsilon, n_expected, max_cells))
         d = np.asarray(lower).size
@@ -260,7 +269,7 @@ def plan(
         cands = tuple(
             b * 2 ** (i / 2)
             for i in range(EPS_STEPS)
-            if i == 0 or count_neighbours(d, eta / 2 ** (i / 2)) <= MAX_CANDIDATE_KAPPA
+            if i == 0 or count_neighbours(d, eta / 2 ** (i / 2)) <= kappa
         )
     else:
         b = float(eps)
@@ -282,6 +291,10 @@ __all__ = [
     "LARGE_N",
     "counts_points",
     "sized_n",
+    "finer_n",
+    "FINER_3D",
+    "FINER_3D_UP_TO",
+    "FINER_CANDIDATE_KAPPA",
     "PLACE_EXTENT_KM",
     "PLACE_MAX_CELLS",
     "PLACE_PEAK_SHARE",

@@ -120,7 +120,8 @@ def resolve(
     makes one; the release's ``size_estimate`` records its share). Before
     the count the release stands on the grid for ASSUMED_N points, as it
     does when the count is SMALL_N or more (in 3-D and up: LARGE_N or
-    less)."""
+    less). In 3-D above LARGE_N the base is finer than the count's
+    (:func:`dpdbscan.plan.autoplan.finer_n`)."""
     check_units(dict(p), units, cli=cli)
     plan = None
     counted = False
@@ -130,6 +131,7 @@ def resolve(
         prior = places if p["selection"] != "flat" and min_samples == "auto" else None
         d = np.asarray(lower).size
         counted = autoplan.counts_points(eps, p["n_expected"], units, places)
+        finer = autoplan.finer_n(size_estimate, d) if counted else None
         plan = autoplan.plan(
             lower,
             upper,
@@ -138,9 +140,10 @@ def resolve(
             min_samples,
             p["epsilon"],
             p["max_cells"],
-            autoplan.sized_n(size_estimate, d) if counted else p["n_expected"],
+            finer or (autoplan.sized_n(size_estimate, d) if counted else p["n_expected"]),
             places=prior,
             units=units,
+            kappa=autoplan.MAX_CANDIDATE_KAPPA if finer is None else autoplan.FINER_CANDIDATE_KAPPA,
         )
         eps, min_samples = plan.base_eps, plan.min_samples or MIN_SAMPLES_LOW
     check_scale(float(eps), lower, upper, cli=cli)
