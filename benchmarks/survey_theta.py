@@ -109,12 +109,20 @@ def run(d: int, shape: str, seed: int, scales: list[float], steps: list[int], ro
                     print(json.dumps(row), flush=True)
 
 
-def _least(bound: float, cells: float, start: float = 1.0) -> float:
-    """theta as the library's default_theta finds it for ``cells`` cells and
-    the cap ``bound`` (a guess from the tail's decay, then up), at least ``start``."""
+def _least(bound: float, cells: float) -> float:
+    """theta as the library's universe cap finds it for ``cells`` cells and
+    the cap ``bound`` (a guess from the tail's decay, then up)."""
     guess = math.log(max(cells, 1) / max(bound, 1.0))
-    t = float(math.ceil(max(1.0, guess, start)))
+    t = float(math.ceil(max(1.0, guess)))
     while cells * _tail(t) > bound:
+        t += 1.0
+    return t
+
+
+def _ball(bound: float, kappa: int) -> float:
+    """The least integer theta >= 1 with ``kappa * P(Z >= theta) <= bound``."""
+    t = 1.0
+    while kappa * _tail(t) > bound:
         t += 1.0
     return t
 
@@ -124,7 +132,7 @@ RULES: dict[str, Any] = {
     "2^20": lambda n, k: _least(2.0**20, n),
     "2^16": lambda n, k: _least(2.0**16, n),
     "2^14": lambda n, k: _least(2.0**14, n),
-    **{f"ball {c:g}": (lambda n, k, c=c: _least(c, k, _least(2.0**20, n))) for c in (0.25, 0.5, 1, 2, 4, 16)},
+    **{f"ball {c:g}": (lambda n, k, c=c: max(_least(2.0**20, n), _ball(c, k))) for c in (0.25, 0.5, 1, 2, 4, 4.5, 8, 16, 32)},
 }
 
 
