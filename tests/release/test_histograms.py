@@ -4,8 +4,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpdbscan.cells.grid import Grid
-from dpdbscan.plan.histogramchoice import default_theta, stability_theta
+from dpdbscan.cells.grid import Grid, count_neighbours
+from dpdbscan.plan.histogramchoice import (
+    DENSE_MAX_CELLS,
+    MAX_EMPTY_PER_BALL,
+    ball_theta,
+    capped_theta,
+    default_theta,
+    stability_theta,
+)
+from dpdbscan.laws import noise as laws
 from dpdbscan.post.coretests.bound.boundmargin import gamma, gamma_laplace, tau
 from dpdbscan.release.backends.numpy_backend import NumpyBackend
 from dpdbscan.release.bounding import run_length
@@ -87,6 +95,33 @@ def test_default_theta_depends_on_public_inputs_only():
     t = default_theta(10**9, "discrete", noise.scale, 2**20)
     assert 10**9 * noise.tail(t) <= 2**20 < 10**9 * noise.tail(t - 1)
     assert default_theta(10**30, "discrete", noise.scale, 2**20) > t
+
+
+@pytest.mark.parametrize("noise,scale", [("discrete", 1.0), ("discrete", 0.3), ("laplace", 1.0), ("gaussian", 40.0)])
+@pytest.mark.parametrize("d", range(1, 9))
+def test_default_theta_caps_the_universe_and_each_alpha_ball(d, noise, scale):
+    kappa = count_neighbours(d, 4.0)
+    for n_cells in (10**7, 10**9, 10**12, 10**15):
+        universe = capped_theta(n_cells, noise, scale, 2**20)
+        t = default_theta(n_cells, noise, scale, 2**20, kappa)
+        assert t == max(universe, ball_theta(kappa, noise, scale))
+        assert n_cells * laws.tail(noise, scale, t) <= 2**20
+        if t > universe:
+            # the ball's cap decides, and one step lower would break it
+            assert kappa * laws.tail(noise, scale, t) <= MAX_EMPTY_PER_BALL
+            assert kappa * laws.tail(noise, scale, t - 1) > MAX_EMPTY_PER_BALL
+        assert default_theta(n_cells, noise, scale, 2**20) == universe  # without kappa: the universe's alone
+
+
+def test_the_alpha_balls_cap_leaves_2d_and_3d_sparse_grids_at_epsilon_1_alone():
+    # event level at epsilon 1 (Cabs at small alphas, the 3-D chest data): the
+    # universe's cap already holds each ball to at most MAX_EMPTY_PER_BALL
+    scale = 1.0
+    for d in (2, 3):
+        kappa = count_neighbours(d, 4.0)
+        for n_cells in np.unique(np.geomspace(DENSE_MAX_CELLS + 1, 1e14, 400).astype(np.int64)):
+            n = int(n_cells)
+            assert default_theta(n, "discrete", scale, 2**20, kappa) == capped_theta(n, "discrete", scale, 2**20)
 
 
 def test_stability_histogram_threshold():
