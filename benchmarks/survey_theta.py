@@ -54,7 +54,9 @@ def _tail(theta: float) -> float:
     return q ** math.ceil(theta) / (1.0 + q)
 
 
-def run(d: int, shape: str, seed: int, scales: list[float], steps: list[int], rounds: int, rule: str | None) -> None:
+def run(
+    d: int, shape: str, seed: int, scales: list[float], steps: list[int], rounds: int, rule: str | None
+) -> None:
     import dbscan
     from sklearn.metrics import adjusted_rand_score
 
@@ -67,7 +69,7 @@ def run(d: int, shape: str, seed: int, scales: list[float], steps: list[int], ro
         for scale in scales:
             alpha = round(blobs_nd.ALPHA[d] * scale, 6)
             dbscan.DBSCAN(X, eps=alpha, min_samples=m)
-            db_cpu, _, out = _timed(lambda: dbscan.DBSCAN(X, eps=alpha, min_samples=m)[0])
+            db_cpu, _, out = _timed(lambda a=alpha: dbscan.DBSCAN(X, eps=a, min_samples=m)[0])
             ref = np.asarray(out)
             warm = DPDBSCAN(alpha, min_samples=m, epsilon=1.0, bounds=(0.0, 1.0)).fit(X)
             kind = str(warm.histogram_.kind)
@@ -76,12 +78,13 @@ def run(d: int, shape: str, seed: int, scales: list[float], steps: list[int], ro
             if kind == "sparse":
                 n, kappa = float(warm.n_cells_), int(warm.kappa_)
                 if _least(2.0**20, n) != theta0:
-                    print(f"d={d} alpha={alpha}: the library's theta {theta0:g} is not 2^20's", file=sys.stderr)
-                thetas = [theta0 + s for s in steps] if rule is None else sorted({theta0, RULES[rule](n, kappa)})
+                    print(f"d={d} alpha={alpha}: theta {theta0:g} is not 2^20's", file=sys.stderr)
+                chosen = [theta0 + s for s in steps] if rule is None else [theta0, RULES[rule](n, kappa)]
+                thetas = sorted(set(chosen))
             for r in range(rounds):
                 for theta in thetas:
                     est = DPDBSCAN(alpha, min_samples=m, epsilon=1.0, bounds=(0.0, 1.0), theta=theta)
-                    cpu, wall, _ = _timed(lambda: est.fit(X))
+                    cpu, wall, _ = _timed(lambda e=est: e.fit(X))
                     labels = est.predict(X)
                     t = float(est.theta_)
                     row = {
@@ -96,7 +99,7 @@ def run(d: int, shape: str, seed: int, scales: list[float], steps: list[int], ro
                         "kappa": int(est.kappa_),
                         "theta": t,
                         "step": t - theta0 if kind == "sparse" else 0.0,
-                        "released": int(est.histogram_.n_released) if hasattr(est.histogram_, "n_released") else -1,
+                        "released": int(est.histogram_.n_released),
                         "empty_grid": est.n_cells_ * _tail(t) if kind == "sparse" else 0.0,
                         "empty_ball": est.kappa_ * _tail(t) if kind == "sparse" else 0.0,
                         "cpu": cpu,
@@ -132,7 +135,10 @@ RULES: dict[str, Any] = {
     "2^20": lambda n, k: _least(2.0**20, n),
     "2^16": lambda n, k: _least(2.0**16, n),
     "2^14": lambda n, k: _least(2.0**14, n),
-    **{f"ball {c:g}": (lambda n, k, c=c: max(_least(2.0**20, n), _ball(c, k))) for c in (0.25, 0.5, 1, 2, 4, 4.5, 8, 16, 32)},
+    **{
+        f"ball {c:g}": (lambda n, k, c=c: max(_least(2.0**20, n), _ball(c, k)))
+        for c in (0.25, 0.5, 1, 2, 4, 4.5, 8, 16, 32)
+    },
 }
 
 
@@ -144,10 +150,11 @@ def summarise(path: str, rounds: list[int]) -> str:
     by: dict[tuple, list[dict]] = {}
     for r in rows:
         by.setdefault((r["d"], r["shape"], r["seed"], r["scale"]), []).append(r)
-    out = ["| rule | d | shape | α scale | theta | CPU | ratio | ARI | worst ARI fall | missing |", "|" + "---|" * 10]
+    head = "| rule | d | shape | α scale | theta | CPU | ratio | ARI | worst ARI fall | missing |"
+    out = [head, "|" + "---|" * 10]
     for name, rule in RULES.items():
         cells: dict[tuple, list] = {}
-        for (d, shape, seed, scale), rs in sorted(by.items()):
+        for (d, shape, _seed, scale), rs in sorted(by.items()):
             base = [r for r in rs if r["step"] == 0 and r["round"] in rounds]
             if not base:
                 continue
@@ -158,7 +165,9 @@ def summarise(path: str, rounds: list[int]) -> str:
                 c.append(None)
                 continue
             mean = lambda k, rr: sum(r[k] for r in rr) / len(rr)  # noqa: E731
-            c.append((theta, mean("cpu", pick), mean("dbscan_cpu", pick), mean("ari", pick), mean("ari", base)))
+            c.append(
+                (theta, mean("cpu", pick), mean("dbscan_cpu", pick), mean("ari", pick), mean("ari", base))
+            )
         for (d, shape, scale), c in cells.items():
             ok = [x for x in c if x is not None]
             if not ok:
@@ -184,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scales", default="1,1.5,2,3")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--thetas", default="0,1,2,3,4", help="steps above the default theta")
-    ap.add_argument("--rule", choices=list(RULES), help="fit at the default theta and this rule's (not --thetas)")
+    ap.add_argument("--rule", choices=list(RULES), help="fit at the default theta and this rule's")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", help="append the JSON lines to this file")
     ap.add_argument("--child", help="one (d, shape, seed) as JSON (internal)")

@@ -5,6 +5,7 @@ import pytest
 from scipy import stats
 
 from dpdbscan.cells.grid import Grid, count_neighbours
+from dpdbscan.laws import noise as laws
 from dpdbscan.plan.histogramchoice import (
     DENSE_MAX_CELLS,
     MAX_EMPTY_PER_BALL,
@@ -13,7 +14,6 @@ from dpdbscan.plan.histogramchoice import (
     default_theta,
     stability_theta,
 )
-from dpdbscan.laws import noise as laws
 from dpdbscan.post.coretests.bound.boundmargin import gamma, gamma_laplace, tau
 from dpdbscan.release.backends.numpy_backend import NumpyBackend
 from dpdbscan.release.bounding import run_length
@@ -97,7 +97,9 @@ def test_default_theta_depends_on_public_inputs_only():
     assert default_theta(10**30, "discrete", noise.scale, 2**20) > t
 
 
-@pytest.mark.parametrize("noise,scale", [("discrete", 1.0), ("discrete", 0.3), ("laplace", 1.0), ("gaussian", 40.0)])
+@pytest.mark.parametrize(
+    "noise,scale", [("discrete", 1.0), ("discrete", 0.3), ("laplace", 1.0), ("gaussian", 40.0)]
+)
 @pytest.mark.parametrize("d", range(1, 9))
 def test_default_theta_caps_the_universe_and_each_alpha_ball(d, noise, scale):
     kappa = count_neighbours(d, 4.0)
@@ -113,15 +115,20 @@ def test_default_theta_caps_the_universe_and_each_alpha_ball(d, noise, scale):
         assert default_theta(n_cells, noise, scale, 2**20) == universe  # without kappa: the universe's alone
 
 
-def test_the_alpha_balls_cap_leaves_2d_and_3d_sparse_grids_at_epsilon_1_alone():
-    # event level at epsilon 1 (Cabs at small alphas, the 3-D chest data): the
-    # universe's cap already holds each ball to at most MAX_EMPTY_PER_BALL
-    scale = 1.0
-    for d in (2, 3):
+def test_the_alpha_balls_cap_leaves_2d_to_4d_default_grids_at_epsilon_1_alone():
+    # event level at epsilon 1 (Cabs at small alphas, the 3-D chest data, the
+    # 4-D benchmark): the universe's cap already holds each alpha-ball to at
+    # most MAX_EMPTY_PER_BALL empty cells (2-D and 3-D also on small grids
+    # made sparse by hand), so their releases are unchanged
+    for d, smallest in ((2, 10**3), (3, 10**3), (4, DENSE_MAX_CELLS + 1)):
         kappa = count_neighbours(d, 4.0)
-        for n_cells in np.unique(np.geomspace(DENSE_MAX_CELLS + 1, 1e14, 400).astype(np.int64)):
+        for n_cells in np.unique(np.geomspace(smallest, 1e14, 400).astype(np.int64)):
             n = int(n_cells)
-            assert default_theta(n, "discrete", scale, 2**20, kappa) == capped_theta(n, "discrete", scale, 2**20)
+            universe = capped_theta(n, "discrete", 1.0, 2**20)
+            assert default_theta(n, "discrete", 1.0, 2**20, kappa) == universe
+    # from 5-D up a coarse grid's balls decide (5-D at twice the benchmark's alpha)
+    assert default_theta(17_210_368, "discrete", 1.0, 2**20, count_neighbours(5, 4.0)) == 5.0
+    assert capped_theta(17_210_368, "discrete", 1.0, 2**20) == 3.0
 
 
 def test_stability_histogram_threshold():
