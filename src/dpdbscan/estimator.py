@@ -133,7 +133,7 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     theta : float, default=None
         Threshold of the sparse histogram; by default the smallest value that
         releases at most ``max_empty_cells`` empty cells in expectation over
-        the grid and at most one among the kappa cells within ``eps`` of a
+        the grid and at most 32 among the kappa cells within ``eps`` of a
         cell (from 5-D up at coarse ``eps`` the second is the larger:
         docs/parameters.md section 1).
     max_empty_cells : float, default=2**20

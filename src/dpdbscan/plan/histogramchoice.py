@@ -31,7 +31,10 @@ MAX_EXPECTED_EMPTY = 1e8
 #: cell (issue 30): at coarse alphas from 5-D up the universe's cap alone
 #: left a hundred or more released noise cells in every alpha-ball, which the
 #: density test had to sum (slow) and whose noise raised its margin (less
-#: accurate). Public: kappa (d, eta), the noise law and its scale.
+#: accurate). Not lower: 4-D at the benchmark's alpha holds 22 per ball at
+#: epsilon 1, and raising its theta costs clusters of few points per cell
+#: accuracy (docs/benchmarks.md, "The sparse release's theta at coarser
+#: alphas"). Public: kappa (d, eta), the noise law and its scale.
 MAX_EMPTY_PER_BALL = 32.0
 
 
