@@ -132,9 +132,13 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         (km, or text such as "100m", with :func:`fit_lonlat`).
     theta : float, default=None
         Threshold of the sparse histogram; by default the smallest value that
-        releases at most ``max_empty_cells`` empty cells in expectation.
+        releases at most ``max_empty_cells`` empty cells in expectation over
+        the grid and at most 32 among the kappa cells within ``eps`` of a
+        cell (from 5-D up at coarse ``eps`` the second is the larger:
+        docs/parameters.md section 1).
     max_empty_cells : float, default=2**20
-        Public cap used to choose theta.
+        Public cap on the empty cells a sparse release holds in expectation,
+        used to choose theta.
     max_cells : int, default=2**20
         Automatic mode only: public cap on the cells of its one release.
     n_expected : float, default=None

@@ -4,8 +4,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpdbscan.cells.grid import Grid
-from dpdbscan.plan.histogramchoice import default_theta, stability_theta
+from dpdbscan.cells.grid import Grid, count_neighbours
+from dpdbscan.laws import noise as laws
+from dpdbscan.plan.histogramchoice import (
+    DENSE_MAX_CELLS,
+    MAX_EMPTY_PER_BALL,
+    ball_theta,
+    capped_theta,
+    default_theta,
+    stability_theta,
+)
 from dpdbscan.post.coretests.bound.boundmargin import gamma, gamma_laplace, tau
 from dpdbscan.release.backends.numpy_backend import NumpyBackend
 from dpdbscan.release.bounding import run_length
@@ -87,6 +95,40 @@ def test_default_theta_depends_on_public_inputs_only():
     t = default_theta(10**9, "discrete", noise.scale, 2**20)
     assert 10**9 * noise.tail(t) <= 2**20 < 10**9 * noise.tail(t - 1)
     assert default_theta(10**30, "discrete", noise.scale, 2**20) > t
+
+
+@pytest.mark.parametrize(
+    "noise,scale", [("discrete", 1.0), ("discrete", 0.3), ("laplace", 1.0), ("gaussian", 40.0)]
+)
+@pytest.mark.parametrize("d", range(1, 9))
+def test_default_theta_caps_the_universe_and_each_alpha_ball(d, noise, scale):
+    kappa = count_neighbours(d, 4.0)
+    for n_cells in (10**7, 10**9, 10**12, 10**15):
+        universe = capped_theta(n_cells, noise, scale, 2**20)
+        t = default_theta(n_cells, noise, scale, 2**20, kappa)
+        assert t == max(universe, ball_theta(kappa, noise, scale))
+        assert n_cells * laws.tail(noise, scale, t) <= 2**20
+        if t > universe:
+            # the ball's cap decides, and one step lower would break it
+            assert kappa * laws.tail(noise, scale, t) <= MAX_EMPTY_PER_BALL
+            assert kappa * laws.tail(noise, scale, t - 1) > MAX_EMPTY_PER_BALL
+        assert default_theta(n_cells, noise, scale, 2**20) == universe  # without kappa: the universe's alone
+
+
+def test_the_alpha_balls_cap_leaves_2d_to_4d_default_grids_at_epsilon_1_alone():
+    # event level at epsilon 1 (Cabs at small alphas, the 3-D chest data, the
+    # 4-D benchmark): the universe's cap already holds each alpha-ball to at
+    # most MAX_EMPTY_PER_BALL empty cells (2-D and 3-D also on small grids
+    # made sparse by hand), so their releases are unchanged
+    for d, smallest in ((2, 10**3), (3, 10**3), (4, DENSE_MAX_CELLS + 1)):
+        kappa = count_neighbours(d, 4.0)
+        for n_cells in np.unique(np.geomspace(smallest, 1e14, 400).astype(np.int64)):
+            n = int(n_cells)
+            universe = capped_theta(n, "discrete", 1.0, 2**20)
+            assert default_theta(n, "discrete", 1.0, 2**20, kappa) == universe
+    # from 5-D up a coarse grid's balls decide (5-D at twice the benchmark's alpha)
+    assert default_theta(17_210_368, "discrete", 1.0, 2**20, count_neighbours(5, 4.0)) == 5.0
+    assert capped_theta(17_210_368, "discrete", 1.0, 2**20) == 3.0
 
 
 def test_stability_histogram_threshold():

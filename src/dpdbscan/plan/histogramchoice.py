@@ -4,7 +4,9 @@
   most :data:`DENSE_MAX_CELLS`, else sparse (the paper's Algorithm 2), or
   the (epsilon, delta) stability histogram when delta is given or asked for;
 * theta of the sparse histogram: the smallest value that releases at most
-  ``max_empty_cells`` empty cells in expectation (or the user's, checked);
+  ``max_empty_cells`` empty cells in expectation over the universe and at
+  most :data:`MAX_EMPTY_PER_BALL` among the kappa cells of one alpha-ball
+  (or the user's, checked);
 * theta of the stability histogram: the smallest value a cell that only one
   record (or one unit's contribution) creates reaches with probability at
   most delta.
@@ -24,6 +26,16 @@ from ..laws import noise as laws
 DENSE_MAX_CELLS = 1 << 23
 #: An explicit theta may not release more empty cells than this in expectation.
 MAX_EXPECTED_EMPTY = 1e8
+#: The default theta of the sparse histogram releases at most this many empty
+#: cells in expectation among the kappa cells that can lie within alpha of a
+#: cell (issue 30): at coarse alphas from 5-D up the universe's cap alone
+#: left a hundred or more released noise cells in every alpha-ball, which the
+#: density test had to sum (slow) and whose noise raised its margin (less
+#: accurate). Not lower: 4-D at the benchmark's alpha holds 22 per ball at
+#: epsilon 1, and raising its theta costs clusters of few points per cell
+#: accuracy (docs/benchmarks.md, "The sparse release's theta at coarser
+#: alphas"). Public: kappa (d, eta), the noise law and its scale.
+MAX_EMPTY_PER_BALL = 32.0
 
 
 def choose_kind(requested: str, grid: Grid, delta: float) -> str:
@@ -36,10 +48,25 @@ def choose_kind(requested: str, grid: Grid, delta: float) -> str:
     return "stability" if delta > 0 else "sparse"
 
 
-def default_theta(n_cells: int, noise: str, scale: float, max_empty: float) -> float:
-    """Smallest theta (>= 1) whose expected number of released empty cells,
-    ``n_cells * P(Z >= theta)``, is at most ``max_empty``. Public inputs only;
-    ``scale`` is the one the noise is drawn with."""
+def default_theta(n_cells: int, noise: str, scale: float, max_empty: float, kappa: int = 0) -> float:
+    """theta of the sparse histogram from public inputs: the larger of the
+    universe's (:func:`capped_theta` of ``n_cells`` and ``max_empty``) and,
+    given ``kappa`` (the cells within alpha of a cell), the alpha-ball's: the
+    least theta >= 1 releasing at most :data:`MAX_EMPTY_PER_BALL` of those
+    ``kappa`` cells empty in expectation (:func:`ball_theta`). ``scale`` is
+    the one the noise is drawn with."""
+    theta = capped_theta(n_cells, noise, scale, max_empty)
+    if kappa > 0:
+        theta = max(theta, ball_theta(kappa, noise, scale))
+    return theta
+
+
+def capped_theta(n_cells: int, noise: str, scale: float, max_empty: float) -> float:
+    """theta (>= 1) whose expected number of released empty cells,
+    ``n_cells * P(Z >= theta)``, is at most ``max_empty``: a first guess from
+    the tail's decay, raised one step at a time while above the cap (the
+    least such integer theta with integer noise, or one more where the
+    guess overshoots)."""
     # a first guess from the tail's decay, then up one step at a time
     if noise == "gaussian":
         guess = math.sqrt(2.0 * scale * max(math.log(max(n_cells, 1) / max(max_empty, 1.0)), 0.0))
@@ -54,10 +81,20 @@ def default_theta(n_cells: int, noise: str, scale: float, max_empty: float) -> f
     return theta
 
 
+def ball_theta(kappa: int, noise: str, scale: float, per_ball: float = MAX_EMPTY_PER_BALL) -> float:
+    """The least theta >= 1 (on :func:`capped_theta`'s steps of 1) with
+    ``kappa * P(Z >= theta) <= per_ball``: at most ``per_ball`` released empty
+    cells in expectation among the ``kappa`` cells of an alpha-ball."""
+    theta = capped_theta(kappa, noise, scale, per_ball)
+    while theta - 1.0 >= 1.0 and kappa * laws.tail(noise, scale, theta - 1.0) <= per_ball:
+        theta -= 1.0
+    return theta
+
+
 def sparse_theta(given: float | None, grid: Grid, noise: str, scale: float, max_empty_cells: float) -> float:
     """theta of the sparse histogram: the user's (checked) or from the public cap."""
     if given is None:
-        return default_theta(grid.n_cells, noise, scale, max_empty_cells)
+        return default_theta(grid.n_cells, noise, scale, max_empty_cells, grid.kappa)
     theta = float(given)
     # Below 0 the tail sampler (theta + geometric) is not Z | Z >= theta, and
     # the release would hold about half of the universe anyway.
@@ -99,6 +136,9 @@ __all__ = [
     "DENSE_MAX_CELLS",
     "MAX_EXPECTED_EMPTY",
     "choose_kind",
+    "MAX_EMPTY_PER_BALL",
+    "ball_theta",
+    "capped_theta",
     "default_theta",
     "sparse_theta",
     "stability_theta",

@@ -336,8 +336,9 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     threshold = fig.threshold(spans.min_samples)
     terms, kappa_q = fig.terms, fig.kappa_q
     params = spans
-    # empty cells a sparse release adds in expectation (public: |X|, the noise, theta)
-    max_empty_cells = (
+    # empty cells a sparse release adds in expectation (public: |X|, the noise,
+    # theta; the default theta caps them over the grid and per alpha-ball)
+    empty_cells = (
         grid.n_cells * laws.tail(release.noise.kind, release.noise.scale, theta) if kind == "sparse" else 0.0
     )
     expected = factor = None
@@ -350,7 +351,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     if kind == "dense":
         candidates = grid.n_cells if n_expected is None else min(grid.n_cells, n_expected)
     elif n_expected is not None:
-        candidates = n_expected + (max_empty_cells or 0)
+        candidates = n_expected + (empty_cells or 0)
     seconds = None if candidates is None else SECONDS_PER_TERM * terms * float(candidates)
     slow, useless = [], []
     if seconds is not None and seconds > SLOW_SECONDS:
