@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import inspect
 import math
 import sys
 import time
@@ -432,13 +433,15 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float]:
         return math.nan, math.nan, math.nan
     if v.size < 2 or np.all(v == v[0]):
         return float(v.mean()), float(v.mean()), float(v.mean())
+    # scipy 1.15 named the generator rng=; the oldest supported (1.11) takes random_state=
+    seeded = "rng" if "rng" in inspect.signature(bootstrap).parameters else "random_state"
     res = bootstrap(
         (v,),
         np.mean,
         confidence_level=level,
         n_resamples=BOOTSTRAP,
         method="percentile",
-        rng=np.random.default_rng(BOOTSTRAP_SEED),
+        **{seeded: np.random.default_rng(BOOTSTRAP_SEED)},
     )
     return float(v.mean()), float(res.confidence_interval.low), float(res.confidence_interval.high)
 
