@@ -163,6 +163,12 @@ def test_a_3d_count_makes_the_base_finer_for_large_sets_only():
     assert size is not None and abs(size.value - 3000) < 2_000 and m.release.eps == assumed
     assert "a DP count of the points" in summary(m) and "sized the grid" not in summary(m)
     assert "at most 20,000 in 3-D and up, so the grid is the one for 20,000 points" in summary(m)
+    # the summary names the finer base where the count made one (the size line reads the count alone)
+    from dataclasses import replace
+
+    big = replace(m, release=replace(m.release, size_estimate=replace(size, value=30_000.0)))
+    line = next(x for x in summary(big).splitlines() if x.startswith("  count   :"))
+    assert f"sized the grid for {30_000 * finer:,.0f} points (the finer 3-D base)" in line
 
 
 def test_an_automatic_fit_that_counts_warns_of_slowness_on_the_grid_it_uses(monkeypatch):

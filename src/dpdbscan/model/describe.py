@@ -12,7 +12,7 @@ from ..files.tracefolder import UNIT_WORDS
 from ..geometry.projection import eps_text, format_km, projection_of
 from ..laws.noise import shown_count
 from ..params.paramwords import grid_words, histogram_words
-from ..params.sizing import ASSUMED_N, LARGE_N, SMALL_N, sized_n
+from ..params.sizing import ASSUMED_N, LARGE_N, SMALL_N, finer_n, sized_n
 from ..post.coretests import core_test
 from ..post.coretests.density.densitymargin import swamped
 from ..post.coretests.density.densitytest import density_margin
@@ -429,8 +429,12 @@ def size_lines(model: SpanModel) -> list[str]:
         return []
     part = "rho" if size.rho is not None else "epsilon"
     spent = f"for {size.share:.0%} of {part}, part of the budget above"
-    if sized_n(size.value, model.release.grid.d) is not None:
-        return [f"  count   : a DP count of the points, {size.value:,.0f}, sized the grid ({spent})"]
+    d = model.release.grid.d
+    if sized_n(size.value, d) is not None:
+        finer = finer_n(size.value, d)
+        # the finer 3-D base (sizing.finer_n): a grid for more points than were counted
+        how = "" if finer is None else f" for {finer:,.0f} points (the finer 3-D base)"
+        return [f"  count   : a DP count of the points, {size.value:,.0f}, sized the grid{how} ({spent})"]
     where = f"at most {LARGE_N:,} in 3-D and up" if model.release.grid.d >= 3 else f"at least {SMALL_N:,}"
     return [
         f"  count   : a DP count of the points, {size.value:,.0f} ({spent}); {where}, so the grid "
