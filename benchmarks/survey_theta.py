@@ -23,29 +23,17 @@ import argparse
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
-import time
 import warnings
 from typing import Any
 
 import numpy as np
 
 from . import blobs_nd
+from .survey_dims import _timed
 
 SHAPES = {"blobs": blobs_nd.SIGMA, "wide": 2 * blobs_nd.SIGMA}
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def _timed(fit: Any) -> tuple[float, float, Any]:
-    c, t = _cpu(), time.perf_counter()
-    out = fit()
-    return _cpu() - c, time.perf_counter() - t, out
 
 
 def _tail(theta: float) -> float:
