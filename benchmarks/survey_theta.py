@@ -11,10 +11,16 @@ default's own with ``d``) in ``--rounds`` interleaved rounds. Reported per
 fit: user+sys CPU of the process (the ``dbscan`` package's two threads
 counted), the theta, the released cells, the expected released empty cells
 of the grid and of one alpha-ball's ``kappa`` cells, and the ARI of
-dpdbscan's predict labels against DBSCAN's. Dense releases (no theta) are
-fitted at the default only. One JSON object per line.
+dpdbscan's predict labels against DBSCAN's, and the model's spans and
+those that some input point is predicted into. With ``--rules`` each
+sparse point is fitted at today's theta and at each rule's (:data:`RULES`),
+and each dense point also as a sparse release at its default theta (for
+the dense-or-sparse rules of :data:`KINDS`); without, dense releases are
+fitted at the default only. One JSON object per line; ``--summarise FILE
+--rules R --kinds K`` prints R (with K) against today's default.
 
     python -m benchmarks.survey_theta --dims 5,8 --scales 1,2 --seeds 0 --thetas 0,1,2,3,4
+    python -m benchmarks.survey_theta --dims 4,8 --seeds 3 --rules "reach 2^35" --out runs.jsonl
 """
 
 from __future__ import annotations
@@ -33,7 +39,26 @@ import numpy as np
 from . import blobs_nd
 from .survey_dims import _timed
 
-SHAPES = {"blobs": blobs_nd.SIGMA, "wide": 2 * blobs_nd.SIGMA}
+SHAPES = {"blobs": blobs_nd.SIGMA, "wide": 2 * blobs_nd.SIGMA, "elongated": blobs_nd.SIGMA}
+
+
+def points(d: int, shape: str, seed: int, n: int = 100_000) -> np.ndarray:
+    """The survey's points: the benchmark's blobs (``blobs``, ``wide``) or
+    ``elongated``: the same 30 centres, 90% of the points in Gaussian
+    clusters of :func:`experiments.scenes.elongated` (sd 0.04 along a random
+    axis, 0.01 across, truncated at 2.5 sd), 10% uniform, clipped to [0, 1]^d."""
+    if shape != "elongated":
+        return blobs_nd.blobs(n, d, seed, sigma=SHAPES[shape])
+    from experiments import scenes
+
+    rng = np.random.default_rng([seed, 7])
+    c = rng.uniform(0.15, 0.85, size=(blobs_nd.N_CENTRES, d))
+    n_bg = int(round(blobs_nd.BACKGROUND * n))
+    sizes = np.bincount(rng.integers(0, len(c), size=n - n_bg), minlength=len(c))
+    r = 4 * SHAPES[shape] * scenes.TRUNCATE
+    parts = [ci + scenes.elongated(rng, int(k), r, d, 4.0) for ci, k in zip(c, sizes)]
+    X = np.vstack(parts + [rng.uniform(0.0, 1.0, size=(n_bg, d))])
+    return np.clip(X, 0.0, 1.0)
 
 
 def _tail(theta: float) -> float:
@@ -43,14 +68,14 @@ def _tail(theta: float) -> float:
 
 
 def run(
-    d: int, shape: str, seed: int, scales: list[float], steps: list[int], rounds: int, rule: str | None
+    d: int, shape: str, seed: int, scales: list[float], steps: list[int], rounds: int, rules: list[str]
 ) -> None:
     import dbscan
     from sklearn.metrics import adjusted_rand_score
 
     from dpdbscan import DPDBSCAN
 
-    X = blobs_nd.blobs(100_000, d, seed, sigma=SHAPES[shape])
+    X = points(d, shape, seed)
     m = blobs_nd.MIN_SAMPLES
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -62,19 +87,27 @@ def run(
             warm = DPDBSCAN(alpha, min_samples=m, epsilon=1.0, bounds=(0.0, 1.0)).fit(X)
             kind = str(warm.histogram_.kind)
             theta0 = float(warm.theta_)
-            thetas: list[float | None] = [None]
+            n, kappa = float(warm.n_cells_), int(warm.kappa_)
+            # each variant: the estimator's extra arguments
+            variants: list[dict[str, Any]] = [{}]
             if kind == "sparse":
-                n, kappa = float(warm.n_cells_), int(warm.kappa_)
-                if _least(2.0**20, n) != theta0:
-                    print(f"d={d} alpha={alpha}: theta {theta0:g} is not 2^20's", file=sys.stderr)
-                chosen = [theta0 + s for s in steps] if rule is None else [theta0, RULES[rule](n, kappa)]
-                thetas = sorted(set(chosen))
+                if RULES["ball 32"](n, kappa) != theta0:
+                    print(f"d={d} alpha={alpha}: theta {theta0:g} is not ball 32's", file=sys.stderr)
+                chosen = (
+                    [theta0 + s for s in steps]
+                    if not rules
+                    else [theta0] + [RULES[x](n, kappa) for x in rules]
+                )
+                variants = [{"theta": t} for t in sorted(set(chosen))]
+            elif rules:
+                variants.append({"histogram": "sparse"})  # the sparse release at its default theta
             for r in range(rounds):
-                for theta in thetas:
-                    est = DPDBSCAN(alpha, min_samples=m, epsilon=1.0, bounds=(0.0, 1.0), theta=theta)
+                for extra in variants:
+                    est = DPDBSCAN(alpha, min_samples=m, epsilon=1.0, bounds=(0.0, 1.0), **extra)
                     cpu, wall, _ = _timed(lambda e=est: e.fit(X))
                     labels = est.predict(X)
-                    t = float(est.theta_)
+                    got = str(est.histogram_.kind)
+                    t = float(est.theta_) if got == "sparse" else None
                     row = {
                         "d": d,
                         "shape": shape,
@@ -82,19 +115,23 @@ def run(
                         "scale": scale,
                         "alpha": alpha,
                         "round": r,
-                        "histogram": kind,
-                        "n_cells": float(est.n_cells_),
-                        "kappa": int(est.kappa_),
+                        "histogram": got,
+                        "default_histogram": kind,
+                        "n_cells": n,
+                        "kappa": kappa,
                         "theta": t,
-                        "step": t - theta0 if kind == "sparse" else 0.0,
+                        "step": t - theta0 if t is not None and kind == "sparse" else 0.0,
                         "released": int(est.histogram_.n_released),
-                        "empty_grid": est.n_cells_ * _tail(t) if kind == "sparse" else 0.0,
-                        "empty_ball": est.kappa_ * _tail(t) if kind == "sparse" else 0.0,
+                        "empty_grid": n * _tail(t) if t is not None else 0.0,
+                        "empty_ball": kappa * _tail(t) if t is not None else 0.0,
                         "cpu": cpu,
                         "wall": wall,
                         "dbscan_cpu": db_cpu,
                         "ari": float(adjusted_rand_score(ref, labels)),
                         "dbscan_clusters": int(ref.max()) + 1,
+                        # spans that no input point is predicted into
+                        "spans": int(est.spans_.n_spans),
+                        "spans_with_points": int(np.unique(labels[labels >= 0]).size),
                         "load": os.getloadavg()[0],
                     }
                     print(json.dumps(row), flush=True)
@@ -118,6 +155,11 @@ def _ball(bound: float, kappa: int) -> float:
     return t
 
 
+def _today(n: float, k: int) -> float:
+    """The default theta before this survey's rules: 2^20 over the grid and 32 per ball."""
+    return max(_least(2.0**20, n), _ball(32, k))
+
+
 #: the rules compared: name -> theta from (grid cells, kappa)
 RULES: dict[str, Any] = {
     "2^20": lambda n, k: _least(2.0**20, n),
@@ -127,50 +169,63 @@ RULES: dict[str, Any] = {
         f"ball {c:g}": (lambda n, k, c=c: max(_least(2.0**20, n), _ball(c, k)))
         for c in (0.25, 0.5, 1, 2, 4, 4.5, 8, 16, 32)
     },
+    # ... and at most 2^K expected empty cells times kappa (released noise
+    # cells times the cells within alpha of each: the density test's pairs)
+    **{f"reach 2^{e}": (lambda n, k, e=e: max(_today(n, k), _least(2.0**e / k, n))) for e in (34, 35, 36)},
+}
+#: the dense-or-sparse rules compared: name -> whether a grid of at most
+#: 2^23 cells is released sparse, from (grid cells, kappa)
+KINDS: dict[str, Any] = {
+    "dense": lambda n, k: False,
+    **{f"work 2^{e}": (lambda n, k, e=e: n * k > 2.0**e) for e in (30, 31, 32, 33)},
 }
 
 
-def summarise(path: str, rounds: list[int]) -> str:
-    """Per rule, d and alpha scale: the mean CPU of the rule's fits (rounds
-    ``rounds``), its ratio to the ``dbscan`` package's, the mean ARI and the
-    worst case's fall against the 2^20 rule's."""
+def summarise(path: str, rule: str, kinds: str, last: int) -> str:
+    """The rule ``rule`` (with the dense-or-sparse rule ``kinds``) against
+    today's default per (d, shape, alpha scale): theta, mean CPU of round
+    ``last`` and its ratio to the ``dbscan`` package's, mean ARI over the
+    rounds, the mean and the worst (d, shape, alpha, seed) fall, and the
+    mean number of spans that no input point is predicted into."""
     rows = [json.loads(ln) for ln in open(path) if ln.startswith("{") and "error" not in ln]
     by: dict[tuple, list[dict]] = {}
     for r in rows:
-        by.setdefault((r["d"], r["shape"], r["seed"], r["scale"]), []).append(r)
-    head = "| rule | d | shape | α scale | theta | CPU | ratio | ARI | worst ARI fall | missing |"
-    out = [head, "|" + "---|" * 10]
-    for name, rule in RULES.items():
-        cells: dict[tuple, list] = {}
-        for (d, shape, _seed, scale), rs in sorted(by.items()):
-            base = [r for r in rs if r["step"] == 0 and r["round"] in rounds]
-            if not base:
-                continue
-            theta = rule(base[0]["n_cells"], base[0]["kappa"]) if base[0]["histogram"] == "sparse" else None
-            pick = [r for r in rs if r["round"] in rounds and (theta is None or r["theta"] == theta)]
-            c = cells.setdefault((d, shape, scale), [])
-            if not pick:
-                c.append(None)
-                continue
-            mean = lambda k, rr: sum(r[k] for r in rr) / len(rr)  # noqa: E731
-            c.append(
-                (theta, mean("cpu", pick), mean("dbscan_cpu", pick), mean("ari", pick), mean("ari", base))
-            )
-        for (d, shape, scale), c in cells.items():
-            ok = [x for x in c if x is not None]
-            if not ok:
-                out.append(f"| {name} | {d} | {shape} | {scale:g} | – | – | – | – | – | {len(c)} |")
-                continue
-            thetas = sorted({x[0] for x in ok if x[0] is not None})
-            cpu = sum(x[1] for x in ok) / len(ok)
-            ratio = sum(x[1] / x[2] for x in ok) / len(ok)
-            ari = sum(x[3] for x in ok) / len(ok)
-            fall = max(x[4] - x[3] for x in ok)
-            th = ",".join(f"{t:g}" for t in thetas) or "dense"
-            out.append(
-                f"| {name} | {d} | {shape} | {scale:g} | {th} | {cpu:.3f} s | {ratio:.1f}x | {ari:.4f} | "
-                f"{fall:+.4f} | {len(c) - len(ok)} |"
-            )
+        by.setdefault((r["d"], r["shape"], r["scale"], r["seed"]), []).append(r)
+    cells: dict[tuple, list] = {}
+    for (d, shape, scale, _seed), rs in sorted(by.items()):
+        base = [r for r in rs if r["histogram"] == r["default_histogram"] and r["step"] == 0]
+        if not base:
+            continue
+        n, k = base[0]["n_cells"], base[0]["kappa"]
+        if base[0]["default_histogram"] == "sparse":
+            want = ("sparse", RULES[rule](n, k))
+        else:
+            want = ("sparse", _today(n, k)) if KINDS[kinds](n, k) else ("dense", None)
+        pick = [r for r in rs if (r["histogram"], r["theta"]) == want]
+        if not pick:
+            continue
+        cells.setdefault((d, shape, scale), []).append((base, pick))
+    mean = lambda key, rr: sum(float(r[key]) for r in rr) / len(rr)  # noqa: E731
+    out = [
+        "| d | shape | α × | seeds | theta today -> rule | CPU today | CPU rule | ratio to `dbscan` | "
+        "ARI today | ARI rule | mean fall | worst fall | spans without points |",
+        "|" + "---|" * 13,
+    ]
+    for (d, shape, scale), c in cells.items():
+        th = lambda rr: "dense" if rr[0]["theta"] is None else f"{rr[0]['theta']:g}"  # noqa: E731
+        cpu0 = sum(mean("cpu", [r for r in b if r["round"] == last] or b) for b, _ in c) / len(c)
+        cpu1 = sum(mean("cpu", [r for r in p if r["round"] == last] or p) for _, p in c) / len(c)
+        dbc = sum(mean("dbscan_cpu", b) for b, _ in c) / len(c)
+        falls = [mean("ari", b) - mean("ari", p) for b, p in c]
+        a0 = sum(mean("ari", b) for b, _ in c) / len(c)
+        a1 = sum(mean("ari", p) for _, p in c) / len(c)
+        e0 = sum(mean("spans", b) - mean("spans_with_points", b) for b, _ in c) / len(c)
+        e1 = sum(mean("spans", p) - mean("spans_with_points", p) for _, p in c) / len(c)
+        out.append(
+            f"| {d} | {shape} | {scale:g} | {len(c)} | {th(c[0][0])} -> {th(c[0][1])} | {cpu0:.3f} s | "
+            f"{cpu1:.3f} s | {cpu0 / dbc:.1f}x -> {cpu1 / dbc:.1f}x | {a0:.4f} | {a1:.4f} | "
+            f"{sum(falls) / len(falls):+.4f} | {max(falls):+.4f} | {e0:.1f} -> {e1:.1f} |"
+        )
     return "\n".join(out)
 
 
@@ -181,20 +236,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scales", default="1,1.5,2,3")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--thetas", default="0,1,2,3,4", help="steps above the default theta")
-    ap.add_argument("--rule", choices=list(RULES), help="fit at the default theta and this rule's")
+    ap.add_argument("--rules", default="", help="comma-separated RULES: fit at today's theta and theirs")
+    ap.add_argument(
+        "--kinds", default="dense", choices=list(KINDS), help="the dense-or-sparse rule summarised"
+    )
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", help="append the JSON lines to this file")
     ap.add_argument("--child", help="one (d, shape, seed) as JSON (internal)")
     ap.add_argument("--summarise", help="a JSON lines file of earlier runs: the rules' table")
     a = ap.parse_args(argv)
     if a.summarise:
-        print(summarise(a.summarise, [a.rounds - 1]))
+        for rule in a.rules.split(","):
+            print(f"rule {rule}, {a.kinds}:\n" + summarise(a.summarise, rule, a.kinds, a.rounds - 1))
         return 0
     scales = [float(x) for x in a.scales.split(",")]
     steps = [int(x) for x in a.thetas.split(",")]
     if a.child:
         p = json.loads(a.child)
-        run(p["d"], p["shape"], p["seed"], scales, steps, a.rounds, a.rule)
+        run(p["d"], p["shape"], p["seed"], scales, steps, a.rounds, [x for x in a.rules.split(",") if x])
         return 0
     for d in (int(x) for x in a.dims.split(",")):
         for shape in a.shapes.split(","):
@@ -202,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                 spec = json.dumps({"d": d, "shape": shape, "seed": seed})
                 cmd = [sys.executable, "-m", "benchmarks.survey_theta", "--child", spec]
                 cmd += [f"--scales={a.scales}", f"--thetas={a.thetas}", f"--rounds={a.rounds}"]
-                cmd += [f"--rule={a.rule}"] if a.rule else []
+                cmd += [f"--rules={a.rules}"]
                 proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
                 lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
                 if proc.returncode != 0:
