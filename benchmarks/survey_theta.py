@@ -132,9 +132,38 @@ def run(
                         # spans that no input point is predicted into
                         "spans": int(est.spans_.n_spans),
                         "spans_with_points": int(np.unique(labels[labels >= 0]).size),
+                        **_filtered(est, labels, ref, m),
                         "load": os.getloadavg()[0],
                     }
                     print(json.dumps(row), flush=True)
+
+
+def _filtered(est: Any, labels: np.ndarray, ref: np.ndarray, min_samples: int) -> dict[str, Any]:
+    """A span filter measured, not applied (issue 30, gap (c)): drop the
+    spans of a sparse release whose own released mass (the values of their
+    core cells) is at most the 0.99 quantile of k released noise cells'
+    (k theta + a negative binomial of k draws at epsilon 1: each released
+    empty cell is theta + Geometric), k the span's cells; or below MinPts.
+    The ARI and spans after each, the dropped spans' points as noise."""
+    from scipy import stats
+    from sklearn.metrics import adjusted_rand_score
+
+    if str(est.histogram_.kind) != "sparse" or est.spans_.grid != est.histogram_.grid:
+        return {}
+    span, theta = est.spans_.labels, float(est.theta_)
+    mass = np.bincount(
+        span, weights=est.histogram_.value_at(est.spans_.core_keys), minlength=est.spans_.n_spans
+    )
+    k = np.bincount(span, minlength=est.spans_.n_spans)
+    q = math.exp(-1.0)
+    law = k * theta + stats.nbinom.ppf(0.99, k, 1.0 - q)
+    out: dict[str, Any] = {}
+    for name, drop in (("law", mass <= law), ("minpts", mass < min_samples)):
+        kept = np.where(np.isin(labels, np.flatnonzero(drop)), -1, labels)
+        out[f"{name}_ari"] = float(adjusted_rand_score(ref, kept))
+        out[f"{name}_spans"] = int((~drop).sum())
+        out[f"{name}_spans_with_points"] = int(np.unique(kept[kept >= 0]).size)
+    return out
 
 
 def _least(bound: float, cells: float) -> float:
@@ -178,6 +207,7 @@ RULES: dict[str, Any] = {
 KINDS: dict[str, Any] = {
     "dense": lambda n, k: False,
     **{f"work 2^{e}": (lambda n, k, e=e: n * k > 2.0**e) for e in (30, 31, 32, 33)},
+    "kappa 2^8": lambda n, k: k > 2**8,
 }
 
 
