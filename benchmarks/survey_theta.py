@@ -217,7 +217,8 @@ def summarise(path: str, rule: str, kinds: str, last: int) -> str:
     ``last`` and its ratio to the ``dbscan`` package's, mean ARI over the
     rounds, the mean and the worst (d, shape, alpha, seed) fall, and the
     mean number of spans that no input point is predicted into."""
-    rows = [json.loads(ln) for ln in open(path) if ln.startswith("{") and "error" not in ln]
+    with open(path) as f:
+        rows = [json.loads(ln) for ln in f if ln.startswith("{") and "error" not in ln]
     by: dict[tuple, list[dict]] = {}
     for r in rows:
         by.setdefault((r["d"], r["shape"], r["scale"], r["seed"]), []).append(r)

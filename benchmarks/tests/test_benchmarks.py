@@ -324,3 +324,48 @@ def test_bench_folder_writes_the_same_rows_as_a_folder_and_one_csv(tmp_path):
     paths = bench_folder.write_all(tmp_path, P, T, ["plt", "gpx", "csv"])
     rows = {name: read() for name, read in bench_folder.readers(paths).items()}
     assert rows == {name: 4 * 30 for name in ("one CSV", "folder plt", "folder gpx", "folder csv")}
+
+
+def test_survey_theta_shapes_are_seeded_and_its_summary_compares_a_rule_with_today(tmp_path):
+    from benchmarks import survey_theta
+
+    for shape in survey_theta.SHAPES:
+        a = survey_theta.points(5, shape, 3, n=2_000)
+        assert a.shape == (2_000, 5) and 0.0 <= a.min() and a.max() <= 1.0
+        assert np.array_equal(a, survey_theta.points(5, shape, 3, n=2_000))
+    # rows as run() writes them: a 7-D sparse point at today's theta and the
+    # reach rule's, a 4-D dense point and its sparse release
+    n7, k7, n4, k4 = 4.26e10, 197_067, 4.1e6, 609
+    today7, reach7 = survey_theta._today(n7, k7), survey_theta.RULES["reach 2^35"](n7, k7)
+    assert reach7 > today7
+    base = dict(
+        d=7, shape="blobs", seed=3, scale=1.5, n_cells=n7, kappa=k7, dbscan_cpu=0.2, dbscan_clusters=30
+    )
+    base.update(default_histogram="sparse", histogram="sparse", round=1)
+    rows = [
+        dict(base, theta=today7, step=0.0, cpu=0.8, ari=1.0, spans=33, spans_with_points=30),
+        dict(base, theta=reach7, step=reach7 - today7, cpu=0.1, ari=0.99, spans=30, spans_with_points=30),
+    ]
+    dense = dict(base, d=4, n_cells=n4, kappa=k4, default_histogram="dense", step=0.0)
+    rows += [
+        dict(dense, histogram="dense", theta=None, cpu=0.7, ari=0.9, spans=30, spans_with_points=27),
+        dict(
+            dense,
+            histogram="sparse",
+            theta=survey_theta._today(n4, k4),
+            cpu=0.1,
+            ari=0.95,
+            spans=40,
+            spans_with_points=30,
+        ),
+    ]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    table = survey_theta.summarise(str(path), "reach 2^35", "kappa 2^8", 1).splitlines()
+    seven = next(ln for ln in table if ln.startswith("| 7 |"))
+    assert f"{today7:g} -> {reach7:g}" in seven and "4.0x -> 0.5x" in seven and "+0.0100" in seven
+    assert "3.0 -> 0.0" in seven  # spans without points
+    four = next(ln for ln in table if ln.startswith("| 4 |"))
+    assert "dense -> 3" in four and "-0.0500" in four and "3.0 -> 10.0" in four
+    unchanged = survey_theta.summarise(str(path), "ball 32", "dense", 1)
+    assert "dense -> dense" in unchanged and f"{today7:g} -> {today7:g}" in unchanged
