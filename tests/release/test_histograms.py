@@ -8,12 +8,9 @@ from dpdbscan.cells.grid import Grid, count_neighbours
 from dpdbscan.laws import noise as laws
 from dpdbscan.plan.histogramchoice import (
     DENSE_MAX_CELLS,
-    DENSE_MAX_REACH,
     MAX_EMPTY_PER_BALL,
-    MAX_EMPTY_REACH,
     ball_theta,
     capped_theta,
-    choose_kind,
     default_theta,
     stability_theta,
 )
@@ -104,41 +101,21 @@ def test_default_theta_depends_on_public_inputs_only():
     "noise,scale", [("discrete", 1.0), ("discrete", 0.3), ("laplace", 1.0), ("gaussian", 40.0)]
 )
 @pytest.mark.parametrize("d", range(1, 9))
-def test_default_theta_caps_the_universe_each_alpha_ball_and_the_reach(d, noise, scale):
+def test_default_theta_caps_the_universe_and_each_alpha_ball(d, noise, scale):
     kappa = count_neighbours(d, 4.0)
     for n_cells in (10**7, 10**9, 10**12, 10**15):
         universe = capped_theta(n_cells, noise, scale, 2**20)
-        reach = capped_theta(n_cells, noise, scale, MAX_EMPTY_REACH / kappa)
         t = default_theta(n_cells, noise, scale, 2**20, kappa)
-        assert t == max(universe, ball_theta(kappa, noise, scale), reach)
-        assert n_cells * laws.tail(noise, scale, t) <= min(2**20, MAX_EMPTY_REACH / kappa)
-        assert kappa * laws.tail(noise, scale, t) <= MAX_EMPTY_PER_BALL
-        if t > max(universe, reach):
+        assert t == max(universe, ball_theta(kappa, noise, scale))
+        assert n_cells * laws.tail(noise, scale, t) <= 2**20
+        if t > universe:
             # the ball's cap decides, and one step lower would break it
+            assert kappa * laws.tail(noise, scale, t) <= MAX_EMPTY_PER_BALL
             assert kappa * laws.tail(noise, scale, t - 1) > MAX_EMPTY_PER_BALL
-        if d <= 6:
-            assert reach <= universe  # 2^35 / kappa >= 2^20 up to 6-D at eta 4: the reach binds from 7-D
         assert default_theta(n_cells, noise, scale, 2**20) == universe  # without kappa: the universe's alone
 
 
-@pytest.mark.parametrize("d", range(1, 9))
-def test_dense_while_the_grid_and_its_reach_are_small(d):
-    # public: |X| and kappa only; every 2-D and 3-D grid up to 2^23 cells stays
-    # dense, 4-D from 3.5M cells and 5-D from 550k are sparse (or stability)
-    kappa = count_neighbours(d, 4.0)
-    for n_cells in np.unique(np.geomspace(10, 2 * DENSE_MAX_CELLS, 60).astype(np.int64)):
-        side = [int(n_cells)] + [1] * (d - 1)
-        g = Grid(np.zeros(d), np.array(side, dtype=float), math.sqrt(d))  # cells of width 1
-        assert abs(g.n_cells - int(n_cells)) <= 1 and g.kappa == kappa
-        dense = g.n_cells <= DENSE_MAX_CELLS and g.n_cells * kappa <= DENSE_MAX_REACH
-        assert choose_kind("auto", g, 0.0) == ("dense" if dense else "sparse")
-        assert choose_kind("auto", g, 1e-6) == ("dense" if dense else "stability")
-        assert choose_kind("dense", g, 0.0) == "dense"
-        if d <= 3:
-            assert dense == (g.n_cells <= DENSE_MAX_CELLS)
-
-
-def test_the_alpha_balls_and_reachs_caps_leave_2d_to_4d_default_grids_at_epsilon_1_alone():
+def test_the_alpha_balls_cap_leaves_2d_to_4d_default_grids_at_epsilon_1_alone():
     # event level at epsilon 1 (Cabs at small alphas, the 3-D chest data, the
     # 4-D benchmark): the universe's cap already holds each alpha-ball to at
     # most MAX_EMPTY_PER_BALL empty cells (2-D and 3-D also on small grids
@@ -152,12 +129,6 @@ def test_the_alpha_balls_and_reachs_caps_leave_2d_to_4d_default_grids_at_epsilon
     # from 5-D up a coarse grid's balls decide (5-D at twice the benchmark's alpha)
     assert default_theta(17_210_368, "discrete", 1.0, 2**20, count_neighbours(5, 4.0)) == 5.0
     assert capped_theta(17_210_368, "discrete", 1.0, 2**20) == 3.0
-    # from 7-D up the reach's cap decides at 1.5-2x the benchmark's alpha
-    # (7-D at alpha 0.0825: theta 11 -> 13; 8-D at 0.12: 12 -> 16)
-    for d, alpha, before, now in ((7, 0.0825, 11.0, 13.0), (8, 0.12, 12.0, 16.0)):
-        g = Grid(np.zeros(d), np.ones(d), alpha)
-        assert max(capped_theta(g.n_cells, "discrete", 1.0, 2**20), ball_theta(g.kappa, "discrete", 1.0)) == before
-        assert default_theta(g.n_cells, "discrete", 1.0, 2**20, g.kappa) == now
 
 
 def test_stability_histogram_threshold():
