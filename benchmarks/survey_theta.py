@@ -17,7 +17,8 @@ sparse point is fitted at today's theta and at each rule's (:data:`RULES`),
 and each dense point also as a sparse release at its default theta (for
 the dense-or-sparse rules of :data:`KINDS`); without, dense releases are
 fitted at the default only. One JSON object per line; ``--summarise FILE
---rules R --kinds K`` prints R (with K) against today's default.
+--rules R --kinds K`` prints R (with K) against today's default (FILE plain
+or gzip, as ``results/hdrule/decide.jsonl.gz``).
 
     python -m benchmarks.survey_theta --dims 5,8 --scales 1,2 --seeds 0 --thetas 0,1,2,3,4
     python -m benchmarks.survey_theta --dims 4,8 --seeds 3 --rules "reach 2^35" --out runs.jsonl
@@ -26,6 +27,7 @@ fitted at the default only. One JSON object per line; ``--summarise FILE
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import os
@@ -217,7 +219,7 @@ def summarise(path: str, rule: str, kinds: str, last: int) -> str:
     ``last`` and its ratio to the ``dbscan`` package's, mean ARI over the
     rounds, the mean and the worst (d, shape, alpha, seed) fall, and the
     mean number of spans that no input point is predicted into."""
-    with open(path) as f:
+    with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as f:
         rows = [json.loads(ln) for ln in f if ln.startswith("{") and "error" not in ln]
     by: dict[tuple, list[dict]] = {}
     for r in rows:
