@@ -32,7 +32,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from xml.parsers import expat
 
 import numpy as np
@@ -178,25 +178,24 @@ def _token(prefix: str) -> re.Pattern[str]:
     )
 
 
-_DECLARATION = re.compile(f"<\\?xml{_S}[^>]*\\?>", re.ASCII)
-_ENCODING = re.compile(f"encoding{_S}*={_S}*[\"']([^\"']*)[\"']", re.ASCII)
-_ROOT = re.compile(f"{_S}*<([^ \\t\\r\\n/>:]+:)?gpx[ \\t\\r\\n/>]", re.ASCII)
+_DECLARATION = re.compile(f"<\\?xml{_S}[^>]*\\?>".encode())
+_ENCODING = re.compile(f"encoding{_S}*={_S}*[\"']([^\"']*)[\"']".encode())
+_ROOT = re.compile(f"{_S}*<([^ \\t\\r\\n/>:]+:)?gpx[ \\t\\r\\n/>]".encode())
 
 
 class _Points:
-    """The points scanned so far (their texts), and where the scan is: the
-    tracks begun, the ``<trk>`` elements open."""
+    """The points scanned so far (their texts, as Arrow string arrays), and
+    where the scan is: the tracks begun, the ``<trk>`` elements open."""
 
     def __init__(self) -> None:
-        self.lon: list[str] = []
-        self.lat: list[str] = []
-        self.time: list[str] = []
-        self.ele: list[str] = []
+        self.pieces: list[tuple[Any, ...]] = []  # lon, lat, time, ele
         self.track: list[np.ndarray] = []
+        self.n = 0
+        self.ele = self.empty_time = False  # whether a point so far may have an elevation, no time
         self.tracks, self.open_tracks = -1, 0
 
     def __len__(self) -> int:
-        return len(self.lon)
+        return self.n
 
     def add(self, found: list[tuple[str, ...]]) -> None:
         """The constructs of :func:`_token`'s pattern, in order: the points
@@ -217,6 +216,8 @@ class _Points:
                 closing = trk[g].startswith("</")
                 self.tracks += not closing
                 self.open_tracks += -1 if closing else 1
+        if len(gaps) == len(name):  # no point: tags between them
+            return
         tracks.append(self.tracks)
         opened.append(self.open_tracks)
         ends = np.array(gaps, dtype=np.int64) - np.arange(len(gaps))  # points before each gap
@@ -225,22 +226,43 @@ class _Points:
         names = _without(name, gaps)
         if names.count("trkpt") != len(names):  # a route point or a waypoint: in no track
             track[np.fromiter(map("trkpt".__ne__, names), bool, len(names))] = -1
-        self.lon += _without(lon, gaps)
-        self.lat += _without(lat, gaps)
-        self.time += _without(time, gaps)
-        self.ele += _without(ele, gaps)
-        self.track.append(track)
+        import pyarrow as pa
+
+        lon, lat, time, ele = (_without(c, gaps) for c in (lon, lat, time, ele))
+        texts = (pa.array(c, type=pa.string()) for c in (lon, lat, time, ele))
+        self._put(*texts, track=track, ele=any(ele), empty_time="" in time)
+
+    def add_texts(self, texts: tuple[Any, ...], ele: bool, empty_time: bool) -> None:
+        """Track points read by :func:`_plain_points` (their texts: lon,
+        lat, time, elevation), in the track the scan is in; ``ele``: whether
+        one may have an elevation, ``empty_time``: whether one may have no
+        time or an empty one."""
+        track = np.full(len(texts[0]), self.tracks if self.open_tracks > 0 else -1)
+        self._put(*texts, track=track, ele=ele, empty_time=empty_time)
+
+    def _put(self, *texts: Any, track: np.ndarray, ele: bool, empty_time: bool) -> None:
+        if len(track):
+            self.pieces.append(texts)
+            self.track.append(track)
+            self.n += len(track)
+            self.ele |= ele
+            self.empty_time |= empty_time
 
     def take(self, n: int) -> Chunk:
         """The first ``n`` points, as a chunk, removed."""
-        lon, lat, ele, time = self.lon[:n], self.lat[:n], self.ele[:n], self.time[:n]
-        del self.lon[:n], self.lat[:n], self.ele[:n], self.time[:n]
-        track = np.concatenate(self.track) if self.track else np.zeros(0, np.int64)
-        self.track = [track[n:]]
-        x, bad_x = _numbers(lon)
-        y, bad_y = _numbers(lat)
-        ele_values = _numbers(ele)[0] if any(ele) else np.full(n, np.nan)
-        return Chunk(x, y, bad_x | bad_y, [t or None for t in time], ele_values, _tracks(track[:n]))
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        lon, lat, time, ele = (pa.concat_arrays(list(c)) if len(c) > 1 else c[0] for c in zip(*self.pieces))
+        rest = (lon.slice(n), lat.slice(n), time.slice(n), ele.slice(n))
+        track = np.concatenate(self.track) if len(self.track) > 1 else self.track[0]
+        self.pieces, self.track, self.n = [rest] if len(rest[0]) else [], [track[n:]], self.n - n
+        xy, bad = coerce_texts(pa.concat_arrays([lon.slice(0, n), lat.slice(0, n)]))
+        ele_values = coerce_texts(ele.slice(0, n))[0] if self.ele else np.full(n, np.nan)
+        time = time.slice(0, n)
+        if self.empty_time:  # no time or an empty one: none
+            time = pc.if_else(pc.equal(time, ""), pa.scalar(None, pa.string()), time)
+        return Chunk(xy[:n], xy[n:], bad[:n] | bad[n:], time, ele_values, _tracks(track[:n]))
 
 
 def _without(column: tuple[str, ...], gaps: list[int]) -> list[str]:
@@ -258,14 +280,151 @@ def _tracks(track: np.ndarray) -> list[int | None]:
     return [None if t < 0 else t for t in track.tolist()]
 
 
-def _numbers(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The texts as numbers by :func:`_number`'s rules, in one vectorised
-    step (:func:`~dpdbscan.files.pltfile.coerce_texts`): NaN where missing
-    (empty, as for an absent value, or one of the missing values), and the
-    mask of the texts that are not numbers."""
+# ------------------------------------------- plain track points, in numpy steps
+def _key(tag: bytes) -> int:
+    return int.from_bytes(tag, "little")
+
+
+#: The tags the plain read knows (``<trkpt `` then its attributes, as
+#: written by most writers): their codes, bytes and lengths.
+_TAGS = ((1, b"<trkpt "), (2, b"<time>"), (3, b"</time>"), (4, b"<ele>"), (5, b"</ele>"), (6, b"</trkpt>"))
+#: Which tag may follow which (0: any other tag, between points only).
+_NEXT = np.zeros((7, 7), dtype=bool)
+for _a, _b in (
+    (1, 2),
+    (1, 4),
+    (1, 6),
+    (4, 5),
+    (5, 2),
+    (5, 6),
+    (2, 3),
+    (3, 6),
+    (6, 1),
+    (6, 0),
+    (0, 0),
+    (0, 1),
+):
+    _NEXT[_a, _b] = True
+#: Byte classes: 1 ``&`` or a carriage return (in no text read), 2 ``(``
+#: (in no number), 4 a tab or a line feed (in no lat/lon: normalised).
+_CLASS = np.zeros(256, dtype=np.uint8)
+_CLASS[[ord("&"), ord("\r")]] = 1
+_CLASS[ord("(")] = 2
+_CLASS[[ord("\t"), ord("\n")]] = 4
+#: The attributes' starts, as integers, and masks of their 5 and 6 bytes.
+_LAT, _LON, _SPACE_LAT, _SPACE_LON = (_key(t) for t in (b'lat="', b'lon="', b' lat="', b' lon="'))
+_MASK5, _MASK6 = (1 << 40) - 1, (1 << 48) - 1
+#: The most runs of other tags a block read by :func:`_plain_points` may hold.
+_MAX_GAPS = 64
+
+
+def _words(a: np.ndarray) -> np.ndarray:
+    """``a`` (ending in 7 zero bytes) as the little-endian 8-byte integer at
+    each of its bytes (a view: unaligned reads)."""
+    return np.ndarray((len(a) - 7,), dtype="<u8", buffer=a, strides=(1,))
+
+
+def _plain_points(data: bytes) -> tuple[list[tuple[int, int, int]], tuple[Any, ...], bool, bool] | None:
+    """The track points of ``data`` (whole tags, well-formed: expat's check)
+    written plainly -- ``<trkpt lat="..." lon="...">`` (or lon first, one
+    space apart), then optionally ``<ele>``, then optionally ``<time>``,
+    then ``</trkpt>``, no other tag within -- found in numpy steps, their
+    texts as Arrow arrays over ``data``: ``(gaps, (lon, lat, time, ele),
+    whether one has an elevation, whether one has no time or an empty one)``,
+    the gaps the runs of other tags between them, ``(start, end, points
+    before)`` in bytes, for :func:`_token`'s pattern. None when a point is
+    not plain (:func:`_token`'s pattern reads the block): a value with a
+    reference, a tab, a line end, a ``(`` in a number, other quoting or
+    spacing, a prefix. The texts are those the pattern would find."""
     import pyarrow as pa
 
-    return coerce_texts(pa.array(texts, type=pa.string()))
+    a = np.frombuffer(data + bytes(8), dtype=np.uint8)
+    words = _words(a)
+    lt = np.flatnonzero(a == ord("<"))
+    if not len(lt):
+        return [], (), False, False
+    w = words[lt]
+    code = np.zeros(len(lt), dtype=np.int64)
+    for c, tag in _TAGS:
+        code[(w & np.uint64((1 << 8 * len(tag)) - 1)) == np.uint64(_key(tag))] = c
+    if (
+        code[0] not in (0, 1)
+        or code[-1] not in (0, 6)
+        or not _NEXT[code[:-1], code[1:]].all()
+        or not (code == 1).any()
+    ):
+        return None
+    gap_starts = np.flatnonzero((code == 0) & np.concatenate([[True], code[:-1] != 0]))
+    if len(gap_starts) > _MAX_GAPS:
+        return None
+    first = np.flatnonzero(code == 1)  # each point's tags: its start, maybe ele, maybe time, its end
+    at = lt[first]
+    # the attributes: 'lat="' or 'lon="' right after '<trkpt ', the other one space after its value,
+    # the start tag's first '>' right after
+    quotes = np.flatnonzero(a == ord('"'))
+    k = np.searchsorted(quotes, at + 11)
+    if k[-1] + 3 >= len(quotes):
+        return None
+    q0, q1, q2, q3 = quotes[k], quotes[k + 1], quotes[k + 2], quotes[k + 3]
+    gt = np.flatnonzero(a == ord(">"))
+    ends = gt[np.minimum(np.searchsorted(gt, at), len(gt) - 1)]
+    one, other = words[at + 7] & np.uint64(_MASK5), words[q1 + 1] & np.uint64(_MASK6)
+    lat_first = (one == np.uint64(_LAT)) & (other == np.uint64(_SPACE_LON))
+    if not (
+        (q0 == at + 11).all()
+        and (q2 == q1 + 6).all()
+        and (q3 + 1 == ends).all()
+        and (lat_first | (one == np.uint64(_LON)) & (other == np.uint64(_SPACE_LAT))).all()
+    ):
+        return None
+    ele = _child(code, lt, first, 4, ends)
+    time = _child(code, lt, first, 2, ele[1])
+    # one string array over the data: per point, lat/lon values and the two texts, each then a gap
+    offsets = np.column_stack([q0 + 1, q1, q2 + 1, q3, ele[0], ele[1], time[0], time[1]]).ravel()
+    if _forbidden(data, a, offsets):
+        return None
+    texts = pa.StringArray.from_buffers(
+        len(offsets) - 1, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)
+    )
+    step = np.arange(0, len(offsets), 8)
+    lat = step + np.where(lat_first, 0, 2)
+    n = len(step)
+    picked = texts.take(pa.array(np.concatenate([2 * step + 2 - lat, lat, step + 6, step + 4])))
+    before = np.searchsorted(first, gap_starts)  # the points before each gap, the next one its end
+    bounds = [
+        (int(lt[g]), int(at[b]) if b < len(at) else len(data), int(b)) for g, b in zip(gap_starts, before)
+    ]
+    empty_time = bool((time[0] == time[1]).any())
+    return bounds, tuple(picked.slice(j * n, n) for j in range(4)), bool((code == 4).any()), empty_time
+
+
+def _forbidden(data: bytes, a: np.ndarray, offsets: np.ndarray) -> bool:
+    """Whether a byte the pattern does not read there is in a text: a
+    ``&`` or a carriage return in any, a ``(`` in a number, a tab or a
+    line feed in a lat/lon. ``a``: ``data``'s bytes (and more), ``offsets``:
+    each point's eight, the texts starting at the even ones (lat/lon,
+    lat/lon, elevation, time)."""
+    odd = a == ord("\n")
+    if any(map(data.__contains__, (b"&", b"\r", b"(", b"\t"))):  # not in most files
+        odd |= (a == ord("\t")) | (a == ord("\r")) | (a == ord("&")) | (a == ord("("))
+    at = np.flatnonzero(odd)
+    slot = (np.searchsorted(offsets, at, side="right") - 1) % 8  # 0, 2, 4, 6: in a text
+    kind = _CLASS[a[at]]
+    return bool(((slot < 4) & (slot % 2 == 0) | (slot == 4) & (kind < 4) | (slot == 6) & (kind == 1)).any())
+
+
+def _child(
+    code: np.ndarray, lt: np.ndarray, first: np.ndarray, tag: int, after: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where each point's ``<ele>`` (``tag`` 4) or ``<time>`` (2) text is,
+    from its start tag to the next ``<``; an empty span at ``after`` where the
+    point has none (so the spans stay in order)."""
+    start, end = after.copy(), after.copy()
+    where = np.flatnonzero(code == tag)
+    owner = np.searchsorted(first, where) - 1  # the point each one is in
+    start[owner] = lt[where] + (6 if tag == 2 else 5)
+    end[owner] = lt[where + 1]
+    return start, end
 
 
 def _scan(path: Path) -> Iterator[Chunk]:
@@ -274,7 +433,7 @@ def _scan(path: Path) -> Iterator[Chunk]:
     decoder = codecs.getincrementaldecoder("utf-8")()
     points = _Points()
     token: re.Pattern[str] | None = None
-    prefix, text = "", ""
+    prefix, text = "", b""
     with open(path, "rb") as f:
         final = False
         while not final:
@@ -284,9 +443,11 @@ def _scan(path: Path) -> Iterator[Chunk]:
                 raise _Unusual  # UTF-16 without a mark, or not XML
             try:
                 parser.Parse(data, final)
-                text += decoder.decode(data, final)
+                if not data.isascii() or decoder.getstate()[0] or final:
+                    decoder.decode(data, final)  # UTF-8? (its text is decoded where the pattern reads it)
             except (expat.ExpatError, UnicodeDecodeError):
                 raise _Unusual from None
+            text += data
             start = 0
             if token is None:
                 start = _prolog(text)
@@ -295,13 +456,13 @@ def _scan(path: Path) -> Iterator[Chunk]:
                     if final or len(text) > _CARRY:
                         raise _Unusual  # the reference says why (not GPX), or reads it
                     continue
-                token, prefix = _token(root.group(1) or ""), root.group(1) or ""
-            cut = len(text) if final else _cut(text, prefix)
+                prefix = (root.group(1) or b"").decode("utf-8")
+                token = _token(prefix)
+            cut = len(text) if final else _cut(text, prefix.encode("utf-8"))
             if cut <= start and len(text) - start > _CARRY:
                 raise _Unusual  # a point longer than _CARRY
-            found = token.findall(text, start, cut)
-            if found:
-                points.add(found)
+            if cut > start:
+                _read(text[start:cut], token, not prefix, points)
             text = text[cut:]
             while len(points) >= CHUNK:
                 yield points.take(CHUNK)
@@ -309,22 +470,47 @@ def _scan(path: Path) -> Iterator[Chunk]:
         yield points.take(len(points))
 
 
-def _cut(text: str, prefix: str) -> int:
+def _read(block: bytes, token: re.Pattern[str], plain: bool, points: _Points) -> None:
+    """The points of ``block`` (whole tags) into ``points``: the plain
+    track points in numpy steps (:func:`_plain_points`, in a file without a
+    prefix: ``plain``), the rest by ``token``'s pattern."""
+    found = _plain_points(block) if plain else None
+    if found is None:
+        _by_pattern(block, token, points)
+        return
+    gaps, texts, ele, empty_time = found
+    done = 0
+    for a, b, before in gaps:
+        if before > done:
+            points.add_texts(tuple(c.slice(done, before - done) for c in texts), ele, empty_time)
+        _by_pattern(block[a:b], token, points)
+        done = before
+    if texts and len(texts[0]) > done:
+        points.add_texts(tuple(c.slice(done) for c in texts), ele, empty_time)
+
+
+def _by_pattern(block: bytes, token: re.Pattern[str], points: _Points) -> None:
+    found = token.findall(block.decode("utf-8"))
+    if found:
+        points.add(found)
+
+
+def _cut(text: bytes, prefix: bytes) -> int:
     """Where to stop the scan of a block's text: at its last point's start
     (no point is cut in two), else at its last tag's (every tag is whole)."""
-    at = max(text.rfind(f"<{prefix}{name}") for name in ("trkpt", "rtept", "wpt"))
-    return max(at if at >= 0 else text.rfind("<"), 0)
+    at = max(text.rfind(b"<" + prefix + name) for name in (b"trkpt", b"rtept", b"wpt"))
+    return max(at if at >= 0 else text.rfind(b"<"), 0)
 
 
-def _prolog(text: str) -> int:
+def _prolog(text: bytes) -> int:
     """Where the scan of a file's text begins: after a byte-order mark and
     an XML declaration, which must name UTF-8 or no encoding."""
-    start = 1 if text.startswith("\ufeff") else 0
+    start = len(codecs.BOM_UTF8) if text.startswith(codecs.BOM_UTF8) else 0
     decl = _DECLARATION.match(text, start)
     if decl is None:
         return start
     encoding = _ENCODING.search(decl.group())
-    if encoding is not None and encoding.group(1).lower() != "utf-8":
+    if encoding is not None and encoding.group(1).lower() != b"utf-8":
         raise _Unusual
     return decl.end()
 

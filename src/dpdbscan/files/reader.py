@@ -1360,9 +1360,13 @@ def _trace_file(
 
 
 def _joined(parts: list[Any]) -> Any:
-    """Chunks' columns (arrays or lists) end to end."""
+    """Chunks' columns (NumPy or Arrow arrays, or lists) end to end."""
     if parts and isinstance(parts[0], np.ndarray):
         return np.concatenate(parts)
+    if parts and not isinstance(parts[0], list):  # Arrow arrays (the GPX scanner's times)
+        import pyarrow as pa
+
+        return pa.concat_arrays(parts)
     return [v for part in parts for v in part]
 
 
