@@ -365,6 +365,10 @@ BETWEEN = [
 ]
 
 
+#: What damages a plain file where it is put (the check of its text must see it).
+DAMAGE = ["<", "\x01", "&x;", "]]>", "\ufffe", "</gpx>", "</trkseg>", "<a>", '"', "\x7f\x1f"]
+
+
 def plain_gpx(rng: np.random.Generator, n: int) -> str:
     """A GPX text of ``n`` track points, most written plainly, some not (at random)."""
     odd = rng.random() < 0.3
@@ -419,12 +423,29 @@ def test_plain_points_give_the_rows_of_the_reference(tmp_path, monkeypatch, seed
         monkeypatch.setattr(gpxfile, "CHUNK", int(rng.choice([1, 5, 64, 1 << 15])))
         monkeypatch.setattr(gpxfile, "_BLOCK", int(rng.choice([64, 300, 4096, 1 << 20])))
         text = plain_gpx(rng, int(rng.integers(0, 300)))
-        if rng.random() < 0.2:
+        if rng.random() < 0.3:  # damaged: cut, or a character or a tag put in
             at = int(rng.integers(len(text) + 1))
-            text = text[:at] if rng.random() < 0.5 else text[:at] + "<" + text[at:]
+            text = text[:at] if rng.random() < 0.3 else text[:at] + str(rng.choice(DAMAGE)) + text[at:]
+        elif rng.random() < 0.1:  # a point after the root's end
+            text += '<trkpt lat="1" lon="2"></trkpt>'
+
         path = tmp_path / f"{k}.gpx"
         path.write_bytes(text.encode("utf-8"))
         want = read_all(gpxfile.tree_rows, path)
         got = read_all(gpxfile.chunks, path)
         assert got[1] == want[1] and same_rows(got[0], want[0]), text
     assert plain[0] > 0
+
+
+@pytest.mark.parametrize("block", [40, 64, 1 << 20])
+def test_a_plain_point_after_the_root_ends_the_read(tmp_path, monkeypatch, block):
+    """Junk after the root: however the file falls into blocks, the check
+    sees the point after ``</gpx>`` and the read ends where the reference's
+    does, with the points before it."""
+    monkeypatch.setattr(gpxfile, "_BLOCK", block)
+    pts = "".join(f'<trkpt lat="{i}" lon="{-i}"><time>{i}</time></trkpt>\n' for i in range(20))
+    path = tmp_path / "after.gpx"
+    path.write_text(f'<gpx><trk><trkseg>\n{pts}</trkseg></trk></gpx>\n<trkpt lat="1" lon="2"></trkpt>\n')
+    want = read_all(gpxfile.tree_rows, path)
+    got = read_all(gpxfile.chunks, path)
+    assert want[1] and got[1] == want[1] and same_rows(got[0], want[0])

@@ -324,25 +324,38 @@ def _words(a: np.ndarray) -> np.ndarray:
     return np.ndarray((len(a) - 7,), dtype="<u8", buffer=a, strides=(1,))
 
 
-def _plain_points(data: bytes) -> tuple[list[tuple[int, int, int]], tuple[Any, ...], bool, bool] | None:
+class _Plain(NamedTuple):
+    """The plain track points of a block (:func:`_plain_points`)."""
+
+    gaps: list[tuple[int, int, int]]  # the runs of other tags: (start, end, points before), in bytes
+    texts: tuple[Any, ...]  # lon, lat, time, elevation: Arrow string arrays
+    ele: bool  # whether a point has an elevation
+    empty_time: bool  # whether a point has no time or an empty one
+    runs: list[tuple[int, int]]  # the runs of points expat need not check (bytes), or none
+
+
+def _plain_points(data: bytes) -> _Plain | None:
     """The track points of ``data`` (whole tags, well-formed: expat's check)
     written plainly -- ``<trkpt lat="..." lon="...">`` (or lon first, one
     space apart), then optionally ``<ele>``, then optionally ``<time>``,
     then ``</trkpt>``, no other tag within -- found in numpy steps, their
-    texts as Arrow arrays over ``data``: ``(gaps, (lon, lat, time, ele),
-    whether one has an elevation, whether one has no time or an empty one)``,
-    the gaps the runs of other tags between them, ``(start, end, points
-    before)`` in bytes, for :func:`_token`'s pattern. None when a point is
-    not plain (:func:`_token`'s pattern reads the block): a value with a
+    texts as Arrow arrays over ``data``, the gaps between them (the runs
+    of other tags) for :func:`_token`'s pattern. None when a point is not
+    plain (:func:`_token`'s pattern reads the block): a value with a
     reference, a tab, a line end, a ``(`` in a number, other quoting or
-    spacing, a prefix. The texts are those the pattern would find."""
+    spacing, a prefix. The texts are those the pattern would find.
+
+    Where the block's text has no character that could make it not
+    well-formed inside the points or between them (:func:`_clean`), the
+    runs of plain points are well-formed elements whatever their values:
+    expat's check may leave them out (:func:`_scan`)."""
     import pyarrow as pa
 
     a = np.frombuffer(data + bytes(8), dtype=np.uint8)
     words = _words(a)
     lt = np.flatnonzero(a == ord("<"))
     if not len(lt):
-        return [], (), False, False
+        return _Plain([], (), False, False, [])
     w = words[lt]
     code = np.zeros(len(lt), dtype=np.int64)
     for c, tag in _TAGS:
@@ -394,8 +407,24 @@ def _plain_points(data: bytes) -> tuple[list[tuple[int, int, int]], tuple[Any, .
     bounds = [
         (int(lt[g]), int(at[b]) if b < len(at) else len(data), int(b)) for g, b in zip(gap_starts, before)
     ]
+    runs = []
+    if _clean(data, a[: len(data)]):
+        stop = lt[np.flatnonzero(code == 6)] + len(b"</trkpt>")
+        edges = [0, *before.tolist(), n]
+        runs = [(int(at[i]), int(stop[j - 1])) for i, j in zip(edges, edges[1:]) if j > i]
     empty_time = bool((time[0] == time[1]).any())
-    return bounds, tuple(picked.slice(j * n, n) for j in range(4)), bool((code == 4).any()), empty_time
+    texts = tuple(picked.slice(j * n, n) for j in range(4))
+    return _Plain(bounds, texts, bool((code == 4).any()), empty_time, runs)
+
+
+def _clean(data: bytes, a: np.ndarray) -> bool:
+    """Whether ``data`` (``a``: its bytes) holds no reference, no ``]]>``,
+    no control character but a tab or a line end, no U+FFFE or U+FFFF:
+    character data and plain points' values without a character that XML
+    refuses there (its text is UTF-8: the scan's check)."""
+    if any(map(data.__contains__, (b"&", b"]]>", b"\xef\xbf\xbe", b"\xef\xbf\xbf"))):
+        return False
+    return not ((a < 32) & (a != ord("\n")) & (a != ord("\t")) & (a != ord("\r"))).any()
 
 
 def _forbidden(data: bytes, a: np.ndarray, offsets: np.ndarray) -> bool:
@@ -434,6 +463,7 @@ def _scan(path: Path) -> Iterator[Chunk]:
     points = _Points()
     token: re.Pattern[str] | None = None
     prefix, text = "", b""
+    closed = False  # whether the root may have ended: plain points after it are not well-formed
     with open(path, "rb") as f:
         final = False
         while not final:
@@ -442,10 +472,9 @@ def _scan(path: Path) -> Iterator[Chunk]:
             if b"\x00" in data:
                 raise _Unusual  # UTF-16 without a mark, or not XML
             try:
-                parser.Parse(data, final)
                 if not data.isascii() or decoder.getstate()[0] or final:
                     decoder.decode(data, final)  # UTF-8? (its text is decoded where the pattern reads it)
-            except (expat.ExpatError, UnicodeDecodeError):
+            except UnicodeDecodeError:
                 raise _Unusual from None
             text += data
             start = 0
@@ -458,11 +487,15 @@ def _scan(path: Path) -> Iterator[Chunk]:
                     continue
                 prefix = (root.group(1) or b"").decode("utf-8")
                 token = _token(prefix)
+                _check(parser, text[:start], False)
             cut = len(text) if final else _cut(text, prefix.encode("utf-8"))
             if cut <= start and len(text) - start > _CARRY:
                 raise _Unusual  # a point longer than _CARRY
-            if cut > start:
-                _read(text[start:cut], token, not prefix, points)
+            block = text[start:cut]
+            plain = _plain_points(block) if not prefix else None
+            _check(parser, _left_to_check(block, plain, closed), final)
+            closed = closed or b"</gpx" in block
+            _read(block, token, plain, points)
             text = text[cut:]
             while len(points) >= CHUNK:
                 yield points.take(CHUNK)
@@ -470,23 +503,44 @@ def _scan(path: Path) -> Iterator[Chunk]:
         yield points.take(len(points))
 
 
-def _read(block: bytes, token: re.Pattern[str], plain: bool, points: _Points) -> None:
+def _check(parser: Any, text: bytes, final: bool) -> None:
+    """expat's check of the file's next text; _Unusual where it is not well-formed."""
+    try:
+        parser.Parse(text, final)
+    except expat.ExpatError:
+        raise _Unusual from None
+
+
+def _left_to_check(block: bytes, plain: _Plain | None, closed: bool) -> bytes:
+    """The text of ``block`` expat must check: without its runs of plain
+    points, which are well-formed elements (:func:`_plain_points`), where
+    they lie within the root (no ``</gpx`` before them, here or earlier)."""
+    if plain is None or not plain.runs or closed:
+        return block
+    end = block.find(b"</gpx")
+    if 0 <= end < plain.runs[-1][1]:
+        return block
+    keep = [0, *itertools.chain.from_iterable(plain.runs), len(block)]
+    return b"".join(block[a:b] for a, b in zip(keep[::2], keep[1::2]))
+
+
+def _read(block: bytes, token: re.Pattern[str], plain: _Plain | None, points: _Points) -> None:
     """The points of ``block`` (whole tags) into ``points``: the plain
-    track points in numpy steps (:func:`_plain_points`, in a file without a
-    prefix: ``plain``), the rest by ``token``'s pattern."""
-    found = _plain_points(block) if plain else None
-    if found is None:
+    track points in numpy steps (``plain``: :func:`_plain_points`, in a file
+    without a prefix), the rest by ``token``'s pattern."""
+    if plain is None:
         _by_pattern(block, token, points)
         return
-    gaps, texts, ele, empty_time = found
     done = 0
-    for a, b, before in gaps:
+    for a, b, before in plain.gaps:
         if before > done:
-            points.add_texts(tuple(c.slice(done, before - done) for c in texts), ele, empty_time)
+            points.add_texts(
+                tuple(c.slice(done, before - done) for c in plain.texts), plain.ele, plain.empty_time
+            )
         _by_pattern(block[a:b], token, points)
         done = before
-    if texts and len(texts[0]) > done:
-        points.add_texts(tuple(c.slice(done) for c in texts), ele, empty_time)
+    if plain.texts and len(plain.texts[0]) > done:
+        points.add_texts(tuple(c.slice(done) for c in plain.texts), plain.ele, plain.empty_time)
 
 
 def _by_pattern(block: bytes, token: re.Pattern[str], points: _Points) -> None:
