@@ -352,7 +352,7 @@ BETWEEN = [
     "</trkseg></trk><trk><trkseg>",
     '<wpt lat="5" lon="6"><name>w</name></wpt>',
     '<rtept lat="7" lon="8"/>',
-    "<!-- <trkpt lat=\"1\" lon=\"2\"></trkpt> -->",
+    '<!-- <trkpt lat="1" lon="2"></trkpt> -->',
     '<trkpt lat="3" lon="4"/>',
     '<trkpt  lat="3" lon="4"></trkpt>',
     "<trkpt lat='3' lon='4'></trkpt>",
@@ -382,7 +382,9 @@ def plain_gpx(rng: np.random.Generator, n: int) -> str:
     pts = []
     for _ in range(n):
         lat, lon = value(), value()
-        head = f'<trkpt lat="{lat}" lon="{lon}">' if rng.random() < 0.8 else f'<trkpt lon="{lon}" lat="{lat}">'
+        head = (
+            f'<trkpt lat="{lat}" lon="{lon}">' if rng.random() < 0.8 else f'<trkpt lon="{lon}" lat="{lat}">'
+        )
         sep = pick(["", "\n", "  ", "\r\n"])
         body = [head]
         if rng.random() < 0.5:

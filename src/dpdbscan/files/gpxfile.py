@@ -422,7 +422,9 @@ def _clean(data: bytes, a: np.ndarray) -> bool:
     no control character but a tab or a line end, no U+FFFE or U+FFFF:
     character data and plain points' values without a character that XML
     refuses there (its text is UTF-8: the scan's check)."""
-    if any(map(data.__contains__, (b"&", b"]]>", b"\xef\xbf\xbe", b"\xef\xbf\xbf"))):
+    if b"&" in data or b"]" in data and b"]]>" in data:
+        return False
+    if not data.isascii() and (b"\xef\xbf\xbe" in data or b"\xef\xbf\xbf" in data):
         return False
     return not ((a < 32) & (a != ord("\n")) & (a != ord("\t")) & (a != ord("\r"))).any()
 
@@ -434,7 +436,7 @@ def _forbidden(data: bytes, a: np.ndarray, offsets: np.ndarray) -> bool:
     each point's eight, the texts starting at the even ones (lat/lon,
     lat/lon, elevation, time)."""
     odd = a == ord("\n")
-    if any(map(data.__contains__, (b"&", b"\r", b"(", b"\t"))):  # not in most files
+    if b"&" in data or b"\r" in data or b"(" in data or b"\t" in data:  # not in most files
         odd |= (a == ord("\t")) | (a == ord("\r")) | (a == ord("&")) | (a == ord("("))
     at = np.flatnonzero(odd)
     slot = (np.searchsorted(offsets, at, side="right") - 1) % 8  # 0, 2, 4, 6: in a text
