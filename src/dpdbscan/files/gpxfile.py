@@ -591,8 +591,9 @@ def tree_rows(path: Path) -> Iterator[list[Row]]:
     by ElementTree: the reference of :func:`chunks`, and its reader of the
     files the scanner leaves.
 
-    ValueError (quoting nothing) when the file is not well-formed XML or
-    not GPX."""
+    ValueError (quoting nothing) when the file is not GPX, or where it
+    stops being well-formed XML: after the points whose elements ended
+    before (given, the last chunk short)."""
     batch: list[Row] = []
     track = -1
     in_trk = 0  # how many <trk> elements are open around the current one
@@ -621,9 +622,13 @@ def tree_rows(path: Path) -> Iterator[list[Row]]:
             if stack and name in _DROPPED:
                 stack[-1].remove(elem)  # read: dropped, so memory holds one element
     except ET.ParseError:
-        raise ValueError("not well-formed XML") from None
+        broken = True
+    else:
+        broken = False
     if batch:
-        yield batch
+        yield batch  # the points before a break too: each read alone
+    if broken:
+        raise ValueError("not well-formed XML")
 
 
 def _row(elem: ET.Element, track: int | None) -> Row:

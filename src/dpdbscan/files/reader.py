@@ -106,6 +106,10 @@ class InputPoints:
     n_damaged_files, n_damaged_rows : int
         Files of a trace folder that could not be read, and the rows read
         from them before that: all dropped.
+    n_cut_files, n_cut_rows : int
+        Files of a trace folder that stop being valid part-way (a GPX file
+        whose XML breaks after some points), and their rows before the
+        break: kept (the rest of each is not read).
     n_skipped_files : int
         Files of a trace folder not of its format (by name), left alone.
     n_no_unit_property : bool
@@ -127,6 +131,8 @@ class InputPoints:
     companions: tuple[Any, ...] | None = None
     n_damaged_files: int = 0
     n_damaged_rows: int = 0
+    n_cut_files: int = 0
+    n_cut_rows: int = 0
     n_skipped_files: int = 0
     n_no_unit_property: bool = False
     n_read_before_damage: int | None = None
@@ -153,9 +159,15 @@ class InputPoints:
                 "the release is made from the records before"
             )
         if self.n_damaged_files:
+            rows = f": their {self.n_damaged_rows:,} row(s) read are dropped" if self.n_damaged_rows else ""
             out.append(
                 f"{self.n_damaged_files:,} file(s) of the folder could not be read (damaged, or not "
-                f"the --format): their {self.n_damaged_rows:,} row(s) read are dropped"
+                f"the --format){rows}"
+            )
+        if self.n_cut_files:
+            out.append(
+                f"{self.n_cut_files:,} file(s) of the folder stop being valid part-way: their "
+                f"{self.n_cut_rows:,} row(s) before the break are kept, the rest of each is not read"
             )
         if self.n_skipped_files:
             out.append(
@@ -1202,12 +1214,16 @@ def _feature_chunks(
             yield X, bad, None, [by[c] for c in also]
         else:
             points = gpxfile.chunks(path)
-            for c in points if damage is None else geojsonfile.until_damaged(points, damage):
+            for c in points if damage is None else geojsonfile.until_damaged(points, damage, _points):
                 yield np.column_stack([c.lon, c.lat]), c.bad, c.track, [c.column(n) for n in also]
     except ValueError as exc:
         raise ValueError(f"{where}: cannot read as {_FEATURE_NAMES[fmt.kind]}: {exc}") from None
     except OSError as exc:
         raise _io_error(where, _FEATURE_NAMES[fmt.kind], exc) from None
+
+
+def _points(chunk: gpxfile.Chunk) -> int:
+    return len(chunk.lon)
 
 
 def _feature_column(path: Path, fmt: FileFormat, column: str | int) -> Any:
@@ -1295,7 +1311,9 @@ def _open_folder(
 
 #: One trace file read: ``(X, rows with a value that is not a number,
 #: malformed lines, the companion columns)``; ValueError or OSError when the
-#: file is damaged, after counting in ``rows[0]`` the rows read before.
+#: file is damaged, after counting in ``rows[0]`` the rows read before;
+#: ``rows[1]`` set to 1 when the file stopped being valid part-way, its rows
+#: before kept (a GPX file's points before its XML breaks).
 FileReader = Callable[[Path, list[int]], tuple[np.ndarray, int, int, list[Any]]]
 
 
@@ -1317,7 +1335,7 @@ def _read_folder(
     more: list[list[Any]] = [[] for _ in kinds]
     with progress_bar(f"reading {root.name}", total=len(files), enabled=progress, unit="files") as bar:
         for rel in files:
-            rows = [0]
+            rows = [0, 0]
             try:
                 X, n_bad, n_malformed, values = one(root / rel, rows)
                 columns = [pa_array(v, t) for v, t in zip(values, kinds)]
@@ -1328,6 +1346,9 @@ def _read_folder(
                 continue
             got.n_unparseable += n_bad
             got.n_malformed += n_malformed
+            if rows[1]:
+                got.n_cut_files += 1
+                got.n_cut_rows += X.shape[0]
             if hook is not None:
                 hook(X)
             parts.append(X)
@@ -1349,10 +1370,12 @@ def _trace_file(
         X, bad, malformed, times, alt = pltfile.read(path)
         by: dict[str, Any] = {"x": X[:, 0], "y": X[:, 1], "time": times, "alt": alt}
         return X, int(np.count_nonzero(bad)), malformed, [by[c] for c in also]
-    got: list[gpxfile.Chunk] = []
-    for chunk in gpxfile.chunks(path):
-        got.append(chunk)
-        rows[0] += len(chunk.lon)
+    damage = geojsonfile.Damage()
+    got = list(geojsonfile.until_damaged(gpxfile.chunks(path), damage, _points))
+    if damage.ended:
+        if not damage.rows:
+            raise ValueError("not GPX, or not well-formed XML before its first point")
+        rows[1] = 1  # cut: its points before the break are kept
     got = got or [gpxfile.columns([])]
     X = np.column_stack([np.concatenate([c.lon for c in got]), np.concatenate([c.lat for c in got])])
     n_bad = sum(int(np.count_nonzero(c.bad)) for c in got)
