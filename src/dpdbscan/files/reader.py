@@ -292,8 +292,8 @@ def open_input(
     also : names or 0-based indices
         Columns to read beside the points in the same pass (a trace's time
         and status), into :attr:`InputPoints.companions`, where the format
-        reads them so (:attr:`InputPlan.companions`: every format but .npy
-        and standard input; a CSV column is read so only where that pass
+        reads them so (:attr:`InputPlan.companions`: every format but .npy,
+        standard input included; a CSV column is read so only where that pass
         reads it exactly as :func:`read_columns` would, the same fields per
         line and not a coordinate, and a Parquet column only when the schema
         has it); otherwise they are left to :func:`read_columns`, which
@@ -336,7 +336,8 @@ def open_input(
                 f"standard input: only CSV can be read from '-'; pass the path of the {fmt.kind} file"
             )
         _need_pyarrow("CSV")
-        return _open_csv(lambda: csvfile.Source.stdin(fmt.gzip), "standard input", fmt, options, d, choose)
+        stdin = csvfile.Source.stdin
+        return _open_csv(lambda: stdin(fmt.gzip), "standard input", fmt, options, d, choose, also)
     _database_options(str(path), fmt, options)
     path = Path(path)
     if fmt.is_database:
@@ -1460,11 +1461,16 @@ def read_columns(
     (:func:`.sqlitefile.companion_expr`), or a .npy column. ``flag`` (None if not asked): the
     same. The columns are public input (names or 0-based indices),
     refused before any record is read when the file does not have them.
-    Standard input cannot be read twice.
+    Standard input cannot be read twice: its columns are read in the points'
+    own pass (``open_input(also=)``), or refused here.
     """
     options = options or ReadOptions()
     if str(path) == "-":
-        raise ValueError("standard input is read once; a time or status column needs a file (give its path)")
+        raise ValueError(
+            "standard input is read once: a time or status column is read from it in the points' own "
+            "pass, which cannot read this one (one of the coordinates, or a line of another number of "
+            "fields); save the input to a file and give its path"
+        )
     if options.unit_from is not None:
         # a folder of trace files reads them beside the points, in one pass
         wanted = [c for c in (column, flag) if c is not None]
