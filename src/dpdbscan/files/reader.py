@@ -1353,7 +1353,7 @@ def _read_folder(
             if hook is not None:
                 hook(X)
             parts.append(X)
-            units.append(pa.array([tracefolder.unit_of(rel, rule)] * X.shape[0], type=pa.binary()))
+            units.append(_repeated(tracefolder.unit_of(rel, rule), X.shape[0]))
             for k, c in enumerate(columns):
                 more[k].append(c)
             bar.update(1)
@@ -1361,6 +1361,16 @@ def _read_folder(
     got.units = pa.chunked_array(units, type=pa.binary())
     got.companions = tuple(pa.chunked_array(m, type=t) for m, t in zip(more, kinds))
     return got
+
+
+def _repeated(value: bytes, n: int) -> Any:
+    """A binary Arrow array of ``value`` ``n`` times (built from its buffers)."""
+    import pyarrow as pa
+
+    if len(value) * n >= 1 << 31:  # beyond 32-bit offsets: pyarrow's own build
+        return pa.array([value] * n, type=pa.binary())
+    offsets = (np.arange(n + 1, dtype=np.int64) * len(value)).astype(np.int32)
+    return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(value * n)])
 
 
 def _trace_file(
