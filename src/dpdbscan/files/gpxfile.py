@@ -253,7 +253,9 @@ class _Points:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        lon, lat, time, ele = (pa.concat_arrays(list(c)) if len(c) > 1 else c[0] for c in zip(*self.pieces))
+        # concatenated even when one: arrays that start at offset 0 (pyarrow 14's if_else, in
+        # coerce_texts, misreads a sliced string array)
+        lon, lat, time, ele = (pa.concat_arrays(list(c)) for c in zip(*self.pieces))
         rest = (lon.slice(n), lat.slice(n), time.slice(n), ele.slice(n))
         track = np.concatenate(self.track) if len(self.track) > 1 else self.track[0]
         self.pieces, self.track, self.n = [rest] if len(rest[0]) else [], [track[n:]], self.n - n
@@ -261,7 +263,8 @@ class _Points:
         ele_values = coerce_texts(ele.slice(0, n))[0] if self.ele else np.full(n, np.nan)
         time = time.slice(0, n)
         if self.empty_time:  # no time or an empty one: none
-            time = pc.if_else(pc.equal(time, ""), pa.scalar(None, pa.string()), time)
+            empty = np.asarray(pc.binary_length(time)) == 0
+            time = time.take(pa.array(np.arange(n), mask=empty))
         return Chunk(xy[:n], xy[n:], bad[:n] | bad[n:], time, ele_values, _tracks(track[:n]))
 
 
