@@ -4,7 +4,8 @@ A GPX file (1.0 or 1.1) is XML: each ``<trkpt>`` (in a ``<trk>``'s
 ``<trkseg>``), ``<rtept>`` (in a ``<rte>``) and ``<wpt>`` is one row, read
 as a stream (:func:`chunks`), a block of text at a time, so memory holds
 about one chunk of rows whatever the file's size: the stdlib's expat
-checks that the text is well-formed, a scanner of its text reads the
+checks that the text is well-formed, the plain track points (most
+writers') are found in numpy steps, a scanner of its text reads the other
 points of a file of the usual shape, and ElementTree (:func:`tree_rows`,
 the reference) reads any other. Its columns are fixed by the
 format, not by the file (:data:`COLUMNS`, public): ``x`` and ``y``, the
@@ -19,7 +20,8 @@ or one of the CSV reader's missing values is missing; one that is not a
 number by its grammar (:func:`dpdbscan.files.records.is_number`) is missing
 too (the row is dropped, counted as a value that is not a number);
 a point outside the public bounds is clipped as usual. A file that is not
-well-formed XML is refused as damaged, without quoting it.
+well-formed XML ends its read where it breaks: every point whose element
+ended before is kept (the reader's note counts them), nothing is quoted.
 """
 
 from __future__ import annotations
@@ -86,14 +88,18 @@ def chunks(path: Path) -> Iterator[Chunk]:
     comment, CDATA section, DOCTYPE, processing instruction, entity or
     character reference in a value read; each point's ``<time>`` and
     ``<ele>`` before any child that holds elements) is read by a scanner
-    of its text, after the stdlib's expat parser (no handlers: its C speed)
-    has found the same text well-formed. On anything else (a damaged file
-    included) the file is read from its start by :func:`tree_rows`, its
-    chunks already given skipped, so the rows, their order and the point
-    where damage ends the read are those of the reference.
+    of its text (its plain track points in numpy steps,
+    :func:`_plain_points`), after the stdlib's expat parser (no handlers:
+    its C speed) has found the same text well-formed (runs of plain points
+    in clean text, well-formed whatever their values, left out of its
+    check). On anything else (a damaged file included) the file is read
+    from its start by :func:`tree_rows`, its chunks already given skipped,
+    so the rows, their order and the point where damage ends the read are
+    those of the reference.
 
-    ValueError (quoting nothing) when the file is not well-formed XML or
-    not GPX; OSError when it cannot be read."""
+    ValueError (quoting nothing) when the file is not GPX, or where it
+    stops being well-formed XML (after the points before, given);
+    OSError when it cannot be read."""
     done = 0
     try:
         for chunk in _scan(path):
