@@ -207,6 +207,8 @@ class _Points:
         """The constructs of :func:`_token`'s pattern, in order: the points
         kept, each with its track (-1: none); the constructs between them
         (few: the ``<trk>``, ``<trkseg>``... tags) move the tracks' count."""
+        import pyarrow as pa
+
         name, lat, lon, time, ele, trk, unusual = zip(*found)
         if any(unusual):
             raise _Unusual
@@ -232,11 +234,9 @@ class _Points:
         names = _without(name, gaps)
         if names.count("trkpt") != len(names):  # a route point or a waypoint: in no track
             track[np.fromiter(map("trkpt".__ne__, names), bool, len(names))] = -1
-        import pyarrow as pa
-
-        lon, lat, time, ele = (_without(c, gaps) for c in (lon, lat, time, ele))
-        texts = (pa.array(c, type=pa.string()) for c in (lon, lat, time, ele))
-        self._put(*texts, track=track, ele=any(ele), empty_time="" in time)
+        columns = [_without(c, gaps) for c in (lon, lat, time, ele)]
+        texts = (pa.array(c, type=pa.string()) for c in columns)
+        self._put(*texts, track=track, ele=any(columns[3]), empty_time="" in columns[2])
 
     def add_texts(self, texts: tuple[Any, ...], ele: bool, empty_time: bool) -> None:
         """Track points read by :func:`_plain_points` (their texts: lon,
