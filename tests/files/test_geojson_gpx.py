@@ -199,7 +199,8 @@ GOOD = [feature(116.3, 39.9, {"unit": "a"}), feature(116.31, 39.91, {"unit": "b"
         ("p.geojson", f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}', 0),
         ("p.geojson", json.dumps({"type": "FeatureCollection", "features": GOOD})[:-30] + SECRET, 1),
         ("p.gpx", f"<kml><Placemark>{SECRET}</Placemark></kml>", 0),
-        ("p.gpx", f'<gpx><trk><trkseg><trkpt lat="39.9" lon="116.3"/>{SECRET}</gpx>', 0),
+        ("p.gpx", f'<gpx><trk><trkseg><trkpt lat="39.9" lon="116.3"/>{SECRET}</gpx>', 1),
+        ("p.gpx", f'<gpx><trkpt lat="39.9" lon="116.3"></trkpt><wpt lat="1" lon="2"/><{SECRET}', 2),
     ],
 )
 def test_text_that_is_not_the_format_ends_the_stream_with_a_note(tmp_path, name, text, kept):
@@ -210,7 +211,7 @@ def test_text_that_is_not_the_format_ends_the_stream_with_a_note(tmp_path, name,
     path.write_text(text)
     got = read_input(path)
     assert got.X.shape[0] == kept
-    assert got.n_read_before_damage is not None
+    assert got.n_read_before_damage == kept
     notes = " ".join(got.notes())
     assert "the rest of it is not read" in notes and SECRET not in notes
 

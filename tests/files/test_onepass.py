@@ -352,3 +352,46 @@ def test_cabs_tiny_time_and_status_in_one_pass(shared_data):
     if not path.exists():
         pytest.skip(f"{path.name} not in the shared data")
     _check_one_pass(path, ReadOptions(columns=("x", "y"), unit="cab"), ["time", "occupied"])
+
+
+class _Stdin:
+    def __init__(self, data: bytes):
+        import io
+
+        self.buffer = io.BytesIO(data)
+
+
+@pytest.mark.parametrize(
+    "events", [["--stops", "0.01", "5min"], ["--trip-ends", "occupied"]], ids=["stops", "pickups"]
+)
+@pytest.mark.parametrize("gz", [False, True])
+def test_standard_input_carries_a_time_like_a_file(capsys, tmp_path, monkeypatch, events, gz):
+    """CSV from standard input is read once, and its time and status in that
+    pass: ``fit - --time ... --stops/--trip-ends`` is the file's release,
+    byte for byte, with the same private notes."""
+    import sys
+
+    data = _trace_csv()
+    path = tmp_path / ("t.csv.gz" if gz else "t.csv")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    args = [*TRACES, *PERSONS, "--time", "time", *events, "--no-png", "--no-geojson"]
+    fmt = ["--format", "csv.gz"] if gz else []
+    rc, _, file_err = run(capsys, "fit", str(path), *args, "--out-dir", str(tmp_path / "file"))
+    assert rc == 0, file_err
+    monkeypatch.setattr(sys, "stdin", _Stdin(path.read_bytes()))
+    rc, _, in_err = run(capsys, "fit", "-", *args, *fmt, "--out-dir", str(tmp_path / "in"))
+    assert rc == 0, in_err
+    one = (tmp_path / "file" / "t.spans.json").read_bytes()
+    assert one == (tmp_path / "in" / "stdin.spans.json").read_bytes()
+    assert in_err.replace("from standard input", f"from {path}") == file_err  # the same notes
+
+
+def test_standard_input_says_why_a_time_it_cannot_read_needs_a_file(capsys, monkeypatch):
+    """A time column the points' pass cannot read (here: one of the
+    coordinates) is refused for standard input, which cannot be read
+    twice, with the reason and the way out; nothing quoted."""
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", _Stdin(_trace_csv()))
+    with pytest.raises(ValueError, match="standard input is read once.*save the input to a file"):
+        read_columns("-", "x", options=ReadOptions(columns=("x", "y"), header=True), d=2)

@@ -199,7 +199,8 @@ def read_all(reader, path):
     try:
         for chunk in reader(path):
             c = chunk if isinstance(chunk, gpxfile.Chunk) else gpxfile.columns(chunk)
-            rows += zip(c.lon.tolist(), c.lat.tolist(), c.bad.tolist(), c.time, c.ele.tolist(), c.track)
+            time = c.time if isinstance(c.time, list) else c.time.to_pylist()  # the scanner's: Arrow
+            rows += zip(c.lon.tolist(), c.lat.tolist(), c.bad.tolist(), time, c.ele.tolist(), c.track)
     except ValueError:
         return rows, True
     return rows, False
@@ -337,3 +338,116 @@ def test_random_plt_gives_the_rows_of_the_reference(tmp_path, seed):
         assert (pltfile._read_whole(data) is not None) == (usual and has_points)
         n_whole += usual and has_points
     assert n_whole >= 5
+
+
+# --------------------------------------------------------------------------- #
+# GPX: the plain track points read in numpy steps (gpxfile._plain_points)
+
+PLAIN_TIMES = ["2008-10-23T02:00:00Z", "", " é ", "2008-10-23T02:00:05.250+01:00", "a\tb"]
+#: What makes a plain file's point or text not plain (the pattern or the reference reads it).
+ODD_VALUES = ["1\n", "\t2", "1&amp;", "nan(1)", "1&#49;", "3\r"]
+ODD_TIMES = ["a&amp;b", "x\ry", "<![CDATA[t]]>"]
+BETWEEN = [
+    "</trkseg><trkseg>",
+    "</trkseg></trk><trk><trkseg>",
+    '<wpt lat="5" lon="6"><name>w</name></wpt>',
+    '<rtept lat="7" lon="8"/>',
+    '<!-- <trkpt lat="1" lon="2"></trkpt> -->',
+    '<trkpt lat="3" lon="4"/>',
+    '<trkpt  lat="3" lon="4"></trkpt>',
+    "<trkpt lat='3' lon='4'></trkpt>",
+    '<trkpt lat="3" lon="4" hdop="1"></trkpt>',
+    '<trkpt lat="3" lon="4"><time>t</time><extensions><hr>1</hr></extensions></trkpt>',
+    '<trkpt lat="3" lon="4"><time/></trkpt>',
+    '<trkpt lat="3" lon="4"><time>t</time><ele>5</ele></trkpt>',
+    '<trkpt lat="3" lon="4"></trkpt >',
+    '<trkpt lat="3" lon="4" a=">"></trkpt>',
+]
+
+
+#: What damages a plain file where it is put (the check of its text must see it).
+DAMAGE = ["<", "\x01", "&x;", "]]>", "\ufffe", "</gpx>", "</trkseg>", "<a>", '"', "\x7f\x1f"]
+
+
+def plain_gpx(rng: np.random.Generator, n: int) -> str:
+    """A GPX text of ``n`` track points, most written plainly, some not (at random)."""
+    odd = rng.random() < 0.3
+
+    def pick(options):
+        return options[int(rng.integers(len(options)))]
+
+    def value() -> str:
+        return pick(ODD_VALUES) if odd and rng.random() < 0.02 else pick(USUAL_NUMBERS)
+
+    pts = []
+    for _ in range(n):
+        lat, lon = value(), value()
+        head = (
+            f'<trkpt lat="{lat}" lon="{lon}">' if rng.random() < 0.8 else f'<trkpt lon="{lon}" lat="{lat}">'
+        )
+        sep = pick(["", "\n", "  ", "\r\n"])
+        body = [head]
+        if rng.random() < 0.5:
+            body.append(f"<ele>{value().strip()}</ele>")
+        if rng.random() < 0.9:
+            t = pick(ODD_TIMES) if odd and rng.random() < 0.02 else pick(PLAIN_TIMES)
+            body.append(f"<time>{t}</time>")
+        body.append("</trkpt>")
+        pts.append(sep.join(body))
+        if odd and rng.random() < 0.05:
+            pts.append(pick(BETWEEN))
+    head = pick(['<?xml version="1.0" encoding="UTF-8"?>\n', "", "\ufeff"])
+    meta = pick(["", "<metadata><time>2008</time></metadata>", '<wpt lat="1" lon="2"/>'])
+    return (
+        f'{head}<gpx version="1.1" xmlns="{NS["1.1"]}">{meta}<trk><name>x</name><trkseg>\n'
+        + "\n".join(pts)
+        + "\n</trkseg></trk></gpx>\n"
+    )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_plain_points_give_the_rows_of_the_reference(tmp_path, monkeypatch, seed):
+    """Plain track points (most of each file, or all) are read in numpy
+    steps; files with points or texts that are not plain, or other tags
+    between the points, and damaged ones give the reference's rows all the
+    same, whatever the chunk and the block."""
+    rng = np.random.default_rng(1000 + seed)
+    plain = [0]
+    real = gpxfile._plain_points
+
+    def counted(data):
+        got = real(data)
+        plain[0] += got is not None and len(got[1]) > 0
+        return got
+
+    monkeypatch.setattr(gpxfile, "_plain_points", counted)
+    for k in range(12):
+        monkeypatch.setattr(gpxfile, "CHUNK", int(rng.choice([1, 5, 64, 1 << 15])))
+        monkeypatch.setattr(gpxfile, "_BLOCK", int(rng.choice([64, 300, 4096, 1 << 20])))
+        text = plain_gpx(rng, int(rng.integers(0, 300)))
+        if rng.random() < 0.3:  # damaged: cut, or a character or a tag put in
+            at = int(rng.integers(len(text) + 1))
+            text = text[:at] if rng.random() < 0.3 else text[:at] + str(rng.choice(DAMAGE)) + text[at:]
+        elif rng.random() < 0.1:  # a point after the root's end
+            text += '<trkpt lat="1" lon="2"></trkpt>'
+
+        path = tmp_path / f"{k}.gpx"
+        path.write_bytes(text.encode("utf-8"))
+        want = read_all(gpxfile.tree_rows, path)
+        got = read_all(gpxfile.chunks, path)
+        assert got[1] == want[1] and same_rows(got[0], want[0]), text
+    assert plain[0] > 0
+
+
+@pytest.mark.parametrize("block", [40, 64, 1 << 20])
+def test_a_plain_point_after_the_root_ends_the_read(tmp_path, monkeypatch, block):
+    """Junk after the root: however the file falls into blocks, the check
+    sees the point after ``</gpx>`` and the read ends where the reference's
+    does, with the points before it."""
+    monkeypatch.setattr(gpxfile, "_BLOCK", block)
+    pts = "".join(f'<trkpt lat="{i}" lon="{-i}"><time>{i}</time></trkpt>\n' for i in range(20))
+    path = tmp_path / "after.gpx"
+    path.write_text(f'<gpx><trk><trkseg>\n{pts}</trkseg></trk></gpx>\n<trkpt lat="1" lon="2"></trkpt>\n')
+    want = read_all(gpxfile.tree_rows, path)
+    got = read_all(gpxfile.chunks, path)
+    assert want[1] and got[1] == want[1] and same_rows(got[0], want[0])

@@ -183,19 +183,23 @@ def test_bad_rows_drop_alone_and_damaged_files_drop_their_rows(capsys, tmp_path)
     finite = got.X[np.isfinite(got.X).all(axis=1)]
     drop = np.array([u == b"002" for u in good.units.to_pylist()])
     assert finite.tobytes() == good.X[~drop].tobytes()
-    # a GPX that is not XML: a damaged file, its rows dropped and counted, never fatal
+    # a GPX that is not XML: a damaged file, its rows dropped and counted, never fatal; one
+    # whose XML breaks after a point: its point kept, counted
     gpx = tmp_path / "gpx"
     gpx.mkdir()
     write_gpx(gpx / "a.gpx", [[(116.3, 39.9, "2008-10-23T02:00:00Z")] * 5])
     (gpx / "b.gpx").write_text(f'<gpx><trk><trkseg><trkpt lat="39.9" lon="116.3"/>{SECRET}</trkseg>')
+    (gpx / "c.gpx").write_text(f"<{SECRET}>")
     got = read_input(gpx, unit_from="file", file_format="gpx")
-    assert got.X.shape == (5, 2) and got.n_damaged_files == 1 and got.n_damaged_rows == 0
+    assert got.X.shape == (6, 2) and got.n_damaged_files == 1 and got.n_damaged_rows == 0
+    assert got.n_cut_files == 1 and got.n_cut_rows == 1
     note = " ".join(got.notes())
     assert "1 file(s) of the folder could not be read" in note and SECRET not in note
+    assert "1 file(s) of the folder stop being valid part-way: their 1 row(s) before the break" in note
     rc, out, err = run(
         capsys, "fit", gpx, *FIT, "--unit-from", "file", "--format", "gpx", *UNIT, "--out-dir", tmp_path
     )
-    assert rc == 0 and "could not be read" in err and SECRET not in out + err
+    assert rc == 0 and "could not be read" in err and "part-way" in err and SECRET not in out + err
 
 
 def test_a_csv_file_whose_header_lacks_the_columns_is_a_damaged_file(tmp_path):
@@ -400,3 +404,61 @@ def test_the_ledger_says_what_one_unit_of_a_folder_is(capsys, tmp_path):
         "file",
     )
     assert rc == 2 and "not both" in err
+
+
+def _gpx_points(n: int, start: int = 0) -> str:
+    return "".join(
+        f'<trkpt lat="{39.9 + i * 1e-5:.6f}" lon="{116.3 + i * 1e-5:.6f}"><time>{i}</time></trkpt>\n'
+        for i in range(start, start + n)
+    )
+
+
+@pytest.mark.parametrize("n_before", [1, 50, 40_000])
+def test_a_gpx_file_cut_part_way_keeps_every_point_before_the_break(tmp_path, n_before):
+    """Issue 28's per-record rule: where a GPX file's XML breaks (cut, or a
+    stray character), every point whose element ended before is kept -- not
+    only whole chunks of 32,768 -- and the note counts them; alone or in a
+    folder, as a cut CSV or PLT file keeps its lines before the cut."""
+    whole = f"<gpx><trk><trkseg>\n{_gpx_points(n_before)}"
+    single = tmp_path / "one.gpx"
+    for broken in (whole + '<trkpt lat="1" lon="2"><time>3', whole + f"<{SECRET}&\n" + _gpx_points(5)):
+        single.write_text(broken)
+        got = read_input(single, also=("time",))
+        assert got.X.shape == (n_before, 2) and got.n_read_before_damage == n_before
+        assert got.companions is not None and got.companions[0].to_pylist()[-1] == str(n_before - 1)
+        note = " ".join(got.notes())
+        assert f"after {n_before:,} record(s)" in note and SECRET not in note
+    folder = tmp_path / "gpx"
+    folder.mkdir()
+    (folder / "a.gpx").write_text(broken)
+    (folder / "b.gpx").write_text(f"<gpx><trk><trkseg>\n{_gpx_points(3)}</trkseg></trk></gpx>\n")
+    got = read_input(folder, unit_from="file", file_format="gpx", also=("time",))
+    assert got.X.shape == (n_before + 3, 2) and got.n_cut_files == 1 and got.n_cut_rows == n_before
+    assert got.units.to_pylist() == [b"a.gpx"] * n_before + [b"b.gpx"] * 3
+    assert got.n_damaged_files == 0 and SECRET not in " ".join(got.notes())
+
+
+def test_cut_plt_and_headerless_csv_files_of_a_folder_keep_their_lines_before_the_cut(tmp_path):
+    units = traces(n_units=3, seed=5, per_unit=40)
+    root = write_geolife(tmp_path / "Data", units, per_file=1)
+    whole = read_input(root, unit_from="folder", file_format="plt", also=("time",))
+    first = next((root / "000" / "Trajectory").glob("*.plt"))
+    text = first.read_bytes()
+    lines = text.splitlines(keepends=True)
+    first.write_bytes(b"".join(lines[: 6 + 20]) + lines[6 + 20][:9])  # 20 lines, then part of one
+    got = read_input(root, unit_from="folder", file_format="plt", also=("time",))
+    keep = np.array([u != b"000" for u in whole.units.to_pylist()])
+    keep[np.flatnonzero(~keep)[:20]] = True
+    assert got.X.shape[0] == keep.sum() + 1 and got.n_malformed == 1  # the cut line: malformed, dropped
+    finite = np.isfinite(got.X).all(axis=1)
+    assert got.X[finite].tobytes() == whole.X[keep].tobytes()
+    csv = tmp_path / "csv"
+    csv.mkdir()
+    rows = [f"7,{t},{116.3 + i * 1e-4},{39.9}\n" for i, t in enumerate(range(1000, 1040))]
+    (csv / "a.txt").write_text("".join(rows)[:-12])  # the last line cut
+    (csv / "b.txt").write_text("".join(rows[:5]))
+    got = read_input(
+        csv, unit_from="file", file_format="csv", columns=[2, 3], header=False, fields=4, also=(1,)
+    )
+    finite = np.isfinite(got.X).all(axis=1)
+    assert finite.sum() == 39 + 5 and got.n_damaged_files == 0

@@ -210,3 +210,49 @@ def test_refused_on_dask_before_any_record(traces, tmp_path, capsys, on_client, 
     )
     assert rc == 2 and words in err
     assert not (tmp_path / "o" / "cabs.spans.json").exists()
+
+
+def test_a_csv_block_reads_its_times_in_the_points_own_parse(monkeypatch):
+    """``--per`` on Dask: each CSV block's time field is read in the points'
+    own parse (no second parse of the block), the same texts as the unit
+    field would give -- null where missing and on a malformed line, a quoted
+    time with a comma, a line that is not UTF-8 -- so the same periods."""
+    import dataclasses
+
+    from dpdbscan.files.records import CsvLayout, parse_records
+    from dpdbscan.release.backends import dask_backend
+
+    layout = CsvLayout(n_fields=4, usecols=(0, 1), unit=2, delimiter=",")
+    body = (
+        b"116.3,39.9,a,2008-10-23T02:00:00Z\n"
+        b"116.3,39.9,b,\n"
+        b"116.3,x,c,NA\n"
+        b"1,2,3\n"
+        b'116.3,39.9,d,"2008,10"\n'
+        b"116.3,39.9,\xff,2008-10-23T03:00:00Z\n"
+        b"\n"
+        b"116.4,39.8,,2008-10-24T00:00:00Z\n"
+    )
+    seen = []
+
+    def period_of(times):
+        seen.append(times.to_pylist())
+        return np.arange(len(times)) % 3 - 1
+
+    from dpdbscan.files import records
+
+    parses = []
+    real = records._arrow_read
+    monkeypatch.setattr(records, "_arrow_read", lambda *a: parses.append(1) or real(*a))
+    rows = dask_backend._csv_rows(body, layout, None, True, "b.csv", (3, period_of))
+    n_parses = len(parses)
+    monkeypatch.undo()
+    _, times, _ = parse_records(body, dataclasses.replace(layout, unit=3))  # the former second parse
+    assert seen == [times.to_pylist()] and times.null_count == 3
+    X, units, counts = parse_records(body, layout)
+    assert rows[0].tobytes() == X.tobytes() and rows[1].equals(dask_backend.unit_array(units, "text"))
+    assert rows[3].tolist() == (np.arange(len(X)) % 3 - 1).tolist()
+    parses.clear()
+    monkeypatch.setattr(records, "_arrow_read", lambda *a: parses.append(1) or real(*a))
+    parse_records(body, layout)
+    assert n_parses == len(parses)  # the points' parse alone, with its time

@@ -33,7 +33,7 @@ from __future__ import annotations
 import codecs
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -192,12 +192,15 @@ class Damage:
         self.ended, self.rows, self.units_seen = False, 0, 0
 
 
-def until_damaged(items: Iterator[Any], damage: Damage) -> Iterator[Any]:
+def until_damaged(
+    items: Iterator[Any], damage: Damage, rows: Callable[[Any], int] | None = None
+) -> Iterator[Any]:
     """``items`` until a ValueError (the parser's: it quotes nothing), which
-    ends the stream and is recorded in ``damage``."""
+    ends the stream and is recorded in ``damage``; ``rows``: how many rows
+    an item holds (one, by default)."""
     try:
         for item in items:
-            damage.rows += 1
+            damage.rows += 1 if rows is None else rows(item)
             yield item
     except ValueError:
         damage.ended = True

@@ -4,7 +4,8 @@ A GPX file (1.0 or 1.1) is XML: each ``<trkpt>`` (in a ``<trk>``'s
 ``<trkseg>``), ``<rtept>`` (in a ``<rte>``) and ``<wpt>`` is one row, read
 as a stream (:func:`chunks`), a block of text at a time, so memory holds
 about one chunk of rows whatever the file's size: the stdlib's expat
-checks that the text is well-formed, a scanner of its text reads the
+checks that the text is well-formed, the plain track points (most
+writers') are found in numpy steps, a scanner of its text reads the other
 points of a file of the usual shape, and ElementTree (:func:`tree_rows`,
 the reference) reads any other. Its columns are fixed by the
 format, not by the file (:data:`COLUMNS`, public): ``x`` and ``y``, the
@@ -19,7 +20,8 @@ or one of the CSV reader's missing values is missing; one that is not a
 number by its grammar (:func:`dpdbscan.files.records.is_number`) is missing
 too (the row is dropped, counted as a value that is not a number);
 a point outside the public bounds is clipped as usual. A file that is not
-well-formed XML is refused as damaged, without quoting it.
+well-formed XML ends its read where it breaks: every point whose element
+ended before is kept (the reader's note counts them), nothing is quoted.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from xml.parsers import expat
 
 import numpy as np
@@ -86,14 +88,18 @@ def chunks(path: Path) -> Iterator[Chunk]:
     comment, CDATA section, DOCTYPE, processing instruction, entity or
     character reference in a value read; each point's ``<time>`` and
     ``<ele>`` before any child that holds elements) is read by a scanner
-    of its text, after the stdlib's expat parser (no handlers: its C speed)
-    has found the same text well-formed. On anything else (a damaged file
-    included) the file is read from its start by :func:`tree_rows`, its
-    chunks already given skipped, so the rows, their order and the point
-    where damage ends the read are those of the reference.
+    of its text (its plain track points in numpy steps,
+    :func:`_plain_points`), after the stdlib's expat parser (no handlers:
+    its C speed) has found the same text well-formed (runs of plain points
+    in clean text, well-formed whatever their values, left out of its
+    check). On anything else (a damaged file included) the file is read
+    from its start by :func:`tree_rows`, its chunks already given skipped,
+    so the rows, their order and the point where damage ends the read are
+    those of the reference.
 
-    ValueError (quoting nothing) when the file is not well-formed XML or
-    not GPX; OSError when it cannot be read."""
+    ValueError (quoting nothing) when the file is not GPX, or where it
+    stops being well-formed XML (after the points before, given);
+    OSError when it cannot be read."""
     done = 0
     try:
         for chunk in _scan(path):
@@ -178,30 +184,31 @@ def _token(prefix: str) -> re.Pattern[str]:
     )
 
 
-_DECLARATION = re.compile(f"<\\?xml{_S}[^>]*\\?>", re.ASCII)
-_ENCODING = re.compile(f"encoding{_S}*={_S}*[\"']([^\"']*)[\"']", re.ASCII)
-_ROOT = re.compile(f"{_S}*<([^ \\t\\r\\n/>:]+:)?gpx[ \\t\\r\\n/>]", re.ASCII)
+_DECLARATION = re.compile(f"<\\?xml{_S}[^>]*\\?>".encode())
+_ENCODING = re.compile(f"encoding{_S}*={_S}*[\"']([^\"']*)[\"']".encode())
+_ROOT = re.compile(f"{_S}*<([^ \\t\\r\\n/>:]+:)?gpx[ \\t\\r\\n/>]".encode())
 
 
 class _Points:
-    """The points scanned so far (their texts), and where the scan is: the
-    tracks begun, the ``<trk>`` elements open."""
+    """The points scanned so far (their texts, as Arrow string arrays), and
+    where the scan is: the tracks begun, the ``<trk>`` elements open."""
 
     def __init__(self) -> None:
-        self.lon: list[str] = []
-        self.lat: list[str] = []
-        self.time: list[str] = []
-        self.ele: list[str] = []
+        self.pieces: list[tuple[Any, ...]] = []  # lon, lat, time, ele
         self.track: list[np.ndarray] = []
+        self.n = 0
+        self.ele = self.empty_time = False  # whether a point so far may have an elevation, no time
         self.tracks, self.open_tracks = -1, 0
 
     def __len__(self) -> int:
-        return len(self.lon)
+        return self.n
 
     def add(self, found: list[tuple[str, ...]]) -> None:
         """The constructs of :func:`_token`'s pattern, in order: the points
         kept, each with its track (-1: none); the constructs between them
         (few: the ``<trk>``, ``<trkseg>``... tags) move the tracks' count."""
+        import pyarrow as pa
+
         name, lat, lon, time, ele, trk, unusual = zip(*found)
         if any(unusual):
             raise _Unusual
@@ -217,6 +224,8 @@ class _Points:
                 closing = trk[g].startswith("</")
                 self.tracks += not closing
                 self.open_tracks += -1 if closing else 1
+        if len(gaps) == len(name):  # no point: tags between them
+            return
         tracks.append(self.tracks)
         opened.append(self.open_tracks)
         ends = np.array(gaps, dtype=np.int64) - np.arange(len(gaps))  # points before each gap
@@ -225,22 +234,44 @@ class _Points:
         names = _without(name, gaps)
         if names.count("trkpt") != len(names):  # a route point or a waypoint: in no track
             track[np.fromiter(map("trkpt".__ne__, names), bool, len(names))] = -1
-        self.lon += _without(lon, gaps)
-        self.lat += _without(lat, gaps)
-        self.time += _without(time, gaps)
-        self.ele += _without(ele, gaps)
-        self.track.append(track)
+        columns = [_without(c, gaps) for c in (lon, lat, time, ele)]
+        texts = (pa.array(c, type=pa.string()) for c in columns)
+        self._put(*texts, track=track, ele=any(columns[3]), empty_time="" in columns[2])
+
+    def add_texts(self, texts: tuple[Any, ...], ele: bool, empty_time: bool) -> None:
+        """Track points read by :func:`_plain_points` (their texts: lon,
+        lat, time, elevation), in the track the scan is in; ``ele``: whether
+        one may have an elevation, ``empty_time``: whether one may have no
+        time or an empty one."""
+        track = np.full(len(texts[0]), self.tracks if self.open_tracks > 0 else -1)
+        self._put(*texts, track=track, ele=ele, empty_time=empty_time)
+
+    def _put(self, *texts: Any, track: np.ndarray, ele: bool, empty_time: bool) -> None:
+        if len(track):
+            self.pieces.append(texts)
+            self.track.append(track)
+            self.n += len(track)
+            self.ele |= ele
+            self.empty_time |= empty_time
 
     def take(self, n: int) -> Chunk:
         """The first ``n`` points, as a chunk, removed."""
-        lon, lat, ele, time = self.lon[:n], self.lat[:n], self.ele[:n], self.time[:n]
-        del self.lon[:n], self.lat[:n], self.ele[:n], self.time[:n]
-        track = np.concatenate(self.track) if self.track else np.zeros(0, np.int64)
-        self.track = [track[n:]]
-        x, bad_x = _numbers(lon)
-        y, bad_y = _numbers(lat)
-        ele_values = _numbers(ele)[0] if any(ele) else np.full(n, np.nan)
-        return Chunk(x, y, bad_x | bad_y, [t or None for t in time], ele_values, _tracks(track[:n]))
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        # concatenated even when one: arrays that start at offset 0 (pyarrow 14's if_else, in
+        # coerce_texts, misreads a sliced string array)
+        lon, lat, time, ele = (pa.concat_arrays(list(c)) for c in zip(*self.pieces))
+        rest = (lon.slice(n), lat.slice(n), time.slice(n), ele.slice(n))
+        track = np.concatenate(self.track) if len(self.track) > 1 else self.track[0]
+        self.pieces, self.track, self.n = [rest] if len(rest[0]) else [], [track[n:]], self.n - n
+        xy, bad = coerce_texts(pa.concat_arrays([lon.slice(0, n), lat.slice(0, n)]))
+        ele_values = coerce_texts(ele.slice(0, n))[0] if self.ele else np.full(n, np.nan)
+        time = time.slice(0, n)
+        if self.empty_time:  # no time or an empty one: none
+            empty = np.asarray(pc.binary_length(time)) == 0
+            time = time.take(pa.array(np.arange(n), mask=empty))
+        return Chunk(xy[:n], xy[n:], bad[:n] | bad[n:], time, ele_values, _tracks(track[:n]))
 
 
 def _without(column: tuple[str, ...], gaps: list[int]) -> list[str]:
@@ -258,14 +289,182 @@ def _tracks(track: np.ndarray) -> list[int | None]:
     return [None if t < 0 else t for t in track.tolist()]
 
 
-def _numbers(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The texts as numbers by :func:`_number`'s rules, in one vectorised
-    step (:func:`~dpdbscan.files.pltfile.coerce_texts`): NaN where missing
-    (empty, as for an absent value, or one of the missing values), and the
-    mask of the texts that are not numbers."""
+# ------------------------------------------- plain track points, in numpy steps
+def _key(tag: bytes) -> int:
+    return int.from_bytes(tag, "little")
+
+
+#: The tags the plain read knows (``<trkpt `` then its attributes, as
+#: written by most writers): their codes, bytes and lengths.
+_TAGS = ((1, b"<trkpt "), (2, b"<time>"), (3, b"</time>"), (4, b"<ele>"), (5, b"</ele>"), (6, b"</trkpt>"))
+#: Which tag may follow which (0: any other tag, between points only).
+_NEXT = np.zeros((7, 7), dtype=bool)
+for _a, _b in (
+    (1, 2),
+    (1, 4),
+    (1, 6),
+    (4, 5),
+    (5, 2),
+    (5, 6),
+    (2, 3),
+    (3, 6),
+    (6, 1),
+    (6, 0),
+    (0, 0),
+    (0, 1),
+):
+    _NEXT[_a, _b] = True
+#: Byte classes: 1 ``&`` or a carriage return (in no text read), 2 ``(``
+#: (in no number), 4 a tab or a line feed (in no lat/lon: normalised).
+_CLASS = np.zeros(256, dtype=np.uint8)
+_CLASS[[ord("&"), ord("\r")]] = 1
+_CLASS[ord("(")] = 2
+_CLASS[[ord("\t"), ord("\n")]] = 4
+#: The attributes' starts, as integers, and masks of their 5 and 6 bytes.
+_LAT, _LON, _SPACE_LAT, _SPACE_LON = (_key(t) for t in (b'lat="', b'lon="', b' lat="', b' lon="'))
+_MASK5, _MASK6 = (1 << 40) - 1, (1 << 48) - 1
+#: The most runs of other tags a block read by :func:`_plain_points` may hold.
+_MAX_GAPS = 64
+
+
+def _words(a: np.ndarray) -> np.ndarray:
+    """``a`` (ending in 7 zero bytes) as the little-endian 8-byte integer at
+    each of its bytes (a view: unaligned reads)."""
+    return np.ndarray((len(a) - 7,), dtype="<u8", buffer=a, strides=(1,))
+
+
+class _Plain(NamedTuple):
+    """The plain track points of a block (:func:`_plain_points`)."""
+
+    gaps: list[tuple[int, int, int]]  # the runs of other tags: (start, end, points before), in bytes
+    texts: tuple[Any, ...]  # lon, lat, time, elevation: Arrow string arrays
+    ele: bool  # whether a point has an elevation
+    empty_time: bool  # whether a point has no time or an empty one
+    runs: list[tuple[int, int]]  # the runs of points expat need not check (bytes), or none
+
+
+def _plain_points(data: bytes) -> _Plain | None:
+    """The track points of ``data`` (whole tags, well-formed: expat's check)
+    written plainly -- ``<trkpt lat="..." lon="...">`` (or lon first, one
+    space apart), then optionally ``<ele>``, then optionally ``<time>``,
+    then ``</trkpt>``, no other tag within -- found in numpy steps, their
+    texts as Arrow arrays over ``data``, the gaps between them (the runs
+    of other tags) for :func:`_token`'s pattern. None when a point is not
+    plain (:func:`_token`'s pattern reads the block): a value with a
+    reference, a tab, a line end, a ``(`` in a number, other quoting or
+    spacing, a prefix. The texts are those the pattern would find.
+
+    Where the block's text has no character that could make it not
+    well-formed inside the points or between them (:func:`_clean`), the
+    runs of plain points are well-formed elements whatever their values:
+    expat's check may leave them out (:func:`_scan`)."""
     import pyarrow as pa
 
-    return coerce_texts(pa.array(texts, type=pa.string()))
+    a = np.frombuffer(data + bytes(8), dtype=np.uint8)
+    words = _words(a)
+    lt = np.flatnonzero(a == ord("<"))
+    if not len(lt):
+        return _Plain([], (), False, False, [])
+    w = words[lt]
+    code = np.zeros(len(lt), dtype=np.int64)
+    for c, tag in _TAGS:
+        code[(w & np.uint64((1 << 8 * len(tag)) - 1)) == np.uint64(_key(tag))] = c
+    if (
+        code[0] not in (0, 1)
+        or code[-1] not in (0, 6)
+        or not _NEXT[code[:-1], code[1:]].all()
+        or not (code == 1).any()
+    ):
+        return None
+    gap_starts = np.flatnonzero((code == 0) & np.concatenate([[True], code[:-1] != 0]))
+    if len(gap_starts) > _MAX_GAPS:
+        return None
+    first = np.flatnonzero(code == 1)  # each point's tags: its start, maybe ele, maybe time, its end
+    at = lt[first]
+    # the attributes: 'lat="' or 'lon="' right after '<trkpt ', the other one space after its value,
+    # the start tag's first '>' right after
+    quotes = np.flatnonzero(a == ord('"'))
+    k = np.searchsorted(quotes, at + 11)
+    if k[-1] + 3 >= len(quotes):
+        return None
+    q0, q1, q2, q3 = quotes[k], quotes[k + 1], quotes[k + 2], quotes[k + 3]
+    gt = np.flatnonzero(a == ord(">"))
+    ends = gt[np.minimum(np.searchsorted(gt, at), len(gt) - 1)]
+    one, other = words[at + 7] & np.uint64(_MASK5), words[q1 + 1] & np.uint64(_MASK6)
+    lat_first = (one == np.uint64(_LAT)) & (other == np.uint64(_SPACE_LON))
+    if not (
+        (q0 == at + 11).all()
+        and (q2 == q1 + 6).all()
+        and (q3 + 1 == ends).all()
+        and (lat_first | (one == np.uint64(_LON)) & (other == np.uint64(_SPACE_LAT))).all()
+    ):
+        return None
+    ele = _child(code, lt, first, 4, ends)
+    time = _child(code, lt, first, 2, ele[1])
+    # one string array over the data: per point, lat/lon values and the two texts, each then a gap
+    offsets = np.column_stack([q0 + 1, q1, q2 + 1, q3, ele[0], ele[1], time[0], time[1]]).ravel()
+    if _forbidden(data, a, offsets):
+        return None
+    texts = pa.StringArray.from_buffers(
+        len(offsets) - 1, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)
+    )
+    step = np.arange(0, len(offsets), 8)
+    lat = step + np.where(lat_first, 0, 2)
+    n = len(step)
+    picked = texts.take(pa.array(np.concatenate([2 * step + 2 - lat, lat, step + 6, step + 4])))
+    before = np.searchsorted(first, gap_starts)  # the points before each gap, the next one its end
+    bounds = [
+        (int(lt[g]), int(at[b]) if b < len(at) else len(data), int(b)) for g, b in zip(gap_starts, before)
+    ]
+    runs = []
+    if _clean(data, a[: len(data)]):
+        stop = lt[np.flatnonzero(code == 6)] + len(b"</trkpt>")
+        edges = [0, *before.tolist(), n]
+        runs = [(int(at[i]), int(stop[j - 1])) for i, j in zip(edges, edges[1:]) if j > i]
+    empty_time = bool((time[0] == time[1]).any())
+    texts = tuple(picked.slice(j * n, n) for j in range(4))
+    return _Plain(bounds, texts, bool((code == 4).any()), empty_time, runs)
+
+
+def _clean(data: bytes, a: np.ndarray) -> bool:
+    """Whether ``data`` (``a``: its bytes) holds no reference, no ``]]>``,
+    no control character but a tab or a line end, no U+FFFE or U+FFFF:
+    character data and plain points' values without a character that XML
+    refuses there (its text is UTF-8: the scan's check)."""
+    if b"&" in data or b"]" in data and b"]]>" in data:
+        return False
+    if not data.isascii() and (b"\xef\xbf\xbe" in data or b"\xef\xbf\xbf" in data):
+        return False
+    return not ((a < 32) & (a != ord("\n")) & (a != ord("\t")) & (a != ord("\r"))).any()
+
+
+def _forbidden(data: bytes, a: np.ndarray, offsets: np.ndarray) -> bool:
+    """Whether a byte the pattern does not read there is in a text: a
+    ``&`` or a carriage return in any, a ``(`` in a number, a tab or a
+    line feed in a lat/lon. ``a``: ``data``'s bytes (and more), ``offsets``:
+    each point's eight, the texts starting at the even ones (lat/lon,
+    lat/lon, elevation, time)."""
+    odd = a == ord("\n")
+    if b"&" in data or b"\r" in data or b"(" in data or b"\t" in data:  # not in most files
+        odd |= (a == ord("\t")) | (a == ord("\r")) | (a == ord("&")) | (a == ord("("))
+    at = np.flatnonzero(odd)
+    slot = (np.searchsorted(offsets, at, side="right") - 1) % 8  # 0, 2, 4, 6: in a text
+    kind = _CLASS[a[at]]
+    return bool(((slot < 4) & (slot % 2 == 0) | (slot == 4) & (kind < 4) | (slot == 6) & (kind == 1)).any())
+
+
+def _child(
+    code: np.ndarray, lt: np.ndarray, first: np.ndarray, tag: int, after: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where each point's ``<ele>`` (``tag`` 4) or ``<time>`` (2) text is,
+    from its start tag to the next ``<``; an empty span at ``after`` where the
+    point has none (so the spans stay in order)."""
+    start, end = after.copy(), after.copy()
+    where = np.flatnonzero(code == tag)
+    owner = np.searchsorted(first, where) - 1  # the point each one is in
+    start[owner] = lt[where] + (6 if tag == 2 else 5)
+    end[owner] = lt[where + 1]
+    return start, end
 
 
 def _scan(path: Path) -> Iterator[Chunk]:
@@ -274,7 +473,8 @@ def _scan(path: Path) -> Iterator[Chunk]:
     decoder = codecs.getincrementaldecoder("utf-8")()
     points = _Points()
     token: re.Pattern[str] | None = None
-    prefix, text = "", ""
+    prefix, text = "", b""
+    closed = False  # whether the root may have ended: plain points after it are not well-formed
     with open(path, "rb") as f:
         final = False
         while not final:
@@ -283,10 +483,11 @@ def _scan(path: Path) -> Iterator[Chunk]:
             if b"\x00" in data:
                 raise _Unusual  # UTF-16 without a mark, or not XML
             try:
-                parser.Parse(data, final)
-                text += decoder.decode(data, final)
-            except (expat.ExpatError, UnicodeDecodeError):
+                if not data.isascii() or decoder.getstate()[0] or final:
+                    decoder.decode(data, final)  # UTF-8? (its text is decoded where the pattern reads it)
+            except UnicodeDecodeError:
                 raise _Unusual from None
+            text += data
             start = 0
             if token is None:
                 start = _prolog(text)
@@ -295,13 +496,17 @@ def _scan(path: Path) -> Iterator[Chunk]:
                     if final or len(text) > _CARRY:
                         raise _Unusual  # the reference says why (not GPX), or reads it
                     continue
-                token, prefix = _token(root.group(1) or ""), root.group(1) or ""
-            cut = len(text) if final else _cut(text, prefix)
+                prefix = (root.group(1) or b"").decode("utf-8")
+                token = _token(prefix)
+                _check(parser, text[:start], False)
+            cut = len(text) if final else _cut(text, prefix.encode("utf-8"))
             if cut <= start and len(text) - start > _CARRY:
                 raise _Unusual  # a point longer than _CARRY
-            found = token.findall(text, start, cut)
-            if found:
-                points.add(found)
+            block = text[start:cut]
+            plain = _plain_points(block) if not prefix else None
+            _check(parser, _left_to_check(block, plain, closed), final)
+            closed = closed or b"</gpx" in block
+            _read(block, token, plain, points)
             text = text[cut:]
             while len(points) >= CHUNK:
                 yield points.take(CHUNK)
@@ -309,22 +514,68 @@ def _scan(path: Path) -> Iterator[Chunk]:
         yield points.take(len(points))
 
 
-def _cut(text: str, prefix: str) -> int:
+def _check(parser: Any, text: bytes, final: bool) -> None:
+    """expat's check of the file's next text; _Unusual where it is not well-formed."""
+    try:
+        parser.Parse(text, final)
+    except expat.ExpatError:
+        raise _Unusual from None
+
+
+def _left_to_check(block: bytes, plain: _Plain | None, closed: bool) -> bytes:
+    """The text of ``block`` expat must check: without its runs of plain
+    points, which are well-formed elements (:func:`_plain_points`), where
+    they lie within the root (no ``</gpx`` before them, here or earlier)."""
+    if plain is None or not plain.runs or closed:
+        return block
+    end = block.find(b"</gpx")
+    if 0 <= end < plain.runs[-1][1]:
+        return block
+    keep = [0, *itertools.chain.from_iterable(plain.runs), len(block)]
+    return b"".join(block[a:b] for a, b in zip(keep[::2], keep[1::2]))
+
+
+def _read(block: bytes, token: re.Pattern[str], plain: _Plain | None, points: _Points) -> None:
+    """The points of ``block`` (whole tags) into ``points``: the plain
+    track points in numpy steps (``plain``: :func:`_plain_points`, in a file
+    without a prefix), the rest by ``token``'s pattern."""
+    if plain is None:
+        _by_pattern(block, token, points)
+        return
+    done = 0
+    for a, b, before in plain.gaps:
+        if before > done:
+            points.add_texts(
+                tuple(c.slice(done, before - done) for c in plain.texts), plain.ele, plain.empty_time
+            )
+        _by_pattern(block[a:b], token, points)
+        done = before
+    if plain.texts and len(plain.texts[0]) > done:
+        points.add_texts(tuple(c.slice(done) for c in plain.texts), plain.ele, plain.empty_time)
+
+
+def _by_pattern(block: bytes, token: re.Pattern[str], points: _Points) -> None:
+    found = token.findall(block.decode("utf-8"))
+    if found:
+        points.add(found)
+
+
+def _cut(text: bytes, prefix: bytes) -> int:
     """Where to stop the scan of a block's text: at its last point's start
     (no point is cut in two), else at its last tag's (every tag is whole)."""
-    at = max(text.rfind(f"<{prefix}{name}") for name in ("trkpt", "rtept", "wpt"))
-    return max(at if at >= 0 else text.rfind("<"), 0)
+    at = max(text.rfind(b"<" + prefix + name) for name in (b"trkpt", b"rtept", b"wpt"))
+    return max(at if at >= 0 else text.rfind(b"<"), 0)
 
 
-def _prolog(text: str) -> int:
+def _prolog(text: bytes) -> int:
     """Where the scan of a file's text begins: after a byte-order mark and
     an XML declaration, which must name UTF-8 or no encoding."""
-    start = 1 if text.startswith("\ufeff") else 0
+    start = len(codecs.BOM_UTF8) if text.startswith(codecs.BOM_UTF8) else 0
     decl = _DECLARATION.match(text, start)
     if decl is None:
         return start
     encoding = _ENCODING.search(decl.group())
-    if encoding is not None and encoding.group(1).lower() != "utf-8":
+    if encoding is not None and encoding.group(1).lower() != b"utf-8":
         raise _Unusual
     return decl.end()
 
@@ -349,8 +600,9 @@ def tree_rows(path: Path) -> Iterator[list[Row]]:
     by ElementTree: the reference of :func:`chunks`, and its reader of the
     files the scanner leaves.
 
-    ValueError (quoting nothing) when the file is not well-formed XML or
-    not GPX."""
+    ValueError (quoting nothing) when the file is not GPX, or where it
+    stops being well-formed XML: after the points whose elements ended
+    before (given, the last chunk short)."""
     batch: list[Row] = []
     track = -1
     in_trk = 0  # how many <trk> elements are open around the current one
@@ -379,9 +631,13 @@ def tree_rows(path: Path) -> Iterator[list[Row]]:
             if stack and name in _DROPPED:
                 stack[-1].remove(elem)  # read: dropped, so memory holds one element
     except ET.ParseError:
-        raise ValueError("not well-formed XML") from None
+        broken = True
+    else:
+        broken = False
     if batch:
-        yield batch
+        yield batch  # the points before a break too: each read alone
+    if broken:
+        raise ValueError("not well-formed XML")
 
 
 def _row(elem: ET.Element, track: int | None) -> Row:

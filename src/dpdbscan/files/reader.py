@@ -106,6 +106,10 @@ class InputPoints:
     n_damaged_files, n_damaged_rows : int
         Files of a trace folder that could not be read, and the rows read
         from them before that: all dropped.
+    n_cut_files, n_cut_rows : int
+        Files of a trace folder that stop being valid part-way (a GPX file
+        whose XML breaks after some points), and their rows before the
+        break: kept (the rest of each is not read).
     n_skipped_files : int
         Files of a trace folder not of its format (by name), left alone.
     n_no_unit_property : bool
@@ -127,6 +131,8 @@ class InputPoints:
     companions: tuple[Any, ...] | None = None
     n_damaged_files: int = 0
     n_damaged_rows: int = 0
+    n_cut_files: int = 0
+    n_cut_rows: int = 0
     n_skipped_files: int = 0
     n_no_unit_property: bool = False
     n_read_before_damage: int | None = None
@@ -153,9 +159,15 @@ class InputPoints:
                 "the release is made from the records before"
             )
         if self.n_damaged_files:
+            rows = f": their {self.n_damaged_rows:,} row(s) read are dropped" if self.n_damaged_rows else ""
             out.append(
                 f"{self.n_damaged_files:,} file(s) of the folder could not be read (damaged, or not "
-                f"the --format): their {self.n_damaged_rows:,} row(s) read are dropped"
+                f"the --format){rows}"
+            )
+        if self.n_cut_files:
+            out.append(
+                f"{self.n_cut_files:,} file(s) of the folder stop being valid part-way: their "
+                f"{self.n_cut_rows:,} row(s) before the break are kept, the rest of each is not read"
             )
         if self.n_skipped_files:
             out.append(
@@ -280,8 +292,8 @@ def open_input(
     also : names or 0-based indices
         Columns to read beside the points in the same pass (a trace's time
         and status), into :attr:`InputPoints.companions`, where the format
-        reads them so (:attr:`InputPlan.companions`: every format but .npy
-        and standard input; a CSV column is read so only where that pass
+        reads them so (:attr:`InputPlan.companions`: every format but .npy,
+        standard input included; a CSV column is read so only where that pass
         reads it exactly as :func:`read_columns` would, the same fields per
         line and not a coordinate, and a Parquet column only when the schema
         has it); otherwise they are left to :func:`read_columns`, which
@@ -324,7 +336,8 @@ def open_input(
                 f"standard input: only CSV can be read from '-'; pass the path of the {fmt.kind} file"
             )
         _need_pyarrow("CSV")
-        return _open_csv(lambda: csvfile.Source.stdin(fmt.gzip), "standard input", fmt, options, d, choose)
+        stdin = csvfile.Source.stdin
+        return _open_csv(lambda: stdin(fmt.gzip), "standard input", fmt, options, d, choose, also)
     _database_options(str(path), fmt, options)
     path = Path(path)
     if fmt.is_database:
@@ -1202,12 +1215,16 @@ def _feature_chunks(
             yield X, bad, None, [by[c] for c in also]
         else:
             points = gpxfile.chunks(path)
-            for c in points if damage is None else geojsonfile.until_damaged(points, damage):
+            for c in points if damage is None else geojsonfile.until_damaged(points, damage, _points):
                 yield np.column_stack([c.lon, c.lat]), c.bad, c.track, [c.column(n) for n in also]
     except ValueError as exc:
         raise ValueError(f"{where}: cannot read as {_FEATURE_NAMES[fmt.kind]}: {exc}") from None
     except OSError as exc:
         raise _io_error(where, _FEATURE_NAMES[fmt.kind], exc) from None
+
+
+def _points(chunk: gpxfile.Chunk) -> int:
+    return len(chunk.lon)
 
 
 def _feature_column(path: Path, fmt: FileFormat, column: str | int) -> Any:
@@ -1295,7 +1312,9 @@ def _open_folder(
 
 #: One trace file read: ``(X, rows with a value that is not a number,
 #: malformed lines, the companion columns)``; ValueError or OSError when the
-#: file is damaged, after counting in ``rows[0]`` the rows read before.
+#: file is damaged, after counting in ``rows[0]`` the rows read before;
+#: ``rows[1]`` set to 1 when the file stopped being valid part-way, its rows
+#: before kept (a GPX file's points before its XML breaks).
 FileReader = Callable[[Path, list[int]], tuple[np.ndarray, int, int, list[Any]]]
 
 
@@ -1317,7 +1336,7 @@ def _read_folder(
     more: list[list[Any]] = [[] for _ in kinds]
     with progress_bar(f"reading {root.name}", total=len(files), enabled=progress, unit="files") as bar:
         for rel in files:
-            rows = [0]
+            rows = [0, 0]
             try:
                 X, n_bad, n_malformed, values = one(root / rel, rows)
                 columns = [pa_array(v, t) for v, t in zip(values, kinds)]
@@ -1328,10 +1347,13 @@ def _read_folder(
                 continue
             got.n_unparseable += n_bad
             got.n_malformed += n_malformed
+            if rows[1]:
+                got.n_cut_files += 1
+                got.n_cut_rows += X.shape[0]
             if hook is not None:
                 hook(X)
             parts.append(X)
-            units.append(pa.array([tracefolder.unit_of(rel, rule)] * X.shape[0], type=pa.binary()))
+            units.append(_repeated(tracefolder.unit_of(rel, rule), X.shape[0]))
             for k, c in enumerate(columns):
                 more[k].append(c)
             bar.update(1)
@@ -1339,6 +1361,16 @@ def _read_folder(
     got.units = pa.chunked_array(units, type=pa.binary())
     got.companions = tuple(pa.chunked_array(m, type=t) for m, t in zip(more, kinds))
     return got
+
+
+def _repeated(value: bytes, n: int) -> Any:
+    """A binary Arrow array of ``value`` ``n`` times (built from its buffers)."""
+    import pyarrow as pa
+
+    if len(value) * n >= 1 << 31:  # beyond 32-bit offsets: pyarrow's own build
+        return pa.array([value] * n, type=pa.binary())
+    offsets = (np.arange(n + 1, dtype=np.int64) * len(value)).astype(np.int32)
+    return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(value * n)])
 
 
 def _trace_file(
@@ -1349,10 +1381,12 @@ def _trace_file(
         X, bad, malformed, times, alt = pltfile.read(path)
         by: dict[str, Any] = {"x": X[:, 0], "y": X[:, 1], "time": times, "alt": alt}
         return X, int(np.count_nonzero(bad)), malformed, [by[c] for c in also]
-    got: list[gpxfile.Chunk] = []
-    for chunk in gpxfile.chunks(path):
-        got.append(chunk)
-        rows[0] += len(chunk.lon)
+    damage = geojsonfile.Damage()
+    got = list(geojsonfile.until_damaged(gpxfile.chunks(path), damage, _points))
+    if damage.ended:
+        if not damage.rows:
+            raise ValueError("not GPX, or not well-formed XML before its first point")
+        rows[1] = 1  # cut: its points before the break are kept
     got = got or [gpxfile.columns([])]
     X = np.column_stack([np.concatenate([c.lon for c in got]), np.concatenate([c.lat for c in got])])
     n_bad = sum(int(np.count_nonzero(c.bad)) for c in got)
@@ -1360,9 +1394,13 @@ def _trace_file(
 
 
 def _joined(parts: list[Any]) -> Any:
-    """Chunks' columns (arrays or lists) end to end."""
+    """Chunks' columns (NumPy or Arrow arrays, or lists) end to end."""
     if parts and isinstance(parts[0], np.ndarray):
         return np.concatenate(parts)
+    if parts and not isinstance(parts[0], list):  # Arrow arrays (the GPX scanner's times)
+        import pyarrow as pa
+
+        return pa.concat_arrays(parts)
     return [v for part in parts for v in part]
 
 
@@ -1433,11 +1471,16 @@ def read_columns(
     (:func:`.sqlitefile.companion_expr`), or a .npy column. ``flag`` (None if not asked): the
     same. The columns are public input (names or 0-based indices),
     refused before any record is read when the file does not have them.
-    Standard input cannot be read twice.
+    Standard input cannot be read twice: its columns are read in the points'
+    own pass (``open_input(also=)``), or refused here.
     """
     options = options or ReadOptions()
     if str(path) == "-":
-        raise ValueError("standard input is read once; a time or status column needs a file (give its path)")
+        raise ValueError(
+            "standard input is read once: a time or status column is read from it in the points' own "
+            "pass, which cannot read this one (one of the coordinates, or a line of another number of "
+            "fields); save the input to a file and give its path"
+        )
     if options.unit_from is not None:
         # a folder of trace files reads them beside the points, in one pass
         wanted = [c for c in (column, flag) if c is not None]

@@ -20,9 +20,12 @@ units), and never quoted.
 
 Then the files are read one at a time, each alone by its format's
 per-record rules: a bad row is dropped; a file that cannot be read (not
-the format, a CSV header without the chosen columns, damaged XML) is
-*damaged*: its rows are dropped and counted, never fatal and never
-quoted, so whether a release happens never hinges on one unit's file.
+the format, a CSV header without the chosen columns, XML damaged before
+its first point) is *damaged*: its rows are dropped and counted, never
+fatal and never quoted, so whether a release happens never hinges on one
+unit's file. A file cut part-way keeps its rows before the cut, as one
+file alone does (a CSV or PLT file's cut line is malformed; a GPX file
+whose XML breaks keeps the points before the break, counted in a note).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ from ...files.records import (
     coerce_binary,
     header_fields,
     parse_block,
-    parse_records,
+    parse_rows,
     split_head,
     unit_missing,
 )
@@ -371,16 +371,17 @@ def _csv_pairs(grid, data, layout, header, first, where, window=None):
 def _csv_rows(data, layout, header, first, where, window=None):
     """:func:`_frame_rows` of one block of CSV text. The time field is read
     as the in-memory reader reads it (:func:`dpdbscan.files.reader.read_columns`):
-    its text, null when missing, row for row with the points (the block
-    parsed a second time with the time as the layout's unit field)."""
+    its text, null when missing and on a malformed line, row for row with
+    the points, in the points' own parse (:func:`records.parse_rows`'
+    fields read beside them: the bytes the unit field would give)."""
     body = _csv_body(data, layout, header, first, where)
-    X, units, counts = parse_records(body, layout)
+    also = () if window is None else (window[0],)
+    X, units, counts, fields = parse_rows(body, dataclasses.replace(layout, also=layout.also + also))
     units = unit_array(units, "text")
     tally = _tally(counts.rows, counts.unparseable, counts.malformed, counts.missing_unit)
     period = None
     if window is not None:
-        _, times, _ = parse_records(body, dataclasses.replace(layout, unit=window[0]))
-        period = np.asarray(window[1](times), dtype=np.int64)
+        period = np.asarray(window[1](fields[-1]), dtype=np.int64)
     return X, units, ~unit_missing(units), period, tally
 
 
