@@ -33,7 +33,9 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.register_profile("explore", derandomize=False, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "explore", derandomize=False, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile("dpdbscan")
 
 
