@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dpdbscan import DPDBSCAN
@@ -21,6 +21,25 @@ from dpdbscan.post.coretests.density.weights import ball_weights
 from dpdbscan.post.sums import sparse_neighbour_sums
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def at_each_d(dims, **shape):
+    """One explicit @example per dimension of ``dims``, the other arguments
+    ``shape`` (the largest a test draws) and a seed of d: the drawn examples
+    are the same on every run (tests/conftest.py) but need not meet every
+    dimension, these always do. A callable value is called with d (an
+    argument that alternates between dimensions)."""
+
+    def mark(test):
+        for d in reversed(dims):
+            kw = {k: v(d) if callable(v) else v for k, v in shape.items()}
+            test = example(d=d, seed=d, **kw)(test)
+        return test
+
+    return mark
+
+
+ALL_D = range(1, 9)
 
 
 def brute_pairs(a, b, R):
@@ -37,6 +56,8 @@ def brute_pairs(a, b, R):
     m=st.integers(0, 300),
     seed=st.integers(0, 2**32 - 1),
 )
+@at_each_d(ALL_D, R=3, side=12, n=60, m=300)
+@example(d=3, R=1, side=1, n=0, m=0, seed=0)
 def test_chebyshev_pairs_are_every_pair_once(d, R, side, n, m, seed):
     rng = np.random.default_rng(seed)
     a = rng.integers(0, side, (n, d))
@@ -75,6 +96,7 @@ def _layout(monkeypatch, d, e, side, sweep_side):
     m=st.integers(1, 200),
     seed=st.integers(0, 2**32 - 1),
 )
+@at_each_d(ALL_D, R=3, e=7, bucket=2, sweep_side=1, side=30, n=80, m=200)
 def test_every_layout_gives_every_pair_once(d, R, e, bucket, sweep_side, side, n, m, seed):
     # buckets of any side along any number of axes (smaller than R too):
     # the same pairs, each once, queried both ways and as a self-join
@@ -99,6 +121,7 @@ def test_every_layout_gives_every_pair_once(d, R, e, bucket, sweep_side, side, n
     top=st.sampled_from([-1, 0, 1]),
     seed=st.integers(0, 2**32 - 1),
 )
+@at_each_d(ALL_D, R=3, side=12, top=lambda d: d % 3 - 1)
 def test_packed_lanes_give_every_pair_once_up_to_their_limit(d, R, side, top, seed):
     """Coordinates packed into lanes of 64 // d bits hold values below
     h = 2^(bits - 2): pairs at the top of that range (no borrow may cross a
@@ -126,6 +149,7 @@ def test_packed_lanes_give_every_pair_once_up_to_their_limit(d, R, side, top, se
     shift=st.integers(-8, 30),
     seed=st.integers(0, 2**32 - 1),
 )
+@at_each_d(ALL_D, R=3, side=20, shift=lambda d: -8 if d % 2 else 30)
 def test_queries_beyond_the_laid_out_cells_find_their_pairs(d, R, side, shift, seed):
     # query cells below 0 or past the last laid-out coordinate (their boxes
     # may still reach in): the buckets they meet are computed, not tabled
@@ -187,6 +211,7 @@ def _offsets(g, rng):
 
 @SETTINGS
 @given(d=st.integers(1, 8), seed=st.integers(0, 2**32 - 1), integer=st.booleans())
+@at_each_d(ALL_D, integer=lambda d: d % 2 == 0)
 def test_neighbour_sums_over_pairs_equal_the_runs(d, seed, integer):
     rng, g, keys, vals, query = _sparse_release(d, seed, integer)
     off = _offsets(g, rng)
@@ -198,8 +223,25 @@ def test_neighbour_sums_over_pairs_equal_the_runs(d, seed, integer):
     assert np.array_equal(pairs, runs)
 
 
+def _first_free_key(g, keys, block=4096):
+    """The smallest key of a cell of the grid strictly between keys[0] and
+    keys[-1] that is not in ``keys``, or None: the keys after keys[0] read
+    ``block`` at a time (those of the padding, whose coordinates are off the
+    grid, skipped), not the whole universe's (millions of cells in 8-D)."""
+    for lo in range(int(keys[0]) + 1, int(keys[-1]), block):
+        k = np.arange(lo, min(lo + block, int(keys[-1])), dtype=np.int64)
+        c = g.decode(k)
+        ok = g.valid(c)
+        ok[ok] = g.encode(c[ok]) == k[ok]
+        k = k[ok & ~np.isin(k, keys)]
+        if k.size:
+            return int(k[0])
+    return None
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(d=st.integers(1, 8), seed=st.integers(0, 2**32 - 1), integer=st.booleans())
+@at_each_d(ALL_D, integer=lambda d: d % 2 == 1)
 def test_sums_from_the_pairs_among_the_released_cells_equal_the_runs(d, seed, integer):
     """Queries that are the released cells, most of them, or a few, from the
     table of buckets of the released cells (held for the same keys array,
@@ -224,10 +266,9 @@ def test_sums_from_the_pairs_among_the_released_cells_equal_the_runs(d, seed, in
     with forced(True):
         assert np.array_equal(sparse_neighbour_sums(g, other, vals2, other, off), runs)
     # another array of as many cells with the same first and last: its own pairs
-    free = np.setdiff1d(g.encode(g.all_coords()), keys)
-    free = free[(free > keys[0]) & (free < keys[-1])]
-    if keys.size > 2 and free.size:
-        moved = np.sort(np.append(np.delete(keys, keys.size // 2), free[0]))
+    free = _first_free_key(g, keys)
+    if keys.size > 2 and free is not None:
+        moved = np.sort(np.append(np.delete(keys, keys.size // 2), free))
         ones = np.ones(moved.size, dtype=np.int64)
         with forced(True):
             sparse_neighbour_sums(g, keys, vals, keys, off)  # the table of keys held
@@ -238,6 +279,7 @@ def test_sums_from_the_pairs_among_the_released_cells_equal_the_runs(d, seed, in
 
 @SETTINGS
 @given(d=st.integers(1, 6), k=st.sampled_from([1, 2]), seed=st.integers(0, 2**32 - 1))
+@at_each_d(range(1, 7), k=2)
 def test_weighted_sums_over_pairs_equal_the_runs(d, k, seed):
     rng, g, keys, vals, query = _sparse_release(d, seed, integer=bool(seed % 2))
     if d > 3:
@@ -266,6 +308,7 @@ def test_weighted_sums_over_pairs_equal_the_runs(d, k, seed):
     scale=st.sampled_from([0.5, 1.0, 1.7]),
     seed=st.integers(0, 2**32 - 1),
 )
+@at_each_d(range(1, 6), to=lambda d: ("cells", "centres")[d % 2], scale=1.7)
 def test_border_labels_over_pairs_equal_the_offsets(d, to, scale, seed):
     rng = np.random.default_rng(seed)
     g = Grid(np.zeros(d), np.ones(d), 0.3 if d > 2 else 0.1, 4.0)
@@ -358,6 +401,7 @@ def test_person_level_fits_are_the_same_with_and_without_pairs(d):
     n=st.integers(0, 200),
     seed=st.integers(0, 2**32 - 1),
 )
+@at_each_d(ALL_D, R=3, side=12, n=200)
 def test_half_pairs_are_every_pair_of_distinct_rows_once(d, R, side, n, seed):
     from dpdbscan.cells.pairs import chebyshev_half_pairs
 
@@ -371,6 +415,7 @@ def test_half_pairs_are_every_pair_of_distinct_rows_once(d, R, side, n, seed):
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(d=st.integers(1, 8), seed=st.integers(0, 2**32 - 1), integer=st.booleans())
+@at_each_d(ALL_D, integer=lambda d: d % 2 == 0)
 def test_reaching_sums_then_weighted_sums_of_the_survivors(d, seed, integer):
     """The NB sums of (most of) the released cells from a self-join that
     visits each pair once equal the pairs' sums of
@@ -408,6 +453,7 @@ def test_reaching_sums_then_weighted_sums_of_the_survivors(d, seed, integer):
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(d=st.integers(1, 6), seed=st.integers(0, 2**32 - 1), integer=st.booleans())
+@at_each_d(range(1, 7), integer=lambda d: d % 2 == 1)
 def test_reaching_sums_with_a_kernel_weigh_each_offset(d, seed, integer):
     """With a kernel (offsets and weights, not symmetric: each way of a pair
     takes its own offset's weight), the sums from the pairs listed once are
@@ -427,6 +473,7 @@ def test_reaching_sums_with_a_kernel_weigh_each_offset(d, seed, integer):
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(d=st.integers(2, 6), seed=st.integers(0, 2**32 - 1), integer=st.booleans(), held=st.booleans())
+@at_each_d(range(2, 7), integer=lambda d: d % 2 == 0, held=lambda d: d % 2 == 1)
 def test_kernel_sums_from_a_few_cells_weigh_each_offset(d, seed, integer, held):
     """The kernel sums that a few released cells give every released cell
     (each of the few walking the table of buckets once, a table a
@@ -495,6 +542,7 @@ def _weight_oracle(a, vals, R, codes, weights):
     searched=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
+@at_each_d(ALL_D, R=3, side=12, n=150, threads=3, searched=lambda d: d % 2 == 0)
 def test_half_sums_weigh_every_pair_both_ways(d, R, side, n, threads, searched, seed):
     """The self-join's sums (each pair visited once, each way with its own
     offset's weight; the weights from a table of every code or a binary
@@ -528,6 +576,16 @@ def test_half_sums_weigh_every_pair_both_ways(d, R, side, n, threads, searched, 
     shuffled=st.booleans(),
     skew=st.sampled_from([None, "weight", "code"]),
     seed=st.integers(0, 2**32 - 1),
+)
+@at_each_d(
+    ALL_D,
+    R=3,
+    side=12,
+    n=150,
+    threads=3,
+    searched=lambda d: d % 2 == 1,
+    shuffled=True,
+    skew=lambda d: (None, "weight", "code")[d % 3],
 )
 def test_symmetric_weights_are_told_and_looked_up_once_per_pair(
     d, R, side, n, threads, searched, shuffled, skew, seed
@@ -578,6 +636,7 @@ def test_symmetric_weights_are_told_and_looked_up_once_per_pair(
     limit=st.sampled_from([0, 1 << 10, 1 << 22, 1 << 23]),
     seed=st.integers(0, 2**32 - 1),
 )
+@at_each_d(range(5, 9), R=3, n=200, limit=lambda d: (1 << 23, 0)[d % 2])
 def test_weights_table_up_to_a_limit_gives_the_searched_sums(d, R, n, limit, seed):
     """``OffsetWeights(..., limit)`` holds a table of the cube of codes iff
     it has at most ``limit`` entries (the sums' joins ask up to 2^23: 8-D
@@ -605,6 +664,7 @@ def test_weights_table_up_to_a_limit_gives_the_searched_sums(d, R, n, limit, see
 
 @settings(max_examples=10, deadline=None)
 @given(d=st.integers(1, 8), n=st.integers(0, 300), seed=st.integers(0, 2**32 - 1))
+@at_each_d(ALL_D, n=300)
 def test_chebyshev_radii_of_offsets(d, n, seed):
     """The density test's shells read the Chebyshev norm of each offset
     from :func:`~dpdbscan.post.sums.chebyshev_radii`: the largest absolute
@@ -629,6 +689,7 @@ def test_chebyshev_radii_of_offsets(d, n, seed):
     searched=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
+@at_each_d(ALL_D, R=3, side=12, searched=lambda d: d % 2 == 0)
 def test_offset_pairs_come_sorted_by_query_run_and_row(d, R, side, searched, seed):
     """Each query's laid-out cells at an offset of the set, with the offset's
     position among the sorted codes (from a table of every code or a binary
@@ -665,6 +726,7 @@ def test_offset_pairs_come_sorted_by_query_run_and_row(d, R, side, searched, see
     keep=st.floats(0.0, 1.0),
     seed=st.integers(0, 2**32 - 1),
 )
+@at_each_d(ALL_D, R=3, side=12, n=120, keep=0.5)
 def test_components_join_the_pairs_at_offsets_of_the_set(d, R, side, n, keep, seed):
     # the union-find over the walk's pairs: per row the smallest row of its
     # component, against a brute force over every pair at an offset of a
@@ -707,6 +769,7 @@ def test_compiled_decoding_is_the_grid_s(d, eps):
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(d=st.integers(2, 6), seed=st.integers(0, 2**32 - 1), integer=st.booleans(), held=st.booleans())
+@at_each_d(range(2, 7), integer=lambda d: d % 2 == 1, held=lambda d: d % 2 == 0)
 def test_kernel_sums_at_any_cell_weigh_each_offset(d, seed, integer, held):
     """The kernel sums walked per query cell (released or not, from the
     table of buckets a self-join left held or a new one) are sum_o w(o)

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dpdbscan import DPDBSCAN
@@ -83,6 +83,16 @@ def _release(d, seed, n_core, n_cells, width):
     radius=st.sampled_from([0.5, 1.0, 1.5, 2.0, 2.5, 3.2, 4.0, 4.47213595499958, 5.3]),
     seed=st.integers(0, 2**32 - 1),
 )
+# every dimension on every run (the drawn examples are seeded, tests/conftest.py),
+# each at the largest radius it takes (7-D and 8-D: 4.0) and both rules
+@example(d=8, to="centres", radius=4.0, seed=8)
+@example(d=7, to="cells", radius=4.0, seed=7)
+@example(d=6, to="centres", radius=5.3, seed=6)
+@example(d=5, to="cells", radius=4.47213595499958, seed=5)
+@example(d=4, to="centres", radius=5.3, seed=4)
+@example(d=3, to="cells", radius=5.3, seed=3)
+@example(d=2, to="centres", radius=2.0, seed=2)
+@example(d=1, to="cells", radius=2.5, seed=1)
 def test_the_walk_gives_the_oracles_labels(d, to, radius, seed):
     """Radii on the lattice's distances (2.0, 2.5, 4.0: a centre exactly at
     the border, inside for the density test and outside for the bound
