@@ -223,11 +223,17 @@ def public_cost(opts: FitOptions, p: dict[str, Any]) -> Cost:
     box = public_box_of(opts)
     if box is None:
         return upper_cost(p["epsilon"], p["delta"])
+    return cost_in_box(p, *box, units=opts.unit is not None, geo=bool(opts.geo))
+
+
+def cost_in_box(p: dict[str, Any], lower: Any, upper: Any, *, units: bool, geo: bool) -> Cost:
+    """The cost of the release of validated parameters ``p`` in the public
+    box (km with ``geo``), planned as the fit plans it; public inputs only."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fit itself says them
         # the fit's own plan: --geo looks for places (its base at person level)
-        places = PLACE_EXTENT_KM if opts.geo else None
-        r = resolve(p, *box, units=opts.unit is not None, cli=True, places=places)
+        places = PLACE_EXTENT_KM if geo else None
+        r = resolve(p, lower, upper, units=units, cli=True, places=places)
     return release_cost(r.release)
 
 
