@@ -95,10 +95,23 @@ def test_the_text_names_the_plan_and_forecasts_one_period(capsys):
     "argv, words",
     [
         (["--periods", "4"], "needs the lifetime budget"),
-        (["--lifetime-epsilon", "2"], "give --periods N too"),
+        (["--lifetime-epsilon", "2"], "give --periods N"),
         (["--periods", "0", "--lifetime-epsilon", "2"], "at least 1"),
-        (["--periods", "4", "--lifetime-epsilon", "2", "--per", "week", "--from", "2024-01-01",
-          "--to", "2024-02-05"], "--per plans one series"),  # fmt: skip
+        (
+            [
+                "--periods",
+                "4",
+                "--lifetime-epsilon",
+                "2",
+                "--per",
+                "week",
+                "--from",
+                "2024-01-01",
+                "--to",
+                "2024-02-05",
+            ],
+            "--per plans one series",
+        ),  # fmt: skip
         (["--periods", "4", "--ledger", "x.ledger"], "go together"),
     ],
 )

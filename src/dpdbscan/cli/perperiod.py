@@ -120,12 +120,14 @@ def round_down(x: float, digits: int = 4) -> float:
     return math.floor(x * scale) / scale
 
 
-def plan_periods(args: Any, p: dict[str, Any], lower: np.ndarray, upper: np.ndarray, geo: bool) -> PeriodPlan | None:
+def plan_periods(
+    args: Any, p: dict[str, Any], lower: np.ndarray, upper: np.ndarray, geo: bool
+) -> PeriodPlan | None:
     """The plan ``--periods`` asks for, or None without it."""
     if args.periods is None:
         for flag in ("lifetime_epsilon", "lifetime_delta", "ledger", "dataset"):
             if getattr(args, flag) is not None:
-                raise ValueError(f"--{flag.replace('_', '-')} plans releases per period: give --periods N too")
+                raise ValueError(f"--{flag.replace('_', '-')} plans releases per period: give --periods N")
         return None
     if args.periods < 1:
         raise ValueError(f"--periods must be at least 1, got {args.periods}")
@@ -134,31 +136,14 @@ def plan_periods(args: Any, p: dict[str, Any], lower: np.ndarray, upper: np.ndar
             "--periods N plans N separate releases (places found again each period); --per plans one "
             "series (places found once, counted each period) at its own lifetime budget: give one"
         )
-    held: tuple[Cost, ...] = ()
-    if args.ledger is not None or args.dataset is not None:
-        if args.ledger is None or args.dataset is None:
-            raise ValueError("--ledger and --dataset go together: the ledger and the dataset to plan in")
-        if args.lifetime_epsilon is not None or args.lifetime_delta is not None:
-            raise ValueError("the lifetime budget is the ledger's: give --ledger or --lifetime-epsilon, not both")
-        account = Ledger(args.ledger, args.dataset).account()
-        life_eps, life_delta, held = account.epsilon, account.delta, account.held_costs
-        source = f"of {args.dataset!r} in {args.ledger}"
-    elif args.lifetime_epsilon is None:
-        raise ValueError("--periods N needs the lifetime budget: --lifetime-epsilon E, or --ledger and --dataset")
-    else:
-        life_eps = check_positive("--lifetime-epsilon", args.lifetime_epsilon)
-        life_delta = p["delta"] if args.lifetime_delta is None else float(args.lifetime_delta)
-        if not 0 <= life_delta < 1:
-            raise ValueError(f"--lifetime-delta must be in [0, 1), got {life_delta:g}")
-        source = ""
+    life_eps, life_delta, held, source = _lifetime(args, p["delta"])
     units = p["max_cells_per_unit"] is not None
     n = int(args.periods)
 
     def cost_at(e: float) -> Cost:
         return cost_in_box({**p, "epsilon": e}, lower, upper, units=units, geo=geo)
 
-    best = largest_repeated(held, cost_at, n, life_eps, life_delta)
-    each = round_down(best)
+    each = round_down(largest_repeated(held, cost_at, n, life_eps, life_delta))
     if each <= 0:
         raise ValueError(
             f"no release of these options fits {n} times within the lifetime budget (epsilon={life_eps:g}, "
@@ -167,9 +152,34 @@ def plan_periods(args: Any, p: dict[str, Any], lower: np.ndarray, upper: np.ndar
         )
     total = compose([*held, *[cost_at(each)] * n], life_delta)
     # basic composition alone: the epsilons add, and so do the deltas
-    delta_left = life_delta - math.fsum(c.delta for c in held) - n * cost_at(each).delta
-    basic = round_down(max(life_eps - math.fsum(c.epsilon for c in held), 0.0) / n) if delta_left >= 0 else None
-    return PeriodPlan(n, each, p["delta"], life_eps, life_delta, source, total.method, total.epsilon, basic, len(held))
+    basic = None
+    if life_delta - math.fsum(c.delta for c in held) - n * cost_at(each).delta >= 0:
+        basic = round_down(max(life_eps - math.fsum(c.epsilon for c in held), 0.0) / n)
+    return PeriodPlan(
+        n, each, p["delta"], life_eps, life_delta, source, total.method, total.epsilon, basic, len(held)
+    )
+
+
+def _lifetime(args: Any, delta: float) -> tuple[float, float, tuple[Cost, ...], str]:
+    """The lifetime (epsilon, delta), what it already holds and where it
+    comes from: ``--lifetime-epsilon`` (``--lifetime-delta``, default the
+    release's ``delta``) or a ledger's dataset."""
+    if args.ledger is not None or args.dataset is not None:
+        if args.ledger is None or args.dataset is None:
+            raise ValueError("--ledger and --dataset go together: the ledger and the dataset to plan in")
+        if args.lifetime_epsilon is not None or args.lifetime_delta is not None:
+            raise ValueError("the lifetime budget is the ledger's: give --ledger or --lifetime-epsilon")
+        account = Ledger(args.ledger, args.dataset).account()
+        return account.epsilon, account.delta, account.held_costs, f"of {args.dataset!r} in {args.ledger}"
+    if args.lifetime_epsilon is None:
+        raise ValueError(
+            "--periods N needs the lifetime budget: --lifetime-epsilon E, or --ledger and --dataset"
+        )
+    life_eps = check_positive("--lifetime-epsilon", args.lifetime_epsilon)
+    life_delta = delta if args.lifetime_delta is None else float(args.lifetime_delta)
+    if not 0 <= life_delta < 1:
+        raise ValueError(f"--lifetime-delta must be in [0, 1), got {life_delta:g}")
+    return life_eps, life_delta, (), ""
 
 
 __all__ = ["PeriodPlan", "add_arguments", "plan_periods", "round_down"]
