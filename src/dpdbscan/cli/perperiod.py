@@ -94,7 +94,7 @@ class PeriodPlan:
         }
 
     def lines(self) -> list[str]:
-        beside = f" beside the {self.held} release(s) it holds" if self.held else ""
+        beside = " beside what it already holds (each planned series at its whole plan)" if self.held else ""
         if self.basic_epsilon is None:
             alone = f"basic composition alone cannot: {self.periods} deltas add up past the lifetime delta"
         else:
