@@ -6,6 +6,7 @@ does not, and N at 1% more do not."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 
 import pytest
@@ -138,3 +139,14 @@ def test_fit_help_says_which_question_each_series_answers(capsys):
     assert "the places are fixed; each period says how busy each is" in text
     assert "never find new ones (for places found again each period, fit each period on its own" in text
     assert "forecast --periods N plans its epsilon" in text
+
+
+def test_the_help_s_planning_example_runs(capsys):
+    rc, out, _ = run(capsys, "forecast", "--help")
+    assert rc == 0
+    text = out.replace("\\\n", " ")
+    lines = [x.strip() for x in text.splitlines() if x.strip().startswith("dpdbscan")]
+    (line,) = [x for x in lines if "--periods 52" in x]
+    rc, out, err = run(capsys, *shlex.split(line)[1:])
+    assert rc == 0, err
+    assert "periods : 52 releases" in out

@@ -47,6 +47,11 @@ EXAMPLES = """examples:
   # spent and remaining per dataset, and every release
   dpdbscan ledger show budget.ledger
   dpdbscan ledger show budget.ledger --json
+
+  # plan: the epsilon of each of 52 weekly fits within what the budget has left (nothing spent)
+  dpdbscan forecast --geo --bounds -122.6 37.55 -122.3 37.85 --eps 200m --min-samples 30 \\
+      --unit cab --max-cells-per-unit 50 --delta 1e-6 --periods 52 \\
+      --ledger budget.ledger --dataset cabs-people
 """
 
 
