@@ -18,8 +18,8 @@ from .common import EXIT_OK, ArgTarget, WarningSink, border_value, floats, numbe
 from .fitoptions import PRIVACY_OPTIONS, events_from_args
 from .fitseries import SeriesOptions, add_period_options, plan_of, table_forecast, table_forecast_lines
 from .options import add_table_option, add_unit_options
+from .perperiod import PeriodsRequest, plan_periods
 from .perperiod import add_arguments as add_per_period_arguments
-from .perperiod import plan_periods
 
 EXAMPLES = """examples:
   # Cabs-tiny as in the paper, expecting about 400,000 trips
@@ -186,7 +186,7 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
     lower, upper = split_bounds(raw, d, geo)
     if geo:
         _, lower, upper = project_box(lower, upper, args.ref_lat)
-    periods = plan_periods(args, p, lower, upper, geo)
+    periods = plan_periods(PeriodsRequest.from_args(args), p, lower, upper, geo)
     if periods is not None:
         # one period's release: the forecast below is at its epsilon
         p = {**p, "epsilon": periods.epsilon}

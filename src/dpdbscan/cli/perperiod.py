@@ -64,6 +64,29 @@ def add_arguments(p: ArgTarget) -> None:
 
 
 @dataclass(frozen=True)
+class PeriodsRequest:
+    """What ``--periods`` and its budget options ask for, as parsed."""
+
+    periods: int | None
+    lifetime_epsilon: float | None
+    lifetime_delta: float | None
+    ledger: str | None
+    dataset: str | None
+    per: str | None
+
+    @classmethod
+    def from_args(cls, args: Any) -> PeriodsRequest:
+        return cls(
+            args.periods,
+            args.lifetime_epsilon,
+            args.lifetime_delta,
+            args.ledger,
+            args.dataset,
+            getattr(args, "per", None),
+        )
+
+
+@dataclass(frozen=True)
 class PeriodPlan:
     """N releases at ``epsilon`` each within a lifetime budget."""
 
@@ -121,24 +144,24 @@ def round_down(x: float, digits: int = 4) -> float:
 
 
 def plan_periods(
-    args: Any, p: dict[str, Any], lower: np.ndarray, upper: np.ndarray, geo: bool
+    req: PeriodsRequest, p: dict[str, Any], lower: np.ndarray, upper: np.ndarray, geo: bool
 ) -> PeriodPlan | None:
     """The plan ``--periods`` asks for, or None without it."""
-    if args.periods is None:
+    if req.periods is None:
         for flag in ("lifetime_epsilon", "lifetime_delta", "ledger", "dataset"):
-            if getattr(args, flag) is not None:
+            if getattr(req, flag) is not None:
                 raise ValueError(f"--{flag.replace('_', '-')} plans releases per period: give --periods N")
         return None
-    if args.periods < 1:
-        raise ValueError(f"--periods must be at least 1, got {args.periods}")
-    if getattr(args, "per", None) is not None:
+    if req.periods < 1:
+        raise ValueError(f"--periods must be at least 1, got {req.periods}")
+    if req.per is not None:
         raise ValueError(
             "--periods N plans N separate releases (places found again each period); --per plans one "
             "series (places found once, counted each period) at its own lifetime budget: give one"
         )
-    life_eps, life_delta, held, source = _lifetime(args, p["delta"])
+    life_eps, life_delta, held, source = _lifetime(req, p["delta"])
     units = p["max_cells_per_unit"] is not None
-    n = int(args.periods)
+    n = int(req.periods)
 
     def cost_at(e: float) -> Cost:
         return cost_in_box({**p, "epsilon": e}, lower, upper, units=units, geo=geo)
@@ -160,26 +183,26 @@ def plan_periods(
     )
 
 
-def _lifetime(args: Any, delta: float) -> tuple[float, float, tuple[Cost, ...], str]:
+def _lifetime(req: PeriodsRequest, delta: float) -> tuple[float, float, tuple[Cost, ...], str]:
     """The lifetime (epsilon, delta), what it already holds and where it
     comes from: ``--lifetime-epsilon`` (``--lifetime-delta``, default the
     release's ``delta``) or a ledger's dataset."""
-    if args.ledger is not None or args.dataset is not None:
-        if args.ledger is None or args.dataset is None:
+    if req.ledger is not None or req.dataset is not None:
+        if req.ledger is None or req.dataset is None:
             raise ValueError("--ledger and --dataset go together: the ledger and the dataset to plan in")
-        if args.lifetime_epsilon is not None or args.lifetime_delta is not None:
+        if req.lifetime_epsilon is not None or req.lifetime_delta is not None:
             raise ValueError("the lifetime budget is the ledger's: give --ledger or --lifetime-epsilon")
-        account = Ledger(args.ledger, args.dataset).account()
-        return account.epsilon, account.delta, account.held_costs, f"of {args.dataset!r} in {args.ledger}"
-    if args.lifetime_epsilon is None:
+        account = Ledger(req.ledger, req.dataset).account()
+        return account.epsilon, account.delta, account.held_costs, f"of {req.dataset!r} in {req.ledger}"
+    if req.lifetime_epsilon is None:
         raise ValueError(
             "--periods N needs the lifetime budget: --lifetime-epsilon E, or --ledger and --dataset"
         )
-    life_eps = check_positive("--lifetime-epsilon", args.lifetime_epsilon)
-    life_delta = delta if args.lifetime_delta is None else float(args.lifetime_delta)
+    life_eps = check_positive("--lifetime-epsilon", req.lifetime_epsilon)
+    life_delta = delta if req.lifetime_delta is None else float(req.lifetime_delta)
     if not 0 <= life_delta < 1:
         raise ValueError(f"--lifetime-delta must be in [0, 1), got {life_delta:g}")
     return life_eps, life_delta, (), ""
 
 
-__all__ = ["PeriodPlan", "add_arguments", "plan_periods", "round_down"]
+__all__ = ["PeriodPlan", "PeriodsRequest", "add_arguments", "plan_periods", "round_down"]
