@@ -1,4 +1,4 @@
-"""How loose is the empty-space guard's union bound? (docs/places.md section 5)
+"""How loose is the empty-space guard's union bound? (docs/places-study.md section 2)
 
 The density test's guard G0 is the (1 - beta / (k^d |X|)) quantile of the
 weighted noise N(q) = sum_Y W(q, Y) Z_Y of one sub-cell with nothing within

@@ -34,7 +34,7 @@ fixes). ``--json`` appends one line per span to a file, with the city's name
         --cache results/jam_spans --name s4-stops --json results/jam_spans/spans.jsonl
     python -m experiments.jam_spans --compare results/jam_spans/spans.jsonl
 
-docs/places.md section 6 ("Jam spans and places") has what it measured.
+docs/places-study.md section 3 ("Jam spans and places") has what it measured.
 """
 
 from __future__ import annotations

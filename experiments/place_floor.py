@@ -11,7 +11,7 @@ the release shows (its noisy total over k m) reaches the lowest level's
 threshold (``levelsearch.jam_reach``; the library's rule is 0.08:2:3:0.1);
 SHARE:RANK:RUNGS:FLEET:FLOOR also puts the floor, where it binds, at
 least FLOOR of that fleet (``levelsearch.above_peak``'s ``fleet``; measured,
-not the library's rule: docs/places.md section 6; FLEET may be left empty).
+not the library's rule: docs/places-study.md section 3; FLEET may be left empty).
 ``--cached`` runs the shared metric once per model's traces and scores every
 rule in process (its own cells; ``--unit`` and ``--box`` for Cabs); each
 model's ladder on cells is printed first (margin, peaks, noisy total).
@@ -28,7 +28,7 @@ of fixes: minutes per model); the rebuilt models are written to ``--out``.
     python -m experiments.place_floor MODEL.spans.json --traces TRACES.parquet --events stops \\
         --out results/floor
 
-docs/places.md section 6 (a synthetic week of 10,000 taxis) has what it
+docs/places-study.md section 3 (a synthetic week of 10,000 taxis) has what it
 measured.
 """
 

@@ -1,5 +1,5 @@
 """Many seeded draws of one places release on full Cabs: how often it meets
-issue 28's targets, and what decides it (docs/places.md section 5).
+issue 28's targets, and what decides it (docs/places-study.md section 2).
 
 Each draw fits the events (the library's stops, or the pick-ups; derived
 once, as ``experiments.places_auto`` derives them) with ``fit_lonlat`` at

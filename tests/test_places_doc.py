@@ -43,6 +43,9 @@ def test_the_page_s_commands_are_found():
     assert any("--stops 100m 5min" in t and t.startswith("dpdbscan fit") for t in texts)
     assert any("--trip-ends occupied" in t and t.startswith("dpdbscan fit") for t in texts)
     assert sum(t.startswith("dpdbscan plot") for t in texts) == 3
+    # a weekly map: the series (places fixed once) and the plan of one fit per week
+    assert any("--places-periods 1" in t and "--ledger places.ledger" in t for t in texts)
+    assert any(t.startswith("dpdbscan forecast") and "--periods 4" in t for t in texts)
     for name in ("traces", "pickups", "stops"):
         assert (REPO / "docs" / "images" / f"places_{name}.png").is_file()
 

@@ -137,7 +137,7 @@ def test_stops_and_pickups_are_places_at_every_sampling_rate(cities, rate, kind)
     mixed) and none of the 20 busiest road cells far from any place.
     Pick-ups at a fix every ten minutes are left out: a ride's first occupied
     fix then lies a median 1.5 km down the road from the boarding
-    (docs/places.md section 6), so the busiest pick-up cells are scattered
+    (docs/places-study.md section 3), so the busiest pick-up cells are scattered
     and the same settings find 0.2-0.6 of them."""
     from dpdbscan.research import Equirectangular, event_rows
 

@@ -18,7 +18,7 @@ import pytest
 from dpdbscan import DPDBSCAN
 from dpdbscan.laws import zcdp
 from dpdbscan.ledger import BASIC, ZCDP, Cost, compose, pure, release_cost, upper_cost
-from dpdbscan.ledger.composition import fits, largest_pure
+from dpdbscan.ledger.composition import fits, largest_pure, largest_repeated
 from dpdbscan.plan.resolve import resolve, validated
 
 LOWER, UPPER = np.zeros(2), np.full(2, 10.0)
@@ -169,3 +169,31 @@ def test_the_largest_further_pure_release():
     assert 0 < left < 7.0
     assert fits(compose([*costs, pure(left)], 1e-6), 7.0, 1e-6)
     assert not fits(compose([*costs, pure(left * (1 + 1e-6))], 1e-6), 7.0, 1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 4, 52])
+@pytest.mark.parametrize("delta_budget", [0.0, 1e-6])
+def test_largest_repeated_is_the_largest_epsilon_whose_n_releases_fit(n, delta_budget):
+    """N pure releases at the returned epsilon fit beside what was spent, N at
+    a hair more do not; with no lifetime delta (no zCDP conversion) that is
+    the budget left over N, with one never less (the tighter statement)."""
+    spent = [pure(0.5)]
+    e = largest_repeated(spent, pure, n, 3.0, delta_budget)
+    assert fits(compose([*spent, *[pure(e)] * n], delta_budget), 3.0, delta_budget)
+    assert not fits(compose([*spent, *[pure(e * (1 + 1e-6))] * n], delta_budget), 3.0, delta_budget)
+    if delta_budget == 0.0:
+        assert e == pytest.approx(2.5 / n)
+    else:
+        assert e >= 2.5 / n * (1 - 1e-9)
+    if n == 1:
+        assert e == largest_pure(spent, 3.0, delta_budget)
+
+
+def test_many_releases_under_zcdp_get_more_than_the_budget_over_n():
+    """365 daily pure releases within (2, 1e-6): rho's add, so each gets
+    over three times 2 / 365 (basic composition's share); 52 weekly ones
+    over 1.4 times 2 / 52."""
+    for n, gain in ((365, 3.0), (52, 1.4)):
+        e = largest_repeated([], pure, n, 2.0, 1e-6)
+        assert e > gain * 2.0 / n
+        assert compose([pure(e)] * n, 1e-6).method == ZCDP

@@ -315,7 +315,7 @@ def test_the_place_floor_does_not_follow_the_densest_place_alone():
 #: Two measured releases' ladders on cells at 172 m (MinPts, core threshold,
 #: spans), each with its noisy total and k: 2,000 synthetic taxis' pick-ups
 #: over two days at a fix every 10 s, and 10,000 taxis' stops over a week
-#: at 3 min (seeds 0 and 3; docs/places.md section 6).
+#: at 3 min (seeds 0 and 3; docs/places-study.md section 3).
 SHARP_SMALL_FLEET = (
     [(5, 202.4, 21), (160, 203.0, 21), (226, 269.0, 14), (320, 363.0, 10), (453, 496.0, 6)]
     + [(640, 683.0, 6), (905, 948.0, 4), (1280, 1323.0, 3), (2560, 2603.0, 2), (5120, 5163.0, 1)],
@@ -516,7 +516,7 @@ def test_a_small_fleet_is_told_how_many_units_a_place_needs_on_the_ground():
 #: A measured release's ladder on cells at 172 m (MinPts, core threshold,
 #: spans), its noisy total and k: 10,000 synthetic taxis' stops over a week
 #: at 3 min, seed 4, whose second place (peak 3,676) is a quarter of seed
-#: 3's (14,548; docs/places.md section 6).
+#: 3's (14,548; docs/places-study.md section 3).
 WEAK_SECOND_PLACE = (
     [(5, 262.9, 140), (160, 262.9, 140), (226, 281.8, 130), (320, 375.8, 111), (453, 508.8, 104)]
     + [(640, 695.8, 47), (905, 960.8, 16), (1280, 1335.8, 6), (2560, 2615.8, 4), (3620, 3675.8, 2)]

@@ -117,6 +117,61 @@ def test_the_map_has_a_period_control_with_the_released_table(series, capsys):
     assert 'id="period"' not in plain and '"periods": null' in plain
 
 
+def _geo_series(tmp, capsys, days):
+    """A lon/lat series of 300 cabs at three places of San Francisco, one
+    panel per day: its model."""
+    rng = np.random.default_rng(7)
+    n = 16000
+    centres = np.array([[-122.42, 37.78], [-122.40, 37.76], [-122.44, 37.80]])
+    xy = centres[rng.integers(0, 3, n)] + rng.normal(0, 0.002, (n, 2))
+    t = START + rng.integers(0, days, n) * 86400 + rng.uniform(0, 86400, n)
+    path = tmp / "geo.csv"
+    with open(path, "w") as f:
+        f.write("x,y,cab,time\n")
+        f.writelines(f"{xy[i, 0]:.5f},{xy[i, 1]:.5f},c{rng.integers(0, 300)},{t[i]:.0f}\n" for i in range(n))
+    to = (dt.datetime(2024, 3, 4) + dt.timedelta(days=days)).strftime("%Y-%m-%d")
+    geo = ["--header", "--geo", "--columns", "x", "y", "--bounds", "-122.46", "37.74", "-122.38", "37.82",
+           "--unit", "cab", "--max-cells-per-unit", "8", "--time", "time", "--per", "day",
+           "--from", "2024-03-04", "--to", to, "--eps", "200m", "--min-samples", "30",
+           "--epsilon", "2", "--delta", "1e-5", "--seed", "3", "--no-png"]  # fmt: skip
+    rc, _, err = run(capsys, "fit", path, *geo, "--out-dir", tmp / "out")
+    assert rc == 0, err
+    return load_model(tmp / "out" / "geo.spans.json")
+
+
+@pytest.mark.parametrize("days", [7, 10])  # one row of panels, and two
+def test_the_scale_bar_lies_clear_of_every_panel_and_its_labels(tmp_path, capsys, days):
+    """The periods' scale bar hangs under the panels, below their tick
+    labels: inside a 2.6-inch panel it lay over the spans."""
+    import matplotlib.pyplot as plt
+
+    from dpdbscan.geometry.projection import projection_of
+
+    model = _geo_series(tmp_path, capsys, days)
+    fig = plot_periods(model)
+    try:
+        fig.tight_layout()
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        panels = [ax for ax in fig.axes if ax.collections]
+        assert len(panels) == days
+        (bar,) = [a for ax in fig.axes for a in ax.artists if a.get_gid() == "scale-bar"]
+        box = bar.get_window_extent(renderer)
+        for ax in panels:
+            assert not box.overlaps(ax.bbox), "the scale bar covers a panel's drawing area"
+            for label in [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.title]:
+                if label.get_visible() and label.get_text():
+                    assert not box.overlaps(label.get_window_extent(renderer)), label.get_text()
+        assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1)
+        # its length is still the map's: scale_km on the panels' x axis
+        ax = bar.axes
+        km_per_x = projection_of(model).kx
+        (x0, _), (x1, _) = ax.transData.transform([(0, 0), (bar.scale_km / km_per_x, 0)])
+        assert 0 < abs(x1 - x0) < box.width
+    finally:
+        plt.close(fig)
+
+
 # --------------------------------------------------------------------------- #
 # in a real browser
 

@@ -57,7 +57,8 @@ def add_period_options(p: ArgTarget, *, release: bool = True) -> None:
     g.add_argument(
         "--per",
         choices=KINDS,
-        help="find the spans once over the horizon, then release each span's noisy mass per period "
+        help="find the spans once over the horizon (the places are fixed; each period says how busy "
+        "each is), then release each span's noisy mass per period "
         "(<stem>.periods.csv); --epsilon/--delta are the lifetime budget of each unit for it all",
     )
     g.add_argument(
@@ -99,7 +100,10 @@ def add_period_options(p: ArgTarget, *, release: bool = True) -> None:
         metavar="N",
         help="an appendable series: find the spans once from the first N periods, then release each "
         "period's masses on its own (rho_b / T each, K pairs per unit per period), so that later "
-        "periods can be appended with --append as they complete, charged to the same plan",
+        "periods can be appended with --append as they complete, charged to the same plan. The places "
+        "stay those of the first N periods: later periods say how busy they are, never find new ones "
+        "(for places found again each period, fit each period on its own: forecast --periods N plans "
+        "its epsilon)",
     )
     if not release:
         return

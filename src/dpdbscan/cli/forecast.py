@@ -18,6 +18,8 @@ from .common import EXIT_OK, ArgTarget, WarningSink, border_value, floats, numbe
 from .fitoptions import PRIVACY_OPTIONS, events_from_args
 from .fitseries import SeriesOptions, add_period_options, plan_of, table_forecast, table_forecast_lines
 from .options import add_table_option, add_unit_options
+from .perperiod import PeriodsRequest, plan_periods
+from .perperiod import add_arguments as add_per_period_arguments
 
 EXAMPLES = """examples:
   # Cabs-tiny as in the paper, expecting about 400,000 trips
@@ -27,6 +29,11 @@ EXAMPLES = """examples:
   # 3-D data in [0, 10]^3, 20,000 points expected, at epsilon 0.5
   dpdbscan forecast --bounds 0 10 --dims 3 --eps 0.5 --min-samples 20 --epsilon 0.5 \\
       --n-expected 20000
+
+  # a map of pick-up places each week for a year, each cab protected for a lifetime
+  # epsilon = 2: the epsilon of each week's release and what one week's map can detect
+  dpdbscan forecast --geo --bounds -122.6 37.55 -122.3 37.85 --eps 200m --min-samples 30 \\
+      --max-cells-per-unit 50 --delta 1e-6 --n-units-expected 536 --periods 52 --lifetime-epsilon 2
 
   # person-level (each cab protected): 536 cabs, each adding to at most 1,000 cells;
   # what eps 50m .. 400m can detect, and how far a cab may roam and still be seen
@@ -128,6 +135,7 @@ def add_arguments(p: ArgTarget) -> None:
         "default: eps x 1/4, 1/2, 1, 2, 4",
     )
     add_period_options(p, release=False)
+    add_per_period_arguments(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -178,6 +186,10 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
     lower, upper = split_bounds(raw, d, geo)
     if geo:
         _, lower, upper = project_box(lower, upper, args.ref_lat)
+    periods = plan_periods(PeriodsRequest.from_args(args), p, lower, upper, geo)
+    if periods is not None:
+        # one period's release: the forecast below is at its epsilon
+        p = {**p, "epsilon": periods.epsilon}
     series = SeriesOptions.from_args(args)
     plan = None if series is None else plan_of(series, p, lower, upper)
     if plan is not None:
@@ -189,6 +201,8 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
     )
     if args.json:
         out = jsonable(fc.to_dict())
+        if periods is not None:
+            out["per_period"] = jsonable(periods.record())
         if plan is not None:
             out["series"] = jsonable({**plan.record(), "table_forecast": table_forecast(plan)})
         if events is not None:
@@ -201,6 +215,8 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
         f"forecast for eps={length(fc.eps)}, min_samples={fc.min_samples:g}, "
         f"epsilon={fc.epsilon:g}{level} (public inputs only; nothing is read or spent)"
     )
+    for line in [] if periods is None else periods.lines():
+        print(line)
     if counts_points(p["eps"], n, p["max_cells_per_unit"] is not None, places):
         if len(lower) >= 3:
             where = f"above {LARGE_N:,} (finer cells); this forecast is the grid for {ASSUMED_N:,} or fewer"

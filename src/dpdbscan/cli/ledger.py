@@ -47,6 +47,11 @@ EXAMPLES = """examples:
   # spent and remaining per dataset, and every release
   dpdbscan ledger show budget.ledger
   dpdbscan ledger show budget.ledger --json
+
+  # plan: the epsilon of each of 52 weekly fits within what the budget has left (nothing spent)
+  dpdbscan forecast --geo --bounds -122.6 37.55 -122.3 37.85 --eps 200m --min-samples 30 \\
+      --unit cab --max-cells-per-unit 50 --delta 1e-6 --periods 52 \\
+      --ledger budget.ledger --dataset cabs-people
 """
 
 
@@ -223,11 +228,17 @@ def public_cost(opts: FitOptions, p: dict[str, Any]) -> Cost:
     box = public_box_of(opts)
     if box is None:
         return upper_cost(p["epsilon"], p["delta"])
+    return cost_in_box(p, *box, units=opts.unit is not None, geo=bool(opts.geo))
+
+
+def cost_in_box(p: dict[str, Any], lower: Any, upper: Any, *, units: bool, geo: bool) -> Cost:
+    """The cost of the release of validated parameters ``p`` in the public
+    box (km with ``geo``), planned as the fit plans it; public inputs only."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the fit itself says them
         # the fit's own plan: --geo looks for places (its base at person level)
-        places = PLACE_EXTENT_KM if opts.geo else None
-        r = resolve(p, *box, units=opts.unit is not None, cli=True, places=places)
+        places = PLACE_EXTENT_KM if geo else None
+        r = resolve(p, lower, upper, units=units, cli=True, places=places)
     return release_cost(r.release)
 
 

@@ -7,7 +7,17 @@ budgets, each release's public parameters and cost, the files written).
 
 from __future__ import annotations
 
-from .composition import BASIC, ZCDP, Cost, Total, compose, pure, release_cost, upper_cost
+from .composition import (
+    BASIC,
+    ZCDP,
+    Cost,
+    Total,
+    compose,
+    largest_repeated,
+    pure,
+    release_cost,
+    upper_cost,
+)
 from .store import SCHEMA_VERSION, Account, Ledger, Release, Reservation, read_ledger
 
 __all__ = [
@@ -21,6 +31,7 @@ __all__ = [
     "Reservation",
     "Total",
     "compose",
+    "largest_repeated",
     "pure",
     "read_ledger",
     "release_cost",

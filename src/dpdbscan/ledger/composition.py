@@ -47,7 +47,7 @@ and Steinke, "The Discrete Gaussian for Differential Privacy", NeurIPS 2020.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..laws import zcdp
@@ -176,15 +176,34 @@ def largest_pure(costs: Sequence[Cost], epsilon_budget: float, delta_budget: flo
     fits (0 when none does), to a relative 1e-9. Under zCDP the total is not
     the budget minus what was spent, so this is found by bisection on
     :func:`compose`, which is monotone in the new release's epsilon."""
+    return largest_repeated(costs, pure, 1, epsilon_budget, delta_budget)
+
+
+def largest_repeated(
+    costs: Sequence[Cost],
+    cost_at: Callable[[float], Cost],
+    n: int,
+    epsilon_budget: float,
+    delta_budget: float,
+) -> float:
+    """The largest epsilon ``e`` such that ``n`` further releases, each
+    costing ``cost_at(e)`` (the release a fit at epsilon ``e`` makes), still
+    fit beside ``costs`` (0 when none does), to a relative 1e-9: the
+    epsilon per period of ``n`` releases planned under one lifetime budget.
+    Found by bisection on :func:`compose`: under zCDP ``n`` releases cost
+    less than ``n`` times one (rho's add, the total is converted once), so
+    the answer is not the budget over ``n``."""
+    if n < 1:
+        raise ValueError(f"the number of releases must be at least 1, got {n!r}")
 
     def ok(e: float) -> bool:
-        return fits(compose([*costs, pure(e)], delta_budget), epsilon_budget, delta_budget)
+        return fits(compose([*costs, *[cost_at(e)] * n], delta_budget), epsilon_budget, delta_budget)
 
-    if not ok(0.0):
+    if not fits(compose(costs, delta_budget), epsilon_budget, delta_budget):
         return 0.0
     if ok(epsilon_budget):
         return epsilon_budget
-    basic = epsilon_budget - math.fsum(c.epsilon for c in costs)
+    basic = (epsilon_budget - math.fsum(c.epsilon for c in costs)) / n
     lo = basic if basic > 0 and ok(basic) else 0.0
     hi = epsilon_budget
     while hi - lo > 1e-9 * epsilon_budget:
@@ -201,6 +220,7 @@ __all__ = [
     "compose",
     "fits",
     "largest_pure",
+    "largest_repeated",
     "pure",
     "release_cost",
     "upper_cost",

@@ -175,6 +175,10 @@ class Account:
         their budget); ``spent`` when no series is planned.
     periods_to_come : dict
         Each planned series' id and how many of its periods are still to come.
+    held_costs : tuple of Cost
+        What ``held`` composes: every release's cost, each planned series'
+        whole plan in place of its releases (what a plan of further releases
+        must fit beside).
     """
 
     dataset: str
@@ -188,6 +192,7 @@ class Account:
     releases: list[Release]
     held: Total | None = None
     periods_to_come: dict[int, int] = field(default_factory=dict)
+    held_costs: tuple[Cost, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         s = self.spent
@@ -430,6 +435,7 @@ def _account(con: sqlite3.Connection, path: Path, dataset: str) -> Account:
         releases,
         held=compose(held, b.delta),
         periods_to_come=to_come,
+        held_costs=tuple(held),
     )
 
 

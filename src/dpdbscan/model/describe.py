@@ -328,7 +328,7 @@ def fleet_line(model: SpanModel, noun: str) -> list[str]:
     synthetic taxis a week, MinPts 30: 0.78 of the busiest passage cells in
     spans, the threshold 2.9% of the busiest cell; MinPts 1,000: 0.18 and
     11%; the automatic mode 0.02; 2,000 taxis, MinPts 30: 0.00 to 0.02 and
-    12-21%; docs/places.md section 6). The release does not see the traffic;
+    12-21%; docs/places-study.md section 3). The release does not see the traffic;
     its busiest cell grows with the fleet and the horizon as the roads' stops
     do, so a share of it is "many units" at any size. MinPts is the user's:
     this only says so, and the least a fixed MinPts would need. Post-processing: the

@@ -8,7 +8,7 @@ sub-cells near a city's roads a few pass by noise alone, and each is a span
 of one or two sub-cells whose cells hold a unit or none (a synthetic day of
 2,000 taxis' pick-ups at 200 m / MinPts 30: one or two such spans in each
 of five releases, noisy counts 15 to 34 where one cell's noise has a
-standard deviation of 16 taxis; docs/places.md section 3). What such a
+standard deviation of 16 taxis; docs/places-study.md section 1). What such a
 span draws is the noise, and its few events may be one unit's.
 
 The rule: span ``s`` is kept when the noisy counts of the histogram cells of

@@ -69,7 +69,7 @@ PLACE_MAX_CELLS = 1 << 23
 #: Synthetic weeks of 5,000 and 10,000 taxis' stops (a fix every 1-10 min
 #: or every 3 min): the jams on busy roads (hundreds of distinct taxis
 #: within 172 m) are spans that hold 0.3-0.4 of the passage cells when
-#: every level is kept (docs/places.md section 5).
+#: every level is kept (docs/places-study.md section 2).
 PLACE_PEAK_SHARE = 0.08
 #: Whose peak :data:`PLACE_PEAK_SHARE` is a share of: the second densest
 #: place's, not the densest's, which one airport or main station can put
@@ -85,7 +85,7 @@ PLACE_PEAK_RANK = 2
 #: stands out over several levels, a busy road's jams a ridge the floor cuts
 #: into level sets that vanish within a level or two. It makes the share's
 #: window a level wider on the low side, where the jams come in (synthetic
-#: weeks of 5,000 and 10,000 taxis' stops, docs/places.md section 6). 1: no
+#: weeks of 5,000 and 10,000 taxis' stops, docs/places-study.md section 3). 1: no
 #: limit. A ratio of MinPts: the same at any fleet size and horizon.
 PLACE_MIN_RUNGS = 3
 #: The place floor (:data:`PLACE_PEAK_SHARE`) binds only where this share
@@ -99,7 +99,7 @@ PLACE_MIN_RUNGS = 3
 #: stands far above the noise margin but the fleet is small (2,000
 #: synthetic taxis' pick-ups at a fix every 10 s to 1 min: 13-16 times the
 #: margin), the floor and the life rule cut real places and no jam (17
-#: spans to 6, 34 to 11; docs/places.md section 6). A prior, like
+#: spans to 6, 34 to 11; docs/places-study.md section 3). A prior, like
 #: :data:`PLACE_PEAK_SHARE`; None: the floor wherever it is above the margin.
 PLACE_JAM_SHARE: float | None = 0.1
 #: A person-level search for places draws each span over its own units
@@ -109,7 +109,7 @@ PLACE_JAM_SHARE: float | None = 0.1
 #: noise, is left out. Beside a busy place the road cells are core because
 #: their eps-ball holds the place, not their own units: synthetic weeks of
 #: 5,000 and 10,000 taxis' stops, road cells that 3,500-9,400 taxis pass and
-#: 25-150 stop in, 1-8% of the station's cell (docs/places.md section 6).
+#: 25-150 stop in, 1-8% of the station's cell (docs/places-study.md section 3).
 #: A place's own cells that are core hold 26-100% of their span's busiest
 #: (full Cabs' top-20 stop cells). A public prior, like
 #: :data:`PLACE_PEAK_SHARE`; None: every core sub-cell.
@@ -124,7 +124,7 @@ PLACE_OWN_SDS = 3.0
 #: count: a place's units may lie anywhere in its cells, and a cell's edge
 #: is no edge of the place (a synthetic week of 2,000 taxis: two of the
 #: top-20 stop cells lay in cells of 46 and 78 taxis beside one of 1,866,
-#: their stops across the cells' edge; docs/places.md section 6).
+#: their stops across the cells' edge; docs/places-study.md section 3).
 PLACE_OWN_NEAR = 0.5
 
 

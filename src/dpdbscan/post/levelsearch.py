@@ -102,7 +102,7 @@ MIN_SHARE = 0.002
 #: sub-cell or two, whose mass (a share of their cell's count each) is under
 #: MIN_SHARE of the total the release counts in every cell each unit adds
 #: to; a span that noise alone lifted over the core threshold seldom holds
-#: that much (docs/places.md section 5).
+#: that much (docs/places-study.md section 2).
 PLACE_NOISE_SDS = 3.0
 #: From this many dimensions on, an event-level selection takes MIN_SHARE of
 #: the noisy total, not of the positive part (:func:`significance_of`).
@@ -1185,7 +1185,7 @@ def own_cells(sel: LevelSpans, hist: NoisyHistogram, k: int, share: float, sds: 
     drawn eps beyond its core, reaches the road. Their own counts are a
     few per cent of the station's; a place's own cells are not (full
     Cabs: the top-20 stop cells that are core hold 0.26-1 of their span's
-    busiest, docs/places.md section 6). The model draws its border by the
+    busiest, docs/places-study.md section 3). The model draws its border by the
     same rule (``border_cells="own"``, :func:`dpdbscan.model.record.own_border`).
     Every sub-cell left is core at its
     span's level, so each span still lies in the span of the density test

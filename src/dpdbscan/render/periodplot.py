@@ -51,6 +51,7 @@ def plot_periods(model: SpanModel, *, dpi: float = 110) -> Figure:
     one panel per period in calendar order, titled by the period's start."""
     plt = _plt()
     from matplotlib.collections import PathCollection
+    from matplotlib.ticker import MaxNLocator
 
     if model.grid.d != 2:
         raise ValueError(f"the periods' picture needs a 2-D model, this one is {model.grid.d}-D")
@@ -101,8 +102,11 @@ def plot_periods(model: SpanModel, *, dpi: float = 110) -> Figure:
         ax.set_aspect(aspect)
         ax.set_title(f"{starts[t][:16].replace('T', ' ')}  ({int(on.sum())} active)", fontsize=7)
         ax.tick_params(labelsize=6)
+        ax.xaxis.set_major_locator(MaxNLocator(3))  # a 2.6-inch panel: labels that do not run together
     if proj is not None:
-        add_scale_bar(axes[0, 0], proj.kx)
+        # under the first panel of the last row, below its tick labels: inside
+        # a 2.6-inch panel a bar lies over the spans
+        add_scale_bar(axes[-1, 0], proj.kx, outside=True)
     head = (
         f"{model.n_spans} DP span(s) found once over the horizon; filled: the period's spans (active: "
         f"the 95% interval of the noisy mass above 0). {series['statement']}"

@@ -241,21 +241,34 @@ def label_spans(
 LABEL_GAP_PX = 18.0
 
 
-def add_scale_bar(ax: Axes, km_per_x_unit: float, fraction: float = 0.2) -> AnchoredSizeBar:
+#: How far below the axes an outside scale bar hangs, in its font's sizes:
+#: clear of the x tick labels (6-point labels, 3.5-point ticks and pad).
+BELOW_TICKS = 2.4
+
+
+def add_scale_bar(
+    ax: Axes, km_per_x_unit: float, fraction: float = 0.2, *, outside: bool = False
+) -> AnchoredSizeBar:
     """A scale bar in m or km in the lower right corner: a round length near
     ``fraction`` of the axes' width, for axes whose x unit is
-    ``km_per_x_unit`` kilometres (at the reference latitude for lon/lat)."""
+    ``km_per_x_unit`` kilometres (at the reference latitude for lon/lat).
+    ``outside``: under the axes' lower right corner, below its tick labels,
+    so that it covers nothing drawn (small panels, where a bar inside would
+    lie over the spans)."""
     from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
 
     x0, x1 = ax.get_xlim()
     km = nice_length(abs(x1 - x0) * km_per_x_unit * fraction)
+    place: dict = {"loc": "lower right", "borderpad": 0.8}
+    if outside:
+        place = {"loc": "upper right", "borderpad": BELOW_TICKS}
+        place.update(bbox_to_anchor=(1.0, 0.0), bbox_transform=ax.transAxes)
     bar = AnchoredSizeBar(
         ax.transData,
         km / km_per_x_unit,
         format_km(km),
-        "lower right",
         pad=0.4,
-        borderpad=0.8,
+        **place,
         sep=3,
         frameon=True,
         size_vertical=0,

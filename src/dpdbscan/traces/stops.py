@@ -16,7 +16,7 @@ definition reads. A unit seen at the same place before and after a gap was
 there both times, most often parked; a bound on the gap would have no value
 right for every sampling rate; and a unit adds at most once to a cell, so a
 unit's own place (a home seen across nights) stays one unit, under any
-MinPts that counts units (docs/places.md section 1). A stay shorter than
+MinPts that counts units (docs/places-study.md section 1). A stay shorter than
 the sampling interval is seen at most once and makes no stop.
 
 Each stop becomes **one point: the run's first point** (its anchor). Why the
