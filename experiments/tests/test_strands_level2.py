@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,7 @@ def _ribbons(n: int, gap: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]
     return X, (np.arange(n) >= n // 2).astype(np.int64)
 
 
-def _fit(X: np.ndarray, eps: float, epsilon: float) -> object:
+def _fit(X: np.ndarray, eps: float, epsilon: float) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         box = (np.zeros(3), np.full(3, 10.0))
