@@ -626,7 +626,7 @@ def _class_of(qc, i, qp, sc, q, pq, lanes, step):
     c = 0
     if lanes.size > 0:
         bits = 64 // d
-        mask = (np.uint64(1) << np.uint64(bits)) - np.uint64(1)
+        mask = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - bits)  # (bits = 64 in 1-D)
         h = np.int64(1) << np.int64(bits - 2)
         y = qp + lanes[1] - pq
         for k in range(d):

@@ -547,7 +547,8 @@ class OffsetWeights:
     ) -> None:
         codes = np.asarray(codes, dtype=np.int64)
         weights = np.asarray(weights, dtype=np.float64)
-        self.step, self.classes = classes if classes is not None else (np.zeros(0, np.int64), np.zeros(0))
+        none: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0))
+        self.step, self.classes = classes if classes is not None else none
         zero = (2 * R + 1) ** d // 2  # the code of the zero offset (the middle of the cube)
         size = (2 * R + 1) ** d
         if size <= (self.TABLE if limit is None else limit):
