@@ -809,3 +809,145 @@ def test_weights_table_only_where_the_lookups_pay_for_it():
     assert (7**8 > pairs_module.OffsetWeights.TABLE) and 7**8 <= sums_mod._WEIGHT_TABLE
     assert sums_mod._table_limit(g, 3, 495_382, 495_382) == sums_mod._WEIGHT_TABLE
     assert sums_mod._table_limit(g, 3, 495_382, 100) is None
+
+
+def _cube_offsets(d, R):
+    """Every offset of the cube of half-side R, in code order."""
+    return np.array(np.meshgrid(*[np.arange(-R, R + 1)] * d, indexing="ij")).reshape(d, -1).T
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(1, 3),
+    side=st.integers(1, 12),
+    n=st.integers(1, 150),
+    threads=st.sampled_from([1, 2]),
+    skew=st.sampled_from([None, None, "weight", "offset", "zero-class"]),
+    wide=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_weights_by_class_give_the_sums_by_code(d, R, side, n, threads, skew, wide, seed):
+    """:func:`offset_classes` finds a table by class exactly when every
+    offset of the cube weighs what its class's table says (the brute check
+    over the cube; an offset left out weighs 0), and the joins' sums that
+    look each pair's weight up by class (from the packed lanes, or the
+    coordinates of cells too wide for them) equal bit for bit those that
+    look it up by code, and the all-pairs oracle's up to rounding."""
+    while (2 * R + 1) ** d > 1 << 15:
+        R -= 1  # (a cube the brute check can list)
+    rng = np.random.default_rng(seed)
+    cube = _cube_offsets(d, R)
+    step = np.r_[0, (d + 1) ** np.arange(R)]
+    cls = step[np.abs(cube)].sum(axis=1)
+    per_class = rng.random(int(cls.max()) + 1) * (rng.random(int(cls.max()) + 1) < 0.7)
+    weights = per_class[cls]
+    keep = weights != 0
+    if skew == "weight":
+        weights[int(rng.integers(0, weights.size))] += 0.25  # one offset weighs apart from its class
+    if skew == "offset":
+        keep[int(rng.integers(0, keep.size))] = False  # one offset left out (weighs 0)
+    if skew == "zero-class":
+        keep[int(rng.integers(0, keep.size))] = True  # an offset of weight 0 listed
+    codes = pairs_module.offset_codes(cube[keep], R)
+    w = weights[keep]
+    full = np.zeros(cube.shape[0])
+    full[keep] = w
+    by_class = pairs_module.offset_classes(codes, w, R, d)
+    table = np.zeros(int(cls.max()) + 1)
+    table[cls] = full
+    assert (by_class is not None) == bool(np.array_equal(table[cls], full))
+    if by_class is None:
+        return
+    assert np.array_equal(by_class[1][cls], full)
+    a = np.unique(rng.integers(0, side, (n, d)), axis=0)
+    if wide:
+        a += min(1 << (64 // d - 1), 1 << 40)  # beyond the packed lanes: the coordinates' path
+    vals = rng.exponential(4.0, a.shape[0])
+    plain = pairs_module.OffsetWeights(codes, w, R, d)
+    fast = pairs_module.OffsetWeights(codes, w, R, d, 0, by_class)
+    assert fast.at_zero == plain.at_zero and fast.table.size == 0
+    index = pairs_module.CellIndex(a, R)
+    got = index.half_sums(vals, R, fast, threads)
+    assert np.array_equal(got, index.half_sums(vals, R, plain, threads))
+    assert np.allclose(got, _weight_oracle(a, vals, R, codes, w), rtol=1e-12, atol=1e-12)
+    q = a[rng.integers(0, a.shape[0], min(a.shape[0], 20))] + rng.integers(
+        -R, R + 1, (min(a.shape[0], 20), d)
+    )
+    q = np.maximum(q, 0)
+    assert np.array_equal(index.sums_at(q, vals, R, fast, threads), index.sums_at(q, vals, R, plain, threads))
+    rows = rng.integers(0, a.shape[0], min(a.shape[0], 10))
+    assert np.array_equal(
+        index.scatter_sums(a[rows], vals[rows], R, fast, threads),
+        index.scatter_sums(a[rows], vals[rows], R, plain, threads),
+    )
+
+
+@pytest.mark.parametrize("d,k", [(2, 2), (3, 2), (4, 2), (5, 2), (6, 1), (8, 1)])
+def test_the_ball_kernels_weigh_by_class(d, k):
+    """The density test's kernel (max over the sub-positions of the ball
+    weights) and its inner part are functions of the multiset of |o_k|, so
+    the joins take the table by class on them (the weights bit for bit)."""
+    bw = ball_weights(d, 4.0, k)  # (the grids of issue 30: eta 4)
+    R = int(np.abs(bw.offsets).max())
+    codes = pairs_module.offset_codes(bw.offsets, R)
+    by_class = pairs_module.offset_classes(codes, bw.kmax, R, d)
+    assert by_class is not None
+    step, table = by_class
+    assert np.array_equal(table[step[np.abs(bw.offsets)].sum(axis=1)], bw.kmax)
+    inner = np.abs(bw.offsets).max(axis=1) < R
+    assert pairs_module.offset_classes(codes[inner], bw.kmax[inner], R, d) is not None
+
+
+def _fit_both_weights(d, seed, units=None, **kw):
+    """Fits (the pairs forced) with the joins' weights by class and by code
+    only: the same spans and labels."""
+    from dpdbscan.post import sums as sums_mod
+
+    X = _blobs(d, 1500, seed)
+    out = []
+    for classes in (True, False):
+        est = DPDBSCAN(random_state=seed, bounds=(0, 1), epsilon=1.0, **kw)
+        with pytest.MonkeyPatch.context() as mp, forced(True), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if not classes:
+                mp.setattr(sums_mod, "offset_classes", lambda *a: None)
+            mp.setattr(sums_mod, "_TABLES", {})  # (nothing held from the other way)
+            est.fit(X, units=None if units is None else units(X))
+            out.append((est.spans_, est.predict(X)))
+    (a, pa), (b, pb) = out
+    assert np.array_equal(a.core_keys, b.core_keys)
+    assert np.array_equal(a.labels, b.labels)
+    assert np.array_equal(pa, pb)
+
+
+@pytest.mark.parametrize(
+    "d,histogram,core,subcells",
+    [
+        (1, "sparse", "density", 2),
+        (2, "dense", "density", 2),
+        (3, "sparse", "bound", 1),
+        (4, "sparse", "density", 2),
+        (5, "sparse", "density", 1),
+        (6, "dense", "density", 1),
+        (7, "sparse", "bound", 1),
+        (8, "sparse", "density", 1),
+    ],
+)
+def test_fits_are_the_same_with_weights_by_class_and_by_code(d, histogram, core, subcells):
+    eps = {1: 0.02, 2: 0.05, 3: 0.08, 4: 0.12, 5: 0.15, 6: 0.2, 7: 0.25, 8: 0.3}[d]
+    _fit_both_weights(d, 3, eps=eps, min_samples=10, histogram=histogram, core=core, subcells=subcells)
+
+
+@pytest.mark.parametrize("d", [2, 5])
+def test_person_level_fits_are_the_same_with_weights_by_class_and_by_code(d):
+    _fit_both_weights(
+        d,
+        7,
+        lambda X: np.arange(X.shape[0]) // 3,
+        eps=0.05 if d == 2 else 0.2,
+        min_samples=10,
+        delta=1e-6,
+        max_cells_per_unit=2,
+        histogram="sparse",
+    )

@@ -140,6 +140,23 @@ def packed_lanes(coords: np.ndarray, bits: int) -> np.ndarray:
 
 
 @kernel
+def code_classes(codes: np.ndarray, step: np.ndarray, base: int, d: int) -> np.ndarray:
+    """The class ``sum_k step[|o_k|]`` of each offset code (mixed radix
+    ``base = 2R + 1`` of ``o_k + R``, the first axis the highest digit)."""
+    R = base // 2
+    out = np.empty(codes.size, np.int64)
+    for i in range(codes.size):
+        rest = codes[i]
+        c = 0
+        for _k in range(d):
+            a = rest % base - R
+            rest //= base
+            c += step[a if a >= 0 else -a]
+        out[i] = c
+    return out
+
+
+@kernel
 def linear_codes(coords: np.ndarray, base: int) -> np.ndarray:
     """sum_k c_k base^(d - 1 - k) of each row, wrapping modulo 2^64."""
     n, d = coords.shape
@@ -404,6 +421,8 @@ def half_sums(
     codes: np.ndarray,
     weights: np.ndarray,
     symmetric: bool,
+    step: np.ndarray,
+    classes: np.ndarray,
     p0: int,
     p1: int,
 ) -> np.ndarray:
@@ -419,10 +438,18 @@ def half_sums(
     every offset (:attr:`~dpdbscan.cells.pairs.OffsetWeights.symmetric`),
     so each pair looks one weight up, not two (the same weights: in 8-D at
     reach 3 the table of 7^8 codes is 46 MB and each lookup is a miss of
-    the caches)."""
+    the caches).
+
+    ``classes`` (not empty): the weight of an offset is ``classes[c]``, c
+    its class (:func:`_class_of`: the multiset of its ``|o_k|``), the
+    same weights as the codes' where
+    :func:`~dpdbscan.cells.pairs.offset_classes` found them so, from a
+    table of a few hundred entries and the pair's packed lanes (``lin``,
+    ``table``, ``codes`` unread)."""
     n = sc.shape[0]
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
+    by_class = classes.size > 0
     sums = np.zeros(n)
     walk = np.empty((3, axes.size), np.int64)
     buf = np.empty(64, np.int64)
@@ -433,8 +460,17 @@ def half_sums(
         if got == 0:
             continue
         vp = vals[p]
-        lp = lin[p] - zero
         acc = 0.0
+        if by_class:
+            qp = pk[p]
+            for t in range(got):
+                q = buf[t]
+                w = classes[_class_of(sc, p, qp, sc, q, pk[q], lanes, step)]
+                acc += w * vals[q]
+                sums[q] += w * vp
+            sums[p] += acc
+            continue
+        lp = lin[p] - zero
         for t in range(got):
             q = buf[t]
             code = lin[q] - lp
@@ -472,6 +508,8 @@ def query_sums(
     table: np.ndarray,
     codes: np.ndarray,
     weights: np.ndarray,
+    step: np.ndarray,
+    classes: np.ndarray,
     p0: int,
     p1: int,
     out: np.ndarray,
@@ -479,9 +517,10 @@ def query_sums(
     """For the query rows ``p0 : p1`` of ``qc`` (packed ``qk``, linear codes
     ``ql``), ``out[i]`` = the sum over the laid-out cells q within R along
     every axis of ``w(sc[q] - qc[i]) vals[q]`` (``w`` as in
-    :func:`half_sums`; nothing held per pair)."""
+    :func:`half_sums`, also its ``classes``; nothing held per pair)."""
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
+    by_class = classes.size > 0
     walk = np.empty((3, axes.size), np.int64)
     buf = np.empty(64, np.int64)
     for i in range(p0, p1):
@@ -492,8 +531,11 @@ def query_sums(
         acc = 0.0
         for t in range(got):
             q = buf[t]
-            code = lin[q] - lq
-            w = table[code] if use_table else _weight(codes, weights, code)
+            if by_class:
+                w = classes[_class_of(qc, i, qk[i], sc, q, pk[q], lanes, step)]
+            else:
+                code = lin[q] - lq
+                w = table[code] if use_table else _weight(codes, weights, code)
             acc += w * vals[q]
         out[i] = acc
 
@@ -520,6 +562,8 @@ def scatter_sums(
     table: np.ndarray,
     codes: np.ndarray,
     weights: np.ndarray,
+    step: np.ndarray,
+    classes: np.ndarray,
     p0: int,
     p1: int,
 ) -> np.ndarray:
@@ -531,6 +575,7 @@ def scatter_sums(
     around them at the cost of their own walks."""
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
+    by_class = classes.size > 0
     sums = np.zeros(sc.shape[0])
     walk = np.empty((3, axes.size), np.int64)
     buf = np.empty(64, np.int64)
@@ -542,8 +587,11 @@ def scatter_sums(
         v = qv[i]
         for t in range(got):
             q = buf[t]
-            code = lq - lin[q]
-            w = table[code] if use_table else _weight(codes, weights, code)
+            if by_class:
+                w = classes[_class_of(qc, i, qk[i], sc, q, pk[q], lanes, step)]
+            else:
+                code = lq - lin[q]
+                w = table[code] if use_table else _weight(codes, weights, code)
             sums[q] += w * v
     return sums
 
@@ -565,6 +613,30 @@ def _weight(codes, weights, code):
     if k < codes.size and codes[k] == code:
         return weights[k]
     return 0.0
+
+
+@inlined
+def _class_of(qc, i, qp, sc, q, pq, lanes, step):
+    """The class of the offset ``sc[q] - qc[i]`` (cells packed as ``pq`` and
+    ``qp``): ``sum_k step[|o_k|]``, from the packed lanes when there are
+    (a lane of ``qp + base - pq`` is ``o_k + h`` negated, ``h = 2^(bits -
+    2)``), else from the coordinates. The pair is within R along every
+    axis, so every ``|o_k|`` indexes ``step``."""
+    d = qc.shape[1]
+    c = 0
+    if lanes.size > 0:
+        bits = 64 // d
+        mask = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - bits)  # (bits = 64 in 1-D)
+        h = np.int64(1) << np.int64(bits - 2)
+        y = qp + lanes[1] - pq
+        for k in range(d):
+            a = np.int64((y >> np.uint64(bits * k)) & mask) - h
+            c += step[a if a >= 0 else -a]
+    else:
+        for k in range(d):
+            a = sc[q, k] - qc[i, k]
+            c += step[a if a >= 0 else -a]
+    return c
 
 
 @kernel
