@@ -13,6 +13,7 @@ import collections
 import gzip
 import os
 import sys
+import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -47,6 +48,10 @@ class Source:
     ) -> None:
         self.stream, self.raw, self.total, self.label = stream, raw, total, label
         self.text_bytes = text_bytes  # about how many bytes of text follow (None: unknown)
+        self.gzip_path: Path | None = None  # a gzip file's, read again by zlib if its stream breaks
+        self.delivered = 0  # bytes of text handed on so far
+        self.last = b""  # the last byte handed on
+        self._prefix: _GzipPrefix | None = None
 
     @classmethod
     def file(cls, path: Path, gz: bool) -> Source:
@@ -62,10 +67,13 @@ class Source:
                 text = int.from_bytes(fh.read(4), "little")
         if gz and _igzip() is not None:
             fh = open(path, "rb")  # noqa: SIM115 - closed by close()
-            return cls(_igzip().IGzipFile(fileobj=fh, mode="rb"), fh, size, path.name, text)
-        raw = pa.OSFile(str(path))
-        stream = pa.CompressedInputStream(raw, "gzip") if gz else raw
-        return cls(stream, raw, size, path.name, text)
+            source = cls(_igzip().IGzipFile(fileobj=fh, mode="rb"), fh, size, path.name, text)
+        else:
+            raw = pa.OSFile(str(path))
+            stream = pa.CompressedInputStream(raw, "gzip") if gz else raw
+            source = cls(stream, raw, size, path.name, text)
+        source.gzip_path = path if gz else None
+        return source
 
     @classmethod
     def stdin(cls, gz: bool) -> Source:
@@ -82,15 +90,112 @@ class Source:
         )
 
     def read(self, n: int) -> bytes:
-        return self.stream.read(n)
+        if self._prefix is not None:
+            data = self._prefix.read(n)
+        else:
+            try:
+                data = self.stream.read(n)
+            except Exception as exc:
+                data = self._rescue(exc, n)
+        if data:
+            self.delivered += len(data)
+            self.last = data[-1:]
+        return data
+
+    @property
+    def cut(self) -> bool:
+        """Whether the text ended because the gzip file ends early (cut
+        part-way): known once the text's end is read."""
+        return self._prefix is not None and self._prefix.cut
+
+    def _rescue(self, exc: Exception, n: int) -> bytes:
+        """The next text of a gzip file whose stream broke: the rest of
+        what zlib inflates of it, after the ``delivered`` bytes already
+        handed on (inflating is deterministic: they are its first bytes).
+        Only on this failure path, so an intact file is read as before. A
+        file cut part-way (an interrupted download) gives the text before
+        the cut; ``exc`` is raised again when zlib too finds the file damaged
+        or not gzip at all, before (here) or after the bytes handed on."""
+        import pyarrow as pa
+
+        if self.gzip_path is None or not isinstance(exc, (OSError, EOFError, pa.ArrowException, *gzip_errors())):
+            raise exc
+        prefix = _GzipPrefix(self.gzip_path)
+        try:
+            prefix.skip(self.delivered)
+        except OSError:
+            prefix.close()
+            raise exc from None
+        self._prefix = prefix
+        return prefix.read(n)
 
     def done(self) -> int | None:
+        if self._prefix is not None:
+            return self.total
         return self.raw.tell() if self.raw is not None else None
 
     def close(self) -> None:
-        for s in (self.stream, self.raw):
+        for s in (self.stream, self.raw, self._prefix):
             if s is not None:
                 s.close()
+
+
+class _GzipPrefix:
+    """The text of a gzip file up to its end or where the file ends early
+    (``cut``: cut part-way, as by an interrupted download); every member of
+    a multi-member file, in order. Damage (data zlib refuses, a wrong
+    checksum, bytes after a member that are not one) raises OSError at the
+    damage: only a file whose every byte inflates is read. Python's zlib,
+    streaming: memory stays bounded."""
+
+    _CHUNK = 1 << 16  # compressed bytes inflated at a time
+
+    def __init__(self, path: Path) -> None:
+        self.fh = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self.inflate = zlib.decompressobj(wbits=31)
+        self.pending = b""
+        self.stopped = False
+        self.cut = False
+
+    def _more(self) -> bytes:
+        """The next inflated bytes (b"" at the end of the text)."""
+        while not self.stopped:
+            chunk = self.fh.read(self._CHUNK)
+            if not chunk:
+                self.stopped = True
+                self.cut = not self.inflate.eof
+                break
+            try:
+                data = self.inflate.decompress(chunk)
+                while self.inflate.eof and self.inflate.unused_data:  # the next member
+                    rest = self.inflate.unused_data
+                    self.inflate = zlib.decompressobj(wbits=31)
+                    data += self.inflate.decompress(rest)
+            except zlib.error:
+                self.stopped = True
+                raise OSError("the gzip stream is damaged") from None
+            if data:
+                return data
+        return b""
+
+    def skip(self, n: int) -> None:
+        """Pass over the first ``n`` bytes of text."""
+        while n > 0:
+            if not self.pending:
+                self.pending = self._more()
+                if not self.pending:
+                    return
+            take = min(n, len(self.pending))
+            self.pending, n = self.pending[take:], n - take
+
+    def read(self, n: int) -> bytes:
+        if not self.pending:
+            self.pending = self._more()
+        data, self.pending = self.pending[:n], self.pending[n:]
+        return data
+
+    def close(self) -> None:
+        self.fh.close()
 
 
 def _igzip():

@@ -117,6 +117,11 @@ class InputPoints:
     n_read_before_damage : int, optional
         A GeoJSON or GPX file that stopped being valid JSON or XML: the
         records read before (the rest is not read). None: read whole.
+    n_read_before_cut : int, optional
+        A gzip CSV file that ends early (cut part-way, as by an interrupted
+        download): the rows read from the text before the cut, as a plain CSV
+        file cut there reads them (the cut line counted malformed). None:
+        read whole.
     """
 
     X: np.ndarray
@@ -136,6 +141,7 @@ class InputPoints:
     n_skipped_files: int = 0
     n_no_unit_property: bool = False
     n_read_before_damage: int | None = None
+    n_read_before_cut: int | None = None
 
     def notes(self) -> list[str]:
         """One line per thing the data owner should know (private notes)."""
@@ -157,6 +163,12 @@ class InputPoints:
                 f"the file stops being valid JSON or XML after {self.n_read_before_damage:,} "
                 "record(s): the rest of it is not read (dropped); "
                 "the release is made from the records before"
+            )
+        if self.n_read_before_cut is not None:
+            out.append(
+                f"the compressed file ends early (cut part-way, as by an interrupted download) after "
+                f"{self.n_read_before_cut:,} row(s): the rows before are kept (the cut line read as "
+                "malformed), the rest is missing"
             )
         if self.n_damaged_files:
             rows = f": their {self.n_damaged_rows:,} row(s) read are dropped" if self.n_damaged_rows else ""
@@ -467,6 +479,8 @@ def _open_csv(
     try:
         if has_header:
             header, head = csvfile.first_line(source)
+            if source.cut and not head and source.last not in (b"\n", b"\r"):
+                raise EOFError("the compressed text ends within the header line")
         else:
             header, head = None, csvfile.strip_bom(source)
         names, layout = csv_layout(fmt, options, header, d, choose, where=where)
@@ -551,6 +565,8 @@ def _read_csv(
     try:
         with progress_bar(f"reading {source.label}", total=source.total, enabled=progress) as bar:
             X, units, counts, also = csvfile.read_blocks(source, head, layout, bar, hook)
+        if source.cut and X.shape[0] - (source.last not in (b"\n", b"\r")) <= 0:
+            raise EOFError("the compressed text ends before its first complete record")
     except (OSError, EOFError, pa.ArrowException, *csvfile.gzip_errors()) as exc:
         raise _io_error(where, "CSV", exc) from None
     finally:
@@ -564,6 +580,7 @@ def _read_csv(
         units=units,
         n_missing_unit=counts.missing_unit,
         companions=also,
+        n_read_before_cut=X.shape[0] if source.cut else None,
     )
 
 
@@ -1436,6 +1453,8 @@ def _folder_csv(
                 raise ValueError("another number of columns")
             got = plan.read(False)
         rows[0] = got.X.shape[0]
+        if got.n_read_before_cut is not None:
+            rows[1] = 1  # a gzip file cut part-way: its rows before the cut are kept
         if got.companions is not None:  # read in the points' own pass
             values = list(got.companions)
         else:
