@@ -120,7 +120,7 @@ class InputPoints:
     n_read_before_cut : int, optional
         A gzip CSV file that ends early (cut part-way, as by an interrupted
         download): the rows read from the text before the cut, as a plain CSV
-        file cut there reads them (the cut line counted malformed). None:
+        file cut there reads them (a cut line by the same rules). None:
         read whole.
     """
 
@@ -167,8 +167,7 @@ class InputPoints:
         if self.n_read_before_cut is not None:
             out.append(
                 f"the compressed file ends early (cut part-way, as by an interrupted download) after "
-                f"{self.n_read_before_cut:,} row(s): the rows before are kept (the cut line read as "
-                "malformed), the rest is missing"
+                f"{self.n_read_before_cut:,} row(s): the rows before the cut are kept, the rest is missing"
             )
         if self.n_damaged_files:
             rows = f": their {self.n_damaged_rows:,} row(s) read are dropped" if self.n_damaged_rows else ""
