@@ -9,6 +9,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from clirun import blob_points, run
+
 from dpdbscan.files import (
     ReadOptions,
     format_of,
@@ -877,14 +879,19 @@ def test_a_cut_gzip_file_keeps_the_rows_of_the_plain_csv_cut_there(gzip_path, tm
         _same_rows(got, want)
         assert 0 < got.X.shape[0] <= 60001 and got.n_read_before_cut == got.X.shape[0]
         notes = " ".join(got.notes())
-        assert f"ends early (cut part-way, as by an interrupted download) after {got.X.shape[0]:,} row(s)" in notes
+        assert (
+            f"ends early (cut part-way, as by an interrupted download) after {got.X.shape[0]:,} row(s)"
+            in notes
+        )
         assert "SECRET" not in notes and "oops" not in notes and "t1" not in notes
         assert want.n_read_before_cut is None
 
 
 def test_a_cut_gzip_tsv_and_its_time_column_keep_the_rows_of_the_plain_file(gzip_path, tmp_path):
     rng = np.random.default_rng(10)
-    text = "x\ty\ttime\n" + "".join(f"{a!r}\t{b!r}\t{1000 + i}\n" for i, (a, b) in enumerate(rng.random((20000, 2)).tolist()))
+    text = "x\ty\ttime\n" + "".join(
+        f"{a!r}\t{b!r}\t{1000 + i}\n" for i, (a, b) in enumerate(rng.random((20000, 2)).tolist())
+    )
     data = gzip.compress(text.encode())
     cut = len(data) // 2
     inflated = zlib.decompressobj(wbits=31).decompress(data[:cut])
@@ -898,6 +905,32 @@ def test_a_cut_gzip_tsv_and_its_time_column_keep_the_rows_of_the_plain_file(gzip
     time, _ = read_columns(cut_path, "time", options=ReadOptions(columns=("x", "y"), header=True))
     assert time.equals(read_columns(plain, "time", options=ReadOptions(columns=("x", "y"), header=True))[0])
     assert len(time) == got.X.shape[0]
+
+
+def test_a_fit_of_a_cut_gzip_file_releases_and_charges_the_ledger_once(capsys, tmp_path):
+    text = "x,y\n" + "".join(f"{a!r},{b!r}\n" for a, b in blob_points(4).tolist())
+    data = gzip.compress(text.encode())
+    path = put(tmp_path / "cut.csv.gz", data[: len(data) * 3 // 4])
+    ledger = tmp_path / "led.json"
+    assert run(capsys, "ledger", "init", ledger, "--dataset", "d", "--epsilon", "5")[0] == 0
+    opts = ["--header", "--columns", "x", "y", "--bounds", "0", "0", "10", "10", "--eps", "0.5"]
+    rc, out, err = run(
+        capsys,
+        "fit",
+        path,
+        *opts,
+        "--min-samples",
+        "20",
+        "--ledger",
+        ledger,
+        "--dataset",
+        "d",
+        "--out-dir",
+        tmp_path,
+    )
+    assert rc == 0 and "ends early (cut part-way" in err and (tmp_path / "cut.spans.json").is_file(), err
+    rc, shown, _ = run(capsys, "ledger", "show", ledger)
+    assert rc == 0 and "written" in shown and "failed" not in shown and "spent    : epsilon=1," in shown
 
 
 def test_an_intact_gzip_file_is_read_as_before(gzip_path, tmp_path):

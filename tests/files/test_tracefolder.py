@@ -462,3 +462,75 @@ def test_cut_plt_and_headerless_csv_files_of_a_folder_keep_their_lines_before_th
     )
     finite = np.isfinite(got.X).all(axis=1)
     assert finite.sum() == 39 + 5 and got.n_damaged_files == 0
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_a_cut_gzip_csv_file_of_a_folder_keeps_its_rows_before_the_cut(capsys, tmp_path, header):
+    """A .csv.gz file cut part-way (an interrupted download) reads as the
+    intact gzip file of the text before the cut: its rows kept, the file
+    counted as cut, nothing quoted; the fit with --time --stops releases."""
+    import gzip
+    import zlib
+
+    units = traces(n_units=30, seed=6, per_unit=40)
+    folders = {}
+    for name in ("cut", "oracle"):
+        root = folders[name] = tmp_path / name
+        root.mkdir()
+        for unit, rows in units.items():
+            text = ("lon,lat,time\n" if header else "") + "".join(
+                f"{x!r},{y!r},{t:%Y-%m-%dT%H:%M:%S}\n" for x, y, t in rows
+            )
+            (root / f"{unit}.csv.gz").write_bytes(gzip.compress(text.encode()))
+    victim = sorted(folders["cut"].iterdir())[1]
+    data = victim.read_bytes()
+    victim.write_bytes(data[: len(data) * 2 // 3])
+    inflated = zlib.decompressobj(wbits=31).decompress(data[: len(data) * 2 // 3])
+    (folders["oracle"] / victim.name).write_bytes(gzip.compress(inflated))
+    opts = (
+        {"columns": ["lon", "lat"], "header": True, "also": ("time",)}
+        if header
+        else {"columns": [0, 1], "header": False, "fields": 3, "also": (2,)}
+    )
+    got = read_input(folders["cut"], unit_from="file", file_format="csv.gz", **opts)
+    want = read_input(folders["oracle"], unit_from="file", file_format="csv.gz", **opts)
+    np.testing.assert_array_equal(got.X, want.X)
+    assert got.units.equals(want.units) and got.companions[0].equals(want.companions[0])
+    n_rows = int(np.count_nonzero(want.units.to_numpy(zero_copy_only=False) == victim.name.encode()))
+    assert 0 < n_rows < 40 and got.n_damaged_files == 0
+    assert got.n_cut_files == 1 and got.n_cut_rows == n_rows and want.n_cut_files == 0
+    note = " ".join(got.notes())
+    assert f"1 file(s) of the folder stop being valid part-way: their {n_rows} row(s)" in note
+    cli = (
+        ["--columns", "lon", "lat", "--header"]
+        if header
+        else ["--columns", "0", "1", "--no-header", "--fields", "3"]
+    )
+    stops = ["--time", "time" if header else "2", "--stops", "100m", "5min"]
+    a, _, err = fit(
+        capsys,
+        tmp_path,
+        folders["cut"],
+        "--unit-from",
+        "file",
+        "--format",
+        "csv.gz",
+        *cli,
+        *stops,
+        *UNIT,
+        name="c",
+    )
+    b, _, _ = fit(
+        capsys,
+        tmp_path,
+        folders["oracle"],
+        "--unit-from",
+        "file",
+        "--format",
+        "csv.gz",
+        *cli,
+        *stops,
+        *UNIT,
+        name="o",
+    )
+    assert same_release(a, b) and "part-way" in err, err

@@ -118,7 +118,9 @@ class Source:
         or not gzip at all, before (here) or after the bytes handed on."""
         import pyarrow as pa
 
-        if self.gzip_path is None or not isinstance(exc, (OSError, EOFError, pa.ArrowException, *gzip_errors())):
+        if self.gzip_path is None or not isinstance(
+            exc, (OSError, EOFError, pa.ArrowException, *gzip_errors())
+        ):
             raise exc
         prefix = _GzipPrefix(self.gzip_path)
         try:
