@@ -9,8 +9,6 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from clirun import blob_points, run
-
 from dpdbscan.files import (
     ReadOptions,
     format_of,
@@ -23,6 +21,8 @@ from dpdbscan.files import (
 from dpdbscan.files import csvfile as dpio
 from dpdbscan.files.records import NULL_VALUES, is_number
 from dpdbscan.model import save_model, to_json
+
+from clirun import blob_points, run
 
 DELIMITERS = (",", ";", "\t", "|")
 
