@@ -867,7 +867,12 @@ def _same_rows(got, want):
 
 @pytest.mark.parametrize("header", [True, False])
 @pytest.mark.parametrize("members", [1, 2])
-def test_a_cut_gzip_file_keeps_the_rows_of_the_plain_csv_cut_there(gzip_path, tmp_path, header, members):
+@pytest.mark.parametrize("batch", [None, 1 << 12])
+def test_a_cut_gzip_file_keeps_the_rows_of_the_plain_csv_cut_there(
+    gzip_path, tmp_path, monkeypatch, header, members, batch
+):
+    if batch is not None:  # small blocks: the stream breaks after many were handed on
+        monkeypatch.setattr(dpio, "_BATCH", batch)
     rng = np.random.default_rng(9)
     rows = "".join(f"{a!r},{b!r},t{i}\n" for i, (a, b) in enumerate(rng.random((30000, 2)).tolist()))
     text = (("x,y,secret\n" if header else "") + rows + "1.25,oops,SECRET-7\n" + rows).encode()
