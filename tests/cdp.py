@@ -57,9 +57,40 @@ class ProtocolError(RuntimeError):
 class Browser:
     """One headless Chromium with one page (tab) attached in flat mode."""
 
-    def __init__(self, executable: str, width: int = 1000, height: int = 750, timeout: float = 30.0):
+    def __init__(
+        self,
+        executable: str,
+        width: int = 1000,
+        height: int = 750,
+        timeout: float = 30.0,
+        startup_timeout: float = 120.0,
+        starts: int = 2,
+    ):
+        """``timeout`` bounds each command; the first, which waits for the
+        browser to come up, gets ``startup_timeout``, and a browser that does
+        not answer by then is killed and started afresh, ``starts`` times in
+        all (on a loaded shared machine a start has taken over 30 s)."""
         self.timeout = timeout
         self.width, self.height = width, height
+        for attempt in range(starts):
+            self._spawn(executable)
+            try:
+                self._attach(startup_timeout)
+                return
+            except TimeoutError as exc:
+                tail = self.log_tail()
+                self.close()
+                if attempt + 1 == starts:
+                    raise TimeoutError(
+                        f"Chromium did not answer within {startup_timeout:.0f} s, {starts} starts; "
+                        f"its log ends: {tail}"
+                    ) from exc
+            except Exception:
+                self.close()
+                raise
+
+    def _spawn(self, executable: str) -> None:
+        width, height = self.width, self.height
         self.profile = tempfile.mkdtemp(prefix="dpdbscan-chromium-")
         self.log_path = Path(self.profile) / "chromium.log"
         to_r, self._to_w = os.pipe()
@@ -91,20 +122,20 @@ class Browser:
         self._next_id = 0
         self.events: list[dict] = []
         self.session: str | None = None
-        try:
-            target = self.call("Target.createTarget", {"url": "about:blank"}, session=False)
-            self.session = self.call(
-                "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}, session=False
-            )["sessionId"]
-            for domain in ("Page", "Runtime", "Log", "Network"):
-                self.call(f"{domain}.enable")
-            self.call(
-                "Emulation.setDeviceMetricsOverride",
-                {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
-            )
-        except Exception:
-            self.close()
-            raise
+
+    def _attach(self, startup_timeout: float) -> None:
+        target = self.call(
+            "Target.createTarget", {"url": "about:blank"}, session=False, timeout=startup_timeout
+        )
+        self.session = self.call(
+            "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}, session=False
+        )["sessionId"]
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.call(f"{domain}.enable")
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
+        )
 
     # ----------------------------------------------------------- protocol
     def _send(self, method: str, params: dict | None, session) -> int:
@@ -129,10 +160,12 @@ class Browser:
         raw, self._buf = self._buf.split(b"\0", 1)
         return json.loads(raw)
 
-    def call(self, method: str, params: dict | None = None, *, session=None) -> dict:
+    def call(
+        self, method: str, params: dict | None = None, *, session=None, timeout: float | None = None
+    ) -> dict:
         """Send a command and return its result; events seen meanwhile are kept."""
         mid = self._send(method, params, session)
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while True:
             msg = self._read_message(deadline)
             if msg.get("id") == mid:
