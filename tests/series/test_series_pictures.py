@@ -172,6 +172,70 @@ def test_the_scale_bar_lies_clear_of_every_panel_and_its_labels(tmp_path, capsys
         plt.close(fig)
 
 
+def _far_series(tmp, capsys, days):
+    """A series in metres far from the origin (coordinates of 1e6 to 2.2e6,
+    whose tick labels matplotlib would shorten with an offset, "1e6"), one
+    panel per day: its model."""
+    rng = np.random.default_rng(8)
+    n = 12000
+    xy = 1e6 + 123456.7 * (
+        np.array([[2.0, 2.0], [7.0, 7.0], [4.0, 8.0]])[rng.integers(0, 3, n)] + rng.normal(0, 0.3, (n, 2))
+    )
+    t = START + rng.integers(0, days, n) * 86400 + rng.uniform(0, 86400, n)
+    path = tmp / "far.csv"
+    with open(path, "w") as f:
+        f.write("x,y,cab,time\n")
+        f.writelines(f"{xy[i, 0]:.1f},{xy[i, 1]:.1f},c{rng.integers(0, 300)},{t[i]:.0f}\n" for i in range(n))
+    to = (dt.datetime(2024, 3, 4) + dt.timedelta(days=days)).strftime("%Y-%m-%d")
+    args = [*ARGS[:14], "--to", to, "--bounds", "1000000", "1000000", "2234567", "2234567", "--eps", "61728",
+            *ARGS[23:], "--no-png"]  # fmt: skip
+    rc, _, err = run(capsys, "fit", path, *args, "--out-dir", tmp / "out")
+    assert rc == 0, err
+    return load_model(tmp / "out" / "far.spans.json")
+
+
+def _drawn(labels, limits, axis):
+    """The tick labels drawn: visible, with text, their tick within the view
+    (matplotlib keeps labels of ticks beyond it, which it does not draw)."""
+    lo, hi = sorted(limits)
+    return [t for t in labels if t.get_visible() and t.get_text() and lo <= t.get_position()[axis] <= hi]
+
+
+@pytest.mark.parametrize("which, days", [("geo", 10), ("far", 9)])  # two rows of panels, the second short
+def test_every_column_has_x_tick_labels_and_no_two_labels_overlap(tmp_path, capsys, which, days):
+    """Under rows of panels whose last row is short, the columns it leaves
+    empty had no x tick labels (shared x axes label the bottom row only);
+    far from the origin, the "1e6" of an axis' offset lay over the first
+    panel's title. Every column now has its x tick labels under its lowest
+    panel, and no tick label, offset or title overlaps another."""
+    import matplotlib.pyplot as plt
+
+    model = (_geo_series if which == "geo" else _far_series)(tmp_path, capsys, days)
+    fig = plot_periods(model)
+    try:
+        fig.tight_layout()
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        panels = [ax for ax in fig.axes if ax.collections]
+        assert len(panels) == days
+        texts = []
+        columns = {}
+        for ax in panels:
+            shown = _drawn(ax.get_xticklabels(), ax.get_xlim(), 0)
+            column = round(ax.get_position().x0, 3)
+            columns[column] = columns.get(column, 0) + len(shown)
+            texts += shown + _drawn(ax.get_yticklabels(), ax.get_ylim(), 1)
+            texts += [t for t in (ax.title, ax.xaxis.offsetText, ax.yaxis.offsetText) if t.get_text()]
+        assert len(columns) == min(days, 7) and all(columns.values()), columns
+        boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+        for i, (a, box) in enumerate(boxes):
+            assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1), a
+            for b, other in boxes[i + 1 :]:
+                assert not box.overlaps(other), f"{a!r} overlaps {b!r}"
+    finally:
+        plt.close(fig)
+
+
 # --------------------------------------------------------------------------- #
 # in a real browser
 
