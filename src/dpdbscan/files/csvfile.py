@@ -152,14 +152,14 @@ class GzipText:
     deterministic). ``fh``: a binary file object, closed by :meth:`close`
     when ``own``."""
 
-    _CHUNK = 1 << 18  # compressed bytes inflated at a time
+    _CHUNK = 1 << 20  # compressed bytes inflated at a time
 
     def __init__(self, fh: Any, own: bool = True) -> None:
         self.fh, self.own = fh, own
         igzip = _igzip()
         self.engine = zlib if igzip is None else igzip.isal_zlib
         self.inflate = self.engine.decompressobj(wbits=31)
-        self.pending = b""
+        self.pending, self.at = b"", 0  # inflated text not yet handed on: pending[at:]
         self.stopped = False
         self.cut = False
 
@@ -184,34 +184,34 @@ class GzipText:
                 return data
         return b""
 
+    def _take(self, n: int) -> bytes:
+        """Up to ``n`` bytes of the pending text (b"" at the text's end)."""
+        if self.at >= len(self.pending):
+            self.pending, self.at = self._more(), 0
+        if self.at == 0 and n >= len(self.pending):
+            data = self.pending  # whole: no copy
+        else:
+            data = self.pending[self.at : self.at + n]
+        self.at += len(data)
+        return data
+
     def skip(self, n: int) -> None:
         """Pass over the first ``n`` bytes of text."""
-        while n > 0:
-            if not self.pending:
-                self.pending = self._more()
-                if not self.pending:
-                    return
-            take = min(n, len(self.pending))
-            self.pending, n = self.pending[take:], n - take
+        while n > 0 and (data := self._take(n)):
+            n -= len(data)
 
     def read(self, n: int) -> bytes:
         """Up to ``n`` bytes of text (fewer only at its end)."""
         parts, size = [], 0
-        while size < n:
-            if not self.pending:
-                self.pending = self._more()
-                if not self.pending:
-                    break
-            take = self.pending[: n - size]
-            self.pending = self.pending[len(take) :]
-            parts.append(take)
-            size += len(take)
-        return b"".join(parts)
+        while size < n and (data := self._take(n - size)):
+            parts.append(data)
+            size += len(data)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def read_all(self) -> bytes:
         """The rest of the text."""
-        parts = [self.pending]
-        self.pending = b""
+        parts = [self.pending[self.at :]]
+        self.pending, self.at = b"", 0
         while data := self._more():
             parts.append(data)
         return b"".join(parts)
