@@ -1190,6 +1190,7 @@ class DaskBackend:
         the blocks are this backend's own: byte ranges of whole lines, read
         by the workers."""
         import dask
+        import fsspec
         from dask.bytes import read_bytes
 
         options = dataclasses.replace(self.read, unit=unit)
@@ -1212,15 +1213,13 @@ class DaskBackend:
                 raise FileNotFoundError(f"no CSV files found at {paths}") from None
             raise
         where = str(files[0]) if files else str(paths[0])
-        import fsspec
-
         fs, _, _ = fsspec.core.get_fs_token_paths(
             list(paths), mode="rb", storage_options=self.storage_options
         )
         # a gzip file's one block is inflated by _inflate on a worker (a file
         # cut part-way keeps its text before the cut, as in memory), in place
         # of fsspec's inflater, which fails on such a file
-        inflate = dask.delayed(_inflate, pure=True)
+        inflate = dask.delayed(_inflate)
         blocks = [
             [inflate(fs, f, str(f))] if self._gzip(f) else file_blocks
             for f, file_blocks in zip(files, blocks)
