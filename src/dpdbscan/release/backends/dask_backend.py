@@ -1232,20 +1232,20 @@ class DaskBackend:
     def _gzip(self, path) -> bool:
         """Whether the CSV file ``path`` is gzip-compressed: by ``file_format``
         or its name (public)."""
-        return format_of(path, self.read.file_format).gzip if self.read.file_format else infer_gzip(path)
+        if self.read.file_format:
+            return format_of(path, self.read.file_format).gzip
+        return _inferred_compression(path) == "gzip"
 
     def _csv_head(self, fs: Any, path: str) -> bytes:
         """The text of the CSV file ``path`` up to its first non-empty line's
         end, read on the driver (a declared header is public); refused, as
         in memory, when the file is damaged or a gzip file ends (cut
         part-way) before that line is whole."""
-        from fsspec.utils import infer_compression
-
         try:
             if self._gzip(path):
                 text = GzipText(fs.open(path, "rb"))
             else:
-                compression = None if self.read.file_format else infer_compression(path)
+                compression = None if self.read.file_format else _inferred_compression(path)
                 text = fs.open(path, "rb", compression=compression)
             with contextlib.closing(text):
                 head = b""
@@ -1317,11 +1317,11 @@ class DaskBackend:
         return f"DaskBackend({where!r}, read={self.read!r})"
 
 
-def infer_gzip(path: str) -> bool:
-    """Whether fsspec's compression by name would take ``path`` as gzip."""
-    from fsspec.utils import infer_compression
+def _inferred_compression(path: str) -> str | None:
+    """The compression fsspec infers from the name of ``path`` (None: none)."""
+    from fsspec.utils import infer_compression  # type: ignore[import-untyped]
 
-    return infer_compression(path) == "gzip"
+    return infer_compression(path)
 
 
 def _check_time_column(names: Sequence, columns: Sequence, time: str) -> None:
