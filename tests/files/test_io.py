@@ -892,6 +892,37 @@ def test_a_cut_gzip_file_keeps_the_rows_of_the_plain_csv_cut_there(
         assert want.n_read_before_cut is None
 
 
+@pytest.mark.parametrize("members", [1, 2])
+def test_a_cut_gzip_stream_on_standard_input_keeps_the_rows_of_the_file(
+    gzip_path, tmp_path, monkeypatch, members
+):
+    """Standard input cannot be read twice: a gzip stream piped in is
+    inflated as it streams, so a stream cut part-way keeps the rows a file
+    cut there keeps, with the same note; a damaged one is refused, quoting
+    nothing."""
+    rng = np.random.default_rng(11)
+    text = (
+        "x,y,secret\n"
+        + "".join(f"{a!r},{b!r},t{i}\n" for i, (a, b) in enumerate(rng.random((20000, 2)).tolist()))
+    ).encode()
+    half = text.index(b"\n", len(text) // 2) + 1
+    data = gzip.compress(text) if members == 1 else gzip.compress(text[:half]) + gzip.compress(text[half:])
+    for cut in (len(data) // 3, len(data) - 9, len(data)):
+        path = put(tmp_path / "c.csv.gz", data[:cut])
+        want = read_input(path, header=True, columns=[0, 1])
+        monkeypatch.setattr(sys, "stdin", _Stdin(data[:cut]))
+        got = read_input("-", header=True, columns=[0, 1], file_format="csv.gz")
+        _same_rows(got, want)
+        assert got.n_read_before_cut == want.n_read_before_cut and got.notes() == want.notes()
+        assert (got.n_read_before_cut is None) == (cut == len(data))
+    damaged = bytearray(data)
+    damaged[400:420] = b"\xff" * 20
+    monkeypatch.setattr(sys, "stdin", _Stdin(bytes(damaged)))
+    with pytest.raises(ValueError, match=r"standard input: cannot read as CSV \(the file is damaged") as info:
+        read_input("-", header=True, columns=[0, 1], file_format="csv.gz")
+    assert "secret" not in str(info.value) and "t1" not in str(info.value)
+
+
 def test_a_cut_gzip_tsv_and_its_time_column_keep_the_rows_of_the_plain_file(gzip_path, tmp_path):
     rng = np.random.default_rng(10)
     text = "x\ty\ttime\n" + "".join(
@@ -912,7 +943,10 @@ def test_a_cut_gzip_tsv_and_its_time_column_keep_the_rows_of_the_plain_file(gzip
     assert len(time) == got.X.shape[0]
 
 
-def test_a_fit_of_a_cut_gzip_file_releases_and_charges_the_ledger_once(capsys, tmp_path):
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+def test_a_fit_of_a_cut_gzip_file_releases_and_charges_the_ledger_once(capsys, tmp_path, backend):
+    if backend == "dask":
+        pytest.importorskip("distributed")
     text = "x,y\n" + "".join(f"{a!r},{b!r}\n" for a, b in blob_points(4).tolist())
     data = gzip.compress(text.encode())
     path = put(tmp_path / "cut.csv.gz", data[: len(data) * 3 // 4])
@@ -932,6 +966,8 @@ def test_a_fit_of_a_cut_gzip_file_releases_and_charges_the_ledger_once(capsys, t
         "d",
         "--out-dir",
         tmp_path,
+        "--backend",
+        backend,
     )
     assert rc == 0 and "ends early (cut part-way" in err and (tmp_path / "cut.spans.json").is_file(), err
     rc, shown, _ = run(capsys, "ledger", "show", ledger)

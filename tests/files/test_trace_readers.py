@@ -369,8 +369,34 @@ BETWEEN = [
 DAMAGE = ["<", "\x01", "&x;", "]]>", "\ufffe", "</gpx>", "</trkseg>", "<a>", '"', "\x7f\x1f"]
 
 
-def plain_gpx(rng: np.random.Generator, n: int) -> str:
-    """A GPX text of ``n`` track points, most written plainly, some not (at random)."""
+#: A track point's extensions, as Garmin's devices write them (heart rate,
+#: cadence...), after its elevation and time; then some the pattern reads
+#: otherwise (a time or an elevation among them, a comment, CDATA, a point).
+GARMIN = [
+    "<extensions><gpxtpx:TrackPointExtension><gpxtpx:hr>{k}</gpxtpx:hr><gpxtpx:cad>8{k}</gpxtpx:cad>"
+    "</gpxtpx:TrackPointExtension></extensions>",
+    '<extensions><gpxtpx:TrackPointExtension><gpxtpx:atemp>2{k}.0</gpxtpx:atemp><gpxtpx:hr a="1 &amp; >">'
+    "1{k}</gpxtpx:hr></gpxtpx:TrackPointExtension></extensions>",
+    "<extensions><power>2{k}</power><x:speed/></extensions>",
+    "<hdop>1.{k}</hdop>",
+    "<extensions>\n  <elevation>5</elevation><timer>1</timer><trkptx/> <eles>1</eles></extensions>",
+    "<extensions><a>&lt;</a></extensions>",
+]
+ODD_GARMIN = [
+    "<extensions><gpxtpx:time>9</gpxtpx:time></extensions>",
+    "<extensions><ele>9</ele></extensions>",
+    "<extensions><x:trk/></extensions>",
+    "<extensions><!-- <time>2000</time> --></extensions>",
+    '<extensions><![CDATA[<trkpt lat="1" lon="2">]]></extensions>',
+    "<extensions><?pi x?></extensions>",
+    '<extensions><wpt lat="1" lon="2"/></extensions>',
+    "<extensions><a><b></a></b></extensions>",  # not well-formed: read plainly, refused by expat's check
+]
+
+
+def plain_gpx(rng: np.random.Generator, n: int, garmin: bool = False) -> str:
+    """A GPX text of ``n`` track points, most written plainly, some not (at
+    random); with ``garmin``, most with extensions after their children."""
     odd = rng.random() < 0.3
 
     def pick(options):
@@ -392,39 +418,45 @@ def plain_gpx(rng: np.random.Generator, n: int) -> str:
         if rng.random() < 0.9:
             t = pick(ODD_TIMES) if odd and rng.random() < 0.02 else pick(PLAIN_TIMES)
             body.append(f"<time>{t}</time>")
+        if garmin and rng.random() < 0.9:
+            extension = pick(ODD_GARMIN) if odd and rng.random() < 0.02 else pick(GARMIN)
+            body.insert(-1 if rng.random() < 0.02 else len(body), extension.format(k=int(rng.integers(10))))
         body.append("</trkpt>")
         pts.append(sep.join(body))
         if odd and rng.random() < 0.05:
             pts.append(pick(BETWEEN))
     head = pick(['<?xml version="1.0" encoding="UTF-8"?>\n', "", "\ufeff"])
     meta = pick(["", "<metadata><time>2008</time></metadata>", '<wpt lat="1" lon="2"/>'])
+    xmlns = ' xmlns:gpxtpx="urn:g" xmlns:x="urn:x"' if garmin else ""
     return (
-        f'{head}<gpx version="1.1" xmlns="{NS["1.1"]}">{meta}<trk><name>x</name><trkseg>\n'
+        f'{head}<gpx version="1.1" xmlns="{NS["1.1"]}"{xmlns}>{meta}<trk><name>x</name><trkseg>\n'
         + "\n".join(pts)
         + "\n</trkseg></trk></gpx>\n"
     )
 
 
+@pytest.mark.parametrize("garmin", [False, True])
 @pytest.mark.parametrize("seed", range(12))
-def test_plain_points_give_the_rows_of_the_reference(tmp_path, monkeypatch, seed):
+def test_plain_points_give_the_rows_of_the_reference(tmp_path, monkeypatch, seed, garmin):
     """Plain track points (most of each file, or all) are read in numpy
-    steps; files with points or texts that are not plain, or other tags
-    between the points, and damaged ones give the reference's rows all the
-    same, whatever the chunk and the block."""
-    rng = np.random.default_rng(1000 + seed)
+    steps, also with extensions after their children (``garmin``: heart
+    rate, cadence...); files with points or texts that are not plain, or
+    other tags between the points, and damaged ones give the reference's
+    rows all the same, whatever the chunk and the block."""
+    rng = np.random.default_rng(1000 + seed + 100 * garmin)
     plain = [0]
     real = gpxfile._plain_points
 
     def counted(data):
         got = real(data)
-        plain[0] += got is not None and len(got[1]) > 0
+        plain[0] += got is not None and len(got[1]) > 0 and (not garmin or b"<extensions>" in data)
         return got
 
     monkeypatch.setattr(gpxfile, "_plain_points", counted)
     for k in range(12):
         monkeypatch.setattr(gpxfile, "CHUNK", int(rng.choice([1, 5, 64, 1 << 15])))
         monkeypatch.setattr(gpxfile, "_BLOCK", int(rng.choice([64, 300, 4096, 1 << 20])))
-        text = plain_gpx(rng, int(rng.integers(0, 300)))
+        text = plain_gpx(rng, int(rng.integers(0, 300)), garmin)
         if rng.random() < 0.3:  # damaged: cut, or a character or a tag put in
             at = int(rng.integers(len(text) + 1))
             text = text[:at] if rng.random() < 0.3 else text[:at] + str(rng.choice(DAMAGE)) + text[at:]
@@ -437,6 +469,32 @@ def test_plain_points_give_the_rows_of_the_reference(tmp_path, monkeypatch, seed
         got = read_all(gpxfile.chunks, path)
         assert got[1] == want[1] and same_rows(got[0], want[0]), text
     assert plain[0] > 0
+
+
+@pytest.mark.parametrize("extension", GARMIN + ODD_GARMIN)
+def test_a_point_s_extensions_give_the_rows_of_the_reference(tmp_path, extension):
+    """Each extension in one point among plain ones, a track after it: the
+    reference's rows (a track or a waypoint among the extensions moves the
+    tracks' count); the usual ones (Garmin's) are read in numpy steps, the
+    others by the pattern or the reference."""
+    pts = [
+        f'<trkpt lat="{i}" lon="{i + 1}"><ele>{i}</ele><time>2008-01-0{i + 1}T00:00:00Z</time>'
+        + (extension.format(k=i) if i == 1 else "")
+        + "</trkpt>"
+        for i in range(3)
+    ]
+    text = (
+        f'<gpx version="1.1" xmlns="{NS["1.1"]}" xmlns:gpxtpx="urn:g" xmlns:x="urn:x"><trk><trkseg>'
+        + "\n".join(pts)
+        + f"</trkseg></trk><trk><trkseg>{pts[0]}</trkseg></trk></gpx>"
+    )
+    path = tmp_path / "e.gpx"
+    path.write_text(text)
+    want = read_all(gpxfile.tree_rows, path)
+    got = read_all(gpxfile.chunks, path)
+    assert got[1] == want[1] and same_rows(got[0], want[0])
+    plain = gpxfile._plain_points(text[text.index("<trkpt") :].encode())
+    assert (plain is not None) == (extension in GARMIN or "<b></a>" in extension)
 
 
 @pytest.mark.parametrize("block", [40, 64, 1 << 20])

@@ -554,3 +554,74 @@ def test_a_lost_partition_is_refused(client, grid, X, monkeypatch):
 def test_timeout_is_checked(bad):
     with pytest.raises(ValueError, match="timeout must be a positive number"):
         DaskBackend(timeout=bad)
+
+
+# --------------------------------------------- gzip files cut part-way
+def _write_gz(path, text: str, cut: int | None = None):
+    data = gzip.compress(text.encode())
+    path.write_bytes(data if cut is None else data[: cut if cut > 0 else len(data) + cut])
+    return path
+
+
+def test_cut_gzip_files_keep_their_rows_before_the_cut_as_in_memory(client, grid, X, tmp_path):
+    """An interrupted download: the in-memory reader keeps a cut gzip file's
+    rows before the cut (its oracle: zlib's inflation, tests/files/test_io.py);
+    the workers keep the same rows, counted in a private note that quotes
+    nothing, and the other files are read whole."""
+    from dpdbscan import PrivateNoteWarning
+    from dpdbscan.files import read_input
+
+    d = tmp_path / "gz"
+    d.mkdir()
+    parts = np.array_split(X, 3)
+    texts = [_csv_text(p, bad={7: "0.3,bob@example.com"} if i == 1 else None) for i, p in enumerate(parts)]
+    files = [
+        _write_gz(d / "part-0.csv.gz", texts[0]),
+        _write_gz(d / "part-1.csv.gz", texts[1], cut=len(gzip.compress(texts[1].encode())) // 2),
+        _write_gz(d / "part-2.csv.gz", texts[2], cut=-9),  # only the trailer lost
+    ]
+    read = [read_input(f, header=True) for f in files]
+    assert [r.n_read_before_cut is not None for r in read] == [False, True, True]
+    backend = DaskBackend(client=client, header=True)
+    with pytest.warns(PrivateNoteWarning) as notes:
+        got = backend.count(grid, str(d / "*.csv.gz"))
+    assert_same_counts(got, reference(grid, np.vstack([r.X for r in read])))
+    assert backend.input_counts.rows == sum(r.X.shape[0] for r in read)
+    assert backend.input_counts.unparseable == 1
+    cut_rows = read[1].X.shape[0] + read[2].X.shape[0]
+    said = " ".join(str(n.message) for n in notes)
+    words = "2 compressed files end early (cut part-way, as by an interrupted download) after"
+    assert f"{words} {cut_rows:,} row(s)" in said
+    assert "bob" not in said
+
+
+def test_a_cut_gzip_header_is_refused_before_the_count_or_read_as_no_rows(client, grid, X, tmp_path):
+    """The first file's declared header is read before the release (public):
+    cut within it, the files are refused then, quoting nothing, as in memory.
+    A later file cut within its header line has no rows before the cut; a
+    damaged gzip file is refused in the in-memory reader's words, not with
+    zlib's."""
+    from dpdbscan import PrivateNoteWarning
+
+    text = _csv_text(X[:2000], header="x,y,secret-name")
+    text = text.replace("\n", ",1\n").replace("secret-name,1", "secret-name", 1)
+    d = tmp_path / "h"
+    d.mkdir()
+    first = _write_gz(d / "a.csv.gz", text, cut=12)  # the header is cut
+    _write_gz(d / "b.csv.gz", text)
+    backend = DaskBackend(client=client, header=True, columns=["x", "y"])
+    with pytest.raises(ValueError, match=r"a.csv.gz: cannot read as CSV \(the file is damaged") as info:
+        backend.check_files(str(d / "*.csv.gz"), 2)
+    assert "secret" not in str(info.value)
+    _write_gz(first, text)
+    _write_gz(d / "c.csv.gz", text, cut=12)
+    with pytest.warns(PrivateNoteWarning, match=r"the compressed file ends early .* after 0 row\(s\)"):
+        got = backend.count(grid, str(d / "*.csv.gz"))
+    assert_same_counts(got, reference(grid, np.vstack([X[:2000], X[:2000]])))
+    assert backend.input_counts.rows == 4000
+    damaged = bytearray(gzip.compress(text.encode()))
+    damaged[400:420] = b"\xff" * 20
+    (d / "c.csv.gz").write_bytes(bytes(damaged))
+    with pytest.raises(ValueError, match=r"c.csv.gz: cannot read as CSV \(the file is damaged") as info:
+        backend.count(grid, str(d / "*.csv.gz"))
+    assert "secret" not in str(info.value)

@@ -355,3 +355,22 @@ def test_the_pictures_of_a_series_with_one_period_released_keep_the_guarantee_sh
         assert len(title.splitlines()) <= 5
     finally:
         plt.close(fig)
+
+
+def test_the_events_note_of_a_series_says_all_periods_and_the_places_periods(tmp_path, capsys):
+    """--places-periods N finds the places from the first N periods, but the
+    events (here pick-ups) are made from every period's rows: the private
+    note counts them all, and says so."""
+    xy, cab, t = _rows(seed=3, n=6000)
+    status = np.random.default_rng(99).integers(0, 2, t.size)
+    path = tmp_path / "trips.csv"
+    with open(path, "w") as f:
+        f.write("x,y,cab,time,occupied\n")
+        for i in range(t.size):
+            f.write(f"{xy[i, 0]:.4f},{xy[i, 1]:.4f},c{cab[i]},{t[i]:.0f},{status[i]}\n")
+    rc, _, err = run(capsys, "fit", path, *ARGS, "--trip-ends", "occupied", "--through", "2024-03-08",
+                     "--seed", "5", "--out-dir", tmp_path / "o")  # fmt: skip
+    assert rc == 0, err
+    (said,) = [line for line in err.splitlines() if "of the units found in" in line]
+    assert said.startswith("[private: do not publish]")
+    assert "(the events in all periods; the places are found from those of the first 3 period(s))" in said

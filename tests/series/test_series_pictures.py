@@ -9,6 +9,7 @@ a failure under DPDBSCAN_REQUIRE_BROWSER=1, as in tests/render/test_webmap.py).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import datetime as dt
@@ -117,6 +118,25 @@ def test_the_map_has_a_period_control_with_the_released_table(series, capsys):
     assert 'id="period"' not in plain and '"periods": null' in plain
 
 
+def _days_series(tmp, capsys, name, xy, rng, days, digits, options):
+    """``xy`` (300 cabs at random, times over ``days`` days) written as
+    NAME.csv with ``digits`` decimals and fitted with ``options``, one panel
+    per day: its model."""
+    n = len(xy)
+    t = START + rng.integers(0, days, n) * 86400 + rng.uniform(0, 86400, n)
+    path = tmp / f"{name}.csv"
+    with open(path, "w") as f:
+        f.write("x,y,cab,time\n")
+        f.writelines(
+            f"{xy[i, 0]:.{digits}f},{xy[i, 1]:.{digits}f},c{rng.integers(0, 300)},{t[i]:.0f}\n"
+            for i in range(n)
+        )
+    to = (dt.datetime(2024, 3, 4) + dt.timedelta(days=days)).strftime("%Y-%m-%d")
+    rc, _, err = run(capsys, "fit", path, *options, "--to", to, "--no-png", "--out-dir", tmp / "out")
+    assert rc == 0, err
+    return load_model(tmp / "out" / f"{name}.spans.json")
+
+
 def _geo_series(tmp, capsys, days):
     """A lon/lat series of 300 cabs at three places of San Francisco, one
     panel per day: its model."""
@@ -124,37 +144,38 @@ def _geo_series(tmp, capsys, days):
     n = 16000
     centres = np.array([[-122.42, 37.78], [-122.40, 37.76], [-122.44, 37.80]])
     xy = centres[rng.integers(0, 3, n)] + rng.normal(0, 0.002, (n, 2))
-    t = START + rng.integers(0, days, n) * 86400 + rng.uniform(0, 86400, n)
-    path = tmp / "geo.csv"
-    with open(path, "w") as f:
-        f.write("x,y,cab,time\n")
-        f.writelines(f"{xy[i, 0]:.5f},{xy[i, 1]:.5f},c{rng.integers(0, 300)},{t[i]:.0f}\n" for i in range(n))
-    to = (dt.datetime(2024, 3, 4) + dt.timedelta(days=days)).strftime("%Y-%m-%d")
     geo = ["--header", "--geo", "--columns", "x", "y", "--bounds", "-122.46", "37.74", "-122.38", "37.82",
            "--unit", "cab", "--max-cells-per-unit", "8", "--time", "time", "--per", "day",
-           "--from", "2024-03-04", "--to", to, "--eps", "200m", "--min-samples", "30",
-           "--epsilon", "2", "--delta", "1e-5", "--seed", "3", "--no-png"]  # fmt: skip
-    rc, _, err = run(capsys, "fit", path, *geo, "--out-dir", tmp / "out")
-    assert rc == 0, err
-    return load_model(tmp / "out" / "geo.spans.json")
+           "--from", "2024-03-04", "--eps", "200m", "--min-samples", "30",
+           "--epsilon", "2", "--delta", "1e-5", "--seed", "3"]  # fmt: skip
+    return _days_series(tmp, capsys, "geo", xy, rng, days, 5, geo)
+
+
+@contextlib.contextmanager
+def _laid_out(model, days):
+    """The periods' figure of ``model``, laid out and drawn: ``(figure,
+    renderer, panels)``, closed afterwards."""
+    import matplotlib.pyplot as plt
+
+    fig = plot_periods(model)
+    try:
+        fig.tight_layout()
+        fig.canvas.draw()
+        panels = [ax for ax in fig.axes if ax.collections]
+        assert len(panels) == days
+        yield fig, fig.canvas.get_renderer(), panels
+    finally:
+        plt.close(fig)
 
 
 @pytest.mark.parametrize("days", [7, 10])  # one row of panels, and two
 def test_the_scale_bar_lies_clear_of_every_panel_and_its_labels(tmp_path, capsys, days):
     """The periods' scale bar hangs under the panels, below their tick
     labels: inside a 2.6-inch panel it lay over the spans."""
-    import matplotlib.pyplot as plt
-
     from dpdbscan.geometry.projection import projection_of
 
     model = _geo_series(tmp_path, capsys, days)
-    fig = plot_periods(model)
-    try:
-        fig.tight_layout()
-        fig.canvas.draw()
-        renderer = fig.canvas.get_renderer()
-        panels = [ax for ax in fig.axes if ax.collections]
-        assert len(panels) == days
+    with _laid_out(model, days) as (fig, renderer, panels):
         (bar,) = [a for ax in fig.axes for a in ax.artists if a.get_gid() == "scale-bar"]
         box = bar.get_window_extent(renderer)
         for ax in panels:
@@ -168,8 +189,51 @@ def test_the_scale_bar_lies_clear_of_every_panel_and_its_labels(tmp_path, capsys
         km_per_x = projection_of(model).kx
         (x0, _), (x1, _) = ax.transData.transform([(0, 0), (bar.scale_km / km_per_x, 0)])
         assert 0 < abs(x1 - x0) < box.width
-    finally:
-        plt.close(fig)
+
+
+def _far_series(tmp, capsys, days):
+    """A series in metres far from the origin (coordinates of 1e6 to 2.2e6,
+    whose tick labels matplotlib would shorten with an offset, "1e6"), one
+    panel per day: its model."""
+    rng = np.random.default_rng(8)
+    n = 12000
+    xy = 1e6 + 123456.7 * (
+        np.array([[2.0, 2.0], [7.0, 7.0], [4.0, 8.0]])[rng.integers(0, 3, n)] + rng.normal(0, 0.3, (n, 2))
+    )
+    box = ["--bounds", "1000000", "1000000", "2234567", "2234567", "--eps", "61728"]
+    return _days_series(tmp, capsys, "far", xy, rng, days, 1, [*ARGS[:14], *box, *ARGS[23:]])
+
+
+def _drawn(labels, limits, axis):
+    """The tick labels drawn: visible, with text, their tick within the view
+    (matplotlib keeps labels of ticks beyond it, which it does not draw)."""
+    lo, hi = sorted(limits)
+    return [t for t in labels if t.get_visible() and t.get_text() and lo <= t.get_position()[axis] <= hi]
+
+
+@pytest.mark.parametrize("which, days", [("geo", 10), ("far", 9)])  # two rows of panels, the second short
+def test_every_column_has_x_tick_labels_and_no_two_labels_overlap(tmp_path, capsys, which, days):
+    """Under rows of panels whose last row is short, the columns it leaves
+    empty had no x tick labels (shared x axes label the bottom row only);
+    far from the origin, the "1e6" of an axis' offset lay over the first
+    panel's title. Every column now has its x tick labels under its lowest
+    panel, and no tick label, offset or title overlaps another."""
+    model = (_geo_series if which == "geo" else _far_series)(tmp_path, capsys, days)
+    with _laid_out(model, days) as (fig, renderer, panels):
+        texts = []
+        columns = {}
+        for ax in panels:
+            shown = _drawn(ax.get_xticklabels(), ax.get_xlim(), 0)
+            column = round(ax.get_position().x0, 3)
+            columns[column] = columns.get(column, 0) + len(shown)
+            texts += shown + _drawn(ax.get_yticklabels(), ax.get_ylim(), 1)
+            texts += [t for t in (ax.title, ax.xaxis.offsetText, ax.yaxis.offsetText) if t.get_text()]
+        assert len(columns) == min(days, 7) and all(columns.values()), columns
+        boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts]
+        for i, (a, box) in enumerate(boxes):
+            assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1), a
+            for b, other in boxes[i + 1 :]:
+                assert not box.overlaps(other), f"{a!r} overlaps {b!r}"
 
 
 # --------------------------------------------------------------------------- #

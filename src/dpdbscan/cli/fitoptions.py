@@ -44,7 +44,7 @@ _AS_PARSED = (
     "quiet",
 )
 #: The same for options only some commands have (None where absent).
-_IF_PRESENT = ("unit", "ledger", "dataset", "time", "trip_ends", "per")
+_IF_PRESENT = ("unit", "ledger", "dataset", "time", "trip_ends", "per", "places_periods")
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,7 @@ class FitOptions:
     time_unit: str = "s"
     trip_ends: str | None = None
     per: str | None = None
+    places_periods: int | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, need_2d: tuple[str, ...] = ()) -> FitOptions:
@@ -162,7 +163,8 @@ class FitOptions:
         events = self.events
         # a series (--per) keeps each event's time: it falls in the period of its first point
         keep_times = self.per is not None
-        steps = self.transforms + (() if events is None else (events_step(events, notes, keep_times),))
+        step = None if events is None else events_step(events, notes, keep_times, self.places_periods)
+        steps = self.transforms + (() if step is None else (step,))
         return Source(
             self.input,
             read=self.read,
@@ -214,12 +216,16 @@ def events_from_args(args: argparse.Namespace, *, reads: bool = True) -> Events 
         raise ValueError(f"{option}: {exc}") from None
 
 
-def events_step(events: Events, notes: Notes | None = None, keep_times: bool = False) -> Transform:
+def events_step(
+    events: Events, notes: Notes | None = None, keep_times: bool = False, places_periods: int | None = None
+) -> Transform:
     """The door's per-unit step of ``--stops`` or ``--trip-ends``
     (:data:`dpdbscan.prepare.Transform`): each unit's stops or trip ends, one
     row each, from its own rows alone (:func:`dpdbscan.pipeline.events_of`,
     the estimator's too), with a private note of how many. ``keep_times``
-    (a series over time): each event keeps its first point's time."""
+    (a series over time): each event keeps its first point's time.
+    ``places_periods`` (``--places-periods N``): the note says that it
+    counts the events of all periods, the places coming from the first N."""
 
     def step(pts: Points) -> Points:
         n_rows = pts.X.shape[0]
@@ -231,7 +237,13 @@ def events_step(events: Events, notes: Notes | None = None, keep_times: bool = F
             times = parse_times(pts.times)[rows]
         what = "stop(s)" if isinstance(events, Stops) else f"{events.ends} point(s)"
         if notes is not None and X.shape[0]:  # none: events_rows said why
-            notes(f"{X.shape[0]:,} {what} of the units found in {n_rows:,} rows are counted")
+            said = f"{X.shape[0]:,} {what} of the units found in {n_rows:,} rows are counted"
+            if places_periods is not None:
+                said += (
+                    f" (the events in all periods; the places are found from those of the first "
+                    f"{places_periods:,} period(s))"
+                )
+            notes(said)
         return replace(pts, X=X, units=units, counts=None, times=times, status=None)
 
     return step

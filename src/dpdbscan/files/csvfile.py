@@ -10,7 +10,6 @@ at line ends only, so a record is always parsed whole and alone.
 from __future__ import annotations
 
 import collections
-import gzip
 import os
 import sys
 import zlib
@@ -51,7 +50,7 @@ class Source:
         self.gzip_path: Path | None = None  # a gzip file's, read again by zlib if its stream breaks
         self.delivered = 0  # bytes of text handed on so far
         self.last = b""  # the last byte handed on
-        self._prefix: _GzipPrefix | None = None
+        self._prefix: GzipText | None = None
 
     @classmethod
     def file(cls, path: Path, gz: bool) -> Source:
@@ -82,12 +81,12 @@ class Source:
         buf = sys.stdin.buffer
         if not gz:
             return cls(buf)
-        igzip = _igzip()
-        return cls(
-            igzip.IGzipFile(fileobj=buf, mode="rb")
-            if igzip is not None
-            else gzip.GzipFile(fileobj=buf, mode="rb")
-        )
+        # inflated as it streams in, so that a stream cut part-way (an
+        # interrupted download piped in) keeps its text before the cut, as a
+        # file does: standard input cannot be read a second time
+        source = cls(None)
+        source._prefix = GzipText(buf, own=False)
+        return source
 
     def read(self, n: int) -> bytes:
         if self._prefix is not None:
@@ -122,7 +121,7 @@ class Source:
             exc, (OSError, EOFError, pa.ArrowException, *gzip_errors())
         ):
             raise exc
-        prefix = _GzipPrefix(self.gzip_path)
+        prefix = GzipText(open(self.gzip_path, "rb"))  # noqa: SIM115 - closed by close()
         try:
             prefix.skip(self.delivered)
         except OSError:
@@ -142,20 +141,25 @@ class Source:
                 s.close()
 
 
-class _GzipPrefix:
-    """The text of a gzip file up to its end or where the file ends early
-    (``cut``: cut part-way, as by an interrupted download); every member of
-    a multi-member file, in order. Damage (data zlib refuses, a wrong
-    checksum, bytes after a member that are not one) raises OSError at the
-    damage: only a file whose every byte inflates is read. Python's zlib,
-    streaming: memory stays bounded."""
+class GzipText:
+    """The text of a gzip stream up to its end or where the stream ends
+    early (``cut``: cut part-way, as by an interrupted download); every
+    member of a multi-member stream, in order. Damage (data the inflater
+    refuses, a wrong checksum, bytes after a member that are not one) raises
+    OSError at the damage: only a stream whose every byte inflates is read.
+    Streaming, so memory stays bounded: ISA-L's inflater when installed
+    (:func:`_igzip`), else Python's zlib (the same text: inflating is
+    deterministic). ``fh``: a binary file object, closed by :meth:`close`
+    when ``own``."""
 
-    _CHUNK = 1 << 16  # compressed bytes inflated at a time
+    _CHUNK = 1 << 20  # compressed bytes inflated at a time
 
-    def __init__(self, path: Path) -> None:
-        self.fh = open(path, "rb")  # noqa: SIM115 - closed by close()
-        self.inflate = zlib.decompressobj(wbits=31)
-        self.pending = b""
+    def __init__(self, fh: Any, own: bool = True) -> None:
+        self.fh, self.own = fh, own
+        igzip = _igzip()
+        self.engine = zlib if igzip is None else igzip.isal_zlib
+        self.inflate = self.engine.decompressobj(wbits=31)
+        self.pending, self.at = b"", 0  # inflated text not yet handed on: pending[at:]
         self.stopped = False
         self.cut = False
 
@@ -171,33 +175,50 @@ class _GzipPrefix:
                 data = self.inflate.decompress(chunk)
                 while self.inflate.eof and self.inflate.unused_data:  # the next member
                     rest = self.inflate.unused_data
-                    self.inflate = zlib.decompressobj(wbits=31)
+                    self.inflate = self.engine.decompressobj(wbits=31)
                     data += self.inflate.decompress(rest)
-            except zlib.error:
+            except (zlib.error, *gzip_errors()):
                 self.stopped = True
                 raise OSError("the gzip stream is damaged") from None
             if data:
                 return data
         return b""
 
-    def skip(self, n: int) -> None:
-        """Pass over the first ``n`` bytes of text."""
-        while n > 0:
-            if not self.pending:
-                self.pending = self._more()
-                if not self.pending:
-                    return
-            take = min(n, len(self.pending))
-            self.pending, n = self.pending[take:], n - take
-
-    def read(self, n: int) -> bytes:
-        if not self.pending:
-            self.pending = self._more()
-        data, self.pending = self.pending[:n], self.pending[n:]
+    def _take(self, n: int) -> bytes:
+        """Up to ``n`` bytes of the pending text (b"" at the text's end)."""
+        if self.at >= len(self.pending):
+            self.pending, self.at = self._more(), 0
+        if self.at == 0 and n >= len(self.pending):
+            data = self.pending  # whole: no copy
+        else:
+            data = self.pending[self.at : self.at + n]
+        self.at += len(data)
         return data
 
+    def skip(self, n: int) -> None:
+        """Pass over the first ``n`` bytes of text."""
+        while n > 0 and (data := self._take(n)):
+            n -= len(data)
+
+    def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes of text (fewer only at its end)."""
+        parts, size = [], 0
+        while size < n and (data := self._take(n - size)):
+            parts.append(data)
+            size += len(data)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def read_all(self) -> bytes:
+        """The rest of the text."""
+        parts = [self.pending[self.at :]]
+        self.pending, self.at = b"", 0
+        while data := self._more():
+            parts.append(data)
+        return b"".join(parts)
+
     def close(self) -> None:
-        self.fh.close()
+        if self.own:
+            self.fh.close()
 
 
 def _igzip():
@@ -395,4 +416,4 @@ def read_blocks(
     return _parse_blocks(source, head, layout, bar, hook)
 
 
-__all__ = ["Source", "first_line", "strip_bom", "read_blocks", "gzip_errors"]
+__all__ = ["GzipText", "Source", "first_line", "strip_bom", "read_blocks", "gzip_errors"]

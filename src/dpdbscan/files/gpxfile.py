@@ -297,8 +297,9 @@ def _key(tag: bytes) -> int:
 #: The tags the plain read knows (``<trkpt `` then its attributes, as
 #: written by most writers): their codes, bytes and lengths.
 _TAGS = ((1, b"<trkpt "), (2, b"<time>"), (3, b"</time>"), (4, b"<ele>"), (5, b"</ele>"), (6, b"</trkpt>"))
-#: Which tag may follow which (0: any other tag, between points only).
-_NEXT = np.zeros((7, 7), dtype=bool)
+#: Which tag may follow which (0: any other tag between points; 7: any other
+#: tag within a point, after its elevation and time: an extension's).
+_NEXT = np.zeros((8, 8), dtype=bool)
 for _a, _b in (
     (1, 2),
     (1, 4),
@@ -312,8 +313,22 @@ for _a, _b in (
     (6, 0),
     (0, 0),
     (0, 1),
+    (1, 7),
+    (3, 7),
+    (5, 7),
+    (7, 7),
+    (7, 6),
 ):
     _NEXT[_a, _b] = True
+#: The names :func:`_token`'s pattern reads wherever they are (``_READ``):
+#: within a point, among its extensions, one of them is not plain.
+_READ_NAMES = tuple(
+    (name, _key(name), (1 << 8 * len(name)) - 1)
+    for name in (b"time", b"ele", b"trk", b"trkpt", b"rtept", b"wpt")
+)
+#: The bytes that end a tag's name (XML's white space, ``/``, ``>``).
+_NAME_END = np.zeros(256, dtype=bool)
+_NAME_END[[ord(c) for c in " \t\r\n/>"]] = True
 #: Byte classes: 1 ``&`` or a carriage return (in no text read), 2 ``(``
 #: (in no number), 4 a tab or a line feed (in no lat/lon: normalised).
 _CLASS = np.zeros(256, dtype=np.uint8)
@@ -369,6 +384,11 @@ def _plain_points(data: bytes) -> _Plain | None:
     code = np.zeros(len(lt), dtype=np.int64)
     for c, tag in _TAGS:
         code[(w & np.uint64((1 << 8 * len(tag)) - 1)) == np.uint64(_key(tag))] = c
+    inner = _inner_tags(code)
+    if inner.any():
+        if not _plain_extensions(a, words, lt[inner]):
+            return None
+        code[inner] = 7
     if (
         code[0] not in (0, 1)
         or code[-1] not in (0, 6)
@@ -417,13 +437,46 @@ def _plain_points(data: bytes) -> _Plain | None:
         (int(lt[g]), int(at[b]) if b < len(at) else len(data), int(b)) for g, b in zip(gap_starts, before)
     ]
     runs = []
-    if _clean(data, a[: len(data)]):
+    if _clean(data, a[: len(data)]) and not inner.any():  # extensions: expat checks them
         stop = lt[np.flatnonzero(code == 6)] + len(b"</trkpt>")
         edges = [0, *before.tolist(), n]
         runs = [(int(at[i]), int(stop[j - 1])) for i, j in zip(edges, edges[1:]) if j > i]
     empty_time = bool((time[0] == time[1]).any())
     texts = tuple(picked.slice(j * n, n) for j in range(4))
     return _Plain(bounds, texts, bool((code == 4).any()), empty_time, runs)
+
+
+def _inner_tags(code: np.ndarray) -> np.ndarray:
+    """Which tags of unknown code (0) lie within a point: after a
+    ``<trkpt `` (1) with no ``</trkpt>`` (6) since."""
+    marks = np.where((code == 1) | (code == 6), np.arange(len(code)), -1)
+    last = np.maximum.accumulate(marks)
+    before = np.concatenate([[-1], last[:-1]])
+    return (code == 0) & (before >= 0) & (code[np.maximum(before, 0)] == 1)
+
+
+def _plain_extensions(a: np.ndarray, words: np.ndarray, lt: np.ndarray) -> bool:
+    """Whether the tags at ``lt`` (within points, after their children read)
+    are elements' start or end tags whose names, with any one prefix, are
+    none that :func:`_token`'s pattern reads (a time, an elevation, a track
+    or a point): then the pattern passes over them, as ElementTree does.
+    Not a comment, CDATA or an instruction (``<!``, ``<?``)."""
+    start = lt + 1
+    if np.isin(a[start], (ord("!"), ord("?"))).any():
+        return False
+    start = start + (a[start] == ord("/"))
+    ends = np.flatnonzero(_NAME_END[a])
+    end = ends[np.minimum(np.searchsorted(ends, start), len(ends) - 1)]
+    colons = np.flatnonzero(a == ord(":"))
+    if len(colons):
+        colon = colons[np.minimum(np.searchsorted(colons, start), len(colons) - 1)]
+        start = np.where((colon >= start) & (colon < end), colon + 1, start)
+    size = end - start
+    w = words[np.minimum(start, len(words) - 1)]
+    for name, key, mask in _READ_NAMES:
+        if ((size == len(name)) & ((w & np.uint64(mask)) == np.uint64(key))).any():
+            return False
+    return True
 
 
 def _clean(data: bytes, a: np.ndarray) -> bool:

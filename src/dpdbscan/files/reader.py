@@ -165,10 +165,7 @@ class InputPoints:
                 "the release is made from the records before"
             )
         if self.n_read_before_cut is not None:
-            out.append(
-                f"the compressed file ends early (cut part-way, as by an interrupted download) after "
-                f"{self.n_read_before_cut:,} row(s): the rows before the cut are kept, the rest is missing"
-            )
+            out.append(cut_note(self.n_read_before_cut))
         if self.n_damaged_files:
             rows = f": their {self.n_damaged_rows:,} row(s) read are dropped" if self.n_damaged_rows else ""
             out.append(
@@ -194,6 +191,20 @@ class InputPoints:
                 f"{self.n_missing_unit:,} row(s) with no unit (column {self.unit_name!r}, --unit) are dropped"
             )
         return out
+
+
+def cut_note(rows: int, files: int = 1) -> str:
+    """The private note on gzip CSV files that end early (cut part-way):
+    ``rows``, read before the cut, are kept (counts only, nothing quoted)."""
+    if files == 1:
+        return (
+            f"the compressed file ends early (cut part-way, as by an interrupted download) after "
+            f"{rows:,} row(s): the rows before the cut are kept, the rest is missing"
+        )
+    return (
+        f"{files:,} compressed files end early (cut part-way, as by an interrupted download) after "
+        f"{rows:,} row(s) in all: the rows before each cut are kept, the rest of each is missing"
+    )
 
 
 class InputPlan:
@@ -1608,4 +1619,5 @@ __all__ = [
     "read_input",
     "read_points",
     "BlockCounts",
+    "cut_note",
 ]

@@ -103,6 +103,14 @@ def plot_periods(model: SpanModel, *, dpi: float = 110) -> Figure:
         ax.set_title(f"{starts[t][:16].replace('T', ' ')}  ({int(on.sum())} active)", fontsize=7)
         ax.tick_params(labelsize=6)
         ax.xaxis.set_major_locator(MaxNLocator(3))  # a 2.6-inch panel: labels that do not run together
+        # whole numbers on every label: an offset or a power of ten ("1e6") is
+        # written at the axis' end in a larger font, over the panel's title
+        ax.ticklabel_format(style="plain", useOffset=False)
+    for t, ax in enumerate(axes.ravel()[:n]):
+        if t + cols >= n:
+            # no panel under it (the last row, or a column the last row leaves
+            # empty): its column's x tick labels go here, or that column has none
+            ax.tick_params(axis="x", labelbottom=True)
     if proj is not None:
         # under the first panel of the last row, below its tick labels: inside
         # a 2.6-inch panel a bar lies over the spans

@@ -44,14 +44,18 @@ import numpy as np
 
 from ..._optional import require
 from ...cells.grid import Grid
+from ...exceptions import PrivateNoteWarning
+from ...files.csvfile import GzipText
 from ...files.formats import format_of
 from ...files.layout import Columns, ReadOptions, csv_layout, schema_columns
-from ...files.reader import check_schemas_agree
+from ...files.reader import check_schemas_agree, cut_note
 from ...files.records import (
     BlockCounts,
     CsvLayout,
     coerce_binary,
     header_fields,
+    header_start,
+    last_line_end,
     parse_block,
     parse_rows,
     split_head,
@@ -120,10 +124,15 @@ def frame_values(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.nda
 
 # A partition's result is (keys, counts, tally); the tally is
 # [partitions, rows read, rows with unparseable values, malformed lines,
-# rows whose privacy unit is missing], summed by the merges, so the driver can check that every partition was
+# rows whose privacy unit is missing, gzip files cut part-way, their rows],
+# summed by the merges, so the driver can check that every partition was
 # merged exactly once.
-def _tally(rows: int, unparseable: int = 0, malformed: int = 0, missing_unit: int = 0) -> np.ndarray:
-    return np.array([1, rows, unparseable, malformed, missing_unit], dtype=np.int64)
+def _tally(
+    rows: int, unparseable: int = 0, malformed: int = 0, missing_unit: int = 0, cut: bool = False
+) -> np.ndarray:
+    return np.array(
+        [1, rows, unparseable, malformed, missing_unit, int(cut), rows if cut else 0], dtype=np.int64
+    )
 
 
 def _frame_part(grid, frame, columns):
@@ -135,27 +144,61 @@ def _array_part(grid, block):
     return (*count_block(grid, block), _tally(len(block)))
 
 
-def _csv_part(grid, data: bytes, layout: CsvLayout, header: list | None, first: bool, where: str):
+def _csv_part(grid, data: Any, layout: CsvLayout, header: list | None, first: bool, where: str):
     """Count one block of CSV text (:func:`_csv_body`)."""
-    X, counts = parse_block(_csv_body(data, layout, header, first, where), layout)
-    return (*count_block(grid, X), _tally(counts.rows, counts.unparseable, counts.malformed))
+    body, cut = _csv_body(data, layout, header, first, where)
+    X, counts = parse_block(body, layout)
+    return (*count_block(grid, X), _tally(counts.rows, counts.unparseable, counts.malformed, cut=cut))
 
 
-def _csv_body(data: bytes, layout: CsvLayout, header: list | None, first: bool, where: str) -> bytes:
-    """The records of one block of CSV text. ``first`` marks a file's first
-    block, whose start is read as the in-memory reader reads a file's
-    (:func:`dpdbscan.files.records.split_head`): a byte order mark dropped
-    and, when ``header`` (the declared header's names) is given, the header
-    line split off, and refused unless it names the first file's fields."""
+@dataclasses.dataclass(frozen=True)
+class _Inflated:
+    """The text of a whole gzip file (one block) and whether the file ends
+    early (cut part-way, as by an interrupted download)."""
+
+    text: bytes
+    cut: bool
+
+
+def _inflate(fs: Any, path: str, where: str) -> _Inflated:
+    """The text of the gzip file ``path`` as the in-memory reader reads it
+    (:class:`dpdbscan.files.csvfile.GzipText`): a file cut part-way keeps
+    its text before the cut; a damaged one is refused in that reader's words,
+    quoting nothing."""
+    try:
+        with fs.open(path, "rb") as fh:
+            inflated = GzipText(fh, own=False)
+            return _Inflated(inflated.read_all(), inflated.cut)
+    except OSError:
+        raise ValueError(f"{where}: cannot read as CSV (the file is damaged or not CSV)") from None
+
+
+def _csv_body(
+    data: Any, layout: CsvLayout, header: list | None, first: bool, where: str
+) -> tuple[bytes, bool]:
+    """The records of one block of CSV text (bytes, or a gzip file's
+    :class:`_Inflated` text), and whether its file was cut part-way.
+    ``first`` marks a file's first block, whose start is read as the
+    in-memory reader reads a file's (:func:`dpdbscan.files.records.split_head`):
+    a byte order mark dropped and, when ``header`` (the declared header's
+    names) is given, the header line split off, and refused unless it names
+    the first file's fields. A gzip file cut within its header line has no
+    records (the first file's header is read whole before the release,
+    :meth:`DaskBackend._csv_plan`): its rows before the cut are none."""
+    cut = isinstance(data, _Inflated) and data.cut
+    if isinstance(data, _Inflated):
+        data = data.text
     if not first:
-        return data
+        return data, cut
+    if cut and header is not None and not last_line_end(header_start(data)):
+        return b"", cut
     line, body = split_head(data, header is not None)
     if line is not None and header is not None and header_fields(line, layout.delimiter) != header:
         raise ValueError(
             f"{where}: its header differs from the first file's "
             f"({', '.join(header)}); count such files separately"
         )
-    return body
+    return body, cut
 
 
 def _merge_parts(*parts):
@@ -374,11 +417,11 @@ def _csv_rows(data, layout, header, first, where, window=None):
     its text, null when missing and on a malformed line, row for row with
     the points, in the points' own parse (:func:`records.parse_rows`'
     fields read beside them: the bytes the unit field would give)."""
-    body = _csv_body(data, layout, header, first, where)
+    body, cut = _csv_body(data, layout, header, first, where)
     also = () if window is None else (window[0],)
     X, units, counts, fields = parse_rows(body, dataclasses.replace(layout, also=layout.also + also))
     units = unit_array(units, "text")
-    tally = _tally(counts.rows, counts.unparseable, counts.malformed, counts.missing_unit)
+    tally = _tally(counts.rows, counts.unparseable, counts.malformed, counts.missing_unit, cut=cut)
     period = None
     if window is not None:
         period = np.asarray(window[1](fields[-1]), dtype=np.int64)
@@ -922,7 +965,7 @@ class DaskBackend:
         paths = _as_paths(X)
         if paths is not None:
             if file_format(paths, self.read.file_format) == "csv":
-                layout, header, blocks, _ = self._csv_blocks(grid, paths)
+                layout, header, blocks, _ = self._csv_blocks(grid.d, paths)
                 part = dask.delayed(_csv_part)
                 return [part(grid, block, layout, header, first, where) for block, first, where in blocks]
             X = self._read_parquet(paths, grid.d)
@@ -951,7 +994,7 @@ class DaskBackend:
             unit = _unit_name(units)
             if file_format(paths, self.read.file_format) == "csv":
                 time = None if window is None else window[0]
-                layout, header, blocks, field = self._csv_blocks(grid, paths, unit, time)
+                layout, header, blocks, field = self._csv_blocks(grid.d, paths, unit, time)
                 w = None if window is None else (field, window[1])
                 if table is None:
                     part = dask.delayed(_csv_pairs, nout=2)
@@ -1088,11 +1131,17 @@ class DaskBackend:
         """Refuse, from their schemas alone (no record read), Parquet files
         that :meth:`count` or :meth:`unit_pairs` would refuse when reading:
         columns that are missing, of a type a coordinate, unit or time
-        cannot have, or declared with different types in different files.
-        Called when the points are prepared, before a ledger charges the
-        release (:func:`dpdbscan.prepare.prepare`). Other inputs pass."""
+        cannot have, or declared with different types in different files;
+        and CSV files whose plan the count would refuse (:meth:`_csv_blocks`:
+        the options, the first file's declared header line, which a gzip
+        file cut part-way may not hold whole). Called when the points are
+        prepared, before a ledger charges the release
+        (:func:`dpdbscan.prepare.prepare`). Other inputs pass."""
         paths = _as_paths(X)
-        if paths is None or file_format(paths, self.read.file_format) == "csv":
+        if paths is None:
+            return
+        if file_format(paths, self.read.file_format) == "csv":
+            self._csv_blocks(d, paths, unit, time)
             return
         self._read_parquet(paths, d, unit, time)
 
@@ -1140,6 +1189,8 @@ class DaskBackend:
         (:func:`dpdbscan.files.records.split_head`); no record is read. Only
         the blocks are this backend's own: byte ranges of whole lines, read
         by the workers."""
+        import dask
+        import fsspec
         from dask.bytes import read_bytes
 
         options = dataclasses.replace(self.read, unit=unit)
@@ -1152,9 +1203,8 @@ class DaskBackend:
                 paths,
                 delimiter=b"\n",
                 blocksize=self._csv_blocksize(paths),
-                # the first line is read only when it is a declared header
-                sample="64 kiB" if declared else False,
-                compression=("gzip" if fmt.gzip else None) if self.read.file_format else "infer",
+                sample=False,  # the header line: _csv_head
+                compression=None if self.read.file_format else "infer",
                 include_path=True,
                 **(self.storage_options or {}),
             )
@@ -1162,22 +1212,64 @@ class DaskBackend:
             if isinstance(exc, FileNotFoundError) or "no files" in str(exc):
                 raise FileNotFoundError(f"no CSV files found at {paths}") from None
             raise
-        line = split_head(sample, True)[0] if declared else None
         where = str(files[0]) if files else str(paths[0])
+        fs, _, _ = fsspec.core.get_fs_token_paths(
+            list(paths), mode="rb", storage_options=self.storage_options
+        )
+        # a gzip file's one block is inflated by _inflate on a worker (a file
+        # cut part-way keeps its text before the cut, as in memory), in place
+        # of fsspec's inflater, which fails on such a file
+        inflate = dask.delayed(_inflate)
+        blocks = [
+            [inflate(fs, f, str(f))] if self._gzip(f) else file_blocks
+            for f, file_blocks in zip(files, blocks)
+        ]
+        # the first line is read only when it is a declared header
+        line = split_head(self._csv_head(fs, files[0]), True)[0] if declared and files else None
         names, layout = csv_layout(fmt, options, line, d, where=where)
         return names, layout, (names if declared else None), files, blocks
 
-    def _csv_blocks(self, grid, paths, unit=None, time=None):
+    def _gzip(self, path) -> bool:
+        """Whether the CSV file ``path`` is gzip-compressed: by ``file_format``
+        or its name (public)."""
+        if self.read.file_format:
+            return format_of(path, self.read.file_format).gzip
+        return _inferred_compression(path) == "gzip"
+
+    def _csv_head(self, fs: Any, path: str) -> bytes:
+        """The text of the CSV file ``path`` up to its first non-empty line's
+        end, read on the driver (a declared header is public); refused, as
+        in memory, when the file is damaged or a gzip file ends (cut
+        part-way) before that line is whole."""
+        try:
+            if self._gzip(path):
+                text = GzipText(fs.open(path, "rb"))
+            else:
+                compression = None if self.read.file_format else _inferred_compression(path)
+                text = fs.open(path, "rb", compression=compression)
+            with contextlib.closing(text):
+                head = b""
+                while chunk := text.read(1 << 16):
+                    head += chunk
+                    if last_line_end(header_start(head)):
+                        return head
+                if not getattr(text, "cut", False):
+                    return head
+        except (OSError, EOFError):
+            pass
+        raise ValueError(f"{path}: cannot read as CSV (the file is damaged or not CSV)")
+
+    def _csv_blocks(self, d, paths, unit=None, time=None):
         """``(layout, header, [(block, first block of its file, file), ...],
-        time field)`` of CSV files (:meth:`_csv_plan`), with ``grid.d``
+        time field)`` of CSV files (:meth:`_csv_plan`), with ``d``
         coordinates; the time field: the index of the field ``time`` names
         in the header (None without ``time``)."""
-        names, layout, header, files, blocks = self._csv_plan(paths, grid.d, unit)
+        names, layout, header, files, blocks = self._csv_plan(paths, d, unit)
         field = None
         if time is not None:
             _check_time_column(names, [names[i] for i in layout.usecols], time)
             field = names.index(time)
-        _as_many_as_bounds([names[i] for i in layout.usecols], grid.d, names)
+        _as_many_as_bounds([names[i] for i in layout.usecols], d, names)
         parts = [
             (block, i == 0, where)
             for where, file_blocks in zip(files, blocks)
@@ -1225,6 +1317,13 @@ class DaskBackend:
         return f"DaskBackend({where!r}, read={self.read!r})"
 
 
+def _inferred_compression(path: str) -> str | None:
+    """The compression fsspec infers from the name of ``path`` (None: none)."""
+    from fsspec.utils import infer_compression  # type: ignore[import-untyped]
+
+    return infer_compression(path)
+
+
 def _check_time_column(names: Sequence, columns: Sequence, time: str) -> None:
     """The time column exists (public names: a header or a schema) and is
     not a coordinate."""
@@ -1264,7 +1363,13 @@ def _no_cells(grid: Grid) -> CellCounts:
 
 
 def _input_counts(tally: np.ndarray) -> BlockCounts:
+    """The rows' counts of a tally; a private note (:class:`PrivateNoteWarning`)
+    when gzip files were cut part-way, in the in-memory reader's words
+    (:func:`dpdbscan.files.reader.cut_note`): their rows before the cut are
+    kept."""
     t = [int(v) for v in np.asarray(tally)]
+    if t[5]:
+        warnings.warn(cut_note(t[6], t[5]), PrivateNoteWarning, stacklevel=4)
     return BlockCounts(rows=t[1], unparseable=t[2], malformed=t[3], missing_unit=t[4])
 
 
