@@ -25,7 +25,9 @@ from dpdbscan.traces.tripends import parse_status
 UTC = dt.timezone.utc
 BASES = {
     "naive datetimes": [dt.datetime(2020, 1, 1, 12, 0, i, 250_000) for i in range(6)],
-    "aware datetimes": [dt.datetime(2020, 1, 1, 12, 0, i, tzinfo=dt.timezone(dt.timedelta(hours=-3))) for i in range(6)],
+    "aware datetimes": [
+        dt.datetime(2020, 1, 1, 12, 0, i, tzinfo=dt.timezone(dt.timedelta(hours=-3))) for i in range(6)
+    ],
     "unix seconds": [1_577_880_000 + i for i in range(6)],
     "float seconds": [1_577_880_000.5 + i for i in range(6)],
     "iso text": [f"2020-01-01T12:00:0{i}" for i in range(6)],
