@@ -51,6 +51,17 @@ def test_one_odd_cell_makes_its_row_not_finite_and_nothing_else(odd):
         assert np.array_equal(got[1:], D), form
 
 
+def test_a_cell_reads_alike_whether_or_not_another_cell_is_bad():
+    """Each cell by float() alone: numpy's astype, which reads a datetime64
+    as a number float() refuses, is never a fast path taken only when every
+    cell converts."""
+    for cell in (np.datetime64("2020-01-01"), np.timedelta64(5, "s"), " 1.5 ", True, b"2"):
+        rows = [[cell, 0.5], *D.tolist()]
+        alone = check_array(np.array(rows, dtype=object))
+        beside_a_bad_cell = check_array(np.array([*rows, ["abc", 0.5]], dtype=object))
+        np.testing.assert_array_equal(alone, beside_a_bad_cell[:-1])
+
+
 def _release(X):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

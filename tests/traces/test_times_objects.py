@@ -57,6 +57,7 @@ ODD = [
     decimal.Decimal("1.5"),
     dt.timedelta(seconds=3),
     pd.Timedelta(seconds=5),
+    np.timedelta64(5, "s"),
     dt.time(12, 0),
     1 + 2j,
     (1, 2),
@@ -109,7 +110,7 @@ def test_odd_values_are_no_time_each_on_its_own():
     assert got[1] == got[3] == got[4] == got[5] == got[16] == 1_577_836_800.0
     assert got[2] == 1_577_854_800.0
     assert got[11] == 2.0**70 and got[12] == 1.5 and got[13] == 7.0 and got[18] == 1.5
-    assert np.isnan(got[[6, 7, 8, 9, 10, 15, 17, 19, 20, 21, 22, 23]]).all()
+    assert np.isnan(got[[6, 7, 8, 9, 10, 14, 15, 17, 19, 20, 21, 22, 23, 24]]).all()
 
 
 @pytest.mark.parametrize("unit", ["ms", "us"])

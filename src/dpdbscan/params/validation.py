@@ -106,10 +106,9 @@ def _reals(arr: np.ndarray) -> np.ndarray:
     number (text that is no number, pandas' NA, a date, a dict, a complex
     number) is NaN, so the clean rule drops its row alone; it never refuses
     the fit (whether a release happens must not hinge on one record)."""
-    try:
-        return arr.astype(np.float64)  # every cell a number: the same values, faster
-    except (TypeError, ValueError, OverflowError):
-        pass
+    # never numpy's astype, even as a fast path when every cell converts: it
+    # reads a datetime64 or timedelta64 cell as a number that float() refuses,
+    # so that cell would read otherwise when another cell is bad
     out = np.empty(arr.shape, dtype=np.float64)
     flat, cells = out.reshape(-1), arr.reshape(-1).tolist()
     for i, v in enumerate(cells):

@@ -131,10 +131,12 @@ def read_objects(arr: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
     for i, v in enumerate(arr.tolist()):
         if isinstance(v, (bool, np.bool_)):
             texts[i] = "true" if v else "false"  # as Arrow writes a boolean: no time, a status word
+        elif isinstance(v, np.timedelta64):
+            continue  # a duration (numpy counts it among the integers): no time
         elif isinstance(v, (int, float, np.integer, np.floating, decimal.Decimal)):
             try:
                 numbers[i] = float(v)
-            except (OverflowError, ValueError):
+            except (OverflowError, ValueError, TypeError):
                 pass
         elif isinstance(v, str):
             texts[i] = v
