@@ -25,13 +25,14 @@ pytest.importorskip("pyarrow")
 
 BIG = "7" * 5000  # an integer beyond Python's 4,300 digits
 DEEP = "[" * 20_000 + "]" * 20_000  # nested far beyond Python's recursion limit
+_AT = '{"type": "Feature", "geometry": {"type": "Point", "coordinates": [%s, 39.9]}, "properties": {%s}}'
 ADDED = {
-    "big coordinate": f'{{"type": "Feature", "geometry": {{"type": "Point", "coordinates": [{BIG}, 39.9]}}, "properties": {{"unit": "u1", "t": 5}}}}',
-    "big unit": f'{{"type": "Feature", "geometry": {{"type": "Point", "coordinates": [116.3, 39.9]}}, "properties": {{"unit": {BIG}, "t": 5}}}}',
-    "big time": f'{{"type": "Feature", "geometry": {{"type": "Point", "coordinates": [116.3, 39.9]}}, "properties": {{"unit": "u1", "t": {BIG}}}}}',
-    "big other": f'{{"type": "Feature", "geometry": {{"type": "Point", "coordinates": [116.3, 39.9]}}, "properties": {{"unit": "u1", "t": 5, "x": -{BIG}}}}}',
-    "big float": f'{{"type": "Feature", "geometry": {{"type": "Point", "coordinates": [116.3, 39.9]}}, "properties": {{"unit": "u1", "t": 5, "x": {BIG}.5e-3}}}}',
-    "deep other": f'{{"type": "Feature", "geometry": {{"type": "Point", "coordinates": [116.3, 39.9]}}, "properties": {{"unit": "u1", "t": 5, "x": {DEEP}}}}}',
+    "big coordinate": _AT % (BIG, '"unit": "u1", "t": 5'),
+    "big unit": _AT % ("116.3", f'"unit": {BIG}, "t": 5'),
+    "big time": _AT % ("116.3", f'"unit": "u1", "t": {BIG}'),
+    "big other": _AT % ("116.3", f'"unit": "u1", "t": 5, "x": -{BIG}'),
+    "big float": _AT % ("116.3", f'"unit": "u1", "t": 5, "x": {BIG}.5e-3'),
+    "deep other": _AT % ("116.3", f'"unit": "u1", "t": 5, "x": {DEEP}'),
     "deep feature": DEEP,
     "deep with text": '{"a": "]]}}\\"[[", "b": ' + "[" * 5000 + '"]]"' + "]" * 5000 + "}",
 }

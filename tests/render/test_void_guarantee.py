@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import warnings
 
-import numpy as np
 import pytest
 
 from dpdbscan import DPDBSCAN

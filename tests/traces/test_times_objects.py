@@ -22,7 +22,7 @@ import pytest
 from dpdbscan.traces import parse_times
 from dpdbscan.traces.tripends import parse_status
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 BASES = {
     "naive datetimes": [dt.datetime(2020, 1, 1, 12, 0, i, 250_000) for i in range(6)],
     "aware datetimes": [

@@ -50,9 +50,10 @@ def check_array(X: Any, name: str = "X") -> np.ndarray:
     try:
         arr = np.asarray(X)
     except Exception as exc:  # ragged input and the like
-        arr = _cells(X)
-        if arr is None:
+        cells = _cells(X)
+        if cells is None:
             raise ValueError(f"{name} must be a 2-D numeric array: {type(exc).__name__}") from None
+        arr = cells
     if isinstance(X, (list, tuple)) and arr.dtype.kind not in "iuf":
         # numpy typed the cells together (one text cell made every cell text,
         # one complex number every number complex): each cell on its own

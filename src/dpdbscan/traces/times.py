@@ -157,7 +157,7 @@ def _datetime_text(v: _dt.datetime) -> str | None:
     if v != v:  # pandas' NaT
         return None
     if v.utcoffset() is not None:
-        v = v.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        v = v.astimezone(_dt.UTC).replace(tzinfo=None)
     return v.isoformat(sep=" ")
 
 
