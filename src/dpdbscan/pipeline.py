@@ -163,39 +163,46 @@ def fit(
         charge(accountant, r.release, spend=False)
     if before_release is not None:
         before_release(r.release)
-    events = p.get("events")
-    if events is not None:
-        X, units = events_of(events, X, units, times, status)
-        metadata = {
-            **(metadata or {}),
-            "events": {**events.record(), **dict(metadata or {}).get("events", {})},
-        }
-    random_state: Randomness | None = r.random_state
-    if r.release.size_estimate is not None:
-        # the automatic mode's DP count of the points sizes the grid
-        # (plan.autoplan.sized_n); it spends its share of the stated budget,
-        # and its noise and the histogram's come from one source
-        stage("counting the points (a DP count that sizes the grid)")
-        count, random_state = release_count(
-            r.release.size_estimate, r.release.grid, X, backend=backend, random_state=random_state
-        )
-        r = resolve(p, lower, upper, stacklevel=stacklevel + 1, places=places, size_estimate=count)
-        # on the grid the count sized (public: the parameters and the DP
-        # count), not the one for ASSUMED_N points the plan stood on before it
-        _warn_slow(forecast(r.release, r.spans), stacklevel + 1)
-    if r.choices:
-        stage("counting cells, adding noise and choosing k")
-        made, hist = release_choosing(
-            r.choices, X, units=units, backend=backend, random_state=r.random_state, scored=_no_unit_note
-        )
-        # the noise is the chosen k's from here on (the stand-in's was the largest k's)
-        r = replace(r, release=made)
-        fc = forecast(r.release, r.spans)
-    else:
-        stage("counting cells and adding noise")
-        hist = release_histogram(
-            r.release, X, backend=backend, random_state=random_state, units=units, ahead=noise_ahead
-        )
+    try:
+        events = p.get("events")
+        if events is not None:
+            X, units = events_of(events, X, units, times, status)
+            metadata = {
+                **(metadata or {}),
+                "events": {**events.record(), **dict(metadata or {}).get("events", {})},
+            }
+        random_state: Randomness | None = r.random_state
+        if r.release.size_estimate is not None:
+            # the automatic mode's DP count of the points sizes the grid
+            # (plan.autoplan.sized_n); it spends its share of the stated budget,
+            # and its noise and the histogram's come from one source
+            stage("counting the points (a DP count that sizes the grid)")
+            count, random_state = release_count(
+                r.release.size_estimate, r.release.grid, X, backend=backend, random_state=random_state
+            )
+            r = resolve(p, lower, upper, stacklevel=stacklevel + 1, places=places, size_estimate=count)
+            # on the grid the count sized (public: the parameters and the DP
+            # count), not the one for ASSUMED_N points the plan stood on before it
+            _warn_slow(forecast(r.release, r.spans), stacklevel + 1)
+        if r.choices:
+            stage("counting cells, adding noise and choosing k")
+            made, hist = release_choosing(
+                r.choices, X, units=units, backend=backend, random_state=r.random_state, scored=_no_unit_note
+            )
+            # the noise is the chosen k's from here on (the stand-in's was the largest k's)
+            r = replace(r, release=made)
+            fc = forecast(r.release, r.spans)
+        else:
+            stage("counting cells and adding noise")
+            hist = release_histogram(
+                r.release, X, backend=backend, random_state=random_state, units=units, ahead=noise_ahead
+            )
+    except BaseException:
+        # the mechanism has begun reading the points (and may have drawn
+        # noise, a DP count): the release counts, as a ledger counts it failed
+        if accountant is not None:
+            charge(accountant, r.release, spend=True)
+        raise
     if accountant is not None:
         charge(accountant, r.release, spend=True)
     note = _delta_note(units, r.release.noise.delta)

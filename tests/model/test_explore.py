@@ -242,7 +242,8 @@ def test_a_person_level_release_explores_as_with_params(person_model, tmp_path, 
     save_model(m, path)
     assert main(["explore", str(path), "--eps", "0.04", "0.1", "--min-samples", "10", "40"]) == 0
     out = capsys.readouterr().out
-    assert "person-level, epsilon=1, delta=1e-06; each unit at most 4 cells, 2 per cell" in out
+    want = "person-level: each unit is protected (k=4 cells and m=2 points per cell per unit); epsilon=1"
+    assert f"{want}, delta=1e-06" in out
     printed = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
     assert [int(r[3]) for r in printed] == [
         with_params(m, eps=a, min_samples=k).n_spans for a in (0.04, 0.1) for k in (10, 40)

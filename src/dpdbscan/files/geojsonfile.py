@@ -33,6 +33,7 @@ from __future__ import annotations
 import codecs
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -82,7 +83,11 @@ class _Stream:
         return c
 
     def value(self, decoder: json.JSONDecoder) -> Any:
-        """The next JSON value, read whole."""
+        """The next JSON value, read whole. Valid JSON beyond a limit of
+        Python's decoder is read all the same, that value alone as
+        :data:`NO_VALUE`: an integer of more digits than Python reads
+        (4,300), or a value nested deeper than its recursion limit (the
+        whole value, skipped); never the end of the stream."""
         self.skip_ws()
         while True:
             try:
@@ -92,13 +97,73 @@ class _Stream:
                     continue
                 raise ValueError("not JSON") from None
             except RecursionError:
-                raise ValueError("a value nested too deeply to read") from None
-            if end == len(self.buf) and not self.eof and isinstance(value, (int, float)):
+                self.skip_nested()
+                return NO_VALUE
+            except ValueError:
+                if decoder is _LENIENT:
+                    raise ValueError("not JSON") from None
+                decoder = _LENIENT  # an integer too long for int(): that one is no value
+                continue
+            if end == len(self.buf) and not self.eof and isinstance(value, (int, float, _NoValue)):
                 # a number may go on in the next piece
                 if self.more():
                     continue
             self.pos = end
             return value
+
+    def skip_nested(self) -> None:
+        """Move past the array or object at the position without building
+        it (iteratively, at any depth); ValueError when its brackets or
+        strings do not close. Scalars inside it are not checked."""
+        if self.skip_ws() not in ("[", "{"):
+            raise ValueError("not JSON")
+        closers: list[str] = []
+        i, in_string = self.pos, False
+        while True:
+            m = (_IN_STRING if in_string else _OUTSIDE).search(self.buf, i)
+            if m is None or (m.group() == "\\" and m.end() == len(self.buf)):
+                # the value goes on in the next piece (an escape's character too)
+                off = i - self.pos
+                if not self.more():
+                    raise ValueError("not JSON")
+                i = self.pos + off
+                continue
+            c, i = m.group(), m.end()
+            if c == "\\":
+                i += 1  # the escaped character
+            elif c == '"':
+                in_string = not in_string
+            elif c in "[{":
+                closers.append("]" if c == "[" else "}")
+            elif not closers or closers.pop() != c:
+                raise ValueError("not JSON")
+            if not closers and not in_string:
+                self.pos = i
+                return
+
+
+class _NoValue:
+    """A valid JSON value that Python's decoder cannot hold (too long an
+    integer, too deep a value): no coordinate, no unit, no time."""
+
+    def __repr__(self) -> str:
+        return "NO_VALUE"
+
+
+NO_VALUE = _NoValue()
+
+
+def _int_or_none(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:  # more digits than int() reads (sys.get_int_max_str_digits)
+        return NO_VALUE
+
+
+#: The decoder for a value the default one refuses for a limit, not for its syntax.
+_LENIENT = json.JSONDecoder(parse_int=_int_or_none)
+_IN_STRING = re.compile(r'["\\]')
+_OUTSIDE = re.compile(r'["\[\]{}]')
 
 
 def features(path: Path) -> Iterator[Any]:

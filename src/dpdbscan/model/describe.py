@@ -70,19 +70,31 @@ def noise_name(noise: str) -> str:
     return NOISE_NAMES.get(noise, noise)
 
 
+#: What every published sentence of a release whose bounds came from the data ends with.
+VOID = "; NO differential privacy guarantee: the bounds were computed from the data"
+
+
+def guarantee_void(model: SpanModel) -> bool:
+    """Whether the release has no DP guarantee: its box was computed from
+    the private data (``--bounds-from-data``, ``bounds=None``)."""
+    return str(model.metadata.get("bounds_source", "")).startswith("data")
+
+
 def protection(model: SpanModel) -> str:
     """Who the release protects, in plain words: each unit (person-level,
-    with its contribution bound and zCDP rho) or each row (event-level)."""
+    with its contribution bound and zCDP rho) or each row (event-level);
+    and that nothing is, when the bounds came from the data."""
     rel = model.release
     budget = f"(epsilon={rel.epsilon:g}, delta={rel.delta:g})"
+    void = VOID if guarantee_void(model) else ""
     if rel.units is None:
-        return f"event-level: each row is protected, not each person; {budget}"
+        return f"event-level: each row is protected, not each person; {budget}{void}"
     who = "each unit" + _unit_source(model)
     k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
     rho = "" if rel.rho is None else f", rho={rel.rho:.3g} zCDP"
     return (
         f"person-level: {who} is protected: at most {k} cell{'s' if k != 1 else ''} and {m} "
-        f"point{'s' if m != 1 else ''} per cell per unit; {budget}{rho}"
+        f"point{'s' if m != 1 else ''} per cell per unit; {budget}{rho}{void}"
     )
 
 
@@ -108,6 +120,8 @@ def protection_brief(model: SpanModel, greek: bool = False) -> str:
     rel = model.release
     e, d, r = ("ε", "δ", "ρ") if greek else ("epsilon", "delta", "rho")
     budget = f"{e}={rel.epsilon:g}, {d}={rel.delta:g}"
+    if guarantee_void(model):
+        budget += "; NO differential privacy guarantee (bounds from the data)"
     if rel.units is None:
         return f"event-level: each row is protected, not each person; {budget}"
     from_folder = model.metadata.get("unit_from") in _FROM_FOLDER
@@ -140,7 +154,8 @@ def counted_brief(events: dict | None, who: str, length: Callable[[float], str])
 def protection_fields(model: SpanModel) -> dict:
     """What the release protects, as fields for a published file's
     top-level properties (the GeoJSON): the level, the unit column, k, m,
-    epsilon, delta, rho and the sentence of :func:`protection`."""
+    epsilon, delta, rho, the sentence of :func:`protection` and whether
+    the guarantee is void (:func:`guarantee_void`)."""
     rel = model.release
     units = rel.units
     return {
@@ -154,6 +169,7 @@ def protection_fields(model: SpanModel) -> dict:
         "epsilon": rel.epsilon,
         "delta": rel.delta,
         "zcdp_rho": rel.rho,
+        "guarantee_void": guarantee_void(model),
     }
 
 
@@ -508,6 +524,7 @@ __all__ = [
     "origin_lines",
     "protection",
     "protection_brief",
+    "guarantee_void",
     "protection_fields",
     "bound_lines",
     "event_lines",

@@ -50,22 +50,19 @@ def check_array(X: Any, name: str = "X") -> np.ndarray:
     try:
         arr = np.asarray(X)
     except Exception as exc:  # ragged input and the like
-        raise ValueError(f"{name} must be a 2-D numeric array: {type(exc).__name__}") from None
+        cells = _cells(X)
+        if cells is None:
+            raise ValueError(f"{name} must be a 2-D numeric array: {type(exc).__name__}") from None
+        arr = cells
+    if isinstance(X, (list, tuple)) and arr.dtype.kind not in "iuf":
+        # numpy typed the cells together (one text cell made every cell text,
+        # one complex number every number complex): each cell on its own
+        cells = _cells(X)
+        arr = arr if cells is None else cells
     if arr.dtype.kind == "c":
         raise ValueError(f"Complex data not supported: {name} must hold real numbers")
     if arr.dtype.kind == "O":
-        # numpy's messages quote the offending value; ours name only its type
-        try:
-            arr = arr.astype(np.float64)
-        except TypeError:
-            raise TypeError(
-                f"{name} must be numeric: float() argument must be a string or a "
-                "real number, and an entry of X is neither"
-            ) from None
-        except ValueError:
-            raise ValueError(
-                f"{name} must be numeric: an entry of dtype object could not be converted to a number"
-            ) from None
+        arr = _reals(arr)
     elif arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
         raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
     if arr.ndim != 2:
@@ -85,6 +82,42 @@ def check_array(X: Any, name: str = "X") -> np.ndarray:
             f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required."
         )
     return np.asarray(arr, dtype=np.float64)
+
+
+def _cells(X: Any) -> np.ndarray | None:
+    """A list (or tuple) of rows of one length as a 2-D object array of its
+    cells, each kept as it is; None when it is not that."""
+    if not isinstance(X, (list, tuple)) or not X:
+        return None
+    try:
+        widths = {len(row) for row in X}
+    except TypeError:
+        return None
+    if len(widths) != 1:
+        return None
+    out = np.empty((len(X), widths.pop()), dtype=object)
+    for i, row in enumerate(X):
+        for j, v in enumerate(row):
+            out[i, j] = v
+    return out
+
+
+def _reals(arr: np.ndarray) -> np.ndarray:
+    """An object array as float64, cell by cell: a cell that is no real
+    number (text that is no number, pandas' NA, a date, a dict, a complex
+    number) is NaN, so the clean rule drops its row alone; it never refuses
+    the fit (whether a release happens must not hinge on one record)."""
+    # never numpy's astype, even as a fast path when every cell converts: it
+    # reads a datetime64 or timedelta64 cell as a number that float() refuses,
+    # so that cell would read otherwise when another cell is bad
+    out = np.empty(arr.shape, dtype=np.float64)
+    flat, cells = out.reshape(-1), arr.reshape(-1).tolist()
+    for i, v in enumerate(cells):
+        try:
+            flat[i] = float(v)
+        except (TypeError, ValueError, OverflowError):
+            flat[i] = np.nan
+    return out
 
 
 def check_bounds(bounds: Any, n_features: int | None) -> tuple[np.ndarray, np.ndarray]:

@@ -105,8 +105,10 @@ def public_box(
     two numbers) of ``--bounds`` and :func:`~dpdbscan.estimator.fit_lonlat`
     (``flat``), or the estimator's pair ``(lower, upper)``. None takes the
     box from ``X`` (the private points, which voids the guarantee: warned).
-    ``label`` names where the bounds came from in the model's
-    ``bounds_source`` (None: not recorded, as ``DPDBSCAN.fit`` never did).
+    ``label`` names where public bounds came from in the model's
+    ``bounds_source`` (None: not recorded, as ``DPDBSCAN.fit`` never did);
+    bounds from the data are always recorded, and every published file
+    then says the guarantee is void (:func:`dpdbscan.model.describe.guarantee_void`).
     ``cli``: the warnings in the command line's words, on standard error;
     else ``stacklevel`` (as for :func:`warnings.warn`) places the warning.
     """
@@ -135,6 +137,7 @@ def public_box(
             meta["bounds_source"] = "data (--bounds-from-data): NO differential privacy guarantee"
         else:
             lower, upper = bounds_from_data(X, stacklevel=stacklevel + 1)
+            meta["bounds_source"] = "data (bounds=None): NO differential privacy guarantee"
     proj = None
     if geo:
         proj, lo_km, hi_km = project_box(lower, upper, ref_lat)

@@ -37,7 +37,7 @@ from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
 from ..geometry.projection import projection_of
 from ..model import SpanModel, finest_eps
-from ..model.describe import swamped_min_samples
+from ..model.describe import protection_brief, swamped_min_samples
 from ..model.levels import alternative, is_levels, unsure_reasons
 from ..model.reparam import remodel
 from ..model.stats import span_stats
@@ -242,14 +242,11 @@ def table_lines(ex: Exploration, model: SpanModel) -> list[str]:
 
 
 def release_words(model: SpanModel) -> str:
-    """The release's budget and, person-level, its unit: what every panel's
+    """Who the release protects and at what budget, as the spans picture
+    and the map say it (:func:`dpdbscan.model.describe.protection_brief`:
+    the level, the unit, k, m, epsilon, delta, rho): what every panel's
     guarantee is relative to."""
-    rel = model.release
-    budget = f"epsilon={rel.epsilon:g}" + (f", delta={rel.delta:g}" if rel.delta else "")
-    if rel.units is None:
-        return budget
-    k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
-    return f"person-level, {budget}; each unit at most {k} cells, {m} per cell"
+    return protection_brief(model)
 
 
 def _length(model):

@@ -22,10 +22,19 @@ The text rule, after trimming spaces and tabs:
 
 A timestamp with a time zone is converted to UTC; one without is read as
 UTC. Dates (Arrow ``date32``/``date64``) are midnight UTC.
+
+Python objects (a list, a tuple, an object array or Series) are read one
+value at a time by each value's own type (:func:`read_objects`), never by a
+type inferred for the whole column: a number is unix seconds, a ``datetime``
+(a pandas ``Timestamp``), ``date`` or ``numpy.datetime64`` the instant it
+names, text and UTF-8 bytes by the text rule, anything else (a ``timedelta``,
+a ``time``, a complex number, a boolean) no time.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
+import decimal
 import re
 from typing import Any
 
@@ -73,7 +82,7 @@ def parse_times(values: Any, unit: str = "s") -> np.ndarray:
     if hasattr(values, "dtype") and str(getattr(values, "dtype", "")).startswith("datetime64[ns,"):
         # a time-zone-aware pandas Series: its UTC instants
         values = values.dt.tz_convert("UTC").dt.tz_localize(None)
-    arr = np.asarray(values)
+    arr = as_column(values)
     if arr.ndim != 1:
         raise ValueError(f"times must be one-dimensional, one time per row; got shape {arr.shape}")
     if arr.dtype.kind == "M":
@@ -87,18 +96,78 @@ def parse_times(values: Any, unit: str = "s") -> np.ndarray:
         out = arr.astype(np.float64)
         out[~np.isfinite(out)] = np.nan
         return out
-    if arr.dtype.kind in "USO":
+    if arr.dtype.kind == "O":
+        numbers, texts = read_objects(arr)
+        text = np.array([t is not None for t in texts], dtype=bool)
+        if text.any():
+            import pyarrow as pa
+
+            numbers[text] = _parse_arrow(pa.array([t for t in texts if t is not None], type=pa.string()))
+        return numbers
+    if arr.dtype.kind in "US":
         import pyarrow as pa
 
-        if arr.dtype.kind == "O":
-            try:
-                got = pa.array(arr, from_pandas=True)
-            except (pa.ArrowInvalid, pa.ArrowTypeError):
-                # mixed objects: each value on its own, as text
-                got = pa.array([None if v is None else str(v) for v in arr.tolist()], type=pa.string())
-            return _parse_arrow(got)
         return _parse_arrow(pa.array(arr.astype(str) if arr.dtype.kind == "S" else arr))
     raise TypeError(f"times must be numbers, timestamps or text (one per row), got dtype {arr.dtype}")
+
+
+def as_column(values: Any) -> np.ndarray:
+    """``values`` as a one-dimensional numpy array, a list or tuple as an
+    object array of its own values: ``np.asarray`` would type a list's values
+    together (``[1, "x"]`` all text, ``[1, 1j]`` all complex), so that one
+    value would decide how the others are read."""
+    if isinstance(values, (list, tuple)):
+        return np.fromiter(values, dtype=object, count=len(values))
+    return np.asarray(values)
+
+
+def read_objects(arr: np.ndarray) -> tuple[np.ndarray, list[str | None]]:
+    """The values of an object array, each by its own type: ``(numbers,
+    texts)``, where ``numbers`` holds each number's float value (NaN
+    elsewhere) and ``texts`` each other value's text for the text rule
+    (None for a number, a missing value or anything that is no time)."""
+    numbers = np.full(arr.shape[0], np.nan)
+    texts: list[str | None] = [None] * arr.shape[0]
+    for i, v in enumerate(arr.tolist()):
+        if isinstance(v, (bool, np.bool_)):
+            texts[i] = "true" if v else "false"  # as Arrow writes a boolean: no time, a status word
+        elif isinstance(v, np.timedelta64):
+            continue  # a duration (numpy counts it among the integers): no time
+        elif isinstance(v, (int, float, np.integer, np.floating, decimal.Decimal)):
+            try:
+                numbers[i] = float(v)
+            except (OverflowError, ValueError, TypeError):
+                pass
+        elif isinstance(v, str):
+            texts[i] = v
+        elif isinstance(v, bytes):
+            texts[i] = _utf8(v)
+        elif isinstance(v, np.datetime64):
+            texts[i] = _datetime64_text(v)
+        elif isinstance(v, _dt.datetime):
+            texts[i] = _datetime_text(v)
+        elif isinstance(v, _dt.date):
+            texts[i] = v.isoformat()
+    numbers[~np.isfinite(numbers)] = np.nan
+    return numbers, texts
+
+
+def _datetime_text(v: _dt.datetime) -> str | None:
+    """A datetime (a pandas Timestamp) as ISO text in UTC; None for NaT."""
+    if v != v:  # pandas' NaT
+        return None
+    if v.utcoffset() is not None:
+        v = v.astimezone(_dt.UTC).replace(tzinfo=None)
+    return v.isoformat(sep=" ")
+
+
+def _datetime64_text(v: np.datetime64) -> str | None:
+    """A numpy datetime64 as ISO text (to the minute at least); None for NaT."""
+    if np.isnat(v):
+        return None
+    if np.datetime_data(v.dtype)[0] in ("Y", "M", "W", "D", "h"):
+        v = v.astype("datetime64[m]")
+    return str(np.datetime_as_string(v))
 
 
 def _typed_times(values: Any) -> bool:
@@ -125,10 +194,17 @@ def _scaled(values: Any, per: float) -> np.ndarray:
         if pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_decode()
     else:
-        raw = np.asarray(values)
+        raw = as_column(values)
         if raw.dtype.kind in "iufb":
             return out / per
-        arr = pa.array([None if v is None else str(v) for v in raw.tolist()], type=pa.string())
+        if raw.dtype.kind == "O":
+            # numbers scaled here, each other value's text below (a bool's
+            # word or a datetime's ISO text is no number)
+            numbers, texts = read_objects(raw)
+            out[np.isfinite(numbers)] /= per
+            arr = pa.array(texts, type=pa.string())
+        else:
+            arr = pa.array([None if v is None else str(v) for v in raw.tolist()], type=pa.string())
     t = arr.type
     if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)):
         return out / per  # numbers

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .order import trace_order
-from .times import parse_times
+from .times import as_column, parse_times, read_objects
 
 #: The events a status column gives.
 ENDS = ("pickup", "dropoff", "both")
@@ -96,6 +96,10 @@ def _coded_status(values: Any, codes: tuple[str, str]) -> np.ndarray:
         out = np.full(words.shape[0], np.nan)
         out[words == free] = 0.0
         out[words == carrying] = 1.0
+        objects = _objects(values)
+        if objects is not None:
+            # Python objects: each number by its value, each text above
+            _number_codes(out, read_objects(objects)[0], (free, carrying))
         return out
     import pyarrow as pa
 
@@ -104,11 +108,26 @@ def _coded_status(values: Any, codes: tuple[str, str]) -> np.ndarray:
         return _coded_status(arr.cast(pa.string()), (free, carrying))
     numbers = parse_times(arr)  # numbers as they are, NaN where missing
     out = np.full(numbers.shape[0], np.nan)
-    for code, value in ((free, 0.0), (carrying, 1.0)):
+    _number_codes(out, numbers, (free, carrying))
+    return out
+
+
+def _number_codes(out: np.ndarray, numbers: np.ndarray, codes: tuple[str, str]) -> None:
+    """0.0 / 1.0 into ``out`` where a number equals the code ``codes[0]`` /
+    ``codes[1]`` read as a number (a code that is no number matches none)."""
+    for code, value in zip(codes, (0.0, 1.0)):
         as_number = parse_times([code])[0]
         if np.isfinite(as_number):
             out[numbers == as_number] = value
-    return out
+
+
+def _objects(values: Any) -> np.ndarray | None:
+    """``values`` as an object array when they are Python objects (a list,
+    a tuple, an object array or Series), else None."""
+    if type(values).__module__.split(".")[0] == "pyarrow":
+        return None
+    raw = as_column(values)
+    return raw if raw.dtype.kind == "O" else None
 
 
 def _arrow(values: Any) -> Any:
@@ -118,13 +137,11 @@ def _arrow(values: Any) -> Any:
     if type(values).__module__.split(".")[0] == "pyarrow":
         arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     else:
-        raw = np.asarray(values)
+        raw = as_column(values)
         if raw.dtype.kind == "O":
-            try:
-                arr = pa.array(raw, from_pandas=True)
-            except (pa.ArrowInvalid, pa.ArrowTypeError):
-                # mixed objects: each value on its own, as text
-                arr = pa.array([None if v is None else str(v) for v in raw.tolist()], type=pa.string())
+            # each value by its own type (dpdbscan.traces.times.read_objects):
+            # text, bytes, booleans as words; numbers are no text
+            arr = pa.array(read_objects(raw)[1], type=pa.string())
         else:
             arr = pa.array(raw.astype(str) if raw.dtype.kind == "S" else raw)
     if pa.types.is_dictionary(arr.type):
