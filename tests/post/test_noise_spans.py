@@ -11,7 +11,13 @@ import pytest
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
 from dpdbscan.cells.histogram import NoisyHistogram
-from dpdbscan.post.noisespans import SPAN_NOISE_LEVEL, empty_sum_quantile, noise_spans, without_noise_spans
+from dpdbscan.post.noisespans import (
+    SATELLITE_REACH,
+    SPAN_NOISE_LEVEL,
+    empty_sum_quantile,
+    noise_spans,
+    without_noise_spans,
+)
 from dpdbscan.research import span_noise_filter
 
 
@@ -70,7 +76,7 @@ def test_the_spans_dropped_are_a_direct_computation():
     # spans on sub-cells (k = 2): a span's mass is its distinct cells' values
     rng = np.random.default_rng(3)
     grid = Grid(np.zeros(2), np.ones(2), 0.1, 4.0)
-    coords = {(int(a), int(b)) for a, b in rng.integers(0, 12, size=(60, 2))}
+    coords = {(int(a), int(b)) for a, b in rng.integers(0, 9, size=(50, 2))}
     vals = 3 + rng.geometric(0.6, size=len(coords)) - 1 + 20 * (rng.random(len(coords)) < 0.2)
     cells = {c: int(v) for c, v in zip(sorted(coords), vals)}
     hist = _sparse(grid, cells)
@@ -80,14 +86,26 @@ def test_the_spans_dropped_are_a_direct_computation():
     keys = np.sort(fine.encode(sub))
     labels = rng.integers(0, 12, size=keys.size)
     labels = np.unique(labels, return_inverse=True)[1].ravel()
+    # and a noise-like span far from every other: kept (a faint cluster)
+    cells[(14, 14)] = 3
+    hist = _sparse(grid, cells)
+    keys = np.append(keys, fine.encode(np.array([[28, 28]])))
+    labels = np.append(labels, labels.max() + 1)
     got = noise_spans(hist, 2, keys, labels)
     parent = {tuple(c) for c in fine.decode(keys) // 2}
     assert parent <= set(cells)
-    for s in range(int(labels.max()) + 1):
+    n = int(labels.max()) + 1
+    low = np.zeros(n, dtype=bool)
+    for s in range(n):
         mine = {tuple(c) for c in fine.decode(keys[labels == s]) // 2}
-        mass = sum(cells[c] for c in mine)
-        assert got[s] == (mass <= _exact_quantile(1.0, 3.0, len(mine), SPAN_NOISE_LEVEL))
-    assert got.any() and not got.all()
+        low[s] = sum(cells[c] for c in mine) <= _exact_quantile(1.0, 3.0, len(mine), SPAN_NOISE_LEVEL)
+    # ... and within 2 alpha (centre to centre) of a core sub-cell of a span that is not low
+    centres = (fine.decode(keys) + 0.5) * fine.width
+    dist = np.sqrt(((centres[:, None, :] - centres[None, :, :]) ** 2).sum(-1))
+    for s in range(n):
+        near = (dist[labels == s][:, ~low[labels]] <= SATELLITE_REACH * grid.eps).any()
+        assert got[s] == (low[s] and bool(near))
+    assert got.any() and not got.all() and (low & ~got).any()
     kept_keys, kept_labels = without_noise_spans(hist, 2, keys, labels)
     assert np.array_equal(kept_keys, keys[~got[labels]])
     assert int(kept_labels.max()) + 1 == int((~got).sum())
@@ -101,14 +119,14 @@ def test_the_spans_dropped_are_a_direct_computation():
 def test_the_filter_does_not_act_there(kind, noise):
     # dense: every cell is released; stability: no empty cell is; the Gaussian's tail sum: not covered
     grid = Grid(np.zeros(2), np.ones(2), 0.1, 4.0)
-    cells = {(1, 1): 3, (5, 5): 4}
+    cells = {(1, 1): 3, (2, 2): 100}  # a noise-like cell beside a cluster's
     hist = _sparse(grid, cells, "sparse", noise)
     if kind != "sparse":
         hist = NoisyHistogram(grid, kind, hist.values, hist.keys, 3.0, noise, 1.0, 1.0, 0.0)
     keys, labels = hist.keys, np.array([0, 1])
     assert not noise_spans(hist, 1, keys, labels).any()
     with_spans = NoisyHistogram(grid, "sparse", hist.values, hist.keys, 3.0, "discrete", 1.0, 1.0, 0.0)
-    assert noise_spans(with_spans, 1, keys, labels).all()
+    assert noise_spans(with_spans, 1, keys, labels).tolist() == [True, False]
 
 
 def _blobs(n: int, d: int, seed: int) -> np.ndarray:
