@@ -22,11 +22,17 @@ or gzip, as ``results/hdrule/decide.jsonl.gz``).
 
     python -m benchmarks.survey_theta --dims 5,8 --scales 1,2 --seeds 0 --thetas 0,1,2,3,4
     python -m benchmarks.survey_theta --dims 4,8 --seeds 3 --rules "reach 2^35" --out runs.jsonl
+    python -m benchmarks.survey_theta --filter --dims 2,5,8 --shapes blobs,elongated --seeds 6,7,8
+
+With ``--filter`` each point's seeded release is fitted with the span
+filter off and on (:func:`run_filter`; ``--summarise FILE --filter``: its
+table).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import math
@@ -67,6 +73,101 @@ def _tail(theta: float) -> float:
     """P(Z >= theta) of the discrete Laplace at epsilon 1 (what these fits draw)."""
     q = math.exp(-1.0)
     return q ** math.ceil(theta) / (1.0 + q)
+
+
+def run_filter(d: int, shape: str, seed: int, scales: list[float]) -> None:
+    """``--filter``: each alpha's release (the default histogram and theta,
+    seeded) fitted with the span filter of :mod:`dpdbscan.post.noisespans`
+    off and on, the same noise draws (where the release is not sparse the
+    filter cannot act: one fit). Per fit: user+sys CPU, the ARI of predict
+    labels against the ``dbscan`` package's, the spans and those that some
+    input point is predicted into."""
+    import dbscan
+    from sklearn.metrics import adjusted_rand_score
+
+    from dpdbscan import DPDBSCAN
+    from dpdbscan.research import span_noise_filter
+
+    X = points(d, shape, seed)
+    m = blobs_nd.MIN_SAMPLES
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for scale in scales:
+            alpha = round(blobs_nd.ALPHA[d] * scale, 6)
+            ref = np.asarray(dbscan.DBSCAN(X, eps=alpha, min_samples=m)[0])
+            for on in (False, True):
+                est = DPDBSCAN(alpha, min_samples=m, epsilon=1.0, bounds=(0.0, 1.0), random_state=seed)
+                with span_noise_filter(on):
+                    cpu, _, _ = _timed(lambda e=est: e.fit(X))
+                labels = est.predict(X)
+                kind = str(est.histogram_.kind)
+                row = {
+                    "d": d,
+                    "shape": shape,
+                    "seed": seed,
+                    "scale": scale,
+                    "alpha": alpha,
+                    "filter": on,
+                    "histogram": kind,
+                    "theta": float(est.theta_) if kind == "sparse" else None,
+                    "cpu": cpu,
+                    "ari": float(adjusted_rand_score(ref, labels)),
+                    "dbscan_clusters": int(ref.max()) + 1,
+                    "spans": int(est.spans_.n_spans),
+                    "spans_with_points": int(np.unique(labels[labels >= 0]).size),
+                    "load": os.getloadavg()[0],
+                }
+                print(json.dumps(row), flush=True)
+                if kind != "sparse":
+                    print(json.dumps({**row, "filter": True}), flush=True)
+                    break
+
+
+def _side(pairs: list, side: int, key: str) -> float:
+    """The mean of ``key`` over the (off, on) ``pairs``' side ``side``."""
+    return sum(float(p[side][key]) for p in pairs) / len(pairs)
+
+
+def summarise_filter(path: str) -> str:
+    """``--filter`` rows: per (d, shape, alpha scale) the mean ARI off and
+    on, the mean and worst fall (off less on) over the seeds, the spans over
+    no point and the spans with points (DBSCAN's clusters), means over the
+    seeds; then each d's mean fall over every shape, alpha and seed."""
+    with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as f:
+        rows = [json.loads(ln) for ln in f if ln.startswith("{") and "error" not in ln]
+    by: dict[tuple, dict[bool, dict]] = {}
+    for r in rows:
+        by.setdefault((r["d"], r["shape"], r["scale"], r["seed"]), {})[r["filter"]] = r
+    cells: dict[tuple, list] = {}
+    for (d, shape, scale, _seed), pair in sorted(by.items()):
+        if False in pair and True in pair:
+            cells.setdefault((d, shape, scale), []).append((pair[False], pair[True]))
+    out = [
+        "| d | shape | α × | seeds | release | ARI off | ARI on | mean fall | worst fall | "
+        "spans without points off -> on | spans with points off -> on (DBSCAN) |",
+        "|" + "---|" * 11,
+    ]
+    per_d: dict[int, list[float]] = {}
+    avg = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    for (d, shape, scale), c in cells.items():
+        falls = [a["ari"] - b["ari"] for a, b in c]
+        per_d.setdefault(d, []).extend(falls)
+        kinds = sorted({a["histogram"] + (f" {a['theta']:g}" if a["theta"] else "") for a, _ in c})
+        off = functools.partial(_side, c, 0)
+        on = functools.partial(_side, c, 1)
+        out.append(
+            f"| {d} | {shape} | {scale:g} | {len(c)} | {', '.join(kinds)} | {off('ari'):.4f} | "
+            f"{on('ari'):.4f} | {avg(falls):+.4f} | {max(falls):+.4f} | "
+            f"{off('spans') - off('spans_with_points'):.1f} -> {on('spans') - on('spans_with_points'):.1f} | "
+            f"{off('spans_with_points'):.1f} -> {on('spans_with_points'):.1f} "
+            f"({off('dbscan_clusters'):.1f}) |"
+        )
+    out.append("")
+    out.append("| d | fits | mean fall | worst fall |")
+    out.append("|---|---|---|---|")
+    for d, falls in sorted(per_d.items()):
+        out.append(f"| {d} | {len(falls)} | {avg(falls):+.4f} | {max(falls):+.4f} |")
+    return "\n".join(out)
 
 
 def run(
@@ -277,7 +378,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="append the JSON lines to this file")
     ap.add_argument("--child", help="one (d, shape, seed) as JSON (internal)")
     ap.add_argument("--summarise", help="a JSON lines file of earlier runs: the rules' table")
+    ap.add_argument("--filter", action="store_true", help="the span filter off and on, the same release")
     a = ap.parse_args(argv)
+    if a.summarise and a.filter:
+        print(summarise_filter(a.summarise))
+        return 0
     if a.summarise:
         for rule in a.rules.split(","):
             print(f"rule {rule}, {a.kinds}:\n" + summarise(a.summarise, rule, a.kinds, a.rounds - 1))
@@ -286,15 +391,21 @@ def main(argv: list[str] | None = None) -> int:
     steps = [int(x) for x in a.thetas.split(",")]
     if a.child:
         p = json.loads(a.child)
+        if a.filter:
+            for seed in p["seeds"]:
+                run_filter(p["d"], p["shape"], seed, scales)
+            return 0
         run(p["d"], p["shape"], p["seed"], scales, steps, a.rounds, [x for x in a.rules.split(",") if x])
         return 0
     for d in (int(x) for x in a.dims.split(",")):
         for shape in a.shapes.split(","):
-            for seed in (int(x) for x in a.seeds.split(",")):
-                spec = json.dumps({"d": d, "shape": shape, "seed": seed})
+            seeds = [int(x) for x in a.seeds.split(",")]
+            # --filter: one process per (d, shape), its seeds in turn (the compiled steps once)
+            for seed in [seeds] if a.filter else seeds:
+                spec = json.dumps({"d": d, "shape": shape, "seed": seed, "seeds": seed})
                 cmd = [sys.executable, "-m", "benchmarks.survey_theta", "--child", spec]
                 cmd += [f"--scales={a.scales}", f"--thetas={a.thetas}", f"--rounds={a.rounds}"]
-                cmd += [f"--rules={a.rules}"]
+                cmd += [f"--rules={a.rules}"] + (["--filter"] if a.filter else [])
                 proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
                 lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
                 if proc.returncode != 0:

@@ -369,3 +369,22 @@ def test_survey_theta_shapes_are_seeded_and_its_summary_compares_a_rule_with_tod
     assert "dense -> 3" in four and "-0.0500" in four and "3.0 -> 10.0" in four
     unchanged = survey_theta.summarise(str(path), "ball 32", "dense", 1)
     assert "dense -> dense" in unchanged and f"{today7:g} -> {today7:g}" in unchanged
+
+
+def test_survey_theta_filter_summary_pairs_each_fit_off_and_on(tmp_path):
+    from benchmarks import survey_theta
+
+    # rows as run_filter() writes them: two seeds of a sparse 5-D point, each off and on
+    base = dict(d=5, shape="blobs", scale=2.0, histogram="sparse", theta=5.0, cpu=0.1, dbscan_clusters=30)
+    rows = []
+    for seed, (a0, a1, e0) in enumerate([(0.99, 0.995, 50), (0.98, 0.97, 40)]):
+        rows.append(dict(base, seed=seed, filter=False, ari=a0, spans=30 + e0, spans_with_points=30))
+        rows.append(dict(base, seed=seed, filter=True, ari=a1, spans=30, spans_with_points=29))
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    table = survey_theta.summarise_filter(str(path)).splitlines()
+    five = next(ln for ln in table if ln.startswith("| 5 | blobs |"))
+    # mean ARI 0.985 -> 0.9825, mean fall +0.0025, worst +0.0100; spans over no point 45 -> 1
+    assert "| 0.9850 | 0.9825 | +0.0025 | +0.0100 | 45.0 -> 1.0 | 30.0 -> 29.0 (30.0) |" in five
+    per_d = next(ln for ln in table if ln.startswith("| 5 | 2 |"))
+    assert per_d == "| 5 | 2 | +0.0025 | +0.0100 |"

@@ -52,6 +52,9 @@ Post-processing of one release (studies of the density test and the automatic mo
     ``levels_scale``: the level of each partition on the stability scale.
     ``ownscale_widen``, ``OWNSCALE_DIMS``: the 2-D own-alpha widening of a
     selection by the larger candidates' (and the dimensions it runs in).
+    ``span_noise_filter``: the density test's filter of spans that the noise
+    alone explains on (the default) or off inside a block; ``noise_spans``:
+    which spans of a release it drops; ``empty_sum_quantile``: its quantile.
     ``noiseless_twin``: the spans a fitted model's release would give without
     noise (the same grid, contribution bound and bounding key; exact counts;
     the same core test), the reference of accuracy studies.
@@ -99,7 +102,7 @@ from .pipeline import events_rows
 from .plan import autoplan
 from .plan import units as unit_plan
 from .plan.autoplan import base_eps as auto_base_eps
-from .post import ownscale
+from .post import noisespans, ownscale
 from .post.auto import _parents as span_parents
 from .post.auto import choose as auto_choose
 from .post.coretests import build_spans, core_test
@@ -116,6 +119,7 @@ from .post.levelsearch import record as levels_record
 from .post.levelsearch import select_levels as levels_select
 from .post.levelsearch import unit_mass as levels_unit_mass
 from .post.merge import merge_centres
+from .post.noisespans import empty_sum_quantile, noise_spans
 from .release.backends import NumpyBackend
 from .release.bounding import BoundingKey, count_units, factorize, run_length
 from .release.samplers.gaussian import discrete_gaussian, discrete_gaussian_tail, floor_sigma
@@ -201,6 +205,9 @@ __all__ = [
     "read_input",
     "run_length",
     "save_figure",
+    "span_noise_filter",
+    "noise_spans",
+    "empty_sum_quantile",
     "span_parents",
     "span_regions",
 ]
@@ -216,6 +223,19 @@ def auto_points_per_cell(value: float) -> Iterator[None]:
         yield
     finally:
         autoplan.POINTS_PER_CELL = old
+
+
+@contextmanager
+def span_noise_filter(on: bool) -> Iterator[None]:
+    """Research: the density test's filter of spans that the release's noise
+    alone explains (:mod:`dpdbscan.post.noisespans`) on or off inside the
+    block (the same release with and without it); may change."""
+    old = noisespans.ACTIVE
+    noisespans.ACTIVE = bool(on)
+    try:
+        yield
+    finally:
+        noisespans.ACTIVE = old
 
 
 @contextmanager

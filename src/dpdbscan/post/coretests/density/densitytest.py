@@ -19,6 +19,7 @@ from ....params.paramwords import margin_rule_words
 from ....params.specs import ReleaseInfo, SpanSpec
 from ....progress import stage
 from ...merge import centre_merge, merge_centres
+from ...noisespans import without_noise_spans
 from ...partition import Partition, sub_cell_mass
 from ...spans import Spans, spans_on
 from ..coretest import CoreTest, Figures, MarginOverride, Namer, Statistic, Stored, over_candidates, relaxed
@@ -184,7 +185,9 @@ class DensityTest(CoreTest):
         dc = density_field(
             hist, spec.min_samples, subcells=spec.subcells, margin_rule=spec.margin, beta=spec.beta
         ).core(spec.min_samples)
-        return density_spans(hist, spec, dc.keys, merge_centres(dc.fine, dc.keys))
+        # spans that the release's noise alone explains are dropped (post-processing)
+        keys, labels = without_noise_spans(hist, spec.subcells, dc.keys, merge_centres(dc.fine, dc.keys))
+        return density_spans(hist, spec, keys, labels)
 
     def spans_of(
         self, hist: NoisyHistogram, spec: SpanSpec, core_keys: np.ndarray, labels: np.ndarray
