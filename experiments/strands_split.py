@@ -38,23 +38,20 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 from scipy import ndimage
 from scipy.spatial import cKDTree
 
-from . import scene_bench
+from . import devsuite, scene_bench
 from .strands_level2 import fit, release_two, selected_cells
 
 FS = (2, 3, 4)
 #: (f, c, p, z2): f an int (fixed) or "m2"/"m4" (chosen per span, rule (c))
 VARIANTS = tuple(
-    (f, c, p, z2)
-    for f in (2, 3, 4, "m2", "m4")
-    for c in (0.5, 0.7)
-    for p in (0.1, 0.2)
-    for z2 in (2.0, 3.0)
+    (f, c, p, z2) for f in (2, 3, 4, "m2", "m4") for c in (0.5, 0.7) for p in (0.1, 0.2) for z2 in (2.0, 3.0)
 )
 SIG_Z = 3.0
 Q = 0.1
@@ -69,7 +66,7 @@ def releases(sc: Any, share: float, cache: Path | None) -> dict:
     """Release one at (1 - share) epsilon (its labels, selected cells and
     their spans and noisy counts) and release two's noisy fine counts per
     span and f; cached under ``cache``."""
-    path = None if cache is None else cache / f"{sc.seed}-s{share:g}.pkl"
+    path = None if cache is None else cache / f"{getattr(sc, 'prefix', '')}{sc.seed}-s{share:g}.pkl"
     if path is not None and path.exists():
         with path.open("rb") as fh:
             return pickle.load(fh)
@@ -117,7 +114,9 @@ def choose_f(f: Any, mean_count: float, sd2: float) -> int | None:
     return max(ok) if ok else None
 
 
-def side_by_side(centres: np.ndarray, comp: np.ndarray, big: np.ndarray, axis: np.ndarray, span_ext: tuple) -> float:
+def side_by_side(
+    centres: np.ndarray, comp: np.ndarray, big: np.ndarray, axis: np.ndarray, span_ext: tuple
+) -> float:
     """The smallest share of the span's extent along ``axis`` that a
     component of ``big`` covers (its fine cells' centres projected)."""
     proj = centres @ axis
@@ -181,9 +180,16 @@ def split_labels(rel: dict, X: np.ndarray, share: float, v: tuple) -> tuple[np.n
     return out, split
 
 
-def row_of(sc: Any, share: float, cache: Path | None, model_ari: float | None) -> dict:
+def row_of(
+    sc: Any,
+    share: float,
+    cache: Path | None,
+    model_ari: float | None,
+    variants: Sequence[tuple] | None = None,
+) -> dict:
     """One scene: the model (the library's automatic fit at epsilon 1, or
-    its cached ARI), release one alone and every :data:`VARIANTS`."""
+    its cached ARI), release one alone and ``variants`` (every one of
+    :data:`VARIANTS` by default; none: only the releases, cached)."""
     row: dict = {"seed": sc.seed, "n": sc.n, "k": sc.k, "tags": " ".join(sorted(sc.tags)), "share": share}
     if model_ari is None:
         base, cpu = fit(sc, 1.0)
@@ -191,16 +197,35 @@ def row_of(sc: Any, share: float, cache: Path | None, model_ari: float | None) -
     else:
         row["model"] = model_ari
     rel = releases(sc, share, cache)
+    if variants is not None and not variants:
+        return row  # --prepare: the releases cached, nothing scored
     row["one"] = scene_bench.ari(sc.y, rel["labels"])
     row["cpu_one"] = rel["cpu_one"]
     row["cpu_two"] = {str(k): v for k, v in rel["cpu_two"].items()}
-    for v in VARIANTS:
+    for v in VARIANTS if variants is None else variants:
         t = time.process_time()
         lab, split = split_labels(rel, sc.X, share, v)
         row[key_of(v)] = scene_bench.ari(sc.y, lab)
         row[key_of(v) + ":split"] = split
         row[key_of(v) + ":cpu"] = time.process_time() - t
     return row
+
+
+def hepta(seed: int) -> Any:
+    """The dev suite's 3-D set as a scene (``experiments.auto_mode``'s fit:
+    its bounds, ``random_state`` = ``seed``), cached as ``hepta-<seed>``."""
+    ds = devsuite.load_dev(["hepta"])[0]
+    y = np.asarray(ds.labels)
+    return SimpleNamespace(
+        X=ds.X,
+        y=y,
+        bounds=ds.bounds,
+        seed=seed,
+        n=len(y),
+        k=len(set(y.tolist())),
+        tags={"hepta"},
+        prefix="hepta-",
+    )
 
 
 def cached_models(path: Path | None) -> dict[int, float]:
@@ -211,21 +236,82 @@ def cached_models(path: Path | None) -> dict[int, float]:
     return {r["seed"]: r["model"] for r in map(json.loads, path.read_text().splitlines())}
 
 
+T_SEEDS = (70025, 70085, 70125, 70167, 70202, 70219, 70274, 70279, 70287, 70324, 70352, 70355, 70380)
+T_SEEDS += (70410, 70430, 70467, 70531, 70532, 70538, 70598, 70603, 70626, 70685, 70767, 70907, 70992)
+G_SEEDS = (70003, 70012, 70016, 70023, 70025, 70032, 70033, 70037, 70040, 70041, 70054, 70063)
+FAMILIES = ("strands", "spirals", "spiral", "curve", "arc", "blob")
+
+
+def gate(rows: list[dict], key: str) -> dict:
+    """The tune gate's numbers for variant ``key`` (``autogap-seeds.md``,
+    "strands2"): paired means over the model on T, G and each family of
+    T and G, and scenes better / worse by more than 0.005."""
+    d = {r["seed"]: r[key] - r["model"] for r in rows}
+    tags = {r["seed"]: r["tags"].split() for r in rows}
+
+    def stat(seeds: Sequence[int]) -> tuple[float, int, int, int]:
+        x = np.array([d[s] for s in seeds if s in d])
+        if x.size == 0:
+            return (float("nan"), 0, 0, 0)
+        return (float(x.mean()), int((x > 0.005).sum()), int((x < -0.005).sum()), int(x.size))
+
+    out = {"T": stat(T_SEEDS), "G": stat(G_SEEDS)}
+    for fam in FAMILIES:
+        out[fam] = stat([s for s in d if fam in tags[s]])
+    out["pass"] = (
+        out["T"][0] >= 0.03
+        and out["G"][0] >= -0.01
+        and all(np.isnan(out[f][0]) or out[f][0] >= -0.01 for f in FAMILIES)
+    )
+    return out
+
+
+def summary(paths: Sequence[Path]) -> str:
+    """A markdown table of :func:`gate` for ``one`` and every variant."""
+    rows = [json.loads(line) for p in paths for line in p.read_text().splitlines()]
+    keys = ["one"] + [key_of(v) for v in VARIANTS]
+    head = "| variant | T | G | " + " | ".join(FAMILIES) + " | gate |"
+    lines = [head, "|" + "---|" * (len(FAMILIES) + 4)]
+    for k in keys:
+        g = gate(rows, k)
+        cells = [f"{g[x][0]:+.3f} ({g[x][1]}/{g[x][2]}; {g[x][3]})" for x in ("T", "G", *FAMILIES)]
+        lines.append(f"| {k} | " + " | ".join(cells) + f" | {'met' if g['pass'] else ''} |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seeds", required=True, help="comma-separated scene seeds")
+    ap.add_argument("--seeds", default="", help="comma-separated scene seeds")
+    ap.add_argument(
+        "--summary", type=Path, nargs="*", default=None, help="print the gate table of these JSON lines"
+    )
+    ap.add_argument(
+        "--hepta", default="", help="comma-separated seeds of the dev suite's hepta (its 3-D set)"
+    )
+    ap.add_argument(
+        "--variant", nargs="*", default=None, help="score only these variants (none: the releases only)"
+    )
     ap.add_argument("--share", type=float, default=0.1, help="release two's share of epsilon")
-    ap.add_argument("--out", type=Path, required=True, help="JSON lines, one per scene (appended)")
+    ap.add_argument(
+        "--out", type=Path, default=Path("strands2.jsonl"), help="JSON lines, one per scene (appended)"
+    )
     ap.add_argument("--cache", type=Path, default=None, help="folder of cached releases (pickles)")
     ap.add_argument("--models", type=Path, default=None, help="JSON lines with a cached model ARI per seed")
     args = ap.parse_args(argv)
+    if args.summary:
+        print(summary(args.summary))
+        return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     models = cached_models(args.models)
-    for seed in (int(s) for s in args.seeds.split(",")):
-        row = row_of(scene_bench.scene_of(seed), args.share, args.cache, models.get(seed))
+    chosen = None if args.variant is None else [v for v in VARIANTS if key_of(v) in args.variant]
+    todo = [scene_bench.scene_of(int(s)) for s in args.seeds.split(",") if s]
+    todo += [hepta(int(s)) for s in args.hepta.split(",") if s]
+    for sc in todo:
+        seed = sc.seed
+        row = row_of(sc, args.share, args.cache, models.get(seed), chosen)
         with args.out.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
-        print(f"{seed}: model {row['model']:.3f} one {row['one']:.3f}", file=sys.stderr)
+        print(f"{seed}: done", file=sys.stderr)
     return 0
 
 
