@@ -71,6 +71,19 @@ def releases(sc: Any, share: float, cache: Path | None) -> dict:
         with path.open("rb") as fh:
             return pickle.load(fh)
     one, cpu1 = fit(sc, 1.0 - share)
+    rel = releases_of(one, sc.X, share, sc.seed)
+    rel["cpu_one"] = cpu1
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as fh:
+            pickle.dump(rel, fh)
+    return rel
+
+
+def releases_of(one: Any, X: np.ndarray, share: float, seed: int) -> dict:
+    """Release one's labels of ``X``, its selected cells (their spans and
+    noisy counts) and release two's noisy fine counts per span and f in
+    :data:`FS` at ``share`` epsilon (noise seeded by ``seed`` and the span)."""
     g = one.histogram.grid
     cells, spans = selected_cells(one)
     keys, vals = one.histogram.sparse()
@@ -84,23 +97,18 @@ def releases(sc: Any, share: float, cache: Path | None) -> dict:
     for f in FS:
         t = time.process_time()
         for s in np.unique(spans):
-            two[(f, int(s))] = release_two(sc.X, g, cells[spans == s], f, share, sc.seed * 1000 + int(s))
+            two[(f, int(s))] = release_two(X, g, cells[spans == s], f, share, seed * 1000 + int(s))
         cpu2[f] = time.process_time() - t
     rel = {
-        "labels": one.predict(sc.X),
+        "labels": one.predict(X),
         "cells": cells,
         "spans": spans,
         "counts": counts,
         "lower": np.asarray(g.lower, np.float64),
         "width": np.asarray(g.width, np.float64),
         "two": two,
-        "cpu_one": cpu1,
         "cpu_two": cpu2,
     }
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("wb") as fh:
-            pickle.dump(rel, fh)
     return rel
 
 
