@@ -244,8 +244,9 @@ def cached_models(path: Path | None) -> dict[int, float]:
     return {r["seed"]: r["model"] for r in map(json.loads, path.read_text().splitlines())}
 
 
-T_SEEDS = (70025, 70085, 70125, 70167, 70202, 70219, 70274, 70279, 70287, 70324, 70352, 70355, 70380)
-T_SEEDS += (70410, 70430, 70467, 70531, 70532, 70538, 70598, 70603, 70626, 70685, 70767, 70907, 70992)
+T_SEEDS: tuple[int, ...] = (70025, 70085, 70125, 70167, 70202, 70219, 70274, 70279, 70287, 70324, 70352)
+T_SEEDS += (70355, 70380, 70410, 70430, 70467, 70531, 70532, 70538, 70598, 70603, 70626, 70685, 70767)
+T_SEEDS += (70907, 70992)
 G_SEEDS = (70003, 70012, 70016, 70023, 70025, 70032, 70033, 70037, 70040, 70041, 70054, 70063)
 FAMILIES = ("strands", "spirals", "spiral", "curve", "arc", "blob")
 
@@ -263,7 +264,7 @@ def gate(rows: list[dict], key: str) -> dict:
             return (float("nan"), 0, 0, 0)
         return (float(x.mean()), int((x > 0.005).sum()), int((x < -0.005).sum()), int(x.size))
 
-    out = {"T": stat(T_SEEDS), "G": stat(G_SEEDS)}
+    out: dict[str, Any] = {"T": stat(T_SEEDS), "G": stat(G_SEEDS)}
     for fam in FAMILIES:
         out[fam] = stat([s for s in d if fam in tags[s]])
     out["pass"] = (
