@@ -172,6 +172,7 @@ def keep_rule(path: str) -> None:
         ("ARI < 0.3", lambda r: r["ari"] < 0.3),
         ("ARI < 0.3, some span found", lambda r: r["ari"] < 0.3 and r["spans"] > 0),
         ("ARI < 0.3, dense", lambda r: r["ari"] < 0.3 and r["histogram"] == "dense"),
+        ("ARI < 0.3, dense, kappa >= 600", lambda r: r["ari"] < 0.3 and r["histogram"] == "dense" and r["kappa"] >= 600),
         ("0.3 <= ARI <= 0.8", lambda r: 0.3 <= r["ari"] <= 0.8),
         ("ARI > 0.8", lambda r: r["ari"] > 0.8),
     ):

@@ -14,10 +14,10 @@ import pytest
 from dpdbscan import DPDBSCAN
 from dpdbscan.cli import main
 from dpdbscan.exceptions import UtilityWarning
-from dpdbscan.plan.outlook import MERGE_EXPECTED, MERGE_KAPPA, MERGE_NEIGHBOURHOODS
+from dpdbscan.plan.outlook import MERGE_EXPECTED, MERGE_KAPPA, MERGE_WIDTHS
 
 # 4-D at three times the benchmark's eps: a dense release, kappa 609, the box
-# holds about 460 eps-neighbourhoods (measured ARI 0.07-0.34 at 1e5 points)
+# 11 eps wide (measured ARI 0.07-0.34 at 1e5 points)
 COARSE_4D = dict(eps=0.09, min_samples=20, bounds=(0.0, 1.0))
 
 
@@ -36,7 +36,7 @@ def _merge_warnings(rec):
 def test_the_forecast_says_a_coarse_dense_release_merges():
     fc = DPDBSCAN(**COARSE_4D).forecast(1e5, n_features=4)
     assert fc.histogram == "dense" and fc.kappa >= MERGE_KAPPA
-    assert fc.n_cells / fc.kappa <= MERGE_NEIGHBOURHOODS
+    assert fc.box_widths == pytest.approx(1 / 0.09) and fc.box_widths <= MERGE_WIDTHS
     assert fc.expected_count >= MERGE_EXPECTED
     (note,) = fc.merges
     assert note in fc.useless and f"warning: {note}" in fc.lines()
@@ -46,7 +46,7 @@ def test_the_forecast_says_a_coarse_dense_release_merges():
     assert finer < COARSE_4D["eps"]
     assert not DPDBSCAN(**{**COARSE_4D, "eps": finer * 0.99}).forecast(1e5, n_features=4).merges
     # a few points: an eps-ball at the average density holds fewer than MERGE_EXPECTED
-    assert not DPDBSCAN(**COARSE_4D).forecast(1e4, n_features=4).merges
+    assert not DPDBSCAN(**COARSE_4D).forecast(5e3, n_features=4).merges
     # no n: nothing to say before the fit
     assert not DPDBSCAN(**COARSE_4D).forecast(n_features=4).merges
 
@@ -90,7 +90,7 @@ def test_without_n_the_release_total_speaks_after_the_release():
         DPDBSCAN(**COARSE_4D, random_state=0).fit(X)
     got = _merge_warnings(rec)
     assert len(got) == 1 and "(the release's noisy total)" in got[0]
-    # the same fit with fewer points is silent
+    # the same fit with fewer points is silent (an eps-ball holds about 0.6)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         DPDBSCAN(**COARSE_4D, random_state=0).fit(X[:2_000])

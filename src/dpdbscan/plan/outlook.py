@@ -40,16 +40,17 @@ USELESS_FACTOR = 1000.0
 #: where it puts noise on at least this many cells of every eps-ball (kappa:
 #: 609 in 4-D, 3,903 in 5-D at eta 4) ...
 MERGE_KAPPA = 600
-#: ... the box holds at most this many eps-neighbourhoods' worth of cells
-#: (|X| / kappa: a coarse eps for the box) ...
-MERGE_NEIGHBOURHOODS = 700.0
-#: ... and an eps-ball at the box's average density holds at least this many
+#: ... on a box at most this many eps wide (the geometric mean of its sides
+#: over eps: a coarse eps, whose neighbourhoods reach from cluster to cluster) ...
+MERGE_WIDTHS = 12.0
+#: ... where an eps-ball at the box's average density holds at least this many
 #: points (n x V(ball) / V(box), n public or a DP count already spent).
-#: Measured (30 blobs + 10% background, three shapes, n 1e4-3e5, MinPts
-#: 5-100, epsilon 0.3-3): ARI against DBSCAN 0.00-0.68 where all three hold
-#: (4-D and 5-D at 3x the benchmark's eps, |X| / kappa 400-640), 0.76-0.88
-#: at 1e4 points (an eps-ball holds 3), 0.37-0.98 at |X| / kappa 870 and more.
-MERGE_EXPECTED = 5.0
+#: Measured (30 blobs + 10% background in [0, 1]^d, three shapes, n 1e4-3e5,
+#: MinPts 5-100, epsilon 0.3-3): ARI against DBSCAN 0.00-0.68 where all three
+#: hold (4-D at 3x the benchmark's eps, 11 eps wide; 5-D at 2.5x and 3x, 10
+#: and 8.3 wide); 0.58-0.88 with fewer points (1.3-3.2 in an eps-ball);
+#: 0.37-1.00 on boxes 13 eps wide or more.
+MERGE_EXPECTED = 3.5
 
 #: The cost model of a whole fit (:func:`fit_cost`), after the file is read,
 #: from straight lines fitted to the benchmarks (benchmarks/README-results.md,
@@ -130,6 +131,9 @@ class Forecast:
     ball_share : float
         V(eps-ball) / V(box), at most 1: an eps-ball's share of the box
         (public: the grid).
+    box_widths : float
+        The geometric mean of the box's sides over eps: how many eps wide
+        the box is.
     merges : tuple of str
         The warning of :meth:`merge_note` at ``n_expected`` (also in
         ``useless``): a dense release whose noise merges clusters.
@@ -166,6 +170,7 @@ class Forecast:
     margin_text: str
     units: UnitForecast | None
     ball_share: float = 1.0
+    box_widths: float = 1.0
     merges: tuple = ()
     cell_factor: float | None = None
 
@@ -174,30 +179,25 @@ class Forecast:
     def merge_note(self, n: float | None, source: str = "n_expected") -> str | None:
         """The warning that the release's noise will likely merge clusters,
         or None: a dense release (event level) that puts noise on at least
-        :data:`MERGE_KAPPA` cells of every eps-ball, on a box that holds at
-        most :data:`MERGE_NEIGHBOURHOODS` such neighbourhoods, where an
-        eps-ball at the box's average density holds at least
-        :data:`MERGE_EXPECTED` of ``n`` points. ``n`` must be public (the
-        user's guess) or a DP count already spent and counted; ``source``
-        names it in the message, which quotes parameters and ``n`` (to two
-        digits) only."""
+        :data:`MERGE_KAPPA` cells of every eps-ball, on a box at most
+        :data:`MERGE_WIDTHS` eps wide, where an eps-ball at the box's
+        average density holds at least :data:`MERGE_EXPECTED` of ``n``
+        points. ``n`` must be public (the user's guess) or a DP count
+        already spent and counted; ``source`` names it in the message, which
+        quotes parameters and ``n`` (to two digits) only."""
         if n is None or self.units is not None or self.histogram != "dense" or self.kappa < MERGE_KAPPA:
             return None
-        balls = self.n_cells / self.kappa
         expected = float(n) * self.ball_share
-        if balls > MERGE_NEIGHBOURHOODS or expected < MERGE_EXPECTED:
+        if self.box_widths > MERGE_WIDTHS or expected < MERGE_EXPECTED:
             return None
-        # an eps at which the box holds more than MERGE_NEIGHBOURHOODS neighbourhoods: |X|
-        # grows as eps^-d, less one cell per side for the rounding up of the cells per side
-        side = self.n_cells ** (1.0 / self.d)
-        finer = self.eps * (side - 1.0) / side * (balls / MERGE_NEIGHBOURHOODS) ** (1.0 / self.d)
+        finer = self.eps * self.box_widths / MERGE_WIDTHS
         return (
             f"this fit is unlikely to be useful: a dense release puts noise on all {self.kappa:,} cells "
-            f"within eps of every cell (d={self.d}), the box holds only about {balls:,.0f} such "
-            f"neighbourhoods, and with about {float(f'{n:.2g}'):,.0f} points ({source}) an eps-ball at "
-            f"the box's average density holds about {expected:.2g}: neighbouring clusters are likely to "
-            "merge through the noise (measured in 4-D and 5-D: ARI 0.00-0.68 against DBSCAN's labels). "
-            f"Use a smaller eps (below about {finer:.3g}) or the sparse histogram"
+            f"within eps of every cell (d={self.d}), the box is only about {self.box_widths:.2g} eps wide, "
+            f"and with about {float(f'{n:.2g}'):,.0f} points ({source}) an eps-ball at the box's average "
+            f"density holds about {expected:.2g}: neighbouring clusters are likely to merge through the "
+            "noise (measured in 4-D and 5-D: ARI 0.00-0.68 against DBSCAN's labels). Use a smaller eps "
+            f"(below about {finer:.3g}) or the sparse histogram"
         )
 
     @property
@@ -482,6 +482,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
         margin_text=fig.margin_text,
         units=None,
         ball_share=share,
+        box_widths=volume ** (1.0 / d) / float(grid.eps),
         cell_factor=None if n_expected is None or kind != "sparse" else theta * grid.n_cells / n_expected,
     )
     # person level: the counts are of bounded units, not of n_expected's points
@@ -498,7 +499,7 @@ __all__ = [
     "forecast",
     "MERGE_EXPECTED",
     "MERGE_KAPPA",
-    "MERGE_NEIGHBOURHOODS",
+    "MERGE_WIDTHS",
     "SECONDS_PER_TERM",
     "duration_text",
     "two_digits",
