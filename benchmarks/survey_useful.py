@@ -139,8 +139,8 @@ def summarise(path: str) -> None:
     for r in rows:
         groups.setdefault((r["d"], r["scale"], r["histogram"]), []).append(r)
     print(
-        "| d | α × | release | κ | noise σ | margin | threshold | density factor (n) | ARI | DBSCAN clusters |\n"
-        "|---|---|---|---|---|---|---|---|---|---|"
+        "| d | α × | release | κ | noise σ | margin | threshold | density factor (n) | ARI | "
+        "DBSCAN clusters |\n|---|---|---|---|---|---|---|---|---|---|"
     )
     for (d, scale, kind), rs in sorted(groups.items()):
         ari = [r["ari"] for r in rs]
@@ -153,7 +153,9 @@ def summarise(path: str) -> None:
         )
 
 
-def _merges(d: int, alpha: float, m: int, epsilon: float, n: float, lower: Any = 0.0, upper: Any = 1.0) -> bool:
+def _merges(
+    d: int, alpha: float, m: int, epsilon: float, n: float, lower: Any = 0.0, upper: Any = 1.0
+) -> bool:
     """Whether the forecast's merge warning fires (public inputs only)."""
     from dpdbscan import DPDBSCAN
 
@@ -172,7 +174,10 @@ def keep_rule(path: str) -> None:
         ("ARI < 0.3", lambda r: r["ari"] < 0.3),
         ("ARI < 0.3, some span found", lambda r: r["ari"] < 0.3 and r["spans"] > 0),
         ("ARI < 0.3, dense", lambda r: r["ari"] < 0.3 and r["histogram"] == "dense"),
-        ("ARI < 0.3, dense, kappa >= 600", lambda r: r["ari"] < 0.3 and r["histogram"] == "dense" and r["kappa"] >= 600),
+        (
+            "ARI < 0.3, dense, kappa >= 600",
+            lambda r: r["ari"] < 0.3 and r["histogram"] == "dense" and r["kappa"] >= 600,
+        ),
         ("0.3 <= ARI <= 0.8", lambda r: 0.3 <= r["ari"] <= 0.8),
         ("ARI > 0.8", lambda r: r["ari"] > 0.8),
     ):
@@ -180,15 +185,21 @@ def keep_rule(path: str) -> None:
         print(f"{name}: fires on {sum(got)} of {len(got)}")
     for r, f in zip(rows, fired):
         if f and r["ari"] > 0.3:
-            print(f"  fires at ARI {r['ari']:.2f}: d={r['d']} n={r['n']} {r['shape']} x{r['scale']:g} "
-                  f"MinPts {r['min_samples']} epsilon {r['epsilon']:g}")
+            print(
+                f"  fires at ARI {r['ari']:.2f}: d={r['d']} n={r['n']} {r['shape']} x{r['scale']:g} "
+                f"MinPts {r['min_samples']} epsilon {r['epsilon']:g}"
+            )
     bench = [(d, blobs_nd.ALPHA[d], blobs_nd.N.get(d, 100_000)) for d in blobs_nd.ALPHA]
     print("benchmark points:", [d for d, a, n in bench if _merges(d, a, 20, 1.0, n)] or "silent")
     root = os.environ.get("DPDBSCAN_DATA")
     if root and os.path.exists(os.path.join(root, "dev", "params.json")):
-        with open(os.path.join(root, "dev", "params.json")) as f:
-            dev = json.load(f)
-        loud = [k for k, v in dev.items() if _merges(v["d"], v["alpha"], v["min_samples"], 1.0, v["n"], v["lower"], v["upper"])]
+        with open(os.path.join(root, "dev", "params.json")) as fh:
+            dev = json.load(fh)
+        loud = [
+            k
+            for k, v in dev.items()
+            if _merges(v["d"], v["alpha"], v["min_samples"], 1.0, v["n"], v["lower"], v["upper"])
+        ]
         print(f"dev suite ({len(dev)} sets):", loud or "silent")
 
 
@@ -198,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ns", default="1e4,1e5")
     ap.add_argument("--shapes", default="blobs,wide,elongated")
     ap.add_argument("--seeds", default="0")
-    ap.add_argument("--scales", default=",".join(f"{s:g}" for s in SCALES), help="multiples of the benchmark's alpha")
+    ap.add_argument(
+        "--scales", default=",".join(f"{s:g}" for s in SCALES), help="multiples of the benchmark's alpha"
+    )
     ap.add_argument("--extra", type=int, default=5, help="random (scale, MinPts, epsilon) draws per group")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per group")
     ap.add_argument("--out", help="append the rows to this file")
@@ -218,17 +231,24 @@ def main(argv: list[str] | None = None) -> int:
         for n in (int(float(x)) for x in a.ns.split(",")):
             for shape in a.shapes.split(","):
                 for seed in (int(x) for x in a.seeds.split(",")):
-                    spec = json.dumps({"d": d, "n": n, "shape": shape, "seed": seed, "extra": a.extra, "scales": scales})
+                    spec = json.dumps(
+                        {"d": d, "n": n, "shape": shape, "seed": seed, "extra": a.extra, "scales": scales}
+                    )
                     cmd = [sys.executable, "-m", "benchmarks.survey_useful", "--child", spec]
                     try:
-                        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=a.timeout)
+                        proc = subprocess.run(
+                            cmd, capture_output=True, text=True, check=False, timeout=a.timeout
+                        )
                         out, err = proc.stdout, proc.stderr
                     except subprocess.TimeoutExpired as e:
                         out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
                         err = f"killed after {a.timeout:g} s"
                     lines = [x for x in out.splitlines() if x.startswith("{")]
                     if not lines or (err and "Traceback" in err):
-                        print(f"d={d} n={n} {shape} seed {seed}: {err.strip().splitlines()[-1:]}", file=sys.stderr)
+                        print(
+                            f"d={d} n={n} {shape} seed {seed}: {err.strip().splitlines()[-1:]}",
+                            file=sys.stderr,
+                        )
                     for line in lines:
                         print(line, flush=True)
                         if a.out:

@@ -30,7 +30,11 @@ class _Refuses:
 
 
 def _merge_warnings(rec):
-    return [str(w.message) for w in rec if issubclass(w.category, UtilityWarning) and "unlikely to be useful" in str(w.message)]
+    return [
+        str(w.message)
+        for w in rec
+        if issubclass(w.category, UtilityWarning) and "unlikely to be useful" in str(w.message)
+    ]
 
 
 def test_the_forecast_says_a_coarse_dense_release_merges():

@@ -241,7 +241,10 @@ class Forecast:
             f"{_percent(share)} of the box."
         )
         if f >= USELESS_FACTOR:
-            tail += " Only strongly concentrated clusters qualify: a larger eps or a larger epsilon lowers the bar."
+            tail += (
+                " Only strongly concentrated clusters qualify:"
+                " a larger eps or a larger epsilon lowers the bar."
+            )
         return head + " " + where + tail
 
     def lines(
