@@ -93,14 +93,13 @@ def _warn_slow(fc: Forecast, stacklevel: int) -> None:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
 
 
-def _warn_merge(fc: Forecast, n: float | None, source: str, stacklevel: int) -> bool:
+def _warn_merge(fc: Forecast, n: float, source: str, stacklevel: int) -> None:
     """Say when a dense release's noise will likely merge clusters
     (:meth:`Forecast.merge_note`); ``n`` is public (the user's guess) or a
-    DP count already spent and counted. True if it said so."""
+    DP count already spent and counted."""
     note = fc.merge_note(n, source)
     if note:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
-    return note is not None
 
 
 def fit(
@@ -166,14 +165,17 @@ def fit(
         # bounds its spans by the place prior instead (docs/places.md)
         r = replace(r, spans=replace(r.spans, border_cells="occupied"))
     fc = forecast(r.release, r.spans)
-    # the number of points a warning may quote: public (the user's guess) or
-    # a DP count already spent (below); never the data's own
-    n_public = p.get("n_expected")
+    # the merge warning (plan.outlook.Forecast.merge_note) at a fixed eps, event
+    # level, where it was measured (not the automatic mode, which chooses eps
+    # from the release); its number of points is public (n_expected) or, after
+    # the release, the dense release's noisy total: never the data's own
+    judged = r.auto is None and r.release.units is None
+    n_public = p.get("n_expected") if judged else None
     if r.release.size_estimate is None:
-        # public (kappa, |X|, d, n_expected): said before anything is counted or spent
+        # public (kappa, |X|, d): said before anything is counted or spent
         _warn_slow(fc, stacklevel + 1)
-        if r.release.units is None:  # event level: n counts points
-            _warn_merge(fc, n_public, "n_expected", stacklevel + 1)
+    if n_public is not None:
+        _warn_merge(fc, n_public, "n_expected", stacklevel + 1)
     if accountant is not None:
         charge(accountant, r.release, spend=False)
     if before_release is not None:
@@ -198,9 +200,6 @@ def fit(
         # on the grid the count sized (public: the parameters and the DP
         # count), not the one for ASSUMED_N points the plan stood on before it
         _warn_slow(forecast(r.release, r.spans), stacklevel + 1)
-        n_public = count
-        if r.release.units is None:
-            _warn_merge(forecast(r.release, r.spans), count, "a DP count of the points", stacklevel + 1)
     if r.choices:
         stage("counting cells, adding noise and choosing k")
         made, hist = release_choosing(
@@ -216,7 +215,7 @@ def fit(
         )
     if accountant is not None:
         charge(accountant, r.release, spend=True)
-    if n_public is None and hist.kind == "dense" and r.auto is None and r.release.units is None:
+    if judged and n_public is None and hist.kind == "dense":
         # no public n: the dense release's noisy total counts the points
         # (post-processing of what was spent)
         _warn_merge(fc, float(np.sum(hist.values)), "the release's noisy total", stacklevel + 1)
