@@ -86,19 +86,33 @@ def test_the_fit_warns_before_counting_with_n_expected():
     assert any("(n_expected)" in m for m in _merge_warnings(rec)), [str(w.message) for w in rec]
 
 
-def test_without_n_the_release_total_speaks_after_the_release():
-    # 20,000 points: an eps-ball at the average density holds about 6.5
-    X = np.random.default_rng(1).random((20_000, 4))
+# the plumbing of the fits, in 2-D (no 4-D kernels to compile): the rule with
+# its kappa floor lowered to 2-D's 21, on a unit square 10 eps wide
+PLANE = dict(eps=0.1, min_samples=20, bounds=(0.0, 1.0))
+
+
+def test_without_n_the_release_total_speaks_after_the_release(monkeypatch):
+    from dpdbscan.plan import outlook
+
+    monkeypatch.setattr(outlook, "MERGE_KAPPA", 21)
+    # 2,000 points: an eps-ball at the average density holds about 63
+    X = np.random.default_rng(1).random((2_000, 2))
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        DPDBSCAN(**COARSE_4D, random_state=0).fit(X)
+        DPDBSCAN(**PLANE, random_state=0).fit(X)
     got = _merge_warnings(rec)
     assert len(got) == 1 and "(the release's noisy total)" in got[0]
-    # the same fit with fewer points is silent (an eps-ball holds about 0.6)
+    # the same fit with fewer points is silent (about 1.6 in an eps-ball)
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        DPDBSCAN(**COARSE_4D, random_state=0).fit(X[:2_000])
+        DPDBSCAN(**PLANE, random_state=0).fit(X[:50])
     assert not _merge_warnings(rec)
+    # with n_expected, it is said before the release and not again after it
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        DPDBSCAN(**PLANE, random_state=0, n_expected=2_000).fit(X)
+    got = _merge_warnings(rec)
+    assert len(got) == 1 and "(n_expected)" in got[0]
 
 
 def test_cli_forecast_prints_it(capsys):
@@ -111,13 +125,16 @@ def test_cli_forecast_prints_it(capsys):
     assert "unlikely to be useful" not in out
 
 
-def test_cli_fit_says_it_on_standard_error(tmp_path, capsys):
-    X = np.random.default_rng(2).random((20_000, 4))
+def test_cli_fit_says_it_on_standard_error(tmp_path, capsys, monkeypatch):
+    from dpdbscan.plan import outlook
+
+    monkeypatch.setattr(outlook, "MERGE_KAPPA", 21)
+    X = np.random.default_rng(2).random((2_000, 2))
     path = tmp_path / "points.csv"
     np.savetxt(path, X, delimiter=",", fmt="%.6f")
-    bounds = ["0"] * 4 + ["1"] * 4
-    argv = ["fit", str(path), "--bounds", *bounds, "--eps", "0.09", "--min-samples", "20"]
-    rc = main([*argv, "--no-header", "--n-expected", "20000", "--seed", "0", "--out-dir", str(tmp_path)])
+    argv = ["fit", str(path), "--bounds", "0", "0", "1", "1", "--eps", "0.1", "--min-samples", "20"]
+    rc = main([*argv, "--no-header", "--seed", "0", "--out-dir", str(tmp_path)])
     out, err = capsys.readouterr()
     assert rc == 0, err
-    assert "unlikely to be useful" in err and "unlikely to be useful" not in out
+    assert "unlikely to be useful" in err and "noisy total" in err
+    assert "unlikely to be useful" not in out
