@@ -169,10 +169,10 @@ class Forecast:
     useless: tuple
     margin_text: str
     units: UnitForecast | None
-    ball_share: float = 1.0
-    box_widths: float = 1.0
-    merges: tuple = ()
-    cell_factor: float | None = None
+    ball_share: float
+    box_widths: float
+    merges: tuple
+    cell_factor: float | None
 
     gamma = renamed("gamma", "noise_margin")
 
@@ -486,6 +486,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
         units=None,
         ball_share=share,
         box_widths=volume ** (1.0 / d) / float(grid.eps),
+        merges=(),
         cell_factor=None if n_expected is None or kind != "sparse" else theta * grid.n_cells / n_expected,
     )
     # person level: the counts are of bounded units, not of n_expected's points
