@@ -150,7 +150,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         count of the points and sizes its base for the count where it is
         below 6,000 in 1-D and 2-D, above 20,000 in 3-D and up
         (docs/privacy.md section 1.7a); otherwise 20,000 points are
-        assumed. Nothing else uses it.
+        assumed. A fit also reads it (before anything is counted) to warn
+        when a dense release will likely merge clusters through its noise
+        (:meth:`dpdbscan.plan.outlook.Forecast.merge_note`; without it, the
+        dense release's own noisy total is used after the release). Nothing
+        else uses it.
     raise_min_samples : bool, default=True
         Bound test only: the paper's practical rule (core iff UB~ >= MinPts +
         tau). False gives the theoretical rule (UB~ >= MinPts).

@@ -93,6 +93,15 @@ def _warn_slow(fc: Forecast, stacklevel: int) -> None:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
 
 
+def _warn_merge(fc: Forecast, n: float, source: str, stacklevel: int) -> None:
+    """Say when a dense release's noise will likely merge clusters
+    (:meth:`Forecast.merge_note`); ``n`` is public (the user's guess) or a
+    DP count already spent and counted."""
+    note = fc.merge_note(n, source)
+    if note:
+        warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
+
+
 def fit(
     X: PointsInput,
     lower: np.ndarray,
@@ -156,9 +165,17 @@ def fit(
         # bounds its spans by the place prior instead (docs/places.md)
         r = replace(r, spans=replace(r.spans, border_cells="occupied"))
     fc = forecast(r.release, r.spans)
+    # the merge warning (plan.outlook.Forecast.merge_note) at a fixed eps, event
+    # level, where it was measured (not the automatic mode, which chooses eps
+    # from the release); its number of points is public (n_expected) or, after
+    # the release, the dense release's noisy total: never the data's own
+    judged = r.auto is None and r.release.units is None
+    n_public = p.get("n_expected") if judged else None
     if r.release.size_estimate is None:
         # public (kappa, |X|, d): said before anything is counted or spent
         _warn_slow(fc, stacklevel + 1)
+    if n_public is not None:
+        _warn_merge(fc, n_public, "n_expected", stacklevel + 1)
     if accountant is not None:
         charge(accountant, r.release, spend=False)
     if before_release is not None:
@@ -205,6 +222,10 @@ def fit(
         raise
     if accountant is not None:
         charge(accountant, r.release, spend=True)
+    if judged and n_public is None and hist.kind == "dense":
+        # no public n: the dense release's noisy total counts the points
+        # (post-processing of what was spent)
+        _warn_merge(fc, float(np.sum(hist.values)), "the release's noisy total", stacklevel + 1)
     note = _delta_note(units, r.release.noise.delta)
     if note:
         warnings.warn(note, PrivateNoteWarning, stacklevel=stacklevel + 1)

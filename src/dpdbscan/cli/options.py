@@ -112,7 +112,8 @@ def add_dbscan_options(p: ArgTarget, *, sweep: bool = False, required: bool = Tr
             type=number_or_text,
             metavar="N",
             help="your public guess of the number of points: --eps auto sizes its "
-            "release to it (about N epsilon / 0.3 cells; 20,000 assumed)",
+            "release to it (about N epsilon / 0.3 cells; 20,000 assumed), and a fit "
+            "warns before counting when a dense release would merge clusters through its noise",
         )
         add_table_option(
             g,
