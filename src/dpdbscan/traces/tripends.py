@@ -189,12 +189,16 @@ def trip_end_rows(
         raise ValueError(f"ends must be one of {', '.join(ENDS)}, got {ends!r}")
     X = np.asarray(X, dtype=np.float64)
     status = np.asarray(status, dtype=np.float64)
-    times = np.where(np.isnan(status), np.nan, np.asarray(times, dtype=np.float64))
+    times = np.asarray(times, dtype=np.float64)
+    bad = np.isnan(status)
+    if bad.any():  # a row without a status is dropped (no copy of the times when none is)
+        times = np.where(bad, np.nan, times)
+    del bad
     rows = trace_order(X, np.asarray(codes), times)
     if rows.size < 2:
         return np.zeros(0, dtype=np.int64)
     c = np.asarray(codes)[rows]
-    s = status[rows] == 1.0
+    s = (status == 1.0)[rows]  # booleans gathered: an eighth of the fresh memory of the floats
     same = c[1:] == c[:-1]
     out = []
     if ends in ("pickup", "both"):
