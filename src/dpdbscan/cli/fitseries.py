@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..ledger import Ledger, compose
+from ..model.describe import protection_brief
 from ..release import periodtable
 from ..series import (
     DEFAULT_SHARE,
@@ -482,6 +483,7 @@ def write_periods_csv(model: SpanModel, path: Path) -> None:
     def write(target: Path) -> None:
         with open(target, "w", newline="", encoding="utf-8") as f:
             f.write(f"# dpdbscan series: {rec['statement']}\n")
+            f.write(f"# protects: {protection_brief(model)}\n")
             f.write(
                 f"# unit protected: {rec['unit']}; lifetime budget per unit: epsilon="
                 f"{rec['lifetime_budget']['epsilon']:g}, delta={rec['lifetime_budget']['delta']:g}; "
