@@ -35,6 +35,7 @@ from ..prepare import (
     read_length,
     split_bounds,
 )
+from ..prepare.door import say_counted
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..release.backends.numpy_backend import StreamedCounts
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
 
     from ..model.record import SpanModel
     from ..params.specs import ReleaseSpec
+    from ..release.backends.dask_backend import DaskBackend
 
 
 _DBSCAN = ("eps", "min_samples")
@@ -318,6 +320,10 @@ def fit_model(
             stacklevel=3,
         )
     sink.flush()
+    if dask:
+        # what the workers read and dropped, known once they have counted
+        # (the in-memory reader says it as it reads)
+        say_counted(opts.input, pts, cast("DaskBackend", backend).input_counts, notes)
     said = None if note is None else note()
     if said:
         # read from the private points: a private note, said after the release
