@@ -222,3 +222,19 @@ def test_a_seeded_release_says_it_is_not_private_where_it_is_published(person_le
     seeded = hand_model([square(2, 2, 3)], shape=(10, 10))
     seeded.metadata["randomness"] = "seeded (insecure; seed not stored)"
     assert protection_brief(seeded, greek=True).endswith(SEEDED)
+
+
+def test_the_geojson_and_the_map_carry_the_guarantee_sentence(person_level):
+    """The GeoJSON's properties and the map's panel carry the guarantee
+    sentence of the summary and the model file (what the spans say about
+    the data), not only who is protected: they had none."""
+    from dpdbscan.model import guarantee
+
+    model = load_model(person_level / "trips.spans.json")
+    statement = guarantee(model)["statement"]
+    assert "person-level" in statement
+    props = json.loads((person_level / "trips.spans.geojson").read_text())["properties"]
+    assert props["guarantee"] == statement
+    page = map_html(model)
+    shown = html.unescape(page.split('<details id="guarantee">')[1].split("</details>")[0])
+    assert statement in shown

@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 from ..geometry.projection import projection_of
 from ..params.validation import check_array
 from .describe import protection_brief, protection_fields, swamped_min_samples
+from .guarantee import guarantee
 from .record import SpanModel
 from .stats import is_geographic
 
@@ -101,6 +102,8 @@ def to_geojson(
         "type": "FeatureCollection",
         "properties": {
             **protection_fields(model),
+            # what the spans guarantee, in the words of the summary and the model file
+            "guarantee": guarantee(model)["statement"],
             "eps": grid.eps,
             "eps_units": "km on the ground (the model's local projection)" if geo else "the data's own units",
             "min_samples": model.spec.min_samples,
