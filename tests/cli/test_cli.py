@@ -384,6 +384,8 @@ def test_sweep_from_data_shares_one_release(capsys, blobs_csv, tmp_path):
     assert [int(r[1]) for r in rows] == [10, 50, 200]
     assert [int(r[4]) for r in rows] == cores
     assert "costs no budget" in out
+    # seeded: its standard output says it is not a private release, as fit's summary does
+    assert "WARNING: seeded: not a private release" in out
 
 
 def test_sweep_from_model_equals_with_min_samples(capsys, blobs_model, tmp_path):
