@@ -97,7 +97,8 @@ def test_small_multiples_one_panel_per_period_filled_where_active(series, capsys
             (coll,) = [c for c in ax.collections if c.get_gid() == f"period-{t}"]
             filled = np.flatnonzero(coll.get_facecolors()[:, 3] > 0).tolist()
             assert filled == model.metadata["series"]["period_spans"][t]
-        assert "each cab over the whole series" in " ".join(fig.texts[0].get_text().split())  # unit, budget
+        title = " ".join(fig.texts[0].get_text().split())
+        assert "each cab is protected over the whole series" in title  # unit, budget
     finally:
         plt.close(fig)
 

@@ -22,6 +22,7 @@ from .. import __version__
 from ..exceptions import InsecureRandomnessWarning
 from ..geometry import projection
 from ..model import summary as model_summary
+from ..model.describe import protection_brief
 from ..params.parameters import check_param, check_units
 from ..params.validation import standardised_note
 from ..pipeline import fit as fit_release
@@ -549,4 +550,5 @@ def cmd_fit(args: argparse.Namespace, sink: WarningSink) -> int:
         print(
             f"  series  : {model.metadata['series']['statement']}; the privacy line above is the spans' part"
         )
+        print(f"  protects: {protection_brief(model)}")
     return report(written, failed)

@@ -483,7 +483,6 @@ def write_periods_csv(model: SpanModel, path: Path) -> None:
     def write(target: Path) -> None:
         with open(target, "w", newline="", encoding="utf-8") as f:
             f.write(f"# dpdbscan series: {rec['statement']}\n")
-            f.write(f"# protects: {protection_brief(model)}\n")
             f.write(
                 f"# unit protected: {rec['unit']}; lifetime budget per unit: epsilon="
                 f"{rec['lifetime_budget']['epsilon']:g}, delta={rec['lifetime_budget']['delta']:g}; "
@@ -498,6 +497,7 @@ def write_periods_csv(model: SpanModel, path: Path) -> None:
                     f"{rec['appendable']['places_periods']}; each period charged "
                     f"rho={rec['appendable']['period_rho']:.6g} (ledger series: {rec.get('series_id')})\n"
                 )
+            f.write(f"# protects: {protection_brief(model)}\n")
             f.write(
                 f"# low and high: a {LEVEL:.0%} interval of the bounded mass (noisy +- {h}); "
                 "periods start at period_start; active 1: the span is one of the period's spans "

@@ -188,6 +188,8 @@ def series_brief(model: SpanModel, greek: bool = False) -> str:
     rel, series = model.release, model.metadata["series"]
     e, d, r = _symbols(greek)
     who, source = _who(model)
+    if who == "unit" and not source and series.get("unit") not in (None, "the privacy unit"):
+        who = str(series["unit"])  # the series' own record names it (fit_series' unit_name)
     life, cost, table = series["lifetime_budget"], series.get("cost") or {}, series["table"]
     rho = "" if cost.get("rho") is None else f", {r}={cost['rho']:.3g} zCDP"
     assert rel.units is not None  # a series is person-level
@@ -202,11 +204,18 @@ def series_brief(model: SpanModel, greek: bool = False) -> str:
         if isinstance(pairs, int)
         else f"pairs per {who}: {pairs}"
     )
+    periods = series["periods"]
+    horizon = (
+        f"{periods['n_periods']} {periods['per']}(s) from {periods['from']} to {periods['to']}, "
+        f"{periods.get('tz') or 'UTC'}"
+    )
+    places = (series.get("appendable") or {}).get("places_periods")
+    planned, first = ("planned ", f" of the first {places} {periods['per']}(s)") if places else ("", "")
     return (
-        f"person-level: each {who}{source} is protected over the whole series, {e}={life['epsilon']:g}, "
-        f"{d}={life['delta']:g}{rho}, by {series['composition']}: the spans at {bound_brief(k, m, who)} "
-        f"({e}={rel.epsilon:.3g}, {d}={rel.delta:g}{spans_rho}), the table at {bound} over {over} "
-        f"({r}={table['rho']:.3g})"
+        f"person-level: each {who}{source} is protected over the whole {planned}series ({horizon}), "
+        f"{e}={life['epsilon']:g}, {d}={life['delta']:g}{rho}, by {series['composition']}: the spans{first} "
+        f"at {bound_brief(k, m, who)} ({e}={rel.epsilon:.3g}, {d}={rel.delta:g}{spans_rho}), the table at "
+        f"{bound} over {over} ({r}={table['rho']:.3g})"
     )
 
 

@@ -120,7 +120,7 @@ def plot_periods(model: SpanModel, *, dpi: float = 110) -> Figure:
         add_scale_bar(axes[-1, 0], proj.kx, outside=True)
     head = (
         f"{model.n_spans} DP span(s) found once over the horizon; filled: the period's spans (active: "
-        f"the 95% interval of the noisy mass above 0). {series['statement']}. {protection_brief(model)}"
+        f"the 95% interval of the noisy mass above 0). {protection_brief(model)}"
     )
     # about 14 characters an inch at 8 points: the guarantee is never cut off
     fig.suptitle(textwrap.fill(head, width=int(max(cols, MIN_WIDE) * PANEL_INCHES * 14)), fontsize=8)
