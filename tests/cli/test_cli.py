@@ -11,6 +11,7 @@ import pytest
 from dpdbscan.cli import build_parser, main
 from dpdbscan.geometry.projection import Equirectangular
 from dpdbscan.model import load_model, with_params
+from dpdbscan.prepare import PRIVATE
 from dpdbscan.progress import progress, progress_wanted
 
 from clirun import blob_points, run, write_csv
@@ -383,6 +384,8 @@ def test_sweep_from_data_shares_one_release(capsys, blobs_csv, tmp_path):
     assert [int(r[1]) for r in rows] == [10, 50, 200]
     assert [int(r[4]) for r in rows] == cores
     assert "costs no budget" in out
+    # seeded: its standard output says it is not a private release, as fit's summary does
+    assert "WARNING: seeded: not a private release" in out
 
 
 def test_sweep_from_model_equals_with_min_samples(capsys, blobs_model, tmp_path):
@@ -695,6 +698,7 @@ def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, mon
 
     class FakeDask:
         name = "dask"
+        input_counts = None  # a DaskBackend's, after counting files (None: none counted)
 
         def __init__(self, scheduler=None, *, read):
             seen.update(scheduler=scheduler, read=read)
@@ -745,6 +749,42 @@ def test_dask_backend_gets_the_path_scheduler_and_columns(capsys, blobs_csv, mon
         "read": ReadOptions(columns=("x", "y"), header=True),
     }
     assert "2 span(s)" in out and "read " not in err
+
+
+@pytest.mark.parametrize("unit", [False, True])
+def test_dask_says_what_it_dropped_as_the_in_memory_path_does(capsys, tmp_path, unit):
+    """With --backend dask the rows read, those with a value that is not a
+    number, the malformed lines and the rows with no unit are said on
+    standard error in the in-memory reader's words (they sat unsaid in
+    the backend's input_counts); no text read from the file."""
+    pytest.importorskip("dask")
+    pytest.importorskip("distributed")
+    rng = np.random.default_rng(0)
+    X = rng.normal([5, 5], 1, (600, 2))
+    lines = ["x,y,cab"] + [f"{a:.4f},{b:.4f},c{i % 50}" for i, (a, b) in enumerate(X)]
+    lines[10], lines[11], lines[12], lines[13] = "abc,1.0,c1", "1,2,3,4", "2.0,3.0,", "zyx,qq,c2"
+    path = tmp_path / "bad.csv"
+    path.write_text("\n".join(lines) + "\n")
+    person = ["--unit", "cab", "--max-cells-per-unit", "4", "--delta", "1e-6"] if unit else []
+    said = {}
+    for backend in ("numpy", "dask"):
+        rc, _, err = run(
+            capsys, "fit", path, "--header", "--columns", "x", "y", *person, "--bounds", "0", "10",
+            "--eps", "0.5", "--min-samples", "20", "--seed", "1", "--no-png", "--no-geojson",
+            "--out-dir", tmp_path / backend, "--backend", backend, "--no-progress",
+        )  # fmt: skip
+        assert rc == 0, err
+        # all but the in-memory path's total of rows dropped (its tally, not the workers')
+        said[backend] = [
+            line for line in err.splitlines() if line.startswith(PRIVATE) and "non-finite" not in line
+        ]
+        assert not any(v in err for v in ("abc", "zyx", "qq"))
+    assert said["dask"] == said["numpy"]
+    text = "\n".join(said["dask"])
+    assert "2 row(s) with values that are not numbers read as missing" in text
+    assert "1 line(s) with the wrong number of fields read as missing" in text
+    assert f"read 600 rows x 2 column(s) (x, y) from {path}" in text
+    assert ("1 row(s) with no unit (column 'cab', --unit) are dropped" in text) == unit
 
 
 # --------------------------------------------------------------------------- help and progress

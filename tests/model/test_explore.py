@@ -138,7 +138,7 @@ def test_table_and_figure_files(model, tmp_path):
     ex = E.explore(model, [0.02, 0.04], [10, 20, 40])
     E.write_table(ex, tmp_path / "t.csv")
     rows = list(csv.reader((tmp_path / "t.csv").read_text().splitlines()))
-    assert tuple(rows[0]) == E.COLUMNS and len(rows) == 1 + 6
+    assert tuple(rows[0]) == E.FILE_COLUMNS and len(rows) == 1 + 6
     fig = E.figure(ex, model)
     assert len(fig.axes) == 6
     titles = [ax.get_title() for ax in fig.axes]
@@ -157,7 +157,7 @@ def test_cli_explore(model, tmp_path, capsys):
     png, table = tmp_path / "m.spans.explore.png", tmp_path / "m.spans.explore.csv"
     assert png.read_bytes()[:8] == PNG
     rows = list(csv.reader(table.read_text().splitlines()))
-    assert tuple(rows[0]) == E.COLUMNS and len(rows) == 5
+    assert tuple(rows[0]) == E.FILE_COLUMNS and len(rows) == 5
     printed = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
     assert [(float(r[0]), int(r[1])) for r in printed] == [(0.02, 10), (0.02, 40), (0.03, 10), (0.03, 40)]
     assert "costs no budget" in out

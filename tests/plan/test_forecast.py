@@ -228,3 +228,50 @@ def test_durations_and_sizes_read_without_exponents():
 
     line = FitCost(seconds=134.0, input_bytes=1.4e5, extra_bytes=1.4e6).line()
     assert "about 2.2 min and 1.5 MB of memory (the points 140 kB, the fit 1.4 MB more)" in line
+
+
+@pytest.mark.parametrize(
+    "extra,level,unit,words",
+    [
+        ([], "event", None, "event-level: each row would be protected, not each person; epsilon=1, delta=0"),
+        (
+            ["--unit", "cab", "--max-cells-per-unit", "4", "--delta", "1e-6"],
+            "person",
+            "cab",
+            "person-level: each cab would be protected (k=4 cells and m=1 point per cell per cab); "
+            "epsilon=1, delta=1e-06 (rho=",
+        ),
+        (
+            ["--unit", "cab", "--max-cells-per-unit", "4", "--delta", "1e-6", "--time", "t", "--per", "day",
+             "--from", "2024-03-01", "--to", "2024-03-08"],
+            "person",
+            "cab",
+            "person-level: (epsilon=1, delta=1e-06)-differential privacy for each cab over the whole series",
+        ),
+    ],
+)  # fmt: skip
+def test_forecast_json_says_who_the_release_would_protect(capsys, extra, level, unit, words):
+    """``forecast --json`` says the level, the unit column and who would be
+    protected at what k, m, epsilon, delta and rho, as the published files
+    do (it said epsilon alone, and the units' numbers without a level)."""
+    rc = main(
+        [
+            "forecast",
+            "--bounds",
+            "0",
+            "0",
+            "10",
+            "10",
+            "--eps",
+            "0.5",
+            "--min-samples",
+            "20",
+            *extra,
+            "--json",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    got = json.loads(out)
+    assert got["privacy_level"] == level and got["unit_column"] == unit
+    assert got["protects"].startswith(words) and got["protects"].endswith("nothing is read or released)")

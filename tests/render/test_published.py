@@ -197,3 +197,44 @@ def test_the_png_title_fits_the_figure(person_level, size):
     extent = ax.title.get_window_extent(fig.canvas.get_renderer())
     assert 0 <= extent.x0 and extent.x1 <= fig.bbox.width
     assert "person-level: each cab is protected" in " ".join(ax.get_title().split("\n"))
+
+
+def test_a_seeded_release_says_it_is_not_private_where_it_is_published(person_level):
+    """A release made with --seed (research randomness) says so in the
+    PNG's title, the GeoJSON's properties and the map's legend, not only
+    in its JSON and on standard error; a release with secure randomness
+    does not."""
+    from dpdbscan.model.describe import SEEDED, protection_brief
+    from dpdbscan.render.plotting import plot_model
+
+    model = load_model(person_level / "trips.spans.json")
+    props = json.loads((person_level / "trips.spans.geojson").read_text())["properties"]
+    assert props["randomness"] == SEEDED and SEEDED.startswith("seeded: not a private release")
+    ax = plot_model(model, kind="spans")
+    assert SEEDED in " ".join(ax.get_title().split("\n"))
+    legend = html.unescape(map_html(model).split('<p id="protects">')[1].split("</p>")[0])
+    assert legend.endswith(SEEDED)
+    secure = hand_model([square(2, 2, 3)], shape=(10, 10))
+    secure.metadata["randomness"] = "secure"
+    assert "seeded" not in protection_brief(secure)
+    assert geojson(secure)["properties"]["randomness"] == "secure"
+    assert "seeded" not in html.unescape(map_html(secure))
+    seeded = hand_model([square(2, 2, 3)], shape=(10, 10))
+    seeded.metadata["randomness"] = "seeded (insecure; seed not stored)"
+    assert protection_brief(seeded, greek=True).endswith(SEEDED)
+
+
+def test_the_geojson_and_the_map_carry_the_guarantee_sentence(person_level):
+    """The GeoJSON's properties and the map's panel carry the guarantee
+    sentence of the summary and the model file (what the spans say about
+    the data), not only who is protected: they had none."""
+    from dpdbscan.model import guarantee
+
+    model = load_model(person_level / "trips.spans.json")
+    statement = guarantee(model)["statement"]
+    assert "person-level" in statement
+    props = json.loads((person_level / "trips.spans.geojson").read_text())["properties"]
+    assert props["guarantee"] == statement
+    page = map_html(model)
+    shown = html.unescape(page.split('<details id="guarantee">')[1].split("</details>")[0])
+    assert statement in shown

@@ -351,7 +351,7 @@ def test_the_pictures_of_a_series_with_one_period_released_keep_the_guarantee_sh
     try:
         assert fig.get_size_inches()[0] == pytest.approx(MIN_WIDE * PANEL_INCHES)
         title = fig.texts[0].get_text()
-        assert "each cab over the whole planned series" in " ".join(title.split())
+        assert "each cab is protected over the whole planned series" in " ".join(title.split())
         assert len(title.splitlines()) <= 5
     finally:
         plt.close(fig)

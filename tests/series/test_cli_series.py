@@ -56,6 +56,9 @@ def test_a_series_end_to_end_charged_once(traces, tmp_path, capsys):
     rc, out, err = run(capsys, *argv)
     assert rc == 0, err
     assert "series  : (epsilon=2, delta=1e-05)-differential privacy for each cab" in out
+    # both parts' bounds on standard output too (the table's pairs per unit were in no line)
+    assert "  protects: person-level: each cab is protected over the whole series" in out
+    assert "the table at k=7 (span, period) pairs and m=1 point per pair per cab" in out
     model = load_model(tmp_path / "out" / "cabs.spans.json")
     series = model.metadata["series"]
     assert series["unit"] == "cab" and series["lifetime_budget"] == {"epsilon": 2.0, "delta": 1e-5}
@@ -73,6 +76,8 @@ def test_a_series_end_to_end_charged_once(traces, tmp_path, capsys):
         lines = f.read().splitlines()
     assert lines[0].startswith("# dpdbscan series: (epsilon=2, delta=1e-05)") and "each cab" in lines[0]
     assert "unit protected: cab" in lines[1]
+    assert lines[2].startswith("# protects: person-level: each cab is protected over the whole series")
+    assert "(7 day(s) from 2024-03-04 to 2024-03-11, UTC)" in lines[2]
     rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
     assert len(rows) == 14 and rows[0]["period_start"] == "2024-03-04T00:00:00+00:00"
     assert [int(r["noisy_mass"]) for r in rows] == table.ravel().tolist()

@@ -97,7 +97,8 @@ def test_small_multiples_one_panel_per_period_filled_where_active(series, capsys
             (coll,) = [c for c in ax.collections if c.get_gid() == f"period-{t}"]
             filled = np.flatnonzero(coll.get_facecolors()[:, 3] > 0).tolist()
             assert filled == model.metadata["series"]["period_spans"][t]
-        assert "each cab over the whole series" in " ".join(fig.texts[0].get_text().split())  # unit, budget
+        title = " ".join(fig.texts[0].get_text().split())
+        assert "each cab is protected over the whole series" in title  # unit, budget
     finally:
         plt.close(fig)
 
@@ -116,6 +117,56 @@ def test_the_map_has_a_period_control_with_the_released_table(series, capsys):
     # a model of one release has no control
     plain = map_html(dataclasses.replace(model, metadata={}))
     assert 'id="period"' not in plain and '"periods": null' in plain
+
+
+def _says_both_parts(text, model):
+    """``text`` names the level, the unit, the spans' k and m, the table's
+    pairs per unit and points per pair, the lifetime budget and rho, and
+    that the release is seeded (this fit gives --seed)."""
+    rec, units = model.metadata["series"], model.release.units
+    text = " ".join(text.split())
+    assert "person-level: each cab is protected over the whole series" in text
+    assert "epsilon=2, delta=1e-05, rho=" in text or "ε=2, δ=1e-05, ρ=" in text
+    k, m = units.max_cells_per_unit, units.max_points_per_cell
+    assert f"the spans at k={k} cells and m={m} point per cell per cab" in text
+    k, m = rec["table"]["max_pairs_per_unit"], rec["table"]["max_points_per_pair"]
+    assert f"the table at k={k} (span, period) pairs and m={m} point per pair per cab" in text
+    assert "seeded: not a private release" in text
+
+
+def test_every_file_of_a_series_says_both_parts_bounds(series, capsys):
+    """The periods' picture, the GeoJSON, the table's CSV, the spans'
+    picture and the map's legend say the level, the unit, each part's
+    contribution bound (the spans' k cells, m points; the table's pairs
+    per unit, points per pair), the lifetime budget and rho, and that a
+    seeded release is not a private one: they gave the unit and (epsilon,
+    delta) only."""
+    import html
+
+    import matplotlib.pyplot as plt
+
+    from dpdbscan.render.plotting import plot_model
+
+    model, out = _fit(series, capsys)
+    fig = plot_periods(model)
+    try:
+        _says_both_parts(fig.texts[0].get_text(), model)
+    finally:
+        plt.close(fig)
+    props = json.loads((out / "cabs.spans.geojson").read_text())["properties"]
+    _says_both_parts(props["protects"], model)
+    assert props["max_pairs_per_unit"] == model.metadata["series"]["table"]["max_pairs_per_unit"]
+    assert props["max_points_per_pair"] == 1 and props["table_zcdp_rho"] > 0
+    assert props["randomness"].startswith("seeded: not a private release")
+    head = [line for line in (out / "cabs.periods.csv").read_text().splitlines() if line.startswith("#")]
+    _says_both_parts(" ".join(head), model)
+    ax = plot_model(model, kind="spans")
+    try:
+        _says_both_parts(ax.get_title(), model)
+    finally:
+        plt.close(ax.figure)
+    legend = html.unescape(map_html(model).split('<p id="protects">')[1].split("</p>")[0])
+    _says_both_parts(legend, model)
 
 
 def _days_series(tmp, capsys, name, xy, rng, days, digits, options):

@@ -22,6 +22,7 @@ from .. import __version__
 from ..exceptions import InsecureRandomnessWarning
 from ..geometry import projection
 from ..model import summary as model_summary
+from ..model.describe import protection_brief
 from ..params.parameters import check_param, check_units
 from ..params.validation import standardised_note
 from ..pipeline import fit as fit_release
@@ -35,6 +36,7 @@ from ..prepare import (
     read_length,
     split_bounds,
 )
+from ..prepare.door import say_counted
 from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..release.backends.numpy_backend import StreamedCounts
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
 
     from ..model.record import SpanModel
     from ..params.specs import ReleaseSpec
+    from ..release.backends.dask_backend import DaskBackend
 
 
 _DBSCAN = ("eps", "min_samples")
@@ -318,6 +321,10 @@ def fit_model(
             stacklevel=3,
         )
     sink.flush()
+    if dask:
+        # what the workers read and dropped, known once they have counted
+        # (the in-memory reader says it as it reads)
+        say_counted(opts.input, pts, cast("DaskBackend", backend).input_counts, notes)
     said = None if note is None else note()
     if said:
         # read from the private points: a private note, said after the release
@@ -543,4 +550,5 @@ def cmd_fit(args: argparse.Namespace, sink: WarningSink) -> int:
         print(
             f"  series  : {model.metadata['series']['statement']}; the privacy line above is the spans' part"
         )
+        print(f"  protects: {protection_brief(model)}")
     return report(written, failed)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..ledger import Ledger, compose
+from ..model.describe import protection_brief
 from ..release import periodtable
 from ..series import (
     DEFAULT_SHARE,
@@ -496,6 +497,7 @@ def write_periods_csv(model: SpanModel, path: Path) -> None:
                     f"{rec['appendable']['places_periods']}; each period charged "
                     f"rho={rec['appendable']['period_rho']:.6g} (ledger series: {rec.get('series_id')})\n"
                 )
+            f.write(f"# protects: {protection_brief(model)}\n")
             f.write(
                 f"# low and high: a {LEVEL:.0%} interval of the bounded mass (noisy +- {h}); "
                 "periods start at period_start; active 1: the span is one of the period's spans "

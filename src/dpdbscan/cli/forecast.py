@@ -9,10 +9,12 @@ import json
 
 from ..geometry import projection
 from ..model.codec import jsonable
+from ..model.describe import bound_brief
 from ..params.validation import check_positive
 from ..plan.autoplan import ASSUMED_N, COUNT_SHARE, LARGE_N, PLACE_EXTENT_KM, SMALL_N, counts_points
 from ..plan.resolve import forecast_of, validated
 from ..prepare import project_box, read_length, split_bounds
+from ..series import SeriesPlan, statement
 from ..traces import event_words
 from .common import EXIT_OK, ArgTarget, WarningSink, border_value, floats, number_or_text, table_formats
 from .fitoptions import PRIVACY_OPTIONS, events_from_args
@@ -139,6 +141,33 @@ def add_arguments(p: ArgTarget) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def would_protect(p: dict, unit: str | None, units: dict | None, plan: SeriesPlan | None) -> dict:
+    """Who the release forecast would protect, for ``--json``: the level,
+    the unit column (the option), and a line in the published files' words
+    (:func:`dpdbscan.model.describe.protection_brief`: k, m, epsilon, delta,
+    rho); a series' line is its plan's statement (the lifetime budget)."""
+    person = units is not None
+    who = unit or "unit"
+    if plan is not None:
+        line = f"person-level: {statement(plan, unit)}"
+    elif units is not None:
+        k, m = units["max_cells_per_unit"], units["max_points_per_cell"]
+        line = (
+            f"person-level: each {who} would be protected ({bound_brief(k, m, who)}); "
+            f"epsilon={units['epsilon']:g}, delta={units['delta']:g} (rho={units['rho']:.3g} zCDP)"
+        )
+    else:
+        line = (
+            f"event-level: each row would be protected, not each person; epsilon={p['epsilon']:g}, "
+            f"delta={p['delta']:g}"
+        )
+    return {
+        "privacy_level": "person" if person else "event",
+        "unit_column": unit if person else None,
+        "protects": f"{line} (a forecast: nothing is read or released)",
+    }
+
+
 def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
     geo = bool(args.geo)
     eps = read_length(args.eps, geo=geo, auto=True)
@@ -201,6 +230,7 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
     )
     if args.json:
         out = jsonable(fc.to_dict())
+        out.update(would_protect(p, args.unit, out.get("units"), plan))
         if periods is not None:
             out["per_period"] = jsonable(periods.record())
         if plan is not None:

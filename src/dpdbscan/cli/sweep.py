@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..geometry import projection
 from ..model import finest_eps, with_params
-from ..model.describe import protection
+from ..model.describe import SEEDED, protection, seeded
 from ..params.parameters import check_param
 from ..prepare import read_length
 from .common import EXIT_OK, EXIT_PARTIAL, Notes, WarningSink, stem
@@ -156,6 +156,8 @@ def cmd_sweep(args: argparse.Namespace, sink: WarningSink) -> int:
         "re-parameterising costs no budget"
     )
     print(f"privacy: {protection(base)}")
+    if seeded(base):  # what fit's summary and every file of this release say too
+        print(f"WARNING: {SEEDED}")
     print(f"{'eps':>10}  {'min_samples':>11}  {'threshold':>10}  {'spans':>6}  {'core_cells':>10}  model")
     for a, m, thr, n, c, path in rows:
         print(f"{a:>10}  {m:>11}  {thr:>10.1f}  {n:>6}  {c:>10}  {path}")

@@ -115,25 +115,107 @@ def _unit_source(model: SpanModel) -> str:
 def protection_brief(model: SpanModel, greek: bool = False) -> str:
     """Who the release protects, in one short line for what gets published
     (the picture's title, the map's legend): person- or event-level, the
-    unit (its column's name when known), k and m, epsilon, delta and rho.
-    ``greek`` writes the symbols as Greek letters (the HTML map)."""
+    unit (its column's name when known), k and m, epsilon, delta and rho;
+    for a series over time (``fit --per``) the lifetime budget and both
+    parts' bounds (:func:`series_brief`). A seeded release says it is not
+    a private one (:data:`SEEDED`). ``greek`` writes the symbols as Greek
+    letters (the HTML map)."""
     rel = model.release
-    e, d, r = ("ε", "δ", "ρ") if greek else ("epsilon", "delta", "rho")
-    budget = f"{e}={rel.epsilon:g}, {d}={rel.delta:g}"
-    if guarantee_void(model):
-        budget += "; NO differential privacy guarantee (bounds from the data)"
+    e, d, r = _symbols(greek)
+    flags = _flags(model)
     if rel.units is None:
-        return f"event-level: each row is protected, not each person; {budget}"
-    from_folder = model.metadata.get("unit_from") in _FROM_FOLDER
-    who = "unit" if from_folder else (model.metadata.get("unit_column") or "unit")
-    source = _unit_source(model) if from_folder else ""
+        budget = f"{e}={rel.epsilon:g}, {d}={rel.delta:g}"
+        return f"event-level: each row is protected, not each person; {budget}{flags}"
+    who, source = _who(model)
+    counted = counted_brief(model.metadata.get("events"), who, length_of(model))
+    counted_words = f"; counted: {counted}" if counted else ""
+    if model.metadata.get("series"):
+        return series_brief(model, greek) + flags + counted_words
     k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
     zcdp = "" if rel.rho is None else f" ({r}={rel.rho:.3g} zCDP)"
-    counted = counted_brief(model.metadata.get("events"), who, length_of(model))
     return (
-        f"person-level: each {who}{source} is protected (k={k:,} cell{'s' if k != 1 else ''} and m={m} "
-        f"point{'s' if m != 1 else ''} per cell per {who}); {budget}{zcdp}"
-        + (f"; counted: {counted}" if counted else "")
+        f"person-level: each {who}{source} is protected ({bound_brief(k, m, who)}); "
+        f"{e}={rel.epsilon:g}, {d}={rel.delta:g}{zcdp}{flags}{counted_words}"
+    )
+
+
+#: What every published file of a seeded release says: its noise came from a
+#: research seed (reproducible, not secure), so it is not a private release
+#: (the fit's warning on standard error says the same).
+SEEDED = "seeded: not a private release (reproducible, insecure noise: for research only)"
+
+
+def seeded(model: SpanModel) -> bool:
+    """Whether the release's noise came from a research seed, as its
+    metadata records it (``randomness``, written by the command line)."""
+    return str(model.metadata.get("randomness", "")).startswith("seeded")
+
+
+def _flags(model: SpanModel) -> str:
+    """What a published line adds when the release is not what it seems:
+    no guarantee (bounds from the data), seeded noise."""
+    void = "; NO differential privacy guarantee (bounds from the data)" if guarantee_void(model) else ""
+    return void + (f"; {SEEDED}" if seeded(model) else "")
+
+
+def _symbols(greek: bool) -> tuple[str, str, str]:
+    return ("ε", "δ", "ρ") if greek else ("epsilon", "delta", "rho")
+
+
+def _who(model: SpanModel) -> tuple[str, str]:
+    """The unit's name for a published line (its column's name when known,
+    else "unit") and, for a folder of trace files, where it comes from."""
+    from_folder = model.metadata.get("unit_from") in _FROM_FOLDER
+    who = "unit" if from_folder else (model.metadata.get("unit_column") or "unit")
+    return str(who), (_unit_source(model) if from_folder else "")
+
+
+def bound_brief(
+    k: int, m: int, who: str, thing: str = "cell", things: str = "cells", per: str = "cell"
+) -> str:
+    """A contribution bound in a few words: "k=8 cells and m=1 point per
+    cell per cab" (``thing``/``things`` and ``per`` name what k counts)."""
+    return f"k={k:,} {thing if k == 1 else things} and m={m} point{'s' if m != 1 else ''} per {per} per {who}"
+
+
+def series_brief(model: SpanModel, greek: bool = False) -> str:
+    """Who a series over time protects, in one line for its published files
+    (the pictures' titles, the map's legend, the GeoJSON, the table's CSV):
+    each unit over the whole series at the lifetime (epsilon, delta) and
+    rho, then each part with its bound: the spans' k cells and m points per
+    cell at their (epsilon, delta, rho), the table's k (span, period) pairs
+    and m points per pair at its rho. From the model's own record."""
+    rel, series = model.release, model.metadata["series"]
+    e, d, r = _symbols(greek)
+    who, source = _who(model)
+    if who == "unit" and not source and series.get("unit") not in (None, "the privacy unit"):
+        who = str(series["unit"])  # the series' own record names it (fit_series' unit_name)
+    life, cost, table = series["lifetime_budget"], series.get("cost") or {}, series["table"]
+    rho = "" if cost.get("rho") is None else f", {r}={cost['rho']:.3g} zCDP"
+    assert rel.units is not None  # a series is person-level
+    spans_rho = "" if rel.rho is None else f", {r}={rel.rho:.3g}"
+    k, m = rel.units.max_cells_per_unit, rel.units.max_points_per_cell
+    pairs = table["max_pairs_per_unit"]
+    over = table.get("bound_over", "the whole horizon")
+    bound = (
+        bound_brief(
+            pairs, table["max_points_per_pair"], who, "(span, period) pair", "(span, period) pairs", "pair"
+        )
+        if isinstance(pairs, int)
+        else f"pairs per {who}: {pairs}"
+    )
+    periods = series["periods"]
+    horizon = (
+        f"{periods['n_periods']} {periods['per']}(s) from {periods['from']} to {periods['to']}, "
+        f"{periods.get('tz') or 'UTC'}"
+    )
+    places = (series.get("appendable") or {}).get("places_periods")
+    planned, first = ("planned ", f" of the first {places} {periods['per']}(s)") if places else ("", "")
+    return (
+        f"person-level: each {who}{source} is protected over the whole {planned}series ({horizon}), "
+        f"{e}={life['epsilon']:g}, {d}={life['delta']:g}{rho}, by {series['composition']}: the spans{first} "
+        f"at {bound_brief(k, m, who)} ({e}={rel.epsilon:.3g}, {d}={rel.delta:g}{spans_rho}), the table at "
+        f"{bound} over {over} ({r}={table['rho']:.3g})"
     )
 
 
@@ -154,8 +236,10 @@ def counted_brief(events: dict | None, who: str, length: Callable[[float], str])
 def protection_fields(model: SpanModel) -> dict:
     """What the release protects, as fields for a published file's
     top-level properties (the GeoJSON): the level, the unit column, k, m,
-    epsilon, delta, rho, the sentence of :func:`protection` and whether
-    the guarantee is void (:func:`guarantee_void`)."""
+    epsilon, delta, rho, the sentence of :func:`protection`, whether
+    the guarantee is void (:func:`guarantee_void`) and the randomness
+    (:data:`SEEDED` for a seeded release, "secure", or None when the model
+    does not record it)."""
     rel = model.release
     units = rel.units
     return {
@@ -170,6 +254,7 @@ def protection_fields(model: SpanModel) -> dict:
         "delta": rel.delta,
         "zcdp_rho": rel.rho,
         "guarantee_void": guarantee_void(model),
+        "randomness": SEEDED if seeded(model) else model.metadata.get("randomness"),
     }
 
 
@@ -524,6 +609,10 @@ __all__ = [
     "origin_lines",
     "protection",
     "protection_brief",
+    "series_brief",
+    "bound_brief",
+    "seeded",
+    "SEEDED",
     "guarantee_void",
     "protection_fields",
     "bound_lines",

@@ -18,7 +18,8 @@ from numpy.typing import ArrayLike
 
 from ..geometry.projection import projection_of
 from ..params.validation import check_array
-from .describe import protection_fields, swamped_min_samples
+from .describe import protection_brief, protection_fields, swamped_min_samples
+from .guarantee import guarantee
 from .record import SpanModel
 from .stats import is_geographic
 
@@ -50,8 +51,11 @@ def to_geojson(
     null when the model has no histogram).
 
     The spans of a series over time (``metadata["series"]``) also state the
-    unit protected, the lifetime budget and its statement: ``epsilon`` above
-    is then only the spans' part of it.
+    unit protected, the lifetime budget and its statement, and the table's
+    bound (pairs per unit, points per pair) and rho: ``epsilon``,
+    ``max_cells_per_unit`` and ``max_points_per_cell`` above are then the
+    spans' part of it, and ``protects`` says both parts
+    (:func:`~dpdbscan.model.describe.series_brief`).
     """
     grid = model.grid
     if grid.d != 2:
@@ -98,6 +102,8 @@ def to_geojson(
         "type": "FeatureCollection",
         "properties": {
             **protection_fields(model),
+            # what the spans guarantee, in the words of the summary and the model file
+            "guarantee": guarantee(model)["statement"],
             "eps": grid.eps,
             "eps_units": "km on the ground (the model's local projection)" if geo else "the data's own units",
             "min_samples": model.spec.min_samples,
@@ -122,9 +128,17 @@ def _series_properties(model: SpanModel) -> dict:
     series = model.metadata.get("series")
     if not series:
         return {}
+    table = series["table"]
     return {
+        # each part's bound and the whole series' budget (the spans' own
+        # k, m, epsilon and rho are the fields above)
+        "protects": protection_brief(model),
         "unit_protected": series["unit"],
         "lifetime_budget": dict(series["lifetime_budget"]),
+        "lifetime_zcdp_rho": (series.get("cost") or {}).get("rho"),
+        "max_pairs_per_unit": table["max_pairs_per_unit"],
+        "max_points_per_pair": table["max_points_per_pair"],
+        "table_zcdp_rho": table["rho"],
         "privacy": series["statement"],
         "periods": {k: series["periods"][k] for k in ("per", "from", "to", "tz", "n_periods")},
         **({"released_periods": series["released_periods"]} if "released_periods" in series else {}),

@@ -47,6 +47,8 @@ import numpy as np
 from ..cells.grid import MAX_KAPPA, count_neighbours
 from ..files import InputPlan, ReadOptions, check_parquet_columns, open_input, read_columns
 from ..files.formats import LABEL_COLUMN, format_of, is_index_column, looks_like_unit
+from ..files.reader import InputPoints
+from ..files.records import BlockCounts
 from ..files.unitids import read_units
 from ..geometry.projection import check_lonlat_names, default_geo_columns
 from ..params.validation import check_array
@@ -491,8 +493,34 @@ def say_prepared(pts: Points, source: Source, notes: Notes) -> None:
 
 def say_read(path: Any, X: np.ndarray, names: Sequence[str] | None, notes: Notes) -> None:
     """How many rows and columns were read, and from where (private)."""
+    _say_rows(path, X.shape[0], X.shape[1], names, notes)
+
+
+def _say_rows(path: Any, rows: int, d: int, names: Sequence[str] | None, notes: Notes) -> None:
     where = "standard input" if str(path) == "-" else path
-    notes(f"read {X.shape[0]:,} rows x {X.shape[1]} column(s) ({', '.join(names or ())}) from {where}")
+    notes(f"read {rows:,} rows x {d} column(s) ({', '.join(names or ())}) from {where}")
+
+
+def say_counted(path: Any, pts: Points, counts: BlockCounts | None, notes: Notes) -> None:
+    """What a distributed backend read (its ``input_counts``, counts only),
+    in the in-memory reader's words (:meth:`dpdbscan.files.reader.InputPoints.notes`
+    and :func:`say_read`): the rows with a value that is not a number, the
+    malformed lines, the rows with no unit, and the rows read (private
+    notes; nothing read from a record). None: the backend counted no file."""
+    if counts is None:
+        return
+    d = int(np.asarray(pts.lower).size)
+    tally = InputPoints(
+        np.empty((0, d)),
+        list(pts.names or ()),
+        n_unparseable=counts.unparseable,
+        n_malformed=counts.malformed,
+        unit_name=pts.unit_name,
+        n_missing_unit=counts.missing_unit,
+    )
+    for line in tally.notes():
+        notes(line)
+    _say_rows(path, counts.rows, d, pts.names, notes)
 
 
 def note_id_columns(schema_names: Sequence[str] | None, chosen: Sequence[str] | None) -> None:

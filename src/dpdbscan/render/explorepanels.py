@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +39,7 @@ from ..cells.histogram import NoisyHistogram
 from ..geometry.projection import projection_of
 from ..model import SpanModel, finest_eps
 from ..model.describe import protection_brief, swamped_min_samples
+from ..model.guarantee import guarantee
 from ..model.levels import alternative, is_levels, unsure_reasons
 from ..model.reparam import remodel
 from ..model.stats import span_stats
@@ -65,7 +67,16 @@ class Row:
     stability: float
 
 
+#: The figure's title's size in points.
+TITLE_POINTS = 9
+
 COLUMNS = ("eps", "min_samples", "threshold", "spans", "core_cells", "core_mass", "core_share", "stability")
+#: The table file's columns: :data:`COLUMNS`, then what the release protects
+#: (the same in every row: :func:`release_words`) and the guarantee of that
+#: row's (eps, MinPts) in words. In columns, not ``#`` lines, so that every
+#: CSV reader (a plain ``csv.reader``, pandas and spreadsheets without a
+#: comment option) reads the file as a table and the statement travels with it.
+FILE_COLUMNS = (*COLUMNS, "protects", "guarantee")
 
 
 @dataclass
@@ -199,11 +210,14 @@ def _panel(model: SpanModel, hist: NoisyHistogram, fine: Grid, p: _sweep.Partiti
 
 
 def write_table(ex: Exploration, path: Path | str) -> None:
-    """The table as CSV (one row per grid point)."""
-    with open(path, "w", newline="") as fh:
+    """The table as CSV (one row per grid point, :data:`FILE_COLUMNS`): the
+    numbers, then who the release protects and the row's guarantee, so that
+    the file says what it protects wherever it is published."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(COLUMNS)
+        w.writerow(FILE_COLUMNS)
         for r in ex.rows:
+            panel = ex.models[(r.eps, r.min_samples)]
             w.writerow(
                 [
                     f"{r.eps:.6g}",
@@ -214,6 +228,8 @@ def write_table(ex: Exploration, path: Path | str) -> None:
                     f"{r.core_mass:.6g}",
                     f"{r.core_share:.4f}",
                     f"{r.stability:.4f}",
+                    release_words(panel),
+                    guarantee(panel)["statement"],
                 ]
             )
 
@@ -302,10 +318,11 @@ def figure(ex: Exploration, model: SpanModel, *, panel_inches: float = 2.6, dpi:
         ms = sorted({int(lv["min_samples"]) for lv in (panel.auto or {}).get("levels") or []})
         shown = f"MinPts {ms[0]}..{ms[-1]}" if len(ms) > 1 else f"MinPts {ms[0] if ms else '-'}"
         draw(ax, panel, f"{title}\neps={length(panel.grid.eps)}, {shown}, {panel.n_spans} span(s)", 7)
-    fig.suptitle(
-        f"spans from one release ({release_words(model)}); rows: eps, columns: MinPts; no extra budget",
-        fontsize=9,
-    )
+    head = f"spans from one release ({release_words(model)}); rows: eps, columns: MinPts; no extra budget"
+    # wrapped to the figure's width (DejaVu Sans at 9 pt averages under 0.62
+    # em a character): a narrow grid cut the protection line at both edges
+    chars = max(30, int(fig.get_figwidth() * 72.0 / (TITLE_POINTS * 0.62)))
+    fig.suptitle(textwrap.fill(head, chars, break_on_hyphens=False), fontsize=TITLE_POINTS)
     return fig
 
 
@@ -359,8 +376,16 @@ def _common_view(ex: Exploration, model: SpanModel) -> tuple[np.ndarray, np.ndar
     return np.maximum(lo - pad, box_lo), np.minimum(hi + pad, box_hi)
 
 
+def lay_out(fig: Figure) -> None:
+    """Place the panels below the title's lines (9 pt at 1.25 line
+    spacing, and a margin)."""
+    lines = fig.get_suptitle().count("\n") + 1
+    top = 1 - (lines * TITLE_POINTS * 1.25 + 8) / 72.0 / fig.get_figheight()
+    fig.tight_layout(rect=(0, 0, 1, min(0.97, top)))
+
+
 def save_figure(fig: Figure, path: Path | str, dpi: float = 100) -> None:
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    lay_out(fig)
     fig.savefig(path, dpi=dpi)
     plotting._plt().close(fig)
 
@@ -370,6 +395,7 @@ __all__ = [
     "Exploration",
     "Row",
     "COLUMNS",
+    "FILE_COLUMNS",
     "default_grid",
     "write_table",
     "table_lines",
@@ -377,5 +403,6 @@ __all__ = [
     "level_selections",
     "release_words",
     "figure",
+    "lay_out",
     "save_figure",
 ]

@@ -7,8 +7,10 @@ Every panel has the same view, and a span the same colour and id in every
 panel (the same place): filled where it is one of that period's spans,
 a thin grey outline where it is not. Everything drawn is released (the
 spans, the table's activity and the public plan of periods), so the picture
-may be published with the model; its title says what unit is protected and
-the lifetime budget. Needs matplotlib, imported where it is used.
+may be published with the model; its title says what unit is protected, the
+lifetime budget and each part's bound
+(:func:`dpdbscan.model.describe.protection_brief`). Needs matplotlib,
+imported where it is used.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..geometry.projection import projection_of
+from ..model.describe import protection_brief
 from ..model.record import SpanModel
 from ..model.stats import span_stats
 from . import spanplot
@@ -117,7 +120,7 @@ def plot_periods(model: SpanModel, *, dpi: float = 110) -> Figure:
         add_scale_bar(axes[-1, 0], proj.kx, outside=True)
     head = (
         f"{model.n_spans} DP span(s) found once over the horizon; filled: the period's spans (active: "
-        f"the 95% interval of the noisy mass above 0). {series['statement']}"
+        f"the 95% interval of the noisy mass above 0). {protection_brief(model)}"
     )
     # about 14 characters an inch at 8 points: the guarantee is never cut off
     fig.suptitle(textwrap.fill(head, width=int(max(cols, MIN_WIDE) * PANEL_INCHES * 14)), fontsize=8)

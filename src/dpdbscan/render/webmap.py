@@ -35,6 +35,7 @@ import numpy as np
 
 from ..geometry.projection import KM_PER_DEGREE, format_km, projection_of
 from ..model.describe import protection_brief, swamp_brief
+from ..model.guarantee import guarantee
 from ..model.record import SpanModel
 from ..model.stats import format_area, span_stats
 from .context import Context, svg_path
@@ -118,6 +119,7 @@ def map_html(
         "TITLE": html.escape(title),
         "FACTS": html.escape(facts),
         "PROTECTS": html.escape(protection_brief(model, greek=True)),
+        "GUARANTEE": html.escape(guarantee(model)["statement"]),
         "HEAT_NOTE": html.escape(heat_note),
         "CONFIG": _script_json(config),
         "HEAT": heat_svg,
