@@ -45,7 +45,7 @@ PANEL: dict[str, tuple[str, int, int, str, int, dict]] = {
 }
 
 
-def run_city(name: str, root: Path, tag: str = "") -> list:
+def run_city(name: str, root: Path, tag: str = "", kinds: Sequence[str] = ("stops", "pickups")) -> list:
     kind, units, days, interval, seed, opt = PANEL[name]
     out = root / (name + (f"-{tag}" if tag else ""))
     out.mkdir(parents=True, exist_ok=True)
@@ -69,6 +69,7 @@ def run_city(name: str, root: Path, tag: str = "") -> list:
         lights=opt.get("lights", False),
         depots=opt.get("depots", 0),
         reuse=True,
+        kinds=kinds,
     )
     return rows
 
@@ -78,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(PANEL))
     ap.add_argument("--out", type=Path, default=Path("results/city_panel"))
     ap.add_argument("--tag", default="", help="a label for this tree's runs (before, after)")
+    ap.add_argument("--events", default="stops,pickups", help="which runs (stops, pickups)")
     ap.add_argument("--table", action="store_true")
     o = ap.parse_args(argv)
     if o.table:
@@ -86,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"### {folder.name}\n\n" + traces_check.table(folder / "runs.jsonl") + "\n")
         return 0
     for name in o.only.split(","):
-        run_city(name, o.out, o.tag)
+        run_city(name, o.out, o.tag, o.events.split(","))
     return 0
 
 

@@ -628,9 +628,7 @@ def generate(
     return city
 
 
-def _add_depots(
-    side: np.random.Generator, roads: Roads, places: Places, n: int, units: int
-) -> np.ndarray:
+def _add_depots(side: np.random.Generator, roads: Roads, places: Places, n: int, units: int) -> np.ndarray:
     """Append ``n`` depots to ``places`` (weight 0: no passenger's place) at
     road nodes 5-12 km from the centre; returns each unit's depot (its place
     index). ``side``: a stream of its own."""
