@@ -334,6 +334,8 @@ class _Trace:
         self.router: _Router
         self.rng: np.random.Generator
         self.stays: list[tuple] = []
+        #: traffic lights (``lights``): a stream of their own, None when off
+        self.lights: np.random.Generator | None = None
 
     def stay(self, seconds: float, status: int) -> None:
         self.S[-1] = status
@@ -361,6 +363,8 @@ class _Trace:
             T = T[: j + 1] + [v + jam for v in T[j:]]
             X, Y = X[: j + 1] + X[j:], Y[: j + 1] + Y[j:]
             t_end += jam
+        if self.lights is not None:  # red lights at grid crossings: waits that are no stops
+            T, X, Y, t_end = _red_lights(self.lights, T, X, Y, t_end)
         self.S[-1] = status
         self.T += T
         self.T.append(t_end)
@@ -379,6 +383,41 @@ class _Trace:
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return np.array(self.T), np.column_stack([self.X, self.Y]), np.array(self.S, dtype=float)
+
+
+#: traffic lights: the share of grid crossings passed at red, and the wait there (s)
+LIGHT_RED, LIGHT_WAIT = 0.4, (15.0, 100.0)
+
+
+def _red_lights(
+    side: np.random.Generator, T: list[float], X: list[float], Y: list[float], t_end: float
+) -> tuple[list[float], list[float], list[float], float]:
+    """A path's vertices with a wait at each grid crossing passed at red (the
+    crossings of the street grid every 0.8 km over the inner 16 km, not the
+    path's ends; ``side``, a stream of its own, so the main draws are those
+    without lights): the vertex repeated, the later times shifted."""
+    q = np.column_stack([X, Y]) / 0.8
+    cross = np.all(np.abs(q - np.round(q)) < 1e-6, axis=1) & np.all(np.abs(q) <= 10.0 + 1e-9, axis=1)
+    cross[0] = cross[-1] = False
+    red = np.flatnonzero(cross)
+    red = red[side.uniform(size=red.size) < LIGHT_RED]
+    if red.size == 0:
+        return T, X, Y, t_end
+    add = np.zeros(len(T))
+    add[red] = side.uniform(*LIGHT_WAIT, size=red.size)
+    shift = np.cumsum(add)
+    t2: list[float] = []
+    x2: list[float] = []
+    y2: list[float] = []
+    for j, (v, x, y) in enumerate(zip(T, X, Y)):
+        if add[j]:
+            t2.append(v + shift[j] - add[j])
+            x2.append(x)
+            y2.append(y)
+        t2.append(v + float(shift[j]))
+        x2.append(x)
+        y2.append(y)
+    return t2, x2, y2, t_end + float(shift[-1])
 
 
 class _Router:
@@ -444,6 +483,8 @@ def generate(
     gaps: str = "light",
     roads_layout: str = "grid",
     hubs: str = "default",
+    lights: bool = False,
+    depots: int = 0,
 ) -> City:
     """A city, its units' traces sampled every ``interval`` seconds (jittered,
     with gaps, with GPS noise; a range (lo, hi): each unit its own interval,
@@ -462,7 +503,14 @@ def generate(
     are those of ``"light"``).
 
     ``roads_layout`` (:data:`ROADS`) and ``hubs`` (:data:`HUBS`): other city
-    layouts; the defaults give the traces of earlier runs bit for bit."""
+    layouts; the defaults give the traces of earlier runs bit for bit.
+
+    ``lights``: red lights at the street grid's crossings (:func:`_red_lights`:
+    40% of crossings passed at red, a wait of 15-100 s; a stream of its own).
+    ``depots``: that many depots (kind ``"depot"`` in the places table, 80 m,
+    never a passenger's place) at road nodes 5-12 km from the centre; each
+    taxi belongs to one and begins and ends every shift there (10-30 min,
+    5-20 min; a stay at a place in the truth). Both off by default."""
     if kind not in ("taxi", "people"):
         raise ValueError(f"kind must be taxi or people, got {kind!r}")
     if ranks not in ("spread", "point"):
@@ -476,6 +524,7 @@ def generate(
     every = unit_intervals(units, interval, seed)
     roads = Roads.build(rng, roads_layout)
     places = Places.build(rng, roads, HUBS[hubs])
+    depot_of = _add_depots(np.random.default_rng([seed, 4]), roads, places, depots, units) if depots else None
     home_nodes = rng.choice(len(roads.nodes), size=units)
     homes = roads.nodes[home_nodes] + rng.normal(0, 0.03, (units, 2))
     router = _Router(roads, np.unique(places.node))
@@ -502,6 +551,8 @@ def generate(
         first_stay = len(stays)
         tr = _Trace(START + rng.uniform(4, 7) * 3600, homes[u])
         tr.unit, tr.node, tr.router, tr.rng, tr.stays = u, int(home_nodes[u]), router, rng, stays
+        if lights:
+            tr.lights = np.random.default_rng([seed, 3, u])
         drive, dwell = tr.drive, tr.dwell
         off: list[tuple[float, float]] = []  # device-off intervals (home, units without it)
 
@@ -515,6 +566,10 @@ def generate(
                 stays.append((u, HOME, t0, tr.now, *tr.pos))
                 if not home_on[u]:
                     off.append((t0 + 60, tr.now - 60))
+            if depot_of is not None and kind == "taxi":  # the shift begins at the depot
+                dp = int(depot_of[u])
+                drive(int(places.node[dp]), 0, places.spot(rng, dp), 1.0)
+                dwell(dp, rng.uniform(600, 1800), 0)
             while tr.now < end:
                 speed = rng.uniform(0.6, 1.1)
                 if kind == "taxi":
@@ -546,6 +601,10 @@ def generate(
                     drive(int(places.node[a]), 1, places.spot(rng, a), speed)
                     dwell(a, float(np.clip(rng.lognormal(math.log(1800), 0.8), 300, 7200)), 0)
                     pickups.append((u, a, tr.now, *tr.pos))  # a trip begins: the departure
+            if depot_of is not None and kind == "taxi":  # and ends there
+                dp = int(depot_of[u])
+                drive(int(places.node[dp]), 0, places.spot(rng, dp), 1.0)
+                dwell(dp, rng.uniform(300, 1200), 0)
             drive(int(home_nodes[u]), 0, homes[u], 1.0)
         t, P, s = tr.arrays()
         ts, pos = _fixes(rng, t, P, float(every[u]), off, noise_m)
@@ -567,6 +626,23 @@ def generate(
     city.pickups = np.array(pickups, dtype=float)
     city.interval = every
     return city
+
+
+def _add_depots(side: np.random.Generator, roads: Roads, places: Places, n: int, units: int) -> np.ndarray:
+    """Append ``n`` depots to ``places`` (weight 0: no passenger's place) at
+    road nodes 5-12 km from the centre; returns each unit's depot (its place
+    index). ``side``: a stream of its own."""
+    r = np.hypot(*roads.nodes.T)
+    ring = np.flatnonzero((r >= 5.0) & (r <= 12.0))
+    node = side.choice(ring, size=n, replace=False)
+    first = len(places)
+    places.kind += ["depot"] * n
+    places.centre = np.vstack([places.centre, roads.nodes[node]])
+    places.radius = np.r_[places.radius, np.full(n, 0.08)]
+    places.weight = np.r_[places.weight, np.zeros(n)]
+    places.node = np.r_[places.node, node]
+    places.node_xy = np.vstack([places.node_xy, roads.nodes[node]])
+    return first + side.integers(0, n, size=units)
 
 
 def _fixes(
@@ -719,6 +795,8 @@ def city_options(ap: argparse.ArgumentParser) -> None:
         help="the place mix: one airport and three stations (default), no dominant place (none), "
         "two airports and six stations (many)",
     )
+    ap.add_argument("--lights", action="store_true", help="red lights at the grid's crossings (15-100 s)")
+    ap.add_argument("--depots", type=int, default=0, help="depots where each taxi begins and ends its shifts")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -746,6 +824,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         gaps=o.gaps,
         roads_layout=o.roads,
         hubs=o.hubs,
+        lights=o.lights,
+        depots=o.depots,
     )
     path = city.write(o.out)
     print(

@@ -254,6 +254,9 @@ def run(
     modes: Sequence[bool] = (False, True),
     roads: str = "grid",
     hubs: str = "default",
+    lights: bool = False,
+    depots: int = 0,
+    reuse: bool = False,
 ) -> list:
     tag = (
         f"{kind}_u{units}_d{days}_i{interval_tag(interval)}_s{seed}"
@@ -261,6 +264,8 @@ def run(
         + ("_gheavy" if gaps == "heavy" else "")
         + ("" if roads == "grid" else f"_{roads}")
         + ("" if hubs == "default" else f"_hubs{hubs}")
+        + ("_lights" if lights else "")
+        + (f"_depots{depots}" if depots else "")
     )
     out = root / tag
     if with_series == "only":  # the series of traces written before
@@ -275,12 +280,35 @@ def run(
             _emit(row, root)
         return rows
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        city = generate(
-            units, days, interval, seed, kind, ranks=ranks, gaps=gaps, roads_layout=roads, hubs=hubs
-        )
-    traces = city.write(out, UNIT)
+    saved = out / "city.pickle"
+    if reuse and saved.exists():  # the same city again (its truth too), for other fits of its traces
+        import pickle
+
+        with open(saved, "rb") as f:
+            city = pickle.load(f)
+        traces = out / "traces.parquet"
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            city = generate(
+                units,
+                days,
+                interval,
+                seed,
+                kind,
+                ranks=ranks,
+                gaps=gaps,
+                roads_layout=roads,
+                hubs=hubs,
+                lights=lights,
+                depots=depots,
+            )
+        traces = city.write(out, UNIT)
+        if reuse:
+            import pickle
+
+            with open(saved, "wb") as f:
+                pickle.dump(city, f)
     base = {
         "config": tag,
         "fixes": int(len(city.time)),
@@ -424,6 +452,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--series-only", action="store_true", help="only the series, of traces written before")
     ap.add_argument("--out", type=Path, default=Path("results/traces"))
     ap.add_argument("--table", action="store_true", help="print OUT/runs.jsonl as markdown tables")
+    ap.add_argument(
+        "--reuse", action="store_true", help="keep the city (city.pickle) and fit it again if kept before"
+    )
     ap.add_argument("--offsets", nargs="+", type=Path, help="pick-ups' distances from boarding, per folder")
     o = ap.parse_args(argv)
     if o.table:
@@ -456,6 +487,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     modes,
                     o.roads,
                     o.hubs,
+                    o.lights,
+                    o.depots,
+                    o.reuse,
                 )
     return 0
 

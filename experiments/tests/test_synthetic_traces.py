@@ -251,3 +251,32 @@ def test_other_city_layouts(roads, hubs):
         assert np.hypot(*(a[0] - a[1])) == pytest.approx(25.6, abs=1e-6)
     with pytest.raises(ValueError):
         generate(units=1, days=1, roads_layout="spiral")
+
+
+def test_red_lights_and_depots_are_off_by_default_and_do_what_they_say():
+    from experiments.jam_cause import study
+    from experiments.synthetic_traces import LIGHT_WAIT, _red_lights
+
+    plain = generate(units=20, days=1, interval=10.0, seed=5)
+    again = generate(units=20, days=1, interval=10.0, seed=5, lights=False, depots=0)
+    assert np.array_equal(plain.lonlat, again.lonlat) and np.array_equal(plain.time, again.time)
+    # a path along a grid street through three crossings (0.8 km apart) and its ends
+    X = [0.0, 0.4, 0.8, 1.2, 1.6, 2.0, 2.4]
+    T = [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+    side = np.random.default_rng(0)
+    t2, x2, y2, end = _red_lights(side, T, X, [0.8] * 7, 70.0)
+    waits = len(t2) - len(T)  # each red crossing's vertex repeated, the later times shifted by its wait
+    assert waits >= 1 and end - 70.0 == t2[-1] - 60.0
+    assert LIGHT_WAIT[0] * waits <= end - 70.0 <= LIGHT_WAIT[1] * waits
+    assert sorted(set(x2)) == X and np.all(np.diff(t2) > 0)
+    # lights make no stop of 5 min: every stop of a lit city is at a place, a home or a jam
+    lit = generate(units=20, days=1, interval=10.0, seed=5, lights=True)
+    assert study(lit, 10.0)["stops_moving"] <= 0.01
+    dep = generate(units=20, days=2, interval=10.0, seed=5, depots=3)
+    depots = [i for i, k in enumerate(dep.places.kind) if k == "depot"]
+    assert len(depots) == 3 and np.all(dep.places.weight[depots] == 0)
+    at = dep.stays[np.isin(dep.stays[:, 1], depots)]
+    # every taxi begins and ends each of its two shifts at its depot
+    assert np.all(np.bincount(at[:, 0].astype(int), minlength=20) == 4)
+    r = np.hypot(*dep.places.centre[depots].T)
+    assert np.all((r >= 5.0) & (r <= 12.0))

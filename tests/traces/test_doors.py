@@ -79,7 +79,12 @@ def test_fit_lonlat_takes_lengths_on_the_ground():
     box = (-122.5, 37.6, -122.3, 37.8)
     kw = dict(bounds=box, eps="500m", min_samples=20, delta=1e-6, max_cells_per_unit=4, random_state=5)
     m = fit_lonlat(lonlat, units=units, times=times, events=Stops("200m", "5min"), **kw)
-    assert m.metadata["events"] == {"kind": "stops", "radius": 0.2, "duration_s": 300.0}
+    assert m.metadata["events"] == {
+        "kind": "stops",
+        "radius": 0.2,
+        "duration_s": 300.0,
+        "straight_on_deg": 30.0,
+    }
     assert m.n_spans >= 1
 
 

@@ -197,6 +197,9 @@ def events_from_args(args: argparse.Namespace, *, reads: bool = True) -> Events 
         raise ValueError("--ends goes with --trip-ends COLUMN")
     if codes is not None and ends_col is None:
         raise ValueError("--status-values goes with --trip-ends COLUMN")
+    turn = getattr(args, "straight_on", None)
+    if turn is not None and stops is None:
+        raise ValueError("--straight-on goes with --stops")
     if stops is None and ends_col is None:
         if time_col is not None and getattr(args, "per", None) is None:
             raise ValueError("--time is read only for --stops, --trip-ends or --per")
@@ -209,10 +212,11 @@ def events_from_args(args: argparse.Namespace, *, reads: bool = True) -> Events 
     geo = bool(getattr(args, "geo", False))
     try:
         if stops is not None:
-            return Stops(*stops).resolved(geo=geo)
+            return Stops(*stops, *(() if turn is None else (turn,))).resolved(geo=geo)
         return TripEnds(ends or "pickup", None if codes is None else tuple(codes)).resolved(geo=geo)
     except ValueError as exc:
-        option = "--stops" if stops is not None else ("--ends" if codes is None else "--status-values")
+        option = "--stops" if stops is not None and "straight-on" not in str(exc) else "--straight-on"
+        option = option if stops is not None else ("--ends" if codes is None else "--status-values")
         raise ValueError(f"{option}: {exc}") from None
 
 

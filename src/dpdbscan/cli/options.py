@@ -334,6 +334,15 @@ def add_trace_options(p: ArgTarget) -> None:
         "stop; e.g. --stops 100m 5min (RADIUS in the data's units without --geo)",
     )
     t.add_argument(
+        "--straight-on",
+        type=float,
+        default=None,
+        metavar="DEGREES",
+        help="with --stops: a run the unit leaves going on the way it came (turning by less than "
+        "DEGREES between its fixes three radii before and after) is a pause on the way, such as a "
+        "jam, not a stop, and is dropped (default 30; 0 keeps every run)",
+    )
+    t.add_argument(
         "--trip-ends",
         metavar="COLUMN",
         help="count each unit's trip ends instead of its rows, from this status column: 0/1 "

@@ -27,6 +27,8 @@ from .tripends import ENDS, parse_status, trip_end_rows
 
 _LENGTH = re.compile(r"^\s*([+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zA-Z]*)\s*$")
 _TO_KM = {"m": 1e-3, "km": 1.0}
+#: Stops' default ``straight_on`` (degrees): runs left straight on are pauses on the way.
+STRAIGHT_ON = 30.0
 
 
 @dataclass(frozen=True)
@@ -38,24 +40,37 @@ class Stops:
     ``radius`` is in the fit's coordinates: km for ``fit_lonlat`` and
     ``--geo`` (where text such as ``"100m"`` is accepted), else the data's
     own units. ``duration``: seconds, or text such as ``"5min"``.
+    ``straight_on`` (degrees, default :data:`STRAIGHT_ON`): a run the unit
+    leaves going on the way it came (turning by less than this) is a pause
+    on the way (a jam), not a stop, and is dropped; 0 keeps every run
+    (:mod:`dpdbscan.traces.stops`).
     """
 
     radius: float | str
     duration: float | str
+    straight_on: float = STRAIGHT_ON
 
     needs_status = False
 
     def resolved(self, *, geo: bool) -> Stops:
         """The same stops with ``radius`` in the fit's units and
         ``duration`` in seconds (ValueError naming the bad one)."""
-        return Stops(parse_radius(self.radius, geo=geo), parse_duration(self.duration))
+        return Stops(
+            parse_radius(self.radius, geo=geo), parse_duration(self.duration), parse_turn(self.straight_on)
+        )
 
     def rows(self, X: np.ndarray, codes: np.ndarray, times: np.ndarray, status: Any = None) -> np.ndarray:
         r = self.resolved(geo=False) if isinstance(self.radius, str) else self
-        return stop_rows(X, codes, times, float(r.radius), parse_duration(r.duration))
+        turn = parse_turn(r.straight_on)
+        return stop_rows(X, codes, times, float(r.radius), parse_duration(r.duration), turn)
 
     def record(self) -> dict[str, Any]:
-        return {"kind": "stops", "radius": float(self.radius), "duration_s": parse_duration(self.duration)}
+        return {
+            "kind": "stops",
+            "radius": float(self.radius),
+            "duration_s": parse_duration(self.duration),
+            "straight_on_deg": parse_turn(self.straight_on),
+        }
 
 
 @dataclass(frozen=True)
@@ -105,6 +120,21 @@ class TripEnds:
 
 
 Events = Stops | TripEnds
+
+
+def parse_turn(value: Any) -> float:
+    """A straight-on angle in degrees, 0 (keep every run) to 180."""
+    if isinstance(value, bool):
+        raise ValueError(f"the straight-on angle is a number of degrees from 0 to 180, got {value!r}")
+    try:
+        deg = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"the straight-on angle is a number of degrees from 0 to 180, got {value!r}"
+        ) from None
+    if not (0.0 <= deg <= 180.0):
+        raise ValueError(f"the straight-on angle is a number of degrees from 0 to 180, got {value!r}")
+    return deg
 
 
 def parse_radius(text: str | float, *, geo: bool) -> float:

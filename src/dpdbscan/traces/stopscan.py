@@ -67,3 +67,73 @@ def stop_anchors(
         else:
             i += 1
     return out[:m]
+
+
+@kernel
+def straight_on_flags(
+    X: np.ndarray,
+    rows: np.ndarray,
+    codes: np.ndarray,
+    anchors: np.ndarray,
+    r2: float,
+    far2: float,
+    cos: float,
+) -> np.ndarray:
+    """:func:`dpdbscan.traces.stops.straight_on_runs` compiled, for traces
+    whose stops come from :func:`stop_anchors` (numba already loaded): per
+    anchor, the run (the next points within ``r2``), then the first point
+    after it and the last before the anchor farther than ``far2`` (squared,
+    summed over the axes in order, as numpy would); True where both exist
+    and coming and going turn by less than the angle whose cosine is ``cos``."""
+    n = rows.shape[0]
+    d = X.shape[1]
+    out = np.zeros(anchors.shape[0], np.bool_)
+    for q in range(anchors.shape[0]):
+        i = anchors[q]
+        a = rows[i]
+        unit = codes[a]
+        j = i
+        limit = r2
+        while j + 1 < n:  # the run, then on while within far
+            b = rows[j + 1]
+            if codes[b] != unit:
+                break
+            d2 = 0.0
+            for k in range(d):
+                diff = X[b, k] - X[a, k]
+                d2 += diff * diff
+            if d2 > limit:
+                if limit == far2:
+                    break
+                limit = far2
+                if d2 > limit:
+                    break
+            j += 1
+        h = i
+        while h - 1 >= 0:
+            b = rows[h - 1]
+            if codes[b] != unit:
+                break
+            d2 = 0.0
+            for k in range(d):
+                diff = X[b, k] - X[a, k]
+                d2 += diff * diff
+            if d2 > far2:
+                break
+            h -= 1
+        if j + 1 >= n or h - 1 < 0:
+            continue
+        c, b = rows[j + 1], rows[h - 1]
+        if codes[c] != unit or codes[b] != unit:
+            continue
+        dot = 0.0
+        n1 = 0.0
+        n2 = 0.0
+        for k in range(d):
+            come = X[a, k] - X[b, k]
+            go = X[c, k] - X[a, k]
+            dot += come * go
+            n1 += come * come
+            n2 += go * go
+        out[q] = dot > cos * np.sqrt(n1 * n2)
+    return out
