@@ -91,10 +91,12 @@ def fit_auto(lonlat: np.ndarray, cabs: np.ndarray, seed: int, **kw: Any):
         )
 
 
-def stops(path: Path = TRACES) -> tuple[np.ndarray, np.ndarray]:
+def stops(path: Path = TRACES, straight_on: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(lon/lat of every stop, the cab's code of each): the library's own
     ``Stops("100m", "5min")`` per cab (what ``--stops 100m 5min`` counts),
-    recomputed here for evaluation."""
+    recomputed here for evaluation; ``straight_on`` (degrees) other than the
+    library's default (``--events stops-all``: 0, every run kept, as before
+    the pause rule)."""
     import pyarrow.parquet as pq
 
     from dpdbscan import Stops
@@ -104,11 +106,17 @@ def stops(path: Path = TRACES) -> tuple[np.ndarray, np.ndarray]:
     lonlat = np.column_stack([t.column("x").to_numpy(), t.column("y").to_numpy()])
     proj = Equirectangular.from_bounds(list(BOX[:2]), list(BOX[2:]))
     codes, _ = factorize(t.column("cab"))
-    rows = event_rows(Stops(0.1, 300.0), proj.forward(lonlat), codes, t.column("time"), None)
+    rule = Stops(0.1, 300.0) if straight_on is None else Stops(0.1, 300.0, straight_on=straight_on)
+    rows = event_rows(rule, proj.forward(lonlat), codes, t.column("time"), None)
     return lonlat[rows], np.asarray(codes)[rows]
 
 
-EVENTS = {"pickups": pickups, "stops": stops}
+def stops_all(path: Path = TRACES) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`stops` with every run kept (``straight_on=0``: no pause rule)."""
+    return stops(path, straight_on=0.0)
+
+
+EVENTS = {"pickups": pickups, "stops": stops, "stops-all": stops_all}
 
 
 def metric(model_path: Path, events: str = "pickups") -> str:
