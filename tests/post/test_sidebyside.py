@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from importlib import resources
 
 import numpy as np
 import pytest
+from jsonschema import Draft202012Validator
 
 from dpdbscan import DPDBSCAN, BudgetAccountant
 from dpdbscan.cells.grid import Grid
@@ -104,6 +106,8 @@ def test_the_model_file_carries_release_two(fitted, tmp_path):
     assert doc["privacy"]["second"]["share"] == pytest.approx(0.1)
     sp = doc["auto"]["second"]["spans"][0]
     assert sp["split"] and sp["f"] == 3 and sp["ids"] == [0, 1]
+    schema = json.loads(resources.files("dpdbscan.model").joinpath("schema.json").read_text())
+    assert [e.message for e in Draft202012Validator(schema).iter_errors(doc)] == []
     back = load_model(path)
     assert back.n_spans == 2
     assert np.array_equal(back.predict(X), model.predict(X))
