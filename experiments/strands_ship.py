@@ -23,7 +23,7 @@ from dpdbscan import DPDBSCAN
 from . import scene_bench
 
 #: strands2's held-out scenes (results/scenes/strands2-tune.md, "Held out")
-SEEDS = (80005, 80007, 80012, 80038, 80039, 80041, 80043, 80046, 80055, 80066, 80071)
+SEEDS: tuple[int, ...] = (80005, 80007, 80012, 80038, 80039, 80041, 80043, 80046, 80055, 80066, 80071)
 SEEDS += (80087, 80090, 80095, 80107, 80133, 80134, 80151, 80152, 80168, 80181, 80189)
 
 

@@ -101,8 +101,11 @@ def release_two(model: Any, X: Any, backend: Any, source: Any, second: SecondRel
     cells, spans, counts = cells[order], spans[order], counts[order]
     kids = children(cells, f)
     exact = fine_counts(fine, kids, X, backend)
-    noise = noise_at("discrete", float(second.epsilon)).sample(source, kids.shape[0]) if kids.size else []
-    noisy = exact + np.asarray(noise, dtype=np.int64)
+    noisy = exact.copy()
+    if kids.size:
+        noisy += np.asarray(
+            noise_at("discrete", float(second.epsilon)).sample(source, kids.shape[0]), np.int64
+        )
     per = f**g.d
     out = []
     for s in np.unique(spans):
