@@ -218,13 +218,13 @@ class SecondRelease:
 
     share: float
     epsilon: float
-    fine: int = 3
-    select_sds: float = 3.0
-    keep_sds: float = 2.0
-    keep_top: float = 0.1
-    cover: float = 0.5
-    mass_share: float = 0.1
-    mass_sds: float = 3.0
+    fine: int
+    select_sds: float
+    keep_sds: float
+    keep_top: float
+    cover: float
+    mass_share: float
+    mass_sds: float
 
 
 @dataclass(frozen=True)
@@ -268,7 +268,7 @@ class ReleaseSpec:
     units: UnitBound | None
     unit_choice: UnitChoice | None
     size_estimate: SizeEstimate | None
-    second: SecondRelease | None = None
+    second: SecondRelease | None
 
     @property
     def delta_spent(self) -> float:

@@ -52,6 +52,18 @@ COUNT_SHARE = 0.01
 SECOND_SHARE = 0.1
 SECOND_MIN_COUNT = 20_000
 SECOND_DIMS = 3
+#: Release two's rule (kept by the strands2 study): f, then the selection's,
+#: the keep threshold's, the side-by-side cover's and the significance's
+#: constants (:class:`dpdbscan.params.specs.SecondRelease`).
+SECOND_RULE = {
+    "fine": 3,
+    "select_sds": 3.0,
+    "keep_sds": 2.0,
+    "keep_top": 0.1,
+    "cover": 0.5,
+    "mass_share": 0.1,
+    "mass_sds": 3.0,
+}
 #: In geographic mode (lon/lat projected to km) the automatic mode looks for
 #: places: a selected span reaches at most this far across (km), as
 #: ``predict`` draws it. A place (a station, a hotel's entrance, a terminal,
@@ -312,6 +324,7 @@ __all__ = [
     "SECOND_SHARE",
     "SECOND_MIN_COUNT",
     "SECOND_DIMS",
+    "SECOND_RULE",
     "second_applies",
     "SMALL_N",
     "LARGE_N",

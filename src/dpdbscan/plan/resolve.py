@@ -358,7 +358,9 @@ def release_spec(
                 epsilon_noise, autoplan.SECOND_SHARE * epsilon / epsilon_noise
             )
             second = SecondRelease(
-                share=autoplan.SECOND_SHARE, epsilon=laws.drawn_scale("discrete", epsilon_second)
+                share=autoplan.SECOND_SHARE,
+                epsilon=laws.drawn_scale("discrete", epsilon_second),
+                **autoplan.SECOND_RULE,
             )
     noise = NoiseSpec.calibrated(kind_noise, epsilon_noise, delta, bound, rhos)
     if epsilon_noise != epsilon:
