@@ -52,11 +52,11 @@ COUNT_SHARE = 0.01
 SECOND_SHARE = 0.1
 SECOND_MIN_COUNT = 20_000
 SECOND_DIMS = 3
-#: Release two's rule (kept by the strands2 study): f, then the selection's,
+#: Release two's rule (kept by the strands2 study): f (SECOND_FINE), then the selection's,
 #: the keep threshold's, the side-by-side cover's and the significance's
 #: constants (:class:`dpdbscan.params.specs.SecondRelease`).
+SECOND_FINE = 3
 SECOND_RULE = {
-    "fine": 3,
     "select_sds": 3.0,
     "keep_sds": 2.0,
     "keep_top": 0.1,
@@ -325,6 +325,7 @@ __all__ = [
     "SECOND_MIN_COUNT",
     "SECOND_DIMS",
     "SECOND_RULE",
+    "SECOND_FINE",
     "second_applies",
     "SMALL_N",
     "LARGE_N",

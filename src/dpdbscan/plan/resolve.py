@@ -360,6 +360,7 @@ def release_spec(
             second = SecondRelease(
                 share=autoplan.SECOND_SHARE,
                 epsilon=laws.drawn_scale("discrete", epsilon_second),
+                fine=autoplan.SECOND_FINE,
                 **autoplan.SECOND_RULE,
             )
     noise = NoiseSpec.calibrated(kind_noise, epsilon_noise, delta, bound, rhos)
