@@ -49,7 +49,7 @@ from .plan.autoplan import (
 )
 from .plan.outlook import Forecast, forecast
 from .plan.resolve import Resolved, resolve
-from .post import auto, levelsearch, ownscale
+from .post import auto, levelsearch, ownscale, sidebyside
 from .post.coretests import Spans, build_spans, core_test
 from .progress import stage
 from .release.accountant import Accountant
@@ -241,6 +241,12 @@ def fit(
     else:
         stage("choosing eps and MinPts from the release")
         model = _auto_model(hist, r, r.auto, p, meta)
+        if r.release.second is not None and model.histogram is not None:
+            # release two (docs/privacy.md 4.10): its cells from release one alone, its
+            # noise from the same stream, its share of epsilon already left by the
+            # histogram's (the accountant was charged the pair's epsilon above)
+            stage("a second, finer release where the first is dense")
+            model = sidebyside.split_model(model, X, backend, random_state, r.release.second)
         fc = forecast(
             replace(r.release, grid=model.release.grid), replace(r.spans, min_samples=model.spec.min_samples)
         )

@@ -32,6 +32,7 @@ RECORDS = [
     specs.UnitBound,
     specs.UnitChoice,
     specs.SizeEstimate,
+    specs.SecondRelease,
     specs.ReleaseSpec,
     specs.ReleaseInfo,
     Resolved,
@@ -120,7 +121,7 @@ def test_the_delta_a_release_spends_follows_from_its_histogram_and_noise(histogr
     rho = (0.5, 0.4) if noise == "gaussian" else None
     calibrated = specs.NoiseSpec.calibrated(noise, 1.0, delta, bound, rho)
     grid = Grid(np.zeros(2), np.ones(2), 0.1, 4.0)
-    spec = specs.ReleaseSpec(grid, histogram, 0.0, calibrated, bound, None, None)
+    spec = specs.ReleaseSpec(grid, histogram, 0.0, calibrated, bound, None, None, None)
     assert (spec.delta_spent, spec.delta_threshold) == ((delta if spends else 0.0), for_threshold)
     assert (spec.noise.l1_sensitivity, spec.noise.l2_sensitivity) == (8.0, 4.0)
     # Gaussian: sigma^2 = L2^2 / (2 rho of the noise); Laplace: one count at epsilon / L1

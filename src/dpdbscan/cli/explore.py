@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ..geometry import projection
+from ..model.describe import second_lines
 from ..params.parameters import check_param
 from ..prepare import read_length
 from .common import EXIT_OK, EXIT_PARTIAL, ArgTarget, WarningSink, atomic_write, check_writable, one_line
@@ -111,6 +112,13 @@ def cmd_explore(args: argparse.Namespace, sink: WarningSink) -> int:
         f"({_explore.release_words(model)}; made at eps={length(model.release.eps)}); exploring "
         "costs no budget"
     )
+    two = second_lines(model)
+    if two:
+        print(two[0].strip())
+        print(
+            "explored: release one's histogram alone, so the table's spans are release one's (release two "
+            "splits only the model's own spans)"
+        )
     for line in _explore.table_lines(ex, model):
         print(line)
     for line in _explore.selection_lines(ex, model):

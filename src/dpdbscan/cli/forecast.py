@@ -11,7 +11,17 @@ from ..geometry import projection
 from ..model.codec import jsonable
 from ..model.describe import bound_brief
 from ..params.validation import check_positive
-from ..plan.autoplan import ASSUMED_N, COUNT_SHARE, LARGE_N, PLACE_EXTENT_KM, SMALL_N, counts_points
+from ..plan.autoplan import (
+    ASSUMED_N,
+    COUNT_SHARE,
+    LARGE_N,
+    PLACE_EXTENT_KM,
+    SECOND_DIMS,
+    SECOND_MIN_COUNT,
+    SECOND_SHARE,
+    SMALL_N,
+    counts_points,
+)
 from ..plan.resolve import forecast_of, validated
 from ..prepare import project_box, read_length, split_bounds
 from ..series import SeriesPlan, statement
@@ -256,6 +266,14 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
             f"count     : without --n-expected the fit first spends {COUNT_SHARE:.0%} of the budget on a DP "
             f"count of the points and sizes its grid for the count where it is {where}"
         )
+        if len(lower) == SECOND_DIMS and p["noise"] in ("discrete", "laplace"):
+            print(
+                f"releases  : in 3-D, where that count is {SECOND_MIN_COUNT:,} or more, the fit makes two "
+                f"releases that together spend epsilon={p['epsilon']:g}: release one (the count and the "
+                f"histogram) {1 - SECOND_SHARE:.0%} of it, release two {SECOND_SHARE:.0%} (finer cells "
+                "where release one is dense, to part spans whose parts lie side by side; docs/privacy.md "
+                "4.10); this forecast is release one's at the whole epsilon"
+            )
     if events is not None:
         print(
             f"counts  : {event_words(events.record(), length)}; --n-expected is then your guess of "

@@ -24,6 +24,7 @@ from ..cells.histogram import NoisyHistogram
 from ..cells.subcells import SubcellLayout
 from ..params.parameters import check_param
 from ..params.specs import ReleaseInfo, SizeEstimate, SpanSpec, UnitBound, UnitChoice
+from ..post import sidebyside
 from ..post.coretests import Stored, core_test
 from .guarantee import guarantee
 from .record import SpanModel
@@ -88,6 +89,7 @@ def _document(model: SpanModel, include_histogram: bool, span_list: Any) -> dict
             **({} if rel.rho is None else {"rho": rel.rho}),
             **({} if rel.unit_choice is None else {"unit_choice": unit_choice_dict(rel.unit_choice)}),
             **({} if rel.size_estimate is None else {"size_estimate": size_estimate_dict(rel.size_estimate)}),
+            **second_privacy(model),
         },
         "params": {
             "eps": spans.grid.eps,
@@ -360,6 +362,8 @@ def _model_from_dict(data: dict) -> SpanModel:
     _need(auto is None or isinstance(auto, dict), "auto must be an object")
     if auto is not None and auto.get("selection") == "levels":
         _levels_record(auto, int(lab.max()) + 1 if lab.size else 0, alpha, spec.min_samples)
+    if auto is not None and sidebyside.KEY in auto:
+        _second_record(auto[sidebyside.KEY], int(lab.max()) + 1 if lab.size else 0, hgrid, release)
     return SpanModel(spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=metadata)
 
 
@@ -418,6 +422,64 @@ def _levels_record(auto: dict, n_spans: int, alpha: float, lowest: int) -> None:
         for name in ("threshold", "stability", "stability_share", "mass"):
             _real(lv.get(name), f"auto.levels[{i}].{name}")
     _need(isinstance(auto.get("unsure"), bool), "auto.unsure must be true or false")
+
+
+def second_privacy(model: SpanModel) -> dict:
+    """The privacy section's words on release two, when the automatic mode
+    made one (docs/privacy.md 4.10): the pair is the release of the stated
+    epsilon, release two's share and the epsilon its noise is drawn with."""
+    rec = (model.auto or {}).get(sidebyside.KEY)
+    if rec is None:
+        return {}
+    return {
+        "releases": 2,
+        "second": {"share": rec["share"], "noise": rec["noise"], "count_epsilon": rec["count_epsilon"]},
+    }
+
+
+def _second_record(rec: Any, n_spans: int, hgrid: Grid, release: ReleaseInfo) -> None:
+    """Release two's record (``auto["second"]``, :mod:`dpdbscan.post.sidebyside`):
+    its share and noise, each span's fine cells and noisy counts, and where a
+    span was split, its ids (the span's and new ones, each a span of the
+    file) and the piece of each kept fine cell; ``predict`` reads it."""
+    _need(isinstance(rec, dict), "auto.second must be an object")
+    _need(release.units is None, "auto.second is for event-level releases only")
+    _real(rec.get("share"), "auto.second.share", 0, 1, low_open=True, high_open=True)
+    _choice(rec.get("noise"), "auto.second.noise", ("discrete",))
+    _real(rec.get("count_epsilon"), "auto.second.count_epsilon", 0, release.epsilon, low_open=True)
+    spans = rec.get("spans")
+    _need(isinstance(spans, list), "auto.second.spans must be a list")
+    taken: set[int] = set()
+    for sp in spans:
+        _need(isinstance(sp, dict), "auto.second.spans must hold objects")
+        s, f = sp.get("span"), sp.get("f")
+        _need(isinstance(s, int) and 0 <= s < n_spans, "auto.second.spans[].span must be a span of the file")
+        _need(isinstance(f, int) and 2 <= f <= 8, "auto.second.spans[].f must be an integer from 2 to 8")
+        fine = unpack(sp["fine"]).reshape(-1, hgrid.d)
+        _need(
+            unpack(sp["counts"]).shape == (fine.shape[0],), "auto.second.spans[].counts must match its cells"
+        )
+        _need(isinstance(sp.get("split"), bool), "auto.second.spans[].split must be true or false")
+        if not sp["split"]:
+            continue
+        ids = sp.get("ids")
+        _need(
+            isinstance(ids, list)
+            and len(ids) >= 2
+            and ids[0] == s
+            and all(isinstance(i, int) and 0 <= i < n_spans and i not in taken for i in ids)
+            and len(set(ids)) == len(ids),
+            "auto.second.spans[].ids must be the span and other spans of the file, each split once",
+        )
+        taken.update(ids)
+        kept = unpack(sp["kept"]).reshape(-1, hgrid.d)
+        piece = unpack(sp["piece"])
+        _need(
+            piece.shape == (kept.shape[0],)
+            and kept.shape[0] > 0
+            and bool(np.all((piece >= 0) & (piece < len(ids)))),
+            "auto.second.spans[].piece must name a piece of each kept fine cell",
+        )
 
 
 #: Version 1's names of the quantities version 2 renamed (its other keys are unchanged).

@@ -13,11 +13,12 @@ from ..geometry.projection import eps_text, format_km, projection_of
 from ..laws.noise import shown_count
 from ..params.paramwords import grid_words, histogram_words
 from ..params.sizing import ASSUMED_N, LARGE_N, SMALL_N, finer_n, sized_n
+from ..post import sidebyside
 from ..post.coretests import core_test
 from ..post.coretests.density.densitymargin import swamped
 from ..post.coretests.density.densitytest import density_margin
 from ..traces import event_words
-from .codec import jsonable, size_estimate_dict, unit_choice_dict
+from .codec import jsonable, second_privacy, size_estimate_dict, unit_choice_dict
 from .guarantee import eps_candidates, guarantee, own_eps_spans, unit_noun
 from .levels import is_levels, level_lines
 from .record import SpanModel
@@ -313,6 +314,7 @@ def describe(model: SpanModel) -> dict:
         "auto": None if model.auto is None else dict(model.auto),
         "unit_choice": None if rel.unit_choice is None else unit_choice_dict(rel.unit_choice),
         "size_estimate": None if rel.size_estimate is None else size_estimate_dict(rel.size_estimate),
+        **second_privacy(model),
     }
     if model.metadata.get("projection") is not None:
         info["units"] = "km"
@@ -479,7 +481,12 @@ def summary(model: SpanModel) -> str:
         own_eps_words(model, test.guarantee_line(guarantee(model), s, eps_candidates(model), length)),
     ]
     return "\n".join(
-        lines + bound_lines(model) + size_lines(model) + event_lines(model) + origin_lines(model)
+        lines
+        + bound_lines(model)
+        + size_lines(model)
+        + second_lines(model)
+        + event_lines(model)
+        + origin_lines(model)
     )
 
 
@@ -540,6 +547,29 @@ def size_lines(model: SpanModel) -> list[str]:
     return [
         f"  count   : a DP count of the points, {size.value:,.0f} ({spent}); {where}, so the grid "
         f"is the one for {ASSUMED_N:,} points, as without a count"
+    ]
+
+
+def second_lines(model: SpanModel) -> list[str]:
+    """Release two of the automatic mode in 3-D (docs/privacy.md 4.10), when
+    it made one: two releases, what each spent, and which spans it split."""
+    rec = (model.auto or {}).get(sidebyside.KEY)
+    if rec is None:
+        return []
+    eps = model.release.epsilon
+    share = float(rec["share"])
+    f = int(rec["fine"])
+    split = [sp for sp in rec["spans"] if sp.get("split")]
+    parts = "; ".join(
+        f"span {sp['span']} into {', '.join(str(i) for i in sp['ids'][:-1])} and {sp['ids'][-1]}"
+        for sp in split
+    )
+    what = f"it split {parts} (their parts lie side by side)" if split else "it split no span"
+    return [
+        f"  releases: two, which together spend epsilon={eps:g}: release one (the DP count and the "
+        f"histogram) epsilon={eps * (1 - share):.3g}, release two epsilon={eps * share:.3g} (discrete "
+        f"Laplace counts of {rec['n_fine_cells']:,} cells, {f}^{model.grid.d} in each of release one's "
+        f"dense cells in spans, chosen from release one alone); {what}"
     ]
 
 

@@ -85,8 +85,17 @@ def level_lines(model: SpanModel, per_span: list[dict] | None = None, top: int =
             "predict's border for each is its own eps"
         )
     lines += place_lines(a)
+    # spans release two split (post.sidebyside): each part's figures are its whole span's
+    part_of = {
+        i: sp["span"] for sp in (a.get("second") or {}).get("spans", []) if sp.get("split") for i in sp["ids"]
+    }
     for lv in sorted(spans, key=lambda lv: -lv["stability"])[:top]:
         at = f"eps={lv['eps']:.4g} ({lv['taken']}), " if lv.get("taken") else ""
+        if lv["span"] in part_of:
+            at = (
+                f"a part of release one's span {part_of[lv['span']]} (release two split it; "
+                "figures of the whole), " + at
+            )
         lines.append(
             f"    span {lv['span']}: {at}MinPts {lv['min_samples']} (threshold {lv['threshold']:.1f}), one "
             f"span up to MinPts {lv['last_min_samples']}, stability {lv['stability']:.3g} "

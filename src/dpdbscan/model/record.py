@@ -29,7 +29,7 @@ from ..geometry.outlines import Outlines, outlines
 from ..laws.noise import shown_count
 from ..params.specs import ReleaseInfo, SpanSpec
 from ..params.validation import check_array
-from ..post import levelsearch
+from ..post import levelsearch, sidebyside
 from ..post.coretests import Spans, core_test
 from .predict import (
     degrees_given,
@@ -116,6 +116,18 @@ class SpanModel:
         note = outside_note(self.grid, X)
         if note:
             warnings.warn(note, PrivateNoteWarning, stacklevel=2)
+        labels = self._predict_cells(X)
+        # spans that release two split: each point to its nearest kept fine cell's piece
+        return sidebyside.relabel_points(labels, X, self._split_pieces)
+
+    @functools.cached_property
+    def _split_pieces(self) -> list:
+        """The spans release two split (:func:`dpdbscan.post.sidebyside.split_pieces`), or []."""
+        rec = (self.auto or {}).get(sidebyside.KEY)
+        return [] if rec is None else sidebyside.split_pieces(rec, self.release.grid)
+
+    def _predict_cells(self, X: np.ndarray) -> np.ndarray:
+        """The span of each point (checked) by the cells: release one's rule."""
         if (
             "_regions" not in self.__dict__
             and not regions_are_cheap(self.grid)

@@ -194,6 +194,40 @@ class SizeEstimate:
 
 
 @dataclass(frozen=True)
+class SecondRelease:
+    """Release two of the automatic mode in 3-D (docs/privacy.md section
+    4.10): discrete Laplace counts of ``fine``^d finer cells inside release
+    one's dense span cells, chosen from release one alone, and the keep rule
+    that splits a span only where its parts lie side by side
+    (:mod:`dpdbscan.post.sidebyside`). Release one (the DP count and the
+    histogram) spends ``1 - share`` of the stated epsilon, release two
+    ``share``: the pair is the one release the accountant is charged.
+
+    Attributes
+    ----------
+    share : float
+        Release two's share of the stated epsilon.
+    epsilon : float
+        The epsilon its discrete Laplace noise is drawn with (one count a
+        fine cell; a row is in at most one: sensitivity 1), rounded down.
+    fine : int
+        f: each selected cell of release one is split into f^d fine cells.
+    select_sds, keep_sds, keep_top, cover, mass_share, mass_sds : float
+        The rule's constants (:mod:`dpdbscan.post.sidebyside`).
+    """
+
+    share: float
+    epsilon: float
+    fine: int
+    select_sds: float
+    keep_sds: float
+    keep_top: float
+    cover: float
+    mass_share: float
+    mass_sds: float
+
+
+@dataclass(frozen=True)
 class ReleaseSpec:
     """The one release that spends the budget, decided from public inputs.
 
@@ -221,6 +255,10 @@ class ReleaseSpec:
     size_estimate : SizeEstimate or None
         The automatic mode without a guess of n: the DP count that sized
         the grid (its noise at the budget the count left).
+    second : SecondRelease or None
+        The automatic mode in 3-D from a DP count of 20,000: release two
+        (:class:`SecondRelease`), whose share of epsilon the histogram's
+        noise leaves; None otherwise.
     """
 
     grid: Grid
@@ -230,6 +268,7 @@ class ReleaseSpec:
     units: UnitBound | None
     unit_choice: UnitChoice | None
     size_estimate: SizeEstimate | None
+    second: SecondRelease | None
 
     @property
     def delta_spent(self) -> float:
@@ -319,6 +358,7 @@ __all__ = [
     "UnitBound",
     "UnitChoice",
     "SizeEstimate",
+    "SecondRelease",
     "ReleaseSpec",
     "ReleaseInfo",
     "split_delta",

@@ -42,6 +42,28 @@ MIN_BASE_CELLS = 1 << 10
 #: of about 140 points (discrete Laplace at 0.01), and the histogram's grows
 #: by 1%.
 COUNT_SHARE = 0.01
+#: A second, finer release where the first is dense (issue 28 item 3; the
+#: strands2 study, results/scenes/strands2-tune.md; docs/privacy.md section
+#: 4.10): in 3-D, where the automatic mode's DP count of the points is at
+#: least SECOND_MIN_COUNT, release one (the count and the histogram) spends
+#: 1 - SECOND_SHARE of epsilon and release two, the counts of finer cells
+#: inside release one's dense span cells (:mod:`dpdbscan.post.sidebyside`),
+#: the rest. Public: d, the DP count, the noise's family (Laplace).
+SECOND_SHARE = 0.1
+SECOND_MIN_COUNT = 20_000
+SECOND_DIMS = 3
+#: Release two's rule (kept by the strands2 study): f (SECOND_FINE), then the selection's,
+#: the keep threshold's, the side-by-side cover's and the significance's
+#: constants (:class:`dpdbscan.params.specs.SecondRelease`).
+SECOND_FINE = 3
+SECOND_RULE = {
+    "select_sds": 3.0,
+    "keep_sds": 2.0,
+    "keep_top": 0.1,
+    "cover": 0.5,
+    "mass_share": 0.1,
+    "mass_sds": 3.0,
+}
 #: In geographic mode (lon/lat projected to km) the automatic mode looks for
 #: places: a selected span reaches at most this far across (km), as
 #: ``predict`` draws it. A place (a station, a hotel's entrance, a terminal,
@@ -277,6 +299,18 @@ def plan(
     return Plan(b, cands, None if min_samples == "auto" else int(min_samples))
 
 
+def second_applies(d: int, count: float | None, noise: str) -> bool:
+    """Whether the automatic mode makes release two (:data:`SECOND_SHARE`):
+    in ``d`` = 3, Laplace noise (discrete or continuous), a DP count of at
+    least :data:`SECOND_MIN_COUNT`. Public: d, the noise, the DP count."""
+    return (
+        d == SECOND_DIMS
+        and noise in ("discrete", "laplace")
+        and count is not None
+        and count >= SECOND_MIN_COUNT
+    )
+
+
 __all__ = [
     "Plan",
     "plan",
@@ -287,6 +321,12 @@ __all__ = [
     "place_radius",
     "ASSUMED_N",
     "COUNT_SHARE",
+    "SECOND_SHARE",
+    "SECOND_MIN_COUNT",
+    "SECOND_DIMS",
+    "SECOND_RULE",
+    "SECOND_FINE",
+    "second_applies",
     "SMALL_N",
     "LARGE_N",
     "counts_points",

@@ -33,6 +33,7 @@ from ..params.parameters import check_units, namer, validate
 from ..params.specs import (
     NoiseSpec,
     ReleaseSpec,
+    SecondRelease,
     Seed,
     SizeEstimate,
     SpanSpec,
@@ -327,6 +328,7 @@ def release_spec(
     rhos = None  # Gaussian: (the rho spent, the noise's part of it)
     choice = None
     size = None
+    second = None
     if chosen and kind_noise != "gaussian":
         raise ValueError("max_cells_per_unit='auto' chooses k for Gaussian noise only")
     if count and (units or chosen):
@@ -349,6 +351,18 @@ def release_spec(
         epsilon_count, epsilon_noise = _split_rho(epsilon, autoplan.COUNT_SHARE)
         scale = laws.drawn_scale(kind_noise, epsilon_count)
         size = SizeEstimate(autoplan.COUNT_SHARE, kind_noise, scale, None, size_estimate)
+        if autoplan.second_applies(grid.d, size_estimate, kind_noise):
+            # release two (docs/privacy.md 4.10) takes its share of the whole
+            # epsilon from the histogram's: count + histogram + release two <= epsilon
+            epsilon_second, epsilon_noise = _split_rho(
+                epsilon_noise, autoplan.SECOND_SHARE * epsilon / epsilon_noise
+            )
+            second = SecondRelease(
+                share=autoplan.SECOND_SHARE,
+                epsilon=laws.drawn_scale("discrete", epsilon_second),
+                fine=autoplan.SECOND_FINE,
+                **autoplan.SECOND_RULE,
+            )
     noise = NoiseSpec.calibrated(kind_noise, epsilon_noise, delta, bound, rhos)
     if epsilon_noise != epsilon:
         # stated with the whole epsilon: the count spent the rest
@@ -368,6 +382,7 @@ def release_spec(
         units=bound,
         unit_choice=choice,
         size_estimate=size,
+        second=second,
     )
 
 

@@ -1,0 +1,184 @@
+"""Release two of the automatic mode in 3-D (dpdbscan.post.sidebyside;
+docs/privacy.md 4.10): it splits two thin strands side by side that release
+one gives as one span, not one curve; the model file carries it; predict
+labels by the split; the pair is charged once at the stated epsilon; and
+elsewhere the release is the one it was."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from importlib import resources
+
+import numpy as np
+import pytest
+from jsonschema import Draft202012Validator
+
+from dpdbscan import DPDBSCAN, BudgetAccountant
+from dpdbscan.cells.grid import Grid
+from dpdbscan.ledger import Ledger
+from dpdbscan.model.codec import MalformedModel, load_model, model_from_dict, model_to_dict, save_model
+from dpdbscan.model.describe import summary
+from dpdbscan.params.parameters import validate
+from dpdbscan.plan import autoplan
+from dpdbscan.plan.resolve import _split_rho, release_spec
+from dpdbscan.post import sidebyside
+
+N = 12_000
+NOISE = 1_500
+
+
+def strands(seed: int, pieces: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """``pieces`` parallel sine strands 0.04 apart (centre to centre, a
+    Gaussian cross-section of sd 0.003) along x in [0.3, 0.7], N points each,
+    and NOISE uniform points in the unit cube; ``pieces=1``: one strand of
+    2 N points, the same curve and thickness."""
+    rng = np.random.default_rng(seed)
+    parts, y = [], []
+    n = 2 * N // pieces
+    for j in range(pieces):
+        x = rng.uniform(0.3, 0.7, n)
+        shift = (j - (pieces - 1) / 2) * 0.04
+        c = np.stack([x, 0.5 + 0.04 * np.sin(3 * np.pi * x) + shift, np.full(n, 0.5)], axis=1)
+        parts.append(c + rng.normal(0, 0.003, c.shape))
+        y += [j] * n
+    parts.append(rng.uniform(0, 1, (NOISE, 3)))
+    y += [-1] * NOISE
+    return np.concatenate(parts), np.array(y)
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """The automatic fit of two strands (seeded), charged to an accountant
+    and a ledger."""
+    X, y = strands(2)
+    acc = BudgetAccountant(epsilon=3.0)
+    led = Ledger.create(tmp_path_factory.mktemp("ledger") / "b.ledger", "strands", 3.0)
+    est = DPDBSCAN("auto", min_samples="auto", bounds=(0.0, 1.0), random_state=2, accountant=acc, ledger=led)
+    with pytest.warns(UserWarning):  # random_state: research randomness
+        est.fit(X)
+    return X, y, est.spans_, acc, led
+
+
+def test_two_strands_side_by_side_are_split(fitted):
+    X, y, model, _, _ = fitted
+    rec = model.auto[sidebyside.KEY]
+    assert rec["split"] == [0]
+    assert model.n_spans == 2
+    labels = model.predict(X)
+    # each strand one span, the two different
+    a = np.bincount(labels[y == 0] + 1).argmax() - 1
+    b = np.bincount(labels[y == 1] + 1).argmax() - 1
+    assert a >= 0 and b >= 0 and a != b
+    assert np.mean(labels[y == 0] == a) > 0.97 and np.mean(labels[y == 1] == b) > 0.97
+
+
+def test_predict_labels_by_the_nearest_kept_fine_cell(fitted):
+    X, y, model, _, _ = fitted
+    ((ids, centres, piece),) = sidebyside.split_pieces(model.auto[sidebyside.KEY], model.release.grid)
+    rows = np.flatnonzero(y >= 0)[::97]
+    d2 = ((X[rows, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+    expected = np.asarray(ids)[piece[d2.argmin(axis=1)]]
+    labels = model.predict(X[rows])
+    inside = labels >= 0
+    assert inside.mean() > 0.95
+    assert labels[inside].tolist() == expected[inside].tolist()
+    # both pieces are found on the strands
+    assert set(expected[inside].tolist()) == {0, 1}
+
+
+def test_one_curve_is_not_split():
+    X, _ = strands(2, pieces=1)
+    with pytest.warns(UserWarning):
+        model = DPDBSCAN("auto", min_samples="auto", bounds=(0.0, 1.0), random_state=2).fit(X).spans_
+    rec = model.auto[sidebyside.KEY]
+    assert rec["n_fine_cells"] > 0  # release two was made
+    assert rec["split"] == []
+    assert model.n_spans == 1
+
+
+def test_the_model_file_carries_release_two(fitted, tmp_path):
+    X, _, model, _, _ = fitted
+    path = tmp_path / "m.json"
+    save_model(model, path)
+    doc = json.loads(path.read_text())
+    assert doc["privacy"]["releases"] == 2
+    assert doc["privacy"]["second"]["share"] == pytest.approx(0.1)
+    sp = doc["auto"]["second"]["spans"][0]
+    assert sp["split"] and sp["f"] == 3 and sp["ids"] == [0, 1]
+    schema = json.loads(resources.files("dpdbscan.model").joinpath("schema.json").read_text())
+    assert [e.message for e in Draft202012Validator(schema).iter_errors(doc)] == []
+    back = load_model(path)
+    assert back.n_spans == 2
+    assert np.array_equal(back.predict(X), model.predict(X))
+    assert back.auto["second"] == json.loads(json.dumps(model.auto["second"]))
+    # the fine counts: f^3 per selected cell of release one
+    fine = sidebyside.split_pieces(back.auto["second"], back.release.grid)
+    assert len(fine) == 1 and fine[0][0] == [0, 1]
+
+
+def test_a_damaged_release_two_is_refused(fitted):
+    _, _, model, _, _ = fitted
+    doc = json.loads(json.dumps(model_to_dict(model)))
+    doc["auto"]["second"]["spans"][0]["ids"] = [0, 7]
+    with pytest.raises(MalformedModel, match="ids"):
+        model_from_dict(doc)
+    doc = json.loads(json.dumps(model_to_dict(model)))
+    doc["auto"]["second"]["count_epsilon"] = 5.0
+    with pytest.raises(MalformedModel, match="count_epsilon"):
+        model_from_dict(doc)
+
+
+def test_the_pair_is_charged_once_at_the_stated_epsilon(fitted):
+    _, _, model, acc, led = fitted
+    assert acc.spent_budget == [(1.0, 0.0)]
+    releases = led.account().releases
+    assert [(r.status, r.cost.epsilon) for r in releases] == [("written", 1.0)]
+    assert model.release.epsilon == 1.0
+    text = summary(model)
+    assert "releases: two, which together spend epsilon=1: release one" in text
+    assert "epsilon=0.9" in text and "release two epsilon=0.1" in text
+    assert "it split span 0 into 0 and 1" in text
+
+
+def _params(**kw):
+    return validate({"eps": "auto", "min_samples": "auto", "epsilon": 1.0, **kw})
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 0.3, 2.0])
+def test_release_two_shares_the_budget(epsilon):
+    grid = Grid(np.zeros(3), np.ones(3), 0.03, 1.0)
+    spec = release_spec(_params(epsilon=epsilon), grid, count=True, size_estimate=25_000.0)
+    second = spec.second
+    assert second is not None and second.share == autoplan.SECOND_SHARE
+    count = spec.size_estimate.scale
+    # the count, the histogram and release two add to at most the stated epsilon
+    total = Fraction(count) + Fraction(spec.noise.scale) + Fraction(second.epsilon)
+    assert total <= Fraction(epsilon)
+    assert float(total) == pytest.approx(epsilon, rel=1e-5)
+    assert second.epsilon == pytest.approx(0.1 * epsilon, rel=1e-5)
+    assert spec.noise.epsilon == epsilon  # stated: the whole
+
+
+@pytest.mark.parametrize(
+    "d, count, kw",
+    [
+        (3, 19_999.0, {}),  # below the count
+        (2, 1e6, {}),  # not 3-D
+        (4, 1e6, {}),
+        (3, 1e6, {"noise": "gaussian", "delta": 1e-6}),  # Gaussian: one release
+    ],
+)
+def test_elsewhere_one_release_as_before(d, count, kw):
+    grid = Grid(np.zeros(d), np.ones(d), 0.05, 1.0)
+    spec = release_spec(_params(**kw), grid, count=True, size_estimate=count)
+    assert spec.second is None
+    if "noise" not in kw:
+        # the histogram's epsilon is the whole but the count's share, as before
+        assert spec.noise.scale == pytest.approx(_split_rho(1.0, autoplan.COUNT_SHARE)[1], rel=1e-6)
+
+
+def test_fixed_parameters_make_one_release():
+    grid = Grid(np.zeros(3), np.ones(3), 0.03, 1.0)
+    p = validate({"eps": 0.03, "min_samples": 20, "epsilon": 1.0})
+    assert release_spec(p, grid).second is None
