@@ -182,3 +182,23 @@ def test_fixed_parameters_make_one_release():
     grid = Grid(np.zeros(3), np.ones(3), 0.03, 1.0)
     p = validate({"eps": 0.03, "min_samples": 20, "epsilon": 1.0})
     assert release_spec(p, grid).second is None
+
+
+def test_forecast_and_explore_say_there_are_two_releases(fitted, tmp_path, capsys):
+    """``forecast`` of a 3-D automatic fit says it may make two releases (and
+    a 2-D one does not); ``explore`` of a split model says its table is
+    release one's alone."""
+    from dpdbscan.cli import main
+
+    box3 = ["--bounds", "0", "0", "0", "1", "1", "1"]
+    assert main(["forecast", "--eps", "auto", "--min-samples", "auto", *box3]) == 0
+    out = capsys.readouterr().out
+    assert "releases  : in 3-D, where that count is 20,000 or more, the fit makes two releases" in out
+    assert main(["forecast", "--eps", "auto", "--min-samples", "auto", "--bounds", "0", "0", "1", "1"]) == 0
+    assert "two releases" not in capsys.readouterr().out
+    model = fitted[2]
+    path = tmp_path / "s.spans.json"
+    save_model(model, path)
+    assert main(["explore", str(path), "--eps", "0.03", "0.04", "--min-samples", "20", "40", "--no-png"]) == 0
+    out = capsys.readouterr().out
+    assert "explored: release one's histogram alone" in out

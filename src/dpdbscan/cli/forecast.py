@@ -22,7 +22,7 @@ from ..plan.autoplan import (
     SMALL_N,
     counts_points,
 )
-from ..plan.resolve import forecast_of, validated
+from ..plan.resolve import forecast_of, noise_kind, validated
 from ..prepare import project_box, read_length, split_bounds
 from ..series import SeriesPlan, statement
 from ..traces import event_words
@@ -266,7 +266,8 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
             f"count     : without --n-expected the fit first spends {COUNT_SHARE:.0%} of the budget on a DP "
             f"count of the points and sizes its grid for the count where it is {where}"
         )
-        if len(lower) == SECOND_DIMS and p["noise"] in ("discrete", "laplace"):
+        # the count is made at event level only, where noise "auto" is discrete Laplace
+        if len(lower) == SECOND_DIMS and noise_kind(p, False) in ("discrete", "laplace"):
             print(
                 f"releases  : in 3-D, where that count is {SECOND_MIN_COUNT:,} or more, the fit makes two "
                 f"releases that together spend epsilon={p['epsilon']:g}: release one (the count and the "
