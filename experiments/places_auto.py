@@ -95,8 +95,8 @@ def stops(path: Path = TRACES, straight_on: float | None = None) -> tuple[np.nda
     """(lon/lat of every stop, the cab's code of each): the library's own
     ``Stops("100m", "5min")`` per cab (what ``--stops 100m 5min`` counts),
     recomputed here for evaluation; ``straight_on`` (degrees) other than the
-    library's default (``--events stops-all``: 0, every run kept, as before
-    the pause rule)."""
+    library's default (``--events stops-straight``: 30, runs left straight
+    on dropped as pauses on the way)."""
     import pyarrow.parquet as pq
 
     from dpdbscan import Stops
@@ -111,12 +111,12 @@ def stops(path: Path = TRACES, straight_on: float | None = None) -> tuple[np.nda
     return lonlat[rows], np.asarray(codes)[rows]
 
 
-def stops_all(path: Path = TRACES) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`stops` with every run kept (``straight_on=0``: no pause rule)."""
-    return stops(path, straight_on=0.0)
+def stops_straight(path: Path = TRACES) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`stops` with the pause rule at 30 degrees (``straight_on=30``)."""
+    return stops(path, straight_on=30.0)
 
 
-EVENTS = {"pickups": pickups, "stops": stops, "stops-all": stops_all}
+EVENTS = {"pickups": pickups, "stops": stops, "stops-straight": stops_straight}
 
 
 def metric(model_path: Path, events: str = "pickups") -> str:

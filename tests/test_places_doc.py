@@ -95,7 +95,6 @@ def test_the_page_s_python_runs(tmp_path, env, monkeypatch):
         "kind": "stops",
         "radius": 0.1,
         "duration_s": 300.0,
-        "straight_on_deg": 30.0,
     }
     # the forecast of the geographic automatic mode at person level: its base at the place radius
     from dpdbscan.plan.autoplan import PLACE_EXTENT_KM, place_radius

@@ -83,7 +83,6 @@ def test_fit_lonlat_takes_lengths_on_the_ground():
         "kind": "stops",
         "radius": 0.2,
         "duration_s": 300.0,
-        "straight_on_deg": 30.0,
     }
     assert m.n_spans >= 1
 

@@ -94,25 +94,31 @@ def test_a_jam_passed_straight_through_is_dropped_a_visit_is_kept():
     for after, kept in ((drive((1, 0), (2, 0), 6)[1:], False), (drive((1, 0), (0, 0), 6)[1:], True)):
         X, c, t = line(come + still + after)
         assert stop_rows(X, c, t, 0.1, 300.0).size == 1  # a stop by the run's definition
-        got = event_rows(Stops(0.1, 300.0), X, c, t)
+        got = event_rows(Stops(0.1, 300.0, 30), X, c, t)
         assert (got.size == 1) is kept
-        # a right-angle turn is kept at the default (30), dropped from 90 up
+        # a right-angle turn is kept at the studied angle (30), dropped from 90 up
         X2, c2, t2 = line(come + still + drive((1, 0), (1, 1), 6)[1:])
-        assert event_rows(Stops(0.1, 300.0), X2, c2, t2).size == 1
+        assert event_rows(Stops(0.1, 300.0, 30), X2, c2, t2).size == 1
         assert event_rows(Stops(0.1, 300.0, 91), X2, c2, t2).size == 0
-        # 0 keeps every run
+        # 0 (the default) keeps every run
         assert event_rows(Stops(0.1, 300.0, 0), X, c, t).size == 1
+        assert event_rows(Stops(0.1, 300.0), X, c, t).size == 1
 
 
 def test_a_stop_at_a_trace_end_is_kept():
     X, c, t = line(drive((0, 0), (1, 0), 6)[:-1] + [(1.0, 0.0)] * 21)
-    assert event_rows(Stops(0.1, 300.0), X, c, t).size == 1
+    assert event_rows(Stops(0.1, 300.0, 30), X, c, t).size == 1
 
 
 def test_the_default_and_the_record():
-    assert STRAIGHT_ON == 30.0
-    assert Stops("100m", "5min").resolved(geo=True).record()["straight_on_deg"] == 30.0
-    assert Stops(0.1, 300.0, 0).record()["straight_on_deg"] == 0.0
+    # an option, off by default: the default's record is the one before the option
+    assert STRAIGHT_ON == 0.0
+    assert Stops("100m", "5min").resolved(geo=True).record() == {
+        "kind": "stops",
+        "radius": 0.1,
+        "duration_s": 300.0,
+    }
+    assert Stops("100m", "5min", 30).resolved(geo=True).record()["straight_on_deg"] == 30.0
     for bad in (-1, 181, "x", True, float("nan")):
         with pytest.raises(ValueError, match="straight-on"):
             Stops(0.1, 300.0, bad).resolved(geo=False)
@@ -125,7 +131,7 @@ def test_one_unit_context_only():
     X2 = np.vstack([X, [[2.0, 0.0], [3.0, 0.0]]])
     c2 = np.r_[c, 1, 1]
     t2 = np.r_[t, t[-1] + 30, t[-1] + 60]
-    assert event_rows(Stops(0.1, 300.0), X2, c2, t2).size == 1
+    assert event_rows(Stops(0.1, 300.0, 30), X2, c2, t2).size == 1
 
 
 @pytest.mark.parametrize("dt", [2.0, 60.0, 600.0])

@@ -340,7 +340,8 @@ def add_trace_options(p: ArgTarget) -> None:
         metavar="DEGREES",
         help="with --stops: a run the unit leaves going on the way it came (turning by less than "
         "DEGREES between its fixes three radii before and after) is a pause on the way, such as a "
-        "jam, not a stop, and is dropped (default 30; 0 keeps every run)",
+        "jam, not a stop, and is dropped (default 0: every run is kept; 30 is the studied angle, "
+        "docs/places.md)",
     )
     t.add_argument(
         "--trip-ends",

@@ -27,8 +27,10 @@ from .tripends import ENDS, parse_status, trip_end_rows
 
 _LENGTH = re.compile(r"^\s*([+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zA-Z]*)\s*$")
 _TO_KM = {"m": 1e-3, "km": 1.0}
-#: Stops' default ``straight_on`` (degrees): runs left straight on are pauses on the way.
-STRAIGHT_ON = 30.0
+#: Stops' default ``straight_on`` (degrees): 0, every run is a stop. 30 drops runs left
+#: straight on as pauses on the way (jams); it helped synthetic cities but not full Cabs'
+#: automatic stops (docs/places-study.md section 3), so it is an option, not the default.
+STRAIGHT_ON = 0.0
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,10 @@ class Stops:
     ``radius`` is in the fit's coordinates: km for ``fit_lonlat`` and
     ``--geo`` (where text such as ``"100m"`` is accepted), else the data's
     own units. ``duration``: seconds, or text such as ``"5min"``.
-    ``straight_on`` (degrees, default :data:`STRAIGHT_ON`): a run the unit
-    leaves going on the way it came (turning by less than this) is a pause
-    on the way (a jam), not a stop, and is dropped; 0 keeps every run
-    (:mod:`dpdbscan.traces.stops`).
+    ``straight_on`` (degrees, default :data:`STRAIGHT_ON`, 0: every run is
+    kept): above 0, a run the unit leaves going on the way it came (turning
+    by less than this) is a pause on the way (a jam), not a stop, and is
+    dropped (:mod:`dpdbscan.traces.stops`; 30 is the studied angle).
     """
 
     radius: float | str
@@ -65,12 +67,11 @@ class Stops:
         return stop_rows(X, codes, times, float(r.radius), parse_duration(r.duration), turn)
 
     def record(self) -> dict[str, Any]:
-        return {
-            "kind": "stops",
-            "radius": float(self.radius),
-            "duration_s": parse_duration(self.duration),
-            "straight_on_deg": parse_turn(self.straight_on),
-        }
+        out = {"kind": "stops", "radius": float(self.radius), "duration_s": parse_duration(self.duration)}
+        turn = parse_turn(self.straight_on)
+        if turn > 0:  # the default (0) writes the record releases had before the option
+            out["straight_on_deg"] = turn
+        return out
 
 
 @dataclass(frozen=True)

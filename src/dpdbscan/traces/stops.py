@@ -19,8 +19,8 @@ unit's own place (a home seen across nights) stays one unit, under any
 MinPts that counts units (docs/places-study.md section 1). A stay shorter than
 the sampling interval is seen at most once and makes no stop.
 
-**A pause on the way is not a stop** (``straight_on``, degrees; 30 by
-default, 0 keeps every run). A unit held up in traffic (a jam, a level
+**A pause on the way is not a stop** (``straight_on``, degrees; an
+option: 0, the default, keeps every run; 30 is the studied angle). A unit held up in traffic (a jam, a level
 crossing) can stay put as long as one that went somewhere, but it then goes
 on the way it came; a unit that went to a place leaves it for its next
 destination, whichever way that lies. So a run is dropped when the unit's
