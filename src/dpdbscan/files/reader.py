@@ -197,6 +197,11 @@ class InputPoints:
             out.append(
                 f"{self.n_skipped_files:,} file(s) of the folder not named as --format files are left alone"
             )
+        if self.n_stray_files:
+            out.append(
+                f"{self.n_stray_files:,} file(s) lie directly in the folder, in no unit's sub-folder "
+                "(--unit-from folder): left alone"
+            )
         if self.n_no_unit_property:
             out.append(
                 f"no feature has the property {self.unit_name!r} (--unit): every row is dropped; "
@@ -1319,7 +1324,7 @@ def _open_folder(
     rule = options.unit_from
     assert rule is not None
     files, skipped = tracefolder.listing(root, fmt)
-    tracefolder.check_rule(where, rule, files)
+    files, stray = tracefolder.check_rule(where, rule, files)
     if fmt.is_text:
         names, one, kinds = _folder_csv(where, fmt, options, d, choose, also)
         schema = None
@@ -1337,7 +1342,9 @@ def _open_folder(
             return _trace_file(path, fmt, extra, rows)
 
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
-        got = InputPoints(np.zeros((0, len(names))), names, unit_name=rule, n_skipped_files=skipped)
+        got = InputPoints(
+            np.zeros((0, len(names))), names, unit_name=rule, n_skipped_files=skipped, n_stray_files=stray
+        )
         return _read_folder(root, files, rule, one, kinds, got, progress, hook)
 
     return InputPlan(
