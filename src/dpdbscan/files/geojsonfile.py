@@ -20,12 +20,17 @@ listed or quoted (their names are data here, not a schema), and a file that
 is not JSON, or not a FeatureCollection, is refused without quoting it.
 
 Unlike a CSV line, a JSON feature has no end that can be found without
-parsing it, so text that is not valid JSON (one broken feature, a file cut
-short) ends the stream there: the features before it are the file's rows,
-the rest of the file is not read (:class:`Damage` says so, for a private
-note), and the release is made. Whether a release happens never hinges on
-a record; docs/privacy.md says what this means for the guarantee. Valid
-JSON that is not a point never stops the read.
+parsing it. So a feature that is not valid JSON (one broken feature, a file
+cut short) is dropped, and reading goes on at the next line that begins
+with ``{`` (:func:`_recovering`; :class:`Damage` counts the breaks, for a
+private note); the release is made. No JSON string holds a line break, so
+in a file written one feature per line or pretty-printed, one unit's bytes,
+whatever they are, never change how another unit's features are read
+(docs/privacy.md §8 gives the argument); where features share a line, a
+break loses those after it on its line. Text that breaks the envelope
+before the features ends the stream. Valid JSON that is not a point never
+stops the read, and a valid file is read the same with or without the
+search (it runs only after a break).
 """
 
 from __future__ import annotations
@@ -71,14 +76,14 @@ class _Stream:
             self.mark -= keep
         return True
 
-    def next_record_line(self, start: int) -> bool:
-        """Move to the first line after the one holding ``start`` whose
+    def next_record_line(self) -> bool:
+        """Move to the first line after the one holding the mark whose
         first character (after spaces and tabs) is ``{``: where the next
-        record may begin. False at the end of the file. Only line breaks
-        and that character are looked at: no string or bracket of what lies
-        between decides where the search stops."""
-        self.mark = None
-        i = start
+        record may begin; the mark is dropped. False at the end of the
+        file. Only line breaks and that character are looked at: no string
+        or bracket of what lies between decides where the search stops."""
+        assert self.mark is not None
+        i, self.mark = self.mark, None
         while True:
             m = _RECORD_LINE.search(self.buf, i)
             if m is not None:
@@ -275,7 +280,7 @@ def _recovering(s: _Stream, decoder: json.JSONDecoder, damage: Damage, kind: Any
         s.mark = s.pos
         s.pos += 1
         kind = _tail(s, decoder, damage, kind)
-        if not s.next_record_line(s.mark):
+        if not s.next_record_line():
             return
     run = False  # in a run of values that are not objects (the mark: where it began)
     while True:
@@ -301,7 +306,7 @@ def _recovering(s: _Stream, decoder: json.JSONDecoder, damage: Damage, kind: Any
         if not ok:
             damage.records += 1
             run = False
-            if not s.next_record_line(s.mark):
+            if not s.next_record_line():
                 return
             continue
         run = c != "{"
@@ -311,7 +316,7 @@ def _recovering(s: _Stream, decoder: json.JSONDecoder, damage: Damage, kind: Any
             after_end, run = True, False
             s.mark = s.pos - 1
             kind = _tail(s, decoder, damage, kind)
-            if not s.next_record_line(s.mark):
+            if not s.next_record_line():
                 return
 
 
