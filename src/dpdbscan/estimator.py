@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from .exceptions import PrivacyLeakWarning, renamed
+from .exceptions import PrivacyLeakWarning, PrivateNoteWarning, renamed
 from .geometry.projection import check_lonlat_names
 from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
@@ -628,7 +628,14 @@ def fit_lonlat(
     if names is not None:
         # public column names that say latitude first: refused before a value is read
         check_lonlat_names(list(names), fix="fit_lonlat(df[['{lon}', '{lat}']], ...)")
-    X = check_array(lonlat)
+    ragged = [0]
+    X = check_array(lonlat, width=2, ragged=ragged)
+    if ragged[0]:
+        warnings.warn(
+            f"{ragged[0]:,} row(s) of lonlat of another length than 2 are dropped",
+            PrivateNoteWarning,
+            stacklevel=2,
+        )
     if X.shape[1] != 2:
         raise ValueError(f"lonlat must have 2 columns (longitude, latitude), got {X.shape[1]}")
     km = read_length(eps, geo=True, auto=True)

@@ -195,18 +195,16 @@ GOOD = [feature(116.3, 39.9, {"unit": "a"}), feature(116.31, 39.91, {"unit": "b"
     "name, text, kept",
     [
         ("p.geojson", f'{{"type": "Feature", "properties": {{"a": "{SECRET}"}}}}', 0),
-        ("p.geojson", f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}"}} {{}}]}}', 1),
-        ("p.geojson", f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}', 0),
-        ("p.geojson", json.dumps({"type": "FeatureCollection", "features": GOOD})[:-30] + SECRET, 1),
         ("p.gpx", f"<kml><Placemark>{SECRET}</Placemark></kml>", 0),
         ("p.gpx", f'<gpx><trk><trkseg><trkpt lat="39.9" lon="116.3"/>{SECRET}</gpx>', 1),
         ("p.gpx", f'<gpx><trkpt lat="39.9" lon="116.3"></trkpt><wpt lat="1" lon="2"/><{SECRET}', 2),
     ],
 )
 def test_text_that_is_not_the_format_ends_the_stream_with_a_note(tmp_path, name, text, kept):
-    """Not valid JSON or XML, once reading began: the records before are the
-    file's rows, the rest is dropped and said in a note; nothing is refused
-    (a release never hinges on a record), nothing is quoted."""
+    """Not valid JSON or XML, once reading began, outside a GeoJSON file's
+    features (its envelope; GPX): the records before are the file's rows,
+    the rest is dropped and said in a note; nothing is refused (a release
+    never hinges on a record), nothing is quoted."""
     path = tmp_path / name
     path.write_text(text)
     got = read_input(path)
@@ -214,6 +212,27 @@ def test_text_that_is_not_the_format_ends_the_stream_with_a_note(tmp_path, name,
     assert got.n_read_before_damage == kept
     notes = " ".join(got.notes())
     assert "the rest of it is not read" in notes and SECRET not in notes
+
+
+@pytest.mark.parametrize(
+    "text, kept",
+    [
+        (f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}"}} {{}}]}}', 1),
+        (f'{{"type": "FeatureCollection", "features": [{{"a": "{SECRET}', 0),
+        (json.dumps({"type": "FeatureCollection", "features": GOOD})[:-30] + SECRET, 1),
+    ],
+)
+def test_a_break_among_features_on_one_line_loses_the_rest_of_that_line(tmp_path, text, kept):
+    """Features written on one line: a break loses what follows it on its
+    line (no line after it begins a feature), said in a note, quoting
+    nothing; the release is made."""
+    path = tmp_path / "p.geojson"
+    path.write_text(text)
+    got = read_input(path)
+    assert got.X.shape[0] == kept
+    assert got.n_damaged_records == 1 and got.n_read_before_damage is None
+    notes = " ".join(got.notes())
+    assert "not valid JSON in 1 place(s)" in notes and SECRET not in notes
 
 
 def test_a_cut_geojson_still_gives_a_release_charged_as_reserved(capsys, tmp_path):
@@ -224,7 +243,7 @@ def test_a_cut_geojson_still_gives_a_release_charged_as_reserved(capsys, tmp_pat
     rc, _, err = run(capsys, "ledger", "init", ledger, "--dataset", "d", "--epsilon", 2)
     assert rc == 0, err
     _, _, err = fit(capsys, tmp_path, path, "--ledger", ledger, "--dataset", "d", name="m")
-    assert "the rest of it is not read" in err and "charged to 'd'" in err
+    assert "not valid JSON in 1 place(s)" in err and "charged to 'd'" in err
 
 
 @pytest.mark.parametrize(

@@ -284,11 +284,19 @@ def test_refused_before_the_ledger_reserves(capsys, tmp_path, extra, match):
     con.close()
 
 
-def test_unit_from_folder_refuses_a_file_outside_every_unit_folder(tmp_path):
+def test_unit_from_folder_leaves_a_file_outside_every_unit_folder_alone(tmp_path):
+    """A file directly in the folder is in no unit's sub-folder: left alone
+    and counted, never a refusal (before, one stray file refused the whole
+    read, so whether a release happened hinged on it); the units' rows read
+    as without it."""
     root = write_geolife(tmp_path / "Data", traces(n_units=2), per_file=1)
-    (root / "loose.plt").write_text(plt_text(traces(n_units=1)["000"]))
-    with pytest.raises(ValueError, match="some files lie directly in the folder"):
-        read_input(root, unit_from="folder", file_format="plt")
+    d = read_input(root, unit_from="folder", file_format="plt")
+    (root / "loose.plt").write_text(plt_text(traces(n_units=1)["000"]).replace("39.", SECRET))
+    d1 = read_input(root, unit_from="folder", file_format="plt")
+    assert d1.X.tobytes() == d.X.tobytes() and d1.units.equals(d.units)
+    assert d1.n_stray_files == 1 and d.n_stray_files == 0
+    notes = " ".join(d1.notes())
+    assert "1 file(s) lie directly in the folder" in notes and "loose" not in notes
     assert read_input(root, unit_from="file", file_format="plt").X.shape[0] == 75
 
 

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from dpdbscan import DPDBSCAN
 from dpdbscan.cells.grid import Grid
-from dpdbscan.exceptions import UtilityWarning
+from dpdbscan.exceptions import PrivateNoteWarning, UtilityWarning
 from dpdbscan.files.reader import read_input
 from dpdbscan.files.unitids import read_units
 from dpdbscan.params.specs import UnitBound
@@ -160,13 +160,16 @@ def test_pandas_nullable_integers_are_integers():
     "bad",
     [decimal.Decimal("0.1"), fractions.Fraction(1, 3), 1 + 2j, (1, 2), np.longdouble(1) / 3, object()],
 )
-def test_an_id_that_cannot_be_read_exactly_is_refused_without_quoting_it(bad):
-    with pytest.raises(TypeError) as info:
-        read_units(["secret-7", bad, "secret-8"])
-    assert "secret" not in str(info.value) and repr(bad) not in str(info.value)
+def test_an_id_that_cannot_be_read_exactly_is_missing_and_counted(bad):
+    """Its row is dropped like a row with no unit, never a refusal (one
+    row's id must not decide whether a release happens);
+    tests/params/test_one_row_never_refuses.py checks the release."""
+    unreadable = [0]
+    got = read_units(["secret-7", bad, "secret-8"], unreadable)
+    assert got.tolist() == ["secret-7", None, "secret-8"] and unreadable == [1]
 
 
-def test_the_estimator_refuses_before_anything_is_spent():
+def test_the_estimator_drops_the_row_of_an_unreadable_id_and_spends_as_without_it():
     from dpdbscan import ZCDPAccountant
 
     acc = ZCDPAccountant(epsilon=10.0, delta=1e-5)
@@ -181,9 +184,9 @@ def test_the_estimator_refuses_before_anything_is_spent():
         accountant=acc,
         random_state=0,
     )
-    with pytest.raises(TypeError):
+    with pytest.warns(PrivateNoteWarning, match="1 unit id"):
         est.fit(np.full((3, 2), 0.5), units=["a", decimal.Decimal(1), "b"])
-    assert acc.spent_rho == []
+    assert len(acc.spent_rho) == 1
 
 
 @pytest.mark.parametrize("bad", [np.array([1 + 1j]), np.array(["2020-01-01"], dtype="datetime64[D]")])

@@ -112,8 +112,8 @@ def test_one_float_id_does_not_move_the_crowds_count():
 
 def test_the_audit_sees_ids_typed_together(monkeypatch):
     """Power: the reading before the fix (numpy types the list as a whole)."""
-    monkeypatch.setattr(door_module, "read_units", np.asarray)
-    monkeypatch.setattr(bounding, "read_units", np.asarray)
+    monkeypatch.setattr(door_module, "read_units", lambda units, *_: np.asarray(units))
+    monkeypatch.setattr(bounding, "read_units", lambda units, *_: np.asarray(units))
     assert _audit(B_QUICK, 2, 27_000, "typed together") > 2 * EPSILON
 
 

@@ -20,12 +20,17 @@ listed or quoted (their names are data here, not a schema), and a file that
 is not JSON, or not a FeatureCollection, is refused without quoting it.
 
 Unlike a CSV line, a JSON feature has no end that can be found without
-parsing it, so text that is not valid JSON (one broken feature, a file cut
-short) ends the stream there: the features before it are the file's rows,
-the rest of the file is not read (:class:`Damage` says so, for a private
-note), and the release is made. Whether a release happens never hinges on
-a record; docs/privacy.md says what this means for the guarantee. Valid
-JSON that is not a point never stops the read.
+parsing it. So a feature that is not valid JSON (one broken feature, a file
+cut short) is dropped, and reading goes on at the next line that begins
+with ``{`` (:func:`_recovering`; :class:`Damage` counts the breaks, for a
+private note); the release is made. No JSON string holds a line break, so
+in a file written one feature per line or pretty-printed, one unit's bytes,
+whatever they are, never change how another unit's features are read
+(docs/privacy.md §8 gives the argument); where features share a line, a
+break loses those after it on its line. Text that breaks the envelope
+before the features ends the stream. Valid JSON that is not a point never
+stops the read, and a valid file is read the same with or without the
+search (it runs only after a break).
 """
 
 from __future__ import annotations
@@ -55,15 +60,40 @@ class _Stream:
     def __init__(self, f: IO[bytes]) -> None:
         self.f, self.buf, self.pos, self.eof = f, "", 0, False
         self.decoder = codecs.getincrementaldecoder("utf-8-sig")()
+        #: where a record began (kept when the position moves on, until the
+        #: record is read), or None
+        self.mark: int | None = None
 
     def more(self) -> bool:
         if self.eof:
             return False
         data = self.f.read(_READ)
         self.eof = not data
-        self.buf = self.buf[self.pos :] + self.decoder.decode(data, final=self.eof)
-        self.pos = 0
+        keep = self.pos if self.mark is None else min(self.pos, self.mark)
+        self.buf = self.buf[keep:] + self.decoder.decode(data, final=self.eof)
+        self.pos -= keep
+        if self.mark is not None:
+            self.mark -= keep
         return True
+
+    def next_record_line(self) -> bool:
+        """Move to the first line after the one holding the mark whose
+        first character (after spaces and tabs) is ``{``: where the next
+        record may begin; the mark is dropped. False at the end of the
+        file. Only line breaks and that character are looked at: no string
+        or bracket of what lies between decides where the search stops."""
+        assert self.mark is not None
+        i, self.mark = self.mark, None
+        while True:
+            m = _RECORD_LINE.search(self.buf, i)
+            if m is not None:
+                self.pos = m.end() - 1
+                return True
+            j = self.buf.rfind("\n", i)
+            self.pos = j if j >= 0 else len(self.buf)
+            if not self.more():
+                return False
+            i = 0
 
     def skip_ws(self) -> str:
         """The next character that is not white space ("" at the end)."""
@@ -92,8 +122,10 @@ class _Stream:
         while True:
             try:
                 value, end = decoder.raw_decode(self.buf, self.pos)
-            except json.JSONDecodeError:
-                if self.more():
+            except json.JSONDecodeError as exc:
+                # a line break at or after the error: no more text can mend it
+                # (no JSON token holds one, and no string may)
+                if self.buf.find("\n", exc.pos) < 0 and self.more():
                     continue
                 raise ValueError("not JSON") from None
             except RecursionError:
@@ -114,7 +146,9 @@ class _Stream:
     def skip_nested(self) -> None:
         """Move past the array or object at the position without building
         it (iteratively, at any depth); ValueError when its brackets or
-        strings do not close. Scalars inside it are not checked."""
+        strings do not close, or a string holds a control character (a
+        line break: as the decoder, so that no string goes on past its
+        line). Scalars inside it are not checked."""
         if self.skip_ws() not in ("[", "{"):
             raise ValueError("not JSON")
         closers: list[str] = []
@@ -129,6 +163,8 @@ class _Stream:
                 i = self.pos + off
                 continue
             c, i = m.group(), m.end()
+            if c < " ":
+                raise ValueError("not JSON")
             if c == "\\":
                 i += 1  # the escaped character
             elif c == '"':
@@ -162,15 +198,22 @@ def _int_or_none(text: str) -> Any:
 
 #: The decoder for a value the default one refuses for a limit, not for its syntax.
 _LENIENT = json.JSONDecoder(parse_int=_int_or_none)
-_IN_STRING = re.compile(r'["\\]')
+_IN_STRING = re.compile(r'["\\\x00-\x1f]')
+#: A line break, then a line whose first character is ``{`` (after spaces
+#: and tabs): where a record may begin after a broken one.
+_RECORD_LINE = re.compile(r"\n[ \t\r]*\{")
 _OUTSIDE = re.compile(r'["\[\]{}]')
 
 
-def features(path: Path) -> Iterator[Any]:
+def features(path: Path, damage: Damage | None = None) -> Iterator[Any]:
     """The features of a GeoJSON FeatureCollection, one at a time.
 
     ValueError (quoting nothing) when the file is not JSON or not a
-    FeatureCollection: its structure, not a feature's values."""
+    FeatureCollection: its structure, not a feature's values. With
+    ``damage``, a feature that is not valid JSON is dropped instead, and
+    reading goes on at the next line that begins with ``{``
+    (:func:`_recovering`; counted in ``damage``); only the envelope's own
+    breaks still raise."""
     decoder = json.JSONDecoder()
     with open(path, "rb") as f:
         s = _Stream(f)
@@ -184,6 +227,9 @@ def features(path: Path) -> Iterator[Any]:
             if key == "features":
                 seen = True
                 s.expect("[")
+                if damage is not None:
+                    yield from _recovering(s, decoder, damage, kind)
+                    return
                 if s.skip_ws() == "]":
                     s.pos += 1
                 else:
@@ -199,6 +245,103 @@ def features(path: Path) -> Iterator[Any]:
                 break
         if kind != "FeatureCollection" or not seen:
             raise ValueError("not a FeatureCollection")
+
+
+def _recovering(s: _Stream, decoder: json.JSONDecoder, damage: Damage, kind: Any) -> Iterator[Any]:
+    """The features after the ``[`` of ``"features"``, each one a JSON
+    object followed by ``,`` or ``]``. Where that breaks (a feature that is
+    not valid JSON is dropped; one followed by anything else, or cut after,
+    is kept, and what follows is not read as a feature), a place is counted
+    in ``damage.records``, and reading goes on at the next line after the
+    one where the feature began whose first character is ``{``
+    (:meth:`_Stream.next_record_line`). A ``]`` ends nothing for sure (a
+    broken feature can write one, and a fake end of the collection after
+    it): the rest of the envelope is read for its ``type``, then the lines
+    after the ``]`` are searched for features the same way (there, an
+    object that is not a ``Feature`` is no record: an envelope's foreign
+    member written over several lines is read as before).
+
+    Why a unit's bytes cannot hide the next feature (docs/privacy.md §8):
+    no JSON string holds a line break (the decoder refuses a control
+    character in a string), so a feature that begins a line is tokenised
+    the same whatever came before it; a value begun earlier that took it in
+    would have to close at the collection's final ``}`` (its own ``{``
+    cannot close on a ``]``, and every feature in between is balanced), and
+    nothing after that is a ``,`` or ``]``, so the search for a record line
+    starts again on the line after that value began (the value itself, begun
+    in the unit's bytes, is one record of them). A value that is not an
+    object (an array) can close on the features' ``]``; what follows that is
+    the envelope's ``}`` or a member's name, which breaks there, so a break
+    after a run of values that are not objects searches from the line after
+    the run's first value began."""
+    after_end = False  # past a "]": only features are records there
+    if s.skip_ws() == "]":  # no features, or a broken first one's doing: read on after it too
+        after_end = True
+        s.mark = s.pos
+        s.pos += 1
+        kind = _tail(s, decoder, damage, kind)
+        if not s.next_record_line():
+            return
+    run = False  # in a run of values that are not objects (the mark: where it began)
+    while True:
+        c = s.skip_ws()
+        if c == "":  # cut after a feature's ","
+            damage.records += 1
+            return
+        if not run:
+            s.mark = s.pos  # where this record begins, kept until it is read
+        ok = False
+        try:
+            value = s.value(decoder)
+            ok = True
+        except ValueError:
+            pass
+        if ok:
+            if not after_end or _is_feature(value):
+                yield value
+            try:
+                sep = s.expect(",]")
+            except ValueError:
+                ok = False
+        if not ok:
+            damage.records += 1
+            run = False
+            if not s.next_record_line():
+                return
+            continue
+        run = c != "{"
+        if not run:
+            s.mark = None
+        if sep == "]":
+            after_end, run = True, False
+            s.mark = s.pos - 1
+            kind = _tail(s, decoder, damage, kind)
+            if not s.next_record_line():
+                return
+
+
+def _is_feature(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") == "Feature"
+
+
+def _tail(s: _Stream, decoder: json.JSONDecoder, damage: Damage, kind: Any) -> Any:
+    """Read the envelope's members after the features' ``]`` (its
+    ``type``, if it comes there): a place counted in ``damage.records``
+    when they are not valid JSON, ``damage.ended`` when the file is no
+    FeatureCollection (notes: every feature is read all the same)."""
+    try:
+        while s.expect(",}") == ",":
+            key = s.value(decoder)
+            s.expect(":")
+            value = s.value(decoder)
+            if key == "type":
+                kind = value
+    except ValueError:
+        damage.records += 1
+        return kind
+    if kind != "FeatureCollection":
+        damage.ended = True
+    return kind
 
 
 def point(feature: Any) -> tuple[float, float] | None:
@@ -249,12 +392,14 @@ def text_of(value: Any) -> str | None:
 
 
 class Damage:
-    """Where a stream of features ended early: ``ended`` is True when the
+    """Where a stream of features was damaged: ``ended`` is True when the
     file stopped being valid JSON (or a FeatureCollection) after ``rows``
-    features. Private: a note for the data owner, never a refusal."""
+    features; ``records`` counts the features dropped for not being valid
+    JSON (a GeoJSON file read on after them). Private: a note for the data
+    owner, never a refusal."""
 
     def __init__(self) -> None:
-        self.ended, self.rows, self.units_seen = False, 0, 0
+        self.ended, self.rows, self.units_seen, self.records = False, 0, 0, 0
 
 
 def until_damaged(
@@ -281,7 +426,7 @@ def chunks(
     of :data:`CHUNK` features at a time; with ``damage``, text that is not
     valid JSON ends the stream (recorded there) instead of raising."""
     batch: list[Any] = []
-    stream = features(path) if damage is None else until_damaged(features(path), damage)
+    stream = features(path) if damage is None else until_damaged(features(path, damage), damage)
     for feature in stream:
         batch.append(feature)
         if len(batch) == CHUNK:

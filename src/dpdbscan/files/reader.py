@@ -117,6 +117,13 @@ class InputPoints:
     n_read_before_damage : int, optional
         A GeoJSON or GPX file that stopped being valid JSON or XML: the
         records read before (the rest is not read). None: read whole.
+    n_damaged_records : int
+        Places where a GeoJSON file's features are not valid JSON (a broken
+        feature is dropped; reading went on at the next line that begins
+        with ``{``).
+    n_stray_files : int
+        With ``--unit-from folder``: files lying directly in the folder, in
+        no unit's sub-folder, left alone.
     n_read_before_cut : int, optional
         A gzip CSV file that ends early (cut part-way, as by an interrupted
         download): the rows read from the text before the cut, as a plain CSV
@@ -142,6 +149,8 @@ class InputPoints:
     n_no_unit_property: bool = False
     n_read_before_damage: int | None = None
     n_read_before_cut: int | None = None
+    n_damaged_records: int = 0
+    n_stray_files: int = 0
 
     def notes(self) -> list[str]:
         """One line per thing the data owner should know (private notes)."""
@@ -164,6 +173,13 @@ class InputPoints:
                 "record(s): the rest of it is not read (dropped); "
                 "the release is made from the records before"
             )
+        if self.n_damaged_records:
+            out.append(
+                f"the file is not valid JSON in {self.n_damaged_records:,} place(s): a broken feature "
+                "is dropped, with any feature written after it on its line; reading goes on at the "
+                "next line that begins with '{' (write one feature per line, so that a broken one "
+                "hides no other)"
+            )
         if self.n_read_before_cut is not None:
             out.append(cut_note(self.n_read_before_cut))
         if self.n_damaged_files:
@@ -180,6 +196,11 @@ class InputPoints:
         if self.n_skipped_files:
             out.append(
                 f"{self.n_skipped_files:,} file(s) of the folder not named as --format files are left alone"
+            )
+        if self.n_stray_files:
+            out.append(
+                f"{self.n_stray_files:,} file(s) lie directly in the folder, in no unit's sub-folder "
+                "(--unit-from folder): left alone"
             )
         if self.n_no_unit_property:
             out.append(
@@ -1160,6 +1181,7 @@ def _open_features(
         got = _gather(blocks, got, fmt.kind == "geojson", unit_type, hook, path, progress, kinds)
         if damage.ended:
             got.n_read_before_damage = damage.rows
+        got.n_damaged_records = damage.records
         got.n_no_unit_property = (
             fmt.kind == "geojson" and unit is not None and damage.rows > 0 and not damage.units_seen
         )
@@ -1302,7 +1324,7 @@ def _open_folder(
     rule = options.unit_from
     assert rule is not None
     files, skipped = tracefolder.listing(root, fmt)
-    tracefolder.check_rule(where, rule, files)
+    files, stray = tracefolder.check_rule(where, rule, files)
     if fmt.is_text:
         names, one, kinds = _folder_csv(where, fmt, options, d, choose, also)
         schema = None
@@ -1320,7 +1342,9 @@ def _open_folder(
             return _trace_file(path, fmt, extra, rows)
 
     def read(progress: bool | None, hook: BlockHook | None) -> InputPoints:
-        got = InputPoints(np.zeros((0, len(names))), names, unit_name=rule, n_skipped_files=skipped)
+        got = InputPoints(
+            np.zeros((0, len(names))), names, unit_name=rule, n_skipped_files=skipped, n_stray_files=stray
+        )
         return _read_folder(root, files, rule, one, kinds, got, progress, hook)
 
     return InputPlan(

@@ -14,7 +14,8 @@ formats is one format's files plus others left alone); the files read are
 those whose names end in that format's extensions (:data:`EXTENSIONS`),
 in the order of their relative paths; hidden files and folders and names
 starting with ``_`` are not data (as for Parquet datasets); the others
-are skipped and counted in a private note. A unit's id is the text of its
+are skipped and counted in a private note, as are, with ``--unit-from
+folder``, the files lying directly in the folder (in no unit's sub-folder). A unit's id is the text of its
 path, typed as text whatever it looks like (``007`` and ``7`` are two
 units), and never quoted.
 
@@ -115,17 +116,19 @@ def listing(root: Path, fmt: FileFormat) -> tuple[list[PurePosixPath], int]:
     return sorted(found, key=lambda p: p.parts), skipped
 
 
-def check_rule(where: str, rule: str, files: list[PurePosixPath]) -> None:
-    """Refuse, from the names alone, ``--unit-from folder`` when a file lies
-    directly in the folder (it is in no unit's folder)."""
+def check_rule(where: str, rule: str, files: list[PurePosixPath]) -> tuple[list[PurePosixPath], int]:
+    """``(files, stray)``: the files that belong to a unit under ``rule``,
+    and how many do not. With ``--unit-from folder`` a file lying directly
+    in the folder is in no unit's sub-folder: it is left alone and counted
+    (a private note), never a refusal, so that whether a release happens
+    never hinges on one stray file. ValueError for an unknown rule (an
+    option)."""
     if rule not in UNIT_FROM:
         raise ValueError(f"unit_from must be one of {', '.join(UNIT_FROM)}, got {rule!r}")
-    if rule == "folder" and any(len(rel.parts) == 1 for rel in files):
-        raise ValueError(
-            f"{where}: --unit-from folder takes each sub-folder as one unit, but some files lie "
-            "directly in the folder; give the folder that holds one sub-folder per unit, or "
-            "--unit-from file"
-        )
+    if rule != "folder":
+        return files, 0
+    kept = [rel for rel in files if len(rel.parts) > 1]
+    return kept, len(files) - len(kept)
 
 
 def unit_of(rel: PurePosixPath, rule: str) -> bytes:

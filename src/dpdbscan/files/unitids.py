@@ -35,8 +35,11 @@ What "typed together" means for each kind of input, and how it is read:
     text, bytes and numbers are never the same unit (``1`` and ``'1'``
     are two);
   - any other object (``Decimal``, ``Fraction``, complex, ``longdouble``,
-    tuples, dates) is refused, before anything is counted or spent, by a
-    message that names its type and never the id.
+    tuples, dates) is no id: its row is dropped as one whose unit is
+    missing, and counted (``unreadable``: a private note that names no id),
+    never a refusal, so that one row's id never decides whether a release
+    happens. An array's *dtype* is public (its owner chose it): one that
+    cannot hold ids exactly (``longdouble``, complex) is refused.
 
 :func:`read_units` does this for the estimator, the command line and the
 backends alike; :func:`dpdbscan.release.bounding.factorize` numbers the ids
@@ -54,7 +57,7 @@ import numpy as np
 TYPED_KINDS = "biufUS"
 
 
-def read_units(units: Any) -> Any:
+def read_units(units: Any, unreadable: list[int] | None = None) -> Any:
     """The ids of ``units``, one per row, each read on its own (see the
     module's notes): a one-dimensional numpy array of a dtype in
     :data:`TYPED_KINDS`, a pyarrow ChunkedArray of a declared type, or a
@@ -62,27 +65,29 @@ def read_units(units: Any) -> Any:
     (every integral number), a Python float (the others), str or bytes.
     Reading what it returns again gives it back unchanged.
 
-    Raises TypeError, naming a type and never an id, for an id or an array
-    that cannot be read exactly."""
+    An id of no readable type is read as missing; with ``unreadable`` (a
+    list), how many were is added to its first item. Raises TypeError,
+    naming a type and never an id, for an array (a dtype or a container)
+    that cannot hold ids exactly."""
     arrow = _arrow_of(units)
     if arrow is not None:
         return arrow
     if type(units).__module__.split(".")[0] == "pandas":
-        return _read_pandas(units)
+        return _read_pandas(units, unreadable)
     if isinstance(units, np.ndarray):
-        return _read_numpy(units)
+        return _read_numpy(units, unreadable)
     if isinstance(units, (str, bytes)) or not hasattr(units, "__iter__"):
         raise TypeError("units must hold one id per row (a list or an array), not a single value")
-    return canonical_ids(list(units))
+    return canonical_ids(list(units), unreadable)
 
 
-def _read_numpy(u: np.ndarray) -> np.ndarray:
+def _read_numpy(u: np.ndarray, unreadable: list[int] | None = None) -> np.ndarray:
     if u.ndim == 2 and 1 in u.shape:
         u = u.ravel()
     if u.ndim != 1:
         raise ValueError(f"units must be one-dimensional, one id per row; got shape {u.shape}")
     if u.dtype.kind == "O":
-        return canonical_ids(u.tolist())
+        return canonical_ids(u.tolist(), unreadable)
     if u.dtype.kind == "f" and u.dtype.itemsize > 8:
         raise TypeError(f"units of dtype {u.dtype} cannot be read exactly: give integers, float64 or text")
     if u.dtype.kind not in TYPED_KINDS:
@@ -90,7 +95,7 @@ def _read_numpy(u: np.ndarray) -> np.ndarray:
     return u
 
 
-def _read_pandas(s: Any) -> Any:
+def _read_pandas(s: Any, unreadable: list[int] | None = None) -> Any:
     """A pandas Series, Index or array (a one-column DataFrame: its column)."""
     columns = getattr(s, "columns", None)
     if columns is not None:
@@ -99,7 +104,7 @@ def _read_pandas(s: Any) -> Any:
         s = s.iloc[:, 0]
     dtype = s.dtype
     if isinstance(dtype, np.dtype):
-        return _read_numpy(s.to_numpy())
+        return _read_numpy(s.to_numpy(), unreadable)
     # an extension dtype: nullable integers, booleans and floats, text, categories
     categories = getattr(dtype, "categories", None)
     if categories is None or categories.dtype != object:
@@ -115,7 +120,7 @@ def _read_pandas(s: Any) -> Any:
             if arr is not None and arrow_type_ok(arr.type):
                 return pa.chunked_array([arr], type=arr.type)
     # without pyarrow, or categories of mixed values: id by id (pandas' NA is missing)
-    return canonical_ids(s.to_numpy(dtype=object, na_value=None).tolist())
+    return canonical_ids(s.to_numpy(dtype=object, na_value=None).tolist(), unreadable)
 
 
 def _arrow_of(units: Any) -> Any:
@@ -168,10 +173,12 @@ def unit_kind_of_arrow(t: Any) -> str | None:
     return None
 
 
-def canonical_ids(values: list) -> np.ndarray:
+def canonical_ids(values: list, unreadable: list[int] | None = None) -> np.ndarray:
     """Python values as canonical ids (an object array): one pass, each
-    value by its own type alone (:func:`canonical_id`)."""
+    value by its own type alone (:func:`canonical_id`); a value of no
+    readable type is missing (None), counted in ``unreadable[0]``."""
     out: list[Any] = []
+    bad = 0
     append = out.append
     for v in values:
         t = type(v)
@@ -181,7 +188,13 @@ def canonical_ids(values: list) -> np.ndarray:
         elif t is float:
             append(None if v != v else int(v) if v.is_integer() else v)
         else:
-            append(canonical_id(v))
+            try:
+                append(canonical_id(v))
+            except TypeError:
+                append(None)
+                bad += 1
+    if unreadable is not None and bad:
+        unreadable[0] += bad
     arr: np.ndarray = np.empty(len(out), dtype=np.object_)
     arr[:] = out
     return arr

@@ -36,10 +36,19 @@ def check_positive(
     raise exc(f"{name} must be {c.text}, got {name}={_plain(value, True)}")
 
 
-def check_array(X: Any, name: str = "X") -> np.ndarray:
+def check_array(
+    X: Any, name: str = "X", *, width: int | None = None, ragged: list[int] | None = None
+) -> np.ndarray:
     """A 2-D float64 array of real numbers (NaN/inf allowed here; the
     mechanism drops such rows). Refuses sparse matrices, complex and
-    non-numeric data with messages in scikit-learn's words."""
+    non-numeric data with messages in scikit-learn's words.
+
+    A list (or tuple) of rows of different lengths is read row by row: a
+    row of another length than ``width`` (public: the number of bounds per
+    side), or without ``width`` than the length most rows have (the
+    shortest of those tied), is a row of NaN, dropped by the clean rule
+    alone; ``ragged[0]`` counts them. Never a refusal: whether a release
+    happens must not hinge on one row."""
     if isinstance(X, np.ndarray) and X.dtype.kind in "iuf" and X.ndim == 2 and X.shape[1]:
         return np.asarray(X, dtype=np.float64)
     if hasattr(X, "toarray") or hasattr(X, "tocsr") or type(X).__module__.startswith("scipy.sparse"):
@@ -49,12 +58,13 @@ def check_array(X: Any, name: str = "X") -> np.ndarray:
         )
     try:
         arr = np.asarray(X)
+        by_cells = False
     except Exception as exc:  # ragged input and the like
-        cells = _cells(X)
+        cells = _cells(X, width, ragged)
         if cells is None:
             raise ValueError(f"{name} must be a 2-D numeric array: {type(exc).__name__}") from None
-        arr = cells
-    if isinstance(X, (list, tuple)) and arr.dtype.kind not in "iuf":
+        arr, by_cells = cells, True
+    if isinstance(X, (list, tuple)) and arr.dtype.kind not in "iuf" and not by_cells:
         # numpy typed the cells together (one text cell made every cell text,
         # one complex number every number complex): each cell on its own
         cells = _cells(X)
@@ -84,21 +94,45 @@ def check_array(X: Any, name: str = "X") -> np.ndarray:
     return np.asarray(arr, dtype=np.float64)
 
 
-def _cells(X: Any) -> np.ndarray | None:
-    """A list (or tuple) of rows of one length as a 2-D object array of its
-    cells, each kept as it is; None when it is not that."""
+def _cells(X: Any, width: int | None = None, ragged: list[int] | None = None) -> np.ndarray | None:
+    """A list (or tuple) of rows as a 2-D object array of its cells, each
+    kept as it is; None when it is not that. Rows of different lengths:
+    each row of another length than ``width`` (without it, than the length
+    most rows have, the shortest of those tied) is a row of NaN, counted in
+    ``ragged[0]``."""
     if not isinstance(X, (list, tuple)) or not X:
         return None
-    try:
-        widths = {len(row) for row in X}
-    except TypeError:
-        return None
-    if len(widths) != 1:
-        return None
-    out = np.empty((len(X), widths.pop()), dtype=object)
+    lengths = []
+    for row in X:
+        try:
+            lengths.append(len(row) if not isinstance(row, (str, bytes, dict)) else -1)
+        except TypeError:
+            lengths.append(-1)  # not a row: a scalar
+    widths = set(lengths)
+    if len(widths) == 1 and -1 not in widths:
+        w = widths.pop()
+    else:
+        if width is None:
+            counts: dict[int, int] = {}
+            for n in lengths:
+                if n > 0:
+                    counts[n] = counts.get(n, 0) + 1
+            if not counts:
+                return None
+            top = max(counts.values())
+            width = min(n for n, c in counts.items() if c == top)
+        w = width
+    out = np.empty((len(X), w), dtype=object)
+    bad = 0
     for i, row in enumerate(X):
+        if lengths[i] != w:
+            out[i, :] = np.nan
+            bad += 1
+            continue
         for j, v in enumerate(row):
             out[i, j] = v
+    if ragged is not None:
+        ragged[0] += bad
     return out
 
 

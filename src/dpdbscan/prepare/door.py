@@ -37,6 +37,7 @@ import numbers
 import os
 import shlex
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -45,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from ..cells.grid import MAX_KAPPA, count_neighbours
+from ..exceptions import PrivateNoteWarning
 from ..files import InputPlan, ReadOptions, check_parquet_columns, open_input, read_columns
 from ..files.formats import LABEL_COLUMN, format_of, is_index_column, looks_like_unit
 from ..files.reader import InputPoints
@@ -170,17 +172,43 @@ def prepare(
                 # the rows as read, before any per-unit step makes them events
                 say_read(source.data, pts.X, pts.names, notes)
         else:
-            X = check_array(source.data)
+            ragged = [0]
+            X = check_array(source.data, width=_public_width(source), ragged=ragged)
+            if ragged[0]:
+                warnings.warn(
+                    f"{ragged[0]:,} row(s) of X of another length than the others (or than the "
+                    "bounds) are dropped",
+                    PrivateNoteWarning,
+                    stacklevel=stacklevel + 1,
+                )
             box = _box(source, X.shape[1], X, stacklevel + 1)
             if box.proj is not None:
                 X = box.proj.forward(X)
-            units = None if source.units is None else check_unit_ids(source.units, X)
+            units = None if source.units is None else check_unit_ids(source.units, X, stacklevel + 1)
             pts = Points(X, None, box.lower, box.upper, box.proj, None, units, None, None, box.meta)
         pts = apply_transforms(pts, source.transforms)
         if notes is not None and source.read is not None:
             say_prepared(pts, source, notes)
         return pts
-    return _distributed(source, eta, backend)
+    return _distributed(source, eta, backend, stacklevel + 1)
+
+
+def _public_width(source: Source) -> int | None:
+    """The number of columns the public bounds give (two with ``geo``; one
+    lower and one upper bound per column), or None when they give one pair
+    for every column (or none): the width a list's rows must have."""
+    if source.geo:
+        return 2
+    b = source.bounds
+    try:
+        if b is None or len(b) != 2 and not source.flat_bounds:
+            return None
+        if source.flat_bounds:
+            return len(b) // 2 if len(b) > 2 and len(b) % 2 == 0 else None
+        n = int(np.atleast_1d(np.asarray(b[0], dtype=np.float64)).size)
+    except (TypeError, ValueError):
+        return None
+    return n if n > 1 else None
 
 
 def _in_memory(source: Source, backend: Any) -> bool:
@@ -208,7 +236,7 @@ def _box(source: Source, d: int, X: np.ndarray | None, stacklevel: int = 2) -> B
     )
 
 
-def _distributed(source: Source, eta: float, backend: Any) -> Points:
+def _distributed(source: Source, eta: float, backend: Any, stacklevel: int = 2) -> Points:
     """Files or dask objects a distributed backend reads itself: only the
     public number of coordinates and the box are prepared here."""
     unit = source.unit_column
@@ -233,7 +261,7 @@ def _distributed(source: Source, eta: float, backend: Any) -> Points:
     check_columns(d, eta=eta, geo=source.geo, need_2d=source.need_2d, names=source.columns)
     box = _box(source, d, None)
     given = unit if unit is not None else source.units
-    units = None if given is None else check_unit_ids(given, source.data)
+    units = None if given is None else check_unit_ids(given, source.data, stacklevel + 1)
     check_files = getattr(backend, "check_files", None)
     if callable(check_files):
         # the files' schemas (public) refused here, before a ledger charges the release
@@ -574,13 +602,14 @@ def geo_columns_hint(names: Sequence[str] | None) -> str:
     return "--columns LON LAT"
 
 
-def check_unit_ids(units: Any, X: Any) -> Any:
+def check_unit_ids(units: Any, X: Any, stacklevel: int | None = None) -> Any:
     """The units of in-memory rows, one id per row, read before anything is
     counted or spent (:func:`dpdbscan.files.unitids.read_units`: each id on
-    its own, never through a type chosen from the others; an id that cannot
-    be read exactly is refused). A column name is passed on to a
-    distributed backend. Public checks only: the shape and the types, never
-    the values."""
+    its own, never through a type chosen from the others; an id of no
+    readable type is missing, its row dropped, and with ``stacklevel`` a
+    private note counts them). A column name is passed on to a distributed
+    backend. Public checks only: the shape and the types of the arrays,
+    never the values."""
     if isinstance(units, str):
         if isinstance(X, np.ndarray):
             raise ValueError(
@@ -590,7 +619,15 @@ def check_unit_ids(units: Any, X: Any) -> Any:
         return units
     if hasattr(units, "toarray") or hasattr(units, "tocsr"):
         raise TypeError("units is a sparse matrix: give one id per row as a 1-D array")
-    ids = read_units(units)
+    unreadable = [0]
+    ids = read_units(units, unreadable)
+    if unreadable[0] and stacklevel is not None:
+        warnings.warn(
+            f"{unreadable[0]:,} unit id(s) of no readable type (not an integer, float, text or "
+            "bytes) are read as missing: their rows are dropped",
+            PrivateNoteWarning,
+            stacklevel=stacklevel + 1,
+        )
     n = getattr(X, "shape", (None,))[0]
     if n is not None and len(ids) != n:
         raise ValueError(f"units has {len(ids)} ids but X has {n} rows: give one id per row")
