@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .cells.grid import Grid
 from .cells.histogram import NoisyHistogram
 from .exceptions import PrivateNoteWarning, UtilityWarning
 from .model.build import model_of
@@ -56,7 +57,14 @@ from .release.accountant import Accountant
 from .release.backends import Backend
 from .release.backends.base import PointsInput
 from .release.bounding import count_distinct_units, factorize
-from .release.mechanism import NoiseAhead, Randomness, release_choosing, release_count, release_histogram
+from .release.mechanism import (
+    NoiseAhead,
+    Randomness,
+    release_choosing,
+    release_count,
+    release_fine_counts,
+    release_histogram,
+)
 from .traces import Events, event_rows, group_codes, no_events_note, parsed_inputs, take_rows, unreadable_note
 
 #: A delta within this factor of one over the number of units is "not far
@@ -246,7 +254,13 @@ def fit(
             # noise from the same stream, its share of epsilon already left by the
             # histogram's (the accountant was charged the pair's epsilon above)
             stage("a second, finer release where the first is dense")
-            model = sidebyside.split_model(model, X, backend, random_state, r.release.second)
+
+            def counts_of(fine: Grid, cells: np.ndarray, epsilon: float) -> np.ndarray:
+                return release_fine_counts(
+                    fine, cells, epsilon, X, backend=backend, random_state=random_state
+                )
+
+            model = sidebyside.split_model(model, counts_of, r.release.second)
         fc = forecast(
             replace(r.release, grid=model.release.grid), replace(r.spans, min_samples=model.spec.min_samples)
         )

@@ -9,7 +9,6 @@ and build a new one; they never see training data.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 import math
@@ -19,8 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from ..cells import packed
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
+from ..cells.packed import pack
 from ..cells.subcells import SubcellLayout
 from ..params.parameters import check_param
 from ..params.specs import ReleaseInfo, SizeEstimate, SpanSpec, UnitBound, UnitChoice
@@ -650,30 +651,6 @@ def jsonable(d: dict) -> dict:
     return out
 
 
-def pack(arr: np.ndarray) -> dict:
-    arr = np.ascontiguousarray(arr)
-    # noisy counts and cell coordinates nearly always fit in int32: half the bytes
-    if arr.dtype == np.int64 and arr.size and -(2**31) <= arr.min() and arr.max() < 2**31:
-        arr = arr.astype(np.int32)
-    return {
-        "dtype": arr.dtype.str,
-        "shape": list(arr.shape),
-        "zlib_base64": base64.b64encode(_deflate(arr.reshape(-1).view(np.uint8).data)).decode("ascii"),
-    }
-
-
-def _deflate(raw: bytes | memoryview) -> bytes:
-    """A zlib stream of ``raw`` at level 1: by ISA-L when ``isal`` is installed
-    (about 4 times faster: 0.04 s against 0.15 s for the 17.6 MB histogram of
-    full Cabs here, within 1% of the size), else by zlib. Either is read back
-    by ``zlib.decompress``."""
-    try:
-        from isal import isal_zlib
-    except ImportError:
-        return zlib.compress(raw, 1)
-    return isal_zlib.compress(raw, 1)
-
-
 def unpack(d: dict) -> np.ndarray:
     _need(
         isinstance(d, dict) and isinstance(d.get("dtype"), str) and isinstance(d.get("shape"), list),
@@ -681,9 +658,7 @@ def unpack(d: dict) -> np.ndarray:
     )
     dtype = np.dtype(d["dtype"])
     _need(dtype.kind in "iuf" and dtype.itemsize <= 8, f"packed arrays hold numbers, not {dtype}")
-    raw = zlib.decompress(base64.b64decode(d["zlib_base64"], validate=True))
-    arr = np.frombuffer(raw, dtype=dtype).reshape(d["shape"])
-    return arr.astype(np.int64) if arr.dtype.kind in "iu" else arr.copy()
+    return packed.unpack(d)
 
 
 def histogram_to_dict(h: NoisyHistogram) -> dict:

@@ -35,6 +35,7 @@ rule). The model records release two whole in ``auto["second"]``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -42,9 +43,15 @@ import numpy as np
 from scipy import ndimage
 from scipy.spatial import cKDTree
 
-from ..cells.grid import Grid, lookup
+from ..cells.grid import Grid
+from ..cells.packed import pack, unpack
 from ..params.specs import SecondRelease
-from ..release.histograms.countnoise import noise_at
+
+#: Release two's noisy counts (``dpdbscan.release.mechanism.release_fine_counts``,
+#: bound to the points, the backend and release one's stream by the pipeline):
+#: (the fine grid, the fine cells' coords, release two's epsilon) -> one noisy
+#: count a cell. Post-processing never reads points or draws noise itself.
+FineCounts = Callable[[Grid, np.ndarray, float], np.ndarray]
 
 #: The record's name in ``model.auto``.
 KEY = "second"
@@ -73,26 +80,11 @@ def children(cells: np.ndarray, f: int) -> np.ndarray:
     return (cells[:, None, :] * f + offs[None, :, :]).reshape(-1, d)
 
 
-def fine_counts(fine: Grid, cells: np.ndarray, X: Any, backend: Any) -> np.ndarray:
-    """The exact counts of the points of ``X`` in the fine cells ``cells``
-    (coords on ``fine``), by the backend (after its per-record rule). A
-    fine cell outside the grid holds no point of the box: 0."""
-    out = np.zeros(cells.shape[0], dtype=np.int64)
-    ok = fine.valid(cells)
-    if not ok.any():
-        return out
-    counted = backend.count(fine, X)
-    out[ok] = lookup(
-        np.asarray(counted.keys), np.asarray(counted.counts, dtype=np.int64), fine.encode(cells[ok])
-    )
-    return out
-
-
-def release_two(model: Any, X: Any, backend: Any, source: Any, second: SecondRelease) -> dict:
+def release_two(model: Any, counts_of: FineCounts, second: SecondRelease) -> dict:
     """Release two (steps 1 and 2 of the module docstring): its record,
-    ``auto["second"]`` without the keep rule's outcome. The noise is drawn
-    from ``source`` (release one's stream, continued), one draw per fine
-    cell, spans in id order."""
+    ``auto["second"]`` without the keep rule's outcome. The fine cells are
+    chosen here from release one alone; ``counts_of`` releases their noisy
+    counts (one draw per fine cell, spans in id order)."""
     f = int(second.fine)
     cells, spans, counts = selected_cells(model, second.select_sds)
     g = model.histogram.grid
@@ -100,12 +92,7 @@ def release_two(model: Any, X: Any, backend: Any, source: Any, second: SecondRel
     order = np.argsort(spans, kind="stable")
     cells, spans, counts = cells[order], spans[order], counts[order]
     kids = children(cells, f)
-    exact = fine_counts(fine, kids, X, backend)
-    noisy = exact.copy()
-    if kids.size:
-        noisy += np.asarray(
-            noise_at("discrete", float(second.epsilon)).sample(source, kids.shape[0]), np.int64
-        )
+    noisy = np.asarray(counts_of(fine, kids, float(second.epsilon)), dtype=np.int64)
     per = f**g.d
     out = []
     for s in np.unique(spans):
@@ -196,14 +183,12 @@ def fine_centres(grid: Grid, f: int, cells: np.ndarray) -> np.ndarray:
     return grid.lower + (np.asarray(cells, dtype=np.float64) + 0.5) * (float(grid.width) / f)
 
 
-def split_model(model: Any, X: Any, backend: Any, source: Any, second: SecondRelease) -> Any:
+def split_model(model: Any, counts_of: FineCounts, second: SecondRelease) -> Any:
     """``model`` (release one's, the automatic mode's) with release two made
     and its spans split by the keep rule: core cells relabelled, the record
     in ``auto["second"]`` and a level for each new span (a copy of its
     span's, ``split_from`` naming it)."""
-    from ..model.codec import pack  # the model package imports this one
-
-    rec = release_two(model, X, backend, source, second)
+    rec = release_two(model, counts_of, second)
     g = model.histogram.grid
     labels = np.array(model.labels, copy=True)
     nxt = int(model.n_spans)
@@ -252,8 +237,6 @@ def split_pieces(rec: dict, grid: Grid) -> list[tuple[list[int], np.ndarray, np.
     """Each split span of a release-two record: (its ids, the centres of its
     kept fine cells on ``grid``'s cells at width / f, the index in ids of
     each cell's piece)."""
-    from ..model.codec import unpack
-
     out = []
     for sp in rec.get("spans") or []:
         if sp.get("split"):

@@ -19,7 +19,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from ..cells import keys as cell_keys
-from ..cells.grid import Grid
+from ..cells.grid import Grid, lookup
 from ..cells.histogram import NoisyHistogram
 from ..params.specs import ReleaseSpec, Seed, SizeEstimate
 from . import unitchoice
@@ -196,6 +196,37 @@ def release_count(
     return float(n + z[0]), source
 
 
+def release_fine_counts(
+    fine: Grid,
+    cells: np.ndarray,
+    epsilon: float,
+    X: PointsInput,
+    *,
+    backend: Backend | str | None = None,
+    random_state: Randomness | None = None,
+) -> np.ndarray:
+    """Release two of the automatic mode in 3-D (docs/privacy.md 4.10;
+    chosen by :mod:`dpdbscan.post.sidebyside` from release one alone): the
+    points' counts in the fine cells ``cells`` (coords on ``fine``), after the
+    per-record rule, each plus one draw of discrete Laplace noise at
+    ``epsilon`` (a point lies in at most one fine cell: sensitivity 1). A fine
+    cell outside the grid holds no point of the box: its count is 0 before
+    the noise. ``random_state``: release one's source, continued (one stream,
+    as :func:`release_count` and :func:`release_histogram` share one)."""
+    backend = resolve_backend(backend)
+    source = make_source(random_state)
+    out = np.zeros(cells.shape[0], dtype=np.int64)
+    ok = fine.valid(cells)
+    if ok.any():
+        counted = backend.count(fine, X)
+        out[ok] = lookup(
+            np.asarray(counted.keys), np.asarray(counted.counts, dtype=np.int64), fine.encode(cells[ok])
+        )
+    if out.size:
+        out += np.asarray(noise_at("discrete", float(epsilon)).sample(source, out.size), np.int64)
+    return out
+
+
 def release_choosing(
     choices: Sequence[ReleaseSpec],
     X: PointsInput,
@@ -292,4 +323,12 @@ def _canonical(cells: CellCounts) -> CellCounts:
     return cells
 
 
-__all__ = ["HISTOGRAMS", "NoiseAhead", "Randomness", "release_choosing", "release_count", "release_histogram"]
+__all__ = [
+    "HISTOGRAMS",
+    "NoiseAhead",
+    "Randomness",
+    "release_choosing",
+    "release_count",
+    "release_fine_counts",
+    "release_histogram",
+]
