@@ -47,14 +47,31 @@ import numpy as np
 from . import blobs_nd
 from .survey_dims import _timed
 
-SHAPES = {"blobs": blobs_nd.SIGMA, "wide": 2 * blobs_nd.SIGMA, "elongated": blobs_nd.SIGMA}
+SHAPES = {
+    "blobs": blobs_nd.SIGMA,
+    "wide": 2 * blobs_nd.SIGMA,
+    "elongated": blobs_nd.SIGMA,
+    # issue 30's "other shapes" (branch hdrule3): see :func:`points`
+    "aniso": blobs_nd.SIGMA,
+    "uneven": blobs_nd.SIGMA,
+    "bg20": blobs_nd.SIGMA,
+}
+#: ``aniso``: each cluster's sds along its own random axes, log-uniform in this range
+ANISO_SD = (0.003, 0.03)
+#: ``uneven``: cluster i (from 1) holds a share proportional to 1 / i**UNEVEN_POWER
+UNEVEN_POWER = 1.0
+#: ``bg20``: the share of uniform background points
+BG20 = 0.2
 
 
 def points(d: int, shape: str, seed: int, n: int = 100_000) -> np.ndarray:
     """The survey's points: the benchmark's blobs (``blobs``, ``wide``) or
     ``elongated``: the same 30 centres, 90% of the points in Gaussian
     clusters of :func:`experiments.scenes.elongated` (sd 0.04 along a random
-    axis, 0.01 across, truncated at 2.5 sd), 10% uniform, clipped to [0, 1]^d."""
+    axis, 0.01 across, truncated at 2.5 sd), 10% uniform, clipped to [0, 1]^d.
+    Also (:func:`other`): ``aniso``, ``uneven`` and ``bg20``."""
+    if shape in ("aniso", "uneven", "bg20"):
+        return other(d, shape, seed, n)
     if shape != "elongated":
         return blobs_nd.blobs(n, d, seed, sigma=SHAPES[shape])
     from experiments import scenes
@@ -65,6 +82,38 @@ def points(d: int, shape: str, seed: int, n: int = 100_000) -> np.ndarray:
     sizes = np.bincount(rng.integers(0, len(c), size=n - n_bg), minlength=len(c))
     r = 4 * SHAPES[shape] * scenes.TRUNCATE
     parts = [ci + scenes.elongated(rng, int(k), r, d, 4.0) for ci, k in zip(c, sizes)]
+    X = np.vstack(parts + [rng.uniform(0.0, 1.0, size=(n_bg, d))])
+    return np.clip(X, 0.0, 1.0)
+
+
+def other(d: int, shape: str, seed: int, n: int = 100_000) -> np.ndarray:
+    """30 centres uniform in [0.15, 0.85]^d, as the benchmark's, and:
+
+    * ``aniso``: 90% of the points in anisotropic Gaussian clusters, each
+      with its own random rotation and sds log-uniform in :data:`ANISO_SD`
+      along its axes; equal shares; 10% uniform;
+    * ``uneven``: 90% in clusters of sigma 0.01 whose shares fall as
+      1 / rank (:data:`UNEVEN_POWER`; the largest holds 22.6%, the smallest
+      0.75% of the clustered points); 10% uniform;
+    * ``bg20``: the benchmark's blobs with 20% uniform background
+      (:data:`BG20`).
+
+    Clipped to [0, 1]^d, from one generator seeded by (seed, 11)."""
+    rng = np.random.default_rng([seed, 11])
+    k = blobs_nd.N_CENTRES
+    c = rng.uniform(0.15, 0.85, size=(k, d))
+    n_bg = int(round((BG20 if shape == "bg20" else blobs_nd.BACKGROUND) * n))
+    share = np.ones(k) if shape != "uneven" else 1.0 / np.arange(1, k + 1) ** UNEVEN_POWER
+    sizes = rng.multinomial(n - n_bg, share / share.sum())
+    parts = []
+    for ci, m in zip(c, sizes):
+        z = rng.normal(0.0, 1.0, size=(int(m), d))
+        if shape == "aniso":
+            q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+            sd = np.exp(rng.uniform(np.log(ANISO_SD[0]), np.log(ANISO_SD[1]), size=d))
+            parts.append(ci + (z * sd) @ q.T)
+        else:
+            parts.append(ci + blobs_nd.SIGMA * z)
     X = np.vstack(parts + [rng.uniform(0.0, 1.0, size=(n_bg, d))])
     return np.clip(X, 0.0, 1.0)
 
