@@ -412,6 +412,78 @@ def summarise(path: str, rule: str, kinds: str, last: int) -> str:
     return "\n".join(out)
 
 
+def gates(path: str, rule: str, kinds: str, last: int = 1) -> tuple[str, bool]:
+    """results/hdrule3/RULE.md's gates 2-4 for the theta rule ``rule`` with
+    the dense-or-sparse rule ``kinds``, over the points either changes: per
+    (d, shape, alpha) the mean ARI over the seeds (both rounds) and its
+    worst seed's fall, the CPU ratio to the ``dbscan`` package (round
+    ``last``, means over the seeds) today and under the rule, and the spans
+    over no point; then whether each gate holds. Gate 2 exempts a point whose
+    mean ARI today is below :data:`USELESS_ARI` (judged by time only)."""
+    with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as f:
+        rows = [json.loads(ln) for ln in f if ln.startswith("{") and "error" not in ln]
+    by: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by.setdefault((r["d"], r["shape"], r["scale"], r["seed"]), []).append(r)
+    cells: dict[tuple, list] = {}
+    for (d, shape, scale, _seed), rs in sorted(by.items()):
+        base = [r for r in rs if r["histogram"] == r["default_histogram"] and r["step"] == 0]
+        if not base:
+            continue
+        n, k = base[0]["n_cells"], base[0]["kappa"]
+        if base[0]["default_histogram"] == "sparse":
+            want: tuple = ("sparse", RULES[rule](n, k))
+        else:
+            want = ("sparse", _today(n, k)) if KINDS[kinds](n, k) else ("dense", None)
+        pick = [r for r in rs if (r["histogram"], r["theta"]) == want]
+        if pick and (pick[0]["histogram"], pick[0]["theta"]) != (base[0]["histogram"], base[0]["theta"]):
+            cells.setdefault((d, shape, scale), []).append((base, pick))
+    mean = lambda key, rr: sum(float(r[key]) for r in rr) / len(rr)  # noqa: E731
+    lastr = lambda rr: [r for r in rr if r["round"] == last] or rr  # noqa: E731
+    out = [
+        "| d | shape | α × | seeds | release today -> rule | ratio to `dbscan` today -> rule | "
+        "ARI today -> rule | mean / worst fall | spans over no point | gate 2 | gate 3 |",
+        "|" + "---|" * 11,
+    ]
+    ok2 = ok3 = True
+    cpu_t = cpu_r = spans_t = spans_r = 0.0
+    for (d, shape, scale), c in cells.items():
+        th = lambda rr: "dense" if rr[0]["theta"] is None else f"sparse {rr[0]['theta']:g}"  # noqa: E731
+        dbc = sum(mean("dbscan_cpu", b) for b, _ in c) / len(c)
+        c0 = sum(mean("cpu", lastr(b)) for b, _ in c) / len(c)
+        c1 = sum(mean("cpu", lastr(p)) for _, p in c) / len(c)
+        falls = [mean("ari", b) - mean("ari", p) for b, p in c]
+        a0 = sum(mean("ari", b) for b, _ in c) / len(c)
+        a1 = sum(mean("ari", p) for _, p in c) / len(c)
+        e0 = sum(mean("spans", b) - mean("spans_with_points", b) for b, _ in c) / len(c)
+        e1 = sum(mean("spans", p) - mean("spans_with_points", p) for _, p in c) / len(c)
+        cpu_t, cpu_r, spans_t, spans_r = cpu_t + c0 / dbc, cpu_r + c1 / dbc, spans_t + e0, spans_r + e1
+        g2 = a0 < USELESS_ARI or (sum(falls) / len(falls) <= 0.005 and max(falls) <= 0.02)
+        g3 = c1 / dbc <= 1.10 * c0 / dbc
+        ok2, ok3 = ok2 and g2, ok3 and g3
+        out.append(
+            f"| {d} | {shape} | {scale:g} | {len(c)} | {th(c[0][0])} -> {th(c[0][1])} | "
+            f"{c0 / dbc:.2f}x -> {c1 / dbc:.2f}x | {a0:.4f} -> {a1:.4f} | "
+            f"{sum(falls) / len(falls):+.4f} / {max(falls):+.4f} | {e0:.1f} -> {e1:.1f} | "
+            f"{'ok' if g2 else 'FAIL'}{' (exempt)' if a0 < USELESS_ARI else ''} | {'ok' if g3 else 'FAIL'} |"
+        )
+    ok3 = ok3 and cpu_r < cpu_t
+    ok4 = spans_r <= spans_t
+    out.append("")
+    out.append(
+        f"{len(cells)} changed points; sum of ratios to `dbscan` {cpu_t:.1f} -> {cpu_r:.1f}; "
+        f"spans over no point {spans_t:.1f} -> {spans_r:.1f} (means over seeds, summed). "
+        f"Gate 2 {'holds' if ok2 else 'FAILS'}, gate 3 {'holds' if ok3 else 'FAILS'}, "
+        f"gate 4 {'holds' if ok4 else 'FAILS'}."
+    )
+    return "\n".join(out), ok2 and ok3 and ok4
+
+
+#: results/hdrule3/RULE.md gate 2: a point whose release today scores a
+#: mean ARI below this finds none of DBSCAN's clusters; judged by time only
+USELESS_ARI = 0.05
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dims", default="5,8")
@@ -428,7 +500,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--child", help="one (d, shape, seed) as JSON (internal)")
     ap.add_argument("--summarise", help="a JSON lines file of earlier runs: the rules' table")
     ap.add_argument("--filter", action="store_true", help="the span filter off and on, the same release")
+    ap.add_argument("--gates", action="store_true", help="with --summarise: results/hdrule3's gates 2-4")
     a = ap.parse_args(argv)
+    if a.summarise and a.gates:
+        for rule in a.rules.split(","):
+            table, ok = gates(a.summarise, rule, a.kinds, a.rounds - 1)
+            print(f"rule {rule}, {a.kinds}: {'PASS' if ok else 'FAIL'}\n{table}\n")
+        return 0
     if a.summarise and a.filter:
         print(summarise_filter(a.summarise))
         return 0
