@@ -85,9 +85,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     histogram : {"auto", "dense", "sparse", "stability"}, default="auto"
         Naive Laplace histogram over all cells, the linear-time sparse one
         (Algorithm 2) or the (epsilon, delta) stability histogram. "auto"
-        picks from public quantities only: dense when |X| <= 2**23 cells
-        (at a fixed ``eps``, event level and ``delta=0``: and kappa <= 256,
-        i.e. up to 3-D), otherwise sparse (stability if ``delta > 0``).
+        picks from public quantities only: dense when |X| <= 2**23 cells,
+        otherwise sparse (stability if ``delta > 0``).
     delta : float, default=0.0
         The delta of an (epsilon, delta)-DP release: needed by Gaussian noise
         (person-level releases) and by the stability histogram ("auto" may
@@ -134,9 +133,8 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     theta : float, default=None
         Threshold of the sparse histogram; by default the smallest value that
         releases at most ``max_empty_cells`` empty cells in expectation over
-        the grid, at most 32 among the kappa cells within ``eps`` of a cell
-        and at most 2**35 / kappa over the grid (from 5-D up at coarse
-        ``eps`` the second, from 7-D up the third is the larger:
+        the grid and at most 32 among the kappa cells within ``eps`` of a
+        cell (from 5-D up at coarse ``eps`` the second is the larger:
         docs/parameters.md section 1).
     max_empty_cells : float, default=2**20
         Public cap on the empty cells a sparse release holds in expectation,

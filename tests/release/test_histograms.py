@@ -8,12 +8,9 @@ from dpdbscan.cells.grid import Grid, count_neighbours
 from dpdbscan.laws import noise as laws
 from dpdbscan.plan.histogramchoice import (
     DENSE_MAX_CELLS,
-    DENSE_MAX_KAPPA,
     MAX_EMPTY_PER_BALL,
-    MAX_EMPTY_REACH,
     ball_theta,
     capped_theta,
-    choose_kind,
     default_theta,
     stability_theta,
 )
@@ -104,24 +101,21 @@ def test_default_theta_depends_on_public_inputs_only():
     "noise,scale", [("discrete", 1.0), ("discrete", 0.3), ("laplace", 1.0), ("gaussian", 40.0)]
 )
 @pytest.mark.parametrize("d", range(1, 9))
-def test_default_theta_caps_the_universe_each_alpha_ball_and_the_reach(d, noise, scale):
+def test_default_theta_caps_the_universe_and_each_alpha_ball(d, noise, scale):
     kappa = count_neighbours(d, 4.0)
     for n_cells in (10**7, 10**9, 10**12, 10**15):
         universe = capped_theta(n_cells, noise, scale, 2**20)
-        reach = capped_theta(n_cells, noise, scale, MAX_EMPTY_REACH / kappa)
         t = default_theta(n_cells, noise, scale, 2**20, kappa)
-        assert t == max(universe, ball_theta(kappa, noise, scale), reach)
-        assert n_cells * laws.tail(noise, scale, t) <= min(2**20, MAX_EMPTY_REACH / kappa)
-        assert kappa * laws.tail(noise, scale, t) <= MAX_EMPTY_PER_BALL
-        if t > max(universe, reach):
+        assert t == max(universe, ball_theta(kappa, noise, scale))
+        assert n_cells * laws.tail(noise, scale, t) <= 2**20
+        if t > universe:
             # the ball's cap decides, and one step lower would break it
+            assert kappa * laws.tail(noise, scale, t) <= MAX_EMPTY_PER_BALL
             assert kappa * laws.tail(noise, scale, t - 1) > MAX_EMPTY_PER_BALL
-        if d <= 6:
-            assert reach <= universe  # 2^35 / kappa >= 2^20 up to 6-D at eta 4: the reach binds from 7-D
         assert default_theta(n_cells, noise, scale, 2**20) == universe  # without kappa: the universe's alone
 
 
-def test_the_alpha_balls_and_reachs_caps_leave_2d_to_4d_default_grids_at_epsilon_1_alone():
+def test_the_alpha_balls_cap_leaves_2d_to_4d_default_grids_at_epsilon_1_alone():
     # event level at epsilon 1 (Cabs at small alphas, the 3-D chest data, the
     # 4-D benchmark): the universe's cap already holds each alpha-ball to at
     # most MAX_EMPTY_PER_BALL empty cells (2-D and 3-D also on small grids
@@ -135,33 +129,6 @@ def test_the_alpha_balls_and_reachs_caps_leave_2d_to_4d_default_grids_at_epsilon
     # from 5-D up a coarse grid's balls decide (5-D at twice the benchmark's alpha)
     assert default_theta(17_210_368, "discrete", 1.0, 2**20, count_neighbours(5, 4.0)) == 5.0
     assert capped_theta(17_210_368, "discrete", 1.0, 2**20) == 3.0
-    # from 7-D up the reach's cap decides at 1-3x the benchmark's alpha
-    # (7-D at alpha 0.0825: theta 11 -> 13; 8-D at 0.12: 12 -> 16)
-    for d, alpha, before, now in ((7, 0.0825, 11.0, 13.0), (8, 0.12, 12.0, 16.0)):
-        g = Grid(np.zeros(d), np.ones(d), alpha)
-        universe = capped_theta(g.n_cells, "discrete", 1.0, 2**20)
-        assert max(universe, ball_theta(g.kappa, "discrete", 1.0)) == before
-        assert default_theta(g.n_cells, "discrete", 1.0, 2**20, g.kappa) == now
-
-
-@pytest.mark.parametrize("d", range(1, 10))
-def test_dense_up_to_3d_for_fixed_event_level_releases_and_as_before_elsewhere(d):
-    # public: |X|, kappa (d, eta), delta and whether the release is event level
-    # at a fixed eps; 4-D and up at a fixed eps turn sparse on grids of at most
-    # 2^23 cells, every 1-D to 3-D grid keeps its release, and so do person
-    # level, delta > 0 and the automatic mode (fixed_event false)
-    kappa = count_neighbours(d, 4.0)
-    assert (kappa <= DENSE_MAX_KAPPA) == (d <= 3)
-    for n_cells in np.unique(np.geomspace(10, 2 * DENSE_MAX_CELLS, 40).astype(np.int64)):
-        side = [int(n_cells)] + [1] * (d - 1)
-        g = Grid(np.zeros(d), np.array(side, dtype=float), math.sqrt(d))  # cells of width 1
-        assert abs(g.n_cells - int(n_cells)) <= 1 and g.kappa == kappa
-        small = g.n_cells <= DENSE_MAX_CELLS
-        before = "dense" if small else "sparse"
-        assert choose_kind("auto", g, 0.0) == before
-        assert choose_kind("auto", g, 0.0, fixed_event=True) == ("dense" if small and d <= 3 else "sparse")
-        assert choose_kind("auto", g, 1e-6, fixed_event=True) == ("dense" if small else "stability")
-        assert choose_kind("dense", g, 0.0, fixed_event=True) == "dense"
 
 
 def test_stability_histogram_threshold():
@@ -371,24 +338,3 @@ def test_dense_noise_is_the_same_drawn_on_a_thread_or_not(monkeypatch, noise):
         monkeypatch.setattr(mechanism, "THREADED_NOISE_CELLS", threshold)
         made.append(release_histogram(grid, X, config, SeededSource(7)))
     assert np.array_equal(made[0].values, made[1].values) and made[0].values.size == grid.n_cells
-
-
-def test_the_default_histogram_of_a_coarse_4d_or_5d_fit_at_a_fixed_eps_is_sparse():
-    # from public inputs only (the forecast reads nothing): 4-D at 1.5-3x and
-    # 5-D at 3x the benchmark's eps were dense releases (grids under 2^23
-    # cells); at a fixed eps, event level, delta 0 they are sparse now, while
-    # 2-D and 3-D, person level, delta > 0 and the automatic mode keep theirs
-    from dpdbscan import DPDBSCAN
-
-    box = dict(min_samples=20, bounds=(0.0, 1.0))
-    for d, eps in ((4, 0.045), (4, 0.06), (4, 0.09), (5, 0.12)):
-        fc = DPDBSCAN(eps, **box).forecast(1e5, n_features=d)
-        assert fc.n_cells <= DENSE_MAX_CELLS and fc.histogram == "sparse"
-        assert DPDBSCAN(eps, **box, histogram="dense").forecast(1e5, n_features=d).histogram == "dense"
-        assert DPDBSCAN(eps, **box, delta=1e-6).forecast(1e5, n_features=d).histogram == "dense"
-        person = DPDBSCAN(eps, **box, max_cells_per_unit=5, delta=1e-6)
-        assert person.forecast(1e5, n_features=d, eps_ladder=[eps]).histogram == "dense"
-    for d, eps in ((2, 0.01), (3, 0.06)):
-        assert DPDBSCAN(eps, **box).forecast(1e5, n_features=d).histogram == "dense"
-    # the automatic mode's base grid (at most max_cells cells) stays dense
-    assert DPDBSCAN("auto", **box).forecast(1e5, n_features=4).histogram == "dense"

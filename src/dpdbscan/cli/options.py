@@ -234,8 +234,7 @@ def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
         metavar="{auto,dense,sparse,stability}",
         help="naive histogram over all cells (dense), the paper's linear-time one "
         "(sparse) or the (epsilon, delta) stability one; 'auto' picks dense or "
-        "sparse from public inputs: the number of cells, and at a fixed --eps "
-        "(event level, delta 0) the dimension: dense up to 3-D (default auto)",
+        "sparse from the number of cells alone (public) (default auto)",
     )
     add_table_option(
         q,

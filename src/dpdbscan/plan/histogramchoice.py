@@ -1,15 +1,12 @@
 """Which histogram a release uses, and its threshold theta, from public inputs.
 
 * dense (the naive histogram over every cell) when the universe |X| is at
-  most :data:`DENSE_MAX_CELLS` -- for an event-level release at a fixed eps
-  and MinPts with delta = 0, only while kappa is at most
-  :data:`DENSE_MAX_KAPPA` too --, else sparse (the paper's Algorithm 2), or
+  most :data:`DENSE_MAX_CELLS`, else sparse (the paper's Algorithm 2), or
   the (epsilon, delta) stability histogram when delta is given or asked for;
 * theta of the sparse histogram: the smallest value that releases at most
-  ``max_empty_cells`` empty cells in expectation over the universe, at most
-  :data:`MAX_EMPTY_PER_BALL` among the kappa cells of one alpha-ball and
-  at most :data:`MAX_EMPTY_REACH` / kappa over the universe (or the user's,
-  checked);
+  ``max_empty_cells`` empty cells in expectation over the universe and at
+  most :data:`MAX_EMPTY_PER_BALL` among the kappa cells of one alpha-ball
+  (or the user's, checked);
 * theta of the stability histogram: the smallest value a cell that only one
   record (or one unit's contribution) creates reaches with probability at
   most delta.
@@ -39,56 +36,28 @@ MAX_EXPECTED_EMPTY = 1e8
 #: accuracy (docs/benchmarks.md, "The sparse release's theta at coarser
 #: alphas"). Public: kappa (d, eta), the noise law and its scale.
 MAX_EMPTY_PER_BALL = 32.0
-#: The default theta also keeps the expected released empty cells times kappa
-#: (the pairs of a noise cell and a cell within alpha of it, which the
-#: density test's sums and its self-join go through) at most this (issue
-#: 30): from 7-D up (kappa 197,067; 1,278,129 in 8-D at eta 4) the
-#: universe's cap of 2^20 left half a million noise cells at 1.5-2x the
-#: benchmark's alpha, 5-12x the ``dbscan`` package's time. 2^35 / kappa is
-#: above 2^20 up to 6-D at eta 4, so it binds from 7-D up only
-#: (docs/benchmarks.md, "Dense or sparse at coarse 4-D/5-D, theta's reach
-#: from 7-D"). Public: kappa (d, eta), the grid's size, the noise law.
-MAX_EMPTY_REACH = 2.0**35
-#: An event-level release at a fixed eps and MinPts with delta = 0 uses the
-#: naive histogram only while kappa (the cells within alpha of a cell) is at
-#: most this, i.e. up to 3-D at eta 4 (kappa 117; 609 in 4-D): the dense
-#: release puts noise on all kappa cells of every alpha-ball, whose sum
-#: swamps MinPts at coarse 4-D and 5-D grids (ARI 0.09-0.66, 13-23x the
-#: ``dbscan`` package), while the sparse release with the span filter of
-#: :mod:`dpdbscan.post.noisespans` is faster and closer to DBSCAN
-#: (docs/benchmarks.md, "Dense or sparse at coarse 4-D/5-D, theta's reach
-#: from 7-D"). Person-level releases, delta > 0 (whose alternative is the
-#: stability histogram) and the automatic mode's base grid keep the rule on
-#: |X| alone: not measured.
-DENSE_MAX_KAPPA = 256
 
 
-def choose_kind(requested: str, grid: Grid, delta: float, *, fixed_event: bool = False) -> str:
-    """Dense or sparse from public inputs; stability when asked, or when
-    delta is given and the universe is too large for the dense histogram.
-
-    "auto": dense while |X| is at most :data:`DENSE_MAX_CELLS`, and, where
-    ``fixed_event`` (an event-level release at a fixed eps and MinPts) and
-    delta = 0, while kappa is at most :data:`DENSE_MAX_KAPPA`."""
+def choose_kind(requested: str, grid: Grid, delta: float) -> str:
+    """Dense or sparse from |X| alone (public); stability when asked, or when
+    delta is given and the universe is too large for the dense histogram."""
     if requested != "auto":
         return requested
-    if grid.n_cells <= DENSE_MAX_CELLS and not (fixed_event and delta == 0 and grid.kappa > DENSE_MAX_KAPPA):
+    if grid.n_cells <= DENSE_MAX_CELLS:
         return "dense"
     return "stability" if delta > 0 else "sparse"
 
 
 def default_theta(n_cells: int, noise: str, scale: float, max_empty: float, kappa: int = 0) -> float:
-    """theta of the sparse histogram from public inputs: the largest of the
+    """theta of the sparse histogram from public inputs: the larger of the
     universe's (:func:`capped_theta` of ``n_cells`` and ``max_empty``) and,
     given ``kappa`` (the cells within alpha of a cell), the alpha-ball's: the
     least theta >= 1 releasing at most :data:`MAX_EMPTY_PER_BALL` of those
-    ``kappa`` cells empty in expectation (:func:`ball_theta`), and the
-    reach's: at most :data:`MAX_EMPTY_REACH` / ``kappa`` empty cells over
-    the universe. ``scale`` is the one the noise is drawn with."""
+    ``kappa`` cells empty in expectation (:func:`ball_theta`). ``scale`` is
+    the one the noise is drawn with."""
     theta = capped_theta(n_cells, noise, scale, max_empty)
     if kappa > 0:
         theta = max(theta, ball_theta(kappa, noise, scale))
-        theta = max(theta, capped_theta(n_cells, noise, scale, MAX_EMPTY_REACH / kappa))
     return theta
 
 
@@ -165,8 +134,6 @@ def stability_theta(noise: str, scale: float, delta: float, step: int = 1, cells
 
 __all__ = [
     "DENSE_MAX_CELLS",
-    "DENSE_MAX_KAPPA",
-    "MAX_EMPTY_REACH",
     "MAX_EXPECTED_EMPTY",
     "choose_kind",
     "MAX_EMPTY_PER_BALL",

@@ -171,9 +171,7 @@ def resolve(
         choices = tuple(release_spec(p, grid, units=True, k=k) for k in unit_plan.candidates(grid))
         release = choices[-1]
     else:
-        release = release_spec(
-            p, grid, units=units, count=counted, size_estimate=size_estimate, fixed=plan is None
-        )
+        release = release_spec(p, grid, units=units, count=counted, size_estimate=size_estimate)
     _warn_laplace_units(release, p, namer(cli), stacklevel + 1)
     return Resolved(release, spans, plan, p["random_state"], choices)
 
@@ -291,7 +289,6 @@ def release_spec(
     k: int | None = None,
     count: bool = False,
     size_estimate: float | None = None,
-    fixed: bool = False,
 ) -> ReleaseSpec:
     """The release of parameters ``p`` on the public ``grid``: its noise, the
     histogram (from |X|) and theta (from the noise law and the caps).
@@ -321,16 +318,12 @@ def release_spec(
     sensitivity 1, and the histogram's noise is calibrated to the rest; the
     release is stated with the whole (epsilon, delta). ``size_estimate``:
     the count, once made (recorded in ``size_estimate.value``).
-
-    ``fixed``: eps and MinPts are the user's (not the automatic mode's
-    plan); with ``units`` false and delta = 0 the "auto" histogram then
-    also reads kappa (:func:`dpdbscan.plan.histogramchoice.choose_kind`).
     """
     epsilon, delta = float(p["epsilon"]), float(p["delta"])
     chosen = k is not None
     bound = unit_bound(p, units, k)
     kind_noise = noise_kind(p, units)
-    kind = choose_kind(p["histogram"], grid, delta, fixed_event=fixed and not units)
+    kind = choose_kind(p["histogram"], grid, delta)
     rhos = None  # Gaussian: (the rho spent, the noise's part of it)
     choice = None
     size = None
