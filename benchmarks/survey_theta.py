@@ -353,7 +353,18 @@ RULES: dict[str, Any] = {
     # ... and at most 2^K expected empty cells times kappa (released noise
     # cells times the cells within alpha of each: the density test's pairs)
     **{f"reach 2^{e}": (lambda n, k, e=e: max(_today(n, k), _least(2.0**e / k, n))) for e in (34, 35, 36)},
+    # ... only where today's theta leaves at least half a released noise cell
+    # per alpha-ball in expectation (hdrule3's second candidate: the first
+    # changed 1x too, where the reach rules cost accuracy and saved little)
+    "reach 2^36 coarse": lambda n, k: _coarse(n, k, 2.0**36, 0.5),
 }
+
+
+def _coarse(n: float, k: int, reach: float, per_ball: float) -> float:
+    """Today's theta, raised to the reach cap's only where today's leaves at
+    least ``per_ball`` released empty cells in expectation per alpha-ball."""
+    today = _today(n, k)
+    return today if k * _tail(today) < per_ball else max(today, _least(reach / k, n))
 #: the dense-or-sparse rules compared: name -> whether a grid of at most
 #: 2^23 cells is released sparse, from (grid cells, kappa)
 KINDS: dict[str, Any] = {
