@@ -7,10 +7,8 @@ from scipy import stats
 from dpdbscan.cells.grid import Grid, count_neighbours
 from dpdbscan.laws import noise as laws
 from dpdbscan.plan.histogramchoice import (
-    COARSE_PER_BALL,
     DENSE_MAX_CELLS,
     MAX_EMPTY_PER_BALL,
-    MAX_EMPTY_REACH,
     ball_theta,
     capped_theta,
     default_theta,
@@ -108,18 +106,9 @@ def test_default_theta_caps_the_universe_and_each_alpha_ball(d, noise, scale):
     for n_cells in (10**7, 10**9, 10**12, 10**15):
         universe = capped_theta(n_cells, noise, scale, 2**20)
         t = default_theta(n_cells, noise, scale, 2**20, kappa)
-        two = max(universe, ball_theta(kappa, noise, scale))
-        if kappa * laws.tail(noise, scale, two) >= COARSE_PER_BALL:
-            # a coarse grid for its kappa: the reach's cap too (binds from 7-D up only)
-            reach = capped_theta(n_cells, noise, scale, MAX_EMPTY_REACH / kappa)
-            assert t == max(two, reach)
-            assert n_cells * laws.tail(noise, scale, t) <= MAX_EMPTY_REACH / kappa
-            if d <= 6:
-                assert t == two  # 2^36 / kappa >= 2^20 up to 6-D at eta 4
-        else:
-            assert t == two
+        assert t == max(universe, ball_theta(kappa, noise, scale))
         assert n_cells * laws.tail(noise, scale, t) <= 2**20
-        if t > universe and t == two:
+        if t > universe:
             # the ball's cap decides, and one step lower would break it
             assert kappa * laws.tail(noise, scale, t) <= MAX_EMPTY_PER_BALL
             assert kappa * laws.tail(noise, scale, t - 1) > MAX_EMPTY_PER_BALL
@@ -140,39 +129,6 @@ def test_the_alpha_balls_cap_leaves_2d_to_4d_default_grids_at_epsilon_1_alone():
     # from 5-D up a coarse grid's balls decide (5-D at twice the benchmark's alpha)
     assert default_theta(17_210_368, "discrete", 1.0, 2**20, count_neighbours(5, 4.0)) == 5.0
     assert capped_theta(17_210_368, "discrete", 1.0, 2**20) == 3.0
-
-
-@pytest.mark.parametrize(
-    "d,scale,before,now",
-    [
-        (7, 1.0, 14.0, 14.0),  # the benchmark's alpha: 0.12 noise cells per ball, unchanged
-        (7, 1.5, 11.0, 12.0),
-        (7, 2.0, 9.0, 10.0),
-        (7, 3.0, 9.0, 9.0),  # the reach's cap is below the ball's
-        (8, 1.0, 18.0, 18.0),  # the 8-D benchmark point: 0.014 per ball, unchanged
-        (8, 1.5, 14.0, 17.0),
-        (8, 2.0, 12.0, 15.0),
-        (8, 3.0, 11.0, 12.0),
-    ],
-)
-def test_the_reachs_cap_raises_theta_on_coarse_7d_and_8d_grids_only(d, scale, before, now):
-    # event level at epsilon 1, the alphas of issue 30's survey (benchmarks.blobs_nd.ALPHA)
-    alpha = {7: 0.055, 8: 0.06}[d] * scale
-    g = Grid(np.zeros(d), np.ones(d), alpha)
-    two = max(capped_theta(g.n_cells, "discrete", 1.0, 2**20), ball_theta(g.kappa, "discrete", 1.0))
-    assert two == before
-    assert (g.kappa * laws.tail("discrete", 1.0, two) >= COARSE_PER_BALL) == (now > before or scale == 3.0)
-    assert default_theta(g.n_cells, "discrete", 1.0, 2**20, g.kappa) == now
-
-
-@pytest.mark.parametrize("d", range(2, 7))
-def test_the_reachs_cap_changes_nothing_up_to_6d(d):
-    kappa = count_neighbours(d, 4.0)
-    for n_cells in np.unique(np.geomspace(10**3, 1e16, 300).astype(np.int64)):
-        for noise, scale in (("discrete", 1.0), ("discrete", 0.3), ("laplace", 1.0)):
-            n = int(n_cells)
-            two = max(capped_theta(n, noise, scale, 2**20), ball_theta(kappa, noise, scale))
-            assert default_theta(n, noise, scale, 2**20, kappa) == two
 
 
 def test_stability_histogram_threshold():

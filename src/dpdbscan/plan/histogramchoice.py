@@ -5,9 +5,7 @@
   the (epsilon, delta) stability histogram when delta is given or asked for;
 * theta of the sparse histogram: the smallest value that releases at most
   ``max_empty_cells`` empty cells in expectation over the universe and at
-  most :data:`MAX_EMPTY_PER_BALL` among the kappa cells of one alpha-ball,
-  raised where that leaves :data:`COARSE_PER_BALL` or more in an alpha-ball
-  until at most :data:`MAX_EMPTY_REACH` / kappa are left over the universe
+  most :data:`MAX_EMPTY_PER_BALL` among the kappa cells of one alpha-ball
   (or the user's, checked);
 * theta of the stability histogram: the smallest value a cell that only one
   record (or one unit's contribution) creates reaches with probability at
@@ -38,22 +36,6 @@ MAX_EXPECTED_EMPTY = 1e8
 #: accuracy (docs/benchmarks.md, "The sparse release's theta at coarser
 #: alphas"). Public: kappa (d, eta), the noise law and its scale.
 MAX_EMPTY_PER_BALL = 32.0
-#: Where those two caps leave at least :data:`COARSE_PER_BALL` released empty
-#: cells in expectation among an alpha-ball's kappa cells (a coarse grid for
-#: its kappa), the default theta also keeps the expected released empty
-#: cells times kappa -- the (noise cell, cell within alpha) pairs the density
-#: test's self-join goes through -- at most this (issue 30). It binds from
-#: 7-D up only (2^36 / kappa is above 2^20 up to 6-D at eta 4): 7-D from
-#: about 1.3x the benchmark's alpha and 8-D from 1.5x, where half a million
-#: released noise cells made a fit 3-15x the ``dbscan`` package's time; at
-#: the benchmark's alpha (0.12 noise cells per ball in 7-D, 0.014 in 8-D)
-#: nothing changes, because raising theta there cost faint clusters
-#: accuracy (docs/benchmarks.md, "Dense or sparse at coarse 4-D/5-D and
-#: theta's reach from 7-D, again"). Public: kappa (d, eta), |X|, the noise.
-MAX_EMPTY_REACH = 2.0**36
-#: The released empty cells per alpha-ball (in expectation, at the first two
-#: caps' theta) from which :data:`MAX_EMPTY_REACH` applies.
-COARSE_PER_BALL = 0.5
 
 
 def choose_kind(requested: str, grid: Grid, delta: float) -> str:
@@ -71,15 +53,11 @@ def default_theta(n_cells: int, noise: str, scale: float, max_empty: float, kapp
     universe's (:func:`capped_theta` of ``n_cells`` and ``max_empty``) and,
     given ``kappa`` (the cells within alpha of a cell), the alpha-ball's: the
     least theta >= 1 releasing at most :data:`MAX_EMPTY_PER_BALL` of those
-    ``kappa`` cells empty in expectation (:func:`ball_theta`); where that
-    still leaves :data:`COARSE_PER_BALL` or more of them, also the reach's:
-    at most :data:`MAX_EMPTY_REACH` / ``kappa`` empty cells over the
-    universe. ``scale`` is the one the noise is drawn with."""
+    ``kappa`` cells empty in expectation (:func:`ball_theta`). ``scale`` is
+    the one the noise is drawn with."""
     theta = capped_theta(n_cells, noise, scale, max_empty)
     if kappa > 0:
         theta = max(theta, ball_theta(kappa, noise, scale))
-        if kappa * laws.tail(noise, scale, theta) >= COARSE_PER_BALL:
-            theta = max(theta, capped_theta(n_cells, noise, scale, MAX_EMPTY_REACH / kappa))
     return theta
 
 
@@ -155,9 +133,7 @@ def stability_theta(noise: str, scale: float, delta: float, step: int = 1, cells
 
 
 __all__ = [
-    "COARSE_PER_BALL",
     "DENSE_MAX_CELLS",
-    "MAX_EMPTY_REACH",
     "MAX_EXPECTED_EMPTY",
     "choose_kind",
     "MAX_EMPTY_PER_BALL",

@@ -406,7 +406,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
     terms, kappa_q = fig.terms, fig.kappa_q
     params = spans
     # empty cells a sparse release adds in expectation (public: |X|, the noise,
-    # theta; the default theta caps them over the grid, per alpha-ball and, coarse from 7-D, times kappa)
+    # theta; the default theta caps them over the grid and per alpha-ball)
     empty_cells = (
         grid.n_cells * laws.tail(release.noise.kind, release.noise.scale, theta) if kind == "sparse" else 0.0
     )
