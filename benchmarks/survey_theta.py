@@ -365,6 +365,8 @@ def _coarse(n: float, k: int, reach: float, per_ball: float) -> float:
     least ``per_ball`` released empty cells in expectation per alpha-ball."""
     today = _today(n, k)
     return today if k * _tail(today) < per_ball else max(today, _least(reach / k, n))
+
+
 #: the dense-or-sparse rules compared: name -> whether a grid of at most
 #: 2^23 cells is released sparse, from (grid cells, kappa)
 KINDS: dict[str, Any] = {
