@@ -89,7 +89,9 @@ class Forecast:
         The most cells within eps of one sub-cell: the noisy counts in one
         sub-cell's neighbour sum (the model's ``kappa_q``; ``kappa`` without
         sub-cells).
-    histogram, theta : the histogram the mechanism will use (from |X| alone).
+    histogram, theta : the histogram the mechanism will use (public: |X|, d, kappa,
+        delta, the core test and whether eps is fixed;
+        :func:`dpdbscan.plan.histogramchoice.choose_kind`).
     core : "density" or "bound".
     noise_std : float
         Standard deviation of the noise of one eps-neighbourhood estimate
