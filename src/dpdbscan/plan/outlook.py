@@ -5,7 +5,7 @@ given density are detectable, and whether the fit will be slow or useless.
 
 Every number is a function of the public grid (bounds, eps, eta), the noise
 law (epsilon, discrete or continuous Laplace), the histogram the mechanism
-will choose (from |X| alone), beta, MinPts and the sub-cells: the same
+will choose (from public inputs), beta, MinPts and the sub-cells: the same
 functions the post-processing calls after a release, so a fit reports the
 same numbers (``model.densitywords.DensityWords.utility_note``). ``n_expected`` is the user's
 own public guess of the number of points; nothing here reads data.
