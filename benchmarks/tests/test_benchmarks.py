@@ -418,6 +418,64 @@ def test_survey_theta_shapes_are_seeded_and_its_summary_compares_a_rule_with_tod
     assert "dense -> dense" in unchanged and f"{today7:g} -> {today7:g}" in unchanged
 
 
+def test_survey_theta_gates_judge_each_changed_point(tmp_path):
+    from benchmarks import survey_theta
+
+    # a 7-D sparse point (today's theta and the reach rule's) over two seeds,
+    # and a 4-D dense point and its sparse release (one seed)
+    n7, k7, n4, k4 = 4.26e10, 197_067, 4.1e6, 609
+    today7, reach7 = survey_theta._today(n7, k7), survey_theta.RULES["reach 2^35"](n7, k7)
+    base = dict(d=7, shape="blobs", scale=1.5, n_cells=n7, kappa=k7, dbscan_cpu=0.2, dbscan_clusters=30)
+    base.update(default_histogram="sparse", histogram="sparse", round=1)
+    rows = []
+    for seed, fall in ((40, 0.001), (41, 0.03)):
+        rows.append(
+            dict(base, seed=seed, theta=today7, step=0.0, cpu=0.8, ari=1.0, spans=31, spans_with_points=30)
+        )
+        rows.append(
+            dict(
+                base,
+                seed=seed,
+                theta=reach7,
+                step=reach7 - today7,
+                cpu=0.1,
+                ari=1.0 - fall,
+                spans=30,
+                spans_with_points=30,
+            )
+        )
+    dense = dict(base, d=4, seed=40, n_cells=n4, kappa=k4, default_histogram="dense", step=0.0)
+    rows.append(dict(dense, histogram="dense", theta=None, cpu=0.7, ari=0.5, spans=30, spans_with_points=30))
+    rows.append(
+        dict(
+            dense,
+            histogram="sparse",
+            theta=survey_theta._today(n4, k4),
+            cpu=0.1,
+            ari=0.9,
+            spans=31,
+            spans_with_points=30,
+        )
+    )
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # the reach rule alone: one seed falls 0.03 > 0.02 (gate 2), faster, fewer spans over no point
+    table, ok = survey_theta.gates(str(path), "reach 2^35", "dense")
+    seven = next(ln for ln in table.splitlines() if ln.startswith("| 7 |"))
+    assert not ok and "| FAIL | ok |" in seven and "4.00x -> 0.50x" in seven and "1.0 -> 0.0" in seven
+    assert "Gate 2 FAILS, gate 3 holds, gate 4 holds" in table
+    assert not any(ln.startswith("| 4 |") for ln in table.splitlines())  # unchanged without "kappa 2^8"
+    # the dense-or-sparse rule alone: more accurate and faster, but one more span over no point
+    table, ok = survey_theta.gates(str(path), "ball 32", "kappa 2^8")
+    four = next(ln for ln in table.splitlines() if ln.startswith("| 4 |"))
+    assert not ok and "dense -> sparse 3" in four and "| ok | ok |" in four and "gate 4 FAILS" in table
+    # a point whose release today finds nothing is judged by time only
+    useless = [dict(r, ari=0.01 if r["theta"] == today7 else 0.0) for r in rows if r["d"] == 7]
+    path.write_text("".join(json.dumps(r) + "\n" for r in useless))
+    table, ok = survey_theta.gates(str(path), "reach 2^35", "dense")
+    assert ok and "ok (exempt)" in table
+
+
 def test_survey_theta_filter_summary_pairs_each_fit_off_and_on(tmp_path):
     from benchmarks import survey_theta
 

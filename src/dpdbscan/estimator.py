@@ -85,8 +85,11 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
     histogram : {"auto", "dense", "sparse", "stability"}, default="auto"
         Naive Laplace histogram over all cells, the linear-time sparse one
         (Algorithm 2) or the (epsilon, delta) stability histogram. "auto"
-        picks from public quantities only: dense when |X| <= 2**23 cells,
-        otherwise sparse (stability if ``delta > 0``).
+        picks from public quantities only: dense when |X| <= 2**23 cells
+        (in 4-D to 8-D at a fixed ``eps`` and ``min_samples``, event level,
+        ``delta=0`` and ``core="density"``: only while kappa <= 256, that is
+        never at the default ``eta``), otherwise sparse (stability if
+        ``delta > 0``).
     delta : float, default=0.0
         The delta of an (epsilon, delta)-DP release: needed by Gaussian noise
         (person-level releases) and by the stability histogram ("auto" may

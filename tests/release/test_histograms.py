@@ -8,9 +8,12 @@ from dpdbscan.cells.grid import Grid, count_neighbours
 from dpdbscan.laws import noise as laws
 from dpdbscan.plan.histogramchoice import (
     DENSE_MAX_CELLS,
+    DENSE_MAX_KAPPA,
     MAX_EMPTY_PER_BALL,
+    SPARSE_DIMS,
     ball_theta,
     capped_theta,
+    choose_kind,
     default_theta,
     stability_theta,
 )
@@ -129,6 +132,72 @@ def test_the_alpha_balls_cap_leaves_2d_to_4d_default_grids_at_epsilon_1_alone():
     # from 5-D up a coarse grid's balls decide (5-D at twice the benchmark's alpha)
     assert default_theta(17_210_368, "discrete", 1.0, 2**20, count_neighbours(5, 4.0)) == 5.0
     assert capped_theta(17_210_368, "discrete", 1.0, 2**20) == 3.0
+
+
+@pytest.mark.parametrize("d", range(1, 11))
+def test_dense_or_sparse_flips_where_rule_k_says_and_nowhere_else(d):
+    # public: |X|, d, kappa (d, eta), delta and whether the release is event
+    # level at a fixed eps with the density test (fixed_density). 4-D to 8-D
+    # turn sparse on grids of at most 2^23 cells there; 1-D to 3-D and 9-D up
+    # keep their release, and so do person level, delta > 0, the bound test
+    # and the automatic mode (fixed_density false)
+    for n_cells in np.unique(np.geomspace(10, 2 * DENSE_MAX_CELLS, 40).astype(np.int64)):
+        side = [int(n_cells)] + [1] * (d - 1)
+        g = Grid(np.zeros(d), np.array(side, dtype=float), math.sqrt(d))  # cells of width 1, eta 4
+        assert abs(g.n_cells - int(n_cells)) <= 1 and g.kappa == count_neighbours(d, 4.0)
+        small = g.n_cells <= DENSE_MAX_CELLS
+        before = "dense" if small else "sparse"
+        assert choose_kind("auto", g, 0.0) == before
+        k_acts = 4 <= d <= 8 and g.kappa > DENSE_MAX_KAPPA
+        assert choose_kind("auto", g, 0.0, fixed_density=True) == ("sparse" if k_acts else before)
+        assert choose_kind("auto", g, 1e-6, fixed_density=True) == ("dense" if small else "stability")
+        for asked in ("dense", "sparse", "stability"):
+            assert choose_kind(asked, g, 0.0, fixed_density=True) == asked
+    assert list(SPARSE_DIMS) == [4, 5, 6, 7, 8]
+
+
+@pytest.mark.parametrize("d", [4, 5, 8])
+def test_rule_k_reads_kappa_at_its_bound(d):
+    # eta <= 4 keeps kappa above 256 from 4-D up (609 in 4-D), so the bound on
+    # kappa is checked on a stand-in grid: dense at 256 cells per ball, sparse at 257
+    for kappa, kind in ((DENSE_MAX_KAPPA, "dense"), (DENSE_MAX_KAPPA + 1, "sparse")):
+        g = type("G", (), {"d": d, "n_cells": 1000, "kappa": kappa})()
+        assert choose_kind("auto", g, 0.0, fixed_density=True) == kind
+        assert choose_kind("auto", g, 0.0) == "dense"
+
+
+def test_the_default_histogram_of_a_coarse_4d_to_8d_fit_at_a_fixed_eps_is_sparse():
+    # from public inputs only (the forecast reads nothing): 4-D at 1.5-3x and
+    # 5-D at 3x the benchmark's eps were dense releases (grids under 2^23
+    # cells); at a fixed eps, event level, delta 0, the density test they are
+    # sparse now, while 2-D and 3-D, person level, delta > 0, the bound test
+    # and the automatic mode keep theirs
+    from dpdbscan import DPDBSCAN
+
+    box = dict(min_samples=20, bounds=(0.0, 1.0))
+    for d, eps in ((4, 0.045), (4, 0.06), (4, 0.09), (5, 0.12), (8, 0.45)):
+        fc = DPDBSCAN(eps, **box).forecast(1e5, n_features=d)
+        assert fc.n_cells <= DENSE_MAX_CELLS and fc.histogram == "sparse" and fc.core == "density"
+        assert DPDBSCAN(eps, **box, histogram="dense").forecast(1e5, n_features=d).histogram == "dense"
+        assert DPDBSCAN(eps, **box, delta=1e-6).forecast(1e5, n_features=d).histogram == "dense"
+        assert DPDBSCAN(eps, **box, core="bound").forecast(1e5, n_features=d).histogram == "dense"
+        person = DPDBSCAN(eps, **box, max_cells_per_unit=5, delta=1e-6)
+        assert person.forecast(1e5, n_features=d, eps_ladder=[eps]).histogram == "dense"
+    for d, eps in ((2, 0.01), (3, 0.06)):
+        assert DPDBSCAN(eps, **box).forecast(1e5, n_features=d).histogram == "dense"
+    # the automatic mode's base grid (at most max_cells cells) stays dense
+    assert DPDBSCAN("auto", **box).forecast(1e5, n_features=4).histogram == "dense"
+
+
+def test_a_coarse_4d_fit_at_a_fixed_eps_releases_sparse():
+    from dpdbscan import DPDBSCAN
+
+    rng = np.random.default_rng(0)
+    X = np.clip(np.vstack([rng.normal(0.5, 0.01, (500, 4)), rng.uniform(0, 1, (100, 4))]), 0, 1)
+    est = DPDBSCAN(0.09, min_samples=20, bounds=(0.0, 1.0), random_state=0).fit(X)
+    assert est.histogram_.kind == "sparse" and est.n_cells_ <= DENSE_MAX_CELLS
+    dense = DPDBSCAN(0.09, min_samples=20, bounds=(0.0, 1.0), random_state=0, histogram="dense").fit(X)
+    assert dense.histogram_.kind == "dense"
 
 
 def test_stability_histogram_threshold():

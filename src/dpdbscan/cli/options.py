@@ -234,7 +234,9 @@ def add_privacy_options(p: ArgTarget, *, seed: bool = True) -> None:
         metavar="{auto,dense,sparse,stability}",
         help="naive histogram over all cells (dense), the paper's linear-time one "
         "(sparse) or the (epsilon, delta) stability one; 'auto' picks dense or "
-        "sparse from the number of cells alone (public) (default auto)",
+        "sparse from public inputs: the number of cells, and in 4-D to 8-D at a "
+        "fixed --eps and --min-samples (event level, delta 0, --core density) "
+        "the cells within eps of a cell (more than 256: sparse) (default auto)",
     )
     add_table_option(
         q,

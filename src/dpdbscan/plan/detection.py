@@ -75,7 +75,7 @@ class Detection:
     n_cells : int
         |X|, the cells of the public box.
     histogram : str
-        The histogram the mechanism would choose (from |X| alone).
+        The histogram the mechanism would choose (public inputs only).
     threshold : float
         The largest threshold of the core test's sum (as
         :attr:`Forecast.threshold`).

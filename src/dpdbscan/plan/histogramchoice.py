@@ -1,7 +1,10 @@
 """Which histogram a release uses, and its threshold theta, from public inputs.
 
 * dense (the naive histogram over every cell) when the universe |X| is at
-  most :data:`DENSE_MAX_CELLS`, else sparse (the paper's Algorithm 2), or
+  most :data:`DENSE_MAX_CELLS` -- for an event-level release at a fixed eps
+  and MinPts with delta = 0 and the density core test in
+  :data:`SPARSE_DIMS` dimensions, only while kappa is at most
+  :data:`DENSE_MAX_KAPPA` too --, else sparse (the paper's Algorithm 2), or
   the (epsilon, delta) stability histogram when delta is given or asked for;
 * theta of the sparse histogram: the smallest value that releases at most
   ``max_empty_cells`` empty cells in expectation over the universe and at
@@ -36,14 +39,39 @@ MAX_EXPECTED_EMPTY = 1e8
 #: accuracy (docs/benchmarks.md, "The sparse release's theta at coarser
 #: alphas"). Public: kappa (d, eta), the noise law and its scale.
 MAX_EMPTY_PER_BALL = 32.0
+#: Issue 30 (rule K of results/hdrule3/RULE.md): an event-level release at a
+#: fixed eps and MinPts, with delta = 0 and the density core test, in
+#: :data:`SPARSE_DIMS` dimensions, uses the naive histogram only while kappa
+#: (the cells within alpha of a cell) is at most this -- never in 4-D to 8-D
+#: at the default eta 4 (kappa 609 in 4-D). The dense release puts noise on
+#: all kappa cells of every alpha-ball, whose sum swamps MinPts at coarse 4-D
+#: and 5-D grids (ARI 0.03-0.43 at 3x the benchmark's alpha, up to 25x the
+#: ``dbscan`` package's time); the sparse release with the span filter of
+#: :mod:`dpdbscan.post.noisespans` was faster and closer to DBSCAN at every
+#: point measured, in two runs on fresh seeds (docs/benchmarks.md, "Dense or
+#: sparse at coarse 4-D/5-D: the confirmatory run"). Person level, delta > 0
+#: (whose alternative is the stability histogram), the bound core test and
+#: the automatic mode's base grid keep the rule on |X| alone: not measured.
+DENSE_MAX_KAPPA = 256
+#: The dimensions :data:`DENSE_MAX_KAPPA` acts in: measured in 4-D and 5-D;
+#: 6-D to 8-D grids of at most 2^23 cells are coarser still (issue 30's
+#: scope). 1-D to 3-D keep the dense release; so does 9-D and up (not
+#: measured).
+SPARSE_DIMS = range(4, 9)
 
 
-def choose_kind(requested: str, grid: Grid, delta: float) -> str:
-    """Dense or sparse from |X| alone (public); stability when asked, or when
-    delta is given and the universe is too large for the dense histogram."""
+def choose_kind(requested: str, grid: Grid, delta: float, *, fixed_density: bool = False) -> str:
+    """Dense or sparse from public inputs; stability when asked, or when
+    delta is given and the universe is too large for the dense histogram.
+
+    "auto": dense while |X| is at most :data:`DENSE_MAX_CELLS`, and, where
+    ``fixed_density`` (an event-level release at a fixed eps and MinPts with
+    the density core test), delta = 0 and d is in :data:`SPARSE_DIMS`, while
+    kappa is at most :data:`DENSE_MAX_KAPPA`."""
     if requested != "auto":
         return requested
-    if grid.n_cells <= DENSE_MAX_CELLS:
+    coarse = fixed_density and delta == 0 and grid.d in SPARSE_DIMS and grid.kappa > DENSE_MAX_KAPPA
+    if grid.n_cells <= DENSE_MAX_CELLS and not coarse:
         return "dense"
     return "stability" if delta > 0 else "sparse"
 
@@ -134,6 +162,8 @@ def stability_theta(noise: str, scale: float, delta: float, step: int = 1, cells
 
 __all__ = [
     "DENSE_MAX_CELLS",
+    "DENSE_MAX_KAPPA",
+    "SPARSE_DIMS",
     "MAX_EXPECTED_EMPTY",
     "choose_kind",
     "MAX_EMPTY_PER_BALL",

@@ -5,7 +5,7 @@ given density are detectable, and whether the fit will be slow or useless.
 
 Every number is a function of the public grid (bounds, eps, eta), the noise
 law (epsilon, discrete or continuous Laplace), the histogram the mechanism
-will choose (from |X| alone), beta, MinPts and the sub-cells: the same
+will choose (from public inputs), beta, MinPts and the sub-cells: the same
 functions the post-processing calls after a release, so a fit reports the
 same numbers (``model.densitywords.DensityWords.utility_note``). ``n_expected`` is the user's
 own public guess of the number of points; nothing here reads data.
@@ -89,7 +89,9 @@ class Forecast:
         The most cells within eps of one sub-cell: the noisy counts in one
         sub-cell's neighbour sum (the model's ``kappa_q``; ``kappa`` without
         sub-cells).
-    histogram, theta : the histogram the mechanism will use (from |X| alone).
+    histogram, theta : the histogram the mechanism will use (public: |X|, d, kappa,
+        delta, the core test and whether eps is fixed;
+        :func:`dpdbscan.plan.histogramchoice.choose_kind`).
     core : "density" or "bound".
     noise_std : float
         Standard deviation of the noise of one eps-neighbourhood estimate

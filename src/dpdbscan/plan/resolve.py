@@ -172,7 +172,14 @@ def resolve(
         choices = tuple(release_spec(p, grid, units=True, k=k) for k in unit_plan.candidates(grid))
         release = choices[-1]
     else:
-        release = release_spec(p, grid, units=units, count=counted, size_estimate=size_estimate)
+        release = release_spec(
+            p,
+            grid,
+            units=units,
+            count=counted,
+            size_estimate=size_estimate,
+            fixed_density=plan is None and test.name == "density",
+        )
     _warn_laplace_units(release, p, namer(cli), stacklevel + 1)
     return Resolved(release, spans, plan, p["random_state"], choices)
 
@@ -290,9 +297,11 @@ def release_spec(
     k: int | None = None,
     count: bool = False,
     size_estimate: float | None = None,
+    fixed_density: bool = False,
 ) -> ReleaseSpec:
     """The release of parameters ``p`` on the public ``grid``: its noise, the
-    histogram (from |X|) and theta (from the noise law and the caps).
+    histogram (:func:`dpdbscan.plan.histogramchoice.choose_kind`) and theta
+    (from the noise law and the caps).
 
     ``units``: whether the rows carry privacy-unit ids (person-level). Each
     unit then adds to at most k = ``max_cells_per_unit`` cells, at most
@@ -319,12 +328,17 @@ def release_spec(
     sensitivity 1, and the histogram's noise is calibrated to the rest; the
     release is stated with the whole (epsilon, delta). ``size_estimate``:
     the count, once made (recorded in ``size_estimate.value``).
+
+    ``fixed_density``: eps and MinPts are the user's (not the automatic
+    mode's plan) and the core test is the density test; with ``units`` false
+    and delta = 0 the "auto" histogram then also reads d and kappa
+    (:func:`dpdbscan.plan.histogramchoice.choose_kind`).
     """
     epsilon, delta = float(p["epsilon"]), float(p["delta"])
     chosen = k is not None
     bound = unit_bound(p, units, k)
     kind_noise = noise_kind(p, units)
-    kind = choose_kind(p["histogram"], grid, delta)
+    kind = choose_kind(p["histogram"], grid, delta, fixed_density=fixed_density and not units)
     rhos = None  # Gaussian: (the rho spent, the noise's part of it)
     choice = None
     size = None
