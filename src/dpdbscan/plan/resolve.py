@@ -178,7 +178,7 @@ def resolve(
             units=units,
             count=counted,
             size_estimate=size_estimate,
-            fixed_density=plan is None and test.name == "density",
+            fixed_density=plan is None and test.filters_noise_spans,
         )
     _warn_laplace_units(release, p, namer(cli), stacklevel + 1)
     return Resolved(release, spans, plan, p["random_state"], choices)

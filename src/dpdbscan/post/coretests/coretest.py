@@ -127,6 +127,11 @@ class CoreTest(ABC):
     #: Whether the margin's empty-space guard can swamp MinPts (every MinPts
     #: below some value then gives the same release; :func:`.density.swamped`).
     guard_swamps: ClassVar[bool]
+    #: Whether the test's sparse Laplace spans are filtered of those the
+    #: release's noise alone explains (:mod:`dpdbscan.post.noisespans`): such
+    #: a test takes the sparse release on coarse 4-D to 8-D grids at a fixed
+    #: eps and MinPts (rule K, :func:`dpdbscan.plan.histogramchoice.choose_kind`).
+    filters_noise_spans: ClassVar[bool]
 
     # -- parameters ---------------------------------------------------------
     @abstractmethod

@@ -47,6 +47,7 @@ class BoundTest(CoreTest):
     numeric_margin = False
     selects_levels = False
     guard_swamps = False
+    filters_noise_spans = False
 
     def check(self, values: Mapping[str, Any], opt: Namer, cli: bool) -> None:
         rule = values["margin"]

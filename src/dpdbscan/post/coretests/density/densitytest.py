@@ -157,6 +157,7 @@ class DensityTest(CoreTest):
     numeric_margin = True
     selects_levels = True
     guard_swamps = True
+    filters_noise_spans = True
 
     def check(self, values: Mapping[str, Any], opt: Namer, cli: bool) -> None:
         if values["margin"] == "paper":
