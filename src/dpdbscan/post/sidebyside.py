@@ -40,8 +40,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from scipy import ndimage
-from scipy.spatial import cKDTree
 
 from ..cells.grid import Grid
 from ..cells.packed import pack, unpack
@@ -138,6 +136,9 @@ def pieces_of(span: dict, grid: Grid, rec: dict) -> tuple[np.ndarray, np.ndarray
     """The keep rule (step 3) on one span's record: (the kept fine cells'
     coords, the piece of each, 0, 1, ...) where the span is split, else
     None. Post-processing of the two releases."""
+    # lazy: scipy.ndimage costs 0.2 s of import on every fit and command that never makes release two
+    from scipy import ndimage
+
     f = int(span["f"])
     fine_cells, noisy = np.asarray(span["fine"]), np.asarray(span["counts"], dtype=np.int64)
     if fine_cells.shape[0] == 0:
@@ -188,6 +189,9 @@ def split_model(model: Any, counts_of: FineCounts, second: SecondRelease) -> Any
     and its spans split by the keep rule: core cells relabelled, the record
     in ``auto["second"]`` and a level for each new span (a copy of its
     span's, ``split_from`` naming it)."""
+    # lazy: scipy.spatial costs its import on every fit that never makes release two
+    from scipy.spatial import cKDTree
+
     rec = release_two(model, counts_of, second)
     g = model.histogram.grid
     labels = np.array(model.labels, copy=True)
@@ -250,6 +254,9 @@ def relabel_points(labels: np.ndarray, X: np.ndarray, pieces: list) -> np.ndarra
     its ids) given the piece of its nearest kept fine cell."""
     if not pieces:
         return labels
+    # lazy: scipy.spatial costs its import on every predict of a model release two did not split
+    from scipy.spatial import cKDTree
+
     out = labels.copy()
     for ids, centres, piece in pieces:
         rows = np.flatnonzero(np.isin(labels, ids))
