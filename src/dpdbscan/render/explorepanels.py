@@ -379,7 +379,10 @@ def _common_view(ex: Exploration, model: SpanModel) -> tuple[np.ndarray, np.ndar
 def lay_out(fig: Figure) -> None:
     """Place the panels below the title's lines (9 pt at 1.25 line
     spacing, and a margin)."""
-    lines = fig.get_suptitle().count("\n") + 1
+    # Figure.get_suptitle is matplotlib 3.8's; the suptitle's Text is there from 3.7 on
+    text = getattr(fig, "_suptitle", None)
+    title = text.get_text() if text is not None else ""
+    lines = title.count("\n") + 1
     top = 1 - (lines * TITLE_POINTS * 1.25 + 8) / 72.0 / fig.get_figheight()
     fig.tight_layout(rect=(0, 0, 1, min(0.97, top)))
 
