@@ -24,8 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpdbscan.traces.order import trace_order
-from dpdbscan.traces.stops import stop_rows
+from dpdbscan.research import stop_rows, trace_order
 
 from .synthetic_traces import HOME, JAM, generate, to_km
 

@@ -66,6 +66,8 @@ Traces and units (the places studies' ground truth, recomputed from the private 
     ``factorize``: each row's unit as a code, read id by id (the release's own reading).
     ``parse_times``: a time column (unix seconds, ISO text, timestamps) as unix seconds.
     ``event_rows``: the rows that are stops or trip ends, given each row's unit code.
+    ``stop_rows``, ``trace_order``: the stops' runs before the straight-on rule, and the
+    rows in each unit's time order (``experiments.jam_cause``).
     ``events_rows``: the same for every unit of a file (what ``--stops``/``--trip-ends`` count).
     ``Periods``: the calendar periods of a series over time (``--per``).
 
@@ -140,7 +142,9 @@ from .render.plotting import (
 )
 from .render.plotting import save as save_figure
 from .traces import event_rows, parse_times
+from .traces.order import trace_order
 from .traces.periods import Periods
+from .traces.stops import stop_rows
 
 #: The automatic mode's default cap on its base release's cells (the table's).
 AUTO_MAX_CELLS = PARAMETERS["max_cells"].default
@@ -163,6 +167,8 @@ __all__ = [
     "Equirectangular",
     "Periods",
     "event_rows",
+    "stop_rows",
+    "trace_order",
     "events_rows",
     "factorize",
     "parse_times",
