@@ -7,11 +7,16 @@ the library: 0.2-0.3 s) keep one core busy and leave the other idle; the
 read then keeps both busy; the fit after it one again. So the copy is
 forked here, first thing (after numpy, which both need), when the words
 of the command line say it is ``fit`` with a picture, and it imports
-matplotlib itself at once, beside the command's own modules. The rest of
-what it needs (matplotlib's figure and Agg modules, pyplot, the library's
-drawing modules, a first picture of nothing) it imports when ``fit`` tells
-it to go, once the file is read (:func:`dpdbscan.cli.fit.fit_model`),
-beside the fit: there the command keeps one core busy again.
+matplotlib itself at once, and the library's drawing module with the
+library modules a release is made of (:mod:`dpdbscan.render.plotting`,
+which it needs to take the release it is sent), beside the command's own
+modules: about as long as those. The rest of what it needs (matplotlib's
+figure and Agg modules, pyplot, a first picture of nothing) it imports
+when ``fit`` tells it to go, once the file is read
+(:func:`dpdbscan.cli.fit.fit_model`), beside the fit: there the command
+keeps one core busy again. (With the library's modules left to then too,
+the copy was still importing when the release was ready, 0.2 s of CPU
+after it, and the picture waited for it.)
 
 Only the words are looked at here, before the command's parser exists;
 ``fit`` decides later, from its parsed options, whether it draws at all,
@@ -60,16 +65,19 @@ def start(words: Sequence[str]) -> bool:
 
 
 def _import_matplotlib() -> None:
-    """In the copy, at once: matplotlib itself, about as long as the
-    command's own imports; its figure and Agg modules, twice as long,
-    follow with the rest (:func:`_prepare`) beside the fit,
-    where they do not take a core from the read. Its warnings are not the
-    command's (the copy that ``fit`` forks itself records them and never
-    prints them either)."""
+    """In the copy, at once: matplotlib itself and the library's drawing
+    module (without matplotlib's figure modules, which it imports when it
+    draws), together about as long as the command's own imports; the
+    figure and Agg modules follow with the rest (:func:`_prepare`) beside
+    the fit, where they do not take a core from the read. Its warnings are
+    not the command's (the copy that ``fit`` forks itself records them and
+    never prints them either)."""
     warnings.simplefilter("ignore")
     import matplotlib
 
     matplotlib.use("Agg", force=False)
+    # lazy: in the drawing copy only, beside the command's own imports
+    from ..render import plotting  # noqa: F401 - imported for its cost, here
 
 
 def _prepare() -> None:

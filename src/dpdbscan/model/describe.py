@@ -8,7 +8,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..files.tracefolder import UNIT_WORDS
 from ..geometry.projection import eps_text, format_km, projection_of
 from ..laws.noise import shown_count
 from ..params.paramwords import grid_words, histogram_words
@@ -17,7 +16,6 @@ from ..post import sidebyside
 from ..post.coretests import core_test
 from ..post.coretests.density.densitymargin import swamped
 from ..post.coretests.density.densitytest import density_margin
-from ..traces import event_words
 from .codec import jsonable, second_privacy, size_estimate_dict, unit_choice_dict
 from .guarantee import eps_candidates, guarantee, own_eps_spans, unit_noun
 from .levels import is_levels, level_lines
@@ -99,14 +97,19 @@ def protection(model: SpanModel) -> str:
     )
 
 
-#: What one unit is when it comes from a folder of trace files (``--unit-from``)
-_FROM_FOLDER = UNIT_WORDS
+def _from_folder() -> dict[str, str]:
+    """What one unit is when it comes from a folder of trace files (``--unit-from``)."""
+    # lazy: the files package loads every reader (sqlite3, xml); the copy of
+    # ``fit`` that draws the picture imports this module and reads no file
+    from ..files.tracefolder import UNIT_WORDS
+
+    return UNIT_WORDS
 
 
 def _unit_source(model: SpanModel) -> str:
     """Where a unit comes from, in parentheses: its column, or the file or
     sub-folder of a folder of trace files; empty when not known."""
-    source = _FROM_FOLDER.get(str(model.metadata.get("unit_from")))
+    source = _from_folder().get(str(model.metadata.get("unit_from")))
     if source is not None:
         return f" ({source})"
     column = model.metadata.get("unit_column")
@@ -166,7 +169,7 @@ def _symbols(greek: bool) -> tuple[str, str, str]:
 def _who(model: SpanModel) -> tuple[str, str]:
     """The unit's name for a published line (its column's name when known,
     else "unit") and, for a folder of trace files, where it comes from."""
-    from_folder = model.metadata.get("unit_from") in _FROM_FOLDER
+    from_folder = model.metadata.get("unit_from") in _from_folder()
     who = "unit" if from_folder else (model.metadata.get("unit_column") or "unit")
     return str(who), (_unit_source(model) if from_folder else "")
 
@@ -264,6 +267,10 @@ def _counted(model: SpanModel) -> str:
     level), each unit's rows, or each unit's stops or trip ends."""
     events = model.metadata.get("events")
     if events:
+        # lazy: the traces package (parsing times, making stops) is not needed
+        # to describe a release of rows, nor by the copy that draws it
+        from ..traces import event_words
+
         return f"counted {event_words(events, length_of(model))}"
     return "each row counted" if model.release.units is None else "each unit's rows counted"
 
@@ -579,6 +586,9 @@ def event_lines(model: SpanModel) -> list[str]:
     events = model.metadata.get("events")
     if model.release.units is None or not events:
         return []
+    # lazy: as _counted's
+    from ..traces import event_words
+
     return [
         f"  events  : counted {event_words(events, length_of(model))}; each unit's from its own rows "
         "alone, so the protection of each unit is unchanged"
