@@ -29,3 +29,35 @@ def test_the_fit_path_loads_no_scipy_until_a_step_needs_it():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+#: What importing the library's drawing module may not load: the readers of
+#: every file format (sqlite3, xml) and the traces package, which a picture
+#: of a release never needs, and matplotlib, whose figure and Agg modules
+#: the drawing copy imports only after the read (cli/early.py).
+NOT_FOR_DRAWING = ("dpdbscan.files", "dpdbscan.traces", "matplotlib", "scipy")
+
+
+def test_the_drawing_module_loads_no_reader_and_no_matplotlib():
+    # fit's drawing copy imports it beside the command's own imports, which
+    # it must not outlast (before, model.describe loaded every reader: 0.07 s)
+    code = (
+        "import sys, dpdbscan.render.plotting; "
+        f"print(sorted(m for m in sys.modules if m.startswith({NOT_FOR_DRAWING!r})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_drawing_copy_imports_the_drawing_module_at_once_and_no_figure_module():
+    # the copy's first step (before the read) takes the library's drawing
+    # module with matplotlib itself; the figure, Agg and pyplot modules wait
+    # for the go after the read (cli/early.py)
+    code = (
+        "import sys; from dpdbscan.cli import early; early._import_matplotlib(); "
+        "print('dpdbscan.render.plotting' in sys.modules, 'matplotlib' in sys.modules, "
+        "sorted(m for m in ('matplotlib.figure', 'matplotlib.pyplot', 'matplotlib.backends.backend_agg') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True True []"
