@@ -201,8 +201,10 @@ def go_after_read() -> bool:
     matplotlib already (:mod:`dpdbscan.cli.early`), and only on a machine
     that is otherwise idle (fewer threads running elsewhere than it has
     cores, :func:`running_elsewhere`): there the read keeps every core busy
-    and the fit only one, so the rest of the copy's imports (0.2-0.4 s of
-    CPU) cost the read a core's worth and the fit nothing. On a busy
+    and the fit only one, so the rest of the copy's imports (matplotlib's
+    figure, Agg and pyplot modules and a picture of nothing, about 0.2 s of
+    CPU: the library's modules it imported beside the command's) cost the
+    read a core's worth and the fit nothing. On a busy
     machine every stage shares the cores with other work anyway, and the
     copy is better ready when the release is: it goes on before the read,
     as the copy ``fit`` forks itself does."""
