@@ -2,8 +2,9 @@
 
 The commands live in :mod:`.command` and load when :func:`main` runs: the
 command itself (``argv`` None) first forks the copy that draws ``fit``'s
-picture (:mod:`.early`), so that the copy imports matplotlib on the
-machine's other core while the command imports its own modules.
+picture (:mod:`.early`), so that the copy imports matplotlib and the
+library's drawing module on the machine's other core while the command
+imports its own modules.
 """
 
 from __future__ import annotations
