@@ -99,8 +99,8 @@ def protection(model: SpanModel) -> str:
 
 def _from_folder() -> dict[str, str]:
     """What one unit is when it comes from a folder of trace files (``--unit-from``)."""
-    # lazy: the files package loads every reader (sqlite3, xml); the copy of
-    # ``fit`` that draws the picture imports this module and reads no file
+    # the copy of ``fit`` that draws the picture imports this module and reads no file
+    # lazy: the files package loads every reader (sqlite3, xml, the CSV reader's threads)
     from ..files.tracefolder import UNIT_WORDS
 
     return UNIT_WORDS
@@ -267,8 +267,8 @@ def _counted(model: SpanModel) -> str:
     level), each unit's rows, or each unit's stops or trip ends."""
     events = model.metadata.get("events")
     if events:
-        # lazy: the traces package (parsing times, making stops) is not needed
-        # to describe a release of rows, nor by the copy that draws it
+        # not needed to describe a release of rows, nor by the copy that draws it
+        # lazy: the traces package parses times and makes stops
         from ..traces import event_words
 
         return f"counted {event_words(events, length_of(model))}"
