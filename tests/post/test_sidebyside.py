@@ -7,6 +7,8 @@ elsewhere the release is the one it was."""
 from __future__ import annotations
 
 import json
+import warnings
+from dataclasses import replace
 from fractions import Fraction
 from importlib import resources
 
@@ -14,11 +16,12 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
 
-from dpdbscan import DPDBSCAN, BudgetAccountant
+from dpdbscan import DPDBSCAN, BudgetAccountant, UtilityWarning, with_params
 from dpdbscan.cells.grid import Grid
 from dpdbscan.ledger import Ledger
 from dpdbscan.model.codec import MalformedModel, load_model, model_from_dict, model_to_dict, save_model
 from dpdbscan.model.describe import summary
+from dpdbscan.model.levels import alternative
 from dpdbscan.params.parameters import validate
 from dpdbscan.plan import autoplan
 from dpdbscan.plan.resolve import _split_rho, release_spec
@@ -115,6 +118,39 @@ def test_the_model_file_carries_release_two(fitted, tmp_path):
     # the fine counts: f^3 per selected cell of release one
     fine = sidebyside.split_pieces(back.auto["second"], back.release.grid)
     assert len(fine) == 1 and fine[0][0] == [0, 1]
+
+
+def test_with_params_says_it_leaves_out_release_twos_split(fitted):
+    X, _, model, _, _ = fitted
+    with pytest.warns(UtilityWarning, match=r"split span\(s\) 0 .*not\s+carried over"):
+        other = with_params(model, min_samples=model.spec.min_samples)
+    # release one's spans alone: the two strands one span again, no release-two record to misread
+    assert other.n_spans == 1
+    assert sidebyside.KEY not in (other.auto or {})
+    assert set(np.unique(other.predict(X)).tolist()) == {-1, 0}
+
+
+def test_with_params_on_a_model_release_two_did_not_split_is_quiet(fitted):
+    _, _, model, _, _ = fitted
+    rec = {**model.auto[sidebyside.KEY], "split": []}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UtilityWarning)
+        with_params(replace(model, auto={**model.auto, sidebyside.KEY: rec}))
+
+
+def test_the_other_answer_of_a_split_model_is_release_ones(fitted):
+    X, _, model, _, _ = fitted
+    # an unsure choice whose runner-up is another candidate eps (forced: this fit was sure)
+    a = model.auto
+    unsure = replace(model, auto={**a, "unsure": True, "runner_up": {"eps": a["eps_candidates"][1]}})
+    alt = alternative(unsure)
+    # release two's record named the chosen answer's spans: carried over, predict gave ids the
+    # other answer does not have and its file was refused on load
+    assert sidebyside.KEY not in alt.auto
+    labels = alt.predict(X)
+    assert labels.max() < alt.n_spans
+    back = model_from_dict(json.loads(json.dumps(model_to_dict(alt))))
+    assert np.array_equal(back.predict(X), labels)
 
 
 def test_a_damaged_release_two_is_refused(fitted):
