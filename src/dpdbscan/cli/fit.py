@@ -22,7 +22,7 @@ from .. import __version__
 from ..exceptions import InsecureRandomnessWarning
 from ..geometry import projection
 from ..model import summary as model_summary
-from ..model.describe import protection_brief
+from ..model.describe import SEEDED_RECORD, protection_brief
 from ..params.parameters import check_param, check_units
 from ..params.validation import standardised_note
 from ..pipeline import fit as fit_release
@@ -244,7 +244,7 @@ def fit_model(
     meta: dict[str, Any] = {
         "tool": f"dpdbscan {__version__}",
         "eps_text": str(opts.eps),
-        "randomness": "secure" if opts.seed is None else "seeded (insecure; seed not stored)",
+        "randomness": "secure" if opts.seed is None else SEEDED_RECORD,
     }
     dask = opts.backend == "dask"
     backend: Backend = NumpyBackend()

@@ -146,9 +146,15 @@ def protection_brief(model: SpanModel, greek: bool = False) -> str:
 SEEDED = "seeded: not a private release (reproducible, insecure noise: for research only)"
 
 
+#: What a seeded fit's model records as its ``randomness`` (the command line
+#: records "secure" otherwise; the Python API records nothing for a secure fit).
+SEEDED_RECORD = "seeded (insecure; seed not stored)"
+
+
 def seeded(model: SpanModel) -> bool:
     """Whether the release's noise came from a research seed, as its
-    metadata records it (``randomness``, written by the command line)."""
+    metadata records it (``randomness``, written by the command line and
+    by a seeded fit of the Python API)."""
     return str(model.metadata.get("randomness", "")).startswith("seeded")
 
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..params.parameters import check_param
 from ..exceptions import UtilityWarning
+from ..params.parameters import check_param
 from ..params.validation import check_min_samples
 from ..post import sidebyside
 from ..post.coretests import MarginOverride, core_test
