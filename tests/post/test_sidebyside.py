@@ -20,7 +20,7 @@ from dpdbscan import DPDBSCAN, BudgetAccountant, UtilityWarning, with_params
 from dpdbscan.cells.grid import Grid
 from dpdbscan.ledger import Ledger
 from dpdbscan.model.codec import MalformedModel, load_model, model_from_dict, model_to_dict, save_model
-from dpdbscan.model.describe import summary
+from dpdbscan.model.describe import second_left_out_lines, summary
 from dpdbscan.model.levels import alternative
 from dpdbscan.params.parameters import validate
 from dpdbscan.plan import autoplan
@@ -212,6 +212,32 @@ def test_elsewhere_one_release_as_before(d, count, kw):
     if "noise" not in kw:
         # the histogram's epsilon is the whole but the count's share, as before
         assert spec.noise.scale == pytest.approx(_split_rho(1.0, autoplan.COUNT_SHARE)[1], rel=1e-6)
+
+
+def test_a_person_level_summary_says_release_two_was_not_made(fitted):
+    """At person level the automatic mode makes one release (docs/privacy.md
+    4.10): the summary says so in words, where the event level's says two;
+    only where release two was not made (3-D, eps chosen, no record)."""
+    X, _ = strands(3)
+    units = np.arange(X.shape[0]) // 2
+    est = DPDBSCAN(
+        "auto", min_samples="auto", bounds=(0.0, 1.0), random_state=3, max_cells_per_unit=2, delta=1e-6
+    )
+    with pytest.warns(UserWarning):
+        person = est.fit(X, units=units).spans_
+    assert sidebyside.KEY not in person.auto and autoplan.SECOND_DIMS == person.grid.d
+    text = summary(person)
+    assert "second, finer release" in text and "was not made for this person-level release" in text
+    assert "releases: two" not in text
+    # the event level's split model says two releases, not this
+    event = summary(fitted[2])
+    assert "releases: two" in event and "was not made" not in event
+    # a person-level model that carries release two (as a later person-level release two would
+    # record it) does not say it was left out
+    rec = fitted[2].auto[sidebyside.KEY]
+    assert second_left_out_lines(replace(person, auto={**person.auto, sidebyside.KEY: rec})) == []
+    # nor a fit at a fixed eps (no automatic choice of eps)
+    assert second_left_out_lines(replace(person, auto={**person.auto, "chosen": ["min_samples"]})) == []
 
 
 def test_fixed_parameters_make_one_release():
