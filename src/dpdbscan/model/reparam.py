@@ -105,7 +105,8 @@ def _warn_split_dropped(model: SpanModel) -> None:
     if split:
         which = ", ".join(str(s) for s in split)
         warnings.warn(
-            f"with_params returns release one's spans alone: the automatic mode's second release "
+            f"spans at other parameters (with_params, sweep --model) are release one's alone: the "
+            "automatic mode's second release "
             f"split span(s) {which} of this model into parts side by side, and that split is not "
             "carried over (its fine cells and keep rule were made for the automatic choice's spans, "
             "not for spans at other parameters; docs/privacy.md 4.10). Use the model itself for the "
