@@ -14,6 +14,7 @@ from .exceptions import PrivacyLeakWarning, PrivateNoteWarning, renamed
 from .geometry.projection import check_lonlat_names
 from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
+from .model.describe import SEEDED_RECORD
 from .params.parameters import PARAMETERS, check_units
 from .params.specs import ReleaseSpec, Seed
 from .params.validation import check_array, check_bounds, check_positive, standardised_note
@@ -427,6 +428,10 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         ``status``: each row's, for ``events`` (the pipeline makes them)."""
         epsilon, X, units, n_features = p["epsilon"], pts.X, pts.units, pts.d
         lower, upper = pts.lower, pts.upper
+        if p["random_state"] is not None:
+            # a research seed: the model records it, so its files say "seeded: not a private
+            # release" as the command line's do; secure fits record nothing, as before
+            metadata = {**metadata, "randomness": SEEDED_RECORD}
         charge = _LedgerCharge(p["ledger"], command, p, lower, upper, metadata, units is not None)
         try:
             model = fit_release(
@@ -732,7 +737,7 @@ class _LedgerCharge:
             **{k: v for k, v in p.items() if k not in skip},
             # public: what each unit's rows become before bounding (a record, not the object)
             "events": None if p.get("events") is None else p["events"].record(),
-            "randomness": "secure" if p["random_state"] is None else "seeded (insecure; seed not stored)",
+            "randomness": "secure" if p["random_state"] is None else SEEDED_RECORD,
             "bounds": {"lower": [float(v) for v in lower], "upper": [float(v) for v in upper]},
             **{k: metadata[k] for k in ("bounds_degrees", "eps_text") if k in metadata},
         }

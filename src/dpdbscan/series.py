@@ -354,11 +354,14 @@ def _period_rho(rho: float, rho_a: float, n_periods: int) -> float:
 class Series:
     """A released series: the spans (their model records the plan and the
     table in ``metadata["series"]``) and the noisy table, shape
-    (n_spans, n_periods)."""
+    (n_spans, n_periods). ``read_counts``: with a distributed backend, what
+    its workers read and dropped (its ``input_counts``: counts only, private,
+    for the data owner's notes); None in memory, where the reader says it."""
 
     model: SpanModel
     table: np.ndarray
     plan: SeriesPlan
+    read_counts: Any = None
 
     def rows(self) -> list[tuple[int, str, int, int, int]]:
         """(span, period start, noisy mass, interval low, interval high) per entry."""
@@ -486,6 +489,7 @@ def fit_series(
     spans_p = data.spans_params(plan, stacklevel + 1)
     meta = {**(metadata or {}), "series": plan.record(unit_name)}
     exact_of: Callable[[SpanModel, periodtable.TableBound, Any], np.ndarray]
+    window = None
     if backend is not None and not isinstance(X, np.ndarray):
         # the rows read where they live: the horizon's rows for (a), then
         # the table bounded per unit after a shuffle by unit (b)
@@ -528,7 +532,11 @@ def fit_series(
     # the choice of k (auto), the bound's key, then the noise, from the
     # table's seed: the same order wherever the exact table is computed
     table = periodtable.release_exact(lambda key: exact_of(model, bound, key), plan.sigma2, source)
-    return _released(model, table, plan, unit_name)
+    made = _released(model, table, plan, unit_name)
+    if window is not None:
+        # the workers' tally of the rows they read (the table's pass reads the rows the spans' did)
+        made = replace(made, read_counts=getattr(window, "input_counts", None))
+    return made
 
 
 def released_through(periods: Periods, through: str | None) -> int:

@@ -1,6 +1,7 @@
 import csv
 import gzip
 import io
+import json
 import sys
 import zlib
 
@@ -315,9 +316,9 @@ def test_read_model_roundtrip_and_refusals(tmp_path):
     np.testing.assert_array_equal(back.histogram.values, m.histogram.values)
     (tmp_path / "g.json").write_text('{"type": "FeatureCollection"}')
     (tmp_path / "b.json").write_bytes(b"\xff\xfe\x00" * 10)
-    (tmp_path / "p.json").write_text(
-        to_json(m).replace('"metadata": {}', '"metadata": {"projection": {"kind": "utm"}}')
-    )
+    doc = json.loads(to_json(m))
+    doc["metadata"]["projection"] = {"kind": "utm"}
+    (tmp_path / "p.json").write_text(json.dumps(doc))
     for name, match in [
         ("g.json", "g.json: not a dpdbscan span model"),
         ("b.json", "not a text file"),

@@ -7,6 +7,8 @@ elsewhere the release is the one it was."""
 from __future__ import annotations
 
 import json
+import warnings
+from dataclasses import replace
 from fractions import Fraction
 from importlib import resources
 
@@ -14,11 +16,12 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
 
-from dpdbscan import DPDBSCAN, BudgetAccountant
+from dpdbscan import DPDBSCAN, BudgetAccountant, UtilityWarning, with_params
 from dpdbscan.cells.grid import Grid
 from dpdbscan.ledger import Ledger
 from dpdbscan.model.codec import MalformedModel, load_model, model_from_dict, model_to_dict, save_model
-from dpdbscan.model.describe import summary
+from dpdbscan.model.describe import second_left_out_lines, summary
+from dpdbscan.model.levels import alternative
 from dpdbscan.params.parameters import validate
 from dpdbscan.plan import autoplan
 from dpdbscan.plan.resolve import _split_rho, release_spec
@@ -117,6 +120,39 @@ def test_the_model_file_carries_release_two(fitted, tmp_path):
     assert len(fine) == 1 and fine[0][0] == [0, 1]
 
 
+def test_with_params_says_it_leaves_out_release_twos_split(fitted):
+    X, _, model, _, _ = fitted
+    with pytest.warns(UtilityWarning, match=r"split span\(s\) 0 .*not\s+carried over"):
+        other = with_params(model, min_samples=model.spec.min_samples)
+    # release one's spans alone: the two strands one span again, no release-two record to misread
+    assert other.n_spans == 1
+    assert sidebyside.KEY not in (other.auto or {})
+    assert set(np.unique(other.predict(X)).tolist()) == {-1, 0}
+
+
+def test_with_params_on_a_model_release_two_did_not_split_is_quiet(fitted):
+    _, _, model, _, _ = fitted
+    rec = {**model.auto[sidebyside.KEY], "split": []}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UtilityWarning)
+        with_params(replace(model, auto={**model.auto, sidebyside.KEY: rec}))
+
+
+def test_the_other_answer_of_a_split_model_is_release_ones(fitted):
+    X, _, model, _, _ = fitted
+    # an unsure choice whose runner-up is another candidate eps (forced: this fit was sure)
+    a = model.auto
+    unsure = replace(model, auto={**a, "unsure": True, "runner_up": {"eps": a["eps_candidates"][1]}})
+    alt = alternative(unsure)
+    # release two's record named the chosen answer's spans: carried over, predict gave ids the
+    # other answer does not have and its file was refused on load
+    assert sidebyside.KEY not in alt.auto
+    labels = alt.predict(X)
+    assert labels.max() < alt.n_spans
+    back = model_from_dict(json.loads(json.dumps(model_to_dict(alt))))
+    assert np.array_equal(back.predict(X), labels)
+
+
 def test_a_damaged_release_two_is_refused(fitted):
     _, _, model, _, _ = fitted
     doc = json.loads(json.dumps(model_to_dict(model)))
@@ -176,6 +212,32 @@ def test_elsewhere_one_release_as_before(d, count, kw):
     if "noise" not in kw:
         # the histogram's epsilon is the whole but the count's share, as before
         assert spec.noise.scale == pytest.approx(_split_rho(1.0, autoplan.COUNT_SHARE)[1], rel=1e-6)
+
+
+def test_a_person_level_summary_says_release_two_was_not_made(fitted):
+    """At person level the automatic mode makes one release (docs/privacy.md
+    4.10): the summary says so in words, where the event level's says two;
+    only where release two was not made (3-D, eps chosen, no record)."""
+    X, _ = strands(3)
+    units = np.arange(X.shape[0]) // 2
+    est = DPDBSCAN(
+        "auto", min_samples="auto", bounds=(0.0, 1.0), random_state=3, max_cells_per_unit=2, delta=1e-6
+    )
+    with pytest.warns(UserWarning):
+        person = est.fit(X, units=units).spans_
+    assert sidebyside.KEY not in person.auto and autoplan.SECOND_DIMS == person.grid.d
+    text = summary(person)
+    assert "second, finer release" in text and "was not made for this person-level release" in text
+    assert "releases: two" not in text
+    # the event level's split model says two releases, not this
+    event = summary(fitted[2])
+    assert "releases: two" in event and "was not made" not in event
+    # a person-level model that carries release two (as a later person-level release two would
+    # record it) does not say it was left out
+    rec = fitted[2].auto[sidebyside.KEY]
+    assert second_left_out_lines(replace(person, auto={**person.auto, sidebyside.KEY: rec})) == []
+    # nor a fit at a fixed eps (no automatic choice of eps)
+    assert second_left_out_lines(replace(person, auto={**person.auto, "chosen": ["min_samples"]})) == []
 
 
 def test_fixed_parameters_make_one_release():

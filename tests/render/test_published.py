@@ -224,6 +224,40 @@ def test_a_seeded_release_says_it_is_not_private_where_it_is_published(person_le
     assert protection_brief(seeded, greek=True).endswith(SEEDED)
 
 
+def test_a_seeded_fit_of_the_python_api_says_it_is_not_private_in_its_files():
+    """A release seeded through the Python API (``random_state=``, as
+    ``--seed``) records it, so its model file and GeoJSON say "seeded: not a
+    private release" as the command line's do; it recorded nothing, so its
+    files looked like a private release's. A fit with secure randomness still
+    records nothing (its files unchanged)."""
+    import warnings
+
+    from dpdbscan import DPDBSCAN, fit_lonlat
+    from dpdbscan.model.codec import model_to_dict
+    from dpdbscan.model.describe import SEEDED, protection_brief
+
+    rng = np.random.default_rng(5)
+    X = np.concatenate([rng.normal(0.3, 0.02, (400, 2)), rng.uniform(0, 1, (100, 2))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # random_state: research randomness
+        seeded = DPDBSCAN(0.05, min_samples=10, bounds=(0.0, 1.0), random_state=1).fit(X).spans_
+        lonlat = fit_lonlat(
+            np.array([-122.4, 37.7]) + 0.01 * X,
+            eps="200m",
+            min_samples=10,
+            bounds=(-122.4, 37.7, -122.39, 37.71),
+            random_state=1,
+        )
+    secure = DPDBSCAN(0.05, min_samples=10, bounds=(0.0, 1.0)).fit(X).spans_
+    for model in (seeded, lonlat):
+        assert model.metadata["randomness"].startswith("seeded")
+        assert protection_brief(model).endswith(SEEDED)
+        assert geojson(model)["properties"]["randomness"] == SEEDED
+    assert "randomness" not in secure.metadata
+    assert "randomness" not in model_to_dict(secure)["metadata"]
+    assert geojson(secure)["properties"].get("randomness") is None
+
+
 def test_the_geojson_and_the_map_carry_the_guarantee_sentence(person_level):
     """The GeoJSON's properties and the map's panel carry the guarantee
     sentence of the summary and the model file (what the spans say about

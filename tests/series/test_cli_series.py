@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dpdbscan import load_model
+from dpdbscan.cli.fitseries import PERIODS_COLUMNS
 from dpdbscan.ledger import read_ledger
 from tests.clirun import run
 
@@ -72,14 +73,23 @@ def test_a_series_end_to_end_charged_once(traces, tmp_path, capsys):
     h = series["table"]["interval_half_width"]
     assert np.all(np.abs(table - 100) < 30 + h)
 
-    with open(tmp_path / "out" / "cabs.periods.csv") as f:
-        lines = f.read().splitlines()
-    assert lines[0].startswith("# dpdbscan series: (epsilon=2, delta=1e-05)") and "each cab" in lines[0]
-    assert "unit protected: cab" in lines[1]
-    assert lines[2].startswith("# protects: person-level: each cab is protected over the whole series")
-    assert "(7 day(s) from 2024-03-04 to 2024-03-11, UTC)" in lines[2]
-    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    with open(tmp_path / "out" / "cabs.periods.csv", newline="") as f:
+        rows = list(csv.DictReader(f))  # a plain CSV: no comment lines for a reader to take as data
+    assert list(rows[0]) == list(PERIODS_COLUMNS)
     assert len(rows) == 14 and rows[0]["period_start"] == "2024-03-04T00:00:00+00:00"
+    # every row states the unit and the budget (the same words in each)
+    for r in rows:
+        assert r["series"].startswith("dpdbscan series: (epsilon=2, delta=1e-05)")
+        assert "each cab" in r["series"]
+        assert "unit protected: cab" in r["budget"] and r["appendable"] == ""
+        assert r["protects"].startswith("person-level: each cab is protected over the whole series")
+        assert "(7 day(s) from 2024-03-04 to 2024-03-11, UTC)" in r["protects"]
+    assert len({tuple(r[c] for c in PERIODS_COLUMNS[6:]) for r in rows}) == 1
+    # pandas (where installed) reads it as the table without a comment option
+    pd = pytest.importorskip("pandas")
+    frame = pd.read_csv(tmp_path / "out" / "cabs.periods.csv")
+    assert frame.shape == (14, len(PERIODS_COLUMNS))
+    assert frame["noisy_mass"].tolist() == table.ravel().tolist()
     assert [int(r["noisy_mass"]) for r in rows] == table.ravel().tolist()
     assert all(int(r["high"]) - int(r["low"]) == 2 * h for r in rows)
     geo = json.loads((tmp_path / "out" / "cabs.spans.geojson").read_text())

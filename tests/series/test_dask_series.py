@@ -133,6 +133,34 @@ def test_same_series_as_in_memory(traces, tmp_path, capsys, on_client, fmt):
     assert geo["properties"]["unit_protected"] == "cab"
 
 
+def test_a_dask_series_says_what_it_read_and_dropped_in_the_in_memory_words(
+    traces, tmp_path, capsys, on_client
+):
+    """``--per`` on Dask printed no count of the rows read and dropped (the
+    series returned before the workers' tally was said); it now says the rows
+    read, those with a value that is not a number and the malformed lines,
+    in the in-memory reader's words, as a Dask fit without ``--per`` does."""
+    source = write_csv(tmp_path / "cabs.csv", traces)
+    with open(source, "a") as f:
+        f.write("abc,1.0,c1,1709510400\n1,2,3\n")  # a value that is not a number; a malformed line
+
+    def private(*extra):
+        rc, _, err = run(
+            capsys, "fit", source, *ARGS, "--header", *extra, "--out-dir", tmp_path / str(len(extra))
+        )
+        assert rc == 0, err
+        return [line for line in err.splitlines() if line.startswith("[private")]
+
+    memory, dask = private(), private("--backend", "dask")
+    said = [
+        "1 row(s) with values that are not numbers read as missing",
+        "1 line(s) with the wrong number of fields read as missing",
+        f"read {len(traces[2]) + 2:,} rows x 2 column(s) (x, y) from {source}",
+    ]
+    for words in said:
+        assert [line for line in memory if words in line] == [line for line in dask if words in line] != []
+
+
 def test_the_dask_table_is_the_bounded_table_in_memory(client, traces, tmp_path):
     """The exact bounded table, before noise, with a bound that bites: the
     same as the in-memory function on the same rows and key; rows outside

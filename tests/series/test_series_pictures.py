@@ -75,12 +75,34 @@ def test_each_period_has_its_active_spans_in_the_files(series, capsys):
     h = rec["table"]["interval_half_width"]
     table = np.array(rec["table"]["noisy_mass"])
     assert [np.flatnonzero(table[:, t] >= h).tolist() for t in range(7)] == rec["period_spans"]
-    lines = (out / "cabs.periods.csv").read_text().splitlines()
-    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    with open(out / "cabs.periods.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
     active = {(int(r["span"]), r["period_start"][:10]) for r in rows if r["active"] == "1"}
     assert active == {
         (s, rec["periods"]["starts"][t][:10]) for t, ids in enumerate(rec["period_spans"]) for s in ids
     }
+
+
+def test_a_table_without_spans_still_says_who_it_protects(series, capsys, tmp_path):
+    """The periods table is a plain CSV whose statements are columns: with no
+    span it has no (span, period) row, so it writes one row without numbers
+    rather than a file that states nothing."""
+    from dpdbscan.cli.fitseries import PERIODS_COLUMNS, write_periods_csv
+
+    model, _ = _fit(series, capsys)
+    rec = model.metadata["series"]
+    empty = {
+        **rec,
+        "table": {**rec["table"], "noisy_mass": []},
+        "period_spans": [[] for _ in rec["period_spans"]],
+    }
+    write_periods_csv(
+        dataclasses.replace(model, metadata={**model.metadata, "series": empty}), tmp_path / "t.csv"
+    )
+    with open(tmp_path / "t.csv", newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert [row[c] for c in PERIODS_COLUMNS[:6]] == [""] * 6
+    assert "each cab" in row["protects"] and "unit protected: cab" in row["budget"]
 
 
 def test_small_multiples_one_panel_per_period_filled_where_active(series, capsys):
@@ -158,8 +180,8 @@ def test_every_file_of_a_series_says_both_parts_bounds(series, capsys):
     assert props["max_pairs_per_unit"] == model.metadata["series"]["table"]["max_pairs_per_unit"]
     assert props["max_points_per_pair"] == 1 and props["table_zcdp_rho"] > 0
     assert props["randomness"].startswith("seeded: not a private release")
-    head = [line for line in (out / "cabs.periods.csv").read_text().splitlines() if line.startswith("#")]
-    _says_both_parts(" ".join(head), model)
+    with open(out / "cabs.periods.csv", newline="") as f:
+        _says_both_parts(next(csv.DictReader(f))["protects"], model)
     ax = plot_model(model, kind="spans")
     try:
         _says_both_parts(ax.get_title(), model)

@@ -22,7 +22,7 @@ from .. import __version__
 from ..exceptions import InsecureRandomnessWarning
 from ..geometry import projection
 from ..model import summary as model_summary
-from ..model.describe import protection_brief
+from ..model.describe import SEEDED_RECORD, protection_brief
 from ..params.parameters import check_param, check_units
 from ..params.validation import standardised_note
 from ..pipeline import fit as fit_release
@@ -41,7 +41,7 @@ from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..release.backends.numpy_backend import StreamedCounts
 from ..release.mechanism import NoiseAhead
-from ..series import SeriesBackend, SeriesInput, SeriesPlan, append_periods, fit_series, start_series
+from ..series import Series, SeriesBackend, SeriesInput, SeriesPlan, append_periods, fit_series, start_series
 from .common import (
     PRIVATE,
     Notes,
@@ -244,7 +244,7 @@ def fit_model(
     meta: dict[str, Any] = {
         "tool": f"dpdbscan {__version__}",
         "eps_text": str(opts.eps),
-        "randomness": "secure" if opts.seed is None else "seeded (insecure; seed not stored)",
+        "randomness": "secure" if opts.seed is None else SEEDED_RECORD,
     }
     dask = opts.backend == "dask"
     backend: Backend = NumpyBackend()
@@ -299,32 +299,37 @@ def fit_model(
         )
     # the events are made by the door (events_step), once
     p = {**p, "events": None}
+    note = None
+    counted = None
     with progress("fitting", enabled=opts.progress, ticking=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         if isinstance(series, SeriesRun):
             return _appendable_model(sink, pts, p, series, meta, opts)
         if series is not None:
-            return _series_model(
+            made = _series_model(
                 opts, sink, pts, p, series, meta, cast(SeriesBackend, backend) if dask else None
             )
-        # read from the private points on a thread beside the release, said after it
-        note = None if dask else standardised_note_beside(pts.X, "--bounds")
-        model = fit_release(
-            pts.X,
-            pts.lower,
-            pts.upper,
-            p,
-            backend=backend,
-            metadata=meta,
-            units=pts.units,
-            noise_ahead=ahead,
-            stacklevel=3,
-        )
+            model, counted = made.model, made.read_counts
+        else:
+            # read from the private points on a thread beside the release, said after it
+            note = None if dask else standardised_note_beside(pts.X, "--bounds")
+            model = fit_release(
+                pts.X,
+                pts.lower,
+                pts.upper,
+                p,
+                backend=backend,
+                metadata=meta,
+                units=pts.units,
+                noise_ahead=ahead,
+                stacklevel=3,
+            )
+            counted = cast("DaskBackend", backend).input_counts if dask else None
     sink.flush()
     if dask:
         # what the workers read and dropped, known once they have counted
-        # (the in-memory reader says it as it reads)
-        say_counted(opts.input, pts, cast("DaskBackend", backend).input_counts, notes)
+        # (the in-memory reader says it as it reads); a series' from its window's reads
+        say_counted(opts.input, pts, counted, notes)
     said = None if note is None else note()
     if said:
         # read from the private points: a private note, said after the release
@@ -370,10 +375,11 @@ def _series_model(
     series: SeriesPlan,
     meta: dict,
     backend: SeriesBackend | None = None,
-) -> SpanModel:
+) -> Series:
     """:func:`dpdbscan.series.fit_series` of the points the door prepared
     (``backend``: the Dask backend, which reads the rows and their time
-    column itself)."""
+    column itself); with it, the workers' tally of what they read in
+    ``read_counts``."""
     made = fit_series(
         SeriesInput(pts.X, pts.lower, pts.upper, p, pts.units, pts.times if backend is None else opts.time),
         series,
@@ -383,7 +389,7 @@ def _series_model(
         backend=backend,
     )
     sink.flush()
-    return made.model
+    return made
 
 
 def _appendable_model(

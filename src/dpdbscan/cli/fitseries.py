@@ -472,42 +472,80 @@ def write_periods_png(model: SpanModel, path: Path, failed: list[str]) -> bool:
     return True
 
 
+#: The table file's columns: one row per (span, period), then what the series
+#: protects and states (the same in every row). In columns, not ``#`` lines, as
+#: ``explore``'s table (:data:`dpdbscan.render.explorepanels.FILE_COLUMNS`): every
+#: CSV reader (a plain ``csv.reader``, pandas and spreadsheets without a comment
+#: option) reads the file as a table, and the statements travel with each row.
+PERIODS_COLUMNS = (
+    "span",
+    "period_start",
+    "noisy_mass",
+    "low",
+    "high",
+    "active",
+    "protects",
+    "series",
+    "budget",
+    "appendable",
+    "interval",
+)
+
+
+def periods_statements(model: SpanModel) -> list[str]:
+    """The statements of the table file's last columns (:data:`PERIODS_COLUMNS`):
+    who is protected (both parts' bounds), the series' statement, the unit and
+    the lifetime budget with the table's bound and noise, how much of an
+    appendable series is released ("" otherwise), and what low, high and
+    active mean."""
+    rec = model.metadata["series"]
+    t = rec["table"]
+    h = int(t["interval_half_width"])
+    budget = (
+        f"unit protected: {rec['unit']}; lifetime budget per unit: epsilon="
+        f"{rec['lifetime_budget']['epsilon']:g}, delta={rec['lifetime_budget']['delta']:g}; "
+        f"at most {t['max_pairs_per_unit']} (span, period) pair(s) per unit over "
+        f"{t.get('bound_over', 'the whole horizon')}, "
+        f"{t['max_points_per_pair']} point(s) each; discrete Gaussian sigma^2={t['sigma2']:.6g}"
+    )
+    appendable = ""
+    if "appendable" in rec:
+        appendable = (
+            f"appendable series: {rec['released_periods']} of {rec['periods']['n_periods']} "
+            f"period(s) released so far, the spans from the first "
+            f"{rec['appendable']['places_periods']}; each period charged "
+            f"rho={rec['appendable']['period_rho']:.6g} (ledger series: {rec.get('series_id')})"
+        )
+    interval = (
+        f"low and high: a {LEVEL:.0%} interval of the bounded mass (noisy +- {h}); "
+        "periods start at period_start; active 1: the span is one of the period's spans "
+        "(low > 0, from the noisy mass alone)"
+    )
+    return [protection_brief(model), f"dpdbscan series: {rec['statement']}", budget, appendable, interval]
+
+
 def write_periods_csv(model: SpanModel, path: Path) -> None:
-    """The table as CSV: one row per (span, period), with the interval; the
-    first lines (``#``) state the unit protected and the lifetime budget."""
+    """The table as a plain CSV (:data:`PERIODS_COLUMNS`): one row per (span,
+    period) with the interval, then the statements of :func:`periods_statements`
+    (the unit protected, the lifetime budget) in every row. A table with no
+    span has one row whose first six fields are empty, so that the file still
+    states them."""
     rec = model.metadata["series"]
     t = rec["table"]
     h, starts = int(t["interval_half_width"]), rec["periods"]["starts"]
     active = [set(ids) for ids in rec["period_spans"]]
+    said = periods_statements(model)
 
     def write(target: Path) -> None:
         with open(target, "w", newline="", encoding="utf-8") as f:
-            f.write(f"# dpdbscan series: {rec['statement']}\n")
-            f.write(
-                f"# unit protected: {rec['unit']}; lifetime budget per unit: epsilon="
-                f"{rec['lifetime_budget']['epsilon']:g}, delta={rec['lifetime_budget']['delta']:g}; "
-                f"at most {t['max_pairs_per_unit']} (span, period) pair(s) per unit over "
-                f"{t.get('bound_over', 'the whole horizon')}, "
-                f"{t['max_points_per_pair']} point(s) each; discrete Gaussian sigma^2={t['sigma2']:.6g}\n"
-            )
-            if "appendable" in rec:
-                f.write(
-                    f"# appendable series: {rec['released_periods']} of {rec['periods']['n_periods']} "
-                    f"period(s) released so far, the spans from the first "
-                    f"{rec['appendable']['places_periods']}; each period charged "
-                    f"rho={rec['appendable']['period_rho']:.6g} (ledger series: {rec.get('series_id')})\n"
-                )
-            f.write(f"# protects: {protection_brief(model)}\n")
-            f.write(
-                f"# low and high: a {LEVEL:.0%} interval of the bounded mass (noisy +- {h}); "
-                "periods start at period_start; active 1: the span is one of the period's spans "
-                "(low > 0, from the noisy mass alone)\n"
-            )
             w = csv.writer(f)
-            w.writerow(["span", "period_start", "noisy_mass", "low", "high", "active"])
+            w.writerow(PERIODS_COLUMNS)
             for s, row in enumerate(t["noisy_mass"]):
                 for i, v in enumerate(row):
-                    w.writerow([s, starts[i], v, v - h, v + h, int(s in active[i])])
+                    w.writerow([s, starts[i], v, v - h, v + h, int(s in active[i]), *said])
+            if not any(t["noisy_mass"]):
+                # no span: one row without numbers, so that the file still says who it protects
+                w.writerow(["", "", "", "", "", "", *said])
 
     atomic_write(path, write)
 
@@ -525,8 +563,10 @@ __all__ = [
     "check_append",
     "add_period_options",
     "check_series",
+    "PERIODS_COLUMNS",
     "periods_path",
     "periods_png_path",
+    "periods_statements",
     "write_periods_csv",
     "write_periods_png",
 ]

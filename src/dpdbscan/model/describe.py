@@ -149,9 +149,15 @@ def protection_brief(model: SpanModel, greek: bool = False) -> str:
 SEEDED = "seeded: not a private release (reproducible, insecure noise: for research only)"
 
 
+#: What a seeded fit's model records as its ``randomness`` (the command line
+#: records "secure" otherwise; the Python API records nothing for a secure fit).
+SEEDED_RECORD = "seeded (insecure; seed not stored)"
+
+
 def seeded(model: SpanModel) -> bool:
     """Whether the release's noise came from a research seed, as its
-    metadata records it (``randomness``, written by the command line)."""
+    metadata records it (``randomness``, written by the command line and
+    by a seeded fit of the Python API)."""
     return str(model.metadata.get("randomness", "")).startswith("seeded")
 
 
@@ -492,6 +498,7 @@ def summary(model: SpanModel) -> str:
         + bound_lines(model)
         + size_lines(model)
         + second_lines(model)
+        + second_left_out_lines(model)
         + event_lines(model)
         + origin_lines(model)
     )
@@ -580,6 +587,28 @@ def second_lines(model: SpanModel) -> list[str]:
     ]
 
 
+def second_left_out_lines(model: SpanModel) -> list[str]:
+    """Where the automatic mode's release two (docs/privacy.md 4.10) could
+    split side-by-side strands but was not made: a person-level automatic
+    choice of eps in 3-D without ``auto["second"]``. Says so in words, so
+    that a reader of a person-level summary does not take one release as the
+    event level's two (the privacy line already states the one release's
+    spend). Public: the model's own record."""
+    a = model.auto or {}
+    if (
+        model.release.units is None
+        or model.grid.d != 3  # release two's dimension (dpdbscan.plan.autoplan.SECOND_DIMS)
+        or "eps" not in (a.get("chosen") or [])
+        or sidebyside.KEY in a
+    ):
+        return []
+    return [
+        "  releases: one; the automatic mode's second, finer release, which splits a 3-D span where "
+        "its parts lie side by side, was not made for this person-level release (docs/privacy.md "
+        "4.10 says why), so side-by-side strands may be one span"
+    ]
+
+
 def event_lines(model: SpanModel) -> list[str]:
     """What a person-level release counted when each unit's events (its
     stops, its trip ends) stood for its rows."""
@@ -657,6 +686,7 @@ __all__ = [
     "protection_fields",
     "bound_lines",
     "event_lines",
+    "second_left_out_lines",
     "MARGIN_FIGURES",
     "NOISE_NAMES",
 ]

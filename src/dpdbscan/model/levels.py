@@ -21,7 +21,7 @@ from typing import Any
 
 from ..geometry.projection import eps_text
 from ..post import levelsearch as _levels
-from ..post import ownscale
+from ..post import ownscale, sidebyside
 from ..post.coretests import core_test
 from .record import SpanModel
 from .reparam import remodel
@@ -229,7 +229,9 @@ def alternative(model: SpanModel) -> SpanModel | None:
     release (post-processing): the runner-up eps's selection, else the same
     tree with its close keep-or-split calls reversed. None when the choice
     was clear or the model is not a level selection; ValueError when it was
-    saved without its noisy histogram."""
+    saved without its noisy histogram. Release one's alone: a split by the
+    automatic mode's release two (``auto["second"]``, docs/privacy.md 4.10)
+    was made for the chosen answer's spans and is not carried over."""
     a = model.auto or {}
     if not (is_levels(model) and a.get("unsure")):
         return None
@@ -288,7 +290,8 @@ def alternative(model: SpanModel) -> SpanModel | None:
     spec2 = replace(spec, min_samples=m, border=float(test.border_at(spec.border, model.grid.eps, other.eps)))
     keys = h.grid.subdivided(spec2.subcells).encode(other.grid.decode(other.core_keys))
     rec = {
-        **a,
+        # release two's split (post.sidebyside) was of the chosen answer's spans, not these
+        **{k: v for k, v in a.items() if k != sidebyside.KEY},
         **_levels.record(replace(other, alphas=tuple(tuple(r) for r in a.get("eps_scores") or []))),
         "eps": float(other.eps),
         "min_samples": int(m),

@@ -3,12 +3,15 @@ released noisy histogram, at no privacy cost (docs/parameters.md)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..exceptions import UtilityWarning
 from ..params.parameters import check_param
 from ..params.validation import check_min_samples
+from ..post import sidebyside
 from ..post.coretests import MarginOverride, core_test
 from .build import model_of
 from .record import SpanModel
@@ -44,6 +47,12 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
         eta = 4). Default: unchanged.
     min_samples : int, optional
         The new MinPts. Default: unchanged.
+
+    The spans are release one's alone: where the automatic mode's second
+    release split a span (``auto["second"]``, docs/privacy.md 4.10), the
+    split is not carried over, and a :class:`~dpdbscan.UtilityWarning` says
+    so (release two's fine cells and keep rule were made for the automatic
+    choice's spans, not for spans at other parameters).
     """
     if model.histogram is None:
         raise ValueError(
@@ -82,9 +91,29 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     s = model.spans
     kept = MarginOverride(s.noise_margin, s.noise_margin_upper) if same else None
     spans = test.build(hist, spec, kept)
+    _warn_split_dropped(model)
     out = remodel(model, hist, spans, spec)
     # a geographic map draws only the spans the release shows, as when fitted
     return shown_spans(out) if spec.border_cells == "occupied" else out
+
+
+def _warn_split_dropped(model: SpanModel) -> None:
+    """Warn that ``with_params`` leaves out release two's split, when the
+    model has one (public: the model's own record)."""
+    rec = (model.auto or {}).get(sidebyside.KEY) or {}
+    split = [int(s) for s in rec.get("split") or []]
+    if split:
+        which = ", ".join(str(s) for s in split)
+        warnings.warn(
+            f"spans at other parameters (with_params, sweep --model) are release one's alone: the "
+            "automatic mode's second release "
+            f"split span(s) {which} of this model into parts side by side, and that split is not "
+            "carried over (its fine cells and keep rule were made for the automatic choice's spans, "
+            "not for spans at other parameters; docs/privacy.md 4.10). Use the model itself for the "
+            "split spans",
+            UtilityWarning,
+            stacklevel=3,
+        )
 
 
 def remodel(
