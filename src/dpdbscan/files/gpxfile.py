@@ -19,9 +19,14 @@ Each value is read alone: a ``lat``/``lon`` or ``<ele>`` that is absent
 or one of the CSV reader's missing values is missing; one that is not a
 number by its grammar (:func:`dpdbscan.files.records.is_number`) is missing
 too (the row is dropped, counted as a value that is not a number);
-a point outside the public bounds is clipped as usual. A file that is not
-well-formed XML ends its read where it breaks: every point whose element
-ended before is kept (the reader's note counts them), nothing is quoted.
+a point outside the public bounds is clipped as usual.
+
+Each track and point is framed by its own start tag, found in the bytes
+alone (:func:`framed_rows`): a point that is not well-formed XML (damaged,
+cut, holding another point) is dropped alone, counted, and reading goes on
+at the next ``<trk>``, ``<trkpt>``, ``<rtept>`` or ``<wpt>`` tag, so one
+unit's bytes, whatever they are, hide no other unit's points and never
+change how they are read (docs/privacy.md §8, "GPX"). Nothing is quoted.
 """
 
 from __future__ import annotations
