@@ -220,7 +220,12 @@ def test_text_that_is_not_the_format_ends_the_stream_with_a_note(tmp_path, name,
         (f'<gpx><trkpt lat="39.9" lon="116.3"></trkpt><wpt lat="1" lon="2"/><{SECRET}', 2, 0),
         (f'<gpx><wpt lat="1" lon="2"><{SECRET}</wpt><wpt lat="3" lon="4"/></gpx>', 1, 1),
         (f"<gpx><metadata>{SECRET}<</metadata><trk><trkpt lat='1' lon='2'/></trk></gpx>", 1, 0),
-        (f'<gpx><trk><trkpt lat="1" lon="2"><ele>{SECRET}<</ele></trkpt></trk><trk><trkpt lat="3" lon="4"/>', 1, 1),
+        (
+            f'<gpx><trk><trkpt lat="1" lon="2"><ele>{SECRET}<</ele></trkpt></trk>'
+            '<trk><trkpt lat="3" lon="4"/>',
+            1,
+            1,
+        ),
     ],
 )
 def test_gpx_damage_drops_the_broken_point_alone_with_a_note(tmp_path, text, kept, broken):

@@ -37,14 +37,21 @@ A_LON = "116.55"
 
 def _point(i: int, k: int) -> str:
     lon, lat = 116.3 + 0.001 * (i % 9), 39.9 + 0.001 * (k % 5)
-    return f'<trkpt lat="{lat:.4f}" lon="{lon:.4f}"><ele>{i}.5</ele><time>2008-10-23T02:{k:02d}:00Z</time></trkpt>'
+    time = f"2008-10-23T02:{k:02d}:00Z"
+    return f'<trkpt lat="{lat:.4f}" lon="{lon:.4f}"><ele>{i}.5</ele><time>{time}</time></trkpt>'
 
 
 def _track(i: int, desc: str = "") -> str:
-    return f"<trk><name>u{i}</name>{desc}<trkseg>" + "".join(_point(i, k) for k in range(3 + i % 3)) + "</trkseg></trk>"
+    return (
+        f"<trk><name>u{i}</name>{desc}<trkseg>"
+        + "".join(_point(i, k) for k in range(3 + i % 3))
+        + "</trkseg></trk>"
+    )
 
 
-_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n<gpx version="1.1" xmlns="http://www.topografix.com/GPX/1/1">\n'
+_HEAD = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<gpx version="1.1" xmlns="http://www.topografix.com/GPX/1/1">\n'
+)
 _WPTS = '<wpt lat="39.95" lon="116.35"><name>w</name></wpt>\r\n<wpt lat="39.96" lon="116.36"/>\r\n'
 #: Innocent tracks whose text closes what another unit's bytes may open.
 _CLOSERS = [
@@ -58,7 +65,12 @@ LAYOUTS = {
     "one per line": (_HEAD, [_track(i) for i in range(N)], "\n", "</gpx>\n"),
     "one line": (_HEAD.replace("\n", ""), [_track(i) for i in range(N)], "", "</gpx>"),
     "waypoints first, CRLF": (_HEAD + _WPTS, [_track(i) for i in range(N)], "\r\n", "</gpx>\r\n"),
-    "closers among them": (_HEAD, [_track(i, _CLOSERS[i % 4] if i % 2 else "") for i in range(N)], "\n", "</gpx>\n"),
+    "closers among them": (
+        _HEAD,
+        [_track(i, _CLOSERS[i % 4] if i % 2 else "") for i in range(N)],
+        "\n",
+        "</gpx>\n",
+    ),
 }
 _A = f'<trkseg><trkpt lat="39.91" lon="{A_LON}"/>'
 #: One unit's bytes, each from its <trk> tag on, not well-formed XML in its place or steering it.
@@ -73,7 +85,7 @@ BROKEN = {
     "extra end tags": "<trk></trkseg></trk></trk></gpx></gpx>",
     "nested tracks, left open": f"<trk><trk><trk>{_A}",
     "undefined entity": f'<trk><trkseg><trkpt lat="39.9" lon="{A_LON}"><ele>&nope;</ele></trkpt>',
-    "a DOCTYPE": f'<trk><!DOCTYPE x [<!ENTITY e "<trkpt lat=\'1\' lon=\'{A_LON}\'/>">]>&e;',
+    "a DOCTYPE": f"<trk><!DOCTYPE x [<!ENTITY e \"<trkpt lat='1' lon='{A_LON}'/>\">]>&e;",
     "a bare <": "<trk><",
     "cut": "<trk><trkse",
     "a track tag in text": f"<trk><name>a <trk> b</name>{_A}",
@@ -95,7 +107,9 @@ def _others(got):
     lon = got.X[:, 0]
     keep = ~np.isclose(lon, float(A_LON))
     first: dict = {}
-    groups = [-1 if u is None else first.setdefault(u, len(first)) for u, k in zip(got.units.to_pylist(), keep) if k]
+    groups = [
+        -1 if u is None else first.setdefault(u, len(first)) for u, k in zip(got.units.to_pylist(), keep) if k
+    ]
     times = [t for t, k in zip(got.companions[0].to_pylist(), keep) if k]
     return got.X[keep], groups, times
 
@@ -131,7 +145,11 @@ def test_at_event_level_one_broken_point_drops_alone(tmp_path, layout):
     d = read_input(path)
     text = tracks[3]
     cut = text.index("<trkpt", text.index("<trkpt") + 1)  # the second point of the fourth track
-    for bad in ('<trkpt lat="39.9" lon="116.55"><!-- ', '<trkpt lat="39.9" lon="116.55"><![CDATA[', "<trkpt <"):
+    for bad in (
+        '<trkpt lat="39.9" lon="116.55"><!-- ',
+        '<trkpt lat="39.9" lon="116.55"><![CDATA[',
+        "<trkpt <",
+    ):
         broken = text[:cut] + bad + text[cut:]
         _write(path, layout, tracks[:3] + [broken] + tracks[4:])
         got = read_input(path)
@@ -143,7 +161,13 @@ def test_the_steering_that_valid_xml_allowed_is_gone(tmp_path):
     own CDATA is valid XML: the whole document hides the tracks between and
     gives the later track's points to the first (tree_rows, the old read);
     the framed read gives every other track its own points."""
-    tracks = [_track(0), "<trk><desc><![CDATA[", _track(1), _track(2, "<desc><![CDATA[x]]></desc>"), _track(3)]
+    tracks = [
+        _track(0),
+        "<trk><desc><![CDATA[",
+        _track(1),
+        _track(2, "<desc><![CDATA[x]]></desc>"),
+        _track(3),
+    ]
     path = tmp_path / "d.gpx"
     path.write_text(_HEAD + "\n".join(tracks) + "\n</gpx>\n")
     whole = [r for chunk in gpxfile.tree_rows(path) for r in chunk]
@@ -157,9 +181,7 @@ def test_a_unit_whose_only_track_is_broken_leaves_the_release_as_it_was(capsys, 
     only track is broken, among the others: the tracks after it are
     numbered one more) releases exactly what the fit of D releases, charged
     the same; the note counts the break."""
-    rows = [
-        f"<trk><trkseg>{''.join(_point(i, k) for k in range(12))}</trkseg></trk>" for i in range(40)
-    ]
+    rows = [f"<trk><trkseg>{''.join(_point(i, k) for k in range(12))}</trkseg></trk>" for i in range(40)]
     d, d1 = tmp_path / "d.gpx", tmp_path / "d1.gpx"
     d.write_text(_HEAD + "\n".join(rows) + "\n</gpx>\n")
     broken = '<trk><trkseg><trkpt lat="39.9" lon="116.3"><!-- '

@@ -268,6 +268,8 @@ def test_the_scanner_reads_usual_files_and_leaves_the_others(tmp_path):
         '<gpx><wpt lat="1" lon="2"><extensions><a/></extensions><time>t</time></wpt></gpx>',
         '<gpx><wpt lat="1" lon="2"/>',  # damaged: the reference says where it ends
         '<kml><wpt lat="1" lon="2"/></kml>',  # not GPX: the reference refuses it
+        # a track in a track: framed, the point after the inner one's end is in no track
+        '<gpx><trk><trk><trkpt lat="1" lon="2"/></trk><trkpt lat="3" lon="4"/></trk></gpx>',
     ]
     for k, text in enumerate(usual + unusual):
         path = tmp_path / f"{k}.gpx"

@@ -747,7 +747,8 @@ class _Segment:
         self.ended = False
         self.attrs: dict[str, str] = {}
         self.texts: dict[str, str | None] = {}
-        self._depth, self._child, self._parts, self._grandchild = 0, "", [], False
+        self._depth, self._child, self._grandchild = 0, "", False
+        self._parts: list[str] = []
         parser = expat.ParserCreate(encoding)
         parser.StartElementHandler = self._start
         parser.EndElementHandler = self._end

@@ -44,7 +44,6 @@ from .predict import (
 from .stats import SpanStats, compute_stats
 
 
-
 def predict_rows(X: ArrayLike, d: int, name: str = "X") -> np.ndarray:
     """The points to label, as a 2-D array: a list (or tuple) of rows of
     different lengths is read row by row, a row of another length than
@@ -61,6 +60,7 @@ def predict_rows(X: ArrayLike, d: int, name: str = "X") -> np.ndarray:
             stacklevel=3,
         )
     return X
+
 
 @dataclass(frozen=True, eq=False)
 class SpanModel:
