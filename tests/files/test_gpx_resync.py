@@ -201,7 +201,12 @@ def test_a_file_in_utf16_is_refused_from_its_head(tmp_path):
     """No byte framing holds in UTF-16 (one odd byte shifts every later
     character): such a file is refused from its first bytes, before any
     point, never part-way."""
+    from dpdbscan.files import open_input
+
     path = tmp_path / "d.gpx"
-    path.write_bytes((_HEAD.replace("UTF-8", "UTF-16") + _track(0) + "</gpx>").encode("utf-16-le"))
-    with pytest.raises(ValueError, match="UTF-8"):
-        list(gpxfile.framed_rows(path))
+    for encoding in ("utf-16-le", "utf-16"):  # without a byte order mark, and with one
+        path.write_bytes((_HEAD.replace("UTF-8", "UTF-16") + _track(0) + "</gpx>").encode(encoding))
+        with pytest.raises(ValueError, match="UTF-8|does not begin with"):
+            list(gpxfile.framed_rows(path))
+        with pytest.raises(ValueError, match="UTF-16|does not begin with"):
+            open_input(path).close()  # before anything is read or reserved

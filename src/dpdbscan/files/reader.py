@@ -1224,10 +1224,14 @@ def _check_envelope(path: Path, fmt: FileFormat) -> None:
         return
     try:
         with open(path, "rb") as f:
-            head = f.read(4096).lstrip(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1]
+            start = f.read(4096).lstrip(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
     except OSError as exc:
         raise _io_error(str(path), _FEATURE_NAMES[fmt.kind], exc) from None
+    head = start[:1]
     want = b"{" if fmt.kind == "geojson" else b"<"
+    if fmt.kind == "gpx" and start[:2] == b"<\x00":
+        # UTF-16 (little-endian, no byte order mark): no byte framing holds in it (docs/privacy.md §8)
+        raise ValueError(f"{path}: cannot read as GPX: it is in UTF-16; convert it to UTF-8")
     if head != want:
         raise ValueError(
             f"{path}: cannot read as {_FEATURE_NAMES[fmt.kind]}: it does not begin with "
