@@ -107,16 +107,17 @@ class InputPoints:
         Files of a trace folder that could not be read, and the rows read
         from them before that: all dropped.
     n_cut_files, n_cut_rows : int
-        Files of a trace folder that stop being valid part-way (a GPX file
-        whose XML breaks after some points), and their rows before the
-        break: kept (the rest of each is not read).
+        Files of a trace folder that stop being valid part-way (a gzip CSV
+        file cut short), and their rows before the break: kept (the rest of
+        each is not read).
     n_skipped_files : int
         Files of a trace folder not of its format (by name), left alone.
     n_no_unit_property : bool
         GeoJSON with a ``--unit`` property: no feature had it (every row dropped).
     n_read_before_damage : int, optional
-        A GeoJSON or GPX file that stopped being valid JSON or XML: the
-        records read before (the rest is not read). None: read whole.
+        A GeoJSON file whose envelope stopped being valid JSON, or a GPX
+        file whose head is not GPX: the records read before (the rest is
+        not read). None: read whole.
     n_damaged_records : int
         Places where a GeoJSON file's features are not valid JSON (a broken
         feature is dropped; reading went on at the next line that begins
