@@ -15,6 +15,7 @@ from .geometry.projection import check_lonlat_names
 from .ledger import Ledger, Reservation, release_cost
 from .model import SpanModel, guarantee
 from .model.describe import SEEDED_RECORD
+from .model.record import predict_rows
 from .params.parameters import PARAMETERS, check_units
 from .params.specs import ReleaseSpec, Seed
 from .params.validation import check_array, check_bounds, check_positive, standardised_note
@@ -559,11 +560,15 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         )
 
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """Span id of each point of ``X`` (-1 = noise), from the spans alone."""
+        """Span id of each point of ``X`` (-1 = noise), from the spans alone:
+        one label a row. In a list of rows, a row of another length than the
+        fit's is labelled -1 and counted in a note
+        (:class:`~dpdbscan.PrivateNoteWarning`); an array of another width
+        is refused."""
         if not hasattr(self, "spans_"):
             raise _not_fitted()
         _check_feature_names(getattr(self, "feature_names_in_", None), _feature_names(X))
-        X = check_array(X)
+        X = predict_rows(X, self.n_features_in_)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but DPDBSCAN is expecting "

@@ -196,15 +196,14 @@ GOOD = [feature(116.3, 39.9, {"unit": "a"}), feature(116.31, 39.91, {"unit": "b"
     [
         ("p.geojson", f'{{"type": "Feature", "properties": {{"a": "{SECRET}"}}}}', 0),
         ("p.gpx", f"<kml><Placemark>{SECRET}</Placemark></kml>", 0),
-        ("p.gpx", f'<gpx><trk><trkseg><trkpt lat="39.9" lon="116.3"/>{SECRET}</gpx>', 1),
-        ("p.gpx", f'<gpx><trkpt lat="39.9" lon="116.3"></trkpt><wpt lat="1" lon="2"/><{SECRET}', 2),
     ],
 )
 def test_text_that_is_not_the_format_ends_the_stream_with_a_note(tmp_path, name, text, kept):
     """Not valid JSON or XML, once reading began, outside a GeoJSON file's
-    features (its envelope; GPX): the records before are the file's rows,
-    the rest is dropped and said in a note; nothing is refused (a release
-    never hinges on a record), nothing is quoted."""
+    features (its envelope; GPX: before its root's start tag ends, or
+    between it and the first track or point): the records before are the
+    file's rows, the rest is dropped and said in a note; nothing is
+    refused (a release never hinges on a record), nothing is quoted."""
     path = tmp_path / name
     path.write_text(text)
     got = read_input(path)
@@ -212,6 +211,34 @@ def test_text_that_is_not_the_format_ends_the_stream_with_a_note(tmp_path, name,
     assert got.n_read_before_damage == kept
     notes = " ".join(got.notes())
     assert "the rest of it is not read" in notes and SECRET not in notes
+
+
+@pytest.mark.parametrize(
+    "text, kept, broken",
+    [
+        (f'<gpx><trk><trkseg><trkpt lat="39.9" lon="116.3"/>{SECRET}</gpx>', 1, 0),
+        (f'<gpx><trkpt lat="39.9" lon="116.3"></trkpt><wpt lat="1" lon="2"/><{SECRET}', 2, 0),
+        (f'<gpx><wpt lat="1" lon="2"><{SECRET}</wpt><wpt lat="3" lon="4"/></gpx>', 1, 1),
+        (f"<gpx><metadata>{SECRET}<</metadata><trk><trkpt lat='1' lon='2'/></trk></gpx>", 1, 0),
+        (
+            f'<gpx><trk><trkpt lat="1" lon="2"><ele>{SECRET}<</ele></trkpt></trk>'
+            '<trk><trkpt lat="3" lon="4"/>',
+            1,
+            1,
+        ),
+    ],
+)
+def test_gpx_damage_drops_the_broken_point_alone_with_a_note(tmp_path, text, kept, broken):
+    """Not well-formed XML among a GPX file's points drops the point it is
+    in (if any) and nothing else: reading goes on at the next track or
+    point tag; a note counts the points dropped, quoting nothing."""
+    path = tmp_path / "p.gpx"
+    path.write_text(text)
+    got = read_input(path)
+    assert got.X.shape[0] == kept and got.n_read_before_damage is None
+    assert got.n_broken_points == broken
+    notes = " ".join(got.notes())
+    assert (f"{broken} GPX point(s) are not well-formed XML" in notes) == (broken > 0) and SECRET not in notes
 
 
 @pytest.mark.parametrize(

@@ -67,10 +67,18 @@ def _members_after(lines):
     )
 
 
+def _cr(wrap):
+    """``wrap`` with every line ended by a carriage return alone (old Mac
+    text): a line break as ``\n`` is, for JSON and for the search."""
+    return lambda lines: wrap(lines).replace("\r\n", "\n").replace("\n", "\r")
+
+
 LAYOUTS = {
     "one per line": (_one_per_line, [json.dumps(f) for f in GOOD]),
     "pretty": (_pretty, [json.dumps(f, indent=2) for f in GOOD]),
     "members after, CRLF": (_members_after, [json.dumps(f) for f in GOOD]),
+    "one per line, CR": (_cr(_one_per_line), [json.dumps(f) for f in GOOD]),
+    "pretty, CR": (_cr(_pretty), [json.dumps(f, indent=2).replace("\n", "\r") for f in GOOD]),
 }
 
 

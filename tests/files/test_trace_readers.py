@@ -3,8 +3,10 @@
 order, and the same point where damage ends the read.
 
 GPX: :func:`gpxfile.chunks` (a scanner after expat's check, falling back to
-ElementTree) against :func:`gpxfile.tree_rows` (ElementTree alone). Files of
-the usual shape must be read by the scanner, not by the fallback. PLT:
+the framed reader) against :func:`gpxfile.framed_rows` (each point parsed
+from its own bytes), and the framed reader against :func:`gpxfile.tree_rows`
+(ElementTree, the whole document) on intact files. Files of the usual shape
+must be read by the scanner, not by the fallback. PLT:
 :func:`pltfile.read` against :func:`pltfile.read_lines` (one line at a time).
 """
 
@@ -60,6 +62,7 @@ class Doc:
     def __init__(self, rng: np.random.Generator):
         self.rng = rng
         self.usual = True
+        self.framed = True  # whether framing reads it as the whole document does (tree_rows)
         self.prefix = ""
 
     def pick(self, options, unusual=()):
@@ -108,6 +111,8 @@ class Doc:
                 ["ele", "time", "name", "hdop", "ext", "empty"],
                 ["time/", "cdata", "comment", "nested point", "ele ref"] if self.chance(0.05) else (),
             )
+            if kind in ("comment", "nested point"):
+                self.framed = False  # a point's tag in a comment, a point in a point
             if kind in ("time", "ele") and not simple:
                 self.usual = False  # a time or an elevation after a child that holds elements
             if kind == "ext":
@@ -180,13 +185,13 @@ class Doc:
             root = f'<gpx version="{version}" creator="a &amp; b" xmlns="{NS[version]}"{ext}>'
         body = root + self.sep() + self.sep().join(self.items()) + self.sep() + f"</{self.tag('gpx')}>\n"
         if self.chance(0.03):
-            self.usual = False
+            self.usual = self.framed = False
             body = body.replace(self.tag("gpx"), self.tag("kml"))
         return head + body
 
     def damaged(self, text: str) -> str:
         """The text broken somewhere: cut, or a character put in."""
-        self.usual = False
+        self.usual = self.framed = False
         at = int(self.rng.integers(len(text) + 1))
         if self.chance(0.5):
             return text[:at]
@@ -223,7 +228,7 @@ def same_rows(a: list[tuple], b: list[tuple]) -> bool:
 @pytest.mark.parametrize("seed", range(40))
 def test_random_gpx_gives_the_rows_of_the_reference(tmp_path, monkeypatch, seed):
     rng = np.random.default_rng(seed)
-    n_usual = 0
+    n_usual = n_framed = 0
     for k in range(25):
         monkeypatch.setattr(gpxfile, "CHUNK", int(rng.choice([1, 2, 3, 7, 1 << 15])))
         monkeypatch.setattr(gpxfile, "_BLOCK", int(rng.choice([16, 37, 200, 1 << 20])))
@@ -233,13 +238,16 @@ def test_random_gpx_gives_the_rows_of_the_reference(tmp_path, monkeypatch, seed)
             text = doc.damaged(text)
         path = tmp_path / f"{k}.gpx"
         path.write_bytes(text.encode("utf-8"))
-        want = read_all(gpxfile.tree_rows, path)
+        want = read_all(gpxfile.framed_rows, path)
         got = read_all(gpxfile.chunks, path)
         assert got[1] == want[1] and same_rows(got[0], want[0]), text
+        if doc.framed:  # intact, no tag in a comment, no point in a point: the whole document's rows
+            n_framed += 1
+            assert same_rows(want[0], read_all(gpxfile.tree_rows, path)[0]), text
         if doc.usual:  # read by the scanner, not by the reference
             n_usual += 1
             assert same_rows(read_all(gpxfile._scan, path)[0], got[0])
-    assert n_usual > 0
+    assert n_usual > 0 and n_framed > 0
 
 
 def test_the_scanner_reads_usual_files_and_leaves_the_others(tmp_path):
@@ -260,6 +268,8 @@ def test_the_scanner_reads_usual_files_and_leaves_the_others(tmp_path):
         '<gpx><wpt lat="1" lon="2"><extensions><a/></extensions><time>t</time></wpt></gpx>',
         '<gpx><wpt lat="1" lon="2"/>',  # damaged: the reference says where it ends
         '<kml><wpt lat="1" lon="2"/></kml>',  # not GPX: the reference refuses it
+        # a track in a track: framed, the point after the inner one's end is in no track
+        '<gpx><trk><trk><trkpt lat="1" lon="2"/></trk><trkpt lat="3" lon="4"/></trk></gpx>',
     ]
     for k, text in enumerate(usual + unusual):
         path = tmp_path / f"{k}.gpx"
@@ -269,7 +279,7 @@ def test_the_scanner_reads_usual_files_and_leaves_the_others(tmp_path):
         else:
             with pytest.raises(gpxfile._Unusual):
                 list(gpxfile._scan(path))
-        assert same_rows(read_all(gpxfile.chunks, path)[0], read_all(gpxfile.tree_rows, path)[0])
+        assert same_rows(read_all(gpxfile.chunks, path)[0], read_all(gpxfile.framed_rows, path)[0])
     big = tmp_path / "big.gpx"  # several blocks, several chunks: all by the scanner
     pts = "".join(f'<trkpt lat="{i / 7}" lon="{-i / 3}"><time>{i}</time></trkpt>\n' for i in range(70_000))
     big.write_text(f"<gpx><trk><trkseg>\n{pts}</trkseg></trk></gpx>")
@@ -465,7 +475,7 @@ def test_plain_points_give_the_rows_of_the_reference(tmp_path, monkeypatch, seed
 
         path = tmp_path / f"{k}.gpx"
         path.write_bytes(text.encode("utf-8"))
-        want = read_all(gpxfile.tree_rows, path)
+        want = read_all(gpxfile.framed_rows, path)
         got = read_all(gpxfile.chunks, path)
         assert got[1] == want[1] and same_rows(got[0], want[0]), text
     assert plain[0] > 0
@@ -490,22 +500,29 @@ def test_a_point_s_extensions_give_the_rows_of_the_reference(tmp_path, extension
     )
     path = tmp_path / "e.gpx"
     path.write_text(text)
-    want = read_all(gpxfile.tree_rows, path)
+    want = read_all(gpxfile.framed_rows, path)
     got = read_all(gpxfile.chunks, path)
     assert got[1] == want[1] and same_rows(got[0], want[0])
+    whole = read_all(gpxfile.tree_rows, path)
+    if not whole[1] and not gpxfile._START.search(extension.encode()):  # intact, no point or track in a point
+        assert same_rows(want[0], whole[0])
     plain = gpxfile._plain_points(text[text.index("<trkpt") :].encode())
     assert (plain is not None) == (extension in GARMIN or "<b></a>" in extension)
 
 
 @pytest.mark.parametrize("block", [40, 64, 1 << 20])
-def test_a_plain_point_after_the_root_ends_the_read(tmp_path, monkeypatch, block):
+def test_a_plain_point_after_the_root_is_read_as_any_other(tmp_path, monkeypatch, block):
     """Junk after the root: however the file falls into blocks, the check
-    sees the point after ``</gpx>`` and the read ends where the reference's
-    does, with the points before it."""
+    sees the point after ``</gpx>`` and the file is read by the framed
+    reader, which reads that point too: a ``</gpx>`` ends nothing, since a
+    unit's bytes could write one (docs/privacy.md §8, "GPX")."""
     monkeypatch.setattr(gpxfile, "_BLOCK", block)
     pts = "".join(f'<trkpt lat="{i}" lon="{-i}"><time>{i}</time></trkpt>\n' for i in range(20))
     path = tmp_path / "after.gpx"
     path.write_text(f'<gpx><trk><trkseg>\n{pts}</trkseg></trk></gpx>\n<trkpt lat="1" lon="2"></trkpt>\n')
-    want = read_all(gpxfile.tree_rows, path)
+    want = read_all(gpxfile.framed_rows, path)
     got = read_all(gpxfile.chunks, path)
-    assert want[1] and got[1] == want[1] and same_rows(got[0], want[0])
+    assert not want[1] and got[1] == want[1] and same_rows(got[0], want[0])
+    assert len(got[0]) == 21 and got[0][-1][:2] == (2.0, 1.0) and got[0][-1][5] is None
+    with pytest.raises(gpxfile._Unusual):  # the scanner leaves it to the framed reader
+        list(gpxfile._scan(path))

@@ -184,22 +184,25 @@ def test_bad_rows_drop_alone_and_damaged_files_drop_their_rows(capsys, tmp_path)
     drop = np.array([u == b"002" for u in good.units.to_pylist()])
     assert finite.tobytes() == good.X[~drop].tobytes()
     # a GPX that is not XML: a damaged file, its rows dropped and counted, never fatal; one
-    # whose XML breaks after a point: its point kept, counted
+    # with a broken point: that point dropped, counted, the points after it read
     gpx = tmp_path / "gpx"
     gpx.mkdir()
     write_gpx(gpx / "a.gpx", [[(116.3, 39.9, "2008-10-23T02:00:00Z")] * 5])
-    (gpx / "b.gpx").write_text(f'<gpx><trk><trkseg><trkpt lat="39.9" lon="116.3"/>{SECRET}</trkseg>')
+    (gpx / "b.gpx").write_text(
+        f'<gpx><trk><trkseg><trkpt lat="39.9" lon="116.3"/><trkpt lat="1" lon="2"><{SECRET}</trkpt>'
+        '<trkpt lat="39.9" lon="116.3"/></trkseg>'
+    )
     (gpx / "c.gpx").write_text(f"<{SECRET}>")
     got = read_input(gpx, unit_from="file", file_format="gpx")
-    assert got.X.shape == (6, 2) and got.n_damaged_files == 1 and got.n_damaged_rows == 0
-    assert got.n_cut_files == 1 and got.n_cut_rows == 1
+    assert got.X.shape == (7, 2) and got.n_damaged_files == 1 and got.n_damaged_rows == 0
+    assert got.n_cut_files == 0 and got.n_broken_points == 1
     note = " ".join(got.notes())
     assert "1 file(s) of the folder could not be read" in note and SECRET not in note
-    assert "1 file(s) of the folder stop being valid part-way: their 1 row(s) before the break" in note
+    assert "1 GPX point(s) are not well-formed XML" in note
     rc, out, err = run(
         capsys, "fit", gpx, *FIT, "--unit-from", "file", "--format", "gpx", *UNIT, "--out-dir", tmp_path
     )
-    assert rc == 0 and "could not be read" in err and "part-way" in err and SECRET not in out + err
+    assert rc == 0 and "could not be read" in err and "not well-formed" in err and SECRET not in out + err
 
 
 def test_a_csv_file_whose_header_lacks_the_columns_is_a_damaged_file(tmp_path):
@@ -422,27 +425,30 @@ def _gpx_points(n: int, start: int = 0) -> str:
 
 
 @pytest.mark.parametrize("n_before", [1, 50, 40_000])
-def test_a_gpx_file_cut_part_way_keeps_every_point_before_the_break(tmp_path, n_before):
+def test_a_gpx_file_s_broken_point_drops_alone(tmp_path, n_before):
     """Issue 28's per-record rule: where a GPX file's XML breaks (cut, or a
-    stray character), every point whose element ended before is kept -- not
-    only whole chunks of 32,768 -- and the note counts them; alone or in a
-    folder, as a cut CSV or PLT file keeps its lines before the cut."""
+    stray character), every point whose element ended before is kept --
+    not only whole chunks of 32,768 -- the broken point is dropped, the
+    points after it are read (reading goes on at the next point's tag), and
+    the note counts the broken one; alone or in a folder."""
     whole = f"<gpx><trk><trkseg>\n{_gpx_points(n_before)}"
     single = tmp_path / "one.gpx"
-    for broken in (whole + '<trkpt lat="1" lon="2"><time>3', whole + f"<{SECRET}&\n" + _gpx_points(5)):
-        single.write_text(broken)
+    cut = whole + '<trkpt lat="1" lon="2"><time>3'
+    broken = whole + f'<trkpt lat="1" lon="2"><{SECRET}&\n' + _gpx_points(5, n_before)
+    for text, n in ((cut, n_before), (broken, n_before + 5)):
+        single.write_text(text)
         got = read_input(single, also=("time",))
-        assert got.X.shape == (n_before, 2) and got.n_read_before_damage == n_before
-        assert got.companions is not None and got.companions[0].to_pylist()[-1] == str(n_before - 1)
+        assert got.X.shape == (n, 2) and got.n_read_before_damage is None and got.n_broken_points == 1
+        assert got.companions is not None and got.companions[0].to_pylist() == [str(i) for i in range(n)]
         note = " ".join(got.notes())
-        assert f"after {n_before:,} record(s)" in note and SECRET not in note
+        assert "1 GPX point(s) are not well-formed XML" in note and SECRET not in note
     folder = tmp_path / "gpx"
     folder.mkdir()
     (folder / "a.gpx").write_text(broken)
     (folder / "b.gpx").write_text(f"<gpx><trk><trkseg>\n{_gpx_points(3)}</trkseg></trk></gpx>\n")
     got = read_input(folder, unit_from="file", file_format="gpx", also=("time",))
-    assert got.X.shape == (n_before + 3, 2) and got.n_cut_files == 1 and got.n_cut_rows == n_before
-    assert got.units.to_pylist() == [b"a.gpx"] * n_before + [b"b.gpx"] * 3
+    assert got.X.shape == (n_before + 5 + 3, 2) and got.n_cut_files == 0 and got.n_broken_points == 1
+    assert got.units.to_pylist() == [b"a.gpx"] * (n_before + 5) + [b"b.gpx"] * 3
     assert got.n_damaged_files == 0 and SECRET not in " ".join(got.notes())
 
 

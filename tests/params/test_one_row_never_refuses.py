@@ -121,3 +121,65 @@ def test_fit_lonlat_drops_a_row_of_another_length_than_two():
         got = model_to_dict(fit_lonlat([*ll, [116.3, 39.9, 1.0]], **kw))
     assert got["spans"] == want["spans"] and got["histogram"] == want["histogram"]
     assert any("1 row(s) of lonlat of another length than 2" in str(w.message) for w in caught)
+
+
+def _fitted():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return DPDBSCAN(eps=0.1, min_samples=5, bounds=(0.0, 1.0), random_state=7).fit(D)
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [[0.3], [0.3, 0.3, 0.3], [], [[0.3, 0.3]]],
+    ids=["short", "long", "empty", "nested"],
+)
+@pytest.mark.parametrize("share", [1, 2, 3])  # the odd rows among 4: one, half, most
+def test_predict_gives_one_label_a_row_and_minus_one_to_rows_of_another_length(tmp_path, odd, share):
+    """predict (the estimator's, the model's, a loaded model's) on a list
+    of rows with rows of another length than the fit's: as many labels as
+    rows, -1 for each odd row, the others labelled as alone; a note counts
+    the odd rows. Before, when the odd rows were as many as the others or
+    more, predict refused ("X has 1 features"); the length is the model's,
+    public."""
+    from dpdbscan import load_model, save_model
+
+    m = _fitted()
+    good = [[0.3, 0.3], [0.7, 0.7], [0.5, 0.05], [0.31, 0.29]]
+    rows = [odd if i < share else good[i] for i in range(4)]
+    want = m.predict(np.array([r if i >= share else good[0] for i, r in enumerate(rows)]))
+    want[:share] = -1
+    path = tmp_path / "m.json"
+    save_model(m.spans_, path)
+    for predict in (m.predict, m.spans_.predict, load_model(path).predict):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = predict(rows)
+        assert got.shape == (4,) and got.tolist() == want.tolist()
+        notes = [str(w.message) for w in caught if issubclass(w.category, PrivateNoteWarning)]
+        assert f"{share} row(s) of X of another length than 2 are labelled -1 (noise)" in notes
+
+
+def test_predict_lonlat_gives_one_label_a_row():
+    from dpdbscan import predict_lonlat
+
+    ll = (np.array([116.3, 39.9]) + 0.002 * D).tolist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = fit_lonlat(ll, bounds=[116.0, 39.6, 116.6, 40.2], eps="300m", min_samples=5, random_state=7)
+    query = [ll[0], [116.3], [116.3, 39.9, 7.0], ll[200]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = predict_lonlat(model, query)
+    want = predict_lonlat(model, [ll[0], ll[200]])
+    assert got.tolist() == [want[0], -1, -1, want[1]]
+    assert any("2 row(s) of lonlat of another length than 2" in str(w.message) for w in caught)
+
+
+def test_predict_still_refuses_an_array_of_another_width():
+    """The caller's array shape, not a row: refused, as scikit-learn does."""
+    m = _fitted()
+    with pytest.raises(ValueError, match="features"):
+        m.predict(np.zeros((3, 1)))
+    with pytest.raises(ValueError, match="features"):
+        m.predict([[0.5], [0.5]])

@@ -432,6 +432,21 @@ def test_late_unparseable_row_is_dropped_not_fatal(client, grid, X, tmp_path, gz
     assert "bob@example.com" not in out + err
 
 
+@pytest.mark.parametrize("end", ["\r", "\r\n"])
+def test_csv_with_cr_line_ends_counts_as_with_lf(client, grid, X, tmp_path, end):
+    """Lines ended by a carriage return alone (old Mac text) or CRLF: the
+    same records as with ``\n`` (a bad row drops alone), though dask's
+    blocks are cut at ``\n`` only (a CR-only file is then one block)."""
+    bad = {len(X) - 7: "0.3,bob@example.com", 40: '"0.3,0.4'}
+    path = tmp_path / "cr.csv"
+    path.write_bytes(_csv_text(X, bad=bad).replace("\n", end).encode())
+    backend = DaskBackend(client=client, blocksize=20_000, header=True)
+    got = backend.count(grid, str(path))
+    assert_same_counts(got, reference(grid, np.delete(X, sorted(bad), axis=0)))
+    assert backend.input_counts.unparseable == 1 and backend.input_counts.malformed == 1
+    assert backend.input_counts.rows == len(X)
+
+
 def test_fit_with_a_bad_row_releases_like_numpy_without_it(client, X, tmp_path, caplog):
     path = tmp_path / "p.csv"
     path.write_text(_csv_text(X, bad={len(X) - 3: "0.3,bob@example.com"}))

@@ -89,7 +89,7 @@ class _Stream:
             if m is not None:
                 self.pos = m.end() - 1
                 return True
-            j = self.buf.rfind("\n", i)
+            j = max(self.buf.rfind("\n", i), self.buf.rfind("\r", i))
             self.pos = j if j >= 0 else len(self.buf)
             if not self.more():
                 return False
@@ -125,7 +125,7 @@ class _Stream:
             except json.JSONDecodeError as exc:
                 # a line break at or after the error: no more text can mend it
                 # (no JSON token holds one, and no string may)
-                if self.buf.find("\n", exc.pos) < 0 and self.more():
+                if _LINE_BREAK.search(self.buf, exc.pos) is None and self.more():
                     continue
                 raise ValueError("not JSON") from None
             except RecursionError:
@@ -199,9 +199,11 @@ def _int_or_none(text: str) -> Any:
 #: The decoder for a value the default one refuses for a limit, not for its syntax.
 _LENIENT = json.JSONDecoder(parse_int=_int_or_none)
 _IN_STRING = re.compile(r'["\\\x00-\x1f]')
-#: A line break, then a line whose first character is ``{`` (after spaces
-#: and tabs): where a record may begin after a broken one.
-_RECORD_LINE = re.compile(r"\n[ \t\r]*\{")
+#: A line break (``\n``, ``\r\n`` or ``\r`` alone: no JSON string holds
+#: either), then a line whose first character is ``{`` (after spaces and
+#: tabs): where a record may begin after a broken one.
+_RECORD_LINE = re.compile(r"[\n\r][ \t]*\{")
+_LINE_BREAK = re.compile(r"[\n\r]")
 _OUTSIDE = re.compile(r'["\[\]{}]')
 
 

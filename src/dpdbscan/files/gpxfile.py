@@ -19,9 +19,14 @@ Each value is read alone: a ``lat``/``lon`` or ``<ele>`` that is absent
 or one of the CSV reader's missing values is missing; one that is not a
 number by its grammar (:func:`dpdbscan.files.records.is_number`) is missing
 too (the row is dropped, counted as a value that is not a number);
-a point outside the public bounds is clipped as usual. A file that is not
-well-formed XML ends its read where it breaks: every point whose element
-ended before is kept (the reader's note counts them), nothing is quoted.
+a point outside the public bounds is clipped as usual.
+
+Each track and point is framed by its own start tag, found in the bytes
+alone (:func:`framed_rows`): a point that is not well-formed XML (damaged,
+cut, holding another point) is dropped alone, counted, and reading goes on
+at the next ``<trk>``, ``<trkpt>``, ``<rtept>`` or ``<wpt>`` tag, so one
+unit's bytes, whatever they are, hide no other unit's points and never
+change how they are read (docs/privacy.md §8, "GPX"). Nothing is quoted.
 """
 
 from __future__ import annotations
@@ -80,7 +85,7 @@ class Chunk(NamedTuple):
         return columns[name]
 
 
-def chunks(path: Path) -> Iterator[Chunk]:
+def chunks(path: Path, damage: Any = None) -> Iterator[Chunk]:
     """The points of the file, in the file's order, :data:`CHUNK` at a time:
     the same as :func:`tree_rows` (the reference), read faster.
 
@@ -93,13 +98,16 @@ def chunks(path: Path) -> Iterator[Chunk]:
     its C speed) has found the same text well-formed (runs of plain points
     in clean text, well-formed whatever their values, left out of its
     check). On anything else (a damaged file included) the file is read
-    from its start by :func:`tree_rows`, its chunks already given skipped,
-    so the rows, their order and the point where damage ends the read are
-    those of the reference.
+    from its start by :func:`framed_rows` (the reference: each point read
+    from its own bytes, a damaged one dropped and counted in
+    ``damage.records``), its chunks already given skipped, so the rows and
+    their order are those of the reference. (The scanner reads only
+    well-formed text with no comment, CDATA or instruction, no point in a
+    point and no track in a track, where the reference's rows are the
+    whole document's, as :func:`tree_rows` reads them.)
 
-    ValueError (quoting nothing) when the file is not GPX, or where it
-    stops being well-formed XML (after the points before, given);
-    OSError when it cannot be read."""
+    ValueError (quoting nothing) when the file is not GPX (before any
+    point); OSError when it cannot be read."""
     done = 0
     try:
         for chunk in _scan(path):
@@ -108,7 +116,7 @@ def chunks(path: Path) -> Iterator[Chunk]:
         return
     except _Unusual:
         pass
-    for k, rows in enumerate(tree_rows(path)):
+    for k, rows in enumerate(framed_rows(path, damage)):
         if k >= done:
             yield columns(rows)
 
@@ -222,6 +230,8 @@ class _Points:
             opened.append(self.open_tracks)
             if trk[g]:
                 closing = trk[g].startswith("</")
+                if not closing and self.open_tracks > 0:
+                    raise _Unusual  # a track in a track: the reference frames it
                 self.tracks += not closing
                 self.open_tracks += -1 if closing else 1
         if len(gaps) == len(name):  # no point: tags between them
@@ -707,4 +717,181 @@ def _row(elem: ET.Element, track: int | None) -> Row:
     return lon, lat, bad_lon or bad_lat, time, ele, track
 
 
-__all__ = ["CHUNK", "COLUMNS", "Chunk", "Row", "chunks", "columns", "tree_rows"]
+# ------------------------------------------------------- the framed reader
+#: Where a track or a point begins, found in the bytes alone: ``<``, any
+#: prefix, the name, then white space, ``/`` or ``>``. No byte of a match but
+#: its first is ``<``, so whether a ``<`` begins a match is decided by the
+#: bytes after it up to the next ``<``: no byte before it can make or unmake
+#: it (docs/privacy.md §8, "GPX").
+_START = re.compile(b"<(?:[^ \\t\\r\\n<>/:]{1,4096}:)?(trk|trkpt|rtept|wpt)[ \\t\\r\\n/>]")
+#: A track's end tag, found the same way.
+_END_TRK = re.compile(b"</(?:[^ \\t\\r\\n<>/:]{1,4096}:)?trk[ \\t\\r\\n>]")
+#: The longest segment (a point, or a track's start up to its first point)
+#: held in memory: one longer is dropped as broken, read no further.
+_SEGMENT = 1 << 26
+_KEEP = 1 << 13  # bytes kept from an overlong segment's end: a match may run over it
+_XML_ENCODING = re.compile(b"^\\s*(?:\\xef\\xbb\\xbf)?<\\?xml[^>]*?encoding\\s*=\\s*[\"']([^\"']*)[\"']")
+
+
+class _HeadEnded(Exception):
+    """The element a segment begins with has ended: its row is read."""
+
+
+class _Segment:
+    """What one segment's bytes give, parsed alone: whether the element
+    it begins with ended within them (``ended``), and a point's ``lat``,
+    ``lon``, ``<time>`` and ``<ele>`` texts (its last direct children of
+    those names, as ElementTree's ``text``)."""
+
+    def __init__(self, data: bytes, encoding: str | None) -> None:
+        self.ended = False
+        self.attrs: dict[str, str] = {}
+        self.texts: dict[str, str | None] = {}
+        self._depth, self._child, self._grandchild = 0, "", False
+        self._parts: list[str] = []
+        parser = expat.ParserCreate(encoding)
+        parser.StartElementHandler = self._start
+        parser.EndElementHandler = self._end
+        parser.CharacterDataHandler = self._data
+        parser.buffer_text = True
+        try:
+            parser.Parse(data, True)
+        except (_HeadEnded, expat.ExpatError):
+            pass
+
+    def _start(self, name: str, attrs: dict[str, str]) -> None:
+        self._depth += 1
+        if self._depth == 1:
+            self.attrs = attrs
+        elif self._depth == 2:
+            self._child, self._parts, self._grandchild = _local_name(name), [], False
+        else:
+            self._grandchild = True
+
+    def _end(self, name: str) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.ended = True
+            raise _HeadEnded
+        if self._depth == 1 and self._child in ("time", "ele"):
+            self.texts[self._child] = "".join(self._parts) if self._parts else None
+
+    def _data(self, text: str) -> None:
+        if self._depth == 2 and not self._grandchild:
+            self._parts.append(text)
+
+
+def _local_name(name: str) -> str:
+    return name.rsplit(":", 1)[-1]
+
+
+def framed_rows(path: Path, damage: Any = None) -> Iterator[list[Row]]:
+    """The points of the file, in the file's order, :data:`CHUNK` at a
+    time, each read from its own bytes: the reference of :func:`chunks`.
+
+    The file is cut, by its bytes alone (:data:`_START`), at every start tag
+    of a ``<trk>``, ``<trkpt>``, ``<rtept>`` or ``<wpt>`` (any prefix),
+    wherever it is; each piece (a *segment*: from one such tag to the next)
+    is parsed alone, so nothing before a segment changes how it is read. A
+    point is a row when its element ends within its segment; one that does
+    not (damaged, cut, or holding another point) is dropped, counted in
+    ``damage.records`` (when given). A ``<trk>`` tag begins the next track
+    (numbered from 0); a track point belongs to the last track begun unless
+    that track's element ended in its own segment or a ``</trk>`` tag lies in
+    a segment since. What is before the first such tag (the prolog, the
+    ``<gpx>`` root's start tag, the metadata) is read for the root and
+    the declared encoding only.
+
+    On well-formed XML with no such tag in a comment, CDATA section,
+    processing instruction or DOCTYPE, no point in a point and no track in
+    a track (every file of the usual shape), the rows are :func:`tree_rows`'s.
+    ValueError (quoting nothing) when the file is not GPX (its root, before
+    any track or point, is not ``<gpx>``) or not in UTF-8 or a one-byte
+    encoding; OSError when it cannot be read."""
+    batch: list[Row] = []
+    track, in_track = -1, False
+    encoding: str | None = None
+    buf, kind, overlong, closes = b"", b"", False, False  # kind b"": the file's head
+    with open(path, "rb") as f:
+        final = False
+        while not final:
+            data = f.read(_BLOCK)
+            final = len(data) < _BLOCK
+            buf += data
+            ends = [m.start() for m in _START.finditer(buf, 1 if kind else 0)]
+            if final:
+                ends.append(len(buf))
+            pos = 0
+            for end in ends:
+                seg = buf[pos:end]
+                if not kind:
+                    encoding = _head(seg)
+                else:
+                    closes = closes or _END_TRK.search(seg) is not None
+                    got = None if overlong else _Segment(seg, encoding)
+                    ended = got is not None and got.ended
+                    if kind == b"trk":
+                        track += 1
+                        in_track = not (closes or ended)
+                    else:
+                        if got is None or not ended:
+                            if damage is not None:
+                                damage.records += 1
+                        else:
+                            batch.append(_segment_row(got, track if kind == b"trkpt" and in_track else None))
+                            if len(batch) == CHUNK:
+                                yield batch
+                                batch = []
+                        in_track = in_track and not closes
+                if end < len(buf):
+                    head = _START.match(buf, end)
+                    assert head is not None
+                    kind, overlong, closes = head.group(1), False, False
+                pos = end
+            buf = buf[pos:]
+            if not final and len(buf) > _SEGMENT:
+                if not kind:
+                    raise ValueError("not a GPX file (no <gpx> root element in its first bytes)")
+                # dropped as broken: only its track end tags still count (a match runs over no cut)
+                overlong = True
+                closes = closes or _END_TRK.search(buf, 0, len(buf) - _KEEP) is not None
+                buf = b" " + buf[len(buf) - _KEEP :]
+    if batch:
+        yield batch
+
+
+def _head(data: bytes) -> str | None:
+    """The encoding the XML declaration of the file's head names (None:
+    UTF-8); ValueError where the head has no ``<gpx>`` root or is not in
+    UTF-8 or a one-byte encoding."""
+    if b"\x00" in data:
+        raise ValueError("not GPX in UTF-8 or a one-byte encoding (convert it to UTF-8)")
+    m = _XML_ENCODING.match(data)
+    encoding = m.group(1).decode("ascii", "replace") if m else None
+    names: list[str] = []
+
+    def start(name: str, attrs: Any) -> None:
+        names.append(name)
+        raise _HeadEnded
+
+    parser = expat.ParserCreate(encoding)
+    parser.StartElementHandler = start
+    try:
+        parser.Parse(data, False)
+    except _HeadEnded:
+        pass
+    except (expat.ExpatError, LookupError):
+        raise ValueError("not well-formed XML before its <gpx> root") from None
+    if not names or _local_name(names[0]) != "gpx":
+        raise ValueError("not a GPX file (its root element is not <gpx>)")
+    return encoding
+
+
+def _segment_row(got: _Segment, track: int | None) -> Row:
+    lon, bad_lon = _number(got.attrs.get("lon"))
+    lat, bad_lat = _number(got.attrs.get("lat"))
+    ele, _ = _number(got.texts.get("ele"))
+    return lon, lat, bad_lon or bad_lat, got.texts.get("time"), ele, track
+
+
+__all__ = ["CHUNK", "COLUMNS", "Chunk", "Row", "chunks", "columns", "framed_rows", "tree_rows"]

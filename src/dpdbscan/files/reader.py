@@ -107,20 +107,25 @@ class InputPoints:
         Files of a trace folder that could not be read, and the rows read
         from them before that: all dropped.
     n_cut_files, n_cut_rows : int
-        Files of a trace folder that stop being valid part-way (a GPX file
-        whose XML breaks after some points), and their rows before the
-        break: kept (the rest of each is not read).
+        Files of a trace folder that stop being valid part-way (a gzip CSV
+        file cut short), and their rows before the break: kept (the rest of
+        each is not read).
     n_skipped_files : int
         Files of a trace folder not of its format (by name), left alone.
     n_no_unit_property : bool
         GeoJSON with a ``--unit`` property: no feature had it (every row dropped).
     n_read_before_damage : int, optional
-        A GeoJSON or GPX file that stopped being valid JSON or XML: the
-        records read before (the rest is not read). None: read whole.
+        A GeoJSON file whose envelope stopped being valid JSON, or a GPX
+        file whose head is not GPX: the records read before (the rest is
+        not read). None: read whole.
     n_damaged_records : int
         Places where a GeoJSON file's features are not valid JSON (a broken
         feature is dropped; reading went on at the next line that begins
         with ``{``).
+    n_broken_points : int
+        GPX points (in a file, or in a folder's files) whose element does
+        not end before the next track or point tag: each dropped, reading
+        going on at that tag.
     n_stray_files : int
         With ``--unit-from folder``: files lying directly in the folder, in
         no unit's sub-folder, left alone.
@@ -150,6 +155,7 @@ class InputPoints:
     n_read_before_damage: int | None = None
     n_read_before_cut: int | None = None
     n_damaged_records: int = 0
+    n_broken_points: int = 0
     n_stray_files: int = 0
 
     def notes(self) -> list[str]:
@@ -179,6 +185,12 @@ class InputPoints:
                 "is dropped, with any feature written after it on its line; reading goes on at the "
                 "next line that begins with '{' (write one feature per line, so that a broken one "
                 "hides no other)"
+            )
+        if self.n_broken_points:
+            out.append(
+                f"{self.n_broken_points:,} GPX point(s) are not well-formed XML (damaged, cut, or "
+                "holding another point) and are dropped; reading goes on at the next <trk>, "
+                "<trkpt>, <rtept> or <wpt> tag, so a broken point or track hides no other"
             )
         if self.n_read_before_cut is not None:
             out.append(cut_note(self.n_read_before_cut))
@@ -1181,7 +1193,10 @@ def _open_features(
         got = _gather(blocks, got, fmt.kind == "geojson", unit_type, hook, path, progress, kinds)
         if damage.ended:
             got.n_read_before_damage = damage.rows
-        got.n_damaged_records = damage.records
+        if fmt.kind == "gpx":
+            got.n_broken_points = damage.records
+        else:
+            got.n_damaged_records = damage.records
         got.n_no_unit_property = (
             fmt.kind == "geojson" and unit is not None and damage.rows > 0 and not damage.units_seen
         )
@@ -1210,10 +1225,14 @@ def _check_envelope(path: Path, fmt: FileFormat) -> None:
         return
     try:
         with open(path, "rb") as f:
-            head = f.read(4096).lstrip(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1]
+            start = f.read(4096).lstrip(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
     except OSError as exc:
         raise _io_error(str(path), _FEATURE_NAMES[fmt.kind], exc) from None
+    head = start[:1]
     want = b"{" if fmt.kind == "geojson" else b"<"
+    if fmt.kind == "gpx" and start[:2] == b"<\x00":
+        # UTF-16 (little-endian, no byte order mark): no byte framing holds in it (docs/privacy.md §8)
+        raise ValueError(f"{path}: cannot read as GPX: it is in UTF-16; convert it to UTF-8")
     if head != want:
         raise ValueError(
             f"{path}: cannot read as {_FEATURE_NAMES[fmt.kind]}: it does not begin with "
@@ -1263,7 +1282,7 @@ def _feature_chunks(
             by = {"x": X[:, 0], "y": X[:, 1], "time": times, "alt": alt}
             yield X, bad, None, [by[c] for c in also]
         else:
-            points = gpxfile.chunks(path)
+            points = gpxfile.chunks(path, damage)
             for c in points if damage is None else geojsonfile.until_damaged(points, damage, _points):
                 yield np.column_stack([c.lon, c.lat]), c.bad, c.track, [c.column(n) for n in also]
     except ValueError as exc:
@@ -1365,7 +1384,8 @@ def _open_folder(
 #: malformed lines, the companion columns)``; ValueError or OSError when the
 #: file is damaged, after counting in ``rows[0]`` the rows read before;
 #: ``rows[1]`` set to 1 when the file stopped being valid part-way, its rows
-#: before kept (a GPX file's points before its XML breaks).
+#: before kept (a cut file); ``rows[2]``: a GPX file's broken points, each
+#: dropped alone (:func:`gpxfile.framed_rows`).
 FileReader = Callable[[Path, list[int]], tuple[np.ndarray, int, int, list[Any]]]
 
 
@@ -1387,7 +1407,7 @@ def _read_folder(
     more: list[list[Any]] = [[] for _ in kinds]
     with progress_bar(f"reading {root.name}", total=len(files), enabled=progress, unit="files") as bar:
         for rel in files:
-            rows = [0, 0]
+            rows = [0, 0, 0]
             try:
                 X, n_bad, n_malformed, values = one(root / rel, rows)
                 columns = [pa_array(v, t) for v, t in zip(values, kinds)]
@@ -1398,6 +1418,7 @@ def _read_folder(
                 continue
             got.n_unparseable += n_bad
             got.n_malformed += n_malformed
+            got.n_broken_points += rows[2]
             if rows[1]:
                 got.n_cut_files += 1
                 got.n_cut_rows += X.shape[0]
@@ -1433,11 +1454,8 @@ def _trace_file(
         by: dict[str, Any] = {"x": X[:, 0], "y": X[:, 1], "time": times, "alt": alt}
         return X, int(np.count_nonzero(bad)), malformed, [by[c] for c in also]
     damage = geojsonfile.Damage()
-    got = list(geojsonfile.until_damaged(gpxfile.chunks(path), damage, _points))
-    if damage.ended:
-        if not damage.rows:
-            raise ValueError("not GPX, or not well-formed XML before its first point")
-        rows[1] = 1  # cut: its points before the break are kept
+    got = list(gpxfile.chunks(path, damage))  # ValueError: not GPX (its head alone decides)
+    rows[2] = damage.records
     got = got or [gpxfile.columns([])]
     X = np.column_stack([np.concatenate([c.lon for c in got]), np.concatenate([c.lat for c in got])])
     n_bad = sum(int(np.count_nonzero(c.bad)) for c in got)

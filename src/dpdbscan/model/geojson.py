@@ -17,10 +17,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..geometry.projection import projection_of
-from ..params.validation import check_array
 from .describe import protection_brief, protection_fields, swamped_min_samples
 from .guarantee import guarantee
-from .record import SpanModel
+from .record import SpanModel, predict_rows
 from .stats import is_geographic
 
 
@@ -210,7 +209,7 @@ def predict_lonlat(model: SpanModel, lonlat: ArrayLike) -> np.ndarray:
             "predict_lonlat needs a geographic model (fitted with fit_lonlat or "
             "'dpdbscan fit --geo'); use predict for data coordinates"
         )
-    return model.predict(proj.forward(check_array(lonlat)))
+    return model.predict(proj.forward(predict_rows(lonlat, 2, "lonlat")))
 
 
 __all__ = [

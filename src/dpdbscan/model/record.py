@@ -44,6 +44,24 @@ from .predict import (
 from .stats import SpanStats, compute_stats
 
 
+def predict_rows(X: ArrayLike, d: int, name: str = "X") -> np.ndarray:
+    """The points to label, as a 2-D array: a list (or tuple) of rows of
+    different lengths is read row by row, a row of another length than
+    ``d`` (public: the model's dimension) a row of NaN, which every
+    ``predict`` labels -1, so that the labels are one a row of the input
+    (a note, :class:`~dpdbscan.PrivateNoteWarning`, counts them). An array
+    of another width is refused, as before."""
+    ragged = [0]
+    X = check_array(X, name, width=d, ragged=ragged)
+    if ragged[0]:
+        warnings.warn(
+            f"{ragged[0]:,} row(s) of {name} of another length than {d} are labelled -1 (noise)",
+            PrivateNoteWarning,
+            stacklevel=3,
+        )
+    return X
+
+
 @dataclass(frozen=True, eq=False)
 class SpanModel:
     """DP cluster spans (the release).
@@ -100,14 +118,16 @@ class SpanModel:
         return int(self.spans.core_keys.size)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """Span id of each point, -1 for noise (outside every span or the box).
+        """Span id of each point, -1 for noise (outside every span or the box),
+        one a row of ``X``: in a list of rows, a row of another length than
+        the model's dimension is labelled -1 too (:func:`predict_rows`).
 
         Warns (:class:`~dpdbscan.PrivateNoteWarning`, a note about the points
         for their owner) when points were given and none lies inside the box;
         raises ValueError when a geographic model (km) is given what looks
         like longitude/latitude (:func:`~.predict.degrees_given`).
         """
-        X = check_array(X)
+        X = predict_rows(X, self.grid.d)
         if X.shape[1] != self.grid.d:
             raise ValueError(f"X has {X.shape[1]} features, but the model was fitted with {self.grid.d}")
         wrong = degrees_given(self.metadata, self.grid, X)
