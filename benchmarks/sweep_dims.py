@@ -251,6 +251,31 @@ def summarise(path: str, near: str | None = None) -> str:
     return head + "\n" + "\n".join(body) + tail
 
 
+def condensed(path: str, near: str | None = None) -> str:
+    """Per (d, alpha scale, n): the shapes' largest CPU ratio and peak, least
+    ARI, and the misses by kind (ARI misses where DBSCAN at eps +- 10%
+    itself falls below the bar counted apart)."""
+    rows = [r for r in _read(path, near) if "error" not in r]
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["d"], r["scale"], r["n"]), []).append(r)
+    out = [
+        "| d | α × | n | shapes | ratio (max) | peak (max) | ARI (min) | time misses | ARI misses "
+        "(reference moves) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (d, scale, n), rs in sorted(groups.items()):
+        ari = [r for r in rs if "ARI" in fails(r)]
+        moved = sum("reference moves" in misses(r) for r in ari)
+        out.append(
+            f"| {d} | {scale:g} | {n:,} | {len(rs)} | {max(r['ratio'] for r in rs):.2f}x | "
+            f"{max(r['peak_gb'] for r in rs):.2f} GB | {min(r['ari'] for r in rs):.3f} | "
+            f"{sum('time' in fails(r) for r in rs)} | {len(ari)} ({moved}) |"
+        )
+    errors = [r for r in _read(path) if "error" in r]
+    return "\n".join(out) + (f"\n\n{len(errors)} cases failed to run\n" if errors else "\n")
+
+
 def _near(r: dict) -> str:
     v = r.get("dbscan_10pct")
     return "–" if v is None else f"{v:.3f}"
@@ -290,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ulimit-kb", type=int, default=9_000_000)
     ap.add_argument("--out", help="append one JSON line per case")
     ap.add_argument("--summarise")
+    ap.add_argument("--condensed", action="store_true", help="with --summarise: one row per (d, alpha, n)")
     ap.add_argument("--near", help="a --stability file to merge into --summarise")
     ap.add_argument("--stability", nargs=2, metavar=("RUN", "OUT"), help="DBSCAN at eps ± 10%% per case")
     ap.add_argument("--compare", nargs=2)
@@ -299,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.summarise:
-        print(summarise(a.summarise, a.near))
+        print(condensed(a.summarise, a.near) if a.condensed else summarise(a.summarise, a.near))
         return 0
     if a.stability:
         stability(*a.stability)
