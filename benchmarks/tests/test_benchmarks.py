@@ -493,3 +493,52 @@ def test_survey_theta_filter_summary_pairs_each_fit_off_and_on(tmp_path):
     assert "| 0.9850 | 0.9825 | +0.0025 | +0.0100 | 45.0 -> 1.0 | 30.0 -> 29.0 (30.0) |" in five
     per_d = next(ln for ln in table if ln.startswith("| 5 | 2 |"))
     assert per_d == "| 5 | 2 | +0.0025 | +0.0100 |"
+
+
+def test_sweep_dims_cases_points_and_misses(tmp_path):
+    from benchmarks import sweep_dims
+
+    todo = sweep_dims.cases([3, 7], [0.5, 2.0], ["blobs", "bg30"], 100_000, [10_000, 100_000])
+    assert len(todo) == 2 * 2 * 2 + 2  # the grid, then one more size per d (1e5 is in the grid)
+    assert {c["n"] for c in todo} == {10_000, 100_000}
+    for shape in sweep_dims.SHAPES:
+        a = sweep_dims.points(4, shape, 5, 3_000)
+        assert a.shape == (3_000, 4) and a.min() >= 0.0 and a.max() <= 1.0
+        assert np.array_equal(a, sweep_dims.points(4, shape, 5, 3_000))
+    bg = sweep_dims.points(3, "bg30", 5, 10_000)
+    # 30% uniform: about 0.3 x 10,000 x 0.7^3 of the points in the outer shell of [0, 1]^3
+    outer = np.any((bg < 0.15) | (bg > 0.85), axis=1).sum()
+    assert 0.3 * 10_000 * (1 - 0.7**3) * 0.8 < outer < 0.3 * 10_000 * (1 - 0.7**3) * 1.2
+    base = {
+        "d": 7,
+        "shape": "blobs",
+        "scale": 2.0,
+        "n": 100_000,
+        "seed": 60,
+        "peak_gb": 0.5,
+        "histogram": "sparse",
+    }
+    base.update(cpu=1.0, dbscan_cpu=0.1, wall_ratio=1.0, load=[1.0, 1.0])
+    rows = [
+        {**base, "ratio": 12.0, "ari": 1.0},
+        {**base, "scale": 3.0, "ratio": 0.5, "ari": 0.4, "dbscan_10pct": 0.3},
+        {**base, "scale": 0.5, "ratio": 0.5, "ari": 0.4, "dbscan_10pct": 0.99, "peak_gb": 2.5},
+        {**base, "scale": 1.0, "ratio": 1.9, "ari": 0.96},
+    ]
+    assert [sweep_dims.fails(r) for r in rows] == [["time"], ["ARI"], ["memory", "ARI"], []]
+    assert sweep_dims.misses(rows[1]) == "ARI (reference moves)"
+    assert sweep_dims.misses(rows[2]) == "memory, ARI"
+    run = tmp_path / "run.jsonl"
+    run.write_text(
+        "".join(json.dumps(r) + "\n" for r in rows) + json.dumps({**base, "error": "killed"}) + "\n"
+    )
+    table = sweep_dims.condensed(str(run)).splitlines()
+    assert table[2].startswith("| 7 | 0.5 | 100,000 | 1 | 0.50x | 2.50 GB | 0.400 | 0 | 1 (0) |")
+    assert table[4].startswith("| 7 | 2 | 100,000 | 1 | 12.00x |") and table[4].endswith("| 1 | 0 (0) |")
+    assert table[5].endswith("| 0 | 1 (1) |") and table[-1] == "1 cases failed to run"
+    text = sweep_dims.summarise(str(run))
+    assert "5 cases, 4 beyond the bar" in text and "1 time, 1 memory, 2 ARI (1 of them" in text
+    assert sweep_dims._options(["histogram=sparse", "max_empty_cells=65536"]) == {
+        "histogram": "sparse",
+        "max_empty_cells": 65536,
+    }
