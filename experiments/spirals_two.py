@@ -14,7 +14,13 @@ seed as every scene benchmark is:
 * ``2d20k``: also in 2-D where the DP count is at least 20,000;
 * ``2d6k``: also in 2-D from a DP count of 6,000;
 * ``3d6k``: in 3-D from a DP count of 6,000 (instead of 20,000);
-* ``all6k``: 2-D and 3-D from a DP count of 6,000.
+* ``all6k``: 2-D and 3-D from a DP count of 6,000;
+* ``3d6kf2``: 3-D from a DP count of 6,000 with f = 2 (8 fine cells a
+  cell, not 27) where the variant applies (added after the first tune rows:
+  at f = 3 release two's fine counts in 3-D below 20,000 points sit under 2
+  noise sd; run only on scenes below a count of 20,000, where f = 2 is the
+  variant's f);
+* ``2d6kf2``: the same in 2-D (4 fine cells a cell).
 
 The test reads only d, the noise's family and the DP count (a release
 already spent): public, as the shipped one.
@@ -51,7 +57,12 @@ VARIANTS: dict[str, dict[int, float]] = {
     "2d6k": {2: 6_000, 3: 20_000},
     "3d6k": {3: 6_000},
     "all6k": {2: 6_000, 3: 6_000},
+    "3d6kf2": {3: 6_000},
+    "2d6kf2": {2: 6_000, 3: 20_000},
 }
+#: variant -> release two's f (the library's SECOND_FINE otherwise)
+FINE = {"3d6kf2": 2, "2d6kf2": 2}
+_FINE = autoplan.SECOND_FINE
 #: the families of the summary
 FAMILIES = ("spirals", "strands", "spiral", "curve", "arc", "blob")
 
@@ -59,6 +70,7 @@ FAMILIES = ("spirals", "strands", "spiral", "curve", "arc", "blob")
 def patch(variant: str) -> None:
     """Make ``autoplan.second_applies`` the variant's test (``today``: the
     library's own function)."""
+    autoplan.SECOND_FINE = FINE.get(variant, _FINE)
     if variant == "today":
         autoplan.second_applies = _SHIPPED
         return
