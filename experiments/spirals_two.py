@@ -219,3 +219,43 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def derive(rows: dict[tuple[int, str], dict]) -> dict[tuple[int, str], dict]:
+    """The variants read from ``today`` and ``all6k`` (2-D and 3-D scenes
+    are disjoint): on a 2-D scene ``2d6k`` is ``all6k`` and ``3d6k`` is
+    ``today``; on a 3-D scene the other way round; ``2d20k`` is ``all6k`` on
+    2-D scenes of n >= 20,000 (the DP count's sd is about 140), else
+    ``today``."""
+    out = dict(rows)
+    for (s, v), r in rows.items():
+        if v != "all6k" or (s, "today") not in rows:
+            continue
+        t = rows[(s, "today")]
+        two = r["d"] == 2
+        out[(s, "2d6k")] = {**(r if two else t), "variant": "2d6k"}
+        out[(s, "3d6k")] = {**(t if two else r), "variant": "3d6k"}
+        out[(s, "2d20k")] = {**(r if two and r["n"] >= 20_000 else t), "variant": "2d20k"}
+    return out
+
+
+def gate(rows: dict[tuple[int, str], dict], variant: str, t_seeds: Sequence[int], g_seeds: Sequence[int]) -> dict:
+    """The tune gate of results/scenes/spirals-two-seeds.md for ``variant``
+    (scenes where it ran)."""
+
+    def paired(seeds: Sequence[int]) -> tuple[float, int, int, int]:
+        ss = [s for s in seeds if (s, variant) in rows and (s, "today") in rows]
+        d = np.array([rows[(s, variant)]["ari"] - rows[(s, "today")]["ari"] for s in ss])
+        if not ss:
+            return float("nan"), 0, 0, 0
+        return float(d.mean()), len(ss), int((d > 0.005).sum()), int((d < -0.005).sum())
+
+    t, g = paired(t_seeds), paired(g_seeds)
+    fams = {}
+    both = sorted(set(t_seeds) | set(g_seeds))
+    for f in FAMILIES:
+        fams[f] = paired([s for s in both if (s, "today") in rows and f in rows[(s, "today")]["tags"].split()])
+    ss = [s for s in both if (s, variant) in rows and (s, "today") in rows]
+    ratio = float(np.median([rows[(s, variant)]["cpu"] / max(rows[(s, "today")]["cpu"], 1e-9) for s in ss]))
+    ok = t[0] >= 0.02 and g[0] >= -0.005 and all(not (m <= -0.01) for m, *_ in fams.values()) and ratio <= 2
+    return {"variant": variant, "T": t, "G": g, "families": fams, "cpu_ratio": ratio, "meets": bool(ok)}
