@@ -5,10 +5,11 @@ HDBSCAN (issue 28 item 3, the spirals study; results/scenes/spirals-two.md).
 The library's release two (:mod:`dpdbscan.post.sidebyside`, the strands2
 study) is dimension-free code behind one public test,
 :func:`dpdbscan.plan.autoplan.second_applies` (d = 3, Laplace noise, a DP
-count of at least 20,000). A variant here replaces that test in this process
-only, so every fit is the library's own path (release one at 0.9 epsilon,
-release two at 0.1, the keep rule, ``predict``), seeded with the scene's
-seed as every scene benchmark is:
+count of at least 20,000). A variant here replaces that test inside a
+research block (``dpdbscan.research.second_release_where``), so every fit
+is the library's own path (release one at 0.9 epsilon, release two at 0.1,
+the keep rule, ``predict``), seeded with the scene's seed as every scene
+benchmark is:
 
 * ``today``: the library as it is;
 * ``2d20k``: also in 2-D where the DP count is at least 20,000;
@@ -29,11 +30,20 @@ already spent): public, as the shipped one.
         --variants today,2d6k --out results/scenes/spirals-two-tune.jsonl
     python -m experiments.spirals_two --list thin-tune --first 0 --count 400   # T and G seeds
     python -m experiments.spirals_two --summary results/scenes/spirals-two-tune.jsonl
+    python -m experiments.spirals_two --gate results/scenes/spirals-two-tune.jsonl
+    python -m experiments.spirals_two --heldout results/scenes/spirals-two-heldout.jsonl
+
+Held out, each tree's rows under its own name (base: a worktree at the base
+commit; lever: the tree with the lever in the library):
+
+    PYTHONPATH=../base/src:. python -m experiments.spirals_two --seeds ... --label base --out H.jsonl
+    PYTHONPATH=src:. python -m experiments.spirals_two --seeds ... --label lever --out H.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -45,11 +55,10 @@ from pathlib import Path
 import numpy as np
 
 from dpdbscan import DPDBSCAN
-from dpdbscan.plan import autoplan
+from dpdbscan.research import second_release_where
 
 from . import scene_bench
 
-_SHIPPED = autoplan.second_applies
 #: variant -> {d: least DP count} where release two is made
 VARIANTS: dict[str, dict[int, float]] = {
     "today": {3: 20_000},
@@ -60,42 +69,29 @@ VARIANTS: dict[str, dict[int, float]] = {
     "3d6kf2": {3: 6_000},
     "2d6kf2": {2: 6_000, 3: 20_000},
 }
-#: variant -> release two's f (the library's SECOND_FINE otherwise)
+#: variant -> release two's f (the library's otherwise)
 FINE = {"3d6kf2": 2, "2d6kf2": 2}
-_FINE = autoplan.SECOND_FINE
 #: the families of the summary
 FAMILIES = ("spirals", "strands", "spiral", "curve", "arc", "blob")
 
 
-def patch(variant: str) -> None:
-    """Make ``autoplan.second_applies`` the variant's test (``today``: the
-    library's own function)."""
-    autoplan.SECOND_FINE = FINE.get(variant, _FINE)
+def block(variant: str) -> contextlib.AbstractContextManager:
+    """The variant's research block (``today``: none, the library as it is)."""
     if variant == "today":
-        autoplan.second_applies = _SHIPPED
-        return
-    least = VARIANTS[variant]
-
-    def applies(d: int, count: float | None, noise: str) -> bool:
-        return d in least and noise in ("discrete", "laplace") and count is not None and count >= least[d]
-
-    autoplan.second_applies = applies
+        return contextlib.nullcontext()
+    return second_release_where(VARIANTS[variant], FINE.get(variant))
 
 
 def row_of(seed: int, variant: str) -> dict:
     """One scene's automatic fit at epsilon 1 under ``variant``."""
     sc = scene_bench.scene_of(seed)
-    patch(variant)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t = time.process_time()
-            est = DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=sc.bounds, random_state=seed)
-            model = est.fit(sc.X).spans_
-            labels = model.predict(sc.X)
-            cpu = time.process_time() - t
-    finally:
-        patch("today")
+    with block(variant), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = time.process_time()
+        est = DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=sc.bounds, random_state=seed)
+        model = est.fit(sc.X).spans_
+        labels = model.predict(sc.X)
+        cpu = time.process_time() - t
     second = (model.auto or {}).get("second") or {}
     return {
         "seed": seed,
@@ -116,8 +112,16 @@ def hdbscan_row(seed: int) -> dict:
     sc = scene_bench.scene_of(seed)
     t = time.process_time()
     a = scene_bench.hdbscan_ari(sc)
-    return {"seed": seed, "variant": "hdbscan", "d": sc.d, "n": sc.n, "k": sc.k,
-            "tags": " ".join(sorted(sc.tags)), "ari": a, "cpu": time.process_time() - t}
+    return {
+        "seed": seed,
+        "variant": "hdbscan",
+        "d": sc.d,
+        "n": sc.n,
+        "k": sc.k,
+        "tags": " ".join(sorted(sc.tags)),
+        "ari": a,
+        "cpu": time.process_time() - t,
+    }
 
 
 def describe(split: str, first: int, count: int) -> list[dict]:
@@ -148,9 +152,15 @@ def summary(paths: Sequence[Path], base: str = "today") -> str:
     variants = sorted({v for _, v in rows} - {base})
     seeds = sorted({s for s, v in rows if v == base})
     lines = [f"scenes with `{base}`: {len(seeds)}", ""]
-    lines.append("| variant | scenes | base | variant | paired | better | worse | worst (seed) | hdbscan | CPU ratio (median) |")
+    lines.append(
+        "| variant | scenes | base | variant | paired | better | worse | worst (seed) | hdbscan | CPU ratio |"
+    )
     lines.append("|---|---|---|---|---|---|---|---|---|---|")
-    fam_lines = ["", "| variant | group | scenes | base | variant | paired | hdbscan |", "|---|---|---|---|---|---|---|"]
+    fam_lines = [
+        "",
+        "| variant | group | scenes | base | variant | paired | hdbscan |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for v in variants:
         both = [s for s in seeds if (s, v) in rows]
         if not both:
@@ -195,9 +205,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--summary", type=Path, nargs="*", help="summarise JSON lines files")
+    ap.add_argument("--label", default="", help="write rows of `today` under this name (a tree's)")
+    ap.add_argument(
+        "--gate", type=Path, help="the tune gate of every variant on these rows (T_SEEDS, G_SEEDS)"
+    )
+    ap.add_argument("--heldout", type=Path, help="the held-out table of these rows (base and lever)")
     args = ap.parse_args(argv)
     if args.summary:
         print(summary(args.summary))
+        return 0
+    if args.gate:
+        rows = derive(read([args.gate]))
+        for v in ("2d20k", "2d6k", "3d6k", "all6k", "3d6kf2", "2d6kf2"):
+            print(json.dumps(gate(rows, v, T_SEEDS, G_SEEDS)))
+        return 0
+    if args.heldout:
+        print(heldout(read([args.heldout])))
         return 0
     if args.list:
         for r in describe(args.list, args.first, args.count):
@@ -208,17 +231,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     done = set(read([args.out])) if args.out.exists() else set()
     for seed in (int(s) for s in args.seeds.split(",") if s):
         for v in args.variants.split(","):
-            if (seed, v) in done:
+            name = args.label if (args.label and v == "today") else v
+            if (seed, name) in done:
                 continue
             row = hdbscan_row(seed) if v == "hdbscan" else row_of(seed, v)
+            row["variant"] = name
             with args.out.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
-            print(f"{seed} {v}: {row['ari']:.3f} split {row.get('split')} cpu {row['cpu']:.1f}", file=sys.stderr)
+            print(
+                f"{seed} {v}: {row['ari']:.3f} split {row.get('split')} cpu {row['cpu']:.1f}", file=sys.stderr
+            )
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
 
 
 def derive(rows: dict[tuple[int, str], dict]) -> dict[tuple[int, str], dict]:
@@ -239,7 +262,9 @@ def derive(rows: dict[tuple[int, str], dict]) -> dict[tuple[int, str], dict]:
     return out
 
 
-def gate(rows: dict[tuple[int, str], dict], variant: str, t_seeds: Sequence[int], g_seeds: Sequence[int]) -> dict:
+def gate(
+    rows: dict[tuple[int, str], dict], variant: str, t_seeds: Sequence[int], g_seeds: Sequence[int]
+) -> dict:
     """The tune gate of results/scenes/spirals-two-seeds.md for ``variant``
     (scenes where it ran)."""
 
@@ -254,8 +279,257 @@ def gate(rows: dict[tuple[int, str], dict], variant: str, t_seeds: Sequence[int]
     fams = {}
     both = sorted(set(t_seeds) | set(g_seeds))
     for f in FAMILIES:
-        fams[f] = paired([s for s in both if (s, "today") in rows and f in rows[(s, "today")]["tags"].split()])
+        fams[f] = paired(
+            [s for s in both if (s, "today") in rows and f in rows[(s, "today")]["tags"].split()]
+        )
     ss = [s for s in both if (s, variant) in rows and (s, "today") in rows]
     ratio = float(np.median([rows[(s, variant)]["cpu"] / max(rows[(s, "today")]["cpu"], 1e-9) for s in ss]))
     ok = t[0] >= 0.02 and g[0] >= -0.005 and all(not (m <= -0.01) for m, *_ in fams.values()) and ratio <= 2
     return {"variant": variant, "T": t, "G": g, "families": fams, "cpu_ratio": ratio, "meets": bool(ok)}
+
+
+#: The sets of results/scenes/spirals-two-seeds.md, chosen from the scenes'
+#: descriptions (``--list``) before any fit: tune T and G, held-out HT and HG
+#: (thin-heldout), and (C) the 3-D scenes of 5,500-20,500 points of ``heldout``
+#: 20,000-20,059 and ``close-heldout`` 40,000-40,039.
+T_SEEDS = (
+    70004,
+    70011,
+    70056,
+    70066,
+    70076,
+    70079,
+    70086,
+    70092,
+    70107,
+    70135,
+    70151,
+    70152,
+    70166,
+    70191,
+    70197,
+    70212,
+    70215,
+    70220,
+    70223,
+    70224,
+    70244,
+    70255,
+    70271,
+    70275,
+    70281,
+    70282,
+    70284,
+    70291,
+    70296,
+    70299,
+    70321,
+    70331,
+    70340,
+    70346,
+    70351,
+    70376,
+    70381,
+    70389,
+    70392,
+    70416,
+    70420,
+    70423,
+    70433,
+    70462,
+    70481,
+    70506,
+    70513,
+    70514,
+    70520,
+    70543,
+    70559,
+    70563,
+    70571,
+    70573,
+    70579,
+    70592,
+    70599,
+)
+G_SEEDS = (
+    70004,
+    70007,
+    70010,
+    70011,
+    70014,
+    70020,
+    70026,
+    70027,
+    70028,
+    70031,
+    70038,
+    70039,
+    70042,
+    70046,
+    70048,
+    70049,
+    70050,
+    70052,
+    70055,
+    70056,
+    70060,
+    70065,
+    70066,
+    70068,
+    70071,
+    70074,
+    70076,
+    70077,
+    70079,
+)
+HT_SEEDS = (
+    80018,
+    80027,
+    80032,
+    80035,
+    80036,
+    80037,
+    80051,
+    80054,
+    80060,
+    80067,
+    80070,
+    80080,
+    80103,
+    80121,
+    80123,
+    80127,
+    80129,
+    80143,
+    80147,
+    80148,
+    80164,
+    80178,
+    80184,
+    80194,
+    80215,
+    80230,
+    80234,
+    80236,
+    80251,
+    80252,
+    80269,
+    80284,
+    80289,
+    80307,
+    80312,
+    80321,
+    80322,
+    80329,
+    80372,
+    80373,
+    80377,
+    80389,
+    80400,
+    80405,
+    80431,
+    80435,
+    80438,
+    80465,
+    80476,
+    80489,
+    80524,
+    80526,
+    80536,
+    80537,
+    80538,
+    80542,
+    80550,
+    80552,
+    80569,
+    80577,
+)
+HG_SEEDS = (
+    80000,
+    80001,
+    80003,
+    80006,
+    80011,
+    80014,
+    80016,
+    80018,
+    80019,
+    80022,
+    80027,
+    80030,
+    80031,
+    80032,
+    80033,
+    80035,
+    80036,
+    80037,
+    80040,
+    80042,
+    80044,
+    80045,
+    80047,
+    80049,
+    80051,
+    80054,
+    80058,
+    80059,
+    80060,
+    80067,
+    80070,
+    80072,
+    80077,
+)
+C_SEEDS = (
+    20004,
+    20015,
+    20023,
+    20024,
+    20038,
+    20041,
+    20044,
+    20058,
+    40012,
+    40013,
+    40014,
+    40024,
+    40028,
+    40032,
+    40033,
+)
+
+
+def heldout(rows: dict[tuple[int, str], dict], a: str = "base", b: str = "lever") -> str:
+    """The held-out gate's numbers (results/scenes/spirals-two.md): per set,
+    a scene not fitted on both trees counts as a paired difference of 0 (the
+    same release by construction: 2-D, or a 3-D count outside the lever's
+    range), its families read from its description."""
+    sets = {
+        "HT": HT_SEEDS,
+        "HG": HG_SEEDS,
+        "C heldout": tuple(s for s in C_SEEDS if s < 30_000),
+        "C close-heldout": tuple(s for s in C_SEEDS if s >= 30_000),
+    }
+    lines = ["| set | scenes (fitted) | paired | better | worse | worst | fitted: base, lever, hdbscan |"]
+    lines.append("|---|---|---|---|---|---|---|")
+    fams = ["", "| set | family | scenes | paired |", "|---|---|---|---|"]
+    for name, seeds in sets.items():
+        fit = [s for s in seeds if (s, a) in rows and (s, b) in rows]
+        diff = {s: rows[(s, b)]["ari"] - rows[(s, a)]["ari"] for s in fit}
+        d = np.array([diff.get(s, 0.0) for s in seeds])
+        means = [np.mean([rows[(s, v)]["ari"] for s in fit if (s, v) in rows]) for v in (a, b, "hdbscan")]
+        lines.append(
+            f"| {name} | {len(seeds)} ({len(fit)}) | {d.mean():+.4f} | {int((d > 0.005).sum())} | "
+            f"{int((d < -0.005).sum())} | {d.min():+.3f} | {means[0]:.3f}, {means[1]:.3f}, {means[2]:.3f} |"
+        )
+        tags = {
+            s: set(rows[(s, a)]["tags"].split()) if s in diff else scene_bench.scene_of(s).tags for s in seeds
+        }
+        for f in FAMILIES:
+            idx = [i for i, s in enumerate(seeds) if f in tags[s]]
+            if idx:
+                fams.append(f"| {name} | {f} | {len(idx)} | {d[idx].mean():+.4f} |")
+    return "\n".join(lines + fams) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
