@@ -38,6 +38,9 @@ Post-processing of one release (studies of the density test and the automatic mo
     ``AUTO_MAX_CELLS``: the automatic mode's default cap on its base release's cells.
     ``auto_points_per_cell``: a block in which the automatic mode's points per
     base cell take another value.
+    ``second_release_where``: a block in which the automatic mode makes its
+    release two (docs/privacy.md 4.10) from other DP counts, in other
+    dimensions, or with another f (the spirals study).
     ``span_parents``: the span of a lower MinPts level holding each span of a higher one.
     ``levels_select``: spans selected at their own levels from one release (the design study).
     ``levels_tree``: the condensed tree and selection of one alpha's MinPts ladder.
@@ -178,6 +181,7 @@ __all__ = [
     "auto_base_eps",
     "auto_choose",
     "auto_points_per_cell",
+    "second_release_where",
     "dask_backend",
     "density_field",
     "DensityField",
@@ -229,6 +233,28 @@ def auto_points_per_cell(value: float) -> Iterator[None]:
         yield
     finally:
         autoplan.POINTS_PER_CELL = old
+
+
+@contextmanager
+def second_release_where(least: dict[int, float], fine: int | None = None) -> Iterator[None]:
+    """Research: inside the block the automatic mode makes release two where
+    the data are ``d``-dimensional with ``d`` in ``least``, the noise is
+    Laplace and its DP count is at least ``least[d]`` (the library: 3-D from
+    ``autoplan.SECOND_MIN_COUNT``), with f = ``fine`` (default the
+    library's); still public inputs only; a study of the rule; may change."""
+    old, old_fine = autoplan.second_applies, autoplan.SECOND_FINE
+    at = {int(d): float(c) for d, c in least.items()}
+
+    def applies(d: int, count: float | None, noise: str) -> bool:
+        return d in at and noise in ("discrete", "laplace") and count is not None and count >= at[d]
+
+    autoplan.second_applies = applies
+    if fine is not None:
+        autoplan.SECOND_FINE = int(fine)
+    try:
+        yield
+    finally:
+        autoplan.second_applies, autoplan.SECOND_FINE = old, old_fine
 
 
 @contextmanager
