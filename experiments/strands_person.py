@@ -145,6 +145,65 @@ def row_of(seed: int, hdbscan: bool) -> dict:
     }
 
 
+def two_strands(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two parallel sine strands 0.04 apart along x in [0.3, 0.7] (n points
+    each, cross-section sd 0.003) and n / 8 uniform points in the unit cube
+    (tests/post/test_sidebyside.py's scene)."""
+    rng = np.random.default_rng(seed)
+    parts, y = [], []
+    for j in range(2):
+        x = rng.uniform(0.3, 0.7, n)
+        c = np.stack([x, 0.5 + 0.04 * np.sin(3 * np.pi * x) + (j - 0.5) * 0.04, np.full(n, 0.5)], axis=1)
+        parts.append(c + rng.normal(0, 0.003, c.shape))
+        y += [j] * n
+    parts.append(rng.uniform(0, 1, (n // 8, 3)))
+    y += [-1] * (n // 8)
+    return np.concatenate(parts), np.array(y)
+
+
+#: Where release two works at person level: points per strand and U.
+REGIME = ((12_000, 1), (12_000, 3), (50_000, 1), (50_000, 3), (50_000, 10))
+
+
+def regime_rows(seed: int = 2) -> list[dict]:
+    """Two strands side by side (:func:`two_strands`) with units of U
+    consecutive points along each strand: ARI with release two off and on."""
+    out = []
+    for n, u in REGIME:
+        X, y = two_strands(seed, n)
+        order = np.lexsort((X[:, 0], y))
+        units = np.empty(y.size, dtype=np.int64)
+        units[order] = np.arange(y.size) // u
+        sc = scenes.Scene(
+            seed,
+            X,
+            y,
+            np.zeros(3),
+            np.ones(3),
+            (np.zeros(3), np.ones(3)),
+            2,
+            0.0,
+            0.0,
+            0,
+            0.0,
+            (),
+            frozenset(),
+        )
+        off, _, _ = fit_labels(sc, units, False)
+        on, rec, _ = fit_labels(sc, units, True)
+        out.append(
+            {
+                "per_strand": n,
+                "U": u,
+                "units": int(np.unique(units).size),
+                "ari_off": scene_bench.ari(y, off),
+                "ari_on": scene_bench.ari(y, on),
+                "split": list(rec.get("split", [])),
+            }
+        )
+    return out
+
+
 def summary(rows: list[dict]) -> str:
     """The gate's numbers and a table of the rows."""
     d = np.array([r["ari_on"] - r["ari_off"] for r in rows])
@@ -208,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--variants", default="", help="comma-separated share/f of release two to fit instead (0.2/2,...)"
     )
     ap.add_argument("--out", type=Path, help="JSON lines, one per scene (appended)")
+    ap.add_argument("--regime", action="store_true", help="two strands at U and n (REGIME) instead")
     ap.add_argument("--summary", type=Path, help="print the summary of a JSON lines file and stop")
     ap.add_argument("--variants-of", type=Path, help="with --summary: the --variants rows to compare")
     args = ap.parse_args(argv)
@@ -223,6 +283,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--out is required")
     seeds = [int(s) for s in args.seeds.split(",") if s] or list(TUNE if args.split == "tune" else HELDOUT)
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.regime:
+        for row in regime_rows():
+            with args.out.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            print(row, file=sys.stderr)
+        return 0
     variants = [v for v in args.variants.split(",") if v]
     for seed in seeds:
         if variants:

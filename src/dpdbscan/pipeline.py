@@ -60,13 +60,13 @@ from .release.bounding import count_distinct_units, factorize
 from .release.mechanism import (
     NoiseAhead,
     Randomness,
+    one_stream,
     release_choosing,
     release_count,
     release_fine_counts,
     release_fine_counts_units,
     release_histogram,
 )
-from .release.samplers.integers import make_source
 from .traces import Events, event_rows, group_codes, no_events_note, parsed_inputs, take_rows, unreadable_note
 
 #: A delta within this factor of one over the number of units is "not far
@@ -203,7 +203,7 @@ def fit(
         bounding: list = []
         if r.release.second is not None and r.release.units is not None:
             # one stream for both releases: release two continues release one's source
-            random_state = make_source(random_state)
+            random_state = one_stream(random_state)
         if r.release.size_estimate is not None:
             # the automatic mode's DP count of the points sizes the grid
             # (plan.autoplan.sized_n); it spends its share of the stated budget,

@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 from dpdbscan import DPDBSCAN, ZCDPAccountant, research
 from dpdbscan.cells.grid import Grid
 from dpdbscan.laws import zcdp
+from dpdbscan.ledger import Ledger
 from dpdbscan.model.codec import MalformedModel, model_from_dict, model_to_dict
 from dpdbscan.params.parameters import validate
 from dpdbscan.params.specs import UnitBound
@@ -162,8 +163,9 @@ def strands(seed: int, n: int = 12_000) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def fitted():
+def fitted(tmp_path_factory):
     X, y = strands(2)
+    led = Ledger.create(tmp_path_factory.mktemp("ledger") / "p.ledger", "strands", 3.0, 1e-3, unit="unit")
     units = np.arange(y.size)  # one point a unit: the signal release two needs at person level
     acc = ZCDPAccountant(epsilon=5.0, delta=1e-3)
     est = DPDBSCAN(
@@ -175,14 +177,15 @@ def fitted():
         max_cells_per_unit=4,
         random_state=2,
         accountant=acc,
+        ledger=led,
     )
     with research.person_second(True), pytest.warns(UserWarning):
         est.fit(X, units=units)
-    return X, y, units, est.spans_, acc
+    return X, y, units, est.spans_, acc, led
 
 
 def test_person_level_release_two_splits_two_strands(fitted):
-    X, y, _, model, _ = fitted
+    X, y, _, model, _, _ = fitted
     rec = model.auto[sidebyside.KEY]
     assert rec["noise"] == "gaussian" and rec["split"] == [0]
     labels = model.predict(X)
@@ -192,15 +195,19 @@ def test_person_level_release_two_splits_two_strands(fitted):
 
 
 def test_the_pair_is_charged_once(fitted):
-    *_, model, acc = fitted
+    *_, model, acc, led = fitted
     rho = zcdp.rho_for(1.0, 1e-6)
     assert acc.spent_rho == [rho]  # one charge, the pair's
     assert acc.spent_budget == []
     assert model.release.rho == rho
+    releases = led.account().releases
+    assert [(r.status, r.cost.epsilon, r.cost.delta, r.cost.rho) for r in releases] == [
+        ("written", 1.0, 1e-6, rho)
+    ]
 
 
 def test_the_model_file_carries_person_level_release_two(fitted):
-    X, _, _, model, _ = fitted
+    X, _, _, model, _, _ = fitted
     doc = json.loads(json.dumps(model_to_dict(model)))
     assert doc["privacy"]["releases"] == 2
     assert doc["privacy"]["second"]["noise"] == "gaussian"
@@ -215,7 +222,7 @@ def test_the_model_file_carries_person_level_release_two(fitted):
 
 
 def test_off_by_default_the_release_is_the_one_it_was(fitted):
-    X, _, units, model, _ = fitted
+    X, _, units, model, _, _ = fitted
     kw = {"epsilon": 1.0, "delta": 1e-6, "bounds": (0.0, 1.0), "max_cells_per_unit": 4, "random_state": 2}
     with pytest.warns(UserWarning):
         default = DPDBSCAN("auto", min_samples="auto", **kw).fit(X, units=units).spans_

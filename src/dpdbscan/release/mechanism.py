@@ -95,6 +95,14 @@ class NoiseAhead:
         return z
 
 
+def one_stream(random_state: Randomness | None) -> SecureSource | SeededSource:
+    """The source of ``random_state`` (:func:`make_source`), for a fit whose
+    releases share one stream (person level with release two: release one
+    draws from it first, release two continues it, as
+    :func:`release_count` returns its source for the histogram)."""
+    return make_source(random_state)
+
+
 def release_histogram(
     spec: ReleaseSpec,
     X: PointsInput,
@@ -383,6 +391,7 @@ __all__ = [
     "HISTOGRAMS",
     "NoiseAhead",
     "Randomness",
+    "one_stream",
     "release_choosing",
     "release_count",
     "release_fine_counts",
