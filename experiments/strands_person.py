@@ -46,12 +46,12 @@ M = 1
 EPSILON = 1.0
 DELTA = 1e-6
 #: Tune: strands2's tune scenes (experiments.strands_split.T_SEEDS, 3-D, n >= 20,000).
-TUNE = (70025, 70085, 70125, 70167, 70202, 70219, 70274, 70279, 70287, 70324, 70352)
+TUNE: tuple[int, ...] = (70025, 70085, 70125, 70167, 70202, 70219, 70274, 70279, 70287, 70324, 70352)
 TUNE += (70355, 70380, 70410, 70430, 70467, 70531, 70532, 70538, 70598, 70603, 70626, 70685, 70767)
 TUNE += (70907, 70992)
 #: Held out: the shipped event-level study's held-out scenes (strands-ship.md),
 #: run once after the gate below is committed.
-HELDOUT = (80005, 80007, 80012, 80038, 80039, 80041, 80043, 80046, 80055, 80066, 80071)
+HELDOUT: tuple[int, ...] = (80005, 80007, 80012, 80038, 80039, 80041, 80043, 80046, 80055, 80066, 80071)
 HELDOUT += (80087, 80090, 80095, 80107, 80133, 80134, 80151, 80152, 80168, 80181, 80189)
 #: The gate (written before any held-out run): ship release two at person
 #: level only if, on tune and then on held out, (1) the paired mean ARI gain
