@@ -21,6 +21,7 @@ from dpdbscan.cells.grid import Grid
 from dpdbscan.laws import zcdp
 from dpdbscan.ledger import Ledger
 from dpdbscan.model.codec import MalformedModel, model_from_dict, model_to_dict
+from dpdbscan.model.describe import summary
 from dpdbscan.params.parameters import validate
 from dpdbscan.params.specs import UnitBound
 from dpdbscan.plan import autoplan
@@ -200,6 +201,12 @@ def test_the_pair_is_charged_once(fitted):
     assert acc.spent_rho == [rho]  # one charge, the pair's
     assert acc.spent_budget == []
     assert model.release.rho == rho
+    text = summary(model)
+    assert f"releases: two, which together spend rho={rho:.4g} (epsilon=1)" in text
+    assert (
+        "discrete Gaussian counts of" in text
+        and "Laplace" not in text.split("releases: two")[1].split("\n")[0]
+    )
     releases = led.account().releases
     assert [(r.status, r.cost.epsilon, r.cost.delta, r.cost.rho) for r in releases] == [
         ("written", 1.0, 1e-6, rho)
