@@ -234,9 +234,9 @@ class SecondRelease:
     cover: float
     mass_share: float
     mass_sds: float
-    noise: str = "discrete"
-    sigma2: float = 0.0
-    rho: float = 0.0
+    noise: str
+    sigma2: float
+    rho: float
 
     @property
     def sd(self) -> float:

@@ -386,8 +386,10 @@ def release_spec(
                 epsilon=epsilon * share,
                 fine=autoplan.SECOND_UNITS_FINE,
                 **_second_rule(),
+                noise="gaussian",
+                sigma2=zcdp.sigma2_for(rho_second, l2),
+                rho=rho_second,
             )
-            second = replace(second, noise="gaussian", sigma2=zcdp.sigma2_for(rho_second, l2), rho=rho_second)
         if count:
             rho_count, rho_noise = _split_rho(rho, autoplan.COUNT_SHARE)
             rhos = (rho, rho_noise)
@@ -408,6 +410,9 @@ def release_spec(
                 epsilon=laws.drawn_scale("discrete", epsilon_second),
                 fine=autoplan.SECOND_FINE,
                 **_second_rule(),
+                noise="discrete",
+                sigma2=0.0,
+                rho=0.0,
             )
     noise = NoiseSpec.calibrated(kind_noise, epsilon_noise, delta, bound, rhos)
     if epsilon_noise != epsilon:
