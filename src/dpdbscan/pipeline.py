@@ -60,9 +60,11 @@ from .release.bounding import count_distinct_units, factorize
 from .release.mechanism import (
     NoiseAhead,
     Randomness,
+    one_stream,
     release_choosing,
     release_count,
     release_fine_counts,
+    release_fine_counts_units,
     release_histogram,
 )
 from .traces import Events, event_rows, group_codes, no_events_note, parsed_inputs, take_rows, unreadable_note
@@ -197,6 +199,11 @@ def fit(
                 "events": {**events.record(), **dict(metadata or {}).get("events", {})},
             }
         random_state: Randomness | None = r.random_state
+        # person level: release one's bounding key, for release two (docs/privacy.md 4.10)
+        bounding: list = []
+        if r.release.second is not None and r.release.units is not None:
+            # one stream for both releases: release two continues release one's source
+            random_state = one_stream(random_state)
         if r.release.size_estimate is not None:
             # the automatic mode's DP count of the points sizes the grid
             # (plan.autoplan.sized_n); it spends its share of the stated budget,
@@ -212,7 +219,13 @@ def fit(
         if r.choices:
             stage("counting cells, adding noise and choosing k")
             made, hist = release_choosing(
-                r.choices, X, units=units, backend=backend, random_state=r.random_state, scored=_no_unit_note
+                r.choices,
+                X,
+                units=units,
+                backend=backend,
+                random_state=random_state,
+                scored=_no_unit_note,
+                bounding=bounding,
             )
             # the noise is the chosen k's from here on (the stand-in's was the largest k's)
             r = replace(r, release=made)
@@ -220,7 +233,13 @@ def fit(
         else:
             stage("counting cells and adding noise")
             hist = release_histogram(
-                r.release, X, backend=backend, random_state=random_state, units=units, ahead=noise_ahead
+                r.release,
+                X,
+                backend=backend,
+                random_state=random_state,
+                units=units,
+                ahead=noise_ahead,
+                bounding=bounding,
             )
     except BaseException:
         # the mechanism has begun reading the points (and may have drawn
@@ -255,11 +274,14 @@ def fit(
             # histogram's (the accountant was charged the pair's epsilon above)
             stage("a second, finer release where the first is dense")
 
-            def counts_of(fine: Grid, cells: np.ndarray, epsilon: float) -> np.ndarray:
+            def event_counts(fine: Grid, cells: np.ndarray, epsilon: float) -> np.ndarray:
                 return release_fine_counts(
                     fine, cells, epsilon, X, backend=backend, random_state=random_state
                 )
 
+            counts_of: sidebyside.FineCounts = event_counts
+            if r.release.units is not None:
+                counts_of = _person_fine_counts(r.release, X, units, bounding, random_state)
             model = sidebyside.split_model(model, counts_of, r.release.second)
         fc = forecast(
             replace(r.release, grid=model.release.grid), replace(r.spans, min_samples=model.spec.min_samples)
@@ -282,6 +304,25 @@ def fit(
     if note:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
     return model
+
+
+def _person_fine_counts(
+    release: ReleaseSpec, X: Any, units: Any, bounding: list, random_state: Any
+) -> Callable[[Grid, np.ndarray, float], np.ndarray]:
+    """Release two's counts at person level (docs/privacy.md 4.10): the
+    points release one's contribution bound kept, by its key (``bounding``),
+    counted in the fine cells with the Gaussian noise of ``release.second``,
+    continuing release one's source (``random_state``)."""
+    second, bound = release.second, release.units
+    if second is None or bound is None or len(bounding) != 1:
+        raise RuntimeError("release two at person level needs release one's bound and key")
+
+    def counts_of(fine: Grid, cells: np.ndarray, epsilon: float) -> np.ndarray:
+        return release_fine_counts_units(
+            release.grid, cells, second, X, units, bound, bounding[0], random_state=random_state
+        )
+
+    return counts_of
 
 
 def _no_unit_note(n_units: int) -> None:

@@ -55,6 +55,7 @@ Post-processing of one release (studies of the density test and the automatic mo
     ``levels_scale``: the level of each partition on the stability scale.
     ``ownscale_widen``, ``OWNSCALE_DIMS``: the 2-D own-alpha widening of a
     selection by the larger candidates' (and the dimensions it runs in).
+    ``person_second``: release two at person level on or off inside a block.
     ``span_noise_filter``: the density test's filter of spans that the noise
     alone explains on (the default) or off inside a block; ``noise_spans``:
     which spans of a release it drops; ``empty_sum_quantile``: its quantile.
@@ -216,6 +217,7 @@ __all__ = [
     "run_length",
     "save_figure",
     "span_noise_filter",
+    "person_second",
     "noise_spans",
     "empty_sum_quantile",
     "span_parents",
@@ -281,6 +283,24 @@ def offered_k(k: int) -> Iterator[None]:
         yield
     finally:
         unit_plan.candidates = old
+
+
+@contextmanager
+def person_second(on: bool, share: float | None = None, fine: int | None = None) -> Iterator[None]:
+    """Research: release two at person level (a 3-D automatic fit with
+    privacy units and Gaussian noise; docs/privacy.md 4.10) on or off inside
+    the block, at its share of rho and f (None: the library's) (the
+    person-level study of ``experiments.strands_person``); may change."""
+    old = autoplan.SECOND_UNITS, autoplan.SECOND_UNITS_SHARE, autoplan.SECOND_UNITS_FINE
+    autoplan.SECOND_UNITS = bool(on)
+    if share is not None:
+        autoplan.SECOND_UNITS_SHARE = float(share)
+    if fine is not None:
+        autoplan.SECOND_UNITS_FINE = int(fine)
+    try:
+        yield
+    finally:
+        autoplan.SECOND_UNITS, autoplan.SECOND_UNITS_SHARE, autoplan.SECOND_UNITS_FINE = old
 
 
 def dask_backend(**kwargs: Any) -> Any:

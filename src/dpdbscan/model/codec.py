@@ -432,10 +432,11 @@ def second_privacy(model: SpanModel) -> dict:
     rec = (model.auto or {}).get(sidebyside.KEY)
     if rec is None:
         return {}
-    return {
-        "releases": 2,
-        "second": {"share": rec["share"], "noise": rec["noise"], "count_epsilon": rec["count_epsilon"]},
-    }
+    if rec["noise"] == "gaussian":
+        second = {"share": rec["share"], "noise": rec["noise"], "rho": rec["rho"], "sigma2": rec["sigma2"]}
+    else:
+        second = {"share": rec["share"], "noise": rec["noise"], "count_epsilon": rec["count_epsilon"]}
+    return {"releases": 2, "second": second}
 
 
 def _second_record(rec: Any, n_spans: int, hgrid: Grid, release: ReleaseInfo) -> None:
@@ -444,10 +445,19 @@ def _second_record(rec: Any, n_spans: int, hgrid: Grid, release: ReleaseInfo) ->
     span was split, its ids (the span's and new ones, each a span of the
     file) and the piece of each kept fine cell; ``predict`` reads it."""
     _need(isinstance(rec, dict), "auto.second must be an object")
-    _need(release.units is None, "auto.second is for event-level releases only")
     _real(rec.get("share"), "auto.second.share", 0, 1, low_open=True, high_open=True)
-    _choice(rec.get("noise"), "auto.second.noise", ("discrete",))
-    _real(rec.get("count_epsilon"), "auto.second.count_epsilon", 0, release.epsilon, low_open=True)
+    _choice(rec.get("noise"), "auto.second.noise", ("discrete", "gaussian"))
+    if rec["noise"] == "gaussian":
+        # person level (docs/privacy.md 4.10): the discrete Gaussian at a share of the release's rho
+        _need(
+            release.units is not None and release.noise == "gaussian" and release.rho is not None,
+            "auto.second with Gaussian noise is for person-level Gaussian releases only",
+        )
+        _real(rec.get("rho"), "auto.second.rho", 0, release.rho, low_open=True)
+        _real(rec.get("sigma2"), "auto.second.sigma2", 0, low_open=True)
+    else:
+        _need(release.units is None, "auto.second with Laplace noise is for event-level releases only")
+        _real(rec.get("count_epsilon"), "auto.second.count_epsilon", 0, release.epsilon, low_open=True)
     spans = rec.get("spans")
     _need(isinstance(spans, list), "auto.second.spans must be a list")
     taken: set[int] = set()

@@ -579,11 +579,20 @@ def second_lines(model: SpanModel) -> list[str]:
         for sp in split
     )
     what = f"it split {parts} (their parts lie side by side)" if split else "it split no span"
+    cells = f"{f}^{model.grid.d} in each of release one's dense cells in spans, chosen from release one alone"
+    if rec["noise"] == "gaussian":
+        # person level (research.person_second, off by default): shares of rho
+        rho = model.release.rho or 0.0
+        return [
+            f"  releases: two, which together spend rho={rho:.4g} (epsilon={eps:g}): release one (the "
+            f"histogram) rho={rho - float(rec['rho']):.4g}, release two rho={float(rec['rho']):.4g} "
+            f"(discrete Gaussian counts of {rec['n_fine_cells']:,} cells of each unit's bounded points, "
+            f"{cells}); {what}"
+        ]
     return [
         f"  releases: two, which together spend epsilon={eps:g}: release one (the DP count and the "
         f"histogram) epsilon={eps * (1 - share):.3g}, release two epsilon={eps * share:.3g} (discrete "
-        f"Laplace counts of {rec['n_fine_cells']:,} cells, {f}^{model.grid.d} in each of release one's "
-        f"dense cells in spans, chosen from release one alone); {what}"
+        f"Laplace counts of {rec['n_fine_cells']:,} cells, {cells}); {what}"
     ]
 
 

@@ -214,6 +214,15 @@ class SecondRelease:
         f: each selected cell of release one is split into f^d fine cells.
     select_sds, keep_sds, keep_top, cover, mass_share, mass_sds : float
         The rule's constants (:mod:`dpdbscan.post.sidebyside`).
+    noise : str
+        Release two's noise: "discrete" (Laplace, event level, at
+        ``epsilon``) or "gaussian" (person level: the discrete Gaussian at
+        ``sigma2``, ``share`` of the release's rho; docs/privacy.md 4.10).
+    sigma2 : float
+        With Gaussian noise, sigma^2 of one fine cell's noise: L2^2 / (2 rho
+        of release two), L2 = sqrt(k) m as release one's (0 for Laplace).
+    rho : float
+        With Gaussian noise, the rho release two spends (0 for Laplace).
     """
 
     share: float
@@ -225,6 +234,17 @@ class SecondRelease:
     cover: float
     mass_share: float
     mass_sds: float
+    noise: str
+    sigma2: float
+    rho: float
+
+    @property
+    def sd(self) -> float:
+        """The standard deviation the keep rule measures release two's counts
+        in: sqrt 2 / epsilon (discrete Laplace), sigma (Gaussian)."""
+        if self.noise == "gaussian":
+            return math.sqrt(self.sigma2)
+        return math.sqrt(2.0) / self.epsilon
 
 
 @dataclass(frozen=True)

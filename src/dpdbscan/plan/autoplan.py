@@ -299,6 +299,22 @@ def plan(
     return Plan(b, cands, None if min_samples == "auto" else int(min_samples))
 
 
+#: Release two at person level (docs/privacy.md 4.10): off until a study of
+#: person-level scenes shows it helps (``dpdbscan.research.person_second``
+#: turns it on for that study).
+SECOND_UNITS = False
+#: Its share of the release's rho and its f (the study's candidates).
+SECOND_UNITS_SHARE = SECOND_SHARE
+SECOND_UNITS_FINE = SECOND_FINE
+
+
+def second_applies_units(d: int, noise: str, eps: float | str) -> bool:
+    """Whether a person-level automatic fit makes release two: in ``d`` = 3,
+    with Gaussian noise, eps chosen by the automatic mode, and
+    :data:`SECOND_UNITS` on. Public: d, the noise, the parameters."""
+    return SECOND_UNITS and d == SECOND_DIMS and noise == "gaussian" and eps == "auto"
+
+
 def second_applies(d: int, count: float | None, noise: str) -> bool:
     """Whether the automatic mode makes release two (:data:`SECOND_SHARE`):
     in ``d`` = 3, Laplace noise (discrete or continuous), a DP count of at
@@ -327,6 +343,10 @@ __all__ = [
     "SECOND_RULE",
     "SECOND_FINE",
     "second_applies",
+    "second_applies_units",
+    "SECOND_UNITS",
+    "SECOND_UNITS_SHARE",
+    "SECOND_UNITS_FINE",
     "SMALL_N",
     "LARGE_N",
     "counts_points",

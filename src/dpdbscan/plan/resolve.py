@@ -168,8 +168,12 @@ def resolve(
         core=test.name,
     )
     choices: tuple[ReleaseSpec, ...] = ()
+    second_units = units and autoplan.second_applies_units(grid.d, noise_kind(p, units), p["eps"])
     if units and p["max_cells_per_unit"] == "auto":
-        choices = tuple(release_spec(p, grid, units=True, k=k) for k in unit_plan.candidates(grid))
+        choices = tuple(
+            release_spec(p, grid, units=True, k=k, second_units=second_units)
+            for k in unit_plan.candidates(grid)
+        )
         release = choices[-1]
     else:
         release = release_spec(
@@ -179,6 +183,7 @@ def resolve(
             count=counted,
             size_estimate=size_estimate,
             fixed_density=plan is None and test.filters_noise_spans,
+            second_units=second_units,
         )
     _warn_laplace_units(release, p, namer(cli), stacklevel + 1)
     return Resolved(release, spans, plan, p["random_state"], choices)
@@ -278,6 +283,11 @@ def unit_bound(p: Mapping[str, Any], units: bool, k: int | None = None) -> UnitB
     )
 
 
+def _second_rule() -> dict[str, Any]:
+    """Release two's rule constants (:data:`dpdbscan.plan.autoplan.SECOND_RULE`)."""
+    return dict(autoplan.SECOND_RULE)
+
+
 def _split_rho(rho: float, share: float) -> tuple[float, float]:
     """(rho of the choice of k, rho of the noise): ``share`` of ``rho`` and the
     rest, rounded so that the two add up to no more than ``rho`` (an epsilon
@@ -298,6 +308,7 @@ def release_spec(
     count: bool = False,
     size_estimate: float | None = None,
     fixed_density: bool = False,
+    second_units: bool = False,
 ) -> ReleaseSpec:
     """The release of parameters ``p`` on the public ``grid``: its noise, the
     histogram (:func:`dpdbscan.plan.histogramchoice.choose_kind`) and theta
@@ -333,6 +344,13 @@ def release_spec(
     mode's plan) and the core test is the density test; with ``units`` false
     and delta = 0 the "auto" histogram then also reads d and kappa
     (:func:`dpdbscan.plan.histogramchoice.choose_kind`).
+
+    ``second_units``: a person-level automatic fit makes release two
+    (:func:`dpdbscan.plan.autoplan.second_applies_units`; docs/privacy.md
+    4.10): with Gaussian noise it spends
+    :data:`dpdbscan.plan.autoplan.SECOND_SHARE` of rho, at release one's L2
+    sensitivity sqrt(k) m, and the histogram's noise is calibrated to the
+    rest (after the choice of k's share, if any).
     """
     epsilon, delta = float(p["epsilon"]), float(p["delta"])
     chosen = k is not None
@@ -356,6 +374,22 @@ def release_spec(
             rho_choice, rho_noise = _split_rho(rho, unit_plan.SHARE)
             rhos = (rho, rho_noise)
             choice = UnitChoice(candidates=unit_plan.candidates(grid), share=unit_plan.SHARE, rho=rho_choice)
+        if second_units and bound is not None:
+            # release two (docs/privacy.md 4.10) takes its share of the whole rho from the
+            # histogram's: choice of k + histogram + release two <= rho
+            share = autoplan.SECOND_UNITS_SHARE
+            rho_second, rho_noise = _split_rho(rhos[1], share * rho / rhos[1])
+            rhos = (rho, rho_noise)
+            l2 = math.sqrt(bound.max_cells_per_unit) * bound.max_points_per_cell
+            second = SecondRelease(
+                share=share,
+                epsilon=epsilon * share,
+                fine=autoplan.SECOND_UNITS_FINE,
+                **_second_rule(),
+                noise="gaussian",
+                sigma2=zcdp.sigma2_for(rho_second, l2),
+                rho=rho_second,
+            )
         if count:
             rho_count, rho_noise = _split_rho(rho, autoplan.COUNT_SHARE)
             rhos = (rho, rho_noise)
@@ -375,7 +409,10 @@ def release_spec(
                 share=autoplan.SECOND_SHARE,
                 epsilon=laws.drawn_scale("discrete", epsilon_second),
                 fine=autoplan.SECOND_FINE,
-                **autoplan.SECOND_RULE,
+                **_second_rule(),
+                noise="discrete",
+                sigma2=0.0,
+                rho=0.0,
             )
     noise = NoiseSpec.calibrated(kind_noise, epsilon_noise, delta, bound, rhos)
     if epsilon_noise != epsilon:

@@ -62,7 +62,8 @@ def selected_cells(model: Any, sds: float) -> tuple[np.ndarray, np.ndarray, np.n
     hist = model.histogram
     g = hist.grid
     keys, vals = hist.sparse()
-    sd = np.sqrt(2.0) / float(hist.scale)
+    # release one's noise: discrete Laplace at its epsilon, or (person level) the Gaussian's sigma
+    sd = np.sqrt(float(hist.scale)) if hist.noise == "gaussian" else np.sqrt(2.0) / float(hist.scale)
     coords = g.decode(keys)
     span = model.predict(g.cell_centres(coords)) if coords.shape[0] else np.zeros(0, np.int64)
     v = np.asarray(vals, dtype=np.float64)
@@ -106,10 +107,12 @@ def release_two(model: Any, counts_of: FineCounts, second: SecondRelease) -> dic
                 "counts": noisy[rows],
             }
         )
+    noise: dict[str, Any] = {"noise": "discrete", "count_epsilon": float(second.epsilon)}
+    if second.noise == "gaussian":
+        noise = {"noise": "gaussian", "sigma2": float(second.sigma2), "rho": float(second.rho)}
     return {
         "share": float(second.share),
-        "noise": "discrete",
-        "count_epsilon": float(second.epsilon),
+        **noise,
         "fine": f,
         "fine_width": float(fine.width),
         "select_sds": float(second.select_sds),
@@ -121,6 +124,15 @@ def release_two(model: Any, counts_of: FineCounts, second: SecondRelease) -> dic
         "n_fine_cells": int(kids.shape[0]),
         "spans": out,
     }
+
+
+def record_sd(rec: dict) -> float:
+    """Release two's noise standard deviation from its record: sqrt 2 /
+    epsilon (discrete Laplace, event level) or sigma (the discrete Gaussian,
+    person level)."""
+    if rec.get("noise") == "gaussian":
+        return float(np.sqrt(float(rec["sigma2"])))
+    return float(np.sqrt(2.0) / float(rec["count_epsilon"]))
 
 
 def main_axis(centres: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -143,7 +155,7 @@ def pieces_of(span: dict, grid: Grid, rec: dict) -> tuple[np.ndarray, np.ndarray
     fine_cells, noisy = np.asarray(span["fine"]), np.asarray(span["counts"], dtype=np.int64)
     if fine_cells.shape[0] == 0:
         return None
-    sd2 = np.sqrt(2.0) / float(rec["count_epsilon"])
+    sd2 = record_sd(rec)
     lo = fine_cells.min(axis=0)
     shape = tuple((fine_cells.max(axis=0) - lo + 1).tolist())
     mask = np.zeros(shape, dtype=bool)

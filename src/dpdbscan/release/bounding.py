@@ -770,6 +770,47 @@ def count_units(
     return bound_parts(LocalEngine(), [pairs], grid, key, bound=bound)
 
 
+def bounded_fine_coords(
+    grid: Grid, f: int, X: np.ndarray, units: Any, bound: UnitBound, key: BoundingKey
+) -> np.ndarray:
+    """The points the contribution bound keeps on ``grid`` (the per-record
+    rule, each unit's ``max_cells_per_unit`` cells by ``key``, as
+    :func:`count_units` keeps them), each cell's first min(count,
+    ``max_points_per_cell``) rows of the unit in input order, as their cells'
+    coordinates on ``grid.subdivided(f)``: each point's fine cell is found
+    inside its own cell of ``grid`` (its offset clipped to 0..f-1 and to the
+    fine grid), so a cell's points stay in its f^d fine cells. Release two at
+    person level (:func:`dpdbscan.release.mechanism.release_fine_counts_units`).
+    Summed by cell of ``grid``, these are :func:`count_units`' counts. Private."""
+    X = _rows_of(X, units)
+    fine = grid.subdivided(int(f))
+    codes, uniques = factorize(units)
+    keep, keys = kept_keys(grid, X, codes >= 0)
+    rows = np.flatnonzero(keep)
+    codes = codes[keep]
+    if rows.size == 0:
+        return np.zeros((0, grid.d), dtype=np.int64)
+    pairs = summed_pairs(grid, codes, keys, None, uniques, key)
+    chosen = kept_pairs(grid, pairs, bound, key)
+    # the rows in the pairs' order (unit code, then cell), input order within a pair
+    cells, rank = _codes(grid, keys)
+    word = codes.astype(np.int64) * max(int(cells.size), 1) + rank
+    order = np.argsort(word, kind="stable")
+    w = word[order]
+    first = np.flatnonzero(np.concatenate(([True], w[1:] != w[:-1])))
+    if first.size != chosen.size:
+        raise RuntimeError("the rows' pairs do not match the bound's pairs")
+    run = np.cumsum(np.isin(np.arange(w.size), first)) - 1
+    within = np.arange(w.size) - first[run]
+    sel = order[chosen[run] & (within < int(bound.max_points_per_cell))]
+    coarse = grid.decode(keys[sel])
+    pts = np.clip(X[rows[sel]], grid.lower, grid.upper)
+    step = float(grid.width) / int(f)
+    off = np.floor((pts - grid.cell_lower(coarse)) / step).astype(np.int64)
+    out = coarse * int(f) + np.clip(off, 0, int(f) - 1)
+    return np.minimum(out, np.asarray(fine.shape, dtype=np.int64) - 1)
+
+
 def _unit_codes(units: Any) -> tuple[np.ndarray, np.ndarray, int | None]:
     """:func:`factorize` for a count, and the number of codes when every row
     has one (None: not known). Integer ids whose range is not much wider

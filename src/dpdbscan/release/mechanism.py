@@ -21,11 +21,11 @@ import numpy as np
 from ..cells import keys as cell_keys
 from ..cells.grid import Grid, lookup
 from ..cells.histogram import NoisyHistogram
-from ..params.specs import ReleaseSpec, Seed, SizeEstimate
+from ..params.specs import ReleaseSpec, SecondRelease, Seed, SizeEstimate, UnitBound
 from . import unitchoice
 from .backends import Backend, resolve_backend
 from .backends.base import CellCounts, DenseBackend, PointsInput, UnitBackend, UnitChoiceBackend
-from .bounding import BoundingKey
+from .bounding import BoundingKey, bounded_fine_coords
 from .histograms import dense_histogram, sparse_histogram, stability_histogram
 from .histograms.countnoise import Noise, dense_noise, noise_at, noise_of
 from .samplers.integers import SecureSource, SeededSource, Source, make_source
@@ -95,6 +95,14 @@ class NoiseAhead:
         return z
 
 
+def one_stream(random_state: Randomness | None) -> SecureSource | SeededSource:
+    """The source of ``random_state`` (:func:`make_source`), for a fit whose
+    releases share one stream (person level with release two: release one
+    draws from it first, release two continues it, as
+    :func:`release_count` returns its source for the histogram)."""
+    return make_source(random_state)
+
+
 def release_histogram(
     spec: ReleaseSpec,
     X: PointsInput,
@@ -103,6 +111,7 @@ def release_histogram(
     random_state: Randomness | None = None,
     units: Any = None,
     ahead: NoiseAhead | None = None,
+    bounding: list | None = None,
 ) -> NoisyHistogram:
     """The DP histogram of the cell counts of ``X`` that ``spec`` describes.
 
@@ -121,6 +130,10 @@ def release_histogram(
 
     ``ahead``: the noise of a dense release drawn beforehand
     (:class:`NoiseAhead`), used if it was drawn for this release.
+
+    ``bounding``: a list the bounding key is appended to (person level), for
+    release two (:func:`release_fine_counts_units`), which bounds the units
+    by the same key. Private: it never leaves the fit.
     """
     backend = resolve_backend(backend)
     noise = noise_of(spec.noise)
@@ -141,6 +154,8 @@ def release_histogram(
         if not isinstance(backend, UnitBackend):
             raise TypeError(f"the {type(backend).__name__} backend cannot bound contributions per unit")
         key = BoundingKey.draw(source)
+        if bounding is not None:
+            bounding.append(key)
         cells = _canonical(backend.count_units(grid, X, units, spec.units, key))
         return _release(spec, grid, cells, noise, source, stated)
     if kind == "dense":
@@ -227,20 +242,67 @@ def release_fine_counts(
     return out
 
 
+def release_fine_counts_units(
+    grid: Grid,
+    cells: np.ndarray,
+    second: SecondRelease,
+    X: PointsInput,
+    units: Any,
+    bound: UnitBound,
+    key: BoundingKey,
+    *,
+    random_state: Randomness | None = None,
+) -> np.ndarray:
+    """Release two at person level (docs/privacy.md 4.10): the counts, in
+    the fine cells ``cells`` (coords on ``grid.subdivided(f)``, release
+    one's grid ``grid`` split f = ``second.fine`` times along each axis), of
+    the points release one's contribution bound kept (the same per-record
+    rule, the same k cells of each unit by the same ``key``, and in each
+    kept cell the unit's first min(count, m) rows in input order;
+    :func:`dpdbscan.release.bounding.bounded_fine_coords`), each plus one
+    draw of the discrete Gaussian at ``second.sigma2``.
+
+    Sensitivity: a unit's kept points lie in at most k cells of release
+    one's grid, at most m in each, and each point's fine cell is found
+    inside its own coarse cell, so the f^d fine cells of a coarse cell hold
+    at most m of the unit's points between them. Adding or removing the unit
+    changes the fine counts by a vector whose entries, block by coarse cell,
+    sum to at most m in absolute value: L2 <= sqrt(k m^2) = sqrt(k) m
+    whatever f (the worst case puts a block's m points in one fine cell),
+    the same as release one's; L1 <= k m. The units' choices read their own
+    rows and the key only. In-memory points, one id per row (``units``).
+    ``random_state``: release one's source, continued."""
+    source = make_source(random_state)
+    f = int(second.fine)
+    fine = grid.subdivided(f)
+    out = np.zeros(cells.shape[0], dtype=np.int64)
+    kept = bounded_fine_coords(grid, f, np.asarray(X, dtype=np.float64), units, bound, key)
+    ok = fine.valid(cells)
+    if ok.any() and kept.shape[0]:
+        uniq, inv = cell_keys.unique(fine.encode(kept))
+        counts = np.bincount(inv, minlength=len(uniq)).astype(np.int64)
+        out[ok] = lookup(uniq, counts, fine.encode(cells[ok]))
+    if out.size:
+        out += np.asarray(noise_at("gaussian", float(second.sigma2)).sample(source, out.size), np.int64)
+    return out
+
+
 def release_choosing(
     choices: Sequence[ReleaseSpec],
     X: PointsInput,
     *,
     units: Any,
     backend: Backend | str | None = None,
-    random_state: Seed | None = None,
+    random_state: Randomness | None = None,
     scored: Callable[[int], object] | None = None,
+    bounding: list | None = None,
 ) -> tuple[ReleaseSpec, NoisyHistogram]:
     """``max_cells_per_unit="auto"``: choose k privately, then release the
     histogram at it. Returns the release made (one of ``choices``) and its
-    histogram. ``scored`` (None: nothing) is told how many units the choice
-    scored (private: for a private note; with none, every candidate scores
-    the same and the draw is uniform).
+    histogram. ``bounding``: as :func:`release_histogram`'s. ``scored``
+    (None: nothing) is told how many units the choice scored (private: for
+    a private note; with none, every candidate scores the same and the draw
+    is uniform).
 
     ``choices`` holds the release at each public candidate k
     (:func:`dpdbscan.plan.resolve.resolve`), all with the same
@@ -265,6 +327,8 @@ def release_choosing(
         raise TypeError(f"the {type(backend).__name__} backend cannot choose max_cells_per_unit")
     source = make_source(random_state)
     key = BoundingKey.draw(source)
+    if bounding is not None:
+        bounding.append(key)
     picked: list[ReleaseSpec] = []
 
     def choose(cells):
@@ -327,8 +391,10 @@ __all__ = [
     "HISTOGRAMS",
     "NoiseAhead",
     "Randomness",
+    "one_stream",
     "release_choosing",
     "release_count",
     "release_fine_counts",
+    "release_fine_counts_units",
     "release_histogram",
 ]
