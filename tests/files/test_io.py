@@ -996,6 +996,21 @@ def test_a_cut_gzip_file_with_no_complete_record_is_refused(gzip_path, tmp_path)
         assert "1.25" not in str(info.value)
 
 
+def test_a_gzip_trailer_cannot_ask_for_more_room_than_deflate_allows(tmp_path):
+    # the trailer's length is a sizing hint read from the file's last four
+    # bytes: a cut file's are arbitrary (up to 4 GiB, about 4.3 GB of rows
+    # reserved for a file of a few bytes); deflate inflates at most ~1032-fold
+    data = gzip.compress(b"x,y\n1.25,2\n3,4\n")
+    whole = put(tmp_path / "w.csv.gz", data)
+    source = dpio.Source.file(whole, gz=True)
+    source.close()
+    assert source.text_bytes == len(b"x,y\n1.25,2\n3,4\n")
+    lying = put(tmp_path / "l.csv.gz", data[:-4] + (2**32 - 1).to_bytes(4, "little"))
+    source = dpio.Source.file(lying, gz=True)
+    source.close()
+    assert source.text_bytes <= 1032 * len(data)
+
+
 # --------------------------------------------------------------------------- #
 # blocks are written into place: their records are counted before parsing
 

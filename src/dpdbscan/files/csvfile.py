@@ -33,6 +33,9 @@ from .records import (
 _BATCH = 1 << 22  # bytes per CSV block: big enough to be fast, small enough to overlap well
 
 
+_DEFLATE_MAX_RATIO = 1032  # deflate's largest inflation: 258 bytes from 2 bits
+
+
 class Source:
     """Decompressed bytes of a CSV file in chunks, and how far the raw bytes
     have been consumed (for the progress bar)."""
@@ -64,6 +67,10 @@ class Source:
             with open(path, "rb") as fh:
                 fh.seek(-4, os.SEEK_END)
                 text = int.from_bytes(fh.read(4), "little")
+            # deflate inflates at most about 1032-fold, so a cut or damaged
+            # file's last four bytes (any number up to 4 GiB) cannot ask for
+            # more room than its size allows
+            text = min(text, _DEFLATE_MAX_RATIO * size)
         if gz and _igzip() is not None:
             fh = open(path, "rb")  # noqa: SIM115 - closed by close()
             source = cls(_igzip().IGzipFile(fileobj=fh, mode="rb"), fh, size, path.name, text)
