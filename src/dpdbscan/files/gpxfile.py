@@ -860,6 +860,32 @@ def framed_rows(path: Path, damage: Any = None) -> Iterator[list[Row]]:
         yield batch
 
 
+def check_head(path: Path) -> None:
+    """Refuse the file from its head alone, before any record: its bytes
+    before the first track or point tag (:data:`_START`), as
+    :func:`framed_rows` reads them (the prolog, the root's start tag, the
+    metadata: the envelope). ValueError (quoting nothing) where the head has
+    no ``<gpx>`` root, is not well-formed, is not in UTF-8 or a one-byte
+    encoding, or runs past :data:`_SEGMENT` bytes; :func:`framed_rows`
+    raises the same there, at its first segment. OSError when the file
+    cannot be read."""
+    buf = b""
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(_BLOCK)
+            # a match is at most 4,104 bytes long: it may begin in the last block read
+            found = _START.search(buf + data, max(len(buf) - 8192, 0))
+            buf += data
+            if found is not None:
+                buf = buf[: found.start()]
+                break
+            if len(data) < _BLOCK:
+                break
+            if len(buf) > _SEGMENT:
+                raise ValueError("not a GPX file (no <gpx> root element in its first bytes)")
+    _head(buf)
+
+
 def _head(data: bytes) -> str | None:
     """The encoding the XML declaration of the file's head names (None:
     UTF-8); ValueError where the head has no ``<gpx>`` root or is not in
@@ -894,4 +920,4 @@ def _segment_row(got: _Segment, track: int | None) -> Row:
     return lon, lat, bad_lon or bad_lat, got.texts.get("time"), ele, track
 
 
-__all__ = ["CHUNK", "COLUMNS", "Chunk", "Row", "chunks", "columns", "framed_rows", "tree_rows"]
+__all__ = ["CHUNK", "COLUMNS", "Chunk", "Row", "check_head", "chunks", "columns", "framed_rows", "tree_rows"]
