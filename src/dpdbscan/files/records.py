@@ -83,6 +83,9 @@ class BlockCounts:
         (the three above included), or no unit. Counted by the Dask
         backend's partitions (its ``input_counts``); the in-memory path
         counts them from the points it holds.
+    no_period : int
+        Rows of a time window (a series' read) whose time is missing, not a
+        time, or outside the horizon: dropped from the series.
     """
 
     rows: int = 0
@@ -90,6 +93,7 @@ class BlockCounts:
     malformed: int = 0
     missing_unit: int = 0
     dropped: int = 0
+    no_period: int = 0
 
     def add(self, other: BlockCounts) -> BlockCounts:
         self.rows += other.rows
@@ -97,6 +101,7 @@ class BlockCounts:
         self.malformed += other.malformed
         self.missing_unit += other.missing_unit
         self.dropped += other.dropped
+        self.no_period += other.no_period
         return self
 
 

@@ -126,8 +126,9 @@ def frame_values(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.nda
 # [partitions, rows read, rows with unparseable values, malformed lines,
 # rows whose privacy unit is missing, gzip files cut part-way, their rows,
 # rows dropped by the per-record rule (a coordinate missing or not finite,
-# or no unit)], summed by the merges, so the driver can check that every
-# partition was merged exactly once.
+# or no unit), rows of a time window whose time is in no period], summed
+# by the merges, so the driver can check that every partition was merged
+# exactly once.
 def _tally(
     rows: int,
     unparseable: int = 0,
@@ -135,9 +136,12 @@ def _tally(
     missing_unit: int = 0,
     cut: bool = False,
     dropped: int = 0,
+    period: np.ndarray | None = None,
 ) -> np.ndarray:
+    no_period = 0 if period is None else int(np.count_nonzero(period < 0))
     return np.array(
-        [1, rows, unparseable, malformed, missing_unit, int(cut), rows if cut else 0, dropped], dtype=np.int64
+        [1, rows, unparseable, malformed, missing_unit, int(cut), rows if cut else 0, dropped, no_period],
+        dtype=np.int64,
     )
 
 
@@ -408,13 +412,14 @@ def _frame_rows(frame, columns, unit, kind, window=None):
     X, bad = frame_values(frame, columns)
     units = unit_array(frame[unit], kind)
     missing = unit_missing(units)
+    period = None if window is None else np.asarray(window[1](frame[window[0]]), dtype=np.int64)
     tally = _tally(
         len(frame),
         int(bad.sum()),
         missing_unit=int(np.count_nonzero(missing & ~bad)),
         dropped=_dropped(X, ~missing),
+        period=period,
     )
-    period = None if window is None else np.asarray(window[1](frame[window[0]]), dtype=np.int64)
     return X, units, ~missing, period, tally
 
 
@@ -446,10 +451,12 @@ def _csv_rows(data, layout, header, first, where, window=None):
     X, units, counts, fields = parse_rows(body, dataclasses.replace(layout, also=layout.also + also))
     units = unit_array(units, "text")
     dropped = _dropped(X, ~unit_missing(units))
-    tally = _tally(counts.rows, counts.unparseable, counts.malformed, counts.missing_unit, cut, dropped)
     period = None
     if window is not None:
         period = np.asarray(window[1](fields[-1]), dtype=np.int64)
+    tally = _tally(
+        counts.rows, counts.unparseable, counts.malformed, counts.missing_unit, cut, dropped, period
+    )
     return X, units, ~unit_missing(units), period, tally
 
 
@@ -1395,7 +1402,9 @@ def _input_counts(tally: np.ndarray) -> BlockCounts:
     t = [int(v) for v in np.asarray(tally)]
     if t[5]:
         warnings.warn(cut_note(t[6], t[5]), PrivateNoteWarning, stacklevel=4)
-    return BlockCounts(rows=t[1], unparseable=t[2], malformed=t[3], missing_unit=t[4], dropped=t[7])
+    return BlockCounts(
+        rows=t[1], unparseable=t[2], malformed=t[3], missing_unit=t[4], dropped=t[7], no_period=t[8]
+    )
 
 
 def check_tally(tally: np.ndarray, n_partitions: int) -> None:
