@@ -644,7 +644,7 @@ def start_series(
     made = _released(model, table, plan, unit_name, {"released_periods": upto, "series_id": series_id})
     for r in reservations:
         r.written([])
-    return made
+    return replace(made, n_no_period=len(np.asarray(data.X)) - X.shape[0])
 
 
 def append_periods(
@@ -700,7 +700,9 @@ def append_periods(
             unit_column=None if rec.get("unit") == "the privacy unit" else rec.get("unit"),
             series_id=sid,
         )
+    n_read = len(np.asarray(X))
     X, units, period = _in_horizon(X, units, times, plan.periods)
+    n_no_period = n_read - X.shape[0]
     new = (period >= first) & (period < upto)
     X, units, period = X[new], _take(units, new), period[new]
     seed = random_state
@@ -718,7 +720,7 @@ def append_periods(
     )
     for r in reservations:
         r.written([])
-    return made
+    return replace(made, n_no_period=n_no_period)
 
 
 def check_append_ledger(series_id: int | None, with_ledger: bool) -> None:

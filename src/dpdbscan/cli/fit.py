@@ -314,7 +314,7 @@ def fit_model(
     with progress("fitting", enabled=opts.progress, ticking=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         if isinstance(series, SeriesRun):
-            return _appendable_model(sink, pts, p, series, meta, opts)
+            return _appendable_model(sink, pts, p, series, meta, opts, notes)
         if series is not None:
             made = _series_model(
                 opts, sink, pts, p, series, meta, cast(SeriesBackend, backend) if dask else None
@@ -406,7 +406,7 @@ def _series_model(
 
 
 def _appendable_model(
-    sink: WarningSink, pts: Points, p: dict, run: SeriesRun, meta: dict, opts: FitOptions
+    sink: WarningSink, pts: Points, p: dict, run: SeriesRun, meta: dict, opts: FitOptions, notes: Notes
 ) -> SpanModel:
     """An appendable series: started (its spans and first periods) or
     continued (``run.previous``: only the new periods' rows count)."""
@@ -432,6 +432,8 @@ def _appendable_model(
             stacklevel=4,
         )
     sink.flush()
+    if made.n_no_period:
+        notes(no_period_note(made.n_no_period))  # counts only, after the release
     return made.model
 
 
