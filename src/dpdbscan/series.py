@@ -356,12 +356,16 @@ class Series:
     table in ``metadata["series"]``) and the noisy table, shape
     (n_spans, n_periods). ``read_counts``: with a distributed backend, what
     its workers read and dropped (its ``input_counts``: counts only, private,
-    for the data owner's notes); None in memory, where the reader says it."""
+    for the data owner's notes); None in memory, where the reader says it.
+    ``n_no_period``: the rows dropped for their time (missing, not a time,
+    or outside the horizon), private, for the data owner's notes; None where
+    not counted."""
 
     model: SpanModel
     table: np.ndarray
     plan: SeriesPlan
     read_counts: Any = None
+    n_no_period: int | None = None
 
     def rows(self) -> list[tuple[int, str, int, int, int]]:
         """(span, period start, noisy mass, interval low, interval high) per entry."""
@@ -373,6 +377,14 @@ class Series:
             for s in range(self.table.shape[0])
             for t in range(self.table.shape[1])
         ]
+
+
+def no_period_note(n: int) -> str:
+    """The private note of a series' rows dropped for their time (``n`` of them)."""
+    return (
+        f"{n:,} row(s) whose time is missing, not a time, or outside the horizon (--from, --to) "
+        "are dropped from the series"
+    )
 
 
 def active_spans(table: np.ndarray, sigma2: float, level: float = LEVEL) -> np.ndarray:
@@ -490,6 +502,7 @@ def fit_series(
     meta = {**(metadata or {}), "series": plan.record(unit_name)}
     exact_of: Callable[[SpanModel, periodtable.TableBound, Any], np.ndarray]
     window = None
+    n_no_period: int | None = None
     if backend is not None and not isinstance(X, np.ndarray):
         # the rows read where they live: the horizon's rows for (a), then
         # the table bounded per unit after a shuffle by unit (b)
@@ -507,6 +520,7 @@ def fit_series(
 
     else:
         X, units, period = _in_horizon(X, units, times, plan.periods)
+        n_no_period = len(np.asarray(data.X)) - X.shape[0]
         model = fit_release(
             X,
             lower,
@@ -535,8 +549,10 @@ def fit_series(
     made = _released(model, table, plan, unit_name)
     if window is not None:
         # the workers' tally of the rows they read (the table's pass reads the rows the spans' did)
-        made = replace(made, read_counts=getattr(window, "input_counts", None))
-    return made
+        counts = getattr(window, "input_counts", None)
+        n_no_period = None if counts is None else counts.no_period
+        made = replace(made, read_counts=counts)
+    return replace(made, n_no_period=n_no_period)
 
 
 def released_through(periods: Periods, through: str | None) -> int:
@@ -628,7 +644,7 @@ def start_series(
     made = _released(model, table, plan, unit_name, {"released_periods": upto, "series_id": series_id})
     for r in reservations:
         r.written([])
-    return made
+    return replace(made, n_no_period=len(np.asarray(data.X)) - X.shape[0])
 
 
 def append_periods(
@@ -684,7 +700,9 @@ def append_periods(
             unit_column=None if rec.get("unit") == "the privacy unit" else rec.get("unit"),
             series_id=sid,
         )
+    n_read = len(np.asarray(X))
     X, units, period = _in_horizon(X, units, times, plan.periods)
+    n_no_period = n_read - X.shape[0]
     new = (period >= first) & (period < upto)
     X, units, period = X[new], _take(units, new), period[new]
     seed = random_state
@@ -702,7 +720,7 @@ def append_periods(
     )
     for r in reservations:
         r.written([])
-    return made
+    return replace(made, n_no_period=n_no_period)
 
 
 def check_append_ledger(series_id: int | None, with_ledger: bool) -> None:

@@ -553,3 +553,20 @@ def test_ledger_show_says_what_a_planned_series_still_holds(tmp_path, capsys):
     assert "beside what the series hold" in out
     remaining = float(out.split("remaining: epsilon=")[1].split()[0])
     assert remaining < 1e-3
+
+
+def test_a_seeded_release_is_recorded_in_the_words_of_its_model(monkeypatch):
+    """The ledger records a seeded release's randomness as the model does
+    (:data:`dpdbscan.model.describe.SEEDED_RECORD`, one constant), not in a
+    copy of its words that could drift from it."""
+    from types import SimpleNamespace
+
+    import dpdbscan.cli.ledger as ledger_cli
+    from dpdbscan.model.describe import SEEDED_RECORD
+
+    opts = SimpleNamespace(backend="numpy", input="p.csv", bounds_text=None, geo=False, columns_text=None)
+    assert ledger_cli.public_params(opts, {"random_state": 3}, "fit")["randomness"] == SEEDED_RECORD
+    assert ledger_cli.public_params(opts, {"random_state": None}, "fit")["randomness"] == "secure"
+    other = "seeded (another wording)"
+    monkeypatch.setattr(ledger_cli, "SEEDED_RECORD", other)  # the one it reads
+    assert ledger_cli.public_params(opts, {"random_state": 3}, "fit")["randomness"] == other

@@ -195,15 +195,15 @@ GOOD = [feature(116.3, 39.9, {"unit": "a"}), feature(116.31, 39.91, {"unit": "b"
     "name, text, kept",
     [
         ("p.geojson", f'{{"type": "Feature", "properties": {{"a": "{SECRET}"}}}}', 0),
-        ("p.gpx", f"<kml><Placemark>{SECRET}</Placemark></kml>", 0),
     ],
 )
 def test_text_that_is_not_the_format_ends_the_stream_with_a_note(tmp_path, name, text, kept):
-    """Not valid JSON or XML, once reading began, outside a GeoJSON file's
-    features (its envelope; GPX: before its root's start tag ends, or
-    between it and the first track or point): the records before are the
-    file's rows, the rest is dropped and said in a note; nothing is
-    refused (a release never hinges on a record), nothing is quoted."""
+    """Not valid JSON, once reading began, outside a GeoJSON file's
+    features (its envelope, whose ``"type"`` may come after its features):
+    the records before are the file's rows, the rest is dropped and said in
+    a note; nothing is refused (a release never hinges on a record),
+    nothing is quoted. (A GPX file's head is read before any record:
+    refused, below.)"""
     path = tmp_path / name
     path.write_text(text)
     got = read_input(path)
@@ -330,3 +330,41 @@ def test_a_file_with_one_more_record_is_read_like_the_file_and_that_record(tmp_p
     else:
         assert np.isnan(row).any() and len(d1.notes()) == len(d.notes()) + 1
         assert "SECRET" not in " ".join(d1.notes())
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        (f"<kml><Placemark>{SECRET}</Placemark></kml>", "root element is not <gpx>"),
+        (f'<?xml version="1.0"?>\n<!-- {SECRET} -->\n<{SECRET}><trk><trkpt lat="1" lon="2"/>', "not <gpx>"),
+        (f"<?xml version='1.0'?><& {SECRET}><gpx><trk><trkseg></trkseg></trk></gpx>", "well-formed"),
+        (f"<gpx><metadata><name>{SECRET}</name></metadata></gpx>", None),  # GPX without a point: read
+    ],
+)
+def test_a_gpx_file_whose_head_is_not_gpx_is_refused_before_reading(tmp_path, text, why):
+    """The head of a GPX file (its bytes before the first track or point
+    tag: the root's start tag, the metadata) is its envelope, before any
+    record: a file whose root is not ``<gpx>`` (or whose head is not
+    well-formed XML) is the wrong format, refused when opened, before
+    anything is read or reserved, quoting nothing; before, it was read as
+    an empty file, "not valid XML after 0 record(s)" in a note."""
+    path = tmp_path / "p.gpx"
+    path.write_text(text)
+    if why is None:
+        got = read_input(path)
+        assert got.X.shape[0] == 0 and got.n_read_before_damage is None
+        return
+    with pytest.raises(ValueError, match=f"cannot read as GPX: .*{why}") as info:
+        open_input(path).close()
+    assert SECRET not in str(info.value)
+
+
+def test_a_folders_gpx_file_whose_root_is_not_gpx_drops_its_own_rows(tmp_path):
+    """In a trace folder, a file that is not GPX is one unit's: its rows
+    are dropped and counted, never a refusal of the release."""
+    folder = tmp_path / "f"
+    folder.mkdir()
+    write_gpx(folder / "a.gpx", [[(116.3, 39.9, "2008-05-17T10:00:00Z")]])
+    (folder / "b.gpx").write_text(f"<kml><Placemark>{SECRET}</Placemark></kml>")
+    got = read_input(folder, unit_from="file", file_format="gpx")
+    assert got.X.shape == (1, 2) and got.n_damaged_files == 1 and SECRET not in " ".join(got.notes())

@@ -174,6 +174,14 @@ class Doc:
             if self.chance(0.05)
             else (),
         )
+        if self.chance(0.3):  # an exporter's banner, a stylesheet: still the scanner's, where no < is in it
+            head += self.pick(
+                ["<!-- exported by X, a > b -->\n", '<?xml-stylesheet href="s.xsl"?>', "<!---->"],
+                ["<!-- <b>bold</b> -->", "<?pi <a>?>", "<!-- a -- b -->"],
+            )
+            if self.chance(0.02):  # a point's tag before the root: the framed reader's head ends there
+                self.usual = self.framed = False
+                head += '<!-- <wpt lat="1" lon="2"/> -->'
         version = self.pick(["1.1", "1.0", "none", "prefixed"])
         ext = ' xmlns:ns3="urn:x" xmlns:x="urn:y"'
         if version == "prefixed":
@@ -258,9 +266,16 @@ def test_the_scanner_reads_usual_files_and_leaves_the_others(tmp_path):
         "<extensions><ns3:x xmlns:ns3='u'><ns3:hr>1</ns3:hr></ns3:x></extensions>"
         "</trkpt></trkseg></trk></gpx>",
         '\ufeff<?xml version="1.0" encoding="utf-8"?>\r\n<gpx>\r\n<wpt lon="2" lat="1"/>\r\n</gpx>\r\n',
+        # an exporter's comment and a stylesheet before the root
+        '<?xml version="1.0"?>\n<!-- by X > Y -->\n<?xml-stylesheet href="s"?>'
+        '<gpx><wpt lon="2" lat="1"/></gpx>',
     ]
     unusual = [
         '<gpx><!-- c --><wpt lat="1" lon="2"/></gpx>',
+        '<!-- <b>c</b> --><gpx><wpt lat="1" lon="2"/></gpx>',  # a < in a comment before the root
+        '<!-- a -- b --><gpx><wpt lat="1" lon="2"/></gpx>',  # not well-formed: the reference says so
+        '<?xml version="1.0"?><!-- c --><?xml version="1.0" encoding="ISO-8859-1"?>'
+        '<gpx><wpt lat="1" lon="2"/></gpx>',
         '<gpx><wpt lat="1" lon="2"><time><![CDATA[t]]></time></wpt></gpx>',
         "<gpx><wpt lat='1' lon='2'/></gpx>",
         '<gpx><wpt lat="&#49;" lon="2"/></gpx>',

@@ -375,3 +375,26 @@ def test_the_events_note_of_a_series_says_all_periods_and_the_places_periods(tmp
     (said,) = [line for line in err.splitlines() if "of the units found in" in line]
     assert said.startswith("[private: do not publish]")
     assert "(the events in all periods; the places are found from those of the first 3 period(s))" in said
+
+
+def test_a_started_and_an_appended_series_count_the_rows_outside_the_horizon(tmp_path, capsys):
+    """The rows whose time is outside the horizon (or missing) are dropped
+    from an appendable series, start and append alike, and counted in a
+    private note after the release (in-memory ``--per`` said nothing)."""
+    xy, cab, t = _rows()
+    path = _write(tmp_path / "cabs.csv", xy, cab, t)
+    outside = int(np.count_nonzero((t < START) | (t >= START + 7 * DAY)))
+    with open(path, "a") as f:
+        f.write("2.0,2.0,c1,\n")  # no time
+    want = [
+        f"[private: do not publish] {outside + 1:,} row(s) whose time is missing, not a time, or outside "
+        "the horizon (--from, --to) are dropped from the series"
+    ]
+    rc, _, err = run(capsys, "fit", path, *ARGS, "--through", "2024-03-08", "--seed", "5",
+                     "--out-dir", tmp_path / "o1")  # fmt: skip
+    assert rc == 0, err
+    assert [line for line in err.splitlines() if "dropped from the series" in line] == want
+    rc, _, err = run(capsys, "fit", path, *ARGS, "--append", tmp_path / "o1" / "cabs.spans.json",
+                     "--through", "2024-03-10", "--seed", "6", "--out-dir", tmp_path / "o2")  # fmt: skip
+    assert rc == 0, err
+    assert [line for line in err.splitlines() if "dropped from the series" in line] == want

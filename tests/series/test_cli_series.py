@@ -145,3 +145,31 @@ def test_every_pair_counts_the_distinct_cabs(traces, tmp_path, capsys):
     # ~47 rows of a cab in the horizon, ~3.3 per place and day: ~96 % of the 200 cabs each day
     table = np.array(t["noisy_mass"])
     assert np.all(np.abs(table - 193) < 15 + t["interval_half_width"])
+
+
+def test_the_rows_dropped_for_their_time_are_counted_in_a_private_note(traces, tmp_path, capsys):
+    """A series drops the rows whose time is missing, not a time, or outside
+    the horizon; the in-memory path said nothing of them. Now it counts
+    them, after the release, in a private note that quotes no time."""
+    lines = traces.read_text().splitlines()
+    times = [line.rsplit(",", 1)[1] for line in lines[1:]]
+    seconds = [
+        float(t)
+        if t.isdigit()
+        else dt.datetime.strptime(t, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC).timestamp()
+        for t in times
+    ]
+    end = dt.datetime(2024, 3, 11, tzinfo=dt.UTC).timestamp()
+    outside = sum(not START <= s < end for s in seconds)
+    secret = "SECRET-TIME-3"
+    with open(traces, "a") as f:
+        f.write(f"2.0,2.0,c1,\n2.0,2.0,c1,{secret}\n")  # no time, and one that is not a time
+    rc, out, err = run(capsys, "fit", traces, *ARGS, "--seed", "5", "--out-dir", tmp_path / "o")
+    assert rc == 0, err
+    said = [line for line in err.splitlines() if "dropped from the series" in line]
+    assert 0 < outside < len(times)
+    assert said == [
+        f"[private: do not publish] {outside + 2:,} row(s) whose time is missing, not a time, or outside "
+        "the horizon (--from, --to) are dropped from the series"
+    ]
+    assert secret not in out + err

@@ -159,6 +159,10 @@ def test_a_dask_series_says_what_it_read_and_dropped_in_the_in_memory_words(
     ]
     for words in said:
         assert [line for line in memory if words in line] == [line for line in dask if words in line] != []
+    # and the total the per-record rule drops (the Dask tally counted no non-finite value), in
+    # the same place: every private line the same
+    dropped = [line for line in dask if "row(s) with missing or non-finite values or no unit" in line]
+    assert len(dropped) == 1 and memory == dask
 
 
 def test_the_dask_table_is_the_bounded_table_in_memory(client, traces, tmp_path):

@@ -41,7 +41,16 @@ from ..progress import progress
 from ..release.backends import Backend, NumpyBackend
 from ..release.backends.numpy_backend import StreamedCounts
 from ..release.mechanism import NoiseAhead
-from ..series import Series, SeriesBackend, SeriesInput, SeriesPlan, append_periods, fit_series, start_series
+from ..series import (
+    Series,
+    SeriesBackend,
+    SeriesInput,
+    SeriesPlan,
+    append_periods,
+    fit_series,
+    no_period_note,
+    start_series,
+)
 from .common import (
     PRIVATE,
     Notes,
@@ -301,15 +310,16 @@ def fit_model(
     p = {**p, "events": None}
     note = None
     counted = None
+    no_period = None
     with progress("fitting", enabled=opts.progress, ticking=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureRandomnessWarning)  # said above
         if isinstance(series, SeriesRun):
-            return _appendable_model(sink, pts, p, series, meta, opts)
+            return _appendable_model(sink, pts, p, series, meta, opts, notes)
         if series is not None:
             made = _series_model(
                 opts, sink, pts, p, series, meta, cast(SeriesBackend, backend) if dask else None
             )
-            model, counted = made.model, made.read_counts
+            model, counted, no_period = made.model, made.read_counts, made.n_no_period
         else:
             # read from the private points on a thread beside the release, said after it
             note = None if dask else standardised_note_beside(pts.X, "--bounds")
@@ -330,6 +340,9 @@ def fit_model(
         # what the workers read and dropped, known once they have counted
         # (the in-memory reader says it as it reads); a series' from its window's reads
         say_counted(opts.input, pts, counted, notes)
+    if no_period:
+        # a series' rows dropped for their time, counted where they were read (counts only)
+        notes(no_period_note(no_period))
     said = None if note is None else note()
     if said:
         # read from the private points: a private note, said after the release
@@ -393,7 +406,7 @@ def _series_model(
 
 
 def _appendable_model(
-    sink: WarningSink, pts: Points, p: dict, run: SeriesRun, meta: dict, opts: FitOptions
+    sink: WarningSink, pts: Points, p: dict, run: SeriesRun, meta: dict, opts: FitOptions, notes: Notes
 ) -> SpanModel:
     """An appendable series: started (its spans and first periods) or
     continued (``run.previous``: only the new periods' rows count)."""
@@ -419,6 +432,8 @@ def _appendable_model(
             stacklevel=4,
         )
     sink.flush()
+    if made.n_no_period:
+        notes(no_period_note(made.n_no_period))  # counts only, after the release
     return made.model
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..files.tracefolder import LEDGER_UNIT, UNIT_FROM, UNIT_WORDS, unit_words
 from ..ledger import SCHEMA_VERSION, Cost, Ledger, Reservation, read_ledger, release_cost, upper_cost
 from ..ledger.store import Account, Release
+from ..model.describe import SEEDED_RECORD
 from ..plan.autoplan import PLACE_EXTENT_KM
 from ..plan.resolve import resolve
 from ..prepare import project_box, split_bounds
@@ -266,7 +267,7 @@ def public_params(opts: FitOptions, p: dict[str, Any], command: str) -> dict[str
         **keep,
         # public: what each unit's rows become before bounding (--stops, --trip-ends)
         "events": None if p.get("events") is None else p["events"].record(),
-        "randomness": "secure" if p.get("random_state") is None else "seeded (insecure; seed not stored)",
+        "randomness": "secure" if p.get("random_state") is None else SEEDED_RECORD,
         "backend": str(opts.backend),
         "input": str(opts.input),
         "bounds": None if opts.bounds_text is None else list(opts.bounds_text),

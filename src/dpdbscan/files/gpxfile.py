@@ -91,7 +91,8 @@ def chunks(path: Path, damage: Any = None) -> Iterator[Chunk]:
 
     A file of the usual shape (UTF-8; tags, attributes and text, no
     comment, CDATA section, DOCTYPE, processing instruction, entity or
-    character reference in a value read; each point's ``<time>`` and
+    character reference in a value read, but for comments and instructions
+    with no ``<`` in them before the root, :data:`_MISC`; each point's ``<time>`` and
     ``<ele>`` before any child that holds elements) is read by a scanner
     of its text (its plain track points in numpy steps,
     :func:`_plain_points`), after the stdlib's expat parser (no handlers:
@@ -194,6 +195,12 @@ def _token(prefix: str) -> re.Pattern[str]:
 
 _DECLARATION = re.compile(f"<\\?xml{_S}[^>]*\\?>".encode())
 _ENCODING = re.compile(f"encoding{_S}*={_S}*[\"']([^\"']*)[\"']".encode())
+#: A comment or processing instruction before the root (an exporter's
+#: banner, a stylesheet) with no ``<`` in it: so no track or point tag
+#: (:data:`_START`) in it either, and the framed reader's head holds it
+#: whole. expat checks it is well-formed (no ``--`` in a comment); a
+#: second XML declaration is left to the framed reader.
+_MISC = re.compile(f"{_S}*(?:<!--[^<]*?-->|<\\?(?![xX][mM][lL]{_S})[^<]*?\\?>)".encode())
 _ROOT = re.compile(f"{_S}*<([^ \\t\\r\\n/>:]+:)?gpx[ \\t\\r\\n/>]".encode())
 
 
@@ -631,16 +638,19 @@ def _cut(text: bytes, prefix: bytes) -> int:
 
 
 def _prolog(text: bytes) -> int:
-    """Where the scan of a file's text begins: after a byte-order mark and
-    an XML declaration, which must name UTF-8 or no encoding."""
+    """Where the scan of a file's text begins: after a byte-order mark, an
+    XML declaration, which must name UTF-8 or no encoding, and comments and
+    processing instructions with no ``<`` in them (:data:`_MISC`)."""
     start = len(codecs.BOM_UTF8) if text.startswith(codecs.BOM_UTF8) else 0
     decl = _DECLARATION.match(text, start)
-    if decl is None:
-        return start
-    encoding = _ENCODING.search(decl.group())
-    if encoding is not None and encoding.group(1).lower() != b"utf-8":
-        raise _Unusual
-    return decl.end()
+    if decl is not None:
+        encoding = _ENCODING.search(decl.group())
+        if encoding is not None and encoding.group(1).lower() != b"utf-8":
+            raise _Unusual
+        start = decl.end()
+    while (misc := _MISC.match(text, start)) is not None:
+        start = misc.end()
+    return start
 
 
 # ------------------------------------------------------- the reference reader
@@ -860,6 +870,32 @@ def framed_rows(path: Path, damage: Any = None) -> Iterator[list[Row]]:
         yield batch
 
 
+def check_head(path: Path) -> None:
+    """Refuse the file from its head alone, before any record: its bytes
+    before the first track or point tag (:data:`_START`), as
+    :func:`framed_rows` reads them (the prolog, the root's start tag, the
+    metadata: the envelope). ValueError (quoting nothing) where the head has
+    no ``<gpx>`` root, is not well-formed, is not in UTF-8 or a one-byte
+    encoding, or runs past :data:`_SEGMENT` bytes; :func:`framed_rows`
+    raises the same there, at its first segment. OSError when the file
+    cannot be read."""
+    buf = b""
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(_BLOCK)
+            # a match is at most 4,104 bytes long: it may begin in the last block read
+            found = _START.search(buf + data, max(len(buf) - 8192, 0))
+            buf += data
+            if found is not None:
+                buf = buf[: found.start()]
+                break
+            if len(data) < _BLOCK:
+                break
+            if len(buf) > _SEGMENT:
+                raise ValueError("not a GPX file (no <gpx> root element in its first bytes)")
+    _head(buf)
+
+
 def _head(data: bytes) -> str | None:
     """The encoding the XML declaration of the file's head names (None:
     UTF-8); ValueError where the head has no ``<gpx>`` root or is not in
@@ -894,4 +930,4 @@ def _segment_row(got: _Segment, track: int | None) -> Row:
     return lon, lat, bad_lon or bad_lat, got.texts.get("time"), ele, track
 
 
-__all__ = ["CHUNK", "COLUMNS", "Chunk", "Row", "chunks", "columns", "framed_rows", "tree_rows"]
+__all__ = ["CHUNK", "COLUMNS", "Chunk", "Row", "check_head", "chunks", "columns", "framed_rows", "tree_rows"]

@@ -1219,8 +1219,11 @@ def _open_features(
 
 def _check_envelope(path: Path, fmt: FileFormat) -> None:
     """Refuse, before a record is read, a GeoJSON file whose first
-    character is not ``{`` or a GPX file whose first is not ``<``: the
-    envelope around the records, not a record."""
+    character is not ``{`` or a GPX file whose first is not ``<``, or whose
+    head (its bytes before the first track or point tag) has no ``<gpx>``
+    root or is not well-formed (:func:`gpxfile.check_head`): the envelope
+    around the records, not a record. A file of a trace folder is not
+    checked here: one unit's file that is not GPX drops its own rows."""
     if fmt.kind == "plt":
         return
     try:
@@ -1238,6 +1241,13 @@ def _check_envelope(path: Path, fmt: FileFormat) -> None:
             f"{path}: cannot read as {_FEATURE_NAMES[fmt.kind]}: it does not begin with "
             f"{want.decode()!r} ({'a JSON object' if want == b'{' else 'XML'})"
         )
+    if fmt.kind == "gpx":
+        try:
+            gpxfile.check_head(path)  # its root, from the bytes before any track or point
+        except ValueError as exc:
+            raise ValueError(f"{path}: cannot read as GPX: {exc}") from None
+        except OSError as exc:
+            raise _io_error(str(path), _FEATURE_NAMES[fmt.kind], exc) from None
 
 
 #: The columns of the formats whose columns are the format's, by kind, with their Arrow types.

@@ -78,18 +78,30 @@ class BlockCounts:
     missing_unit : int
         Rows, neither malformed nor unparseable, whose privacy unit is
         missing; they read as NaN.
+    dropped : int
+        Rows the per-record rule drops: a coordinate missing or not finite
+        (the three above included), or no unit. Counted by the Dask
+        backend's partitions (its ``input_counts``); the in-memory path
+        counts them from the points it holds.
+    no_period : int
+        Rows of a time window (a series' read) whose time is missing, not a
+        time, or outside the horizon: dropped from the series.
     """
 
     rows: int = 0
     unparseable: int = 0
     malformed: int = 0
     missing_unit: int = 0
+    dropped: int = 0
+    no_period: int = 0
 
     def add(self, other: BlockCounts) -> BlockCounts:
         self.rows += other.rows
         self.unparseable += other.unparseable
         self.malformed += other.malformed
         self.missing_unit += other.missing_unit
+        self.dropped += other.dropped
+        self.no_period += other.no_period
         return self
 
 

@@ -140,6 +140,13 @@ def clipping_counts(X: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> dict
     return {"n_bad": n_bad, "n_ok": X.shape[0] - n_bad, "outside": outside, "below": below, "above": above}
 
 
+def dropped_note(n_bad: int, units: bool) -> str:
+    """The private note of the rows the per-record rule drops (``units``:
+    a person-level read, where a row with no unit is dropped too)."""
+    unit = " or no unit" if units else ""
+    return f"{n_bad:,} row(s) with missing or non-finite values{unit} are dropped"
+
+
 def note_clipping(
     pts: Points, notes: Notes, bounds_in: list[float] | None = None, counts: dict | None = None
 ) -> None:
@@ -154,8 +161,7 @@ def note_clipping(
         return
     c = clipping_counts(X, pts.lower, pts.upper) if counts is None else counts
     if c["n_bad"]:
-        unit = "" if pts.units is None else " or no unit"
-        notes(f"{c['n_bad']:,} row(s) with missing or non-finite values{unit} are dropped")
+        notes(dropped_note(c["n_bad"], pts.units is not None))
     outside, n_ok = c["outside"], max(c["n_ok"], 1)
     if not outside:
         return

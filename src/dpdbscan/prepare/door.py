@@ -56,7 +56,7 @@ from ..geometry.projection import check_lonlat_names, default_geo_columns
 from ..params.validation import check_array
 from ..traces import parse_times
 from .box import Box, public_box, split_bounds
-from .clipping import BlockPrep, note_clipping
+from .clipping import BlockPrep, dropped_note, note_clipping
 from .notes import Notes
 from .prepared import Points, Transform
 
@@ -549,6 +549,8 @@ def say_counted(path: Any, pts: Points, counts: BlockCounts | None, notes: Notes
     for line in tally.notes():
         notes(line)
     _say_rows(path, counts.rows, d, pts.names, notes)
+    if counts.dropped:  # after the rows read, as the in-memory path says it (note_clipping)
+        notes(dropped_note(counts.dropped, pts.unit_name is not None))
 
 
 def note_id_columns(schema_names: Sequence[str] | None, chosen: Sequence[str] | None) -> None:

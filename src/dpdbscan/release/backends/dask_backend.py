@@ -124,31 +124,54 @@ def frame_values(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.nda
 
 # A partition's result is (keys, counts, tally); the tally is
 # [partitions, rows read, rows with unparseable values, malformed lines,
-# rows whose privacy unit is missing, gzip files cut part-way, their rows],
-# summed by the merges, so the driver can check that every partition was
-# merged exactly once.
+# rows whose privacy unit is missing, gzip files cut part-way, their rows,
+# rows dropped by the per-record rule (a coordinate missing or not finite,
+# or no unit), rows of a time window whose time is in no period], summed
+# by the merges, so the driver can check that every partition was merged
+# exactly once.
 def _tally(
-    rows: int, unparseable: int = 0, malformed: int = 0, missing_unit: int = 0, cut: bool = False
+    rows: int,
+    unparseable: int = 0,
+    malformed: int = 0,
+    missing_unit: int = 0,
+    cut: bool = False,
+    dropped: int = 0,
+    period: np.ndarray | None = None,
 ) -> np.ndarray:
+    no_period = 0 if period is None else int(np.count_nonzero(period < 0))
     return np.array(
-        [1, rows, unparseable, malformed, missing_unit, int(cut), rows if cut else 0], dtype=np.int64
+        [1, rows, unparseable, malformed, missing_unit, int(cut), rows if cut else 0, dropped, no_period],
+        dtype=np.int64,
     )
+
+
+def _dropped(X: Any, unit: np.ndarray | None = None) -> int:
+    """The rows of ``X`` the per-record rule drops (:func:`dpdbscan.release.bounding.kept_keys`,
+    ``clean_points``): a coordinate missing or not finite, or (``unit``: its
+    presence) no unit. The in-memory path's total note counts the same
+    (:func:`dpdbscan.prepare.clipping.clipping_counts`' ``n_bad``)."""
+    X = np.asarray(X, dtype=np.float64)
+    keep = np.isfinite(X).all(axis=1) if X.ndim == 2 else np.ones(len(X), dtype=bool)
+    if unit is not None:
+        keep &= unit
+    return int(keep.size - np.count_nonzero(keep))
 
 
 def _frame_part(grid, frame, columns):
     X, bad = frame_points(frame, columns)
-    return (*count_block(grid, X), _tally(len(X), bad))
+    return (*count_block(grid, X), _tally(len(X), bad, dropped=_dropped(X)))
 
 
 def _array_part(grid, block):
-    return (*count_block(grid, block), _tally(len(block)))
+    return (*count_block(grid, block), _tally(len(block), dropped=_dropped(block)))
 
 
 def _csv_part(grid, data: Any, layout: CsvLayout, header: list | None, first: bool, where: str):
     """Count one block of CSV text (:func:`_csv_body`)."""
     body, cut = _csv_body(data, layout, header, first, where)
     X, counts = parse_block(body, layout)
-    return (*count_block(grid, X), _tally(counts.rows, counts.unparseable, counts.malformed, cut=cut))
+    tally = _tally(counts.rows, counts.unparseable, counts.malformed, cut=cut, dropped=_dropped(X))
+    return (*count_block(grid, X), tally)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -389,8 +412,14 @@ def _frame_rows(frame, columns, unit, kind, window=None):
     X, bad = frame_values(frame, columns)
     units = unit_array(frame[unit], kind)
     missing = unit_missing(units)
-    tally = _tally(len(frame), int(bad.sum()), missing_unit=int(np.count_nonzero(missing & ~bad)))
     period = None if window is None else np.asarray(window[1](frame[window[0]]), dtype=np.int64)
+    tally = _tally(
+        len(frame),
+        int(bad.sum()),
+        missing_unit=int(np.count_nonzero(missing & ~bad)),
+        dropped=_dropped(X, ~missing),
+        period=period,
+    )
     return X, units, ~missing, period, tally
 
 
@@ -399,7 +428,7 @@ def _array_pairs(grid, block, units, kind):
     X = np.asarray(block, dtype=np.float64)
     units = unit_array(np.asarray(units), kind)
     missing = unit_missing(units)
-    tally = _tally(len(X), missing_unit=int(np.count_nonzero(missing)))
+    tally = _tally(len(X), missing_unit=int(np.count_nonzero(missing)), dropped=_dropped(X, ~missing))
     return _pairs(grid, X, units, ~missing, kind), tally
 
 
@@ -421,10 +450,13 @@ def _csv_rows(data, layout, header, first, where, window=None):
     also = () if window is None else (window[0],)
     X, units, counts, fields = parse_rows(body, dataclasses.replace(layout, also=layout.also + also))
     units = unit_array(units, "text")
-    tally = _tally(counts.rows, counts.unparseable, counts.malformed, counts.missing_unit, cut=cut)
+    dropped = _dropped(X, ~unit_missing(units))
     period = None
     if window is not None:
         period = np.asarray(window[1](fields[-1]), dtype=np.int64)
+    tally = _tally(
+        counts.rows, counts.unparseable, counts.malformed, counts.missing_unit, cut, dropped, period
+    )
     return X, units, ~unit_missing(units), period, tally
 
 
@@ -945,7 +977,7 @@ class DaskBackend:
             unit = units if isinstance(units, str) else None
             cols = coordinate_columns(X.columns, X.dtypes, self.read.columns, grid.d, unit)
             points, bad = frame_points(X, cols)
-            self.input_counts = BlockCounts(rows=len(points), unparseable=bad)
+            self.input_counts = BlockCounts(rows=len(points), unparseable=bad, dropped=_dropped(points))
             return points, (read_units(X[unit]) if unit is not None else units)
         if isinstance(X, np.ndarray):
             if isinstance(units, str):
@@ -1370,7 +1402,9 @@ def _input_counts(tally: np.ndarray) -> BlockCounts:
     t = [int(v) for v in np.asarray(tally)]
     if t[5]:
         warnings.warn(cut_note(t[6], t[5]), PrivateNoteWarning, stacklevel=4)
-    return BlockCounts(rows=t[1], unparseable=t[2], malformed=t[3], missing_unit=t[4])
+    return BlockCounts(
+        rows=t[1], unparseable=t[2], malformed=t[3], missing_unit=t[4], dropped=t[7], no_period=t[8]
+    )
 
 
 def check_tally(tally: np.ndarray, n_partitions: int) -> None:

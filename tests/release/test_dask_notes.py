@@ -1,0 +1,82 @@
+"""The Dask path says what it read and dropped in the in-memory path's
+private lines, for the same file: the rows with a value that is not a
+number, the malformed lines, the rows with no unit, the rows read, and the
+total the per-record rule drops ("N row(s) with missing or non-finite values
+or no unit are dropped"), which the Dask tally did not count (a non-finite
+value, an empty field) and so never said."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+pa = pytest.importorskip("pyarrow")
+import pyarrow.parquet as pq  # noqa: E402
+
+import dpdbscan.cli.fit as cli_fit  # noqa: E402
+
+from clirun import run  # noqa: E402
+
+SECRET = "SECRET-NOTE-9"
+FIT = ["--eps", "0.05", "--min-samples", "10", "--epsilon", "1", "--bounds", "0", "0", "1", "1",
+       "--seed", "1", "--no-png"]  # fmt: skip
+UNIT = ["--unit", "unit", "--max-cells-per-unit", "2", "--delta", "1e-6"]
+
+
+@pytest.fixture
+def on_client(client, monkeypatch):
+    """``--backend dask`` on the test cluster, with small CSV blocks (several partitions)."""
+    made = cli_fit.dask_backend
+
+    def backend(opts):
+        b = made(opts)
+        b.client, b.blocksize = client, 20_000
+        return b
+
+    monkeypatch.setattr(cli_fit, "dask_backend", backend)
+
+
+def points(n=3000):
+    rng = np.random.default_rng(0)
+    return rng.normal(0.5, 0.1, (n, 2)), [f"u{i % 40}" for i in range(n)]
+
+
+def csv_file(tmp_path):
+    X, units = points()
+    lines = ["x,y,unit"] + [f"{a!r},{b!r},{u}" for (a, b), u in zip(X.tolist(), units)]
+    # spread over the blocks: a non-finite value, NaN, an empty field, text, a malformed line, no unit
+    bad = ["0.5,inf,u1", "nan,0.5,u1", "0.5,,u1", f"0.5,{SECRET},u1", "0.5,0.5", "0.5,0.5,", "-inf,1e400,u3"]
+    for k, line in enumerate(bad):
+        lines[1 + 400 * k + 7] = line
+    path = tmp_path / "p.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path, ["--header", "--columns", "x", "y"]
+
+
+def parquet_file(tmp_path):
+    X, units = points()
+    X[[5, 900, 2100]] = [[np.nan, 0.5], [np.inf, 0.5], [0.5, -np.inf]]
+    unit = pa.array([None if i in (17, 2500) else u for i, u in enumerate(units)], type=pa.string())
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"x": X[:, 0], "y": X[:, 1], "unit": unit}), path)
+    return path, ["--columns", "x", "y"]
+
+
+@pytest.mark.parametrize("make", [csv_file, parquet_file])
+@pytest.mark.parametrize("level", ["event", "unit"])
+def test_a_dask_fit_prints_the_in_memory_private_lines(tmp_path, capsys, on_client, make, level):
+    path, how = make(tmp_path)
+    extra = UNIT if level == "unit" else []
+
+    def private(*backend):
+        out_dir = tmp_path / (backend[-1] if backend else "memory")
+        rc, out, err = run(capsys, "fit", path, *how, *FIT, *extra, *backend, "--out-dir", out_dir)
+        assert rc == 0, err
+        assert SECRET not in out + err
+        return [line for line in err.splitlines() if line.startswith("[private")]
+
+    memory, dask = private(), private("--backend", "dask")
+    total = [line for line in dask if "row(s) with missing or non-finite values" in line]
+    assert len(total) == 1, dask
+    assert memory == dask
