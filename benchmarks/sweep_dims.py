@@ -41,13 +41,13 @@ import resource
 import statistics
 import subprocess
 import sys
-import time
 import warnings
 from typing import Any
 
 import numpy as np
 
 from . import blobs_nd
+from .survey_dims import _timed
 
 SHAPES = ("blobs", "aniso", "elongated", "uneven", "bg30")
 #: the issue's bar
@@ -75,17 +75,6 @@ def cases(dims: list[int], scales: list[float], shapes: list[str], n: int, sizes
     out = [{"d": d, "scale": s, "shape": sh, "n": n} for d in dims for s in scales for sh in shapes]
     out += [{"d": d, "scale": 1.0, "shape": "blobs", "n": m} for d in dims for m in sizes if m != n]
     return out
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def _timed(fn: Any) -> tuple[float, float, Any]:
-    c, t = _cpu(), time.perf_counter()
-    out = fn()
-    return _cpu() - c, time.perf_counter() - t, out
 
 
 def one(case: dict, seed: int, rounds: int, options: dict | None = None) -> dict:
