@@ -413,3 +413,83 @@ def test_a_read_that_fails_leaves_no_copy_behind(tmp_path):
     assert res.stdout.split("\n")[-2] == "2 False None", res.stderr
     assert "cannot read" in res.stderr
     assert not (tmp_path / "o").exists() or list((tmp_path / "o").iterdir()) == []
+
+
+@pytest.mark.skipif(forked.shared_file() is None, reason="no shared memory files here")
+def test_staged_arrays_go_as_their_offsets_and_the_others_after_them():
+    """Arrays staged beforehand (Waiting.stage) are named by their offset
+    in the job and not written again; the job's other large arrays follow
+    them in the shared file; the copy reads the same job."""
+    import io
+
+    staged_array = np.arange(400_000, dtype=np.int64)  # 3.2 MB, staged
+    other = np.linspace(0, 1, 200_000)  # 1.6 MB, not staged
+    fd = forked.shared_file()
+    assert fd is not None
+    try:
+        staged = [(0, memoryview(staged_array))]
+        forked._write_shared(fd, staged)
+        job = ({"h": staged_array, "o": other, "s": np.ones(3)}, "z")
+        parts, arrays = forked._packed(job, share=True, staged=staged)
+        assert [(offset, v.nbytes) for offset, v in arrays] == [(3_203_072, other.nbytes)]
+        forked._write_shared(fd, arrays)
+        got = forked._unpacked(io.BufferedReader(io.BytesIO(b"".join(bytes(p) for p in parts))), fd)
+    finally:
+        os.close(fd)
+    assert got[1] == "z"
+    for k, a in job[0].items():
+        np.testing.assert_array_equal(got[0][k], a)
+    # a part of a staged array, or another array of the same size, is not the staged one
+    copy = staged_array.copy()
+    _, arrays = forked._packed((copy,), share=True, staged=staged)
+    assert [(offset, v.nbytes) for offset, v in arrays] == [(3_203_072, copy.nbytes)]
+
+
+@needs_fork
+@pytest.mark.parametrize("room", [True, False])
+def test_a_staged_job_arrives_whole_with_or_without_room(tmp_path, monkeypatch, room):
+    """The copy draws from the arrays staged before the job was sent; when
+    the shared file has no room for them (a full /dev/shm) they go through
+    the pipe instead."""
+    if not room:
+
+        def full(fd, arrays):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(forked, "_write_shared", full)
+
+    def work(job, temp):
+        (big, small), more = job
+        temp.write_text(f"{int(big.sum())} {int(small.sum())} {int(more.sum())}")
+
+    big, small, more = np.arange(1_000_000, dtype=np.int64), np.ones(5), np.arange(300_000, dtype=np.int64)
+    waiting = forked.wait_for_work(lambda: None, work)
+    if waiting is None:
+        pytest.skip("no fork here")
+    forked.take_waiting()
+    waiting.stage((big, small))
+    if waiting.shared is not None:
+        assert [v.nbytes for _, v in waiting.staged] == [big.nbytes]  # the small one goes with the job
+    job = waiting.send(((big, small), more), tmp_path / "a.png")
+    assert job.result().read_text().split() == [str(int(big.sum())), "5", str(int(more.sum()))]
+
+
+@needs_fork
+def test_fit_stages_the_release_before_it_computes_the_outlines(capsys, tmp_path, monkeypatch):
+    """The order the picture's path relies on: write_outputs hands the
+    waiting copy the release's arrays (Waiting.stage) before the spans'
+    outlines are computed, so that they are written beside that work."""
+    seen = []
+    real = forked.Waiting.stage
+
+    def stage(self, part):
+        seen.append(("_outlines" in vars(part), "stats" in vars(part)))
+        return real(self, part)
+
+    monkeypatch.setattr(forked.Waiting, "stage", stage)
+    csv = write_csv(tmp_path / "blobs.csv", blob_points(), label=lambda x, y: int(x > 5))
+    args = ("--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10", "--seed", "0")
+    rc, _, _ = run(capsys, "fit", csv, *args, "--out-dir", tmp_path / "o")
+    assert rc == 0
+    assert seen == [(False, False)]
+    assert (tmp_path / "o" / "blobs.spans.png").exists()

@@ -163,8 +163,12 @@ def _send(
     """Send the waiting copy the release to draw, with the spans' regions,
     outlines and figures (cached on the model, pickled with it): the
     GeoJSON needs them too, and computed once here they are not computed
-    again in the copy. A failure to send is the picture's (``failed``)."""
+    again in the copy. The release's large arrays (its noisy histogram
+    most) are written into the copy's shared memory file first, on a
+    thread, while they are computed (:meth:`~dpdbscan.cli.forked.Waiting.stage`).
+    A failure to send is the picture's (``failed``)."""
     try:
+        waiting.stage(model)
         try:
             model.regions(), model.stats, model.outlines()
         except Exception:  # noqa: BLE001 - met again, and reported, by the GeoJSON and the picture
