@@ -475,21 +475,86 @@ def test_a_staged_job_arrives_whole_with_or_without_room(tmp_path, monkeypatch, 
 
 
 @needs_fork
-def test_fit_stages_the_release_before_it_computes_the_outlines(capsys, tmp_path, monkeypatch):
-    """The order the picture's path relies on: write_outputs hands the
-    waiting copy the release's arrays (Waiting.stage) before the spans'
-    outlines are computed, so that they are written beside that work."""
+def test_fit_sends_the_release_before_its_outlines_and_writes_the_json_last(capsys, tmp_path, monkeypatch):
+    """The order the picture's path relies on (cli/outputs.py): write_outputs
+    stages the release's arrays (Waiting.stage) and sends the release to
+    the waiting copy before the spans' outlines and figures are computed,
+    then the outlines (Forked.follow); with the copy drawing, the JSON is
+    written after the GeoJSON, not beside it."""
+    from dpdbscan.cli import outputs
+
     seen = []
-    real = forked.Waiting.stage
 
-    def stage(self, part):
-        seen.append(("_outlines" in vars(part), "stats" in vars(part)))
-        return real(self, part)
+    def spy(name, real, what=None):
+        def call(*args, **kwargs):
+            seen.append(name if what is None else (name, what(*args)))
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(forked.Waiting, "stage", stage)
+        return call
+
+    bare = lambda model: ("_outlines" in vars(model), "stats" in vars(model))  # noqa: E731
+    monkeypatch.setattr(forked.Waiting, "stage", spy("stage", forked.Waiting.stage, lambda w, m: bare(m)))
+    monkeypatch.setattr(
+        forked.Waiting, "send", spy("send", forked.Waiting.send, lambda w, job, p: bare(job[0]))
+    )
+    monkeypatch.setattr(
+        forked.Forked, "follow", spy("follow", forked.Forked.follow, lambda f, o: type(o).__name__)
+    )
+    monkeypatch.setattr(outputs, "save_geojson", spy("geojson", outputs.save_geojson))
+    monkeypatch.setattr(outputs, "save_model", spy("json", outputs.save_model))
     csv = write_csv(tmp_path / "blobs.csv", blob_points(), label=lambda x, y: int(x > 5))
     args = ("--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10", "--seed", "0")
-    rc, _, _ = run(capsys, "fit", csv, *args, "--out-dir", tmp_path / "o")
-    assert rc == 0
-    assert seen == [(False, False)]
+    rc, _, err = run(capsys, "fit", csv, *args, "--out-dir", tmp_path / "o")
+    assert rc == 0, err
+    assert seen == [
+        ("stage", (False, False)),
+        ("send", (False, False)),
+        ("follow", "Outlines"),
+        "geojson",
+        "json",
+    ]
     assert (tmp_path / "o" / "blobs.spans.png").exists()
+    # with no picture, the JSON is written beside the GeoJSON, as before
+    seen.clear()
+    rc, _, _ = run(capsys, "fit", csv, *args, "--no-png", "--out-dir", tmp_path / "p")
+    assert rc == 0 and seen == ["json", "geojson"]
+
+
+@needs_fork
+def test_a_part_that_follows_the_job_reaches_the_work_where_it_asks(tmp_path):
+    def work(job, temp):
+        temp.write_text(f"{job} then {forked.next_part()}")
+
+    waiting = forked.wait_for_work(lambda: None, work)
+    forked.take_waiting()
+    job = waiting.send("first", tmp_path / "a.png", more=True)
+    job.follow({"second": 2})
+    job.follow("ignored")  # one part only
+    assert job.result().read_text() == "first then {'second': 2}"
+
+
+@needs_fork
+@pytest.mark.parametrize("how", ["result", "cancel", "unpicklable"])
+def test_a_part_that_does_not_follow_ends_the_copys_wait(tmp_path, how):
+    """A job sent with more to follow, and nothing follows (the command
+    failed before, or cannot pickle the part): the copy is not left
+    waiting for it, and says so or is stopped."""
+
+    def work(job, temp):
+        temp.write_text(f"{job} then {forked.next_part()}")
+
+    waiting = forked.wait_for_work(lambda: None, work)
+    forked.take_waiting()
+    job = waiting.send("first", tmp_path / "a.png", more=True)
+    if how == "cancel":
+        job.cancel()
+        assert leftovers(tmp_path) == []
+        return
+    if how == "unpicklable":
+        job.follow(lambda: None)
+        with pytest.raises(RuntimeError, match="PicklingError|AttributeError"):
+            job.result()
+        return
+    with pytest.raises(EOFError):
+        job.result()
+    assert leftovers(tmp_path) == []

@@ -95,10 +95,36 @@ class Forked:
     sender: threading.Thread | None = None
     #: the shared memory file the job's large arrays went through (closed with the copy)
     shared: int | None = None
+    #: the pipe a part that follows the job goes through (:meth:`follow`), until it is sent
+    orders: int | None = None
+
+    def follow(self, part: Any) -> None:
+        """Send the copy a part of its job that follows it (sent with
+        ``more=True``: :meth:`Waiting.send`), which the copy's work reads
+        with :func:`next_part` when it needs it: pickled here, written on a
+        thread once the job is. A second call does nothing."""
+        if self.orders is None:
+            return
+        fd, self.orders = self.orders, None
+        try:
+            data = pickle.dumps(part, protocol=5)
+        except Exception as exc:  # noqa: BLE001 - the copy raises it where it needs the part
+            data = pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"), protocol=5)
+        job = self.sender
+        self.sender = threading.Thread(
+            target=_send_after,
+            args=(job, fd, [_LENGTH.pack(len(data)), data]),
+            name="dpdbscan-send",
+            daemon=True,
+        )
+        self.sender.start()
 
     def result(self) -> Path:
         """Wait for the copy; the temporary file it wrote, or raise what it
-        raised (the temporary file removed)."""
+        raised (the temporary file removed). A part that was to follow the
+        job and was not sent is not coming: the copy reads the end of the
+        pipe instead (:func:`next_part` raises)."""
+        self._end_orders()
         with os.fdopen(self.pipe, "rb") as f:
             report = f.read()
         _, status = os.waitpid(self.pid, 0)
@@ -124,9 +150,18 @@ class Forked:
             os.close(self.pipe)
             os.waitpid(self.pid, 0)
             self.done = True
+        self._end_orders()
         self._join_sender()
         self._close_shared()
         self.temp.unlink(missing_ok=True)
+
+    def _end_orders(self) -> None:
+        # no part follows after all: the pipe is closed once the job is written
+        if self.orders is not None:
+            fd, self.orders = self.orders, None
+            job = self.sender
+            self.sender = threading.Thread(target=_send_after, args=(job, fd, []), daemon=True)
+            self.sender.start()
 
     def _close_shared(self) -> None:
         if self.shared is not None:
@@ -205,10 +240,11 @@ class Waiting:
             self.started = True
             os.write(self.orders, b"g")
 
-    def send(self, payload: Any, path: Path) -> Forked:
+    def send(self, payload: Any, path: Path, more: bool = False) -> Forked:
         """Hand the copy its job: ``work(payload, temp)``, ``temp`` a
         temporary file beside ``path``; its :meth:`Forked.result` says how
-        it went.
+        it went. ``more``: a part of the job follows (:meth:`Forked.follow`),
+        which the work reads with :func:`next_part`.
 
         The job is pickled here, its arrays out of band (not copied into the
         pickle: :func:`_packed`; the large ones through the shared memory
@@ -229,12 +265,13 @@ class Waiting:
             raise
         sender = threading.Thread(
             target=_send_parts,
-            args=(self.orders, parts, self.shared, shared, self.stager),
+            args=(self.orders, parts, self.shared, shared, self.stager, not more),
             name="dpdbscan-send",
             daemon=True,
         )
         sender.start()
-        return Forked(self.pid, self.reports, temp, sender=sender, shared=self.shared)
+        orders = self.orders if more else None
+        return Forked(self.pid, self.reports, temp, sender=sender, shared=self.shared, orders=orders)
 
     def stage(self, part: Any) -> None:
         """Start writing the large arrays of ``part`` (those of
@@ -360,6 +397,8 @@ def _serve(
         payload, temp = _unpacked(orders, shared)
     except EOFError:
         return 0
+    global _orders
+    _orders = orders
     code = 1
     try:
         work(payload, temp)
@@ -369,6 +408,23 @@ def _serve(
         report = _pickled(exc)
     _write_all(reports, report)
     return code
+
+
+#: In a waiting copy at work: the pipe its job came through (:func:`next_part`).
+_orders: Any = None
+
+
+def next_part() -> Any:
+    """In a waiting copy at work: the part of its job that the command
+    sends after it (:meth:`Forked.follow`), waiting for it. Raises
+    EOFError when none is coming (the command closed the pipe), and what
+    the command could not pickle, as the copy's own error."""
+    if _orders is None:
+        raise EOFError("no part of the job follows here")
+    part = pickle.loads(_read_exactly(_orders, _read_length(_orders)))
+    if isinstance(part, BaseException):
+        raise part
+    return part
 
 
 @contextlib.contextmanager
@@ -475,6 +531,7 @@ def _send_parts(
     shared: int | None = None,
     arrays: list[tuple[int, memoryview]] | None = None,
     stager: _Stager | None = None,
+    close: bool = True,
 ) -> None:
     """Write the large arrays into the shared memory file ``shared`` at
     their offsets, then the pieces to the copy, and close the pipe (on a
@@ -499,6 +556,20 @@ def _send_parts(
                 _write_shared(shared, arrays)
             except OSError:  # no room for it (a small /dev/shm): through the pipe after all
                 parts = _inlined(parts, arrays + (stager.arrays if stager is not None else []))
+        _writev_all(fd, [memoryview(p).cast("B") for p in parts])
+    except OSError:
+        pass
+    finally:
+        if close:
+            os.close(fd)
+
+
+def _send_after(job: threading.Thread | None, fd: int, parts: list[bytes]) -> None:
+    """Once the thread ``job`` has sent the job (and left the pipe
+    open), write ``parts`` (a part that follows, or nothing) and close it."""
+    if job is not None:
+        job.join()
+    try:
         _writev_all(fd, [memoryview(p).cast("B") for p in parts])
     except OSError:
         pass
@@ -664,4 +735,5 @@ __all__ = [
     "JOINABLE",
     "shared_file",
     "collector_paused",
+    "next_part",
 ]
