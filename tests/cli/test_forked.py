@@ -477,10 +477,10 @@ def test_a_staged_job_arrives_whole_with_or_without_room(tmp_path, monkeypatch, 
 @needs_fork
 def test_fit_sends_the_release_before_its_outlines_and_writes_the_json_last(capsys, tmp_path, monkeypatch):
     """The order the picture's path relies on (cli/outputs.py): write_outputs
-    stages the release's arrays (Waiting.stage) and sends the release to
-    the waiting copy before the spans' outlines and figures are computed,
-    then the outlines (Forked.follow); with the copy drawing, the JSON is
-    written after the GeoJSON, not beside it."""
+    stages the release's arrays (Waiting.stage) before the spans' figures
+    and outlines are computed, sends the release to the waiting copy
+    before the outlines, then the outlines (Forked.follow); with the copy
+    drawing, the JSON is written after the GeoJSON, not beside it."""
     from dpdbscan.cli import outputs
 
     seen = []
@@ -508,7 +508,7 @@ def test_fit_sends_the_release_before_its_outlines_and_writes_the_json_last(caps
     assert rc == 0, err
     assert seen == [
         ("stage", (False, False)),
-        ("send", (False, False)),
+        ("send", (False, True)),  # with its figures, which the stage leaves time for
         ("follow", "Outlines"),
         "geojson",
         "json",

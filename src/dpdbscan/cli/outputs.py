@@ -170,15 +170,21 @@ def _send(
     waiting: forked.Waiting, model: SpanModel, picture: dict | None, path: Path, failed: list[str]
 ) -> forked.Forked | None:
     """Send the waiting copy the release to draw as soon as it is made,
-    then the spans' outlines once computed here (the GeoJSON needs them
-    too): the copy draws the rest of the picture meanwhile and takes them
-    last (:mod:`dpdbscan.cli.sentrelease`). The release's large arrays (its
-    noisy histogram most) go into the copy's shared memory file on a
-    thread (:meth:`~dpdbscan.cli.forked.Waiting.stage`). A failure to send
-    is the picture's (``failed``); outlines that fail are the copy's error
-    too, and met again by the GeoJSON."""
+    with the spans' figures, then their outlines once computed here (the
+    GeoJSON needs both): the copy draws the rest of the picture meanwhile
+    and takes the outlines last (:mod:`dpdbscan.cli.sentrelease`). The
+    release's large arrays (its noisy histogram most) go into the copy's
+    shared memory file on a thread first
+    (:meth:`~dpdbscan.cli.forked.Waiting.stage`); the figures are computed
+    meanwhile, before the copy could take the release anyway. A failure
+    to send is the picture's (``failed``); figures or outlines that fail
+    are the copy's error too, and met again by the GeoJSON."""
     try:
         waiting.stage(model)
+        try:
+            _ = model.stats  # cached on the model, pickled with it
+        except Exception:  # noqa: BLE001 - met again, and reported, by the GeoJSON and the picture
+            pass
         drawing = waiting.send((model, picture), path, more=True)
     except BaseException as exc:
         if not isinstance(exc, Exception):  # interrupted: the copy is not left waiting
