@@ -26,7 +26,10 @@ copy by a thread, so that the command writes its other files meanwhile
 even when the copy is still importing. Its large arrays (the noisy
 histogram: 35 MB on Cabs) go through a shared memory file the copy
 inherited at the fork (:func:`shared_file`), which it maps instead of
-reading them through the pipe.
+reading them through the pipe; they are written there as soon as the
+release is made (:meth:`Waiting.stage`). A part of the job can follow it
+(:meth:`Forked.follow`), which the copy reads when it needs it
+(:func:`next_part`): the spans' outlines, which the copy draws last.
 
 Forking is done only where it is safe and useful: on Linux, with at least
 two cores to run on, and when no other Python thread is running (a thread
@@ -281,9 +284,9 @@ class Waiting:
         they then go as their offsets alone (:func:`_packed`). ``fit``
         stages the release as soon as it is made, so that its arrays (40 MB
         on Cabs, 0.03-0.04 s to write, outside the GIL) are written on the
-        other core while the command computes the spans' outlines, rather
-        than after them, on the picture's path, and beside the GeoJSON's
-        Python for the GIL. The arrays must not change until the job is
+        other core while the command computes the spans' figures, rather
+        than after the send, on the picture's path, and beside the
+        GeoJSON's Python for the GIL. The arrays must not change until the job is
         drawn (a release's do not). Once only, before :meth:`send`; nothing
         without a shared file."""
         if self.shared is None or self.closed or self.stager is not None:
