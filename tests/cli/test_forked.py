@@ -558,3 +558,30 @@ def test_a_part_that_does_not_follow_ends_the_copys_wait(tmp_path, how):
     with pytest.raises(EOFError):
         job.result()
     assert leftovers(tmp_path) == []
+
+
+@needs_fork
+def test_a_part_that_follows_waits_for_the_job_while_the_copy_still_prepares(tmp_path):
+    """The job (larger than the pipe holds) and the part that follows are
+    both handed over while the copy is still preparing: the part is
+    written only after the whole job, and the command does not wait."""
+    go = tmp_path / "go"
+
+    def prepare():
+        for _ in range(6000):
+            if go.exists():
+                return
+            time.sleep(0.01)
+
+    def work(job, temp):
+        temp.write_text(f"{int(job.sum())} {forked.next_part()}")
+
+    big = np.arange(60_000, dtype=np.int64)  # 480 kB: in the pipe, past its 64 kB
+    waiting = forked.wait_for_work(prepare, work)
+    forked.take_waiting()
+    started = time.monotonic()
+    job = waiting.send(big, tmp_path / "a.png", more=True)
+    job.follow("then this")
+    assert time.monotonic() - started < 5  # neither call waited for the copy
+    go.touch()
+    assert job.result().read_text() == f"{int(big.sum())} then this"
