@@ -61,3 +61,18 @@ def test_the_drawing_copy_imports_the_drawing_module_at_once_and_no_figure_modul
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True True []"
+
+
+def test_the_drawing_copy_takes_the_sent_release_module_for_nothing_more():
+    # the copy imports cli.sentrelease when the release comes, on the
+    # picture's path: every module it needs is loaded by then (the drawing
+    # module and the command line's forked copies); the command never loads it
+    code = "import sys, dpdbscan.cli.command; print('dpdbscan.cli.sentrelease' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    code = (
+        "import sys, dpdbscan.cli, dpdbscan.render.plotting; before = set(sys.modules); "
+        "import dpdbscan.cli.sentrelease; print(sorted(set(sys.modules) - before))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['dpdbscan.cli.sentrelease']"

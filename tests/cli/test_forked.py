@@ -413,3 +413,175 @@ def test_a_read_that_fails_leaves_no_copy_behind(tmp_path):
     assert res.stdout.split("\n")[-2] == "2 False None", res.stderr
     assert "cannot read" in res.stderr
     assert not (tmp_path / "o").exists() or list((tmp_path / "o").iterdir()) == []
+
+
+@pytest.mark.skipif(forked.shared_file() is None, reason="no shared memory files here")
+def test_staged_arrays_go_as_their_offsets_and_the_others_after_them():
+    """Arrays staged beforehand (Waiting.stage) are named by their offset
+    in the job and not written again; the job's other large arrays follow
+    them in the shared file; the copy reads the same job."""
+    import io
+
+    staged_array = np.arange(400_000, dtype=np.int64)  # 3.2 MB, staged
+    other = np.linspace(0, 1, 200_000)  # 1.6 MB, not staged
+    fd = forked.shared_file()
+    assert fd is not None
+    try:
+        staged = [(0, memoryview(staged_array))]
+        forked._write_shared(fd, staged)
+        job = ({"h": staged_array, "o": other, "s": np.ones(3)}, "z")
+        parts, arrays = forked._packed(job, share=True, staged=staged)
+        assert [(offset, v.nbytes) for offset, v in arrays] == [(3_203_072, other.nbytes)]
+        forked._write_shared(fd, arrays)
+        got = forked._unpacked(io.BufferedReader(io.BytesIO(b"".join(bytes(p) for p in parts))), fd)
+    finally:
+        os.close(fd)
+    assert got[1] == "z"
+    for k, a in job[0].items():
+        np.testing.assert_array_equal(got[0][k], a)
+    # a part of a staged array, or another array of the same size, is not the staged one
+    copy = staged_array.copy()
+    _, arrays = forked._packed((copy,), share=True, staged=staged)
+    assert [(offset, v.nbytes) for offset, v in arrays] == [(3_203_072, copy.nbytes)]
+
+
+@needs_fork
+@pytest.mark.parametrize("room", [True, False])
+def test_a_staged_job_arrives_whole_with_or_without_room(tmp_path, monkeypatch, room):
+    """The copy draws from the arrays staged before the job was sent; when
+    the shared file has no room for them (a full /dev/shm) they go through
+    the pipe instead."""
+    if not room:
+
+        def full(fd, arrays):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(forked, "_write_shared", full)
+
+    def work(job, temp):
+        (big, small), more = job
+        temp.write_text(f"{int(big.sum())} {int(small.sum())} {int(more.sum())}")
+
+    big, small, more = np.arange(1_000_000, dtype=np.int64), np.ones(5), np.arange(300_000, dtype=np.int64)
+    waiting = forked.wait_for_work(lambda: None, work)
+    if waiting is None:
+        pytest.skip("no fork here")
+    forked.take_waiting()
+    waiting.stage((big, small))
+    if waiting.shared is not None:
+        assert [v.nbytes for _, v in waiting.staged] == [big.nbytes]  # the small one goes with the job
+    job = waiting.send(((big, small), more), tmp_path / "a.png")
+    assert job.result().read_text().split() == [str(int(big.sum())), "5", str(int(more.sum()))]
+
+
+@needs_fork
+def test_fit_sends_the_release_before_its_outlines_and_writes_the_json_last(capsys, tmp_path, monkeypatch):
+    """The order the picture's path relies on (cli/outputs.py): write_outputs
+    stages the release's arrays (Waiting.stage) before the spans' figures
+    and outlines are computed, sends the release to the waiting copy
+    before the outlines, then the outlines (Forked.follow); with the copy
+    drawing, the JSON is written after the GeoJSON, not beside it."""
+    from dpdbscan.cli import outputs
+
+    seen = []
+
+    def spy(name, real, what=None):
+        def call(*args, **kwargs):
+            seen.append(name if what is None else (name, what(*args)))
+            return real(*args, **kwargs)
+
+        return call
+
+    bare = lambda model: ("_outlines" in vars(model), "stats" in vars(model))  # noqa: E731
+    monkeypatch.setattr(forked.Waiting, "stage", spy("stage", forked.Waiting.stage, lambda w, m: bare(m)))
+    monkeypatch.setattr(
+        forked.Waiting, "send", spy("send", forked.Waiting.send, lambda w, job, p: bare(job[0]))
+    )
+    monkeypatch.setattr(
+        forked.Forked, "follow", spy("follow", forked.Forked.follow, lambda f, o: type(o).__name__)
+    )
+    monkeypatch.setattr(outputs, "save_geojson", spy("geojson", outputs.save_geojson))
+    monkeypatch.setattr(outputs, "save_model", spy("json", outputs.save_model))
+    csv = write_csv(tmp_path / "blobs.csv", blob_points(), label=lambda x, y: int(x > 5))
+    args = ("--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10", "--seed", "0")
+    rc, _, err = run(capsys, "fit", csv, *args, "--out-dir", tmp_path / "o")
+    assert rc == 0, err
+    assert seen == [
+        ("stage", (False, False)),
+        ("send", (False, True)),  # with its figures, which the stage leaves time for
+        ("follow", "Outlines"),
+        "geojson",
+        "json",
+    ]
+    assert (tmp_path / "o" / "blobs.spans.png").exists()
+    # with no picture, the JSON is written beside the GeoJSON, as before
+    seen.clear()
+    rc, _, _ = run(capsys, "fit", csv, *args, "--no-png", "--out-dir", tmp_path / "p")
+    assert rc == 0 and seen == ["json", "geojson"]
+
+
+@needs_fork
+def test_a_part_that_follows_the_job_reaches_the_work_where_it_asks(tmp_path):
+    def work(job, temp):
+        temp.write_text(f"{job} then {forked.next_part()}")
+
+    waiting = forked.wait_for_work(lambda: None, work)
+    forked.take_waiting()
+    job = waiting.send("first", tmp_path / "a.png", more=True)
+    job.follow({"second": 2})
+    job.follow("ignored")  # one part only
+    assert job.result().read_text() == "first then {'second': 2}"
+
+
+@needs_fork
+@pytest.mark.parametrize("how", ["result", "cancel", "unpicklable"])
+def test_a_part_that_does_not_follow_ends_the_copys_wait(tmp_path, how):
+    """A job sent with more to follow, and nothing follows (the command
+    failed before, or cannot pickle the part): the copy is not left
+    waiting for it, and says so or is stopped."""
+
+    def work(job, temp):
+        temp.write_text(f"{job} then {forked.next_part()}")
+
+    waiting = forked.wait_for_work(lambda: None, work)
+    forked.take_waiting()
+    job = waiting.send("first", tmp_path / "a.png", more=True)
+    if how == "cancel":
+        job.cancel()
+        assert leftovers(tmp_path) == []
+        return
+    if how == "unpicklable":
+        job.follow(lambda: None)
+        with pytest.raises(RuntimeError, match="PicklingError|AttributeError"):
+            job.result()
+        return
+    with pytest.raises(EOFError):
+        job.result()
+    assert leftovers(tmp_path) == []
+
+
+@needs_fork
+def test_a_part_that_follows_waits_for_the_job_while_the_copy_still_prepares(tmp_path):
+    """The job (larger than the pipe holds) and the part that follows are
+    both handed over while the copy is still preparing: the part is
+    written only after the whole job, and the command does not wait."""
+    go = tmp_path / "go"
+
+    def prepare():
+        for _ in range(6000):
+            if go.exists():
+                return
+            time.sleep(0.01)
+
+    def work(job, temp):
+        temp.write_text(f"{int(job.sum())} {forked.next_part()}")
+
+    big = np.arange(60_000, dtype=np.int64)  # 480 kB: in the pipe, past its 64 kB
+    waiting = forked.wait_for_work(prepare, work)
+    forked.take_waiting()
+    started = time.monotonic()
+    job = waiting.send(big, tmp_path / "a.png", more=True)
+    job.follow("then this")
+    assert time.monotonic() - started < 5  # neither call waited for the copy
+    go.touch()
+    assert job.result().read_text() == f"{int(big.sum())} then this"

@@ -704,3 +704,33 @@ def test_the_drawing_copys_short_docstrings_change_no_picture(tmp_path):
     assert said["usual"] == ["True", "True"]
     assert said["alone"] == ["True", "False"]  # the short docstrings were in effect, and undone
     assert (tmp_path / "alone.png").read_bytes() == (tmp_path / "usual.png").read_bytes()
+
+
+def test_the_spans_outlines_are_asked_for_last_and_their_order_changes_no_pixel(model):
+    """fit's drawing copy is sent the outlines after the release
+    (cli/sentrelease.py): plot_spans asks for them only once the rest of
+    the picture is drawn. Adding them last cannot change the picture: no
+    other artist of the axes shares their z-order, and matplotlib draws by
+    z-order (the order of addition only breaks ties)."""
+    import functools
+
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 6))
+    seen = []
+
+    class Late(type(model)):
+        @functools.cached_property
+        def _outlines(self):
+            seen.append((ax.get_title(), [c.get_gid() for c in ax.collections], len(ax.texts)))
+            return super()._outlines
+
+    late = object.__new__(Late)
+    vars(late).update({k: v for k, v in vars(model).items() if k != "_outlines"})
+    plotting.plot_spans(late, ax)
+    ((title, gids, n_texts),) = seen
+    assert title.startswith(f"{model.n_spans} DP span(s)") and n_texts == model.n_spans
+    assert "spans" not in gids
+    spans = _spans(ax)
+    assert [a for a in ax.get_children() if a.get_zorder() == spans.get_zorder()] == [spans]
+    _close(ax)

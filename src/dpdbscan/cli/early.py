@@ -91,13 +91,16 @@ def _prepare() -> None:
 
 
 def _draw(payload: Any, temp: Path) -> None:
-    """In the copy, sent the release: its picture (as
-    :func:`dpdbscan.cli.outputs.draw_sent`)."""
+    """In the copy, sent the release: its picture, the spans' outlines
+    taken from the command last (as :func:`dpdbscan.cli.outputs.draw_sent`)."""
     # lazy: as _prepare's
     from ..render import plotting
 
+    # lazy: as _prepare's (the model's modules, which plotting has imported)
+    from .sentrelease import awaiting_outlines
+
     model, picture = payload
-    plotting.spans_png(model, temp, **(picture or {}))
+    plotting.spans_png(awaiting_outlines(model), temp, **(picture or {}))
 
 
 __all__ = ["draws_picture", "start"]

@@ -26,7 +26,10 @@ copy by a thread, so that the command writes its other files meanwhile
 even when the copy is still importing. Its large arrays (the noisy
 histogram: 35 MB on Cabs) go through a shared memory file the copy
 inherited at the fork (:func:`shared_file`), which it maps instead of
-reading them through the pipe.
+reading them through the pipe; they are written there as soon as the
+release is made (:meth:`Waiting.stage`). A part of the job can follow it
+(:meth:`Forked.follow`), which the copy reads when it needs it
+(:func:`next_part`): the spans' outlines, which the copy draws last.
 
 Forking is done only where it is safe and useful: on Linux, with at least
 two cores to run on, and when no other Python thread is running (a thread
@@ -47,8 +50,8 @@ import struct
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +98,36 @@ class Forked:
     sender: threading.Thread | None = None
     #: the shared memory file the job's large arrays went through (closed with the copy)
     shared: int | None = None
+    #: the pipe a part that follows the job goes through (:meth:`follow`), until it is sent
+    orders: int | None = None
+
+    def follow(self, part: Any) -> None:
+        """Send the copy a part of its job that follows it (sent with
+        ``more=True``: :meth:`Waiting.send`), which the copy's work reads
+        with :func:`next_part` when it needs it: pickled here, written on a
+        thread once the job is. A second call does nothing."""
+        if self.orders is None:
+            return
+        fd, self.orders = self.orders, None
+        try:
+            data = pickle.dumps(part, protocol=5)
+        except Exception as exc:  # noqa: BLE001 - the copy raises it where it needs the part
+            data = pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"), protocol=5)
+        job = self.sender
+        self.sender = threading.Thread(
+            target=_send_after,
+            args=(job, fd, [_LENGTH.pack(len(data)), data]),
+            name="dpdbscan-send",
+            daemon=True,
+        )
+        self.sender.start()
 
     def result(self) -> Path:
         """Wait for the copy; the temporary file it wrote, or raise what it
-        raised (the temporary file removed)."""
+        raised (the temporary file removed). A part that was to follow the
+        job and was not sent is not coming: the copy reads the end of the
+        pipe instead (:func:`next_part` raises)."""
+        self._end_orders()
         with os.fdopen(self.pipe, "rb") as f:
             report = f.read()
         _, status = os.waitpid(self.pid, 0)
@@ -124,9 +153,18 @@ class Forked:
             os.close(self.pipe)
             os.waitpid(self.pid, 0)
             self.done = True
+        self._end_orders()
         self._join_sender()
         self._close_shared()
         self.temp.unlink(missing_ok=True)
+
+    def _end_orders(self) -> None:
+        # no part follows after all: the pipe is closed once the job is written
+        if self.orders is not None:
+            fd, self.orders = self.orders, None
+            job = self.sender
+            self.sender = threading.Thread(target=_send_after, args=(job, fd, []), daemon=True)
+            self.sender.start()
 
     def _close_shared(self) -> None:
         if self.shared is not None:
@@ -194,6 +232,10 @@ class Waiting:
     early: bool = False
     #: a shared memory file both have open (:func:`shared_file`), or None
     shared: int | None = None
+    #: the arrays :meth:`stage` is writing into the shared file, each with its offset
+    staged: list[tuple[int, memoryview]] = field(default_factory=list)
+    #: the thread writing them (joined before the job's pipe is written)
+    stager: _Stager | None = None
 
     def go(self) -> None:
         """Let the copy prepare (import what it needs) now."""
@@ -201,10 +243,11 @@ class Waiting:
             self.started = True
             os.write(self.orders, b"g")
 
-    def send(self, payload: Any, path: Path) -> Forked:
+    def send(self, payload: Any, path: Path, more: bool = False) -> Forked:
         """Hand the copy its job: ``work(payload, temp)``, ``temp`` a
         temporary file beside ``path``; its :meth:`Forked.result` says how
-        it went.
+        it went. ``more``: a part of the job follows (:meth:`Forked.follow`),
+        which the work reads with :func:`next_part`.
 
         The job is pickled here, its arrays out of band (not copied into the
         pickle: :func:`_packed`; the large ones through the shared memory
@@ -216,25 +259,56 @@ class Waiting:
         temp = temp_beside(Path(path), "fork")
         self.closed = True
         try:
-            parts, shared = _packed((payload, temp), self.shared is not None)
+            parts, shared = _packed((payload, temp), self.shared is not None, self.staged)
         except BaseException:
             os.close(self.orders)
+            if self.stager is not None:
+                self.stager.join()
             Forked(self.pid, self.reports, temp, shared=self.shared).cancel()
             raise
         sender = threading.Thread(
             target=_send_parts,
-            args=(self.orders, parts, self.shared, shared),
+            args=(self.orders, parts, self.shared, shared, self.stager, not more),
             name="dpdbscan-send",
             daemon=True,
         )
         sender.start()
-        return Forked(self.pid, self.reports, temp, sender=sender, shared=self.shared)
+        orders = self.orders if more else None
+        return Forked(self.pid, self.reports, temp, sender=sender, shared=self.shared, orders=orders)
+
+    def stage(self, part: Any) -> None:
+        """Start writing the large arrays of ``part`` (those of
+        :data:`_SHARED_MIN` bytes or more that pickling leaves out of band,
+        such as a release's noisy histogram) into the shared memory file
+        now, on a thread, before the job that holds them is sent: there
+        they then go as their offsets alone (:func:`_packed`). ``fit``
+        stages the release as soon as it is made, so that its arrays (40 MB
+        on Cabs, 0.03-0.04 s to write, outside the GIL) are written on the
+        other core while the command computes the spans' figures, rather
+        than after the send, on the picture's path, and beside the
+        GeoJSON's Python for the GIL. The arrays must not change until the job is
+        drawn (a release's do not). Once only, before :meth:`send`; nothing
+        without a shared file."""
+        if self.shared is None or self.closed or self.stager is not None:
+            return
+        buffers: list[pickle.PickleBuffer] = []
+        pickle.dumps(part, protocol=5, buffer_callback=buffers.append)
+        end = 0
+        for b in buffers:
+            view = b.raw()
+            if view.nbytes >= _SHARED_MIN:
+                self.staged.append((end, view))
+                end += -(-view.nbytes // _ALIGN) * _ALIGN
+        if self.staged:
+            self.stager = _Stager(self.shared, self.staged)
 
     def cancel(self) -> None:
         """No job after all: the copy leaves without doing anything."""
         if self.closed:
             return
         self.closed = True
+        if self.stager is not None:
+            self.stager.join()  # it writes into the shared file closed below
         try:
             os.kill(self.pid, signal.SIGTERM)  # it may be importing: no need to wait for that
         except ProcessLookupError:
@@ -326,6 +400,8 @@ def _serve(
         payload, temp = _unpacked(orders, shared)
     except EOFError:
         return 0
+    global _orders
+    _orders = orders
     code = 1
     try:
         work(payload, temp)
@@ -335,6 +411,23 @@ def _serve(
         report = _pickled(exc)
     _write_all(reports, report)
     return code
+
+
+#: In a waiting copy at work: the pipe its job came through (:func:`next_part`).
+_orders: Any = None
+
+
+def next_part() -> Any:
+    """In a waiting copy at work: the part of its job that the command
+    sends after it (:meth:`Forked.follow`), waiting for it. Raises
+    EOFError when none is coming (the command closed the pipe), and what
+    the command could not pickle, as the copy's own error."""
+    if _orders is None:
+        raise EOFError("no part of the job follows here")
+    part = pickle.loads(_read_exactly(_orders, _read_length(_orders)))
+    if isinstance(part, BaseException):
+        raise part
+    return part
 
 
 @contextlib.contextmanager
@@ -363,29 +456,68 @@ def _write_all(fd: int, data: bytes | memoryview) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _packed(job: Any, share: bool = False) -> tuple[list[bytes | memoryview], list[tuple[int, memoryview]]]:
+def _packed(
+    job: Any, share: bool = False, staged: Sequence[tuple[int, memoryview]] = ()
+) -> tuple[list[bytes | memoryview], list[tuple[int, memoryview]]]:
     """``job`` as the pieces :func:`_unpacked` reads: its pickle (protocol
     5) with every large array left out of band, then for each array its
     length and where it is: after it in the pipe (:data:`_INLINE`), or,
     with ``share``, at an offset of the shared memory file when it is
     :data:`_SHARED_MIN` bytes or more. A release holds its noisy histogram,
     tens of MB: sent out of band it is neither copied into the pickle here
-    nor out of it in the copy. Returns the pipe's pieces and the arrays to
-    write into the shared file first, each with its offset."""
+    nor out of it in the copy. ``staged``: arrays already written into the
+    shared file (:meth:`Waiting.stage`), each with its offset; an array of
+    the job that is one of them (the same object, whole) goes as that
+    offset. Returns the pipe's pieces and the other arrays to write into
+    the shared file first, each with its offset (after the staged ones)."""
     buffers: list[pickle.PickleBuffer] = []
     data = pickle.dumps(job, protocol=5, buffer_callback=buffers.append)
     views = [b.raw() for b in buffers]
     parts: list[bytes | memoryview] = [_LENGTH.pack(len(views)), _LENGTH.pack(len(data)), data]
     shared: list[tuple[int, memoryview]] = []
-    end = 0
+    end = _staged_end(staged)
     for v in views:
-        if share and v.nbytes >= _SHARED_MIN:
+        at = _staged_at(v, staged) if share else None
+        if at is not None:
+            parts += [_LENGTH.pack(v.nbytes), _LENGTH.pack(at)]
+        elif share and v.nbytes >= _SHARED_MIN:
             shared.append((end, v))
             parts += [_LENGTH.pack(v.nbytes), _LENGTH.pack(end)]  # see _inlined
             end += -(-v.nbytes // _ALIGN) * _ALIGN
         else:
             parts += [_LENGTH.pack(v.nbytes), _LENGTH.pack(_INLINE), v]
     return parts, shared
+
+
+def _staged_end(staged: Sequence[tuple[int, memoryview]]) -> int:
+    """The first offset of the shared file after the ``staged`` arrays."""
+    return max((at + -(-v.nbytes // _ALIGN) * _ALIGN for at, v in staged), default=0)
+
+
+def _staged_at(view: memoryview, staged: Sequence[tuple[int, memoryview]]) -> int | None:
+    """The offset of ``view`` (a job's out-of-band array) among the
+    ``staged`` arrays: one staged whole from the same object; else None."""
+    for at, v in staged:
+        if view.obj is v.obj and view.nbytes == v.nbytes:
+            return at
+    return None
+
+
+class _Stager(threading.Thread):
+    """Writes arrays into a shared memory file (:meth:`Waiting.stage`);
+    ``failed`` once done if there was no room (:func:`_send_parts` then
+    sends them through the pipe)."""
+
+    def __init__(self, fd: int, arrays: list[tuple[int, memoryview]]) -> None:
+        super().__init__(name="dpdbscan-stage", daemon=True)
+        self.fd, self.arrays, self.failed = fd, arrays, False
+        self.start()
+
+    def run(self) -> None:
+        try:
+            _write_shared(self.fd, self.arrays)
+        except OSError:
+            self.failed = True
 
 
 #: Arrays of at least this many bytes go through the shared memory file.
@@ -401,6 +533,8 @@ def _send_parts(
     parts: list[bytes | memoryview],
     shared: int | None = None,
     arrays: list[tuple[int, memoryview]] | None = None,
+    stager: _Stager | None = None,
+    close: bool = True,
 ) -> None:
     """Write the large arrays into the shared memory file ``shared`` at
     their offsets, then the pieces to the copy, and close the pipe (on a
@@ -414,12 +548,31 @@ def _send_parts(
     it for up to the switch interval each time, so the copy got the release
     only once the GeoJSON was written."""
     try:
+        if stager is not None:
+            stager.join()  # the staged arrays are in the shared file before the copy maps it
+            if stager.failed:
+                parts = _inlined(parts, stager.arrays + (arrays or []))
+                arrays = None
         if arrays:
             assert shared is not None
             try:
                 _write_shared(shared, arrays)
             except OSError:  # no room for it (a small /dev/shm): through the pipe after all
-                parts = _inlined(parts, arrays)
+                parts = _inlined(parts, arrays + (stager.arrays if stager is not None else []))
+        _writev_all(fd, [memoryview(p).cast("B") for p in parts])
+    except OSError:
+        pass
+    finally:
+        if close:
+            os.close(fd)
+
+
+def _send_after(job: threading.Thread | None, fd: int, parts: list[bytes]) -> None:
+    """Once the thread ``job`` has sent the job (and left the pipe
+    open), write ``parts`` (a part that follows, or nothing) and close it."""
+    if job is not None:
+        job.join()
+    try:
         _writev_all(fd, [memoryview(p).cast("B") for p in parts])
     except OSError:
         pass
@@ -585,4 +738,5 @@ __all__ = [
     "JOINABLE",
     "shared_file",
     "collector_paused",
+    "next_part",
 ]

@@ -72,12 +72,13 @@ def write_outputs(
 
     The picture is drawn by a forked copy of the command on the machine's
     other core (:mod:`dpdbscan.cli.forked`: the one ``fit`` left waiting
-    (:func:`wait_to_draw`), sent the release with the spans' outlines and
-    figures computed here once for both GeoJSON and picture, or else one
-    forked now; in this process where forking is not safe), the JSON is
-    written on a second thread once the picture is under way (compressing
-    the noisy histogram runs outside the GIL) and the GeoJSON here, the
-    three at once. GeoJSON and picture go
+    (:func:`wait_to_draw`), sent the release as it is and then the spans'
+    outlines computed here for both GeoJSON and picture (:func:`_send`),
+    or else one forked now; in this process where forking is not safe),
+    the JSON is written on a second thread (compressing the noisy
+    histogram runs outside the GIL), once the picture is under way, and
+    the GeoJSON here. With the waiting copy the JSON follows the GeoJSON;
+    otherwise the three are written at once. GeoJSON and picture go
     to temporary files; they are renamed into place only once the JSON is
     safe on disk, so a failed release leaves no GeoJSON or picture of it
     behind. ``picture`` holds the PNG's ``size`` and ``extent``
@@ -102,7 +103,7 @@ def write_outputs(
     drawing = None
     if waiting is not None:
         # first: the picture is the longest of the three, and the JSON's
-        # thread would hold up the geometry sent with the release for the GIL
+        # thread would hold up the outlines that follow the release for the GIL
         drawing = _send(waiting, model, picture, paths["png"], failed)
     elif want_png:
         drawing = forked.start(paths["png"], draw)  # before any thread of this call starts
@@ -114,7 +115,13 @@ def write_outputs(
             errors.append(exc)
 
     saver = threading.Thread(target=save_json, name="dpdbscan-json")
-    saver.start()
+    # With the waiting copy drawing, the JSON waits for the GeoJSON: the
+    # command's two threads beside the copy would leave the picture, the
+    # longest of the three, two thirds of a core (Cabs: the command ended
+    # 0.1 s later), and written in turn they still end before it.
+    late = waiting is not None
+    if not late:
+        saver.start()
     staged: list[tuple[str, Path]] = []
     try:
         if two_d:
@@ -133,6 +140,8 @@ def write_outputs(
                     staged.append((kind, write_temp(paths[kind], write)))
                 except Exception as exc:  # the release is safe: report, do not lose it
                     failed.append(f"{paths[kind]} ({one_line(exc)})")
+        if late:
+            saver.start()
         if drawing is not None:
             try:
                 staged.append(("png", drawing.result()))
@@ -160,23 +169,38 @@ def write_outputs(
 def _send(
     waiting: forked.Waiting, model: SpanModel, picture: dict | None, path: Path, failed: list[str]
 ) -> forked.Forked | None:
-    """Send the waiting copy the release to draw, with the spans' regions,
-    outlines and figures (cached on the model, pickled with it): the
-    GeoJSON needs them too, and computed once here they are not computed
-    again in the copy. A failure to send is the picture's (``failed``)."""
+    """Send the waiting copy the release to draw as soon as it is made,
+    with the spans' figures, then their outlines once computed here (the
+    GeoJSON needs both): the copy draws the rest of the picture meanwhile
+    and takes the outlines last (:mod:`dpdbscan.cli.sentrelease`). The
+    release's large arrays (its noisy histogram most) go into the copy's
+    shared memory file on a thread first
+    (:meth:`~dpdbscan.cli.forked.Waiting.stage`); the figures are computed
+    meanwhile, before the copy could take the release anyway. A failure
+    to send is the picture's (``failed``); figures or outlines that fail
+    are the copy's error too, and met again by the GeoJSON."""
     try:
+        waiting.stage(model)
         try:
-            model.regions(), model.stats, model.outlines()
+            _ = model.stats  # cached on the model, pickled with it
         except Exception:  # noqa: BLE001 - met again, and reported, by the GeoJSON and the picture
             pass
-    except BaseException:  # interrupted: the copy is not left waiting
-        waiting.cancel()
-        raise
-    try:
-        return waiting.send((model, picture), path)
-    except Exception as exc:  # the release is safe: report, do not lose it
-        failed.append(f"{path} ({one_line(exc)})")
+        drawing = waiting.send((model, picture), path, more=True)
+    except BaseException as exc:
+        if not isinstance(exc, Exception):  # interrupted: the copy is not left waiting
+            waiting.cancel()
+            raise
+        failed.append(f"{path} ({one_line(exc)})")  # the release is safe: report, do not lose it
         return None
+    try:
+        outlines: object = model.outlines()
+    except Exception as exc:  # noqa: BLE001 - met again, and reported, by the GeoJSON
+        outlines = exc
+    except BaseException:
+        drawing.cancel()
+        raise
+    drawing.follow(outlines)
+    return drawing
 
 
 def wait_to_draw() -> bool:
@@ -258,8 +282,13 @@ def start_drawing() -> bool:
 
 
 def draw_sent(payload: tuple[SpanModel, dict | None], temp: Path) -> None:
+    """In the copy, sent the release: its picture, the outlines taken from
+    the command once it has drawn the rest (:mod:`.sentrelease`)."""
+    # lazy: in the drawing copy only
+    from .sentrelease import awaiting_outlines
+
     model, picture = payload
-    draw_spans_png(model, temp, **(picture or {}))
+    draw_spans_png(awaiting_outlines(model), temp, **(picture or {}))
 
 
 #: The order in which the written files are named.

@@ -419,25 +419,6 @@ def plot_spans(
 
     colours = spanplot.span_palette(model, cmap)
     in_view = np.all((stats.upper > lo) & (stats.lower < hi), axis=1)
-    shown = np.flatnonzero(in_view)
-    if shown.size:
-        # one path per span (its polygons, holes and all) in one collection:
-        # a single artist draws fast however many spans there are
-        from matplotlib.collections import PathCollection
-
-        face = [(*colours[s], 0.45) for s in shown]
-        edge = [spanplot.darker(colours[s]) for s in shown]
-        ax.add_collection(
-            PathCollection(
-                span_paths(model, shown, T),
-                facecolors=face,
-                edgecolors=edge,
-                linewidths=0.9,
-                zorder=2,
-                gid="spans",
-            ),
-            autolim=False,
-        )
     small = spanplot.isolated_small_spans(model, stats, in_view, px_per_unit)
     if small.any():
         A = T(stats.anchor[small])
@@ -461,6 +442,29 @@ def plot_spans(
     _set_title(ax, title or f"{model.n_spans} DP span(s)\n{protection_brief(model)}")
     if points is not None and len(points):
         mark_private(ax)
+    shown = np.flatnonzero(in_view)
+    if shown.size:
+        # last: the outlines are the one part the command's drawing copy
+        # may be sent after the release (cli/sentrelease.py), and each
+        # artist has a z-order of its own, so the order they are added in
+        # does not change the picture. One path per span (its polygons,
+        # holes and all) in one collection: a single artist draws fast
+        # however many spans there are
+        from matplotlib.collections import PathCollection
+
+        face = [(*colours[s], 0.45) for s in shown]
+        edge = [spanplot.darker(colours[s]) for s in shown]
+        ax.add_collection(
+            PathCollection(
+                span_paths(model, shown, T),
+                facecolors=face,
+                edgecolors=edge,
+                linewidths=0.9,
+                zorder=2,
+                gid="spans",
+            ),
+            autolim=False,
+        )
     return ax
 
 
