@@ -24,7 +24,10 @@ so every fit is the library's own path, seeded with the scene's seed:
 * ``n40``: the base sized for 2 x ASSUMED_N points (cells x 2, eps x 0.79),
   today's ladder;
 * ``f2c3twof2``: ``f2c3`` with release two (0.1 epsilon, f = 2) from a
-  count of 6,000.
+  count of 6,000;
+* added after the first tune rows (results/scenes/strands-fine-seeds.md,
+  amendment): ``f2c3two`` (release two at f = 3), ``n28twof2`` and
+  ``n28two`` (``n28`` with release two at f = 2 or 3).
 
 Seeds 91,000-91,599 are this study's fresh held-out range: thin scenes
 (:func:`experiments.scenes.thin_scene`, the thin family's own stream, never
@@ -64,6 +67,9 @@ VARIANTS: dict[str, tuple[float | None, int | None, int | None]] = {
     "n28": (2**0.5 * 20_000, 2_000, None),
     "n40": (2.0 * 20_000, 2_000, None),
     "f2c3twof2": (FINE_POINTS, 500, 2),
+    "f2c3two": (FINE_POINTS, 500, 3),
+    "n28twof2": (2**0.5 * 20_000, 2_000, 2),
+    "n28two": (2**0.5 * 20_000, 2_000, 3),
 }
 LEAST = 6_000
 #: this study's fresh held-out seeds (thin scenes)
