@@ -149,7 +149,9 @@ def describe(seeds: Sequence[int]) -> list[dict]:
     return out
 
 
-def gate(rows: dict, variant: str, t_seeds: Sequence[int], g_seeds: Sequence[int], base: str = "today") -> dict:
+def gate(
+    rows: dict, variant: str, t_seeds: Sequence[int], g_seeds: Sequence[int], base: str = "today"
+) -> dict:
     """The tune gate (results/scenes/strands-fine-seeds.md) for ``variant``:
     T's and G's paired means over all their scenes (a scene the variant
     cannot change, 2-D or 3-D from 20,000 points, counts 0), families of T
@@ -161,6 +163,8 @@ def gate(rows: dict, variant: str, t_seeds: Sequence[int], g_seeds: Sequence[int
         return None
 
     def paired(seeds: Sequence[int]) -> tuple[float, int, int, int, int]:
+        if not seeds:
+            return 0.0, 0, 0, 0, 0
         d = np.array([diff(s) or 0.0 for s in seeds])
         fitted = sum(diff(s) is not None for s in seeds)
         return float(d.mean()), len(seeds), fitted, int((d > 0.005).sum()), int((d < -0.005).sum())
@@ -213,7 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             row["variant"] = name
             with args.out.open("a") as fh:
                 fh.write(json.dumps(row) + "\n")
-            print(f"{seed} {name}: {row['ari']:.3f} split {row.get('split')} cpu {row['cpu']:.1f}", file=sys.stderr)
+            print(
+                f"{seed} {name}: {row['ari']:.3f} split {row.get('split')} cpu {row['cpu']:.1f}",
+                file=sys.stderr,
+            )
     return 0
 
 
