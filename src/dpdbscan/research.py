@@ -38,6 +38,8 @@ Post-processing of one release (studies of the density test and the automatic mo
     ``AUTO_MAX_CELLS``: the automatic mode's default cap on its base release's cells.
     ``auto_points_per_cell``: a block in which the automatic mode's points per
     base cell take another value.
+    ``finer_3d_from``: a block in which the automatic mode's 3-D base below a
+    DP count of 20,000 is sized for another number of points.
     ``second_release_where``: a block in which the automatic mode makes its
     release two (docs/privacy.md 4.10) from other DP counts, in other
     dimensions, or with another f (the spirals study).
@@ -182,6 +184,7 @@ __all__ = [
     "auto_base_eps",
     "auto_choose",
     "auto_points_per_cell",
+    "finer_3d_from",
     "second_release_where",
     "dask_backend",
     "density_field",
@@ -257,6 +260,34 @@ def second_release_where(least: dict[int, float], fine: int | None = None) -> It
         yield
     finally:
         autoplan.second_applies, autoplan.SECOND_FINE = old, old_fine
+
+
+@contextmanager
+def finer_3d_from(least: float, points: float, kappa: int | None = None) -> Iterator[None]:
+    """Research: inside the block the automatic mode's 3-D base, where its
+    DP count is at least ``least`` and at most ``sizing.LARGE_N`` (where the
+    library keeps the base for ASSUMED_N), is sized for ``points`` points,
+    with the eps ladder's cap ``kappa`` (default
+    ``autoplan.FINER_CANDIDATE_KAPPA``, the finer base's); elsewhere the
+    library's rule. Public inputs only (d and the DP count); a study of
+    release one's resolution below 20,000 points (the strands-fine study);
+    may change."""
+    old = autoplan.finer_n
+    lo, at = float(least), float(points)
+
+    def finer(estimate: float | None, d: int = 2) -> float | None:
+        if d == 3 and estimate is not None and lo <= estimate <= autoplan.LARGE_N:
+            return at
+        return old(estimate, d)
+
+    old_kappa = autoplan.FINER_CANDIDATE_KAPPA
+    autoplan.finer_n = finer
+    if kappa is not None:
+        autoplan.FINER_CANDIDATE_KAPPA = int(kappa)
+    try:
+        yield
+    finally:
+        autoplan.finer_n, autoplan.FINER_CANDIDATE_KAPPA = old, old_kappa
 
 
 @contextmanager
