@@ -99,6 +99,12 @@ class Peer:
         r = json.loads(line)
         return r["cpu"], r["wall"], (np.load(out) if out else None)
 
+    def labels(self, eps: float, min_samples: int) -> np.ndarray:
+        """The labels of one call (its times dropped)."""
+        out = self.fit(eps, min_samples, labels=True)[2]
+        assert out is not None
+        return out
+
     def close(self) -> None:
         if self._proc.poll() is None:
             os.kill(self._proc.pid, signal.SIGCONT)

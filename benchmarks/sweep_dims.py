@@ -101,7 +101,7 @@ def one(case: dict, seed: int, rounds: int, options: dict | None = None) -> dict
         # the dbscan package in a process of its own (benchmarks/peer.py): its
         # worker threads keep running after a call and would count as ours
         with Peer(X) as other:
-            ref = other.fit(alpha, m, labels=True)[2]  # warm-up
+            ref = other.labels(alpha, m)  # warm-up
             for _ in range(rounds):
                 peer.append(other.fit(alpha, m))
                 ours.append(_timed(lambda: est.fit(X)))
@@ -152,8 +152,8 @@ def reference_moves(
         with Peer(X) as other:
             return reference_moves(X, alpha, ref, other)
     if ref is None:
-        ref = peer.fit(alpha, m, labels=True)[2]
-    return min(float(adjusted_rand_score(ref, peer.fit(alpha * f, m, labels=True)[2])) for f in NEAR)
+        ref = peer.labels(alpha, m)
+    return min(float(adjusted_rand_score(ref, peer.labels(alpha * f, m))) for f in NEAR)
 
 
 def stability(path: str, out: str) -> None:

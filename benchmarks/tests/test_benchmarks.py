@@ -568,6 +568,6 @@ def test_peer_process_uses_no_cpu_between_calls():
         before = _proc_cpu(peer._proc.pid)
         time.sleep(0.5)
         assert _proc_cpu(peer._proc.pid) - before < 0.05
-        assert peer.fit(0.1, 5)[2] is None
+        assert peer.fit(0.1, 5)[2] is None and peer.labels(0.1, 5).shape == (50,)
     with pytest.raises(ValueError, match="no peer function"):
         Peer(X, "nothing")
