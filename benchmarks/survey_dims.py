@@ -4,9 +4,10 @@ benchmark's points, at 0.5, 1, 1.5 and 2 times the benchmark's alpha
 
 Each point runs in a fresh process that makes the points of
 :func:`benchmarks.blobs_nd.points` (30 blobs, 10% background, 1e5 points),
-fits the ``dbscan`` package and dpdbscan (epsilon 1, bounds (0, 1), the
+fits the ``dbscan`` package (in a child process of its own,
+:class:`benchmarks.peer.Peer`) and dpdbscan (epsilon 1, bounds (0, 1), the
 library's defaults, MinPts 20) twice each, interleaved, and reports the
-second fits: user+sys CPU of the process (the ``dbscan`` package's two
+second fits: user+sys CPU of each process (the ``dbscan`` package's two
 threads counted), wall time, the histogram dpdbscan chose and its grid's
 cells, the peak RSS of the process, the ARI of dpdbscan's predict labels
 against DBSCAN's, and the load before and after. ``--subcells`` and
@@ -44,11 +45,15 @@ def _timed(fit: Any) -> tuple[float, float, Any]:
 
 
 def point(d: int, alpha: float, seed: int, extra: dict) -> dict:
-    """Both fits at one point, in this process (the second of each reported)."""
-    import dbscan
+    """Both fits at one point, the ``dbscan`` package in a child process
+    stopped between its calls (:class:`benchmarks.peer.Peer`: its worker
+    threads keep using CPU after a call, which in this process counted as
+    dpdbscan's); the second of each reported."""
     from sklearn.metrics import adjusted_rand_score
 
     from dpdbscan import DPDBSCAN
+
+    from .peer import Peer
 
     X = blobs_nd.points(d, seed)
     m = blobs_nd.MIN_SAMPLES
@@ -57,9 +62,10 @@ def point(d: int, alpha: float, seed: int, extra: dict) -> dict:
     load = os.getloadavg()[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for _ in range(2):
-            runs["dbscan"].append(_timed(lambda: dbscan.DBSCAN(X, eps=alpha, min_samples=m)[0]))
-            runs["dpdbscan"].append(_timed(lambda: est.fit(X)))
+        with Peer(X) as other:
+            for i in range(2):
+                runs["dbscan"].append(other.fit(alpha, m, labels=i == 1))
+                runs["dpdbscan"].append(_timed(lambda: est.fit(X)))
         labels = est.predict(X)
     ref = np.asarray(runs["dbscan"][-1][2])
     return {

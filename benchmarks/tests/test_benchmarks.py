@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -542,3 +543,31 @@ def test_sweep_dims_cases_points_and_misses(tmp_path):
         "histogram": "sparse",
         "max_empty_cells": 65536,
     }
+
+
+def _proc_cpu(pid: int) -> float:
+    """User+sys CPU seconds of process ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_peer_process_uses_no_cpu_between_calls():
+    """The peer (the ``dbscan`` package in benchmarks.sweep_dims) runs in a
+    child process stopped between calls: a stand-in that leaves a thread
+    spinning, as the package's workers do, costs nothing while the parent
+    times its own fits; its calls still answer."""
+    import time
+
+    from benchmarks.peer import Peer
+
+    X = np.random.default_rng(0).random((50, 3))
+    with Peer(X, "busy") as peer:
+        cpu, wall, labels = peer.fit(0.1, 5, labels=True)
+        assert labels is not None and labels.shape == (50,) and cpu >= 0 and wall >= 0
+        before = _proc_cpu(peer._proc.pid)
+        time.sleep(0.5)
+        assert _proc_cpu(peer._proc.pid) - before < 0.05
+        assert peer.fit(0.1, 5)[2] is None and peer.labels(0.1, 5).shape == (50,)
+    with pytest.raises(ValueError, match="no peer function"):
+        Peer(X, "nothing")

@@ -297,3 +297,45 @@ def test_merge_by_blocks_declines_where_it_does_not_apply():
     # 4-D: a block of 2^4 cells is more than the masks hold
     off4 = centre_offsets(4, 12.0)
     assert _block_tables(4, int(np.abs(off4).max()), off4.tobytes()) is None
+
+
+def test_merge_of_all_keys_is_not_held_to_the_pairs_bound(monkeypatch):
+    """A merge of all the keys (``subsets=False``) keeps a spanning forest,
+    memory linear in the keys whatever the pairs, so the bound on pairs
+    held at once (:data:`~dpdbscan.cells.pairs.MAX_PAIRS`) must not send it
+    to the runs, whose intervals are two words per run and key: same_release
+    case 5 (6-D, two sub-cells, 153k core sub-cells, 7,233 runs) asked 17 GB
+    there and died in ``post/merge.py``. Here the bound is lowered below
+    this merge's expected pairs instead of raising the keys to 153k."""
+    import tracemalloc
+
+    from dpdbscan.cells import pairs as pairs_mod
+    from dpdbscan.cells.pairs import forced
+    from dpdbscan.post.merge import SubsetMerge, _runs, centre_offsets, radius_cells2
+
+    rng = np.random.default_rng(5)
+    fine = Grid(np.zeros(6), np.ones(6), 0.45).subdivided(2)
+    offsets = centre_offsets(6, radius_cells2(fine, fine.eps))
+    shape = np.array(fine.shape)
+    centres = np.floor(np.array([0.2, 0.8])[:, None] * shape).astype(np.int64)
+    pts = centres[rng.integers(0, 2, 4000)] + rng.integers(-2, 3, (4000, 6))
+    keys = np.unique(fine.encode(np.clip(pts, 0, shape - 1)))
+    m = keys.size
+    runs = len(_runs(SubsetMerge(fine, keys[:1], offsets).positive))
+    expected = m * m * len(offsets) / fine.n_cells
+    monkeypatch.setattr(pairs_mod, "MAX_PAIRS", int(expected / 2))
+    with forced(False):
+        want = SubsetMerge(fine, keys, offsets).labels()
+    SubsetMerge(fine, keys, offsets, subsets=False).labels()  # the kernels' first call, untraced
+    tracemalloc.start()
+    try:
+        merge = SubsetMerge(fine, keys, offsets, subsets=False)
+        got = merge.labels()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert merge.edges is not None and not merge.intervals
+    assert np.array_equal(got, want) and np.unique(want).size == 2
+    assert peak < 2 * 8 * runs * m / 8, (peak, 2 * 8 * runs * m)
+    # a merge for subsets still holds its pairs within the bound: the runs
+    assert SubsetMerge(fine, keys, offsets).edges is None

@@ -83,7 +83,7 @@ class SubsetMerge:
         runs = _runs(self.positive)
         R = max(int(self.positive.max()), -int(self.positive.min()))
         if codes_fit(grid.d, R) and pairs_cheaper(
-            grid.d, len(runs), keys.size, keys.size, offsets.shape[0], grid.n_cells
+            grid.d, len(runs), keys.size, keys.size, offsets.shape[0], grid.n_cells, held=subsets
         ):
             # many runs (high dimension): the edges themselves, from the
             # pairs of keys within reach (cells/pairs.py)
