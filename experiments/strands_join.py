@@ -1,0 +1,218 @@
+"""Release two's keep rule with a strand's fragments joined along its length,
+from a 3-D DP count of 6,000 (issue 28 item 3; results/scenes/strands-join.md).
+
+One fit per scene, the library's own path with release two made from a 3-D
+DP count of 6,000 (``research.second_release_where({3: 6000})``, the
+spirals study's ``3d6k``) and the scene's seed; the fit's release one model
+and release two's noisy counts are kept, and every keep rule is replayed on
+the same two releases (post-processing: ``sidebyside.split_model`` with the
+recorded counts and the rule's ``pieces_of``), labels from ``predict``:
+
+* ``today``: the library as it is (a separate fit: release one at all of epsilon);
+* ``3d6k``: release two from 6,000 with the shipped keep rule;
+* ``j<gap>a<angle>m<min_cells>``: the join rule (:mod:`dpdbscan.post.strandjoin`).
+
+    PYTHONPATH=src:. python -m experiments.strands_join --seeds 70151,70166 --out R.jsonl
+    python -m experiments.strands_join --gate R.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from dpdbscan import DPDBSCAN
+from dpdbscan.post import sidebyside, strandjoin
+from dpdbscan.research import second_release_where
+
+from . import scene_bench, scenes, spirals_two
+
+#: the join variants: (gap, angle, min_cells)
+JOINS = {
+    f"j{g:g}a{a:g}m{m}": {"gap": g, "angle": a, "min_cells": m}
+    for g in (2.5, 3.5, 5.0, 7.0)
+    for a in (20.0, 30.0, 45.0)
+    for m in (3, 6)
+}
+
+
+@contextlib.contextmanager
+def captured(store: dict) -> Iterator[None]:
+    """Keep release one's model, release two's spec and its noisy counts."""
+    orig = sidebyside.split_model
+
+    def capture(model, counts_of, second):
+        def rec_counts(fine, kids, eps):
+            out = counts_of(fine, kids, eps)
+            store["counts"] = np.asarray(out).copy()
+            return out
+
+        res = orig(model, rec_counts, second)
+        store.update(model=model, second=second)
+        return res
+
+    sidebyside.split_model = capture
+    try:
+        yield
+    finally:
+        sidebyside.split_model = orig
+
+
+def replay(store: dict, pieces) -> object:
+    """The split model of the captured releases under keep rule ``pieces``."""
+    orig = sidebyside.pieces_of
+    sidebyside.pieces_of = pieces
+    try:
+        counts = store["counts"]
+        return sidebyside.split_model(store["model"], lambda *a: counts, store["second"])
+    finally:
+        sidebyside.pieces_of = orig
+
+
+#: the fresh held-out range of this study (``thin_scene``'s generator beyond the
+#: thin splits; the strandsB study uses 91,000-91,599)
+FRESH = range(90_000, 90_600)
+
+
+def scene_of(seed: int):
+    """The thin generator's scene for the fresh range, else ``scene_bench``'s."""
+    if 90_000 <= seed < 92_000:
+        return scenes.thin_scene(seed)
+    return scene_bench.scene_of(seed)
+
+
+def hdbscan_row(seed: int) -> dict:
+    sc = scene_of(seed)
+    t = time.process_time()
+    a = scene_bench.hdbscan_ari(sc)
+    base = {"seed": seed, "d": sc.d, "n": sc.n, "k": sc.k, "tags": " ".join(sorted(sc.tags))}
+    return {**base, "variant": "hdbscan", "ari": a, "cpu": time.process_time() - t}
+
+
+def describe(first: int, count: int) -> list[dict]:
+    """The scenes of seeds first..first+count (descriptions only, no fit)."""
+    out = []
+    for seed in range(first, first + count):
+        sc = scene_of(seed)
+        out.append({"seed": seed, "d": sc.d, "n": sc.n, "k": sc.k, "tags": sorted(sc.tags)})
+    return out
+
+
+def t_rule(r: dict) -> bool:
+    """The spirals study's T/HT rule: spirals or strands, k <= 3, n >= 6,000, 2-D or 3-D below 20,000."""
+    fam = {"spirals", "strands"} & set(r["tags"])
+    return bool(fam) and r["k"] <= 3 and r["n"] >= 6_000 and (r["d"] == 2 or r["n"] < 20_000)
+
+
+def g_rule(r: dict) -> bool:
+    """The spirals study's G/HG rule (on the first 80 seeds): n >= 6,000, 2-D or 3-D below 20,000."""
+    return r["n"] >= 6_000 and (r["d"] == 2 or r["n"] < 20_000)
+
+
+def fit(sc, seed: int):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = time.process_time()
+        est = DPDBSCAN("auto", min_samples="auto", epsilon=1.0, bounds=sc.bounds, random_state=seed)
+        model = est.fit(sc.X).spans_
+        labels = model.predict(sc.X)
+        return model, labels, time.process_time() - t
+
+
+def rows_of(seed: int, joins: dict[str, dict]) -> list[dict]:
+    sc = scene_of(seed)
+    base = {"seed": seed, "d": sc.d, "n": sc.n, "k": sc.k, "tags": " ".join(sorted(sc.tags))}
+    out = []
+    model, labels, cpu = fit(sc, seed)
+    out.append({**base, "variant": "today", "ari": scene_bench.ari(sc.y, labels), "cpu": cpu,
+                "spans": int(model.n_spans)})
+    store: dict = {}
+    with second_release_where({3: 6000}), captured(store):
+        model, labels, cpu = fit(sc, seed)
+    second = (model.auto or {}).get("second") or {}
+    out.append({**base, "variant": "3d6k", "ari": scene_bench.ari(sc.y, labels), "cpu": cpu,
+                "spans": int(model.n_spans), "split": list(second.get("split", []))})
+    if "model" not in store:
+        for name in joins:
+            out.append({**out[-1], "variant": name, "cpu_post": 0.0})
+        return out
+    check = replay(store, sidebyside.pieces_of)
+    same = scene_bench.ari(sc.y, check.predict(sc.X))
+    out[-1]["replay_ari"] = same
+    for name, j in joins.items():
+        t = time.process_time()
+        m = replay(store, lambda span, grid, rec, j=j: strandjoin.pieces_joined(span, grid, rec, j))
+        lab = m.predict(sc.X)
+        post = time.process_time() - t
+        sec = (m.auto or {}).get("second") or {}
+        out.append({**base, "variant": name, "ari": scene_bench.ari(sc.y, lab), "cpu": cpu,
+                    "cpu_post": post, "spans": int(m.n_spans), "split": list(sec.get("split", []))})
+    return out
+
+
+def read(paths: Sequence[Path]) -> dict[tuple[int, str], dict]:
+    return spirals_two.read(paths)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", default="")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--gate", type=Path, nargs="*")
+    ap.add_argument("--list", nargs=2, type=int, metavar=("FIRST", "COUNT"), help="scene descriptions")
+    ap.add_argument("--hdbscan", action="store_true", help="also non-private HDBSCAN rows")
+    args = ap.parse_args(argv)
+    if args.list:
+        for r in describe(*args.list):
+            print(json.dumps(r))
+        return 0
+    if args.gate:
+        print(gate_table(read(args.gate)))
+        return 0
+    assert args.out is not None
+    done = {s for s, _ in read([args.out])} if args.out.exists() else set()
+    for seed in (int(s) for s in args.seeds.split(",") if s):
+        if seed in done:
+            continue
+        rows = rows_of(seed, JOINS)
+        if args.hdbscan:
+            rows.append(hdbscan_row(seed))
+        with args.out.open("a") as fh:
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+        best = max(rows[2:], key=lambda r: r["ari"]) if len(rows) > 2 else rows[-1]
+        print(
+            f"{seed} today {rows[0]['ari']:.3f} 3d6k {rows[1]['ari']:.3f} (replay {rows[1].get('replay_ari')}) "
+            f"best {best['variant']} {best['ari']:.3f}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+#: T and G of the spirals study, their 3-D scenes (2-D scenes: the same release by construction)
+def gate_table(rows: dict[tuple[int, str], dict], base: str = "today") -> str:
+    variants = sorted({v for _, v in rows} - {base, "hdbscan"})
+    out = ["| variant | T paired | T b/w | G paired | fam worst | worst | meets |", "|---|---|---|---|---|---|---|"]
+    for v in variants:
+        g = spirals_two.gate(rows, v, spirals_two.T_SEEDS, spirals_two.G_SEEDS)
+        fam = min((m, f) for f, (m, *_r) in g["families"].items() if not np.isnan(m))
+        ss = [s for s in set(spirals_two.T_SEEDS) | set(spirals_two.G_SEEDS) if (s, v) in rows and (s, base) in rows]
+        diff = {s: rows[(s, v)]["ari"] - rows[(s, base)]["ari"] for s in ss}
+        w = min(diff, key=diff.get)
+        out.append(
+            f"| {v} | {g['T'][0]:+.4f} ({g['T'][1]}) | {g['T'][2]}/{g['T'][3]} | {g['G'][0]:+.4f} ({g['G'][1]}) | "
+            f"{fam[1]} {fam[0]:+.4f} | {diff[w]:+.3f} ({w}) | {g['meets']} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
