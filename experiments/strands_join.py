@@ -30,8 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from dpdbscan import DPDBSCAN
-from dpdbscan.post import sidebyside, strandjoin
-from dpdbscan.research import second_release_where
+from dpdbscan.post import sidebyside
 
 from . import scene_bench, scenes, spirals_two
 
@@ -128,18 +127,37 @@ def fit(sc, seed: int):
 
 
 def rows_of(seed: int, joins: dict[str, dict]) -> list[dict]:
+    # lazy: the held-out runs (--plain) also run on a base tree without these
+    from dpdbscan.post import strandjoin
+    from dpdbscan.research import second_release_where
+
     sc = scene_of(seed)
     base = {"seed": seed, "d": sc.d, "n": sc.n, "k": sc.k, "tags": " ".join(sorted(sc.tags))}
     out = []
     model, labels, cpu = fit(sc, seed)
-    out.append({**base, "variant": "today", "ari": scene_bench.ari(sc.y, labels), "cpu": cpu,
-                "spans": int(model.n_spans)})
+    out.append(
+        {
+            **base,
+            "variant": "today",
+            "ari": scene_bench.ari(sc.y, labels),
+            "cpu": cpu,
+            "spans": int(model.n_spans),
+        }
+    )
     store: dict = {}
     with second_release_where({3: 6000}), captured(store):
         model, labels, cpu = fit(sc, seed)
     second = (model.auto or {}).get("second") or {}
-    out.append({**base, "variant": "3d6k", "ari": scene_bench.ari(sc.y, labels), "cpu": cpu,
-                "spans": int(model.n_spans), "split": list(second.get("split", []))})
+    out.append(
+        {
+            **base,
+            "variant": "3d6k",
+            "ari": scene_bench.ari(sc.y, labels),
+            "cpu": cpu,
+            "spans": int(model.n_spans),
+            "split": list(second.get("split", [])),
+        }
+    )
     if "model" not in store:
         for name in joins:
             out.append({**out[-1], "variant": name, "cpu_post": 0.0})
@@ -153,8 +171,17 @@ def rows_of(seed: int, joins: dict[str, dict]) -> list[dict]:
         lab = m.predict(sc.X)
         post = time.process_time() - t
         sec = (m.auto or {}).get("second") or {}
-        out.append({**base, "variant": name, "ari": scene_bench.ari(sc.y, lab), "cpu": cpu,
-                    "cpu_post": post, "spans": int(m.n_spans), "split": list(sec.get("split", []))})
+        out.append(
+            {
+                **base,
+                "variant": name,
+                "ari": scene_bench.ari(sc.y, lab),
+                "cpu": cpu,
+                "cpu_post": post,
+                "spans": int(m.n_spans),
+                "split": list(sec.get("split", [])),
+            }
+        )
     return out
 
 
@@ -169,6 +196,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--gate", type=Path, nargs="*")
     ap.add_argument("--list", nargs=2, type=int, metavar=("FIRST", "COUNT"), help="scene descriptions")
     ap.add_argument("--hdbscan", action="store_true", help="also non-private HDBSCAN rows")
+    ap.add_argument(
+        "--plain",
+        metavar="LABEL",
+        help="held out: only the library's own fit, its row named LABEL (a tree's)",
+    )
+    ap.add_argument("--heldout", type=Path, nargs="*", help="the held-out gate's table of these rows")
     args = ap.parse_args(argv)
     if args.list:
         for r in describe(*args.list):
@@ -177,7 +210,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.gate:
         print(gate_table(read(args.gate)))
         return 0
+    if args.heldout:
+        print(heldout(read(args.heldout)))
+        return 0
     assert args.out is not None
+    if args.plain:
+        return plain(args, args.plain)
     done = {s for s, _ in read([args.out])} if args.out.exists() else set()
     for seed in (int(s) for s in args.seeds.split(",") if s):
         if seed in done:
@@ -197,14 +235,112 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def plain(args: argparse.Namespace, label: str) -> int:
+    """Held out: each seed's fit by the library on PYTHONPATH (row ``label``),
+    and HDBSCAN (``--hdbscan``) where it has no row yet."""
+    done = set(read([args.out])) if args.out.exists() else set()
+    for seed in (int(s) for s in args.seeds.split(",") if s):
+        rows = []
+        if (seed, label) not in done:
+            sc = scene_of(seed)
+            model, labels, cpu = fit(sc, seed)
+            sec = (model.auto or {}).get("second") or {}
+            base = {"seed": seed, "d": sc.d, "n": sc.n, "k": sc.k, "tags": " ".join(sorted(sc.tags))}
+            rows.append(
+                {
+                    **base,
+                    "variant": label,
+                    "ari": scene_bench.ari(sc.y, labels),
+                    "cpu": cpu,
+                    "spans": int(model.n_spans),
+                    "second": bool(sec),
+                    "join": sec.get("join"),
+                    "split": list(sec.get("split", [])),
+                }
+            )
+        if args.hdbscan and (seed, "hdbscan") not in done:
+            rows.append(hdbscan_row(seed))
+        with args.out.open("a") as fh:
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+        for r in rows:
+            print(
+                f"{seed} {r['variant']}: {r['ari']:.3f} split {r.get('split')} cpu {r['cpu']:.2f}",
+                file=sys.stderr,
+            )
+    return 0
+
+
+#: the held-out sets of results/scenes/strands-join-seeds.md (from ``--list`` descriptions, before any fit)
+HT_SEEDS = (
+    90007, 90040, 90051, 90060, 90085, 90108, 90109, 90112, 90120, 90129,
+    90136, 90137, 90160, 90174, 90175, 90191, 90202, 90220, 90222, 90247,
+    90308, 90309, 90312, 90315, 90319, 90321, 90330, 90356, 90450, 90460,
+    90474, 90476, 90488, 90501, 90507, 90509, 90514, 90517, 90526, 90528,
+    90533, 90540, 90550, 90566, 90568, 90572, 90589,
+)  # fmt: skip
+HG_SEEDS = (
+    90002, 90005, 90006, 90007, 90011, 90016, 90020, 90022, 90023, 90025,
+    90027, 90032, 90033, 90034, 90035, 90036, 90037, 90038, 90040, 90044,
+    90047, 90049, 90051, 90056, 90060, 90061, 90062, 90065, 90067, 90068,
+    90072, 90076, 90077,
+)  # fmt: skip
+
+
+def heldout(rows: dict[tuple[int, str], dict], a: str = "base", b: str = "lever") -> str:
+    """The held-out gate's numbers: per set, a scene not fitted on both trees
+    counts as 0 (the same release by construction), its family from its description."""
+    sets = {
+        "HT": HT_SEEDS,
+        "HG": HG_SEEDS,
+        "C heldout": tuple(s for s in spirals_two.C_SEEDS if s < 30_000),
+        "C close-heldout": tuple(s for s in spirals_two.C_SEEDS if s >= 30_000),
+    }
+    lines = [
+        "| set | scenes (fitted) | paired | better | worse | worst | fitted: base, lever, hdbscan | CPU ratio |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    fams = ["", "| set | family | scenes | paired |", "|---|---|---|---|"]
+    for name, seeds in sets.items():
+        fit_ = [s for s in seeds if (s, a) in rows and (s, b) in rows]
+        if not fit_:
+            continue
+        diff = {s: rows[(s, b)]["ari"] - rows[(s, a)]["ari"] for s in fit_}
+        d = np.array([diff.get(s, 0.0) for s in seeds])
+        means = [
+            np.mean([rows[(s, v)]["ari"] for s in fit_ if (s, v) in rows] or [np.nan])
+            for v in (a, b, "hdbscan")
+        ]
+        ratio = np.median([rows[(s, b)]["cpu"] / max(rows[(s, a)]["cpu"], 1e-9) for s in fit_])
+        w = int(np.argmin(d))
+        lines.append(
+            f"| {name} | {len(seeds)} ({len(fit_)}) | {d.mean():+.4f} | {int((d > 0.005).sum())} | "
+            f"{int((d < -0.005).sum())} | {d[w]:+.3f} ({seeds[w]}) | {means[0]:.3f}, {means[1]:.3f}, {means[2]:.3f} | "
+            f"{ratio:.2f} |"
+        )
+        tags = {s: set(rows[(s, a)]["tags"].split()) if s in diff else scene_of(s).tags for s in seeds}
+        for f in spirals_two.FAMILIES:
+            idx = [i for i, s in enumerate(seeds) if f in tags[s]]
+            if idx:
+                fams.append(f"| {name} | {f} | {len(idx)} | {d[idx].mean():+.4f} |")
+    return "\n".join(lines + fams) + "\n"
+
+
 #: T and G of the spirals study, their 3-D scenes (2-D scenes: the same release by construction)
 def gate_table(rows: dict[tuple[int, str], dict], base: str = "today") -> str:
     variants = sorted({v for _, v in rows} - {base, "hdbscan"})
-    out = ["| variant | T paired | T b/w | G paired | fam worst | worst | meets |", "|---|---|---|---|---|---|---|"]
+    out = [
+        "| variant | T paired | T b/w | G paired | fam worst | worst | meets |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for v in variants:
         g = spirals_two.gate(rows, v, spirals_two.T_SEEDS, spirals_two.G_SEEDS)
         fam = min((m, f) for f, (m, *_r) in g["families"].items() if not np.isnan(m))
-        ss = [s for s in set(spirals_two.T_SEEDS) | set(spirals_two.G_SEEDS) if (s, v) in rows and (s, base) in rows]
+        ss = [
+            s
+            for s in set(spirals_two.T_SEEDS) | set(spirals_two.G_SEEDS)
+            if (s, v) in rows and (s, base) in rows
+        ]
         diff = {s: rows[(s, v)]["ari"] - rows[(s, base)]["ari"] for s in ss}
         w = min(diff, key=diff.get)
         out.append(

@@ -20,8 +20,10 @@ continue each other before the significance and cover tests:
 * joined components (by transitivity) count as one for the significance and
   the side-by-side cover tests, and their cells form one piece.
 
-Everything here reads release two's noisy counts and release one's cells:
-post-processing, no budget and no data.
+The constants (``gap``, ``angle``, ``min_cells``) are the record's
+(``auto["second"]["join"]``; the library's: ``plan.autoplan.SECOND_JOIN``,
+used below a DP count of 20,000). Everything here reads release two's noisy
+counts and release one's cells: post-processing, no budget and no data.
 """
 
 from __future__ import annotations
@@ -31,18 +33,12 @@ import numpy as np
 from ..cells.grid import Grid
 from .sidebyside import main_axis, record_sd
 
-#: The rule's constants (the study's tuned choice): nearest cells at most GAP
-#: fine cells apart, directions within ANGLE degrees, an axis from MIN_CELLS cells.
-JOIN = {"gap": 3.0, "angle": 30.0, "min_cells": 3}
-
 
 def _axis(pts: np.ndarray, w: np.ndarray) -> np.ndarray:
     return main_axis(pts, w)
 
 
-def groups(
-    lab: np.ndarray, arr: np.ndarray, nl: int, gap: float, angle: float, min_cells: int
-) -> np.ndarray:
+def groups(lab: np.ndarray, arr: np.ndarray, nl: int, gap: float, angle: float, min_cells: int) -> np.ndarray:
     """For components 1..nl of ``lab`` (ndimage labels; ``arr`` the noisy
     counts on the same array), the group of each (index 0 unused): joined
     components share a group, the smallest member's label."""
@@ -104,15 +100,13 @@ def groups(
     return parent
 
 
-def pieces_joined(
-    span: dict, grid: Grid, rec: dict, join: dict | None = None
-) -> tuple[np.ndarray, np.ndarray] | None:
+def pieces_joined(span: dict, grid: Grid, rec: dict, join: dict) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`dpdbscan.post.sidebyside.pieces_of` with fragments joined
     (module docstring) before the significance and cover tests: (the kept
     fine cells' coords, the piece of each) where the span is split, else None."""
     from scipy import ndimage
 
-    j = {**JOIN, **(join or {})}
+    j = join
     f = int(span["f"])
     fine_cells, noisy = np.asarray(span["fine"]), np.asarray(span["counts"], dtype=np.int64)
     if fine_cells.shape[0] == 0:
@@ -157,4 +151,4 @@ def pieces_joined(
     return kept + lo, np.searchsorted(big, comp)
 
 
-__all__ = ["JOIN", "groups", "pieces_joined"]
+__all__ = ["groups", "pieces_joined"]
