@@ -1,6 +1,21 @@
 """Release two's keep rule with a strand's fragments joined along its length,
 from a 3-D DP count of 6,000 (issue 28 item 3; results/scenes/strands-join.md).
 
+**The join** (:func:`groups`, :func:`pieces_joined`; research only: its
+held-out gate failed and the library does not use it). Release two
+(:mod:`dpdbscan.post.sidebyside`) keeps the fine cells of at least its
+threshold and takes their components (cells touching by a face, edge or
+corner); where a span holds thin strands side by side, each strand's kept
+cells often fall into fragments along its length and no fragment covers
+the span's extent. The join, before the significance and cover tests:
+each component of at least ``min_cells`` kept fine cells gets an axis (the
+first principal axis of its cells' centres, weighted by their noisy
+counts); two components are joined when their nearest cells are at most
+``gap`` fine cells apart, the step between those cells is within ``angle``
+degrees of every defined axis, and two defined axes are within ``angle`` of
+each other; joined components (by transitivity) count as one. It reads
+the two releases alone (post-processing).
+
 One fit per scene, the library's own path with release two made from a 3-D
 DP count of 6,000 (``research.second_release_where({3: 6000})``, the
 spirals study's ``3d6k``) and the scene's seed; the fit's release one model
@@ -10,7 +25,7 @@ recorded counts and the rule's ``pieces_of``), labels from ``predict``:
 
 * ``today``: the library as it is (a separate fit: release one at all of epsilon);
 * ``3d6k``: release two from 6,000 with the shipped keep rule;
-* ``j<gap>a<angle>m<min_cells>``: the join rule (:mod:`dpdbscan.post.strandjoin`).
+* ``j<gap>a<angle>m<min_cells>``: the join rule (:func:`pieces_joined` below).
 
     PYTHONPATH=src:. python -m experiments.strands_join --seeds 70151,70166 --out R.jsonl
     python -m experiments.strands_join --gate R.jsonl
@@ -26,13 +41,132 @@ import time
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from dpdbscan import DPDBSCAN
-from dpdbscan.post import sidebyside
+from dpdbscan.research import second_release as sidebyside
 
 from . import scene_bench, scenes, spirals_two
+
+
+def _axis(pts: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return sidebyside.main_axis(pts, w)
+
+
+def groups(lab: np.ndarray, arr: np.ndarray, nl: int, gap: float, angle: float, min_cells: int) -> np.ndarray:
+    """For components 1..nl of ``lab`` (ndimage labels; ``arr`` the noisy
+    counts on the same array), the group of each (index 0 unused): joined
+    components share a group, the smallest member's label."""
+    from scipy.spatial import cKDTree
+
+    parent = np.arange(nl + 1)
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    coords = np.argwhere(lab > 0)
+    comp = lab[tuple(coords.T)]
+    w = arr[tuple(coords.T)].astype(np.float64)
+    pts = coords.astype(np.float64)
+    cos_min = float(np.cos(np.radians(angle)))
+    axes: dict[int, np.ndarray | None] = {}
+    cells: dict[int, np.ndarray] = {}
+    for c in range(1, nl + 1):
+        sel = comp == c
+        cells[c] = pts[sel]
+        axes[c] = _axis(pts[sel], w[sel]) if sel.sum() >= min_cells else None
+    tree = cKDTree(pts)
+    pairs = tree.query_pairs(r=gap, output_type="ndarray")
+    if pairs.size == 0:
+        return parent
+    ci, cj = comp[pairs[:, 0]], comp[pairs[:, 1]]
+    cross = ci != cj
+    pairs, ci, cj = pairs[cross], ci[cross], cj[cross]
+    if pairs.size == 0:
+        return parent
+    # per component pair, its nearest cells
+    dist = np.linalg.norm(pts[pairs[:, 0]] - pts[pairs[:, 1]], axis=1)
+    lo, hi = np.minimum(ci, cj), np.maximum(ci, cj)
+    order = np.lexsort((dist, hi, lo))
+    seen: set[tuple[int, int]] = set()
+    for k in order:
+        key = (int(lo[k]), int(hi[k]))
+        if key in seen:
+            continue
+        seen.add(key)
+        u = pts[pairs[k, 1]] - pts[pairs[k, 0]]
+        u = u / max(float(np.linalg.norm(u)), 1e-12)
+        a, b = axes[key[0]], axes[key[1]]
+        defined = [x for x in (a, b) if x is not None]
+        if not defined:
+            continue
+        if any(abs(float(u @ x)) < cos_min for x in defined):
+            continue
+        if a is not None and b is not None and abs(float(a @ b)) < cos_min:
+            continue
+        ra, rb = find(key[0]), find(key[1])
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    for i in range(1, nl + 1):
+        parent[i] = find(i)
+    return parent
+
+
+def pieces_joined(span: dict, grid: Any, rec: dict, join: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`dpdbscan.post.sidebyside.pieces_of` with fragments joined
+    (module docstring) before the significance and cover tests: (the kept
+    fine cells' coords, the piece of each) where the span is split, else None."""
+    from scipy import ndimage
+
+    j = join
+    f = int(span["f"])
+    fine_cells, noisy = np.asarray(span["fine"]), np.asarray(span["counts"], dtype=np.int64)
+    if fine_cells.shape[0] == 0:
+        return None
+    sd2 = sidebyside.record_sd(rec)
+    lo = fine_cells.min(axis=0)
+    shape = tuple((fine_cells.max(axis=0) - lo + 1).tolist())
+    mask = np.zeros(shape, dtype=bool)
+    arr = np.zeros(shape, dtype=np.int64)
+    idx = tuple((fine_cells - lo).T)
+    mask[idx] = True
+    arr[idx] = noisy
+    t = max(float(rec["keep_sds"]) * sd2, float(rec["keep_top"]) * float(np.percentile(noisy, 95)))
+    lab, nl = ndimage.label(mask & (arr >= t), structure=np.ones((3,) * grid.d))
+    if nl < 2:
+        return None
+    grp = groups(lab, arr, nl, float(j["gap"]), float(j["angle"]), int(j["min_cells"]))
+    lab = np.where(lab > 0, grp[lab], 0)
+    ids = np.unique(lab[lab > 0])
+    if ids.size < 2:
+        return None
+    mass = np.asarray(ndimage.sum(arr, lab, index=ids), dtype=np.float64)
+    size = np.asarray(ndimage.sum(np.ones_like(arr), lab, index=ids), dtype=np.float64)
+    big = ids[
+        (mass >= float(rec["mass_share"]) * mass.sum())
+        & (mass >= float(rec["mass_sds"]) * sd2 * np.sqrt(size))
+    ]
+    if big.size < 2:
+        return None
+    kept = np.argwhere(np.isin(lab, big))
+    comp = lab[tuple(kept.T)]
+    width = float(grid.width)
+    centres = grid.lower + (kept + lo + 0.5) * (width / f)
+    coarse = grid.lower + (np.asarray(span["cells"]) + 0.5) * width
+    axis = sidebyside.main_axis(coarse, np.asarray(span["weights"], dtype=np.float64))
+    proj = coarse @ axis
+    extent = max(float(proj.max() - proj.min()) + width, 1e-12)
+    p = centres @ axis
+    cover = min(float(p[comp == b].max() - p[comp == b].min()) / extent for b in big)
+    if cover < float(rec["cover"]):
+        return None
+    return kept + lo, np.searchsorted(big, comp)
+
 
 #: the join variants: (gap, angle, min_cells)
 JOINS = {
@@ -65,7 +199,7 @@ def captured(store: dict) -> Iterator[None]:
         sidebyside.split_model = orig
 
 
-def replay(store: dict, pieces) -> object:
+def replay(store: dict, pieces: Any) -> Any:
     """The split model of the captured releases under keep rule ``pieces``."""
     orig = sidebyside.pieces_of
     sidebyside.pieces_of = pieces
@@ -127,8 +261,6 @@ def fit(sc, seed: int):
 
 
 def rows_of(seed: int, joins: dict[str, dict]) -> list[dict]:
-    # lazy: the held-out runs (--plain) also run on a base tree without these
-    from dpdbscan.post import strandjoin
     from dpdbscan.research import second_release_where
 
     sc = scene_of(seed)
@@ -167,7 +299,7 @@ def rows_of(seed: int, joins: dict[str, dict]) -> list[dict]:
     out[-1]["replay_ari"] = same
     for name, j in joins.items():
         t = time.process_time()
-        m = replay(store, lambda span, grid, rec, j=j: strandjoin.pieces_joined(span, grid, rec, j))
+        m = replay(store, lambda span, grid, rec, j=j: pieces_joined(span, grid, rec, j))
         lab = m.predict(sc.X)
         post = time.process_time() - t
         sec = (m.auto or {}).get("second") or {}
@@ -228,8 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 fh.write(json.dumps(r) + "\n")
         best = max(rows[2:], key=lambda r: r["ari"]) if len(rows) > 2 else rows[-1]
         print(
-            f"{seed} today {rows[0]['ari']:.3f} 3d6k {rows[1]['ari']:.3f} (replay {rows[1].get('replay_ari')}) "
-            f"best {best['variant']} {best['ari']:.3f}",
+            f"{seed} today {rows[0]['ari']:.3f} 3d6k {rows[1]['ari']:.3f} "
+            f"(replay {rows[1].get('replay_ari')}) best {best['variant']} {best['ari']:.3f}",
             file=sys.stderr,
         )
     return 0
@@ -297,7 +429,8 @@ def heldout(rows: dict[tuple[int, str], dict], a: str = "base", b: str = "lever"
         "C close-heldout": tuple(s for s in spirals_two.C_SEEDS if s >= 30_000),
     }
     lines = [
-        "| set | scenes (fitted) | paired | better | worse | worst | fitted: base, lever, hdbscan | CPU ratio |",
+        "| set | scenes (fitted) | paired | better | worse | worst | fitted: base, lever, hdbscan "
+        "| CPU ratio |",
         "|---|---|---|---|---|---|---|---|",
     ]
     fams = ["", "| set | family | scenes | paired |", "|---|---|---|---|"]
@@ -315,8 +448,8 @@ def heldout(rows: dict[tuple[int, str], dict], a: str = "base", b: str = "lever"
         w = int(np.argmin(d))
         lines.append(
             f"| {name} | {len(seeds)} ({len(fit_)}) | {d.mean():+.4f} | {int((d > 0.005).sum())} | "
-            f"{int((d < -0.005).sum())} | {d[w]:+.3f} ({seeds[w]}) | {means[0]:.3f}, {means[1]:.3f}, {means[2]:.3f} | "
-            f"{ratio:.2f} |"
+            f"{int((d < -0.005).sum())} | {d[w]:+.3f} ({seeds[w]}) | "
+            f"{means[0]:.3f}, {means[1]:.3f}, {means[2]:.3f} | {ratio:.2f} |"
         )
         tags = {s: set(rows[(s, a)]["tags"].split()) if s in diff else scene_of(s).tags for s in seeds}
         for f in spirals_two.FAMILIES:
@@ -342,10 +475,10 @@ def gate_table(rows: dict[tuple[int, str], dict], base: str = "today") -> str:
             if (s, v) in rows and (s, base) in rows
         ]
         diff = {s: rows[(s, v)]["ari"] - rows[(s, base)]["ari"] for s in ss}
-        w = min(diff, key=diff.get)
+        w = min(diff, key=lambda s: diff[s])
         out.append(
-            f"| {v} | {g['T'][0]:+.4f} ({g['T'][1]}) | {g['T'][2]}/{g['T'][3]} | {g['G'][0]:+.4f} ({g['G'][1]}) | "
-            f"{fam[1]} {fam[0]:+.4f} | {diff[w]:+.3f} ({w}) | {g['meets']} |"
+            f"| {v} | {g['T'][0]:+.4f} ({g['T'][1]}) | {g['T'][2]}/{g['T'][3]} | "
+            f"{g['G'][0]:+.4f} ({g['G'][1]}) | {fam[1]} {fam[0]:+.4f} | {diff[w]:+.3f} ({w}) | {g['meets']} |"
         )
     return "\n".join(out) + "\n"
 

@@ -223,11 +223,6 @@ class SecondRelease:
         of release two), L2 = sqrt(k) m as release one's (0 for Laplace).
     rho : float
         With Gaussian noise, the rho release two spends (0 for Laplace).
-    join : (float, float, int) or None
-        The keep rule's join of a strand's fragments before its tests (gap
-        in fine cells, angle in degrees, the fewest cells of an axis;
-        :mod:`dpdbscan.post.strandjoin`): below a DP count of 20,000; None:
-        the rule without it.
     """
 
     share: float
@@ -242,7 +237,6 @@ class SecondRelease:
     noise: str
     sigma2: float
     rho: float
-    join: tuple[float, float, int] | None = None
 
     @property
     def sd(self) -> float:
@@ -282,7 +276,7 @@ class ReleaseSpec:
         The automatic mode without a guess of n: the DP count that sized
         the grid (its noise at the budget the count left).
     second : SecondRelease or None
-        The automatic mode in 3-D from a DP count of 6,000: release two
+        The automatic mode in 3-D from a DP count of 20,000: release two
         (:class:`SecondRelease`), whose share of epsilon the histogram's
         noise leaves; None otherwise.
     """

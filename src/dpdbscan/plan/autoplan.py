@@ -48,11 +48,9 @@ COUNT_SHARE = 0.01
 #: least SECOND_MIN_COUNT, release one (the count and the histogram) spends
 #: 1 - SECOND_SHARE of epsilon and release two, the counts of finer cells
 #: inside release one's dense span cells (:mod:`dpdbscan.post.sidebyside`),
-#: the rest. Public: d, the DP count, the noise's family (Laplace). From a
-#: count of 6,000 (the strands-join study, results/scenes/strands-join.md;
-#: 20,000 before it).
+#: the rest. Public: d, the DP count, the noise's family (Laplace).
 SECOND_SHARE = 0.1
-SECOND_MIN_COUNT = 6_000
+SECOND_MIN_COUNT = 20_000
 SECOND_DIMS = 3
 #: Release two's rule (kept by the strands2 study): f (SECOND_FINE), then the selection's,
 #: the keep threshold's, the side-by-side cover's and the significance's
@@ -66,13 +64,6 @@ SECOND_RULE = {
     "mass_share": 0.1,
     "mass_sds": 3.0,
 }
-#: Below a DP count of SECOND_JOIN_BELOW, release two's keep rule first joins
-#: a strand's fragments along its length (:mod:`dpdbscan.post.strandjoin`,
-#: the strands-join study): nearest fine cells at most ``gap`` fine cells
-#: apart, directions within ``angle`` degrees, an axis from ``min_cells``
-#: cells. From that count the shipped rule alone (strands2), as before.
-SECOND_JOIN_BELOW = 20_000
-SECOND_JOIN = {"gap": 3.5, "angle": 45.0, "min_cells": 6}
 #: In geographic mode (lon/lat projected to km) the automatic mode looks for
 #: places: a selected span reaches at most this far across (km), as
 #: ``predict`` draws it. A place (a station, a hotel's entrance, a terminal,
@@ -324,13 +315,6 @@ def second_applies_units(d: int, noise: str, eps: float | str) -> bool:
     return SECOND_UNITS and d == SECOND_DIMS and noise == "gaussian" and eps == "auto"
 
 
-def second_joins(count: float | None) -> bool:
-    """Whether release two's keep rule joins a strand's fragments first
-    (:data:`SECOND_JOIN`): where the DP count is below
-    :data:`SECOND_JOIN_BELOW`. Public: the DP count."""
-    return count is not None and count < SECOND_JOIN_BELOW
-
-
 def second_applies(d: int, count: float | None, noise: str) -> bool:
     """Whether the automatic mode makes release two (:data:`SECOND_SHARE`):
     in ``d`` = 3, Laplace noise (discrete or continuous), a DP count of at
@@ -359,9 +343,6 @@ __all__ = [
     "SECOND_RULE",
     "SECOND_FINE",
     "second_applies",
-    "second_joins",
-    "SECOND_JOIN",
-    "SECOND_JOIN_BELOW",
     "second_applies_units",
     "SECOND_UNITS",
     "SECOND_UNITS_SHARE",

@@ -288,15 +288,6 @@ def _second_rule() -> dict[str, Any]:
     return dict(autoplan.SECOND_RULE)
 
 
-def _second_join(count: float | None) -> tuple[float, float, int] | None:
-    """Release two's join of a strand's fragments (:data:`dpdbscan.plan.autoplan.SECOND_JOIN`)
-    where the DP count is below :data:`~dpdbscan.plan.autoplan.SECOND_JOIN_BELOW`, else None."""
-    if not autoplan.second_joins(count):
-        return None
-    j = autoplan.SECOND_JOIN
-    return (float(j["gap"]), float(j["angle"]), int(j["min_cells"]))
-
-
 def _split_rho(rho: float, share: float) -> tuple[float, float]:
     """(rho of the choice of k, rho of the noise): ``share`` of ``rho`` and the
     rest, rounded so that the two add up to no more than ``rho`` (an epsilon
@@ -422,7 +413,6 @@ def release_spec(
                 noise="discrete",
                 sigma2=0.0,
                 rho=0.0,
-                join=_second_join(size_estimate),
             )
     noise = NoiseSpec.calibrated(kind_noise, epsilon_noise, delta, bound, rhos)
     if epsilon_noise != epsilon:

@@ -122,8 +122,6 @@ def release_two(model: Any, counts_of: FineCounts, second: SecondRelease) -> dic
         "mass_share": float(second.mass_share),
         "mass_sds": float(second.mass_sds),
         "n_fine_cells": int(kids.shape[0]),
-        # below a DP count of 20,000 the keep rule joins a strand's fragments first (post.strandjoin)
-        **({} if second.join is None else {"join": dict(zip(("gap", "angle", "min_cells"), second.join))}),
         "spans": out,
     }
 
@@ -149,13 +147,7 @@ def main_axis(centres: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def pieces_of(span: dict, grid: Grid, rec: dict) -> tuple[np.ndarray, np.ndarray] | None:
     """The keep rule (step 3) on one span's record: (the kept fine cells'
     coords, the piece of each, 0, 1, ...) where the span is split, else
-    None. Post-processing of the two releases. A record with ``join`` (a DP
-    count below 20,000) joins a strand's fragments first
-    (:func:`dpdbscan.post.strandjoin.pieces_joined`)."""
-    if rec.get("join"):
-        from .strandjoin import pieces_joined
-
-        return pieces_joined(span, grid, rec, rec["join"])
+    None. Post-processing of the two releases."""
     # lazy: scipy.ndimage costs 0.2 s of import on every fit and command that never makes release two
     from scipy import ndimage
 
