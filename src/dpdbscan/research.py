@@ -57,6 +57,10 @@ Post-processing of one release (studies of the density test and the automatic mo
     ``levels_scale``: the level of each partition on the stability scale.
     ``ownscale_widen``, ``OWNSCALE_DIMS``: the 2-D own-alpha widening of a
     selection by the larger candidates' (and the dimensions it runs in).
+    ``second_release``: the module of the automatic mode's release two (its
+    record, keep rule, split and ``Grid``); ``second_rule``: the keep rule's
+    constants (a copy): the strands-join study replays the rule on recorded
+    releases.
     ``person_second``: release two at person level on or off inside a block.
     ``span_noise_filter``: the density test's filter of spans that the noise
     alone explains on (the default) or off inside a block; ``noise_spans``:
@@ -111,6 +115,7 @@ from .plan import autoplan
 from .plan import units as unit_plan
 from .plan.autoplan import base_eps as auto_base_eps
 from .post import noisespans, ownscale
+from .post import sidebyside as second_release
 from .post.auto import _parents as span_parents
 from .post.auto import choose as auto_choose
 from .post.coretests import build_spans, core_test
@@ -154,6 +159,8 @@ from .traces.stops import stop_rows
 
 #: The automatic mode's default cap on its base release's cells (the table's).
 AUTO_MAX_CELLS = PARAMETERS["max_cells"].default
+#: Release two's keep rule's constants (``plan.autoplan.SECOND_RULE``), a copy.
+second_rule = dict(autoplan.SECOND_RULE)
 #: The 2-D own-alpha widening (``ownscale.widen``) and the dimensions it runs in.
 ownscale_widen = ownscale.widen
 OWNSCALE_DIMS = ownscale.DIMS
@@ -186,6 +193,8 @@ __all__ = [
     "auto_points_per_cell",
     "finer_3d_from",
     "second_release_where",
+    "second_release",
+    "second_rule",
     "dask_backend",
     "density_field",
     "DensityField",
