@@ -186,6 +186,85 @@ def gate(
     return {"variant": variant, "T": t, "G": g, "families": fams, "cpu_ratio": ratio, "meets": bool(ok)}
 
 
+#: the held-out sets of results/scenes/strands-fine-seeds.md, fixed before any fit
+HT_SEEDS = (
+    91021, 91041, 91050, 91067, 91081, 91100, 91112, 91139, 91147, 91153, 91154, 91157, 91166, 91190,
+    91215, 91217, 91222, 91229, 91233, 91272, 91275, 91297, 91321, 91324, 91334, 91344, 91348, 91366,
+    91369, 91384, 91389, 91404, 91422, 91426, 91479, 91481, 91491, 91495, 91510, 91517, 91531, 91532,
+    91535, 91541, 91591,
+)  # fmt: skip
+HG_SEEDS = (
+    91002, 91015, 91021, 91031, 91037, 91041, 91048, 91050, 91070, 91077, 91081, 91085, 91089, 91090,
+    91093, 91095, 91111, 91124, 91137, 91141, 91144, 91146, 91148, 91150, 91154, 91155, 91156, 91174,
+    91187, 91188, 91198,
+)  # fmt: skip
+HC_SETS = {
+    "heldout": (20004, 20015, 20023, 20024, 20038, 20041, 20044, 20058),
+    "close-heldout": (40012, 40013, 40014, 40024, 40028, 40032, 40033),
+}
+
+
+def heldout(rows: dict, variant: str = "f2c3twof2", base: str = "today") -> dict:
+    """The held-out gates (A), (B), (C), (E) of results/scenes/strands-fine-seeds.md
+    for ``variant`` on ``rows``; a scene with no row of either counts 0 in (A)
+    (2-D, which the variant cannot change) and is reported as missing."""
+
+    def diff(s: int) -> float | None:
+        if (s, variant) in rows and (s, base) in rows:
+            return rows[(s, variant)]["ari"] - rows[(s, base)]["ari"]
+        return None
+
+    def summary(seeds: Sequence[int]) -> dict:
+        fitted = [s for s in seeds if diff(s) is not None]
+        d = np.array([diff(s) or 0.0 for s in seeds]) if seeds else np.zeros(0)
+        fams = {}
+        for f in FAMILIES:
+            fs = [s for s in fitted if f in rows[(s, base)]["tags"].split()]
+            if fs:
+                fams[f] = (float(np.mean([diff(s) for s in fs])), len(fs))
+        worst = min(fitted, key=lambda s: diff(s) or 0.0) if fitted else None
+
+        def mean_of(v: str) -> float | None:
+            xs = [rows[(s, v)]["ari"] for s in fitted if (s, v) in rows]
+            return float(np.mean(xs)) if xs and len(xs) == len(fitted) else None
+
+        return {
+            "scenes": len(seeds),
+            "fitted": len(fitted),
+            "paired": float(d.mean()) if len(d) else 0.0,
+            "better": int((d > 0.005).sum()),
+            "worse": int((d < -0.005).sum()),
+            "worst": (worst, diff(worst)) if worst is not None else None,
+            "families": fams,
+            "base_mean": mean_of(base),
+            "variant_mean": mean_of(variant),
+            "hdbscan_mean": mean_of("hdbscan"),
+            "cpu_ratio": float(
+                np.median([rows[(s, variant)]["cpu"] / max(rows[(s, base)]["cpu"], 1e-9) for s in fitted])
+            )
+            if fitted
+            else None,
+            "split": [s for s in fitted if rows[(s, variant)].get("split")],
+        }
+
+    a, b = summary(HT_SEEDS), summary(HG_SEEDS)
+    c = {name: summary(seeds) for name, seeds in HC_SETS.items()}
+    no_family_down = lambda r: all(m > -0.01 for m, _ in r["families"].values())  # noqa: E731
+    return {
+        "A": a,
+        "A_passes": a["fitted"] == 19
+        and a["paired"] >= 0.02
+        and a["better"] >= 2 * a["worse"]
+        and no_family_down(a),
+        "B": b,
+        "B_passes": b["fitted"] == 31 and b["paired"] >= -0.005 and no_family_down(b),
+        "C": c,
+        "C_passes": all(r["fitted"] == len(HC_SETS[n]) and r["paired"] >= -0.005 for n, r in c.items()),
+        "E_cpu_ratio": a["cpu_ratio"],
+        "E_passes": a["cpu_ratio"] is not None and a["fitted"] == 19 and a["cpu_ratio"] <= 2,
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="", help="comma-separated scene seeds")
@@ -194,7 +273,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--label", default="", help="write rows of `today` under this name (a tree's)")
     ap.add_argument("--list", metavar="FIRST,COUNT", help="describe seeds FIRST.. (JSON lines; no fit)")
     ap.add_argument("--gate", type=Path, nargs="*", help="the tune gate of every variant on these rows")
+    ap.add_argument(
+        "--heldout", type=Path, nargs="*", help="the held-out gates (A), (B), (C), (E) on these rows"
+    )
     args = ap.parse_args(argv)
+    if args.heldout:
+        print(json.dumps(heldout(read(args.heldout)), indent=1))
+        return 0
     if args.gate:
         rows = read(args.gate)
         for v in sorted({v for _, v in rows} - {"today", "hdbscan"}):

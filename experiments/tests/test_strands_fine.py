@@ -74,3 +74,25 @@ def test_the_tune_gate_counts_unfitted_scenes_as_zero_and_fails_a_family_that_lo
     assert not g["meets"]
     rows[(1, "v")] = _row(1, "v", 0.9, "blob")
     assert strands_fine.gate(rows, "v", [0, 1, 7], [2])["meets"]
+
+
+def test_the_held_out_gates_need_every_scene_fitted_and_fail_a_family_that_loses():
+    rows = {}
+    a3 = [s for s in strands_fine.HT_SEEDS if s in strands_fine.HG_SEEDS]  # in both (A) and (B)
+    for s in set(strands_fine.HT_SEEDS[:19]) | set(strands_fine.HG_SEEDS):
+        rows[(s, "today")] = _row(s, "today", 0.5, "strands")
+        rows[(s, "f2c3twof2")] = _row(s, "f2c3twof2", 0.6, "strands")
+    for s in (x for xs in strands_fine.HC_SETS.values() for x in xs):
+        rows[(s, "today")] = _row(s, "today", 0.5)
+        rows[(s, "f2c3twof2")] = _row(s, "f2c3twof2", 0.5)
+    h = strands_fine.heldout(rows)
+    assert h["A"]["fitted"] == 19 and h["A"]["paired"] == pytest.approx(0.1 * 19 / 45)
+    assert h["A_passes"] and h["B_passes"] and h["C_passes"] and h["E_passes"]
+    s = a3[0]  # one blob scene down 0.3: (A)'s and (B)'s blob family fails
+    rows[(s, "today")] = _row(s, "today", 0.9, "blob")
+    rows[(s, "f2c3twof2")] = _row(s, "f2c3twof2", 0.6, "blob")
+    h = strands_fine.heldout(rows)
+    assert h["A"]["families"]["blob"] == (pytest.approx(-0.3), 1)
+    assert not h["A_passes"] and not h["B_passes"] and h["C_passes"]
+    del rows[(strands_fine.HC_SETS["heldout"][0], "f2c3twof2")]  # a scene not run fails (C)
+    assert not strands_fine.heldout(rows)["C_passes"]
