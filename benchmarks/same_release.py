@@ -27,7 +27,10 @@ GeoJSON and PNG files digested.
 
 With ``--tree`` the cases also run in a child process with the other
 tree's ``src`` first on the path, and every digest is compared; the exit
-status is 1 when one differs.
+status is 1 when one differs or a case could not run there. If the other
+tree's child fails (out of memory, say), each case it did not give runs
+alone, and a case that fails alone is reported as not compared with the
+last lines of its error output.
 """
 
 from __future__ import annotations
@@ -366,13 +369,32 @@ def run_case(i: int) -> dict:
     }
 
 
-def _child(tree: Path, cases: list[int]) -> list[dict]:
+def _child(tree: Path, cases: list[int]) -> tuple[list[dict], dict[int, str]]:
+    """The other tree's rows, and for each case it could not give, the last
+    lines of its error output. The cases run in one child; if that child
+    fails, each case it did not give runs alone, so one case that fails
+    there (out of memory, say) does not hide the others."""
     env = dict(os.environ)
     here = Path(__file__).resolve().parents[1]
     env["PYTHONPATH"] = os.pathsep.join([str(tree / "src"), str(here)])
-    args = [sys.executable, "-m", "benchmarks.same_release", "--json", "--only", ",".join(map(str, cases))]
-    out = subprocess.run(args, env=env, capture_output=True, text=True, check=True, cwd=here)
-    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+    def run(some: list[int]) -> tuple[list[dict], str]:
+        args = [sys.executable, "-m", "benchmarks.same_release", "--json", "--only", ",".join(map(str, some))]
+        out = subprocess.run(args, env=env, capture_output=True, text=True, cwd=here)
+        rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+        return rows, "" if out.returncode == 0 else "\n".join(out.stderr.strip().splitlines()[-3:])
+
+    rows, err = run(cases)
+    failed: dict[int, str] = {}
+    if err:
+        done = {r["case"] for r in rows}
+        for i in cases:
+            if i not in done:
+                alone, err = run([i])
+                rows += alone
+                if err and not alone:
+                    failed[i] = err
+    return rows, failed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -390,9 +412,16 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
         return 0
-    theirs = {r["case"]: r for r in _child(a.tree, cases)}
+    rows, failed = _child(a.tree, cases)
+    theirs = {r["case"]: r for r in rows}
     differ = 0
     for i in cases:
+        if i not in theirs:
+            differ += 1
+            print(f"{i:2d} {'':26s} NOT COMPARED: the other tree's run failed", flush=True)
+            for line in failed.get(i, "").splitlines():
+                print(f"   there: {line}", flush=True)
+            continue
         r, t = run_case(i), theirs[i]
         same = r["model"] == t["model"] and r["labels"] == t["labels"]
         differ += not same

@@ -571,3 +571,43 @@ def test_peer_process_uses_no_cpu_between_calls():
         assert peer.fit(0.1, 5)[2] is None and peer.labels(0.1, 5).shape == (50,)
     with pytest.raises(ValueError, match="no peer function"):
         Peer(X, "nothing")
+
+
+def test_same_release_tree_run_survives_a_case_that_fails_there(monkeypatch, tmp_path, capsys):
+    """--tree used to stop at the first case the other tree could not run
+    (check=True) and hide that child's error; now each case it did not give
+    runs alone, and the failing one is reported as not compared."""
+    import subprocess
+    import types
+
+    from benchmarks import same_release
+
+    calls = []
+
+    def row(i):
+        return {"case": i, "name": f"c{i}", "model": f"m{i}", "labels": f"l{i}", "spans": 1, "seconds": 0.0}
+
+    def fake_run(args, **kwargs):
+        cases = [int(c) for c in args[args.index("--only") + 1].split(",")]
+        calls.append(cases)
+        rows, rc = [], 0
+        for i in cases:
+            if i == 1:
+                rc = 1  # the child dies here, as case 5 did out of memory
+                break
+            rows.append(json.dumps(row(i)))
+        return types.SimpleNamespace(
+            returncode=rc, stdout="\n".join(rows), stderr="Traceback\n  ...\nMemoryError" if rc else ""
+        )
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    rows, failed = same_release._child(tmp_path, [0, 1, 2])
+    assert calls == [[0, 1, 2], [1], [2]]
+    assert sorted(r["case"] for r in rows) == [0, 2]
+    assert list(failed) == [1] and failed[1].endswith("MemoryError")
+
+    monkeypatch.setattr(same_release, "run_case", row)
+    assert same_release.main(["--tree", str(tmp_path), "--only", "0,1,2"]) == 1
+    out = capsys.readouterr().out
+    assert "NOT COMPARED" in out and "there: MemoryError" in out
+    assert "2 of 3 cases the same bit for bit" in out
