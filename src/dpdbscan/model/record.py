@@ -100,7 +100,7 @@ class SpanModel:
     histogram: NoisyHistogram | None
     auto: Mapping[str, Any] | None
     metadata: Mapping[str, Any]
-    second: Mapping[str, Any] | None = None
+    second: Mapping[str, Any] | None
 
     @property
     def release_two(self) -> Mapping[str, Any] | None:
