@@ -111,7 +111,9 @@ def hand_model(
         None,
         None,
     )
-    return SpanModel(spans=spans_, spec=spec, release=release, histogram=hist, auto=None, metadata=meta)
+    return SpanModel(
+        spans=spans_, spec=spec, release=release, histogram=hist, auto=None, metadata=meta, second=None
+    )
 
 
 def square(x0, y0, side):

@@ -186,6 +186,7 @@ def fit(
         _warn_slow(fc, stacklevel + 1)
     if n_public is not None:
         _warn_merge(fc, n_public, "n_expected", stacklevel + 1)
+    _in_memory_second(r, backend)
     if accountant is not None:
         charge(accountant, r.release, spend=False)
     if before_release is not None:
@@ -345,6 +346,25 @@ def _ground(model: SpanModel) -> Any:
     """How a ``--geo`` model's eps reads on the ground (metres), for its
     warnings; None for other data, whose lengths are their own."""
     return length_of(model) if (model.metadata or {}).get("projection") else None
+
+
+def _in_memory_second(r: Resolved, backend: Backend | str | None) -> None:
+    """Refuse, before anything is charged or read, a person-level release
+    two (``research.person_second``, docs/privacy.md 4.10) on a distributed
+    backend: its fine counts are made from release one's bounded points in
+    memory (:func:`dpdbscan.release.mechanism.release_fine_counts_units`),
+    which a backend reading files or partitions on workers does not hold.
+    Public: the plan and the backend's name."""
+    specs = [r.release, *(r.choices or ())]
+    if r.release.units is None or all(s.second is None for s in specs):
+        return
+    name = backend if isinstance(backend, str) or backend is None else getattr(backend, "name", None)
+    if name not in (None, "numpy"):
+        raise ValueError(
+            f"release two at person level (research.person_second, a research switch) is made in "
+            f"memory only, not with the {name or type(backend).__name__} backend: fit with the "
+            "numpy backend (points and units in memory), or turn the switch off; nothing was charged"
+        )
 
 
 def events_of(events: Events, X: Any, units: Any, times: Any, status: Any) -> tuple[np.ndarray, Any]:

@@ -787,6 +787,57 @@ def test_dask_says_what_it_dropped_as_the_in_memory_path_does(capsys, tmp_path, 
     assert ("1 row(s) with no unit (column 'cab', --unit) are dropped" in text) == unit
 
 
+@pytest.mark.parametrize("unit", [False, True])
+@pytest.mark.parametrize("case", ["some", "as ranges", "swapped"])
+def test_dask_says_what_it_clipped_as_the_in_memory_path_does(capsys, tmp_path, unit, case):
+    """A Dask fit printed no "N point(s) lie outside the bounds" notes (its
+    partitions counted no box): the workers now count the rows clipped onto
+    the box, per column and bound, and the in-memory path's lines are said
+    word for word, with its hint when most rows lie outside (bounds given as
+    xmin xmax ymin ymax; the columns swapped). Counts only: no value read."""
+    pytest.importorskip("dask")
+    pytest.importorskip("distributed")
+    rng = np.random.default_rng(1)
+    X = rng.normal([5, 5], 1, (800, 2))
+    bounds = ["0", "0", "10", "10"]
+    if case == "some":
+        X[:120, 1] -= 20  # 15% below y's lower bound
+        X[120:130, 0] += 20  # 1.25% above x's upper bound
+        X[130:133, 0] -= 20  # under 1%: counted in the total only
+    elif case == "as ranges":
+        X = np.column_stack([rng.uniform(0, 10, 800), rng.uniform(5, 15, 800)])
+        bounds = ["0", "10", "5", "15"]  # xmin xmax ymin ymax: the box is 0..5 x 10..15
+    else:
+        X[:, 1] += 100  # the box fits y first
+        bounds = ["100", "0", "110", "10"]
+    lines = ["x,y,cab"] + [f"{a:.4f},{b:.4f},c{i % 50}" for i, (a, b) in enumerate(X)]
+    lines[200] = "abc,1.0,c1"  # a value that is not a number: dropped, not clipped
+    path = tmp_path / "clip.csv"
+    path.write_text("\n".join(lines) + "\n")
+    person = ["--unit", "cab", "--max-cells-per-unit", "4", "--delta", "1e-6"] if unit else []
+    said = {}
+    for backend in ("numpy", "dask"):
+        rc, _, err = run(
+            capsys, "fit", path, "--header", "--columns", "x", "y", *person, "--bounds", *bounds,
+            "--eps", "0.5", "--min-samples", "20", "--seed", "1", "--no-png", "--no-geojson",
+            "--out-dir", tmp_path / backend, "--backend", backend, "--no-progress",
+        )  # fmt: skip
+        assert rc == 0, err
+        said[backend] = [line for line in err.splitlines() if line.startswith(PRIVATE)]
+        assert "abc" not in err
+    assert said["dask"] == said["numpy"]
+    text = "\n".join(said["dask"])
+    if case == "some":
+        assert "133 point(s) (16.6%) lie outside the bounds and are clipped onto the box" in text
+        assert "column 'y': 15.0% of the rows lie below its lower bound 0" in text
+        assert "column 'x': 1.3% of the rows lie above its upper bound 10" in text
+        assert "most points" not in text and "column 'x': 0.4%" not in text
+    elif case == "as ranges":
+        assert "the bounds look like xmin xmax ymin ymax" in text and "i.e. 0 5 10 15" in text
+    else:
+        assert "the columns look swapped: the box fits the points with 'y' first" in text
+
+
 # --------------------------------------------------------------------------- help and progress
 
 

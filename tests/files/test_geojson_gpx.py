@@ -191,20 +191,69 @@ def test_a_file_whose_envelope_is_of_another_kind_is_refused_before_reading(tmp_
 GOOD = [feature(116.3, 39.9, {"unit": "a"}), feature(116.31, 39.91, {"unit": "b"})]
 
 
+FEATURES = ",\n".join(json.dumps(f) for f in GOOD)
+
+
 @pytest.mark.parametrize(
-    "name, text, kept",
+    "text, why",
     [
-        ("p.geojson", f'{{"type": "Feature", "properties": {{"a": "{SECRET}"}}}}', 0),
+        (f'{{"type": "Feature", "properties": {{"a": "{SECRET}"}}}}', 'top-level "type" is not'),
+        (f'{{"type": "{SECRET}", "features": [\n{FEATURES}\n]}}', 'top-level "type" is not'),
+        (f'{{"type": "Topology", "objects": {{"a": "{SECRET}"}}}}', 'top-level "type" is not'),
+        ('{"bbox": [1, 2], "type": "FeatureCollection"}', 'has no "features" member'),
+        (f'{{"name": "{SECRET}"}}', 'no "features" member'),
+        ("{ }", "an empty JSON object"),
+        (f'{{"name": "{SECRET}\n", "type": "FeatureCollection", "features": []}}', "not valid JSON"),
+        (f'{{"type": "FeatureCollection", "name": "{SECRET}', "not valid JSON"),
+        ('{"type": "FeatureCollection", "n": "\xff", "features": []}', "not valid JSON"),
     ],
 )
-def test_text_that_is_not_the_format_ends_the_stream_with_a_note(tmp_path, name, text, kept):
-    """Not valid JSON, once reading began, outside a GeoJSON file's
-    features (its envelope, whose ``"type"`` may come after its features):
-    the records before are the file's rows, the rest is dropped and said in
-    a note; nothing is refused (a release never hinges on a record),
-    nothing is quoted. (A GPX file's head is read before any record:
-    refused, below.)"""
-    path = tmp_path / name
+def test_a_geojson_file_whose_head_is_no_feature_collection_is_refused_before_reading(tmp_path, text, why):
+    """A GeoJSON file whose members before its features say it is not a
+    FeatureCollection (its ``"type"``, no ``"features"`` at all, or not
+    valid JSON there) ended with a note and no rows, after the release was
+    charged; it is refused when opened, before any feature is read, quoting
+    nothing. Those bytes come before any feature: the file writer's, not a
+    unit's (docs/privacy.md §8)."""
+    path = tmp_path / "p.geojson"
+    path.write_bytes(text.encode("utf-8", "surrogateescape").replace(b"\xc3\xbf", b"\xff"))
+    with pytest.raises(ValueError, match="cannot read as GeoJSON: ") as info:
+        open_input(path).close()
+    assert why in str(info.value) and SECRET not in str(info.value)
+
+
+def test_a_geojson_file_refused_by_its_head_charges_nothing(capsys, tmp_path):
+    path = tmp_path / "feature.geojson"
+    path.write_text(json.dumps(feature(116.3, 39.9, {"unit": SECRET})))
+    ledger = tmp_path / "b.ledger"
+    rc, _, err = run(capsys, "ledger", "init", ledger, "--dataset", "d", "--epsilon", 2)
+    assert rc == 0, err
+    rc, _, err = run(
+        capsys, "fit", path, "--eps", "0.1", "--min-samples", "5", *BOX, "--ledger", ledger,
+        "--dataset", "d", "--out-dir", tmp_path / "o",
+    )  # fmt: skip
+    assert rc == 2 and 'top-level "type" is not "FeatureCollection"' in err and SECRET not in err
+    rc, out, err = run(capsys, "ledger", "show", ledger)
+    assert rc == 0 and "spent" in out.lower() and "charged" not in err
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+@pytest.mark.parametrize(
+    "text, kept",
+    [
+        (f'{{"features": [\n{FEATURES}\n], "type": "Feature", "a": "{SECRET}"}}', 2),
+        (f'{{"features": [\n{FEATURES}\n], "a": "{SECRET}"}}', 2),
+        (f'{{"type": "FeatureCollection", "features": [\n{FEATURES}\n], "type": "{SECRET}"}}', 2),
+    ],
+)
+def test_a_type_after_the_features_ends_the_stream_with_a_note(tmp_path, text, kept):
+    """A GeoJSON file's ``"type"`` that comes after its features (or none):
+    the features are read, and a note says the file is no FeatureCollection;
+    nothing is refused, since a feature's bytes can write a fake end of the
+    collection and a ``"type"`` after it (a release never hinges on a
+    record), and nothing is quoted. (Before the features, the head is
+    checked when the file is opened: refused, above.)"""
+    path = tmp_path / "p.geojson"
     path.write_text(text)
     got = read_input(path)
     assert got.X.shape[0] == kept

@@ -207,7 +207,7 @@ def test_border_labels_points_near_span_cells():
         rel = ReleaseInfo(
             g, "dense", float("-inf"), "discrete", 1.0, 1.0, 0.0, 0.1, 4.0, 5, None, None, None, None
         )
-        return SM(spans=spans, spec=spec, release=rel, histogram=None, auto=None, metadata={})
+        return SM(spans=spans, spec=spec, release=rel, histogram=None, auto=None, metadata={}, second=None)
 
     w = g.width
     m = bound_model(0.5 * w)

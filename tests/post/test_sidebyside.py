@@ -121,13 +121,90 @@ def test_the_model_file_carries_release_two(fitted, tmp_path):
 
 
 def test_with_params_says_it_leaves_out_release_twos_split(fitted):
+    """Parameters that change release one's core cells (a MinPts above
+    the automatic choice's 28 here drops some): the split is not carried
+    over, and a warning says so."""
     X, _, model, _, _ = fitted
     with pytest.warns(UtilityWarning, match=r"split span\(s\) 0 .*not\s+carried over"):
-        other = with_params(model, min_samples=model.spec.min_samples)
+        other = with_params(model, min_samples=40)
+    assert other.n_core_cells < model.n_core_cells
     # release one's spans alone: the two strands one span again, no release-two record to misread
     assert other.n_spans == 1
-    assert sidebyside.KEY not in (other.auto or {})
+    assert sidebyside.KEY not in (other.auto or {}) and other.release_two is None
     assert set(np.unique(other.predict(X)).tolist()) == {-1, 0}
+    assert "releases" not in model_to_dict(other)["privacy"]
+
+
+@pytest.mark.parametrize("min_samples", [10, 20, 28])
+def test_with_params_keeps_the_split_where_release_ones_core_cells_stay(fitted, tmp_path, min_samples):
+    """Parameters that leave release one's core cells as they were (the
+    same 1,769 cells in the same spans, here any MinPts up to about 31):
+    release two's split, made for those spans, still holds, so with_params
+    keeps it without a warning (post-processing, no new budget). The model
+    is no automatic choice, so its file holds release two as ``second``,
+    not ``auto.second``; it validates, loads back and predicts the same."""
+    X, y, model, _, _ = fitted
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UtilityWarning)
+        other = with_params(model, min_samples=min_samples)
+    assert other.auto is None and other.spec.min_samples == min_samples
+    assert other.n_spans == 2 and other.n_core_cells == model.n_core_cells
+    assert other.release_two is not None and other.release_two["split"] == [0]
+    assert np.array_equal(other.predict(X), model.predict(X))
+    doc = json.loads(json.dumps(model_to_dict(other)))
+    assert "auto" not in doc and doc["second"]["split"] == [0]
+    assert doc["privacy"]["releases"] == 2 and doc["privacy"]["second"]["share"] == pytest.approx(0.1)
+    schema = json.loads(resources.files("dpdbscan.model").joinpath("schema.json").read_text())
+    assert [e.message for e in Draft202012Validator(schema).iter_errors(doc)] == []
+    path = tmp_path / "m.json"
+    save_model(other, path)
+    back = load_model(path)
+    assert back.auto is None and back.second == doc["second"] and back.n_spans == 2
+    assert np.array_equal(back.predict(X), other.predict(X))
+    assert "releases: two" in summary(back) and "it split span 0 into 0 and 1" in summary(back)
+    # and again from that model: the split is still release one's cells'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UtilityWarning)
+        again = with_params(back, min_samples=model.spec.min_samples)
+    assert again.n_spans == 2 and np.array_equal(again.predict(X), model.predict(X))
+    with pytest.warns(UtilityWarning, match="not\\s+carried over"):
+        assert with_params(back, min_samples=40).n_spans == 1
+
+
+def test_a_carried_release_two_beside_an_automatic_choice_is_refused(fitted):
+    """A file holds release two once: in ``auto`` (an automatic choice) or
+    as ``second`` (spans at other parameters), never both."""
+    _, _, model, _, _ = fitted
+    doc = json.loads(json.dumps(model_to_dict(model)))
+    doc["second"] = doc["auto"]["second"]
+    with pytest.raises(MalformedModel, match="no automatic choice"):
+        model_from_dict(doc)
+    schema = json.loads(resources.files("dpdbscan.model").joinpath("schema.json").read_text())
+    assert list(Draft202012Validator(schema).iter_errors(doc))
+    bad = json.loads(json.dumps(model_to_dict(with_params(model, min_samples=20))))
+    bad["second"]["spans"][0]["ids"] = [0, 7]
+    with pytest.raises(MalformedModel, match="second.spans"):
+        model_from_dict(bad)
+
+
+def test_sweep_of_a_split_model_keeps_the_split_where_it_holds(fitted, tmp_path, capsys):
+    """``sweep --model``: a MinPts that keeps release one's core cells keeps
+    the split (two spans, no warning); one that does not says so."""
+    from tests.clirun import run
+
+    X, _, model, _, _ = fitted
+    path = tmp_path / "m.json"
+    save_model(model, path)
+    rc, out, err = run(
+        capsys, "sweep", "--model", path, "--min-samples", "20", "40", "--out-dir", tmp_path / "o",
+        "--no-png", "--no-geojson",
+    )  # fmt: skip
+    assert rc == 0, err
+    rows = {int(line.split()[1]): int(line.split()[3]) for line in out.splitlines() if ".m" in line}
+    assert rows == {20: 2, 40: 1}
+    assert err.count("not carried over") == 1
+    kept = load_model(tmp_path / "o" / "m.m20.spans.json")
+    assert kept.release_two is not None and np.array_equal(kept.predict(X), model.predict(X))
 
 
 def test_with_params_on_a_model_release_two_did_not_split_is_quiet(fitted):

@@ -3,7 +3,9 @@ private lines, for the same file: the rows with a value that is not a
 number, the malformed lines, the rows with no unit, the rows read, and the
 total the per-record rule drops ("N row(s) with missing or non-finite values
 or no unit are dropped"), which the Dask tally did not count (a non-finite
-value, an empty field) and so never said."""
+value, an empty field) and so never said; and the rows clipped onto the box
+("N point(s) lie outside the bounds", per column and bound), which its
+partitions, having no box, did not count."""
 
 from __future__ import annotations
 
@@ -80,3 +82,48 @@ def test_a_dask_fit_prints_the_in_memory_private_lines(tmp_path, capsys, on_clie
     total = [line for line in dask if "row(s) with missing or non-finite values" in line]
     assert len(total) == 1, dask
     assert memory == dask
+
+
+def clipped_files(tmp_path, fmt):
+    """Points of which 20% lie left of x's lower bound and 2% above y's
+    upper one, spread over several partitions (CSV blocks; three Parquet
+    files), with a few bad rows; ``(path, options)``."""
+    X, units = points()
+    X[::5, 0] -= 1.0
+    X[1::50, 1] += 1.0
+    X[[8, 1500]] = [[np.nan, 0.5], [np.inf, 3.0]]  # dropped, not clipped
+    if fmt == "csv":
+        lines = ["x,y,unit"] + [f"{a!r},{b!r},{u}" for (a, b), u in zip(X.tolist(), units)]
+        path = tmp_path / "c.csv"
+        path.write_text("\n".join(lines) + "\n")
+        return path, ["--header", "--columns", "x", "y"]
+    path = tmp_path / "c.parquet"
+    path.mkdir()
+    for j, rows in enumerate(np.array_split(np.arange(len(X)), 3)):
+        table = pa.table({"x": X[rows, 0], "y": X[rows, 1], "unit": [units[i] for i in rows]})
+        pq.write_table(table, path / f"part-{j}.parquet")
+    return path, ["--columns", "x", "y"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("level", ["event", "unit"])
+def test_a_dask_fit_says_the_rows_clipped_onto_the_box_as_in_memory(tmp_path, capsys, on_client, fmt, level):
+    """The in-memory path's "N point(s) lie outside the bounds" lines, per
+    column and bound, which the Dask path never said (its partitions counted
+    no box): counted on the workers now, summed over the partitions, and
+    said in the same words."""
+    path, how = clipped_files(tmp_path, fmt)
+    extra = UNIT if level == "unit" else []
+
+    def private(*backend):
+        out_dir = tmp_path / (backend[-1] if backend else "memory")
+        rc, _, err = run(capsys, "fit", path, *how, *FIT, *extra, *backend, "--out-dir", out_dir)
+        assert rc == 0, err
+        return [line for line in err.splitlines() if line.startswith("[private")]
+
+    memory, dask = private(), private("--backend", "dask")
+    assert memory == dask
+    text = "\n".join(dask)
+    assert "lie outside the bounds and are clipped onto the box" in text
+    assert "column 'x': 20.0% of the rows lie below its lower bound 0" in text
+    assert "column 'y': 2.0% of the rows lie above its upper bound 1" in text

@@ -238,3 +238,47 @@ def test_off_by_default_the_release_is_the_one_it_was(fitted):
     assert "second" not in (default.auto or {})
     assert np.array_equal(default.histogram.values, off.histogram.values)
     assert not np.array_equal(default.histogram.values, model.histogram.values)  # release one at 0.9 of rho
+
+
+@pytest.mark.parametrize("k", [4, "auto"])
+@pytest.mark.parametrize("named", [True, False])
+def test_a_dask_fit_with_person_level_release_two_is_refused_before_anything_is_charged(tmp_path, k, named):
+    """Release two at person level counts release one's bounded points in
+    memory; a Dask fit with the research switch on read a file's path as
+    points after release one was spent ("could not convert string to
+    float"). It is now refused before any charge or read, saying why; with
+    the switch off the plan makes one release and the Dask fit goes on as
+    before (not run here: it needs a cluster)."""
+    pytest.importorskip("distributed")
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from dpdbscan.release.backends.dask_backend import DaskBackend
+
+    X, y = strands(2, n=1_000)
+    path = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"x": X[:, 0], "y": X[:, 1], "z": X[:, 2], "unit": np.arange(y.size)}), path)
+    acc = ZCDPAccountant(epsilon=5.0, delta=1e-3)
+    led = Ledger.create(tmp_path / "p.ledger", "strands", 3.0, 1e-3, unit="unit")
+    backend = DaskBackend(client=None) if named else "dask"  # no cluster: nothing may be read
+    est = DPDBSCAN(
+        "auto",
+        min_samples="auto",
+        epsilon=1.0,
+        delta=1e-6,
+        bounds=([0.0] * 3, [1.0] * 3),
+        max_cells_per_unit=k,
+        random_state=2,
+        accountant=acc,
+        ledger=led,
+        backend=backend,
+    )
+    with (
+        research.person_second(True),
+        warnings.catch_warnings(),
+        pytest.raises(ValueError, match="release two at person level .* in memory only, not with the dask"),
+    ):
+        warnings.simplefilter("ignore")
+        est.fit(str(path), units="unit")
+    assert acc.spent_rho == [] and acc.spent_budget == []
+    assert led.account().releases == []

@@ -139,10 +139,13 @@ def test_a_dask_series_says_what_it_read_and_dropped_in_the_in_memory_words(
     """``--per`` on Dask printed no count of the rows read and dropped (the
     series returned before the workers' tally was said); it now says the rows
     read, those with a value that is not a number and the malformed lines,
-    in the in-memory reader's words, as a Dask fit without ``--per`` does."""
+    in the in-memory reader's words, as a Dask fit without ``--per`` does;
+    and the rows clipped onto the box (the table's reads counted no box)."""
     source = write_csv(tmp_path / "cabs.csv", traces)
     with open(source, "a") as f:
         f.write("abc,1.0,c1,1709510400\n1,2,3\n")  # a value that is not a number; a malformed line
+        # outside the box (one of them outside the horizon too): clipped, as said in memory
+        f.write("12.5,5.0,c1,1709510400\n-3,5.0,c2,1709510400\n5.0,14,c3,1609510400\n")
 
     def private(*extra):
         rc, _, err = run(
@@ -155,7 +158,8 @@ def test_a_dask_series_says_what_it_read_and_dropped_in_the_in_memory_words(
     said = [
         "1 row(s) with values that are not numbers read as missing",
         "1 line(s) with the wrong number of fields read as missing",
-        f"read {len(traces[2]) + 2:,} rows x 2 column(s) (x, y) from {source}",
+        f"read {len(traces[2]) + 5:,} rows x 2 column(s) (x, y) from {source}",
+        "3 point(s) (0.0%) lie outside the bounds and are clipped onto the box",
     ]
     for words in said:
         assert [line for line in memory if words in line] == [line for line in dask if words in line] != []
@@ -276,7 +280,8 @@ def test_a_csv_block_reads_its_times_in_the_points_own_parse(monkeypatch):
     parses = []
     real = records._arrow_read
     monkeypatch.setattr(records, "_arrow_read", lambda *a: parses.append(1) or real(*a))
-    rows = dask_backend._csv_rows(body, layout, None, True, "b.csv", (3, period_of))
+    box = (np.array([116.0, 39.0]), np.array([117.0, 40.0]))
+    rows = dask_backend._csv_rows(box, body, layout, None, True, "b.csv", (3, period_of))
     n_parses = len(parses)
     monkeypatch.undo()
     _, times, _ = parse_records(body, dataclasses.replace(layout, unit=3))  # the former second parse

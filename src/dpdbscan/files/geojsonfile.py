@@ -27,10 +27,14 @@ private note); the release is made. No JSON string holds a line break, so
 in a file written one feature per line or pretty-printed, one unit's bytes,
 whatever they are, never change how another unit's features are read
 (docs/privacy.md §8 gives the argument); where features share a line, a
-break loses those after it on its line. Text that breaks the envelope
-before the features ends the stream. Valid JSON that is not a point never
-stops the read, and a valid file is read the same with or without the
-search (it runs only after a break).
+break loses those after it on its line. The envelope before the features
+is the file writer's, not a unit's, and is checked when the file is opened
+(:func:`check_head`): a file whose ``"type"`` there is not
+``"FeatureCollection"``, with no ``"features"``, or not valid JSON there is
+refused before anything is read or charged. A ``"type"`` after the features
+only makes a note. Valid JSON that is not a point never stops the read, and
+a valid file is read the same with or without the search (it runs only
+after a break).
 """
 
 from __future__ import annotations
@@ -247,6 +251,48 @@ def features(path: Path, damage: Damage | None = None) -> Iterator[Any]:
                 break
         if kind != "FeatureCollection" or not seen:
             raise ValueError("not a FeatureCollection")
+
+
+def check_head(path: Path) -> None:
+    """Refuse (ValueError, quoting nothing) a file whose envelope, read up
+    to its ``"features"`` member, is known not to be a FeatureCollection: a
+    ``"type"`` member before the features that is not ``"FeatureCollection"``
+    (a lone ``Feature``, a geometry, a TopoJSON ``Topology``), an object
+    with no ``"features"`` member, or members before it that are not valid
+    JSON. These bytes come before any feature, so they are the file's
+    writer's, not a unit's: refusing on them makes no release hinge on one
+    unit (docs/privacy.md §8). A ``"type"`` after the features is not read
+    here: a feature's bytes can write a fake end of the collection and a
+    ``"type"`` after it, so there it makes a note, never a refusal
+    (:func:`_tail`). Only the head is read; no feature is."""
+    decoder = json.JSONDecoder()
+    try:
+        with open(path, "rb") as f:
+            s = _Stream(f)
+            s.expect("{")
+            if s.skip_ws() == "}":
+                raise _NotACollection("it is an empty JSON object, not a FeatureCollection")
+            while True:
+                key = s.value(decoder)
+                s.expect(":")
+                if key == "features":
+                    return
+                value = s.value(decoder)
+                if key == "type" and value != "FeatureCollection":
+                    raise _NotACollection(
+                        'its top-level "type" is not "FeatureCollection" (points are read from '
+                        "a FeatureCollection of Point features)"
+                    )
+                if s.expect(",}") == "}":
+                    raise _NotACollection('it has no "features" member: not a FeatureCollection')
+    except _NotACollection:
+        raise
+    except ValueError:  # the stream's and the decoder's (UnicodeDecodeError too): quoted nothing
+        raise ValueError('it is not valid JSON before its "features" member') from None
+
+
+class _NotACollection(ValueError):
+    """A head that is valid JSON but no FeatureCollection's (:func:`check_head`)."""
 
 
 def _recovering(s: _Stream, decoder: json.JSONDecoder, damage: Damage, kind: Any) -> Iterator[Any]:

@@ -1169,8 +1169,8 @@ def _open_features(
 ) -> InputPlan:
     """A GeoJSON, GPX or PLT file: its points' lon/lat (x, y), the unit and
     the ``also`` columns by the options alone; nothing is read before
-    :meth:`InputPlan.read` but the file's first character (its envelope:
-    ``{`` or ``<``)."""
+    :meth:`InputPlan.read` but the file's envelope before its first record
+    (:func:`_check_envelope`)."""
     where = str(path)
     _no_text_options(where, fmt, options)
     what = _FEATURE_NAMES[fmt.kind]
@@ -1219,10 +1219,12 @@ def _open_features(
 
 def _check_envelope(path: Path, fmt: FileFormat) -> None:
     """Refuse, before a record is read, a GeoJSON file whose first
-    character is not ``{`` or a GPX file whose first is not ``<``, or whose
-    head (its bytes before the first track or point tag) has no ``<gpx>``
-    root or is not well-formed (:func:`gpxfile.check_head`): the envelope
-    around the records, not a record. A file of a trace folder is not
+    character is not ``{`` or a GPX file whose first is not ``<``, a GPX
+    file whose head (its bytes before the first track or point tag) has no
+    ``<gpx>`` root or is not well-formed (:func:`gpxfile.check_head`), and
+    a GeoJSON file whose members before its features say it is not a
+    FeatureCollection (:func:`geojsonfile.check_head`): the envelope around
+    the records, not a record. A file of a trace folder is not
     checked here: one unit's file that is not GPX drops its own rows."""
     if fmt.kind == "plt":
         return
@@ -1241,13 +1243,15 @@ def _check_envelope(path: Path, fmt: FileFormat) -> None:
             f"{path}: cannot read as {_FEATURE_NAMES[fmt.kind]}: it does not begin with "
             f"{want.decode()!r} ({'a JSON object' if want == b'{' else 'XML'})"
         )
-    if fmt.kind == "gpx":
-        try:
+    try:
+        if fmt.kind == "gpx":
             gpxfile.check_head(path)  # its root, from the bytes before any track or point
-        except ValueError as exc:
-            raise ValueError(f"{path}: cannot read as GPX: {exc}") from None
-        except OSError as exc:
-            raise _io_error(str(path), _FEATURE_NAMES[fmt.kind], exc) from None
+        else:
+            geojsonfile.check_head(path)  # its members before the features: a FeatureCollection's?
+    except ValueError as exc:
+        raise ValueError(f"{path}: cannot read as {_FEATURE_NAMES[fmt.kind]}: {exc}") from None
+    except OSError as exc:
+        raise _io_error(str(path), _FEATURE_NAMES[fmt.kind], exc) from None
 
 
 #: The columns of the formats whose columns are the format's, by kind, with their Arrow types.

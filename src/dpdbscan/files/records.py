@@ -86,6 +86,17 @@ class BlockCounts:
     no_period : int
         Rows of a time window (a series' read) whose time is missing, not a
         time, or outside the horizon: dropped from the series.
+    outside, below, above : int, tuple of int
+        Of the rows kept, those outside the public box (clipped onto it),
+        and per column those below its lower and above its upper bound.
+        Counted by the Dask backend's partitions, for the in-memory path's
+        notes (:func:`dpdbscan.prepare.clipping.clipping_counts`); empty
+        ``below`` and ``above``: not counted.
+    fit_as_ranges, fit_swapped : int
+        Of the rows kept (2-D only), those inside the box read as ``xmin
+        xmax ymin ymax``, and those inside it with their two coordinates
+        swapped: the in-memory hint's tests when most rows lie outside
+        (:func:`dpdbscan.prepare.clipping.outside_hint`).
     """
 
     rows: int = 0
@@ -94,6 +105,11 @@ class BlockCounts:
     missing_unit: int = 0
     dropped: int = 0
     no_period: int = 0
+    outside: int = 0
+    below: tuple[int, ...] = ()
+    above: tuple[int, ...] = ()
+    fit_as_ranges: int = 0
+    fit_swapped: int = 0
 
     def add(self, other: BlockCounts) -> BlockCounts:
         self.rows += other.rows
@@ -102,7 +118,19 @@ class BlockCounts:
         self.missing_unit += other.missing_unit
         self.dropped += other.dropped
         self.no_period += other.no_period
+        self.outside += other.outside
+        self.below = _summed(self.below, other.below)
+        self.above = _summed(self.above, other.above)
+        self.fit_as_ranges += other.fit_as_ranges
+        self.fit_swapped += other.fit_swapped
         return self
+
+
+def _summed(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """Per-column counts added (an empty tuple: none counted)."""
+    if not a or not b:
+        return a or b
+    return tuple(x + y for x, y in zip(a, b, strict=True))
 
 
 @dataclass(frozen=True)

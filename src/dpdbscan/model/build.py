@@ -24,6 +24,7 @@ def model_of(
     units: UnitBound | None,
     unit_choice: UnitChoice | None,
     size_estimate: SizeEstimate | None = None,
+    second: Mapping[str, Any] | None = None,
 ) -> SpanModel:
     """The model of ``spans``, made with ``spec`` from the release ``hist``
     (its grid at the spans' alpha). ``fit`` is (eps, eta, min_samples) of the
@@ -32,7 +33,9 @@ def model_of(
     contribution bound (None: a row is the unit); ``unit_choice`` how k was
     chosen privately (``max_cells_per_unit="auto"``), else None;
     ``size_estimate`` the automatic mode's DP count of the points, when it
-    made one (to size its grid, which the count may leave as it is)."""
+    made one (to size its grid, which the count may leave as it is);
+    ``second`` release two's record carried to spans that are no automatic
+    choice (:attr:`SpanModel.second`)."""
     eps, eta, min_samples = fit
     release = ReleaseInfo(
         grid=hist.grid,
@@ -51,7 +54,13 @@ def model_of(
         size_estimate=size_estimate,
     )
     return SpanModel(
-        spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=dict(metadata)
+        spans=spans,
+        spec=spec,
+        release=release,
+        histogram=hist,
+        auto=auto,
+        metadata=dict(metadata),
+        second=None if second is None else dict(second),
     )
 
 

@@ -119,6 +119,8 @@ def _document(model: SpanModel, include_histogram: bool, span_list: Any) -> dict
     }
     if model.auto is not None:
         out["auto"] = dict(model.auto)
+    if model.second is not None:
+        out["second"] = dict(model.second)
     if include_histogram and model.histogram is not None:
         out["histogram"] = histogram_to_dict(model.histogram)
     elif spec.border_cells != "any":
@@ -365,7 +367,14 @@ def _model_from_dict(data: dict) -> SpanModel:
         _levels_record(auto, int(lab.max()) + 1 if lab.size else 0, alpha, spec.min_samples)
     if auto is not None and sidebyside.KEY in auto:
         _second_record(auto[sidebyside.KEY], int(lab.max()) + 1 if lab.size else 0, hgrid, release)
-    return SpanModel(spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=metadata)
+    second = data.get("second")
+    if second is not None:
+        # release two carried to spans at other parameters (with_params): no automatic choice
+        _need(auto is None, "second is for a model that is no automatic choice (else auto.second)")
+        _second_record(second, int(lab.max()) + 1 if lab.size else 0, hgrid, release, "second")
+    return SpanModel(
+        spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=metadata, second=second
+    )
 
 
 def _release_info(priv: dict, theta: Any, hgrid: Grid, kind: str, fit: dict) -> ReleaseInfo:
@@ -429,7 +438,7 @@ def second_privacy(model: SpanModel) -> dict:
     """The privacy section's words on release two, when the automatic mode
     made one (docs/privacy.md 4.10): the pair is the release of the stated
     epsilon, release two's share and the epsilon its noise is drawn with."""
-    rec = (model.auto or {}).get(sidebyside.KEY)
+    rec = model.release_two
     if rec is None:
         return {}
     if rec["noise"] == "gaussian":
@@ -439,38 +448,40 @@ def second_privacy(model: SpanModel) -> dict:
     return {"releases": 2, "second": second}
 
 
-def _second_record(rec: Any, n_spans: int, hgrid: Grid, release: ReleaseInfo) -> None:
+def _second_record(
+    rec: Any, n_spans: int, hgrid: Grid, release: ReleaseInfo, name: str = "auto.second"
+) -> None:
     """Release two's record (``auto["second"]``, :mod:`dpdbscan.post.sidebyside`):
     its share and noise, each span's fine cells and noisy counts, and where a
     span was split, its ids (the span's and new ones, each a span of the
-    file) and the piece of each kept fine cell; ``predict`` reads it."""
-    _need(isinstance(rec, dict), "auto.second must be an object")
-    _real(rec.get("share"), "auto.second.share", 0, 1, low_open=True, high_open=True)
-    _choice(rec.get("noise"), "auto.second.noise", ("discrete", "gaussian"))
+    file) and the piece of each kept fine cell; ``predict`` reads it.
+    ``name``: where the file holds it (``second`` when carried to spans at
+    other parameters, :attr:`SpanModel.second`)."""
+    _need(isinstance(rec, dict), f"{name} must be an object")
+    _real(rec.get("share"), f"{name}.share", 0, 1, low_open=True, high_open=True)
+    _choice(rec.get("noise"), f"{name}.noise", ("discrete", "gaussian"))
     if rec["noise"] == "gaussian":
         # person level (docs/privacy.md 4.10): the discrete Gaussian at a share of the release's rho
         _need(
             release.units is not None and release.noise == "gaussian" and release.rho is not None,
-            "auto.second with Gaussian noise is for person-level Gaussian releases only",
+            f"{name} with Gaussian noise is for person-level Gaussian releases only",
         )
-        _real(rec.get("rho"), "auto.second.rho", 0, release.rho, low_open=True)
-        _real(rec.get("sigma2"), "auto.second.sigma2", 0, low_open=True)
+        _real(rec.get("rho"), f"{name}.rho", 0, release.rho, low_open=True)
+        _real(rec.get("sigma2"), f"{name}.sigma2", 0, low_open=True)
     else:
-        _need(release.units is None, "auto.second with Laplace noise is for event-level releases only")
-        _real(rec.get("count_epsilon"), "auto.second.count_epsilon", 0, release.epsilon, low_open=True)
+        _need(release.units is None, f"{name} with Laplace noise is for event-level releases only")
+        _real(rec.get("count_epsilon"), f"{name}.count_epsilon", 0, release.epsilon, low_open=True)
     spans = rec.get("spans")
-    _need(isinstance(spans, list), "auto.second.spans must be a list")
+    _need(isinstance(spans, list), f"{name}.spans must be a list")
     taken: set[int] = set()
     for sp in spans:
-        _need(isinstance(sp, dict), "auto.second.spans must hold objects")
+        _need(isinstance(sp, dict), f"{name}.spans must hold objects")
         s, f = sp.get("span"), sp.get("f")
-        _need(isinstance(s, int) and 0 <= s < n_spans, "auto.second.spans[].span must be a span of the file")
-        _need(isinstance(f, int) and 2 <= f <= 8, "auto.second.spans[].f must be an integer from 2 to 8")
+        _need(isinstance(s, int) and 0 <= s < n_spans, f"{name}.spans[].span must be a span of the file")
+        _need(isinstance(f, int) and 2 <= f <= 8, f"{name}.spans[].f must be an integer from 2 to 8")
         fine = unpack(sp["fine"]).reshape(-1, hgrid.d)
-        _need(
-            unpack(sp["counts"]).shape == (fine.shape[0],), "auto.second.spans[].counts must match its cells"
-        )
-        _need(isinstance(sp.get("split"), bool), "auto.second.spans[].split must be true or false")
+        _need(unpack(sp["counts"]).shape == (fine.shape[0],), f"{name}.spans[].counts must match its cells")
+        _need(isinstance(sp.get("split"), bool), f"{name}.spans[].split must be true or false")
         if not sp["split"]:
             continue
         ids = sp.get("ids")
@@ -480,7 +491,7 @@ def _second_record(rec: Any, n_spans: int, hgrid: Grid, release: ReleaseInfo) ->
             and ids[0] == s
             and all(isinstance(i, int) and 0 <= i < n_spans and i not in taken for i in ids)
             and len(set(ids)) == len(ids),
-            "auto.second.spans[].ids must be the span and other spans of the file, each split once",
+            f"{name}.spans[].ids must be the span and other spans of the file, each split once",
         )
         taken.update(ids)
         kept = unpack(sp["kept"]).reshape(-1, hgrid.d)
@@ -489,7 +500,7 @@ def _second_record(rec: Any, n_spans: int, hgrid: Grid, release: ReleaseInfo) ->
             piece.shape == (kept.shape[0],)
             and kept.shape[0] > 0
             and bool(np.all((piece >= 0) & (piece < len(ids)))),
-            "auto.second.spans[].piece must name a piece of each kept fine cell",
+            f"{name}.spans[].piece must name a piece of each kept fine cell",
         )
 
 

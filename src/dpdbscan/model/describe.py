@@ -567,7 +567,7 @@ def size_lines(model: SpanModel) -> list[str]:
 def second_lines(model: SpanModel) -> list[str]:
     """Release two of the automatic mode in 3-D (docs/privacy.md 4.10), when
     it made one: two releases, what each spent, and which spans it split."""
-    rec = (model.auto or {}).get(sidebyside.KEY)
+    rec = model.release_two
     if rec is None:
         return []
     eps = model.release.epsilon

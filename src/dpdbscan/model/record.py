@@ -85,6 +85,13 @@ class SpanModel:
         How the automatic mode chose eps and MinPts from the release, or None.
     metadata : mapping
         Public notes: the tool, the column names, the --geo projection, ...
+    second : mapping or None
+        The automatic mode's release two (docs/privacy.md 4.10) carried to
+        spans at other parameters that keep release one's core cells
+        (:func:`dpdbscan.model.with_params`): such a model is no automatic
+        choice, so the record is not in ``auto``. None otherwise (an
+        automatic choice holds its release two in ``auto["second"]``); read
+        either through :attr:`release_two`.
     """
 
     spans: Spans
@@ -93,6 +100,15 @@ class SpanModel:
     histogram: NoisyHistogram | None
     auto: Mapping[str, Any] | None
     metadata: Mapping[str, Any]
+    second: Mapping[str, Any] | None
+
+    @property
+    def release_two(self) -> Mapping[str, Any] | None:
+        """Release two's record (:mod:`dpdbscan.post.sidebyside`): the
+        automatic choice's ``auto["second"]``, or :attr:`second`; None when
+        the model carries none."""
+        rec = (self.auto or {}).get(sidebyside.KEY)
+        return self.second if rec is None else rec
 
     @property
     def grid(self) -> Grid:
@@ -143,7 +159,7 @@ class SpanModel:
     @functools.cached_property
     def _split_pieces(self) -> list:
         """The spans release two split (:func:`dpdbscan.post.sidebyside.split_pieces`), or []."""
-        rec = (self.auto or {}).get(sidebyside.KEY)
+        rec = self.release_two
         return [] if rec is None else sidebyside.split_pieces(rec, self.release.grid)
 
     def _predict_cells(self, X: np.ndarray) -> np.ndarray:

@@ -8,10 +8,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..exceptions import UtilityWarning
 from ..params.parameters import check_param
 from ..params.validation import check_min_samples
-from ..post import sidebyside
 from ..post.coretests import MarginOverride, core_test
 from .build import model_of
 from .record import SpanModel
@@ -48,11 +49,15 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     min_samples : int, optional
         The new MinPts. Default: unchanged.
 
-    The spans are release one's alone: where the automatic mode's second
-    release split a span (``auto["second"]``, docs/privacy.md 4.10), the
-    split is not carried over, and a :class:`~dpdbscan.UtilityWarning` says
-    so (release two's fine cells and keep rule were made for the automatic
-    choice's spans, not for spans at other parameters).
+    Where the automatic mode's second release split a span (its record
+    :attr:`~dpdbscan.model.SpanModel.release_two`, docs/privacy.md 4.10),
+    the split is carried over when the new parameters leave release one's
+    core cells as they were (the same cells, grouped into the same spans):
+    then release two's fine cells and keep rule, made for those spans, still
+    describe them, and the model keeps the record (``second``, as
+    post-processing: no new budget) with the same span ids. Otherwise the
+    spans are release one's alone and a :class:`~dpdbscan.UtilityWarning`
+    says that the split is not carried over.
     """
     if model.histogram is None:
         raise ValueError(
@@ -91,16 +96,58 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     s = model.spans
     kept = MarginOverride(s.noise_margin, s.noise_margin_upper) if same else None
     spans = test.build(hist, spec, kept)
-    _warn_split_dropped(model)
-    out = remodel(model, hist, spans, spec)
+    second = model.release_two
+    if second is not None:
+        # (release two is 3-D and never geographic: no "occupied" border renumbers its spans)
+        labels = None if spec.border_cells == "occupied" else split_labels(model, spans)
+        if labels is None:
+            second = None
+            _warn_split_dropped(model)
+        else:
+            spans = replace(spans, labels=labels)
+    out = remodel(model, hist, spans, spec, second=second)
     # a geographic map draws only the spans the release shows, as when fitted
     return shown_spans(out) if spec.border_cells == "occupied" else out
+
+
+def split_labels(model: SpanModel, spans: Spans) -> np.ndarray | None:
+    """The labels of ``spans`` (new parameters' spans of ``model``'s
+    release) with release two's split carried over, or None where it cannot
+    be: ``spans`` must have release one's core cells exactly (the same cells,
+    grouped into the same spans; release one's spans are the model's with
+    each split span's parts joined again). Then each core cell takes its
+    label in ``model`` (the parts' ids). Public: both are post-processing of
+    the releases."""
+    old, new = model.spans, spans
+    if (
+        old.core_keys.size != new.core_keys.size
+        or old.grid.width != new.grid.width
+        or not np.array_equal(old.grid.lower, new.grid.lower)
+    ):
+        return None
+    old_cells, new_cells = old.grid.decode(old.core_keys), new.grid.decode(new.core_keys)
+    oi, ni = np.lexsort(old_cells.T[::-1]), np.lexsort(new_cells.T[::-1])
+    if not np.array_equal(old_cells[oi], new_cells[ni]):
+        return None
+    rec = model.release_two or {}
+    whole = np.arange(max(model.n_spans, 1))
+    for sp in rec.get("spans") or []:
+        if sp.get("split"):
+            whole[np.asarray(sp["ids"], dtype=np.int64)] = int(sp["span"])
+    one, two = whole[old.labels[oi]], new.labels[ni]
+    # the same grouping: each of release one's spans is exactly one new span, and back
+    pairs = np.unique(np.stack([one, two]), axis=1)
+    if len(np.unique(pairs[0])) != pairs.shape[1] or len(np.unique(pairs[1])) != pairs.shape[1]:
+        return None
+    labels = np.empty_like(new.labels)
+    labels[ni] = old.labels[oi]
+    return labels
 
 
 def _warn_split_dropped(model: SpanModel) -> None:
     """Warn that ``with_params`` leaves out release two's split, when the
     model has one (public: the model's own record)."""
-    rec = (model.auto or {}).get(sidebyside.KEY) or {}
+    rec = model.release_two or {}
     split = [int(s) for s in rec.get("split") or []]
     if split:
         which = ", ".join(str(s) for s in split)
@@ -108,9 +155,9 @@ def _warn_split_dropped(model: SpanModel) -> None:
             f"spans at other parameters (with_params, sweep --model) are release one's alone: the "
             "automatic mode's second release "
             f"split span(s) {which} of this model into parts side by side, and that split is not "
-            "carried over (its fine cells and keep rule were made for the automatic choice's spans, "
-            "not for spans at other parameters; docs/privacy.md 4.10). Use the model itself for the "
-            "split spans",
+            "carried over: these parameters change release one's core cells, and release two's fine "
+            "cells and keep rule were made for those (docs/privacy.md 4.10). Use the model itself, or "
+            "parameters that keep its core cells, for the split spans",
             UtilityWarning,
             stacklevel=3,
         )
@@ -122,10 +169,12 @@ def remodel(
     spans: Spans,
     spec: SpanSpec,
     auto: Mapping[str, Any] | None = None,
+    second: Mapping[str, Any] | None = None,
 ) -> SpanModel:
     """A model of the same release as ``model`` (its fit, privacy unit and
     metadata) with other spans: no longer an automatic choice unless ``auto``
-    records one (the other answer of a level selection)."""
+    records one (the other answer of a level selection); ``second``: release
+    two's record, carried to spans that keep release one's core cells."""
     rel = model.release
     return model_of(
         hist,
@@ -138,6 +187,7 @@ def remodel(
         units=rel.units,
         unit_choice=rel.unit_choice,
         size_estimate=rel.size_estimate,
+        second=second,
     )
 
 

@@ -35,7 +35,7 @@ rule). The model records release two whole in ``auto["second"]``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -249,7 +249,7 @@ def split_model(model: Any, counts_of: FineCounts, second: SecondRelease) -> Any
     return replace(model, spans=spans, auto=auto)
 
 
-def split_pieces(rec: dict, grid: Grid) -> list[tuple[list[int], np.ndarray, np.ndarray]]:
+def split_pieces(rec: Mapping[str, Any], grid: Grid) -> list[tuple[list[int], np.ndarray, np.ndarray]]:
     """Each split span of a release-two record: (its ids, the centres of its
     kept fine cells on ``grid``'s cells at width / f, the index in ids of
     each cell's piece)."""

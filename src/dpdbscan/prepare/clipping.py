@@ -11,7 +11,7 @@ does the projection and the counting block by block while a file is read.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -162,14 +162,25 @@ def note_clipping(
     c = clipping_counts(X, pts.lower, pts.upper) if counts is None else counts
     if c["n_bad"]:
         notes(dropped_note(c["n_bad"], pts.units is not None))
+    lower, upper = user_bounds(pts, bounds_in)
+    names = pts.names or [str(j) for j in range(X.shape[1])]
+    say_outside(c, notes, names, lower, upper, lambda: outside_hint(pts, bounds_in))
+
+
+def say_outside(
+    c: dict, notes: Notes, names: Sequence[str], lower: np.ndarray, upper: np.ndarray, hint: Callable[[], str]
+) -> None:
+    """The private notes of the rows clipped onto the box (``c``:
+    :func:`clipping_counts`' counts): how many, and per column and bound
+    those of at least 1% of the rows; when most are, the note is said even
+    under --quiet, with ``hint()`` (:func:`outside_hint`)."""
     outside, n_ok = c["outside"], max(c["n_ok"], 1)
     if not outside:
         return
     most = outside / n_ok > 0.5
     say = notes.always if most else notes
-    lower, upper = user_bounds(pts, bounds_in)
     say(f"{outside:,} point(s) ({outside / n_ok:.1%}) lie outside the bounds and are clipped onto the box")
-    for j, name in enumerate(pts.names or [str(j) for j in range(X.shape[1])]):
+    for j, name in enumerate(names):
         for count, side, value in (
             (int(c["below"][j]), "below its lower", lower[j]),
             (int(c["above"][j]), "above its upper", upper[j]),
@@ -177,7 +188,38 @@ def note_clipping(
             if count / n_ok >= 0.01:
                 say(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound {value:g}")
     if most:
-        say(outside_hint(pts, bounds_in))
+        say(hint())
+
+
+def note_clipping_counted(
+    counts: Any, names: Sequence[str] | None, lower: np.ndarray, upper: np.ndarray, notes: Notes
+) -> None:
+    """:func:`note_clipping`'s notes of the rows clipped onto the box, from
+    what a distributed backend's partitions counted (``counts``, a
+    :class:`~dpdbscan.files.records.BlockCounts` with ``outside``,
+    ``below`` and ``above``; counts only, no value read), in the same
+    words. The hint when most rows lie outside tests all the rows kept
+    where the in-memory path tests a sample of them. Nothing when the
+    backend counted no box (empty ``below``)."""
+    lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+    d = lower.size
+    if not counts.rows or len(counts.below) != d or len(counts.above) != d:
+        return
+    n_ok = counts.rows - counts.dropped
+    c = {
+        "n_ok": n_ok,
+        "outside": counts.outside,
+        "below": np.asarray(counts.below),
+        "above": np.asarray(counts.above),
+    }
+    bounds = [*lower.tolist(), *upper.tolist()]
+
+    def hint() -> str:
+        if d != 2 or n_ok <= 0:
+            return hint_of(None, 0.0, 0.0)
+        return hint_of(bounds, counts.fit_as_ranges / n_ok, counts.fit_swapped / n_ok, names)
+
+    say_outside(c, notes, names or [str(j) for j in range(d)], lower, upper, hint)
 
 
 def user_bounds(pts: Points, bounds_in: list[float] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -194,14 +236,14 @@ def outside_hint(pts: Points, bounds_in: list[float] | None) -> str:
     """The private note when most points lie outside the box: which option
     to check, the bounds in the order that would fit them (xmin xmax ymin ymax
     given for xmin ymin xmax ymax), or the columns in the other order (latitude
-    first). Compared in the user's units (degrees with --geo)."""
-    hint = "check --bounds (lower_1 .. lower_d upper_1 .. upper_d) and --columns"
+    first). Compared in the user's units (degrees with --geo), on a sample
+    of the rows (:func:`hint_of`)."""
     X = pts.X[:: max(1, pts.X.shape[0] // _HINT_ROWS)]
     F = X[rows_all(np.isfinite(X))]
     if pts.proj is not None:
         F = pts.proj.inverse(F)
     if bounds_in is None or len(bounds_in) != 4 or F.shape[1] != 2 or F.shape[0] == 0:
-        return f"most points are outside the bounds: {hint}"
+        return hint_of(None, 0.0, 0.0)
     lo, hi = user_bounds(pts, bounds_in)
 
     def share(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
@@ -209,21 +251,43 @@ def outside_hint(pts: Points, bounds_in: list[float] | None) -> str:
 
     v = bounds_in
     alt_lo, alt_hi = np.array([v[0], v[2]]), np.array([v[1], v[3]])
-    if np.all(alt_lo < alt_hi) and share(F, alt_lo, alt_hi) > 0.9:
+    as_ranges = share(F, alt_lo, alt_hi) if np.all(alt_lo < alt_hi) else 0.0
+    swapped = share(F[:, ::-1], lo, hi)
+    return hint_of(v, as_ranges, swapped, pts.names, pts.proj is not None, pts.geometry)
+
+
+def hint_of(
+    bounds_in: Sequence[float] | None,
+    as_ranges: float,
+    swapped: float,
+    names: Sequence[str] | None = None,
+    geo: bool = False,
+    geometry: str | None = None,
+) -> str:
+    """The hint of :func:`outside_hint` from the shares of the 2-D rows that
+    the box fits read as ``xmin xmax ymin ymax`` (``as_ranges``; 0 when
+    those are not ordered) and with their two coordinates swapped
+    (``swapped``). ``bounds_in``: the four bounds as given (None: no
+    particular hint)."""
+    hint = "check --bounds (lower_1 .. lower_d upper_1 .. upper_d) and --columns"
+    if bounds_in is None:
+        return f"most points are outside the bounds: {hint}"
+    v = bounds_in
+    if as_ranges > 0.9 and v[0] < v[1] and v[2] < v[3]:
         hint = (
             "the bounds look like xmin xmax ymin ymax: --bounds wants "
             f"xmin ymin xmax ymax, i.e. {v[0]:g} {v[2]:g} {v[1]:g} {v[3]:g}"
         )
-    elif share(F[:, ::-1], lo, hi) > 0.9 and pts.geometry is not None:
+    elif swapped > 0.9 and geometry is not None:
         # no --columns to give: the file's own points are latitude first
         hint = (
             f"the points look latitude first: the box fits them with their two coordinates "
-            f"swapped; a {pts.geometry} file's points are longitude first (x = longitude, "
+            f"swapped; a {geometry} file's points are longitude first (x = longitude, "
             "y = latitude): write them so"
         )
-    elif share(F[:, ::-1], lo, hi) > 0.9:
-        first = "longitude" if pts.proj is not None else "the first coordinate"
-        names = pts.names or ["0", "1"]
+    elif swapped > 0.9:
+        first = "longitude" if geo else "the first coordinate"
+        names = names or ["0", "1"]
         hint = (
             f"the columns look swapped: the box fits the points with {names[1]!r} first; "
             f"{first} comes first: --columns {names[1]} {names[0]}"

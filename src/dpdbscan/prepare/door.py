@@ -56,7 +56,7 @@ from ..geometry.projection import check_lonlat_names, default_geo_columns
 from ..params.validation import check_array
 from ..traces import parse_times
 from .box import Box, public_box, split_bounds
-from .clipping import BlockPrep, dropped_note, note_clipping
+from .clipping import BlockPrep, dropped_note, note_clipping, note_clipping_counted
 from .notes import Notes
 from .prepared import Points, Transform
 
@@ -533,8 +533,10 @@ def say_counted(path: Any, pts: Points, counts: BlockCounts | None, notes: Notes
     """What a distributed backend read (its ``input_counts``, counts only),
     in the in-memory reader's words (:meth:`dpdbscan.files.reader.InputPoints.notes`
     and :func:`say_read`): the rows with a value that is not a number, the
-    malformed lines, the rows with no unit, and the rows read (private
-    notes; nothing read from a record). None: the backend counted no file."""
+    malformed lines, the rows with no unit, the rows read, dropped and
+    clipped onto the box (:func:`~dpdbscan.prepare.clipping.note_clipping`'s
+    words; private notes, counts only: nothing read from a record). None:
+    the backend counted no file."""
     if counts is None:
         return
     d = int(np.asarray(pts.lower).size)
@@ -551,6 +553,8 @@ def say_counted(path: Any, pts: Points, counts: BlockCounts | None, notes: Notes
     _say_rows(path, counts.rows, d, pts.names, notes)
     if counts.dropped:  # after the rows read, as the in-memory path says it (note_clipping)
         notes(dropped_note(counts.dropped, pts.unit_name is not None))
+    # the rows clipped onto the box (no --geo with a distributed backend: the box as given)
+    note_clipping_counted(counts, pts.names, pts.lower, pts.upper, notes)
 
 
 def note_id_columns(schema_names: Sequence[str] | None, chosen: Sequence[str] | None) -> None:

@@ -126,9 +126,10 @@ def frame_values(frame: Any, columns: Sequence[str]) -> tuple[np.ndarray, np.nda
 # [partitions, rows read, rows with unparseable values, malformed lines,
 # rows whose privacy unit is missing, gzip files cut part-way, their rows,
 # rows dropped by the per-record rule (a coordinate missing or not finite,
-# or no unit), rows of a time window whose time is in no period], summed
-# by the merges, so the driver can check that every partition was merged
-# exactly once.
+# or no unit), rows of a time window whose time is in no period, then the
+# clipping counts of the rows kept (:func:`_clipped`)], summed by the
+# merges, so the driver can check that every partition was merged exactly
+# once.
 def _tally(
     rows: int,
     unparseable: int = 0,
@@ -137,40 +138,111 @@ def _tally(
     cut: bool = False,
     dropped: int = 0,
     period: np.ndarray | None = None,
+    *,
+    clip: np.ndarray,
 ) -> np.ndarray:
     no_period = 0 if period is None else int(np.count_nonzero(period < 0))
-    return np.array(
-        [1, rows, unparseable, malformed, missing_unit, int(cut), rows if cut else 0, dropped, no_period],
-        dtype=np.int64,
-    )
+    head = [1, rows, unparseable, malformed, missing_unit, int(cut), rows if cut else 0, dropped, no_period]
+    return np.concatenate([np.array(head, dtype=np.int64), clip])
+
+
+def _kept(X: np.ndarray, unit: np.ndarray | None = None) -> np.ndarray:
+    """The rows of ``X`` the per-record rule keeps (:func:`dpdbscan.release.bounding.kept_keys`,
+    ``clean_points``): every coordinate finite and (``unit``: its presence)
+    a unit. The in-memory path's total note counts the others
+    (:func:`dpdbscan.prepare.clipping.clipping_counts`' ``n_bad``)."""
+    if X.ndim != 2:
+        keep = np.ones(len(X), dtype=bool)
+    else:
+        keep = _columns_all(X, np.isfinite)
+    return keep if unit is None else keep & unit
+
+
+def _columns_all(X: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``test`` of each column of ``X``, and-ed over the columns, one column
+    at a time (quicker than over the rows of a few columns)."""
+    out = np.ones(X.shape[0], dtype=bool)
+    for j in range(X.shape[1]):
+        out &= test(X[:, j])
+    return out
 
 
 def _dropped(X: Any, unit: np.ndarray | None = None) -> int:
-    """The rows of ``X`` the per-record rule drops (:func:`dpdbscan.release.bounding.kept_keys`,
-    ``clean_points``): a coordinate missing or not finite, or (``unit``: its
-    presence) no unit. The in-memory path's total note counts the same
-    (:func:`dpdbscan.prepare.clipping.clipping_counts`' ``n_bad``)."""
-    X = np.asarray(X, dtype=np.float64)
-    keep = np.isfinite(X).all(axis=1) if X.ndim == 2 else np.ones(len(X), dtype=bool)
-    if unit is not None:
-        keep &= unit
+    """How many rows of ``X`` the per-record rule drops (:func:`_kept`)."""
+    keep = _kept(np.asarray(X, dtype=np.float64), unit)
     return int(keep.size - np.count_nonzero(keep))
+
+
+def _clipped(lower: np.ndarray, upper: np.ndarray, X: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """What the per-record rule does to the kept rows of ``X`` (counts only,
+    for the data owner's private notes, as in memory,
+    :func:`dpdbscan.prepare.clipping.clipping_counts`): ``[outside the box,
+    inside it read as xmin xmax ymin ymax, inside it with the two
+    coordinates swapped, below each column's lower bound (d), above each
+    upper bound (d)]``. The two fits are the in-memory hint's
+    (:func:`dpdbscan.prepare.clipping.outside_hint`), counted in 2-D only
+    (else 0). Nothing here changes a count of the release."""
+    lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
+    d = lower.size
+    out = np.zeros(3 + 2 * d, dtype=np.int64)
+    F = X if keep.all() else X[keep]
+    if F.shape[0] == 0 or F.ndim != 2 or F.shape[1] != d:
+        return out
+
+    def within(lo: np.ndarray, hi: np.ndarray, cols: Sequence[int]) -> np.ndarray:
+        got = np.ones(F.shape[0], dtype=bool)
+        for j, c in enumerate(cols):
+            got &= F[:, c] >= lo[j]
+            got &= F[:, c] <= hi[j]
+        return got
+
+    inside = within(lower, upper, range(d))
+    out[0] = F.shape[0] - np.count_nonzero(inside)
+    if out[0]:
+        outer = F[~inside]
+        for j in range(d):
+            out[3 + j] = np.count_nonzero(outer[:, j] < lower[j])
+            out[3 + d + j] = np.count_nonzero(outer[:, j] > upper[j])
+    if d == 2:
+        out[1] = np.count_nonzero(
+            within(np.array([lower[0], upper[0]]), np.array([lower[1], upper[1]]), (0, 1))
+        )
+        out[2] = np.count_nonzero(within(lower, upper, (1, 0)))
+    return out
+
+
+def _rule_tally(
+    box: tuple[np.ndarray, np.ndarray], X: Any, unit: np.ndarray | None = None
+) -> tuple[int, np.ndarray]:
+    """``(rows dropped, clipping counts)`` of one partition's rows by the
+    per-record rule (:func:`_kept`, :func:`_clipped`)."""
+    X = np.asarray(X, dtype=np.float64)
+    keep = _kept(X, unit)
+    return int(keep.size - np.count_nonzero(keep)), _clipped(box[0], box[1], X, keep)
 
 
 def _frame_part(grid, frame, columns):
     X, bad = frame_points(frame, columns)
-    return (*count_block(grid, X), _tally(len(X), bad, dropped=_dropped(X)))
+    dropped, clip = _rule_tally(_box(grid), X)
+    return (*count_block(grid, X), _tally(len(X), bad, dropped=dropped, clip=clip))
 
 
 def _array_part(grid, block):
-    return (*count_block(grid, block), _tally(len(block), dropped=_dropped(block)))
+    dropped, clip = _rule_tally(_box(grid), block)
+    return (*count_block(grid, block), _tally(len(block), dropped=dropped, clip=clip))
+
+
+def _box(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
+    """The public box of ``grid`` (the one the rows are clipped onto)."""
+    return grid.lower, grid.upper
 
 
 def _csv_part(grid, data: Any, layout: CsvLayout, header: list | None, first: bool, where: str):
     """Count one block of CSV text (:func:`_csv_body`)."""
     body, cut = _csv_body(data, layout, header, first, where)
     X, counts = parse_block(body, layout)
-    tally = _tally(counts.rows, counts.unparseable, counts.malformed, cut=cut, dropped=_dropped(X))
+    dropped, clip = _rule_tally(_box(grid), X)
+    tally = _tally(counts.rows, counts.unparseable, counts.malformed, cut=cut, dropped=dropped, clip=clip)
     return (*count_block(grid, X), tally)
 
 
@@ -401,24 +473,27 @@ def _pairs(grid: Grid, X: np.ndarray, units: Any, keep: np.ndarray, kind: str) -
 def _frame_pairs(grid, frame, columns, unit, kind, window=None):
     """One partition of a dataframe: its pairs and its tally (``window``:
     the rows whose time is in no period are dropped, :meth:`DaskBackend.windowed`)."""
-    X, units, keep, period, tally = _frame_rows(frame, columns, unit, kind, window)
+    X, units, keep, period, tally = _frame_rows(_box(grid), frame, columns, unit, kind, window)
     return _pairs(grid, X, units, keep if period is None else keep & (period >= 0), kind), tally
 
 
-def _frame_rows(frame, columns, unit, kind, window=None):
+def _frame_rows(box, frame, columns, unit, kind, window=None):
     """``(points, units, unit present, period or None, tally)`` of one
     partition of a dataframe; the period of each row by ``window``
-    (``(time column, period_of)``), -1 outside the horizon."""
+    (``(time column, period_of)``), -1 outside the horizon; the tally's
+    clipping counts against ``box``, the public ``(lower, upper)``."""
     X, bad = frame_values(frame, columns)
     units = unit_array(frame[unit], kind)
     missing = unit_missing(units)
     period = None if window is None else np.asarray(window[1](frame[window[0]]), dtype=np.int64)
+    dropped, clip = _rule_tally(box, X, ~missing)
     tally = _tally(
         len(frame),
         int(bad.sum()),
         missing_unit=int(np.count_nonzero(missing & ~bad)),
-        dropped=_dropped(X, ~missing),
+        dropped=dropped,
         period=period,
+        clip=clip,
     )
     return X, units, ~missing, period, tally
 
@@ -428,7 +503,8 @@ def _array_pairs(grid, block, units, kind):
     X = np.asarray(block, dtype=np.float64)
     units = unit_array(np.asarray(units), kind)
     missing = unit_missing(units)
-    tally = _tally(len(X), missing_unit=int(np.count_nonzero(missing)), dropped=_dropped(X, ~missing))
+    dropped, clip = _rule_tally(_box(grid), X, ~missing)
+    tally = _tally(len(X), missing_unit=int(np.count_nonzero(missing)), dropped=dropped, clip=clip)
     return _pairs(grid, X, units, ~missing, kind), tally
 
 
@@ -436,11 +512,11 @@ def _csv_pairs(grid, data, layout, header, first, where, window=None):
     """One block of CSV text: its pairs and its tally. A row whose unit is
     missing reads as NaN (:func:`records.parse_records`), so it is dropped;
     so is one whose time is in no period (``window``: ``(time field, period_of)``)."""
-    X, units, keep, period, tally = _csv_rows(data, layout, header, first, where, window)
+    X, units, keep, period, tally = _csv_rows(_box(grid), data, layout, header, first, where, window)
     return _pairs(grid, X, units, keep if period is None else keep & (period >= 0), "text"), tally
 
 
-def _csv_rows(data, layout, header, first, where, window=None):
+def _csv_rows(box, data, layout, header, first, where, window=None):
     """:func:`_frame_rows` of one block of CSV text. The time field is read
     as the in-memory reader reads it (:func:`dpdbscan.files.reader.read_columns`):
     its text, null when missing and on a malformed line, row for row with
@@ -450,12 +526,19 @@ def _csv_rows(data, layout, header, first, where, window=None):
     also = () if window is None else (window[0],)
     X, units, counts, fields = parse_rows(body, dataclasses.replace(layout, also=layout.also + also))
     units = unit_array(units, "text")
-    dropped = _dropped(X, ~unit_missing(units))
+    dropped, clip = _rule_tally(box, X, ~unit_missing(units))
     period = None
     if window is not None:
         period = np.asarray(window[1](fields[-1]), dtype=np.int64)
     tally = _tally(
-        counts.rows, counts.unparseable, counts.malformed, counts.missing_unit, cut, dropped, period
+        counts.rows,
+        counts.unparseable,
+        counts.malformed,
+        counts.missing_unit,
+        cut,
+        dropped,
+        period,
+        clip=clip,
     )
     return X, units, ~unit_missing(units), period, tally
 
@@ -476,12 +559,14 @@ def _table_pairs(rows, span_of, n_periods, kind):
     return _pairs_frame(counted.rename_columns(names).select([_UNIT, _PAIR, _COUNT]), kind), tally
 
 
-def _frame_table(frame, columns, unit, kind, window, span_of, n_periods):
-    return _table_pairs(_frame_rows(frame, columns, unit, kind, window), span_of, n_periods, kind)
+def _frame_table(box, frame, columns, unit, kind, window, span_of, n_periods):
+    rows = _frame_rows(box, frame, columns, unit, kind, window)
+    return _table_pairs(rows, span_of, n_periods, kind)
 
 
-def _csv_table(data, layout, header, first, where, window, span_of, n_periods):
-    return _table_pairs(_csv_rows(data, layout, header, first, where, window), span_of, n_periods, "text")
+def _csv_table(box, data, layout, header, first, where, window, span_of, n_periods):
+    rows = _csv_rows(box, data, layout, header, first, where, window)
+    return _table_pairs(rows, span_of, n_periods, "text")
 
 
 def _table_meta(kind: str) -> Any:
@@ -977,7 +1062,8 @@ class DaskBackend:
             unit = units if isinstance(units, str) else None
             cols = coordinate_columns(X.columns, X.dtypes, self.read.columns, grid.d, unit)
             points, bad = frame_points(X, cols)
-            self.input_counts = BlockCounts(rows=len(points), unparseable=bad, dropped=_dropped(points))
+            dropped, clip = _rule_tally(_box(grid), points)
+            self.input_counts = _input_counts(_tally(len(points), bad, dropped=dropped, clip=clip))
             return points, (read_units(X[unit]) if unit is not None else units)
         if isinstance(X, np.ndarray):
             if isinstance(units, str):
@@ -1035,7 +1121,7 @@ class DaskBackend:
                     ]
                 part = dask.delayed(_csv_table, nout=2)
                 return "text", [
-                    part(b, layout, header, first, where, w, *table) for b, first, where in blocks
+                    part(_box(grid), b, layout, header, first, where, w, *table) for b, first, where in blocks
                 ]
             X = self._read_parquet(paths, grid.d, unit, None if window is None else window[0])
         if isinstance(X, dd.DataFrame):
@@ -1051,7 +1137,7 @@ class DaskBackend:
                 part = dask.delayed(_frame_pairs, nout=2)
                 return kind, [part(grid, p, cols, unit, kind, window) for p in frames]
             part = dask.delayed(_frame_table, nout=2)
-            return kind, [part(p, cols, unit, kind, window, *table) for p in frames]
+            return kind, [part(_box(grid), p, cols, unit, kind, window, *table) for p in frames]
         if isinstance(X, da.Array):
             if window is not None:
                 raise ValueError(
@@ -1402,8 +1488,19 @@ def _input_counts(tally: np.ndarray) -> BlockCounts:
     t = [int(v) for v in np.asarray(tally)]
     if t[5]:
         warnings.warn(cut_note(t[6], t[5]), PrivateNoteWarning, stacklevel=4)
+    d = (len(t) - 12) // 2
     return BlockCounts(
-        rows=t[1], unparseable=t[2], malformed=t[3], missing_unit=t[4], dropped=t[7], no_period=t[8]
+        rows=t[1],
+        unparseable=t[2],
+        malformed=t[3],
+        missing_unit=t[4],
+        dropped=t[7],
+        no_period=t[8],
+        outside=t[9],
+        fit_as_ranges=t[10],
+        fit_swapped=t[11],
+        below=tuple(t[12 : 12 + d]),
+        above=tuple(t[12 + d :]),
     )
 
 
