@@ -34,5 +34,35 @@ def main(today_path, rule_path):
     print(f"{len(set(today) & set(rule))} pairs; gate failures: {bad or 'none'}")
 
 
+def summary(today_path, rule_path):
+    """One row per (d, alpha scale, seed): the ranges over the shapes."""
+    today, rule = rows(today_path), rows(rule_path)
+    groups: dict = {}
+    for k in sorted(set(today) & set(rule)):
+        groups.setdefault((k[0], k[1], k[3]), []).append((today[k], rule[k]))
+    print(
+        "| d | alpha x | seed | shapes | theta | ratio today | ratio rule "
+        "| ARI today | ARI rule | ARI change (min) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for (d, s, seed), pairs in groups.items():
+        a = [p[0] for p in pairs]
+        b = [p[1] for p in pairs]
+
+        def rng(rs, key, fmt):
+            lo, hi = min(r[key] for r in rs), max(r[key] for r in rs)
+            return format(lo, fmt) if lo == hi else f"{format(lo, fmt)}-{format(hi, fmt)}"
+
+        change = min(y["ari"] - x["ari"] for x, y in pairs)
+        print(
+            f"| {d} | {s:g} | {seed} | {len(pairs)} | {a[0]['theta']:g} -> {b[0]['theta']:g} | "
+            f"{rng(a, 'ratio', '.2f')}x | {rng(b, 'ratio', '.2f')}x | {rng(a, 'ari', '.4f')} | "
+            f"{rng(b, 'ari', '.4f')} | {change:+.4f} |"
+        )
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    if sys.argv[1] == "--summary":
+        summary(*sys.argv[2:4])
+    else:
+        main(*sys.argv[1:3])
