@@ -116,6 +116,8 @@ def one(case: dict, seed: int, rounds: int, options: dict | None = None) -> dict
         "options": options or {},
         "histogram": str(est.histogram_.kind),
         "cells": float(est.n_cells_),
+        "theta": float(est.theta_),
+        "released": int(est.histogram_.values.size),
         "cpu": statistics.median(r[0] for r in ours),
         "wall": statistics.median(r[1] for r in ours),
         "dbscan_cpu": statistics.median(r[0] for r in peer),

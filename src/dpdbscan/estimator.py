@@ -139,8 +139,10 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         Threshold of the sparse histogram; by default the smallest value that
         releases at most ``max_empty_cells`` empty cells in expectation over
         the grid and at most 32 among the kappa cells within ``eps`` of a
-        cell (from 5-D up at coarse ``eps`` the second is the larger:
-        docs/parameters.md section 1).
+        cell (from 5-D up at coarse ``eps`` the second is the larger), and,
+        at coarse 6-D to 8-D grids where those leave many pairs of released
+        empty cells within reach of each other, at most 2**17 over the grid
+        (docs/parameters.md section 1).
     max_empty_cells : float, default=2**20
         Public cap on the empty cells a sparse release holds in expectation,
         used to choose theta.

@@ -7,6 +7,9 @@ from scipy import stats
 from dpdbscan.cells.grid import Grid, count_neighbours
 from dpdbscan.laws import noise as laws
 from dpdbscan.plan.histogramchoice import (
+    COARSE_DIMS,
+    COARSE_EMPTY,
+    COARSE_PAIRS,
     DENSE_MAX_CELLS,
     DENSE_MAX_KAPPA,
     MAX_EMPTY_PER_BALL,
@@ -14,6 +17,8 @@ from dpdbscan.plan.histogramchoice import (
     ball_theta,
     capped_theta,
     choose_kind,
+    coarse_pairs,
+    coarse_theta,
     default_theta,
     stability_theta,
 )
@@ -407,3 +412,70 @@ def test_dense_noise_is_the_same_drawn_on_a_thread_or_not(monkeypatch, noise):
         monkeypatch.setattr(mechanism, "THREADED_NOISE_CELLS", threshold)
         made.append(release_histogram(grid, X, config, SeededSource(7)))
     assert np.array_equal(made[0].values, made[1].values) and made[0].values.size == grid.n_cells
+
+
+def test_coarse_6d_to_8d_grids_release_fewer_empty_cells_where_their_pairs_are_many():
+    # results/hd9/RULE.md: from public inputs only (the forecast reads no
+    # data), an event-level fit at a fixed eps, delta 0, the density test, in
+    # 6-D to 8-D: where today's default theta leaves more than COARSE_PAIRS
+    # pairs of released empty cells within a reach box, theta rises until at
+    # most COARSE_EMPTY empty cells are released in expectation
+    from dpdbscan import DPDBSCAN
+
+    box = dict(min_samples=20, bounds=(0.0, 1.0))
+    # (d, eps): theta before -> with the rule (eta 4, epsilon 1)
+    acts = {
+        (6, 0.075): (8, 9),
+        (6, 0.1): (7, 8),
+        (7, 0.0825): (11, 13),
+        (7, 0.11): (9, 11),
+        (8, 0.12): (12, 14),
+    }
+    stays = {
+        (6, 0.05): 10,
+        (6, 0.15): 7,
+        (7, 0.055): 14,
+        (7, 0.165): 9,
+        (8, 0.06): 18,
+        (8, 0.09): 14,
+        (8, 0.18): 11,
+        (5, 0.06): 5,
+        (5, 0.08): 5,
+        (4, 0.03): 3,
+    }
+    for (d, eps), (before, after) in acts.items():
+        fc = DPDBSCAN(eps, **box).forecast(1e5, n_features=d)
+        assert fc.histogram == "sparse" and fc.theta == after, (d, eps, fc.theta)
+        assert fc.n_cells * laws.tail("discrete", 1.0, after) <= COARSE_EMPTY
+        assert fc.n_cells * laws.tail("discrete", 1.0, after - 1) > COARSE_EMPTY
+        grid = Grid(np.zeros(d), np.ones(d), eps)
+        assert grid.n_cells == fc.n_cells
+        assert default_theta(grid.n_cells, "discrete", 1.0, 2**20, grid.kappa) == before
+        assert coarse_pairs(grid, "discrete", 1.0, before) > COARSE_PAIRS
+        # the user's explicit theta and a lower max_empty_cells still decide
+        assert DPDBSCAN(eps, **box, theta=before).forecast(1e5, n_features=d).theta == before
+        lower = DPDBSCAN(eps, **box, max_empty_cells=2**10).forecast(1e5, n_features=d).theta
+        assert lower > after and fc.n_cells * laws.tail("discrete", 1.0, lower) <= 2**10
+        # the bound test keeps today's
+        assert (
+            DPDBSCAN(eps, **box, core="bound", histogram="sparse").forecast(1e5, n_features=d).theta == before
+        )
+    for (d, eps), theta in stays.items():
+        fc = DPDBSCAN(eps, **box).forecast(1e5, n_features=d)
+        assert fc.histogram == "sparse" and fc.theta == theta, (d, eps, fc.theta)
+    assert list(COARSE_DIMS) == [6, 7, 8]
+
+
+@pytest.mark.parametrize("d", range(1, 11))
+def test_coarse_theta_acts_only_in_6d_to_8d_above_its_pairs(d):
+    for n_cells in (10**6, 10**8, 10**10, 10**12):
+        side = [n_cells] + [1] * (d - 1)
+        g = Grid(np.zeros(d), np.array(side, dtype=float), math.sqrt(d))
+        t0 = default_theta(g.n_cells, "discrete", 1.0, 2**20, g.kappa)
+        t = coarse_theta(g, "discrete", 1.0, t0, 2**20)
+        if d in COARSE_DIMS and coarse_pairs(g, "discrete", 1.0, t0) > COARSE_PAIRS:
+            # the least theta >= today's on its steps releasing at most COARSE_EMPTY
+            assert t >= t0 and g.n_cells * laws.tail("discrete", 1.0, t) <= COARSE_EMPTY
+            assert t == t0 or g.n_cells * laws.tail("discrete", 1.0, t - 1) > COARSE_EMPTY
+        else:
+            assert t == t0

@@ -58,6 +58,24 @@ DENSE_MAX_KAPPA = 256
 #: scope). 1-D to 3-D keep the dense release; so does 9-D and up (not
 #: measured).
 SPARSE_DIMS = range(4, 9)
+#: Issue 30 (results/hd9/RULE.md): at coarse 6-D to 8-D grids the sparse
+#: release's empty cells are so dense in the universe that the density test's
+#: self-join over the reach box, (2 reach + 1)^d cells, finds millions of
+#: pairs of them (7-D at twice the benchmark's alpha: 551,761 released cells,
+#: 12.5M pairs, 5-15x the ``dbscan`` package's time). Where today's default
+#: theta leaves more than :data:`COARSE_PAIRS` such pairs in expectation,
+#: ``E^2 (2 reach + 1)^d / (2 |X|)`` with ``E = |X| P(Z >= theta)``, theta
+#: is raised until at most :data:`COARSE_EMPTY` empty cells are released in
+#: expectation over the universe. Public: d, |X|, reach (d, eta), the noise
+#: law and its scale. Scoped as measured: an event-level release at a fixed
+#: eps and MinPts with the density core test, in :data:`COARSE_DIMS`.
+COARSE_PAIRS = float(2**21)
+#: The universe's cap on expected released empty cells where
+#: :data:`COARSE_PAIRS` binds.
+COARSE_EMPTY = float(2**17)
+#: The dimensions the cap of :data:`COARSE_PAIRS` acts in (6-D to 8-D were
+#: measured; 4-D and 5-D at their coarse alphas were within the bar).
+COARSE_DIMS = range(6, 9)
 
 
 def choose_kind(requested: str, grid: Grid, delta: float, *, fixed_density: bool = False) -> str:
@@ -119,10 +137,45 @@ def ball_theta(kappa: int, noise: str, scale: float, per_ball: float = MAX_EMPTY
     return theta
 
 
-def sparse_theta(given: float | None, grid: Grid, noise: str, scale: float, max_empty_cells: float) -> float:
-    """theta of the sparse histogram: the user's (checked) or from the public cap."""
+def coarse_pairs(grid: Grid, noise: str, scale: float, theta: float) -> float:
+    """The expected number of pairs of released empty cells within one
+    reach box of each other at ``theta``: ``E^2 (2 reach + 1)^d / (2 |X|)``,
+    ``E = |X| P(Z >= theta)`` (public: the grid and the noise law)."""
+    n = float(grid.n_cells)
+    empty = n * laws.tail(noise, scale, theta)
+    return empty * empty * float(2 * grid.reach + 1) ** grid.d / (2.0 * n)
+
+
+def coarse_theta(grid: Grid, noise: str, scale: float, theta: float, max_empty_cells: float) -> float:
+    """:data:`COARSE_PAIRS`' rule: ``theta``, or where it leaves more than
+    :data:`COARSE_PAIRS` pairs of released empty cells within a reach box
+    (:func:`coarse_pairs`) in :data:`COARSE_DIMS`, the least theta >= it on
+    steps of 1 releasing at most :data:`COARSE_EMPTY` (or ``max_empty_cells`` if
+    lower) empty cells in expectation over the universe."""
+    if grid.d not in COARSE_DIMS or coarse_pairs(grid, noise, scale, theta) <= COARSE_PAIRS:
+        return theta
+    cap = min(max_empty_cells, COARSE_EMPTY)
+    # up one step at a time from today's theta: the least such theta on its steps
+    while grid.n_cells * laws.tail(noise, scale, theta) > cap:
+        theta += 1.0
+    return theta
+
+
+def sparse_theta(
+    given: float | None,
+    grid: Grid,
+    noise: str,
+    scale: float,
+    max_empty_cells: float,
+    *,
+    coarse: bool = False,
+) -> float:
+    """theta of the sparse histogram: the user's (checked) or from the public
+    caps; ``coarse`` (an event-level release at a fixed eps and MinPts with
+    the density core test) adds :func:`coarse_theta`'s."""
     if given is None:
-        return default_theta(grid.n_cells, noise, scale, max_empty_cells, grid.kappa)
+        theta = default_theta(grid.n_cells, noise, scale, max_empty_cells, grid.kappa)
+        return coarse_theta(grid, noise, scale, theta, max_empty_cells) if coarse else theta
     theta = float(given)
     # Below 0 the tail sampler (theta + geometric) is not Z | Z >= theta, and
     # the release would hold about half of the universe anyway.
@@ -166,6 +219,11 @@ __all__ = [
     "SPARSE_DIMS",
     "MAX_EXPECTED_EMPTY",
     "choose_kind",
+    "COARSE_DIMS",
+    "COARSE_EMPTY",
+    "COARSE_PAIRS",
+    "coarse_pairs",
+    "coarse_theta",
     "MAX_EMPTY_PER_BALL",
     "ball_theta",
     "capped_theta",

@@ -421,7 +421,14 @@ def release_spec(
     if kind == "dense":
         theta = float("-inf")
     elif kind == "sparse":
-        theta = sparse_theta(p["theta"], grid, kind_noise, noise.scale, p["max_empty_cells"])
+        theta = sparse_theta(
+            p["theta"],
+            grid,
+            kind_noise,
+            noise.scale,
+            p["max_empty_cells"],
+            coarse=fixed_density and not units and delta == 0,
+        )
     else:
         k, m = (bound.max_cells_per_unit, bound.max_points_per_cell) if bound else (1, 1)
         theta = stability_theta(kind_noise, noise.scale, delta_threshold, step=m, cells=k)
