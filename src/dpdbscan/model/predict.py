@@ -275,11 +275,15 @@ def _regions_by_shells(
     taken in shells of equal distance, nearest first: a cell not yet
     labelled takes the smallest span id among the core cells of the first
     shell that reaches it. Equal to :func:`border_labels` cell for cell.
+
+    That walk costs the core cells times the ball's offsets; where the
+    separable passes over the window cost less (dense cores in high
+    dimension, :func:`_passes_cheaper`) they give the same raster instead.
     """
     radius = border / grid.width
-    reach, lo, shape = _passes_window(grid, core_keys, radius, to)
-    if _passes_cheaper(grid.d, core_keys.size, radius, to, reach, shape):
-        return _regions_by_passes(grid, core_keys, labels, radius, to, reach, lo, shape)
+    step, corner, size = _passes_window(grid, core_keys, radius, to)
+    if _passes_cheaper(grid.d, core_keys.size, radius, to, step, size):
+        return _regions_by_passes(grid, core_keys, labels, radius, to, step, corner, size)
     offs, dist = offset_distances(grid.d, radius, to)
     inside = dist <= radius * (1 + TIE_TOLERANCE) if to == "centres" else dist < radius * (1 - TIE_TOLERANCE)
     offs, dist = offs[inside], dist[inside]
