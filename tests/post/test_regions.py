@@ -1,9 +1,12 @@
-"""The three ways span_regions finds the cells predict maps to a span agree:
-the raster of span ids in shells of equal distance (small key spaces), the
-bitmap of candidates with border_labels (medium), and sorted key lists
-(large or packed keys), cell for cell, ties included."""
+"""The four ways span_regions finds the cells predict maps to a span agree:
+the raster of span ids in shells of equal distance and the separable
+nearest-core passes over the same window (small key spaces: the cheaper of
+the two), the bitmap of candidates with border_labels (medium), and sorted
+key lists (large or packed keys), cell for cell, ties included."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -15,13 +18,16 @@ from dpdbscan.post.merge import merge_cells
 
 def _paths(monkeypatch, grid, keys, labels, border, to):
     out = {}
-    for name, raster, bitmap in (
-        ("raster", predict.RASTER_KEYS, predict.BITMAP_KEYS),
-        ("bitmap", 0, predict.BITMAP_KEYS),
-        ("sorted", 0, 0),
+    raster_keys, bitmap_keys = predict.RASTER_KEYS, predict.BITMAP_KEYS
+    for name, raster, bitmap, passes in (
+        ("raster", raster_keys, bitmap_keys, False),
+        ("passes", raster_keys, bitmap_keys, True),
+        ("bitmap", 0, bitmap_keys, None),
+        ("sorted", 0, 0, None),
     ):
         monkeypatch.setattr(predict, "RASTER_KEYS", raster)
         monkeypatch.setattr(predict, "BITMAP_KEYS", bitmap)
+        monkeypatch.setattr(predict, "_passes_cheaper", lambda *a, p=passes: p)
         out[name] = predict.span_regions(grid, keys, labels, border, to)
     return out
 
@@ -38,7 +44,7 @@ def test_region_paths_agree(monkeypatch, seed, to):
     # radii on and off the lattice: exact ties between spans are common on it
     for border in (g.width * rng.choice([1.0, 1.5, 2.0, np.sqrt(5), 2.3]), g.eps):
         got = _paths(monkeypatch, g, keys, labels, float(border), to)
-        for name in ("bitmap", "sorted"):
+        for name in ("passes", "bitmap", "sorted"):
             assert np.array_equal(got[name][0], got["raster"][0]), name
             assert np.array_equal(got[name][1], got["raster"][1]), name
         rk, rl = got["raster"]
@@ -77,7 +83,7 @@ def test_region_paths_agree_in_other_dimensions(monkeypatch, d, seed):
     labels = merge_cells(g, keys)
     for to in ("cells", "centres"):
         got = _paths(monkeypatch, g, keys, labels, float(g.width * rng.choice([1.0, 1.5, 2.3])), to)
-        for name in ("bitmap", "sorted"):
+        for name in ("passes", "bitmap", "sorted"):
             assert np.array_equal(got[name][0], got["raster"][0]), name
             assert np.array_equal(got[name][1], got["raster"][1]), name
 
@@ -94,6 +100,91 @@ def test_region_paths_agree_away_from_the_grids_edges(monkeypatch, seed):
         labels = merge_cells(g, keys)
         for to in ("cells", "centres"):
             got = _paths(monkeypatch, g, keys, labels, float(g.width * 2.3), to)
-            for name in ("bitmap", "sorted"):
+            for name in ("passes", "bitmap", "sorted"):
                 assert np.array_equal(got[name][0], got["raster"][0]), name
                 assert np.array_equal(got[name][1], got["raster"][1]), name
+
+
+def _dense_case(rng, d, share, n_labels):
+    """A small grid in ``d`` dimensions with about ``share`` of its cells
+    core, labelled by their spans or by ``n_labels`` random ids (many exact
+    ties between spans)."""
+    width = float(rng.uniform(0.2, 0.45))
+    cells = rng.integers(4, 12 if d <= 3 else 8 if d <= 5 else 5, d)
+    g = Grid(np.zeros(d), (cells - 0.5) * width, math.sqrt(d) * width, eta=4.0)
+    assert g.shape == tuple(cells.tolist()) and predict.regions_are_cheap(g)
+    coords = np.stack(np.unravel_index(np.arange(g.n_cells), g.shape), axis=1)
+    coords = coords[rng.random(coords.shape[0]) < share]
+    if coords.shape[0] == 0:
+        coords = np.zeros((1, d), dtype=np.int64)
+    keys = np.sort(g.encode(coords))
+    labels = merge_cells(g, keys) if n_labels == 0 else rng.integers(0, n_labels, keys.size)
+    return g, keys, labels
+
+
+@pytest.mark.parametrize("d", range(1, 9))
+@pytest.mark.parametrize("seed", range(5))
+def test_passes_equal_shells_in_every_dimension(monkeypatch, d, seed):
+    """The separable passes give the shells' regions cell for cell, d = 1..8:
+    dense and sparse cores, the spans' ids or many ids with exact ties, radii
+    on and off the lattice, slabs of a few cells, and span ids too large for
+    the 4-byte raster."""
+    rng = np.random.default_rng(1000 * d + seed)
+    full = predict.PASS_SLAB
+    for share, n_labels in ((0.5, 0), (0.15, 5), (0.02, 0)):
+        g, keys, labels = _dense_case(rng, d, share, n_labels)
+        if seed == 4:
+            labels = labels + (1 << 27)  # int64 raster of the passes
+        for to in ("cells", "centres"):
+            # (the shells' loop over the ball's offsets is slow beyond these in 7-D and 8-D)
+            r = float(rng.choice([0.7, 1.0, 1.5, 2.0] + ([np.sqrt(5), np.sqrt(d), 2.3] if d <= 6 else [])))
+            border = g.width * r
+            got = {}
+            for passes, slab in ((False, full), (True, full), (True, 7)):
+                monkeypatch.setattr(predict, "_passes_cheaper", lambda *a, p=passes: p)
+                monkeypatch.setattr(predict, "PASS_SLAB", slab)
+                got[passes, slab] = predict.span_regions(g, keys, labels, border, to)
+            want = got[False, full]
+            for k, (gk, gl) in got.items():
+                assert np.array_equal(gk, want[0]) and np.array_equal(gl, want[1]), (k, share, to, r)
+            assert want[0].size >= keys.size
+
+
+def test_dense_cores_take_the_passes(monkeypatch):
+    """A dense 6-D core (a third of the cells, as in the 6-D case 5 of
+    benchmarks.same_release) is labelled by the passes, never listing the
+    border ball's offsets (the shells' walk took 80 s of CPU there)."""
+    rng = np.random.default_rng(3)
+    g, keys, labels = _dense_case(rng, 6, 0.35, 0)
+    radius = 2.3
+    reach, _, shape = predict._passes_window(g, keys, radius, "centres")
+    assert predict._passes_cheaper(6, keys.size, radius, "centres", reach, shape)
+    want = predict.span_regions(g, keys, labels, g.width * radius, "centres")
+
+    def listed(*a, **k):
+        raise AssertionError("the border ball's offsets were listed")
+
+    monkeypatch.setattr(predict, "offset_distances", listed)
+    got = predict.span_regions(g, keys, labels, g.width * radius, "centres")
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_sparse_cores_keep_the_shells():
+    """A few core cells in a wide 2-D window: the shells (their offsets from
+    each core cell) cost less than passes over every cell of the window."""
+    g = Grid([0.0, 0.0], [40.0, 40.0], 0.2)
+    keys = np.sort(g.encode(np.array([[5, 5], [100, 200], [300, 10]])))
+    reach, _, shape = predict._passes_window(g, keys, 2.0, "centres")
+    assert not predict._passes_cheaper(2, keys.size, 2.0, "centres", reach, shape)
+
+
+@pytest.mark.parametrize("d", [2, 5, 8])
+def test_ball_size_counts_the_offsets(d):
+    """The shells' cost counts the border ball without listing it: the count
+    equals the offsets of region_offsets within the border."""
+    for to in ("cells", "centres"):
+        for r in (0.7, 1.5, np.sqrt(5), 2.3):
+            offs, dist = predict.offset_distances(d, r, to)
+            within = dist <= r * (1 + 1e-9) if to == "centres" else dist < r * (1 - 1e-9)
+            reach = int(np.abs(offs[within]).max())
+            assert predict._ball_size(d, reach, r, to) == int(within.sum())
