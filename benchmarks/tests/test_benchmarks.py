@@ -611,3 +611,26 @@ def test_same_release_tree_run_survives_a_case_that_fails_there(monkeypatch, tmp
     out = capsys.readouterr().out
     assert "NOT COMPARED" in out and "there: MemoryError" in out
     assert "2 of 3 cases the same bit for bit" in out
+
+
+def test_fit_stages_counts_every_stage_it_wraps_and_puts_them_back():
+    from benchmarks import fit_stages
+    from dpdbscan.post import sums
+    from dpdbscan.post.coretests.density import coresubcells
+
+    before = (coresubcells.density_field, coresubcells._reachable, sums.reaching_sums, sums._index_of)
+    row = fit_stages.one(5, 1.0, 2_000, seed=3, rounds=2)
+    # every wrapper removed again
+    assert (coresubcells.density_field, coresubcells._reachable, sums.reaching_sums, sums._index_of) == before
+    assert row["histogram"] == "sparse" and row["released"] > 2_000
+    calls, spent = row["calls"], row["stages"]
+    # a 5-D sparse fit: the released cells' self-join bounds them, each fit once
+    for label in ("release (counts, noise)", "released empty cells", "density field", "self-join"):
+        assert calls[label] == 1, label
+    assert calls["box cover"] == 0 and spent["box cover"] == 0.0
+    # inclusive stages: the join within the bound, the bound within the field
+    assert spent["density field"] >= spent["bound of every cell"] >= spent["self-join"] > 0
+    assert row["largest_inner"] == "self-join"
+    text = fit_stages.table([row])
+    assert text.count("\n") == 3 and "| 5-D, 1x α, 2,000 | sparse |" in text
+    assert fit_stages._parse("3:0.5:100000,8:1:10000") == [(3, 0.5, 100_000), (8, 1.0, 10_000)]
