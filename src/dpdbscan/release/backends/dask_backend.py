@@ -1245,7 +1245,9 @@ class DaskBackend:
         self._check_parquet_types(paths, cols)
         return dd.read_parquet(paths, columns=cols, storage_options=self.storage_options)
 
-    def check_files(self, X: Any, d: int, unit: str | None = None, time: str | None = None) -> list[str] | None:
+    def check_files(
+        self, X: Any, d: int, unit: str | None = None, time: str | None = None
+    ) -> list[str] | None:
         """Refuse, from their schemas alone (no record read), Parquet files
         that :meth:`count` or :meth:`unit_pairs` would refuse when reading:
         columns that are missing, of a type a coordinate, unit or time
