@@ -1260,10 +1260,14 @@ class DaskBackend:
 
         Returns the coordinate columns the count will read, as the in-memory
         reader names them: by the declared header or the Parquet schema
-        (public), or a header-less CSV file's 0-based field numbers; None for
-        inputs other than files."""
+        (public), or a header-less CSV file's 0-based field numbers; a dask
+        DataFrame's by its columns; None for other inputs."""
+        import dask.dataframe as dd
+
         paths = _as_paths(X)
         if paths is None:
+            if isinstance(X, dd.DataFrame):
+                return [str(c) for c in coordinate_columns(X.columns, X.dtypes, self.read.columns, d, unit)]
             return None
         if file_format(paths, self.read.file_format) == "csv":
             layout, header, _, _ = self._csv_blocks(d, paths, unit, time)
