@@ -8,8 +8,8 @@ from typing import Any, Literal, NoReturn, Self
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.base import BaseEstimator, ClusterMixin
 
+from .estimatorbase import EstimatorBase
 from .exceptions import PrivacyLeakWarning, PrivateNoteWarning, renamed
 from .geometry.projection import check_lonlat_names
 from .ledger import Ledger, Reservation, release_cost
@@ -31,7 +31,7 @@ from .release.backends.base import PointsInput
 from .traces import Stops, TripEnds
 
 
-class DPDBSCAN(ClusterMixin, BaseEstimator):
+class DPDBSCAN(EstimatorBase):
     """Differentially private DBSCAN that publishes cluster spans.
 
     The release is a set of spans, unions of grid cells, that classify any

@@ -472,7 +472,10 @@ def _second_spend(priv: dict, release: ReleaseInfo) -> SecondSpend | None:
         return None
     _need(priv.get("releases") == 2, "privacy.releases must be 2 (absent: one release)")
     sec = priv.get("second")
-    _need(isinstance(sec, dict), "privacy.second must be an object when privacy.releases is 2")
+    if not isinstance(sec, dict):
+        raise MalformedModel(
+            "malformed dpdbscan span model: privacy.second must be an object when privacy.releases is 2"
+        )
     share = _real(sec.get("share"), "privacy.second.share", 0, 1, low_open=True, high_open=True)
     noise = _choice(sec.get("noise"), "privacy.second.noise", ("discrete", "gaussian"))
     if noise == "gaussian":
