@@ -1,8 +1,8 @@
 """scikit-learn's estimator protocol, without importing scikit-learn.
 
 ``from dpdbscan import DPDBSCAN`` imported scikit-learn for two base classes:
-1.2-1.4 s of CPU (it loads scipy.stats and pandas), six times the rest of the
-import (0.2 s). scikit-learn works with an estimator through what it does:
+1.4-1.7 s of CPU (it loads scipy.stats and pandas), six to seven times the
+rest of the import (0.24 s). scikit-learn works with an estimator through what it does:
 ``clone``, ``Pipeline`` and the searches call ``get_params`` and
 ``set_params`` and the constructor; ``sklearn.utils.get_tags`` calls
 ``__sklearn_tags__`` (scikit-learn 1.6 and later; before, the estimator's
