@@ -110,6 +110,7 @@ def hand_model(
         None,
         None,
         None,
+        None,
     )
     return SpanModel(
         spans=spans_, spec=spec, release=release, histogram=hist, auto=None, metadata=meta, second=None

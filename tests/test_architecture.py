@@ -45,7 +45,7 @@ LAYERS = {
     "model": {"model"},
     "ledger": {"ledger"},
     "render": {"render"},
-    "api": {"estimator", "pipeline", "series", "research", "testing", "spec"},
+    "api": {"estimator", "estimatorbase", "pipeline", "series", "research", "testing", "spec"},
     "apps": {"cli", "demo", "__init__", "__main__"},
 }
 _BELOW_POST = {"base", "shared", "params"}

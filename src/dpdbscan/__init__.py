@@ -1,8 +1,9 @@
 """dpdbscan: differentially private DBSCAN that publishes cluster spans.
 
 Implements Qiu and Yi, "Approximate DBSCAN under Differential Privacy".
-Its public names are loaded on first use (the estimator imports
-scikit-learn), so the command line starts quickly. docs/architecture.md maps the modules.
+Its public names are loaded on first use, so the command line starts
+quickly; the estimator follows scikit-learn's protocol without importing it
+(:mod:`dpdbscan.estimatorbase`). docs/architecture.md maps the modules.
 """
 
 from __future__ import annotations
@@ -76,9 +77,8 @@ __all__ = [
 
 #: Where each public name lives, imported on first use (PEP 562): ``import
 #: dpdbscan`` alone loads no numpy, so the command line can start its drawing
-#: copy before its own imports (:mod:`dpdbscan.cli`); scikit-learn (the
-#: estimator's) takes about a second to import and the command line never
-#: needs it.
+#: copy before its own imports (:mod:`dpdbscan.cli`). Nothing here imports
+#: scikit-learn, which takes about a second of CPU (:mod:`dpdbscan.estimatorbase`).
 _LAZY = {
     **dict.fromkeys(("DPDBSCAN", "fit_lonlat", "forecast_lonlat"), "estimator"),
     **dict.fromkeys(("Grid", "neighbour_offsets"), "cells.grid"),

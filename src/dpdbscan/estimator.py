@@ -8,8 +8,8 @@ from typing import Any, Literal, NoReturn, Self
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.base import BaseEstimator, ClusterMixin
 
+from .estimatorbase import EstimatorBase
 from .exceptions import PrivacyLeakWarning, PrivateNoteWarning, renamed
 from .geometry.projection import check_lonlat_names
 from .ledger import Ledger, Reservation, release_cost
@@ -24,13 +24,14 @@ from .plan.autoplan import place_extent
 from .plan.outlook import Forecast
 from .plan.resolve import forecast_of, validated
 from .prepare import Points, Source, prepare, public_box, read_length
+from .prepare.clipping import clipping_counts, counted_clipping, most_outside, outside_warning
 from .release.accountant import Accountant
 from .release.backends import Backend, NumpyBackend, resolve_backend
 from .release.backends.base import PointsInput
 from .traces import Stops, TripEnds
 
 
-class DPDBSCAN(ClusterMixin, BaseEstimator):
+class DPDBSCAN(EstimatorBase):
     """Differentially private DBSCAN that publishes cluster spans.
 
     The release is a set of spans, unions of grid cells, that classify any
@@ -64,6 +65,9 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         If omitted they are taken from the data with a ``PrivacyLeakWarning``,
         which voids the guarantee. Points outside are clipped into the box and
         rows with NaN/inf are dropped (a per-record rule; docs/privacy.md).
+        When most rows lie outside, ``fit`` says so after the release
+        (a ``PrivateNoteWarning``: a private note, the command line's words),
+        with either backend.
     random_state : None, int or numpy Generator, default=None
         None uses the operating system's CSPRNG. A seed gives reproducible,
         insecure noise for research and warns.
@@ -480,6 +484,9 @@ class DPDBSCAN(ClusterMixin, BaseEstimator):
         note = standardised_note(X) if isinstance(X, np.ndarray) else None
         if note:
             warnings.warn(note, PrivacyLeakWarning, stacklevel=stacklevel - 1)
+        outside = _outside_note(pts, backend, names)
+        if outside:
+            warnings.warn(outside, PrivateNoteWarning, stacklevel=stacklevel)
         return self
 
     def forecast(
@@ -767,6 +774,33 @@ class _LedgerCharge:
     def failed(self) -> None:
         if self.reservation is not None:
             self.reservation.failed()
+
+
+def _outside_note(pts: Points, backend: Backend, names: np.ndarray | None) -> str | None:
+    """The private note when most rows lie outside the public box (the
+    command line says it even under --quiet: the release then says little),
+    in its words, from the points in memory or from what a distributed
+    backend counted (its ``input_counts``); None otherwise. The command
+    line's other notes (rows dropped, a few clipped) are not warned: that is
+    the documented per-record rule. Read after the release, which it cannot
+    change."""
+    d = pts.d
+    if isinstance(pts.X, np.ndarray):
+        c: dict | None = clipping_counts(pts.X, pts.lower, pts.upper) if pts.X.shape[0] else None
+    else:
+        c = counted_clipping(getattr(backend, "input_counts", None), d)
+    if c is None or not most_outside(c):
+        return None
+    columns = [str(n) for n in names] if names is not None else (pts.names or pts.read_names)
+    lower, upper = pts.lower, pts.upper
+    check = "bounds=(lower, upper): one value per column of X, in the order of X's columns"
+    degrees = pts.meta.get("bounds_degrees") if pts.proj is not None else None
+    if degrees is not None:
+        # fit_lonlat: the box as the caller gave it, in degrees
+        lower, upper = np.asarray(degrees["lower"]), np.asarray(degrees["upper"])
+        columns = columns or ["longitude", "latitude"]
+        check = "bounds=(lon_min, lat_min, lon_max, lat_max) and that lonlat is longitude first"
+    return outside_warning(c, columns or [str(j) for j in range(d)], lower, upper, check)
 
 
 def _feature_names(X: object) -> np.ndarray | None:

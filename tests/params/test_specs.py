@@ -32,6 +32,7 @@ RECORDS = [
     specs.UnitBound,
     specs.UnitChoice,
     specs.SizeEstimate,
+    specs.SecondSpend,
     specs.SecondRelease,
     specs.ReleaseSpec,
     specs.ReleaseInfo,

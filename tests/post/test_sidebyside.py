@@ -132,7 +132,49 @@ def test_with_params_says_it_leaves_out_release_twos_split(fitted):
     assert other.n_spans == 1
     assert sidebyside.KEY not in (other.auto or {}) and other.release_two is None
     assert set(np.unique(other.predict(X)).tolist()) == {-1, 0}
-    assert "releases" not in model_to_dict(other)["privacy"]
+
+
+def test_spans_that_leave_the_split_out_still_say_two_releases_were_spent(fitted, tmp_path):
+    """The split is left out, but release two was spent all the same: the
+    file says ``privacy.releases: 2`` with release two's share (it used to
+    say nothing, read as one release), validates against the schema, loads
+    back with it, and the summary says what each release spent and that
+    these spans are release one's alone; with_params of that model keeps it."""
+    X, _, model, _, _ = fitted
+    with pytest.warns(UtilityWarning, match="not\\s+carried over"):
+        other = with_params(model, min_samples=40)
+    assert other.release_two is None and other.release.second == model.release.second
+    doc = json.loads(json.dumps(model_to_dict(other)))
+    assert "second" not in doc and "auto" not in doc
+    assert doc["privacy"]["releases"] == 2
+    assert doc["privacy"]["second"] == model_to_dict(model)["privacy"]["second"]
+    assert doc["privacy"]["second"]["share"] == pytest.approx(0.1)
+    assert doc["privacy"]["epsilon"] == 1.0  # the pair's, as before
+    schema = json.loads(resources.files("dpdbscan.model").joinpath("schema.json").read_text())
+    assert [e.message for e in Draft202012Validator(schema).iter_errors(doc)] == []
+    path = tmp_path / "left-out.json"
+    save_model(other, path)
+    back = load_model(path)
+    assert back.release_two is None and back.release.second == model.release.second
+    assert np.array_equal(back.predict(X), other.predict(X))
+    text = summary(back)
+    assert "releases: two, which together spend epsilon=1: release one" in text
+    assert "release two epsilon=0.1; these spans" in text and "not carried over to them" in text
+    again = with_params(back, min_samples=30)
+    assert model_to_dict(again)["privacy"]["releases"] == 2
+    # a privacy section that says two releases must say what release two spent
+    bad = json.loads(json.dumps(doc))
+    del bad["privacy"]["second"]
+    with pytest.raises(MalformedModel, match="privacy.second"):
+        model_from_dict(bad)
+    bad = json.loads(json.dumps(doc))
+    bad["privacy"]["second"]["noise"] = "gaussian"
+    with pytest.raises(MalformedModel, match="privacy.second"):
+        model_from_dict(bad)
+    bad = json.loads(json.dumps(doc))
+    bad["privacy"]["releases"] = 3
+    with pytest.raises(MalformedModel, match="privacy.releases"):
+        model_from_dict(bad)
 
 
 @pytest.mark.parametrize("min_samples", [10, 20, 28])
@@ -228,6 +270,9 @@ def test_the_other_answer_of_a_split_model_is_release_ones(fitted):
     assert labels.max() < alt.n_spans
     back = model_from_dict(json.loads(json.dumps(model_to_dict(alt))))
     assert np.array_equal(back.predict(X), labels)
+    # release two was spent all the same: the other answer's file says so
+    assert model_to_dict(alt)["privacy"]["releases"] == 2
+    assert back.release.second == model.release.second
 
 
 def test_a_damaged_release_two_is_refused(fitted):

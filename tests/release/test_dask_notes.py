@@ -127,3 +127,48 @@ def test_a_dask_fit_says_the_rows_clipped_onto_the_box_as_in_memory(tmp_path, ca
     assert "lie outside the bounds and are clipped onto the box" in text
     assert "column 'x': 20.0% of the rows lie below its lower bound 0" in text
     assert "column 'y': 2.0% of the rows lie above its upper bound 1" in text
+
+
+def unnamed_files(tmp_path, fmt):
+    """:func:`clipped_files`' points without their unit, read with no
+    ``--columns``: a CSV file with a declared header, one without, and a
+    Parquet file; ``(path, options, the names the notes give the columns)``."""
+    X, _ = points()
+    X[::5, 0] -= 1.0
+    X[1::50, 1] += 1.0
+    X[[8, 1500]] = [[np.nan, 0.5], [np.inf, 3.0]]
+    rows = [f"{a!r},{b!r}" for a, b in X.tolist()]
+    if fmt == "parquet":
+        path = tmp_path / "n.parquet"
+        pq.write_table(pa.table({"east": X[:, 0], "north": X[:, 1]}), path)
+        return path, [], ("east", "north")
+    path = tmp_path / f"{fmt}.csv"
+    if fmt == "header":
+        path.write_text("\n".join(["east,north", *rows]) + "\n")
+        return path, ["--header"], ("east", "north")
+    path.write_text("\n".join(rows) + "\n")
+    return path, ["--no-header"], ("0", "1")
+
+
+@pytest.mark.parametrize("fmt", ["header", "no-header", "parquet"])
+def test_a_dask_fit_without_columns_names_them_as_in_memory(tmp_path, capsys, on_client, fmt):
+    """Without ``--columns`` the Dask notes named the columns by position
+    ("column '0'", and "read 3,000 rows x 2 column(s) ()") where the
+    in-memory path names them by the declared header or the Parquet schema
+    (public: docs/privacy.md 4.1); now both say the same lines, and a
+    header-less file's columns are its field numbers in both. The release
+    files are the same as before (only the notes on standard error change)."""
+    path, how, (a, b) = unnamed_files(tmp_path, fmt)
+
+    def private(*backend):
+        out_dir = tmp_path / (backend[-1] if backend else "memory")
+        rc, _, err = run(capsys, "fit", path, *how, *FIT, *backend, "--out-dir", out_dir)
+        assert rc == 0, err
+        return [line for line in err.splitlines() if line.startswith("[private")]
+
+    memory, dask = private(), private("--backend", "dask")
+    assert memory == dask
+    text = "\n".join(dask)
+    assert f"read 3,000 rows x 2 column(s) ({a}, {b}) from" in text
+    assert f"column '{a}': 20.0% of the rows lie below its lower bound 0" in text
+    assert f"column '{b}': 2.0% of the rows lie above its upper bound 1" in text

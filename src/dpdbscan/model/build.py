@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cells.histogram import NoisyHistogram
-from ..params.specs import ReleaseInfo, SizeEstimate, SpanSpec, UnitBound, UnitChoice
+from ..params.specs import ReleaseInfo, SecondSpend, SizeEstimate, SpanSpec, UnitBound, UnitChoice
+from ..post import sidebyside
 from ..post.coretests import Spans
 from .record import SpanModel
 
@@ -25,6 +26,7 @@ def model_of(
     unit_choice: UnitChoice | None,
     size_estimate: SizeEstimate | None = None,
     second: Mapping[str, Any] | None = None,
+    second_spent: SecondSpend | None = None,
 ) -> SpanModel:
     """The model of ``spans``, made with ``spec`` from the release ``hist``
     (its grid at the spans' alpha). ``fit`` is (eps, eta, min_samples) of the
@@ -35,7 +37,9 @@ def model_of(
     ``size_estimate`` the automatic mode's DP count of the points, when it
     made one (to size its grid, which the count may leave as it is);
     ``second`` release two's record carried to spans that are no automatic
-    choice (:attr:`SpanModel.second`)."""
+    choice (:attr:`SpanModel.second`); ``second_spent`` what release two
+    spent where the spans carry no record of it (spans at other parameters
+    that leave its split out: the release is still two)."""
     eps, eta, min_samples = fit
     release = ReleaseInfo(
         grid=hist.grid,
@@ -52,6 +56,7 @@ def model_of(
         units=units,
         unit_choice=unit_choice,
         size_estimate=size_estimate,
+        second=second_spent if second is None else sidebyside.spend_of(second),
     )
     return SpanModel(
         spans=spans,

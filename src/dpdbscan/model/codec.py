@@ -13,6 +13,7 @@ import binascii
 import json
 import math
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from ..cells.histogram import NoisyHistogram
 from ..cells.packed import pack
 from ..cells.subcells import SubcellLayout
 from ..params.parameters import check_param
-from ..params.specs import ReleaseInfo, SizeEstimate, SpanSpec, UnitBound, UnitChoice
+from ..params.specs import ReleaseInfo, SecondSpend, SizeEstimate, SpanSpec, UnitBound, UnitChoice
 from ..post import sidebyside
 from ..post.coretests import Stored, core_test
 from .guarantee import guarantee
@@ -372,8 +373,18 @@ def _model_from_dict(data: dict) -> SpanModel:
         # release two carried to spans at other parameters (with_params): no automatic choice
         _need(auto is None, "second is for a model that is no automatic choice (else auto.second)")
         _second_record(second, int(lab.max()) + 1 if lab.size else 0, hgrid, release, "second")
+    record = (auto or {}).get(sidebyside.KEY, second)
+    # what release two spent: from its record where the spans carry one, else as the
+    # privacy section states it (spans at other parameters that left its split out)
+    spent = _second_spend(priv, release) if record is None else sidebyside.spend_of(record)
     return SpanModel(
-        spans=spans, spec=spec, release=release, histogram=hist, auto=auto, metadata=metadata, second=second
+        spans=spans,
+        spec=spec,
+        release=replace(release, second=spent),
+        histogram=hist,
+        auto=auto,
+        metadata=metadata,
+        second=second,
     )
 
 
@@ -401,6 +412,7 @@ def _release_info(priv: dict, theta: Any, hgrid: Grid, kind: str, fit: dict) -> 
         units=units,
         unit_choice=_unit_choice(priv.get("unit_choice"), units, rho),
         size_estimate=_size_estimate(priv.get("size_estimate"), noise, units, rho),
+        second=None,  # set from release two's record or the privacy section (load)
     )
 
 
@@ -435,17 +447,50 @@ def _levels_record(auto: dict, n_spans: int, alpha: float, lowest: int) -> None:
 
 
 def second_privacy(model: SpanModel) -> dict:
-    """The privacy section's words on release two, when the automatic mode
-    made one (docs/privacy.md 4.10): the pair is the release of the stated
-    epsilon, release two's share and the epsilon its noise is drawn with."""
-    rec = model.release_two
-    if rec is None:
+    """The privacy section's words on release two, when the release is two
+    (docs/privacy.md 4.10): the pair is the release of the stated epsilon,
+    release two's share and the epsilon its noise is drawn with. From the
+    release's facts (:attr:`~dpdbscan.params.specs.ReleaseInfo.second`), so
+    that spans at other parameters that leave release two's split out still
+    say that two releases were spent."""
+    spent = model.release.second
+    if spent is None:
         return {}
-    if rec["noise"] == "gaussian":
-        second = {"share": rec["share"], "noise": rec["noise"], "rho": rec["rho"], "sigma2": rec["sigma2"]}
+    if spent.noise == "gaussian":
+        second = {"share": spent.share, "noise": spent.noise, "rho": spent.rho, "sigma2": spent.scale}
     else:
-        second = {"share": rec["share"], "noise": rec["noise"], "count_epsilon": rec["count_epsilon"]}
+        second = {"share": spent.share, "noise": spent.noise, "count_epsilon": spent.scale}
     return {"releases": 2, "second": second}
+
+
+def _second_spend(priv: dict, release: ReleaseInfo) -> SecondSpend | None:
+    """What release two spent, as the privacy section states it
+    (``privacy.releases`` and ``privacy.second``), for a model whose spans
+    carry no record of release two (spans at other parameters that left its
+    split out); None when the section states one release."""
+    if "releases" not in priv and "second" not in priv:
+        return None
+    _need(priv.get("releases") == 2, "privacy.releases must be 2 (absent: one release)")
+    sec = priv.get("second")
+    if not isinstance(sec, dict):
+        raise MalformedModel(
+            "malformed dpdbscan span model: privacy.second must be an object when privacy.releases is 2"
+        )
+    share = _real(sec.get("share"), "privacy.second.share", 0, 1, low_open=True, high_open=True)
+    noise = _choice(sec.get("noise"), "privacy.second.noise", ("discrete", "gaussian"))
+    if noise == "gaussian":
+        _need(
+            release.units is not None and release.noise == "gaussian" and release.rho is not None,
+            "privacy.second with Gaussian noise is for person-level Gaussian releases only",
+        )
+        rho = _real(sec.get("rho"), "privacy.second.rho", 0, release.rho, low_open=True)
+        return SecondSpend(
+            share, noise, _real(sec.get("sigma2"), "privacy.second.sigma2", 0, low_open=True), rho
+        )
+    _need(release.units is None, "privacy.second with Laplace noise is for event-level releases only")
+    return SecondSpend(
+        share, noise, _real(sec.get("count_epsilon"), "privacy.second.count_epsilon", 0, low_open=True), None
+    )
 
 
 def _second_record(

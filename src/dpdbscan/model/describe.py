@@ -566,33 +566,48 @@ def size_lines(model: SpanModel) -> list[str]:
 
 def second_lines(model: SpanModel) -> list[str]:
     """Release two of the automatic mode in 3-D (docs/privacy.md 4.10), when
-    it made one: two releases, what each spent, and which spans it split."""
-    rec = model.release_two
-    if rec is None:
+    it made one: two releases, what each spent, and which spans it split
+    (or, spans at other parameters that left its split out, that they are
+    release one's alone)."""
+    spent = model.release.second
+    if spent is None:
         return []
+    rec = model.release_two
     eps = model.release.epsilon
-    share = float(rec["share"])
-    f = int(rec["fine"])
-    split = [sp for sp in rec["spans"] if sp.get("split")]
-    parts = "; ".join(
-        f"span {sp['span']} into {', '.join(str(i) for i in sp['ids'][:-1])} and {sp['ids'][-1]}"
-        for sp in split
-    )
-    what = f"it split {parts} (their parts lie side by side)" if split else "it split no span"
-    cells = f"{f}^{model.grid.d} in each of release one's dense cells in spans, chosen from release one alone"
-    if rec["noise"] == "gaussian":
+    if rec is None:
+        detail = ""
+        what = (
+            "these spans, at other parameters than the automatic choice's, are release one's alone: "
+            "release two's split is not carried over to them"
+        )
+    else:
+        f = int(rec["fine"])
+        split = [sp for sp in rec["spans"] if sp.get("split")]
+        parts = "; ".join(
+            f"span {sp['span']} into {', '.join(str(i) for i in sp['ids'][:-1])} and {sp['ids'][-1]}"
+            for sp in split
+        )
+        what = f"it split {parts} (their parts lie side by side)" if split else "it split no span"
+        cells = (
+            f"{f}^{model.grid.d} in each of release one's dense cells in spans, chosen from release one alone"
+        )
+        counted = (
+            f"discrete Gaussian counts of {rec['n_fine_cells']:,} cells of each unit's bounded points"
+            if spent.noise == "gaussian"
+            else f"discrete Laplace counts of {rec['n_fine_cells']:,} cells"
+        )
+        detail = f" ({counted}, {cells})"
+    if spent.noise == "gaussian":
         # person level (research.person_second, off by default): shares of rho
-        rho = model.release.rho or 0.0
+        rho, two = model.release.rho or 0.0, spent.rho or 0.0
         return [
             f"  releases: two, which together spend rho={rho:.4g} (epsilon={eps:g}): release one (the "
-            f"histogram) rho={rho - float(rec['rho']):.4g}, release two rho={float(rec['rho']):.4g} "
-            f"(discrete Gaussian counts of {rec['n_fine_cells']:,} cells of each unit's bounded points, "
-            f"{cells}); {what}"
+            f"histogram) rho={rho - two:.4g}, release two rho={two:.4g}{detail}; {what}"
         ]
     return [
         f"  releases: two, which together spend epsilon={eps:g}: release one (the DP count and the "
-        f"histogram) epsilon={eps * (1 - share):.3g}, release two epsilon={eps * share:.3g} (discrete "
-        f"Laplace counts of {rec['n_fine_cells']:,} cells, {cells}); {what}"
+        f"histogram) epsilon={eps * (1 - spent.share):.3g}, release two epsilon={eps * spent.share:.3g}"
+        f"{detail}; {what}"
     ]
 
 

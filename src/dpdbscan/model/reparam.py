@@ -174,7 +174,9 @@ def remodel(
     """A model of the same release as ``model`` (its fit, privacy unit and
     metadata) with other spans: no longer an automatic choice unless ``auto``
     records one (the other answer of a level selection); ``second``: release
-    two's record, carried to spans that keep release one's core cells."""
+    two's record, carried to spans that keep release one's core cells.
+    What release two spent stays a fact of the release either way
+    (``privacy.releases`` says 2)."""
     rel = model.release
     return model_of(
         hist,
@@ -188,6 +190,8 @@ def remodel(
         unit_choice=rel.unit_choice,
         size_estimate=rel.size_estimate,
         second=second,
+        # release two was spent whether or not these spans carry its record
+        second_spent=rel.second,
     )
 
 

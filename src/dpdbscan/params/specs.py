@@ -12,7 +12,7 @@ field here has a default.
   spends the budget.
 * :class:`ReleaseInfo`: the public facts of a release that its spans and
   guarantee refer to, kept by the model even when it is saved without its
-  noisy histogram.
+  noisy histogram (with :class:`SecondSpend`, what release two spent).
 """
 
 from __future__ import annotations
@@ -317,6 +317,34 @@ def split_delta(histogram: str, noise: str, delta: float) -> tuple[float, float]
 
 
 @dataclass(frozen=True)
+class SecondSpend:
+    """What the automatic mode's release two spent (docs/privacy.md 4.10),
+    kept by the model as a fact of its release (the file's
+    ``privacy.second``), whether or not its spans still carry release two's
+    record (:func:`dpdbscan.model.with_params` may leave the split out: the
+    budget was spent all the same).
+
+    Attributes
+    ----------
+    share : float
+        Release two's share of the release's epsilon (Laplace) or rho
+        (Gaussian); the pair spends the stated epsilon (and rho) together.
+    noise : {"discrete", "gaussian"}
+        Release two's noise.
+    scale : float
+        Its parameter, as :attr:`NoiseSpec.scale`: the epsilon its discrete
+        Laplace noise is drawn with, or the discrete Gaussian's sigma^2.
+    rho : float or None
+        Gaussian: the rho release two spends (part of the release's rho).
+    """
+
+    share: float
+    noise: str
+    scale: float
+    rho: float | None
+
+
+@dataclass(frozen=True)
 class ReleaseInfo(TypedNoiseParameter):
     """The public facts of a release that its spans refer to.
 
@@ -350,6 +378,9 @@ class ReleaseInfo(TypedNoiseParameter):
     size_estimate : SizeEstimate or None
         The automatic mode's DP count of the points, when it sized the
         grid (its share is part of ``epsilon`` / ``rho``).
+    second : SecondSpend or None
+        What the automatic mode's release two spent, when the release is
+        two (its share is part of ``epsilon`` / ``rho``); None: one release.
     """
 
     grid: Grid
@@ -366,6 +397,7 @@ class ReleaseInfo(TypedNoiseParameter):
     units: UnitBound | None
     unit_choice: UnitChoice | None
     size_estimate: SizeEstimate | None
+    second: SecondSpend | None
 
     def _noise_parameter(self) -> tuple[str, float]:
         return self.noise, self.noise_scale
@@ -378,6 +410,7 @@ __all__ = [
     "UnitBound",
     "UnitChoice",
     "SizeEstimate",
+    "SecondSpend",
     "SecondRelease",
     "ReleaseSpec",
     "ReleaseInfo",

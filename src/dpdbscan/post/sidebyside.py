@@ -43,7 +43,7 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..cells.packed import pack, unpack
-from ..params.specs import SecondRelease
+from ..params.specs import SecondRelease, SecondSpend
 
 #: Release two's noisy counts (``dpdbscan.release.mechanism.release_fine_counts``,
 #: bound to the points, the backend and release one's stream by the pipeline):
@@ -124,6 +124,16 @@ def release_two(model: Any, counts_of: FineCounts, second: SecondRelease) -> dic
         "n_fine_cells": int(kids.shape[0]),
         "spans": out,
     }
+
+
+def spend_of(rec: Mapping[str, Any]) -> SecondSpend:
+    """What release two spent, from its record (:func:`release_two`'s
+    share and noise): the model keeps it in its release's facts
+    (:attr:`dpdbscan.params.specs.ReleaseInfo.second`), also where its
+    spans no longer carry the record."""
+    if rec["noise"] == "gaussian":
+        return SecondSpend(float(rec["share"]), "gaussian", float(rec["sigma2"]), float(rec["rho"]))
+    return SecondSpend(float(rec["share"]), str(rec["noise"]), float(rec["count_epsilon"]), None)
 
 
 def record_sd(rec: dict) -> float:
@@ -246,7 +256,7 @@ def split_model(model: Any, counts_of: FineCounts, second: SecondRelease) -> Any
     if with_levels:
         auto["levels"] = levels
     spans = replace(model.spans, labels=labels)
-    return replace(model, spans=spans, auto=auto)
+    return replace(model, spans=spans, auto=auto, release=replace(model.release, second=spend_of(rec)))
 
 
 def split_pieces(rec: Mapping[str, Any], grid: Grid) -> list[tuple[list[int], np.ndarray, np.ndarray]]:

@@ -174,21 +174,58 @@ def say_outside(
     :func:`clipping_counts`' counts): how many, and per column and bound
     those of at least 1% of the rows; when most are, the note is said even
     under --quiet, with ``hint()`` (:func:`outside_hint`)."""
+    lines = outside_lines(c, names, lower, upper)
+    if not lines:
+        return
+    most = most_outside(c)
+    say = notes.always if most else notes
+    for line in lines:
+        say(line)
+    if most:
+        say(hint())
+
+
+def most_outside(c: dict) -> bool:
+    """Whether most of the rows kept lie outside the box (``c``:
+    :func:`clipping_counts`' counts): the release then says little."""
+    return c["outside"] / max(c["n_ok"], 1) > 0.5
+
+
+def outside_lines(c: dict, names: Sequence[str], lower: np.ndarray, upper: np.ndarray) -> list[str]:
+    """:func:`say_outside`'s lines (without the hint): how many rows are
+    clipped onto the box, and per column and bound those of at least 1% of
+    the rows; none when no row is."""
     outside, n_ok = c["outside"], max(c["n_ok"], 1)
     if not outside:
-        return
-    most = outside / n_ok > 0.5
-    say = notes.always if most else notes
-    say(f"{outside:,} point(s) ({outside / n_ok:.1%}) lie outside the bounds and are clipped onto the box")
+        return []
+    lines = [
+        f"{outside:,} point(s) ({outside / n_ok:.1%}) lie outside the bounds and are clipped onto the box"
+    ]
     for j, name in enumerate(names):
         for count, side, value in (
             (int(c["below"][j]), "below its lower", lower[j]),
             (int(c["above"][j]), "above its upper", upper[j]),
         ):
             if count / n_ok >= 0.01:
-                say(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound {value:g}")
-    if most:
-        say(hint())
+                lines.append(f"column {name!r}: {count / n_ok:.1%} of the rows lie {side} bound {value:g}")
+    return lines
+
+
+def outside_warning(
+    c: dict, names: Sequence[str], lower: np.ndarray, upper: np.ndarray, check: str
+) -> str | None:
+    """The private note a library fit gives (a
+    :class:`~dpdbscan.PrivateNoteWarning`) where the command line says its
+    lines even under --quiet: most rows lie outside the box, so the release
+    says little. :func:`outside_lines` in one message, then what to
+    ``check``; None otherwise (the other notes are the command line's alone:
+    dropping and clipping rows is the documented per-record rule)."""
+    if not most_outside(c):
+        return None
+    return (
+        "; ".join(outside_lines(c, names, lower, upper))
+        + f": most points are outside the bounds: check {check}"
+    )
 
 
 def note_clipping_counted(
@@ -203,15 +240,10 @@ def note_clipping_counted(
     backend counted no box (empty ``below``)."""
     lower, upper = np.asarray(lower, dtype=np.float64), np.asarray(upper, dtype=np.float64)
     d = lower.size
-    if not counts.rows or len(counts.below) != d or len(counts.above) != d:
+    c = counted_clipping(counts, d)
+    if c is None:
         return
-    n_ok = counts.rows - counts.dropped
-    c = {
-        "n_ok": n_ok,
-        "outside": counts.outside,
-        "below": np.asarray(counts.below),
-        "above": np.asarray(counts.above),
-    }
+    n_ok = c["n_ok"]
     bounds = [*lower.tolist(), *upper.tolist()]
 
     def hint() -> str:
@@ -220,6 +252,20 @@ def note_clipping_counted(
         return hint_of(bounds, counts.fit_as_ranges / n_ok, counts.fit_swapped / n_ok, names)
 
     say_outside(c, notes, names or [str(j) for j in range(d)], lower, upper, hint)
+
+
+def counted_clipping(counts: Any, d: int) -> dict | None:
+    """:func:`clipping_counts`' counts from what a distributed backend's
+    partitions counted (a :class:`~dpdbscan.files.records.BlockCounts`),
+    or None when it counted no box for ``d`` coordinates (or no row)."""
+    if counts is None or not counts.rows or len(counts.below) != d or len(counts.above) != d:
+        return None
+    return {
+        "n_ok": counts.rows - counts.dropped,
+        "outside": counts.outside,
+        "below": np.asarray(counts.below),
+        "above": np.asarray(counts.above),
+    }
 
 
 def user_bounds(pts: Points, bounds_in: list[float] | None) -> tuple[np.ndarray, np.ndarray]:

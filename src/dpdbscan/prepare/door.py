@@ -263,11 +263,24 @@ def _distributed(source: Source, eta: float, backend: Any, stacklevel: int = 2) 
     given = unit if unit is not None else source.units
     units = None if given is None else check_unit_ids(given, source.data, stacklevel + 1)
     check_files = getattr(backend, "check_files", None)
+    read_names = None
     if callable(check_files):
         # the files' schemas (public) refused here, before a ledger charges the release
         time = None if source.time_column is None else str(source.time_column)
-        check_files(source.data, d, unit=unit, time=time)
-    return Points(source.data, source.columns, box.lower, box.upper, None, None, units, unit, None, box.meta)
+        read_names = check_files(source.data, d, unit=unit, time=time)
+    return Points(
+        source.data,
+        source.columns,
+        box.lower,
+        box.upper,
+        None,
+        None,
+        units,
+        unit,
+        None,
+        box.meta,
+        read_names=None if source.columns else read_names,
+    )
 
 
 def read_file(source: Source, *, eta: float, notes: Notes | None = None) -> Points:
@@ -540,9 +553,12 @@ def say_counted(path: Any, pts: Points, counts: BlockCounts | None, notes: Notes
     if counts is None:
         return
     d = int(np.asarray(pts.lower).size)
+    # the columns as the in-memory reader names them: given, else the declared header's
+    # or schema's (public), else a header-less file's field numbers
+    names = pts.names or pts.read_names
     tally = InputPoints(
         np.empty((0, d)),
-        list(pts.names or ()),
+        list(names or ()),
         n_unparseable=counts.unparseable,
         n_malformed=counts.malformed,
         unit_name=pts.unit_name,
@@ -550,11 +566,11 @@ def say_counted(path: Any, pts: Points, counts: BlockCounts | None, notes: Notes
     )
     for line in tally.notes():
         notes(line)
-    _say_rows(path, counts.rows, d, pts.names, notes)
+    _say_rows(path, counts.rows, d, names, notes)
     if counts.dropped:  # after the rows read, as the in-memory path says it (note_clipping)
         notes(dropped_note(counts.dropped, pts.unit_name is not None))
     # the rows clipped onto the box (no --geo with a distributed backend: the box as given)
-    note_clipping_counted(counts, pts.names, pts.lower, pts.upper, notes)
+    note_clipping_counted(counts, names, pts.lower, pts.upper, notes)
 
 
 def note_id_columns(schema_names: Sequence[str] | None, chosen: Sequence[str] | None) -> None:

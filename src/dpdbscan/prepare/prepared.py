@@ -34,6 +34,10 @@ class Points:
     ``status``: a trace's time and 0/1 status columns as read (row for row
     with ``X``; None unless :attr:`~dpdbscan.prepare.door.Source.time_column`
     asks for them), for the per-unit steps that make stops or trip ends.
+    ``read_names``: the coordinate columns a distributed backend will read
+    where ``names`` is None (no columns given): from the declared header or
+    schema as the in-memory reader names them, for the private notes only
+    (the release records ``names``).
 
     Private but for the box, the names and ``meta``.
     """
@@ -51,6 +55,7 @@ class Points:
     times: Any = None
     status: Any = None
     geometry: str | None = None
+    read_names: list | None = None
 
     @property
     def d(self) -> int:

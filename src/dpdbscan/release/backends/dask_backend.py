@@ -1245,7 +1245,9 @@ class DaskBackend:
         self._check_parquet_types(paths, cols)
         return dd.read_parquet(paths, columns=cols, storage_options=self.storage_options)
 
-    def check_files(self, X: Any, d: int, unit: str | None = None, time: str | None = None) -> None:
+    def check_files(
+        self, X: Any, d: int, unit: str | None = None, time: str | None = None
+    ) -> list[str] | None:
         """Refuse, from their schemas alone (no record read), Parquet files
         that :meth:`count` or :meth:`unit_pairs` would refuse when reading:
         columns that are missing, of a type a coordinate, unit or time
@@ -1254,14 +1256,24 @@ class DaskBackend:
         the options, the first file's declared header line, which a gzip
         file cut part-way may not hold whole). Called when the points are
         prepared, before a ledger charges the release
-        (:func:`dpdbscan.prepare.prepare`). Other inputs pass."""
+        (:func:`dpdbscan.prepare.prepare`). Other inputs pass.
+
+        Returns the coordinate columns the count will read, as the in-memory
+        reader names them: by the declared header or the Parquet schema
+        (public), or a header-less CSV file's 0-based field numbers; a dask
+        DataFrame's by its columns; None for other inputs."""
+        import dask.dataframe as dd
+
         paths = _as_paths(X)
         if paths is None:
-            return
+            if isinstance(X, dd.DataFrame):
+                return [str(c) for c in coordinate_columns(X.columns, X.dtypes, self.read.columns, d, unit)]
+            return None
         if file_format(paths, self.read.file_format) == "csv":
-            self._csv_blocks(d, paths, unit, time)
-            return
-        self._read_parquet(paths, d, unit, time)
+            layout, header, _, _ = self._csv_blocks(d, paths, unit, time)
+            return [str(header[i]) if header else str(i) for i in layout.usecols]
+        frame = self._read_parquet(paths, d, unit, time)
+        return [str(c) for c in list(frame.columns)[:d]]  # the coordinates come first
 
     def _check_parquet_types(self, paths, columns):
         """Refuse files that declare a read column with different types, from
