@@ -726,7 +726,10 @@ def test_the_drawing_copy_loads_no_3d_axes_and_says_nothing_of_them(tmp_path):
     assert res.stdout.split() == ["False", "False"]
     assert "Axes3D" not in res.stderr
     # a process that draws beside other work (alone=False) loads matplotlib as usual
-    code = "from dpdbscan.render import plotting; plotting.preload(); import sys; print(plotting.AXES_3D in sys.modules)"
+    code = (
+        "import sys; from dpdbscan.render import plotting; plotting.preload(); "
+        "print(plotting.AXES_3D in sys.modules)"
+    )
     res = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert res.stdout.split() == ["True"]
 
