@@ -1,6 +1,7 @@
 """What the command loads before it reads a file: nothing that only draws
 (the picture is drawn by a forked copy that imports its modules itself)."""
 
+import os
 import subprocess
 import sys
 
@@ -76,3 +77,47 @@ def test_the_drawing_copy_takes_the_sent_release_module_for_nothing_more():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['dpdbscan.cli.sentrelease']"
+
+
+def test_a_fit_whose_quantiles_are_stored_loads_no_scipy_in_the_command_or_its_drawing_copy(tmp_path):
+    # the law cache named scipy's version by importing scipy: the Cabs fit
+    # paid for it in its release and again in its drawing copy's title
+    # (min_samples_brief asks for the margins), both on the command's chain
+    from clirun import blob_points, write_csv
+
+    data = write_csv(tmp_path / "points.csv", blob_points())
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    code = (
+        "import os, sys\n"
+        "def hook(event, args):\n"
+        "    if event == 'import' and args[0] == 'scipy':\n"
+        f"        open(os.path.join({str(marks)!r}, str(os.getpid())), 'w').close()\n"
+        "sys.addaudithook(hook)\n"
+        "sys.argv = ['dpdbscan', *sys.argv[1:]]\n"
+        "from dpdbscan.cli import main\n"
+        "raise SystemExit(main())\n"
+    )
+    env = {**os.environ, "DPDBSCAN_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("DPDBSCAN_NO_CACHE", None)
+    argv = [str(data), "--header", "--bounds", "0", "0", "10", "10", "--eps", "0.5", "--min-samples", "20"]
+    for run in ("first", "second"):
+        out = tmp_path / run
+        res = subprocess.run(
+            [sys.executable, "-c", code, "fit", *argv, "--out-dir", str(out), "--quiet", "--no-progress"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert res.returncode == 0, res.stderr
+        assert sorted(p.name for p in out.iterdir()) == [
+            "points.spans.geojson",
+            "points.spans.json",
+            "points.spans.png",
+        ]
+        if run == "first":
+            assert list((tmp_path / "cache").rglob("*.json"))  # the quantiles computed, and stored
+            for mark in marks.iterdir():
+                mark.unlink()
+    # the second fit read every quantile from the cache: neither process imported scipy
+    assert sorted(marks.iterdir()) == []

@@ -73,3 +73,24 @@ def test_a_folder_of_csv_files_with_cr_line_ends_reads_as_with_lf(tmp_path):
         assert got[name].X.tobytes() == got["LF"].X.tobytes()
         assert got[name].units.to_pylist() == got["LF"].units.to_pylist()
         assert got[name].n_malformed == got["LF"].n_malformed >= 3
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_block_holds_records_exactly_when_it_has_a_byte_besides_line_ends(seed):
+    # parse_rows asks has_text, not data.strip(b"\r\n") (which copied every
+    # block while holding the GIL): the same answer for any bytes
+    from dpdbscan.files.records import CsvLayout, has_text, parse_rows
+
+    rng = np.random.default_rng(seed)
+    alphabet = np.frombuffer(b"\r\n\r\n\r\n,1 a", dtype=np.uint8)
+    for n in range(12):
+        data = alphabet[rng.integers(0, alphabet.size, size=n)].tobytes()
+        if rng.random() < 0.5:
+            data = data.replace(b",", b"\n").replace(b"1", b"\r").replace(b" ", b"\n").replace(b"a", b"\r")
+        assert has_text(data) == bool(data.strip(b"\r\n")), data
+    layout = CsvLayout(delimiter=",", n_fields=2, usecols=(0, 1))
+    for empty in (b"", b"\n", b"\r\n\r\r\n"):
+        X, _, counts, _ = parse_rows(empty, layout)
+        assert X.shape == (0, 2) and counts.rows == 0
+    X, _, counts, _ = parse_rows(b"\r\n1,2\r\n\n", layout)
+    assert X.tolist() == [[1.0, 2.0]] and counts.rows == 1

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -97,3 +100,32 @@ def test_the_default_place_is_the_users_cache_directory(monkeypatch, tmp_path):
     assert (
         lawcache.cache_dir() == tmp_path / "home" / ".cache" / "dpdbscan" / f"quantiles-v{lawcache.VERSION}"
     )
+
+
+def _digest_with_scipy_at(folder) -> str:
+    """The code digest a fresh process computes with ``folder`` first on its
+    path (where a test puts a stand-in scipy), and whether it imported it."""
+    code = (
+        "import sys; from dpdbscan.post.coretests.density import lawcache; "
+        "print(lawcache._code_digest(), 'scipy' in sys.modules)"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), *sys.path])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    digest, imported = out.stdout.split()
+    assert imported == "False"
+    return digest
+
+
+def test_the_key_names_scipys_version_without_importing_scipy(tmp_path):
+    # a fit whose quantiles are all stored needs no scipy: importing it only
+    # for its version cost the command's fit and its drawing copy 0.02-0.05 s each
+    digests = []
+    for version in ("1.0.0", "2.0.0"):
+        pkg = tmp_path / version / "scipy"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("raise ImportError('a stand-in scipy is never imported')\n")
+        (pkg / "version.py").write_text(f'version = "{version}"\n')
+        digests.append(_digest_with_scipy_at(tmp_path / version))
+    assert digests[0] != digests[1]
+    # the installed scipy, read the same way and not imported either
+    assert _digest_with_scipy_at(tmp_path / "none") not in digests
