@@ -63,6 +63,14 @@ class SubsetMerge:
     a union-find over the pairs as they are found): the memory is that of the
     keys, not of the pairs (hundreds of millions among dense core sub-cells
     in 4-D).
+
+    The intervals are two words per run and key; beyond :data:`_HELD_BYTES`
+    of them none is held (a sweep of same_release case 5's release, 6-D
+    with two sub-cells, asked 17 GB): each subset is then merged afresh
+    (:func:`merge_cells` of its keys: the forest where the pairs' walk pays,
+    else the runs) and all the keys by the runs a chunk at a time
+    (:func:`_chunked_run_labels`), so the memory is linear in the keys plus
+    a fixed chunk. The components, and so the labels, are the same.
     """
 
     def __init__(
