@@ -8,8 +8,7 @@ twice (the second timed, its labels the reference) and dpdbscan (epsilon 1,
 bounds (0, 1), MinPts 20, the library's defaults otherwise) once to warm up,
 then at every theta of ``--thetas`` (steps above the default's theta, or the
 default's own with ``d``) in ``--rounds`` interleaved rounds. Reported per
-fit: user+sys CPU of the process (the ``dbscan`` package's two threads
-counted), the theta, the released cells, the expected released empty cells
+fit: user+sys CPU of the process, the theta, the released cells, the expected released empty cells
 of the grid and of one alpha-ball's ``kappa`` cells, and the ARI of
 dpdbscan's predict labels against DBSCAN's, and the model's spans and
 those that some input point is predicted into. With ``--rules`` each
@@ -27,6 +26,12 @@ or gzip, as ``results/hdrule/decide.jsonl.gz``).
 With ``--filter`` each point's seeded release is fitted with the span
 filter off and on (:func:`run_filter`; ``--summarise FILE --filter``: its
 table).
+
+The ``dbscan`` package runs in a child process of its own, stopped between
+its calls (:class:`benchmarks.peer.Peer`, as in ``sweep_dims`` and
+``survey_dims``): its worker threads keep running after a call, and in this
+process they were counted as dpdbscan's CPU (rows before branch hdmerge;
+``dbscan_cpu`` is now the child's, its threads counted).
 """
 
 from __future__ import annotations
@@ -45,7 +50,11 @@ from typing import Any
 import numpy as np
 
 from . import blobs_nd
+from .peer import Peer
 from .survey_dims import _timed
+
+#: The function the peer process runs (:data:`benchmarks.peer.FUNCTIONS`; the tests' stand-in)
+PEER = "dbscan"
 
 SHAPES = {
     "blobs": blobs_nd.SIGMA,
@@ -131,7 +140,6 @@ def run_filter(d: int, shape: str, seed: int, scales: list[float]) -> None:
     filter cannot act: one fit). Per fit: user+sys CPU, the ARI of predict
     labels against the ``dbscan`` package's, the spans and those that some
     input point is predicted into."""
-    import dbscan
     from sklearn.metrics import adjusted_rand_score
 
     from dpdbscan import DPDBSCAN
@@ -139,11 +147,11 @@ def run_filter(d: int, shape: str, seed: int, scales: list[float]) -> None:
 
     X = points(d, shape, seed)
     m = blobs_nd.MIN_SAMPLES
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), Peer(X, PEER) as other:
         warnings.simplefilter("ignore")
         for scale in scales:
             alpha = round(blobs_nd.ALPHA[d] * scale, 6)
-            ref = np.asarray(dbscan.DBSCAN(X, eps=alpha, min_samples=m)[0])
+            ref = other.labels(alpha, m)
             for on in (False, True):
                 est = DPDBSCAN(alpha, min_samples=m, epsilon=1.0, bounds=(0.0, 1.0), random_state=seed)
                 with span_noise_filter(on):
@@ -222,19 +230,21 @@ def summarise_filter(path: str) -> str:
 def run(
     d: int, shape: str, seed: int, scales: list[float], steps: list[int], rounds: int, rules: list[str]
 ) -> None:
-    import dbscan
     from sklearn.metrics import adjusted_rand_score
 
     from dpdbscan import DPDBSCAN
 
     X = points(d, shape, seed)
     m = blobs_nd.MIN_SAMPLES
-    with warnings.catch_warnings():
+    # the dbscan package in a process of its own, stopped between its calls
+    # (benchmarks/peer.py): its worker threads would count as dpdbscan's CPU
+    with warnings.catch_warnings(), Peer(X, PEER) as other:
         warnings.simplefilter("ignore")
         for scale in scales:
             alpha = round(blobs_nd.ALPHA[d] * scale, 6)
-            dbscan.DBSCAN(X, eps=alpha, min_samples=m)
-            db_cpu, _, out = _timed(lambda a=alpha: dbscan.DBSCAN(X, eps=a, min_samples=m)[0])
+            other.fit(alpha, m)  # warm-up
+            db_cpu, _, out = other.fit(alpha, m, labels=True)
+            assert out is not None
             ref = np.asarray(out)
             warm = DPDBSCAN(alpha, min_samples=m, epsilon=1.0, bounds=(0.0, 1.0)).fit(X)
             kind = str(warm.histogram_.kind)

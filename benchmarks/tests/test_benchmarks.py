@@ -634,3 +634,26 @@ def test_fit_stages_counts_every_stage_it_wraps_and_puts_them_back():
     text = fit_stages.table([row])
     assert text.count("\n") == 3 and "| 5-D, 1x α, 2,000 | sparse |" in text
     assert fit_stages._parse("3:0.5:100000,8:1:10000") == [(3, 0.5, 100_000), (8, 1.0, 10_000)]
+
+
+def test_survey_theta_times_the_peer_in_a_process_of_its_own(monkeypatch, capsys):
+    """survey_theta (both its sweep of theta and ``--filter``) runs the
+    ``dbscan`` package in a child process stopped between calls, as
+    sweep_dims does: a stand-in peer that leaves a thread spinning leaves
+    none in this process, whose CPU is dpdbscan's fit time, and its labels
+    are the reference the rows score against."""
+    import threading
+
+    from benchmarks import blobs_nd, survey_theta
+
+    small = blobs_nd.points(2, 0)[:3000]
+    monkeypatch.setattr(survey_theta, "points", lambda d, shape, seed, n=100_000: small)
+    monkeypatch.setattr(survey_theta, "PEER", "busy", raising=False)
+    threads = threading.active_count()
+    survey_theta.run(2, "blobs", 0, [1.0], [0], 1, [])
+    survey_theta.run_filter(2, "blobs", 0, [1.0])
+    assert threading.active_count() == threads  # no spinning thread here
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 3 and {r.get("filter") for r in rows} == {None, False, True}
+    # the stand-in answers at once with every point in cluster 0
+    assert rows[0]["dbscan_cpu"] < 0.05 and all(r["dbscan_clusters"] == 1 for r in rows)

@@ -339,3 +339,169 @@ def test_merge_of_all_keys_is_not_held_to_the_pairs_bound(monkeypatch):
     assert peak < 2 * 8 * runs * m / 8, (peak, 2 * 8 * runs * m)
     # a merge for subsets still holds its pairs within the bound: the runs
     assert SubsetMerge(fine, keys, offsets).edges is None
+
+
+def _subcell_keys(case, dense, seed):
+    """The keys of :func:`test_merge_of_sub_cells_equals_brute_force`'s case on its fine grid."""
+    d, k, eps = _SUBCELL_CASES[case]
+    rng = np.random.default_rng(seed)
+    fine = Grid(np.zeros(d), np.ones(d), eps).subdivided(k)
+    shape = np.array(fine.shape)
+    if dense:
+        centres = np.floor(np.array([0.15, 0.5, 0.85])[:, None] * shape).astype(np.int64)
+        pts = centres[rng.integers(0, 3, 1500)] + rng.integers(-k, k + 1, (1500, d))
+    else:
+        pts = rng.integers(0, shape, (600, d))
+    pts = pts[(pts >= 0).all(axis=1) & (pts < shape).all(axis=1)]
+    return fine, np.unique(fine.encode(pts)), rng
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "sparse"])
+@pytest.mark.parametrize(
+    # (8-D: 4.3M centre offsets, a quarter of a minute a case: make test-slow)
+    "case",
+    [
+        pytest.param(c, marks=pytest.mark.slow) if _SUBCELL_CASES[c][0] == 8 else c
+        for c in range(len(_SUBCELL_CASES))
+    ],
+)
+def test_subset_merge_beyond_the_held_bound_equals_brute_force(case, dense, monkeypatch):
+    """A merge for many subsets whose runs' intervals would pass the bytes
+    it may hold (:data:`_HELD_BYTES`, here 0) holds none: each subset is
+    merged afresh, and all the keys by the runs a chunk at a time. Every
+    subset's labels, bit for bit, are the components of every pair of the
+    subset's keys tested against the offset set (and those of the held
+    intervals where they are made): d = 1..8, dense and sparse, one to
+    three sub-cells, centres within alpha (the density test) and NB (the
+    bound test's offsets), nested MinPts-like subsets and any subset."""
+    from contextlib import nullcontext
+
+    from dpdbscan.cells.pairs import forced
+    from dpdbscan.post import merge as merge_mod
+    from dpdbscan.post.merge import SubsetMerge, centre_offsets, radius_cells2
+
+    d = _SUBCELL_CASES[case][0]
+    fine, keys, rng = _subcell_keys(case, dense, 7100 + 2 * case + dense)
+    score = rng.random(keys.size)
+    masks = [None, *(score >= q for q in (0.2, 0.5, 0.8)), rng.random(keys.size) < 0.4]
+    sets = [centre_offsets(d, radius_cells2(fine, fine.eps))]
+    if d <= 5:
+        sets.append(None)  # NB of the fine grid
+    several = False
+    for offsets in sets:
+        full = fine.offsets if offsets is None else offsets
+        expect = [_oracle_labels(fine, keys if m is None else keys[m], full) for m in masks]
+        several |= any(np.unique(e).size > 1 for e in expect)
+        # held: the intervals as today (d <= 6: the runs of millions of offsets take a minute in 8-D)
+        for held in (1 << 28, 0) if d <= 6 else (0,):
+            monkeypatch.setattr(merge_mod, "_HELD_BYTES", held)
+            with forced(False):  # the runs, not the pairs' edges
+                merge = SubsetMerge(fine, keys, offsets)
+            assert merge.edges is None
+            assert merge.fresh == (held == 0) and bool(merge.intervals) == (held > 0)
+            for mask, want in zip(masks, expect):
+                assert np.array_equal(merge.labels(mask), want)
+        if d <= 6:
+            # all the keys by the runs in chunks of one run and of a few
+            for chunk in (1, 16 * keys.size * 3):
+                monkeypatch.setattr(merge_mod, "_CHUNK_BYTES", chunk)
+                with forced(False) if d > 3 else nullcontext():
+                    whole = SubsetMerge(fine, keys, offsets, subsets=False)
+                assert whole.edges is None and not whole.intervals and whole.runs
+                assert np.array_equal(whole.labels(), expect[0])
+    assert several or not dense  # the dense keys split into several spans
+
+
+def test_subset_merge_memory_is_bounded_by_keys_not_runs_times_keys(monkeypatch):
+    """A merge for subsets (the MinPts ladder, ``sweep``) whose pairs would
+    pass the bound on pairs held at once used to hold two int64 intervals
+    per run and key: a sweep of same_release case 5's release (6-D, two
+    sub-cells, 153,101 core sub-cells, 7,233 runs) asked about 17 GB and
+    died. Beyond :data:`_HELD_BYTES` it holds none; each subset is merged
+    afresh (a spanning forest). Here the bounds are lowered below this
+    merge's sizes instead of raising the keys to 153k, and the labels of
+    nested subsets are the held intervals' bit for bit."""
+    import tracemalloc
+
+    from dpdbscan.cells import pairs as pairs_mod
+    from dpdbscan.cells.pairs import forced
+    from dpdbscan.post import merge as merge_mod
+    from dpdbscan.post.merge import SubsetMerge, _runs, centre_offsets, radius_cells2
+
+    rng = np.random.default_rng(5)
+    fine = Grid(np.zeros(6), np.ones(6), 0.45).subdivided(2)
+    offsets = centre_offsets(6, radius_cells2(fine, fine.eps))
+    shape = np.array(fine.shape)
+    centres = np.floor(np.array([0.2, 0.8])[:, None] * shape).astype(np.int64)
+    pts = centres[rng.integers(0, 2, 4000)] + rng.integers(-2, 3, (4000, 6))
+    keys = np.unique(fine.encode(np.clip(pts, 0, shape - 1)))
+    m = keys.size
+    runs = len(_runs(SubsetMerge(fine, keys[:1], offsets).positive))
+    held = 16 * runs * m  # the intervals' bytes
+    monkeypatch.setattr(pairs_mod, "MAX_PAIRS", int(m * m * len(offsets) / fine.n_cells / 2))
+    score = rng.random(m)
+    masks = [score >= q for q in (0.0, 0.3, 0.6)]
+    with forced(False):
+        want = [SubsetMerge(fine, keys, offsets).labels(mask) for mask in masks]
+    monkeypatch.setattr(merge_mod, "_HELD_BYTES", held // 8, raising=False)
+    SubsetMerge(fine, keys, offsets, subsets=False).labels()  # the kernels' first call, untraced
+    tracemalloc.start()
+    try:
+        merge = SubsetMerge(fine, keys, offsets)
+        got = [merge.labels(mask) for mask in masks]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < held / 8, (peak, held)
+    assert merge.edges is None and not merge.intervals
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    assert np.unique(want[0]).size == 2
+
+
+@pytest.mark.parametrize(
+    "d, eps, kw, person",
+    [
+        (3, 0.06, dict(subcells=2), False),
+        (4, 0.12, dict(subcells=2), False),
+        (4, 0.12, dict(subcells=1), True),
+        # (the density sums of 5-D sub-cells take half a minute: make test-slow)
+        pytest.param(5, 0.1, dict(subcells=2, histogram="sparse"), False, marks=pytest.mark.slow),
+    ],
+    ids=["3-D k=2", "4-D k=2", "4-D person level", "5-D sparse k=2"],
+)
+def test_sweep_beyond_the_held_bound_is_the_same(d, eps, kw, person, monkeypatch):
+    """A sweep over (eps, MinPts) of one release (the MinPts ladder of
+    ``sweep``, ``with_params``' neighbours and the automatic mode's
+    candidates) gives the same partitions, keys and labels bit for bit,
+    when its merges hold no intervals (each subset merged afresh, all the
+    keys by the runs in chunks of a few runs): one and two sub-cells, dense
+    and sparse, event and person level. (The bound test's ladder builds
+    each MinPts alone, by its own merge; its offsets, NB, are merged beyond
+    the bound in :func:`test_subset_merge_beyond_the_held_bound_equals_brute_force`.)"""
+    import warnings
+
+    from dpdbscan import DPDBSCAN
+    from dpdbscan.post import merge as merge_mod
+    from dpdbscan.research import ladder_sweep
+
+    rng = np.random.default_rng(40 + d)
+    centres = rng.uniform(0.25, 0.75, (4, d))
+    X = np.clip(centres[rng.integers(0, 4, 6000)] + rng.normal(0, 0.03, (6000, d)), 0, 1)
+    args = dict(eps=eps, min_samples=10, epsilon=1.0, bounds=(0.0, 1.0), random_state=3, **kw)
+    if person:
+        args.update(delta=1e-6, max_cells_per_unit=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DPDBSCAN(**args).fit(X, units=np.arange(6000) // 3 if person else None)
+    hist, spec = est.spans_.histogram, est.spans_.spec
+    grid = ([eps, 1.5 * eps], [5, 10, 20, 40])
+    # the merges by the runs, not the pairs' edges (the sums as the cost model says)
+    monkeypatch.setattr(merge_mod, "pairs_cheaper", lambda *a, **k: False)
+    want = ladder_sweep(hist, spec, *grid)
+    monkeypatch.setattr(merge_mod, "_HELD_BYTES", 0)
+    monkeypatch.setattr(merge_mod, "_CHUNK_BYTES", 1 << 20)  # chunks of a few runs
+    got = ladder_sweep(hist, spec, *grid)
+    assert sorted(got) == sorted(want)
+    for key, part in want.items():
+        assert np.array_equal(got[key].keys, part.keys) and np.array_equal(got[key].labels, part.labels)
+    assert max(part.n_spans for part in want.values()) > 1  # spans to tell apart

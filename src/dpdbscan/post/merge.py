@@ -63,6 +63,14 @@ class SubsetMerge:
     a union-find over the pairs as they are found): the memory is that of the
     keys, not of the pairs (hundreds of millions among dense core sub-cells
     in 4-D).
+
+    The intervals are two words per run and key; beyond :data:`_HELD_BYTES`
+    of them none is held (a sweep of same_release case 5's release, 6-D
+    with two sub-cells, asked 17 GB): each subset is then merged afresh
+    (:func:`merge_cells` of its keys: the forest where the pairs' walk pays,
+    else the runs) and all the keys by the runs a chunk at a time
+    (:func:`_chunked_run_labels`), so the memory is linear in the keys plus
+    a fixed chunk. The components, and so the labels, are the same.
     """
 
     def __init__(
@@ -70,8 +78,11 @@ class SubsetMerge:
     ) -> None:
         self.grid, self.keys = grid, keys
         self.subsets = subsets
+        self.offsets = offsets
         self.intervals: list[tuple[np.ndarray, np.ndarray]] = []
+        self.runs: list[tuple[np.ndarray, int, int]] = []
         self.edges: tuple[np.ndarray, np.ndarray] | None = None
+        self.fresh = False  # each subset merged afresh (the intervals would pass _HELD_BYTES)
         if keys.size == 0:  # nothing to merge: not even NB is needed (it may be huge)
             self.positive = np.zeros((0, grid.d), dtype=np.int64)
             return
@@ -92,13 +103,13 @@ class SubsetMerge:
             else:
                 self.edges = _forest_edges(grid, keys, offsets, R)
             return
-        below = _counts_below(keys, 2 * len(runs))
-        for prefix, lo, hi in runs:
-            base = grid.key_delta(np.append(prefix, 0))
-            # [a, b): the keys in [key + base + lo, key + base + hi]
-            a = below(keys + (base + lo))
-            b = below(keys + (base + hi + 1))
-            self.intervals.append((a, b))
+        self.runs = runs
+        if _INTERVAL_BYTES * len(runs) * keys.size > _HELD_BYTES:
+            # not held: a subset is merged afresh (:meth:`labels`), all the
+            # keys by the runs in chunks
+            self.fresh = subsets
+            return
+        self.intervals = _intervals(grid, keys, runs)
 
     def labels(self, mask: np.ndarray | None = None) -> np.ndarray:
         """Span labels of the keys selected by ``mask`` (all by default), in
@@ -118,39 +129,98 @@ class SubsetMerge:
                 at = np.cumsum(mask) - 1  # each kept key's row in the subset
                 i, j = at[i[keep]], at[j[keep]]
             return canonical_labels(connected_components(m, i, j))
+        if self.fresh:
+            # the subset's own merge: its pairs' forest where the walk pays
+            # (memory linear in its keys), else its runs in chunks
+            return merge_cells(self.grid, keys, self.offsets)
+        if not self.intervals:
+            return _chunked_run_labels(self.grid, keys, self.runs)
         if mask is None:
-            rank, kept = None, None
+            return canonical_labels(_interval_components(m, self.intervals))
+        rank = np.concatenate(([0], np.cumsum(mask)))  # kept keys before each position
+        kept = np.flatnonzero(mask)
+        return canonical_labels(
+            _interval_components(m, ((rank[a[kept]], rank[b[kept]]) for a, b in self.intervals))
+        )
+
+
+#: Bytes per run and key of the intervals :class:`SubsetMerge` holds (two int64)
+_INTERVAL_BYTES = 16
+#: Bytes of intervals :class:`SubsetMerge` holds at most (:meth:`SubsetMerge.labels`
+#: makes about twice as much again per call); beyond, a subset is merged
+#: afresh and all the keys by the runs in chunks of :data:`_CHUNK_BYTES`.
+#: A sweep of same_release case 5's release (6-D, two sub-cells: 153,101
+#: core sub-cells, 7,233 runs) asked 17 GB of intervals.
+_HELD_BYTES = 1 << 28
+#: Bytes of one chunk of runs' intervals in :func:`_chunked_run_labels`
+_CHUNK_BYTES = 1 << 26
+
+
+def _intervals(grid: Grid, keys: np.ndarray, runs: list[tuple[np.ndarray, int, int]]):
+    """For each run, ``(a, b)``: the positions in ``keys`` (sorted, unique)
+    of the keys each key reaches through the run, ``keys[a:b]``."""
+    return list(_intervals_by(grid, keys, runs, _counts_below(keys, 2 * len(runs))))
+
+
+def _chunked_run_labels(grid: Grid, keys: np.ndarray, runs: list[tuple[np.ndarray, int, int]]) -> np.ndarray:
+    """:func:`merge_cells` of ``keys`` by the runs, in memory linear in the
+    keys: the runs' intervals a chunk of runs at a time (at most
+    :data:`_CHUNK_BYTES` of them), each chunk's components joined to those
+    of the chunks before. The union of the chunks' edges is the graph of all
+    the runs at once, so the components, and the labels, are the same."""
+    m = keys.size
+    per = max(1, _CHUNK_BYTES // (_INTERVAL_BYTES * m))
+    below = _counts_below(keys, 2 * len(runs))
+    root: np.ndarray | None = None  # each key's component: its smallest key
+    for start in range(0, len(runs), per):
+        part = _interval_components(m, _intervals_by(grid, keys, runs[start : start + per], below))
+        rep = np.empty(int(part.max()) + 1, dtype=np.int64)
+        rep[part] = np.arange(m)  # a key of each of the chunk's components
+        if root is None:
+            root = connected_components(m, np.arange(m), rep[part])
         else:
-            rank = np.concatenate(([0], np.cumsum(mask)))  # kept keys before each position
-            kept = np.flatnonzero(mask)
-        src, dst = [], []
-        chain = np.zeros(m + 1, dtype=np.int64)  # difference array over links j -> j+1
-        for a, b in self.intervals:
-            if rank is not None:
-                a, b = rank[a[kept]], rank[b[kept]]
-            hit = np.flatnonzero(b > a)
-            src.append(hit)
-            dst.append(a[hit])
-            many = hit[b[hit] - a[hit] > 1]
-            chain += np.bincount(a[many], minlength=m + 1)
-            chain -= np.bincount(b[many] - 1, minlength=m + 1)
-        linked = np.cumsum(chain[:-1])[:-1] > 0  # cell j joined to j + 1
-        # consecutive linked cells form groups; the remaining edges join groups
-        group = np.concatenate(([0], np.cumsum(~linked)))
-        r_parts, c_parts = [], []
-        for frm, to in zip(src, dst):
-            r, c = group[frm], group[to]
-            # within one run both ends only grow with the source key, so the
-            # many cells of one group that reach the same group through it
-            # give consecutive copies of one edge: keep the first of each
-            new = r != c
-            new[1:] &= (r[1:] != r[:-1]) | (c[1:] != c[:-1])
-            r_parts.append(r[new])
-            c_parts.append(c[new])
-        r = np.concatenate(r_parts) if r_parts else np.zeros(0, np.int64)
-        c = np.concatenate(c_parts) if c_parts else np.zeros(0, np.int64)
-        labels = connected_components(int(group[-1]) + 1, r, c)
-        return canonical_labels(labels[group])
+            root = connected_components(m, root, root[rep[part]])[root]
+    assert root is not None
+    return canonical_labels(root)
+
+
+def _intervals_by(grid: Grid, keys: np.ndarray, runs: list[tuple[np.ndarray, int, int]], below):
+    """:func:`_intervals` of ``runs`` with ``below`` given, one run at a time."""
+    for prefix, lo, hi in runs:
+        base = grid.key_delta(np.append(prefix, 0))
+        yield below(keys + (base + lo)), below(keys + (base + hi + 1))
+
+
+def _interval_components(m: int, intervals) -> np.ndarray:
+    """Components of m sorted keys, each joined to every key of its
+    intervals ``(a, b)`` (positions ``[a, b)``, one pair of arrays per run):
+    equal values for the keys of one component (not numbered canonically)."""
+    src, dst = [], []
+    chain = np.zeros(m + 1, dtype=np.int64)  # difference array over links j -> j+1
+    for a, b in intervals:
+        hit = np.flatnonzero(b > a)
+        src.append(hit)
+        dst.append(a[hit])
+        many = hit[b[hit] - a[hit] > 1]
+        chain += np.bincount(a[many], minlength=m + 1)
+        chain -= np.bincount(b[many] - 1, minlength=m + 1)
+    linked = np.cumsum(chain[:-1])[:-1] > 0  # cell j joined to j + 1
+    # consecutive linked cells form groups; the remaining edges join groups
+    group = np.concatenate(([0], np.cumsum(~linked)))
+    r_parts, c_parts = [], []
+    for frm, to in zip(src, dst):
+        r, c = group[frm], group[to]
+        # within one run both ends only grow with the source key, so the
+        # many cells of one group that reach the same group through it
+        # give consecutive copies of one edge: keep the first of each
+        new = r != c
+        new[1:] &= (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+        r_parts.append(r[new])
+        c_parts.append(c[new])
+    r = np.concatenate(r_parts) if r_parts else np.zeros(0, np.int64)
+    c = np.concatenate(c_parts) if c_parts else np.zeros(0, np.int64)
+    labels = connected_components(int(group[-1]) + 1, r, c)
+    return labels[group]
 
 
 #: At most this many entries in the table of :func:`_counts_below`
