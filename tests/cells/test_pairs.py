@@ -952,3 +952,82 @@ def test_person_level_fits_are_the_same_with_weights_by_class_and_by_code(d):
         max_cells_per_unit=2,
         histogram="sparse",
     )
+
+
+def _unpacked_half_sums(index, vals, R, weight, p0, p1):
+    """:func:`pairkernels.half_sums` of an index's cells ``p0 : p1`` without
+    packed lanes: the pairs listed by ``_hits`` (coordinates checked axis
+    by axis), then used; in layout order."""
+    from dpdbscan.cells import pairkernels
+
+    sc, pk, R, lanes, *walk = index._walk(R)
+    lin = index.linear_codes(sc, R)
+    laid = np.asarray(vals, dtype=np.float64)[index.order]
+    return pairkernels.half_sums(
+        sc, np.zeros(sc.shape[0], np.uint64), lin, laid, R, np.zeros(0, np.uint64), *walk,
+        weight.table, weight.codes, weight.weights, weight.symmetric, weight.step, weight.classes, p0, p1,
+    )  # fmt: skip
+
+
+@SETTINGS
+@given(
+    d=st.integers(1, 8),
+    R=st.integers(0, 3),
+    side=st.integers(1, 12),
+    n=st.integers(1, 150),
+    how=st.sampled_from(["table", "searched", "classes", "skewed"]),
+    signed=st.booleans(),
+    split=st.floats(0.0, 1.0),
+    seed=st.integers(0, 2**32 - 1),
+)
+@at_each_d(
+    ALL_D,
+    R=3,
+    side=12,
+    n=150,
+    how=lambda d: ("table", "searched", "classes", "skewed")[d % 4],
+    signed=lambda d: d % 2 == 0,
+    split=0.5,
+)
+def test_the_packed_walk_sums_as_the_listed_pairs(d, R, side, n, how, signed, split, seed):
+    """The self-join on packed lanes (each pair used where the walk finds
+    it, terms of weight 0 skipped) gives the sums of the pairs listed
+    first and checked axis by axis, bit for bit, for any range of cells:
+    weights from a table, a search of the codes, by class or asymmetric
+    (each way its own weight), signed values and weights of 0 included."""
+    from dpdbscan.cells import pairkernels
+
+    while (2 * R + 1) ** d > 1 << 15:
+        R -= 1  # (a cube whose classes can be checked)
+    rng = np.random.default_rng(seed)
+    a = np.unique(rng.integers(0, side, (n, d)), axis=0)
+    vals = rng.normal(0.0, 4.0, a.shape[0]) if signed else rng.exponential(4.0, a.shape[0])
+    vals[rng.random(a.shape[0]) < 0.2] = 0.0
+    cube = _cube_offsets(d, R)
+    step = np.r_[0, (d + 1) ** np.arange(R)]
+    cls = step[np.abs(cube)].sum(axis=1)
+    per_class = rng.random(int(cls.max()) + 1) * (rng.random(int(cls.max()) + 1) < 0.6)
+    weights = per_class[cls]
+    if how == "skewed":
+        weights = weights * (1.0 + (rng.random(weights.size) < 0.3))  # w(-o) != w(o) somewhere
+    keep = (weights != 0) | (rng.random(weights.size) < 0.1)  # some listed offsets weigh 0
+    codes = pairs_module.offset_codes(cube[keep], R)
+    w = weights[keep]
+    if how == "classes":
+        by_class = pairs_module.offset_classes(codes, w, R, d)
+        weight = pairs_module.OffsetWeights(codes, w, R, d, 0, by_class)
+    else:
+        weight = pairs_module.OffsetWeights(codes, w, R, d, 0 if how == "searched" else None)
+    index = pairs_module.CellIndex(a, R)
+    sc, pk, R, lanes, *walk = index._walk(R)
+    assert lanes.size or 64 // d < 4 or max(int(a.max()), R) >= 1 << (64 // d - 2)
+    lin = index.linear_codes(sc, R)
+    laid = vals[index.order]
+    cut = int(split * a.shape[0])
+    for p0, p1 in ((0, a.shape[0]), (0, cut), (cut, a.shape[0])):
+        got = pairkernels.half_sums(
+            sc, pk, lin, laid, R, lanes, *walk, weight.table, weight.codes, weight.weights,
+            weight.symmetric, weight.step, weight.classes, p0, p1,
+        )  # fmt: skip
+        want = _unpacked_half_sums(index, vals, R, weight, p0, p1)
+        assert np.array_equal(got.view(np.int64), want.view(np.int64))

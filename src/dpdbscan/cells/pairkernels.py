@@ -445,7 +445,15 @@ def half_sums(
     same weights as the codes' where
     :func:`~dpdbscan.cells.pairs.offset_classes` found them so, from a
     table of a few hundred entries and the pair's packed lanes (``lin``,
-    ``table``, ``codes`` unread)."""
+    ``table``, ``codes`` unread).
+
+    With packed lanes the pairs are used as the walk finds them
+    (:func:`_half_sums_packed`): the same sums bit for bit."""
+    if lanes.size > 0:
+        return _half_sums_packed(
+            sc, pk, lin, vals, R, lanes, axes, sides, nb, strides, start, low, high, col,
+            table, codes, weights, symmetric, step, classes, p0, p1,
+        )  # fmt: skip
     n = sc.shape[0]
     zero = _zero_code(sc.shape[1], R)
     use_table = table.size > 0
@@ -482,6 +490,86 @@ def half_sums(
                 wb = table[back] if use_table else _weight(codes, weights, back)
             acc += wf * vals[q]
             sums[q] += wb * vp
+        sums[p] += acc
+    return sums
+
+
+@kernel
+def _half_sums_packed(
+    sc: np.ndarray,
+    pk: np.ndarray,
+    lin: np.ndarray,
+    vals: np.ndarray,
+    R: int,
+    lanes: np.ndarray,
+    axes: np.ndarray,
+    sides: np.ndarray,
+    nb: np.ndarray,
+    strides: np.ndarray,
+    start: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    col: np.ndarray,
+    table: np.ndarray,
+    codes: np.ndarray,
+    weights: np.ndarray,
+    symmetric: bool,
+    step: np.ndarray,
+    classes: np.ndarray,
+    p0: int,
+    p1: int,
+) -> np.ndarray:
+    """:func:`half_sums` on packed lanes, each pair used where the walk
+    finds it instead of listed first: :func:`_hits` writes every cell it
+    checks into its list and keeps those within (the 6-D benchmark's
+    release: 40M cells checked for 0.8M pairs, a fifth of the join's
+    time). The same pairs in the same order (cell p, then the later cells
+    q by position), so the same sums bit for bit; a term of weight 0 is
+    skipped (adding a zero product to a sum started at +0 leaves the same
+    float)."""
+    n = sc.shape[0]
+    zero = _zero_code(sc.shape[1], R)
+    use_table = table.size > 0
+    by_class = classes.size > 0
+    sums = np.zeros(n)
+    walk = np.empty((3, axes.size), np.int64)
+    e = axes.size - 1
+    H, shift, upper, lower = lanes[0], lanes[1], lanes[2], lanes[3]
+    for p in range(p0, p1):
+        base = _box(sc, p, R, axes, sides, nb, strides, low, high, walk)
+        if base < 0:
+            continue
+        slo, shi = walk[1, e], walk[2, e] + 1
+        # the buckets laid out before p's hold none of the later cells
+        mine = col[p]
+        while 0 <= base < mine:
+            base = _next(base, strides, walk, e)
+        qp = pk[p]
+        y0 = qp + shift
+        vp = vals[p]
+        lp = lin[p] - zero if not by_class else 0
+        acc = 0.0
+        while base >= 0:
+            for q in range(max(start[base + slo], p + 1), start[base + shi]):
+                y = y0 - pk[q]
+                # within R along every axis (:func:`within` as one test)
+                if ((y + upper) | ~(y + lower)) & H == 0:
+                    if by_class:
+                        wf = classes[_class_of(sc, p, qp, sc, q, pk[q], lanes, step)]
+                        wb = wf
+                    else:
+                        code = lin[q] - lp
+                        wf = table[code] if use_table else _weight(codes, weights, code)
+                        if symmetric:
+                            wb = wf
+                        else:
+                            back = 2 * zero - code
+                            wb = table[back] if use_table else _weight(codes, weights, back)
+                    if wf != 0.0:
+                        acc += wf * vals[q]
+                    if wb != 0.0:
+                        sums[q] += wb * vp
+            base = _next(base, strides, walk, e)
         sums[p] += acc
     return sums
 
