@@ -48,6 +48,7 @@ import time
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -98,9 +99,9 @@ def merge_within(least: float, r2: float) -> Iterator[None]:
         state["on"] = d == 3 and estimate is not None and least <= estimate <= autoplan.LARGE_N
         return old_finer(estimate, d)
 
-    def centre_merge(fine, keys, radius=None):
+    def centre_merge(fine: Any, keys: np.ndarray, radius: float | None = None, join: str = "eps") -> Any:
         if not state["on"] or fine.d != 3:
-            return old_merge(fine, keys, radius)
+            return old_merge(fine, keys, radius, join)
         eps_r2 = _merge.radius_cells2(fine, fine.eps if radius is None else radius)
         return _merge.SubsetMerge(fine, keys, _merge.centre_offsets(fine.d, min(float(r2), eps_r2)))
 
