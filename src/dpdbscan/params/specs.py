@@ -76,7 +76,7 @@ class SpanSpec:
     border_cells: str
     raise_min_samples: bool
     core: str
-    join: str = "eps"
+    join: str
 
 
 @dataclass(frozen=True)
