@@ -73,6 +73,7 @@ class Config:
             border_cells="any",
             raise_min_samples=raise_min_samples,
             core=self.core,
+            join="eps",
         )
 
 
@@ -155,6 +156,7 @@ def spans_from_histogram(
         border_cells="any",
         raise_min_samples=raise_min_samples,
         core=core,
+        join="eps",
     )
     return model(hist, spec, gamma=gamma, gamma_upper=gamma)
 

@@ -94,6 +94,7 @@ def hand_model(
         border_cells="any",
         raise_min_samples=True,
         core="bound",
+        join="eps",
     )
     release = ReleaseInfo(
         hgrid,

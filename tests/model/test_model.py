@@ -203,7 +203,7 @@ def test_border_labels_points_near_span_cells():
 
     def bound_model(border):
         spans = Spans(g, keys, np.array([0, 1]), 1.0, 1.0, 2.0, 7.0, 9, g.n_cells, 7.0, None)
-        spec = SpanSpec(5, 0.1, 1, "chernoff", border, "any", True, "bound")
+        spec = SpanSpec(5, 0.1, 1, "chernoff", border, "any", True, "bound", "eps")
         rel = ReleaseInfo(
             g, "dense", float("-inf"), "discrete", 1.0, 1.0, 0.0, 0.1, 4.0, 5, None, None, None, None, None
         )

@@ -157,7 +157,7 @@ def test_a_3d_count_makes_the_base_finer_for_large_sets_only():
     assert fine.base_eps == pytest.approx(count_base / 2**0.5, rel=0.03)
     # 2-D and 4-D: no finer base
     assert autoplan.finer_n(30_000.0, 2) is None and autoplan.finer_n(30_000.0, 4) is None
-    assert autoplan.finer_n(autoplan.LARGE_N, 3) is None
+    assert autoplan.finer_n(autoplan.FINER_3D_FROM - 1, 3) is None
     # a fit records the count it spent its share on
     rng = np.random.default_rng(0)
     X = rng.uniform(0.2, 0.8, (3000, 3))
@@ -462,3 +462,57 @@ def test_the_forecast_says_the_automatic_mode_counts_the_points(capsys):
     box3 = ["--bounds", "0", "0", "0", "10", "8", "6"]
     assert main(["forecast", "--eps", "auto", "--min-samples", "auto", *box3]) == 0
     assert "sizes its grid for the count where it is above 20,000 (finer cells)" in capsys.readouterr().out
+
+
+@quiet
+def test_a_3d_count_from_6000_to_20000_takes_the_finer_base_and_joins_faces():
+    # issue 28 item 3 (results/scenes/strands-subcell.md): in 3-D from a count
+    # of FINER_3D_FROM to LARGE_N the base is the finer base a count of LARGE_N
+    # gets, three candidates, and the spans join core sub-cells by faces
+    from dpdbscan.params import sizing
+    from dpdbscan.plan.resolve import resolve, validated
+
+    lo3, hi3 = np.zeros(3), np.ones(3)
+    auto3 = validated({"eps": "auto", "min_samples": "auto"})
+    finer = autoplan.base_eps(lo3, hi3, 4.0, base_cells(1.0, n_expected=autoplan.LARGE_N * autoplan.FINER_3D))
+    assumed = autoplan.base_eps(lo3, hi3, 4.0, base_cells(1.0))
+    for count in (float(sizing.FINER_3D_FROM), 12_000.0, float(autoplan.LARGE_N)):
+        r = resolve(auto3, lo3, hi3, size_estimate=count)
+        assert r.release.grid.eps == finer, count
+        assert len(r.auto.eps) == 3 and r.auto.eps[-1] == pytest.approx(assumed * 2**0.5, rel=0.03)
+        assert r.spans.join == "face", count
+        assert autoplan.finer_n(count, 3) == autoplan.LARGE_N * autoplan.FINER_3D
+        assert autoplan.candidate_kappa(count, 3) == autoplan.SMALL_FINER_CANDIDATE_KAPPA
+    # outside the range: as before (eps join; the base for ASSUMED_N below, the count's finer base above)
+    assert resolve(auto3, lo3, hi3, size_estimate=5_999.0).spans.join == "eps"
+    assert resolve(auto3, lo3, hi3, size_estimate=5_999.0).release.grid.eps == assumed
+    assert resolve(auto3, lo3, hi3, size_estimate=20_001.0).spans.join == "eps"
+    assert len(resolve(auto3, lo3, hi3, size_estimate=20_001.0).auto.eps) == 5
+    assert (
+        resolve(validated({"eps": "auto", "min_samples": "auto"}), *BOX, size_estimate=12_000.0).spans.join
+        == "eps"
+    )
+    given = validated({"eps": "auto", "min_samples": "auto", "n_expected": 12_000})
+    assert resolve(given, lo3, hi3).spans.join == "eps"  # no count made
+    assert resolve(auto3, lo3, hi3).spans.join == "eps"  # before the count
+    assert not autoplan.joins_faces(12_000.0, 2) and not autoplan.joins_faces(12_000.0, 4)
+    assert not autoplan.joins_faces(None, 3)
+
+
+@quiet
+def test_a_3d_automatic_fit_below_20000_points_records_the_face_join():
+    from dpdbscan.model import model_from_dict, to_json
+
+    rng = np.random.default_rng(3)
+    lo3, hi3 = np.zeros(3), np.ones(3)
+    X = rng.uniform(0.3, 0.7, (12_000, 3))
+    m = DPDBSCAN("auto", min_samples="auto", bounds=(lo3, hi3), random_state=1).fit(X).spans_
+    assert m.spec.join == "face"
+    line = next(x for x in summary(m).splitlines() if x.startswith("  count   :"))
+    assert "join core sub-cells only where they share a face" in line
+    back = model_from_dict(json.loads(to_json(m)))
+    assert back.spec.join == "face"
+    assert np.array_equal(back.predict(X), m.predict(X))
+    # a model outside the range writes no join (its files as before)
+    m2 = DPDBSCAN("auto", min_samples="auto", bounds=(lo3, hi3), random_state=1).fit(X[:3000]).spans_
+    assert m2.spec.join == "eps" and '"join"' not in to_json(m2)

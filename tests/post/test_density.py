@@ -1012,3 +1012,23 @@ def test_cube_masses_hold_the_cube_and_are_the_buckets_it_meets(seed, monkeypatc
     ).all(axis=2)
     assert (got >= near @ vals - 1e-9).all()
     assert np.allclose(got, met @ vals, rtol=1e-12, atol=1e-6)
+
+
+def test_the_face_join_parts_core_sub_cells_that_the_eps_join_joins():
+    from dpdbscan.cells.grid import Grid
+    from dpdbscan.post.merge import centre_merge, join_r2, merge_centres
+
+    fine = Grid(np.zeros(3), np.ones(3), 0.2, 4.0).subdivided(2)
+    # two parallel rows of sub-cells, one empty row between them: centres two widths apart (< eps)
+    a = np.column_stack([np.arange(10), np.full(10, 3), np.full(10, 3)])
+    b = np.column_stack([np.arange(10), np.full(10, 5), np.full(10, 3)])
+    keys = np.sort(fine.encode(np.vstack([a, b])))
+    assert 2 * fine.width < fine.eps
+    assert np.unique(merge_centres(fine, keys)).size == 1
+    face = merge_centres(fine, keys, join="face")
+    assert np.unique(face).size == 2
+    sub = centre_merge(fine, keys, join="face")
+    assert np.array_equal(sub.labels(np.ones(keys.size, dtype=bool)), face)
+    assert join_r2(fine, join="face") == 1.5 and join_r2(fine) > 1.5
+    with pytest.raises(ValueError, match="join must be"):
+        join_r2(fine, join="edge")

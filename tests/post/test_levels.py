@@ -172,6 +172,7 @@ def _release(noise="discrete", seed=0, histogram="dense"):
         border_cells="any",
         raise_min_samples=True,
         core="density",
+        join="eps",
     )
     return X, y, hist, spec
 

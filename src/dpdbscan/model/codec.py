@@ -28,6 +28,7 @@ from ..params.parameters import check_param
 from ..params.specs import ReleaseInfo, SecondSpend, SizeEstimate, SpanSpec, UnitBound, UnitChoice
 from ..post import sidebyside
 from ..post.coretests import Stored, core_test
+from ..post.merge import JOINS
 from .guarantee import guarantee
 from .record import SpanModel
 
@@ -102,6 +103,7 @@ def _document(model: SpanModel, include_histogram: bool, span_list: Any) -> dict
             "subcells": spec.subcells,
             "border": spec.border,
             **({} if spec.border_cells == "any" else {"border_cells": spec.border_cells}),
+            **({} if spec.join == "eps" else {"join": spec.join}),
             "margin": spec.margin,
             "core": spec.core,
         },
@@ -331,6 +333,7 @@ def _model_from_dict(data: dict) -> SpanModel:
         border_cells=_choice(p.get("border_cells", "any"), "params.border_cells", BORDER_CELLS),
         raise_min_samples=raise_min,
         core=core,
+        join=_choice(p.get("join", "eps"), "params.join", JOINS),
     )
     _need(
         spec.border_cells == "any" or hist is not None,

@@ -11,7 +11,7 @@ import numpy as np
 from ..geometry.projection import eps_text, format_km, projection_of
 from ..laws.noise import shown_count
 from ..params.paramwords import grid_words, histogram_words
-from ..params.sizing import ASSUMED_N, LARGE_N, SMALL_N, finer_n, sized_n
+from ..params.sizing import ASSUMED_N, FINER_3D_FROM, LARGE_N, SMALL_N, finer_n, joins_faces, sized_n
 from ..post import sidebyside
 from ..post.coretests import core_test
 from ..post.coretests.density.densitymargin import swamped
@@ -318,6 +318,7 @@ def describe(model: SpanModel) -> dict:
         "span_shape": list(g.shape),
         "border": spec.border,
         "border_cells": spec.border_cells,
+        **({} if spec.join == "eps" else {"join": spec.join}),
         "n_spans": model.n_spans,
         "n_core_cells": model.n_core_cells,
         "bounds": {"lower": g.lower.tolist(), "upper": g.upper.tolist()},
@@ -544,7 +545,9 @@ def bound_lines(model: SpanModel) -> list[str]:
 def size_lines(model: SpanModel) -> list[str]:
     """The automatic mode's DP count of the points, when it made one, and
     whether it sized the grid (:func:`~dpdbscan.params.sizing.sized_n`: in
-    2-D only below SMALL_N, in 3-D and up only above LARGE_N; elsewhere the
+    2-D only below SMALL_N, in 3-D and up only above LARGE_N, and in 3-D from
+    FINER_3D_FROM to LARGE_N for the finer base with spans joined by faces,
+    :func:`~dpdbscan.params.sizing.joins_faces`; elsewhere the
     grid is the one for ASSUMED_N points, as without a count)."""
     size = model.release.size_estimate
     if size is None or size.value is None:
@@ -552,6 +555,12 @@ def size_lines(model: SpanModel) -> list[str]:
     part = "rho" if size.rho is not None else "epsilon"
     spent = f"for {size.share:.0%} of {part}, part of the budget above"
     d = model.release.grid.d
+    if joins_faces(size.value, d):
+        return [
+            f"  count   : a DP count of the points, {size.value:,.0f}, sized the grid for "
+            f"{finer_n(size.value, d):,.0f} points (the finer 3-D base from {FINER_3D_FROM:,} to "
+            f"{LARGE_N:,}), and the spans join core sub-cells only where they share a face ({spent})"
+        ]
     if sized_n(size.value, d) is not None:
         finer = finer_n(size.value, d)
         # the finer 3-D base (sizing.finer_n): a grid for more points than were counted

@@ -32,6 +32,16 @@ LARGE_N = ASSUMED_N
 #: largest candidate with one more step (plan.autoplan.FINER_CANDIDATE_KAPPA).
 FINER_3D = 2**1.5
 FINER_3D_UP_TO = 50_000
+#: In 3-D from a count of FINER_3D_FROM up to LARGE_N the base is the
+#: finer base a count of LARGE_N gets (for FINER_3D x LARGE_N points), its
+#: eps ladder capped lower (plan.autoplan.SMALL_FINER_CANDIDATE_KAPPA: three
+#: candidates), and the spans join core sub-cells only where they share a
+#: face (:func:`joins_faces`; ``SpanSpec.join``): on the base for ASSUMED_N
+#: two strands a little apart have no empty cell between them, even without
+#: noise, and on the finer base their core regions still meet through the
+#: eps reach of the merge (issue 28; docs/parameters.md section 7, "3-D
+#: strands below 20,000 points").
+FINER_3D_FROM = 6_000
 
 
 def sized_n(estimate: float | None, d: int = 2) -> float | None:
@@ -48,16 +58,37 @@ def sized_n(estimate: float | None, d: int = 2) -> float | None:
     return max(float(estimate), 1.0)
 
 
+def joins_faces(estimate: float | None, d: int = 2) -> bool:
+    """Whether the automatic mode's DP count ``estimate`` in ``d``
+    dimensions is in the range where the base is the finer base for
+    FINER_3D x LARGE_N points and the spans join core sub-cells sharing a
+    face: 3-D, FINER_3D_FROM <= count <= LARGE_N. Post-processing of the count."""
+    return d == 3 and estimate is not None and FINER_3D_FROM <= estimate <= LARGE_N
+
+
 def finer_n(estimate: float | None, d: int = 2) -> float | None:
     """The n the finer 3-D base is sized for, from the DP count
     ``estimate`` in ``d`` dimensions: in 3-D where :func:`sized_n` sizes
     the base for the count, max(count, min(FINER_3D x count, FINER_3D x
-    FINER_3D_UP_TO)) where that is more than the count; else None (the
-    base is :func:`sized_n`'s). Post-processing of the count."""
+    FINER_3D_UP_TO)) where that is more than the count; FINER_3D x LARGE_N
+    where :func:`joins_faces`; else None (the base is :func:`sized_n`'s).
+    Post-processing of the count."""
+    if joins_faces(estimate, d):
+        return FINER_3D * LARGE_N
     n = sized_n(estimate, d)
     if n is None or d != 3 or n >= FINER_3D * FINER_3D_UP_TO:
         return None
     return min(FINER_3D * n, FINER_3D * FINER_3D_UP_TO)
 
 
-__all__ = ["ASSUMED_N", "SMALL_N", "LARGE_N", "FINER_3D", "FINER_3D_UP_TO", "sized_n", "finer_n"]
+__all__ = [
+    "ASSUMED_N",
+    "SMALL_N",
+    "LARGE_N",
+    "FINER_3D",
+    "FINER_3D_UP_TO",
+    "FINER_3D_FROM",
+    "sized_n",
+    "finer_n",
+    "joins_faces",
+]

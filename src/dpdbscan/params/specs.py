@@ -60,6 +60,12 @@ class SpanSpec:
         Bound test: the paper's practical rule (core iff UB~ >= MinPts + tau).
     core : str
         The core test's name (its tag in the registry and in model files).
+    join : {"eps", "face"}
+        Density test: which core sub-cells a span joins: those whose
+        centres are less than eps apart (``"eps"``, DBSCAN's rule read on
+        the grid), or only those sharing a face (``"face"``: a finer
+        partition of the same core sub-cells; the automatic mode in 3-D
+        below a DP count of 20,000, :func:`dpdbscan.params.sizing.joins_faces`).
     """
 
     min_samples: int
@@ -70,6 +76,7 @@ class SpanSpec:
     border_cells: str
     raise_min_samples: bool
     core: str
+    join: str
 
 
 @dataclass(frozen=True)

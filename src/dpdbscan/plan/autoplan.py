@@ -14,7 +14,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..cells.grid import Grid, count_neighbours
-from ..params.sizing import ASSUMED_N, FINER_3D, FINER_3D_UP_TO, LARGE_N, SMALL_N, finer_n, sized_n
+from ..params.sizing import (
+    ASSUMED_N,
+    FINER_3D,
+    FINER_3D_FROM,
+    FINER_3D_UP_TO,
+    LARGE_N,
+    SMALL_N,
+    finer_n,
+    joins_faces,
+    sized_n,
+)
 
 #: eps candidates: the base resolution times sqrt(2)^i
 EPS_STEPS = 7
@@ -26,6 +36,11 @@ MAX_CANDIDATE_KAPPA = 2_000
 #: eta = 4), so that up to a count of 50,000 the largest is still about
 #: 2.8 x the count's base
 FINER_CANDIDATE_KAPPA = 2_400
+#: ... and on the finer 3-D base below a count of LARGE_N
+#: (:func:`~dpdbscan.params.sizing.joins_faces`): three candidates, to 1.4 x
+#: the base for ASSUMED_N, so that the fit costs no more than on that base
+#: (the density field's sums grow as cells x cells per neighbourhood)
+SMALL_FINER_CANDIDATE_KAPPA = 500
 #: The base release has about n epsilon / POINTS_PER_CELL cells (capped by
 #: max_cells): re-measuring it at eps = f x base sums ~ f^d cells of noise per
 #: neighbourhood, so the signal-to-noise ratio of a candidate depends on the
@@ -248,6 +263,18 @@ def place_candidates(eps: tuple, extent: float | None, d: int = 2, eta: float = 
     return tuple(base * 2 ** (i / 4) for i in range(n))
 
 
+def candidate_kappa(estimate: float | None, d: int) -> int:
+    """The eps ladder's cap on a neighbourhood's cells for the automatic
+    mode's DP count ``estimate`` in ``d`` dimensions: on the finer 3-D
+    base :data:`FINER_CANDIDATE_KAPPA`, or :data:`SMALL_FINER_CANDIDATE_KAPPA`
+    where it stands for a count of at most LARGE_N
+    (:func:`~dpdbscan.params.sizing.joins_faces`); else
+    :data:`MAX_CANDIDATE_KAPPA`. Public: d and the count."""
+    if joins_faces(estimate, d):
+        return SMALL_FINER_CANDIDATE_KAPPA
+    return MAX_CANDIDATE_KAPPA if finer_n(estimate, d) is None else FINER_CANDIDATE_KAPPA
+
+
 def plan(
     lower: ArrayLike,
     upper: ArrayLike,
@@ -352,8 +379,12 @@ __all__ = [
     "counts_points",
     "sized_n",
     "finer_n",
+    "joins_faces",
+    "candidate_kappa",
+    "SMALL_FINER_CANDIDATE_KAPPA",
     "FINER_3D",
     "FINER_3D_UP_TO",
+    "FINER_3D_FROM",
     "FINER_CANDIDATE_KAPPA",
     "PLACE_EXTENT_KM",
     "PLACE_MAX_CELLS",

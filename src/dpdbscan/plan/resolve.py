@@ -122,10 +122,14 @@ def resolve(
     the count the release stands on the grid for ASSUMED_N points, as it
     does when the count is SMALL_N or more (in 3-D and up: LARGE_N or
     less). In 3-D above LARGE_N the base is finer than the count's
-    (:func:`dpdbscan.plan.autoplan.finer_n`)."""
+    (:func:`dpdbscan.plan.autoplan.finer_n`); in 3-D from FINER_3D_FROM to
+    LARGE_N it is the finer base of a count of LARGE_N, and the spans join
+    core sub-cells only where they share a face
+    (:func:`dpdbscan.plan.autoplan.joins_faces`)."""
     check_units(dict(p), units, cli=cli)
     plan = None
     counted = False
+    join = "eps"
     eps, min_samples = p["eps"], p["min_samples"]
     if "auto" in (eps, min_samples):
         # the place prior holds where the spans are selected at their own levels
@@ -144,8 +148,10 @@ def resolve(
             finer or (autoplan.sized_n(size_estimate, d) if counted else p["n_expected"]),
             places=prior,
             units=units,
-            kappa=autoplan.MAX_CANDIDATE_KAPPA if finer is None else autoplan.FINER_CANDIDATE_KAPPA,
+            kappa=autoplan.candidate_kappa(size_estimate, d) if counted else autoplan.MAX_CANDIDATE_KAPPA,
         )
+        # 3-D below a count of LARGE_N: spans join core sub-cells sharing a face
+        join = "face" if counted and autoplan.joins_faces(size_estimate, d) else join
         eps, min_samples = plan.base_eps, plan.min_samples or MIN_SAMPLES_LOW
     check_scale(float(eps), lower, upper, cli=cli)
     grid = Grid(lower, upper, eps, p["eta"])
@@ -166,6 +172,7 @@ def resolve(
         border_cells="any",
         raise_min_samples=bool(p["raise_min_samples"]),
         core=test.name,
+        join=join,
     )
     choices: tuple[ReleaseSpec, ...] = ()
     second_units = units and autoplan.second_applies_units(grid.d, noise_kind(p, units), p["eps"])

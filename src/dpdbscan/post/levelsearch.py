@@ -28,8 +28,9 @@ it, each at its own MinPts:
   labels a selected cluster by its members at birth). Two selected clusters
   are never ancestor and descendant, so their spans are disjoint, and they
   lie in different spans of a common level, so no two core centres of
-  different selected spans are within alpha: ``predict`` with border alpha
-  labels points as it does for a flat model. With a largest extent (places),
+  different selected spans are within alpha (with ``SpanSpec.join ==
+  "face"``: share no face): ``predict`` with border alpha labels points as
+  it does for a flat model (the span of the nearest core centre). With a largest extent (places),
   the rest of a too-large cluster with places selected inside it is added in
   pieces that fit (:func:`district_pieces`): disjoint from the rest, side by
   side with each other, and ``predict`` gives a point its nearest core's;

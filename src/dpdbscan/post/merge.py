@@ -543,17 +543,35 @@ def centre_offsets(d: int, r2: float, strict: bool = True) -> np.ndarray:
     return out
 
 
-def merge_centres(fine: Grid, keys: np.ndarray, radius: float | None = None) -> np.ndarray:
+def merge_centres(fine: Grid, keys: np.ndarray, radius: float | None = None, join: str = "eps") -> np.ndarray:
     """Span label of each core sub-cell: components of "centres < radius
-    apart" (alpha by default), numbered by their smallest key."""
+    apart" (alpha by default; ``join="face"``: sharing a face), numbered by
+    their smallest key."""
+    return merge_cells(fine, keys, centre_offsets(fine.d, join_r2(fine, radius, join)))
+
+
+#: How a span joins core sub-cells (``SpanSpec.join``): centres less than
+#: eps (the merge radius) apart, or only those sharing a face
+JOINS = ("eps", "face")
+#: (centre distance / width)^2 below which two sub-cells share a face (1; a
+#: shared edge is 2)
+FACE_R2 = 1.5
+
+
+def join_r2(fine: Grid, radius: float | None = None, join: str = "eps") -> float:
+    """(merge radius / width)^2 of ``join`` on ``fine``: ``"eps"`` the
+    radius (eps by default), ``"face"`` one width (never above the radius)."""
     r2 = radius_cells2(fine, fine.eps if radius is None else radius)
-    return merge_cells(fine, keys, centre_offsets(fine.d, r2))
+    if join == "face":
+        return min(FACE_R2, r2)
+    if join != "eps":
+        raise ValueError(f"join must be one of {JOINS}, got {join!r}")
+    return r2
 
 
-def centre_merge(fine: Grid, keys: np.ndarray, radius: float | None = None) -> SubsetMerge:
+def centre_merge(fine: Grid, keys: np.ndarray, radius: float | None = None, join: str = "eps") -> SubsetMerge:
     """:func:`merge_centres` for many subsets of ``keys`` (:class:`SubsetMerge`)."""
-    r2 = radius_cells2(fine, fine.eps if radius is None else radius)
-    return SubsetMerge(fine, keys, centre_offsets(fine.d, r2))
+    return SubsetMerge(fine, keys, centre_offsets(fine.d, join_r2(fine, radius, join)))
 
 
 def _lexicographically_positive(offsets: np.ndarray) -> np.ndarray:
@@ -570,6 +588,9 @@ __all__ = [
     "merge_cells",
     "SubsetMerge",
     "centre_merge",
+    "join_r2",
+    "JOINS",
+    "FACE_R2",
     "merge_centres",
     "centre_offsets",
     "canonical_labels",

@@ -187,7 +187,9 @@ class DensityTest(CoreTest):
             hist, spec.min_samples, subcells=spec.subcells, margin_rule=spec.margin, beta=spec.beta
         ).core(spec.min_samples)
         # spans that the release's noise alone explains are dropped (post-processing)
-        keys, labels = without_noise_spans(hist, spec.subcells, dc.keys, merge_centres(dc.fine, dc.keys))
+        keys, labels = without_noise_spans(
+            hist, spec.subcells, dc.keys, merge_centres(dc.fine, dc.keys, join=spec.join)
+        )
         return density_spans(hist, spec, keys, labels)
 
     def spans_of(
@@ -303,7 +305,8 @@ class DensityTest(CoreTest):
             field = density_field(h, ms[0], subcells=k, margin_rule=spec.margin, beta=spec.beta)
             keys_all = common.encode(field.fine.decode(field.keys))
             mass_all = sub_cell_mass(hist, common, keys_all, k)
-            merge = centre_merge(field.fine, field.keys)  # neighbour lookups once per alpha
+            # neighbour lookups once per alpha
+            merge = centre_merge(field.fine, field.keys, join=spec.join)
             last: tuple[np.ndarray, np.ndarray] | None = None
             for m in ms:
                 sel = field.core_mask(m)
