@@ -133,7 +133,7 @@ def preload(alone: bool = False) -> None:
     (:func:`_short_artist_docs`)."""
     matplotlib = require("matplotlib", "plotting")
     matplotlib.use("Agg", force=False)
-    with _short_artist_docs(matplotlib, alone), _no_3d_axes(alone):
+    with _short_artist_docs(matplotlib, alone), _no_3d_axes(alone and _3d_axes_optional(matplotlib)):
         import matplotlib.backends.backend_agg
         import matplotlib.figure
         import matplotlib.image  # noqa: F401 - imported for their cost, here
@@ -175,6 +175,13 @@ def _short_artist_docs(matplotlib: Any, alone: bool) -> Iterator[None]:
 
 #: The module of matplotlib's 3-D axes, which :func:`_no_3d_axes` keeps out.
 AXES_3D = "mpl_toolkits.mplot3d"
+
+
+def _3d_axes_optional(matplotlib: Any) -> bool:
+    """Whether this matplotlib loads without its 3-D axes: from 3.9 on,
+    ``matplotlib.projections`` goes on with a warning when their import
+    fails; before (3.7 and 3.8, which pyproject admits) it fails with it."""
+    return tuple(matplotlib.__version_info__[:2]) >= (3, 9)
 
 
 @contextlib.contextmanager
