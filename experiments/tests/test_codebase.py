@@ -17,6 +17,15 @@ from experiments.data import REPO
 
 FILES = sorted(p for d in ("experiments", "benchmarks") for p in (REPO / d).rglob("*.py"))
 ALLOWED = {"dpdbscan", "dpdbscan.research"}
+#: Files that look inside the package by design, each with its reason; every
+#: other file keeps to the public names and the research hooks.
+INSIDE = {
+    # probes the core sub-cells of a release on its own grid, noisy and
+    # noiseless, joined three ways (results/scenes/strands-subcell.md)
+    "experiments/strands_subcell.py",
+    # checks that benchmarks.fit_stages puts back the internals it wraps
+    "benchmarks/tests/test_benchmarks.py",
+}
 
 
 def _rel(path: Path) -> str:
@@ -26,10 +35,13 @@ def _rel(path: Path) -> str:
 def test_the_codebase_is_found():
     names = {_rel(p) for p in FILES}
     assert {"experiments/data.py", "benchmarks/run.py", "experiments/tests/test_codebase.py"} <= names
+    assert INSIDE <= names  # no stale exemption
 
 
 @pytest.mark.parametrize("path", FILES, ids=_rel)
 def test_only_public_names_and_the_research_hooks(path):
+    if _rel(path) in INSIDE:
+        pytest.skip("looks inside the package by design (INSIDE)")
     bad = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):

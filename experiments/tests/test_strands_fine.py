@@ -31,9 +31,11 @@ def _auto(X: np.ndarray) -> dict:
 
 
 def test_the_block_sizes_the_3d_base_below_20000_and_restores_the_library():
-    X = _strands(8_000, 1)  # a DP count near 8,000: the library keeps the base for 20,000
+    # a DP count near 5,000, below the library's own finer range (sizing.FINER_3D_FROM,
+    # 6,000): the library keeps the base for 20,000 there
+    X = _strands(5_000, 1)
     today = _auto(X)["eps_candidates"]
-    with finer_3d_from(6_000, 2**1.5 * 20_000, 500):
+    with finer_3d_from(4_000, 2**1.5 * 20_000, 500):
         fine = _auto(X)["eps_candidates"]
     # eps / sqrt 2 (to the 1% of the base's search) and three candidates, not four
     assert fine[0] == pytest.approx(today[0] / 2**0.5, rel=0.02)
