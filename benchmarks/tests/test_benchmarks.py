@@ -655,5 +655,8 @@ def test_survey_theta_times_the_peer_in_a_process_of_its_own(monkeypatch, capsys
     assert threading.active_count() == threads  # no spinning thread here
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(rows) == 3 and {r.get("filter") for r in rows} == {None, False, True}
-    # the stand-in answers at once with every point in cluster 0
-    assert rows[0]["dbscan_cpu"] < 0.05 and all(r["dbscan_clusters"] == 1 for r in rows)
+    # the stand-in puts every point in cluster 0; its CPU is the child's, a
+    # number of seconds (not bounded here: a timed assertion fails on a
+    # loaded machine, as it did in CI at 0.063 s)
+    assert all(r["dbscan_clusters"] == 1 for r in rows)
+    assert np.isfinite(rows[0]["dbscan_cpu"]) and rows[0]["dbscan_cpu"] >= 0
