@@ -218,6 +218,31 @@ def cut_profile(seed: int, bins: int = 20) -> dict:
     }
 
 
+def eta_row(seed: int, eps: float, eta: float) -> dict:
+    """A fit at a fixed ``eps`` with MinPts chosen along its ladder
+    (``min_samples="auto"``) on a grid of cell width eta eps / (4 sqrt d):
+    the same eps read from a coarser or a finer release (how much the finer
+    release's noise costs a candidate at that eps)."""
+    sc = scene(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = time.process_time()
+        est = DPDBSCAN(eps, min_samples="auto", eta=eta, epsilon=1.0, bounds=sc.bounds, random_state=seed)
+        model = est.fit(sc.X).spans_
+        labels = model.predict(sc.X)
+        cpu = time.process_time() - t
+    return {
+        "seed": seed,
+        "variant": f"eta{eta:g}",
+        "tags": " ".join(sorted(sc.tags)),
+        "eps": eps,
+        "ari": scene_bench.ari(sc.y, labels),
+        "spans": int(model.n_spans),
+        "cells": int(model.histogram.grid.n_cells),
+        "cpu": cpu,
+    }
+
+
 def hdbscan_row(seed: int) -> dict:
     """Non-private HDBSCAN (min_cluster_size 1% of n) on ``seed``'s scene."""
     sc = scene(seed)
@@ -328,6 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--variants", default="today")
     ap.add_argument("--out", type=Path, help="rows (appended; read with --gate)")
     ap.add_argument("--probe", action="store_true", help="probe instead of fits")
+    ap.add_argument("--eta", default="", help="comma-separated etas: fixed-eps fits at --eps-from's eps")
+    ap.add_argument("--eps-from", type=Path, help="with --eta: rows whose today eps is used")
     ap.add_argument("--cut", default="", help="comma-separated seeds: where today's fit cuts the pair")
     ap.add_argument("--gate", nargs="*", type=Path, help="rows: the gate of every variant against today")
     ap.add_argument(
@@ -353,6 +380,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 fh.write(json.dumps(r) + "\n")
         return 0
     assert args.out is not None, "--out is needed"
+    if args.eta:
+        chosen = read([args.eps_from])
+        for seed in (int(x) for x in args.seeds.split(",") if x):
+            for eta in (float(e) for e in args.eta.split(",")):
+                row = eta_row(seed, float(chosen[(seed, "today")]["eps"]), eta)
+                with args.out.open("a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+                print(json.dumps(row), file=sys.stderr, flush=True)
+        return 0
     if args.probe:
         for seed in (int(s) for s in args.seeds.split(",") if s):
             for v in args.variants.split(","):
