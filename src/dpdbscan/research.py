@@ -276,11 +276,13 @@ def finer_3d_from(least: float, points: float, kappa: int | None = None) -> Iter
     """Research: inside the block the automatic mode's 3-D base, where its
     DP count is at least ``least`` and at most ``sizing.LARGE_N`` (where the
     library keeps the base for ASSUMED_N), is sized for ``points`` points,
-    with the eps ladder's cap ``kappa`` (default
-    ``autoplan.FINER_CANDIDATE_KAPPA``, the finer base's); elsewhere the
+    with the eps ladder's cap ``kappa`` (default: the library's,
+    ``autoplan.FINER_CANDIDATE_KAPPA`` on the finer base and
+    ``autoplan.SMALL_FINER_CANDIDATE_KAPPA`` where the library joins by
+    faces; ``kappa`` replaces both inside the block); elsewhere the
     library's rule. Public inputs only (d and the DP count); a study of
-    release one's resolution below 20,000 points (the strands-fine study);
-    may change."""
+    release one's resolution below 20,000 points (the strands-fine and
+    strands-E studies); may change."""
     old = autoplan.finer_n
     lo, at = float(least), float(points)
 
@@ -289,14 +291,15 @@ def finer_3d_from(least: float, points: float, kappa: int | None = None) -> Iter
             return at
         return old(estimate, d)
 
-    old_kappa = autoplan.FINER_CANDIDATE_KAPPA
+    old_kappa = (autoplan.FINER_CANDIDATE_KAPPA, autoplan.SMALL_FINER_CANDIDATE_KAPPA)
     autoplan.finer_n = finer
     if kappa is not None:
-        autoplan.FINER_CANDIDATE_KAPPA = int(kappa)
+        autoplan.FINER_CANDIDATE_KAPPA = autoplan.SMALL_FINER_CANDIDATE_KAPPA = int(kappa)
     try:
         yield
     finally:
-        autoplan.finer_n, autoplan.FINER_CANDIDATE_KAPPA = old, old_kappa
+        autoplan.finer_n = old
+        autoplan.FINER_CANDIDATE_KAPPA, autoplan.SMALL_FINER_CANDIDATE_KAPPA = old_kappa
 
 
 @contextmanager
