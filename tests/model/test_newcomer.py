@@ -84,3 +84,21 @@ def test_a_missing_file_of_one_s_own_is_just_missing(monkeypatch, tmp_path, caps
     monkeypatch.delenv("DPDBSCAN_DATA", raising=False)
     assert main(["fit", "mine.csv", "--bounds", "0", "1", "--eps", "0.1", "--min-samples", "5"]) == 2
     assert "input file not found: mine.csv\n" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("choice,says", [("busiest", "its busiest"), ("uniform", "chosen at random")])
+def test_the_person_level_guarantee_names_the_cells_each_unit_keeps(choice, says):
+    """The guarantee sentence (model file, GeoJSON, map) says which k cells a
+    unit keeps: its busiest by default, k at random with cell_choice="uniform"
+    (it said "chosen at random" for both)."""
+    from dpdbscan import DPDBSCAN, guarantee
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(0.5, 0.05, (4000, 2))
+    est = DPDBSCAN(
+        0.05, min_samples=5, bounds=(0, 1), delta=1e-6, max_cells_per_unit=4, cell_choice=choice, random_state=0
+    )
+    model = est.fit(X, units=np.arange(4000) // 20).spans_
+    statement = guarantee(model)["statement"]
+    assert f"(at most 4 cells per unit, {says}, and 1 point per cell)" in statement
+    assert ("chosen at random" in statement) == (choice == "uniform")

@@ -124,10 +124,12 @@ def unit_words(units: UnitBound | None) -> str | None:
     if units is None:
         return None
     k, m = units.max_cells_per_unit, units.max_points_per_cell
+    # which k cells a unit with more keeps: its busiest (the default) or k at random
+    chosen = "its busiest" if units.cell_choice == "busiest" else "chosen at random"
     return (
         f"person-level: (epsilon, delta) protects each privacy unit, and the clusters are those of "
-        f"the data as bounded per unit (at most {k} cell{'s' if k != 1 else ''} per unit, chosen at "
-        f"random, and {m} point{'s' if m != 1 else ''} per cell)"
+        f"the data as bounded per unit (at most {k} cell{'s' if k != 1 else ''} per unit, {chosen}, "
+        f"and {m} point{'s' if m != 1 else ''} per cell)"
     )
 
 
