@@ -96,9 +96,32 @@ def test_the_person_level_guarantee_names_the_cells_each_unit_keeps(choice, says
     rng = np.random.default_rng(3)
     X = rng.normal(0.5, 0.05, (4000, 2))
     est = DPDBSCAN(
-        0.05, min_samples=5, bounds=(0, 1), delta=1e-6, max_cells_per_unit=4, cell_choice=choice, random_state=0
+        0.05,
+        min_samples=5,
+        bounds=(0, 1),
+        delta=1e-6,
+        max_cells_per_unit=4,
+        cell_choice=choice,
+        random_state=0,
     )
     model = est.fit(X, units=np.arange(4000) // 20).spans_
     statement = guarantee(model)["statement"]
     assert f"(at most 4 cells per unit, {says}, and 1 point per cell)" in statement
     assert ("chosen at random" in statement) == (choice == "uniform")
+
+
+def test_the_published_guarantee_of_a_geographic_model_gives_its_lengths_on_the_ground(geo):
+    """The GeoJSON's and the HTML map's guarantee sentence say "within 600 m"
+    (as the summary does); they said "within 0.6", km of the model's
+    projection, with no unit. The model file keeps its plain numbers."""
+    import html
+
+    from dpdbscan import guarantee
+    from dpdbscan.model.geojson import geojson
+    from dpdbscan.render.webmap import map_html
+
+    model, _ = geo
+    published = geojson(model)["properties"]["guarantee"]
+    assert "every span lies within 600 m of one cluster" in published and "within 0.6 " not in published
+    assert published in html.unescape(map_html(model))
+    assert "every span lies within 0.6 of one cluster" in guarantee(model)["statement"]
