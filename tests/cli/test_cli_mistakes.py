@@ -1,4 +1,4 @@
-"""Forty mistakes a new user makes on the command line (issue 23), through
+"""Forty-odd mistakes a new user makes on the command line (issue 23), through
 the real command: each gets one line ``dpdbscan <command>: error: ...`` on
 standard error with the message below, exit status 2, and spends nothing:
 the mechanism is never called, nothing is printed on standard output (the
@@ -18,6 +18,10 @@ from clirun import blob_points, run, write_csv
 SF = "-122.48 37.72 -122.38 37.82"
 GEO = f"--header --geo --bounds {SF} --eps 50m --min-samples 1000 --out-dir {{out}}"
 PLAIN = "--header --eps 0.5 --min-samples 20 --bounds 0 0 10 10 --out-dir {out}"
+PERSON = (
+    f"--header --geo --columns x y --bounds {SF} --eps 200m --min-samples 30 --unit id "
+    "--max-cells-per-unit 5 --delta 1e-6 --out-dir {out}"
+)
 
 MISTAKES = [
     # options misspelt or missing
@@ -204,6 +208,27 @@ MISTAKES = [
     ("predict without --header", "predict {model} {blobs}", "pass --header"),
     ("info on a GeoJSON file", "info {geojson}", "not a dpdbscan span model"),
     ("plot labels without points", "plot {model} --kind labels", "needs --points"),
+    # stops: the values of --stops, and the time column
+    (
+        "--stops with its radius alone",
+        "fit {four} " + PERSON + " --time time --stops 0.1km",
+        "expected 2 arguments; write its values one after the other: --stops 100m 5min",
+    ),
+    (
+        "--stops with a space inside the duration",
+        "fit {four} " + PERSON + " --time time --stops 100m 5 min",
+        "unrecognized arguments: min; a number and its unit are one value, without a space: 5min",
+    ),
+    (
+        "--stops with minutes written m",
+        "fit {four} " + PERSON + " --time time --stops 100m 5m",
+        "got '5m': m is metres, minutes are min",
+    ),
+    (
+        "--time naming a column the header lacks",
+        "fit {four} " + PERSON + " --time timestamp --stops 100m 5min",
+        "--time 'timestamp' is not a column of the file (columns: 'id', 'x', 'y', 'time')",
+    ),
 ]
 
 

@@ -86,16 +86,38 @@ def test_pandas_time_zones():
 
 
 @pytest.mark.parametrize(
-    "text,seconds", [("5min", 300), ("300s", 300), ("1.5h", 5400), ("1d", 86400), (90, 90)]
+    "text,seconds",
+    [
+        ("5min", 300),
+        ("300s", 300),
+        ("1.5h", 5400),
+        ("1d", 86400),
+        (90, 90),
+        # the spellings a newcomer writes: --stops 100m 5mins, "10 minutes", 2hrs
+        ("5mins", 300),
+        ("5 minutes", 300),
+        ("1 minute", 60),
+        ("30secs", 30),
+        ("2hrs", 7200),
+        ("1 hour", 3600),
+        ("2days", 172800),
+    ],
 )
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["5 minutes", "0s", "-5min", "fast", True])
+@pytest.mark.parametrize("text", ["0s", "-5min", "fast", "5 parsecs", True])
 def test_bad_durations(text):
     with pytest.raises(ValueError, match="duration"):
         parse_duration(text)
+
+
+def test_minutes_written_m_are_refused_with_the_reason():
+    """"5m" is 5 metres wherever a length is read (--eps 50m), so a duration
+    of "5m" is refused, and the message says how minutes are written."""
+    with pytest.raises(ValueError, match=r"got '5m': m is metres, minutes are min"):
+        parse_duration("5m")
 
 
 def test_numbers_in_other_units_and_text_and_timestamps_as_they_are():

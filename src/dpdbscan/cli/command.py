@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -120,7 +121,29 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         prog = f"{self.prog} {self.command}" if self.command and self.prog == "dpdbscan" else self.prog
-        self.exit(EXIT_BAD_INPUT, f"{prog}: error: {message} (see '{prog} --help')\n")
+        self.exit(EXIT_BAD_INPUT, f"{prog}: error: {message}{argument_hint(message)} (see '{prog} --help')\n")
+
+
+#: How an option of several values is written, for argparse's "expected 2
+#: arguments" (its values, by the option's metavar, and an example).
+SEVERAL = {"--stops": "--stops 100m 5min", "--status-values": "--status-values free hired"}
+
+#: Units a newcomer writes apart from their number ("--stops 100m 5 min"):
+#: argparse then finds the unit alone, an unrecognized argument.
+LONE_UNITS = {"s", "sec", "secs", "min", "mins", "minutes", "h", "hr", "hours", "d", "days", "m", "km"}
+
+
+def argument_hint(message: str) -> str:
+    """What argparse's message about the command line leaves out: how an
+    option of several values is written, or that a number and its unit are
+    one value. The message quotes the command line only, never a file."""
+    many = re.match(r"argument (--[\w-]+).*: expected (\d+) arguments?$", message)
+    if many and many.group(1) in SEVERAL:
+        return f"; write its values one after the other: {SEVERAL[many.group(1)]}"
+    lone = re.match(r"unrecognized arguments: (.*)$", message)
+    if lone and set(lone.group(1).split()) & LONE_UNITS:
+        return "; a number and its unit are one value, without a space: 5min, 100m"
+    return ""
 
 
 def unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:

@@ -446,7 +446,12 @@ def _check_trace_columns(source: Source, schema_names: Sequence[str] | None) -> 
         if col is None or schema_names is None:
             continue
         if str(col) not in map(str, schema_names) and not str(col).isdigit():
-            raise ValueError(f"{source.data}: {option} {col!r} is not a column of the file")
+            # the declared header's or schema's names are public, as for --columns and --unit
+            names = ", ".join(repr(str(n)) for n in list(schema_names)[:12])
+            more = ", ..." if len(schema_names) > 12 else ""
+            raise ValueError(
+                f"{source.data}: {option} {col!r} is not a column of the file (columns: {names}{more})"
+            )
 
 
 def apply_transforms(pts: Points, transforms: Sequence[Transform]) -> Points:
