@@ -1,5 +1,6 @@
 import io
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -852,6 +853,37 @@ def test_help_shows_a_real_example(capsys, command):
     parser = build_parser()
     for line in example:
         parser.parse_args(shlex.split(line.split(" > ")[0])[1:])
+
+
+@pytest.mark.parametrize(
+    "command", ["fit", "predict", "sweep", "plot", "info", "map", "explore", "forecast", "check", "ledger"]
+)
+def test_help_reads_the_shared_data_through_the_variable(capsys, command):
+    """The examples name the shared data as the README does,
+    "$DPDBSCAN_DATA/...": a path copied with the default spelt out
+    (../shared/data) fails wherever the data are elsewhere."""
+    rc, out, _ = run(capsys, command, "--help")
+    assert rc == 0 and "../shared/data" not in out
+    examples = [x.strip() for x in out.replace("\\\n", " ").splitlines() if x.strip().startswith("dpdbscan ")]
+    words = [w for x in examples for w in shlex.split(x, comments=True)]
+    shared = [w for w in words if w.endswith((".csv.gz", ".parquet")) and "cabs" in w]
+    assert all(w.startswith("$DPDBSCAN_DATA/") for w in shared), shared
+
+
+def test_the_help_s_first_example_runs_with_the_variable(capsys, tmp_path, monkeypatch):
+    from conftest import data_dir
+
+    data = data_dir().resolve()
+    if not (data / "cabs_tiny.csv.gz").is_file():
+        pytest.skip(f"shared data not found at {data} (set DPDBSCAN_DATA)")
+    monkeypatch.setenv("DPDBSCAN_DATA", str(data))
+    monkeypatch.chdir(tmp_path)
+    _, out, _ = run(capsys, "fit", "--help")
+    line = next(x.strip() for x in out.splitlines() if x.strip().startswith("dpdbscan fit "))
+    words = [os.path.expandvars(w) for w in shlex.split(line)[2:]]
+    rc, out, err = run(capsys, "fit", *words, "--no-png", "-q")
+    assert rc == 0, err
+    assert out.startswith("DP-DBSCAN spans: ") and (tmp_path / "out" / "cabs_tiny.spans.json").is_file()
 
 
 class FakeTTY(io.StringIO):

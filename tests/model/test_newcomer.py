@@ -58,6 +58,12 @@ def test_points_far_from_the_box_are_noise_not_an_error(geo):
             "/nowhere/data/cabs_tiny.csv.gz",
             "under DPDBSCAN_DATA=/nowhere/data: set DPDBSCAN_DATA",
         ),
+        (  # an example copied with the default spelt out, the variable set elsewhere
+            "/nowhere/data",
+            "../shared/data/dev/banana.csv",
+            "../shared/data is only DPDBSCAN_DATA's default; here DPDBSCAN_DATA=/nowhere/data: "
+            'write "$DPDBSCAN_DATA/dev/banana.csv"',
+        ),
     ],
 )
 def test_a_missing_input_under_the_data_folder_names_the_variable(

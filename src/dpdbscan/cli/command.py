@@ -52,9 +52,9 @@ STREAMS = (
     "them (--quiet turns them off)."
 )
 
-DATA = "../shared/data/cabs_tiny.csv.gz --header"
+DATA = '"$DPDBSCAN_DATA/cabs_tiny.csv.gz" --header'
 BOX = "-122.48 37.72 -122.38 37.82"
-CABS = "../shared/data/cabs_tiny_cabs.csv.gz --header --geo --columns x y"
+CABS = '"$DPDBSCAN_DATA/cabs_tiny_cabs.csv.gz" --header --geo --columns x y'
 PERSON = "--unit cab --max-cells-per-unit 500 --delta 1e-6"
 STOPS = "--max-cells-per-unit auto --delta 1e-6 --time time --stops 100m 5min"
 PLACES = f"--unit cab {STOPS}"
@@ -62,6 +62,8 @@ FOLDER = "--unit-from file --format gpx --geo --bounds LON0 LAT0 LON1 LAT1"
 
 EXAMPLES = {
     "fit": f"""examples:
+  # the shared data sets are read from $DPDBSCAN_DATA, as in the README:
+  # export DPDBSCAN_DATA=/path/to/shared/data
   # Cabs-tiny as in the paper: lon/lat in degrees, alpha = 50 m, MinPts = 1000
   dpdbscan fit {DATA} --geo --bounds {BOX} --eps 50m --min-samples 1000 --out-dir out
 

@@ -42,7 +42,7 @@ EXAMPLES = """examples:
   dpdbscan ledger init budget.ledger --dataset cabs-people --epsilon 2 --delta 1e-6 --unit cab
 
   # every fit charges it; the sixth at epsilon = 1 is refused (exit status 2)
-  dpdbscan fit ../shared/data/cabs_tiny.csv.gz --header --geo --bounds -122.48 37.72 -122.38 37.82 \\
+  dpdbscan fit "$DPDBSCAN_DATA/cabs_tiny.csv.gz" --header --geo --bounds -122.48 37.72 -122.38 37.82 \\
       --eps 50m --min-samples 1000 --ledger budget.ledger --dataset cabs
 
   # spent and remaining per dataset, and every release
