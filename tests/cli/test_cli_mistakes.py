@@ -318,3 +318,31 @@ def test_a_mistake_gets_one_line_status_2_and_spends_nothing(
     # no budget spent: the mechanism was never called, no release printed, nothing written
     assert spent == [] and out == ""
     assert (_tree(files["dir"]), _tree(tmp_path)) == before
+
+
+@pytest.mark.parametrize("header", ["lon,lat", "Longitude,Latitude", "lat,lng"])
+def test_lonlat_columns_without_geo_get_a_note_naming_geo(capsys, tmp_path, header):
+    """Columns named as longitude and latitude fitted without --geo: the fit
+    runs (the options may be meant), and a note on standard error, never
+    part of the release, says eps is then in degrees and names --geo. From
+    the names alone; with --geo, or with other names, no note."""
+    rng = np.random.default_rng(0)
+    P = rng.normal([-122.41, 37.79], 0.001, (400, 2))
+    path = tmp_path / "p.csv"
+    path.write_text(header + "\n" + "".join(f"{a!r},{b!r}\n" for a, b in P.tolist()))
+    plain = ["--bounds", *SF.split(), "--eps", "0.001", "--min-samples", "5", "--no-png", "--seed", "0"]
+    rc, out, err = run(capsys, "fit", path, "--header", *plain, "--out-dir", tmp_path / "a")
+    assert rc == 0, err
+    a, b = header.split(",")
+    lon, lat = (a, b) if a.lower().startswith(("lon", "lng")) else (b, a)
+    (note,) = [x for x in err.splitlines() if "named as longitude and latitude" in x]
+    assert note.startswith(f"dpdbscan: note: the columns {lon!r} and {lat!r}") and "pass --geo" in note
+    assert "longitude" not in out
+    geo = ["--bounds", *SF.split(), "--geo", "--eps", "100m", "--min-samples", "5", "--no-png", "--seed", "0"]
+    if a.lower().startswith("lon"):
+        rc, out, err = run(capsys, "fit", path, "--header", *geo, "--out-dir", tmp_path / "b")
+        assert rc == 0, err
+        assert "named as longitude and latitude" not in err
+    path.write_text("x,y\n" + "".join(f"{a!r},{b!r}\n" for a, b in P.tolist()))
+    rc, out, err = run(capsys, "fit", path, "--header", *plain, "--out-dir", tmp_path / "c")
+    assert rc == 0 and "named as longitude and latitude" not in err
