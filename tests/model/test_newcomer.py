@@ -131,3 +131,22 @@ def test_the_published_guarantee_of_a_geographic_model_gives_its_lengths_on_the_
     assert "every span lies within 600 m of one cluster" in published and "within 0.6 " not in published
     assert published in html.unescape(map_html(model))
     assert "every span lies within 0.6 of one cluster" in guarantee(model)["statement"]
+
+
+def test_an_eps_finer_than_the_release_is_refused_in_the_model_s_lengths(geo):
+    """with_params and explore on a geographic model say "eps=50 m" and "100 m"
+    (they said "eps=0.05", km with no unit, to a user who typed --eps 50m)."""
+    from dpdbscan import with_params
+    from dpdbscan.render.explorepanels import explore
+
+    model, _ = geo
+    with pytest.raises(
+        ValueError, match=r"^eps=50 m is finer than this release can resolve: its cells have "
+    ):
+        with_params(model, eps=0.05)
+    with pytest.raises(ValueError, match=r"made at eps=100 m\); a smaller eps needs a new release"):
+        with_params(model, eps=0.05)
+    with pytest.raises(
+        ValueError, match=r"^eps=50 m is finer than this release can resolve \(its smallest eps is "
+    ):
+        explore(model, eps=[0.05, 0.1])
