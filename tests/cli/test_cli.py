@@ -1,6 +1,7 @@
 import io
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -1691,3 +1692,17 @@ def test_plot_labels_marks_the_outside_note_private(capsys, tmp_path):
     assert rc == 0
     line = [x for x in err.splitlines() if "no point of the 2 given lies inside" in x]
     assert len(line) == 1 and line[0].startswith("[private: do not publish] dpdbscan: warning: ")
+
+
+def test_the_forecast_s_labels_line_up_with_events_too(capsys):
+    """Every labelled line of the forecast ("grid      : ...") has its colon
+    in the same column, the events' line ("counts") included."""
+    rc, out, err = run(
+        capsys, "forecast", "--geo", "--bounds", "-122.6", "37.55", "-122.3", "37.85", "--eps", "200m",
+        "--min-samples", "30", "--unit", "cab", "--max-cells-per-unit", "50", "--delta", "1e-6",
+        "--time", "time", "--stops", "100m", "5min",
+    )  # fmt: skip
+    assert rc == 0, err
+    labelled = [x for x in out.splitlines() if re.match(r"^[a-z][a-z ]*\s:\s", x)]
+    assert any(x.startswith("counts") for x in labelled) and len(labelled) >= 5, out
+    assert {x.index(":") for x in labelled} == {10}, labelled
