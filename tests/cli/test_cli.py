@@ -1706,3 +1706,14 @@ def test_the_forecast_s_labels_line_up_with_events_too(capsys):
     labelled = [x for x in out.splitlines() if re.match(r"^[a-z][a-z ]*\s:\s", x)]
     assert any(x.startswith("counts") for x in labelled) and len(labelled) >= 5, out
     assert {x.index(":") for x in labelled} == {10}, labelled
+
+
+@pytest.mark.parametrize("action", ["init", "show"])
+def test_each_ledger_action_s_help_shows_its_own_examples(capsys, action):
+    rc, out, _ = run(capsys, "ledger", action, "--help")
+    assert rc == 0 and "examples:" in out
+    lines = [x.strip() for x in out.splitlines() if x.strip().startswith("dpdbscan ")]
+    assert lines and all(x.startswith(f"dpdbscan ledger {action} ") for x in lines), lines
+    parser = build_parser()
+    for line in lines:
+        parser.parse_args(shlex.split(line)[1:])
