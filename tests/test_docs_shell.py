@@ -9,11 +9,12 @@ they print. Each page's commands run in order, each in its own shell, in a
 they read ``docs/examples/``), with the ``dpdbscan`` of this tree on the
 PATH and ``$DPDBSCAN_DATA`` set as the README tells a reader to set it.
 Every command must succeed and every shown output line keep its form (the
-text before its first digit; a line ``...`` stands for lines left out). A command whose line carries ``# slow`` (full
-Cabs, 11M rows) runs only under ``-m slow`` (``make test-slow``), with the
-page's other commands before it. A page whose commands read a model that
-another page makes (docs/maps.md maps the README's Cabs-tiny model) runs
-that page's first command before its own.
+text before its first digit; a line ``...`` stands for lines left out). A
+command whose line carries ``# slow`` (full Cabs, 11M rows) runs only under
+``-m slow`` (``make test-slow``), with the page's other commands before it.
+A page whose commands read a model that another page makes (docs/maps.md
+maps the README's Cabs-tiny model) runs that page's first command before
+its own.
 
 Not run: the installation commands (``pip``, ``make``, ``apt-get``: they
 change the environment) and docs/places-study.md's ```sh blocks, which run
