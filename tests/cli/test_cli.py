@@ -1,5 +1,7 @@
 import io
 import json
+import os
+import re
 import shlex
 import subprocess
 import sys
@@ -854,6 +856,37 @@ def test_help_shows_a_real_example(capsys, command):
         parser.parse_args(shlex.split(line.split(" > ")[0])[1:])
 
 
+@pytest.mark.parametrize(
+    "command", ["fit", "predict", "sweep", "plot", "info", "map", "explore", "forecast", "check", "ledger"]
+)
+def test_help_reads_the_shared_data_through_the_variable(capsys, command):
+    """The examples name the shared data as the README does,
+    "$DPDBSCAN_DATA/...": a path copied with the default spelt out
+    (../shared/data) fails wherever the data are elsewhere."""
+    rc, out, _ = run(capsys, command, "--help")
+    assert rc == 0 and "../shared/data" not in out
+    examples = [x.strip() for x in out.replace("\\\n", " ").splitlines() if x.strip().startswith("dpdbscan ")]
+    words = [w for x in examples for w in shlex.split(x, comments=True)]
+    shared = [w for w in words if w.endswith((".csv.gz", ".parquet")) and "cabs" in w]
+    assert all(w.startswith("$DPDBSCAN_DATA/") for w in shared), shared
+
+
+def test_the_help_s_first_example_runs_with_the_variable(capsys, tmp_path, monkeypatch):
+    from conftest import data_dir
+
+    data = data_dir().resolve()
+    if not (data / "cabs_tiny.csv.gz").is_file():
+        pytest.skip(f"shared data not found at {data} (set DPDBSCAN_DATA)")
+    monkeypatch.setenv("DPDBSCAN_DATA", str(data))
+    monkeypatch.chdir(tmp_path)
+    _, out, _ = run(capsys, "fit", "--help")
+    line = next(x.strip() for x in out.splitlines() if x.strip().startswith("dpdbscan fit "))
+    words = [os.path.expandvars(w) for w in shlex.split(line)[2:]]
+    rc, out, err = run(capsys, "fit", *words, "--no-png", "-q")
+    assert rc == 0, err
+    assert out.startswith("DP-DBSCAN spans: ") and (tmp_path / "out" / "cabs_tiny.spans.json").is_file()
+
+
 class FakeTTY(io.StringIO):
     def isatty(self):
         return True
@@ -1659,3 +1692,28 @@ def test_plot_labels_marks_the_outside_note_private(capsys, tmp_path):
     assert rc == 0
     line = [x for x in err.splitlines() if "no point of the 2 given lies inside" in x]
     assert len(line) == 1 and line[0].startswith("[private: do not publish] dpdbscan: warning: ")
+
+
+def test_the_forecast_s_labels_line_up_with_events_too(capsys):
+    """Every labelled line of the forecast ("grid      : ...") has its colon
+    in the same column, the events' line ("counts") included."""
+    rc, out, err = run(
+        capsys, "forecast", "--geo", "--bounds", "-122.6", "37.55", "-122.3", "37.85", "--eps", "200m",
+        "--min-samples", "30", "--unit", "cab", "--max-cells-per-unit", "50", "--delta", "1e-6",
+        "--time", "time", "--stops", "100m", "5min",
+    )  # fmt: skip
+    assert rc == 0, err
+    labelled = [x for x in out.splitlines() if re.match(r"^[a-z][a-z ]*\s:\s", x)]
+    assert any(x.startswith("counts") for x in labelled) and len(labelled) >= 5, out
+    assert {x.index(":") for x in labelled} == {10}, labelled
+
+
+@pytest.mark.parametrize("action", ["init", "show"])
+def test_each_ledger_action_s_help_shows_its_own_examples(capsys, action):
+    rc, out, _ = run(capsys, "ledger", action, "--help")
+    assert rc == 0 and "examples:" in out
+    lines = [x.strip() for x in out.splitlines() if x.strip().startswith("dpdbscan ")]
+    assert lines and all(x.startswith(f"dpdbscan ledger {action} ") for x in lines), lines
+    parser = build_parser()
+    for line in lines:
+        parser.parse_args(shlex.split(line)[1:])

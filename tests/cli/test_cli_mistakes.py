@@ -1,4 +1,4 @@
-"""Forty mistakes a new user makes on the command line (issue 23), through
+"""Forty-odd mistakes a new user makes on the command line (issue 23), through
 the real command: each gets one line ``dpdbscan <command>: error: ...`` on
 standard error with the message below, exit status 2, and spends nothing:
 the mechanism is never called, nothing is printed on standard output (the
@@ -18,6 +18,10 @@ from clirun import blob_points, run, write_csv
 SF = "-122.48 37.72 -122.38 37.82"
 GEO = f"--header --geo --bounds {SF} --eps 50m --min-samples 1000 --out-dir {{out}}"
 PLAIN = "--header --eps 0.5 --min-samples 20 --bounds 0 0 10 10 --out-dir {out}"
+PERSON = (
+    f"--header --geo --columns x y --bounds {SF} --eps 200m --min-samples 30 --unit id "
+    "--max-cells-per-unit 5 --delta 1e-6 --out-dir {out}"
+)
 
 MISTAKES = [
     # options misspelt or missing
@@ -204,6 +208,27 @@ MISTAKES = [
     ("predict without --header", "predict {model} {blobs}", "pass --header"),
     ("info on a GeoJSON file", "info {geojson}", "not a dpdbscan span model"),
     ("plot labels without points", "plot {model} --kind labels", "needs --points"),
+    # stops: the values of --stops, and the time column
+    (
+        "--stops with its radius alone",
+        "fit {four} " + PERSON + " --time time --stops 0.1km",
+        "expected 2 arguments; write its values one after the other: --stops 100m 5min",
+    ),
+    (
+        "--stops with a space inside the duration",
+        "fit {four} " + PERSON + " --time time --stops 100m 5 min",
+        "unrecognized arguments: min; a number and its unit are one value, without a space: 5min",
+    ),
+    (
+        "--stops with minutes written m",
+        "fit {four} " + PERSON + " --time time --stops 100m 5m",
+        "got '5m': m is metres, minutes are min",
+    ),
+    (
+        "--time naming a column the header lacks",
+        "fit {four} " + PERSON + " --time timestamp --stops 100m 5min",
+        "--time 'timestamp' is not a column of the file (columns: 'id', 'x', 'y', 'time')",
+    ),
 ]
 
 
@@ -293,3 +318,31 @@ def test_a_mistake_gets_one_line_status_2_and_spends_nothing(
     # no budget spent: the mechanism was never called, no release printed, nothing written
     assert spent == [] and out == ""
     assert (_tree(files["dir"]), _tree(tmp_path)) == before
+
+
+@pytest.mark.parametrize("header", ["lon,lat", "Longitude,Latitude", "lat,lng"])
+def test_lonlat_columns_without_geo_get_a_note_naming_geo(capsys, tmp_path, header):
+    """Columns named as longitude and latitude fitted without --geo: the fit
+    runs (the options may be meant), and a note on standard error, never
+    part of the release, says eps is then in degrees and names --geo. From
+    the names alone; with --geo, or with other names, no note."""
+    rng = np.random.default_rng(0)
+    P = rng.normal([-122.41, 37.79], 0.001, (400, 2))
+    path = tmp_path / "p.csv"
+    path.write_text(header + "\n" + "".join(f"{a!r},{b!r}\n" for a, b in P.tolist()))
+    plain = ["--bounds", *SF.split(), "--eps", "0.001", "--min-samples", "5", "--no-png", "--seed", "0"]
+    rc, out, err = run(capsys, "fit", path, "--header", *plain, "--out-dir", tmp_path / "a")
+    assert rc == 0, err
+    a, b = header.split(",")
+    lon, lat = (a, b) if a.lower().startswith(("lon", "lng")) else (b, a)
+    (note,) = [x for x in err.splitlines() if "named as longitude and latitude" in x]
+    assert note.startswith(f"dpdbscan: note: the columns {lon!r} and {lat!r}") and "pass --geo" in note
+    assert "longitude" not in out
+    geo = ["--bounds", *SF.split(), "--geo", "--eps", "100m", "--min-samples", "5", "--no-png", "--seed", "0"]
+    if a.lower().startswith("lon"):
+        rc, out, err = run(capsys, "fit", path, "--header", *geo, "--out-dir", tmp_path / "b")
+        assert rc == 0, err
+        assert "named as longitude and latitude" not in err
+    path.write_text("x,y\n" + "".join(f"{a!r},{b!r}\n" for a, b in P.tolist()))
+    rc, out, err = run(capsys, "fit", path, "--header", *plain, "--out-dir", tmp_path / "c")
+    assert rc == 0 and "named as longitude and latitude" not in err

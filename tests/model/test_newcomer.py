@@ -58,6 +58,12 @@ def test_points_far_from_the_box_are_noise_not_an_error(geo):
             "/nowhere/data/cabs_tiny.csv.gz",
             "under DPDBSCAN_DATA=/nowhere/data: set DPDBSCAN_DATA",
         ),
+        (  # an example copied with the default spelt out, the variable set elsewhere
+            "/nowhere/data",
+            "../shared/data/dev/banana.csv",
+            "../shared/data is only DPDBSCAN_DATA's default; here DPDBSCAN_DATA=/nowhere/data: "
+            'write "$DPDBSCAN_DATA/dev/banana.csv"',
+        ),
     ],
 )
 def test_a_missing_input_under_the_data_folder_names_the_variable(
@@ -84,3 +90,63 @@ def test_a_missing_file_of_one_s_own_is_just_missing(monkeypatch, tmp_path, caps
     monkeypatch.delenv("DPDBSCAN_DATA", raising=False)
     assert main(["fit", "mine.csv", "--bounds", "0", "1", "--eps", "0.1", "--min-samples", "5"]) == 2
     assert "input file not found: mine.csv\n" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("choice,says", [("busiest", "its busiest"), ("uniform", "chosen at random")])
+def test_the_person_level_guarantee_names_the_cells_each_unit_keeps(choice, says):
+    """The guarantee sentence (model file, GeoJSON, map) says which k cells a
+    unit keeps: its busiest by default, k at random with cell_choice="uniform"
+    (it said "chosen at random" for both)."""
+    from dpdbscan import DPDBSCAN, guarantee
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(0.5, 0.05, (4000, 2))
+    est = DPDBSCAN(
+        0.05,
+        min_samples=5,
+        bounds=(0, 1),
+        delta=1e-6,
+        max_cells_per_unit=4,
+        cell_choice=choice,
+        random_state=0,
+    )
+    model = est.fit(X, units=np.arange(4000) // 20).spans_
+    statement = guarantee(model)["statement"]
+    assert f"(at most 4 cells per unit, {says}, and 1 point per cell)" in statement
+    assert ("chosen at random" in statement) == (choice == "uniform")
+
+
+def test_the_published_guarantee_of_a_geographic_model_gives_its_lengths_on_the_ground(geo):
+    """The GeoJSON's and the HTML map's guarantee sentence say "within 600 m"
+    (as the summary does); they said "within 0.6", km of the model's
+    projection, with no unit. The model file keeps its plain numbers."""
+    import html
+
+    from dpdbscan import guarantee
+    from dpdbscan.model.geojson import geojson
+    from dpdbscan.render.webmap import map_html
+
+    model, _ = geo
+    published = geojson(model)["properties"]["guarantee"]
+    assert "every span lies within 600 m of one cluster" in published and "within 0.6 " not in published
+    assert published in html.unescape(map_html(model))
+    assert "every span lies within 0.6 of one cluster" in guarantee(model)["statement"]
+
+
+def test_an_eps_finer_than_the_release_is_refused_in_the_model_s_lengths(geo):
+    """with_params and explore on a geographic model say "eps=50 m" and "100 m"
+    (they said "eps=0.05", km with no unit, to a user who typed --eps 50m)."""
+    from dpdbscan import with_params
+    from dpdbscan.render.explorepanels import explore
+
+    model, _ = geo
+    with pytest.raises(
+        ValueError, match=r"^eps=50 m is finer than this release can resolve: its cells have "
+    ):
+        with_params(model, eps=0.05)
+    with pytest.raises(ValueError, match=r"made at eps=100 m\); a smaller eps needs a new release"):
+        with_params(model, eps=0.05)
+    with pytest.raises(
+        ValueError, match=r"^eps=50 m is finer than this release can resolve \(its smallest eps is "
+    ):
+        explore(model, eps=[0.05, 0.1])

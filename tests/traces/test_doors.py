@@ -224,7 +224,7 @@ def test_check_counts_the_events_and_forecast_says_so(capsys, tmp_path):
         ([*CLI_UNIT, "--time", "time", "--stops", "0.01", "5min", "--trip-ends", "busy"], "not both"),
         ([*CLI_UNIT, "--time", "time", "--ends", "dropoff"], "--ends goes with --trip-ends"),
         ([*CLI_UNIT, "--time", "time", "--stops", "10m", "5min"], "only makes sense for lon/lat"),
-        ([*CLI_UNIT, "--time", "time", "--stops", "0.01", "5 minutes"], "duration"),
+        ([*CLI_UNIT, "--time", "time", "--stops", "0.01", "5 moons"], "duration"),
         ([*CLI_UNIT, "--time", "time", "--stops", "0.01", "5min", "--backend", "dask"], "Dask backend"),
     ],
 )

@@ -86,16 +86,38 @@ def test_pandas_time_zones():
 
 
 @pytest.mark.parametrize(
-    "text,seconds", [("5min", 300), ("300s", 300), ("1.5h", 5400), ("1d", 86400), (90, 90)]
+    "text,seconds",
+    [
+        ("5min", 300),
+        ("300s", 300),
+        ("1.5h", 5400),
+        ("1d", 86400),
+        (90, 90),
+        # the spellings a newcomer writes: --stops 100m 5mins, "10 minutes", 2hrs
+        ("5mins", 300),
+        ("5 minutes", 300),
+        ("1 minute", 60),
+        ("30secs", 30),
+        ("2hrs", 7200),
+        ("1 hour", 3600),
+        ("2days", 172800),
+    ],
 )
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["5 minutes", "0s", "-5min", "fast", True])
+@pytest.mark.parametrize("text", ["0s", "-5min", "fast", "5 parsecs", True])
 def test_bad_durations(text):
     with pytest.raises(ValueError, match="duration"):
         parse_duration(text)
+
+
+def test_minutes_written_m_are_refused_with_the_reason():
+    """ "5m" is 5 metres wherever a length is read (--eps 50m), so a duration
+    of "5m" is refused, and the message says how minutes are written."""
+    with pytest.raises(ValueError, match=r"got '5m': m is metres, minutes are min"):
+        parse_duration("5m")
 
 
 def test_numbers_in_other_units_and_text_and_timestamps_as_they_are():
@@ -114,3 +136,21 @@ def test_numbers_in_other_units_and_text_and_timestamps_as_they_are():
     assert parse_times(pa.array([str(ms).encode()]), "ms")[0] == T0
     with pytest.raises(ValueError, match="time unit"):
         parse_times([1], "min")
+
+
+def test_a_time_column_mostly_unreadable_says_what_to_check():
+    """ISO text with a zone name ("2008-06-10 00:41:55 PDT") is not read: when
+    most rows have no readable time the private note says to check the
+    column and how a zone is written; a few bad rows are only counted. The
+    note quotes no value."""
+    from dpdbscan.traces import Stops, unreadable_note
+
+    text = np.array(["2008-06-10 00:41:55 PDT"] * 9 + ["2008-06-10T07:41:55Z"], dtype=object)
+    note = unreadable_note(Stops("100m", "5min"), parse_times(text), None)
+    assert note.startswith("9 of 10 row(s) have no readable time")
+    assert "check that --time names the time column" in note and "not by name (PDT" in note
+    assert "00:41:55" not in note
+    most = unreadable_note(Stops("100m", "5min"), parse_times(text[::-1][:3]), None)
+    assert most.startswith("2 of 3 row(s)") and "check that --time" in most
+    one = unreadable_note(Stops("100m", "5min"), parse_times(np.array([text[0]] + [text[-1]] * 3)), None)
+    assert one.startswith("1 of 4 row(s)") and "check that" not in one

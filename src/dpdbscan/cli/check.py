@@ -46,18 +46,18 @@ from .options import (
 
 EXAMPLES = """examples:
   # Cabs-tiny as in the paper: what would a fit at 50 m and MinPts 1000 see?
-  dpdbscan check ../shared/data/cabs_tiny.csv.gz --header --geo --bounds -122.48 37.72 -122.38 37.82 \\
+  dpdbscan check "$DPDBSCAN_DATA/cabs_tiny.csv.gz" --header --geo --bounds -122.48 37.72 -122.38 37.82 \\
       --eps 50m --min-samples 1000
 
   # only the data facts (columns, rows, ranges against the bounds)
   dpdbscan check points.csv --columns x y --bounds 0 0 700 500
 
   # person-level: how many cells does each cab visit, and what share of the points does k keep?
-  dpdbscan check ../shared/data/cabs_sf_cabs.parquet --geo --columns x y --bounds -122.6 37.55 \
+  dpdbscan check "$DPDBSCAN_DATA/cabs_sf_cabs.parquet" --geo --columns x y --bounds -122.6 37.55 \
       -122.3 37.85 --eps 200m --min-samples 100 --unit cab --max-cells-per-unit 1000 --delta 1e-6
 
   # stops: the rows read and dropped, then the stops the release would count instead
-  dpdbscan check ../shared/data/cabs_sf_cabs.parquet --geo --columns x y --bounds -122.6 37.55 \
+  dpdbscan check "$DPDBSCAN_DATA/cabs_sf_cabs.parquet" --geo --columns x y --bounds -122.6 37.55 \
       -122.3 37.85 --eps 200m --min-samples 30 --unit cab --delta 1e-6 --time time --stops 100m 5min
 
 every line goes to standard error and starts with "[private: do not publish]": it describes

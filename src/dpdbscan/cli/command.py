@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -51,9 +52,9 @@ STREAMS = (
     "them (--quiet turns them off)."
 )
 
-DATA = "../shared/data/cabs_tiny.csv.gz --header"
+DATA = '"$DPDBSCAN_DATA/cabs_tiny.csv.gz" --header'
 BOX = "-122.48 37.72 -122.38 37.82"
-CABS = "../shared/data/cabs_tiny_cabs.csv.gz --header --geo --columns x y"
+CABS = '"$DPDBSCAN_DATA/cabs_tiny_cabs.csv.gz" --header --geo --columns x y'
 PERSON = "--unit cab --max-cells-per-unit 500 --delta 1e-6"
 STOPS = "--max-cells-per-unit auto --delta 1e-6 --time time --stops 100m 5min"
 PLACES = f"--unit cab {STOPS}"
@@ -61,6 +62,8 @@ FOLDER = "--unit-from file --format gpx --geo --bounds LON0 LAT0 LON1 LAT1"
 
 EXAMPLES = {
     "fit": f"""examples:
+  # the shared data sets are read from $DPDBSCAN_DATA, as in the README:
+  # export DPDBSCAN_DATA=/path/to/shared/data
   # Cabs-tiny as in the paper: lon/lat in degrees, alpha = 50 m, MinPts = 1000
   dpdbscan fit {DATA} --geo --bounds {BOX} --eps 50m --min-samples 1000 --out-dir out
 
@@ -120,7 +123,29 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         prog = f"{self.prog} {self.command}" if self.command and self.prog == "dpdbscan" else self.prog
-        self.exit(EXIT_BAD_INPUT, f"{prog}: error: {message} (see '{prog} --help')\n")
+        self.exit(EXIT_BAD_INPUT, f"{prog}: error: {message}{argument_hint(message)} (see '{prog} --help')\n")
+
+
+#: How an option of several values is written, for argparse's "expected 2
+#: arguments" (its values, by the option's metavar, and an example).
+SEVERAL = {"--stops": "--stops 100m 5min", "--status-values": "--status-values free hired"}
+
+#: Units a newcomer writes apart from their number ("--stops 100m 5 min"):
+#: argparse then finds the unit alone, an unrecognized argument.
+LONE_UNITS = {"s", "sec", "secs", "min", "mins", "minutes", "h", "hr", "hours", "d", "days", "m", "km"}
+
+
+def argument_hint(message: str) -> str:
+    """What argparse's message about the command line leaves out: how an
+    option of several values is written, or that a number and its unit are
+    one value. The message quotes the command line only, never a file."""
+    many = re.match(r"argument (--[\w-]+).*: expected (\d+) arguments?$", message)
+    if many and many.group(1) in SEVERAL:
+        return f"; write its values one after the other: {SEVERAL[many.group(1)]}"
+    lone = re.match(r"unrecognized arguments: (.*)$", message)
+    if lone and set(lone.group(1).split()) & LONE_UNITS:
+        return "; a number and its unit are one value, without a space: 5min, 100m"
+    return ""
 
 
 def unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:

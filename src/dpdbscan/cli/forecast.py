@@ -277,7 +277,7 @@ def cmd_forecast(args: argparse.Namespace, sink: WarningSink) -> int:
             )
     if events is not None:
         print(
-            f"counts  : {event_words(events.record(), length)}; --n-expected is then your guess of "
+            f"counts    : {event_words(events.record(), length)}; --n-expected is then your guess of "
             "the number of those points"
         )
     short, volume = table_formats(geo, fc.d)

@@ -42,7 +42,7 @@ EXAMPLES = """examples:
   dpdbscan ledger init budget.ledger --dataset cabs-people --epsilon 2 --delta 1e-6 --unit cab
 
   # every fit charges it; the sixth at epsilon = 1 is refused (exit status 2)
-  dpdbscan fit ../shared/data/cabs_tiny.csv.gz --header --geo --bounds -122.48 37.72 -122.38 37.82 \\
+  dpdbscan fit "$DPDBSCAN_DATA/cabs_tiny.csv.gz" --header --geo --bounds -122.48 37.72 -122.38 37.82 \\
       --eps 50m --min-samples 1000 --ledger budget.ledger --dataset cabs
 
   # spent and remaining per dataset, and every release
@@ -100,11 +100,26 @@ _OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
+def action_examples(name: str) -> str:
+    """The examples of ``ledger NAME`` (those of :data:`EXAMPLES` that run it,
+    with their comments), for its own --help."""
+    blocks = EXAMPLES.removeprefix("examples:\n").split("\n\n")
+    mine = [b.rstrip("\n") for b in blocks if f"dpdbscan ledger {name} " in b]
+    return "examples:\n" + "\n\n".join(mine) + "\n"
+
+
 def add_arguments(p: argparse.ArgumentParser, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
     """``ledger init`` and ``ledger show`` (each with the options of ``parents``)."""
     sub = p.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
     for name, (short, long) in _ACTIONS.items():
-        action = sub.add_parser(name, parents=list(parents), help=short, description=long)
+        action = sub.add_parser(
+            name,
+            parents=list(parents),
+            help=short,
+            description=long,
+            epilog=action_examples(name),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         action.add_argument("ledger", metavar="LEDGER", help="the ledger file (SQLite)")
         for flag, kw in _OPTIONS[name].items():
             action.add_argument(flag, **kw)

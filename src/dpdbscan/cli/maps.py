@@ -31,7 +31,7 @@ EXAMPLES = """examples:
 
   # a basemap of XYZ tiles from a tile server you may use (loaded while the page is viewed)
   dpdbscan map out/cabs_tiny.spans.json -o spans.html \
-      --tiles 'https://tile.example.org/{z}/{x}/{y}.png' --attribution '(c) the tiles' owners'
+      --tiles 'https://tile.example.org/{z}/{x}/{y}.png' --attribution "(c) the tiles' owners"
 """
 
 CONTEXT_HELP = (

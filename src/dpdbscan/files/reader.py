@@ -471,14 +471,20 @@ def data_hint(path: Path | str) -> str:
 
     env = os.environ.get("DPDBSCAN_DATA")
     text = str(path)
+    p = Path(text)
+    default = Path(DEFAULT_DATA)
+    under_default = p.parent == default or str(p).startswith(DEFAULT_DATA + "/")
     if env:
         root = env.rstrip("/") + "/"
         if text.startswith(root) or text.startswith(env.rstrip("/") + os.sep):
             return f" (under DPDBSCAN_DATA={env}: set DPDBSCAN_DATA to the folder that holds the data)"
+        if under_default:
+            # a path copied with the variable's default spelled out, where the variable says otherwise
+            return (
+                f" ({DEFAULT_DATA} is only DPDBSCAN_DATA's default; here DPDBSCAN_DATA={env}: "
+                f'write "$DPDBSCAN_DATA/{text[len(DEFAULT_DATA) + 1 :] or p.name}")'
+            )
         return ""
-    p = Path(text)
-    default = Path(DEFAULT_DATA)
-    under_default = p.parent == default or str(p).startswith(DEFAULT_DATA + "/")
     from_empty_variable = p.parent == Path("/") and p.name != ""
     fix = (
         "set DPDBSCAN_DATA to the folder that holds the data, e.g. export DPDBSCAN_DATA=/path/to/shared/data"

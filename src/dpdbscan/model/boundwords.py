@@ -26,7 +26,15 @@ from .coretestwords import (
 class BoundWords(CoreTestWords):
     name = BoundTest.name
 
-    def statement(self, g: dict, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> str:
+    def statement(
+        self,
+        g: dict,
+        spans: Spans,
+        spec: SpanSpec,
+        release: ReleaseInfo,
+        candidates: int,
+        length: Callable[[float], str] = plain_length,
+    ) -> str:
         if no_upper_margin(spans, release):
             return (
                 "no guarantee established: this model was saved before the upper margin of "
@@ -36,8 +44,9 @@ class BoundWords(CoreTestWords):
             return union_void(candidates, spec.beta)
         # upper - tau, without the float residue of adding and taking tau back
         lower = float(spec.min_samples) - (0.0 if spec.raise_min_samples else g["tau"])
+        covers, within = g["covers_clusters_at"], g["within_clusters_at"]
         return sandwich_sentence(
-            g["probability"], g["covers_clusters_at"], g["within_clusters_at"], lower, spans.approx_ratio
+            g["probability"], covers, within, lower, spans.approx_ratio, length
         ) + union_words(candidates, spec.beta)
 
     def threshold_text(self, threshold: float, core: str, noun: str = "points") -> str:

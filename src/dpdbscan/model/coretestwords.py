@@ -22,6 +22,11 @@ from ..params.specs import ReleaseInfo, SpanSpec
 from ..post.spans import Spans
 
 
+def plain_length(value: float) -> str:
+    """A length in the data's own units (what a model without a projection uses)."""
+    return f"{value:g}"
+
+
 @dataclass(frozen=True)
 class QuietRelease:
     """What a note on a release that says little is written from: public
@@ -49,9 +54,19 @@ class CoreTestWords(ABC):
     name: ClassVar[str]
 
     @abstractmethod
-    def statement(self, g: dict, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> str:
+    def statement(
+        self,
+        g: dict,
+        spans: Spans,
+        spec: SpanSpec,
+        release: ReleaseInfo,
+        candidates: int,
+        length: Callable[[float], str] = plain_length,
+    ) -> str:
         """The guarantee's ``statement`` from the numbers of the test's
-        :meth:`~dpdbscan.post.coretests.CoreTest.guarantee` ``g``."""
+        :meth:`~dpdbscan.post.coretests.CoreTest.guarantee` ``g``, lengths
+        through ``length`` (the model file's: plain numbers in the model's
+        units; a published GeoJSON's: on the ground)."""
 
     @abstractmethod
     def threshold_text(self, threshold: float, core: str, noun: str = "points") -> str:
@@ -118,11 +133,6 @@ def union_words(candidates: int, beta: float) -> str:
 
 def union_note(candidates: int) -> str:
     return "" if candidates == 1 else f"; eps chosen among {candidates} candidates, beta/{candidates} each"
-
-
-def plain_length(value: float) -> str:
-    """A length in the data's own units (what a model without a projection uses)."""
-    return f"{value:g}"
 
 
 def within_words(

@@ -32,15 +32,23 @@ ONE_SIDED = "spans need not cover every cluster (one-sided)"
 class DensityWords(CoreTestWords):
     name = DensityTest.name
 
-    def statement(self, g: dict, spans: Spans, spec: SpanSpec, release: ReleaseInfo, candidates: int) -> str:
+    def statement(
+        self,
+        g: dict,
+        spans: Spans,
+        spec: SpanSpec,
+        release: ReleaseInfo,
+        candidates: int,
+        length: Callable[[float], str] = plain_length,
+    ) -> str:
         within, probability, place = g["within_clusters_at"], g["probability"], g["each_place"]
-        alone = place_words(place)
+        alone = place_words(place, length)
         at_once = "all at once, " if alone else ""
         if within is None:
             return alone + at_once + no_guarantee((spans.extra or {}).get("m_star"))
         if probability is None:
             return alone + at_once + union_void(candidates, spec.beta)
-        return density_sentence(probability, within, spans.approx_ratio, place=place) + union_words(
+        return density_sentence(probability, within, spans.approx_ratio, length, place) + union_words(
             candidates, spec.beta
         )
 

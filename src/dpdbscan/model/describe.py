@@ -341,6 +341,14 @@ def length_of(model: SpanModel) -> Callable[[float], str]:
     return format_km if projection_of(model) is not None else (lambda v: f"{v:.4g}")
 
 
+def published_statement(model: SpanModel) -> str:
+    """The guarantee sentence of the published GeoJSON and HTML map: the
+    model file's, with a geographic model's lengths on the ground ("within
+    1.2 km", where the model file, in its km, says "within 1.2")."""
+    geo = projection_of(model) is not None
+    return guarantee(model, length_of(model) if geo else None)["statement"]
+
+
 def noise_words(model: SpanModel) -> str:
     """The noise and where it is drawn, in words with the histogram's name
     (the summary's and ``info``'s noise line)."""
@@ -702,6 +710,7 @@ def border_cells_words(model: SpanModel) -> str:
 
 
 __all__ = [
+    "published_statement",
     "describe",
     "summary",
     "margin_figures",

@@ -17,8 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..geometry.projection import projection_of
-from .describe import protection_brief, protection_fields, swamped_min_samples
-from .guarantee import guarantee
+from .describe import protection_brief, protection_fields, published_statement, swamped_min_samples
 from .record import SpanModel, predict_rows
 from .stats import is_geographic
 
@@ -101,8 +100,8 @@ def to_geojson(
         "type": "FeatureCollection",
         "properties": {
             **protection_fields(model),
-            # what the spans guarantee, in the words of the summary and the model file
-            "guarantee": guarantee(model)["statement"],
+            # what the spans guarantee, in the words of the summary (lengths on the ground)
+            "guarantee": published_statement(model),
             "eps": grid.eps,
             "eps_units": "km on the ground (the model's local projection)" if geo else "the data's own units",
             "min_samples": model.spec.min_samples,

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 from ..geometry.projection import eps_text
 from ..params.specs import UnitBound
 from ..post.coretests import core_test
+from .coretestwords import plain_length
 from .densitywords import place_words
 from .levels import level_guarantees
 from .record import SpanModel
@@ -34,14 +36,18 @@ def eps_candidates(model: SpanModel) -> int:
     return len(a.get("eps_candidates") or [0]) if "eps" in (a.get("chosen") or []) else 1
 
 
-def guarantee(model: SpanModel) -> dict:
+def guarantee(model: SpanModel, length: Callable[[float], str] | None = None) -> dict:
     """The guarantee of the release as a JSON-safe dict, with a ``statement``
     in words (what ``dpdbscan info`` shows). A person-level release's
-    statement says what it is relative to (:func:`unit_words`)."""
+    statement says what it is relative to (:func:`unit_words`). ``length``:
+    how the statement's lengths read (None: plain numbers in the model's own
+    units, as the model file records them; a published GeoJSON of a
+    geographic model gives them on the ground, "1.2 km")."""
+    given, length = length, plain_length if length is None else length
     test = core_test(model.spec.core)
     c = eps_candidates(model)
     g = test.guarantee(model.spans, model.spec, model.release, c)
-    g["statement"] = words_of(model.spec.core).statement(g, model.spans, model.spec, model.release, c)
+    g["statement"] = words_of(model.spec.core).statement(g, model.spans, model.spec, model.release, c, length)
     per_span = level_guarantees(model, c)
     if per_span:
         g["levels"] = per_span
@@ -51,12 +57,13 @@ def guarantee(model: SpanModel) -> dict:
             g["statement"] = g["statement"].replace(
                 "every span lies", f"every span at eps={eps_text(model, model.grid.eps)} lies", 1
             )
-        g["statement"] += levels_words(per_span, model.grid.eps)
+        g["statement"] += levels_words(per_span, model.grid.eps, given)
     noun = unit_noun(model)
     if noun != "points" and g.get("each_place"):
         # at person level with m = 1 the counts are of units: say so
         place = {**g["each_place"], "counted": noun}
-        statement = g["statement"].replace(place_words(g["each_place"]), place_words(place), 1)
+        was, now = place_words(g["each_place"], length), place_words(place, length)
+        statement = g["statement"].replace(was, now, 1)
         g = {**g, "each_place": place, "statement": statement}
     words = unit_words(model.release.units)
     return g if words is None else {**g, "statement": f"{g['statement']}; {words}"}
@@ -68,9 +75,12 @@ def own_eps_spans(per_span: list[dict], eps: float) -> list[dict]:
     return [s for s in per_span if not math.isclose(float(s["eps"]), eps, rel_tol=1e-9)]
 
 
-def levels_words(per_span: list[dict] | None, eps: float | None = None) -> str:
+def levels_words(
+    per_span: list[dict] | None, eps: float | None = None, length: Callable[[float], str] | None = None
+) -> str:
     """Each span's own statement in words (a level selection; "" for none);
-    ``eps``: the model's, to name the spans taken at an eps of their own."""
+    ``eps``: the model's, to name the spans taken at an eps of their own;
+    ``length``: how their eps reads (None: ``.4g`` in the model's units)."""
     if not per_span:
         return ""
     held = [s for s in per_span if s["probability"] is not None]
@@ -81,7 +91,7 @@ def levels_words(per_span: list[dict] | None, eps: float | None = None) -> str:
     shown = sorted(held, key=lambda s: (s["span"] not in own, -s["m_star"]))[:LISTED]
     parts = ", ".join(
         f"span {s['span']} ("
-        + (f"eps {s['eps']:.4g}, " if s["span"] in own else "")
+        + (own_eps(s["eps"], length) if s["span"] in own else "")
         + f"MinPts {s['min_samples']}): M* = {s['m_star']}"
         for s in shown
     )
@@ -99,6 +109,11 @@ def levels_words(per_span: list[dict] | None, eps: float | None = None) -> str:
         "not depend on MinPts) each lies in the span of one (ratio x its own eps, M*)-cluster at its "
         f"own level: {parts}{more}"
     )
+
+
+def own_eps(eps: float, length: Callable[[float], str] | None) -> str:
+    """A span's own eps in :func:`levels_words` ("eps 0.3, ")."""
+    return f"eps {eps:.4g}, " if length is None else f"eps {length(eps)}, "
 
 
 def unit_noun(model: SpanModel) -> str:
@@ -124,10 +139,12 @@ def unit_words(units: UnitBound | None) -> str | None:
     if units is None:
         return None
     k, m = units.max_cells_per_unit, units.max_points_per_cell
+    # which k cells a unit with more keeps: its busiest (the default) or k at random
+    chosen = "its busiest" if units.cell_choice == "busiest" else "chosen at random"
     return (
         f"person-level: (epsilon, delta) protects each privacy unit, and the clusters are those of "
-        f"the data as bounded per unit (at most {k} cell{'s' if k != 1 else ''} per unit, chosen at "
-        f"random, and {m} point{'s' if m != 1 else ''} per cell)"
+        f"the data as bounded per unit (at most {k} cell{'s' if k != 1 else ''} per unit, {chosen}, "
+        f"and {m} point{'s' if m != 1 else ''} per cell)"
     )
 
 

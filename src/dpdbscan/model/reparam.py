@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..exceptions import UtilityWarning
+from ..geometry.projection import eps_text
 from ..params.parameters import check_param
 from ..params.validation import check_min_samples
 from ..post.coretests import MarginOverride, core_test
@@ -73,15 +74,16 @@ def with_params(model: SpanModel, eps: float | None = None, min_samples: int | N
     if alpha != hist.grid.eps:
         finest = finest_eps(model)
         if alpha < finest * (1 - 1e-12):
+            # in the model's words: a geographic model's lengths on the ground ("100 m")
             raise ValueError(
-                f"eps={alpha:g} is finer than this release can resolve: its cells have "
-                f"diagonal {finest:g}, the smallest eps it supports (it was made at "
-                f"eps={model.release.eps:g}); a smaller eps needs a new release"
+                f"eps={eps_text(model, alpha)} is finer than this release can resolve: its cells have "
+                f"diagonal {eps_text(model, finest)}, the smallest eps it supports (it was made at "
+                f"eps={eps_text(model, model.release.eps)}); a smaller eps needs a new release"
             )
         grid = hist.grid.at_eps(alpha)
         if grid.kappa > test.max_kappa:
             raise ValueError(
-                f"eps={alpha:g} is too large for this release's cells: an eps-neighbourhood "
+                f"eps={eps_text(model, alpha)} is too large for this release's cells: an eps-neighbourhood "
                 f"would hold {grid.kappa:,} of them, more than the {test.name} test weighs "
                 f"({test.max_kappa:,}); use a smaller eps or a new release at a coarser eps"
             )

@@ -52,7 +52,7 @@ from ..files.formats import LABEL_COLUMN, format_of, is_index_column, looks_like
 from ..files.reader import InputPoints
 from ..files.records import BlockCounts
 from ..files.unitids import read_units
-from ..geometry.projection import check_lonlat_names, default_geo_columns
+from ..geometry.projection import LAT_NAMES, LON_NAMES, check_lonlat_names, default_geo_columns
 from ..params.validation import check_array
 from ..traces import parse_times
 from .box import Box, public_box, split_bounds
@@ -446,7 +446,12 @@ def _check_trace_columns(source: Source, schema_names: Sequence[str] | None) -> 
         if col is None or schema_names is None:
             continue
         if str(col) not in map(str, schema_names) and not str(col).isdigit():
-            raise ValueError(f"{source.data}: {option} {col!r} is not a column of the file")
+            # the declared header's or schema's names are public, as for --columns and --unit
+            names = ", ".join(repr(str(n)) for n in list(schema_names)[:12])
+            more = ", ..." if len(schema_names) > 12 else ""
+            raise ValueError(
+                f"{source.data}: {option} {col!r} is not a column of the file (columns: {names}{more})"
+            )
 
 
 def apply_transforms(pts: Points, transforms: Sequence[Transform]) -> Points:
@@ -528,6 +533,8 @@ def say_prepared(pts: Points, source: Source, notes: Notes) -> None:
     (:func:`say_read`)."""
     if pts.unit_name is None:
         note_id_columns(pts.schema_names, pts.names)
+    if not source.geo:
+        note_lonlat_columns(pts.names)
     bounds = None if source.bounds is None else [float(v) for v in source.bounds]
     note_clipping(pts, notes, bounds, pts.counts)
 
@@ -571,6 +578,25 @@ def say_counted(path: Any, pts: Points, counts: BlockCounts | None, notes: Notes
         notes(dropped_note(counts.dropped, pts.unit_name is not None))
     # the rows clipped onto the box (no --geo with a distributed backend: the box as given)
     note_clipping_counted(counts, names, pts.lower, pts.upper, notes)
+
+
+def note_lonlat_columns(chosen: Sequence[str] | None) -> None:
+    """Say, without --geo, that the coordinates are named as longitude and
+    latitude (public: the names of the columns chosen; no value is looked
+    at): they are then plain numbers, eps is in degrees and a degree of
+    longitude is counted as long as one of latitude."""
+    names = [str(n) for n in chosen or ()]
+    lon = next((n for n in names if n.lower() in LON_NAMES), None)
+    lat = next((n for n in names if n.lower() in LAT_NAMES), None)
+    if lon is None or lat is None:
+        return
+    print(
+        f"dpdbscan: note: the columns {lon!r} and {lat!r} are named as longitude and latitude, but "
+        "without --geo they are plain numbers: eps is in degrees and a degree of longitude counts "
+        "as long as one of latitude. For distances on the ground pass --geo and give eps in metres "
+        "(--eps 50m; docs/user-guide.md, geographic data)",
+        file=sys.stderr,
+    )
 
 
 def note_id_columns(schema_names: Sequence[str] | None, chosen: Sequence[str] | None) -> None:

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..cells.grid import Grid
 from ..cells.histogram import NoisyHistogram
-from ..geometry.projection import projection_of
+from ..geometry.projection import eps_text, projection_of
 from ..model import SpanModel, finest_eps
 from ..model.describe import protection_brief, swamped_min_samples
 from ..model.guarantee import guarantee
@@ -133,13 +133,14 @@ def explore(
     finest = finest_eps(model)
     if eps[0] < finest * (1 - 1e-12):
         raise ValueError(
-            f"eps={eps[0]:g} is finer than this release can resolve (its smallest eps is {finest:g})"
+            f"eps={eps_text(model, eps[0])} is finer than this release can resolve (its smallest eps "
+            f"is {eps_text(model, finest)}; a smaller eps needs a new release)"
         )
     hist = model.histogram
     top = hist.grid.at_eps(eps[-1]).kappa
     if top > test.max_kappa:
         raise ValueError(
-            f"eps={eps[-1]:g} is too large for this release's cells: an "
+            f"eps={eps_text(model, eps[-1])} is too large for this release's cells: an "
             f"eps-neighbourhood would hold {top:,} of them (at most {test.max_kappa:,})"
         )
     table = _sweep.sweep(hist, model.spec, eps, ms)

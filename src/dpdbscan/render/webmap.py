@@ -34,8 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..geometry.projection import KM_PER_DEGREE, format_km, projection_of
-from ..model.describe import protection_brief, swamp_brief
-from ..model.guarantee import guarantee
+from ..model.describe import protection_brief, published_statement, swamp_brief
 from ..model.record import SpanModel
 from ..model.stats import format_area, span_stats
 from .context import Context, svg_path
@@ -119,7 +118,7 @@ def map_html(
         "TITLE": html.escape(title),
         "FACTS": html.escape(facts),
         "PROTECTS": html.escape(protection_brief(model, greek=True)),
-        "GUARANTEE": html.escape(guarantee(model)["statement"]),
+        "GUARANTEE": html.escape(published_statement(model)),
         "HEAT_NOTE": html.escape(heat_note),
         "CONFIG": _script_json(config),
         "HEAT": heat_svg,

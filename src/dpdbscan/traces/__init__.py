@@ -212,6 +212,12 @@ def unreadable_note(events: Events, times: np.ndarray, status: np.ndarray | None
             f"{bad_t:,} of {times.shape[0]:,} row(s) have no readable time (unix seconds, ISO 8601 "
             "text or a timestamp)"
         )
+        if 2 * bad_t > times.shape[0]:
+            # most rows: the column or its form, not a few bad rows (the counts only, no value)
+            parts[-1] += (
+                ": check that --time names the time column; ISO text gives its zone as an offset "
+                "(Z, +02:00, -0700), not by name (PDT, Europe/Paris)"
+            )
     if bad_s:
         codes = getattr(events, "values", None)
         read = f"{codes[0]} or {codes[1]}" if codes else "0/1, a boolean or the text true/false"

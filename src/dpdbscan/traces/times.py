@@ -358,6 +358,14 @@ def _cast_halving(text: Any, target: Any) -> np.ndarray:
 
 _DURATION = re.compile(r"^\s*([+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zA-Z]*)\s*$")
 _SECONDS = {"": 1.0, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+# the spellings a user writes for the same units ("5mins", "10 minutes", "2hrs")
+for _unit, _names in {
+    "s": ("secs", "second", "seconds"),
+    "min": ("mins", "minute", "minutes"),
+    "h": ("hr", "hrs", "hour", "hours"),
+    "d": ("day", "days"),
+}.items():
+    _SECONDS.update(dict.fromkeys(_names, _SECONDS[_unit]))
 
 
 def parse_duration(text: str | float) -> float:
@@ -369,9 +377,11 @@ def parse_duration(text: str | float) -> float:
         m = _DURATION.match(str(text))
         unit = m.group(2).lower() if m else None
         if m is None or unit not in _SECONDS:
+            # "5m" is 5 metres wherever a length is read: minutes are "min"
+            hint = ": m is metres, minutes are min" if unit == "m" else ""
             raise ValueError(
                 f"a duration must be a number of seconds or a number with s, min, h or d (5min, 300s), "
-                f"got {text!r}"
+                f"got {text!r}{hint}"
             )
         value = float(m.group(1)) * _SECONDS[unit]
     if not (np.isfinite(value) and value > 0):
