@@ -121,7 +121,7 @@ def test_a_4d_sparse_fit_filters_its_spans_without_importing_scipy_stats():
 
     import scipy.special._ufuncs
 
-    # before scipy 1.12 the negative binomial's ufunc is scipy.stats's own
+    # in older scipy (1.11, the oldest supported) the negative binomial's ufunc is in scipy.stats
     stats_needed = not hasattr(scipy.special._ufuncs, "_nbinom_ppf")
     out = subprocess.run([sys.executable, "-c", NO_STATS_FIT], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["sparse", "1", str(stats_needed)]

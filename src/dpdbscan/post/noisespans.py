@@ -75,7 +75,7 @@ def empty_sum_quantile(
 # (0 < q < 1, k >= 1 and 0 < p <= 1 or a scale > 0), is one ufunc of
 # scipy.special plus a location of 0; those ufuncs are called directly,
 # and scipy.stats only where that does not hold or the ufunc is not in
-# scipy.special (before scipy 1.12 the negative binomial's was in
+# scipy.special (in older scipy, 1.11 for one, the negative binomial's is in
 # scipy.stats). tests/post/test_noise_spans.py checks both against
 # scipy.stats bit for bit, so a scipy that computes them otherwise fails
 # there.
