@@ -60,6 +60,7 @@ from .common import (
     stem,
 )
 from .fitoptions import FitOptions
+from .forked import cancel_waiting
 from .fitseries import (
     SeriesOptions,
     SeriesRun,
@@ -298,7 +299,13 @@ def fit_model(
         if opts.time_unit != "s":
             meta["events"]["time_unit"] = opts.time_unit
 
-    if preload_png and not start_drawing():
+    if preload_png and pts.d != 2:
+        # no picture but of 2-D points (write_outputs): the copy left
+        # waiting to draw one is stopped now that the box says so, before
+        # it imports the rest of matplotlib beside the fit (0.2 s of CPU,
+        # and all of its imports where it was still at them)
+        cancel_waiting()
+    elif preload_png and not start_drawing():
         preload_matplotlib()
     if opts.seed is not None:
         print(
