@@ -109,7 +109,8 @@ filter_ = noisespans.empty_sum_quantile
 noisespans.empty_sum_quantile = lambda *a: calls.append(1) or filter_(*a)
 rng = np.random.default_rng(0)
 centres = rng.random((6, 4)) * 0.7 + 0.15
-X = np.clip(np.concatenate([rng.normal(centres[rng.integers(0, 6, 9000)], 0.01), rng.random((1000, 4))]), 0, 1)
+X = np.concatenate([rng.normal(centres[rng.integers(0, 6, 9000)], 0.01), rng.random((1000, 4))])
+X = np.clip(X, 0, 1)
 est = DPDBSCAN(0.03, min_samples=20, epsilon=1.0, bounds=(0.0, 1.0), random_state=0).fit(X)
 print(est.histogram_.kind, len(calls), "scipy.stats" in sys.modules)
 """

@@ -60,7 +60,6 @@ from .common import (
     stem,
 )
 from .fitoptions import FitOptions
-from .forked import cancel_waiting
 from .fitseries import (
     SeriesOptions,
     SeriesRun,
@@ -72,6 +71,7 @@ from .fitseries import (
     write_periods_csv,
     write_periods_png,
 )
+from .forked import cancel_waiting
 from .ledger import charging, check_ledger_options, ledger_unit, public_box_of, public_params
 from .maps import picture_options
 from .outputs import Outputs, go_after_read, out_paths, report, start_drawing, wait_to_draw, write_outputs
