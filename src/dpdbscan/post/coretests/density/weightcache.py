@@ -27,7 +27,9 @@ checks the format's version, the key, a SHA-256 of the arrays' bytes and
 their shapes, and ignores a file that fails (torn, foreign or edited:
 recomputed, never trusted). Any error of the file system leaves the
 computation as it was, uncached. The arrays read are the bytes written:
-the same weights bit for bit.
+the same weights bit for bit. (The weights are post-processing constants:
+whatever a file held, the release's privacy would be the same, only which
+cells are core would change; a file is used only when it verifies.)
 """
 
 from __future__ import annotations
