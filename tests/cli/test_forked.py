@@ -394,6 +394,35 @@ def test_fit_lets_the_copy_import_before_the_read(capsys, tmp_path, monkeypatch,
 
 
 @needs_fork
+@pytest.mark.parametrize("d", [2, 3])
+def test_fit_stops_the_copy_once_the_box_says_the_points_are_not_2d(capsys, tmp_path, monkeypatch, d):
+    """A picture is drawn of 2-D points only: with bounds that do not say
+    the points' dimension, the copy waits through the read; then a 3-D
+    box stops it before the fit (it would import the rest of matplotlib
+    beside the fit for nothing), a 2-D one tells it to go on."""
+    from dpdbscan.cli import fit
+
+    seen = []
+    real_fit = fit.fit_release
+
+    def fit_release(*a, **k):
+        waiting = forked.peek_waiting()
+        seen.append(None if waiting is None else (waiting.started, waiting.closed))
+        return real_fit(*a, **k)
+
+    monkeypatch.setattr(fit, "fit_release", fit_release)
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(2.0, 0.3, (1500, d)), rng.normal(7.0, 0.4, (1500, d))])
+    csv = tmp_path / "blobs.csv"
+    csv.write_text("\n".join([",".join("xyz"[:d]), *(",".join(map(repr, r)) for r in X.tolist())]) + "\n")
+    args = ("--header", "--eps", "0.5", "--min-samples", "20", "--bounds", "0", "10", "--seed", "0")
+    rc, _, _ = run(capsys, "fit", csv, *args, "--out-dir", tmp_path / "o")
+    assert rc == 0 and forked.peek_waiting() is None
+    assert seen == ([(True, False)] if d == 2 else [None])
+    assert (tmp_path / "o" / "blobs.spans.png").exists() == (d == 2) and leftovers(tmp_path / "o") == []
+
+
+@needs_fork
 def test_a_read_that_fails_leaves_no_copy_behind(tmp_path):
     """The copy is importing when the read fails: the command ends with
     the read's error and reaps it; nothing is written."""

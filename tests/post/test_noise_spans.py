@@ -65,6 +65,69 @@ def test_no_quantile_where_the_law_is_not_covered():
     assert empty_sum_quantile("discrete", 1.0, -1.0, k, 0.01) is None
 
 
+@pytest.mark.parametrize("level", [0.01, 0.05, 0.5, 1e-6])
+def test_quantiles_are_scipy_stats_bit_for_bit(level):
+    # the quantiles call scipy.special's ufuncs where scipy.stats would
+    # (its import costs a fresh process about 0.5 s of CPU): the same floats
+    from scipy import stats
+
+    k = np.array([1, 2, 3, 5, 8, 13, 40, 117, 1000, 25_000], dtype=np.int64)
+    for scale in (1e-3, 0.05, 0.3, 0.5, 1.0, 2.0, 7.5, 40.0, 800.0):
+        for theta in (0.0, 1.0, 2.5, 3.0, 11.0):
+            want = k * math.ceil(theta) + stats.nbinom.ppf(1.0 - level, k, 1.0 - math.exp(-scale))
+            got = empty_sum_quantile("discrete", scale, theta, k, level)
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+            want = k * theta + stats.gamma.ppf(1.0 - level, k, scale=1.0 / scale)
+            got = empty_sum_quantile("laplace", scale, theta, k, level)
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_quantiles_outside_the_ufuncs_domain_are_scipy_stats():
+    # p = 0 (a scale so small that exp(-scale) rounds to 1) and level 0 or 1:
+    # scipy.stats's answers (nan, the support's ends), as before
+    from scipy import stats
+
+    from dpdbscan.post import noisespans
+
+    k = np.array([1, 4], dtype=np.int64)
+    for q, p in ((0.99, 0.0), (0.0, 0.5), (1.0, 0.5)):
+        want = stats.nbinom.ppf(q, k, p)
+        assert noisespans._nbinom_ppf(q, k, p).tobytes() == want.tobytes()
+    for q in (0.0, 1.0):
+        want = stats.gamma.ppf(q, k, scale=2.0)
+        assert noisespans._gamma_ppf(q, k, 2.0).tobytes() == want.tobytes()
+
+
+NO_STATS_FIT = """
+import sys, warnings
+import numpy as np
+from dpdbscan import DPDBSCAN
+from dpdbscan.post import noisespans
+warnings.simplefilter("ignore")
+calls = []
+filter_ = noisespans.empty_sum_quantile
+noisespans.empty_sum_quantile = lambda *a: calls.append(1) or filter_(*a)
+rng = np.random.default_rng(0)
+centres = rng.random((6, 4)) * 0.7 + 0.15
+X = np.concatenate([rng.normal(centres[rng.integers(0, 6, 9000)], 0.01), rng.random((1000, 4))])
+X = np.clip(X, 0, 1)
+est = DPDBSCAN(0.03, min_samples=20, epsilon=1.0, bounds=(0.0, 1.0), random_state=0).fit(X)
+print(est.histogram_.kind, len(calls), "scipy.stats" in sys.modules)
+"""
+
+
+def test_a_4d_sparse_fit_filters_its_spans_without_importing_scipy_stats():
+    import subprocess
+    import sys
+
+    import scipy.special._ufuncs
+
+    # in older scipy (1.11, the oldest supported) the negative binomial's ufunc is in scipy.stats
+    stats_needed = not hasattr(scipy.special._ufuncs, "_nbinom_ppf")
+    out = subprocess.run([sys.executable, "-c", NO_STATS_FIT], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["sparse", "1", str(stats_needed)]
+
+
 def _sparse(grid: Grid, cells: dict, kind: str = "sparse", noise: str = "discrete") -> NoisyHistogram:
     keys = grid.encode(np.array(list(cells), dtype=np.int64))
     order = np.argsort(keys)

@@ -71,6 +71,7 @@ from .fitseries import (
     write_periods_csv,
     write_periods_png,
 )
+from .forked import cancel_waiting
 from .ledger import charging, check_ledger_options, ledger_unit, public_box_of, public_params
 from .maps import picture_options
 from .outputs import Outputs, go_after_read, out_paths, report, start_drawing, wait_to_draw, write_outputs
@@ -298,7 +299,13 @@ def fit_model(
         if opts.time_unit != "s":
             meta["events"]["time_unit"] = opts.time_unit
 
-    if preload_png and not start_drawing():
+    if preload_png and pts.d != 2:
+        # no picture but of 2-D points (write_outputs): the copy left
+        # waiting to draw one is stopped now that the box says so, before
+        # it imports the rest of matplotlib beside the fit (0.2 s of CPU,
+        # and all of its imports where it was still at them)
+        cancel_waiting()
+    elif preload_png and not start_drawing():
         preload_matplotlib()
     if opts.seed is not None:
         print(

@@ -49,17 +49,22 @@ OFF = "DPDBSCAN_NO_CACHE"
 WHERE = "DPDBSCAN_CACHE_DIR"
 
 
-def cache_dir() -> Path | None:
-    """The directory of the quantiles' files, or None when switched off."""
+def cache_root() -> Path | None:
+    """The library's cache directory (the quantiles' and the ball weights'
+    folders are in it, :mod:`.weightcache`), or None when switched off."""
     if os.environ.get(OFF):
         return None
     root = os.environ.get(WHERE)
     if root:
-        base = Path(root)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "dpdbscan"
-    return base / f"quantiles-v{VERSION}"
+        return Path(root)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "dpdbscan"
+
+
+def cache_dir() -> Path | None:
+    """The directory of the quantiles' files, or None when switched off."""
+    root = cache_root()
+    return None if root is None else root / f"quantiles-v{VERSION}"
 
 
 @functools.cache
@@ -146,4 +151,4 @@ def store(key: str, value: float) -> None:
         return
 
 
-__all__ = ["cache_dir", "key_of", "load", "store", "OFF", "WHERE", "VERSION"]
+__all__ = ["cache_root", "cache_dir", "key_of", "load", "store", "OFF", "WHERE", "VERSION"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....cells.grid import offsets_within
+from . import weightcache
 
 ESTIMATES = ("average", "centre")
 _BINS = 1 << 13  # bins of the squared distance per dimension (weights to ~1e-7)
@@ -279,6 +280,20 @@ def ball_weights(d: int, eta: float, k: int = 1, estimate: str = "average", bins
 
 @functools.lru_cache(maxsize=64)
 def _ball_weights(d: int, eta: float, k: int, estimate: str, bins: int) -> BallWeights:
+    # kept across processes (weightcache): public inputs only, the same arrays
+    key = weightcache.key_of(d, eta, k, estimate, bins)
+    held = weightcache.load(key, d, k)
+    if held is not None:
+        positions = tuple(itertools.product(range(k), repeat=d))
+        return BallWeights(
+            d, eta, k, estimate, positions, held["offsets"], held["index"], held["table"], held["support"]
+        )
+    weights = _computed_ball_weights(d, eta, k, estimate, bins)
+    weightcache.store(key, weights.offsets, weights.index, weights.table, weights.support)
+    return weights
+
+
+def _computed_ball_weights(d: int, eta: float, k: int, estimate: str, bins: int) -> BallWeights:
     centre = estimate == "centre"
     A = (4.0 * math.sqrt(d) / eta) ** 2
     reach = int(math.ceil(math.sqrt(A))) + 1
