@@ -7,7 +7,7 @@ sweep does (seeded by the seed), label the points with exact DBSCAN (the
 DBSCAN's clusters, report:
 
 * ``size`` and its spread: the square roots of its covariance's eigenvalues
-  (least, geometric mean, largest);
+  (least, geometric mean, largest; ``sds``: all of them);
 * its ``fate`` in dpdbscan's predict labels: the share of its points left as
   noise, the span most of its points fall into, and how many other
   clusters share that span (``merged``);
@@ -31,6 +31,7 @@ Also the release's noise: the standard deviation sigma of one estimate E~
 Reads the data without noise: a research diagnosis, not a release.
 
     python -m benchmarks.diagnose_hd --d 8 --shape aniso --seed 73 [--json out.jsonl]
+    python -m benchmarks.diagnose_hd --limits out.jsonl   # the forecast's model against each cluster
 """
 
 from __future__ import annotations
@@ -145,6 +146,7 @@ def diagnose(d: int, shape: str, seed: int, n: int = 100_000, scale: float = 1.0
                 "sd_min": float(ev.min()),
                 "sd_gmean": float(np.exp(np.log(np.maximum(ev, 1e-12)).mean())),
                 "sd_max": float(ev.max()),
+                "sds": [float(v) for v in ev],
                 "noise_share": float((pred[sel] < 0).mean()),
                 "span": span_of[c],
                 "span_share": float((pred[sel] == span_of[c]).mean()) if span_of[c] >= 0 else 0.0,
@@ -194,9 +196,10 @@ def _core_keys(model) -> np.ndarray:
 
 def table(r: dict) -> str:
     head = (
-        f"{r['d']}-D {r['shape']} seed {r['seed']}: alpha {r['alpha']}, {r['histogram']} theta {r['theta']:g}, "
-        f"{r['subcells']} sub-cells, kappa {r['kappa']:,}, {r['released_cells']:,} released; "
-        f"sigma {r['sigma']:.1f}, T {r['T_min']:.1f}-{r['T']:.1f}; ARI {r['ari']:.3f}, twin {r['twin_ari']:.3f}\n"
+        f"{r['d']}-D {r['shape']} seed {r['seed']}: alpha {r['alpha']}, {r['histogram']} "
+        f"theta {r['theta']:g}, {r['subcells']} sub-cells, kappa {r['kappa']:,}, "
+        f"{r['released_cells']:,} released; sigma {r['sigma']:.1f}, T {r['T_min']:.1f}-{r['T']:.1f}; "
+        f"ARI {r['ari']:.3f}, twin {r['twin_ari']:.3f}\n"
     )
     cols = (
         "cluster size sd_min sd_gmean sd_max noise_share span_share merged twin_span_share cells max_count "
@@ -209,6 +212,38 @@ def table(r: dict) -> str:
     return head + "\n".join(out) + "\n"
 
 
+def limit_check(r: dict) -> dict:
+    """The forecast's model (:mod:`dpdbscan.plan.clusterlimit`) against one
+    diagnosed case: per cluster, E(N, s) with its own sds along its axes
+    (its covariance's eigenvalues; the rotation is not modelled) and its
+    geometric mean in the ball's share, flagged lost where E < T; against
+    whether the release found it (most of its points in one span)."""
+    from dpdbscan.plan.clusterlimit import ball_share, cell_log_masses, shown_share
+
+    d, eps = r["d"], r["alpha"]
+    width = eps / math.sqrt(d)
+    theta = r["theta"] if r["histogram"] != "dense" else -math.inf
+    rows = []
+    for c in r["clusters"]:
+        n = c["size"]
+        logm = cell_log_masses(d, width, tuple(c["sds"]))
+        e = n * shown_share(logm, n, theta) * ball_share(d, eps, c["sd_gmean"])
+        rows.append(
+            {"cluster": c["cluster"], "found": c["span_share"] > 0.5, "model_E": e, "flagged": e < r["T"]}
+        )
+    agree = sum(x["found"] != x["flagged"] for x in rows)
+    lost = sum(not x["found"] for x in rows)
+    caught = sum((not x["found"]) and x["flagged"] for x in rows)
+    wrong = sum(x["found"] and x["flagged"] for x in rows)
+    return {
+        "agree": agree,
+        "clusters": len(rows),
+        "lost": lost,
+        "flagged_lost": caught,
+        "flagged_found": wrong,
+    }
+
+
 def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.3g}"
@@ -217,13 +252,23 @@ def _fmt(v) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--d", type=int, required=True)
+    ap.add_argument("--d", type=int)
     ap.add_argument("--shape", default="aniso")
     ap.add_argument("--seed", type=int, default=73)
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--json", help="append the result as one JSON line")
+    ap.add_argument("--limits", help="a --json file: the forecast's model against each case's clusters")
     a = ap.parse_args(argv)
+    if a.limits:
+        with open(a.limits) as f:
+            for ln in f:
+                r = json.loads(ln)
+                if "sds" in r["clusters"][0]:
+                    print(f"{r['d']}-D {r['shape']} seed {r['seed']}: {limit_check(r)}")
+        return 0
+    if a.d is None:
+        ap.error("--d is needed (or --limits FILE)")
     r = diagnose(a.d, a.shape, a.seed, a.n, a.scale)
     print(table(r))
     if a.json:
