@@ -143,9 +143,7 @@ def centre_count(d: int, eps: float, width: float, sd: float, theta: float, poin
     return points * shown_share(logm, points, theta) * ball_share(d, eps, sd)
 
 
-def least_points(
-    d: int, eps: float, width: float, sd: float, theta: float, threshold: float
-) -> float | None:
+def least_points(d: int, eps: float, width: float, sd: float, theta: float, threshold: float) -> float | None:
     """The least N with E(N, sd) >= ``threshold``, to 2 digits (None beyond
     :data:`MAX_POINTS`)."""
     logm = cell_log_masses(d, width, sd)

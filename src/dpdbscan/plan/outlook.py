@@ -340,7 +340,12 @@ class Forecast:
         where a Gaussian cluster with standard deviation eps/6 along every
         axis needs at least :data:`LIMIT_FACTOR` times the points exact
         DBSCAN needs (public inputs only; :mod:`.clusterlimit`)."""
-        if self.histogram == "dense" or self.d < LIMIT_DIMS or self.core != "density" or self.units is not None:
+        if (
+            self.histogram == "dense"
+            or self.d < LIMIT_DIMS
+            or self.core != "density"
+            or self.units is not None
+        ):
             return None
         if not math.isfinite(self.cell_width):
             return None

@@ -219,13 +219,23 @@ class DensityTest(CoreTest):
     ) -> Figures:
         weights, m = density_margin(grid, kind, noise, epsilon, theta, spec)
         max_m = float(m.values.max())
+        std = float(m.sigma.max())
+        text = margin_rule_words(spec.margin, "the largest m(q); ")
+        if m.shown is not None:
+            # a sparse release: only the cells it shows carry noise, at most
+            # Var Z T / theta of it at the threshold T (densitymargin.shown_threshold)
+            std = min(std, math.sqrt(noise_variance(noise, epsilon) * (spec.min_samples + max_m) / theta))
+            text += (
+                f"; a sparse release counts only the noise of the cells it shows, each with at least "
+                f"theta={theta:g}"
+            )
         return Figures(
             noise_margin=max_m,
-            noise_std=float(m.sigma.max()),
+            noise_std=std,
             margin_value=max_m,
             terms=int(weights.offsets.shape[0]),
             kappa_q=int(SubcellLayout(grid, spec.subcells).kappa_q),
-            margin_text=margin_rule_words(spec.margin, "the largest m(q); "),
+            margin_text=text,
         )
 
     def statistic(
