@@ -37,6 +37,7 @@ the threshold, MinPts.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -218,11 +219,18 @@ def _count(v: float | None) -> str:
     return f"{float(f'{v:.2g}'):,.0f}"
 
 
-def limits_words(limits: tuple[ClusterLimit, ...], theta: float, threshold: float) -> str:
+def limits_words(
+    limits: tuple[ClusterLimit, ...],
+    theta: float,
+    threshold: float,
+    length: Callable[[float], str] | None = None,
+) -> str:
     """The limits as one line: "a Gaussian cluster ... is found from about
-    290 points at sd 0.005 (eps/12), ...; exact DBSCAN finds it from 20, ..."."""
+    290 points at sd 0.005 (eps/12), ...; exact DBSCAN finds it from 20, ...";
+    ``length`` formats a standard deviation (km as "4.2 m" on the ground)."""
+    fmt = length or "{:.3g}".format
     found = ", ".join(
-        f"{_count(lim.points)} {'points ' if i == 0 else ''}at sd {lim.sd:.3g} ({_fraction(f)})"
+        f"{_count(lim.points)} {'points ' if i == 0 else ''}at sd {fmt(lim.sd)} ({_fraction(f)})"
         for i, (f, lim) in enumerate(zip(SPREADS, limits))
     )
     exact = ", ".join(_count(lim.dbscan_points) for lim in limits)

@@ -316,8 +316,9 @@ class Forecast:
                 f"cluster's cells must hold about that many points, {self.cell_factor:.3g} times what a "
                 "cell holds at the box's average density"
             )
-        if self.cluster_limits:
-            out.append(f"clusters  : {self.limits_text()}")
+        if self.histogram != "dense" and self.cluster_limits:
+            # a dense release's limit is the threshold itself (T over the ball's share)
+            out.append(f"clusters  : {self.limits_text(length)}")
         if self.seconds is not None:
             out.append(
                 f"time      : about {duration_text(self.seconds)} for the core test "
@@ -365,11 +366,12 @@ class Forecast:
             'above 6-D")'
         )
 
-    def limits_text(self) -> str:
-        """The :attr:`cluster_limits` as words ("" without them)."""
+    def limits_text(self, length: Callable[[float], str] | None = None) -> str:
+        """The :attr:`cluster_limits` as words ("" without them); ``length``
+        formats a standard deviation."""
         if not self.cluster_limits:
             return ""
-        return limits_words(self.cluster_limits, self.theta, self.threshold)
+        return limits_words(self.cluster_limits, self.theta, self.threshold, length)
 
     def to_dict(self) -> dict:
         out = asdict(self)

@@ -250,7 +250,7 @@ class Margin:
         own = float(self.rule) * self.sigma
         if self.shown is None:
             return own
-        return np.minimum(own, shown_threshold(self.shown, min_samples) - min_samples)
+        return np.minimum(own, max(shown_threshold(self.shown, min_samples) - min_samples, 0.0))
 
 
 def shown_threshold(a: float, min_samples: float) -> float:
@@ -290,6 +290,7 @@ def margin(
     min_samples: float | None = None,
     truncation: Truncation = None,
     guard: bool = True,
+    shown: bool = True,
 ) -> Margin:
     """m(q) from public quantities only.
 
@@ -297,7 +298,12 @@ def margin(
 
     * a number ``c >= 0`` (the default rule, c = 1): m(q) = c sigma(q), where
       sigma(q)^2 = Var(Z) sum_Y W(q, Y)^2 is the variance of the weighted noise
-      N(q) = E~(q) - E(q).
+      N(q) = E~(q) - E(q). On a sparse release (``truncation`` a theta > 0,
+      ``min_samples`` given, ``shown``) c sigma(q) is capped by c standard
+      deviations of the noise the release's shown cells can hold at the
+      threshold: T - MinPts with T = MinPts + c sqrt(Var Z T / theta)
+      (:func:`shown_threshold`; issue 30, results/hd78/RULE.md).
+      ``shown=False`` gives the margin before 0.3.0 (model files written then).
     * ``"chernoff"``: the two-sided union bound, P(|N(q)| > m) <= beta /
       (k^d |X|) by the weighted Chernoff bound (study only: far too strict).
     * ``"pointwise"``: the Chernoff bound at level beta for one sub-cell.
@@ -315,7 +321,7 @@ def margin(
     sigma = np.sqrt(var * weights.sums_of_squares)
     n_events = int(n_cells) * weights.k**weights.d
     empty = np.zeros(len(weights.positions))
-    shown: float | None = None
+    a_shown: float | None = None
     if isinstance(rule, str):
         if rule not in MARGINS:
             raise ValueError(f"density margin must be one of {MARGINS} or a number >= 0, got margin={rule!r}")
@@ -330,7 +336,8 @@ def margin(
             raise ValueError(f"a numeric density margin must be finite and >= 0, got {rule!r}")
         vals = c * sigma
         if (
-            isinstance(truncation, float)
+            shown
+            and isinstance(truncation, float)
             and math.isfinite(truncation)
             and truncation > 0
             and min_samples is not None
@@ -338,8 +345,8 @@ def margin(
         ):
             # a sparse release: only its released cells carry noise, at most
             # Var Z T / theta of it at the threshold T (shown_threshold)
-            shown = c * math.sqrt(var / truncation)
-            vals = np.minimum(vals, shown_threshold(shown, min_samples) - min_samples)
+            a_shown = c * math.sqrt(var / truncation)
+            vals = np.minimum(vals, max(shown_threshold(a_shown, min_samples) - min_samples, 0.0))
     if guard and min_samples is not None and truncation != "zero":
         empty = np.array(
             [
@@ -349,7 +356,7 @@ def margin(
         )
         vals = np.maximum(vals, empty - min_samples)
     vals.setflags(write=False)
-    return Margin(rule, vals, sigma, empty, n_events, float(beta), shown)
+    return Margin(rule, vals, sigma, empty, n_events, float(beta), a_shown)
 
 
 def accuracy_margin(
