@@ -56,7 +56,7 @@ MAX_POINTS = 1e12
 def _phi(x: np.ndarray) -> np.ndarray:
     """The standard normal CDF, elementwise (math.erf: no scipy import)."""
     erf = np.frompyfunc(math.erf, 1, 1)
-    return 0.5 * (1.0 + erf(x / math.sqrt(2.0)).astype(np.float64))
+    return 0.5 * (1.0 + np.asarray(erf(x / math.sqrt(2.0)), dtype=np.float64))
 
 
 def axis_log_masses(width: float, sd: float) -> np.ndarray:
