@@ -60,10 +60,10 @@ def _dbscan(X: np.ndarray, alpha: float, m: int) -> np.ndarray:
 
 def _hist(grid, keys: np.ndarray, counts: np.ndarray, theta: float):
     """An exact sparse 'release' of the given cells (noise none)."""
-    from dpdbscan.cells.histogram import NoisyHistogram
+    from dpdbscan import research
 
     keep = counts >= theta
-    return NoisyHistogram(
+    return research.NoisyHistogram(
         grid,
         "sparse",
         counts[keep].astype(np.int64),
@@ -80,9 +80,8 @@ def diagnose(d: int, shape: str, seed: int, n: int = 100_000, scale: float = 1.0
     from sklearn.metrics import adjusted_rand_score
 
     from dpdbscan import DPDBSCAN, research
-    from dpdbscan.post.coretests.density import weighted_sums_at
-    from dpdbscan.post.coretests.density.densitytest import density_margin
-    from dpdbscan.release.backends import NumpyBackend
+
+    weighted_sums_at, density_margin = research.weighted_sums_at, research.density_margin
 
     alpha = round(blobs_nd.ALPHA[d] * scale, 6)
     m = blobs_nd.MIN_SAMPLES
@@ -102,7 +101,7 @@ def diagnose(d: int, shape: str, seed: int, n: int = 100_000, scale: float = 1.0
     weights, marg = density_margin(grid, hist.kind, hist.noise, hist.scale, hist.theta, spec)
     T = m + marg.values  # per sub-position
     sigma = math.sqrt(research.noise_variance(hist.noise, hist.scale) * float(weights.sums_of_squares.max()))
-    cells = NumpyBackend().count(grid, X)
+    cells = research.NumpyBackend().count(grid, X)
     keys, counts = cells.keys, cells.counts
     theta = float(hist.theta) if hist.kind != "dense" else 1.0
     E_all = weighted_sums_at(_hist(grid, keys, counts, 1), weights, keys)
@@ -218,7 +217,13 @@ def limit_check(r: dict) -> dict:
     (its covariance's eigenvalues; the rotation is not modelled) and its
     geometric mean in the ball's share, flagged lost where E < T; against
     whether the release found it (most of its points in one span)."""
-    from dpdbscan.plan.clusterlimit import ball_share, cell_log_masses, shown_share
+    from dpdbscan import research
+
+    ball_share, cell_log_masses, shown_share = (
+        research.ball_share,
+        research.cell_log_masses,
+        research.shown_share,
+    )
 
     d, eps = r["d"], r["alpha"]
     width = eps / math.sqrt(d)
