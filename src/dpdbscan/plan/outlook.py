@@ -328,7 +328,9 @@ class Forecast:
 
     @functools.cached_property
     def cluster_limits(self) -> tuple[ClusterLimit, ...]:
-        if self.core != "density" or self.units is not None or not math.isfinite(self.cell_width):
+        if not core_test(self.core).states_cluster_limits or self.units is not None:
+            return ()
+        if not math.isfinite(self.cell_width):
             return ()
         return cluster_limits(
             self.d, self.eps, self.cell_width, self.theta, self.threshold, float(self.min_samples)
@@ -344,7 +346,7 @@ class Forecast:
         if (
             self.histogram == "dense"
             or self.d < LIMIT_DIMS
-            or self.core != "density"
+            or not core_test(self.core).states_cluster_limits
             or self.units is not None
         ):
             return None

@@ -15,7 +15,7 @@ import numpy as np
 from ....cells.grid import Grid
 from ....cells.histogram import NoisyHistogram
 from ....cells.subcells import SubcellLayout
-from ....params.paramwords import margin_rule_words
+from ....params.paramwords import margin_rule_words, shown_margin_words
 from ....params.specs import ReleaseInfo, SpanSpec
 from ....progress import stage
 from ...merge import centre_merge, merge_centres
@@ -160,6 +160,7 @@ class DensityTest(CoreTest):
     numeric_margin = True
     selects_levels = True
     guard_swamps = True
+    states_cluster_limits = True
     filters_noise_spans = True
 
     def check(self, values: Mapping[str, Any], opt: Namer, cli: bool) -> None:
@@ -236,10 +237,7 @@ class DensityTest(CoreTest):
             # a sparse release: only the cells it shows carry noise, at most
             # Var Z T / theta of it at the threshold T (densitymargin.shown_threshold)
             std = min(std, math.sqrt(noise_variance(noise, epsilon) * (spec.min_samples + max_m) / theta))
-            text += (
-                f"; a sparse release counts only the noise of the cells it shows, each with at least "
-                f"theta={theta:g}"
-            )
+            text += shown_margin_words(theta)
         return Figures(
             noise_margin=max_m,
             noise_std=std,
