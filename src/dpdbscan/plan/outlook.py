@@ -194,7 +194,7 @@ class Forecast:
     box_widths: float
     merges: tuple
     cell_factor: float | None
-    cell_width: float = math.nan
+    cell_width: float
 
     gamma = renamed("gamma", "noise_margin")
 
