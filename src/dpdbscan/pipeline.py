@@ -112,6 +112,14 @@ def _warn_merge(fc: Forecast, n: float, source: str, stacklevel: int) -> None:
         warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
 
 
+def _warn_limit(fc: Forecast, stacklevel: int) -> None:
+    """Say when the release will show too few cells for clusters exact
+    DBSCAN finds (:meth:`Forecast.limit_note`; public inputs)."""
+    note = fc.limit_note()
+    if note:
+        warnings.warn(note, UtilityWarning, stacklevel=stacklevel + 1)
+
+
 def fit(
     X: PointsInput,
     lower: np.ndarray,
@@ -186,6 +194,8 @@ def fit(
         _warn_slow(fc, stacklevel + 1)
     if n_public is not None:
         _warn_merge(fc, n_public, "n_expected", stacklevel + 1)
+    if judged:
+        _warn_limit(fc, stacklevel + 1)
     _in_memory_second(r, backend)
     if accountant is not None:
         charge(accountant, r.release, spend=False)

@@ -68,6 +68,12 @@ Post-processing of one release (studies of the density test and the automatic mo
     ``noiseless_twin``: the spans a fitted model's release would give without
     noise (the same grid, contribution bound and bounding key; exact counts;
     the same core test), the reference of accuracy studies.
+    ``NoisyHistogram``, ``NumpyBackend``: a release's histogram (to build an
+    exact one) and the in-memory counting backend.
+    ``weighted_sums_at``: the density test's E~(q) at given cells of a release;
+    ``density_margin``: its ball weights and margin m(q) for a release's public fields.
+    ``cell_log_masses``, ``shown_share``, ``ball_share``: the parts of the
+    forecast's cluster limit (``plan.clusterlimit``; benchmarks/diagnose_hd.py).
 
 Traces and units (the places studies' ground truth, recomputed from the private file)
     ``count_units``, ``BoundingKey``, ``UnitBound``, ``make_source``: the
@@ -114,12 +120,15 @@ from .pipeline import events_rows
 from .plan import autoplan
 from .plan import units as unit_plan
 from .plan.autoplan import base_eps as auto_base_eps
+from .plan.clusterlimit import ball_share, cell_log_masses, shown_share
 from .post import noisespans, ownscale
 from .post import sidebyside as second_release
 from .post.auto import _parents as span_parents
 from .post.auto import choose as auto_choose
 from .post.coretests import build_spans, core_test
 from .post.coretests.density import DensityField, density_field
+from .post.coretests.density.densitytest import density_margin
+from .post.coretests.density.weightedsums import weighted_sums_at
 from .post.coretests.density.weights import ball_weights
 from .post.ladder import stability as ladder_stability
 from .post.ladder import sweep as ladder_sweep
@@ -166,6 +175,13 @@ ownscale_widen = ownscale.widen
 OWNSCALE_DIMS = ownscale.DIMS
 
 __all__ = [
+    "NoisyHistogram",
+    "NumpyBackend",
+    "ball_share",
+    "cell_log_masses",
+    "density_margin",
+    "shown_share",
+    "weighted_sums_at",
     "core_test",
     "levels_record",
     "remodel",

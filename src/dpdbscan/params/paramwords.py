@@ -52,6 +52,14 @@ def margin_rule_words(rule: str | float, symbol: str = "") -> str:
     return f"{words}, more where little was counted nearby ({symbol}margin={name} with the empty-space guard)"
 
 
+def shown_margin_words(theta: float) -> str:
+    """What the density test's margin counts on a sparse release (the
+    forecast's margin line, after :func:`margin_rule_words`)."""
+    return (
+        f"; a sparse release counts only the noise of the cells it shows, each with at least theta={theta:g}"
+    )
+
+
 def threshold_rule_words(raise_min_samples: bool) -> str:
     """What the bound test's threshold adds to min_samples, in words (the
     forecast's margin): tau with the practical rule, nothing with the
@@ -61,4 +69,4 @@ def threshold_rule_words(raise_min_samples: bool) -> str:
     return "none: the theoretical rule compares the noisy upper bound with min_samples itself"
 
 
-__all__ = ["grid_words", "histogram_words", "margin_rule_words", "threshold_rule_words"]
+__all__ = ["grid_words", "histogram_words", "margin_rule_words", "shown_margin_words", "threshold_rule_words"]

@@ -13,6 +13,7 @@ own public guess of the number of points; nothing here reads data.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -24,6 +25,7 @@ from ..params.specs import ReleaseSpec, SpanSpec
 from ..post.coretests import core_test
 from ..post.coretests.density.densitymargin import swamped
 from ..post.coretests.density.densitytest import density_margin
+from .clusterlimit import ClusterLimit, ball_share, cluster_limits, least_points, limits_words
 from .detection import UnitForecast
 
 #: Rough cost of one term of a neighbourhood sum (one gathered noisy count),
@@ -51,6 +53,14 @@ MERGE_WIDTHS = 12.0
 #: and 8.3 wide); 0.58-0.88 with fewer points (1.3-3.2 in an eps-ball);
 #: 0.37-1.00 on boxes 13 eps wide or more.
 MERGE_EXPECTED = 3.5
+#: A release that shows a cell only from a noisy count of theta loses
+#: clusters exact DBSCAN finds (:mod:`.clusterlimit`): the fit warns from
+#: this many dimensions where a Gaussian cluster of standard deviation eps/6
+#: needs at least this many times the points exact DBSCAN needs (7-D: 25x
+#: and 8-D: 65x at the benchmark's eps, epsilon 1; 6-D: 10x, 4-D: 3x).
+#: Seed 73 of issue 30's sweep lost clusters in 7-D and 8-D only.
+LIMIT_DIMS = 6
+LIMIT_FACTOR = 20.0
 
 #: The cost model of a whole fit (:func:`fit_cost`), after the file is read,
 #: from straight lines fitted to the benchmarks (benchmarks/README-results.md,
@@ -145,6 +155,15 @@ class Forecast:
         must hold to be shown at all (its noisy count must reach theta). A
         cluster whose densest cells are below that is not found, whatever
         MinPts.
+    cell_width : float
+        The grid's cell width w (the limits below read it).
+    cluster_limits : tuple of ClusterLimit
+        (Computed when first read.) The density test at event level: the
+        least number of points a Gaussian cluster needs to be found at each
+        spread of :data:`dpdbscan.plan.clusterlimit.SPREADS` (its standard
+        deviation along every axis, eps/12 to eps/3), and what exact DBSCAN
+        needs (:mod:`dpdbscan.plan.clusterlimit`): above 6-D the sparse
+        release's theta, not the noise margin, decides. Empty otherwise.
     """
 
     eps: float
@@ -175,6 +194,7 @@ class Forecast:
     box_widths: float
     merges: tuple
     cell_factor: float | None
+    cell_width: float
 
     gamma = renamed("gamma", "noise_margin")
 
@@ -204,7 +224,8 @@ class Forecast:
 
     @property
     def notes(self) -> tuple:
-        return tuple(self.slow) + tuple(self.useless)
+        limit = self.limit_note()
+        return tuple(self.slow) + tuple(self.useless) + ((limit,) if limit else ())
 
     def sentence(self) -> str:
         """A plain sentence on what is detectable at this epsilon (in units
@@ -295,6 +316,9 @@ class Forecast:
                 f"cluster's cells must hold about that many points, {self.cell_factor:.3g} times what a "
                 "cell holds at the box's average density"
             )
+        if self.histogram != "dense" and self.cluster_limits:
+            # a dense release's limit is the threshold itself (T over the ball's share)
+            out.append(f"clusters  : {self.limits_text(length)}")
         if self.seconds is not None:
             out.append(
                 f"time      : about {duration_text(self.seconds)} for the core test "
@@ -302,8 +326,59 @@ class Forecast:
             )
         return out + [self.sentence()] + [f"warning: {n}" for n in self.notes]
 
+    @functools.cached_property
+    def cluster_limits(self) -> tuple[ClusterLimit, ...]:
+        if not core_test(self.core).states_cluster_limits or self.units is not None:
+            return ()
+        if not math.isfinite(self.cell_width):
+            return ()
+        return cluster_limits(
+            self.d, self.eps, self.cell_width, self.theta, self.threshold, float(self.min_samples)
+        )
+
+    def limit_note(self) -> str | None:
+        """The warning that clusters exact DBSCAN finds will likely be lost,
+        or None: a release that shows a cell only from a noisy count of
+        theta (sparse, stability), in :data:`LIMIT_DIMS` or more dimensions,
+        where a Gaussian cluster with standard deviation eps/6 along every
+        axis needs at least :data:`LIMIT_FACTOR` times the points exact
+        DBSCAN needs (public inputs only; :mod:`.clusterlimit`)."""
+        if (
+            self.histogram == "dense"
+            or self.d < LIMIT_DIMS
+            or not core_test(self.core).states_cluster_limits
+            or self.units is not None
+        ):
+            return None
+        if not math.isfinite(self.cell_width):
+            return None
+        sd = self.eps / 6
+        need = least_points(self.d, self.eps, self.cell_width, sd, self.theta, self.threshold)
+        dbscan = float(self.min_samples) / max(ball_share(self.d, self.eps, sd), 1e-300)
+        if need is not None and need < LIMIT_FACTOR * dbscan:
+            return None
+        wider = least_points(self.d, self.eps, self.cell_width, self.eps / 4, self.theta, self.threshold)
+        return (
+            f"clusters that exact DBSCAN finds may be lost here: in {self.d}-D the {self.histogram} release "
+            f"shows a cell only when its noisy count reaches theta={self.theta:g}, and a core cell needs "
+            f"{self.threshold:.0f} points within eps, so a Gaussian cluster with standard deviation eps/6 "
+            f"({sd:.3g}) along every axis needs about {_points(need)} points to be found (exact DBSCAN: "
+            f"{_points(dbscan)}), one with eps/4 about {_points(wider)}; smaller or wider clusters are "
+            "lost. 'dpdbscan forecast' lists more (docs/parameters.md, \"What a release can detect "
+            'above 6-D")'
+        )
+
+    def limits_text(self, length: Callable[[float], str] | None = None) -> str:
+        """The :attr:`cluster_limits` as words ("" without them); ``length``
+        formats a standard deviation."""
+        if not self.cluster_limits:
+            return ""
+        return limits_words(self.cluster_limits, self.theta, self.threshold, length)
+
     def to_dict(self) -> dict:
         out = asdict(self)
+        out["cluster_limits"] = [asdict(lim) for lim in self.cluster_limits]
+        out["limit_note"] = self.limit_note()
         out["slow"], out["useless"] = list(self.slow), list(self.useless)
         out["merges"] = list(self.merges)
         out["units"] = None if self.units is None else self.units.to_dict()
@@ -313,6 +388,10 @@ class Forecast:
 
 def _percent(x: float) -> str:
     return f"{100 * x:.3g}%"
+
+
+def _points(v: float | None) -> str:
+    return "more than 10^12" if v is None or not math.isfinite(v) else f"{float(f'{v:.2g}'):,.0f}"
 
 
 def two_digits(v: float) -> str:
@@ -490,6 +569,7 @@ def forecast(release: ReleaseSpec, spans: SpanSpec, *, n_expected: float | None 
         box_widths=volume ** (1.0 / d) / float(grid.eps),
         merges=(),
         cell_factor=None if n_expected is None or kind != "sparse" else theta * grid.n_cells / n_expected,
+        cell_width=float(grid.width),
     )
     # person level: the counts are of bounded units, not of n_expected's points
     note = fc.merge_note(n_expected) if release.units is None else None

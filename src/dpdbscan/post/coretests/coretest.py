@@ -132,6 +132,9 @@ class CoreTest(ABC):
     #: a test takes the sparse release on coarse 4-D to 8-D grids at a fixed
     #: eps and MinPts (rule K, :func:`dpdbscan.plan.histogramchoice.choose_kind`).
     filters_noise_spans: ClassVar[bool]
+    #: Whether the forecast states the least Gaussian cluster the test finds
+    #: (:mod:`dpdbscan.plan.clusterlimit`: the estimate E~ against its threshold).
+    states_cluster_limits: ClassVar[bool] = False
 
     # -- parameters ---------------------------------------------------------
     @abstractmethod

@@ -232,7 +232,9 @@ class Margin:
     ``values[i]`` is m(q) for sub-position i; ``sigma[i]`` the standard deviation
     of the weighted noise there; ``empty[i]`` the empty-neighbourhood bound G_0
     (0 when not used); ``n_events`` the union-bound count; ``rule`` the public
-    rule ("chernoff", "pointwise" or c).
+    rule ("chernoff", "pointwise" or c); ``shown``: a = c sqrt(Var Z / theta)
+    where the rule's margin is capped by the noise a sparse release can show
+    (:func:`shown_threshold`), else None.
     """
 
     rule: str | float
@@ -241,6 +243,29 @@ class Margin:
     empty: np.ndarray
     n_events: int
     beta: float
+    shown: float | None = None
+
+    def own(self, min_samples: float) -> np.ndarray:
+        """The rule's m(q) at this MinPts before the empty-space guard (numeric rules)."""
+        own = float(self.rule) * self.sigma
+        if self.shown is None:
+            return own
+        return np.minimum(own, max(shown_threshold(self.shown, min_samples) - min_samples, 0.0))
+
+
+def shown_threshold(a: float, min_samples: float) -> float:
+    """T with T = MinPts + a sqrt(T): sqrt(T) = (a + sqrt(a^2 + 4 MinPts)) / 2.
+
+    The one-sigma margin of a sparse release (issue 30; results/hd78/RULE.md):
+    a released value is at least theta and a weight at most 1, so a
+    sub-cell whose estimate is E~ has sum over released cells of W^2 <=
+    E~ / theta, and their noise a variance of at most Var Z E~ / theta.
+    A cell that is not released reads 0 and adds no noise. At the threshold
+    (E~ = T) c such standard deviations are c sqrt(Var Z T / theta) =
+    a sqrt(T); every estimate above T clears its own bound too (E~ - MinPts
+    grows faster than a sqrt(E~)). Released empty cells are the guard's."""
+    root = 0.5 * (a + math.sqrt(a * a + 4.0 * max(float(min_samples), 0.0)))
+    return root * root
 
 
 def empty_truncation(kind: str, theta: float) -> float | Literal["zero"] | None:
@@ -265,6 +290,7 @@ def margin(
     min_samples: float | None = None,
     truncation: Truncation = None,
     guard: bool = True,
+    shown: bool = True,
 ) -> Margin:
     """m(q) from public quantities only.
 
@@ -272,7 +298,12 @@ def margin(
 
     * a number ``c >= 0`` (the default rule, c = 1): m(q) = c sigma(q), where
       sigma(q)^2 = Var(Z) sum_Y W(q, Y)^2 is the variance of the weighted noise
-      N(q) = E~(q) - E(q).
+      N(q) = E~(q) - E(q). On a sparse release (``truncation`` a theta > 0,
+      ``min_samples`` given, ``shown``) c sigma(q) is capped by c standard
+      deviations of the noise the release's shown cells can hold at the
+      threshold: T - MinPts with T = MinPts + c sqrt(Var Z T / theta)
+      (:func:`shown_threshold`; issue 30, results/hd78/RULE.md).
+      ``shown=False`` gives the margin before 0.3.0 (model files written then).
     * ``"chernoff"``: the two-sided union bound, P(|N(q)| > m) <= beta /
       (k^d |X|) by the weighted Chernoff bound (study only: far too strict).
     * ``"pointwise"``: the Chernoff bound at level beta for one sub-cell.
@@ -290,6 +321,7 @@ def margin(
     sigma = np.sqrt(var * weights.sums_of_squares)
     n_events = int(n_cells) * weights.k**weights.d
     empty = np.zeros(len(weights.positions))
+    a_shown: float | None = None
     if isinstance(rule, str):
         if rule not in MARGINS:
             raise ValueError(f"density margin must be one of {MARGINS} or a number >= 0, got margin={rule!r}")
@@ -303,6 +335,18 @@ def margin(
         if not (math.isfinite(c) and c >= 0):
             raise ValueError(f"a numeric density margin must be finite and >= 0, got {rule!r}")
         vals = c * sigma
+        if (
+            shown
+            and isinstance(truncation, float)
+            and math.isfinite(truncation)
+            and truncation > 0
+            and min_samples is not None
+            and var > 0
+        ):
+            # a sparse release: only its released cells carry noise, at most
+            # Var Z T / theta of it at the threshold T (shown_threshold)
+            a_shown = c * math.sqrt(var / truncation)
+            vals = np.minimum(vals, max(shown_threshold(a_shown, min_samples) - min_samples, 0.0))
     if guard and min_samples is not None and truncation != "zero":
         empty = np.array(
             [
@@ -312,7 +356,7 @@ def margin(
         )
         vals = np.maximum(vals, empty - min_samples)
     vals.setflags(write=False)
-    return Margin(rule, vals, sigma, empty, n_events, float(beta))
+    return Margin(rule, vals, sigma, empty, n_events, float(beta), a_shown)
 
 
 def accuracy_margin(
@@ -340,10 +384,15 @@ def swamped(m: Margin, min_samples: float) -> int | None:
     Numeric margin rules only (the tail rules' own bounds are not kept)."""
     if isinstance(m.rule, str) or not np.any(m.empty > 0):
         return None
-    own = float(m.rule) * m.sigma  # the rule's m(q) before the guard
+    own = m.own(min_samples)  # the rule's m(q) before the guard
     if not np.all(m.empty - min_samples >= own - 1e-9):
         return None  # the rule's own margin binds somewhere: MinPts moves the threshold there
     flat = int(math.floor(float(np.min(m.empty - own)) + 1e-9))
+    if m.shown is not None:
+        # the sparse release's own margin grows with MinPts (shown_threshold):
+        # the largest MinPts at which the guard still binds everywhere
+        while flat > min_samples and not np.all(m.empty - flat >= m.own(flat) - 1e-9):
+            flat -= 1
     return flat if flat > min_samples else None
 
 
